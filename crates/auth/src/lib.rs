@@ -1,0 +1,2 @@
+//! Authentication: NTLMSSP, SPNEGO, smbpasswd.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! Sans-I/O SMB server core.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! SMB signing, key derivation and encryption.
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+//! io_uring engine.

@@ -1,0 +1,338 @@
+//! Filesystem backends for ringshare.
+//!
+//! The server core knows shares only through the [`Share`] trait and open files
+//! only through [`Node`]. Two implementations:
+//! - [`posix::PosixShare`]: a directory on a local filesystem. Every lookup is
+//!   resolved with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` relative to
+//!   the share root, so `..`, absolute paths and symlinks that lead outside the
+//!   share reach nothing outside it.
+//! - [`memory::MemShare`]: an in-memory tree for tests and fuzzing, with fault
+//!   injection.
+//!
+//! Paths are given as a [`RelPath`]: already-validated components (no empty
+//! component, no `.` or `..`, no `/` or NUL inside a component). The backend
+//! does not know SMB; status mapping lives in the core.
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::os::fd::BorrowedFd;
+
+pub mod memory;
+pub mod posix;
+
+/// Errors a backend reports. The core maps each to one NTSTATUS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsError {
+    NotFound,
+    /// A component before the last one is missing or not a directory.
+    PathNotFound,
+    Exists,
+    NotADirectory,
+    IsADirectory,
+    NotEmpty,
+    AccessDenied,
+    /// The path tried to leave the share (symlink to outside, magic link).
+    Escapes,
+    NoSpace,
+    ReadOnly,
+    NameTooLong,
+    InvalidName,
+    Busy,
+    CrossDevice,
+    TooManyLinks,
+    Io,
+    /// Any other errno, kept for logging.
+    Other(i32),
+}
+
+impl FsError {
+    /// Map an errno value to an `FsError`.
+    pub fn from_errno(errno: i32) -> FsError {
+        const ENOENT: i32 = 2;
+        const EIO: i32 = 5;
+        const EACCES: i32 = 13;
+        const EPERM: i32 = 1;
+        const EBUSY: i32 = 16;
+        const EEXIST: i32 = 17;
+        const EXDEV: i32 = 18;
+        const ENOTDIR: i32 = 20;
+        const EISDIR: i32 = 21;
+        const EINVAL: i32 = 22;
+        const ENOSPC: i32 = 28;
+        const EROFS: i32 = 30;
+        const EMLINK: i32 = 31;
+        const ENAMETOOLONG: i32 = 36;
+        const ENOTEMPTY: i32 = 39;
+        const ELOOP: i32 = 40;
+        const EDQUOT: i32 = 122;
+        const EXDEV_RESOLVE: i32 = EXDEV;
+        match errno {
+            ENOENT => FsError::NotFound,
+            EIO => FsError::Io,
+            EACCES | EPERM => FsError::AccessDenied,
+            EBUSY => FsError::Busy,
+            EEXIST => FsError::Exists,
+            EXDEV_RESOLVE => FsError::Escapes,
+            ENOTDIR => FsError::NotADirectory,
+            EISDIR => FsError::IsADirectory,
+            EINVAL => FsError::InvalidName,
+            ENOSPC | EDQUOT => FsError::NoSpace,
+            EROFS => FsError::ReadOnly,
+            EMLINK => FsError::TooManyLinks,
+            ENAMETOOLONG => FsError::NameTooLong,
+            ENOTEMPTY => FsError::NotEmpty,
+            ELOOP => FsError::Escapes,
+            e => FsError::Other(e),
+        }
+    }
+}
+
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl std::error::Error for FsError {}
+
+pub type FsResult<T> = Result<T, FsError>;
+
+/// A validated path relative to the share root. Empty = the root itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct RelPath {
+    components: Vec<String>,
+}
+
+impl RelPath {
+    /// The share root.
+    pub fn root() -> RelPath {
+        RelPath::default()
+    }
+
+    /// Build from components; each must be non-empty, not `.`/`..`, and free of
+    /// `/` and NUL. Returns `FsError::InvalidName` otherwise.
+    pub fn from_components<I, S>(parts: I) -> FsResult<RelPath>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut components = Vec::new();
+        for p in parts {
+            let p: String = p.into();
+            if p.is_empty() || p == "." || p == ".." || p.contains('/') || p.contains('\0') {
+                return Err(FsError::InvalidName);
+            }
+            if p.len() > 255 {
+                return Err(FsError::NameTooLong);
+            }
+            components.push(p);
+        }
+        Ok(RelPath { components })
+    }
+
+    pub fn components(&self) -> &[String] {
+        &self.components
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.components.is_empty()
+    }
+
+    /// The last component, or `None` for the root.
+    pub fn file_name(&self) -> Option<&str> {
+        self.components.last().map(|s| s.as_str())
+    }
+
+    /// The parent path, or `None` for the root.
+    pub fn parent(&self) -> Option<RelPath> {
+        if self.components.is_empty() {
+            None
+        } else {
+            Some(RelPath { components: self.components[..self.components.len() - 1].to_vec() })
+        }
+    }
+
+    /// `self` joined with one more validated component.
+    pub fn join(&self, name: &str) -> FsResult<RelPath> {
+        let mut c = self.components.clone();
+        c.push(name.to_string());
+        RelPath::from_components(c)
+    }
+
+    /// `a/b/c` form, for logs and for the POSIX backend.
+    pub fn to_slash_path(&self) -> String {
+        self.components.join("/")
+    }
+}
+
+/// A point in time as nanoseconds since the Unix epoch (may be negative).
+pub type UnixNanos = i128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileKind {
+    #[default]
+    File,
+    Directory,
+    Symlink,
+    Other,
+}
+
+/// Metadata of one file or directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileAttr {
+    pub kind: FileKind,
+    pub size: u64,
+    /// Bytes actually allocated (st_blocks * 512).
+    pub alloc_size: u64,
+    /// Permission bits (st_mode & 0o7777).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u64,
+    pub ino: u64,
+    pub dev: u64,
+    pub atime: UnixNanos,
+    pub mtime: UnixNanos,
+    pub ctime: UnixNanos,
+    /// Birth time when the filesystem reports one.
+    pub btime: Option<UnixNanos>,
+    /// DOS attributes stored by the backend (user.DOSATTRIB-like), if any.
+    pub dos_attributes: Option<u32>,
+}
+
+impl FileAttr {
+    pub fn is_dir(&self) -> bool {
+        self.kind == FileKind::Directory
+    }
+}
+
+/// How to open: the core has already turned the SMB create disposition into this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Open an existing file or directory; fail with NotFound.
+    Existing,
+    /// Create a new one; fail with Exists.
+    CreateNew,
+    /// Open if it exists, else create.
+    OpenOrCreate,
+    /// Open an existing one and truncate it to zero; fail with NotFound.
+    Truncate,
+    /// Truncate if it exists, else create.
+    TruncateOrCreate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    pub mode: OpenMode,
+    pub read: bool,
+    pub write: bool,
+    /// Must be a directory (FILE_DIRECTORY_FILE). With a create mode, creates a directory.
+    pub directory: bool,
+    /// Must not be a directory (FILE_NON_DIRECTORY_FILE).
+    pub non_directory: bool,
+    /// Permission bits for a new file or directory.
+    pub create_mode: u32,
+}
+
+impl OpenOptions {
+    pub fn read_existing() -> OpenOptions {
+        OpenOptions {
+            mode: OpenMode::Existing,
+            read: true,
+            write: false,
+            directory: false,
+            non_directory: false,
+            create_mode: 0o644,
+        }
+    }
+}
+
+/// What `Share::open` returns.
+pub struct Opened {
+    pub node: Box<dyn Node>,
+    /// True when this open created the file or directory.
+    pub created: bool,
+    /// True when an existing file was truncated.
+    pub truncated: bool,
+}
+
+impl fmt::Debug for Opened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Opened").field("created", &self.created).field("truncated", &self.truncated).finish()
+    }
+}
+
+/// One directory entry as returned by [`Node::read_dir`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub attr: FileAttr,
+}
+
+/// Filesystem-wide figures (statvfs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FsStat {
+    pub block_size: u64,
+    pub total_blocks: u64,
+    pub free_blocks: u64,
+    pub avail_blocks: u64,
+    pub total_files: u64,
+    pub free_files: u64,
+    pub name_max: u64,
+    pub fs_id: u64,
+}
+
+/// Times to set; `None` leaves a time unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SetTimes {
+    pub atime: Option<UnixNanos>,
+    pub mtime: Option<UnixNanos>,
+    /// Best effort: POSIX cannot set ctime; backends may store it.
+    pub btime: Option<UnixNanos>,
+}
+
+/// A shared directory tree.
+pub trait Share: Send + Sync + fmt::Debug {
+    /// Open (and maybe create) a file or directory.
+    fn open(&self, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened>;
+    /// Metadata of a path without opening it for I/O (does not follow a final symlink
+    /// out of the share: a symlink is reported as `FileKind::Symlink`).
+    fn stat(&self, path: &RelPath) -> FsResult<FileAttr>;
+    /// Remove a file (not a directory).
+    fn unlink(&self, path: &RelPath) -> FsResult<()>;
+    /// Remove an empty directory.
+    fn rmdir(&self, path: &RelPath) -> FsResult<()>;
+    /// Rename; fails with `Exists` when `to` exists and `replace` is false.
+    fn rename(&self, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()>;
+    /// Filesystem figures.
+    fn statfs(&self) -> FsResult<FsStat>;
+    /// Look up `name` in directory `dir` case-insensitively and return the name as stored,
+    /// or `NotFound`. Used when an exact lookup misses.
+    fn find_name_case_insensitive(&self, dir: &RelPath, name: &str) -> FsResult<String>;
+}
+
+/// An open file or directory.
+pub trait Node: Send + Sync + fmt::Debug {
+    fn stat(&self) -> FsResult<FileAttr>;
+    /// The file descriptor, when the backend has one, so the engine can do the I/O
+    /// through io_uring. `None` means: call `read_at`/`write_at`/`sync` instead.
+    fn fd(&self) -> Option<BorrowedFd<'_>>;
+    /// Read up to `buf.len()` bytes at `offset`; returns bytes read (0 at end of file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize>;
+    /// Write all of `data` at `offset`; returns bytes written.
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize>;
+    /// Flush data and metadata to stable storage (fsync).
+    fn sync(&self) -> FsResult<()>;
+    /// Set the end of file (truncate or extend).
+    fn set_len(&self, len: u64) -> FsResult<()>;
+    /// Preallocate or release allocation (fallocate); may be a no-op.
+    fn set_allocation(&self, size: u64) -> FsResult<()>;
+    fn set_times(&self, times: &SetTimes) -> FsResult<()>;
+    /// Store DOS attributes (e.g. in an xattr). Backends without storage return Ok.
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()>;
+    /// Change permission bits.
+    fn set_mode(&self, mode: u32) -> FsResult<()>;
+    /// All entries of this directory, excluding `.` and `..`, in a stable order.
+    /// `NotADirectory` for files.
+    fn read_dir(&self) -> FsResult<Vec<DirEntry>>;
+}

@@ -1,0 +1,2 @@
+//! SMB2/3 wire codec.
+#![forbid(unsafe_code)]
