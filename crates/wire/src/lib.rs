@@ -1,2 +1,32 @@
-//! SMB2/3 wire codec.
+//! SMB2/3 wire codec for ringshare.
+//!
+//! Everything here is pure: bytes in, typed values out, and back. Decoding goes
+//! through the bounds-checked [`codec::Reader`]; offset/length pairs are followed
+//! only through it, so no decoder can index out of bounds or panic on hostile
+//! input. Protocol constants live here once, each with the spec section that
+//! defines it.
 #![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod consts;
+pub mod create;
+pub mod dir;
+pub mod file;
+pub mod framing;
+pub mod fscc;
+pub mod header;
+pub mod info;
+pub mod ioctl;
+pub mod lock;
+pub mod misc;
+pub mod negotiate;
+pub mod security;
+pub mod session;
+pub mod smb1;
+pub mod status;
+pub mod transform;
+pub mod tree;
+pub mod utf16;
+
+pub use codec::{Reader, WireError, WriteExt};
+pub use status::NtStatus;
