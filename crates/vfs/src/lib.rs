@@ -148,7 +148,9 @@ impl RelPath {
         if self.components.is_empty() {
             None
         } else {
-            Some(RelPath { components: self.components[..self.components.len() - 1].to_vec() })
+            Some(RelPath {
+                components: self.components[..self.components.len() - 1].to_vec(),
+            })
         }
     }
 
@@ -258,7 +260,10 @@ pub struct Opened {
 
 impl fmt::Debug for Opened {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Opened").field("created", &self.created).field("truncated", &self.truncated).finish()
+        f.debug_struct("Opened")
+            .field("created", &self.created)
+            .field("truncated", &self.truncated)
+            .finish()
     }
 }
 

@@ -1,1 +1,838 @@
-//! POSIX backend.
+//! POSIX backend: a directory on a local Linux filesystem.
+//!
+//! Confinement: the share root is held open as an `O_PATH | O_DIRECTORY` fd and every
+//! lookup goes through `openat2(root, path, .., RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
+//! Operations that act on a name (stat, unlink, rmdir, rename, mkdir) first open the
+//! parent directory that way and then use the `*at` call with a single component, so a
+//! `..`, an absolute symlink or a symlink chain that leaves the share fails with
+//! [`FsError::Escapes`] (the kernel reports `EXDEV`) whatever races happen meanwhile.
+//!
+//! DOS attributes live in the xattr `user.ringshare.dosattrib` (4 bytes, little endian).
+//! Xattr calls on `O_PATH` fds (stat-only opens) and on directory entries go through
+//! `/proc/self/fd/<fd>[/<name>]`: the fd was already resolved beneath the root and the
+//! name is a single component, so this reaches nothing new.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{
+    AtFlags, Dir, FallocateFlags, Mode, OFlags, RenameFlags, ResolveFlags, Statx, StatxFlags,
+    Timestamps, XattrFlags, CWD, UTIME_OMIT,
+};
+use rustix::io::Errno;
+
+use crate::{
+    DirEntry, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions, Opened,
+    RelPath, SetTimes, Share, UnixNanos,
+};
+
+/// Name of the xattr holding DOS attributes.
+pub const DOS_ATTRIB_XATTR: &str = "user.ringshare.dosattrib";
+
+/// How many times an open-or-create retries when the name appears or vanishes between
+/// the open and the exclusive create.
+const CREATE_RACE_RETRIES_MAX: usize = 4;
+
+const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
+
+fn errno_to_fs(e: Errno) -> FsError {
+    FsError::from_errno(e.raw_os_error())
+}
+
+/// Errors of calls on an already-open fd: EXDEV there is a real cross-device error and
+/// EBADF means the fd lacks the access mode (stat-only or read-only open).
+fn fd_errno_to_fs(e: Errno) -> FsError {
+    match e {
+        Errno::XDEV => FsError::CrossDevice,
+        Errno::BADF => FsError::AccessDenied,
+        e => errno_to_fs(e),
+    }
+}
+
+fn is_unsupported(e: Errno) -> bool {
+    e == Errno::OPNOTSUPP || e == Errno::NOSYS
+}
+
+fn nanos(ts: &rustix::fs::StatxTimestamp) -> UnixNanos {
+    i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+}
+
+fn to_timespec(t: Option<UnixNanos>) -> rustix::fs::Timespec {
+    match t {
+        None => rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        Some(n) => {
+            let sec = n.div_euclid(1_000_000_000);
+            let nsec = n.rem_euclid(1_000_000_000);
+            let sec = i64::try_from(sec).unwrap_or(if sec < 0 { i64::MIN } else { i64::MAX });
+            rustix::fs::Timespec {
+                tv_sec: sec,
+                tv_nsec: nsec as _,
+            }
+        }
+    }
+}
+
+fn kind_of(mode: u16) -> FileKind {
+    match rustix::fs::FileType::from_raw_mode(u32::from(mode)) {
+        rustix::fs::FileType::RegularFile => FileKind::File,
+        rustix::fs::FileType::Directory => FileKind::Directory,
+        rustix::fs::FileType::Symlink => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+fn attr_from_statx(st: &Statx, dos_attributes: Option<u32>) -> FileAttr {
+    let btime = if st.stx_mask & StatxFlags::BTIME.bits() != 0 {
+        Some(nanos(&st.stx_btime))
+    } else {
+        None
+    };
+    FileAttr {
+        kind: kind_of(st.stx_mode),
+        size: st.stx_size,
+        alloc_size: st.stx_blocks.saturating_mul(512),
+        mode: u32::from(st.stx_mode) & 0o7777,
+        uid: st.stx_uid,
+        gid: st.stx_gid,
+        nlink: u64::from(st.stx_nlink),
+        ino: st.stx_ino,
+        dev: (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor),
+        atime: nanos(&st.stx_atime),
+        mtime: nanos(&st.stx_mtime),
+        ctime: nanos(&st.stx_ctime),
+        btime,
+        dos_attributes,
+    }
+}
+
+fn statx_fd(fd: BorrowedFd<'_>) -> Result<Statx, Errno> {
+    rustix::fs::statx(
+        fd,
+        c"",
+        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+    )
+}
+
+fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
+    match name {
+        Some(n) => format!("/proc/self/fd/{}/{}", fd.as_raw_fd(), n),
+        None => format!("/proc/self/fd/{}", fd.as_raw_fd()),
+    }
+}
+
+fn decode_dos(res: Result<Vec<u8>, Errno>) -> Option<u32> {
+    match res {
+        Ok(v) if v.len() == 4 => Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]])),
+        _ => None,
+    }
+}
+
+/// DOS attributes of an open fd; `None` when absent, malformed or unsupported.
+fn read_dos_fd(fd: BorrowedFd<'_>) -> Option<u32> {
+    let mut buf = Vec::with_capacity(8);
+    match rustix::fs::fgetxattr(fd, DOS_ATTRIB_XATTR, &mut buf) {
+        Ok(_) => decode_dos(Ok(buf)),
+        Err(Errno::BADF) => {
+            // O_PATH fd: go through its /proc link.
+            let mut buf = Vec::with_capacity(8);
+            let r = rustix::fs::getxattr(proc_path(fd, None), DOS_ATTRIB_XATTR, &mut buf);
+            decode_dos(r.map(|_| buf))
+        }
+        Err(_) => None,
+    }
+}
+
+/// DOS attributes of entry `name` of directory `dir` (a symlink's own, never its target's).
+fn read_dos_at(dir: BorrowedFd<'_>, name: &str) -> Option<u32> {
+    let mut buf = Vec::with_capacity(8);
+    let r = rustix::fs::lgetxattr(proc_path(dir, Some(name)), DOS_ATTRIB_XATTR, &mut buf);
+    decode_dos(r.map(|_| buf))
+}
+
+/// A share rooted at a local directory.
+pub struct PosixShare {
+    root: OwnedFd,
+    root_path: PathBuf,
+    read_only: bool,
+}
+
+impl fmt::Debug for PosixShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PosixShare")
+            .field("root", &self.root_path)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+impl PosixShare {
+    /// Open `root` (`O_PATH | O_DIRECTORY | O_CLOEXEC`) as a writable share.
+    pub fn new(root: &Path) -> std::io::Result<PosixShare> {
+        let fd = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(PosixShare {
+            root: fd,
+            root_path: root.to_path_buf(),
+            read_only: false,
+        })
+    }
+
+    /// Make the share read-only (or writable again): every write, create, unlink,
+    /// rename and set then fails with [`FsError::ReadOnly`].
+    pub fn with_read_only(mut self, read_only: bool) -> PosixShare {
+        self.read_only = read_only;
+        self
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn check_writable(&self) -> FsResult<()> {
+        if self.read_only {
+            Err(FsError::ReadOnly)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn openat2(&self, path: &RelPath, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
+        let p = if path.is_root() {
+            ".".to_string()
+        } else {
+            path.to_slash_path()
+        };
+        loop {
+            match rustix::fs::openat2(
+                &self.root,
+                p.as_str(),
+                flags | OFlags::CLOEXEC,
+                Mode::from_raw_mode(mode & 0o7777),
+                RESOLVE,
+            ) {
+                Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// Open directory `path` as `O_PATH` for `*at` calls. Missing or non-directory →
+    /// `PathNotFound` (it is the parent of something).
+    fn open_dir_path(&self, path: &RelPath) -> FsResult<OwnedFd> {
+        self.openat2(path, OFlags::PATH | OFlags::DIRECTORY, 0)
+            .map_err(|e| match e {
+                Errno::NOENT | Errno::NOTDIR => FsError::PathNotFound,
+                e => errno_to_fs(e),
+            })
+    }
+
+    /// The parent of a non-root path, opened `O_PATH`, and the last component.
+    fn open_parent<'p>(&self, path: &'p RelPath) -> FsResult<(OwnedFd, &'p str)> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(FsError::AccessDenied);
+        };
+        Ok((self.open_dir_path(&parent)?, name))
+    }
+
+    /// Turn an openat2 error on `path` into an `FsError`, telling a missing parent
+    /// (`PathNotFound`) from a missing last component (`NotFound`).
+    fn lookup_error(&self, path: &RelPath, e: Errno) -> FsError {
+        match e {
+            Errno::NOENT | Errno::NOTDIR => {
+                if let Some(parent) = path.parent() {
+                    if let Err(pe) = self.open_dir_path(&parent) {
+                        return pe;
+                    }
+                }
+                errno_to_fs(e)
+            }
+            e => errno_to_fs(e),
+        }
+    }
+
+    fn node(
+        &self,
+        fd: OwnedFd,
+        readable: bool,
+        writable: bool,
+        path_only: bool,
+    ) -> FsResult<PosixNode> {
+        let st = statx_fd(fd.as_fd()).map_err(errno_to_fs)?;
+        let kind = kind_of(st.stx_mode);
+        if kind == FileKind::File {
+            // Opened O_NONBLOCK so that a FIFO cannot hang the open; regular files go back
+            // to blocking mode so io_uring punts to its workers instead of returning EAGAIN.
+            if !path_only {
+                let fl = rustix::fs::fcntl_getfl(&fd).map_err(errno_to_fs)?;
+                rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK).map_err(errno_to_fs)?;
+            }
+        } else if kind == FileKind::Other && (readable || writable) {
+            return Err(FsError::AccessDenied);
+        }
+        Ok(PosixNode {
+            fd,
+            kind,
+            readable,
+            writable,
+            path_only,
+            read_only: self.read_only,
+        })
+    }
+
+    fn open_root(&self, opts: &OpenOptions) -> FsResult<Opened> {
+        match opts.mode {
+            OpenMode::CreateNew => return Err(FsError::Exists),
+            OpenMode::Truncate | OpenMode::TruncateOrCreate => return Err(FsError::IsADirectory),
+            OpenMode::Existing | OpenMode::OpenOrCreate => {}
+        }
+        if opts.non_directory {
+            return Err(FsError::IsADirectory);
+        }
+        let node = self.open_existing_dir(&RelPath::root())?;
+        Ok(Opened {
+            node: Box::new(node),
+            created: false,
+            truncated: false,
+        })
+    }
+
+    /// Open an existing directory for listing; `O_PATH` when reading is refused.
+    fn open_existing_dir(&self, path: &RelPath) -> FsResult<PosixNode> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK;
+        match self.openat2(path, flags, 0) {
+            Ok(fd) => self.node(fd, false, false, false),
+            Err(Errno::ACCESS) => {
+                let fd = self
+                    .openat2(path, OFlags::PATH | OFlags::DIRECTORY, 0)
+                    .map_err(|e| self.lookup_error(path, e))?;
+                self.node(fd, false, false, true)
+            }
+            Err(e) => Err(self.lookup_error(path, e)),
+        }
+    }
+
+    fn mkdir(&self, path: &RelPath, mode: u32) -> FsResult<()> {
+        let (parent, name) = self.open_parent(path)?;
+        rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(mode & 0o7777)).map_err(errno_to_fs)
+    }
+
+    fn open_directory(&self, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        let truncates = matches!(opts.mode, OpenMode::Truncate | OpenMode::TruncateOrCreate);
+        if opts.mode == OpenMode::CreateNew {
+            self.mkdir(path, opts.create_mode)?;
+            let node = self.open_existing_dir(path)?;
+            return Ok(Opened {
+                node: Box::new(node),
+                created: true,
+                truncated: false,
+            });
+        }
+        let creates = matches!(
+            opts.mode,
+            OpenMode::OpenOrCreate | OpenMode::TruncateOrCreate
+        );
+        for _ in 0..CREATE_RACE_RETRIES_MAX {
+            match self.open_existing_dir(path) {
+                Ok(_) if truncates => return Err(FsError::IsADirectory),
+                Ok(node) => {
+                    return Ok(Opened {
+                        node: Box::new(node),
+                        created: false,
+                        truncated: false,
+                    })
+                }
+                Err(FsError::NotFound) if creates => {
+                    self.check_writable()?;
+                    match self.mkdir(path, opts.create_mode) {
+                        Ok(()) => {
+                            let node = self.open_existing_dir(path)?;
+                            return Ok(Opened {
+                                node: Box::new(node),
+                                created: true,
+                                truncated: false,
+                            });
+                        }
+                        Err(FsError::Exists) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(FsError::Exists)
+    }
+
+    fn open_file(&self, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        let access = match (opts.read, opts.write) {
+            (true, true) => OFlags::RDWR,
+            (false, true) => OFlags::WRONLY,
+            _ => OFlags::RDONLY,
+        };
+        let base = access | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let truncates = matches!(opts.mode, OpenMode::Truncate | OpenMode::TruncateOrCreate);
+        let creates = matches!(
+            opts.mode,
+            OpenMode::CreateNew | OpenMode::OpenOrCreate | OpenMode::TruncateOrCreate
+        );
+        let create_excl = || -> FsResult<Option<Opened>> {
+            self.check_writable()?;
+            match self.openat2(path, base | OFlags::CREATE | OFlags::EXCL, opts.create_mode) {
+                Ok(fd) => {
+                    let node = self.node(fd, opts.read, opts.write, false)?;
+                    Ok(Some(Opened {
+                        node: Box::new(node),
+                        created: true,
+                        truncated: false,
+                    }))
+                }
+                Err(Errno::EXIST) if opts.mode != OpenMode::CreateNew => Ok(None),
+                Err(e) => Err(self.lookup_error(path, e)),
+            }
+        };
+        if opts.mode == OpenMode::CreateNew {
+            return create_excl()?.ok_or(FsError::Exists);
+        }
+        let flags = if truncates {
+            base | OFlags::TRUNC
+        } else {
+            base
+        };
+        for _ in 0..CREATE_RACE_RETRIES_MAX {
+            match self.openat2(path, flags, 0) {
+                Ok(fd) => {
+                    let node = self.node(fd, opts.read, opts.write, false)?;
+                    if node.kind == FileKind::Directory && opts.non_directory {
+                        return Err(FsError::IsADirectory);
+                    }
+                    let truncated = truncates && node.kind == FileKind::File;
+                    return Ok(Opened {
+                        node: Box::new(node),
+                        created: false,
+                        truncated,
+                    });
+                }
+                Err(Errno::ISDIR) => {
+                    // Write access or O_TRUNC asked on a directory.
+                    if truncates || opts.non_directory {
+                        return Err(FsError::IsADirectory);
+                    }
+                    let node = self.open_existing_dir(path)?;
+                    return Ok(Opened {
+                        node: Box::new(node),
+                        created: false,
+                        truncated: false,
+                    });
+                }
+                Err(Errno::ACCESS) if !opts.read && !opts.write && !truncates => {
+                    let fd = self
+                        .openat2(path, OFlags::PATH, 0)
+                        .map_err(|e| self.lookup_error(path, e))?;
+                    let node = self.node(fd, false, false, true)?;
+                    if node.kind == FileKind::Directory && opts.non_directory {
+                        return Err(FsError::IsADirectory);
+                    }
+                    return Ok(Opened {
+                        node: Box::new(node),
+                        created: false,
+                        truncated: false,
+                    });
+                }
+                Err(Errno::NOENT) if creates => {
+                    if let Some(opened) = create_excl()? {
+                        return Ok(opened);
+                    }
+                }
+                Err(e) => return Err(self.lookup_error(path, e)),
+            }
+        }
+        Err(FsError::Exists)
+    }
+}
+
+impl Share for PosixShare {
+    fn open(&self, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        if self.read_only
+            && (opts.write
+                || matches!(
+                    opts.mode,
+                    OpenMode::CreateNew | OpenMode::Truncate | OpenMode::TruncateOrCreate
+                ))
+        {
+            return Err(FsError::ReadOnly);
+        }
+        if opts.directory && opts.non_directory {
+            return Err(FsError::InvalidName);
+        }
+        if path.is_root() {
+            return self.open_root(opts);
+        }
+        if opts.directory {
+            self.open_directory(path, opts)
+        } else {
+            self.open_file(path, opts)
+        }
+    }
+
+    fn stat(&self, path: &RelPath) -> FsResult<FileAttr> {
+        if path.is_root() {
+            let st = statx_fd(self.root.as_fd()).map_err(errno_to_fs)?;
+            return Ok(attr_from_statx(&st, read_dos_fd(self.root.as_fd())));
+        }
+        let (parent, name) = self.open_parent(path)?;
+        let st = rustix::fs::statx(
+            &parent,
+            name,
+            AtFlags::SYMLINK_NOFOLLOW,
+            StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+        )
+        .map_err(errno_to_fs)?;
+        Ok(attr_from_statx(&st, read_dos_at(parent.as_fd(), name)))
+    }
+
+    fn unlink(&self, path: &RelPath) -> FsResult<()> {
+        self.check_writable()?;
+        let (parent, name) = self.open_parent(path)?;
+        rustix::fs::unlinkat(&parent, name, AtFlags::empty()).map_err(errno_to_fs)
+    }
+
+    fn rmdir(&self, path: &RelPath) -> FsResult<()> {
+        self.check_writable()?;
+        let (parent, name) = self.open_parent(path)?;
+        rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR).map_err(|e| match e {
+            Errno::EXIST => FsError::NotEmpty,
+            e => errno_to_fs(e),
+        })
+    }
+
+    fn rename(&self, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
+        self.check_writable()?;
+        if from.is_root() || to.is_root() {
+            return Err(FsError::AccessDenied);
+        }
+        if to.components().starts_with(from.components()) && to != from {
+            return Err(FsError::InvalidName);
+        }
+        let (from_parent, from_name) = self.open_parent(from)?;
+        let (to_parent, to_name) = self.open_parent(to)?;
+        if from == to {
+            // Renaming onto itself succeeds without change when the file exists.
+            return rustix::fs::statx(
+                &from_parent,
+                from_name,
+                AtFlags::SYMLINK_NOFOLLOW,
+                StatxFlags::TYPE,
+            )
+            .map(|_| ())
+            .map_err(errno_to_fs);
+        }
+        let flags = if replace {
+            RenameFlags::empty()
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        let map = |e: Errno| match e {
+            Errno::XDEV => FsError::CrossDevice,
+            Errno::INVAL => FsError::InvalidName,
+            e => errno_to_fs(e),
+        };
+        match rustix::fs::renameat_with(&from_parent, from_name, &to_parent, to_name, flags) {
+            Ok(()) => Ok(()),
+            Err(Errno::INVAL) if !replace => {
+                // The filesystem lacks RENAME_NOREPLACE: check, then rename (racy).
+                match rustix::fs::statx(
+                    &to_parent,
+                    to_name,
+                    AtFlags::SYMLINK_NOFOLLOW,
+                    StatxFlags::TYPE,
+                ) {
+                    Ok(_) => Err(FsError::Exists),
+                    Err(Errno::NOENT) => {
+                        rustix::fs::renameat(&from_parent, from_name, &to_parent, to_name)
+                            .map_err(map)
+                    }
+                    Err(e) => Err(errno_to_fs(e)),
+                }
+            }
+            Err(e) => Err(map(e)),
+        }
+    }
+
+    fn statfs(&self) -> FsResult<FsStat> {
+        let s = rustix::fs::fstatvfs(&self.root).map_err(errno_to_fs)?;
+        Ok(FsStat {
+            block_size: if s.f_frsize != 0 {
+                s.f_frsize
+            } else {
+                s.f_bsize
+            },
+            total_blocks: s.f_blocks,
+            free_blocks: s.f_bfree,
+            avail_blocks: s.f_bavail,
+            total_files: s.f_files,
+            free_files: s.f_ffree,
+            name_max: s.f_namemax,
+            fs_id: s.f_fsid,
+        })
+    }
+
+    fn find_name_case_insensitive(&self, dir: &RelPath, name: &str) -> FsResult<String> {
+        let fd = self
+            .openat2(dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)
+            .map_err(|e| match e {
+                Errno::NOENT | Errno::NOTDIR => FsError::PathNotFound,
+                e => errno_to_fs(e),
+            })?;
+        let wanted = name.to_lowercase();
+        let mut best: Option<String> = None;
+        for entry in Dir::new(fd).map_err(errno_to_fs)? {
+            let entry = entry.map_err(errno_to_fs)?;
+            let Ok(n) = entry.file_name().to_str() else {
+                continue;
+            };
+            if n == "." || n == ".." {
+                continue;
+            }
+            if n == name {
+                return Ok(n.to_string());
+            }
+            if n.to_lowercase() == wanted && best.as_deref().is_none_or(|b| n < b) {
+                best = Some(n.to_string());
+            }
+        }
+        best.ok_or(FsError::NotFound)
+    }
+}
+
+/// An open file or directory of a [`PosixShare`].
+pub struct PosixNode {
+    fd: OwnedFd,
+    kind: FileKind,
+    readable: bool,
+    writable: bool,
+    /// Opened `O_PATH` (stat only): no I/O, xattrs and times through `/proc`.
+    path_only: bool,
+    read_only: bool,
+}
+
+impl fmt::Debug for PosixNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PosixNode")
+            .field("fd", &self.fd.as_raw_fd())
+            .field("kind", &self.kind)
+            .field("readable", &self.readable)
+            .field("writable", &self.writable)
+            .field("path_only", &self.path_only)
+            .finish()
+    }
+}
+
+impl PosixNode {
+    fn check_writable_share(&self) -> FsResult<()> {
+        if self.read_only {
+            Err(FsError::ReadOnly)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn check_data_write(&self) -> FsResult<()> {
+        self.check_writable_share()?;
+        if self.kind == FileKind::Directory {
+            return Err(FsError::IsADirectory);
+        }
+        if !self.writable {
+            return Err(FsError::AccessDenied);
+        }
+        Ok(())
+    }
+
+    /// True when this node was opened stat-only (`O_PATH`).
+    pub fn is_path_only(&self) -> bool {
+        self.path_only
+    }
+}
+
+impl Node for PosixNode {
+    fn stat(&self) -> FsResult<FileAttr> {
+        let st = statx_fd(self.fd.as_fd()).map_err(errno_to_fs)?;
+        Ok(attr_from_statx(&st, read_dos_fd(self.fd.as_fd())))
+    }
+
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.fd.as_fd())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+        if self.kind == FileKind::Directory {
+            return Err(FsError::IsADirectory);
+        }
+        if !self.readable {
+            return Err(FsError::AccessDenied);
+        }
+        let mut done = 0usize;
+        while done < buf.len() {
+            let Some(rest) = buf.get_mut(done..) else {
+                break;
+            };
+            match rustix::io::pread(&self.fd, rest, offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
+        self.check_data_write()?;
+        let mut done = 0usize;
+        while done < data.len() {
+            let Some(rest) = data.get(done..) else { break };
+            match rustix::io::pwrite(&self.fd, rest, offset + done as u64) {
+                Ok(0) => return Err(FsError::NoSpace),
+                Ok(n) => done += n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn sync(&self) -> FsResult<()> {
+        if self.path_only {
+            return Err(FsError::AccessDenied);
+        }
+        loop {
+            match rustix::fs::fsync(&self.fd) {
+                Err(Errno::INTR) => continue,
+                r => return r.map_err(fd_errno_to_fs),
+            }
+        }
+    }
+
+    fn set_len(&self, len: u64) -> FsResult<()> {
+        self.check_data_write()?;
+        loop {
+            match rustix::fs::ftruncate(&self.fd, len) {
+                Err(Errno::INTR) => continue,
+                r => return r.map_err(fd_errno_to_fs),
+            }
+        }
+    }
+
+    fn set_allocation(&self, size: u64) -> FsResult<()> {
+        self.check_data_write()?;
+        if size == 0 {
+            return Ok(());
+        }
+        match rustix::fs::fallocate(&self.fd, FallocateFlags::KEEP_SIZE, 0, size) {
+            Ok(()) => Ok(()),
+            Err(e) if is_unsupported(e) || e == Errno::INVAL || e == Errno::INTR => Ok(()),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
+        self.check_writable_share()?;
+        if times.atime.is_none() && times.mtime.is_none() {
+            return Ok(());
+        }
+        let ts = Timestamps {
+            last_access: to_timespec(times.atime),
+            last_modification: to_timespec(times.mtime),
+        };
+        match rustix::fs::futimens(&self.fd, &ts) {
+            Err(Errno::BADF) => {
+                rustix::fs::utimensat(CWD, proc_path(self.fd.as_fd(), None), &ts, AtFlags::empty())
+                    .map_err(fd_errno_to_fs)
+            }
+            r => r.map_err(fd_errno_to_fs),
+        }
+    }
+
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.check_writable_share()?;
+        let value = attrs.to_le_bytes();
+        let r = match rustix::fs::fsetxattr(&self.fd, DOS_ATTRIB_XATTR, &value, XattrFlags::empty())
+        {
+            Err(Errno::BADF) => rustix::fs::setxattr(
+                proc_path(self.fd.as_fd(), None),
+                DOS_ATTRIB_XATTR,
+                &value,
+                XattrFlags::empty(),
+            ),
+            r => r,
+        };
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if is_unsupported(e) => Ok(()),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.check_writable_share()?;
+        let m = Mode::from_raw_mode(mode & 0o7777);
+        match rustix::fs::fchmod(&self.fd, m) {
+            Err(Errno::BADF) => {
+                rustix::fs::chmodat(CWD, proc_path(self.fd.as_fd(), None), m, AtFlags::empty())
+                    .map_err(fd_errno_to_fs)
+            }
+            r => r.map_err(fd_errno_to_fs),
+        }
+    }
+
+    fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        // A fresh fd: getdents needs a readable fd (ours may be O_PATH) and its own offset.
+        let dir_fd = rustix::fs::openat2(
+            &self.fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            RESOLVE,
+        )
+        .map_err(errno_to_fs)?;
+        let mut out = Vec::new();
+        let list_fd = &self.fd;
+        for entry in Dir::new(dir_fd).map_err(errno_to_fs)? {
+            let entry = entry.map_err(errno_to_fs)?;
+            let name: &CStr = entry.file_name();
+            // Names that are not UTF-8 cannot be named by a client: skip them.
+            let Ok(name) = name.to_str() else { continue };
+            if name == "." || name == ".." {
+                continue;
+            }
+            let st = match rustix::fs::statx(
+                list_fd,
+                name,
+                AtFlags::SYMLINK_NOFOLLOW,
+                StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+            ) {
+                Ok(st) => st,
+                // Removed since getdents returned it.
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(errno_to_fs(e)),
+            };
+            let dos = read_dos_at(list_fd.as_fd(), name);
+            out.push(DirEntry {
+                name: name.to_string(),
+                attr: attr_from_statx(&st, dos),
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+}
