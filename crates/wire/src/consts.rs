@@ -152,7 +152,6 @@ macro_rules! wire_flags {
     };
 }
 
-
 wire_enum! {
     /// SMB2 header `Command` ([MS-SMB2] 2.2.1.2).
     Command(u16) {
