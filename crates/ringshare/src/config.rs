@@ -1,0 +1,1248 @@
+//! The configuration file: an `smb.conf`-style parser.
+//!
+//! The format is the one Samba and ksmbd administrators already know:
+//!
+//! ```text
+//! ; a comment            # also a comment (only at the start of a line)
+//! [global]
+//!    server min protocol = SMB2_10
+//!    listen = 127.0.0.1:4450, [::1]:4450      ; ringshare extension
+//! [data]
+//!    path = /srv/data
+//!    read only = no
+//!    valid users = alice, bob \
+//!                  carol
+//! ```
+//!
+//! Rules, in the order they are applied:
+//! - A physical line whose last non-blank character is `\` continues on the next line: the `\`
+//!   is removed and the next line is appended as it is. Comment lines never continue.
+//! - Lines whose first non-blank character is `;` or `#` are comments. There are no comments at
+//!   the end of a `key = value` line: `;` and `#` there are part of the value, as in Samba.
+//! - `[name]` opens a section. `[global]` holds server-wide options; any other name is a share.
+//! - Keys are case-insensitive; `_` counts as a space and runs of blanks count as one space,
+//!   so `Read_Only`, `read  only` and `READ ONLY` are the same key.
+//! - Booleans are `yes/no`, `true/false`, `1/0`, `on/off`, in any case.
+//! - Share options written in `[global]` (`read only`, `guest ok`, `browseable`,
+//!   `valid users`, `comment`) are the defaults for every share, as in Samba.
+//! - Relative paths (`path`, `smb passwd file`) are taken relative to the directory holding the
+//!   configuration file, not to the working directory of the server.
+//!
+//! Unknown options give a [`ConfigWarning`] and are ignored. A short list of Samba options that
+//! make no sense for ringshare (printing, NetBIOS, passdb backends, log files, VFS modules…) is
+//! accepted silently. Options whose silent omission would weaken security (`hosts allow`,
+//! `invalid users`, `read list`, required encryption, `include`) stop start-up with a
+//! [`ConfigError`], as does every value ringshare cannot honour.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+
+/// The SMB 2/3 dialects ringshare can be limited to ([MS-SMB2] 2.2.3, `Dialects`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dialect {
+    /// SMB 2.0.2 (0x0202).
+    Smb2_02,
+    /// SMB 2.1 (0x0210).
+    Smb2_10,
+    /// SMB 3.0 (0x0300).
+    Smb3_00,
+    /// SMB 3.0.2 (0x0302).
+    Smb3_02,
+    /// SMB 3.1.1 (0x0311).
+    Smb3_11,
+}
+
+impl Dialect {
+    /// The dialect revision number sent on the wire ([MS-SMB2] 2.2.3).
+    pub fn revision(self) -> u16 {
+        match self {
+            Dialect::Smb2_02 => 0x0202,
+            Dialect::Smb2_10 => 0x0210,
+            Dialect::Smb3_00 => 0x0300,
+            Dialect::Smb3_02 => 0x0302,
+            Dialect::Smb3_11 => 0x0311,
+        }
+    }
+
+    /// The Samba spelling of the dialect (`SMB3_11`).
+    pub fn samba_name(self) -> &'static str {
+        match self {
+            Dialect::Smb2_02 => "SMB2_02",
+            Dialect::Smb2_10 => "SMB2_10",
+            Dialect::Smb3_00 => "SMB3_00",
+            Dialect::Smb3_02 => "SMB3_02",
+            Dialect::Smb3_11 => "SMB3_11",
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.samba_name())
+    }
+}
+
+/// Which end of a range a protocol name is read for: Samba reads the family names `SMB2` and
+/// `SMB3` as the lowest member of the family for a minimum and the highest for a maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    Min,
+    Max,
+}
+
+/// `server signing` ([MS-SMB2] 3.3.1.1 `RequireMessageSigning`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigningPolicy {
+    /// Samba's `default`: sign when the client asks; require it for nothing.
+    Default,
+    /// Samba's `auto` / `if_required` (and `disabled`, which SMB2 cannot honour): sign when the
+    /// client requires it.
+    Auto,
+    /// Offer signing and sign when the client agrees.
+    Desired,
+    /// Refuse unsigned sessions (`mandatory`, `required`, `yes`).
+    Mandatory,
+}
+
+/// `map to guest`: what happens to a logon with an unknown user name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapToGuest {
+    /// Unknown users are refused.
+    Never,
+    /// Unknown users become the guest; a known user with a wrong password is still refused.
+    BadUser,
+}
+
+/// The `[global]` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Global {
+    /// `server min protocol` (also `min protocol`); default SMB2_02.
+    pub server_min_protocol: Dialect,
+    /// `server max protocol` (also `max protocol`, `protocol`); default SMB3_11.
+    pub server_max_protocol: Dialect,
+    /// `server signing`; default [`SigningPolicy::Default`].
+    pub server_signing: SigningPolicy,
+    /// `interfaces`: names or addresses, split on blanks and commas.
+    pub interfaces: Vec<String>,
+    /// `bind interfaces only`; default no.
+    pub bind_interfaces_only: bool,
+    /// `max connections`; 0 means no limit.
+    pub max_connections: u32,
+    /// `log level` (also `debug level`): the leading number of Samba's `N class:M ...` form.
+    pub log_level: u32,
+    /// `smb passwd file`; default from [`default_smb_passwd_file`].
+    pub smb_passwd_file: PathBuf,
+    /// `listen` (ringshare extension): addresses to accept connections on; default `0.0.0.0:445`.
+    pub listen: Vec<SocketAddr>,
+    /// `netbios name`; default the host name's first label in upper case, at most 15 characters.
+    pub netbios_name: String,
+    /// `workgroup`; default `WORKGROUP`.
+    pub workgroup: String,
+    /// `server string`; default `ringshare`.
+    pub server_string: String,
+    /// `map to guest`; default [`MapToGuest::Never`].
+    pub map_to_guest: MapToGuest,
+    /// `guest account`; default `nobody`.
+    pub guest_account: String,
+}
+
+impl Default for Global {
+    fn default() -> Self {
+        Global {
+            server_min_protocol: Dialect::Smb2_02,
+            server_max_protocol: Dialect::Smb3_11,
+            server_signing: SigningPolicy::Default,
+            interfaces: Vec::new(),
+            bind_interfaces_only: false,
+            max_connections: 0,
+            log_level: 0,
+            smb_passwd_file: default_smb_passwd_file(),
+            listen: vec![default_listen()],
+            netbios_name: default_netbios_name(),
+            workgroup: "WORKGROUP".to_string(),
+            server_string: "ringshare".to_string(),
+            map_to_guest: MapToGuest::Never,
+            guest_account: "nobody".to_string(),
+        }
+    }
+}
+
+/// One share section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareConfig {
+    /// The section name, as written (share names compare case-insensitively).
+    pub name: String,
+    /// `path`: an existing directory.
+    pub path: PathBuf,
+    /// `read only` (inverse: `writeable`, `writable`, `write ok`); default yes.
+    pub read_only: bool,
+    /// `guest ok` (also `public`); default no.
+    pub guest_ok: bool,
+    /// `valid users`; empty means every authenticated user. `@group` entries are kept as written.
+    pub valid_users: Vec<String>,
+    /// `comment`; default empty.
+    pub comment: String,
+    /// `browseable` (also `browsable`); default yes.
+    pub browseable: bool,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The `[global]` section.
+    pub global: Global,
+    /// The shares, in file order.
+    pub shares: Vec<ShareConfig>,
+    /// Things that were ignored; start-up should print them.
+    pub warnings: Vec<ConfigWarning>,
+    /// The file this came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+/// Something in the file that was ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// The configuration file.
+    pub file: PathBuf,
+    /// 1-based line number (the first line of a continued line).
+    pub line: usize,
+    /// What was ignored and why.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+    }
+}
+
+/// A configuration the server must not start with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The configuration file.
+    pub file: PathBuf,
+    /// 1-based line number; 0 when the error concerns the whole file.
+    pub line: usize,
+    /// What is wrong, in words an administrator can act on.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file.display(), self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Longest share name accepted (the limit Windows Server applies to share names).
+pub const SHARE_NAME_LEN_MAX: usize = 80;
+
+/// Longest logical line accepted, continuation lines included.
+const LINE_LEN_MAX: usize = 64 * 1024;
+
+/// Reads and parses a configuration file. See [`parse_str`].
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        message: format!("cannot read configuration file: {e}"),
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => parse_str(&text, path),
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            Err(ConfigError {
+                file: path.to_path_buf(),
+                line,
+                message:
+                    "the file is not valid UTF-8; convert it (e.g. `iconv -f latin1 -t utf-8`)"
+                        .to_string(),
+            })
+        }
+    }
+}
+
+/// Parses configuration text. `file` names the text in messages, and its directory is the base
+/// for relative paths. Share paths are checked against the filesystem.
+pub fn parse_str(text: &str, file: &Path) -> Result<Config, ConfigError> {
+    Parser::new(file).run(text)
+}
+
+impl Config {
+    /// The configuration of `ringshare serve DIR`: default globals and one writable share of
+    /// `dir`, named after the directory's last component (see [`share_name_for_dir`]).
+    pub fn single_share(path: &Path) -> Config {
+        let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Config {
+            global: Global::default(),
+            shares: vec![ShareConfig {
+                name: share_name_for_dir(&full),
+                path: full,
+                read_only: false,
+                guest_ok: false,
+                valid_users: Vec::new(),
+                comment: String::new(),
+                browseable: true,
+            }],
+            warnings: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// The share called `name`, compared case-insensitively as SMB clients do.
+    pub fn share(&self, name: &str) -> Option<&ShareConfig> {
+        self.shares
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// A share name for a directory: its last component with every character other than ASCII
+/// letters, digits, `-`, `_` and `.` replaced by `_`, cut to [`SHARE_NAME_LEN_MAX`]; `share`
+/// when nothing usable is left (`/`, or a name made only of other characters).
+pub fn share_name_for_dir(dir: &Path) -> String {
+    let last = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(SHARE_NAME_LEN_MAX)
+        .collect();
+    if name.chars().all(|c| matches!(c, '_' | '.')) {
+        "share".to_string()
+    } else {
+        name
+    }
+}
+
+/// The default `smb passwd file`: `/var/lib/ringshare/smbpasswd` for root, otherwise
+/// `$XDG_STATE_HOME/ringshare/smbpasswd`, falling back to `~/.local/state/ringshare/smbpasswd`.
+pub fn default_smb_passwd_file() -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from);
+    smb_passwd_file_for(rustix::process::geteuid().is_root(), xdg, home)
+}
+
+fn smb_passwd_file_for(
+    root: bool,
+    xdg_state_home: Option<PathBuf>,
+    home: Option<PathBuf>,
+) -> PathBuf {
+    if root {
+        return PathBuf::from("/var/lib/ringshare/smbpasswd");
+    }
+    // The XDG base directory spec says relative values are invalid and must be ignored.
+    let state = match (xdg_state_home, home) {
+        (Some(x), _) if x.is_absolute() => x,
+        (_, Some(h)) if h.is_absolute() => h.join(".local/state"),
+        _ => return PathBuf::from("/var/lib/ringshare/smbpasswd"),
+    };
+    state.join("ringshare").join("smbpasswd")
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 445))
+}
+
+fn default_netbios_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let label = host.trim().split('.').next().unwrap_or("");
+    let name: String = label
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(15)
+        .collect::<String>()
+        .to_ascii_uppercase();
+    if name.is_empty() {
+        "RINGSHARE".to_string()
+    } else {
+        name
+    }
+}
+
+/// Lower-cases a key, reads `_` as a space and folds runs of blanks into one space.
+pub fn normalize_key(key: &str) -> String {
+    key.split(|c: char| c.is_whitespace() || c == '_')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Samba's booleans.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" | "on" => Some(true),
+        "no" | "false" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Splits a list value on commas and blanks; double quotes keep a name with blanks together.
+fn parse_list(value: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in value.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if !quoted && (c == ',' || c.is_whitespace()) => {
+                if !current.is_empty() {
+                    items.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
+}
+
+fn parse_dialect(value: &str, bound: Bound) -> Result<Dialect, String> {
+    let v = value.trim().to_ascii_uppercase();
+    let d = match v.as_str() {
+        "SMB2" => match bound {
+            Bound::Min => Dialect::Smb2_02,
+            Bound::Max => Dialect::Smb2_10,
+        },
+        "SMB3" => match bound {
+            Bound::Min => Dialect::Smb3_00,
+            Bound::Max => Dialect::Smb3_11,
+        },
+        "SMB2_02" | "2.0.2" | "2.02" => Dialect::Smb2_02,
+        "SMB2_10" | "2.1" | "2.10" | "2.1.0" => Dialect::Smb2_10,
+        "SMB3_00" | "3.0" | "3.00" | "3.0.0" => Dialect::Smb3_00,
+        "SMB3_02" | "3.0.2" | "3.02" => Dialect::Smb3_02,
+        "SMB3_11" | "3.1.1" | "3.11" => Dialect::Smb3_11,
+        "DEFAULT" => match bound {
+            Bound::Min => Dialect::Smb2_02,
+            Bound::Max => Dialect::Smb3_11,
+        },
+        "NT1" | "LANMAN1" | "LANMAN2" | "CORE" | "COREPLUS" | "SMB1" => {
+            return Err(format!("'{}': SMB1 is not supported", value.trim()));
+        }
+        _ => {
+            return Err(format!(
+                "unknown protocol '{}' (expected SMB2, SMB2_02, SMB2_10, SMB3, SMB3_00, \
+                 SMB3_02 or SMB3_11)",
+                value.trim()
+            ));
+        }
+    };
+    Ok(d)
+}
+
+fn parse_signing(value: &str) -> Option<SigningPolicy> {
+    let v = normalize_key(value);
+    Some(match v.as_str() {
+        "default" => SigningPolicy::Default,
+        // SMB2 signing cannot be switched off: Samba reads "disabled" as "auto" for SMB2.
+        "auto" | "if required" | "disabled" | "off" | "no" | "false" | "0" => SigningPolicy::Auto,
+        "desired" => SigningPolicy::Desired,
+        "mandatory" | "required" | "force" | "yes" | "true" | "on" | "1" => {
+            SigningPolicy::Mandatory
+        }
+        _ => return None,
+    })
+}
+
+fn parse_log_level(value: &str) -> Result<u32, String> {
+    let first = value.split_whitespace().next().unwrap_or("");
+    first.parse::<u32>().map_err(|_| {
+        format!(
+            "'log level' expects a number, optionally followed by class:level pairs, got '{value}'"
+        )
+    })
+}
+
+/// What a normalised key means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opt {
+    // [global] options.
+    MinProtocol,
+    MaxProtocol,
+    Signing,
+    Interfaces,
+    BindInterfacesOnly,
+    MaxConnections,
+    LogLevel,
+    SmbPasswdFile,
+    Listen,
+    NetbiosName,
+    Workgroup,
+    ServerString,
+    MapToGuest,
+    GuestAccount,
+    ServerRole,
+    Security,
+    SmbEncrypt,
+    // Share options (defaults when written in [global]).
+    Path,
+    ReadOnly,
+    Writeable,
+    GuestOk,
+    ValidUsers,
+    Comment,
+    Browseable,
+    /// Known, meaningless for ringshare, accepted without a word.
+    Ignored,
+    /// Ignoring it would grant more access than the administrator meant: refuse to start.
+    Refused(&'static str),
+}
+
+impl Opt {
+    fn is_global_only(self) -> bool {
+        !matches!(
+            self,
+            Opt::Path
+                | Opt::ReadOnly
+                | Opt::Writeable
+                | Opt::GuestOk
+                | Opt::ValidUsers
+                | Opt::Comment
+                | Opt::Browseable
+                | Opt::Ignored
+                | Opt::Refused(_)
+        )
+    }
+}
+
+fn classify(key: &str) -> Option<Opt> {
+    Some(match key {
+        "server min protocol" | "min protocol" => Opt::MinProtocol,
+        "server max protocol" | "max protocol" | "protocol" => Opt::MaxProtocol,
+        "server signing" => Opt::Signing,
+        "interfaces" => Opt::Interfaces,
+        "bind interfaces only" => Opt::BindInterfacesOnly,
+        "max connections" => Opt::MaxConnections,
+        "log level" | "debug level" | "debuglevel" | "loglevel" => Opt::LogLevel,
+        "smb passwd file" => Opt::SmbPasswdFile,
+        "listen" => Opt::Listen,
+        "netbios name" => Opt::NetbiosName,
+        "workgroup" => Opt::Workgroup,
+        "server string" => Opt::ServerString,
+        "map to guest" => Opt::MapToGuest,
+        "guest account" => Opt::GuestAccount,
+        "server role" => Opt::ServerRole,
+        "security" => Opt::Security,
+        "smb encrypt" | "server smb encrypt" => Opt::SmbEncrypt,
+        "path" | "directory" => Opt::Path,
+        "read only" => Opt::ReadOnly,
+        "writeable" | "writable" | "write ok" => Opt::Writeable,
+        "guest ok" | "public" => Opt::GuestOk,
+        "valid users" => Opt::ValidUsers,
+        "comment" => Opt::Comment,
+        "browseable" | "browsable" => Opt::Browseable,
+        "passdb backend"
+        | "log file"
+        | "max log size"
+        | "syslog"
+        | "syslog only"
+        | "disable netbios"
+        | "load printers"
+        | "printing"
+        | "printcap name"
+        | "disable spoolss"
+        | "show add printer wizard"
+        | "vfs objects"
+        | "ea support"
+        | "store dos attributes"
+        | "create mask"
+        | "create mode"
+        | "directory mask"
+        | "directory mode"
+        | "force create mode"
+        | "force directory mode"
+        | "dns proxy"
+        | "obey pam restrictions"
+        | "unix password sync"
+        | "pam password change"
+        | "passwd program"
+        | "passwd chat"
+        | "panic action"
+        | "usershare allow guests"
+        | "wins support"
+        | "local master"
+        | "domain master"
+        | "preferred master"
+        | "os level"
+        | "server services"
+        | "map archive"
+        | "map hidden"
+        | "map system"
+        | "map readonly"
+        | "socket options"
+        | "use sendfile"
+        | "kernel oplocks"
+        | "smb ports"
+        | "server multi channel support"
+        | "unix extensions"
+        | "smb2 leases"
+        | "deadtime"
+        | "inherit permissions"
+        | "inherit acls" => Opt::Ignored,
+        "hosts allow" | "allow hosts" | "hosts deny" | "deny hosts" => {
+            Opt::Refused("host filtering is not supported; remove it and use a firewall")
+        }
+        "invalid users" => {
+            Opt::Refused("is not supported; list the allowed users in 'valid users' instead")
+        }
+        "read list" => Opt::Refused(
+            "is not supported; put read-only users on a separate share with 'read only = yes'",
+        ),
+        "include" | "config file" => {
+            Opt::Refused("is not supported; put the whole configuration in one file")
+        }
+        _ => return None,
+    })
+}
+
+/// Share options as written, before `[global]` defaults are applied.
+#[derive(Debug, Default, Clone)]
+struct ShareDraft {
+    name: String,
+    line: usize,
+    path: Option<(String, usize)>,
+    read_only: Option<bool>,
+    guest_ok: Option<bool>,
+    valid_users: Option<Vec<String>>,
+    comment: Option<String>,
+    browseable: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    None,
+    Global,
+    Share(usize),
+    Skipped,
+}
+
+struct Parser<'a> {
+    file: &'a Path,
+    base: PathBuf,
+    global: Global,
+    defaults: ShareDraft,
+    shares: Vec<ShareDraft>,
+    warnings: Vec<ConfigWarning>,
+    section: Section,
+    /// Keys already set in the current section, with their line, to warn about repeats.
+    seen: HashMap<String, usize>,
+    min_line: usize,
+    max_line: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn new(file: &'a Path) -> Self {
+        let base = match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Parser {
+            file,
+            base,
+            global: Global::default(),
+            defaults: ShareDraft::default(),
+            shares: Vec::new(),
+            warnings: Vec::new(),
+            section: Section::None,
+            seen: HashMap::new(),
+            min_line: 0,
+            max_line: 0,
+        }
+    }
+
+    fn err(&self, line: usize, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    fn warn(&mut self, line: usize, message: impl Into<String>) {
+        self.warnings.push(ConfigWarning {
+            file: self.file.to_path_buf(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    fn run(mut self, text: &str) -> Result<Config, ConfigError> {
+        for (line, logical) in logical_lines(text) {
+            if logical.len() > LINE_LEN_MAX {
+                return Err(self.err(line, format!("line longer than {LINE_LEN_MAX} bytes")));
+            }
+            let trimmed = logical.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if trimmed.starts_with('[') {
+                self.section_header(line, trimmed)?;
+            } else {
+                self.option(line, trimmed)?;
+            }
+        }
+        self.finish()
+    }
+
+    fn section_header(&mut self, line: usize, text: &str) -> Result<(), ConfigError> {
+        let Some(close) = text.find(']') else {
+            return Err(self.err(
+                line,
+                format!("malformed section header '{text}': missing ']'"),
+            ));
+        };
+        let rest = text[close + 1..].trim_start();
+        if !(rest.is_empty() || rest.starts_with(';') || rest.starts_with('#')) {
+            return Err(self.err(
+                line,
+                format!("malformed section header '{text}': unexpected text after ']'"),
+            ));
+        }
+        let name = text[1..close].trim();
+        if name.is_empty() {
+            return Err(self.err(line, "malformed section header '[]': empty section name"));
+        }
+        self.seen.clear();
+        let lower = name.to_lowercase();
+        if lower == "global" {
+            self.section = Section::Global;
+            return Ok(());
+        }
+        if lower == "ipc$" {
+            return Err(self.err(
+                line,
+                "share name [IPC$] is reserved: the server provides it itself",
+            ));
+        }
+        if matches!(lower.as_str(), "homes" | "printers" | "print$") {
+            self.warn(
+                line,
+                format!("section [{name}] is not supported by ringshare; its options are ignored"),
+            );
+            self.section = Section::Skipped;
+            return Ok(());
+        }
+        if name.chars().count() > SHARE_NAME_LEN_MAX {
+            return Err(self.err(
+                line,
+                format!("share name [{name}] is longer than {SHARE_NAME_LEN_MAX} characters"),
+            ));
+        }
+        if let Some(bad) = name
+            .chars()
+            .find(|c| c.is_control() || "\\/:*?\"<>|[]".contains(*c))
+        {
+            return Err(self.err(
+                line,
+                format!("share name [{name}] contains the character {bad:?}, which SMB forbids"),
+            ));
+        }
+        if let Some(first) = self.shares.iter().find(|s| s.name.to_lowercase() == lower) {
+            return Err(self.err(
+                line,
+                format!(
+                    "duplicate share [{name}]: already defined on line {} (share names ignore case)",
+                    first.line
+                ),
+            ));
+        }
+        self.shares.push(ShareDraft {
+            name: name.to_string(),
+            line,
+            ..ShareDraft::default()
+        });
+        self.section = Section::Share(self.shares.len() - 1);
+        Ok(())
+    }
+
+    fn option(&mut self, line: usize, text: &str) -> Result<(), ConfigError> {
+        let Some((raw_key, raw_value)) = text.split_once('=') else {
+            return Err(self.err(
+                line,
+                format!("expected 'key = value' or '[section]', got '{text}'"),
+            ));
+        };
+        let key = normalize_key(raw_key);
+        let value = raw_value.trim();
+        if key.is_empty() {
+            return Err(self.err(line, format!("missing option name before '=' in '{text}'")));
+        }
+        if self.section == Section::None {
+            return Err(self.err(
+                line,
+                format!("option '{key}' is outside any section; put it under [global] or a share"),
+            ));
+        }
+        if self.section == Section::Skipped {
+            return Ok(());
+        }
+        let Some(opt) = classify(&key) else {
+            self.warn(line, format!("unknown option '{key}' ignored"));
+            return Ok(());
+        };
+        if let Opt::Refused(why) = opt {
+            return Err(self.err(line, format!("option '{key}' {why}")));
+        }
+        if opt == Opt::Ignored {
+            return Ok(());
+        }
+        if let Some(first) = self.seen.insert(key.clone(), line) {
+            self.warn(
+                line,
+                format!("option '{key}' was already set on line {first}; this later value wins"),
+            );
+        }
+        match self.section {
+            Section::Global => {
+                if opt.is_global_only() {
+                    self.global_option(line, &key, opt, value)
+                } else if opt == Opt::Path {
+                    self.warn(
+                        line,
+                        "'path' in [global] ignored: give each share its own path",
+                    );
+                    Ok(())
+                } else {
+                    let mut defaults = std::mem::take(&mut self.defaults);
+                    let r = self.share_option(line, &key, opt, value, &mut defaults);
+                    self.defaults = defaults;
+                    r
+                }
+            }
+            Section::Share(i) => {
+                if opt.is_global_only() {
+                    let share = self
+                        .shares
+                        .get(i)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default();
+                    self.warn(
+                        line,
+                        format!("'{key}' is a [global] option; ignored in share [{share}]"),
+                    );
+                    return Ok(());
+                }
+                let mut draft = std::mem::take(&mut self.shares[i]);
+                let r = self.share_option(line, &key, opt, value, &mut draft);
+                self.shares[i] = draft;
+                r
+            }
+            Section::None | Section::Skipped => Ok(()),
+        }
+    }
+
+    fn bool_value(&self, line: usize, key: &str, value: &str) -> Result<bool, ConfigError> {
+        parse_bool(value).ok_or_else(|| {
+            self.err(
+                line,
+                format!("'{key}' expects yes or no (also true/false, 1/0, on/off), got '{value}'"),
+            )
+        })
+    }
+
+    fn global_option(
+        &mut self,
+        line: usize,
+        key: &str,
+        opt: Opt,
+        value: &str,
+    ) -> Result<(), ConfigError> {
+        match opt {
+            Opt::MinProtocol => {
+                self.global.server_min_protocol =
+                    parse_dialect(value, Bound::Min).map_err(|m| self.err(line, m))?;
+                self.min_line = line;
+            }
+            Opt::MaxProtocol => {
+                self.global.server_max_protocol =
+                    parse_dialect(value, Bound::Max).map_err(|m| self.err(line, m))?;
+                self.max_line = line;
+            }
+            Opt::Signing => {
+                self.global.server_signing = parse_signing(value).ok_or_else(|| {
+                    self.err(
+                        line,
+                        format!(
+                            "'server signing' expects default, auto, desired or mandatory, got '{value}'"
+                        ),
+                    )
+                })?;
+            }
+            Opt::Interfaces => self.global.interfaces = parse_list(value),
+            Opt::BindInterfacesOnly => {
+                self.global.bind_interfaces_only = self.bool_value(line, key, value)?;
+            }
+            Opt::MaxConnections => {
+                self.global.max_connections = value.parse::<u32>().map_err(|_| {
+                    self.err(
+                        line,
+                        format!("'{key}' expects a whole number (0 for no limit), got '{value}'"),
+                    )
+                })?;
+            }
+            Opt::LogLevel => {
+                self.global.log_level = parse_log_level(value).map_err(|m| self.err(line, m))?;
+            }
+            Opt::SmbPasswdFile => {
+                if value.is_empty() {
+                    return Err(self.err(line, format!("'{key}' needs a file name")));
+                }
+                self.global.smb_passwd_file = self.base.join(value);
+            }
+            Opt::Listen => {
+                let mut addrs = Vec::new();
+                for item in parse_list(value) {
+                    let addr = item.parse::<SocketAddr>().map_err(|_| {
+                        self.err(
+                            line,
+                            format!(
+                                "'listen' expects ADDRESS:PORT items such as 0.0.0.0:445 or \
+                                 [::1]:4450, got '{item}'"
+                            ),
+                        )
+                    })?;
+                    addrs.push(addr);
+                }
+                if addrs.is_empty() {
+                    return Err(self.err(line, "'listen' needs at least one ADDRESS:PORT"));
+                }
+                self.global.listen = addrs;
+            }
+            Opt::NetbiosName => {
+                if value.is_empty() || value.chars().count() > 15 {
+                    return Err(self.err(
+                        line,
+                        format!("'netbios name' must be 1 to 15 characters, got '{value}'"),
+                    ));
+                }
+                self.global.netbios_name = value.to_ascii_uppercase();
+            }
+            Opt::Workgroup => self.global.workgroup = value.to_ascii_uppercase(),
+            Opt::ServerString => self.global.server_string = value.to_string(),
+            Opt::MapToGuest => {
+                self.global.map_to_guest = match normalize_key(value).as_str() {
+                    "never" => MapToGuest::Never,
+                    "bad user" => MapToGuest::BadUser,
+                    "bad password" | "bad uid" => {
+                        return Err(self.err(
+                            line,
+                            format!(
+                                "'map to guest = {value}' is not supported; use never or bad user"
+                            ),
+                        ));
+                    }
+                    _ => {
+                        return Err(self.err(
+                            line,
+                            format!("'map to guest' expects never or bad user, got '{value}'"),
+                        ));
+                    }
+                };
+            }
+            Opt::GuestAccount => {
+                if value.is_empty() {
+                    return Err(self.err(line, "'guest account' needs a user name"));
+                }
+                self.global.guest_account = value.to_string();
+            }
+            Opt::ServerRole => {
+                let v = normalize_key(value);
+                if !matches!(v.as_str(), "standalone" | "standalone server" | "auto") {
+                    self.warn(
+                        line,
+                        format!("'server role = {value}' ignored: ringshare is always a standalone server"),
+                    );
+                }
+            }
+            Opt::Security
+                if !value.eq_ignore_ascii_case("user") && !value.eq_ignore_ascii_case("auto") =>
+            {
+                return Err(self.err(
+                    line,
+                    format!("'security = {value}' is not supported; only 'security = user' is"),
+                ));
+            }
+            Opt::SmbEncrypt => match normalize_key(value).as_str() {
+                "default" | "auto" | "if required" | "off" | "no" | "false" | "0" | "disabled" => {}
+                "desired" | "enabled" => self.warn(
+                    line,
+                    format!("'{key} = {value}' ignored: encryption is not supported yet"),
+                ),
+                _ => {
+                    return Err(self.err(
+                        line,
+                        format!(
+                            "'{key} = {value}' cannot be honoured: encryption is not supported yet"
+                        ),
+                    ));
+                }
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn share_option(
+        &self,
+        line: usize,
+        key: &str,
+        opt: Opt,
+        value: &str,
+        draft: &mut ShareDraft,
+    ) -> Result<(), ConfigError> {
+        match opt {
+            Opt::Path => draft.path = Some((value.to_string(), line)),
+            Opt::ReadOnly => draft.read_only = Some(self.bool_value(line, key, value)?),
+            Opt::Writeable => draft.read_only = Some(!self.bool_value(line, key, value)?),
+            Opt::GuestOk => draft.guest_ok = Some(self.bool_value(line, key, value)?),
+            Opt::ValidUsers => draft.valid_users = Some(parse_list(value)),
+            Opt::Comment => draft.comment = Some(value.to_string()),
+            Opt::Browseable => draft.browseable = Some(self.bool_value(line, key, value)?),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Config, ConfigError> {
+        let g = &self.global;
+        if g.server_min_protocol > g.server_max_protocol {
+            let line = self.max_line.max(self.min_line);
+            return Err(self.err(
+                line,
+                format!(
+                    "'server min protocol' ({}) is higher than 'server max protocol' ({})",
+                    g.server_min_protocol, g.server_max_protocol
+                ),
+            ));
+        }
+        let drafts = std::mem::take(&mut self.shares);
+        let mut shares = Vec::with_capacity(drafts.len());
+        for d in drafts {
+            shares.push(self.resolve_share(d)?);
+        }
+        Ok(Config {
+            global: self.global,
+            shares,
+            warnings: self.warnings,
+            source: Some(self.file.to_path_buf()),
+        })
+    }
+
+    fn resolve_share(&self, d: ShareDraft) -> Result<ShareConfig, ConfigError> {
+        let Some((raw, line)) = d.path else {
+            return Err(self.err(d.line, format!("share [{}] has no 'path'", d.name)));
+        };
+        if raw.is_empty() {
+            return Err(self.err(line, format!("share [{}] has an empty 'path'", d.name)));
+        }
+        let path = self.base.join(&raw);
+        let hint = if raw.contains('%') {
+            " (Samba macros such as %U are not supported)"
+        } else {
+            ""
+        };
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "path '{}' of share [{}] is not a directory",
+                        path.display(),
+                        d.name
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "path '{}' of share [{}] does not exist{hint}",
+                        path.display(),
+                        d.name
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(self.err(
+                    line,
+                    format!("path '{}' of share [{}]: {e}", path.display(), d.name),
+                ));
+            }
+        }
+        let defaults = &self.defaults;
+        Ok(ShareConfig {
+            name: d.name,
+            path,
+            read_only: d.read_only.or(defaults.read_only).unwrap_or(true),
+            guest_ok: d.guest_ok.or(defaults.guest_ok).unwrap_or(false),
+            valid_users: d
+                .valid_users
+                .or_else(|| defaults.valid_users.clone())
+                .unwrap_or_default(),
+            comment: d
+                .comment
+                .or_else(|| defaults.comment.clone())
+                .unwrap_or_default(),
+            browseable: d.browseable.or(defaults.browseable).unwrap_or(true),
+        })
+    }
+}
+
+/// Joins continued lines. Yields (first physical line number, text).
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let number = i + 1;
+        let is_comment = pending.is_none() && {
+            let t = raw.trim_start();
+            t.starts_with(';') || t.starts_with('#')
+        };
+        if is_comment {
+            continue;
+        }
+        let trimmed_end = raw.trim_end();
+        let (body, continues) = match trimmed_end.strip_suffix('\\') {
+            Some(b) => (b, true),
+            None => (raw, false),
+        };
+        let (start, mut acc) = pending.take().unwrap_or((number, String::new()));
+        // Cap the accumulated text so a file of endless continuations cannot grow without bound;
+        // the caller rejects over-long lines.
+        if acc.len() <= LINE_LEN_MAX {
+            acc.push_str(body);
+        }
+        if continues {
+            pending = Some((start, acc));
+        } else {
+            out.push((start, acc));
+        }
+    }
+    if let Some(p) = pending {
+        out.push(p);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_normalised_for_case_underscores_and_blanks() {
+        assert_eq!(normalize_key("  Read_Only "), "read only");
+        assert_eq!(
+            normalize_key("SERVER   MIN\tprotocol"),
+            "server min protocol"
+        );
+        assert_eq!(normalize_key("smb_passwd__file"), "smb passwd file");
+    }
+
+    #[test]
+    fn booleans_accept_every_samba_spelling() {
+        for t in ["yes", "True", "1", "ON"] {
+            assert_eq!(parse_bool(t), Some(true), "{t}");
+        }
+        for f in ["no", "FALSE", "0", "off"] {
+            assert_eq!(parse_bool(f), Some(false), "{f}");
+        }
+        assert_eq!(parse_bool("maybe"), None);
+        assert_eq!(parse_bool(""), None);
+    }
+
+    #[test]
+    fn family_protocol_names_depend_on_the_bound() {
+        assert_eq!(parse_dialect("smb2", Bound::Min), Ok(Dialect::Smb2_02));
+        assert_eq!(parse_dialect("SMB2", Bound::Max), Ok(Dialect::Smb2_10));
+        assert_eq!(parse_dialect("SMB3", Bound::Min), Ok(Dialect::Smb3_00));
+        assert_eq!(parse_dialect("SMB3", Bound::Max), Ok(Dialect::Smb3_11));
+        assert_eq!(parse_dialect("SMB3_02", Bound::Max), Ok(Dialect::Smb3_02));
+        assert!(parse_dialect("NT1", Bound::Min)
+            .unwrap_err()
+            .contains("SMB1 is not supported"));
+        assert!(parse_dialect("SMB2_22", Bound::Min)
+            .unwrap_err()
+            .contains("unknown protocol"));
+    }
+
+    #[test]
+    fn lists_split_on_commas_and_blanks_and_keep_quoted_names() {
+        assert_eq!(
+            parse_list("alice, bob  carol,\"Domain Users\" @staff"),
+            ["alice", "bob", "carol", "Domain Users", "@staff"]
+        );
+        assert!(parse_list(" , ").is_empty());
+    }
+
+    #[test]
+    fn log_level_keeps_the_leading_number() {
+        assert_eq!(parse_log_level("3"), Ok(3));
+        assert_eq!(parse_log_level("2 auth:5 passdb:10"), Ok(2));
+        assert!(parse_log_level("auth:5").is_err());
+    }
+
+    #[test]
+    fn continued_lines_keep_the_first_line_number() {
+        let lines = logical_lines("a = 1 \\\n  2\\\n3\n; c \\\nb = 4\n");
+        assert_eq!(
+            lines,
+            vec![(1, "a = 1   23".to_string()), (5, "b = 4".to_string())]
+        );
+    }
+
+    #[test]
+    fn signing_spellings_map_to_policies() {
+        assert_eq!(parse_signing("if_required"), Some(SigningPolicy::Auto));
+        assert_eq!(parse_signing("disabled"), Some(SigningPolicy::Auto));
+        assert_eq!(parse_signing("Required"), Some(SigningPolicy::Mandatory));
+        assert_eq!(parse_signing("desired"), Some(SigningPolicy::Desired));
+        assert_eq!(parse_signing("default"), Some(SigningPolicy::Default));
+        assert_eq!(parse_signing("sometimes"), None);
+    }
+
+    #[test]
+    fn passwd_file_default_follows_root_and_xdg() {
+        assert_eq!(
+            smb_passwd_file_for(true, Some("/x".into()), Some("/home/a".into())),
+            PathBuf::from("/var/lib/ringshare/smbpasswd")
+        );
+        assert_eq!(
+            smb_passwd_file_for(false, Some("/x".into()), Some("/home/a".into())),
+            PathBuf::from("/x/ringshare/smbpasswd")
+        );
+        assert_eq!(
+            smb_passwd_file_for(false, Some("rel".into()), Some("/home/a".into())),
+            PathBuf::from("/home/a/.local/state/ringshare/smbpasswd")
+        );
+    }
+
+    #[test]
+    fn share_names_for_directories_are_ascii_safe() {
+        assert_eq!(share_name_for_dir(Path::new("/srv/Data")), "Data");
+        assert_eq!(share_name_for_dir(Path::new("/srv/my files")), "my_files");
+        assert_eq!(share_name_for_dir(Path::new("/srv/éé")), "share");
+        assert_eq!(share_name_for_dir(Path::new("/")), "share");
+    }
+}
