@@ -1,2 +1,54 @@
-//! SMB signing, key derivation and encryption.
+//! SMB 2/3 message signing, key derivation, preauthentication integrity and encryption.
+//!
+//! Everything here is a pure function of its inputs: no clocks, no randomness, no I/O.
+//! Specification references are to [MS-SMB2] unless noted.
 #![forbid(unsafe_code)]
+
+pub mod encrypt;
+mod gmac;
+pub mod kdf;
+pub mod keys;
+pub mod preauth;
+pub mod sign;
+
+/// Why a cryptographic operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CryptoError {
+    /// The key is not the length the algorithm needs.
+    BadKeyLength,
+    /// The nonce is not the length the cipher needs.
+    BadNonceLength,
+    /// The tag did not match: the message was altered or the key is wrong.
+    AuthenticationFailed,
+}
+
+impl std::fmt::Display for CryptoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CryptoError::BadKeyLength => "bad key length",
+            CryptoError::BadNonceLength => "bad nonce length",
+            CryptoError::AuthenticationFailed => "authentication failed",
+        })
+    }
+}
+
+impl std::error::Error for CryptoError {}
+
+/// Constant-time equality of two byte strings of the same length (false if lengths differ).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        diff |= x ^ y;
+    }
+    // Fold without a data-dependent branch before this point.
+    std::hint::black_box(diff) == 0
+}
+
+#[cfg(test)]
+pub(crate) fn unhex(s: &str) -> Vec<u8> {
+    let clean: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    hex::decode(clean).expect("test hex")
+}
