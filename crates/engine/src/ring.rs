@@ -1,0 +1,860 @@
+//! [`Ring`]: one io_uring instance, its in-flight operations and their completions.
+//!
+//! # The push promise
+//!
+//! Pushing an SQE is unsafe because the kernel will read and write through the
+//! pointers in it until the operation's last completion. This module keeps
+//! that promise in one place, [`Ring::push_sqe`], under one invariant:
+//!
+//! > Every SQE the engine pushes either carries no pointer (cancel, close,
+//! > fsync), or points only into memory owned by the slab entry whose key is
+//! > the SQE's `user_data`: a `Vec`'s heap buffer, a `Box`, or a `Vec` of
+//! > iovecs, none of which moves when the slab grows. A slab entry is removed
+//! > only when its final CQE has been reaped (no `IORING_CQE_F_MORE`), and a
+//! > ring that is dropped with entries still in flight leaks them instead of
+//! > freeing them. The fds used by those SQEs are kept open by an
+//! > `Arc<OwnedFd>` clone in the same slab entry.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use crate::op::{cqe_result, empty_msghdr, Op, OpKind, IOVECS_MAX};
+use crate::slab::Slab;
+use crate::{probe, SharedFd};
+
+/// `user_data` of the engine's own pointer-free SQEs (cancels); never a slab key.
+const INTERNAL_USER_DATA: u64 = 1 << 63;
+
+/// How long dropping a ring waits for cancelled operations to complete.
+const DROP_WAIT_MAX: Duration = Duration::from_secs(2);
+
+/// How often dropping a ring re-issues "cancel everything" while waiting.
+const DROP_CANCEL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Bound on `submit` calls made in one `submit_and_wait` to drain the backlog.
+const BACKLOG_SUBMITS_MAX: usize = 16;
+
+/// Operations leaked by dropped rings because the kernel never completed them.
+static LEAKED_OPS: AtomicU64 = AtomicU64::new(0);
+
+/// Number of operations (with their buffers) leaked so far by dropped rings
+/// whose operations did not complete in time after being cancelled.
+pub fn leaked_ops() -> u64 {
+    LEAKED_OPS.load(Ordering::Relaxed)
+}
+
+/// How to set up a [`Ring`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Submission queue size (the completion queue is twice as large). Default 256.
+    pub entries: u32,
+    /// `IORING_SETUP_SINGLE_ISSUER`: only the creating thread submits. Default true.
+    pub single_issuer: bool,
+    /// `IORING_SETUP_DEFER_TASKRUN` (needs `single_issuer`): completion work runs
+    /// only inside [`Ring::submit_and_wait`], on the ring's thread. Default true.
+    /// Silently dropped when the kernel refuses it; see [`Ring::setup`].
+    pub defer_taskrun: bool,
+    /// `IORING_SETUP_SQPOLL` (a kernel thread polls the SQ). Default false.
+    pub sqpoll: bool,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            entries: 256,
+            single_issuer: true,
+            defer_taskrun: true,
+            sqpoll: false,
+        }
+    }
+}
+
+/// The setup flags the kernel actually accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingSetup {
+    pub single_issuer: bool,
+    pub defer_taskrun: bool,
+    pub sqpoll: bool,
+}
+
+/// Counters for benchmarks: syscalls and queue entries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingStats {
+    /// `io_uring_enter` calls made by the engine.
+    pub submits: u64,
+    /// SQEs pushed (continuations of short sends/writes included).
+    pub sqes: u64,
+    /// CQEs reaped.
+    pub cqes: u64,
+}
+
+/// The outcome of one operation (or one shot of a multishot accept).
+pub struct Completion {
+    /// The caller's token, or [`Ring::WAKE_TOKEN`] for a wake-up.
+    pub user_data: u64,
+    /// Bytes transferred, the accepted fd number, the wake count, or 0.
+    pub result: io::Result<usize>,
+    /// The buffer given to `recv`, `send`, `read_at` or `write_at`, always returned.
+    pub buf: Option<Vec<u8>>,
+    /// The buffers given to `send_vectored`, always returned.
+    pub bufs: Option<Vec<Vec<u8>>>,
+    /// The accepted connection.
+    pub fd: Option<OwnedFd>,
+    /// For `accept_multishot`: the accept is still armed and more completions follow.
+    pub more: bool,
+}
+
+impl Completion {
+    fn new(user_data: u64, result: io::Result<usize>) -> Self {
+        Completion {
+            user_data,
+            result,
+            buf: None,
+            bufs: None,
+            fd: None,
+            more: false,
+        }
+    }
+
+    /// Takes the accepted connection out of the completion.
+    pub fn take_fd(&mut self) -> Option<OwnedFd> {
+        self.fd.take()
+    }
+
+    /// Takes the buffer out of the completion.
+    pub fn take_buf(&mut self) -> Option<Vec<u8>> {
+        self.buf.take()
+    }
+
+    /// True for the completion a [`Waker::wake`] produces.
+    pub fn is_wake(&self) -> bool {
+        self.user_data == Ring::WAKE_TOKEN
+    }
+}
+
+impl fmt::Debug for Completion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Completion")
+            .field("user_data", &self.user_data)
+            .field("result", &self.result)
+            .field("buf_len", &self.buf.as_ref().map(Vec::len))
+            .field("bufs", &self.bufs.as_ref().map(Vec::len))
+            .field("fd", &self.fd)
+            .field("more", &self.more)
+            .finish()
+    }
+}
+
+/// Wakes a [`Ring`] from any thread: its `submit_and_wait` returns and
+/// `next_completion` yields a completion with `user_data == Ring::WAKE_TOKEN`
+/// whose result is the number of wakes since the last one (wakes coalesce).
+#[derive(Debug, Clone)]
+pub struct Waker {
+    eventfd: Arc<OwnedFd>,
+}
+
+impl Waker {
+    /// Wakes the ring. Safe from signal-handling threads (one `write(2)`).
+    pub fn wake(&self) -> io::Result<()> {
+        rustix::io::write(&*self.eventfd, &1u64.to_ne_bytes())?;
+        Ok(())
+    }
+}
+
+/// An SQE waiting for room in the submission queue.
+enum Pending {
+    /// The slab entry's SQE (first submission or continuation).
+    Op(u64),
+    /// Cancel the slab entry with this key.
+    Cancel(u64),
+    /// Cancel every request in flight (used when dropping).
+    CancelAll,
+}
+
+/// One io_uring instance. Not `Send`: with `single_issuer` the kernel binds
+/// the ring to the thread that created it, so create it on the thread that runs it.
+pub struct Ring {
+    uring: IoUring,
+    ops: Slab<Op>,
+    /// SQEs that did not fit in the SQ, in order; pushed before any newer SQE.
+    backlog: VecDeque<Pending>,
+    /// Completions ready for the caller.
+    ready: VecDeque<Completion>,
+    waker: Waker,
+    stats: RingStats,
+    setup: RingSetup,
+    /// Set while dropping: completions end operations instead of continuing them.
+    closing: bool,
+}
+
+impl Ring {
+    /// `user_data` of wake-up completions. Callers must not use it as a token.
+    pub const WAKE_TOKEN: u64 = u64::MAX;
+
+    /// Creates a ring, checks the opcodes ringshare needs (see [`probe`]) and
+    /// arms the waker. The error explains why io_uring is unusable, if it is.
+    pub fn new(config: RingConfig) -> io::Result<Ring> {
+        if config.entries == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "RingConfig::entries must be at least 1",
+            ));
+        }
+        let (uring, setup) = build(config)?;
+        probe::check_ring(&uring)?;
+        let eventfd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
+        let mut ring = Ring {
+            uring,
+            ops: Slab::with_capacity(config.entries as usize),
+            backlog: VecDeque::new(),
+            ready: VecDeque::new(),
+            waker: Waker {
+                eventfd: Arc::new(eventfd),
+            },
+            stats: RingStats::default(),
+            setup,
+            closing: false,
+        };
+        let fd = Arc::clone(&ring.waker.eventfd);
+        ring.start(
+            Ring::WAKE_TOKEN,
+            OpKind::WakerRead {
+                fd,
+                value: Box::new(0),
+            },
+        );
+        Ok(ring)
+    }
+
+    /// The setup flags in effect (after fallbacks).
+    pub fn setup(&self) -> RingSetup {
+        self.setup
+    }
+
+    /// Syscall and queue counters.
+    pub fn stats(&self) -> RingStats {
+        self.stats
+    }
+
+    /// Operations in flight or queued, not counting the waker's.
+    pub fn in_flight(&self) -> usize {
+        self.ops.len().saturating_sub(1)
+    }
+
+    /// A handle that wakes this ring from any thread.
+    pub fn waker(&self) -> Waker {
+        self.waker.clone()
+    }
+
+    /// Arms a multishot accept on a listening socket. Each connection comes
+    /// as a completion with `fd` set and `result` = its fd number.
+    ///
+    /// Re-arming: when the kernel ends the multishot after a success or a
+    /// transient network error (`ECONNABORTED`, `EINTR`, …), the engine
+    /// re-arms it and the completion still says `more = true`. A completion
+    /// with `more = false` means the accept is no longer armed (cancelled, or
+    /// a resource error such as `EMFILE`/`ENFILE`/`ENOMEM`): the caller
+    /// decides whether and when to call `accept_multishot` again.
+    pub fn accept_multishot(&mut self, listener: &SharedFd, token: u64) {
+        self.start(
+            token,
+            OpKind::Accept {
+                fd: Arc::clone(listener),
+            },
+        );
+    }
+
+    /// Receives into `buf`'s spare capacity: bytes are appended after
+    /// `buf.len()`. `result` is the count, 0 at end of stream. A buffer with
+    /// no spare capacity completes at once with `InvalidInput`.
+    pub fn recv(&mut self, fd: &SharedFd, buf: Vec<u8>, token: u64) {
+        if buf.capacity() == buf.len() {
+            return self.reject(token, buf, "recv buffer has no spare capacity");
+        }
+        self.start(
+            token,
+            OpKind::Recv {
+                fd: Arc::clone(fd),
+                buf,
+            },
+        );
+    }
+
+    /// Sends `buf[offset..]`, resubmitting after short sends, and completes
+    /// once: `Ok(buf.len() - offset)` or the first error (bytes sent before
+    /// the error are not reported). `offset > buf.len()` is `InvalidInput`.
+    pub fn send(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64) {
+        if offset > buf.len() {
+            return self.reject(token, buf, "send offset past the end of the buffer");
+        }
+        if offset == buf.len() {
+            return self.complete_now(token, Ok(0), Some(buf), None);
+        }
+        self.start(
+            token,
+            OpKind::Send {
+                fd: Arc::clone(fd),
+                buf,
+                pos: offset,
+                sent: 0,
+            },
+        );
+    }
+
+    /// Sends all of `bufs` in order with `sendmsg` (no joining), with the
+    /// same all-or-error semantics as [`Ring::send`]. At most 1024 buffers.
+    pub fn send_vectored(&mut self, fd: &SharedFd, bufs: Vec<Vec<u8>>, token: u64) {
+        if bufs.len() > IOVECS_MAX {
+            let mut c = Completion::new(
+                token,
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "send_vectored takes at most 1024 buffers",
+                )),
+            );
+            c.bufs = Some(bufs);
+            self.ready.push_back(c);
+            return;
+        }
+        let total = bufs.iter().map(Vec::len).sum();
+        if total == 0 {
+            return self.complete_now(token, Ok(0), None, Some(bufs));
+        }
+        let iov = Vec::with_capacity(bufs.len());
+        self.start(
+            token,
+            OpKind::SendMsg {
+                fd: Arc::clone(fd),
+                bufs,
+                iov,
+                msg: empty_msghdr(),
+                sent: 0,
+                total,
+            },
+        );
+    }
+
+    /// Reads up to `len` bytes at file `offset`, appended after `buf.len()`
+    /// (capacity is reserved as needed). A short count means end of file; it
+    /// is not continued. `result` is the count.
+    pub fn read_at(
+        &mut self,
+        fd: &SharedFd,
+        mut buf: Vec<u8>,
+        len: usize,
+        offset: u64,
+        token: u64,
+    ) {
+        if len == 0 {
+            return self.complete_now(token, Ok(0), Some(buf), None);
+        }
+        buf.reserve(len);
+        self.start(
+            token,
+            OpKind::Read {
+                fd: Arc::clone(fd),
+                buf,
+                len,
+                offset,
+            },
+        );
+    }
+
+    /// Writes `buf[range]` at file `offset`, continuing short writes, and
+    /// completes once with the total or the first error.
+    pub fn write_at(
+        &mut self,
+        fd: &SharedFd,
+        buf: Vec<u8>,
+        range: Range<usize>,
+        offset: u64,
+        token: u64,
+    ) {
+        if range.start > range.end || range.end > buf.len() {
+            return self.reject(token, buf, "write range outside the buffer");
+        }
+        if range.is_empty() {
+            return self.complete_now(token, Ok(0), Some(buf), None);
+        }
+        self.start(
+            token,
+            OpKind::Write {
+                fd: Arc::clone(fd),
+                buf,
+                pos: range.start,
+                end: range.end,
+                offset,
+                written: 0,
+            },
+        );
+    }
+
+    /// `fsync(2)` the file.
+    pub fn fsync(&mut self, fd: &SharedFd, token: u64) {
+        self.start(token, OpKind::Fsync { fd: Arc::clone(fd) });
+    }
+
+    /// Completes with `Ok(0)` after `after` (or `ECANCELED` if cancelled).
+    pub fn timeout(&mut self, after: Duration, token: u64) {
+        self.start(
+            token,
+            OpKind::Timeout {
+                ts: Box::new(types::Timespec::from(after)),
+            },
+        );
+    }
+
+    /// Closes `fd` in the ring; completes with `Ok(0)` or the close error
+    /// (the fd is gone either way).
+    pub fn close(&mut self, fd: OwnedFd, token: u64) {
+        self.start(
+            token,
+            OpKind::Close {
+                fd: fd.into_raw_fd(),
+            },
+        );
+    }
+
+    /// Asks the kernel to cancel every in-flight operation carrying `token`
+    /// and returns how many there were. Each completes with `ECANCELED` (or
+    /// its real result if it finished first), buffers returned as usual.
+    pub fn cancel(&mut self, token: u64) -> usize {
+        let keys: Vec<u64> = self
+            .ops
+            .iter()
+            .filter(|(_, op)| op.token == token && !matches!(op.kind, OpKind::WakerRead { .. }))
+            .map(|(key, _)| key)
+            .collect();
+        for &key in &keys {
+            let queued = self
+                .backlog
+                .iter()
+                .position(|p| matches!(p, Pending::Op(k) if *k == key));
+            match queued {
+                // Never reached the kernel: complete it here.
+                Some(index) => {
+                    self.backlog.remove(index);
+                    self.finish(key, Err(io::Error::from_raw_os_error(libc::ECANCELED)));
+                }
+                None => self.enqueue(Pending::Cancel(key)),
+            }
+        }
+        keys.len()
+    }
+
+    /// Submits every queued SQE and waits until at least `min_complete`
+    /// completions are available or `timeout` passes, in one `io_uring_enter`
+    /// (plus one per SQ-full flush). A timeout or a signal is not an error:
+    /// it returns `Ok` and `next_completion` may then yield nothing.
+    /// Returns the number of SQEs the kernel consumed.
+    pub fn submit_and_wait(
+        &mut self,
+        min_complete: usize,
+        timeout: Option<Duration>,
+    ) -> io::Result<usize> {
+        let mut submitted = 0;
+        let mut flushes = 0;
+        while self.flush_backlog() && flushes < BACKLOG_SUBMITS_MAX {
+            // SQ full and more waiting: hand the SQ to the kernel and go on.
+            flushes += 1;
+            self.stats.submits += 1;
+            submitted += self.uring.submit().or_else(soft_enter_error)?;
+        }
+        // Do not block while something is already waiting to be reaped, or
+        // while SQEs are still parked (their ops must not starve).
+        let want = if self.ready.is_empty() && self.backlog.is_empty() {
+            min_complete
+        } else {
+            0
+        };
+        self.stats.submits += 1;
+        let result = match timeout {
+            Some(after) => {
+                let ts = types::Timespec::from(after);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.uring.submitter().submit_with_args(want, &args)
+            }
+            None => self.uring.submitter().submit_and_wait(want),
+        };
+        Ok(submitted + result.or_else(soft_enter_error)?)
+    }
+
+    /// Submits queued SQEs without waiting.
+    pub fn submit(&mut self) -> io::Result<usize> {
+        self.submit_and_wait(0, None)
+    }
+
+    /// The next completion, or `None` when the completion queue is empty.
+    /// Internal completions (short-send continuations, waker re-arms, cancel
+    /// acknowledgements) are handled here and not shown.
+    pub fn next_completion(&mut self) -> Option<Completion> {
+        loop {
+            if let Some(c) = self.ready.pop_front() {
+                return Some(c);
+            }
+            if !self.reap_one() {
+                return None;
+            }
+        }
+    }
+
+    // ---- internals ----------------------------------------------------------
+
+    /// Handles one CQE, if any. False when the completion queue is empty.
+    fn reap_one(&mut self) -> bool {
+        let cqe = self.uring.completion().next();
+        match cqe {
+            Some(cqe) => {
+                self.stats.cqes += 1;
+                self.handle_cqe(cqe.user_data(), cqe.result(), cqe.flags());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stores the op in the slab and queues its first SQE.
+    fn start(&mut self, token: u64, kind: OpKind) {
+        debug_assert!(
+            token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
+            "Ring::WAKE_TOKEN is reserved"
+        );
+        let key = self.ops.insert(Op { token, kind });
+        self.enqueue(Pending::Op(key));
+    }
+
+    fn reject(&mut self, token: u64, buf: Vec<u8>, why: &'static str) {
+        self.complete_now(
+            token,
+            Err(io::Error::new(io::ErrorKind::InvalidInput, why)),
+            Some(buf),
+            None,
+        );
+    }
+
+    fn complete_now(
+        &mut self,
+        token: u64,
+        result: io::Result<usize>,
+        buf: Option<Vec<u8>>,
+        bufs: Option<Vec<Vec<u8>>>,
+    ) {
+        let mut c = Completion::new(token, result);
+        c.buf = buf;
+        c.bufs = bufs;
+        self.ready.push_back(c);
+    }
+
+    /// Pushes the SQE now if nothing is parked before it, else parks it.
+    fn enqueue(&mut self, pending: Pending) {
+        if self.backlog.is_empty() && self.try_push(&pending) {
+            return;
+        }
+        self.backlog.push_back(pending);
+    }
+
+    /// Pushes parked SQEs in order. Returns true if some remain (SQ full).
+    fn flush_backlog(&mut self) -> bool {
+        while let Some(pending) = self.backlog.pop_front() {
+            if !self.try_push(&pending) {
+                self.backlog.push_front(pending);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Pushes one SQE; when the SQ is full, submits what is there once and
+    /// retries. False if there is still no room.
+    fn try_push(&mut self, pending: &Pending) -> bool {
+        let sqe = match *pending {
+            Pending::Op(key) => match self.ops.get_mut(key) {
+                Some(op) => op.kind.sqe().user_data(key),
+                None => return true, // already finished; nothing to push
+            },
+            Pending::Cancel(key) => opcode::AsyncCancel::new(key)
+                .build()
+                .user_data(INTERNAL_USER_DATA),
+            Pending::CancelAll => opcode::AsyncCancel2::new(types::CancelBuilder::any())
+                .build()
+                .user_data(INTERNAL_USER_DATA),
+        };
+        if self.push_sqe(&sqe) {
+            return true;
+        }
+        self.stats.submits += 1;
+        if self.uring.submit().is_err() {
+            return false;
+        }
+        self.push_sqe(&sqe)
+    }
+
+    /// THE place where SQEs enter the submission queue.
+    fn push_sqe(&mut self, sqe: &squeue::Entry) -> bool {
+        // SAFETY: `sqe` was built by `try_push`, either pointer-free (cancels
+        // target a `user_data` value only), or by `OpKind::sqe` from the slab
+        // entry whose key is the SQE's `user_data`. Everything that SQE points
+        // to (Vec heap buffers, boxed timespec/msghdr/u64, the iovec Vec) is
+        // owned by that entry and does not move when the slab reallocates; its
+        // fd is kept open by the entry's `Arc<OwnedFd>`, or (close) owned by
+        // the entry as a raw fd nobody else closes. The entry is removed only
+        // after the operation's final CQE (`finish`), and `Drop` leaks entries
+        // whose final CQE never arrived. So the memory and fd stay valid for as
+        // long as the kernel may use them.
+        let pushed = unsafe { self.uring.submission().push(sqe) };
+        if pushed.is_ok() {
+            self.stats.sqes += 1;
+        }
+        pushed.is_ok()
+    }
+
+    /// Removes a finished op and queues its completion with its buffers.
+    fn finish(&mut self, key: u64, result: io::Result<usize>) {
+        if let Some(op) = self.ops.remove(key) {
+            let (buf, bufs) = op.kind.into_buffers();
+            self.complete_now(op.token, result, buf, bufs);
+        }
+    }
+
+    fn handle_cqe(&mut self, key: u64, res: i32, flags: u32) {
+        if key & INTERNAL_USER_DATA != 0 {
+            return; // a cancel request's own acknowledgement
+        }
+        let closing = self.closing;
+        let more = cqueue::more(flags);
+        let Some(op) = self.ops.get_mut(key) else {
+            return; // stale: cannot happen with generation-tagged keys, ignore
+        };
+        let token = op.token;
+        match &mut op.kind {
+            OpKind::Accept { .. } => {
+                let mut c = Completion::new(token, cqe_result(res));
+                if res >= 0 {
+                    // SAFETY: a successful accept CQE carries a new fd that the
+                    // kernel just installed in our table; nothing else owns it.
+                    c.fd = Some(unsafe { OwnedFd::from_raw_fd(res) });
+                }
+                if more {
+                    c.more = true;
+                } else if !closing && (res >= 0 || accept_error_is_transient(-res)) {
+                    c.more = true;
+                    self.enqueue(Pending::Op(key));
+                } else {
+                    self.ops.remove(key);
+                }
+                self.ready.push_back(c);
+            }
+            OpKind::WakerRead { value, .. } => {
+                let count = std::mem::take(&mut **value);
+                if closing {
+                    self.ops.remove(key);
+                } else if res >= 0 {
+                    self.enqueue(Pending::Op(key));
+                    self.ready
+                        .push_back(Completion::new(Ring::WAKE_TOKEN, Ok(count as usize)));
+                } else if res == -libc::EINTR || res == -libc::EAGAIN {
+                    self.enqueue(Pending::Op(key));
+                } else {
+                    self.ops.remove(key);
+                    self.ready
+                        .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
+                }
+            }
+            OpKind::Recv { buf, .. } | OpKind::Read { buf, .. } => {
+                if res > 0 {
+                    let n = (res as usize).min(buf.capacity() - buf.len());
+                    // SAFETY: the kernel wrote `res` bytes into the spare
+                    // capacity we gave it (at most that long), so the first
+                    // `n` bytes after `len` are initialised.
+                    unsafe { buf.set_len(buf.len() + n) };
+                }
+                self.finish(key, cqe_result(res));
+            }
+            OpKind::Send { buf, pos, sent, .. } => {
+                let result = advance(res, pos, sent, buf.len());
+                self.continue_or_finish(key, result, closing);
+            }
+            OpKind::SendMsg { sent, total, .. } => {
+                let mut unused = 0;
+                let total = *total;
+                let result = advance(res, sent, &mut unused, total).map(|r| r.map(|_| total));
+                self.continue_or_finish(key, result, closing);
+            }
+            OpKind::Write {
+                pos,
+                end,
+                offset,
+                written,
+                ..
+            } => {
+                if res > 0 {
+                    *offset += res as u64;
+                }
+                let result = advance(res, pos, written, *end);
+                self.continue_or_finish(key, result, closing);
+            }
+            OpKind::Timeout { .. } => {
+                let result = if res == -libc::ETIME {
+                    Ok(0)
+                } else {
+                    cqe_result(res)
+                };
+                self.finish(key, result);
+            }
+            OpKind::Fsync { .. } | OpKind::Close { .. } => self.finish(key, cqe_result(res)),
+        }
+    }
+
+    /// After `advance`: `None` means more bytes to go.
+    fn continue_or_finish(&mut self, key: u64, result: Option<io::Result<usize>>, closing: bool) {
+        match result {
+            None if !closing => self.enqueue(Pending::Op(key)),
+            None => self.finish(key, Err(io::Error::from_raw_os_error(libc::ECANCELED))),
+            Some(result) => self.finish(key, result),
+        }
+    }
+}
+
+/// Applies a send/write CQE to a cursor `pos` (ending at `end`) and a running
+/// total `done`. `None`: not finished, resubmit. `Some`: the final result.
+fn advance(res: i32, pos: &mut usize, done: &mut usize, end: usize) -> Option<io::Result<usize>> {
+    if res < 0 {
+        return Some(Err(io::Error::from_raw_os_error(-res)));
+    }
+    if res == 0 {
+        return Some(Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "the kernel accepted 0 bytes",
+        )));
+    }
+    let n = res as usize;
+    *pos += n;
+    *done += n;
+    if *pos < end {
+        None
+    } else {
+        Some(Ok(*done))
+    }
+}
+
+/// accept(2) errors after which the listener is still fine (see its man page).
+fn accept_error_is_transient(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ECONNABORTED
+            | libc::EINTR
+            | libc::EAGAIN
+            | libc::EPROTO
+            | libc::ENETDOWN
+            | libc::ENOPROTOOPT
+            | libc::EHOSTDOWN
+            | libc::ENONET
+            | libc::EHOSTUNREACH
+            | libc::EOPNOTSUPP
+            | libc::ENETUNREACH
+    )
+}
+
+/// `io_uring_enter` failures that only mean "reap completions / try again".
+fn soft_enter_error(e: io::Error) -> io::Result<usize> {
+    match e.raw_os_error() {
+        Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => Ok(0),
+        _ => Err(e),
+    }
+}
+
+fn build(config: RingConfig) -> io::Result<(IoUring, RingSetup)> {
+    let wanted = RingSetup {
+        single_issuer: config.single_issuer,
+        defer_taskrun: config.defer_taskrun && config.single_issuer && !config.sqpoll,
+        sqpoll: config.sqpoll,
+    };
+    let attempts = [
+        wanted,
+        RingSetup {
+            defer_taskrun: false,
+            ..wanted
+        },
+        RingSetup {
+            single_issuer: false,
+            defer_taskrun: false,
+            ..wanted
+        },
+    ];
+    let mut last_error = None;
+    for setup in attempts {
+        let mut builder = IoUring::builder();
+        builder.setup_submit_all();
+        if setup.single_issuer {
+            builder.setup_single_issuer();
+        }
+        if setup.defer_taskrun {
+            builder.setup_defer_taskrun().setup_taskrun_flag();
+        } else if !setup.sqpoll {
+            builder.setup_coop_taskrun().setup_taskrun_flag();
+        }
+        if setup.sqpoll {
+            builder.setup_sqpoll(1000);
+        }
+        match builder.build(config.entries) {
+            Ok(uring) => return Ok((uring, setup)),
+            // EINVAL: a flag this kernel does not know; try with fewer.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last_error = Some(e),
+            Err(e) => return Err(probe::setup_error(e)),
+        }
+    }
+    Err(probe::setup_error(last_error.unwrap_or_else(|| {
+        io::Error::from_raw_os_error(libc::EINVAL)
+    })))
+}
+
+impl Drop for Ring {
+    /// Cancels everything in flight and waits (at most `DROP_WAIT_MAX`) for
+    /// the kernel to give each buffer back. Whatever has not completed by
+    /// then is leaked, never freed: the kernel may still write into it.
+    fn drop(&mut self) {
+        self.closing = true;
+        // SQEs never handed to the kernel: their ops can be freed right away.
+        for pending in std::mem::take(&mut self.backlog) {
+            if let Pending::Op(key) = pending {
+                self.ops.remove(key);
+            }
+        }
+        self.ready.clear();
+        let deadline = Instant::now() + DROP_WAIT_MAX;
+        let mut next_cancel = Instant::now();
+        while !self.ops.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            if now >= next_cancel {
+                self.enqueue(Pending::CancelAll);
+                next_cancel = now + DROP_CANCEL_INTERVAL;
+            }
+            let wait = next_cancel.min(deadline).saturating_duration_since(now);
+            if self.submit_and_wait(1, Some(wait)).is_err() {
+                break;
+            }
+            while self.reap_one() {}
+            // The kernel is done with these: freeing their buffers and
+            // closing accepted fds is fine.
+            self.ready.clear();
+        }
+        if !self.ops.is_empty() {
+            LEAKED_OPS.fetch_add(self.ops.len() as u64, Ordering::Relaxed);
+            // Deliberate leak: these operations may still be armed in the
+            // kernel (which tears them down asynchronously after the ring fd
+            // closes), so their buffers must never return to the allocator.
+            self.ops.drain(std::mem::forget);
+        }
+    }
+}
