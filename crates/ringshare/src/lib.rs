@@ -2,4 +2,5 @@
 //! kept out of `main.rs` so that they can be tested.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod config;
