@@ -126,33 +126,31 @@ fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
     }
 }
 
-fn decode_dos(res: Result<Vec<u8>, Errno>) -> Option<u32> {
+fn decode_dos(buf: &[u8; 8], res: Result<usize, Errno>) -> Option<u32> {
     match res {
-        Ok(v) if v.len() == 4 => Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]])),
+        Ok(4) => Some(u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]])),
         _ => None,
     }
 }
 
 /// DOS attributes of an open fd; `None` when absent, malformed or unsupported.
 fn read_dos_fd(fd: BorrowedFd<'_>) -> Option<u32> {
-    let mut buf = Vec::with_capacity(8);
+    let mut buf = [0u8; 8];
     match rustix::fs::fgetxattr(fd, DOS_ATTRIB_XATTR, &mut buf) {
-        Ok(_) => decode_dos(Ok(buf)),
         Err(Errno::BADF) => {
             // O_PATH fd: go through its /proc link.
-            let mut buf = Vec::with_capacity(8);
             let r = rustix::fs::getxattr(proc_path(fd, None), DOS_ATTRIB_XATTR, &mut buf);
-            decode_dos(r.map(|_| buf))
+            decode_dos(&buf, r)
         }
-        Err(_) => None,
+        r => decode_dos(&buf, r),
     }
 }
 
 /// DOS attributes of entry `name` of directory `dir` (a symlink's own, never its target's).
 fn read_dos_at(dir: BorrowedFd<'_>, name: &str) -> Option<u32> {
-    let mut buf = Vec::with_capacity(8);
+    let mut buf = [0u8; 8];
     let r = rustix::fs::lgetxattr(proc_path(dir, Some(name)), DOS_ATTRIB_XATTR, &mut buf);
-    decode_dos(r.map(|_| buf))
+    decode_dos(&buf, r)
 }
 
 /// A share rooted at a local directory.
