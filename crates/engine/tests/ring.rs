@@ -1,0 +1,380 @@
+//! Behaviour of `Ring` over loopback TCP and a temporary file.
+//! Every wait is bounded; every socket is on 127.0.0.1.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ringshare_engine::{leaked_ops, net, Completion, Ring, RingConfig, SharedFd};
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn ring() -> Ring {
+    Ring::new(RingConfig::default()).expect("io_uring available")
+}
+
+/// A connected loopback pair: the server side for the ring, the peer for a thread.
+fn tcp_pair() -> (SharedFd, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let peer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    peer.set_read_timeout(Some(TEST_TIMEOUT)).unwrap();
+    peer.set_write_timeout(Some(TEST_TIMEOUT)).unwrap();
+    (Arc::new(OwnedFd::from(server)), peer)
+}
+
+/// Drives the ring until a completion for `token` arrives; any other
+/// completion is a test failure.
+fn wait_for(ring: &mut Ring, token: u64) -> Completion {
+    let deadline = Instant::now() + TEST_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no completion for token {token}");
+        ring.submit_and_wait(1, Some(left)).unwrap();
+        if let Some(c) = ring.next_completion() {
+            assert_eq!(c.user_data, token, "unexpected completion {c:?}");
+            return c;
+        }
+    }
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("ringshare-engine-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn echoes_over_loopback_with_multishot_accept_recv_and_send() {
+    const ACCEPT: u64 = 1;
+    let listener = Arc::new(net::listen_reuseport("127.0.0.1:0".parse().unwrap(), 16).unwrap());
+    let addr = net::local_addr(&*listener).unwrap();
+    let clients = thread::spawn(move || {
+        for round in 0..3u8 {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(TEST_TIMEOUT)).unwrap();
+            let msg = [b'a' + round; 100];
+            s.write_all(&msg).unwrap();
+            let mut back = [0u8; 100];
+            s.read_exact(&mut back).unwrap();
+            assert_eq!(back, msg);
+        }
+    });
+
+    let mut ring = ring();
+    ring.accept_multishot(&listener, ACCEPT);
+    let mut conns: Vec<Option<SharedFd>> = Vec::new();
+    let mut closed = 0;
+    let deadline = Instant::now() + TEST_TIMEOUT;
+    while closed < 3 {
+        assert!(Instant::now() < deadline, "echo did not finish");
+        ring.submit_and_wait(1, Some(Duration::from_secs(1)))
+            .unwrap();
+        while let Some(mut c) = ring.next_completion() {
+            // tokens: 1 = accept, 2 + 2*i = recv on conn i, 3 + 2*i = send on conn i
+            if c.user_data == ACCEPT {
+                assert!(c.more, "multishot accept stays armed");
+                let fd = Arc::new(c.take_fd().expect("accepted fd"));
+                assert_eq!(c.result.as_ref().unwrap(), &(fd.as_raw_fd() as usize));
+                let id = conns.len() as u64;
+                ring.recv(&fd, Vec::with_capacity(4096), 2 + 2 * id);
+                conns.push(Some(fd));
+                continue;
+            }
+            let id = ((c.user_data - 2) / 2) as usize;
+            let fd = conns[id].clone().expect("open connection");
+            let buf = c.take_buf().unwrap();
+            let n = c.result.unwrap();
+            if c.user_data % 2 == 0 {
+                if n == 0 {
+                    conns[id] = None;
+                    closed += 1;
+                } else {
+                    ring.send(&fd, buf, 0, c.user_data + 1);
+                }
+            } else {
+                assert_eq!(n, buf.len());
+                let mut buf = buf;
+                buf.clear();
+                ring.recv(&fd, buf, c.user_data - 1);
+            }
+        }
+    }
+    clients.join().unwrap();
+    assert_eq!(ring.in_flight(), 1, "only the accept is left");
+}
+
+#[test]
+fn a_64_mib_send_completes_once_with_the_full_count_despite_short_sends() {
+    const LEN: usize = 64 << 20;
+    const SEND: u64 = 7;
+    let (fd, mut peer) = tcp_pair();
+    net::set_socket_buffers(&*fd, Some(64 * 1024), None).unwrap();
+    net::set_socket_buffers(&peer, None, Some(64 * 1024)).unwrap();
+    let receiver = thread::spawn(move || {
+        let mut got = vec![0u8; 256 * 1024];
+        let mut total = 0usize;
+        let mut chunks = 0usize;
+        let expected = pattern(251 * 1024);
+        while total < LEN {
+            let n = peer.read(&mut got).unwrap();
+            assert!(n > 0, "early EOF at {total}");
+            for (i, byte) in got[..n].iter().enumerate() {
+                assert_eq!(*byte, expected[(total + i) % 251], "byte {}", total + i);
+            }
+            total += n;
+            chunks += 1;
+            if chunks % 64 == 0 {
+                thread::sleep(Duration::from_millis(1)); // a slow reader
+            }
+        }
+        total
+    });
+
+    let mut ring = ring();
+    let before = ring.stats();
+    ring.send(&fd, pattern(LEN), 0, SEND);
+    let c = wait_for(&mut ring, SEND);
+    assert_eq!(c.result.unwrap(), LEN);
+    assert_eq!(c.buf.unwrap().len(), LEN, "buffer handed back");
+    let sqes = ring.stats().sqes - before.sqes;
+    assert!(sqes >= 2, "the kernel did short sends: {sqes} SQEs");
+    assert_eq!(receiver.join().unwrap(), LEN);
+    // Exactly once: nothing else arrives.
+    ring.submit_and_wait(1, Some(Duration::from_millis(50)))
+        .unwrap();
+    assert!(ring.next_completion().is_none());
+}
+
+#[test]
+fn send_vectored_sends_header_then_data_without_joining_them() {
+    const SEND: u64 = 9;
+    let (fd, mut peer) = tcp_pair();
+    net::set_socket_buffers(&*fd, Some(16 * 1024), None).unwrap();
+    let header = b"HEADER:0123456789".to_vec();
+    let data = pattern(3 << 20);
+    let trailer = b"END".to_vec();
+    let mut expected = header.clone();
+    expected.extend_from_slice(&data);
+    expected.extend_from_slice(&trailer);
+    let total = expected.len();
+    let receiver = thread::spawn(move || {
+        let mut got = vec![0u8; total];
+        peer.read_exact(&mut got).unwrap();
+        got
+    });
+
+    let mut ring = ring();
+    ring.send_vectored(
+        &fd,
+        vec![header.clone(), data.clone(), trailer.clone()],
+        SEND,
+    );
+    let c = wait_for(&mut ring, SEND);
+    assert_eq!(c.result.unwrap(), total);
+    assert_eq!(c.bufs.unwrap(), vec![header, data, trailer]);
+    assert!(
+        receiver.join().unwrap() == expected,
+        "bytes arrive in order"
+    );
+}
+
+#[test]
+fn send_starts_at_the_offset() {
+    let (fd, mut peer) = tcp_pair();
+    let mut ring = ring();
+    ring.send(&fd, b"skipHELLO".to_vec(), 4, 3);
+    let c = wait_for(&mut ring, 3);
+    assert_eq!(c.result.unwrap(), 5);
+    let mut got = [0u8; 5];
+    peer.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"HELLO");
+}
+
+#[test]
+fn reads_writes_and_fsyncs_a_temp_file() {
+    let path = temp_path("rw");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let fd: SharedFd = Arc::new(file.into());
+    let mut ring = ring();
+
+    let data = pattern(300_000);
+    let mut buf = b"xx".to_vec();
+    buf.extend_from_slice(&data);
+    ring.write_at(&fd, buf, 2..300_002, 10, 1);
+    let c = wait_for(&mut ring, 1);
+    assert_eq!(c.result.unwrap(), 300_000);
+
+    ring.fsync(&fd, 2);
+    assert_eq!(wait_for(&mut ring, 2).result.unwrap(), 0);
+
+    ring.read_at(&fd, b"abc".to_vec(), 300_000, 10, 3);
+    let c = wait_for(&mut ring, 3);
+    assert_eq!(c.result.unwrap(), 300_000);
+    let buf = c.buf.unwrap();
+    assert_eq!(&buf[..3], b"abc", "read appends after len");
+    assert!(buf[3..] == data[..]);
+
+    ring.read_at(&fd, Vec::new(), 4096, 300_010, 4);
+    assert_eq!(wait_for(&mut ring, 4).result.unwrap(), 0, "end of file");
+
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn write_at_rejects_a_range_outside_the_buffer_and_returns_it() {
+    let path = temp_path("badrange");
+    let fd: SharedFd = Arc::new(std::fs::File::create(&path).unwrap().into());
+    let mut ring = ring();
+    ring.write_at(&fd, vec![1, 2, 3], 1..5, 0, 5);
+    let c = ring.next_completion().expect("rejected at once");
+    assert_eq!(
+        c.result.unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
+    assert_eq!(c.buf.unwrap(), vec![1, 2, 3]);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn timeout_fires_after_its_duration() {
+    let mut ring = ring();
+    let start = Instant::now();
+    ring.timeout(Duration::from_millis(50), 11);
+    let c = wait_for(&mut ring, 11);
+    assert_eq!(c.result.unwrap(), 0);
+    assert!(start.elapsed() >= Duration::from_millis(50));
+}
+
+#[test]
+fn cancel_of_a_pending_recv_completes_with_ecanceled_and_returns_the_buffer() {
+    let (fd, _peer) = tcp_pair();
+    let mut ring = ring();
+    let mut buf = Vec::with_capacity(4096);
+    buf.extend_from_slice(b"kept");
+    ring.recv(&fd, buf, 21);
+    ring.submit().unwrap();
+    assert_eq!(ring.cancel(21), 1);
+    assert_eq!(ring.cancel(999), 0, "unknown token");
+    let c = wait_for(&mut ring, 21);
+    assert_eq!(c.result.unwrap_err().raw_os_error(), Some(libc::ECANCELED));
+    let buf = c.buf.unwrap();
+    assert_eq!(buf, b"kept");
+    assert_eq!(buf.capacity(), 4096);
+    assert_eq!(ring.in_flight(), 0);
+}
+
+#[test]
+fn waker_from_another_thread_wakes_submit_and_wait() {
+    let mut ring = ring();
+    for _ in 0..2 {
+        let waker = ring.waker();
+        let start = Instant::now();
+        let t = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(30));
+            waker.wake().unwrap();
+        });
+        ring.submit_and_wait(1, Some(TEST_TIMEOUT)).unwrap();
+        let c = ring.next_completion().expect("woken");
+        assert!(c.is_wake());
+        assert_eq!(c.result.unwrap(), 1);
+        assert!(start.elapsed() < TEST_TIMEOUT / 2);
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn submit_and_wait_returns_after_its_timeout_with_nothing_to_reap() {
+    let mut ring = ring();
+    let start = Instant::now();
+    ring.submit_and_wait(1, Some(Duration::from_millis(20)))
+        .unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(20));
+    assert!(ring.next_completion().is_none());
+}
+
+#[test]
+fn each_submit_and_wait_is_one_io_uring_enter() {
+    let mut ring = ring();
+    let before = ring.stats();
+    for token in 0..10 {
+        ring.timeout(Duration::from_millis(1), token);
+        wait_for(&mut ring, token);
+    }
+    let after = ring.stats();
+    assert_eq!(after.sqes - before.sqes, 10);
+    assert_eq!(after.cqes - before.cqes, 10);
+    assert!(after.submits - before.submits >= 10);
+    assert!(after.submits - before.submits <= 20);
+}
+
+#[test]
+fn more_operations_than_queue_entries_all_complete() {
+    let mut ring = Ring::new(RingConfig {
+        entries: 4,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    for token in 0..100 {
+        ring.timeout(Duration::from_millis(5), token);
+    }
+    let mut seen = vec![false; 100];
+    let deadline = Instant::now() + TEST_TIMEOUT;
+    while seen.iter().any(|s| !s) {
+        assert!(Instant::now() < deadline);
+        ring.submit_and_wait(1, Some(Duration::from_secs(1)))
+            .unwrap();
+        while let Some(c) = ring.next_completion() {
+            assert_eq!(c.result.unwrap(), 0);
+            assert!(!seen[c.user_data as usize], "completes once");
+            seen[c.user_data as usize] = true;
+        }
+    }
+}
+
+#[test]
+fn close_completes_in_the_ring() {
+    let (fd, _peer) = tcp_pair();
+    let fd = Arc::try_unwrap(fd).unwrap();
+    let mut ring = ring();
+    ring.close(fd, 31);
+    assert_eq!(wait_for(&mut ring, 31).result.unwrap(), 0);
+}
+
+#[test]
+fn dropping_a_ring_with_pending_operations_cancels_them_without_leaking() {
+    let (fd, mut peer) = tcp_pair();
+    let listener = Arc::new(net::listen_reuseport("127.0.0.1:0".parse().unwrap(), 4).unwrap());
+    let leaked_before = leaked_ops();
+    let start = Instant::now();
+    {
+        let mut ring = ring();
+        ring.recv(&fd, Vec::with_capacity(1 << 16), 1);
+        ring.accept_multishot(&listener, 2);
+        ring.timeout(Duration::from_secs(60), 3);
+        ring.submit().unwrap();
+        assert_eq!(ring.in_flight(), 3);
+    }
+    assert!(start.elapsed() < Duration::from_secs(2), "drop is bounded");
+    assert_eq!(
+        leaked_ops(),
+        leaked_before,
+        "every op was cancelled and reaped"
+    );
+    // The recv is gone from the kernel: data sent now stays in the socket.
+    peer.write_all(b"after drop").unwrap();
+    assert_eq!(Arc::strong_count(&fd), 1, "the ring released its fd clones");
+    assert_eq!(Arc::strong_count(&listener), 1);
+}
