@@ -25,7 +25,7 @@
 //! FileName 12.
 
 use super::file_info::walk_chain;
-use super::{FileInfoClass, FileTime};
+use super::{FileAttributes, FileInfoClass, FileTime};
 use crate::codec::{to_u32, Reader, WriteExt};
 use crate::utf16::{decode_utf16le, encode_utf16le, utf16_len};
 use crate::WireError;
@@ -41,7 +41,7 @@ pub struct DirEntryInfo {
     pub change_time: FileTime,
     pub end_of_file: u64,
     pub allocation_size: u64,
-    pub file_attributes: u32,
+    pub file_attributes: FileAttributes,
     /// EaSize. For an entry with FILE_ATTRIBUTE_REPARSE_POINT in the classes
     /// without a ReparsePointTag field, [MS-FSCC] puts the reparse tag here;
     /// the caller decides which value to set.
@@ -104,7 +104,7 @@ pub fn encode_dir_entry(
     out.put_u64(e.change_time.0);
     out.put_u64(e.end_of_file);
     out.put_u64(e.allocation_size);
-    out.put_u32(e.file_attributes);
+    out.put_u32(e.file_attributes.0);
     out.put_u32(name_len);
     match class {
         FileInfoClass::FULL_DIRECTORY => out.put_u32(e.ea_size),
@@ -251,7 +251,7 @@ pub fn decode_dir_entry(
         e.change_time = FileTime(r.u64()?);
         e.end_of_file = r.u64()?;
         e.allocation_size = r.u64()?;
-        e.file_attributes = r.u32()?;
+        e.file_attributes = FileAttributes(r.u32()?);
         name_len = r.u32()? as usize;
         match class {
             FileInfoClass::FULL_DIRECTORY => e.ea_size = r.u32()?,
@@ -328,7 +328,7 @@ mod tests {
             change_time: FileTime(4),
             end_of_file: 5,
             allocation_size: 4096,
-            file_attributes: 0x20,
+            file_attributes: FileAttributes::ARCHIVE,
             ea_size: 0,
             reparse_tag: 0,
             file_id: 0x1122_3344_5566_7788,

@@ -4,7 +4,7 @@
 //! Sizes and times are carried as signed LARGE_INTEGERs on the wire; sizes are
 //! `u64` here (a file size is never negative), times are [`FileTime`].
 
-use super::{need, read_len_name, FileTime};
+use super::{need, read_len_name, FileAttributes, FileTime};
 use crate::codec::{to_u32, Reader, WriteExt};
 use crate::utf16::{decode_utf16le, encode_utf16le, utf16_len};
 use crate::WireError;
@@ -23,7 +23,7 @@ pub struct FileBasicInformation {
     pub last_access_time: FileTime,
     pub last_write_time: FileTime,
     pub change_time: FileTime,
-    pub file_attributes: u32,
+    pub file_attributes: FileAttributes,
 }
 
 impl FileBasicInformation {
@@ -34,7 +34,7 @@ impl FileBasicInformation {
         out.put_u64(self.last_access_time.0);
         out.put_u64(self.last_write_time.0);
         out.put_u64(self.change_time.0);
-        out.put_u32(self.file_attributes);
+        out.put_u32(self.file_attributes.0);
         out.put_u32(0); // Reserved
     }
 
@@ -45,7 +45,7 @@ impl FileBasicInformation {
             last_access_time: FileTime(r.u64()?),
             last_write_time: FileTime(r.u64()?),
             change_time: FileTime(r.u64()?),
-            file_attributes: r.u32()?,
+            file_attributes: FileAttributes(r.u32()?),
         })
     }
 }
@@ -266,7 +266,7 @@ pub struct FileNetworkOpenInformation {
     pub change_time: FileTime,
     pub allocation_size: u64,
     pub end_of_file: u64,
-    pub file_attributes: u32,
+    pub file_attributes: FileAttributes,
 }
 
 impl FileNetworkOpenInformation {
@@ -279,7 +279,7 @@ impl FileNetworkOpenInformation {
         out.put_u64(self.change_time.0);
         out.put_u64(self.allocation_size);
         out.put_u64(self.end_of_file);
-        out.put_u32(self.file_attributes);
+        out.put_u32(self.file_attributes.0);
         out.put_u32(0); // Reserved
     }
 
@@ -292,7 +292,7 @@ impl FileNetworkOpenInformation {
             change_time: FileTime(r.u64()?),
             allocation_size: r.u64()?,
             end_of_file: r.u64()?,
-            file_attributes: r.u32()?,
+            file_attributes: FileAttributes(r.u32()?),
         })
     }
 }
@@ -300,7 +300,7 @@ impl FileNetworkOpenInformation {
 /// FILE_ATTRIBUTE_TAG_INFORMATION: 8 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileAttributeTagInformation {
-    pub file_attributes: u32,
+    pub file_attributes: FileAttributes,
     /// Reparse tag; meaningful only with FILE_ATTRIBUTE_REPARSE_POINT.
     pub reparse_tag: u32,
 }
@@ -309,14 +309,14 @@ impl FileAttributeTagInformation {
     pub const SIZE: usize = 8;
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.put_u32(self.file_attributes);
+        out.put_u32(self.file_attributes.0);
         out.put_u32(self.reparse_tag);
     }
 
     pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
         let mut r = need(buf, Self::SIZE)?;
         Ok(Self {
-            file_attributes: r.u32()?,
+            file_attributes: FileAttributes(r.u32()?),
             reparse_tag: r.u32()?,
         })
     }
@@ -600,7 +600,7 @@ mod tests {
             last_access_time: FileTime(2),
             last_write_time: FileTime(3),
             change_time: FileTime(4),
-            file_attributes: super::super::FILE_ATTRIBUTE_ARCHIVE,
+            file_attributes: FileAttributes::ARCHIVE,
         };
         let v = enc(|o| b.encode(o));
         assert_eq!(v.len(), 40);
@@ -641,7 +641,7 @@ mod tests {
             change_time: FileTime(4),
             allocation_size: 8192,
             end_of_file: 5000,
-            file_attributes: 0x80,
+            file_attributes: FileAttributes::NORMAL,
         };
         let v = enc(|o| n.encode(o));
         assert_eq!(v.len(), 56);
@@ -739,7 +739,7 @@ mod tests {
     #[test]
     fn fixed_small_classes_round_trip() {
         let t = FileAttributeTagInformation {
-            file_attributes: 0x400,
+            file_attributes: FileAttributes::REPARSE_POINT,
             reparse_tag: 0xA000_000C,
         };
         let v = enc(|o| t.encode(o));
