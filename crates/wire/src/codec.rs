@@ -293,6 +293,42 @@ pub fn body_reader(msg: &[u8]) -> Result<Reader<'_>, WireError> {
     Ok(Reader::new(r.rest()))
 }
 
+/// Check a body that is only `StructureSize` + a reserved u16 (LOGOFF, ECHO, ...).
+/// `structure_size` is 4 for those (2 for the SET_INFO response, which has no Reserved).
+pub fn decode_empty_body(msg: &[u8], structure_size: u16) -> Result<(), WireError> {
+    let mut r = body_reader(msg)?;
+    expect_structure_size(&mut r, structure_size)?;
+    if structure_size >= 4 {
+        r.skip(2)?;
+    }
+    Ok(())
+}
+
+/// Append a body that is only `StructureSize` (+ a zero Reserved u16 when it is 4).
+pub fn encode_empty_body(out: &mut Vec<u8>, structure_size: u16) {
+    out.put_u16(structure_size);
+    if structure_size >= 4 {
+        out.put_u16(0);
+    }
+}
+
+/// Test helper: a message with a request header for `cmd` and the body `f` appends.
+#[cfg(test)]
+pub(crate) fn test_msg(cmd: crate::consts::Command, f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut v = Vec::new();
+    crate::header::Header::request(cmd, 1).encode(&mut v);
+    f(&mut v);
+    v
+}
+
+/// Test helper: every strict prefix of `msg` that still holds the header must fail to decode.
+#[cfg(test)]
+pub(crate) fn assert_prefixes_fail(msg: &[u8], min_len: usize, decodes: impl Fn(&[u8]) -> bool) {
+    for n in 0..min_len.min(msg.len()) {
+        assert!(!decodes(&msg[..n]), "decoded from a {n}-byte prefix");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
