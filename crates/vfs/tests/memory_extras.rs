@@ -1,0 +1,174 @@
+//! Behaviour only the in-memory backend has: fault injection, capacity, a deterministic clock.
+
+mod common;
+
+use common::*;
+use ringshare_vfs::memory::{FaultOp, MemShare, MEM_CLOCK_START_NS, MEM_CLOCK_TICK_NS};
+use ringshare_vfs::{FsError, Node, OpenMode, OpenOptions, Share};
+
+/// Run `op` once against `share`, returning its error if any.
+fn run(op: FaultOp, share: &MemShare, node: &dyn Node, dir: &dyn Node) -> Result<(), FsError> {
+    let mut buf = [0u8; 4];
+    match op {
+        FaultOp::Open => share
+            .open(&p("d/f"), &OpenOptions::read_existing())
+            .map(drop),
+        FaultOp::Read => node.read_at(&mut buf, 0).map(drop),
+        FaultOp::Write => node.write_at(b"w", 0).map(drop),
+        FaultOp::Sync => node.sync(),
+        FaultOp::SetLen => node.set_len(1),
+        FaultOp::Rename => share
+            .rename(&p("d/f"), &p("d/g"), false)
+            .and_then(|()| share.rename(&p("d/g"), &p("d/f"), false)),
+        FaultOp::Unlink => {
+            drop(write_file(share, "d/tmp", b""));
+            share.unlink(&p("d/tmp"))
+        }
+        FaultOp::ReadDir => dir.read_dir().map(drop),
+        FaultOp::Stat => share.stat(&p("d/f")).map(drop),
+    }
+}
+
+#[test]
+fn injected_fault_fires_exactly_times_then_clears_for_every_op() {
+    for op in [
+        FaultOp::Open,
+        FaultOp::Read,
+        FaultOp::Write,
+        FaultOp::Sync,
+        FaultOp::SetLen,
+        FaultOp::Rename,
+        FaultOp::Unlink,
+        FaultOp::ReadDir,
+        FaultOp::Stat,
+    ] {
+        let share = MemShare::new();
+        mkdir(&share, "d");
+        let node = write_file(&share, "d/f", b"data");
+        let dir = open(&share, "d", dir_opts(OpenMode::Existing))
+            .unwrap()
+            .node;
+        run(op, &share, node.as_ref(), dir.as_ref()).unwrap();
+        share.inject_fault(op, None, FsError::Io, 3);
+        for i in 0..3 {
+            assert_eq!(
+                run(op, &share, node.as_ref(), dir.as_ref()),
+                Err(FsError::Io),
+                "{op:?} #{i}"
+            );
+        }
+        run(op, &share, node.as_ref(), dir.as_ref())
+            .unwrap_or_else(|e| panic!("{op:?} after: {e:?}"));
+    }
+}
+
+#[test]
+fn fault_with_a_path_prefix_hits_only_paths_beneath_it() {
+    let share = MemShare::new();
+    mkdir(&share, "a");
+    mkdir(&share, "ab");
+    drop(write_file(&share, "a/x", b"1"));
+    drop(write_file(&share, "ab/x", b"1"));
+    share.inject_fault(FaultOp::Stat, Some(p("a")), FsError::AccessDenied, 1);
+    share.stat(&p("ab/x")).unwrap();
+    assert_eq!(share.stat(&p("a/x")).unwrap_err(), FsError::AccessDenied);
+    share.stat(&p("a/x")).unwrap();
+}
+
+#[test]
+fn node_faults_match_the_path_the_node_was_opened_with() {
+    let share = MemShare::new();
+    let keep = write_file(&share, "keep", b"k");
+    let hit = write_file(&share, "hit", b"h");
+    share.inject_fault(FaultOp::Write, Some(p("hit")), FsError::NoSpace, 1);
+    keep.write_at(b"K", 0).unwrap();
+    assert_eq!(hit.write_at(b"H", 0).unwrap_err(), FsError::NoSpace);
+    hit.write_at(b"H", 0).unwrap();
+}
+
+#[test]
+fn zero_times_injects_nothing_and_clear_faults_removes_pending_ones() {
+    let share = MemShare::new();
+    drop(write_file(&share, "f", b""));
+    share.inject_fault(FaultOp::Stat, None, FsError::Io, 0);
+    share.stat(&p("f")).unwrap();
+    share.inject_fault(FaultOp::Stat, None, FsError::Io, 5);
+    share.clear_faults();
+    share.stat(&p("f")).unwrap();
+}
+
+#[test]
+fn writes_past_the_capacity_give_no_space() {
+    let share = MemShare::new().with_capacity_bytes(10);
+    let n = write_file(&share, "a", b"12345678");
+    assert_eq!(n.write_at(b"abcd", 8).unwrap_err(), FsError::NoSpace);
+    assert_eq!(n.stat().unwrap().size, 8, "a refused write changes nothing");
+    assert_eq!(n.write_at(b"ab", 8).unwrap(), 2);
+    assert_eq!(
+        n.write_at(b"XY", 0).unwrap(),
+        2,
+        "overwriting needs no space"
+    );
+    assert_eq!(n.set_len(11).unwrap_err(), FsError::NoSpace);
+    let m = open(&share, "b", file_opts(OpenMode::CreateNew))
+        .unwrap()
+        .node;
+    assert_eq!(m.write_at(b"x", 0).unwrap_err(), FsError::NoSpace);
+    assert_eq!(n.write_at(b"x", u64::MAX).unwrap_err(), FsError::NoSpace);
+    assert_eq!(share.statfs().unwrap().free_blocks, 0);
+}
+
+#[test]
+fn unlinking_frees_space_once_the_last_node_closes() {
+    let share = MemShare::new().with_capacity_bytes(10);
+    let n = write_file(&share, "a", b"1234567890");
+    share.unlink(&p("a")).unwrap();
+    assert_eq!(share.used_bytes(), 10, "still open");
+    drop(n);
+    assert_eq!(share.used_bytes(), 0);
+    drop(write_file(&share, "b", b"123456"));
+    drop(write_file(&share, "c", b"1234"));
+    share.rename(&p("c"), &p("b"), true).unwrap();
+    assert_eq!(share.used_bytes(), 4, "the replaced file is freed");
+}
+
+#[test]
+fn clock_is_deterministic_and_settable() {
+    let make = || {
+        let share = MemShare::new();
+        let n = write_file(&share, "f", b"x");
+        (n.stat().unwrap(), share)
+    };
+    let (a, _s1) = make();
+    let (b, share) = make();
+    assert_eq!(a, b);
+    assert_eq!(a.btime, Some(MEM_CLOCK_START_NS + MEM_CLOCK_TICK_NS));
+    assert!(a.mtime > a.btime.unwrap());
+    share.set_clock(42);
+    assert_eq!(share.clock(), 42);
+    let n = open(&share, "g", file_opts(OpenMode::CreateNew))
+        .unwrap()
+        .node;
+    assert_eq!(n.stat().unwrap().btime, Some(42));
+    let other = MemShare::with_clock(-5);
+    drop(write_file(&other, "f", b""));
+    assert_eq!(
+        other.stat(&p("f")).unwrap().btime,
+        Some(-5 + MEM_CLOCK_TICK_NS)
+    );
+}
+
+#[test]
+fn memory_nodes_have_no_fd() {
+    let share = MemShare::new();
+    let n = write_file(&share, "f", b"x");
+    assert!(n.fd().is_none());
+}
+
+#[test]
+fn clones_share_one_tree() {
+    let a = MemShare::new();
+    let b = a.clone();
+    drop(write_file(&a, "f", b"shared"));
+    assert_eq!(read_file(&b, "f"), b"shared");
+}
