@@ -130,7 +130,8 @@ fn a_64_mib_send_completes_once_with_the_full_count_despite_short_sends() {
             }
             total += n;
             chunks += 1;
-            if chunks % 64 == 0 {
+            if chunks == 64 {
+                chunks = 0;
                 thread::sleep(Duration::from_millis(1)); // a slow reader
             }
         }
@@ -330,7 +331,7 @@ fn more_operations_than_queue_entries_all_complete() {
     for token in 0..100 {
         ring.timeout(Duration::from_millis(5), token);
     }
-    let mut seen = vec![false; 100];
+    let mut seen = [false; 100];
     let deadline = Instant::now() + TEST_TIMEOUT;
     while seen.iter().any(|s| !s) {
         assert!(Instant::now() < deadline);
@@ -373,8 +374,41 @@ fn dropping_a_ring_with_pending_operations_cancels_them_without_leaking() {
         leaked_before,
         "every op was cancelled and reaped"
     );
-    // The recv is gone from the kernel: data sent now stays in the socket.
-    peer.write_all(b"after drop").unwrap();
     assert_eq!(Arc::strong_count(&fd), 1, "the ring released its fd clones");
     assert_eq!(Arc::strong_count(&listener), 1);
+    // The recv is gone from the kernel: data sent now stays in the socket.
+    peer.write_all(b"after drop").unwrap();
+    let mut server = TcpStream::from(Arc::try_unwrap(fd).unwrap());
+    server.set_read_timeout(Some(TEST_TIMEOUT)).unwrap();
+    let mut got = [0u8; 10];
+    server.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"after drop");
+}
+
+#[test]
+fn send_to_a_closed_peer_fails_and_returns_the_buffer() {
+    let (fd, peer) = tcp_pair();
+    drop(peer);
+    let mut ring = ring();
+    ring.send(&fd, pattern(8 << 20), 0, 41);
+    let c = wait_for(&mut ring, 41);
+    let err = c.result.unwrap_err();
+    assert!(
+        matches!(err.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)),
+        "{err}"
+    );
+    assert_eq!(c.buf.unwrap().len(), 8 << 20);
+}
+
+#[test]
+fn recv_into_a_full_buffer_is_rejected_at_once() {
+    let (fd, _peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv(&fd, Vec::new(), 51);
+    let c = ring.next_completion().expect("rejected at once");
+    assert_eq!(
+        c.result.unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
+    assert_eq!(ring.in_flight(), 0);
 }
