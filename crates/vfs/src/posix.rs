@@ -35,6 +35,10 @@ pub const DOS_ATTRIB_XATTR: &str = "user.ringshare.dosattrib";
 /// the open and the exclusive create.
 const CREATE_RACE_RETRIES_MAX: usize = 4;
 
+/// How many times a lookup is retried when `openat2` reports `EAGAIN` (a concurrent
+/// rename) or `EINTR`, before giving up with `Busy`.
+const OPENAT2_RETRIES_MAX: usize = 16;
+
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
 
 fn errno_to_fs(e: Errno) -> FsError {
@@ -209,7 +213,8 @@ impl PosixShare {
         } else {
             path.to_slash_path()
         };
-        loop {
+        let mut last = Errno::AGAIN;
+        for _ in 0..OPENAT2_RETRIES_MAX {
             match rustix::fs::openat2(
                 &self.root,
                 p.as_str(),
@@ -217,10 +222,16 @@ impl PosixShare {
                 Mode::from_raw_mode(mode & 0o7777),
                 RESOLVE,
             ) {
-                Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
+                // EAGAIN: a rename raced with a RESOLVE_BENEATH lookup.
+                Err(e @ (Errno::INTR | Errno::AGAIN)) => last = e,
                 r => return r,
             }
         }
+        Err(if last == Errno::AGAIN {
+            Errno::BUSY
+        } else {
+            last
+        })
     }
 
     /// Open directory `path` as `O_PATH` for `*at` calls. Missing or non-directory →
@@ -270,8 +281,8 @@ impl PosixShare {
             // Opened O_NONBLOCK so that a FIFO cannot hang the open; regular files go back
             // to blocking mode so io_uring punts to its workers instead of returning EAGAIN.
             if !path_only {
-                let fl = rustix::fs::fcntl_getfl(&fd).map_err(errno_to_fs)?;
-                rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK).map_err(errno_to_fs)?;
+                // F_SETFL only touches the status flags; none but O_NONBLOCK was set.
+                rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(errno_to_fs)?;
             }
         } else if kind == FileKind::Other && (readable || writable) {
             return Err(FsError::AccessDenied);

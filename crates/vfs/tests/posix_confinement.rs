@@ -267,6 +267,14 @@ fn node_exposes_its_fd_for_io_uring() {
     let n = write_file(&f.share, "f", b"abc");
     let fd = n.fd().expect("posix nodes have an fd");
     assert_eq!(rustix::fs::fstat(fd).unwrap().st_size, 3);
+    let status = rustix::fs::fcntl_getfl(fd).unwrap();
+    assert!(
+        !status.contains(rustix::fs::OFlags::NONBLOCK),
+        "regular files are blocking for io_uring"
+    );
+    assert!(rustix::io::fcntl_getfd(fd)
+        .unwrap()
+        .contains(rustix::io::FdFlags::CLOEXEC));
 }
 
 #[test]
