@@ -20,6 +20,8 @@ pub(crate) const IOVECS_MAX: usize = 1024;
 
 pub(crate) struct Op {
     pub(crate) token: u64,
+    /// Set by `Ring::cancel`: do not continue or re-arm this op.
+    pub(crate) cancelled: bool,
     pub(crate) kind: OpKind,
 }
 

@@ -189,6 +189,8 @@ pub struct Ring {
     /// Completions ready for the caller.
     ready: VecDeque<Completion>,
     waker: Waker,
+    /// Slab key of the waker's eventfd read.
+    waker_key: u64,
     stats: RingStats,
     setup: RingSetup,
     /// Set while dropping: completions end operations instead of continuing them.
@@ -219,12 +221,13 @@ impl Ring {
             waker: Waker {
                 eventfd: Arc::new(eventfd),
             },
+            waker_key: 0,
             stats: RingStats::default(),
             setup,
             closing: false,
         };
         let fd = Arc::clone(&ring.waker.eventfd);
-        ring.start(
+        ring.waker_key = ring.start(
             Ring::WAKE_TOKEN,
             OpKind::WakerRead {
                 fd,
@@ -246,7 +249,7 @@ impl Ring {
 
     /// Operations in flight or queued, not counting the waker's.
     pub fn in_flight(&self) -> usize {
-        self.ops.len().saturating_sub(1)
+        self.ops.len() - usize::from(self.ops.contains(self.waker_key))
     }
 
     /// A handle that wakes this ring from any thread.
@@ -425,7 +428,9 @@ impl Ring {
 
     /// Asks the kernel to cancel every in-flight operation carrying `token`
     /// and returns how many there were. Each completes with `ECANCELED` (or
-    /// its real result if it finished first), buffers returned as usual.
+    /// its real result if it finished first), buffers returned as usual. A
+    /// send or write that was part-way through is not continued, and a
+    /// multishot accept is not re-armed (its last completion has `more = false`).
     pub fn cancel(&mut self, token: u64) -> usize {
         let keys: Vec<u64> = self
             .ops
@@ -434,6 +439,9 @@ impl Ring {
             .map(|(key, _)| key)
             .collect();
         for &key in &keys {
+            if let Some(op) = self.ops.get_mut(key) {
+                op.cancelled = true;
+            }
             let queued = self
                 .backlog
                 .iter()
@@ -522,13 +530,18 @@ impl Ring {
     }
 
     /// Stores the op in the slab and queues its first SQE.
-    fn start(&mut self, token: u64, kind: OpKind) {
+    fn start(&mut self, token: u64, kind: OpKind) -> u64 {
         debug_assert!(
             token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
             "Ring::WAKE_TOKEN is reserved"
         );
-        let key = self.ops.insert(Op { token, kind });
+        let key = self.ops.insert(Op {
+            token,
+            cancelled: false,
+            kind,
+        });
         self.enqueue(Pending::Op(key));
+        key
     }
 
     fn reject(&mut self, token: u64, buf: Vec<u8>, why: &'static str) {
@@ -628,12 +641,13 @@ impl Ring {
         if key & INTERNAL_USER_DATA != 0 {
             return; // a cancel request's own acknowledgement
         }
-        let closing = self.closing;
         let more = cqueue::more(flags);
         let Some(op) = self.ops.get_mut(key) else {
             return; // stale: cannot happen with generation-tagged keys, ignore
         };
         let token = op.token;
+        // Stop continuing/re-arming: the ring is going away or the caller cancelled.
+        let closing = self.closing || op.cancelled;
         match &mut op.kind {
             OpKind::Accept { .. } => {
                 let mut c = Completion::new(token, cqe_result(res));

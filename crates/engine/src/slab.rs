@@ -67,6 +67,10 @@ impl<T> Slab<T> {
         }
     }
 
+    pub(crate) fn contains(&self, key: u64) -> bool {
+        self.slot_of(key).is_some()
+    }
+
     pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut T> {
         let index = self.slot_of(key)?;
         self.slots[index].value.as_mut()

@@ -412,3 +412,32 @@ fn recv_into_a_full_buffer_is_rejected_at_once() {
     );
     assert_eq!(ring.in_flight(), 0);
 }
+
+#[test]
+fn cancelled_multishot_accept_ends_with_more_false() {
+    let listener = Arc::new(net::listen_reuseport("127.0.0.1:0".parse().unwrap(), 4).unwrap());
+    let mut ring = ring();
+    ring.accept_multishot(&listener, 61);
+    ring.submit().unwrap();
+    assert_eq!(ring.cancel(61), 1);
+    let c = wait_for(&mut ring, 61);
+    assert!(!c.more, "no longer armed");
+    assert_eq!(c.result.unwrap_err().raw_os_error(), Some(libc::ECANCELED));
+    assert_eq!(ring.in_flight(), 0);
+}
+
+#[test]
+fn cancelled_send_to_a_stalled_peer_is_not_continued_and_returns_the_buffer() {
+    let (fd, _peer) = tcp_pair(); // the peer never reads
+    net::set_socket_buffers(&*fd, Some(64 * 1024), None).unwrap();
+    let mut ring = ring();
+    ring.send(&fd, pattern(16 << 20), 0, 71);
+    ring.submit_and_wait(1, Some(Duration::from_millis(50)))
+        .unwrap();
+    assert!(ring.next_completion().is_none(), "stalled");
+    assert_eq!(ring.cancel(71), 1);
+    let c = wait_for(&mut ring, 71);
+    assert_eq!(c.result.unwrap_err().raw_os_error(), Some(libc::ECANCELED));
+    assert_eq!(c.buf.unwrap().len(), 16 << 20);
+    assert_eq!(ring.in_flight(), 0);
+}
