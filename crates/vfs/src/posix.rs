@@ -845,3 +845,71 @@ impl Node for PosixNode {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Tmp(PathBuf);
+    impl Drop for Tmp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The `O_PATH` fallback (taken when `O_RDONLY` gives EACCES) cannot be reached by
+    /// permissions when tests run as root, so build such a node directly.
+    #[test]
+    fn stat_only_node_sets_and_reads_metadata_through_proc() {
+        let dir = std::env::temp_dir().join(format!("ringshare-vfs-opath-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let _guard = Tmp(dir.clone());
+        std::fs::write(dir.join("f"), b"abc").unwrap();
+        let share = PosixShare::new(&dir).unwrap();
+        let path = RelPath::from_components(["f"]).unwrap();
+        let fd = share.openat2(&path, OFlags::PATH, 0).unwrap();
+        let node = share.node(fd, false, false, true).unwrap();
+        assert!(node.is_path_only());
+        assert_eq!(node.stat().unwrap().size, 3);
+        let mut buf = [0u8; 3];
+        assert_eq!(
+            node.read_at(&mut buf, 0).unwrap_err(),
+            FsError::AccessDenied
+        );
+        assert_eq!(node.write_at(b"x", 0).unwrap_err(), FsError::AccessDenied);
+        assert_eq!(node.sync().unwrap_err(), FsError::AccessDenied);
+        node.set_mode(0o600).unwrap();
+        assert_eq!(node.stat().unwrap().mode, 0o600);
+        let t = 1_234_567_890_000_000_000;
+        node.set_times(&SetTimes {
+            atime: None,
+            mtime: Some(t),
+            btime: None,
+        })
+        .unwrap();
+        assert_eq!(node.stat().unwrap().mtime, t);
+        node.set_dos_attributes(0x21).unwrap();
+        let mut probe = [0u8; 8];
+        let xattrs = rustix::fs::getxattr(dir.join("f"), DOS_ATTRIB_XATTR, &mut probe).is_ok();
+        if xattrs {
+            assert_eq!(node.stat().unwrap().dos_attributes, Some(0x21));
+        }
+    }
+
+    #[test]
+    fn malformed_dos_xattr_reads_as_none() {
+        assert_eq!(decode_dos(&[1, 0, 0, 0, 0, 0, 0, 0], Ok(4)), Some(1));
+        assert_eq!(decode_dos(&[1, 0, 0, 0, 9, 0, 0, 0], Ok(5)), None);
+        assert_eq!(decode_dos(&[0; 8], Ok(2)), None);
+        assert_eq!(decode_dos(&[0; 8], Err(Errno::NODATA)), None);
+    }
+
+    #[test]
+    fn times_convert_both_ways_including_before_the_epoch() {
+        let ts = to_timespec(Some(-1));
+        assert_eq!((ts.tv_sec, ts.tv_nsec), (-1, 999_999_999));
+        let ts = to_timespec(Some(1_500_000_000_123_456_789));
+        assert_eq!((ts.tv_sec, ts.tv_nsec), (1_500_000_000, 123_456_789));
+        assert_eq!(to_timespec(None).tv_nsec, UTIME_OMIT);
+    }
+}
