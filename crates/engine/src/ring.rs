@@ -80,8 +80,11 @@ impl Default for RingConfig {
 /// The setup flags the kernel actually accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingSetup {
+    /// `IORING_SETUP_SINGLE_ISSUER` is in effect.
     pub single_issuer: bool,
+    /// `IORING_SETUP_DEFER_TASKRUN` is in effect.
     pub defer_taskrun: bool,
+    /// `IORING_SETUP_SQPOLL` is in effect.
     pub sqpoll: bool,
 }
 

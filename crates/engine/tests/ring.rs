@@ -441,3 +441,33 @@ fn cancelled_send_to_a_stalled_peer_is_not_continued_and_returns_the_buffer() {
     assert_eq!(c.buf.unwrap().len(), 16 << 20);
     assert_eq!(ring.in_flight(), 0);
 }
+
+#[test]
+fn default_config_gets_single_issuer_and_defer_taskrun_on_this_kernel() {
+    let ring = ring();
+    let setup = ring.setup();
+    assert!(setup.single_issuer && setup.defer_taskrun && !setup.sqpoll);
+}
+
+#[test]
+fn sqpoll_ring_drops_defer_taskrun_and_still_completes_operations() {
+    let mut ring = Ring::new(RingConfig {
+        sqpoll: true,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    assert!(ring.setup().sqpoll && !ring.setup().defer_taskrun);
+    ring.timeout(Duration::from_millis(5), 81);
+    assert_eq!(wait_for(&mut ring, 81).result.unwrap(), 0);
+}
+
+#[test]
+fn zero_entries_is_refused() {
+    let err = Ring::new(RingConfig {
+        entries: 0,
+        ..RingConfig::default()
+    })
+    .err()
+    .expect("refused");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}
