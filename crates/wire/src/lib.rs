@@ -29,4 +29,5 @@ pub mod tree;
 pub mod utf16;
 
 pub use codec::{Reader, WireError, WriteExt};
+pub use create::FileId;
 pub use status::NtStatus;
