@@ -94,6 +94,21 @@ mod tests {
     }
 
     #[test]
+    fn pinned_threads_run_on_exactly_one_cpu() {
+        run_per_core(2, true, |_| {
+            let set = sched_getaffinity(None)?;
+            assert_eq!(set.count(), 1);
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn zero_threads_is_refused() {
+        assert!(run_per_core(0, false, |_| Ok(())).is_err());
+    }
+
+    #[test]
     fn returns_the_first_error_in_thread_order() {
         let err = run_per_core(4, false, |index| match index {
             1 => Err(io::Error::other("one")),

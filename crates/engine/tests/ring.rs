@@ -471,3 +471,21 @@ fn zero_entries_is_refused() {
     .expect("refused");
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+#[test]
+fn wakes_before_the_wait_coalesce_into_one_completion() {
+    let mut ring = ring();
+    let waker = ring.waker();
+    waker.wake().unwrap();
+    waker.wake().unwrap();
+    ring.submit_and_wait(1, Some(TEST_TIMEOUT)).unwrap();
+    let c = ring.next_completion().expect("woken");
+    assert!(c.is_wake());
+    assert_eq!(c.result.unwrap(), 2);
+    ring.submit_and_wait(1, Some(Duration::from_millis(20)))
+        .unwrap();
+    assert!(
+        ring.next_completion().is_none(),
+        "one completion for both wakes"
+    );
+}
