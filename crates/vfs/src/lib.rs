@@ -322,6 +322,12 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// The file descriptor, when the backend has one, so the engine can do the I/O
     /// through io_uring. `None` means: call `read_at`/`write_at`/`sync` instead.
     fn fd(&self) -> Option<BorrowedFd<'_>>;
+    /// The file descriptor as a shared handle for I/O in flight: the engine
+    /// keeps a clone until the kernel is done with it. `None` when the node has
+    /// no fd usable for I/O (in-memory backend, stat-only opens).
+    fn shared_fd(&self) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
+        None
+    }
     /// Read up to `buf.len()` bytes at `offset`; returns bytes read (0 at end of file).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize>;
     /// Write all of `data` at `offset`; returns bytes written.

@@ -15,6 +15,7 @@
 use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{
@@ -288,7 +289,7 @@ impl PosixShare {
             return Err(FsError::AccessDenied);
         }
         Ok(PosixNode {
-            fd,
+            fd: Arc::new(fd),
             kind,
             readable,
             writable,
@@ -623,7 +624,9 @@ impl Share for PosixShare {
 
 /// An open file or directory of a [`PosixShare`].
 pub struct PosixNode {
-    fd: OwnedFd,
+    /// Shared so that I/O in flight in the engine keeps the descriptor open
+    /// even when the handle is closed meanwhile.
+    fd: Arc<OwnedFd>,
     kind: FileKind,
     readable: bool,
     writable: bool,
@@ -678,6 +681,14 @@ impl Node for PosixNode {
 
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         Some(self.fd.as_fd())
+    }
+
+    fn shared_fd(&self) -> Option<Arc<OwnedFd>> {
+        if self.path_only {
+            None
+        } else {
+            Some(Arc::clone(&self.fd))
+        }
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
