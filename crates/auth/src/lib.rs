@@ -1,2 +1,83 @@
-//! Authentication: NTLMSSP, SPNEGO, smbpasswd.
+//! Authentication for ringshare: NTLMSSP ([MS-NLMP]), SPNEGO ([MS-SPNG], RFC 4178) and Samba's
+//! smbpasswd user file.
+//!
+//! Sans-I/O: challenges, client randomness and the time are parameters; only
+//! [`smbpasswd::SmbPasswd::load`] and [`smbpasswd::SmbPasswd::save`] touch the filesystem.
 #![forbid(unsafe_code)]
+
+pub mod gss;
+pub mod ntlm;
+mod rc4;
+pub mod smbpasswd;
+pub mod spnego;
+
+use md4::{Digest, Md4};
+
+/// Where NTLM finds account secrets.
+pub trait UserLookup {
+    /// NT hash (MD4 of UTF-16LE password) of an enabled account, matched case-insensitively.
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]>;
+}
+
+/// The NT one-way function: MD4 of the UTF-16LE password ([MS-NLMP] 3.3.1).
+pub fn nt_hash(password: &str) -> [u8; 16] {
+    let mut h = Md4::new();
+    for u in password.encode_utf16() {
+        h.update(u.to_le_bytes());
+    }
+    h.finalize().into()
+}
+
+/// Why authentication failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthError {
+    /// The token could not be decoded; the text says which part.
+    Malformed(&'static str),
+    /// The account does not exist or is disabled.
+    NoSuchUser(String),
+    /// The response did not match the account's password.
+    WrongPassword(String),
+    /// A well-formed request for something not implemented (NTLMv1, another mechanism, ...).
+    Unsupported(&'static str),
+    /// A message integrity code (NTLM MIC or SPNEGO mechListMIC) did not verify.
+    BadMic,
+}
+
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthError::Malformed(what) => write!(f, "malformed authentication token: {what}"),
+            AuthError::NoSuchUser(u) => write!(f, "no such user: {u}"),
+            AuthError::WrongPassword(u) => write!(f, "wrong password for user {u}"),
+            AuthError::Unsupported(what) => write!(f, "unsupported: {what}"),
+            AuthError::BadMic => f.write_str("message integrity check failed"),
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+#[cfg(test)]
+pub(crate) fn unhex(s: &str) -> Vec<u8> {
+    let clean: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    hex::decode(clean).expect("test hex")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nt_hash_matches_ms_nlmp_example_password() {
+        // [MS-NLMP] 4.2.1: Password "Password" gives NTOWFv1 a4f49c406510bdcab6824ee7c30fd852.
+        assert_eq!(
+            nt_hash("Password").to_vec(),
+            unhex("a4f49c406510bdcab6824ee7c30fd852")
+        );
+        // Microsoft's SMB 3.1.1 key example uses "Password01!".
+        assert_eq!(
+            nt_hash("Password01!").to_vec(),
+            unhex("7C4FE5EADA682714A036E39378362BAB")
+        );
+    }
+}
