@@ -785,6 +785,32 @@ mod tests {
     }
 
     #[test]
+    fn decoders_do_not_panic_on_mutated_or_truncated_descriptors() {
+        let mut sd = sd_from_posix(1000, 100, 0o755, true);
+        sd.sacl = Some(Acl::new(vec![Ace {
+            ace_type: AceType::SYSTEM_AUDIT,
+            flags: FAILED_ACCESS_ACE_FLAG,
+            body: AceBody::MaskSid {
+                mask: AccessMask(1),
+                sid: Sid::everyone(),
+                trailer: Vec::new(),
+            },
+        }]));
+        let good = sd.to_bytes(SecurityDescriptor::all_parts()).unwrap();
+        assert_eq!(SecurityDescriptor::decode(&good).unwrap().sacl, sd.sacl);
+        for i in 0..good.len() {
+            for v in [0u8, 1, 2, 4, 0x14, 0x7F, 0x80, 0xFF] {
+                let mut m = good.clone();
+                m[i] = v;
+                let _ = SecurityDescriptor::decode(&m);
+                let _ = Acl::decode(&m[i..]);
+                let _ = Sid::decode(&m[i..]);
+            }
+            let _ = SecurityDescriptor::decode(&good[..i]);
+        }
+    }
+
+    #[test]
     fn well_known_sids_have_their_string_forms() {
         assert_eq!(Sid::everyone().to_string(), "S-1-1-0");
         assert_eq!(Sid::null().to_string(), "S-1-0-0");

@@ -273,6 +273,58 @@ pub(crate) fn need(buf: &[u8], size: usize) -> Result<Reader<'_>, WireError> {
 mod tests {
     use super::*;
 
+    /// Runs every fscc decoder on `b`; only checks that none panics.
+    fn decode_everything(b: &[u8]) {
+        let _ = FileBasicInformation::decode(b);
+        let _ = FileStandardInformation::decode(b);
+        let _ = FileAllInformation::decode(b);
+        let _ = FileNameInformation::decode(b);
+        let _ = FileStreamInformation::decode(b);
+        let _ = FileRenameInformation::decode(b);
+        let _ = FileFullEaInformation::decode(b);
+        let _ = FileNetworkOpenInformation::decode(b);
+        let _ = FileFsVolumeInformation::decode(b);
+        let _ = FileFsAttributeInformation::decode(b);
+        for c in [1u8, 2, 3, 12, 37, 38, 60] {
+            let _ = decode_dir_entries(FileInfoClass(c), b);
+        }
+    }
+
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn decoders_do_not_panic_on_random_or_mutated_input() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..3000 {
+            let len = (xorshift(&mut seed) % 160) as usize;
+            let b: Vec<u8> = (0..len).map(|_| xorshift(&mut seed) as u8).collect();
+            decode_everything(&b);
+        }
+        let mut valid = Vec::new();
+        let mut chain = DirEntryChain::new(&valid, 4096);
+        for name in ["a", "bc", "def.txt"] {
+            let e = DirEntryInfo {
+                name: name.into(),
+                short_name: "S".into(),
+                ..Default::default()
+            };
+            chain.push(&mut valid, FileInfoClass::ID_BOTH_DIRECTORY, &e);
+        }
+        for i in 0..valid.len() {
+            for v in [0u8, 1, 0x7F, 0xFF] {
+                let mut m = valid.clone();
+                m[i] = v;
+                decode_everything(&m);
+            }
+            decode_everything(&valid[..i]);
+        }
+    }
+
     #[test]
     fn filetime_of_unix_epoch_is_the_documented_constant() {
         assert_eq!(
