@@ -1,1 +1,350 @@
-//! GSS (stub)
+//! One SESSION_SETUP authentication exchange: SPNEGO around NTLMSSP ([MS-SPNG], [MS-NLMP]).
+//!
+//! The server accepts SPNEGO-wrapped or raw NTLMSSP tokens. When the SPNEGO exchange carries a
+//! mechListMIC, the client's is verified and the server answers with its own: an NTLMSSP signature
+//! over the DER MechTypeList as the client sent it, with the signing and sealing keys derived from
+//! the exported session key ([MS-NLMP] 3.4.4, 3.4.5; [MS-SPNG] 3.1.5.1).
+
+use crate::ntlm::{self, AuthKind, AuthResult, NtlmClient, NtlmServer};
+use crate::spnego::{self, neg_state, NegToken, NegTokenResp, OID_NTLMSSP};
+use crate::{AuthError, UserLookup};
+
+/// The outcome of one server step.
+pub enum ServerStep {
+    /// Send STATUS_MORE_PROCESSING_REQUIRED with this token.
+    Continue(Vec<u8>),
+    /// Authentication succeeded: send this (possibly empty) token with STATUS_SUCCESS.
+    Done {
+        /// The final token (empty for raw NTLMSSP).
+        token: Vec<u8>,
+        /// Who logged on, and the session key.
+        result: AuthResult,
+    },
+}
+
+impl std::fmt::Debug for ServerStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerStep::Continue(t) => write!(f, "Continue({} bytes)", t.len()),
+            ServerStep::Done { token, result } => {
+                write!(f, "Done({} bytes, {result:?})", token.len())
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerState {
+    Start,
+    /// SPNEGO picked NTLMSSP but the client's first token was not an NTLM NEGOTIATE.
+    AwaitNegotiate,
+    AwaitAuthenticate,
+    Done,
+}
+
+/// The server side of one SESSION_SETUP exchange.
+pub struct ServerAuth {
+    ntlm: NtlmServer,
+    state: ServerState,
+    /// None for raw NTLMSSP.
+    spnego: Option<SpnegoCtx>,
+}
+
+struct SpnegoCtx {
+    mech_types_der: Vec<u8>,
+    /// NTLMSSP was the client's first choice (else a mechListMIC is required).
+    ntlm_preferred: bool,
+}
+
+fn is_ntlmssp(token: &[u8], kind: u32) -> bool {
+    token.len() >= 12 && &token[..8] == b"NTLMSSP\0" && token[8..12] == kind.to_le_bytes()
+}
+
+impl ServerAuth {
+    /// A server exchange that will send `server_challenge` and announce `now_filetime`.
+    pub fn new(cfg: &ntlm::ServerConfig, server_challenge: [u8; 8], now_filetime: u64) -> Self {
+        ServerAuth {
+            ntlm: NtlmServer::new(cfg, server_challenge, now_filetime),
+            state: ServerState::Start,
+            spnego: None,
+        }
+    }
+
+    /// Announce a different NTLMSSP Version field (for replaying captured exchanges).
+    pub fn set_ntlm_version(&mut self, version: [u8; 8]) {
+        self.ntlm.set_version(version);
+    }
+
+    /// Process one client token.
+    pub fn step(&mut self, token: &[u8], users: &dyn UserLookup) -> Result<ServerStep, AuthError> {
+        let state = self.state;
+        // Any error ends the exchange.
+        self.state = ServerState::Done;
+        let out = self.step_inner(state, token, users);
+        if out.is_err() {
+            self.state = ServerState::Done;
+        }
+        out
+    }
+
+    fn step_inner(
+        &mut self,
+        state: ServerState,
+        token: &[u8],
+        users: &dyn UserLookup,
+    ) -> Result<ServerStep, AuthError> {
+        if token.starts_with(b"NTLMSSP\0") {
+            return self.step_raw(state, token, users);
+        }
+        let msg = spnego::decode(token)?;
+        match (state, msg) {
+            (ServerState::Start, NegToken::Init(init)) => {
+                if !init.mech_types.iter().any(|m| m == OID_NTLMSSP) {
+                    return Err(AuthError::Unsupported("no NTLMSSP in SPNEGO mechTypes"));
+                }
+                let preferred = init.mech_types.first().is_some_and(|m| m == OID_NTLMSSP);
+                self.spnego = Some(SpnegoCtx {
+                    mech_types_der: init.mech_types_der,
+                    ntlm_preferred: preferred,
+                });
+                match init.mech_token {
+                    Some(t) if preferred && is_ntlmssp(&t, 1) => {
+                        let challenge = self.ntlm.challenge(&t)?;
+                        self.state = ServerState::AwaitAuthenticate;
+                        Ok(ServerStep::Continue(spnego::encode_resp(&NegTokenResp {
+                            neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
+                            supported_mech: Some(OID_NTLMSSP.to_vec()),
+                            response_token: Some(challenge),
+                            mech_list_mic: None,
+                        })))
+                    }
+                    _ => {
+                        // Another mechanism's optimistic token, or none: select NTLMSSP and ask
+                        // for its first token (RFC 4178 5).
+                        self.state = ServerState::AwaitNegotiate;
+                        Ok(ServerStep::Continue(spnego::encode_resp(&NegTokenResp {
+                            neg_state: Some(if preferred {
+                                neg_state::ACCEPT_INCOMPLETE
+                            } else {
+                                neg_state::REQUEST_MIC
+                            }),
+                            supported_mech: Some(OID_NTLMSSP.to_vec()),
+                            response_token: None,
+                            mech_list_mic: None,
+                        })))
+                    }
+                }
+            }
+            (ServerState::AwaitNegotiate, NegToken::Resp(resp)) => {
+                let t = resp
+                    .response_token
+                    .ok_or(AuthError::Malformed("negTokenResp without NTLM NEGOTIATE"))?;
+                let challenge = self.ntlm.challenge(&t)?;
+                self.state = ServerState::AwaitAuthenticate;
+                Ok(ServerStep::Continue(spnego::encode_resp(&NegTokenResp {
+                    neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
+                    supported_mech: None,
+                    response_token: Some(challenge),
+                    mech_list_mic: None,
+                })))
+            }
+            (ServerState::AwaitAuthenticate, NegToken::Resp(resp)) => {
+                if resp.neg_state == Some(neg_state::REJECT) {
+                    return Err(AuthError::Unsupported("client rejected the negotiation"));
+                }
+                let t = resp.response_token.ok_or(AuthError::Malformed(
+                    "negTokenResp without NTLM AUTHENTICATE",
+                ))?;
+                let result = self.ntlm.authenticate(&t, users)?;
+                let ctx = self
+                    .spnego
+                    .as_ref()
+                    .ok_or(AuthError::Malformed("SPNEGO state lost"))?;
+                let mut mic = None;
+                if result.kind == AuthKind::User {
+                    let sec = self
+                        .ntlm
+                        .session_security()
+                        .ok_or(AuthError::Malformed("no NTLM session"))?;
+                    let verified = match &resp.mech_list_mic {
+                        Some(client_mic) => {
+                            sec.verify_client_to_server(&ctx.mech_types_der, client_mic)
+                        }
+                        // Without a MIC the mechanism list is protected only when NTLMSSP was
+                        // the client's first choice anyway.
+                        None => ctx.ntlm_preferred,
+                    };
+                    if !verified {
+                        return Err(AuthError::BadMic);
+                    }
+                    if resp.mech_list_mic.is_some() || !ctx.ntlm_preferred {
+                        mic = Some(sec.sign_server_to_client(&ctx.mech_types_der).to_vec());
+                    }
+                }
+                self.state = ServerState::Done;
+                let token = spnego::encode_resp(&NegTokenResp {
+                    neg_state: Some(neg_state::ACCEPT_COMPLETED),
+                    supported_mech: None,
+                    response_token: None,
+                    mech_list_mic: mic,
+                });
+                Ok(ServerStep::Done { token, result })
+            }
+            (ServerState::Done, _) => {
+                Err(AuthError::Malformed("token after the exchange finished"))
+            }
+            _ => Err(AuthError::Malformed("SPNEGO token out of sequence")),
+        }
+    }
+
+    fn step_raw(
+        &mut self,
+        state: ServerState,
+        token: &[u8],
+        users: &dyn UserLookup,
+    ) -> Result<ServerStep, AuthError> {
+        match state {
+            ServerState::Start if self.spnego.is_none() => {
+                let challenge = self.ntlm.challenge(token)?;
+                self.state = ServerState::AwaitAuthenticate;
+                Ok(ServerStep::Continue(challenge))
+            }
+            ServerState::AwaitAuthenticate if self.spnego.is_none() => {
+                let result = self.ntlm.authenticate(token, users)?;
+                self.state = ServerState::Done;
+                Ok(ServerStep::Done {
+                    token: Vec::new(),
+                    result,
+                })
+            }
+            _ => Err(AuthError::Malformed("raw NTLMSSP token out of sequence")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientState {
+    Start,
+    SentNegotiate,
+    SentAuthenticate,
+    Done,
+}
+
+/// The client side: SPNEGO-wrapped NTLMSSP, for ringshare's own client.
+pub struct ClientAuth {
+    ntlm: NtlmClient,
+    state: ClientState,
+    mech_types_der: Vec<u8>,
+    sent_mic: bool,
+}
+
+impl ClientAuth {
+    /// A client for `domain\user`; empty user and password log on anonymously.
+    pub fn new(user: &str, domain: &str, password: &str) -> Self {
+        ClientAuth {
+            ntlm: NtlmClient::new(user, domain, password, "RINGSHARE"),
+            state: ClientState::Start,
+            mech_types_der: spnego::mech_type_list(&[OID_NTLMSSP]),
+            sent_mic: false,
+        }
+    }
+
+    /// Process the server's token (None or the NEGOTIATE hint at first) and produce the next
+    /// token to send; `Ok(None)` means the exchange is finished. `rand` supplies the client
+    /// challenge (bytes 0..8) and the random session key (8..24).
+    pub fn step(
+        &mut self,
+        server_token: Option<&[u8]>,
+        rand: [u8; 24],
+        now_filetime: u64,
+    ) -> Result<Option<Vec<u8>>, AuthError> {
+        match self.state {
+            ClientState::Start => {
+                let neg = self.ntlm.negotiate();
+                self.state = ClientState::SentNegotiate;
+                Ok(Some(spnego::encode_init(
+                    &self.mech_types_der,
+                    Some(&neg),
+                    None,
+                )))
+            }
+            ClientState::SentNegotiate => {
+                let resp = Self::resp(server_token)?;
+                if resp
+                    .supported_mech
+                    .as_deref()
+                    .is_some_and(|m| m != OID_NTLMSSP)
+                {
+                    return Err(AuthError::Unsupported("server selected another mechanism"));
+                }
+                let challenge = resp
+                    .response_token
+                    .ok_or(AuthError::Malformed("no NTLM CHALLENGE from server"))?;
+                let mut cc = [0u8; 8];
+                cc.copy_from_slice(&rand[..8]);
+                let mut key = [0u8; 16];
+                key.copy_from_slice(&rand[8..]);
+                let auth = self.ntlm.authenticate(&challenge, cc, key, now_filetime)?;
+                let mic = self
+                    .ntlm
+                    .session_security()
+                    .map(|s| s.sign_client_to_server(&self.mech_types_der).to_vec());
+                self.sent_mic = mic.is_some();
+                self.state = ClientState::SentAuthenticate;
+                Ok(Some(spnego::encode_resp(&NegTokenResp {
+                    neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
+                    supported_mech: None,
+                    response_token: Some(auth),
+                    mech_list_mic: mic,
+                })))
+            }
+            ClientState::SentAuthenticate => {
+                self.state = ClientState::Done;
+                let Some(token) = server_token else {
+                    return Ok(None);
+                };
+                if token.is_empty() {
+                    return Ok(None);
+                }
+                let resp = Self::resp(Some(token))?;
+                if resp.neg_state != Some(neg_state::ACCEPT_COMPLETED) {
+                    return Err(AuthError::Unsupported(
+                        "server did not complete the negotiation",
+                    ));
+                }
+                let sent_mic = self.sent_mic;
+                let verified = match (resp.mech_list_mic, self.ntlm.session_security()) {
+                    (Some(mic), Some(sec)) => {
+                        sec.verify_server_to_client(&self.mech_types_der, &mic)
+                    }
+                    (None, Some(_)) => !sent_mic,
+                    _ => true,
+                };
+                if !verified {
+                    return Err(AuthError::BadMic);
+                }
+                Ok(None)
+            }
+            ClientState::Done => Ok(None),
+        }
+    }
+
+    fn resp(token: Option<&[u8]>) -> Result<NegTokenResp, AuthError> {
+        let t = token.ok_or(AuthError::Malformed("server token missing"))?;
+        match spnego::decode(t)? {
+            NegToken::Resp(r) if r.neg_state == Some(neg_state::REJECT) => {
+                Err(AuthError::Unsupported("server rejected"))
+            }
+            NegToken::Resp(r) => Ok(r),
+            NegToken::Init(_) => Err(AuthError::Malformed("expected negTokenResp")),
+        }
+    }
+
+    /// The exported session key once the AUTHENTICATE has been produced (None for anonymous).
+    pub fn session_key(&self) -> Option<[u8; 16]> {
+        self.ntlm.session_key()
+    }
+}
+
+#[cfg(test)]
+mod tests;
