@@ -357,3 +357,44 @@ fn rejects_spnego_without_ntlmssp_and_tokens_out_of_order() {
     assert!(s.step(&[0xff; 40], &users).is_err());
     assert!(s.step(&[], &users).is_err());
 }
+
+#[test]
+fn no_byte_flip_or_truncation_of_the_published_tokens_panics() {
+    let users = Users::with(&[("administrator", "Password01!")]);
+    let req1 = req_blob(SS_REQ_1);
+    let req2 = req_blob(SS_REQ_2);
+    for i in 0..req1.len() {
+        for x in [0x00u8, 0x01, 0x7f, 0x80, 0xff] {
+            let mut t = req1.clone();
+            t[i] = x;
+            let _ = windows_server().step(&t, &users);
+        }
+    }
+    for n in 0..req1.len() {
+        assert!(windows_server().step(&req1[..n], &users).is_err());
+    }
+    let mut accepted = Vec::new();
+    for i in 0..req2.len() {
+        for x in [0x00u8, 0x01, 0x7f, 0x80, 0xff] {
+            if req2[i] == x {
+                continue;
+            }
+            let mut s = windows_server();
+            s.step(&req1, &users).unwrap();
+            let mut t = req2.clone();
+            t[i] = x;
+            if s.step(&t, &users).is_ok() {
+                accepted.push((i, x));
+            }
+        }
+    }
+    // The NTLM MIC covers the whole AUTHENTICATE message and the mechListMIC the mechanism list:
+    // the only byte that can change is the client's own negState (accept-incomplete, byte 12,
+    // to accept-completed).
+    assert_eq!(accepted, vec![(12, 0x00)]);
+    for n in 0..req2.len() {
+        let mut s = windows_server();
+        s.step(&req1, &users).unwrap();
+        assert!(s.step(&req2[..n], &users).is_err(), "prefix {n} accepted");
+    }
+}
