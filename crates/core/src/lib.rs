@@ -1,2 +1,22 @@
-//! Sans-I/O SMB server core.
+//! Sans-I/O SMB2/3 server core.
+//!
+//! [`Connection`] takes frames and time in and gives frames and file-I/O
+//! requests out ([`Output`]). It opens no socket, reads no clock and has no
+//! `unsafe`; the driver in the `ringshare` binary runs it on io_uring, and tests
+//! run it directly over the in-memory backend.
 #![forbid(unsafe_code)]
+
+mod cmd;
+mod conn;
+pub mod credits;
+mod fsmap;
+pub mod io;
+pub mod limits;
+pub mod locks;
+pub mod path;
+pub mod server;
+mod state;
+
+pub use conn::Connection;
+pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
+pub use server::{ServerConfig, ServerState, ShareDef, SigningPolicy};

@@ -4,3 +4,11 @@
 
 pub mod cli;
 pub mod config;
+pub mod driver;
+pub mod serve;
+pub mod users;
+
+/// Lock a mutex, taking the data even if a panicking thread poisoned it.
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,1 +1,88 @@
-fn main() {}
+//! `ringshare`: serve directories over SMB 2/3, manage users.
+
+use std::io::{self, IsTerminal};
+use std::process::ExitCode;
+
+use ringshare::cli::{self, Command, UserCommand};
+use ringshare::{serve, users};
+
+fn init_logging(level: u32) {
+    let default = match level {
+        0 => "warn",
+        1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RINGSHARE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_target(false)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = cli::parse_args();
+    match cli.command {
+        Command::Serve(args) => {
+            let cfg = match args.to_config() {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("ringshare: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            init_logging(cfg.global.log_level.max(1));
+            let mut out = io::stdout();
+            match serve::serve(cfg, args.threads, &mut out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ringshare: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::User { command } => {
+            init_logging(0);
+            let file = match command.smb_passwd_file() {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("ringshare: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut out = io::stdout();
+            let result = match &command {
+                UserCommand::Add {
+                    name,
+                    password_stdin,
+                    ..
+                } => {
+                    let stdin = io::stdin();
+                    let mut locked = stdin.lock();
+                    let source = if *password_stdin {
+                        users::PasswordSource::Stdin(&mut locked)
+                    } else if io::stdin().is_terminal() {
+                        users::PasswordSource::Prompt
+                    } else {
+                        eprintln!(
+                            "ringshare: standard input is not a terminal; use --password-stdin"
+                        );
+                        return ExitCode::from(2);
+                    };
+                    users::add_user(&file, name, source, &mut out)
+                }
+                UserCommand::Del { name, .. } => users::del_user(&file, name, &mut out),
+                UserCommand::List { .. } => users::list_users(&file, &mut out),
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ringshare: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

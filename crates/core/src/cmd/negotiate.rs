@@ -1,0 +1,210 @@
+//! [MS-SMB2] 3.3.5.3.1 Receiving an SMB_COM_NEGOTIATE (multi-protocol) and
+//! 3.3.5.4 Receiving an SMB2 NEGOTIATE Request.
+
+use ringshare_auth::spnego;
+use ringshare_crypto::preauth::PreauthHash;
+use ringshare_wire::consts::{
+    Capabilities, CipherId, Command, Dialect, HashAlgorithm, SecurityMode, SigningAlgorithm,
+};
+use ringshare_wire::header::Header;
+use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest, NegotiateResponse};
+use ringshare_wire::smb1::Smb1Negotiate;
+use ringshare_wire::NtStatus;
+
+use crate::conn::{ConnCore, Negotiated, Reply, Req};
+use crate::limits;
+use crate::server::SigningPolicy;
+
+/// Dialects we implement, highest first.
+const DIALECTS: [Dialect; 5] = [
+    Dialect::SMB3_1_1,
+    Dialect::SMB3_0_2,
+    Dialect::SMB3_0,
+    Dialect::SMB2_1,
+    Dialect::SMB2_0_2,
+];
+
+fn server_security_mode(core: &ConnCore) -> SecurityMode {
+    let mut m = SecurityMode::SIGNING_ENABLED;
+    if core.server.config.signing == SigningPolicy::Required {
+        m.insert(SecurityMode::SIGNING_REQUIRED);
+    }
+    m
+}
+
+fn allowed(core: &ConnCore, d: Dialect) -> bool {
+    d.0 >= core.server.config.dialect_min && d.0 <= core.server.config.dialect_max
+}
+
+fn capabilities_for(d: Dialect) -> Capabilities {
+    if d == Dialect::SMB2_0_2 {
+        Capabilities::empty()
+    } else {
+        Capabilities::LARGE_MTU
+    }
+}
+
+fn io_size_for(d: Dialect) -> u32 {
+    if d == Dialect::SMB2_0_2 {
+        65536
+    } else {
+        limits::IO_SIZE_MAX
+    }
+}
+
+fn response_body(core: &ConnCore, dialect: Dialect, contexts: Vec<NegotiateContext>) -> Vec<u8> {
+    let hint = spnego::negotiate_hint();
+    let io = io_size_for(dialect);
+    let resp = NegotiateResponse {
+        security_mode: server_security_mode(core),
+        dialect,
+        server_guid: core.server.config.server_guid,
+        capabilities: if dialect == Dialect::WILDCARD {
+            Capabilities::LARGE_MTU
+        } else {
+            capabilities_for(dialect)
+        },
+        max_transact_size: io,
+        max_read_size: io,
+        max_write_size: io,
+        system_time: core.now.filetime,
+        server_start_time: 0,
+        security_buffer: &hint,
+        contexts,
+    };
+    // Encoders expect the header before the body; encode after a placeholder
+    // header and return the body only.
+    let mut out = vec![0u8; 64];
+    resp.encode(&mut out);
+    out.split_off(64)
+}
+
+/// An SMB1 NEGOTIATE offering SMB2: answer with an SMB2 NEGOTIATE response
+/// (the whole message, header included), or `None` to drop the connection.
+pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> {
+    let neg = Smb1Negotiate::decode(frame).ok()?;
+    let dialect =
+        if neg.offers_smb2_wildcard() && core.server.config.dialect_max >= Dialect::SMB2_1.0 {
+            Dialect::WILDCARD
+        } else if neg.offers_smb2_002() && allowed(core, Dialect::SMB2_0_2) {
+            Dialect::SMB2_0_2
+        } else {
+            return None;
+        };
+    let body = response_body(core, dialect, Vec::new());
+    if dialect == Dialect::WILDCARD {
+        core.wildcard_sent = true;
+    } else {
+        core.negotiated = Some(Negotiated {
+            dialect,
+            client_guid: [0; 16],
+            client_capabilities: 0,
+            client_security_mode: 0,
+            server_security_mode: server_security_mode(core).0,
+            server_capabilities: capabilities_for(dialect).0,
+            client_dialects: vec![Dialect::SMB2_0_2.0],
+            signing_algorithm: None,
+            cipher: None,
+        });
+    }
+    let mut hdr = Header::response_to(&Header::request(Command::NEGOTIATE, 0), NtStatus::SUCCESS);
+    hdr.credits = 1;
+    let mut msg = Vec::with_capacity(64 + body.len());
+    hdr.encode(&mut msg);
+    msg.extend_from_slice(&body);
+    Some(msg)
+}
+
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+    if core.negotiated.is_some() {
+        // A second NEGOTIATE on a negotiated connection: [MS-SMB2] 3.3.5.4 says disconnect.
+        let mut r = Reply::with_status(NtStatus::INVALID_PARAMETER, Vec::new());
+        r.disconnect = true;
+        return Ok(r);
+    }
+    let neg = NegotiateRequest::decode(req.msg).map_err(|e| e.status())?;
+    if neg.dialects.is_empty() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let Some(dialect) = DIALECTS
+        .iter()
+        .copied()
+        .find(|d| allowed(core, *d) && neg.dialects.contains(d))
+    else {
+        let mut r = Reply::with_status(NtStatus::NOT_SUPPORTED, Vec::new());
+        r.disconnect = true;
+        return Ok(r);
+    };
+    let mut contexts = Vec::new();
+    let mut signing_algorithm = None;
+    let mut cipher = None;
+    if dialect == Dialect::SMB3_1_1 {
+        let mut preauth_ok = false;
+        for c in &neg.contexts {
+            match c {
+                NegotiateContext::PreauthIntegrity {
+                    hash_algorithms, ..
+                } => {
+                    if !hash_algorithms.contains(&HashAlgorithm::SHA_512) {
+                        return Err(NtStatus::SMB_NO_PREAUTH_INTEGRITY_HASH_OVERLAP);
+                    }
+                    preauth_ok = true;
+                }
+                NegotiateContext::Encryption { ciphers } => {
+                    // Encryption is not offered yet: answer "no common cipher".
+                    let _ = ciphers;
+                    cipher = Some(CipherId::NONE.0);
+                }
+                NegotiateContext::Signing { algorithms } => {
+                    let pick = [
+                        SigningAlgorithm::AES_GMAC,
+                        SigningAlgorithm::AES_CMAC,
+                        SigningAlgorithm::HMAC_SHA256,
+                    ]
+                    .into_iter()
+                    .find(|a| algorithms.contains(a));
+                    signing_algorithm = pick.map(|a| a.0);
+                }
+                _ => {}
+            }
+        }
+        if !preauth_ok {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let salt: [u8; 32] = core.random_bytes();
+        contexts.push(NegotiateContext::PreauthIntegrity {
+            hash_algorithms: vec![HashAlgorithm::SHA_512],
+            salt: salt.to_vec(),
+        });
+        if let Some(c) = cipher {
+            contexts.push(NegotiateContext::Encryption {
+                ciphers: vec![CipherId(c)],
+            });
+        }
+        if let Some(a) = signing_algorithm {
+            contexts.push(NegotiateContext::Signing {
+                algorithms: vec![SigningAlgorithm(a)],
+            });
+        }
+    }
+    let body = response_body(core, dialect, contexts);
+    core.negotiated = Some(Negotiated {
+        dialect,
+        client_guid: neg.client_guid,
+        client_capabilities: neg.capabilities.0,
+        client_security_mode: neg.security_mode.0,
+        server_security_mode: server_security_mode(core).0,
+        server_capabilities: capabilities_for(dialect).0,
+        client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
+        signing_algorithm,
+        cipher,
+    });
+    if dialect == Dialect::SMB3_1_1 {
+        let mut p = PreauthHash::zero();
+        p.update(req.msg);
+        core.preauth = Some(p);
+    }
+    let mut reply = Reply::ok(body);
+    reply.preauth_connection = dialect == Dialect::SMB3_1_1;
+    Ok(reply)
+}

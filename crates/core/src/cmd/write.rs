@@ -1,0 +1,15 @@
+//! (in progress)
+use ringshare_wire::NtStatus;
+
+use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::io::IoDone;
+
+pub(crate) struct WriteCont {}
+
+pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Handled, NtStatus> {
+    Err(NtStatus::NOT_SUPPORTED)
+}
+
+pub(crate) fn finish(_core: &mut ConnCore, _c: WriteCont, _done: IoDone) -> Result<Reply, NtStatus> {
+    Err(NtStatus::NOT_SUPPORTED)
+}

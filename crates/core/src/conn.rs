@@ -1,0 +1,886 @@
+//! One SMB2 connection: frames in, frames and I/O requests out ([MS-SMB2] 3.3.5).
+//!
+//! `receive` takes one direct-TCP frame payload. A frame holds one request or
+//! a compound chain; each member is checked in the order of [MS-SMB2] 3.3.5.2
+//! (credits, session, signature, tree) and dispatched to its command module.
+//! A command that needs file I/O parks the rest of its chain as a [`Job`]
+//! until the driver completes the I/O; a command that must wait (a blocking
+//! lock) becomes an async operation with an interim STATUS_PENDING reply.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use ringshare_crypto::preauth::PreauthHash;
+use ringshare_crypto::sign::{NonceInfo, SigningKey};
+use ringshare_vfs::Node;
+use ringshare_wire::consts::{Command, Dialect, HeaderFlags};
+use ringshare_wire::framing;
+use ringshare_wire::header::{self, Header, HeaderId, Protocol};
+use ringshare_wire::{NtStatus, WriteExt};
+
+use crate::cmd;
+use crate::credits::CreditWindow;
+use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
+use crate::limits;
+use crate::server::ServerState;
+use crate::state::Session;
+
+/// What the connection negotiated.
+#[derive(Debug, Clone)]
+pub(crate) struct Negotiated {
+    pub dialect: Dialect,
+    pub client_guid: [u8; 16],
+    pub client_capabilities: u32,
+    pub client_security_mode: u16,
+    pub server_security_mode: u16,
+    pub server_capabilities: u32,
+    pub client_dialects: Vec<u16>,
+    /// 3.1.1: signing algorithm from the SIGNING_CAPABILITIES context.
+    pub signing_algorithm: Option<u16>,
+    /// 3.1.1: cipher from the ENCRYPTION_CAPABILITIES context.
+    pub cipher: Option<u16>,
+}
+
+/// Connection-level state the command modules work on.
+pub(crate) struct ConnCore {
+    pub server: Arc<ServerState>,
+    pub peer: String,
+    pub negotiated: Option<Negotiated>,
+    /// True once an SMB2 NEGOTIATE answered with 0x02FF (the client must negotiate again).
+    pub wildcard_sent: bool,
+    /// 3.1.1: the connection's preauth hash (NEGOTIATE request + response).
+    pub preauth: Option<PreauthHash>,
+    pub sessions: HashMap<u64, Session>,
+    pub entropy: Box<dyn Entropy>,
+    pub now: Now,
+}
+
+impl ConnCore {
+    pub fn dialect(&self) -> Option<Dialect> {
+        self.negotiated.as_ref().map(|n| n.dialect)
+    }
+
+    pub fn random_u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.entropy.fill(&mut b);
+        u64::from_le_bytes(b)
+    }
+
+    pub fn random_bytes<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        self.entropy.fill(&mut b);
+        b
+    }
+}
+
+/// One request as a command module sees it.
+pub(crate) struct Req<'a> {
+    pub hdr: Header,
+    /// The whole message: header and body (sliced to NextCommand in a compound).
+    pub msg: &'a [u8],
+    /// Session and tree after compound-related substitution.
+    pub session_id: u64,
+    pub tree_id: u32,
+    /// A related compound's FileId from the previous command, if it made one.
+    pub related_file_id: Option<(u64, u64)>,
+    /// True when this request is the only one in its frame (the frame may be
+    /// moved into a WRITE without a copy).
+    pub sole: bool,
+}
+
+/// The reply of one command.
+pub(crate) struct Reply {
+    pub status: NtStatus,
+    pub body: Vec<u8>,
+    /// File data sent after the body without copying (READ).
+    pub data: Option<Vec<u8>>,
+    /// 3.1.1 SESSION_SETUP: add the response to this session's preauth hash.
+    pub preauth_session: Option<u64>,
+    /// 3.1.1 NEGOTIATE: add the response to the connection's preauth hash.
+    pub preauth_connection: bool,
+    /// Sign the response with this session's key even if it is not yet valid
+    /// (the final SESSION_SETUP response).
+    pub sign_with_session: Option<u64>,
+    /// Sign with this key (LOGOFF: the session is gone by the time the reply is built).
+    pub sign_key: Option<SigningKey>,
+    /// A FileId this command produced, for related compounds (CREATE).
+    pub file_id: Option<(u64, u64)>,
+    /// SESSION_SETUP creates the session; the header must carry the new id.
+    pub session_id: Option<u64>,
+    /// TREE_CONNECT creates the tree; the header must carry the new id.
+    pub tree_id: Option<u32>,
+    /// Close the connection after this reply (e.g. a failed negotiate).
+    pub disconnect: bool,
+}
+
+impl Reply {
+    pub fn ok(body: Vec<u8>) -> Reply {
+        Reply::with_status(NtStatus::SUCCESS, body)
+    }
+
+    pub fn with_status(status: NtStatus, body: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            body,
+            data: None,
+            preauth_session: None,
+            preauth_connection: false,
+            sign_with_session: None,
+            sign_key: None,
+            file_id: None,
+            session_id: None,
+            tree_id: None,
+            disconnect: false,
+        }
+    }
+}
+
+/// The continuation of a command waiting for file I/O.
+pub(crate) enum Cont {
+    Read(cmd::read::ReadCont),
+    Write(cmd::write::WriteCont),
+    Flush(cmd::flush::FlushCont),
+}
+
+/// What a command module returns.
+pub(crate) enum Handled {
+    Reply(Reply),
+    Io {
+        node: Arc<dyn Node>,
+        op: IoOp,
+        cont: Cont,
+    },
+    /// Go async: send STATUS_PENDING now, finish later.
+    Async(cmd::AsyncWork),
+}
+
+/// A frame being processed: its members, their replies so far, and where the
+/// chain stands.
+struct Job {
+    frame: Vec<u8>,
+    /// (start, end) of each member in `frame`.
+    members: Vec<(usize, usize)>,
+    next: usize,
+    replies: Vec<BuiltReply>,
+    /// Compound state: the last session, tree and file id, and the last status.
+    last_session: u64,
+    last_tree: u32,
+    last_file: Option<(u64, u64)>,
+    last_status: NtStatus,
+}
+
+/// A reply ready to be framed: header + body and optional data.
+struct BuiltReply {
+    hdr: Header,
+    body: Vec<u8>,
+    data: Option<Vec<u8>>,
+    sign_key: Option<SigningKey>,
+}
+
+/// An operation that went async.
+struct AsyncOp {
+    hdr: Header,
+    session_id: u64,
+    work: cmd::AsyncWork,
+}
+
+/// An SMB2 connection.
+pub struct Connection {
+    core: ConnCore,
+    credits: CreditWindow,
+    outputs: VecDeque<Output>,
+    parked: HashMap<u64, (Job, Header, Cont, Req0)>,
+    next_io_id: u64,
+    async_ops: HashMap<u64, AsyncOp>,
+    next_async_id: u64,
+    closing: bool,
+}
+
+/// The parts of a request needed to finish it after I/O.
+#[derive(Clone)]
+pub(crate) struct Req0 {
+    pub session_id: u64,
+    pub tree_id: u32,
+}
+
+impl Connection {
+    pub fn new(server: Arc<ServerState>, peer: String, entropy: Box<dyn Entropy>) -> Connection {
+        Connection {
+            core: ConnCore {
+                server,
+                peer,
+                negotiated: None,
+                wildcard_sent: false,
+                preauth: None,
+                sessions: HashMap::new(),
+                entropy,
+                now: Now::default(),
+            },
+            credits: CreditWindow::new(),
+            outputs: VecDeque::new(),
+            parked: HashMap::new(),
+            next_io_id: 1,
+            async_ops: HashMap::new(),
+            next_async_id: 1,
+            closing: false,
+        }
+    }
+
+    /// The largest frame the driver should accept now: small until a session
+    /// is established, so unauthenticated peers cannot make us buffer 8 MiB.
+    pub fn frame_len_max(&self) -> usize {
+        if self.core.sessions.values().any(|s| s.is_valid()) {
+            limits::PDU_SIZE_MAX
+        } else {
+            limits::PDU_SIZE_UNAUTH_MAX
+        }
+    }
+
+    /// Next thing for the driver to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// When `handle_timeout` should be called next (monotonic ms).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.async_ops
+            .values()
+            .filter_map(|op| op.work.deadline_ms())
+            .min()
+    }
+
+    /// Retry waiting operations whose time has come.
+    pub fn handle_timeout(&mut self, now: Now) {
+        self.core.now = now;
+        let due: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| op.work.deadline_ms().is_some_and(|d| d <= now.mono_ms))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.poll_async(id);
+        }
+    }
+
+    /// The connection is gone: release every open, lock and session.
+    pub fn shutdown(&mut self) {
+        let ids: Vec<u64> = self.core.sessions.keys().copied().collect();
+        for id in ids {
+            if let Some(mut s) = self.core.sessions.remove(&id) {
+                cmd::close::close_all_opens(&self.core.server, &mut s);
+            }
+        }
+        self.async_ops.clear();
+    }
+
+    /// One direct-TCP frame payload (without the 4-byte header).
+    pub fn receive(&mut self, now: Now, frame: Vec<u8>) {
+        self.core.now = now;
+        if self.closing {
+            return;
+        }
+        match header::protocol_of(&frame) {
+            Protocol::Smb2 => {}
+            Protocol::Smb1 if self.core.negotiated.is_none() && !self.core.wildcard_sent => {
+                match cmd::negotiate::handle_smb1(&mut self.core, &frame) {
+                    Some(reply) => {
+                        // The SMB1 NEGOTIATE consumed message id 0.
+                        let _ = self.credits.consume(0, 1);
+                        self.credits.grant(1);
+                        self.outputs
+                            .push_back(Output::Send(vec![frame_bytes(reply)]));
+                    }
+                    None => self.disconnect("SMB1 negotiate without an SMB2 dialect"),
+                }
+                return;
+            }
+            other => {
+                self.disconnect(&format!("unexpected protocol {other:?}"));
+                return;
+            }
+        }
+        let mut members = Vec::new();
+        let mut pos = 0usize;
+        for m in header::split_compound(&frame) {
+            match m {
+                Ok(slice) => {
+                    members.push((pos, pos + slice.len()));
+                    pos += slice.len();
+                }
+                Err(e) => {
+                    self.disconnect(&format!("malformed compound: {e}"));
+                    return;
+                }
+            }
+            if members.len() > limits::COMPOUND_COMMANDS_MAX {
+                self.disconnect("compound chain too long");
+                return;
+            }
+        }
+        let job = Job {
+            frame,
+            members,
+            next: 0,
+            replies: Vec::new(),
+            last_session: 0,
+            last_tree: 0,
+            last_file: None,
+            last_status: NtStatus::SUCCESS,
+        };
+        self.run(job);
+    }
+
+    /// File I/O finished.
+    pub fn complete_io(&mut self, now: Now, id: u64, done: IoDone) {
+        self.core.now = now;
+        let Some((mut job, hdr, cont, r0)) = self.parked.remove(&id) else {
+            return;
+        };
+        let result = match cont {
+            Cont::Read(c) => cmd::read::finish(&mut self.core, c, done),
+            Cont::Write(c) => cmd::write::finish(&mut self.core, c, done),
+            Cont::Flush(c) => cmd::flush::finish(&mut self.core, c, done),
+        };
+        let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
+        self.push_reply(&mut job, &hdr, r0.session_id, reply);
+        self.run(job);
+    }
+
+    fn disconnect(&mut self, why: &str) {
+        tracing::debug!(peer = %self.core.peer, "closing connection: {why}");
+        self.closing = true;
+        self.outputs.push_back(Output::Close);
+    }
+
+    /// Process members of a job until it finishes or parks on I/O.
+    fn run(&mut self, mut job: Job) {
+        while job.next < job.members.len() {
+            if self.closing {
+                return;
+            }
+            let idx = job.next;
+            job.next += 1;
+            let (start, end) = job.members[idx];
+            let sole = job.members.len() == 1;
+            let hdr = match Header::decode(&job.frame[start..end]) {
+                Ok(h) => h,
+                Err(e) => {
+                    self.disconnect(&format!("bad header: {e}"));
+                    return;
+                }
+            };
+            if hdr.is_response() {
+                self.disconnect("response flag set on a request");
+                return;
+            }
+            // Credits ([MS-SMB2] 3.3.5.2.3). CANCEL consumes no message id.
+            if hdr.command != Command::CANCEL {
+                let charge = if self.large_mtu() {
+                    hdr.credit_charge
+                } else {
+                    1
+                };
+                if charge > limits::CREDIT_CHARGE_MAX {
+                    self.disconnect("credit charge too large");
+                    return;
+                }
+                if let Err(e) = self.credits.consume(hdr.message_id, charge) {
+                    self.disconnect(&format!("credit check failed: {e:?}"));
+                    return;
+                }
+            }
+            if hdr.command == Command::CANCEL {
+                self.cancel(&hdr);
+                continue;
+            }
+            let related = hdr.is_related() && idx > 0;
+            if hdr.is_related() && idx == 0 {
+                // A first member marked related: the spec says fail with INVALID_PARAMETER.
+                let reply = Reply::with_status(NtStatus::INVALID_PARAMETER, Vec::new());
+                self.push_reply(&mut job, &hdr, hdr.session_id, reply);
+                continue;
+            }
+            let (session_id, tree_id, related_file_id) = if related {
+                (job.last_session, job.last_tree, job.last_file)
+            } else {
+                (hdr.session_id, hdr.tree_id().unwrap_or(0), None)
+            };
+            if related && job.last_status.is_error() && hdr.command != Command::CREATE {
+                let reply = Reply::with_status(job.last_status, Vec::new());
+                self.push_reply(&mut job, &hdr, session_id, reply);
+                continue;
+            }
+            let req = Req {
+                hdr: hdr.clone(),
+                msg: &job.frame[start..end],
+                session_id,
+                tree_id,
+                related_file_id,
+                sole,
+            };
+            let outcome = self.dispatch(&req);
+            job.last_session = session_id;
+            job.last_tree = tree_id;
+            match outcome {
+                Ok(Handled::Reply(reply)) => {
+                    if reply.file_id.is_some() {
+                        job.last_file = reply.file_id;
+                    } else if !related {
+                        job.last_file = None;
+                    }
+                    if let Some(sid) = reply.session_id {
+                        job.last_session = sid;
+                    }
+                    if let Some(t) = reply.tree_id {
+                        job.last_tree = t;
+                    }
+                    let disconnect = reply.disconnect;
+                    self.push_reply(&mut job, &hdr, session_id, reply);
+                    if disconnect {
+                        self.finish(job);
+                        self.disconnect("fatal reply");
+                        return;
+                    }
+                }
+                Ok(Handled::Io { node, mut op, cont }) => {
+                    let id = self.next_io_id;
+                    self.next_io_id += 1;
+                    if let IoOp::Write {
+                        buf,
+                        start: s,
+                        end: e,
+                        ..
+                    } = &mut op
+                    {
+                        if buf.is_empty() {
+                            // The command asked for the payload to be taken from the frame.
+                            if sole {
+                                *buf = std::mem::take(&mut job.frame);
+                            } else {
+                                *buf = job.frame[*s..*e].to_vec();
+                                *e -= *s;
+                                *s = 0;
+                            }
+                        }
+                    }
+                    let r0 = Req0 {
+                        session_id,
+                        tree_id,
+                    };
+                    self.outputs
+                        .push_back(Output::Io(IoRequest { id, node, op }));
+                    self.parked.insert(id, (job, hdr, cont, r0));
+                    return;
+                }
+                Ok(Handled::Async(work)) => {
+                    self.go_async(&mut job, hdr, session_id, work);
+                }
+                Err(status) => {
+                    let reply = Reply::with_status(status, Vec::new());
+                    self.push_reply(&mut job, &hdr, session_id, reply);
+                }
+            }
+        }
+        self.finish(job);
+    }
+
+    fn large_mtu(&self) -> bool {
+        self.core
+            .negotiated
+            .as_ref()
+            .is_some_and(|n| n.dialect != Dialect::SMB2_0_2 && n.server_capabilities & 0x4 != 0)
+    }
+
+    /// Checks of [MS-SMB2] 3.3.5.2.4–3.3.5.2.11 and the call into the command.
+    fn dispatch(&mut self, req: &Req<'_>) -> Result<Handled, NtStatus> {
+        let cmd_id = req.hdr.command;
+        if self.core.negotiated.is_none() && cmd_id != Command::NEGOTIATE {
+            // Nothing but NEGOTIATE before NEGOTIATE.
+            self.closing_soon("request before NEGOTIATE");
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        match cmd_id {
+            Command::NEGOTIATE => {
+                return cmd::negotiate::handle(&mut self.core, req).map(Handled::Reply)
+            }
+            Command::SESSION_SETUP => {
+                self.verify_signature(req, true)?;
+                return cmd::session_setup::handle(&mut self.core, req).map(Handled::Reply);
+            }
+            Command::ECHO if req.session_id == 0 => {
+                return cmd::echo::handle(req).map(Handled::Reply)
+            }
+            _ => {}
+        }
+        // Session ([MS-SMB2] 3.3.5.2.9).
+        let session = self
+            .core
+            .sessions
+            .get(&req.session_id)
+            .ok_or(NtStatus::USER_SESSION_DELETED)?;
+        if !session.is_valid() {
+            return Err(NtStatus::USER_SESSION_DELETED);
+        }
+        self.verify_signature(req, false)?;
+        match cmd_id {
+            Command::LOGOFF => {
+                return cmd::session_setup::logoff(&mut self.core, req).map(Handled::Reply)
+            }
+            Command::ECHO => return cmd::echo::handle(req).map(Handled::Reply),
+            Command::TREE_CONNECT => {
+                return cmd::tree::connect(&mut self.core, req).map(Handled::Reply)
+            }
+            _ => {}
+        }
+        // Tree ([MS-SMB2] 3.3.5.2.11).
+        if !session.trees.contains_key(&req.tree_id) {
+            return Err(NtStatus::NETWORK_NAME_DELETED);
+        }
+        match cmd_id {
+            Command::TREE_DISCONNECT => {
+                cmd::tree::disconnect(&mut self.core, req).map(Handled::Reply)
+            }
+            Command::CREATE => cmd::create::handle(&mut self.core, req).map(Handled::Reply),
+            Command::CLOSE => cmd::close::handle(&mut self.core, req).map(Handled::Reply),
+            Command::FLUSH => cmd::flush::handle(&mut self.core, req),
+            Command::READ => cmd::read::handle(&mut self.core, req),
+            Command::WRITE => cmd::write::handle(&mut self.core, req),
+            Command::LOCK => cmd::lock::handle(&mut self.core, req),
+            Command::IOCTL => cmd::ioctl::handle(&mut self.core, req).map(Handled::Reply),
+            Command::QUERY_DIRECTORY => {
+                cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply)
+            }
+            Command::CHANGE_NOTIFY => cmd::notify::handle(&mut self.core, req),
+            Command::QUERY_INFO => cmd::query_info::handle(&mut self.core, req).map(Handled::Reply),
+            Command::SET_INFO => cmd::set_info::handle(&mut self.core, req).map(Handled::Reply),
+            Command::OPLOCK_BREAK => {
+                cmd::notify::oplock_break(&mut self.core, req).map(Handled::Reply)
+            }
+            _ => Err(NtStatus::INVALID_PARAMETER),
+        }
+    }
+
+    fn closing_soon(&mut self, why: &str) {
+        self.disconnect(why);
+    }
+
+    /// [MS-SMB2] 3.3.5.2.4: verify a signed request; refuse an unsigned one on
+    /// a session that requires signing.
+    fn verify_signature(&self, req: &Req<'_>, setup: bool) -> Result<(), NtStatus> {
+        let Some(session) = self.core.sessions.get(&req.session_id) else {
+            return Ok(());
+        };
+        let signed = req.hdr.is_signed();
+        if !signed {
+            if session.signing_required && session.is_valid() && !setup {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            return Ok(());
+        }
+        let Some(key) = session.signing_key.as_ref() else {
+            // Signed before a key exists (first SESSION_SETUP legs): nothing to check.
+            return if setup {
+                Ok(())
+            } else {
+                Err(NtStatus::ACCESS_DENIED)
+            };
+        };
+        let mut sig = [0u8; 16];
+        sig.copy_from_slice(&req.msg[48..64]);
+        let nonce = NonceInfo {
+            message_id: req.hdr.message_id,
+            server_to_client: false,
+            cancel: req.hdr.command == Command::CANCEL,
+        };
+        let ok = key.verify(&[&req.msg[..48], &[0u8; 16], &req.msg[64..]], nonce, &sig);
+        if ok {
+            Ok(())
+        } else {
+            tracing::debug!(peer = %self.core.peer, mid = req.hdr.message_id, "bad signature");
+            Err(NtStatus::ACCESS_DENIED)
+        }
+    }
+
+    /// Build the header of a reply, grant credits and keep it for the frame.
+    fn push_reply(&mut self, job: &mut Job, req_hdr: &Header, session_id: u64, reply: Reply) {
+        let mut hdr = Header::response_to(req_hdr, reply.status);
+        if let Some(sid) = reply.session_id {
+            hdr.session_id = sid;
+        } else if req_hdr.is_related() {
+            hdr.session_id = session_id;
+        }
+        if let HeaderId::Sync {
+            process_id,
+            tree_id,
+        } = req_hdr.id
+        {
+            let tree = match reply.tree_id {
+                Some(t) => t,
+                None if req_hdr.is_related() => job.last_tree,
+                None => tree_id,
+            };
+            hdr.id = HeaderId::Sync {
+                process_id,
+                tree_id: tree,
+            };
+        }
+        hdr.credits = self.grant(req_hdr);
+        job.last_status = reply.status;
+        let body = if reply.body.is_empty() {
+            error_body()
+        } else {
+            reply.body
+        };
+        if reply.preauth_session.is_some() || reply.preauth_connection {
+            let mut bytes = Vec::with_capacity(64 + body.len());
+            hdr.encode(&mut bytes);
+            bytes.extend_from_slice(&body);
+            if let Some(p) = reply
+                .preauth_session
+                .and_then(|sid| self.core.sessions.get_mut(&sid))
+                .and_then(|s| s.preauth.as_mut())
+            {
+                p.update(&bytes);
+            }
+            if reply.preauth_connection {
+                if let Some(p) = self.core.preauth.as_mut() {
+                    p.update(&bytes);
+                }
+            }
+        }
+        let sign_key = match reply.sign_key {
+            Some(k) => Some(k),
+            None => self.response_signing_key(
+                req_hdr,
+                hdr.session_id,
+                reply.sign_with_session,
+                reply.status,
+            ),
+        };
+        job.replies.push(BuiltReply {
+            hdr,
+            body,
+            data: reply.data,
+            sign_key,
+        });
+    }
+
+    fn grant(&mut self, req_hdr: &Header) -> u16 {
+        let g = self.credits.grant_for(req_hdr.credits);
+        self.credits.grant(g);
+        g
+    }
+
+    /// [MS-SMB2] 3.3.4.1.1: sign when the session requires it or the request was signed.
+    fn response_signing_key(
+        &self,
+        req_hdr: &Header,
+        session_id: u64,
+        forced: Option<u64>,
+        status: NtStatus,
+    ) -> Option<SigningKey> {
+        if let Some(sid) = forced {
+            return self
+                .core
+                .sessions
+                .get(&sid)
+                .and_then(|s| s.signing_key.clone());
+        }
+        if status == NtStatus::MORE_PROCESSING_REQUIRED {
+            return None;
+        }
+        let s = self.core.sessions.get(&session_id)?;
+        if !s.is_valid() {
+            return None;
+        }
+        if s.signing_required || req_hdr.is_signed() {
+            s.signing_key.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Frame and sign the replies of a finished job.
+    fn finish(&mut self, job: Job) {
+        if job.replies.is_empty() {
+            return;
+        }
+        let frame = build_frame(job.replies);
+        self.outputs.push_back(Output::Send(frame));
+    }
+
+    fn go_async(&mut self, job: &mut Job, hdr: Header, session_id: u64, work: cmd::AsyncWork) {
+        if self.async_ops.len() >= limits::ASYNC_OPS_PER_CONNECTION_MAX {
+            let reply = Reply::with_status(NtStatus::INSUFFICIENT_RESOURCES, Vec::new());
+            self.push_reply(job, &hdr, session_id, reply);
+            return;
+        }
+        let async_id = self.next_async_id;
+        self.next_async_id += 1;
+        // Interim response: ASYNC flag, the async id, STATUS_PENDING, credits.
+        let mut ahdr = hdr.clone();
+        ahdr.id = HeaderId::Async { async_id };
+        let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
+        interim.session_id = session_id;
+        interim.credits = self.grant(&hdr);
+        job.last_status = NtStatus::PENDING;
+        let sign_key = self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING);
+        job.replies.push(BuiltReply {
+            hdr: interim,
+            body: error_body(),
+            data: None,
+            sign_key,
+        });
+        self.async_ops.insert(
+            async_id,
+            AsyncOp {
+                hdr: ahdr,
+                session_id,
+                work,
+            },
+        );
+    }
+
+    /// Try an async operation again; send its final reply when it is done.
+    fn poll_async(&mut self, async_id: u64) {
+        let Some(mut op) = self.async_ops.remove(&async_id) else {
+            return;
+        };
+        match cmd::poll_async(&mut self.core, op.session_id, &mut op.work) {
+            Some(result) => {
+                let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
+                self.send_async_final(op, reply);
+            }
+            None => {
+                self.async_ops.insert(async_id, op);
+            }
+        }
+    }
+
+    fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
+        let mut hdr = Header::response_to(&op.hdr, reply.status);
+        hdr.session_id = op.session_id;
+        hdr.credits = 0;
+        let sign_key = self.response_signing_key(&op.hdr, op.session_id, None, reply.status);
+        let body = if reply.body.is_empty() {
+            error_body()
+        } else {
+            reply.body
+        };
+        let frame = build_frame(vec![BuiltReply {
+            hdr,
+            body,
+            data: reply.data,
+            sign_key,
+        }]);
+        self.outputs.push_back(Output::Send(frame));
+    }
+
+    /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and
+    /// completes it with STATUS_CANCELLED. No reply to the CANCEL itself.
+    fn cancel(&mut self, hdr: &Header) {
+        let target = match hdr.async_id() {
+            Some(aid) => self.async_ops.contains_key(&aid).then_some(aid),
+            None => self
+                .async_ops
+                .iter()
+                .find(|(_, op)| {
+                    op.hdr.message_id == hdr.message_id && op.session_id == hdr.session_id
+                })
+                .map(|(id, _)| *id),
+        };
+        if let Some(aid) = target {
+            if let Some(op) = self.async_ops.remove(&aid) {
+                if op.session_id != hdr.session_id {
+                    self.async_ops.insert(aid, op);
+                    return;
+                }
+                cmd::cancel_async(&mut self.core, op.session_id, &op.work);
+                self.send_async_final(op, Reply::with_status(NtStatus::CANCELLED, Vec::new()));
+            }
+        }
+    }
+
+    /// After a close or unlock, waiting locks may now succeed: retry them.
+    pub fn retry_waiting(&mut self) {
+        let ids: Vec<u64> = self.async_ops.keys().copied().collect();
+        for id in ids {
+            self.poll_async(id);
+        }
+    }
+}
+
+/// The ERROR response body ([MS-SMB2] 2.2.2): StructureSize 9, no error data.
+pub(crate) fn error_body() -> Vec<u8> {
+    let mut b = Vec::with_capacity(9);
+    b.put_u16(9);
+    b.put_u8(0);
+    b.put_u8(0);
+    b.put_u32(0);
+    b.put_u8(0);
+    b
+}
+
+/// Prefix a single message with the transport header.
+fn frame_bytes(msg: Vec<u8>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + msg.len());
+    framing::put_frame_header(&mut out, msg.len());
+    out.extend_from_slice(&msg);
+    out
+}
+
+/// Lay out a chain of replies as one frame: 8-byte aligned members with
+/// NextCommand set, each signed over its own bytes (padding included), the
+/// data of a READ kept in its own part.
+fn build_frame(replies: Vec<BuiltReply>) -> Vec<Vec<u8>> {
+    let n = replies.len();
+    let mut parts: Vec<Vec<u8>> = Vec::with_capacity(2 * n);
+    let mut cur: Vec<u8> = Vec::with_capacity(4 + 64 * n + 256);
+    cur.extend_from_slice(&[0, 0, 0, 0]);
+    let mut total = 0usize;
+    for (i, r) in replies.into_iter().enumerate() {
+        let last = i + 1 == n;
+        let data_len = r.data.as_ref().map_or(0, Vec::len);
+        let len = 64 + r.body.len() + data_len;
+        let padded = if last { len } else { len.next_multiple_of(8) };
+        let mut hdr = r.hdr;
+        hdr.next_command = if last { 0 } else { padded as u32 };
+        if r.sign_key.is_some() {
+            hdr.flags.insert(HeaderFlags::SIGNED);
+        }
+        let start = cur.len();
+        hdr.encode(&mut cur);
+        cur.extend_from_slice(&r.body);
+        let pad = padded - len;
+        if let Some(key) = r.sign_key {
+            let nonce = NonceInfo {
+                message_id: hdr.message_id,
+                server_to_client: true,
+                cancel: false,
+            };
+            let padding = vec![0u8; pad];
+            let sig = match &r.data {
+                Some(d) => key.sign(&[&cur[start..], d, &padding], nonce),
+                None => key.sign(&[&cur[start..], &padding], nonce),
+            };
+            header::patch_signature(&mut cur, start, &sig);
+        }
+        match r.data {
+            Some(d) => {
+                parts.push(std::mem::take(&mut cur));
+                parts.push(d);
+                cur = vec![0u8; pad];
+            }
+            None => cur.resize(cur.len() + pad, 0),
+        }
+        total += padded;
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    let hdr = framing::frame_header(total).unwrap_or([0, 0xff, 0xff, 0xff]);
+    parts[0][..4].copy_from_slice(&hdr);
+    parts.retain(|p| !p.is_empty());
+    parts
+}

@@ -1,0 +1,125 @@
+//! What the core asks the driver to do, and what the driver gives back.
+//!
+//! The core never touches a socket, a clock or a file descriptor's data path.
+//! It queues [`Output`]s; the driver sends frames, performs file I/O through
+//! io_uring (or through the backend's own methods when a node has no fd) and
+//! feeds completions back with [`crate::Connection::complete_io`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use ringshare_vfs::{FsError, Node};
+
+/// The present, as the driver sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Now {
+    /// Monotonic milliseconds (any epoch).
+    pub mono_ms: u64,
+    /// Wall clock as a FILETIME (100 ns units since 1601).
+    pub filetime: u64,
+}
+
+/// A source of unpredictable bytes (challenges, session ids, GUIDs).
+pub trait Entropy: Send {
+    fn fill(&mut self, out: &mut [u8]);
+}
+
+/// Something the driver must do for the connection.
+pub enum Output {
+    /// One direct-TCP frame, as parts to be sent back to back (the first part
+    /// starts with the 4-byte transport header). A READ response keeps the file
+    /// data in its own part, so it is never copied into the header buffer.
+    Send(Vec<Vec<u8>>),
+    /// File I/O to perform; complete it with `complete_io(id, ..)`.
+    Io(IoRequest),
+    /// Close the connection once the frames queued before this are sent.
+    Close,
+}
+
+impl fmt::Debug for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Output::Send(parts) => write!(
+                f,
+                "Send({} bytes in {} parts)",
+                parts.iter().map(Vec::len).sum::<usize>(),
+                parts.len()
+            ),
+            Output::Io(r) => write!(f, "Io({:?})", r),
+            Output::Close => write!(f, "Close"),
+        }
+    }
+}
+
+/// File I/O the core needs.
+pub struct IoRequest {
+    pub id: u64,
+    pub node: Arc<dyn Node>,
+    pub op: IoOp,
+}
+
+impl fmt::Debug for IoRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IoRequest {{ id: {}, op: {:?} }}", self.id, self.op)
+    }
+}
+
+pub enum IoOp {
+    /// Read up to `len` bytes at `offset`.
+    Read { offset: u64, len: usize },
+    /// Write `buf[start..end]` at `offset`. `buf` is the received frame itself,
+    /// so the payload is written from where it landed.
+    Write {
+        offset: u64,
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+    },
+    /// fsync.
+    Sync,
+}
+
+impl fmt::Debug for IoOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IoOp::Read { offset, len } => write!(f, "Read {{ offset: {offset}, len: {len} }}"),
+            IoOp::Write {
+                offset, start, end, ..
+            } => write!(f, "Write {{ offset: {offset}, len: {} }}", end - start),
+            IoOp::Sync => write!(f, "Sync"),
+        }
+    }
+}
+
+/// The result of an [`IoRequest`].
+#[derive(Debug)]
+pub enum IoDone {
+    /// The bytes read (shorter than asked at end of file).
+    Read(Result<Vec<u8>, FsError>),
+    /// Bytes written.
+    Write(Result<usize, FsError>),
+    Sync(Result<(), FsError>),
+}
+
+impl IoRequest {
+    /// Perform the request synchronously through the node's own methods: for
+    /// backends without a file descriptor (the in-memory backend) and for tests.
+    pub fn run_blocking(&self) -> IoDone {
+        match &self.op {
+            IoOp::Read { offset, len } => {
+                let mut buf = vec![0u8; *len];
+                IoDone::Read(self.node.read_at(&mut buf, *offset).map(|n| {
+                    buf.truncate(n);
+                    buf
+                }))
+            }
+            IoOp::Write {
+                offset,
+                buf,
+                start,
+                end,
+            } => IoDone::Write(self.node.write_at(&buf[*start..*end], *offset)),
+            IoOp::Sync => IoDone::Sync(self.node.sync()),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Every limit of the server core, in one place, units last in the names.
+//!
+//! Configuration may lower these, never raise them. The compile-time checks at
+//! the bottom keep them consistent with each other.
+
+/// Largest READ, WRITE or TRANSACT payload we advertise and accept (8 MiB).
+pub const IO_SIZE_MAX: u32 = 8 * 1024 * 1024;
+/// Largest direct-TCP frame we accept: an 8 MiB write plus headers and a compound's slack.
+pub const PDU_SIZE_MAX: usize = IO_SIZE_MAX as usize + 64 * 1024;
+/// Largest frame accepted before a session is established (NEGOTIATE/SESSION_SETUP).
+pub const PDU_SIZE_UNAUTH_MAX: usize = 64 * 1024;
+/// Commands in one compound request.
+pub const COMPOUND_COMMANDS_MAX: usize = 64;
+/// Credits the server lets a client hold at once (the sequence window size).
+pub const CREDITS_MAX: u16 = 8192;
+/// Credits granted per response at most.
+pub const CREDITS_GRANT_PER_RESPONSE_MAX: u16 = 512;
+/// Credit charge of one request at most (8 MiB / 64 KiB).
+pub const CREDIT_CHARGE_MAX: u16 = (IO_SIZE_MAX / 65536) as u16;
+/// Sessions per connection.
+pub const SESSIONS_PER_CONNECTION_MAX: usize = 64;
+/// Tree connects per session.
+pub const TREES_PER_SESSION_MAX: usize = 256;
+/// Opens per session.
+pub const OPENS_PER_SESSION_MAX: usize = 16384;
+/// Byte-range locks held by one open.
+pub const LOCKS_PER_OPEN_MAX: usize = 4096;
+/// Lock elements in one LOCK request.
+pub const LOCK_ELEMENTS_MAX: usize = 1024;
+/// Outstanding async operations (blocking locks, change notify) per connection.
+pub const ASYNC_OPS_PER_CONNECTION_MAX: usize = 512;
+/// Characters in one path name component.
+pub const NAME_CHARS_MAX: usize = 255;
+/// Characters in one path.
+pub const PATH_CHARS_MAX: usize = 32767;
+/// QUERY_DIRECTORY / QUERY_INFO output buffer we fill at most.
+pub const OUTPUT_BUFFER_MAX: u32 = IO_SIZE_MAX;
+/// How often a blocked lock is retried, in milliseconds.
+pub const BLOCKING_LOCK_RETRY_MS: u64 = 10;
+
+const _: () = assert!(PDU_SIZE_MAX > IO_SIZE_MAX as usize);
+const _: () = assert!(CREDIT_CHARGE_MAX as u32 * 65536 == IO_SIZE_MAX);
+const _: () = assert!(CREDITS_GRANT_PER_RESPONSE_MAX <= CREDITS_MAX);
+const _: () = assert!(PDU_SIZE_UNAUTH_MAX < PDU_SIZE_MAX);

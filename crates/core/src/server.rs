@@ -1,0 +1,163 @@
+//! State shared by every connection on every ring: configuration, shares,
+//! users, and the table of open files (share modes, delete-on-close,
+//! byte-range locks).
+//!
+//! Lock order: `ServerState::files` (the map) before any `FileEntry` mutex;
+//! never hold a `FileEntry` mutex while taking the map lock.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ringshare_auth::UserLookup;
+use ringshare_vfs::{RelPath, Share};
+
+use crate::locks::LockList;
+
+/// Signing policy, in smb.conf words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigningPolicy {
+    /// Sign when the client asks (Samba `default`/`auto`/`if_required`).
+    IfRequired,
+    /// Offer signing, require it when the client supports it (`desired`).
+    Desired,
+    /// Refuse unsigned sessions (`mandatory`/`required`).
+    Required,
+}
+
+/// A share as the core sees it.
+pub struct ShareDef {
+    pub name: String,
+    pub comment: String,
+    pub backend: Arc<dyn Share>,
+    pub read_only: bool,
+    pub guest_ok: bool,
+    /// Empty = every authenticated user.
+    pub valid_users: Vec<String>,
+}
+
+impl fmt::Debug for ShareDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShareDef")
+            .field("name", &self.name)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+/// Everything the core needs to know about the server's configuration.
+#[derive(Debug)]
+pub struct ServerConfig {
+    /// Lowest and highest dialect offered (0x0202 ..= 0x0311).
+    pub dialect_min: u16,
+    pub dialect_max: u16,
+    pub signing: SigningPolicy,
+    pub server_guid: [u8; 16],
+    pub netbios_name: String,
+    pub workgroup: String,
+    pub dns_name: String,
+    /// Unknown users log in as guest (smb.conf `map to guest = bad user`).
+    pub map_bad_user_to_guest: bool,
+    /// Guest logins are possible at all (any share has `guest ok`).
+    pub guest_enabled: bool,
+    pub shares: Vec<Arc<ShareDef>>,
+    /// Wall-clock boot time (FILETIME) for NEGOTIATE's ServerStartTime.
+    pub start_filetime: u64,
+}
+
+impl ServerConfig {
+    pub fn share(&self, name: &str) -> Option<&Arc<ShareDef>> {
+        self.shares
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Identity of a file across the server: (device, inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// One open's entry in a file's share-mode table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareEntry {
+    pub owner: u64,
+    pub access: u32,
+    pub share_access: u32,
+}
+
+/// Server-wide state of one open file.
+#[derive(Debug, Default)]
+pub struct FileEntry {
+    pub opens: Vec<ShareEntry>,
+    pub locks: LockList,
+    /// Set by delete-on-close or a disposition SET_INFO; the file goes when the
+    /// last open closes.
+    pub delete_pending: bool,
+    /// The share (by name) and path where the file lives now (renames update it).
+    pub share: String,
+    pub path: RelPath,
+    pub is_dir: bool,
+}
+
+/// Shared state of the whole server.
+pub struct ServerState {
+    pub config: ServerConfig,
+    pub users: Arc<dyn UserLookup + Send + Sync>,
+    files: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
+    next_owner: AtomicU64,
+}
+
+impl fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerState")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl ServerState {
+    pub fn new(config: ServerConfig, users: Arc<dyn UserLookup + Send + Sync>) -> Arc<ServerState> {
+        Arc::new(ServerState {
+            config,
+            users,
+            files: Mutex::new(HashMap::new()),
+            next_owner: AtomicU64::new(1),
+        })
+    }
+
+    /// A server-wide unique id for an open (lock and share-mode owner).
+    pub fn new_owner_id(&self) -> u64 {
+        self.next_owner.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The entry of a file, created empty when absent.
+    pub fn file_entry(&self, key: FileKey) -> Arc<Mutex<FileEntry>> {
+        let mut files = lock(&self.files);
+        files.entry(key).or_default().clone()
+    }
+
+    /// The entry of a file if some open has it.
+    pub fn existing_file_entry(&self, key: FileKey) -> Option<Arc<Mutex<FileEntry>>> {
+        lock(&self.files).get(&key).cloned()
+    }
+
+    /// Forget a file's entry when no open is left on it.
+    pub fn drop_file_entry_if_unused(&self, key: FileKey) {
+        let mut files = lock(&self.files);
+        if let Some(e) = files.get(&key) {
+            if lock(e).opens.is_empty() {
+                files.remove(&key);
+            }
+        }
+    }
+}
+
+/// Lock a mutex, recovering the data if a panicking thread poisoned it (the
+/// data of these tables stays consistent at every await-free step).
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,100 @@
+//! The per-connection object model: session → tree connect → open.
+//!
+//! ```text
+//! Connection (one TCP connection, owned by one ring)
+//!   └─ Session (by SessionId; InProgress while SESSION_SETUP runs, then Valid)
+//!        ├─ TreeConnect (by TreeId; a disk share or IPC$)
+//!        └─ Open (by FileId; belongs to one tree of the session)
+//! ```
+//! Opens are kept in their session; an open's tree must match the request's
+//! tree. Server-wide facts about a file (share modes, locks, delete-on-close)
+//! live in [`crate::server::FileEntry`], found through the open's `key`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ringshare_auth::gss::ServerAuth;
+use ringshare_crypto::preauth::PreauthHash;
+use ringshare_crypto::sign::SigningKey;
+use ringshare_vfs::{DirEntry, Node, RelPath};
+
+use crate::server::{FileEntry, FileKey, ShareDef};
+
+pub(crate) struct Session {
+    pub id: u64,
+    /// Authentication has completed at least once ([MS-SMB2] Session.State Valid).
+    pub valid: bool,
+    /// A SESSION_SETUP exchange in progress (first setup or re-authentication).
+    pub auth: Option<Box<ServerAuth>>,
+    pub user: String,
+    pub is_guest: bool,
+    pub is_anonymous: bool,
+    pub signing_key: Option<SigningKey>,
+    /// Every request must be signed and every response is signed.
+    pub signing_required: bool,
+    /// 3.1.1: the session's preauth integrity hash while setup runs.
+    pub preauth: Option<PreauthHash>,
+    pub trees: HashMap<u32, Tree>,
+    pub next_tree_id: u32,
+    pub opens: HashMap<u64, Open>,
+}
+
+impl Session {
+    pub fn is_valid(&self) -> bool {
+        self.valid
+    }
+}
+
+pub(crate) enum TreeKind {
+    Disk(Arc<ShareDef>),
+    Ipc,
+}
+
+pub(crate) struct Tree {
+    pub id: u32,
+    pub kind: TreeKind,
+    /// The share is read-only for this session.
+    pub read_only: bool,
+    /// Access granted on the share (MaximalAccess in TREE_CONNECT's reply).
+    pub maximal_access: u32,
+}
+
+impl Tree {
+    pub fn share(&self) -> Option<&Arc<ShareDef>> {
+        match &self.kind {
+            TreeKind::Disk(s) => Some(s),
+            TreeKind::Ipc => None,
+        }
+    }
+}
+
+/// A directory listing in progress (QUERY_DIRECTORY keeps its place here).
+pub(crate) struct DirCursor {
+    pub pattern: String,
+    /// The matching entries, `.` and `..` first, each stat'ed once.
+    pub entries: Vec<DirEntry>,
+    pub next: usize,
+}
+
+pub(crate) struct Open {
+    /// FileId.Volatile; also the server-wide owner id for locks and share modes.
+    pub id: u64,
+    pub persistent_id: u64,
+    pub tree_id: u32,
+    pub node: Arc<dyn Node>,
+    pub path: RelPath,
+    pub key: FileKey,
+    pub entry: Arc<Mutex<FileEntry>>,
+    pub is_dir: bool,
+    pub access: u32,
+    pub share_access: u32,
+    pub create_options: u32,
+    /// FILE_DELETE_ON_CLOSE was asked at create.
+    pub delete_on_close: bool,
+    pub dir_cursor: Option<DirCursor>,
+    /// FilePositionInformation (kept for clients that set and read it).
+    pub position: u64,
+    pub mode: u32,
+    /// The share the open lives on (the tree may go before the open is closed).
+    pub share: Arc<ShareDef>,
+}

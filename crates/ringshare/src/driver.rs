@@ -1,0 +1,550 @@
+//! The driver: runs SMB connections (the sans-I/O core) on io_uring rings.
+//!
+//! One worker per core. Each owns a ring and its own SO_REUSEPORT listener, so
+//! the kernel spreads new connections across cores and no thread carries all
+//! the work. A connection lives on the ring that accepted it. Per loop
+//! iteration the worker makes one `io_uring_enter` that submits everything
+//! queued and waits for the next completion or timer.
+//!
+//! Receiving: small frames are cut out of a 64 KiB receive buffer; a frame
+//! larger than that (an 8 MiB WRITE) gets a buffer of exactly its size and
+//! the rest of it is received straight into it, so the payload lands once and
+//! is written to the file from there.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ringshare_core::{Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, ServerState};
+use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
+use ringshare_vfs::FsError;
+use ringshare_wire::framing;
+
+/// Receive buffer for small frames.
+const RECV_BUF_LEN: usize = 64 * 1024;
+/// Frames larger than this are received into a buffer of their own.
+const DIRECT_FRAME_MIN: usize = RECV_BUF_LEN;
+/// Frames coalesced into one sendmsg at most.
+const SEND_BATCH_PARTS_MAX: usize = 512;
+
+const KIND_ACCEPT: u64 = 1;
+const KIND_RECV: u64 = 2;
+const KIND_SEND: u64 = 3;
+const KIND_IO: u64 = 4;
+const KIND_TIMER: u64 = 5;
+
+fn token(kind: u64, gen: u32, slot: u32) -> u64 {
+    (kind << 56) | (u64::from(gen & 0x00FF_FFFF) << 32) | u64::from(slot)
+}
+
+fn token_parts(t: u64) -> (u64, u32, u32) {
+    (t >> 56, ((t >> 32) & 0x00FF_FFFF) as u32, t as u32)
+}
+
+/// What every worker shares.
+pub struct Shared {
+    pub server: Arc<ServerState>,
+    pub listen: Vec<SocketAddr>,
+    pub max_connections: usize,
+    pub connections: AtomicUsize,
+    pub stopping: AtomicBool,
+    pub wakers: Mutex<Vec<Waker>>,
+    pub started: Instant,
+}
+
+impl Shared {
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for w in crate::lock(&self.wakers).iter() {
+            let _ = w.wake();
+        }
+    }
+}
+
+/// Bytes from the kernel's random source.
+pub struct OsEntropy;
+
+impl Entropy for OsEntropy {
+    fn fill(&mut self, out: &mut [u8]) {
+        if getrandom::fill(out).is_err() {
+            // getrandom cannot fail on Linux once the pool is initialised; refuse
+            // to go on with predictable values if it ever does.
+            panic!("the kernel's random source failed");
+        }
+    }
+}
+
+fn now(started: Instant) -> Now {
+    let mono_ms = started.elapsed().as_millis() as u64;
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    // FILETIME: 100 ns since 1601-01-01.
+    let filetime = (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000;
+    Now { mono_ms, filetime }
+}
+
+/// Receive state of a connection.
+enum Rx {
+    /// Accumulating small frames in `buf`.
+    Small,
+    /// Receiving the rest of one large frame into a buffer of its exact size.
+    Large { frame: Vec<u8>, len: usize },
+}
+
+struct Conn {
+    gen: u32,
+    fd: SharedFd,
+    conn: Connection,
+    buf: Vec<u8>,
+    rx: Rx,
+    recv_armed: bool,
+    send_queue: VecDeque<Vec<u8>>,
+    sending: bool,
+    closing: bool,
+    io_in_flight: usize,
+}
+
+/// A file operation in the ring.
+struct PendingIo {
+    slot: u32,
+    gen: u32,
+    core_id: u64,
+    kind: IoKind,
+}
+
+#[derive(Clone, Copy)]
+enum IoKind {
+    Read,
+    Write,
+    Sync,
+}
+
+struct Worker {
+    index: usize,
+    ring: Ring,
+    shared: Arc<Shared>,
+    conns: Vec<Option<Conn>>,
+    gens: Vec<u32>,
+    free: Vec<u32>,
+    ios: HashMap<u64, PendingIo>,
+    next_io: u64,
+    listeners: Vec<SharedFd>,
+    timer_armed: Option<u64>,
+}
+
+/// Run one worker until the server stops.
+pub fn run_worker(
+    index: usize,
+    shared: Arc<Shared>,
+    first_listeners: Option<Vec<OwnedFd>>,
+) -> io::Result<()> {
+    let ring = Ring::new(RingConfig::default())?;
+    crate::lock(&shared.wakers).push(ring.waker());
+    let listeners = match first_listeners {
+        Some(l) => l,
+        None => shared
+            .listen
+            .iter()
+            .map(|a| net::listen_reuseport(*a, 1024))
+            .collect::<io::Result<Vec<_>>>()?,
+    };
+    let mut w = Worker {
+        index,
+        ring,
+        shared,
+        conns: Vec::new(),
+        gens: Vec::new(),
+        free: Vec::new(),
+        ios: HashMap::new(),
+        next_io: 1,
+        listeners: listeners.into_iter().map(Arc::new).collect(),
+        timer_armed: None,
+    };
+    for (i, l) in w.listeners.iter().enumerate() {
+        w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
+    }
+    w.run()
+}
+
+impl Worker {
+    fn run(&mut self) -> io::Result<()> {
+        loop {
+            if self.shared.stopping.load(Ordering::SeqCst) {
+                self.shutdown();
+                return Ok(());
+            }
+            let timeout = self.next_timeout();
+            self.ring.submit_and_wait(1, timeout)?;
+            while let Some(c) = self.ring.next_completion() {
+                if c.is_wake() {
+                    continue;
+                }
+                self.on_completion(c);
+            }
+            self.fire_timers();
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Duration> {
+        let now_ms = now(self.shared.started).mono_ms;
+        let next = self
+            .conns
+            .iter()
+            .flatten()
+            .filter_map(|c| c.conn.poll_timeout())
+            .min()?;
+        Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
+    }
+
+    fn fire_timers(&mut self) {
+        let t = now(self.shared.started);
+        for slot in 0..self.conns.len() {
+            let due = self.conns[slot]
+                .as_ref()
+                .and_then(|c| c.conn.poll_timeout())
+                .is_some_and(|d| d <= t.mono_ms);
+            if due {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.conn.handle_timeout(t);
+                }
+                self.drain(slot as u32);
+            }
+        }
+        let _ = self.timer_armed.take();
+        let _ = KIND_TIMER;
+    }
+
+    fn on_completion(&mut self, mut c: Completion) {
+        let (kind, gen, slot) = token_parts(c.user_data);
+        match kind {
+            KIND_ACCEPT => {
+                if let Some(fd) = c.take_fd() {
+                    self.accept(fd);
+                }
+                if !c.more && !self.shared.stopping.load(Ordering::SeqCst) {
+                    if let Some(l) = self.listeners.get(slot as usize) {
+                        if let Err(e) = &c.result {
+                            tracing::warn!("accept stopped ({e}); re-arming");
+                        }
+                        let l = l.clone();
+                        self.ring.accept_multishot(&l, c.user_data);
+                    }
+                }
+            }
+            KIND_RECV => self.on_recv(slot, gen, c),
+            KIND_SEND => self.on_send(slot, gen, c),
+            KIND_IO => self.on_io(c),
+            _ => {}
+        }
+    }
+
+    fn accept(&mut self, fd: OwnedFd) {
+        let max = self.shared.max_connections;
+        let count = self.shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+        if max > 0 && count > max {
+            self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!("refusing a connection: max connections ({max}) reached");
+            return;
+        }
+        let _ = net::set_nodelay(&fd, true);
+        let peer = peer_name(&fd);
+        tracing::debug!(worker = self.index, %peer, "connection accepted");
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.conns.push(None);
+                self.gens.push(0);
+                (self.conns.len() - 1) as u32
+            }
+        };
+        let gen = self.gens[slot as usize].wrapping_add(1) & 0x00FF_FFFF;
+        self.gens[slot as usize] = gen;
+        let conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
+        self.conns[slot as usize] = Some(Conn {
+            gen,
+            fd: Arc::new(fd),
+            conn,
+            buf: Vec::with_capacity(RECV_BUF_LEN),
+            rx: Rx::Small,
+            recv_armed: false,
+            send_queue: VecDeque::new(),
+            sending: false,
+            closing: false,
+            io_in_flight: 0,
+        });
+        self.arm_recv(slot);
+    }
+
+    fn conn_mut(&mut self, slot: u32, gen: u32) -> Option<&mut Conn> {
+        self.conns
+            .get_mut(slot as usize)?
+            .as_mut()
+            .filter(|c| c.gen == gen)
+    }
+
+    fn arm_recv(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.recv_armed || c.closing {
+            return;
+        }
+        let tok = token(KIND_RECV, c.gen, slot);
+        let buf = match &mut c.rx {
+            Rx::Small => {
+                let mut b = std::mem::take(&mut c.buf);
+                if b.capacity() - b.len() < 4096 {
+                    b.reserve(RECV_BUF_LEN);
+                }
+                b
+            }
+            Rx::Large { frame, .. } => std::mem::take(frame),
+        };
+        c.recv_armed = true;
+        let fd = c.fd.clone();
+        self.ring.recv(&fd, buf, tok);
+    }
+
+    fn on_recv(&mut self, slot: u32, gen: u32, mut comp: Completion) {
+        let t = now(self.shared.started);
+        let Some(c) = self.conn_mut(slot, gen) else {
+            return;
+        };
+        c.recv_armed = false;
+        let buf = comp.take_buf().unwrap_or_default();
+        match &mut c.rx {
+            Rx::Small => c.buf = buf,
+            Rx::Large { frame, .. } => *frame = buf,
+        }
+        match comp.result {
+            Ok(0) | Err(_) => {
+                if let Err(e) = &comp.result {
+                    tracing::debug!("receive failed: {e}");
+                }
+                self.close(slot);
+                return;
+            }
+            Ok(_) => {}
+        }
+        // Cut complete frames and feed them to the core.
+        loop {
+            let Some(c) = self.conn_mut(slot, gen) else {
+                return;
+            };
+            match &mut c.rx {
+                Rx::Large { frame, len } => {
+                    if frame.len() < *len {
+                        break;
+                    }
+                    let f = std::mem::take(frame);
+                    c.rx = Rx::Small;
+                    c.conn.receive(t, f);
+                }
+                Rx::Small => {
+                    if c.buf.len() < 4 {
+                        break;
+                    }
+                    let hdr = [c.buf[0], c.buf[1], c.buf[2], c.buf[3]];
+                    let len = match framing::frame_len(hdr) {
+                        Ok(l) if l <= c.conn.frame_len_max() => l,
+                        _ => {
+                            tracing::debug!(peer = ?slot, "bad or oversized frame header; closing");
+                            self.close(slot);
+                            return;
+                        }
+                    };
+                    if c.buf.len() >= 4 + len {
+                        let frame = c.buf[4..4 + len].to_vec();
+                        c.buf.drain(..4 + len);
+                        c.conn.receive(t, frame);
+                    } else if len > DIRECT_FRAME_MIN {
+                        let mut frame = Vec::with_capacity(len);
+                        frame.extend_from_slice(&c.buf[4..]);
+                        c.buf.clear();
+                        c.rx = Rx::Large { frame, len };
+                        break;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            self.drain(slot);
+        }
+        self.drain(slot);
+        // A large frame receives exactly what it still lacks: reserve just that.
+        if let Some(c) = self.conn_mut(slot, gen) {
+            if let Rx::Large { frame, len } = &mut c.rx {
+                let want = *len - frame.len();
+                if frame.capacity() - frame.len() > want {
+                    let mut exact = Vec::with_capacity(*len);
+                    exact.extend_from_slice(frame);
+                    *frame = exact;
+                }
+            }
+        }
+        self.arm_recv(slot);
+    }
+
+    /// Act on everything the core queued for a connection.
+    fn drain(&mut self, slot: u32) {
+        loop {
+            let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+                return;
+            };
+            let Some(out) = c.conn.poll_output() else {
+                break;
+            };
+            match out {
+                Output::Send(parts) => c.send_queue.extend(parts),
+                Output::Io(req) => self.start_io(slot, req),
+                Output::Close => {
+                    c.closing = true;
+                }
+            }
+        }
+        self.flush_sends(slot);
+    }
+
+    fn flush_sends(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.sending {
+            return;
+        }
+        if c.send_queue.is_empty() {
+            if c.closing && c.io_in_flight == 0 {
+                self.close(slot);
+            }
+            return;
+        }
+        let n = c.send_queue.len().min(SEND_BATCH_PARTS_MAX);
+        let parts: Vec<Vec<u8>> = c.send_queue.drain(..n).collect();
+        c.sending = true;
+        let tok = token(KIND_SEND, c.gen, slot);
+        let fd = c.fd.clone();
+        if parts.len() == 1 {
+            let p = parts.into_iter().next().unwrap_or_default();
+            self.ring.send(&fd, p, 0, tok);
+        } else {
+            self.ring.send_vectored(&fd, parts, tok);
+        }
+    }
+
+    fn on_send(&mut self, slot: u32, gen: u32, comp: Completion) {
+        let Some(c) = self.conn_mut(slot, gen) else {
+            return;
+        };
+        c.sending = false;
+        if let Err(e) = comp.result {
+            tracing::debug!("send failed: {e}");
+            self.close(slot);
+            return;
+        }
+        self.flush_sends(slot);
+    }
+
+    fn start_io(&mut self, slot: u32, req: IoRequest) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let gen = c.gen;
+        let Some(fd) = req.node.shared_fd() else {
+            // No descriptor (in-memory backend): do it here and now.
+            let done = req.run_blocking();
+            let t = now(self.shared.started);
+            c.conn.complete_io(t, req.id, done);
+            return;
+        };
+        c.io_in_flight += 1;
+        let id = self.next_io;
+        self.next_io += 1;
+        let tok = (KIND_IO << 56) | (id & 0x00FF_FFFF_FFFF_FFFF);
+        let kind = match req.op {
+            IoOp::Read { offset, len } => {
+                self.ring
+                    .read_at(&fd, Vec::with_capacity(len), len, offset, tok);
+                IoKind::Read
+            }
+            IoOp::Write {
+                offset,
+                buf,
+                start,
+                end,
+            } => {
+                self.ring.write_at(&fd, buf, start..end, offset, tok);
+                IoKind::Write
+            }
+            IoOp::Sync => {
+                self.ring.fsync(&fd, tok);
+                IoKind::Sync
+            }
+        };
+        self.ios.insert(
+            tok,
+            PendingIo {
+                slot,
+                gen,
+                core_id: req.id,
+                kind,
+            },
+        );
+    }
+
+    fn on_io(&mut self, mut comp: Completion) {
+        let Some(p) = self.ios.remove(&comp.user_data) else {
+            return;
+        };
+        let t = now(self.shared.started);
+        let Some(c) = self.conn_mut(p.slot, p.gen) else {
+            return;
+        };
+        c.io_in_flight -= 1;
+        let err = |e: &io::Error| FsError::from_errno(e.raw_os_error().unwrap_or(5));
+        let done = match p.kind {
+            IoKind::Read => IoDone::Read(match &comp.result {
+                Ok(_) => Ok(comp.take_buf().unwrap_or_default()),
+                Err(e) => Err(err(e)),
+            }),
+            IoKind::Write => IoDone::Write(comp.result.as_ref().map(|n| *n).map_err(err)),
+            IoKind::Sync => IoDone::Sync(comp.result.as_ref().map(|_| ()).map_err(err)),
+        };
+        c.conn.complete_io(t, p.core_id, done);
+        self.drain(p.slot);
+    }
+
+    fn close(&mut self, slot: u32) {
+        let Some(mut c) = self.conns.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        c.conn.shutdown();
+        // Ops still in the ring hold their own fd clones; their completions
+        // find a different generation (or nothing) and are ignored.
+        self.ring.cancel(token(KIND_RECV, c.gen, slot));
+        self.ring.cancel(token(KIND_SEND, c.gen, slot));
+        self.free.push(slot);
+        self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+        tracing::debug!(worker = self.index, "connection closed");
+    }
+
+    fn shutdown(&mut self) {
+        for slot in 0..self.conns.len() as u32 {
+            self.close(slot);
+        }
+    }
+}
+
+fn peer_name(fd: &OwnedFd) -> String {
+    match rustix::net::getpeername(fd) {
+        Ok(Some(addr)) => match SocketAddr::try_from(addr) {
+            Ok(a) => a.to_string(),
+            Err(_) => "unknown".to_string(),
+        },
+        _ => "unknown".to_string(),
+    }
+}

@@ -1,0 +1,201 @@
+//! `ringshare serve`: configuration in, a running server out.
+
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ringshare_auth::smbpasswd::SmbPasswd;
+use ringshare_core::{ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy};
+use ringshare_engine::{net, probe, runtime};
+use ringshare_vfs::posix::PosixShare;
+
+use crate::config::{Config, MapToGuest, SigningPolicy};
+use crate::driver::{self, Shared};
+use crate::users;
+
+/// Why `serve` could not start; printed as one clear line.
+#[derive(Debug)]
+pub struct ServeError(pub String);
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err(msg: impl Into<String>) -> ServeError {
+    ServeError(msg.into())
+}
+
+/// Turn the parsed configuration into the core's view of it.
+pub fn server_config(
+    cfg: &Config,
+    server_guid: [u8; 16],
+    start_filetime: u64,
+) -> Result<ServerConfig, ServeError> {
+    let mut shares = Vec::new();
+    for s in &cfg.shares {
+        let backend = PosixShare::new(&s.path)
+            .map_err(|e| {
+                err(format!(
+                    "share [{}]: cannot open {}: {e}",
+                    s.name,
+                    s.path.display()
+                ))
+            })?
+            .with_read_only(s.read_only);
+        shares.push(Arc::new(ShareDef {
+            name: s.name.clone(),
+            comment: s.comment.clone(),
+            backend: Arc::new(backend),
+            read_only: s.read_only,
+            guest_ok: s.guest_ok,
+            valid_users: s.valid_users.clone(),
+        }));
+    }
+    let g = &cfg.global;
+    let signing = match g.server_signing {
+        SigningPolicy::Default | SigningPolicy::Auto => CorePolicy::IfRequired,
+        SigningPolicy::Desired => CorePolicy::Desired,
+        SigningPolicy::Mandatory => CorePolicy::Required,
+    };
+    Ok(ServerConfig {
+        dialect_min: g.server_min_protocol.revision(),
+        dialect_max: g.server_max_protocol.revision(),
+        signing,
+        server_guid,
+        netbios_name: g.netbios_name.clone(),
+        workgroup: g.workgroup.clone(),
+        dns_name: g.netbios_name.to_lowercase(),
+        map_bad_user_to_guest: g.map_to_guest == MapToGuest::BadUser,
+        guest_enabled: cfg.shares.iter().any(|s| s.guest_ok),
+        shares,
+        start_filetime,
+    })
+}
+
+/// Bind every listen address once, to report a clear error before threads start.
+fn bind_all(addrs: &[SocketAddr]) -> Result<Vec<OwnedFd>, ServeError> {
+    addrs
+        .iter()
+        .map(|a| {
+            net::listen_reuseport(*a, 1024).map_err(|e| {
+                let hint = if a.port() == 445 {
+                    " (port 445 needs root or CAP_NET_BIND_SERVICE, and must be free; choose another with --listen 127.0.0.1:4450 or `listen =` in the configuration)"
+                } else {
+                    " (choose another with --listen ADDR:PORT)"
+                };
+                err(format!("cannot listen on {a}: {e}{hint}"))
+            })
+        })
+        .collect()
+}
+
+/// Run the server until SIGINT or SIGTERM.
+pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(), ServeError> {
+    for w in &cfg.warnings {
+        tracing::warn!("{}:{}: {}", w.file.display(), w.line, w.message);
+    }
+    probe::probe().map_err(|e| err(format!("io_uring is not usable here: {e}")))?;
+    if cfg.shares.is_empty() {
+        return Err(err("no shares configured"));
+    }
+    let passwd_file = cfg.global.smb_passwd_file.clone();
+    let guest_only =
+        cfg.shares.iter().all(|s| s.guest_ok) && cfg.global.map_to_guest == MapToGuest::BadUser;
+    if !guest_only {
+        users::ensure_first_user(&passwd_file, out).map_err(|e| err(format!("{e}")))?;
+    }
+    let users = SmbPasswd::load(&passwd_file)
+        .map_err(|e| err(format!("{}: {e}", passwd_file.display())))?;
+    let user_names: Vec<String> = users.entries().iter().map(|e| e.name.clone()).collect();
+    let mut guid = [0u8; 16];
+    getrandom::fill(&mut guid).map_err(|e| err(format!("random source: {e}")))?;
+    let started = Instant::now();
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let start_ft = (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000;
+    let server = ServerState::new(server_config(&cfg, guid, start_ft)?, Arc::new(users));
+    let listeners = bind_all(&cfg.global.listen)?;
+    let threads = threads
+        .map(|t| t as usize)
+        .unwrap_or_else(runtime::available_cores)
+        .max(1);
+
+    for a in &cfg.global.listen {
+        for s in &cfg.shares {
+            let port = if a.port() == 445 {
+                String::new()
+            } else {
+                format!(" -p {}", a.port())
+            };
+            let host = if a.ip().is_unspecified() {
+                "127.0.0.1".to_string()
+            } else {
+                a.ip().to_string()
+            };
+            let user = if s.guest_ok {
+                "-N".to_string()
+            } else {
+                format!(
+                    "-U {}",
+                    user_names.first().map(String::as_str).unwrap_or("USER")
+                )
+            };
+            let _ = writeln!(
+                out,
+                "ringshare: share [{}] ({}{}) on {a}\n  connect: smbclient //{host}/{}{port} {user}",
+                s.name,
+                s.path.display(),
+                if s.read_only { ", read-only" } else { "" },
+                s.name
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "ringshare: {threads} I/O thread(s); Ctrl-C or SIGTERM stops"
+    );
+    let _ = out.flush();
+
+    let shared = Arc::new(Shared {
+        server,
+        listen: cfg.global.listen.clone(),
+        max_connections: cfg.global.max_connections as usize,
+        connections: AtomicUsize::new(0),
+        stopping: AtomicBool::new(false),
+        wakers: Mutex::new(Vec::new()),
+        started,
+    });
+    install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
+    let first = Mutex::new(Some(listeners));
+    let result = runtime::run_per_core(threads, false, |i| {
+        let l = if i == 0 {
+            crate::lock(&first).take()
+        } else {
+            None
+        };
+        driver::run_worker(i, shared.clone(), l)
+    });
+    result.map_err(|e| err(format!("I/O thread failed: {e}")))?;
+    let _ = writeln!(out, "ringshare: stopped");
+    Ok(())
+}
+
+fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("ringshare-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                tracing::info!("signal {sig}: stopping");
+                shared.stop();
+            }
+        })?;
+    Ok(())
+}

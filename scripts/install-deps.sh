@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install what ringshare needs on a fresh Debian machine: a Rust toolchain (rustup,
+# if cargo is missing) and, for the tests, Debian's SMB clients and Samba.
+#   scripts/install-deps.sh          build dependencies only
+#   scripts/install-deps.sh --test   plus smbclient, smbtorture (samba-testsuite) and samba
+set -euo pipefail
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+pkgs=(ca-certificates curl gcc pkg-config)
+[ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+fi
