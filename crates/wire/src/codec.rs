@@ -425,4 +425,166 @@ mod tests {
             NtStatus::INVALID_PARAMETER
         );
     }
+
+    /// Run every decoder over `msg`; only checks that none panics.
+    fn decode_all(msg: &[u8]) {
+        use crate::*;
+        let _ = header::Header::decode(msg);
+        let _ = header::split_compound(msg).count();
+        let _ = smb1::Smb1Negotiate::decode(msg);
+        let _ = negotiate::NegotiateRequest::decode(msg);
+        let _ = negotiate::NegotiateResponse::decode(msg);
+        let _ = session::SessionSetupRequest::decode(msg);
+        let _ = session::SessionSetupResponse::decode(msg);
+        let _ = tree::TreeConnectRequest::decode(msg);
+        let _ = tree::TreeConnectResponse::decode(msg);
+        let _ = create::CreateRequest::decode(msg);
+        let _ = create::CreateResponse::decode(msg);
+        let _ = create::decode_contexts(msg.get(64..).unwrap_or(&[]));
+        let _ = create::CloseRequest::decode(msg);
+        let _ = create::CloseResponse::decode(msg);
+        let _ = file::ReadRequest::decode(msg);
+        let _ = file::ReadResponse::decode(msg);
+        let _ = file::WriteRequest::decode(msg);
+        let _ = file::WriteResponse::decode(msg);
+        let _ = dir::QueryDirectoryRequest::decode(msg);
+        let _ = dir::QueryDirectoryResponse::decode(msg);
+        let _ = info::QueryInfoRequest::decode(msg);
+        let _ = info::QueryInfoResponse::decode(msg);
+        let _ = info::SetInfoRequest::decode(msg);
+        let _ = lock::LockRequest::decode(msg);
+        let _ = ioctl::IoctlRequest::decode(msg);
+        let _ = ioctl::IoctlResponse::decode(msg);
+        let _ = ioctl::ValidateNegotiateInfoRequest::decode(msg);
+        let _ = ioctl::NetworkInterfaceInfo::decode_list(msg);
+        let _ = misc::OplockBreak::decode(msg);
+        let _ = misc::ChangeNotifyRequest::decode(msg);
+        let _ = misc::ChangeNotifyResponse::decode(msg);
+        let _ = misc::ErrorResponse::decode(msg);
+        let _ = misc::ErrorContext::decode_list(msg, 255);
+        let _ = transform::TransformHeader::decode(msg);
+        let _ = transform::split_encrypted(msg);
+    }
+
+    #[test]
+    fn no_decoder_panics_on_random_or_mutated_messages() {
+        // Deterministic xorshift so a failure reproduces.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut seeds: Vec<Vec<u8>> = Vec::new();
+        let mut hdr = Vec::new();
+        crate::header::Header::request(crate::consts::Command::CREATE, 1).encode(&mut hdr);
+        seeds.push(hdr.clone());
+        for body_len in [0usize, 8, 24, 48, 56, 120, 300] {
+            let mut m = hdr.clone();
+            m.resize(64 + body_len, 0);
+            seeds.push(m);
+        }
+        {
+            use crate::consts::*;
+            use crate::*;
+            let fid = FileId::ANY;
+            let enc = |cmd: Command, f: &dyn Fn(&mut Vec<u8>)| test_msg(cmd, f);
+            seeds.push(enc(Command::NEGOTIATE, &|v| {
+                negotiate::NegotiateRequest {
+                    security_mode: SecurityMode::SIGNING_ENABLED,
+                    capabilities: Capabilities::empty(),
+                    client_guid: [1; 16],
+                    client_start_time: 0,
+                    dialects: vec![Dialect::SMB3_0, Dialect::SMB3_1_1],
+                    contexts: vec![
+                        negotiate::NegotiateContext::PreauthIntegrity {
+                            hash_algorithms: vec![HashAlgorithm::SHA_512],
+                            salt: vec![1; 32],
+                        },
+                        negotiate::NegotiateContext::Encryption {
+                            ciphers: vec![CipherId::AES_128_GCM],
+                        },
+                    ],
+                }
+                .encode(v)
+            }));
+            seeds.push(enc(Command::CREATE, &|v| {
+                create::CreateRequest {
+                    security_flags: 0,
+                    requested_oplock_level: OplockLevel::NONE,
+                    impersonation_level: ImpersonationLevel::IMPERSONATION,
+                    smb_create_flags: 0,
+                    desired_access: AccessMask::GENERIC_READ,
+                    file_attributes: FileAttributes::empty(),
+                    share_access: ShareAccess::READ,
+                    create_disposition: CreateDisposition::OPEN,
+                    create_options: CreateOptions::empty(),
+                    name: "a\\b".into(),
+                    contexts: vec![
+                        create::CreateContext::new(create::tag::QUERY_MAXIMAL_ACCESS, vec![]),
+                        create::CreateContext::new(create::tag::REQUEST_LEASE, vec![0; 52]),
+                    ],
+                }
+                .encode(v)
+            }));
+            seeds.push(enc(Command::WRITE, &|v| {
+                file::WriteRequest {
+                    offset: 0,
+                    file_id: fid,
+                    channel: Channel::NONE,
+                    remaining_bytes: 0,
+                    flags: WriteFlags::empty(),
+                    channel_info: &[],
+                    data: b"0123456789",
+                }
+                .encode(v)
+            }));
+            seeds.push(enc(Command::IOCTL, &|v| {
+                ioctl::IoctlRequest {
+                    ctl_code: Fsctl::VALIDATE_NEGOTIATE_INFO,
+                    file_id: fid,
+                    input: &[0; 28],
+                    max_input_response: 0,
+                    output: &[],
+                    max_output_response: 24,
+                    flags: IoctlFlags::IS_FSCTL,
+                }
+                .encode(v)
+            }));
+            seeds.push(enc(Command::TREE_CONNECT, &|v| {
+                tree::TreeConnectRequest {
+                    flags: TreeConnectFlags::empty(),
+                    path: "\\\\s\\x".into(),
+                    extension: None,
+                }
+                .encode(v)
+            }));
+        }
+        for _ in 0..6000 {
+            let mut m = seeds[(rnd() % seeds.len() as u64) as usize].clone();
+            // Plant plausible small values and random bytes at random places.
+            for _ in 0..(rnd() % 12) {
+                if m.is_empty() {
+                    break;
+                }
+                let at = (rnd() % m.len() as u64) as usize;
+                m[at] = match rnd() % 4 {
+                    0 => 0,
+                    1 => 0xFF,
+                    2 => (rnd() % 160) as u8,
+                    _ => rnd() as u8,
+                };
+            }
+            if rnd() % 3 == 0 {
+                let n = (rnd() % (m.len() as u64 + 1)) as usize;
+                m.truncate(n);
+            }
+            decode_all(&m);
+        }
+        for len in 0..200 {
+            let m: Vec<u8> = (0..len).map(|_| rnd() as u8).collect();
+            decode_all(&m);
+        }
+    }
 }
