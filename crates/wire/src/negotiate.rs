@@ -556,4 +556,59 @@ mod tests {
             assert!(NegotiateRequest::decode(&msg[..n]).is_err(), "len {n}");
         }
     }
+
+    /// A 3.1.1 NEGOTIATE request laid out as real clients send it: eight
+    /// dialects (including the pre-release 0x0222, 0x0224 and 0x0310), the
+    /// context list at offset 0x78, a preauth context with a 32-byte salt, two
+    /// bytes of padding, then an encryption context offering CCM and GCM.
+    #[test]
+    fn decodes_a_client_style_311_negotiate_request() {
+        let hex = concat!(
+            "fe534d4240000000000000000000000000000000000000000100000000000000",
+            "0000000000000000000000000000000000000000000000000000000000000000",
+            "24000800010000007f000000",
+            "00112233445566778899aabbccddeeff",
+            "7800000002000000",
+            "02021002220224020003020310031103",
+            "00000000",
+            "0100260000000000010020000100",
+            "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf",
+            "0000",
+            "02000600000000000200010002000000",
+        );
+        let msg: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let req = NegotiateRequest::decode(&msg).unwrap();
+        assert_eq!(req.dialects.len(), 8);
+        assert_eq!(req.dialects[2], Dialect(0x0222));
+        assert_eq!(req.dialects[7], Dialect::SMB3_1_1);
+        assert_eq!(req.capabilities, Capabilities(0x7f));
+        assert_eq!(req.client_guid[15], 0xff);
+        assert_eq!(req.contexts.len(), 2);
+        match &req.contexts[0] {
+            NegotiateContext::PreauthIntegrity {
+                hash_algorithms,
+                salt,
+            } => {
+                assert_eq!(hash_algorithms, &[HashAlgorithm::SHA_512]);
+                assert_eq!(salt.len(), 32);
+                assert_eq!(salt[0], 0xa0);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(
+            req.contexts[1],
+            NegotiateContext::Encryption {
+                ciphers: vec![CipherId::AES_128_CCM, CipherId::AES_128_GCM]
+            }
+        );
+        // Re-encoding reproduces the same bytes (up to the optional trailing padding).
+        let mut again = Vec::new();
+        crate::header::Header::decode(&msg)
+            .unwrap()
+            .encode(&mut again);
+        req.encode(&mut again);
+        assert_eq!(again, msg[..again.len()]);
+    }
 }
