@@ -6,13 +6,17 @@
 //! run it directly over the in-memory backend.
 #![forbid(unsafe_code)]
 
+mod access;
 mod cmd;
 mod conn;
 pub mod credits;
+mod fileinfo;
 mod fsmap;
 pub mod io;
 pub mod limits;
 pub mod locks;
+mod msgs;
+mod opens;
 pub mod path;
 pub mod server;
 mod state;

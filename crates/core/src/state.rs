@@ -70,7 +70,6 @@ impl Tree {
 
 /// A directory listing in progress (QUERY_DIRECTORY keeps its place here).
 pub(crate) struct DirCursor {
-    pub pattern: String,
     /// The matching entries, `.` and `..` first, each stat'ed once.
     pub entries: Vec<DirEntry>,
     pub next: usize,

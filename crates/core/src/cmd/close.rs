@@ -1,20 +1,60 @@
-//! (in progress)
+//! [MS-SMB2] 3.3.5.10 Receiving an SMB2 CLOSE Request.
+//!
+//! The open leaves its session and its file's share-mode table, its byte-range
+//! locks are released, and a pending delete happens when the last open of the
+//! file goes (see [`crate::opens::close_open`]). Blocked locks on other
+//! connections are retried on their timer and see the freed ranges then.
+
+use ringshare_wire::consts::{CloseFlags, FileAttributes};
+use ringshare_wire::create::{CloseRequest, CloseResponse};
 use ringshare_wire::NtStatus;
 
 use crate::conn::{ConnCore, Reply, Req};
+use crate::fileinfo;
+use crate::opens;
 use crate::server::ServerState;
 use crate::state::Session;
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+    let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
+    let volatile = opens::find(core, req, cr.file_id)?.id;
+    let server = core.server.clone();
+    let session = core
+        .sessions
+        .get_mut(&req.session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let open = session
+        .opens
+        .remove(&volatile)
+        .ok_or(NtStatus::FILE_CLOSED)?;
+    let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
+    let attr = opens::close_open(&server, open, want);
+    let mut resp = CloseResponse::default();
+    if let Some(a) = attr.filter(|_| want) {
+        let [c, la, lw, ch] = fileinfo::times(&a);
+        let (eof, alloc) = fileinfo::sizes(&a);
+        resp = CloseResponse {
+            flags: CloseFlags::POSTQUERY_ATTRIB,
+            creation_time: c.0,
+            last_access_time: la.0,
+            last_write_time: lw.0,
+            change_time: ch.0,
+            allocation_size: alloc,
+            end_of_file: eof,
+            file_attributes: FileAttributes(fileinfo::attributes(&a)),
+        };
+    }
+    let mut body = Vec::with_capacity(60);
+    resp.encode(&mut body);
+    Ok(Reply::ok(body))
 }
 
 /// Close every open of a session (logoff, connection loss).
-pub(crate) fn close_all_opens(_server: &ServerState, session: &mut Session) {
-    session.opens.clear();
+pub(crate) fn close_all_opens(server: &ServerState, session: &mut Session) {
+    opens::close_where(server, session, |_| true);
 }
 
 /// Close every open of one tree (tree disconnect).
-pub(crate) fn close_opens_of_tree(_server: &ServerState, session: &mut Session, tree_id: u32) {
-    session.opens.retain(|_, o| o.tree_id != tree_id);
+pub(crate) fn close_opens_of_tree(server: &ServerState, session: &mut Session, tree_id: u32) {
+    opens::close_where(server, session, |o| o.tree_id == tree_id);
 }

@@ -1,8 +1,357 @@
-//! [MS-SMB2] create (in progress)
-use ringshare_wire::NtStatus;
+//! [MS-SMB2] 3.3.5.9 Receiving an SMB2 CREATE Request, with the open
+//! semantics of [MS-FSA] 2.1.5.1 (share access, delete-on-close, read-only
+//! files).
+//!
+//! Order of work: decode and validate; resolve the name (exact, then
+//! case-insensitively per component); decide from the disposition whether to
+//! open or create; open through the backend *without* truncating; check
+//! delete-pending and share modes under the file's entry lock and join the
+//! entry; only then truncate (OVERWRITE/SUPERSEDE) and set attributes, so a
+//! refused open never changes the file.
+//!
+//! No oplocks or leases are granted (OplockLevel NONE). IPC$ (named pipes) is
+//! not served yet: CREATE on an IPC tree is STATUS_NOT_SUPPORTED.
 
+use std::sync::Arc;
+
+use ringshare_vfs::{FileAttr, FsError, Node, OpenMode, OpenOptions, RelPath, Share};
+use ringshare_wire::consts::{
+    AccessMask, CreateAction, CreateDisposition, FileAttributes, OplockLevel,
+};
+use ringshare_wire::create::{
+    maximal_access_response, query_on_disk_id_response, ContextTag, CreateContext, CreateRequest,
+    CreateResponse,
+};
+use ringshare_wire::{FileId, NtStatus};
+
+use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::conn::{ConnCore, Reply, Req};
+use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
+use crate::fsmap::status_of;
+use crate::limits;
+use crate::path::parse_smb_path;
+use crate::server::{lock, FileKey, ShareEntry};
+use crate::state::{Open, TreeKind};
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+const OPT_DIRECTORY_FILE: u32 = 0x0000_0001;
+const OPT_NON_DIRECTORY_FILE: u32 = 0x0000_0040;
+const OPT_DELETE_ON_CLOSE: u32 = 0x0000_1000;
+const OPT_OPEN_BY_FILE_ID: u32 = 0x0000_2000;
+const OPT_RESERVE_OPFILTER: u32 = 0x0010_0000;
+/// Options with bits 24-31 set are invalid ([MS-SMB2] 2.2.13: reserved).
+const OPT_INVALID: u32 = 0xFF00_0000;
+/// Create options that FileModeInformation reports ([MS-FSCC] 2.4.26).
+const MODE_FROM_OPTIONS: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020;
+
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+    let cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
+    let server = core.server.clone();
+    let session = core
+        .sessions
+        .get_mut(&req.session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let tree = session
+        .trees
+        .get(&req.tree_id)
+        .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    let share = match &tree.kind {
+        TreeKind::Disk(s) => Arc::clone(s),
+        // TODO: named pipes (srvsvc, wkssvc) on IPC$.
+        TreeKind::Ipc => return Err(NtStatus::NOT_SUPPORTED),
+    };
+    let read_only = tree.read_only;
+    let maximal = tree.maximal_access;
+    if session.opens.len() >= limits::OPENS_PER_SESSION_MAX {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+
+    // Validation ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1).
+    let disposition = cr.create_disposition;
+    let options = cr.create_options.0;
+    if cr.impersonation_level.0 > 3 {
+        return Err(NtStatus::BAD_IMPERSONATION_LEVEL);
+    }
+    if disposition.0 > CreateDisposition::OVERWRITE_IF.0
+        || cr.share_access.0 & !7 != 0
+        || options & OPT_INVALID != 0
+    {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if options & (OPT_RESERVE_OPFILTER | OPT_OPEN_BY_FILE_ID) != 0 {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    let want_dir = options & OPT_DIRECTORY_FILE != 0;
+    let want_file = options & OPT_NON_DIRECTORY_FILE != 0;
+    if want_dir && want_file {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if want_dir
+        && !matches!(
+            disposition,
+            CreateDisposition::OPEN | CreateDisposition::CREATE | CreateDisposition::OPEN_IF
+        )
+    {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let mut granted = access::granted_access(cr.desired_access.0, maximal)?;
+    let explicit = access::map_generic(cr.desired_access.0 & !access::MAXIMUM_ALLOWED);
+    let delete_on_close = options & OPT_DELETE_ON_CLOSE != 0;
+    if delete_on_close && granted & DELETE == 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
+    let path = parse_smb_path(name)?;
+    let backend: &dyn Share = share.backend.as_ref();
+    let (path, existing) = resolve_path(backend, &path)?;
+
+    // What to do with the name.
+    let truncate = matches!(
+        disposition,
+        CreateDisposition::SUPERSEDE
+            | CreateDisposition::OVERWRITE
+            | CreateDisposition::OVERWRITE_IF
+    );
+    let (mode, create) = match (&existing, disposition) {
+        (Some(_), CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        (Some(_), _) => (OpenMode::Existing, false),
+        (None, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        (None, _) => (OpenMode::CreateNew, true),
+    };
+    if read_only && (create || truncate) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let attrs_asked = cr.file_attributes.0 & SETTABLE_ATTRIBUTES;
+    if let Some(a) = &existing {
+        let is_dir = a.is_dir();
+        if want_dir && !is_dir {
+            return Err(NtStatus::NOT_A_DIRECTORY);
+        }
+        if want_file && is_dir {
+            return Err(NtStatus::FILE_IS_A_DIRECTORY);
+        }
+        if is_dir && truncate {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if let Some(e) = server.existing_file_entry(FileKey {
+            dev: a.dev,
+            ino: a.ino,
+        }) {
+            if lock(&e).delete_pending {
+                return Err(NtStatus::DELETE_PENDING);
+            }
+        }
+        if fileinfo::attributes(a) & ATTR_READONLY != 0 && !is_dir {
+            if delete_on_close {
+                return Err(NtStatus::CANNOT_DELETE);
+            }
+            if explicit & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 || truncate {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            granted &= !(FILE_WRITE_DATA | FILE_APPEND_DATA);
+        }
+    } else if delete_on_close && attrs_asked & ATTR_READONLY != 0 {
+        return Err(NtStatus::CANNOT_DELETE);
+    }
+
+    // Open (never truncating here: share modes are checked first).
+    let opts = OpenOptions {
+        mode,
+        read: access::can_read(granted),
+        write: access::can_write(granted) || (truncate && existing.is_some()),
+        directory: want_dir,
+        non_directory: want_file,
+        create_mode: if want_dir { 0o755 } else { 0o644 },
+    };
+    let opened = backend.open(&path, &opts).map_err(|e| match e {
+        FsError::NotFound if create => NtStatus::OBJECT_PATH_NOT_FOUND,
+        e => status_of(e),
+    })?;
+    let created = opened.created;
+    let node: Arc<dyn Node> = Arc::from(opened.node);
+    let attr = node.stat().map_err(status_of)?;
+    let is_dir = attr.is_dir();
+    if delete_on_close && is_dir && !created && !node.read_dir().map_err(status_of)?.is_empty() {
+        return Err(NtStatus::DIRECTORY_NOT_EMPTY);
+    }
+
+    // Join the file's share-mode table.
+    let id = server.new_owner_id();
+    let persistent_id = server.new_owner_id();
+    let key = FileKey {
+        dev: attr.dev,
+        ino: attr.ino,
+    };
+    let entry = server.file_entry(key);
+    let joined = {
+        let mut e = lock(&entry);
+        if e.delete_pending {
+            Err(NtStatus::DELETE_PENDING)
+        } else {
+            access::check_sharing(&e.opens, granted, cr.share_access.0).map(|()| {
+                if e.opens.is_empty() {
+                    e.share = share.name.clone();
+                    e.path = path.clone();
+                    e.is_dir = is_dir;
+                }
+                e.opens.push(ShareEntry {
+                    owner: id,
+                    access: granted,
+                    share_access: cr.share_access.0,
+                });
+            })
+        }
+    };
+    if let Err(s) = joined {
+        drop(node);
+        server.drop_file_entry_if_unused(key);
+        return Err(s);
+    }
+    let leave = |s: NtStatus| {
+        lock(&entry).opens.retain(|o| o.owner != id);
+        server.drop_file_entry_if_unused(key);
+        s
+    };
+
+    // Now change the file: truncate, attributes.
+    let mut action = if created {
+        CreateAction::CREATED
+    } else {
+        CreateAction::OPENED
+    };
+    if truncate && !created {
+        node.set_len(0).map_err(|e| leave(status_of(e)))?;
+        action = if disposition == CreateDisposition::SUPERSEDE {
+            CreateAction::SUPERSEDED
+        } else {
+            CreateAction::OVERWRITTEN
+        };
+    }
+    if (created || truncate) && !is_dir && attrs_asked != 0 {
+        node.set_dos_attributes(attrs_asked | ATTR_ARCHIVE)
+            .map_err(|e| leave(status_of(e)))?;
+    } else if created && is_dir && attrs_asked != 0 {
+        node.set_dos_attributes(attrs_asked | fileinfo::ATTR_DIRECTORY)
+            .map_err(|e| leave(status_of(e)))?;
+    }
+    let attr = if created || truncate {
+        node.stat().map_err(|e| leave(status_of(e)))?
+    } else {
+        attr
+    };
+
+    let contexts = response_contexts(&cr, &attr, maximal);
+    let [c, la, lw, ch] = fileinfo::times(&attr);
+    let (eof, alloc) = fileinfo::sizes(&attr);
+    let resp = CreateResponse {
+        oplock_level: OplockLevel::NONE,
+        flags: 0,
+        create_action: action,
+        creation_time: c.0,
+        last_access_time: la.0,
+        last_write_time: lw.0,
+        change_time: ch.0,
+        allocation_size: alloc,
+        end_of_file: eof,
+        file_attributes: FileAttributes(fileinfo::attributes(&attr)),
+        file_id: FileId {
+            persistent: persistent_id,
+            volatile: id,
+        },
+        contexts,
+    };
+    let mut body = vec![0u8; 64];
+    resp.encode(&mut body);
+    let body = body.split_off(64);
+
+    let open = Open {
+        id,
+        persistent_id,
+        tree_id: req.tree_id,
+        node,
+        path,
+        key,
+        entry,
+        is_dir,
+        access: granted,
+        share_access: cr.share_access.0,
+        create_options: options,
+        delete_on_close,
+        dir_cursor: None,
+        position: 0,
+        mode: options & MODE_FROM_OPTIONS,
+        share,
+    };
+    let session = core
+        .sessions
+        .get_mut(&req.session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    session.opens.insert(id, open);
+    let mut r = Reply::ok(body);
+    r.file_id = Some((persistent_id, id));
+    Ok(r)
+}
+
+/// MxAc and QFid answers; every other context is ignored ([MS-SMB2] 3.3.5.9:
+/// unknown contexts MUST be ignored; durable handles and leases are not offered).
+fn response_contexts(
+    cr: &CreateRequest<'_>,
+    attr: &FileAttr,
+    maximal: u32,
+) -> Vec<CreateContext<'static>> {
+    let mut out = Vec::new();
+    if cr.context(ContextTag::QueryMaximalAccess).is_some() {
+        let mut m = maximal;
+        if fileinfo::attributes(attr) & ATTR_READONLY != 0 && !attr.is_dir() {
+            m &= !(FILE_WRITE_DATA | FILE_APPEND_DATA);
+        }
+        out.push(CreateContext::new(
+            ringshare_wire::create::tag::QUERY_MAXIMAL_ACCESS,
+            maximal_access_response(NtStatus::SUCCESS, AccessMask(m)),
+        ));
+    }
+    if cr.context(ContextTag::QueryOnDiskId).is_some() {
+        out.push(CreateContext::new(
+            ringshare_wire::create::tag::QUERY_ON_DISK_ID,
+            query_on_disk_id_response(fileinfo::file_id(attr), attr.dev),
+        ));
+    }
+    out
+}
+
+/// Resolve a parsed name: exactly when it exists, else component by component
+/// case-insensitively. Returns the path as stored (the last component as given
+/// when it does not exist) and the file's attributes when it exists.
+pub(crate) fn resolve_path(
+    backend: &dyn Share,
+    path: &RelPath,
+) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
+    match backend.stat(path) {
+        Ok(a) => return Ok((path.clone(), Some(a))),
+        Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
+        Err(e) => return Err(status_of(e)),
+    }
+    let comps = path.components();
+    let mut cur = RelPath::root();
+    for (i, comp) in comps.iter().enumerate() {
+        let last = i + 1 == comps.len();
+        match backend.find_name_case_insensitive(&cur, comp) {
+            Ok(stored) => cur = cur.join(&stored).map_err(status_of)?,
+            Err(FsError::NotFound) if last => {
+                let p = cur.join(comp).map_err(status_of)?;
+                return Ok((p, None));
+            }
+            Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {
+                return Err(NtStatus::OBJECT_PATH_NOT_FOUND)
+            }
+            Err(e) => return Err(status_of(e)),
+        }
+    }
+    match backend.stat(&cur) {
+        Ok(a) => Ok((cur, Some(a))),
+        Err(FsError::NotFound) => Ok((cur, None)),
+        Err(FsError::PathNotFound | FsError::NotADirectory) => Err(NtStatus::OBJECT_PATH_NOT_FOUND),
+        Err(e) => Err(status_of(e)),
+    }
 }

@@ -1,15 +1,42 @@
-//! (in progress)
-use ringshare_wire::NtStatus;
+//! [MS-SMB2] 3.3.5.11 Receiving an SMB2 FLUSH Request.
+//!
+//! A flush needs write access (FILE_WRITE_DATA or FILE_APPEND_DATA); a
+//! directory has nothing to flush and succeeds at once.
 
-use crate::conn::{ConnCore, Handled, Reply, Req};
-use crate::io::IoDone;
+use ringshare_wire::{NtStatus, WriteExt};
+
+use crate::access;
+use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
+use crate::fsmap::status_of;
+use crate::io::{IoDone, IoOp};
+use crate::msgs::FlushRequest;
+use crate::opens;
 
 pub(crate) struct FlushCont {}
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Handled, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+fn body() -> Vec<u8> {
+    let mut b = Vec::with_capacity(4);
+    b.put_u16(4);
+    b.put_u16(0);
+    b
 }
 
-pub(crate) fn finish(_core: &mut ConnCore, _c: FlushCont, _done: IoDone) -> Result<Reply, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+    let fr = FlushRequest::decode(req.msg).map_err(|e| e.status())?;
+    let open = opens::find(core, req, fr.file_id)?;
+    if open.is_dir {
+        return Ok(Handled::Reply(Reply::ok(body())));
+    }
+    if !access::can_write(open.access) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(Handled::Io { node: open.node.clone(), op: IoOp::Sync, cont: Cont::Flush(FlushCont {}) })
+}
+
+pub(crate) fn finish(_core: &mut ConnCore, _c: FlushCont, done: IoDone) -> Result<Reply, NtStatus> {
+    match done {
+        IoDone::Sync(Ok(())) => Ok(Reply::ok(body())),
+        IoDone::Sync(Err(e)) => Err(status_of(e)),
+        _ => Err(NtStatus::INTERNAL_ERROR),
+    }
 }

@@ -1,18 +1,114 @@
-//! (in progress)
-use ringshare_wire::NtStatus;
+//! [MS-SMB2] 3.3.5.14 Receiving an SMB2 LOCK Request, over the byte-range lock
+//! table of [`crate::locks`] ([MS-FSA] 2.1.5.8, 2.1.5.9).
+//!
+//! - Unlocks (3.3.5.14.1): when the first element unlocks, every element must
+//!   be exactly SMB2_LOCKFLAG_UNLOCK; a range not held is RANGE_NOT_LOCKED and
+//!   stops the processing (earlier unlocks stay done).
+//! - Locks (3.3.5.14.2): each element is SHARED or EXCLUSIVE, optionally with
+//!   FAIL_IMMEDIATELY; with more than one element every one must have
+//!   FAIL_IMMEDIATELY. When an element cannot be granted, the ranges this
+//!   request already locked are unlocked again and the request fails with
+//!   LOCK_NOT_GRANTED, or, for a single blocking element, waits: it goes async
+//!   and is retried every [`limits::BLOCKING_LOCK_RETRY_MS`] until granted,
+//!   cancelled, or its open is closed (then RANGE_NOT_LOCKED).
 
+use ringshare_wire::{NtStatus, WriteExt};
+
+use crate::cmd::AsyncWork;
 use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::limits;
+use crate::locks::{self, ByteRangeLock};
+use crate::msgs::{LockElement, LockRequest, STATUS_INVALID_LOCK_RANGE};
+use crate::opens;
+use crate::server::lock;
 
+const SHARED: u32 = 0x01;
+const EXCLUSIVE: u32 = 0x02;
+const UNLOCK: u32 = 0x04;
+const FAIL_IMMEDIATELY: u32 = 0x10;
+
+/// A blocking lock waiting for its range.
 pub(crate) struct PendingLock {
     pub retry_at_ms: u64,
+    open_id: u64,
+    lock: ByteRangeLock,
 }
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Handled, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+fn ok_body() -> Vec<u8> {
+    let mut b = Vec::with_capacity(4);
+    b.put_u16(4);
+    b.put_u16(0);
+    b
 }
 
-pub(crate) fn poll(_core: &mut ConnCore, _session_id: u64, _p: &mut PendingLock) -> Option<Result<Reply, NtStatus>> {
-    Some(Err(NtStatus::NOT_SUPPORTED))
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+    let lr = LockRequest::decode(req.msg, limits::LOCK_ELEMENTS_MAX).map_err(|e| e.status())?;
+    let retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
+    let open = opens::find(core, req, lr.file_id)?;
+    let owner = open.id;
+    let first = lr.locks[0];
+    if first.flags & UNLOCK != 0 {
+        let mut e = lock(&open.entry);
+        for el in &lr.locks {
+            if el.flags != UNLOCK {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            if !e.locks.unlock(el.offset, el.length, owner) {
+                return Err(NtStatus::RANGE_NOT_LOCKED);
+            }
+        }
+        return Ok(Handled::Reply(Reply::ok(ok_body())));
+    }
+    let many = lr.locks.len() > 1;
+    for el in &lr.locks {
+        let kind = el.flags & !FAIL_IMMEDIATELY;
+        if kind != SHARED && kind != EXCLUSIVE {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if many && el.flags & FAIL_IMMEDIATELY == 0 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    let mut e = lock(&open.entry);
+    if e.locks.count_owned_by(owner) + lr.locks.len() > limits::LOCKS_PER_OPEN_MAX {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    let mut taken: Vec<LockElement> = Vec::new();
+    for el in &lr.locks {
+        let failure = if locks::check_range(el.offset, el.length).is_err() {
+            Some(STATUS_INVALID_LOCK_RANGE)
+        } else {
+            let l = ByteRangeLock { offset: el.offset, length: el.length, exclusive: el.flags & EXCLUSIVE != 0, owner };
+            if e.locks.try_lock(l) {
+                taken.push(*el);
+                None
+            } else if el.flags & FAIL_IMMEDIATELY == 0 {
+                // Only a single-element request can get here: wait for the range.
+                return Ok(Handled::Async(AsyncWork::Lock(PendingLock { retry_at_ms, open_id: owner, lock: l })));
+            } else {
+                Some(NtStatus::LOCK_NOT_GRANTED)
+            }
+        };
+        if let Some(status) = failure {
+            for t in taken.iter().rev() {
+                e.locks.unlock(t.offset, t.length, owner);
+            }
+            return Err(status);
+        }
+    }
+    Ok(Handled::Reply(Reply::ok(ok_body())))
 }
 
+pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) -> Option<Result<Reply, NtStatus>> {
+    let Some(open) = core.sessions.get(&session_id).and_then(|s| s.opens.get(&p.open_id)) else {
+        return Some(Err(NtStatus::RANGE_NOT_LOCKED));
+    };
+    if lock(&open.entry).locks.try_lock(p.lock) {
+        return Some(Ok(Reply::ok(ok_body())));
+    }
+    p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
+    None
+}
+
+/// A waiting lock holds nothing, so cancelling it has nothing to undo.
 pub(crate) fn cancel(_core: &mut ConnCore, _session_id: u64, _p: &PendingLock) {}

@@ -1,8 +1,108 @@
-//! [MS-SMB2] query_directory (in progress)
+//! [MS-SMB2] 3.3.5.18 Receiving an SMB2 QUERY_DIRECTORY Request, with the
+//! enumeration rules of [MS-FSA] 2.1.5.6.3.
+//!
+//! The first query (or one with RESTART_SCANS / REOPEN) lists the directory
+//! once through the backend (every entry stat'ed by `read_dir`), keeps the
+//! entries matching the pattern, `.` and `..` first, in the open's
+//! [`DirCursor`]; later queries page through it and ignore their pattern.
+//! Names a Windows client cannot represent (`:`, `*`, `\`, control
+//! characters, ...) are left out.
+//!
+//! Statuses: a buffer smaller than one entry's fixed part is
+//! INFO_LENGTH_MISMATCH; a first entry whose name does not fit is returned cut
+//! with BUFFER_OVERFLOW; nothing matching on a fresh scan is NO_SUCH_FILE;
+//! nothing left is NO_MORE_FILES.
+
+use ringshare_vfs::DirEntry;
+use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
+use ringshare_wire::fscc::{encode_dir_entry, name_matches, DirEntryChain, FileInfoClass};
 use ringshare_wire::NtStatus;
 
+use crate::access::FILE_LIST_DIRECTORY;
 use crate::conn::{ConnCore, Reply, Req};
+use crate::fileinfo;
+use crate::fsmap::status_of;
+use crate::msgs::{output_buffer_body, QueryDirectoryRequest};
+use crate::opens;
+use crate::path::check_component;
+use crate::server::lock;
+use crate::state::{DirCursor, Open};
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+const RESTART_SCANS: u8 = 0x01;
+const RETURN_SINGLE_ENTRY: u8 = 0x02;
+const REOPEN: u8 = 0x10;
+
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+    let q = QueryDirectoryRequest::decode(req.msg).map_err(|e| e.status())?;
+    let class = FileInfoClass(q.class);
+    let fixed = dir_class_fixed_size(class).ok_or(NtStatus::INVALID_INFO_CLASS)?;
+    if q.output_buffer_length > opens::io_size_max(core) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let open = opens::find(core, req, q.file_id)?;
+    if !open.is_dir {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.access & FILE_LIST_DIRECTORY == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let limit = q.output_buffer_length as usize;
+    if limit < fixed {
+        return Err(NtStatus::INFO_LENGTH_MISMATCH);
+    }
+    let fresh = open.dir_cursor.is_none() || q.flags & (RESTART_SCANS | REOPEN) != 0;
+    if fresh {
+        let pattern = if q.pattern.is_empty() { "*".to_string() } else { q.pattern.clone() };
+        let entries = list(open, &pattern)?;
+        open.dir_cursor = Some(DirCursor { entries, next: 0 });
+    }
+    let Some(cursor) = open.dir_cursor.as_mut() else {
+        return Err(NtStatus::INTERNAL_ERROR);
+    };
+    if cursor.next >= cursor.entries.len() {
+        return Err(if fresh { NtStatus::NO_SUCH_FILE } else { NtStatus::NO_MORE_FILES });
+    }
+    let single = q.flags & RETURN_SINGLE_ENTRY != 0;
+    let mut out = Vec::new();
+    let mut chain = DirEntryChain::new(&out, limit);
+    while let Some(e) = cursor.entries.get(cursor.next) {
+        let info = fileinfo::dir_entry_info(&e.name, &e.attr);
+        if !chain.push(&mut out, class, &info) {
+            if chain.is_empty() {
+                // The first entry alone does not fit: send what fits of it.
+                encode_dir_entry(class, &info, &mut out);
+                out.truncate(limit);
+                cursor.next += 1;
+                return Ok(Reply::with_status(NtStatus::BUFFER_OVERFLOW, output_buffer_body(&out)));
+            }
+            break;
+        }
+        cursor.next += 1;
+        if single {
+            break;
+        }
+    }
+    Ok(Reply::ok(output_buffer_body(&out)))
+}
+
+/// `.`, `..` and the directory's entries that match `pattern`.
+fn list(open: &Open, pattern: &str) -> Result<Vec<DirEntry>, NtStatus> {
+    let mut out = Vec::new();
+    let me = open.node.stat().map_err(status_of)?;
+    let path = lock(&open.entry).path.clone();
+    let parent = match path.parent() {
+        Some(p) => open.share.backend.stat(&p).unwrap_or_else(|_| me.clone()),
+        None => me.clone(),
+    };
+    for (name, attr) in [(".", me), ("..", parent)] {
+        if name_matches(pattern, name) {
+            out.push(fileinfo::entry(name, attr));
+        }
+    }
+    for e in open.node.read_dir().map_err(status_of)? {
+        if check_component(&e.name).is_ok() && name_matches(pattern, &e.name) {
+            out.push(e);
+        }
+    }
+    Ok(out)
 }

@@ -1,8 +1,238 @@
-//! [MS-SMB2] query_info (in progress)
-use ringshare_wire::NtStatus;
+//! [MS-SMB2] 3.3.5.20 Receiving an SMB2 QUERY_INFO Request: file classes
+//! ([MS-FSCC] 2.4, [MS-FSA] 2.1.5.12), file system classes ([MS-FSCC] 2.5,
+//! [MS-FSA] 2.1.5.13) and security descriptors built from POSIX owner, group
+//! and mode. Quotas are not supported.
+//!
+//! Sizes: an OutputBufferLength below a class's fixed size is
+//! INFO_LENGTH_MISMATCH; a variable part (names, streams) that does not fit is
+//! cut with BUFFER_OVERFLOW. A security descriptor that does not fit is
+//! BUFFER_TOO_SMALL with the needed size as error data (3.3.5.20.3).
 
+use ringshare_vfs::FileAttr;
+use ringshare_wire::consts::{Dialect, SecurityInformation};
+use ringshare_wire::fscc::*;
+use ringshare_wire::security::sd_from_posix;
+use ringshare_wire::{NtStatus, WriteExt};
+
+use crate::access::{FILE_READ_ATTRIBUTES, READ_CONTROL};
 use crate::conn::{ConnCore, Reply, Req};
+use crate::fileinfo;
+use crate::fsmap::status_of;
+use crate::msgs::{output_buffer_body, QueryInfoRequest};
+use crate::opens;
+use crate::server::lock;
+use crate::state::Open;
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+const INFO_FILE: u8 = 1;
+const INFO_FILESYSTEM: u8 = 2;
+const INFO_SECURITY: u8 = 3;
+const INFO_QUOTA: u8 = 4;
+
+/// An answer: the bytes and the size of the class's fixed part.
+struct Answer {
+    bytes: Vec<u8>,
+    fixed: usize,
+}
+
+fn answer(fixed: usize, f: impl FnOnce(&mut Vec<u8>)) -> Result<Answer, NtStatus> {
+    let mut bytes = Vec::with_capacity(fixed);
+    f(&mut bytes);
+    Ok(Answer { bytes, fixed })
+}
+
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+    let q = QueryInfoRequest::decode(req.msg).map_err(|e| e.status())?;
+    if q.output_buffer_length > opens::io_size_max(core) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let dialect = core.dialect();
+    let read_only = opens::tree_read_only(core, req);
+    let open = opens::find(core, req, q.file_id)?;
+    let limit = q.output_buffer_length as usize;
+    let a = match q.info_type {
+        INFO_FILE => file_info(open, FileInfoClass(q.class), dialect)?,
+        INFO_FILESYSTEM => fs_info(open, FsInfoClass(q.class), read_only)?,
+        INFO_SECURITY => return security(open, q.additional_information, limit),
+        INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    if limit < a.fixed {
+        return Err(NtStatus::INFO_LENGTH_MISMATCH);
+    }
+    if a.bytes.len() > limit {
+        let mut b = a.bytes;
+        b.truncate(limit);
+        return Ok(Reply::with_status(NtStatus::BUFFER_OVERFLOW, output_buffer_body(&b)));
+    }
+    Ok(Reply::ok(output_buffer_body(&a.bytes)))
+}
+
+/// `\dir\file` (FileAllInformation) or `dir\file` (normalized name).
+fn smb_name(open: &Open, leading: bool) -> String {
+    let path = lock(&open.entry).path.clone();
+    let joined = path.components().join("\\");
+    if leading {
+        format!("\\{joined}")
+    } else {
+        joined
+    }
+}
+
+fn file_info(open: &Open, class: FileInfoClass, dialect: Option<Dialect>) -> Result<Answer, NtStatus> {
+    let needs_attr_access = matches!(class, FileInfoClass::BASIC | FileInfoClass::ALL | FileInfoClass::NETWORK_OPEN | FileInfoClass::ATTRIBUTE_TAG);
+    if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let attr: FileAttr = open.node.stat().map_err(status_of)?;
+    let delete_pending = lock(&open.entry).delete_pending;
+    match class {
+        FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| fileinfo::basic(&attr).encode(o)),
+        FileInfoClass::STANDARD => answer(FileStandardInformation::SIZE, |o| fileinfo::standard(&attr, delete_pending).encode(o)),
+        FileInfoClass::INTERNAL => answer(8, |o| FileInternalInformation { index_number: fileinfo::file_id(&attr) }.encode(o)),
+        FileInfoClass::EA => answer(4, |o| FileEaInformation { ea_size: 0 }.encode(o)),
+        FileInfoClass::ACCESS => answer(4, |o| FileAccessInformation { access_flags: open.access }.encode(o)),
+        FileInfoClass::POSITION => answer(8, |o| FilePositionInformation { current_byte_offset: open.position }.encode(o)),
+        FileInfoClass::MODE => answer(4, |o| FileModeInformation { mode: open.mode | (open.create_options & 0x1000) }.encode(o)),
+        FileInfoClass::ALIGNMENT => answer(4, |o| FileAlignmentInformation { alignment_requirement: 0 }.encode(o)),
+        FileInfoClass::ALL => {
+            let all = FileAllInformation {
+                basic: fileinfo::basic(&attr),
+                standard: fileinfo::standard(&attr, delete_pending),
+                internal: FileInternalInformation { index_number: fileinfo::file_id(&attr) },
+                ea: FileEaInformation { ea_size: 0 },
+                access: FileAccessInformation { access_flags: open.access },
+                position: FilePositionInformation { current_byte_offset: open.position },
+                mode: FileModeInformation { mode: open.mode | (open.create_options & 0x1000) },
+                alignment: FileAlignmentInformation { alignment_requirement: 0 },
+                name: FileNameInformation { file_name: smb_name(open, true) },
+            };
+            answer(FileAllInformation::FIXED_SIZE, |o| all.encode(o))
+        }
+        // No 8.3 names are generated.
+        FileInfoClass::ALTERNATE_NAME => Err(NtStatus::NOT_SUPPORTED),
+        FileInfoClass::STREAM => {
+            let (eof, alloc) = fileinfo::sizes(&attr);
+            let entries = if attr.is_dir() {
+                Vec::new()
+            } else {
+                vec![FileStreamEntry { stream_name: "::$DATA".to_string(), stream_size: eof, stream_allocation_size: alloc }]
+            };
+            let fixed = if entries.is_empty() { 0 } else { FileStreamInformation::ENTRY_FIXED_SIZE };
+            answer(fixed, |o| FileStreamInformation { entries }.encode(o))
+        }
+        FileInfoClass::COMPRESSION => answer(FileCompressionInformation::SIZE, |o| {
+            FileCompressionInformation { compressed_file_size: fileinfo::sizes(&attr).0, ..Default::default() }.encode(o)
+        }),
+        FileInfoClass::NETWORK_OPEN => answer(FileNetworkOpenInformation::SIZE, |o| fileinfo::network_open(&attr).encode(o)),
+        FileInfoClass::ATTRIBUTE_TAG => answer(FileAttributeTagInformation::SIZE, |o| {
+            FileAttributeTagInformation { file_attributes: FileAttributes(fileinfo::attributes(&attr)), reparse_tag: 0 }.encode(o)
+        }),
+        FileInfoClass::NORMALIZED_NAME => {
+            if dialect != Some(Dialect::SMB3_1_1) {
+                return Err(NtStatus::NOT_SUPPORTED);
+            }
+            answer(FileNameInformation::FIXED_SIZE, |o| FileNameInformation { file_name: smb_name(open, false) }.encode(o))
+        }
+        FileInfoClass::ID => {
+            let mut file_id = [0u8; 16];
+            file_id[..8].copy_from_slice(&fileinfo::file_id(&attr).to_le_bytes());
+            answer(FileIdInformation::SIZE, |o| FileIdInformation { volume_serial_number: attr.dev, file_id }.encode(o))
+        }
+        _ => Err(NtStatus::INVALID_INFO_CLASS),
+    }
+}
+
+fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, NtStatus> {
+    let backend = &open.share.backend;
+    let sector: u32 = 512;
+    let stat = || backend.statfs().map_err(status_of);
+    match class {
+        FsInfoClass::VOLUME => {
+            let st = stat()?;
+            let v = FileFsVolumeInformation {
+                volume_creation_time: FileTime::ZERO,
+                volume_serial_number: (st.fs_id ^ (st.fs_id >> 32)) as u32,
+                supports_objects: false,
+                volume_label: open.share.name.clone(),
+            };
+            answer(FileFsVolumeInformation::FIXED_SIZE, |o| v.encode(o))
+        }
+        FsInfoClass::SIZE | FsInfoClass::FULL_SIZE => {
+            let st = stat()?;
+            let spu = u32::try_from(st.block_size / u64::from(sector)).unwrap_or(1).max(1);
+            if class == FsInfoClass::SIZE {
+                let v = FileFsSizeInformation {
+                    total_allocation_units: st.total_blocks,
+                    available_allocation_units: st.avail_blocks,
+                    sectors_per_allocation_unit: spu,
+                    bytes_per_sector: sector,
+                };
+                answer(FileFsSizeInformation::SIZE, |o| v.encode(o))
+            } else {
+                let v = FileFsFullSizeInformation {
+                    total_allocation_units: st.total_blocks,
+                    caller_available_allocation_units: st.avail_blocks,
+                    actual_available_allocation_units: st.free_blocks,
+                    sectors_per_allocation_unit: spu,
+                    bytes_per_sector: sector,
+                };
+                answer(FileFsFullSizeInformation::SIZE, |o| v.encode(o))
+            }
+        }
+        FsInfoClass::DEVICE => answer(FileFsDeviceInformation::SIZE, |o| {
+            FileFsDeviceInformation { device_type: FILE_DEVICE_DISK, characteristics: FILE_DEVICE_IS_MOUNTED }.encode(o)
+        }),
+        FsInfoClass::ATTRIBUTE => {
+            let st = stat()?;
+            let mut flags = FILE_CASE_PRESERVED_NAMES | FILE_UNICODE_ON_DISK | FILE_PERSISTENT_ACLS;
+            if read_only {
+                flags |= FILE_READ_ONLY_VOLUME;
+            }
+            let v = FileFsAttributeInformation {
+                file_system_attributes: flags,
+                maximum_component_name_length: u32::try_from(st.name_max).unwrap_or(255).min(255),
+                file_system_name: "NTFS".to_string(),
+            };
+            answer(FileFsAttributeInformation::FIXED_SIZE, |o| v.encode(o))
+        }
+        FsInfoClass::SECTOR_SIZE => answer(FileFsSectorSizeInformation::SIZE, |o| {
+            FileFsSectorSizeInformation {
+                logical_bytes_per_sector: sector,
+                physical_bytes_per_sector_for_atomicity: sector,
+                physical_bytes_per_sector_for_performance: sector,
+                file_system_effective_physical_bytes_per_sector_for_atomicity: sector,
+                flags: SSINFO_FLAGS_ALIGNED_DEVICE | SSINFO_FLAGS_PARTITION_ALIGNED_ON_DEVICE,
+                byte_offset_for_sector_alignment: 0,
+                byte_offset_for_partition_alignment: 0,
+            }
+            .encode(o)
+        }),
+        FsInfoClass::OBJECT_ID | FsInfoClass::CONTROL => Err(NtStatus::NOT_SUPPORTED),
+        _ => Err(NtStatus::INVALID_INFO_CLASS),
+    }
+}
+
+/// [MS-SMB2] 3.3.5.20.3: the descriptor parts `additional` selects.
+fn security(open: &Open, additional: u32, limit: usize) -> Result<Reply, NtStatus> {
+    let info = SecurityInformation(additional);
+    if info.intersects(SecurityInformation::SACL) {
+        return Err(NtStatus::PRIVILEGE_NOT_HELD);
+    }
+    if open.access & READ_CONTROL == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let attr = open.node.stat().map_err(status_of)?;
+    let sd = sd_from_posix(attr.uid, attr.gid, attr.mode, attr.is_dir());
+    let bytes = sd.to_bytes(info).map_err(|_| NtStatus::INTERNAL_ERROR)?;
+    if bytes.len() > limit {
+        // ERROR response with ByteCount 4 and the size needed.
+        let mut body = Vec::with_capacity(12);
+        body.put_u16(9);
+        body.put_u8(0);
+        body.put_u8(0);
+        body.put_u32(4);
+        body.put_u32(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+        return Ok(Reply::with_status(NtStatus::BUFFER_TOO_SMALL, body));
+    }
+    Ok(Reply::ok(output_buffer_body(&bytes)))
 }

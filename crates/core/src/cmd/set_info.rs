@@ -1,8 +1,253 @@
-//! [MS-SMB2] set_info (in progress)
-use ringshare_wire::NtStatus;
+//! [MS-SMB2] 3.3.5.21 Receiving an SMB2 SET_INFO Request, with the file
+//! semantics of [MS-FSA] 2.1.5.14.
+//!
+//! File classes: Basic (times; 0 and -1/-2 leave a time alone; attributes
+//! stored through the backend), Rename, Disposition / DispositionEx,
+//! EndOfFile, Allocation, Position, Mode. Security descriptors cannot be
+//! stored (they are derived from POSIX owner, group and mode): SET_INFO of
+//! security is ACCESS_DENIED without WRITE_DAC/WRITE_OWNER or on a read-only
+//! tree, NOT_SUPPORTED otherwise. File system and quota settings: NOT_SUPPORTED.
 
+use ringshare_vfs::{FsError, SetTimes};
+use ringshare_wire::fscc::{
+    FileAllocationInformation, FileBasicInformation, FileDispositionInformation, FileDispositionInformationEx, FileEndOfFileInformation,
+    FileInfoClass, FileModeInformation, FilePositionInformation, FileRenameInformation, TimeChange, FILE_DISPOSITION_DELETE,
+    FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE, FILE_DISPOSITION_ON_CLOSE,
+};
+use ringshare_wire::{NtStatus, WireError, WriteExt};
+
+use crate::access::{DELETE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA, WRITE_DAC, WRITE_OWNER};
+use crate::cmd::create::resolve_path;
 use crate::conn::{ConnCore, Reply, Req};
+use crate::fileinfo::{self, ATTR_DIRECTORY, ATTR_READONLY, SETTABLE_ATTRIBUTES};
+use crate::fsmap::status_of;
+use crate::msgs::SetInfoRequest;
+use crate::opens;
+use crate::path::parse_smb_path;
+use crate::server::{lock, FileKey, ServerState};
+use crate::state::Open;
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+const INFO_FILE: u8 = 1;
+const INFO_FILESYSTEM: u8 = 2;
+const INFO_SECURITY: u8 = 3;
+const INFO_QUOTA: u8 = 4;
+const ATTR_TEMPORARY: u32 = 0x0000_0100;
+/// FileModeInformation bits a client may set ([MS-FSCC] 2.4.26).
+const MODE_SETTABLE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0010 | 0x0000_0020;
+
+fn ok_body() -> Vec<u8> {
+    let mut b = Vec::with_capacity(2);
+    b.put_u16(2);
+    b
+}
+
+fn bad(_: WireError) -> NtStatus {
+    NtStatus::INFO_LENGTH_MISMATCH
+}
+
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+    let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
+    if s.buffer.len() > opens::io_size_max(core) as usize {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let read_only = opens::tree_read_only(core, req);
+    let server = core.server.clone();
+    let open = opens::find(core, req, s.file_id)?;
+    match s.info_type {
+        INFO_FILE => set_file(&server, open, FileInfoClass(s.class), s.buffer, read_only)?,
+        INFO_SECURITY => {
+            let _ = s.additional_information;
+            if read_only || open.access & (WRITE_DAC | WRITE_OWNER) == 0 {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            return Err(NtStatus::NOT_SUPPORTED);
+        }
+        INFO_FILESYSTEM | INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    }
+    Ok(Reply::ok(ok_body()))
+}
+
+fn set_file(server: &ServerState, open: &mut Open, class: FileInfoClass, buf: &[u8], read_only: bool) -> Result<(), NtStatus> {
+    let handle_local = matches!(class, FileInfoClass::POSITION | FileInfoClass::MODE);
+    if read_only && !handle_local {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    match class {
+        FileInfoClass::BASIC => set_basic(open, &FileBasicInformation::decode(buf).map_err(bad)?),
+        FileInfoClass::RENAME => rename(server, open, &FileRenameInformation::decode(buf).map_err(|e| match e {
+            WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
+            _ => NtStatus::INFO_LENGTH_MISMATCH,
+        })?),
+        FileInfoClass::DISPOSITION => {
+            let d = FileDispositionInformation::decode(buf).map_err(bad)?;
+            set_disposition(open, d.delete_pending, false, false)
+        }
+        FileInfoClass::DISPOSITION_EX => {
+            let d = FileDispositionInformationEx::decode(buf).map_err(bad)?;
+            let delete = d.flags & FILE_DISPOSITION_DELETE != 0;
+            set_disposition(open, delete, d.flags & FILE_DISPOSITION_ON_CLOSE != 0, d.flags & FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE != 0)
+        }
+        FileInfoClass::END_OF_FILE => {
+            let v = FileEndOfFileInformation::decode(buf).map_err(bad)?;
+            if open.access & FILE_WRITE_DATA == 0 {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            if open.is_dir || v.end_of_file > i64::MAX as u64 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.node.set_len(v.end_of_file).map_err(status_of)
+        }
+        FileInfoClass::ALLOCATION => {
+            let v = FileAllocationInformation::decode(buf).map_err(bad)?;
+            if open.access & FILE_WRITE_DATA == 0 {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            if open.is_dir || v.allocation_size > i64::MAX as u64 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            // A smaller allocation cuts the file ([MS-FSA] 2.1.5.14.1).
+            let size = open.node.stat().map_err(status_of)?.size;
+            if v.allocation_size < size {
+                open.node.set_len(v.allocation_size).map_err(status_of)?;
+            }
+            open.node.set_allocation(v.allocation_size).map_err(status_of)
+        }
+        FileInfoClass::POSITION => {
+            let v = FilePositionInformation::decode(buf).map_err(bad)?;
+            if v.current_byte_offset > i64::MAX as u64 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.position = v.current_byte_offset;
+            Ok(())
+        }
+        FileInfoClass::MODE => {
+            let v = FileModeInformation::decode(buf).map_err(bad)?;
+            if v.mode & !MODE_SETTABLE != 0 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.mode = v.mode;
+            Ok(())
+        }
+        FileInfoClass::LINK | FileInfoClass::FULL_EA | FileInfoClass::VALID_DATA_LENGTH | FileInfoClass::SHORT_NAME | FileInfoClass::RENAME_EX => {
+            Err(NtStatus::NOT_SUPPORTED)
+        }
+        _ => Err(NtStatus::INVALID_INFO_CLASS),
+    }
+}
+
+fn time_of(t: TimeChange) -> Option<i128> {
+    match t {
+        TimeChange::Set(t) => Some(t.to_unix_nanos()),
+        TimeChange::Keep | TimeChange::StopAutoUpdate | TimeChange::ResumeAutoUpdate => None,
+    }
+}
+
+fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<(), NtStatus> {
+    if open.access & FILE_WRITE_ATTRIBUTES == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let attrs = b.file_attributes.0;
+    if attrs != 0 {
+        if attrs & ATTR_DIRECTORY != 0 && !open.is_dir {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if attrs & ATTR_TEMPORARY != 0 && open.is_dir {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    let times = SetTimes {
+        atime: time_of(b.last_access_time.set_info_action()),
+        mtime: time_of(b.last_write_time.set_info_action()),
+        btime: time_of(b.creation_time.set_info_action()),
+    };
+    if times.atime.is_some() || times.mtime.is_some() || times.btime.is_some() {
+        open.node.set_times(&times).map_err(status_of)?;
+    }
+    if attrs != 0 {
+        let stored = attrs & SETTABLE_ATTRIBUTES;
+        open.node.set_dos_attributes(if open.is_dir { stored | ATTR_DIRECTORY } else { stored }).map_err(status_of)?;
+    }
+    Ok(())
+}
+
+/// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form).
+fn set_disposition(open: &mut Open, delete: bool, on_close: bool, ignore_readonly: bool) -> Result<(), NtStatus> {
+    if open.access & DELETE == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if delete {
+        let attr = open.node.stat().map_err(status_of)?;
+        if !ignore_readonly && !open.is_dir && fileinfo::attributes(&attr) & ATTR_READONLY != 0 {
+            return Err(NtStatus::CANNOT_DELETE);
+        }
+        if open.is_dir && !open.node.read_dir().map_err(status_of)?.is_empty() {
+            return Err(NtStatus::DIRECTORY_NOT_EMPTY);
+        }
+        if lock(&open.entry).path.is_root() {
+            return Err(NtStatus::CANNOT_DELETE);
+        }
+    }
+    if on_close {
+        open.delete_on_close = delete;
+    } else {
+        lock(&open.entry).delete_pending = delete;
+    }
+    Ok(())
+}
+
+/// [MS-FSA] 2.1.5.14.11 FileRenameInformation. The target is a share-relative
+/// name parsed like a CREATE name; its directory is found case-insensitively.
+fn rename(server: &ServerState, open: &mut Open, r: &FileRenameInformation) -> Result<(), NtStatus> {
+    if open.access & DELETE == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if r.root_directory != 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let name = r.file_name.strip_prefix('\\').unwrap_or(&r.file_name);
+    let target = parse_smb_path(name)?;
+    let (Some(tparent), Some(tname)) = (target.parent(), target.file_name()) else {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    };
+    let backend = open.share.backend.clone();
+    let (tparent, pattr) = resolve_path(backend.as_ref(), &tparent)?;
+    if !pattr.is_some_and(|a| a.is_dir()) {
+        return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
+    }
+    let target = tparent.join(tname).map_err(status_of)?;
+    let source = lock(&open.entry).path.clone();
+    if source.is_root() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if target == source {
+        return Ok(());
+    }
+    // Another file already holds the name (case-insensitively)?
+    match backend.find_name_case_insensitive(&tparent, tname) {
+        Ok(stored) => {
+            let existing = tparent.join(&stored).map_err(status_of)?;
+            if existing != source {
+                if !r.replace_if_exists {
+                    return Err(NtStatus::OBJECT_NAME_COLLISION);
+                }
+                let a = backend.stat(&existing).map_err(status_of)?;
+                if a.is_dir() {
+                    return Err(NtStatus::ACCESS_DENIED);
+                }
+                if server.existing_file_entry(FileKey { dev: a.dev, ino: a.ino }).is_some_and(|e| !lock(&e).opens.is_empty()) {
+                    return Err(NtStatus::ACCESS_DENIED);
+                }
+                if existing != target {
+                    backend.unlink(&existing).map_err(status_of)?;
+                }
+            }
+        }
+        Err(FsError::NotFound) => {}
+        Err(e) => return Err(status_of(e)),
+    }
+    backend.rename(&source, &target, r.replace_if_exists).map_err(status_of)?;
+    lock(&open.entry).path = target.clone();
+    open.path = target;
+    Ok(())
 }

@@ -1,0 +1,157 @@
+//! Access masks and share modes: generic-right mapping ([MS-SMB2] 2.2.13.1,
+//! [MS-DTYP] 2.4.3), and the sharing check of [MS-FSA] 2.1.5.1.2.1 over every
+//! open of a file, server-wide.
+
+use ringshare_wire::NtStatus;
+
+use crate::server::ShareEntry;
+
+pub(crate) const FILE_READ_DATA: u32 = 0x0000_0001;
+pub(crate) const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
+pub(crate) const FILE_WRITE_DATA: u32 = 0x0000_0002;
+pub(crate) const FILE_APPEND_DATA: u32 = 0x0000_0004;
+pub(crate) const FILE_EXECUTE: u32 = 0x0000_0020;
+pub(crate) const FILE_READ_ATTRIBUTES: u32 = 0x0000_0080;
+pub(crate) const FILE_WRITE_ATTRIBUTES: u32 = 0x0000_0100;
+pub(crate) const DELETE: u32 = 0x0001_0000;
+pub(crate) const READ_CONTROL: u32 = 0x0002_0000;
+pub(crate) const WRITE_DAC: u32 = 0x0004_0000;
+pub(crate) const WRITE_OWNER: u32 = 0x0008_0000;
+pub(crate) const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
+pub(crate) const MAXIMUM_ALLOWED: u32 = 0x0200_0000;
+pub(crate) const GENERIC_ALL: u32 = 0x1000_0000;
+pub(crate) const GENERIC_EXECUTE: u32 = 0x2000_0000;
+pub(crate) const GENERIC_WRITE: u32 = 0x4000_0000;
+pub(crate) const GENERIC_READ: u32 = 0x8000_0000;
+
+pub(crate) const FILE_GENERIC_READ: u32 = 0x0012_0089;
+pub(crate) const FILE_GENERIC_WRITE: u32 = 0x0012_0116;
+pub(crate) const FILE_GENERIC_EXECUTE: u32 = 0x0012_00A0;
+pub(crate) const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
+
+/// Bits a DesiredAccess may carry; anything else is refused with ACCESS_DENIED.
+pub(crate) const VALID_DESIRED_ACCESS: u32 = FILE_ALL_ACCESS | ACCESS_SYSTEM_SECURITY | MAXIMUM_ALLOWED | 0xF000_0000;
+
+pub(crate) const SHARE_READ: u32 = 1;
+pub(crate) const SHARE_WRITE: u32 = 2;
+pub(crate) const SHARE_DELETE: u32 = 4;
+
+/// Access bits that take part in share-mode checks ([MS-FSA] 2.1.5.1.2.1).
+const SHARING_BITS: u32 = FILE_READ_DATA | FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_EXECUTE | DELETE;
+
+/// Turn GENERIC_* bits into the file rights they stand for.
+pub(crate) fn map_generic(mask: u32) -> u32 {
+    let mut m = mask & !(GENERIC_ALL | GENERIC_EXECUTE | GENERIC_WRITE | GENERIC_READ);
+    if mask & GENERIC_READ != 0 {
+        m |= FILE_GENERIC_READ;
+    }
+    if mask & GENERIC_WRITE != 0 {
+        m |= FILE_GENERIC_WRITE;
+    }
+    if mask & GENERIC_EXECUTE != 0 {
+        m |= FILE_GENERIC_EXECUTE;
+    }
+    if mask & GENERIC_ALL != 0 {
+        m |= FILE_ALL_ACCESS;
+    }
+    m
+}
+
+/// The access an open gets for `desired` on a tree that grants `maximal`:
+/// MAXIMUM_ALLOWED becomes everything the tree grants; asking for more than
+/// the tree grants is ACCESS_DENIED.
+pub(crate) fn granted_access(desired: u32, maximal: u32) -> Result<u32, NtStatus> {
+    if desired & !VALID_DESIRED_ACCESS != 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if desired & ACCESS_SYSTEM_SECURITY != 0 {
+        return Err(NtStatus::PRIVILEGE_NOT_HELD);
+    }
+    let mut want = map_generic(desired & !MAXIMUM_ALLOWED);
+    if want & !maximal != 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if desired & MAXIMUM_ALLOWED != 0 {
+        want |= maximal;
+    }
+    Ok(want)
+}
+
+/// True when the open may read data.
+pub(crate) fn can_read(access: u32) -> bool {
+    access & (FILE_READ_DATA | FILE_EXECUTE) != 0
+}
+
+/// True when the open may write data.
+pub(crate) fn can_write(access: u32) -> bool {
+    access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0
+}
+
+/// [MS-FSA] 2.1.5.1.2.1: may a new open with `access`/`share_access` join `opens`?
+/// Opens that hold none of the data/delete rights take no part.
+pub(crate) fn check_sharing(opens: &[ShareEntry], access: u32, share_access: u32) -> Result<(), NtStatus> {
+    if access & SHARING_BITS == 0 {
+        return Ok(());
+    }
+    for e in opens {
+        if e.access & SHARING_BITS == 0 {
+            continue;
+        }
+        let conflict = (e.access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && share_access & SHARE_READ == 0)
+            || (e.access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 && share_access & SHARE_WRITE == 0)
+            || (e.access & DELETE != 0 && share_access & SHARE_DELETE == 0)
+            || (access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && e.share_access & SHARE_READ == 0)
+            || (access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 && e.share_access & SHARE_WRITE == 0)
+            || (access & DELETE != 0 && e.share_access & SHARE_DELETE == 0);
+        if conflict {
+            return Err(NtStatus::SHARING_VIOLATION);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(access: u32, share_access: u32) -> ShareEntry {
+        ShareEntry { owner: 1, access, share_access }
+    }
+
+    #[test]
+    fn generic_read_maps_to_file_generic_read() {
+        assert_eq!(map_generic(GENERIC_READ), FILE_GENERIC_READ);
+        assert_eq!(map_generic(GENERIC_ALL | DELETE), FILE_ALL_ACCESS);
+    }
+
+    #[test]
+    fn maximum_allowed_grants_what_the_tree_grants_and_more_is_denied() {
+        assert_eq!(granted_access(MAXIMUM_ALLOWED, 0x0012_00A9), Ok(0x0012_00A9));
+        assert_eq!(granted_access(FILE_WRITE_DATA, 0x0012_00A9), Err(NtStatus::ACCESS_DENIED));
+        assert_eq!(granted_access(0x0040_0000, FILE_ALL_ACCESS), Err(NtStatus::ACCESS_DENIED));
+        assert_eq!(granted_access(ACCESS_SYSTEM_SECURITY, FILE_ALL_ACCESS), Err(NtStatus::PRIVILEGE_NOT_HELD));
+    }
+
+    #[test]
+    fn a_reader_that_does_not_share_read_blocks_a_second_reader() {
+        let opens = [entry(FILE_READ_DATA, SHARE_WRITE)];
+        assert_eq!(check_sharing(&opens, FILE_READ_DATA, SHARE_READ | SHARE_WRITE), Err(NtStatus::SHARING_VIOLATION));
+        assert_eq!(check_sharing(&opens, FILE_WRITE_DATA, SHARE_READ | SHARE_WRITE), Ok(()));
+    }
+
+    #[test]
+    fn attribute_only_opens_take_no_part_in_sharing() {
+        let opens = [entry(FILE_READ_ATTRIBUTES, 0)];
+        assert_eq!(check_sharing(&opens, FILE_READ_DATA | FILE_WRITE_DATA, 0), Ok(()));
+        let opens = [entry(FILE_READ_DATA, 0)];
+        assert_eq!(check_sharing(&opens, FILE_READ_ATTRIBUTES, 0), Ok(()));
+    }
+
+    #[test]
+    fn delete_access_needs_share_delete_from_the_others() {
+        let opens = [entry(FILE_READ_DATA, SHARE_READ)];
+        assert_eq!(check_sharing(&opens, DELETE, SHARE_READ), Err(NtStatus::SHARING_VIOLATION));
+        let opens = [entry(FILE_READ_DATA, SHARE_READ | SHARE_DELETE)];
+        assert_eq!(check_sharing(&opens, DELETE, SHARE_READ), Ok(()));
+    }
+}

@@ -1,0 +1,109 @@
+//! Finding an open from a request's FileId, and closing one ([MS-SMB2]
+//! 3.3.5.10 and the close steps of logoff, tree disconnect and connection loss).
+//!
+//! Closing removes the open's share-mode entry and byte-range locks from its
+//! [`FileEntry`]; when the last open of a file whose delete is pending goes,
+//! the file is removed at the path the entry holds now (renames keep it current).
+
+use std::sync::Arc;
+
+use ringshare_vfs::FileAttr;
+use ringshare_wire::consts::Dialect;
+use ringshare_wire::{FileId, NtStatus};
+
+use crate::conn::{ConnCore, Req};
+use crate::limits;
+use crate::server::{lock, ServerState};
+use crate::state::{Open, Session, TreeKind};
+
+/// The volatile id a request names: its own FileId, or the related compound's
+/// when the FileId is all ones.
+pub(crate) fn resolve(req: &Req<'_>, fid: FileId) -> Result<(u64, u64), NtStatus> {
+    if fid.is_any() {
+        return req.related_file_id.ok_or(NtStatus::FILE_CLOSED);
+    }
+    Ok((fid.persistent, fid.volatile))
+}
+
+/// The open a request names, checked against the request's tree.
+pub(crate) fn find<'a>(core: &'a mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<&'a mut Open, NtStatus> {
+    let (persistent, volatile) = resolve(req, fid)?;
+    let session = core.sessions.get_mut(&req.session_id).ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let open = session.opens.get_mut(&volatile).ok_or(NtStatus::FILE_CLOSED)?;
+    if open.persistent_id != persistent || open.tree_id != req.tree_id {
+        return Err(NtStatus::FILE_CLOSED);
+    }
+    Ok(open)
+}
+
+/// True when the request's tree is read-only for this session.
+pub(crate) fn tree_read_only(core: &ConnCore, req: &Req<'_>) -> bool {
+    core.sessions
+        .get(&req.session_id)
+        .and_then(|s| s.trees.get(&req.tree_id))
+        .is_none_or(|t| t.read_only || matches!(t.kind, TreeKind::Ipc))
+}
+
+/// Close one open (already removed from its session). Returns the file's
+/// attributes as they were just before the close, when `want_attr`.
+pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> Option<FileAttr> {
+    tracing::trace!(id = open.id, access = open.access, share_access = open.share_access, "close");
+    let attr = if want_attr { open.node.stat().ok() } else { None };
+    let (remove, path, is_dir) = {
+        let mut e = lock(&open.entry);
+        e.opens.retain(|s| s.owner != open.id);
+        e.locks.release_owner(open.id);
+        if open.delete_on_close {
+            e.delete_pending = true;
+        }
+        (e.delete_pending && e.opens.is_empty(), e.path.clone(), e.is_dir)
+    };
+    let share = Arc::clone(&open.share);
+    let key = open.key;
+    // Let the backend close the file before it is removed.
+    drop(open);
+    if remove {
+        let r = if is_dir { share.backend.rmdir(&path) } else { share.backend.unlink(&path) };
+        if let Err(e) = r {
+            tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}");
+        }
+    }
+    server.drop_file_entry_if_unused(key);
+    attr
+}
+
+/// Close every open of a session for which `pick` is true.
+pub(crate) fn close_where(server: &ServerState, session: &mut Session, pick: impl Fn(&Open) -> bool) {
+    let ids: Vec<u64> = session.opens.iter().filter(|(_, o)| pick(o)).map(|(id, _)| *id).collect();
+    for id in ids {
+        if let Some(open) = session.opens.remove(&id) {
+            close_open(server, open, false);
+        }
+    }
+}
+
+/// The connection uses multi-credit requests ([MS-SMB2] 3.3.5.2.5).
+pub(crate) fn large_mtu(core: &ConnCore) -> bool {
+    core.negotiated.as_ref().is_some_and(|n| n.dialect != Dialect::SMB2_0_2 && n.server_capabilities & 0x4 != 0)
+}
+
+/// MaxReadSize / MaxWriteSize / MaxTransactSize as negotiated.
+pub(crate) fn io_size_max(core: &ConnCore) -> u32 {
+    match core.dialect() {
+        Some(Dialect::SMB2_0_2) | None => 65536,
+        Some(_) => limits::IO_SIZE_MAX,
+    }
+}
+
+/// [MS-SMB2] 3.3.5.2.5: a payload of `len` bytes needs CreditCharge ≥ ceil(len / 64 KiB).
+pub(crate) fn check_credit_charge(core: &ConnCore, req: &Req<'_>, len: u64) -> Result<(), NtStatus> {
+    if !large_mtu(core) {
+        return Ok(());
+    }
+    let needed = len.div_ceil(65536).max(1);
+    let charge = u64::from(req.hdr.credit_charge.max(1));
+    if charge < needed {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    Ok(())
+}
