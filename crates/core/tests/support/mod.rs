@@ -1,0 +1,547 @@
+//! A sans-I/O test harness: a `ServerState` over an in-memory share, a
+//! `Connection` with deterministic entropy and clock, and a tiny client that
+//! negotiates, authenticates (NTLM in SPNEGO as alice/secret), tree-connects
+//! and sends requests built with the wire crate (or small local builders for
+//! the commands whose wire modules are still stubs). File I/O the connection
+//! asks for is run at once with `IoRequest::run_blocking`.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use ringshare_auth::gss::ClientAuth;
+use ringshare_auth::UserLookup;
+use ringshare_core::{Connection, Entropy, IoRequest, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy};
+use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::codec::Reader;
+use ringshare_wire::consts::{
+    AccessMask, Capabilities, Command, CreateDisposition, CreateOptions, Dialect, FileAttributes, HashAlgorithm, HeaderFlags,
+    ImpersonationLevel, OplockLevel, SecurityMode, SessionSetupFlags, ShareAccess, TreeConnectFlags,
+};
+use ringshare_wire::create::{CloseRequest, CreateContext, CreateRequest, CreateResponse};
+use ringshare_wire::header::{self, Header, HeaderId};
+use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest};
+use ringshare_wire::session::{SessionSetupRequest, SessionSetupResponse};
+use ringshare_wire::tree::TreeConnectRequest;
+use ringshare_wire::utf16::encode_utf16le;
+use ringshare_wire::{FileId, NtStatus, WriteExt};
+
+pub const GENERIC_READ: u32 = 0x8000_0000;
+pub const GENERIC_WRITE: u32 = 0x4000_0000;
+pub const GENERIC_ALL: u32 = 0x1000_0000;
+pub const DELETE: u32 = 0x0001_0000;
+pub const FILE_READ_ATTRIBUTES: u32 = 0x80;
+pub const SHARE_ALL: u32 = 7;
+
+struct Users;
+
+impl UserLookup for Users {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        user.eq_ignore_ascii_case("alice").then(|| ringshare_auth::nt_hash("secret"))
+    }
+}
+
+/// A counter-driven byte source: deterministic, never repeating within a test.
+struct CountingEntropy(u64);
+
+impl Entropy for CountingEntropy {
+    fn fill(&mut self, out: &mut [u8]) {
+        for b in out.iter_mut() {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *b = (self.0 >> 33) as u8;
+        }
+    }
+}
+
+/// One decoded response message (header + body, data appended for READ).
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub hdr: Header,
+    pub msg: Vec<u8>,
+}
+
+impl Resp {
+    pub fn status(&self) -> NtStatus {
+        self.hdr.status
+    }
+    pub fn body(&self) -> &[u8] {
+        &self.msg[64..]
+    }
+}
+
+pub struct Options {
+    pub dialect: Dialect,
+    pub signing: SigningPolicy,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { dialect: Dialect::SMB3_1_1, signing: SigningPolicy::IfRequired }
+    }
+}
+
+pub struct Client {
+    pub conn: Connection,
+    pub mem: MemShare,
+    pub now: Now,
+    next_mid: u64,
+    pub session_id: u64,
+    pub tree_id: u32,
+    pub ro_tree_id: u32,
+    pub signing: Option<SigningKey>,
+    pub closed: bool,
+    pub dialect: Dialect,
+}
+
+pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
+    let share = |name: &str, read_only: bool| {
+        Arc::new(ShareDef {
+            name: name.to_string(),
+            comment: String::new(),
+            backend: Arc::new(mem.clone()),
+            read_only,
+            guest_ok: false,
+            valid_users: Vec::new(),
+        })
+    };
+    let config = ServerConfig {
+        dialect_min: 0x0202,
+        dialect_max: 0x0311,
+        signing,
+        server_guid: [7; 16],
+        netbios_name: "RINGSHARE".into(),
+        workgroup: "WORKGROUP".into(),
+        dns_name: "ringshare.test".into(),
+        map_bad_user_to_guest: false,
+        guest_enabled: false,
+        shares: vec![share("share", false), share("ro", true)],
+        start_filetime: 133_000_000_000_000_000,
+    };
+    ServerState::new(config, Arc::new(Users))
+}
+
+impl Client {
+    /// A logged-on client with trees on `share` (writable) and `ro` (read-only).
+    pub fn new() -> Client {
+        Client::with(Options::default())
+    }
+
+    pub fn with(opts: Options) -> Client {
+        let mem = MemShare::new();
+        let server = server(&mem, opts.signing);
+        Client::on(server, mem, opts)
+    }
+
+    /// A second client of the same server.
+    pub fn on(server: Arc<ServerState>, mem: MemShare, opts: Options) -> Client {
+        let conn = Connection::new(server, "test".into(), Box::new(CountingEntropy(42)));
+        let mut c = Client {
+            conn,
+            mem,
+            now: Now { mono_ms: 1_000, filetime: 133_500_000_000_000_000 },
+            next_mid: 0,
+            session_id: 0,
+            tree_id: 0,
+            ro_tree_id: 0,
+            signing: None,
+            closed: false,
+            dialect: opts.dialect,
+        };
+        c.negotiate(opts.dialect);
+        c.session_setup();
+        c.tree_id = c.tree_connect("share");
+        c.ro_tree_id = c.tree_connect("ro");
+        c
+    }
+
+    fn negotiate(&mut self, dialect: Dialect) {
+        let contexts = if dialect == Dialect::SMB3_1_1 {
+            vec![NegotiateContext::PreauthIntegrity { hash_algorithms: vec![HashAlgorithm::SHA_512], salt: vec![1; 32] }]
+        } else {
+            Vec::new()
+        };
+        let req = NegotiateRequest {
+            security_mode: SecurityMode::SIGNING_ENABLED,
+            capabilities: Capabilities::empty(),
+            client_guid: [9; 16],
+            client_start_time: 0,
+            dialects: vec![dialect],
+            contexts,
+        };
+        let r = self.call(Command::NEGOTIATE, 0, |o| req.encode(o));
+        assert_eq!(r.status(), NtStatus::SUCCESS, "negotiate");
+    }
+
+    fn session_setup(&mut self) {
+        let mut auth = ClientAuth::new("alice", "", "secret");
+        let mut server_token: Option<Vec<u8>> = None;
+        loop {
+            let token = auth.step(server_token.as_deref(), [5; 24], self.now.filetime).expect("client auth step");
+            let Some(token) = token else { break };
+            let req = SessionSetupRequest {
+                flags: SessionSetupFlags::empty(),
+                security_mode: SecurityMode::SIGNING_ENABLED,
+                capabilities: Capabilities::empty(),
+                channel: 0,
+                previous_session_id: 0,
+                security_buffer: &token,
+            };
+            let r = self.call(Command::SESSION_SETUP, 0, |o| req.encode(o));
+            self.session_id = r.hdr.session_id;
+            let resp = SessionSetupResponse::decode(&r.msg).expect("session setup response");
+            server_token = Some(resp.security_buffer.to_vec());
+            match r.status() {
+                NtStatus::MORE_PROCESSING_REQUIRED => continue,
+                NtStatus::SUCCESS => {
+                    let _ = auth.step(server_token.as_deref(), [5; 24], self.now.filetime);
+                    if self.dialect == Dialect::SMB2_0_2 || self.dialect == Dialect::SMB2_1 {
+                        if let Some(k) = auth.session_key() {
+                            self.signing = Some(SigningKey::new(SigningAlgorithm::HmacSha256, k));
+                        }
+                    }
+                    break;
+                }
+                s => panic!("session setup failed: {s:?}"),
+            }
+        }
+    }
+
+    pub fn tree_connect(&mut self, share: &str) -> u32 {
+        let req = TreeConnectRequest { flags: TreeConnectFlags::empty(), path: format!("\\\\server\\{share}"), extension: None };
+        let r = self.call(Command::TREE_CONNECT, 0, |o| req.encode(o));
+        assert_eq!(r.status(), NtStatus::SUCCESS, "tree connect {share}");
+        r.hdr.tree_id().unwrap_or(0)
+    }
+
+    /// Build one request message (header + body) on `tree`.
+    pub fn message(&mut self, cmd: Command, tree: u32, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let mut h = Header::request(cmd, self.next_mid);
+        self.next_mid += 1;
+        h.credits = 256;
+        h.credit_charge = 1;
+        h.session_id = self.session_id;
+        h.id = HeaderId::Sync { process_id: 0xFEFF, tree_id: tree };
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        body(&mut out);
+        out
+    }
+
+    /// Sign a message in place with the client's key, if it has one.
+    pub fn sign(&self, msg: &mut [u8]) {
+        if let Some(k) = &self.signing {
+            let mut flags = u32::from_le_bytes([msg[16], msg[17], msg[18], msg[19]]);
+            flags |= HeaderFlags::SIGNED.0;
+            msg[16..20].copy_from_slice(&flags.to_le_bytes());
+            msg[48..64].fill(0);
+            let mid = u64::from_le_bytes(msg[24..32].try_into().unwrap());
+            let sig = k.sign(&[msg], NonceInfo { message_id: mid, server_to_client: false, cancel: false });
+            header::patch_signature(msg, 0, &sig);
+        }
+    }
+
+    /// Send one request and return every response produced (usually one).
+    pub fn call(&mut self, cmd: Command, tree: u32, body: impl FnOnce(&mut Vec<u8>)) -> Resp {
+        let mut m = self.message(cmd, tree, body);
+        self.sign(&mut m);
+        let mut rs = self.send_frame(m);
+        assert!(!rs.is_empty(), "no response to {cmd:?}");
+        rs.remove(0)
+    }
+
+    /// Send several messages as one compound frame (each after the first related
+    /// when `related`), padded to 8 bytes and signed each.
+    pub fn compound(&mut self, mut msgs: Vec<Vec<u8>>, related: bool) -> Vec<Resp> {
+        let n = msgs.len();
+        let mut frame = Vec::new();
+        for (i, m) in msgs.iter_mut().enumerate() {
+            if related && i > 0 {
+                let mut flags = u32::from_le_bytes([m[16], m[17], m[18], m[19]]);
+                flags |= HeaderFlags::RELATED_OPERATIONS.0;
+                m[16..20].copy_from_slice(&flags.to_le_bytes());
+            }
+            if i + 1 < n {
+                let padded = m.len().next_multiple_of(8);
+                m.resize(padded, 0);
+                header::patch_next_command(m, 0, padded as u32);
+            }
+            self.sign(m);
+            frame.extend_from_slice(m);
+        }
+        self.send_frame(frame)
+    }
+
+    /// Feed a frame and run the connection until it has nothing more to do.
+    pub fn send_frame(&mut self, frame: Vec<u8>) -> Vec<Resp> {
+        self.conn.receive(self.now, frame);
+        self.pump()
+    }
+
+    /// Run I/O and collect sent responses.
+    pub fn pump(&mut self) -> Vec<Resp> {
+        let mut out = Vec::new();
+        while let Some(o) = self.conn.poll_output() {
+            match o {
+                Output::Send(parts) => {
+                    let bytes: Vec<u8> = parts.concat();
+                    for m in header::split_compound(&bytes[4..]) {
+                        let m = m.expect("well-formed response compound");
+                        let hdr = Header::decode(m).expect("response header");
+                        let len = if hdr.next_command == 0 { m.len() } else { hdr.next_command as usize };
+                        out.push(Resp { hdr, msg: m[..len.min(m.len())].to_vec() });
+                    }
+                }
+                Output::Io(req) => self.run_io(req),
+                Output::Close => self.closed = true,
+            }
+        }
+        out
+    }
+
+    fn run_io(&mut self, req: IoRequest) {
+        let done = req.run_blocking();
+        self.conn.complete_io(self.now, req.id, done);
+    }
+
+    /// Advance the clock and fire timers.
+    pub fn tick(&mut self, ms: u64) -> Vec<Resp> {
+        self.now.mono_ms += ms;
+        self.conn.handle_timeout(self.now);
+        self.pump()
+    }
+
+    // ---- CREATE / CLOSE through the wire crate ----
+
+    pub fn create_msg(&mut self, tree: u32, name: &str, access: u32, share: u32, disposition: CreateDisposition, options: u32) -> Vec<u8> {
+        self.create_msg_ctx(tree, name, access, share, disposition, options, 0, Vec::new())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_msg_ctx(
+        &mut self,
+        tree: u32,
+        name: &str,
+        access: u32,
+        share: u32,
+        disposition: CreateDisposition,
+        options: u32,
+        attributes: u32,
+        contexts: Vec<CreateContext<'static>>,
+    ) -> Vec<u8> {
+        let req = CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel::NONE,
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask(access),
+            file_attributes: FileAttributes(attributes),
+            share_access: ShareAccess(share),
+            create_disposition: disposition,
+            create_options: CreateOptions(options),
+            name: name.to_string(),
+            contexts,
+        };
+        self.message(Command::CREATE, tree, |o| req.encode(o))
+    }
+
+    pub fn create_on(&mut self, tree: u32, name: &str, access: u32, share: u32, disposition: CreateDisposition, options: u32) -> Result<FileId, NtStatus> {
+        let mut m = self.create_msg(tree, name, access, share, disposition, options);
+        self.sign(&mut m);
+        let r = self.send_frame(m).remove(0);
+        if r.status() != NtStatus::SUCCESS {
+            return Err(r.status());
+        }
+        Ok(CreateResponse::decode(&r.msg).expect("create response").file_id)
+    }
+
+    pub fn create(&mut self, name: &str, access: u32, disposition: CreateDisposition, options: u32) -> Result<FileId, NtStatus> {
+        let tree = self.tree_id;
+        self.create_on(tree, name, access, SHARE_ALL, disposition, options)
+    }
+
+    /// Create (or open) a file with data in it, and close it.
+    pub fn put_file(&mut self, name: &str, data: &[u8]) {
+        let f = self.create(name, GENERIC_READ | GENERIC_WRITE, CreateDisposition::OVERWRITE_IF, 0x40).expect("create for put_file");
+        if !data.is_empty() {
+            let r = self.write(f, 0, data);
+            assert_eq!(r.status(), NtStatus::SUCCESS);
+        }
+        assert_eq!(self.close(f).status(), NtStatus::SUCCESS);
+    }
+
+    pub fn close_msg(&mut self, f: FileId, flags: u16) -> Vec<u8> {
+        let req = CloseRequest { flags: ringshare_wire::consts::CloseFlags(flags), file_id: f };
+        let tree = self.tree_id;
+        self.message(Command::CLOSE, tree, |o| req.encode(o))
+    }
+
+    pub fn close(&mut self, f: FileId) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::CLOSE, tree, |o| CloseRequest { flags: ringshare_wire::consts::CloseFlags(0), file_id: f }.encode(o))
+    }
+
+    // ---- commands with local request builders ----
+
+    pub fn read_msg(&mut self, f: FileId, offset: u64, len: u32) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::READ, tree, |o| read_body(o, f, offset, len, 0))
+    }
+
+    pub fn read(&mut self, f: FileId, offset: u64, len: u32) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::READ, tree, |o| read_body(o, f, offset, len, 0))
+    }
+
+    pub fn write(&mut self, f: FileId, offset: u64, data: &[u8]) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::WRITE, tree, |o| write_body(o, f, offset, data))
+    }
+
+    pub fn flush(&mut self, f: FileId) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::FLUSH, tree, |o| {
+            o.put_u16(24);
+            o.put_u16(0);
+            o.put_u32(0);
+            f.write(o);
+        })
+    }
+
+    pub fn lock(&mut self, f: FileId, elements: &[(u64, u64, u32)]) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::LOCK, tree, |o| {
+            o.put_u16(48);
+            o.put_u16(elements.len() as u16);
+            o.put_u32(0);
+            f.write(o);
+            for (off, len, flags) in elements {
+                o.put_u64(*off);
+                o.put_u64(*len);
+                o.put_u32(*flags);
+                o.put_u32(0);
+            }
+        })
+    }
+
+    pub fn query_directory(&mut self, f: FileId, class: u8, flags: u8, pattern: &str, out_len: u32) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::QUERY_DIRECTORY, tree, |o| {
+            o.put_u16(33);
+            o.put_u8(class);
+            o.put_u8(flags);
+            o.put_u32(0);
+            f.write(o);
+            let mut name = Vec::new();
+            encode_utf16le(pattern, &mut name);
+            o.put_u16(if name.is_empty() { 0 } else { 96 });
+            o.put_u16(name.len() as u16);
+            o.put_u32(out_len);
+            o.put_bytes(&name);
+            if name.is_empty() {
+                o.put_u8(0);
+            }
+        })
+    }
+
+    pub fn query_info(&mut self, f: FileId, info_type: u8, class: u8, additional: u32, out_len: u32) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::QUERY_INFO, tree, |o| {
+            o.put_u16(41);
+            o.put_u8(info_type);
+            o.put_u8(class);
+            o.put_u32(out_len);
+            o.put_u16(0);
+            o.put_u16(0);
+            o.put_u32(0);
+            o.put_u32(additional);
+            o.put_u32(0);
+            f.write(o);
+            o.put_u8(0);
+        })
+    }
+
+    pub fn set_info(&mut self, f: FileId, info_type: u8, class: u8, buf: &[u8]) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::SET_INFO, tree, |o| {
+            o.put_u16(33);
+            o.put_u8(info_type);
+            o.put_u8(class);
+            o.put_u32(buf.len() as u32);
+            o.put_u16(96);
+            o.put_u16(0);
+            o.put_u32(0);
+            f.write(o);
+            o.put_bytes(buf);
+        })
+    }
+
+    pub fn ioctl(&mut self, f: FileId, ctl: u32, input: &[u8], max_out: u32, flags: u32) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::IOCTL, tree, |o| {
+            o.put_u16(57);
+            o.put_u16(0);
+            o.put_u32(ctl);
+            f.write(o);
+            o.put_u32(if input.is_empty() { 0 } else { 120 });
+            o.put_u32(input.len() as u32);
+            o.put_u32(0);
+            o.put_u32(0);
+            o.put_u32(0);
+            o.put_u32(max_out);
+            o.put_u32(flags);
+            o.put_u32(0);
+            o.put_bytes(input);
+        })
+    }
+}
+
+pub fn read_body(o: &mut Vec<u8>, f: FileId, offset: u64, len: u32, min: u32) {
+    o.put_u16(49);
+    o.put_u8(0);
+    o.put_u8(0);
+    o.put_u32(len);
+    o.put_u64(offset);
+    f.write(o);
+    o.put_u32(min);
+    o.put_u32(0);
+    o.put_u32(0);
+    o.put_u16(0);
+    o.put_u16(0);
+    o.put_u8(0);
+}
+
+pub fn write_body(o: &mut Vec<u8>, f: FileId, offset: u64, data: &[u8]) {
+    o.put_u16(49);
+    o.put_u16(112);
+    o.put_u32(data.len() as u32);
+    o.put_u64(offset);
+    f.write(o);
+    o.put_u32(0);
+    o.put_u32(0);
+    o.put_u16(0);
+    o.put_u16(0);
+    o.put_u32(0);
+    o.put_bytes(data);
+}
+
+/// The data of a READ response.
+pub fn read_data(r: &Resp) -> Vec<u8> {
+    let mut rd = Reader::new(r.body());
+    assert_eq!(rd.u16().unwrap(), 17);
+    let off = rd.u8().unwrap() as usize;
+    rd.u8().unwrap();
+    let len = rd.u32().unwrap() as usize;
+    r.msg[off..off + len].to_vec()
+}
+
+/// The output buffer of a QUERY_INFO / QUERY_DIRECTORY response.
+pub fn output_buffer(r: &Resp) -> Vec<u8> {
+    let mut rd = Reader::new(r.body());
+    assert_eq!(rd.u16().unwrap(), 9);
+    let off = rd.u16().unwrap() as usize;
+    let len = rd.u32().unwrap() as usize;
+    if len == 0 {
+        return Vec::new();
+    }
+    r.msg[off..off + len].to_vec()
+}
