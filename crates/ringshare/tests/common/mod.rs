@@ -1,0 +1,668 @@
+//! Helpers for the interop tests: a `ringshare serve` process on a private loopback port with its
+//! own temporary share, configuration and smbpasswd file, and a bounded `smbclient` runner.
+//!
+//! Everything lives in one temporary directory per server, removed on drop. The server is stopped
+//! on drop with SIGTERM, then SIGKILL when it is still there after [`STOP_GRACE`].
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::fmt;
+use std::fs::File;
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rustix::process::{kill_process, Pid, Signal};
+
+/// How long a server gets to accept connections after it was started.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server gets to exit after SIGTERM before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+/// Default limit for one smbclient run.
+pub const SMBCLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many times a server start is retried with a new port when the port was taken meanwhile.
+const START_ATTEMPTS_MAX: usize = 3;
+
+/// The account the tests log in with.
+pub const USER: &str = "rsinterop";
+/// Its password.
+pub const PASSWORD: &str = "Interop-Pass-1";
+/// The share every configuration exports.
+pub const SHARE: &str = "share";
+
+/// The ringshare binary cargo built for these tests.
+pub fn ringshare_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ringshare")
+}
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A fresh, empty directory whose name contains `tag`, this process's id and a counter.
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ringshare-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago: bind port 0, read it, close.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Whether `smbclient` can be run. When it cannot: with the `CI` environment variable set this
+/// panics (CI must have it: `apt-get install -y smbclient`); otherwise it prints a loud note and
+/// returns false, and the caller returns early.
+pub fn smbclient_or_skip(test: &str) -> bool {
+    let found = Command::new("smbclient")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "smbclient is not installed but CI is set: install it with \
+             `apt-get install -y smbclient` (test {test})"
+        );
+    }
+    eprintln!(
+        "\n!!!!!!!! SKIPPED {test}: smbclient not found (apt-get install -y smbclient) !!!!!!!!\n"
+    );
+    false
+}
+
+/// How a server is configured.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `guest ok` of the share.
+    pub guest_ok: bool,
+    /// `map to guest`: "never" or "bad user".
+    pub map_to_guest: &'static str,
+    /// `server signing`: "auto", "mandatory" or "disabled".
+    pub signing: &'static str,
+    /// `server min protocol`.
+    pub min_protocol: &'static str,
+    /// `server max protocol`.
+    pub max_protocol: &'static str,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            guest_ok: false,
+            map_to_guest: "never",
+            signing: "auto",
+            min_protocol: "SMB2_02",
+            max_protocol: "SMB3_11",
+        }
+    }
+}
+
+/// A running `ringshare serve`, stopped on drop.
+pub struct Server {
+    /// 127.0.0.1 port it listens on.
+    pub port: u16,
+    /// The share's directory on disk.
+    pub share_dir: PathBuf,
+    /// The share's name.
+    pub share: String,
+    /// Scratch space for client-side files (uploads, downloads), next to the share.
+    pub scratch: PathBuf,
+    log: PathBuf,
+    client_conf: PathBuf,
+    child: Option<Child>,
+    runs: AtomicUsize,
+    // Last, so that it is removed after the server stopped.
+    tmp: TempDir,
+}
+
+impl Server {
+    /// `ringshare serve --config` with `cfg`, user [`USER`] added through `ringshare user add`.
+    /// `setup` runs on the share directory before the server starts.
+    pub fn start(cfg: &ServerConfig, setup: impl FnOnce(&Path)) -> Server {
+        let tmp = TempDir::new("interop");
+        let share_dir = tmp.path().join("share");
+        std::fs::create_dir_all(&share_dir).expect("create share dir");
+        setup(&share_dir);
+        let passwd = tmp.path().join("smbpasswd");
+        let conf = tmp.path().join("ringshare.conf");
+        // The port goes into the file, so the file is rewritten for each attempt.
+        let write_conf = |port: u16| {
+            let text = format!(
+                "[global]\n\
+                 \tlisten = 127.0.0.1:{port}\n\
+                 \tsmb passwd file = {passwd}\n\
+                 \tserver signing = {signing}\n\
+                 \tserver min protocol = {min}\n\
+                 \tserver max protocol = {max}\n\
+                 \tmap to guest = {guest}\n\
+                 \tlog level = 2\n\
+                 \n\
+                 [{SHARE}]\n\
+                 \tpath = {share}\n\
+                 \tread only = no\n\
+                 \tguest ok = {guest_ok}\n",
+                passwd = passwd.display(),
+                signing = cfg.signing,
+                min = cfg.min_protocol,
+                max = cfg.max_protocol,
+                guest = cfg.map_to_guest,
+                share = share_dir.display(),
+                guest_ok = if cfg.guest_ok { "yes" } else { "no" },
+            );
+            std::fs::write(&conf, text).expect("write ringshare.conf");
+        };
+        write_conf(free_port());
+        add_user(&conf, USER, PASSWORD);
+        give_share_to_user(&share_dir, &passwd, USER);
+        Server::spawn(tmp, share_dir.clone(), SHARE.to_string(), |port| {
+            write_conf(port);
+            vec![
+                "serve".into(),
+                "--config".into(),
+                conf.display().to_string(),
+            ]
+        })
+    }
+
+    /// The quick form, `ringshare serve DIR --listen 127.0.0.1:PORT --guest`; the share is named
+    /// after DIR's last component, `share_name`.
+    pub fn start_quick_guest(share_name: &str, setup: impl FnOnce(&Path)) -> Server {
+        let tmp = TempDir::new("interop-quick");
+        let share_dir = tmp.path().join(share_name);
+        std::fs::create_dir_all(&share_dir).expect("create share dir");
+        setup(&share_dir);
+        let dir = share_dir.display().to_string();
+        Server::spawn(tmp, share_dir, share_name.to_string(), |port| {
+            vec![
+                "serve".into(),
+                dir.clone(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+                "--guest".into(),
+            ]
+        })
+    }
+
+    fn spawn(
+        tmp: TempDir,
+        share_dir: PathBuf,
+        share: String,
+        mut args_for_port: impl FnMut(u16) -> Vec<String>,
+    ) -> Server {
+        let scratch = tmp.path().join("scratch");
+        std::fs::create_dir_all(&scratch).expect("create scratch dir");
+        let client_conf = write_client_conf(tmp.path());
+        let log = tmp.path().join("serve.log");
+        let mut failure = String::new();
+        for _ in 0..START_ATTEMPTS_MAX {
+            // Another process may take the port between this probe and the server's bind; the
+            // loop then tries again with a new one.
+            let port = free_port();
+            let args = args_for_port(port);
+            let out = File::create(&log).expect("create serve.log");
+            let err = out.try_clone().expect("dup serve.log");
+            let mut child = Command::new(ringshare_bin())
+                .args(&args)
+                // A private HOME keeps the quick form's default user file out of the real one.
+                .env("HOME", tmp.path())
+                .env("XDG_STATE_HOME", tmp.path().join("state"))
+                // Its own process group: a signal the server sends to its group stays there.
+                .process_group(0)
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .spawn()
+                .expect("spawn ringshare serve");
+            match wait_listening(&mut child, port) {
+                Ok(()) => {
+                    return Server {
+                        port,
+                        share_dir,
+                        share,
+                        scratch,
+                        log,
+                        client_conf,
+                        child: Some(child),
+                        runs: AtomicUsize::new(0),
+                        tmp,
+                    }
+                }
+                Err(why) => {
+                    stop_child(&mut child);
+                    let text = std::fs::read_to_string(&log).unwrap_or_default();
+                    failure = format!("{why}\n--- ringshare {args:?} output ---\n{text}");
+                    if !text.contains("in use") {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("ringshare serve did not start: {failure}");
+    }
+
+    /// What the server printed so far (stdout and stderr, interleaved).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_else(|e| format!("(no log: {e})"))
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after [`STOP_GRACE`]; returns how it exited.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        stop_child(&mut child)
+    }
+
+    /// A client for this server's share, logged in as [`USER`].
+    pub fn client(&self) -> Smbclient<'_> {
+        Smbclient {
+            server: self,
+            share: self.share.clone(),
+            credentials: Credentials::User(USER.to_string(), PASSWORD.to_string()),
+            dialect: None,
+            protection: Protection::Default,
+            debug_level: 1,
+            timeout: SMBCLIENT_TIMEOUT,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Waits until 127.0.0.1:`port` accepts a connection, at most [`START_TIMEOUT`]; fails early when
+/// the process exits.
+fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "ringshare serve exited with {status} before listening"
+            ));
+        }
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "127.0.0.1:{port} did not accept connections within {START_TIMEOUT:?}"
+            ));
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// SIGTERM, then SIGKILL after [`STOP_GRACE`]; returns how the process exited.
+fn stop_child(child: &mut Child) -> Option<ExitStatus> {
+    if let Ok(Some(status)) = child.try_wait() {
+        return Some(status);
+    }
+    let _ = kill_process(Pid::from_child(child), Signal::TERM);
+    let deadline = Instant::now() + STOP_GRACE;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// A server shared by the tests of one process: [`shared`] hands out the running one, or starts a
+/// new one; the last holder to drop it stops it, so no server outlives the test binary.
+pub struct SharedServer {
+    slot: Mutex<Weak<Server>>,
+}
+
+impl SharedServer {
+    /// An empty slot, for a `static`.
+    pub const fn new() -> SharedServer {
+        SharedServer {
+            slot: Mutex::new(Weak::new()),
+        }
+    }
+
+    /// The running server, or a new one from `start`.
+    pub fn get(&self, start: impl FnOnce() -> Server) -> Arc<Server> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(server) = slot.upgrade() {
+            return server;
+        }
+        let server = Arc::new(start());
+        *slot = Arc::downgrade(&server);
+        server
+    }
+}
+
+/// Runs `ringshare user add NAME --password-stdin --config CONF`.
+pub fn add_user(conf: &Path, name: &str, password: &str) {
+    let mut child = Command::new(ringshare_bin())
+        .args(["user", "add", name, "--password-stdin", "--config"])
+        .arg(conf)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringshare user add");
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        let _ = writeln!(stdin, "{password}\n{password}");
+    }
+    let out = child.wait_with_output().expect("ringshare user add");
+    assert!(
+        out.status.success(),
+        "ringshare user add {name} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Makes the share directory owned by the uid `user` got in the smbpasswd file, so that a server
+/// that acts with the user's uid can write to it. Best effort: without root the chown fails and
+/// the directory stays ours, which is also the server's.
+fn give_share_to_user(share_dir: &Path, passwd: &Path, user: &str) {
+    let Ok(text) = std::fs::read_to_string(passwd) else {
+        return;
+    };
+    let uid = text.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        (fields.next() == Some(user))
+            .then(|| fields.next()?.parse::<u32>().ok())
+            .flatten()
+    });
+    if let Some(uid) = uid {
+        let _ = std::os::unix::fs::chown(share_dir, Some(uid), None);
+    }
+}
+
+/// A private client configuration, so that /etc/samba/smb.conf cannot change what smbclient does.
+fn write_client_conf(dir: &Path) -> PathBuf {
+    let client = dir.join("client");
+    for sub in ["lock", "state", "cache", "private", "log", "ncalrpc"] {
+        std::fs::create_dir_all(client.join(sub)).expect("create client dirs");
+    }
+    let conf = client.join("smb.conf");
+    let text = format!(
+        "[global]\n\
+         \tlock directory = {d}/lock\n\
+         \tstate directory = {d}/state\n\
+         \tcache directory = {d}/cache\n\
+         \tprivate dir = {d}/private\n\
+         \tncalrpc dir = {d}/ncalrpc\n\
+         \tlog file = {d}/log/log.%m\n\
+         \tclient min protocol = SMB2_02\n",
+        d = client.display()
+    );
+    std::fs::write(&conf, text).expect("write client smb.conf");
+    conf
+}
+
+/// Who smbclient logs in as.
+#[derive(Debug, Clone)]
+pub enum Credentials {
+    /// `-U NAME%PASSWORD`.
+    User(String, String),
+    /// `-N`: no password, an anonymous login.
+    Anonymous,
+}
+
+/// `--client-protection`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    /// Not given: smbclient's default.
+    Default,
+    /// `sign`: every message after session setup signed; fails when the server does not sign.
+    Sign,
+    /// `off`: the client does not ask for signing.
+    Off,
+}
+
+/// One smbclient invocation being put together.
+pub struct Smbclient<'a> {
+    server: &'a Server,
+    share: String,
+    credentials: Credentials,
+    dialect: Option<&'static str>,
+    protection: Protection,
+    debug_level: u8,
+    timeout: Duration,
+}
+
+impl Smbclient<'_> {
+    /// Log in as `user` with `password`.
+    pub fn user(mut self, user: &str, password: &str) -> Self {
+        self.credentials = Credentials::User(user.to_string(), password.to_string());
+        self
+    }
+
+    /// Log in anonymously (`-N`).
+    pub fn anonymous(mut self) -> Self {
+        self.credentials = Credentials::Anonymous;
+        self
+    }
+
+    /// Pin the dialect: `-m D` and `client min protocol = D`, so that only D can be negotiated.
+    pub fn dialect(mut self, dialect: &'static str) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// `--client-protection`.
+    pub fn protection(mut self, protection: Protection) -> Self {
+        self.protection = protection;
+        self
+    }
+
+    /// `-d N`; level 5 prints the negotiated dialect and each signed message.
+    pub fn debug_level(mut self, level: u8) -> Self {
+        self.debug_level = level;
+        self
+    }
+
+    /// Limit for this run.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Runs `smbclient //127.0.0.1/SHARE -c CMDS` in the server's scratch directory (relative
+    /// local paths in `get`/`put` are there). Panics when it runs longer than the timeout.
+    pub fn run(self, cmds: &str) -> SmbOutput {
+        let n = self.server.runs.fetch_add(1, Ordering::Relaxed);
+        let out_path = self.server.tmp.path().join(format!("smbclient-{n}.out"));
+        let err_path = self.server.tmp.path().join(format!("smbclient-{n}.err"));
+        let mut cmd = Command::new("smbclient");
+        cmd.arg(format!("//127.0.0.1/{}", self.share))
+            .arg("-s")
+            .arg(&self.server.client_conf)
+            .arg("-p")
+            .arg(self.server.port.to_string())
+            .arg("-d")
+            .arg(self.debug_level.to_string())
+            .arg("-t")
+            .arg(self.timeout.as_secs().max(1).to_string());
+        // NTLM only: no Kerberos attempt, whose failure prints an NT_STATUS_ at debug level 5.
+        cmd.arg("--use-kerberos=off");
+        match &self.credentials {
+            Credentials::User(user, password) => {
+                cmd.arg("-U").arg(format!("{user}%{password}"));
+            }
+            Credentials::Anonymous => {
+                cmd.arg("-N");
+            }
+        }
+        if let Some(d) = self.dialect {
+            cmd.arg("-m")
+                .arg(d)
+                .arg(format!("--option=client min protocol={d}"));
+        }
+        match self.protection {
+            Protection::Default => {}
+            Protection::Sign => {
+                cmd.arg("--client-protection=sign");
+            }
+            Protection::Off => {
+                cmd.arg("--client-protection=off");
+            }
+        }
+        cmd.arg("-c").arg(cmds);
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let mut child = cmd
+            .current_dir(&self.server.scratch)
+            .env("HOME", self.server.tmp.path())
+            .stdin(Stdio::null())
+            .stdout(File::create(&out_path).expect("smbclient stdout file"))
+            .stderr(File::create(&err_path).expect("smbclient stderr file"))
+            .spawn()
+            .expect("spawn smbclient");
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "smbclient {args:?} ran longer than {:?}\nstdout:\n{}\nstderr:\n{}\n\
+                         --- server log ---\n{}",
+                        self.timeout,
+                        std::fs::read_to_string(&out_path).unwrap_or_default(),
+                        std::fs::read_to_string(&err_path).unwrap_or_default(),
+                        self.server.log()
+                    );
+                }
+            }
+        };
+        let read =
+            |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+        let output = SmbOutput {
+            args,
+            status,
+            stdout: read(&out_path),
+            stderr: read(&err_path),
+        };
+        let _ = std::fs::remove_file(&out_path);
+        let _ = std::fs::remove_file(&err_path);
+        output
+    }
+}
+
+/// What one smbclient run printed.
+pub struct SmbOutput {
+    /// Its arguments, for messages.
+    pub args: Vec<String>,
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl SmbOutput {
+    /// Standard output and standard error together.
+    pub fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// The first `NT_STATUS_...` word printed, if any. smbclient can exit 0 after a failed
+    /// command, so this, not the exit code, says whether a command failed.
+    pub fn nt_status(&self) -> Option<String> {
+        let all = self.all();
+        let at = all.find("NT_STATUS_")?;
+        let word: String = all[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        Some(word)
+    }
+
+    /// Panics (with `step` and everything printed) unless the run exited 0 and printed no
+    /// NT_STATUS_ error.
+    pub fn expect_ok(&self, step: &str) -> &Self {
+        assert!(
+            self.status.success() && self.nt_status().is_none(),
+            "{step}: smbclient failed ({}, {:?})\n{self}",
+            self.status,
+            self.nt_status()
+        );
+        self
+    }
+
+    /// Panics unless the output names `status` (e.g. "NT_STATUS_LOGON_FAILURE").
+    pub fn expect_status(&self, step: &str, status: &str) -> &Self {
+        assert!(
+            self.all().contains(status),
+            "{step}: expected {status}, got {:?}\n{self}",
+            self.nt_status()
+        );
+        self
+    }
+
+    /// Panics unless the output contains `needle`.
+    pub fn expect_contains(&self, step: &str, needle: &str) -> &Self {
+        assert!(
+            self.all().contains(needle),
+            "{step}: expected output to contain {needle:?}\n{self}"
+        );
+        self
+    }
+}
+
+impl fmt::Display for SmbOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "--- smbclient {:?} ({}) ---\nstdout:\n{}\nstderr:\n{}",
+            self.args, self.status, self.stdout, self.stderr
+        )
+    }
+}

@@ -1,0 +1,286 @@
+#!/bin/bash
+# Runs smbtorture suites against ringshare and, in the same run, against Debian's Samba smbd, and
+# compares them test by test.
+#
+# Usage: scripts/conformance.sh [--quick] [--out DIR] [--no-samba] [--no-ringshare] [SUITE ...]
+#   SUITE ...       smbtorture suites (default: the foundation set below)
+#   --quick         only smb2.connect and smb2.read (a smoke test)
+#   --out DIR       where logs, summary.tsv and tests.tsv go
+#                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
+#   --no-samba      skip the Samba reference run
+#   --no-ringshare  skip the ringshare run (e.g. to check this script against Samba alone)
+#
+# Env (all optional):
+#   RINGSHARE_BIN   ringshare binary to test; when unset the script runs
+#                   `cargo build --release -p ringshare` and uses target/release/ringshare
+#   SUITE_TIMEOUT   per-suite timeout in seconds (default 300)
+#   TORTURE_USER    account used on both servers (default rstorture; created with useradd when it
+#                   does not exist, and deleted again at exit); TORTURE_PASS its SMB password
+#   TORTURE_TARGET  smbtorture --target for both servers (default samba3: the tests then expect
+#                   Samba's documented behaviour where it differs from Windows)
+#   TORTURE_EXTRA   extra smbtorture arguments for both servers, split on spaces
+#   KEEP_SHARES=1   leave the share directories in /dev/shm for inspection
+#
+# Needs: root, and Debian's `samba smbclient samba-testsuite` packages
+# (apt-get install -y samba smbclient samba-testsuite).
+#
+# Output: a table per suite (pass/fail per server), OUT/summary.tsv, OUT/tests.tsv (one line per
+# test: name, ringshare result, samba result), OUT/samba-only.txt (tests Samba passes and ringshare
+# does not), and per-suite smbtorture logs in OUT/ringshare/ and OUT/samba/.
+# Exit status: 0 when every suite ran (failing tests do not change it), 1 on a setup error,
+# 2 on bad usage or missing tools.
+set -uo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib/servers.sh
+. "$SCRIPT_DIR/lib/servers.sh"
+
+DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinfo smb2.lock
+    smb2.create smb2.compound smb2.credits smb2.ioctl)
+QUICK_SUITES=(smb2.connect smb2.read)
+
+usage() {
+    sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+SUITES=()
+OUT=
+RUN_SAMBA=1
+RUN_RINGSHARE=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) SUITES=("${QUICK_SUITES[@]}") ;;
+    --out)
+        [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
+        OUT=$2
+        shift
+        ;;
+    --out=*) OUT=${1#--out=} ;;
+    --no-samba) RUN_SAMBA=0 ;;
+    --no-ringshare) RUN_RINGSHARE=0 ;;
+    -h | --help) usage; exit 0 ;;
+    -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) SUITES+=("$1") ;;
+    esac
+    shift
+done
+[ ${#SUITES[@]} -gt 0 ] || SUITES=("${DEFAULT_SUITES[@]}")
+
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
+TORTURE_USER=${TORTURE_USER:-rstorture}
+TORTURE_PASS=${TORTURE_PASS:-Conformance-Pw-1}
+TORTURE_TARGET=${TORTURE_TARGET:-samba3}
+TORTURE_EXTRA=${TORTURE_EXTRA:-}
+SHARE=torture
+OUT=${OUT:-$REPO/target/conformance/$(date -u +%Y%m%d-%H%M%S)}
+
+die() { echo "conformance: $*" >&2; exit 1; }
+
+if [ "$(id -u)" != 0 ]; then
+    echo "conformance: must run as root (it creates a Unix account for Samba and runs smbd)" >&2
+    exit 2
+fi
+MISSING=()
+for tool in smbtorture smbd smbpasswd testparm ss setsid timeout useradd; do
+    command -v "$tool" >/dev/null 2>&1 || MISSING+=("$tool")
+done
+if [ ${#MISSING[@]} -gt 0 ]; then
+    echo "conformance: missing ${MISSING[*]}; install with:" >&2
+    echo "    apt-get install -y samba smbclient samba-testsuite" >&2
+    exit 2
+fi
+
+# ---- state and cleanup ----
+WORK=$(mktemp -d /tmp/ringshare-conformance.XXXXXX)
+SHM=/dev/shm/ringshare-conformance-$$
+CREATED_USER=0
+RS_PID=
+SMBD_PID=
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+    lib_stop_tree "$RS_PID"
+    lib_stop_tree "$SMBD_PID"
+    if [ "$CREATED_USER" = 1 ]; then
+        userdel "$TORTURE_USER" >/dev/null 2>&1
+    fi
+    [ "${KEEP_SHARES:-0}" = 1 ] || rm -rf "$SHM"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir -p "$OUT/ringshare" "$OUT/samba" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+
+# ---- ringshare binary ----
+if [ "$RUN_RINGSHARE" = 1 ]; then
+    if [ -z "${RINGSHARE_BIN:-}" ]; then
+        echo "building: cargo build --release -p ringshare" >&2
+        (cd "$REPO" && cargo build --release -p ringshare) >&2 || die "cargo build failed"
+        RINGSHARE_BIN=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null ||
+            echo "$REPO/target")/release/ringshare
+    fi
+    [ -x "$RINGSHARE_BIN" ] || die "ringshare binary $RINGSHARE_BIN is not executable"
+fi
+
+# ---- the account both servers use ----
+if ! getent passwd "$TORTURE_USER" >/dev/null; then
+    useradd --no-create-home --no-user-group --shell /usr/sbin/nologin "$TORTURE_USER" ||
+        die "useradd $TORTURE_USER failed"
+    CREATED_USER=1
+fi
+
+CLIENT_CONF=$(lib_client_conf "$WORK/client")
+
+# share_dir SERVER: the server's share directory, emptied.
+reset_share() {
+    local dir=$SHM/$1
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chown "$TORTURE_USER" "$dir"
+    chmod 0755 "$dir"
+}
+
+# ensure_server SERVER: starts the server when it is not running; sets its PID and PORT.
+ensure_server() {
+    case "$1" in
+    samba)
+        if [ -n "$SMBD_PID" ] && kill -0 "$SMBD_PID" 2>/dev/null; then return 0; fi
+        [ -n "$SMBD_PID" ] && echo "  samba smbd (pid $SMBD_PID) is gone; restarting" >&2
+        SMBD_PID=
+        SAMBA_PORT=$(lib_free_port) || return 1
+        rm -rf "$WORK/samba"
+        lib_samba_start "$WORK/samba" "$SAMBA_PORT" "$SHARE" "$SHM/samba" \
+            "$TORTURE_USER" "$TORTURE_PASS" || return 1
+        SMBD_PID=$LIB_SAMBA_PID
+        ;;
+    ringshare)
+        if [ -n "$RS_PID" ] && kill -0 "$RS_PID" 2>/dev/null; then return 0; fi
+        if [ -n "$RS_PID" ]; then
+            echo "  ringshare (pid $RS_PID) is gone; restarting. Its last output:" >&2
+            tail -n 10 "$WORK/ringshare/serve.log" >&2
+        fi
+        RS_PID=
+        RS_PORT=$(lib_free_port) || return 1
+        lib_ringshare_start "$RINGSHARE_BIN" "$WORK/ringshare" "$RS_PORT" "$SHARE" \
+            "$SHM/ringshare" "$TORTURE_USER" "$TORTURE_PASS" || return 1
+        RS_PID=$LIB_RINGSHARE_PID
+        ;;
+    esac
+}
+
+# run_suite SERVER SUITE: runs one suite; writes OUT/SERVER/SUITE.log and appends per-test lines
+# to OUT/SERVER/tests.tsv; sets RESULT to "pass fail error skip incomplete rc wall". Runs in the
+# main shell (not in a subshell) so that the server PIDs it may set stay known to the trap.
+run_suite() {
+    local server=$1 suite=$2 port log rc t0 t1
+    log=$OUT/$server/$suite.log
+    reset_share "$server"
+    if ! ensure_server "$server" >>"$OUT/$server/server-start.log" 2>&1; then
+        echo "server did not start; see $OUT/$server/server-start.log" >"$log"
+        RESULT="0 0 0 0 0 255 0"
+        return
+    fi
+    if [ "$server" = samba ]; then port=$SAMBA_PORT; else port=$RS_PORT; fi
+    # shellcheck disable=SC2206
+    local cmd=(smbtorture -s "$CLIENT_CONF" "//127.0.0.1/$SHARE" -U "$TORTURE_USER%$TORTURE_PASS"
+        -p "$port" --fullname --target="$TORTURE_TARGET" $TORTURE_EXTRA "$suite")
+    t0=$(date +%s)
+    (cd "$WORK" && timeout -k 10 "$SUITE_TIMEOUT" "${cmd[@]}") >"$log" 2>&1 </dev/null
+    rc=$?
+    t1=$(date +%s)
+    echo "# ${cmd[*]} -> rc $rc" >>"$log"
+    # One line per started test: its last result, or "incomplete" when it never reported one
+    # (timeout or a dropped connection).
+    awk -v suite="$suite" '
+        /^test: / { name = $2; if (!(name in res)) { order[n++] = name; res[name] = "incomplete" } }
+        /^(success|failure|error|skip|xfail|uxsuccess): / {
+            r = $1; sub(/:$/, "", r); name = $2
+            if (!(name in res)) { order[n++] = name }
+            res[name] = r
+        }
+        END { for (i = 0; i < n; i++) printf "%s\t%s\t%s\n", suite, order[i], res[order[i]] }
+    ' "$log" >>"$OUT/$server/tests.tsv"
+    local p f e s inc
+    p=$(grep -c '^success: ' "$log")
+    f=$(grep -c '^failure: ' "$log")
+    e=$(grep -c '^error: ' "$log")
+    s=$(grep -c -E '^(skip|xfail): ' "$log")
+    inc=$(awk -F'\t' -v suite="$suite" '$1 == suite && $3 == "incomplete"' "$OUT/$server/tests.tsv" | wc -l)
+    RESULT="$p $f $e $s $inc $rc $((t1 - t0))"
+}
+
+SERVERS=()
+[ "$RUN_RINGSHARE" = 1 ] && SERVERS+=(ringshare)
+[ "$RUN_SAMBA" = 1 ] && SERVERS+=(samba)
+[ ${#SERVERS[@]} -gt 0 ] || { echo "nothing to run" >&2; exit 2; }
+
+for server in "${SERVERS[@]}"; do : >"$OUT/$server/tests.tsv"; done
+SUM=$OUT/summary.tsv
+printf 'suite\tserver\tpass\tfail\terror\tskip\tincomplete\trc\twall_s\n' >"$SUM"
+
+echo "smbtorture $(smbtorture --version 2>&1 | head -n 1 | awk '{print $2}'), target $TORTURE_TARGET," \
+    "timeout ${SUITE_TIMEOUT}s per suite, output in $OUT"
+for suite in "${SUITES[@]}"; do
+    for server in "${SERVERS[@]}"; do
+        run_suite "$server" "$suite"
+        read -r p f e s inc rc wall <<<"$RESULT"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$suite" "$server" "$p" "$f" "$e" "$s" \
+            "$inc" "$rc" "$wall" >>"$SUM"
+        printf '  %-16s %-9s pass %3d  fail %3d  error %3d  skip %3d  incomplete %2d  rc %3d  %4ss\n' \
+            "$suite" "$server" "$p" "$f" "$e" "$s" "$inc" "$rc" "$wall"
+    done
+done
+# ringshare's own log, for post-mortems
+[ "$RUN_RINGSHARE" = 1 ] && cp "$WORK/ringshare/serve.log" "$OUT/ringshare/serve.log" 2>/dev/null
+[ "$RUN_SAMBA" = 1 ] && cp "$WORK/samba/log/log.smbd" "$OUT/samba/log.smbd" 2>/dev/null
+
+# ---- per-test comparison ----
+# tests.tsv: test, ringshare result, samba result ("-" where that server did not run the test)
+TESTS=$OUT/tests.tsv
+FILES=()
+for server in "${SERVERS[@]}"; do FILES+=("$OUT/$server/tests.tsv"); done
+awk -F'\t' '
+    { key = $2; if (!(key in seen)) { seen[key] = 1; order[n++] = key }
+      if (FILENAME ~ /\/ringshare\/tests\.tsv$/) rs[key] = $3; else sb[key] = $3 }
+    END {
+        print "test\tringshare\tsamba"
+        for (i = 0; i < n; i++) {
+            k = order[i]
+            printf "%s\t%s\t%s\n", k, (k in rs) ? rs[k] : "-", (k in sb) ? sb[k] : "-"
+        }
+    }
+' "${FILES[@]}" >"$TESTS"
+awk -F'\t' 'NR > 1 && $3 == "success" && $2 != "success" { print $1 "\t" $2 }' "$TESTS" \
+    >"$OUT/samba-only.txt"
+
+# ---- table ----
+cell() { # cell SUITE SERVER -> "P/F" (F counts failure + error + incomplete) or "-" / "down"
+    awk -F'\t' -v s="$1" -v v="$2" '
+        $1 == s && $2 == v { found = 1
+            if ($8 == 255 && $3 + $4 + $5 + $6 == 0) print "down"
+            else printf "%d/%d\n", $3, $4 + $5 + $7 }
+        END { if (!found) print "-" }' "$SUM"
+}
+echo
+echo "| suite | ringshare pass/fail | samba pass/fail |"
+echo "|---|---|---|"
+for suite in "${SUITES[@]}"; do
+    echo "| $suite | $(cell "$suite" ringshare) | $(cell "$suite" samba) |"
+done
+TOTAL() { awk -F'\t' -v v="$1" '$2 == v { p += $3; f += $4 + $5 + $7; r = 1 }
+    END { if (r) printf "%d/%d\n", p, f; else print "-" }' "$SUM"; }
+echo "| **total** | $(TOTAL ringshare) | $(TOTAL samba) |"
+echo
+echo "(fail = failure + error + incomplete; skips are not counted)"
+if [ "$RUN_RINGSHARE" = 1 ] && [ "$RUN_SAMBA" = 1 ]; then
+    n=$(wc -l <"$OUT/samba-only.txt")
+    echo
+    echo "$n tests Samba passes that ringshare does not (test, ringshare result):"
+    sed 's/^/  /' "$OUT/samba-only.txt"
+fi
+echo
+echo "per-test results: $TESTS; summary: $SUM; logs: $OUT/{ringshare,samba}/"
+exit 0
