@@ -37,8 +37,6 @@ pub(crate) struct Negotiated {
     pub client_dialects: Vec<u16>,
     /// 3.1.1: signing algorithm from the SIGNING_CAPABILITIES context.
     pub signing_algorithm: Option<u16>,
-    /// 3.1.1: cipher from the ENCRYPTION_CAPABILITIES context.
-    pub cipher: Option<u16>,
 }
 
 /// Connection-level state the command modules work on.
@@ -200,7 +198,6 @@ pub struct Connection {
 #[derive(Clone)]
 pub(crate) struct Req0 {
     pub session_id: u64,
-    pub tree_id: u32,
 }
 
 impl Connection {
@@ -464,10 +461,7 @@ impl Connection {
                             }
                         }
                     }
-                    let r0 = Req0 {
-                        session_id,
-                        tree_id,
-                    };
+                    let r0 = Req0 { session_id };
                     self.outputs
                         .push_back(Output::Io(IoRequest { id, node, op }));
                     self.parked.insert(id, (job, hdr, cont, r0));

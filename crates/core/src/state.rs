@@ -21,7 +21,6 @@ use ringshare_vfs::{DirEntry, Node, RelPath};
 use crate::server::{FileEntry, FileKey, ShareDef};
 
 pub(crate) struct Session {
-    pub id: u64,
     /// Authentication has completed at least once ([MS-SMB2] Session.State Valid).
     pub valid: bool,
     /// A SESSION_SETUP exchange in progress (first setup or re-authentication).
@@ -51,21 +50,11 @@ pub(crate) enum TreeKind {
 }
 
 pub(crate) struct Tree {
-    pub id: u32,
     pub kind: TreeKind,
     /// The share is read-only for this session.
     pub read_only: bool,
     /// Access granted on the share (MaximalAccess in TREE_CONNECT's reply).
     pub maximal_access: u32,
-}
-
-impl Tree {
-    pub fn share(&self) -> Option<&Arc<ShareDef>> {
-        match &self.kind {
-            TreeKind::Disk(s) => Some(s),
-            TreeKind::Ipc => None,
-        }
-    }
 }
 
 /// A directory listing in progress (QUERY_DIRECTORY keeps its place here).

@@ -26,8 +26,6 @@ pub(crate) mod write;
 pub(crate) enum AsyncWork {
     /// A blocking byte-range lock, retried until granted, cancelled or closed.
     Lock(lock::PendingLock),
-    /// CHANGE_NOTIFY: waits until cancelled or its handle is closed.
-    Notify(notify::PendingNotify),
 }
 
 impl AsyncWork {
@@ -35,7 +33,6 @@ impl AsyncWork {
     pub fn deadline_ms(&self) -> Option<u64> {
         match self {
             AsyncWork::Lock(p) => Some(p.retry_at_ms),
-            AsyncWork::Notify(_) => None,
         }
     }
 }
@@ -48,7 +45,6 @@ pub(crate) fn poll_async(
 ) -> Option<Result<Reply, NtStatus>> {
     match work {
         AsyncWork::Lock(p) => lock::poll(core, session_id, p),
-        AsyncWork::Notify(p) => notify::poll(core, session_id, p),
     }
 }
 
@@ -56,6 +52,5 @@ pub(crate) fn poll_async(
 pub(crate) fn cancel_async(core: &mut ConnCore, session_id: u64, work: &AsyncWork) {
     match work {
         AsyncWork::Lock(p) => lock::cancel(core, session_id, p),
-        AsyncWork::Notify(_) => {}
     }
 }

@@ -104,7 +104,6 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             server_capabilities: capabilities_for(dialect).0,
             client_dialects: vec![Dialect::SMB2_0_2.0],
             signing_algorithm: None,
-            cipher: None,
         });
     }
     let mut hdr = Header::response_to(&Header::request(Command::NEGOTIATE, 0), NtStatus::SUCCESS);
@@ -197,7 +196,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         server_capabilities: capabilities_for(dialect).0,
         client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
         signing_algorithm,
-        cipher,
     });
     if dialect == Dialect::SMB3_1_1 {
         let mut p = PreauthHash::zero();

@@ -8,18 +8,8 @@ use ringshare_wire::NtStatus;
 
 use crate::conn::{ConnCore, Handled, Reply, Req};
 
-pub(crate) struct PendingNotify {}
-
 pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Handled, NtStatus> {
     Err(NtStatus::NOT_SUPPORTED)
-}
-
-pub(crate) fn poll(
-    _core: &mut ConnCore,
-    _session_id: u64,
-    _p: &mut PendingNotify,
-) -> Option<Result<Reply, NtStatus>> {
-    None
 }
 
 pub(crate) fn oplock_break(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {

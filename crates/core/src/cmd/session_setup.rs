@@ -77,7 +77,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         core.sessions.insert(
             id,
             Session {
-                id,
                 valid: false,
                 auth: None,
                 user: String::new(),

@@ -62,7 +62,6 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     session.trees.insert(
         id,
         Tree {
-            id,
             kind,
             read_only,
             maximal_access,
