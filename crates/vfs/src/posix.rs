@@ -15,8 +15,8 @@
 use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{
     AtFlags, Dir, FallocateFlags, Mode, OFlags, RenameFlags, ResolveFlags, Statx, StatxFlags,
