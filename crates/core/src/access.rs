@@ -30,14 +30,16 @@ pub(crate) const FILE_GENERIC_EXECUTE: u32 = 0x0012_00A0;
 pub(crate) const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
 
 /// Bits a DesiredAccess may carry; anything else is refused with ACCESS_DENIED.
-pub(crate) const VALID_DESIRED_ACCESS: u32 = FILE_ALL_ACCESS | ACCESS_SYSTEM_SECURITY | MAXIMUM_ALLOWED | 0xF000_0000;
+pub(crate) const VALID_DESIRED_ACCESS: u32 =
+    FILE_ALL_ACCESS | ACCESS_SYSTEM_SECURITY | MAXIMUM_ALLOWED | 0xF000_0000;
 
 pub(crate) const SHARE_READ: u32 = 1;
 pub(crate) const SHARE_WRITE: u32 = 2;
 pub(crate) const SHARE_DELETE: u32 = 4;
 
 /// Access bits that take part in share-mode checks ([MS-FSA] 2.1.5.1.2.1).
-const SHARING_BITS: u32 = FILE_READ_DATA | FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_EXECUTE | DELETE;
+const SHARING_BITS: u32 =
+    FILE_READ_DATA | FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_EXECUTE | DELETE;
 
 /// Turn GENERIC_* bits into the file rights they stand for.
 pub(crate) fn map_generic(mask: u32) -> u32 {
@@ -89,7 +91,11 @@ pub(crate) fn can_write(access: u32) -> bool {
 
 /// [MS-FSA] 2.1.5.1.2.1: may a new open with `access`/`share_access` join `opens`?
 /// Opens that hold none of the data/delete rights take no part.
-pub(crate) fn check_sharing(opens: &[ShareEntry], access: u32, share_access: u32) -> Result<(), NtStatus> {
+pub(crate) fn check_sharing(
+    opens: &[ShareEntry],
+    access: u32,
+    share_access: u32,
+) -> Result<(), NtStatus> {
     if access & SHARING_BITS == 0 {
         return Ok(());
     }
@@ -97,11 +103,14 @@ pub(crate) fn check_sharing(opens: &[ShareEntry], access: u32, share_access: u32
         if e.access & SHARING_BITS == 0 {
             continue;
         }
-        let conflict = (e.access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && share_access & SHARE_READ == 0)
-            || (e.access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 && share_access & SHARE_WRITE == 0)
+        let conflict = (e.access & (FILE_READ_DATA | FILE_EXECUTE) != 0
+            && share_access & SHARE_READ == 0)
+            || (e.access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0
+                && share_access & SHARE_WRITE == 0)
             || (e.access & DELETE != 0 && share_access & SHARE_DELETE == 0)
             || (access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && e.share_access & SHARE_READ == 0)
-            || (access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 && e.share_access & SHARE_WRITE == 0)
+            || (access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0
+                && e.share_access & SHARE_WRITE == 0)
             || (access & DELETE != 0 && e.share_access & SHARE_DELETE == 0);
         if conflict {
             return Err(NtStatus::SHARING_VIOLATION);
@@ -115,7 +124,11 @@ mod tests {
     use super::*;
 
     fn entry(access: u32, share_access: u32) -> ShareEntry {
-        ShareEntry { owner: 1, access, share_access }
+        ShareEntry {
+            owner: 1,
+            access,
+            share_access,
+        }
     }
 
     #[test]
@@ -126,23 +139,44 @@ mod tests {
 
     #[test]
     fn maximum_allowed_grants_what_the_tree_grants_and_more_is_denied() {
-        assert_eq!(granted_access(MAXIMUM_ALLOWED, 0x0012_00A9), Ok(0x0012_00A9));
-        assert_eq!(granted_access(FILE_WRITE_DATA, 0x0012_00A9), Err(NtStatus::ACCESS_DENIED));
-        assert_eq!(granted_access(0x0040_0000, FILE_ALL_ACCESS), Err(NtStatus::ACCESS_DENIED));
-        assert_eq!(granted_access(ACCESS_SYSTEM_SECURITY, FILE_ALL_ACCESS), Err(NtStatus::PRIVILEGE_NOT_HELD));
+        assert_eq!(
+            granted_access(MAXIMUM_ALLOWED, 0x0012_00A9),
+            Ok(0x0012_00A9)
+        );
+        assert_eq!(
+            granted_access(FILE_WRITE_DATA, 0x0012_00A9),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert_eq!(
+            granted_access(0x0040_0000, FILE_ALL_ACCESS),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert_eq!(
+            granted_access(ACCESS_SYSTEM_SECURITY, FILE_ALL_ACCESS),
+            Err(NtStatus::PRIVILEGE_NOT_HELD)
+        );
     }
 
     #[test]
     fn a_reader_that_does_not_share_read_blocks_a_second_reader() {
         let opens = [entry(FILE_READ_DATA, SHARE_WRITE)];
-        assert_eq!(check_sharing(&opens, FILE_READ_DATA, SHARE_READ | SHARE_WRITE), Err(NtStatus::SHARING_VIOLATION));
-        assert_eq!(check_sharing(&opens, FILE_WRITE_DATA, SHARE_READ | SHARE_WRITE), Ok(()));
+        assert_eq!(
+            check_sharing(&opens, FILE_READ_DATA, SHARE_READ | SHARE_WRITE),
+            Err(NtStatus::SHARING_VIOLATION)
+        );
+        assert_eq!(
+            check_sharing(&opens, FILE_WRITE_DATA, SHARE_READ | SHARE_WRITE),
+            Ok(())
+        );
     }
 
     #[test]
     fn attribute_only_opens_take_no_part_in_sharing() {
         let opens = [entry(FILE_READ_ATTRIBUTES, 0)];
-        assert_eq!(check_sharing(&opens, FILE_READ_DATA | FILE_WRITE_DATA, 0), Ok(()));
+        assert_eq!(
+            check_sharing(&opens, FILE_READ_DATA | FILE_WRITE_DATA, 0),
+            Ok(())
+        );
         let opens = [entry(FILE_READ_DATA, 0)];
         assert_eq!(check_sharing(&opens, FILE_READ_ATTRIBUTES, 0), Ok(()));
     }
@@ -150,7 +184,10 @@ mod tests {
     #[test]
     fn delete_access_needs_share_delete_from_the_others() {
         let opens = [entry(FILE_READ_DATA, SHARE_READ)];
-        assert_eq!(check_sharing(&opens, DELETE, SHARE_READ), Err(NtStatus::SHARING_VIOLATION));
+        assert_eq!(
+            check_sharing(&opens, DELETE, SHARE_READ),
+            Err(NtStatus::SHARING_VIOLATION)
+        );
         let opens = [entry(FILE_READ_DATA, SHARE_READ | SHARE_DELETE)];
         assert_eq!(check_sharing(&opens, DELETE, SHARE_READ), Ok(()));
     }

@@ -8,11 +8,13 @@
 
 use ringshare_vfs::{DirEntry, FileAttr};
 use ringshare_wire::fscc::{
-    DirEntryInfo, FileAttributes, FileBasicInformation, FileNetworkOpenInformation, FileStandardInformation, FileTime,
+    DirEntryInfo, FileAttributes, FileBasicInformation, FileNetworkOpenInformation,
+    FileStandardInformation, FileTime,
 };
 
 /// Attributes a client may set or ask for at create (the rest are the file system's business).
-pub(crate) const SETTABLE_ATTRIBUTES: u32 = 0x0000_0001 | 0x0000_0002 | 0x0000_0004 | 0x0000_0020 | 0x0000_0100 | 0x0000_2000 | 0x0000_1000;
+pub(crate) const SETTABLE_ATTRIBUTES: u32 =
+    0x0000_0001 | 0x0000_0002 | 0x0000_0004 | 0x0000_0020 | 0x0000_0100 | 0x0000_2000 | 0x0000_1000;
 
 pub(crate) const ATTR_READONLY: u32 = 0x0000_0001;
 pub(crate) const ATTR_DIRECTORY: u32 = 0x0000_0010;
@@ -117,7 +119,10 @@ pub(crate) fn dir_entry_info(name: &str, a: &FileAttr) -> DirEntryInfo {
 
 /// A directory entry, for the listing cache.
 pub(crate) fn entry(name: &str, attr: FileAttr) -> DirEntry {
-    DirEntry { name: name.to_string(), attr }
+    DirEntry {
+        name: name.to_string(),
+        attr,
+    }
 }
 
 #[cfg(test)]
@@ -128,23 +133,42 @@ mod tests {
 
     #[test]
     fn files_without_stored_attributes_are_archive_and_directories_directory() {
-        let f = FileAttr { kind: FileKind::File, ..Default::default() };
+        let f = FileAttr {
+            kind: FileKind::File,
+            ..Default::default()
+        };
         assert_eq!(attributes(&f), ATTR_ARCHIVE);
-        let d = FileAttr { kind: FileKind::Directory, ..Default::default() };
+        let d = FileAttr {
+            kind: FileKind::Directory,
+            ..Default::default()
+        };
         assert_eq!(attributes(&d), ATTR_DIRECTORY);
     }
 
     #[test]
     fn stored_attributes_win_but_the_directory_bit_follows_the_kind() {
-        let f = FileAttr { kind: FileKind::File, dos_attributes: Some(ATTR_READONLY | ATTR_DIRECTORY), ..Default::default() };
+        let f = FileAttr {
+            kind: FileKind::File,
+            dos_attributes: Some(ATTR_READONLY | ATTR_DIRECTORY),
+            ..Default::default()
+        };
         assert_eq!(attributes(&f), ATTR_READONLY);
-        let f = FileAttr { kind: FileKind::File, dos_attributes: Some(0), ..Default::default() };
+        let f = FileAttr {
+            kind: FileKind::File,
+            dos_attributes: Some(0),
+            ..Default::default()
+        };
         assert_eq!(attributes(&f), ATTR_NORMAL);
     }
 
     #[test]
     fn directories_report_zero_sizes() {
-        let d = FileAttr { kind: FileKind::Directory, size: 4096, alloc_size: 4096, ..Default::default() };
+        let d = FileAttr {
+            kind: FileKind::Directory,
+            size: 4096,
+            alloc_size: 4096,
+            ..Default::default()
+        };
         assert_eq!(sizes(&d), (0, 0));
     }
 }

@@ -24,7 +24,9 @@ impl FlushRequest {
         let mut r = body_reader(msg)?;
         expect_structure_size(&mut r, 24)?;
         r.skip(6)?;
-        Ok(FlushRequest { file_id: FileId::read(&mut r)? })
+        Ok(FlushRequest {
+            file_id: FileId::read(&mut r)?,
+        })
     }
 }
 
@@ -49,7 +51,12 @@ impl ReadRequest {
         let _remaining = r.u32()?;
         let _ci_off = r.u16()?;
         let _ci_len = r.u16()?;
-        Ok(ReadRequest { length, offset, file_id, minimum_count })
+        Ok(ReadRequest {
+            length,
+            offset,
+            file_id,
+            minimum_count,
+        })
     }
 }
 
@@ -89,7 +96,12 @@ impl WriteRequest {
         let _flags = r.u32()?;
         // Checked like any buffer: inside the message, after the fixed part.
         slice_at(msg, data_offset, length, HEADER_LEN + 48, "WRITE.Data")?;
-        Ok(WriteRequest { offset, file_id, data_start: data_offset, data_len: length })
+        Ok(WriteRequest {
+            offset,
+            file_id,
+            data_start: data_offset,
+            data_len: length,
+        })
     }
 }
 
@@ -129,14 +141,22 @@ impl LockRequest {
         if count == 0 || count > max_elements {
             return Err(WireError::Invalid("LockCount"));
         }
-        let mut elems = r.sub(count.checked_mul(24).ok_or(WireError::Invalid("LockCount"))?)?;
+        let mut elems = r.sub(
+            count
+                .checked_mul(24)
+                .ok_or(WireError::Invalid("LockCount"))?,
+        )?;
         let mut locks = Vec::with_capacity(count);
         for _ in 0..count {
             let offset = elems.u64()?;
             let length = elems.u64()?;
             let flags = elems.u32()?;
             elems.skip(4)?;
-            locks.push(LockElement { offset, length, flags });
+            locks.push(LockElement {
+                offset,
+                length,
+                flags,
+            });
         }
         Ok(LockRequest { file_id, locks })
     }
@@ -166,7 +186,13 @@ impl<'a> IoctlRequest<'a> {
         let max_output_response = r.u32()?;
         let flags = r.u32()?;
         let input = slice_at(msg, in_off, in_len, HEADER_LEN + 56, "IOCTL.Input")?;
-        Ok(IoctlRequest { ctl_code, file_id, input, max_output_response, flags })
+        Ok(IoctlRequest {
+            ctl_code,
+            file_id,
+            input,
+            max_output_response,
+            flags,
+        })
     }
 }
 
@@ -208,8 +234,20 @@ impl QueryDirectoryRequest {
         let name_off = usize::from(r.u16()?);
         let name_len = usize::from(r.u16()?);
         let output_buffer_length = r.u32()?;
-        let pattern = decode_utf16le(slice_at(msg, name_off, name_len, HEADER_LEN + 32, "FileName")?)?;
-        Ok(QueryDirectoryRequest { class, flags, file_id, pattern, output_buffer_length })
+        let pattern = decode_utf16le(slice_at(
+            msg,
+            name_off,
+            name_len,
+            HEADER_LEN + 32,
+            "FileName",
+        )?)?;
+        Ok(QueryDirectoryRequest {
+            class,
+            flags,
+            file_id,
+            pattern,
+            output_buffer_length,
+        })
     }
 }
 
@@ -218,7 +256,11 @@ impl QueryDirectoryRequest {
 pub(crate) fn output_buffer_body(output: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(8 + output.len().max(1));
     b.put_u16(9);
-    b.put_u16(if output.is_empty() { 0 } else { (HEADER_LEN + 8) as u16 });
+    b.put_u16(if output.is_empty() {
+        0
+    } else {
+        (HEADER_LEN + 8) as u16
+    });
     b.put_u32(u32::try_from(output.len()).unwrap_or(u32::MAX));
     if output.is_empty() {
         b.put_u8(0);
@@ -252,7 +294,13 @@ impl QueryInfoRequest {
         let file_id = FileId::read(&mut r)?;
         // The input buffer (quota and EA queries) is only checked for bounds.
         slice_at(msg, in_off, in_len, HEADER_LEN + 40, "InputBuffer")?;
-        Ok(QueryInfoRequest { info_type, class, output_buffer_length, additional_information, file_id })
+        Ok(QueryInfoRequest {
+            info_type,
+            class,
+            output_buffer_length,
+            additional_information,
+            file_id,
+        })
     }
 }
 
@@ -277,7 +325,13 @@ impl<'a> SetInfoRequest<'a> {
         let additional_information = r.u32()?;
         let file_id = FileId::read(&mut r)?;
         let buffer = slice_at(msg, off, len, HEADER_LEN + 32, "SET_INFO.Buffer")?;
-        Ok(SetInfoRequest { info_type, class, buffer, additional_information, file_id })
+        Ok(SetInfoRequest {
+            info_type,
+            class,
+            buffer,
+            additional_information,
+            file_id,
+        })
     }
 }
 
@@ -301,12 +355,22 @@ impl ValidateNegotiateInfo {
         for _ in 0..count {
             dialects.push(d.u16()?);
         }
-        Ok(ValidateNegotiateInfo { capabilities, guid, security_mode, dialects })
+        Ok(ValidateNegotiateInfo {
+            capabilities,
+            guid,
+            security_mode,
+            dialects,
+        })
     }
 }
 
 /// VALIDATE_NEGOTIATE_INFO response ([MS-SMB2] 2.2.32.6).
-pub(crate) fn validate_negotiate_response(capabilities: u32, guid: &[u8; 16], security_mode: u16, dialect: u16) -> Vec<u8> {
+pub(crate) fn validate_negotiate_response(
+    capabilities: u32,
+    guid: &[u8; 16],
+    security_mode: u16,
+    dialect: u16,
+) -> Vec<u8> {
     let mut b = Vec::with_capacity(24);
     b.put_u32(capabilities);
     b.put_bytes(guid);

@@ -26,10 +26,20 @@ pub(crate) fn resolve(req: &Req<'_>, fid: FileId) -> Result<(u64, u64), NtStatus
 }
 
 /// The open a request names, checked against the request's tree.
-pub(crate) fn find<'a>(core: &'a mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<&'a mut Open, NtStatus> {
+pub(crate) fn find<'a>(
+    core: &'a mut ConnCore,
+    req: &Req<'_>,
+    fid: FileId,
+) -> Result<&'a mut Open, NtStatus> {
     let (persistent, volatile) = resolve(req, fid)?;
-    let session = core.sessions.get_mut(&req.session_id).ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let open = session.opens.get_mut(&volatile).ok_or(NtStatus::FILE_CLOSED)?;
+    let session = core
+        .sessions
+        .get_mut(&req.session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let open = session
+        .opens
+        .get_mut(&volatile)
+        .ok_or(NtStatus::FILE_CLOSED)?;
     if open.persistent_id != persistent || open.tree_id != req.tree_id {
         return Err(NtStatus::FILE_CLOSED);
     }
@@ -47,8 +57,17 @@ pub(crate) fn tree_read_only(core: &ConnCore, req: &Req<'_>) -> bool {
 /// Close one open (already removed from its session). Returns the file's
 /// attributes as they were just before the close, when `want_attr`.
 pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> Option<FileAttr> {
-    tracing::trace!(id = open.id, access = open.access, share_access = open.share_access, "close");
-    let attr = if want_attr { open.node.stat().ok() } else { None };
+    tracing::trace!(
+        id = open.id,
+        access = open.access,
+        share_access = open.share_access,
+        "close"
+    );
+    let attr = if want_attr {
+        open.node.stat().ok()
+    } else {
+        None
+    };
     let (remove, path, is_dir) = {
         let mut e = lock(&open.entry);
         e.opens.retain(|s| s.owner != open.id);
@@ -56,14 +75,22 @@ pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> O
         if open.delete_on_close {
             e.delete_pending = true;
         }
-        (e.delete_pending && e.opens.is_empty(), e.path.clone(), e.is_dir)
+        (
+            e.delete_pending && e.opens.is_empty(),
+            e.path.clone(),
+            e.is_dir,
+        )
     };
     let share = Arc::clone(&open.share);
     let key = open.key;
     // Let the backend close the file before it is removed.
     drop(open);
     if remove {
-        let r = if is_dir { share.backend.rmdir(&path) } else { share.backend.unlink(&path) };
+        let r = if is_dir {
+            share.backend.rmdir(&path)
+        } else {
+            share.backend.unlink(&path)
+        };
         if let Err(e) = r {
             tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}");
         }
@@ -73,8 +100,17 @@ pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> O
 }
 
 /// Close every open of a session for which `pick` is true.
-pub(crate) fn close_where(server: &ServerState, session: &mut Session, pick: impl Fn(&Open) -> bool) {
-    let ids: Vec<u64> = session.opens.iter().filter(|(_, o)| pick(o)).map(|(id, _)| *id).collect();
+pub(crate) fn close_where(
+    server: &ServerState,
+    session: &mut Session,
+    pick: impl Fn(&Open) -> bool,
+) {
+    let ids: Vec<u64> = session
+        .opens
+        .iter()
+        .filter(|(_, o)| pick(o))
+        .map(|(id, _)| *id)
+        .collect();
     for id in ids {
         if let Some(open) = session.opens.remove(&id) {
             close_open(server, open, false);
@@ -84,7 +120,9 @@ pub(crate) fn close_where(server: &ServerState, session: &mut Session, pick: imp
 
 /// The connection uses multi-credit requests ([MS-SMB2] 3.3.5.2.5).
 pub(crate) fn large_mtu(core: &ConnCore) -> bool {
-    core.negotiated.as_ref().is_some_and(|n| n.dialect != Dialect::SMB2_0_2 && n.server_capabilities & 0x4 != 0)
+    core.negotiated
+        .as_ref()
+        .is_some_and(|n| n.dialect != Dialect::SMB2_0_2 && n.server_capabilities & 0x4 != 0)
 }
 
 /// MaxReadSize / MaxWriteSize / MaxTransactSize as negotiated.
@@ -96,7 +134,11 @@ pub(crate) fn io_size_max(core: &ConnCore) -> u32 {
 }
 
 /// [MS-SMB2] 3.3.5.2.5: a payload of `len` bytes needs CreditCharge ≥ ceil(len / 64 KiB).
-pub(crate) fn check_credit_charge(core: &ConnCore, req: &Req<'_>, len: u64) -> Result<(), NtStatus> {
+pub(crate) fn check_credit_charge(
+    core: &ConnCore,
+    req: &Req<'_>,
+    len: u64,
+) -> Result<(), NtStatus> {
     if !large_mtu(core) {
         return Ok(());
     }

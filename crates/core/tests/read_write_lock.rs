@@ -14,7 +14,8 @@ const UNLOCK: u32 = 4;
 const FAIL_IMMEDIATELY: u32 = 0x10;
 
 fn open_rw(c: &mut Client, name: &str) -> FileId {
-    c.create(name, GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0).unwrap()
+    c.create(name, GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+        .unwrap()
 }
 
 #[test]
@@ -39,7 +40,11 @@ fn read_past_end_of_file_is_end_of_file() {
     assert_eq!(c.read(f, 1000, 10).status(), NtStatus::END_OF_FILE);
     let tree = c.tree_id;
     let r = c.call(Command::READ, tree, |o| read_body(o, f, 0, 10, 5));
-    assert_eq!(r.status(), NtStatus::END_OF_FILE, "fewer bytes than MinimumCount");
+    assert_eq!(
+        r.status(),
+        NtStatus::END_OF_FILE,
+        "fewer bytes than MinimumCount"
+    );
 }
 
 #[test]
@@ -63,7 +68,10 @@ fn read_larger_than_the_credit_charge_covers_is_invalid_parameter() {
 
 #[test]
 fn read_larger_than_max_read_size_on_smb_2_0_2_is_invalid_parameter() {
-    let mut c = Client::with(Options { dialect: Dialect::SMB2_0_2, signing: SigningPolicy::IfRequired });
+    let mut c = Client::with(Options {
+        dialect: Dialect::SMB2_0_2,
+        signing: SigningPolicy::IfRequired,
+    });
     c.put_file("big", b"1");
     let f = c.create("big", GENERIC_READ, D::OPEN, 0).unwrap();
     assert_eq!(c.read(f, 0, 65537).status(), NtStatus::INVALID_PARAMETER);
@@ -75,7 +83,9 @@ fn write_to_read_only_share_is_access_denied() {
     let mut c = Client::new();
     c.put_file("ro", b"1");
     let ro = c.ro_tree_id;
-    let f = c.create_on(ro, "ro", GENERIC_READ, SHARE_ALL, D::OPEN, 0).unwrap();
+    let f = c
+        .create_on(ro, "ro", GENERIC_READ, SHARE_ALL, D::OPEN, 0)
+        .unwrap();
     let r = c.call(Command::WRITE, ro, |o| write_body(o, f, 0, b"x"));
     assert_eq!(r.status(), NtStatus::ACCESS_DENIED);
 }
@@ -104,7 +114,10 @@ fn flush_needs_write_access_but_a_directory_flushes() {
 #[test]
 fn an_unknown_file_id_is_file_closed() {
     let mut c = Client::new();
-    let bogus = FileId { persistent: 77, volatile: 77 };
+    let bogus = FileId {
+        persistent: 77,
+        volatile: 77,
+    };
     assert_eq!(c.read(bogus, 0, 1).status(), NtStatus::FILE_CLOSED);
     assert_eq!(c.write(bogus, 0, b"1").status(), NtStatus::FILE_CLOSED);
     assert_eq!(c.close(bogus).status(), NtStatus::FILE_CLOSED);
@@ -116,7 +129,10 @@ fn exclusive_lock_blocks_read_from_another_open() {
     c.put_file("locked", b"0123456789");
     let a = open_rw(&mut c, "locked");
     let b = open_rw(&mut c, "locked");
-    assert_eq!(c.lock(a, &[(0, 5, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        c.lock(a, &[(0, 5, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::SUCCESS
+    );
     assert_eq!(c.read(b, 0, 3).status(), NtStatus::FILE_LOCK_CONFLICT);
     assert_eq!(c.write(b, 4, b"x").status(), NtStatus::FILE_LOCK_CONFLICT);
     assert_eq!(read_data(&c.read(b, 5, 5)), b"56789", "outside the range");
@@ -130,13 +146,31 @@ fn lock_flag_rules_follow_the_spec() {
     let mut c = Client::new();
     c.put_file("lk", b"");
     let a = open_rw(&mut c, "lk");
-    assert_eq!(c.lock(a, &[(0, 1, UNLOCK)]).status(), NtStatus::RANGE_NOT_LOCKED);
-    assert_eq!(c.lock(a, &[(0, 1, SHARED | EXCLUSIVE)]).status(), NtStatus::INVALID_PARAMETER);
-    assert_eq!(c.lock(a, &[(0, 1, EXCLUSIVE), (5, 1, EXCLUSIVE)]).status(), NtStatus::INVALID_PARAMETER, "several elements must all fail immediately");
+    assert_eq!(
+        c.lock(a, &[(0, 1, UNLOCK)]).status(),
+        NtStatus::RANGE_NOT_LOCKED
+    );
+    assert_eq!(
+        c.lock(a, &[(0, 1, SHARED | EXCLUSIVE)]).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(
+        c.lock(a, &[(0, 1, EXCLUSIVE), (5, 1, EXCLUSIVE)]).status(),
+        NtStatus::INVALID_PARAMETER,
+        "several elements must all fail immediately"
+    );
     // Unlock elements are processed in order; a lock element among them is invalid.
     assert_eq!(c.lock(a, &[(0, 1, EXCLUSIVE)]).status(), NtStatus::SUCCESS);
-    assert_eq!(c.lock(a, &[(0, 1, UNLOCK), (5, 1, EXCLUSIVE)]).status(), NtStatus::INVALID_PARAMETER);
-    assert_eq!(c.lock(a, &[(u64::MAX, 2, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(), NtStatus(0xC000_01A1), "INVALID_LOCK_RANGE");
+    assert_eq!(
+        c.lock(a, &[(0, 1, UNLOCK), (5, 1, EXCLUSIVE)]).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(
+        c.lock(a, &[(u64::MAX, 2, EXCLUSIVE | FAIL_IMMEDIATELY)])
+            .status(),
+        NtStatus(0xC000_01A1),
+        "INVALID_LOCK_RANGE"
+    );
 }
 
 #[test]
@@ -145,11 +179,23 @@ fn a_failed_multi_element_lock_rolls_back_the_ranges_it_took() {
     c.put_file("lk", b"");
     let a = open_rw(&mut c, "lk");
     let b = open_rw(&mut c, "lk");
-    assert_eq!(c.lock(b, &[(10, 1, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(), NtStatus::SUCCESS);
-    let r = c.lock(a, &[(0, 1, EXCLUSIVE | FAIL_IMMEDIATELY), (10, 1, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert_eq!(
+        c.lock(b, &[(10, 1, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::SUCCESS
+    );
+    let r = c.lock(
+        a,
+        &[
+            (0, 1, EXCLUSIVE | FAIL_IMMEDIATELY),
+            (10, 1, EXCLUSIVE | FAIL_IMMEDIATELY),
+        ],
+    );
     assert_eq!(r.status(), NtStatus::LOCK_NOT_GRANTED);
     // a's first range was given back: b can lock it.
-    assert_eq!(c.lock(b, &[(0, 1, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        c.lock(b, &[(0, 1, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::SUCCESS
+    );
 }
 
 #[test]
@@ -169,7 +215,10 @@ fn a_blocking_lock_goes_pending_and_is_granted_after_the_holder_unlocks() {
     assert_eq!(done[0].status(), NtStatus::SUCCESS);
     assert_eq!(done[0].hdr.async_id(), interim.hdr.async_id());
     // Now b holds it.
-    assert_eq!(c.lock(a, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(), NtStatus::LOCK_NOT_GRANTED);
+    assert_eq!(
+        c.lock(a, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::LOCK_NOT_GRANTED
+    );
 }
 
 #[test]
@@ -178,7 +227,10 @@ fn closing_a_handle_releases_its_locks() {
     c.put_file("cl", b"abc");
     let a = open_rw(&mut c, "cl");
     let b = open_rw(&mut c, "cl");
-    assert_eq!(c.lock(a, &[(0, 3, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        c.lock(a, &[(0, 3, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::SUCCESS
+    );
     c.close(a);
     assert_eq!(read_data(&c.read(b, 0, 3)), b"abc");
 }
@@ -198,21 +250,44 @@ fn compound_create_read_close_returns_three_responses() {
     assert_eq!(read_data(&rs[1]), b"compound!");
     assert_eq!(rs[2].status(), NtStatus::SUCCESS);
     let fid = CreateResponse::decode(&rs[0].msg).unwrap().file_id;
-    assert_eq!(c.close(fid).status(), NtStatus::FILE_CLOSED, "the compound closed it");
+    assert_eq!(
+        c.close(fid).status(),
+        NtStatus::FILE_CLOSED,
+        "the compound closed it"
+    );
 }
 
 #[test]
 fn compound_create_write_close_writes_the_payload() {
     let mut c = Client::new();
     let tree = c.tree_id;
-    let m1 = c.create_msg(tree, "cw", GENERIC_READ | GENERIC_WRITE, SHARE_ALL, D::CREATE, 0);
-    let m2 = c.message(Command::WRITE, tree, |o| write_body(o, FileId::ANY, 0, b"payload"));
+    let m1 = c.create_msg(
+        tree,
+        "cw",
+        GENERIC_READ | GENERIC_WRITE,
+        SHARE_ALL,
+        D::CREATE,
+        0,
+    );
+    let m2 = c.message(Command::WRITE, tree, |o| {
+        write_body(o, FileId::ANY, 0, b"payload")
+    });
     let m3 = c.close_msg(FileId::ANY, 0);
     let rs = c.compound(vec![m1, m2, m3], true);
-    assert!(rs.iter().all(|r| r.status() == NtStatus::SUCCESS), "{:?}", rs.iter().map(|r| r.status()).collect::<Vec<_>>());
+    assert!(
+        rs.iter().all(|r| r.status() == NtStatus::SUCCESS),
+        "{:?}",
+        rs.iter().map(|r| r.status()).collect::<Vec<_>>()
+    );
     let f = c.create("cw", GENERIC_READ, D::OPEN, 0).unwrap();
     assert_eq!(read_data(&c.read(f, 0, 64)), b"payload");
-    assert_eq!(c.mem.stat(&RelPath::from_components(["cw"]).unwrap()).unwrap().size, 7);
+    assert_eq!(
+        c.mem
+            .stat(&RelPath::from_components(["cw"]).unwrap())
+            .unwrap()
+            .size,
+        7
+    );
 }
 
 #[test]
@@ -228,11 +303,18 @@ fn a_related_compound_after_a_failed_create_fails_the_same_way() {
 
 #[test]
 fn signed_session_rejects_a_request_with_a_bad_signature() {
-    let mut c = Client::with(Options { dialect: Dialect::SMB2_0_2, signing: SigningPolicy::Required });
+    let mut c = Client::with(Options {
+        dialect: Dialect::SMB2_0_2,
+        signing: SigningPolicy::Required,
+    });
     assert!(c.signing.is_some());
     c.put_file("s", b"signed");
     let f = c.create("s", GENERIC_READ, D::OPEN, 0).unwrap();
-    assert_eq!(read_data(&c.read(f, 0, 6)), b"signed", "well-signed requests work");
+    assert_eq!(
+        read_data(&c.read(f, 0, 6)),
+        b"signed",
+        "well-signed requests work"
+    );
     let mut m = c.read_msg(f, 0, 6);
     c.sign(&mut m);
     m[60] ^= 0xFF;
@@ -245,10 +327,22 @@ fn ioctl_without_the_fsctl_flag_is_not_supported_and_unknown_fs_controls_invalid
     let mut c = Client::new();
     c.put_file("io", b"");
     let f = c.create("io", GENERIC_READ, D::OPEN, 0).unwrap();
-    assert_eq!(c.ioctl(f, 0x0009_00A8, &[], 1024, 0).status(), NtStatus::NOT_SUPPORTED);
-    assert_eq!(c.ioctl(f, 0x0009_00A8, &[], 1024, 1).status(), NtStatus::NOT_A_REPARSE_POINT);
-    assert_eq!(c.ioctl(f, 0x0009_00C4, &[], 1024, 1).status(), NtStatus::INVALID_DEVICE_REQUEST);
-    assert_eq!(c.ioctl(FileId::ANY, 0x0014_01FC, &[], 1024, 1).status(), NtStatus::NOT_SUPPORTED);
+    assert_eq!(
+        c.ioctl(f, 0x0009_00A8, &[], 1024, 0).status(),
+        NtStatus::NOT_SUPPORTED
+    );
+    assert_eq!(
+        c.ioctl(f, 0x0009_00A8, &[], 1024, 1).status(),
+        NtStatus::NOT_A_REPARSE_POINT
+    );
+    assert_eq!(
+        c.ioctl(f, 0x0009_00C4, &[], 1024, 1).status(),
+        NtStatus::INVALID_DEVICE_REQUEST
+    );
+    assert_eq!(
+        c.ioctl(FileId::ANY, 0x0014_01FC, &[], 1024, 1).status(),
+        NtStatus::NOT_SUPPORTED
+    );
 }
 
 fn validate_input(caps: u32, guid: [u8; 16], mode: u16, dialects: &[u16]) -> Vec<u8> {
@@ -265,7 +359,10 @@ fn validate_input(caps: u32, guid: [u8; 16], mode: u16, dialects: &[u16]) -> Vec
 
 #[test]
 fn validate_negotiate_info_echoes_the_negotiation_and_a_mismatch_drops_the_connection() {
-    let mut c = Client::with(Options { dialect: Dialect::SMB3_0_2, signing: SigningPolicy::IfRequired });
+    let mut c = Client::with(Options {
+        dialect: Dialect::SMB3_0_2,
+        signing: SigningPolicy::IfRequired,
+    });
     let good = validate_input(0, [9; 16], 1, &[0x0302]);
     let r = c.ioctl(FileId::ANY, 0x0014_0204, &good, 24, 1);
     assert_eq!(r.status(), NtStatus::SUCCESS);

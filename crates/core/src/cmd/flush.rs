@@ -30,7 +30,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if !access::can_write(open.access) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    Ok(Handled::Io { node: open.node.clone(), op: IoOp::Sync, cont: Cont::Flush(FlushCont {}) })
+    Ok(Handled::Io {
+        node: open.node.clone(),
+        op: IoOp::Sync,
+        cont: Cont::Flush(FlushCont {}),
+    })
 }
 
 pub(crate) fn finish(_core: &mut ConnCore, _c: FlushCont, done: IoDone) -> Result<Reply, NtStatus> {

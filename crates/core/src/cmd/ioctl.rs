@@ -11,7 +11,9 @@ use ringshare_wire::consts::{Dialect, Fsctl};
 use ringshare_wire::NtStatus;
 
 use crate::conn::{ConnCore, Reply, Req};
-use crate::msgs::{ioctl_response_body, validate_negotiate_response, IoctlRequest, ValidateNegotiateInfo};
+use crate::msgs::{
+    ioctl_response_body, validate_negotiate_response, IoctlRequest, ValidateNegotiateInfo,
+};
 use crate::opens;
 
 const IS_FSCTL: u32 = 0x0000_0001;
@@ -35,7 +37,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             opens::find(core, req, ir.file_id)?;
             Err(NtStatus::NOT_A_REPARSE_POINT)
         }
-        Fsctl::QUERY_NETWORK_INTERFACE_INFO | Fsctl::PIPE_TRANSCEIVE | Fsctl::PIPE_PEEK | Fsctl::PIPE_WAIT => Err(NtStatus::NOT_SUPPORTED),
+        Fsctl::QUERY_NETWORK_INTERFACE_INFO
+        | Fsctl::PIPE_TRANSCEIVE
+        | Fsctl::PIPE_PEEK
+        | Fsctl::PIPE_WAIT => Err(NtStatus::NOT_SUPPORTED),
         c if (c.0 >> 16) == DEVICE_FILE_SYSTEM => {
             opens::find(core, req, ir.file_id)?;
             Err(NtStatus::INVALID_DEVICE_REQUEST)
@@ -61,7 +66,11 @@ fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Repl
         return drop_connection();
     };
     let cfg = &core.server.config;
-    let common = DIALECTS.iter().copied().filter(|d| *d >= cfg.dialect_min && *d <= cfg.dialect_max).find(|d| v.dialects.contains(d));
+    let common = DIALECTS
+        .iter()
+        .copied()
+        .filter(|d| *d >= cfg.dialect_min && *d <= cfg.dialect_max)
+        .find(|d| v.dialects.contains(d));
     let ok = v.dialects == n.client_dialects
         && common == Some(n.dialect.0)
         && v.guid == n.client_guid
@@ -71,6 +80,15 @@ fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Repl
         tracing::info!(peer = %core.peer, "VALIDATE_NEGOTIATE_INFO mismatch: closing the connection");
         return drop_connection();
     }
-    let out = validate_negotiate_response(n.server_capabilities, &cfg.server_guid, n.server_security_mode, n.dialect.0);
-    Ok(Reply::ok(ioctl_response_body(ir.ctl_code, ir.file_id, &out)))
+    let out = validate_negotiate_response(
+        n.server_capabilities,
+        &cfg.server_guid,
+        n.server_security_mode,
+        n.dialect.0,
+    );
+    Ok(Reply::ok(ioctl_response_body(
+        ir.ctl_code,
+        ir.file_id,
+        &out,
+    )))
 }

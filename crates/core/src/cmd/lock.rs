@@ -78,13 +78,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         let failure = if locks::check_range(el.offset, el.length).is_err() {
             Some(STATUS_INVALID_LOCK_RANGE)
         } else {
-            let l = ByteRangeLock { offset: el.offset, length: el.length, exclusive: el.flags & EXCLUSIVE != 0, owner };
+            let l = ByteRangeLock {
+                offset: el.offset,
+                length: el.length,
+                exclusive: el.flags & EXCLUSIVE != 0,
+                owner,
+            };
             if e.locks.try_lock(l) {
                 taken.push(*el);
                 None
             } else if el.flags & FAIL_IMMEDIATELY == 0 {
                 // Only a single-element request can get here: wait for the range.
-                return Ok(Handled::Async(AsyncWork::Lock(PendingLock { retry_at_ms, open_id: owner, lock: l })));
+                return Ok(Handled::Async(AsyncWork::Lock(PendingLock {
+                    retry_at_ms,
+                    open_id: owner,
+                    lock: l,
+                })));
             } else {
                 Some(NtStatus::LOCK_NOT_GRANTED)
             }
@@ -99,8 +108,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     Ok(Handled::Reply(Reply::ok(ok_body())))
 }
 
-pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) -> Option<Result<Reply, NtStatus>> {
-    let Some(open) = core.sessions.get(&session_id).and_then(|s| s.opens.get(&p.open_id)) else {
+pub(crate) fn poll(
+    core: &mut ConnCore,
+    session_id: u64,
+    p: &mut PendingLock,
+) -> Option<Result<Reply, NtStatus>> {
+    let Some(open) = core
+        .sessions
+        .get(&session_id)
+        .and_then(|s| s.opens.get(&p.open_id))
+    else {
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if lock(&open.entry).locks.try_lock(p.lock) {

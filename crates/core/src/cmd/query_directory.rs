@@ -52,7 +52,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     let fresh = open.dir_cursor.is_none() || q.flags & (RESTART_SCANS | REOPEN) != 0;
     if fresh {
-        let pattern = if q.pattern.is_empty() { "*".to_string() } else { q.pattern.clone() };
+        let pattern = if q.pattern.is_empty() {
+            "*".to_string()
+        } else {
+            q.pattern.clone()
+        };
         let entries = list(open, &pattern)?;
         open.dir_cursor = Some(DirCursor { entries, next: 0 });
     }
@@ -60,7 +64,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return Err(NtStatus::INTERNAL_ERROR);
     };
     if cursor.next >= cursor.entries.len() {
-        return Err(if fresh { NtStatus::NO_SUCH_FILE } else { NtStatus::NO_MORE_FILES });
+        return Err(if fresh {
+            NtStatus::NO_SUCH_FILE
+        } else {
+            NtStatus::NO_MORE_FILES
+        });
     }
     let single = q.flags & RETURN_SINGLE_ENTRY != 0;
     let mut out = Vec::new();
@@ -73,7 +81,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 encode_dir_entry(class, &info, &mut out);
                 out.truncate(limit);
                 cursor.next += 1;
-                return Ok(Reply::with_status(NtStatus::BUFFER_OVERFLOW, output_buffer_body(&out)));
+                return Ok(Reply::with_status(
+                    NtStatus::BUFFER_OVERFLOW,
+                    output_buffer_body(&out),
+                ));
             }
             break;
         }

@@ -62,7 +62,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if a.bytes.len() > limit {
         let mut b = a.bytes;
         b.truncate(limit);
-        return Ok(Reply::with_status(NtStatus::BUFFER_OVERFLOW, output_buffer_body(&b)));
+        return Ok(Reply::with_status(
+            NtStatus::BUFFER_OVERFLOW,
+            output_buffer_body(&b),
+        ));
     }
     Ok(Reply::ok(output_buffer_body(&a.bytes)))
 }
@@ -78,65 +81,147 @@ fn smb_name(open: &Open, leading: bool) -> String {
     }
 }
 
-fn file_info(open: &Open, class: FileInfoClass, dialect: Option<Dialect>) -> Result<Answer, NtStatus> {
-    let needs_attr_access = matches!(class, FileInfoClass::BASIC | FileInfoClass::ALL | FileInfoClass::NETWORK_OPEN | FileInfoClass::ATTRIBUTE_TAG);
+fn file_info(
+    open: &Open,
+    class: FileInfoClass,
+    dialect: Option<Dialect>,
+) -> Result<Answer, NtStatus> {
+    let needs_attr_access = matches!(
+        class,
+        FileInfoClass::BASIC
+            | FileInfoClass::ALL
+            | FileInfoClass::NETWORK_OPEN
+            | FileInfoClass::ATTRIBUTE_TAG
+    );
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attr: FileAttr = open.node.stat().map_err(status_of)?;
     let delete_pending = lock(&open.entry).delete_pending;
     match class {
-        FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| fileinfo::basic(&attr).encode(o)),
-        FileInfoClass::STANDARD => answer(FileStandardInformation::SIZE, |o| fileinfo::standard(&attr, delete_pending).encode(o)),
-        FileInfoClass::INTERNAL => answer(8, |o| FileInternalInformation { index_number: fileinfo::file_id(&attr) }.encode(o)),
+        FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {
+            fileinfo::basic(&attr).encode(o)
+        }),
+        FileInfoClass::STANDARD => answer(FileStandardInformation::SIZE, |o| {
+            fileinfo::standard(&attr, delete_pending).encode(o)
+        }),
+        FileInfoClass::INTERNAL => answer(8, |o| {
+            FileInternalInformation {
+                index_number: fileinfo::file_id(&attr),
+            }
+            .encode(o)
+        }),
         FileInfoClass::EA => answer(4, |o| FileEaInformation { ea_size: 0 }.encode(o)),
-        FileInfoClass::ACCESS => answer(4, |o| FileAccessInformation { access_flags: open.access }.encode(o)),
-        FileInfoClass::POSITION => answer(8, |o| FilePositionInformation { current_byte_offset: open.position }.encode(o)),
-        FileInfoClass::MODE => answer(4, |o| FileModeInformation { mode: open.mode | (open.create_options & 0x1000) }.encode(o)),
-        FileInfoClass::ALIGNMENT => answer(4, |o| FileAlignmentInformation { alignment_requirement: 0 }.encode(o)),
+        FileInfoClass::ACCESS => answer(4, |o| {
+            FileAccessInformation {
+                access_flags: open.access,
+            }
+            .encode(o)
+        }),
+        FileInfoClass::POSITION => answer(8, |o| {
+            FilePositionInformation {
+                current_byte_offset: open.position,
+            }
+            .encode(o)
+        }),
+        FileInfoClass::MODE => answer(4, |o| {
+            FileModeInformation {
+                mode: open.mode | (open.create_options & 0x1000),
+            }
+            .encode(o)
+        }),
+        FileInfoClass::ALIGNMENT => answer(4, |o| {
+            FileAlignmentInformation {
+                alignment_requirement: 0,
+            }
+            .encode(o)
+        }),
         FileInfoClass::ALL => {
             let all = FileAllInformation {
                 basic: fileinfo::basic(&attr),
                 standard: fileinfo::standard(&attr, delete_pending),
-                internal: FileInternalInformation { index_number: fileinfo::file_id(&attr) },
+                internal: FileInternalInformation {
+                    index_number: fileinfo::file_id(&attr),
+                },
                 ea: FileEaInformation { ea_size: 0 },
-                access: FileAccessInformation { access_flags: open.access },
-                position: FilePositionInformation { current_byte_offset: open.position },
-                mode: FileModeInformation { mode: open.mode | (open.create_options & 0x1000) },
-                alignment: FileAlignmentInformation { alignment_requirement: 0 },
-                name: FileNameInformation { file_name: smb_name(open, true) },
+                access: FileAccessInformation {
+                    access_flags: open.access,
+                },
+                position: FilePositionInformation {
+                    current_byte_offset: open.position,
+                },
+                mode: FileModeInformation {
+                    mode: open.mode | (open.create_options & 0x1000),
+                },
+                alignment: FileAlignmentInformation {
+                    alignment_requirement: 0,
+                },
+                name: FileNameInformation {
+                    file_name: smb_name(open, true),
+                },
             };
             answer(FileAllInformation::FIXED_SIZE, |o| all.encode(o))
         }
-        // No 8.3 names are generated.
-        FileInfoClass::ALTERNATE_NAME => Err(NtStatus::NOT_SUPPORTED),
+        FileInfoClass::ALTERNATE_NAME => {
+            let short = crate::shortname::short_name(open.path.file_name().unwrap_or(""));
+            answer(FileNameInformation::FIXED_SIZE, |o| FileNameInformation { file_name: short.clone() }.encode(o))
+        }
         FileInfoClass::STREAM => {
             let (eof, alloc) = fileinfo::sizes(&attr);
             let entries = if attr.is_dir() {
                 Vec::new()
             } else {
-                vec![FileStreamEntry { stream_name: "::$DATA".to_string(), stream_size: eof, stream_allocation_size: alloc }]
+                vec![FileStreamEntry {
+                    stream_name: "::$DATA".to_string(),
+                    stream_size: eof,
+                    stream_allocation_size: alloc,
+                }]
             };
-            let fixed = if entries.is_empty() { 0 } else { FileStreamInformation::ENTRY_FIXED_SIZE };
+            let fixed = if entries.is_empty() {
+                0
+            } else {
+                FileStreamInformation::ENTRY_FIXED_SIZE
+            };
             answer(fixed, |o| FileStreamInformation { entries }.encode(o))
         }
         FileInfoClass::COMPRESSION => answer(FileCompressionInformation::SIZE, |o| {
-            FileCompressionInformation { compressed_file_size: fileinfo::sizes(&attr).0, ..Default::default() }.encode(o)
+            FileCompressionInformation {
+                compressed_file_size: fileinfo::sizes(&attr).0,
+                ..Default::default()
+            }
+            .encode(o)
         }),
-        FileInfoClass::NETWORK_OPEN => answer(FileNetworkOpenInformation::SIZE, |o| fileinfo::network_open(&attr).encode(o)),
+        FileInfoClass::NETWORK_OPEN => answer(FileNetworkOpenInformation::SIZE, |o| {
+            fileinfo::network_open(&attr).encode(o)
+        }),
         FileInfoClass::ATTRIBUTE_TAG => answer(FileAttributeTagInformation::SIZE, |o| {
-            FileAttributeTagInformation { file_attributes: FileAttributes(fileinfo::attributes(&attr)), reparse_tag: 0 }.encode(o)
+            FileAttributeTagInformation {
+                file_attributes: FileAttributes(fileinfo::attributes(&attr)),
+                reparse_tag: 0,
+            }
+            .encode(o)
         }),
         FileInfoClass::NORMALIZED_NAME => {
             if dialect != Some(Dialect::SMB3_1_1) {
                 return Err(NtStatus::NOT_SUPPORTED);
             }
-            answer(FileNameInformation::FIXED_SIZE, |o| FileNameInformation { file_name: smb_name(open, false) }.encode(o))
+            answer(FileNameInformation::FIXED_SIZE, |o| {
+                FileNameInformation {
+                    file_name: smb_name(open, false),
+                }
+                .encode(o)
+            })
         }
         FileInfoClass::ID => {
             let mut file_id = [0u8; 16];
             file_id[..8].copy_from_slice(&fileinfo::file_id(&attr).to_le_bytes());
-            answer(FileIdInformation::SIZE, |o| FileIdInformation { volume_serial_number: attr.dev, file_id }.encode(o))
+            answer(FileIdInformation::SIZE, |o| {
+                FileIdInformation {
+                    volume_serial_number: attr.dev,
+                    file_id,
+                }
+                .encode(o)
+            })
         }
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
@@ -159,7 +244,9 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
         }
         FsInfoClass::SIZE | FsInfoClass::FULL_SIZE => {
             let st = stat()?;
-            let spu = u32::try_from(st.block_size / u64::from(sector)).unwrap_or(1).max(1);
+            let spu = u32::try_from(st.block_size / u64::from(sector))
+                .unwrap_or(1)
+                .max(1);
             if class == FsInfoClass::SIZE {
                 let v = FileFsSizeInformation {
                     total_allocation_units: st.total_blocks,
@@ -180,7 +267,11 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
             }
         }
         FsInfoClass::DEVICE => answer(FileFsDeviceInformation::SIZE, |o| {
-            FileFsDeviceInformation { device_type: FILE_DEVICE_DISK, characteristics: FILE_DEVICE_IS_MOUNTED }.encode(o)
+            FileFsDeviceInformation {
+                device_type: FILE_DEVICE_DISK,
+                characteristics: FILE_DEVICE_IS_MOUNTED,
+            }
+            .encode(o)
         }),
         FsInfoClass::ATTRIBUTE => {
             let st = stat()?;

@@ -45,13 +45,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.data = Some(Vec::new());
         return Ok(Handled::Reply(r));
     }
-    if lock(&open.entry).locks.conflicts(rr.offset, u64::from(rr.length), Intent::Read, open.id) {
+    if lock(&open.entry)
+        .locks
+        .conflicts(rr.offset, u64::from(rr.length), Intent::Read, open.id)
+    {
         return Err(NtStatus::FILE_LOCK_CONFLICT);
     }
     Ok(Handled::Io {
         node: open.node.clone(),
-        op: IoOp::Read { offset: rr.offset, len: rr.length as usize },
-        cont: Cont::Read(ReadCont { len: rr.length, min_count: rr.minimum_count }),
+        op: IoOp::Read {
+            offset: rr.offset,
+            len: rr.length as usize,
+        },
+        cont: Cont::Read(ReadCont {
+            len: rr.length,
+            min_count: rr.minimum_count,
+        }),
     })
 }
 

@@ -10,8 +10,9 @@
 
 use ringshare_vfs::{FsError, SetTimes};
 use ringshare_wire::fscc::{
-    FileAllocationInformation, FileBasicInformation, FileDispositionInformation, FileDispositionInformationEx, FileEndOfFileInformation,
-    FileInfoClass, FileModeInformation, FilePositionInformation, FileRenameInformation, TimeChange, FILE_DISPOSITION_DELETE,
+    FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
+    FileDispositionInformationEx, FileEndOfFileInformation, FileInfoClass, FileModeInformation,
+    FilePositionInformation, FileRenameInformation, TimeChange, FILE_DISPOSITION_DELETE,
     FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE, FILE_DISPOSITION_ON_CLOSE,
 };
 use ringshare_wire::{NtStatus, WireError, WriteExt};
@@ -68,17 +69,27 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     Ok(Reply::ok(ok_body()))
 }
 
-fn set_file(server: &ServerState, open: &mut Open, class: FileInfoClass, buf: &[u8], read_only: bool) -> Result<(), NtStatus> {
+fn set_file(
+    server: &ServerState,
+    open: &mut Open,
+    class: FileInfoClass,
+    buf: &[u8],
+    read_only: bool,
+) -> Result<(), NtStatus> {
     let handle_local = matches!(class, FileInfoClass::POSITION | FileInfoClass::MODE);
     if read_only && !handle_local {
         return Err(NtStatus::ACCESS_DENIED);
     }
     match class {
         FileInfoClass::BASIC => set_basic(open, &FileBasicInformation::decode(buf).map_err(bad)?),
-        FileInfoClass::RENAME => rename(server, open, &FileRenameInformation::decode(buf).map_err(|e| match e {
-            WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
-            _ => NtStatus::INFO_LENGTH_MISMATCH,
-        })?),
+        FileInfoClass::RENAME => rename(
+            server,
+            open,
+            &FileRenameInformation::decode(buf).map_err(|e| match e {
+                WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
+                _ => NtStatus::INFO_LENGTH_MISMATCH,
+            })?,
+        ),
         FileInfoClass::DISPOSITION => {
             let d = FileDispositionInformation::decode(buf).map_err(bad)?;
             set_disposition(open, d.delete_pending, false, false)
@@ -86,7 +97,12 @@ fn set_file(server: &ServerState, open: &mut Open, class: FileInfoClass, buf: &[
         FileInfoClass::DISPOSITION_EX => {
             let d = FileDispositionInformationEx::decode(buf).map_err(bad)?;
             let delete = d.flags & FILE_DISPOSITION_DELETE != 0;
-            set_disposition(open, delete, d.flags & FILE_DISPOSITION_ON_CLOSE != 0, d.flags & FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE != 0)
+            set_disposition(
+                open,
+                delete,
+                d.flags & FILE_DISPOSITION_ON_CLOSE != 0,
+                d.flags & FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE != 0,
+            )
         }
         FileInfoClass::END_OF_FILE => {
             let v = FileEndOfFileInformation::decode(buf).map_err(bad)?;
@@ -111,7 +127,9 @@ fn set_file(server: &ServerState, open: &mut Open, class: FileInfoClass, buf: &[
             if v.allocation_size < size {
                 open.node.set_len(v.allocation_size).map_err(status_of)?;
             }
-            open.node.set_allocation(v.allocation_size).map_err(status_of)
+            open.node
+                .set_allocation(v.allocation_size)
+                .map_err(status_of)
         }
         FileInfoClass::POSITION => {
             let v = FilePositionInformation::decode(buf).map_err(bad)?;
@@ -129,9 +147,11 @@ fn set_file(server: &ServerState, open: &mut Open, class: FileInfoClass, buf: &[
             open.mode = v.mode;
             Ok(())
         }
-        FileInfoClass::LINK | FileInfoClass::FULL_EA | FileInfoClass::VALID_DATA_LENGTH | FileInfoClass::SHORT_NAME | FileInfoClass::RENAME_EX => {
-            Err(NtStatus::NOT_SUPPORTED)
-        }
+        FileInfoClass::LINK
+        | FileInfoClass::FULL_EA
+        | FileInfoClass::VALID_DATA_LENGTH
+        | FileInfoClass::SHORT_NAME
+        | FileInfoClass::RENAME_EX => Err(NtStatus::NOT_SUPPORTED),
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
 }
@@ -166,13 +186,24 @@ fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<(), NtStatus> {
     }
     if attrs != 0 {
         let stored = attrs & SETTABLE_ATTRIBUTES;
-        open.node.set_dos_attributes(if open.is_dir { stored | ATTR_DIRECTORY } else { stored }).map_err(status_of)?;
+        open.node
+            .set_dos_attributes(if open.is_dir {
+                stored | ATTR_DIRECTORY
+            } else {
+                stored
+            })
+            .map_err(status_of)?;
     }
     Ok(())
 }
 
 /// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form).
-fn set_disposition(open: &mut Open, delete: bool, on_close: bool, ignore_readonly: bool) -> Result<(), NtStatus> {
+fn set_disposition(
+    open: &mut Open,
+    delete: bool,
+    on_close: bool,
+    ignore_readonly: bool,
+) -> Result<(), NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -198,7 +229,11 @@ fn set_disposition(open: &mut Open, delete: bool, on_close: bool, ignore_readonl
 
 /// [MS-FSA] 2.1.5.14.11 FileRenameInformation. The target is a share-relative
 /// name parsed like a CREATE name; its directory is found case-insensitively.
-fn rename(server: &ServerState, open: &mut Open, r: &FileRenameInformation) -> Result<(), NtStatus> {
+fn rename(
+    server: &ServerState,
+    open: &mut Open,
+    r: &FileRenameInformation,
+) -> Result<(), NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -235,7 +270,13 @@ fn rename(server: &ServerState, open: &mut Open, r: &FileRenameInformation) -> R
                 if a.is_dir() {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
-                if server.existing_file_entry(FileKey { dev: a.dev, ino: a.ino }).is_some_and(|e| !lock(&e).opens.is_empty()) {
+                if server
+                    .existing_file_entry(FileKey {
+                        dev: a.dev,
+                        ino: a.ino,
+                    })
+                    .is_some_and(|e| !lock(&e).opens.is_empty())
+                {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
                 if existing != target {
@@ -246,7 +287,9 @@ fn rename(server: &ServerState, open: &mut Open, r: &FileRenameInformation) -> R
         Err(FsError::NotFound) => {}
         Err(e) => return Err(status_of(e)),
     }
-    backend.rename(&source, &target, r.replace_if_exists).map_err(status_of)?;
+    backend
+        .rename(&source, &target, r.replace_if_exists)
+        .map_err(status_of)?;
     lock(&open.entry).path = target.clone();
     open.path = target;
     Ok(())

@@ -39,28 +39,53 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::ACCESS_DENIED);
     }
     let append_only = open.access & FILE_WRITE_DATA == 0 && open.access & FILE_APPEND_DATA != 0;
-    let offset = if wr.offset == WRITE_TO_END_OF_FILE || append_only { open.node.stat().map_err(status_of)?.size } else { wr.offset };
-    if offset > i64::MAX as u64 || offset.checked_add(len as u64).is_none_or(|end| end > i64::MAX as u64) {
+    let offset = if wr.offset == WRITE_TO_END_OF_FILE || append_only {
+        open.node.stat().map_err(status_of)?.size
+    } else {
+        wr.offset
+    };
+    if offset > i64::MAX as u64
+        || offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > i64::MAX as u64)
+    {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if len == 0 {
         return Ok(Handled::Reply(Reply::ok(write_response_body(0))));
     }
-    if lock(&open.entry).locks.conflicts(offset, len as u64, Intent::Write, open.id) {
+    if lock(&open.entry)
+        .locks
+        .conflicts(offset, len as u64, Intent::Write, open.id)
+    {
         return Err(NtStatus::FILE_LOCK_CONFLICT);
     }
     let (buf, start, end) = if req.sole {
         (Vec::new(), wr.data_start, wr.data_start + len)
     } else {
-        let payload = req.msg.get(wr.data_start..wr.data_start + len).ok_or(NtStatus::INVALID_PARAMETER)?;
+        let payload = req
+            .msg
+            .get(wr.data_start..wr.data_start + len)
+            .ok_or(NtStatus::INVALID_PARAMETER)?;
         (payload.to_vec(), 0, len)
     };
-    Ok(Handled::Io { node: open.node.clone(), op: IoOp::Write { offset, buf, start, end }, cont: Cont::Write(WriteCont {}) })
+    Ok(Handled::Io {
+        node: open.node.clone(),
+        op: IoOp::Write {
+            offset,
+            buf,
+            start,
+            end,
+        },
+        cont: Cont::Write(WriteCont {}),
+    })
 }
 
 pub(crate) fn finish(_core: &mut ConnCore, _c: WriteCont, done: IoDone) -> Result<Reply, NtStatus> {
     match done {
-        IoDone::Write(Ok(n)) => Ok(Reply::ok(write_response_body(u32::try_from(n).unwrap_or(u32::MAX)))),
+        IoDone::Write(Ok(n)) => Ok(Reply::ok(write_response_body(
+            u32::try_from(n).unwrap_or(u32::MAX),
+        ))),
         IoDone::Write(Err(e)) => Err(status_of(e)),
         _ => Err(NtStatus::INTERNAL_ERROR),
     }

@@ -10,13 +10,16 @@ use std::sync::Arc;
 
 use ringshare_auth::gss::ClientAuth;
 use ringshare_auth::UserLookup;
-use ringshare_core::{Connection, Entropy, IoRequest, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy};
+use ringshare_core::{
+    Connection, Entropy, IoRequest, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy,
+};
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::codec::Reader;
 use ringshare_wire::consts::{
-    AccessMask, Capabilities, Command, CreateDisposition, CreateOptions, Dialect, FileAttributes, HashAlgorithm, HeaderFlags,
-    ImpersonationLevel, OplockLevel, SecurityMode, SessionSetupFlags, ShareAccess, TreeConnectFlags,
+    AccessMask, Capabilities, Command, CreateDisposition, CreateOptions, Dialect, FileAttributes,
+    HashAlgorithm, HeaderFlags, ImpersonationLevel, OplockLevel, SecurityMode, SessionSetupFlags,
+    ShareAccess, TreeConnectFlags,
 };
 use ringshare_wire::create::{CloseRequest, CreateContext, CreateRequest, CreateResponse};
 use ringshare_wire::header::{self, Header, HeaderId};
@@ -37,7 +40,8 @@ struct Users;
 
 impl UserLookup for Users {
     fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("alice").then(|| ringshare_auth::nt_hash("secret"))
+        user.eq_ignore_ascii_case("alice")
+            .then(|| ringshare_auth::nt_hash("secret"))
     }
 }
 
@@ -47,7 +51,10 @@ struct CountingEntropy(u64);
 impl Entropy for CountingEntropy {
     fn fill(&mut self, out: &mut [u8]) {
         for b in out.iter_mut() {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             *b = (self.0 >> 33) as u8;
         }
     }
@@ -76,7 +83,10 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { dialect: Dialect::SMB3_1_1, signing: SigningPolicy::IfRequired }
+        Options {
+            dialect: Dialect::SMB3_1_1,
+            signing: SigningPolicy::IfRequired,
+        }
     }
 }
 
@@ -138,7 +148,10 @@ impl Client {
         let mut c = Client {
             conn,
             mem,
-            now: Now { mono_ms: 1_000, filetime: 133_500_000_000_000_000 },
+            now: Now {
+                mono_ms: 1_000,
+                filetime: 133_500_000_000_000_000,
+            },
             next_mid: 0,
             session_id: 0,
             tree_id: 0,
@@ -156,7 +169,10 @@ impl Client {
 
     fn negotiate(&mut self, dialect: Dialect) {
         let contexts = if dialect == Dialect::SMB3_1_1 {
-            vec![NegotiateContext::PreauthIntegrity { hash_algorithms: vec![HashAlgorithm::SHA_512], salt: vec![1; 32] }]
+            vec![NegotiateContext::PreauthIntegrity {
+                hash_algorithms: vec![HashAlgorithm::SHA_512],
+                salt: vec![1; 32],
+            }]
         } else {
             Vec::new()
         };
@@ -176,7 +192,9 @@ impl Client {
         let mut auth = ClientAuth::new("alice", "", "secret");
         let mut server_token: Option<Vec<u8>> = None;
         loop {
-            let token = auth.step(server_token.as_deref(), [5; 24], self.now.filetime).expect("client auth step");
+            let token = auth
+                .step(server_token.as_deref(), [5; 24], self.now.filetime)
+                .expect("client auth step");
             let Some(token) = token else { break };
             let req = SessionSetupRequest {
                 flags: SessionSetupFlags::empty(),
@@ -207,7 +225,11 @@ impl Client {
     }
 
     pub fn tree_connect(&mut self, share: &str) -> u32 {
-        let req = TreeConnectRequest { flags: TreeConnectFlags::empty(), path: format!("\\\\server\\{share}"), extension: None };
+        let req = TreeConnectRequest {
+            flags: TreeConnectFlags::empty(),
+            path: format!("\\\\server\\{share}"),
+            extension: None,
+        };
         let r = self.call(Command::TREE_CONNECT, 0, |o| req.encode(o));
         assert_eq!(r.status(), NtStatus::SUCCESS, "tree connect {share}");
         r.hdr.tree_id().unwrap_or(0)
@@ -220,7 +242,10 @@ impl Client {
         h.credits = 256;
         h.credit_charge = 1;
         h.session_id = self.session_id;
-        h.id = HeaderId::Sync { process_id: 0xFEFF, tree_id: tree };
+        h.id = HeaderId::Sync {
+            process_id: 0xFEFF,
+            tree_id: tree,
+        };
         let mut out = Vec::new();
         h.encode(&mut out);
         body(&mut out);
@@ -235,7 +260,14 @@ impl Client {
             msg[16..20].copy_from_slice(&flags.to_le_bytes());
             msg[48..64].fill(0);
             let mid = u64::from_le_bytes(msg[24..32].try_into().unwrap());
-            let sig = k.sign(&[msg], NonceInfo { message_id: mid, server_to_client: false, cancel: false });
+            let sig = k.sign(
+                &[msg],
+                NonceInfo {
+                    message_id: mid,
+                    server_to_client: false,
+                    cancel: false,
+                },
+            );
             header::patch_signature(msg, 0, &sig);
         }
     }
@@ -287,8 +319,15 @@ impl Client {
                     for m in header::split_compound(&bytes[4..]) {
                         let m = m.expect("well-formed response compound");
                         let hdr = Header::decode(m).expect("response header");
-                        let len = if hdr.next_command == 0 { m.len() } else { hdr.next_command as usize };
-                        out.push(Resp { hdr, msg: m[..len.min(m.len())].to_vec() });
+                        let len = if hdr.next_command == 0 {
+                            m.len()
+                        } else {
+                            hdr.next_command as usize
+                        };
+                        out.push(Resp {
+                            hdr,
+                            msg: m[..len.min(m.len())].to_vec(),
+                        });
                     }
                 }
                 Output::Io(req) => self.run_io(req),
@@ -312,8 +351,25 @@ impl Client {
 
     // ---- CREATE / CLOSE through the wire crate ----
 
-    pub fn create_msg(&mut self, tree: u32, name: &str, access: u32, share: u32, disposition: CreateDisposition, options: u32) -> Vec<u8> {
-        self.create_msg_ctx(tree, name, access, share, disposition, options, 0, Vec::new())
+    pub fn create_msg(
+        &mut self,
+        tree: u32,
+        name: &str,
+        access: u32,
+        share: u32,
+        disposition: CreateDisposition,
+        options: u32,
+    ) -> Vec<u8> {
+        self.create_msg_ctx(
+            tree,
+            name,
+            access,
+            share,
+            disposition,
+            options,
+            0,
+            Vec::new(),
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -344,24 +400,47 @@ impl Client {
         self.message(Command::CREATE, tree, |o| req.encode(o))
     }
 
-    pub fn create_on(&mut self, tree: u32, name: &str, access: u32, share: u32, disposition: CreateDisposition, options: u32) -> Result<FileId, NtStatus> {
+    pub fn create_on(
+        &mut self,
+        tree: u32,
+        name: &str,
+        access: u32,
+        share: u32,
+        disposition: CreateDisposition,
+        options: u32,
+    ) -> Result<FileId, NtStatus> {
         let mut m = self.create_msg(tree, name, access, share, disposition, options);
         self.sign(&mut m);
         let r = self.send_frame(m).remove(0);
         if r.status() != NtStatus::SUCCESS {
             return Err(r.status());
         }
-        Ok(CreateResponse::decode(&r.msg).expect("create response").file_id)
+        Ok(CreateResponse::decode(&r.msg)
+            .expect("create response")
+            .file_id)
     }
 
-    pub fn create(&mut self, name: &str, access: u32, disposition: CreateDisposition, options: u32) -> Result<FileId, NtStatus> {
+    pub fn create(
+        &mut self,
+        name: &str,
+        access: u32,
+        disposition: CreateDisposition,
+        options: u32,
+    ) -> Result<FileId, NtStatus> {
         let tree = self.tree_id;
         self.create_on(tree, name, access, SHARE_ALL, disposition, options)
     }
 
     /// Create (or open) a file with data in it, and close it.
     pub fn put_file(&mut self, name: &str, data: &[u8]) {
-        let f = self.create(name, GENERIC_READ | GENERIC_WRITE, CreateDisposition::OVERWRITE_IF, 0x40).expect("create for put_file");
+        let f = self
+            .create(
+                name,
+                GENERIC_READ | GENERIC_WRITE,
+                CreateDisposition::OVERWRITE_IF,
+                0x40,
+            )
+            .expect("create for put_file");
         if !data.is_empty() {
             let r = self.write(f, 0, data);
             assert_eq!(r.status(), NtStatus::SUCCESS);
@@ -370,14 +449,23 @@ impl Client {
     }
 
     pub fn close_msg(&mut self, f: FileId, flags: u16) -> Vec<u8> {
-        let req = CloseRequest { flags: ringshare_wire::consts::CloseFlags(flags), file_id: f };
+        let req = CloseRequest {
+            flags: ringshare_wire::consts::CloseFlags(flags),
+            file_id: f,
+        };
         let tree = self.tree_id;
         self.message(Command::CLOSE, tree, |o| req.encode(o))
     }
 
     pub fn close(&mut self, f: FileId) -> Resp {
         let tree = self.tree_id;
-        self.call(Command::CLOSE, tree, |o| CloseRequest { flags: ringshare_wire::consts::CloseFlags(0), file_id: f }.encode(o))
+        self.call(Command::CLOSE, tree, |o| {
+            CloseRequest {
+                flags: ringshare_wire::consts::CloseFlags(0),
+                file_id: f,
+            }
+            .encode(o)
+        })
     }
 
     // ---- commands with local request builders ----
@@ -423,7 +511,14 @@ impl Client {
         })
     }
 
-    pub fn query_directory(&mut self, f: FileId, class: u8, flags: u8, pattern: &str, out_len: u32) -> Resp {
+    pub fn query_directory(
+        &mut self,
+        f: FileId,
+        class: u8,
+        flags: u8,
+        pattern: &str,
+        out_len: u32,
+    ) -> Resp {
         let tree = self.tree_id;
         self.call(Command::QUERY_DIRECTORY, tree, |o| {
             o.put_u16(33);
@@ -443,7 +538,14 @@ impl Client {
         })
     }
 
-    pub fn query_info(&mut self, f: FileId, info_type: u8, class: u8, additional: u32, out_len: u32) -> Resp {
+    pub fn query_info(
+        &mut self,
+        f: FileId,
+        info_type: u8,
+        class: u8,
+        additional: u32,
+        out_len: u32,
+    ) -> Resp {
         let tree = self.tree_id;
         self.call(Command::QUERY_INFO, tree, |o| {
             o.put_u16(41);

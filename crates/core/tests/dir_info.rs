@@ -1,0 +1,376 @@
+//! QUERY_DIRECTORY, QUERY_INFO and SET_INFO.
+mod support;
+
+use ringshare_vfs::{RelPath, Share};
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::fscc::{
+    decode_dir_entries, FileAllInformation, FileBasicInformation, FileFsAttributeInformation,
+    FileInfoClass, FileRenameInformation, FileStandardInformation, FileStreamInformation, FileTime,
+};
+use ringshare_wire::security::SecurityDescriptor;
+use ringshare_wire::{FileId, NtStatus};
+use support::*;
+
+const DIR: u32 = 1;
+const INFO_FILE: u8 = 1;
+const INFO_FS: u8 = 2;
+const INFO_SECURITY: u8 = 3;
+const INFO_QUOTA: u8 = 4;
+const LIST: u32 = 0x0012_0089;
+
+fn names(r: &Resp, class: u8) -> Vec<String> {
+    decode_dir_entries(FileInfoClass(class), &output_buffer(r))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect()
+}
+
+fn rename_buf(name: &str, replace: bool) -> Vec<u8> {
+    let mut b = Vec::new();
+    FileRenameInformation {
+        replace_if_exists: replace,
+        root_directory: 0,
+        file_name: name.into(),
+    }
+    .encode(&mut b);
+    b
+}
+
+fn exists(c: &Client, name: &str) -> bool {
+    c.mem
+        .stat(&RelPath::from_components(name.split('/')).unwrap())
+        .is_ok()
+}
+
+#[test]
+fn query_directory_lists_dot_entries_then_files_then_no_more_files() {
+    let mut c = Client::new();
+    c.put_file("a.txt", b"1");
+    c.put_file("b.doc", b"22");
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    let r = c.query_directory(d, 37, 0, "*", 65536);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let entries = decode_dir_entries(FileInfoClass(37), &output_buffer(&r)).unwrap();
+    let got: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(got, [".", "..", "a.txt", "b.doc"]);
+    assert_eq!(entries[0].file_attributes.0 & 0x10, 0x10);
+    assert_eq!(entries[3].end_of_file, 2);
+    assert_eq!(
+        c.query_directory(d, 37, 0, "*", 65536).status(),
+        NtStatus::NO_MORE_FILES
+    );
+    // RESTART_SCANS starts over.
+    assert_eq!(names(&c.query_directory(d, 37, 1, "*", 65536), 37).len(), 4);
+}
+
+#[test]
+fn query_directory_filters_with_the_pattern_and_a_miss_is_no_such_file() {
+    let mut c = Client::new();
+    c.put_file("a.txt", b"");
+    c.put_file("b.doc", b"");
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(
+        names(&c.query_directory(d, 1, 0, "*.TXT", 65536), 1),
+        ["a.txt"]
+    );
+    let d2 = c.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(
+        c.query_directory(d2, 3, 0, "nothing*", 65536).status(),
+        NtStatus::NO_SUCH_FILE
+    );
+}
+
+#[test]
+fn query_directory_pages_by_buffer_size_and_single_entry() {
+    let mut c = Client::new();
+    for i in 0..5 {
+        c.put_file(&format!("f{i}"), b"");
+    }
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(names(&c.query_directory(d, 12, 2, "*", 65536), 12), ["."]);
+    // FileNamesInformation: 12 + 4 bytes per 2-char name: 3 entries need 48 bytes, 47 holds 2.
+    assert_eq!(
+        names(&c.query_directory(d, 12, 0, "*", 47), 12),
+        ["..", "f0"]
+    );
+    assert_eq!(
+        names(&c.query_directory(d, 12, 0, "*", 48), 12),
+        ["f1", "f2", "f3"]
+    );
+    assert_eq!(names(&c.query_directory(d, 12, 0, "*", 65536), 12), ["f4"]);
+    assert_eq!(
+        c.query_directory(d, 12, 0, "*", 65536).status(),
+        NtStatus::NO_MORE_FILES
+    );
+}
+
+#[test]
+fn query_directory_with_a_buffer_below_one_entry_is_info_length_mismatch_and_bad_class_invalid_info_class(
+) {
+    let mut c = Client::new();
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(
+        c.query_directory(d, 37, 0, "*", 8).status(),
+        NtStatus::INFO_LENGTH_MISMATCH
+    );
+    assert_eq!(
+        c.query_directory(d, 4, 0, "*", 4096).status(),
+        NtStatus::INVALID_INFO_CLASS
+    );
+    c.put_file("f", b"");
+    let f = c.create("f", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.query_directory(f, 37, 0, "*", 4096).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+}
+
+#[test]
+fn query_info_basic_standard_and_all_describe_the_file() {
+    let mut c = Client::new();
+    let dd = c.create("dir", GENERIC_ALL, D::CREATE, DIR).unwrap();
+    c.close(dd);
+    c.put_file("dir\\f.bin", b"12345");
+    let f = c.create("dir\\f.bin", GENERIC_READ, D::OPEN, 0).unwrap();
+    let b = FileBasicInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 4, 0, 1024)))
+        .unwrap();
+    assert_eq!(b.file_attributes.0, 0x20);
+    assert!(b.last_write_time.0 > FileTime::UNIX_EPOCH.0);
+    let s =
+        FileStandardInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 5, 0, 1024)))
+            .unwrap();
+    assert_eq!(
+        (s.end_of_file, s.directory, s.delete_pending),
+        (5, false, false)
+    );
+    let all = FileAllInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 18, 0, 1024)))
+        .unwrap();
+    assert_eq!(all.name.file_name, "\\dir\\f.bin");
+    assert_eq!(all.standard.end_of_file, 5);
+    let streams =
+        FileStreamInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 22, 0, 1024)))
+            .unwrap();
+    assert_eq!(streams.entries.len(), 1);
+    assert_eq!(streams.entries[0].stream_name, "::$DATA");
+}
+
+#[test]
+fn query_info_sizes_follow_the_spec() {
+    let mut c = Client::new();
+    c.put_file("a-rather-long-name.txt", b"");
+    let f = c
+        .create("a-rather-long-name.txt", GENERIC_READ, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(
+        c.query_info(f, INFO_FILE, 4, 0, 39).status(),
+        NtStatus::INFO_LENGTH_MISMATCH
+    );
+    let r = c.query_info(f, INFO_FILE, 18, 0, 104);
+    assert_eq!(r.status(), NtStatus::BUFFER_OVERFLOW);
+    assert_eq!(output_buffer(&r).len(), 104);
+    assert_eq!(
+        c.query_info(f, INFO_FILE, 200, 0, 1024).status(),
+        NtStatus::INVALID_INFO_CLASS
+    );
+    assert_eq!(
+        c.query_info(f, INFO_QUOTA, 0, 0, 1024).status(),
+        NtStatus::NOT_SUPPORTED
+    );
+}
+
+#[test]
+fn query_info_filesystem_attribute_names_the_file_system() {
+    let mut c = Client::new();
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    let a =
+        FileFsAttributeInformation::decode(&output_buffer(&c.query_info(d, INFO_FS, 5, 0, 1024)))
+            .unwrap();
+    assert_eq!(a.file_system_name, "NTFS");
+    assert_eq!(a.maximum_component_name_length, 255);
+    assert_ne!(a.file_system_attributes & 0x2, 0, "case-preserved names");
+    for class in [1u8, 3, 4, 7, 11] {
+        assert_eq!(
+            c.query_info(d, INFO_FS, class, 0, 1024).status(),
+            NtStatus::SUCCESS,
+            "fs class {class}"
+        );
+    }
+}
+
+#[test]
+fn query_info_security_returns_the_asked_parts_or_the_size_needed() {
+    let mut c = Client::new();
+    c.put_file("sec", b"");
+    let f = c.create("sec", GENERIC_READ, D::OPEN, 0).unwrap();
+    let r = c.query_info(f, INFO_SECURITY, 0, 0x7, 4096);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let sd = SecurityDescriptor::decode(&output_buffer(&r)).unwrap();
+    assert!(sd.owner.is_some() && sd.group.is_some() && sd.dacl.is_some());
+    let small = c.query_info(f, INFO_SECURITY, 0, 0x7, 8);
+    assert_eq!(small.status(), NtStatus::BUFFER_TOO_SMALL);
+    let needed = u32::from_le_bytes(small.body()[8..12].try_into().unwrap()) as usize;
+    assert_eq!(needed, output_buffer(&r).len());
+    let noacc = c.create("sec", FILE_READ_ATTRIBUTES, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.query_info(noacc, INFO_SECURITY, 0, 0x4, 4096).status(),
+        NtStatus::ACCESS_DENIED
+    );
+}
+
+#[test]
+fn set_info_basic_sets_times_and_the_read_only_attribute() {
+    let mut c = Client::new();
+    c.put_file("b", b"");
+    let f = c.create("b", GENERIC_ALL, D::OPEN, 0).unwrap();
+    let when = FileTime(FileTime::UNIX_EPOCH.0 + 10_000_000 * 86_400);
+    let mut buf = Vec::new();
+    FileBasicInformation {
+        last_write_time: when,
+        file_attributes: ringshare_wire::fscc::FileAttributes(0x1),
+        ..Default::default()
+    }
+    .encode(&mut buf);
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 4, &buf).status(),
+        NtStatus::SUCCESS
+    );
+    let b = FileBasicInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 4, 0, 1024)))
+        .unwrap();
+    assert_eq!(b.last_write_time, when);
+    assert_eq!(b.file_attributes.0 & 1, 1);
+    let mut dir_attr = Vec::new();
+    FileBasicInformation {
+        file_attributes: ringshare_wire::fscc::FileAttributes(0x10),
+        ..Default::default()
+    }
+    .encode(&mut dir_attr);
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 4, &dir_attr).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+}
+
+#[test]
+fn set_info_end_of_file_resizes_and_needs_write_access() {
+    let mut c = Client::new();
+    c.put_file("e", b"0123456789");
+    let f = c
+        .create("e", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 20, &4u64.to_le_bytes()).status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(read_data(&c.read(f, 0, 100)), b"0123");
+    let r = c.create("e", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(r, INFO_FILE, 20, &1u64.to_le_bytes()).status(),
+        NtStatus::ACCESS_DENIED
+    );
+}
+
+#[test]
+fn rename_moves_the_file_and_an_open_handle_follows() {
+    let mut c = Client::new();
+    let d = c.create("sub", GENERIC_ALL, D::CREATE, DIR).unwrap();
+    c.close(d);
+    c.put_file("old", b"x");
+    let f = c.create("old", GENERIC_READ | DELETE, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 10, &rename_buf("SUB\\new", false))
+            .status(),
+        NtStatus::SUCCESS
+    );
+    assert!(!exists(&c, "old"));
+    assert!(exists(&c, "sub/new"));
+    let all = FileAllInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 18, 0, 1024)))
+        .unwrap();
+    assert_eq!(all.name.file_name, "\\sub\\new");
+}
+
+#[test]
+fn rename_without_replace_onto_existing_is_object_name_collision() {
+    let mut c = Client::new();
+    c.put_file("one", b"1");
+    c.put_file("two", b"2");
+    let f = c.create("one", GENERIC_READ | DELETE, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 10, &rename_buf("two", false))
+            .status(),
+        NtStatus::OBJECT_NAME_COLLISION
+    );
+    // Replacing a file someone has open is refused too.
+    let _t = c.create("two", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 10, &rename_buf("two", true))
+            .status(),
+        NtStatus::ACCESS_DENIED
+    );
+}
+
+#[test]
+fn rename_with_replace_replaces_the_target() {
+    let mut c = Client::new();
+    c.put_file("one", b"1");
+    c.put_file("two", b"2");
+    let f = c.create("one", GENERIC_READ | DELETE, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 10, &rename_buf("two", true))
+            .status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(read_data(&c.read(f, 0, 1)), b"1");
+    assert!(!exists(&c, "one"));
+}
+
+#[test]
+fn disposition_deletes_at_close_and_refuses_non_empty_directories() {
+    let mut c = Client::new();
+    c.put_file("del", b"");
+    let f = c.create("del", GENERIC_READ | DELETE, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 13, &[1]).status(),
+        NtStatus::SUCCESS
+    );
+    let s =
+        FileStandardInformation::decode(&output_buffer(&c.query_info(f, INFO_FILE, 5, 0, 1024)))
+            .unwrap();
+    assert!(s.delete_pending);
+    c.close(f);
+    assert!(!exists(&c, "del"));
+    let d = c.create("full", GENERIC_ALL, D::CREATE, DIR).unwrap();
+    c.put_file("full\\x", b"");
+    assert_eq!(
+        c.set_info(d, INFO_FILE, 13, &[1]).status(),
+        NtStatus::DIRECTORY_NOT_EMPTY
+    );
+    let nodelete = c.create("full\\x", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(nodelete, INFO_FILE, 13, &[1]).status(),
+        NtStatus::ACCESS_DENIED
+    );
+}
+
+#[test]
+fn set_info_on_a_read_only_share_is_access_denied_and_security_is_refused() {
+    let mut c = Client::new();
+    c.put_file("r", b"");
+    let ro = c.ro_tree_id;
+    let f = c
+        .create_on(ro, "r", GENERIC_READ, SHARE_ALL, D::OPEN, 0)
+        .unwrap();
+    let tree = c.tree_id;
+    c.tree_id = ro;
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 20, &0u64.to_le_bytes()).status(),
+        NtStatus::ACCESS_DENIED
+    );
+    c.tree_id = tree;
+    let w = c.create("r", GENERIC_ALL, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.set_info(w, INFO_SECURITY, 0, &[0; 20]).status(),
+        NtStatus::NOT_SUPPORTED
+    );
+    let _ = FileId::ANY;
+}
