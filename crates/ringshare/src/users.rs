@@ -192,7 +192,7 @@ pub fn list_users(file: &Path, out: &mut dyn Write) -> Result<(), UserError> {
     let db = load(file)?;
     for e in db.entries() {
         let mut line = format!("{}\t{}", e.name, e.uid);
-        if e.flags.contains('D') {
+        if e.disabled() {
             line.push_str("\tdisabled");
         }
         if e.nt_hash.is_none() {
