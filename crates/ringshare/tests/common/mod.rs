@@ -637,6 +637,23 @@ impl SmbOutput {
         self
     }
 
+    /// Like [`SmbOutput::expect_ok`], but lines that start with one of `allowed` do not count as
+    /// failures (for an error the protocol documents as a normal answer).
+    pub fn expect_ok_allowing(&self, step: &str, allowed: &[&str]) -> &Self {
+        let failed: Vec<&str> = self
+            .stdout
+            .lines()
+            .chain(self.stderr.lines())
+            .filter(|l| l.contains("NT_STATUS_") && !allowed.iter().any(|a| l.starts_with(a)))
+            .collect();
+        assert!(
+            self.status.success() && failed.is_empty(),
+            "{step}: smbclient failed ({}, {failed:?})\n{self}",
+            self.status
+        );
+        self
+    }
+
     /// Panics unless the output names `status` (e.g. "NT_STATUS_LOGON_FAILURE").
     pub fn expect_status(&self, step: &str, status: &str) -> &Self {
         assert!(
