@@ -19,6 +19,7 @@ mod msgs;
 mod opens;
 pub mod path;
 pub mod server;
+mod shortname;
 mod state;
 
 pub use conn::Connection;

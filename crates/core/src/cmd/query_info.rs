@@ -164,7 +164,12 @@ fn file_info(
         }
         FileInfoClass::ALTERNATE_NAME => {
             let short = crate::shortname::short_name(open.path.file_name().unwrap_or(""));
-            answer(FileNameInformation::FIXED_SIZE, |o| FileNameInformation { file_name: short.clone() }.encode(o))
+            answer(FileNameInformation::FIXED_SIZE, |o| {
+                FileNameInformation {
+                    file_name: short.clone(),
+                }
+                .encode(o)
+            })
         }
         FileInfoClass::STREAM => {
             let (eof, alloc) = fileinfo::sizes(&attr);
