@@ -352,8 +352,26 @@ fn prompt_no_echo(stdin: &io::Stdin, prompt: &str) -> Result<String, UserError> 
         context: "turning terminal echo off".to_string(),
         error: e.into(),
     })?;
-    let mut lock = stdin.lock();
-    read_password_line(&mut lock)?.ok_or(UserError::PasswordMissing {
+    // Read the descriptor directly, a byte at a time, rather than through `stdin.lock()`: the
+    // caller may hold that lock (it would deadlock), and std's buffer could swallow input past
+    // the line. In canonical mode the terminal hands over whole lines anyway.
+    let limit = PASSWORD_LEN_MAX * 4 + 2;
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < limit {
+        match rustix::io::read(fd, &mut byte) {
+            Ok(0) => break,
+            Ok(_) => {
+                line.push(byte[0]);
+                if byte[0] == b'\n' {
+                    break;
+                }
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(io_err("reading the password")(e.into())),
+        }
+    }
+    read_password_line(&mut line.as_slice())?.ok_or(UserError::PasswordMissing {
         confirmation: false,
     })
 }
