@@ -315,6 +315,190 @@ impl NetworkInterfaceInfo {
     }
 }
 
+/// FSCTL_SRV_REQUEST_RESUME_KEY output ([MS-SMB2] 2.2.32.3): the 24-byte key,
+/// ContextLength 0 and the 4 zero bytes of context Windows sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SrvRequestResumeKeyResponse {
+    pub resume_key: [u8; 24],
+}
+
+impl SrvRequestResumeKeyResponse {
+    pub const LEN: usize = 32;
+
+    pub fn decode(output: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(output);
+        let resume_key = r.array()?;
+        let _context_len = r.u32()?;
+        Ok(SrvRequestResumeKeyResponse { resume_key })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_bytes(&self.resume_key);
+        out.put_u32(0);
+        out.put_zeros(4);
+    }
+}
+
+/// One SRV_COPYCHUNK entry ([MS-SMB2] 2.2.31.1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SrvCopychunk {
+    pub source_offset: u64,
+    pub target_offset: u64,
+    pub length: u32,
+}
+
+/// FSCTL_SRV_COPYCHUNK / FSCTL_SRV_COPYCHUNK_WRITE input ([MS-SMB2] 2.2.31.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SrvCopychunkCopy {
+    pub source_key: [u8; 24],
+    pub chunks: Vec<SrvCopychunk>,
+}
+
+impl SrvCopychunkCopy {
+    /// SourceKey, ChunkCount and Reserved.
+    pub const FIXED_LEN: usize = 32;
+    pub const CHUNK_LEN: usize = 24;
+
+    /// Decode at most `chunk_count_max` chunks: a larger ChunkCount is
+    /// reported as `Err(Invalid("ChunkCount"))` before anything is allocated,
+    /// and so is a count the buffer does not hold. Trailing bytes are ignored.
+    pub fn decode(input: &[u8], chunk_count_max: usize) -> Result<Self, WireError> {
+        let mut r = Reader::new(input);
+        let source_key = r.array()?;
+        let count = r.u32()? as usize;
+        r.skip(4)?;
+        if count > chunk_count_max || count.saturating_mul(Self::CHUNK_LEN) > r.remaining() {
+            return Err(WireError::Invalid("ChunkCount"));
+        }
+        let mut chunks = Vec::with_capacity(count);
+        for _ in 0..count {
+            let source_offset = r.u64()?;
+            let target_offset = r.u64()?;
+            let length = r.u32()?;
+            r.skip(4)?;
+            chunks.push(SrvCopychunk {
+                source_offset,
+                target_offset,
+                length,
+            });
+        }
+        Ok(SrvCopychunkCopy { source_key, chunks })
+    }
+
+    /// The ChunkCount field alone (to tell "too many chunks" from a short buffer).
+    pub fn chunk_count(input: &[u8]) -> Result<u32, WireError> {
+        let mut r = Reader::new(input);
+        r.skip(24)?;
+        r.u32()
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_bytes(&self.source_key);
+        out.put_u32(to_u32(self.chunks.len()));
+        out.put_u32(0);
+        for c in &self.chunks {
+            out.put_u64(c.source_offset);
+            out.put_u64(c.target_offset);
+            out.put_u32(c.length);
+            out.put_u32(0);
+        }
+    }
+}
+
+/// SRV_COPYCHUNK_RESPONSE ([MS-SMB2] 2.2.32.1). With STATUS_INVALID_PARAMETER
+/// the three fields carry the server's limits instead of progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SrvCopychunkResponse {
+    pub chunks_written: u32,
+    pub chunk_bytes_written: u32,
+    pub total_bytes_written: u32,
+}
+
+impl SrvCopychunkResponse {
+    pub const LEN: usize = 12;
+
+    pub fn decode(output: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(output);
+        Ok(SrvCopychunkResponse {
+            chunks_written: r.u32()?,
+            chunk_bytes_written: r.u32()?,
+            total_bytes_written: r.u32()?,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u32(self.chunks_written);
+        out.put_u32(self.chunk_bytes_written);
+        out.put_u32(self.total_bytes_written);
+    }
+}
+
+/// FILE_ALLOCATED_RANGE_BUFFER ([MS-FSCC] 2.3.32): the input of
+/// FSCTL_QUERY_ALLOCATED_RANGES and each entry of its output. Both fields are
+/// signed on the wire; a negative value is the caller's to reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileAllocatedRangeBuffer {
+    pub file_offset: i64,
+    pub length: i64,
+}
+
+impl FileAllocatedRangeBuffer {
+    pub const LEN: usize = 16;
+
+    /// Decode the first entry; trailing bytes are ignored (Windows does).
+    pub fn decode(input: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(input);
+        Ok(FileAllocatedRangeBuffer {
+            file_offset: r.i64()?,
+            length: r.i64()?,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i64(self.file_offset);
+        out.put_i64(self.length);
+    }
+
+    /// Decode a whole output buffer (client side); its length must be a multiple of 16.
+    pub fn decode_list(output: &[u8]) -> Result<Vec<Self>, WireError> {
+        if !output.len().is_multiple_of(Self::LEN) {
+            return Err(WireError::Invalid("FILE_ALLOCATED_RANGE_BUFFER list"));
+        }
+        output.chunks_exact(Self::LEN).map(Self::decode).collect()
+    }
+}
+
+/// FILE_ZERO_DATA_INFORMATION ([MS-FSCC] 2.3.71), the input of FSCTL_SET_ZERO_DATA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileZeroDataInformation {
+    pub file_offset: i64,
+    pub beyond_final_zero: i64,
+}
+
+impl FileZeroDataInformation {
+    pub const LEN: usize = 16;
+
+    pub fn decode(input: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(input);
+        Ok(FileZeroDataInformation {
+            file_offset: r.i64()?,
+            beyond_final_zero: r.i64()?,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i64(self.file_offset);
+        out.put_i64(self.beyond_final_zero);
+    }
+}
+
+/// COMPRESSION_STATE `CompressionState` values ([MS-FSCC] 2.3.67).
+pub const COMPRESSION_FORMAT_NONE: u16 = 0x0000;
+/// See [`COMPRESSION_FORMAT_NONE`].
+pub const COMPRESSION_FORMAT_DEFAULT: u16 = 0x0001;
+/// See [`COMPRESSION_FORMAT_NONE`].
+pub const COMPRESSION_FORMAT_LZNT1: u16 = 0x0002;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,5 +624,116 @@ mod tests {
         bad[0] = 8; // Next pointing into the entry itself
         assert!(NetworkInterfaceInfo::decode_list(&bad).is_err());
         assert!(NetworkInterfaceInfo::decode_list(&b[..151]).is_err());
+    }
+
+    #[test]
+    fn copychunk_copy_round_trips_and_ignores_trailing_bytes() {
+        let c = SrvCopychunkCopy {
+            source_key: [7; 24],
+            chunks: vec![
+                SrvCopychunk {
+                    source_offset: 0,
+                    target_offset: 4096,
+                    length: 4096,
+                },
+                SrvCopychunk {
+                    source_offset: u64::MAX,
+                    target_offset: 1,
+                    length: u32::MAX,
+                },
+            ],
+        };
+        let mut b = Vec::new();
+        c.encode(&mut b);
+        assert_eq!(b.len(), 32 + 2 * 24);
+        assert_eq!(&b[24..28], &2u32.to_le_bytes());
+        assert_eq!(SrvCopychunkCopy::decode(&b, 256).unwrap(), c);
+        b.extend_from_slice(&[0xEE; 5]);
+        assert_eq!(SrvCopychunkCopy::decode(&b, 256).unwrap(), c);
+        assert_eq!(SrvCopychunkCopy::chunk_count(&b).unwrap(), 2);
+    }
+
+    #[test]
+    fn copychunk_copy_rejects_counts_past_the_limit_or_the_buffer() {
+        let c = SrvCopychunkCopy {
+            source_key: [1; 24],
+            chunks: vec![
+                SrvCopychunk {
+                    source_offset: 0,
+                    target_offset: 0,
+                    length: 1,
+                };
+                3
+            ],
+        };
+        let mut b = Vec::new();
+        c.encode(&mut b);
+        assert_eq!(
+            SrvCopychunkCopy::decode(&b, 2),
+            Err(WireError::Invalid("ChunkCount"))
+        );
+        let mut huge = b.clone();
+        huge[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            SrvCopychunkCopy::decode(&huge, usize::MAX),
+            Err(WireError::Invalid("ChunkCount"))
+        );
+        for cut in 0..b.len() {
+            assert!(
+                SrvCopychunkCopy::decode(&b[..cut], 256).is_err(),
+                "cut {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn resume_key_and_copychunk_responses_round_trip_with_spec_sizes() {
+        let k = SrvRequestResumeKeyResponse {
+            resume_key: *b"0123456789abcdefghijklmn",
+        };
+        let mut b = Vec::new();
+        k.encode(&mut b);
+        assert_eq!(b.len(), SrvRequestResumeKeyResponse::LEN);
+        assert_eq!(&b[24..32], &[0; 8]);
+        assert_eq!(SrvRequestResumeKeyResponse::decode(&b).unwrap(), k);
+        let r = SrvCopychunkResponse {
+            chunks_written: 256,
+            chunk_bytes_written: 1 << 20,
+            total_bytes_written: 16 << 20,
+        };
+        let mut b = Vec::new();
+        r.encode(&mut b);
+        assert_eq!(b, [0, 1, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 1]);
+        assert_eq!(SrvCopychunkResponse::decode(&b).unwrap(), r);
+        assert!(SrvCopychunkResponse::decode(&b[..11]).is_err());
+    }
+
+    #[test]
+    fn allocated_range_and_zero_data_buffers_round_trip() {
+        let a = FileAllocatedRangeBuffer {
+            file_offset: 512,
+            length: -1,
+        };
+        let mut b = Vec::new();
+        a.encode(&mut b);
+        assert_eq!(&b[8..16], &[0xFF; 8]);
+        assert_eq!(FileAllocatedRangeBuffer::decode(&b).unwrap(), a);
+        let mut two = b.clone();
+        a.encode(&mut two);
+        assert_eq!(
+            FileAllocatedRangeBuffer::decode_list(&two).unwrap(),
+            vec![a, a]
+        );
+        assert!(FileAllocatedRangeBuffer::decode_list(&two[..17]).is_err());
+        assert!(FileAllocatedRangeBuffer::decode(&b[..15]).is_err());
+        let z = FileZeroDataInformation {
+            file_offset: 4096,
+            beyond_final_zero: 8192,
+        };
+        let mut b = Vec::new();
+        z.encode(&mut b);
+        assert_eq!(&b[..8], &4096i64.to_le_bytes());
+        assert_eq!(FileZeroDataInformation::decode(&b).unwrap(), z);
+        assert!(FileZeroDataInformation::decode(&b[..15]).is_err());
     }
 }
