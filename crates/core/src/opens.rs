@@ -46,6 +46,18 @@ pub(crate) fn find<'a>(
     Ok(open)
 }
 
+/// Move an open's FilePositionInformation after a read or write ended at `end`
+/// (the open may have been closed while the I/O ran: then nothing happens).
+pub(crate) fn set_position(core: &mut ConnCore, session_id: u64, open_id: u64, end: u64) {
+    if let Some(open) = core
+        .sessions
+        .get_mut(&session_id)
+        .and_then(|s| s.opens.get_mut(&open_id))
+    {
+        open.position = end;
+    }
+}
+
 /// True when the request's tree is read-only for this session.
 pub(crate) fn tree_read_only(core: &ConnCore, req: &Req<'_>) -> bool {
     core.sessions

@@ -378,3 +378,26 @@ fn validate_negotiate_info_echoes_the_negotiation_and_a_mismatch_drops_the_conne
     c.ioctl(FileId::ANY, 0x0014_0204, &bad, 24, 1);
     assert!(c.closed, "a mismatch closes the connection");
 }
+
+#[test]
+fn reads_and_writes_move_the_position_to_where_they_ended() {
+    let position = |c: &mut Client, f: FileId| {
+        let r = c.query_info(f, 1, 14, 0, 8); // FilePositionInformation
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+        u64::from_le_bytes(output_buffer(&r)[..8].try_into().unwrap())
+    };
+    let mut c = Client::new();
+    let f = open_rw(&mut c, "pos");
+    assert_eq!(position(&mut c, f), 0);
+    assert_eq!(c.write(f, 0, b"0123456789abc").status(), NtStatus::SUCCESS);
+    assert_eq!(position(&mut c, f), 13);
+    let r = c.read(f, 2, 5);
+    assert_eq!(read_data(&r), b"23456");
+    assert_eq!(position(&mut c, f), 7);
+    // A short read stops where the data ends.
+    c.read(f, 10, 100);
+    assert_eq!(position(&mut c, f), 13);
+    // A failed read leaves the position alone.
+    assert_eq!(c.read(f, 50, 1).status(), NtStatus::END_OF_FILE);
+    assert_eq!(position(&mut c, f), 13);
+}

@@ -113,6 +113,7 @@ impl NtStatus {
     pub const IO_DEVICE_ERROR: NtStatus = NtStatus(0xC000_0185);
     pub const ACCOUNT_EXPIRED: NtStatus = NtStatus(0xC000_0193);
     pub const FS_DRIVER_REQUIRED: NtStatus = NtStatus(0xC000_019C);
+    pub const INVALID_LOCK_RANGE: NtStatus = NtStatus(0xC000_01A1);
     pub const CONNECTION_DISCONNECTED: NtStatus = NtStatus(0xC000_020C);
     pub const CONNECTION_RESET: NtStatus = NtStatus(0xC000_020D);
     pub const USER_SESSION_DELETED: NtStatus = NtStatus(0xC000_0203);
@@ -253,6 +254,7 @@ impl NtStatus {
             NtStatus::IO_DEVICE_ERROR => "IO_DEVICE_ERROR",
             NtStatus::ACCOUNT_EXPIRED => "ACCOUNT_EXPIRED",
             NtStatus::FS_DRIVER_REQUIRED => "FS_DRIVER_REQUIRED",
+            NtStatus::INVALID_LOCK_RANGE => "INVALID_LOCK_RANGE",
             NtStatus::CONNECTION_DISCONNECTED => "CONNECTION_DISCONNECTED",
             NtStatus::CONNECTION_RESET => "CONNECTION_RESET",
             NtStatus::USER_SESSION_DELETED => "USER_SESSION_DELETED",
@@ -363,5 +365,10 @@ mod tests {
         assert_eq!(NtStatus::LOGON_FAILURE.0, 0xC000_006D);
         assert_eq!(NtStatus::NETWORK_SESSION_EXPIRED.0, 0xC000_035C);
         assert_eq!(NtStatus::USER_SESSION_DELETED.0, 0xC000_0203);
+        assert_eq!(NtStatus::INVALID_LOCK_RANGE.0, 0xC000_01A1);
+        assert_eq!(
+            NtStatus::INVALID_LOCK_RANGE.name(),
+            Some("INVALID_LOCK_RANGE")
+        );
     }
 }

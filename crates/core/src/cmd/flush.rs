@@ -3,21 +3,20 @@
 //! A flush needs write access (FILE_WRITE_DATA or FILE_APPEND_DATA); a
 //! directory has nothing to flush and succeeds at once.
 
-use ringshare_wire::{NtStatus, WriteExt};
+use ringshare_wire::file::{FlushRequest, FlushResponse};
+use ringshare_wire::NtStatus;
 
 use crate::access;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
-use crate::msgs::FlushRequest;
 use crate::opens;
 
 pub(crate) struct FlushCont {}
 
 fn body() -> Vec<u8> {
     let mut b = Vec::with_capacity(4);
-    b.put_u16(4);
-    b.put_u16(0);
+    FlushResponse.encode(&mut b);
     b
 }
 

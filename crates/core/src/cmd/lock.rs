@@ -12,20 +12,21 @@
 //!   and is retried every [`limits::BLOCKING_LOCK_RETRY_MS`] until granted,
 //!   cancelled, or its open is closed (then RANGE_NOT_LOCKED).
 
-use ringshare_wire::{NtStatus, WriteExt};
+use ringshare_wire::consts::LockFlags;
+use ringshare_wire::lock::{LockElement, LockRequest, LockResponse};
+use ringshare_wire::NtStatus;
 
 use crate::cmd::AsyncWork;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::limits;
 use crate::locks::{self, ByteRangeLock};
-use crate::msgs::{LockElement, LockRequest, STATUS_INVALID_LOCK_RANGE};
 use crate::opens;
 use crate::server::lock;
 
-const SHARED: u32 = 0x01;
-const EXCLUSIVE: u32 = 0x02;
-const UNLOCK: u32 = 0x04;
-const FAIL_IMMEDIATELY: u32 = 0x10;
+const SHARED: u32 = LockFlags::SHARED_LOCK.bits();
+const EXCLUSIVE: u32 = LockFlags::EXCLUSIVE_LOCK.bits();
+const UNLOCK: u32 = LockFlags::UNLOCK.bits();
+const FAIL_IMMEDIATELY: u32 = LockFlags::FAIL_IMMEDIATELY.bits();
 
 /// A blocking lock waiting for its range.
 pub(crate) struct PendingLock {
@@ -36,21 +37,23 @@ pub(crate) struct PendingLock {
 
 fn ok_body() -> Vec<u8> {
     let mut b = Vec::with_capacity(4);
-    b.put_u16(4);
-    b.put_u16(0);
+    LockResponse.encode(&mut b);
     b
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
-    let lr = LockRequest::decode(req.msg, limits::LOCK_ELEMENTS_MAX).map_err(|e| e.status())?;
+    let lr = LockRequest::decode(req.msg).map_err(|e| e.status())?;
+    if lr.locks.len() > limits::LOCK_ELEMENTS_MAX {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
     let retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
     let open = opens::find(core, req, lr.file_id)?;
     let owner = open.id;
     let first = lr.locks[0];
-    if first.flags & UNLOCK != 0 {
+    if first.flags.bits() & UNLOCK != 0 {
         let mut e = lock(&open.entry);
         for el in &lr.locks {
-            if el.flags != UNLOCK {
+            if el.flags.bits() != UNLOCK {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             if !e.locks.unlock(el.offset, el.length, owner) {
@@ -61,11 +64,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     }
     let many = lr.locks.len() > 1;
     for el in &lr.locks {
-        let kind = el.flags & !FAIL_IMMEDIATELY;
+        let kind = el.flags.bits() & !FAIL_IMMEDIATELY;
         if kind != SHARED && kind != EXCLUSIVE {
             return Err(NtStatus::INVALID_PARAMETER);
         }
-        if many && el.flags & FAIL_IMMEDIATELY == 0 {
+        if many && el.flags.bits() & FAIL_IMMEDIATELY == 0 {
             return Err(NtStatus::INVALID_PARAMETER);
         }
     }
@@ -76,18 +79,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let mut taken: Vec<LockElement> = Vec::new();
     for el in &lr.locks {
         let failure = if locks::check_range(el.offset, el.length).is_err() {
-            Some(STATUS_INVALID_LOCK_RANGE)
+            Some(NtStatus::INVALID_LOCK_RANGE)
         } else {
             let l = ByteRangeLock {
                 offset: el.offset,
                 length: el.length,
-                exclusive: el.flags & EXCLUSIVE != 0,
+                exclusive: el.flags.bits() & EXCLUSIVE != 0,
                 owner,
             };
             if e.locks.try_lock(l) {
                 taken.push(*el);
                 None
-            } else if el.flags & FAIL_IMMEDIATELY == 0 {
+            } else if el.flags.bits() & FAIL_IMMEDIATELY == 0 {
                 // Only a single-element request can get here: wait for the range.
                 return Ok(Handled::Async(AsyncWork::Lock(PendingLock {
                     retry_at_ms,

@@ -14,6 +14,8 @@
 //! nothing left is NO_MORE_FILES.
 
 use ringshare_vfs::DirEntry;
+use ringshare_wire::consts::QueryDirectoryFlags;
+use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
 use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
 use ringshare_wire::fscc::{encode_dir_entry, name_matches, DirEntryChain, FileInfoClass};
 use ringshare_wire::NtStatus;
@@ -22,19 +24,21 @@ use crate::access::FILE_LIST_DIRECTORY;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::fsmap::status_of;
-use crate::msgs::{output_buffer_body, QueryDirectoryRequest};
 use crate::opens;
 use crate::path::check_component;
 use crate::server::lock;
 use crate::state::{DirCursor, Open};
 
-const RESTART_SCANS: u8 = 0x01;
-const RETURN_SINGLE_ENTRY: u8 = 0x02;
-const REOPEN: u8 = 0x10;
+/// The response body: the fixed part, then the entries.
+fn body(out: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(8 + out.len());
+    QueryDirectoryResponse { buffer: out }.encode(&mut b);
+    b
+}
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let q = QueryDirectoryRequest::decode(req.msg).map_err(|e| e.status())?;
-    let class = FileInfoClass(q.class);
+    let class = FileInfoClass(q.info_class);
     let fixed = dir_class_fixed_size(class).ok_or(NtStatus::INVALID_INFO_CLASS)?;
     if q.output_buffer_length > opens::io_size_max(core) {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -50,7 +54,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if limit < fixed {
         return Err(NtStatus::INFO_LENGTH_MISMATCH);
     }
-    let fresh = open.dir_cursor.is_none() || q.flags & (RESTART_SCANS | REOPEN) != 0;
+    let fresh = open.dir_cursor.is_none()
+        || q.flags
+            .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);
     if fresh {
         let pattern = if q.pattern.is_empty() {
             "*".to_string()
@@ -70,7 +76,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             NtStatus::NO_MORE_FILES
         });
     }
-    let single = q.flags & RETURN_SINGLE_ENTRY != 0;
+    let single = q.flags.contains(QueryDirectoryFlags::RETURN_SINGLE_ENTRY);
     let mut out = Vec::new();
     let mut chain = DirEntryChain::new(&out, limit);
     while let Some(e) = cursor.entries.get(cursor.next) {
@@ -81,10 +87,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 encode_dir_entry(class, &info, &mut out);
                 out.truncate(limit);
                 cursor.next += 1;
-                return Ok(Reply::with_status(
-                    NtStatus::BUFFER_OVERFLOW,
-                    output_buffer_body(&out),
-                ));
+                return Ok(Reply::with_status(NtStatus::BUFFER_OVERFLOW, body(&out)));
             }
             break;
         }
@@ -93,7 +96,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             break;
         }
     }
-    Ok(Reply::ok(output_buffer_body(&out)))
+    Ok(Reply::ok(body(&out)))
 }
 
 /// `.`, `..` and the directory's entries that match `pattern`.

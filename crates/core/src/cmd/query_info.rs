@@ -9,8 +9,9 @@
 //! BUFFER_TOO_SMALL with the needed size as error data (3.3.5.20.3).
 
 use ringshare_vfs::FileAttr;
-use ringshare_wire::consts::{Dialect, SecurityInformation};
+use ringshare_wire::consts::{Dialect, InfoType, SecurityInformation};
 use ringshare_wire::fscc::*;
+use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::security::sd_from_posix;
 use ringshare_wire::{NtStatus, WriteExt};
 
@@ -18,15 +19,19 @@ use crate::access::{FILE_READ_ATTRIBUTES, READ_CONTROL};
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::fsmap::status_of;
-use crate::msgs::{output_buffer_body, QueryInfoRequest};
 use crate::opens;
 use crate::server::lock;
 use crate::state::Open;
 
-const INFO_FILE: u8 = 1;
-const INFO_FILESYSTEM: u8 = 2;
-const INFO_SECURITY: u8 = 3;
-const INFO_QUOTA: u8 = 4;
+/// The response body: the fixed part, then the buffer (at least one byte).
+fn output_buffer_body(out: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(9 + out.len());
+    QueryInfoResponse { buffer: out }.encode(&mut b);
+    if out.is_empty() {
+        b.push(0);
+    }
+    b
+}
 
 /// An answer: the bytes and the size of the class's fixed part.
 struct Answer {
@@ -50,10 +55,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let open = opens::find(core, req, q.file_id)?;
     let limit = q.output_buffer_length as usize;
     let a = match q.info_type {
-        INFO_FILE => file_info(open, FileInfoClass(q.class), dialect)?,
-        INFO_FILESYSTEM => fs_info(open, FsInfoClass(q.class), read_only)?,
-        INFO_SECURITY => return security(open, q.additional_information, limit),
-        INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::FILE => file_info(open, FileInfoClass(q.info_class), dialect)?,
+        InfoType::FILESYSTEM => fs_info(open, FsInfoClass(q.info_class), read_only)?,
+        InfoType::SECURITY => return security(open, q.additional_information, limit),
+        InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
     if limit < a.fixed {

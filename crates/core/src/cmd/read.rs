@@ -4,7 +4,12 @@
 //! read itself is done by the driver ([`IoOp::Read`]) and the reply is built in
 //! [`finish`], with the file data kept out of the body (`Reply::data`) so it is
 //! sent without a copy: DataOffset 0x50, the data right after the 16-byte body.
+//!
+//! A read that returns data moves the open's position (FilePositionInformation)
+//! to its end, as [MS-FSA] 2.1.5.2 does for synchronous I/O; Samba does this for
+//! every open and smbtorture (smb2.read.position, samba3 target) expects it.
 
+use ringshare_wire::file::{ReadRequest, ReadResponse};
 use ringshare_wire::NtStatus;
 
 use crate::access;
@@ -12,13 +17,24 @@ use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::locks::Intent;
-use crate::msgs::{read_response_body, ReadRequest};
 use crate::opens;
 use crate::server::lock;
 
 pub(crate) struct ReadCont {
     len: u32,
     min_count: u32,
+    /// Where the read starts, and the open (session, volatile id) whose
+    /// position follows it.
+    offset: u64,
+    session_id: u64,
+    open_id: u64,
+}
+
+/// The 16-byte READ response body for `data_len` bytes sent after it.
+fn head(data_len: usize) -> Vec<u8> {
+    let mut b = Vec::with_capacity(16);
+    ReadResponse::encode_head(&mut b, data_len, 0, 0);
+    b
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
@@ -41,7 +57,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         if rr.minimum_count > 0 {
             return Err(NtStatus::END_OF_FILE);
         }
-        let mut r = Reply::ok(read_response_body(0));
+        let mut r = Reply::ok(head(0));
         r.data = Some(Vec::new());
         return Ok(Handled::Reply(r));
     }
@@ -60,11 +76,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         cont: Cont::Read(ReadCont {
             len: rr.length,
             min_count: rr.minimum_count,
+            offset: rr.offset,
+            session_id: req.session_id,
+            open_id: open.id,
         }),
     })
 }
 
-pub(crate) fn finish(_core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<Reply, NtStatus> {
+pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<Reply, NtStatus> {
     let data = match done {
         IoDone::Read(Ok(d)) => d,
         IoDone::Read(Err(e)) => return Err(status_of(e)),
@@ -73,7 +92,13 @@ pub(crate) fn finish(_core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<
     if (data.is_empty() && c.len > 0) || data.len() < c.min_count as usize {
         return Err(NtStatus::END_OF_FILE);
     }
-    let mut r = Reply::ok(read_response_body(data.len()));
+    opens::set_position(
+        core,
+        c.session_id,
+        c.open_id,
+        c.offset.saturating_add(data.len() as u64),
+    );
+    let mut r = Reply::ok(head(data.len()));
     r.data = Some(data);
     Ok(r)
 }

@@ -9,36 +9,33 @@
 //! tree, NOT_SUPPORTED otherwise. File system and quota settings: NOT_SUPPORTED.
 
 use ringshare_vfs::{FsError, SetTimes};
+use ringshare_wire::consts::InfoType;
 use ringshare_wire::fscc::{
     FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
     FileDispositionInformationEx, FileEndOfFileInformation, FileInfoClass, FileModeInformation,
     FilePositionInformation, FileRenameInformation, TimeChange, FILE_DISPOSITION_DELETE,
     FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE, FILE_DISPOSITION_ON_CLOSE,
 };
-use ringshare_wire::{NtStatus, WireError, WriteExt};
+use ringshare_wire::info::{SetInfoRequest, SetInfoResponse};
+use ringshare_wire::{NtStatus, WireError};
 
 use crate::access::{DELETE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA, WRITE_DAC, WRITE_OWNER};
 use crate::cmd::create::resolve_path;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_DIRECTORY, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
-use crate::msgs::SetInfoRequest;
 use crate::opens;
 use crate::path::parse_smb_path;
 use crate::server::{lock, FileKey, ServerState};
 use crate::state::Open;
 
-const INFO_FILE: u8 = 1;
-const INFO_FILESYSTEM: u8 = 2;
-const INFO_SECURITY: u8 = 3;
-const INFO_QUOTA: u8 = 4;
 const ATTR_TEMPORARY: u32 = 0x0000_0100;
 /// FileModeInformation bits a client may set ([MS-FSCC] 2.4.26).
 const MODE_SETTABLE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0010 | 0x0000_0020;
 
 fn ok_body() -> Vec<u8> {
     let mut b = Vec::with_capacity(2);
-    b.put_u16(2);
+    SetInfoResponse.encode(&mut b);
     b
 }
 
@@ -55,15 +52,21 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let server = core.server.clone();
     let open = opens::find(core, req, s.file_id)?;
     match s.info_type {
-        INFO_FILE => set_file(&server, open, FileInfoClass(s.class), s.buffer, read_only)?,
-        INFO_SECURITY => {
+        InfoType::FILE => set_file(
+            &server,
+            open,
+            FileInfoClass(s.info_class),
+            s.buffer,
+            read_only,
+        )?,
+        InfoType::SECURITY => {
             let _ = s.additional_information;
             if read_only || open.access & (WRITE_DAC | WRITE_OWNER) == 0 {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             return Err(NtStatus::NOT_SUPPORTED);
         }
-        INFO_FILESYSTEM | INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::FILESYSTEM | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     Ok(Reply::ok(ok_body()))

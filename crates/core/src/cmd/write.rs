@@ -6,7 +6,11 @@
 //! copied out here.
 //! TODO(core): with a `Req::msg_offset` the compound case could give frame
 //! offsets and let conn.rs copy only the payload once.
+//!
+//! A write moves the open's position to its end, like a read (see read.rs).
 
+use ringshare_wire::codec::HEADER_LEN;
+use ringshare_wire::file::{WriteRequest, WriteResponse};
 use ringshare_wire::NtStatus;
 
 use crate::access::{self, FILE_APPEND_DATA, FILE_WRITE_DATA};
@@ -14,18 +18,39 @@ use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::locks::Intent;
-use crate::msgs::{write_response_body, WriteRequest};
 use crate::opens;
 use crate::server::lock;
 
 /// FILE_WRITE_TO_END_OF_FILE ([MS-FSA] 2.1.5.3).
 const WRITE_TO_END_OF_FILE: u64 = u64::MAX;
 
-pub(crate) struct WriteCont {}
+pub(crate) struct WriteCont {
+    /// Where the write starts, and the open whose position follows it.
+    offset: u64,
+    session_id: u64,
+    open_id: u64,
+}
+
+fn response(count: usize) -> Vec<u8> {
+    let mut b = Vec::with_capacity(16);
+    WriteResponse {
+        count: u32::try_from(count).unwrap_or(u32::MAX),
+        remaining: 0,
+    }
+    .encode(&mut b);
+    b
+}
+
+/// The request's DataOffset (already checked by the decoder to lie in `msg`).
+fn data_offset(msg: &[u8]) -> usize {
+    msg.get(HEADER_LEN + 2..HEADER_LEN + 4)
+        .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+}
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let wr = WriteRequest::decode(req.msg).map_err(|e| e.status())?;
-    let len = wr.data_len;
+    let len = wr.data.len();
+    let data_start = data_offset(req.msg);
     opens::check_credit_charge(core, req, len as u64)?;
     if len > opens::io_size_max(core) as usize {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -52,7 +77,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if len == 0 {
-        return Ok(Handled::Reply(Reply::ok(write_response_body(0))));
+        return Ok(Handled::Reply(Reply::ok(response(0))));
     }
     if lock(&open.entry)
         .locks
@@ -61,13 +86,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::FILE_LOCK_CONFLICT);
     }
     let (buf, start, end) = if req.sole {
-        (Vec::new(), wr.data_start, wr.data_start + len)
+        (Vec::new(), data_start, data_start + len)
     } else {
-        let payload = req
-            .msg
-            .get(wr.data_start..wr.data_start + len)
-            .ok_or(NtStatus::INVALID_PARAMETER)?;
-        (payload.to_vec(), 0, len)
+        (wr.data.to_vec(), 0, len)
     };
     Ok(Handled::Io {
         node: open.node.clone(),
@@ -77,15 +98,25 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             start,
             end,
         },
-        cont: Cont::Write(WriteCont {}),
+        cont: Cont::Write(WriteCont {
+            offset,
+            session_id: req.session_id,
+            open_id: open.id,
+        }),
     })
 }
 
-pub(crate) fn finish(_core: &mut ConnCore, _c: WriteCont, done: IoDone) -> Result<Reply, NtStatus> {
+pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<Reply, NtStatus> {
     match done {
-        IoDone::Write(Ok(n)) => Ok(Reply::ok(write_response_body(
-            u32::try_from(n).unwrap_or(u32::MAX),
-        ))),
+        IoDone::Write(Ok(n)) => {
+            opens::set_position(
+                core,
+                c.session_id,
+                c.open_id,
+                c.offset.saturating_add(n as u64),
+            );
+            Ok(Reply::ok(response(n)))
+        }
         IoDone::Write(Err(e)) => Err(status_of(e)),
         _ => Err(NtStatus::INTERNAL_ERROR),
     }
