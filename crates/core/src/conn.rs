@@ -14,6 +14,7 @@ use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::{NonceInfo, SigningKey};
 use ringshare_vfs::Node;
 use ringshare_wire::consts::{Command, Dialect, HeaderFlags};
+use ringshare_wire::create::CloseRequest;
 use ringshare_wire::framing;
 use ringshare_wire::header::{self, Header, HeaderId, Protocol};
 use ringshare_wire::{NtStatus, WriteExt};
@@ -164,7 +165,9 @@ struct Job {
     last_session: u64,
     last_tree: u32,
     last_file: Option<(u64, u64)>,
-    last_status: NtStatus,
+    /// The error later related members inherit: a failed CREATE, or a chain
+    /// whose first member was marked related ([MS-SMB2] 3.3.5.2.7.2).
+    related_error: Option<NtStatus>,
 }
 
 /// A reply ready to be framed: header + body and optional data.
@@ -323,7 +326,7 @@ impl Connection {
             last_session: 0,
             last_tree: 0,
             last_file: None,
-            last_status: NtStatus::SUCCESS,
+            related_error: None,
         };
         self.run(job);
     }
@@ -393,7 +396,9 @@ impl Connection {
             }
             let related = hdr.is_related() && idx > 0;
             if hdr.is_related() && idx == 0 {
-                // A first member marked related: the spec says fail with INVALID_PARAMETER.
+                // A first member marked related: it and every related member after
+                // it fail with INVALID_PARAMETER.
+                job.related_error = Some(NtStatus::INVALID_PARAMETER);
                 let reply = Reply::with_status(NtStatus::INVALID_PARAMETER, Vec::new());
                 self.push_reply(&mut job, &hdr, hdr.session_id, reply);
                 continue;
@@ -403,11 +408,24 @@ impl Connection {
             } else {
                 (hdr.session_id, hdr.tree_id().unwrap_or(0), None)
             };
-            if related && job.last_status.is_error() && hdr.command != Command::CREATE {
-                let reply = Reply::with_status(job.last_status, Vec::new());
+            if let Some(status) = job
+                .related_error
+                .filter(|_| related && hdr.command != Command::CREATE)
+            {
+                let reply = Reply::with_status(status, Vec::new());
                 self.push_reply(&mut job, &hdr, session_id, reply);
                 continue;
             }
+            let closing = (hdr.command == Command::CLOSE)
+                .then(|| CloseRequest::decode(&job.frame[start..end]).ok())
+                .flatten()
+                .and_then(|c| {
+                    if c.file_id.is_any() {
+                        related_file_id
+                    } else {
+                        Some((c.file_id.persistent, c.file_id.volatile))
+                    }
+                });
             let req = Req {
                 hdr: hdr.clone(),
                 msg: &job.frame[start..end],
@@ -421,6 +439,15 @@ impl Connection {
             job.last_tree = tree_id;
             match outcome {
                 Ok(Handled::Reply(reply)) => {
+                    if hdr.command == Command::CREATE {
+                        job.related_error = reply.status.is_error().then_some(reply.status);
+                    }
+                    if let (Some((_, open_id)), false) = (closing, reply.status.is_error()) {
+                        self.cleanup_notifies(session_id, open_id);
+                    }
+                    if hdr.command == Command::LOGOFF && !reply.status.is_error() {
+                        self.async_ops.retain(|_, op| op.session_id != session_id);
+                    }
                     if reply.file_id.is_some() {
                         job.last_file = reply.file_id;
                     } else if !related {
@@ -471,6 +498,9 @@ impl Connection {
                     self.go_async(&mut job, hdr, session_id, work);
                 }
                 Err(status) => {
+                    if hdr.command == Command::CREATE {
+                        job.related_error = Some(status);
+                    }
                     let reply = Reply::with_status(status, Vec::new());
                     self.push_reply(&mut job, &hdr, session_id, reply);
                 }
@@ -598,29 +628,20 @@ impl Connection {
 
     /// Build the header of a reply, grant credits and keep it for the frame.
     fn push_reply(&mut self, job: &mut Job, req_hdr: &Header, session_id: u64, reply: Reply) {
+        // The response echoes the request's SessionId and TreeId (for related
+        // members that is 0xFFFF...: clients match responses by them), except
+        // that SESSION_SETUP and TREE_CONNECT carry the ids they created.
         let mut hdr = Header::response_to(req_hdr, reply.status);
         if let Some(sid) = reply.session_id {
             hdr.session_id = sid;
-        } else if req_hdr.is_related() {
-            hdr.session_id = session_id;
         }
-        if let HeaderId::Sync {
-            process_id,
-            tree_id,
-        } = req_hdr.id
-        {
-            let tree = match reply.tree_id {
-                Some(t) => t,
-                None if req_hdr.is_related() => job.last_tree,
-                None => tree_id,
-            };
+        if let (HeaderId::Sync { process_id, .. }, Some(tree_id)) = (req_hdr.id, reply.tree_id) {
             hdr.id = HeaderId::Sync {
                 process_id,
-                tree_id: tree,
+                tree_id,
             };
         }
         hdr.credits = self.grant(req_hdr);
-        job.last_status = reply.status;
         let body = if reply.body.is_empty() {
             error_body()
         } else {
@@ -647,7 +668,7 @@ impl Connection {
             Some(k) => Some(k),
             None => self.response_signing_key(
                 req_hdr,
-                hdr.session_id,
+                reply.session_id.unwrap_or(session_id),
                 reply.sign_with_session,
                 reply.status,
             ),
@@ -705,6 +726,14 @@ impl Connection {
     }
 
     fn go_async(&mut self, job: &mut Job, hdr: Header, session_id: u64, work: cmd::AsyncWork) {
+        if job.next < job.members.len() {
+            // Only the last member of a compound may go async; Windows fails one
+            // in the middle with INTERNAL_ERROR ([MS-SMB2] <159>), and so do we.
+            cmd::cancel_async(&mut self.core, session_id, &work);
+            let reply = Reply::with_status(NtStatus::INTERNAL_ERROR, Vec::new());
+            self.push_reply(job, &hdr, session_id, reply);
+            return;
+        }
         if self.async_ops.len() >= limits::ASYNC_OPS_PER_CONNECTION_MAX {
             let reply = Reply::with_status(NtStatus::INSUFFICIENT_RESOURCES, Vec::new());
             self.push_reply(job, &hdr, session_id, reply);
@@ -716,9 +745,7 @@ impl Connection {
         let mut ahdr = hdr.clone();
         ahdr.id = HeaderId::Async { async_id };
         let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
-        interim.session_id = session_id;
         interim.credits = self.grant(&hdr);
-        job.last_status = NtStatus::PENDING;
         let sign_key = self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING);
         job.replies.push(BuiltReply {
             hdr: interim,
@@ -754,7 +781,6 @@ impl Connection {
 
     fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
         let mut hdr = Header::response_to(&op.hdr, reply.status);
-        hdr.session_id = op.session_id;
         hdr.credits = 0;
         let sign_key = self.response_signing_key(&op.hdr, op.session_id, None, reply.status);
         let body = if reply.body.is_empty() {
@@ -792,6 +818,25 @@ impl Connection {
                 }
                 cmd::cancel_async(&mut self.core, op.session_id, &op.work);
                 self.send_async_final(op, Reply::with_status(NtStatus::CANCELLED, Vec::new()));
+            }
+        }
+    }
+
+    /// A directory handle was closed: its pending CHANGE_NOTIFYs complete with
+    /// STATUS_NOTIFY_CLEANUP ([MS-SMB2] 3.3.5.10).
+    fn cleanup_notifies(&mut self, session_id: u64, open_id: u64) {
+        let ids: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| {
+                op.session_id == session_id
+                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if n.open_id == open_id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(op) = self.async_ops.remove(&id) {
+                self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
             }
         }
     }

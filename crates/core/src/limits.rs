@@ -14,7 +14,7 @@ pub const COMPOUND_COMMANDS_MAX: usize = 64;
 /// Credits the server lets a client hold at once (the sequence window size).
 pub const CREDITS_MAX: u16 = 8192;
 /// Credits granted per response at most.
-pub const CREDITS_GRANT_PER_RESPONSE_MAX: u16 = 512;
+pub const CREDITS_GRANT_PER_RESPONSE_MAX: u16 = CREDITS_MAX;
 /// Credit charge of one request at most (8 MiB / 64 KiB).
 pub const CREDIT_CHARGE_MAX: u16 = (IO_SIZE_MAX / 65536) as u16;
 /// Sessions per connection.

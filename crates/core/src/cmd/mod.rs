@@ -26,6 +26,8 @@ pub(crate) mod write;
 pub(crate) enum AsyncWork {
     /// A blocking byte-range lock, retried until granted, cancelled or closed.
     Lock(lock::PendingLock),
+    /// CHANGE_NOTIFY: waits until cancelled or its directory handle is closed.
+    Notify(notify::PendingNotify),
 }
 
 impl AsyncWork {
@@ -33,6 +35,7 @@ impl AsyncWork {
     pub fn deadline_ms(&self) -> Option<u64> {
         match self {
             AsyncWork::Lock(p) => Some(p.retry_at_ms),
+            AsyncWork::Notify(_) => None,
         }
     }
 }
@@ -45,6 +48,7 @@ pub(crate) fn poll_async(
 ) -> Option<Result<Reply, NtStatus>> {
     match work {
         AsyncWork::Lock(p) => lock::poll(core, session_id, p),
+        AsyncWork::Notify(_) => None,
     }
 }
 
@@ -52,5 +56,6 @@ pub(crate) fn poll_async(
 pub(crate) fn cancel_async(core: &mut ConnCore, session_id: u64, work: &AsyncWork) {
     match work {
         AsyncWork::Lock(p) => lock::cancel(core, session_id, p),
+        AsyncWork::Notify(_) => {}
     }
 }

@@ -1,15 +1,43 @@
-//! [MS-SMB2] 3.3.5.19 CHANGE_NOTIFY and 3.3.5.22 OPLOCK_BREAK acknowledgments.
+//! [MS-SMB2] 3.3.5.19 Receiving an SMB2 CHANGE_NOTIFY Request and
+//! 3.3.5.22 Receiving an SMB2 OPLOCK_BREAK Acknowledgment.
 //!
-//! ringshare does not watch directories yet: CHANGE_NOTIFY is refused with
-//! STATUS_NOT_SUPPORTED. No oplocks or leases are granted, so a break
-//! acknowledgment refers to nothing and is answered as [MS-SMB2] 3.3.5.22.1
-//! says for an unknown open.
+//! ringshare does not watch directories yet. A valid CHANGE_NOTIFY goes async
+//! (interim STATUS_PENDING) and stays pending until the client cancels it
+//! (STATUS_CANCELLED) or closes the directory handle (STATUS_NOTIFY_CLEANUP),
+//! which is what a server that saw no change would answer. No oplocks or
+//! leases are granted, so a break acknowledgment refers to nothing.
+
+use ringshare_wire::misc::ChangeNotifyRequest;
 use ringshare_wire::NtStatus;
 
+use crate::cmd::AsyncWork;
 use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::opens;
 
-pub(crate) fn handle(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Handled, NtStatus> {
-    Err(NtStatus::NOT_SUPPORTED)
+/// FILE_LIST_DIRECTORY: the access CHANGE_NOTIFY needs on the directory.
+const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
+
+/// A CHANGE_NOTIFY waiting on one directory open.
+pub(crate) struct PendingNotify {
+    /// FileId.Volatile of the directory open.
+    pub open_id: u64,
+}
+
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+    let n = ChangeNotifyRequest::decode(req.msg).map_err(|e| e.status())?;
+    if n.output_buffer_length > opens::io_size_max(core) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let open = opens::find(core, req, n.file_id)?;
+    if !open.is_dir {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.access & FILE_LIST_DIRECTORY == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(Handled::Async(AsyncWork::Notify(PendingNotify {
+        open_id: open.id,
+    })))
 }
 
 pub(crate) fn oplock_break(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {

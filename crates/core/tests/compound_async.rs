@@ -1,0 +1,189 @@
+//! Framework rules: related compounds, async replies (CHANGE_NOTIFY, CANCEL), credits.
+
+mod support;
+
+use ringshare_wire::consts::{
+    ChangeNotifyFlags, Command, CompletionFilter, CreateDisposition as D, HeaderFlags,
+};
+use ringshare_wire::header::{Header, HeaderId};
+use ringshare_wire::misc::{CancelRequest, ChangeNotifyRequest};
+use ringshare_wire::{FileId, NtStatus};
+use support::*;
+
+const FILE_DIRECTORY_FILE: u32 = 0x1;
+
+fn notify_msg(c: &mut Client, f: FileId) -> Vec<u8> {
+    let tree = c.tree_id;
+    c.message(Command::CHANGE_NOTIFY, tree, |o| {
+        ChangeNotifyRequest {
+            flags: ChangeNotifyFlags(0),
+            output_buffer_length: 4096,
+            file_id: f,
+            completion_filter: CompletionFilter(0x3),
+        }
+        .encode(o)
+    })
+}
+
+fn cancel(c: &mut Client, interim: &Resp) -> Vec<Resp> {
+    let mut h = Header::request(Command::CANCEL, interim.hdr.message_id);
+    h.flags = HeaderFlags::ASYNC_COMMAND;
+    h.id = HeaderId::Async {
+        async_id: interim.hdr.async_id().expect("interim carries an async id"),
+    };
+    h.session_id = c.session_id;
+    let mut m = Vec::new();
+    h.encode(&mut m);
+    CancelRequest.encode(&mut m);
+    c.sign(&mut m);
+    c.send_frame(m)
+}
+
+#[test]
+fn related_members_echo_the_session_and_tree_ids_the_client_sent() {
+    let mut c = Client::new();
+    let tree = c.tree_id;
+    let m1 = c.create_msg(
+        tree,
+        "echo-ids",
+        GENERIC_READ | GENERIC_WRITE,
+        SHARE_ALL,
+        D::OPEN_IF,
+        0,
+    );
+    let mut m2 = c.close_msg(FileId::ANY, 0);
+    m2[36..40].copy_from_slice(&u32::MAX.to_le_bytes());
+    m2[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+    let rs = c.compound(vec![m1, m2], true);
+    assert_eq!(rs[1].status(), NtStatus::SUCCESS);
+    assert_eq!(rs[1].hdr.session_id, u64::MAX);
+    assert_eq!(rs[1].hdr.tree_id(), Some(u32::MAX));
+    assert_eq!(rs[0].hdr.session_id, c.session_id);
+}
+
+#[test]
+fn a_failed_write_in_a_related_chain_does_not_fail_the_read_after_it() {
+    let mut c = Client::new();
+    c.put_file("r6", b"sixty-four");
+    let tree = c.tree_id;
+    let m1 = c.create_msg(tree, "r6", GENERIC_READ, SHARE_ALL, D::OPEN, 0);
+    let m2 = c.read_msg(FileId::ANY, 0, 1);
+    let m3 = c.message(Command::WRITE, tree, |o| {
+        write_body(o, FileId::ANY, 0, b"x")
+    });
+    let m4 = c.read_msg(FileId::ANY, 0, 1);
+    let m5 = c.close_msg(FileId::ANY, 0);
+    let st: Vec<NtStatus> = c
+        .compound(vec![m1, m2, m3, m4, m5], true)
+        .iter()
+        .map(Resp::status)
+        .collect();
+    assert_eq!(
+        st,
+        [
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_command_after_a_failed_read_in_a_chain_is_invalid_parameter() {
+    let mut c = Client::new();
+    c.put_file("empty", b"");
+    let f = c.create("empty", GENERIC_READ, D::OPEN, 0).unwrap();
+    let m1 = c.read_msg(f, 0, 1);
+    let tree = c.tree_id;
+    let mut m2 = c.message(Command::ECHO, tree, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    m2[12..14].copy_from_slice(&0xFFu16.to_le_bytes());
+    let rs = c.compound(vec![m1, m2], true);
+    assert_eq!(rs[0].status(), NtStatus::END_OF_FILE);
+    assert_eq!(rs[1].status(), NtStatus::INVALID_PARAMETER);
+}
+
+#[test]
+fn change_notify_stays_pending_until_cancelled() {
+    let mut c = Client::new();
+    let d = c
+        .create("watched", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    let interim = c.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    assert!(interim.hdr.is_async());
+    assert!(c.tick(60_000).is_empty(), "nothing completes it by itself");
+    let fin = cancel(&mut c, &interim);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].status(), NtStatus::CANCELLED);
+    assert_eq!(fin[0].hdr.async_id(), interim.hdr.async_id());
+}
+
+#[test]
+fn closing_the_directory_completes_its_change_notify_with_notify_cleanup() {
+    let mut c = Client::new();
+    let d = c
+        .create("watched2", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    let interim = c.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    let m = c.close_msg(d, 0);
+    let rs = c.send_frame(m);
+    let statuses: Vec<NtStatus> = rs.iter().map(Resp::status).collect();
+    assert!(statuses.contains(&NtStatus::SUCCESS), "{statuses:?}");
+    assert!(statuses.contains(&NtStatus::NOTIFY_CLEANUP), "{statuses:?}");
+}
+
+#[test]
+fn change_notify_on_a_file_is_invalid_parameter() {
+    let mut c = Client::new();
+    c.put_file("plain", b"");
+    let f = c.create("plain", GENERIC_READ, D::OPEN, 0).unwrap();
+    let m = notify_msg(&mut c, f);
+    assert_eq!(
+        c.send_frame(m).remove(0).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+}
+
+#[test]
+fn an_async_request_in_the_middle_of_a_compound_fails_with_internal_error() {
+    let mut c = Client::new();
+    let tree = c.tree_id;
+    let m1 = c.create_msg(
+        tree,
+        "interim2",
+        GENERIC_READ,
+        SHARE_ALL,
+        D::CREATE,
+        FILE_DIRECTORY_FILE,
+    );
+    let m2 = notify_msg(&mut c, FileId::ANY);
+    let m3 = c.close_msg(FileId::ANY, 0);
+    let st: Vec<NtStatus> = c
+        .compound(vec![m1, m2, m3], true)
+        .iter()
+        .map(Resp::status)
+        .collect();
+    assert_eq!(
+        st,
+        [
+            NtStatus::SUCCESS,
+            NtStatus::INTERNAL_ERROR,
+            NtStatus::SUCCESS
+        ]
+    );
+}
+
+#[test]
+fn a_client_asking_for_many_credits_may_hold_up_to_8192() {
+    let mut c = Client::new();
+    let tree = c.tree_id;
+    let mut m = c.message(Command::ECHO, tree, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    m[14..16].copy_from_slice(&8192u16.to_le_bytes());
+    let r = c.send_frame(m).remove(0);
+    assert!(r.hdr.credits > 512, "granted {}", r.hdr.credits);
+}
