@@ -501,6 +501,9 @@ impl Connection {
                     if hdr.command == Command::CREATE {
                         job.related_error = Some(status);
                     }
+                    if !related {
+                        job.last_file = None;
+                    }
                     let reply = Reply::with_status(status, Vec::new());
                     self.push_reply(&mut job, &hdr, session_id, reply);
                 }

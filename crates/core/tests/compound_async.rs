@@ -187,3 +187,29 @@ fn a_client_asking_for_many_credits_may_hold_up_to_8192() {
     let r = c.send_frame(m).remove(0);
     assert!(r.hdr.credits > 512, "granted {}", r.hdr.credits);
 }
+
+#[test]
+fn a_failed_unrelated_member_drops_the_file_id_later_related_members_would_use() {
+    let mut c = Client::new();
+    let tree = c.tree_id;
+    let m1 = c.create_msg(tree, "inv3", GENERIC_READ, SHARE_ALL, D::OPEN_IF, 0);
+    let m2 = c.close_msg(FileId::ANY, 0);
+    let mut m3 = c.close_msg(FileId::ANY, 0);
+    let flags =
+        u32::from_le_bytes([m3[16], m3[17], m3[18], m3[19]]) | HeaderFlags::RELATED_OPERATIONS.0;
+    m3[16..20].copy_from_slice(&flags.to_le_bytes());
+    // m1, m2 unrelated; m3 related: it must not find m1's handle.
+    let st: Vec<NtStatus> = c
+        .compound(vec![m1, m2, m3], false)
+        .iter()
+        .map(Resp::status)
+        .collect();
+    assert_eq!(
+        st,
+        [
+            NtStatus::SUCCESS,
+            NtStatus::FILE_CLOSED,
+            NtStatus::FILE_CLOSED
+        ]
+    );
+}
