@@ -346,4 +346,87 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// All entries of this directory, excluding `.` and `..`, in a stable order.
     /// `NotADirectory` for files.
     fn read_dir(&self) -> FsResult<Vec<DirEntry>>;
+
+    /// Copy `len` bytes of `src` at `src_offset` to this file at `dst_offset`
+    /// (server-side copy); returns the bytes copied, fewer only when `src`
+    /// ends first. `src` may be this very node, with overlapping ranges: the
+    /// result is as if each piece of up to [`COPY_BUFFER_SIZE_MAX`] bytes
+    /// were read whole before it is written. The default reads and writes
+    /// through a buffer of at most that size.
+    fn copy_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<u64> {
+        copy_through_buffer(self, src, src_offset, dst_offset, len)
+    }
+
+    /// Zero `len` bytes at `offset` and release their storage where the
+    /// backend can (a hole); never changes the size, and the part past the
+    /// end of file is left alone. The default writes zeros.
+    fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
+        write_zeros(self, offset, len)
+    }
+
+    /// The ranges `(offset, length)` holding data within `offset .. offset+len`
+    /// (clipped to it and to the end of file), in order and not touching.
+    /// The default says the whole range up to the end of file is data.
+    fn allocated_ranges(&self, offset: u64, len: u64) -> FsResult<Vec<(u64, u64)>> {
+        let size = self.stat()?.size;
+        let end = offset.saturating_add(len).min(size);
+        Ok(if end > offset {
+            vec![(offset, end - offset)]
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+/// The largest buffer [`Node::copy_range`]'s default (and the POSIX fallback)
+/// holds at once: 1 MiB, the largest SMB2 copychunk.
+pub const COPY_BUFFER_SIZE_MAX: u64 = 1 << 20;
+
+/// [`Node::punch_hole`] by writing zeros (at most [`COPY_BUFFER_SIZE_MAX`] at a
+/// time) over the part of `offset .. offset+len` before the end of file.
+pub fn write_zeros<N: Node + ?Sized>(node: &N, offset: u64, len: u64) -> FsResult<()> {
+    let size = node.stat()?.size;
+    let end = offset.saturating_add(len).min(size);
+    let zeros = vec![0u8; end.saturating_sub(offset).min(COPY_BUFFER_SIZE_MAX) as usize];
+    let mut at = offset;
+    while at < end {
+        let n = (end - at).min(zeros.len() as u64) as usize;
+        let chunk = zeros.get(..n).ok_or(FsError::Io)?;
+        node.write_at(chunk, at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// [`Node::copy_range`] through a bounded buffer: read a piece whole, then write it.
+pub fn copy_through_buffer<N: Node + ?Sized>(
+    dst: &N,
+    src: &dyn Node,
+    src_offset: u64,
+    dst_offset: u64,
+    len: u64,
+) -> FsResult<u64> {
+    if src_offset.checked_add(len).is_none() || dst_offset.checked_add(len).is_none() {
+        return Err(FsError::InvalidName);
+    }
+    let mut buf = vec![0u8; len.min(COPY_BUFFER_SIZE_MAX) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done).min(buf.len() as u64) as usize;
+        let piece = buf.get_mut(..want).ok_or(FsError::Io)?;
+        let n = src.read_at(piece, src_offset + done)?;
+        if n == 0 {
+            break;
+        }
+        let data = piece.get(..n).ok_or(FsError::Io)?;
+        dst.write_at(data, dst_offset + done)?;
+        done += n as u64;
+    }
+    Ok(done)
 }

@@ -812,6 +812,117 @@ impl Node for PosixNode {
         }
     }
 
+    /// `copy_file_range(2)` (the kernel may share extents or copy in place);
+    /// when it cannot (other filesystem, overlapping ranges of one file, a
+    /// descriptor it refuses) the rest goes through the bounded buffer.
+    fn copy_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<u64> {
+        self.check_data_write()?;
+        if src_offset.checked_add(len).is_none() || dst_offset.checked_add(len).is_none() {
+            return Err(FsError::InvalidName);
+        }
+        let Some(src_fd) = src.fd() else {
+            return crate::copy_through_buffer(self, src, src_offset, dst_offset, len);
+        };
+        let (mut off_in, mut off_out) = (src_offset, dst_offset);
+        let mut done = 0u64;
+        while done < len {
+            let want = (len - done).min(1 << 30) as usize;
+            match rustix::fs::copy_file_range(
+                src_fd,
+                Some(&mut off_in),
+                &self.fd,
+                Some(&mut off_out),
+                want,
+            ) {
+                Ok(0) => break,
+                Ok(n) => done += n as u64,
+                Err(Errno::INTR) => continue,
+                Err(
+                    Errno::XDEV
+                    | Errno::INVAL
+                    | Errno::BADF
+                    | Errno::NOSYS
+                    | Errno::OPNOTSUPP
+                    | Errno::ISDIR,
+                ) => {
+                    let rest = crate::copy_through_buffer(
+                        self,
+                        src,
+                        src_offset + done,
+                        dst_offset + done,
+                        len - done,
+                    )?;
+                    return Ok(done + rest);
+                }
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)`; zeros are written where the
+    /// filesystem cannot punch.
+    fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
+        self.check_data_write()?;
+        if len == 0 {
+            return Ok(());
+        }
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        loop {
+            match rustix::fs::fallocate(&self.fd, flags, offset, len) {
+                Ok(()) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(e) if is_unsupported(e) || e == Errno::INVAL => {
+                    return crate::write_zeros(self, offset, len)
+                }
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+    }
+
+    /// `lseek(SEEK_DATA)` / `lseek(SEEK_HOLE)` over the range; a filesystem
+    /// without them reports the whole range as data.
+    fn allocated_ranges(&self, offset: u64, len: u64) -> FsResult<Vec<(u64, u64)>> {
+        if self.kind == FileKind::Directory {
+            return Err(FsError::IsADirectory);
+        }
+        let size = self.stat()?.size;
+        let end = offset.saturating_add(len).min(size);
+        let mut out = Vec::new();
+        let mut pos = offset;
+        while pos < end {
+            let data = match rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Data(pos)) {
+                Ok(d) => d,
+                Err(Errno::NXIO) => break,
+                Err(e) if is_unsupported(e) || e == Errno::INVAL => {
+                    out.push((pos, end - pos));
+                    break;
+                }
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            };
+            if data >= end {
+                break;
+            }
+            let hole = match rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Hole(data)) {
+                Ok(h) => h.min(end),
+                Err(Errno::NXIO) => end,
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            };
+            if hole <= data {
+                break;
+            }
+            out.push((data, hole - data));
+            pos = hole;
+        }
+        Ok(out)
+    }
+
     fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
         if self.kind != FileKind::Directory {
             return Err(FsError::NotADirectory);
