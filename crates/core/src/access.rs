@@ -10,6 +10,7 @@ pub(crate) const FILE_READ_DATA: u32 = 0x0000_0001;
 pub(crate) const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
 pub(crate) const FILE_WRITE_DATA: u32 = 0x0000_0002;
 pub(crate) const FILE_APPEND_DATA: u32 = 0x0000_0004;
+pub(crate) const FILE_READ_EA: u32 = 0x0000_0008;
 pub(crate) const FILE_EXECUTE: u32 = 0x0000_0020;
 pub(crate) const FILE_READ_ATTRIBUTES: u32 = 0x0000_0080;
 pub(crate) const FILE_WRITE_ATTRIBUTES: u32 = 0x0000_0100;

@@ -374,3 +374,103 @@ fn set_info_on_a_read_only_share_is_access_denied_and_security_is_refused() {
     );
     let _ = FileId::ANY;
 }
+
+/// Every OutputBufferLength from 0 to the full answer: below `min` is
+/// INFO_LENGTH_MISMATCH, then BUFFER_OVERFLOW with that many bytes, then SUCCESS.
+fn check_buffer_sizes(c: &mut Client, f: FileId, info_type: u8, class: u8, min: usize) {
+    let full = c.query_info(f, info_type, class, 0, 4096);
+    assert_eq!(full.status(), NtStatus::SUCCESS, "class {class}");
+    let full = output_buffer(&full).len();
+    assert!(full > min, "class {class} has a variable part past {min}");
+    for len in 0..=full {
+        let r = c.query_info(f, info_type, class, 0, len as u32);
+        let want = if len < min {
+            NtStatus::INFO_LENGTH_MISMATCH
+        } else if len < full {
+            NtStatus::BUFFER_OVERFLOW
+        } else {
+            NtStatus::SUCCESS
+        };
+        assert_eq!(r.status(), want, "class {class}, {len} bytes");
+        if want != NtStatus::INFO_LENGTH_MISMATCH {
+            assert_eq!(output_buffer(&r).len(), len, "class {class}, {len} bytes");
+        }
+    }
+}
+
+#[test]
+fn a_buffer_below_the_declared_structure_size_is_info_length_mismatch_and_a_cut_name_buffer_overflow(
+) {
+    let mut c = Client::new();
+    c.put_file("bufsize.txt", b"x");
+    let f = c.create("bufsize.txt", GENERIC_READ, D::OPEN, 0).unwrap();
+    // FileAll 104, FileAlternateName 8, FileStream 32.
+    for (class, min) in [(18u8, 104usize), (21, 8), (22, 32)] {
+        check_buffer_sizes(&mut c, f, INFO_FILE, class, min);
+    }
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    // FileFsVolume 24, FileFsAttribute 16.
+    for (class, min) in [(1u8, 24usize), (5, 16)] {
+        check_buffer_sizes(&mut c, d, INFO_FS, class, min);
+    }
+}
+
+#[test]
+fn full_ea_information_needs_read_ea_and_a_file_without_eas_says_so() {
+    const FILE_READ_EA: u32 = 0x8;
+    let mut c = Client::new();
+    c.put_file("ea", b"");
+    let no_ea = c.create("ea", FILE_READ_ATTRIBUTES, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.query_info(no_ea, INFO_FILE, 15, 0, 4096).status(),
+        NtStatus::ACCESS_DENIED
+    );
+    let ea = c.create("ea", FILE_READ_EA, D::OPEN, 0).unwrap();
+    assert_eq!(
+        c.query_info(ea, INFO_FILE, 15, 0, 4096).status(),
+        NtStatus::NO_EAS_ON_FILE
+    );
+    // FileBasicInformation still needs FILE_READ_ATTRIBUTES.
+    assert_eq!(
+        c.query_info(ea, INFO_FILE, 4, 0, 4096).status(),
+        NtStatus::ACCESS_DENIED
+    );
+}
+
+#[test]
+fn a_listing_in_progress_leaves_out_entries_removed_since_it_started() {
+    let mut c = Client::new();
+    for i in 0..4 {
+        c.put_file(&format!("f{i}"), b"");
+    }
+    c.put_file("grows", b"");
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(names(&c.query_directory(d, 12, 2, "*", 65536), 12), ["."]);
+    for i in [0, 2, 3] {
+        c.mem
+            .unlink(&RelPath::from_components([format!("f{i}")]).unwrap())
+            .unwrap();
+    }
+    c.put_file("grows", b"12345");
+    let r = c.query_directory(d, 37, 0, "*", 65536);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let entries = decode_dir_entries(FileInfoClass(37), &output_buffer(&r)).unwrap();
+    let got: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(got, ["..", "f1", "grows"]);
+    assert_eq!(entries[2].end_of_file, 5, "described as it is now");
+    // Only removed entries left: NO_MORE_FILES, not an empty success.
+    let d2 = c.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(
+        names(&c.query_directory(d2, 12, 0, "*", 47), 12),
+        [".", ".."]
+    );
+    for name in ["f1", "grows"] {
+        c.mem
+            .unlink(&RelPath::from_components([name]).unwrap())
+            .unwrap();
+    }
+    assert_eq!(
+        c.query_directory(d2, 12, 0, "*", 65536).status(),
+        NtStatus::NO_MORE_FILES
+    );
+}

@@ -91,12 +91,38 @@ fn write_to_read_only_share_is_access_denied() {
 }
 
 #[test]
-fn write_at_all_ones_offset_appends() {
+fn write_at_all_ones_offset_is_invalid_parameter_like_windows_and_samba() {
     let mut c = Client::new();
     c.put_file("log", b"one");
     let f = open_rw(&mut c, "log");
-    assert_eq!(c.write(f, u64::MAX, b"two").status(), NtStatus::SUCCESS);
-    assert_eq!(read_data(&c.read(f, 0, 100)), b"onetwo");
+    assert_eq!(
+        c.write(f, u64::MAX, b"two").status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(read_data(&c.read(f, 0, 100)), b"one");
+}
+
+#[test]
+fn io_past_i64_max_or_the_largest_file_is_invalid_parameter() {
+    const MAX_FILE: u64 = 0x0FFF_FFFF_0000;
+    let mut c = Client::new();
+    let f = open_rw(&mut c, "edge");
+    let max = i64::MAX as u64;
+    assert_eq!(c.read(f, max - 1, 1).status(), NtStatus::END_OF_FILE);
+    assert_eq!(c.read(f, max, 0).status(), NtStatus::SUCCESS);
+    assert_eq!(c.read(f, max, 1).status(), NtStatus::INVALID_PARAMETER);
+    assert_eq!(c.read(f, max + 1, 0).status(), NtStatus::INVALID_PARAMETER);
+    assert_eq!(c.write(f, max, b"").status(), NtStatus::SUCCESS);
+    assert_eq!(c.write(f, max, b"x").status(), NtStatus::INVALID_PARAMETER);
+    assert_eq!(
+        c.write(f, max + 1, b"").status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(
+        c.write(f, MAX_FILE, b"x").status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(c.write(f, MAX_FILE, b"").status(), NtStatus::SUCCESS);
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! The first query (or one with RESTART_SCANS / REOPEN) lists the directory
 //! once through the backend (every entry stat'ed by `read_dir`), keeps the
 //! entries matching the pattern, `.` and `..` first, in the open's
-//! [`DirCursor`]; later queries page through it and ignore their pattern.
+//! [`DirCursor`]; later queries page through it and ignore their pattern,
+//! looking each entry up again before returning it, so that one removed in
+//! the meantime is not listed (smbtorture smb2.dir.fixed).
 //! Names a Windows client cannot represent (`:`, `*`, `\`, control
 //! characters, ...) are left out.
 //!
@@ -13,7 +15,7 @@
 //! with BUFFER_OVERFLOW; nothing matching on a fresh scan is NO_SUCH_FILE;
 //! nothing left is NO_MORE_FILES.
 
-use ringshare_vfs::DirEntry;
+use ringshare_vfs::{DirEntry, FsError};
 use ringshare_wire::consts::QueryDirectoryFlags;
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
 use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
@@ -66,6 +68,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         let entries = list(open, &pattern)?;
         open.dir_cursor = Some(DirCursor { entries, next: 0 });
     }
+    let backend = open.share.backend.clone();
+    let dir = lock(&open.entry).path.clone();
     let Some(cursor) = open.dir_cursor.as_mut() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
@@ -80,7 +84,20 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut out = Vec::new();
     let mut chain = DirEntryChain::new(&out, limit);
     while let Some(e) = cursor.entries.get(cursor.next) {
-        let info = fileinfo::dir_entry_info(&e.name, &e.attr);
+        // An entry listed by an earlier query is looked at again: one removed
+        // since is left out, one changed is described as it is now.
+        let mut attr = None;
+        if !fresh && e.name != "." && e.name != ".." {
+            match dir.join(&e.name).map(|p| backend.stat(&p)) {
+                Ok(Ok(a)) => attr = Some(a),
+                Ok(Err(FsError::NotFound)) => {
+                    cursor.next += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let info = fileinfo::dir_entry_info(&e.name, attr.as_ref().unwrap_or(&e.attr));
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {
                 // The first entry alone does not fit: send what fits of it.
@@ -95,6 +112,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         if single {
             break;
         }
+    }
+    if out.is_empty() {
+        // Everything left was removed meanwhile.
+        return Err(NtStatus::NO_MORE_FILES);
     }
     Ok(Reply::ok(body(&out)))
 }

@@ -3,9 +3,21 @@
 //! [MS-FSA] 2.1.5.13) and security descriptors built from POSIX owner, group
 //! and mode. Quotas are not supported.
 //!
-//! Sizes: an OutputBufferLength below a class's fixed size is
+//! Sizes: an OutputBufferLength below a class's minimum is
 //! INFO_LENGTH_MISMATCH; a variable part (names, streams) that does not fit is
-//! cut with BUFFER_OVERFLOW. A security descriptor that does not fit is
+//! cut with BUFFER_OVERFLOW. The minimum of a class with a variable part is
+//! the size of its structure as Windows declares it, the first character of
+//! the name included and padded to the structure's alignment ([MS-FSA]
+//! 2.1.5.13.1's BlockAlign(FieldOffset(VolumeLabel), 8) = 24 for
+//! FileFsVolumeInformation; 16 for FileFsAttributeInformation, 8 for
+//! FileNameInformation, 104 for FileAllInformation, 32 for a stream entry),
+//! which is what Windows and Samba answer (smbtorture
+//! smb2.getinfo.qfs_buffercheck / qfile_buffercheck).
+//!
+//! Access ([MS-SMB2] 3.3.5.20.1): Basic, All, NetworkOpen and AttributeTag
+//! need FILE_READ_ATTRIBUTES, FileFullEaInformation needs FILE_READ_EA
+//! ([MS-FSA] 2.1.5.12.12), a security descriptor READ_CONTROL. Files carry no
+//! extended attributes, so FileFullEaInformation is NO_EAS_ON_FILE. A security descriptor that does not fit is
 //! BUFFER_TOO_SMALL with the needed size as error data (3.3.5.20.3).
 
 use ringshare_vfs::FileAttr;
@@ -15,7 +27,7 @@ use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::security::sd_from_posix;
 use ringshare_wire::{NtStatus, WriteExt};
 
-use crate::access::{FILE_READ_ATTRIBUTES, READ_CONTROL};
+use crate::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::fsmap::status_of;
@@ -33,7 +45,15 @@ fn output_buffer_body(out: &[u8]) -> Vec<u8> {
     b
 }
 
-/// An answer: the bytes and the size of the class's fixed part.
+/// Smallest OutputBufferLength for the classes with a name or list at the end
+/// (see the module notes).
+const FS_VOLUME_MIN: usize = 24;
+const FS_ATTRIBUTE_MIN: usize = 16;
+const NAME_MIN: usize = 8;
+const ALL_MIN: usize = 104;
+const STREAM_MIN: usize = 32;
+
+/// An answer: the bytes and the smallest OutputBufferLength the class accepts.
 struct Answer {
     bytes: Vec<u8>,
     fixed: usize,
@@ -101,6 +121,12 @@ fn file_info(
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    if class == FileInfoClass::FULL_EA {
+        if open.access & FILE_READ_EA == 0 {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        return Err(NtStatus::NO_EAS_ON_FILE);
+    }
     let attr: FileAttr = open.node.stat().map_err(status_of)?;
     let delete_pending = lock(&open.entry).delete_pending;
     match class {
@@ -165,11 +191,11 @@ fn file_info(
                     file_name: smb_name(open, true),
                 },
             };
-            answer(FileAllInformation::FIXED_SIZE, |o| all.encode(o))
+            answer(ALL_MIN, |o| all.encode(o))
         }
         FileInfoClass::ALTERNATE_NAME => {
             let short = crate::shortname::short_name(open.path.file_name().unwrap_or(""));
-            answer(FileNameInformation::FIXED_SIZE, |o| {
+            answer(NAME_MIN, |o| {
                 FileNameInformation {
                     file_name: short.clone(),
                 }
@@ -187,11 +213,7 @@ fn file_info(
                     stream_allocation_size: alloc,
                 }]
             };
-            let fixed = if entries.is_empty() {
-                0
-            } else {
-                FileStreamInformation::ENTRY_FIXED_SIZE
-            };
+            let fixed = if entries.is_empty() { 0 } else { STREAM_MIN };
             answer(fixed, |o| FileStreamInformation { entries }.encode(o))
         }
         FileInfoClass::COMPRESSION => answer(FileCompressionInformation::SIZE, |o| {
@@ -215,7 +237,7 @@ fn file_info(
             if dialect != Some(Dialect::SMB3_1_1) {
                 return Err(NtStatus::NOT_SUPPORTED);
             }
-            answer(FileNameInformation::FIXED_SIZE, |o| {
+            answer(NAME_MIN, |o| {
                 FileNameInformation {
                     file_name: smb_name(open, false),
                 }
@@ -250,7 +272,7 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
                 supports_objects: false,
                 volume_label: open.share.name.clone(),
             };
-            answer(FileFsVolumeInformation::FIXED_SIZE, |o| v.encode(o))
+            answer(FS_VOLUME_MIN, |o| v.encode(o))
         }
         FsInfoClass::SIZE | FsInfoClass::FULL_SIZE => {
             let st = stat()?;
@@ -285,7 +307,10 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
         }),
         FsInfoClass::ATTRIBUTE => {
             let st = stat()?;
-            let mut flags = FILE_CASE_PRESERVED_NAMES | FILE_UNICODE_ON_DISK | FILE_PERSISTENT_ACLS;
+            let mut flags = FILE_CASE_PRESERVED_NAMES
+                | FILE_UNICODE_ON_DISK
+                | FILE_PERSISTENT_ACLS
+                | ringshare_wire::fscc::FILE_SUPPORTS_SPARSE_FILES;
             if read_only {
                 flags |= FILE_READ_ONLY_VOLUME;
             }
@@ -294,7 +319,7 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
                 maximum_component_name_length: u32::try_from(st.name_max).unwrap_or(255).min(255),
                 file_system_name: "NTFS".to_string(),
             };
-            answer(FileFsAttributeInformation::FIXED_SIZE, |o| v.encode(o))
+            answer(FS_ATTRIBUTE_MIN, |o| v.encode(o))
         }
         FsInfoClass::SECTOR_SIZE => answer(FileFsSectorSizeInformation::SIZE, |o| {
             FileFsSectorSizeInformation {

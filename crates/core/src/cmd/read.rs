@@ -50,7 +50,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if !access::can_read(open.access) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if rr.offset.checked_add(u64::from(rr.length)).is_none() || rr.offset > i64::MAX as u64 {
+    // A read may not reach past i64::MAX (smb2.rw.invalid: INVALID_PARAMETER).
+    if rr
+        .offset
+        .checked_add(u64::from(rr.length))
+        .is_none_or(|end| end > i64::MAX as u64)
+    {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if rr.length == 0 {

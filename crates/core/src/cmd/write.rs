@@ -21,8 +21,11 @@ use crate::locks::Intent;
 use crate::opens;
 use crate::server::lock;
 
-/// FILE_WRITE_TO_END_OF_FILE ([MS-FSA] 2.1.5.3).
-const WRITE_TO_END_OF_FILE: u64 = u64::MAX;
+/// The largest file a write may make: NTFS's limit, 2^44 - 64 KiB. Windows and
+/// Samba answer INVALID_PARAMETER for a write ending past it, and for an offset
+/// past i64::MAX, all ones (FILE_WRITE_TO_END_OF_FILE of [MS-FSA] 2.1.5.3)
+/// included; smbtorture smb2.rw.invalid checks both.
+const MAX_FILE_SIZE: u64 = 0x0FFF_FFFF_0000;
 
 pub(crate) struct WriteCont {
     /// Where the write starts, and the open whose position follows it.
@@ -64,15 +67,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::ACCESS_DENIED);
     }
     let append_only = open.access & FILE_WRITE_DATA == 0 && open.access & FILE_APPEND_DATA != 0;
-    let offset = if wr.offset == WRITE_TO_END_OF_FILE || append_only {
+    if wr.offset > i64::MAX as u64 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let offset = if append_only {
         open.node.stat().map_err(status_of)?.size
     } else {
         wr.offset
     };
-    if offset > i64::MAX as u64
-        || offset
+    if len > 0
+        && offset
             .checked_add(len as u64)
-            .is_none_or(|end| end > i64::MAX as u64)
+            .is_none_or(|end| end > MAX_FILE_SIZE)
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
