@@ -382,7 +382,24 @@ pub trait Node: Send + Sync + fmt::Debug {
             Vec::new()
         })
     }
+
+    /// The Windows security descriptor (self-relative bytes) stored with this
+    /// file, if one was stored. The default stores none.
+    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Store a Windows security descriptor (self-relative bytes) with this
+    /// file, replacing any stored one. The default cannot store one:
+    /// `Other(EOPNOTSUPP)`.
+    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+        let _ = sd;
+        Err(FsError::Other(EOPNOTSUPP))
+    }
 }
+
+/// errno EOPNOTSUPP: what [`Node::set_security_descriptor`]'s default reports.
+pub const EOPNOTSUPP: i32 = 95;
 
 /// The largest buffer [`Node::copy_range`]'s default (and the POSIX fallback)
 /// holds at once: 1 MiB, the largest SMB2 copychunk.

@@ -75,6 +75,8 @@ struct Inode {
     ctime: UnixNanos,
     btime: UnixNanos,
     dos: Option<u32>,
+    /// A stored Windows security descriptor (self-relative bytes).
+    ntacl: Option<Vec<u8>>,
     allocation: u64,
     /// False once unlinked; the inode lives on while nodes have it open.
     linked: bool,
@@ -171,6 +173,7 @@ impl State {
                 ctime: now,
                 btime: now,
                 dos: None,
+                ntacl: None,
                 allocation: 0,
                 linked: true,
                 opens: 0,
@@ -770,6 +773,21 @@ impl Node for MemNode {
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
         i.mode = mode & 0o7777;
+        i.ctime = now;
+        Ok(())
+    }
+
+    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        let st = lock(&self.state);
+        Ok(st.inode(self.ino)?.ntacl.clone())
+    }
+
+    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        i.ntacl = Some(sd.to_vec());
         i.ctime = now;
         Ok(())
     }

@@ -8,6 +8,7 @@
 //! [`FsError::Escapes`] (the kernel reports `EXDEV`) whatever races happen meanwhile.
 //!
 //! DOS attributes live in the xattr `user.ringshare.dosattrib` (4 bytes, little endian).
+//! A Windows security descriptor set by a client lives in `user.ringshare.ntacl` (self-relative).
 //! Xattr calls on `O_PATH` fds (stat-only opens) and on directory entries go through
 //! `/proc/self/fd/<fd>[/<name>]`: the fd was already resolved beneath the root and the
 //! name is a single component, so this reaches nothing new.
@@ -31,6 +32,11 @@ use crate::{
 
 /// Name of the xattr holding DOS attributes.
 pub const DOS_ATTRIB_XATTR: &str = "user.ringshare.dosattrib";
+/// Name of the xattr holding a Windows security descriptor (self-relative bytes).
+pub const NTACL_XATTR: &str = "user.ringshare.ntacl";
+/// The largest security descriptor stored or read back (64 KiB, far above
+/// what an ACL with 16-bit sizes can need).
+const NTACL_SIZE_MAX: usize = 1 << 16;
 
 /// How many times an open-or-create retries when the name appears or vanishes between
 /// the open and the exclusive create.
@@ -778,6 +784,42 @@ impl Node for PosixNode {
             }
             r => r.map_err(fd_errno_to_fs),
         }
+    }
+
+    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        let fd = self.fd.as_fd();
+        let mut buf = vec![0u8; NTACL_SIZE_MAX];
+        let r = match rustix::fs::fgetxattr(fd, NTACL_XATTR, &mut buf) {
+            // O_PATH fd: go through its /proc link.
+            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), NTACL_XATTR, &mut buf),
+            r => r,
+        };
+        match r {
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Err(Errno::NODATA) => Ok(None),
+            Err(e) if is_unsupported(e) => Ok(None),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+        self.check_writable_share()?;
+        if sd.len() > NTACL_SIZE_MAX {
+            return Err(FsError::NoSpace);
+        }
+        match rustix::fs::fsetxattr(&self.fd, NTACL_XATTR, sd, XattrFlags::empty()) {
+            Err(Errno::BADF) => rustix::fs::setxattr(
+                proc_path(self.fd.as_fd(), None),
+                NTACL_XATTR,
+                sd,
+                XattrFlags::empty(),
+            ),
+            r => r,
+        }
+        .map_err(fd_errno_to_fs)
     }
 
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
