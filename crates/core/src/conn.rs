@@ -10,6 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use ringshare_crypto::encrypt::Cipher;
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::{NonceInfo, SigningKey};
 use ringshare_vfs::Node;
@@ -25,6 +26,7 @@ use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
 use crate::limits;
 use crate::server::ServerState;
 use crate::state::Session;
+use crate::transform;
 
 /// What the connection negotiated.
 #[derive(Debug, Clone)]
@@ -38,6 +40,8 @@ pub(crate) struct Negotiated {
     pub client_dialects: Vec<u16>,
     /// 3.1.1: signing algorithm from the SIGNING_CAPABILITIES context.
     pub signing_algorithm: Option<u16>,
+    /// SMB 3.x: the cipher sessions encrypt with, when the client can encrypt.
+    pub cipher: Option<Cipher>,
 }
 
 /// Connection-level state the command modules work on.
@@ -85,6 +89,9 @@ pub(crate) struct Req<'a> {
     /// True when this request is the only one in its frame (the frame may be
     /// moved into a WRITE without a copy).
     pub sole: bool,
+    /// The request arrived inside a TRANSFORM_HEADER (not signed, but
+    /// authenticated by the cipher).
+    pub encrypted: bool,
 }
 
 /// The reply of one command.
@@ -168,6 +175,8 @@ struct Job {
     /// The error later related members inherit: a failed CREATE, or a chain
     /// whose first member was marked related ([MS-SMB2] 3.3.5.2.7.2).
     related_error: Option<NtStatus>,
+    /// The frame arrived encrypted for this session: replies go back encrypted.
+    encrypted: Option<u64>,
 }
 
 /// A reply ready to be framed: header + body and optional data.
@@ -182,6 +191,8 @@ struct BuiltReply {
 struct AsyncOp {
     hdr: Header,
     session_id: u64,
+    /// The request arrived encrypted: so does the final reply.
+    encrypted: bool,
     work: cmd::AsyncWork,
 }
 
@@ -275,10 +286,31 @@ impl Connection {
     }
 
     /// One direct-TCP frame payload (without the 4-byte header).
-    pub fn receive(&mut self, now: Now, frame: Vec<u8>) {
+    pub fn receive(&mut self, now: Now, mut frame: Vec<u8>) {
         self.core.now = now;
         if self.closing {
             return;
+        }
+        let mut encrypted = None;
+        if header::protocol_of(&frame) == Protocol::Transform && self.core.negotiated.is_some() {
+            // [MS-SMB2] 3.3.5.2.1.1: decrypt with the session's key; any failure
+            // closes the connection.
+            let sid = transform::session_of(&frame).unwrap_or(0);
+            match transform::decrypt(self.core.sessions.get(&sid), frame) {
+                Ok(plain) => {
+                    let same_session = Header::decode(&plain).is_ok_and(|h| h.session_id == sid);
+                    if header::protocol_of(&plain) != Protocol::Smb2 || !same_session {
+                        self.disconnect("encrypted message is not SMB2 for its session");
+                        return;
+                    }
+                    frame = plain;
+                    encrypted = Some(sid);
+                }
+                Err(e) => {
+                    self.disconnect(&format!("cannot decrypt: {e:?}"));
+                    return;
+                }
+            }
         }
         match header::protocol_of(&frame) {
             Protocol::Smb2 => {}
@@ -327,6 +359,7 @@ impl Connection {
             last_tree: 0,
             last_file: None,
             related_error: None,
+            encrypted,
         };
         self.run(job);
     }
@@ -433,6 +466,7 @@ impl Connection {
                 tree_id,
                 related_file_id,
                 sole,
+                encrypted: job.encrypted.is_some(),
             };
             let outcome = self.dispatch(&req);
             job.last_session = session_id;
@@ -595,6 +629,10 @@ impl Connection {
     /// [MS-SMB2] 3.3.5.2.4: verify a signed request; refuse an unsigned one on
     /// a session that requires signing.
     fn verify_signature(&self, req: &Req<'_>, setup: bool) -> Result<(), NtStatus> {
+        if req.encrypted {
+            // Authenticated by the cipher; encrypted messages carry no signature.
+            return Ok(());
+        }
         let Some(session) = self.core.sessions.get(&req.session_id) else {
             return Ok(());
         };
@@ -668,6 +706,7 @@ impl Connection {
             }
         }
         let sign_key = match reply.sign_key {
+            _ if job.encrypted.is_some() => None,
             Some(k) => Some(k),
             None => self.response_signing_key(
                 req_hdr,
@@ -725,7 +764,34 @@ impl Connection {
             return;
         }
         let frame = build_frame(job.replies);
-        self.outputs.push_back(Output::Send(frame));
+        self.send_frame(frame, job.encrypted);
+    }
+
+    /// Queue a built frame, encrypting it for `encrypted`'s session first.
+    fn send_frame(&mut self, frame: Vec<Vec<u8>>, encrypted: Option<u64>) {
+        let Some(sid) = encrypted else {
+            self.outputs.push_back(Output::Send(frame));
+            return;
+        };
+        let mut plain: Vec<u8> = frame.concat();
+        plain.drain(..4);
+        let sealed = self
+            .core
+            .sessions
+            .get_mut(&sid)
+            .and_then(|s| transform::encrypt(s, plain));
+        match sealed {
+            Some(msg) => {
+                let mut out = Vec::with_capacity(4 + msg.len());
+                framing::put_frame_header(&mut out, msg.len());
+                out.extend_from_slice(&msg);
+                self.outputs.push_back(Output::Send(vec![out]));
+            }
+            // The session went away (logoff) or lost its key: nothing may go out in clear.
+            None => {
+                tracing::debug!(peer = %self.core.peer, "dropping a reply to an encrypted request: no session key")
+            }
+        }
     }
 
     fn go_async(&mut self, job: &mut Job, hdr: Header, session_id: u64, work: cmd::AsyncWork) {
@@ -749,7 +815,11 @@ impl Connection {
         ahdr.id = HeaderId::Async { async_id };
         let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
         interim.credits = self.grant(&hdr);
-        let sign_key = self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING);
+        let sign_key = if job.encrypted.is_some() {
+            None
+        } else {
+            self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING)
+        };
         job.replies.push(BuiltReply {
             hdr: interim,
             body: error_body(),
@@ -761,6 +831,7 @@ impl Connection {
             AsyncOp {
                 hdr: ahdr,
                 session_id,
+                encrypted: job.encrypted.is_some(),
                 work,
             },
         );
@@ -785,7 +856,11 @@ impl Connection {
     fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
         let mut hdr = Header::response_to(&op.hdr, reply.status);
         hdr.credits = 0;
-        let sign_key = self.response_signing_key(&op.hdr, op.session_id, None, reply.status);
+        let sign_key = if op.encrypted {
+            None
+        } else {
+            self.response_signing_key(&op.hdr, op.session_id, None, reply.status)
+        };
         let body = if reply.body.is_empty() {
             error_body()
         } else {
@@ -797,7 +872,7 @@ impl Connection {
             data: reply.data,
             sign_key,
         }]);
-        self.outputs.push_back(Output::Send(frame));
+        self.send_frame(frame, op.encrypted.then_some(op.session_id));
     }
 
     /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and

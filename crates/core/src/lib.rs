@@ -21,6 +21,7 @@ pub mod path;
 pub mod server;
 mod shortname;
 mod state;
+mod transform;
 
 pub use conn::Connection;
 pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};

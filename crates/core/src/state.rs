@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ringshare_auth::gss::ServerAuth;
+use ringshare_crypto::encrypt::CipherKey;
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::SigningKey;
 use ringshare_vfs::{DirEntry, Node, RelPath};
@@ -21,6 +22,7 @@ use ringshare_vfs::{DirEntry, Node, RelPath};
 use crate::server::{FileEntry, FileKey, ShareDef};
 
 pub(crate) struct Session {
+    pub id: u64,
     /// Authentication has completed at least once ([MS-SMB2] Session.State Valid).
     pub valid: bool,
     /// A SESSION_SETUP exchange in progress (first setup or re-authentication).
@@ -33,6 +35,11 @@ pub(crate) struct Session {
     pub signing_required: bool,
     /// 3.1.1: the session's preauth integrity hash while setup runs.
     pub preauth: Option<PreauthHash>,
+    /// SMB 3.x encryption keys: server-to-client and client-to-server.
+    pub encrypt_key: Option<CipherKey>,
+    pub decrypt_key: Option<CipherKey>,
+    /// Nonces of `encrypt_key` are this counter, incremented per message.
+    pub nonce_counter: u64,
     pub trees: HashMap<u32, Tree>,
     pub next_tree_id: u32,
     pub opens: HashMap<u64, Open>,
@@ -86,3 +93,4 @@ pub(crate) struct Open {
     /// The share the open lives on (the tree may go before the open is closed).
     pub share: Arc<ShareDef>,
 }
+

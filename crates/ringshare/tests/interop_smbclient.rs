@@ -482,3 +482,67 @@ fn symlink_to_etc_inside_the_share_cannot_be_listed_or_read_through() {
         .expect_ok("ls of a plain file next to the links")
         .expect_contains("ls of a plain file next to the links", "hello.txt");
 }
+
+/// put and get of an 8 MiB random file with every message encrypted.
+fn encrypted_round_trip(dialect: &'static str, cipher: &'static str) {
+    let test = format!("encrypted round trip over {dialect} {cipher}");
+    if !smbclient_or_skip(&test) {
+        return;
+    }
+    let server = default_server();
+    let tag = format!("enc-{}-{}", dialect.to_lowercase(), cipher.to_lowercase());
+    let data: Vec<u8> = big_data()[..8 << 20].to_vec();
+    let src = server.scratch.join(format!("{tag}-src.bin"));
+    let back = server.scratch.join(format!("{tag}-back.bin"));
+    std::fs::write(&src, &data).expect("write source file");
+    let out = server
+        .client()
+        .dialect(dialect)
+        .protection(Protection::Encrypt(cipher))
+        .run(&format!(
+            "put {} {tag}.bin; get {tag}.bin {}; del {tag}.bin",
+            src.display(),
+            back.display()
+        ));
+    out.expect_ok("encrypted put/get/del");
+    let got = std::fs::read(&back).expect("the file came back");
+    assert!(
+        got == data,
+        "{test}: the file came back different ({} bytes)",
+        got.len()
+    );
+    assert!(
+        !server.share_dir.join(format!("{tag}.bin")).exists(),
+        "del removed it"
+    );
+}
+
+#[test]
+fn encrypted_put_and_get_round_trip_over_smb3_11_aes_128_gcm() {
+    encrypted_round_trip("SMB3_11", "AES-128-GCM");
+}
+
+#[test]
+fn encrypted_put_and_get_round_trip_over_smb3_11_aes_128_ccm() {
+    encrypted_round_trip("SMB3_11", "AES-128-CCM");
+}
+
+#[test]
+fn encrypted_put_and_get_round_trip_over_smb3_11_aes_256_gcm() {
+    encrypted_round_trip("SMB3_11", "AES-256-GCM");
+}
+
+#[test]
+fn encrypted_put_and_get_round_trip_over_smb3_11_aes_256_ccm() {
+    encrypted_round_trip("SMB3_11", "AES-256-CCM");
+}
+
+#[test]
+fn encrypted_put_and_get_round_trip_over_smb3_00_aes_128_ccm() {
+    encrypted_round_trip("SMB3_00", "");
+}
+
+#[test]
+fn encrypted_put_and_get_round_trip_over_smb3_02_aes_128_ccm() {
+    encrypted_round_trip("SMB3_02", "");
+}

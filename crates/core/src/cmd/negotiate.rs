@@ -2,6 +2,7 @@
 //! 3.3.5.4 Receiving an SMB2 NEGOTIATE Request.
 
 use ringshare_auth::spnego;
+use ringshare_crypto::encrypt::Cipher;
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_wire::consts::{
     Capabilities, CipherId, Command, Dialect, HashAlgorithm, SecurityMode, SigningAlgorithm,
@@ -36,13 +37,27 @@ fn allowed(core: &ConnCore, d: Dialect) -> bool {
     d.0 >= core.server.config.dialect_min && d.0 <= core.server.config.dialect_max
 }
 
-fn capabilities_for(d: Dialect) -> Capabilities {
-    if d == Dialect::SMB2_0_2 {
+fn capabilities_for(d: Dialect, cipher: Option<Cipher>) -> Capabilities {
+    let mut c = if d == Dialect::SMB2_0_2 {
         Capabilities::empty()
     } else {
         Capabilities::LARGE_MTU
+    };
+    // 3.0/3.0.2 announce encryption with the capability; 3.1.1 with the context.
+    if cipher.is_some() && (d == Dialect::SMB3_0 || d == Dialect::SMB3_0_2) {
+        c.insert(Capabilities::ENCRYPTION);
     }
+    c
 }
+
+/// Ciphers in the order the server prefers them ([MS-SMB2] 3.3.5.4: the server
+/// picks the first of its list the client offers).
+const CIPHERS: [CipherId; 4] = [
+    CipherId::AES_128_GCM,
+    CipherId::AES_128_CCM,
+    CipherId::AES_256_GCM,
+    CipherId::AES_256_CCM,
+];
 
 fn io_size_for(d: Dialect) -> u32 {
     if d == Dialect::SMB2_0_2 {
@@ -52,7 +67,12 @@ fn io_size_for(d: Dialect) -> u32 {
     }
 }
 
-fn response_body(core: &ConnCore, dialect: Dialect, contexts: Vec<NegotiateContext>) -> Vec<u8> {
+fn response_body(
+    core: &ConnCore,
+    dialect: Dialect,
+    cipher: Option<Cipher>,
+    contexts: Vec<NegotiateContext>,
+) -> Vec<u8> {
     let hint = spnego::negotiate_hint();
     let io = io_size_for(dialect);
     let resp = NegotiateResponse {
@@ -62,7 +82,7 @@ fn response_body(core: &ConnCore, dialect: Dialect, contexts: Vec<NegotiateConte
         capabilities: if dialect == Dialect::WILDCARD {
             Capabilities::LARGE_MTU
         } else {
-            capabilities_for(dialect)
+            capabilities_for(dialect, cipher)
         },
         max_transact_size: io,
         max_read_size: io,
@@ -91,7 +111,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
         } else {
             return None;
         };
-    let body = response_body(core, dialect, Vec::new());
+    let body = response_body(core, dialect, None, Vec::new());
     if dialect == Dialect::WILDCARD {
         core.wildcard_sent = true;
     } else {
@@ -101,9 +121,10 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             client_capabilities: 0,
             client_security_mode: 0,
             server_security_mode: server_security_mode(core).0,
-            server_capabilities: capabilities_for(dialect).0,
+            server_capabilities: capabilities_for(dialect, None).0,
             client_dialects: vec![Dialect::SMB2_0_2.0],
             signing_algorithm: None,
+            cipher: None,
         });
     }
     let mut hdr = Header::response_to(&Header::request(Command::NEGOTIATE, 0), NtStatus::SUCCESS);
@@ -137,6 +158,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut contexts = Vec::new();
     let mut signing_algorithm = None;
     let mut cipher = None;
+    let mut cipher_ctx = None;
+    if (dialect == Dialect::SMB3_0 || dialect == Dialect::SMB3_0_2)
+        && neg.capabilities.contains(Capabilities::ENCRYPTION)
+    {
+        cipher = Some(Cipher::Aes128Ccm);
+    }
     if dialect == Dialect::SMB3_1_1 {
         let mut preauth_ok = false;
         for c in &neg.contexts {
@@ -150,9 +177,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                     preauth_ok = true;
                 }
                 NegotiateContext::Encryption { ciphers } => {
-                    // Encryption is not offered yet: answer "no common cipher".
-                    let _ = ciphers;
-                    cipher = Some(CipherId::NONE.0);
+                    // No common cipher: answer with the single cipher 0.
+                    let pick = CIPHERS
+                        .into_iter()
+                        .find(|c| ciphers.contains(c))
+                        .unwrap_or(CipherId::NONE);
+                    cipher_ctx = Some(pick);
+                    cipher = Cipher::from_id(pick.0);
                 }
                 NegotiateContext::Signing { algorithms } => {
                     let pick = [
@@ -175,10 +206,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             hash_algorithms: vec![HashAlgorithm::SHA_512],
             salt: salt.to_vec(),
         });
-        if let Some(c) = cipher {
-            contexts.push(NegotiateContext::Encryption {
-                ciphers: vec![CipherId(c)],
-            });
+        if let Some(c) = cipher_ctx {
+            contexts.push(NegotiateContext::Encryption { ciphers: vec![c] });
         }
         if let Some(a) = signing_algorithm {
             contexts.push(NegotiateContext::Signing {
@@ -186,16 +215,17 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             });
         }
     }
-    let body = response_body(core, dialect, contexts);
+    let body = response_body(core, dialect, cipher, contexts);
     core.negotiated = Some(Negotiated {
         dialect,
         client_guid: neg.client_guid,
         client_capabilities: neg.capabilities.0,
         client_security_mode: neg.security_mode.0,
         server_security_mode: server_security_mode(core).0,
-        server_capabilities: capabilities_for(dialect).0,
+        server_capabilities: capabilities_for(dialect, cipher).0,
         client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
         signing_algorithm,
+        cipher,
     });
     if dialect == Dialect::SMB3_1_1 {
         let mut p = PreauthHash::zero();

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use ringshare_auth::gss::{ServerAuth, ServerStep};
 use ringshare_auth::ntlm::{AuthKind, ServerConfig as NtlmConfig};
 use ringshare_auth::AuthError;
+use ringshare_crypto::encrypt::CipherKey;
 use ringshare_crypto::keys;
 use ringshare_crypto::sign::{SigningAlgorithm as SignAlg, SigningKey};
 use ringshare_wire::consts::{
@@ -77,6 +78,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         core.sessions.insert(
             id,
             Session {
+                id,
+                encrypt_key: None,
+                decrypt_key: None,
+                nonce_counter: 0,
                 valid: false,
                 auth: None,
                 user: String::new(),
@@ -212,6 +217,7 @@ fn finish(
         },
         _ => SignAlg::AesCmac,
     };
+    let core_cipher = core.negotiated.as_ref().and_then(|n| n.cipher);
     let session = core
         .sessions
         .get_mut(&session_id)
@@ -233,6 +239,16 @@ fn finish(
             }
         };
         session.signing_key = Some(SigningKey::new(signing_alg, signing));
+        if let Some(cipher) = core_cipher {
+            let k = keys::derive(
+                dialect.0,
+                &key,
+                session.preauth.as_ref().map(|p| p.0).as_ref(),
+                cipher.key_len(),
+            );
+            session.encrypt_key = CipherKey::new(cipher, &k.encrypt_server_to_client).ok();
+            session.decrypt_key = CipherKey::new(cipher, &k.decrypt_client_to_server).ok();
+        }
         session.signing_required = policy == SigningPolicy::Required
             || client_requires
             || policy == SigningPolicy::Desired;

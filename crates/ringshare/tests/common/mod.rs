@@ -459,6 +459,9 @@ pub enum Protection {
     Sign,
     /// `off`: the client does not ask for signing.
     Off,
+    /// `encrypt`, restricted to one cipher (`client smb3 encryption algorithms`) unless
+    /// empty: fails when the server cannot encrypt.
+    Encrypt(&'static str),
 }
 
 /// One smbclient invocation being put together.
@@ -547,6 +550,14 @@ impl Smbclient<'_> {
             }
             Protection::Off => {
                 cmd.arg("--client-protection=off");
+            }
+            Protection::Encrypt(cipher) => {
+                cmd.arg("--client-protection=encrypt");
+                if !cipher.is_empty() {
+                    cmd.arg(format!(
+                        "--option=client smb3 encryption algorithms={cipher}"
+                    ));
+                }
             }
         }
         cmd.arg("-c").arg(cmds);
