@@ -441,9 +441,16 @@ impl Connection {
             } else {
                 (hdr.session_id, hdr.tree_id().unwrap_or(0), None)
             };
-            if let Some(status) = job
-                .related_error
-                .filter(|_| related && hdr.command != Command::CREATE)
+            // A related member inherits the previous member's session; when that
+            // session did not exist there is nothing to inherit.
+            let orphan = related && !self.core.sessions.contains_key(&session_id);
+            let inherited = if orphan {
+                Some(NtStatus::INVALID_PARAMETER)
+            } else {
+                job.related_error
+            };
+            if let Some(status) =
+                inherited.filter(|_| related && (orphan || hdr.command != Command::CREATE))
             {
                 let reply = Reply::with_status(status, Vec::new());
                 self.push_reply(&mut job, &hdr, session_id, reply);

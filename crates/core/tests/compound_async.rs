@@ -213,3 +213,29 @@ fn a_failed_unrelated_member_drops_the_file_id_later_related_members_would_use()
         ]
     );
 }
+
+#[test]
+fn a_related_member_after_one_with_an_unknown_session_is_invalid_parameter() {
+    let mut c = Client::new();
+    let mut m1 = c.close_msg(
+        FileId {
+            persistent: 1,
+            volatile: 1,
+        },
+        0,
+    );
+    m1[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+    let mut m2 = c.close_msg(FileId::ANY, 0);
+    let flags =
+        u32::from_le_bytes([m2[16], m2[17], m2[18], m2[19]]) | HeaderFlags::RELATED_OPERATIONS.0;
+    m2[16..20].copy_from_slice(&flags.to_le_bytes());
+    let st: Vec<NtStatus> = c
+        .compound(vec![m1, m2], false)
+        .iter()
+        .map(Resp::status)
+        .collect();
+    assert_eq!(
+        st,
+        [NtStatus::USER_SESSION_DELETED, NtStatus::INVALID_PARAMETER]
+    );
+}
