@@ -5,12 +5,22 @@
 //! DIRECTORY bit forced to match the kind), else DIRECTORY for directories and
 //! ARCHIVE for files. Dotfiles are not hidden. Directories report an
 //! end-of-file and allocation of 0, as NTFS does.
+//!
+//! Security descriptors: the one a client stored with the file, else one
+//! derived from the POSIX owner, group and mode.
 
-use ringshare_vfs::{DirEntry, FileAttr};
+use ringshare_vfs::{DirEntry, FileAttr, Node};
+use ringshare_wire::consts::SecurityInformation;
 use ringshare_wire::fscc::{
     DirEntryInfo, FileAttributes, FileBasicInformation, FileNetworkOpenInformation,
     FileStandardInformation, FileTime,
 };
+use ringshare_wire::security::{
+    sd_from_posix, SecurityDescriptor, SE_DACL_AUTO_INHERITED, SE_DACL_AUTO_INHERIT_REQ,
+    SE_DACL_DEFAULTED, SE_DACL_PRESENT, SE_DACL_PROTECTED, SE_GROUP_DEFAULTED, SE_OWNER_DEFAULTED,
+    SE_SACL_PRESENT,
+};
+use ringshare_wire::NtStatus;
 
 /// Attributes a client may set or ask for at create (the rest are the file system's business).
 pub(crate) const SETTABLE_ATTRIBUTES: u32 =
@@ -123,6 +133,64 @@ pub(crate) fn entry(name: &str, attr: FileAttr) -> DirEntry {
         name: name.to_string(),
         attr,
     }
+}
+
+/// Control bits that describe the DACL ([MS-DTYP] 2.4.6).
+const DACL_CONTROL: u16 = SE_DACL_PRESENT
+    | SE_DACL_DEFAULTED
+    | SE_DACL_AUTO_INHERIT_REQ
+    | SE_DACL_AUTO_INHERITED
+    | SE_DACL_PROTECTED;
+
+/// The file's security descriptor: the one a client stored (CREATE's SecD
+/// context, SET_INFO), else the one derived from its POSIX owner, group and
+/// mode. A stored descriptor that no longer decodes counts as none.
+pub(crate) fn security_descriptor(node: &dyn Node, attr: &FileAttr) -> SecurityDescriptor {
+    if let Ok(Some(bytes)) = node.get_security_descriptor() {
+        if let Ok(sd) = SecurityDescriptor::decode(&bytes) {
+            return sd;
+        }
+    }
+    sd_from_posix(attr.uid, attr.gid, attr.mode, attr.is_dir())
+}
+
+/// `current` with the parts `info` selects taken from `given` ([MS-DTYP]
+/// 2.4.6; SET_INFO of [MS-SMB2] 3.3.5.21.3). An owner or group `given` lacks is
+/// kept. A DACL selected but not present in `given` becomes a NULL DACL, as on
+/// Windows (smbtorture smb2.create.nulldacl). SACLs are not stored.
+pub(crate) fn merge_security_descriptor(
+    mut current: SecurityDescriptor,
+    given: &SecurityDescriptor,
+    info: SecurityInformation,
+) -> SecurityDescriptor {
+    if info.contains(SecurityInformation::OWNER) && given.owner.is_some() {
+        current.owner = given.owner.clone();
+        current.control =
+            (current.control & !SE_OWNER_DEFAULTED) | (given.control & SE_OWNER_DEFAULTED);
+    }
+    if info.contains(SecurityInformation::GROUP) && given.group.is_some() {
+        current.group = given.group.clone();
+        current.control =
+            (current.control & !SE_GROUP_DEFAULTED) | (given.control & SE_GROUP_DEFAULTED);
+    }
+    if info.contains(SecurityInformation::DACL) {
+        current.control = (current.control & !DACL_CONTROL) | (given.control & DACL_CONTROL);
+        current.dacl = if given.control & SE_DACL_PRESENT != 0 {
+            given.dacl.clone()
+        } else {
+            None
+        };
+        current.control |= SE_DACL_PRESENT;
+    }
+    current.sacl = None;
+    current.control &= !SE_SACL_PRESENT;
+    current
+}
+
+/// The self-relative bytes a backend stores for `sd` (owner, group, DACL).
+pub(crate) fn stored_security_descriptor(sd: &SecurityDescriptor) -> Result<Vec<u8>, NtStatus> {
+    sd.to_bytes(SecurityInformation::OWNER | SecurityInformation::GROUP | SecurityInformation::DACL)
+        .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)
 }
 
 #[cfg(test)]

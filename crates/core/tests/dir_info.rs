@@ -3,11 +3,13 @@ mod support;
 
 use ringshare_vfs::{RelPath, Share};
 use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::consts::{AccessMask, SecurityInformation};
+use ringshare_wire::create::{tag, CreateContext, CreateResponse};
 use ringshare_wire::fscc::{
     decode_dir_entries, FileAllInformation, FileBasicInformation, FileFsAttributeInformation,
     FileInfoClass, FileRenameInformation, FileStandardInformation, FileStreamInformation, FileTime,
 };
-use ringshare_wire::security::SecurityDescriptor;
+use ringshare_wire::security::{Ace, Acl, SecurityDescriptor, Sid};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -369,8 +371,9 @@ fn set_info_on_a_read_only_share_is_access_denied_and_security_is_refused() {
     c.tree_id = tree;
     let w = c.create("r", GENERIC_ALL, D::OPEN, 0).unwrap();
     assert_eq!(
-        c.set_info(w, INFO_SECURITY, 0, &[0; 20]).status(),
-        NtStatus::NOT_SUPPORTED
+        c.set_info_additional(w, INFO_SECURITY, 0x4, &[0; 20])
+            .status(),
+        NtStatus::INVALID_SECURITY_DESCR
     );
     let _ = FileId::ANY;
 }
@@ -473,4 +476,108 @@ fn a_listing_in_progress_leaves_out_entries_removed_since_it_started() {
         c.query_directory(d2, 12, 0, "*", 65536).status(),
         NtStatus::NO_MORE_FILES
     );
+}
+
+/// Owner, group and DACL of a security query on `f`.
+fn query_sd(c: &mut Client, f: FileId) -> SecurityDescriptor {
+    let r = c.query_info(f, INFO_SECURITY, 0, 0x7, 4096);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    SecurityDescriptor::decode(&output_buffer(&r)).unwrap()
+}
+
+fn set_sd(c: &mut Client, f: FileId, info: u32, sd: &SecurityDescriptor) -> NtStatus {
+    let bytes = sd.to_bytes(SecurityInformation(info)).unwrap();
+    c.set_info_additional(f, INFO_SECURITY, info, &bytes)
+        .status()
+}
+
+#[test]
+fn a_dacl_set_with_set_info_is_stored_and_returned_as_set() {
+    const WRITE_DAC: u32 = 0x0004_0000;
+    const READ_CONTROL: u32 = 0x0002_0000;
+    let mut c = Client::new();
+    c.put_file("acl", b"");
+    let f = c
+        .create("acl", READ_CONTROL | WRITE_DAC, D::OPEN, 0)
+        .unwrap();
+    let mut sd = query_sd(&mut c, f);
+    let owner = sd.owner.clone();
+    let mut dacl = sd.dacl.clone().unwrap();
+    dacl.aces.push(Ace::allow(
+        Sid::authenticated_users(),
+        AccessMask(0x001F_0000),
+        0,
+    ));
+    sd.dacl = Some(dacl.clone());
+    // Only the DACL is sent: the owner stays as it was.
+    let mut dacl_only = sd.clone();
+    dacl_only.owner = None;
+    dacl_only.group = None;
+    assert_eq!(set_sd(&mut c, f, 0x4, &dacl_only), NtStatus::SUCCESS);
+    let got = query_sd(&mut c, f);
+    assert_eq!(got.dacl, Some(dacl));
+    assert_eq!(got.owner, owner);
+    // A second open (and a reopen) sees it too.
+    let g = c.create("acl", READ_CONTROL, D::OPEN, 0).unwrap();
+    assert_eq!(query_sd(&mut c, g).dacl, got.dacl);
+    // DACL selected but not present: a NULL DACL.
+    let mut none = sd.clone();
+    none.dacl = None;
+    none.control = 0;
+    assert_eq!(set_sd(&mut c, f, 0x4, &none), NtStatus::SUCCESS);
+    let got = query_sd(&mut c, f);
+    assert!(got.has_null_dacl(), "{got:?}");
+    // Without WRITE_DAC / WRITE_OWNER: ACCESS_DENIED; a SACL: PRIVILEGE_NOT_HELD.
+    assert_eq!(set_sd(&mut c, g, 0x4, &sd), NtStatus::ACCESS_DENIED);
+    assert_eq!(set_sd(&mut c, f, 0x1, &sd), NtStatus::ACCESS_DENIED);
+    assert_eq!(set_sd(&mut c, f, 0x8, &sd), NtStatus::PRIVILEGE_NOT_HELD);
+}
+
+#[test]
+fn a_security_descriptor_given_at_create_is_stored_with_the_new_file_only() {
+    let mut c = Client::new();
+    c.put_file("probe", b"");
+    let p = c.create("probe", GENERIC_READ, D::OPEN, 0).unwrap();
+    let mut sd = query_sd(&mut c, p);
+    let dacl = Acl::new(vec![Ace::allow(
+        Sid::everyone(),
+        AccessMask(0x0012_0089),
+        0,
+    )]);
+    sd.dacl = Some(dacl.clone());
+    let bytes = sd.to_bytes(SecurityInformation(0x7)).unwrap();
+    let ctx = || vec![CreateContext::new(tag::SD_BUFFER, bytes.clone())];
+    let tree = c.tree_id;
+    for (name, opts) in [("file", 0u32), ("dir", DIR)] {
+        let mut m = c.create_msg_ctx(
+            tree,
+            name,
+            GENERIC_ALL,
+            SHARE_ALL,
+            D::CREATE,
+            opts,
+            0,
+            ctx(),
+        );
+        c.sign(&mut m);
+        let r = c.send_frame(m).remove(0);
+        assert_eq!(r.status(), NtStatus::SUCCESS, "{name}");
+        let f = CreateResponse::decode(&r.msg).unwrap().file_id;
+        assert_eq!(query_sd(&mut c, f).dacl, Some(dacl.clone()), "{name}");
+    }
+    // Opening an existing file ignores the context.
+    let mut m = c.create_msg_ctx(tree, "probe", GENERIC_ALL, SHARE_ALL, D::OPEN, 0, 0, ctx());
+    c.sign(&mut m);
+    let r = c.send_frame(m).remove(0);
+    let f = CreateResponse::decode(&r.msg).unwrap().file_id;
+    assert_ne!(query_sd(&mut c, f).dacl, Some(dacl));
+    // A descriptor that does not decode is refused before anything is created.
+    let bad = vec![CreateContext::new(tag::SD_BUFFER, vec![1, 0, 0, 0])];
+    let mut m = c.create_msg_ctx(tree, "never", GENERIC_ALL, SHARE_ALL, D::CREATE, 0, 0, bad);
+    c.sign(&mut m);
+    assert_eq!(
+        c.send_frame(m).remove(0).status(),
+        NtStatus::INVALID_SECURITY_DESCR
+    );
+    assert!(!exists(&c, "never"));
 }

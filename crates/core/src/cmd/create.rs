@@ -14,14 +14,15 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{FileAttr, FsError, Node, OpenMode, OpenOptions, RelPath, Share};
+use ringshare_vfs::{FileAttr, FsError, Node, OpenMode, OpenOptions, RelPath, Share, EOPNOTSUPP};
 use ringshare_wire::consts::{
-    AccessMask, CreateAction, CreateDisposition, FileAttributes, OplockLevel,
+    AccessMask, CreateAction, CreateDisposition, FileAttributes, OplockLevel, SecurityInformation,
 };
 use ringshare_wire::create::{
     maximal_access_response, query_on_disk_id_response, ContextTag, CreateContext, CreateRequest,
     CreateResponse,
 };
+use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
@@ -93,6 +94,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    // SecD: the security descriptor a new file gets ([MS-SMB2] 2.2.13.2.2).
+    let sd_given = cr
+        .context(ContextTag::SdBuffer)
+        .map(|c| SecurityDescriptor::decode(&c.data))
+        .transpose()
+        .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
     let mut granted = access::granted_access(cr.desired_access.0, maximal)?;
     let explicit = access::map_generic(cr.desired_access.0 & !access::MAXIMUM_ALLOWED);
     let delete_on_close = options & OPT_DELETE_ON_CLOSE != 0;
@@ -235,6 +242,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         node.set_dos_attributes(attrs_asked | fileinfo::ATTR_DIRECTORY)
             .map_err(|e| leave(status_of(e)))?;
     }
+    if let (true, Some(given)) = (created, &sd_given) {
+        store_initial_sd(node.as_ref(), &attr, given).map_err(leave)?;
+    }
     let attr = if created || truncate {
         node.stat().map_err(|e| leave(status_of(e)))?
     } else {
@@ -291,6 +301,23 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut r = Reply::ok(body);
     r.file_id = Some((persistent_id, id));
     Ok(r)
+}
+
+/// Store the descriptor of a SecD context with a file just created: its
+/// owner, group and DACL over the ones derived from POSIX. A backend that
+/// cannot store descriptors leaves the file with the derived one.
+fn store_initial_sd(
+    node: &dyn Node,
+    attr: &FileAttr,
+    given: &SecurityDescriptor,
+) -> Result<(), NtStatus> {
+    let info = SecurityInformation::OWNER | SecurityInformation::GROUP | SecurityInformation::DACL;
+    let current = fileinfo::security_descriptor(node, attr);
+    let merged = fileinfo::merge_security_descriptor(current, given, info);
+    match node.set_security_descriptor(&fileinfo::stored_security_descriptor(&merged)?) {
+        Ok(()) | Err(FsError::Other(EOPNOTSUPP)) => Ok(()),
+        Err(e) => Err(status_of(e)),
+    }
 }
 
 /// MxAc and QFid answers; every other context is ignored ([MS-SMB2] 3.3.5.9:

@@ -1,7 +1,7 @@
 //! [MS-SMB2] 3.3.5.20 Receiving an SMB2 QUERY_INFO Request: file classes
 //! ([MS-FSCC] 2.4, [MS-FSA] 2.1.5.12), file system classes ([MS-FSCC] 2.5,
-//! [MS-FSA] 2.1.5.13) and security descriptors built from POSIX owner, group
-//! and mode. Quotas are not supported.
+//! [MS-FSA] 2.1.5.13) and security descriptors: the one stored with the file,
+//! else one built from POSIX owner, group and mode. Quotas are not supported.
 //!
 //! Sizes: an OutputBufferLength below a class's minimum is
 //! INFO_LENGTH_MISMATCH; a variable part (names, streams) that does not fit is
@@ -24,7 +24,6 @@ use ringshare_vfs::FileAttr;
 use ringshare_wire::consts::{Dialect, InfoType, SecurityInformation};
 use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
-use ringshare_wire::security::sd_from_posix;
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
@@ -348,7 +347,7 @@ fn security(open: &Open, additional: u32, limit: usize) -> Result<Reply, NtStatu
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attr = open.node.stat().map_err(status_of)?;
-    let sd = sd_from_posix(attr.uid, attr.gid, attr.mode, attr.is_dir());
+    let sd = fileinfo::security_descriptor(open.node.as_ref(), &attr);
     let bytes = sd.to_bytes(info).map_err(|_| NtStatus::INTERNAL_ERROR)?;
     if bytes.len() > limit {
         // ERROR response with ByteCount 4 and the size needed.

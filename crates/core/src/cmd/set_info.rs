@@ -3,13 +3,13 @@
 //!
 //! File classes: Basic (times; 0 and -1/-2 leave a time alone; attributes
 //! stored through the backend), Rename, Disposition / DispositionEx,
-//! EndOfFile, Allocation, Position, Mode. Security descriptors cannot be
-//! stored (they are derived from POSIX owner, group and mode): SET_INFO of
-//! security is ACCESS_DENIED without WRITE_DAC/WRITE_OWNER or on a read-only
-//! tree, NOT_SUPPORTED otherwise. File system and quota settings: NOT_SUPPORTED.
+//! EndOfFile, Allocation, Position, Mode. Security descriptors: the parts
+//! given are merged into the file's descriptor and stored with it (the
+//! backend's `set_security_descriptor`); they are not applied to access
+//! checks. File system and quota settings: NOT_SUPPORTED.
 
-use ringshare_vfs::{FsError, SetTimes};
-use ringshare_wire::consts::InfoType;
+use ringshare_vfs::{FsError, SetTimes, EOPNOTSUPP};
+use ringshare_wire::consts::{InfoType, SecurityInformation};
 use ringshare_wire::fscc::{
     FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
     FileDispositionInformationEx, FileEndOfFileInformation, FileInfoClass, FileModeInformation,
@@ -17,6 +17,7 @@ use ringshare_wire::fscc::{
     FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE, FILE_DISPOSITION_ON_CLOSE,
 };
 use ringshare_wire::info::{SetInfoRequest, SetInfoResponse};
+use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WireError};
 
 use crate::access::{DELETE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA, WRITE_DAC, WRITE_OWNER};
@@ -60,11 +61,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             read_only,
         )?,
         InfoType::SECURITY => {
-            let _ = s.additional_information;
-            if read_only || open.access & (WRITE_DAC | WRITE_OWNER) == 0 {
+            if read_only {
                 return Err(NtStatus::ACCESS_DENIED);
             }
-            return Err(NtStatus::NOT_SUPPORTED);
+            set_security(
+                open,
+                SecurityInformation(s.additional_information),
+                s.buffer,
+            )?
         }
         InfoType::FILESYSTEM | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
@@ -157,6 +161,32 @@ fn set_file(
         | FileInfoClass::RENAME_EX => Err(NtStatus::NOT_SUPPORTED),
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
+}
+
+/// [MS-SMB2] 3.3.5.21.3: store the parts `info` selects. Owner and group need
+/// WRITE_OWNER, the DACL WRITE_DAC; a SACL needs ACCESS_SYSTEM_SECURITY, which
+/// no open holds. The descriptor is stored, not applied to access checks.
+fn set_security(open: &Open, info: SecurityInformation, buf: &[u8]) -> Result<(), NtStatus> {
+    if info.intersects(SecurityInformation::SACL) {
+        return Err(NtStatus::PRIVILEGE_NOT_HELD);
+    }
+    let owner_or_group = SecurityInformation::OWNER | SecurityInformation::GROUP;
+    if (info.intersects(owner_or_group) && open.access & WRITE_OWNER == 0)
+        || (info.contains(SecurityInformation::DACL) && open.access & WRITE_DAC == 0)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let given = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    let attr = open.node.stat().map_err(status_of)?;
+    let current = fileinfo::security_descriptor(open.node.as_ref(), &attr);
+    let merged = fileinfo::merge_security_descriptor(current, &given, info);
+    let bytes = fileinfo::stored_security_descriptor(&merged)?;
+    open.node
+        .set_security_descriptor(&bytes)
+        .map_err(|e| match e {
+            FsError::Other(EOPNOTSUPP) => NtStatus::NOT_SUPPORTED,
+            e => status_of(e),
+        })
 }
 
 fn time_of(t: TimeChange) -> Option<i128> {

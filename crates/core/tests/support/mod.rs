@@ -577,6 +577,28 @@ impl Client {
         })
     }
 
+    /// SET_INFO with an AdditionalInformation (security parts).
+    pub fn set_info_additional(
+        &mut self,
+        f: FileId,
+        info_type: u8,
+        additional: u32,
+        buf: &[u8],
+    ) -> Resp {
+        let tree = self.tree_id;
+        self.call(Command::SET_INFO, tree, |o| {
+            o.put_u16(33);
+            o.put_u8(info_type);
+            o.put_u8(0);
+            o.put_u32(buf.len() as u32);
+            o.put_u16(96);
+            o.put_u16(0);
+            o.put_u32(additional);
+            f.write(o);
+            o.put_bytes(buf);
+        })
+    }
+
     pub fn ioctl(&mut self, f: FileId, ctl: u32, input: &[u8], max_out: u32, flags: u32) -> Resp {
         let tree = self.tree_id;
         self.call(Command::IOCTL, tree, |o| {
