@@ -94,3 +94,21 @@ pub(crate) struct Open {
     pub share: Arc<ShareDef>,
 }
 
+/// Fixed tail of every resume key (the first 16 bytes are the FileId).
+const RESUME_KEY_TAG: [u8; 8] = *b"RSresume";
+
+impl Open {
+    /// The SRV_REQUEST_RESUME_KEY that names this open as the source of a
+    /// server-side copy ([MS-SMB2] 3.3.5.15.5): its FileId (persistent then
+    /// volatile, little endian) and a fixed tag. The key is derived, not
+    /// stored, so it is the same for every request and dies with the open;
+    /// it grants nothing by itself: a copy also needs an open of the same
+    /// user on the same connection (see `cmd::ioctl`).
+    pub fn resume_key(&self) -> [u8; 24] {
+        let mut k = [0u8; 24];
+        k[..8].copy_from_slice(&self.persistent_id.to_le_bytes());
+        k[8..16].copy_from_slice(&self.id.to_le_bytes());
+        k[16..].copy_from_slice(&RESUME_KEY_TAG);
+        k
+    }
+}

@@ -1,26 +1,64 @@
 //! [MS-SMB2] 3.3.5.15 Receiving an SMB2 IOCTL Request.
 //!
-//! Served: FSCTL_VALIDATE_NEGOTIATE_INFO (3.3.5.15.12) and
-//! FSCTL_GET_REPARSE_POINT (nothing is a reparse point). Not served:
-//! FSCTL_QUERY_NETWORK_INTERFACE_INFO (no multichannel; the core cannot list
-//! interfaces), FSCTL_PIPE_TRANSCEIVE (no named pipes yet) and the other
-//! server FSCTLs (STATUS_NOT_SUPPORTED); file system FSCTLs we do not
-//! implement are STATUS_INVALID_DEVICE_REQUEST, as an object store answers them.
+//! Served:
+//! - FSCTL_VALIDATE_NEGOTIATE_INFO (3.3.5.15.12);
+//! - FSCTL_SRV_REQUEST_RESUME_KEY (3.3.5.15.5) and FSCTL_SRV_COPYCHUNK /
+//!   FSCTL_SRV_COPYCHUNK_WRITE (3.3.5.15.6): server-side copy, the source
+//!   found by its resume key among the opens of the same user on this
+//!   connection, the data moved by the backend ([`Node::copy_range`]);
+//! - FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA, FSCTL_QUERY_ALLOCATED_RANGES
+//!   ([MS-FSA] 2.1.5.10.34, 2.1.5.10.37, 2.1.5.10.22): the sparse flag is the
+//!   FILE_ATTRIBUTE_SPARSE_FILE bit of the stored DOS attributes; a file
+//!   without it reports its whole range (up to end of file) as allocated;
+//! - FSCTL_GET_COMPRESSION / FSCTL_SET_COMPRESSION ([MS-FSA] 2.1.5.10.7,
+//!   2.1.5.10.32): nothing is compressed; setting COMPRESSION_FORMAT_NONE
+//!   succeeds, other formats are STATUS_NOT_SUPPORTED (as Windows Server 2016
+//!   ReFS and Samba answer);
+//! - FSCTL_GET_REPARSE_POINT (nothing is a reparse point).
+//!
+//! Not served: FSCTL_QUERY_NETWORK_INTERFACE_INFO (no multichannel), pipe
+//! FSCTLs (no named pipes yet) and the other server FSCTLs
+//! (STATUS_NOT_SUPPORTED); other file system FSCTLs are
+//! STATUS_INVALID_DEVICE_REQUEST.
+//!
+//! The copy and hole calls are synchronous backend calls bounded by the
+//! copychunk limits (16 MiB per request).
 
-use ringshare_wire::consts::{Dialect, Fsctl};
-use ringshare_wire::NtStatus;
+use std::sync::{Arc, Mutex};
 
-use crate::conn::{ConnCore, Reply, Req};
-use crate::msgs::{
-    ioctl_response_body, validate_negotiate_response, IoctlRequest, ValidateNegotiateInfo,
+use ringshare_vfs::Node;
+use ringshare_wire::consts::{Dialect, Fsctl, IoctlFlags};
+use ringshare_wire::ioctl::{
+    FileAllocatedRangeBuffer, FileZeroDataInformation, IoctlRequest, IoctlResponse,
+    SrvCopychunkCopy, SrvCopychunkResponse, SrvRequestResumeKeyResponse,
+    ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse, COMPRESSION_FORMAT_DEFAULT,
+    COMPRESSION_FORMAT_LZNT1, COMPRESSION_FORMAT_NONE,
 };
-use crate::opens;
+use ringshare_wire::{FileId, NtStatus};
 
-const IS_FSCTL: u32 = 0x0000_0001;
+use crate::access::{FILE_APPEND_DATA, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA};
+use crate::conn::{ConnCore, Reply, Req};
+use crate::fsmap::status_of;
+use crate::locks::Intent;
+use crate::opens;
+use crate::server::{lock, FileEntry};
+
 /// Device type of file system FSCTLs (FILE_DEVICE_FILE_SYSTEM).
 const DEVICE_FILE_SYSTEM: u32 = 0x0009;
 /// Dialects the server implements, highest first.
 const DIALECTS: [u16; 5] = [0x0311, 0x0302, 0x0300, 0x0210, 0x0202];
+
+/// Server-side copy limits ([MS-SMB2] 3.3.3: ServerSideCopyMaxNumberofChunks,
+/// ServerSideCopyMaxChunkSize, ServerSideCopyMaxDataSize, at the spec's defaults).
+pub(crate) const COPYCHUNK_CHUNK_COUNT_MAX: u32 = 256;
+pub(crate) const COPYCHUNK_CHUNK_SIZE_MAX: u32 = 1 << 20;
+pub(crate) const COPYCHUNK_TOTAL_SIZE_MAX: u32 = 16 << 20;
+
+/// FILE_ATTRIBUTE_SPARSE_FILE ([MS-FSCC] 2.6).
+const ATTR_SPARSE_FILE: u32 = 0x0000_0200;
+const ATTR_ARCHIVE: u32 = 0x0000_0020;
+const ATTR_NORMAL: u32 = 0x0000_0080;
+const ATTR_DIRECTORY: u32 = 0x0000_0010;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let ir = IoctlRequest::decode(req.msg).map_err(|e| e.status())?;
@@ -28,11 +66,19 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if ir.input.len() as u64 > u64::from(max) || ir.max_output_response > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    if ir.flags != IS_FSCTL {
+    if ir.flags != IoctlFlags::IS_FSCTL {
         return Err(NtStatus::NOT_SUPPORTED);
     }
-    match Fsctl(ir.ctl_code) {
+    match ir.ctl_code {
         Fsctl::VALIDATE_NEGOTIATE_INFO => validate_negotiate(core, &ir),
+        Fsctl::SRV_REQUEST_RESUME_KEY => request_resume_key(core, req, &ir),
+        Fsctl::SRV_COPYCHUNK => copychunk(core, req, &ir, true),
+        Fsctl::SRV_COPYCHUNK_WRITE => copychunk(core, req, &ir, false),
+        Fsctl::SET_SPARSE => set_sparse(core, req, &ir),
+        Fsctl::SET_ZERO_DATA => set_zero_data(core, req, &ir),
+        Fsctl::QUERY_ALLOCATED_RANGES => query_allocated_ranges(core, req, &ir),
+        Fsctl::GET_COMPRESSION => get_compression(core, req, &ir),
+        Fsctl::SET_COMPRESSION => set_compression(core, req, &ir),
         Fsctl::GET_REPARSE_POINT => {
             opens::find(core, req, ir.file_id)?;
             Err(NtStatus::NOT_A_REPARSE_POINT)
@@ -49,6 +95,20 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
 }
 
+/// An IOCTL response body carrying `output`.
+fn response(ir: &IoctlRequest<'_>, output: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(48 + output.len());
+    IoctlResponse {
+        ctl_code: ir.ctl_code,
+        file_id: ir.file_id,
+        input: &[],
+        output,
+        flags: 0,
+    }
+    .encode(&mut b);
+    b
+}
+
 /// [MS-SMB2] 3.3.5.15.12: any mismatch ends the connection.
 fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Reply, NtStatus> {
     let drop_connection = || {
@@ -62,33 +122,344 @@ fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Repl
     if n.dialect == Dialect::SMB3_1_1 || ir.max_output_response < 24 {
         return drop_connection();
     }
-    let Ok(v) = ValidateNegotiateInfo::decode(ir.input) else {
+    let Ok(v) = ValidateNegotiateInfoRequest::decode(ir.input) else {
         return drop_connection();
     };
+    let asked: Vec<u16> = v.dialects.iter().map(|d| d.0).collect();
     let cfg = &core.server.config;
     let common = DIALECTS
         .iter()
         .copied()
         .filter(|d| *d >= cfg.dialect_min && *d <= cfg.dialect_max)
-        .find(|d| v.dialects.contains(d));
-    let ok = v.dialects == n.client_dialects
+        .find(|d| asked.contains(d));
+    let ok = asked == n.client_dialects
         && common == Some(n.dialect.0)
         && v.guid == n.client_guid
-        && v.security_mode == n.client_security_mode
-        && v.capabilities == n.client_capabilities;
+        && v.security_mode.0 == n.client_security_mode
+        && v.capabilities.0 == n.client_capabilities;
     if !ok {
         tracing::info!(peer = %core.peer, "VALIDATE_NEGOTIATE_INFO mismatch: closing the connection");
         return drop_connection();
     }
-    let out = validate_negotiate_response(
-        n.server_capabilities,
-        &cfg.server_guid,
-        n.server_security_mode,
-        n.dialect.0,
-    );
-    Ok(Reply::ok(ioctl_response_body(
-        ir.ctl_code,
-        ir.file_id,
-        &out,
+    let mut out = Vec::with_capacity(ValidateNegotiateInfoResponse::LEN);
+    ValidateNegotiateInfoResponse {
+        capabilities: ringshare_wire::consts::Capabilities(n.server_capabilities),
+        guid: cfg.server_guid,
+        security_mode: ringshare_wire::consts::SecurityMode(n.server_security_mode),
+        dialect: n.dialect,
+    }
+    .encode(&mut out);
+    Ok(Reply::ok(response(ir, &out)))
+}
+
+/// What a handler needs of an open, copied out so the session map is free again.
+struct OpenRef {
+    id: u64,
+    node: Arc<dyn Node>,
+    entry: Arc<Mutex<FileEntry>>,
+    access: u32,
+    is_dir: bool,
+}
+
+fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, NtStatus> {
+    let o = opens::find(core, req, fid)?;
+    Ok(OpenRef {
+        id: o.id,
+        node: Arc::clone(&o.node),
+        entry: Arc::clone(&o.entry),
+        access: o.access,
+        is_dir: o.is_dir,
+    })
+}
+
+/// [MS-SMB2] 3.3.5.15.5.
+fn request_resume_key(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    let open = opens::find(core, req, ir.file_id)?;
+    if (ir.max_output_response as usize) < SrvRequestResumeKeyResponse::LEN {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let mut out = Vec::with_capacity(SrvRequestResumeKeyResponse::LEN);
+    SrvRequestResumeKeyResponse {
+        resume_key: open.resume_key(),
+    }
+    .encode(&mut out);
+    Ok(Reply::ok(response(ir, &out)))
+}
+
+/// The open a resume key names: any open of this connection whose session
+/// belongs to the same user as the requesting one.
+fn find_by_resume_key(core: &ConnCore, req: &Req<'_>, key: &[u8; 24]) -> Option<OpenRef> {
+    let me = core.sessions.get(&req.session_id)?;
+    core.sessions
+        .values()
+        .filter(|s| s.user == me.user && s.is_anonymous == me.is_anonymous)
+        .flat_map(|s| s.opens.values())
+        .find(|o| &o.resume_key() == key)
+        .map(|o| OpenRef {
+            id: o.id,
+            node: Arc::clone(&o.node),
+            entry: Arc::clone(&o.entry),
+            access: o.access,
+            is_dir: o.is_dir,
+        })
+}
+
+/// [MS-SMB2] 3.3.5.15.6. Errors found once chunks are being copied carry a
+/// SRV_COPYCHUNK_RESPONSE with the progress so far; a request over the
+/// limits gets STATUS_INVALID_PARAMETER with the limits in it.
+fn copychunk(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+    dest_needs_read: bool,
+) -> Result<Reply, NtStatus> {
+    let dst = open_ref(core, req, ir.file_id)?;
+    if (ir.max_output_response as usize) < SrvCopychunkResponse::LEN {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let with_body = |status: NtStatus, r: SrvCopychunkResponse| {
+        let mut out = Vec::with_capacity(SrvCopychunkResponse::LEN);
+        r.encode(&mut out);
+        Ok(Reply::with_status(status, response(ir, &out)))
+    };
+    let limits = SrvCopychunkResponse {
+        chunks_written: COPYCHUNK_CHUNK_COUNT_MAX,
+        chunk_bytes_written: COPYCHUNK_CHUNK_SIZE_MAX,
+        total_bytes_written: COPYCHUNK_TOTAL_SIZE_MAX,
+    };
+    let cc = match SrvCopychunkCopy::decode(ir.input, COPYCHUNK_CHUNK_COUNT_MAX as usize) {
+        Ok(cc) => cc,
+        Err(_)
+            if SrvCopychunkCopy::chunk_count(ir.input)
+                .is_ok_and(|n| n > COPYCHUNK_CHUNK_COUNT_MAX) =>
+        {
+            return with_body(NtStatus::INVALID_PARAMETER, limits);
+        }
+        Err(_) => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    let total: u64 = cc.chunks.iter().map(|c| u64::from(c.length)).sum();
+    if cc
+        .chunks
+        .iter()
+        .any(|c| c.length == 0 || c.length > COPYCHUNK_CHUNK_SIZE_MAX)
+        || total > u64::from(COPYCHUNK_TOTAL_SIZE_MAX)
+    {
+        return with_body(NtStatus::INVALID_PARAMETER, limits);
+    }
+    let src =
+        find_by_resume_key(core, req, &cc.source_key).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    if src.is_dir || dst.is_dir {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if src.access & FILE_READ_DATA == 0
+        || dst.access & FILE_WRITE_DATA == 0
+        || (dest_needs_read && dst.access & FILE_READ_DATA == 0)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let mut done = SrvCopychunkResponse::default();
+    for c in &cc.chunks {
+        let len = u64::from(c.length);
+        if c.source_offset.checked_add(len).is_none() || c.target_offset.checked_add(len).is_none()
+        {
+            return with_body(NtStatus::INVALID_PARAMETER, done);
+        }
+        let src_size = src.node.stat().map_err(status_of)?.size;
+        if c.source_offset + len > src_size {
+            return with_body(NtStatus::INVALID_VIEW_SIZE, done);
+        }
+        let src_locked =
+            lock(&src.entry)
+                .locks
+                .conflicts(c.source_offset, len, Intent::Read, src.id);
+        let dst_locked =
+            lock(&dst.entry)
+                .locks
+                .conflicts(c.target_offset, len, Intent::Write, dst.id);
+        if src_locked || dst_locked {
+            return with_body(NtStatus::FILE_LOCK_CONFLICT, done);
+        }
+        match dst
+            .node
+            .copy_range(src.node.as_ref(), c.source_offset, c.target_offset, len)
+        {
+            Ok(n) if n == len => {}
+            Ok(_) => return with_body(NtStatus::INVALID_VIEW_SIZE, done),
+            Err(e) => return with_body(status_of(e), done),
+        }
+        done.chunks_written += 1;
+        done.total_bytes_written += c.length;
+    }
+    with_body(NtStatus::SUCCESS, done)
+}
+
+/// The DOS attributes as stored, without the bits the server computes.
+fn stored_attributes(node: &dyn Node) -> Result<u32, NtStatus> {
+    let a = node.stat().map_err(status_of)?;
+    Ok(a.dos_attributes.unwrap_or(ATTR_ARCHIVE) & !(ATTR_NORMAL | ATTR_DIRECTORY))
+}
+
+fn is_sparse(node: &dyn Node) -> Result<bool, NtStatus> {
+    Ok(stored_attributes(node)? & ATTR_SPARSE_FILE != 0)
+}
+
+/// [MS-FSA] 2.1.5.10.34 FSCTL_SET_SPARSE: no buffer means "set"; a
+/// buffer's first byte (FILE_SET_SPARSE_BUFFER.SetSparse) says set or clear.
+fn set_sparse(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    let open = open_ref(core, req, ir.file_id)?;
+    if open.is_dir {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.access & (FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_ATTRIBUTES) == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if opens::tree_read_only(core, req) {
+        return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+    }
+    let set = ir.input.first().is_none_or(|b| *b != 0);
+    let old = stored_attributes(open.node.as_ref())?;
+    let new = if set {
+        old | ATTR_SPARSE_FILE
+    } else {
+        old & !ATTR_SPARSE_FILE
+    };
+    if new != old {
+        open.node.set_dos_attributes(new).map_err(status_of)?;
+    }
+    Ok(Reply::ok(response(ir, &[])))
+}
+
+/// [MS-FSA] 2.1.5.10.37 FSCTL_SET_ZERO_DATA: zero `FileOffset ..
+/// BeyondFinalZero`, never past the end of file; a sparse file gets a hole.
+fn set_zero_data(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    let open = open_ref(core, req, ir.file_id)?;
+    let z = FileZeroDataInformation::decode(ir.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if open.is_dir {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.access & FILE_WRITE_DATA == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if z.file_offset < 0 || z.beyond_final_zero < 0 || z.file_offset > z.beyond_final_zero {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if opens::tree_read_only(core, req) {
+        return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+    }
+    let (offset, end) = (z.file_offset as u64, z.beyond_final_zero as u64);
+    let size = open.node.stat().map_err(status_of)?.size;
+    let end = end.min(size);
+    if end <= offset {
+        return Ok(Reply::ok(response(ir, &[])));
+    }
+    if lock(&open.entry)
+        .locks
+        .conflicts(offset, end - offset, Intent::Write, open.id)
+    {
+        return Err(NtStatus::FILE_LOCK_CONFLICT);
+    }
+    // A non-sparse file keeps reporting the range as allocated (see
+    // `query_allocated_ranges`), whatever the backend did with the storage.
+    open.node
+        .punch_hole(offset, end - offset)
+        .map_err(status_of)?;
+    Ok(Reply::ok(response(ir, &[])))
+}
+
+/// [MS-FSA] 2.1.5.10.22 FSCTL_QUERY_ALLOCATED_RANGES.
+fn query_allocated_ranges(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    let open = open_ref(core, req, ir.file_id)?;
+    let q = FileAllocatedRangeBuffer::decode(ir.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if q.file_offset < 0 || q.length < 0 || q.file_offset.checked_add(q.length).is_none() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.is_dir {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.access & FILE_READ_DATA == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let (offset, len) = (q.file_offset as u64, q.length as u64);
+    let ranges = if is_sparse(open.node.as_ref())? {
+        open.node.allocated_ranges(offset, len).map_err(status_of)?
+    } else {
+        let size = open.node.stat().map_err(status_of)?.size;
+        let end = (offset + len).min(size);
+        if end > offset {
+            vec![(offset, end - offset)]
+        } else {
+            Vec::new()
+        }
+    };
+    let room = ir.max_output_response as usize / FileAllocatedRangeBuffer::LEN;
+    if !ranges.is_empty() && room == 0 {
+        return Err(NtStatus::BUFFER_TOO_SMALL);
+    }
+    let mut out = Vec::with_capacity(ranges.len().min(room) * FileAllocatedRangeBuffer::LEN);
+    for (off, len) in ranges.iter().take(room) {
+        FileAllocatedRangeBuffer {
+            file_offset: i64::try_from(*off).unwrap_or(i64::MAX),
+            length: i64::try_from(*len).unwrap_or(i64::MAX),
+        }
+        .encode(&mut out);
+    }
+    let status = if ranges.len() > room {
+        NtStatus::BUFFER_OVERFLOW
+    } else {
+        NtStatus::SUCCESS
+    };
+    Ok(Reply::with_status(status, response(ir, &out)))
+}
+
+/// [MS-FSA] 2.1.5.10.7: nothing is compressed.
+fn get_compression(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    opens::find(core, req, ir.file_id)?;
+    if ir.max_output_response < 2 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    Ok(Reply::ok(response(
+        ir,
+        &COMPRESSION_FORMAT_NONE.to_le_bytes(),
     )))
+}
+
+/// [MS-FSA] 2.1.5.10.32: only "not compressed" can be set.
+fn set_compression(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    let open = open_ref(core, req, ir.file_id)?;
+    let format = match ir.input {
+        [a, b, ..] => u16::from_le_bytes([*a, *b]),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    if open.access & (FILE_WRITE_DATA | FILE_WRITE_ATTRIBUTES) == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    match format {
+        COMPRESSION_FORMAT_NONE => Ok(Reply::ok(response(ir, &[]))),
+        COMPRESSION_FORMAT_DEFAULT | COMPRESSION_FORMAT_LZNT1 => Err(NtStatus::NOT_SUPPORTED),
+        _ => Err(NtStatus::INVALID_PARAMETER),
+    }
 }
