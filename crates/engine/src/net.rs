@@ -77,3 +77,124 @@ mod tests {
         assert!(stream.nodelay().unwrap());
     }
 }
+
+/// One address of a network interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceAddr {
+    /// Interface name, e.g. `eth0`, `lo`.
+    pub name: String,
+    /// Interface index (`if_nametoindex`).
+    pub index: u32,
+    pub addr: std::net::IpAddr,
+    /// Network prefix length of the address.
+    pub prefix_len: u8,
+    /// `IFF_UP` is set.
+    pub up: bool,
+    /// `IFF_LOOPBACK` is set.
+    pub loopback: bool,
+    /// Link speed from `/sys/class/net/NAME/speed`, when the driver reports one.
+    pub speed_mbps: Option<u64>,
+}
+
+/// Every IPv4 and IPv6 address of every interface (`getifaddrs(3)`).
+pub fn interface_addrs() -> io::Result<Vec<InterfaceAddr>> {
+    use std::ffi::CStr;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a pointer to a list it allocates into `head`;
+    // we pass a valid pointer to our local and free the list below exactly once.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a non-null node of the list getifaddrs returned, which
+        // stays valid until freeifaddrs below.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { CStr::from_ptr(ifa.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: ifa_addr is non-null and points to a sockaddr whose family
+        // tells its real type; we read sa_family first, then the matching struct.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let netmask = ifa.ifa_netmask;
+        let (addr, prefix_len) = match family {
+            libc::AF_INET => {
+                // SAFETY: family AF_INET means the sockaddr is a sockaddr_in.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                let prefix = if netmask.is_null() {
+                    32
+                } else {
+                    // SAFETY: the netmask of an AF_INET address is a sockaddr_in.
+                    let m = unsafe { &*(netmask as *const libc::sockaddr_in) };
+                    u32::from_be(m.sin_addr.s_addr).count_ones() as u8
+                };
+                (IpAddr::V4(ip), prefix)
+            }
+            libc::AF_INET6 => {
+                // SAFETY: family AF_INET6 means the sockaddr is a sockaddr_in6.
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                let prefix = if netmask.is_null() {
+                    128
+                } else {
+                    // SAFETY: the netmask of an AF_INET6 address is a sockaddr_in6.
+                    let m = unsafe { &*(netmask as *const libc::sockaddr_in6) };
+                    m.sin6_addr
+                        .s6_addr
+                        .iter()
+                        .map(|b| b.count_ones())
+                        .sum::<u32>() as u8
+                };
+                (IpAddr::V6(ip), prefix)
+            }
+            _ => continue,
+        };
+        // SAFETY: if_nametoindex reads the NUL-terminated name, which is valid here.
+        let index = unsafe { libc::if_nametoindex(ifa.ifa_name) };
+        let flags = ifa.ifa_flags;
+        let speed_mbps = std::fs::read_to_string(format!("/sys/class/net/{name}/speed"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .filter(|s| *s > 0)
+            .map(|s| s as u64);
+        out.push(InterfaceAddr {
+            name,
+            index,
+            addr,
+            prefix_len,
+            up: flags & libc::IFF_UP as u32 != 0,
+            loopback: flags & libc::IFF_LOOPBACK as u32 != 0,
+            speed_mbps,
+        });
+    }
+    // SAFETY: `head` came from a successful getifaddrs and is freed once; no
+    // reference into the list outlives this point (names were copied).
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod interface_tests {
+    use super::*;
+
+    #[test]
+    fn lists_the_loopback_interface_with_its_address_and_prefix() {
+        let all = interface_addrs().unwrap();
+        let lo = all
+            .iter()
+            .find(|a| a.addr == std::net::IpAddr::from([127, 0, 0, 1]))
+            .expect("127.0.0.1 is configured");
+        assert!(lo.loopback && lo.up);
+        assert_eq!(lo.prefix_len, 8);
+        assert!(lo.index > 0);
+    }
+}

@@ -77,6 +77,46 @@ pub fn server_config(
     })
 }
 
+/// The addresses to listen on: `listen` (default 0.0.0.0:445), or, with
+/// `bind interfaces only = yes`, every address named by `interfaces` (an
+/// address, an address/prefix, or an interface name) on the port of the first
+/// `listen` entry. IPv6 link-local addresses are skipped (they need a scope).
+pub fn listen_addrs(cfg: &Config) -> Result<Vec<SocketAddr>, ServeError> {
+    let g = &cfg.global;
+    if !g.bind_interfaces_only || g.interfaces.is_empty() {
+        return Ok(g.listen.clone());
+    }
+    let port = g.listen.first().map_or(445, SocketAddr::port);
+    let all =
+        net::interface_addrs().map_err(|e| err(format!("cannot list network interfaces: {e}")))?;
+    let mut out: Vec<SocketAddr> = Vec::new();
+    for entry in &g.interfaces {
+        let addr_part = entry.split('/').next().unwrap_or(entry);
+        let ips: Vec<std::net::IpAddr> = match addr_part.parse::<std::net::IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) => all
+                .iter()
+                .filter(|a| a.name == *entry)
+                .map(|a| a.addr)
+                .collect(),
+        };
+        if ips.is_empty() {
+            return Err(err(format!(
+                "interfaces: '{entry}' is neither an address nor an interface of this machine"
+            )));
+        }
+        for ip in ips {
+            let link_local =
+                matches!(ip, std::net::IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80);
+            let a = SocketAddr::new(ip, port);
+            if !link_local && !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Bind every listen address once, to report a clear error before threads start.
 fn bind_all(addrs: &[SocketAddr]) -> Result<Vec<OwnedFd>, ServeError> {
     addrs
@@ -120,13 +160,14 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         .unwrap_or_default();
     let start_ft = (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000;
     let server = ServerState::new(server_config(&cfg, guid, start_ft)?, Arc::new(users));
-    let listeners = bind_all(&cfg.global.listen)?;
+    let listen = listen_addrs(&cfg)?;
+    let listeners = bind_all(&listen)?;
     let threads = threads
         .map(|t| t as usize)
         .unwrap_or_else(runtime::available_cores)
         .max(1);
 
-    for a in &cfg.global.listen {
+    for a in &listen {
         for s in &cfg.shares {
             let port = if a.port() == 445 {
                 String::new()
@@ -164,7 +205,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
 
     let shared = Arc::new(Shared {
         server,
-        listen: cfg.global.listen.clone(),
+        listen: listen.clone(),
         max_connections: cfg.global.max_connections as usize,
         connections: AtomicUsize::new(0),
         stopping: AtomicBool::new(false),
