@@ -251,6 +251,11 @@ fn copychunk_checks_read_on_the_source_and_write_and_read_on_the_destination() {
     let input = copy_input(key, &[(0, 0, 4096)]);
     let (st, _) = copy(&mut c, all_dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::ACCESS_DENIED, "source not readable");
+    let exec_only_src = open(&mut c, "src", FILE_EXECUTE | FILE_READ_ATTRIBUTES);
+    let key = resume_key(&mut c, exec_only_src);
+    let input = copy_input(key, &[(0, 0, 4096)]);
+    let (st, _) = copy(&mut c, all_dst, FSCTL_SRV_COPYCHUNK, &input);
+    assert_eq!(st, NtStatus::SUCCESS, "execute is enough on the source");
 
     let key = resume_key(&mut c, all_src);
     let input = copy_input(key, &[(0, 0, 4096)]);

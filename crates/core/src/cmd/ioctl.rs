@@ -36,7 +36,9 @@ use ringshare_wire::ioctl::{
 };
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::access::{FILE_APPEND_DATA, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA};
+use crate::access::{
+    FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
+};
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fsmap::status_of;
 use crate::locks::Intent;
@@ -255,7 +257,8 @@ fn copychunk(
     if src.is_dir || dst.is_dir {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    if src.access & FILE_READ_DATA == 0
+    // The source may be opened for execute only (Windows and Samba allow it).
+    if src.access & (FILE_READ_DATA | FILE_EXECUTE) == 0
         || dst.access & FILE_WRITE_DATA == 0
         || (dest_needs_read && dst.access & FILE_READ_DATA == 0)
     {
