@@ -527,6 +527,12 @@ fn a_dacl_set_with_set_info_is_stored_and_returned_as_set() {
     assert_eq!(set_sd(&mut c, f, 0x4, &none), NtStatus::SUCCESS);
     let got = query_sd(&mut c, f);
     assert!(got.has_null_dacl(), "{got:?}");
+    // An empty DACL (present, no ACEs) is not a NULL DACL.
+    let mut empty = sd.clone();
+    empty.dacl = Some(Acl::new(Vec::new()));
+    assert_eq!(set_sd(&mut c, f, 0x4, &empty), NtStatus::SUCCESS);
+    let got = query_sd(&mut c, f);
+    assert_eq!(got.dacl, Some(Acl::new(Vec::new())), "{got:?}");
     // Without WRITE_DAC / WRITE_OWNER: ACCESS_DENIED; a SACL: PRIVILEGE_NOT_HELD.
     assert_eq!(set_sd(&mut c, g, 0x4, &sd), NtStatus::ACCESS_DENIED);
     assert_eq!(set_sd(&mut c, f, 0x1, &sd), NtStatus::ACCESS_DENIED);
@@ -565,6 +571,29 @@ fn a_security_descriptor_given_at_create_is_stored_with_the_new_file_only() {
         let f = CreateResponse::decode(&r.msg).unwrap().file_id;
         assert_eq!(query_sd(&mut c, f).dacl, Some(dacl.clone()), "{name}");
     }
+    // Without SE_DACL_PRESENT the new file keeps the DACL it would have had.
+    let empty = SecurityDescriptor::default()
+        .to_bytes(SecurityInformation(0x7))
+        .unwrap();
+    let ctx_empty = vec![CreateContext::new(tag::SD_BUFFER, empty)];
+    let mut m = c.create_msg_ctx(
+        tree,
+        "plain",
+        GENERIC_ALL,
+        SHARE_ALL,
+        D::CREATE,
+        0,
+        0,
+        ctx_empty,
+    );
+    c.sign(&mut m);
+    let r = c.send_frame(m).remove(0);
+    let f = CreateResponse::decode(&r.msg).unwrap().file_id;
+    let plain = query_sd(&mut c, f);
+    assert!(
+        plain.dacl.is_some_and(|d| !d.aces.is_empty()),
+        "derived DACL"
+    );
     // Opening an existing file ignores the context.
     let mut m = c.create_msg_ctx(tree, "probe", GENERIC_ALL, SHARE_ALL, D::OPEN, 0, 0, ctx());
     c.sign(&mut m);

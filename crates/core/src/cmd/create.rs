@@ -22,7 +22,7 @@ use ringshare_wire::create::{
     maximal_access_response, query_on_disk_id_response, ContextTag, CreateContext, CreateRequest,
     CreateResponse,
 };
-use ringshare_wire::security::SecurityDescriptor;
+use ringshare_wire::security::{SecurityDescriptor, SE_DACL_PRESENT};
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
@@ -304,14 +304,21 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
 }
 
 /// Store the descriptor of a SecD context with a file just created: its
-/// owner, group and DACL over the ones derived from POSIX. A backend that
-/// cannot store descriptors leaves the file with the derived one.
+/// owner, group and DACL over the ones derived from POSIX. Without
+/// SE_DACL_PRESENT the file keeps the derived DACL (the one it would inherit;
+/// smbtorture smb2.create.nulldacl). A backend that cannot store descriptors
+/// leaves the file with the derived one.
 fn store_initial_sd(
     node: &dyn Node,
     attr: &FileAttr,
     given: &SecurityDescriptor,
 ) -> Result<(), NtStatus> {
-    let info = SecurityInformation::OWNER | SecurityInformation::GROUP | SecurityInformation::DACL;
+    let mut info = SecurityInformation::OWNER | SecurityInformation::GROUP;
+    if given.control & SE_DACL_PRESENT != 0 {
+        info |= SecurityInformation::DACL;
+    } else if given.owner.is_none() && given.group.is_none() {
+        return Ok(());
+    }
     let current = fileinfo::security_descriptor(node, attr);
     let merged = fileinfo::merge_security_descriptor(current, given, info);
     match node.set_security_descriptor(&fileinfo::stored_security_descriptor(&merged)?) {
