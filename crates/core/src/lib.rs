@@ -15,7 +15,6 @@ mod fsmap;
 pub mod io;
 pub mod limits;
 pub mod locks;
-mod msgs;
 mod opens;
 pub mod path;
 pub mod server;

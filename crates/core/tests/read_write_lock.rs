@@ -362,7 +362,7 @@ fn ioctl_without_the_fsctl_flag_is_not_supported_and_unknown_fs_controls_invalid
         NtStatus::NOT_A_REPARSE_POINT
     );
     assert_eq!(
-        c.ioctl(f, 0x0009_00C4, &[], 1024, 1).status(),
+        c.ioctl(f, 0x0009_0064, &[], 1024, 1).status(),
         NtStatus::INVALID_DEVICE_REQUEST
     );
     assert_eq!(
