@@ -1,0 +1,188 @@
+//! An in-process loop: a `ClientConn` talking to the real server core
+//! (`ringshare_core::Connection` over an in-memory share). Frames go through
+//! the same direct-TCP framing as on a socket; file I/O runs at once.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ringshare_auth::UserLookup;
+use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Reply};
+use ringshare_core::{
+    Connection, Entropy, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy,
+};
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::consts::Dialect;
+use ringshare_wire::framing;
+
+struct Users;
+
+impl UserLookup for Users {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        user.eq_ignore_ascii_case("alice")
+            .then(|| ringshare_auth::nt_hash("secret"))
+    }
+}
+
+struct Counter(u64);
+
+impl Entropy for Counter {
+    fn fill(&mut self, out: &mut [u8]) {
+        for b in out.iter_mut() {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            *b = (self.0 >> 33) as u8;
+        }
+    }
+}
+
+pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
+    let mem = MemShare::new();
+    let config = ServerConfig {
+        dialect_min: 0x0202,
+        dialect_max: 0x0311,
+        signing,
+        server_guid: [7; 16],
+        netbios_name: "RINGSHARE".into(),
+        workgroup: "WORKGROUP".into(),
+        dns_name: "ringshare.test".into(),
+        map_bad_user_to_guest: false,
+        guest_enabled: false,
+        shares: vec![Arc::new(ShareDef {
+            name: "share".into(),
+            comment: String::new(),
+            backend: Arc::new(mem),
+            read_only: false,
+            guest_ok: false,
+            valid_users: Vec::new(),
+        })],
+        start_filetime: 133_000_000_000_000_000,
+    };
+    ServerState::new(config, Arc::new(Users))
+}
+
+pub fn options(dialect: Dialect) -> ClientOptions {
+    ClientOptions {
+        user: "alice".into(),
+        password: "secret".into(),
+        share_unc: "\\\\server\\share".into(),
+        dialects: vec![dialect],
+        ..ClientOptions::default()
+    }
+}
+
+/// Rewrites one frame on its way from the server to the client.
+pub type Tamper = Box<dyn FnMut(&mut Vec<u8>)>;
+
+pub struct Pair {
+    pub client: ClientConn,
+    pub server: Connection,
+    pub now: Now,
+    pub events: Vec<Event>,
+    pub server_closed: bool,
+    /// Every frame payload the client sent.
+    pub sent: Vec<Vec<u8>>,
+    pub tamper: Option<Tamper>,
+    /// The data of READ / QUERY_INFO / QUERY_DIRECTORY replies, by tag.
+    pub payloads: HashMap<u64, Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl Pair {
+    pub fn new(opts: ClientOptions, signing: SigningPolicy) -> Pair {
+        Pair::on(server(signing), opts)
+    }
+
+    pub fn on(state: Arc<ServerState>, opts: ClientOptions) -> Pair {
+        Pair {
+            client: ClientConn::new(opts),
+            server: Connection::new(state, "test".into(), Box::new(Counter(1))),
+            now: Now {
+                mono_ms: 1000,
+                filetime: 133_500_000_000_000_000,
+            },
+            events: Vec::new(),
+            server_closed: false,
+            sent: Vec::new(),
+            tamper: None,
+            payloads: HashMap::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    /// A pair whose client is connected to the share.
+    pub fn ready(opts: ClientOptions, signing: SigningPolicy) -> Pair {
+        let mut p = Pair::new(opts, signing);
+        p.pump().expect("handshake");
+        assert!(p.client.is_ready(), "client not ready: {:?}", p.events);
+        assert!(p.take_events().contains(&Event::Ready));
+        p
+    }
+
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Move frames both ways until neither side has anything to say.
+    pub fn pump(&mut self) -> Result<(), ClientError> {
+        loop {
+            let mut progressed = false;
+            if self.client.has_output() {
+                progressed = true;
+                self.client.take_output(&mut self.buf);
+                let mut rest = &self.buf[..];
+                while rest.len() >= 4 {
+                    let len = framing::frame_len([rest[0], rest[1], rest[2], rest[3]])
+                        .expect("client framing");
+                    let frame = rest[4..4 + len].to_vec();
+                    rest = &rest[4 + len..];
+                    self.sent.push(frame.clone());
+                    self.server.receive(self.now, frame);
+                }
+                assert!(rest.is_empty(), "client framing left bytes");
+            }
+            while let Some(o) = self.server.poll_output() {
+                progressed = true;
+                match o {
+                    Output::Send(parts) => {
+                        let bytes = parts.concat();
+                        let len = framing::frame_len([bytes[0], bytes[1], bytes[2], bytes[3]])
+                            .expect("server framing");
+                        assert_eq!(len + 4, bytes.len());
+                        let mut frame = bytes[4..].to_vec();
+                        if let Some(t) = self.tamper.as_mut() {
+                            t(&mut frame);
+                        }
+                        let first = self.events.len();
+                        self.client.receive(&mut frame, &mut self.events)?;
+                        for e in &self.events[first..] {
+                            if let Event::Done {
+                                tag,
+                                result:
+                                    Ok(
+                                        Reply::Read { data: r }
+                                        | Reply::QueryInfo { buffer: r }
+                                        | Reply::QueryDirectory { buffer: r },
+                                    ),
+                                ..
+                            } = e
+                            {
+                                self.payloads.insert(*tag, frame[r.clone()].to_vec());
+                            }
+                        }
+                    }
+                    Output::Io(req) => {
+                        let done = req.run_blocking();
+                        self.server.complete_io(self.now, req.id, done);
+                    }
+                    Output::Close => self.server_closed = true,
+                }
+            }
+            if !progressed {
+                return Ok(());
+            }
+        }
+    }
+}
