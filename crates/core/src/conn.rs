@@ -25,7 +25,7 @@ use crate::credits::CreditWindow;
 use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
 use crate::limits;
 use crate::server::ServerState;
-use crate::state::Session;
+use crate::state::{Session, TreeKind};
 use crate::transform;
 
 /// What the connection negotiated.
@@ -602,8 +602,14 @@ impl Connection {
             _ => {}
         }
         // Tree ([MS-SMB2] 3.3.5.2.11).
-        if !session.trees.contains_key(&req.tree_id) {
+        let Some(tree) = session.trees.get(&req.tree_id) else {
             return Err(NtStatus::NETWORK_NAME_DELETED);
+        };
+        if matches!(tree.kind, TreeKind::Ipc)
+            && cmd_id != Command::TREE_DISCONNECT
+            && cmd::pipe::wants(req)
+        {
+            return cmd::pipe::handle(&mut self.core, req).map(Handled::Reply);
         }
         match cmd_id {
             Command::TREE_DISCONNECT => {

@@ -13,6 +13,7 @@ pub mod credits;
 mod fileinfo;
 mod fsmap;
 pub mod io;
+mod ipc;
 pub mod limits;
 pub mod locks;
 mod opens;

@@ -23,6 +23,8 @@ pub const SESSIONS_PER_CONNECTION_MAX: usize = 64;
 pub const TREES_PER_SESSION_MAX: usize = 256;
 /// Opens per session.
 pub const OPENS_PER_SESSION_MAX: usize = 16384;
+/// Named pipes open at once per session.
+pub const PIPES_PER_SESSION_MAX: usize = 64;
 /// Byte-range locks held by one open.
 pub const LOCKS_PER_OPEN_MAX: usize = 4096;
 /// Lock elements in one LOCK request.

@@ -43,6 +43,15 @@ pub(crate) struct Session {
     pub trees: HashMap<u32, Tree>,
     pub next_tree_id: u32,
     pub opens: HashMap<u64, Open>,
+    /// Named pipes open on IPC$ (by FileId.Volatile).
+    pub pipes: HashMap<u64, PipeOpen>,
+}
+
+/// A named pipe open on an IPC$ tree.
+pub(crate) struct PipeOpen {
+    pub pipe: crate::ipc::Pipe,
+    pub persistent_id: u64,
+    pub tree_id: u32,
 }
 
 impl Session {

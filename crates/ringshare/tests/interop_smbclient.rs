@@ -546,3 +546,31 @@ fn encrypted_put_and_get_round_trip_over_smb3_00_aes_128_ccm() {
 fn encrypted_put_and_get_round_trip_over_smb3_02_aes_128_ccm() {
     encrypted_round_trip("SMB3_02", "");
 }
+
+#[test]
+fn smbclient_lists_the_shares_with_their_comments_over_smb2_and_smb3() {
+    if !smbclient_or_skip("smbclient -L") {
+        return;
+    }
+    let server = default_server();
+    for dialect in ["SMB2_02", "SMB3_11"] {
+        let out = server.client().dialect(dialect).run("");
+        out.expect_ok_allowing("smbclient -L", &[]);
+        let text = out.all();
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(common::SHARE))
+            .unwrap_or_else(|| {
+                panic!("share {} not listed over {dialect}:\n{text}", common::SHARE)
+            });
+        assert!(
+            line.contains("Disk") && line.contains("ringshare interop share"),
+            "{line}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with("IPC$") && l.contains("IPC")),
+            "{text}"
+        );
+    }
+}

@@ -79,6 +79,7 @@ impl NtStatus {
     pub const INVALID_PIPE_STATE: NtStatus = NtStatus(0xC000_00AD);
     pub const PIPE_BUSY: NtStatus = NtStatus(0xC000_00AE);
     pub const PIPE_DISCONNECTED: NtStatus = NtStatus(0xC000_00B0);
+    pub const PIPE_EMPTY: NtStatus = NtStatus(0xC000_00D9);
     pub const PIPE_CLOSING: NtStatus = NtStatus(0xC000_00B1);
     pub const IO_TIMEOUT: NtStatus = NtStatus(0xC000_00B5);
     pub const FILE_IS_A_DIRECTORY: NtStatus = NtStatus(0xC000_00BA);
@@ -220,6 +221,7 @@ impl NtStatus {
             NtStatus::INVALID_PIPE_STATE => "INVALID_PIPE_STATE",
             NtStatus::PIPE_BUSY => "PIPE_BUSY",
             NtStatus::PIPE_DISCONNECTED => "PIPE_DISCONNECTED",
+            NtStatus::PIPE_EMPTY => "PIPE_EMPTY",
             NtStatus::PIPE_CLOSING => "PIPE_CLOSING",
             NtStatus::IO_TIMEOUT => "IO_TIMEOUT",
             NtStatus::FILE_IS_A_DIRECTORY => "FILE_IS_A_DIRECTORY",

@@ -14,6 +14,7 @@ pub(crate) mod ioctl;
 pub(crate) mod lock;
 pub(crate) mod negotiate;
 pub(crate) mod notify;
+pub(crate) mod pipe;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
 pub(crate) mod read;

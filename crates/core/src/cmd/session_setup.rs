@@ -93,6 +93,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 trees: HashMap::new(),
                 next_tree_id: 1,
                 opens: HashMap::new(),
+                pipes: HashMap::new(),
             },
         );
         id

@@ -92,6 +92,7 @@ pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, Nt
         .remove(&req.tree_id)
         .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
     close_opens_of_tree(&server, session, req.tree_id);
+    session.pipes.retain(|_, p| p.tree_id != req.tree_id);
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);
     b.put_u16(0);

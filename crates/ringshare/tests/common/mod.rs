@@ -172,6 +172,7 @@ impl Server {
                  [{SHARE}]\n\
                  \tpath = {share}\n\
                  \tread only = no\n\
+                 \tcomment = ringshare interop share\n\
                  \tguest ok = {guest_ok}\n",
                 passwd = passwd.display(),
                 signing = cfg.signing,
@@ -512,15 +513,21 @@ impl Smbclient<'_> {
         self
     }
 
-    /// Runs `smbclient //127.0.0.1/SHARE -c CMDS` in the server's scratch directory (relative
+    /// Runs `smbclient //127.0.0.1/SHARE -c CMDS` (or `smbclient -L 127.0.0.1` when `cmds` is
+    /// empty) in the server's scratch directory (relative
     /// local paths in `get`/`put` are there). Panics when it runs longer than the timeout.
     pub fn run(self, cmds: &str) -> SmbOutput {
         let n = self.server.runs.fetch_add(1, Ordering::Relaxed);
         let out_path = self.server.tmp.path().join(format!("smbclient-{n}.out"));
         let err_path = self.server.tmp.path().join(format!("smbclient-{n}.err"));
         let mut cmd = Command::new("smbclient");
-        cmd.arg(format!("//127.0.0.1/{}", self.share))
-            .arg("-s")
+        if cmds.is_empty() {
+            // No commands: list the server's shares (`-L`).
+            cmd.arg("-L").arg("127.0.0.1");
+        } else {
+            cmd.arg(format!("//127.0.0.1/{}", self.share));
+        }
+        cmd.arg("-s")
             .arg(&self.server.client_conf)
             .arg("-p")
             .arg(self.server.port.to_string())
@@ -560,7 +567,9 @@ impl Smbclient<'_> {
                 }
             }
         }
-        cmd.arg("-c").arg(cmds);
+        if !cmds.is_empty() {
+            cmd.arg("-c").arg(cmds);
+        }
         let args: Vec<String> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
