@@ -48,6 +48,8 @@ pub enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Measure an SMB server: //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options].
+    Bench(crate::bench::BenchArgs),
 }
 
 /// `ringshare serve [PATH] [--config FILE] ...`

@@ -25,6 +25,21 @@ fn init_logging(level: u32) {
 fn main() -> ExitCode {
     let cli = cli::parse_args();
     match cli.command {
+        Command::Bench(args) => {
+            init_logging(0);
+            let mut out = io::stdout();
+            match ringshare::bench::run(args, &mut out) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => {
+                    eprintln!("ringshare bench: the run saw errors");
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("ringshare bench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve(args) => {
             let cfg = match args.to_config() {
                 Ok(c) => c,

@@ -1,0 +1,473 @@
+//! `ringshare bench`: an SMB2/3 load generator on io_uring.
+//!
+//! Each thread owns one ring and drives its share of the connections; each
+//! connection is its own session ([`ringshare_client::ClientConn`]) and keeps
+//! up to `--queue-depth` requests in flight within the credits granted.
+//! Payloads are written from one reused buffer per connection and read
+//! responses are checked (with `--verify`) where they landed in the receive
+//! buffer: no payload is allocated per request.
+
+pub mod hist;
+pub mod pattern;
+pub mod report;
+mod worker;
+
+use std::io::{self, IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use ringshare_wire::consts::Dialect;
+
+use hist::Histogram;
+use report::{CpuSample, Summary};
+
+/// What to measure.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    SeqRead,
+    SeqWrite,
+    RandRead,
+    RandWrite,
+    /// 70 % random reads, 30 % random writes.
+    Mixed,
+    /// Every connection reads the same file sequentially.
+    SameFile,
+    /// CREATE (open-if) / QUERY_INFO / CLOSE storm on small files.
+    Metadata,
+    /// Open `--dir` and list it to the end, again and again.
+    List,
+    /// ECHO round trips (the floor of request latency).
+    Echo,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::SeqRead => "seq-read",
+            Workload::SeqWrite => "seq-write",
+            Workload::RandRead => "rand-read",
+            Workload::RandWrite => "rand-write",
+            Workload::Mixed => "mixed",
+            Workload::SameFile => "same-file",
+            Workload::Metadata => "metadata",
+            Workload::List => "list",
+            Workload::Echo => "echo",
+        }
+    }
+
+    /// Reads file data that must exist first.
+    fn reads_file(self) -> bool {
+        matches!(
+            self,
+            Workload::SeqRead | Workload::RandRead | Workload::Mixed | Workload::SameFile
+        )
+    }
+
+    fn uses_file(self) -> bool {
+        self.reads_file() || matches!(self, Workload::SeqWrite | Workload::RandWrite)
+    }
+}
+
+/// `ringshare bench //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options]`
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct BenchArgs {
+    /// The share: //HOST[:PORT]/SHARE (port 445 by default).
+    #[arg(value_name = "//HOST[:PORT]/SHARE")]
+    pub target: String,
+
+    /// Credentials: [DOMAIN\]USER%PASSWORD.
+    #[arg(short = 'U', long = "user", value_name = "USER%PASS")]
+    pub user: String,
+
+    /// What to measure.
+    #[arg(value_enum, default_value = "seq-read")]
+    pub workload: Workload,
+
+    /// Bytes per READ/WRITE (4k..8m).
+    #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = parse_io_size)]
+    pub io_size: u64,
+
+    /// Requests in flight per connection.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub queue_depth: u32,
+
+    /// Connections (each its own session).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub connections: u32,
+
+    /// Threads (one io_uring each); connections are spread over them.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: u32,
+
+    /// Size of the file each connection works on (or of the shared file).
+    #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = parse_size)]
+    pub file_size: u64,
+
+    /// How long to run, e.g. 10s, 500ms, 1m.
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_duration_ms)]
+    pub duration: u64,
+
+    /// Stop after this many bytes instead (or whichever comes first).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub bytes: Option<u64>,
+
+    /// Offer only this dialect: 2.0.2, 2.1, 3.0, 3.0.2 or 3.1.1 (default: all).
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Option<u16>,
+
+    /// Require signing.
+    #[arg(long)]
+    pub sign: bool,
+
+    /// Encrypt (SMB 3.x).
+    #[arg(long)]
+    pub encrypt: bool,
+
+    /// Write a seeded pattern first and check every byte read back.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Seed of the --verify pattern.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+
+    /// Use this existing file (all connections) instead of rsbench-N.dat.
+    #[arg(long, value_name = "NAME")]
+    pub file: Option<String>,
+
+    /// The directory the `list` workload lists.
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub dir: String,
+
+    /// Credits each connection asks the server for.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub credits: u16,
+
+    /// Report server CPU seconds per GiB from /proc/PID/stat (all threads).
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches("ib").trim_end_matches('b');
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        Some('t') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 4k, 1m, 2g)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn parse_io_size(s: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if !(4096..=8 << 20).contains(&n) {
+        return Err(format!("I/O size {s} is outside 4k..8m"));
+    }
+    Ok(n)
+}
+
+fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)");
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (t, 1000.0)
+    };
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    if v.is_nan() || v <= 0.0 {
+        return Err(bad());
+    }
+    Ok((v * mult) as u64)
+}
+
+fn parse_dialect(s: &str) -> Result<u16, String> {
+    Ok(match s {
+        "2.0.2" | "2.02" | "0x0202" => 0x0202,
+        "2.1" | "2.10" | "0x0210" => 0x0210,
+        "3.0" | "3" | "0x0300" => 0x0300,
+        "3.0.2" | "3.02" | "0x0302" => 0x0302,
+        "3.1.1" | "3.11" | "0x0311" => 0x0311,
+        _ => {
+            return Err(format!(
+                "unknown dialect {s:?} (2.0.2, 2.1, 3.0, 3.0.2, 3.1.1)"
+            ))
+        }
+    })
+}
+
+/// Split `//HOST[:PORT]/SHARE` into (host, port, share).
+pub fn parse_target(t: &str) -> Result<(String, u16, String), String> {
+    let bad = || format!("{t:?} is not //HOST[:PORT]/SHARE");
+    let rest = t
+        .strip_prefix("//")
+        .or_else(|| t.strip_prefix("\\\\"))
+        .ok_or_else(bad)?;
+    let (hostport, share) = rest.split_once(['/', '\\']).ok_or_else(bad)?;
+    let share = share.trim_end_matches(['/', '\\']);
+    if share.is_empty() || share.contains(['/', '\\']) || hostport.is_empty() {
+        return Err(bad());
+    }
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (
+            h.trim_start_matches('[').trim_end_matches(']').to_string(),
+            p.parse::<u16>().map_err(|_| bad())?,
+        ),
+        _ => (hostport.to_string(), 445),
+    };
+    Ok((host, port, share.to_string()))
+}
+
+/// Split `[DOMAIN\]USER%PASS` into (domain, user, password).
+pub fn parse_user(u: &str) -> (String, String, String) {
+    let (who, pass) = u.split_once('%').unwrap_or((u, ""));
+    let (domain, user) = who.split_once(['\\', '/']).unwrap_or(("", who));
+    (domain.to_string(), user.to_string(), pass.to_string())
+}
+
+/// Everything the workers share.
+pub(crate) struct Shared {
+    pub args: BenchArgs,
+    pub addr: SocketAddr,
+    pub host: String,
+    pub share: String,
+    pub domain: String,
+    pub user: String,
+    pub password: String,
+    pub dialects: Vec<Dialect>,
+    /// Threads done with setup (connected, files opened and filled).
+    pub ready: AtomicUsize,
+    /// A thread failed during setup.
+    pub failed: AtomicBool,
+    /// Measurement running (set by the main thread once all are ready).
+    pub go: AtomicBool,
+    /// Stop issuing requests.
+    pub stop: AtomicBool,
+    pub bytes: AtomicU64,
+    pub ops: AtomicU64,
+    pub errors: AtomicU64,
+    /// The first error messages (NTSTATUS name and request).
+    pub error_log: Mutex<Vec<String>>,
+    /// The dialect, signing and encryption the first connection got.
+    pub negotiated: Mutex<Option<(Dialect, bool, bool)>>,
+}
+
+impl Shared {
+    pub fn error(&self, msg: String) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut log = crate::lock(&self.error_log);
+        if log.len() < 20 {
+            log.push(msg);
+        }
+    }
+}
+
+/// Per-thread results.
+pub(crate) struct ThreadResult {
+    pub hist: Histogram,
+    pub bytes: u64,
+    pub ops: u64,
+}
+
+/// Run the benchmark; the report goes to `out`. Returns whether the run
+/// was clean (no errors).
+pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
+    let (host, port, share) = parse_target(&args.target)?;
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    let (domain, user, password) = parse_user(&args.user);
+    let dialects = match args.dialect {
+        Some(d) => vec![Dialect(d)],
+        None => vec![
+            Dialect::SMB2_0_2,
+            Dialect::SMB2_1,
+            Dialect::SMB3_0,
+            Dialect::SMB3_0_2,
+            Dialect::SMB3_1_1,
+        ],
+    };
+    let threads = args.threads.min(args.connections).max(1) as usize;
+    let shared = Arc::new(Shared {
+        addr,
+        host,
+        share,
+        domain,
+        user,
+        password,
+        dialects,
+        ready: AtomicUsize::new(0),
+        failed: AtomicBool::new(false),
+        go: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        bytes: AtomicU64::new(0),
+        ops: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        error_log: Mutex::new(Vec::new()),
+        negotiated: Mutex::new(None),
+        args,
+    });
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let conns: Vec<usize> = (0..shared.args.connections as usize)
+            .filter(|c| c % threads == t)
+            .collect();
+        let sh = Arc::clone(&shared);
+        let h = std::thread::Builder::new()
+            .name(format!("bench-{t}"))
+            .spawn(move || worker::run(sh, conns))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        handles.push(h);
+    }
+    // Wait for setup.
+    while shared.ready.load(Ordering::Acquire) < threads && !shared.failed.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let cpu0 = CpuSample::take(shared.args.server_pid);
+    let start = Instant::now();
+    shared.go.store(true, Ordering::Release);
+    let tty = io::stderr().is_terminal() && !shared.args.json;
+    let deadline = Duration::from_millis(shared.args.duration);
+    let mut last_print = Instant::now();
+    if !shared.failed.load(Ordering::Acquire) {
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let el = start.elapsed();
+            let bytes = shared.bytes.load(Ordering::Relaxed);
+            let done_bytes = shared.args.bytes.is_some_and(|b| bytes >= b);
+            if el >= deadline || done_bytes || shared.failed.load(Ordering::Acquire) {
+                shared.stop.store(true, Ordering::Release);
+                break;
+            }
+            if shared.stop.load(Ordering::Acquire) {
+                break;
+            }
+            if tty && last_print.elapsed() >= Duration::from_millis(500) {
+                last_print = Instant::now();
+                let s = el.as_secs_f64();
+                let ops = shared.ops.load(Ordering::Relaxed);
+                let errs = shared.errors.load(Ordering::Relaxed);
+                eprint!(
+                    "\r{:>6.1}s  {:>8.3} GB/s  {:>10.0} IOPS  errors {errs}   ",
+                    s,
+                    bytes as f64 / s / 1e9,
+                    ops as f64 / s
+                );
+            }
+        }
+    } else {
+        shared.stop.store(true, Ordering::Release);
+    }
+    let mut hist = Histogram::new();
+    let (mut bytes, mut ops) = (0u64, 0u64);
+    let mut setup_errors = Vec::new();
+    for h in handles {
+        match h.join() {
+            Ok(Ok(r)) => {
+                hist.merge(&r.hist);
+                bytes += r.bytes;
+                ops += r.ops;
+            }
+            Ok(Err(e)) => setup_errors.push(e),
+            Err(_) => setup_errors.push("a bench thread panicked".to_string()),
+        }
+    }
+    let elapsed = start.elapsed();
+    let cpu1 = CpuSample::take(shared.args.server_pid);
+    if tty {
+        eprint!("\r{:60}\r", "");
+    }
+    if !setup_errors.is_empty() {
+        return Err(setup_errors.join("; "));
+    }
+    let negotiated = *crate::lock(&shared.negotiated);
+    let errors = shared.errors.load(Ordering::Relaxed);
+    let error_log = crate::lock(&shared.error_log).clone();
+    let summary = Summary {
+        args: &shared.args,
+        negotiated,
+        elapsed,
+        bytes,
+        ops,
+        hist: &hist,
+        client_cpu_s: cpu1.client_s - cpu0.client_s,
+        server_cpu_s: match (cpu0.server_s, cpu1.server_s) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        },
+        errors,
+        error_log: &error_log,
+    };
+    let text = if shared.args.json {
+        summary.json()
+    } else {
+        summary.table()
+    };
+    out.write_all(text.as_bytes())
+        .map_err(|e| format!("cannot write the report: {e}"))?;
+    Ok(errors == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets_with_and_without_port() {
+        assert_eq!(
+            parse_target("//127.0.0.1:4450/data").unwrap(),
+            ("127.0.0.1".into(), 4450, "data".into())
+        );
+        assert_eq!(
+            parse_target("//server/share/").unwrap(),
+            ("server".into(), 445, "share".into())
+        );
+        assert_eq!(
+            parse_target("//[::1]:445/s").unwrap(),
+            ("::1".into(), 445, "s".into())
+        );
+        assert!(parse_target("server/share").is_err());
+        assert!(parse_target("//server").is_err());
+        assert!(parse_target("//server/a/b").is_err());
+    }
+
+    #[test]
+    fn parses_sizes_durations_dialects_and_users() {
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert!(parse_io_size("2k").is_err());
+        assert!(parse_io_size("16m").is_err());
+        assert_eq!(parse_duration_ms("500ms").unwrap(), 500);
+        assert_eq!(parse_duration_ms("1.5s").unwrap(), 1500);
+        assert_eq!(parse_duration_ms("2m").unwrap(), 120_000);
+        assert!(parse_duration_ms("0s").is_err());
+        assert_eq!(parse_dialect("3.1.1").unwrap(), 0x0311);
+        assert!(parse_dialect("4.0").is_err());
+        assert_eq!(
+            parse_user("DOM\\bob%pw%x"),
+            ("DOM".into(), "bob".into(), "pw%x".into())
+        );
+        assert_eq!(parse_user("bob"), ("".into(), "bob".into(), "".into()));
+    }
+}

@@ -1,0 +1,232 @@
+//! CPU accounting and the final report (table or JSON).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use ringshare_wire::consts::Dialect;
+
+use super::hist::Histogram;
+use super::BenchArgs;
+
+/// Clock ticks per second of /proc's utime/stime (USER_HZ: 100 in the Linux ABI).
+const USER_HZ: f64 = 100.0;
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// utime + stime in seconds from a /proc/.../stat line (all threads of the process).
+pub fn cpu_seconds_from_stat(stat: &str) -> Option<f64> {
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    // rest starts at field 3 (state); utime is field 14, stime 15.
+    let utime: f64 = f.nth(11)?.parse().ok()?;
+    let stime: f64 = f.next()?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+fn cpu_of(path: &str) -> Option<f64> {
+    cpu_seconds_from_stat(&std::fs::read_to_string(path).ok()?)
+}
+
+/// CPU seconds used so far by this process and by the server.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSample {
+    pub client_s: f64,
+    pub server_s: Option<f64>,
+}
+
+impl CpuSample {
+    pub fn take(server_pid: Option<u32>) -> CpuSample {
+        CpuSample {
+            client_s: cpu_of("/proc/self/stat").unwrap_or(0.0),
+            server_s: server_pid.and_then(|p| cpu_of(&format!("/proc/{p}/stat"))),
+        }
+    }
+}
+
+/// Everything the report shows.
+pub struct Summary<'a> {
+    pub args: &'a BenchArgs,
+    pub negotiated: Option<(Dialect, bool, bool)>,
+    pub elapsed: Duration,
+    pub bytes: u64,
+    pub ops: u64,
+    pub hist: &'a Histogram,
+    pub client_cpu_s: f64,
+    pub server_cpu_s: Option<f64>,
+    pub errors: u64,
+    pub error_log: &'a [String],
+}
+
+fn dialect_name(d: Dialect) -> &'static str {
+    match d {
+        Dialect::SMB2_0_2 => "2.0.2",
+        Dialect::SMB2_1 => "2.1",
+        Dialect::SMB3_0 => "3.0",
+        Dialect::SMB3_0_2 => "3.0.2",
+        Dialect::SMB3_1_1 => "3.1.1",
+        _ => "?",
+    }
+}
+
+fn ms(ns: u64) -> String {
+    let v = ns as f64 / 1e6;
+    if v < 1.0 {
+        format!("{:.0} us", v * 1000.0)
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+impl Summary<'_> {
+    fn secs(&self) -> f64 {
+        self.elapsed.as_secs_f64().max(1e-9)
+    }
+    pub fn gb_per_s(&self) -> f64 {
+        self.bytes as f64 / self.secs() / 1e9
+    }
+    pub fn iops(&self) -> f64 {
+        self.ops as f64 / self.secs()
+    }
+    fn per_gib(&self, cpu: f64) -> Option<f64> {
+        (self.bytes > 0).then(|| cpu / (self.bytes as f64 / GIB))
+    }
+
+    pub fn table(&self) -> String {
+        let a = self.args;
+        let mut o = String::new();
+        let (d, s, e) = self
+            .negotiated
+            .map_or(("?", false, false), |(d, s, e)| (dialect_name(d), s, e));
+        let _ = writeln!(
+            o,
+            "ringshare bench {} {}: io {} B, queue depth {}, {} connection(s), {} thread(s), dialect {d}, signing {}, encryption {}",
+            a.target,
+            a.workload.name(),
+            a.io_size,
+            a.queue_depth,
+            a.connections,
+            a.threads,
+            if s { "on" } else { "off" },
+            if e { "on" } else { "off" },
+        );
+        let _ = writeln!(o, "  elapsed         {:.2} s", self.secs());
+        let _ = writeln!(
+            o,
+            "  throughput      {:.3} GB/s  ({:.1} MiB/s, {} bytes)",
+            self.gb_per_s(),
+            self.bytes as f64 / self.secs() / (1 << 20) as f64,
+            self.bytes
+        );
+        let _ = writeln!(
+            o,
+            "  IOPS            {:.0}  ({} requests)",
+            self.iops(),
+            self.ops
+        );
+        let _ = writeln!(
+            o,
+            "  latency         p50 {}  p99 {}  p99.9 {}  max {}",
+            ms(self.hist.quantile(0.5)),
+            ms(self.hist.quantile(0.99)),
+            ms(self.hist.quantile(0.999)),
+            ms(self.hist.max())
+        );
+        match self.per_gib(self.client_cpu_s) {
+            Some(v) => {
+                let _ = writeln!(
+                    o,
+                    "  client CPU      {v:.3} s/GiB  ({:.2} s)",
+                    self.client_cpu_s
+                );
+            }
+            None => {
+                let _ = writeln!(o, "  client CPU      {:.2} s", self.client_cpu_s);
+            }
+        }
+        if let Some(sc) = self.server_cpu_s {
+            match self.per_gib(sc) {
+                Some(v) => {
+                    let _ = writeln!(o, "  server CPU      {v:.3} s/GiB  ({sc:.2} s)");
+                }
+                None => {
+                    let _ = writeln!(o, "  server CPU      {sc:.2} s");
+                }
+            }
+        }
+        if self.errors == 0 {
+            let _ = writeln!(o, "  errors          0");
+        } else {
+            let _ = writeln!(o, "  errors          {} — THE RUN SAW ERRORS:", self.errors);
+            for e in self.error_log {
+                let _ = writeln!(o, "    {e}");
+            }
+        }
+        o
+    }
+
+    pub fn json(&self) -> String {
+        let a = self.args;
+        let (d, s, e) = self
+            .negotiated
+            .map_or(("?", false, false), |(d, s, e)| (dialect_name(d), s, e));
+        let opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.6}"));
+        let errors: Vec<String> = self.error_log.iter().map(|e| json_str(e)).collect();
+        format!(
+            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"errors\":{},\"error_log\":[{}]}}\n",
+            json_str(&a.target),
+            a.workload.name(),
+            a.io_size,
+            a.queue_depth,
+            a.connections,
+            a.threads,
+            self.secs(),
+            self.bytes,
+            self.ops,
+            self.gb_per_s(),
+            self.iops(),
+            self.hist.quantile(0.5) as f64 / 1e3,
+            self.hist.quantile(0.99) as f64 / 1e3,
+            self.hist.quantile(0.999) as f64 / 1e3,
+            self.hist.max() as f64 / 1e3,
+            self.client_cpu_s,
+            opt(self.per_gib(self.client_cpu_s)),
+            opt(self.server_cpu_s),
+            opt(self.server_cpu_s.and_then(|c| self.per_gib(c))),
+            self.errors,
+            errors.join(","),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_utime_and_stime_even_with_spaces_in_the_name() {
+        let stat = "1234 (my (odd) name) S 1 2 3 4 5 6 7 8 9 10 250 150 0 0 20 0 4 0";
+        assert_eq!(cpu_seconds_from_stat(stat), Some(4.0));
+        assert_eq!(cpu_seconds_from_stat("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_cpu_figure() {
+        assert!(CpuSample::take(Some(std::process::id())).server_s.is_some());
+    }
+}

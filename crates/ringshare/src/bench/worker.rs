@@ -1,0 +1,633 @@
+//! One bench thread: one io_uring, several client connections.
+//!
+//! Per loop iteration: every connection issues what its free slots and its
+//! credits allow, hands its output to one send (two send buffers swap, so
+//! nothing is allocated), then one `io_uring_enter` submits and waits.
+//! Received bytes accumulate in a per-connection buffer; whole frames are
+//! handed to the client connection in place (decrypted there when sealed) and
+//! read data is checked where it landed.
+
+use std::net::TcpStream;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Reply};
+use ringshare_engine::{net, Ring, RingConfig, SharedFd};
+use ringshare_wire::consts::{CreateDisposition, InfoType};
+use ringshare_wire::{framing, FileId, NtStatus};
+
+use super::hist::Histogram;
+use super::{pattern, Shared, ThreadResult, Workload};
+
+const KIND_RECV: u64 = 1;
+const KIND_SEND: u64 = 2;
+
+const TAG_OPEN: u64 = 1 << 40;
+const TAG_FILL: u64 = 2 << 40;
+const TAG_SLOT: u64 = 3 << 40;
+const TAG_KIND_MASK: u64 = 0xFF << 40;
+
+const GENERIC_READ_WRITE: u32 = 0xC000_0000;
+/// FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE.
+const DIR_LIST_ACCESS: u32 = 0x0010_0081;
+const NON_DIRECTORY_FILE: u32 = 0x40;
+const DIRECTORY_FILE: u32 = 0x1;
+/// FileStandardInformation ([MS-FSCC] 2.4.47).
+const FILE_STANDARD_INFORMATION: u8 = 0x05;
+/// FileIdBothDirectoryInformation ([MS-FSCC] 2.4.17).
+const FILE_ID_BOTH_DIRECTORY_INFORMATION: u8 = 0x25;
+/// Small files the metadata storm cycles through per connection.
+const METADATA_FILES: u64 = 1000;
+/// Largest frame accepted from a server.
+const FRAME_LEN_MAX: usize = 16 << 20;
+/// Receive room kept free for the next recv.
+const RECV_ROOM_MIN: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Handshake,
+    Opening,
+    Filling,
+    Waiting,
+    Running,
+    Draining,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    busy: bool,
+    start: Instant,
+    offset: u64,
+    stage: u8,
+    file: FileId,
+}
+
+struct Conn {
+    idx: usize,
+    fd: SharedFd,
+    smb: ClientConn,
+    phase: Phase,
+    rbuf: Option<Vec<u8>>,
+    rstart: usize,
+    spare: Option<Vec<u8>>,
+    sending: bool,
+    file: FileId,
+    fill_next: u64,
+    fill_inflight: u32,
+    slots: Vec<Slot>,
+    cursor: u64,
+    rng: u64,
+    meta_k: u64,
+    wbuf: Vec<u8>,
+    events: Vec<Event>,
+}
+
+fn token(kind: u64, idx: usize) -> u64 {
+    (kind << 32) | idx as u64
+}
+
+fn now_filetime() -> u64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    116_444_736_000_000_000 + d.as_nanos() as u64 / 100
+}
+
+impl Conn {
+    fn rand(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    fn shared_file(sh: &Shared) -> bool {
+        sh.args.workload == Workload::SameFile || sh.args.file.is_some()
+    }
+
+    fn file_name(&self, sh: &Shared) -> String {
+        match (&sh.args.file, sh.args.workload) {
+            (Some(f), _) => f.clone(),
+            (None, Workload::SameFile) => "rsbench-shared.dat".to_string(),
+            (None, _) => format!("rsbench-{}.dat", self.idx),
+        }
+    }
+
+    fn io_len(&self, sh: &Shared) -> usize {
+        let max = self.smb.max_read_size().min(self.smb.max_write_size()) as usize;
+        (sh.args.io_size as usize).min(max)
+    }
+
+    /// Offsets span whole I/Os inside the file.
+    fn span(&self, sh: &Shared) -> u64 {
+        let io = self.io_len(sh) as u64;
+        (sh.args.file_size / io).max(1) * io
+    }
+
+    /// Issue what the phase, the free slots and the credits allow.
+    fn drive(&mut self, sh: &Shared) -> Result<(), String> {
+        let qd = sh.args.queue_depth;
+        match self.phase {
+            Phase::Filling => {
+                let io = self.io_len(sh).min(1 << 20);
+                while self.fill_next < sh.args.file_size
+                    && self.fill_inflight < qd
+                    && self.smb.can_send(io)
+                {
+                    let len = io.min((sh.args.file_size - self.fill_next) as usize);
+                    if sh.args.verify {
+                        pattern::fill(sh.args.seed, self.fill_next, &mut self.wbuf[..len]);
+                    }
+                    self.smb
+                        .write(TAG_FILL, self.file, self.fill_next, &self.wbuf[..len])
+                        .map_err(|e| e.to_string())?;
+                    self.fill_next += len as u64;
+                    self.fill_inflight += 1;
+                }
+            }
+            Phase::Running => {
+                let io = self.io_len(sh);
+                for i in 0..self.slots.len() {
+                    if self.slots[i].busy {
+                        continue;
+                    }
+                    if !self.smb.can_send(io) {
+                        break;
+                    }
+                    self.issue(sh, i, io).map_err(|e| e.to_string())?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Start the next request of slot `i`.
+    fn issue(&mut self, sh: &Shared, i: usize, io: usize) -> Result<(), ClientError> {
+        let tag = TAG_SLOT | i as u64;
+        let span = self.span(sh);
+        let blocks = span / io as u64;
+        let mut slot = self.slots[i];
+        slot.busy = true;
+        slot.start = Instant::now();
+        match sh.args.workload {
+            Workload::SeqRead | Workload::SameFile => {
+                slot.offset = self.cursor;
+                self.cursor = (self.cursor + io as u64) % span;
+                self.smb.read(tag, self.file, slot.offset, io as u32)?;
+            }
+            Workload::RandRead => {
+                slot.offset = self.rand() % blocks * io as u64;
+                self.smb.read(tag, self.file, slot.offset, io as u32)?;
+            }
+            Workload::SeqWrite | Workload::RandWrite | Workload::Mixed => {
+                let read = sh.args.workload == Workload::Mixed && self.rand() % 100 < 70;
+                slot.offset = if sh.args.workload == Workload::SeqWrite {
+                    let o = self.cursor;
+                    self.cursor = (self.cursor + io as u64) % span;
+                    o
+                } else {
+                    self.rand() % blocks * io as u64
+                };
+                if read {
+                    self.smb.read(tag, self.file, slot.offset, io as u32)?;
+                } else {
+                    if sh.args.verify {
+                        pattern::fill(sh.args.seed, slot.offset, &mut self.wbuf[..io]);
+                    }
+                    self.smb
+                        .write(tag, self.file, slot.offset, &self.wbuf[..io])?;
+                }
+            }
+            Workload::Echo => {
+                self.smb.echo(tag)?;
+            }
+            Workload::Metadata => match slot.stage {
+                0 => {
+                    let k = self.meta_k % METADATA_FILES;
+                    self.meta_k += 1;
+                    let name = format!("rsmeta-{}-{k}", self.idx);
+                    self.smb.create(
+                        tag,
+                        &name,
+                        GENERIC_READ_WRITE,
+                        CreateDisposition::OPEN_IF,
+                        NON_DIRECTORY_FILE,
+                    )?;
+                }
+                1 => {
+                    self.smb.query_info(
+                        tag,
+                        slot.file,
+                        InfoType::FILE,
+                        FILE_STANDARD_INFORMATION,
+                        4096,
+                    )?;
+                }
+                _ => {
+                    self.smb.close(tag, slot.file)?;
+                }
+            },
+            Workload::List => match slot.stage {
+                0 => {
+                    self.smb.create(
+                        tag,
+                        &sh.args.dir,
+                        DIR_LIST_ACCESS,
+                        CreateDisposition::OPEN,
+                        DIRECTORY_FILE,
+                    )?;
+                }
+                1 | 2 => {
+                    self.smb.query_directory(
+                        tag,
+                        slot.file,
+                        FILE_ID_BOTH_DIRECTORY_INFORMATION,
+                        "*",
+                        slot.stage == 1,
+                        65536,
+                    )?;
+                }
+                _ => {
+                    self.smb.close(tag, slot.file)?;
+                }
+            },
+        }
+        self.slots[i] = slot;
+        Ok(())
+    }
+
+    /// One event from the client connection; `frame` is what its ranges index.
+    fn on_event(
+        &mut self,
+        sh: &Shared,
+        ev: Event,
+        frame: &[u8],
+        stats: &mut ThreadResult,
+    ) -> Result<(), String> {
+        let (tag, command, result) = match ev {
+            Event::Ready => {
+                let mut n = crate::lock(&sh.negotiated);
+                if n.is_none() {
+                    if let Some(d) = self.smb.dialect() {
+                        *n = Some((d, self.smb.is_signing(), self.smb.is_encrypting()));
+                    }
+                }
+                drop(n);
+                if sh.args.workload.uses_file() {
+                    let name = self.file_name(sh);
+                    self.smb
+                        .create(
+                            TAG_OPEN,
+                            &name,
+                            GENERIC_READ_WRITE,
+                            CreateDisposition::OPEN_IF,
+                            NON_DIRECTORY_FILE,
+                        )
+                        .map_err(|e| e.to_string())?;
+                    self.phase = Phase::Opening;
+                } else {
+                    self.phase = Phase::Waiting;
+                }
+                return Ok(());
+            }
+            Event::Done {
+                tag,
+                command,
+                result,
+            } => (tag, command, result),
+        };
+        match tag & TAG_KIND_MASK {
+            TAG_OPEN => {
+                let Reply::Create {
+                    file_id,
+                    end_of_file,
+                } = result.map_err(|e| format!("opening {}: {e}", self.file_name(sh)))?
+                else {
+                    return Err("unexpected reply to CREATE".into());
+                };
+                self.file = file_id;
+                let owner = !Self::shared_file(sh) || self.idx == 0;
+                let need = sh.args.workload.reads_file()
+                    && owner
+                    && (sh.args.verify || end_of_file < sh.args.file_size);
+                self.phase = if need { Phase::Filling } else { Phase::Waiting };
+            }
+            TAG_FILL => {
+                result.map_err(|e| format!("filling {}: {e}", self.file_name(sh)))?;
+                self.fill_inflight -= 1;
+                if self.fill_next >= sh.args.file_size && self.fill_inflight == 0 {
+                    self.phase = Phase::Waiting;
+                }
+            }
+            TAG_SLOT => {
+                let i = (tag & 0xFFFF_FFFF) as usize;
+                let Some(mut slot) = self.slots.get(i).copied() else {
+                    return Err("reply for an unknown slot".into());
+                };
+                let ns = slot.start.elapsed().as_nanos() as u64;
+                stats.hist.record(ns);
+                stats.ops += 1;
+                sh.ops.fetch_add(1, Ordering::Relaxed);
+                let mut bytes = 0u64;
+                let mut chain_next = None;
+                match (&result, sh.args.workload) {
+                    (Ok(Reply::Read { data }), _) => {
+                        let d = frame.get(data.clone()).unwrap_or(&[]);
+                        bytes = d.len() as u64;
+                        if sh.args.verify {
+                            if let Some(at) = pattern::first_mismatch(sh.args.seed, slot.offset, d)
+                            {
+                                sh.error(format!(
+                                    "verify: data read at offset {at} differs from what was written"
+                                ));
+                            }
+                        }
+                    }
+                    (Ok(Reply::Write { count }), _) => bytes = u64::from(*count),
+                    (Ok(Reply::Create { file_id, .. }), _) => {
+                        slot.file = *file_id;
+                        chain_next = Some(1);
+                    }
+                    (Ok(Reply::QueryInfo { .. }), _) => chain_next = Some(2),
+                    (Ok(Reply::QueryDirectory { buffer }), _) => {
+                        bytes = buffer.len() as u64;
+                        chain_next = Some(2);
+                    }
+                    (Err(e), Workload::List) if e.status == NtStatus::NO_MORE_FILES => {
+                        chain_next = Some(3);
+                    }
+                    (Ok(_), _) => chain_next = Some(0),
+                    (Err(e), _) => {
+                        sh.error(e.to_string());
+                        // A failed step of a chain closes what it opened, or starts over.
+                        chain_next = Some(if slot.stage == 1 || slot.stage == 2 {
+                            3
+                        } else {
+                            0
+                        });
+                    }
+                }
+                if bytes > 0 {
+                    stats.bytes += bytes;
+                    sh.bytes.fetch_add(bytes, Ordering::Relaxed);
+                }
+                let _ = command;
+                slot.busy = false;
+                slot.stage = match (sh.args.workload, chain_next) {
+                    (Workload::Metadata | Workload::List, Some(n)) => n,
+                    _ => 0,
+                };
+                if slot.stage >= 3 && sh.args.workload == Workload::Metadata {
+                    slot.stage = 0;
+                }
+                if slot.stage > 3 {
+                    slot.stage = 0;
+                }
+                self.slots[i] = slot;
+            }
+            _ => return Err("reply with an unknown tag".into()),
+        }
+        Ok(())
+    }
+
+    /// Bytes arrived: hand whole frames to the client connection.
+    fn on_recv(
+        &mut self,
+        sh: &Shared,
+        mut buf: Vec<u8>,
+        stats: &mut ThreadResult,
+    ) -> Result<(), String> {
+        let mut events = std::mem::take(&mut self.events);
+        let result = (|| -> Result<(), String> {
+            loop {
+                let avail = buf.len() - self.rstart;
+                if avail < 4 {
+                    break;
+                }
+                let h = &buf[self.rstart..self.rstart + 4];
+                let len = framing::frame_len([h[0], h[1], h[2], h[3]])
+                    .map_err(|e| format!("bad frame from the server: {e}"))?;
+                if len > FRAME_LEN_MAX {
+                    return Err(format!("frame of {len} bytes from the server"));
+                }
+                if avail < 4 + len {
+                    if buf.capacity() - self.rstart < 4 + len + RECV_ROOM_MIN {
+                        buf.copy_within(self.rstart.., 0);
+                        buf.truncate(avail);
+                        self.rstart = 0;
+                        buf.reserve(4 + len + RECV_ROOM_MIN);
+                    }
+                    break;
+                }
+                let range = self.rstart + 4..self.rstart + 4 + len;
+                self.rstart += 4 + len;
+                events.clear();
+                self.smb
+                    .receive(&mut buf[range.clone()], &mut events)
+                    .map_err(|e| e.to_string())?;
+                for ev in events.drain(..) {
+                    self.on_event(sh, ev, &buf[range.clone()], stats)?;
+                }
+            }
+            Ok(())
+        })();
+        self.events = events;
+        if self.rstart == buf.len() {
+            buf.clear();
+            self.rstart = 0;
+        } else if buf.capacity() - buf.len() < RECV_ROOM_MIN && self.rstart > 0 {
+            let avail = buf.len() - self.rstart;
+            buf.copy_within(self.rstart.., 0);
+            buf.truncate(avail);
+            self.rstart = 0;
+        }
+        if buf.capacity() - buf.len() < RECV_ROOM_MIN {
+            buf.reserve(RECV_ROOM_MIN);
+        }
+        self.rbuf = Some(buf);
+        result
+    }
+
+    fn busy(&self) -> bool {
+        self.smb.requests_in_flight() > 0 || self.sending || self.smb.has_output()
+    }
+}
+
+fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
+    let stream =
+        TcpStream::connect(sh.addr).map_err(|e| format!("cannot connect to {}: {e}", sh.addr))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| format!("TCP_NODELAY: {e}"))?;
+    let fd: OwnedFd = stream.into();
+    let _ = net::set_socket_buffers(&fd, Some(4 << 20), Some(4 << 20));
+    let seed = now_filetime() ^ ((idx as u64 + 1) << 48) ^ u64::from(std::process::id());
+    let opts = ClientOptions {
+        user: sh.user.clone(),
+        domain: sh.domain.clone(),
+        password: sh.password.clone(),
+        share_unc: format!("\\\\{}\\{}", sh.host, sh.share),
+        dialects: sh.dialects.clone(),
+        sign: sh.args.sign,
+        encrypt: sh.args.encrypt,
+        credits_target: sh.args.credits,
+        seed,
+        now_filetime: now_filetime(),
+    };
+    let io = sh.args.io_size as usize;
+    let slots = if sh.args.workload == Workload::List {
+        1
+    } else {
+        sh.args.queue_depth as usize
+    };
+    let mut wbuf = vec![0u8; io.min(8 << 20)];
+    pattern::fill(sh.args.seed ^ 0xABCD, 0, &mut wbuf);
+    let span = (sh.args.file_size / sh.args.io_size).max(1);
+    Ok(Conn {
+        idx,
+        fd: Arc::new(fd),
+        smb: ClientConn::new(opts),
+        phase: Phase::Handshake,
+        rbuf: Some(Vec::with_capacity((4 * (io + 4096)).max(1 << 20))),
+        rstart: 0,
+        spare: Some(Vec::with_capacity(io + 4096)),
+        sending: false,
+        file: FileId::default(),
+        fill_next: 0,
+        fill_inflight: 0,
+        slots: vec![
+            Slot {
+                busy: false,
+                start: Instant::now(),
+                offset: 0,
+                stage: 0,
+                file: FileId::default(),
+            };
+            slots
+        ],
+        // Connections start reading the same file at different places.
+        cursor: (idx as u64 * 7919 % span) * sh.args.io_size,
+        rng: seed | 1,
+        meta_k: 0,
+        wbuf,
+        events: Vec::new(),
+    })
+}
+
+/// Run this thread's connections until the main thread says stop.
+pub(crate) fn run(sh: Arc<Shared>, idxs: Vec<usize>) -> Result<ThreadResult, String> {
+    let out = run_inner(&sh, idxs);
+    if out.is_err() {
+        sh.failed.store(true, Ordering::Release);
+    }
+    out
+}
+
+fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
+    let entries = (idxs.len() * 4).next_power_of_two().clamp(64, 4096) as u32;
+    let mut ring = Ring::new(RingConfig {
+        entries,
+        ..RingConfig::default()
+    })
+    .map_err(|e| format!("io_uring is not available: {e}"))?;
+    let mut conns = Vec::new();
+    for idx in idxs {
+        conns.push(connect(sh, idx)?);
+    }
+    for (i, c) in conns.iter_mut().enumerate() {
+        if let Some(b) = c.rbuf.take() {
+            ring.recv(&c.fd, b, token(KIND_RECV, i));
+        }
+    }
+    let mut stats = ThreadResult {
+        hist: Histogram::new(),
+        bytes: 0,
+        ops: 0,
+    };
+    let mut counted_ready = false;
+    loop {
+        let go = sh.go.load(Ordering::Acquire);
+        let stop = sh.stop.load(Ordering::Acquire);
+        if sh.failed.load(Ordering::Acquire) && !go {
+            return Err("another bench thread failed".into());
+        }
+        for c in conns.iter_mut() {
+            if c.phase == Phase::Waiting && go {
+                c.phase = Phase::Running;
+            }
+            if stop && c.phase == Phase::Running {
+                c.phase = Phase::Draining;
+            }
+            if c.phase == Phase::Draining && !c.busy() {
+                c.phase = Phase::Done;
+            }
+            c.drive(sh)?;
+        }
+        if !counted_ready
+            && conns
+                .iter()
+                .all(|c| matches!(c.phase, Phase::Waiting | Phase::Running))
+        {
+            counted_ready = true;
+            sh.ready.fetch_add(1, Ordering::AcqRel);
+        }
+        if conns.iter().all(|c| c.phase == Phase::Done) {
+            return Ok(stats);
+        }
+        for (i, c) in conns.iter_mut().enumerate() {
+            if !c.sending && c.smb.has_output() {
+                let mut buf = c.spare.take().unwrap_or_default();
+                c.smb.take_output(&mut buf);
+                c.sending = true;
+                ring.send(&c.fd, buf, 0, token(KIND_SEND, i));
+            }
+        }
+        ring.submit_and_wait(1, Some(Duration::from_millis(50)))
+            .map_err(|e| format!("io_uring: {e}"))?;
+        while let Some(mut comp) = ring.next_completion() {
+            let kind = comp.user_data >> 32;
+            let i = (comp.user_data & 0xFFFF_FFFF) as usize;
+            let Some(c) = conns.get_mut(i) else { continue };
+            match kind {
+                KIND_RECV => {
+                    let buf = comp.take_buf().unwrap_or_default();
+                    match comp.result {
+                        Ok(0) => {
+                            return Err(format!(
+                                "connection {} closed by the server ({:?})",
+                                c.idx, c.phase
+                            ))
+                        }
+                        Ok(_) => {}
+                        Err(e) => return Err(format!("receive on connection {}: {e}", c.idx)),
+                    }
+                    if let Err(e) = c.on_recv(sh, buf, &mut stats) {
+                        if matches!(c.phase, Phase::Running | Phase::Draining) {
+                            sh.error(format!("connection {}: {e}", c.idx));
+                            c.phase = Phase::Done;
+                            continue;
+                        }
+                        return Err(format!("connection {}: {e}", c.idx));
+                    }
+                    if c.phase != Phase::Done {
+                        if let Some(b) = c.rbuf.take() {
+                            ring.recv(&c.fd, b, token(KIND_RECV, i));
+                        }
+                    }
+                }
+                KIND_SEND => {
+                    c.sending = false;
+                    c.spare = comp.take_buf();
+                    if let Err(e) = comp.result {
+                        return Err(format!("send on connection {}: {e}", c.idx));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
