@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+
+use ringshare_wire::ioctl::NetworkInterfaceInfo;
 
 use ringshare_auth::UserLookup;
 use ringshare_vfs::{RelPath, Share};
@@ -109,6 +111,9 @@ pub struct ServerState {
     pub users: Arc<dyn UserLookup + Send + Sync>,
     files: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
     next_owner: AtomicU64,
+    /// What FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; the driver fills it
+    /// at start-up (the core cannot look at the machine).
+    interfaces: RwLock<Vec<NetworkInterfaceInfo>>,
 }
 
 impl fmt::Debug for ServerState {
@@ -126,7 +131,21 @@ impl ServerState {
             users,
             files: Mutex::new(HashMap::new()),
             next_owner: AtomicU64::new(1),
+            interfaces: RwLock::new(Vec::new()),
         })
+    }
+
+    /// Set the network interfaces clients are told about.
+    pub fn set_interfaces(&self, list: Vec<NetworkInterfaceInfo>) {
+        *self.interfaces.write().unwrap_or_else(|e| e.into_inner()) = list;
+    }
+
+    /// The network interfaces clients are told about.
+    pub fn interfaces(&self) -> Vec<NetworkInterfaceInfo> {
+        self.interfaces
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// A server-wide unique id for an open (lock and share-mode owner).

@@ -11,6 +11,7 @@ use ringshare_auth::smbpasswd::SmbPasswd;
 use ringshare_core::{ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy};
 use ringshare_engine::{net, probe, runtime};
 use ringshare_vfs::posix::PosixShare;
+use ringshare_wire::ioctl::NetworkInterfaceInfo;
 
 use crate::config::{Config, MapToGuest, SigningPolicy};
 use crate::driver::{self, Shared};
@@ -117,6 +118,44 @@ pub fn listen_addrs(cfg: &Config) -> Result<Vec<SocketAddr>, ServeError> {
     Ok(out)
 }
 
+/// The interfaces FSCTL_QUERY_NETWORK_INTERFACE_INFO reports: the addresses
+/// we listen on when they are specific, else every up interface but loopback
+/// (loopback when nothing else is up). Link speed from sysfs, 1 Gbit/s when
+/// the driver reports none.
+pub fn advertised_interfaces(listen: &[SocketAddr]) -> Vec<NetworkInterfaceInfo> {
+    let Ok(all) = net::interface_addrs() else {
+        return Vec::new();
+    };
+    let usable = |a: &&net::InterfaceAddr| {
+        a.up && !matches!(a.addr, std::net::IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80)
+    };
+    let specific: Vec<std::net::IpAddr> = listen
+        .iter()
+        .map(SocketAddr::ip)
+        .filter(|ip| !ip.is_unspecified())
+        .collect();
+    let mut chosen: Vec<&net::InterfaceAddr> = if specific.is_empty() {
+        all.iter().filter(usable).filter(|a| !a.loopback).collect()
+    } else {
+        all.iter()
+            .filter(usable)
+            .filter(|a| specific.contains(&a.addr))
+            .collect()
+    };
+    if chosen.is_empty() && specific.is_empty() {
+        chosen = all.iter().filter(usable).collect();
+    }
+    chosen
+        .into_iter()
+        .map(|a| NetworkInterfaceInfo {
+            if_index: a.index,
+            capability: 0,
+            link_speed: a.speed_mbps.map_or(1_000_000_000, |m| m * 1_000_000),
+            addr: SocketAddr::new(a.addr, 0),
+        })
+        .collect()
+}
+
 /// Bind every listen address once, to report a clear error before threads start.
 fn bind_all(addrs: &[SocketAddr]) -> Result<Vec<OwnedFd>, ServeError> {
     addrs
@@ -162,6 +201,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     let server = ServerState::new(server_config(&cfg, guid, start_ft)?, Arc::new(users));
     let listen = listen_addrs(&cfg)?;
     let listeners = bind_all(&listen)?;
+    server.set_interfaces(advertised_interfaces(&listen));
     let threads = threads
         .map(|t| t as usize)
         .unwrap_or_else(runtime::available_cores)

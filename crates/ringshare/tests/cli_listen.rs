@@ -56,3 +56,18 @@ fn an_unknown_interface_name_stops_start_up_with_a_clear_message() {
         "{e}"
     );
 }
+
+#[test]
+fn a_specific_listen_address_is_the_advertised_interface() {
+    let list = ringshare::serve::advertised_interfaces(&["127.0.0.1:4450".parse().unwrap()]);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0].addr.ip(), std::net::IpAddr::from([127, 0, 0, 1]));
+    assert!(list[0].if_index > 0 && list[0].link_speed > 0);
+}
+
+#[test]
+fn a_wildcard_listen_address_advertises_up_interfaces_and_never_link_local_ones() {
+    let list = ringshare::serve::advertised_interfaces(&["0.0.0.0:445".parse().unwrap()]);
+    assert!(!list.is_empty());
+    assert!(list.iter().all(|i| !matches!(i.addr.ip(), std::net::IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80)));
+}

@@ -16,8 +16,12 @@
 //!   ReFS and Samba answer);
 //! - FSCTL_GET_REPARSE_POINT (nothing is a reparse point).
 //!
-//! Not served: FSCTL_QUERY_NETWORK_INTERFACE_INFO (no multichannel), pipe
-//! FSCTLs (no named pipes yet) and the other server FSCTLs
+//! - FSCTL_QUERY_NETWORK_INTERFACE_INFO (3.3.5.15.11) from the list the
+//!   driver gives [`crate::ServerState::set_interfaces`];
+//! - FSCTL_CREATE_OR_GET_OBJECT_ID / FSCTL_GET_OBJECT_ID: an object id
+//!   derived from the file's device and inode.
+//!
+//! Pipe FSCTLs are answered in `cmd::pipe` on IPC$. Not served: the other server FSCTLs
 //! (STATUS_NOT_SUPPORTED); other file system FSCTLs are
 //! STATUS_INVALID_DEVICE_REQUEST.
 //!
@@ -30,7 +34,7 @@ use ringshare_vfs::Node;
 use ringshare_wire::consts::{Dialect, Fsctl, IoctlFlags};
 use ringshare_wire::ioctl::{
     FileAllocatedRangeBuffer, FileZeroDataInformation, IoctlRequest, IoctlResponse,
-    SrvCopychunkCopy, SrvCopychunkResponse, SrvRequestResumeKeyResponse,
+    NetworkInterfaceInfo, SrvCopychunkCopy, SrvCopychunkResponse, SrvRequestResumeKeyResponse,
     ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse, COMPRESSION_FORMAT_DEFAULT,
     COMPRESSION_FORMAT_LZNT1, COMPRESSION_FORMAT_NONE,
 };
@@ -85,16 +89,56 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             opens::find(core, req, ir.file_id)?;
             Err(NtStatus::NOT_A_REPARSE_POINT)
         }
-        Fsctl::QUERY_NETWORK_INTERFACE_INFO
-        | Fsctl::PIPE_TRANSCEIVE
-        | Fsctl::PIPE_PEEK
-        | Fsctl::PIPE_WAIT => Err(NtStatus::NOT_SUPPORTED),
+        Fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interfaces(core, &ir),
+        Fsctl::CREATE_OR_GET_OBJECT_ID | Fsctl::GET_OBJECT_ID => object_id(core, req, &ir),
+        Fsctl::PIPE_TRANSCEIVE | Fsctl::PIPE_PEEK | Fsctl::PIPE_WAIT => {
+            Err(NtStatus::NOT_SUPPORTED)
+        }
         c if (c.0 >> 16) == DEVICE_FILE_SYSTEM => {
             opens::find(core, req, ir.file_id)?;
             Err(NtStatus::INVALID_DEVICE_REQUEST)
         }
         _ => Err(NtStatus::NOT_SUPPORTED),
     }
+}
+
+/// [MS-SMB2] 3.3.5.15.11: the server's network interfaces (FileId must be
+/// all ones; the list is what the driver found at start-up).
+fn network_interfaces(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Reply, NtStatus> {
+    if !ir.file_id.is_any() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let list = core.server.interfaces();
+    if list.is_empty() {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    let mut out = Vec::with_capacity(152 * list.len());
+    NetworkInterfaceInfo::encode_list(&list, &mut out);
+    if out.len() > ir.max_output_response as usize {
+        return Err(NtStatus::BUFFER_TOO_SMALL);
+    }
+    Ok(Reply::ok(response(ir, &out)))
+}
+
+/// [MS-FSCC] 2.3.7/2.3.19: FILE_OBJECTID_BUFFER. ringshare stores no object
+/// ids; it derives a stable one from the file's device and inode, so it is
+/// the same for every open of the file and for its whole life.
+fn object_id(core: &mut ConnCore, req: &Req<'_>, ir: &IoctlRequest<'_>) -> Result<Reply, NtStatus> {
+    let open = opens::find(core, req, ir.file_id)?;
+    if ir.max_output_response < 64 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let mut oid = [0u8; 16];
+    oid[..8].copy_from_slice(&open.key.ino.to_le_bytes());
+    oid[8..].copy_from_slice(&open.key.dev.to_le_bytes());
+    let mut volume = [0u8; 16];
+    volume[..8].copy_from_slice(&open.key.dev.to_le_bytes());
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&oid); // ObjectId
+    out.extend_from_slice(&volume); // BirthVolumeId
+    out.extend_from_slice(&oid); // BirthObjectId
+    out.extend_from_slice(&[0u8; 16]); // DomainId
+    Ok(Reply::ok(response(ir, &out)))
 }
 
 /// An IOCTL response body carrying `output`.
