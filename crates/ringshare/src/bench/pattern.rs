@@ -30,8 +30,8 @@ pub fn first_mismatch(seed: u64, offset: u64, data: &[u8]) -> Option<u64> {
         let w = word(seed, at / 8).to_le_bytes();
         let from = (at % 8) as usize;
         let n = (8 - from).min(data.len() - i);
-        if data[i..i + n] != w[from..from + n] {
-            return Some(at);
+        if let Some(k) = (0..n).find(|&k| data[i + k] != w[from + k]) {
+            return Some(at + k as u64);
         }
         i += n;
     }
