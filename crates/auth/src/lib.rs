@@ -17,6 +17,10 @@ use md4::{Digest, Md4};
 pub trait UserLookup {
     /// NT hash (MD4 of UTF-16LE password) of an enabled account, matched case-insensitively.
     fn nt_hash(&self, user: &str) -> Option<[u8; 16]>;
+    /// The Unix uid of an account, when the user database records one.
+    fn uid(&self, _user: &str) -> Option<u32> {
+        None
+    }
 }
 
 /// The NT one-way function: MD4 of the UTF-16LE password ([MS-NLMP] 3.3.1).

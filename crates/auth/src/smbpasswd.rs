@@ -317,6 +317,10 @@ impl crate::UserLookup for SmbPasswd {
             .filter(|e| !e.disabled())
             .and_then(|e| e.nt_hash)
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.get(user).map(|e| e.uid)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod access;
+mod acl;
 mod cmd;
 mod conn;
 pub mod credits;

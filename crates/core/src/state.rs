@@ -28,6 +28,8 @@ pub(crate) struct Session {
     /// A SESSION_SETUP exchange in progress (first setup or re-authentication).
     pub auth: Option<Box<ServerAuth>>,
     pub user: String,
+    /// The user's Unix uid from the user database (for the access token).
+    pub uid: Option<u32>,
     pub is_guest: bool,
     pub is_anonymous: bool,
     pub signing_key: Option<SigningKey>,

@@ -339,11 +339,17 @@ fn tree_disconnect_closes_its_opens_and_runs_delete_on_close() {
 }
 
 #[test]
-fn ipc_create_is_not_supported_for_now() {
+fn ipc_create_opens_the_rpc_pipes_and_refuses_other_names() {
     let mut c = Client::new();
     let ipc = c.tree_connect("IPC$");
+    assert!(c
+        .create_on(ipc, "srvsvc", GENERIC_READ, SHARE_ALL, D::OPEN, 0)
+        .is_ok());
+    assert!(c
+        .create_on(ipc, "wkssvc", GENERIC_READ, SHARE_ALL, D::OPEN, 0)
+        .is_ok());
     assert_eq!(
-        c.create_on(ipc, "srvsvc", GENERIC_READ, SHARE_ALL, D::OPEN, 0),
-        Err(NtStatus::NOT_SUPPORTED)
+        c.create_on(ipc, "lsarpc", GENERIC_READ, SHARE_ALL, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
     );
 }

@@ -343,6 +343,11 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()>;
     /// Change permission bits.
     fn set_mode(&self, mode: u32) -> FsResult<()>;
+    /// Give the file to a user (its owner uid). Backends that cannot (or a
+    /// server without the privilege) report the error; callers may ignore it.
+    fn set_owner(&self, _uid: u32) -> FsResult<()> {
+        Ok(())
+    }
     /// All entries of this directory, excluding `.` and `..`, in a stable order.
     /// `NotADirectory` for files.
     fn read_dir(&self) -> FsResult<Vec<DirEntry>>;

@@ -70,6 +70,7 @@ struct Inode {
     data: Vec<u8>,
     children: BTreeMap<String, u64>,
     mode: u32,
+    uid: u32,
     atime: UnixNanos,
     mtime: UnixNanos,
     ctime: UnixNanos,
@@ -168,6 +169,7 @@ impl State {
                 data: Vec::new(),
                 children: BTreeMap::new(),
                 mode: mode & 0o7777,
+                uid: 0,
                 atime: now,
                 mtime: now,
                 ctime: now,
@@ -252,7 +254,7 @@ impl State {
             size,
             alloc_size: size.max(i.allocation).div_ceil(BLOCK_SIZE) * BLOCK_SIZE,
             mode: i.mode,
-            uid: 0,
+            uid: i.uid,
             gid: 0,
             nlink,
             ino,
@@ -773,6 +775,16 @@ impl Node for MemNode {
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
         i.mode = mode & 0o7777;
+        i.ctime = now;
+        Ok(())
+    }
+
+    fn set_owner(&self, uid: u32) -> FsResult<()> {
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        i.uid = uid;
         i.ctime = now;
         Ok(())
     }

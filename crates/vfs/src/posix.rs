@@ -854,6 +854,22 @@ impl Node for PosixNode {
         }
     }
 
+    fn set_owner(&self, uid: u32) -> FsResult<()> {
+        self.check_writable_share()?;
+        let owner = Some(rustix::fs::Uid::from_raw(uid));
+        match rustix::fs::fchown(&self.fd, owner, None) {
+            Err(Errno::BADF) => rustix::fs::chownat(
+                CWD,
+                proc_path(self.fd.as_fd(), None),
+                owner,
+                None,
+                AtFlags::empty(),
+            )
+            .map_err(fd_errno_to_fs),
+            r => r.map_err(fd_errno_to_fs),
+        }
+    }
+
     /// `copy_file_range(2)` (the kernel may share extents or copy in place);
     /// when it cannot (other filesystem, overlapping ranges of one file, a
     /// descriptor it refuses) the rest goes through the bounded buffer.

@@ -26,6 +26,7 @@ use ringshare_wire::security::{SecurityDescriptor, SE_DACL_PRESENT};
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
+use crate::acl;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
@@ -178,6 +179,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let created = opened.created;
     let node: Arc<dyn Node> = Arc::from(opened.node);
     let attr = node.stat().map_err(status_of)?;
+    if !created {
+        // A descriptor a client stored is enforced ([MS-DTYP] 2.5.3.2).
+        if let Some(stored) = node.get_security_descriptor().map_err(status_of)? {
+            let sd = SecurityDescriptor::decode(&stored)
+                .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+            let session = core
+                .sessions
+                .get(&req.session_id)
+                .ok_or(NtStatus::USER_SESSION_DELETED)?;
+            let token =
+                acl::Token::for_session(session.uid, !(session.is_guest || session.is_anonymous));
+            let maximum = cr.desired_access.0 & access::MAXIMUM_ALLOWED != 0;
+            let wanted = explicit | if truncate { FILE_WRITE_DATA } else { 0 };
+            granted &= acl::check(&sd, &token, wanted, maximum)?;
+        }
+    }
     let is_dir = attr.is_dir();
     if delete_on_close && is_dir && !created && !node.read_dir().map_err(status_of)?.is_empty() {
         return Err(NtStatus::DIRECTORY_NOT_EMPTY);
@@ -242,6 +259,21 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         node.set_dos_attributes(attrs_asked | fileinfo::ATTR_DIRECTORY)
             .map_err(|e| leave(status_of(e)))?;
     }
+    if created {
+        // The creator owns what it creates, as on Windows and Samba: the
+        // POSIX owner becomes the session user's uid (when the server may
+        // change owners; otherwise the file stays the server's).
+        if let Some(uid) = core.sessions.get(&req.session_id).and_then(|s| s.uid) {
+            if let Err(e) = node.set_owner(uid) {
+                tracing::debug!("cannot give a new file to uid {uid}: {e}");
+            }
+        }
+    }
+    let attr = if created {
+        node.stat().map_err(|e| leave(status_of(e)))?
+    } else {
+        attr
+    };
     if let (true, Some(given)) = (created, &sd_given) {
         store_initial_sd(node.as_ref(), &attr, given).map_err(leave)?;
     }

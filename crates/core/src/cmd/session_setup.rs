@@ -85,6 +85,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 valid: false,
                 auth: None,
                 user: String::new(),
+                uid: None,
                 is_guest: false,
                 is_anonymous: false,
                 signing_key: None,
@@ -197,6 +198,7 @@ fn finish(
     session_key: Option<[u8; 16]>,
 ) -> Result<Reply, NtStatus> {
     let policy = core.server.config.signing;
+    let users = core.server.users.clone();
     let client_requires = (client_security_mode
         | core
             .negotiated
@@ -257,6 +259,11 @@ fn finish(
         session.signing_key = None;
         session.signing_required = false;
     }
+    session.uid = if guest || anonymous {
+        None
+    } else {
+        users.uid(&user)
+    };
     session.user = user;
     session.is_guest = guest;
     session.is_anonymous = anonymous;

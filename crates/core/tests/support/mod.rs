@@ -43,7 +43,14 @@ impl UserLookup for Users {
         user.eq_ignore_ascii_case("alice")
             .then(|| ringshare_auth::nt_hash("secret"))
     }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        user.eq_ignore_ascii_case("alice").then_some(ALICE_UID)
+    }
 }
+
+/// alice's Unix uid in the test user database.
+pub const ALICE_UID: u32 = 1000;
 
 /// A counter-driven byte source: deterministic, never repeating within a test.
 struct CountingEntropy(u64);

@@ -1,0 +1,206 @@
+//! Access checks against a stored Windows security descriptor ([MS-DTYP]
+//! 2.5.3.2, simplified: no privileges, no object ACEs, no conditional ACEs).
+//!
+//! ringshare runs every file operation as the server's own Unix account, so
+//! the POSIX permissions of that account decide what can happen on disk.
+//! When a client has stored a security descriptor on a file (CREATE with a
+//! SecD context, or SET_INFO), that descriptor's DACL is enforced on every
+//! later CREATE as Windows would: a NULL or absent DACL allows everything, an
+//! empty DACL allows nothing (but the owner's implicit READ_CONTROL and
+//! WRITE_DAC), ACEs are applied in order, a deny ACE wins over a later allow.
+//!
+//! A session's token: the user's Unix SID (S-1-22-1-uid, the uid recorded in
+//! the smbpasswd file), Everyone, and Authenticated Users for a user logon.
+
+use ringshare_wire::security::{AceType, SecurityDescriptor, Sid, INHERIT_ONLY_ACE};
+use ringshare_wire::NtStatus;
+
+use crate::access::{map_generic, FILE_ALL_ACCESS};
+
+/// READ_CONTROL | WRITE_DAC: what an owner may always do.
+const OWNER_RIGHTS: u32 = 0x0002_0000 | 0x0004_0000;
+/// ACCESS_SYSTEM_SECURITY is a privilege, not a DACL right.
+const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
+
+/// The identities a session acts as.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Token {
+    pub sids: Vec<Sid>,
+}
+
+impl Token {
+    pub fn for_session(uid: Option<u32>, authenticated: bool) -> Token {
+        let mut sids = vec![Sid::everyone()];
+        if let Some(uid) = uid {
+            sids.push(Sid::unix_user(uid));
+        }
+        if authenticated {
+            sids.push(Sid::authenticated_users());
+        }
+        Token { sids }
+    }
+
+    fn has(&self, sid: &Sid) -> bool {
+        self.sids.contains(sid)
+    }
+}
+
+/// Rights the descriptor grants `token` (generic bits mapped).
+pub(crate) fn granted(sd: &SecurityDescriptor, token: &Token) -> u32 {
+    let Some(dacl) = &sd.dacl else {
+        // No DACL, or a NULL DACL: no protection.
+        return FILE_ALL_ACCESS;
+    };
+    let mut allowed = 0u32;
+    let mut denied = 0u32;
+    if sd.owner.as_ref().is_some_and(|o| token.has(o)) {
+        allowed |= OWNER_RIGHTS;
+    }
+    for ace in &dacl.aces {
+        if ace.flags & INHERIT_ONLY_ACE != 0 {
+            continue;
+        }
+        let (Some(sid), Some(mask)) = (ace.sid(), ace.mask()) else {
+            continue;
+        };
+        if !token.has(sid) {
+            continue;
+        }
+        let mask = map_generic(mask.0);
+        if ace.ace_type == AceType::ACCESS_ALLOWED {
+            allowed |= mask & !denied;
+        } else if ace.ace_type == AceType::ACCESS_DENIED {
+            denied |= mask & !allowed;
+        }
+    }
+    allowed & !denied
+}
+
+/// Check `desired` (generic bits already mapped) against the descriptor.
+/// With MAXIMUM_ALLOWED the result is everything granted; otherwise exactly
+/// `desired`, or ACCESS_DENIED when any bit of it is not granted.
+pub(crate) fn check(
+    sd: &SecurityDescriptor,
+    token: &Token,
+    desired: u32,
+    maximum_allowed: bool,
+) -> Result<u32, NtStatus> {
+    let have = granted(sd, token);
+    let wanted = desired & !ACCESS_SYSTEM_SECURITY;
+    if wanted & !have != 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(if maximum_allowed {
+        have | wanted
+    } else {
+        desired
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_wire::consts::AccessMask;
+    use ringshare_wire::security::{Ace, Acl, SE_DACL_PRESENT};
+
+    const READ: u32 = 0x0012_0089;
+    const WRITE_DATA: u32 = 0x2;
+
+    fn sd(aces: Option<Vec<Ace>>) -> SecurityDescriptor {
+        SecurityDescriptor {
+            control: SE_DACL_PRESENT,
+            rm_control: 0,
+            owner: Some(Sid::unix_user(0)),
+            group: None,
+            sacl: None,
+            dacl: aces.map(|aces| Acl { revision: 2, aces }),
+        }
+    }
+
+    fn alice() -> Token {
+        Token::for_session(Some(1000), true)
+    }
+
+    #[test]
+    fn a_null_dacl_allows_everything() {
+        assert!(check(&sd(None), &alice(), FILE_ALL_ACCESS, false).is_ok());
+    }
+
+    #[test]
+    fn an_empty_dacl_denies_everything_but_the_owners_implicit_rights() {
+        let empty = sd(Some(vec![]));
+        assert_eq!(
+            check(&empty, &alice(), READ, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        let owner = Token::for_session(Some(0), true);
+        assert!(check(&empty, &owner, OWNER_RIGHTS, false).is_ok());
+        assert_eq!(
+            check(&empty, &owner, WRITE_DATA, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+    }
+
+    #[test]
+    fn an_allow_ace_for_everyone_grants_its_mask_only() {
+        let d = sd(Some(vec![Ace::allow(Sid::everyone(), AccessMask(READ), 0)]));
+        assert!(check(&d, &alice(), READ, false).is_ok());
+        assert_eq!(
+            check(&d, &alice(), WRITE_DATA, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert_eq!(check(&d, &alice(), 0, true), Ok(READ));
+    }
+
+    #[test]
+    fn a_deny_ace_before_an_allow_ace_wins() {
+        let d = sd(Some(vec![
+            Ace::deny(Sid::unix_user(1000), AccessMask(WRITE_DATA), 0),
+            Ace::allow(Sid::everyone(), AccessMask(FILE_ALL_ACCESS), 0),
+        ]));
+        assert_eq!(
+            check(&d, &alice(), WRITE_DATA, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert!(check(&d, &alice(), READ, false).is_ok());
+        let bob = Token::for_session(Some(1001), true);
+        assert!(check(&d, &bob, WRITE_DATA, false).is_ok());
+    }
+
+    #[test]
+    fn a_creator_owner_ace_on_an_object_applies_to_nobody() {
+        let d = sd(Some(vec![Ace::allow(
+            Sid::creator_owner(),
+            AccessMask(FILE_ALL_ACCESS),
+            0,
+        )]));
+        assert_eq!(
+            check(&d, &alice(), WRITE_DATA, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+    }
+
+    #[test]
+    fn inherit_only_aces_do_not_apply_to_the_object_itself() {
+        let a = Ace::allow(
+            Sid::everyone(),
+            AccessMask(FILE_ALL_ACCESS),
+            INHERIT_ONLY_ACE,
+        );
+        let d = sd(Some(vec![a]));
+        assert_eq!(
+            check(&d, &alice(), READ, false),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+    }
+
+    #[test]
+    fn generic_rights_in_aces_are_mapped() {
+        let d = sd(Some(vec![Ace::allow(
+            Sid::everyone(),
+            AccessMask(0x8000_0000),
+            0,
+        )]));
+        assert!(check(&d, &alice(), READ, false).is_ok());
+    }
+}
