@@ -489,7 +489,12 @@ impl ClientConn {
             process_id: PROCESS_ID,
             tree_id: if with_tree { self.tree_id } else { 0 },
         };
-        let sign = self.signs_requests() && command != Command::SESSION_SETUP;
+        // [MS-SMB2] 3.2.4.1.1: a 3.1.1 TREE_CONNECT is always signed (unless sealed).
+        let tcon_311 = command == Command::TREE_CONNECT
+            && self.dialect == Some(Dialect::SMB3_1_1)
+            && self.signing_key.is_some()
+            && !self.encrypting;
+        let sign = (self.signs_requests() || tcon_311) && command != Command::SESSION_SETUP;
         if sign {
             hdr.flags.insert(HeaderFlags::SIGNED);
         }

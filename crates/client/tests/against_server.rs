@@ -92,6 +92,18 @@ fn negotiates_every_dialect_and_moves_data() {
 }
 
 #[test]
+fn a_3_1_1_tree_connect_is_signed_even_without_signing() {
+    let p = Pair::ready(options(Dialect::SMB3_1_1), SigningPolicy::IfRequired);
+    let tcon = p
+        .sent
+        .iter()
+        .find(|f| u16::from_le_bytes([f[12], f[13]]) == Command::TREE_CONNECT.0)
+        .expect("a TREE_CONNECT was sent");
+    assert_ne!(tcon[16] & 0x08, 0, "SIGNED flag");
+    assert!(!p.client.is_signing());
+}
+
+#[test]
 fn offering_all_dialects_picks_3_1_1() {
     let mut opts = options(Dialect::SMB3_1_1);
     opts.dialects = ALL_DIALECTS.to_vec();

@@ -27,6 +27,50 @@ fn cpu_of(path: &str) -> Option<f64> {
     cpu_seconds_from_stat(&std::fs::read_to_string(path).ok()?)
 }
 
+/// (ppid, utime + stime + cutime + cstime in seconds) from a stat line.
+fn ppid_and_tree_cpu(stat: &str) -> Option<(u32, f64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = f.get(1)?.parse().ok()?;
+    let mut t = 0.0;
+    for i in 11..15 {
+        t += f.get(i)?.parse::<f64>().ok()?;
+    }
+    Some((ppid, t / USER_HZ))
+}
+
+/// CPU of a server and of every process it forked (Samba serves each
+/// connection in a child): live descendants plus the children already reaped.
+fn server_cpu(pid: u32) -> Option<f64> {
+    let own = ppid_and_tree_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?.1;
+    let mut procs = Vec::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some((ppid, t)) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| ppid_and_tree_cpu(&s))
+        {
+            procs.push((p, ppid, t));
+        }
+    }
+    let mut tree = vec![pid];
+    let mut total = own;
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        for &(p, ppid, t) in &procs {
+            if ppid == parent && !tree.contains(&p) {
+                tree.push(p);
+                total += t;
+            }
+        }
+        i += 1;
+    }
+    Some(total)
+}
+
 /// CPU seconds used so far by this process and by the server.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuSample {
@@ -38,7 +82,7 @@ impl CpuSample {
     pub fn take(server_pid: Option<u32>) -> CpuSample {
         CpuSample {
             client_s: cpu_of("/proc/self/stat").unwrap_or(0.0),
-            server_s: server_pid.and_then(|p| cpu_of(&format!("/proc/{p}/stat"))),
+            server_s: server_pid.and_then(server_cpu),
         }
     }
 }
