@@ -593,7 +593,8 @@ impl Connection {
         self.verify_signature(req, false)?;
         match cmd_id {
             Command::LOGOFF => {
-                return cmd::session_setup::logoff(&mut self.core, req).map(Handled::Reply)
+                self.settle_waiting_locks(req.session_id);
+                return cmd::session_setup::logoff(&mut self.core, req).map(Handled::Reply);
             }
             Command::ECHO => return cmd::echo::handle(req).map(Handled::Reply),
             Command::TREE_CONNECT => {
@@ -929,6 +930,33 @@ impl Connection {
             if let Some(op) = self.async_ops.remove(&id) {
                 self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
             }
+        }
+    }
+
+    /// Before a LOGOFF closes a session's files: close the ones no blocking
+    /// lock waits on first, and give the waiting locks one last try, as a
+    /// server closing the files one by one would (Windows and Samba answer a
+    /// lock that became grantable this way with success).
+    fn settle_waiting_locks(&mut self, session_id: u64) {
+        let waiting: Vec<(u64, u64)> = self
+            .async_ops
+            .iter()
+            .filter_map(|(id, op)| match &op.work {
+                cmd::AsyncWork::Lock(p) if op.session_id == session_id => Some((*id, p.open_id)),
+                _ => None,
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let server = self.core.server.clone();
+        if let Some(session) = self.core.sessions.get_mut(&session_id) {
+            crate::opens::close_where(&server, session, |o| {
+                !waiting.iter().any(|(_, open)| *open == o.id)
+            });
+        }
+        for (id, _) in waiting {
+            self.poll_async(id);
         }
     }
 

@@ -239,3 +239,36 @@ fn a_related_member_after_one_with_an_unknown_session_is_invalid_parameter() {
         [NtStatus::USER_SESSION_DELETED, NtStatus::INVALID_PARAMETER]
     );
 }
+
+#[test]
+fn logoff_grants_a_lock_waiting_on_a_handle_of_the_same_session_before_closing_it() {
+    const EXCLUSIVE: u32 = 2;
+    let mut c = Client::new();
+    c.put_file("cancel-logoff", &[0u8; 200]);
+    let h1 = c
+        .create("cancel-logoff", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    let h2 = c
+        .create("cancel-logoff", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(
+        c.lock(h1, &[(100, 10, EXCLUSIVE)]).status(),
+        NtStatus::SUCCESS
+    );
+    let interim = c.lock(h2, &[(100, 10, EXCLUSIVE)]);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    let tree = c.tree_id;
+    let m = c.message(Command::LOGOFF, tree, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0])
+    });
+    let rs = c.send_frame(m);
+    let waiting = rs
+        .iter()
+        .find(|r| r.hdr.command == Command::LOCK)
+        .expect("the waiting lock is answered");
+    assert_eq!(waiting.status(), NtStatus::SUCCESS);
+    assert_eq!(waiting.hdr.async_id(), interim.hdr.async_id());
+    assert!(rs
+        .iter()
+        .any(|r| r.hdr.command == Command::LOGOFF && r.status() == NtStatus::SUCCESS));
+}

@@ -31,7 +31,7 @@ const FAIL_IMMEDIATELY: u32 = LockFlags::FAIL_IMMEDIATELY.bits();
 /// A blocking lock waiting for its range.
 pub(crate) struct PendingLock {
     pub retry_at_ms: u64,
-    open_id: u64,
+    pub open_id: u64,
     lock: ByteRangeLock,
 }
 
