@@ -19,6 +19,10 @@ use crate::access::{map_generic, FILE_ALL_ACCESS};
 
 /// READ_CONTROL | WRITE_DAC: what an owner may always do.
 const OWNER_RIGHTS: u32 = 0x0002_0000 | 0x0004_0000;
+/// DELETE.
+pub(crate) const DELETE: u32 = 0x0001_0000;
+/// FILE_DELETE_CHILD: a directory right that lets its holder delete entries.
+pub(crate) const FILE_DELETE_CHILD: u32 = 0x0000_0040;
 /// ACCESS_SYSTEM_SECURITY is a privilege, not a DACL right.
 const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
 
@@ -79,13 +83,17 @@ pub(crate) fn granted(sd: &SecurityDescriptor, token: &Token) -> u32 {
 /// Check `desired` (generic bits already mapped) against the descriptor.
 /// With MAXIMUM_ALLOWED the result is everything granted; otherwise exactly
 /// `desired`, or ACCESS_DENIED when any bit of it is not granted.
+///
+/// `extra` are rights granted from elsewhere (DELETE through the parent
+/// directory's FILE_DELETE_CHILD, [MS-FSA] 2.1.5.1.2.1).
 pub(crate) fn check(
     sd: &SecurityDescriptor,
     token: &Token,
     desired: u32,
     maximum_allowed: bool,
+    extra: u32,
 ) -> Result<u32, NtStatus> {
-    let have = granted(sd, token);
+    let have = granted(sd, token) | extra;
     let wanted = desired & !ACCESS_SYSTEM_SECURITY;
     if wanted & !have != 0 {
         return Err(NtStatus::ACCESS_DENIED);
@@ -123,20 +131,20 @@ mod tests {
 
     #[test]
     fn a_null_dacl_allows_everything() {
-        assert!(check(&sd(None), &alice(), FILE_ALL_ACCESS, false).is_ok());
+        assert!(check(&sd(None), &alice(), FILE_ALL_ACCESS, false, 0).is_ok());
     }
 
     #[test]
     fn an_empty_dacl_denies_everything_but_the_owners_implicit_rights() {
         let empty = sd(Some(vec![]));
         assert_eq!(
-            check(&empty, &alice(), READ, false),
+            check(&empty, &alice(), READ, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
         let owner = Token::for_session(Some(0), true);
-        assert!(check(&empty, &owner, OWNER_RIGHTS, false).is_ok());
+        assert!(check(&empty, &owner, OWNER_RIGHTS, false, 0).is_ok());
         assert_eq!(
-            check(&empty, &owner, WRITE_DATA, false),
+            check(&empty, &owner, WRITE_DATA, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
     }
@@ -144,12 +152,12 @@ mod tests {
     #[test]
     fn an_allow_ace_for_everyone_grants_its_mask_only() {
         let d = sd(Some(vec![Ace::allow(Sid::everyone(), AccessMask(READ), 0)]));
-        assert!(check(&d, &alice(), READ, false).is_ok());
+        assert!(check(&d, &alice(), READ, false, 0).is_ok());
         assert_eq!(
-            check(&d, &alice(), WRITE_DATA, false),
+            check(&d, &alice(), WRITE_DATA, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
-        assert_eq!(check(&d, &alice(), 0, true), Ok(READ));
+        assert_eq!(check(&d, &alice(), 0, true, 0), Ok(READ));
     }
 
     #[test]
@@ -159,12 +167,12 @@ mod tests {
             Ace::allow(Sid::everyone(), AccessMask(FILE_ALL_ACCESS), 0),
         ]));
         assert_eq!(
-            check(&d, &alice(), WRITE_DATA, false),
+            check(&d, &alice(), WRITE_DATA, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
-        assert!(check(&d, &alice(), READ, false).is_ok());
+        assert!(check(&d, &alice(), READ, false, 0).is_ok());
         let bob = Token::for_session(Some(1001), true);
-        assert!(check(&d, &bob, WRITE_DATA, false).is_ok());
+        assert!(check(&d, &bob, WRITE_DATA, false, 0).is_ok());
     }
 
     #[test]
@@ -175,7 +183,7 @@ mod tests {
             0,
         )]));
         assert_eq!(
-            check(&d, &alice(), WRITE_DATA, false),
+            check(&d, &alice(), WRITE_DATA, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
     }
@@ -189,9 +197,19 @@ mod tests {
         );
         let d = sd(Some(vec![a]));
         assert_eq!(
-            check(&d, &alice(), READ, false),
+            check(&d, &alice(), READ, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
+    }
+
+    #[test]
+    fn delete_granted_through_the_parent_counts() {
+        let d = sd(Some(vec![]));
+        assert_eq!(
+            check(&d, &alice(), DELETE, false, 0),
+            Err(NtStatus::ACCESS_DENIED)
+        );
+        assert_eq!(check(&d, &alice(), DELETE, false, DELETE), Ok(DELETE));
     }
 
     #[test]
@@ -201,6 +219,6 @@ mod tests {
             AccessMask(0x8000_0000),
             0,
         )]));
-        assert!(check(&d, &alice(), READ, false).is_ok());
+        assert!(check(&d, &alice(), READ, false, 0).is_ok());
     }
 }

@@ -93,3 +93,28 @@ fn files_without_a_stored_descriptor_are_not_restricted_by_acls() {
         .create("plain", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
         .is_ok());
 }
+
+#[test]
+fn a_dacl_denying_delete_still_lets_a_user_delete_through_the_parent_directory() {
+    const DELETE_ON_CLOSE: u32 = 0x1000;
+    let mut c = Client::new();
+    let f = c
+        .create("victim", READ_CONTROL | WRITE_DAC, D::CREATE, 0)
+        .unwrap();
+    assert_eq!(
+        c.set_info_additional(f, INFO_SECURITY, DACL_SECURITY_INFORMATION, &dacl(vec![]))
+            .status(),
+        NtStatus::SUCCESS
+    );
+    c.close(f);
+    let d = c
+        .create("victim", DELETE, D::OPEN, DELETE_ON_CLOSE)
+        .expect("DELETE comes from the parent");
+    c.close(d);
+    assert!(
+        c.mem
+            .stat(&RelPath::from_components(["victim"]).unwrap())
+            .is_err(),
+        "deleted"
+    );
+}

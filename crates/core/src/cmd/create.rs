@@ -192,7 +192,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 acl::Token::for_session(session.uid, !(session.is_guest || session.is_anonymous));
             let maximum = cr.desired_access.0 & access::MAXIMUM_ALLOWED != 0;
             let wanted = explicit | if truncate { FILE_WRITE_DATA } else { 0 };
-            granted &= acl::check(&sd, &token, wanted, maximum)?;
+            let extra = if wanted & acl::DELETE != 0 && acl::granted(&sd, &token) & acl::DELETE == 0
+            {
+                parent_delete_child(backend, &path, &token)
+            } else {
+                0
+            };
+            granted &= acl::check(&sd, &token, wanted, maximum, extra)?;
         }
     }
     let is_dir = attr.is_dir();
@@ -356,6 +362,28 @@ fn store_initial_sd(
     match node.set_security_descriptor(&fileinfo::stored_security_descriptor(&merged)?) {
         Ok(()) | Err(FsError::Other(EOPNOTSUPP)) => Ok(()),
         Err(e) => Err(status_of(e)),
+    }
+}
+
+/// DELETE when the parent directory grants FILE_DELETE_CHILD ([MS-FSA]
+/// 2.1.5.1.2.1); a parent without a stored descriptor grants it.
+fn parent_delete_child(backend: &dyn Share, path: &RelPath, token: &acl::Token) -> u32 {
+    let Some(parent) = path.parent() else {
+        return 0;
+    };
+    let mut opts = OpenOptions::read_existing();
+    opts.read = false;
+    opts.directory = true;
+    let Ok(dir) = backend.open(&parent, &opts) else {
+        return 0;
+    };
+    match dir.node.get_security_descriptor() {
+        Ok(None) => acl::DELETE,
+        Ok(Some(bytes)) => match SecurityDescriptor::decode(&bytes) {
+            Ok(sd) if acl::granted(&sd, token) & acl::FILE_DELETE_CHILD != 0 => acl::DELETE,
+            _ => 0,
+        },
+        Err(_) => 0,
     }
 }
 
