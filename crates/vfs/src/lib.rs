@@ -401,6 +401,67 @@ pub trait Node: Send + Sync + fmt::Debug {
         let _ = sd;
         Err(FsError::Other(EOPNOTSUPP))
     }
+
+    /// The Windows extended attributes ([MS-FSCC] 2.4.15) of this file as
+    /// `(NAME, value)` pairs, names upper case, in a stable order. Never
+    /// lists the backend's own metadata. The default has none.
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        Ok(Vec::new())
+    }
+
+    /// Set extended attribute `name` (matched case-insensitively, stored upper
+    /// case) to `value`; `None` or an empty value deletes it (deleting a
+    /// missing one is not an error). `InvalidName` unless
+    /// [`ea_name_is_valid`], `AccessDenied` for a name the backend keeps for
+    /// itself ([`ea_name_is_reserved`]), `NameTooLong` for a value past
+    /// [`EA_VALUE_LEN_MAX`]. The default cannot store any:
+    /// `Other(EOPNOTSUPP)`.
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        let _ = (name, value);
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+}
+
+/// Longest extended attribute name in bytes ([MS-FSCC] 2.4.15: EaNameLength is one byte).
+pub const EA_NAME_LEN_MAX: usize = 255;
+/// Largest extended attribute value in bytes (EaValueLength is two bytes).
+pub const EA_VALUE_LEN_MAX: usize = 65535;
+/// Prefix (compared case-insensitively) of the EA names a backend keeps for its own
+/// metadata (DOS attributes, NT ACL): a client can neither set nor see them.
+pub const EA_RESERVED_PREFIX: &str = "ringshare.";
+
+/// True for a name Windows accepts for an extended attribute ([MS-FSCC]
+/// 2.4.15, [MS-FSA] 2.1.5.1.2.1: FileFullEaInformation names): 1 to
+/// [`EA_NAME_LEN_MAX`] ASCII bytes without control characters or any of
+/// `"*/:<>?\|`.
+pub fn ea_name_is_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= EA_NAME_LEN_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii() && !b.is_ascii_control() && !b"\"*/:<>?\\|".contains(&b))
+}
+
+/// True for a name in the backend's own namespace ([`EA_RESERVED_PREFIX`]).
+pub fn ea_name_is_reserved(name: &str) -> bool {
+    name.get(..EA_RESERVED_PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(EA_RESERVED_PREFIX))
+}
+
+/// The checks every backend's [`Node::set_ea`] makes first; returns the name
+/// as stored (upper case) and the value, `None` for a delete.
+pub fn check_ea<'v>(name: &str, value: Option<&'v [u8]>) -> FsResult<(String, Option<&'v [u8]>)> {
+    if !ea_name_is_valid(name) {
+        return Err(FsError::InvalidName);
+    }
+    if ea_name_is_reserved(name) {
+        return Err(FsError::AccessDenied);
+    }
+    let value = value.filter(|v| !v.is_empty());
+    if value.is_some_and(|v| v.len() > EA_VALUE_LEN_MAX) {
+        return Err(FsError::NameTooLong);
+    }
+    Ok((name.to_ascii_uppercase(), value))
 }
 
 /// errno EOPNOTSUPP: what [`Node::set_security_descriptor`]'s default reports.

@@ -18,8 +18,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{
-    DirEntry, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions, Opened,
-    RelPath, SetTimes, Share, UnixNanos,
+    check_ea, DirEntry, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions,
+    Opened, RelPath, SetTimes, Share, UnixNanos,
 };
 
 /// Capacity of a share made with [`MemShare::new`]: 1 GiB of file data.
@@ -78,6 +78,8 @@ struct Inode {
     dos: Option<u32>,
     /// A stored Windows security descriptor (self-relative bytes).
     ntacl: Option<Vec<u8>>,
+    /// Extended attributes (upper-case name, value) in the order first set.
+    eas: Vec<(String, Vec<u8>)>,
     allocation: u64,
     /// False once unlinked; the inode lives on while nodes have it open.
     linked: bool,
@@ -176,6 +178,7 @@ impl State {
                 btime: now,
                 dos: None,
                 ntacl: None,
+                eas: Vec::new(),
                 allocation: 0,
                 linked: true,
                 opens: 0,
@@ -800,6 +803,34 @@ impl Node for MemNode {
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
         i.ntacl = Some(sd.to_vec());
+        i.ctime = now;
+        Ok(())
+    }
+
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        let st = lock(&self.state);
+        Ok(st.inode(self.ino)?.eas.clone())
+    }
+
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        let (name, value) = check_ea(name, value)?;
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        let at = i.eas.iter().position(|(n, _)| *n == name);
+        match (at, value) {
+            (Some(k), Some(v)) => {
+                if let Some(e) = i.eas.get_mut(k) {
+                    e.1 = v.to_vec();
+                }
+            }
+            (Some(k), None) => {
+                i.eas.remove(k);
+            }
+            (None, Some(v)) => i.eas.push((name, v.to_vec())),
+            (None, None) => return Ok(()),
+        }
         i.ctime = now;
         Ok(())
     }

@@ -9,6 +9,8 @@
 //!
 //! DOS attributes live in the xattr `user.ringshare.dosattrib` (4 bytes, little endian).
 //! A Windows security descriptor set by a client lives in `user.ringshare.ntacl` (self-relative).
+//! A client's extended attribute `NAME` lives in the xattr `user.NAME`, as Samba stores
+//! them; the `user.ringshare.*` xattrs are never listed as EAs nor writable as EAs.
 //! Xattr calls on `O_PATH` fds (stat-only opens) and on directory entries go through
 //! `/proc/self/fd/<fd>[/<name>]`: the fd was already resolved beneath the root and the
 //! name is a single component, so this reaches nothing new.
@@ -26,8 +28,8 @@ use rustix::fs::{
 use rustix::io::Errno;
 
 use crate::{
-    DirEntry, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions, Opened,
-    RelPath, SetTimes, Share, UnixNanos,
+    check_ea, ea_name_is_reserved, ea_name_is_valid, DirEntry, FileAttr, FileKind, FsError,
+    FsResult, FsStat, Node, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, UnixNanos,
 };
 
 /// Name of the xattr holding DOS attributes.
@@ -37,6 +39,13 @@ pub const NTACL_XATTR: &str = "user.ringshare.ntacl";
 /// The largest security descriptor stored or read back (64 KiB, far above
 /// what an ACL with 16-bit sizes can need).
 const NTACL_SIZE_MAX: usize = 1 << 16;
+/// Prefix of the xattrs holding client extended attributes.
+const EA_XATTR_PREFIX: &str = "user.";
+/// The largest xattr name list read (the kernel's XATTR_LIST_MAX).
+const XATTR_LIST_SIZE_MAX: usize = 1 << 16;
+/// The largest xattr value read as an EA: one more than an EA can hold, so a
+/// longer value shows as too long instead of cut.
+const EA_XATTR_VALUE_SIZE_MAX: usize = crate::EA_VALUE_LEN_MAX + 1;
 
 /// How many times an open-or-create retries when the name appears or vanishes between
 /// the open and the exclusive create.
@@ -677,6 +686,84 @@ impl PosixNode {
     pub fn is_path_only(&self) -> bool {
         self.path_only
     }
+
+    /// Names of all xattrs of the file (empty where xattrs are unsupported).
+    fn xattr_names(&self) -> FsResult<Vec<String>> {
+        let fd = self.fd.as_fd();
+        let mut buf = vec![0u8; XATTR_LIST_SIZE_MAX];
+        let r = match rustix::fs::flistxattr(fd, &mut buf[..]) {
+            // O_PATH fd: go through its /proc link.
+            Err(Errno::BADF) => rustix::fs::listxattr(proc_path(fd, None), &mut buf[..]),
+            r => r,
+        };
+        let n = match r {
+            Ok(n) => n,
+            Err(e) if is_unsupported(e) => return Ok(Vec::new()),
+            Err(e) => return Err(fd_errno_to_fs(e)),
+        };
+        Ok(buf
+            .get(..n)
+            .unwrap_or_default()
+            .split(|b| *b == 0)
+            .filter_map(|s| std::str::from_utf8(s).ok())
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect())
+    }
+
+    /// The value of xattr `name` into `buf`; `None` when it is gone or too long.
+    fn xattr_value(&self, name: &str, buf: &mut [u8]) -> FsResult<Option<usize>> {
+        let fd = self.fd.as_fd();
+        let r = match rustix::fs::fgetxattr(fd, name, &mut *buf) {
+            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, &mut *buf),
+            r => r,
+        };
+        match r {
+            Ok(n) => Ok(Some(n)),
+            Err(Errno::NODATA | Errno::RANGE) => Ok(None),
+            Err(e) if is_unsupported(e) => Ok(None),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn xattr_set(&self, name: &str, value: &[u8]) -> FsResult<()> {
+        let fd = self.fd.as_fd();
+        let r = match rustix::fs::fsetxattr(fd, name, value, XattrFlags::empty()) {
+            Err(Errno::BADF) => {
+                rustix::fs::setxattr(proc_path(fd, None), name, value, XattrFlags::empty())
+            }
+            r => r,
+        };
+        r.map_err(ea_errno_to_fs)
+    }
+
+    /// Remove xattr `name`; one that is not there is not an error.
+    fn xattr_remove(&self, name: &str) -> FsResult<()> {
+        let fd = self.fd.as_fd();
+        let r = match rustix::fs::fremovexattr(fd, name) {
+            Err(Errno::BADF) => rustix::fs::removexattr(proc_path(fd, None), name),
+            r => r,
+        };
+        match r {
+            Ok(()) | Err(Errno::NODATA) => Ok(()),
+            Err(e) => Err(ea_errno_to_fs(e)),
+        }
+    }
+}
+
+/// Errors of storing an EA: "xattrs unsupported here" is `Other(EOPNOTSUPP)`
+/// whichever errno the filesystem chose; a name too long for an xattr is
+/// `NameTooLong`; a value the filesystem cannot hold is `NoSpace` or
+/// `Other(E2BIG)`.
+fn ea_errno_to_fs(e: Errno) -> FsError {
+    if is_unsupported(e) {
+        FsError::Other(crate::EOPNOTSUPP)
+    } else if e == Errno::RANGE {
+        // `user.` + the name is past XATTR_NAME_MAX.
+        FsError::NameTooLong
+    } else {
+        fd_errno_to_fs(e)
+    }
 }
 
 impl Node for PosixNode {
@@ -820,6 +907,52 @@ impl Node for PosixNode {
             r => r,
         }
         .map_err(fd_errno_to_fs)
+    }
+
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut buf = vec![0u8; EA_XATTR_VALUE_SIZE_MAX];
+        for xattr in self.xattr_names()? {
+            let Some(ea) = xattr.strip_prefix(EA_XATTR_PREFIX) else {
+                continue;
+            };
+            if !ea_name_is_valid(ea) || ea_name_is_reserved(ea) {
+                continue;
+            }
+            let name = ea.to_ascii_uppercase();
+            if out.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let Some(n) = self.xattr_value(&xattr, &mut buf)? else {
+                continue;
+            };
+            match buf.get(..n) {
+                Some(v) if !v.is_empty() && v.len() <= crate::EA_VALUE_LEN_MAX => {
+                    out.push((name, v.to_vec()))
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        let (name, value) = check_ea(name, value)?;
+        self.check_writable_share()?;
+        let stored = format!("{EA_XATTR_PREFIX}{name}");
+        // The same EA under another case (set by a tool other than us) goes.
+        for xattr in self.xattr_names()? {
+            let other_case = xattr
+                .strip_prefix(EA_XATTR_PREFIX)
+                .is_some_and(|ea| ea.eq_ignore_ascii_case(&name) && xattr != stored);
+            if other_case {
+                self.xattr_remove(&xattr)?;
+            }
+        }
+        match value {
+            Some(v) => self.xattr_set(&stored, v),
+            None => self.xattr_remove(&stored),
+        }
     }
 
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
