@@ -28,6 +28,10 @@ use ringshare_wire::framing;
 const RECV_BUF_LEN: usize = 64 * 1024;
 /// Frames larger than this are received into a buffer of their own.
 const DIRECT_FRAME_MIN: usize = RECV_BUF_LEN;
+/// Buffers of at least this size are kept for reuse (READ data, large frames).
+const POOL_BUF_MIN: usize = 64 * 1024;
+/// Bytes of idle buffers one worker keeps at most.
+const POOL_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Frames coalesced into one sendmsg at most.
 const SEND_BATCH_PARTS_MAX: usize = 512;
 
@@ -135,6 +139,40 @@ struct Worker {
     next_io: u64,
     listeners: Vec<SharedFd>,
     timer_armed: Option<u64>,
+    pool: BufPool,
+}
+
+/// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
+/// fault in and unmap fresh memory every time.
+#[derive(Default)]
+struct BufPool {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl BufPool {
+    /// An empty buffer with room for at least `cap` bytes.
+    fn take(&mut self, cap: usize) -> Vec<u8> {
+        if cap >= POOL_BUF_MIN {
+            if let Some(i) = self.bufs.iter().position(|b| b.capacity() >= cap) {
+                let b = self.bufs.swap_remove(i);
+                self.bytes -= b.capacity();
+                return b;
+            }
+        }
+        Vec::with_capacity(cap)
+    }
+
+    /// Keep a buffer for later if it is large and the pool has room.
+    fn give(&mut self, mut b: Vec<u8>) {
+        let cap = b.capacity();
+        if cap < POOL_BUF_MIN || self.bytes + cap > POOL_BYTES_MAX {
+            return;
+        }
+        b.clear();
+        self.bytes += cap;
+        self.bufs.push(b);
+    }
 }
 
 /// Run one worker until the server stops.
@@ -164,6 +202,7 @@ pub fn run_worker(
         next_io: 1,
         listeners: listeners.into_iter().map(Arc::new).collect(),
         timer_armed: None,
+        pool: BufPool::default(),
     };
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -333,13 +372,25 @@ impl Worker {
         }
         // Cut complete frames and feed them to the core.
         loop {
-            let Some(c) = self.conn_mut(slot, gen) else {
+            // Field access (not `conn_mut`) so that the buffer pool can be used below.
+            let Some(c) = self
+                .conns
+                .get_mut(slot as usize)
+                .and_then(Option::as_mut)
+                .filter(|c| c.gen == gen)
+            else {
                 return;
             };
             match &mut c.rx {
                 Rx::Large { frame, len } => {
                     if frame.len() < *len {
                         break;
+                    }
+                    // A pooled buffer may hold more than the frame: what came
+                    // after it goes back to the small-frame buffer.
+                    if frame.len() > *len {
+                        let after = frame.split_off(*len);
+                        c.buf.extend_from_slice(&after);
                     }
                     let f = std::mem::take(frame);
                     c.rx = Rx::Small;
@@ -363,7 +414,7 @@ impl Worker {
                         c.buf.drain(..4 + len);
                         c.conn.receive(t, frame);
                     } else if len > DIRECT_FRAME_MIN {
-                        let mut frame = Vec::with_capacity(len);
+                        let mut frame = self.pool.take(len);
                         frame.extend_from_slice(&c.buf[4..]);
                         c.buf.clear();
                         c.rx = Rx::Large { frame, len };
@@ -376,17 +427,6 @@ impl Worker {
             self.drain(slot);
         }
         self.drain(slot);
-        // A large frame receives exactly what it still lacks: reserve just that.
-        if let Some(c) = self.conn_mut(slot, gen) {
-            if let Rx::Large { frame, len } = &mut c.rx {
-                let want = *len - frame.len();
-                if frame.capacity() - frame.len() > want {
-                    let mut exact = Vec::with_capacity(*len);
-                    exact.extend_from_slice(frame);
-                    *frame = exact;
-                }
-            }
-        }
         self.arm_recv(slot);
     }
 
@@ -436,7 +476,13 @@ impl Worker {
         }
     }
 
-    fn on_send(&mut self, slot: u32, gen: u32, comp: Completion) {
+    fn on_send(&mut self, slot: u32, gen: u32, mut comp: Completion) {
+        if let Some(b) = comp.take_buf() {
+            self.pool.give(b);
+        }
+        for b in comp.bufs.take().unwrap_or_default() {
+            self.pool.give(b);
+        }
         let Some(c) = self.conn_mut(slot, gen) else {
             return;
         };
@@ -468,7 +514,7 @@ impl Worker {
         let kind = match req.op {
             IoOp::Read { offset, len } => {
                 self.ring
-                    .read_at(&fd, Vec::with_capacity(len), len, offset, tok);
+                    .read_at(&fd, self.pool.take(len), len, offset, tok);
                 IoKind::Read
             }
             IoOp::Write {
@@ -501,19 +547,28 @@ impl Worker {
             return;
         };
         let t = now(self.shared.started);
-        let Some(c) = self.conn_mut(p.slot, p.gen) else {
-            return;
-        };
-        c.io_in_flight -= 1;
         let err = |e: &io::Error| FsError::from_errno(e.raw_os_error().unwrap_or(5));
         let done = match p.kind {
             IoKind::Read => IoDone::Read(match &comp.result {
                 Ok(_) => Ok(comp.take_buf().unwrap_or_default()),
                 Err(e) => Err(err(e)),
             }),
-            IoKind::Write => IoDone::Write(comp.result.as_ref().map(|n| *n).map_err(err)),
+            IoKind::Write => {
+                // The frame the payload was written from can serve again.
+                if let Some(b) = comp.take_buf() {
+                    self.pool.give(b);
+                }
+                IoDone::Write(comp.result.as_ref().map(|n| *n).map_err(err))
+            }
             IoKind::Sync => IoDone::Sync(comp.result.as_ref().map(|_| ()).map_err(err)),
         };
+        let Some(c) = self.conn_mut(p.slot, p.gen) else {
+            if let IoDone::Read(Ok(b)) = done {
+                self.pool.give(b);
+            }
+            return;
+        };
+        c.io_in_flight -= 1;
         c.conn.complete_io(t, p.core_id, done);
         self.drain(p.slot);
     }
