@@ -107,6 +107,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if delete_on_close && granted & DELETE == 0 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    // ExtA: the extended attributes a new or overwritten file gets ([MS-SMB2]
+    // 2.2.13.2.1), checked before anything changes.
+    let eas_given = cr
+        .context(ContextTag::EaBuffer)
+        .map(|c| crate::cmd::query_info::parse_eas(&c.data))
+        .transpose()?;
     let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
     let path = parse_smb_path(name)?;
     let backend: &dyn Share = share.backend.as_ref();
@@ -283,6 +289,20 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if let (true, Some(given)) = (created, &sd_given) {
         store_initial_sd(node.as_ref(), &attr, given).map_err(leave)?;
     }
+    if let (true, Some(eas)) = (created || truncate, &eas_given) {
+        store_initial_eas(node.as_ref(), eas, !created).map_err(|s| {
+            if created {
+                // Not left half-made: the client retries without EAs when
+                // they are not supported.
+                let _ = if is_dir {
+                    backend.rmdir(&path)
+                } else {
+                    backend.unlink(&path)
+                };
+            }
+            leave(s)
+        })?;
+    }
     let attr = if created || truncate {
         node.stat().map_err(|e| leave(status_of(e)))?
     } else {
@@ -363,6 +383,26 @@ fn store_initial_sd(
         Ok(()) | Err(FsError::Other(EOPNOTSUPP)) => Ok(()),
         Err(e) => Err(status_of(e)),
     }
+}
+
+/// Give a new or overwritten file the EAs of an ExtA context; an
+/// overwritten file loses the ones it had ([MS-FSA] 2.1.5.1.2.1).
+fn store_initial_eas(
+    node: &dyn Node,
+    eas: &[(String, Vec<u8>)],
+    replace: bool,
+) -> Result<(), NtStatus> {
+    if replace {
+        let old = match node.list_eas() {
+            Ok(old) => old,
+            Err(FsError::Other(EOPNOTSUPP)) => Vec::new(),
+            Err(e) => return Err(status_of(e)),
+        };
+        for (name, _) in old {
+            node.set_ea(&name, None).map_err(status_of)?;
+        }
+    }
+    crate::cmd::query_info::apply_eas(node, eas)
 }
 
 /// DELETE when the parent directory grants FILE_DELETE_CHILD ([MS-FSA]

@@ -16,12 +16,23 @@
 //!
 //! Access ([MS-SMB2] 3.3.5.20.1): Basic, All, NetworkOpen and AttributeTag
 //! need FILE_READ_ATTRIBUTES, FileFullEaInformation needs FILE_READ_EA
-//! ([MS-FSA] 2.1.5.12.12), a security descriptor READ_CONTROL. Files carry no
-//! extended attributes, so FileFullEaInformation is NO_EAS_ON_FILE. A security descriptor that does not fit is
-//! BUFFER_TOO_SMALL with the needed size as error data (3.3.5.20.3).
+//! ([MS-FSA] 2.1.5.12.12), a security descriptor READ_CONTROL. A security
+//! descriptor that does not fit is BUFFER_TOO_SMALL with the needed size as
+//! error data (3.3.5.20.3).
+//!
+//! Extended attributes ([MS-FSA] 2.1.5.12.12, the backend's `list_eas`):
+//! FileFullEaInformation returns as many whole entries as fit,
+//! BUFFER_OVERFLOW when some are left out, BUFFER_TOO_SMALL when not even the
+//! first fits, NO_EAS_ON_FILE for a file without any (as Windows and Samba).
+//! An input FILE_GET_EA_INFORMATION list picks the EAs by name (a missing one
+//! comes back with an empty value); SL_INDEX_SPECIFIED starts at the 1-based
+//! index; SL_RETURN_SINGLE_ENTRY returns one. There is no per-open EA cursor:
+//! every query without an index starts at the first EA. EaSize (FileEaInformation,
+//! FileAllInformation) is the size of the whole FILE_FULL_EA_INFORMATION list,
+//! as Samba reports it.
 
-use ringshare_vfs::FileAttr;
-use ringshare_wire::consts::{Dialect, InfoType, SecurityInformation};
+use ringshare_vfs::{ea_name_is_reserved, ea_name_is_valid, FileAttr, FsError, Node, EOPNOTSUPP};
+use ringshare_wire::consts::{Dialect, InfoType, QueryInfoFlags, SecurityInformation};
 use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::{NtStatus, WriteExt};
@@ -73,6 +84,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let read_only = opens::tree_read_only(core, req);
     let open = opens::find(core, req, q.file_id)?;
     let limit = q.output_buffer_length as usize;
+    if q.info_type == InfoType::FILE && FileInfoClass(q.info_class) == FileInfoClass::FULL_EA {
+        return full_ea(open, &q, limit);
+    }
     let a = match q.info_type {
         InfoType::FILE => file_info(open, FileInfoClass(q.info_class), dialect)?,
         InfoType::FILESYSTEM => fs_info(open, FsInfoClass(q.info_class), read_only)?,
@@ -120,12 +134,6 @@ fn file_info(
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if class == FileInfoClass::FULL_EA {
-        if open.access & FILE_READ_EA == 0 {
-            return Err(NtStatus::ACCESS_DENIED);
-        }
-        return Err(NtStatus::NO_EAS_ON_FILE);
-    }
     let attr: FileAttr = open.node.stat().map_err(status_of)?;
     let delete_pending = lock(&open.entry).delete_pending;
     match class {
@@ -141,7 +149,10 @@ fn file_info(
             }
             .encode(o)
         }),
-        FileInfoClass::EA => answer(4, |o| FileEaInformation { ea_size: 0 }.encode(o)),
+        FileInfoClass::EA => {
+            let ea_size = ea_size(open.node.as_ref());
+            answer(4, |o| FileEaInformation { ea_size }.encode(o))
+        }
         FileInfoClass::ACCESS => answer(4, |o| {
             FileAccessInformation {
                 access_flags: open.access,
@@ -173,7 +184,9 @@ fn file_info(
                 internal: FileInternalInformation {
                     index_number: fileinfo::file_id(&attr),
                 },
-                ea: FileEaInformation { ea_size: 0 },
+                ea: FileEaInformation {
+                    ea_size: ea_size(open.node.as_ref()),
+                },
                 access: FileAccessInformation {
                     access_flags: open.access,
                 },
@@ -257,6 +270,193 @@ fn file_info(
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
 }
+
+/// The FILE_FULL_EA_INFORMATION entries of stored EAs.
+fn ea_entries(eas: Vec<(String, Vec<u8>)>) -> Vec<FileFullEaEntry> {
+    eas.into_iter()
+        .map(|(name, value)| FileFullEaEntry {
+            flags: 0,
+            name: name.into_bytes(),
+            value,
+        })
+        .collect()
+}
+
+/// Bytes one entry takes, without the padding that follows it when it is
+/// not the last.
+fn ea_entry_size(e: &FileFullEaEntry) -> usize {
+    FileFullEaInformation::ENTRY_FIXED_SIZE + e.name.len() + 1 + e.value.len()
+}
+
+/// The size of the FILE_FULL_EA_INFORMATION list of all of a file's EAs
+/// (entries padded to 4 bytes, the last one not): the EaSize reported for
+/// it; 0 without EAs or when they cannot be read.
+pub(crate) fn ea_size(node: &dyn Node) -> u32 {
+    let Ok(eas) = node.list_eas() else {
+        return 0;
+    };
+    let entries = ea_entries(eas);
+    let mut size = 0usize;
+    for (i, e) in entries.iter().enumerate() {
+        size += ea_entry_size(e);
+        if i + 1 < entries.len() {
+            size = size.next_multiple_of(4);
+        }
+    }
+    u32::try_from(size).unwrap_or(u32::MAX)
+}
+
+/// The names of a FILE_GET_EA_INFORMATION list ([MS-FSCC] 2.4.15.1):
+/// NextEntryOffset (4), EaNameLength (1), the name and its NUL.
+/// EA_LIST_INCONSISTENT when an entry runs past the buffer or its offset
+/// does not move forward.
+fn get_ea_names(buf: &[u8]) -> Result<Vec<String>, NtStatus> {
+    let mut names = Vec::new();
+    let mut at = 0usize;
+    loop {
+        let entry = buf.get(at..).ok_or(NtStatus::EA_LIST_INCONSISTENT)?;
+        let (Some(next), Some(&len)) = (entry.get(..4), entry.get(4)) else {
+            return Err(NtStatus::EA_LIST_INCONSISTENT);
+        };
+        let next = u32::from_le_bytes([next[0], next[1], next[2], next[3]]) as usize;
+        let len = usize::from(len);
+        let name = entry
+            .get(5..5 + len)
+            .ok_or(NtStatus::EA_LIST_INCONSISTENT)?;
+        if entry.get(5 + len) != Some(&0) {
+            return Err(NtStatus::EA_LIST_INCONSISTENT);
+        }
+        let name = std::str::from_utf8(name).map_err(|_| NtStatus::INVALID_EA_NAME)?;
+        if !ea_name_is_valid(name) {
+            return Err(NtStatus::INVALID_EA_NAME);
+        }
+        names.push(name.to_ascii_uppercase());
+        if next == 0 {
+            return Ok(names);
+        }
+        if next < 6 + len {
+            return Err(NtStatus::EA_LIST_INCONSISTENT);
+        }
+        at = at.checked_add(next).ok_or(NtStatus::EA_LIST_INCONSISTENT)?;
+    }
+}
+
+/// [MS-FSA] 2.1.5.12.12 FileFullEaInformation (see the module notes).
+fn full_ea(open: &Open, q: &QueryInfoRequest<'_>, limit: usize) -> Result<Reply, NtStatus> {
+    if open.access & FILE_READ_EA == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let stored = match open.node.list_eas() {
+        Ok(eas) => eas,
+        Err(FsError::Other(EOPNOTSUPP)) => Vec::new(),
+        Err(e) => return Err(status_of(e)),
+    };
+    let mut entries = if q.input.is_empty() {
+        if stored.is_empty() {
+            return Err(NtStatus::NO_EAS_ON_FILE);
+        }
+        let mut all = ea_entries(stored);
+        if q.flags.contains(QueryInfoFlags::INDEX_SPECIFIED) {
+            let index = q.additional_information as usize;
+            if index == 0 || index > all.len() + 1 {
+                return Err(NtStatus::NONEXISTENT_EA_ENTRY);
+            }
+            if index == all.len() + 1 {
+                return Err(NtStatus::NO_MORE_EAS);
+            }
+            all.drain(..index - 1);
+        }
+        all
+    } else {
+        let wanted = get_ea_names(q.input)?;
+        let mut stored = ea_entries(stored);
+        wanted
+            .into_iter()
+            .map(|name| {
+                let name = name.into_bytes();
+                match stored.iter().position(|e| e.name == name) {
+                    Some(k) => stored.swap_remove(k),
+                    None => FileFullEaEntry {
+                        flags: 0,
+                        name,
+                        value: Vec::new(),
+                    },
+                }
+            })
+            .collect()
+    };
+    if q.flags.contains(QueryInfoFlags::RETURN_SINGLE_ENTRY) {
+        entries.truncate(1);
+    }
+    // As many whole entries as fit; each one but the last padded to 4.
+    let mut fit = 0usize;
+    let mut used = 0usize;
+    for e in &entries {
+        let start = used.next_multiple_of(4);
+        let end = start + ea_entry_size(e);
+        if end > limit {
+            break;
+        }
+        used = end;
+        fit += 1;
+    }
+    if fit == 0 {
+        return Err(NtStatus::BUFFER_TOO_SMALL);
+    }
+    let more = fit < entries.len();
+    entries.truncate(fit);
+    let mut bytes = Vec::with_capacity(used);
+    FileFullEaInformation { entries }.encode(&mut bytes);
+    let body = output_buffer_body(&bytes);
+    Ok(if more {
+        Reply::with_status(NtStatus::BUFFER_OVERFLOW, body)
+    } else {
+        Reply::ok(body)
+    })
+}
+
+/// A client's FILE_FULL_EA_INFORMATION list (CREATE's ExtA context,
+/// SET_INFO FileFullEaInformation), decoded and with every name checked:
+/// EA_LIST_INCONSISTENT when malformed, INVALID_EA_NAME for a name Windows
+/// refuses, ACCESS_DENIED for one in the backend's own namespace.
+pub(crate) fn parse_eas(buf: &[u8]) -> Result<Vec<(String, Vec<u8>)>, NtStatus> {
+    let list = FileFullEaInformation::decode(buf).map_err(|_| NtStatus::EA_LIST_INCONSISTENT)?;
+    let mut eas = Vec::with_capacity(list.entries.len());
+    for e in list.entries {
+        let name = String::from_utf8(e.name).map_err(|_| NtStatus::INVALID_EA_NAME)?;
+        if !ea_name_is_valid(&name) {
+            return Err(NtStatus::INVALID_EA_NAME);
+        }
+        if ea_name_is_reserved(&name) {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        eas.push((name, e.value));
+    }
+    Ok(eas)
+}
+
+/// Store a client's FILE_FULL_EA_INFORMATION list ([MS-FSA] 2.1.5.1.2.1 and
+/// 2.1.5.14.2): an empty value deletes. Every name is checked before
+/// anything is stored.
+pub(crate) fn store_eas(node: &dyn Node, buf: &[u8]) -> Result<(), NtStatus> {
+    apply_eas(node, &parse_eas(buf)?)
+}
+
+/// Store EAs from [`parse_eas`].
+pub(crate) fn apply_eas(node: &dyn Node, eas: &[(String, Vec<u8>)]) -> Result<(), NtStatus> {
+    for (name, value) in eas {
+        node.set_ea(name, Some(value)).map_err(|e| match e {
+            FsError::Other(EOPNOTSUPP) => NtStatus::EAS_NOT_SUPPORTED,
+            FsError::NameTooLong | FsError::InvalidName => NtStatus::INVALID_EA_NAME,
+            FsError::Other(E2BIG) => NtStatus::EA_TOO_LARGE,
+            e => status_of(e),
+        })?;
+    }
+    Ok(())
+}
+
+/// errno E2BIG: a value larger than the filesystem holds in an xattr.
+const E2BIG: i32 = 7;
 
 fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, NtStatus> {
     let backend = &open.share.backend;

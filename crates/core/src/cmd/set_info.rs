@@ -3,7 +3,8 @@
 //!
 //! File classes: Basic (times; 0 and -1/-2 leave a time alone; attributes
 //! stored through the backend), Rename, Disposition / DispositionEx,
-//! EndOfFile, Allocation, Position, Mode. Security descriptors: the parts
+//! EndOfFile, Allocation, Position, Mode, FullEa (extended attributes: set,
+//! or delete with an empty value; FILE_WRITE_EA). Security descriptors: the parts
 //! given are merged into the file's descriptor and stored with it (the
 //! backend's `set_security_descriptor`); they are not applied to access
 //! checks. File system and quota settings: NOT_SUPPORTED.
@@ -31,6 +32,8 @@ use crate::server::{lock, FileKey, ServerState};
 use crate::state::Open;
 
 const ATTR_TEMPORARY: u32 = 0x0000_0100;
+/// FILE_WRITE_EA ([MS-SMB2] 2.2.13.1.1): needed to set extended attributes.
+const FILE_WRITE_EA: u32 = 0x0000_0010;
 /// FileModeInformation bits a client may set ([MS-FSCC] 2.4.26).
 const MODE_SETTABLE: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0010 | 0x0000_0020;
 
@@ -154,8 +157,14 @@ fn set_file(
             open.mode = v.mode;
             Ok(())
         }
+        FileInfoClass::FULL_EA => {
+            // [MS-FSA] 2.1.5.14.2 FileFullEaInformation.
+            if open.access & FILE_WRITE_EA == 0 {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            crate::cmd::query_info::store_eas(open.node.as_ref(), buf)
+        }
         FileInfoClass::LINK
-        | FileInfoClass::FULL_EA
         | FileInfoClass::VALID_DATA_LENGTH
         | FileInfoClass::SHORT_NAME
         | FileInfoClass::RENAME_EX => Err(NtStatus::NOT_SUPPORTED),
