@@ -235,7 +235,6 @@ pub struct ClientAuth {
     ntlm: NtlmClient,
     state: ClientState,
     mech_types_der: Vec<u8>,
-    sent_mic: bool,
 }
 
 impl ClientAuth {
@@ -245,7 +244,6 @@ impl ClientAuth {
             ntlm: NtlmClient::new(user, domain, password, "RINGSHARE"),
             state: ClientState::Start,
             mech_types_der: spnego::mech_type_list(&[OID_NTLMSSP]),
-            sent_mic: false,
         }
     }
 
@@ -289,7 +287,6 @@ impl ClientAuth {
                     .ntlm
                     .session_security()
                     .map(|s| s.sign_client_to_server(&self.mech_types_der).to_vec());
-                self.sent_mic = mic.is_some();
                 self.state = ClientState::SentAuthenticate;
                 Ok(Some(spnego::encode_resp(&NegTokenResp {
                     neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
@@ -312,12 +309,14 @@ impl ClientAuth {
                         "server did not complete the negotiation",
                     ));
                 }
-                let sent_mic = self.sent_mic;
+                // A mechListMIC the server sends must verify. One it leaves out is
+                // accepted (as Samba's and Windows' clients do for older servers): it
+                // only protects the choice of mechanism, and this client offers
+                // NTLMSSP alone, so there is no weaker mechanism to be downgraded to.
                 let verified = match (resp.mech_list_mic, self.ntlm.session_security()) {
                     (Some(mic), Some(sec)) => {
                         sec.verify_server_to_client(&self.mech_types_der, &mic)
                     }
-                    (None, Some(_)) => !sent_mic,
                     _ => true,
                 };
                 if !verified {
