@@ -27,12 +27,7 @@ fn bench(server: &Server, args: &[&str]) -> (bool, String) {
 
 fn errors_field(json: &str) -> Option<u64> {
     let i = json.find("\"errors\"")?;
-    json[i..]
-        .split([':', ',', '}'])
-        .nth(1)?
-        .trim()
-        .parse()
-        .ok()
+    json[i..].split([':', ',', '}']).nth(1)?.trim().parse().ok()
 }
 
 #[test]
