@@ -195,7 +195,7 @@ impl Client {
         assert_eq!(r.status(), NtStatus::SUCCESS, "negotiate");
     }
 
-    fn session_setup(&mut self) {
+    pub fn session_setup(&mut self) {
         let mut auth = ClientAuth::new("alice", "", "secret");
         let mut server_token: Option<Vec<u8>> = None;
         loop {
