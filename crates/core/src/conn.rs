@@ -206,6 +206,10 @@ pub struct Connection {
     async_ops: HashMap<u64, AsyncOp>,
     next_async_id: u64,
     closing: bool,
+    /// When the connection was accepted and when its last request came
+    /// (monotonic ms), for the handshake and idle timeouts.
+    accepted_ms: Option<u64>,
+    last_request_ms: u64,
 }
 
 /// The parts of a request needed to finish it after I/O.
@@ -234,6 +238,8 @@ impl Connection {
             async_ops: HashMap::new(),
             next_async_id: 1,
             closing: false,
+            accepted_ms: None,
+            last_request_ms: 0,
         }
     }
 
@@ -254,15 +260,32 @@ impl Connection {
 
     /// When `handle_timeout` should be called next (monotonic ms).
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.async_ops
+        let waits = self
+            .async_ops
             .values()
-            .filter_map(|op| op.work.deadline_ms())
+            .filter_map(|op| op.work.deadline_ms());
+        waits
+            .chain(self.handshake_deadline())
+            .chain(self.idle_deadline())
             .min()
     }
 
     /// Retry waiting operations whose time has come.
     pub fn handle_timeout(&mut self, now: Now) {
         self.core.now = now;
+        if self.closing {
+            return;
+        }
+        if self.handshake_deadline().is_some_and(|d| d <= now.mono_ms) {
+            tracing::info!(peer = %self.core.peer, "closing a connection that did not log on in time");
+            self.disconnect("handshake timeout");
+            return;
+        }
+        if self.idle_deadline().is_some_and(|d| d <= now.mono_ms) {
+            tracing::debug!(peer = %self.core.peer, "closing an idle connection");
+            self.disconnect("idle timeout");
+            return;
+        }
         let due: Vec<u64> = self
             .async_ops
             .iter()
@@ -272,6 +295,35 @@ impl Connection {
         for id in due {
             self.poll_async(id);
         }
+    }
+
+    /// The connection was accepted now: the handshake clock starts.
+    pub fn accepted(&mut self, now: Now) {
+        self.accepted_ms = Some(now.mono_ms);
+        self.last_request_ms = now.mono_ms;
+    }
+
+    /// Until a session is authenticated, the connection must log on in time.
+    fn handshake_deadline(&self) -> Option<u64> {
+        let accepted = self.accepted_ms?;
+        if self.core.sessions.values().any(|s| s.is_valid()) {
+            return None;
+        }
+        Some(accepted + self.core.server.config.handshake_timeout_ms)
+    }
+
+    /// A connection with nothing open and nothing pending may idle this long.
+    fn idle_deadline(&self) -> Option<u64> {
+        let idle = self.core.server.config.idle_timeout_ms;
+        self.accepted_ms?;
+        let busy = !self.async_ops.is_empty()
+            || !self.parked.is_empty()
+            || self
+                .core
+                .sessions
+                .values()
+                .any(|s| !s.opens.is_empty() || !s.pipes.is_empty());
+        (idle > 0 && !busy).then(|| self.last_request_ms + idle)
     }
 
     /// The connection is gone: release every open, lock and session.
@@ -288,6 +340,7 @@ impl Connection {
     /// One direct-TCP frame payload (without the 4-byte header).
     pub fn receive(&mut self, now: Now, mut frame: Vec<u8>) {
         self.core.now = now;
+        self.last_request_ms = now.mono_ms;
         if self.closing {
             return;
         }

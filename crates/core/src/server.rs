@@ -66,6 +66,12 @@ pub struct ServerConfig {
     pub shares: Vec<Arc<ShareDef>>,
     /// Wall-clock boot time (FILETIME) for NEGOTIATE's ServerStartTime.
     pub start_filetime: u64,
+    /// A connection without an authenticated session is closed this long after
+    /// it was accepted (milliseconds).
+    pub handshake_timeout_ms: u64,
+    /// A connection with no open file, no pending request and no request for
+    /// this long is closed (milliseconds; 0 = never).
+    pub idle_timeout_ms: u64,
 }
 
 impl ServerConfig {

@@ -130,6 +130,12 @@ pub struct Global {
     pub bind_interfaces_only: bool,
     /// `max connections`; 0 means no limit.
     pub max_connections: u32,
+    /// `deadtime` (minutes, as in Samba): a connection with no open file and no request for
+    /// this long is closed; 0 = never. Default 15.
+    pub deadtime_minutes: u32,
+    /// `handshake timeout` (ringshare extension, seconds): a connection that has no
+    /// authenticated session this long after it was accepted is closed. Default 30.
+    pub handshake_timeout_secs: u32,
     /// `log level` (also `debug level`): the leading number of Samba's `N class:M ...` form.
     pub log_level: u32,
     /// `smb passwd file`; default from [`default_smb_passwd_file`].
@@ -157,6 +163,8 @@ impl Default for Global {
             interfaces: Vec::new(),
             bind_interfaces_only: false,
             max_connections: 0,
+            deadtime_minutes: 15,
+            handshake_timeout_secs: 30,
             log_level: 0,
             smb_passwd_file: default_smb_passwd_file(),
             listen: vec![default_listen()],
@@ -483,6 +491,8 @@ enum Opt {
     Interfaces,
     BindInterfacesOnly,
     MaxConnections,
+    Deadtime,
+    HandshakeTimeout,
     LogLevel,
     SmbPasswdFile,
     Listen,
@@ -533,6 +543,8 @@ fn classify(key: &str) -> Option<Opt> {
         "interfaces" => Opt::Interfaces,
         "bind interfaces only" => Opt::BindInterfacesOnly,
         "max connections" => Opt::MaxConnections,
+        "deadtime" => Opt::Deadtime,
+        "handshake timeout" => Opt::HandshakeTimeout,
         "log level" | "debug level" | "debuglevel" | "loglevel" => Opt::LogLevel,
         "smb passwd file" => Opt::SmbPasswdFile,
         "listen" => Opt::Listen,
@@ -596,7 +608,6 @@ fn classify(key: &str) -> Option<Opt> {
         | "server multi channel support"
         | "unix extensions"
         | "smb2 leases"
-        | "deadtime"
         | "inherit permissions"
         | "inherit acls" => Opt::Ignored,
         "hosts allow" | "allow hosts" | "hosts deny" | "deny hosts" => {
@@ -899,6 +910,23 @@ impl<'a> Parser<'a> {
                         format!("'{key}' expects a whole number (0 for no limit), got '{value}'"),
                     )
                 })?;
+            }
+            Opt::Deadtime => {
+                self.global.deadtime_minutes = value.parse::<u32>().map_err(|_| {
+                    self.err(line, format!("'{key}' expects minutes as a whole number (0 for never), got '{value}'"))
+                })?;
+            }
+            Opt::HandshakeTimeout => {
+                self.global.handshake_timeout_secs = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| {
+                        self.err(
+                            line,
+                            format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
+                        )
+                    })?;
             }
             Opt::LogLevel => {
                 self.global.log_level = parse_log_level(value).map_err(|m| self.err(line, m))?;

@@ -303,7 +303,8 @@ impl Worker {
         };
         let gen = self.gens[slot as usize].wrapping_add(1) & 0x00FF_FFFF;
         self.gens[slot as usize] = gen;
-        let conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
+        let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
+        conn.accepted(now(self.shared.started));
         self.conns[slot as usize] = Some(Conn {
             gen,
             fd: Arc::new(fd),

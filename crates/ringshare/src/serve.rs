@@ -75,6 +75,8 @@ pub fn server_config(
         guest_enabled: cfg.shares.iter().any(|s| s.guest_ok),
         shares,
         start_filetime,
+        handshake_timeout_ms: u64::from(g.handshake_timeout_secs) * 1000,
+        idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
     })
 }
 

@@ -59,6 +59,8 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             valid_users: Vec::new(),
         })],
         start_filetime: 133_000_000_000_000_000,
+        handshake_timeout_ms: 30_000,
+        idle_timeout_ms: 15 * 60_000,
     };
     ServerState::new(config, Arc::new(Users))
 }

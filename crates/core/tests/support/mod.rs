@@ -133,6 +133,8 @@ pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
         guest_enabled: false,
         shares: vec![share("share", false), share("ro", true)],
         start_filetime: 133_000_000_000_000_000,
+        handshake_timeout_ms: 30_000,
+        idle_timeout_ms: 15 * 60_000,
     };
     ServerState::new(config, Arc::new(Users))
 }

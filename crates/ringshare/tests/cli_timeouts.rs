@@ -1,0 +1,91 @@
+//! `handshake timeout` and `deadtime`: parsed from the configuration and enforced by the
+//! running server.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ringshare::config;
+
+fn parse(global: &str) -> Result<config::Config, config::ConfigError> {
+    let text = format!(
+        "[global]\n{global}\n[s]\npath = {}\n",
+        std::env::temp_dir().display()
+    );
+    config::parse_str(&text, Path::new("t.conf"))
+}
+
+#[test]
+fn deadtime_and_handshake_timeout_have_defaults_and_parse() {
+    let c = parse("").unwrap();
+    assert_eq!(
+        (c.global.deadtime_minutes, c.global.handshake_timeout_secs),
+        (15, 30)
+    );
+    let c = parse("deadtime = 0\nhandshake timeout = 5").unwrap();
+    assert_eq!(
+        (c.global.deadtime_minutes, c.global.handshake_timeout_secs),
+        (0, 5)
+    );
+}
+
+#[test]
+fn bad_timeout_values_stop_start_up_with_the_line() {
+    let e = parse("handshake timeout = 0").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.to_string().contains("1 to 3600"), "{e}");
+    let e = parse("deadtime = soon").unwrap_err();
+    assert!(e.to_string().contains("minutes"), "{e}");
+}
+
+#[test]
+fn the_server_closes_a_connection_that_does_not_log_on_in_time() {
+    let dir = std::env::temp_dir().join(format!("ringshare-handshake-{}", std::process::id()));
+    let share = dir.join("share");
+    std::fs::create_dir_all(&share).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let conf = dir.join("smb.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "[global]\nlisten = 127.0.0.1:{port}\nsmb passwd file = {}\nhandshake timeout = 1\n[share]\npath = {}\nguest ok = yes\nmap to guest = bad user\n",
+            dir.join("smbpasswd").display(),
+            share.display()
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ringshare"))
+        .args(["serve", "--config"])
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut sock = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => panic!("server did not listen: {e}"),
+        }
+    };
+    let t0 = Instant::now();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let n = sock.read(&mut buf).unwrap_or(usize::MAX);
+    let waited = t0.elapsed();
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(n, 0, "the server closed the silent connection");
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+}
