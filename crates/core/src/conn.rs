@@ -644,6 +644,11 @@ impl Connection {
             return Err(NtStatus::USER_SESSION_DELETED);
         }
         self.verify_signature(req, false)?;
+        // [MS-SMB2] 3.3.5.2.9: a session that must be encrypted takes only
+        // encrypted requests.
+        if session.encrypt_required && !req.encrypted {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
         match cmd_id {
             Command::LOGOFF => {
                 self.settle_waiting_locks(req.session_id);
@@ -659,6 +664,11 @@ impl Connection {
         let Some(tree) = session.trees.get(&req.tree_id) else {
             return Err(NtStatus::NETWORK_NAME_DELETED);
         };
+        // [MS-SMB2] 3.3.5.2.11: a tree whose share requires encryption takes only
+        // encrypted requests.
+        if tree.encrypt_required && !req.encrypted {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
         if matches!(tree.kind, TreeKind::Ipc)
             && cmd_id != Command::TREE_DISCONNECT
             && cmd::pipe::wants(req)

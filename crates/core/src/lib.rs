@@ -26,4 +26,4 @@ mod transform;
 
 pub use conn::Connection;
 pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
-pub use server::{ServerConfig, ServerState, ShareDef, SigningPolicy};
+pub use server::{EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy};

@@ -28,6 +28,22 @@ pub enum SigningPolicy {
     Required,
 }
 
+/// SMB 3 encryption policy, in smb.conf words ([MS-SMB2] 3.3.1.5
+/// EncryptData / RejectUnencryptedAccess).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncryptPolicy {
+    /// No cipher is offered.
+    Off,
+    /// Encrypt when the client does.
+    IfRequired,
+    /// Ask clients that can encrypt to encrypt (SMB2_SESSION_FLAG_ENCRYPT_DATA /
+    /// SMB2_SHAREFLAG_ENCRYPT_DATA); others still get in.
+    Desired,
+    /// Only encrypted access: unencrypted requests get ACCESS_DENIED and sessions or
+    /// tree connects that cannot encrypt are refused.
+    Required,
+}
+
 /// A share as the core sees it.
 pub struct ShareDef {
     pub name: String,
@@ -37,6 +53,8 @@ pub struct ShareDef {
     pub guest_ok: bool,
     /// Empty = every authenticated user.
     pub valid_users: Vec<String>,
+    /// The share's encryption policy (the server's unless the share sets one).
+    pub encrypt: EncryptPolicy,
 }
 
 impl fmt::Debug for ShareDef {
@@ -55,6 +73,8 @@ pub struct ServerConfig {
     pub dialect_min: u16,
     pub dialect_max: u16,
     pub signing: SigningPolicy,
+    /// `server smb encrypt`.
+    pub encrypt: EncryptPolicy,
     pub server_guid: [u8; 16],
     pub netbios_name: String,
     pub workgroup: String,

@@ -42,6 +42,8 @@ pub(crate) struct Session {
     pub decrypt_key: Option<CipherKey>,
     /// Nonces of `encrypt_key` are this counter, incremented per message.
     pub nonce_counter: u64,
+    /// Unencrypted requests on this session are refused (`server smb encrypt = required`).
+    pub encrypt_required: bool,
     pub trees: HashMap<u32, Tree>,
     pub next_tree_id: u32,
     pub opens: HashMap<u64, Open>,
@@ -73,6 +75,8 @@ pub(crate) struct Tree {
     pub read_only: bool,
     /// Access granted on the share (MaximalAccess in TREE_CONNECT's reply).
     pub maximal_access: u32,
+    /// Unencrypted requests on this tree are refused (the share's `smb encrypt = required`).
+    pub encrypt_required: bool,
 }
 
 /// A directory listing in progress (QUERY_DIRECTORY keeps its place here).

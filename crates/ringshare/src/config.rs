@@ -31,7 +31,7 @@
 //! Unknown options give a [`ConfigWarning`] and are ignored. A short list of Samba options that
 //! make no sense for ringshare (printing, NetBIOS, passdb backends, log files, VFS modules…) is
 //! accepted silently. Options whose silent omission would weaken security (`hosts allow`,
-//! `invalid users`, `read list`, required encryption, `include`) stop start-up with a
+//! `invalid users`, `read list`, `include`) stop start-up with a
 //! [`ConfigError`], as does every value ringshare cannot honour.
 
 use std::collections::HashMap;
@@ -106,6 +106,31 @@ pub enum SigningPolicy {
     Mandatory,
 }
 
+/// `server smb encrypt` / per share `smb encrypt`, in Samba's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncryptPolicy {
+    /// Never encrypt (no cipher is offered; `off`, `disabled`, `no`).
+    Off,
+    /// Encrypt when the client asks (`default`, `auto`, `if_required`). The default.
+    IfRequired,
+    /// Ask clients that can encrypt to do so; others may still connect (`desired`).
+    Desired,
+    /// Only encrypted access; clients that cannot encrypt are refused (`required`, `mandatory`).
+    Required,
+}
+
+impl EncryptPolicy {
+    fn parse(value: &str) -> Option<EncryptPolicy> {
+        Some(match normalize_key(value).as_str() {
+            "off" | "no" | "false" | "0" | "disabled" => EncryptPolicy::Off,
+            "default" | "auto" | "if required" => EncryptPolicy::IfRequired,
+            "desired" | "enabled" | "yes" | "true" | "1" => EncryptPolicy::Desired,
+            "required" | "mandatory" | "forced" => EncryptPolicy::Required,
+            _ => return None,
+        })
+    }
+}
+
 /// `map to guest`: what happens to a logon with an unknown user name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapToGuest {
@@ -150,6 +175,8 @@ pub struct Global {
     pub server_string: String,
     /// `map to guest`; default [`MapToGuest::Never`].
     pub map_to_guest: MapToGuest,
+    /// `server smb encrypt` (also `smb encrypt` in [global]); default if_required.
+    pub smb_encrypt: EncryptPolicy,
     /// `guest account`; default `nobody`.
     pub guest_account: String,
 }
@@ -172,6 +199,7 @@ impl Default for Global {
             workgroup: "WORKGROUP".to_string(),
             server_string: "ringshare".to_string(),
             map_to_guest: MapToGuest::Never,
+            smb_encrypt: EncryptPolicy::IfRequired,
             guest_account: "nobody".to_string(),
         }
     }
@@ -194,6 +222,8 @@ pub struct ShareConfig {
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
     pub browseable: bool,
+    /// `smb encrypt` in the share's section; default: the global policy.
+    pub smb_encrypt: Option<EncryptPolicy>,
 }
 
 /// The whole configuration.
@@ -299,6 +329,7 @@ impl Config {
                 valid_users: Vec::new(),
                 comment: String::new(),
                 browseable: true,
+                smb_encrypt: None,
             }],
             warnings: Vec::new(),
             source: None,
@@ -529,6 +560,7 @@ impl Opt {
                 | Opt::ValidUsers
                 | Opt::Comment
                 | Opt::Browseable
+                | Opt::SmbEncrypt
                 | Opt::Ignored
                 | Opt::Refused(_)
         )
@@ -637,6 +669,7 @@ struct ShareDraft {
     valid_users: Option<Vec<String>>,
     comment: Option<String>,
     browseable: Option<bool>,
+    smb_encrypt: Option<EncryptPolicy>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -825,7 +858,9 @@ impl<'a> Parser<'a> {
         }
         match self.section {
             Section::Global => {
-                if opt.is_global_only() {
+                // `smb encrypt` in [global] is the server's policy; shares that do not
+                // set their own follow it.
+                if opt.is_global_only() || opt == Opt::SmbEncrypt {
                     self.global_option(line, &key, opt, value)
                 } else if opt == Opt::Path {
                     self.warn(
@@ -1010,21 +1045,7 @@ impl<'a> Parser<'a> {
                     format!("'security = {value}' is not supported; only 'security = user' is"),
                 ));
             }
-            Opt::SmbEncrypt => match normalize_key(value).as_str() {
-                "default" | "auto" | "if required" | "off" | "no" | "false" | "0" | "disabled" => {}
-                "desired" | "enabled" => self.warn(
-                    line,
-                    format!("'{key} = {value}' ignored: encryption is not supported yet"),
-                ),
-                _ => {
-                    return Err(self.err(
-                        line,
-                        format!(
-                            "'{key} = {value}' cannot be honoured: encryption is not supported yet"
-                        ),
-                    ));
-                }
-            },
+            Opt::SmbEncrypt => self.global.smb_encrypt = self.encrypt_value(line, key, value)?,
             _ => {}
         }
         Ok(())
@@ -1046,9 +1067,24 @@ impl<'a> Parser<'a> {
             Opt::ValidUsers => draft.valid_users = Some(parse_list(value)),
             Opt::Comment => draft.comment = Some(value.to_string()),
             Opt::Browseable => draft.browseable = Some(self.bool_value(line, key, value)?),
+            Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
             _ => {}
         }
         Ok(())
+    }
+
+    fn encrypt_value(
+        &self,
+        line: usize,
+        key: &str,
+        value: &str,
+    ) -> Result<EncryptPolicy, ConfigError> {
+        EncryptPolicy::parse(value).ok_or_else(|| {
+            self.err(
+                line,
+                format!("'{key}' expects off, if_required, desired or required, got '{value}'"),
+            )
+        })
     }
 
     fn finish(mut self) -> Result<Config, ConfigError> {
@@ -1133,6 +1169,7 @@ impl<'a> Parser<'a> {
                 .or_else(|| defaults.comment.clone())
                 .unwrap_or_default(),
             browseable: d.browseable.or(defaults.browseable).unwrap_or(true),
+            smb_encrypt: d.smb_encrypt,
         })
     }
 }

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ringshare_auth::smbpasswd::SmbPasswd;
-use ringshare_core::{ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy};
+use ringshare_core::{
+    EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy,
+};
 use ringshare_engine::{net, probe, runtime};
 use ringshare_vfs::posix::PosixShare;
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
@@ -29,6 +31,16 @@ impl std::fmt::Display for ServeError {
 
 fn err(msg: impl Into<String>) -> ServeError {
     ServeError(msg.into())
+}
+
+fn core_encrypt(p: crate::config::EncryptPolicy) -> EncryptPolicy {
+    use crate::config::EncryptPolicy as C;
+    match p {
+        C::Off => EncryptPolicy::Off,
+        C::IfRequired => EncryptPolicy::IfRequired,
+        C::Desired => EncryptPolicy::Desired,
+        C::Required => EncryptPolicy::Required,
+    }
 }
 
 /// Turn the parsed configuration into the core's view of it.
@@ -55,6 +67,7 @@ pub fn server_config(
             read_only: s.read_only,
             guest_ok: s.guest_ok,
             valid_users: s.valid_users.clone(),
+            encrypt: core_encrypt(s.smb_encrypt.unwrap_or(cfg.global.smb_encrypt)),
         }));
     }
     let g = &cfg.global;
@@ -67,6 +80,7 @@ pub fn server_config(
         dialect_min: g.server_min_protocol.revision(),
         dialect_max: g.server_max_protocol.revision(),
         signing,
+        encrypt: core_encrypt(g.smb_encrypt),
         server_guid,
         netbios_name: g.netbios_name.clone(),
         workgroup: g.workgroup.clone(),

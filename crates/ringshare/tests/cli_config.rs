@@ -337,7 +337,11 @@ fn each_bad_value_is_refused_at_its_line() {
         ("[global]\nhosts allow = 10.0.0.0/8\n", 2, "firewall"),
         ("[d]\npath = d\ninvalid users = root\n", 3, "valid users"),
         ("[global]\ninclude = /etc/samba/other.conf\n", 2, "one file"),
-        ("[global]\nserver smb encrypt = required\n", 2, "encryption"),
+        (
+            "[global]\nserver smb encrypt = sometimes\n",
+            2,
+            "if_required",
+        ),
         (
             "[global]\nnetbios name = waytoolongforanetbiosname\n",
             2,

@@ -89,3 +89,23 @@ fn the_server_closes_a_connection_that_does_not_log_on_in_time() {
         "{waited:?}"
     );
 }
+
+#[test]
+fn smb_encrypt_in_global_is_the_server_policy_and_a_share_may_set_its_own() {
+    use ringshare::config::EncryptPolicy;
+    let text = format!(
+        "[global]\nserver smb encrypt = required\n[a]\npath = {0}\n[b]\npath = {0}\nsmb encrypt = desired\n",
+        std::env::temp_dir().display()
+    );
+    let c = config::parse_str(&text, Path::new("t.conf")).unwrap();
+    assert_eq!(c.global.smb_encrypt, EncryptPolicy::Required);
+    assert_eq!(c.shares[0].smb_encrypt, None);
+    assert_eq!(c.shares[1].smb_encrypt, Some(EncryptPolicy::Desired));
+    let e =
+        config::parse_str("[global]\nsmb encrypt = sometimes\n", Path::new("t.conf")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("off, if_required, desired or required"),
+        "{e}"
+    );
+}

@@ -574,3 +574,39 @@ fn smbclient_lists_the_shares_with_their_comments_over_smb2_and_smb3() {
         );
     }
 }
+
+#[test]
+fn server_smb_encrypt_required_serves_smb3_clients_encrypted_and_refuses_the_others() {
+    if !smbclient_or_skip("server smb encrypt = required") {
+        return;
+    }
+    let server = Server::start(
+        &ServerConfig {
+            encrypt: "required",
+            guest_ok: true,
+            map_to_guest: "bad user",
+            ..ServerConfig::default()
+        },
+        |dir| std::fs::write(dir.join("sealed.txt"), b"sealed").unwrap(),
+    );
+    // smbclient sees SMB2_SESSION_FLAG_ENCRYPT_DATA and encrypts without being told to.
+    let out = server
+        .client()
+        .dialect("SMB3_11")
+        .run("get sealed.txt /dev/null");
+    out.expect_ok("get over an encrypted SMB 3.1.1 session");
+    // SMB 2.1 cannot encrypt: the session is refused.
+    let out = server.client().dialect("SMB2_10").run("ls");
+    assert!(
+        out.nt_status().is_some(),
+        "an SMB 2.1 session must be refused:\n{}",
+        out.all()
+    );
+    // Guests have no keys, so they cannot be encrypted either.
+    let out = server.client().anonymous().dialect("SMB3_11").run("ls");
+    assert!(
+        out.nt_status().is_some(),
+        "a guest session must be refused:\n{}",
+        out.all()
+    );
+}

@@ -14,7 +14,7 @@ use ringshare_wire::NtStatus;
 
 use crate::conn::{ConnCore, Negotiated, Reply, Req};
 use crate::limits;
-use crate::server::SigningPolicy;
+use crate::server::{EncryptPolicy, SigningPolicy};
 
 /// Dialects we implement, highest first.
 const DIALECTS: [Dialect; 5] = [
@@ -159,7 +159,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut signing_algorithm = None;
     let mut cipher = None;
     let mut cipher_ctx = None;
-    if (dialect == Dialect::SMB3_0 || dialect == Dialect::SMB3_0_2)
+    // `server smb encrypt = off` everywhere: no cipher is offered.
+    let offer = core.server.config.encrypt != EncryptPolicy::Off
+        || core
+            .server
+            .config
+            .shares
+            .iter()
+            .any(|s| s.encrypt != EncryptPolicy::Off);
+    if offer
+        && (dialect == Dialect::SMB3_0 || dialect == Dialect::SMB3_0_2)
         && neg.capabilities.contains(Capabilities::ENCRYPTION)
     {
         cipher = Some(Cipher::Aes128Ccm);
@@ -180,7 +189,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                     // No common cipher: answer with the single cipher 0.
                     let pick = CIPHERS
                         .into_iter()
-                        .find(|c| ciphers.contains(c))
+                        .find(|c| offer && ciphers.contains(c))
                         .unwrap_or(CipherId::NONE);
                     cipher_ctx = Some(pick);
                     cipher = Cipher::from_id(pick.0);

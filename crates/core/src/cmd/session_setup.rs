@@ -24,7 +24,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 use crate::cmd::close::close_all_opens;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::limits;
-use crate::server::SigningPolicy;
+use crate::server::{EncryptPolicy, SigningPolicy};
 use crate::state::Session;
 
 fn ntlm_config(core: &ConnCore) -> NtlmConfig {
@@ -82,6 +82,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 encrypt_key: None,
                 decrypt_key: None,
                 nonce_counter: 0,
+                encrypt_required: false,
                 valid: false,
                 auth: None,
                 user: String::new(),
@@ -221,6 +222,7 @@ fn finish(
         _ => SignAlg::AesCmac,
     };
     let core_cipher = core.negotiated.as_ref().and_then(|n| n.cipher);
+    let core_encrypt = core.server.config.encrypt;
     let session = core
         .sessions
         .get_mut(&session_id)
@@ -259,6 +261,26 @@ fn finish(
         session.signing_key = None;
         session.signing_required = false;
     }
+    // [MS-SMB2] 3.3.5.5.3: Session.EncryptData from the server's policy.
+    let encrypt = core_encrypt;
+    let can_encrypt = session.encrypt_key.is_some();
+    if encrypt == EncryptPolicy::Required && !can_encrypt {
+        tracing::info!(
+            "refusing a session that cannot be encrypted ({}): 'server smb encrypt = required'",
+            if guest || anonymous {
+                "guest and anonymous logons have no keys"
+            } else {
+                "the client does not encrypt"
+            }
+        );
+        if !session.valid {
+            core.sessions.remove(&session_id);
+        }
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let encrypt_data =
+        can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
+    session.encrypt_required = can_encrypt && encrypt == EncryptPolicy::Required;
     session.uid = if guest || anonymous {
         None
     } else {
@@ -275,6 +297,9 @@ fn finish(
     }
     if anonymous {
         flags.insert(SessionFlags::IS_NULL);
+    }
+    if encrypt_data {
+        flags.insert(SessionFlags::ENCRYPT_DATA);
     }
     let mut r = Reply::ok(body(flags, token));
     r.session_id = Some(session_id);

@@ -8,6 +8,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 use crate::cmd::close::close_opens_of_tree;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::limits;
+use crate::server::EncryptPolicy;
 use crate::state::{Tree, TreeKind};
 
 /// Everything a file share grants ([MS-SMB2] 2.2.13.1.1 FILE_ALL_ACCESS).
@@ -26,8 +27,14 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
-    let (kind, read_only, share_type) = if name.eq_ignore_ascii_case("IPC$") {
-        (TreeKind::Ipc, true, ShareType::PIPE)
+    let can_encrypt = session.encrypt_key.is_some();
+    let (kind, read_only, share_type, encrypt) = if name.eq_ignore_ascii_case("IPC$") {
+        (
+            TreeKind::Ipc,
+            true,
+            ShareType::PIPE,
+            EncryptPolicy::IfRequired,
+        )
     } else {
         let share = server
             .config
@@ -49,9 +56,18 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             tracing::info!(share = %share.name, user = %session.user, "user not in valid users");
             return Err(NtStatus::ACCESS_DENIED);
         }
+        // [MS-SMB2] 3.3.5.7: a share that requires encryption refuses a session
+        // that cannot encrypt.
+        if share.encrypt == EncryptPolicy::Required && !can_encrypt {
+            tracing::info!(share = %share.name, "refusing a tree connect: the share requires encryption and this session cannot encrypt");
+            return Err(NtStatus::ACCESS_DENIED);
+        }
         let ro = share.read_only;
-        (TreeKind::Disk(share), ro, ShareType::DISK)
+        let encrypt = share.encrypt;
+        (TreeKind::Disk(share), ro, ShareType::DISK, encrypt)
     };
+    let encrypt_data =
+        can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
     let id = session.next_tree_id;
     session.next_tree_id = session.next_tree_id.wrapping_add(1).max(1);
     let maximal_access = if read_only {
@@ -65,11 +81,16 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             kind,
             read_only,
             maximal_access,
+            encrypt_required: encrypt == EncryptPolicy::Required,
         },
     );
     let resp = TreeConnectResponse {
         share_type,
-        share_flags: ShareFlags::MANUAL_CACHING,
+        share_flags: if encrypt_data {
+            ShareFlags::ENCRYPT_DATA
+        } else {
+            ShareFlags::MANUAL_CACHING
+        },
         capabilities: ShareCapabilities::empty(),
         maximal_access: AccessMask(maximal_access),
     };

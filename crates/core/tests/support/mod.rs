@@ -11,7 +11,8 @@ use std::sync::Arc;
 use ringshare_auth::gss::ClientAuth;
 use ringshare_auth::UserLookup;
 use ringshare_core::{
-    Connection, Entropy, IoRequest, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy,
+    Connection, EncryptPolicy, Entropy, IoRequest, Now, Output, ServerConfig, ServerState,
+    ShareDef, SigningPolicy,
 };
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
 use ringshare_vfs::memory::MemShare;
@@ -111,7 +112,7 @@ pub struct Client {
 }
 
 pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
-    let share = |name: &str, read_only: bool| {
+    let share = |name: &str, read_only: bool, encrypt: EncryptPolicy| {
         Arc::new(ShareDef {
             name: name.to_string(),
             comment: String::new(),
@@ -119,19 +120,25 @@ pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
             read_only,
             guest_ok: false,
             valid_users: Vec::new(),
+            encrypt,
         })
     };
     let config = ServerConfig {
         dialect_min: 0x0202,
         dialect_max: 0x0311,
         signing,
+        encrypt: EncryptPolicy::IfRequired,
         server_guid: [7; 16],
         netbios_name: "RINGSHARE".into(),
         workgroup: "WORKGROUP".into(),
         dns_name: "ringshare.test".into(),
         map_bad_user_to_guest: false,
         guest_enabled: false,
-        shares: vec![share("share", false), share("ro", true)],
+        shares: vec![
+            share("share", false, EncryptPolicy::IfRequired),
+            share("ro", true, EncryptPolicy::IfRequired),
+            share("sealed", false, EncryptPolicy::Required),
+        ],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,
         idle_timeout_ms: 15 * 60_000,

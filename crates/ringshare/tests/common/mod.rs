@@ -115,6 +115,8 @@ pub struct ServerConfig {
     pub min_protocol: &'static str,
     /// `server max protocol`.
     pub max_protocol: &'static str,
+    /// `server smb encrypt`: "if_required" (default), "desired", "required", "off".
+    pub encrypt: &'static str,
 }
 
 impl Default for ServerConfig {
@@ -125,6 +127,7 @@ impl Default for ServerConfig {
             signing: "auto",
             min_protocol: "SMB2_02",
             max_protocol: "SMB3_11",
+            encrypt: "if_required",
         }
     }
 }
@@ -167,6 +170,7 @@ impl Server {
                  \tserver min protocol = {min}\n\
                  \tserver max protocol = {max}\n\
                  \tmap to guest = {guest}\n\
+                 \tserver smb encrypt = {encrypt}\n\
                  \tlog level = 2\n\
                  \n\
                  [{SHARE}]\n\
@@ -176,6 +180,7 @@ impl Server {
                  \tguest ok = {guest_ok}\n",
                 passwd = passwd.display(),
                 signing = cfg.signing,
+                encrypt = cfg.encrypt,
                 min = cfg.min_protocol,
                 max = cfg.max_protocol,
                 guest = cfg.map_to_guest,
