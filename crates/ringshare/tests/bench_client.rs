@@ -9,11 +9,16 @@ use std::process::Command;
 use common::{Server, ServerConfig, PASSWORD, SHARE, USER};
 
 fn bench(server: &Server, args: &[&str]) -> (bool, String) {
+    bench_as(server, SHARE, &format!("{USER}%{PASSWORD}"), args)
+}
+
+/// `ringshare bench` on `share` with `credentials` (USER%PASS): (success, stdout + stderr).
+fn bench_as(server: &Server, share: &str, credentials: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ringshare"))
         .arg("bench")
-        .arg(format!("//127.0.0.1:{}/{SHARE}", server.port))
+        .arg(format!("//127.0.0.1:{}/{share}", server.port))
         .arg("-U")
-        .arg(format!("{USER}%{PASSWORD}"))
+        .arg(credentials)
         .args(args)
         .output()
         .expect("run ringshare bench");
@@ -125,37 +130,20 @@ fn many_connections_and_metadata_storms_see_no_errors() {
 #[test]
 fn a_server_error_is_reported_by_name_with_the_request_and_fails_the_run() {
     let server = Server::start(&ServerConfig::default(), |_| {});
-    let out = Command::new(env!("CARGO_BIN_EXE_ringshare"))
-        .arg("bench")
-        .arg(format!("//127.0.0.1:{}/no-such-share", server.port))
-        .arg("-U")
-        .arg(format!("{USER}%{PASSWORD}"))
-        .args(["echo", "--duration", "1s"])
-        .output()
-        .expect("run ringshare bench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let credentials = format!("{USER}%{PASSWORD}");
+    let (ok, text) = bench_as(
+        &server,
+        "no-such-share",
+        &credentials,
+        &["echo", "--duration", "1s"],
     );
-    assert!(!out.status.success(), "{text}");
+    assert!(!ok, "{text}");
     assert!(
         text.contains("BAD_NETWORK_NAME") && text.to_uppercase().contains("TREE_CONNECT"),
         "{text}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_ringshare"))
-        .arg("bench")
-        .arg(format!("//127.0.0.1:{}/{SHARE}", server.port))
-        .arg("-U")
-        .arg(format!("{USER}%wrong-password"))
-        .args(["echo", "--duration", "1s"])
-        .output()
-        .expect("run ringshare bench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!out.status.success(), "{text}");
+    let wrong = format!("{USER}%wrong-password");
+    let (ok, text) = bench_as(&server, SHARE, &wrong, &["echo", "--duration", "1s"]);
+    assert!(!ok, "{text}");
     assert!(text.contains("LOGON_FAILURE"), "{text}");
 }
