@@ -476,6 +476,12 @@ impl Connection {
                     return;
                 }
             }
+            if self.core.negotiated.is_none() && hdr.command != Command::NEGOTIATE {
+                // [MS-SMB2] 3.3.5.2: nothing but NEGOTIATE before NEGOTIATE; the
+                // connection is dropped without a reply.
+                self.disconnect("request before NEGOTIATE");
+                return;
+            }
             if hdr.command == Command::CANCEL {
                 self.cancel(&hdr);
                 continue;
@@ -616,11 +622,6 @@ impl Connection {
     /// Checks of [MS-SMB2] 3.3.5.2.4–3.3.5.2.11 and the call into the command.
     fn dispatch(&mut self, req: &Req<'_>) -> Result<Handled, NtStatus> {
         let cmd_id = req.hdr.command;
-        if self.core.negotiated.is_none() && cmd_id != Command::NEGOTIATE {
-            // Nothing but NEGOTIATE before NEGOTIATE.
-            self.closing_soon("request before NEGOTIATE");
-            return Err(NtStatus::INVALID_PARAMETER);
-        }
         match cmd_id {
             Command::NEGOTIATE => {
                 return cmd::negotiate::handle(&mut self.core, req).map(Handled::Reply)
@@ -697,10 +698,6 @@ impl Connection {
             }
             _ => Err(NtStatus::INVALID_PARAMETER),
         }
-    }
-
-    fn closing_soon(&mut self, why: &str) {
-        self.disconnect(why);
     }
 
     /// [MS-SMB2] 3.3.5.2.4: verify a signed request; refuse an unsigned one on

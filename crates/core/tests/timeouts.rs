@@ -69,3 +69,18 @@ fn a_logged_on_connection_with_nothing_open_is_closed_after_the_idle_time_but_no
     c.conn.handle_timeout(c.now);
     assert!(closes(&mut c.conn));
 }
+
+#[test]
+fn a_request_before_negotiate_closes_the_connection_without_a_reply() {
+    let mem = MemShare::new();
+    let server = server(&mem, SigningPolicy::IfRequired);
+    let mut conn = Connection::new(server, "early".into(), Box::new(Zeros));
+    let mut msg = vec![0u8; 64];
+    msg[..4].copy_from_slice(b"\xfeSMB");
+    msg[4] = 64;
+    msg[12] = 0x0D; // ECHO
+    msg.extend_from_slice(&[4, 0, 0, 0]);
+    conn.receive(Now::default(), msg);
+    let outs: Vec<Output> = std::iter::from_fn(|| conn.poll_output()).collect();
+    assert!(matches!(outs.as_slice(), [Output::Close]), "{outs:?}");
+}
