@@ -528,8 +528,8 @@ pub struct FileFullEaEntry {
 }
 
 /// FILE_FULL_EA_INFORMATION: a chain of [`FileFullEaEntry`] (each 4-byte
-/// aligned). ringshare parses it in CREATE contexts and SET_INFO only to
-/// reject or ignore it.
+/// aligned), as carried by the ExtA create context, SET_INFO and QUERY_INFO
+/// FileFullEaInformation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FileFullEaInformation {
     pub entries: Vec<FileFullEaEntry>,
