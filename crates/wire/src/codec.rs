@@ -293,6 +293,28 @@ pub fn body_reader(msg: &[u8]) -> Result<Reader<'_>, WireError> {
     Ok(Reader::new(r.rest()))
 }
 
+/// Where the buffer of an output-buffer response starts, counted from the header.
+pub const OUTPUT_BUFFER_RESPONSE_AT: usize = HEADER_LEN + 8;
+
+/// The body QUERY_DIRECTORY, QUERY_INFO and CHANGE_NOTIFY responses share
+/// ([MS-SMB2] 2.2.34, 2.2.38, 2.2.36): StructureSize 9, OutputBufferOffset
+/// (u16), OutputBufferLength (u32), then the buffer. Returns the buffer.
+pub fn decode_output_buffer_response(msg: &[u8]) -> Result<&[u8], WireError> {
+    let mut r = body_reader(msg)?;
+    expect_structure_size(&mut r, 9)?;
+    let off = usize::from(r.u16()?);
+    let len = r.u32()? as usize;
+    slice_at(msg, off, len, OUTPUT_BUFFER_RESPONSE_AT, "OutputBuffer")
+}
+
+/// Append the fixed part of an output-buffer response whose `buffer_len`
+/// bytes follow it (at [`OUTPUT_BUFFER_RESPONSE_AT`]).
+pub fn encode_output_buffer_response_head(out: &mut Vec<u8>, buffer_len: usize) {
+    out.put_u16(9);
+    out.put_u16(to_u16(OUTPUT_BUFFER_RESPONSE_AT));
+    out.put_u32(to_u32(buffer_len));
+}
+
 /// Check a body that is only `StructureSize` + a reserved u16 (LOGOFF, ECHO, ...).
 /// `structure_size` is 4 for those (2 for the SET_INFO response, which has no Reserved).
 pub fn decode_empty_body(msg: &[u8], structure_size: u16) -> Result<(), WireError> {

@@ -2,7 +2,8 @@
 //! 2.2.34). The entries themselves ([MS-FSCC] 2.4) are built by the caller.
 
 use crate::codec::{
-    body_reader, expect_structure_size, slice_at, to_u16, to_u32, WriteExt, HEADER_LEN,
+    body_reader, decode_output_buffer_response, encode_output_buffer_response_head,
+    expect_structure_size, slice_at, to_u16, WriteExt, HEADER_LEN, OUTPUT_BUFFER_RESPONSE_AT,
 };
 use crate::consts::QueryDirectoryFlags;
 use crate::utf16::{decode_utf16le, encode_utf16le, utf16_len};
@@ -10,7 +11,7 @@ use crate::{FileId, WireError};
 
 const REQ_BUFFER_AT: usize = HEADER_LEN + 32;
 /// Where the response's output buffer starts, counted from the SMB2 header.
-pub const RESPONSE_BUFFER_OFFSET: usize = HEADER_LEN + 8;
+pub const RESPONSE_BUFFER_OFFSET: usize = OUTPUT_BUFFER_RESPONSE_AT;
 
 /// SMB2 QUERY_DIRECTORY request ([MS-SMB2] 2.2.33).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,12 +83,8 @@ impl<'a> QueryDirectoryResponse<'a> {
     pub const STRUCTURE_SIZE: u16 = 9;
 
     pub fn decode(msg: &'a [u8]) -> Result<Self, WireError> {
-        let mut r = body_reader(msg)?;
-        expect_structure_size(&mut r, Self::STRUCTURE_SIZE)?;
-        let off = usize::from(r.u16()?);
-        let len = r.u32()? as usize;
         Ok(QueryDirectoryResponse {
-            buffer: slice_at(msg, off, len, RESPONSE_BUFFER_OFFSET, "OutputBuffer")?,
+            buffer: decode_output_buffer_response(msg)?,
         })
     }
 
@@ -98,9 +95,7 @@ impl<'a> QueryDirectoryResponse<'a> {
 
     /// Append only the fixed part for `buffer_len` bytes that follow it.
     pub fn encode_head(out: &mut Vec<u8>, buffer_len: usize) {
-        out.put_u16(Self::STRUCTURE_SIZE);
-        out.put_u16(to_u16(RESPONSE_BUFFER_OFFSET));
-        out.put_u32(to_u32(buffer_len));
+        encode_output_buffer_response_head(out, buffer_len);
     }
 }
 

@@ -3,8 +3,9 @@
 //! quota) are encoded by their own modules.
 
 use crate::codec::{
-    body_reader, decode_empty_body, encode_empty_body, expect_structure_size, slice_at, to_u16,
-    to_u32, WriteExt, HEADER_LEN,
+    body_reader, decode_empty_body, decode_output_buffer_response, encode_empty_body,
+    encode_output_buffer_response_head, expect_structure_size, slice_at, to_u16, to_u32, WriteExt,
+    HEADER_LEN, OUTPUT_BUFFER_RESPONSE_AT,
 };
 use crate::consts::{InfoType, QueryInfoFlags};
 use crate::{FileId, WireError};
@@ -12,7 +13,7 @@ use crate::{FileId, WireError};
 const QUERY_REQ_BUFFER_AT: usize = HEADER_LEN + 40;
 const SET_REQ_BUFFER_AT: usize = HEADER_LEN + 32;
 /// Where the QUERY_INFO response's output buffer starts, counted from the header.
-pub const QUERY_RESPONSE_BUFFER_OFFSET: usize = HEADER_LEN + 8;
+pub const QUERY_RESPONSE_BUFFER_OFFSET: usize = OUTPUT_BUFFER_RESPONSE_AT;
 
 /// SMB2 QUERY_INFO request ([MS-SMB2] 2.2.37).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,12 +89,8 @@ impl<'a> QueryInfoResponse<'a> {
     pub const STRUCTURE_SIZE: u16 = 9;
 
     pub fn decode(msg: &'a [u8]) -> Result<Self, WireError> {
-        let mut r = body_reader(msg)?;
-        expect_structure_size(&mut r, Self::STRUCTURE_SIZE)?;
-        let off = usize::from(r.u16()?);
-        let len = r.u32()? as usize;
         Ok(QueryInfoResponse {
-            buffer: slice_at(msg, off, len, QUERY_RESPONSE_BUFFER_OFFSET, "OutputBuffer")?,
+            buffer: decode_output_buffer_response(msg)?,
         })
     }
 
@@ -104,9 +101,7 @@ impl<'a> QueryInfoResponse<'a> {
 
     /// Append only the fixed part for `buffer_len` bytes that follow it.
     pub fn encode_head(out: &mut Vec<u8>, buffer_len: usize) {
-        out.put_u16(Self::STRUCTURE_SIZE);
-        out.put_u16(to_u16(QUERY_RESPONSE_BUFFER_OFFSET));
-        out.put_u32(to_u32(buffer_len));
+        encode_output_buffer_response_head(out, buffer_len);
     }
 }
 

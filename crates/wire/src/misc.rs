@@ -3,8 +3,8 @@
 //! lease forms), CHANGE_NOTIFY (2.2.35, 2.2.36) and the ERROR response (2.2.2).
 
 use crate::codec::{
-    body_reader, decode_empty_body, encode_empty_body, expect_structure_size, slice_at, to_u16,
-    to_u32, Reader, WriteExt, HEADER_LEN,
+    body_reader, decode_empty_body, decode_output_buffer_response, encode_empty_body,
+    expect_structure_size, to_u16, to_u32, Reader, WriteExt, OUTPUT_BUFFER_RESPONSE_AT,
 };
 use crate::consts::{
     AccessMask, ChangeNotifyFlags, CompletionFilter, LeaseBreakFlags, LeaseState, OplockLevel,
@@ -187,7 +187,7 @@ impl ChangeNotifyRequest {
 }
 
 /// Where the CHANGE_NOTIFY response buffer starts, counted from the header.
-pub const CHANGE_NOTIFY_BUFFER_OFFSET: usize = HEADER_LEN + 8;
+pub const CHANGE_NOTIFY_BUFFER_OFFSET: usize = OUTPUT_BUFFER_RESPONSE_AT;
 
 /// SMB2 CHANGE_NOTIFY response ([MS-SMB2] 2.2.36): a FILE_NOTIFY_INFORMATION
 /// chain ([MS-FSCC] 2.7.1) built by the caller.
@@ -200,12 +200,8 @@ impl<'a> ChangeNotifyResponse<'a> {
     pub const STRUCTURE_SIZE: u16 = 9;
 
     pub fn decode(msg: &'a [u8]) -> Result<Self, WireError> {
-        let mut r = body_reader(msg)?;
-        expect_structure_size(&mut r, Self::STRUCTURE_SIZE)?;
-        let off = usize::from(r.u16()?);
-        let len = r.u32()? as usize;
         Ok(ChangeNotifyResponse {
-            buffer: slice_at(msg, off, len, CHANGE_NOTIFY_BUFFER_OFFSET, "OutputBuffer")?,
+            buffer: decode_output_buffer_response(msg)?,
         })
     }
 
