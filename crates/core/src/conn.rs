@@ -515,16 +515,6 @@ impl Connection {
                 self.push_reply(&mut job, &hdr, session_id, reply);
                 continue;
             }
-            let closing = (hdr.command == Command::CLOSE)
-                .then(|| CloseRequest::decode(&job.frame[start..end]).ok())
-                .flatten()
-                .and_then(|c| {
-                    if c.file_id.is_any() {
-                        related_file_id
-                    } else {
-                        Some((c.file_id.persistent, c.file_id.volatile))
-                    }
-                });
             let req = Req {
                 hdr: hdr.clone(),
                 msg: &job.frame[start..end],
@@ -534,6 +524,11 @@ impl Connection {
                 sole,
                 encrypted: job.encrypted.is_some(),
             };
+            // The open a CLOSE names, for completing its CHANGE_NOTIFYs afterwards.
+            let closing = (hdr.command == Command::CLOSE)
+                .then(|| CloseRequest::decode(req.msg).ok())
+                .flatten()
+                .and_then(|c| crate::opens::resolve(&req, c.file_id).ok());
             let outcome = self.dispatch(&req);
             job.last_session = session_id;
             job.last_tree = tree_id;

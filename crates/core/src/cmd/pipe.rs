@@ -11,6 +11,7 @@ use ringshare_wire::{FileId, NtStatus};
 use crate::conn::{ConnCore, Reply, Req};
 use crate::ipc::{Pipe, ServerFacts, ShareEntry, ShareKind};
 use crate::limits;
+use crate::opens;
 use crate::state::PipeOpen;
 
 /// What the RPC services may tell a client about this server.
@@ -55,11 +56,7 @@ fn pipe_mut<'a>(
     req: &Req<'_>,
     fid: FileId,
 ) -> Result<&'a mut PipeOpen, NtStatus> {
-    let (persistent, volatile) = if fid.is_any() {
-        req.related_file_id.ok_or(NtStatus::FILE_CLOSED)?
-    } else {
-        (fid.persistent, fid.volatile)
-    };
+    let (persistent, volatile) = opens::resolve(req, fid)?;
     let session = core
         .sessions
         .get_mut(&req.session_id)
