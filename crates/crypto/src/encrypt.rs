@@ -1,10 +1,15 @@
 //! SMB 3.x message encryption ([MS-SMB2] 3.1.4.3, 3.3.4.1.4): AES-CCM and AES-GCM over the
 //! SMB2 message, with the TRANSFORM_HEADER bytes 20..52 as associated data.
+//!
+//! Providers (measured in docs/crypto.md): AES-GCM is aws-lc-rs (its stitched AES-NI/PCLMULQDQ
+//! code, and VAES/AVX-512 where the CPU has them, chosen at run time); AES-CCM is RustCrypto
+//! `ccm`, as aws-lc-rs offers no CCM with SMB's 11-byte nonce and 16-byte tag. Both work in
+//! place on the caller's buffer: no copy of the message is made.
 
 use aes::{Aes128, Aes256};
-use aes_gcm::aead::consts::{U11, U16};
-use aes_gcm::aead::{AeadInOut, KeyInit};
-use aes_gcm::{Aes128Gcm, Aes256Gcm};
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM};
+use ccm::aead::consts::{U11, U16};
+use ccm::aead::{AeadInOut, KeyInit};
 use ccm::Ccm;
 
 use crate::CryptoError;
@@ -66,9 +71,17 @@ impl Cipher {
 
 enum Engine {
     Aes128Ccm(Box<Aes128Ccm>),
-    Aes128Gcm(Box<Aes128Gcm>),
     Aes256Ccm(Box<Aes256Ccm>),
-    Aes256Gcm(Box<Aes256Gcm>),
+    /// AES-128-GCM or AES-256-GCM.
+    Gcm(LessSafeKey),
+}
+
+fn bad_nonce<E>(_: E) -> CryptoError {
+    CryptoError::BadNonceLength
+}
+
+fn refused<E>(_: E) -> CryptoError {
+    CryptoError::AuthenticationFailed
 }
 
 /// A keyed cipher; the key schedule is computed once.
@@ -85,17 +98,6 @@ impl std::fmt::Debug for CipherKey {
     }
 }
 
-macro_rules! with_engine {
-    ($engine:expr, $c:ident => $body:expr) => {
-        match $engine {
-            Engine::Aes128Ccm($c) => $body,
-            Engine::Aes128Gcm($c) => $body,
-            Engine::Aes256Ccm($c) => $body,
-            Engine::Aes256Gcm($c) => $body,
-        }
-    };
-}
-
 impl CipherKey {
     /// A key for `cipher`; `key` must be `cipher.key_len()` bytes.
     pub fn new(cipher: Cipher, key: &[u8]) -> Result<Self, CryptoError> {
@@ -107,15 +109,15 @@ impl CipherKey {
             Cipher::Aes128Ccm => {
                 Engine::Aes128Ccm(Box::new(Aes128Ccm::new_from_slice(key).map_err(bad)?))
             }
-            Cipher::Aes128Gcm => {
-                Engine::Aes128Gcm(Box::new(Aes128Gcm::new_from_slice(key).map_err(bad)?))
-            }
+            Cipher::Aes128Gcm => Engine::Gcm(LessSafeKey::new(
+                UnboundKey::new(&AES_128_GCM, key).map_err(|_| CryptoError::BadKeyLength)?,
+            )),
             Cipher::Aes256Ccm => {
                 Engine::Aes256Ccm(Box::new(Aes256Ccm::new_from_slice(key).map_err(bad)?))
             }
-            Cipher::Aes256Gcm => {
-                Engine::Aes256Gcm(Box::new(Aes256Gcm::new_from_slice(key).map_err(bad)?))
-            }
+            Cipher::Aes256Gcm => Engine::Gcm(LessSafeKey::new(
+                UnboundKey::new(&AES_256_GCM, key).map_err(|_| CryptoError::BadKeyLength)?,
+            )),
         };
         Ok(CipherKey { cipher, engine })
     }
@@ -127,7 +129,8 @@ impl CipherKey {
 
     /// Encrypt `buf` in place; returns the 16-byte tag. `aad` is the transform header bytes
     /// 20..52. `nonce` is `nonce_len()` bytes, or the whole 16-byte Nonce field (then the bytes
-    /// past `nonce_len()` are ignored).
+    /// past `nonce_len()` are ignored). `buf` is the message where it already lies (e.g. a READ
+    /// response built around the data read into it): nothing is copied.
     pub fn encrypt_in_place(
         &self,
         nonce: &[u8],
@@ -135,17 +138,30 @@ impl CipherKey {
         buf: &mut [u8],
     ) -> Result<[u8; 16], CryptoError> {
         let nonce = self.nonce(nonce)?;
-        with_engine!(&self.engine, c => {
-            let n = nonce.try_into().map_err(|_| CryptoError::BadNonceLength)?;
-            let tag = c
-                .encrypt_inout_detached(n, aad, buf.into())
-                .map_err(|_| CryptoError::AuthenticationFailed)?;
-            Ok(tag.into())
-        })
+        // Sealing fails only past GCM's 2^36-byte limit or for an out-of-range CCM length,
+        // neither of which an SMB message reaches; report it as a refusal all the same.
+        match &self.engine {
+            Engine::Aes128Ccm(c) => Ok(c
+                .encrypt_inout_detached(nonce.try_into().map_err(bad_nonce)?, aad, buf.into())
+                .map_err(refused)?
+                .into()),
+            Engine::Aes256Ccm(c) => Ok(c
+                .encrypt_inout_detached(nonce.try_into().map_err(bad_nonce)?, aad, buf.into())
+                .map_err(refused)?
+                .into()),
+            Engine::Gcm(k) => {
+                let n = Nonce::try_assume_unique_for_key(nonce).map_err(bad_nonce)?;
+                let tag = k
+                    .seal_in_place_separate_tag(n, Aad::from(aad), buf)
+                    .map_err(refused)?;
+                tag.as_ref().try_into().map_err(refused)
+            }
+        }
     }
 
-    /// Decrypt `buf` in place after checking `tag`. On failure no plaintext is left in `buf`
-    /// (GCM leaves the ciphertext, CCM zeroes it); the caller must drop the message.
+    /// Decrypt `buf` in place after checking `tag`. On failure `buf` holds no plaintext (GCM
+    /// zeroes it, CCM zeroes it); the caller must drop the message. `buf` is the message where
+    /// it landed (e.g. a WRITE request's receive buffer): nothing is copied.
     pub fn decrypt_in_place(
         &self,
         nonce: &[u8],
@@ -154,11 +170,35 @@ impl CipherKey {
         tag: &[u8; 16],
     ) -> Result<(), CryptoError> {
         let nonce = self.nonce(nonce)?;
-        with_engine!(&self.engine, c => {
-            let n = nonce.try_into().map_err(|_| CryptoError::BadNonceLength)?;
-            c.decrypt_inout_detached(n, aad, buf.into(), &(*tag).into())
-                .map_err(|_| CryptoError::AuthenticationFailed)
-        })
+        match &self.engine {
+            Engine::Aes128Ccm(c) => c
+                .decrypt_inout_detached(
+                    nonce.try_into().map_err(bad_nonce)?,
+                    aad,
+                    buf.into(),
+                    &(*tag).into(),
+                )
+                .map_err(refused),
+            Engine::Aes256Ccm(c) => c
+                .decrypt_inout_detached(
+                    nonce.try_into().map_err(bad_nonce)?,
+                    aad,
+                    buf.into(),
+                    &(*tag).into(),
+                )
+                .map_err(refused),
+            Engine::Gcm(k) => {
+                let n = Nonce::try_assume_unique_for_key(nonce).map_err(bad_nonce)?;
+                match k.open_in_place_separate_tag(n, Aad::from(aad), tag, buf) {
+                    Ok(_) => Ok(()),
+                    Err(_) => {
+                        // aws-lc already clears the output on failure; make it a promise here.
+                        buf.fill(0);
+                        Err(CryptoError::AuthenticationFailed)
+                    }
+                }
+            }
+        }
     }
 
     fn nonce<'a>(&self, nonce: &'a [u8]) -> Result<&'a [u8], CryptoError> {
@@ -200,6 +240,96 @@ mod tests {
         let tag = k.encrypt_in_place(&[0; 12], &[], &mut buf).unwrap();
         assert_eq!(buf.to_vec(), unhex("0388dace60b6a392f328c2b971b2fe78"));
         assert_eq!(tag.to_vec(), unhex("ab6e47d42cec13bdf53a67b21257bddf"));
+    }
+
+    #[test]
+    fn gcm_256_matches_mcgrew_viega_test_case_14() {
+        // McGrew & Viega test case 14: K = 0^256, IV = 0^96, P = 0^128.
+        let k = CipherKey::new(Cipher::Aes256Gcm, &[0; 32]).unwrap();
+        let mut buf = [0u8; 16];
+        let tag = k.encrypt_in_place(&[0; 12], &[], &mut buf).unwrap();
+        assert_eq!(buf.to_vec(), unhex("cea7403d4d606b6e074ec5d3baf39d18"));
+        assert_eq!(tag.to_vec(), unhex("d0d1c8a799996bf0265b98b5d48ab919"));
+    }
+
+    #[test]
+    fn gcm_agrees_with_rustcrypto_on_large_unaligned_messages() {
+        use aes_gcm::aead::{AeadInOut, KeyInit};
+        for (cipher, len) in [
+            (Cipher::Aes128Gcm, 65_537usize),
+            (Cipher::Aes256Gcm, 1 << 20),
+            (Cipher::Aes128Gcm, 17),
+        ] {
+            let key: Vec<u8> = (0..cipher.key_len() as u8).collect();
+            let nonce = [0x21u8; 12];
+            let aad = [0x5au8; 32];
+            let plain: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut ours = plain.clone();
+            let tag = CipherKey::new(cipher, &key)
+                .unwrap()
+                .encrypt_in_place(&nonce, &aad, &mut ours)
+                .unwrap();
+            let mut theirs = plain.clone();
+            let their_tag: [u8; 16] = if cipher == Cipher::Aes128Gcm {
+                aes_gcm::Aes128Gcm::new_from_slice(&key)
+                    .unwrap()
+                    .encrypt_inout_detached(&nonce.into(), &aad, theirs.as_mut_slice().into())
+                    .unwrap()
+                    .into()
+            } else {
+                aes_gcm::Aes256Gcm::new_from_slice(&key)
+                    .unwrap()
+                    .encrypt_inout_detached(&nonce.into(), &aad, theirs.as_mut_slice().into())
+                    .unwrap()
+                    .into()
+            };
+            assert_eq!(tag, their_tag, "{cipher:?} {len}");
+            assert!(ours == theirs, "{cipher:?} {len}: ciphertexts differ");
+        }
+    }
+
+    #[test]
+    fn encrypts_and_decrypts_a_payload_where_it_lies_inside_a_larger_buffer() {
+        // The server encrypts a READ response in the buffer the data was read into and
+        // decrypts a WRITE where it landed: only the given range may change.
+        for c in [Cipher::Aes128Gcm, Cipher::Aes128Ccm, Cipher::Aes256Gcm] {
+            let key = CipherKey::new(c, &vec![0x11; c.key_len()]).unwrap();
+            let mut frame = vec![0xEEu8; 52 + 4096 + 8];
+            for (i, b) in frame[52..52 + 4096].iter_mut().enumerate() {
+                *b = i as u8;
+            }
+            let original = frame.clone();
+            let (nonce, aad) = ([3u8; 16], [4u8; 32]);
+            let tag = key
+                .encrypt_in_place(&nonce, &aad, &mut frame[52..52 + 4096])
+                .unwrap();
+            assert_eq!(frame[..52], original[..52], "{c:?}");
+            assert_eq!(frame[52 + 4096..], original[52 + 4096..], "{c:?}");
+            assert_ne!(frame[52..52 + 4096], original[52..52 + 4096], "{c:?}");
+            key.decrypt_in_place(&nonce, &aad, &mut frame[52..52 + 4096], &tag)
+                .unwrap();
+            assert_eq!(frame, original, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn failed_decryption_leaves_only_zeros() {
+        for c in [
+            Cipher::Aes128Ccm,
+            Cipher::Aes128Gcm,
+            Cipher::Aes256Ccm,
+            Cipher::Aes256Gcm,
+        ] {
+            let key = CipherKey::new(c, &vec![0x77; c.key_len()]).unwrap();
+            let mut buf = vec![0xA5u8; 1000];
+            let mut tag = key.encrypt_in_place(&[1; 16], &[2; 32], &mut buf).unwrap();
+            tag[15] ^= 1;
+            assert_eq!(
+                key.decrypt_in_place(&[1; 16], &[2; 32], &mut buf, &tag),
+                Err(CryptoError::AuthenticationFailed)
+            );
+            assert!(buf.iter().all(|&b| b == 0), "{c:?}");
+        }
     }
 
     /// Microsoft Open Specifications blog "Encryption in SMB 3.0: A protocol perspective":

@@ -2,13 +2,13 @@
 //! AES-128-GMAC (3.1.1 with SMB2_SIGNING_CAPABILITIES).
 //!
 //! The message is given as consecutive parts, header first, with the 16-byte Signature field
-//! (header offset 48) already zeroed by the caller. Every algorithm runs incrementally over the
-//! parts: no part is copied.
+//! (header offset 48) already zeroed by the caller. HMAC and CMAC run incrementally over the
+//! parts; GMAC authenticates a one-part message where it lies and gathers a message of several
+//! parts into a per-thread scratch buffer first (see `gmac`).
+//!
+//! Provider: aws-lc-rs for all three (measured in docs/crypto.md).
 
-use aes::Aes128;
-use cmac::{Cmac, KeyInit, Mac};
-use hmac::Hmac;
-use sha2::Sha256;
+use aws_lc_rs::{cmac, hmac};
 
 use crate::gmac::Gmac;
 
@@ -54,9 +54,9 @@ impl NonceInfo {
 
 #[derive(Clone)]
 enum Engine {
-    Hmac([u8; 16]),
-    Cmac(Box<Cmac<Aes128>>),
-    Gmac(Box<Gmac>),
+    Hmac(Box<hmac::Key>),
+    Cmac(cmac::Key),
+    Gmac(Gmac),
 }
 
 /// A signing key bound to its algorithm. Cheap to clone; key schedules are computed once.
@@ -79,9 +79,14 @@ impl SigningKey {
     /// A key for `alg`. The 2.x HMAC key is the 16-byte session key.
     pub fn new(alg: SigningAlgorithm, key: [u8; 16]) -> Self {
         let engine = match alg {
-            SigningAlgorithm::HmacSha256 => Engine::Hmac(key),
-            SigningAlgorithm::AesCmac => Engine::Cmac(Box::new(Cmac::<Aes128>::new(&key.into()))),
-            SigningAlgorithm::AesGmac => Engine::Gmac(Box::new(Gmac::new(&key))),
+            SigningAlgorithm::HmacSha256 => {
+                Engine::Hmac(Box::new(hmac::Key::new(hmac::HMAC_SHA256, &key)))
+            }
+            SigningAlgorithm::AesCmac => Engine::Cmac(
+                cmac::Key::new(cmac::AES_128, &key)
+                    .expect("aws-lc accepts every 16-byte key for AES-128-CMAC"),
+            ),
+            SigningAlgorithm::AesGmac => Engine::Gmac(Gmac::new(&key)),
         };
         SigningKey { alg, engine }
     }
@@ -92,34 +97,38 @@ impl SigningKey {
     }
 
     /// Signature over the message given as consecutive parts (header first; the caller has
-    /// zeroed the 16-byte Signature field at header offset 48).
+    /// zeroed the 16-byte Signature field at header offset 48). In the impossible case that
+    /// the provider refuses, the result is all zeros, which the peer will reject.
     pub fn sign(&self, parts: &[&[u8]], nonce: NonceInfo) -> [u8; 16] {
-        match &self.engine {
-            Engine::Hmac(key) => {
-                let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
-                    .expect("HMAC accepts any key length");
-                for p in parts {
-                    mac.update(p);
-                }
-                let full = mac.finalize().into_bytes();
-                let mut out = [0u8; 16];
-                out.copy_from_slice(&full[..16]);
-                out
-            }
-            Engine::Cmac(cmac) => {
-                let mut mac = (**cmac).clone();
-                for p in parts {
-                    mac.update(p);
-                }
-                mac.finalize().into_bytes().into()
-            }
-            Engine::Gmac(gmac) => gmac.mac(&nonce.gmac_nonce(), parts),
-        }
+        self.try_sign(parts, nonce).unwrap_or([0; 16])
     }
 
     /// Whether `signature` is the right one for the message; the comparison is constant-time.
     pub fn verify(&self, parts: &[&[u8]], nonce: NonceInfo, signature: &[u8; 16]) -> bool {
-        crate::ct_eq(&self.sign(parts, nonce), signature)
+        match self.try_sign(parts, nonce) {
+            Some(expected) => crate::ct_eq(&expected, signature),
+            None => false,
+        }
+    }
+
+    fn try_sign(&self, parts: &[&[u8]], nonce: NonceInfo) -> Option<[u8; 16]> {
+        match &self.engine {
+            Engine::Hmac(key) => {
+                let mut ctx = hmac::Context::with_key(key);
+                for p in parts {
+                    ctx.update(p);
+                }
+                ctx.sign().as_ref().get(..16)?.try_into().ok()
+            }
+            Engine::Cmac(key) => {
+                let mut ctx = cmac::Context::with_key(key);
+                for p in parts {
+                    ctx.update(p).ok()?;
+                }
+                ctx.sign().ok()?.as_ref().try_into().ok()
+            }
+            Engine::Gmac(gmac) => gmac.mac(&nonce.gmac_nonce(), parts),
+        }
     }
 }
 
@@ -127,6 +136,8 @@ impl SigningKey {
 mod tests {
     use super::*;
     use crate::unhex;
+    use ::hmac::{Hmac, KeyInit, Mac};
+    use sha2::Sha256;
 
     fn key16(s: &str) -> [u8; 16] {
         unhex(s).try_into().unwrap()
@@ -216,6 +227,43 @@ mod tests {
             sk.sign(&[&data[..7], &data[7..]], NonceInfo::default())[..],
             want[..16]
         );
+    }
+
+    #[test]
+    fn every_algorithm_agrees_with_rustcrypto_over_a_large_message_in_parts() {
+        use ::cmac::Cmac;
+        use aes_gcm::aead::AeadInOut;
+        let key = [0x3cu8; 16];
+        let msg: Vec<u8> = (0..(1usize << 20) + 77)
+            .map(|i| (i * 13 + 1) as u8)
+            .collect();
+        let parts: [&[u8]; 4] = [&msg[..48], &msg[48..64], &msg[64..65_601], &msg[65_601..]];
+        let nonce = NonceInfo {
+            message_id: 0x1234,
+            server_to_client: true,
+            cancel: false,
+        };
+
+        let mut h = <Hmac<Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+        h.update(&msg);
+        let want = h.finalize().into_bytes();
+        let got = SigningKey::new(SigningAlgorithm::HmacSha256, key).sign(&parts, nonce);
+        assert_eq!(got[..], want[..16]);
+
+        let mut c = <Cmac<aes::Aes128> as KeyInit>::new(&key.into());
+        c.update(&msg);
+        let want: [u8; 16] = c.finalize().into_bytes().into();
+        let got = SigningKey::new(SigningAlgorithm::AesCmac, key).sign(&parts, nonce);
+        assert_eq!(got, want);
+
+        let gcm = <aes_gcm::Aes128Gcm as KeyInit>::new(&key.into());
+        let want: [u8; 16] = gcm
+            .encrypt_inout_detached(&nonce.gmac_nonce().into(), &msg, (&mut [][..]).into())
+            .unwrap()
+            .into();
+        let k = SigningKey::new(SigningAlgorithm::AesGmac, key);
+        assert_eq!(k.sign(&parts, nonce), want);
+        assert_eq!(k.sign(&[&msg], nonce), want);
     }
 
     #[test]
