@@ -363,6 +363,18 @@ impl Raw {
         self.call_with(&hdr, body)
     }
 
+    /// Like [`Raw::call`] for a request that moves `payload` bytes: the credit charge covers it
+    /// ([MS-SMB2] 3.3.5.2.5) and asks for as many credits back.
+    pub fn call_sized(&mut self, cmd: Command, body: &[u8], payload: usize) -> Outcome {
+        let charge = payload.div_ceil(65536).max(1) as u16;
+        let mut hdr = self.header(cmd);
+        hdr.credit_charge = charge;
+        hdr.credits = charge;
+        self.next_mid += u64::from(charge) - 1;
+        self.credits = self.credits.saturating_sub(u64::from(charge) - 1);
+        self.call_with(&hdr, body)
+    }
+
     /// Send one request with a caller-made header.
     pub fn call_with(&mut self, hdr: &Header, body: &[u8]) -> Outcome {
         if self.send_frame(&Raw::message(hdr, body)).is_err() {
@@ -397,14 +409,14 @@ impl Raw {
     }
 
     pub fn write(&mut self, f: FileId, offset: u64, data: &[u8]) -> Result<u32, Outcome> {
-        match self.call(Command::WRITE, &write_body(f, offset, data)) {
+        match self.call_sized(Command::WRITE, &write_body(f, offset, data), data.len()) {
             Outcome::Reply(h, m) if h.status.is_success() => Ok(le32(&m[HEADER_LEN + 4..])),
             other => Err(other),
         }
     }
 
     pub fn read(&mut self, f: FileId, offset: u64, len: u32) -> Result<Vec<u8>, Outcome> {
-        match self.call(Command::READ, &read_body(f, offset, len)) {
+        match self.call_sized(Command::READ, &read_body(f, offset, len), len as usize) {
             Outcome::Reply(h, m) if h.status.is_success() => {
                 let off = usize::from(m[HEADER_LEN + 2]);
                 let n = le32(&m[HEADER_LEN + 4..]) as usize;

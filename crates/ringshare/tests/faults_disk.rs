@@ -1,0 +1,133 @@
+//! A full disk under the real binary: the share is a small tmpfs, writes past its size fail with
+//! STATUS_DISK_FULL, and the server keeps serving (and writes again once space is freed).
+//!
+//! Mounting needs root (CI runs as root). Without root the test fails with a clear message,
+//! unless RINGSHARE_SKIP_ROOT=1 is set, which skips it loudly.
+
+mod common;
+mod rig;
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+
+use ringshare_wire::NtStatus;
+
+use common::TempDir;
+use rig::*;
+
+/// A tmpfs mounted at a path, unmounted on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).expect("mount point");
+        let out = Process::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0777"),
+                "tmpfs",
+            ])
+            .arg(at)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "mount -t tmpfs failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Process::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// True when the test may mount; panics (or, with RINGSHARE_SKIP_ROOT=1, returns false) otherwise.
+fn root_or_skip(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("RINGSHARE_SKIP_ROOT").as_deref() == Ok("1") {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root to mount a tmpfs !!!!!!!!\n");
+        return false;
+    }
+    panic!(
+        "{test} mounts a tmpfs and needs root (CI runs as root); \
+         set RINGSHARE_SKIP_ROOT=1 to skip it"
+    );
+}
+
+#[test]
+fn writes_past_a_full_tmpfs_fail_with_disk_full_and_the_server_keeps_serving() {
+    if !root_or_skip("writes_past_a_full_tmpfs_fail_with_disk_full") {
+        return;
+    }
+    let tmp = TempDir::new("fault-disk");
+    let share = tmp.path().join("share");
+    let mount = Tmpfs::mount(&share, "8m");
+    std::fs::write(share.join("keep.txt"), b"still readable").unwrap();
+    let rig = Rig::start_on(tmp, share.clone(), "");
+    let mut c = rig.login(USER_A);
+    let f = c
+        .create(
+            "fill.bin",
+            GENERIC_READ | GENERIC_WRITE,
+            FILE_OVERWRITE_IF,
+            0,
+        )
+        .expect("create");
+    let chunk = vec![0x5A; 1 << 20];
+    let mut acked = 0u64;
+    let mut failure = None;
+    for i in 0..16u64 {
+        match c.write(f, i << 20, &chunk) {
+            Ok(n) => acked += u64::from(n),
+            Err(o) => {
+                failure = Some(o);
+                break;
+            }
+        }
+    }
+    let failure = failure.expect("16 MiB fitted in an 8 MiB tmpfs");
+    assert_eq!(
+        failure.status(),
+        Some(NtStatus::DISK_FULL),
+        "a write past the end of the disk: {failure:?}"
+    );
+    assert!(
+        acked >= 4 << 20,
+        "only {acked} bytes were written before the disk was full"
+    );
+    // Small writes still fail while full, the connection lives on.
+    match c.write(f, 64 << 20, &chunk) {
+        Err(o) => assert_eq!(o.status(), Some(NtStatus::DISK_FULL), "{o:?}"),
+        Ok(n) => panic!("a write of {n} bytes succeeded on a full disk"),
+    }
+    // Reads and other clients are served.
+    let mut other = rig.login(USER_B);
+    let k = other
+        .create("keep.txt", GENERIC_READ, FILE_OPEN, 0)
+        .expect("open keep.txt");
+    assert_eq!(other.read(k, 0, 64).expect("read"), b"still readable");
+    // What was acknowledged is there.
+    let on_disk = std::fs::metadata(share.join("fill.bin")).unwrap().len();
+    assert!(
+        on_disk >= acked,
+        "{acked} bytes acknowledged, {on_disk} on disk"
+    );
+    assert_eq!(
+        c.read(f, acked - 4, 4).expect("read the last acked bytes"),
+        [0x5A; 4]
+    );
+    c.close(f).expect("close");
+    // Space freed: writes work again.
+    std::fs::remove_file(share.join("fill.bin")).unwrap();
+    rig.still_serves("after the disk was full and space was freed");
+    drop(rig);
+    drop(mount);
+}
