@@ -175,7 +175,7 @@ fn sigterm_with_requests_in_flight_exits_zero_promptly_and_answers_or_closes_eac
                         h.credit_charge = 16;
                         h.credits = 16;
                         c.next_mid += 15;
-                        let off = (answered + in_flight.len() as u64) % 32 << 20;
+                        let off = ((answered + in_flight.len() as u64) % 32) << 20;
                         let m = Raw::message(&h, &write_body(f, off, &data));
                         if c.send_frame(&m).is_err() {
                             return (answered, true);
