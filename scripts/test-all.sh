@@ -8,3 +8,4 @@ scripts/install-deps.sh --test
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+scripts/fuzz.sh
