@@ -14,7 +14,8 @@ The whole-core target (`core_connection`) gets one seed per client connection:
 a flags byte, then each client frame as [u16 LE length][frame]. Ids the server
 chose at random are replaced with placeholders the target substitutes back:
 the SessionId with b"~SESSID~" and every FileId the server handed out with
-b"~FILEID~" + the index (u64 LE) of the CREATE response that returned it.
+b"~FILEID~" + the index (u64 LE) of the CREATE response that returned it
+(counting failed CREATEs too, not interim responses).
 """
 
 import hashlib
@@ -22,6 +23,7 @@ import os
 import struct
 import sys
 
+STATUS_PENDING = 0x00000103
 SESSION_MAGIC = b"~SESSID~"
 FILEID_MAGIC = b"~FILEID~"
 HEADER_LEN = 64
@@ -248,8 +250,8 @@ def core_seed(client_frames, server_frames):
         for _, m in messages(f[4:]):
             if u64(m, 40):
                 session_ids.add(m[40:48])
-            if u16(m, 12) == CREATE and u32(m, 8) == 0:
-                file_ids.append(m[HEADER_LEN + 64:HEADER_LEN + 80])
+            if u16(m, 12) == CREATE and u32(m, 8) != STATUS_PENDING:
+                file_ids.append(m[HEADER_LEN + 64:HEADER_LEN + 80] if u32(m, 8) == 0 else None)
     out = bytearray([0])
     for f in client_frames:
         payload = bytearray(f[4:])
@@ -259,6 +261,8 @@ def core_seed(client_frames, server_frames):
             if bytes(payload[pos + 40:pos + 48]) in session_ids:
                 payload[pos + 40:pos + 48] = SESSION_MAGIC
         for k, fid in enumerate(file_ids):
+            if fid is None:
+                continue
             at = payload.find(fid)
             while at >= 0:
                 payload[at:at + 16] = FILEID_MAGIC + struct.pack("<Q", k)

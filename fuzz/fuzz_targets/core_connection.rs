@@ -11,7 +11,9 @@
 //!
 //! Placeholders for ids the server picks at random (see pcap_to_corpus.py):
 //! b"~SESSID~" becomes the last SessionId the server sent, and b"~FILEID~" +
-//! k (u64 LE) the FileId of the k-th successful CREATE response.
+//! k (u64 LE) the FileId of the k-th CREATE response (counting failures, not
+//! interim responses). The share starts with the files the corpus was
+//! recorded against: `hello.txt` and `sub/a.txt`.
 //!
 //! Invariants: no panic; every frame sent is well formed and at most the
 //! maximum frame size; the core stops producing output (no endless loop);
@@ -28,9 +30,11 @@ use ringshare_core::{
 };
 use ringshare_fuzz::length_prefixed;
 use ringshare_vfs::memory::MemShare;
+use ringshare_vfs::{OpenMode, OpenOptions, RelPath, Share};
 use ringshare_wire::consts::Command;
 use ringshare_wire::create::CreateResponse;
 use ringshare_wire::header::{split_compound, Header};
+use ringshare_wire::NtStatus;
 
 const SESSION_MAGIC: &[u8; 8] = b"~SESSID~";
 const FILEID_MAGIC: &[u8; 8] = b"~FILEID~";
@@ -106,7 +110,8 @@ struct Harness {
     closed: bool,
     outputs: usize,
     session_id: u64,
-    file_ids: Vec<[u8; 16]>,
+    /// FileId of each CREATE response, None for a failed one.
+    file_ids: Vec<Option<[u8; 16]>>,
 }
 
 impl Harness {
@@ -156,13 +161,14 @@ impl Harness {
             if h.session_id != 0 {
                 self.session_id = h.session_id;
             }
-            if h.command == Command::CREATE && !h.status.is_error() {
-                if let Ok(c) = CreateResponse::decode(m) {
+            if h.command == Command::CREATE && h.status != NtStatus::PENDING {
+                let id = CreateResponse::decode(m).ok().map(|c| {
                     let mut id = [0u8; 16];
                     id[..8].copy_from_slice(&c.file_id.persistent.to_le_bytes());
                     id[8..].copy_from_slice(&c.file_id.volatile.to_le_bytes());
-                    self.file_ids.push(id);
-                }
+                    id
+                });
+                self.file_ids.push(id);
             }
         }
     }
@@ -175,7 +181,8 @@ impl Harness {
                 i += 8;
             } else if &frame[i..i + 8] == FILEID_MAGIC && i + 16 <= frame.len() {
                 let k = u64::from_le_bytes(frame[i + 8..i + 16].try_into().unwrap());
-                if let Some(id) = usize::try_from(k).ok().and_then(|k| self.file_ids.get(k)) {
+                let id = usize::try_from(k).ok().and_then(|k| self.file_ids.get(k));
+                if let Some(Some(id)) = id {
                     frame[i..i + 16].copy_from_slice(id);
                 }
                 i += 16;
@@ -194,11 +201,35 @@ impl Harness {
     }
 }
 
+/// The files the seed corpus was recorded against.
+fn populate(mem: &MemShare) {
+    let create = |path: &[&str], directory: bool| {
+        let opts = OpenOptions {
+            mode: OpenMode::CreateNew,
+            read: true,
+            write: true,
+            directory,
+            non_directory: !directory,
+            create_mode: if directory { 0o755 } else { 0o644 },
+        };
+        let path = RelPath::from_components(path.iter().copied()).expect("a valid path");
+        mem.open(&path, &opts).expect("create a seed file").node
+    };
+    create(&["hello.txt"], false)
+        .write_at(b"hello\n", 0)
+        .expect("write hello.txt");
+    create(&["sub"], true);
+    create(&["sub", "a.txt"], false)
+        .write_at(b"data\n", 0)
+        .expect("write sub/a.txt");
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, frames)) = data.split_first() else {
         return;
     };
     let mem = MemShare::new().with_capacity_bytes(SHARE_BYTES_MAX);
+    populate(&mem);
     let conn = Connection::new(server(&mem), "fuzz".into(), Box::new(Counter(42)));
     let mut h = Harness {
         conn,
