@@ -82,6 +82,164 @@ pub(crate) enum OpKind {
         fd: Arc<OwnedFd>,
         value: Box<u64>,
     },
+    /// `head`, then `len` bytes of `file` from `offset`, to a socket through
+    /// a pipe (see [`SendFile`]); submitted as rounds of linked SQEs.
+    SendFile(Box<SendFile>),
+}
+
+/// A pipe used to splice file pages into a socket without copying them.
+pub(crate) struct Pipe {
+    pub(crate) read: OwnedFd,
+    pub(crate) write: OwnedFd,
+    /// Bytes the pipe holds at most (its `F_GETPIPE_SZ`).
+    pub(crate) capacity: usize,
+}
+
+/// The state of a [`OpKind::SendFile`] between rounds.
+///
+/// One round is a chain of up to three linked SQEs: send the rest of the
+/// head (`MSG_MORE`), splice the next chunk of the file into the empty pipe,
+/// splice everything the pipe will hold into the socket. A short step breaks
+/// the link (the kernel fails the rest with `ECANCELED`); the next round
+/// resumes from the counts the completions reported.
+pub(crate) struct SendFile {
+    pub(crate) sock: Arc<OwnedFd>,
+    pub(crate) file: Arc<OwnedFd>,
+    pub(crate) head: Vec<u8>,
+    pub(crate) head_pos: usize,
+    /// Taken back by the ring when the operation ends with the pipe empty.
+    pub(crate) pipe: Option<Pipe>,
+    /// Next file offset to splice from, and file bytes not yet in the pipe.
+    pub(crate) offset: u64,
+    pub(crate) left: usize,
+    /// Bytes in the pipe, not yet in the socket.
+    pub(crate) in_pipe: usize,
+    /// File bytes that reached the socket.
+    pub(crate) sent: usize,
+    /// The file ended before `left` reached 0.
+    pub(crate) eof: bool,
+    /// Largest file-to-pipe splice.
+    pub(crate) chunk: usize,
+    /// SQEs of the current round whose CQE has not arrived.
+    pub(crate) in_flight: u8,
+    /// The round made progress (a guard against spinning on zero results).
+    pub(crate) progressed: bool,
+    /// The first hard error of the round (errno).
+    pub(crate) error: Option<i32>,
+}
+
+/// Which SQE of a [`SendFile`] round a CQE belongs to (bits 61-62 of `user_data`).
+pub(crate) const STEP_HEAD: u64 = 1;
+pub(crate) const STEP_FILL: u64 = 2;
+pub(crate) const STEP_DRAIN: u64 = 3;
+
+impl SendFile {
+    /// The SQEs of the next round, in order, with their step numbers; the
+    /// caller links all but the last and tags each `user_data` with its step.
+    pub(crate) fn round(&mut self) -> ([(u64, squeue::Entry); 3], usize) {
+        let nop = || (0, opcode::Nop::new().build());
+        let mut out = [nop(), nop(), nop()];
+        let mut n = 0;
+        let Some(pipe) = &self.pipe else {
+            return (out, 0);
+        };
+        if self.head_pos < self.head.len() {
+            let rest = &self.head[self.head_pos..];
+            let len = rest.len().min(SQE_LEN_MAX) as u32;
+            out[n] = (
+                STEP_HEAD,
+                opcode::Send::new(types::Fd(self.sock.as_raw_fd()), rest.as_ptr(), len)
+                    .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE)
+                    .build(),
+            );
+            n += 1;
+        }
+        let mut fill = 0;
+        if self.in_pipe == 0 && self.left > 0 && !self.eof {
+            fill = self.left.min(self.chunk).min(pipe.capacity);
+            out[n] = (
+                STEP_FILL,
+                opcode::Splice::new(
+                    types::Fd(self.file.as_raw_fd()),
+                    self.offset as i64,
+                    types::Fd(pipe.write.as_raw_fd()),
+                    -1,
+                    fill as u32,
+                )
+                .build(),
+            );
+            n += 1;
+        }
+        let drain = self.in_pipe + fill;
+        if drain > 0 {
+            let more = self.left > fill && !self.eof;
+            out[n] = (
+                STEP_DRAIN,
+                opcode::Splice::new(
+                    types::Fd(pipe.read.as_raw_fd()),
+                    -1,
+                    types::Fd(self.sock.as_raw_fd()),
+                    -1,
+                    drain as u32,
+                )
+                .flags(if more { libc::SPLICE_F_MORE } else { 0 })
+                .build(),
+            );
+            n += 1;
+        }
+        (out, n)
+    }
+
+    /// Applies one CQE of the round. `cancelled`: the caller cancelled the op
+    /// (an `ECANCELED` is then not a broken link).
+    pub(crate) fn apply(&mut self, step: u64, res: i32, cancelled: bool) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if res == -libc::ECANCELED && !cancelled {
+            return; // an earlier step of the chain was short: the link broke
+        }
+        if res < 0 {
+            self.error.get_or_insert(-res);
+            return;
+        }
+        let n = res as usize;
+        match step {
+            STEP_HEAD => self.head_pos += n,
+            STEP_FILL => {
+                if n == 0 {
+                    self.eof = true;
+                }
+                self.in_pipe += n;
+                self.offset += n as u64;
+                self.left -= n.min(self.left);
+            }
+            _ => {
+                self.in_pipe -= n.min(self.in_pipe);
+                self.sent += n;
+            }
+        }
+        if n > 0 || (step == STEP_FILL && self.eof) {
+            self.progressed = true;
+        }
+    }
+
+    /// After a round: `None` to go on, or the operation's result.
+    pub(crate) fn outcome(&self) -> Option<io::Result<usize>> {
+        if let Some(errno) = self.error {
+            return Some(Err(io::Error::from_raw_os_error(errno)));
+        }
+        let done =
+            self.head_pos == self.head.len() && self.in_pipe == 0 && (self.left == 0 || self.eof);
+        if done {
+            return Some(Ok(self.sent));
+        }
+        if !self.progressed {
+            return Some(Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "a send-file round moved no bytes",
+            )));
+        }
+        None
+    }
 }
 
 impl OpKind {
@@ -165,6 +323,8 @@ impl OpKind {
                 let ptr: *mut u64 = &mut **value;
                 opcode::Read::new(types::Fd(fd.as_raw_fd()), ptr.cast(), 8).build()
             }
+            // Submitted through `SendFile::round`; a lone NOP never reaches the ring.
+            OpKind::SendFile(_) => opcode::Nop::new().build(),
         }
     }
 
@@ -176,6 +336,7 @@ impl OpKind {
             | OpKind::Read { buf, .. }
             | OpKind::Write { buf, .. } => (Some(buf), None),
             OpKind::SendMsg { bufs, .. } => (None, Some(bufs)),
+            OpKind::SendFile(sf) => (Some(sf.head), None),
             OpKind::Accept { .. }
             | OpKind::Fsync { .. }
             | OpKind::Timeout { .. }

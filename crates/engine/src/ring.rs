@@ -8,12 +8,14 @@
 //!
 //! > Every SQE the engine pushes either carries no pointer (cancel, close,
 //! > fsync), or points only into memory owned by the slab entry whose key is
-//! > the SQE's `user_data`: a `Vec`'s heap buffer, a `Box`, or a `Vec` of
-//! > iovecs, none of which moves when the slab grows. A slab entry is removed
-//! > only when its final CQE has been reaped (no `IORING_CQE_F_MORE`), and a
-//! > ring that is dropped with entries still in flight leaks them instead of
-//! > freeing them. The fds used by those SQEs are kept open by an
-//! > `Arc<OwnedFd>` clone in the same slab entry.
+//! > the SQE's `user_data` (bits 61-62, the step of a linked chain, aside): a
+//! > `Vec`'s heap buffer, a `Box`, or a `Vec` of iovecs, none of which moves
+//! > when the slab grows. A slab entry is removed only when its final CQE has
+//! > been reaped (no `IORING_CQE_F_MORE`; for a chain, every CQE of the
+//! > round), and a ring that is dropped with entries still in flight leaks
+//! > them instead of freeing them. The fds used by those SQEs are kept open
+//! > by an `Arc<OwnedFd>` clone (or, for a send-file pipe, the `OwnedFd`
+//! > itself) in the same slab entry.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -26,12 +28,23 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::op::{cqe_result, empty_msghdr, Op, OpKind, IOVECS_MAX};
+use crate::op::{
+    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, STEP_DRAIN, STEP_FILL,
+    STEP_HEAD,
+};
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
 
 /// `user_data` of the engine's own pointer-free SQEs (cancels); never a slab key.
 const INTERNAL_USER_DATA: u64 = 1 << 63;
+
+/// Where the step number of a chained SQE sits in its `user_data` (bits 61-62;
+/// slab keys leave them clear). Step 0 is a single-SQE operation.
+const STEP_SHIFT: u32 = 61;
+const STEP_MASK: u64 = 3 << STEP_SHIFT;
+
+/// Idle pipes a ring keeps for [`Ring::send_file`].
+const PIPES_KEPT_MAX: usize = 16;
 
 /// How long dropping a ring waits for cancelled operations to complete.
 const DROP_WAIT_MAX: Duration = Duration::from_secs(2);
@@ -64,6 +77,9 @@ pub struct RingConfig {
     pub defer_taskrun: bool,
     /// `IORING_SETUP_SQPOLL` (a kernel thread polls the SQ). Default false.
     pub sqpoll: bool,
+    /// Largest piece of a [`Ring::send_file`] moved through its pipe at once
+    /// (the pipe is sized to it where the kernel allows). Default 256 KiB.
+    pub splice_chunk: usize,
 }
 
 impl Default for RingConfig {
@@ -73,6 +89,7 @@ impl Default for RingConfig {
             single_issuer: true,
             defer_taskrun: true,
             sqpoll: false,
+            splice_chunk: 256 * 1024,
         }
     }
 }
@@ -198,6 +215,9 @@ pub struct Ring {
     setup: RingSetup,
     /// Set while dropping: completions end operations instead of continuing them.
     closing: bool,
+    /// Empty pipes for `send_file`, and the chunk size they are made for.
+    pipes: Vec<Pipe>,
+    splice_chunk: usize,
 }
 
 impl Ring {
@@ -228,6 +248,8 @@ impl Ring {
             stats: RingStats::default(),
             setup,
             closing: false,
+            pipes: Vec::new(),
+            splice_chunk: config.splice_chunk.max(4096),
         };
         let fd = Arc::clone(&ring.waker.eventfd);
         ring.waker_key = ring.start(
@@ -403,6 +425,55 @@ impl Ring {
         );
     }
 
+    /// Sends `head`, then `len` bytes of `file` from `offset`, to the socket
+    /// `sock` without copying the file's pages through user memory: file ->
+    /// pipe -> socket with `splice(2)`, the head and the first chunk going out
+    /// in one chain of linked SQEs and each further chunk in one more.
+    /// Completes once: `Ok(n)` with the file bytes sent (`n < len` only if
+    /// the file ended first; the caller then owes the peer `len - n` bytes),
+    /// or the first error. The head comes back in `buf`.
+    pub fn send_file(
+        &mut self,
+        sock: &SharedFd,
+        head: Vec<u8>,
+        file: &SharedFd,
+        offset: u64,
+        len: usize,
+        token: u64,
+    ) {
+        let pipe = match self.pipes.pop() {
+            Some(p) => p,
+            None => match new_pipe(self.splice_chunk) {
+                Ok(p) => p,
+                Err(e) => return self.complete_now(token, Err(e), Some(head), None),
+            },
+        };
+        if i64::try_from(offset).is_err() {
+            self.pipes.push(pipe);
+            return self.reject(token, head, "send_file offset past i64::MAX");
+        }
+        let chunk = self.splice_chunk.min(pipe.capacity);
+        self.start(
+            token,
+            OpKind::SendFile(Box::new(SendFile {
+                sock: Arc::clone(sock),
+                file: Arc::clone(file),
+                head,
+                head_pos: 0,
+                pipe: Some(pipe),
+                offset,
+                left: len,
+                in_pipe: 0,
+                sent: 0,
+                eof: false,
+                chunk,
+                in_flight: 0,
+                progressed: false,
+                error: None,
+            })),
+        );
+    }
+
     /// `fsync(2)` the file.
     pub fn fsync(&mut self, fd: &SharedFd, token: u64) {
         self.start(token, OpKind::Fsync { fd: Arc::clone(fd) });
@@ -455,7 +526,19 @@ impl Ring {
                     self.backlog.remove(index);
                     self.finish(key, Err(io::Error::from_raw_os_error(libc::ECANCELED)));
                 }
-                None => self.enqueue(Pending::Cancel(key)),
+                None => {
+                    let chained = matches!(
+                        self.ops.get_mut(key).map(|op| &op.kind),
+                        Some(OpKind::SendFile(_))
+                    );
+                    if chained {
+                        for step in [STEP_HEAD, STEP_FILL, STEP_DRAIN] {
+                            self.enqueue(Pending::Cancel(key | (step << STEP_SHIFT)));
+                        }
+                    } else {
+                        self.enqueue(Pending::Cancel(key));
+                    }
+                }
             }
         }
         keys.len()
@@ -591,6 +674,26 @@ impl Ring {
     /// Pushes one SQE; when the SQ is full, submits what is there once and
     /// retries. False if there is still no room.
     fn try_push(&mut self, pending: &Pending) -> bool {
+        if let Pending::Op(key) = *pending {
+            if let Some(Op {
+                kind: OpKind::SendFile(sf),
+                ..
+            }) = self.ops.get_mut(key)
+            {
+                let (steps, n) = sf.round();
+                sf.in_flight = n as u8;
+                sf.progressed = false;
+                let mut chain = steps;
+                for (i, (step, sqe)) in chain.iter_mut().enumerate().take(n) {
+                    let mut e = sqe.clone().user_data(key | (*step << STEP_SHIFT));
+                    if i + 1 < n {
+                        e = e.flags(squeue::Flags::IO_LINK);
+                    }
+                    *sqe = e;
+                }
+                return self.push_chain(chain.iter().take(n).map(|(_, e)| e));
+            }
+        }
         let sqe = match *pending {
             Pending::Op(key) => match self.ops.get_mut(key) {
                 Some(op) => op.kind.sqe().user_data(key),
@@ -613,18 +716,45 @@ impl Ring {
         self.push_sqe(&sqe)
     }
 
+    /// Pushes a linked chain whole: a chain split across two submissions
+    /// would not be linked. False if the SQ has no room for all of it even
+    /// after submitting what is queued.
+    fn push_chain<'a>(&mut self, chain: impl ExactSizeIterator<Item = &'a squeue::Entry>) -> bool {
+        let n = chain.len();
+        let room = |u: &mut IoUring| {
+            let sq = u.submission();
+            sq.capacity() - sq.len()
+        };
+        if room(&mut self.uring) < n {
+            self.stats.submits += 1;
+            if self.uring.submit().is_err() || room(&mut self.uring) < n {
+                return false;
+            }
+        }
+        for sqe in chain {
+            // Cannot fail: room was checked above and nothing else pushes in between.
+            if !self.push_sqe(sqe) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// THE place where SQEs enter the submission queue.
     fn push_sqe(&mut self, sqe: &squeue::Entry) -> bool {
         // SAFETY: `sqe` was built by `try_push`, either pointer-free (cancels
-        // target a `user_data` value only), or by `OpKind::sqe` from the slab
-        // entry whose key is the SQE's `user_data`. Everything that SQE points
+        // target a `user_data` value only), or by `OpKind::sqe` /
+        // `SendFile::round` from the slab entry whose key is the SQE's
+        // `user_data` (with the step bits 61-62 cleared). Everything that SQE points
         // to (Vec heap buffers, boxed timespec/msghdr/u64, the iovec Vec) is
         // owned by that entry and does not move when the slab reallocates; its
         // fd is kept open by the entry's `Arc<OwnedFd>`, or (close) owned by
         // the entry as a raw fd nobody else closes. The entry is removed only
         // after the operation's final CQE (`finish`), and `Drop` leaks entries
-        // whose final CQE never arrived. So the memory and fd stay valid for as
-        // long as the kernel may use them.
+        // whose final CQE never arrived. A send-file entry also owns its pipe's
+        // two fds and is removed only after every SQE of its current round has
+        // completed (`SendFile::in_flight`). So the memory and fds stay valid
+        // for as long as the kernel may use them.
         let pushed = unsafe { self.uring.submission().push(sqe) };
         if pushed.is_ok() {
             self.stats.sqes += 1;
@@ -634,16 +764,24 @@ impl Ring {
 
     /// Removes a finished op and queues its completion with its buffers.
     fn finish(&mut self, key: u64, result: io::Result<usize>) {
-        if let Some(op) = self.ops.remove(key) {
+        if let Some(mut op) = self.ops.remove(key) {
+            if let OpKind::SendFile(sf) = &mut op.kind {
+                // An empty pipe serves again; one with bytes left in it is closed.
+                if sf.in_pipe == 0 && result.is_ok() && self.pipes.len() < PIPES_KEPT_MAX {
+                    self.pipes.extend(sf.pipe.take());
+                }
+            }
             let (buf, bufs) = op.kind.into_buffers();
             self.complete_now(op.token, result, buf, bufs);
         }
     }
 
-    fn handle_cqe(&mut self, key: u64, res: i32, flags: u32) {
-        if key & INTERNAL_USER_DATA != 0 {
+    fn handle_cqe(&mut self, user_data: u64, res: i32, flags: u32) {
+        if user_data & INTERNAL_USER_DATA != 0 {
             return; // a cancel request's own acknowledgement
         }
+        let key = user_data & !STEP_MASK;
+        let step = (user_data & STEP_MASK) >> STEP_SHIFT;
         let more = cqueue::more(flags);
         let Some(op) = self.ops.get_mut(key) else {
             return; // stale: cannot happen with generation-tagged keys, ignore
@@ -727,6 +865,17 @@ impl Ring {
                 self.finish(key, result);
             }
             OpKind::Fsync { .. } | OpKind::Close { .. } => self.finish(key, cqe_result(res)),
+            OpKind::SendFile(sf) => {
+                sf.apply(step, res, closing);
+                if sf.in_flight > 0 {
+                    return; // the rest of the round is still out
+                }
+                match sf.outcome() {
+                    None if !closing => self.enqueue(Pending::Op(key)),
+                    None => self.finish(key, Err(io::Error::from_raw_os_error(libc::ECANCELED))),
+                    Some(result) => self.finish(key, result),
+                }
+            }
         }
     }
 
@@ -760,6 +909,21 @@ fn advance(res: i32, pos: &mut usize, done: &mut usize, end: usize) -> Option<io
     } else {
         Some(Ok(*done))
     }
+}
+
+/// A close-on-exec pipe sized for `chunk` bytes where the kernel allows
+/// (`/proc/sys/fs/pipe-max-size` limits unprivileged processes).
+fn new_pipe(chunk: usize) -> io::Result<Pipe> {
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    let capacity = match rustix::pipe::fcntl_setpipe_size(&write, chunk) {
+        Ok(n) => n,
+        Err(_) => rustix::pipe::fcntl_getpipe_size(&write)?,
+    };
+    Ok(Pipe {
+        read,
+        write,
+        capacity,
+    })
 }
 
 /// accept(2) errors after which the listener is still fine (see its man page).

@@ -1,12 +1,13 @@
 //! A slab of in-flight operations keyed by a generation-tagged `u64`.
 //!
 //! The key is what the engine puts in an SQE's `user_data`. Its low 32 bits are
-//! the slot index, the next 31 bits a generation counter bumped each time a slot
+//! the slot index, the next 29 bits a generation counter bumped each time a slot
 //! is reused, so a stale completion can never be attributed to a newer
-//! operation. Bit 63 is always clear: keys with bit 63 set are reserved for
-//! the engine's own pointer-free SQEs (see `ring::INTERNAL_USER_DATA`).
+//! operation. Bits 61-63 are always clear: bit 63 marks the engine's own
+//! pointer-free SQEs (see `ring::INTERNAL_USER_DATA`), bits 61-62 number the
+//! SQEs of one operation that submits a linked chain (see `ring::STEP_SHIFT`).
 
-const GENERATION_MASK: u32 = 0x7FFF_FFFF;
+const GENERATION_MASK: u32 = 0x1FFF_FFFF;
 
 struct Slot<T> {
     generation: u32,
@@ -125,12 +126,18 @@ mod tests {
     }
 
     #[test]
-    fn keys_never_have_the_reserved_top_bit() {
+    fn keys_never_have_the_reserved_top_three_bits() {
         let mut slab = Slab::with_capacity(1);
         for _ in 0..1000 {
             let key = slab.insert(());
-            assert_eq!(key >> 63, 0);
+            assert_eq!(key >> 61, 0);
             slab.remove(key);
         }
+        // Also once the generation wraps.
+        slab.slots[0].generation = GENERATION_MASK;
+        let key = slab.insert(());
+        assert_eq!(key >> 61, 0);
+        slab.remove(key);
+        assert_eq!(slab.slots[0].generation, 0);
     }
 }

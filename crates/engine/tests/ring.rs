@@ -489,3 +489,97 @@ fn wakes_before_the_wait_coalesce_into_one_completion() {
         "one completion for both wakes"
     );
 }
+
+/// A temp file holding `data`, opened read-only for the ring.
+fn file_with(name: &str, data: &[u8]) -> (SharedFd, PathBuf) {
+    let path = temp_path(name);
+    std::fs::write(&path, data).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    (Arc::new(file.into()), path)
+}
+
+/// Reads exactly `n` bytes from the peer on a thread while the ring works.
+fn read_on_thread(mut peer: TcpStream, n: usize) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut got = vec![0u8; n];
+        peer.read_exact(&mut got).unwrap();
+        got
+    })
+}
+
+#[test]
+fn send_file_sends_the_head_then_the_file_range_in_chunks() {
+    let data = pattern(3 * 1024 * 1024 + 17);
+    let (file, path) = file_with("sendfile", &data);
+    let (sock, peer) = tcp_pair();
+    let mut ring = Ring::new(RingConfig {
+        splice_chunk: 64 * 1024,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    let head = b"HEADER-BYTES".to_vec();
+    let len = data.len() - 1000;
+    let reader = read_on_thread(peer, head.len() + len);
+    let before = ring.stats();
+    ring.send_file(&sock, head.clone(), &file, 1000, len, 7);
+    let c = wait_for(&mut ring, 7);
+    assert_eq!(c.result.unwrap(), len);
+    assert_eq!(c.buf.as_deref(), Some(&head[..]), "the head comes back");
+    let got = reader.join().unwrap();
+    assert_eq!(&got[..head.len()], &head[..]);
+    assert!(got[head.len()..] == data[1000..], "file bytes differ");
+    // 49 chunks of 64 KiB: one round (<= 3 linked SQEs) per chunk, not one SQE per page.
+    let sqes = ring.stats().sqes - before.sqes;
+    assert!((49..=3 * 49 + 3).contains(&sqes), "{sqes} SQEs");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn send_file_past_the_end_of_the_file_reports_the_short_count() {
+    let data = pattern(100_000);
+    let (file, path) = file_with("sendfile-short", &data);
+    let (sock, peer) = tcp_pair();
+    let mut ring = ring();
+    let reader = read_on_thread(peer, 4 + 60_000);
+    ring.send_file(&sock, b"head".to_vec(), &file, 40_000, 1 << 20, 8);
+    let c = wait_for(&mut ring, 8);
+    assert_eq!(c.result.unwrap(), 60_000, "only what the file holds");
+    let got = reader.join().unwrap();
+    assert!(got[4..] == data[40_000..]);
+    // The pipe is empty again and serves the next send_file.
+    let (sock2, peer2) = tcp_pair();
+    let reader = read_on_thread(peer2, 10);
+    ring.send_file(&sock2, Vec::new(), &file, 0, 10, 9);
+    assert_eq!(wait_for(&mut ring, 9).result.unwrap(), 10);
+    assert_eq!(reader.join().unwrap(), data[..10]);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn send_file_to_a_closed_peer_fails_and_a_cancel_ends_a_stalled_one() {
+    let data = pattern(8 * 1024 * 1024);
+    let (file, path) = file_with("sendfile-closed", &data);
+    let mut ring = ring();
+    // The peer never reads: the socket fills, the splice blocks, cancel ends it.
+    let (sock, peer) = tcp_pair();
+    ring.send_file(&sock, b"h".to_vec(), &file, 0, data.len(), 10);
+    ring.submit_and_wait(0, Some(Duration::from_millis(200)))
+        .unwrap();
+    assert!(
+        ring.next_completion().is_none(),
+        "cannot finish: nobody reads"
+    );
+    assert_eq!(ring.cancel(10), 1);
+    let c = wait_for(&mut ring, 10);
+    assert!(c.result.is_err(), "{c:?}");
+    assert_eq!(c.buf.as_deref(), Some(&b"h"[..]));
+    drop(peer);
+    // A peer that has gone: the send fails instead of hanging.
+    let (sock, peer) = tcp_pair();
+    drop(peer);
+    thread::sleep(Duration::from_millis(50));
+    ring.send_file(&sock, b"h".to_vec(), &file, 0, data.len(), 11);
+    assert!(wait_for(&mut ring, 11).result.is_err());
+    assert_eq!(ring.in_flight(), 0);
+    std::fs::remove_file(&path).unwrap();
+}
