@@ -22,7 +22,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd;
 use crate::credits::CreditWindow;
-use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
+use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
 use crate::server::ServerState;
 use crate::state::{Session, TreeKind};
@@ -56,6 +56,9 @@ pub(crate) struct ConnCore {
     pub sessions: HashMap<u64, Session>,
     pub entropy: Box<dyn Entropy>,
     pub now: Now,
+    /// The driver can send READ data from a file without copying it
+    /// ([`Output::SendFile`]).
+    pub send_file: bool,
 }
 
 impl ConnCore {
@@ -73,6 +76,35 @@ impl ConnCore {
         let mut b = [0u8; N];
         self.entropy.fill(&mut b);
         b
+    }
+}
+
+impl ConnCore {
+    /// [MS-SMB2] 3.3.4.1.1: the key a response is signed with: the session
+    /// requires signing or the request was signed (`forced`: sign with that
+    /// session's key regardless, e.g. the final SESSION_SETUP response).
+    pub(crate) fn reply_signing_key(
+        &self,
+        req_hdr: &Header,
+        session_id: u64,
+        forced: Option<u64>,
+        status: NtStatus,
+    ) -> Option<&SigningKey> {
+        if let Some(sid) = forced {
+            return self.sessions.get(&sid).and_then(|s| s.signing_key.as_ref());
+        }
+        if status == NtStatus::MORE_PROCESSING_REQUIRED {
+            return None;
+        }
+        let s = self.sessions.get(&session_id)?;
+        if !s.is_valid() {
+            return None;
+        }
+        if s.signing_required || req_hdr.is_signed() {
+            s.signing_key.as_ref()
+        } else {
+            None
+        }
     }
 }
 
@@ -94,12 +126,18 @@ pub(crate) struct Req<'a> {
     pub encrypted: bool,
 }
 
+/// File data a reply carries by reference: node, offset, length.
+pub(crate) type FileRange = (Arc<dyn Node>, u64, usize);
+
 /// The reply of one command.
 pub(crate) struct Reply {
     pub status: NtStatus,
     pub body: Vec<u8>,
     /// File data sent after the body without copying (READ).
     pub data: Option<Vec<u8>>,
+    /// File data the driver sends straight from the file (an unsigned READ
+    /// that is alone in its frame): node, offset, length.
+    pub file: Option<FileRange>,
     /// 3.1.1 SESSION_SETUP: add the response to this session's preauth hash.
     pub preauth_session: Option<u64>,
     /// 3.1.1 NEGOTIATE: add the response to the connection's preauth hash.
@@ -129,6 +167,7 @@ impl Reply {
             status,
             body,
             data: None,
+            file: None,
             preauth_session: None,
             preauth_connection: false,
             sign_with_session: None,
@@ -184,6 +223,7 @@ struct BuiltReply {
     hdr: Header,
     body: Vec<u8>,
     data: Option<Vec<u8>>,
+    file: Option<FileRange>,
     sign_key: Option<SigningKey>,
 }
 
@@ -230,6 +270,7 @@ impl Connection {
                 sessions: HashMap::new(),
                 entropy,
                 now: Now::default(),
+                send_file: false,
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),
@@ -241,6 +282,12 @@ impl Connection {
             accepted_ms: None,
             last_request_ms: 0,
         }
+    }
+
+    /// Lets the core queue [`Output::SendFile`] for unsigned, unencrypted
+    /// READs alone in their frame (the driver splices the data). Off by default.
+    pub fn set_send_file(&mut self, on: bool) {
+        self.core.send_file = on;
     }
 
     /// The largest frame the driver should accept now: small until a session
@@ -784,10 +831,15 @@ impl Connection {
                 reply.status,
             ),
         };
+        debug_assert!(
+            reply.file.is_none() || (sign_key.is_none() && job.encrypted.is_none()),
+            "file data goes out unsigned and in clear only"
+        );
         job.replies.push(BuiltReply {
             hdr,
             body,
             data: reply.data,
+            file: reply.file,
             sign_key,
         });
     }
@@ -806,25 +858,9 @@ impl Connection {
         forced: Option<u64>,
         status: NtStatus,
     ) -> Option<SigningKey> {
-        if let Some(sid) = forced {
-            return self
-                .core
-                .sessions
-                .get(&sid)
-                .and_then(|s| s.signing_key.clone());
-        }
-        if status == NtStatus::MORE_PROCESSING_REQUIRED {
-            return None;
-        }
-        let s = self.core.sessions.get(&session_id)?;
-        if !s.is_valid() {
-            return None;
-        }
-        if s.signing_required || req_hdr.is_signed() {
-            s.signing_key.clone()
-        } else {
-            None
-        }
+        self.core
+            .reply_signing_key(req_hdr, session_id, forced, status)
+            .cloned()
     }
 
     /// Frame and sign the replies of a finished job.
@@ -832,7 +868,17 @@ impl Connection {
         if job.replies.is_empty() {
             return;
         }
-        let frame = build_frame(job.replies);
+        let (frame, file) = build_frame(job.replies);
+        if let Some((node, offset, len)) = file {
+            let head = frame.concat();
+            self.outputs.push_back(Output::SendFile(SendFile {
+                head,
+                node,
+                offset,
+                len,
+            }));
+            return;
+        }
         self.send_frame(frame, job.encrypted);
     }
 
@@ -893,6 +939,7 @@ impl Connection {
             hdr: interim,
             body: error_body(),
             data: None,
+            file: None,
             sign_key,
         });
         self.async_ops.insert(
@@ -935,10 +982,11 @@ impl Connection {
         } else {
             reply.body
         };
-        let frame = build_frame(vec![BuiltReply {
+        let (frame, _) = build_frame(vec![BuiltReply {
             hdr,
             body,
             data: reply.data,
+            file: None,
             sign_key,
         }]);
         self.send_frame(frame, op.encrypted.then_some(op.session_id));
@@ -1046,15 +1094,25 @@ fn frame_bytes(msg: Vec<u8>) -> Vec<u8> {
 /// Lay out a chain of replies as one frame: 8-byte aligned members with
 /// NextCommand set, each signed over its own bytes (padding included), the
 /// data of a READ kept in its own part.
-fn build_frame(replies: Vec<BuiltReply>) -> Vec<Vec<u8>> {
+/// Frames the replies of a job: the parts to send back to back, and the file
+/// range that follows them when the last reply's data comes from a file.
+fn build_frame(replies: Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange>) {
     let n = replies.len();
     let mut parts: Vec<Vec<u8>> = Vec::with_capacity(2 * n);
     let mut cur: Vec<u8> = Vec::with_capacity(4 + 64 * n + 256);
     cur.extend_from_slice(&[0, 0, 0, 0]);
     let mut total = 0usize;
+    let mut file = None;
     for (i, r) in replies.into_iter().enumerate() {
         let last = i + 1 == n;
-        let data_len = r.data.as_ref().map_or(0, Vec::len);
+        let data_len = match (&r.data, &r.file) {
+            (Some(d), _) => d.len(),
+            (None, Some((_, _, len))) if last => *len,
+            _ => 0,
+        };
+        if last {
+            file = r.file;
+        }
         let len = 64 + r.body.len() + data_len;
         let padded = if last { len } else { len.next_multiple_of(8) };
         let mut hdr = r.hdr;
@@ -1095,5 +1153,5 @@ fn build_frame(replies: Vec<BuiltReply>) -> Vec<Vec<u8>> {
     let hdr = framing::frame_header(total).unwrap_or([0, 0xff, 0xff, 0xff]);
     parts[0][..4].copy_from_slice(&hdr);
     parts.retain(|p| !p.is_empty());
-    parts
+    (parts, file)
 }

@@ -32,8 +32,47 @@ pub enum Output {
     Send(Vec<Vec<u8>>),
     /// File I/O to perform; complete it with `complete_io(id, ..)`.
     Io(IoRequest),
+    /// One direct-TCP frame made of `head` followed by file bytes: an unsigned
+    /// READ response whose data the driver moves from the file to the socket
+    /// without copying it (splice). Only queued after
+    /// [`crate::Connection::set_send_file`] turned it on.
+    SendFile(SendFile),
     /// Close the connection once the frames queued before this are sent.
     Close,
+}
+
+/// A frame whose tail comes straight from a file.
+pub struct SendFile {
+    /// Transport header, SMB2 header and READ response body.
+    pub head: Vec<u8>,
+    pub node: Arc<dyn Node>,
+    pub offset: u64,
+    /// File bytes the frame carries after `head`. If the file has shrunk
+    /// since the core looked, the sender pads with zeros up to `len`: the frame
+    /// length is already on the wire.
+    pub len: usize,
+}
+
+impl SendFile {
+    /// The whole frame in memory, read through the node's own methods (for
+    /// harnesses and backends without a descriptor); zero-padded like the
+    /// driver pads a file that shrank.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.head.clone();
+        let start = out.len();
+        out.resize(start + self.len, 0);
+        let mut done = 0;
+        while done < self.len {
+            match self
+                .node
+                .read_at(&mut out[start + done..], self.offset + done as u64)
+            {
+                Ok(n) if n > 0 => done += n,
+                _ => break,
+            }
+        }
+        out
+    }
 }
 
 impl fmt::Debug for Output {
@@ -46,6 +85,13 @@ impl fmt::Debug for Output {
                 parts.len()
             ),
             Output::Io(r) => write!(f, "Io({:?})", r),
+            Output::SendFile(sf) => write!(
+                f,
+                "SendFile({} head bytes + {} file bytes at {})",
+                sf.head.len(),
+                sf.len,
+                sf.offset
+            ),
             Output::Close => write!(f, "Close"),
         }
     }

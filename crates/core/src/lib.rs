@@ -25,5 +25,5 @@ mod state;
 mod transform;
 
 pub use conn::Connection;
-pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output};
+pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 pub use server::{EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy};

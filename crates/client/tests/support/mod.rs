@@ -149,7 +149,12 @@ impl Pair {
             }
             while let Some(o) = self.server.poll_output() {
                 progressed = true;
+                let o = match o {
+                    Output::SendFile(sf) => Output::Send(vec![sf.to_bytes()]),
+                    o => o,
+                };
                 match o {
+                    Output::SendFile(_) => unreachable!("turned into Send above"),
                     Output::Send(parts) => {
                         let bytes = parts.concat();
                         let len = framing::frame_len([bytes[0], bytes[1], bytes[2], bytes[3]])

@@ -66,14 +66,31 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.data = Some(Vec::new());
         return Ok(Handled::Reply(r));
     }
-    if lock(&open.entry)
-        .locks
-        .conflicts(rr.offset, u64::from(rr.length), Intent::Read, open.id)
-    {
-        return Err(NtStatus::FILE_LOCK_CONFLICT);
+    let writers = {
+        let entry = lock(&open.entry);
+        if entry
+            .locks
+            .conflicts(rr.offset, u64::from(rr.length), Intent::Read, open.id)
+        {
+            return Err(NtStatus::FILE_LOCK_CONFLICT);
+        }
+        entry.opens.iter().any(|o| access::can_write(o.access))
+    };
+    let (node, open_id) = (open.node.clone(), open.id);
+    if splice_allowed(core, req, writers) && node.shared_fd().is_some() {
+        // The reply header carries the length, so it must be known now.
+        let size = node.stat().map_err(status_of)?.size;
+        let n = size.saturating_sub(rr.offset).min(u64::from(rr.length)) as usize;
+        if n == 0 || n < rr.minimum_count as usize {
+            return Err(NtStatus::END_OF_FILE);
+        }
+        opens::set_position(core, req.session_id, open_id, rr.offset + n as u64);
+        let mut r = Reply::ok(head(n));
+        r.file = Some((node, rr.offset, n));
+        return Ok(Handled::Reply(r));
     }
     Ok(Handled::Io {
-        node: open.node.clone(),
+        node,
         op: IoOp::Read {
             offset: rr.offset,
             len: rr.length as usize,
@@ -83,9 +100,27 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             min_count: rr.minimum_count,
             offset: rr.offset,
             session_id: req.session_id,
-            open_id: open.id,
+            open_id,
         }),
     })
+}
+
+/// May this READ's data go from the page cache to the socket by splice?
+///
+/// Only when nothing needs the bytes in memory (the reply is neither signed
+/// nor encrypted), the READ is alone in its frame (no compound padding after
+/// the data), and no open of the file can write to it: spliced pages are
+/// referenced, not copied, until the peer has them, so a write landing in
+/// that window would change bytes already "sent". With a writer open the
+/// data is read into a buffer instead (docs/architecture.md, "Consistency").
+fn splice_allowed(core: &ConnCore, req: &Req<'_>, writers: bool) -> bool {
+    core.send_file
+        && req.sole
+        && !req.encrypted
+        && !writers
+        && core
+            .reply_signing_key(&req.hdr, req.session_id, None, NtStatus::SUCCESS)
+            .is_none()
 }
 
 pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<Reply, NtStatus> {

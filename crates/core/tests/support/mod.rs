@@ -16,6 +16,7 @@ use ringshare_core::{
 };
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
 use ringshare_vfs::memory::MemShare;
+use ringshare_vfs::Share;
 use ringshare_wire::codec::Reader;
 use ringshare_wire::consts::{
     AccessMask, Capabilities, Command, CreateDisposition, CreateOptions, Dialect, FileAttributes,
@@ -112,11 +113,16 @@ pub struct Client {
 }
 
 pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
+    server_on(Arc::new(mem.clone()), signing)
+}
+
+/// The test server with every share on `backend`.
+pub fn server_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> Arc<ServerState> {
     let share = |name: &str, read_only: bool, encrypt: EncryptPolicy| {
         Arc::new(ShareDef {
             name: name.to_string(),
             comment: String::new(),
-            backend: Arc::new(mem.clone()),
+            backend: backend.clone(),
             read_only,
             guest_ok: false,
             valid_users: Vec::new(),
@@ -329,7 +335,12 @@ impl Client {
     pub fn pump(&mut self) -> Vec<Resp> {
         let mut out = Vec::new();
         while let Some(o) = self.conn.poll_output() {
+            let o = match o {
+                Output::SendFile(sf) => Output::Send(vec![sf.to_bytes()]),
+                o => o,
+            };
             match o {
+                Output::SendFile(_) => unreachable!("turned into Send above"),
                 Output::Send(parts) => {
                     let bytes: Vec<u8> = parts.concat();
                     for m in header::split_compound(&bytes[4..]) {
