@@ -179,6 +179,10 @@ pub struct Global {
     pub smb_encrypt: EncryptPolicy,
     /// `guest account`; default `nobody`.
     pub guest_account: String,
+    /// `use sendfile`: unsigned, unencrypted READ data goes from the file to the socket
+    /// by splice, never through user memory. Server-wide in ringshare. Default yes
+    /// (Samba's default is no); see docs/architecture.md for the consistency rule.
+    pub use_sendfile: bool,
 }
 
 impl Default for Global {
@@ -201,6 +205,7 @@ impl Default for Global {
             map_to_guest: MapToGuest::Never,
             smb_encrypt: EncryptPolicy::IfRequired,
             guest_account: "nobody".to_string(),
+            use_sendfile: true,
         }
     }
 }
@@ -535,6 +540,7 @@ enum Opt {
     ServerRole,
     Security,
     SmbEncrypt,
+    UseSendfile,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -574,6 +580,7 @@ fn classify(key: &str) -> Option<Opt> {
         "server signing" => Opt::Signing,
         "interfaces" => Opt::Interfaces,
         "bind interfaces only" => Opt::BindInterfacesOnly,
+        "use sendfile" => Opt::UseSendfile,
         "max connections" => Opt::MaxConnections,
         "deadtime" => Opt::Deadtime,
         "handshake timeout" => Opt::HandshakeTimeout,
@@ -634,7 +641,6 @@ fn classify(key: &str) -> Option<Opt> {
         | "map system"
         | "map readonly"
         | "socket options"
-        | "use sendfile"
         | "kernel oplocks"
         | "smb ports"
         | "server multi channel support"
@@ -937,6 +943,9 @@ impl<'a> Parser<'a> {
             Opt::Interfaces => self.global.interfaces = parse_list(value),
             Opt::BindInterfacesOnly => {
                 self.global.bind_interfaces_only = self.bool_value(line, key, value)?;
+            }
+            Opt::UseSendfile => {
+                self.global.use_sendfile = self.bool_value(line, key, value)?;
             }
             Opt::MaxConnections => {
                 self.global.max_connections = value.parse::<u32>().map_err(|_| {

@@ -10,6 +10,12 @@
 //! larger than that (an 8 MiB WRITE) gets a buffer of exactly its size and
 //! the rest of it is received straight into it, so the payload lands once and
 //! is written to the file from there.
+//!
+//! Sending: frames queue per connection in order. Consecutive in-memory
+//! frames go out in one `sendmsg`; an unsigned READ response whose data the
+//! core left in the file ([`Output::SendFile`]) goes out with
+//! [`Ring::send_file`]: its header, then the file pages spliced through a
+//! pipe, never copied into user memory.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -19,7 +25,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ringshare_core::{Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, ServerState};
+use ringshare_core::{
+    Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState,
+};
 use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
 use ringshare_vfs::FsError;
 use ringshare_wire::framing;
@@ -58,6 +66,10 @@ pub struct Shared {
     pub stopping: AtomicBool,
     pub wakers: Mutex<Vec<Waker>>,
     pub started: Instant,
+    /// `use sendfile`: unsigned READ data is spliced from the file.
+    pub send_file: bool,
+    /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
+    pub splice_chunk: usize,
 }
 
 impl Shared {
@@ -100,6 +112,18 @@ enum Rx {
     Large { frame: Vec<u8>, len: usize },
 }
 
+/// Something queued to go out on a connection, in order.
+enum SendItem {
+    Bytes(Vec<u8>),
+    /// `head`, then `len` bytes of the file from `offset`.
+    File {
+        head: Vec<u8>,
+        file: SharedFd,
+        offset: u64,
+        len: usize,
+    },
+}
+
 struct Conn {
     gen: u32,
     fd: SharedFd,
@@ -107,8 +131,10 @@ struct Conn {
     buf: Vec<u8>,
     rx: Rx,
     recv_armed: bool,
-    send_queue: VecDeque<Vec<u8>>,
+    send_queue: VecDeque<SendItem>,
     sending: bool,
+    /// File bytes the send in flight must deliver (a `send_file`), if any.
+    sending_file: Option<usize>,
     closing: bool,
     io_in_flight: usize,
 }
@@ -181,7 +207,10 @@ pub fn run_worker(
     shared: Arc<Shared>,
     first_listeners: Option<Vec<OwnedFd>>,
 ) -> io::Result<()> {
-    let ring = Ring::new(RingConfig::default())?;
+    let ring = Ring::new(RingConfig {
+        splice_chunk: shared.splice_chunk,
+        ..RingConfig::default()
+    })?;
     crate::lock(&shared.wakers).push(ring.waker());
     let listeners = match first_listeners {
         Some(l) => l,
@@ -304,6 +333,7 @@ impl Worker {
         let gen = self.gens[slot as usize].wrapping_add(1) & 0x00FF_FFFF;
         self.gens[slot as usize] = gen;
         let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
+        conn.set_send_file(self.shared.send_file);
         conn.accepted(now(self.shared.started));
         self.conns[slot as usize] = Some(Conn {
             gen,
@@ -314,6 +344,7 @@ impl Worker {
             recv_armed: false,
             send_queue: VecDeque::new(),
             sending: false,
+            sending_file: None,
             closing: false,
             io_in_flight: 0,
         });
@@ -441,7 +472,8 @@ impl Worker {
                 break;
             };
             match out {
-                Output::Send(parts) => c.send_queue.extend(parts),
+                Output::Send(parts) => c.send_queue.extend(parts.into_iter().map(SendItem::Bytes)),
+                Output::SendFile(sf) => c.send_queue.push_back(file_item(sf)),
                 Output::Io(req) => self.start_io(slot, req),
                 Output::Close => {
                     c.closing = true;
@@ -458,19 +490,41 @@ impl Worker {
         if c.sending {
             return;
         }
-        if c.send_queue.is_empty() {
+        let Some(front) = c.send_queue.front_mut() else {
             if c.closing && c.io_in_flight == 0 {
                 self.close(slot);
             }
             return;
-        }
-        let n = c.send_queue.len().min(SEND_BATCH_PARTS_MAX);
-        let parts: Vec<Vec<u8>> = c.send_queue.drain(..n).collect();
+        };
         c.sending = true;
         let tok = token(KIND_SEND, c.gen, slot);
         let fd = c.fd.clone();
+        if let SendItem::File {
+            head,
+            file,
+            offset,
+            len,
+        } = front
+        {
+            let (head, file, offset, len) = (std::mem::take(head), file.clone(), *offset, *len);
+            c.send_queue.pop_front();
+            c.sending_file = Some(len);
+            self.ring.send_file(&fd, head, &file, offset, len, tok);
+            return;
+        }
+        // Consecutive in-memory parts go out in one sendmsg.
+        let mut parts = Vec::new();
+        while parts.len() < SEND_BATCH_PARTS_MAX {
+            match c.send_queue.front() {
+                Some(SendItem::Bytes(_)) => {}
+                _ => break,
+            }
+            if let Some(SendItem::Bytes(b)) = c.send_queue.pop_front() {
+                parts.push(b);
+            }
+        }
         if parts.len() == 1 {
-            let p = parts.into_iter().next().unwrap_or_default();
+            let p = parts.pop().unwrap_or_default();
             self.ring.send(&fd, p, 0, tok);
         } else {
             self.ring.send_vectored(&fd, parts, tok);
@@ -488,10 +542,26 @@ impl Worker {
             return;
         };
         c.sending = false;
-        if let Err(e) = comp.result {
-            tracing::debug!("send failed: {e}");
-            self.close(slot);
-            return;
+        let owed = c.sending_file.take();
+        match comp.result {
+            Err(e) => {
+                tracing::debug!("send failed: {e}");
+                self.close(slot);
+                return;
+            }
+            Ok(n) => {
+                if let Some(len) = owed.filter(|len| n < *len) {
+                    // The file shrank after the core sized the reply: the frame
+                    // length is on the wire, so fill it up (as a concurrent
+                    // truncate would read: zeros).
+                    tracing::debug!(
+                        sent = n,
+                        promised = len,
+                        "file shrank under a READ; padding"
+                    );
+                    c.send_queue.push_front(SendItem::Bytes(vec![0u8; len - n]));
+                }
+            }
         }
         self.flush_sends(slot);
     }
@@ -592,6 +662,20 @@ impl Worker {
         for slot in 0..self.conns.len() as u32 {
             self.close(slot);
         }
+    }
+}
+
+/// A send-file frame as a queue item; read into memory if the node has no
+/// descriptor (a backend the core should not have offered it for).
+fn file_item(sf: SendFile) -> SendItem {
+    match sf.node.shared_fd() {
+        Some(file) => SendItem::File {
+            head: sf.head,
+            file,
+            offset: sf.offset,
+            len: sf.len,
+        },
+        None => SendItem::Bytes(sf.to_bytes()),
     }
 }
 

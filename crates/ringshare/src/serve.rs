@@ -267,6 +267,8 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         stopping: AtomicBool::new(false),
         wakers: Mutex::new(Vec::new()),
         started,
+        send_file: cfg.global.use_sendfile,
+        splice_chunk: splice_chunk(),
     });
     install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
     let first = Mutex::new(Some(listeners));
@@ -295,4 +297,14 @@ fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+/// Bytes per splice for send-file READs: 256 KiB (docs/benchmarks.md, "Splice
+/// chunk"), or `RINGSHARE_SPLICE_CHUNK` (bytes) for measuring other sizes.
+fn splice_chunk() -> usize {
+    std::env::var("RINGSHARE_SPLICE_CHUNK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (4096..=64 << 20).contains(n))
+        .unwrap_or(256 * 1024)
 }

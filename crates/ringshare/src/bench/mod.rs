@@ -66,6 +66,14 @@ impl Workload {
         )
     }
 
+    /// Reads and never writes once the file is filled.
+    fn only_reads(self) -> bool {
+        matches!(
+            self,
+            Workload::SeqRead | Workload::RandRead | Workload::SameFile
+        )
+    }
+
     fn uses_file(self) -> bool {
         self.reads_file() || matches!(self, Workload::SeqWrite | Workload::RandWrite)
     }

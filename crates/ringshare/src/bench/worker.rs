@@ -27,9 +27,14 @@ const KIND_SEND: u64 = 2;
 const TAG_OPEN: u64 = 1 << 40;
 const TAG_FILL: u64 = 2 << 40;
 const TAG_SLOT: u64 = 3 << 40;
+/// Read-only workloads drop the read-write handle they filled through and
+/// reopen for reading only, as `smbclient get` or Explorer read a file.
+const TAG_CLOSE_RW: u64 = 4 << 40;
+const TAG_OPEN_RO: u64 = 5 << 40;
 const TAG_KIND_MASK: u64 = 0xFF << 40;
 
 const GENERIC_READ_WRITE: u32 = 0xC000_0000;
+const GENERIC_READ: u32 = 0x8000_0000;
 /// FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE.
 const DIR_LIST_ACCESS: u32 = 0x0010_0081;
 const NON_DIRECTORY_FILE: u32 = 0x40;
@@ -50,6 +55,7 @@ enum Phase {
     Handshake,
     Opening,
     Filling,
+    Reopening,
     Waiting,
     Running,
     Draining,
@@ -125,6 +131,20 @@ impl Conn {
     fn span(&self, sh: &Shared) -> u64 {
         let io = self.io_len(sh) as u64;
         (sh.args.file_size / io).max(1) * io
+    }
+
+    /// The file holds its data: workloads that only read go on through a
+    /// read-only handle (servers may serve those reads without a copy).
+    fn filled(&mut self, sh: &Shared) -> Result<(), String> {
+        if sh.args.workload.only_reads() {
+            self.smb
+                .close(TAG_CLOSE_RW, self.file)
+                .map_err(|e| e.to_string())?;
+            self.phase = Phase::Reopening;
+        } else {
+            self.phase = Phase::Waiting;
+        }
+        Ok(())
     }
 
     /// Issue what the phase, the free slots and the credits allow.
@@ -314,14 +334,40 @@ impl Conn {
                 let need = sh.args.workload.reads_file()
                     && owner
                     && (sh.args.verify || end_of_file < sh.args.file_size);
-                self.phase = if need { Phase::Filling } else { Phase::Waiting };
+                if need {
+                    self.phase = Phase::Filling;
+                } else {
+                    self.filled(sh)?;
+                }
             }
             TAG_FILL => {
                 result.map_err(|e| format!("filling {}: {e}", self.file_name(sh)))?;
                 self.fill_inflight -= 1;
                 if self.fill_next >= sh.args.file_size && self.fill_inflight == 0 {
-                    self.phase = Phase::Waiting;
+                    self.filled(sh)?;
                 }
+            }
+            TAG_CLOSE_RW => {
+                result.map_err(|e| format!("closing {}: {e}", self.file_name(sh)))?;
+                let name = self.file_name(sh);
+                self.smb
+                    .create(
+                        TAG_OPEN_RO,
+                        &name,
+                        GENERIC_READ,
+                        CreateDisposition::OPEN,
+                        NON_DIRECTORY_FILE,
+                    )
+                    .map_err(|e| e.to_string())?;
+            }
+            TAG_OPEN_RO => {
+                let Reply::Create { file_id, .. } = result
+                    .map_err(|e| format!("reopening {} read-only: {e}", self.file_name(sh)))?
+                else {
+                    return Err("unexpected reply to CREATE".into());
+                };
+                self.file = file_id;
+                self.phase = Phase::Waiting;
             }
             TAG_SLOT => {
                 let i = (tag & 0xFFFF_FFFF) as usize;
