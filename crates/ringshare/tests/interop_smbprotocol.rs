@@ -1,0 +1,324 @@
+//! End to end: python's `smbprotocol` (PyPI) against `ringshare serve` on loopback.
+//!
+//! `tests/py/smbprotocol_roundtrip.py` negotiates exactly one dialect, cipher and signing
+//! algorithm, writes files of 0, 1, 64 KiB + 1 and 8 MiB random bytes, reads them back and
+//! compares them byte for byte (and with the server's file on disk), lists the directory,
+//! renames a file and deletes everything. It runs encrypted with each cipher of 3.1.1 and with
+//! CCM over 3.0.2, and signed without encryption with each signing algorithm.
+//!
+//! smbprotocol is installed on first use into a venv under the target directory
+//! (`target/pyenv`, with `python3 -m venv`: Debian's `python3-venv`). When it cannot be
+//! installed (no network, no python3-venv) the tests fail and say why; set
+//! `RINGSHARE_SKIP_PY=1` to skip them instead.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::{Server, ServerConfig, SharedServer, PASSWORD, USER};
+
+/// The smbprotocol release the tests are written against.
+const SMBPROTOCOL: &str = "smbprotocol==1.17.0";
+/// Limit for one script run (four files, the largest 8 MiB, each way, against a debug build).
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(180);
+/// Limit for creating the venv and installing smbprotocol into it.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+static SERVER: SharedServer = SharedServer::new();
+
+fn server() -> Arc<Server> {
+    SERVER.get(|| Server::start(&ServerConfig::default(), |_| {}))
+}
+
+/// Whether the tests should be skipped on request (`RINGSHARE_SKIP_PY=1`).
+fn skipped(test: &str) -> bool {
+    if std::env::var("RINGSHARE_SKIP_PY").is_ok_and(|v| v == "1") {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: RINGSHARE_SKIP_PY=1 !!!!!!!!\n");
+        return true;
+    }
+    false
+}
+
+/// The cargo target directory: the test binary is `<target>/<profile>/deps/<name>`.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")))
+}
+
+/// Runs `cmd` to completion within `limit`; returns (success, stdout + stderr).
+fn run_bounded(cmd: &mut Command, limit: Duration) -> (bool, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "ringshare-py-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&dir).expect("create output dir");
+    let out_path = dir.join("out");
+    let out = std::fs::File::create(&out_path).expect("create output file");
+    let err = out.try_clone().expect("clone output file");
+    let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
+        Ok(c) => c,
+        Err(e) => return (false, format!("could not start {cmd:?}: {e}")),
+    };
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => break None,
+        }
+    };
+    let mut text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    if status.is_none() {
+        text.push_str(&format!("\n(killed after {limit:?})"));
+    }
+    (status.is_some_and(|s| s.success()), text)
+}
+
+/// The venv's python with smbprotocol importable, installed on first use. Panics with the
+/// reason when it cannot be had.
+fn python() -> &'static Path {
+    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let got = PY.get_or_init(|| {
+        let venv = target_dir().join("pyenv");
+        let py = venv.join("bin").join("python");
+        let importable = |py: &Path| {
+            run_bounded(
+                Command::new(py).args(["-c", "import smbprotocol, smbclient"]),
+                Duration::from_secs(60),
+            )
+            .0
+        };
+        if py.exists() && importable(&py) {
+            return Ok(py);
+        }
+        let (ok, out) = run_bounded(
+            Command::new("python3").arg("-m").arg("venv").arg(&venv),
+            INSTALL_TIMEOUT,
+        );
+        if !ok {
+            return Err(format!(
+                "`python3 -m venv {}` failed (Debian: apt-get install -y python3-venv):\n{out}",
+                venv.display()
+            ));
+        }
+        let (ok, out) = run_bounded(
+            Command::new(&py).args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--quiet",
+                SMBPROTOCOL,
+            ]),
+            INSTALL_TIMEOUT,
+        );
+        if !ok || !importable(&py) {
+            return Err(format!(
+                "could not install {SMBPROTOCOL} from PyPI into {} (no network?):\n{out}",
+                venv.display()
+            ));
+        }
+        Ok(py)
+    });
+    match got {
+        Ok(p) => p,
+        Err(why) => panic!("{why}\nSet RINGSHARE_SKIP_PY=1 to skip the smbprotocol tests."),
+    }
+}
+
+/// What the script is told to negotiate.
+struct Run {
+    dialect: &'static str,
+    /// Encrypt with this cipher; `None`: signed only.
+    cipher: Option<&'static str>,
+    /// Signing algorithm to offer (3.1.1 only).
+    signing: Option<&'static str>,
+    /// End with TREE_DISCONNECT and LOGOFF and wait for the replies (else: close the socket).
+    logoff: bool,
+}
+
+fn round_trip(test: &str, run: Run) {
+    if skipped(test) {
+        return;
+    }
+    let py = python();
+    let server = server();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/py/smbprotocol_roundtrip.py"
+    );
+    let mut cmd = Command::new(py);
+    cmd.arg(script)
+        .args(["--port", &server.port.to_string()])
+        .args(["--user", USER, "--password", PASSWORD])
+        .args(["--share", &server.share])
+        .arg("--share-dir")
+        .arg(&server.share_dir)
+        .args(["--dialect", run.dialect]);
+    if let Some(c) = run.cipher {
+        cmd.args(["--cipher", c]);
+    }
+    if let Some(s) = run.signing {
+        cmd.args(["--signing", s]);
+    }
+    if run.logoff {
+        cmd.arg("--logoff");
+    }
+    let (ok, out) = run_bounded(&mut cmd, SCRIPT_TIMEOUT);
+    assert!(
+        ok && out.lines().any(|l| l == "OK"),
+        "{test}: smbprotocol run failed:\n{out}\n--- server log ---\n{}",
+        server.log()
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_encrypted_with_aes_128_gcm_over_smb_3_1_1() {
+    round_trip(
+        "aes-128-gcm over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: Some("aes-128-gcm"),
+            signing: None,
+            logoff: false,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_encrypted_with_aes_128_ccm_over_smb_3_1_1() {
+    round_trip(
+        "aes-128-ccm over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: Some("aes-128-ccm"),
+            signing: None,
+            logoff: false,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_encrypted_with_aes_256_gcm_over_smb_3_1_1() {
+    round_trip(
+        "aes-256-gcm over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: Some("aes-256-gcm"),
+            signing: None,
+            logoff: false,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_encrypted_with_aes_256_ccm_over_smb_3_1_1() {
+    round_trip(
+        "aes-256-ccm over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: Some("aes-256-ccm"),
+            signing: None,
+            logoff: false,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_encrypted_with_aes_128_ccm_over_smb_3_0_2() {
+    round_trip(
+        "aes-128-ccm over 3.0.2",
+        Run {
+            dialect: "3.0.2",
+            cipher: Some("aes-128-ccm"),
+            signing: None,
+            logoff: false,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_signed_with_aes_gmac_unencrypted_over_smb_3_1_1() {
+    round_trip(
+        "signed with aes-gmac over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: None,
+            signing: Some("aes-gmac"),
+            logoff: true,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_signed_with_aes_cmac_unencrypted_over_smb_3_1_1() {
+    round_trip(
+        "signed with aes-cmac over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: None,
+            signing: Some("aes-cmac"),
+            logoff: true,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_signed_with_aes_cmac_unencrypted_over_smb_3_0_2() {
+    round_trip(
+        "signed with aes-cmac over 3.0.2",
+        Run {
+            dialect: "3.0.2",
+            cipher: None,
+            signing: None,
+            logoff: true,
+        },
+    );
+}
+
+#[test]
+fn smbprotocol_round_trips_files_signed_with_hmac_sha256_unencrypted_over_smb_2_1() {
+    round_trip(
+        "signed with hmac-sha256 over 2.1",
+        Run {
+            dialect: "2.1",
+            cipher: None,
+            signing: None,
+            logoff: true,
+        },
+    );
+}
+
+/// [MS-SMB2] 3.3.5.6 / 3.3.4.1.4: the LOGOFF response to an encrypted LOGOFF is sent, encrypted
+/// with the session's key, before the session goes away. ringshare removes the session first
+/// and then drops the reply ("dropping a reply to an encrypted request: no session key"), so
+/// the client waits until the connection is closed 30 s later.
+#[test]
+#[ignore = "server bug in crates/core: an encrypted LOGOFF gets no reply"]
+fn smbprotocol_gets_an_encrypted_reply_to_logoff_on_an_encrypted_session() {
+    round_trip(
+        "encrypted logoff over 3.1.1",
+        Run {
+            dialect: "3.1.1",
+            cipher: Some("aes-128-gcm"),
+            signing: None,
+            logoff: true,
+        },
+    );
+}
