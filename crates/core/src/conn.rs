@@ -250,6 +250,9 @@ pub struct Connection {
     /// (monotonic ms), for the handshake and idle timeouts.
     accepted_ms: Option<u64>,
     last_request_ms: u64,
+    /// Empty vectors of the last finished job, reused by the next one.
+    spare_members: Vec<(usize, usize)>,
+    spare_replies: Vec<BuiltReply>,
 }
 
 /// The parts of a request needed to finish it after I/O.
@@ -281,6 +284,8 @@ impl Connection {
             closing: false,
             accepted_ms: None,
             last_request_ms: 0,
+            spare_members: Vec::new(),
+            spare_replies: Vec::new(),
         }
     }
 
@@ -432,7 +437,9 @@ impl Connection {
                 return;
             }
         }
-        let mut members = Vec::new();
+        // The vectors of the last finished job serve again (no allocation per request).
+        let mut members = std::mem::take(&mut self.spare_members);
+        members.clear();
         let mut pos = 0usize;
         for m in header::split_compound(&frame) {
             match m {
@@ -454,7 +461,7 @@ impl Connection {
             frame,
             members,
             next: 0,
-            replies: Vec::new(),
+            replies: std::mem::take(&mut self.spare_replies),
             last_session: 0,
             last_tree: 0,
             last_file: None,
@@ -864,13 +871,22 @@ impl Connection {
     }
 
     /// Frame and sign the replies of a finished job.
-    fn finish(&mut self, job: Job) {
-        if job.replies.is_empty() {
+    fn finish(&mut self, mut job: Job) {
+        let built = if job.replies.is_empty() {
+            None
+        } else {
+            Some(build_frame(&mut job.replies))
+        };
+        self.spare_members = std::mem::take(&mut job.members);
+        self.spare_replies = std::mem::take(&mut job.replies);
+        let Some((mut frame, file)) = built else {
             return;
-        }
-        let (frame, file) = build_frame(job.replies);
+        };
         if let Some((node, offset, len)) = file {
-            let head = frame.concat();
+            let head = match frame.len() {
+                1 => frame.pop().unwrap_or_default(),
+                _ => frame.concat(),
+            };
             self.outputs.push_back(Output::SendFile(SendFile {
                 head,
                 node,
@@ -982,7 +998,7 @@ impl Connection {
         } else {
             reply.body
         };
-        let (frame, _) = build_frame(vec![BuiltReply {
+        let (frame, _) = build_frame(&mut vec![BuiltReply {
             hdr,
             body,
             data: reply.data,
@@ -1096,14 +1112,14 @@ fn frame_bytes(msg: Vec<u8>) -> Vec<u8> {
 /// data of a READ kept in its own part.
 /// Frames the replies of a job: the parts to send back to back, and the file
 /// range that follows them when the last reply's data comes from a file.
-fn build_frame(replies: Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange>) {
+fn build_frame(replies: &mut Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange>) {
     let n = replies.len();
     let mut parts: Vec<Vec<u8>> = Vec::with_capacity(2 * n);
     let mut cur: Vec<u8> = Vec::with_capacity(4 + 64 * n + 256);
     cur.extend_from_slice(&[0, 0, 0, 0]);
     let mut total = 0usize;
     let mut file = None;
-    for (i, r) in replies.into_iter().enumerate() {
+    for (i, r) in replies.drain(..).enumerate() {
         let last = i + 1 == n;
         let data_len = match (&r.data, &r.file) {
             (Some(d), _) => d.len(),

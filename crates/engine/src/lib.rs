@@ -54,6 +54,7 @@
 //!   most) for the completions; buffers the kernel never gave back are leaked
 //!   rather than freed (counted by [`leaked_ops`]).
 
+pub mod alloc_count;
 pub mod net;
 mod op;
 pub mod probe;
