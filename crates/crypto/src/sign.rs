@@ -12,6 +12,10 @@ use aws_lc_rs::{cmac, hmac};
 
 use crate::gmac::Gmac;
 
+/// Where the Signature field lies in an SMB2 header.
+const SIGNATURE_START: usize = 48;
+const SIGNATURE_END: usize = 64;
+
 /// The signing algorithm of a session or channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SigningAlgorithm {
@@ -107,6 +111,38 @@ impl SigningKey {
     pub fn verify(&self, parts: &[&[u8]], nonce: NonceInfo, signature: &[u8; 16]) -> bool {
         match self.try_sign(parts, nonce) {
             Some(expected) => crate::ct_eq(&expected, signature),
+            None => false,
+        }
+    }
+
+    /// Sign a whole message (or compound chain element) held in one buffer: zeroes the
+    /// Signature field (header bytes 48..64), signs the message as one part and writes the
+    /// signature there. One part means no gather copy for GMAC. Returns false, leaving `msg`
+    /// untouched, when `msg` is shorter than an SMB2 header (64 bytes).
+    pub fn sign_in_place(&self, msg: &mut [u8], nonce: NonceInfo) -> bool {
+        if msg.len() < SIGNATURE_END {
+            return false;
+        }
+        msg[SIGNATURE_START..SIGNATURE_END].fill(0);
+        let sig = self.sign(&[msg], nonce);
+        msg[SIGNATURE_START..SIGNATURE_END].copy_from_slice(&sig);
+        true
+    }
+
+    /// Verify a whole message held in one buffer against the signature in its header: the
+    /// Signature field is zeroed for the computation and put back afterwards, so `msg` is
+    /// unchanged on return. False for a message shorter than 64 bytes.
+    pub fn verify_in_place(&self, msg: &mut [u8], nonce: NonceInfo) -> bool {
+        let Some(field) = msg.get_mut(SIGNATURE_START..SIGNATURE_END) else {
+            return false;
+        };
+        let mut received = [0u8; 16];
+        received.copy_from_slice(field);
+        field.fill(0);
+        let expected = self.try_sign(&[msg], nonce);
+        msg[SIGNATURE_START..SIGNATURE_END].copy_from_slice(&received);
+        match expected {
+            Some(expected) => crate::ct_eq(&expected, &received),
             None => false,
         }
     }
@@ -264,6 +300,41 @@ mod tests {
         let k = SigningKey::new(SigningAlgorithm::AesGmac, key);
         assert_eq!(k.sign(&parts, nonce), want);
         assert_eq!(k.sign(&[&msg], nonce), want);
+    }
+
+    #[test]
+    fn in_place_signing_matches_signing_in_parts_and_verifies_without_changing_the_message() {
+        let nonce = NonceInfo {
+            message_id: 9,
+            server_to_client: true,
+            cancel: false,
+        };
+        for alg in [
+            SigningAlgorithm::HmacSha256,
+            SigningAlgorithm::AesCmac,
+            SigningAlgorithm::AesGmac,
+        ] {
+            let key = SigningKey::new(alg, [0x61; 16]);
+            let mut msg: Vec<u8> = (0..300u32).map(|i| (i * 3) as u8).collect();
+            let want = key.sign(&[&msg[..48], &[0u8; 16], &msg[64..]], nonce);
+            assert!(key.sign_in_place(&mut msg, nonce), "{alg:?}");
+            assert_eq!(msg[48..64], want, "{alg:?}");
+            let signed = msg.clone();
+            assert!(key.verify_in_place(&mut msg, nonce), "{alg:?}");
+            assert_eq!(msg, signed, "{alg:?} verify changed the message");
+            msg[200] ^= 1;
+            assert!(!key.verify_in_place(&mut msg, nonce), "{alg:?} tampered");
+            msg[200] ^= 1;
+            msg[50] ^= 1;
+            assert!(
+                !key.verify_in_place(&mut msg, nonce),
+                "{alg:?} bad signature"
+            );
+            let mut short = [0u8; 63];
+            assert!(!key.sign_in_place(&mut short, nonce));
+            assert!(!key.verify_in_place(&mut short, nonce));
+            assert_eq!(short, [0u8; 63]);
+        }
     }
 
     #[test]
