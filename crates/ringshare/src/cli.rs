@@ -50,6 +50,9 @@ pub enum Command {
     },
     /// Measure an SMB server: //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options].
     Bench(crate::bench::BenchArgs),
+    /// Measure the plain file-to-socket sender (the floor for a file server's CPU per GiB).
+    #[command(hide = true)]
+    Limit(crate::limit::LimitArgs),
 }
 
 /// `ringshare serve [PATH] [--config FILE] ...`

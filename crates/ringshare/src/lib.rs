@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod driver;
+pub mod limit;
 pub mod serve;
 pub mod users;
 

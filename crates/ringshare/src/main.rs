@@ -40,6 +40,13 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Limit(args) => match ringshare::limit::run(args, &mut io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ringshare limit: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Serve(args) => {
             let cfg = match args.to_config() {
                 Ok(c) => c,

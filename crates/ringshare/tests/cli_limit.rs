@@ -1,0 +1,95 @@
+//! `ringshare limit`: the sink receives every byte the sender moves, in every mode.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ringshare");
+
+/// The value of `key=` in a report line.
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// Runs a sink and a sender of `file` in `mode`; returns (sink line, send line).
+fn run_pair(mode: &str, file: &std::path::Path, chunk: &str) -> (String, String) {
+    let mut sink = Command::new(BIN)
+        .args(["limit", "sink", "--listen", "127.0.0.1:0", "--buf", "64k"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sink");
+    let mut err = BufReader::new(sink.stderr.take().expect("sink stderr"));
+    let mut announce = String::new();
+    err.read_line(&mut announce)
+        .expect("sink announces its address");
+    let addr = announce
+        .trim()
+        .rsplit(' ')
+        .next()
+        .expect("address")
+        .to_string();
+    let send = Command::new(BIN)
+        .args(["limit", "send", "--mode", mode, "--chunk", chunk])
+        .arg(file)
+        .arg(&addr)
+        .output()
+        .expect("run sender");
+    assert!(
+        send.status.success(),
+        "sender ({mode}) failed: {}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    let status = sink.wait().expect("sink exits");
+    let mut out = String::new();
+    sink.stdout
+        .take()
+        .expect("sink stdout")
+        .read_to_string(&mut out)
+        .expect("sink output");
+    assert!(status.success(), "sink failed in mode {mode}");
+    (
+        out.trim().to_string(),
+        String::from_utf8_lossy(&send.stdout).trim().to_string(),
+    )
+}
+
+#[test]
+fn sink_receives_exactly_the_file_in_every_mode() {
+    let dir = std::env::temp_dir().join(format!("rs-limit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("data");
+    // Not a multiple of any chunk size, so the last call is a short one.
+    let len: usize = 3 * (1 << 20) + 12_345;
+    let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4096) as u8).collect();
+    std::fs::File::create(&file)
+        .unwrap()
+        .write_all(&data)
+        .unwrap();
+
+    for mode in ["sendfile", "splice", "rw"] {
+        let (sink, send) = run_pair(mode, &file, "256k");
+        assert_eq!(field(&sink, "role"), Some("sink"), "{sink}");
+        assert_eq!(field(&send, "role"), Some("send"), "{send}");
+        assert_eq!(field(&send, "mode"), Some(mode), "{send}");
+        assert_eq!(
+            field(&sink, "bytes"),
+            Some(len.to_string().as_str()),
+            "{mode}: {sink}"
+        );
+        assert_eq!(
+            field(&send, "bytes"),
+            Some(len.to_string().as_str()),
+            "{mode}: {send}"
+        );
+        for line in [&sink, &send] {
+            for key in ["wall_s", "cpu_s", "gbps"] {
+                let v: f64 = field(line, key)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("{key} missing in {line}"));
+                assert!(v >= 0.0, "{key} negative in {line}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
