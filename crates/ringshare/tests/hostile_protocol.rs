@@ -748,3 +748,115 @@ fn thousands_of_silent_connections_and_slow_senders_keep_memory_bounded() {
     drop(silent);
     rig.still_serves("after the silent connections went away");
 }
+
+/// An SMB1 NEGOTIATE ([MS-SMB] 2.2.4.52.1) with `byte_count` and `dialects` as given.
+fn smb1_negotiate(byte_count: u16, dialects: &[u8]) -> Vec<u8> {
+    let mut m = vec![0xFF, b'S', b'M', b'B', 0x72];
+    m.extend_from_slice(&[0u8; 4]); // Status
+    m.push(0x18); // Flags
+    m.extend_from_slice(&0xC853u16.to_le_bytes()); // Flags2 (unicode, NT status, ext. security)
+    m.extend_from_slice(&[0u8; 20]); // PIDHigh .. MID
+    m.push(0); // WordCount
+    m.extend_from_slice(&byte_count.to_le_bytes());
+    m.extend_from_slice(dialects);
+    m
+}
+
+/// A TRANSFORM_HEADER ([MS-SMB2] 2.2.41) with the given fields, then `body`.
+fn transform(original_size: u32, flags: u16, session_id: u64, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![0xFD, b'S', b'M', b'B'];
+    m.extend_from_slice(&[0x11; 16]); // Signature (the AEAD tag): wrong
+    m.extend_from_slice(&[0x22; 16]); // Nonce
+    m.extend_from_slice(&original_size.to_le_bytes());
+    m.extend_from_slice(&0u16.to_le_bytes());
+    m.extend_from_slice(&flags.to_le_bytes());
+    m.extend_from_slice(&session_id.to_le_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+#[test]
+fn smb1_transform_and_compression_frames_with_bad_lengths_or_keys_are_refused() {
+    let rig = Rig::start("hp-transform", "");
+    let closed_or_error = |sock: &mut TcpStream, what: &str| match read_frame(sock) {
+        Err(()) => {}
+        Ok(Some(f)) => {
+            let h = Header::decode(&f).unwrap_or_else(|e| panic!("{what}: reply {e:?}"));
+            assert!(!h.status.is_success(), "{what}: {:?}", h.status);
+        }
+        Ok(None) => panic!("{what}: neither an error nor a closed connection"),
+    };
+    let send = |sock: &mut TcpStream, payload: &[u8]| {
+        let mut f = Vec::new();
+        ringshare_wire::framing::put_frame_header(&mut f, payload.len());
+        f.extend_from_slice(payload);
+        let _ = sock.write_all(&f);
+    };
+    // SMB1 NEGOTIATE whose ByteCount runs past the frame, or whose dialect has no terminator.
+    for (what, msg) in [
+        (
+            "SMB1 ByteCount past the frame",
+            smb1_negotiate(0xFFFF, b"\x02SMB 2.002\0"),
+        ),
+        (
+            "SMB1 dialect without its NUL",
+            smb1_negotiate(10, b"\x02SMB 2.002"),
+        ),
+        ("SMB1 with no dialect", smb1_negotiate(0, b"")),
+    ] {
+        let mut s = Raw::connect(rig.port);
+        send(&mut s, &msg);
+        closed_or_error(&mut s, what);
+    }
+    // Transform and compression frames before NEGOTIATE.
+    for (what, msg) in [
+        (
+            "transform before NEGOTIATE",
+            transform(64, 1, 1, &[0u8; 64]),
+        ),
+        ("compression before NEGOTIATE", {
+            let mut m = vec![0xFC, b'S', b'M', b'B'];
+            m.extend_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+            m.extend_from_slice(&[0u8; 8]);
+            m
+        }),
+    ] {
+        let mut s = Raw::connect(rig.port);
+        send(&mut s, &msg);
+        closed_or_error(&mut s, what);
+    }
+    // Transform frames on a logged-on 3.1.1 connection.
+    let cases: Vec<(&str, Box<dyn Fn(u64) -> Vec<u8>>)> = vec![
+        (
+            "transform header cut short",
+            Box::new(|sid| transform(64, 1, sid, &[])[..30].to_vec()),
+        ),
+        (
+            "OriginalMessageSize past the frame",
+            Box::new(|sid| transform(0xFFFF_FFFF, 1, sid, &[0u8; 64])),
+        ),
+        (
+            "OriginalMessageSize smaller than a header",
+            Box::new(|sid| transform(8, 1, sid, &[0u8; 8])),
+        ),
+        (
+            "an unknown session id",
+            Box::new(|sid| transform(64, 1, sid ^ 0x5A5A, &[0u8; 64])),
+        ),
+        (
+            "a wrong flags value",
+            Box::new(|sid| transform(64, 7, sid, &[0u8; 64])),
+        ),
+        (
+            "a wrong AEAD tag",
+            Box::new(|sid| transform(68, 1, sid, &[0u8; 68])),
+        ),
+    ];
+    for (what, make) in cases {
+        let mut c = rig.login(USER_A);
+        let msg = make(c.session_id);
+        send(&mut c.sock, &msg);
+        closed_or_error(&mut c.sock, what);
+    }
+    rig.still_serves("after SMB1, transform and compression abuse");
+}
