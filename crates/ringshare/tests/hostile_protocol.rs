@@ -826,7 +826,8 @@ fn smb1_transform_and_compression_frames_with_bad_lengths_or_keys_are_refused() 
         closed_or_error(&mut s, what);
     }
     // Transform frames on a logged-on 3.1.1 connection.
-    let cases: Vec<(&str, Box<dyn Fn(u64) -> Vec<u8>>)> = vec![
+    type MakeFrame = Box<dyn Fn(u64) -> Vec<u8>>;
+    let cases: Vec<(&str, MakeFrame)> = vec![
         (
             "transform header cut short",
             Box::new(|sid| transform(64, 1, sid, &[])[..30].to_vec()),
