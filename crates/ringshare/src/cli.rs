@@ -86,6 +86,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
 
+    /// Pin I/O thread N to CPU N (`pin cpus = yes` in the configuration).
+    #[arg(long)]
+    pub pin_cpus: bool,
+
     /// Log level, 0 (errors) to 10 (everything). Overrides the configuration's `log level`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
     pub log_level: Option<u32>,
@@ -150,6 +154,9 @@ impl ServeArgs {
         }
         if let Some(level) = self.log_level {
             cfg.global.log_level = level;
+        }
+        if self.pin_cpus {
+            cfg.global.pin_cpus = true;
         }
         Ok(cfg)
     }

@@ -183,6 +183,8 @@ pub struct Global {
     /// by splice, never through user memory. Server-wide in ringshare. Default yes
     /// (Samba's default is no); see docs/architecture.md for the consistency rule.
     pub use_sendfile: bool,
+    /// `pin cpus` (ringshare extension): pin I/O thread N to CPU N. Default no.
+    pub pin_cpus: bool,
 }
 
 impl Default for Global {
@@ -206,6 +208,7 @@ impl Default for Global {
             smb_encrypt: EncryptPolicy::IfRequired,
             guest_account: "nobody".to_string(),
             use_sendfile: true,
+            pin_cpus: false,
         }
     }
 }
@@ -541,6 +544,7 @@ enum Opt {
     Security,
     SmbEncrypt,
     UseSendfile,
+    PinCpus,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -581,6 +585,7 @@ fn classify(key: &str) -> Option<Opt> {
         "interfaces" => Opt::Interfaces,
         "bind interfaces only" => Opt::BindInterfacesOnly,
         "use sendfile" => Opt::UseSendfile,
+        "pin cpus" => Opt::PinCpus,
         "max connections" => Opt::MaxConnections,
         "deadtime" => Opt::Deadtime,
         "handshake timeout" => Opt::HandshakeTimeout,
@@ -947,6 +952,9 @@ impl<'a> Parser<'a> {
             Opt::UseSendfile => {
                 self.global.use_sendfile = self.bool_value(line, key, value)?;
             }
+            Opt::PinCpus => {
+                self.global.pin_cpus = self.bool_value(line, key, value)?;
+            }
             Opt::MaxConnections => {
                 self.global.max_connections = value.parse::<u32>().map_err(|_| {
                     self.err(
@@ -1232,6 +1240,21 @@ mod tests {
             "server min protocol"
         );
         assert_eq!(normalize_key("smb_passwd__file"), "smb passwd file");
+    }
+
+    #[test]
+    fn use_sendfile_defaults_to_yes_and_pin_cpus_to_no_and_both_can_be_set() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert!(d.global.use_sendfile);
+        assert!(!d.global.pin_cpus);
+        let c = parse_str(
+            "[global]\nuse sendfile = no\npin cpus = yes\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap();
+        assert!(!c.global.use_sendfile);
+        assert!(c.global.pin_cpus);
     }
 
     #[test]

@@ -272,7 +272,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     });
     install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
     let first = Mutex::new(Some(listeners));
-    let result = runtime::run_per_core(threads, false, |i| {
+    let result = runtime::run_per_core(threads, cfg.global.pin_cpus, |i| {
         let l = if i == 0 {
             crate::lock(&first).take()
         } else {
