@@ -97,11 +97,12 @@ pub(crate) struct Pipe {
 
 /// The state of a [`OpKind::SendFile`] between rounds.
 ///
-/// One round is a chain of up to three linked SQEs: send the rest of the
-/// head (`MSG_MORE`), splice the next chunk of the file into the empty pipe,
-/// splice everything the pipe will hold into the socket. A short step breaks
-/// the link (the kernel fails the rest with `ECANCELED`); the next round
-/// resumes from the counts the completions reported.
+/// One round is a chain of linked SQEs: send the rest of the head
+/// (`MSG_MORE`), then for each chunk (up to [`CHUNKS_PER_ROUND_MAX`]) splice
+/// it from the file into the empty pipe and from the pipe into the socket.
+/// A short step breaks the link (the kernel fails the rest with
+/// `ECANCELED`); completions only add and subtract byte counts, so the next
+/// round resumes from whatever the completions reported, in any order.
 pub(crate) struct SendFile {
     pub(crate) sock: Arc<OwnedFd>,
     pub(crate) file: Arc<OwnedFd>,
@@ -128,6 +129,11 @@ pub(crate) struct SendFile {
     pub(crate) error: Option<i32>,
 }
 
+/// File chunks (a fill and a drain each) linked into one round at most.
+pub(crate) const CHUNKS_PER_ROUND_MAX: usize = 16;
+/// SQEs in one round at most: the head and the chunks.
+pub(crate) const ROUND_SQES_MAX: usize = 1 + 2 * CHUNKS_PER_ROUND_MAX;
+
 /// Which SQE of a [`SendFile`] round a CQE belongs to (bits 61-62 of `user_data`).
 pub(crate) const STEP_HEAD: u64 = 1;
 pub(crate) const STEP_FILL: u64 = 2;
@@ -136,9 +142,9 @@ pub(crate) const STEP_DRAIN: u64 = 3;
 impl SendFile {
     /// The SQEs of the next round, in order, with their step numbers; the
     /// caller links all but the last and tags each `user_data` with its step.
-    pub(crate) fn round(&mut self) -> ([(u64, squeue::Entry); 3], usize) {
-        let nop = || (0, opcode::Nop::new().build());
-        let mut out = [nop(), nop(), nop()];
+    pub(crate) fn round(&mut self) -> ([(u64, squeue::Entry); ROUND_SQES_MAX], usize) {
+        let mut out: [(u64, squeue::Entry); ROUND_SQES_MAX] =
+            std::array::from_fn(|_| (0, opcode::Nop::new().build()));
         let mut n = 0;
         let Some(pipe) = &self.pipe else {
             return (out, 0);
@@ -154,40 +160,51 @@ impl SendFile {
             );
             n += 1;
         }
-        let mut fill = 0;
-        if self.in_pipe == 0 && self.left > 0 && !self.eof {
-            fill = self.left.min(self.chunk).min(pipe.capacity);
+        // Bytes already in the pipe (a short drain last round) go first, alone.
+        if self.in_pipe > 0 {
+            let more = self.left > 0 && !self.eof;
+            out[n] = (STEP_DRAIN, self.drain_sqe(pipe, self.in_pipe, more));
+            return (out, n + 1);
+        }
+        // Then up to CHUNKS_PER_ROUND_MAX fill/drain pairs in one chain: one io-wq
+        // worker runs them back to back, and the ring thread is not woken per chunk.
+        let mut offset = self.offset;
+        let mut left = if self.eof { 0 } else { self.left };
+        for _ in 0..CHUNKS_PER_ROUND_MAX {
+            if left == 0 {
+                break;
+            }
+            let fill = left.min(self.chunk).min(pipe.capacity);
             out[n] = (
                 STEP_FILL,
                 opcode::Splice::new(
                     types::Fd(self.file.as_raw_fd()),
-                    self.offset as i64,
+                    offset as i64,
                     types::Fd(pipe.write.as_raw_fd()),
                     -1,
                     fill as u32,
                 )
                 .build(),
             );
-            n += 1;
-        }
-        let drain = self.in_pipe + fill;
-        if drain > 0 {
-            let more = self.left > fill && !self.eof;
-            out[n] = (
-                STEP_DRAIN,
-                opcode::Splice::new(
-                    types::Fd(pipe.read.as_raw_fd()),
-                    -1,
-                    types::Fd(self.sock.as_raw_fd()),
-                    -1,
-                    drain as u32,
-                )
-                .flags(if more { libc::SPLICE_F_MORE } else { 0 })
-                .build(),
-            );
-            n += 1;
+            offset += fill as u64;
+            left -= fill;
+            out[n + 1] = (STEP_DRAIN, self.drain_sqe(pipe, fill, left > 0));
+            n += 2;
         }
         (out, n)
+    }
+
+    /// Splice `len` bytes from the pipe to the socket; `more`: the frame goes on.
+    fn drain_sqe(&self, pipe: &Pipe, len: usize, more: bool) -> squeue::Entry {
+        opcode::Splice::new(
+            types::Fd(pipe.read.as_raw_fd()),
+            -1,
+            types::Fd(self.sock.as_raw_fd()),
+            -1,
+            len as u32,
+        )
+        .flags(if more { libc::SPLICE_F_MORE } else { 0 })
+        .build()
     }
 
     /// Applies one CQE of the round. `cancelled`: the caller cancelled the op

@@ -431,7 +431,10 @@ impl Ring {
     /// in one chain of linked SQEs and each further chunk in one more.
     /// Completes once: `Ok(n)` with the file bytes sent (`n < len` only if
     /// the file ended first; the caller then owes the peer `len - n` bytes),
-    /// or the first error. The head comes back in `buf`.
+    /// or the first error. The head comes back in `buf`. Cancelling it (see
+    /// [`Ring::cancel`]) also shuts `sock` down for writing: a frame cut in
+    /// the middle cannot be finished, and a splice blocked on a peer that
+    /// stopped reading must not pin the operation.
     pub fn send_file(
         &mut self,
         sock: &SharedFd,
@@ -527,10 +530,17 @@ impl Ring {
                     self.finish(key, Err(io::Error::from_raw_os_error(libc::ECANCELED)));
                 }
                 None => {
-                    let chained = matches!(
-                        self.ops.get_mut(key).map(|op| &op.kind),
-                        Some(OpKind::SendFile(_))
-                    );
+                    let chained = match self.ops.get_mut(key).map(|op| &op.kind) {
+                        Some(OpKind::SendFile(sf)) => {
+                            // A splice blocked on a full socket deep in a linked chain
+                            // does not always notice an async cancel; a half-sent frame
+                            // cannot be finished anyway, so end the stream for writing:
+                            // the blocked splice fails with EPIPE at once.
+                            let _ = rustix::net::shutdown(&*sf.sock, rustix::net::Shutdown::Write);
+                            true
+                        }
+                        _ => false,
+                    };
                     if chained {
                         for step in [STEP_HEAD, STEP_FILL, STEP_DRAIN] {
                             self.enqueue(Pending::Cancel(key | (step << STEP_SHIFT)));
@@ -699,6 +709,7 @@ impl Ring {
                 Some(op) => op.kind.sqe().user_data(key),
                 None => return true, // already finished; nothing to push
             },
+            // Every request carrying this user_data: a send-file round has several.
             Pending::Cancel(key) => opcode::AsyncCancel::new(key)
                 .build()
                 .user_data(INTERNAL_USER_DATA),
@@ -866,6 +877,10 @@ impl Ring {
             }
             OpKind::Fsync { .. } | OpKind::Close { .. } => self.finish(key, cqe_result(res)),
             OpKind::SendFile(sf) => {
+                eprintln!(
+                    "DBG step={step} res={res} in_flight={} closing={closing}",
+                    sf.in_flight
+                );
                 sf.apply(step, res, closing);
                 if sf.in_flight > 0 {
                     return; // the rest of the round is still out
