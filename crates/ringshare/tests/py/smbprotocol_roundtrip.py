@@ -78,20 +78,23 @@ def main():
         preferred_encryption_algos=enc_algos,
         preferred_signing_algos=sign_algos,
     )
-    # smbprotocol checks a response's signature only when its SIGNED flag is set: count the
-    # responses that should have been signed and were not.
-    unsigned = []
+    # smbprotocol checks a response's signature only when its SIGNED flag is set, and calls
+    # verify_signature only for responses that did not come in a TRANSFORM header: record the
+    # responses that should have been signed (signed session) or encrypted (encrypted session)
+    # and were not.
+    unsigned, plain = [], []
     verify = conn.verify_signature
 
     def verify_and_count(header, session_id, force=False):
-        if (
-            not header["flags"].has_flag(Smb2Flags.SMB2_FLAGS_SIGNED)
-            and header["command"].get_value() != Commands.SMB2_SESSION_SETUP
-            and header["status"].get_value() != NtStatus.STATUS_PENDING
-            and header["message_id"].get_value() != 0xFFFFFFFFFFFFFFFF
-            and session_id != 0
-        ):
-            unsigned.append(header["command"].get_value())
+        command = header["command"].get_value()
+        if command != Commands.SMB2_SESSION_SETUP and session_id != 0:
+            plain.append(command)
+            if (
+                not header["flags"].has_flag(Smb2Flags.SMB2_FLAGS_SIGNED)
+                and header["status"].get_value() != NtStatus.STATUS_PENDING
+                and header["message_id"].get_value() != 0xFFFFFFFFFFFFFFFF
+            ):
+                unsigned.append(command)
         return verify(header, session_id, force)
 
     conn.verify_signature = verify_and_count
@@ -171,7 +174,9 @@ def main():
         # Tree disconnects and LOGOFF, each waiting for its (encrypted or signed) reply.
         session.disconnect(True, timeout=10)
         print("logged off", flush=True)
-    if not encrypt:
+    if encrypt:
+        check(not plain, f"unencrypted responses on an encrypted session, commands {plain}")
+    else:
         check(not unsigned, f"unsigned responses on a signed session, commands {unsigned}")
     conn.disconnect(close=False)
     print("OK", flush=True)
