@@ -7,7 +7,8 @@
 //! `read(2)` + `send(2)` from a buffer; `sink` accepts one connection and receives until EOF.
 //! Each prints one line of `key=value` figures (wall clock, process CPU, GB/s).
 //!
-//! Both ends use plain blocking calls and set `TCP_NODELAY`, as SMB peers do. CPU is the
+//! Both ends use plain blocking calls and set `TCP_NODELAY`, as SMB peers do (`send
+//! --nonblocking` waits in `poll(2)` instead, to compare; see docs/benchmarks.md). CPU is the
 //! process's user + system time from `CLOCK_PROCESS_CPUTIME_ID` (what `getrusage(RUSAGE_SELF)`
 //! reports, at nanosecond resolution).
 
@@ -57,6 +58,9 @@ pub enum LimitCommand {
         /// Bytes per call (default: 8m for sendfile, 1m for splice and rw).
         #[arg(long, value_name = "SIZE", value_parser = parse_size)]
         chunk: Option<usize>,
+        /// Make the socket non-blocking and wait in poll(2) when it is full (default: blocking).
+        #[arg(long)]
+        nonblocking: bool,
     },
 }
 
@@ -178,8 +182,37 @@ pub fn receive_all(stream: &mut TcpStream, buf: usize) -> io::Result<u64> {
     }
 }
 
+/// Waits until `sock` can take more bytes (for a non-blocking socket that said `EAGAIN`).
+fn wait_writable(sock: &TcpStream) -> io::Result<()> {
+    let mut fds = [rustix::event::PollFd::new(
+        sock,
+        rustix::event::PollFlags::OUT,
+    )];
+    loop {
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Writes all of `buf`, waiting in poll(2) whenever a non-blocking socket is full.
+fn write_all_waiting(sock: &mut TcpStream, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match sock.write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = buf.get(n..).unwrap_or_default(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(sock)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Sends the first `len` bytes of `file` to `sock` in `chunk`-byte calls; returns the bytes sent
-/// (less than `len` only if the file is shorter).
+/// (less than `len` only if the file is shorter). `sock` may be blocking or non-blocking.
 pub fn send_file(
     mode: Mode,
     file: &mut File,
@@ -197,6 +230,7 @@ pub fn send_file(
                     Ok(0) => break,
                     Ok(_) => {}
                     Err(rustix::io::Errno::INTR) => {}
+                    Err(rustix::io::Errno::AGAIN) => wait_writable(sock)?,
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -222,6 +256,7 @@ pub fn send_file(
                         Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                         Ok(n) => in_pipe -= n,
                         Err(rustix::io::Errno::INTR) => {}
+                        Err(rustix::io::Errno::AGAIN) => wait_writable(sock)?,
                         Err(e) => return Err(e.into()),
                     }
                 }
@@ -242,7 +277,7 @@ pub fn send_file(
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 };
-                sock.write_all(b.get(..n).unwrap_or_default())?;
+                write_all_waiting(sock, b.get(..n).unwrap_or_default())?;
                 sent += n as u64;
             }
             Ok(sent)
@@ -274,6 +309,7 @@ pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
             file,
             addr,
             chunk,
+            nonblocking,
         } => {
             let mut f = File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             let len = f
@@ -282,6 +318,7 @@ pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
                 .len();
             let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
+            s.set_nonblocking(nonblocking).map_err(|e| e.to_string())?;
             let (t0, c0) = (Instant::now(), cpu_now());
             let bytes = send_file(
                 mode,
@@ -293,6 +330,7 @@ pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
             .map_err(|e| format!("send ({}): {e}", mode.name()))?;
             s.shutdown(std::net::Shutdown::Write)
                 .map_err(|e| format!("shutdown: {e}"))?;
+            s.set_nonblocking(false).map_err(|e| e.to_string())?;
             let r = Report {
                 role: "send",
                 mode: Some(mode),

@@ -12,7 +12,12 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Runs a sink and a sender of `file` in `mode`; returns (sink line, send line).
-fn run_pair(mode: &str, file: &std::path::Path, chunk: &str) -> (String, String) {
+fn run_pair(
+    mode: &str,
+    file: &std::path::Path,
+    chunk: &str,
+    nonblocking: bool,
+) -> (String, String) {
     let mut sink = Command::new(BIN)
         .args(["limit", "sink", "--listen", "127.0.0.1:0", "--buf", "64k"])
         .stdout(Stdio::piped())
@@ -29,12 +34,12 @@ fn run_pair(mode: &str, file: &std::path::Path, chunk: &str) -> (String, String)
         .next()
         .expect("address")
         .to_string();
-    let send = Command::new(BIN)
-        .args(["limit", "send", "--mode", mode, "--chunk", chunk])
-        .arg(file)
-        .arg(&addr)
-        .output()
-        .expect("run sender");
+    let mut send = Command::new(BIN);
+    send.args(["limit", "send", "--mode", mode, "--chunk", chunk]);
+    if nonblocking {
+        send.arg("--nonblocking");
+    }
+    let send = send.arg(file).arg(&addr).output().expect("run sender");
     assert!(
         send.status.success(),
         "sender ({mode}) failed: {}",
@@ -55,7 +60,7 @@ fn run_pair(mode: &str, file: &std::path::Path, chunk: &str) -> (String, String)
 }
 
 #[test]
-fn sink_receives_exactly_the_file_in_every_mode() {
+fn sink_receives_exactly_the_file_in_every_mode_blocking_or_not() {
     let dir = std::env::temp_dir().join(format!("rs-limit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("data");
@@ -67,8 +72,15 @@ fn sink_receives_exactly_the_file_in_every_mode() {
         .write_all(&data)
         .unwrap();
 
-    for mode in ["sendfile", "splice", "rw"] {
-        let (sink, send) = run_pair(mode, &file, "256k");
+    for (mode, nonblocking) in [
+        ("sendfile", false),
+        ("splice", false),
+        ("rw", false),
+        ("sendfile", true),
+        ("splice", true),
+        ("rw", true),
+    ] {
+        let (sink, send) = run_pair(mode, &file, "256k", nonblocking);
         assert_eq!(field(&sink, "role"), Some("sink"), "{sink}");
         assert_eq!(field(&send, "role"), Some("send"), "{send}");
         assert_eq!(field(&send, "mode"), Some(mode), "{send}");
