@@ -879,3 +879,70 @@ fn smb1_transform_and_compression_frames_with_bad_lengths_or_keys_are_refused() 
     }
     rig.still_serves("after SMB1, transform and compression abuse");
 }
+
+#[test]
+fn huge_output_lengths_and_read_lengths_do_not_make_the_server_allocate_them() {
+    let rig = Rig::start("hp-alloc", "");
+    let mut v = victim(&rig);
+    let before = rig.peak_rss_kib();
+    // READ far beyond the negotiated maximum, with a charge that would cover 8 MiB.
+    let mut h = v.raw.header(Command::READ);
+    h.credit_charge = 128;
+    h.credits = 1;
+    v.raw.next_mid += 127;
+    v.raw
+        .call_with(&h, &read_body(v.file, 0, u32::MAX))
+        .expect_refused("READ of 4 GiB");
+    // The same requests asking for 4 GiB (refused: past MaxTransactSize) and for exactly 8 MiB
+    // (legal: the reply is as long as what there is, not as long as what was asked).
+    for huge in [0xFFFF_FFFFu32, 8 << 20] {
+        let mut cases: Vec<(&str, Command, Vec<u8>)> = Vec::new();
+        // QUERY_INFO FileAllInformation.
+        let mut qi = vec![41, 0, 1, 18];
+        qi.extend_from_slice(&huge.to_le_bytes());
+        qi.extend_from_slice(&[0u8; 16]);
+        put_file_id(&mut qi, v.file);
+        qi.push(0);
+        cases.push(("QUERY_INFO", Command::QUERY_INFO, qi));
+        // QUERY_DIRECTORY FileIdBothDirectoryInformation.
+        let qd = query_directory_body(v.dir, 0x25, true, &utf16("*"), huge);
+        cases.push(("QUERY_DIRECTORY", Command::QUERY_DIRECTORY, qd));
+        // IOCTL FSCTL_SRV_ENUMERATE_SNAPSHOTS on the file.
+        let mut io = vec![57, 0, 0, 0];
+        io.extend_from_slice(&0x0014_4064u32.to_le_bytes());
+        put_file_id(&mut io, v.file);
+        io.extend_from_slice(&[0u8; 20]);
+        io.extend_from_slice(&huge.to_le_bytes());
+        io.extend_from_slice(&1u32.to_le_bytes());
+        io.extend_from_slice(&[0u8; 4]);
+        cases.push(("IOCTL", Command::IOCTL, io));
+        for (what, cmd, body) in cases {
+            // A charge for the largest legal payload: the length itself must be refused or capped.
+            let mut h = v.raw.header(cmd);
+            h.credit_charge = 128;
+            h.credits = 128;
+            v.raw.next_mid += 127;
+            match v.raw.call_with(&h, &body) {
+                Outcome::Reply(r, m) => {
+                    eprintln!("{what} ({huge}): {:?}, {} bytes", r.status, m.len());
+                    assert!(m.len() <= 64 * 1024, "{what}: a {} byte reply", m.len());
+                    if huge == u32::MAX {
+                        assert!(!r.status.is_success(), "{what} asking for 4 GiB succeeded");
+                    }
+                }
+                Outcome::Closed => {
+                    eprintln!("{what}: closed");
+                    v = victim(&rig);
+                }
+                Outcome::Silent => panic!("{what}: no reply"),
+            }
+        }
+    }
+    let after = rig.peak_rss_kib();
+    eprintln!("peak RSS {before} KiB before, {after} KiB after");
+    assert!(
+        after < before + 64 * 1024,
+        "peak RSS grew from {before} to {after} KiB"
+    );
+    rig.still_serves("after huge output lengths");
+}
