@@ -100,9 +100,11 @@ pub(crate) struct Pipe {
 /// One round is a chain of linked SQEs: send the rest of the head
 /// (`MSG_MORE`), then for each chunk (up to [`CHUNKS_PER_ROUND_MAX`]) splice
 /// it from the file into the empty pipe and from the pipe into the socket.
-/// A short step breaks the link (the kernel fails the rest with
-/// `ECANCELED`); completions only add and subtract byte counts, so the next
-/// round resumes from whatever the completions reported, in any order.
+/// Every SQE but the last carries `IOSQE_CQE_SKIP_SUCCESS`, so a round posts
+/// exactly one CQE: the last step's when all went through, or the first step
+/// that came up short or failed (the kernel then fails the rest of the link
+/// without CQEs). Steps before the reporting one moved their full planned
+/// length; the next round resumes from there.
 pub(crate) struct SendFile {
     pub(crate) sock: Arc<OwnedFd>,
     pub(crate) file: Arc<OwnedFd>,
@@ -121,11 +123,11 @@ pub(crate) struct SendFile {
     pub(crate) eof: bool,
     /// Largest file-to-pipe splice.
     pub(crate) chunk: usize,
-    /// SQEs of the current round whose CQE has not arrived.
-    pub(crate) in_flight: u8,
+    /// The steps of the round in flight (kind, planned length); empty between rounds.
+    pub(crate) plan: Vec<(u64, usize)>,
     /// The round made progress (a guard against spinning on zero results).
     pub(crate) progressed: bool,
-    /// The first hard error of the round (errno).
+    /// The first hard error (errno).
     pub(crate) error: Option<i32>,
 }
 
@@ -134,40 +136,40 @@ pub(crate) const CHUNKS_PER_ROUND_MAX: usize = 16;
 /// SQEs in one round at most: the head and the chunks.
 pub(crate) const ROUND_SQES_MAX: usize = 1 + 2 * CHUNKS_PER_ROUND_MAX;
 
-/// Which SQE of a [`SendFile`] round a CQE belongs to (bits 61-62 of `user_data`).
+/// What a step of a [`SendFile`] round does.
 pub(crate) const STEP_HEAD: u64 = 1;
 pub(crate) const STEP_FILL: u64 = 2;
 pub(crate) const STEP_DRAIN: u64 = 3;
 
 impl SendFile {
-    /// The SQEs of the next round, in order, with their step numbers; the
-    /// caller links all but the last and tags each `user_data` with its step.
-    pub(crate) fn round(&mut self) -> ([(u64, squeue::Entry); ROUND_SQES_MAX], usize) {
-        let mut out: [(u64, squeue::Entry); ROUND_SQES_MAX] =
-            std::array::from_fn(|_| (0, opcode::Nop::new().build()));
-        let mut n = 0;
+    /// The SQEs of the next round, in order, with the count; the caller links
+    /// them and tags each with its index. `self.plan` records what each asks for.
+    pub(crate) fn round(&mut self) -> ([squeue::Entry; ROUND_SQES_MAX], usize) {
+        let mut out: [squeue::Entry; ROUND_SQES_MAX] =
+            std::array::from_fn(|_| opcode::Nop::new().build());
+        self.plan.clear();
         let Some(pipe) = &self.pipe else {
             return (out, 0);
         };
+        let mut n = 0;
         if self.head_pos < self.head.len() {
             let rest = &self.head[self.head_pos..];
-            let len = rest.len().min(SQE_LEN_MAX) as u32;
-            out[n] = (
-                STEP_HEAD,
-                opcode::Send::new(types::Fd(self.sock.as_raw_fd()), rest.as_ptr(), len)
-                    .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE)
-                    .build(),
-            );
+            let len = rest.len().min(SQE_LEN_MAX);
+            out[n] = opcode::Send::new(types::Fd(self.sock.as_raw_fd()), rest.as_ptr(), len as u32)
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE)
+                .build();
+            self.plan.push((STEP_HEAD, len));
             n += 1;
         }
-        // Bytes already in the pipe (a short drain last round) go first, alone.
         if self.in_pipe > 0 {
+            // Bytes left in the pipe by a short drain go first, alone.
             let more = self.left > 0 && !self.eof;
-            out[n] = (STEP_DRAIN, self.drain_sqe(pipe, self.in_pipe, more));
+            out[n] = drain_sqe(pipe, &self.sock, self.in_pipe, more);
+            self.plan.push((STEP_DRAIN, self.in_pipe));
             return (out, n + 1);
         }
-        // Then up to CHUNKS_PER_ROUND_MAX fill/drain pairs in one chain: one io-wq
-        // worker runs them back to back, and the ring thread is not woken per chunk.
+        // Up to CHUNKS_PER_ROUND_MAX fill/drain pairs in one chain: one io-wq
+        // worker runs them back to back, and the ring hears back once.
         let mut offset = self.offset;
         let mut left = if self.eof { 0 } else { self.left };
         for _ in 0..CHUNKS_PER_ROUND_MAX {
@@ -175,56 +177,52 @@ impl SendFile {
                 break;
             }
             let fill = left.min(self.chunk).min(pipe.capacity);
-            out[n] = (
-                STEP_FILL,
-                opcode::Splice::new(
-                    types::Fd(self.file.as_raw_fd()),
-                    offset as i64,
-                    types::Fd(pipe.write.as_raw_fd()),
-                    -1,
-                    fill as u32,
-                )
-                .build(),
-            );
+            out[n] = opcode::Splice::new(
+                types::Fd(self.file.as_raw_fd()),
+                offset as i64,
+                types::Fd(pipe.write.as_raw_fd()),
+                -1,
+                fill as u32,
+            )
+            .build();
             offset += fill as u64;
             left -= fill;
-            out[n + 1] = (STEP_DRAIN, self.drain_sqe(pipe, fill, left > 0));
+            out[n + 1] = drain_sqe(pipe, &self.sock, fill, left > 0);
+            self.plan.push((STEP_FILL, fill));
+            self.plan.push((STEP_DRAIN, fill));
             n += 2;
         }
         (out, n)
     }
 
-    /// Splice `len` bytes from the pipe to the socket; `more`: the frame goes on.
-    fn drain_sqe(&self, pipe: &Pipe, len: usize, more: bool) -> squeue::Entry {
-        opcode::Splice::new(
-            types::Fd(pipe.read.as_raw_fd()),
-            -1,
-            types::Fd(self.sock.as_raw_fd()),
-            -1,
-            len as u32,
-        )
-        .flags(if more { libc::SPLICE_F_MORE } else { 0 })
-        .build()
+    /// The round's one CQE arrived, from step `index` with `res`: the steps
+    /// before it moved their planned lengths, it moved `res`, the rest nothing.
+    pub(crate) fn apply(&mut self, index: usize, res: i32) {
+        self.progressed = false;
+        let plan = std::mem::take(&mut self.plan);
+        for (i, &(kind, len)) in plan.iter().enumerate() {
+            if i < index {
+                self.moved(kind, len);
+            } else if i == index {
+                if res < 0 {
+                    self.error.get_or_insert(-res);
+                } else {
+                    self.moved(kind, res as usize);
+                    if kind == STEP_FILL && res == 0 {
+                        self.eof = true;
+                        self.progressed = true;
+                    }
+                }
+            }
+        }
+        self.plan = plan;
+        self.plan.clear();
     }
 
-    /// Applies one CQE of the round. `cancelled`: the caller cancelled the op
-    /// (an `ECANCELED` is then not a broken link).
-    pub(crate) fn apply(&mut self, step: u64, res: i32, cancelled: bool) {
-        self.in_flight = self.in_flight.saturating_sub(1);
-        if res == -libc::ECANCELED && !cancelled {
-            return; // an earlier step of the chain was short: the link broke
-        }
-        if res < 0 {
-            self.error.get_or_insert(-res);
-            return;
-        }
-        let n = res as usize;
-        match step {
+    fn moved(&mut self, kind: u64, n: usize) {
+        match kind {
             STEP_HEAD => self.head_pos += n,
             STEP_FILL => {
-                if n == 0 {
-                    self.eof = true;
-                }
                 self.in_pipe += n;
                 self.offset += n as u64;
                 self.left -= n.min(self.left);
@@ -234,7 +232,7 @@ impl SendFile {
                 self.sent += n;
             }
         }
-        if n > 0 || (step == STEP_FILL && self.eof) {
+        if n > 0 {
             self.progressed = true;
         }
     }
@@ -361,6 +359,19 @@ impl OpKind {
             | OpKind::WakerRead { .. } => (None, None),
         }
     }
+}
+
+/// Splice `len` bytes from the pipe to the socket; `more`: the frame goes on.
+fn drain_sqe(pipe: &Pipe, sock: &OwnedFd, len: usize, more: bool) -> squeue::Entry {
+    opcode::Splice::new(
+        types::Fd(pipe.read.as_raw_fd()),
+        -1,
+        types::Fd(sock.as_raw_fd()),
+        -1,
+        len as u32,
+    )
+    .flags(if more { libc::SPLICE_F_MORE } else { 0 })
+    .build()
 }
 
 /// A `msghdr` with no address, no control data and no iovecs yet.

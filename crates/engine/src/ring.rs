@@ -8,7 +8,7 @@
 //!
 //! > Every SQE the engine pushes either carries no pointer (cancel, close,
 //! > fsync), or points only into memory owned by the slab entry whose key is
-//! > the SQE's `user_data` (bits 61-62, the step of a linked chain, aside): a
+//! > the SQE's `user_data` (bits 55-62, the step of a linked chain, aside): a
 //! > `Vec`'s heap buffer, a `Box`, or a `Vec` of iovecs, none of which moves
 //! > when the slab grows. A slab entry is removed only when its final CQE has
 //! > been reaped (no `IORING_CQE_F_MORE`; for a chain, every CQE of the
@@ -28,20 +28,18 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::op::{
-    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, STEP_DRAIN, STEP_FILL,
-    STEP_HEAD,
-};
+use crate::op::{cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, ROUND_SQES_MAX};
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
 
 /// `user_data` of the engine's own pointer-free SQEs (cancels); never a slab key.
 const INTERNAL_USER_DATA: u64 = 1 << 63;
 
-/// Where the step number of a chained SQE sits in its `user_data` (bits 61-62;
-/// slab keys leave them clear). Step 0 is a single-SQE operation.
-const STEP_SHIFT: u32 = 61;
-const STEP_MASK: u64 = 3 << STEP_SHIFT;
+/// Where the step of a chained SQE sits in its `user_data`: bits 55-62 hold
+/// its index in the round plus one (slab keys leave them clear); 0 is a
+/// single-SQE operation.
+const STEP_SHIFT: u32 = 55;
+const STEP_MASK: u64 = 0xFF << STEP_SHIFT;
 
 /// Idle pipes a ring keeps for [`Ring::send_file`].
 const PIPES_KEPT_MAX: usize = 16;
@@ -235,6 +233,12 @@ impl Ring {
         }
         let (uring, setup) = build(config)?;
         probe::check_ring(&uring)?;
+        if !uring.params().is_feature_skip_cqe_on_success() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this kernel's io_uring lacks IOSQE_CQE_SKIP_SUCCESS (Linux 5.17 or newer is needed)",
+            ));
+        }
         let eventfd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
         let mut ring = Ring {
             uring,
@@ -470,7 +474,7 @@ impl Ring {
                 sent: 0,
                 eof: false,
                 chunk,
-                in_flight: 0,
+                plan: Vec::with_capacity(ROUND_SQES_MAX),
                 progressed: false,
                 error: None,
             })),
@@ -537,13 +541,13 @@ impl Ring {
                             // cannot be finished anyway, so end the stream for writing:
                             // the blocked splice fails with EPIPE at once.
                             let _ = rustix::net::shutdown(&*sf.sock, rustix::net::Shutdown::Write);
-                            true
+                            Some(sf.plan.len())
                         }
-                        _ => false,
+                        _ => None,
                     };
-                    if chained {
-                        for step in [STEP_HEAD, STEP_FILL, STEP_DRAIN] {
-                            self.enqueue(Pending::Cancel(key | (step << STEP_SHIFT)));
+                    if let Some(steps) = chained {
+                        for i in 0..steps as u64 {
+                            self.enqueue(Pending::Cancel(key | ((i + 1) << STEP_SHIFT)));
                         }
                     } else {
                         self.enqueue(Pending::Cancel(key));
@@ -690,18 +694,16 @@ impl Ring {
                 ..
             }) = self.ops.get_mut(key)
             {
-                let (steps, n) = sf.round();
-                sf.in_flight = n as u8;
-                sf.progressed = false;
-                let mut chain = steps;
-                for (i, (step, sqe)) in chain.iter_mut().enumerate().take(n) {
-                    let mut e = sqe.clone().user_data(key | (*step << STEP_SHIFT));
+                let (mut chain, n) = sf.round();
+                for (i, sqe) in chain.iter_mut().enumerate().take(n) {
+                    let mut e = sqe.clone().user_data(key | ((i as u64 + 1) << STEP_SHIFT));
                     if i + 1 < n {
-                        e = e.flags(squeue::Flags::IO_LINK);
+                        // One CQE per round: the last step's, or the first that fell short.
+                        e = e.flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS);
                     }
                     *sqe = e;
                 }
-                return self.push_chain(chain.iter().take(n).map(|(_, e)| e));
+                return self.push_chain(chain.iter().take(n));
             }
         }
         let sqe = match *pending {
@@ -756,7 +758,7 @@ impl Ring {
         // SAFETY: `sqe` was built by `try_push`, either pointer-free (cancels
         // target a `user_data` value only), or by `OpKind::sqe` /
         // `SendFile::round` from the slab entry whose key is the SQE's
-        // `user_data` (with the step bits 61-62 cleared). Everything that SQE points
+        // `user_data` (with the step bits 55-62 cleared). Everything that SQE points
         // to (Vec heap buffers, boxed timespec/msghdr/u64, the iovec Vec) is
         // owned by that entry and does not move when the slab reallocates; its
         // fd is kept open by the entry's `Arc<OwnedFd>`, or (close) owned by
@@ -764,7 +766,7 @@ impl Ring {
         // after the operation's final CQE (`finish`), and `Drop` leaks entries
         // whose final CQE never arrived. A send-file entry also owns its pipe's
         // two fds and is removed only after every SQE of its current round has
-        // completed (`SendFile::in_flight`). So the memory and fds stay valid
+        // posted its one CQE (`SendFile::plan` empty again). So the memory and fds stay valid
         // for as long as the kernel may use them.
         let pushed = unsafe { self.uring.submission().push(sqe) };
         if pushed.is_ok() {
@@ -877,14 +879,10 @@ impl Ring {
             }
             OpKind::Fsync { .. } | OpKind::Close { .. } => self.finish(key, cqe_result(res)),
             OpKind::SendFile(sf) => {
-                eprintln!(
-                    "DBG step={step} res={res} in_flight={} closing={closing}",
-                    sf.in_flight
-                );
-                sf.apply(step, res, closing);
-                if sf.in_flight > 0 {
-                    return; // the rest of the round is still out
+                if step == 0 || sf.plan.is_empty() {
+                    return; // not a step of the round in flight: nothing to apply
                 }
+                sf.apply(step as usize - 1, res);
                 match sf.outcome() {
                     None if !closing => self.enqueue(Pending::Op(key)),
                     None => self.finish(key, Err(io::Error::from_raw_os_error(libc::ECANCELED))),

@@ -1,13 +1,13 @@
 //! A slab of in-flight operations keyed by a generation-tagged `u64`.
 //!
 //! The key is what the engine puts in an SQE's `user_data`. Its low 32 bits are
-//! the slot index, the next 29 bits a generation counter bumped each time a slot
+//! the slot index, the next 23 bits a generation counter bumped each time a slot
 //! is reused, so a stale completion can never be attributed to a newer
-//! operation. Bits 61-63 are always clear: bit 63 marks the engine's own
-//! pointer-free SQEs (see `ring::INTERNAL_USER_DATA`), bits 61-62 number the
+//! operation. Bits 55-63 are always clear: bit 63 marks the engine's own
+//! pointer-free SQEs (see `ring::INTERNAL_USER_DATA`), bits 55-62 number the
 //! SQEs of one operation that submits a linked chain (see `ring::STEP_SHIFT`).
 
-const GENERATION_MASK: u32 = 0x1FFF_FFFF;
+const GENERATION_MASK: u32 = 0x7F_FFFF;
 
 struct Slot<T> {
     generation: u32,
@@ -126,17 +126,17 @@ mod tests {
     }
 
     #[test]
-    fn keys_never_have_the_reserved_top_three_bits() {
+    fn keys_never_have_the_reserved_top_nine_bits() {
         let mut slab = Slab::with_capacity(1);
         for _ in 0..1000 {
             let key = slab.insert(());
-            assert_eq!(key >> 61, 0);
+            assert_eq!(key >> 55, 0);
             slab.remove(key);
         }
         // Also once the generation wraps.
         slab.slots[0].generation = GENERATION_MASK;
         let key = slab.insert(());
-        assert_eq!(key >> 61, 0);
+        assert_eq!(key >> 55, 0);
         slab.remove(key);
         assert_eq!(slab.slots[0].generation, 0);
     }

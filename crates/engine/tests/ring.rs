@@ -528,9 +528,14 @@ fn send_file_sends_the_head_then_the_file_range_in_chunks() {
     let got = reader.join().unwrap();
     assert_eq!(&got[..head.len()], &head[..]);
     assert!(got[head.len()..] == data[1000..], "file bytes differ");
-    // 49 chunks of 64 KiB: one round (<= 3 linked SQEs) per chunk, not one SQE per page.
-    let sqes = ring.stats().sqes - before.sqes;
-    assert!((49..=3 * 49 + 3).contains(&sqes), "{sqes} SQEs");
+    // 49 chunks of 64 KiB: two SQEs each (fill, drain) plus the head, linked
+    // 16 chunks to a round, and one CQE per round (not one per SQE or page).
+    let after = ring.stats();
+    let sqes = after.sqes - before.sqes;
+    // (A round cut short resubmits its unstarted steps: a few dozen extra SQEs.)
+    assert!((99..=200).contains(&sqes), "{sqes} SQEs");
+    let cqes = after.cqes - before.cqes;
+    assert!((4..=8).contains(&cqes), "{cqes} CQEs for 4 rounds");
     std::fs::remove_file(&path).unwrap();
 }
 
