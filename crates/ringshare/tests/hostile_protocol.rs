@@ -946,3 +946,46 @@ fn huge_output_lengths_and_read_lengths_do_not_make_the_server_allocate_them() {
     );
     rig.still_serves("after huge output lengths");
 }
+
+#[test]
+fn a_peer_that_dribbles_bytes_without_logging_on_is_closed_at_the_handshake_timeout() {
+    let rig = Rig::start("hp-dribble", "\thandshake timeout = 2\n");
+    // Before NEGOTIATE: a frame header announcing 60 KiB, then one byte per 100 ms.
+    // After NEGOTIATE: the same, so a negotiated but anonymous peer cannot linger either.
+    for negotiate_first in [false, true] {
+        let mut s = Raw::connect(rig.port);
+        if negotiate_first {
+            let msg = bare(Command::NEGOTIATE, 0, &negotiate_302());
+            let mut f = Vec::new();
+            ringshare_wire::framing::put_frame_header(&mut f, msg.len());
+            f.extend_from_slice(&msg);
+            s.write_all(&f).expect("negotiate");
+            assert!(
+                read_frame(&mut s).is_ok_and(|f| f.is_some()),
+                "no NEGOTIATE reply"
+            );
+        }
+        s.write_all(&[0, 0, 0xF0, 0]).expect("frame header");
+        let started = Instant::now();
+        let closed_after = loop {
+            thread::sleep(Duration::from_millis(100));
+            if s.write_all(&[0x42]).is_err() {
+                break started.elapsed();
+            }
+            s.set_nonblocking(true).unwrap();
+            let mut b = [0u8; 1];
+            let gone = matches!(std::io::Read::read(&mut s, &mut b), Ok(0));
+            s.set_nonblocking(false).unwrap();
+            if gone {
+                break started.elapsed();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(8),
+                "a dribbling peer (negotiated: {negotiate_first}) was still connected after 8 s \
+                 with a 2 s handshake timeout"
+            );
+        };
+        eprintln!("dribbling peer (negotiated: {negotiate_first}) closed after {closed_after:?}");
+    }
+    rig.still_serves("after dribbling peers");
+}
