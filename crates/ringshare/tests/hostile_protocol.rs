@@ -989,3 +989,67 @@ fn a_peer_that_dribbles_bytes_without_logging_on_is_closed_at_the_handshake_time
     }
     rig.still_serves("after dribbling peers");
 }
+
+#[test]
+fn a_cancel_naming_another_connections_async_id_or_message_id_cancels_nothing() {
+    let rig = Rig::start("hp-cancel", "");
+    let mut a = rig.login(USER_A);
+    let dir = a
+        .create("", FILE_LIST_DIRECTORY, FILE_OPEN, FILE_DIRECTORY_FILE)
+        .expect("open root");
+    // CHANGE_NOTIFY (2.2.35) on the root for file-name changes: goes async.
+    let mut body = vec![32, 0, 0, 0];
+    body.extend_from_slice(&4096u32.to_le_bytes());
+    put_file_id(&mut body, dir);
+    body.extend_from_slice(&1u32.to_le_bytes()); // FILE_NOTIFY_CHANGE_FILE_NAME
+    body.extend_from_slice(&0u32.to_le_bytes());
+    let h = a.header(Command::CHANGE_NOTIFY);
+    let notify_mid = h.message_id;
+    a.send_frame(&Raw::message(&h, &body)).expect("send notify");
+    let frame = read_frame(&mut a.sock)
+        .expect("connection")
+        .expect("an interim reply");
+    let interim = Header::decode(&frame).expect("header");
+    assert_eq!(interim.status, NtStatus::PENDING, "{interim:?}");
+    let async_id = interim.async_id().expect("an async id");
+    // B cancels by A's async id, and by A's message id with A's session id.
+    let mut b = rig.login(USER_B);
+    let mut cancel = Header::request(Command::CANCEL, 0);
+    cancel.session_id = a.session_id;
+    cancel.id = HeaderId::Async { async_id };
+    b.send_frame(&Raw::message(&cancel, &[4, 0, 0, 0]))
+        .expect("cancel");
+    let mut cancel = Header::request(Command::CANCEL, notify_mid);
+    cancel.session_id = a.session_id;
+    b.send_frame(&Raw::message(&cancel, &[4, 0, 0, 0]))
+        .expect("cancel");
+    let mut cancel = Header::request(Command::CANCEL, notify_mid);
+    cancel.session_id = b.session_id;
+    cancel.id = HeaderId::Async { async_id };
+    b.send_frame(&Raw::message(&cancel, &[4, 0, 0, 0]))
+        .expect("cancel");
+    // B's connection still works.
+    assert!(b.call(Command::ECHO, &[4, 0, 0, 0]).status() == Some(NtStatus::SUCCESS));
+    // Nothing was cancelled: A sees no reply (ringshare does not watch directories, so a
+    // notify stays pending until cancelled or its handle is closed)...
+    a.sock
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let early = read_frame(&mut a.sock);
+    assert!(
+        matches!(early, Ok(None)),
+        "A's CHANGE_NOTIFY was answered after B's cancels: {:?}",
+        early.map(|f| f.map(|f| Header::decode(&f)))
+    );
+    a.sock.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    // ...and A's own cancel still finds it.
+    let mut cancel = Header::request(Command::CANCEL, notify_mid);
+    cancel.session_id = a.session_id;
+    cancel.id = HeaderId::Async { async_id };
+    a.send_frame(&Raw::message(&cancel, &[4, 0, 0, 0]))
+        .expect("cancel");
+    match a.wait_for(notify_mid) {
+        Outcome::Reply(h, _) => assert_eq!(h.status, NtStatus::CANCELLED, "{h:?}"),
+        other => panic!("A's own CANCEL: {other:?}"),
+    }
+}
