@@ -3,6 +3,10 @@
 use ringshare_vfs::FsError;
 use ringshare_wire::NtStatus;
 
+/// errno values of descriptor exhaustion: the process's limit (EMFILE), the system's (ENFILE).
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
 pub fn status_of(e: FsError) -> NtStatus {
     match e {
         FsError::NotFound => NtStatus::OBJECT_NAME_NOT_FOUND,
@@ -23,6 +27,9 @@ pub fn status_of(e: FsError) -> NtStatus {
         FsError::CrossDevice => NtStatus::NOT_SAME_DEVICE,
         FsError::TooManyLinks => NtStatus::FILE_SYSTEM_LIMITATION,
         FsError::Io => NtStatus::IO_DEVICE_ERROR,
+        // Out of file descriptors: what Windows answers when its handle table is full, so a
+        // client knows the server is out of a resource rather than that the file is bad.
+        FsError::Other(EMFILE | ENFILE) => NtStatus::TOO_MANY_OPENED_FILES,
         FsError::Other(_) => NtStatus::UNSUCCESSFUL,
     }
 }
@@ -30,6 +37,19 @@ pub fn status_of(e: FsError) -> NtStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn running_out_of_file_descriptors_is_too_many_opened_files() {
+        assert_eq!(
+            status_of(FsError::from_errno(24)),
+            NtStatus::TOO_MANY_OPENED_FILES
+        );
+        assert_eq!(
+            status_of(FsError::from_errno(23)),
+            NtStatus::TOO_MANY_OPENED_FILES
+        );
+        assert_eq!(status_of(FsError::Other(95)), NtStatus::UNSUCCESSFUL);
+    }
 
     #[test]
     fn a_full_disk_is_disk_full_and_an_escape_looks_like_a_missing_name() {
