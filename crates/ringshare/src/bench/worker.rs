@@ -538,7 +538,9 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         fd: Arc::new(fd),
         smb: ClientConn::new(opts),
         phase: Phase::Handshake,
-        rbuf: Some(Vec::with_capacity((4 * (io + 4096)).max(1 << 20))),
+        // Room for many frames: a frame cut by the end of the buffer is moved to
+        // its start, and the rarer that is, the less the client copies twice.
+        rbuf: Some(Vec::with_capacity((4 * (io + 4096)).max(16 << 20))),
         rstart: 0,
         spare: Some(Vec::with_capacity(io + 4096)),
         sending: false,
