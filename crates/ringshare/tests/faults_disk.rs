@@ -1,5 +1,7 @@
-//! A full disk under the real binary: the share is a small tmpfs, writes past its size fail with
-//! STATUS_DISK_FULL, and the server keeps serving (and writes again once space is freed).
+//! Resource faults under the real binary: a full disk (the share is a small tmpfs; writes past
+//! its size fail with STATUS_DISK_FULL, and the server keeps serving and writes again once space
+//! is freed) and a server out of file descriptors (opens fail with TOO_MANY_OPENED_FILES and
+//! work again once others are closed).
 //!
 //! Mounting needs root (CI runs as root). Without root the test fails with a clear message,
 //! unless RINGSHARE_SKIP_ROOT=1 is set, which skips it loudly.
@@ -130,4 +132,51 @@ fn writes_past_a_full_tmpfs_fail_with_disk_full_and_the_server_keeps_serving() {
     rig.still_serves("after the disk was full and space was freed");
     drop(rig);
     drop(mount);
+}
+
+#[test]
+fn a_server_out_of_file_descriptors_refuses_opens_with_too_many_opened_files_and_recovers() {
+    use rustix::process::{getrlimit, prlimit, Pid, Resource, Rlimit};
+
+    use ringshare_wire::consts::Command;
+
+    let rig = Rig::start("fault-fds", "");
+    std::fs::write(rig.share_dir.join("f.txt"), b"x").unwrap();
+    // Lower the server's descriptor limit to 256 while it runs.
+    let pid = Pid::from_raw(rig.pid() as i32).expect("server pid");
+    let hard = getrlimit(Resource::Nofile).maximum;
+    prlimit(
+        Some(pid),
+        Resource::Nofile,
+        Rlimit {
+            current: Some(256),
+            maximum: hard,
+        },
+    )
+    .expect("prlimit on the server");
+    let mut c = rig.login(USER_A);
+    let body = create_body(&utf16("f.txt"), GENERIC_READ, FILE_OPEN, 0);
+    let mut opened = Vec::new();
+    let mut refusal = None;
+    for _ in 0..400 {
+        match c.create_raw(&body) {
+            Ok(f) => opened.push(f),
+            Err(o) => {
+                refusal = Some(o);
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("400 opens fitted in 256 descriptors");
+    eprintln!("{} opens, then {:?}", opened.len(), refusal.status());
+    assert_eq!(refusal.status(), Some(NtStatus::TOO_MANY_OPENED_FILES));
+    // Another client may or may not get in (accept needs a descriptor too), but the server is
+    // alive and, once the opens are closed, serves everyone again.
+    for f in opened {
+        c.close(f).expect("close");
+    }
+    let mut h = c.header(Command::ECHO);
+    h.credits = 1;
+    assert!(c.call_with(&h, &[4, 0, 0, 0]).status() == Some(NtStatus::SUCCESS));
+    rig.still_serves("after running out of descriptors");
 }

@@ -1053,3 +1053,76 @@ fn a_cancel_naming_another_connections_async_id_or_message_id_cancels_nothing() 
         other => panic!("A's own CANCEL: {other:?}"),
     }
 }
+
+#[test]
+fn opens_past_the_per_session_limit_are_insufficient_resources_and_memory_stays_bounded() {
+    const OPENS_PER_SESSION_MAX: usize = 16384;
+    let rig = Rig::start("hp-opens", "");
+    // Every open holds a descriptor: give the server room for all of them (it inherited this
+    // process's limit); where the hard limit is too low the session limit cannot be reached.
+    {
+        use rustix::process::{getrlimit, prlimit, Pid, Resource, Rlimit};
+        let want = (OPENS_PER_SESSION_MAX + 1024) as u64;
+        let hard = getrlimit(Resource::Nofile).maximum;
+        let soft = want.min(hard.unwrap_or(u64::MAX));
+        let pid = Pid::from_raw(rig.pid() as i32).expect("server pid");
+        let new = Rlimit {
+            current: Some(soft),
+            maximum: hard,
+        };
+        if prlimit(Some(pid), Resource::Nofile, new).is_err() || soft < want {
+            eprintln!(
+                "\n!!!!!!!! SKIPPED the opens limit: the open-file hard limit is below {want} \
+                 !!!!!!!!\n"
+            );
+            return;
+        }
+    }
+    std::fs::write(rig.share_dir.join("many.txt"), b"x").unwrap();
+    let mut c = rig.login(USER_A);
+    let before = rig.peak_rss_kib();
+    let body = create_body(&utf16("many.txt"), GENERIC_READ, FILE_OPEN, 0);
+    let (mut ok, mut refused) = (0usize, 0usize);
+    // Pipelined in batches of 128, each request asking for one credit back.
+    while ok + refused < OPENS_PER_SESSION_MAX + 200 {
+        let mut frames = Vec::new();
+        let mut mids = Vec::new();
+        for _ in 0..128 {
+            let h = c.header(Command::CREATE);
+            mids.push(h.message_id);
+            let m = Raw::message(&h, &body);
+            ringshare_wire::framing::put_frame_header(&mut frames, m.len());
+            frames.extend_from_slice(&m);
+        }
+        c.sock.write_all(&frames).expect("send batch");
+        for mid in mids {
+            match c.wait_for(mid) {
+                Outcome::Reply(h, _) if h.status.is_success() => ok += 1,
+                Outcome::Reply(h, _) => {
+                    assert_eq!(
+                        h.status,
+                        NtStatus::INSUFFICIENT_RESOURCES,
+                        "open {}",
+                        ok + refused
+                    );
+                    refused += 1;
+                }
+                other => panic!("open {}: {other:?}", ok + refused),
+            }
+        }
+    }
+    let after = rig.peak_rss_kib();
+    eprintln!(
+        "{ok} opens granted, {refused} refused; peak RSS {before} KiB before, {after} KiB after"
+    );
+    assert_eq!(ok, OPENS_PER_SESSION_MAX, "opens granted in one session");
+    assert!(refused >= 200);
+    assert!(
+        after < before + 256 * 1024,
+        "{OPENS_PER_SESSION_MAX} opens took {} KiB",
+        after - before
+    );
+    // Dropping the connection releases them all; the server goes on.
+    drop(c);
+    rig.still_serves("after a session with the maximum of opens went away");
+}
