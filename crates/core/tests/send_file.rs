@@ -120,13 +120,13 @@ fn read_is_read_into_memory_while_any_open_of_the_file_can_write() {
     let w = c
         .create("f.bin", GENERIC_WRITE, CreateDisposition::OPEN, 0)
         .unwrap();
-    let msg = c.read_msg(f, 0, 4096);
+    let msg = c.read_msg(f, 0, 65_536);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
     // Once the writer closes, reads splice again.
     finish_io(&mut c, out);
     assert_eq!(c.close(w).status(), NtStatus::SUCCESS);
-    let msg = c.read_msg(f, 0, 4096);
+    let msg = c.read_msg(f, 0, 65_536);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::SendFile(_)]), "{out:?}");
 }
@@ -137,7 +137,7 @@ fn signed_read_is_read_into_memory_so_it_can_be_signed() {
     let mut c = client(&dir, SigningPolicy::Required, true);
     assert!(c.signing.is_some());
     let f = open_read_only(&mut c);
-    let msg = c.read_msg(f, 0, 4096);
+    let msg = c.read_msg(f, 0, 65_536);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
 }
@@ -147,7 +147,7 @@ fn read_is_read_into_memory_unless_the_driver_turned_send_file_on() {
     let dir = TempDir::new("off");
     let mut c = client(&dir, SigningPolicy::IfRequired, false);
     let f = open_read_only(&mut c);
-    let msg = c.read_msg(f, 0, 4096);
+    let msg = c.read_msg(f, 0, 65_536);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
 }
@@ -172,14 +172,24 @@ fn send_file_read_at_or_past_the_end_fails_with_end_of_file_and_honours_minimum_
     let dir = TempDir::new("eof");
     let mut c = client(&dir, SigningPolicy::IfRequired, true);
     let f = open_read_only(&mut c);
-    let r = c.read(f, 100_000, 10);
+    let r = c.read(f, 100_000, 65_536);
     assert_eq!(r.status(), NtStatus::END_OF_FILE);
     let tree = c.tree_id;
-    let msg = c.message(Command::READ, tree, |o| read_body(o, f, 99_990, 100, 50));
+    let msg = c.message(Command::READ, tree, |o| read_body(o, f, 99_990, 65_536, 50));
     let rs = c.send_frame(msg);
     assert_eq!(
         rs[0].status(),
         NtStatus::END_OF_FILE,
         "10 bytes < MinimumCount 50"
     );
+}
+
+#[test]
+fn small_reads_are_read_into_memory_where_a_splice_would_cost_more() {
+    let dir = TempDir::new("small");
+    let mut c = client(&dir, SigningPolicy::IfRequired, true);
+    let f = open_read_only(&mut c);
+    let msg = c.read_msg(f, 0, 65_535);
+    let out = outputs(&mut c, msg);
+    assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
 }

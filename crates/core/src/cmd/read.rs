@@ -20,6 +20,12 @@ use crate::locks::Intent;
 use crate::opens;
 use crate::server::lock;
 
+/// READs shorter than this are read into memory even when they could be
+/// spliced: a splice runs in an io_uring worker thread, and for small reads that
+/// hop costs more than the copy it saves (4 KiB random reads measured 4-5x
+/// slower spliced; 64 KiB about even; docs/benchmarks.md).
+pub(crate) const SPLICE_LEN_MIN: usize = 64 * 1024;
+
 pub(crate) struct ReadCont {
     len: u32,
     min_count: u32,
@@ -77,7 +83,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         entry.opens.iter().any(|o| access::can_write(o.access))
     };
     let (node, open_id) = (open.node.clone(), open.id);
-    if splice_allowed(core, req, writers) && node.shared_fd().is_some() {
+    if rr.length as usize >= SPLICE_LEN_MIN
+        && splice_allowed(core, req, writers)
+        && node.shared_fd().is_some()
+    {
         // The reply header carries the length, so it must be known now.
         let size = node.stat().map_err(status_of)?.size;
         let n = size.saturating_sub(rr.offset).min(u64::from(rr.length)) as usize;
