@@ -78,6 +78,9 @@ pub struct RingConfig {
     /// Largest piece of a [`Ring::send_file`] moved through its pipe at once
     /// (the pipe is sized to it where the kernel allows). Default 256 KiB.
     pub splice_chunk: usize,
+    /// Most io_uring worker threads for blocking work (splices) this ring
+    /// may have at once; 0 leaves the kernel's limit (RLIMIT_NPROC). Default 256.
+    pub blocking_workers_max: u32,
 }
 
 impl Default for RingConfig {
@@ -88,6 +91,7 @@ impl Default for RingConfig {
             defer_taskrun: true,
             sqpoll: false,
             splice_chunk: 256 * 1024,
+            blocking_workers_max: 256,
         }
     }
 }
@@ -233,6 +237,12 @@ impl Ring {
         }
         let (uring, setup) = build(config)?;
         probe::check_ring(&uring)?;
+        if config.blocking_workers_max > 0 {
+            // [bounded, unbounded]: splices are "unbounded" work. A failure only
+            // means an older kernel; the default limit then applies.
+            let mut max = [0, config.blocking_workers_max];
+            let _ = uring.submitter().register_iowq_max_workers(&mut max);
+        }
         if !uring.params().is_feature_skip_cqe_on_success() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,

@@ -185,6 +185,9 @@ pub struct Global {
     pub use_sendfile: bool,
     /// `pin cpus` (ringshare extension): pin I/O thread N to CPU N. Default no.
     pub pin_cpus: bool,
+    /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
+    /// reply data for this long is closed. Default 60.
+    pub send_timeout_secs: u32,
 }
 
 impl Default for Global {
@@ -209,6 +212,7 @@ impl Default for Global {
             guest_account: "nobody".to_string(),
             use_sendfile: true,
             pin_cpus: false,
+            send_timeout_secs: 60,
         }
     }
 }
@@ -545,6 +549,7 @@ enum Opt {
     SmbEncrypt,
     UseSendfile,
     PinCpus,
+    SendTimeout,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -586,6 +591,7 @@ fn classify(key: &str) -> Option<Opt> {
         "bind interfaces only" => Opt::BindInterfacesOnly,
         "use sendfile" => Opt::UseSendfile,
         "pin cpus" => Opt::PinCpus,
+        "send timeout" => Opt::SendTimeout,
         "max connections" => Opt::MaxConnections,
         "deadtime" => Opt::Deadtime,
         "handshake timeout" => Opt::HandshakeTimeout,
@@ -955,6 +961,18 @@ impl<'a> Parser<'a> {
             Opt::PinCpus => {
                 self.global.pin_cpus = self.bool_value(line, key, value)?;
             }
+            Opt::SendTimeout => {
+                self.global.send_timeout_secs = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| {
+                        self.err(
+                            line,
+                            format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
+                        )
+                    })?;
+            }
             Opt::MaxConnections => {
                 self.global.max_connections = value.parse::<u32>().map_err(|_| {
                     self.err(
@@ -1255,6 +1273,27 @@ mod tests {
         .unwrap();
         assert!(!c.global.use_sendfile);
         assert!(c.global.pin_cpus);
+    }
+
+    #[test]
+    fn send_timeout_takes_seconds_from_1_to_3600() {
+        let path = Path::new("test.conf");
+        let conf = |v: &str| {
+            parse_str(
+                &format!("[global]\nsend timeout = {v}\n[s]\npath = /tmp\n"),
+                path,
+            )
+        };
+        assert_eq!(
+            parse_str("[s]\npath = /tmp\n", path)
+                .unwrap()
+                .global
+                .send_timeout_secs,
+            60
+        );
+        assert_eq!(conf("5").unwrap().global.send_timeout_secs, 5);
+        assert!(conf("0").is_err());
+        assert!(conf("soon").is_err());
     }
 
     #[test]

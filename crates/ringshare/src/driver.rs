@@ -70,6 +70,10 @@ pub struct Shared {
     pub send_file: bool,
     /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
     pub splice_chunk: usize,
+    /// `send timeout`: a connection whose peer has not taken a reply for this
+    /// long is closed, so a peer that stops reading cannot hold a send (or the
+    /// io_uring worker blocked in a splice to its socket) forever.
+    pub send_stall_ms: u64,
 }
 
 impl Shared {
@@ -135,6 +139,8 @@ struct Conn {
     sending: bool,
     /// File bytes the send in flight must deliver (a `send_file`), if any.
     sending_file: Option<usize>,
+    /// When the send in flight started (monotonic ms).
+    send_since: u64,
     closing: bool,
     io_in_flight: usize,
 }
@@ -264,7 +270,13 @@ impl Worker {
             .conns
             .iter()
             .flatten()
-            .filter_map(|c| c.conn.poll_timeout())
+            .flat_map(|c| {
+                let stall = c
+                    .sending
+                    .then_some(c.send_since + self.shared.send_stall_ms);
+                [c.conn.poll_timeout(), stall]
+            })
+            .flatten()
             .min()?;
         Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
     }
@@ -272,6 +284,18 @@ impl Worker {
     fn fire_timers(&mut self) {
         let t = now(self.shared.started);
         for slot in 0..self.conns.len() {
+            let stalled = self.conns[slot].as_ref().is_some_and(|c| {
+                c.sending && c.send_since + self.shared.send_stall_ms <= t.mono_ms
+            });
+            if stalled {
+                tracing::warn!(
+                    worker = self.index,
+                    "peer took no data for {} s (send timeout); closing the connection",
+                    self.shared.send_stall_ms / 1000
+                );
+                self.close(slot as u32);
+                continue;
+            }
             let due = self.conns[slot]
                 .as_ref()
                 .and_then(|c| c.conn.poll_timeout())
@@ -345,6 +369,7 @@ impl Worker {
             send_queue: VecDeque::new(),
             sending: false,
             sending_file: None,
+            send_since: 0,
             closing: false,
             io_in_flight: 0,
         });
@@ -497,6 +522,7 @@ impl Worker {
             return;
         };
         c.sending = true;
+        c.send_since = now(self.shared.started).mono_ms;
         let tok = token(KIND_SEND, c.gen, slot);
         let fd = c.fd.clone();
         if let SendItem::File {

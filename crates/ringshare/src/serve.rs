@@ -269,6 +269,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         started,
         send_file: cfg.global.use_sendfile,
         splice_chunk: splice_chunk(),
+        send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
     });
     install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
     let first = Mutex::new(Some(listeners));

@@ -1,0 +1,128 @@
+//! The spliced READ path against the real binary: a peer that stops reading is
+//! let go at the send timeout, and a file shrinking under spliced READs yields
+//! well-formed replies (zero padding) on a connection that stays usable.
+
+mod common;
+mod rig;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ringshare_wire::consts::{Command, Dialect};
+use ringshare_wire::NtStatus;
+
+use rig::*;
+
+/// Ask for credits with ECHOs until `want` are granted.
+fn gather_credits(raw: &mut Raw, want: u64) {
+    for _ in 0..64 {
+        if raw.credits >= want {
+            return;
+        }
+        let mut h = raw.header(Command::ECHO);
+        h.credits = 512;
+        match raw.call_with(&h, &[4, 0, 0, 0]) {
+            Outcome::Reply(h, _) => assert_eq!(h.status, NtStatus::SUCCESS),
+            other => panic!("echo: {other:?}"),
+        }
+    }
+    panic!("only {} credits granted, wanted {want}", raw.credits);
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+        .collect()
+}
+
+#[test]
+fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_others_are_served() {
+    let rig = Rig::start("stall", "\tsend timeout = 2\n");
+    std::fs::write(rig.share_dir.join("big"), pattern(64 << 20)).unwrap();
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    let f = raw
+        .create("big", GENERIC_READ, FILE_OPEN, FILE_NON_DIRECTORY_FILE)
+        .expect("open big");
+    gather_credits(&mut raw, 48 * 16);
+    // 48 MiB of READs in flight, none of the replies taken: far more than the
+    // socket buffers hold, so the server's send (a splice) blocks.
+    for i in 0..48u64 {
+        let mut h = raw.header(Command::READ);
+        h.credit_charge = 16;
+        h.credits = 16;
+        raw.next_mid += 15;
+        raw.send_frame(&Raw::message(&h, &read_body(f, i << 20, 1 << 20)))
+            .expect("send READ");
+    }
+    let started = Instant::now();
+    thread::sleep(Duration::from_secs(4));
+    rig.still_serves("while a peer is not reading");
+    // Draining now finds the end of the stream, not 48 replies and then silence.
+    assert!(
+        closes(&mut raw.sock),
+        "the stalled connection was not closed"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        rig.log().contains("send timeout"),
+        "no log line: {}",
+        rig.log()
+    );
+}
+
+#[test]
+fn spliced_reads_of_a_file_truncated_underneath_stay_well_formed_and_the_connection_usable() {
+    let rig = Rig::start("shrink", "");
+    let path = rig.share_dir.join("shrinking");
+    let data = pattern(8 << 20);
+    std::fs::write(&path, &data).unwrap();
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    let f = raw
+        .create(
+            "shrinking",
+            GENERIC_READ,
+            FILE_OPEN,
+            FILE_NON_DIRECTORY_FILE,
+        )
+        .expect("open");
+    gather_credits(&mut raw, 64);
+    // A local process (not an SMB open, so READs stay on the splice path)
+    // truncates and restores the file again and again.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, path, data) = (stop.clone(), path.clone(), data.clone());
+        thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.set_len(1 << 20).unwrap();
+                std::fs::write(&path, &data).unwrap();
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut reads = 0;
+    while Instant::now() < deadline {
+        let off = (reads % 7) << 20;
+        match raw.read(f, off, 1 << 20) {
+            Ok(got) => {
+                assert!(got.len() <= 1 << 20);
+                // Each byte is the file's or zero padding where it had shrunk.
+                let want = &data[off as usize..off as usize + got.len()];
+                let bad = got.iter().zip(want).position(|(g, w)| g != w && *g != 0);
+                assert_eq!(bad, None, "read {reads}: foreign bytes");
+            }
+            Err(Outcome::Reply(h, _)) => assert_eq!(h.status, NtStatus::END_OF_FILE),
+            Err(other) => panic!("read {reads}: {other:?}"),
+        }
+        reads += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert!(reads > 10, "only {reads} reads");
+    std::fs::write(&path, &data).unwrap();
+    let got = raw.read(f, 3 << 20, 1 << 20).expect("read after the storm");
+    assert!(
+        got == data[3 << 20..4 << 20],
+        "connection no longer reads right"
+    );
+}
