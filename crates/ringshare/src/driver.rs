@@ -40,6 +40,8 @@ const DIRECT_FRAME_MIN: usize = RECV_BUF_LEN;
 const POOL_BUF_MIN: usize = 64 * 1024;
 /// Bytes of idle buffers one worker keeps at most.
 const POOL_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// How long a listener rests after accept failed for lack of resources (EMFILE…).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Frames coalesced into one sendmsg at most.
 const SEND_BATCH_PARTS_MAX: usize = 512;
 
@@ -170,7 +172,6 @@ struct Worker {
     ios: HashMap<u64, PendingIo>,
     next_io: u64,
     listeners: Vec<SharedFd>,
-    timer_armed: Option<u64>,
     pool: BufPool,
 }
 
@@ -236,7 +237,6 @@ pub fn run_worker(
         ios: HashMap::new(),
         next_io: 1,
         listeners: listeners.into_iter().map(Arc::new).collect(),
-        timer_armed: None,
         pool: BufPool::default(),
     };
     for (i, l) in w.listeners.iter().enumerate() {
@@ -307,8 +307,6 @@ impl Worker {
                 self.drain(slot as u32);
             }
         }
-        let _ = self.timer_armed.take();
-        let _ = KIND_TIMER;
     }
 
     fn on_completion(&mut self, mut c: Completion) {
@@ -319,19 +317,36 @@ impl Worker {
                     self.accept(fd);
                 }
                 if !c.more && !self.shared.stopping.load(Ordering::SeqCst) {
-                    if let Some(l) = self.listeners.get(slot as usize) {
-                        if let Err(e) = &c.result {
-                            tracing::warn!("accept stopped ({e}); re-arming");
+                    match &c.result {
+                        // Out of descriptors (or memory): accepting again at once would
+                        // fail again at once. Wait, then re-arm from the timer.
+                        Err(e) => {
+                            tracing::warn!(
+                                "accept stopped ({e}); retrying in {} ms",
+                                ACCEPT_RETRY.as_millis()
+                            );
+                            self.ring.timeout(ACCEPT_RETRY, token(KIND_TIMER, 0, slot));
                         }
-                        let l = l.clone();
-                        self.ring.accept_multishot(&l, c.user_data);
+                        Ok(_) => self.rearm_accept(slot),
                     }
                 }
             }
             KIND_RECV => self.on_recv(slot, gen, c),
             KIND_SEND => self.on_send(slot, gen, c),
             KIND_IO => self.on_io(c),
+            KIND_TIMER => {
+                if !self.shared.stopping.load(Ordering::SeqCst) {
+                    self.rearm_accept(slot);
+                }
+            }
             _ => {}
+        }
+    }
+
+    fn rearm_accept(&mut self, index: u32) {
+        if let Some(l) = self.listeners.get(index as usize) {
+            let l = l.clone();
+            self.ring.accept_multishot(&l, token(KIND_ACCEPT, 0, index));
         }
     }
 

@@ -56,6 +56,7 @@ fn main() -> ExitCode {
                 }
             };
             init_logging(cfg.global.log_level.max(1));
+            raise_fd_limit();
             let mut out = io::stdout();
             match serve::serve(cfg, args.threads, &mut out) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -107,4 +108,23 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Every connection and open file is a descriptor: lift the soft limit to the
+/// hard one (as Samba does), so a default soft limit of 1024 does not cap the
+/// server far below its own per-session limits.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum {
+        lim.current = lim.maximum;
+        if let Err(e) = setrlimit(Resource::Nofile, lim.clone()) {
+            tracing::warn!("cannot raise the open-file limit: {e}");
+        }
+    }
+    let now = getrlimit(Resource::Nofile).current;
+    tracing::info!(
+        "open-file limit: {}",
+        now.map_or_else(|| "unlimited".to_string(), |n| n.to_string())
+    );
 }
