@@ -334,10 +334,8 @@ impl Worker {
             KIND_RECV => self.on_recv(slot, gen, c),
             KIND_SEND => self.on_send(slot, gen, c),
             KIND_IO => self.on_io(c),
-            KIND_TIMER => {
-                if !self.shared.stopping.load(Ordering::SeqCst) {
-                    self.rearm_accept(slot);
-                }
+            KIND_TIMER if !self.shared.stopping.load(Ordering::SeqCst) => {
+                self.rearm_accept(slot);
             }
             _ => {}
         }
