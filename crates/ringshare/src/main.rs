@@ -118,7 +118,7 @@ fn raise_fd_limit() {
     let mut lim = getrlimit(Resource::Nofile);
     if lim.current < lim.maximum {
         lim.current = lim.maximum;
-        if let Err(e) = setrlimit(Resource::Nofile, lim.clone()) {
+        if let Err(e) = setrlimit(Resource::Nofile, lim) {
             tracing::warn!("cannot raise the open-file limit: {e}");
         }
     }
