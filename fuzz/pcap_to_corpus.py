@@ -217,6 +217,7 @@ def harvest(client_frames, server_frames, corpus):
         for _, m in messages(payload):
             cmd, status = u16(m, 12), u32(m, 8)
             req = requests.get(u64(m, 24))
+            corpus.add("request", bytes([0x80 | cmd]) + m, (0x80 | cmd, status, u16(m, HEADER_LEN)))
             if cmd == NEGOTIATE and status == 0:
                 count, off = u16(m, HEADER_LEN + 6), u32(m, HEADER_LEN + 60)
                 if count and off < len(m):
