@@ -19,6 +19,8 @@ pub const CREDITS_GRANT_PER_RESPONSE_MAX: u16 = CREDITS_MAX;
 pub const CREDIT_CHARGE_MAX: u16 = (IO_SIZE_MAX / 65536) as u16;
 /// Sessions per connection.
 pub const SESSIONS_PER_CONNECTION_MAX: usize = 64;
+/// Channels (connections) bound to one session (multichannel).
+pub const CHANNELS_PER_SESSION_MAX: usize = 32;
 /// Tree connects per session.
 pub const TREES_PER_SESSION_MAX: usize = 256;
 /// Opens per session.

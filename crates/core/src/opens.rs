@@ -25,50 +25,52 @@ pub(crate) fn resolve(req: &Req<'_>, fid: FileId) -> Result<(u64, u64), NtStatus
     Ok((fid.persistent, fid.volatile))
 }
 
-/// The open a request names, checked against the request's tree.
-pub(crate) fn find<'a>(
-    core: &'a mut ConnCore,
-    req: &Req<'_>,
-    fid: FileId,
-) -> Result<&'a mut Open, NtStatus> {
+/// The open a request names, checked against the request's tree. The open
+/// is the session's, so any channel of the session finds it; the session's
+/// lock is held only for the lookup.
+pub(crate) fn find(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<Arc<Open>, NtStatus> {
     let (persistent, volatile) = resolve(req, fid)?;
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let open = session
-        .opens
-        .get_mut(&volatile)
-        .ok_or(NtStatus::FILE_CLOSED)?;
+    let sref = core.session_or_deleted(req.session_id)?;
+    let session = lock(&sref);
+    let open = session.opens.get(&volatile).ok_or(NtStatus::FILE_CLOSED)?;
     if open.persistent_id != persistent || open.tree_id != req.tree_id {
         return Err(NtStatus::FILE_CLOSED);
     }
-    Ok(open)
+    Ok(Arc::clone(open))
+}
+
+/// An open of a session by volatile id (async work finds its open this way).
+pub(crate) fn by_id(core: &ConnCore, session_id: u64, open_id: u64) -> Option<Arc<Open>> {
+    let sref = core.session(session_id)?;
+    let session = lock(&sref);
+    session.opens.get(&open_id).cloned()
 }
 
 /// Move an open's FilePositionInformation after a read or write ended at `end`
 /// (the open may have been closed while the I/O ran: then nothing happens).
 pub(crate) fn set_position(core: &mut ConnCore, session_id: u64, open_id: u64, end: u64) {
-    if let Some(open) = core
-        .sessions
-        .get_mut(&session_id)
-        .and_then(|s| s.opens.get_mut(&open_id))
-    {
-        open.position = end;
+    if let Some(open) = by_id(core, session_id, open_id) {
+        lock(&open.state).position = end;
     }
 }
 
 /// True when the request's tree is read-only for this session.
 pub(crate) fn tree_read_only(core: &ConnCore, req: &Req<'_>) -> bool {
-    core.sessions
-        .get(&req.session_id)
-        .and_then(|s| s.trees.get(&req.tree_id))
-        .is_none_or(|t| t.read_only || matches!(t.kind, TreeKind::Ipc))
+    core.session(req.session_id).is_none_or(|s| {
+        lock(&s)
+            .trees
+            .get(&req.tree_id)
+            .is_none_or(|t| t.read_only || matches!(t.kind, TreeKind::Ipc))
+    })
 }
 
 /// Close one open (already removed from its session). Returns the file's
 /// attributes as they were just before the close, when `want_attr`.
-pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> Option<FileAttr> {
+pub(crate) fn close_open(
+    server: &ServerState,
+    open: Arc<Open>,
+    want_attr: bool,
+) -> Option<FileAttr> {
     tracing::trace!(
         id = open.id,
         access = open.access,
@@ -84,7 +86,7 @@ pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> O
         let mut e = lock(&open.entry);
         e.opens.retain(|s| s.owner != open.id);
         e.locks.release_owner(open.id);
-        if open.delete_on_close {
+        if lock(&open.state).delete_on_close {
             e.delete_pending = true;
         }
         (
@@ -95,7 +97,9 @@ pub(crate) fn close_open(server: &ServerState, open: Open, want_attr: bool) -> O
     };
     let share = Arc::clone(&open.share);
     let key = open.key;
-    // Let the backend close the file before it is removed.
+    // Let the backend close the file before it is removed (a request on
+    // another channel may still hold the open for a moment; its I/O finishes
+    // on the node it holds).
     drop(open);
     if remove {
         let r = if is_dir {

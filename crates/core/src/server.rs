@@ -4,6 +4,10 @@
 //!
 //! Lock order: `ServerState::files` (the map) before any `FileEntry` mutex;
 //! never hold a `FileEntry` mutex while taking the map lock.
+//! `ServerState::sessions` (the GlobalSessionTable) is taken only to create,
+//! bind or forget a session, never while a `Session` mutex is held and never
+//! on the path of an ordinary request (connections reach their sessions
+//! through their own channel table).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,6 +20,7 @@ use ringshare_auth::UserLookup;
 use ringshare_vfs::{RelPath, Share};
 
 use crate::locks::LockList;
+use crate::state::{Session, SessionRef};
 
 /// Signing policy, in smb.conf words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +97,9 @@ pub struct ServerConfig {
     /// A connection with no open file, no pending request and no request for
     /// this long is closed (milliseconds; 0 = never).
     pub idle_timeout_ms: u64,
+    /// `server multi channel support`: 3.x NEGOTIATE advertises
+    /// SMB2_GLOBAL_CAP_MULTI_CHANNEL and SESSION_SETUP accepts binding.
+    pub multi_channel: bool,
 }
 
 impl ServerConfig {
@@ -140,6 +148,9 @@ pub struct ServerState {
     /// What FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; the driver fills it
     /// at start-up (the core cannot look at the machine).
     interfaces: RwLock<Vec<NetworkInterfaceInfo>>,
+    /// GlobalSessionTable ([MS-SMB2] 3.3.1.5): every session by SessionId.
+    sessions: Mutex<HashMap<u64, SessionRef>>,
+    next_connection: AtomicU64,
 }
 
 impl fmt::Debug for ServerState {
@@ -158,7 +169,41 @@ impl ServerState {
             files: Mutex::new(HashMap::new()),
             next_owner: AtomicU64::new(1),
             interfaces: RwLock::new(Vec::new()),
+            sessions: Mutex::new(HashMap::new()),
+            next_connection: AtomicU64::new(1),
         })
+    }
+
+    /// A server-wide unique id for a new connection (its channel id).
+    pub fn new_connection_id(&self) -> u64 {
+        self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Put a new session in the GlobalSessionTable; `None` when the id is taken.
+    pub(crate) fn insert_session(&self, session: Session) -> Option<SessionRef> {
+        let mut table = lock(&self.sessions);
+        if table.contains_key(&session.id) {
+            return None;
+        }
+        let id = session.id;
+        let r = Arc::new(Mutex::new(session));
+        table.insert(id, Arc::clone(&r));
+        Some(r)
+    }
+
+    /// The session with this id, from any connection.
+    pub(crate) fn find_session(&self, id: u64) -> Option<SessionRef> {
+        lock(&self.sessions).get(&id).cloned()
+    }
+
+    /// Forget a session (logoff, failed first setup, last channel gone).
+    pub(crate) fn remove_session(&self, id: u64) {
+        lock(&self.sessions).remove(&id);
+    }
+
+    /// How many sessions the server holds.
+    pub fn session_count(&self) -> usize {
+        lock(&self.sessions).len()
     }
 
     /// Set the network interfaces clients are told about.

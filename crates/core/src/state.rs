@@ -1,14 +1,27 @@
-//! The per-connection object model: session → tree connect → open.
+//! The object model: session → tree connect → open, and the channels that
+//! carry a session.
 //!
 //! ```text
-//! Connection (one TCP connection, owned by one ring)
-//!   └─ Session (by SessionId; InProgress while SESSION_SETUP runs, then Valid)
+//! ServerState.sessions (GlobalSessionTable: SessionId -> Arc<Mutex<Session>>)
+//!   └─ Session (InProgress while the first SESSION_SETUP runs, then Valid)
 //!        ├─ TreeConnect (by TreeId; a disk share or IPC$)
-//!        └─ Open (by FileId; belongs to one tree of the session)
+//!        ├─ Open (by FileId; belongs to one tree of the session)
+//!        └─ channels: the connections bound to it ([MS-SMB2] Session.ChannelList)
+//! Connection (one TCP connection, owned by one ring)
+//!   └─ Channel (by SessionId): the connection's own view of a session: its
+//!        signing key, its SESSION_SETUP exchange and preauth hash
 //! ```
-//! Opens are kept in their session; an open's tree must match the request's
-//! tree. Server-wide facts about a file (share modes, locks, delete-on-close)
-//! live in [`crate::server::FileEntry`], found through the open's `key`.
+//! A session lives in the server-wide table so that any connection can bind
+//! to it (multichannel, [MS-SMB2] 3.3.5.5.2); a connection reaches its
+//! sessions through its channel table without touching the server-wide lock.
+//! Opens are kept in their session, so any channel of the session can carry
+//! any open's I/O; an open's tree must match the request's tree. Server-wide
+//! facts about a file (share modes, locks, delete-on-close) live in
+//! [`crate::server::FileEntry`], found through the open's `key`.
+//!
+//! Locks: a `Session` mutex is held for a lookup or an update, never across
+//! I/O or while another session's mutex is taken; an `Open`'s `state` mutex
+//! may be taken while holding its session's mutex, never the other way round.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,34 +34,88 @@ use ringshare_vfs::{DirEntry, Node, RelPath};
 
 use crate::server::{FileEntry, FileKey, ShareDef};
 
+/// A session as every connection shares it.
+pub(crate) type SessionRef = Arc<Mutex<Session>>;
+
 pub(crate) struct Session {
     pub id: u64,
     /// Authentication has completed at least once ([MS-SMB2] Session.State Valid).
     pub valid: bool,
-    /// A SESSION_SETUP exchange in progress (first setup or re-authentication).
-    pub auth: Option<Box<ServerAuth>>,
+    /// Logged off (or its last channel went): every channel sees it gone.
+    pub closed: bool,
+    /// The dialect and client GUID of the connection that set the session up
+    /// (Session.Connection.Dialect / ClientGuid, checked when binding).
+    pub dialect: u16,
+    pub client_guid: [u8; 16],
+    /// Ids of the connections bound to the session ([MS-SMB2] Session.ChannelList).
+    pub channels: Vec<u64>,
     pub user: String,
     /// The user's Unix uid from the user database (for the access token).
     pub uid: Option<u32>,
     pub is_guest: bool,
     pub is_anonymous: bool,
+    /// Session.SigningKey (the first channel's key; binding requests are
+    /// verified with it).
     pub signing_key: Option<SigningKey>,
     /// Every request must be signed and every response is signed.
     pub signing_required: bool,
-    /// 3.1.1: the session's preauth integrity hash while setup runs.
-    pub preauth: Option<PreauthHash>,
     /// SMB 3.x encryption keys: server-to-client and client-to-server.
-    pub encrypt_key: Option<CipherKey>,
-    pub decrypt_key: Option<CipherKey>,
+    /// Shared so a channel can encrypt or decrypt without holding the session's lock.
+    pub encrypt_key: Option<Arc<CipherKey>>,
+    pub decrypt_key: Option<Arc<CipherKey>>,
     /// Nonces of `encrypt_key` are this counter, incremented per message.
     pub nonce_counter: u64,
     /// Unencrypted requests on this session are refused (`server smb encrypt = required`).
     pub encrypt_required: bool,
     pub trees: HashMap<u32, Tree>,
     pub next_tree_id: u32,
-    pub opens: HashMap<u64, Open>,
+    pub opens: HashMap<u64, Arc<Open>>,
     /// Named pipes open on IPC$ (by FileId.Volatile).
-    pub pipes: HashMap<u64, PipeOpen>,
+    pub pipes: HashMap<u64, Arc<Mutex<PipeOpen>>>,
+}
+
+impl Session {
+    /// A new session set up on connection `conn_id`, InProgress.
+    pub fn new(id: u64, dialect: u16, client_guid: [u8; 16], conn_id: u64) -> Session {
+        Session {
+            id,
+            valid: false,
+            closed: false,
+            dialect,
+            client_guid,
+            channels: vec![conn_id],
+            user: String::new(),
+            uid: None,
+            is_guest: false,
+            is_anonymous: false,
+            signing_key: None,
+            signing_required: false,
+            encrypt_key: None,
+            decrypt_key: None,
+            nonce_counter: 0,
+            encrypt_required: false,
+            trees: HashMap::new(),
+            next_tree_id: 1,
+            opens: HashMap::new(),
+            pipes: HashMap::new(),
+        }
+    }
+}
+
+/// A connection's view of one session ([MS-SMB2] 3.3.1.14 Channel, plus the
+/// per-connection parts of a SESSION_SETUP exchange).
+pub(crate) struct Channel {
+    pub session: SessionRef,
+    /// Channel.SigningKey: requests on this connection are verified with it
+    /// and responses signed with it.
+    pub signing_key: Option<SigningKey>,
+    /// A SESSION_SETUP exchange in progress on this connection (first setup,
+    /// re-authentication or binding).
+    pub auth: Option<Box<ServerAuth>>,
+    /// 3.1.1: the preauth integrity hash of that exchange.
+    pub preauth: Option<PreauthHash>,
+    /// The channel is being bound and is not usable until the binding ends.
+    pub binding: bool,
 }
 
 /// A named pipe open on an IPC$ tree.
@@ -60,7 +127,7 @@ pub(crate) struct PipeOpen {
 
 impl Session {
     pub fn is_valid(&self) -> bool {
-        self.valid
+        self.valid && !self.closed
     }
 }
 
@@ -92,21 +159,30 @@ pub(crate) struct Open {
     pub persistent_id: u64,
     pub tree_id: u32,
     pub node: Arc<dyn Node>,
-    pub path: RelPath,
     pub key: FileKey,
     pub entry: Arc<Mutex<FileEntry>>,
     pub is_dir: bool,
     pub access: u32,
     pub share_access: u32,
     pub create_options: u32,
+    /// The share the open lives on (the tree may go before the open is closed).
+    pub share: Arc<ShareDef>,
+    /// What requests on the open change (any channel may carry them).
+    pub state: Mutex<OpenState>,
+}
+
+/// The mutable part of an open.
+pub(crate) struct OpenState {
+    pub path: RelPath,
     /// FILE_DELETE_ON_CLOSE was asked at create.
     pub delete_on_close: bool,
     pub dir_cursor: Option<DirCursor>,
     /// FilePositionInformation (kept for clients that set and read it).
     pub position: u64,
     pub mode: u32,
-    /// The share the open lives on (the tree may go before the open is closed).
-    pub share: Arc<ShareDef>,
+    /// Open.ChannelSequence and Open.OutstandingRequestCount ([MS-SMB2]
+    /// 3.3.5.2.10): the highest channel sequence seen on the open.
+    pub channel_sequence: u16,
 }
 
 /// Fixed tail of every resume key (the first 16 bytes are the FileId).

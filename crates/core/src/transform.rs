@@ -12,8 +12,6 @@ use ringshare_wire::transform::{
     split_encrypted, TransformHeader, AAD_RANGE, TRANSFORM_HEADER_LEN,
 };
 
-use crate::state::Session;
-
 /// Why an encrypted frame was refused; every case closes the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TransformError {
@@ -31,14 +29,16 @@ pub(crate) fn session_of(frame: &[u8]) -> Result<u64, TransformError> {
         .map_err(|_| TransformError::Malformed)
 }
 
-/// Decrypt a transform frame; returns the plaintext SMB2 message (chain).
+/// Decrypt a transform frame with its session's client-to-server key
+/// (`None`: no such session; `Some(None)`: the session has no key); returns
+/// the plaintext SMB2 message (chain).
 pub(crate) fn decrypt(
-    session: Option<&Session>,
+    key: Option<Option<&CipherKey>>,
     mut frame: Vec<u8>,
 ) -> Result<Vec<u8>, TransformError> {
     let (hdr, _, _) = split_encrypted(&frame).map_err(|_| TransformError::Malformed)?;
-    let session = session.ok_or(TransformError::UnknownSession)?;
-    let key = session.decrypt_key.as_ref().ok_or(TransformError::NoKey)?;
+    let key = key.ok_or(TransformError::UnknownSession)?;
+    let key = key.ok_or(TransformError::NoKey)?;
     if hdr.flags != TransformFlags::ENCRYPTED {
         return Err(TransformError::BadFlags);
     }
@@ -51,19 +51,24 @@ pub(crate) fn decrypt(
     Ok(body)
 }
 
-/// Encrypt a plaintext SMB2 message (chain) for `session`: the transform
+/// Encrypt a plaintext SMB2 message (chain) for session `session_id` with
+/// its server-to-client key and the session's next nonce `counter` (taken
+/// under the session's lock; the work here runs without it): the transform
 /// header followed by the ciphertext, without the transport header.
-pub(crate) fn encrypt(session: &mut Session, mut plain: Vec<u8>) -> Option<Vec<u8>> {
-    let key: &CipherKey = session.encrypt_key.as_ref()?;
-    session.nonce_counter = session.nonce_counter.checked_add(1)?;
+pub(crate) fn encrypt(
+    key: &CipherKey,
+    session_id: u64,
+    counter: u64,
+    mut plain: Vec<u8>,
+) -> Option<Vec<u8>> {
     let mut nonce = [0u8; 16];
-    nonce[..8].copy_from_slice(&session.nonce_counter.to_le_bytes());
+    nonce[..8].copy_from_slice(&counter.to_le_bytes());
     let mut hdr = TransformHeader {
         signature: [0; 16],
         nonce,
         original_message_size: u32::try_from(plain.len()).ok()?,
         flags: TransformFlags::ENCRYPTED,
-        session_id: session.id,
+        session_id,
     };
     let aad = hdr.aad();
     let tag = key

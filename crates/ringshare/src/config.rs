@@ -188,6 +188,9 @@ pub struct Global {
     /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
     /// reply data for this long is closed. Default 60.
     pub send_timeout_secs: u32,
+    /// `server multi channel support`: SMB 3 clients may bind several
+    /// connections to one session. Default yes (as in Samba 4.15 and later).
+    pub multi_channel: bool,
 }
 
 impl Default for Global {
@@ -213,6 +216,7 @@ impl Default for Global {
             use_sendfile: true,
             pin_cpus: false,
             send_timeout_secs: 60,
+            multi_channel: true,
         }
     }
 }
@@ -550,6 +554,7 @@ enum Opt {
     UseSendfile,
     PinCpus,
     SendTimeout,
+    MultiChannel,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -592,6 +597,7 @@ fn classify(key: &str) -> Option<Opt> {
         "use sendfile" => Opt::UseSendfile,
         "pin cpus" => Opt::PinCpus,
         "send timeout" => Opt::SendTimeout,
+        "server multi channel support" => Opt::MultiChannel,
         "max connections" => Opt::MaxConnections,
         "deadtime" => Opt::Deadtime,
         "handshake timeout" => Opt::HandshakeTimeout,
@@ -654,7 +660,6 @@ fn classify(key: &str) -> Option<Opt> {
         | "socket options"
         | "kernel oplocks"
         | "smb ports"
-        | "server multi channel support"
         | "unix extensions"
         | "smb2 leases"
         | "inherit permissions"
@@ -972,6 +977,9 @@ impl<'a> Parser<'a> {
                             format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
                         )
                     })?;
+            }
+            Opt::MultiChannel => {
+                self.global.multi_channel = self.bool_value(line, key, value)?;
             }
             Opt::MaxConnections => {
                 self.global.max_connections = value.parse::<u32>().map_err(|_| {

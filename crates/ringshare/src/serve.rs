@@ -91,6 +91,7 @@ pub fn server_config(
         start_filetime,
         handshake_timeout_ms: u64::from(g.handshake_timeout_secs) * 1000,
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
+        multi_channel: g.multi_channel,
     })
 }
 

@@ -12,18 +12,15 @@ use ringshare_wire::NtStatus;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::opens;
-use crate::server::ServerState;
+use crate::server::{lock, ServerState};
 use crate::state::Session;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
     let volatile = opens::find(core, req, cr.file_id)?.id;
     let server = core.server.clone();
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let open = session
+    let sref = core.session_or_deleted(req.session_id)?;
+    let open = lock(&sref)
         .opens
         .remove(&volatile)
         .ok_or(NtStatus::FILE_CLOSED)?;

@@ -12,7 +12,7 @@
 //! No oplocks or leases are granted (OplockLevel NONE). IPC$ (named pipes) is
 //! not served yet: CREATE on an IPC tree is STATUS_NOT_SUPPORTED.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ringshare_vfs::{FileAttr, FsError, Node, OpenMode, OpenOptions, RelPath, Share, EOPNOTSUPP};
 use ringshare_wire::consts::{
@@ -31,9 +31,10 @@ use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
 use crate::limits;
+use crate::opens;
 use crate::path::parse_smb_path;
 use crate::server::{lock, FileKey, ShareEntry};
-use crate::state::{Open, TreeKind};
+use crate::state::{Open, OpenState, TreeKind};
 
 const OPT_DIRECTORY_FILE: u32 = 0x0000_0001;
 const OPT_NON_DIRECTORY_FILE: u32 = 0x0000_0040;
@@ -48,10 +49,8 @@ const MODE_FROM_OPTIONS: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let server = core.server.clone();
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let sref = core.session_or_deleted(req.session_id)?;
+    let session = lock(&sref);
     let tree = session
         .trees
         .get(&req.tree_id)
@@ -66,6 +65,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if session.opens.len() >= limits::OPENS_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
+    let (uid, authenticated) = (session.uid, !(session.is_guest || session.is_anonymous));
+    drop(session);
 
     // Validation ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1).
     let disposition = cr.create_disposition;
@@ -190,12 +191,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         if let Some(stored) = node.get_security_descriptor().map_err(status_of)? {
             let sd = SecurityDescriptor::decode(&stored)
                 .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
-            let session = core
-                .sessions
-                .get(&req.session_id)
-                .ok_or(NtStatus::USER_SESSION_DELETED)?;
-            let token =
-                acl::Token::for_session(session.uid, !(session.is_guest || session.is_anonymous));
+            let token = acl::Token::for_session(uid, authenticated);
             let maximum = cr.desired_access.0 & access::MAXIMUM_ALLOWED != 0;
             let wanted = explicit | if truncate { FILE_WRITE_DATA } else { 0 };
             let extra = if wanted & acl::DELETE != 0 && acl::granted(&sd, &token) & acl::DELETE == 0
@@ -275,7 +271,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         // The creator owns what it creates, as on Windows and Samba: the
         // POSIX owner becomes the session user's uid (when the server may
         // change owners; otherwise the file stays the server's).
-        if let Some(uid) = core.sessions.get(&req.session_id).and_then(|s| s.uid) {
+        if let Some(uid) = uid {
             if let Err(e) = node.set_owner(uid) {
                 tracing::debug!("cannot give a new file to uid {uid}: {e}");
             }
@@ -338,24 +334,30 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         persistent_id,
         tree_id: req.tree_id,
         node,
-        path,
         key,
         entry,
         is_dir,
         access: granted,
         share_access: cr.share_access.0,
         create_options: options,
-        delete_on_close,
-        dir_cursor: None,
-        position: 0,
-        mode: options & MODE_FROM_OPTIONS,
         share,
+        state: Mutex::new(OpenState {
+            path,
+            delete_on_close,
+            dir_cursor: None,
+            position: 0,
+            mode: options & MODE_FROM_OPTIONS,
+            channel_sequence: req.hdr.channel_sequence(),
+        }),
     };
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    session.opens.insert(id, open);
+    let mut session = lock(&sref);
+    if session.closed {
+        // Logged off on another channel while the file was being opened.
+        drop(session);
+        opens::close_open(&server, Arc::new(open), false);
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    session.opens.insert(id, Arc::new(open));
     let mut r = Reply::ok(body);
     r.file_id = Some((persistent_id, id));
     Ok(r)

@@ -239,12 +239,21 @@ fn request_resume_key(
 /// The open a resume key names: any open of this connection whose session
 /// belongs to the same user as the requesting one.
 fn find_by_resume_key(core: &ConnCore, req: &Req<'_>, key: &[u8; 24]) -> Option<OpenRef> {
-    let me = core.sessions.get(&req.session_id)?;
+    let me = core.session(req.session_id)?;
+    let (user, anonymous) = {
+        let s = lock(&me);
+        (s.user.clone(), s.is_anonymous)
+    };
+    // One session's lock at a time.
     core.sessions
         .values()
-        .filter(|s| s.user == me.user && s.is_anonymous == me.is_anonymous)
-        .flat_map(|s| s.opens.values())
-        .find(|o| &o.resume_key() == key)
+        .find_map(|c| {
+            let s = lock(&c.session);
+            if s.user != user || s.is_anonymous != anonymous {
+                return None;
+            }
+            s.opens.values().find(|o| &o.resume_key() == key).cloned()
+        })
         .map(|o| OpenRef {
             id: o.id,
             node: Arc::clone(&o.node),

@@ -116,11 +116,7 @@ pub(crate) fn poll(
     session_id: u64,
     p: &mut PendingLock,
 ) -> Option<Result<Reply, NtStatus>> {
-    let Some(open) = core
-        .sessions
-        .get(&session_id)
-        .and_then(|s| s.opens.get(&p.open_id))
-    else {
+    let Some(open) = opens::by_id(core, session_id, p.open_id) else {
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if lock(&open.entry).locks.try_lock(p.lock) {

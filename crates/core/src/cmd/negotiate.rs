@@ -37,7 +37,9 @@ fn allowed(core: &ConnCore, d: Dialect) -> bool {
     d.0 >= core.server.config.dialect_min && d.0 <= core.server.config.dialect_max
 }
 
-fn capabilities_for(d: Dialect, cipher: Option<Cipher>) -> Capabilities {
+/// The server's capabilities for dialect `d`; `multi_channel`: the server
+/// supports multichannel and the client offered it ([MS-SMB2] 3.3.5.4).
+fn capabilities_for(d: Dialect, cipher: Option<Cipher>, multi_channel: bool) -> Capabilities {
     let mut c = if d == Dialect::SMB2_0_2 {
         Capabilities::empty()
     } else {
@@ -46,6 +48,9 @@ fn capabilities_for(d: Dialect, cipher: Option<Cipher>) -> Capabilities {
     // 3.0/3.0.2 announce encryption with the capability; 3.1.1 with the context.
     if cipher.is_some() && (d == Dialect::SMB3_0 || d == Dialect::SMB3_0_2) {
         c.insert(Capabilities::ENCRYPTION);
+    }
+    if multi_channel && d.0 >= Dialect::SMB3_0.0 && d != Dialect::WILDCARD {
+        c.insert(Capabilities::MULTI_CHANNEL);
     }
     c
 }
@@ -71,6 +76,7 @@ fn response_body(
     core: &ConnCore,
     dialect: Dialect,
     cipher: Option<Cipher>,
+    multi_channel: bool,
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
     let hint = spnego::negotiate_hint();
@@ -82,7 +88,7 @@ fn response_body(
         capabilities: if dialect == Dialect::WILDCARD {
             Capabilities::LARGE_MTU
         } else {
-            capabilities_for(dialect, cipher)
+            capabilities_for(dialect, cipher, multi_channel)
         },
         max_transact_size: io,
         max_read_size: io,
@@ -111,7 +117,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
         } else {
             return None;
         };
-    let body = response_body(core, dialect, None, Vec::new());
+    let body = response_body(core, dialect, None, false, Vec::new());
     if dialect == Dialect::WILDCARD {
         core.wildcard_sent = true;
     } else {
@@ -121,7 +127,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             client_capabilities: 0,
             client_security_mode: 0,
             server_security_mode: server_security_mode(core).0,
-            server_capabilities: capabilities_for(dialect, None).0,
+            server_capabilities: capabilities_for(dialect, None, false).0,
             client_dialects: vec![Dialect::SMB2_0_2.0],
             signing_algorithm: None,
             cipher: None,
@@ -224,14 +230,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             });
         }
     }
-    let body = response_body(core, dialect, cipher, contexts);
+    let multi_channel =
+        core.server.config.multi_channel && neg.capabilities.contains(Capabilities::MULTI_CHANNEL);
+    let body = response_body(core, dialect, cipher, multi_channel, contexts);
     core.negotiated = Some(Negotiated {
         dialect,
         client_guid: neg.client_guid,
         client_capabilities: neg.capabilities.0,
         client_security_mode: neg.security_mode.0,
         server_security_mode: server_security_mode(core).0,
-        server_capabilities: capabilities_for(dialect, cipher).0,
+        server_capabilities: capabilities_for(dialect, cipher, multi_channel).0,
         client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
         signing_algorithm,
         cipher,

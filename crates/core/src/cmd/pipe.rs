@@ -2,6 +2,8 @@
 //! pipe READ/WRITE, 3.3.5.15.4 FSCTL_PIPE_TRANSCEIVE). The RPC services behind
 //! the pipes live in `crate::ipc`.
 
+use std::sync::{Arc, Mutex};
+
 use ringshare_wire::consts::{CreateAction, FileAttributes, Fsctl, OplockLevel};
 use ringshare_wire::create::{CloseRequest, CloseResponse, CreateRequest, CreateResponse};
 use ringshare_wire::file::{ReadRequest, ReadResponse, WriteRequest, WriteResponse};
@@ -12,6 +14,7 @@ use crate::conn::{ConnCore, Reply, Req};
 use crate::ipc::{Pipe, ServerFacts, ShareEntry, ShareKind};
 use crate::limits;
 use crate::opens;
+use crate::server::lock;
 use crate::state::PipeOpen;
 
 /// What the RPC services may tell a client about this server.
@@ -51,24 +54,24 @@ pub(crate) fn wants(req: &Req<'_>) -> bool {
     }
 }
 
-fn pipe_mut<'a>(
-    core: &'a mut ConnCore,
+/// The pipe open a request names (the caller locks it; the session's lock
+/// is held only for the lookup).
+fn pipe_of(
+    core: &mut ConnCore,
     req: &Req<'_>,
     fid: FileId,
-) -> Result<&'a mut PipeOpen, NtStatus> {
+) -> Result<Arc<Mutex<PipeOpen>>, NtStatus> {
     let (persistent, volatile) = opens::resolve(req, fid)?;
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let p = session
-        .pipes
-        .get_mut(&volatile)
-        .ok_or(NtStatus::FILE_CLOSED)?;
-    if p.persistent_id != persistent || p.tree_id != req.tree_id {
-        return Err(NtStatus::FILE_CLOSED);
+    let sref = core.session_or_deleted(req.session_id)?;
+    let session = lock(&sref);
+    let p = session.pipes.get(&volatile).ok_or(NtStatus::FILE_CLOSED)?;
+    {
+        let g = lock(p);
+        if g.persistent_id != persistent || g.tree_id != req.tree_id {
+            return Err(NtStatus::FILE_CLOSED);
+        }
     }
-    Ok(p)
+    Ok(Arc::clone(p))
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
@@ -92,21 +95,20 @@ fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let c = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let pipe = Pipe::open(&c.name).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let id = core.server.new_owner_id();
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let sref = core.session_or_deleted(req.session_id)?;
+    let mut session = lock(&sref);
     if session.pipes.len() >= limits::PIPES_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
     session.pipes.insert(
         id,
-        PipeOpen {
+        Arc::new(Mutex::new(PipeOpen {
             pipe,
             persistent_id: id,
             tree_id: req.tree_id,
-        },
+        })),
     );
+    drop(session);
     let file_id = FileId {
         persistent: id,
         volatile: id,
@@ -135,11 +137,12 @@ fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
 fn close(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let c = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
     let volatile = {
-        let p = pipe_mut(core, req, c.file_id)?;
-        p.persistent_id
+        let p = pipe_of(core, req, c.file_id)?;
+        let id = lock(&p).persistent_id;
+        id
     };
-    if let Some(s) = core.sessions.get_mut(&req.session_id) {
-        s.pipes.remove(&volatile);
+    if let Some(s) = core.session(req.session_id) {
+        lock(&s).pipes.remove(&volatile);
     }
     let resp = CloseResponse {
         flags: c.flags & ringshare_wire::consts::CloseFlags(0),
@@ -159,7 +162,8 @@ fn close(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
 fn write(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let w = WriteRequest::decode(req.msg).map_err(|e| e.status())?;
     let facts = facts(core);
-    let p = pipe_mut(core, req, w.file_id)?;
+    let p = pipe_of(core, req, w.file_id)?;
+    let mut p = lock(&p);
     let n = p.pipe.write(w.data, &facts)?;
     let mut out = Vec::with_capacity(16);
     WriteResponse {
@@ -172,7 +176,8 @@ fn write(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
 
 fn read(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let r = ReadRequest::decode(req.msg).map_err(|e| e.status())?;
-    let p = pipe_mut(core, req, r.file_id)?;
+    let p = pipe_of(core, req, r.file_id)?;
+    let mut p = lock(&p);
     if p.pipe.available() == 0 {
         // Nothing was asked for yet: an empty message-mode pipe.
         return Err(NtStatus::PIPE_EMPTY);
@@ -195,7 +200,8 @@ fn read(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
 fn transceive(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let i = IoctlRequest::decode(req.msg).map_err(|e| e.status())?;
     let facts = facts(core);
-    let p = pipe_mut(core, req, i.file_id)?;
+    let p = pipe_of(core, req, i.file_id)?;
+    let mut p = lock(&p);
     let max = (i.max_output_response as usize).min(limits::IO_SIZE_MAX as usize);
     let (out, more) = p.pipe.transceive(i.input, max, &facts)?;
     let resp = IoctlResponse {

@@ -56,7 +56,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if limit < fixed {
         return Err(NtStatus::INFO_LENGTH_MISMATCH);
     }
-    let fresh = open.dir_cursor.is_none()
+    let fresh = lock(&open.state).dir_cursor.is_none()
         || q.flags
             .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);
     if fresh {
@@ -65,12 +65,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         } else {
             q.pattern.clone()
         };
-        let entries = list(open, &pattern)?;
-        open.dir_cursor = Some(DirCursor { entries, next: 0 });
+        let entries = list(&open, &pattern)?;
+        lock(&open.state).dir_cursor = Some(DirCursor { entries, next: 0 });
     }
     let backend = open.share.backend.clone();
     let dir = lock(&open.entry).path.clone();
-    let Some(cursor) = open.dir_cursor.as_mut() else {
+    let mut state = lock(&open.state);
+    let Some(cursor) = state.dir_cursor.as_mut() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
     if cursor.next >= cursor.entries.len() {

@@ -85,12 +85,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let open = opens::find(core, req, q.file_id)?;
     let limit = q.output_buffer_length as usize;
     if q.info_type == InfoType::FILE && FileInfoClass(q.info_class) == FileInfoClass::FULL_EA {
-        return full_ea(open, &q, limit);
+        return full_ea(&open, &q, limit);
     }
     let a = match q.info_type {
-        InfoType::FILE => file_info(open, FileInfoClass(q.info_class), dialect)?,
-        InfoType::FILESYSTEM => fs_info(open, FsInfoClass(q.info_class), read_only)?,
-        InfoType::SECURITY => return security(open, q.additional_information, limit),
+        InfoType::FILE => file_info(&open, FileInfoClass(q.info_class), dialect)?,
+        InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
+        InfoType::SECURITY => return security(&open, q.additional_information, limit),
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
@@ -161,13 +161,13 @@ fn file_info(
         }),
         FileInfoClass::POSITION => answer(8, |o| {
             FilePositionInformation {
-                current_byte_offset: open.position,
+                current_byte_offset: lock(&open.state).position,
             }
             .encode(o)
         }),
         FileInfoClass::MODE => answer(4, |o| {
             FileModeInformation {
-                mode: open.mode | (open.create_options & 0x1000),
+                mode: lock(&open.state).mode | (open.create_options & 0x1000),
             }
             .encode(o)
         }),
@@ -178,6 +178,10 @@ fn file_info(
             .encode(o)
         }),
         FileInfoClass::ALL => {
+            let (position, mode) = {
+                let st = lock(&open.state);
+                (st.position, st.mode)
+            };
             let all = FileAllInformation {
                 basic: fileinfo::basic(&attr),
                 standard: fileinfo::standard(&attr, delete_pending),
@@ -191,10 +195,10 @@ fn file_info(
                     access_flags: open.access,
                 },
                 position: FilePositionInformation {
-                    current_byte_offset: open.position,
+                    current_byte_offset: position,
                 },
                 mode: FileModeInformation {
-                    mode: open.mode | (open.create_options & 0x1000),
+                    mode: mode | (open.create_options & 0x1000),
                 },
                 alignment: FileAlignmentInformation {
                     alignment_requirement: 0,
@@ -206,7 +210,8 @@ fn file_info(
             answer(ALL_MIN, |o| all.encode(o))
         }
         FileInfoClass::ALTERNATE_NAME => {
-            let short = crate::shortname::short_name(open.path.file_name().unwrap_or(""));
+            let path = lock(&open.state).path.clone();
+            let short = crate::shortname::short_name(path.file_name().unwrap_or(""));
             answer(NAME_MIN, |o| {
                 FileNameInformation {
                     file_name: short.clone(),

@@ -7,14 +7,14 @@
 //! derive an AES-CMAC key; 3.1.1 derives keys over the preauth integrity hash
 //! and signs with the algorithm negotiated (AES-GMAC when offered).
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use ringshare_auth::gss::{ServerAuth, ServerStep};
 use ringshare_auth::ntlm::{AuthKind, ServerConfig as NtlmConfig};
 use ringshare_auth::AuthError;
 use ringshare_crypto::encrypt::CipherKey;
 use ringshare_crypto::keys;
-use ringshare_crypto::sign::{SigningAlgorithm as SignAlg, SigningKey};
+use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm as SignAlg, SigningKey};
 use ringshare_wire::consts::{
     Dialect, SecurityMode, SessionFlags, SessionSetupFlags, SigningAlgorithm,
 };
@@ -24,8 +24,8 @@ use ringshare_wire::{NtStatus, WriteExt};
 use crate::cmd::close::close_all_opens;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::limits;
-use crate::server::{EncryptPolicy, SigningPolicy};
-use crate::state::Session;
+use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
+use crate::state::{Channel, Session, SessionRef};
 
 fn ntlm_config(core: &ConnCore) -> NtlmConfig {
     let c = &core.server.config;
@@ -47,12 +47,60 @@ fn body(flags: SessionFlags, token: &[u8]) -> Vec<u8> {
     out.split_off(64)
 }
 
-fn new_session_id(core: &mut ConnCore) -> u64 {
+/// Put a new InProgress session in the GlobalSessionTable under a fresh
+/// random id and give this connection its first channel.
+fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
+    let guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
     loop {
         let id = core.random_u64();
-        if id != 0 && id != u64::MAX && !core.sessions.contains_key(&id) {
-            return id;
+        if id == 0 || id == u64::MAX {
+            continue;
         }
+        let session = Session::new(id, dialect.0, guid, core.conn_id);
+        let Some(sref) = core.server.insert_session(session) else {
+            continue;
+        };
+        let preauth = (dialect == Dialect::SMB3_1_1)
+            .then(|| core.preauth.clone())
+            .flatten();
+        core.sessions.insert(
+            id,
+            Channel {
+                session: sref,
+                signing_key: None,
+                auth: None,
+                preauth,
+                binding: false,
+            },
+        );
+        return id;
+    }
+}
+
+/// Drop this connection's channel of a session whose setup failed; a
+/// session that never became valid leaves the server too.
+fn abandon(core: &mut ConnCore, session_id: u64) {
+    if let Some(ch) = core.sessions.remove(&session_id) {
+        leave_channel(&core.server, &ch.session, core.conn_id);
+    }
+}
+
+/// Connection `conn_id` leaves a session (it closed, or its setup failed).
+/// The session ends with its last channel, or at once when it never became
+/// valid: its opens are closed and it leaves the GlobalSessionTable.
+pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u64) {
+    let gone = {
+        let mut s = lock(sref);
+        s.channels.retain(|c| *c != conn_id);
+        let gone = !s.closed && (s.channels.is_empty() || !s.valid);
+        if gone {
+            s.closed = true;
+            close_all_opens(server, &mut s);
+        }
+        gone.then_some(s.id)
+    };
+    if let Some(id) = gone {
+        server.remove_session(id);
     }
 }
 
@@ -61,52 +109,26 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return Err(NtStatus::INVALID_PARAMETER);
     };
     let setup = SessionSetupRequest::decode(req.msg).map_err(|e| e.status())?;
-    if setup.flags.contains(SessionSetupFlags::BINDING) {
-        // Multichannel binding is not offered (no MULTI_CHANNEL capability).
-        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    if setup.flags.contains(SessionSetupFlags::BINDING) && req.hdr.session_id != 0 {
+        return bind(core, req, dialect, setup.security_buffer);
     }
     let session_id = if req.hdr.session_id == 0 {
         if core.sessions.len() >= limits::SESSIONS_PER_CONNECTION_MAX {
             return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
-        let id = new_session_id(core);
-        let preauth = if dialect == Dialect::SMB3_1_1 {
-            core.preauth.clone()
-        } else {
-            None
-        };
-        core.sessions.insert(
-            id,
-            Session {
-                id,
-                encrypt_key: None,
-                decrypt_key: None,
-                nonce_counter: 0,
-                encrypt_required: false,
-                valid: false,
-                auth: None,
-                user: String::new(),
-                uid: None,
-                is_guest: false,
-                is_anonymous: false,
-                signing_key: None,
-                signing_required: false,
-                preauth,
-                trees: HashMap::new(),
-                next_tree_id: 1,
-                opens: HashMap::new(),
-                pipes: HashMap::new(),
-            },
-        );
-        id
+        new_session(core, dialect)
     } else {
-        let s = core
+        let ch = core
             .sessions
             .get_mut(&req.hdr.session_id)
             .ok_or(NtStatus::USER_SESSION_DELETED)?;
-        if s.auth.is_none() && dialect == Dialect::SMB3_1_1 {
+        if ch.binding {
+            // A binding goes on with the BINDING flag on every leg.
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if ch.auth.is_none() && dialect == Dialect::SMB3_1_1 {
             // Re-authentication starts a new preauth hash from the connection's.
-            s.preauth = core.preauth.clone();
+            ch.preauth = core.preauth.clone();
         }
         req.hdr.session_id
     };
@@ -114,14 +136,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
     let users = core.server.users.clone();
-    let session = core
+    let ch = core
         .sessions
         .get_mut(&session_id)
         .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    if let Some(p) = session.preauth.as_mut() {
+    if let Some(p) = ch.preauth.as_mut() {
         p.update(req.msg);
     }
-    let auth = session
+    let auth = ch
         .auth
         .get_or_insert_with(|| Box::new(ServerAuth::new(&cfg, challenge, now)));
     let step = auth.step(setup.security_buffer, users.as_ref());
@@ -136,7 +158,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
-            session.auth = None;
+            ch.auth = None;
             let anonymous = result.kind == AuthKind::Anonymous;
             finish(
                 core,
@@ -153,7 +175,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Err(AuthError::NoSuchUser(user))
             if core.server.config.map_bad_user_to_guest && core.server.config.guest_enabled =>
         {
-            session.auth = None;
+            ch.auth = None;
             finish(
                 core,
                 session_id,
@@ -168,13 +190,198 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         Err(e) => {
             tracing::info!(peer = %core.peer, "authentication failed: {}", describe(&e));
-            let was_valid = session.valid;
-            session.auth = None;
+            ch.auth = None;
+            let was_valid = lock(&ch.session).valid;
             if !was_valid {
-                core.sessions.remove(&session_id);
+                abandon(core, session_id);
             }
             Err(NtStatus::LOGON_FAILURE)
         }
+    }
+}
+
+/// Verify a binding leg's signature with Session.SigningKey ([MS-SMB2]
+/// 3.3.5.2.4: a SESSION_SETUP with BINDING is checked with the session's key).
+fn binding_signature_ok(key: &SigningKey, req: &Req<'_>) -> bool {
+    let Some(sig) = req.msg.get(48..64) else {
+        return false;
+    };
+    let mut s = [0u8; 16];
+    s.copy_from_slice(sig);
+    let (Some(head), Some(tail)) = (req.msg.get(..48), req.msg.get(64..)) else {
+        return false;
+    };
+    let nonce = NonceInfo {
+        message_id: req.hdr.message_id,
+        server_to_client: false,
+        cancel: false,
+    };
+    key.verify(&[head, &[0u8; 16], tail], nonce, &s)
+}
+
+/// [MS-SMB2] 3.3.5.5 (binding) and 3.3.5.5.2: add this connection as a
+/// channel of an existing session. The NTLM exchange runs on this
+/// connection; every leg is signed with Session.SigningKey; the channel's
+/// own signing key is derived from the key of this exchange (3.1.1: over
+/// this exchange's preauth hash) and signs the final response.
+fn bind(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    dialect: Dialect,
+    token: &[u8],
+) -> Result<Reply, NtStatus> {
+    let session_id = req.hdr.session_id;
+    if dialect.0 < Dialect::SMB3_0.0 || !core.server.config.multi_channel {
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    // GlobalSessionTable, not this connection's table: the session lives elsewhere.
+    let sref = core
+        .server
+        .find_session(session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let continuing = match core.sessions.get(&session_id) {
+        Some(ch) if ch.binding => true,
+        // Already a channel of this session on this connection.
+        Some(_) => return Err(NtStatus::REQUEST_NOT_ACCEPTED),
+        None => false,
+    };
+    let (session_key, user, algorithm) = {
+        let s = lock(&sref);
+        if s.closed {
+            return Err(NtStatus::USER_SESSION_DELETED);
+        }
+        if !continuing {
+            if s.dialect != dialect.0 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            let guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+            if s.client_guid != guid {
+                return Err(NtStatus::USER_SESSION_DELETED);
+            }
+            if !req.hdr.is_signed() {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            if !s.valid {
+                return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+            }
+            if s.is_guest || s.is_anonymous {
+                return Err(NtStatus::NOT_SUPPORTED);
+            }
+            if s.channels.len() >= limits::CHANNELS_PER_SESSION_MAX {
+                return Err(NtStatus::INSUFFICIENT_RESOURCES);
+            }
+        }
+        let key = s.signing_key.clone().ok_or(NtStatus::NOT_SUPPORTED)?;
+        (key, s.user.clone(), signing_algorithm(core, dialect))
+    };
+    if !req.hdr.is_signed() || !binding_signature_ok(&session_key, req) {
+        tracing::debug!(peer = %core.peer, "binding request not signed with the session's key");
+        if continuing {
+            abandon(core, session_id);
+        }
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if !continuing {
+        let preauth = (dialect == Dialect::SMB3_1_1)
+            .then(|| core.preauth.clone())
+            .flatten();
+        core.sessions.insert(
+            session_id,
+            Channel {
+                session: Arc::clone(&sref),
+                signing_key: None,
+                auth: None,
+                preauth,
+                binding: true,
+            },
+        );
+    }
+    let challenge: [u8; 8] = core.random_bytes();
+    let cfg = ntlm_config(core);
+    let now = core.now.filetime;
+    let users = core.server.users.clone();
+    let ch = core
+        .sessions
+        .get_mut(&session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    if let Some(p) = ch.preauth.as_mut() {
+        p.update(req.msg);
+    }
+    let auth = ch
+        .auth
+        .get_or_insert_with(|| Box::new(ServerAuth::new(&cfg, challenge, now)));
+    match auth.step(token, users.as_ref()) {
+        Ok(ServerStep::Continue(token)) => {
+            let mut r = Reply::with_status(
+                NtStatus::MORE_PROCESSING_REQUIRED,
+                body(SessionFlags::empty(), &token),
+            );
+            r.session_id = Some(session_id);
+            r.preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
+            Ok(r)
+        }
+        Ok(ServerStep::Done { token, result }) => {
+            // [MS-SMB2] 3.3.5.5.3: the binding must be by the session's user.
+            if result.kind == AuthKind::Anonymous || !result.user.eq_ignore_ascii_case(&user) {
+                tracing::info!(peer = %core.peer, "binding refused: another user than the session's");
+                abandon(core, session_id);
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            let preauth = ch.preauth.take().map(|p| p.0);
+            let derived = keys::derive(dialect.0, &result.session_key, preauth.as_ref(), 16);
+            ch.signing_key = Some(SigningKey::new(algorithm, derived.signing));
+            ch.auth = None;
+            ch.binding = false;
+            let sref = Arc::clone(&ch.session);
+            let encrypt_data = {
+                let mut s = lock(&sref);
+                if s.closed {
+                    drop(s);
+                    abandon(core, session_id);
+                    return Err(NtStatus::USER_SESSION_DELETED);
+                }
+                s.channels.push(core.conn_id);
+                s.encrypt_key.is_some()
+                    && matches!(
+                        core.server.config.encrypt,
+                        EncryptPolicy::Desired | EncryptPolicy::Required
+                    )
+            };
+            core.authenticated = true;
+            tracing::debug!(peer = %core.peer, session = session_id, conn = core.conn_id, "channel bound");
+            let mut flags = SessionFlags::empty();
+            if encrypt_data {
+                flags.insert(SessionFlags::ENCRYPT_DATA);
+            }
+            let mut r = Reply::ok(body(flags, &token));
+            r.session_id = Some(session_id);
+            // Signed with the new Channel.SigningKey.
+            r.sign_with_session = Some(session_id);
+            Ok(r)
+        }
+        Err(e) => {
+            tracing::info!(peer = %core.peer, "binding authentication failed: {}", describe(&e));
+            abandon(core, session_id);
+            Err(NtStatus::LOGON_FAILURE)
+        }
+    }
+}
+
+/// The signing algorithm sessions of this connection use.
+fn signing_algorithm(core: &ConnCore, dialect: Dialect) -> SignAlg {
+    match dialect {
+        Dialect::SMB2_0_2 | Dialect::SMB2_1 => SignAlg::HmacSha256,
+        Dialect::SMB3_1_1 => match core
+            .negotiated
+            .as_ref()
+            .and_then(|n| n.signing_algorithm)
+            .map(SigningAlgorithm)
+        {
+            Some(SigningAlgorithm::AES_GMAC) => SignAlg::AesGmac,
+            Some(SigningAlgorithm::HMAC_SHA256) => SignAlg::HmacSha256,
+            _ => SignAlg::AesCmac,
+        },
+        _ => SignAlg::AesCmac,
     }
 }
 
@@ -207,57 +414,49 @@ fn finish(
             .map_or(0, |n| n.client_security_mode))
         & SecurityMode::SIGNING_REQUIRED.0
         != 0;
-    let signing_alg = match dialect {
-        Dialect::SMB2_0_2 | Dialect::SMB2_1 => SignAlg::HmacSha256,
-        Dialect::SMB3_1_1 => match core
-            .negotiated
-            .as_ref()
-            .and_then(|n| n.signing_algorithm)
-            .map(SigningAlgorithm)
-        {
-            Some(SigningAlgorithm::AES_GMAC) => SignAlg::AesGmac,
-            Some(SigningAlgorithm::HMAC_SHA256) => SignAlg::HmacSha256,
-            _ => SignAlg::AesCmac,
-        },
-        _ => SignAlg::AesCmac,
-    };
+    let signing_alg = signing_algorithm(core, dialect);
     let core_cipher = core.negotiated.as_ref().and_then(|n| n.cipher);
     let core_encrypt = core.server.config.encrypt;
-    let session = core
+    let can_sign = !anonymous && !guest && session_key.is_some();
+    let ch = core
         .sessions
         .get_mut(&session_id)
         .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let can_sign = !anonymous && !guest && session_key.is_some();
+    let sref = Arc::clone(&ch.session);
+    let preauth = ch.preauth.take().map(|p| p.0);
+    let mut session = lock(&sref);
     if policy == SigningPolicy::Required && !can_sign {
         tracing::info!("refusing a guest or anonymous session: server signing is mandatory");
-        if !session.valid {
-            core.sessions.remove(&session_id);
+        let valid = session.valid;
+        drop(session);
+        if !valid {
+            abandon(core, session_id);
         }
         return Err(NtStatus::ACCESS_DENIED);
     }
     if let Some(key) = session_key.filter(|_| can_sign) {
         let signing = match dialect {
             Dialect::SMB2_0_2 | Dialect::SMB2_1 => key,
-            _ => {
-                let preauth = session.preauth.as_ref().map(|p| p.0);
-                keys::derive(dialect.0, &key, preauth.as_ref(), 16).signing
-            }
+            _ => keys::derive(dialect.0, &key, preauth.as_ref(), 16).signing,
         };
-        session.signing_key = Some(SigningKey::new(signing_alg, signing));
+        let signing = SigningKey::new(signing_alg, signing);
+        // The first channel signs with the session's key ([MS-SMB2] 3.3.5.5.3).
+        ch.signing_key = Some(signing.clone());
+        session.signing_key = Some(signing);
         if let Some(cipher) = core_cipher {
-            let k = keys::derive(
-                dialect.0,
-                &key,
-                session.preauth.as_ref().map(|p| p.0).as_ref(),
-                cipher.key_len(),
-            );
-            session.encrypt_key = CipherKey::new(cipher, &k.encrypt_server_to_client).ok();
-            session.decrypt_key = CipherKey::new(cipher, &k.decrypt_client_to_server).ok();
+            let k = keys::derive(dialect.0, &key, preauth.as_ref(), cipher.key_len());
+            session.encrypt_key = CipherKey::new(cipher, &k.encrypt_server_to_client)
+                .ok()
+                .map(Arc::new);
+            session.decrypt_key = CipherKey::new(cipher, &k.decrypt_client_to_server)
+                .ok()
+                .map(Arc::new);
         }
         session.signing_required = policy == SigningPolicy::Required
             || client_requires
             || policy == SigningPolicy::Desired;
     } else {
+        ch.signing_key = None;
         session.signing_key = None;
         session.signing_required = false;
     }
@@ -273,8 +472,10 @@ fn finish(
                 "the client does not encrypt"
             }
         );
-        if !session.valid {
-            core.sessions.remove(&session_id);
+        let valid = session.valid;
+        drop(session);
+        if !valid {
+            abandon(core, session_id);
         }
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -290,7 +491,9 @@ fn finish(
     session.is_guest = guest;
     session.is_anonymous = anonymous;
     session.valid = true;
-    session.preauth = None;
+    let signing_required = session.signing_required;
+    drop(session);
+    core.authenticated = true;
     let mut flags = SessionFlags::empty();
     if guest {
         flags.insert(SessionFlags::IS_GUEST);
@@ -305,26 +508,36 @@ fn finish(
     r.session_id = Some(session_id);
     // The final response is signed when the session can sign and either the
     // dialect is 3.1.1 or signing is required ([MS-SMB2] 3.3.5.5.3).
-    if can_sign && (dialect == Dialect::SMB3_1_1 || session.signing_required) {
+    if can_sign && (dialect == Dialect::SMB3_1_1 || signing_required) {
         r.sign_with_session = Some(session_id);
     }
     Ok(r)
 }
 
+/// [MS-SMB2] 3.3.5.6: LOGOFF on any channel ends the session everywhere:
+/// its opens close, it leaves the GlobalSessionTable, and the other
+/// channels find it gone on their next request.
 pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     LogoffRequest::decode(req.msg).map_err(|e| e.status())?;
     let server = core.server.clone();
-    let mut session = core
+    let ch = core
         .sessions
         .remove(&req.session_id)
         .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    close_all_opens(&server, &mut session);
+    let signing_required = {
+        let mut session = lock(&ch.session);
+        session.closed = true;
+        session.channels.clear();
+        close_all_opens(&server, &mut session);
+        session.signing_required
+    };
+    server.remove_session(req.session_id);
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);
     b.put_u16(0);
     let mut r = Reply::ok(b);
-    if session.signing_required || req.hdr.is_signed() {
-        r.sign_key = session.signing_key.clone();
+    if signing_required || req.hdr.is_signed() {
+        r.sign_key = ch.signing_key.clone();
     }
     Ok(r)
 }

@@ -58,7 +58,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     match s.info_type {
         InfoType::FILE => set_file(
             &server,
-            open,
+            &open,
             FileInfoClass(s.info_class),
             s.buffer,
             read_only,
@@ -68,7 +68,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 return Err(NtStatus::ACCESS_DENIED);
             }
             set_security(
-                open,
+                &open,
                 SecurityInformation(s.additional_information),
                 s.buffer,
             )?
@@ -81,7 +81,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
 
 fn set_file(
     server: &ServerState,
-    open: &mut Open,
+    open: &Open,
     class: FileInfoClass,
     buf: &[u8],
     read_only: bool,
@@ -146,7 +146,7 @@ fn set_file(
             if v.current_byte_offset > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.position = v.current_byte_offset;
+            lock(&open.state).position = v.current_byte_offset;
             Ok(())
         }
         FileInfoClass::MODE => {
@@ -154,7 +154,7 @@ fn set_file(
             if v.mode & !MODE_SETTABLE != 0 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.mode = v.mode;
+            lock(&open.state).mode = v.mode;
             Ok(())
         }
         FileInfoClass::FULL_EA => {
@@ -241,7 +241,7 @@ fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<(), NtStatus> {
 
 /// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form).
 fn set_disposition(
-    open: &mut Open,
+    open: &Open,
     delete: bool,
     on_close: bool,
     ignore_readonly: bool,
@@ -262,7 +262,7 @@ fn set_disposition(
         }
     }
     if on_close {
-        open.delete_on_close = delete;
+        lock(&open.state).delete_on_close = delete;
     } else {
         lock(&open.entry).delete_pending = delete;
     }
@@ -271,11 +271,7 @@ fn set_disposition(
 
 /// [MS-FSA] 2.1.5.14.11 FileRenameInformation. The target is a share-relative
 /// name parsed like a CREATE name; its directory is found case-insensitively.
-fn rename(
-    server: &ServerState,
-    open: &mut Open,
-    r: &FileRenameInformation,
-) -> Result<(), NtStatus> {
+fn rename(server: &ServerState, open: &Open, r: &FileRenameInformation) -> Result<(), NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -333,6 +329,6 @@ fn rename(
         .rename(&source, &target, r.replace_if_exists)
         .map_err(status_of)?;
     lock(&open.entry).path = target.clone();
-    open.path = target;
+    lock(&open.state).path = target;
     Ok(())
 }

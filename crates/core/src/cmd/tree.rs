@@ -8,7 +8,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 use crate::cmd::close::close_opens_of_tree;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::limits;
-use crate::server::EncryptPolicy;
+use crate::server::{lock, EncryptPolicy};
 use crate::state::{Tree, TreeKind};
 
 /// Everything a file share grants ([MS-SMB2] 2.2.13.1.1 FILE_ALL_ACCESS).
@@ -20,10 +20,8 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     let tc = TreeConnectRequest::decode(req.msg).map_err(|e| e.status())?;
     let name = tc.share_name().to_string();
     let server = core.server.clone();
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let sref = core.session_or_deleted(req.session_id)?;
+    let mut session = lock(&sref);
     if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
@@ -104,16 +102,14 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
 pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     TreeDisconnectRequest::decode(req.msg).map_err(|e| e.status())?;
     let server = core.server.clone();
-    let session = core
-        .sessions
-        .get_mut(&req.session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let sref = core.session_or_deleted(req.session_id)?;
+    let mut session = lock(&sref);
     session
         .trees
         .remove(&req.tree_id)
         .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
-    close_opens_of_tree(&server, session, req.tree_id);
-    session.pipes.retain(|_, p| p.tree_id != req.tree_id);
+    close_opens_of_tree(&server, &mut session, req.tree_id);
+    session.pipes.retain(|_, p| lock(p).tree_id != req.tree_id);
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);
     b.put_u16(0);

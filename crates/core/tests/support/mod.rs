@@ -14,6 +14,7 @@ use ringshare_core::{
     Connection, EncryptPolicy, Entropy, IoRequest, Now, Output, ServerConfig, ServerState,
     ShareDef, SigningPolicy,
 };
+use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
 use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::Share;
@@ -110,14 +111,39 @@ pub struct Client {
     pub signing: Option<SigningKey>,
     pub closed: bool,
     pub dialect: Dialect,
+    /// The ClientGuid NEGOTIATE sent.
+    pub client_guid: [u8; 16],
+    /// 3.1.1: the connection's preauth hash after NEGOTIATE.
+    pub preauth: Option<PreauthHash>,
+    pub server: Arc<ServerState>,
 }
 
 pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
     server_on(Arc::new(mem.clone()), signing)
 }
 
+/// The test server with its configuration changed by `change`.
+pub fn server_with(mem: &MemShare, change: impl FnOnce(&mut ServerConfig)) -> Arc<ServerState> {
+    let mut config = config_on(Arc::new(mem.clone()), SigningPolicy::IfRequired);
+    change(&mut config);
+    ServerState::new(config, Arc::new(Users))
+}
+
+/// The test server where unknown users log on as guest.
+pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
+    server_with(mem, |c| {
+        c.map_bad_user_to_guest = true;
+        c.guest_enabled = true;
+    })
+}
+
 /// The test server with every share on `backend`.
 pub fn server_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> Arc<ServerState> {
+    ServerState::new(config_on(backend, signing), Arc::new(Users))
+}
+
+/// The test server's configuration with every share on `backend`.
+pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfig {
     let share = |name: &str, read_only: bool, encrypt: EncryptPolicy| {
         Arc::new(ShareDef {
             name: name.to_string(),
@@ -129,7 +155,7 @@ pub fn server_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> Arc<ServerS
             encrypt,
         })
     };
-    let config = ServerConfig {
+    ServerConfig {
         dialect_min: 0x0202,
         dialect_max: 0x0311,
         signing,
@@ -148,8 +174,8 @@ pub fn server_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> Arc<ServerS
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,
         idle_timeout_ms: 15 * 60_000,
-    };
-    ServerState::new(config, Arc::new(Users))
+        multi_channel: true,
+    }
 }
 
 impl Client {
@@ -166,7 +192,22 @@ impl Client {
 
     /// A second client of the same server.
     pub fn on(server: Arc<ServerState>, mem: MemShare, opts: Options) -> Client {
-        let conn = Connection::new(server, "test".into(), Box::new(CountingEntropy(42)));
+        let mut c = Client::negotiated(server, mem, opts.dialect, [9; 16]);
+        c.session_setup();
+        c.tree_id = c.tree_connect("share");
+        c.ro_tree_id = c.tree_connect("ro");
+        c
+    }
+
+    /// A connection of the same server that has only negotiated `dialect`
+    /// with ClientGuid `client_guid`.
+    pub fn negotiated(
+        server: Arc<ServerState>,
+        mem: MemShare,
+        dialect: Dialect,
+        client_guid: [u8; 16],
+    ) -> Client {
+        let conn = Connection::new(server.clone(), "test".into(), Box::new(CountingEntropy(42)));
         let mut c = Client {
             conn,
             mem,
@@ -180,12 +221,12 @@ impl Client {
             ro_tree_id: 0,
             signing: None,
             closed: false,
-            dialect: opts.dialect,
+            dialect,
+            client_guid,
+            preauth: None,
+            server,
         };
-        c.negotiate(opts.dialect);
-        c.session_setup();
-        c.tree_id = c.tree_connect("share");
-        c.ro_tree_id = c.tree_connect("ro");
+        c.negotiate(dialect);
         c
     }
 
@@ -201,13 +242,22 @@ impl Client {
         let req = NegotiateRequest {
             security_mode: SecurityMode::SIGNING_ENABLED,
             capabilities: Capabilities::empty(),
-            client_guid: [9; 16],
+            client_guid: self.client_guid,
             client_start_time: 0,
             dialects: vec![dialect],
             contexts,
         };
-        let r = self.call(Command::NEGOTIATE, 0, |o| req.encode(o));
+        let m = self.message(Command::NEGOTIATE, 0, |o| req.encode(o));
+        let mut rs = self.send_frame(m.clone());
+        assert!(!rs.is_empty(), "no response to NEGOTIATE");
+        let r = rs.remove(0);
         assert_eq!(r.status(), NtStatus::SUCCESS, "negotiate");
+        if dialect == Dialect::SMB3_1_1 {
+            let mut p = PreauthHash::zero();
+            p.update(&m);
+            p.update(&r.msg);
+            self.preauth = Some(p);
+        }
     }
 
     pub fn session_setup(&mut self) {
@@ -255,6 +305,11 @@ impl Client {
         let r = self.call(Command::TREE_CONNECT, 0, |o| req.encode(o));
         assert_eq!(r.status(), NtStatus::SUCCESS, "tree connect {share}");
         r.hdr.tree_id().unwrap_or(0)
+    }
+
+    /// The server this client talks to.
+    pub fn conn_server(&self) -> Arc<ServerState> {
+        self.server.clone()
     }
 
     /// Build one request message (header + body) on `tree`.
