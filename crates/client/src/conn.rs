@@ -9,6 +9,15 @@
 //! it grants. Requests are signed when signing is on and encrypted (TRANSFORM
 //! header) when encryption is on; signed responses are verified and a response
 //! to a signed request must itself be signed.
+//!
+//! Multichannel ([MS-SMB2] 3.2.4.1.7, 3.2.5.3.3): [`ClientConn::bind`] opens
+//! a further connection of an existing session. It negotiates the session's
+//! dialect with the same client GUID, runs SESSION_SETUP with the BINDING
+//! flag (every leg signed with the session's signing key), derives the
+//! channel's own signing key (3.1.1: over this connection's preauth hash),
+//! and is then ready on the session's tree: any open of the session may be
+//! used on it. Encryption uses the session's keys, each channel in its own
+//! nonce space.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -92,6 +101,32 @@ impl Default for ClientOptions {
             seed: 0x5EED,
             now_filetime: 133_500_000_000_000_000,
         }
+    }
+}
+
+/// What a further channel of a session needs from its first connection
+/// ([`ClientConn::channel_binding`]).
+#[derive(Clone)]
+pub struct ChannelBinding {
+    pub session_id: u64,
+    pub tree_id: u32,
+    pub dialect: Dialect,
+    client_guid: [u8; 16],
+    session_signing_key: SigningKey,
+    cipher: Option<Cipher>,
+    /// Client-to-server and server-to-client cipher keys of the session.
+    cipher_keys: Option<(Vec<u8>, Vec<u8>)>,
+    encrypting: bool,
+    /// Distinct per channel: the high 16 bits of the channel's nonces.
+    nonce_space: u16,
+}
+
+impl std::fmt::Debug for ChannelBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelBinding")
+            .field("session_id", &self.session_id)
+            .field("dialect", &self.dialect)
+            .finish_non_exhaustive()
     }
 }
 
@@ -180,6 +215,13 @@ pub struct ClientConn {
     decrypt_key: Option<CipherKey>,
     encrypting: bool,
     nonce_counter: u64,
+    client_guid: [u8; 16],
+    /// Raw cipher keys (client-to-server, server-to-client), kept for channels.
+    cipher_keys: Option<(Vec<u8>, Vec<u8>)>,
+    /// This connection binds to an existing session.
+    binding: Option<ChannelBinding>,
+    /// Channels handed out so far (each gets its own nonce space).
+    channels_made: u16,
 }
 
 impl ClientConn {
@@ -211,9 +253,67 @@ impl ClientConn {
             decrypt_key: None,
             encrypting: false,
             nonce_counter: 0,
+            client_guid: [0; 16],
+            cipher_keys: None,
+            binding: None,
+            channels_made: 0,
         };
+        c.client_guid = c.random_bytes();
         c.send_negotiate();
         c
+    }
+
+    /// What [`ClientConn::bind`] needs to add a channel to this connection's
+    /// session: `None` until the session is ready and can sign (guest and
+    /// anonymous sessions cannot be bound), or below SMB 3.
+    pub fn channel_binding(&mut self) -> Option<ChannelBinding> {
+        let dialect = self.dialect.filter(|d| d.is_smb3())?;
+        if self.phase != Phase::Ready {
+            return None;
+        }
+        let key = self.signing_key.clone()?;
+        self.channels_made = self.channels_made.checked_add(1)?;
+        Some(ChannelBinding {
+            session_id: self.session_id,
+            tree_id: self.tree_id,
+            dialect,
+            client_guid: self.client_guid,
+            session_signing_key: key,
+            cipher: self.cipher,
+            cipher_keys: self.cipher_keys.clone(),
+            encrypting: self.encrypting,
+            nonce_space: self.channels_made,
+        })
+    }
+
+    /// A new connection that binds to `b`'s session as a further channel;
+    /// [`Event::Ready`] comes when the binding is done. `opts` gives the
+    /// credentials (the session's user) and the seed; its dialects are
+    /// replaced by the session's.
+    pub fn bind(mut opts: ClientOptions, b: ChannelBinding) -> ClientConn {
+        opts.dialects = vec![b.dialect];
+        let mut c = ClientConn::new_unsent(opts);
+        c.client_guid = b.client_guid;
+        c.nonce_counter = u64::from(b.nonce_space) << 48;
+        c.binding = Some(b);
+        c.send_negotiate();
+        c
+    }
+
+    fn new_unsent(opts: ClientOptions) -> ClientConn {
+        let mut c = ClientConn::new(opts);
+        // Drop the NEGOTIATE `new` queued; the caller sends its own.
+        c.out.clear();
+        c.pending.clear();
+        c.next_mid = 0;
+        c.credits = Credits::new(c.opts.credits_target);
+        c.preauth = None;
+        c
+    }
+
+    /// True when this connection is a bound channel of another's session.
+    pub fn is_bound_channel(&self) -> bool {
+        self.binding.is_some()
     }
 
     // ---- accessors ----
@@ -494,7 +594,14 @@ impl ClientConn {
             && self.dialect == Some(Dialect::SMB3_1_1)
             && self.signing_key.is_some()
             && !self.encrypting;
-        let sign = (self.signs_requests() || tcon_311) && command != Command::SESSION_SETUP;
+        // [MS-SMB2] 3.2.4.1.1: the legs of a binding are signed with the
+        // session's key; other SESSION_SETUPs are not signed.
+        let binding_key = match (&self.binding, command) {
+            (Some(b), Command::SESSION_SETUP) => Some(b.session_signing_key.clone()),
+            _ => None,
+        };
+        let sign = binding_key.is_some()
+            || ((self.signs_requests() || tcon_311) && command != Command::SESSION_SETUP);
         if sign {
             hdr.flags.insert(HeaderFlags::SIGNED);
         }
@@ -511,7 +618,7 @@ impl ClientConn {
         if seal {
             self.seal(start + FRAME_HDR, hdr_at)?;
         } else if sign {
-            if let Some(key) = &self.signing_key {
+            if let Some(key) = binding_key.as_ref().or(self.signing_key.as_ref()) {
                 let sig = key.sign(
                     &[&self.out[hdr_at..end]],
                     NonceInfo {
@@ -533,7 +640,8 @@ impl ClientConn {
                 tag,
                 command,
                 charge,
-                signed: sign,
+                // Responses to SESSION_SETUP legs are checked by the handshake.
+                signed: sign && command != Command::SESSION_SETUP,
             },
         );
         Ok((mid, hdr_at..end))
@@ -669,6 +777,9 @@ impl ClientConn {
 
         if p.command == Command::SESSION_SETUP && hdr.status == NtStatus::SUCCESS {
             // Keys first: the final SESSION_SETUP response is signed with them.
+            if self.binding.is_some() {
+                return self.binding_done(hdr, msg, events);
+            }
             return self.session_done(hdr, msg);
         }
         if !encrypted {
@@ -721,6 +832,9 @@ impl ClientConn {
                     Err(bad())
                 }
             }
+            // A session ended (e.g. logged off on another channel) leaves
+            // the server no key to sign with.
+            (_, false) if hdr.status == NtStatus::USER_SESSION_DELETED => Ok(()),
             (_, false) if request_signed => Err(bad()),
             _ => Ok(()),
         }
@@ -804,14 +918,14 @@ impl ClientConn {
         if self.opts.sign {
             security_mode.insert(SecurityMode::SIGNING_REQUIRED);
         }
-        let mut capabilities = Capabilities::LARGE_MTU;
-        if self.opts.encrypt {
+        let mut capabilities = Capabilities::LARGE_MTU | Capabilities::MULTI_CHANNEL;
+        if self.opts.encrypt || self.binding.as_ref().is_some_and(|b| b.cipher.is_some()) {
             capabilities.insert(Capabilities::ENCRYPTION);
         }
         let req = NegotiateRequest {
             security_mode,
             capabilities,
-            client_guid: self.random_bytes(),
+            client_guid: self.client_guid,
             client_start_time: 0,
             dialects: self.opts.dialects.clone(),
             contexts,
@@ -881,6 +995,16 @@ impl ClientConn {
                 self.cipher = Some(Cipher::Aes128Ccm);
             }
         }
+        if let Some(b) = &self.binding {
+            if b.dialect != d {
+                return Err(ClientError::Unsupported(format!(
+                    "the channel negotiated {d:?}, the session is {:?}",
+                    b.dialect
+                )));
+            }
+            // A channel encrypts with the session's cipher and keys.
+            self.cipher = b.cipher;
+        }
         if self.opts.encrypt && self.cipher.is_none() {
             return Err(ClientError::Unsupported(format!(
                 "encryption requested but dialect {d:?} negotiated no cipher"
@@ -911,8 +1035,16 @@ impl ClientConn {
         if self.opts.sign {
             security_mode.insert(SecurityMode::SIGNING_REQUIRED);
         }
+        let flags = if self.binding.is_some() {
+            SessionSetupFlags::BINDING
+        } else {
+            SessionSetupFlags::empty()
+        };
+        if let Some(b) = &self.binding {
+            self.session_id = b.session_id;
+        }
         let req = SessionSetupRequest {
-            flags: SessionSetupFlags::empty(),
+            flags,
             security_mode,
             capabilities: Capabilities::empty(),
             channel: 0,
@@ -972,6 +1104,10 @@ impl ClientConn {
                 // The client encrypts with the key the server decrypts with.
                 self.encrypt_key = CipherKey::new(cipher, &k.decrypt_client_to_server).ok();
                 self.decrypt_key = CipherKey::new(cipher, &k.encrypt_server_to_client).ok();
+                self.cipher_keys = Some((
+                    k.decrypt_client_to_server.clone(),
+                    k.encrypt_server_to_client.clone(),
+                ));
             }
         } else if self.opts.sign || self.opts.encrypt {
             return Err(ClientError::Unsupported(
@@ -993,6 +1129,47 @@ impl ClientConn {
             extension: None,
         };
         self.send(INTERNAL_TAG, Command::TREE_CONNECT, 1, |o| req.encode(o))?;
+        Ok(())
+    }
+
+    /// [MS-SMB2] 3.2.5.3.3: the binding succeeded. The channel's signing key
+    /// comes from this exchange's session key (3.1.1: and its preauth hash);
+    /// the final response must be signed with it. The channel then works on
+    /// the session's tree with the session's cipher keys.
+    fn binding_done(
+        &mut self,
+        hdr: &Header,
+        msg: &[u8],
+        events: &mut Vec<Event>,
+    ) -> Result<(), ClientError> {
+        let b = self.binding.clone().ok_or(ClientError::NotReady)?;
+        let resp = SessionSetupResponse::decode(msg)?;
+        if resp.session_flags.contains(SessionFlags::IS_GUEST) {
+            return Err(ClientError::Unsupported(
+                "the server bound the channel as guest".into(),
+            ));
+        }
+        let mut auth = self.auth.take().ok_or(ClientError::NotReady)?;
+        auth.step(Some(resp.security_buffer), [0; 24], self.opts.now_filetime)
+            .map_err(ClientError::Auth)?;
+        let key = auth
+            .session_key()
+            .ok_or_else(|| ClientError::Unsupported("binding without a session key".into()))?;
+        let preauth = self.session_preauth.take().map(|p| p.0);
+        let k = keys::derive(b.dialect.0, &key, preauth.as_ref(), 16);
+        let alg = b.session_signing_key.algorithm();
+        self.signing_key = Some(SigningKey::new(alg, k.signing));
+        self.check_signature(hdr, msg, true)?;
+        if let (Some(cipher), Some((c2s, s2c))) = (b.cipher, &b.cipher_keys) {
+            self.encrypt_key = CipherKey::new(cipher, c2s).ok();
+            self.decrypt_key = CipherKey::new(cipher, s2c).ok();
+            self.cipher_keys = b.cipher_keys.clone();
+        }
+        self.encrypting = b.encrypting && self.encrypt_key.is_some();
+        self.session_id = b.session_id;
+        self.tree_id = b.tree_id;
+        self.phase = Phase::Ready;
+        events.push(Event::Ready);
         Ok(())
     }
 
