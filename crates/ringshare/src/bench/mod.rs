@@ -6,6 +6,11 @@
 //! Payloads are written from one reused buffer per connection and read
 //! responses are checked (with `--verify`) where they landed in the receive
 //! buffer: no payload is allocated per request.
+//!
+//! With `--channels N` the bench opens N connections bound to ONE session
+//! (SMB 3 multichannel): the first sets the session up and opens the file,
+//! the others bind to the session and work on that same open; the report
+//! gives each channel's bytes.
 
 pub mod hist;
 pub mod pattern;
@@ -105,6 +110,11 @@ pub struct BenchArgs {
     /// Connections (each its own session).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub connections: u32,
+
+    /// Channels of one session (SMB 3 multichannel): N connections bound to
+    /// one session, all doing I/O on its one open. Uses one thread.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub channels: u32,
 
     /// Threads (one io_uring each); connections are spread over them.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -279,6 +289,17 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Connections to open: the channels of one session, or independent ones.
+    pub fn conn_count(&self) -> usize {
+        if self.args.channels > 1 {
+            self.args.channels as usize
+        } else {
+            self.args.connections as usize
+        }
+    }
+}
+
+impl Shared {
     pub fn error(&self, msg: String) {
         self.errors.fetch_add(1, Ordering::Relaxed);
         let mut log = crate::lock(&self.error_log);
@@ -293,6 +314,8 @@ pub(crate) struct ThreadResult {
     pub hist: Histogram,
     pub bytes: u64,
     pub ops: u64,
+    /// Bytes moved by each connection (by index).
+    pub per_conn: Vec<(usize, u64)>,
 }
 
 /// Run the benchmark; the report goes to `out`. Returns whether the run
@@ -315,7 +338,15 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
             Dialect::SMB3_1_1,
         ],
     };
-    let threads = args.threads.min(args.connections).max(1) as usize;
+    if args.channels > 1 && args.dialect.is_some_and(|d| d < 0x0300) {
+        return Err("--channels needs SMB 3 (multichannel binds SMB 3 sessions)".into());
+    }
+    // The channels of one session share one thread (and its ring).
+    let threads = if args.channels > 1 {
+        1
+    } else {
+        args.threads.min(args.connections).max(1) as usize
+    };
     let shared = Arc::new(Shared {
         addr,
         host,
@@ -337,7 +368,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     });
     let mut handles = Vec::new();
     for t in 0..threads {
-        let conns: Vec<usize> = (0..shared.args.connections as usize)
+        let conns: Vec<usize> = (0..shared.conn_count())
             .filter(|c| c % threads == t)
             .collect();
         let sh = Arc::clone(&shared);
@@ -388,6 +419,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     }
     let mut hist = Histogram::new();
     let (mut bytes, mut ops) = (0u64, 0u64);
+    let mut per_conn = Vec::new();
     let mut setup_errors = Vec::new();
     for h in handles {
         match h.join() {
@@ -395,6 +427,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
                 hist.merge(&r.hist);
                 bytes += r.bytes;
                 ops += r.ops;
+                per_conn.extend(r.per_conn);
             }
             Ok(Err(e)) => setup_errors.push(e),
             Err(_) => setup_errors.push("a bench thread panicked".to_string()),
@@ -426,11 +459,20 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         errors,
         error_log: &error_log,
     };
-    let text = if shared.args.json {
+    let mut text = if shared.args.json {
         summary.json()
     } else {
         summary.table()
     };
+    if shared.args.channels > 1 && !shared.args.json {
+        per_conn.sort();
+        for (idx, b) in &per_conn {
+            text.push_str(&format!(
+                "channel {idx}: {b} bytes ({:.3} GB/s)\n",
+                *b as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9
+            ));
+        }
+    }
     out.write_all(text.as_bytes())
         .map_err(|e| format!("cannot write the report: {e}"))?;
     Ok(errors == 0)

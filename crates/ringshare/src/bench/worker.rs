@@ -6,6 +6,10 @@
 //! Received bytes accumulate in a per-connection buffer; whole frames are
 //! handed to the client connection in place (decrypted there when sealed) and
 //! read data is checked where it landed.
+//!
+//! Multichannel (`--channels N`): connection 0 sets the session up and opens
+//! the file; connections 1.. wait (`Unbound`, nothing sent) until it is ready,
+//! then bind to its session and work on its open.
 
 use std::net::TcpStream;
 use std::os::fd::OwnedFd;
@@ -52,6 +56,8 @@ const RECV_ROOM_MIN: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// A channel waiting for the first connection's session to bind to.
+    Unbound,
     Handshake,
     Opening,
     Filling,
@@ -89,6 +95,11 @@ struct Conn {
     meta_k: u64,
     wbuf: Vec<u8>,
     events: Vec<Event>,
+    opts: ClientOptions,
+    /// A further channel of connection 0's session.
+    bound: bool,
+    /// Payload bytes this connection moved.
+    bytes: u64,
 }
 
 fn token(kind: u64, idx: usize) -> u64 {
@@ -289,6 +300,11 @@ impl Conn {
         stats: &mut ThreadResult,
     ) -> Result<(), String> {
         let (tag, command, result) = match ev {
+            Event::Ready if self.bound => {
+                // The open is the session's: a channel uses it as it is.
+                self.phase = Phase::Waiting;
+                return Ok(());
+            }
             Event::Ready => {
                 let mut n = crate::lock(&sh.negotiated);
                 if n.is_none() {
@@ -418,6 +434,7 @@ impl Conn {
                     }
                 }
                 if bytes > 0 {
+                    self.bytes += bytes;
                     stats.bytes += bytes;
                     sh.bytes.fetch_add(bytes, Ordering::Relaxed);
                 }
@@ -533,11 +550,20 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
     let mut wbuf = vec![0u8; io.min(8 << 20)];
     pattern::fill(sh.args.seed ^ 0xABCD, 0, &mut wbuf);
     let span = (sh.args.file_size / sh.args.io_size).max(1);
+    // A further channel starts unbound; its placeholder connection sends nothing.
+    let channel = sh.args.channels > 1 && idx > 0;
     Ok(Conn {
         idx,
         fd: Arc::new(fd),
-        smb: ClientConn::new(opts),
-        phase: Phase::Handshake,
+        smb: ClientConn::new(opts.clone()),
+        phase: if channel {
+            Phase::Unbound
+        } else {
+            Phase::Handshake
+        },
+        opts,
+        bound: channel,
+        bytes: 0,
         // Room for many frames: a frame cut by the end of the buffer is moved to
         // its start, and the rarer that is, the less the client copies twice.
         rbuf: Some(Vec::with_capacity((4 * (io + 4096)).max(16 << 20))),
@@ -564,6 +590,29 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         wbuf,
         events: Vec::new(),
     })
+}
+
+/// Once connection 0 has its session and its open ready, the unbound
+/// channels bind to that session and share the open.
+fn bind_channels(conns: &mut [Conn]) -> Result<(), String> {
+    let Some((first, rest)) = conns.split_first_mut() else {
+        return Ok(());
+    };
+    if !rest.iter().any(|c| c.phase == Phase::Unbound)
+        || !matches!(first.phase, Phase::Waiting | Phase::Running)
+    {
+        return Ok(());
+    }
+    for c in rest.iter_mut().filter(|c| c.phase == Phase::Unbound) {
+        let b = first.smb.channel_binding().ok_or_else(|| {
+            "--channels: the session cannot be bound (SMB 3 and a signing session are needed)"
+                .to_string()
+        })?;
+        c.smb = ClientConn::bind(c.opts.clone(), b);
+        c.file = first.file;
+        c.phase = Phase::Handshake;
+    }
+    Ok(())
 }
 
 /// Run this thread's connections until the main thread says stop.
@@ -595,6 +644,7 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         hist: Histogram::new(),
         bytes: 0,
         ops: 0,
+        per_conn: Vec::new(),
     };
     let mut counted_ready = false;
     loop {
@@ -606,6 +656,9 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         for c in conns.iter_mut() {
             if c.phase == Phase::Waiting && go {
                 c.phase = Phase::Running;
+            }
+            if stop && c.phase == Phase::Unbound {
+                c.phase = Phase::Done;
             }
             if stop && c.phase == Phase::Running {
                 c.phase = Phase::Draining;
@@ -623,10 +676,15 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
             counted_ready = true;
             sh.ready.fetch_add(1, Ordering::AcqRel);
         }
+        bind_channels(&mut conns)?;
         if conns.iter().all(|c| c.phase == Phase::Done) {
+            stats.per_conn = conns.iter().map(|c| (c.idx, c.bytes)).collect();
             return Ok(stats);
         }
         for (i, c) in conns.iter_mut().enumerate() {
+            if c.phase == Phase::Unbound {
+                continue;
+            }
             if !c.sending && c.smb.has_output() {
                 let mut buf = c.spare.take().unwrap_or_default();
                 c.smb.take_output(&mut buf);
