@@ -111,8 +111,15 @@ impl fmt::Debug for IoRequest {
 }
 
 pub enum IoOp {
-    /// Read up to `len` bytes at `offset`.
-    Read { offset: u64, len: usize },
+    /// Read up to `len` bytes at `offset` into a buffer that starts with
+    /// `headroom` bytes of room (any content) before the data, so the reply's
+    /// headers can be written in front of the data and the frame signed and
+    /// sent as one piece.
+    Read {
+        offset: u64,
+        len: usize,
+        headroom: usize,
+    },
     /// Write `buf[start..end]` at `offset`. `buf` is the received frame itself,
     /// so the payload is written from where it landed.
     Write {
@@ -128,7 +135,9 @@ pub enum IoOp {
 impl fmt::Debug for IoOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            IoOp::Read { offset, len } => write!(f, "Read {{ offset: {offset}, len: {len} }}"),
+            IoOp::Read { offset, len, .. } => {
+                write!(f, "Read {{ offset: {offset}, len: {len} }}")
+            }
             IoOp::Write {
                 offset, start, end, ..
             } => write!(f, "Write {{ offset: {offset}, len: {} }}", end - start),
@@ -140,7 +149,7 @@ impl fmt::Debug for IoOp {
 /// The result of an [`IoRequest`].
 #[derive(Debug)]
 pub enum IoDone {
-    /// The bytes read (shorter than asked at end of file).
+    /// The buffer: `headroom` bytes, then the bytes read (shorter than asked at end of file).
     Read(Result<Vec<u8>, FsError>),
     /// Bytes written.
     Write(Result<usize, FsError>),
@@ -152,10 +161,14 @@ impl IoRequest {
     /// backends without a file descriptor (the in-memory backend) and for tests.
     pub fn run_blocking(&self) -> IoDone {
         match &self.op {
-            IoOp::Read { offset, len } => {
-                let mut buf = vec![0u8; *len];
-                IoDone::Read(self.node.read_at(&mut buf, *offset).map(|n| {
-                    buf.truncate(n);
+            IoOp::Read {
+                offset,
+                len,
+                headroom,
+            } => {
+                let mut buf = vec![0u8; headroom + len];
+                IoDone::Read(self.node.read_at(&mut buf[*headroom..], *offset).map(|n| {
+                    buf.truncate(headroom + n);
                     buf
                 }))
             }

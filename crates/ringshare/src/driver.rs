@@ -622,9 +622,14 @@ impl Worker {
         self.next_io += 1;
         let tok = (KIND_IO << 56) | (id & 0x00FF_FFFF_FFFF_FFFF);
         let kind = match req.op {
-            IoOp::Read { offset, len } => {
-                self.ring
-                    .read_at(&fd, self.pool.take(len), len, offset, tok);
+            IoOp::Read {
+                offset,
+                len,
+                headroom,
+            } => {
+                let mut buf = self.pool.take(headroom + len);
+                buf.resize(headroom, 0);
+                self.ring.read_at(&fd, buf, len, offset, tok);
                 IoKind::Read
             }
             IoOp::Write {

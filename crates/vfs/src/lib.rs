@@ -319,6 +319,11 @@ pub trait Share: Send + Sync + fmt::Debug {
 /// An open file or directory.
 pub trait Node: Send + Sync + fmt::Debug {
     fn stat(&self) -> FsResult<FileAttr>;
+    /// The file's size alone: cheaper than [`Node::stat`] where a backend can
+    /// skip the rest (the POSIX backend: one `fstat`, no attribute xattr).
+    fn size(&self) -> FsResult<u64> {
+        self.stat().map(|a| a.size)
+    }
     /// The file descriptor, when the backend has one, so the engine can do the I/O
     /// through io_uring. `None` means: call `read_at`/`write_at`/`sync` instead.
     fn fd(&self) -> Option<BorrowedFd<'_>>;

@@ -772,6 +772,11 @@ impl Node for PosixNode {
         Ok(attr_from_statx(&st, read_dos_fd(self.fd.as_fd())))
     }
 
+    fn size(&self) -> FsResult<u64> {
+        let st = rustix::fs::fstat(self.fd.as_fd()).map_err(errno_to_fs)?;
+        Ok(st.st_size as u64)
+    }
+
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         Some(self.fd.as_fd())
     }

@@ -454,6 +454,18 @@ fn stat_reports_kind_size_and_mode(share: &dyn Share, _: &Caps) {
     assert_eq!(share.stat(&p("f")).unwrap().mode & 0o777, 0o640);
 }
 
+fn size_follows_writes_and_truncation_like_stat(share: &dyn Share, _: &Caps) {
+    let n = open(share, "sz", file_opts(OpenMode::CreateNew))
+        .unwrap()
+        .node;
+    assert_eq!(n.size().unwrap(), 0);
+    n.write_at(b"0123456789", 5).unwrap();
+    assert_eq!(n.size().unwrap(), 15);
+    n.set_len(4).unwrap();
+    assert_eq!(n.size().unwrap(), 4);
+    assert_eq!(n.size().unwrap(), n.stat().unwrap().size);
+}
+
 fn times_can_be_set_and_none_leaves_them(share: &dyn Share, _: &Caps) {
     let n = write_file(share, "f", b"x");
     let t1: i128 = 1_000_000_000 * 1_000_000_000 + 123_456_700;
@@ -673,6 +685,7 @@ conformance!(
     rename_onto_itself_is_a_no_op,
     read_dir_lists_sorted_entries_with_attributes,
     stat_reports_kind_size_and_mode,
+    size_follows_writes_and_truncation_like_stat,
     times_can_be_set_and_none_leaves_them,
     dos_attributes_round_trip,
     case_insensitive_lookup_finds_the_stored_name,

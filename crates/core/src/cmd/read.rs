@@ -26,8 +26,14 @@ use crate::server::lock;
 /// slower spliced; 64 KiB about even; docs/benchmarks.md).
 pub(crate) const SPLICE_LEN_MIN: usize = 64 * 1024;
 
+/// Room left before READ data for the frame header, SMB2 header and READ
+/// response body, so a reply alone in its frame is built around the data.
+const READ_HEADROOM: usize = 4 + 64 + 16;
+
 pub(crate) struct ReadCont {
     len: u32,
+    /// Bytes before the data in the buffer the driver returns.
+    headroom: usize,
     min_count: u32,
     /// Where the read starts, and the open (session, volatile id) whose
     /// position follows it.
@@ -88,7 +94,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         && node.shared_fd().is_some()
     {
         // The reply header carries the length, so it must be known now.
-        let size = node.stat().map_err(status_of)?.size;
+        let size = node.size().map_err(status_of)?;
         let n = size.saturating_sub(rr.offset).min(u64::from(rr.length)) as usize;
         if n == 0 || n < rr.minimum_count as usize {
             return Err(NtStatus::END_OF_FILE);
@@ -98,14 +104,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
     }
+    // Alone in its frame, the reply can be laid out around the data in place.
+    let headroom = if req.sole { READ_HEADROOM } else { 0 };
     Ok(Handled::Io {
         node,
         op: IoOp::Read {
             offset: rr.offset,
             len: rr.length as usize,
+            headroom,
         },
         cont: Cont::Read(ReadCont {
             len: rr.length,
+            headroom,
             min_count: rr.minimum_count,
             offset: rr.offset,
             session_id: req.session_id,
@@ -133,21 +143,23 @@ fn splice_allowed(core: &ConnCore, req: &Req<'_>, writers: bool) -> bool {
 }
 
 pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<Reply, NtStatus> {
-    let data = match done {
+    let buf = match done {
         IoDone::Read(Ok(d)) => d,
         IoDone::Read(Err(e)) => return Err(status_of(e)),
         _ => return Err(NtStatus::INTERNAL_ERROR),
     };
-    if (data.is_empty() && c.len > 0) || data.len() < c.min_count as usize {
+    let n = buf.len().saturating_sub(c.headroom);
+    if (n == 0 && c.len > 0) || n < c.min_count as usize {
         return Err(NtStatus::END_OF_FILE);
     }
     opens::set_position(
         core,
         c.session_id,
         c.open_id,
-        c.offset.saturating_add(data.len() as u64),
+        c.offset.saturating_add(n as u64),
     );
-    let mut r = Reply::ok(head(data.len()));
-    r.data = Some(data);
+    let mut r = Reply::ok(head(n));
+    r.data = Some(buf);
+    r.data_headroom = c.headroom;
     Ok(r)
 }
