@@ -24,8 +24,8 @@ use crate::cmd;
 use crate::credits::CreditWindow;
 use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
-use crate::server::ServerState;
-use crate::state::{Session, TreeKind};
+use crate::server::{lock, ServerState};
+use crate::state::{Channel, SessionRef, TreeKind};
 use crate::transform;
 
 /// What the connection negotiated.
@@ -53,7 +53,12 @@ pub(crate) struct ConnCore {
     pub wildcard_sent: bool,
     /// 3.1.1: the connection's preauth hash (NEGOTIATE request + response).
     pub preauth: Option<PreauthHash>,
-    pub sessions: HashMap<u64, Session>,
+    /// This connection's channels, by SessionId ([MS-SMB2] Connection.SessionTable).
+    pub sessions: HashMap<u64, Channel>,
+    /// Server-wide id of this connection (its entry in Session.ChannelList).
+    pub conn_id: u64,
+    /// A session was authenticated on this connection (the handshake is over).
+    pub authenticated: bool,
     pub entropy: Box<dyn Entropy>,
     pub now: Now,
     /// The driver can send READ data from a file without copying it
@@ -64,6 +69,20 @@ pub(crate) struct ConnCore {
 impl ConnCore {
     pub fn dialect(&self) -> Option<Dialect> {
         self.negotiated.as_ref().map(|n| n.dialect)
+    }
+
+    /// The session a request names, when this connection is a bound channel
+    /// of it (a binding in progress does not count). The caller locks it.
+    pub fn session(&self, id: u64) -> Option<SessionRef> {
+        self.sessions
+            .get(&id)
+            .filter(|c| !c.binding)
+            .map(|c| Arc::clone(&c.session))
+    }
+
+    /// [`ConnCore::session`] as a request's error: USER_SESSION_DELETED.
+    pub fn session_or_deleted(&self, id: u64) -> Result<SessionRef, NtStatus> {
+        self.session(id).ok_or(NtStatus::USER_SESSION_DELETED)
     }
 
     pub fn random_u64(&mut self) -> u64 {
@@ -91,20 +110,18 @@ impl ConnCore {
         status: NtStatus,
     ) -> Option<&SigningKey> {
         if let Some(sid) = forced {
-            return self.sessions.get(&sid).and_then(|s| s.signing_key.as_ref());
+            return self.sessions.get(&sid).and_then(|c| c.signing_key.as_ref());
         }
         if status == NtStatus::MORE_PROCESSING_REQUIRED {
             return None;
         }
-        let s = self.sessions.get(&session_id)?;
-        if !s.is_valid() {
-            return None;
-        }
-        if s.signing_required || req_hdr.is_signed() {
-            s.signing_key.as_ref()
-        } else {
-            None
-        }
+        let ch = self.sessions.get(&session_id).filter(|c| !c.binding)?;
+        let sign = {
+            let s = lock(&ch.session);
+            s.is_valid() && (s.signing_required || req_hdr.is_signed())
+        };
+        // Channel.SigningKey ([MS-SMB2] 3.3.4.1.1).
+        ch.signing_key.as_ref().filter(|_| sign)
     }
 }
 
@@ -268,8 +285,11 @@ pub(crate) struct Req0 {
 
 impl Connection {
     pub fn new(server: Arc<ServerState>, peer: String, entropy: Box<dyn Entropy>) -> Connection {
+        let conn_id = server.new_connection_id();
         Connection {
             core: ConnCore {
+                conn_id,
+                authenticated: false,
                 server,
                 peer,
                 negotiated: None,
@@ -294,6 +314,11 @@ impl Connection {
         }
     }
 
+    /// Server-wide id of this connection (the channel id sessions record).
+    pub fn id(&self) -> u64 {
+        self.core.conn_id
+    }
+
     /// Lets the core queue [`Output::SendFile`] for unsigned, unencrypted
     /// READs alone in their frame (the driver splices the data). Off by default.
     pub fn set_send_file(&mut self, on: bool) {
@@ -303,7 +328,7 @@ impl Connection {
     /// The largest frame the driver should accept now: small until a session
     /// is established, so unauthenticated peers cannot make us buffer 8 MiB.
     pub fn frame_len_max(&self) -> usize {
-        if self.core.sessions.values().any(|s| s.is_valid()) {
+        if self.core.authenticated {
             limits::PDU_SIZE_MAX
         } else {
             limits::PDU_SIZE_UNAUTH_MAX
@@ -363,7 +388,7 @@ impl Connection {
     /// Until a session is authenticated, the connection must log on in time.
     fn handshake_deadline(&self) -> Option<u64> {
         let accepted = self.accepted_ms?;
-        if self.core.sessions.values().any(|s| s.is_valid()) {
+        if self.core.authenticated {
             return None;
         }
         Some(accepted + self.core.server.config.handshake_timeout_ms)
@@ -375,20 +400,25 @@ impl Connection {
         self.accepted_ms?;
         let busy = !self.async_ops.is_empty()
             || !self.parked.is_empty()
-            || self
-                .core
-                .sessions
-                .values()
-                .any(|s| !s.opens.is_empty() || !s.pipes.is_empty());
+            || self.core.sessions.values().any(|c| {
+                let s = lock(&c.session);
+                !s.closed && (!s.opens.is_empty() || !s.pipes.is_empty())
+            });
         (idle > 0 && !busy).then(|| self.last_request_ms + idle)
     }
 
-    /// The connection is gone: release every open, lock and session.
+    /// The connection is gone: its channels leave their sessions; a session
+    /// whose last channel this was ends, releasing every open and lock
+    /// ([MS-SMB2] 3.3.7.1). A session bound to other connections lives on.
     pub fn shutdown(&mut self) {
         let ids: Vec<u64> = self.core.sessions.keys().copied().collect();
         for id in ids {
-            if let Some(mut s) = self.core.sessions.remove(&id) {
-                cmd::close::close_all_opens(&self.core.server, &mut s);
+            if let Some(ch) = self.core.sessions.remove(&id) {
+                cmd::session_setup::leave_channel(
+                    &self.core.server,
+                    &ch.session,
+                    self.core.conn_id,
+                );
             }
         }
         self.async_ops.clear();
@@ -406,7 +436,9 @@ impl Connection {
             // [MS-SMB2] 3.3.5.2.1.1: decrypt with the session's key; any failure
             // closes the connection.
             let sid = transform::session_of(&frame).unwrap_or(0);
-            match transform::decrypt(self.core.sessions.get(&sid), frame) {
+            // The key is taken out of the session so the work runs unlocked.
+            let key = self.core.session(sid).map(|s| lock(&s).decrypt_key.clone());
+            match transform::decrypt(key.as_ref().map(|k| k.as_deref()), frame) {
                 Ok(plain) => {
                     let same_session = Header::decode(&plain).is_ok_and(|h| h.session_id == sid);
                     if header::protocol_of(&plain) != Protocol::Smb2 || !same_session {
@@ -690,18 +722,27 @@ impl Connection {
             _ => {}
         }
         // Session ([MS-SMB2] 3.3.5.2.9).
-        let session = self
-            .core
-            .sessions
-            .get(&req.session_id)
-            .ok_or(NtStatus::USER_SESSION_DELETED)?;
-        if !session.is_valid() {
-            return Err(NtStatus::USER_SESSION_DELETED);
-        }
+        let sref = self.core.session_or_deleted(req.session_id)?;
+        let (session_encrypt, tree_encrypt, tree_ipc) = {
+            let session = lock(&sref);
+            if !session.is_valid() {
+                drop(session);
+                if lock(&sref).closed {
+                    // Logged off on another channel: this one forgets it too.
+                    self.core.sessions.remove(&req.session_id);
+                }
+                return Err(NtStatus::USER_SESSION_DELETED);
+            }
+            let (tree_encrypt, tree_ipc) = match session.trees.get(&req.tree_id) {
+                Some(t) => (Some(t.encrypt_required), matches!(t.kind, TreeKind::Ipc)),
+                None => (None, false),
+            };
+            (session.encrypt_required, tree_encrypt, tree_ipc)
+        };
         self.verify_signature(req, false)?;
         // [MS-SMB2] 3.3.5.2.9: a session that must be encrypted takes only
         // encrypted requests.
-        if session.encrypt_required && !req.encrypted {
+        if session_encrypt && !req.encrypted {
             return Err(NtStatus::ACCESS_DENIED);
         }
         match cmd_id {
@@ -716,18 +757,16 @@ impl Connection {
             _ => {}
         }
         // Tree ([MS-SMB2] 3.3.5.2.11).
-        let Some(tree) = session.trees.get(&req.tree_id) else {
+        let Some(tree_encrypt) = tree_encrypt else {
             return Err(NtStatus::NETWORK_NAME_DELETED);
         };
         // [MS-SMB2] 3.3.5.2.11: a tree whose share requires encryption takes only
         // encrypted requests.
-        if tree.encrypt_required && !req.encrypted {
+        if tree_encrypt && !req.encrypted {
             return Err(NtStatus::ACCESS_DENIED);
         }
-        if matches!(tree.kind, TreeKind::Ipc)
-            && cmd_id != Command::TREE_DISCONNECT
-            && cmd::pipe::wants(req)
-        {
+        self.check_channel_sequence(req)?;
+        if tree_ipc && cmd_id != Command::TREE_DISCONNECT && cmd::pipe::wants(req) {
             return cmd::pipe::handle(&mut self.core, req).map(Handled::Reply);
         }
         match cmd_id {
@@ -754,6 +793,49 @@ impl Connection {
         }
     }
 
+    /// [MS-SMB2] 3.3.5.2.10: a WRITE, SET_INFO or IOCTL on a 3.x open
+    /// carries the client's ChannelSequence; one older than the open's
+    /// (a request from before a channel failover) fails with
+    /// STATUS_FILE_NOT_AVAILABLE, a newer one becomes the open's. Requests
+    /// whose FileId names no open are left to the command to refuse.
+    fn check_channel_sequence(&mut self, req: &Req<'_>) -> Result<(), NtStatus> {
+        let fid_offset = match req.hdr.command {
+            Command::WRITE | Command::SET_INFO => 16,
+            Command::IOCTL => 8,
+            _ => return Ok(()),
+        };
+        if self.core.dialect().is_none_or(|d| d.0 < Dialect::SMB3_0.0) {
+            return Ok(());
+        }
+        let start = 64 + fid_offset;
+        let Some(b) = req.msg.get(start..start + 16) else {
+            return Ok(());
+        };
+        let mut p = [0u8; 8];
+        let mut v = [0u8; 8];
+        p.copy_from_slice(&b[..8]);
+        v.copy_from_slice(&b[8..]);
+        let fid = ringshare_wire::FileId {
+            persistent: u64::from_le_bytes(p),
+            volatile: u64::from_le_bytes(v),
+        };
+        let Ok((_, volatile)) = crate::opens::resolve(req, fid) else {
+            return Ok(());
+        };
+        let Some(open) = crate::opens::by_id(&self.core, req.session_id, volatile) else {
+            return Ok(());
+        };
+        let seq = req.hdr.channel_sequence();
+        let mut st = lock(&open.state);
+        // Sequence numbers wrap: "older" is a negative 16-bit difference.
+        let diff = seq.wrapping_sub(st.channel_sequence) as i16;
+        if diff < 0 {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
+        st.channel_sequence = seq;
+        Ok(())
+    }
+
     /// [MS-SMB2] 3.3.5.2.4: verify a signed request; refuse an unsigned one on
     /// a session that requires signing.
     fn verify_signature(&self, req: &Req<'_>, setup: bool) -> Result<(), NtStatus> {
@@ -761,17 +843,27 @@ impl Connection {
             // Authenticated by the cipher; encrypted messages carry no signature.
             return Ok(());
         }
-        let Some(session) = self.core.sessions.get(&req.session_id) else {
+        let Some(ch) = self.core.sessions.get(&req.session_id) else {
             return Ok(());
         };
+        if ch.binding {
+            // The legs of a binding are signed with Session.SigningKey and
+            // checked by SESSION_SETUP itself ([MS-SMB2] 3.3.5.5.2).
+            return Ok(());
+        }
         let signed = req.hdr.is_signed();
         if !signed {
-            if session.signing_required && session.is_valid() && !setup {
+            let (required, valid) = {
+                let s = lock(&ch.session);
+                (s.signing_required, s.is_valid())
+            };
+            if required && valid && !setup {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             return Ok(());
         }
-        let Some(key) = session.signing_key.as_ref() else {
+        // Channel.SigningKey ([MS-SMB2] 3.3.5.2.4).
+        let Some(key) = ch.signing_key.as_ref() else {
             // Signed before a key exists (first SESSION_SETUP legs): nothing to check.
             return if setup {
                 Ok(())
@@ -823,7 +915,7 @@ impl Connection {
             if let Some(p) = reply
                 .preauth_session
                 .and_then(|sid| self.core.sessions.get_mut(&sid))
-                .and_then(|s| s.preauth.as_mut())
+                .and_then(|c| c.preauth.as_mut())
             {
                 p.update(&bytes);
             }
@@ -912,11 +1004,15 @@ impl Connection {
         };
         let mut plain: Vec<u8> = frame.concat();
         plain.drain(..4);
-        let sealed = self
-            .core
-            .sessions
-            .get_mut(&sid)
-            .and_then(|s| transform::encrypt(s, plain));
+        // Key and nonce under the session's lock, the work without it.
+        let sealing = self.core.sessions.get(&sid).and_then(|c| {
+            let mut s = lock(&c.session);
+            let key = s.encrypt_key.clone()?;
+            s.nonce_counter = s.nonce_counter.checked_add(1)?;
+            Some((key, s.nonce_counter))
+        });
+        let sealed =
+            sealing.and_then(|(key, counter)| transform::encrypt(&key, sid, counter, plain));
         match sealed {
             Some(msg) => {
                 let mut out = Vec::with_capacity(4 + msg.len());
@@ -1077,8 +1173,8 @@ impl Connection {
             return;
         }
         let server = self.core.server.clone();
-        if let Some(session) = self.core.sessions.get_mut(&session_id) {
-            crate::opens::close_where(&server, session, |o| {
+        if let Some(sref) = self.core.session(session_id) {
+            crate::opens::close_where(&server, &mut lock(&sref), |o| {
                 !waiting.iter().any(|(_, open)| *open == o.id)
             });
         }
