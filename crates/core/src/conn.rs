@@ -908,10 +908,37 @@ impl Connection {
         } else {
             reply.body
         };
+        let sign_key = match reply.sign_key {
+            _ if job.encrypted.is_some() => None,
+            Some(k) => Some(k),
+            None => self
+                .response_signing_key(
+                    req_hdr,
+                    reply.session_id.unwrap_or(session_id),
+                    reply.sign_with_session,
+                    reply.status,
+                )
+                .or_else(|| self.session_deleted_key(req_hdr, session_id, reply.status)),
+        };
         if reply.preauth_session.is_some() || reply.preauth_connection {
+            // The hash covers the response as sent: signed when it is (a
+            // binding's interim responses are).
             let mut bytes = Vec::with_capacity(64 + body.len());
-            hdr.encode(&mut bytes);
+            let mut signed_hdr = hdr.clone();
+            if sign_key.is_some() {
+                signed_hdr.flags.insert(HeaderFlags::SIGNED);
+            }
+            signed_hdr.encode(&mut bytes);
             bytes.extend_from_slice(&body);
+            if let Some(key) = &sign_key {
+                let nonce = NonceInfo {
+                    message_id: hdr.message_id,
+                    server_to_client: true,
+                    cancel: false,
+                };
+                let sig = key.sign(&[&bytes], nonce);
+                header::patch_signature(&mut bytes, 0, &sig);
+            }
             if let Some(p) = reply
                 .preauth_session
                 .and_then(|sid| self.core.sessions.get_mut(&sid))
@@ -925,16 +952,6 @@ impl Connection {
                 }
             }
         }
-        let sign_key = match reply.sign_key {
-            _ if job.encrypted.is_some() => None,
-            Some(k) => Some(k),
-            None => self.response_signing_key(
-                req_hdr,
-                reply.session_id.unwrap_or(session_id),
-                reply.sign_with_session,
-                reply.status,
-            ),
-        };
         debug_assert!(
             reply.file.is_none() || (sign_key.is_none() && job.encrypted.is_none()),
             "file data goes out unsigned and in clear only"
@@ -947,6 +964,24 @@ impl Connection {
             file: reply.file,
             sign_key,
         });
+    }
+
+    /// A signed request for a session this connection is not a channel of
+    /// (never bound, or logged off elsewhere) gets USER_SESSION_DELETED
+    /// signed with the session's key when the server still has the session:
+    /// clients refuse an unsigned response to a signed request.
+    fn session_deleted_key(
+        &self,
+        req_hdr: &Header,
+        session_id: u64,
+        status: NtStatus,
+    ) -> Option<SigningKey> {
+        if status != NtStatus::USER_SESSION_DELETED || !req_hdr.is_signed() {
+            return None;
+        }
+        let s = self.core.server.find_session(session_id)?;
+        let key = lock(&s).signing_key.clone();
+        key
     }
 
     fn grant(&mut self, req_hdr: &Header) -> u16 {

@@ -84,6 +84,12 @@ fn setup(
         let r = c.send_frame(m).remove(0);
         match r.status() {
             NtStatus::MORE_PROCESSING_REQUIRED => {
+                if let Some(key) = binding {
+                    // Interim responses to a binding are signed with the
+                    // session's key (clients refuse them unsigned).
+                    assert!(r.hdr.is_signed(), "interim binding response signed");
+                    assert!(verify_response(key, &r), "...with the session's key");
+                }
                 c.session_id = r.hdr.session_id;
                 if let Some(p) = preauth.as_mut() {
                     p.update(&r.msg);

@@ -318,6 +318,10 @@ fn bind(
             );
             r.session_id = Some(session_id);
             r.preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
+            // The request was signed with Session.SigningKey and so is the
+            // interim response: the channel has no key of its own yet
+            // (clients refuse an unsigned response to a signed request).
+            r.sign_key = Some(session_key);
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
