@@ -5,6 +5,7 @@
 # Usage: scripts/conformance.sh [--quick] [--out DIR] [--no-samba] [--no-ringshare] [SUITE ...]
 #   SUITE ...       smbtorture suites (default: the foundation set below)
 #   --quick         only smb2.connect and smb2.read (a smoke test)
+#   --multichannel  only smb2.session and smb2.multichannel
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -37,7 +38,9 @@ REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 . "$SCRIPT_DIR/lib/servers.sh"
 
 DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinfo smb2.lock
-    smb2.create smb2.compound smb2.credits smb2.ioctl)
+    smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel)
+# Sessions and multichannel (binding, channel signing, channel sequence): `--multichannel`.
+MULTICHANNEL_SUITES=(smb2.session smb2.multichannel)
 QUICK_SUITES=(smb2.connect smb2.read)
 
 usage() {
@@ -51,6 +54,7 @@ RUN_RINGSHARE=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) SUITES=("${QUICK_SUITES[@]}") ;;
+    --multichannel) SUITES=("${MULTICHANNEL_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2
