@@ -267,6 +267,30 @@ fn an_unsigned_binding_request_is_an_invalid_parameter() {
 }
 
 #[test]
+fn a_refused_binding_that_proved_the_session_key_gets_a_signed_error() {
+    // Binding on a connection that is already a channel of the session.
+    let (mut a, skey) = first_channel(Dialect::SMB3_0_2);
+    let mut auth = ClientAuth::new("alice", "", "secret");
+    let token = auth.step(None, [5; 24], a.now.filetime).unwrap().unwrap();
+    let req = SessionSetupRequest {
+        flags: SessionSetupFlags::BINDING,
+        security_mode: SecurityMode::SIGNING_ENABLED,
+        capabilities: Capabilities::empty(),
+        channel: 0,
+        previous_session_id: 0,
+        security_buffer: &token,
+    };
+    let mut m = a.message(Command::SESSION_SETUP, 0, |o| req.encode(o));
+    sign_with(&skey, &mut m);
+    let r = a.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::REQUEST_NOT_ACCEPTED);
+    assert!(
+        r.hdr.is_signed() && verify_response(&skey, &r),
+        "signed with the session key"
+    );
+}
+
+#[test]
 fn a_binding_signed_with_a_wrong_key_is_refused() {
     let (a, _) = first_channel(Dialect::SMB3_0_2);
     let mut b = second(&a, Dialect::SMB3_0_2, GUID);

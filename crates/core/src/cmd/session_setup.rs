@@ -230,6 +230,31 @@ fn bind(
     dialect: Dialect,
     token: &[u8],
 ) -> Result<Reply, NtStatus> {
+    // Once a binding request proves it holds the session's key, its error
+    // responses are signed with that key too: clients take an unsigned
+    // answer to a signed request for a forgery.
+    let proven = core
+        .server
+        .find_session(req.hdr.session_id)
+        .filter(|_| dialect.0 >= Dialect::SMB3_0.0 && core.server.config.multi_channel)
+        .and_then(|s| lock(&s).signing_key.clone())
+        .filter(|k| req.hdr.is_signed() && binding_signature_ok(k, req));
+    match bind_checked(core, req, dialect, token) {
+        Err(status) if proven.is_some() => {
+            let mut r = Reply::with_status(status, Vec::new());
+            r.sign_key = proven;
+            Ok(r)
+        }
+        other => other,
+    }
+}
+
+fn bind_checked(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    dialect: Dialect,
+    token: &[u8],
+) -> Result<Reply, NtStatus> {
     let session_id = req.hdr.session_id;
     if dialect.0 < Dialect::SMB3_0.0 || !core.server.config.multi_channel {
         return Err(NtStatus::REQUEST_NOT_ACCEPTED);
