@@ -10,7 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use ringshare_crypto::encrypt::Cipher;
+use ringshare_crypto::encrypt::{Cipher, CipherKey};
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::{NonceInfo, SigningKey};
 use ringshare_vfs::Node;
@@ -165,6 +165,9 @@ pub(crate) struct Reply {
     /// Sign the response with this session's key even if it is not yet valid
     /// (the final SESSION_SETUP response).
     pub sign_with_session: Option<u64>,
+    /// Seal with this key and nonce counter (LOGOFF of an encrypted session: the
+    /// session is gone by the time the frame is encrypted).
+    pub seal: Option<(Arc<CipherKey>, u64)>,
     /// Sign with this key (LOGOFF: the session is gone by the time the reply is built).
     pub sign_key: Option<SigningKey>,
     /// A FileId this command produced, for related compounds (CREATE).
@@ -189,6 +192,7 @@ impl Reply {
             data: None,
             data_headroom: 0,
             file: None,
+            seal: None,
             preauth_session: None,
             preauth_connection: false,
             sign_with_session: None,
@@ -237,6 +241,8 @@ struct Job {
     related_error: Option<NtStatus>,
     /// The frame arrived encrypted for this session: replies go back encrypted.
     encrypted: Option<u64>,
+    /// Key and nonce reserved by a member whose session ends with it (LOGOFF).
+    seal: Option<(Arc<CipherKey>, u64)>,
 }
 
 /// A reply ready to be framed: header + body and optional data.
@@ -504,6 +510,7 @@ impl Connection {
             last_file: None,
             related_error: None,
             encrypted,
+            seal: None,
         };
         self.run(job);
     }
@@ -892,6 +899,9 @@ impl Connection {
         // The response echoes the request's SessionId and TreeId (for related
         // members that is 0xFFFF...: clients match responses by them), except
         // that SESSION_SETUP and TREE_CONNECT carry the ids they created.
+        if reply.seal.is_some() && job.encrypted.is_some() {
+            job.seal = reply.seal.clone();
+        }
         let mut hdr = Header::response_to(req_hdr, reply.status);
         if let Some(sid) = reply.session_id {
             hdr.session_id = sid;
@@ -1028,11 +1038,16 @@ impl Connection {
             }));
             return;
         }
-        self.send_frame(frame, job.encrypted);
+        self.send_frame(frame, job.encrypted, job.seal.take());
     }
 
     /// Queue a built frame, encrypting it for `encrypted`'s session first.
-    fn send_frame(&mut self, frame: Vec<Vec<u8>>, encrypted: Option<u64>) {
+    fn send_frame(
+        &mut self,
+        frame: Vec<Vec<u8>>,
+        encrypted: Option<u64>,
+        reserved: Option<(Arc<CipherKey>, u64)>,
+    ) {
         let Some(sid) = encrypted else {
             self.outputs.push_back(Output::Send(frame));
             return;
@@ -1040,12 +1055,17 @@ impl Connection {
         let mut plain: Vec<u8> = frame.concat();
         plain.drain(..4);
         // Key and nonce under the session's lock, the work without it.
-        let sealing = self.core.sessions.get(&sid).and_then(|c| {
-            let mut s = lock(&c.session);
-            let key = s.encrypt_key.clone()?;
-            s.nonce_counter = s.nonce_counter.checked_add(1)?;
-            Some((key, s.nonce_counter))
-        });
+        let sealing = self
+            .core
+            .sessions
+            .get(&sid)
+            .and_then(|c| {
+                let mut s = lock(&c.session);
+                let key = s.encrypt_key.clone()?;
+                s.nonce_counter = s.nonce_counter.checked_add(1)?;
+                Some((key, s.nonce_counter))
+            })
+            .or(reserved);
         let sealed =
             sealing.and_then(|(key, counter)| transform::encrypt(&key, sid, counter, plain));
         match sealed {
@@ -1144,7 +1164,7 @@ impl Connection {
             file: None,
             sign_key,
         }]);
-        self.send_frame(frame, op.encrypted.then_some(op.session_id));
+        self.send_frame(frame, op.encrypted.then_some(op.session_id), None);
     }
 
     /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and

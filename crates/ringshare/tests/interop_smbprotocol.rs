@@ -305,12 +305,10 @@ fn smbprotocol_round_trips_files_signed_with_hmac_sha256_unencrypted_over_smb_2_
     );
 }
 
-/// [MS-SMB2] 3.3.5.6 / 3.3.4.1.4: the LOGOFF response to an encrypted LOGOFF is sent, encrypted
-/// with the session's key, before the session goes away. ringshare removes the session first
-/// and then drops the reply ("dropping a reply to an encrypted request: no session key"), so
-/// the client waits until the connection is closed 30 s later.
+/// [MS-SMB2] 3.3.5.6 / 3.3.4.1.4: the LOGOFF response to an encrypted LOGOFF is sent encrypted
+/// with the session's key although the session is gone by then (LOGOFF reserves the key and a
+/// nonce). Before that fix the reply was dropped and the client waited 30 s for the close.
 #[test]
-#[ignore = "server bug in crates/core: an encrypted LOGOFF gets no reply"]
 fn smbprotocol_gets_an_encrypted_reply_to_logoff_on_an_encrypted_session() {
     round_trip(
         "encrypted logoff over 3.1.1",

@@ -553,12 +553,23 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .sessions
         .remove(&req.session_id)
         .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let signing_required = {
+    let (signing_required, seal) = {
         let mut session = lock(&ch.session);
         session.closed = true;
         session.channels.clear();
         close_all_opens(&server, &mut session);
-        session.signing_required
+        // An encrypted LOGOFF is answered encrypted ([MS-SMB2] 3.3.4.1.4), but the
+        // session is gone once the reply is sealed: reserve its key and a nonce now.
+        let key = session.encrypt_key.clone().filter(|_| req.encrypted);
+        let counter = session.nonce_counter.checked_add(1);
+        let seal = match (key, counter) {
+            (Some(key), Some(n)) => {
+                session.nonce_counter = n;
+                Some((key, n))
+            }
+            _ => None,
+        };
+        (session.signing_required, seal)
     };
     server.remove_session(req.session_id);
     let mut b = Vec::with_capacity(4);
@@ -568,5 +579,6 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if signing_required || req.hdr.is_signed() {
         r.sign_key = ch.signing_key.clone();
     }
+    r.seal = seal;
     Ok(r)
 }
