@@ -76,7 +76,8 @@ pub struct RingConfig {
     /// `IORING_SETUP_SQPOLL` (a kernel thread polls the SQ). Default false.
     pub sqpoll: bool,
     /// Largest piece of a [`Ring::send_file`] moved through its pipe at once
-    /// (the pipe is sized to it where the kernel allows). Default 256 KiB.
+    /// (the pipe is sized to it where the kernel allows). Default 1 MiB
+    /// (`/proc/sys/fs/pipe-max-size`'s default, so unprivileged servers get it too).
     pub splice_chunk: usize,
     /// Most io_uring worker threads for blocking work (splices) this ring
     /// may have at once; 0 leaves the kernel's limit (RLIMIT_NPROC). Default 256.
@@ -90,7 +91,7 @@ impl Default for RingConfig {
             single_issuer: true,
             defer_taskrun: true,
             sqpoll: false,
-            splice_chunk: 256 * 1024,
+            splice_chunk: 1024 * 1024,
             blocking_workers_max: 256,
         }
     }

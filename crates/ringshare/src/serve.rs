@@ -301,12 +301,12 @@ fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {
     Ok(())
 }
 
-/// Bytes per splice for send-file READs: 256 KiB (docs/benchmarks.md, "Splice
+/// Bytes per splice for send-file READs: 1 MiB (docs/benchmarks.md, "Splice
 /// chunk"), or `RINGSHARE_SPLICE_CHUNK` (bytes) for measuring other sizes.
 fn splice_chunk() -> usize {
     std::env::var("RINGSHARE_SPLICE_CHUNK")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| (4096..=64 << 20).contains(n))
-        .unwrap_or(256 * 1024)
+        .unwrap_or(1024 * 1024)
 }
