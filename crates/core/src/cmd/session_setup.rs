@@ -132,21 +132,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         req.hdr.session_id
     };
-    let challenge: [u8; 8] = core.random_bytes();
-    let cfg = ntlm_config(core);
-    let now = core.now.filetime;
-    let users = core.server.users.clone();
-    let ch = core
-        .sessions
-        .get_mut(&session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    if let Some(p) = ch.preauth.as_mut() {
-        p.update(req.msg);
-    }
-    let auth = ch
-        .auth
-        .get_or_insert_with(|| Box::new(ServerAuth::new(&cfg, challenge, now)));
-    let step = auth.step(setup.security_buffer, users.as_ref());
+    let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?;
     match step {
         Ok(ServerStep::Continue(token)) => {
             let mut r = Reply::with_status(
@@ -158,7 +144,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
-            ch.auth = None;
             let anonymous = result.kind == AuthKind::Anonymous;
             finish(
                 core,
@@ -175,7 +160,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Err(AuthError::NoSuchUser(user))
             if core.server.config.map_bad_user_to_guest && core.server.config.guest_enabled =>
         {
-            ch.auth = None;
             finish(
                 core,
                 session_id,
@@ -190,8 +174,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         Err(e) => {
             tracing::info!(peer = %core.peer, "authentication failed: {}", describe(&e));
-            ch.auth = None;
-            let was_valid = lock(&ch.session).valid;
+            let was_valid = core
+                .sessions
+                .get(&session_id)
+                .is_some_and(|ch| lock(&ch.session).valid);
             if !was_valid {
                 abandon(core, session_id);
             }
@@ -321,21 +307,7 @@ fn bind_checked(
             },
         );
     }
-    let challenge: [u8; 8] = core.random_bytes();
-    let cfg = ntlm_config(core);
-    let now = core.now.filetime;
-    let users = core.server.users.clone();
-    let ch = core
-        .sessions
-        .get_mut(&session_id)
-        .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    if let Some(p) = ch.preauth.as_mut() {
-        p.update(req.msg);
-    }
-    let auth = ch
-        .auth
-        .get_or_insert_with(|| Box::new(ServerAuth::new(&cfg, challenge, now)));
-    match auth.step(token, users.as_ref()) {
+    match auth_leg(core, session_id, req.msg, token)? {
         Ok(ServerStep::Continue(token)) => {
             let mut r = Reply::with_status(
                 NtStatus::MORE_PROCESSING_REQUIRED,
@@ -356,10 +328,13 @@ fn bind_checked(
                 abandon(core, session_id);
                 return Err(NtStatus::ACCESS_DENIED);
             }
+            let ch = core
+                .sessions
+                .get_mut(&session_id)
+                .ok_or(NtStatus::USER_SESSION_DELETED)?;
             let preauth = ch.preauth.take().map(|p| p.0);
             let derived = keys::derive(dialect.0, &result.session_key, preauth.as_ref(), 16);
             ch.signing_key = Some(SigningKey::new(algorithm, derived.signing));
-            ch.auth = None;
             ch.binding = false;
             let sref = Arc::clone(&ch.session);
             let encrypt_data = {
@@ -394,6 +369,37 @@ fn bind_checked(
             Err(NtStatus::LOGON_FAILURE)
         }
     }
+}
+
+/// One leg of the NTLM/SPNEGO exchange on the channel `session_id` (a new
+/// session, a re-authentication or a binding): the request joins the channel's
+/// preauth hash and `token` goes to the exchange, started on the first leg.
+/// Once the exchange ends, done or failed, the channel forgets it.
+fn auth_leg(
+    core: &mut ConnCore,
+    session_id: u64,
+    msg: &[u8],
+    token: &[u8],
+) -> Result<Result<ServerStep, AuthError>, NtStatus> {
+    let challenge: [u8; 8] = core.random_bytes();
+    let cfg = ntlm_config(core);
+    let now = core.now.filetime;
+    let users = core.server.users.clone();
+    let ch = core
+        .sessions
+        .get_mut(&session_id)
+        .ok_or(NtStatus::USER_SESSION_DELETED)?;
+    if let Some(p) = ch.preauth.as_mut() {
+        p.update(msg);
+    }
+    let auth = ch
+        .auth
+        .get_or_insert_with(|| Box::new(ServerAuth::new(&cfg, challenge, now)));
+    let step = auth.step(token, users.as_ref());
+    if !matches!(step, Ok(ServerStep::Continue(_))) {
+        ch.auth = None;
+    }
+    Ok(step)
 }
 
 /// The signing algorithm sessions of this connection use.
