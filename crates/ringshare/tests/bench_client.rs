@@ -4,31 +4,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{Server, ServerConfig, PASSWORD, SHARE, USER};
-
-fn bench(server: &Server, args: &[&str]) -> (bool, String) {
-    bench_as(server, SHARE, &format!("{USER}%{PASSWORD}"), args)
-}
-
-/// `ringshare bench` on `share` with `credentials` (USER%PASS): (success, stdout + stderr).
-fn bench_as(server: &Server, share: &str, credentials: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ringshare"))
-        .arg("bench")
-        .arg(format!("//127.0.0.1:{}/{share}", server.port))
-        .arg("-U")
-        .arg(credentials)
-        .args(args)
-        .output()
-        .expect("run ringshare bench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
+use common::{bench, bench_as, Server, ServerConfig, PASSWORD, SHARE, USER};
 
 fn errors_field(json: &str) -> Option<u64> {
     let i = json.find("\"errors\"")?;

@@ -7,45 +7,8 @@
 mod common;
 
 use std::collections::HashMap;
-use std::process::Command;
 
-use common::{Server, ServerConfig, PASSWORD, SHARE, USER};
-
-fn bench(server: &Server, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ringshare"))
-        .arg("bench")
-        .arg(format!("//127.0.0.1:{}/{SHARE}", server.port))
-        .arg("-U")
-        .arg(format!("{USER}%{PASSWORD}"))
-        .args(args)
-        .output()
-        .expect("run ringshare bench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// The pid of the server whose command line names its config next to `share_dir`.
-fn server_pid(server: &Server) -> Option<u32> {
-    let conf = server.share_dir.parent()?.join("ringshare.conf");
-    let conf = conf.to_str()?.to_string();
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.contains(" serve ") && cmd.contains(&conf) {
-            return Some(pid);
-        }
-    }
-    None
-}
+use common::{bench, Server, ServerConfig};
 
 /// CPU clock ticks (user + system) of every `ringshare-ring-N` thread, by
 /// thread id (comm is cut to 15 bytes, so every ring reads `ringshare-ring-`).
@@ -108,7 +71,7 @@ fn channel_bytes(out: &str, idx: usize) -> Option<u64> {
 #[test]
 fn two_channels_of_one_session_move_verified_data_and_run_on_two_ring_threads() {
     let server = Server::start(&ServerConfig::default(), |_| {});
-    let pid = server_pid(&server).expect("the server's pid");
+    let pid = server.pid().expect("the server's pid");
     let rings = ring_ticks(pid).len();
     // SO_REUSEPORT spreads connections over the rings by a hash of their
     // ports: a run whose two channels land on one ring is tried again.

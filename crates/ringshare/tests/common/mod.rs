@@ -278,6 +278,11 @@ impl Server {
         panic!("ringshare serve did not start: {failure}");
     }
 
+    /// The server process's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// What the server printed so far (stdout and stderr, interleaved).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_else(|e| format!("(no log: {e})"))
@@ -707,4 +712,27 @@ impl fmt::Display for SmbOutput {
             self.args, self.status, self.stdout, self.stderr
         )
     }
+}
+
+/// `ringshare bench` on `share` with `credentials` (USER%PASS): (success, stdout + stderr).
+pub fn bench_as(server: &Server, share: &str, credentials: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ringshare"))
+        .arg("bench")
+        .arg(format!("//127.0.0.1:{}/{share}", server.port))
+        .arg("-U")
+        .arg(credentials)
+        .args(args)
+        .output()
+        .expect("run ringshare bench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `ringshare bench` on [`SHARE`] as [`USER`]: (success, stdout + stderr).
+pub fn bench(server: &Server, args: &[&str]) -> (bool, String) {
+    bench_as(server, SHARE, &format!("{USER}%{PASSWORD}"), args)
 }
