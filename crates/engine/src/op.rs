@@ -199,23 +199,21 @@ impl SendFile {
     /// before it moved their planned lengths, it moved `res`, the rest nothing.
     pub(crate) fn apply(&mut self, index: usize, res: i32) {
         self.progressed = false;
-        let plan = std::mem::take(&mut self.plan);
-        for (i, &(kind, len)) in plan.iter().enumerate() {
-            if i < index {
-                self.moved(kind, len);
-            } else if i == index {
-                if res < 0 {
-                    self.error.get_or_insert(-res);
-                } else {
-                    self.moved(kind, res as usize);
-                    if kind == STEP_FILL && res == 0 {
-                        self.eof = true;
-                        self.progressed = true;
-                    }
+        for i in 0..index.min(self.plan.len()) {
+            let (kind, len) = self.plan[i];
+            self.moved(kind, len);
+        }
+        if let Some(&(kind, _)) = self.plan.get(index) {
+            if res < 0 {
+                self.error.get_or_insert(-res);
+            } else {
+                self.moved(kind, res as usize);
+                if kind == STEP_FILL && res == 0 {
+                    self.eof = true;
+                    self.progressed = true;
                 }
             }
         }
-        self.plan = plan;
         self.plan.clear();
     }
 
