@@ -18,6 +18,7 @@ use ringshare_wire::consts::{Command, Dialect, HeaderFlags};
 use ringshare_wire::create::CloseRequest;
 use ringshare_wire::framing;
 use ringshare_wire::header::{self, Header, HeaderId, Protocol};
+use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd;
@@ -130,6 +131,9 @@ pub(crate) struct Req<'a> {
     pub hdr: Header,
     /// The whole message: header and body (sliced to NextCommand in a compound).
     pub msg: &'a [u8],
+    /// Where `msg` starts in the received frame (after the transform header
+    /// of a decrypted frame, at the NextCommand offset in a compound).
+    pub msg_offset: usize,
     /// Session and tree after compound-related substitution.
     pub session_id: u64,
     pub tree_id: u32,
@@ -438,20 +442,24 @@ impl Connection {
             return;
         }
         let mut encrypted = None;
+        // Where the SMB2 message starts: after the transform header when the
+        // frame was decrypted (in place, where it landed).
+        let mut base = 0;
         if header::protocol_of(&frame) == Protocol::Transform && self.core.negotiated.is_some() {
             // [MS-SMB2] 3.3.5.2.1.1: decrypt with the session's key; any failure
             // closes the connection.
             let sid = transform::session_of(&frame).unwrap_or(0);
             // The key is taken out of the session so the work runs unlocked.
             let key = self.core.session(sid).map(|s| lock(&s).decrypt_key.clone());
-            match transform::decrypt(key.as_ref().map(|k| k.as_deref()), frame) {
-                Ok(plain) => {
-                    let same_session = Header::decode(&plain).is_ok_and(|h| h.session_id == sid);
-                    if header::protocol_of(&plain) != Protocol::Smb2 || !same_session {
+            match transform::decrypt_in_place(key.as_ref().map(|k| k.as_deref()), &mut frame) {
+                Ok(()) => {
+                    let plain = &frame[TRANSFORM_HEADER_LEN..];
+                    let same_session = Header::decode(plain).is_ok_and(|h| h.session_id == sid);
+                    if header::protocol_of(plain) != Protocol::Smb2 || !same_session {
                         self.disconnect("encrypted message is not SMB2 for its session");
                         return;
                     }
-                    frame = plain;
+                    base = TRANSFORM_HEADER_LEN;
                     encrypted = Some(sid);
                 }
                 Err(e) => {
@@ -460,7 +468,7 @@ impl Connection {
                 }
             }
         }
-        match header::protocol_of(&frame) {
+        match header::protocol_of(&frame[base..]) {
             Protocol::Smb2 => {}
             Protocol::Smb1 if self.core.negotiated.is_none() && !self.core.wildcard_sent => {
                 match cmd::negotiate::handle_smb1(&mut self.core, &frame) {
@@ -483,8 +491,8 @@ impl Connection {
         // The vectors of the last finished job serve again (no allocation per request).
         let mut members = std::mem::take(&mut self.spare_members);
         members.clear();
-        let mut pos = 0usize;
-        for m in header::split_compound(&frame) {
+        let mut pos = base;
+        for m in header::split_compound(&frame[base..]) {
             match m {
                 Ok(slice) => {
                     members.push((pos, pos + slice.len()));
@@ -616,6 +624,7 @@ impl Connection {
             let req = Req {
                 hdr: hdr.clone(),
                 msg: &job.frame[start..end],
+                msg_offset: start,
                 session_id,
                 tree_id,
                 related_file_id,
@@ -1018,7 +1027,7 @@ impl Connection {
         let built = if job.replies.is_empty() {
             None
         } else {
-            Some(build_frame(&mut job.replies))
+            Some(build_frame(&mut job.replies, seal_room(job.encrypted)))
         };
         self.spare_members = std::mem::take(&mut job.members);
         self.spare_replies = std::mem::take(&mut job.replies);
@@ -1041,10 +1050,13 @@ impl Connection {
         self.send_frame(frame, job.encrypted, job.seal.take());
     }
 
-    /// Queue a built frame, encrypting it for `encrypted`'s session first.
+    /// Queue a built frame, encrypting it for `encrypted`'s session first: the
+    /// frame was built with [`seal_room`] bytes after its transport header, and
+    /// a frame of one part (a READ reply built around its data) is sealed where
+    /// it lies; the parts of a longer one are joined first.
     fn send_frame(
         &mut self,
-        frame: Vec<Vec<u8>>,
+        mut frame: Vec<Vec<u8>>,
         encrypted: Option<u64>,
         reserved: Option<(Arc<CipherKey>, u64)>,
     ) {
@@ -1052,8 +1064,10 @@ impl Connection {
             self.outputs.push_back(Output::Send(frame));
             return;
         };
-        let mut plain: Vec<u8> = frame.concat();
-        plain.drain(..4);
+        let mut buf = match frame.len() {
+            1 => frame.pop().unwrap_or_default(),
+            _ => frame.concat(),
+        };
         // Key and nonce under the session's lock, the work without it.
         let sealing = self
             .core
@@ -1066,15 +1080,14 @@ impl Connection {
                 Some((key, s.nonce_counter))
             })
             .or(reserved);
-        let sealed =
-            sealing.and_then(|(key, counter)| transform::encrypt(&key, sid, counter, plain));
+        let sealed = sealing.and_then(|(key, counter)| {
+            transform::seal_in_place(&key, sid, counter, buf.get_mut(4..)?)?;
+            let hdr = framing::frame_header(buf.len() - 4).ok()?;
+            buf[..4].copy_from_slice(&hdr);
+            Some(())
+        });
         match sealed {
-            Some(msg) => {
-                let mut out = Vec::with_capacity(4 + msg.len());
-                framing::put_frame_header(&mut out, msg.len());
-                out.extend_from_slice(&msg);
-                self.outputs.push_back(Output::Send(vec![out]));
-            }
+            Some(()) => self.outputs.push_back(Output::Send(vec![buf])),
             // The session went away (logoff) or lost its key: nothing may go out in clear.
             None => {
                 tracing::debug!(peer = %self.core.peer, "dropping a reply to an encrypted request: no session key")
@@ -1156,15 +1169,19 @@ impl Connection {
         } else {
             reply.body
         };
-        let (frame, _) = build_frame(&mut vec![BuiltReply {
-            hdr,
-            body,
-            data: reply.data,
-            data_headroom: reply.data_headroom,
-            file: None,
-            sign_key,
-        }]);
-        self.send_frame(frame, op.encrypted.then_some(op.session_id), None);
+        let encrypted = op.encrypted.then_some(op.session_id);
+        let (frame, _) = build_frame(
+            &mut vec![BuiltReply {
+                hdr,
+                body,
+                data: reply.data,
+                data_headroom: reply.data_headroom,
+                file: None,
+                sign_key,
+            }],
+            seal_room(encrypted),
+        );
+        self.send_frame(frame, encrypted, None);
     }
 
     /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and
@@ -1271,18 +1288,24 @@ fn frame_bytes(msg: Vec<u8>) -> Vec<u8> {
 /// data of a READ kept in its own part.
 /// Frames the replies of a job: the parts to send back to back, and the file
 /// range that follows them when the last reply's data comes from a file.
-fn build_frame(replies: &mut Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange>) {
+///
+/// `room` bytes (see [`seal_room`]) are left after the transport header for a
+/// transform header.
+fn build_frame(replies: &mut Vec<BuiltReply>, room: usize) -> (Vec<Vec<u8>>, Option<FileRange>) {
     if let [r] = replies.as_slice() {
-        if r.data.is_some() && r.data_headroom > 0 && r.data_headroom == 4 + 64 + r.body.len() {
+        if r.data.is_some()
+            && r.data_headroom > 0
+            && r.data_headroom == 4 + room + 64 + r.body.len()
+        {
             if let Some(r) = replies.pop() {
-                return (vec![build_in_place(r)], None);
+                return (vec![build_in_place(r, room)], None);
             }
         }
     }
     let n = replies.len();
     let mut parts: Vec<Vec<u8>> = Vec::with_capacity(2 * n);
-    let mut cur: Vec<u8> = Vec::with_capacity(4 + 64 * n + 256);
-    cur.extend_from_slice(&[0, 0, 0, 0]);
+    let mut cur: Vec<u8> = Vec::with_capacity(4 + room + 64 * n + 256);
+    cur.resize(4 + room, 0);
     let mut total = 0usize;
     let mut file = None;
     for (i, r) in replies.drain(..).enumerate() {
@@ -1306,6 +1329,11 @@ fn build_frame(replies: &mut Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange
         hdr.encode(&mut cur);
         cur.extend_from_slice(&r.body);
         let pad = padded - len;
+        let mut data = r.data;
+        if let Some(d) = data.as_mut().filter(|_| r.data_headroom > 0) {
+            // Room for an in-place build that this frame could not use.
+            d.drain(..r.data_headroom.min(d.len()));
+        }
         if let Some(key) = r.sign_key {
             let nonce = NonceInfo {
                 message_id: hdr.message_id,
@@ -1313,13 +1341,13 @@ fn build_frame(replies: &mut Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange
                 cancel: false,
             };
             let padding = vec![0u8; pad];
-            let sig = match &r.data {
+            let sig = match &data {
                 Some(d) => key.sign(&[&cur[start..], d, &padding], nonce),
                 None => key.sign(&[&cur[start..], &padding], nonce),
             };
             header::patch_signature(&mut cur, start, &sig);
         }
-        match r.data {
+        match data {
             Some(d) => {
                 parts.push(std::mem::take(&mut cur));
                 parts.push(d);
@@ -1332,17 +1360,28 @@ fn build_frame(replies: &mut Vec<BuiltReply>) -> (Vec<Vec<u8>>, Option<FileRange
     if !cur.is_empty() {
         parts.push(cur);
     }
-    let hdr = framing::frame_header(total).unwrap_or([0, 0xff, 0xff, 0xff]);
+    let hdr = framing::frame_header(room + total).unwrap_or([0, 0xff, 0xff, 0xff]);
     parts[0][..4].copy_from_slice(&hdr);
     parts.retain(|p| !p.is_empty());
     (parts, file)
 }
 
+/// Bytes a frame leaves after its transport header for the transform header
+/// of an encrypted reply (sealed in place by `send_frame`).
+fn seal_room(encrypted: Option<u64>) -> usize {
+    if encrypted.is_some() {
+        TRANSFORM_HEADER_LEN
+    } else {
+        0
+    }
+}
+
 /// A reply alone in its frame whose data buffer starts with exactly enough
-/// room for the transport header, SMB2 header and body: those are written in
-/// front of the data, and the frame is signed and sent as one piece (no
-/// scattered signing input, no second iovec).
-fn build_in_place(r: BuiltReply) -> Vec<u8> {
+/// room for the transport header, `room` bytes for a transform header, the
+/// SMB2 header and body: those are written in front of the data, and the frame
+/// is signed (or sealed, by `send_frame`) and sent as one piece (no scattered
+/// input, no second iovec, no copy).
+fn build_in_place(r: BuiltReply, room: usize) -> Vec<u8> {
     let mut buf = r.data.unwrap_or_default();
     let h = r.data_headroom;
     let mut hdr = r.hdr;
@@ -1353,6 +1392,7 @@ fn build_in_place(r: BuiltReply) -> Vec<u8> {
     let mut front = Vec::with_capacity(h);
     let frame = framing::frame_header(buf.len() - 4).unwrap_or([0, 0xff, 0xff, 0xff]);
     front.extend_from_slice(&frame);
+    front.resize(4 + room, 0);
     hdr.encode(&mut front);
     front.extend_from_slice(&r.body);
     buf[..h].copy_from_slice(&front);
@@ -1362,8 +1402,8 @@ fn build_in_place(r: BuiltReply) -> Vec<u8> {
             server_to_client: true,
             cancel: false,
         };
-        let sig = key.sign(&[&buf[4..]], nonce);
-        header::patch_signature(&mut buf, 4, &sig);
+        let sig = key.sign(&[&buf[4 + room..]], nonce);
+        header::patch_signature(&mut buf, 4 + room, &sig);
     }
     buf
 }

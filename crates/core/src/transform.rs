@@ -29,14 +29,15 @@ pub(crate) fn session_of(frame: &[u8]) -> Result<u64, TransformError> {
         .map_err(|_| TransformError::Malformed)
 }
 
-/// Decrypt a transform frame with its session's client-to-server key
-/// (`None`: no such session; `Some(None)`: the session has no key); returns
-/// the plaintext SMB2 message (chain).
-pub(crate) fn decrypt(
+/// Decrypt a transform frame in place with its session's client-to-server
+/// key (`None`: no such session; `Some(None)`: the session has no key): the
+/// plaintext SMB2 message (chain) is left at `frame[TRANSFORM_HEADER_LEN..]`,
+/// where the ciphertext arrived. Nothing is copied.
+pub(crate) fn decrypt_in_place(
     key: Option<Option<&CipherKey>>,
-    mut frame: Vec<u8>,
-) -> Result<Vec<u8>, TransformError> {
-    let (hdr, _, _) = split_encrypted(&frame).map_err(|_| TransformError::Malformed)?;
+    frame: &mut [u8],
+) -> Result<(), TransformError> {
+    let (hdr, _, _) = split_encrypted(frame).map_err(|_| TransformError::Malformed)?;
     let key = key.ok_or(TransformError::UnknownSession)?;
     let key = key.ok_or(TransformError::NoKey)?;
     if hdr.flags != TransformFlags::ENCRYPTED {
@@ -44,39 +45,43 @@ pub(crate) fn decrypt(
     }
     let mut aad = [0u8; 32];
     aad.copy_from_slice(&frame[AAD_RANGE]);
-    let mut body = frame.split_off(TRANSFORM_HEADER_LEN);
     let nonce = &hdr.nonce[..key.cipher().nonce_len()];
-    key.decrypt_in_place(nonce, &aad, &mut body, &hdr.signature)
-        .map_err(|_| TransformError::AuthenticationFailed)?;
-    Ok(body)
+    key.decrypt_in_place(
+        nonce,
+        &aad,
+        &mut frame[TRANSFORM_HEADER_LEN..],
+        &hdr.signature,
+    )
+    .map_err(|_| TransformError::AuthenticationFailed)
 }
 
-/// Encrypt a plaintext SMB2 message (chain) for session `session_id` with
-/// its server-to-client key and the session's next nonce `counter` (taken
-/// under the session's lock; the work here runs without it): the transform
-/// header followed by the ciphertext, without the transport header.
-pub(crate) fn encrypt(
+/// Seal a message in place for session `session_id` with its server-to-client
+/// key and the session's next nonce `counter` (taken under the session's lock;
+/// the work here runs without it). `msg` is `TRANSFORM_HEADER_LEN` bytes of room
+/// followed by the plaintext SMB2 message (chain): the plaintext is encrypted
+/// where it lies and the transform header written into the room. `None` when
+/// `msg` has no room or is too long for the header's size field.
+pub(crate) fn seal_in_place(
     key: &CipherKey,
     session_id: u64,
     counter: u64,
-    mut plain: Vec<u8>,
-) -> Option<Vec<u8>> {
+    msg: &mut [u8],
+) -> Option<()> {
+    let plain_len = msg.len().checked_sub(TRANSFORM_HEADER_LEN)?;
     let mut nonce = [0u8; 16];
     nonce[..8].copy_from_slice(&counter.to_le_bytes());
     let mut hdr = TransformHeader {
         signature: [0; 16],
         nonce,
-        original_message_size: u32::try_from(plain.len()).ok()?,
+        original_message_size: u32::try_from(plain_len).ok()?,
         flags: TransformFlags::ENCRYPTED,
         session_id,
     };
     let aad = hdr.aad();
-    let tag = key
-        .encrypt_in_place(&nonce[..key.cipher().nonce_len()], &aad, &mut plain)
+    let (room, plain) = msg.split_at_mut(TRANSFORM_HEADER_LEN);
+    hdr.signature = key
+        .encrypt_in_place(&nonce[..key.cipher().nonce_len()], &aad, plain)
         .ok()?;
-    hdr.signature = tag;
-    let mut out = Vec::with_capacity(TRANSFORM_HEADER_LEN + plain.len());
-    hdr.encode(&mut out);
-    out.extend_from_slice(&plain);
-    Some(out)
+    room.copy_from_slice(&hdr.to_bytes());
+    Some(())
 }

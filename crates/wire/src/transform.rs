@@ -51,21 +51,25 @@ impl TransformHeader {
 
     /// Append the 52-byte header.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.put_bytes(&TRANSFORM_MAGIC);
-        out.put_bytes(&self.signature);
-        out.put_bytes(&self.nonce);
-        out.put_u32(self.original_message_size);
-        out.put_u16(0);
-        out.put_u16(self.flags.0);
-        out.put_u64(self.session_id);
+        out.put_bytes(&self.to_bytes());
+    }
+
+    /// The 52-byte header as an array (no allocation).
+    pub fn to_bytes(&self) -> [u8; TRANSFORM_HEADER_LEN] {
+        let mut b = [0u8; TRANSFORM_HEADER_LEN];
+        b[..4].copy_from_slice(&TRANSFORM_MAGIC);
+        b[4..20].copy_from_slice(&self.signature);
+        b[20..36].copy_from_slice(&self.nonce);
+        b[36..40].copy_from_slice(&self.original_message_size.to_le_bytes());
+        b[42..44].copy_from_slice(&self.flags.0.to_le_bytes());
+        b[44..52].copy_from_slice(&self.session_id.to_le_bytes());
+        b
     }
 
     /// The 32 bytes of associated data this header contributes (bytes 20..52).
     pub fn aad(&self) -> [u8; 32] {
-        let mut v = Vec::with_capacity(TRANSFORM_HEADER_LEN);
-        self.encode(&mut v);
         let mut a = [0u8; 32];
-        a.copy_from_slice(&v[AAD_RANGE]);
+        a.copy_from_slice(&self.to_bytes()[AAD_RANGE]);
         a
     }
 }

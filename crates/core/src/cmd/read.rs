@@ -10,6 +10,7 @@
 //! every open and smbtorture (smb2.read.position, samba3 target) expects it.
 
 use ringshare_wire::file::{ReadRequest, ReadResponse};
+use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::NtStatus;
 
 use crate::access;
@@ -27,7 +28,8 @@ use crate::server::lock;
 pub(crate) const SPLICE_LEN_MIN: usize = 64 * 1024;
 
 /// Room left before READ data for the frame header, SMB2 header and READ
-/// response body, so a reply alone in its frame is built around the data.
+/// response body, so a reply alone in its frame is built around the data
+/// (and, encrypted, the transform header too).
 const READ_HEADROOM: usize = 4 + 64 + 16;
 
 pub(crate) struct ReadCont {
@@ -105,7 +107,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Ok(Handled::Reply(r));
     }
     // Alone in its frame, the reply can be laid out around the data in place.
-    let headroom = if req.sole { READ_HEADROOM } else { 0 };
+    let headroom = match (req.sole, req.encrypted) {
+        (false, _) => 0,
+        (true, false) => READ_HEADROOM,
+        // Also the transform header: the reply is sealed where it lies.
+        (true, true) => READ_HEADROOM + TRANSFORM_HEADER_LEN,
+    };
     Ok(Handled::Io {
         node,
         op: IoOp::Read {

@@ -2,10 +2,8 @@
 //!
 //! The payload is written from where it landed: when the WRITE is alone in its
 //! frame, the driver gets the frame itself and the payload's range in it
-//! (`req.msg` starts at frame offset 0 then). In a compound the payload is
-//! copied out here.
-//! TODO(core): with a `Req::msg_offset` the compound case could give frame
-//! offsets and let conn.rs copy only the payload once.
+//! (`req.msg` starts at `req.msg_offset`: 0, or after the transform header of
+//! a frame decrypted in place). In a compound the payload is copied out here.
 //!
 //! A write moves the open's position to its end, like a read (see read.rs).
 
@@ -92,7 +90,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::FILE_LOCK_CONFLICT);
     }
     let (buf, start, end) = if req.sole {
-        (Vec::new(), data_start, data_start + len)
+        let start = req.msg_offset + data_start;
+        (Vec::new(), start, start + len)
     } else {
         (wr.data.to_vec(), 0, len)
     };
