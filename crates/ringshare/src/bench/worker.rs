@@ -564,9 +564,18 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         opts,
         bound: channel,
         bytes: 0,
-        // Room for many frames: a frame cut by the end of the buffer is moved to
-        // its start, and the rarer that is, the less the client copies twice.
-        rbuf: Some(Vec::with_capacity((4 * (io + 4096)).max(16 << 20))),
+        // Room for two frames: a frame cut by the end of the buffer is moved to
+        // its start. A small buffer stays in the CPU cache, and the receive copy
+        // into it is most of the client's work: 1 MiB reads measured 0.23-0.25
+        // client CPU s/GiB with 2.2 MiB against 0.33-0.38 with 16 MiB
+        // (docs/benchmarks.md "Client receive buffer"; RINGSHARE_BENCH_RECV_BUF
+        // sets the size in bytes for such A/B runs).
+        rbuf: Some(Vec::with_capacity(
+            std::env::var("RINGSHARE_BENCH_RECV_BUF")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2 * (io + 4096) + RECV_ROOM_MIN),
+        )),
         rstart: 0,
         spare: Some(Vec::with_capacity(io + 4096)),
         sending: false,
