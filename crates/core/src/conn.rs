@@ -16,12 +16,14 @@ use ringshare_crypto::sign::{NonceInfo, SigningKey};
 use ringshare_vfs::Node;
 use ringshare_wire::consts::{Command, Dialect, HeaderFlags};
 use ringshare_wire::create::CloseRequest;
+use ringshare_wire::file::{WriteRequest, WRITE_REQUEST_DATA_OFFSET};
 use ringshare_wire::framing;
 use ringshare_wire::header::{self, Header, HeaderId, Protocol};
 use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd;
+use crate::cmd::read::SPLICE_LEN_MIN;
 use crate::credits::CreditWindow;
 use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
@@ -134,6 +136,9 @@ pub(crate) struct Req<'a> {
     /// Where `msg` starts in the received frame (after the transform header
     /// of a decrypted frame, at the NextCommand offset in a compound).
     pub msg_offset: usize,
+    /// The WRITE's payload is not in `msg`: the driver holds these many bytes
+    /// of it ([`Connection::receive_detached`]).
+    pub detached: Option<usize>,
     /// Session and tree after compound-related substitution.
     pub session_id: u64,
     pub tree_id: u32,
@@ -247,6 +252,8 @@ struct Job {
     encrypted: Option<u64>,
     /// Key and nonce reserved by a member whose session ends with it (LOGOFF).
     seal: Option<(Arc<CipherKey>, u64)>,
+    /// The payload of the frame's one WRITE was received apart (its length).
+    detached: Option<usize>,
 }
 
 /// A reply ready to be framed: header + body and optional data.
@@ -333,6 +340,49 @@ impl Connection {
     /// READs alone in their frame (the driver splices the data). Off by default.
     pub fn set_send_file(&mut self, on: bool) {
         self.core.send_file = on;
+    }
+
+    /// Whether the payload of the large frame starting with `head` (the SMB2
+    /// message up to its data, [`WRITE_REQUEST_DATA_OFFSET`] bytes) may be
+    /// received apart from it: `Some(payload length)` for a WRITE alone in its
+    /// frame, unsigned, not encrypted, in the plain layout, of at least
+    /// `SPLICE_LEN_MIN` bytes, when the driver may splice
+    /// ([`Connection::set_send_file`]). The driver then receives the payload
+    /// whole (into a pipe) and calls [`Connection::receive_detached`]; every
+    /// other check is made there, as for any request.
+    pub fn detachable_write(&self, head: &[u8], frame_len: usize) -> Option<usize> {
+        if self.closing || !self.core.send_file || self.core.negotiated.is_none() {
+            return None;
+        }
+        if head.len() != WRITE_REQUEST_DATA_OFFSET || header::protocol_of(head) != Protocol::Smb2 {
+            return None;
+        }
+        let hdr = Header::decode(head).ok()?;
+        if hdr.command != Command::WRITE
+            || hdr.next_command != 0
+            || hdr.is_signed()
+            || hdr.is_related()
+            || hdr.is_response()
+        {
+            return None;
+        }
+        let (_, n) = WriteRequest::decode_head(head).ok()?;
+        (n >= SPLICE_LEN_MIN && Some(n) == frame_len.checked_sub(WRITE_REQUEST_DATA_OFFSET))
+            .then_some(n)
+    }
+
+    /// A WRITE frame whose payload (`payload_len` bytes) the driver received
+    /// apart, as [`Connection::detachable_write`] allowed: `head` is the
+    /// message up to the payload. It is processed like any frame; if it is to
+    /// be written, the core asks for [`IoOp::WriteReceived`], else the
+    /// driver drops the payload.
+    pub fn receive_detached(&mut self, now: Now, head: Vec<u8>, payload_len: usize) {
+        self.core.now = now;
+        self.last_request_ms = now.mono_ms;
+        if self.closing {
+            return;
+        }
+        self.start_job(head, 0, None, Some(payload_len));
     }
 
     /// The largest frame the driver should accept now: small until a session
@@ -488,6 +538,17 @@ impl Connection {
                 return;
             }
         }
+        self.start_job(frame, base, encrypted, None);
+    }
+
+    /// Split a (decrypted) frame into its messages and run them.
+    fn start_job(
+        &mut self,
+        frame: Vec<u8>,
+        base: usize,
+        encrypted: Option<u64>,
+        detached: Option<usize>,
+    ) {
         // The vectors of the last finished job serve again (no allocation per request).
         let mut members = std::mem::take(&mut self.spare_members);
         members.clear();
@@ -519,6 +580,7 @@ impl Connection {
             related_error: None,
             encrypted,
             seal: None,
+            detached,
         };
         self.run(job);
     }
@@ -625,6 +687,7 @@ impl Connection {
                 hdr: hdr.clone(),
                 msg: &job.frame[start..end],
                 msg_offset: start,
+                detached: job.detached,
                 session_id,
                 tree_id,
                 related_file_id,

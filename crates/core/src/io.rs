@@ -128,6 +128,10 @@ pub enum IoOp {
         start: usize,
         end: usize,
     },
+    /// Write the `len` payload bytes of a WRITE that the driver received
+    /// apart from its header (see `Connection::detachable_write`) at
+    /// `offset`, from where the driver holds them (a pipe).
+    WriteReceived { offset: u64, len: usize },
     /// fsync.
     Sync,
 }
@@ -141,6 +145,9 @@ impl fmt::Debug for IoOp {
             IoOp::Write {
                 offset, start, end, ..
             } => write!(f, "Write {{ offset: {offset}, len: {} }}", end - start),
+            IoOp::WriteReceived { offset, len } => {
+                write!(f, "WriteReceived {{ offset: {offset}, len: {len} }}")
+            }
             IoOp::Sync => write!(f, "Sync"),
         }
     }
@@ -178,6 +185,8 @@ impl IoRequest {
                 start,
                 end,
             } => IoDone::Write(self.node.write_at(&buf[*start..*end], *offset)),
+            // The payload is with the driver; there is nothing here to write.
+            IoOp::WriteReceived { .. } => IoDone::Write(Err(FsError::Io)),
             IoOp::Sync => IoDone::Sync(self.node.sync()),
         }
     }

@@ -65,7 +65,7 @@ mod slab;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-pub use ring::{leaked_ops, Completion, Ring, RingConfig, RingSetup, RingStats, Waker};
+pub use ring::{leaked_ops, Completion, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
 
 /// An fd shared between its owner and the operations in flight on it.
 pub type SharedFd = Arc<OwnedFd>;

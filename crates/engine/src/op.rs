@@ -85,6 +85,16 @@ pub(crate) enum OpKind {
     /// `head`, then `len` bytes of `file` from `offset`, to a socket through
     /// a pipe (see [`SendFile`]); submitted as rounds of linked SQEs.
     SendFile(Box<SendFile>),
+    /// `splice(2)` of `left` more bytes from `fd_in` to `fd_out` (one of them
+    /// a pipe), at the given offsets or the fds' own positions; `done` moved.
+    Splice {
+        fd_in: Arc<OwnedFd>,
+        off_in: Option<u64>,
+        fd_out: Arc<OwnedFd>,
+        off_out: Option<u64>,
+        left: usize,
+        done: usize,
+    },
 }
 
 /// A pipe used to splice file pages into a socket without copying them.
@@ -330,6 +340,25 @@ impl OpKind {
                     .build()
             }
             OpKind::Fsync { fd } => opcode::Fsync::new(types::Fd(fd.as_raw_fd())).build(),
+            OpKind::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                left,
+                ..
+            } => {
+                // Offsets were checked to fit i64 by `Ring::splice`; -1: the fd's position.
+                let pos = |o: &Option<u64>| o.map_or(-1, |o| o as i64);
+                opcode::Splice::new(
+                    types::Fd(fd_in.as_raw_fd()),
+                    pos(off_in),
+                    types::Fd(fd_out.as_raw_fd()),
+                    pos(off_out),
+                    (*left).min(SQE_LEN_MAX) as u32,
+                )
+                .build()
+            }
             OpKind::Timeout { ts } => opcode::Timeout::new(&**ts).build(),
             OpKind::Close { fd } => opcode::Close::new(types::Fd(*fd)).build(),
             OpKind::WakerRead { fd, value } => {
@@ -352,6 +381,7 @@ impl OpKind {
             OpKind::SendFile(sf) => (Some(sf.head), None),
             OpKind::Accept { .. }
             | OpKind::Fsync { .. }
+            | OpKind::Splice { .. }
             | OpKind::Timeout { .. }
             | OpKind::Close { .. }
             | OpKind::WakerRead { .. } => (None, None),

@@ -62,6 +62,14 @@ pub fn leaked_ops() -> u64 {
     LEAKED_OPS.load(Ordering::Relaxed)
 }
 
+/// A pipe for [`Ring::splice`]: bytes written to `write` come out of `read`;
+/// it holds `capacity` bytes at most.
+pub struct SplicePipe {
+    pub read: SharedFd,
+    pub write: SharedFd,
+    pub capacity: usize,
+}
+
 /// How to set up a [`Ring`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingConfig {
@@ -492,6 +500,53 @@ impl Ring {
         );
     }
 
+    /// Moves `len` bytes from `fd_in` to `fd_out` with `splice(2)` (one of
+    /// the two must be a pipe), reading at `off_in` / writing at `off_out`, or
+    /// at the fd's own position for `None` (pipes and sockets). Resubmits
+    /// after short moves and completes once: `Ok(len)`, `Ok(n < len)` when
+    /// the input ended (a closed peer, the end of a file), or the first error.
+    /// It runs in an io_uring worker thread and blocks there until the bytes
+    /// come: callers splice from a socket only what has already arrived.
+    pub fn splice(
+        &mut self,
+        fd_in: &SharedFd,
+        off_in: Option<u64>,
+        fd_out: &SharedFd,
+        off_out: Option<u64>,
+        len: usize,
+        token: u64,
+    ) {
+        let past = |o: Option<u64>| o.is_some_and(|o| i64::try_from(o).is_err());
+        if past(off_in) || past(off_out) {
+            return self.reject(token, Vec::new(), "splice offset past i64::MAX");
+        }
+        if len == 0 {
+            return self.complete_now(token, Ok(0), None, None);
+        }
+        self.start(
+            token,
+            OpKind::Splice {
+                fd_in: Arc::clone(fd_in),
+                off_in,
+                fd_out: Arc::clone(fd_out),
+                off_out,
+                left: len,
+                done: 0,
+            },
+        );
+    }
+
+    /// A new pipe for [`Ring::splice`], sized like the ring's send-file pipes
+    /// (`splice_chunk`, or the kernel's limit for this process).
+    pub fn new_splice_pipe(&self) -> io::Result<SplicePipe> {
+        let p = new_pipe(self.splice_chunk)?;
+        Ok(SplicePipe {
+            read: Arc::new(p.read),
+            write: Arc::new(p.write),
+            capacity: p.capacity,
+        })
+    }
+
     /// `fsync(2)` the file.
     pub fn fsync(&mut self, fd: &SharedFd, token: u64) {
         self.start(token, OpKind::Fsync { fd: Arc::clone(fd) });
@@ -889,6 +944,28 @@ impl Ring {
                 self.finish(key, result);
             }
             OpKind::Fsync { .. } | OpKind::Close { .. } => self.finish(key, cqe_result(res)),
+            OpKind::Splice {
+                off_in,
+                off_out,
+                left,
+                done,
+                ..
+            } => {
+                let result = match res {
+                    r if r < 0 => Some(Err(io::Error::from_raw_os_error(-r))),
+                    0 => Some(Ok(*done)),
+                    r => {
+                        let n = r as usize;
+                        *done += n;
+                        *left = left.saturating_sub(n);
+                        for o in [off_in, off_out].into_iter().flatten() {
+                            *o += n as u64;
+                        }
+                        (*left == 0).then_some(Ok(*done))
+                    }
+                };
+                self.continue_or_finish(key, result, closing);
+            }
             OpKind::SendFile(sf) => {
                 if step == 0 || sf.plan.is_empty() {
                     return; // not a step of the round in flight: nothing to apply

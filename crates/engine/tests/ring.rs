@@ -588,3 +588,56 @@ fn send_file_to_a_closed_peer_fails_and_a_cancel_ends_a_stalled_one() {
     assert_eq!(ring.in_flight(), 0);
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn splice_moves_socket_bytes_through_a_pipe_into_a_file_at_an_offset() {
+    let data = pattern(600_000);
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    let pipe = ring.new_splice_pipe().unwrap();
+    assert!(
+        pipe.capacity >= data.len(),
+        "pipe of {} bytes",
+        pipe.capacity
+    );
+    peer.write_all(&data).unwrap();
+    // Socket -> pipe: all of it (the kernel may move it in several steps).
+    ring.splice(&sock, None, &pipe.write, None, data.len(), 1);
+    assert_eq!(wait_for(&mut ring, 1).result.unwrap(), data.len());
+    // Pipe -> file at 4096.
+    let path = temp_path("splice-in");
+    let out: SharedFd = Arc::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .into(),
+    );
+    ring.splice(&pipe.read, None, &out, Some(4096), data.len(), 2);
+    assert_eq!(wait_for(&mut ring, 2).result.unwrap(), data.len());
+    let got = std::fs::read(&path).unwrap();
+    assert_eq!(got.len(), 4096 + data.len());
+    assert!(got[..4096].iter().all(|&b| b == 0));
+    assert!(got[4096..] == data[..], "file bytes differ");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn splice_from_a_closed_peer_reports_the_short_count() {
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    let pipe = ring.new_splice_pipe().unwrap();
+    peer.write_all(b"only this").unwrap();
+    drop(peer);
+    ring.splice(&sock, None, &pipe.write, None, 1000, 3);
+    assert_eq!(wait_for(&mut ring, 3).result.unwrap(), 9);
+    ring.splice(&pipe.read, None, &sock, Some(1 << 63), 9, 4);
+    assert_eq!(
+        wait_for(&mut ring, 4).result.unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput,
+        "an offset past i64::MAX is refused"
+    );
+}

@@ -28,8 +28,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ringshare_core::{
     Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState,
 };
-use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
+use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, SplicePipe, Waker};
 use ringshare_vfs::FsError;
+use ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET;
 use ringshare_wire::framing;
 
 /// Receive buffer for small frames.
@@ -52,6 +53,8 @@ const SEND_BATCH_PARTS_MAX: usize = 512;
 /// reads, `ringshare bench seq-read --sign` / `--encrypt`): 2-3 best, server
 /// 0.59 / 0.71 s/GiB against 0.79 / 0.87 unbounded; 6: 0.73 / 0.83.
 const READ_BUFFERS_HELD_MAX: usize = 3;
+/// Empty WRITE-payload pipes a worker keeps for reuse.
+const PIPES_KEPT_MAX: usize = 16;
 
 const KIND_ACCEPT: u64 = 1;
 const KIND_RECV: u64 = 2;
@@ -124,6 +127,16 @@ enum Rx {
     Small,
     /// Receiving the rest of one large frame into a buffer of its exact size.
     Large { frame: Vec<u8>, len: usize },
+    /// Splicing the payload of a WRITE from the socket into `pipe` (the core
+    /// allowed it: `Connection::detachable_write`); `head` is the message up
+    /// to the payload, `len` the payload's length, `rest` the bytes the splice
+    /// must move (the payload minus what had already been received).
+    Pipe {
+        head: Vec<u8>,
+        len: usize,
+        rest: usize,
+        pipe: SplicePipe,
+    },
 }
 
 /// Something queued to go out on a connection, in order.
@@ -157,6 +170,9 @@ struct Conn {
     reads_in_flight: usize,
     /// READs waiting for a buffer ([`READ_BUFFERS_HELD_MAX`]).
     reads_waiting: VecDeque<IoRequest>,
+    /// A pipe holding a WRITE payload while the core looks at the WRITE; its
+    /// `IoOp::WriteReceived` takes it, else it is dropped with its bytes.
+    pipe_loaded: Option<SplicePipe>,
 }
 
 /// A file operation in the ring.
@@ -167,6 +183,8 @@ struct PendingIo {
     kind: IoKind,
     /// A large READ counted in its connection's `reads_in_flight`.
     held: bool,
+    /// The pipe a spliced WRITE payload is written from.
+    pipe: Option<SplicePipe>,
 }
 
 #[derive(Clone, Copy)]
@@ -187,6 +205,8 @@ struct Worker {
     next_io: u64,
     listeners: Vec<SharedFd>,
     pool: BufPool,
+    /// Empty pipes for spliced WRITE payloads.
+    pipes: Vec<SplicePipe>,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -254,6 +274,7 @@ pub fn run_worker(
         next_io: 1,
         listeners: listeners.into_iter().map(Arc::new).collect(),
         pool: BufPool::default(),
+        pipes: Vec::new(),
     };
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -403,6 +424,7 @@ impl Worker {
             io_in_flight: 0,
             reads_in_flight: 0,
             reads_waiting: VecDeque::new(),
+            pipe_loaded: None,
         });
         self.arm_recv(slot);
     }
@@ -431,6 +453,8 @@ impl Worker {
                 b
             }
             Rx::Large { frame, .. } => std::mem::take(frame),
+            // The payload splice is the receive in flight.
+            Rx::Pipe { .. } => return,
         };
         c.recv_armed = true;
         let fd = c.fd.clone();
@@ -447,6 +471,13 @@ impl Worker {
         match &mut c.rx {
             Rx::Small => c.buf = buf,
             Rx::Large { frame, .. } => *frame = buf,
+            Rx::Pipe { rest, .. } => {
+                if comp.result.as_ref().is_ok_and(|n| n < rest) {
+                    tracing::debug!("peer closed in the middle of a WRITE payload");
+                    self.close(slot);
+                    return;
+                }
+            }
         }
         match comp.result {
             Ok(0) | Err(_) => {
@@ -470,6 +501,23 @@ impl Worker {
                 return;
             };
             match &mut c.rx {
+                Rx::Pipe { .. } => {
+                    let Rx::Pipe {
+                        head, len, pipe, ..
+                    } = std::mem::replace(&mut c.rx, Rx::Small)
+                    else {
+                        break;
+                    };
+                    c.pipe_loaded = Some(pipe);
+                    c.conn.receive_detached(t, head, len);
+                    self.drain(slot);
+                    // Not taken by a WriteReceived: the WRITE failed, and its
+                    // payload goes with the pipe.
+                    if let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) {
+                        c.pipe_loaded = None;
+                    }
+                    continue;
+                }
                 Rx::Large { frame, len } => {
                     if frame.len() < *len {
                         break;
@@ -502,6 +550,17 @@ impl Worker {
                         c.buf.drain(..4 + len);
                         c.conn.receive(t, frame);
                     } else if len > DIRECT_FRAME_MIN {
+                        if let Some(rx) = detach_write(c, &mut self.pipes, &mut self.ring, len) {
+                            let Rx::Pipe { rest, pipe, .. } = &rx else {
+                                break;
+                            };
+                            c.buf.clear();
+                            c.recv_armed = true;
+                            let tok = token(KIND_RECV, c.gen, slot);
+                            self.ring.splice(&c.fd, None, &pipe.write, None, *rest, tok);
+                            c.rx = rx;
+                            return;
+                        }
                         let mut frame = self.pool.take(len);
                         frame.extend_from_slice(&c.buf[4..]);
                         c.buf.clear();
@@ -664,11 +723,26 @@ impl Worker {
             c.conn.complete_io(t, req.id, done);
             return;
         };
+        let receiving = matches!(req.op, IoOp::WriteReceived { .. });
+        let mut loaded = if receiving {
+            c.pipe_loaded.take()
+        } else {
+            None
+        };
+        if receiving && loaded.is_none() {
+            // Cannot happen: the core asks for it only while the driver holds
+            // the payload. Fail the WRITE rather than report nothing written.
+            let t = now(self.shared.started);
+            c.conn
+                .complete_io(t, req.id, IoDone::Write(Err(FsError::Io)));
+            return;
+        }
         c.io_in_flight += 1;
         let id = self.next_io;
         self.next_io += 1;
         let tok = (KIND_IO << 56) | (id & 0x00FF_FFFF_FFFF_FFFF);
         let mut held = false;
+        let mut pipe = None;
         let kind = match req.op {
             IoOp::Read {
                 offset,
@@ -691,6 +765,12 @@ impl Worker {
                 self.ring.write_at(&fd, buf, start..end, offset, tok);
                 IoKind::Write
             }
+            IoOp::WriteReceived { offset, len } => {
+                let p = loaded.take().expect("checked above");
+                self.ring.splice(&p.read, None, &fd, Some(offset), len, tok);
+                pipe = Some(p);
+                IoKind::Write
+            }
             IoOp::Sync => {
                 self.ring.fsync(&fd, tok);
                 IoKind::Sync
@@ -704,6 +784,7 @@ impl Worker {
                 core_id: req.id,
                 kind,
                 held,
+                pipe,
             },
         );
     }
@@ -723,6 +804,12 @@ impl Worker {
                 // The frame the payload was written from can serve again.
                 if let Some(b) = comp.take_buf() {
                     self.pool.give(b);
+                }
+                // So can a pipe that was emptied.
+                if let (Some(pipe), Ok(_)) = (p.pipe, &comp.result) {
+                    if self.pipes.len() < PIPES_KEPT_MAX {
+                        self.pipes.push(pipe);
+                    }
                 }
                 IoDone::Write(comp.result.as_ref().map(|n| *n).map_err(err))
             }
@@ -761,6 +848,50 @@ impl Worker {
             self.close(slot);
         }
     }
+}
+
+/// Whether the large frame starting in `c.buf` (frame length `len`) is a
+/// WRITE whose payload can be spliced from the socket into a pipe: the core
+/// allows it, the payload fits a pipe, and all of it that is not in `c.buf`
+/// has arrived already (so the splice, which blocks an io_uring worker until
+/// its bytes come, never waits on a slow or stalled peer). The payload bytes
+/// already in `c.buf` go into the pipe first. `None`: receive it as usual.
+fn detach_write(
+    c: &mut Conn,
+    pipes: &mut Vec<SplicePipe>,
+    ring: &mut Ring,
+    len: usize,
+) -> Option<Rx> {
+    let head_end = 4 + WRITE_REQUEST_DATA_OFFSET;
+    let head = c.buf.get(4..head_end)?;
+    let n = c.conn.detachable_write(head, len)?;
+    let prefix = &c.buf[head_end..];
+    let rest = n.checked_sub(prefix.len())?;
+    let queued = rustix::io::ioctl_fionread(&*c.fd).ok()?;
+    if queued < rest as u64 {
+        return None;
+    }
+    let pipe = match pipes.pop() {
+        Some(p) => p,
+        None => ring.new_splice_pipe().ok()?,
+    };
+    if pipe.capacity < n {
+        return None;
+    }
+    // An empty pipe with room for the whole payload: this cannot block.
+    let mut at = 0;
+    while at < prefix.len() {
+        match rustix::io::write(&*pipe.write, &prefix[at..]) {
+            Ok(k) if k > 0 => at += k,
+            _ => return None,
+        }
+    }
+    Some(Rx::Pipe {
+        head: head.to_vec(),
+        len: n,
+        rest,
+        pipe,
+    })
 }
 
 /// A send-file frame as a queue item; read into memory if the node has no

@@ -144,10 +144,43 @@ pub struct WriteRequest<'a> {
     pub data: &'a [u8],
 }
 
+/// Where a WRITE request says its data and channel info are.
+struct WriteFields {
+    data_off: usize,
+    len: usize,
+    ci_off: usize,
+    ci_len: usize,
+}
+
 impl<'a> WriteRequest<'a> {
     pub const STRUCTURE_SIZE: u16 = 49;
 
     pub fn decode(msg: &'a [u8]) -> Result<Self, WireError> {
+        let (mut req, f) = Self::fields(msg)?;
+        req.data = slice_at(msg, f.data_off, f.len, WRITE_REQUEST_DATA_OFFSET, "Data")?;
+        req.channel_info = slice_at(
+            msg,
+            f.ci_off,
+            f.ci_len,
+            WRITE_REQUEST_DATA_OFFSET,
+            "WriteChannelInfo",
+        )?;
+        Ok(req)
+    }
+
+    /// The fixed part of a WRITE whose data is not in `msg` (it is still on
+    /// its way, received apart from the header): the request with empty
+    /// `data`, and the data's length. Only the plain layout is accepted: data
+    /// right after the fixed part (DataOffset 112), no channel info.
+    pub fn decode_head(msg: &'a [u8]) -> Result<(Self, usize), WireError> {
+        let (req, f) = Self::fields(msg)?;
+        if f.data_off != WRITE_REQUEST_DATA_OFFSET || f.ci_len != 0 {
+            return Err(WireError::Invalid("detached WRITE layout"));
+        }
+        Ok((req, f.len))
+    }
+
+    fn fields(msg: &'a [u8]) -> Result<(Self, WriteFields), WireError> {
         let mut r = body_reader(msg)?;
         expect_structure_size(&mut r, Self::STRUCTURE_SIZE)?;
         let data_off = usize::from(r.u16()?);
@@ -159,23 +192,24 @@ impl<'a> WriteRequest<'a> {
         let ci_off = usize::from(r.u16()?);
         let ci_len = usize::from(r.u16()?);
         let flags = WriteFlags(r.u32()?);
-        let data = slice_at(msg, data_off, len, WRITE_REQUEST_DATA_OFFSET, "Data")?;
-        let channel_info = slice_at(
-            msg,
-            ci_off,
-            ci_len,
-            WRITE_REQUEST_DATA_OFFSET,
-            "WriteChannelInfo",
-        )?;
-        Ok(WriteRequest {
+        let req = WriteRequest {
             offset,
             file_id,
             channel,
             remaining_bytes,
             flags,
-            channel_info,
-            data,
-        })
+            channel_info: &[],
+            data: &[],
+        };
+        Ok((
+            req,
+            WriteFields {
+                data_off,
+                len,
+                ci_off,
+                ci_len,
+            },
+        ))
     }
 
     /// Append the whole body, data included (channel info is not encoded).
@@ -359,6 +393,34 @@ mod tests {
         assert_eq!(d, w);
         assert_eq!(d.end(), Some(17));
         assert_prefixes_fail(&msg, msg.len(), |m| WriteRequest::decode(m).is_ok());
+    }
+
+    #[test]
+    fn write_request_head_decodes_without_its_data_and_only_in_the_plain_layout() {
+        let w = WriteRequest {
+            offset: 1 << 20,
+            file_id: FID,
+            channel: Channel::NONE,
+            remaining_bytes: 0,
+            flags: WriteFlags::empty(),
+            channel_info: &[],
+            data: &[],
+        };
+        let head = test_msg(Command::WRITE, |v| w.encode_head(v, 1 << 20));
+        assert_eq!(head.len(), WRITE_REQUEST_DATA_OFFSET);
+        assert_eq!(WriteRequest::decode_head(&head), Ok((w.clone(), 1 << 20)));
+        // The whole-message decoder wants the data there.
+        assert_eq!(
+            WriteRequest::decode(&head),
+            Err(WireError::BadOffset("Data"))
+        );
+        let mut moved = head.clone();
+        moved[66..68].copy_from_slice(&120u16.to_le_bytes());
+        assert!(WriteRequest::decode_head(&moved).is_err());
+        let mut with_channel_info = head.clone();
+        with_channel_info[106..108].copy_from_slice(&16u16.to_le_bytes());
+        assert!(WriteRequest::decode_head(&with_channel_info).is_err());
+        assert_prefixes_fail(&head, head.len(), |m| WriteRequest::decode_head(m).is_ok());
     }
 
     #[test]

@@ -49,8 +49,18 @@ fn data_offset(msg: &[u8]) -> usize {
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
-    let wr = WriteRequest::decode(req.msg).map_err(|e| e.status())?;
-    let len = wr.data.len();
+    let (wr, len) = match req.detached {
+        // The payload was received apart (and is held by the driver).
+        Some(n) => match WriteRequest::decode_head(req.msg) {
+            Ok((wr, len)) if len == n => (wr, len),
+            _ => return Err(NtStatus::INVALID_PARAMETER),
+        },
+        None => {
+            let wr = WriteRequest::decode(req.msg).map_err(|e| e.status())?;
+            let len = wr.data.len();
+            (wr, len)
+        }
+    };
     let data_start = data_offset(req.msg);
     opens::check_credit_charge(core, req, len as u64)?;
     if len > opens::io_size_max(core) as usize {
@@ -88,6 +98,17 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         .conflicts(offset, len as u64, Intent::Write, open.id)
     {
         return Err(NtStatus::FILE_LOCK_CONFLICT);
+    }
+    if req.detached.is_some() {
+        return Ok(Handled::Io {
+            node: open.node.clone(),
+            op: IoOp::WriteReceived { offset, len },
+            cont: Cont::Write(WriteCont {
+                offset,
+                session_id: req.session_id,
+                open_id: open.id,
+            }),
+        });
     }
     let (buf, start, end) = if req.sole {
         let start = req.msg_offset + data_start;
