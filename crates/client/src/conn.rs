@@ -171,6 +171,20 @@ pub enum Event {
     },
 }
 
+/// Where the data of a [`ClientConn::write_apart`] goes in the output
+/// handed over by [`ClientConn::take_output_with_gaps`]: the caller sends
+/// `out[..at]`, then its `len` bytes for the WRITE it queued with `tag`, then
+/// the rest (up to the next gap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    /// Offset in the handed-over output where the data belongs.
+    pub at: usize,
+    /// Bytes of data the caller sends there.
+    pub len: usize,
+    /// The tag the WRITE was queued with.
+    pub tag: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Negotiating,
@@ -196,6 +210,8 @@ pub struct ClientConn {
     next_mid: u64,
     pending: HashMap<u64, Pending>,
     out: Vec<u8>,
+    /// Data the caller sends itself, in `out` order ([`ClientConn::write_apart`]).
+    gaps: Vec<Gap>,
     rng: u64,
     dialect: Option<Dialect>,
     large_mtu: bool,
@@ -235,6 +251,7 @@ impl ClientConn {
             next_mid: 0,
             pending: HashMap::new(),
             out: Vec::with_capacity(4096),
+            gaps: Vec::new(),
             dialect: None,
             large_mtu: false,
             max_read: 65536,
@@ -382,9 +399,29 @@ impl ClientConn {
     /// framed, back to back) and the connection keeps `buf`'s old allocation,
     /// cleared, for the next ones. Swapping two buffers back and forth costs
     /// no allocation.
-    pub fn take_output(&mut self, buf: &mut Vec<u8>) {
+    ///
+    /// For callers that never use [`ClientConn::write_apart`]: with its data
+    /// queued, the frames here would lack that data, so this hands over
+    /// nothing and returns `false` (use
+    /// [`ClientConn::take_output_with_gaps`]).
+    pub fn take_output(&mut self, buf: &mut Vec<u8>) -> bool {
         buf.clear();
+        if !self.gaps.is_empty() {
+            return false;
+        }
         std::mem::swap(&mut self.out, buf);
+        true
+    }
+
+    /// [`ClientConn::take_output`] for callers that send WRITE data apart:
+    /// `gaps` receives (cleared first) where in `buf` each such WRITE's data
+    /// belongs, in order; the caller sends the bytes of `buf` and the data in
+    /// that order, as one stream.
+    pub fn take_output_with_gaps(&mut self, buf: &mut Vec<u8>, gaps: &mut Vec<Gap>) {
+        buf.clear();
+        gaps.clear();
+        std::mem::swap(&mut self.out, buf);
+        std::mem::swap(&mut self.gaps, gaps);
     }
 
     // ---- requests ----
@@ -468,6 +505,60 @@ impl ClientConn {
             data,
         };
         self.request(tag, Command::WRITE, charge, |o| req.encode(o))
+    }
+
+    /// True when [`ClientConn::write_apart`] can be used: requests are
+    /// neither signed nor sealed (a signature or cipher covers the data, so
+    /// those WRITEs carry it in the output: [`ClientConn::write`]).
+    pub fn can_write_apart(&self) -> bool {
+        self.phase == Phase::Ready && !self.signs_requests() && !self.encrypting
+    }
+
+    /// WRITE `len` bytes at `offset` whose data the caller sends itself, from
+    /// its own buffer: only the frame and WRITE headers are queued, and the
+    /// next [`ClientConn::take_output_with_gaps`] says where the data goes.
+    /// Refused (`Unsupported`) when requests are signed or sealed
+    /// ([`ClientConn::can_write_apart`]).
+    pub fn write_apart(
+        &mut self,
+        tag: u64,
+        file_id: FileId,
+        offset: u64,
+        len: usize,
+    ) -> Result<u64, ClientError> {
+        if self.phase != Phase::Ready {
+            return Err(ClientError::NotReady);
+        }
+        if !self.can_write_apart() {
+            return Err(ClientError::Unsupported(
+                "a signed or sealed WRITE carries its data in the output".into(),
+            ));
+        }
+        if len > self.max_write as usize {
+            return Err(ClientError::TooLarge {
+                len,
+                max: self.max_write,
+            });
+        }
+        let charge = self.charge_for(len);
+        let req = WriteRequest {
+            offset,
+            file_id,
+            channel: Channel::NONE,
+            remaining_bytes: 0,
+            flags: WriteFlags(0),
+            channel_info: &[],
+            data: &[],
+        };
+        let (mid, msg) = self.send_apart(tag, Command::WRITE, charge, len, |o| {
+            req.encode_head(o, len)
+        })?;
+        self.gaps.push(Gap {
+            at: msg.end,
+            len,
+            tag,
+        });
+        Ok(mid)
     }
 
     pub fn close(&mut self, tag: u64, file_id: FileId) -> Result<u64, ClientError> {
@@ -569,6 +660,20 @@ impl ClientConn {
         charge: u16,
         body: impl FnOnce(&mut Vec<u8>),
     ) -> Result<(u64, Range<usize>), ClientError> {
+        self.send_apart(tag, command, charge, 0, body)
+    }
+
+    /// [`ClientConn::send`] of a message whose last `apart` bytes the caller
+    /// sends itself: the frame header counts them, `out` does not hold them.
+    /// Such a message is neither signed nor sealed.
+    fn send_apart(
+        &mut self,
+        tag: u64,
+        command: Command,
+        charge: u16,
+        apart: usize,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(u64, Range<usize>), ClientError> {
         let charge = if self.large_mtu { charge.max(1) } else { 1 };
         if !self.credits.can_spend(charge) {
             return Err(ClientError::NoCredits {
@@ -606,6 +711,11 @@ impl ClientConn {
             hdr.flags.insert(HeaderFlags::SIGNED);
         }
         let seal = self.encrypting && command != Command::SESSION_SETUP;
+        if apart > 0 && (sign || seal) {
+            return Err(ClientError::Unsupported(
+                "a signed or sealed message carries all its bytes".into(),
+            ));
+        }
         let start = self.out.len();
         self.out.put_zeros(FRAME_HDR);
         if seal {
@@ -630,7 +740,8 @@ impl ClientConn {
                 header::patch_signature(&mut self.out, hdr_at, &sig);
             }
         }
-        framing::patch_frame_header(&mut self.out, start)?;
+        let h = framing::frame_header(end - start - FRAME_HDR + apart)?;
+        self.out[start..start + FRAME_HDR].copy_from_slice(&h);
         let spent = self.credits.spend(charge);
         debug_assert!(spent);
         self.next_mid += u64::from(charge);

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ringshare_auth::UserLookup;
-use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Reply};
+use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply};
 use ringshare_core::{
     Connection, Entropy, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy,
 };
@@ -92,7 +92,13 @@ pub struct Pair {
     pub tamper: Option<Tamper>,
     /// The data of READ / QUERY_INFO / QUERY_DIRECTORY replies, by tag.
     pub payloads: HashMap<u64, Vec<u8>>,
+    /// The data of WRITEs queued with `write_apart`, in order, spliced in
+    /// where the client's gaps say.
+    pub apart: Vec<Vec<u8>>,
+    /// The gaps of every output the client handed over.
+    pub gaps_seen: Vec<Gap>,
     buf: Vec<u8>,
+    gaps: Vec<Gap>,
 }
 
 impl Pair {
@@ -113,7 +119,10 @@ impl Pair {
             sent: Vec::new(),
             tamper: None,
             payloads: HashMap::new(),
+            apart: Vec::new(),
+            gaps_seen: Vec::new(),
             buf: Vec::new(),
+            gaps: Vec::new(),
         }
     }
 
@@ -130,14 +139,47 @@ impl Pair {
         std::mem::take(&mut self.events)
     }
 
+    /// WRITE `data` with its bytes sent apart from the request (spliced in
+    /// by `pump`).
+    pub fn write_apart(
+        &mut self,
+        tag: u64,
+        file: ringshare_wire::FileId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<u64, ClientError> {
+        let mid = self.client.write_apart(tag, file, offset, data.len())?;
+        self.apart.push(data.to_vec());
+        Ok(mid)
+    }
+
+    /// The client's output with the data sent apart spliced in, as a socket
+    /// would carry it.
+    fn stream(&mut self) -> Vec<u8> {
+        self.client
+            .take_output_with_gaps(&mut self.buf, &mut self.gaps);
+        assert_eq!(self.gaps.len(), self.apart.len(), "one gap per WRITE apart");
+        let mut stream = Vec::new();
+        let mut from = 0;
+        for (g, data) in self.gaps.iter().zip(self.apart.drain(..)) {
+            assert_eq!(g.len, data.len(), "gap length");
+            stream.extend_from_slice(&self.buf[from..g.at]);
+            stream.extend_from_slice(&data);
+            from = g.at;
+        }
+        stream.extend_from_slice(&self.buf[from..]);
+        self.gaps_seen.extend_from_slice(&self.gaps);
+        stream
+    }
+
     /// Move frames both ways until neither side has anything to say.
     pub fn pump(&mut self) -> Result<(), ClientError> {
         loop {
             let mut progressed = false;
             if self.client.has_output() {
                 progressed = true;
-                self.client.take_output(&mut self.buf);
-                let mut rest = &self.buf[..];
+                let stream = self.stream();
+                let mut rest = &stream[..];
                 while rest.len() >= 4 {
                     let len = framing::frame_len([rest[0], rest[1], rest[2], rest[3]])
                         .expect("client framing");

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Reply};
+use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply};
 use ringshare_engine::{net, Ring, RingConfig, SharedFd};
 use ringshare_wire::consts::{CreateDisposition, InfoType};
 use ringshare_wire::{framing, FileId, NtStatus};
@@ -93,7 +93,19 @@ struct Conn {
     cursor: u64,
     rng: u64,
     meta_k: u64,
+    /// The data of WRITEs copied into the output (signed or sealed), and the
+    /// template of `pool`'s buffers.
     wbuf: Vec<u8>,
+    /// Buffers for WRITE data sent apart from the requests, most recently
+    /// returned last: the few in use cycle and stay in the CPU cache.
+    pool: Vec<Vec<u8>>,
+    /// The data of the WRITEs queued apart and not yet handed to a send,
+    /// in the order of the client connection's gaps.
+    staged: Vec<Vec<u8>>,
+    gaps: Vec<Gap>,
+    /// For each buffer of the send in flight: 0 the output (back to `spare`),
+    /// 1 a WRITE's data (back to `pool`), 2 a further piece of the output.
+    send_parts: Vec<u8>,
     events: Vec<Event>,
     opts: ClientOptions,
     /// A further channel of connection 0's session.
@@ -169,11 +181,7 @@ impl Conn {
                     && self.smb.can_send(io)
                 {
                     let len = io.min((sh.args.file_size - self.fill_next) as usize);
-                    if sh.args.verify {
-                        pattern::fill(sh.args.seed, self.fill_next, &mut self.wbuf[..len]);
-                    }
-                    self.smb
-                        .write(TAG_FILL, self.file, self.fill_next, &self.wbuf[..len])
+                    self.write(sh, TAG_FILL, self.fill_next, len)
                         .map_err(|e| e.to_string())?;
                     self.fill_next += len as u64;
                     self.fill_inflight += 1;
@@ -194,6 +202,115 @@ impl Conn {
             _ => {}
         }
         Ok(())
+    }
+
+    /// WRITE `len` bytes at `offset` (the `--verify` pattern, or whatever the
+    /// buffer holds). Unsigned, unsealed WRITEs send their data from a buffer
+    /// of `pool` as a piece of its own: no copy into the output, which holds
+    /// only headers and stays small. Signed or sealed ones are copied (the
+    /// signature or cipher covers the data).
+    fn write(&mut self, sh: &Shared, tag: u64, offset: u64, len: usize) -> Result<(), ClientError> {
+        if !self.smb.can_write_apart() {
+            if self.wbuf.len() < len {
+                self.wbuf.resize(len, 0);
+            }
+            if sh.args.verify {
+                pattern::fill(sh.args.seed, offset, &mut self.wbuf[..len]);
+            }
+            return self
+                .smb
+                .write(tag, self.file, offset, &self.wbuf[..len])
+                .map(drop);
+        }
+        let mut buf = self.pool.pop().unwrap_or_else(|| self.wbuf.clone());
+        buf.resize(len, 0);
+        if sh.args.verify {
+            pattern::fill(sh.args.seed, offset, &mut buf);
+        }
+        match self.smb.write_apart(tag, self.file, offset, len) {
+            Ok(_) => {
+                self.staged.push(buf);
+                Ok(())
+            }
+            Err(e) => {
+                self.pool.push(buf);
+                Err(e)
+            }
+        }
+    }
+
+    /// Hand the queued output to one send: a plain send, or with WRITE data
+    /// sent apart, the output's pieces and the data buffers in stream order.
+    fn start_send(&mut self, ring: &mut Ring, token: u64) -> Result<(), String> {
+        let mut buf = self.spare.take().unwrap_or_default();
+        self.smb.take_output_with_gaps(&mut buf, &mut self.gaps);
+        self.sending = true;
+        if self.gaps.is_empty() {
+            ring.send(&self.fd, buf, 0, token);
+            return Ok(());
+        }
+        if self.gaps.len() != self.staged.len() {
+            return Err(format!(
+                "{} WRITEs queued apart, {} data buffers",
+                self.gaps.len(),
+                self.staged.len()
+            ));
+        }
+        let mut parts = Vec::with_capacity(2 * self.gaps.len() + 1);
+        self.send_parts.clear();
+        // The first piece is `buf` itself, cut short once the rest is copied out.
+        parts.push(Vec::new());
+        self.send_parts.push(0);
+        let mut staged = self.staged.drain(..);
+        for (k, g) in self.gaps.iter().enumerate() {
+            let data = staged.next().unwrap_or_default();
+            if data.len() != g.len {
+                return Err(format!(
+                    "WRITE data of {} bytes for a gap of {}",
+                    data.len(),
+                    g.len
+                ));
+            }
+            if k > 0 {
+                let from = self.gaps[k - 1].at;
+                parts.push(buf[from..g.at].to_vec());
+                self.send_parts.push(2);
+            }
+            parts.push(data);
+            self.send_parts.push(1);
+        }
+        drop(staged);
+        let last = self.gaps[self.gaps.len() - 1].at;
+        if last < buf.len() {
+            parts.push(buf[last..].to_vec());
+            self.send_parts.push(2);
+        }
+        buf.truncate(self.gaps[0].at);
+        parts[0] = buf;
+        ring.send_vectored(&self.fd, parts, token);
+        Ok(())
+    }
+
+    /// A send completed: its buffers go back where they came from.
+    fn sent(&mut self, comp: &mut ringshare_engine::Completion) {
+        self.sending = false;
+        if let Some(buf) = comp.take_buf() {
+            self.spare = Some(buf);
+            return;
+        }
+        for (b, kind) in comp
+            .bufs
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .zip(&self.send_parts)
+        {
+            match kind {
+                0 => self.spare = Some(b),
+                1 => self.pool.push(b),
+                _ => {}
+            }
+        }
     }
 
     /// Start the next request of slot `i`.
@@ -226,11 +343,7 @@ impl Conn {
                 if read {
                     self.smb.read(tag, self.file, slot.offset, io as u32)?;
                 } else {
-                    if sh.args.verify {
-                        pattern::fill(sh.args.seed, slot.offset, &mut self.wbuf[..io]);
-                    }
-                    self.smb
-                        .write(tag, self.file, slot.offset, &self.wbuf[..io])?;
+                    self.write(sh, tag, slot.offset, io)?;
                 }
             }
             Workload::Echo => {
@@ -597,6 +710,10 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         rng: seed | 1,
         meta_k: 0,
         wbuf,
+        pool: Vec::new(),
+        staged: Vec::new(),
+        gaps: Vec::new(),
+        send_parts: Vec::new(),
         events: Vec::new(),
     })
 }
@@ -695,10 +812,7 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
                 continue;
             }
             if !c.sending && c.smb.has_output() {
-                let mut buf = c.spare.take().unwrap_or_default();
-                c.smb.take_output(&mut buf);
-                c.sending = true;
-                ring.send(&c.fd, buf, 0, token(KIND_SEND, i));
+                c.start_send(&mut ring, token(KIND_SEND, i))?;
             }
         }
         ring.submit_and_wait(1, Some(Duration::from_millis(50)))
@@ -735,8 +849,7 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
                     }
                 }
                 KIND_SEND => {
-                    c.sending = false;
-                    c.spare = comp.take_buf();
+                    c.sent(&mut comp);
                     if let Err(e) = comp.result {
                         return Err(format!("send on connection {}: {e}", c.idx));
                     }
