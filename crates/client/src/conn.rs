@@ -37,7 +37,9 @@ use ringshare_wire::consts::{
 };
 use ringshare_wire::create::{CloseRequest, CreateRequest, CreateResponse};
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
-use ringshare_wire::file::{FlushRequest, ReadRequest, ReadResponse, WriteRequest, WriteResponse};
+use ringshare_wire::file::{
+    FlushRequest, ReadRequest, ReadResponse, WriteRequest, WriteResponse, READ_RESPONSE_DATA_OFFSET,
+};
 use ringshare_wire::framing;
 use ringshare_wire::header::{self, Header, HeaderId, Protocol};
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
@@ -57,6 +59,10 @@ const INTERNAL_TAG: u64 = u64::MAX;
 const PROCESS_ID: u32 = 0xFEFF;
 /// Bytes of the direct-TCP header.
 const FRAME_HDR: usize = framing::FRAME_HEADER_LEN;
+
+/// Bytes of a frame [`ClientConn::receive_read_head`] needs: the SMB2
+/// header and the fixed part of a READ response.
+pub const READ_HEAD_LEN: usize = READ_RESPONSE_DATA_OFFSET;
 
 /// How to connect.
 #[derive(Debug, Clone)]
@@ -848,6 +854,68 @@ impl ClientConn {
             }
             pos = end;
         }
+    }
+
+    /// A READ response taken in pieces: `head` is the start of a frame
+    /// payload of `frame_len` bytes (at least [`READ_HEAD_LEN`] bytes of it).
+    /// When the frame is the successful, unsigned, unsealed response to an
+    /// unsigned READ, alone in its frame, the connection takes it as
+    /// answered, pushes its [`Event::Done`] (whose [`Reply::Read`] range
+    /// indexes the frame) and returns the data's range: the caller then
+    /// takes the data from the stream in whatever pieces it likes and skips
+    /// the rest of the frame. Otherwise (sealed, signed, an error, a compound,
+    /// anything unexpected) it returns `None`, changes nothing, and the
+    /// frame goes whole to [`ClientConn::receive`], which checks it.
+    pub fn receive_read_head(
+        &mut self,
+        head: &[u8],
+        frame_len: usize,
+        events: &mut Vec<Event>,
+    ) -> Option<Range<usize>> {
+        let head = head.get(..READ_HEAD_LEN)?;
+        if frame_len < READ_HEAD_LEN
+            || self.encrypting
+            || header::protocol_of(head) != Protocol::Smb2
+        {
+            return None;
+        }
+        let hdr = Header::decode(head).ok()?;
+        if !hdr.is_response()
+            || hdr.command != Command::READ
+            || hdr.status != NtStatus::SUCCESS
+            || hdr.next_command != 0
+            || (hdr.is_signed() && self.signing_key.is_some())
+        {
+            return None;
+        }
+        let p = self.pending.get(&hdr.message_id).copied()?;
+        if p.command != Command::READ || p.signed {
+            return None;
+        }
+        // The fixed part ([MS-SMB2] 2.2.20): StructureSize, DataOffset,
+        // Reserved, DataLength, ...
+        let body = &head[HEADER_LEN..];
+        if u16::from_le_bytes([body[0], body[1]]) != ReadResponse::STRUCTURE_SIZE {
+            return None;
+        }
+        let len = u32::from_le_bytes([body[4], body[5], body[6], body[7]]) as usize;
+        let off = if len == 0 {
+            READ_HEAD_LEN
+        } else {
+            usize::from(body[2])
+        };
+        if off < READ_HEAD_LEN || off.checked_add(len)? > frame_len {
+            return None;
+        }
+        self.pending.remove(&hdr.message_id);
+        self.credits.on_response(hdr.credits, Some(p.charge));
+        let data = off..off + len;
+        events.push(Event::Done {
+            tag: p.tag,
+            command: Command::READ,
+            result: Ok(Reply::Read { data: data.clone() }),
+        });
+        Some(data)
     }
 
     fn handle(

@@ -13,5 +13,5 @@ pub mod conn;
 pub mod credits;
 pub mod error;
 
-pub use conn::{ChannelBinding, ClientConn, ClientOptions, Event, Gap, Reply};
+pub use conn::{ChannelBinding, ClientConn, ClientOptions, Event, Gap, Reply, READ_HEAD_LEN};
 pub use error::{ClientError, SmbError};

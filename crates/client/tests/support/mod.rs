@@ -97,6 +97,11 @@ pub struct Pair {
     pub apart: Vec<Vec<u8>>,
     /// The gaps of every output the client handed over.
     pub gaps_seen: Vec<Gap>,
+    /// Offer every frame's first bytes (this many at most) to
+    /// `receive_read_head` first, as a client taking READ data in pieces
+    /// does; `heads_taken` counts the frames it took.
+    pub read_heads: Option<usize>,
+    pub heads_taken: usize,
     buf: Vec<u8>,
     gaps: Vec<Gap>,
 }
@@ -121,6 +126,8 @@ impl Pair {
             payloads: HashMap::new(),
             apart: Vec::new(),
             gaps_seen: Vec::new(),
+            read_heads: None,
+            heads_taken: 0,
             buf: Vec::new(),
             gaps: Vec::new(),
         }
@@ -208,6 +215,21 @@ impl Pair {
                             t(&mut frame);
                         }
                         let first = self.events.len();
+                        if let Some(n) = self.read_heads {
+                            let head = &frame[..frame.len().min(n)];
+                            if let Some(data) =
+                                self.client
+                                    .receive_read_head(head, frame.len(), &mut self.events)
+                            {
+                                let Some(Event::Done { tag, .. }) = self.events.last() else {
+                                    panic!("a READ head taken without its event");
+                                };
+                                self.payloads.insert(*tag, frame[data].to_vec());
+                                self.heads_taken += 1;
+                                continue;
+                            }
+                            assert_eq!(self.events.len(), first, "a refused head adds no event");
+                        }
                         self.client.receive(&mut frame, &mut self.events)?;
                         for e in &self.events[first..] {
                             if let Event::Done {

@@ -12,12 +12,13 @@
 //! then bind to its session and work on its open.
 
 use std::net::TcpStream;
+use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply};
+use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply, READ_HEAD_LEN};
 use ringshare_engine::{net, Ring, RingConfig, SharedFd};
 use ringshare_wire::consts::{CreateDisposition, InfoType};
 use ringshare_wire::{framing, FileId, NtStatus};
@@ -53,6 +54,11 @@ const METADATA_FILES: u64 = 1000;
 const FRAME_LEN_MAX: usize = 16 << 20;
 /// Receive room kept free for the next recv.
 const RECV_ROOM_MIN: usize = 64 * 1024;
+/// Frames from this size on may be taken in pieces (READ data streamed).
+const STREAM_MIN: usize = 64 * 1024;
+/// Receive buffer when READ data is streamed (no signing, no sealing): the
+/// data passes through it in pieces, so it need not hold a frame.
+const STREAM_RECV_BUF: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -66,6 +72,45 @@ enum Phase {
     Running,
     Draining,
     Done,
+}
+
+/// A READ response whose data is taken from the stream in pieces as it
+/// arrives (checked and counted there) instead of in one frame buffer.
+struct Streamed {
+    /// Bytes of the frame (after the direct-TCP header) taken so far.
+    pos: usize,
+    /// Bytes of the frame.
+    len: usize,
+    /// Where the data lies in the frame.
+    data: Range<usize>,
+    /// File offset of the data, to check it against the `--verify` pattern.
+    file_offset: Option<u64>,
+    /// The first file offset whose byte differed from the pattern.
+    mismatch: Option<u64>,
+    /// The response's event, handled once the whole frame is taken.
+    event: Event,
+}
+
+impl Streamed {
+    /// Take the frame's next bytes from `bytes` (what follows is the next
+    /// frame's), checking data against the pattern of `seed` if given.
+    /// Returns how many bytes were taken.
+    fn take(&mut self, bytes: &[u8], seed: Option<u64>) -> usize {
+        let n = bytes.len().min(self.len - self.pos);
+        let (from, to) = (
+            self.pos.max(self.data.start),
+            (self.pos + n).min(self.data.end),
+        );
+        if let (Some(seed), Some(file_offset), None) = (seed, self.file_offset, self.mismatch) {
+            if from < to {
+                let piece = &bytes[from - self.pos..to - self.pos];
+                let at = file_offset + (from - self.data.start) as u64;
+                self.mismatch = pattern::first_mismatch(seed, at, piece);
+            }
+        }
+        self.pos += n;
+        n
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +129,8 @@ struct Conn {
     phase: Phase,
     rbuf: Option<Vec<u8>>,
     rstart: usize,
+    /// The READ response being taken in pieces, if any.
+    streamed: Option<Streamed>,
     spare: Option<Vec<u8>>,
     sending: bool,
     file: FileId,
@@ -404,12 +451,15 @@ impl Conn {
         Ok(())
     }
 
-    /// One event from the client connection; `frame` is what its ranges index.
+    /// One event from the client connection; `frame` is what its ranges
+    /// index, or for READ data taken in pieces, `streamed` says how many
+    /// bytes came and the first that differed from the pattern.
     fn on_event(
         &mut self,
         sh: &Shared,
         ev: Event,
         frame: &[u8],
+        streamed: Option<(u64, Option<u64>)>,
         stats: &mut ThreadResult,
     ) -> Result<(), String> {
         let (tag, command, result) = match ev {
@@ -511,15 +561,24 @@ impl Conn {
                 let mut chain_next = None;
                 match (&result, sh.args.workload) {
                     (Ok(Reply::Read { data }), _) => {
-                        let d = frame.get(data.clone()).unwrap_or(&[]);
-                        bytes = d.len() as u64;
-                        if sh.args.verify {
-                            if let Some(at) = pattern::first_mismatch(sh.args.seed, slot.offset, d)
-                            {
-                                sh.error(format!(
-                                    "verify: data read at offset {at} differs from what was written"
-                                ));
+                        let mismatch = match streamed {
+                            Some((len, mismatch)) => {
+                                bytes = len;
+                                mismatch
                             }
+                            None => {
+                                let d = frame.get(data.clone()).unwrap_or(&[]);
+                                bytes = d.len() as u64;
+                                sh.args
+                                    .verify
+                                    .then(|| pattern::first_mismatch(sh.args.seed, slot.offset, d))
+                                    .flatten()
+                            }
+                        };
+                        if let Some(at) = mismatch {
+                            sh.error(format!(
+                                "verify: data read at offset {at} differs from what was written"
+                            ));
                         }
                     }
                     (Ok(Reply::Write { count }), _) => bytes = u64::from(*count),
@@ -580,6 +639,12 @@ impl Conn {
         let mut events = std::mem::take(&mut self.events);
         let result = (|| -> Result<(), String> {
             loop {
+                if self.streamed.is_some() {
+                    if self.take_streamed(sh, &buf, stats)? {
+                        continue;
+                    }
+                    break;
+                }
                 let avail = buf.len() - self.rstart;
                 if avail < 4 {
                     break;
@@ -589,6 +654,41 @@ impl Conn {
                     .map_err(|e| format!("bad frame from the server: {e}"))?;
                 if len > FRAME_LEN_MAX {
                     return Err(format!("frame of {len} bytes from the server"));
+                }
+                if avail < 4 + len && len >= STREAM_MIN {
+                    if avail < 4 + READ_HEAD_LEN {
+                        // Wait for the head; the frame itself need not fit.
+                        if buf.capacity() - self.rstart < 4 + READ_HEAD_LEN + RECV_ROOM_MIN {
+                            buf.copy_within(self.rstart.., 0);
+                            buf.truncate(avail);
+                            self.rstart = 0;
+                        }
+                        break;
+                    }
+                    events.clear();
+                    let head = &buf[self.rstart + 4..];
+                    if let Some(data) = self.smb.receive_read_head(head, len, &mut events) {
+                        let Some(event) = events.pop() else {
+                            return Err("a READ head without its event".into());
+                        };
+                        let file_offset = match &event {
+                            Event::Done { tag, .. } if tag & TAG_KIND_MASK == TAG_SLOT => self
+                                .slots
+                                .get((tag & 0xFFFF_FFFF) as usize)
+                                .map(|s| s.offset),
+                            _ => None,
+                        };
+                        self.rstart += 4;
+                        self.streamed = Some(Streamed {
+                            pos: 0,
+                            len,
+                            data,
+                            file_offset,
+                            mismatch: None,
+                            event,
+                        });
+                        continue;
+                    }
                 }
                 if avail < 4 + len {
                     if buf.capacity() - self.rstart < 4 + len + RECV_ROOM_MIN {
@@ -606,7 +706,7 @@ impl Conn {
                     .receive(&mut buf[range.clone()], &mut events)
                     .map_err(|e| e.to_string())?;
                 for ev in events.drain(..) {
-                    self.on_event(sh, ev, &buf[range.clone()], stats)?;
+                    self.on_event(sh, ev, &buf[range.clone()], None, stats)?;
                 }
             }
             Ok(())
@@ -628,8 +728,36 @@ impl Conn {
         result
     }
 
+    /// Take what `buf` holds of the READ response being streamed: check its
+    /// data against the pattern (`--verify`) and drop it. True once the
+    /// frame is complete (its event handled), false when more must arrive.
+    fn take_streamed(
+        &mut self,
+        sh: &Shared,
+        buf: &[u8],
+        stats: &mut ThreadResult,
+    ) -> Result<bool, String> {
+        let Some(st) = self.streamed.as_mut() else {
+            return Ok(true);
+        };
+        let seed = sh.args.verify.then_some(sh.args.seed);
+        self.rstart += st.take(&buf[self.rstart..], seed);
+        if st.pos < st.len {
+            return Ok(false);
+        }
+        let Some(st) = self.streamed.take() else {
+            return Ok(true);
+        };
+        let len = st.data.len() as u64;
+        self.on_event(sh, st.event, &[], Some((len, st.mismatch)), stats)?;
+        Ok(true)
+    }
+
     fn busy(&self) -> bool {
-        self.smb.requests_in_flight() > 0 || self.sending || self.smb.has_output()
+        self.smb.requests_in_flight() > 0
+            || self.sending
+            || self.smb.has_output()
+            || self.streamed.is_some()
     }
 }
 
@@ -677,19 +805,26 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         opts,
         bound: channel,
         bytes: 0,
-        // Room for two frames: a frame cut by the end of the buffer is moved to
-        // its start. A small buffer stays in the CPU cache, and the receive copy
-        // into it is most of the client's work: 1 MiB reads measured 0.23-0.25
-        // client CPU s/GiB with 2.2 MiB against 0.33-0.38 with 16 MiB
+        // A small buffer stays in the CPU cache, and the receive copy into it
+        // is most of the client's work: 1 MiB reads measured 0.23-0.25 client
+        // CPU s/GiB with 2.2 MiB against 0.33-0.38 with 16 MiB
         // (docs/benchmarks.md "Client receive buffer"; RINGSHARE_BENCH_RECV_BUF
-        // sets the size in bytes for such A/B runs).
+        // sets the size in bytes for such A/B runs). Signed or sealed frames
+        // are checked whole: room for two, a frame cut by the end of the
+        // buffer is moved to its start. Otherwise READ data is taken in pieces
+        // (`Streamed`), so at most STREAM_RECV_BUF serves any read size.
         rbuf: Some(Vec::with_capacity(
             std::env::var("RINGSHARE_BENCH_RECV_BUF")
                 .ok()
                 .and_then(|v| v.parse().ok())
-                .unwrap_or(2 * (io + 4096) + RECV_ROOM_MIN),
+                .unwrap_or(if sh.args.sign || sh.args.encrypt {
+                    2 * (io + 4096) + RECV_ROOM_MIN
+                } else {
+                    (2 * (io + 4096)).min(STREAM_RECV_BUF) + RECV_ROOM_MIN
+                }),
         )),
         rstart: 0,
+        streamed: None,
         spare: Some(Vec::with_capacity(io + 4096)),
         sending: false,
         file: FileId::default(),
@@ -857,5 +992,78 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A READ response frame of `data_len` pattern bytes read at `file_offset`
+    /// behind an 80-byte head, and its `Streamed` state.
+    fn streamed(seed: u64, file_offset: u64, data_len: usize) -> (Vec<u8>, Streamed) {
+        let mut frame = vec![0xEE; READ_HEAD_LEN + data_len];
+        pattern::fill(seed, file_offset, &mut frame[READ_HEAD_LEN..]);
+        let st = Streamed {
+            pos: 0,
+            len: frame.len(),
+            data: READ_HEAD_LEN..frame.len(),
+            file_offset: Some(file_offset),
+            mismatch: None,
+            event: Event::Ready,
+        };
+        (frame, st)
+    }
+
+    /// Feed `stream` (the frame, then bytes of a next frame) in pieces of
+    /// the given sizes, as recvs would return them; returns bytes taken.
+    fn feed(st: &mut Streamed, stream: &[u8], pieces: &[usize], seed: Option<u64>) -> usize {
+        let mut at = 0;
+        for &p in pieces.iter().cycle() {
+            if at == stream.len() || st.pos == st.len {
+                break;
+            }
+            let end = (at + p).min(stream.len());
+            at += st.take(&stream[at..end], seed);
+            if end > at {
+                break; // the rest belongs to the next frame
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn streamed_read_data_checks_clean_in_any_pieces_and_stops_at_the_frame_end() {
+        for pieces in [&[1usize][..], &[7, 100, 3], &[80], &[4096], &[1 << 20]] {
+            let (mut frame, mut st) = streamed(5, 12_345, 10_000);
+            let frame_len = frame.len();
+            frame.extend_from_slice(b"next frame");
+            assert_eq!(feed(&mut st, &frame, pieces, Some(5)), frame_len);
+            assert_eq!(st.pos, st.len);
+            assert_eq!(st.mismatch, None, "pieces {pieces:?}");
+        }
+    }
+
+    #[test]
+    fn streamed_read_data_reports_the_first_differing_file_offset() {
+        for pieces in [&[1usize][..], &[7, 100, 3], &[4096]] {
+            let (mut frame, mut st) = streamed(5, 12_345, 10_000);
+            frame[READ_HEAD_LEN + 6000] ^= 0x10;
+            frame[READ_HEAD_LEN + 9000] ^= 0x10;
+            feed(&mut st, &frame, pieces, Some(5));
+            assert_eq!(st.mismatch, Some(12_345 + 6000), "pieces {pieces:?}");
+        }
+    }
+
+    #[test]
+    fn streamed_read_head_bytes_are_not_checked_and_without_verify_nothing_is() {
+        let (mut frame, mut st) = streamed(5, 0, 1000);
+        frame[3] ^= 1; // in the head: not data
+        feed(&mut st, &frame, &[50], Some(5));
+        assert_eq!(st.mismatch, None);
+        let (mut frame, mut st) = streamed(5, 0, 1000);
+        frame[READ_HEAD_LEN] ^= 1;
+        feed(&mut st, &frame, &[50], None);
+        assert_eq!((st.mismatch, st.pos), (None, st.len));
     }
 }
