@@ -43,6 +43,46 @@ pub fn set_nodelay(fd: impl AsFd, nodelay: bool) -> io::Result<()> {
     Ok(sockopt::set_tcp_nodelay(fd, nodelay)?)
 }
 
+/// Sets `SO_RCVLOWAT`: the socket polls readable only once that many bytes
+/// are queued, or the peer closed (TCP also grows the receive buffer to hold
+/// them, unless it was set by hand). 1 is the default. Returns the value in
+/// effect: TCP caps it (at half of `tcp_rmem`'s maximum).
+pub fn set_rcvlowat(fd: impl AsFd, bytes: usize) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_fd().as_raw_fd();
+    let mut v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: setsockopt reads `len` bytes from `&v`, a live local; the fd is
+    // borrowed for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&v as *const libc::c_int).cast(),
+            len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getsockopt writes at most `len` (= size_of c_int) bytes to `&mut
+    // v` and the new length to `&mut len`, both live locals.
+    let r = unsafe {
+        libc::getsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(v).unwrap_or(0))
+}
+
 /// Sets `SO_SNDBUF` / `SO_RCVBUF` when given (the kernel doubles the value and
 /// caps it at `net.core.wmem_max` / `rmem_max`).
 pub fn set_socket_buffers(

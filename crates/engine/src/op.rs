@@ -85,6 +85,10 @@ pub(crate) enum OpKind {
     /// `head`, then `len` bytes of `file` from `offset`, to a socket through
     /// a pipe (see [`SendFile`]); submitted as rounds of linked SQEs.
     SendFile(Box<SendFile>),
+    /// One-shot poll for `POLLIN`.
+    PollIn {
+        fd: Arc<OwnedFd>,
+    },
     /// `splice(2)` of `left` more bytes from `fd_in` to `fd_out` (one of them
     /// a pipe), at the given offsets or the fds' own positions; `done` moved.
     Splice {
@@ -340,6 +344,9 @@ impl OpKind {
                     .build()
             }
             OpKind::Fsync { fd } => opcode::Fsync::new(types::Fd(fd.as_raw_fd())).build(),
+            OpKind::PollIn { fd } => {
+                opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), libc::POLLIN as u32).build()
+            }
             OpKind::Splice {
                 fd_in,
                 off_in,
@@ -382,6 +389,7 @@ impl OpKind {
             OpKind::Accept { .. }
             | OpKind::Fsync { .. }
             | OpKind::Splice { .. }
+            | OpKind::PollIn { .. }
             | OpKind::Timeout { .. }
             | OpKind::Close { .. }
             | OpKind::WakerRead { .. } => (None, None),

@@ -536,6 +536,13 @@ impl Ring {
         );
     }
 
+    /// Completes with `Ok(revents)` once `fd` is readable (for a TCP socket:
+    /// once `SO_RCVLOWAT` bytes are queued, or the peer closed; see
+    /// [`crate::net::set_rcvlowat`]). Waiting costs no thread.
+    pub fn poll_readable(&mut self, fd: &SharedFd, token: u64) {
+        self.start(token, OpKind::PollIn { fd: Arc::clone(fd) });
+    }
+
     /// A new pipe for [`Ring::splice`], sized like the ring's send-file pipes
     /// (`splice_chunk`, or the kernel's limit for this process).
     pub fn new_splice_pipe(&self) -> io::Result<SplicePipe> {
@@ -943,7 +950,9 @@ impl Ring {
                 };
                 self.finish(key, result);
             }
-            OpKind::Fsync { .. } | OpKind::Close { .. } => self.finish(key, cqe_result(res)),
+            OpKind::Fsync { .. } | OpKind::Close { .. } | OpKind::PollIn { .. } => {
+                self.finish(key, cqe_result(res))
+            }
             OpKind::Splice {
                 off_in,
                 off_out,

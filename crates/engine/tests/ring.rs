@@ -641,3 +641,23 @@ fn splice_from_a_closed_peer_reports_the_short_count() {
         "an offset past i64::MAX is refused"
     );
 }
+
+#[test]
+fn poll_readable_waits_for_the_low_mark_then_completes() {
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    assert_eq!(net::set_rcvlowat(&*sock, 100_000).unwrap(), 100_000);
+    ring.poll_readable(&sock, 5);
+    peer.write_all(&pattern(60_000)).unwrap();
+    // Under the mark: nothing completes.
+    ring.submit_and_wait(1, Some(Duration::from_millis(200)))
+        .unwrap();
+    assert!(
+        ring.next_completion().is_none(),
+        "readable below the low mark"
+    );
+    peer.write_all(&pattern(40_000)).unwrap();
+    let c = wait_for(&mut ring, 5);
+    assert!(c.result.unwrap() & libc::POLLIN as usize != 0);
+    assert_eq!(net::set_rcvlowat(&*sock, 1).unwrap(), 1);
+}

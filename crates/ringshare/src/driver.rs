@@ -136,6 +136,9 @@ enum Rx {
         len: usize,
         rest: usize,
         pipe: SplicePipe,
+        /// Waiting (a poll, `SO_RCVLOWAT` = `rest`) for the rest to arrive;
+        /// false: the splice is in flight.
+        waiting: bool,
     },
 }
 
@@ -183,8 +186,8 @@ struct PendingIo {
     kind: IoKind,
     /// A large READ counted in its connection's `reads_in_flight`.
     held: bool,
-    /// The pipe a spliced WRITE payload is written from.
-    pipe: Option<SplicePipe>,
+    /// The pipe a spliced WRITE payload is written from, and the payload's length.
+    pipe: Option<(SplicePipe, usize)>,
 }
 
 #[derive(Clone, Copy)]
@@ -207,6 +210,9 @@ struct Worker {
     pool: BufPool,
     /// Empty pipes for spliced WRITE payloads.
     pipes: Vec<SplicePipe>,
+    /// Large WRITE payloads spliced at once / spliced after a wait / received
+    /// into memory after a wait (logged at exit, for tuning).
+    writes_spliced: [u64; 3],
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -275,6 +281,7 @@ pub fn run_worker(
         listeners: listeners.into_iter().map(Arc::new).collect(),
         pool: BufPool::default(),
         pipes: Vec::new(),
+        writes_spliced: [0; 3],
     };
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -463,7 +470,13 @@ impl Worker {
 
     fn on_recv(&mut self, slot: u32, gen: u32, mut comp: Completion) {
         let t = now(self.shared.started);
-        let Some(c) = self.conn_mut(slot, gen) else {
+        // Field access (not `conn_mut`): the buffer pool and pipes are used below.
+        let Some(c) = self
+            .conns
+            .get_mut(slot as usize)
+            .and_then(Option::as_mut)
+            .filter(|c| c.gen == gen)
+        else {
             return;
         };
         c.recv_armed = false;
@@ -471,6 +484,64 @@ impl Worker {
         match &mut c.rx {
             Rx::Small => c.buf = buf,
             Rx::Large { frame, .. } => *frame = buf,
+            Rx::Pipe {
+                rest,
+                waiting: true,
+                pipe,
+                ..
+            } => {
+                // Readable: the rest has arrived, or the peer closed, or TCP
+                // wants its queue read (memory pressure, a closing window).
+                let _ = net::set_rcvlowat(&*c.fd, 1);
+                if comp.result.is_err() {
+                    self.close(slot);
+                    return;
+                }
+                let queued = rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0);
+                if queued < *rest as u64 {
+                    // Receive the frame as usual after all (EOF shows there).
+                    tracing::trace!(
+                        queued,
+                        rest,
+                        "WRITE payload: receiving into memory after all"
+                    );
+                    let Rx::Pipe {
+                        head,
+                        len,
+                        rest,
+                        pipe,
+                        ..
+                    } = std::mem::replace(&mut c.rx, Rx::Small)
+                    else {
+                        return;
+                    };
+                    let mut frame = self.pool.take(head.len() + len);
+                    frame.extend_from_slice(&head);
+                    if !read_exact_into(&pipe.read, &mut frame, len - rest) {
+                        self.close(slot);
+                        return;
+                    }
+                    if self.pipes.len() < PIPES_KEPT_MAX {
+                        self.pipes.push(pipe);
+                    }
+                    self.writes_spliced[2] += 1;
+                    c.rx = Rx::Large {
+                        frame,
+                        len: head.len() + len,
+                    };
+                    self.arm_recv(slot);
+                    return;
+                }
+                let (rest, pipe_w) = (*rest, pipe.write.clone());
+                self.writes_spliced[1] += 1;
+                if let Rx::Pipe { waiting, .. } = &mut c.rx {
+                    *waiting = false;
+                }
+                c.recv_armed = true;
+                let (fd, tok) = (c.fd.clone(), token(KIND_RECV, gen, slot));
+                self.ring.splice(&fd, None, &pipe_w, None, rest, tok);
+                return;
+            }
             Rx::Pipe { rest, .. } => {
                 if comp.result.as_ref().is_ok_and(|n| n < rest) {
                     tracing::debug!("peer closed in the middle of a WRITE payload");
@@ -509,6 +580,7 @@ impl Worker {
                         break;
                     };
                     c.pipe_loaded = Some(pipe);
+                    tracing::trace!(len, "WRITE payload in its pipe");
                     c.conn.receive_detached(t, head, len);
                     self.drain(slot);
                     // Not taken by a WriteReceived: the WRITE failed, and its
@@ -551,13 +623,25 @@ impl Worker {
                         c.conn.receive(t, frame);
                     } else if len > DIRECT_FRAME_MIN {
                         if let Some(rx) = detach_write(c, &mut self.pipes, &mut self.ring, len) {
-                            let Rx::Pipe { rest, pipe, .. } = &rx else {
+                            let Rx::Pipe {
+                                rest,
+                                pipe,
+                                waiting,
+                                ..
+                            } = &rx
+                            else {
                                 break;
                             };
                             c.buf.clear();
                             c.recv_armed = true;
                             let tok = token(KIND_RECV, c.gen, slot);
-                            self.ring.splice(&c.fd, None, &pipe.write, None, *rest, tok);
+                            tracing::trace!(rest, waiting, "WRITE payload to a pipe");
+                            if *waiting {
+                                self.ring.poll_readable(&c.fd, tok);
+                            } else {
+                                self.writes_spliced[0] += 1;
+                                self.ring.splice(&c.fd, None, &pipe.write, None, *rest, tok);
+                            }
                             c.rx = rx;
                             return;
                         }
@@ -768,7 +852,7 @@ impl Worker {
             IoOp::WriteReceived { offset, len } => {
                 let p = loaded.take().expect("checked above");
                 self.ring.splice(&p.read, None, &fd, Some(offset), len, tok);
-                pipe = Some(p);
+                pipe = Some((p, len));
                 IoKind::Write
             }
             IoOp::Sync => {
@@ -805,9 +889,9 @@ impl Worker {
                 if let Some(b) = comp.take_buf() {
                     self.pool.give(b);
                 }
-                // So can a pipe that was emptied.
-                if let (Some(pipe), Ok(_)) = (p.pipe, &comp.result) {
-                    if self.pipes.len() < PIPES_KEPT_MAX {
+                // So can a pipe that was emptied (a short write leaves bytes in it).
+                if let (Some((pipe, len)), Ok(n)) = (p.pipe, &comp.result) {
+                    if *n == len && self.pipes.len() < PIPES_KEPT_MAX {
                         self.pipes.push(pipe);
                     }
                 }
@@ -847,15 +931,24 @@ impl Worker {
         for slot in 0..self.conns.len() as u32 {
             self.close(slot);
         }
+        let [now, waited, fell_back] = self.writes_spliced;
+        if now + waited + fell_back > 0 {
+            tracing::debug!(
+                worker = self.index,
+                "WRITE payloads spliced: {now} at once, {waited} after waiting; {fell_back} received into memory after waiting"
+            );
+        }
     }
 }
 
 /// Whether the large frame starting in `c.buf` (frame length `len`) is a
 /// WRITE whose payload can be spliced from the socket into a pipe: the core
-/// allows it, the payload fits a pipe, and all of it that is not in `c.buf`
-/// has arrived already (so the splice, which blocks an io_uring worker until
-/// its bytes come, never waits on a slow or stalled peer). The payload bytes
-/// already in `c.buf` go into the pipe first. `None`: receive it as usual.
+/// allows it and the payload fits a pipe. The splice blocks an io_uring
+/// worker until its bytes come, so it starts only once all of them are
+/// queued in the socket: at once, or after a poll with `SO_RCVLOWAT` set to
+/// the bytes missing (`waiting`; no thread waits on a slow peer). The
+/// payload bytes already in `c.buf` go into the pipe first. `None`: receive
+/// the frame as usual.
 fn detach_write(
     c: &mut Conn,
     pipes: &mut Vec<SplicePipe>,
@@ -868,7 +961,11 @@ fn detach_write(
     let prefix = &c.buf[head_end..];
     let rest = n.checked_sub(prefix.len())?;
     let queued = rustix::io::ioctl_fionread(&*c.fd).ok()?;
-    if queued < rest as u64 {
+    let waiting = queued < rest as u64;
+    if waiting && net::set_rcvlowat(&*c.fd, rest).ok()? < rest {
+        // TCP capped the low mark below what is missing: a poll could not
+        // tell "all here" from "peer closed".
+        let _ = net::set_rcvlowat(&*c.fd, 1);
         return None;
     }
     let pipe = match pipes.pop() {
@@ -876,6 +973,7 @@ fn detach_write(
         None => ring.new_splice_pipe().ok()?,
     };
     if pipe.capacity < n {
+        let _ = net::set_rcvlowat(&*c.fd, 1);
         return None;
     }
     // An empty pipe with room for the whole payload: this cannot block.
@@ -883,7 +981,10 @@ fn detach_write(
     while at < prefix.len() {
         match rustix::io::write(&*pipe.write, &prefix[at..]) {
             Ok(k) if k > 0 => at += k,
-            _ => return None,
+            _ => {
+                let _ = net::set_rcvlowat(&*c.fd, 1);
+                return None;
+            }
         }
     }
     Some(Rx::Pipe {
@@ -891,7 +992,22 @@ fn detach_write(
         len: n,
         rest,
         pipe,
+        waiting,
     })
+}
+
+/// Appends exactly `n` bytes read from `fd` (a pipe known to hold them) to `buf`.
+fn read_exact_into(fd: &SharedFd, buf: &mut Vec<u8>, n: usize) -> bool {
+    let start = buf.len();
+    buf.resize(start + n, 0);
+    let mut at = start;
+    while at < buf.len() {
+        match rustix::io::read(&**fd, &mut buf[at..]) {
+            Ok(k) if k > 0 => at += k,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// A send-file frame as a queue item; read into memory if the node has no

@@ -51,7 +51,7 @@ fn write_frame(raw: &mut Raw, f: FileId, offset: u64, data: &[u8]) -> (u64, Vec<
 
 /// Sends `n` 1 MiB WRITEs back to back in one burst (so the payloads are
 /// queued in the server's socket when it looks), then collects the replies.
-fn burst(raw: &mut Raw, f: FileId, n: usize, seed: u8) -> Vec<u8> {
+fn burst(raw: &mut Raw, rig: &Rig, f: FileId, n: usize, seed: u8) -> Vec<u8> {
     let data = pattern(n * MIB, seed);
     let mut frames = Vec::new();
     let mut mids = Vec::new();
@@ -62,17 +62,41 @@ fn burst(raw: &mut Raw, f: FileId, n: usize, seed: u8) -> Vec<u8> {
     }
     let mut sock = raw.sock.try_clone().unwrap();
     let sender = std::thread::spawn(move || sock.write_all(&frames).unwrap());
+    let got = collect(raw, rig, mids.iter().copied());
     for mid in mids {
-        match raw.wait_for(mid) {
-            Outcome::Reply(h, m) => {
-                assert_eq!(h.status, NtStatus::SUCCESS);
-                assert_eq!(le32(&m[64 + 4..]) as usize, MIB, "count");
-            }
-            other => panic!("write {mid}: {other:?}"),
-        }
+        assert_eq!(got[&mid], (NtStatus::SUCCESS, MIB), "write {mid}");
     }
     sender.join().unwrap();
     data
+}
+
+/// The replies to `mids` (status, WRITE count), which come in completion
+/// order: a refused WRITE is answered at once, a good one after its write.
+fn collect(
+    raw: &mut Raw,
+    rig: &Rig,
+    mids: impl Iterator<Item = u64>,
+) -> std::collections::HashMap<u64, (NtStatus, usize)> {
+    let want: std::collections::HashSet<u64> = mids.collect();
+    let mut got = std::collections::HashMap::new();
+    while want.iter().any(|m| !got.contains_key(m)) {
+        match read_frame(&mut raw.sock) {
+            Ok(Some(frame)) => {
+                for (h, m) in split_responses(&frame) {
+                    raw.credits += u64::from(h.credits);
+                    let count = m.get(64 + 4..64 + 8).map_or(0, |b| le32(b) as usize);
+                    got.insert(h.message_id, (h.status, count));
+                }
+            }
+            other => panic!(
+                "{} of {} replies, then {other:?}\n{}",
+                got.len(),
+                want.len(),
+                rig.log()
+            ),
+        }
+    }
+    got
 }
 
 fn gather_credits(raw: &mut Raw, want: u64) {
@@ -109,7 +133,7 @@ fn write_payloads_spliced_from_the_socket_land_intact() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut seed = 0u8;
     let data = loop {
-        let data = burst(&mut raw, f, 16, seed);
+        let data = burst(&mut raw, &rig, f, 16, seed);
         if pipes_of(rig.pid()) > before || Instant::now() > deadline {
             break data;
         }
@@ -151,7 +175,8 @@ fn a_refused_large_write_leaves_the_stream_in_step() {
     let good = pattern(MIB, 7);
     let mut frames = Vec::new();
     let mut expect = Vec::new();
-    for i in 0..8u64 {
+    let pairs = 32u64;
+    for i in 0..pairs {
         let (mid, fr) = write_frame(&mut raw, ro, 0, &pattern(MIB, 9));
         expect.push((mid, NtStatus::ACCESS_DENIED));
         frames.extend_from_slice(&fr);
@@ -161,11 +186,9 @@ fn a_refused_large_write_leaves_the_stream_in_step() {
     }
     let mut sock = raw.sock.try_clone().unwrap();
     let sender = std::thread::spawn(move || sock.write_all(&frames).unwrap());
+    let got = collect(&mut raw, &rig, expect.iter().map(|(m, _)| *m));
     for (mid, status) in expect {
-        match raw.wait_for(mid) {
-            Outcome::Reply(h, _) => assert_eq!(h.status, status, "message {mid}"),
-            other => panic!("message {mid}: {other:?}"),
-        }
+        assert_eq!(got[&mid].0, status, "message {mid}");
     }
     sender.join().unwrap();
     assert_eq!(
@@ -173,7 +196,7 @@ fn a_refused_large_write_leaves_the_stream_in_step() {
         b"keep"
     );
     let rw_data = std::fs::read(rig.share_dir.join("rw.bin")).unwrap();
-    assert_eq!(rw_data.len(), 8 * MIB);
+    assert_eq!(rw_data.len(), pairs as usize * MIB);
     assert!(rw_data.chunks(MIB).all(|c| c == &good[..]));
     rig.still_serves("after refused WRITEs");
 }
@@ -194,10 +217,73 @@ fn use_sendfile_no_receives_write_payloads_into_memory() {
     let before = pipes_of(rig.pid());
     let mut data = Vec::new();
     for seed in 0..4 {
-        data = burst(&mut raw, f, 16, seed);
+        data = burst(&mut raw, &rig, f, 16, seed);
         gather_credits(&mut raw, 16 * 16 + 16);
     }
     assert_eq!(pipes_of(rig.pid()), before, "a pipe was made");
     let on_disk = std::fs::read(rig.share_dir.join("w.bin")).unwrap();
     assert!(on_disk == data);
+}
+
+#[test]
+fn a_write_payload_that_trickles_in_is_written_whole_once_it_has_all_come() {
+    let rig = Rig::start("splicew-slow", "");
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    let f = raw
+        .create(
+            "slow.bin",
+            GENERIC_READ | GENERIC_WRITE,
+            FILE_OVERWRITE_IF,
+            FILE_NON_DIRECTORY_FILE,
+        )
+        .expect("create slow.bin");
+    gather_credits(&mut raw, 64);
+    let data = pattern(MIB, 3);
+    let (mid, frame) = write_frame(&mut raw, f, 0, &data);
+    // The head and a little payload, then the rest in pieces with pauses: the
+    // server waits (polling, no thread blocked) and writes nothing early.
+    raw.sock.write_all(&frame[..200_000]).unwrap();
+    for piece in frame[200_000..].chunks(300_000) {
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(
+            std::fs::metadata(rig.share_dir.join("slow.bin"))
+                .unwrap()
+                .len(),
+            0,
+            "payload written before it had all come"
+        );
+        raw.sock.write_all(piece).unwrap();
+    }
+    match raw.wait_for(mid) {
+        Outcome::Reply(h, _) => assert_eq!(h.status, NtStatus::SUCCESS),
+        other => panic!("write: {other:?}"),
+    }
+    assert!(std::fs::read(rig.share_dir.join("slow.bin")).unwrap() == data);
+}
+
+#[test]
+fn a_peer_that_closes_inside_a_large_write_payload_writes_nothing() {
+    let rig = Rig::start("splicew-cut", "");
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    let f = raw
+        .create(
+            "cut.bin",
+            GENERIC_READ | GENERIC_WRITE,
+            FILE_OVERWRITE_IF,
+            FILE_NON_DIRECTORY_FILE,
+        )
+        .expect("create cut.bin");
+    gather_credits(&mut raw, 64);
+    let (_, frame) = write_frame(&mut raw, f, 0, &pattern(MIB, 4));
+    raw.sock.write_all(&frame[..frame.len() - 1000]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(raw);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        std::fs::metadata(rig.share_dir.join("cut.bin"))
+            .unwrap()
+            .len(),
+        0
+    );
+    rig.still_serves("after a peer cut a WRITE short");
 }
