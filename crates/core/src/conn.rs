@@ -23,7 +23,6 @@ use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd;
-use crate::cmd::read::SPLICE_LEN_MIN;
 use crate::credits::CreditWindow;
 use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
@@ -346,7 +345,7 @@ impl Connection {
     /// message up to its data, [`WRITE_REQUEST_DATA_OFFSET`] bytes) may be
     /// received apart from it: `Some(payload length)` for a WRITE alone in its
     /// frame, unsigned, not encrypted, in the plain layout, of at least
-    /// `SPLICE_LEN_MIN` bytes, when the driver may splice
+    /// [`WRITE_SPLICE_LEN_MIN`] bytes, when the driver may splice
     /// ([`Connection::set_send_file`]). The driver then receives the payload
     /// whole (into a pipe) and calls [`Connection::receive_detached`]; every
     /// other check is made there, as for any request.
@@ -367,7 +366,7 @@ impl Connection {
             return None;
         }
         let (_, n) = WriteRequest::decode_head(head).ok()?;
-        (n >= SPLICE_LEN_MIN && Some(n) == frame_len.checked_sub(WRITE_REQUEST_DATA_OFFSET))
+        (n >= WRITE_SPLICE_LEN_MIN && Some(n) == frame_len.checked_sub(WRITE_REQUEST_DATA_OFFSET))
             .then_some(n)
     }
 
@@ -1428,6 +1427,14 @@ fn build_frame(replies: &mut Vec<BuiltReply>, room: usize) -> (Vec<Vec<u8>>, Opt
     parts.retain(|p| !p.is_empty());
     (parts, file)
 }
+
+/// WRITEs smaller than this are received into memory even when their payload
+/// could be spliced into the file: the splice runs in an io_uring worker, and
+/// below this the hop costs more than the copy it saves (1 MiB overwrites,
+/// `ringshare bench seq-write`, server CPU s/GiB spliced vs copied: 128 KiB
+/// 0.68-0.70 vs 0.64-0.66; 256 KiB 0.51-0.53 vs 0.57-0.62; 64 KiB in the mixed
+/// workload 0.81-0.86 vs 0.73-0.74; docs/architecture.md "The WRITE path").
+pub const WRITE_SPLICE_LEN_MIN: usize = 256 * 1024;
 
 /// Bytes a frame leaves after its transport header for the transform header
 /// of an encrypted reply (sealed in place by `send_frame`).

@@ -24,6 +24,6 @@ mod shortname;
 mod state;
 mod transform;
 
-pub use conn::Connection;
+pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 pub use server::{EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy};

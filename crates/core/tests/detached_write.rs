@@ -11,7 +11,7 @@ use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
 /// The smallest payload the core lets the driver receive apart.
-const LEN: usize = 64 * 1024;
+const LEN: usize = ringshare_core::WRITE_SPLICE_LEN_MIN;
 
 fn payload() -> Vec<u8> {
     (0..LEN).map(|i| (i * 13 % 251) as u8).collect()
@@ -35,7 +35,12 @@ fn client_with_file(splice: bool) -> (Client, FileId) {
 /// A whole WRITE message of `data` at `offset` (header + body + data).
 fn write_msg(c: &mut Client, f: FileId, offset: u64, data: &[u8]) -> Vec<u8> {
     let tree = c.tree_id;
-    c.message(Command::WRITE, tree, |o| write_body(o, f, offset, data))
+    let mut msg = c.message(Command::WRITE, tree, |o| write_body(o, f, offset, data));
+    // CreditCharge: one credit per 64 KiB ([MS-SMB2] 3.1.5.2).
+    let charge = data.len().div_ceil(65536).max(1) as u16;
+    msg[6..8].copy_from_slice(&charge.to_le_bytes());
+    c.next_mid += u64::from(charge) - 1;
+    msg
 }
 
 /// Receives the head of `msg` apart from its payload, as the driver does, and
@@ -77,7 +82,7 @@ fn parse(frame: &[u8]) -> Vec<Resp> {
 }
 
 #[test]
-fn an_unsigned_sole_write_of_64_kib_may_be_received_apart_and_lands_in_the_file() {
+fn an_unsigned_sole_write_of_256_kib_may_be_received_apart_and_lands_in_the_file() {
     let (mut c, f) = client_with_file(true);
     let data = payload();
     let msg = write_msg(&mut c, f, 4096, &data);
@@ -93,9 +98,12 @@ fn an_unsigned_sole_write_of_64_kib_may_be_received_apart_and_lands_in_the_file(
     // WRITE response: StructureSize 17, reserved, Count.
     let count = u32::from_le_bytes(resps[0].body()[4..8].try_into().unwrap());
     assert_eq!(count as usize, LEN);
-    let r = c.read(f, 4096, LEN as u32);
-    assert_eq!(r.status(), NtStatus::SUCCESS);
-    assert_eq!(read_data(&r), data);
+    // Read back in 64 KiB pieces (one credit each).
+    for (i, piece) in data.chunks(65536).enumerate() {
+        let r = c.read(f, 4096 + (i * 65536) as u64, 65536);
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+        assert!(read_data(&r) == piece, "piece {i} differs");
+    }
 }
 
 #[test]
@@ -112,7 +120,7 @@ fn writes_that_cannot_be_received_apart_are_left_whole() {
             .detachable_write(&msg2[..WRITE_REQUEST_DATA_OFFSET], msg2.len()),
         None
     );
-    // Smaller than 64 KiB.
+    // Smaller than 256 KiB.
     let small = write_msg(&mut c, f, 0, &data[..LEN - 1]);
     assert_eq!(
         c.conn
@@ -155,7 +163,7 @@ fn a_detached_write_on_a_read_only_open_is_refused_and_nothing_is_written() {
     assert!(!asked, "nothing may be written through a read-only open");
     assert_eq!(resps.len(), 1);
     assert_eq!(resps[0].status(), NtStatus::ACCESS_DENIED);
-    let r = c.read(ro, 0, LEN as u32);
+    let r = c.read(ro, 0, 65536);
     assert_eq!(r.status(), NtStatus::END_OF_FILE);
 }
 

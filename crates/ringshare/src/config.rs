@@ -179,9 +179,10 @@ pub struct Global {
     pub smb_encrypt: EncryptPolicy,
     /// `guest account`; default `nobody`.
     pub guest_account: String,
-    /// `use sendfile`: unsigned, unencrypted READ data goes from the file to the socket
-    /// by splice, never through user memory. Server-wide in ringshare. Default yes
-    /// (Samba's default is no); see docs/architecture.md for the consistency rule.
+    /// `use sendfile`: unsigned, unencrypted READ data goes from the file to the socket,
+    /// and WRITE payloads from the socket to the file, by splice, never through user
+    /// memory. Server-wide in ringshare. Default yes (Samba's default is no); see
+    /// docs/architecture.md for the consistency rule and the WRITE path.
     pub use_sendfile: bool,
     /// `pin cpus` (ringshare extension): pin I/O thread N to CPU N. Default no.
     pub pin_cpus: bool,

@@ -104,7 +104,7 @@ pub struct Client {
     pub conn: Connection,
     pub mem: MemShare,
     pub now: Now,
-    next_mid: u64,
+    pub next_mid: u64,
     pub session_id: u64,
     pub tree_id: u32,
     pub ro_tree_id: u32,
