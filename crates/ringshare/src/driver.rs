@@ -45,14 +45,16 @@ const POOL_BYTES_MAX: usize = 64 * 1024 * 1024;
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Frames coalesced into one sendmsg at most.
 const SEND_BATCH_PARTS_MAX: usize = 512;
-/// Large read buffers one connection may hold at once (reading, waiting to be
-/// sent or being sent); further READs wait for one of them to go out. A client
-/// asks for up to its credits' worth of READs at once, but the socket drains
-/// them one by one: without this, 16 x 1 MiB buffers cycle through memory and
-/// every copy, hash and cipher pass misses the CPU cache. Measured (1 MiB
-/// reads, `ringshare bench seq-read --sign` / `--encrypt`): 2-3 best, server
-/// 0.59 / 0.71 s/GiB against 0.79 / 0.87 unbounded; 6: 0.73 / 0.83.
-const READ_BUFFERS_HELD_MAX: usize = 3;
+/// Bytes of READ buffers one connection may hold at once (reading, waiting to
+/// be sent or being sent), beyond its first two buffers; further READs wait
+/// for one of them to go out. A client asks for up to its credits' worth of
+/// READs at once, but the socket drains them one by one: without this, 16 x 1
+/// MiB buffers cycle through memory and every copy, hash and cipher pass
+/// misses the CPU cache. Measured (1 MiB reads, `ringshare bench seq-read
+/// --sign` / `--encrypt`): 2-3 buffers best, server 0.59 / 0.71 s/GiB against
+/// 0.79 / 0.87 unbounded; 6: 0.73 / 0.83. Small READs (64 KiB x 32 fit the
+/// cache anyway) are not held back.
+const READ_BYTES_HELD_MAX: usize = 3 * 1024 * 1024 + 512 * 1024;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 16;
 
@@ -169,9 +171,12 @@ struct Conn {
     send_since: u64,
     closing: bool,
     io_in_flight: usize,
-    /// READs into buffers in the ring now.
+    /// READs into buffers in the ring now: how many, and their bytes.
     reads_in_flight: usize,
-    /// READs waiting for a buffer ([`READ_BUFFERS_HELD_MAX`]).
+    read_bytes_in_flight: usize,
+    /// Bytes of the send in flight.
+    sending_bytes: usize,
+    /// READs waiting for buffer room ([`READ_BYTES_HELD_MAX`]).
     reads_waiting: VecDeque<IoRequest>,
     /// A pipe holding a WRITE payload while the core looks at the WRITE; its
     /// `IoOp::WriteReceived` takes it, else it is dropped with its bytes.
@@ -184,8 +189,8 @@ struct PendingIo {
     gen: u32,
     core_id: u64,
     kind: IoKind,
-    /// A large READ counted in its connection's `reads_in_flight`.
-    held: bool,
+    /// A large READ counted in its connection's `reads_in_flight`: its length.
+    held_len: usize,
     /// The pipe a spliced WRITE payload is written from, and the payload's length.
     pipe: Option<(SplicePipe, usize)>,
 }
@@ -430,6 +435,8 @@ impl Worker {
             closing: false,
             io_in_flight: 0,
             reads_in_flight: 0,
+            read_bytes_in_flight: 0,
+            sending_bytes: 0,
             reads_waiting: VecDeque::new(),
             pipe_loaded: None,
         });
@@ -688,19 +695,34 @@ impl Worker {
     }
 
     /// Start waiting READs while the connection holds fewer than
-    /// [`READ_BUFFERS_HELD_MAX`] large buffers.
+    /// [`READ_BYTES_HELD_MAX`] bytes of buffers (or fewer than two).
     fn start_reads(&mut self, slot: u32) {
         loop {
             let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
                 return;
             };
-            let queued = c
-                .send_queue
-                .iter()
-                .filter(|i| matches!(i, SendItem::Bytes(b) if b.len() >= POOL_BUF_MIN))
-                .count();
-            let held = c.reads_in_flight + queued + usize::from(c.sending);
-            if held >= READ_BUFFERS_HELD_MAX {
+            let (mut count, mut bytes) = (c.reads_in_flight, c.read_bytes_in_flight);
+            for i in &c.send_queue {
+                if let SendItem::Bytes(b) = i {
+                    if b.len() >= POOL_BUF_MIN {
+                        count += 1;
+                        bytes += b.len();
+                    }
+                }
+            }
+            if c.sending_bytes >= POOL_BUF_MIN {
+                count += 1;
+                bytes += c.sending_bytes;
+            }
+            let next = match c.reads_waiting.front() {
+                Some(IoRequest {
+                    op: IoOp::Read { len, .. },
+                    ..
+                }) => *len,
+                Some(_) => 0,
+                None => return,
+            };
+            if count >= 2 && bytes + next > READ_BYTES_HELD_MAX {
                 return;
             }
             let Some(req) = c.reads_waiting.pop_front() else {
@@ -751,6 +773,7 @@ impl Worker {
                 parts.push(b);
             }
         }
+        c.sending_bytes = parts.iter().map(Vec::len).sum();
         if parts.len() == 1 {
             let p = parts.pop().unwrap_or_default();
             self.ring.send(&fd, p, 0, tok);
@@ -770,6 +793,7 @@ impl Worker {
             return;
         };
         c.sending = false;
+        c.sending_bytes = 0;
         let owed = c.sending_file.take();
         match comp.result {
             Err(e) => {
@@ -825,7 +849,7 @@ impl Worker {
         let id = self.next_io;
         self.next_io += 1;
         let tok = (KIND_IO << 56) | (id & 0x00FF_FFFF_FFFF_FFFF);
-        let mut held = false;
+        let mut held_len = 0;
         let mut pipe = None;
         let kind = match req.op {
             IoOp::Read {
@@ -836,8 +860,11 @@ impl Worker {
                 let mut buf = self.pool.take(headroom + len);
                 buf.resize(headroom, 0);
                 self.ring.read_at(&fd, buf, len, offset, tok);
-                held = len >= POOL_BUF_MIN;
-                c.reads_in_flight += usize::from(held);
+                if len >= POOL_BUF_MIN {
+                    c.reads_in_flight += 1;
+                    c.read_bytes_in_flight += len;
+                    held_len = len;
+                }
                 IoKind::Read
             }
             IoOp::Write {
@@ -867,7 +894,7 @@ impl Worker {
                 gen,
                 core_id: req.id,
                 kind,
-                held,
+                held_len,
                 pipe,
             },
         );
@@ -906,8 +933,9 @@ impl Worker {
             return;
         };
         c.io_in_flight -= 1;
-        if p.held {
+        if p.held_len > 0 {
             c.reads_in_flight -= 1;
+            c.read_bytes_in_flight -= p.held_len;
         }
         c.conn.complete_io(t, p.core_id, done);
         self.drain(p.slot);
