@@ -7,7 +7,11 @@
 //! (the direct-TCP header is the core's caller's business). Flags: bit 0 =
 //! hold file I/O completions until the next frame has been received, then
 //! complete them newest first; bit 1 = advance the clock 10 s after each
-//! frame and fire timers.
+//! frame and fire timers; bit 2 = hand each frame of 116 bytes or more to
+//! `receive_detached` as a WRITE head whose payload the driver holds: the
+//! frame's last 4 bytes (u32 LE) are the payload length, the rest the head
+//! (the core must cope with whatever a driver passes, not only what
+//! `detachable_write` allowed).
 //!
 //! Placeholders for ids the server picks at random (see pcap_to_corpus.py):
 //! b"~SESSID~" becomes the last SessionId the server sent, and b"~FILEID~" +
@@ -253,7 +257,14 @@ fuzz_target!(|data: &[u8]| {
         }
         let mut frame = frame.to_vec();
         h.substitute(&mut frame);
-        h.conn.receive(h.now, frame);
+        if flags & 4 != 0 && frame.len() >= 116 {
+            let at = frame.len() - 4;
+            let len = u32::from_le_bytes(frame[at..].try_into().unwrap()) as usize;
+            frame.truncate(at);
+            h.conn.receive_detached(h.now, frame, len);
+        } else {
+            h.conn.receive(h.now, frame);
+        }
         h.pump();
         h.complete_held();
         if flags & 2 != 0 {

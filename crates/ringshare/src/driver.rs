@@ -444,10 +444,7 @@ impl Worker {
     }
 
     fn conn_mut(&mut self, slot: u32, gen: u32) -> Option<&mut Conn> {
-        self.conns
-            .get_mut(slot as usize)?
-            .as_mut()
-            .filter(|c| c.gen == gen)
+        conn_in(&mut self.conns, slot, gen)
     }
 
     fn arm_recv(&mut self, slot: u32) {
@@ -477,13 +474,8 @@ impl Worker {
 
     fn on_recv(&mut self, slot: u32, gen: u32, mut comp: Completion) {
         let t = now(self.shared.started);
-        // Field access (not `conn_mut`): the buffer pool and pipes are used below.
-        let Some(c) = self
-            .conns
-            .get_mut(slot as usize)
-            .and_then(Option::as_mut)
-            .filter(|c| c.gen == gen)
-        else {
+        // Only `self.conns` borrowed (not `conn_mut`): the pool and pipes are used below.
+        let Some(c) = conn_in(&mut self.conns, slot, gen) else {
             return;
         };
         c.recv_armed = false;
@@ -569,13 +561,8 @@ impl Worker {
         }
         // Cut complete frames and feed them to the core.
         loop {
-            // Field access (not `conn_mut`) so that the buffer pool can be used below.
-            let Some(c) = self
-                .conns
-                .get_mut(slot as usize)
-                .and_then(Option::as_mut)
-                .filter(|c| c.gen == gen)
-            else {
+            // Only `self.conns` borrowed (not `conn_mut`): the pool and pipes are used below.
+            let Some(c) = conn_in(&mut self.conns, slot, gen) else {
                 return;
             };
             match &mut c.rx {
@@ -1022,6 +1009,14 @@ fn detach_write(
         pipe,
         waiting,
     })
+}
+
+/// The connection in `slot` if it is still generation `gen`.
+fn conn_in(conns: &mut [Option<Conn>], slot: u32, gen: u32) -> Option<&mut Conn> {
+    conns
+        .get_mut(slot as usize)?
+        .as_mut()
+        .filter(|c| c.gen == gen)
 }
 
 /// Appends exactly `n` bytes read from `fd` (a pipe known to hold them) to `buf`.

@@ -13,22 +13,6 @@ use ringshare_wire::NtStatus;
 
 use rig::*;
 
-/// Ask for credits with ECHOs until `want` are granted.
-fn gather_credits(raw: &mut Raw, want: u64) {
-    for _ in 0..64 {
-        if raw.credits >= want {
-            return;
-        }
-        let mut h = raw.header(Command::ECHO);
-        h.credits = 512;
-        match raw.call_with(&h, &[4, 0, 0, 0]) {
-            Outcome::Reply(h, _) => assert_eq!(h.status, NtStatus::SUCCESS),
-            other => panic!("echo: {other:?}"),
-        }
-    }
-    panic!("only {} credits granted, wanted {want}", raw.credits);
-}
-
 fn pattern(len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
@@ -43,7 +27,7 @@ fn a_peer_that_stops_reading_large_reads_is_closed_at_the_send_timeout_and_other
     let f = raw
         .create("big", GENERIC_READ, FILE_OPEN, FILE_NON_DIRECTORY_FILE)
         .expect("open big");
-    gather_credits(&mut raw, 48 * 16);
+    raw.gather_credits(48 * 16);
     // 48 MiB of READs in flight, none of the replies taken: far more than the
     // socket buffers hold, so the server's send (a splice) blocks.
     for i in 0..48u64 {
@@ -85,7 +69,7 @@ fn spliced_reads_of_a_file_truncated_underneath_stay_well_formed_and_the_connect
             FILE_NON_DIRECTORY_FILE,
         )
         .expect("open");
-    gather_credits(&mut raw, 64);
+    raw.gather_credits(64);
     // A local process (not an SMB open, so READs stay on the splice path)
     // truncates and restores the file again and again.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

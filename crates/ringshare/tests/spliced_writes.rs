@@ -35,6 +35,17 @@ fn pipes_of(pid: u32) -> usize {
         .unwrap_or(0)
 }
 
+/// Creates (or truncates) `name` for reading and writing.
+fn create_rw(raw: &mut Raw, name: &str) -> FileId {
+    raw.create(
+        name,
+        GENERIC_READ | GENERIC_WRITE,
+        FILE_OVERWRITE_IF,
+        FILE_NON_DIRECTORY_FILE,
+    )
+    .unwrap_or_else(|o| panic!("create {name}: {o:?}"))
+}
+
 /// One WRITE frame of `data` at `offset`, with its credit charge.
 fn write_frame(raw: &mut Raw, f: FileId, offset: u64, data: &[u8]) -> (u64, Vec<u8>) {
     let charge = data.len().div_ceil(65536).max(1) as u16;
@@ -99,34 +110,12 @@ fn collect(
     got
 }
 
-fn gather_credits(raw: &mut Raw, want: u64) {
-    for _ in 0..64 {
-        if raw.credits >= want {
-            return;
-        }
-        let mut h = raw.header(Command::ECHO);
-        h.credits = 512;
-        match raw.call_with(&h, &[4, 0, 0, 0]) {
-            Outcome::Reply(h, _) => assert_eq!(h.status, NtStatus::SUCCESS),
-            other => panic!("echo: {other:?}"),
-        }
-    }
-    panic!("only {} credits granted, wanted {want}", raw.credits);
-}
-
 #[test]
 fn write_payloads_spliced_from_the_socket_land_intact() {
     let rig = Rig::start("splicew", "");
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
-    let f = raw
-        .create(
-            "w.bin",
-            GENERIC_READ | GENERIC_WRITE,
-            FILE_OVERWRITE_IF,
-            FILE_NON_DIRECTORY_FILE,
-        )
-        .expect("create w.bin");
-    gather_credits(&mut raw, 16 * 16 + 16);
+    let f = create_rw(&mut raw, "w.bin");
+    raw.gather_credits(16 * 16 + 16);
     let before = pipes_of(rig.pid());
     // The socket's receive buffer grows with use; keep writing until a payload
     // has been found whole in it and spliced (a pipe appears in the pool).
@@ -138,7 +127,7 @@ fn write_payloads_spliced_from_the_socket_land_intact() {
             break data;
         }
         seed = seed.wrapping_add(1);
-        gather_credits(&mut raw, 16 * 16 + 16);
+        raw.gather_credits(16 * 16 + 16);
     };
     assert!(
         pipes_of(rig.pid()) > before,
@@ -161,15 +150,8 @@ fn a_refused_large_write_leaves_the_stream_in_step() {
     let ro = raw
         .create("ro.bin", GENERIC_READ, FILE_OPEN, FILE_NON_DIRECTORY_FILE)
         .expect("open ro.bin");
-    let rw = raw
-        .create(
-            "rw.bin",
-            GENERIC_READ | GENERIC_WRITE,
-            FILE_OVERWRITE_IF,
-            FILE_NON_DIRECTORY_FILE,
-        )
-        .expect("create rw.bin");
-    gather_credits(&mut raw, 200);
+    let rw = create_rw(&mut raw, "rw.bin");
+    raw.gather_credits(200);
     // Refused WRITEs and good ones, interleaved in one burst: each refused
     // payload must be consumed whole (spliced or received) and dropped.
     let good = pattern(MIB, 7);
@@ -205,20 +187,13 @@ fn a_refused_large_write_leaves_the_stream_in_step() {
 fn use_sendfile_no_receives_write_payloads_into_memory() {
     let rig = Rig::start("splicew-off", "\tuse sendfile = no\n");
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
-    let f = raw
-        .create(
-            "w.bin",
-            GENERIC_READ | GENERIC_WRITE,
-            FILE_OVERWRITE_IF,
-            FILE_NON_DIRECTORY_FILE,
-        )
-        .expect("create w.bin");
-    gather_credits(&mut raw, 16 * 16 + 16);
+    let f = create_rw(&mut raw, "w.bin");
+    raw.gather_credits(16 * 16 + 16);
     let before = pipes_of(rig.pid());
     let mut data = Vec::new();
     for seed in 0..4 {
         data = burst(&mut raw, &rig, f, 16, seed);
-        gather_credits(&mut raw, 16 * 16 + 16);
+        raw.gather_credits(16 * 16 + 16);
     }
     assert_eq!(pipes_of(rig.pid()), before, "a pipe was made");
     let on_disk = std::fs::read(rig.share_dir.join("w.bin")).unwrap();
@@ -229,15 +204,8 @@ fn use_sendfile_no_receives_write_payloads_into_memory() {
 fn a_write_payload_that_trickles_in_is_written_whole_once_it_has_all_come() {
     let rig = Rig::start("splicew-slow", "");
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
-    let f = raw
-        .create(
-            "slow.bin",
-            GENERIC_READ | GENERIC_WRITE,
-            FILE_OVERWRITE_IF,
-            FILE_NON_DIRECTORY_FILE,
-        )
-        .expect("create slow.bin");
-    gather_credits(&mut raw, 64);
+    let f = create_rw(&mut raw, "slow.bin");
+    raw.gather_credits(64);
     let data = pattern(MIB, 3);
     let (mid, frame) = write_frame(&mut raw, f, 0, &data);
     // The head and a little payload, then the rest in pieces with pauses: the
@@ -265,15 +233,8 @@ fn a_write_payload_that_trickles_in_is_written_whole_once_it_has_all_come() {
 fn a_peer_that_closes_inside_a_large_write_payload_writes_nothing() {
     let rig = Rig::start("splicew-cut", "");
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
-    let f = raw
-        .create(
-            "cut.bin",
-            GENERIC_READ | GENERIC_WRITE,
-            FILE_OVERWRITE_IF,
-            FILE_NON_DIRECTORY_FILE,
-        )
-        .expect("create cut.bin");
-    gather_credits(&mut raw, 64);
+    let f = create_rw(&mut raw, "cut.bin");
+    raw.gather_credits(64);
     let (_, frame) = write_frame(&mut raw, f, 0, &pattern(MIB, 4));
     raw.sock.write_all(&frame[..frame.len() - 1000]).unwrap();
     std::thread::sleep(Duration::from_millis(200));

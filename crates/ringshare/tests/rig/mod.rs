@@ -323,6 +323,22 @@ impl Raw {
         h
     }
 
+    /// Ask for credits with ECHOs until `want` are granted.
+    pub fn gather_credits(&mut self, want: u64) {
+        for _ in 0..64 {
+            if self.credits >= want {
+                return;
+            }
+            let mut h = self.header(Command::ECHO);
+            h.credits = 512;
+            match self.call_with(&h, &[4, 0, 0, 0]) {
+                Outcome::Reply(h, _) => assert_eq!(h.status, NtStatus::SUCCESS),
+                other => panic!("echo: {other:?}"),
+            }
+        }
+        panic!("only {} credits granted, wanted {want}", self.credits);
+    }
+
     /// One message: `hdr` then `body`.
     pub fn message(hdr: &Header, body: &[u8]) -> Vec<u8> {
         let mut m = Vec::with_capacity(HEADER_LEN + body.len());
