@@ -98,6 +98,9 @@ pub(crate) enum OpKind {
         off_out: Option<u64>,
         left: usize,
         done: usize,
+        /// `SPLICE_F_NONBLOCK`: a full output pipe ends the operation (short)
+        /// instead of waiting for it to drain.
+        until_full: bool,
     },
 }
 
@@ -353,6 +356,7 @@ impl OpKind {
                 fd_out,
                 off_out,
                 left,
+                until_full,
                 ..
             } => {
                 // Offsets were checked to fit i64 by `Ring::splice`; -1: the fd's position.
@@ -364,6 +368,11 @@ impl OpKind {
                     pos(off_out),
                     (*left).min(SQE_LEN_MAX) as u32,
                 )
+                .flags(if *until_full {
+                    libc::SPLICE_F_NONBLOCK
+                } else {
+                    0
+                })
                 .build()
             }
             OpKind::Timeout { ts } => opcode::Timeout::new(&**ts).build(),

@@ -516,6 +516,34 @@ impl Ring {
         len: usize,
         token: u64,
     ) {
+        self.start_splice(fd_in, off_in, fd_out, off_out, len, token, false);
+    }
+
+    /// Like [`Ring::splice`] into a pipe, but a full pipe ends it with the
+    /// count moved so far (`SPLICE_F_NONBLOCK`) instead of waiting for someone
+    /// to drain it: a socket's data can take a pipe slot per small fragment,
+    /// so a pipe of N pages may hold far less than N pages of it.
+    pub fn splice_until_full(
+        &mut self,
+        fd_in: &SharedFd,
+        fd_out: &SharedFd,
+        len: usize,
+        token: u64,
+    ) {
+        self.start_splice(fd_in, None, fd_out, None, len, token, true);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_splice(
+        &mut self,
+        fd_in: &SharedFd,
+        off_in: Option<u64>,
+        fd_out: &SharedFd,
+        off_out: Option<u64>,
+        len: usize,
+        token: u64,
+        until_full: bool,
+    ) {
         let past = |o: Option<u64>| o.is_some_and(|o| i64::try_from(o).is_err());
         if past(off_in) || past(off_out) {
             return self.reject(token, Vec::new(), "splice offset past i64::MAX");
@@ -532,6 +560,7 @@ impl Ring {
                 off_out,
                 left: len,
                 done: 0,
+                until_full,
             },
         );
     }
@@ -958,9 +987,11 @@ impl Ring {
                 off_out,
                 left,
                 done,
+                until_full,
                 ..
             } => {
                 let result = match res {
+                    r if r == -libc::EAGAIN && *until_full => Some(Ok(*done)),
                     r if r < 0 => Some(Err(io::Error::from_raw_os_error(-r))),
                     0 => Some(Ok(*done)),
                     r => {

@@ -661,3 +661,37 @@ fn poll_readable_waits_for_the_low_mark_then_completes() {
     assert!(c.result.unwrap() & libc::POLLIN as usize != 0);
     assert_eq!(net::set_rcvlowat(&*sock, 1).unwrap(), 1);
 }
+
+#[test]
+fn splice_until_full_into_a_pipe_that_fills_up_returns_short_instead_of_waiting() {
+    let (sock, peer) = tcp_pair();
+    let mut ring = Ring::new(RingConfig {
+        splice_chunk: 64 * 1024,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    let pipe = ring.new_splice_pipe().unwrap();
+    // Far more than 16 pipe slots can hold, however large the fragments.
+    let data = pattern(4 << 20);
+    let writer = {
+        let data = data.clone();
+        thread::spawn(move || {
+            let mut peer = peer;
+            let _ = peer.write_all(&data);
+            peer
+        })
+    };
+    thread::sleep(Duration::from_millis(100));
+    ring.splice_until_full(&sock, &pipe.write, data.len(), 6);
+    let moved = wait_for(&mut ring, 6).result.unwrap();
+    assert!(moved > 0 && moved < data.len(), "moved {moved}");
+    // What it moved is the stream's start.
+    let mut got = vec![0u8; moved];
+    let mut at = 0;
+    while at < moved {
+        at += rustix::io::read(&*pipe.read, &mut got[at..]).unwrap();
+    }
+    assert!(got[..] == data[..moved]);
+    drop(sock);
+    drop(writer.join());
+}

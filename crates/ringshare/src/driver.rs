@@ -216,7 +216,8 @@ struct Worker {
     /// Empty pipes for spliced WRITE payloads.
     pipes: Vec<SplicePipe>,
     /// Large WRITE payloads spliced at once / spliced after a wait / received
-    /// into memory after a wait (logged at exit, for tuning).
+    /// into memory after all (TCP woke the wait early, or the pipe filled up;
+    /// logged at exit, for tuning).
     writes_spliced: [u64; 3],
 }
 
@@ -499,36 +500,9 @@ impl Worker {
                 let queued = rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0);
                 if queued < *rest as u64 {
                     // Receive the frame as usual after all (EOF shows there).
-                    tracing::trace!(
-                        queued,
-                        rest,
-                        "WRITE payload: receiving into memory after all"
-                    );
-                    let Rx::Pipe {
-                        head,
-                        len,
-                        rest,
-                        pipe,
-                        ..
-                    } = std::mem::replace(&mut c.rx, Rx::Small)
-                    else {
-                        return;
-                    };
-                    let mut frame = self.pool.take(head.len() + len);
-                    frame.extend_from_slice(&head);
-                    if !read_exact_into(&pipe.read, &mut frame, len - rest) {
-                        self.close(slot);
-                        return;
-                    }
-                    if self.pipes.len() < PIPES_KEPT_MAX {
-                        self.pipes.push(pipe);
-                    }
+                    tracing::trace!(queued, "WRITE payload: into memory after waiting");
                     self.writes_spliced[2] += 1;
-                    c.rx = Rx::Large {
-                        frame,
-                        len: head.len() + len,
-                    };
-                    self.arm_recv(slot);
+                    self.pipe_to_memory(slot, gen);
                     return;
                 }
                 let (rest, pipe_w) = (*rest, pipe.write.clone());
@@ -538,16 +512,27 @@ impl Worker {
                 }
                 c.recv_armed = true;
                 let (fd, tok) = (c.fd.clone(), token(KIND_RECV, gen, slot));
-                self.ring.splice(&fd, None, &pipe_w, None, rest, tok);
+                self.ring.splice_until_full(&fd, &pipe_w, rest, tok);
                 return;
             }
-            Rx::Pipe { rest, .. } => {
-                if comp.result.as_ref().is_ok_and(|n| n < rest) {
+            Rx::Pipe { rest, .. } => match comp.result {
+                Ok(n) if n > 0 && n < *rest => {
+                    // The pipe filled up before the payload was in it (small
+                    // socket fragments take a pipe slot each): take what it
+                    // holds back and receive the rest into memory.
+                    *rest -= n;
+                    tracing::trace!(n, "WRITE payload: pipe full, into memory");
+                    self.writes_spliced[2] += 1;
+                    self.pipe_to_memory(slot, gen);
+                    return;
+                }
+                Ok(0) => {
                     tracing::debug!("peer closed in the middle of a WRITE payload");
                     self.close(slot);
                     return;
                 }
-            }
+                _ => {}
+            },
         }
         match comp.result {
             Ok(0) | Err(_) => {
@@ -634,7 +619,7 @@ impl Worker {
                                 self.ring.poll_readable(&c.fd, tok);
                             } else {
                                 self.writes_spliced[0] += 1;
-                                self.ring.splice(&c.fd, None, &pipe.write, None, *rest, tok);
+                                self.ring.splice_until_full(&c.fd, &pipe.write, *rest, tok);
                             }
                             c.rx = rx;
                             return;
@@ -652,6 +637,39 @@ impl Worker {
             self.drain(slot);
         }
         self.drain(slot);
+        self.arm_recv(slot);
+    }
+
+    /// Give up splicing a WRITE payload: the frame's head and the payload
+    /// bytes the pipe holds go into a buffer of the frame's size, and the rest
+    /// of the frame is received into it as usual.
+    fn pipe_to_memory(&mut self, slot: u32, gen: u32) {
+        let Some(c) = conn_in(&mut self.conns, slot, gen) else {
+            return;
+        };
+        let Rx::Pipe {
+            head,
+            len,
+            rest,
+            pipe,
+            ..
+        } = std::mem::replace(&mut c.rx, Rx::Small)
+        else {
+            return;
+        };
+        let mut frame = self.pool.take(head.len() + len);
+        frame.extend_from_slice(&head);
+        if !read_exact_into(&pipe.read, &mut frame, len - rest) {
+            self.close(slot);
+            return;
+        }
+        if self.pipes.len() < PIPES_KEPT_MAX {
+            self.pipes.push(pipe);
+        }
+        c.rx = Rx::Large {
+            frame,
+            len: head.len() + len,
+        };
         self.arm_recv(slot);
     }
 
@@ -950,7 +968,7 @@ impl Worker {
         if now + waited + fell_back > 0 {
             tracing::debug!(
                 worker = self.index,
-                "WRITE payloads spliced: {now} at once, {waited} after waiting; {fell_back} received into memory after waiting"
+                "WRITE payloads spliced: {now} at once, {waited} after waiting; {fell_back} received into memory after all"
             );
         }
     }
