@@ -575,7 +575,19 @@ impl Ring {
     /// A new pipe for [`Ring::splice`], sized like the ring's send-file pipes
     /// (`splice_chunk`, or the kernel's limit for this process).
     pub fn new_splice_pipe(&self) -> io::Result<SplicePipe> {
-        let p = new_pipe(self.splice_chunk)?;
+        self.new_splice_pipe_for(self.splice_chunk)
+    }
+
+    /// A new pipe for [`Ring::splice`] that holds at least `bytes` where the
+    /// kernel allows (root may size pipes freely, others up to
+    /// `/proc/sys/fs/pipe-max-size`); else one like [`Ring::new_splice_pipe`]:
+    /// check its `capacity`.
+    pub fn new_splice_pipe_for(&self, bytes: usize) -> io::Result<SplicePipe> {
+        let want = bytes.max(self.splice_chunk);
+        let mut p = new_pipe(want)?;
+        if p.capacity < want && want > self.splice_chunk {
+            p = new_pipe(self.splice_chunk)?;
+        }
         Ok(SplicePipe {
             read: Arc::new(p.read),
             write: Arc::new(p.write),

@@ -55,6 +55,14 @@ const SEND_BATCH_PARTS_MAX: usize = 512;
 /// 0.79 / 0.87 unbounded; 6: 0.73 / 0.83. Small READs (64 KiB x 32 fit the
 /// cache anyway) are not held back.
 const READ_BYTES_HELD_MAX: usize = 3 * 1024 * 1024 + 512 * 1024;
+/// A WRITE payload goes into its pipe in splices of at least this much (or
+/// all that is left); the socket is polled until that much is queued. Also the
+/// largest payload spliced: with pipes allowed to grow to 8 MiB
+/// (`/proc/sys/fs/pipe-max-size`), 8 MiB WRITEs from `ringshare bench` were
+/// cheaper spliced (0.36 vs 0.62 server s/GiB) but `smbclient put` (8 MiB
+/// WRITEs to a new file) much dearer (1.62 vs 0.90), so they are received
+/// into memory.
+const PIPE_STEP: usize = 1024 * 1024;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 16;
 
@@ -131,16 +139,17 @@ enum Rx {
     Large { frame: Vec<u8>, len: usize },
     /// Splicing the payload of a WRITE from the socket into `pipe` (the core
     /// allowed it: `Connection::detachable_write`); `head` is the message up
-    /// to the payload, `len` the payload's length, `rest` the bytes the splice
-    /// must move (the payload minus what had already been received).
+    /// to the payload, `len` the payload's length, `rest` the bytes not yet in
+    /// the pipe. Each splice moves only bytes already queued in the socket
+    /// (`moving`, 0 while a poll waits for more), so no io_uring worker ever
+    /// waits on the peer; `waited`: a poll was needed.
     Pipe {
         head: Vec<u8>,
         len: usize,
         rest: usize,
         pipe: SplicePipe,
-        /// Waiting (a poll, `SO_RCVLOWAT` = `rest`) for the rest to arrive;
-        /// false: the splice is in flight.
-        waiting: bool,
+        moving: usize,
+        waited: bool,
     },
 }
 
@@ -215,6 +224,8 @@ struct Worker {
     pool: BufPool,
     /// Empty pipes for spliced WRITE payloads.
     pipes: Vec<SplicePipe>,
+    /// The largest pipe this process may make (learnt from the first refusal).
+    pipe_size_max: usize,
     /// Large WRITE payloads spliced at once / spliced after a wait / received
     /// into memory after all (TCP woke the wait early, or the pipe filled up;
     /// logged at exit, for tuning).
@@ -287,6 +298,7 @@ pub fn run_worker(
         listeners: listeners.into_iter().map(Arc::new).collect(),
         pool: BufPool::default(),
         pipes: Vec::new(),
+        pipe_size_max: usize::MAX,
         writes_spliced: [0; 3],
     };
     for (i, l) in w.listeners.iter().enumerate() {
@@ -485,38 +497,46 @@ impl Worker {
             Rx::Small => c.buf = buf,
             Rx::Large { frame, .. } => *frame = buf,
             Rx::Pipe {
-                rest,
-                waiting: true,
-                pipe,
-                ..
+                moving: 0, waited, ..
             } => {
-                // Readable: the rest has arrived, or the peer closed, or TCP
-                // wants its queue read (memory pressure, a closing window).
+                // The poll: more of the payload has come, or the peer closed,
+                // or TCP wants its queue read (memory pressure, a closing window).
+                *waited = true;
                 let _ = net::set_rcvlowat(&*c.fd, 1);
-                if comp.result.is_err() {
+                let queued = rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0);
+                if comp.result.is_err() || queued == 0 {
+                    tracing::debug!("peer closed in the middle of a WRITE payload");
                     self.close(slot);
                     return;
                 }
-                let queued = rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0);
-                if queued < *rest as u64 {
-                    // Receive the frame as usual after all (EOF shows there).
-                    tracing::trace!(queued, "WRITE payload: into memory after waiting");
-                    self.writes_spliced[2] += 1;
-                    self.pipe_to_memory(slot, gen);
+                // Move what came, even if less than the step: TCP may wake the
+                // poll early and would wake it again at once (a spin).
+                let Rx::Pipe {
+                    rest, moving, pipe, ..
+                } = &mut c.rx
+                else {
                     return;
-                }
-                let (rest, pipe_w) = (*rest, pipe.write.clone());
-                self.writes_spliced[1] += 1;
-                if let Rx::Pipe { waiting, .. } = &mut c.rx {
-                    *waiting = false;
-                }
+                };
+                *moving = usize::try_from(queued).unwrap_or(usize::MAX).min(*rest);
                 c.recv_armed = true;
-                let (fd, tok) = (c.fd.clone(), token(KIND_RECV, gen, slot));
-                self.ring.splice_until_full(&fd, &pipe_w, rest, tok);
+                let tok = token(KIND_RECV, gen, slot);
+                self.ring
+                    .splice_until_full(&c.fd, &pipe.write, *moving, tok);
                 return;
             }
-            Rx::Pipe { rest, .. } => match comp.result {
-                Ok(n) if n > 0 && n < *rest => {
+            Rx::Pipe { rest, moving, .. } => match comp.result {
+                Ok(0) => {
+                    tracing::debug!("peer closed in the middle of a WRITE payload");
+                    self.close(slot);
+                    return;
+                }
+                Ok(n) if n == *moving && n < *rest => {
+                    *rest -= n;
+                    self.pipe_step(slot, gen);
+                    return;
+                }
+                Ok(n) if n == *moving => *rest -= n,
+                Ok(n) => {
                     // The pipe filled up before the payload was in it (small
                     // socket fragments take a pipe slot each): take what it
                     // holds back and receive the rest into memory.
@@ -526,12 +546,7 @@ impl Worker {
                     self.pipe_to_memory(slot, gen);
                     return;
                 }
-                Ok(0) => {
-                    tracing::debug!("peer closed in the middle of a WRITE payload");
-                    self.close(slot);
-                    return;
-                }
-                _ => {}
+                Err(_) => {}
             },
         }
         match comp.result {
@@ -551,13 +566,18 @@ impl Worker {
                 return;
             };
             match &mut c.rx {
-                Rx::Pipe { .. } => {
+                Rx::Pipe { rest: 0, .. } => {
                     let Rx::Pipe {
-                        head, len, pipe, ..
+                        head,
+                        len,
+                        pipe,
+                        waited,
+                        ..
                     } = std::mem::replace(&mut c.rx, Rx::Small)
                     else {
                         break;
                     };
+                    self.writes_spliced[usize::from(waited)] += 1;
                     c.pipe_loaded = Some(pipe);
                     tracing::trace!(len, "WRITE payload in its pipe");
                     c.conn.receive_detached(t, head, len);
@@ -569,6 +589,9 @@ impl Worker {
                     }
                     continue;
                 }
+                // Still splicing (not reached: the splice or poll in flight
+                // is the receive).
+                Rx::Pipe { .. } => break,
                 Rx::Large { frame, len } => {
                     if frame.len() < *len {
                         break;
@@ -601,27 +624,16 @@ impl Worker {
                         c.buf.drain(..4 + len);
                         c.conn.receive(t, frame);
                     } else if len > DIRECT_FRAME_MIN {
-                        if let Some(rx) = detach_write(c, &mut self.pipes, &mut self.ring, len) {
-                            let Rx::Pipe {
-                                rest,
-                                pipe,
-                                waiting,
-                                ..
-                            } = &rx
-                            else {
-                                break;
-                            };
+                        if let Some(rx) = detach_write(
+                            c,
+                            &mut self.pipes,
+                            &mut self.pipe_size_max,
+                            &mut self.ring,
+                            len,
+                        ) {
                             c.buf.clear();
-                            c.recv_armed = true;
-                            let tok = token(KIND_RECV, c.gen, slot);
-                            tracing::trace!(rest, waiting, "WRITE payload to a pipe");
-                            if *waiting {
-                                self.ring.poll_readable(&c.fd, tok);
-                            } else {
-                                self.writes_spliced[0] += 1;
-                                self.ring.splice_until_full(&c.fd, &pipe.write, *rest, tok);
-                            }
                             c.rx = rx;
+                            self.pipe_step(slot, gen);
                             return;
                         }
                         let mut frame = self.pool.take(len);
@@ -638,6 +650,40 @@ impl Worker {
         }
         self.drain(slot);
         self.arm_recv(slot);
+    }
+
+    /// The next move of a WRITE payload into its pipe: splice what is queued
+    /// in the socket if that is at least the next step (or all that is left),
+    /// else poll until it is (`SO_RCVLOWAT`).
+    fn pipe_step(&mut self, slot: u32, gen: u32) {
+        let Some(c) = conn_in(&mut self.conns, slot, gen) else {
+            return;
+        };
+        let Rx::Pipe {
+            rest, moving, pipe, ..
+        } = &mut c.rx
+        else {
+            return;
+        };
+        let queued =
+            usize::try_from(rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0)).unwrap_or(usize::MAX);
+        let step = (*rest).min(PIPE_STEP);
+        let tok = token(KIND_RECV, gen, slot);
+        c.recv_armed = true;
+        if queued >= step {
+            *moving = queued.min(*rest);
+            self.ring
+                .splice_until_full(&c.fd, &pipe.write, *moving, tok);
+            return;
+        }
+        *moving = 0;
+        if net::set_rcvlowat(&*c.fd, step).is_ok() {
+            self.ring.poll_readable(&c.fd, tok);
+            return;
+        }
+        c.recv_armed = false;
+        self.writes_spliced[2] += 1;
+        self.pipe_to_memory(slot, gen);
     }
 
     /// Give up splicing a WRITE payload: the frame's head and the payload
@@ -976,37 +1022,35 @@ impl Worker {
 
 /// Whether the large frame starting in `c.buf` (frame length `len`) is a
 /// WRITE whose payload can be spliced from the socket into a pipe: the core
-/// allows it and the payload fits a pipe. The splice blocks an io_uring
-/// worker until its bytes come, so it starts only once all of them are
-/// queued in the socket: at once, or after a poll with `SO_RCVLOWAT` set to
-/// the bytes missing (`waiting`; no thread waits on a slow peer). The
-/// payload bytes already in `c.buf` go into the pipe first. `None`: receive
-/// the frame as usual.
+/// allows it and a pipe can hold it (pipes of the payload's size, up to
+/// `pipe_size_max`, which the first refusal of a size lowers: root may size
+/// pipes freely, others up to `/proc/sys/fs/pipe-max-size`). The payload
+/// bytes already in `c.buf` go into the pipe first. `None`: receive the
+/// frame as usual.
 fn detach_write(
     c: &mut Conn,
     pipes: &mut Vec<SplicePipe>,
+    pipe_size_max: &mut usize,
     ring: &mut Ring,
     len: usize,
 ) -> Option<Rx> {
     let head_end = 4 + WRITE_REQUEST_DATA_OFFSET;
     let head = c.buf.get(4..head_end)?;
     let n = c.conn.detachable_write(head, len)?;
-    let prefix = &c.buf[head_end..];
-    let rest = n.checked_sub(prefix.len())?;
-    let queued = rustix::io::ioctl_fionread(&*c.fd).ok()?;
-    let waiting = queued < rest as u64;
-    if waiting && net::set_rcvlowat(&*c.fd, rest).ok()? < rest {
-        // TCP capped the low mark below what is missing: a poll could not
-        // tell "all here" from "peer closed".
-        let _ = net::set_rcvlowat(&*c.fd, 1);
+    if n > PIPE_STEP.min(*pipe_size_max) {
         return None;
     }
-    let pipe = match pipes.pop() {
-        Some(p) => p,
-        None => ring.new_splice_pipe().ok()?,
+    let prefix = &c.buf[head_end..];
+    let rest = n.checked_sub(prefix.len())?;
+    let pipe = match pipes.iter().position(|p| p.capacity >= n) {
+        Some(i) => pipes.swap_remove(i),
+        None => ring.new_splice_pipe_for(n).ok()?,
     };
     if pipe.capacity < n {
-        let _ = net::set_rcvlowat(&*c.fd, 1);
+        *pipe_size_max = pipe.capacity;
+        if pipes.len() < PIPES_KEPT_MAX {
+            pipes.push(pipe);
+        }
         return None;
     }
     // An empty pipe with room for the whole payload: this cannot block.
@@ -1014,10 +1058,7 @@ fn detach_write(
     while at < prefix.len() {
         match rustix::io::write(&*pipe.write, &prefix[at..]) {
             Ok(k) if k > 0 => at += k,
-            _ => {
-                let _ = net::set_rcvlowat(&*c.fd, 1);
-                return None;
-            }
+            _ => return None,
         }
     }
     Some(Rx::Pipe {
@@ -1025,7 +1066,8 @@ fn detach_write(
         len: n,
         rest,
         pipe,
-        waiting,
+        moving: 0,
+        waited: false,
     })
 }
 
