@@ -509,19 +509,9 @@ impl Worker {
                     self.close(slot);
                     return;
                 }
-                // Move what came, even if less than the step: TCP may wake the
+                // Move what came, even if less than a step: TCP may wake the
                 // poll early and would wake it again at once (a spin).
-                let Rx::Pipe {
-                    rest, moving, pipe, ..
-                } = &mut c.rx
-                else {
-                    return;
-                };
-                *moving = usize::try_from(queued).unwrap_or(usize::MAX).min(*rest);
-                c.recv_armed = true;
-                let tok = token(KIND_RECV, gen, slot);
-                self.ring
-                    .splice_until_full(&c.fd, &pipe.write, *moving, tok);
+                self.pipe_step(slot, gen, 1);
                 return;
             }
             Rx::Pipe { rest, moving, .. } => match comp.result {
@@ -532,7 +522,7 @@ impl Worker {
                 }
                 Ok(n) if n == *moving && n < *rest => {
                     *rest -= n;
-                    self.pipe_step(slot, gen);
+                    self.pipe_step(slot, gen, PIPE_STEP);
                     return;
                 }
                 Ok(n) if n == *moving => *rest -= n,
@@ -633,7 +623,7 @@ impl Worker {
                         ) {
                             c.buf.clear();
                             c.rx = rx;
-                            self.pipe_step(slot, gen);
+                            self.pipe_step(slot, gen, PIPE_STEP);
                             return;
                         }
                         let mut frame = self.pool.take(len);
@@ -653,9 +643,9 @@ impl Worker {
     }
 
     /// The next move of a WRITE payload into its pipe: splice what is queued
-    /// in the socket if that is at least the next step (or all that is left),
+    /// in the socket if that is at least `step` bytes (or all that is left),
     /// else poll until it is (`SO_RCVLOWAT`).
-    fn pipe_step(&mut self, slot: u32, gen: u32) {
+    fn pipe_step(&mut self, slot: u32, gen: u32, step: usize) {
         let Some(c) = conn_in(&mut self.conns, slot, gen) else {
             return;
         };
@@ -667,7 +657,7 @@ impl Worker {
         };
         let queued =
             usize::try_from(rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0)).unwrap_or(usize::MAX);
-        let step = (*rest).min(PIPE_STEP);
+        let step = (*rest).min(step);
         let tok = token(KIND_RECV, gen, slot);
         c.recv_armed = true;
         if queued >= step {
