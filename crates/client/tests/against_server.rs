@@ -2,53 +2,14 @@
 
 mod support;
 
-use ringshare_client::{ClientError, Event, Reply, SmbError};
+use ringshare_client::{ClientError, Event, Reply};
 use ringshare_core::SigningPolicy;
 use ringshare_wire::consts::{Command, CreateDisposition, Dialect, InfoType};
 use ringshare_wire::header::{self, Protocol};
-use ringshare_wire::{FileId, NtStatus};
-use support::{options, Pair};
+use ringshare_wire::NtStatus;
+use support::{options, Pair, ALL_DIALECTS, GENERIC_READ_WRITE, NON_DIRECTORY};
 
-const GENERIC_READ_WRITE: u32 = 0xC000_0000;
-const NON_DIRECTORY: u32 = 0x40;
 const DIRECTORY: u32 = 0x1;
-
-const ALL_DIALECTS: [Dialect; 5] = [
-    Dialect::SMB2_0_2,
-    Dialect::SMB2_1,
-    Dialect::SMB3_0,
-    Dialect::SMB3_0_2,
-    Dialect::SMB3_1_1,
-];
-
-/// The single result of the request with `tag`.
-fn result(p: &mut Pair, tag: u64) -> Result<Reply, SmbError> {
-    let events = p.take_events();
-    let mut found = events.into_iter().filter_map(|e| match e {
-        Event::Done { tag: t, result, .. } if t == tag => Some(result),
-        _ => None,
-    });
-    let r = found.next().expect("a reply for the tag");
-    assert!(found.next().is_none(), "one reply per request");
-    r
-}
-
-fn open(p: &mut Pair, name: &str) -> FileId {
-    p.client
-        .create(
-            1,
-            name,
-            GENERIC_READ_WRITE,
-            CreateDisposition::OPEN_IF,
-            NON_DIRECTORY,
-        )
-        .unwrap();
-    p.pump().unwrap();
-    match result(p, 1) {
-        Ok(Reply::Create { file_id, .. }) => file_id,
-        other => panic!("create {name}: {other:?}"),
-    }
-}
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -58,21 +19,21 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 
 /// Write, flush, read back and close one file.
 fn round_trip(p: &mut Pair, len: usize) {
-    let f = open(p, "data.bin");
+    let f = p.open("data.bin");
     let data = pattern(len, 7);
     p.client.write(2, f, 0, &data).unwrap();
     p.pump().unwrap();
-    assert_eq!(result(p, 2), Ok(Reply::Write { count: len as u32 }));
+    assert_eq!(p.result(2), Ok(Reply::Write { count: len as u32 }));
     p.client.flush(3, f).unwrap();
     p.pump().unwrap();
-    assert_eq!(result(p, 3), Ok(Reply::Flush));
+    assert_eq!(p.result(3), Ok(Reply::Flush));
     p.client.read(4, f, 0, len as u32).unwrap();
     p.pump().unwrap();
-    assert!(matches!(result(p, 4), Ok(Reply::Read { .. })));
+    assert!(matches!(p.result(4), Ok(Reply::Read { .. })));
     assert_eq!(p.payloads.remove(&4).unwrap(), data);
     p.client.close(5, f).unwrap();
     p.pump().unwrap();
-    assert_eq!(result(p, 5), Ok(Reply::Close));
+    assert_eq!(p.result(5), Ok(Reply::Close));
     assert!(!p.server_closed);
 }
 
@@ -164,11 +125,11 @@ fn pipelined_requests_never_exceed_the_credits_granted() {
     let mut opts = options(Dialect::SMB3_1_1);
     opts.credits_target = 40;
     let mut p = Pair::ready(opts, SigningPolicy::IfRequired);
-    let f = open(&mut p, "big.bin");
+    let f = p.open("big.bin");
     let data = pattern(1 << 20, 3);
     p.client.write(2, f, 0, &data).unwrap();
     p.pump().unwrap();
-    assert!(result(&mut p, 2).is_ok());
+    assert!(p.result(2).is_ok());
     let mut completed = 0;
     let mut tag = 100;
     for _round in 0..4 {
@@ -219,7 +180,7 @@ fn an_error_status_is_reported_with_its_name_and_request() {
         )
         .unwrap();
     p.pump().unwrap();
-    let err = result(&mut p, 9).unwrap_err();
+    let err = p.result(9).unwrap_err();
     assert_eq!(err.status, NtStatus::OBJECT_NAME_NOT_FOUND);
     assert_eq!(err.command, Command::CREATE);
     let text = err.to_string();
@@ -247,7 +208,7 @@ fn a_tampered_signed_reply_is_detected() {
         let mut opts = options(d);
         opts.sign = true;
         let mut p = Pair::ready(opts, SigningPolicy::IfRequired);
-        let f = open(&mut p, "t.bin");
+        let f = p.open("t.bin");
         p.client.write(2, f, 0, b"hello").unwrap();
         p.pump().unwrap();
         p.take_events();
@@ -307,33 +268,30 @@ fn a_tampered_encrypted_reply_fails_to_decrypt() {
 fn metadata_requests_list_and_stat() {
     let mut p = Pair::ready(options(Dialect::SMB3_1_1), SigningPolicy::IfRequired);
     for i in 0..20 {
-        let f = open(&mut p, &format!("f{i:02}.txt"));
+        let f = p.open(&format!("f{i:02}.txt"));
         p.client.close(50, f).unwrap();
         p.pump().unwrap();
-        assert_eq!(result(&mut p, 50), Ok(Reply::Close));
+        assert_eq!(p.result(50), Ok(Reply::Close));
     }
-    let f = open(&mut p, "f03.txt");
+    let f = p.open("f03.txt");
     p.client
         .query_info(6, f, InfoType::FILE, 0x12, 4096)
         .unwrap();
     p.pump().unwrap();
-    assert!(matches!(result(&mut p, 6), Ok(Reply::QueryInfo { .. })));
+    assert!(matches!(p.result(6), Ok(Reply::QueryInfo { .. })));
     assert!(p.payloads[&6].len() >= 0x60);
     p.client
         .create(7, "", 0x0012_0089, CreateDisposition::OPEN, DIRECTORY)
         .unwrap();
     p.pump().unwrap();
-    let Ok(Reply::Create { file_id: dir, .. }) = result(&mut p, 7) else {
+    let Ok(Reply::Create { file_id: dir, .. }) = p.result(7) else {
         panic!("open root");
     };
     p.client
         .query_directory(8, dir, 0x25, "*", true, 65536)
         .unwrap();
     p.pump().unwrap();
-    assert!(matches!(
-        result(&mut p, 8),
-        Ok(Reply::QueryDirectory { .. })
-    ));
+    assert!(matches!(p.result(8), Ok(Reply::QueryDirectory { .. })));
     let listing = &p.payloads[&8];
     let names = String::from_utf16_lossy(
         &listing
@@ -346,26 +304,23 @@ fn metadata_requests_list_and_stat() {
         .query_directory(9, dir, 0x25, "*", false, 65536)
         .unwrap();
     p.pump().unwrap();
-    assert_eq!(
-        result(&mut p, 9).unwrap_err().status,
-        NtStatus::NO_MORE_FILES
-    );
+    assert_eq!(p.result(9).unwrap_err().status, NtStatus::NO_MORE_FILES);
     p.client.echo(10).unwrap();
     p.pump().unwrap();
-    assert_eq!(result(&mut p, 10), Ok(Reply::Echo));
+    assert_eq!(p.result(10), Ok(Reply::Echo));
     p.client.logoff(11).unwrap();
     p.pump().unwrap();
-    assert_eq!(result(&mut p, 11), Ok(Reply::Logoff));
+    assert_eq!(p.result(11), Ok(Reply::Logoff));
     assert!(matches!(p.client.echo(12), Err(ClientError::NotReady)));
 }
 
 #[test]
 fn a_read_past_the_end_reports_end_of_file() {
     let mut p = Pair::ready(options(Dialect::SMB3_0_2), SigningPolicy::IfRequired);
-    let f = open(&mut p, "empty.bin");
+    let f = p.open("empty.bin");
     p.client.read(3, f, 0, 4096).unwrap();
     p.pump().unwrap();
-    let e = result(&mut p, 3).unwrap_err();
+    let e = p.result(3).unwrap_err();
     assert_eq!(
         (e.status, e.command),
         (NtStatus::END_OF_FILE, Command::READ)

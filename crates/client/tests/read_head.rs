@@ -3,59 +3,27 @@
 
 mod support;
 
-use ringshare_client::{ClientError, Event, Reply, SmbError, READ_HEAD_LEN};
+use ringshare_client::{ClientError, Reply, READ_HEAD_LEN};
 use ringshare_core::SigningPolicy;
-use ringshare_wire::consts::{CreateDisposition, Dialect};
+use ringshare_wire::consts::Dialect;
 use ringshare_wire::{FileId, NtStatus};
-use support::{options, Pair};
-
-const GENERIC_READ_WRITE: u32 = 0xC000_0000;
-const NON_DIRECTORY: u32 = 0x40;
-
-fn result(p: &mut Pair, tag: u64) -> Result<Reply, SmbError> {
-    let events = p.take_events();
-    let mut found = events.into_iter().filter_map(|e| match e {
-        Event::Done { tag: t, result, .. } if t == tag => Some(result),
-        _ => None,
-    });
-    let r = found.next().expect("a reply for the tag");
-    assert!(found.next().is_none(), "one reply per request");
-    r
-}
+use support::{options, Pair, ALL_DIALECTS};
 
 /// A file holding `len` pattern bytes, and the bytes.
 fn file_with(p: &mut Pair, len: usize) -> (FileId, Vec<u8>) {
-    p.client
-        .create(
-            1,
-            "r.bin",
-            GENERIC_READ_WRITE,
-            CreateDisposition::OPEN_IF,
-            NON_DIRECTORY,
-        )
-        .unwrap();
-    p.pump().unwrap();
-    let Ok(Reply::Create { file_id, .. }) = result(p, 1) else {
-        panic!("create");
-    };
+    let file_id = p.open("r.bin");
     let data: Vec<u8> = (0..len)
         .map(|i| (i as u8).wrapping_mul(13) ^ 0x5A)
         .collect();
     p.client.write(2, file_id, 0, &data).unwrap();
     p.pump().unwrap();
-    assert!(matches!(result(p, 2), Ok(Reply::Write { .. })));
+    assert!(matches!(p.result(2), Ok(Reply::Write { .. })));
     (file_id, data)
 }
 
 #[test]
 fn an_unsigned_read_reply_is_taken_from_its_head_in_every_dialect() {
-    for d in [
-        Dialect::SMB2_0_2,
-        Dialect::SMB2_1,
-        Dialect::SMB3_0,
-        Dialect::SMB3_0_2,
-        Dialect::SMB3_1_1,
-    ] {
+    for d in ALL_DIALECTS {
         let mut p = Pair::ready(options(d), SigningPolicy::IfRequired);
         let (f, data) = file_with(&mut p, 60_000);
         p.read_heads = Some(READ_HEAD_LEN);
@@ -64,7 +32,7 @@ fn an_unsigned_read_reply_is_taken_from_its_head_in_every_dialect() {
         p.client.read(4, f, 1000, 5000).unwrap();
         p.pump().unwrap();
         assert_eq!(p.heads_taken, 2, "{d:?}");
-        assert!(matches!(result(&mut p, 3), Ok(Reply::Read { .. })));
+        assert!(matches!(p.result(3), Ok(Reply::Read { .. })));
         assert_eq!(p.payloads[&3], data);
         assert_eq!(p.payloads[&4], data[1000..6000]);
         assert_eq!(p.client.requests_in_flight(), 0);
@@ -89,11 +57,11 @@ fn signed_sealed_and_failed_read_replies_go_whole() {
         p.client.read(3, f, 0, 70_000).unwrap();
         p.pump().unwrap();
         assert_eq!(p.payloads[&3], data);
-        assert!(matches!(result(&mut p, 3), Ok(Reply::Read { .. })));
+        assert!(matches!(p.result(3), Ok(Reply::Read { .. })));
         p.client.read(4, f, 1 << 20, 100).unwrap();
         p.pump().unwrap();
         assert_eq!(
-            result(&mut p, 4).map_err(|e| e.status),
+            p.result(4).map_err(|e| e.status),
             Err(NtStatus::END_OF_FILE)
         );
         assert_eq!(p.heads_taken, usize::from(plain));

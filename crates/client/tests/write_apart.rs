@@ -3,50 +3,11 @@
 
 mod support;
 
-use ringshare_client::{ClientError, Event, Reply, SmbError};
+use ringshare_client::{ClientError, Event, Reply};
 use ringshare_core::SigningPolicy;
-use ringshare_wire::consts::{Command, CreateDisposition, Dialect};
+use ringshare_wire::consts::{Command, Dialect};
 use ringshare_wire::FileId;
-use support::{options, Pair};
-
-const GENERIC_READ_WRITE: u32 = 0xC000_0000;
-const NON_DIRECTORY: u32 = 0x40;
-
-const ALL_DIALECTS: [Dialect; 5] = [
-    Dialect::SMB2_0_2,
-    Dialect::SMB2_1,
-    Dialect::SMB3_0,
-    Dialect::SMB3_0_2,
-    Dialect::SMB3_1_1,
-];
-
-fn result(p: &mut Pair, tag: u64) -> Result<Reply, SmbError> {
-    let events = p.take_events();
-    let mut found = events.into_iter().filter_map(|e| match e {
-        Event::Done { tag: t, result, .. } if t == tag => Some(result),
-        _ => None,
-    });
-    let r = found.next().expect("a reply for the tag");
-    assert!(found.next().is_none(), "one reply per request");
-    r
-}
-
-fn open(p: &mut Pair, name: &str) -> FileId {
-    p.client
-        .create(
-            1,
-            name,
-            GENERIC_READ_WRITE,
-            CreateDisposition::OPEN_IF,
-            NON_DIRECTORY,
-        )
-        .unwrap();
-    p.pump().unwrap();
-    match result(p, 1) {
-        Ok(Reply::Create { file_id, .. }) => file_id,
-        other => panic!("create {name}: {other:?}"),
-    }
-}
+use support::{options, Pair, ALL_DIALECTS};
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -57,7 +18,7 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 fn read_back(p: &mut Pair, f: FileId, len: usize) -> Vec<u8> {
     p.client.read(9, f, 0, len as u32).unwrap();
     p.pump().unwrap();
-    assert!(matches!(result(p, 9), Ok(Reply::Read { .. })));
+    assert!(matches!(p.result(9), Ok(Reply::Read { .. })));
     p.payloads.remove(&9).unwrap()
 }
 
@@ -72,8 +33,8 @@ fn a_write_with_its_data_apart_goes_out_byte_for_byte_like_a_copied_write() {
         let data = pattern(len, 3);
         let mut copied = Pair::ready(options(d), SigningPolicy::IfRequired);
         let mut apart = Pair::ready(options(d), SigningPolicy::IfRequired);
-        let fc = open(&mut copied, "a.bin");
-        let fa = open(&mut apart, "a.bin");
+        let fc = copied.open("a.bin");
+        let fa = apart.open("a.bin");
         assert_eq!(fc, fa, "both servers hand out the same id");
         assert!(apart.client.can_write_apart(), "{d:?}");
         copied.client.write(2, fc, 0, &data).unwrap();
@@ -81,10 +42,7 @@ fn a_write_with_its_data_apart_goes_out_byte_for_byte_like_a_copied_write() {
         copied.pump().unwrap();
         apart.pump().unwrap();
         assert_eq!(copied.sent.last(), apart.sent.last(), "{d:?}");
-        assert_eq!(
-            result(&mut apart, 2),
-            Ok(Reply::Write { count: len as u32 })
-        );
+        assert_eq!(apart.result(2), Ok(Reply::Write { count: len as u32 }));
         assert_eq!(read_back(&mut apart, fa, len), data, "{d:?}");
     }
 }
@@ -92,7 +50,7 @@ fn a_write_with_its_data_apart_goes_out_byte_for_byte_like_a_copied_write() {
 #[test]
 fn writes_apart_between_other_requests_keep_the_stream_in_order() {
     let mut p = Pair::ready(options(Dialect::SMB3_1_1), SigningPolicy::IfRequired);
-    let f = open(&mut p, "b.bin");
+    let f = p.open("b.bin");
     let d1 = pattern(70_000, 1);
     let d2 = pattern(50_000, 2);
     p.write_apart(2, f, 0, &d1).unwrap();
@@ -151,7 +109,7 @@ fn signed_and_sealed_sessions_refuse_writes_apart_and_queue_nothing() {
     sealed.encrypt = true;
     for opts in [signed, sealed] {
         let mut p = Pair::ready(opts, SigningPolicy::IfRequired);
-        let f = open(&mut p, "c.bin");
+        let f = p.open("c.bin");
         assert!(!p.client.can_write_apart());
         let credits = p.client.credits_available();
         let r = p.client.write_apart(2, f, 0, 4096);
@@ -165,7 +123,7 @@ fn signed_and_sealed_sessions_refuse_writes_apart_and_queue_nothing() {
 #[test]
 fn take_output_hands_over_nothing_while_data_apart_is_queued() {
     let mut p = Pair::ready(options(Dialect::SMB3_0_2), SigningPolicy::IfRequired);
-    let f = open(&mut p, "d.bin");
+    let f = p.open("d.bin");
     p.client.write_apart(2, f, 0, 1000).unwrap();
     let mut buf = vec![1, 2, 3];
     assert!(!p.client.take_output(&mut buf));
@@ -184,7 +142,7 @@ fn take_output_hands_over_nothing_while_data_apart_is_queued() {
 #[test]
 fn a_write_apart_longer_than_max_write_is_refused() {
     let mut p = Pair::ready(options(Dialect::SMB2_0_2), SigningPolicy::IfRequired);
-    let f = open(&mut p, "e.bin");
+    let f = p.open("e.bin");
     let max = p.client.max_write_size() as usize;
     assert_eq!(
         p.client.write_apart(2, f, 0, max + 1),

@@ -7,13 +7,24 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ringshare_auth::UserLookup;
-use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply};
+use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply, SmbError};
 use ringshare_core::{
     Connection, Entropy, Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy,
 };
 use ringshare_vfs::memory::MemShare;
-use ringshare_wire::consts::Dialect;
-use ringshare_wire::framing;
+use ringshare_wire::consts::{CreateDisposition, Dialect};
+use ringshare_wire::{framing, FileId};
+
+pub const GENERIC_READ_WRITE: u32 = 0xC000_0000;
+pub const NON_DIRECTORY: u32 = 0x40;
+
+pub const ALL_DIALECTS: [Dialect; 5] = [
+    Dialect::SMB2_0_2,
+    Dialect::SMB2_1,
+    Dialect::SMB3_0,
+    Dialect::SMB3_0_2,
+    Dialect::SMB3_1_1,
+];
 
 struct Users;
 
@@ -144,6 +155,36 @@ impl Pair {
 
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)
+    }
+
+    /// The single result of the request with `tag` among the events so far.
+    pub fn result(&mut self, tag: u64) -> Result<Reply, SmbError> {
+        let events = self.take_events();
+        let mut found = events.into_iter().filter_map(|e| match e {
+            Event::Done { tag: t, result, .. } if t == tag => Some(result),
+            _ => None,
+        });
+        let r = found.next().expect("a reply for the tag");
+        assert!(found.next().is_none(), "one reply per request");
+        r
+    }
+
+    /// Open (or create) `name` for reading and writing, as request tag 1.
+    pub fn open(&mut self, name: &str) -> FileId {
+        self.client
+            .create(
+                1,
+                name,
+                GENERIC_READ_WRITE,
+                CreateDisposition::OPEN_IF,
+                NON_DIRECTORY,
+            )
+            .unwrap();
+        self.pump().unwrap();
+        match self.result(1) {
+            Ok(Reply::Create { file_id, .. }) => file_id,
+            other => panic!("create {name}: {other:?}"),
+        }
     }
 
     /// WRITE `data` with its bytes sent apart from the request (spliced in
