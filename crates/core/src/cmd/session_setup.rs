@@ -37,6 +37,19 @@ fn ntlm_config(core: &ConnCore) -> NtlmConfig {
     }
 }
 
+/// The interim reply of an authentication leg that goes on: the server's
+/// token, the session id, and (3.1.1) the response counted in the session's
+/// preauth hash.
+fn more_processing(session_id: u64, dialect: Dialect, token: &[u8]) -> Reply {
+    let mut r = Reply::with_status(
+        NtStatus::MORE_PROCESSING_REQUIRED,
+        body(SessionFlags::empty(), token),
+    );
+    r.session_id = Some(session_id);
+    r.preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
+    r
+}
+
 fn body(flags: SessionFlags, token: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; 64];
     SessionSetupResponse {
@@ -134,15 +147,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     };
     let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?;
     match step {
-        Ok(ServerStep::Continue(token)) => {
-            let mut r = Reply::with_status(
-                NtStatus::MORE_PROCESSING_REQUIRED,
-                body(SessionFlags::empty(), &token),
-            );
-            r.session_id = Some(session_id);
-            r.preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
-            Ok(r)
-        }
+        Ok(ServerStep::Continue(token)) => Ok(more_processing(session_id, dialect, &token)),
         Ok(ServerStep::Done { token, result }) => {
             let anonymous = result.kind == AuthKind::Anonymous;
             finish(
@@ -309,12 +314,7 @@ fn bind_checked(
     }
     match auth_leg(core, session_id, req.msg, token)? {
         Ok(ServerStep::Continue(token)) => {
-            let mut r = Reply::with_status(
-                NtStatus::MORE_PROCESSING_REQUIRED,
-                body(SessionFlags::empty(), &token),
-            );
-            r.session_id = Some(session_id);
-            r.preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
+            let mut r = more_processing(session_id, dialect, &token);
             // The request was signed with Session.SigningKey and so is the
             // interim response: the channel has no key of its own yet
             // (clients refuse an unsigned response to a signed request).
