@@ -486,21 +486,22 @@ impl ClientConn {
         self.request(tag, Command::READ, charge, |o| req.encode(o))
     }
 
-    /// WRITE `data` at `offset` (copied into the send buffer).
-    pub fn write(
-        &mut self,
-        tag: u64,
+    /// The WRITE request for `len` data bytes at `offset` (`data`: those
+    /// bytes, or empty when they go apart) and its credit charge; `TooLarge`
+    /// past the server's MaxWriteSize.
+    fn write_request<'a>(
+        &self,
         file_id: FileId,
         offset: u64,
-        data: &[u8],
-    ) -> Result<u64, ClientError> {
-        if data.len() > self.max_write as usize {
+        data: &'a [u8],
+        len: usize,
+    ) -> Result<(WriteRequest<'a>, u16), ClientError> {
+        if len > self.max_write as usize {
             return Err(ClientError::TooLarge {
-                len: data.len(),
+                len,
                 max: self.max_write,
             });
         }
-        let charge = self.charge_for(data.len());
         let req = WriteRequest {
             offset,
             file_id,
@@ -510,6 +511,18 @@ impl ClientConn {
             channel_info: &[],
             data,
         };
+        Ok((req, self.charge_for(len)))
+    }
+
+    /// WRITE `data` at `offset` (copied into the send buffer).
+    pub fn write(
+        &mut self,
+        tag: u64,
+        file_id: FileId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<u64, ClientError> {
+        let (req, charge) = self.write_request(file_id, offset, data, data.len())?;
         self.request(tag, Command::WRITE, charge, |o| req.encode(o))
     }
 
@@ -540,22 +553,7 @@ impl ClientConn {
                 "a signed or sealed WRITE carries its data in the output".into(),
             ));
         }
-        if len > self.max_write as usize {
-            return Err(ClientError::TooLarge {
-                len,
-                max: self.max_write,
-            });
-        }
-        let charge = self.charge_for(len);
-        let req = WriteRequest {
-            offset,
-            file_id,
-            channel: Channel::NONE,
-            remaining_bytes: 0,
-            flags: WriteFlags(0),
-            channel_info: &[],
-            data: &[],
-        };
+        let (req, charge) = self.write_request(file_id, offset, &[], len)?;
         let (mid, msg) = self.send_apart(tag, Command::WRITE, charge, len, |o| {
             req.encode_head(o, len)
         })?;
