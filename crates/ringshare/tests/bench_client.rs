@@ -123,3 +123,61 @@ fn a_server_error_is_reported_by_name_with_the_request_and_fails_the_run() {
     assert!(!ok, "{text}");
     assert!(text.contains("LOGON_FAILURE"), "{text}");
 }
+
+/// io_uring worker threads (`iou-wrk-*`) of the server process. A worker
+/// lingers for seconds after its last job, so a count taken right after a
+/// run sees every worker the run needed.
+fn io_uring_workers(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .filter(|name| name.starts_with("iou-wrk"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn small_reads_and_writes_on_tmpfs_are_done_in_place_and_verified() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("SKIPPED: no /dev/shm");
+        return;
+    }
+    let server = Server::start(
+        &ServerConfig {
+            base_dir: Some("/dev/shm"),
+            ..ServerConfig::default()
+        },
+        |_| {},
+    );
+    let pid = server.pid().expect("server pid");
+    // WRITEs of 16 KiB and 128 KiB, then READs of 16 KiB (below the READ
+    // splice threshold) and signed READs of 128 KiB (signed: read into memory).
+    let runs: [&[&str]; 4] = [
+        &["seq-write", "--io-size", "16k"],
+        &["seq-write", "--io-size", "128k"],
+        &["seq-read", "--io-size", "16k"],
+        &["seq-read", "--io-size", "128k", "--sign"],
+    ];
+    for run in runs {
+        let mut args = run.to_vec();
+        args.extend([
+            "--file-size",
+            "8m",
+            "--bytes",
+            "16m",
+            "--queue-depth",
+            "16",
+            "--verify",
+            "--json",
+        ]);
+        let (ok, out) = bench(&server, &args);
+        assert!(ok, "{run:?}: {out}");
+        assert_eq!(errors_field(&out), Some(0), "{run:?}: {out}");
+    }
+    // Done in the ring's own thread: io_uring never needed a worker (it
+    // would have for every READ and WRITE of a tmpfs file).
+    assert_eq!(io_uring_workers(pid), 0, "{}", server.log());
+}

@@ -333,6 +333,13 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn shared_fd(&self) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
         None
     }
+    /// True when the file's file system keeps it in memory (tmpfs, ramfs):
+    /// reading or writing it never waits for a device, so small I/O may be
+    /// done in the calling thread instead of being handed to an io_uring
+    /// worker. (A tmpfs page swapped out is the exception: rare, and brief.)
+    fn in_memory(&self) -> bool {
+        false
+    }
     /// Read up to `buf.len()` bytes at `offset`; returns bytes read (0 at end of file).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize>;
     /// Write all of `data` at `offset`; returns bytes written.

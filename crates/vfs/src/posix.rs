@@ -139,6 +139,20 @@ fn statx_fd(fd: BorrowedFd<'_>) -> Result<Statx, Errno> {
     )
 }
 
+/// Whether the file system of `fd` keeps its files in memory (tmpfs, ramfs),
+/// so that reading one never waits for a device. Such file systems cannot
+/// read without blocking in the io_uring sense (no `FMODE_NOWAIT`), so every
+/// io_uring READ of them goes to a kernel worker thread; a small read is
+/// cheaper done in place ([`Node::in_memory`]).
+fn memory_backed(fd: BorrowedFd<'_>) -> bool {
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    rustix::fs::fstatfs(fd).is_ok_and(|s| {
+        let t = s.f_type as u64;
+        t == TMPFS_MAGIC || t == RAMFS_MAGIC
+    })
+}
+
 fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
     match name {
         Some(n) => format!("/proc/self/fd/{}/{}", fd.as_raw_fd(), n),
@@ -178,6 +192,10 @@ pub struct PosixShare {
     root: OwnedFd,
     root_path: PathBuf,
     read_only: bool,
+    /// The root's device, and whether that file system keeps its files in
+    /// memory (see [`memory_backed`]); files on another device are asked afresh.
+    root_dev: (u32, u32),
+    root_in_memory: bool,
 }
 
 impl fmt::Debug for PosixShare {
@@ -197,10 +215,14 @@ impl PosixShare {
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
+        let st = statx_fd(fd.as_fd())?;
+        let root_in_memory = memory_backed(fd.as_fd());
         Ok(PosixShare {
             root: fd,
             root_path: root.to_path_buf(),
             read_only: false,
+            root_dev: (st.stx_dev_major, st.stx_dev_minor),
+            root_in_memory,
         })
     }
 
@@ -303,6 +325,11 @@ impl PosixShare {
         } else if kind == FileKind::Other && (readable || writable) {
             return Err(FsError::AccessDenied);
         }
+        let in_memory = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
+            self.root_in_memory
+        } else {
+            memory_backed(fd.as_fd())
+        };
         Ok(PosixNode {
             fd: Arc::new(fd),
             kind,
@@ -310,6 +337,7 @@ impl PosixShare {
             writable,
             path_only,
             read_only: self.read_only,
+            in_memory,
         })
     }
 
@@ -648,6 +676,8 @@ pub struct PosixNode {
     /// Opened `O_PATH` (stat only): no I/O, xattrs and times through `/proc`.
     path_only: bool,
     read_only: bool,
+    /// On a file system that keeps files in memory ([`memory_backed`]).
+    in_memory: bool,
 }
 
 impl fmt::Debug for PosixNode {
@@ -787,6 +817,10 @@ impl Node for PosixNode {
         } else {
             Some(Arc::clone(&self.fd))
         }
+    }
+
+    fn in_memory(&self) -> bool {
+        self.in_memory
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
@@ -1173,6 +1207,23 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+
+    #[test]
+    fn files_on_tmpfs_are_in_memory_and_procfs_is_not() {
+        if !Path::new("/dev/shm").is_dir() {
+            return;
+        }
+        let dir = PathBuf::from(format!("/dev/shm/ringshare-vfs-mem-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let _guard = Tmp(dir.clone());
+        std::fs::write(dir.join("f"), b"abc").unwrap();
+        let share = PosixShare::new(&dir).unwrap();
+        let path = RelPath::from_components(["f"]).unwrap();
+        let opened = share.open(&path, &OpenOptions::read_existing()).unwrap();
+        assert!(opened.node.in_memory());
+        let proc_fd = rustix::fs::open("/proc", OFlags::PATH, Mode::empty()).unwrap();
+        assert!(!memory_backed(proc_fd.as_fd()));
     }
 
     /// The `O_PATH` fallback (taken when `O_RDONLY` gives EACCES) cannot be reached by

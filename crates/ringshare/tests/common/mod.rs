@@ -46,8 +46,13 @@ pub struct TempDir(PathBuf);
 impl TempDir {
     /// A fresh, empty directory whose name contains `tag`, this process's id and a counter.
     pub fn new(tag: &str) -> TempDir {
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// The same under `base`.
+    pub fn new_in(base: &Path, tag: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
+        let dir = base.join(format!(
             "ringshare-{tag}-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
@@ -117,6 +122,8 @@ pub struct ServerConfig {
     pub max_protocol: &'static str,
     /// `server smb encrypt`: "if_required" (default), "desired", "required", "off".
     pub encrypt: &'static str,
+    /// Where the share and the server's files go (default: the system temp dir).
+    pub base_dir: Option<&'static str>,
 }
 
 impl Default for ServerConfig {
@@ -128,6 +135,7 @@ impl Default for ServerConfig {
             min_protocol: "SMB2_02",
             max_protocol: "SMB3_11",
             encrypt: "if_required",
+            base_dir: None,
         }
     }
 }
@@ -154,7 +162,10 @@ impl Server {
     /// `ringshare serve --config` with `cfg`, user [`USER`] added through `ringshare user add`.
     /// `setup` runs on the share directory before the server starts.
     pub fn start(cfg: &ServerConfig, setup: impl FnOnce(&Path)) -> Server {
-        let tmp = TempDir::new("interop");
+        let tmp = match cfg.base_dir {
+            Some(base) => TempDir::new_in(Path::new(base), "interop"),
+            None => TempDir::new("interop"),
+        };
         let share_dir = tmp.path().join("share");
         std::fs::create_dir_all(&share_dir).expect("create share dir");
         setup(&share_dir);
