@@ -55,6 +55,7 @@
 //!   rather than freed (counted by [`leaked_ops`]).
 
 pub mod alloc_count;
+mod bufring;
 pub mod net;
 mod op;
 pub mod probe;

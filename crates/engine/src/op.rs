@@ -35,6 +35,11 @@ pub(crate) enum OpKind {
         fd: Arc<OwnedFd>,
         buf: Vec<u8>,
     },
+    /// Multishot receive into buffers the kernel picks from the ring's
+    /// provided-buffer group; stays in the slab while armed.
+    RecvMulti {
+        fd: Arc<OwnedFd>,
+    },
     /// Send `buf[pos..]`; `sent` counts bytes already sent by earlier SQEs.
     Send {
         fd: Arc<OwnedFd>,
@@ -285,6 +290,9 @@ impl OpKind {
                 let len = spare.len().min(SQE_LEN_MAX) as u32;
                 opcode::Recv::new(types::Fd(fd.as_raw_fd()), spare.as_mut_ptr().cast(), len).build()
             }
+            OpKind::RecvMulti { fd } => {
+                opcode::RecvMulti::new(types::Fd(fd.as_raw_fd()), crate::bufring::GROUP).build()
+            }
             OpKind::Send { fd, buf, pos, .. } => {
                 let rest = &buf[*pos..];
                 let len = rest.len().min(SQE_LEN_MAX) as u32;
@@ -396,6 +404,7 @@ impl OpKind {
             OpKind::SendMsg { bufs, .. } => (None, Some(bufs)),
             OpKind::SendFile(sf) => (Some(sf.head), None),
             OpKind::Accept { .. }
+            | OpKind::RecvMulti { .. }
             | OpKind::Fsync { .. }
             | OpKind::Splice { .. }
             | OpKind::PollIn { .. }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::bufring::BufRing;
 use crate::op::{cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, ROUND_SQES_MAX};
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
@@ -90,6 +91,11 @@ pub struct RingConfig {
     /// Most io_uring worker threads for blocking work (splices) this ring
     /// may have at once; 0 leaves the kernel's limit (RLIMIT_NPROC). Default 256.
     pub blocking_workers_max: u32,
+    /// Buffers provided to the kernel for [`Ring::recv_multishot`] (a power
+    /// of two; 0: no multishot receive). Default 64.
+    pub recv_bufs: u16,
+    /// Bytes per provided receive buffer. Default 16 KiB.
+    pub recv_buf_len: u32,
 }
 
 impl Default for RingConfig {
@@ -101,6 +107,8 @@ impl Default for RingConfig {
             sqpoll: false,
             splice_chunk: 1024 * 1024,
             blocking_workers_max: 256,
+            recv_bufs: 64,
+            recv_buf_len: 16 * 1024,
         }
     }
 }
@@ -139,8 +147,12 @@ pub struct Completion {
     pub bufs: Option<Vec<Vec<u8>>>,
     /// The accepted connection.
     pub fd: Option<OwnedFd>,
-    /// For `accept_multishot`: the accept is still armed and more completions follow.
+    /// For `accept_multishot` and `recv_multishot`: the operation is still
+    /// armed and more completions follow.
     pub more: bool,
+    /// For `recv_multishot`: the provided buffer holding the bytes, and the
+    /// number of the lending (see [`Ring::received`]).
+    recv_buf: Option<(u16, usize, u64)>,
 }
 
 impl Completion {
@@ -152,6 +164,7 @@ impl Completion {
             bufs: None,
             fd: None,
             more: false,
+            recv_buf: None,
         }
     }
 
@@ -180,6 +193,7 @@ impl fmt::Debug for Completion {
             .field("bufs", &self.bufs.as_ref().map(Vec::len))
             .field("fd", &self.fd)
             .field("more", &self.more)
+            .field("recv_buf", &self.recv_buf)
             .finish()
     }
 }
@@ -229,6 +243,13 @@ pub struct Ring {
     /// Empty pipes for `send_file`, and the chunk size they are made for.
     pipes: Vec<Pipe>,
     splice_chunk: usize,
+    /// Provided buffers for multishot receives, if the kernel took them.
+    recv_bufs: Option<BufRing>,
+    /// The provided buffer of the completion last returned by
+    /// `next_completion`, and that lending's number: given back to the
+    /// kernel by the next `next_completion` (or `submit_and_wait`).
+    lent: Option<(u16, u64)>,
+    lendings: u64,
 }
 
 impl Ring {
@@ -273,7 +294,18 @@ impl Ring {
             closing: false,
             pipes: Vec::new(),
             splice_chunk: config.splice_chunk.max(4096),
+            recv_bufs: None,
+            lent: None,
+            lendings: 0,
         };
+        if config.recv_bufs > 0 {
+            // An older kernel (before 5.19) refuses the ring: receives then
+            // use a buffer each (`recv_multishot` reports Unsupported).
+            let bufs = BufRing::new(config.recv_bufs, config.recv_buf_len)?;
+            if bufs.register(&ring.uring.submitter()).is_ok() {
+                ring.recv_bufs = Some(bufs);
+            }
+        }
         let fd = Arc::clone(&ring.waker.eventfd);
         ring.waker_key = ring.start(
             Ring::WAKE_TOKEN,
@@ -337,6 +369,50 @@ impl Ring {
                 buf,
             },
         );
+    }
+
+    /// Whether [`Ring::recv_multishot`] is available (provided buffers configured
+    /// and accepted by the kernel).
+    pub fn has_recv_bufs(&self) -> bool {
+        self.recv_bufs.is_some()
+    }
+
+    /// Arms a multishot receive: each arrival of bytes completes with
+    /// `result = Ok(n)` and the bytes in a provided buffer, read with
+    /// [`Ring::received`]; `more = true` while the receive stays armed. It
+    /// ends with a completion with `more = false`: `Ok(0)` at end of stream,
+    /// `ECANCELED` after [`Ring::cancel`], `ENOBUFS` when every provided
+    /// buffer was in use (arm it again), or another error. Without provided
+    /// buffers ([`Ring::has_recv_bufs`]) it completes at once with `Unsupported`.
+    pub fn recv_multishot(&mut self, fd: &SharedFd, token: u64) {
+        if self.recv_bufs.is_none() {
+            let e = io::Error::new(io::ErrorKind::Unsupported, "no provided receive buffers");
+            return self.complete_now(token, Err(e), None, None);
+        }
+        self.start(token, OpKind::RecvMulti { fd: Arc::clone(fd) });
+    }
+
+    /// The bytes a `recv_multishot` completion brought, valid until the next
+    /// [`Ring::next_completion`] (which gives the buffer back to the kernel).
+    /// Empty for any other completion, and for one that is no longer the
+    /// latest returned.
+    pub fn received(&self, c: &Completion) -> &[u8] {
+        match (c.recv_buf, self.lent, &self.recv_bufs) {
+            (Some((bid, len, n)), Some((lent_bid, lent_n)), Some(bufs))
+                if n == lent_n && bid == lent_bid =>
+            {
+                bufs.data(bid, len)
+            }
+            _ => &[],
+        }
+    }
+
+    /// Gives the buffer of the last returned completion back to the kernel.
+    fn give_back_lent(&mut self) {
+        if let (Some((bid, _)), Some(bufs)) = (self.lent.take(), self.recv_bufs.as_mut()) {
+            bufs.push(bid);
+            bufs.publish();
+        }
     }
 
     /// Sends `buf[offset..]`, resubmitting after short sends, and completes
@@ -522,7 +598,9 @@ impl Ring {
     /// Like [`Ring::splice`] into a pipe, but a full pipe ends it with the
     /// count moved so far (`SPLICE_F_NONBLOCK`) instead of waiting for someone
     /// to drain it: a socket's data can take a pipe slot per small fragment,
-    /// so a pipe of N pages may hold far less than N pages of it.
+    /// so a pipe of N pages may hold far less than N pages of it. A pipe
+    /// full before anything moved ends it with `EAGAIN` (`Ok(0)` stays end
+    /// of stream).
     pub fn splice_until_full(
         &mut self,
         fd_in: &SharedFd,
@@ -682,6 +760,7 @@ impl Ring {
         min_complete: usize,
         timeout: Option<Duration>,
     ) -> io::Result<usize> {
+        self.give_back_lent();
         let mut submitted = 0;
         let mut flushes = 0;
         while self.flush_backlog() && flushes < BACKLOG_SUBMITS_MAX {
@@ -718,8 +797,14 @@ impl Ring {
     /// Internal completions (short-send continuations, waker re-arms, cancel
     /// acknowledgements) are handled here and not shown.
     pub fn next_completion(&mut self) -> Option<Completion> {
+        self.give_back_lent();
         loop {
-            if let Some(c) = self.ready.pop_front() {
+            if let Some(mut c) = self.ready.pop_front() {
+                if let Some((bid, _, n)) = c.recv_buf.as_mut() {
+                    self.lendings += 1;
+                    *n = self.lendings;
+                    self.lent = Some((*bid, self.lendings));
+                }
                 return Some(c);
             }
             if !self.reap_one() {
@@ -934,6 +1019,17 @@ impl Ring {
                 }
                 self.ready.push_back(c);
             }
+            OpKind::RecvMulti { .. } => {
+                let mut c = Completion::new(token, cqe_result(res));
+                if let Some(bid) = cqueue::buffer_select(flags) {
+                    c.recv_buf = Some((bid, res.max(0) as usize, 0));
+                }
+                c.more = more;
+                if !more {
+                    self.ops.remove(key);
+                }
+                self.ready.push_back(c);
+            }
             OpKind::WakerRead { value, .. } => {
                 let count = std::mem::take(&mut **value);
                 if closing {
@@ -1003,7 +1099,7 @@ impl Ring {
                 ..
             } => {
                 let result = match res {
-                    r if r == -libc::EAGAIN && *until_full => Some(Ok(*done)),
+                    r if r == -libc::EAGAIN && *until_full && *done > 0 => Some(Ok(*done)),
                     r if r < 0 => Some(Err(io::Error::from_raw_os_error(-r))),
                     0 => Some(Ok(*done)),
                     r => {
@@ -1182,6 +1278,19 @@ impl Drop for Ring {
             // The kernel is done with these: freeing their buffers and
             // closing accepted fds is fine.
             self.ready.clear();
+        }
+        if let Some(bufs) = self.recv_bufs.take() {
+            let released = self.ops.is_empty()
+                && self
+                    .uring
+                    .submitter()
+                    .unregister_buf_ring(crate::bufring::GROUP)
+                    .is_ok();
+            if !released {
+                // A receive may still be armed: the kernel may write into
+                // these buffers, so they must never return to the allocator.
+                std::mem::forget(bufs);
+            }
         }
         if !self.ops.is_empty() {
             LEAKED_OPS.fetch_add(self.ops.len() as u64, Ordering::Relaxed);

@@ -695,3 +695,135 @@ fn splice_until_full_into_a_pipe_that_fills_up_returns_short_instead_of_waiting(
     drop(sock);
     drop(writer.join());
 }
+
+#[test]
+fn splice_until_full_into_a_pipe_already_full_fails_with_eagain_not_end_of_stream() {
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    let pipe = ring.new_splice_pipe_for(4096).unwrap();
+    // Fill every slot of the pipe.
+    while rustix::io::write(&*pipe.write, &[1u8; 4096][..]).is_ok_and(|n| n > 0) {
+        let mut flags = rustix::fs::fcntl_getfl(&*pipe.write).unwrap();
+        flags |= rustix::fs::OFlags::NONBLOCK;
+        rustix::fs::fcntl_setfl(&*pipe.write, flags).unwrap();
+    }
+    peer.write_all(b"more").unwrap();
+    thread::sleep(Duration::from_millis(50));
+    ring.splice_until_full(&sock, &pipe.write, 4, 6);
+    let err = wait_for(&mut ring, 6).result.unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EAGAIN));
+}
+
+/// Reaps the next completion for `token` and the bytes it brought.
+fn next_received(ring: &mut Ring, token: u64) -> (Completion, Vec<u8>) {
+    let c = wait_for(ring, token);
+    let data = ring.received(&c).to_vec();
+    (c, data)
+}
+
+#[test]
+fn multishot_recv_delivers_each_arrival_in_a_provided_buffer_until_cancelled() {
+    const RECV: u64 = 7;
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    assert!(ring.has_recv_bufs());
+    ring.recv_multishot(&sock, RECV);
+    let mut got = Vec::new();
+    for part in [&b"hello "[..], b"provided ", b"buffers"] {
+        peer.write_all(part).unwrap();
+        let want = got.len() + part.len();
+        while got.len() < want {
+            let (c, data) = next_received(&mut ring, RECV);
+            assert!(c.more, "the receive stays armed: {c:?}");
+            assert_eq!(c.result.as_ref().ok(), Some(&data.len()));
+            got.extend_from_slice(&data);
+        }
+    }
+    assert_eq!(got, b"hello provided buffers");
+    assert_eq!(ring.cancel(RECV), 1);
+    let c = wait_for(&mut ring, RECV);
+    assert!(!c.more);
+    assert_eq!(c.result.unwrap_err().raw_os_error(), Some(libc::ECANCELED));
+    assert_eq!(ring.in_flight(), 0);
+}
+
+#[test]
+fn multishot_recv_ends_with_zero_at_end_of_stream() {
+    const RECV: u64 = 8;
+    let (sock, peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv_multishot(&sock, RECV);
+    drop(peer);
+    let c = wait_for(&mut ring, RECV);
+    assert!(!c.more);
+    assert_eq!(c.result.unwrap(), 0);
+    assert_eq!(ring.in_flight(), 0);
+}
+
+#[test]
+fn multishot_recv_with_every_buffer_in_use_ends_with_enobufs_and_can_be_armed_again() {
+    const RECV: u64 = 9;
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = Ring::new(RingConfig {
+        recv_bufs: 2,
+        recv_buf_len: 16,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    // 48 bytes queued at once: two 16-byte buffers, then none left.
+    peer.write_all(&pattern(48)).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    ring.recv_multishot(&sock, RECV);
+    let mut got = Vec::new();
+    let end = loop {
+        let (c, data) = next_received(&mut ring, RECV);
+        got.extend_from_slice(&data);
+        if !c.more {
+            break c;
+        }
+    };
+    assert_eq!(end.result.unwrap_err().raw_os_error(), Some(libc::ENOBUFS));
+    assert_eq!(got, pattern(32));
+    // Both buffers are back with the kernel once their completions are done.
+    ring.recv_multishot(&sock, RECV);
+    while got.len() < 48 {
+        let (_, data) = next_received(&mut ring, RECV);
+        got.extend_from_slice(&data);
+    }
+    assert_eq!(got, pattern(48));
+}
+
+#[test]
+fn received_bytes_are_only_readable_until_the_next_completion() {
+    const RECV: u64 = 10;
+    const TIMER: u64 = 11;
+    let (sock, mut peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv_multishot(&sock, RECV);
+    peer.write_all(b"abc").unwrap();
+    let first = wait_for(&mut ring, RECV);
+    assert_eq!(ring.received(&first), b"abc");
+    ring.timeout(Duration::from_millis(1), TIMER);
+    let timer = wait_for(&mut ring, TIMER);
+    assert!(ring.received(&timer).is_empty());
+    // The buffer went back to the kernel: the old completion no longer reads it.
+    assert!(ring.received(&first).is_empty());
+}
+
+#[test]
+fn multishot_recv_without_provided_buffers_is_unsupported() {
+    const RECV: u64 = 12;
+    let (sock, _peer) = tcp_pair();
+    let mut ring = Ring::new(RingConfig {
+        recv_bufs: 0,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    assert!(!ring.has_recv_bufs());
+    ring.recv_multishot(&sock, RECV);
+    let c = wait_for(&mut ring, RECV);
+    assert_eq!(
+        c.result.unwrap_err().kind(),
+        std::io::ErrorKind::Unsupported
+    );
+}

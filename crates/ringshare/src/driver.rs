@@ -101,6 +101,9 @@ pub struct Shared {
     pub started: Instant,
     /// `use sendfile`: unsigned READ data is spliced from the file.
     pub send_file: bool,
+    /// `multishot receive`: small frames come through one multishot receive
+    /// per connection, into the ring's provided buffers.
+    pub multishot_receive: bool,
     /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
     pub splice_chunk: usize,
     /// `send timeout`: a connection whose peer has not taken a reply for this
@@ -182,6 +185,18 @@ struct Conn {
     buf: Vec<u8>,
     rx: Rx,
     recv_armed: bool,
+    /// The receive armed is a multishot one (into the ring's provided
+    /// buffers), and whether it was asked to end (a large frame begins, or
+    /// the connection is closing): a large frame is received into its own
+    /// buffer or a pipe only once it has ended.
+    multishot: bool,
+    multishot_ending: bool,
+    /// The last frame begun was a large one (a WRITE, its payload received
+    /// apart): the next receive is a single one, not a multishot, so that
+    /// a stream of large WRITEs is not taken through the provided buffers
+    /// (a multishot receive goes on filling them, up to a whole payload,
+    /// until its cancellation reaches the kernel).
+    last_frame_large: bool,
     send_queue: VecDeque<SendItem>,
     sending: bool,
     /// File bytes the send in flight must deliver (a `send_file`), if any.
@@ -240,6 +255,10 @@ struct Worker {
     /// into memory after all (TCP woke the wait early, or the pipe filled up;
     /// logged at exit, for tuning).
     writes_spliced: [u64; 3],
+    /// Multishot receive completions that brought bytes, and multishot
+    /// receives ended because every provided buffer was in use (logged at exit).
+    multishot_arrivals: u64,
+    recv_bufs_exhausted: u64,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -283,10 +302,19 @@ pub fn run_worker(
     shared: Arc<Shared>,
     first_listeners: Option<Vec<OwnedFd>>,
 ) -> io::Result<()> {
+    let defaults = RingConfig::default();
     let ring = Ring::new(RingConfig {
         splice_chunk: shared.splice_chunk,
-        ..RingConfig::default()
+        recv_bufs: if shared.multishot_receive {
+            defaults.recv_bufs
+        } else {
+            0
+        },
+        ..defaults
     })?;
+    if shared.multishot_receive && !ring.has_recv_bufs() && index == 0 {
+        tracing::info!("this kernel has no io_uring provided-buffer rings (Linux 5.19); receiving with one buffer per connection");
+    }
     crate::lock(&shared.wakers).push(ring.waker());
     let listeners = match first_listeners {
         Some(l) => l,
@@ -310,6 +338,8 @@ pub fn run_worker(
         pipes: Vec::new(),
         pipe_size_max: usize::MAX,
         writes_spliced: [0; 3],
+        multishot_arrivals: 0,
+        recv_bufs_exhausted: 0,
     };
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -448,9 +478,12 @@ impl Worker {
             gen,
             fd: Arc::new(fd),
             conn,
-            buf: Vec::with_capacity(RECV_BUF_LEN),
+            buf: Vec::new(),
             rx: Rx::Small,
             recv_armed: false,
+            multishot: false,
+            multishot_ending: false,
+            last_frame_large: false,
             send_queue: VecDeque::new(),
             sending: false,
             sending_file: None,
@@ -478,6 +511,14 @@ impl Worker {
             return;
         }
         let tok = token(KIND_RECV, c.gen, slot);
+        if matches!(c.rx, Rx::Small) && !c.last_frame_large && self.ring.has_recv_bufs() {
+            c.recv_armed = true;
+            c.multishot = true;
+            c.multishot_ending = false;
+            let fd = c.fd.clone();
+            self.ring.recv_multishot(&fd, tok);
+            return;
+        }
         let buf = match &mut c.rx {
             Rx::Small => {
                 let mut b = std::mem::take(&mut c.buf);
@@ -501,6 +542,38 @@ impl Worker {
         let Some(c) = conn_in(&mut self.conns, slot, gen) else {
             return;
         };
+        if c.multishot {
+            if !comp.more {
+                c.recv_armed = false;
+                c.multishot = false;
+            }
+            match &comp.result {
+                Ok(0) => {
+                    self.close(slot);
+                    return;
+                }
+                // After the core asked to close, what else comes is dropped.
+                Ok(_) if c.closing => {}
+                Ok(_) => {
+                    self.multishot_arrivals += 1;
+                    c.buf.extend_from_slice(self.ring.received(&comp));
+                }
+                // Ended on purpose (a large frame follows), or every provided
+                // buffer was in use: nothing came; armed again below.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ECANCELED | libc::ENOBUFS)) => {
+                    if e.raw_os_error() == Some(libc::ENOBUFS) {
+                        self.recv_bufs_exhausted += 1;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("receive failed: {e}");
+                    self.close(slot);
+                    return;
+                }
+            }
+            self.cut_frames(slot, gen, t);
+            return;
+        }
         c.recv_armed = false;
         let buf = comp.take_buf().unwrap_or_default();
         match &mut c.rx {
@@ -546,6 +619,13 @@ impl Worker {
                     self.pipe_to_memory(slot, gen);
                     return;
                 }
+                // Full before anything moved.
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    tracing::trace!("WRITE payload: pipe full, into memory");
+                    self.writes_spliced[2] += 1;
+                    self.pipe_to_memory(slot, gen);
+                    return;
+                }
                 Err(_) => {}
             },
         }
@@ -559,7 +639,12 @@ impl Worker {
             }
             Ok(_) => {}
         }
-        // Cut complete frames and feed them to the core.
+        self.cut_frames(slot, gen, t);
+    }
+
+    /// Cuts the complete frames received and feeds them to the core, starts
+    /// the receive of a large frame's rest, and receives on.
+    fn cut_frames(&mut self, slot: u32, gen: u32, t: Now) {
         loop {
             // Only `self.conns` borrowed (not `conn_mut`): the pool and pipes are used below.
             let Some(c) = conn_in(&mut self.conns, slot, gen) else {
@@ -620,10 +705,22 @@ impl Worker {
                         }
                     };
                     if c.buf.len() >= 4 + len {
+                        c.last_frame_large = len > DIRECT_FRAME_MIN;
                         let frame = c.buf[4..4 + len].to_vec();
                         c.buf.drain(..4 + len);
                         c.conn.receive(t, frame);
                     } else if len > DIRECT_FRAME_MIN {
+                        if c.multishot {
+                            // The rest goes into a buffer of its own (or a
+                            // pipe) once the multishot receive has ended;
+                            // what it still brings is appended meanwhile.
+                            if !c.multishot_ending {
+                                c.multishot_ending = true;
+                                self.ring.cancel(token(KIND_RECV, gen, slot));
+                            }
+                            break;
+                        }
+                        c.last_frame_large = true;
                         if let Some(rx) = detach_write(
                             c,
                             &mut self.pipes,
@@ -668,6 +765,7 @@ impl Worker {
         let queued =
             usize::try_from(rustix::io::ioctl_fionread(&*c.fd).unwrap_or(0)).unwrap_or(usize::MAX);
         let step = (*rest).min(step);
+        tracing::trace!(queued, step, rest = *rest, "pipe step");
         let tok = token(KIND_RECV, gen, slot);
         c.recv_armed = true;
         if queued >= step {
@@ -739,6 +837,10 @@ impl Worker {
                 Output::Io(req) => self.start_io(slot, req),
                 Output::Close => {
                     c.closing = true;
+                    if c.multishot && !c.multishot_ending {
+                        c.multishot_ending = true;
+                        self.ring.cancel(token(KIND_RECV, c.gen, slot));
+                    }
                 }
             }
         }
@@ -1040,6 +1142,14 @@ impl Worker {
     fn shutdown(&mut self) {
         for slot in 0..self.conns.len() as u32 {
             self.close(slot);
+        }
+        if self.multishot_arrivals > 0 {
+            tracing::debug!(
+                worker = self.index,
+                "multishot receives: {} arrivals; re-armed {} times after running out of provided buffers",
+                self.multishot_arrivals,
+                self.recv_bufs_exhausted
+            );
         }
         let [now, waited, fell_back] = self.writes_spliced;
         if now + waited + fell_back > 0 {

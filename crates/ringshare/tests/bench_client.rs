@@ -181,3 +181,34 @@ fn small_reads_and_writes_on_tmpfs_are_done_in_place_and_verified() {
     // would have for every READ and WRITE of a tmpfs file).
     assert_eq!(io_uring_workers(pid), 0, "{}", server.log());
 }
+
+#[test]
+fn multishot_receive_moves_verified_data_in_small_and_large_frames() {
+    let mut server = Server::start(
+        &ServerConfig {
+            extra_global: "\tmultishot receive = yes\n",
+            ..ServerConfig::default()
+        },
+        |_| {},
+    );
+    // Large WRITE frames after small ones (the multishot receive is ended
+    // for each stream of them), small READs at depth, signed 64 KiB WRITEs
+    // and READs, and 4 KiB READs from 8 connections.
+    let runs: [&[&str]; 5] = [
+        &["seq-write", "--io-size", "1m", "--queue-depth", "8"],
+        &["seq-write", "--io-size", "256k", "--queue-depth", "32"],
+        &["rand-read", "--io-size", "4k", "--queue-depth", "32"],
+        &["seq-write", "--io-size", "64k", "--sign"],
+        &["rand-read", "--io-size", "4k", "--connections", "8"],
+    ];
+    for run in runs {
+        let mut args = run.to_vec();
+        args.extend(["--file-size", "8m", "--bytes", "24m", "--verify", "--json"]);
+        let (ok, out) = bench(&server, &args);
+        assert!(ok, "{run:?}: {out}");
+        assert_eq!(errors_field(&out), Some(0), "{run:?}: {out}");
+    }
+    server.stop();
+    let log = server.log();
+    assert!(log.contains("multishot receives: "), "{log}");
+}

@@ -124,6 +124,8 @@ pub struct ServerConfig {
     pub encrypt: &'static str,
     /// Where the share and the server's files go (default: the system temp dir).
     pub base_dir: Option<&'static str>,
+    /// More `[global]` lines, each ending in a newline.
+    pub extra_global: &'static str,
 }
 
 impl Default for ServerConfig {
@@ -136,6 +138,7 @@ impl Default for ServerConfig {
             max_protocol: "SMB3_11",
             encrypt: "if_required",
             base_dir: None,
+            extra_global: "",
         }
     }
 }
@@ -183,6 +186,7 @@ impl Server {
                  \tmap to guest = {guest}\n\
                  \tserver smb encrypt = {encrypt}\n\
                  \tlog level = 2\n\
+                 {extra}\
                  \n\
                  [{SHARE}]\n\
                  \tpath = {share}\n\
@@ -197,6 +201,7 @@ impl Server {
                 guest = cfg.map_to_guest,
                 share = share_dir.display(),
                 guest_ok = if cfg.guest_ok { "yes" } else { "no" },
+                extra = cfg.extra_global,
             );
             std::fs::write(&conf, text).expect("write ringshare.conf");
         };
