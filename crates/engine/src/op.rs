@@ -12,6 +12,11 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types};
 
+/// `IORING_SEND_ZC_REPORT_USAGE`: the notification says whether the kernel copied.
+const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
+/// `IORING_NOTIF_USAGE_ZC_COPIED`, in a notification's result.
+pub(crate) const NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
+
 /// Largest length put in one SQE; longer transfers continue in a follow-up SQE.
 const SQE_LEN_MAX: usize = 1 << 30;
 
@@ -46,6 +51,21 @@ pub(crate) enum OpKind {
         buf: Vec<u8>,
         pos: usize,
         sent: usize,
+    },
+    /// Zero-copy send of `buf[pos..]` (`SEND_ZC`): the kernel sends from the
+    /// buffer's pages and tells when it has let go of them (a notification
+    /// per SQE, `notifs` still to come). `done`: the final result, once every
+    /// byte is sent or an error ended it; the op finishes when `done` is set
+    /// and no notification is outstanding. `copied`: a notification said the
+    /// kernel copied after all (loopback, or a device without scatter-gather).
+    SendZc {
+        fd: Arc<OwnedFd>,
+        buf: Vec<u8>,
+        pos: usize,
+        sent: usize,
+        notifs: usize,
+        done: Option<io::Result<usize>>,
+        copied: bool,
     },
     /// `sendmsg` of all of `bufs`; `iov`/`msg` are rebuilt before each SQE to skip `sent` bytes.
     SendMsg {
@@ -300,6 +320,14 @@ impl OpKind {
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
             }
+            OpKind::SendZc { fd, buf, pos, .. } => {
+                let rest = &buf[*pos..];
+                let len = rest.len().min(SQE_LEN_MAX) as u32;
+                opcode::SendZc::new(types::Fd(fd.as_raw_fd()), rest.as_ptr(), len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .zc_flags(SEND_ZC_REPORT_USAGE)
+                    .build()
+            }
             OpKind::SendMsg {
                 fd,
                 bufs,
@@ -399,6 +427,7 @@ impl OpKind {
         match self {
             OpKind::Recv { buf, .. }
             | OpKind::Send { buf, .. }
+            | OpKind::SendZc { buf, .. }
             | OpKind::Read { buf, .. }
             | OpKind::Write { buf, .. } => (Some(buf), None),
             OpKind::SendMsg { bufs, .. } => (None, Some(bufs)),

@@ -29,7 +29,10 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::bufring::BufRing;
-use crate::op::{cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, ROUND_SQES_MAX};
+use crate::op::{
+    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
+    ROUND_SQES_MAX,
+};
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
 
@@ -150,6 +153,10 @@ pub struct Completion {
     /// For `accept_multishot` and `recv_multishot`: the operation is still
     /// armed and more completions follow.
     pub more: bool,
+    /// For `send_zc`: the kernel copied the bytes after all (so zero-copy
+    /// gains nothing on this path: loopback, or a device without
+    /// scatter-gather).
+    pub zc_copied: bool,
     /// For `recv_multishot`: the provided buffer holding the bytes, and the
     /// number of the lending (see [`Ring::received`]).
     recv_buf: Option<(u16, usize, u64)>,
@@ -164,6 +171,7 @@ impl Completion {
             bufs: None,
             fd: None,
             more: false,
+            zc_copied: false,
             recv_buf: None,
         }
     }
@@ -432,6 +440,33 @@ impl Ring {
                 buf,
                 pos: offset,
                 sent: 0,
+            },
+        );
+    }
+
+    /// Like [`Ring::send`] (all of `buf[offset..]` or an error), but with
+    /// `SEND_ZC`: the kernel sends from the buffer's own pages instead of
+    /// copying them into the socket, and the completion (with the buffer)
+    /// comes only once the kernel has let go of them. `zc_copied` in the
+    /// completion says whether the kernel copied anyway: on loopback it
+    /// always does, and then zero-copy costs more than a plain send.
+    pub fn send_zc(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64) {
+        if offset > buf.len() {
+            return self.reject(token, buf, "send offset past the end of the buffer");
+        }
+        if offset == buf.len() {
+            return self.complete_now(token, Ok(0), Some(buf), None);
+        }
+        self.start(
+            token,
+            OpKind::SendZc {
+                fd: Arc::clone(fd),
+                buf,
+                pos: offset,
+                sent: 0,
+                notifs: 0,
+                done: None,
+                copied: false,
             },
         );
     }
@@ -1059,6 +1094,45 @@ impl Ring {
             OpKind::Send { buf, pos, sent, .. } => {
                 let result = advance(res, pos, sent, buf.len());
                 self.continue_or_finish(key, result, closing);
+            }
+            OpKind::SendZc {
+                buf,
+                pos,
+                sent,
+                notifs,
+                done,
+                copied,
+                ..
+            } => {
+                if cqueue::notif(flags) {
+                    *notifs = notifs.saturating_sub(1);
+                    if res as u32 & NOTIF_USAGE_ZC_COPIED != 0 {
+                        *copied = true;
+                    }
+                } else {
+                    if more {
+                        *notifs += 1;
+                    }
+                    match advance(res, pos, sent, buf.len()) {
+                        None if !closing => {
+                            self.enqueue(Pending::Op(key));
+                            return;
+                        }
+                        None => *done = Some(Err(io::Error::from_raw_os_error(libc::ECANCELED))),
+                        Some(r) => *done = Some(r),
+                    }
+                }
+                if *notifs == 0 {
+                    if let (Some(result), copied) = (done.take(), *copied) {
+                        if let Some(op) = self.ops.remove(key) {
+                            let (buf, _) = op.kind.into_buffers();
+                            let mut c = Completion::new(token, result);
+                            c.buf = buf;
+                            c.zc_copied = copied;
+                            self.ready.push_back(c);
+                        }
+                    }
+                }
             }
             OpKind::SendMsg { sent, total, .. } => {
                 let mut unused = 0;

@@ -827,3 +827,45 @@ fn multishot_recv_without_provided_buffers_is_unsupported() {
         std::io::ErrorKind::Unsupported
     );
 }
+
+#[test]
+fn send_zc_completes_once_after_every_notification_with_the_whole_buffer() {
+    const LEN: usize = 16 << 20;
+    const SEND: u64 = 13;
+    let (fd, peer) = tcp_pair();
+    net::set_socket_buffers(&*fd, Some(64 * 1024), None).unwrap();
+    let receiver = read_on_thread(peer, LEN);
+    let mut ring = ring();
+    let before = ring.stats();
+    ring.send_zc(&fd, pattern(LEN), 0, SEND);
+    let c = wait_for(&mut ring, SEND);
+    assert_eq!(c.result.as_ref().unwrap(), &LEN);
+    // Loopback delivers into the receiving socket by copying.
+    assert!(c.zc_copied, "{c:?}");
+    assert_eq!(c.buf.unwrap(), pattern(LEN), "buffer handed back intact");
+    assert!(
+        ring.stats().sqes - before.sqes >= 2,
+        "short sends continued"
+    );
+    assert!(receiver.join().unwrap() == pattern(LEN));
+    assert_eq!(ring.in_flight(), 0);
+    ring.submit_and_wait(1, Some(Duration::from_millis(50)))
+        .unwrap();
+    assert!(ring.next_completion().is_none(), "exactly one completion");
+}
+
+#[test]
+fn send_zc_to_a_closed_peer_fails_and_returns_the_buffer() {
+    let (fd, peer) = tcp_pair();
+    drop(peer);
+    let mut ring = ring();
+    ring.send_zc(&fd, pattern(8 << 20), 0, 42);
+    let c = wait_for(&mut ring, 42);
+    let err = c.result.unwrap_err();
+    assert!(
+        matches!(err.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)),
+        "{err}"
+    );
+    assert_eq!(c.buf.unwrap().len(), 8 << 20);
+    assert_eq!(ring.in_flight(), 0);
+}

@@ -106,6 +106,20 @@ pub enum SigningPolicy {
     Mandatory,
 }
 
+/// `zerocopy send` (ringshare extension): whether large in-memory replies
+/// (signed or encrypted READ data) go out with io_uring `SEND_ZC`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZerocopySend {
+    /// Never.
+    No,
+    /// Not on connections within this host (they copy anyway); on others,
+    /// until the kernel reports that it copied (a device without
+    /// scatter-gather). The default.
+    Auto,
+    /// Always, even where the kernel copies (for measuring).
+    Yes,
+}
+
 /// `server smb encrypt` / per share `smb encrypt`, in Samba's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EncryptPolicy {
@@ -193,6 +207,8 @@ pub struct Global {
     /// 2-core test machine it saved no CPU per request and, with few
     /// connections, cost more memory (docs/architecture.md).
     pub multishot_receive: bool,
+    /// `zerocopy send` (ringshare extension): `auto` (default), `yes` or `no`.
+    pub zerocopy_send: ZerocopySend,
     /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
     /// reply data for this long is closed. Default 60.
     pub send_timeout_secs: u32,
@@ -224,6 +240,7 @@ impl Default for Global {
             use_sendfile: true,
             pin_cpus: false,
             multishot_receive: false,
+            zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             multi_channel: true,
         }
@@ -563,6 +580,7 @@ enum Opt {
     UseSendfile,
     PinCpus,
     MultishotReceive,
+    ZerocopySend,
     SendTimeout,
     MultiChannel,
     // Share options (defaults when written in [global]).
@@ -607,6 +625,7 @@ fn classify(key: &str) -> Option<Opt> {
         "use sendfile" => Opt::UseSendfile,
         "pin cpus" => Opt::PinCpus,
         "multishot receive" => Opt::MultishotReceive,
+        "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
         "max connections" => Opt::MaxConnections,
@@ -980,6 +999,15 @@ impl<'a> Parser<'a> {
             Opt::MultishotReceive => {
                 self.global.multishot_receive = self.bool_value(line, key, value)?;
             }
+            Opt::ZerocopySend => {
+                self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {
+                    ZerocopySend::Auto
+                } else if self.bool_value(line, key, value)? {
+                    ZerocopySend::Yes
+                } else {
+                    ZerocopySend::No
+                };
+            }
             Opt::SendTimeout => {
                 self.global.send_timeout_secs = value
                     .parse::<u32>()
@@ -1297,6 +1325,27 @@ mod tests {
         assert!(!c.global.use_sendfile);
         assert!(c.global.pin_cpus);
         assert!(c.global.multishot_receive);
+    }
+
+    #[test]
+    fn zerocopy_send_is_auto_by_default_and_takes_auto_yes_or_no() {
+        let path = Path::new("test.conf");
+        let conf = |v: &str| {
+            parse_str(
+                &format!("[global]\nzerocopy send = {v}\n[s]\npath = /tmp\n"),
+                path,
+            )
+        };
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert_eq!(d.global.zerocopy_send, ZerocopySend::Auto);
+        assert_eq!(conf("yes").unwrap().global.zerocopy_send, ZerocopySend::Yes);
+        assert_eq!(conf("no").unwrap().global.zerocopy_send, ZerocopySend::No);
+        assert_eq!(
+            conf("Auto").unwrap().global.zerocopy_send,
+            ZerocopySend::Auto
+        );
+        let e = conf("sometimes").unwrap_err().to_string();
+        assert!(e.contains("zerocopy send"), "{e}");
     }
 
     #[test]

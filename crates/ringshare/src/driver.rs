@@ -30,6 +30,8 @@ use ringshare_core::{
 };
 use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, SplicePipe, Waker};
 use ringshare_vfs::FsError;
+
+use crate::config::ZerocopySend;
 use ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET;
 use ringshare_wire::framing;
 
@@ -73,6 +75,10 @@ const PIPE_STEP: usize = 1024 * 1024;
 /// vs 0.62-0.65; signed 1 MiB 0.56-0.59 vs 0.68-0.71 (the worker copies on
 /// the other core while this one hashes the previous READ).
 const INLINE_IO_LEN_MAX: usize = 128 * 1024;
+/// In-memory replies of at least this many bytes (signed or encrypted READ
+/// data) may go out with `SEND_ZC` (`zerocopy send`); smaller ones cost more
+/// in page pinning and notifications than the copy they save.
+const ZC_SEND_MIN: usize = 64 * 1024;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 16;
 
@@ -104,6 +110,8 @@ pub struct Shared {
     /// `multishot receive`: small frames come through one multishot receive
     /// per connection, into the ring's provided buffers.
     pub multishot_receive: bool,
+    /// `zerocopy send`: large in-memory replies go out with `SEND_ZC`.
+    pub zerocopy_send: ZerocopySend,
     /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
     pub splice_chunk: usize,
     /// `send timeout`: a connection whose peer has not taken a reply for this
@@ -166,6 +174,16 @@ enum Rx {
     },
 }
 
+/// `SEND_ZC` on one connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Zc {
+    Off,
+    /// Used until a completion says the kernel copied (then `Off`).
+    Auto,
+    /// Used always (`zerocopy send = yes`).
+    Forced,
+}
+
 /// Something queued to go out on a connection, in order.
 enum SendItem {
     Bytes(Vec<u8>),
@@ -197,6 +215,8 @@ struct Conn {
     /// (a multishot receive goes on filling them, up to a whole payload,
     /// until its cancellation reaches the kernel).
     last_frame_large: bool,
+    /// Whether large replies go out with `SEND_ZC`.
+    zc: Zc,
     send_queue: VecDeque<SendItem>,
     sending: bool,
     /// File bytes the send in flight must deliver (a `send_file`), if any.
@@ -259,6 +279,8 @@ struct Worker {
     /// receives ended because every provided buffer was in use (logged at exit).
     multishot_arrivals: u64,
     recv_bufs_exhausted: u64,
+    /// `SEND_ZC` sends, and those the kernel copied anyway (logged at exit).
+    zc_sends: [u64; 2],
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -340,6 +362,7 @@ pub fn run_worker(
         writes_spliced: [0; 3],
         multishot_arrivals: 0,
         recv_bufs_exhausted: 0,
+        zc_sends: [0; 2],
     };
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -460,6 +483,13 @@ impl Worker {
         }
         let _ = net::set_nodelay(&fd, true);
         let peer = peer_name(&fd);
+        let zc = match self.shared.zerocopy_send {
+            ZerocopySend::No => Zc::Off,
+            ZerocopySend::Yes => Zc::Forced,
+            // Within this host the kernel copies into the receiving socket anyway.
+            ZerocopySend::Auto if is_local(&fd) => Zc::Off,
+            ZerocopySend::Auto => Zc::Auto,
+        };
         tracing::debug!(worker = self.index, %peer, "connection accepted");
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -484,6 +514,7 @@ impl Worker {
             multishot: false,
             multishot_ending: false,
             last_frame_large: false,
+            zc,
             send_queue: VecDeque::new(),
             sending: false,
             sending_file: None,
@@ -929,7 +960,12 @@ impl Worker {
         c.sending_bytes = parts.iter().map(Vec::len).sum();
         if parts.len() == 1 {
             let p = parts.pop().unwrap_or_default();
-            self.ring.send(&fd, p, 0, tok);
+            if p.len() >= ZC_SEND_MIN && c.zc != Zc::Off {
+                self.zc_sends[0] += 1;
+                self.ring.send_zc(&fd, p, 0, tok);
+            } else {
+                self.ring.send(&fd, p, 0, tok);
+            }
         } else {
             self.ring.send_vectored(&fd, parts, tok);
         }
@@ -942,9 +978,14 @@ impl Worker {
         for b in comp.bufs.take().unwrap_or_default() {
             self.pool.give(b);
         }
+        self.zc_sends[1] += u64::from(comp.zc_copied);
         let Some(c) = self.conn_mut(slot, gen) else {
             return;
         };
+        if comp.zc_copied && c.zc == Zc::Auto {
+            tracing::debug!("zero-copy send was copied by the kernel on this connection; plain sends from now on");
+            c.zc = Zc::Off;
+        }
         c.sending = false;
         c.sending_bytes = 0;
         let owed = c.sending_file.take();
@@ -1143,6 +1184,14 @@ impl Worker {
         for slot in 0..self.conns.len() as u32 {
             self.close(slot);
         }
+        if self.zc_sends[0] > 0 {
+            tracing::debug!(
+                worker = self.index,
+                "zero-copy sends: {}, copied by the kernel: {}",
+                self.zc_sends[0],
+                self.zc_sends[1]
+            );
+        }
         if self.multishot_arrivals > 0 {
             tracing::debug!(
                 worker = self.index,
@@ -1245,6 +1294,19 @@ fn file_item(sf: SendFile) -> SendItem {
             len: sf.len,
         },
         None => SendItem::Bytes(sf.to_bytes()),
+    }
+}
+
+/// Whether the connection stays within this host: the peer is a loopback
+/// address, or has the very address this end has (a connection to one of
+/// the host's own addresses goes through the loopback device too).
+fn is_local(fd: &OwnedFd) -> bool {
+    let addr = |a: Option<rustix::net::SocketAddrAny>| a.and_then(|a| SocketAddr::try_from(a).ok());
+    let peer = addr(rustix::net::getpeername(fd).ok().flatten());
+    let local = addr(rustix::net::getsockname(fd).ok());
+    match (peer, local) {
+        (Some(p), Some(l)) => p.ip().is_loopback() || p.ip() == l.ip(),
+        _ => false,
     }
 }
 

@@ -270,6 +270,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         started,
         send_file: cfg.global.use_sendfile,
         multishot_receive: cfg.global.multishot_receive,
+        zerocopy_send: cfg.global.zerocopy_send,
         splice_chunk: splice_chunk(),
         send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
     });

@@ -212,3 +212,47 @@ fn multishot_receive_moves_verified_data_in_small_and_large_frames() {
     let log = server.log();
     assert!(log.contains("multishot receives: "), "{log}");
 }
+
+/// Signed and encrypted 1 MiB READs (replies built in memory), verified.
+fn signed_and_encrypted_reads(server: &Server) {
+    for protection in ["--sign", "--encrypt"] {
+        let args = [
+            "seq-read",
+            protection,
+            "--io-size",
+            "1m",
+            "--file-size",
+            "16m",
+            "--bytes",
+            "48m",
+            "--verify",
+            "--json",
+        ];
+        let (ok, out) = bench(server, &args);
+        assert!(ok, "{protection}: {out}");
+        assert_eq!(errors_field(&out), Some(0), "{protection}: {out}");
+    }
+}
+
+#[test]
+fn zerocopy_sends_deliver_verified_data_and_auto_skips_them_on_loopback() {
+    let mut forced = Server::start(
+        &ServerConfig {
+            extra_global: "\tzerocopy send = yes\n",
+            ..ServerConfig::default()
+        },
+        |_| {},
+    );
+    signed_and_encrypted_reads(&forced);
+    forced.stop();
+    let log = forced.log();
+    assert!(log.contains("zero-copy sends: "), "{log}");
+    // Loopback: the kernel reports that it copied every one.
+    assert!(!log.contains("copied by the kernel: 0"), "{log}");
+
+    let mut auto = Server::start(&ServerConfig::default(), |_| {});
+    signed_and_encrypted_reads(&auto);
+    auto.stop();
+    let log = auto.log();
+    assert!(!log.contains("zero-copy sends: "), "{log}");
+}
