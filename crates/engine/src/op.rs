@@ -35,10 +35,11 @@ pub(crate) enum OpKind {
     Accept {
         fd: Arc<OwnedFd>,
     },
-    /// Receive into `buf`'s spare capacity.
+    /// Receive into `buf`'s spare capacity, at most `max` bytes.
     Recv {
         fd: Arc<OwnedFd>,
         buf: Vec<u8>,
+        max: usize,
     },
     /// Multishot receive into buffers the kernel picks from the ring's
     /// provided-buffer group; stays in the slab while armed.
@@ -305,9 +306,9 @@ impl OpKind {
             OpKind::Accept { fd } => opcode::AcceptMulti::new(types::Fd(fd.as_raw_fd()))
                 .flags(libc::SOCK_CLOEXEC)
                 .build(),
-            OpKind::Recv { fd, buf } => {
+            OpKind::Recv { fd, buf, max } => {
                 let spare = buf.spare_capacity_mut();
-                let len = spare.len().min(SQE_LEN_MAX) as u32;
+                let len = spare.len().min(*max).min(SQE_LEN_MAX) as u32;
                 opcode::Recv::new(types::Fd(fd.as_raw_fd()), spare.as_mut_ptr().cast(), len).build()
             }
             OpKind::RecvMulti { fd } => {

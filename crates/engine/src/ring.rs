@@ -367,7 +367,13 @@ impl Ring {
     /// `buf.len()`. `result` is the count, 0 at end of stream. A buffer with
     /// no spare capacity completes at once with `InvalidInput`.
     pub fn recv(&mut self, fd: &SharedFd, buf: Vec<u8>, token: u64) {
-        if buf.capacity() == buf.len() {
+        self.recv_up_to(fd, buf, usize::MAX, token);
+    }
+
+    /// Like [`Ring::recv`], but receives at most `max` bytes (`max` 0 is
+    /// `InvalidInput`), leaving the rest queued in the socket.
+    pub fn recv_up_to(&mut self, fd: &SharedFd, buf: Vec<u8>, max: usize, token: u64) {
+        if buf.capacity() == buf.len() || max == 0 {
             return self.reject(token, buf, "recv buffer has no spare capacity");
         }
         self.start(
@@ -375,6 +381,7 @@ impl Ring {
             OpKind::Recv {
                 fd: Arc::clone(fd),
                 buf,
+                max,
             },
         );
     }

@@ -869,3 +869,21 @@ fn send_zc_to_a_closed_peer_fails_and_returns_the_buffer() {
     assert_eq!(c.buf.unwrap().len(), 8 << 20);
     assert_eq!(ring.in_flight(), 0);
 }
+
+#[test]
+fn recv_up_to_takes_at_most_its_limit_and_leaves_the_rest_queued() {
+    const RECV: u64 = 14;
+    let (sock, mut peer) = tcp_pair();
+    peer.write_all(&pattern(100)).unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let mut ring = ring();
+    ring.recv_up_to(&sock, Vec::with_capacity(4096), 10, RECV);
+    let c = wait_for(&mut ring, RECV);
+    assert_eq!(c.result.unwrap(), 10);
+    let buf = c.buf.unwrap();
+    assert_eq!(buf, pattern(10));
+    ring.recv(&sock, buf, RECV);
+    let c = wait_for(&mut ring, RECV);
+    assert_eq!(c.result.unwrap(), 90);
+    assert_eq!(c.buf.unwrap(), pattern(100));
+}

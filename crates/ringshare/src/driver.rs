@@ -79,6 +79,8 @@ const INLINE_IO_LEN_MAX: usize = 128 * 1024;
 /// data) may go out with `SEND_ZC` (`zerocopy send`); smaller ones cost more
 /// in page pinning and notifications than the copy they save.
 const ZC_SEND_MIN: usize = 64 * 1024;
+/// A WRITE frame up to its payload: transport header, SMB2 header, WRITE fixed part.
+const WRITE_HEAD_LEN: usize = 4 + WRITE_REQUEST_DATA_OFFSET;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 16;
 
@@ -275,6 +277,9 @@ struct Worker {
     /// into memory after all (TCP woke the wait early, or the pipe filled up;
     /// logged at exit, for tuning).
     writes_spliced: [u64; 3],
+    /// Payload bytes of spliced WRITEs that had been received into memory
+    /// before their splice began (copied into the pipe; logged at exit).
+    write_prefix_bytes: u64,
     /// Multishot receive completions that brought bytes, and multishot
     /// receives ended because every provided buffer was in use (logged at exit).
     multishot_arrivals: u64,
@@ -360,6 +365,7 @@ pub fn run_worker(
         pipes: Vec::new(),
         pipe_size_max: usize::MAX,
         writes_spliced: [0; 3],
+        write_prefix_bytes: 0,
         multishot_arrivals: 0,
         recv_bufs_exhausted: 0,
         zc_sends: [0; 2],
@@ -564,7 +570,16 @@ impl Worker {
         };
         c.recv_armed = true;
         let fd = c.fd.clone();
-        self.ring.recv(&fd, buf, tok);
+        // After a large WRITE the next frame is likely one too: receive only
+        // as far as its payload, so that none of the payload is copied into
+        // memory (and then into the pipe) before its splice.
+        let max = match &c.rx {
+            Rx::Small if c.last_frame_large && buf.len() < WRITE_HEAD_LEN => {
+                WRITE_HEAD_LEN - buf.len()
+            }
+            _ => usize::MAX,
+        };
+        self.ring.recv_up_to(&fd, buf, max, tok);
     }
 
     fn on_recv(&mut self, slot: u32, gen: u32, mut comp: Completion) {
@@ -759,6 +774,8 @@ impl Worker {
                             &mut self.ring,
                             len,
                         ) {
+                            self.write_prefix_bytes +=
+                                c.buf.len().saturating_sub(WRITE_HEAD_LEN) as u64;
                             c.buf.clear();
                             c.rx = rx;
                             self.pipe_step(slot, gen, PIPE_STEP);
@@ -1204,7 +1221,8 @@ impl Worker {
         if now + waited + fell_back > 0 {
             tracing::debug!(
                 worker = self.index,
-                "WRITE payloads spliced: {now} at once, {waited} after waiting; {fell_back} received into memory after all"
+                "WRITE payloads spliced: {now} at once, {waited} after waiting; {fell_back} received into memory after all; payload bytes received before their splice: {}",
+                self.write_prefix_bytes
             );
         }
     }
