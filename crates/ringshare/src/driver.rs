@@ -57,13 +57,12 @@ const SEND_BATCH_PARTS_MAX: usize = 512;
 /// 0.79 / 0.87 unbounded; 6: 0.73 / 0.83. Small READs (64 KiB x 32 fit the
 /// cache anyway) are not held back.
 const READ_BYTES_HELD_MAX: usize = 3 * 1024 * 1024 + 512 * 1024;
-/// A WRITE payload goes into its pipe in splices of at least this much (or
-/// all that is left); the socket is polled until that much is queued. Also the
-/// largest payload spliced: with pipes allowed to grow to 8 MiB
-/// (`/proc/sys/fs/pipe-max-size`), 8 MiB WRITEs from `ringshare bench` were
-/// cheaper spliced (0.36 vs 0.62 server s/GiB) but `smbclient put` (8 MiB
-/// WRITEs to a new file) much dearer (1.62 vs 0.90), so they are received
-/// into memory.
+/// A WRITE payload goes into its pipes in splices of at least this much (or
+/// all that is left); the socket is polled until that much is queued. Also
+/// the share of the payload each pipe takes: the default
+/// `/proc/sys/fs/pipe-max-size`, so any user may make such pipes. (One pipe
+/// of a whole 8 MiB payload, with pipe-max-size raised, had made `smbclient
+/// put` dearer: 1.62 vs 0.90 server s/GiB; 1 MiB pipes make it cheaper.)
 const PIPE_STEP: usize = 1024 * 1024;
 /// READs of at most this many bytes from a file whose reads never wait for a
 /// device (tmpfs: `Node::reads_never_block`) are done in the ring's thread.
@@ -81,8 +80,10 @@ const INLINE_IO_LEN_MAX: usize = 128 * 1024;
 const ZC_SEND_MIN: usize = 64 * 1024;
 /// A WRITE frame up to its payload: transport header, SMB2 header, WRITE fixed part.
 const WRITE_HEAD_LEN: usize = 4 + WRITE_REQUEST_DATA_OFFSET;
+/// The largest WRITE payload spliced (in pipes of `PIPE_STEP` each).
+const WRITE_SPLICE_LEN_MAX: usize = 8 * 1024 * 1024;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
-const PIPES_KEPT_MAX: usize = 16;
+const PIPES_KEPT_MAX: usize = 32;
 
 const KIND_ACCEPT: u64 = 1;
 const KIND_RECV: u64 = 2;
@@ -160,17 +161,18 @@ enum Rx {
     Small,
     /// Receiving the rest of one large frame into a buffer of its exact size.
     Large { frame: Vec<u8>, len: usize },
-    /// Splicing the payload of a WRITE from the socket into `pipe` (the core
-    /// allowed it: `Connection::detachable_write`); `head` is the message up
-    /// to the payload, `len` the payload's length, `rest` the bytes not yet in
-    /// the pipe. Each splice moves only bytes already queued in the socket
-    /// (`moving`, 0 while a poll waits for more), so no io_uring worker ever
-    /// waits on the peer; `waited`: a poll was needed.
+    /// Splicing the payload of a WRITE from the socket into `pipes` (the core
+    /// allowed it: `Connection::detachable_write`): pipe `i` takes payload
+    /// bytes `i * PIPE_STEP ..` up to `PIPE_STEP` of them. `head` is the
+    /// message up to the payload, `len` the payload's length, `rest` the bytes
+    /// not yet in a pipe. Each splice moves only bytes already queued in the
+    /// socket (`moving`, 0 while a poll waits for more), so no io_uring
+    /// worker ever waits on the peer; `waited`: a poll was needed.
     Pipe {
         head: Vec<u8>,
         len: usize,
         rest: usize,
-        pipe: SplicePipe,
+        pipes: Vec<SplicePipe>,
         moving: usize,
         waited: bool,
     },
@@ -234,9 +236,9 @@ struct Conn {
     sending_bytes: usize,
     /// READs waiting for buffer room ([`READ_BYTES_HELD_MAX`]).
     reads_waiting: VecDeque<IoRequest>,
-    /// A pipe holding a WRITE payload while the core looks at the WRITE; its
-    /// `IoOp::WriteReceived` takes it, else it is dropped with its bytes.
-    pipe_loaded: Option<SplicePipe>,
+    /// The pipes holding a WRITE payload while the core looks at the WRITE;
+    /// its `IoOp::WriteReceived` takes them, else they are dropped with their bytes.
+    pipe_loaded: Option<Vec<SplicePipe>>,
 }
 
 /// A file operation in the ring.
@@ -247,8 +249,31 @@ struct PendingIo {
     kind: IoKind,
     /// A large READ counted in its connection's `reads_in_flight`: its length.
     held_len: usize,
-    /// The pipe a spliced WRITE payload is written from, and the payload's length.
-    pipe: Option<(SplicePipe, usize)>,
+    /// The pipes a spliced WRITE payload is written from, one after the other.
+    pipes: Option<PipedWrite>,
+}
+
+/// A spliced WRITE payload on its way from its pipes into the file: pipe
+/// `next` is being written at `offset + written`.
+struct PipedWrite {
+    pipes: Vec<SplicePipe>,
+    file: SharedFd,
+    offset: u64,
+    len: usize,
+    next: usize,
+    written: usize,
+}
+
+impl PipedWrite {
+    /// Bytes pipe `i` holds.
+    fn piece(&self, i: usize) -> usize {
+        piece_len(self.len, i)
+    }
+}
+
+/// Bytes of a `len`-byte payload that pipe `i` takes.
+fn piece_len(len: usize, i: usize) -> usize {
+    len.saturating_sub(i * PIPE_STEP).min(PIPE_STEP)
 }
 
 #[derive(Clone, Copy)]
@@ -701,7 +726,7 @@ impl Worker {
                     let Rx::Pipe {
                         head,
                         len,
-                        pipe,
+                        pipes,
                         waited,
                         ..
                     } = std::mem::replace(&mut c.rx, Rx::Small)
@@ -709,7 +734,7 @@ impl Worker {
                         break;
                     };
                     self.writes_spliced[usize::from(waited)] += 1;
-                    c.pipe_loaded = Some(pipe);
+                    c.pipe_loaded = Some(pipes);
                     tracing::trace!(len, "WRITE payload in its pipe");
                     c.conn.receive_detached(t, head, len);
                     self.drain(slot);
@@ -805,7 +830,11 @@ impl Worker {
             return;
         };
         let Rx::Pipe {
-            rest, moving, pipe, ..
+            len,
+            rest,
+            moving,
+            pipes,
+            ..
         } = &mut c.rx
         else {
             return;
@@ -817,7 +846,16 @@ impl Worker {
         let tok = token(KIND_RECV, gen, slot);
         c.recv_armed = true;
         if queued >= step {
-            *moving = queued.min(*rest);
+            // Into the pipe whose share of the payload is being filled, up to its end.
+            let at = *len - *rest;
+            let current = at / PIPE_STEP;
+            let room = (current * PIPE_STEP + piece_len(*len, current)) - at;
+            let Some(pipe) = pipes.get(current) else {
+                c.recv_armed = false;
+                self.pipe_to_memory(slot, gen);
+                return;
+            };
+            *moving = queued.min(room);
             self.ring
                 .splice_until_full(&c.fd, &pipe.write, *moving, tok);
             return;
@@ -843,7 +881,7 @@ impl Worker {
             head,
             len,
             rest,
-            pipe,
+            pipes,
             ..
         } = std::mem::replace(&mut c.rx, Rx::Small)
         else {
@@ -851,12 +889,16 @@ impl Worker {
         };
         let mut frame = self.pool.take(head.len() + len);
         frame.extend_from_slice(&head);
-        if !read_exact_into(&pipe.read, &mut frame, len - rest) {
-            self.close(slot);
-            return;
-        }
-        if self.pipes.len() < PIPES_KEPT_MAX {
-            self.pipes.push(pipe);
+        let held = len - rest;
+        for (i, pipe) in pipes.into_iter().enumerate() {
+            let n = held.saturating_sub(i * PIPE_STEP).min(PIPE_STEP);
+            if !read_exact_into(&pipe.read, &mut frame, n) {
+                self.close(slot);
+                return;
+            }
+            if self.pipes.len() < PIPES_KEPT_MAX {
+                self.pipes.push(pipe);
+            }
         }
         c.rx = Rx::Large {
             frame,
@@ -1063,7 +1105,7 @@ impl Worker {
         self.next_io += 1;
         let tok = (KIND_IO << 56) | (id & 0x00FF_FFFF_FFFF_FFFF);
         let mut held_len = 0;
-        let mut pipe = None;
+        let mut piped = None;
         let kind = match req.op {
             IoOp::Read {
                 offset,
@@ -1119,9 +1161,18 @@ impl Worker {
                 IoKind::Write
             }
             IoOp::WriteReceived { offset, len } => {
-                let p = loaded.take().expect("checked above");
-                self.ring.splice(&p.read, None, &fd, Some(offset), len, tok);
-                pipe = Some((p, len));
+                let pipes = loaded.take().expect("checked above");
+                let w = PipedWrite {
+                    pipes,
+                    file: fd.clone(),
+                    offset,
+                    len,
+                    next: 0,
+                    written: 0,
+                };
+                self.ring
+                    .splice(&w.pipes[0].read, None, &fd, Some(offset), w.piece(0), tok);
+                piped = Some(w);
                 IoKind::Write
             }
             IoOp::Sync => {
@@ -1137,15 +1188,32 @@ impl Worker {
                 core_id: req.id,
                 kind,
                 held_len,
-                pipe,
+                pipes: piped,
             },
         );
     }
 
     fn on_io(&mut self, mut comp: Completion) {
-        let Some(p) = self.ios.remove(&comp.user_data) else {
+        let Some(mut p) = self.ios.remove(&comp.user_data) else {
             return;
         };
+        // A spliced payload goes into the file pipe after pipe: on to the next
+        // once one was written whole.
+        if let (Some(w), Ok(n)) = (p.pipes.as_mut(), &comp.result) {
+            if *n == w.piece(w.next) {
+                w.written += n;
+                w.next += 1;
+                if w.next < w.pipes.len() {
+                    let (i, at) = (w.next, w.offset + w.written as u64);
+                    let (read, file) = (w.pipes[i].read.clone(), w.file.clone());
+                    let piece = w.piece(i);
+                    self.ring
+                        .splice(&read, None, &file, Some(at), piece, comp.user_data);
+                    self.ios.insert(comp.user_data, p);
+                    return;
+                }
+            }
+        }
         let t = now(self.shared.started);
         let err = |e: &io::Error| FsError::from_errno(e.raw_os_error().unwrap_or(5));
         let done = match p.kind {
@@ -1158,13 +1226,33 @@ impl Worker {
                 if let Some(b) = comp.take_buf() {
                     self.pool.give(b);
                 }
-                // So can a pipe that was emptied (a short write leaves bytes in it).
-                if let (Some((pipe, len)), Ok(n)) = (p.pipe, &comp.result) {
-                    if *n == len && self.pipes.len() < PIPES_KEPT_MAX {
-                        self.pipes.push(pipe);
+                // So can the pipes that were emptied (a short write leaves
+                // bytes in the last one written).
+                match p.pipes.take() {
+                    Some(w) => {
+                        let whole = w.next == w.pipes.len();
+                        let emptied = w.next;
+                        for pipe in w.pipes.into_iter().take(emptied) {
+                            if self.pipes.len() < PIPES_KEPT_MAX {
+                                self.pipes.push(pipe);
+                            }
+                        }
+                        match &comp.result {
+                            Ok(_) if whole => IoDone::Write(Ok(w.written)),
+                            // Short: what was written before, and this pipe's part.
+                            Ok(n) => IoDone::Write(Ok(w.written + n)),
+                            Err(e) if w.written > 0 => {
+                                tracing::debug!(
+                                    "spliced WRITE failed after {} bytes: {e}",
+                                    w.written
+                                );
+                                IoDone::Write(Ok(w.written))
+                            }
+                            Err(e) => IoDone::Write(Err(err(e))),
+                        }
                     }
+                    None => IoDone::Write(comp.result.as_ref().map(|n| *n).map_err(err)),
                 }
-                IoDone::Write(comp.result.as_ref().map(|n| *n).map_err(err))
             }
             IoKind::Sync => IoDone::Sync(comp.result.as_ref().map(|_| ()).map_err(err)),
         };
@@ -1245,26 +1333,46 @@ fn detach_write(
     let head_end = 4 + WRITE_REQUEST_DATA_OFFSET;
     let head = c.buf.get(4..head_end)?;
     let n = c.conn.detachable_write(head, len)?;
-    if n > PIPE_STEP.min(*pipe_size_max) {
+    if n > WRITE_SPLICE_LEN_MAX || PIPE_STEP > *pipe_size_max {
         return None;
     }
     let prefix = &c.buf[head_end..];
     let rest = n.checked_sub(prefix.len())?;
-    let pipe = match pipes.iter().position(|p| p.capacity >= n) {
-        Some(i) => pipes.swap_remove(i),
-        None => ring.new_splice_pipe_for(n).ok()?,
-    };
-    if pipe.capacity < n {
-        *pipe_size_max = pipe.capacity;
-        if pipes.len() < PIPES_KEPT_MAX {
-            pipes.push(pipe);
-        }
+    if prefix.len() > piece_len(n, 0) {
         return None;
     }
-    // An empty pipe with room for the whole payload: this cannot block.
+    let mut taken: Vec<SplicePipe> = Vec::with_capacity(n.div_ceil(PIPE_STEP));
+    let give_back = |taken: Vec<SplicePipe>, pipes: &mut Vec<SplicePipe>| {
+        for p in taken {
+            if pipes.len() < PIPES_KEPT_MAX {
+                pipes.push(p);
+            }
+        }
+    };
+    for i in 0..n.div_ceil(PIPE_STEP) {
+        let piece = piece_len(n, i);
+        let pipe = match pipes.iter().position(|p| p.capacity >= piece) {
+            Some(k) => pipes.swap_remove(k),
+            None => match ring.new_splice_pipe_for(piece) {
+                Ok(p) => p,
+                Err(_) => {
+                    give_back(taken, pipes);
+                    return None;
+                }
+            },
+        };
+        if pipe.capacity < piece {
+            *pipe_size_max = pipe.capacity;
+            taken.push(pipe);
+            give_back(taken, pipes);
+            return None;
+        }
+        taken.push(pipe);
+    }
+    // An empty pipe with room for its whole piece: this cannot block.
     let mut at = 0;
     while at < prefix.len() {
-        match rustix::io::write(&*pipe.write, &prefix[at..]) {
+        match rustix::io::write(&*taken[0].write, &prefix[at..]) {
             Ok(k) if k > 0 => at += k,
             _ => return None,
         }
@@ -1273,7 +1381,7 @@ fn detach_write(
         head: head.to_vec(),
         len: n,
         rest,
-        pipe,
+        pipes: taken,
         moving: 0,
         waited: false,
     })

@@ -205,13 +205,14 @@ fn a_write_payload_that_trickles_in_is_written_whole_once_it_has_all_come() {
     let rig = Rig::start("splicew-slow", "");
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
     let f = create_rw(&mut raw, "slow.bin");
-    raw.gather_credits(64);
-    let data = pattern(MIB, 3);
+    raw.gather_credits(128);
+    // Three pipes' worth.
+    let data = pattern(5 * MIB / 2, 3);
     let (mid, frame) = write_frame(&mut raw, f, 0, &data);
     // The head and a little payload, then the rest in pieces with pauses: the
     // server waits (polling, no thread blocked) and writes nothing early.
     raw.sock.write_all(&frame[..200_000]).unwrap();
-    for piece in frame[200_000..].chunks(300_000) {
+    for piece in frame[200_000..].chunks(700_000) {
         std::thread::sleep(Duration::from_millis(150));
         assert_eq!(
             std::fs::metadata(rig.share_dir.join("slow.bin"))
@@ -235,7 +236,9 @@ fn a_peer_that_closes_inside_a_large_write_payload_writes_nothing() {
     let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
     let f = create_rw(&mut raw, "cut.bin");
     raw.gather_credits(64);
-    let (_, frame) = write_frame(&mut raw, f, 0, &pattern(MIB, 4));
+    // A payload of several pipes, cut in its last one.
+    raw.gather_credits(128);
+    let (_, frame) = write_frame(&mut raw, f, 0, &pattern(3 * MIB + 100, 4));
     raw.sock.write_all(&frame[..frame.len() - 1000]).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     drop(raw);
@@ -289,4 +292,95 @@ fn after_a_large_write_the_next_payload_is_not_received_into_memory_before_its_s
         prefix <= 64 * 1024,
         "{prefix} payload bytes copied first\n{log}"
     );
+}
+
+/// The "WRITE payloads spliced" figures
+/// (spliced at once, after waiting, received into memory after all), summed
+/// over the workers' exit lines.
+fn splice_counts_logged(log: &str) -> Option<[u64; 3]> {
+    let key = "WRITE payloads spliced: ";
+    let mut sum = None;
+    for line in log.lines().filter(|l| l.contains(key)) {
+        let rest = line.split(key).nth(1)?;
+        let nums: Vec<u64> = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .take(3)
+            .map(|w| w.parse().ok())
+            .collect::<Option<_>>()?;
+        let s: &mut [u64; 3] = sum.get_or_insert([0; 3]);
+        for i in 0..3 {
+            s[i] += nums[i];
+        }
+    }
+    sum
+}
+
+#[test]
+fn payloads_larger_than_a_pipe_are_spliced_through_several_and_land_intact() {
+    let mut rig = Rig::start("splicew-big", "\tlog level = 2\n");
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    let f = create_rw(&mut raw, "big.bin");
+    let sizes = [8 * MIB, 3 * MIB + 12_345, 2 * MIB, 5 * MIB - 1];
+    let mut expected = Vec::new();
+    for (i, len) in sizes.into_iter().enumerate() {
+        raw.gather_credits(256);
+        let data = pattern(len, 10 + i as u8);
+        let (mid, frame) = write_frame(&mut raw, f, expected.len() as u64, &data);
+        raw.sock.write_all(&frame).unwrap();
+        match raw.wait_for(mid) {
+            Outcome::Reply(h, body) => {
+                assert_eq!(h.status, NtStatus::SUCCESS, "write of {len}");
+                assert_eq!(le32(&body[64 + 4..64 + 8]) as usize, len, "count of {len}");
+            }
+            other => panic!("write of {len}: {other:?}"),
+        }
+        expected.extend_from_slice(&data);
+    }
+    raw.flush(f);
+    drop(raw);
+    let on_disk = std::fs::read(rig.share_dir.join("big.bin")).unwrap();
+    assert_eq!(on_disk.len(), expected.len());
+    assert!(
+        on_disk == expected,
+        "file content differs from what was written"
+    );
+    rig.signal_and_wait(libc::SIGTERM, Duration::from_secs(10))
+        .expect("server stops");
+    let log = rig.log();
+    let [at_once, waited, into_memory] =
+        splice_counts_logged(&log).unwrap_or_else(|| panic!("no splice figures\n{log}"));
+    assert_eq!(at_once + waited, sizes.len() as u64, "{log}");
+    assert_eq!(into_memory, 0, "{log}");
+}
+
+#[test]
+fn a_payload_in_many_tiny_segments_lands_intact_even_when_its_pipes_fill_up() {
+    let mut rig = Rig::start("splicew-tiny", "\tlog level = 2\n");
+    let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+    raw.sock.set_nodelay(true).unwrap();
+    let f = create_rw(&mut raw, "tiny.bin");
+    raw.gather_credits(128);
+    // Each small write is a segment of its own: a socket's segments take a
+    // pipe slot each when spliced, so pipes can fill far below their size.
+    let data = pattern(3 * MIB / 2, 7);
+    let (mid, frame) = write_frame(&mut raw, f, 0, &data);
+    raw.sock.write_all(&frame[..4096]).unwrap();
+    for piece in frame[4096..].chunks(512) {
+        raw.sock.write_all(piece).unwrap();
+    }
+    match raw.wait_for(mid) {
+        Outcome::Reply(h, body) => {
+            assert_eq!(h.status, NtStatus::SUCCESS);
+            assert_eq!(le32(&body[64 + 4..64 + 8]) as usize, data.len());
+        }
+        other => panic!("write: {other:?}"),
+    }
+    drop(raw);
+    assert!(std::fs::read(rig.share_dir.join("tiny.bin")).unwrap() == data);
+    rig.signal_and_wait(libc::SIGTERM, Duration::from_secs(10))
+        .expect("server stops");
+    let log = rig.log();
+    let counts = splice_counts_logged(&log);
+    println!("spliced at once / after waiting / into memory after all: {counts:?}");
 }
