@@ -434,21 +434,7 @@ impl Ring {
     /// once: `Ok(buf.len() - offset)` or the first error (bytes sent before
     /// the error are not reported). `offset > buf.len()` is `InvalidInput`.
     pub fn send(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64) {
-        if offset > buf.len() {
-            return self.reject(token, buf, "send offset past the end of the buffer");
-        }
-        if offset == buf.len() {
-            return self.complete_now(token, Ok(0), Some(buf), None);
-        }
-        self.start(
-            token,
-            OpKind::Send {
-                fd: Arc::clone(fd),
-                buf,
-                pos: offset,
-                sent: 0,
-            },
-        );
+        self.start_send(fd, buf, offset, token, false);
     }
 
     /// Like [`Ring::send`] (all of `buf[offset..]` or an error), but with
@@ -458,24 +444,37 @@ impl Ring {
     /// completion says whether the kernel copied anyway: on loopback it
     /// always does, and then zero-copy costs more than a plain send.
     pub fn send_zc(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64) {
+        self.start_send(fd, buf, offset, token, true);
+    }
+
+    /// [`Ring::send`] or, with `zc`, [`Ring::send_zc`].
+    fn start_send(&mut self, fd: &SharedFd, buf: Vec<u8>, offset: usize, token: u64, zc: bool) {
         if offset > buf.len() {
             return self.reject(token, buf, "send offset past the end of the buffer");
         }
         if offset == buf.len() {
             return self.complete_now(token, Ok(0), Some(buf), None);
         }
-        self.start(
-            token,
+        let fd = Arc::clone(fd);
+        let kind = if zc {
             OpKind::SendZc {
-                fd: Arc::clone(fd),
+                fd,
                 buf,
                 pos: offset,
                 sent: 0,
                 notifs: 0,
                 done: None,
                 copied: false,
-            },
-        );
+            }
+        } else {
+            OpKind::Send {
+                fd,
+                buf,
+                pos: offset,
+                sent: 0,
+            }
+        };
+        self.start(token, kind);
     }
 
     /// Sends all of `bufs` in order with `sendmsg` (no joining), with the

@@ -252,22 +252,27 @@ fn a_peer_that_closes_inside_a_large_write_payload_writes_nothing() {
     rig.still_serves("after a peer cut a WRITE short");
 }
 
-/// The "payload bytes received before their splice" figures the workers
-/// log at exit, summed.
-fn prefix_bytes_logged(log: &str) -> Option<u64> {
-    let key = "payload bytes received before their splice: ";
-    let mut found = None;
+/// The figures the workers log at exit about WRITE payloads, summed: spliced
+/// at once, spliced after waiting, received into memory after all, and
+/// payload bytes received before their splice.
+fn splice_figures_logged(log: &str) -> Option<[u64; 4]> {
+    let key = "WRITE payloads spliced: ";
+    let mut sum = None;
     for line in log.lines().filter(|l| l.contains(key)) {
-        let n: u64 = line
+        let nums: Vec<u64> = line
             .split(key)
             .nth(1)?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()?;
-        found = Some(found.unwrap_or(0) + n);
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .take(4)
+            .map(|w| w.parse().ok())
+            .collect::<Option<_>>()?;
+        let s: &mut [u64; 4] = sum.get_or_insert([0; 4]);
+        for (total, n) in s.iter_mut().zip(nums) {
+            *total += n;
+        }
     }
-    found
+    sum
 }
 
 #[test]
@@ -284,7 +289,8 @@ fn after_a_large_write_the_next_payload_is_not_received_into_memory_before_its_s
     rig.signal_and_wait(libc::SIGTERM, Duration::from_secs(10))
         .expect("server stops");
     let log = rig.log();
-    let prefix = prefix_bytes_logged(&log).unwrap_or_else(|| panic!("no splice figures\n{log}"));
+    let [.., prefix] =
+        splice_figures_logged(&log).unwrap_or_else(|| panic!("no splice figures\n{log}"));
     // Only the first WRITE's payload may have come with the receive that
     // brought its header (a 64 KiB buffer); after it, each receive stops at
     // the next WRITE's payload. (Before: up to 64 KiB of each of 48.)
@@ -292,28 +298,6 @@ fn after_a_large_write_the_next_payload_is_not_received_into_memory_before_its_s
         prefix <= 64 * 1024,
         "{prefix} payload bytes copied first\n{log}"
     );
-}
-
-/// The "WRITE payloads spliced" figures
-/// (spliced at once, after waiting, received into memory after all), summed
-/// over the workers' exit lines.
-fn splice_counts_logged(log: &str) -> Option<[u64; 3]> {
-    let key = "WRITE payloads spliced: ";
-    let mut sum = None;
-    for line in log.lines().filter(|l| l.contains(key)) {
-        let rest = line.split(key).nth(1)?;
-        let nums: Vec<u64> = rest
-            .split(|c: char| !c.is_ascii_digit())
-            .filter(|w| !w.is_empty())
-            .take(3)
-            .map(|w| w.parse().ok())
-            .collect::<Option<_>>()?;
-        let s: &mut [u64; 3] = sum.get_or_insert([0; 3]);
-        for i in 0..3 {
-            s[i] += nums[i];
-        }
-    }
-    sum
 }
 
 #[test]
@@ -348,8 +332,8 @@ fn payloads_larger_than_a_pipe_are_spliced_through_several_and_land_intact() {
     rig.signal_and_wait(libc::SIGTERM, Duration::from_secs(10))
         .expect("server stops");
     let log = rig.log();
-    let [at_once, waited, into_memory] =
-        splice_counts_logged(&log).unwrap_or_else(|| panic!("no splice figures\n{log}"));
+    let [at_once, waited, into_memory, _] =
+        splice_figures_logged(&log).unwrap_or_else(|| panic!("no splice figures\n{log}"));
     assert_eq!(at_once + waited, sizes.len() as u64, "{log}");
     assert_eq!(into_memory, 0, "{log}");
 }
@@ -381,6 +365,6 @@ fn a_payload_in_many_tiny_segments_lands_intact_even_when_its_pipes_fill_up() {
     rig.signal_and_wait(libc::SIGTERM, Duration::from_secs(10))
         .expect("server stops");
     let log = rig.log();
-    let counts = splice_counts_logged(&log);
+    let counts = splice_figures_logged(&log);
     println!("spliced at once / after waiting / into memory after all: {counts:?}");
 }
