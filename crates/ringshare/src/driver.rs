@@ -17,10 +17,12 @@
 //! [`Ring::send_file`]: its header, then the file pages spliced through a
 //! pipe, never copied into user memory.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -84,6 +86,11 @@ const WRITE_HEAD_LEN: usize = 4 + WRITE_REQUEST_DATA_OFFSET;
 const WRITE_SPLICE_LEN_MAX: usize = 8 * 1024 * 1024;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 32;
+/// WRITE-payload pipes a worker has at most (idle or holding payloads; two
+/// descriptors each): a payload that would need more is received into
+/// memory, so peers that start large WRITEs and stall cannot use up the
+/// process's descriptors (each 8 MiB payload takes 8 pipes).
+const PIPES_LIVE_MAX: usize = 128;
 
 const KIND_ACCEPT: u64 = 1;
 const KIND_RECV: u64 = 2;
@@ -172,7 +179,7 @@ enum Rx {
         head: Vec<u8>,
         len: usize,
         rest: usize,
-        pipes: Vec<SplicePipe>,
+        pipes: Vec<Pipe>,
         moving: usize,
         waited: bool,
     },
@@ -238,7 +245,7 @@ struct Conn {
     reads_waiting: VecDeque<IoRequest>,
     /// The pipes holding a WRITE payload while the core looks at the WRITE;
     /// its `IoOp::WriteReceived` takes them, else they are dropped with their bytes.
-    pipe_loaded: Option<Vec<SplicePipe>>,
+    pipe_loaded: Option<Vec<Pipe>>,
 }
 
 /// A file operation in the ring.
@@ -253,10 +260,40 @@ struct PendingIo {
     pipes: Option<PipedWrite>,
 }
 
+/// A pipe for WRITE payloads, counted in its worker's `pipes_live` while it
+/// exists.
+struct Pipe {
+    pipe: SplicePipe,
+    live: Rc<Cell<usize>>,
+}
+
+impl Pipe {
+    fn new(pipe: SplicePipe, live: &Rc<Cell<usize>>) -> Pipe {
+        live.set(live.get() + 1);
+        Pipe {
+            pipe,
+            live: Rc::clone(live),
+        }
+    }
+}
+
+impl std::ops::Deref for Pipe {
+    type Target = SplicePipe;
+    fn deref(&self) -> &SplicePipe {
+        &self.pipe
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        self.live.set(self.live.get().saturating_sub(1));
+    }
+}
+
 /// A spliced WRITE payload on its way from its pipes into the file: pipe
 /// `next` is being written at `offset + written`.
 struct PipedWrite {
-    pipes: Vec<SplicePipe>,
+    pipes: Vec<Pipe>,
     file: SharedFd,
     offset: u64,
     len: usize,
@@ -295,7 +332,10 @@ struct Worker {
     listeners: Vec<SharedFd>,
     pool: BufPool,
     /// Empty pipes for spliced WRITE payloads.
-    pipes: Vec<SplicePipe>,
+    pipes: Vec<Pipe>,
+    /// WRITE-payload pipes of this worker alive now (idle or holding a
+    /// payload), each two descriptors.
+    pipes_live: Rc<Cell<usize>>,
     /// The largest pipe this process may make (learnt from the first refusal).
     pipe_size_max: usize,
     /// Large WRITE payloads spliced at once / spliced after a wait / received
@@ -388,6 +428,7 @@ pub fn run_worker(
         listeners: listeners.into_iter().map(Arc::new).collect(),
         pool: BufPool::default(),
         pipes: Vec::new(),
+        pipes_live: Rc::new(Cell::new(0)),
         pipe_size_max: usize::MAX,
         writes_spliced: [0; 3],
         write_prefix_bytes: 0,
@@ -795,6 +836,7 @@ impl Worker {
                         if let Some(rx) = detach_write(
                             c,
                             &mut self.pipes,
+                            &self.pipes_live,
                             &mut self.pipe_size_max,
                             &mut self.ring,
                             len,
@@ -1325,7 +1367,8 @@ impl Worker {
 /// frame as usual.
 fn detach_write(
     c: &mut Conn,
-    pipes: &mut Vec<SplicePipe>,
+    pipes: &mut Vec<Pipe>,
+    live: &Rc<Cell<usize>>,
     pipe_size_max: &mut usize,
     ring: &mut Ring,
     len: usize,
@@ -1341,8 +1384,14 @@ fn detach_write(
     if prefix.len() > piece_len(n, 0) {
         return None;
     }
-    let mut taken: Vec<SplicePipe> = Vec::with_capacity(n.div_ceil(PIPE_STEP));
-    let give_back = |taken: Vec<SplicePipe>, pipes: &mut Vec<SplicePipe>| {
+    // New pipes beyond the idle ones must stay within the worker's budget of
+    // descriptors; past it the payload is received into memory.
+    let count = n.div_ceil(PIPE_STEP);
+    if live.get() - pipes.len().min(live.get()) + count > PIPES_LIVE_MAX {
+        return None;
+    }
+    let mut taken: Vec<Pipe> = Vec::with_capacity(count);
+    let give_back = |taken: Vec<Pipe>, pipes: &mut Vec<Pipe>| {
         for p in taken {
             if pipes.len() < PIPES_KEPT_MAX {
                 pipes.push(p);
@@ -1354,7 +1403,7 @@ fn detach_write(
         let pipe = match pipes.iter().position(|p| p.capacity >= piece) {
             Some(k) => pipes.swap_remove(k),
             None => match ring.new_splice_pipe_for(piece) {
-                Ok(p) => p,
+                Ok(p) => Pipe::new(p, live),
                 Err(_) => {
                     give_back(taken, pipes);
                     return None;

@@ -368,3 +368,26 @@ fn a_payload_in_many_tiny_segments_lands_intact_even_when_its_pipes_fill_up() {
     let counts = splice_figures_logged(&log);
     println!("spliced at once / after waiting / into memory after all: {counts:?}");
 }
+
+#[test]
+fn peers_that_stall_inside_large_writes_cannot_use_up_the_servers_descriptors() {
+    let rig = Rig::start("splicew-stall", "");
+    let before = pipes_of(rig.pid());
+    // 48 peers each start an 8 MiB WRITE (8 pipes of 1 MiB if spliced) and
+    // stop 2 MiB into its payload: unbounded, that is 768 pipe descriptors.
+    let mut stalled = Vec::new();
+    for i in 0..48 {
+        let mut raw = Raw::login(rig.port, USER_A, Dialect::SMB3_1_1);
+        let f = create_rw(&mut raw, &format!("stall{i}.bin"));
+        raw.gather_credits(160);
+        let (_, frame) = write_frame(&mut raw, f, 0, &pattern(8 * MIB, i as u8));
+        raw.sock.write_all(&frame[..2 * MIB]).unwrap();
+        stalled.push(raw);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let held = pipes_of(rig.pid()) - before;
+    // Two I/O threads, at most 128 busy and 32 idle pipes each, two descriptors a pipe.
+    assert!(held <= 2 * (128 + 32) * 2, "{held} pipe descriptors held");
+    rig.still_serves("with 48 peers stalled inside 8 MiB WRITEs");
+    drop(stalled);
+}
