@@ -951,6 +951,15 @@ impl Worker {
 
     /// Act on everything the core queued for a connection.
     fn drain(&mut self, slot: u32) {
+        self.take_outputs(slot);
+        self.start_reads(slot);
+        self.flush_sends(slot);
+    }
+
+    /// Moves what the core queued into the connection's send queue and its
+    /// waiting READs, and starts its other I/O. (READs that complete at once
+    /// queue more: taken in the same loop.)
+    fn take_outputs(&mut self, slot: u32) {
         loop {
             let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
                 return;
@@ -964,7 +973,6 @@ impl Worker {
                 Output::Io(req) if matches!(req.op, IoOp::Read { len, .. } if len >= POOL_BUF_MIN) =>
                 {
                     c.reads_waiting.push_back(req);
-                    self.start_reads(slot);
                 }
                 Output::Io(req) => self.start_io(slot, req),
                 Output::Close => {
@@ -976,7 +984,6 @@ impl Worker {
                 }
             }
         }
-        self.flush_sends(slot);
     }
 
     /// Start waiting READs while the connection holds fewer than
@@ -1014,6 +1021,9 @@ impl Worker {
                 return;
             };
             self.start_io(slot, req);
+            // A READ done at once (tmpfs) has its reply queued in the core
+            // now: into the send queue with it, where the next round counts it.
+            self.take_outputs(slot);
         }
     }
 
@@ -1110,9 +1120,8 @@ impl Worker {
                 }
             }
         }
-        // A READ started here may complete at once (read in this thread):
-        // drain takes its reply and sends what is queued.
-        self.start_reads(slot);
+        // Starts waiting READs (one may complete at once, read in this
+        // thread) and sends what is queued.
         self.drain(slot);
     }
 
