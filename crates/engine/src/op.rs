@@ -28,6 +28,30 @@ pub(crate) struct Op {
     /// Set by `Ring::cancel`: do not continue or re-arm this op.
     pub(crate) cancelled: bool,
     pub(crate) kind: OpKind,
+    /// The op's fd that is in the ring's registered-file table, and its slot:
+    /// SQEs name the slot instead of the fd (no file reference taken per SQE).
+    pub(crate) fixed: Fixed,
+}
+
+/// A registered fd and its slot in the ring's file table, if the op has one.
+pub(crate) type Fixed = Option<(RawFd, u32)>;
+
+/// Builds `$build` with `$t` bound to the registered slot of `$raw` when
+/// `$fixed` names it, else to the fd itself.
+macro_rules! with_fd {
+    ($raw:expr, $fixed:expr, |$t:ident| $build:expr) => {{
+        let raw: RawFd = $raw;
+        match $fixed {
+            Some((r, slot)) if r == raw => {
+                let $t = types::Fixed(slot);
+                $build
+            }
+            _ => {
+                let $t = types::Fd(raw);
+                $build
+            }
+        }
+    }};
 }
 
 pub(crate) enum OpKind {
@@ -187,7 +211,7 @@ pub(crate) const STEP_DRAIN: u64 = 3;
 impl SendFile {
     /// The SQEs of the next round, in order, with the count; the caller links
     /// them and tags each with its index. `self.plan` records what each asks for.
-    pub(crate) fn round(&mut self) -> ([squeue::Entry; ROUND_SQES_MAX], usize) {
+    pub(crate) fn round(&mut self, fixed: Fixed) -> ([squeue::Entry; ROUND_SQES_MAX], usize) {
         let mut out: [squeue::Entry; ROUND_SQES_MAX] =
             std::array::from_fn(|_| opcode::Nop::new().build());
         self.plan.clear();
@@ -198,16 +222,20 @@ impl SendFile {
         if self.head_pos < self.head.len() {
             let rest = &self.head[self.head_pos..];
             let len = rest.len().min(SQE_LEN_MAX);
-            out[n] = opcode::Send::new(types::Fd(self.sock.as_raw_fd()), rest.as_ptr(), len as u32)
-                .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE)
-                .build();
+            out[n] = with_fd!(self.sock.as_raw_fd(), fixed, |t| opcode::Send::new(
+                t,
+                rest.as_ptr(),
+                len as u32
+            )
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE)
+            .build());
             self.plan.push((STEP_HEAD, len));
             n += 1;
         }
         if self.in_pipe > 0 {
             // Bytes left in the pipe by a short drain go first, alone.
             let more = self.left > 0 && !self.eof;
-            out[n] = drain_sqe(pipe, &self.sock, self.in_pipe, more);
+            out[n] = drain_sqe(pipe, &self.sock, self.in_pipe, more, fixed);
             self.plan.push((STEP_DRAIN, self.in_pipe));
             return (out, n + 1);
         }
@@ -230,7 +258,7 @@ impl SendFile {
             .build();
             offset += fill as u64;
             left -= fill;
-            out[n + 1] = drain_sqe(pipe, &self.sock, fill, left > 0);
+            out[n + 1] = drain_sqe(pipe, &self.sock, fill, left > 0, fixed);
             self.plan.push((STEP_FILL, fill));
             self.plan.push((STEP_DRAIN, fill));
             n += 2;
@@ -301,7 +329,7 @@ impl SendFile {
 impl OpKind {
     /// Builds the SQE for the op's current state (first submission or continuation).
     /// Every pointer in it points into memory owned by `self`.
-    pub(crate) fn sqe(&mut self) -> squeue::Entry {
+    pub(crate) fn sqe(&mut self, fixed: Fixed) -> squeue::Entry {
         match self {
             OpKind::Accept { fd } => opcode::AcceptMulti::new(types::Fd(fd.as_raw_fd()))
                 .flags(libc::SOCK_CLOEXEC)
@@ -309,25 +337,42 @@ impl OpKind {
             OpKind::Recv { fd, buf, max } => {
                 let spare = buf.spare_capacity_mut();
                 let len = spare.len().min(*max).min(SQE_LEN_MAX) as u32;
-                opcode::Recv::new(types::Fd(fd.as_raw_fd()), spare.as_mut_ptr().cast(), len).build()
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::Recv::new(
+                    t,
+                    spare.as_mut_ptr().cast(),
+                    len
+                )
+                .build())
             }
             OpKind::RecvMulti { fd } => {
-                opcode::RecvMulti::new(types::Fd(fd.as_raw_fd()), crate::bufring::GROUP).build()
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::RecvMulti::new(
+                    t,
+                    crate::bufring::GROUP
+                )
+                .build())
             }
             OpKind::Send { fd, buf, pos, .. } => {
                 let rest = &buf[*pos..];
                 let len = rest.len().min(SQE_LEN_MAX) as u32;
-                opcode::Send::new(types::Fd(fd.as_raw_fd()), rest.as_ptr(), len)
-                    .flags(libc::MSG_NOSIGNAL)
-                    .build()
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::Send::new(
+                    t,
+                    rest.as_ptr(),
+                    len
+                )
+                .flags(libc::MSG_NOSIGNAL)
+                .build())
             }
             OpKind::SendZc { fd, buf, pos, .. } => {
                 let rest = &buf[*pos..];
                 let len = rest.len().min(SQE_LEN_MAX) as u32;
-                opcode::SendZc::new(types::Fd(fd.as_raw_fd()), rest.as_ptr(), len)
-                    .flags(libc::MSG_NOSIGNAL)
-                    .zc_flags(SEND_ZC_REPORT_USAGE)
-                    .build()
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::SendZc::new(
+                    t,
+                    rest.as_ptr(),
+                    len
+                )
+                .flags(libc::MSG_NOSIGNAL)
+                .zc_flags(SEND_ZC_REPORT_USAGE)
+                .build())
             }
             OpKind::SendMsg {
                 fd,
@@ -353,9 +398,9 @@ impl OpKind {
                 }
                 msg.msg_iov = iov.as_mut_ptr();
                 msg.msg_iovlen = iov.len();
-                opcode::SendMsg::new(types::Fd(fd.as_raw_fd()), &**msg)
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::SendMsg::new(t, &**msg)
                     .flags(libc::MSG_NOSIGNAL as u32)
-                    .build()
+                    .build())
             }
             OpKind::Read {
                 fd,
@@ -385,7 +430,11 @@ impl OpKind {
             }
             OpKind::Fsync { fd } => opcode::Fsync::new(types::Fd(fd.as_raw_fd())).build(),
             OpKind::PollIn { fd } => {
-                opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), libc::POLLIN as u32).build()
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::PollAdd::new(
+                    t,
+                    libc::POLLIN as u32
+                )
+                .build())
             }
             OpKind::Splice {
                 fd_in,
@@ -398,19 +447,19 @@ impl OpKind {
             } => {
                 // Offsets were checked to fit i64 by `Ring::splice`; -1: the fd's position.
                 let pos = |o: &Option<u64>| o.map_or(-1, |o| o as i64);
-                opcode::Splice::new(
-                    types::Fd(fd_in.as_raw_fd()),
-                    pos(off_in),
-                    types::Fd(fd_out.as_raw_fd()),
-                    pos(off_out),
-                    (*left).min(SQE_LEN_MAX) as u32,
-                )
-                .flags(if *until_full {
+                let flags = if *until_full {
                     libc::SPLICE_F_NONBLOCK
                 } else {
                     0
-                })
-                .build()
+                };
+                let len = (*left).min(SQE_LEN_MAX) as u32;
+                with_fd!(fd_in.as_raw_fd(), fixed, |a| with_fd!(
+                    fd_out.as_raw_fd(),
+                    fixed,
+                    |b| opcode::Splice::new(a, pos(off_in), b, pos(off_out), len)
+                        .flags(flags)
+                        .build()
+                ))
             }
             OpKind::Timeout { ts } => opcode::Timeout::new(&**ts).build(),
             OpKind::Close { fd } => opcode::Close::new(types::Fd(*fd)).build(),
@@ -424,6 +473,24 @@ impl OpKind {
     }
 
     /// Gives the buffers back, dropping the fd clones.
+    /// The fds this op's SQEs name that may be registered (sockets and pipes),
+    /// so that `Ring` can use a registered slot for one of them.
+    pub(crate) fn fds(&self) -> [Option<RawFd>; 2] {
+        match self {
+            OpKind::Recv { fd, .. }
+            | OpKind::RecvMulti { fd }
+            | OpKind::Send { fd, .. }
+            | OpKind::SendZc { fd, .. }
+            | OpKind::SendMsg { fd, .. }
+            | OpKind::PollIn { fd } => [Some(fd.as_raw_fd()), None],
+            OpKind::Splice { fd_in, fd_out, .. } => {
+                [Some(fd_in.as_raw_fd()), Some(fd_out.as_raw_fd())]
+            }
+            OpKind::SendFile(sf) => [Some(sf.sock.as_raw_fd()), None],
+            _ => [None, None],
+        }
+    }
+
     pub(crate) fn into_buffers(self) -> (Option<Vec<u8>>, Option<Vec<Vec<u8>>>) {
         match self {
             OpKind::Recv { buf, .. }
@@ -446,16 +513,16 @@ impl OpKind {
 }
 
 /// Splice `len` bytes from the pipe to the socket; `more`: the frame goes on.
-fn drain_sqe(pipe: &Pipe, sock: &OwnedFd, len: usize, more: bool) -> squeue::Entry {
-    opcode::Splice::new(
+fn drain_sqe(pipe: &Pipe, sock: &OwnedFd, len: usize, more: bool, fixed: Fixed) -> squeue::Entry {
+    with_fd!(sock.as_raw_fd(), fixed, |t| opcode::Splice::new(
         types::Fd(pipe.read.as_raw_fd()),
         -1,
-        types::Fd(sock.as_raw_fd()),
+        t,
         -1,
         len as u32,
     )
     .flags(if more { libc::SPLICE_F_MORE } else { 0 })
-    .build()
+    .build())
 }
 
 /// A `msghdr` with no address, no control data and no iovecs yet.

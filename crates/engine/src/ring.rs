@@ -17,11 +17,11 @@
 //! > by an `Arc<OwnedFd>` clone (or, for a send-file pipe, the `OwnedFd`
 //! > itself) in the same slab entry.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
 use std::ops::Range;
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::bufring::BufRing;
 use crate::op::{
-    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
+    cqe_result, empty_msghdr, Fixed, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
     ROUND_SQES_MAX,
 };
 use crate::slab::Slab;
@@ -99,6 +99,9 @@ pub struct RingConfig {
     pub recv_bufs: u16,
     /// Bytes per provided receive buffer. Default 16 KiB.
     pub recv_buf_len: u32,
+    /// Slots of the registered-file table ([`Ring::register_fd`]); 0: none.
+    /// Default 1024.
+    pub fixed_files: u32,
 }
 
 impl Default for RingConfig {
@@ -112,6 +115,7 @@ impl Default for RingConfig {
             blocking_workers_max: 256,
             recv_bufs: 64,
             recv_buf_len: 16 * 1024,
+            fixed_files: 1024,
         }
     }
 }
@@ -258,6 +262,26 @@ pub struct Ring {
     /// kernel by the next `next_completion` (or `submit_and_wait`).
     lent: Option<(u16, u64)>,
     lendings: u64,
+    /// The registered-file table, if the kernel took one.
+    files: Option<FileTable>,
+}
+
+/// The ring's registered files. A slot is given to another fd only once it
+/// was unregistered and no op that names it is left (`users`): an op's SQEs
+/// (its continuations too) name the slot, not the fd.
+struct FileTable {
+    slots: Vec<FileSlot>,
+    free: Vec<u32>,
+    by_fd: HashMap<RawFd, u32>,
+}
+
+#[derive(Default)]
+struct FileSlot {
+    /// Keeps the fd open (so its number cannot be reused) while registered.
+    _fd: Option<SharedFd>,
+    users: u32,
+    /// Unregistered: emptied once `users` is 0.
+    retired: bool,
 }
 
 impl Ring {
@@ -305,7 +329,23 @@ impl Ring {
             recv_bufs: None,
             lent: None,
             lendings: 0,
+            files: None,
         };
+        if config.fixed_files > 0
+            && ring
+                .uring
+                .submitter()
+                .register_files_sparse(config.fixed_files)
+                .is_ok()
+        {
+            ring.files = Some(FileTable {
+                slots: (0..config.fixed_files)
+                    .map(|_| FileSlot::default())
+                    .collect(),
+                free: (0..config.fixed_files).rev().collect(),
+                by_fd: HashMap::new(),
+            });
+        }
         if config.recv_bufs > 0 {
             // An older kernel (before 5.19) refuses the ring: receives then
             // use a buffer each (`recv_multishot` reports Unsupported).
@@ -384,6 +424,100 @@ impl Ring {
                 max,
             },
         );
+    }
+
+    /// Registers `fd` in the ring's file table: operations on it then name
+    /// its slot instead of the fd, so the kernel takes no file reference per
+    /// SQE. False when there is no table or no free slot (operations then use
+    /// the fd as usual). The ring keeps `fd` open until [`Ring::unregister_fd`]
+    /// and every operation that used the slot have finished.
+    pub fn register_fd(&mut self, fd: &SharedFd) -> bool {
+        let Some(t) = self.files.as_mut() else {
+            return false;
+        };
+        let raw = fd.as_raw_fd();
+        if t.by_fd.contains_key(&raw) {
+            return true;
+        }
+        let Some(slot) = t.free.pop() else {
+            return false;
+        };
+        if self
+            .uring
+            .submitter()
+            .register_files_update(slot, &[raw])
+            .is_err()
+        {
+            t.free.push(slot);
+            return false;
+        }
+        t.slots[slot as usize] = FileSlot {
+            _fd: Some(Arc::clone(fd)),
+            users: 0,
+            retired: false,
+        };
+        t.by_fd.insert(raw, slot);
+        true
+    }
+
+    /// Takes `fd` out of the file table: operations started from now on use
+    /// the fd itself; those in flight finish with the slot.
+    pub fn unregister_fd(&mut self, fd: &SharedFd) {
+        let Some(t) = self.files.as_mut() else {
+            return;
+        };
+        let Some(slot) = t.by_fd.remove(&fd.as_raw_fd()) else {
+            return;
+        };
+        t.slots[slot as usize].retired = true;
+        self.release_slot_if_unused(slot);
+    }
+
+    /// Empties a retired slot once no op names it.
+    fn release_slot_if_unused(&mut self, slot: u32) {
+        let Some(t) = self.files.as_mut() else {
+            return;
+        };
+        let s = &mut t.slots[slot as usize];
+        if !s.retired || s.users > 0 {
+            return;
+        }
+        // -1 empties the slot; the kernel drops its reference once the
+        // requests that used it are done.
+        if self
+            .uring
+            .submitter()
+            .register_files_update(slot, &[-1])
+            .is_ok()
+        {
+            *s = FileSlot::default();
+            t.free.push(slot);
+        }
+        // On failure the slot stays retired and is never handed out again.
+    }
+
+    /// The registered slot an op with these fds uses, counted as a user.
+    fn fixed_for(&mut self, fds: [Option<RawFd>; 2]) -> Fixed {
+        let t = self.files.as_mut()?;
+        let (raw, slot) = fds
+            .into_iter()
+            .flatten()
+            .find_map(|raw| t.by_fd.get(&raw).map(|&slot| (raw, slot)))?;
+        t.slots[slot as usize].users += 1;
+        Some((raw, slot))
+    }
+
+    /// Removes an op from the slab, ending its use of a registered slot.
+    fn remove_op(&mut self, key: u64) -> Option<Op> {
+        let op = self.ops.remove(key)?;
+        if let Some((_, slot)) = op.fixed {
+            if let Some(t) = self.files.as_mut() {
+                let s = &mut t.slots[slot as usize];
+                s.users = s.users.saturating_sub(1);
+            }
+            self.release_slot_if_unused(slot);
+        }
+        Some(op)
     }
 
     /// Whether [`Ring::recv_multishot`] is available (provided buffers configured
@@ -875,10 +1009,12 @@ impl Ring {
             token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
             "Ring::WAKE_TOKEN is reserved"
         );
+        let fixed = self.fixed_for(kind.fds());
         let key = self.ops.insert(Op {
             token,
             cancelled: false,
             kind,
+            fixed,
         });
         self.enqueue(Pending::Op(key));
         key
@@ -931,10 +1067,11 @@ impl Ring {
         if let Pending::Op(key) = *pending {
             if let Some(Op {
                 kind: OpKind::SendFile(sf),
+                fixed,
                 ..
             }) = self.ops.get_mut(key)
             {
-                let (mut chain, n) = sf.round();
+                let (mut chain, n) = sf.round(*fixed);
                 for (i, sqe) in chain.iter_mut().enumerate().take(n) {
                     let mut e = sqe.clone().user_data(key | ((i as u64 + 1) << STEP_SHIFT));
                     if i + 1 < n {
@@ -948,7 +1085,7 @@ impl Ring {
         }
         let sqe = match *pending {
             Pending::Op(key) => match self.ops.get_mut(key) {
-                Some(op) => op.kind.sqe().user_data(key),
+                Some(op) => op.kind.sqe(op.fixed).user_data(key),
                 None => return true, // already finished; nothing to push
             },
             // Every request carrying this user_data: a send-file round has several.
@@ -1017,7 +1154,7 @@ impl Ring {
 
     /// Removes a finished op and queues its completion with its buffers.
     fn finish(&mut self, key: u64, result: io::Result<usize>) {
-        if let Some(mut op) = self.ops.remove(key) {
+        if let Some(mut op) = self.remove_op(key) {
             if let OpKind::SendFile(sf) = &mut op.kind {
                 // An empty pipe serves again; one with bytes left in it is closed.
                 if sf.in_pipe == 0 && result.is_ok() && self.pipes.len() < PIPES_KEPT_MAX {
@@ -1056,7 +1193,7 @@ impl Ring {
                     c.more = true;
                     self.enqueue(Pending::Op(key));
                 } else {
-                    self.ops.remove(key);
+                    self.remove_op(key);
                 }
                 self.ready.push_back(c);
             }
@@ -1067,14 +1204,14 @@ impl Ring {
                 }
                 c.more = more;
                 if !more {
-                    self.ops.remove(key);
+                    self.remove_op(key);
                 }
                 self.ready.push_back(c);
             }
             OpKind::WakerRead { value, .. } => {
                 let count = std::mem::take(&mut **value);
                 if closing {
-                    self.ops.remove(key);
+                    self.remove_op(key);
                 } else if res >= 0 {
                     self.enqueue(Pending::Op(key));
                     self.ready
@@ -1082,7 +1219,7 @@ impl Ring {
                 } else if res == -libc::EINTR || res == -libc::EAGAIN {
                     self.enqueue(Pending::Op(key));
                 } else {
-                    self.ops.remove(key);
+                    self.remove_op(key);
                     self.ready
                         .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
                 }
@@ -1130,7 +1267,7 @@ impl Ring {
                 }
                 if *notifs == 0 {
                     if let (Some(result), copied) = (done.take(), *copied) {
-                        if let Some(op) = self.ops.remove(key) {
+                        if let Some(op) = self.remove_op(key) {
                             let (buf, _) = op.kind.into_buffers();
                             let mut c = Completion::new(token, result);
                             c.buf = buf;
@@ -1335,7 +1472,7 @@ impl Drop for Ring {
         // SQEs never handed to the kernel: their ops can be freed right away.
         for pending in std::mem::take(&mut self.backlog) {
             if let Pending::Op(key) = pending {
-                self.ops.remove(key);
+                self.remove_op(key);
             }
         }
         self.ready.clear();
@@ -1408,6 +1545,75 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
+    }
+
+    /// A connected loopback pair: (server side as a shared fd, the peer).
+    fn tcp_pair() -> (SharedFd, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        (Arc::new(OwnedFd::from(server)), peer)
+    }
+
+    fn wait(ring: &mut Ring, token: u64) -> Completion {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(Instant::now() < deadline, "no completion for {token}");
+            ring.submit_and_wait(1, Some(Duration::from_millis(100)))
+                .unwrap();
+            if let Some(c) = ring.next_completion() {
+                assert_eq!(c.user_data, token, "{c:?}");
+                return c;
+            }
+        }
+    }
+
+    #[test]
+    fn ops_on_a_registered_socket_name_its_slot_not_the_fd_number() {
+        use std::io::Read;
+        let (a, mut a_peer) = tcp_pair();
+        let (b, mut b_peer) = tcp_pair();
+        let mut ring = Ring::new(RingConfig::default()).unwrap();
+        assert!(ring.register_fd(&a));
+        // The fd number of `a` now refers to `b`'s socket; the slot still
+        // holds `a`'s.
+        // SAFETY: both fds are open; the test owns them and `a`'s number is
+        // only used through the ring's slot from here on.
+        assert!(unsafe { libc::dup2(b.as_raw_fd(), a.as_raw_fd()) } >= 0);
+        ring.send(&a, b"through the slot".to_vec(), 0, 1);
+        assert_eq!(wait(&mut ring, 1).result.unwrap(), 16);
+        let mut got = [0u8; 16];
+        a_peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"through the slot");
+        b_peer.set_nonblocking(true).unwrap();
+        assert!(
+            b_peer.read(&mut got).is_err(),
+            "bytes went to the fd number"
+        );
+    }
+
+    #[test]
+    fn a_slot_is_not_given_to_another_fd_while_an_op_still_names_it() {
+        use std::io::Write;
+        let (a, mut a_peer) = tcp_pair();
+        let (b, _b_peer) = tcp_pair();
+        let mut ring = Ring::new(RingConfig {
+            fixed_files: 1,
+            ..RingConfig::default()
+        })
+        .unwrap();
+        assert!(ring.register_fd(&a));
+        ring.recv(&a, Vec::with_capacity(64), 2);
+        ring.submit().unwrap();
+        ring.unregister_fd(&a);
+        // The only slot is still in use by the receive.
+        assert!(!ring.register_fd(&b));
+        a_peer.write_all(b"done").unwrap();
+        assert_eq!(wait(&mut ring, 2).result.unwrap(), 4);
+        // Free again once the receive has ended.
+        assert!(ring.register_fd(&b));
     }
 
     #[test]

@@ -402,6 +402,13 @@ pub fn run_worker(
         } else {
             0
         },
+        // `RINGSHARE_NO_FIXED_FILES` (any value): sockets are not registered,
+        // for measuring what registering them saves.
+        fixed_files: if std::env::var_os("RINGSHARE_NO_FIXED_FILES").is_some() {
+            0
+        } else {
+            defaults.fixed_files
+        },
         ..defaults
     })?;
     if shared.multishot_receive && !ring.has_recv_bufs() && index == 0 {
@@ -573,12 +580,15 @@ impl Worker {
         };
         let gen = self.gens[slot as usize].wrapping_add(1) & 0x00FF_FFFF;
         self.gens[slot as usize] = gen;
+        let fd: SharedFd = Arc::new(fd);
+        // Operations on the socket then name its slot in the ring's file table.
+        self.ring.register_fd(&fd);
         let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
         conn.set_send_file(self.shared.send_file);
         conn.accepted(now(self.shared.started));
         self.conns[slot as usize] = Some(Conn {
             gen,
-            fd: Arc::new(fd),
+            fd,
             conn,
             buf: Vec::new(),
             rx: Rx::Small,
@@ -1331,6 +1341,7 @@ impl Worker {
         // find a different generation (or nothing) and are ignored.
         self.ring.cancel(token(KIND_RECV, c.gen, slot));
         self.ring.cancel(token(KIND_SEND, c.gen, slot));
+        self.ring.unregister_fd(&c.fd);
         self.free.push(slot);
         self.shared.connections.fetch_sub(1, Ordering::SeqCst);
         tracing::debug!(worker = self.index, "connection closed");
