@@ -16,6 +16,11 @@
 //! > them instead of freeing them. The fds used by those SQEs are kept open
 //! > by an `Arc<OwnedFd>` clone (or, for a send-file pipe, the `OwnedFd`
 //! > itself) in the same slab entry.
+//!
+//! An SQE may name a registered-file slot instead of an fd (`Op::fixed`):
+//! the slot is counted as used by the op until the op leaves the slab, and
+//! is emptied and handed to another fd only when unregistered and unused, so
+//! an SQE never reaches a file other than the one its op was started on.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
