@@ -56,6 +56,7 @@
 
 pub mod alloc_count;
 mod bufring;
+mod files;
 pub mod net;
 mod op;
 pub mod probe;

@@ -22,11 +22,11 @@
 //! is emptied and handed to another fd only when unregistered and unused, so
 //! an SQE never reaches a file other than the one its op was started on.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::ops::Range;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::bufring::BufRing;
+use crate::files::FileTable;
 use crate::op::{
-    cqe_result, empty_msghdr, Fixed, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
+    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
     ROUND_SQES_MAX,
 };
 use crate::slab::Slab;
@@ -271,24 +272,6 @@ pub struct Ring {
     files: Option<FileTable>,
 }
 
-/// The ring's registered files. A slot is given to another fd only once it
-/// was unregistered and no op that names it is left (`users`): an op's SQEs
-/// (its continuations too) name the slot, not the fd.
-struct FileTable {
-    slots: Vec<FileSlot>,
-    free: Vec<u32>,
-    by_fd: HashMap<RawFd, u32>,
-}
-
-#[derive(Default)]
-struct FileSlot {
-    /// Keeps the fd open (so its number cannot be reused) while registered.
-    _fd: Option<SharedFd>,
-    users: u32,
-    /// Unregistered: emptied once `users` is 0.
-    retired: bool,
-}
-
 impl Ring {
     /// `user_data` of wake-up completions. Callers must not use it as a token.
     pub const WAKE_TOKEN: u64 = u64::MAX;
@@ -336,20 +319,8 @@ impl Ring {
             lendings: 0,
             files: None,
         };
-        if config.fixed_files > 0
-            && ring
-                .uring
-                .submitter()
-                .register_files_sparse(config.fixed_files)
-                .is_ok()
-        {
-            ring.files = Some(FileTable {
-                slots: (0..config.fixed_files)
-                    .map(|_| FileSlot::default())
-                    .collect(),
-                free: (0..config.fixed_files).rev().collect(),
-                by_fd: HashMap::new(),
-            });
+        if config.fixed_files > 0 {
+            ring.files = FileTable::new(&ring.uring.submitter(), config.fixed_files);
         }
         if config.recv_bufs > 0 {
             // An older kernel (before 5.19) refuses the ring: receives then
@@ -437,90 +408,25 @@ impl Ring {
     /// the fd as usual). The ring keeps `fd` open until [`Ring::unregister_fd`]
     /// and every operation that used the slot have finished.
     pub fn register_fd(&mut self, fd: &SharedFd) -> bool {
-        let Some(t) = self.files.as_mut() else {
-            return false;
-        };
-        let raw = fd.as_raw_fd();
-        if t.by_fd.contains_key(&raw) {
-            return true;
+        match self.files.as_mut() {
+            Some(t) => t.register(&self.uring.submitter(), fd),
+            None => false,
         }
-        let Some(slot) = t.free.pop() else {
-            return false;
-        };
-        if self
-            .uring
-            .submitter()
-            .register_files_update(slot, &[raw])
-            .is_err()
-        {
-            t.free.push(slot);
-            return false;
-        }
-        t.slots[slot as usize] = FileSlot {
-            _fd: Some(Arc::clone(fd)),
-            users: 0,
-            retired: false,
-        };
-        t.by_fd.insert(raw, slot);
-        true
     }
 
     /// Takes `fd` out of the file table: operations started from now on use
     /// the fd itself; those in flight finish with the slot.
     pub fn unregister_fd(&mut self, fd: &SharedFd) {
-        let Some(t) = self.files.as_mut() else {
-            return;
-        };
-        let Some(slot) = t.by_fd.remove(&fd.as_raw_fd()) else {
-            return;
-        };
-        t.slots[slot as usize].retired = true;
-        self.release_slot_if_unused(slot);
-    }
-
-    /// Empties a retired slot once no op names it.
-    fn release_slot_if_unused(&mut self, slot: u32) {
-        let Some(t) = self.files.as_mut() else {
-            return;
-        };
-        let s = &mut t.slots[slot as usize];
-        if !s.retired || s.users > 0 {
-            return;
+        if let Some(t) = self.files.as_mut() {
+            t.unregister(&self.uring.submitter(), fd.as_raw_fd());
         }
-        // -1 empties the slot; the kernel drops its reference once the
-        // requests that used it are done.
-        if self
-            .uring
-            .submitter()
-            .register_files_update(slot, &[-1])
-            .is_ok()
-        {
-            *s = FileSlot::default();
-            t.free.push(slot);
-        }
-        // On failure the slot stays retired and is never handed out again.
-    }
-
-    /// The registered slot an op with these fds uses, counted as a user.
-    fn fixed_for(&mut self, fds: [Option<RawFd>; 2]) -> Fixed {
-        let t = self.files.as_mut()?;
-        let (raw, slot) = fds
-            .into_iter()
-            .flatten()
-            .find_map(|raw| t.by_fd.get(&raw).map(|&slot| (raw, slot)))?;
-        t.slots[slot as usize].users += 1;
-        Some((raw, slot))
     }
 
     /// Removes an op from the slab, ending its use of a registered slot.
     fn remove_op(&mut self, key: u64) -> Option<Op> {
         let op = self.ops.remove(key)?;
-        if let Some((_, slot)) = op.fixed {
-            if let Some(t) = self.files.as_mut() {
-                let s = &mut t.slots[slot as usize];
-                s.users = s.users.saturating_sub(1);
-            }
-            self.release_slot_if_unused(slot);
+        if let (Some((_, slot)), Some(t)) = (op.fixed, self.files.as_mut()) {
+            t.done_with(&self.uring.submitter(), slot);
         }
         Some(op)
     }
@@ -1014,7 +920,7 @@ impl Ring {
             token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
             "Ring::WAKE_TOKEN is reserved"
         );
-        let fixed = self.fixed_for(kind.fds());
+        let fixed = self.files.as_mut().and_then(|t| t.use_for(kind.fds()));
         let key = self.ops.insert(Op {
             token,
             cancelled: false,
@@ -1166,8 +1072,12 @@ impl Ring {
                     self.pipes.extend(sf.pipe.take());
                 }
             }
+            let zc_copied = matches!(op.kind, OpKind::SendZc { copied: true, .. });
             let (buf, bufs) = op.kind.into_buffers();
             self.complete_now(op.token, result, buf, bufs);
+            if let Some(c) = self.ready.back_mut() {
+                c.zc_copied = zc_copied;
+            }
         }
     }
 
@@ -1271,14 +1181,8 @@ impl Ring {
                     }
                 }
                 if *notifs == 0 {
-                    if let (Some(result), copied) = (done.take(), *copied) {
-                        if let Some(op) = self.remove_op(key) {
-                            let (buf, _) = op.kind.into_buffers();
-                            let mut c = Completion::new(token, result);
-                            c.buf = buf;
-                            c.zc_copied = copied;
-                            self.ready.push_back(c);
-                        }
+                    if let Some(result) = done.take() {
+                        self.finish(key, result);
                     }
                 }
             }
@@ -1550,75 +1454,6 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
-    }
-
-    /// A connected loopback pair: (server side as a shared fd, the peer).
-    fn tcp_pair() -> (SharedFd, std::net::TcpStream) {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let peer = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (server, _) = l.accept().unwrap();
-        peer.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        (Arc::new(OwnedFd::from(server)), peer)
-    }
-
-    fn wait(ring: &mut Ring, token: u64) -> Completion {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            assert!(Instant::now() < deadline, "no completion for {token}");
-            ring.submit_and_wait(1, Some(Duration::from_millis(100)))
-                .unwrap();
-            if let Some(c) = ring.next_completion() {
-                assert_eq!(c.user_data, token, "{c:?}");
-                return c;
-            }
-        }
-    }
-
-    #[test]
-    fn ops_on_a_registered_socket_name_its_slot_not_the_fd_number() {
-        use std::io::Read;
-        let (a, mut a_peer) = tcp_pair();
-        let (b, mut b_peer) = tcp_pair();
-        let mut ring = Ring::new(RingConfig::default()).unwrap();
-        assert!(ring.register_fd(&a));
-        // The fd number of `a` now refers to `b`'s socket; the slot still
-        // holds `a`'s.
-        // SAFETY: both fds are open; the test owns them and `a`'s number is
-        // only used through the ring's slot from here on.
-        assert!(unsafe { libc::dup2(b.as_raw_fd(), a.as_raw_fd()) } >= 0);
-        ring.send(&a, b"through the slot".to_vec(), 0, 1);
-        assert_eq!(wait(&mut ring, 1).result.unwrap(), 16);
-        let mut got = [0u8; 16];
-        a_peer.read_exact(&mut got).unwrap();
-        assert_eq!(&got, b"through the slot");
-        b_peer.set_nonblocking(true).unwrap();
-        assert!(
-            b_peer.read(&mut got).is_err(),
-            "bytes went to the fd number"
-        );
-    }
-
-    #[test]
-    fn a_slot_is_not_given_to_another_fd_while_an_op_still_names_it() {
-        use std::io::Write;
-        let (a, mut a_peer) = tcp_pair();
-        let (b, _b_peer) = tcp_pair();
-        let mut ring = Ring::new(RingConfig {
-            fixed_files: 1,
-            ..RingConfig::default()
-        })
-        .unwrap();
-        assert!(ring.register_fd(&a));
-        ring.recv(&a, Vec::with_capacity(64), 2);
-        ring.submit().unwrap();
-        ring.unregister_fd(&a);
-        // The only slot is still in use by the receive.
-        assert!(!ring.register_fd(&b));
-        a_peer.write_all(b"done").unwrap();
-        assert_eq!(wait(&mut ring, 2).result.unwrap(), 4);
-        // Free again once the receive has ended.
-        assert!(ring.register_fd(&b));
     }
 
     #[test]

@@ -887,3 +887,47 @@ fn recv_up_to_takes_at_most_its_limit_and_leaves_the_rest_queued() {
     assert_eq!(c.result.unwrap(), 90);
     assert_eq!(c.buf.unwrap(), pattern(100));
 }
+
+#[test]
+fn ops_on_a_registered_socket_name_its_slot_not_the_fd_number() {
+    let (a, mut a_peer) = tcp_pair();
+    let (b, mut b_peer) = tcp_pair();
+    let mut ring = ring();
+    assert!(ring.register_fd(&a));
+    // The fd number of `a` now refers to `b`'s socket; the slot still holds
+    // `a`'s.
+    // SAFETY: both fds are open; the test owns them and `a`'s number is only
+    // used through the ring's slot from here on.
+    assert!(unsafe { libc::dup2(b.as_raw_fd(), a.as_raw_fd()) } >= 0);
+    ring.send(&a, b"through the slot".to_vec(), 0, 1);
+    assert_eq!(wait_for(&mut ring, 1).result.unwrap(), 16);
+    let mut got = [0u8; 16];
+    a_peer.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"through the slot");
+    b_peer.set_nonblocking(true).unwrap();
+    assert!(
+        b_peer.read(&mut got).is_err(),
+        "bytes went to the fd number"
+    );
+}
+
+#[test]
+fn a_slot_is_not_given_to_another_fd_while_an_op_still_names_it() {
+    let (a, mut a_peer) = tcp_pair();
+    let (b, _b_peer) = tcp_pair();
+    let mut ring = Ring::new(RingConfig {
+        fixed_files: 1,
+        ..RingConfig::default()
+    })
+    .unwrap();
+    assert!(ring.register_fd(&a));
+    ring.recv(&a, Vec::with_capacity(64), 2);
+    ring.submit().unwrap();
+    ring.unregister_fd(&a);
+    // The only slot is still in use by the receive.
+    assert!(!ring.register_fd(&b));
+    a_peer.write_all(b"done").unwrap();
+    assert_eq!(wait_for(&mut ring, 2).result.unwrap(), 4);
+    // Free again once the receive has ended.
+    assert!(ring.register_fd(&b));
+}
