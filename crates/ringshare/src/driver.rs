@@ -30,8 +30,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ringshare_core::{
     Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState,
 };
-use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, SplicePipe, Waker};
+use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
 use ringshare_vfs::FsError;
+
+mod write_pipes;
+use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
 
 use crate::config::ZerocopySend;
 use ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET;
@@ -66,10 +69,10 @@ const READ_BYTES_HELD_MAX: usize = 3 * 1024 * 1024 + 512 * 1024;
 /// of a whole 8 MiB payload, with pipe-max-size raised, had made `smbclient
 /// put` dearer: 1.62 vs 0.90 server s/GiB; 1 MiB pipes make it cheaper.)
 const PIPE_STEP: usize = 1024 * 1024;
-/// READs of at most this many bytes from a file whose reads never wait for a
-/// device (tmpfs: `Node::reads_never_block`) are done in the ring's thread.
-/// io_uring cannot read tmpfs without blocking, so it hands every such READ
-/// to a kernel worker thread, a thread hop per READ. Measured (`ringshare
+/// READs and WRITEs of at most this many bytes on a file kept in memory
+/// (tmpfs: `Node::in_memory`) are done in the ring's thread. io_uring cannot
+/// read or write tmpfs without blocking, so it hands every such request to a
+/// kernel worker thread, a thread hop each. Measured (`ringshare
 /// bench`, server CPU s/GiB, hop vs in place, two runs each): 4 KiB random
 /// qd32 1.54-1.62 vs 1.25-1.27; 16 KiB 0.85 vs 0.65; signed 64 KiB 0.69-0.70
 /// vs 0.60-0.61; signed 128 KiB 0.63 vs 0.58-0.62; signed 256 KiB 0.61-0.63
@@ -258,59 +261,6 @@ struct PendingIo {
     held_len: usize,
     /// The pipes a spliced WRITE payload is written from, one after the other.
     pipes: Option<PipedWrite>,
-}
-
-/// A pipe for WRITE payloads, counted in its worker's `pipes_live` while it
-/// exists.
-struct Pipe {
-    pipe: SplicePipe,
-    live: Rc<Cell<usize>>,
-}
-
-impl Pipe {
-    fn new(pipe: SplicePipe, live: &Rc<Cell<usize>>) -> Pipe {
-        live.set(live.get() + 1);
-        Pipe {
-            pipe,
-            live: Rc::clone(live),
-        }
-    }
-}
-
-impl std::ops::Deref for Pipe {
-    type Target = SplicePipe;
-    fn deref(&self) -> &SplicePipe {
-        &self.pipe
-    }
-}
-
-impl Drop for Pipe {
-    fn drop(&mut self) {
-        self.live.set(self.live.get().saturating_sub(1));
-    }
-}
-
-/// A spliced WRITE payload on its way from its pipes into the file: pipe
-/// `next` is being written at `offset + written`.
-struct PipedWrite {
-    pipes: Vec<Pipe>,
-    file: SharedFd,
-    offset: u64,
-    len: usize,
-    next: usize,
-    written: usize,
-}
-
-impl PipedWrite {
-    /// Bytes pipe `i` holds.
-    fn piece(&self, i: usize) -> usize {
-        piece_len(self.len, i)
-    }
-}
-
-/// Bytes of a `len`-byte payload that pipe `i` takes.
-fn piece_len(len: usize, i: usize) -> usize {
-    len.saturating_sub(i * PIPE_STEP).min(PIPE_STEP)
 }
 
 #[derive(Clone, Copy)]
@@ -836,10 +786,7 @@ impl Worker {
                             // The rest goes into a buffer of its own (or a
                             // pipe) once the multishot receive has ended;
                             // what it still brings is appended meanwhile.
-                            if !c.multishot_ending {
-                                c.multishot_ending = true;
-                                self.ring.cancel(token(KIND_RECV, gen, slot));
-                            }
+                            end_multishot(&mut self.ring, c, slot);
                             break;
                         }
                         c.last_frame_large = true;
@@ -942,16 +889,13 @@ impl Worker {
         let mut frame = self.pool.take(head.len() + len);
         frame.extend_from_slice(&head);
         let held = len - rest;
-        for (i, pipe) in pipes.into_iter().enumerate() {
-            let n = held.saturating_sub(i * PIPE_STEP).min(PIPE_STEP);
-            if !read_exact_into(&pipe.read, &mut frame, n) {
+        for (i, pipe) in pipes.iter().enumerate() {
+            if !read_exact_into(&pipe.read, &mut frame, piece_len(held, i)) {
                 self.close(slot);
                 return;
             }
-            if self.pipes.len() < PIPES_KEPT_MAX {
-                self.pipes.push(pipe);
-            }
         }
+        keep_pipes(&mut self.pipes, pipes);
         c.rx = Rx::Large {
             frame,
             len: head.len() + len,
@@ -987,10 +931,7 @@ impl Worker {
                 Output::Io(req) => self.start_io(slot, req),
                 Output::Close => {
                     c.closing = true;
-                    if c.multishot && !c.multishot_ending {
-                        c.multishot_ending = true;
-                        self.ring.cancel(token(KIND_RECV, c.gen, slot));
-                    }
+                    end_multishot(&mut self.ring, c, slot);
                 }
             }
         }
@@ -1140,12 +1081,16 @@ impl Worker {
             return;
         };
         let gen = c.gen;
-        let Some(fd) = req.node.shared_fd() else {
-            // No descriptor (in-memory backend): do it here and now.
-            let done = req.run_blocking();
-            let t = now(self.shared.started);
-            c.conn.complete_io(t, req.id, done);
-            return;
+        let fd = match req.node.shared_fd() {
+            // No descriptor (in-memory backend), or small I/O on tmpfs: here and now.
+            Some(fd) if !in_place(&req) => fd,
+            _ => {
+                let id = req.id;
+                let done = run_here(&mut self.pool, req);
+                let t = now(self.shared.started);
+                c.conn.complete_io(t, id, done);
+                return;
+            }
         };
         let receiving = matches!(req.op, IoOp::WriteReceived { .. });
         let mut loaded = if receiving {
@@ -1172,22 +1117,6 @@ impl Worker {
                 offset,
                 len,
                 headroom,
-            } if len <= INLINE_IO_LEN_MAX && req.node.in_memory() => {
-                c.io_in_flight -= 1;
-                let mut buf = self.pool.take(headroom + len);
-                buf.resize(headroom + len, 0);
-                let done = IoDone::Read(req.node.read_at(&mut buf[headroom..], offset).map(|n| {
-                    buf.truncate(headroom + n);
-                    buf
-                }));
-                let t = now(self.shared.started);
-                c.conn.complete_io(t, req.id, done);
-                return;
-            }
-            IoOp::Read {
-                offset,
-                len,
-                headroom,
             } => {
                 let mut buf = self.pool.take(headroom + len);
                 buf.resize(headroom, 0);
@@ -1198,19 +1127,6 @@ impl Worker {
                     held_len = len;
                 }
                 IoKind::Read
-            }
-            IoOp::Write {
-                offset,
-                buf,
-                start,
-                end,
-            } if end - start <= INLINE_IO_LEN_MAX && req.node.in_memory() => {
-                c.io_in_flight -= 1;
-                let done = IoDone::Write(req.node.write_at(&buf[start..end], offset));
-                self.pool.give(buf);
-                let t = now(self.shared.started);
-                c.conn.complete_io(t, req.id, done);
-                return;
             }
             IoOp::Write {
                 offset,
@@ -1293,11 +1209,7 @@ impl Worker {
                     Some(w) => {
                         let whole = w.next == w.pipes.len();
                         let emptied = w.next;
-                        for pipe in w.pipes.into_iter().take(emptied) {
-                            if self.pipes.len() < PIPES_KEPT_MAX {
-                                self.pipes.push(pipe);
-                            }
-                        }
+                        keep_pipes(&mut self.pipes, w.pipes.into_iter().take(emptied));
                         match &comp.result {
                             Ok(_) if whole => IoDone::Write(Ok(w.written)),
                             // Short: what was written before, and this pipe's part.
@@ -1378,82 +1290,53 @@ impl Worker {
     }
 }
 
-/// Whether the large frame starting in `c.buf` (frame length `len`) is a
-/// WRITE whose payload can be spliced from the socket into a pipe: the core
-/// allows it and a pipe can hold it (pipes of the payload's size, up to
-/// `pipe_size_max`, which the first refusal of a size lowers: root may size
-/// pipes freely, others up to `/proc/sys/fs/pipe-max-size`). The payload
-/// bytes already in `c.buf` go into the pipe first. `None`: receive the
-/// frame as usual.
-fn detach_write(
-    c: &mut Conn,
-    pipes: &mut Vec<Pipe>,
-    live: &Rc<Cell<usize>>,
-    pipe_size_max: &mut usize,
-    ring: &mut Ring,
-    len: usize,
-) -> Option<Rx> {
-    let head_end = 4 + WRITE_REQUEST_DATA_OFFSET;
-    let head = c.buf.get(4..head_end)?;
-    let n = c.conn.detachable_write(head, len)?;
-    if n > WRITE_SPLICE_LEN_MAX || PIPE_STEP > *pipe_size_max {
-        return None;
+/// Asks the connection's multishot receive, if one is armed, to end (once).
+fn end_multishot(ring: &mut Ring, c: &mut Conn, slot: u32) {
+    if c.multishot && !c.multishot_ending {
+        c.multishot_ending = true;
+        ring.cancel(token(KIND_RECV, c.gen, slot));
     }
-    let prefix = &c.buf[head_end..];
-    let rest = n.checked_sub(prefix.len())?;
-    if prefix.len() > piece_len(n, 0) {
-        return None;
-    }
-    // New pipes beyond the idle ones must stay within the worker's budget of
-    // descriptors; past it the payload is received into memory.
-    let count = n.div_ceil(PIPE_STEP);
-    if live.get() - pipes.len().min(live.get()) + count > PIPES_LIVE_MAX {
-        return None;
-    }
-    let mut taken: Vec<Pipe> = Vec::with_capacity(count);
-    let give_back = |taken: Vec<Pipe>, pipes: &mut Vec<Pipe>| {
-        for p in taken {
-            if pipes.len() < PIPES_KEPT_MAX {
-                pipes.push(p);
-            }
-        }
+}
+
+/// Whether `req` is done in the ring's thread: a READ or WRITE of at most
+/// [`INLINE_IO_LEN_MAX`] bytes on a file kept in memory.
+fn in_place(req: &IoRequest) -> bool {
+    let len = match &req.op {
+        IoOp::Read { len, .. } => *len,
+        IoOp::Write { start, end, .. } => end - start,
+        _ => return false,
     };
-    for i in 0..n.div_ceil(PIPE_STEP) {
-        let piece = piece_len(n, i);
-        let pipe = match pipes.iter().position(|p| p.capacity >= piece) {
-            Some(k) => pipes.swap_remove(k),
-            None => match ring.new_splice_pipe_for(piece) {
-                Ok(p) => Pipe::new(p, live),
-                Err(_) => {
-                    give_back(taken, pipes);
-                    return None;
-                }
-            },
-        };
-        if pipe.capacity < piece {
-            *pipe_size_max = pipe.capacity;
-            taken.push(pipe);
-            give_back(taken, pipes);
-            return None;
+    len <= INLINE_IO_LEN_MAX && req.node.in_memory()
+}
+
+/// Does `req` in this thread: READs into a pooled buffer, WRITE buffers back
+/// to the pool, anything else as the backend does it.
+fn run_here(pool: &mut BufPool, req: IoRequest) -> IoDone {
+    match req.op {
+        IoOp::Read {
+            offset,
+            len,
+            headroom,
+        } => {
+            let mut buf = pool.take(headroom + len);
+            buf.resize(headroom + len, 0);
+            IoDone::Read(req.node.read_at(&mut buf[headroom..], offset).map(|n| {
+                buf.truncate(headroom + n);
+                buf
+            }))
         }
-        taken.push(pipe);
-    }
-    // An empty pipe with room for its whole piece: this cannot block.
-    let mut at = 0;
-    while at < prefix.len() {
-        match rustix::io::write(&*taken[0].write, &prefix[at..]) {
-            Ok(k) if k > 0 => at += k,
-            _ => return None,
+        IoOp::Write {
+            offset,
+            buf,
+            start,
+            end,
+        } => {
+            let done = IoDone::Write(req.node.write_at(&buf[start..end], offset));
+            pool.give(buf);
+            done
         }
+        _ => req.run_blocking(),
     }
-    Some(Rx::Pipe {
-        head: head.to_vec(),
-        len: n,
-        rest,
-        pipes: taken,
-        moving: 0,
-        waited: false,
-    })
 }
 
 /// The connection in `slot` if it is still generation `gen`.
@@ -1462,20 +1345,6 @@ fn conn_in(conns: &mut [Option<Conn>], slot: u32, gen: u32) -> Option<&mut Conn>
         .get_mut(slot as usize)?
         .as_mut()
         .filter(|c| c.gen == gen)
-}
-
-/// Appends exactly `n` bytes read from `fd` (a pipe known to hold them) to `buf`.
-fn read_exact_into(fd: &SharedFd, buf: &mut Vec<u8>, n: usize) -> bool {
-    let start = buf.len();
-    buf.resize(start + n, 0);
-    let mut at = start;
-    while at < buf.len() {
-        match rustix::io::read(&**fd, &mut buf[at..]) {
-            Ok(k) if k > 0 => at += k,
-            _ => return false,
-        }
-    }
-    true
 }
 
 /// A send-file frame as a queue item; read into memory if the node has no
@@ -1496,21 +1365,20 @@ fn file_item(sf: SendFile) -> SendItem {
 /// address, or has the very address this end has (a connection to one of
 /// the host's own addresses goes through the loopback device too).
 fn is_local(fd: &OwnedFd) -> bool {
-    let addr = |a: Option<rustix::net::SocketAddrAny>| a.and_then(|a| SocketAddr::try_from(a).ok());
-    let peer = addr(rustix::net::getpeername(fd).ok().flatten());
-    let local = addr(rustix::net::getsockname(fd).ok());
-    match (peer, local) {
+    let local = rustix::net::getsockname(fd)
+        .ok()
+        .and_then(|a| SocketAddr::try_from(a).ok());
+    match (peer_addr(fd), local) {
         (Some(p), Some(l)) => p.ip().is_loopback() || p.ip() == l.ip(),
         _ => false,
     }
 }
 
+fn peer_addr(fd: &OwnedFd) -> Option<SocketAddr> {
+    let addr = rustix::net::getpeername(fd).ok().flatten()?;
+    SocketAddr::try_from(addr).ok()
+}
+
 fn peer_name(fd: &OwnedFd) -> String {
-    match rustix::net::getpeername(fd) {
-        Ok(Some(addr)) => match SocketAddr::try_from(addr) {
-            Ok(a) => a.to_string(),
-            Err(_) => "unknown".to_string(),
-        },
-        _ => "unknown".to_string(),
-    }
+    peer_addr(fd).map_or_else(|| "unknown".to_string(), |a| a.to_string())
 }
