@@ -167,13 +167,20 @@ impl IoRequest {
     /// Perform the request synchronously through the node's own methods: for
     /// backends without a file descriptor (the in-memory backend) and for tests.
     pub fn run_blocking(&self) -> IoDone {
+        self.run_blocking_into(Vec::new())
+    }
+
+    /// [`IoRequest::run_blocking`], a READ's data going into `buf` (emptied
+    /// first; a caller's pooled buffer, so that no fresh one is allocated).
+    pub fn run_blocking_into(&self, mut buf: Vec<u8>) -> IoDone {
         match &self.op {
             IoOp::Read {
                 offset,
                 len,
                 headroom,
             } => {
-                let mut buf = vec![0u8; headroom + len];
+                buf.clear();
+                buf.resize(headroom + len, 0);
                 IoDone::Read(self.node.read_at(&mut buf[*headroom..], *offset).map(|n| {
                     buf.truncate(headroom + n);
                     buf

@@ -1310,33 +1310,17 @@ fn in_place(req: &IoRequest) -> bool {
 }
 
 /// Does `req` in this thread: READs into a pooled buffer, WRITE buffers back
-/// to the pool, anything else as the backend does it.
+/// to the pool.
 fn run_here(pool: &mut BufPool, req: IoRequest) -> IoDone {
-    match req.op {
-        IoOp::Read {
-            offset,
-            len,
-            headroom,
-        } => {
-            let mut buf = pool.take(headroom + len);
-            buf.resize(headroom + len, 0);
-            IoDone::Read(req.node.read_at(&mut buf[headroom..], offset).map(|n| {
-                buf.truncate(headroom + n);
-                buf
-            }))
-        }
-        IoOp::Write {
-            offset,
-            buf,
-            start,
-            end,
-        } => {
-            let done = IoDone::Write(req.node.write_at(&buf[start..end], offset));
-            pool.give(buf);
-            done
-        }
-        _ => req.run_blocking(),
+    let buf = match &req.op {
+        IoOp::Read { len, headroom, .. } => pool.take(headroom + len),
+        _ => Vec::new(),
+    };
+    let done = req.run_blocking_into(buf);
+    if let IoOp::Write { buf, .. } = req.op {
+        pool.give(buf);
     }
+    done
 }
 
 /// The connection in `slot` if it is still generation `gen`.
