@@ -165,7 +165,7 @@ pub(crate) struct Pipe {
 /// The state of a [`OpKind::SendFile`] between rounds.
 ///
 /// One round is a chain of linked SQEs: send the rest of the head
-/// (`MSG_MORE`), then for each chunk (up to [`CHUNKS_PER_ROUND_MAX`]) splice
+/// (`MSG_MORE | MSG_WAITALL`: only all of it counts as success), then for each chunk (up to [`CHUNKS_PER_ROUND_MAX`]) splice
 /// it from the file into the empty pipe and from the pipe into the socket.
 /// Every SQE but the last carries `IOSQE_CQE_SKIP_SUCCESS`, so a round posts
 /// exactly one CQE: the last step's when all went through, or the first step
@@ -227,7 +227,11 @@ impl SendFile {
                 rest.as_ptr(),
                 len as u32
             )
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE)
+            // MSG_WAITALL: a send that moves only part of the head is
+            // otherwise a success, and the linked splices would put file
+            // bytes on the wire before the rest of the head. With it the
+            // kernel keeps sending until all of it went (or fails the link).
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_MORE | libc::MSG_WAITALL)
             .build());
             self.plan.push((STEP_HEAD, len));
             n += 1;
