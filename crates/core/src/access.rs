@@ -15,6 +15,7 @@ pub(crate) const FILE_EXECUTE: u32 = 0x0000_0020;
 pub(crate) const FILE_READ_ATTRIBUTES: u32 = 0x0000_0080;
 pub(crate) const FILE_WRITE_ATTRIBUTES: u32 = 0x0000_0100;
 pub(crate) const DELETE: u32 = 0x0001_0000;
+pub(crate) const SYNCHRONIZE: u32 = 0x0010_0000;
 pub(crate) const READ_CONTROL: u32 = 0x0002_0000;
 pub(crate) const WRITE_DAC: u32 = 0x0004_0000;
 pub(crate) const WRITE_OWNER: u32 = 0x0008_0000;
@@ -97,27 +98,27 @@ pub(crate) fn check_sharing(
     access: u32,
     share_access: u32,
 ) -> Result<(), NtStatus> {
-    if access & SHARING_BITS == 0 {
-        return Ok(());
-    }
-    for e in opens {
-        if e.access & SHARING_BITS == 0 {
-            continue;
-        }
-        let conflict = (e.access & (FILE_READ_DATA | FILE_EXECUTE) != 0
-            && share_access & SHARE_READ == 0)
-            || (e.access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0
-                && share_access & SHARE_WRITE == 0)
-            || (e.access & DELETE != 0 && share_access & SHARE_DELETE == 0)
-            || (access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && e.share_access & SHARE_READ == 0)
-            || (access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0
-                && e.share_access & SHARE_WRITE == 0)
-            || (access & DELETE != 0 && e.share_access & SHARE_DELETE == 0);
-        if conflict {
-            return Err(NtStatus::SHARING_VIOLATION);
-        }
+    if opens
+        .iter()
+        .any(|e| sharing_conflict(e, access, share_access))
+    {
+        return Err(NtStatus::SHARING_VIOLATION);
     }
     Ok(())
+}
+
+/// True when a new open with `access` and `share_access` cannot coexist
+/// with the existing open `e`.
+pub(crate) fn sharing_conflict(e: &ShareEntry, access: u32, share_access: u32) -> bool {
+    if access & SHARING_BITS == 0 || e.access & SHARING_BITS == 0 {
+        return false;
+    }
+    (e.access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && share_access & SHARE_READ == 0)
+        || (e.access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 && share_access & SHARE_WRITE == 0)
+        || (e.access & DELETE != 0 && share_access & SHARE_DELETE == 0)
+        || (access & (FILE_READ_DATA | FILE_EXECUTE) != 0 && e.share_access & SHARE_READ == 0)
+        || (access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 && e.share_access & SHARE_WRITE == 0)
+        || (access & DELETE != 0 && e.share_access & SHARE_DELETE == 0)
 }
 
 #[cfg(test)]
@@ -126,6 +127,7 @@ mod tests {
 
     fn entry(access: u32, share_access: u32) -> ShareEntry {
         ShareEntry {
+            caching: Default::default(),
             owner: 1,
             access,
             share_access,

@@ -230,6 +230,9 @@ pub(crate) enum Handled {
     },
     /// Go async: send STATUS_PENDING now, finish later.
     Async(cmd::AsyncWork),
+    /// A CREATE waits for other clients to acknowledge oplock or lease
+    /// breaks: the connection parks its job and asks again.
+    WaitForBreaks,
 }
 
 /// A frame being processed: its members, their replies so far, and where the
@@ -265,6 +268,20 @@ struct BuiltReply {
     sign_key: Option<SigningKey>,
 }
 
+/// A job parked on a CREATE that waits for break acknowledgments.
+struct Waiting {
+    job: Job,
+    hdr: Header,
+    session_id: u64,
+    tree_id: u32,
+    related_file_id: Option<(u64, u64)>,
+    /// (start, end) of the CREATE in the job's frame.
+    member: (usize, usize),
+    sole: bool,
+    related: bool,
+    retry_at_ms: u64,
+}
+
 /// An operation that went async.
 struct AsyncOp {
     hdr: Header,
@@ -283,6 +300,10 @@ pub struct Connection {
     next_io_id: u64,
     async_ops: HashMap<u64, AsyncOp>,
     next_async_id: u64,
+    /// Jobs whose CREATE waits for oplock or lease break acknowledgments.
+    waiting: Vec<Waiting>,
+    /// Notices other connections left for this one (break notifications).
+    mailbox: Arc<crate::server::Mailbox>,
     closing: bool,
     /// When the connection was accepted and when its last request came
     /// (monotonic ms), for the handshake and idle timeouts.
@@ -302,6 +323,7 @@ pub(crate) struct Req0 {
 impl Connection {
     pub fn new(server: Arc<ServerState>, peer: String, entropy: Box<dyn Entropy>) -> Connection {
         let conn_id = server.new_connection_id();
+        let mailbox = server.open_mailbox(conn_id);
         Connection {
             core: ConnCore {
                 conn_id,
@@ -322,6 +344,8 @@ impl Connection {
             next_io_id: 1,
             async_ops: HashMap::new(),
             next_async_id: 1,
+            waiting: Vec::new(),
+            mailbox,
             closing: false,
             accepted_ms: None,
             last_request_ms: 0,
@@ -406,6 +430,7 @@ impl Connection {
             .values()
             .filter_map(|op| op.work.deadline_ms());
         waits
+            .chain(self.waiting.iter().map(|w| w.retry_at_ms))
             .chain(self.handshake_deadline())
             .chain(self.idle_deadline())
             .min()
@@ -435,6 +460,24 @@ impl Connection {
             .collect();
         for id in due {
             self.poll_async(id);
+        }
+        self.retry_creates(false);
+    }
+
+    /// True when other connections left notices (break notifications) for
+    /// this one: call [`Connection::handle_mail`].
+    pub fn has_mail(&self) -> bool {
+        self.mailbox.has_mail()
+    }
+
+    /// Send what other connections asked this one to send.
+    pub fn handle_mail(&mut self, now: Now) {
+        self.core.now = now;
+        for notice in self.mailbox.take() {
+            if self.closing {
+                return;
+            }
+            self.send_notice(notice);
         }
     }
 
@@ -481,6 +524,8 @@ impl Connection {
             }
         }
         self.async_ops.clear();
+        self.waiting.clear();
+        self.core.server.close_mailbox(self.core.conn_id);
     }
 
     /// One direct-TCP frame payload (without the 4-byte header).
@@ -510,6 +555,9 @@ impl Connection {
                     }
                     base = TRANSFORM_HEADER_LEN;
                     encrypted = Some(sid);
+                    if let Some(ch) = self.core.sessions.get_mut(&sid) {
+                        ch.client_encrypts = true;
+                    }
                 }
                 Err(e) => {
                     self.disconnect(&format!("cannot decrypt: {e:?}"));
@@ -703,29 +751,7 @@ impl Connection {
             job.last_tree = tree_id;
             match outcome {
                 Ok(Handled::Reply(reply)) => {
-                    if hdr.command == Command::CREATE {
-                        job.related_error = reply.status.is_error().then_some(reply.status);
-                    }
-                    if let (Some((_, open_id)), false) = (closing, reply.status.is_error()) {
-                        self.cleanup_notifies(session_id, open_id);
-                    }
-                    if hdr.command == Command::LOGOFF && !reply.status.is_error() {
-                        self.async_ops.retain(|_, op| op.session_id != session_id);
-                    }
-                    if reply.file_id.is_some() {
-                        job.last_file = reply.file_id;
-                    } else if !related {
-                        job.last_file = None;
-                    }
-                    if let Some(sid) = reply.session_id {
-                        job.last_session = sid;
-                    }
-                    if let Some(t) = reply.tree_id {
-                        job.last_tree = t;
-                    }
-                    let disconnect = reply.disconnect;
-                    self.push_reply(&mut job, &hdr, session_id, reply);
-                    if disconnect {
+                    if self.member_replied(&mut job, &hdr, session_id, related, closing, reply) {
                         self.finish(job);
                         self.disconnect("fatal reply");
                         return;
@@ -761,19 +787,162 @@ impl Connection {
                 Ok(Handled::Async(work)) => {
                     self.go_async(&mut job, hdr, session_id, work);
                 }
-                Err(status) => {
-                    if hdr.command == Command::CREATE {
-                        job.related_error = Some(status);
-                    }
-                    if !related {
-                        job.last_file = None;
-                    }
-                    let reply = Reply::with_status(status, Vec::new());
-                    self.push_reply(&mut job, &hdr, session_id, reply);
+                Ok(Handled::WaitForBreaks) if job.next == job.members.len() => {
+                    // The last (or only) request of its frame: answered
+                    // STATUS_PENDING now and completed when the breaks end,
+                    // as clients expect of a CREATE that waits (it can be
+                    // cancelled).
+                    let work = cmd::AsyncWork::Create(cmd::create::PendingCreate::new(
+                        &req,
+                        self.core.now.mono_ms,
+                    ));
+                    self.go_async(&mut job, hdr, session_id, work);
                 }
+                Ok(Handled::WaitForBreaks) => {
+                    // Inside a compound: the job waits, and the members after
+                    // the CREATE run once it is answered.
+                    self.waiting.push(Waiting {
+                        job,
+                        hdr,
+                        session_id,
+                        tree_id,
+                        related_file_id,
+                        member: (start, end),
+                        sole,
+                        related,
+                        retry_at_ms: self.core.now.mono_ms + crate::oplock::BREAK_RETRY_MS,
+                    });
+                    return;
+                }
+                Err(status) => self.member_failed(&mut job, &hdr, session_id, related, status),
             }
         }
         self.finish(job);
+    }
+
+    /// The reply of a job's member is ready: note what later related members
+    /// inherit and keep it for the frame. True when the connection must close.
+    fn member_replied(
+        &mut self,
+        job: &mut Job,
+        hdr: &Header,
+        session_id: u64,
+        related: bool,
+        closing: Option<(u64, u64)>,
+        reply: Reply,
+    ) -> bool {
+        if hdr.command == Command::CREATE {
+            job.related_error = reply.status.is_error().then_some(reply.status);
+        }
+        if let (Some((_, open_id)), false) = (closing, reply.status.is_error()) {
+            self.cleanup_notifies(session_id, open_id);
+            // A close may end what a parked CREATE waits for.
+            self.retry_waiting_creates();
+        }
+        if hdr.command == Command::LOGOFF && !reply.status.is_error() {
+            self.async_ops.retain(|_, op| op.session_id != session_id);
+        }
+        if reply.file_id.is_some() {
+            job.last_file = reply.file_id;
+        } else if !related {
+            job.last_file = None;
+        }
+        if let Some(sid) = reply.session_id {
+            job.last_session = sid;
+        }
+        if let Some(t) = reply.tree_id {
+            job.last_tree = t;
+        }
+        let disconnect = reply.disconnect;
+        self.push_reply(job, hdr, session_id, reply);
+        disconnect
+    }
+
+    /// A job's member failed with `status`.
+    fn member_failed(
+        &mut self,
+        job: &mut Job,
+        hdr: &Header,
+        session_id: u64,
+        related: bool,
+        status: NtStatus,
+    ) {
+        if hdr.command == Command::CREATE {
+            job.related_error = Some(status);
+        }
+        if !related {
+            job.last_file = None;
+        }
+        let reply = Reply::with_status(status, Vec::new());
+        self.push_reply(job, hdr, session_id, reply);
+    }
+
+    /// Try the parked CREATEs whose time has come (all of them with `all`):
+    /// one that no longer waits is answered and its job goes on.
+    fn retry_creates(&mut self, all: bool) {
+        let now = self.core.now.mono_ms;
+        let mut keep = Vec::new();
+        for mut w in std::mem::take(&mut self.waiting) {
+            if self.closing {
+                return;
+            }
+            if !all && w.retry_at_ms > now {
+                keep.push(w);
+                continue;
+            }
+            let (start, end) = w.member;
+            let outcome = {
+                let req = Req {
+                    hdr: w.hdr.clone(),
+                    msg: &w.job.frame[start..end],
+                    msg_offset: start,
+                    detached: None,
+                    session_id: w.session_id,
+                    tree_id: w.tree_id,
+                    related_file_id: w.related_file_id,
+                    sole: w.sole,
+                    encrypted: w.job.encrypted.is_some(),
+                };
+                cmd::create::create(&mut self.core, &req, true)
+            };
+            match outcome {
+                Ok(None) => {
+                    w.retry_at_ms = now + crate::oplock::BREAK_RETRY_MS;
+                    keep.push(w);
+                    continue;
+                }
+                Ok(Some(reply)) => {
+                    if self.member_replied(&mut w.job, &w.hdr, w.session_id, w.related, None, reply)
+                    {
+                        self.finish(w.job);
+                        self.disconnect("fatal reply");
+                        return;
+                    }
+                }
+                Err(status) => {
+                    self.member_failed(&mut w.job, &w.hdr, w.session_id, w.related, status)
+                }
+            }
+            self.run(w.job);
+        }
+        self.waiting.extend(keep);
+    }
+
+    /// After something that can end a break (an acknowledgment, a close):
+    /// every waiting CREATE tries again now.
+    fn retry_waiting_creates(&mut self) {
+        if !self.waiting.is_empty() {
+            self.retry_creates(true);
+        }
+        let ids: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| matches!(op.work, cmd::AsyncWork::Create(_)))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.poll_async(id);
+        }
     }
 
     fn large_mtu(&self) -> bool {
@@ -851,7 +1020,7 @@ impl Connection {
             Command::TREE_DISCONNECT => {
                 cmd::tree::disconnect(&mut self.core, req).map(Handled::Reply)
             }
-            Command::CREATE => cmd::create::handle(&mut self.core, req).map(Handled::Reply),
+            Command::CREATE => cmd::create::handle(&mut self.core, req),
             Command::CLOSE => cmd::close::handle(&mut self.core, req).map(Handled::Reply),
             Command::FLUSH => cmd::flush::handle(&mut self.core, req),
             Command::READ => cmd::read::handle(&mut self.core, req),
@@ -865,7 +1034,10 @@ impl Connection {
             Command::QUERY_INFO => cmd::query_info::handle(&mut self.core, req).map(Handled::Reply),
             Command::SET_INFO => cmd::set_info::handle(&mut self.core, req).map(Handled::Reply),
             Command::OPLOCK_BREAK => {
-                cmd::notify::oplock_break(&mut self.core, req).map(Handled::Reply)
+                let r = cmd::oplock_break::handle(&mut self.core, req);
+                // An acknowledgment may end what a waiting CREATE waits for.
+                self.retry_waiting_creates();
+                r.map(Handled::Reply)
             }
             _ => Err(NtStatus::INVALID_PARAMETER),
         }
@@ -1246,6 +1418,66 @@ impl Connection {
         self.send_frame(frame, encrypted, None);
     }
 
+    /// Send a break notification another connection decided on ([MS-SMB2]
+    /// 3.3.4.6, 3.3.4.7): MessageId all ones, SessionId 0, not signed;
+    /// encrypted with the session's key when its client encrypts. Dropped
+    /// when the session is no longer on this connection.
+    fn send_notice(&mut self, notice: crate::server::Notice) {
+        use crate::server::Notice;
+        use ringshare_wire::misc::OplockBreak;
+        let (session_id, body) = match notice {
+            Notice::OplockBreak {
+                session_id,
+                file_id,
+                level,
+            } => {
+                let mut b = Vec::with_capacity(24);
+                OplockBreak::Oplock {
+                    oplock_level: ringshare_wire::consts::OplockLevel(level),
+                    file_id,
+                }
+                .encode(&mut b);
+                (session_id, b)
+            }
+            Notice::LeaseBreak {
+                session_id,
+                notification,
+            } => {
+                let mut b = Vec::with_capacity(44);
+                OplockBreak::LeaseBreakNotification(notification).encode(&mut b);
+                (session_id, b)
+            }
+        };
+        let Some(ch) = self.core.sessions.get(&session_id) else {
+            tracing::debug!(peer = %self.core.peer, session_id, "break for a session not on this connection");
+            return;
+        };
+        let encrypt = {
+            let s = lock(&ch.session);
+            s.encrypt_key.is_some() && (ch.client_encrypts || s.encrypt_required)
+        };
+        let hdr = Header {
+            command: Command::OPLOCK_BREAK,
+            flags: HeaderFlags::SERVER_TO_REDIR,
+            message_id: u64::MAX,
+            ..Header::default()
+        };
+        let encrypted = encrypt.then_some(session_id);
+        let (frame, _) = build_frame(
+            &mut vec![BuiltReply {
+                hdr,
+                body,
+                data: None,
+                data_headroom: 0,
+                file: None,
+                sign_key: None,
+            }],
+            seal_room(encrypted),
+        );
+        tracing::debug!(peer = %self.core.peer, session_id, "sending a break notification");
+        self.send_frame(frame, encrypted, None);
+    }
+
     /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and
     /// completes it with STATUS_CANCELLED. No reply to the CANCEL itself.
     fn cancel(&mut self, hdr: &Header) {
@@ -1323,6 +1555,12 @@ impl Connection {
         for id in ids {
             self.poll_async(id);
         }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.core.server.close_mailbox(self.core.conn_id);
     }
 }
 

@@ -18,6 +18,7 @@ mod ipc;
 pub mod limits;
 pub mod locks;
 mod opens;
+pub mod oplock;
 pub mod path;
 pub mod server;
 mod shortname;

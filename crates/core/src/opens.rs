@@ -84,7 +84,15 @@ pub(crate) fn close_open(
     };
     let (remove, path, is_dir) = {
         let mut e = lock(&open.entry);
+        let lease = e
+            .opens
+            .iter()
+            .find(|s| s.owner == open.id)
+            .and_then(|s| s.caching.lease);
         e.opens.retain(|s| s.owner != open.id);
+        if let Some(gone) = crate::oplock::after_close(&mut e, lease) {
+            server.forget_lease(gone);
+        }
         e.locks.release_owner(open.id);
         if lock(&open.state).delete_on_close {
             e.delete_pending = true;

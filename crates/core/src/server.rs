@@ -3,7 +3,8 @@
 //! byte-range locks).
 //!
 //! Lock order: `ServerState::files` (the map) before any `FileEntry` mutex;
-//! never hold a `FileEntry` mutex while taking the map lock.
+//! never hold a `FileEntry` mutex while taking the map lock. The lease map
+//! and the mailboxes are taken after a `FileEntry` mutex, never before one.
 //! `ServerState::sessions` (the GlobalSessionTable) is taken only to create,
 //! bind or forget a session, never while a `Session` mutex is held and never
 //! on the path of an ordinary request (connections reach their sessions
@@ -11,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
@@ -123,6 +124,8 @@ pub struct ShareEntry {
     pub owner: u64,
     pub access: u32,
     pub share_access: u32,
+    /// The open's oplock or lease and where its breaks go.
+    pub caching: crate::oplock::Caching,
 }
 
 /// Server-wide state of one open file.
@@ -137,6 +140,8 @@ pub struct FileEntry {
     pub share: String,
     pub path: RelPath,
     pub is_dir: bool,
+    /// Leases held on the file, one per (ClientGuid, LeaseKey).
+    pub leases: Vec<crate::oplock::Lease>,
 }
 
 /// Shared state of the whole server.
@@ -151,6 +156,51 @@ pub struct ServerState {
     /// GlobalSessionTable ([MS-SMB2] 3.3.1.5): every session by SessionId.
     sessions: Mutex<HashMap<u64, SessionRef>>,
     next_connection: AtomicU64,
+    /// Which file each lease is on (a lease key names one file).
+    lease_files: Mutex<HashMap<crate::oplock::LeaseId, FileKey>>,
+    /// Each live connection's mailbox, by connection id.
+    mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
+    /// Counts every notice posted (drivers compare it to see whether to look).
+    mail_posted: AtomicU64,
+    /// Wakes the drivers' threads after a notice was posted.
+    mail_waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
+}
+
+/// What one connection asks another to send: a break notification for an
+/// open or lease the other connection's client holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// [MS-SMB2] 2.2.23.1 to the client of `session_id`.
+    OplockBreak {
+        session_id: u64,
+        file_id: ringshare_wire::FileId,
+        level: u8,
+    },
+    /// [MS-SMB2] 2.2.23.2 to the client of `session_id`.
+    LeaseBreak {
+        session_id: u64,
+        notification: ringshare_wire::misc::LeaseBreakNotification,
+    },
+}
+
+/// A connection's inbox of notices from other connections (they may run on
+/// other threads).
+#[derive(Debug, Default)]
+pub(crate) struct Mailbox {
+    pending: AtomicBool,
+    notices: Mutex<Vec<Notice>>,
+}
+
+impl Mailbox {
+    pub fn has_mail(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    pub fn take(&self) -> Vec<Notice> {
+        let mut n = lock(&self.notices);
+        self.pending.store(false, Ordering::Release);
+        std::mem::take(&mut *n)
+    }
 }
 
 impl fmt::Debug for ServerState {
@@ -171,7 +221,67 @@ impl ServerState {
             interfaces: RwLock::new(Vec::new()),
             sessions: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
+            lease_files: Mutex::new(HashMap::new()),
+            mailboxes: Mutex::new(HashMap::new()),
+            mail_posted: AtomicU64::new(0),
+            mail_waker: RwLock::new(None),
         })
+    }
+
+    /// The file a lease is on.
+    pub(crate) fn lease_file(&self, id: crate::oplock::LeaseId) -> Option<FileKey> {
+        lock(&self.lease_files).get(&id).copied()
+    }
+
+    /// Record the file a lease is on (taken with the file's entry locked).
+    pub(crate) fn set_lease_file(&self, id: crate::oplock::LeaseId, key: FileKey) {
+        lock(&self.lease_files).insert(id, key);
+    }
+
+    /// The lease is gone with the last open that named it.
+    pub(crate) fn forget_lease(&self, id: crate::oplock::LeaseId) {
+        lock(&self.lease_files).remove(&id);
+    }
+
+    /// Called (from any thread) after a notice was posted to a connection, so
+    /// that the thread running it looks at its mail ([`ServerState::mail_posted`]).
+    pub fn set_mail_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+        *self.mail_waker.write().unwrap_or_else(|e| e.into_inner()) = Some(wake);
+    }
+
+    /// How many notices were ever posted: when it changed, some connection
+    /// may have mail ([`crate::Connection::has_mail`]).
+    pub fn mail_posted(&self) -> u64 {
+        self.mail_posted.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn open_mailbox(&self, conn_id: u64) -> Arc<Mailbox> {
+        let m = Arc::new(Mailbox::default());
+        lock(&self.mailboxes).insert(conn_id, Arc::clone(&m));
+        m
+    }
+
+    pub(crate) fn close_mailbox(&self, conn_id: u64) {
+        lock(&self.mailboxes).remove(&conn_id);
+    }
+
+    /// Leave a notice for connection `conn_id`; false when it is gone.
+    pub(crate) fn post(&self, conn_id: u64, notice: Notice) -> bool {
+        let Some(m) = lock(&self.mailboxes).get(&conn_id).cloned() else {
+            return false;
+        };
+        lock(&m.notices).push(notice);
+        m.pending.store(true, Ordering::Release);
+        self.mail_posted.fetch_add(1, Ordering::AcqRel);
+        let wake = self
+            .mail_waker
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(w) = wake {
+            w();
+        }
+        true
     }
 
     /// A server-wide unique id for a new connection (its channel id).

@@ -116,6 +116,9 @@ pub(crate) struct Channel {
     pub preauth: Option<PreauthHash>,
     /// The channel is being bound and is not usable until the binding ends.
     pub binding: bool,
+    /// The client sent an encrypted request on this channel: notifications
+    /// for the session go out encrypted too.
+    pub client_encrypts: bool,
 }
 
 /// A named pipe open on an IPC$ tree.

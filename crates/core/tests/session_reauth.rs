@@ -17,3 +17,32 @@ fn re_authentication_keeps_the_session_id_and_its_open_files() {
     assert_eq!(read_data(&c.read(f, 0, 64)), b"still here");
     assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
 }
+
+#[test]
+fn a_reconnect_naming_the_previous_session_ends_it_and_closes_its_files() {
+    let mut old = Client::new();
+    old.put_file("held", b"x");
+    let f = old
+        .create_on(old.tree_id, "held", GENERIC_READ, 0, D::OPEN, 0)
+        .unwrap();
+    let mut new = Client::negotiated(old.conn_server(), old.mem.clone(), old.dialect, [9; 16]);
+    new.session_setup_after(old.session_id);
+    new.tree_id = new.tree_connect("share");
+    // The old session is gone on its connection, and so is its open: the
+    // file opens without sharing again.
+    assert_eq!(old.read(f, 0, 1).status(), NtStatus::USER_SESSION_DELETED);
+    let tree = new.tree_id;
+    assert!(new
+        .create_on(tree, "held", GENERIC_READ, 0, D::OPEN, 0)
+        .is_ok());
+}
+
+#[test]
+fn a_previous_session_id_that_names_no_session_changes_nothing() {
+    let mut old = Client::new();
+    let sid = old.session_id;
+    let mut new = Client::negotiated(old.conn_server(), old.mem.clone(), old.dialect, [9; 16]);
+    new.session_setup_after(sid ^ 0x5555);
+    old.put_file("still", b"ok");
+    assert_eq!(old.session_id, sid);
+}

@@ -134,6 +134,20 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Break notifications one connection posts for another (maybe on
+    /// another thread) wake every worker, which then looks at its
+    /// connections' mail.
+    pub fn wake_on_mail(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        self.server.set_mail_waker(Arc::new(move || {
+            if let Some(s) = weak.upgrade() {
+                for w in crate::lock(&s.wakers).iter() {
+                    let _ = w.wake();
+                }
+            }
+        }));
+    }
+
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         for w in crate::lock(&self.wakers).iter() {
@@ -301,6 +315,8 @@ struct Worker {
     recv_bufs_exhausted: u64,
     /// `SEND_ZC` sends, and those the kernel copied anyway (logged at exit).
     zc_sends: [u64; 2],
+    /// `ServerState::mail_posted` when this worker last looked at its mail.
+    mail_seen: u64,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -392,6 +408,7 @@ pub fn run_worker(
         multishot_arrivals: 0,
         recv_bufs_exhausted: 0,
         zc_sends: [0; 2],
+        mail_seen: 0,
     };
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -415,6 +432,26 @@ impl Worker {
                 self.on_completion(c);
             }
             self.fire_timers();
+            self.deliver_mail();
+        }
+    }
+
+    /// Let connections that got notices from other connections send them.
+    fn deliver_mail(&mut self) {
+        let posted = self.shared.server.mail_posted();
+        if posted == self.mail_seen {
+            return;
+        }
+        self.mail_seen = posted;
+        let t = now(self.shared.started);
+        for slot in 0..self.conns.len() {
+            let has = self.conns[slot].as_ref().is_some_and(|c| c.conn.has_mail());
+            if has {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.conn.handle_mail(t);
+                }
+                self.drain(slot as u32);
+            }
         }
     }
 

@@ -274,6 +274,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         splice_chunk: splice_chunk(),
         send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
     });
+    shared.wake_on_mail();
     install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
     let first = Mutex::new(Some(listeners));
     let result = runtime::run_per_core(threads, cfg.global.pin_cpus, |i| {

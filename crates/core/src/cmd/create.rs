@@ -9,14 +9,16 @@
 //! entry; only then truncate (OVERWRITE/SUPERSEDE) and set attributes, so a
 //! refused open never changes the file.
 //!
-//! No oplocks or leases are granted (OplockLevel NONE). IPC$ (named pipes) is
-//! not served yet: CREATE on an IPC tree is STATUS_NOT_SUPPORTED.
+//! Oplocks and leases are granted and broken by [`crate::oplock`]: an open
+//! that must wait for another client to acknowledge a break is answered
+//! later ([`Handled::WaitForBreaks`]; the connection retries it).
 
 use std::sync::{Arc, Mutex};
 
 use ringshare_vfs::{FileAttr, FsError, Node, OpenMode, OpenOptions, RelPath, Share, EOPNOTSUPP};
 use ringshare_wire::consts::{
-    AccessMask, CreateAction, CreateDisposition, FileAttributes, OplockLevel, SecurityInformation,
+    AccessMask, CreateAction, CreateDisposition, FileAttributes, LeaseFlags, LeaseState,
+    OplockLevel, SecurityInformation,
 };
 use ringshare_wire::create::{
     maximal_access_response, query_on_disk_id_response, ContextTag, CreateContext, CreateRequest,
@@ -27,11 +29,12 @@ use ringshare_wire::{FileId, NtStatus};
 
 use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::acl;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
 use crate::limits;
 use crate::opens;
+use crate::oplock::{self, LeaseId, Route};
 use crate::path::parse_smb_path;
 use crate::server::{lock, FileKey, ShareEntry};
 use crate::state::{Open, OpenState, TreeKind};
@@ -46,7 +49,72 @@ const OPT_INVALID: u32 = 0xFF00_0000;
 /// Create options that FileModeInformation reports ([MS-FSCC] 2.4.26).
 const MODE_FROM_OPTIONS: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020;
 
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+/// CREATE: its reply, or [`Handled::WaitForBreaks`] while other clients
+/// have yet to acknowledge the breaks it caused.
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+    Ok(match create(core, req, false)? {
+        Some(reply) => Handled::Reply(reply),
+        None => Handled::WaitForBreaks,
+    })
+}
+
+/// A CREATE gone async while breaks it caused are acknowledged: the
+/// request as it came, asked again until it no longer waits.
+pub(crate) struct PendingCreate {
+    pub hdr: ringshare_wire::header::Header,
+    pub msg: Vec<u8>,
+    pub tree_id: u32,
+    pub related_file_id: Option<(u64, u64)>,
+    pub encrypted: bool,
+    pub retry_at_ms: u64,
+}
+
+impl PendingCreate {
+    pub fn new(req: &Req<'_>, now_ms: u64) -> PendingCreate {
+        PendingCreate {
+            hdr: req.hdr.clone(),
+            msg: req.msg.to_vec(),
+            tree_id: req.tree_id,
+            related_file_id: req.related_file_id,
+            encrypted: req.encrypted,
+            retry_at_ms: now_ms + oplock::BREAK_RETRY_MS,
+        }
+    }
+}
+
+/// Try a pending CREATE again: `Some` when it no longer waits.
+pub(crate) fn poll(
+    core: &mut ConnCore,
+    session_id: u64,
+    p: &mut PendingCreate,
+) -> Option<Result<Reply, NtStatus>> {
+    let req = Req {
+        hdr: p.hdr.clone(),
+        msg: &p.msg,
+        msg_offset: 0,
+        detached: None,
+        session_id,
+        tree_id: p.tree_id,
+        related_file_id: p.related_file_id,
+        sole: false,
+        encrypted: p.encrypted,
+    };
+    match create(core, &req, true) {
+        Ok(Some(r)) => Some(Ok(r)),
+        Ok(None) => {
+            p.retry_at_ms = core.now.mono_ms + oplock::BREAK_RETRY_MS;
+            None
+        }
+        Err(s) => Some(Err(s)),
+    }
+}
+
+/// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again).
+pub(crate) fn create(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    retry: bool,
+) -> Result<Option<Reply>, NtStatus> {
     let cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
@@ -114,6 +182,31 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .context(ContextTag::EaBuffer)
         .map(|c| crate::cmd::query_info::parse_eas(&c.data))
         .transpose()?;
+    // RqLs: leases from 2.1 on; version 2 from 3.0 on ([MS-SMB2] 3.3.5.9.8, 3.3.5.9.11).
+    let mut requested = cr.requested_oplock_level.0;
+    let lease_req = if requested == oplock::LEVEL_LEASE {
+        let dialect = core.dialect().map_or(0, |d| d.0);
+        match cr.context(ContextTag::RequestLease) {
+            Some(c) if dialect >= 0x0210 => {
+                let mut l = ringshare_wire::create::Lease::decode(&c.data)
+                    .map_err(|_| NtStatus::INVALID_PARAMETER)?;
+                if dialect < 0x0300 {
+                    l.v2 = None;
+                }
+                Some(l)
+            }
+            _ => None,
+        }
+    } else {
+        None
+    };
+    if requested == oplock::LEVEL_LEASE && lease_req.is_none() {
+        requested = oplock::LEVEL_NONE;
+    }
+    let lease_id = lease_req.as_ref().map(|l| LeaseId {
+        client_guid: core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid),
+        key: l.key,
+    });
     let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
     let path = parse_smb_path(name)?;
     let backend: &dyn Share = share.backend.as_ref();
@@ -215,11 +308,39 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         dev: attr.dev,
         ino: attr.ino,
     };
+    if let Some(lid) = lease_id {
+        // A lease key names one file ([MS-SMB2] 3.3.5.9.8).
+        if server.lease_file(lid).is_some_and(|k| k != key) {
+            drop(node);
+            if created {
+                let _ = if is_dir {
+                    backend.rmdir(&path)
+                } else {
+                    backend.unlink(&path)
+                };
+            }
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
     let entry = server.file_entry(key);
+    let wish = oplock::Wish {
+        retry,
+        access: granted,
+        share_access: cr.share_access.0,
+        truncate: truncate && !created,
+        lease: lease_id,
+    };
+    let route = Route {
+        conn_id: core.conn_id,
+        session_id: req.session_id,
+    };
+    let mut breaks = Vec::new();
     let joined = {
         let mut e = lock(&entry);
         if e.delete_pending {
             Err(NtStatus::DELETE_PENDING)
+        } else if oplock::before_open(&mut e, &wish, core.now.mono_ms, &mut breaks) {
+            Ok(None)
         } else {
             access::check_sharing(&e.opens, granted, cr.share_access.0).map(|()| {
                 if e.opens.is_empty() {
@@ -231,17 +352,42 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                     owner: id,
                     access: granted,
                     share_access: cr.share_access.0,
+                    caching: oplock::Caching {
+                        route,
+                        file_id: (persistent_id, id),
+                        ..Default::default()
+                    },
                 });
+                let g = oplock::grant(&mut e, id, requested, lease_req.as_ref(), lease_id, route);
+                if let (Some(lid), oplock::LEVEL_LEASE) = (lease_id, g.level) {
+                    server.set_lease_file(lid, key);
+                }
+                Some(g)
             })
         }
     };
-    if let Err(s) = joined {
-        drop(node);
-        server.drop_file_entry_if_unused(key);
-        return Err(s);
-    }
+    oplock::send(&server, breaks);
+    let grant = match joined {
+        Ok(Some(g)) => g,
+        Ok(None) => {
+            drop(node);
+            server.drop_file_entry_if_unused(key);
+            return Ok(None);
+        }
+        Err(s) => {
+            drop(node);
+            server.drop_file_entry_if_unused(key);
+            return Err(s);
+        }
+    };
     let leave = |s: NtStatus| {
-        lock(&entry).opens.retain(|o| o.owner != id);
+        {
+            let mut e = lock(&entry);
+            e.opens.retain(|o| o.owner != id);
+            if let Some(gone) = oplock::after_close(&mut e, lease_id) {
+                server.forget_lease(gone);
+            }
+        }
         server.drop_file_entry_if_unused(key);
         s
     };
@@ -305,11 +451,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         attr
     };
 
-    let contexts = response_contexts(&cr, &attr, maximal);
+    let mut contexts = response_contexts(&cr, &attr, maximal);
+    if let (Some(l), oplock::LEVEL_LEASE) = (&lease_req, grant.level) {
+        contexts.push(lease_response(l, &grant));
+    }
     let [c, la, lw, ch] = fileinfo::times(&attr);
     let (eof, alloc) = fileinfo::sizes(&attr);
     let resp = CreateResponse {
-        oplock_level: OplockLevel::NONE,
+        oplock_level: OplockLevel(grant.level),
         flags: 0,
         create_action: action,
         creation_time: c.0,
@@ -360,7 +509,33 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     session.opens.insert(id, Arc::new(open));
     let mut r = Reply::ok(body);
     r.file_id = Some((persistent_id, id));
-    Ok(r)
+    Ok(Some(r))
+}
+
+/// The RqLs response context: the lease's key, its state now, and for
+/// version 2 its epoch and parent key ([MS-SMB2] 2.2.14.2.10, 2.2.14.2.11).
+fn lease_response(
+    req: &ringshare_wire::create::Lease,
+    g: &oplock::Grant,
+) -> CreateContext<'static> {
+    let mut flags = 0;
+    if g.lease_breaking {
+        flags |= LeaseFlags::BREAK_IN_PROGRESS.0;
+    }
+    if g.parent_key.is_some() {
+        flags |= LeaseFlags::PARENT_LEASE_KEY_SET.0;
+    }
+    let l = ringshare_wire::create::Lease {
+        key: req.key,
+        state: LeaseState(g.lease_state),
+        flags: LeaseFlags(flags),
+        duration: 0,
+        v2: g.v2.then_some(ringshare_wire::create::LeaseV2 {
+            parent_key: g.parent_key.unwrap_or([0; 16]),
+            epoch: g.epoch,
+        }),
+    };
+    CreateContext::new(ringshare_wire::create::tag::REQUEST_LEASE, l.encode())
 }
 
 /// Store the descriptor of a SecD context with a file just created: its

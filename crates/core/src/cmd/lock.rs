@@ -76,6 +76,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if e.locks.count_owned_by(owner) + lr.locks.len() > limits::LOCKS_PER_OPEN_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
+    // A byte-range lock breaks the read caching of other opens.
+    let mut breaks = Vec::new();
+    crate::oplock::on_change(&mut e, owner, core.now.mono_ms, &mut breaks);
+    crate::oplock::send(&core.server, breaks);
     let mut taken: Vec<LockElement> = Vec::new();
     for el in &lr.locks {
         let failure = if locks::check_range(el.offset, el.length).is_err() {

@@ -14,6 +14,7 @@ pub(crate) mod ioctl;
 pub(crate) mod lock;
 pub(crate) mod negotiate;
 pub(crate) mod notify;
+pub(crate) mod oplock_break;
 pub(crate) mod pipe;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
@@ -29,6 +30,8 @@ pub(crate) enum AsyncWork {
     Lock(lock::PendingLock),
     /// CHANGE_NOTIFY: waits until cancelled or its directory handle is closed.
     Notify(notify::PendingNotify),
+    /// CREATE waiting for other clients to acknowledge oplock or lease breaks.
+    Create(create::PendingCreate),
 }
 
 impl AsyncWork {
@@ -37,6 +40,7 @@ impl AsyncWork {
         match self {
             AsyncWork::Lock(p) => Some(p.retry_at_ms),
             AsyncWork::Notify(_) => None,
+            AsyncWork::Create(p) => Some(p.retry_at_ms),
         }
     }
 }
@@ -50,6 +54,7 @@ pub(crate) fn poll_async(
     match work {
         AsyncWork::Lock(p) => lock::poll(core, session_id, p),
         AsyncWork::Notify(_) => None,
+        AsyncWork::Create(p) => create::poll(core, session_id, p),
     }
 }
 
@@ -57,6 +62,6 @@ pub(crate) fn poll_async(
 pub(crate) fn cancel_async(core: &mut ConnCore, session_id: u64, work: &AsyncWork) {
     match work {
         AsyncWork::Lock(p) => lock::cancel(core, session_id, p),
-        AsyncWork::Notify(_) => {}
+        AsyncWork::Notify(_) | AsyncWork::Create(_) => {}
     }
 }

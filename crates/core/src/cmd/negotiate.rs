@@ -40,10 +40,11 @@ fn allowed(core: &ConnCore, d: Dialect) -> bool {
 /// The server's capabilities for dialect `d`; `multi_channel`: the server
 /// supports multichannel and the client offered it ([MS-SMB2] 3.3.5.4).
 fn capabilities_for(d: Dialect, cipher: Option<Cipher>, multi_channel: bool) -> Capabilities {
+    // Leases from 2.1 on ([MS-SMB2] 3.3.5.4); directory leasing is not offered.
     let mut c = if d == Dialect::SMB2_0_2 {
         Capabilities::empty()
     } else {
-        Capabilities::LARGE_MTU
+        Capabilities::LARGE_MTU | Capabilities::LEASING
     };
     // 3.0/3.0.2 announce encryption with the capability; 3.1.1 with the context.
     if cipher.is_some() && (d == Dialect::SMB3_0 || d == Dialect::SMB3_0_2) {

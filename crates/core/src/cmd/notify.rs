@@ -1,17 +1,15 @@
-//! [MS-SMB2] 3.3.5.19 Receiving an SMB2 CHANGE_NOTIFY Request and
-//! 3.3.5.22 Receiving an SMB2 OPLOCK_BREAK Acknowledgment.
+//! [MS-SMB2] 3.3.5.19 Receiving an SMB2 CHANGE_NOTIFY Request.
 //!
 //! ringshare does not watch directories yet. A valid CHANGE_NOTIFY goes async
 //! (interim STATUS_PENDING) and stays pending until the client cancels it
 //! (STATUS_CANCELLED) or closes the directory handle (STATUS_NOTIFY_CLEANUP),
-//! which is what a server that saw no change would answer. No oplocks or
-//! leases are granted, so a break acknowledgment refers to nothing.
+//! which is what a server that saw no change would answer.
 
 use ringshare_wire::misc::ChangeNotifyRequest;
 use ringshare_wire::NtStatus;
 
 use crate::cmd::AsyncWork;
-use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::conn::{ConnCore, Handled, Req};
 use crate::opens;
 
 /// FILE_LIST_DIRECTORY: the access CHANGE_NOTIFY needs on the directory.
@@ -38,9 +36,4 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     Ok(Handled::Async(AsyncWork::Notify(PendingNotify {
         open_id: open.id,
     })))
-}
-
-pub(crate) fn oplock_break(_core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
-    // No oplock was granted, so no break can be acknowledged.
-    Err(NtStatus::INVALID_OPLOCK_PROTOCOL)
 }

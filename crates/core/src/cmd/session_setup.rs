@@ -84,6 +84,7 @@ fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
                 auth: None,
                 preauth,
                 binding: false,
+                client_encrypts: false,
             },
         );
         return id;
@@ -150,7 +151,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Ok(ServerStep::Continue(token)) => Ok(more_processing(session_id, dialect, &token)),
         Ok(ServerStep::Done { token, result }) => {
             let anonymous = result.kind == AuthKind::Anonymous;
-            finish(
+            let r = finish(
                 core,
                 session_id,
                 dialect,
@@ -160,7 +161,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 anonymous,
                 false,
                 Some(result.session_key),
-            )
+            )?;
+            if setup.previous_session_id != 0 && setup.previous_session_id != session_id {
+                end_previous_session(core, session_id, setup.previous_session_id);
+            }
+            Ok(r)
         }
         Err(AuthError::NoSuchUser(user))
             if core.server.config.map_bad_user_to_guest && core.server.config.guest_enabled =>
@@ -309,6 +314,7 @@ fn bind_checked(
                 auth: None,
                 preauth,
                 binding: true,
+                client_encrypts: false,
             },
         );
     }
@@ -547,6 +553,32 @@ fn finish(
         r.sign_with_session = Some(session_id);
     }
     Ok(r)
+}
+
+/// [MS-SMB2] 3.3.5.5.3: a client that reconnects names its previous
+/// session; when the same user owned it, that session ends (its opens close:
+/// they are not durable) and its other channels find it gone.
+fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
+    let server = core.server.clone();
+    let Some(sref) = core.session(session_id) else {
+        return;
+    };
+    let user = lock(&sref).user.clone();
+    let Some(old) = server.find_session(previous) else {
+        return;
+    };
+    {
+        let mut o = lock(&old);
+        if !o.is_valid() || o.is_anonymous || o.is_guest || !o.user.eq_ignore_ascii_case(&user) {
+            return;
+        }
+        tracing::debug!(previous, "a reconnecting client ends its previous session");
+        o.closed = true;
+        o.channels.clear();
+        close_all_opens(&server, &mut o);
+    }
+    server.remove_session(previous);
+    core.sessions.remove(&previous);
 }
 
 /// [MS-SMB2] 3.3.5.6: LOGOFF on any channel ends the session everywhere:

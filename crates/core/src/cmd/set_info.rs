@@ -58,6 +58,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     match s.info_type {
         InfoType::FILE => set_file(
             &server,
+            core.now.mono_ms,
             &open,
             FileInfoClass(s.info_class),
             s.buffer,
@@ -81,6 +82,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
 
 fn set_file(
     server: &ServerState,
+    now_ms: u64,
     open: &Open,
     class: FileInfoClass,
     buf: &[u8],
@@ -122,6 +124,7 @@ fn set_file(
             if open.is_dir || v.end_of_file > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
+            break_caches(server, open, now_ms);
             open.node.set_len(v.end_of_file).map_err(status_of)
         }
         FileInfoClass::ALLOCATION => {
@@ -132,6 +135,7 @@ fn set_file(
             if open.is_dir || v.allocation_size > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
+            break_caches(server, open, now_ms);
             // A smaller allocation cuts the file ([MS-FSA] 2.1.5.14.1).
             let size = open.node.stat().map_err(status_of)?.size;
             if v.allocation_size < size {
@@ -285,7 +289,7 @@ fn rename(server: &ServerState, open: &Open, r: &FileRenameInformation) -> Resul
     };
     let backend = open.share.backend.clone();
     let (tparent, pattr) = resolve_path(backend.as_ref(), &tparent)?;
-    if !pattr.is_some_and(|a| a.is_dir()) {
+    if !pattr.as_ref().is_some_and(|a| a.is_dir()) {
         return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
     }
     let target = tparent.join(tname).map_err(status_of)?;
@@ -295,6 +299,19 @@ fn rename(server: &ServerState, open: &Open, r: &FileRenameInformation) -> Resul
     }
     if target == source {
         return Ok(());
+    }
+    // A directory someone holds open with DELETE access takes no entry by
+    // rename (as on Windows and Samba; smbtorture smb2.oplock.exclusive6).
+    if let Some(pa) = pattr {
+        let held = server
+            .existing_file_entry(FileKey {
+                dev: pa.dev,
+                ino: pa.ino,
+            })
+            .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
+        if held {
+            return Err(NtStatus::SHARING_VIOLATION);
+        }
     }
     // Another file already holds the name (case-insensitively)?
     match backend.find_name_case_insensitive(&tparent, tname) {
@@ -331,4 +348,11 @@ fn rename(server: &ServerState, open: &Open, r: &FileRenameInformation) -> Resul
     lock(&open.entry).path = target.clone();
     lock(&open.state).path = target;
     Ok(())
+}
+
+/// A size change breaks the read caching of the file's other opens.
+fn break_caches(server: &ServerState, open: &Open, now_ms: u64) {
+    let mut breaks = Vec::new();
+    crate::oplock::on_change(&mut lock(&open.entry), open.id, now_ms, &mut breaks);
+    crate::oplock::send(server, breaks);
 }

@@ -17,6 +17,7 @@ use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::locks::Intent;
 use crate::opens;
+use crate::oplock;
 use crate::server::lock;
 
 /// The largest file a write may make: NTFS's limit, 2^44 - 64 KiB. Windows and
@@ -93,12 +94,17 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if len == 0 {
         return Ok(Handled::Reply(Reply::ok(response(0))));
     }
-    if lock(&open.entry)
-        .locks
-        .conflicts(offset, len as u64, Intent::Write, open.id)
+    let mut breaks = Vec::new();
     {
-        return Err(NtStatus::FILE_LOCK_CONFLICT);
+        let mut e = lock(&open.entry);
+        if e.locks
+            .conflicts(offset, len as u64, Intent::Write, open.id)
+        {
+            return Err(NtStatus::FILE_LOCK_CONFLICT);
+        }
+        oplock::on_change(&mut e, open.id, core.now.mono_ms, &mut breaks);
     }
+    oplock::send(&core.server, breaks);
     if req.detached.is_some() {
         return Ok(Handled::Io {
             node: open.node.clone(),

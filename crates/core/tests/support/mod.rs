@@ -261,6 +261,11 @@ impl Client {
     }
 
     pub fn session_setup(&mut self) {
+        self.session_setup_after(0);
+    }
+
+    /// A new session for alice naming `previous` as PreviousSessionId.
+    pub fn session_setup_after(&mut self, previous: u64) {
         let mut auth = ClientAuth::new("alice", "", "secret");
         let mut server_token: Option<Vec<u8>> = None;
         loop {
@@ -273,7 +278,7 @@ impl Client {
                 security_mode: SecurityMode::SIGNING_ENABLED,
                 capabilities: Capabilities::empty(),
                 channel: 0,
-                previous_session_id: 0,
+                previous_session_id: previous,
                 security_buffer: &token,
             };
             let r = self.call(Command::SESSION_SETUP, 0, |o| req.encode(o));
@@ -389,6 +394,9 @@ impl Client {
     /// Run I/O and collect sent responses.
     pub fn pump(&mut self) -> Vec<Resp> {
         let mut out = Vec::new();
+        if self.conn.has_mail() {
+            self.conn.handle_mail(self.now);
+        }
         while let Some(o) = self.conn.poll_output() {
             let o = match o {
                 Output::SendFile(sf) => Output::Send(vec![sf.to_bytes()]),

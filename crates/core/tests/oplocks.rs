@@ -1,0 +1,455 @@
+//! Oplocks and leases: grants, breaks delivered to the holder's connection,
+//! CREATEs that wait for acknowledgments, timeouts ([MS-SMB2] 3.3.4.6,
+//! 3.3.4.7, 3.3.5.9.8, 3.3.5.22; the grant and break rules smbtorture's
+//! smb2.oplock and smb2.lease suites check). Two clients are two
+//! connections of one server.
+
+mod support;
+
+use ringshare_core::SigningPolicy;
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
+    ImpersonationLevel, LeaseFlags, LeaseState, OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{
+    tag, ContextTag, CreateContext, CreateRequest, CreateResponse, Lease, LeaseV2,
+};
+use ringshare_wire::misc::OplockBreak;
+use ringshare_wire::{FileId, NtStatus};
+use support::*;
+
+const NONE: u8 = 0;
+const II: u8 = 1;
+const BATCH: u8 = 9;
+const LEASE: u8 = 0xFF;
+const R: u32 = 1;
+const H: u32 = 2;
+const W: u32 = 4;
+const READ: u32 = 0x0012_0089;
+const ALL: u32 = 0x001F_01FF;
+const ATTRS_ONLY: u32 = 0x0000_0080;
+
+fn pair() -> (Client, Client) {
+    pair_with(Dialect::SMB3_1_1)
+}
+
+fn pair_with(dialect: Dialect) -> (Client, Client) {
+    let mem = MemShare::new();
+    let server = server(&mem, SigningPolicy::IfRequired);
+    let opts = || Options {
+        dialect,
+        signing: SigningPolicy::IfRequired,
+    };
+    let a = Client::on(server.clone(), mem.clone(), opts());
+    let b = Client::on(server, mem, opts());
+    (a, b)
+}
+
+/// A CREATE message asking for `level` (and a lease when `lease` is set).
+fn create_msg(
+    c: &mut Client,
+    name: &str,
+    access: u32,
+    share: u32,
+    disposition: D,
+    level: u8,
+    lease: Option<Lease>,
+) -> Vec<u8> {
+    let contexts = lease
+        .map(|l| vec![CreateContext::new(tag::REQUEST_LEASE, l.encode())])
+        .unwrap_or_default();
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(level),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(access),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(share),
+        create_disposition: disposition,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts,
+    };
+    let tree = c.tree_id;
+    c.message(Command::CREATE, tree, |o| req.encode(o))
+}
+
+fn lease(key: u8, state: u32) -> Lease {
+    Lease {
+        key: [key; 16],
+        state: LeaseState(state),
+        flags: LeaseFlags::empty(),
+        duration: 0,
+        v2: Some(LeaseV2 {
+            parent_key: [0; 16],
+            epoch: 0,
+        }),
+    }
+}
+
+fn open(
+    c: &mut Client,
+    name: &str,
+    access: u32,
+    share: u32,
+    level: u8,
+    lease: Option<Lease>,
+) -> Resp {
+    let m = create_msg(c, name, access, share, D::OPEN_IF, level, lease);
+    let mut rs = c.send_frame(m);
+    assert_eq!(rs.len(), 1, "one response: {rs:?}");
+    rs.remove(0)
+}
+
+/// The oplock level and FileId of a successful CREATE.
+struct Created {
+    oplock_level: OplockLevel,
+    file_id: FileId,
+}
+
+fn created(r: &Resp) -> Created {
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    Created {
+        oplock_level: cr.oplock_level,
+        file_id: cr.file_id,
+    }
+}
+
+fn granted_lease(r: &Resp) -> Lease {
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::RequestLease)
+        .expect("lease response context");
+    Lease::decode(&c.data).expect("lease context")
+}
+
+/// The break notifications waiting for client `c`.
+fn breaks(c: &mut Client) -> Vec<OplockBreak> {
+    c.pump()
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r.hdr.command, Command::OPLOCK_BREAK);
+            assert_eq!(r.hdr.message_id, u64::MAX, "a notification");
+            assert_eq!(r.hdr.session_id, 0);
+            OplockBreak::decode(&r.msg).expect("break body")
+        })
+        .collect()
+}
+
+fn ack_oplock(c: &mut Client, f: FileId, level: u8) -> Resp {
+    let body = OplockBreak::Oplock {
+        oplock_level: OplockLevel(level),
+        file_id: f,
+    };
+    c.call(Command::OPLOCK_BREAK, c.tree_id, |o| body.encode(o))
+}
+
+fn ack_lease(c: &mut Client, key: u8, state: u32) -> Resp {
+    let body = OplockBreak::LeaseAck {
+        flags: 0,
+        lease_key: [key; 16],
+        lease_state: LeaseState(state),
+        lease_duration: 0,
+    };
+    c.call(Command::OPLOCK_BREAK, c.tree_id, |o| body.encode(o))
+}
+
+#[test]
+fn batch_oplock_is_granted_to_the_only_opener_in_every_dialect() {
+    for d in [
+        Dialect::SMB2_0_2,
+        Dialect::SMB2_1,
+        Dialect::SMB3_0,
+        Dialect::SMB3_1_1,
+    ] {
+        let (mut a, _b) = pair_with(d);
+        let r = open(&mut a, "f.txt", ALL, 0, BATCH, None);
+        assert_eq!(created(&r).oplock_level.0, BATCH, "{d:?}");
+    }
+}
+
+#[test]
+fn second_open_breaks_batch_to_level_ii_waits_for_the_ack_and_gets_level_ii() {
+    let (mut a, mut b) = pair();
+    let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, BATCH, None);
+    let rs = b.send_frame(m);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(
+        rs[0].status(),
+        NtStatus::PENDING,
+        "the CREATE waits (interim)"
+    );
+    let got = breaks(&mut a);
+    assert_eq!(
+        got,
+        vec![OplockBreak::Oplock {
+            oplock_level: OplockLevel(II),
+            file_id: fa
+        }]
+    );
+    // Nothing happens for b until a acknowledges.
+    assert!(b.tick(10).is_empty());
+    let r = ack_oplock(&mut a, fa, II);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(r.body()[2], II);
+    let fin = b.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(
+        created(&fin[0]).oplock_level.0,
+        II,
+        "both share level II now"
+    );
+}
+
+#[test]
+fn unacknowledged_break_lets_the_waiting_open_go_after_35_seconds() {
+    let (mut a, mut b) = pair();
+    let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
+    assert_eq!(breaks(&mut a).len(), 1);
+    assert!(b.tick(34_000).is_empty(), "still waiting after 34 s");
+    let fin = b.tick(1_500);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].status(), NtStatus::SUCCESS);
+    // The holder was left with nothing: a late ack finds no break.
+    assert_eq!(
+        ack_oplock(&mut a, fa, II).status(),
+        NtStatus::INVALID_OPLOCK_PROTOCOL
+    );
+}
+
+#[test]
+fn closing_the_holder_releases_the_waiting_open_at_once() {
+    let (mut a, mut b) = pair();
+    let fa = created(&open(&mut a, "f.txt", ALL, 0, BATCH, None)).file_id;
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
+    breaks(&mut a);
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    let fin = b.tick(5);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(
+        fin[0].status(),
+        NtStatus::SUCCESS,
+        "no sharing conflict left"
+    );
+}
+
+#[test]
+fn batch_holder_that_keeps_its_handle_leaves_a_sharing_violation() {
+    let (mut a, mut b) = pair();
+    let fa = created(&open(&mut a, "f.txt", ALL, 0, BATCH, None)).file_id;
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
+    breaks(&mut a);
+    assert_eq!(ack_oplock(&mut a, fa, II).status(), NtStatus::SUCCESS);
+    let fin = b.tick(5);
+    assert_eq!(fin[0].status(), NtStatus::SHARING_VIOLATION);
+}
+
+#[test]
+fn waiting_create_can_be_cancelled() {
+    let (mut a, mut b) = pair();
+    created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let mid = b.next_mid - 1;
+    let interim = b.send_frame(m);
+    assert_eq!(interim[0].status(), NtStatus::PENDING);
+    let async_id = interim[0].hdr.async_id().expect("async id");
+    let mut h = ringshare_wire::header::Header::request(Command::CANCEL, mid);
+    h.session_id = b.session_id;
+    h.flags
+        .insert(ringshare_wire::consts::HeaderFlags::ASYNC_COMMAND);
+    h.id = ringshare_wire::header::HeaderId::Async { async_id };
+    let mut msg = Vec::new();
+    h.encode(&mut msg);
+    msg.extend_from_slice(&[4, 0, 0, 0]);
+    let rs = b.send_frame(msg);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0].status(), NtStatus::CANCELLED);
+}
+
+#[test]
+fn stat_open_breaks_nothing_and_gets_no_oplock() {
+    let (mut a, mut b) = pair();
+    created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
+    let r = open(&mut b, "f.txt", ATTRS_ONLY, 7, BATCH, None);
+    assert_eq!(created(&r).oplock_level.0, NONE);
+    assert!(breaks(&mut a).is_empty());
+}
+
+#[test]
+fn write_breaks_level_ii_oplocks_to_none_without_waiting() {
+    let (mut a, mut b) = pair();
+    a.put_file("f.txt", b"hello");
+    let fa = created(&open(&mut a, "f.txt", READ, 7, II, None)).file_id;
+    let fb = open(&mut b, "f.txt", ALL, 7, II, None);
+    assert_eq!(created(&fb).oplock_level.0, II);
+    let fb = created(&fb).file_id;
+    assert_eq!(b.write(fb, 0, b"HELLO").status(), NtStatus::SUCCESS);
+    let got = breaks(&mut a);
+    assert_eq!(
+        got,
+        vec![OplockBreak::Oplock {
+            oplock_level: OplockLevel(NONE),
+            file_id: fa
+        }]
+    );
+    // No acknowledgment is expected for a break from level II.
+    assert_eq!(
+        ack_oplock(&mut a, fa, NONE).status(),
+        NtStatus::INVALID_OPLOCK_PROTOCOL
+    );
+}
+
+#[test]
+fn ack_of_an_oplock_that_is_not_breaking_is_invalid_oplock_protocol() {
+    let (mut a, _b) = pair();
+    let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
+    assert_eq!(
+        ack_oplock(&mut a, fa, II).status(),
+        NtStatus::INVALID_OPLOCK_PROTOCOL
+    );
+}
+
+#[test]
+fn lease_rwh_is_granted_alone_and_another_client_breaks_it_to_rh() {
+    let (mut a, mut b) = pair();
+    let l = granted_lease(&open(
+        &mut a,
+        "f.txt",
+        ALL,
+        7,
+        LEASE,
+        Some(lease(1, R | W | H)),
+    ));
+    assert_eq!(l.state.0, R | W | H);
+    assert_eq!(l.v2.expect("v2 answer").epoch, 1, "request epoch + 1");
+    let m = create_msg(
+        &mut b,
+        "f.txt",
+        READ,
+        7,
+        D::OPEN,
+        LEASE,
+        Some(lease(2, R | H)),
+    );
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
+    let got = breaks(&mut a);
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("one lease break: {got:?}");
+    };
+    assert_eq!(n.lease_key, [1; 16]);
+    assert_eq!(n.current_lease_state.0, R | W | H);
+    assert_eq!(n.new_lease_state.0, R | H);
+    assert_eq!(n.flags.0 & 1, 1, "ack required");
+    assert_eq!(n.new_epoch, 2);
+    // Acking more than the break allows is refused; the break stays.
+    assert_eq!(
+        ack_lease(&mut a, 1, R | W).status(),
+        NtStatus::REQUEST_NOT_ACCEPTED
+    );
+    let r = ack_lease(&mut a, 1, R | H);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(
+        ack_lease(&mut a, 1, R | H).status(),
+        NtStatus::UNSUCCESSFUL,
+        "no break now"
+    );
+    let fin = b.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(granted_lease(&fin[0]).state.0, R | H);
+}
+
+#[test]
+fn lease_requests_without_read_get_nothing() {
+    let (mut a, _b) = pair();
+    for (i, s) in [H, W, H | W, 0].into_iter().enumerate() {
+        let name = format!("f{i}.txt");
+        let r = open(&mut a, &name, ALL, 7, LEASE, Some(lease(10 + i as u8, s)));
+        assert_eq!(created(&r).oplock_level.0, LEASE);
+        assert_eq!(granted_lease(&r).state.0, 0, "state {s}");
+    }
+}
+
+#[test]
+fn same_lease_key_on_another_file_is_invalid_parameter() {
+    let (mut a, _b) = pair();
+    granted_lease(&open(&mut a, "f.txt", ALL, 7, LEASE, Some(lease(1, R))));
+    let r = open(&mut a, "g.txt", ALL, 7, LEASE, Some(lease(1, R)));
+    assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
+}
+
+#[test]
+fn same_lease_key_opens_share_the_lease_and_break_nothing() {
+    let (mut a, _b) = pair();
+    granted_lease(&open(
+        &mut a,
+        "f.txt",
+        ALL,
+        7,
+        LEASE,
+        Some(lease(1, R | W | H)),
+    ));
+    let l = granted_lease(&open(
+        &mut a,
+        "f.txt",
+        READ,
+        7,
+        LEASE,
+        Some(lease(1, R | W | H)),
+    ));
+    assert_eq!(l.state.0, R | W | H);
+    assert!(breaks(&mut a).is_empty());
+}
+
+#[test]
+fn write_breaks_read_leases_of_other_keys_without_waiting() {
+    let (mut a, mut b) = pair();
+    a.put_file("f.txt", b"data");
+    granted_lease(&open(&mut a, "f.txt", READ, 7, LEASE, Some(lease(1, R))));
+    let fb = created(&open(&mut b, "f.txt", ALL, 7, NONE, None)).file_id;
+    assert_eq!(b.write(fb, 0, b"DATA").status(), NtStatus::SUCCESS);
+    let got = breaks(&mut a);
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("one lease break: {got:?}");
+    };
+    assert_eq!((n.current_lease_state.0, n.new_lease_state.0), (R, 0));
+    assert_eq!(n.flags.0, 0, "no ack for a break from R");
+}
+
+#[test]
+fn create_inside_a_compound_waits_and_the_members_after_it_run_later() {
+    let (mut a, mut b) = pair();
+    a.put_file("f.txt", b"xyz");
+    let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
+    let create = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let read = b.read_msg(FileId::ANY, 0, 3);
+    let rs = b.compound(vec![create, read], true);
+    assert!(rs.is_empty(), "the chain waits: {rs:?}");
+    breaks(&mut a);
+    assert_eq!(ack_oplock(&mut a, fa, II).status(), NtStatus::SUCCESS);
+    let rs = b.tick(5);
+    assert_eq!(rs.len(), 2, "{rs:?}");
+    assert_eq!(rs[0].status(), NtStatus::SUCCESS);
+    assert_eq!(read_data(&rs[1]), b"xyz");
+}
+
+#[test]
+fn break_for_a_connection_that_went_goes_to_another_channel_or_nowhere() {
+    let (mut a, mut b) = pair();
+    created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
+    a.conn.shutdown();
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let rs = b.send_frame(m);
+    // a's session went with its only channel, and its opens with it.
+    assert_eq!(rs[0].status(), NtStatus::SUCCESS);
+}
