@@ -903,7 +903,7 @@ impl Connection {
                     sole: w.sole,
                     encrypted: w.job.encrypted.is_some(),
                 };
-                cmd::create::create(&mut self.core, &req, true)
+                cmd::create::retry(&mut self.core, &req)
             };
             match outcome {
                 Ok(None) => {
@@ -976,7 +976,20 @@ impl Connection {
                 drop(session);
                 if lock(&sref).closed {
                     // Logged off on another channel: this one forgets it too.
-                    self.core.sessions.remove(&req.session_id);
+                    // A request signed with this channel's key gets its answer
+                    // signed with it (clients refuse an unsigned answer to a
+                    // signed request, whatever its status).
+                    let key = self
+                        .core
+                        .sessions
+                        .remove(&req.session_id)
+                        .and_then(|ch| ch.signing_key)
+                        .filter(|k| req.hdr.is_signed() && signature_ok(k, req));
+                    if let Some(k) = key {
+                        let mut r = Reply::with_status(NtStatus::USER_SESSION_DELETED, Vec::new());
+                        r.sign_key = Some(k);
+                        return Ok(Handled::Reply(r));
+                    }
                 }
                 return Err(NtStatus::USER_SESSION_DELETED);
             }
@@ -1032,7 +1045,8 @@ impl Connection {
             }
             Command::CHANGE_NOTIFY => cmd::notify::handle(&mut self.core, req),
             Command::QUERY_INFO => cmd::query_info::handle(&mut self.core, req).map(Handled::Reply),
-            Command::SET_INFO => cmd::set_info::handle(&mut self.core, req).map(Handled::Reply),
+            Command::SET_INFO => cmd::set_info::handle(&mut self.core, req)
+                .map(|r| r.map_or(Handled::WaitForBreaks, Handled::Reply)),
             Command::OPLOCK_BREAK => {
                 let r = cmd::oplock_break::handle(&mut self.core, req);
                 // An acknowledgment may end what a waiting CREATE waits for.
@@ -1107,7 +1121,10 @@ impl Connection {
                 let s = lock(&ch.session);
                 (s.signing_required, s.is_valid())
             };
-            if required && valid && !setup {
+            // A SESSION_SETUP may come unsigned before the channel has a key
+            // (the first logon, a binding); after that, on a session that
+            // requires signing, it may not (an unsigned re-authentication).
+            if required && valid && (!setup || ch.signing_key.is_some()) {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             return Ok(());
@@ -1121,15 +1138,7 @@ impl Connection {
                 Err(NtStatus::ACCESS_DENIED)
             };
         };
-        let mut sig = [0u8; 16];
-        sig.copy_from_slice(&req.msg[48..64]);
-        let nonce = NonceInfo {
-            message_id: req.hdr.message_id,
-            server_to_client: false,
-            cancel: req.hdr.command == Command::CANCEL,
-        };
-        let ok = key.verify(&[&req.msg[..48], &[0u8; 16], &req.msg[64..]], nonce, &sig);
-        if ok {
+        if signature_ok(key, req) {
             Ok(())
         } else {
             tracing::debug!(peer = %self.core.peer, mid = req.hdr.message_id, "bad signature");
@@ -1556,6 +1565,23 @@ impl Connection {
             self.poll_async(id);
         }
     }
+}
+
+/// The request's signature verifies with `key` ([MS-SMB2] 3.3.5.2.4).
+pub(crate) fn signature_ok(key: &SigningKey, req: &Req<'_>) -> bool {
+    let (Some(head), Some(sig), Some(tail)) =
+        (req.msg.get(..48), req.msg.get(48..64), req.msg.get(64..))
+    else {
+        return false;
+    };
+    let mut s = [0u8; 16];
+    s.copy_from_slice(sig);
+    let nonce = NonceInfo {
+        message_id: req.hdr.message_id,
+        server_to_client: false,
+        cancel: req.hdr.command == Command::CANCEL,
+    };
+    key.verify(&[head, &[0u8; 16], tail], nonce, &s)
 }
 
 impl Drop for Connection {

@@ -113,20 +113,28 @@ pub(crate) struct Wish {
     pub share_access: u32,
     /// The open overwrites or supersedes the file.
     pub truncate: bool,
+    /// An open for DELETE alone, without an oplock (how clients delete a
+    /// file): it also takes H, so holders close handles they only cached.
+    pub delete_only: bool,
     pub lease: Option<LeaseId>,
 }
 
 /// Notices to post once the file's entry is unlocked.
 pub(crate) type Breaks = Vec<(Route, Notice)>;
 
-/// Access a "stat open" may have: it breaks no oplock or lease.
-const STAT_ACCESS: u32 = access::FILE_READ_ATTRIBUTES
-    | access::FILE_WRITE_ATTRIBUTES
-    | access::SYNCHRONIZE
-    | access::READ_CONTROL;
+/// Access a "stat open" may have: it breaks no oplock.
+const STAT_ACCESS: u32 =
+    access::FILE_READ_ATTRIBUTES | access::FILE_WRITE_ATTRIBUTES | access::SYNCHRONIZE;
 
+/// An open that only looks at attributes (and does not overwrite) breaks
+/// no oplock; for leases reading the security descriptor counts as such a
+/// look too (smbtorture smb2.oplock.statopen1 and smb2.lease.statopen4).
 fn is_stat_open(access: u32, truncate: bool) -> bool {
     access & !STAT_ACCESS == 0 && !truncate
+}
+
+fn is_lease_stat_open(access: u32, truncate: bool) -> bool {
+    access & !(STAT_ACCESS | access::READ_CONTROL) == 0 && !truncate
 }
 
 /// The lease state an oplock level stands for.
@@ -149,16 +157,18 @@ pub(crate) fn before_open(
     breaks: &mut Breaks,
 ) -> bool {
     expire(e, now_ms);
-    if is_stat_open(wish.access, wish.truncate) {
+    let lease_stat = is_lease_stat_open(wish.access, wish.truncate);
+    if lease_stat && is_stat_open(wish.access, wish.truncate) {
         return false;
     }
+    let oplock_stat = is_stat_open(wish.access, wish.truncate);
     let conflict = access::check_sharing(&e.opens, wish.access, wish.share_access).is_err();
     // What the open takes away from other holders, and waits for.
-    let take = if conflict { H } else { W };
+    let take = if conflict { H } else { W } | if wish.delete_only { H } else { 0 };
     let mut wait = false;
     for o in e.opens.iter_mut() {
         let c = &mut o.caching;
-        if c.level == LEVEL_LEASE || c.level == LEVEL_NONE {
+        if c.level == LEVEL_LEASE || c.level == LEVEL_NONE || oplock_stat {
             continue;
         }
         if c.breaking_to.is_some() {
@@ -179,7 +189,7 @@ pub(crate) fn before_open(
         }
     }
     for l in e.leases.iter_mut() {
-        if Some(l.id) == wish.lease {
+        if Some(l.id) == wish.lease || lease_stat {
             continue;
         }
         let must = l.state & take != 0;
@@ -238,12 +248,58 @@ pub(crate) fn on_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut
     }
 }
 
+/// Before open `owner` renames the file: other holders give up handle
+/// caching (leases of other keys lose H, BATCH breaks to LEVEL_II), since a
+/// handle they keep open only for caching would hold the old name. True
+/// while their acknowledgments are awaited.
+pub(crate) fn before_rename(
+    e: &mut FileEntry,
+    owner: u64,
+    now_ms: u64,
+    breaks: &mut Breaks,
+) -> bool {
+    expire(e, now_ms);
+    let mine = e
+        .opens
+        .iter()
+        .find(|o| o.owner == owner)
+        .and_then(|o| o.caching.lease);
+    let mut wait = false;
+    for o in e.opens.iter_mut() {
+        let c = &mut o.caching;
+        if o.owner == owner || c.level == LEVEL_LEASE {
+            continue;
+        }
+        if c.breaking_to.is_some() {
+            wait = true;
+        } else if c.level == LEVEL_BATCH {
+            c.breaking_to = Some(LEVEL_II);
+            c.break_deadline_ms = now_ms + BREAK_TIMEOUT_MS;
+            breaks.push((c.route, oplock_notice(c, LEVEL_II)));
+            wait = true;
+        }
+    }
+    for l in e.leases.iter_mut() {
+        if Some(l.id) == mine {
+            continue;
+        }
+        if let Some(to) = l.breaking_to {
+            l.required &= !H;
+            wait |= (l.state | to) & H != 0;
+        } else if l.state & H != 0 {
+            wait |= start_lease_break(l, l.state & !H, now_ms, breaks, true);
+        }
+    }
+    wait
+}
+
 /// What the new open `owner` (already in `e.opens`) is granted: its oplock
 /// level and, for a lease, the lease's state. Called with the entry locked,
 /// after [`before_open`] found nothing to wait for.
 pub(crate) fn grant(
     e: &mut FileEntry,
     owner: u64,
+    truncate: bool,
     requested: u8,
     lease_req: Option<&ringshare_wire::create::Lease>,
     lease_id: Option<LeaseId>,
@@ -333,7 +389,7 @@ pub(crate) fn grant(
         c.lease = Some(id);
         return g;
     }
-    let stat = is_stat_open(e.opens[me].access, false);
+    let stat = is_stat_open(e.opens[me].access, truncate);
     let level = match requested {
         LEVEL_II | LEVEL_EXCLUSIVE | LEVEL_BATCH if !is_dir => {
             if h_held || (stat && others) {

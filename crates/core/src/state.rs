@@ -43,10 +43,9 @@ pub(crate) struct Session {
     pub valid: bool,
     /// Logged off (or its last channel went): every channel sees it gone.
     pub closed: bool,
-    /// The dialect and client GUID of the connection that set the session up
-    /// (Session.Connection.Dialect / ClientGuid, checked when binding).
+    /// The dialect of the connection that set the session up
+    /// (Session.Connection.Dialect, checked when binding).
     pub dialect: u16,
-    pub client_guid: [u8; 16],
     /// Ids of the connections bound to the session ([MS-SMB2] Session.ChannelList).
     pub channels: Vec<u64>,
     pub user: String,
@@ -76,13 +75,12 @@ pub(crate) struct Session {
 
 impl Session {
     /// A new session set up on connection `conn_id`, InProgress.
-    pub fn new(id: u64, dialect: u16, client_guid: [u8; 16], conn_id: u64) -> Session {
+    pub fn new(id: u64, dialect: u16, conn_id: u64) -> Session {
         Session {
             id,
             valid: false,
             closed: false,
             dialect,
-            client_guid,
             channels: vec![conn_id],
             user: String::new(),
             uid: None,

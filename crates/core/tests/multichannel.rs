@@ -229,13 +229,63 @@ fn a_request_on_a_bound_channel_signed_with_the_session_key_is_refused() {
 }
 
 #[test]
-fn binding_from_another_client_guid_is_refused_as_session_deleted() {
+fn binding_from_another_client_guid_is_accepted_as_windows_does() {
     let (a, skey) = first_channel(Dialect::SMB3_1_1);
     let mut b = second(&a, Dialect::SMB3_1_1, [0x44; 16]);
-    assert_eq!(
-        bind(&a, &mut b, &skey).err(),
-        Some(NtStatus::USER_SESSION_DELETED)
-    );
+    assert!(bind(&a, &mut b, &skey).is_ok());
+}
+
+/// Send `b` one binding leg signed with `skey` and return the response.
+fn bind_leg(b: &mut Client, skey: &SigningKey) -> Resp {
+    let mut auth = ClientAuth::new("alice", "", "secret");
+    let token = auth.step(None, [5; 24], b.now.filetime).unwrap().unwrap();
+    let req = SessionSetupRequest {
+        flags: SessionSetupFlags::BINDING,
+        security_mode: SecurityMode::SIGNING_ENABLED,
+        capabilities: Capabilities::empty(),
+        channel: 0,
+        previous_session_id: 0,
+        security_buffer: &token,
+    };
+    let mut m = b.message(Command::SESSION_SETUP, 0, |o| req.encode(o));
+    sign_with(skey, &mut m);
+    b.send_frame(m).remove(0)
+}
+
+#[test]
+fn binding_from_a_2_1_connection_is_refused_with_an_answer_signed_by_the_session_key() {
+    // The session signs with AES-CMAC (3.0.2); the answer on the 2.1
+    // connection must still be signed with that key, or the client reads
+    // it as ACCESS_DENIED.
+    let (a, skey) = first_channel(Dialect::SMB3_0_2);
+    let mut b = second(&a, Dialect::SMB2_1, GUID);
+    let r = bind_leg(&mut b, &skey);
+    assert_eq!(r.status(), NtStatus::REQUEST_NOT_ACCEPTED);
+    assert!(r.hdr.is_signed() && verify_response(&skey, &r));
+}
+
+#[test]
+fn a_signed_session_setup_without_binding_from_another_connection_is_session_deleted_and_signed() {
+    let (a, skey) = first_channel(Dialect::SMB3_0_2);
+    let mut b = second(&a, Dialect::SMB3_0_2, GUID);
+    let mut auth = ClientAuth::new("alice", "", "secret");
+    let token = auth.step(None, [5; 24], b.now.filetime).unwrap().unwrap();
+    let req = SessionSetupRequest {
+        flags: SessionSetupFlags::empty(),
+        security_mode: SecurityMode::SIGNING_ENABLED,
+        capabilities: Capabilities::empty(),
+        channel: 0,
+        previous_session_id: 0,
+        security_buffer: &token,
+    };
+    let mut m = b.message(Command::SESSION_SETUP, 0, |o| req.encode(o));
+    sign_with(&skey, &mut m);
+    let r = b.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::USER_SESSION_DELETED);
+    assert!(r.hdr.is_signed() && verify_response(&skey, &r));
+    // The session lives on.
+    let mut a = a;
+    a.put_file("still.txt", b"ok");
 }
 
 #[test]
@@ -348,6 +398,9 @@ fn logoff_on_one_channel_ends_the_session_on_the_other() {
     assert_eq!(r.status(), NtStatus::SUCCESS);
     let w = a.write(f, 0, b"late");
     assert_eq!(w.status(), NtStatus::USER_SESSION_DELETED);
+    // Signed with a's channel key: the request was signed with it, and a
+    // client takes an unsigned answer to a signed request for a forgery.
+    assert!(w.hdr.is_signed() && verify_response(&skey, &w));
     assert_eq!(a.conn_server().session_count(), 0);
 }
 

@@ -453,3 +453,70 @@ fn break_for_a_connection_that_went_goes_to_another_channel_or_nowhere() {
     // a's session went with its only channel, and its opens with it.
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
 }
+
+/// FileRenameInformation ([MS-FSCC] 2.4.42, SMB2 form): replace, root 0, name.
+fn rename_info(to: &str) -> Vec<u8> {
+    let name: Vec<u8> = to.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+    let mut b = vec![1u8];
+    b.extend_from_slice(&[0; 7]);
+    b.extend_from_slice(&0u64.to_le_bytes());
+    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(&name);
+    b
+}
+
+#[test]
+fn rename_waits_until_other_clients_give_up_handle_caching() {
+    let (mut a, mut b) = pair();
+    a.put_file("src.txt", b"moving");
+    granted_lease(&open(
+        &mut a,
+        "src.txt",
+        READ,
+        7,
+        LEASE,
+        Some(lease(1, R | H)),
+    ));
+    let fb = created(&open(
+        &mut b,
+        "src.txt",
+        ALL,
+        7,
+        LEASE,
+        Some(lease(2, R | H)),
+    ))
+    .file_id;
+    breaks(&mut a);
+    let tree = b.tree_id;
+    let info = rename_info("dst.txt");
+    let m = b.message(Command::SET_INFO, tree, |o| {
+        ringshare_wire::info::SetInfoRequest {
+            info_type: ringshare_wire::consts::InfoType::FILE,
+            info_class: 10,
+            additional_information: 0,
+            file_id: fb,
+            buffer: &info,
+        }
+        .encode(o)
+    });
+    let rs = b.send_frame(m);
+    assert_eq!(rs[0].status(), NtStatus::PENDING, "the rename waits");
+    let got = breaks(&mut a);
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("one lease break: {got:?}");
+    };
+    assert_eq!((n.current_lease_state.0, n.new_lease_state.0), (R | H, R));
+    assert!(
+        b.tick(10).is_empty(),
+        "still waiting for the acknowledgment"
+    );
+    assert_eq!(ack_lease(&mut a, 1, R).status(), NtStatus::SUCCESS);
+    let fin = b.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].status(), NtStatus::SUCCESS);
+    assert!(a.create("dst.txt", READ, D::OPEN, 0).is_ok());
+    assert_eq!(
+        a.create("src.txt", READ, D::OPEN, 0).err(),
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+}

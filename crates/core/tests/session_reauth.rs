@@ -46,3 +46,62 @@ fn a_previous_session_id_that_names_no_session_changes_nothing() {
     old.put_file("still", b"ok");
     assert_eq!(old.session_id, sid);
 }
+
+#[test]
+fn re_authentication_keeps_the_sessions_signing_key() {
+    let mut c = Client::with(Options {
+        dialect: ringshare_wire::consts::Dialect::SMB2_1,
+        signing: ringshare_core::SigningPolicy::Required,
+    });
+    let old = c.signing.clone().expect("a 2.1 signing key");
+    c.put_file("signed", b"before");
+    c.session_setup();
+    // The client keeps signing with the key it had: the server must too.
+    c.signing = Some(old);
+    let f = c.create("signed", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(read_data(&c.read(f, 0, 16)), b"before");
+}
+
+#[test]
+fn a_failed_re_authentication_ends_the_session_and_closes_its_files() {
+    let mut c = Client::new();
+    c.put_file("held", b"x");
+    let tree = c.tree_id;
+    let f = c
+        .create_on(tree, "held", GENERIC_READ, 0, D::OPEN, 0)
+        .unwrap();
+    let mut auth = ringshare_auth::gss::ClientAuth::new("alice", "", "wrong password");
+    let mut server_token: Option<Vec<u8>> = None;
+    let status = loop {
+        let token = auth
+            .step(server_token.as_deref(), [5; 24], c.now.filetime)
+            .unwrap()
+            .unwrap();
+        let req = ringshare_wire::session::SessionSetupRequest {
+            flags: ringshare_wire::consts::SessionSetupFlags::empty(),
+            security_mode: ringshare_wire::consts::SecurityMode::SIGNING_ENABLED,
+            capabilities: ringshare_wire::consts::Capabilities::empty(),
+            channel: 0,
+            previous_session_id: 0,
+            security_buffer: &token,
+        };
+        let r = c.call(ringshare_wire::consts::Command::SESSION_SETUP, 0, |o| {
+            req.encode(o)
+        });
+        if r.status() != NtStatus::MORE_PROCESSING_REQUIRED {
+            break r.status();
+        }
+        let resp = ringshare_wire::session::SessionSetupResponse::decode(&r.msg).unwrap();
+        server_token = Some(resp.security_buffer.to_vec());
+    };
+    assert_eq!(status, NtStatus::LOGON_FAILURE);
+    assert_eq!(c.read(f, 0, 1).status(), NtStatus::USER_SESSION_DELETED);
+    let mut other = Client::on(c.conn_server(), c.mem.clone(), Options::default());
+    let tree = other.tree_id;
+    assert!(
+        other
+            .create_on(tree, "held", GENERIC_READ, 0, D::OPEN, 0)
+            .is_ok(),
+        "the failed session's open is gone"
+    );
+}

@@ -93,6 +93,7 @@ impl NtStatus {
     pub const BAD_DEVICE_TYPE: NtStatus = NtStatus(0xC000_00CB);
     pub const BAD_NETWORK_NAME: NtStatus = NtStatus(0xC000_00CC);
     pub const REQUEST_NOT_ACCEPTED: NtStatus = NtStatus(0xC000_00D0);
+    pub const REQUEST_OUT_OF_SEQUENCE: NtStatus = NtStatus(0xC000_042A);
     pub const NOT_SAME_DEVICE: NtStatus = NtStatus(0xC000_00D4);
     pub const FILE_RENAMED: NtStatus = NtStatus(0xC000_00D5);
     pub const CANT_WAIT: NtStatus = NtStatus(0xC000_00D8);
@@ -235,6 +236,7 @@ impl NtStatus {
             NtStatus::BAD_DEVICE_TYPE => "BAD_DEVICE_TYPE",
             NtStatus::BAD_NETWORK_NAME => "BAD_NETWORK_NAME",
             NtStatus::REQUEST_NOT_ACCEPTED => "REQUEST_NOT_ACCEPTED",
+            NtStatus::REQUEST_OUT_OF_SEQUENCE => "REQUEST_OUT_OF_SEQUENCE",
             NtStatus::NOT_SAME_DEVICE => "NOT_SAME_DEVICE",
             NtStatus::FILE_RENAMED => "FILE_RENAMED",
             NtStatus::CANT_WAIT => "CANT_WAIT",

@@ -58,8 +58,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     })
 }
 
-/// A CREATE gone async while breaks it caused are acknowledged: the
-/// request as it came, asked again until it no longer waits.
+/// A CREATE (or a SET_INFO rename) gone async while breaks it caused are
+/// acknowledged: the request as it came, asked again until it no longer waits.
 pub(crate) struct PendingCreate {
     pub hdr: ringshare_wire::header::Header,
     pub msg: Vec<u8>,
@@ -99,7 +99,7 @@ pub(crate) fn poll(
         sole: false,
         encrypted: p.encrypted,
     };
-    match create(core, &req, true) {
+    match retry(core, &req) {
         Ok(Some(r)) => Some(Ok(r)),
         Ok(None) => {
             p.retry_at_ms = core.now.mono_ms + oplock::BREAK_RETRY_MS;
@@ -107,6 +107,15 @@ pub(crate) fn poll(
         }
         Err(s) => Some(Err(s)),
     }
+}
+
+/// Run again a request that waited for break acknowledgments (a CREATE or
+/// a SET_INFO rename): its reply, or `None` while it still waits.
+pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
+    if req.hdr.command == ringshare_wire::consts::Command::SET_INFO {
+        return crate::cmd::set_info::handle(core, req);
+    }
+    create(core, req, true)
 }
 
 /// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again).
@@ -328,6 +337,7 @@ pub(crate) fn create(
         access: granted,
         share_access: cr.share_access.0,
         truncate: truncate && !created,
+        delete_only: granted == access::DELETE && requested == oplock::LEVEL_NONE,
         lease: lease_id,
     };
     let route = Route {
@@ -358,7 +368,15 @@ pub(crate) fn create(
                         ..Default::default()
                     },
                 });
-                let g = oplock::grant(&mut e, id, requested, lease_req.as_ref(), lease_id, route);
+                let g = oplock::grant(
+                    &mut e,
+                    id,
+                    wish.truncate,
+                    requested,
+                    lease_req.as_ref(),
+                    lease_id,
+                    route,
+                );
                 if let (Some(lid), oplock::LEVEL_LEASE) = (lease_id, g.level) {
                     server.set_lease_file(lid, key);
                 }

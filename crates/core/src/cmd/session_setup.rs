@@ -14,7 +14,7 @@ use ringshare_auth::ntlm::{AuthKind, ServerConfig as NtlmConfig};
 use ringshare_auth::AuthError;
 use ringshare_crypto::encrypt::CipherKey;
 use ringshare_crypto::keys;
-use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm as SignAlg, SigningKey};
+use ringshare_crypto::sign::{SigningAlgorithm as SignAlg, SigningKey};
 use ringshare_wire::consts::{
     Dialect, SecurityMode, SessionFlags, SessionSetupFlags, SigningAlgorithm,
 };
@@ -22,7 +22,7 @@ use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupRe
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::close::close_all_opens;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::conn::{signature_ok, ConnCore, Reply, Req};
 use crate::limits;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
@@ -63,13 +63,12 @@ fn body(flags: SessionFlags, token: &[u8]) -> Vec<u8> {
 /// Put a new InProgress session in the GlobalSessionTable under a fresh
 /// random id and give this connection its first channel.
 fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
-    let guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
     loop {
         let id = core.random_u64();
         if id == 0 || id == u64::MAX {
             continue;
         }
-        let session = Session::new(id, dialect.0, guid, core.conn_id);
+        let session = Session::new(id, dialect.0, core.conn_id);
         let Some(sref) = core.server.insert_session(session) else {
             continue;
         };
@@ -132,6 +131,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         new_session(core, dialect)
     } else {
+        if !core.sessions.contains_key(&req.hdr.session_id) {
+            // Not a session of this connection ([MS-SMB2] 3.3.5.5); a request
+            // signed with the session's key gets its answer signed with it.
+            return signed_error(core, req, NtStatus::USER_SESSION_DELETED);
+        }
         let ch = core
             .sessions
             .get_mut(&req.hdr.session_id)
@@ -146,9 +150,21 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         req.hdr.session_id
     };
+    // Re-authentication of a valid session: its keys stay, and every answer
+    // is signed with this channel's key ([MS-SMB2] 3.3.5.5.3).
+    let reauth = core
+        .sessions
+        .get(&session_id)
+        .is_some_and(|ch| ch.signing_key.is_some() && lock(&ch.session).valid);
     let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?;
     match step {
-        Ok(ServerStep::Continue(token)) => Ok(more_processing(session_id, dialect, &token)),
+        Ok(ServerStep::Continue(token)) => {
+            let mut r = more_processing(session_id, dialect, &token);
+            if reauth {
+                r.sign_with_session = Some(session_id);
+            }
+            Ok(r)
+        }
         Ok(ServerStep::Done { token, result }) => {
             let anonymous = result.kind == AuthKind::Anonymous;
             let r = finish(
@@ -184,35 +200,62 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         Err(e) => {
             tracing::info!(peer = %core.peer, "authentication failed: {}", describe(&e));
+            // A token that does not parse is a bad parameter, not a wrong password.
+            let status = match e {
+                AuthError::Malformed(_) => NtStatus::INVALID_PARAMETER,
+                _ => NtStatus::LOGON_FAILURE,
+            };
             let was_valid = core
                 .sessions
                 .get(&session_id)
                 .is_some_and(|ch| lock(&ch.session).valid);
             if !was_valid {
                 abandon(core, session_id);
+                return Err(status);
             }
-            Err(NtStatus::LOGON_FAILURE)
+            // A failed re-authentication ends the session on every channel
+            // (its files close); the answer is still signed with the key the
+            // client knows.
+            let key = core.sessions.remove(&session_id).and_then(|ch| {
+                end_session(&core.server, &ch.session);
+                ch.signing_key
+            });
+            let mut r = Reply::with_status(status, Vec::new());
+            r.sign_key = key;
+            Ok(r)
         }
     }
 }
 
-/// Verify a binding leg's signature with Session.SigningKey ([MS-SMB2]
-/// 3.3.5.2.4: a SESSION_SETUP with BINDING is checked with the session's key).
-fn binding_signature_ok(key: &SigningKey, req: &Req<'_>) -> bool {
-    let Some(sig) = req.msg.get(48..64) else {
-        return false;
+/// End a session everywhere: every channel finds it gone, its files close.
+fn end_session(server: &ServerState, sref: &SessionRef) {
+    let id = {
+        let mut s = lock(sref);
+        s.closed = true;
+        s.channels.clear();
+        close_all_opens(server, &mut s);
+        s.id
     };
-    let mut s = [0u8; 16];
-    s.copy_from_slice(sig);
-    let (Some(head), Some(tail)) = (req.msg.get(..48), req.msg.get(64..)) else {
-        return false;
-    };
-    let nonce = NonceInfo {
-        message_id: req.hdr.message_id,
-        server_to_client: false,
-        cancel: false,
-    };
-    key.verify(&[head, &[0u8; 16], tail], nonce, &s)
+    server.remove_session(id);
+}
+
+/// An error answer to a SESSION_SETUP for a session this connection does not
+/// have: signed with the session's key when the request proved it holds it
+/// (clients refuse an unsigned answer to a signed request), else plain.
+fn signed_error(core: &ConnCore, req: &Req<'_>, status: NtStatus) -> Result<Reply, NtStatus> {
+    let key = core
+        .server
+        .find_session(req.hdr.session_id)
+        .and_then(|s| lock(&s).signing_key.clone())
+        .filter(|k| req.hdr.is_signed() && signature_ok(k, req));
+    match key {
+        Some(k) => {
+            let mut r = Reply::with_status(status, Vec::new());
+            r.sign_key = Some(k);
+            Ok(r)
+        }
+        None => Err(status),
+    }
 }
 
 /// [MS-SMB2] 3.3.5.5 (binding) and 3.3.5.5.2: add this connection as a
@@ -229,12 +272,13 @@ fn bind(
     // Once a binding request proves it holds the session's key, its error
     // responses are signed with that key too: clients take an unsigned
     // answer to a signed request for a forgery.
+    // The session's key and algorithm, whatever this connection negotiated:
+    // a client binding from a 2.x connection still checks the answer with it.
     let proven = core
         .server
         .find_session(req.hdr.session_id)
-        .filter(|_| dialect.0 >= Dialect::SMB3_0.0 && core.server.config.multi_channel)
         .and_then(|s| lock(&s).signing_key.clone())
-        .filter(|k| req.hdr.is_signed() && binding_signature_ok(k, req));
+        .filter(|k| req.hdr.is_signed() && signature_ok(k, req));
     match bind_checked(core, req, dialect, token) {
         Err(status) if proven.is_some() => {
             let mut r = Reply::with_status(status, Vec::new());
@@ -252,9 +296,6 @@ fn bind_checked(
     token: &[u8],
 ) -> Result<Reply, NtStatus> {
     let session_id = req.hdr.session_id;
-    if dialect.0 < Dialect::SMB3_0.0 || !core.server.config.multi_channel {
-        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
-    }
     // GlobalSessionTable, not this connection's table: the session lives elsewhere.
     let sref = core
         .server
@@ -266,20 +307,38 @@ fn bind_checked(
         Some(_) => return Err(NtStatus::REQUEST_NOT_ACCEPTED),
         None => false,
     };
-    let (session_key, user, algorithm) = {
+    let algorithm = signing_algorithm(core, dialect);
+    let cipher = core.negotiated.as_ref().and_then(|n| n.cipher);
+    let (session_key, user) = {
         let s = lock(&sref);
         if s.closed {
             return Err(NtStatus::USER_SESSION_DELETED);
         }
         if !continuing {
+            // The checks in the order Windows makes them ([MS-SMB2]
+            // 3.3.5.5; the signing-algorithm ones are Windows behaviour that
+            // smbtorture's bind_negative tests check): AES-GMAC on one side
+            // only, then the dialect family, the signature, the dialect, the
+            // cipher. A client bound from another ClientGuid is accepted, as
+            // Windows does (one process holds every session here).
+            let session_alg = s.signing_key.as_ref().map(SigningKey::algorithm);
+            let gmac = |a: Option<SignAlg>| a == Some(SignAlg::AesGmac);
+            if gmac(session_alg) && algorithm != SignAlg::AesGmac {
+                return Err(NtStatus::REQUEST_OUT_OF_SEQUENCE);
+            }
+            if algorithm == SignAlg::AesGmac && session_alg.is_some() && !gmac(session_alg) {
+                return Err(NtStatus::NOT_SUPPORTED);
+            }
+            if dialect.0 < Dialect::SMB3_0.0 || !core.server.config.multi_channel {
+                return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+            }
+            if !req.hdr.is_signed() {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
             if s.dialect != dialect.0 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            let guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
-            if s.client_guid != guid {
-                return Err(NtStatus::USER_SESSION_DELETED);
-            }
-            if !req.hdr.is_signed() {
+            if s.encrypt_key.as_ref().map(|k| k.cipher()) != cipher {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             if !s.valid {
@@ -293,9 +352,9 @@ fn bind_checked(
             }
         }
         let key = s.signing_key.clone().ok_or(NtStatus::NOT_SUPPORTED)?;
-        (key, s.user.clone(), signing_algorithm(core, dialect))
+        (key, s.user.clone())
     };
-    if !req.hdr.is_signed() || !binding_signature_ok(&session_key, req) {
+    if !req.hdr.is_signed() || !signature_ok(&session_key, req) {
         tracing::debug!(peer = %core.peer, "binding request not signed with the session's key");
         if continuing {
             abandon(core, session_id);
@@ -466,6 +525,34 @@ fn finish(
     let sref = Arc::clone(&ch.session);
     let preauth = ch.preauth.take().map(|p| p.0);
     let mut session = lock(&sref);
+    if session.valid && ch.signing_key.is_some() {
+        // Re-authentication ([MS-SMB2] 3.3.5.5.3): the session keeps its
+        // keys, signing and encryption; only who it acts for changes (an
+        // anonymous re-authentication included). The answer is signed with
+        // this channel's key, which the client still holds.
+        session.uid = if guest || anonymous {
+            None
+        } else {
+            users.uid(&user)
+        };
+        session.user = user;
+        session.is_guest = guest;
+        session.is_anonymous = anonymous;
+        let encrypt_data = session.encrypt_key.is_some()
+            && matches!(
+                core_encrypt,
+                EncryptPolicy::Desired | EncryptPolicy::Required
+            );
+        drop(session);
+        let mut flags = SessionFlags::empty();
+        if encrypt_data {
+            flags.insert(SessionFlags::ENCRYPT_DATA);
+        }
+        let mut r = Reply::ok(body(flags, token));
+        r.session_id = Some(session_id);
+        r.sign_with_session = Some(session_id);
+        return Ok(r);
+    }
     if policy == SigningPolicy::Required && !can_sign {
         tracing::info!("refusing a guest or anonymous session: server signing is mandatory");
         let valid = session.valid;
@@ -568,16 +655,13 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
         return;
     };
     {
-        let mut o = lock(&old);
+        let o = lock(&old);
         if !o.is_valid() || o.is_anonymous || o.is_guest || !o.user.eq_ignore_ascii_case(&user) {
             return;
         }
-        tracing::debug!(previous, "a reconnecting client ends its previous session");
-        o.closed = true;
-        o.channels.clear();
-        close_all_opens(&server, &mut o);
     }
-    server.remove_session(previous);
+    tracing::debug!(previous, "a reconnecting client ends its previous session");
+    end_session(&server, &old);
     core.sessions.remove(&previous);
 }
 

@@ -47,7 +47,20 @@ fn bad(_: WireError) -> NtStatus {
     NtStatus::INFO_LENGTH_MISMATCH
 }
 
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+/// What a change that must wait for other clients' break acknowledgments
+/// returns inside this module (a rename); never a status on the wire.
+const WAIT: NtStatus = NtStatus::PENDING;
+
+/// SET_INFO: its reply, or `None` while a rename waits for other clients to
+/// acknowledge breaks of their handle caching.
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
+    match set_info(core, req) {
+        Err(WAIT) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
     if s.buffer.len() > opens::io_size_max(core) as usize {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -96,6 +109,7 @@ fn set_file(
         FileInfoClass::BASIC => set_basic(open, &FileBasicInformation::decode(buf).map_err(bad)?),
         FileInfoClass::RENAME => rename(
             server,
+            now_ms,
             open,
             &FileRenameInformation::decode(buf).map_err(|e| match e {
                 WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
@@ -275,7 +289,12 @@ fn set_disposition(
 
 /// [MS-FSA] 2.1.5.14.11 FileRenameInformation. The target is a share-relative
 /// name parsed like a CREATE name; its directory is found case-insensitively.
-fn rename(server: &ServerState, open: &Open, r: &FileRenameInformation) -> Result<(), NtStatus> {
+fn rename(
+    server: &ServerState,
+    now_ms: u64,
+    open: &Open,
+    r: &FileRenameInformation,
+) -> Result<(), NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -312,6 +331,13 @@ fn rename(server: &ServerState, open: &Open, r: &FileRenameInformation) -> Resul
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
         }
+    }
+    // Other clients give up caching handles of the file first.
+    let mut breaks = Vec::new();
+    let wait = crate::oplock::before_rename(&mut lock(&open.entry), open.id, now_ms, &mut breaks);
+    crate::oplock::send(server, breaks);
+    if wait {
+        return Err(WAIT);
     }
     // Another file already holds the name (case-insensitively)?
     match backend.find_name_case_insensitive(&tparent, tname) {
