@@ -38,7 +38,8 @@ REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 . "$SCRIPT_DIR/lib/servers.sh"
 
 DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinfo smb2.lock
-    smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel)
+    smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel
+    smb2.oplock smb2.lease)
 # Sessions and multichannel (binding, channel signing, channel sequence): `--multichannel`.
 MULTICHANNEL_SUITES=(smb2.session smb2.multichannel)
 QUICK_SUITES=(smb2.connect smb2.read)

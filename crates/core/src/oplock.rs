@@ -220,11 +220,7 @@ pub(crate) fn before_open(
 /// break to nothing, without waiting for anyone.
 pub(crate) fn before_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
     expire(e, now_ms);
-    let mine = e
-        .opens
-        .iter()
-        .find(|o| o.owner == owner)
-        .and_then(|o| o.caching.lease);
+    let mine = lease_of(e, owner);
     for o in e.opens.iter_mut() {
         let c = &mut o.caching;
         if c.level == LEVEL_II && c.breaking_to.is_none() {
@@ -259,11 +255,7 @@ pub(crate) fn before_rename(
     breaks: &mut Breaks,
 ) -> bool {
     expire(e, now_ms);
-    let mine = e
-        .opens
-        .iter()
-        .find(|o| o.owner == owner)
-        .and_then(|o| o.caching.lease);
+    let mine = lease_of(e, owner);
     let mut wait = false;
     for o in e.opens.iter_mut() {
         let c = &mut o.caching;
@@ -493,6 +485,14 @@ pub(crate) fn after_close(e: &mut FileEntry, lease: Option<LeaseId>) -> Option<L
     }
     e.leases.retain(|l| l.id != id);
     Some(id)
+}
+
+/// The lease open `owner` holds, if any.
+fn lease_of(e: &FileEntry, owner: u64) -> Option<LeaseId> {
+    e.opens
+        .iter()
+        .find(|o| o.owner == owner)
+        .and_then(|o| o.caching.lease)
 }
 
 /// Breaks whose acknowledgment is overdue count as acknowledged.

@@ -235,19 +235,29 @@ fn binding_from_another_client_guid_is_accepted_as_windows_does() {
     assert!(bind(&a, &mut b, &skey).is_ok());
 }
 
-/// Send `b` one binding leg signed with `skey` and return the response.
-fn bind_leg(b: &mut Client, skey: &SigningKey) -> Resp {
+/// The first leg of a SESSION_SETUP for `b`'s session id, unsigned; with
+/// SMB2_SESSION_FLAG_BINDING when `binding`.
+fn setup_leg(b: &mut Client, binding: bool) -> Vec<u8> {
     let mut auth = ClientAuth::new("alice", "", "secret");
     let token = auth.step(None, [5; 24], b.now.filetime).unwrap().unwrap();
     let req = SessionSetupRequest {
-        flags: SessionSetupFlags::BINDING,
+        flags: if binding {
+            SessionSetupFlags::BINDING
+        } else {
+            SessionSetupFlags::empty()
+        },
         security_mode: SecurityMode::SIGNING_ENABLED,
         capabilities: Capabilities::empty(),
         channel: 0,
         previous_session_id: 0,
         security_buffer: &token,
     };
-    let mut m = b.message(Command::SESSION_SETUP, 0, |o| req.encode(o));
+    b.message(Command::SESSION_SETUP, 0, |o| req.encode(o))
+}
+
+/// Send `b` one binding leg signed with `skey` and return the response.
+fn bind_leg(b: &mut Client, skey: &SigningKey) -> Resp {
+    let mut m = setup_leg(b, true);
     sign_with(skey, &mut m);
     b.send_frame(m).remove(0)
 }
@@ -268,17 +278,7 @@ fn binding_from_a_2_1_connection_is_refused_with_an_answer_signed_by_the_session
 fn a_signed_session_setup_without_binding_from_another_connection_is_session_deleted_and_signed() {
     let (a, skey) = first_channel(Dialect::SMB3_0_2);
     let mut b = second(&a, Dialect::SMB3_0_2, GUID);
-    let mut auth = ClientAuth::new("alice", "", "secret");
-    let token = auth.step(None, [5; 24], b.now.filetime).unwrap().unwrap();
-    let req = SessionSetupRequest {
-        flags: SessionSetupFlags::empty(),
-        security_mode: SecurityMode::SIGNING_ENABLED,
-        capabilities: Capabilities::empty(),
-        channel: 0,
-        previous_session_id: 0,
-        security_buffer: &token,
-    };
-    let mut m = b.message(Command::SESSION_SETUP, 0, |o| req.encode(o));
+    let mut m = setup_leg(&mut b, false);
     sign_with(&skey, &mut m);
     let r = b.send_frame(m).remove(0);
     assert_eq!(r.status(), NtStatus::USER_SESSION_DELETED);
@@ -302,17 +302,8 @@ fn binding_with_another_dialect_is_an_invalid_parameter() {
 fn an_unsigned_binding_request_is_an_invalid_parameter() {
     let (a, _) = first_channel(Dialect::SMB3_0_2);
     let mut b = second(&a, Dialect::SMB3_0_2, GUID);
-    let mut auth = ClientAuth::new("alice", "", "secret");
-    let token = auth.step(None, [5; 24], b.now.filetime).unwrap().unwrap();
-    let req = SessionSetupRequest {
-        flags: SessionSetupFlags::BINDING,
-        security_mode: SecurityMode::SIGNING_ENABLED,
-        capabilities: Capabilities::empty(),
-        channel: 0,
-        previous_session_id: 0,
-        security_buffer: &token,
-    };
-    let r = b.call(Command::SESSION_SETUP, 0, |o| req.encode(o));
+    let m = setup_leg(&mut b, true);
+    let r = b.send_frame(m).remove(0);
     assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
 }
 
@@ -320,19 +311,7 @@ fn an_unsigned_binding_request_is_an_invalid_parameter() {
 fn a_refused_binding_that_proved_the_session_key_gets_a_signed_error() {
     // Binding on a connection that is already a channel of the session.
     let (mut a, skey) = first_channel(Dialect::SMB3_0_2);
-    let mut auth = ClientAuth::new("alice", "", "secret");
-    let token = auth.step(None, [5; 24], a.now.filetime).unwrap().unwrap();
-    let req = SessionSetupRequest {
-        flags: SessionSetupFlags::BINDING,
-        security_mode: SecurityMode::SIGNING_ENABLED,
-        capabilities: Capabilities::empty(),
-        channel: 0,
-        previous_session_id: 0,
-        security_buffer: &token,
-    };
-    let mut m = a.message(Command::SESSION_SETUP, 0, |o| req.encode(o));
-    sign_with(&skey, &mut m);
-    let r = a.send_frame(m).remove(0);
+    let r = bind_leg(&mut a, &skey);
     assert_eq!(r.status(), NtStatus::REQUEST_NOT_ACCEPTED);
     assert!(
         r.hdr.is_signed() && verify_response(&skey, &r),

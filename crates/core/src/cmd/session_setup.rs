@@ -227,6 +227,24 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
 }
 
+/// Who the session acts for: the user (and its uid), or guest or anonymous.
+fn act_for(
+    session: &mut Session,
+    user: String,
+    guest: bool,
+    anonymous: bool,
+    users: &(dyn ringshare_auth::UserLookup + Send + Sync),
+) {
+    session.uid = if guest || anonymous {
+        None
+    } else {
+        users.uid(&user)
+    };
+    session.user = user;
+    session.is_guest = guest;
+    session.is_anonymous = anonymous;
+}
+
 /// End a session everywhere: every channel finds it gone, its files close.
 fn end_session(server: &ServerState, sref: &SessionRef) {
     let id = {
@@ -530,14 +548,7 @@ fn finish(
         // keys, signing and encryption; only who it acts for changes (an
         // anonymous re-authentication included). The answer is signed with
         // this channel's key, which the client still holds.
-        session.uid = if guest || anonymous {
-            None
-        } else {
-            users.uid(&user)
-        };
-        session.user = user;
-        session.is_guest = guest;
-        session.is_anonymous = anonymous;
+        act_for(&mut session, user, guest, anonymous, users.as_ref());
         let encrypt_data = session.encrypt_key.is_some()
             && matches!(
                 core_encrypt,
@@ -610,14 +621,7 @@ fn finish(
     let encrypt_data =
         can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
     session.encrypt_required = can_encrypt && encrypt == EncryptPolicy::Required;
-    session.uid = if guest || anonymous {
-        None
-    } else {
-        users.uid(&user)
-    };
-    session.user = user;
-    session.is_guest = guest;
-    session.is_anonymous = anonymous;
+    act_for(&mut session, user, guest, anonymous, users.as_ref());
     session.valid = true;
     let signing_required = session.signing_required;
     drop(session);
