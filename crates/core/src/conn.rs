@@ -473,6 +473,10 @@ impl Connection {
     /// Send what other connections asked this one to send.
     pub fn handle_mail(&mut self, now: Now) {
         self.core.now = now;
+        self.send_mail();
+    }
+
+    fn send_mail(&mut self) {
         for notice in self.mailbox.take() {
             if self.closing {
                 return;
@@ -654,8 +658,18 @@ impl Connection {
         self.outputs.push_back(Output::Close);
     }
 
-    /// Process members of a job until it finishes or parks on I/O.
-    fn run(&mut self, mut job: Job) {
+    /// Process members of a job until it finishes or parks on I/O; then send
+    /// the break notifications the job's requests posted to this very
+    /// connection, before anything a later request answers (a client reads
+    /// the break of its own rename before the reply to its next CREATE).
+    fn run(&mut self, job: Job) {
+        self.run_job(job);
+        if self.mailbox.has_mail() {
+            self.send_mail();
+        }
+    }
+
+    fn run_job(&mut self, mut job: Job) {
         while job.next < job.members.len() {
             if self.closing {
                 return;

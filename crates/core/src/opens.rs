@@ -91,7 +91,7 @@ pub(crate) fn close_open(
             .and_then(|s| s.caching.lease);
         e.opens.retain(|s| s.owner != open.id);
         if let Some(gone) = crate::oplock::after_close(&mut e, lease) {
-            server.forget_lease(gone);
+            server.forget_lease(gone, open.key);
         }
         e.locks.release_owner(open.id);
         if lock(&open.state).delete_on_close {

@@ -238,9 +238,12 @@ impl ServerState {
         lock(&self.lease_files).insert(id, key);
     }
 
-    /// The lease is gone with the last open that named it.
-    pub(crate) fn forget_lease(&self, id: crate::oplock::LeaseId) {
-        lock(&self.lease_files).remove(&id);
+    /// The lease is gone from file `key` with the last open there that named it.
+    pub(crate) fn forget_lease(&self, id: crate::oplock::LeaseId, key: FileKey) {
+        let mut m = lock(&self.lease_files);
+        if m.get(&id) == Some(&key) {
+            m.remove(&id);
+        }
     }
 
     /// Called (from any thread) after a notice was posted to a connection, so

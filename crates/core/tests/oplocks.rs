@@ -520,3 +520,59 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
         Some(NtStatus::OBJECT_NAME_NOT_FOUND)
     );
 }
+
+#[test]
+fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply() {
+    // One client holds two leases on a file and renames through one: the
+    // break of the other must reach it before the answer to its next request.
+    let (mut a, _b) = pair();
+    a.put_file("src.txt", b"x");
+    let f1 = created(&open(
+        &mut a,
+        "src.txt",
+        ALL,
+        7,
+        LEASE,
+        Some(lease(1, R | H)),
+    ))
+    .file_id;
+    granted_lease(&open(
+        &mut a,
+        "src.txt",
+        READ,
+        7,
+        LEASE,
+        Some(lease(2, R | H)),
+    ));
+    let tree = a.tree_id;
+    let info = rename_info("dst.txt");
+    let rename = a.message(Command::SET_INFO, tree, |o| {
+        ringshare_wire::info::SetInfoRequest {
+            info_type: ringshare_wire::consts::InfoType::FILE,
+            info_class: 10,
+            additional_information: 0,
+            file_id: f1,
+            buffer: &info,
+        }
+        .encode(o)
+    });
+    let create = create_msg(&mut a, "dst.txt", READ, 7, D::OPEN, NONE, None);
+    a.conn.receive(a.now, rename);
+    a.conn.receive(a.now, create);
+    let mut order = Vec::new();
+    while let Some(o) = a.conn.poll_output() {
+        if let ringshare_core::Output::Send(parts) = o {
+            let bytes = parts.concat();
+            let h = ringshare_wire::header::Header::decode(&bytes[4..]).unwrap();
+            order.push((h.command, h.status));
+        }
+    }
+    assert_eq!(
+        order,
+        vec![
+            (Command::SET_INFO, NtStatus::PENDING),
+            (Command::OPLOCK_BREAK, NtStatus::SUCCESS),
+            (Command::CREATE, NtStatus::OBJECT_NAME_NOT_FOUND),
+        ]
+    );
+}

@@ -403,7 +403,7 @@ pub(crate) fn create(
             let mut e = lock(&entry);
             e.opens.retain(|o| o.owner != id);
             if let Some(gone) = oplock::after_close(&mut e, lease_id) {
-                server.forget_lease(gone);
+                server.forget_lease(gone, key);
             }
         }
         server.drop_file_entry_if_unused(key);

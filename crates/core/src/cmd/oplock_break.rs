@@ -38,11 +38,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 client_guid: core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid),
                 key: lease_key,
             };
-            let entry = core
-                .server
-                .lease_file(id)
-                .and_then(|key| core.server.existing_file_entry(key))
-                .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+            let file = core.server.lease_file(id);
+            let entry = file.and_then(|key| core.server.existing_file_entry(key));
+            tracing::debug!(
+                key = ?lease_key,
+                file = ?file,
+                entry = entry.is_some(),
+                state = lease_state.0,
+                "lease break acknowledgment"
+            );
+            let entry = entry.ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
             let mut breaks = Vec::new();
             let state = oplock::ack_lease(
                 &mut lock(&entry),

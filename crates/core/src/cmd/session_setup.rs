@@ -136,6 +136,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             // signed with the session's key gets its answer signed with it.
             return signed_error(core, req, NtStatus::USER_SESSION_DELETED);
         }
+        if core
+            .sessions
+            .get(&req.hdr.session_id)
+            .is_some_and(|ch| lock(&ch.session).closed)
+        {
+            // Ended on another channel (or by a failed re-authentication).
+            core.sessions.remove(&req.hdr.session_id);
+            return Err(NtStatus::USER_SESSION_DELETED);
+        }
         let ch = core
             .sessions
             .get_mut(&req.hdr.session_id)
@@ -216,9 +225,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             // A failed re-authentication ends the session on every channel
             // (its files close); the answer is still signed with the key the
             // client knows.
-            let key = core.sessions.remove(&session_id).and_then(|ch| {
+            // The channel stays in this connection's table until its next
+            // request, which then gets USER_SESSION_DELETED signed with it.
+            let key = core.sessions.get(&session_id).and_then(|ch| {
                 end_session(&core.server, &ch.session);
-                ch.signing_key
+                ch.signing_key.clone()
             });
             let mut r = Reply::with_status(status, Vec::new());
             r.sign_key = key;
