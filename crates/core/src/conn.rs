@@ -812,6 +812,13 @@ impl Connection {
                     ));
                     self.go_async(&mut job, hdr, session_id, work);
                 }
+                Ok(Handled::WaitForBreaks)
+                    if self.waiting.len() + self.async_ops.len()
+                        >= limits::ASYNC_OPS_PER_CONNECTION_MAX =>
+                {
+                    let status = NtStatus::INSUFFICIENT_RESOURCES;
+                    self.member_failed(&mut job, &hdr, session_id, related, status);
+                }
                 Ok(Handled::WaitForBreaks) => {
                     // Inside a compound: the job waits, and the members after
                     // the CREATE run once it is answered.
