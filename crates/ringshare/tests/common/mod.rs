@@ -107,6 +107,31 @@ pub fn smbclient_or_skip(test: &str) -> bool {
     false
 }
 
+/// Whether `smbtorture` (Debian's samba-testsuite) can be run; like [`smbclient_or_skip`].
+pub fn smbtorture_or_skip(test: &str) -> bool {
+    let found = Command::new("smbtorture")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "smbtorture is not installed but CI is set: install it with \
+             `apt-get install -y samba-testsuite` (test {test})"
+        );
+    }
+    eprintln!(
+        "\n!!!!!!!! SKIPPED {test}: smbtorture not found (apt-get install -y samba-testsuite) !!!!!!!!\n"
+    );
+    false
+}
+
 /// How a server is configured.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -316,6 +341,11 @@ impl Server {
     pub fn stop(&mut self) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         stop_child(&mut child)
+    }
+
+    /// The private smb.conf the Samba client tools are run with (`-s`).
+    pub fn client_conf(&self) -> &Path {
+        &self.client_conf
     }
 
     /// A client for this server's share, logged in as [`USER`].
