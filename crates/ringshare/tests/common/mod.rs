@@ -84,32 +84,16 @@ pub fn free_port() -> u16 {
 /// panics (CI must have it: `apt-get install -y smbclient`); otherwise it prints a loud note and
 /// returns false, and the caller returns early.
 pub fn smbclient_or_skip(test: &str) -> bool {
-    let found = Command::new("smbclient")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if found {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "smbclient is not installed but CI is set: install it with \
-             `apt-get install -y smbclient` (test {test})"
-        );
-    }
-    eprintln!(
-        "\n!!!!!!!! SKIPPED {test}: smbclient not found (apt-get install -y smbclient) !!!!!!!!\n"
-    );
-    false
+    tool_or_skip("smbclient", "smbclient", test)
 }
 
 /// Whether `smbtorture` (Debian's samba-testsuite) can be run; like [`smbclient_or_skip`].
 pub fn smbtorture_or_skip(test: &str) -> bool {
-    let found = Command::new("smbtorture")
+    tool_or_skip("smbtorture", "samba-testsuite", test)
+}
+
+fn tool_or_skip(tool: &str, package: &str, test: &str) -> bool {
+    let found = Command::new(tool)
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -122,12 +106,12 @@ pub fn smbtorture_or_skip(test: &str) -> bool {
     }
     if std::env::var_os("CI").is_some() {
         panic!(
-            "smbtorture is not installed but CI is set: install it with \
-             `apt-get install -y samba-testsuite` (test {test})"
+            "{tool} is not installed but CI is set: install it with \
+             `apt-get install -y {package}` (test {test})"
         );
     }
     eprintln!(
-        "\n!!!!!!!! SKIPPED {test}: smbtorture not found (apt-get install -y samba-testsuite) !!!!!!!!\n"
+        "\n!!!!!!!! SKIPPED {test}: {tool} not found (apt-get install -y {package}) !!!!!!!!\n"
     );
     false
 }
