@@ -477,11 +477,18 @@ impl Connection {
     }
 
     fn send_mail(&mut self) {
+        let mut retry = false;
         for notice in self.mailbox.take() {
             if self.closing {
                 return;
             }
-            self.send_notice(notice);
+            match notice {
+                crate::server::Notice::Retry => retry = true,
+                n => self.send_notice(n),
+            }
+        }
+        if retry {
+            self.retry_waiting_creates();
         }
     }
 
@@ -1456,6 +1463,7 @@ impl Connection {
         use crate::server::Notice;
         use ringshare_wire::misc::OplockBreak;
         let (session_id, body) = match notice {
+            Notice::Retry => return,
             Notice::OplockBreak {
                 session_id,
                 file_id,

@@ -82,6 +82,7 @@ pub(crate) fn close_open(
     } else {
         None
     };
+    let mut wakes = Vec::new();
     let (remove, path, is_dir) = {
         let mut e = lock(&open.entry);
         let lease = e
@@ -93,6 +94,7 @@ pub(crate) fn close_open(
         if let Some(gone) = crate::oplock::after_close(&mut e, lease) {
             server.forget_lease(gone, open.key);
         }
+        crate::oplock::wake_waiters(&mut e, &mut wakes);
         e.locks.release_owner(open.id);
         if lock(&open.state).delete_on_close {
             e.delete_pending = true;
@@ -103,6 +105,7 @@ pub(crate) fn close_open(
             e.is_dir,
         )
     };
+    crate::oplock::send(server, wakes);
     let share = Arc::clone(&open.share);
     let key = open.key;
     // Let the backend close the file before it is removed (a request on

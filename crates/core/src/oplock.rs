@@ -8,9 +8,10 @@
 //! shared by the opens that name it) in `FileEntry::leases`. Breaks are
 //! decided there and delivered as [`Notice`]s to the connection of the
 //! holder's client (any thread); a CREATE that must wait for an
-//! acknowledgment is parked by its connection and retried
-//! ([`BREAK_RETRY_MS`]) until the holder acknowledged, closed, or let
-//! [`BREAK_TIMEOUT_MS`] pass (then the break is taken as acknowledged).
+//! acknowledgment is parked by its connection, which the file's entry
+//! remembers as a waiter: an acknowledgment or a close there tells it to try
+//! again ([`wake_waiters`]), and it also looks every [`BREAK_RETRY_MS`] for
+//! breaks the holder let time out ([`BREAK_TIMEOUT_MS`]).
 //!
 //! Policy (Samba's and Windows', as smbtorture's smb2.oplock and smb2.lease
 //! check it; an oplock counts as lease state: BATCH = RWH, EXCLUSIVE = RW,
@@ -53,8 +54,10 @@ const W: u32 = LeaseState::WRITE_CACHING.0;
 
 /// How long a break waits for its acknowledgment (Windows' OplockBreakTimeout).
 pub const BREAK_TIMEOUT_MS: u64 = 35_000;
-/// How often a parked CREATE looks whether the breaks it waits for ended.
-pub const BREAK_RETRY_MS: u64 = 5;
+/// How often a waiting request looks again on its own, for the breaks that
+/// end by timing out; acknowledgments and closes wake it at once
+/// ([`wake_waiters`]).
+pub const BREAK_RETRY_MS: u64 = 1_000;
 
 /// A lease's name: the client's ClientGuid and its LeaseKey.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -573,11 +576,33 @@ fn oplock_notice(c: &Caching, level: u8) -> Notice {
     }
 }
 
+/// Remember that connection `conn_id` waits for a break on this file.
+pub(crate) fn add_waiter(e: &mut FileEntry, conn_id: u64) {
+    if !e.waiters.contains(&conn_id) {
+        e.waiters.push(conn_id);
+    }
+}
+
+/// Something a waiter may wait for changed on this file (an acknowledgment,
+/// a close): tell every waiting connection to try again. Called with the
+/// entry locked; the notices go out through `breaks`, after it is unlocked.
+pub(crate) fn wake_waiters(e: &mut FileEntry, breaks: &mut Breaks) {
+    for conn_id in e.waiters.drain(..) {
+        breaks.push((
+            Route {
+                conn_id,
+                session_id: 0,
+            },
+            Notice::Retry,
+        ));
+    }
+}
+
 /// Post break notices to the holders' connections; when a holder's
 /// connection is gone, to another channel of its session.
 pub(crate) fn send(server: &ServerState, breaks: Breaks) {
     for (route, notice) in breaks {
-        if server.post(route.conn_id, notice.clone()) {
+        if server.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
             continue;
         }
         let channels = server

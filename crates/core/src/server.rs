@@ -142,6 +142,9 @@ pub struct FileEntry {
     pub is_dir: bool,
     /// Leases held on the file, one per (ClientGuid, LeaseKey).
     pub leases: Vec<crate::oplock::Lease>,
+    /// Connections with a request waiting for a break on this file to end:
+    /// told to try again when a holder acknowledges or closes.
+    pub waiters: Vec<u64>,
 }
 
 /// Shared state of the whole server.
@@ -181,6 +184,8 @@ pub(crate) enum Notice {
         session_id: u64,
         notification: ringshare_wire::misc::LeaseBreakNotification,
     },
+    /// A break this connection's requests wait for may have ended: try them again.
+    Retry,
 }
 
 /// A connection's inbox of notices from other connections (they may run on

@@ -576,3 +576,17 @@ fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply
         ]
     );
 }
+
+#[test]
+fn a_waiting_create_is_answered_when_the_holder_acknowledges_without_waiting_for_a_timer() {
+    let (mut a, mut b) = pair();
+    let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
+    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
+    breaks(&mut a);
+    assert_eq!(ack_oplock(&mut a, fa, II).status(), NtStatus::SUCCESS);
+    // No clock moves: the acknowledgment itself tells b's connection to try again.
+    let fin = b.pump();
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].status(), NtStatus::SUCCESS);
+}

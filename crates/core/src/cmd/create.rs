@@ -350,6 +350,7 @@ pub(crate) fn create(
         if e.delete_pending {
             Err(NtStatus::DELETE_PENDING)
         } else if oplock::before_open(&mut e, &wish, core.now.mono_ms, &mut breaks) {
+            oplock::add_waiter(&mut e, core.conn_id);
             Ok(None)
         } else {
             access::check_sharing(&e.opens, granted, cr.share_access.0).map(|()| {

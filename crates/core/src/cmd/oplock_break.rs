@@ -19,7 +19,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             file_id,
         } => {
             let open = opens::find(core, req, file_id)?;
-            let level = oplock::ack_oplock(&mut lock(&open.entry), open.id, oplock_level.0)?;
+            let mut breaks = Vec::new();
+            let level = {
+                let mut e = lock(&open.entry);
+                let r = oplock::ack_oplock(&mut e, open.id, oplock_level.0);
+                oplock::wake_waiters(&mut e, &mut breaks);
+                r
+            };
+            oplock::send(&core.server, breaks);
+            let level = level?;
             OplockBreak::Oplock {
                 oplock_level: OplockLevel(level),
                 file_id,
@@ -49,14 +57,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             );
             let entry = entry.ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
             let mut breaks = Vec::new();
-            let state = oplock::ack_lease(
-                &mut lock(&entry),
-                id,
-                lease_state.0,
-                core.now.mono_ms,
-                &mut breaks,
-            )?;
+            let state = {
+                let mut e = lock(&entry);
+                let r = oplock::ack_lease(&mut e, id, lease_state.0, core.now.mono_ms, &mut breaks);
+                oplock::wake_waiters(&mut e, &mut breaks);
+                r
+            };
             oplock::send(&core.server, breaks);
+            let state = state?;
             OplockBreak::LeaseAck {
                 flags: 0,
                 lease_key,

@@ -71,7 +71,7 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     match s.info_type {
         InfoType::FILE => set_file(
             &server,
-            core.now.mono_ms,
+            (core.now.mono_ms, core.conn_id),
             &open,
             FileInfoClass(s.info_class),
             s.buffer,
@@ -93,9 +93,10 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     Ok(Reply::ok(ok_body()))
 }
 
+/// `when`: now (monotonic ms) and this connection's id (a rename may wait).
 fn set_file(
     server: &ServerState,
-    now_ms: u64,
+    when: (u64, u64),
     open: &Open,
     class: FileInfoClass,
     buf: &[u8],
@@ -109,7 +110,7 @@ fn set_file(
         FileInfoClass::BASIC => set_basic(open, &FileBasicInformation::decode(buf).map_err(bad)?),
         FileInfoClass::RENAME => rename(
             server,
-            now_ms,
+            when,
             open,
             &FileRenameInformation::decode(buf).map_err(|e| match e {
                 WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
@@ -138,7 +139,7 @@ fn set_file(
             if open.is_dir || v.end_of_file > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            break_caches(server, open, now_ms);
+            break_caches(server, open, when.0);
             open.node.set_len(v.end_of_file).map_err(status_of)
         }
         FileInfoClass::ALLOCATION => {
@@ -149,7 +150,7 @@ fn set_file(
             if open.is_dir || v.allocation_size > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            break_caches(server, open, now_ms);
+            break_caches(server, open, when.0);
             // A smaller allocation cuts the file ([MS-FSA] 2.1.5.14.1).
             let size = open.node.stat().map_err(status_of)?.size;
             if v.allocation_size < size {
@@ -291,7 +292,7 @@ fn set_disposition(
 /// name parsed like a CREATE name; its directory is found case-insensitively.
 fn rename(
     server: &ServerState,
-    now_ms: u64,
+    (now_ms, conn_id): (u64, u64),
     open: &Open,
     r: &FileRenameInformation,
 ) -> Result<(), NtStatus> {
@@ -334,7 +335,14 @@ fn rename(
     }
     // Other clients give up caching handles of the file first.
     let mut breaks = Vec::new();
-    let wait = crate::oplock::before_rename(&mut lock(&open.entry), open.id, now_ms, &mut breaks);
+    let wait = {
+        let mut e = lock(&open.entry);
+        let wait = crate::oplock::before_rename(&mut e, open.id, now_ms, &mut breaks);
+        if wait {
+            crate::oplock::add_waiter(&mut e, conn_id);
+        }
+        wait
+    };
     crate::oplock::send(server, breaks);
     if wait {
         return Err(WAIT);
