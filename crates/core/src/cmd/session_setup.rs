@@ -132,9 +132,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         new_session(core, dialect)
     } else {
         if !core.sessions.contains_key(&req.hdr.session_id) {
-            // Not a session of this connection ([MS-SMB2] 3.3.5.5); a request
-            // signed with the session's key gets its answer signed with it.
-            return signed_error(core, req, NtStatus::USER_SESSION_DELETED);
+            // Not a session of this connection ([MS-SMB2] 3.3.5.5); the
+            // answer to a signed request is signed with the session's key
+            // when the server has it (`Connection::session_deleted_key`).
+            return Err(NtStatus::USER_SESSION_DELETED);
         }
         if core
             .sessions
@@ -266,25 +267,6 @@ fn end_session(server: &ServerState, sref: &SessionRef) {
         s.id
     };
     server.remove_session(id);
-}
-
-/// An error answer to a SESSION_SETUP for a session this connection does not
-/// have: signed with the session's key when the request proved it holds it
-/// (clients refuse an unsigned answer to a signed request), else plain.
-fn signed_error(core: &ConnCore, req: &Req<'_>, status: NtStatus) -> Result<Reply, NtStatus> {
-    let key = core
-        .server
-        .find_session(req.hdr.session_id)
-        .and_then(|s| lock(&s).signing_key.clone())
-        .filter(|k| req.hdr.is_signed() && signature_ok(k, req));
-    match key {
-        Some(k) => {
-            let mut r = Reply::with_status(status, Vec::new());
-            r.sign_key = Some(k);
-            Ok(r)
-        }
-        None => Err(status),
-    }
 }
 
 /// [MS-SMB2] 3.3.5.5 (binding) and 3.3.5.5.2: add this connection as a
