@@ -30,6 +30,11 @@ use crate::server::{lock, ServerState};
 use crate::state::{Channel, SessionRef, TreeKind};
 use crate::transform;
 
+mod asyncs;
+mod waits;
+
+use waits::Waiting;
+
 /// What the connection negotiated.
 #[derive(Debug, Clone)]
 pub(crate) struct Negotiated {
@@ -268,20 +273,6 @@ struct BuiltReply {
     sign_key: Option<SigningKey>,
 }
 
-/// A job parked on a CREATE that waits for break acknowledgments.
-struct Waiting {
-    job: Job,
-    hdr: Header,
-    session_id: u64,
-    tree_id: u32,
-    related_file_id: Option<(u64, u64)>,
-    /// (start, end) of the CREATE in the job's frame.
-    member: (usize, usize),
-    sole: bool,
-    related: bool,
-    retry_at_ms: u64,
-}
-
 /// An operation that went async.
 struct AsyncOp {
     hdr: Header,
@@ -462,34 +453,6 @@ impl Connection {
             self.poll_async(id);
         }
         self.retry_creates(false);
-    }
-
-    /// True when other connections left notices (break notifications) for
-    /// this one: call [`Connection::handle_mail`].
-    pub fn has_mail(&self) -> bool {
-        self.mailbox.has_mail()
-    }
-
-    /// Send what other connections asked this one to send.
-    pub fn handle_mail(&mut self, now: Now) {
-        self.core.now = now;
-        self.send_mail();
-    }
-
-    fn send_mail(&mut self) {
-        let mut retry = false;
-        for notice in self.mailbox.take() {
-            if self.closing {
-                return;
-            }
-            match notice {
-                crate::server::Notice::Retry => retry = true,
-                n => self.send_notice(n),
-            }
-        }
-        if retry {
-            self.retry_waiting_creates();
-        }
     }
 
     /// The connection was accepted now: the handshake clock starts.
@@ -905,74 +868,6 @@ impl Connection {
         self.push_reply(job, hdr, session_id, reply);
     }
 
-    /// Try the parked CREATEs whose time has come (all of them with `all`):
-    /// one that no longer waits is answered and its job goes on.
-    fn retry_creates(&mut self, all: bool) {
-        let now = self.core.now.mono_ms;
-        let mut keep = Vec::new();
-        for mut w in std::mem::take(&mut self.waiting) {
-            if self.closing {
-                return;
-            }
-            if !all && w.retry_at_ms > now {
-                keep.push(w);
-                continue;
-            }
-            let (start, end) = w.member;
-            let outcome = {
-                let req = Req {
-                    hdr: w.hdr.clone(),
-                    msg: &w.job.frame[start..end],
-                    msg_offset: start,
-                    detached: None,
-                    session_id: w.session_id,
-                    tree_id: w.tree_id,
-                    related_file_id: w.related_file_id,
-                    sole: w.sole,
-                    encrypted: w.job.encrypted.is_some(),
-                };
-                cmd::create::retry(&mut self.core, &req)
-            };
-            match outcome {
-                Ok(None) => {
-                    w.retry_at_ms = now + crate::oplock::BREAK_RETRY_MS;
-                    keep.push(w);
-                    continue;
-                }
-                Ok(Some(reply)) => {
-                    if self.member_replied(&mut w.job, &w.hdr, w.session_id, w.related, None, reply)
-                    {
-                        self.finish(w.job);
-                        self.disconnect("fatal reply");
-                        return;
-                    }
-                }
-                Err(status) => {
-                    self.member_failed(&mut w.job, &w.hdr, w.session_id, w.related, status)
-                }
-            }
-            self.run(w.job);
-        }
-        self.waiting.extend(keep);
-    }
-
-    /// After something that can end a break (an acknowledgment, a close):
-    /// every waiting CREATE tries again now.
-    fn retry_waiting_creates(&mut self) {
-        if !self.waiting.is_empty() {
-            self.retry_creates(true);
-        }
-        let ids: Vec<u64> = self
-            .async_ops
-            .iter()
-            .filter(|(_, op)| matches!(op.work, cmd::AsyncWork::Create(_)))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.poll_async(id);
-        }
-    }
-
     fn large_mtu(&self) -> bool {
         self.core
             .negotiated
@@ -1363,235 +1258,6 @@ impl Connection {
             None => {
                 tracing::debug!(peer = %self.core.peer, "dropping a reply to an encrypted request: no session key")
             }
-        }
-    }
-
-    fn go_async(&mut self, job: &mut Job, hdr: Header, session_id: u64, work: cmd::AsyncWork) {
-        if job.next < job.members.len() {
-            // Only the last member of a compound may go async; Windows fails one
-            // in the middle with INTERNAL_ERROR ([MS-SMB2] <159>), and so do we.
-            cmd::cancel_async(&mut self.core, session_id, &work);
-            let reply = Reply::with_status(NtStatus::INTERNAL_ERROR, Vec::new());
-            self.push_reply(job, &hdr, session_id, reply);
-            return;
-        }
-        if self.async_ops.len() >= limits::ASYNC_OPS_PER_CONNECTION_MAX {
-            let reply = Reply::with_status(NtStatus::INSUFFICIENT_RESOURCES, Vec::new());
-            self.push_reply(job, &hdr, session_id, reply);
-            return;
-        }
-        let async_id = self.next_async_id;
-        self.next_async_id += 1;
-        // Interim response: ASYNC flag, the async id, STATUS_PENDING, credits.
-        let mut ahdr = hdr.clone();
-        ahdr.id = HeaderId::Async { async_id };
-        let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
-        interim.credits = self.grant(&hdr);
-        let sign_key = if job.encrypted.is_some() {
-            None
-        } else {
-            self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING)
-        };
-        job.replies.push(BuiltReply {
-            hdr: interim,
-            body: error_body(),
-            data: None,
-            data_headroom: 0,
-            file: None,
-            sign_key,
-        });
-        self.async_ops.insert(
-            async_id,
-            AsyncOp {
-                hdr: ahdr,
-                session_id,
-                encrypted: job.encrypted.is_some(),
-                work,
-            },
-        );
-    }
-
-    /// Try an async operation again; send its final reply when it is done.
-    fn poll_async(&mut self, async_id: u64) {
-        let Some(mut op) = self.async_ops.remove(&async_id) else {
-            return;
-        };
-        match cmd::poll_async(&mut self.core, op.session_id, &mut op.work) {
-            Some(result) => {
-                let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
-                self.send_async_final(op, reply);
-            }
-            None => {
-                self.async_ops.insert(async_id, op);
-            }
-        }
-    }
-
-    fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
-        let mut hdr = Header::response_to(&op.hdr, reply.status);
-        hdr.credits = 0;
-        let sign_key = if op.encrypted {
-            None
-        } else {
-            self.response_signing_key(&op.hdr, op.session_id, None, reply.status)
-        };
-        let body = if reply.body.is_empty() {
-            error_body()
-        } else {
-            reply.body
-        };
-        let encrypted = op.encrypted.then_some(op.session_id);
-        let (frame, _) = build_frame(
-            &mut vec![BuiltReply {
-                hdr,
-                body,
-                data: reply.data,
-                data_headroom: reply.data_headroom,
-                file: None,
-                sign_key,
-            }],
-            seal_room(encrypted),
-        );
-        self.send_frame(frame, encrypted, None);
-    }
-
-    /// Send a break notification another connection decided on ([MS-SMB2]
-    /// 3.3.4.6, 3.3.4.7): MessageId all ones, SessionId 0, not signed;
-    /// encrypted with the session's key when its client encrypts. Dropped
-    /// when the session is no longer on this connection.
-    fn send_notice(&mut self, notice: crate::server::Notice) {
-        use crate::server::Notice;
-        use ringshare_wire::misc::OplockBreak;
-        let (session_id, body) = match notice {
-            Notice::Retry => return,
-            Notice::OplockBreak {
-                session_id,
-                file_id,
-                level,
-            } => {
-                let mut b = Vec::with_capacity(24);
-                OplockBreak::Oplock {
-                    oplock_level: ringshare_wire::consts::OplockLevel(level),
-                    file_id,
-                }
-                .encode(&mut b);
-                (session_id, b)
-            }
-            Notice::LeaseBreak {
-                session_id,
-                notification,
-            } => {
-                let mut b = Vec::with_capacity(44);
-                OplockBreak::LeaseBreakNotification(notification).encode(&mut b);
-                (session_id, b)
-            }
-        };
-        let Some(ch) = self.core.sessions.get(&session_id) else {
-            tracing::debug!(peer = %self.core.peer, session_id, "break for a session not on this connection");
-            return;
-        };
-        let encrypt = {
-            let s = lock(&ch.session);
-            s.encrypt_key.is_some() && (ch.client_encrypts || s.encrypt_required)
-        };
-        let hdr = Header {
-            command: Command::OPLOCK_BREAK,
-            flags: HeaderFlags::SERVER_TO_REDIR,
-            message_id: u64::MAX,
-            ..Header::default()
-        };
-        let encrypted = encrypt.then_some(session_id);
-        let (frame, _) = build_frame(
-            &mut vec![BuiltReply {
-                hdr,
-                body,
-                data: None,
-                data_headroom: 0,
-                file: None,
-                sign_key: None,
-            }],
-            seal_room(encrypted),
-        );
-        tracing::debug!(peer = %self.core.peer, session_id, "sending a break notification");
-        self.send_frame(frame, encrypted, None);
-    }
-
-    /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and
-    /// completes it with STATUS_CANCELLED. No reply to the CANCEL itself.
-    fn cancel(&mut self, hdr: &Header) {
-        let target = match hdr.async_id() {
-            Some(aid) => self.async_ops.contains_key(&aid).then_some(aid),
-            None => self
-                .async_ops
-                .iter()
-                .find(|(_, op)| {
-                    op.hdr.message_id == hdr.message_id && op.session_id == hdr.session_id
-                })
-                .map(|(id, _)| *id),
-        };
-        if let Some(aid) = target {
-            if let Some(op) = self.async_ops.remove(&aid) {
-                if op.session_id != hdr.session_id {
-                    self.async_ops.insert(aid, op);
-                    return;
-                }
-                cmd::cancel_async(&mut self.core, op.session_id, &op.work);
-                self.send_async_final(op, Reply::with_status(NtStatus::CANCELLED, Vec::new()));
-            }
-        }
-    }
-
-    /// A directory handle was closed: its pending CHANGE_NOTIFYs complete with
-    /// STATUS_NOTIFY_CLEANUP ([MS-SMB2] 3.3.5.10).
-    fn cleanup_notifies(&mut self, session_id: u64, open_id: u64) {
-        let ids: Vec<u64> = self
-            .async_ops
-            .iter()
-            .filter(|(_, op)| {
-                op.session_id == session_id
-                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if n.open_id == open_id)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            if let Some(op) = self.async_ops.remove(&id) {
-                self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
-            }
-        }
-    }
-
-    /// Before a LOGOFF closes a session's files: close the ones no blocking
-    /// lock waits on first, and give the waiting locks one last try, as a
-    /// server closing the files one by one would (Windows and Samba answer a
-    /// lock that became grantable this way with success).
-    fn settle_waiting_locks(&mut self, session_id: u64) {
-        let waiting: Vec<(u64, u64)> = self
-            .async_ops
-            .iter()
-            .filter_map(|(id, op)| match &op.work {
-                cmd::AsyncWork::Lock(p) if op.session_id == session_id => Some((*id, p.open_id)),
-                _ => None,
-            })
-            .collect();
-        if waiting.is_empty() {
-            return;
-        }
-        let server = self.core.server.clone();
-        if let Some(sref) = self.core.session(session_id) {
-            crate::opens::close_where(&server, &mut lock(&sref), |o| {
-                !waiting.iter().any(|(_, open)| *open == o.id)
-            });
-        }
-        for (id, _) in waiting {
-            self.poll_async(id);
-        }
-    }
-
-    /// After a close or unlock, waiting locks may now succeed: retry them.
-    pub fn retry_waiting(&mut self) {
-        let ids: Vec<u64> = self.async_ops.keys().copied().collect();
-        for id in ids {
-            self.poll_async(id);
         }
     }
 }

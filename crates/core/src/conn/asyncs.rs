@@ -1,0 +1,187 @@
+//! Requests that went async ([MS-SMB2] 3.3.4.2): the interim STATUS_PENDING,
+//! retries, the final reply, CANCEL (3.3.5.16), and what closing a handle or
+//! a session does to the operations waiting on it.
+
+use ringshare_wire::header::{Header, HeaderId};
+use ringshare_wire::NtStatus;
+
+use super::{build_frame, error_body, seal_room, AsyncOp, BuiltReply, Connection, Job, Reply};
+use crate::cmd;
+use crate::limits;
+use crate::server::lock;
+
+impl Connection {
+    pub(super) fn go_async(
+        &mut self,
+        job: &mut Job,
+        hdr: Header,
+        session_id: u64,
+        work: cmd::AsyncWork,
+    ) {
+        if job.next < job.members.len() {
+            // Only the last member of a compound may go async; Windows fails one
+            // in the middle with INTERNAL_ERROR ([MS-SMB2] <159>), and so do we.
+            cmd::cancel_async(&mut self.core, session_id, &work);
+            let reply = Reply::with_status(NtStatus::INTERNAL_ERROR, Vec::new());
+            self.push_reply(job, &hdr, session_id, reply);
+            return;
+        }
+        if self.async_ops.len() >= limits::ASYNC_OPS_PER_CONNECTION_MAX {
+            let reply = Reply::with_status(NtStatus::INSUFFICIENT_RESOURCES, Vec::new());
+            self.push_reply(job, &hdr, session_id, reply);
+            return;
+        }
+        let async_id = self.next_async_id;
+        self.next_async_id += 1;
+        // Interim response: ASYNC flag, the async id, STATUS_PENDING, credits.
+        let mut ahdr = hdr.clone();
+        ahdr.id = HeaderId::Async { async_id };
+        let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
+        interim.credits = self.grant(&hdr);
+        let sign_key = if job.encrypted.is_some() {
+            None
+        } else {
+            self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING)
+        };
+        job.replies.push(BuiltReply {
+            hdr: interim,
+            body: error_body(),
+            data: None,
+            data_headroom: 0,
+            file: None,
+            sign_key,
+        });
+        self.async_ops.insert(
+            async_id,
+            AsyncOp {
+                hdr: ahdr,
+                session_id,
+                encrypted: job.encrypted.is_some(),
+                work,
+            },
+        );
+    }
+
+    /// Try an async operation again; send its final reply when it is done.
+    pub(super) fn poll_async(&mut self, async_id: u64) {
+        let Some(mut op) = self.async_ops.remove(&async_id) else {
+            return;
+        };
+        match cmd::poll_async(&mut self.core, op.session_id, &mut op.work) {
+            Some(result) => {
+                let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
+                self.send_async_final(op, reply);
+            }
+            None => {
+                self.async_ops.insert(async_id, op);
+            }
+        }
+    }
+
+    fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
+        let mut hdr = Header::response_to(&op.hdr, reply.status);
+        hdr.credits = 0;
+        let sign_key = if op.encrypted {
+            None
+        } else {
+            self.response_signing_key(&op.hdr, op.session_id, None, reply.status)
+        };
+        let body = if reply.body.is_empty() {
+            error_body()
+        } else {
+            reply.body
+        };
+        let encrypted = op.encrypted.then_some(op.session_id);
+        let (frame, _) = build_frame(
+            &mut vec![BuiltReply {
+                hdr,
+                body,
+                data: reply.data,
+                data_headroom: reply.data_headroom,
+                file: None,
+                sign_key,
+            }],
+            seal_room(encrypted),
+        );
+        self.send_frame(frame, encrypted, None);
+    }
+
+    /// [MS-SMB2] 3.3.5.16: CANCEL. Finds the async (or still-waiting) request and
+    /// completes it with STATUS_CANCELLED. No reply to the CANCEL itself.
+    pub(super) fn cancel(&mut self, hdr: &Header) {
+        let target = match hdr.async_id() {
+            Some(aid) => self.async_ops.contains_key(&aid).then_some(aid),
+            None => self
+                .async_ops
+                .iter()
+                .find(|(_, op)| {
+                    op.hdr.message_id == hdr.message_id && op.session_id == hdr.session_id
+                })
+                .map(|(id, _)| *id),
+        };
+        if let Some(aid) = target {
+            if let Some(op) = self.async_ops.remove(&aid) {
+                if op.session_id != hdr.session_id {
+                    self.async_ops.insert(aid, op);
+                    return;
+                }
+                cmd::cancel_async(&mut self.core, op.session_id, &op.work);
+                self.send_async_final(op, Reply::with_status(NtStatus::CANCELLED, Vec::new()));
+            }
+        }
+    }
+
+    /// A directory handle was closed: its pending CHANGE_NOTIFYs complete with
+    /// STATUS_NOTIFY_CLEANUP ([MS-SMB2] 3.3.5.10).
+    pub(super) fn cleanup_notifies(&mut self, session_id: u64, open_id: u64) {
+        let ids: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| {
+                op.session_id == session_id
+                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if n.open_id == open_id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(op) = self.async_ops.remove(&id) {
+                self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
+            }
+        }
+    }
+
+    /// Before a LOGOFF closes a session's files: close the ones no blocking
+    /// lock waits on first, and give the waiting locks one last try, as a
+    /// server closing the files one by one would (Windows and Samba answer a
+    /// lock that became grantable this way with success).
+    pub(super) fn settle_waiting_locks(&mut self, session_id: u64) {
+        let waiting: Vec<(u64, u64)> = self
+            .async_ops
+            .iter()
+            .filter_map(|(id, op)| match &op.work {
+                cmd::AsyncWork::Lock(p) if op.session_id == session_id => Some((*id, p.open_id)),
+                _ => None,
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let server = self.core.server.clone();
+        if let Some(sref) = self.core.session(session_id) {
+            crate::opens::close_where(&server, &mut lock(&sref), |o| {
+                !waiting.iter().any(|(_, open)| *open == o.id)
+            });
+        }
+        for (id, _) in waiting {
+            self.poll_async(id);
+        }
+    }
+
+    /// After a close or unlock, waiting locks may now succeed: retry them.
+    pub fn retry_waiting(&mut self) {
+        let ids: Vec<u64> = self.async_ops.keys().copied().collect();
+        for id in ids {
+            self.poll_async(id);
+        }
+    }
+}

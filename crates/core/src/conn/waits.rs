@@ -1,0 +1,185 @@
+//! A connection's side of oplock and lease breaks: the notices other
+//! connections leave in its mailbox (break notifications to send, requests to
+//! retry), and the requests it parked while breaks they caused are
+//! acknowledged (crates/core/src/oplock.rs decides the breaks).
+
+use ringshare_wire::consts::{Command, HeaderFlags};
+use ringshare_wire::header::Header;
+
+use super::{build_frame, seal_room, BuiltReply, Connection, Job, Req};
+use crate::cmd;
+use crate::io::Now;
+use crate::server::lock;
+
+/// A job parked on a CREATE that waits for break acknowledgments.
+pub(super) struct Waiting {
+    pub(super) job: Job,
+    pub(super) hdr: Header,
+    pub(super) session_id: u64,
+    pub(super) tree_id: u32,
+    pub(super) related_file_id: Option<(u64, u64)>,
+    /// (start, end) of the CREATE in the job's frame.
+    pub(super) member: (usize, usize),
+    pub(super) sole: bool,
+    pub(super) related: bool,
+    pub(super) retry_at_ms: u64,
+}
+
+impl Connection {
+    /// True when other connections left notices (break notifications) for
+    /// this one: call [`Connection::handle_mail`].
+    pub fn has_mail(&self) -> bool {
+        self.mailbox.has_mail()
+    }
+
+    /// Send what other connections asked this one to send.
+    pub fn handle_mail(&mut self, now: Now) {
+        self.core.now = now;
+        self.send_mail();
+    }
+
+    pub(super) fn send_mail(&mut self) {
+        let mut retry = false;
+        for notice in self.mailbox.take() {
+            if self.closing {
+                return;
+            }
+            match notice {
+                crate::server::Notice::Retry => retry = true,
+                n => self.send_notice(n),
+            }
+        }
+        if retry {
+            self.retry_waiting_creates();
+        }
+    }
+
+    /// Try the parked CREATEs whose time has come (all of them with `all`):
+    /// one that no longer waits is answered and its job goes on.
+    pub(super) fn retry_creates(&mut self, all: bool) {
+        let now = self.core.now.mono_ms;
+        let mut keep = Vec::new();
+        for mut w in std::mem::take(&mut self.waiting) {
+            if self.closing {
+                return;
+            }
+            if !all && w.retry_at_ms > now {
+                keep.push(w);
+                continue;
+            }
+            let (start, end) = w.member;
+            let outcome = {
+                let req = Req {
+                    hdr: w.hdr.clone(),
+                    msg: &w.job.frame[start..end],
+                    msg_offset: start,
+                    detached: None,
+                    session_id: w.session_id,
+                    tree_id: w.tree_id,
+                    related_file_id: w.related_file_id,
+                    sole: w.sole,
+                    encrypted: w.job.encrypted.is_some(),
+                };
+                cmd::create::retry(&mut self.core, &req)
+            };
+            match outcome {
+                Ok(None) => {
+                    w.retry_at_ms = now + crate::oplock::BREAK_RETRY_MS;
+                    keep.push(w);
+                    continue;
+                }
+                Ok(Some(reply)) => {
+                    if self.member_replied(&mut w.job, &w.hdr, w.session_id, w.related, None, reply)
+                    {
+                        self.finish(w.job);
+                        self.disconnect("fatal reply");
+                        return;
+                    }
+                }
+                Err(status) => {
+                    self.member_failed(&mut w.job, &w.hdr, w.session_id, w.related, status)
+                }
+            }
+            self.run(w.job);
+        }
+        self.waiting.extend(keep);
+    }
+
+    /// After something that can end a break (an acknowledgment, a close):
+    /// every waiting CREATE tries again now.
+    pub(super) fn retry_waiting_creates(&mut self) {
+        if !self.waiting.is_empty() {
+            self.retry_creates(true);
+        }
+        let ids: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| matches!(op.work, cmd::AsyncWork::Create(_)))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.poll_async(id);
+        }
+    }
+
+    /// Send a break notification another connection decided on ([MS-SMB2]
+    /// 3.3.4.6, 3.3.4.7): MessageId all ones, SessionId 0, not signed;
+    /// encrypted with the session's key when its client encrypts. Dropped
+    /// when the session is no longer on this connection.
+    fn send_notice(&mut self, notice: crate::server::Notice) {
+        use crate::server::Notice;
+        use ringshare_wire::misc::OplockBreak;
+        let (session_id, body) = match notice {
+            Notice::Retry => return,
+            Notice::OplockBreak {
+                session_id,
+                file_id,
+                level,
+            } => {
+                let mut b = Vec::with_capacity(24);
+                OplockBreak::Oplock {
+                    oplock_level: ringshare_wire::consts::OplockLevel(level),
+                    file_id,
+                }
+                .encode(&mut b);
+                (session_id, b)
+            }
+            Notice::LeaseBreak {
+                session_id,
+                notification,
+            } => {
+                let mut b = Vec::with_capacity(44);
+                OplockBreak::LeaseBreakNotification(notification).encode(&mut b);
+                (session_id, b)
+            }
+        };
+        let Some(ch) = self.core.sessions.get(&session_id) else {
+            tracing::debug!(peer = %self.core.peer, session_id, "break for a session not on this connection");
+            return;
+        };
+        let encrypt = {
+            let s = lock(&ch.session);
+            s.encrypt_key.is_some() && (ch.client_encrypts || s.encrypt_required)
+        };
+        let hdr = Header {
+            command: Command::OPLOCK_BREAK,
+            flags: HeaderFlags::SERVER_TO_REDIR,
+            message_id: u64::MAX,
+            ..Header::default()
+        };
+        let encrypted = encrypt.then_some(session_id);
+        let (frame, _) = build_frame(
+            &mut vec![BuiltReply {
+                hdr,
+                body,
+                data: None,
+                data_headroom: 0,
+                file: None,
+                sign_key: None,
+            }],
+            seal_room(encrypted),
+        );
+        tracing::debug!(peer = %self.core.peer, session_id, "sending a break notification");
+        self.send_frame(frame, encrypted, None);
+    }
+}
