@@ -833,7 +833,6 @@ impl ClientConn {
             base = TRANSFORM_HEADER_LEN;
             encrypted = true;
         }
-        let frame: &[u8] = frame;
         let mut pos = base;
         loop {
             let rest = &frame[pos..];
@@ -846,7 +845,7 @@ impl ClientConn {
             } else {
                 return Err(ClientError::Malformed("NextCommand".into()));
             };
-            self.handle(&hdr, &frame[pos..end], pos, encrypted, events)?;
+            self.handle(&hdr, &mut frame[pos..end], pos, encrypted, events)?;
             if next == 0 {
                 return Ok(());
             }
@@ -919,7 +918,7 @@ impl ClientConn {
     fn handle(
         &mut self,
         hdr: &Header,
-        msg: &[u8],
+        msg: &mut [u8],
         at: usize,
         encrypted: bool,
         events: &mut Vec<Event>,
@@ -994,7 +993,7 @@ impl ClientConn {
     fn check_signature(
         &self,
         hdr: &Header,
-        msg: &[u8],
+        msg: &mut [u8],
         request_signed: bool,
     ) -> Result<(), ClientError> {
         let bad = || ClientError::BadSignature {
@@ -1252,7 +1251,7 @@ impl ClientConn {
         self.session_step_send(Some(resp.security_buffer))
     }
 
-    fn session_done(&mut self, hdr: &Header, msg: &[u8]) -> Result<(), ClientError> {
+    fn session_done(&mut self, hdr: &Header, msg: &mut [u8]) -> Result<(), ClientError> {
         self.session_id = hdr.session_id;
         let resp = SessionSetupResponse::decode(msg)?;
         let dialect = self.dialect.ok_or(ClientError::NotReady)?;
@@ -1294,8 +1293,8 @@ impl ClientConn {
         // [MS-SMB2] 3.2.5.3.1: the final 3.1.1 response must be signed.
         let must_sign = self.signing_key.is_some()
             && (dialect == Dialect::SMB3_1_1 || self.opts.sign || self.server_requires_signing);
-        self.check_signature(hdr, msg, must_sign)?;
         let server_wants_encryption = resp.session_flags.contains(SessionFlags::ENCRYPT_DATA);
+        self.check_signature(hdr, msg, must_sign)?;
         if (self.opts.encrypt || server_wants_encryption) && self.encrypt_key.is_some() {
             self.encrypting = true;
         }
@@ -1316,7 +1315,7 @@ impl ClientConn {
     fn binding_done(
         &mut self,
         hdr: &Header,
-        msg: &[u8],
+        msg: &mut [u8],
         events: &mut Vec<Event>,
     ) -> Result<(), ClientError> {
         let b = self.binding.clone().ok_or(ClientError::NotReady)?;
@@ -1370,17 +1369,15 @@ impl ClientConn {
     }
 }
 
-fn verify(key: &SigningKey, hdr: &Header, msg: &[u8]) -> bool {
-    let (Some(head), Some(rest)) = (msg.get(..48), msg.get(64..)) else {
-        return false;
-    };
-    key.verify(
-        &[head, &[0u8; 16], rest],
+/// Checks the signature where the message lies (one pass over one slice: a
+/// gathered check would first copy a 1 MiB READ into scratch).
+fn verify(key: &SigningKey, hdr: &Header, msg: &mut [u8]) -> bool {
+    key.verify_in_place(
+        msg,
         NonceInfo {
             message_id: hdr.message_id,
             server_to_client: true,
             cancel: false,
         },
-        &hdr.signature,
     )
 }
