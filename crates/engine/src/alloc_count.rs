@@ -12,6 +12,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The system allocator, counting `alloc`/`realloc` calls of threads inside [`count`].
 pub struct CountingAllocator;
@@ -19,13 +20,33 @@ pub struct CountingAllocator;
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    static ENROLLED: Cell<bool> = const { Cell::new(false) };
 }
+
+/// Allocations of every thread that called [`enroll_thread`].
+static ENROLLED_ALLOCS: AtomicU64 = AtomicU64::new(0);
 
 fn bump() {
     // `try_with`: during thread teardown the locals may be gone; skip counting then.
     if COUNTING.try_with(Cell::get).unwrap_or(false) {
         let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
     }
+    if ENROLLED.try_with(Cell::get).unwrap_or(false) {
+        ENROLLED_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts every later allocation of this thread in [`enrolled_allocations`]
+/// (the server's I/O threads enroll themselves, so that a test running the
+/// server in its own process can count what serving costs). Without
+/// [`CountingAllocator`] as the global allocator nothing is counted.
+pub fn enroll_thread() {
+    ENROLLED.with(|e| e.set(true));
+}
+
+/// Allocations so far of the threads that called [`enroll_thread`].
+pub fn enrolled_allocations() -> u64 {
+    ENROLLED_ALLOCS.load(Ordering::Relaxed)
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments

@@ -173,8 +173,10 @@ pub(crate) struct Pipe {
 /// without CQEs). Steps before the reporting one moved their full planned
 /// length; the next round resumes from there.
 pub(crate) struct SendFile {
-    pub(crate) sock: Arc<OwnedFd>,
-    pub(crate) file: Arc<OwnedFd>,
+    /// `None` only once the operation has ended and its box waits to serve
+    /// the next send-file (the ring keeps a few; see `Ring::send_file`).
+    pub(crate) sock: Option<Arc<OwnedFd>>,
+    pub(crate) file: Option<Arc<OwnedFd>>,
     pub(crate) head: Vec<u8>,
     pub(crate) head_pos: usize,
     /// Taken back by the ring when the operation ends with the pipe empty.
@@ -191,7 +193,7 @@ pub(crate) struct SendFile {
     /// Largest file-to-pipe splice.
     pub(crate) chunk: usize,
     /// The steps of the round in flight (kind, planned length); empty between rounds.
-    pub(crate) plan: Vec<(u64, usize)>,
+    pub(crate) plan: Plan,
     /// The round made progress (a guard against spinning on zero results).
     pub(crate) progressed: bool,
     /// The first hard error (errno).
@@ -202,6 +204,47 @@ pub(crate) struct SendFile {
 pub(crate) const CHUNKS_PER_ROUND_MAX: usize = 16;
 /// SQEs in one round at most: the head and the chunks.
 pub(crate) const ROUND_SQES_MAX: usize = 1 + 2 * CHUNKS_PER_ROUND_MAX;
+
+/// The steps of one [`SendFile`] round, held in place (a round has at most
+/// [`ROUND_SQES_MAX`]), so that starting a send-file allocates one box, not
+/// a list as well.
+pub(crate) struct Plan {
+    steps: [(u64, usize); ROUND_SQES_MAX],
+    len: usize,
+}
+
+impl Plan {
+    pub(crate) fn new() -> Plan {
+        Plan {
+            steps: [(0, 0); ROUND_SQES_MAX],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, step: (u64, usize)) {
+        // `round` plans at most ROUND_SQES_MAX steps.
+        if let Some(slot) = self.steps.get_mut(self.len) {
+            *slot = step;
+            self.len += 1;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn get(&self, i: usize) -> Option<&(u64, usize)> {
+        self.steps[..self.len].get(i)
+    }
+}
 
 /// What a step of a [`SendFile`] round does.
 pub(crate) const STEP_HEAD: u64 = 1;
@@ -215,14 +258,14 @@ impl SendFile {
         let mut out: [squeue::Entry; ROUND_SQES_MAX] =
             std::array::from_fn(|_| opcode::Nop::new().build());
         self.plan.clear();
-        let Some(pipe) = &self.pipe else {
+        let (Some(pipe), Some(sock), Some(file)) = (&self.pipe, &self.sock, &self.file) else {
             return (out, 0);
         };
         let mut n = 0;
         if self.head_pos < self.head.len() {
             let rest = &self.head[self.head_pos..];
             let len = rest.len().min(SQE_LEN_MAX);
-            out[n] = with_fd!(self.sock.as_raw_fd(), fixed, |t| opcode::Send::new(
+            out[n] = with_fd!(sock.as_raw_fd(), fixed, |t| opcode::Send::new(
                 t,
                 rest.as_ptr(),
                 len as u32
@@ -239,7 +282,7 @@ impl SendFile {
         if self.in_pipe > 0 {
             // Bytes left in the pipe by a short drain go first, alone.
             let more = self.left > 0 && !self.eof;
-            out[n] = drain_sqe(pipe, &self.sock, self.in_pipe, more, fixed);
+            out[n] = drain_sqe(pipe, sock, self.in_pipe, more, fixed);
             self.plan.push((STEP_DRAIN, self.in_pipe));
             return (out, n + 1);
         }
@@ -253,7 +296,7 @@ impl SendFile {
             }
             let fill = left.min(self.chunk).min(pipe.capacity);
             out[n] = opcode::Splice::new(
-                types::Fd(self.file.as_raw_fd()),
+                types::Fd(file.as_raw_fd()),
                 offset as i64,
                 types::Fd(pipe.write.as_raw_fd()),
                 -1,
@@ -262,7 +305,7 @@ impl SendFile {
             .build();
             offset += fill as u64;
             left -= fill;
-            out[n + 1] = drain_sqe(pipe, &self.sock, fill, left > 0, fixed);
+            out[n + 1] = drain_sqe(pipe, sock, fill, left > 0, fixed);
             self.plan.push((STEP_FILL, fill));
             self.plan.push((STEP_DRAIN, fill));
             n += 2;
@@ -275,8 +318,9 @@ impl SendFile {
     pub(crate) fn apply(&mut self, index: usize, res: i32) {
         self.progressed = false;
         for i in 0..index.min(self.plan.len()) {
-            let (kind, len) = self.plan[i];
-            self.moved(kind, len);
+            if let Some(&(kind, len)) = self.plan.get(i) {
+                self.moved(kind, len);
+            }
         }
         if let Some(&(kind, _)) = self.plan.get(index) {
             if res < 0 {
@@ -490,7 +534,7 @@ impl OpKind {
             OpKind::Splice { fd_in, fd_out, .. } => {
                 [Some(fd_in.as_raw_fd()), Some(fd_out.as_raw_fd())]
             }
-            OpKind::SendFile(sf) => [Some(sf.sock.as_raw_fd()), None],
+            OpKind::SendFile(sf) => [sf.sock.as_ref().map(|s| s.as_raw_fd()), None],
             _ => [None, None],
         }
     }

@@ -36,8 +36,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use crate::bufring::BufRing;
 use crate::files::FileTable;
 use crate::op::{
-    cqe_result, empty_msghdr, Op, OpKind, Pipe, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
-    ROUND_SQES_MAX,
+    cqe_result, empty_msghdr, Op, OpKind, Pipe, Plan, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
 };
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
@@ -53,6 +52,9 @@ const STEP_MASK: u64 = 0xFF << STEP_SHIFT;
 
 /// Idle pipes a ring keeps for [`Ring::send_file`].
 const PIPES_KEPT_MAX: usize = 16;
+/// `send_vectored` iovec lists and `msghdr`s, and send-file boxes, kept
+/// for reuse (each).
+const SPARE_MSGS_MAX: usize = 16;
 
 /// How long dropping a ring waits for cancelled operations to complete.
 const DROP_WAIT_MAX: Duration = Duration::from_secs(2);
@@ -260,6 +262,13 @@ pub struct Ring {
     closing: bool,
     /// Empty pipes for `send_file`, and the chunk size they are made for.
     pipes: Vec<Pipe>,
+    /// The iovec lists and `msghdr`s of finished `send_vectored` operations,
+    /// for the next ones (no allocation per send).
+    spare_msgs: Vec<(Vec<libc::iovec>, Box<libc::msghdr>)>,
+    /// The boxes of ended send-files, for the next ones: kept boxed, since
+    /// reusing the box (not its contents) is the point.
+    #[allow(clippy::vec_box)]
+    spare_send_files: Vec<Box<SendFile>>,
     splice_chunk: usize,
     /// Provided buffers for multishot receives, if the kernel took them.
     recv_bufs: Option<BufRing>,
@@ -313,6 +322,8 @@ impl Ring {
             setup,
             closing: false,
             pipes: Vec::new(),
+            spare_msgs: Vec::new(),
+            spare_send_files: Vec::new(),
             splice_chunk: config.splice_chunk.max(4096),
             recv_bufs: None,
             lent: None,
@@ -541,14 +552,20 @@ impl Ring {
         if total == 0 {
             return self.complete_now(token, Ok(0), None, Some(bufs));
         }
-        let iov = Vec::with_capacity(bufs.len());
+        // `iov` and `msg` are filled in before each SQE (see `Op::sqe`).
+        let (mut iov, msg) = self
+            .spare_msgs
+            .pop()
+            .unwrap_or_else(|| (Vec::new(), empty_msghdr()));
+        iov.clear();
+        iov.reserve(bufs.len());
         self.start(
             token,
             OpKind::SendMsg {
                 fd: Arc::clone(fd),
                 bufs,
                 iov,
-                msg: empty_msghdr(),
+                msg,
                 sent: 0,
                 total,
             },
@@ -641,25 +658,34 @@ impl Ring {
             return self.reject(token, head, "send_file offset past i64::MAX");
         }
         let chunk = self.splice_chunk.min(pipe.capacity);
-        self.start(
-            token,
-            OpKind::SendFile(Box::new(SendFile {
-                sock: Arc::clone(sock),
-                file: Arc::clone(file),
-                head,
-                head_pos: 0,
-                pipe: Some(pipe),
-                offset,
-                left: len,
-                in_pipe: 0,
-                sent: 0,
-                eof: false,
-                chunk,
-                plan: Vec::with_capacity(ROUND_SQES_MAX),
-                progressed: false,
-                error: None,
-            })),
-        );
+        let sf = self.send_file_box(SendFile {
+            sock: Some(Arc::clone(sock)),
+            file: Some(Arc::clone(file)),
+            head,
+            head_pos: 0,
+            pipe: Some(pipe),
+            offset,
+            left: len,
+            in_pipe: 0,
+            sent: 0,
+            eof: false,
+            chunk,
+            plan: Plan::new(),
+            progressed: false,
+            error: None,
+        });
+        self.start(token, OpKind::SendFile(sf));
+    }
+
+    /// `sf` in the box of an ended send-file if one is spare (no allocation).
+    fn send_file_box(&mut self, sf: SendFile) -> Box<SendFile> {
+        match self.spare_send_files.pop() {
+            Some(mut b) => {
+                *b = sf;
+                b
+            }
+            None => Box::new(sf),
+        }
     }
 
     /// Moves `len` bytes from `fd_in` to `fd_out` with `splice(2)` (one of
@@ -818,7 +844,10 @@ impl Ring {
                             // does not always notice an async cancel; a half-sent frame
                             // cannot be finished anyway, so end the stream for writing:
                             // the blocked splice fails with EPIPE at once.
-                            let _ = rustix::net::shutdown(&*sf.sock, rustix::net::Shutdown::Write);
+                            if let Some(sock) = &sf.sock {
+                                let _ =
+                                    rustix::net::shutdown(&**sock, rustix::net::Shutdown::Write);
+                            }
                             Some(sf.plan.len())
                         }
                         _ => None,
@@ -1073,7 +1102,28 @@ impl Ring {
                 }
             }
             let zc_copied = matches!(op.kind, OpKind::SendZc { copied: true, .. });
-            let (buf, bufs) = op.kind.into_buffers();
+            let (buf, bufs) = match op.kind {
+                // Finished: no SQE points into its iovecs or msghdr any more.
+                OpKind::SendMsg { bufs, iov, msg, .. } => {
+                    if self.spare_msgs.len() < SPARE_MSGS_MAX {
+                        self.spare_msgs.push((iov, msg));
+                    }
+                    (None, Some(bufs))
+                }
+                // The box serves the next send-file; the descriptors are let
+                // go now (a closed peer's socket must not stay open).
+                OpKind::SendFile(mut sf) => {
+                    let head = std::mem::take(&mut sf.head);
+                    sf.sock = None;
+                    sf.file = None;
+                    sf.pipe = None;
+                    if self.spare_send_files.len() < SPARE_MSGS_MAX {
+                        self.spare_send_files.push(sf);
+                    }
+                    (Some(head), None)
+                }
+                kind => kind.into_buffers(),
+            };
             self.complete_now(op.token, result, buf, bufs);
             if let Some(c) = self.ready.back_mut() {
                 c.zc_copied = zc_copied;
