@@ -24,9 +24,10 @@ use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd;
 use crate::credits::CreditWindow;
-use crate::io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
+use crate::io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
 use crate::server::{lock, ServerState};
+use crate::spare::SpareBufs;
 use crate::state::{Channel, SessionRef, TreeKind};
 use crate::transform;
 
@@ -71,6 +72,8 @@ pub(crate) struct ConnCore {
     /// The driver can send READ data from a file without copying it
     /// ([`Output::SendFile`]).
     pub send_file: bool,
+    /// Small buffers reused for bodies, frame heads and request frames.
+    pub spare: SpareBufs,
 }
 
 impl ConnCore {
@@ -301,9 +304,14 @@ pub struct Connection {
     accepted_ms: Option<u64>,
     last_request_ms: u64,
     /// Empty vectors of the last finished job, reused by the next one.
-    spare_members: Vec<(usize, usize)>,
-    spare_replies: Vec<BuiltReply>,
+    /// (Several jobs can be parked on I/O at once: one pair per job, up to
+    /// [`SPARE_JOB_VECS_MAX`].)
+    spare_members: Vec<Vec<(usize, usize)>>,
+    spare_replies: Vec<Vec<BuiltReply>>,
 }
+
+/// Emptied member and reply lists a connection keeps for its next jobs.
+const SPARE_JOB_VECS_MAX: usize = 8;
 
 /// The parts of a request needed to finish it after I/O.
 #[derive(Clone)]
@@ -328,6 +336,7 @@ impl Connection {
                 entropy,
                 now: Now::default(),
                 send_file: false,
+                spare: SpareBufs::default(),
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),
@@ -407,6 +416,19 @@ impl Connection {
         } else {
             limits::PDU_SIZE_UNAUTH_MAX
         }
+    }
+
+    /// A buffer the driver is done with (a sent frame, a small request
+    /// frame it no longer needs): small ones are kept for the next replies,
+    /// so a warmed-up connection answers READs without allocating.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.core.spare.give(buf);
+    }
+
+    /// An empty buffer with room for `len` bytes, reused when one is spare
+    /// (for the driver to cut a small request frame into).
+    pub fn spare_buf(&mut self, len: usize) -> Vec<u8> {
+        self.core.spare.take(len)
     }
 
     /// Next thing for the driver to do.
@@ -548,7 +570,7 @@ impl Connection {
                         let _ = self.credits.consume(0, 1);
                         self.credits.grant(1);
                         self.outputs
-                            .push_back(Output::Send(vec![frame_bytes(reply)]));
+                            .push_back(Output::Send(Frame::One(frame_bytes(reply))));
                     }
                     None => self.disconnect("SMB1 negotiate without an SMB2 dialect"),
                 }
@@ -571,7 +593,7 @@ impl Connection {
         detached: Option<usize>,
     ) {
         // The vectors of the last finished job serve again (no allocation per request).
-        let mut members = std::mem::take(&mut self.spare_members);
+        let mut members = self.spare_members.pop().unwrap_or_default();
         members.clear();
         let mut pos = base;
         for m in header::split_compound(&frame[base..]) {
@@ -594,7 +616,7 @@ impl Connection {
             frame,
             members,
             next: 0,
-            replies: std::mem::take(&mut self.spare_replies),
+            replies: self.spare_replies.pop().unwrap_or_default(),
             last_session: 0,
             last_tree: 0,
             last_file: None,
@@ -1193,17 +1215,26 @@ impl Connection {
         let built = if job.replies.is_empty() {
             None
         } else {
-            Some(build_frame(&mut job.replies, seal_room(job.encrypted)))
+            Some(build_frame(
+                &mut job.replies,
+                seal_room(job.encrypted),
+                &mut self.core.spare,
+            ))
         };
-        self.spare_members = std::mem::take(&mut job.members);
-        self.spare_replies = std::mem::take(&mut job.replies);
-        let Some((mut frame, file)) = built else {
+        if self.spare_members.len() < SPARE_JOB_VECS_MAX {
+            self.spare_members.push(std::mem::take(&mut job.members));
+            let mut replies = std::mem::take(&mut job.replies);
+            replies.clear();
+            self.spare_replies.push(replies);
+        }
+        self.core.spare.give(std::mem::take(&mut job.frame));
+        let Some((frame, file)) = built else {
             return;
         };
         if let Some((node, offset, len)) = file {
-            let head = match frame.len() {
-                1 => frame.pop().unwrap_or_default(),
-                _ => frame.concat(),
+            let head = match frame {
+                Frame::One(b) => b,
+                Frame::Parts(p) => p.concat(),
             };
             self.outputs.push_back(Output::SendFile(SendFile {
                 head,
@@ -1222,7 +1253,7 @@ impl Connection {
     /// it lies; the parts of a longer one are joined first.
     fn send_frame(
         &mut self,
-        mut frame: Vec<Vec<u8>>,
+        frame: Frame,
         encrypted: Option<u64>,
         reserved: Option<(Arc<CipherKey>, u64)>,
     ) {
@@ -1230,9 +1261,9 @@ impl Connection {
             self.outputs.push_back(Output::Send(frame));
             return;
         };
-        let mut buf = match frame.len() {
-            1 => frame.pop().unwrap_or_default(),
-            _ => frame.concat(),
+        let mut buf = match frame {
+            Frame::One(b) => b,
+            Frame::Parts(p) => p.concat(),
         };
         // Key and nonce under the session's lock, the work without it.
         let sealing = self
@@ -1253,7 +1284,7 @@ impl Connection {
             Some(())
         });
         match sealed {
-            Some(()) => self.outputs.push_back(Output::Send(vec![buf])),
+            Some(()) => self.outputs.push_back(Output::Send(Frame::One(buf))),
             // The session went away (logoff) or lost its key: nothing may go out in clear.
             None => {
                 tracing::debug!(peer = %self.core.peer, "dropping a reply to an encrypted request: no session key")
@@ -1312,20 +1343,26 @@ fn frame_bytes(msg: Vec<u8>) -> Vec<u8> {
 ///
 /// `room` bytes (see [`seal_room`]) are left after the transport header for a
 /// transform header.
-fn build_frame(replies: &mut Vec<BuiltReply>, room: usize) -> (Vec<Vec<u8>>, Option<FileRange>) {
+fn build_frame(
+    replies: &mut Vec<BuiltReply>,
+    room: usize,
+    spare: &mut SpareBufs,
+) -> (Frame, Option<FileRange>) {
     if let [r] = replies.as_slice() {
         if r.data.is_some()
             && r.data_headroom > 0
             && r.data_headroom == 4 + room + 64 + r.body.len()
         {
             if let Some(r) = replies.pop() {
-                return (vec![build_in_place(r, room)], None);
+                return (Frame::One(build_in_place(r, room, spare)), None);
             }
         }
     }
     let n = replies.len();
-    let mut parts: Vec<Vec<u8>> = Vec::with_capacity(2 * n);
-    let mut cur: Vec<u8> = Vec::with_capacity(4 + room + 64 * n + 256);
+    // A list only when some READ data stays in its own buffer.
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    let bodies: usize = replies.iter().map(|r| r.body.len()).sum();
+    let mut cur = spare.take(4 + room + 72 * n + bodies);
     cur.resize(4 + room, 0);
     let mut total = 0usize;
     let mut file = None;
@@ -1349,6 +1386,7 @@ fn build_frame(replies: &mut Vec<BuiltReply>, room: usize) -> (Vec<Vec<u8>>, Opt
         let start = cur.len();
         hdr.encode(&mut cur);
         cur.extend_from_slice(&r.body);
+        spare.give(r.body);
         let pad = padded - len;
         let mut data = r.data;
         if let Some(d) = data.as_mut().filter(|_| r.data_headroom > 0) {
@@ -1378,13 +1416,17 @@ fn build_frame(replies: &mut Vec<BuiltReply>, room: usize) -> (Vec<Vec<u8>>, Opt
         }
         total += padded;
     }
+    let hdr = framing::frame_header(room + total).unwrap_or([0, 0xff, 0xff, 0xff]);
+    if parts.is_empty() {
+        cur[..4].copy_from_slice(&hdr);
+        return (Frame::One(cur), file);
+    }
     if !cur.is_empty() {
         parts.push(cur);
     }
-    let hdr = framing::frame_header(room + total).unwrap_or([0, 0xff, 0xff, 0xff]);
     parts[0][..4].copy_from_slice(&hdr);
     parts.retain(|p| !p.is_empty());
-    (parts, file)
+    (Frame::Parts(parts), file)
 }
 
 /// WRITEs smaller than this are received into memory even when their payload
@@ -1410,7 +1452,7 @@ fn seal_room(encrypted: Option<u64>) -> usize {
 /// SMB2 header and body: those are written in front of the data, and the frame
 /// is signed (or sealed, by `send_frame`) and sent as one piece (no scattered
 /// input, no second iovec, no copy).
-fn build_in_place(r: BuiltReply, room: usize) -> Vec<u8> {
+fn build_in_place(r: BuiltReply, room: usize, spare: &mut SpareBufs) -> Vec<u8> {
     let mut buf = r.data.unwrap_or_default();
     let h = r.data_headroom;
     let mut hdr = r.hdr;
@@ -1418,13 +1460,15 @@ fn build_in_place(r: BuiltReply, room: usize) -> Vec<u8> {
     if r.sign_key.is_some() {
         hdr.flags.insert(HeaderFlags::SIGNED);
     }
-    let mut front = Vec::with_capacity(h);
+    let mut front = spare.take(h);
     let frame = framing::frame_header(buf.len() - 4).unwrap_or([0, 0xff, 0xff, 0xff]);
     front.extend_from_slice(&frame);
     front.resize(4 + room, 0);
     hdr.encode(&mut front);
     front.extend_from_slice(&r.body);
     buf[..h].copy_from_slice(&front);
+    spare.give(front);
+    spare.give(r.body);
     if let Some(key) = r.sign_key {
         let nonce = NonceInfo {
             message_id: hdr.message_id,

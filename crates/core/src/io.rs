@@ -29,7 +29,7 @@ pub enum Output {
     /// One direct-TCP frame, as parts to be sent back to back (the first part
     /// starts with the 4-byte transport header). A READ response keeps the file
     /// data in its own part, so it is never copied into the header buffer.
-    Send(Vec<Vec<u8>>),
+    Send(Frame),
     /// File I/O to perform; complete it with `complete_io(id, ..)`.
     Io(IoRequest),
     /// One direct-TCP frame made of `head` followed by file bytes: an unsigned
@@ -39,6 +39,37 @@ pub enum Output {
     SendFile(SendFile),
     /// Close the connection once the frames queued before this are sent.
     Close,
+}
+
+/// The parts of one frame. Most frames are one buffer (every reply built
+/// in one piece, a READ reply built around its data), held without a list
+/// so that answering a request allocates nothing; a compound whose READ data
+/// stays in its own buffer is a list.
+pub enum Frame {
+    One(Vec<u8>),
+    Parts(Vec<Vec<u8>>),
+}
+
+impl Frame {
+    /// The buffers, in order, for the driver to take.
+    pub fn into_parts(self) -> impl Iterator<Item = Vec<u8>> {
+        let (one, many) = match self {
+            Frame::One(b) => (Some(b), Vec::new()),
+            Frame::Parts(p) => (None, p),
+        };
+        one.into_iter().chain(many)
+    }
+}
+
+impl std::ops::Deref for Frame {
+    type Target = [Vec<u8>];
+
+    fn deref(&self) -> &[Vec<u8>] {
+        match self {
+            Frame::One(b) => std::slice::from_ref(b),
+            Frame::Parts(p) => p,
+        }
+    }
 }
 
 /// A frame whose tail comes straight from a file.

@@ -22,9 +22,10 @@ pub mod oplock;
 pub mod path;
 pub mod server;
 mod shortname;
+mod spare;
 mod state;
 mod transform;
 
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
-pub use io::{Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile};
+pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 pub use server::{EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy};

@@ -8,6 +8,8 @@
 //!
 //! Provider: aws-lc-rs for all three (measured in docs/crypto.md).
 
+use std::sync::Arc;
+
 use aws_lc_rs::{cmac, hmac};
 
 use crate::gmac::Gmac;
@@ -56,14 +58,16 @@ impl NonceInfo {
     }
 }
 
+/// Shared, so that a clone (one per signed reply) allocates nothing.
 #[derive(Clone)]
 enum Engine {
-    Hmac(Box<hmac::Key>),
-    Cmac(cmac::Key),
-    Gmac(Gmac),
+    Hmac(Arc<hmac::Key>),
+    Cmac(Arc<cmac::Key>),
+    Gmac(Arc<Gmac>),
 }
 
-/// A signing key bound to its algorithm. Cheap to clone; key schedules are computed once.
+/// A signing key bound to its algorithm. Cheap to clone (no allocation); key
+/// schedules are computed once.
 #[derive(Clone)]
 pub struct SigningKey {
     alg: SigningAlgorithm,
@@ -84,13 +88,13 @@ impl SigningKey {
     pub fn new(alg: SigningAlgorithm, key: [u8; 16]) -> Self {
         let engine = match alg {
             SigningAlgorithm::HmacSha256 => {
-                Engine::Hmac(Box::new(hmac::Key::new(hmac::HMAC_SHA256, &key)))
+                Engine::Hmac(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, &key)))
             }
-            SigningAlgorithm::AesCmac => Engine::Cmac(
+            SigningAlgorithm::AesCmac => Engine::Cmac(Arc::new(
                 cmac::Key::new(cmac::AES_128, &key)
                     .expect("aws-lc accepts every 16-byte key for AES-128-CMAC"),
-            ),
-            SigningAlgorithm::AesGmac => Engine::Gmac(Gmac::new(&key)),
+            )),
+            SigningAlgorithm::AesGmac => Engine::Gmac(Arc::new(Gmac::new(&key))),
         };
         SigningKey { alg, engine }
     }

@@ -258,6 +258,8 @@ struct Conn {
     read_bytes_in_flight: usize,
     /// Bytes of the send in flight.
     sending_bytes: usize,
+    /// The (empty) list the last batch of parts was sent in, for the next.
+    spare_parts: Vec<Vec<u8>>,
     /// READs waiting for buffer room ([`READ_BYTES_HELD_MAX`]).
     reads_waiting: VecDeque<IoRequest>,
     /// The pipes holding a WRITE payload while the core looks at the WRITE;
@@ -360,6 +362,8 @@ pub fn run_worker(
     shared: Arc<Shared>,
     first_listeners: Option<Vec<OwnedFd>>,
 ) -> io::Result<()> {
+    // Counted only in test binaries that install the counting allocator.
+    ringshare_engine::alloc_count::enroll_thread();
     let defaults = RingConfig::default();
     let ring = Ring::new(RingConfig {
         splice_chunk: shared.splice_chunk,
@@ -593,6 +597,7 @@ impl Worker {
             reads_in_flight: 0,
             read_bytes_in_flight: 0,
             sending_bytes: 0,
+            spare_parts: Vec::new(),
             reads_waiting: VecDeque::new(),
             pipe_loaded: None,
         });
@@ -815,7 +820,10 @@ impl Worker {
                     };
                     if c.buf.len() >= 4 + len {
                         c.last_frame_large = len > DIRECT_FRAME_MIN;
-                        let frame = c.buf[4..4 + len].to_vec();
+                        // Cut into a buffer the connection had spare (its
+                        // last frames come back to it): no allocation.
+                        let mut frame = c.conn.spare_buf(len);
+                        frame.extend_from_slice(&c.buf[4..4 + len]);
                         c.buf.drain(..4 + len);
                         c.conn.receive(t, frame);
                     } else if len > DIRECT_FRAME_MIN {
@@ -959,7 +967,7 @@ impl Worker {
                 break;
             };
             match out {
-                Output::Send(parts) => c.send_queue.extend(parts.into_iter().map(SendItem::Bytes)),
+                Output::Send(parts) => c.send_queue.extend(parts.into_parts().map(SendItem::Bytes)),
                 Output::SendFile(sf) => c.send_queue.push_back(file_item(sf)),
                 Output::Io(req) if matches!(req.op, IoOp::Read { len, .. } if len >= POOL_BUF_MIN) =>
                 {
@@ -1045,8 +1053,22 @@ impl Worker {
             self.ring.send_file(&fd, head, &file, offset, len, tok);
             return;
         }
-        // Consecutive in-memory parts go out in one sendmsg.
-        let mut parts = Vec::new();
+        // A lone in-memory part goes out by itself (no list to build).
+        if !matches!(c.send_queue.get(1), Some(SendItem::Bytes(_))) {
+            if let Some(SendItem::Bytes(p)) = c.send_queue.pop_front() {
+                c.sending_bytes = p.len();
+                if p.len() >= ZC_SEND_MIN && c.zc != Zc::Off {
+                    self.zc_sends[0] += 1;
+                    self.ring.send_zc(&fd, p, 0, tok);
+                } else {
+                    self.ring.send(&fd, p, 0, tok);
+                }
+                return;
+            }
+        }
+        // Consecutive in-memory parts go out in one sendmsg, listed in the
+        // list the last batch came back in.
+        let mut parts = std::mem::take(&mut c.spare_parts);
         while parts.len() < SEND_BATCH_PARTS_MAX {
             match c.send_queue.front() {
                 Some(SendItem::Bytes(_)) => {}
@@ -1057,30 +1079,22 @@ impl Worker {
             }
         }
         c.sending_bytes = parts.iter().map(Vec::len).sum();
-        if parts.len() == 1 {
-            let p = parts.pop().unwrap_or_default();
-            if p.len() >= ZC_SEND_MIN && c.zc != Zc::Off {
-                self.zc_sends[0] += 1;
-                self.ring.send_zc(&fd, p, 0, tok);
-            } else {
-                self.ring.send(&fd, p, 0, tok);
-            }
-        } else {
-            self.ring.send_vectored(&fd, parts, tok);
-        }
+        self.ring.send_vectored(&fd, parts, tok);
     }
 
     fn on_send(&mut self, slot: u32, gen: u32, mut comp: Completion) {
-        if let Some(b) = comp.take_buf() {
-            self.pool.give(b);
-        }
-        for b in comp.bufs.take().unwrap_or_default() {
-            self.pool.give(b);
-        }
         self.zc_sends[1] += u64::from(comp.zc_copied);
-        let Some(c) = self.conn_mut(slot, gen) else {
+        let buf = comp.take_buf();
+        let mut bufs = comp.bufs.take().unwrap_or_default();
+        let Some(c) = conn_in(&mut self.conns, slot, gen) else {
             return;
         };
+        for b in buf.into_iter().chain(bufs.drain(..)) {
+            give_back(&mut self.pool, Some(&mut c.conn), b);
+        }
+        if bufs.capacity() > 0 {
+            c.spare_parts = bufs;
+        }
         if comp.zc_copied && c.zc == Zc::Auto {
             tracing::debug!("zero-copy send was copied by the kernel on this connection; plain sends from now on");
             c.zc = Zc::Off;
@@ -1123,7 +1137,7 @@ impl Worker {
             Some(fd) if !in_place(&req) => fd,
             _ => {
                 let id = req.id;
-                let done = run_here(&mut self.pool, req);
+                let done = run_here(&mut self.pool, &mut c.conn, req);
                 let t = now(self.shared.started);
                 c.conn.complete_io(t, id, done);
                 return;
@@ -1155,7 +1169,7 @@ impl Worker {
                 len,
                 headroom,
             } => {
-                let mut buf = self.pool.take(headroom + len);
+                let mut buf = read_buf(&mut self.pool, &mut c.conn, headroom + len);
                 buf.resize(headroom, 0);
                 self.ring.read_at(&fd, buf, len, offset, tok);
                 if len >= POOL_BUF_MIN {
@@ -1238,7 +1252,8 @@ impl Worker {
             IoKind::Write => {
                 // The frame the payload was written from can serve again.
                 if let Some(b) = comp.take_buf() {
-                    self.pool.give(b);
+                    let conn = conn_in(&mut self.conns, p.slot, p.gen).map(|c| &mut c.conn);
+                    give_back(&mut self.pool, conn, b);
                 }
                 // So can the pipes that were emptied (a short write leaves
                 // bytes in the last one written).
@@ -1348,16 +1363,37 @@ fn in_place(req: &IoRequest) -> bool {
 
 /// Does `req` in this thread: READs into a pooled buffer, WRITE buffers back
 /// to the pool.
-fn run_here(pool: &mut BufPool, req: IoRequest) -> IoDone {
+fn run_here(pool: &mut BufPool, conn: &mut Connection, req: IoRequest) -> IoDone {
     let buf = match &req.op {
-        IoOp::Read { len, headroom, .. } => pool.take(headroom + len),
+        IoOp::Read { len, headroom, .. } => read_buf(pool, conn, headroom + len),
         _ => Vec::new(),
     };
     let done = req.run_blocking_into(buf);
     if let IoOp::Write { buf, .. } = req.op {
-        pool.give(buf);
+        give_back(pool, Some(conn), buf);
     }
     done
+}
+
+/// A buffer for a READ of `cap` bytes: a large one from the worker's pool,
+/// a small one from the connection's spare buffers (its sent replies).
+fn read_buf(pool: &mut BufPool, conn: &mut Connection, cap: usize) -> Vec<u8> {
+    if cap < POOL_BUF_MIN {
+        conn.spare_buf(cap)
+    } else {
+        pool.take(cap)
+    }
+}
+
+/// A buffer the driver is done with goes back where it can serve again: a
+/// large one (READ data, a large frame) to the worker's pool, a small one
+/// (a reply, a request frame) to its connection, which builds its next
+/// replies in it.
+fn give_back(pool: &mut BufPool, conn: Option<&mut Connection>, b: Vec<u8>) {
+    match conn {
+        Some(conn) if b.capacity() < POOL_BUF_MIN => conn.recycle(b),
+        _ => pool.give(b),
+    }
 }
 
 /// The connection in `slot` if it is still generation `gen`.

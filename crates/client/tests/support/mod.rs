@@ -241,7 +241,7 @@ impl Pair {
             while let Some(o) = self.server.poll_output() {
                 progressed = true;
                 let o = match o {
-                    Output::SendFile(sf) => Output::Send(vec![sf.to_bytes()]),
+                    Output::SendFile(sf) => Output::Send(ringshare_core::Frame::One(sf.to_bytes())),
                     o => o,
                 };
                 match o {

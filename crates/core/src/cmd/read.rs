@@ -44,9 +44,10 @@ pub(crate) struct ReadCont {
     open_id: u64,
 }
 
-/// The 16-byte READ response body for `data_len` bytes sent after it.
-fn head(data_len: usize) -> Vec<u8> {
-    let mut b = Vec::with_capacity(16);
+/// The 16-byte READ response body for `data_len` bytes sent after it, in a
+/// reused buffer.
+fn head(core: &mut ConnCore, data_len: usize) -> Vec<u8> {
+    let mut b = core.spare.take(16);
     ReadResponse::encode_head(&mut b, data_len, 0, 0);
     b
 }
@@ -76,7 +77,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         if rr.minimum_count > 0 {
             return Err(NtStatus::END_OF_FILE);
         }
-        let mut r = Reply::ok(head(0));
+        let mut r = Reply::ok(head(core, 0));
         r.data = Some(Vec::new());
         return Ok(Handled::Reply(r));
     }
@@ -102,7 +103,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             return Err(NtStatus::END_OF_FILE);
         }
         opens::set_position(core, req.session_id, open_id, rr.offset + n as u64);
-        let mut r = Reply::ok(head(n));
+        let mut r = Reply::ok(head(core, n));
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
     }
@@ -165,7 +166,7 @@ pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<R
         c.open_id,
         c.offset.saturating_add(n as u64),
     );
-    let mut r = Reply::ok(head(n));
+    let mut r = Reply::ok(head(core, n));
     r.data = Some(buf);
     r.data_headroom = c.headroom;
     Ok(r)

@@ -33,8 +33,9 @@ pub(crate) struct WriteCont {
     open_id: u64,
 }
 
-fn response(count: usize) -> Vec<u8> {
-    let mut b = Vec::with_capacity(16);
+/// The WRITE response body, in a reused buffer.
+fn response(core: &mut ConnCore, count: usize) -> Vec<u8> {
+    let mut b = core.spare.take(16);
     WriteResponse {
         count: u32::try_from(count).unwrap_or(u32::MAX),
         remaining: 0,
@@ -92,7 +93,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if len == 0 {
-        return Ok(Handled::Reply(Reply::ok(response(0))));
+        return Ok(Handled::Reply(Reply::ok(response(core, 0))));
     }
     let mut breaks = Vec::new();
     {
@@ -147,7 +148,7 @@ pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<
                 c.open_id,
                 c.offset.saturating_add(n as u64),
             );
-            Ok(Reply::ok(response(n)))
+            Ok(Reply::ok(response(core, n)))
         }
         IoDone::Write(Err(e)) => Err(status_of(e)),
         _ => Err(NtStatus::INTERNAL_ERROR),

@@ -102,6 +102,7 @@ impl Connection {
                 sign_key,
             }],
             seal_room(encrypted),
+            &mut self.core.spare,
         );
         self.send_frame(frame, encrypted, None);
     }

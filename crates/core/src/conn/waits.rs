@@ -178,6 +178,7 @@ impl Connection {
                 sign_key: None,
             }],
             seal_room(encrypted),
+            &mut self.core.spare,
         );
         tracing::debug!(peer = %self.core.peer, session_id, "sending a break notification");
         self.send_frame(frame, encrypted, None);

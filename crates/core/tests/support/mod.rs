@@ -399,7 +399,7 @@ impl Client {
         }
         while let Some(o) = self.conn.poll_output() {
             let o = match o {
-                Output::SendFile(sf) => Output::Send(vec![sf.to_bytes()]),
+                Output::SendFile(sf) => Output::Send(ringshare_core::Frame::One(sf.to_bytes())),
                 o => o,
             };
             match o {

@@ -445,7 +445,7 @@ pub fn add_user(conf: &Path, name: &str, password: &str) {
 /// Makes the share directory owned by the uid `user` got in the smbpasswd file, so that a server
 /// that acts with the user's uid can write to it. Best effort: without root the chown fails and
 /// the directory stays ours, which is also the server's.
-fn give_share_to_user(share_dir: &Path, passwd: &Path, user: &str) {
+pub fn give_share_to_user(share_dir: &Path, passwd: &Path, user: &str) {
     let Ok(text) = std::fs::read_to_string(passwd) else {
         return;
     };

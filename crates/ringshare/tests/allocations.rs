@@ -1,0 +1,139 @@
+//! Heap allocations per request of the whole server (driver, engine and
+//! core), counted on its I/O threads: the server runs in this test's
+//! process, with the counting allocator, and `ringshare bench` drives it.
+//! Two runs of different lengths are compared, so the connection's set-up
+//! (NEGOTIATE, SESSION_SETUP, CREATE...) cancels out.
+
+mod common;
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use common::*;
+use ringshare::bench::BenchArgs;
+use ringshare_engine::alloc_count::{enrolled_allocations, CountingAllocator};
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator;
+
+#[derive(Parser)]
+struct Cmd {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+/// Starts a one-thread server in this process on a share holding `f.bin`
+/// (8 MiB); returns its port.
+fn start_server(tmp: &TempDir, sendfile: bool) -> u16 {
+    let share = tmp.path().join("share");
+    std::fs::create_dir_all(&share).unwrap();
+    std::fs::write(share.join("f.bin"), vec![3u8; 8 << 20]).unwrap();
+    let passwd = tmp.path().join("smbpasswd");
+    let conf = tmp.path().join("ringshare.conf");
+    let port = free_port();
+    std::fs::write(
+        &conf,
+        format!(
+            "[global]\n\tlisten = 127.0.0.1:{port}\n\tsmb passwd file = {}\n\
+             \tuse sendfile = {}\n\n[{SHARE}]\n\tpath = {}\n\tread only = no\n",
+            passwd.display(),
+            if sendfile { "yes" } else { "no" },
+            share.display()
+        ),
+    )
+    .unwrap();
+    add_user(&conf, USER, PASSWORD);
+    give_share_to_user(&share, &passwd, USER);
+    let cfg = ringshare::config::load(&conf).unwrap();
+    std::thread::spawn(move || ringshare::serve::serve(cfg, Some(1), &mut std::io::sink()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    port
+}
+
+/// Server allocations of one `ringshare bench` run.
+fn bench(port: u16, args: &[&str]) -> u64 {
+    let target = format!("//127.0.0.1:{port}/{SHARE}");
+    let user = format!("{USER}%{PASSWORD}");
+    let mut argv = vec![
+        "bench",
+        target.as_str(),
+        "-U",
+        user.as_str(),
+        "--file",
+        "f.bin",
+        "--file-size",
+        "8m",
+    ];
+    argv.extend_from_slice(args);
+    let cmd = Cmd::parse_from(argv);
+    let before = enrolled_allocations();
+    let mut out = Vec::new();
+    let clean = ringshare::bench::run(cmd.bench, &mut out).unwrap();
+    assert!(
+        clean,
+        "bench reported errors: {}",
+        String::from_utf8_lossy(&out)
+    );
+    // The server's last replies may still be on their way out.
+    std::thread::sleep(Duration::from_millis(200));
+    enrolled_allocations() - before
+}
+
+/// Server allocations per READ of `io` bytes: the difference between a
+/// run of `n` and one of `4 * n` READs, over `3 * n`.
+fn allocs_per_read(port: u16, io: &str, n: u64, extra: &[&str]) -> f64 {
+    let bytes = |count: u64| format!("{}", count * parse_size(io));
+    let (short, long) = (bytes(n), bytes(4 * n));
+    let mut a = vec!["--io-size", io, "--queue-depth", "4", "--bytes"];
+    a.push(&short);
+    a.extend_from_slice(extra);
+    let few = bench(port, &a);
+    a[5] = &long;
+    let many = bench(port, &a);
+    (many.saturating_sub(few)) as f64 / (3 * n) as f64
+}
+
+fn parse_size(s: &str) -> u64 {
+    match s.strip_suffix('k') {
+        Some(k) => k.parse::<u64>().unwrap() * 1024,
+        None => s.trim_end_matches('m').parse::<u64>().unwrap() << 20,
+    }
+}
+
+fn report(what: &str, a: f64) {
+    println!("server allocations per {what}: {a:.2}");
+}
+
+/// Allocations per READ allowed for noise: a buffer pool or list that had
+/// to grow once during the longer run (one in twenty READs).
+const ALLOCS_PER_READ_MAX: f64 = 0.05;
+
+#[test]
+fn a_warmed_up_server_allocates_nothing_per_read() {
+    let tmp = TempDir::new("allocs");
+    let port = start_server(&tmp, true);
+    let spliced = allocs_per_read(port, "1m", 64, &[]);
+    report("spliced 1 MiB READ", spliced);
+    let small = allocs_per_read(port, "4k", 2000, &[]);
+    report("4 KiB READ", small);
+    let signed = allocs_per_read(port, "1m", 64, &["--sign"]);
+    report("signed 1 MiB READ", signed);
+    let sealed = allocs_per_read(port, "1m", 64, &["--encrypt"]);
+    report("encrypted 1 MiB READ", sealed);
+    for (what, a) in [
+        ("spliced", spliced),
+        ("4k", small),
+        ("signed", signed),
+        ("encrypted", sealed),
+    ] {
+        assert!(
+            a < ALLOCS_PER_READ_MAX,
+            "{what}: {a:.2} allocations per READ"
+        );
+    }
+}
