@@ -311,7 +311,7 @@ pub struct Connection {
 }
 
 /// Emptied member and reply lists a connection keeps for its next jobs.
-const SPARE_JOB_VECS_MAX: usize = 8;
+const SPARE_JOB_VECS_MAX: usize = 64;
 
 /// The parts of a request needed to finish it after I/O.
 #[derive(Clone)]

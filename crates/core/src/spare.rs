@@ -3,30 +3,44 @@
 //! frame heads are taken from here, and come back when the frame is built
 //! (bodies) or, through [`crate::Connection::recycle`], once the driver has
 //! sent the frame; the driver takes the buffers it cuts small request frames
-//! into from here too ([`crate::Connection::spare_buf`]).
+//! into, and small READs' buffers, from here too
+//! ([`crate::Connection::spare_buf`]).
 
-/// Buffers kept at most; more are dropped.
-const SPARE_BUFS_MAX: usize = 32;
+/// Buffers kept at most (a client with 32 small READs in flight cycles
+/// about twice that: their data buffers and their request frames).
+const SPARE_BUFS_MAX: usize = 96;
+/// Bytes of buffers kept at most, so that an idle connection does not sit
+/// on much memory.
+const SPARE_BYTES_MAX: usize = 512 * 1024;
 /// A buffer larger than this is not kept (a large frame's buffer belongs to
-/// the driver's pool, and a connection should not sit on big buffers).
+/// the driver's pool).
 const SPARE_BUF_CAPACITY_MAX: usize = 64 * 1024;
 /// New buffers get at least this much room, so a reused one fits most heads
 /// and bodies without growing.
 const SPARE_BUF_CAPACITY_MIN: usize = 512;
+/// How far back `take` looks for a buffer large enough.
+const TAKE_SEARCH_MAX: usize = 16;
 
 #[derive(Default)]
 pub(crate) struct SpareBufs {
     bufs: Vec<Vec<u8>>,
+    bytes: usize,
 }
 
 impl SpareBufs {
     /// An empty buffer with room for at least `capacity` bytes: the most
-    /// recently returned one (likely still in cache), or a new one.
+    /// recently returned one that is large enough (likely still in cache),
+    /// or a new one. A smaller spare is not grown: it stays for a smaller use.
     pub fn take(&mut self, capacity: usize) -> Vec<u8> {
-        match self.bufs.pop() {
-            Some(mut b) => {
+        let start = self.bufs.len().saturating_sub(TAKE_SEARCH_MAX);
+        let found = self.bufs[start..]
+            .iter()
+            .rposition(|b| b.capacity() >= capacity);
+        match found {
+            Some(i) => {
+                let mut b = self.bufs.remove(start + i);
+                self.bytes -= b.capacity();
                 b.clear();
-                b.reserve(capacity);
                 b
             }
             None => Vec::with_capacity(capacity.max(SPARE_BUF_CAPACITY_MIN)),
@@ -35,10 +49,13 @@ impl SpareBufs {
 
     /// Keeps `b` for reuse if it is small enough and there is room.
     pub fn give(&mut self, b: Vec<u8>) {
-        if b.capacity() > 0
-            && b.capacity() <= SPARE_BUF_CAPACITY_MAX
+        let cap = b.capacity();
+        if cap > 0
+            && cap <= SPARE_BUF_CAPACITY_MAX
             && self.bufs.len() < SPARE_BUFS_MAX
+            && self.bytes + cap <= SPARE_BYTES_MAX
         {
+            self.bytes += cap;
             self.bufs.push(b);
         }
     }
@@ -58,10 +75,24 @@ mod tests {
         let again = s.take(10);
         assert_eq!(again.as_ptr(), p);
         assert!(again.is_empty());
+        assert_eq!(s.bytes, 0);
     }
 
     #[test]
-    fn large_buffers_and_buffers_beyond_the_limit_are_not_kept() {
+    fn a_spare_too_small_is_left_for_a_smaller_use() {
+        let mut s = SpareBufs::default();
+        s.give(Vec::with_capacity(600));
+        s.give(Vec::with_capacity(5000));
+        s.give(Vec::with_capacity(600));
+        assert_eq!(s.take(4000).capacity(), 5000);
+        assert_eq!(s.bufs.len(), 2);
+        let fresh = s.take(8000);
+        assert!(fresh.capacity() >= 8000);
+        assert_eq!(s.bufs.len(), 2, "the small ones stay");
+    }
+
+    #[test]
+    fn large_buffers_and_buffers_beyond_the_limits_are_not_kept() {
         let mut s = SpareBufs::default();
         s.give(Vec::with_capacity(SPARE_BUF_CAPACITY_MAX + 1));
         assert!(s.bufs.is_empty());
@@ -69,5 +100,10 @@ mod tests {
             s.give(Vec::with_capacity(100));
         }
         assert_eq!(s.bufs.len(), SPARE_BUFS_MAX);
+        let mut s = SpareBufs::default();
+        for _ in 0..20 {
+            s.give(Vec::with_capacity(SPARE_BUF_CAPACITY_MAX));
+        }
+        assert_eq!(s.bytes, SPARE_BYTES_MAX);
     }
 }

@@ -72,7 +72,9 @@ fn run(file: &File, size: u64, bufs: &mut [Vec<u8>], mode: Mode, secs: f64) -> (
             Mode::FixedFile => opcode::Read::new(slot, ptr, io as u32)
                 .offset(*offset)
                 .build(),
-            Mode::Plain => opcode::Read::new(fd, ptr, io as u32).offset(*offset).build(),
+            Mode::Plain => opcode::Read::new(fd, ptr, io as u32)
+                .offset(*offset)
+                .build(),
         }
         .user_data(i as u64);
         // SAFETY: the buffer stays alive and untouched until its CQE is reaped.

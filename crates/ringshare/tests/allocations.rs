@@ -84,12 +84,12 @@ fn bench(port: u16, args: &[&str]) -> u64 {
     enrolled_allocations() - before
 }
 
-/// Server allocations per READ of `io` bytes: the difference between a
-/// run of `n` and one of `4 * n` READs, over `3 * n`.
-fn allocs_per_read(port: u16, io: &str, n: u64, extra: &[&str]) -> f64 {
+/// Server allocations per READ of `io` bytes, `qd` in flight: the
+/// difference between a run of `n` and one of `4 * n` READs, over `3 * n`.
+fn allocs_per_read(port: u16, io: &str, qd: &str, n: u64, extra: &[&str]) -> f64 {
     let bytes = |count: u64| format!("{}", count * parse_size(io));
     let (short, long) = (bytes(n), bytes(4 * n));
-    let mut a = vec!["--io-size", io, "--queue-depth", "4", "--bytes"];
+    let mut a = vec!["--io-size", io, "--queue-depth", qd, "--bytes"];
     a.push(&short);
     a.extend_from_slice(extra);
     let few = bench(port, &a);
@@ -117,17 +117,20 @@ const ALLOCS_PER_READ_MAX: f64 = 0.05;
 fn a_warmed_up_server_allocates_nothing_per_read() {
     let tmp = TempDir::new("allocs");
     let port = start_server(&tmp, true);
-    let spliced = allocs_per_read(port, "1m", 64, &[]);
+    let spliced = allocs_per_read(port, "1m", "4", 64, &[]);
     report("spliced 1 MiB READ", spliced);
-    let small = allocs_per_read(port, "4k", 2000, &[]);
+    let small = allocs_per_read(port, "4k", "4", 2000, &[]);
     report("4 KiB READ", small);
-    let signed = allocs_per_read(port, "1m", 64, &["--sign"]);
+    let random = allocs_per_read(port, "4k", "32", 2000, &["rand-read"]);
+    report("4 KiB random READ, 32 in flight", random);
+    let signed = allocs_per_read(port, "1m", "4", 64, &["--sign"]);
     report("signed 1 MiB READ", signed);
-    let sealed = allocs_per_read(port, "1m", 64, &["--encrypt"]);
+    let sealed = allocs_per_read(port, "1m", "4", 64, &["--encrypt"]);
     report("encrypted 1 MiB READ", sealed);
     for (what, a) in [
         ("spliced", spliced),
         ("4k", small),
+        ("4k random qd32", random),
         ("signed", signed),
         ("encrypted", sealed),
     ] {
