@@ -7,7 +7,7 @@
 //! until the driver completes the I/O; a command that must wait (a blocking
 //! lock) becomes an async operation with an interim STATUS_PENDING reply.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ringshare_crypto::encrypt::{Cipher, CipherKey};
@@ -24,6 +24,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd;
 use crate::credits::CreditWindow;
+use crate::idmap::IdMap;
 use crate::io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
 use crate::server::{lock, ServerState};
@@ -62,7 +63,7 @@ pub(crate) struct ConnCore {
     /// 3.1.1: the connection's preauth hash (NEGOTIATE request + response).
     pub preauth: Option<PreauthHash>,
     /// This connection's channels, by SessionId ([MS-SMB2] Connection.SessionTable).
-    pub sessions: HashMap<u64, Channel>,
+    pub sessions: IdMap<u64, Channel>,
     /// Server-wide id of this connection (its entry in Session.ChannelList).
     pub conn_id: u64,
     /// A session was authenticated on this connection (the handshake is over).
@@ -290,9 +291,9 @@ pub struct Connection {
     core: ConnCore,
     credits: CreditWindow,
     outputs: VecDeque<Output>,
-    parked: HashMap<u64, (Job, Header, Cont, Req0)>,
+    parked: IdMap<u64, (Job, Header, Cont, Req0)>,
     next_io_id: u64,
-    async_ops: HashMap<u64, AsyncOp>,
+    async_ops: IdMap<u64, AsyncOp>,
     next_async_id: u64,
     /// Jobs whose CREATE waits for oplock or lease break acknowledgments.
     waiting: Vec<Waiting>,
@@ -332,7 +333,7 @@ impl Connection {
                 negotiated: None,
                 wildcard_sent: false,
                 preauth: None,
-                sessions: HashMap::new(),
+                sessions: IdMap::default(),
                 entropy,
                 now: Now::default(),
                 send_file: false,
@@ -340,9 +341,9 @@ impl Connection {
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),
-            parked: HashMap::new(),
+            parked: IdMap::default(),
             next_io_id: 1,
-            async_ops: HashMap::new(),
+            async_ops: IdMap::default(),
             next_async_id: 1,
             waiting: Vec::new(),
             mailbox,

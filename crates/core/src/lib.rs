@@ -13,6 +13,7 @@ mod conn;
 pub mod credits;
 mod fileinfo;
 mod fsmap;
+pub mod idmap;
 pub mod io;
 mod ipc;
 pub mod limits;

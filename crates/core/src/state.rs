@@ -32,6 +32,7 @@ use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::SigningKey;
 use ringshare_vfs::{DirEntry, Node, RelPath};
 
+use crate::idmap::IdMap;
 use crate::server::{FileEntry, FileKey, ShareDef};
 
 /// A session as every connection shares it.
@@ -66,9 +67,9 @@ pub(crate) struct Session {
     pub nonce_counter: u64,
     /// Unencrypted requests on this session are refused (`server smb encrypt = required`).
     pub encrypt_required: bool,
-    pub trees: HashMap<u32, Tree>,
+    pub trees: IdMap<u32, Tree>,
     pub next_tree_id: u32,
-    pub opens: HashMap<u64, Arc<Open>>,
+    pub opens: IdMap<u64, Arc<Open>>,
     /// Named pipes open on IPC$ (by FileId.Volatile).
     pub pipes: HashMap<u64, Arc<Mutex<PipeOpen>>>,
 }
@@ -92,9 +93,9 @@ impl Session {
             decrypt_key: None,
             nonce_counter: 0,
             encrypt_required: false,
-            trees: HashMap::new(),
+            trees: IdMap::default(),
             next_tree_id: 1,
-            opens: HashMap::new(),
+            opens: IdMap::default(),
             pipes: HashMap::new(),
         }
     }

@@ -18,7 +18,7 @@
 //! pipe, never copied into user memory.
 
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ringshare_core::idmap::IdMap;
 use ringshare_core::{
     Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState,
 };
@@ -293,7 +294,7 @@ struct Worker {
     conns: Vec<Option<Conn>>,
     gens: Vec<u32>,
     free: Vec<u32>,
-    ios: HashMap<u64, PendingIo>,
+    ios: IdMap<u64, PendingIo>,
     next_io: u64,
     listeners: Vec<SharedFd>,
     pool: BufPool,
@@ -400,7 +401,7 @@ pub fn run_worker(
         conns: Vec::new(),
         gens: Vec::new(),
         free: Vec::new(),
-        ios: HashMap::new(),
+        ios: IdMap::default(),
         next_io: 1,
         listeners: listeners.into_iter().map(Arc::new).collect(),
         pool: BufPool::default(),
