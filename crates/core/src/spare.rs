@@ -11,7 +11,7 @@
 const SPARE_BUFS_MAX: usize = 96;
 /// Bytes of buffers kept at most, so that an idle connection does not sit
 /// on much memory.
-const SPARE_BYTES_MAX: usize = 512 * 1024;
+const SPARE_BYTES_MAX: usize = 256 * 1024;
 /// A buffer larger than this is not kept (a large frame's buffer belongs to
 /// the driver's pool).
 const SPARE_BUF_CAPACITY_MAX: usize = 64 * 1024;
