@@ -313,6 +313,9 @@ pub struct Connection {
 
 /// Emptied member and reply lists a connection keeps for its next jobs.
 const SPARE_JOB_VECS_MAX: usize = 64;
+/// A list longer than this (a long compound's) is not kept, so that a
+/// client cannot make a connection hold 64 lists of 64 replies.
+const SPARE_JOB_VEC_CAPACITY_MAX: usize = 8;
 
 /// The parts of a request needed to finish it after I/O.
 #[derive(Clone)]
@@ -1222,10 +1225,16 @@ impl Connection {
                 &mut self.core.spare,
             ))
         };
-        if self.spare_members.len() < SPARE_JOB_VECS_MAX {
-            self.spare_members.push(std::mem::take(&mut job.members));
-            let mut replies = std::mem::take(&mut job.replies);
+        let (members, mut replies) = (
+            std::mem::take(&mut job.members),
+            std::mem::take(&mut job.replies),
+        );
+        if self.spare_members.len() < SPARE_JOB_VECS_MAX
+            && members.capacity() <= SPARE_JOB_VEC_CAPACITY_MAX
+            && replies.capacity() <= SPARE_JOB_VEC_CAPACITY_MAX
+        {
             replies.clear();
+            self.spare_members.push(members);
             self.spare_replies.push(replies);
         }
         self.core.spare.give(std::mem::take(&mut job.frame));
