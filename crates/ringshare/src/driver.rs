@@ -1088,6 +1088,10 @@ impl Worker {
         let buf = comp.take_buf();
         let mut bufs = comp.bufs.take().unwrap_or_default();
         let Some(c) = conn_in(&mut self.conns, slot, gen) else {
+            // The connection is gone: its large buffers still serve others.
+            for b in buf.into_iter().chain(bufs) {
+                give_back(&mut self.pool, None, b);
+            }
             return;
         };
         for b in buf.into_iter().chain(bufs.drain(..)) {
