@@ -90,6 +90,8 @@ const WRITE_HEAD_LEN: usize = 4 + WRITE_REQUEST_DATA_OFFSET;
 const WRITE_SPLICE_LEN_MAX: usize = 8 * 1024 * 1024;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 32;
+/// Emptied pipe lists of spliced WRITEs kept per I/O thread for reuse.
+const PIPE_LISTS_KEPT_MAX: usize = 16;
 /// WRITE-payload pipes a worker has at most (idle or holding payloads; two
 /// descriptors each): a payload that would need more is received into
 /// memory, so peers that start large WRITEs and stall cannot use up the
@@ -303,6 +305,8 @@ struct Worker {
     /// WRITE-payload pipes of this worker alive now (idle or holding a
     /// payload), each two descriptors.
     pipes_live: Rc<Cell<usize>>,
+    /// Emptied lists of a spliced WRITE's pipes, for the next ones.
+    pipe_lists: Vec<Vec<Pipe>>,
     /// The largest pipe this process may make (learnt from the first refusal).
     pipe_size_max: usize,
     /// Large WRITE payloads spliced at once / spliced after a wait / received
@@ -407,6 +411,7 @@ pub fn run_worker(
         pool: BufPool::default(),
         pipes: Vec::new(),
         pipes_live: Rc::new(Cell::new(0)),
+        pipe_lists: Vec::new(),
         pipe_size_max: usize::MAX,
         writes_spliced: [0; 3],
         write_prefix_bytes: 0,
@@ -842,6 +847,7 @@ impl Worker {
                             &self.pipes_live,
                             &mut self.pipe_size_max,
                             &mut self.ring,
+                            &mut self.pipe_lists,
                             len,
                         ) {
                             self.write_prefix_bytes +=
@@ -1266,7 +1272,12 @@ impl Worker {
                     Some(w) => {
                         let whole = w.next == w.pipes.len();
                         let emptied = w.next;
-                        keep_pipes(&mut self.pipes, w.pipes.into_iter().take(emptied));
+                        let mut list = w.pipes;
+                        keep_pipes(&mut self.pipes, list.drain(..emptied.min(list.len())));
+                        list.clear();
+                        if self.pipe_lists.len() < PIPE_LISTS_KEPT_MAX {
+                            self.pipe_lists.push(list);
+                        }
                         match &comp.result {
                             Ok(_) if whole => IoDone::Write(Ok(w.written)),
                             // Short: what was written before, and this pipe's part.

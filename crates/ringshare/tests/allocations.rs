@@ -1,4 +1,4 @@
-//! Heap allocations per request of the whole server (driver, engine and
+//! Heap allocations per READ and WRITE of the whole server (driver, engine and
 //! core), counted on its I/O threads: the server runs in this test's
 //! process, with the counting allocator, and `ringshare bench` drives it.
 //! Two runs of different lengths are compared, so the connection's set-up
@@ -84,8 +84,9 @@ fn bench(port: u16, args: &[&str]) -> u64 {
     enrolled_allocations() - before
 }
 
-/// Server allocations per READ of `io` bytes, `qd` in flight: the
-/// difference between a run of `n` and one of `4 * n` READs, over `3 * n`.
+/// Server allocations per READ (or WRITE, with a write workload in `extra`)
+/// of `io` bytes, `qd` in flight: the difference between a run of `n` and
+/// one of `4 * n` requests, over `3 * n`.
 fn allocs_per_read(port: u16, io: &str, qd: &str, n: u64, extra: &[&str]) -> f64 {
     let bytes = |count: u64| format!("{}", count * parse_size(io));
     let (short, long) = (bytes(n), bytes(4 * n));
@@ -109,12 +110,12 @@ fn report(what: &str, a: f64) {
     println!("server allocations per {what}: {a:.2}");
 }
 
-/// Allocations per READ allowed for noise: a buffer pool or list that had
-/// to grow once during the longer run (one in twenty READs).
+/// Allocations per request allowed for noise: a buffer pool or list that
+/// had to grow once during the longer run (one in twenty requests).
 const ALLOCS_PER_READ_MAX: f64 = 0.05;
 
 #[test]
-fn a_warmed_up_server_allocates_nothing_per_read() {
+fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
     let tmp = TempDir::new("allocs");
     let port = start_server(&tmp, true);
     let spliced = allocs_per_read(port, "1m", "4", 64, &[]);
@@ -127,16 +128,22 @@ fn a_warmed_up_server_allocates_nothing_per_read() {
     report("signed 1 MiB READ", signed);
     let sealed = allocs_per_read(port, "1m", "4", 64, &["--encrypt"]);
     report("encrypted 1 MiB READ", sealed);
+    let spliced_write = allocs_per_read(port, "1m", "4", 64, &["seq-write"]);
+    report("spliced 1 MiB WRITE", spliced_write);
+    let small_write = allocs_per_read(port, "4k", "32", 2000, &["rand-write"]);
+    report("4 KiB random WRITE, 32 in flight", small_write);
     for (what, a) in [
         ("spliced", spliced),
         ("4k", small),
         ("4k random qd32", random),
         ("signed", signed),
         ("encrypted", sealed),
+        ("spliced write", spliced_write),
+        ("4k random write qd32", small_write),
     ] {
         assert!(
             a < ALLOCS_PER_READ_MAX,
-            "{what}: {a:.2} allocations per READ"
+            "{what}: {a:.2} allocations per request"
         );
     }
 }

@@ -86,6 +86,7 @@ pub(super) fn detach_write(
     live: &Rc<Cell<usize>>,
     pipe_size_max: &mut usize,
     ring: &mut Ring,
+    lists: &mut Vec<Vec<Pipe>>,
     len: usize,
 ) -> Option<Rx> {
     let head_end = WRITE_HEAD_LEN;
@@ -105,7 +106,10 @@ pub(super) fn detach_write(
     if live.get() - pipes.len().min(live.get()) + count > PIPES_LIVE_MAX {
         return None;
     }
-    let mut taken: Vec<Pipe> = Vec::with_capacity(count);
+    // The list comes from the worker's spares (see `Worker::on_io`).
+    let mut taken: Vec<Pipe> = lists.pop().unwrap_or_default();
+    taken.clear();
+    taken.reserve(count);
     for i in 0..count {
         let piece = piece_len(n, i);
         let pipe = match pipes.iter().position(|p| p.capacity >= piece) {
@@ -134,8 +138,10 @@ pub(super) fn detach_write(
             _ => return None,
         }
     }
+    let mut head_buf = c.conn.spare_buf(head.len());
+    head_buf.extend_from_slice(head);
     Some(Rx::Pipe {
-        head: head.to_vec(),
+        head: head_buf,
         len: n,
         rest,
         pipes: taken,
