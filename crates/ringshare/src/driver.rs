@@ -804,8 +804,8 @@ impl Worker {
                     // A pooled buffer may hold more than the frame: what came
                     // after it goes back to the small-frame buffer.
                     if frame.len() > *len {
-                        let after = frame.split_off(*len);
-                        c.buf.extend_from_slice(&after);
+                        c.buf.extend_from_slice(&frame[*len..]);
+                        frame.truncate(*len);
                     }
                     let f = std::mem::take(frame);
                     c.rx = Rx::Small;

@@ -132,6 +132,10 @@ fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
     report("spliced 1 MiB WRITE", spliced_write);
     let small_write = allocs_per_read(port, "4k", "32", 2000, &["rand-write"]);
     report("4 KiB random WRITE, 32 in flight", small_write);
+    let signed_write = allocs_per_read(port, "1m", "4", 64, &["seq-write", "--sign"]);
+    report("signed 1 MiB WRITE", signed_write);
+    let sealed_write = allocs_per_read(port, "1m", "4", 64, &["seq-write", "--encrypt"]);
+    report("encrypted 1 MiB WRITE", sealed_write);
     for (what, a) in [
         ("spliced", spliced),
         ("4k", small),
@@ -140,6 +144,8 @@ fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
         ("encrypted", sealed),
         ("spliced write", spliced_write),
         ("4k random write qd32", small_write),
+        ("signed write", signed_write),
+        ("encrypted write", sealed_write),
     ] {
         assert!(
             a < ALLOCS_PER_READ_MAX,
