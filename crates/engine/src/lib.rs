@@ -56,6 +56,7 @@
 
 pub mod alloc_count;
 mod bufring;
+mod completion;
 mod files;
 pub mod net;
 mod op;
@@ -67,7 +68,8 @@ mod slab;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-pub use ring::{leaked_ops, Completion, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
+pub use completion::Completion;
+pub use ring::{leaked_ops, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
 
 /// An fd shared between its owner and the operations in flight on it.
 pub type SharedFd = Arc<OwnedFd>;
