@@ -324,6 +324,10 @@ struct Worker {
     zc_sends: [u64; 2],
     /// `ServerState::mail_posted` when this worker last looked at its mail.
     mail_seen: u64,
+    /// The time, taken once per loop iteration (after the wait, and again
+    /// for the timers): what every completion of the iteration is handled at
+    /// (each reading cost two clock reads per request before).
+    clock: Now,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -419,7 +423,9 @@ pub fn run_worker(
         recv_bufs_exhausted: 0,
         zc_sends: [0; 2],
         mail_seen: 0,
+        clock: Now::default(),
     };
+    w.clock = now(w.shared.started);
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
     }
@@ -435,12 +441,14 @@ impl Worker {
             }
             let timeout = self.next_timeout();
             self.ring.submit_and_wait(1, timeout)?;
+            self.clock = now(self.shared.started);
             while let Some(c) = self.ring.next_completion() {
                 if c.is_wake() {
                     continue;
                 }
                 self.on_completion(c);
             }
+            self.clock = now(self.shared.started);
             self.fire_timers();
             self.deliver_mail();
         }
@@ -453,7 +461,7 @@ impl Worker {
             return;
         }
         self.mail_seen = posted;
-        let t = now(self.shared.started);
+        let t = self.clock;
         for slot in 0..self.conns.len() {
             let has = self.conns[slot].as_ref().is_some_and(|c| c.conn.has_mail());
             if has {
@@ -466,7 +474,7 @@ impl Worker {
     }
 
     fn next_timeout(&self) -> Option<Duration> {
-        let now_ms = now(self.shared.started).mono_ms;
+        let now_ms = self.clock.mono_ms;
         let next = self
             .conns
             .iter()
@@ -483,7 +491,7 @@ impl Worker {
     }
 
     fn fire_timers(&mut self) {
-        let t = now(self.shared.started);
+        let t = self.clock;
         for slot in 0..self.conns.len() {
             let stalled = self.conns[slot].as_ref().is_some_and(|c| {
                 c.sending && c.send_since + self.shared.send_stall_ms <= t.mono_ms
@@ -582,7 +590,7 @@ impl Worker {
         self.ring.register_fd(&fd);
         let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
         conn.set_send_file(self.shared.send_file);
-        conn.accepted(now(self.shared.started));
+        conn.accepted(self.clock);
         self.conns[slot as usize] = Some(Conn {
             gen,
             fd,
@@ -657,7 +665,7 @@ impl Worker {
     }
 
     fn on_recv(&mut self, slot: u32, gen: u32, mut comp: Completion) {
-        let t = now(self.shared.started);
+        let t = self.clock;
         // Only `self.conns` borrowed (not `conn_mut`): the pool and pipes are used below.
         let Some(c) = conn_in(&mut self.conns, slot, gen) else {
             return;
@@ -1044,7 +1052,7 @@ impl Worker {
             return;
         };
         c.sending = true;
-        c.send_since = now(self.shared.started).mono_ms;
+        c.send_since = self.clock.mono_ms;
         let tok = token(KIND_SEND, c.gen, slot);
         let fd = c.fd.clone();
         if let SendItem::File {
@@ -1149,7 +1157,7 @@ impl Worker {
             _ => {
                 let id = req.id;
                 let done = run_here(&mut self.pool, &mut c.conn, req);
-                let t = now(self.shared.started);
+                let t = self.clock;
                 c.conn.complete_io(t, id, done);
                 return;
             }
@@ -1163,7 +1171,7 @@ impl Worker {
         if receiving && loaded.is_none() {
             // Cannot happen: the core asks for it only while the driver holds
             // the payload. Fail the WRITE rather than report nothing written.
-            let t = now(self.shared.started);
+            let t = self.clock;
             c.conn
                 .complete_io(t, req.id, IoDone::Write(Err(FsError::Io)));
             return;
@@ -1253,7 +1261,7 @@ impl Worker {
                 }
             }
         }
-        let t = now(self.shared.started);
+        let t = self.clock;
         let err = |e: &io::Error| FsError::from_errno(e.raw_os_error().unwrap_or(5));
         let done = match p.kind {
             IoKind::Read => IoDone::Read(match &comp.result {
