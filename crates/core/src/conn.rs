@@ -73,7 +73,8 @@ pub(crate) struct ConnCore {
     /// The driver can send READ data from a file without copying it
     /// ([`Output::SendFile`]).
     pub send_file: bool,
-    /// Small buffers reused for bodies, frame heads and request frames.
+    /// Small buffers reused for bodies, frame heads, request frames and
+    /// small READs' data (crates/core/src/spare.rs).
     pub spare: SpareBufs,
 }
 
@@ -430,7 +431,8 @@ impl Connection {
     }
 
     /// An empty buffer with room for `len` bytes, reused when one is spare
-    /// (for the driver to cut a small request frame into).
+    /// (for the driver to cut a small request frame or a WRITE's head into,
+    /// or to read a small READ's data into).
     pub fn spare_buf(&mut self, len: usize) -> Vec<u8> {
         self.core.spare.take(len)
     }
@@ -1242,10 +1244,7 @@ impl Connection {
             return;
         };
         if let Some((node, offset, len)) = file {
-            let head = match frame {
-                Frame::One(b) => b,
-                Frame::Parts(p) => p.concat(),
-            };
+            let head = frame.into_bytes();
             self.outputs.push_back(Output::SendFile(SendFile {
                 head,
                 node,
@@ -1271,10 +1270,7 @@ impl Connection {
             self.outputs.push_back(Output::Send(frame));
             return;
         };
-        let mut buf = match frame {
-            Frame::One(b) => b,
-            Frame::Parts(p) => p.concat(),
-        };
+        let mut buf = frame.into_bytes();
         // Key and nonce under the session's lock, the work without it.
         let sealing = self
             .core

@@ -51,6 +51,14 @@ pub enum Frame {
 }
 
 impl Frame {
+    /// The frame as one buffer (its parts joined when there are several).
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Frame::One(b) => b,
+            Frame::Parts(p) => p.concat(),
+        }
+    }
+
     /// The buffers, in order, for the driver to take.
     pub fn into_parts(self) -> impl Iterator<Item = Vec<u8>> {
         let (one, many) = match self {

@@ -1101,16 +1101,14 @@ impl Worker {
         self.zc_sends[1] += u64::from(comp.zc_copied);
         let buf = comp.take_buf();
         let mut bufs = comp.bufs.take().unwrap_or_default();
-        let Some(c) = conn_in(&mut self.conns, slot, gen) else {
-            // The connection is gone: its large buffers still serve others.
-            for b in buf.into_iter().chain(bufs) {
-                give_back(&mut self.pool, None, b);
-            }
+        // (If the connection is gone, its large buffers still serve others.)
+        let mut c = conn_in(&mut self.conns, slot, gen);
+        for b in buf.into_iter().chain(bufs.drain(..)) {
+            give_back(&mut self.pool, c.as_mut().map(|c| &mut c.conn), b);
+        }
+        let Some(c) = c else {
             return;
         };
-        for b in buf.into_iter().chain(bufs.drain(..)) {
-            give_back(&mut self.pool, Some(&mut c.conn), b);
-        }
         if bufs.capacity() > 0 {
             c.spare_parts = bufs;
         }
