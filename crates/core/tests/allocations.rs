@@ -94,10 +94,7 @@ fn allocs_per_request(
     let mut more: Vec<Output> = Vec::with_capacity(8);
     for i in 0..n {
         let mut msg = make(c, i);
-        // CreditCharge: one credit (and message id) per 64 KiB.
-        let charge = len.div_ceil(65536);
-        msg[6..8].copy_from_slice(&(charge as u16).to_le_bytes());
-        c.next_mid += u64::from(charge) - 1;
+        c.charge(&mut msg, len as usize);
         c.sign(&mut msg);
         // The driver cuts a small frame into a buffer the connection had
         // spare; a large one is received into a buffer of its own pool.

@@ -41,9 +41,10 @@ fn client(dir: &TempDir, signing: SigningPolicy, send_file: bool) -> Client {
     let backend = Arc::new(PosixShare::new(&dir.0).unwrap());
     let opts = Options {
         signing,
-        // The harness signs requests itself only with the SMB 2.x key (HMAC).
+        // The harness signs requests itself only with the SMB 2.x key (HMAC);
+        // 2.1 rather than 2.0.2 so that READs may be longer than 64 KiB.
         dialect: if signing == SigningPolicy::Required {
-            Dialect::SMB2_0_2
+            Dialect::SMB2_1
         } else {
             Dialect::SMB3_1_1
         },
@@ -82,7 +83,7 @@ fn unsigned_read_alone_in_its_frame_becomes_a_send_file_frame_sized_to_the_data(
     let dir = TempDir::new("alone");
     let mut c = client(&dir, SigningPolicy::IfRequired, true);
     let f = open_read_only(&mut c);
-    let msg = c.read_msg(f, 50_000, 65_536);
+    let msg = c.read_msg(f, 50_000, 131_072);
     let out = outputs(&mut c, msg);
     let [Output::SendFile(sf)] = out.as_slice() else {
         panic!("expected one send-file frame, got {out:?}");
@@ -120,13 +121,13 @@ fn read_is_read_into_memory_while_any_open_of_the_file_can_write() {
     let w = c
         .create("f.bin", GENERIC_WRITE, CreateDisposition::OPEN, 0)
         .unwrap();
-    let msg = c.read_msg(f, 0, 65_536);
+    let msg = c.read_msg(f, 0, 65_537);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
     // Once the writer closes, reads splice again.
     finish_io(&mut c, out);
     assert_eq!(c.close(w).status(), NtStatus::SUCCESS);
-    let msg = c.read_msg(f, 0, 65_536);
+    let msg = c.read_msg(f, 0, 65_537);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::SendFile(_)]), "{out:?}");
 }
@@ -137,7 +138,7 @@ fn signed_read_is_read_into_memory_so_it_can_be_signed() {
     let mut c = client(&dir, SigningPolicy::Required, true);
     assert!(c.signing.is_some());
     let f = open_read_only(&mut c);
-    let msg = c.read_msg(f, 0, 65_536);
+    let msg = c.read_msg(f, 0, 131_072);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
 }
@@ -147,7 +148,7 @@ fn read_is_read_into_memory_unless_the_driver_turned_send_file_on() {
     let dir = TempDir::new("off");
     let mut c = client(&dir, SigningPolicy::IfRequired, false);
     let f = open_read_only(&mut c);
-    let msg = c.read_msg(f, 0, 65_536);
+    let msg = c.read_msg(f, 0, 131_072);
     let out = outputs(&mut c, msg);
     assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
 }
@@ -172,10 +173,13 @@ fn send_file_read_at_or_past_the_end_fails_with_end_of_file_and_honours_minimum_
     let dir = TempDir::new("eof");
     let mut c = client(&dir, SigningPolicy::IfRequired, true);
     let f = open_read_only(&mut c);
-    let r = c.read(f, 100_000, 65_536);
+    let r = c.read(f, 100_000, 65_537);
     assert_eq!(r.status(), NtStatus::END_OF_FILE);
     let tree = c.tree_id;
-    let msg = c.message(Command::READ, tree, |o| read_body(o, f, 99_990, 65_536, 50));
+    let mut msg = c.message(Command::READ, tree, |o| {
+        read_body(o, f, 99_990, 131_072, 50)
+    });
+    c.charge(&mut msg, 131_072);
     let rs = c.send_frame(msg);
     assert_eq!(
         rs[0].status(),
@@ -185,11 +189,17 @@ fn send_file_read_at_or_past_the_end_fails_with_end_of_file_and_honours_minimum_
 }
 
 #[test]
-fn small_reads_are_read_into_memory_where_a_splice_would_cost_more() {
+fn reads_up_to_64_kib_are_read_into_memory_and_longer_ones_spliced() {
     let dir = TempDir::new("small");
     let mut c = client(&dir, SigningPolicy::IfRequired, true);
     let f = open_read_only(&mut c);
-    let msg = c.read_msg(f, 0, 65_535);
+    for len in [4096, 65_536] {
+        let msg = c.read_msg(f, 0, len);
+        let out = outputs(&mut c, msg);
+        assert!(matches!(out.as_slice(), [Output::Io(_)]), "{len}: {out:?}");
+        finish_io(&mut c, out);
+    }
+    let msg = c.read_msg(f, 0, 65_537);
     let out = outputs(&mut c, msg);
-    assert!(matches!(out.as_slice(), [Output::Io(_)]), "{out:?}");
+    assert!(matches!(out.as_slice(), [Output::SendFile(_)]), "{out:?}");
 }

@@ -21,11 +21,14 @@ use crate::locks::Intent;
 use crate::opens;
 use crate::server::lock;
 
-/// READs shorter than this are read into memory even when they could be
+/// READs up to this long are read into memory even when they could be
 /// spliced: a splice runs in an io_uring worker thread, and for small reads that
 /// hop costs more than the copy it saves (4 KiB random reads measured 4-5x
-/// slower spliced; 64 KiB about even; docs/benchmarks.md).
-pub(crate) const SPLICE_LEN_MIN: usize = 64 * 1024;
+/// slower spliced). At 64 KiB the two cost the server about the same, but the
+/// client copies spliced data out of cold page-cache pages and spends twice
+/// the CPU, so on one machine 64 KiB reads run 10-15 % faster from memory;
+/// from 128 KiB on, splicing is 1.6x faster (docs/benchmarks.md).
+pub(crate) const SPLICE_ONLY_ABOVE: usize = 64 * 1024;
 
 /// Room left before READ data for the frame header, SMB2 header and READ
 /// response body, so a reply alone in its frame is built around the data
@@ -92,7 +95,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         entry.opens.iter().any(|o| access::can_write(o.access))
     };
     let (node, open_id) = (open.node.clone(), open.id);
-    if rr.length as usize >= SPLICE_LEN_MIN
+    if rr.length as usize > SPLICE_ONLY_ABOVE
         && splice_allowed(core, req, writers)
         && node.shared_fd().is_some()
     {

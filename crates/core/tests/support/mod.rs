@@ -560,14 +560,30 @@ impl Client {
 
     // ---- commands with local request builders ----
 
+    /// A READ request charged one credit per 64 KiB ([MS-SMB2] 3.1.5.2), so
+    /// it may ask for more than 64 KiB.
     pub fn read_msg(&mut self, f: FileId, offset: u64, len: u32) -> Vec<u8> {
         let tree = self.tree_id;
-        self.message(Command::READ, tree, |o| read_body(o, f, offset, len, 0))
+        let mut msg = self.message(Command::READ, tree, |o| read_body(o, f, offset, len, 0));
+        self.charge(&mut msg, len as usize);
+        msg
+    }
+
+    /// Sets `msg`'s CreditCharge for a payload of `len` bytes (one credit,
+    /// and one message id, per 64 KiB) and skips the extra message ids.
+    pub fn charge(&mut self, msg: &mut [u8], len: usize) {
+        let old = u16::from_le_bytes([msg[6], msg[7]]).max(1);
+        let charge = len.div_ceil(65_536).max(1) as u16;
+        msg[6..8].copy_from_slice(&charge.to_le_bytes());
+        self.next_mid = self.next_mid + u64::from(charge) - u64::from(old);
     }
 
     pub fn read(&mut self, f: FileId, offset: u64, len: u32) -> Resp {
-        let tree = self.tree_id;
-        self.call(Command::READ, tree, |o| read_body(o, f, offset, len, 0))
+        let mut m = self.read_msg(f, offset, len);
+        self.sign(&mut m);
+        let mut rs = self.send_frame(m);
+        assert!(!rs.is_empty(), "no response to READ");
+        rs.remove(0)
     }
 
     pub fn write(&mut self, f: FileId, offset: u64, data: &[u8]) -> Resp {
