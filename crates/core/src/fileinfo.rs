@@ -9,7 +9,7 @@
 //! Security descriptors: the one a client stored with the file, else one
 //! derived from the POSIX owner, group and mode.
 
-use ringshare_vfs::{DirEntry, FileAttr, Node};
+use ringshare_vfs::{FileAttr, Node};
 use ringshare_wire::consts::SecurityInformation;
 use ringshare_wire::fscc::{
     DirEntryInfo, FileAttributes, FileBasicInformation, FileNetworkOpenInformation,
@@ -124,14 +124,6 @@ pub(crate) fn dir_entry_info(name: &str, a: &FileAttr) -> DirEntryInfo {
         file_id: file_id(a),
         short_name: String::new(),
         name: name.to_string(),
-    }
-}
-
-/// A directory entry, for the listing cache.
-pub(crate) fn entry(name: &str, attr: FileAttr) -> DirEntry {
-    DirEntry {
-        name: name.to_string(),
-        attr,
     }
 }
 

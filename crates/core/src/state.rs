@@ -30,7 +30,7 @@ use ringshare_auth::gss::ServerAuth;
 use ringshare_crypto::encrypt::CipherKey;
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::SigningKey;
-use ringshare_vfs::{DirEntry, Node, RelPath};
+use ringshare_vfs::{FileAttr, Node, RelPath};
 
 use crate::idmap::IdMap;
 use crate::server::{FileEntry, FileKey, ShareDef};
@@ -150,8 +150,9 @@ pub(crate) struct Tree {
 
 /// A directory listing in progress (QUERY_DIRECTORY keeps its place here).
 pub(crate) struct DirCursor {
-    /// The matching entries, `.` and `..` first, each stat'ed once.
-    pub entries: Vec<DirEntry>,
+    /// The matching names, `.` and `..` first; only those two are described
+    /// at the scan, the others when they are returned.
+    pub entries: Vec<(String, Option<FileAttr>)>,
     pub next: usize,
 }
 

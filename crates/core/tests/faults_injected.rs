@@ -6,6 +6,7 @@ mod support;
 use ringshare_vfs::memory::{FaultOp, MemShare};
 use ringshare_vfs::{FsError, RelPath};
 use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::fscc::{decode_dir_entries, FileInfoClass};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -192,6 +193,34 @@ fn a_directory_listing_that_fails_in_the_backend_is_io_device_error_and_a_retry_
         .flat_map(|u| u.to_le_bytes())
         .collect();
     assert!(names.windows(want.len()).any(|w| w == want));
+}
+
+#[test]
+fn an_entry_that_cannot_be_described_ends_the_page_and_fails_the_next_query() {
+    let mut c = Client::new();
+    for name in ["a", "b", "c"] {
+        c.put_file(name, b"x");
+    }
+    let d = c
+        .create("", FILE_LIST_DIRECTORY, D::OPEN, FILE_DIRECTORY_FILE)
+        .expect("open root");
+    // Entries are described when they are returned: "b" fails twice.
+    c.mem.inject_fault(FaultOp::Stat, path("b"), FsError::Io, 2);
+    let names = |r: &Resp| -> Vec<String> {
+        decode_dir_entries(FileInfoClass(FILE_NAMES_INFORMATION), &output_buffer(r))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    };
+    let r = c.query_directory(d, FILE_NAMES_INFORMATION, 0, "*", 65536);
+    assert_eq!(names(&r), [".", "..", "a"], "the page stops before b");
+    let r = c.query_directory(d, FILE_NAMES_INFORMATION, 0, "*", 65536);
+    assert_eq!(r.status(), NtStatus::IO_DEVICE_ERROR);
+    let r = c.query_directory(d, FILE_NAMES_INFORMATION, 0, "*", 65536);
+    assert_eq!(names(&r), ["b", "c"], "nothing was skipped");
+    let r = c.query_directory(d, FILE_NAMES_INFORMATION, 0, "*", 65536);
+    assert_eq!(r.status(), NtStatus::NO_MORE_FILES);
 }
 
 #[test]

@@ -64,6 +64,7 @@ pub mod probe;
 mod ring;
 pub mod runtime;
 mod slab;
+pub mod sys;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;

@@ -360,9 +360,31 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn set_owner(&self, _uid: u32) -> FsResult<()> {
         Ok(())
     }
-    /// All entries of this directory, excluding `.` and `..`, in a stable order.
+    /// The names of this directory's entries, excluding `.` and `..`,
+    /// sorted, without looking at the entries themselves (no stat per entry).
     /// `NotADirectory` for files.
-    fn read_dir(&self) -> FsResult<Vec<DirEntry>>;
+    fn list_names(&self) -> FsResult<Vec<String>>;
+
+    /// Entry `name` (one component, not `.` or `..`) of this directory as it
+    /// is now, a symlink's own metadata and never its target's; `NotFound`
+    /// once it is gone. A listing describes each entry with it when it
+    /// returns the entry.
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr>;
+
+    /// All entries of this directory, excluding `.` and `..`, sorted by name,
+    /// each described by [`Node::stat_entry`] (one removed meanwhile is left
+    /// out). `NotADirectory` for files.
+    fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
+        let mut out = Vec::new();
+        for name in self.list_names()? {
+            match self.stat_entry(&name) {
+                Ok(attr) => out.push(DirEntry { name, attr }),
+                Err(FsError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
 
     /// Copy `len` bytes of `src` at `src_offset` to this file at `dst_offset`
     /// (server-side copy); returns the bytes copied, fewer only when `src`

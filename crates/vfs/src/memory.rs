@@ -18,8 +18,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{
-    check_ea, DirEntry, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions,
-    Opened, RelPath, SetTimes, Share, UnixNanos,
+    check_ea, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions, Opened,
+    RelPath, SetTimes, Share, UnixNanos,
 };
 
 /// Capacity of a share made with [`MemShare::new`]: 1 GiB of file data.
@@ -835,26 +835,28 @@ impl Node for MemNode {
         Ok(())
     }
 
-    fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        let child = self.path.join(name)?;
+        let mut st = lock(&self.state);
+        st.take_fault(FaultOp::Stat, &[&child])?;
+        let ino = st
+            .inode(self.ino)?
+            .children
+            .get(name)
+            .copied()
+            .ok_or(FsError::NotFound)?;
+        st.attr(ino)
+    }
+
+    fn list_names(&self) -> FsResult<Vec<String>> {
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::ReadDir, &[&self.path])?;
         if self.kind != FileKind::Directory {
             return Err(FsError::NotADirectory);
         }
-        let children: Vec<(String, u64)> = st
-            .inode(self.ino)?
-            .children
-            .iter()
-            .map(|(n, i)| (n.clone(), *i))
-            .collect();
-        children
-            .into_iter()
-            .map(|(name, ino)| {
-                Ok(DirEntry {
-                    name,
-                    attr: st.attr(ino)?,
-                })
-            })
-            .collect()
+        Ok(st.inode(self.ino)?.children.keys().cloned().collect())
     }
 }

@@ -28,8 +28,8 @@ use rustix::fs::{
 use rustix::io::Errno;
 
 use crate::{
-    check_ea, ea_name_is_reserved, ea_name_is_valid, DirEntry, FileAttr, FileKind, FsError,
-    FsResult, FsStat, Node, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, UnixNanos,
+    check_ea, ea_name_is_reserved, ea_name_is_valid, FileAttr, FileKind, FsError, FsResult, FsStat,
+    Node, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, UnixNanos,
 };
 
 /// Name of the xattr holding DOS attributes.
@@ -167,12 +167,16 @@ fn decode_dos(buf: &[u8; 8], res: Result<usize, Errno>) -> Option<u32> {
     }
 }
 
+/// [`DOS_ATTRIB_XATTR`] with its NUL, for `getxattrat`.
+const DOS_ATTRIB_XATTR_C: &CStr = c"user.ringshare.dosattrib";
+
 /// DOS attributes of an open fd; `None` when absent, malformed or unsupported.
 fn read_dos_fd(fd: BorrowedFd<'_>) -> Option<u32> {
     let mut buf = [0u8; 8];
     match rustix::fs::fgetxattr(fd, DOS_ATTRIB_XATTR, &mut buf) {
         Err(Errno::BADF) => {
-            // O_PATH fd: go through its /proc link.
+            // O_PATH fd: go through its /proc link (`getxattrat` on the fd
+            // itself is EBADF too).
             let r = rustix::fs::getxattr(proc_path(fd, None), DOS_ATTRIB_XATTR, &mut buf);
             decode_dos(&buf, r)
         }
@@ -180,11 +184,42 @@ fn read_dos_fd(fd: BorrowedFd<'_>) -> Option<u32> {
     }
 }
 
-/// DOS attributes of entry `name` of directory `dir` (a symlink's own, never its target's).
+/// DOS attributes of entry `name` of directory `dir` (a symlink's own, never
+/// its target's): one `getxattrat(2)` where the kernel has it (6.13), else a
+/// lookup through `/proc/self/fd/N/name`, which costs about three times as
+/// much.
 fn read_dos_at(dir: BorrowedFd<'_>, name: &str) -> Option<u32> {
     let mut buf = [0u8; 8];
+    // A name from getdents has at most 255 bytes; build its C string on the stack.
+    let mut cname = [0u8; 256];
+    if !name.is_empty() && name.len() < cname.len() && !name.contains('\0') {
+        cname[..name.len()].copy_from_slice(name.as_bytes());
+        if let Ok(c) = CStr::from_bytes_until_nul(&cname) {
+            match ringshare_engine::sys::getxattrat(dir, c, DOS_ATTRIB_XATTR_C, &mut buf) {
+                Ok(n) => return decode_dos(&buf, Ok(n)),
+                Err(e) if e.raw_os_error() != Some(Errno::NOSYS.raw_os_error()) => return None,
+                Err(_) => {}
+            }
+        }
+    }
     let r = rustix::fs::lgetxattr(proc_path(dir, Some(name)), DOS_ATTRIB_XATTR, &mut buf);
     decode_dos(&buf, r)
+}
+
+/// A path's parent directory: the share root's fd, borrowed, or one opened
+/// for the call.
+enum ParentFd<'a> {
+    Root(BorrowedFd<'a>),
+    Opened(OwnedFd),
+}
+
+impl AsFd for ParentFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            ParentFd::Root(fd) => *fd,
+            ParentFd::Opened(fd) => fd.as_fd(),
+        }
+    }
 }
 
 /// A share rooted at a local directory.
@@ -282,12 +317,19 @@ impl PosixShare {
             })
     }
 
-    /// The parent of a non-root path, opened `O_PATH`, and the last component.
-    fn open_parent<'p>(&self, path: &'p RelPath) -> FsResult<(OwnedFd, &'p str)> {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+    /// The parent of a non-root path, opened `O_PATH` (or the share root's
+    /// own fd when that is the parent), and the last component.
+    fn open_parent<'p>(&self, path: &'p RelPath) -> FsResult<(ParentFd<'_>, &'p str)> {
+        let Some(name) = path.file_name() else {
             return Err(FsError::AccessDenied);
         };
-        Ok((self.open_dir_path(&parent)?, name))
+        if path.components().len() == 1 {
+            return Ok((ParentFd::Root(self.root.as_fd()), name));
+        }
+        let Some(parent) = path.parent() else {
+            return Err(FsError::AccessDenied);
+        };
+        Ok((ParentFd::Opened(self.open_dir_path(&parent)?), name))
     }
 
     /// Turn an openat2 error on `path` into an `FsError`, telling a missing parent
@@ -914,17 +956,27 @@ impl Node for PosixNode {
 
     fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
         let fd = self.fd.as_fd();
-        let mut buf = vec![0u8; NTACL_SIZE_MAX];
-        let r = match rustix::fs::fgetxattr(fd, NTACL_XATTR, &mut buf) {
+        let get = |buf: &mut [u8]| match rustix::fs::fgetxattr(fd, NTACL_XATTR, &mut *buf) {
             // O_PATH fd: go through its /proc link.
-            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), NTACL_XATTR, &mut buf),
+            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), NTACL_XATTR, buf),
             r => r,
         };
-        match r {
-            Ok(n) => {
-                buf.truncate(n);
-                Ok(Some(buf))
+        // Most files have none and most descriptors are small: try a buffer
+        // on the stack first, the largest one only when that is too short.
+        let mut small = [0u8; 1024];
+        let r = match get(&mut small) {
+            Ok(n) => return Ok(Some(small[..n].to_vec())),
+            Err(Errno::RANGE) => {
+                let mut buf = vec![0u8; NTACL_SIZE_MAX];
+                get(&mut buf).map(|n| {
+                    buf.truncate(n);
+                    buf
+                })
             }
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(buf) => Ok(Some(buf)),
             Err(Errno::NODATA) => Ok(None),
             Err(e) if is_unsupported(e) => Ok(None),
             Err(e) => Err(fd_errno_to_fs(e)),
@@ -1153,7 +1205,26 @@ impl Node for PosixNode {
         Ok(out)
     }
 
-    fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        // One component only: with no `/` and no `..`, the lookup cannot leave
+        // this directory, and NOFOLLOW keeps a symlink from being followed.
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+            return Err(FsError::InvalidName);
+        }
+        let st = rustix::fs::statx(
+            &self.fd,
+            name,
+            AtFlags::SYMLINK_NOFOLLOW,
+            StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+        )
+        .map_err(errno_to_fs)?;
+        Ok(attr_from_statx(&st, read_dos_at(self.fd.as_fd(), name)))
+    }
+
+    fn list_names(&self) -> FsResult<Vec<String>> {
         if self.kind != FileKind::Directory {
             return Err(FsError::NotADirectory);
         }
@@ -1167,33 +1238,17 @@ impl Node for PosixNode {
         )
         .map_err(errno_to_fs)?;
         let mut out = Vec::new();
-        let list_fd = &self.fd;
         for entry in Dir::new(dir_fd).map_err(errno_to_fs)? {
             let entry = entry.map_err(errno_to_fs)?;
-            let name: &CStr = entry.file_name();
             // Names that are not UTF-8 cannot be named by a client: skip them.
-            let Ok(name) = name.to_str() else { continue };
-            if name == "." || name == ".." {
+            let Ok(name) = entry.file_name().to_str() else {
                 continue;
-            }
-            let st = match rustix::fs::statx(
-                list_fd,
-                name,
-                AtFlags::SYMLINK_NOFOLLOW,
-                StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-            ) {
-                Ok(st) => st,
-                // Removed since getdents returned it.
-                Err(Errno::NOENT) => continue,
-                Err(e) => return Err(errno_to_fs(e)),
             };
-            let dos = read_dos_at(list_fd.as_fd(), name);
-            out.push(DirEntry {
-                name: name.to_string(),
-                attr: attr_from_statx(&st, dos),
-            });
+            if name != "." && name != ".." {
+                out.push(name.to_string());
+            }
         }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.sort_unstable();
         Ok(out)
     }
 }
@@ -1263,6 +1318,44 @@ mod tests {
         if xattrs {
             assert_eq!(node.stat().unwrap().dos_attributes, Some(0x21));
         }
+    }
+
+    #[test]
+    fn stat_entry_describes_one_entry_of_the_directory_and_never_leaves_it() {
+        let dir = std::env::temp_dir().join(format!("ringshare-vfs-entry-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let _guard = Tmp(dir.clone());
+        std::fs::write(dir.join("sub/f"), b"abcde").unwrap();
+        std::fs::write(dir.join("outside"), b"x").unwrap();
+        std::os::unix::fs::symlink("f", dir.join("sub/link")).unwrap();
+        let share = PosixShare::new(&dir).unwrap();
+        let sub = RelPath::from_components(["sub"]).unwrap();
+        let node = share
+            .open(&sub, &OpenOptions::read_existing())
+            .unwrap()
+            .node;
+        let f = node.stat_entry("f").unwrap();
+        assert_eq!(
+            (f.kind, f.size, f.dos_attributes),
+            (FileKind::File, 5, None)
+        );
+        assert_eq!(f.ino, share.stat(&sub.join("f").unwrap()).unwrap().ino);
+        // A symlink is described itself, not its target.
+        let link = node.stat_entry("link").unwrap();
+        assert_eq!((link.kind, link.size), (FileKind::Symlink, 1));
+        assert_eq!(node.stat_entry("gone").unwrap_err(), FsError::NotFound);
+        for name in ["", ".", "..", "../outside", "f/..", "a\0b"] {
+            assert_eq!(
+                node.stat_entry(name).unwrap_err(),
+                FsError::InvalidName,
+                "{name:?}"
+            );
+        }
+        let file = share
+            .open(&sub.join("f").unwrap(), &OpenOptions::read_existing())
+            .unwrap()
+            .node;
+        assert_eq!(file.stat_entry("x").unwrap_err(), FsError::NotADirectory);
     }
 
     #[test]

@@ -46,6 +46,12 @@ fn check(share: &dyn Share) {
         d.get_security_descriptor().unwrap().as_deref(),
         Some(&sd[..])
     );
+    // A large one (many ACEs) reads back whole, on a plain open and a
+    // stat-only one.
+    let big: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
+    again.set_security_descriptor(&big).unwrap();
+    assert_eq!(f.get_security_descriptor().unwrap(), Some(big.clone()));
+    assert_eq!(again.get_security_descriptor().unwrap(), Some(big));
 }
 
 #[test]

@@ -306,7 +306,7 @@ pub(crate) fn create(
         }
     }
     let is_dir = attr.is_dir();
-    if delete_on_close && is_dir && !created && !node.read_dir().map_err(status_of)?.is_empty() {
+    if delete_on_close && is_dir && !created && !node.list_names().map_err(status_of)?.is_empty() {
         return Err(NtStatus::DIRECTORY_NOT_EMPTY);
     }
 

@@ -1,12 +1,14 @@
 //! [MS-SMB2] 3.3.5.18 Receiving an SMB2 QUERY_DIRECTORY Request, with the
 //! enumeration rules of [MS-FSA] 2.1.5.6.3.
 //!
-//! The first query (or one with RESTART_SCANS / REOPEN) lists the directory
-//! once through the backend (every entry stat'ed by `read_dir`), keeps the
-//! entries matching the pattern, `.` and `..` first, in the open's
-//! [`DirCursor`]; later queries page through it and ignore their pattern,
-//! looking each entry up again before returning it, so that one removed in
-//! the meantime is not listed (smbtorture smb2.dir.fixed).
+//! The first query (or one with RESTART_SCANS / REOPEN) reads the names in
+//! the directory once (`list_names`, no stat per entry), keeps those matching
+//! the pattern, `.` and `..` first, in the open's [`DirCursor`]; every query
+//! pages through it (later ones ignore their pattern) and describes each
+//! entry when it returns it (one `stat_entry` on the open directory), so an
+//! entry is stat'ed once per listing, one removed in the meantime is not
+//! listed (smbtorture smb2.dir.fixed) and one changed is described as it is
+//! now.
 //! Names a Windows client cannot represent (`:`, `*`, `\`, control
 //! characters, ...) are left out.
 //!
@@ -15,7 +17,7 @@
 //! with BUFFER_OVERFLOW; nothing matching on a fresh scan is NO_SUCH_FILE;
 //! nothing left is NO_MORE_FILES.
 
-use ringshare_vfs::{DirEntry, FsError};
+use ringshare_vfs::{FileAttr, FsError};
 use ringshare_wire::consts::QueryDirectoryFlags;
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
 use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
@@ -68,8 +70,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         let entries = list(&open, &pattern)?;
         lock(&open.state).dir_cursor = Some(DirCursor { entries, next: 0 });
     }
-    let backend = open.share.backend.clone();
-    let dir = lock(&open.entry).path.clone();
     let mut state = lock(&open.state);
     let Some(cursor) = state.dir_cursor.as_mut() else {
         return Err(NtStatus::INTERNAL_ERROR);
@@ -84,21 +84,28 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let single = q.flags.contains(QueryDirectoryFlags::RETURN_SINGLE_ENTRY);
     let mut out = Vec::new();
     let mut chain = DirEntryChain::new(&out, limit);
-    while let Some(e) = cursor.entries.get(cursor.next) {
-        // An entry listed by an earlier query is looked at again: one removed
-        // since is left out, one changed is described as it is now.
-        let mut attr = None;
-        if !fresh && e.name != "." && e.name != ".." {
-            match dir.join(&e.name).map(|p| backend.stat(&p)) {
-                Ok(Ok(a)) => attr = Some(a),
-                Ok(Err(FsError::NotFound)) => {
+    while let Some((name, known)) = cursor.entries.get(cursor.next) {
+        // An entry is looked at when it is returned: one removed since the
+        // scan is left out, the others are described as they are now.
+        let looked;
+        let attr = match known {
+            Some(a) => a,
+            None => match open.node.stat_entry(name) {
+                Ok(a) => {
+                    looked = a;
+                    &looked
+                }
+                Err(FsError::NotFound) => {
                     cursor.next += 1;
                     continue;
                 }
-                _ => {}
-            }
-        }
-        let info = fileinfo::dir_entry_info(&e.name, attr.as_ref().unwrap_or(&e.attr));
+                // Fail this query if nothing is in it yet; else stop here
+                // and let the next query meet the error.
+                Err(e) if chain.is_empty() => return Err(status_of(e)),
+                Err(_) => break,
+            },
+        };
+        let info = fileinfo::dir_entry_info(name, attr);
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {
                 // The first entry alone does not fit: send what fits of it.
@@ -116,13 +123,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     if out.is_empty() {
         // Everything left was removed meanwhile.
-        return Err(NtStatus::NO_MORE_FILES);
+        return Err(if fresh {
+            NtStatus::NO_SUCH_FILE
+        } else {
+            NtStatus::NO_MORE_FILES
+        });
     }
     Ok(Reply::ok(body(&out)))
 }
 
-/// `.`, `..` and the directory's entries that match `pattern`.
-fn list(open: &Open, pattern: &str) -> Result<Vec<DirEntry>, NtStatus> {
+/// `.` and `..` (described now) and the names of the directory's entries
+/// that match `pattern` (described when they are returned).
+fn list(open: &Open, pattern: &str) -> Result<Vec<(String, Option<FileAttr>)>, NtStatus> {
     let mut out = Vec::new();
     let me = open.node.stat().map_err(status_of)?;
     let path = lock(&open.entry).path.clone();
@@ -132,12 +144,12 @@ fn list(open: &Open, pattern: &str) -> Result<Vec<DirEntry>, NtStatus> {
     };
     for (name, attr) in [(".", me), ("..", parent)] {
         if name_matches(pattern, name) {
-            out.push(fileinfo::entry(name, attr));
+            out.push((name.to_string(), Some(attr)));
         }
     }
-    for e in open.node.read_dir().map_err(status_of)? {
-        if check_component(&e.name).is_ok() && name_matches(pattern, &e.name) {
-            out.push(e);
+    for name in open.node.list_names().map_err(status_of)? {
+        if check_component(&name).is_ok() && name_matches(pattern, &name) {
+            out.push((name, None));
         }
     }
     Ok(out)

@@ -273,7 +273,7 @@ fn set_disposition(
         if !ignore_readonly && !open.is_dir && fileinfo::attributes(&attr) & ATTR_READONLY != 0 {
             return Err(NtStatus::CANNOT_DELETE);
         }
-        if open.is_dir && !open.node.read_dir().map_err(status_of)?.is_empty() {
+        if open.is_dir && !open.node.list_names().map_err(status_of)?.is_empty() {
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
         if lock(&open.entry).path.is_root() {
