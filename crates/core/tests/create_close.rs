@@ -255,6 +255,22 @@ fn delete_on_close_of_a_read_only_file_is_cannot_delete() {
     let cr = CreateResponse::decode(&r.msg).unwrap();
     assert_eq!(cr.file_attributes.0 & 1, 1, "READONLY stored at create");
     c.close(cr.file_id);
+    // Opening it again reports it too.
+    let mut m = c.create_msg_ctx(
+        tree,
+        "ro.txt",
+        GENERIC_READ,
+        SHARE_ALL,
+        D::OPEN,
+        0,
+        0,
+        Vec::new(),
+    );
+    c.sign(&mut m);
+    let r = c.send_frame(m).remove(0);
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    assert_eq!(cr.file_attributes.0 & 1, 1, "READONLY reported on open");
+    c.close(cr.file_id);
     assert_eq!(
         c.create("ro.txt", GENERIC_READ | DELETE, D::OPEN, DELETE_ON_CLOSE),
         Err(NtStatus::CANNOT_DELETE)

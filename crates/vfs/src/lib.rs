@@ -319,6 +319,15 @@ pub trait Share: Send + Sync + fmt::Debug {
 /// An open file or directory.
 pub trait Node: Send + Sync + fmt::Debug {
     fn stat(&self) -> FsResult<FileAttr>;
+    /// [`Node::stat`] without the DOS attributes (`dos_attributes` is
+    /// `None`), for answers that do not carry them: the POSIX backend skips
+    /// one xattr read.
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.stat().map(|a| FileAttr {
+            dos_attributes: None,
+            ..a
+        })
+    }
     /// The file's size alone: cheaper than [`Node::stat`] where a backend can
     /// skip the rest (the POSIX backend: one `fstat`, no attribute xattr).
     fn size(&self) -> FsResult<u64> {

@@ -844,6 +844,11 @@ impl Node for PosixNode {
         Ok(attr_from_statx(&st, read_dos_fd(self.fd.as_fd())))
     }
 
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        let st = statx_fd(self.fd.as_fd()).map_err(errno_to_fs)?;
+        Ok(attr_from_statx(&st, None))
+    }
+
     fn size(&self) -> FsResult<u64> {
         let st = rustix::fs::fstat(self.fd.as_fd()).map_err(errno_to_fs)?;
         Ok(st.st_size as u64)

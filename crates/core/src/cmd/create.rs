@@ -287,7 +287,22 @@ pub(crate) fn create(
     })?;
     let created = opened.created;
     let node: Arc<dyn Node> = Arc::from(opened.node);
-    let attr = node.stat().map_err(status_of)?;
+    // An existing file keeps the DOS attributes the lookup just read, when
+    // the open found the same file.
+    let attr = match &existing {
+        Some(pre) if !created => {
+            let a = node.stat_without_dos().map_err(status_of)?;
+            if (a.dev, a.ino) == (pre.dev, pre.ino) {
+                FileAttr {
+                    dos_attributes: pre.dos_attributes,
+                    ..a
+                }
+            } else {
+                node.stat().map_err(status_of)?
+            }
+        }
+        _ => node.stat().map_err(status_of)?,
+    };
     if !created {
         // A descriptor a client stored is enforced ([MS-DTYP] 2.5.3.2).
         if let Some(stored) = node.get_security_descriptor().map_err(status_of)? {

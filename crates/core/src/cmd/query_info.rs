@@ -124,6 +124,7 @@ fn file_info(
     class: FileInfoClass,
     dialect: Option<Dialect>,
 ) -> Result<Answer, NtStatus> {
+    // The classes that carry FileAttributes (and so need the DOS attributes).
     let needs_attr_access = matches!(
         class,
         FileInfoClass::BASIC
@@ -134,7 +135,12 @@ fn file_info(
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let attr: FileAttr = open.node.stat().map_err(status_of)?;
+    let attr: FileAttr = if needs_attr_access {
+        open.node.stat()
+    } else {
+        open.node.stat_without_dos()
+    }
+    .map_err(status_of)?;
     let delete_pending = lock(&open.entry).delete_pending;
     match class {
         FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {
