@@ -22,6 +22,13 @@ struct XattrArgs {
 /// at once instead of entering the kernel again.
 static NO_GETXATTRAT: AtomicBool = AtomicBool::new(false);
 
+/// Makes every later [`getxattrat`] fail with `ENOSYS`, as on kernels before
+/// 6.13, so that tests can run the callers' other way on a newer kernel.
+/// Process-wide and permanent.
+pub fn pretend_getxattrat_is_missing() {
+    NO_GETXATTRAT.store(true, Ordering::Relaxed);
+}
+
 /// Reads extended attribute `attr` of `name` in directory `dir` into `buf`
 /// and returns its length: `getxattrat(dir, name, AT_SYMLINK_NOFOLLOW, ...)`,
 /// so a symlink's own attributes, never its target's. `name` may be empty

@@ -51,6 +51,50 @@ fn written_data_reads_back_identical_with_deep_pipelining() {
 }
 
 #[test]
+fn an_io_size_above_the_servers_maximum_is_cut_to_it_and_reported_as_used() {
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    // SMB 2.0.2 allows 64 KiB READs at most.
+    let (ok, out) = bench(
+        &server,
+        &[
+            "seq-read",
+            "--dialect",
+            "2.0.2",
+            "--io-size",
+            "1m",
+            "--file-size",
+            "4m",
+            "--bytes",
+            "4m",
+            "--verify",
+            "--json",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(errors_field(&out), Some(0), "{out}");
+    assert!(out.contains("\"io_size\":65536,"), "{out}");
+    let (ok, out) = bench(
+        &server,
+        &[
+            "seq-read",
+            "--dialect",
+            "2.0.2",
+            "--io-size",
+            "1m",
+            "--file-size",
+            "4m",
+            "--bytes",
+            "4m",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("io 65536 B (asked 1048576 B: the server allows no more)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn signed_and_encrypted_sessions_move_verified_data_in_every_smb3_dialect() {
     let server = Server::start(&ServerConfig::default(), |_| {});
     for dialect in ["3.0", "3.0.2", "3.1.1"] {

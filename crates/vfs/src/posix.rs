@@ -1363,6 +1363,33 @@ mod tests {
         assert_eq!(file.stat_entry("x").unwrap_err(), FsError::NotADirectory);
     }
 
+    /// A directory entry's DOS attributes read back the same through
+    /// `getxattrat` and, as on kernels before 6.13, through `/proc`. This
+    /// turns `getxattrat` off for the rest of this test process.
+    #[test]
+    fn entry_dos_attributes_read_back_with_and_without_getxattrat() {
+        let dir = std::env::temp_dir().join(format!("ringshare-vfs-dosat-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let _guard = Tmp(dir.clone());
+        std::fs::write(dir.join("f"), b"x").unwrap();
+        let share = PosixShare::new(&dir).unwrap();
+        let f = RelPath::from_components(["f"]).unwrap();
+        let node = share.open(&f, &OpenOptions::read_existing()).unwrap().node;
+        if node.set_dos_attributes(0x22).is_err() || node.stat().unwrap().dos_attributes.is_none() {
+            eprintln!("SKIPPED: no user xattrs in {}", dir.display());
+            return;
+        }
+        let root = share
+            .open(&RelPath::root(), &OpenOptions::read_existing())
+            .unwrap()
+            .node;
+        for _ in 0..2 {
+            assert_eq!(root.stat_entry("f").unwrap().dos_attributes, Some(0x22));
+            assert_eq!(share.stat(&f).unwrap().dos_attributes, Some(0x22));
+            ringshare_engine::sys::pretend_getxattrat_is_missing();
+        }
+    }
+
     #[test]
     fn malformed_dos_xattr_reads_as_none() {
         assert_eq!(decode_dos(&[1, 0, 0, 0, 0, 0, 0, 0], Ok(4)), Some(1));

@@ -285,7 +285,7 @@ pub(crate) struct Shared {
     /// The first error messages (NTSTATUS name and request).
     pub error_log: Mutex<Vec<String>>,
     /// The dialect, signing and encryption the first connection got.
-    pub negotiated: Mutex<Option<(Dialect, bool, bool)>>,
+    pub negotiated: Mutex<Option<report::Negotiated>>,
 }
 
 impl Shared {

@@ -87,10 +87,21 @@ impl CpuSample {
     }
 }
 
+/// What the first connection settled with the server.
+#[derive(Clone, Copy, Debug)]
+pub struct Negotiated {
+    pub dialect: Dialect,
+    pub signing: bool,
+    pub encryption: bool,
+    /// The I/O size used: `--io-size`, or less when the server's MaxReadSize
+    /// or MaxWriteSize is smaller.
+    pub io_size: u64,
+}
+
 /// Everything the report shows.
 pub struct Summary<'a> {
     pub args: &'a BenchArgs,
-    pub negotiated: Option<(Dialect, bool, bool)>,
+    pub negotiated: Option<Negotiated>,
     pub elapsed: Duration,
     pub bytes: u64,
     pub ops: u64,
@@ -151,18 +162,28 @@ impl Summary<'_> {
         (self.bytes > 0).then(|| cpu / (self.bytes as f64 / GIB))
     }
 
+    /// The I/O size the run used (see [`Negotiated::io_size`]).
+    fn io_size(&self) -> u64 {
+        self.negotiated.map_or(self.args.io_size, |n| n.io_size)
+    }
+
     pub fn table(&self) -> String {
         let a = self.args;
         let mut o = String::new();
-        let (d, s, e) = self
-            .negotiated
-            .map_or(("?", false, false), |(d, s, e)| (dialect_name(d), s, e));
+        let (d, s, e) = self.negotiated.map_or(("?", false, false), |n| {
+            (dialect_name(n.dialect), n.signing, n.encryption)
+        });
+        let io = self.io_size();
+        let asked = if io == a.io_size {
+            String::new()
+        } else {
+            format!(" (asked {} B: the server allows no more)", a.io_size)
+        };
         let _ = writeln!(
             o,
-            "ringshare bench {} {}: io {} B, queue depth {}, {} connection(s), {} thread(s), dialect {d}, signing {}, encryption {}",
+            "ringshare bench {} {}: io {io} B{asked}, queue depth {}, {} connection(s), {} thread(s), dialect {d}, signing {}, encryption {}",
             a.target,
             a.workload.name(),
-            a.io_size,
             a.queue_depth,
             a.connections,
             a.threads,
@@ -226,16 +247,16 @@ impl Summary<'_> {
 
     pub fn json(&self) -> String {
         let a = self.args;
-        let (d, s, e) = self
-            .negotiated
-            .map_or(("?", false, false), |(d, s, e)| (dialect_name(d), s, e));
+        let (d, s, e) = self.negotiated.map_or(("?", false, false), |n| {
+            (dialect_name(n.dialect), n.signing, n.encryption)
+        });
         let opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.6}"));
         let errors: Vec<String> = self.error_log.iter().map(|e| json_str(e)).collect();
         format!(
             "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"errors\":{},\"error_log\":[{}]}}\n",
             json_str(&a.target),
             a.workload.name(),
-            a.io_size,
+            self.io_size(),
             a.queue_depth,
             a.connections,
             a.threads,

@@ -24,7 +24,7 @@ use ringshare_wire::consts::{CreateDisposition, InfoType};
 use ringshare_wire::{framing, FileId, NtStatus};
 
 use super::hist::Histogram;
-use super::{pattern, Shared, ThreadResult, Workload};
+use super::{pattern, report, Shared, ThreadResult, Workload};
 
 const KIND_RECV: u64 = 1;
 const KIND_SEND: u64 = 2;
@@ -471,8 +471,13 @@ impl Conn {
             Event::Ready => {
                 let mut n = crate::lock(&sh.negotiated);
                 if n.is_none() {
-                    if let Some(d) = self.smb.dialect() {
-                        *n = Some((d, self.smb.is_signing(), self.smb.is_encrypting()));
+                    if let Some(dialect) = self.smb.dialect() {
+                        *n = Some(report::Negotiated {
+                            dialect,
+                            signing: self.smb.is_signing(),
+                            encryption: self.smb.is_encrypting(),
+                            io_size: self.io_len(sh) as u64,
+                        });
                     }
                 }
                 drop(n);
