@@ -256,6 +256,11 @@ pub struct Opened {
     pub created: bool,
     /// True when an existing file was truncated.
     pub truncated: bool,
+    /// The node's metadata as the open found it, without DOS attributes
+    /// (`dos_attributes` is `None`), when the backend read it anyway (the
+    /// POSIX backend stats every descriptor it opens): saves the caller a
+    /// [`Node::stat_without_dos`].
+    pub attr: Option<FileAttr>,
 }
 
 impl fmt::Debug for Opened {

@@ -454,6 +454,7 @@ impl Share for MemShare {
                     node: Box::new(node),
                     created: false,
                     truncated,
+                    attr: None,
                 })
             }
             Err(FsError::NotFound) if creates => {
@@ -476,6 +477,7 @@ impl Share for MemShare {
                     node: Box::new(node),
                     created: true,
                     truncated: false,
+                    attr: None,
                 })
             }
             Err(e) => Err(e),

@@ -222,6 +222,23 @@ impl AsFd for ParentFd<'_> {
     }
 }
 
+/// A node just opened, with the metadata its opening read (no DOS attributes).
+struct Fresh {
+    node: PosixNode,
+    attr: FileAttr,
+}
+
+impl Fresh {
+    fn opened(self, created: bool, truncated: bool) -> Opened {
+        Opened {
+            node: Box::new(self.node),
+            created,
+            truncated,
+            attr: Some(self.attr),
+        }
+    }
+}
+
 /// A share rooted at a local directory.
 pub struct PosixShare {
     root: OwnedFd,
@@ -354,7 +371,7 @@ impl PosixShare {
         readable: bool,
         writable: bool,
         path_only: bool,
-    ) -> FsResult<PosixNode> {
+    ) -> FsResult<Fresh> {
         let st = statx_fd(fd.as_fd()).map_err(errno_to_fs)?;
         let kind = kind_of(st.stx_mode);
         if kind == FileKind::File {
@@ -372,14 +389,17 @@ impl PosixShare {
         } else {
             memory_backed(fd.as_fd())
         };
-        Ok(PosixNode {
-            fd: Arc::new(fd),
-            kind,
-            readable,
-            writable,
-            path_only,
-            read_only: self.read_only,
-            in_memory,
+        Ok(Fresh {
+            node: PosixNode {
+                fd: Arc::new(fd),
+                kind,
+                readable,
+                writable,
+                path_only,
+                read_only: self.read_only,
+                in_memory,
+            },
+            attr: attr_from_statx(&st, None),
         })
     }
 
@@ -392,16 +412,12 @@ impl PosixShare {
         if opts.non_directory {
             return Err(FsError::IsADirectory);
         }
-        let node = self.open_existing_dir(&RelPath::root())?;
-        Ok(Opened {
-            node: Box::new(node),
-            created: false,
-            truncated: false,
-        })
+        let fresh = self.open_existing_dir(&RelPath::root())?;
+        Ok(fresh.opened(false, false))
     }
 
     /// Open an existing directory for listing; `O_PATH` when reading is refused.
-    fn open_existing_dir(&self, path: &RelPath) -> FsResult<PosixNode> {
+    fn open_existing_dir(&self, path: &RelPath) -> FsResult<Fresh> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK;
         match self.openat2(path, flags, 0) {
             Ok(fd) => self.node(fd, false, false, false),
@@ -424,12 +440,8 @@ impl PosixShare {
         let truncates = matches!(opts.mode, OpenMode::Truncate | OpenMode::TruncateOrCreate);
         if opts.mode == OpenMode::CreateNew {
             self.mkdir(path, opts.create_mode)?;
-            let node = self.open_existing_dir(path)?;
-            return Ok(Opened {
-                node: Box::new(node),
-                created: true,
-                truncated: false,
-            });
+            let fresh = self.open_existing_dir(path)?;
+            return Ok(fresh.opened(true, false));
         }
         let creates = matches!(
             opts.mode,
@@ -438,23 +450,13 @@ impl PosixShare {
         for _ in 0..CREATE_RACE_RETRIES_MAX {
             match self.open_existing_dir(path) {
                 Ok(_) if truncates => return Err(FsError::IsADirectory),
-                Ok(node) => {
-                    return Ok(Opened {
-                        node: Box::new(node),
-                        created: false,
-                        truncated: false,
-                    })
-                }
+                Ok(fresh) => return Ok(fresh.opened(false, false)),
                 Err(FsError::NotFound) if creates => {
                     self.check_writable()?;
                     match self.mkdir(path, opts.create_mode) {
                         Ok(()) => {
-                            let node = self.open_existing_dir(path)?;
-                            return Ok(Opened {
-                                node: Box::new(node),
-                                created: true,
-                                truncated: false,
-                            });
+                            let fresh = self.open_existing_dir(path)?;
+                            return Ok(fresh.opened(true, false));
                         }
                         Err(FsError::Exists) => continue,
                         Err(e) => return Err(e),
@@ -482,12 +484,8 @@ impl PosixShare {
             self.check_writable()?;
             match self.openat2(path, base | OFlags::CREATE | OFlags::EXCL, opts.create_mode) {
                 Ok(fd) => {
-                    let node = self.node(fd, opts.read, opts.write, false)?;
-                    Ok(Some(Opened {
-                        node: Box::new(node),
-                        created: true,
-                        truncated: false,
-                    }))
+                    let fresh = self.node(fd, opts.read, opts.write, false)?;
+                    Ok(Some(fresh.opened(true, false)))
                 }
                 Err(Errno::EXIST) if opts.mode != OpenMode::CreateNew => Ok(None),
                 Err(e) => Err(self.lookup_error(path, e)),
@@ -504,42 +502,30 @@ impl PosixShare {
         for _ in 0..CREATE_RACE_RETRIES_MAX {
             match self.openat2(path, flags, 0) {
                 Ok(fd) => {
-                    let node = self.node(fd, opts.read, opts.write, false)?;
-                    if node.kind == FileKind::Directory && opts.non_directory {
+                    let fresh = self.node(fd, opts.read, opts.write, false)?;
+                    if fresh.node.kind == FileKind::Directory && opts.non_directory {
                         return Err(FsError::IsADirectory);
                     }
-                    let truncated = truncates && node.kind == FileKind::File;
-                    return Ok(Opened {
-                        node: Box::new(node),
-                        created: false,
-                        truncated,
-                    });
+                    let truncated = truncates && fresh.node.kind == FileKind::File;
+                    return Ok(fresh.opened(false, truncated));
                 }
                 Err(Errno::ISDIR) => {
                     // Write access or O_TRUNC asked on a directory.
                     if truncates || opts.non_directory {
                         return Err(FsError::IsADirectory);
                     }
-                    let node = self.open_existing_dir(path)?;
-                    return Ok(Opened {
-                        node: Box::new(node),
-                        created: false,
-                        truncated: false,
-                    });
+                    let fresh = self.open_existing_dir(path)?;
+                    return Ok(fresh.opened(false, false));
                 }
                 Err(Errno::ACCESS) if !opts.read && !opts.write && !truncates => {
                     let fd = self
                         .openat2(path, OFlags::PATH, 0)
                         .map_err(|e| self.lookup_error(path, e))?;
-                    let node = self.node(fd, false, false, true)?;
-                    if node.kind == FileKind::Directory && opts.non_directory {
+                    let fresh = self.node(fd, false, false, true)?;
+                    if fresh.node.kind == FileKind::Directory && opts.non_directory {
                         return Err(FsError::IsADirectory);
                     }
-                    return Ok(Opened {
-                        node: Box::new(node),
-                        created: false,
-                        truncated: false,
-                    });
+                    return Ok(fresh.opened(false, false));
                 }
                 Err(Errno::NOENT) if creates => {
                     if let Some(opened) = create_excl()? {
@@ -1297,7 +1283,7 @@ mod tests {
         let share = PosixShare::new(&dir).unwrap();
         let path = RelPath::from_components(["f"]).unwrap();
         let fd = share.openat2(&path, OFlags::PATH, 0).unwrap();
-        let node = share.node(fd, false, false, true).unwrap();
+        let node = share.node(fd, false, false, true).unwrap().node;
         assert!(node.is_path_only());
         assert_eq!(node.stat().unwrap().size, 3);
         let mut buf = [0u8; 3];

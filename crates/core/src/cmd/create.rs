@@ -287,20 +287,19 @@ pub(crate) fn create(
     })?;
     let created = opened.created;
     let node: Arc<dyn Node> = Arc::from(opened.node);
-    // An existing file keeps the DOS attributes the lookup just read, when
-    // the open found the same file.
+    // The metadata the open read, if the backend has it; the DOS attributes
+    // of an existing file are those the lookup just read when the open
+    // found the same file, and a new file has none yet.
+    let found = match opened.attr {
+        Some(a) => a,
+        None => node.stat_without_dos().map_err(status_of)?,
+    };
     let attr = match &existing {
-        Some(pre) if !created => {
-            let a = node.stat_without_dos().map_err(status_of)?;
-            if (a.dev, a.ino) == (pre.dev, pre.ino) {
-                FileAttr {
-                    dos_attributes: pre.dos_attributes,
-                    ..a
-                }
-            } else {
-                node.stat().map_err(status_of)?
-            }
-        }
+        Some(pre) if !created && (found.dev, found.ino) == (pre.dev, pre.ino) => FileAttr {
+            dos_attributes: pre.dos_attributes,
+            ..found
+        },
+        None if created => found,
         _ => node.stat().map_err(status_of)?,
     };
     if !created {
