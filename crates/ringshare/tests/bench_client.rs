@@ -54,39 +54,22 @@ fn written_data_reads_back_identical_with_deep_pipelining() {
 fn an_io_size_above_the_servers_maximum_is_cut_to_it_and_reported_as_used() {
     let server = Server::start(&ServerConfig::default(), |_| {});
     // SMB 2.0.2 allows 64 KiB READs at most.
-    let (ok, out) = bench(
-        &server,
-        &[
-            "seq-read",
-            "--dialect",
-            "2.0.2",
-            "--io-size",
-            "1m",
-            "--file-size",
-            "4m",
-            "--bytes",
-            "4m",
-            "--verify",
-            "--json",
-        ],
-    );
+    let args = [
+        "seq-read",
+        "--dialect",
+        "2.0.2",
+        "--io-size",
+        "1m",
+        "--file-size",
+        "4m",
+        "--bytes",
+        "4m",
+    ];
+    let (ok, out) = bench(&server, &[&args[..], &["--verify", "--json"]].concat());
     assert!(ok, "{out}");
     assert_eq!(errors_field(&out), Some(0), "{out}");
     assert!(out.contains("\"io_size\":65536,"), "{out}");
-    let (ok, out) = bench(
-        &server,
-        &[
-            "seq-read",
-            "--dialect",
-            "2.0.2",
-            "--io-size",
-            "1m",
-            "--file-size",
-            "4m",
-            "--bytes",
-            "4m",
-        ],
-    );
+    let (ok, out) = bench(&server, &args);
     assert!(ok, "{out}");
     assert!(
         out.contains("io 65536 B (asked 1048576 B: the server allows no more)"),
