@@ -8,7 +8,7 @@
 //! Each prints one line of `key=value` figures (wall clock, process CPU, GB/s).
 //!
 //! Both ends use plain blocking calls and set `TCP_NODELAY`, as SMB peers do (`send
-//! --nonblocking` waits in `poll(2)` instead, to compare; see docs/benchmarks.md). CPU is the
+//! --nonblocking` waits in `poll(2)` instead, to compare; see docs/benchmarks/history.md). CPU is the
 //! process's user + system time from `CLOCK_PROCESS_CPUTIME_ID` (what `getrusage(RUSAGE_SELF)`
 //! reports, at nanosecond resolution).
 

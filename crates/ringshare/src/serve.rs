@@ -304,7 +304,7 @@ fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {
     Ok(())
 }
 
-/// Bytes per splice for send-file READs: 1 MiB (docs/benchmarks.md, "Splice
+/// Bytes per splice for send-file READs: 1 MiB (docs/benchmarks/history.md, "Splice
 /// chunk"), or `RINGSHARE_SPLICE_CHUNK` (bytes) for measuring other sizes.
 fn splice_chunk() -> usize {
     std::env::var("RINGSHARE_SPLICE_CHUNK")

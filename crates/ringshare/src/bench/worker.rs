@@ -813,7 +813,7 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         // A small buffer stays in the CPU cache, and the receive copy into it
         // is most of the client's work: 1 MiB reads measured 0.23-0.25 client
         // CPU s/GiB with 2.2 MiB against 0.33-0.38 with 16 MiB
-        // (docs/benchmarks.md "Client receive buffer"; RINGSHARE_BENCH_RECV_BUF
+        // (docs/benchmarks/history.md, session 3 changes; RINGSHARE_BENCH_RECV_BUF
         // sets the size in bytes for such A/B runs). Signed or sealed frames
         // are checked whole: room for two, a frame cut by the end of the
         // buffer is moved to its start. Otherwise READ data is taken in pieces
