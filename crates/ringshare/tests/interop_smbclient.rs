@@ -610,3 +610,53 @@ fn server_smb_encrypt_required_serves_smb3_clients_encrypted_and_refuses_the_oth
         out.all()
     );
 }
+
+#[test]
+fn smbclient_lists_3000_files_over_several_pages_with_sizes_and_a_hidden_attribute() {
+    if !smbclient_or_skip(
+        "smbclient_lists_3000_files_over_several_pages_with_sizes_and_a_hidden_attribute",
+    ) {
+        return;
+    }
+    const FILES: usize = 3000;
+    let server = Server::start(&ServerConfig::default(), |dir| {
+        let many = dir.join("many");
+        std::fs::create_dir(&many).expect("mkdir many");
+        for i in 0..FILES {
+            std::fs::write(many.join(format!("f{i:05}.txt")), vec![b'x'; i % 7])
+                .expect("write a file");
+        }
+    });
+    server
+        .client()
+        .run("setmode many\\f01234.txt +h")
+        .expect_ok("setmode +h");
+    // About 450 entries fit a 64 KiB page: the listing takes several queries.
+    let out = server.client().run("ls many\\*");
+    out.expect_ok("ls many");
+    let mut seen = 0;
+    for line in out.stdout.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(second)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some(i) = name
+            .strip_prefix('f')
+            .and_then(|n| n.strip_suffix(".txt"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        seen += 1;
+        // "NAME  ATTRS  SIZE  DATE": a file without attributes set has "A"
+        // (or "N"); the one made hidden has an "H" among them.
+        let (attrs, size) = if second.chars().all(|c| c.is_ascii_digit()) {
+            ("", second)
+        } else {
+            (second, words.next().unwrap_or(""))
+        };
+        assert_eq!(size, (i % 7).to_string(), "{line}");
+        assert_eq!(attrs.contains('H'), i == 1234, "{line}");
+    }
+    assert_eq!(seen, FILES, "{}", out.stdout);
+}
