@@ -103,6 +103,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
         handshake_timeout_ms: 30_000,
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
+        io_sizes: Default::default(),
     };
     ServerState::new(config, Arc::new(Users))
 }

@@ -29,4 +29,4 @@ mod transform;
 
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
-pub use server::{EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy};
+pub use server::{EncryptPolicy, IoSizes, ServerConfig, ServerState, ShareDef, SigningPolicy};

@@ -5,6 +5,9 @@
 
 /// Largest READ, WRITE or TRANSACT payload we advertise and accept (8 MiB).
 pub const IO_SIZE_MAX: u32 = 8 * 1024 * 1024;
+/// Smallest MaxReadSize / MaxWriteSize / MaxTransactSize configuration may
+/// set (64 KiB, what SMB 2.0.2 uses).
+pub const IO_SIZE_MIN: u32 = 64 * 1024;
 /// Largest direct-TCP frame we accept: an 8 MiB write plus headers and a compound's slack.
 pub const PDU_SIZE_MAX: usize = IO_SIZE_MAX as usize + 64 * 1024;
 /// Largest frame accepted before a session is established (NEGOTIATE/SESSION_SETUP).

@@ -12,7 +12,6 @@ use ringshare_wire::consts::Dialect;
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::conn::{ConnCore, Req};
-use crate::limits;
 use crate::server::{lock, ServerState};
 use crate::state::{Open, Session, TreeKind};
 
@@ -152,11 +151,12 @@ pub(crate) fn large_mtu(core: &ConnCore) -> bool {
         .is_some_and(|n| n.dialect != Dialect::SMB2_0_2 && n.server_capabilities & 0x4 != 0)
 }
 
-/// MaxReadSize / MaxWriteSize / MaxTransactSize as negotiated.
-pub(crate) fn io_size_max(core: &ConnCore) -> u32 {
+/// MaxReadSize, MaxWriteSize and MaxTransactSize as negotiated: 64 KiB for
+/// SMB 2.0.2, the configured [`crate::server::IoSizes`] after.
+pub(crate) fn io_sizes(core: &ConnCore) -> crate::server::IoSizes {
     match core.dialect() {
-        Some(Dialect::SMB2_0_2) | None => 65536,
-        Some(_) => limits::IO_SIZE_MAX,
+        Some(Dialect::SMB2_0_2) | None => crate::server::IoSizes::new(0, 0, 0),
+        Some(_) => core.server.config.io_sizes,
     }
 }
 

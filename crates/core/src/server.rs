@@ -101,6 +101,40 @@ pub struct ServerConfig {
     /// `server multi channel support`: 3.x NEGOTIATE advertises
     /// SMB2_GLOBAL_CAP_MULTI_CHANNEL and SESSION_SETUP accepts binding.
     pub multi_channel: bool,
+    /// MaxReadSize, MaxWriteSize and MaxTransactSize for SMB 2.1 and later.
+    pub io_sizes: IoSizes,
+}
+
+/// The largest READ, WRITE and other payload (QUERY_INFO, QUERY_DIRECTORY,
+/// SET_INFO, IOCTL, CHANGE_NOTIFY buffers) a client may ask for over SMB 2.1
+/// and later (`smb2 max read`, `smb2 max write`, `smb2 max trans`); SMB 2.0.2
+/// always uses 64 KiB. Each lies in [`limits::IO_SIZE_MIN`](crate::limits::IO_SIZE_MIN) ..=
+/// [`limits::IO_SIZE_MAX`](crate::limits::IO_SIZE_MAX) ([`IoSizes::new`] clamps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoSizes {
+    pub read: u32,
+    pub write: u32,
+    pub trans: u32,
+}
+
+impl IoSizes {
+    /// The three sizes, each clamped to the range the server supports.
+    pub fn new(read: u32, write: u32, trans: u32) -> IoSizes {
+        let clamp = |n: u32| n.clamp(crate::limits::IO_SIZE_MIN, crate::limits::IO_SIZE_MAX);
+        IoSizes {
+            read: clamp(read),
+            write: clamp(write),
+            trans: clamp(trans),
+        }
+    }
+}
+
+impl Default for IoSizes {
+    /// 8 MiB each, as Samba.
+    fn default() -> IoSizes {
+        let max = crate::limits::IO_SIZE_MAX;
+        IoSizes::new(max, max, max)
+    }
 }
 
 impl ServerConfig {

@@ -1,7 +1,10 @@
 //! READ, WRITE, FLUSH, LOCK, compounds, signing and IOCTL.
 mod support;
 
-use ringshare_core::SigningPolicy;
+use std::sync::Arc;
+
+use ringshare_core::{IoSizes, SigningPolicy};
+use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{RelPath, Share};
 use ringshare_wire::consts::{Command, CreateDisposition as D, Dialect};
 use ringshare_wire::create::CreateResponse;
@@ -66,6 +69,37 @@ fn read_larger_than_the_credit_charge_covers_is_invalid_parameter() {
     let tree = c.tree_id;
     let r = c.call(Command::READ, tree, |o| read_body(o, f, 0, 65537, 0));
     assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
+}
+
+#[test]
+fn configured_max_read_write_and_trans_sizes_are_enforced() {
+    let mem = MemShare::new();
+    let mut config = config_on(Arc::new(mem.clone()), SigningPolicy::IfRequired);
+    config.io_sizes = IoSizes::new(128 << 10, 256 << 10, 64 << 10);
+    let mut c = Client::on(server_from(config), mem, Options::default());
+    c.put_file("big", &[7; 256 << 10]);
+    let f = c
+        .create("big", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(c.read(f, 0, 128 << 10).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        c.read(f, 0, (128 << 10) + 1).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(c.write(f, 0, &[1; 256 << 10]).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        c.write(f, 0, &[1; (256 << 10) + 1]).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    let d = c.create("", 0x0012_0089, D::OPEN, 1).unwrap();
+    assert_eq!(
+        c.query_directory(d, 37, 0, "*", 64 << 10).status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(
+        c.query_directory(d, 37, 0, "*", (64 << 10) + 1).status(),
+        NtStatus::INVALID_PARAMETER
+    );
 }
 
 #[test]

@@ -215,6 +215,12 @@ pub struct Global {
     /// `server multi channel support`: SMB 3 clients may bind several
     /// connections to one session. Default yes (as in Samba 4.15 and later).
     pub multi_channel: bool,
+    /// `smb2 max read`, `smb2 max write`, `smb2 max trans` (bytes, `K`/`M` suffixes
+    /// allowed): the largest READ, WRITE and other payload advertised to SMB 2.1+
+    /// clients. Default 8 MiB each (as in Samba); 64 KiB to 8 MiB.
+    pub smb2_max_read: u32,
+    pub smb2_max_write: u32,
+    pub smb2_max_trans: u32,
 }
 
 impl Default for Global {
@@ -243,6 +249,9 @@ impl Default for Global {
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             multi_channel: true,
+            smb2_max_read: 8 << 20,
+            smb2_max_write: 8 << 20,
+            smb2_max_trans: 8 << 20,
         }
     }
 }
@@ -583,6 +592,9 @@ enum Opt {
     ZerocopySend,
     SendTimeout,
     MultiChannel,
+    Smb2MaxRead,
+    Smb2MaxWrite,
+    Smb2MaxTrans,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -629,6 +641,9 @@ fn classify(key: &str) -> Option<Opt> {
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
         "max connections" => Opt::MaxConnections,
+        "smb2 max read" => Opt::Smb2MaxRead,
+        "smb2 max write" => Opt::Smb2MaxWrite,
+        "smb2 max trans" => Opt::Smb2MaxTrans,
         "deadtime" => Opt::Deadtime,
         "handshake timeout" => Opt::HandshakeTimeout,
         "log level" | "debug level" | "debuglevel" | "loglevel" => Opt::LogLevel,
@@ -958,6 +973,40 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A byte count for `smb2 max read/write/trans`: digits with an optional
+    /// `K` or `M` (1024-based); outside 64 KiB ..= 8 MiB it is clamped, with a
+    /// warning.
+    fn io_size_value(&mut self, line: usize, key: &str, value: &str) -> Result<u32, ConfigError> {
+        let v = value.trim();
+        let (digits, unit) = match v.char_indices().last() {
+            Some((i, 'k' | 'K')) => (&v[..i], 1u64 << 10),
+            Some((i, 'm' | 'M')) => (&v[..i], 1u64 << 20),
+            _ => (v, 1),
+        };
+        let n = digits
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(unit))
+            .ok_or_else(|| {
+                self.err(
+                    line,
+                    format!(
+                        "'{key}' expects a size in bytes (such as 1048576 or 1M), got '{value}'"
+                    ),
+                )
+            })?;
+        let (min, max) = (64u64 << 10, 8u64 << 20);
+        let clamped = n.clamp(min, max);
+        if clamped != n {
+            self.warn(
+                line,
+                format!("'{key} = {value}' is outside 64 KiB to 8 MiB; {clamped} bytes are used"),
+            );
+        }
+        Ok(clamped as u32)
+    }
+
     fn global_option(
         &mut self,
         line: usize,
@@ -1022,6 +1071,14 @@ impl<'a> Parser<'a> {
             }
             Opt::MultiChannel => {
                 self.global.multi_channel = self.bool_value(line, key, value)?;
+            }
+            Opt::Smb2MaxRead | Opt::Smb2MaxWrite | Opt::Smb2MaxTrans => {
+                let n = self.io_size_value(line, key, value)?;
+                match opt {
+                    Opt::Smb2MaxRead => self.global.smb2_max_read = n,
+                    Opt::Smb2MaxWrite => self.global.smb2_max_write = n,
+                    _ => self.global.smb2_max_trans = n,
+                }
             }
             Opt::MaxConnections => {
                 self.global.max_connections = value.parse::<u32>().map_err(|_| {
@@ -1308,6 +1365,50 @@ mod tests {
             "server min protocol"
         );
         assert_eq!(normalize_key("smb_passwd__file"), "smb passwd file");
+    }
+
+    #[test]
+    fn smb2_max_sizes_default_to_8_mib_take_k_and_m_and_are_clamped_with_a_warning() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        let max = 8 << 20;
+        assert_eq!(
+            (
+                d.global.smb2_max_read,
+                d.global.smb2_max_write,
+                d.global.smb2_max_trans
+            ),
+            (max, max, max)
+        );
+        let c = parse_str(
+            "[global]\nsmb2 max read = 1M\nsmb2 max write = 131072\nsmb2 max trans = 512k\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.global.smb2_max_read,
+                c.global.smb2_max_write,
+                c.global.smb2_max_trans
+            ),
+            (1 << 20, 131_072, 512 << 10)
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let c = parse_str(
+            "[global]\nsmb2 max read = 100\nsmb2 max write = 16M\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.global.smb2_max_read, c.global.smb2_max_write),
+            (64 << 10, max)
+        );
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        for bad in ["lots", "1G", "-1", ""] {
+            let text = format!("[global]\nsmb2 max read = {bad}\n[s]\npath = /tmp\n");
+            let e = parse_str(&text, path).unwrap_err();
+            assert!(e.to_string().contains("smb2 max read"), "{bad}: {e}");
+        }
     }
 
     #[test]

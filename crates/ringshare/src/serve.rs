@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use ringshare_auth::smbpasswd::SmbPasswd;
 use ringshare_core::{
-    EncryptPolicy, ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy,
+    EncryptPolicy, IoSizes, ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy,
 };
 use ringshare_engine::{net, probe, runtime};
 use ringshare_vfs::posix::PosixShare;
@@ -92,6 +92,7 @@ pub fn server_config(
         handshake_timeout_ms: u64::from(g.handshake_timeout_secs) * 1000,
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
         multi_channel: g.multi_channel,
+        io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
     })
 }
 

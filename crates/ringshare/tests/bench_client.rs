@@ -78,6 +78,33 @@ fn an_io_size_above_the_servers_maximum_is_cut_to_it_and_reported_as_used() {
 }
 
 #[test]
+fn smb2_max_read_and_write_from_the_configuration_are_advertised() {
+    let server = Server::start(
+        &ServerConfig {
+            extra_global: "smb2 max read = 128k\nsmb2 max write = 256K\n",
+            ..ServerConfig::default()
+        },
+        |_| {},
+    );
+    // The bench uses the smaller of the two for its READs and WRITEs.
+    let args = [
+        "--io-size",
+        "1m",
+        "--file-size",
+        "2m",
+        "--bytes",
+        "2m",
+        "--verify",
+    ];
+    for workload in ["seq-write", "seq-read"] {
+        let (ok, out) = bench(&server, &[&[workload][..], &args, &["--json"]].concat());
+        assert!(ok, "{workload}: {out}");
+        assert_eq!(errors_field(&out), Some(0), "{workload}: {out}");
+        assert!(out.contains("\"io_size\":131072,"), "{workload}: {out}");
+    }
+}
+
+#[test]
 fn signed_and_encrypted_sessions_move_verified_data_in_every_smb3_dialect() {
     let server = Server::start(&ServerConfig::default(), |_| {});
     for dialect in ["3.0", "3.0.2", "3.1.1"] {

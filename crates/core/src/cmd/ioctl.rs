@@ -68,7 +68,7 @@ const ATTR_DIRECTORY: u32 = 0x0000_0010;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let ir = IoctlRequest::decode(req.msg).map_err(|e| e.status())?;
-    let max = opens::io_size_max(core);
+    let max = opens::io_sizes(core).trans;
     if ir.input.len() as u64 > u64::from(max) || ir.max_output_response > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }

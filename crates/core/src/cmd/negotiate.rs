@@ -13,8 +13,7 @@ use ringshare_wire::smb1::Smb1Negotiate;
 use ringshare_wire::NtStatus;
 
 use crate::conn::{ConnCore, Negotiated, Reply, Req};
-use crate::limits;
-use crate::server::{EncryptPolicy, SigningPolicy};
+use crate::server::{EncryptPolicy, IoSizes, SigningPolicy};
 
 /// Dialects we implement, highest first.
 const DIALECTS: [Dialect; 5] = [
@@ -65,11 +64,13 @@ const CIPHERS: [CipherId; 4] = [
     CipherId::AES_256_CCM,
 ];
 
-fn io_size_for(d: Dialect) -> u32 {
+/// MaxReadSize, MaxWriteSize and MaxTransactSize to advertise: 64 KiB for
+/// SMB 2.0.2, the configured sizes after.
+fn io_sizes_for(core: &ConnCore, d: Dialect) -> IoSizes {
     if d == Dialect::SMB2_0_2 {
-        65536
+        IoSizes::new(0, 0, 0)
     } else {
-        limits::IO_SIZE_MAX
+        core.server.config.io_sizes
     }
 }
 
@@ -81,7 +82,7 @@ fn response_body(
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
     let hint = spnego::negotiate_hint();
-    let io = io_size_for(dialect);
+    let io = io_sizes_for(core, dialect);
     let resp = NegotiateResponse {
         security_mode: server_security_mode(core),
         dialect,
@@ -91,9 +92,9 @@ fn response_body(
         } else {
             capabilities_for(dialect, cipher, multi_channel)
         },
-        max_transact_size: io,
-        max_read_size: io,
-        max_write_size: io,
+        max_transact_size: io.trans,
+        max_read_size: io.read,
+        max_write_size: io.write,
         system_time: core.now.filetime,
         server_start_time: 0,
         security_buffer: &hint,

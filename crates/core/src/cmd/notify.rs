@@ -23,7 +23,7 @@ pub(crate) struct PendingNotify {
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let n = ChangeNotifyRequest::decode(req.msg).map_err(|e| e.status())?;
-    if n.output_buffer_length > opens::io_size_max(core) {
+    if n.output_buffer_length > opens::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = opens::find(core, req, n.file_id)?;

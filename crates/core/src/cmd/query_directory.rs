@@ -44,7 +44,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let q = QueryDirectoryRequest::decode(req.msg).map_err(|e| e.status())?;
     let class = FileInfoClass(q.info_class);
     let fixed = dir_class_fixed_size(class).ok_or(NtStatus::INVALID_INFO_CLASS)?;
-    if q.output_buffer_length > opens::io_size_max(core) {
+    if q.output_buffer_length > opens::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = opens::find(core, req, q.file_id)?;

@@ -77,7 +77,7 @@ fn answer(fixed: usize, f: impl FnOnce(&mut Vec<u8>)) -> Result<Answer, NtStatus
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let q = QueryInfoRequest::decode(req.msg).map_err(|e| e.status())?;
-    if q.output_buffer_length > opens::io_size_max(core) {
+    if q.output_buffer_length > opens::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let dialect = core.dialect();

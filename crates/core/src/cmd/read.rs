@@ -58,7 +58,7 @@ fn head(core: &mut ConnCore, data_len: usize) -> Vec<u8> {
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let rr = ReadRequest::decode(req.msg).map_err(|e| e.status())?;
     opens::check_credit_charge(core, req, u64::from(rr.length))?;
-    if rr.length > opens::io_size_max(core) {
+    if rr.length > opens::io_sizes(core).read {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = opens::find(core, req, rr.file_id)?;

@@ -62,7 +62,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>
 
 fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
-    if s.buffer.len() > opens::io_size_max(core) as usize {
+    if s.buffer.len() > opens::io_sizes(core).trans as usize {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let read_only = opens::tree_read_only(core, req);

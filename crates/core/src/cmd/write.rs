@@ -65,7 +65,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     };
     let data_start = data_offset(req.msg);
     opens::check_credit_charge(core, req, len as u64)?;
-    if len > opens::io_size_max(core) as usize {
+    if len > opens::io_sizes(core).write as usize {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let read_only = opens::tree_read_only(core, req);

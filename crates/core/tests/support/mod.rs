@@ -139,7 +139,12 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
 
 /// The test server with every share on `backend`.
 pub fn server_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> Arc<ServerState> {
-    ServerState::new(config_on(backend, signing), Arc::new(Users))
+    server_from(config_on(backend, signing))
+}
+
+/// A server with `config` and the test users.
+pub fn server_from(config: ServerConfig) -> Arc<ServerState> {
+    ServerState::new(config, Arc::new(Users))
 }
 
 /// The test server's configuration with every share on `backend`.
@@ -175,6 +180,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         handshake_timeout_ms: 30_000,
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
+        io_sizes: Default::default(),
     }
 }
 
@@ -586,9 +592,15 @@ impl Client {
         rs.remove(0)
     }
 
+    /// A WRITE charged one credit per 64 KiB, so it may carry more.
     pub fn write(&mut self, f: FileId, offset: u64, data: &[u8]) -> Resp {
         let tree = self.tree_id;
-        self.call(Command::WRITE, tree, |o| write_body(o, f, offset, data))
+        let mut m = self.message(Command::WRITE, tree, |o| write_body(o, f, offset, data));
+        self.charge(&mut m, data.len());
+        self.sign(&mut m);
+        let mut rs = self.send_frame(m);
+        assert!(!rs.is_empty(), "no response to WRITE");
+        rs.remove(0)
     }
 
     pub fn flush(&mut self, f: FileId) -> Resp {
