@@ -1,0 +1,891 @@
+//! Reading an `smb.conf`-style text into a [`Config`]: logical lines, sections,
+//! keys and their values (the rules are in the parent module's documentation).
+
+use super::*;
+
+/// Lower-cases a key, reads `_` as a space and folds runs of blanks into one space.
+pub fn normalize_key(key: &str) -> String {
+    key.split(|c: char| c.is_whitespace() || c == '_')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Samba's booleans.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" | "on" => Some(true),
+        "no" | "false" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Splits a list value on commas and blanks; double quotes keep a name with blanks together.
+pub(super) fn parse_list(value: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in value.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if !quoted && (c == ',' || c.is_whitespace()) => {
+                if !current.is_empty() {
+                    items.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
+}
+
+pub(super) fn parse_dialect(value: &str, bound: Bound) -> Result<Dialect, String> {
+    let v = value.trim().to_ascii_uppercase();
+    let d = match v.as_str() {
+        "SMB2" => match bound {
+            Bound::Min => Dialect::Smb2_02,
+            Bound::Max => Dialect::Smb2_10,
+        },
+        "SMB3" => match bound {
+            Bound::Min => Dialect::Smb3_00,
+            Bound::Max => Dialect::Smb3_11,
+        },
+        "SMB2_02" | "2.0.2" | "2.02" => Dialect::Smb2_02,
+        "SMB2_10" | "2.1" | "2.10" | "2.1.0" => Dialect::Smb2_10,
+        "SMB3_00" | "3.0" | "3.00" | "3.0.0" => Dialect::Smb3_00,
+        "SMB3_02" | "3.0.2" | "3.02" => Dialect::Smb3_02,
+        "SMB3_11" | "3.1.1" | "3.11" => Dialect::Smb3_11,
+        "DEFAULT" => match bound {
+            Bound::Min => Dialect::Smb2_02,
+            Bound::Max => Dialect::Smb3_11,
+        },
+        "NT1" | "LANMAN1" | "LANMAN2" | "CORE" | "COREPLUS" | "SMB1" => {
+            return Err(format!("'{}': SMB1 is not supported", value.trim()));
+        }
+        _ => {
+            return Err(format!(
+                "unknown protocol '{}' (expected SMB2, SMB2_02, SMB2_10, SMB3, SMB3_00, \
+                 SMB3_02 or SMB3_11)",
+                value.trim()
+            ));
+        }
+    };
+    Ok(d)
+}
+
+pub(super) fn parse_signing(value: &str) -> Option<SigningPolicy> {
+    let v = normalize_key(value);
+    Some(match v.as_str() {
+        "default" => SigningPolicy::Default,
+        // SMB2 signing cannot be switched off: Samba reads "disabled" as "auto" for SMB2.
+        "auto" | "if required" | "disabled" | "off" | "no" | "false" | "0" => SigningPolicy::Auto,
+        "desired" => SigningPolicy::Desired,
+        "mandatory" | "required" | "force" | "yes" | "true" | "on" | "1" => {
+            SigningPolicy::Mandatory
+        }
+        _ => return None,
+    })
+}
+
+pub(super) fn parse_log_level(value: &str) -> Result<u32, String> {
+    let first = value.split_whitespace().next().unwrap_or("");
+    first.parse::<u32>().map_err(|_| {
+        format!(
+            "'log level' expects a number, optionally followed by class:level pairs, got '{value}'"
+        )
+    })
+}
+
+/// What a normalised key means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opt {
+    // [global] options.
+    MinProtocol,
+    MaxProtocol,
+    Signing,
+    Interfaces,
+    BindInterfacesOnly,
+    MaxConnections,
+    Deadtime,
+    HandshakeTimeout,
+    LogLevel,
+    SmbPasswdFile,
+    Listen,
+    NetbiosName,
+    Workgroup,
+    ServerString,
+    MapToGuest,
+    GuestAccount,
+    ServerRole,
+    Security,
+    SmbEncrypt,
+    UseSendfile,
+    PinCpus,
+    MultishotReceive,
+    ZerocopySend,
+    SendTimeout,
+    MultiChannel,
+    Smb2MaxRead,
+    Smb2MaxWrite,
+    Smb2MaxTrans,
+    // Share options (defaults when written in [global]).
+    Path,
+    ReadOnly,
+    Writeable,
+    GuestOk,
+    ValidUsers,
+    Comment,
+    Browseable,
+    /// Known, meaningless for ringshare, accepted without a word.
+    Ignored,
+    /// Ignoring it would grant more access than the administrator meant: refuse to start.
+    Refused(&'static str),
+}
+
+impl Opt {
+    fn is_global_only(self) -> bool {
+        !matches!(
+            self,
+            Opt::Path
+                | Opt::ReadOnly
+                | Opt::Writeable
+                | Opt::GuestOk
+                | Opt::ValidUsers
+                | Opt::Comment
+                | Opt::Browseable
+                | Opt::SmbEncrypt
+                | Opt::Ignored
+                | Opt::Refused(_)
+        )
+    }
+}
+
+fn classify(key: &str) -> Option<Opt> {
+    Some(match key {
+        "server min protocol" | "min protocol" => Opt::MinProtocol,
+        "server max protocol" | "max protocol" | "protocol" => Opt::MaxProtocol,
+        "server signing" => Opt::Signing,
+        "interfaces" => Opt::Interfaces,
+        "bind interfaces only" => Opt::BindInterfacesOnly,
+        "use sendfile" => Opt::UseSendfile,
+        "pin cpus" => Opt::PinCpus,
+        "multishot receive" => Opt::MultishotReceive,
+        "zerocopy send" => Opt::ZerocopySend,
+        "send timeout" => Opt::SendTimeout,
+        "server multi channel support" => Opt::MultiChannel,
+        "max connections" => Opt::MaxConnections,
+        "smb2 max read" => Opt::Smb2MaxRead,
+        "smb2 max write" => Opt::Smb2MaxWrite,
+        "smb2 max trans" => Opt::Smb2MaxTrans,
+        "deadtime" => Opt::Deadtime,
+        "handshake timeout" => Opt::HandshakeTimeout,
+        "log level" | "debug level" | "debuglevel" | "loglevel" => Opt::LogLevel,
+        "smb passwd file" => Opt::SmbPasswdFile,
+        "listen" => Opt::Listen,
+        "netbios name" => Opt::NetbiosName,
+        "workgroup" => Opt::Workgroup,
+        "server string" => Opt::ServerString,
+        "map to guest" => Opt::MapToGuest,
+        "guest account" => Opt::GuestAccount,
+        "server role" => Opt::ServerRole,
+        "security" => Opt::Security,
+        "smb encrypt" | "server smb encrypt" => Opt::SmbEncrypt,
+        "path" | "directory" => Opt::Path,
+        "read only" => Opt::ReadOnly,
+        "writeable" | "writable" | "write ok" => Opt::Writeable,
+        "guest ok" | "public" => Opt::GuestOk,
+        "valid users" => Opt::ValidUsers,
+        "comment" => Opt::Comment,
+        "browseable" | "browsable" => Opt::Browseable,
+        "passdb backend"
+        | "log file"
+        | "max log size"
+        | "syslog"
+        | "syslog only"
+        | "disable netbios"
+        | "load printers"
+        | "printing"
+        | "printcap name"
+        | "disable spoolss"
+        | "show add printer wizard"
+        | "vfs objects"
+        | "ea support"
+        | "store dos attributes"
+        | "create mask"
+        | "create mode"
+        | "directory mask"
+        | "directory mode"
+        | "force create mode"
+        | "force directory mode"
+        | "dns proxy"
+        | "obey pam restrictions"
+        | "unix password sync"
+        | "pam password change"
+        | "passwd program"
+        | "passwd chat"
+        | "panic action"
+        | "usershare allow guests"
+        | "wins support"
+        | "local master"
+        | "domain master"
+        | "preferred master"
+        | "os level"
+        | "server services"
+        | "map archive"
+        | "map hidden"
+        | "map system"
+        | "map readonly"
+        | "socket options"
+        | "kernel oplocks"
+        | "smb ports"
+        | "unix extensions"
+        | "smb2 leases"
+        | "inherit permissions"
+        | "inherit acls" => Opt::Ignored,
+        "hosts allow" | "allow hosts" | "hosts deny" | "deny hosts" => {
+            Opt::Refused("host filtering is not supported; remove it and use a firewall")
+        }
+        "invalid users" => {
+            Opt::Refused("is not supported; list the allowed users in 'valid users' instead")
+        }
+        "read list" => Opt::Refused(
+            "is not supported; put read-only users on a separate share with 'read only = yes'",
+        ),
+        "include" | "config file" => {
+            Opt::Refused("is not supported; put the whole configuration in one file")
+        }
+        _ => return None,
+    })
+}
+
+/// Share options as written, before `[global]` defaults are applied.
+#[derive(Debug, Default, Clone)]
+struct ShareDraft {
+    name: String,
+    line: usize,
+    path: Option<(String, usize)>,
+    read_only: Option<bool>,
+    guest_ok: Option<bool>,
+    valid_users: Option<Vec<String>>,
+    comment: Option<String>,
+    browseable: Option<bool>,
+    smb_encrypt: Option<EncryptPolicy>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    None,
+    Global,
+    Share(usize),
+    Skipped,
+}
+
+pub(super) struct Parser<'a> {
+    file: &'a Path,
+    base: PathBuf,
+    global: Global,
+    defaults: ShareDraft,
+    shares: Vec<ShareDraft>,
+    warnings: Vec<ConfigWarning>,
+    section: Section,
+    /// Keys already set in the current section, with their line, to warn about repeats.
+    seen: HashMap<String, usize>,
+    min_line: usize,
+    max_line: usize,
+}
+
+impl<'a> Parser<'a> {
+    pub(super) fn new(file: &'a Path) -> Self {
+        let base = match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Parser {
+            file,
+            base,
+            global: Global::default(),
+            defaults: ShareDraft::default(),
+            shares: Vec::new(),
+            warnings: Vec::new(),
+            section: Section::None,
+            seen: HashMap::new(),
+            min_line: 0,
+            max_line: 0,
+        }
+    }
+
+    fn err(&self, line: usize, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    fn warn(&mut self, line: usize, message: impl Into<String>) {
+        self.warnings.push(ConfigWarning {
+            file: self.file.to_path_buf(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    pub(super) fn run(mut self, text: &str) -> Result<Config, ConfigError> {
+        for (line, logical) in logical_lines(text) {
+            if logical.len() > LINE_LEN_MAX {
+                return Err(self.err(line, format!("line longer than {LINE_LEN_MAX} bytes")));
+            }
+            let trimmed = logical.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if trimmed.starts_with('[') {
+                self.section_header(line, trimmed)?;
+            } else {
+                self.option(line, trimmed)?;
+            }
+        }
+        self.finish()
+    }
+
+    fn section_header(&mut self, line: usize, text: &str) -> Result<(), ConfigError> {
+        let Some(close) = text.find(']') else {
+            return Err(self.err(
+                line,
+                format!("malformed section header '{text}': missing ']'"),
+            ));
+        };
+        let rest = text[close + 1..].trim_start();
+        if !(rest.is_empty() || rest.starts_with(';') || rest.starts_with('#')) {
+            return Err(self.err(
+                line,
+                format!("malformed section header '{text}': unexpected text after ']'"),
+            ));
+        }
+        let name = text[1..close].trim();
+        if name.is_empty() {
+            return Err(self.err(line, "malformed section header '[]': empty section name"));
+        }
+        self.seen.clear();
+        let lower = name.to_lowercase();
+        if lower == "global" {
+            self.section = Section::Global;
+            return Ok(());
+        }
+        if lower == "ipc$" {
+            return Err(self.err(
+                line,
+                "share name [IPC$] is reserved: the server provides it itself",
+            ));
+        }
+        if matches!(lower.as_str(), "homes" | "printers" | "print$") {
+            self.warn(
+                line,
+                format!("section [{name}] is not supported by ringshare; its options are ignored"),
+            );
+            self.section = Section::Skipped;
+            return Ok(());
+        }
+        if name.chars().count() > SHARE_NAME_LEN_MAX {
+            return Err(self.err(
+                line,
+                format!("share name [{name}] is longer than {SHARE_NAME_LEN_MAX} characters"),
+            ));
+        }
+        if let Some(bad) = name
+            .chars()
+            .find(|c| c.is_control() || "\\/:*?\"<>|[]".contains(*c))
+        {
+            return Err(self.err(
+                line,
+                format!("share name [{name}] contains the character {bad:?}, which SMB forbids"),
+            ));
+        }
+        if let Some(first) = self.shares.iter().find(|s| s.name.to_lowercase() == lower) {
+            return Err(self.err(
+                line,
+                format!(
+                    "duplicate share [{name}]: already defined on line {} (share names ignore case)",
+                    first.line
+                ),
+            ));
+        }
+        self.shares.push(ShareDraft {
+            name: name.to_string(),
+            line,
+            ..ShareDraft::default()
+        });
+        self.section = Section::Share(self.shares.len() - 1);
+        Ok(())
+    }
+
+    fn option(&mut self, line: usize, text: &str) -> Result<(), ConfigError> {
+        let Some((raw_key, raw_value)) = text.split_once('=') else {
+            return Err(self.err(
+                line,
+                format!("expected 'key = value' or '[section]', got '{text}'"),
+            ));
+        };
+        let key = normalize_key(raw_key);
+        let value = raw_value.trim();
+        if key.is_empty() {
+            return Err(self.err(line, format!("missing option name before '=' in '{text}'")));
+        }
+        if self.section == Section::None {
+            return Err(self.err(
+                line,
+                format!("option '{key}' is outside any section; put it under [global] or a share"),
+            ));
+        }
+        if self.section == Section::Skipped {
+            return Ok(());
+        }
+        let Some(opt) = classify(&key) else {
+            self.warn(line, format!("unknown option '{key}' ignored"));
+            return Ok(());
+        };
+        if let Opt::Refused(why) = opt {
+            return Err(self.err(line, format!("option '{key}' {why}")));
+        }
+        if opt == Opt::Ignored {
+            return Ok(());
+        }
+        if let Some(first) = self.seen.insert(key.clone(), line) {
+            self.warn(
+                line,
+                format!("option '{key}' was already set on line {first}; this later value wins"),
+            );
+        }
+        match self.section {
+            Section::Global => {
+                // `smb encrypt` in [global] is the server's policy; shares that do not
+                // set their own follow it.
+                if opt.is_global_only() || opt == Opt::SmbEncrypt {
+                    self.global_option(line, &key, opt, value)
+                } else if opt == Opt::Path {
+                    self.warn(
+                        line,
+                        "'path' in [global] ignored: give each share its own path",
+                    );
+                    Ok(())
+                } else {
+                    let mut defaults = std::mem::take(&mut self.defaults);
+                    let r = self.share_option(line, &key, opt, value, &mut defaults);
+                    self.defaults = defaults;
+                    r
+                }
+            }
+            Section::Share(i) => {
+                if opt.is_global_only() {
+                    let share = self
+                        .shares
+                        .get(i)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default();
+                    self.warn(
+                        line,
+                        format!("'{key}' is a [global] option; ignored in share [{share}]"),
+                    );
+                    return Ok(());
+                }
+                let mut draft = std::mem::take(&mut self.shares[i]);
+                let r = self.share_option(line, &key, opt, value, &mut draft);
+                self.shares[i] = draft;
+                r
+            }
+            Section::None | Section::Skipped => Ok(()),
+        }
+    }
+
+    fn bool_value(&self, line: usize, key: &str, value: &str) -> Result<bool, ConfigError> {
+        parse_bool(value).ok_or_else(|| {
+            self.err(
+                line,
+                format!("'{key}' expects yes or no (also true/false, 1/0, on/off), got '{value}'"),
+            )
+        })
+    }
+
+    /// A byte count for `smb2 max read/write/trans`: digits with an optional
+    /// `K` or `M` (1024-based); outside 64 KiB ..= 8 MiB it is clamped, with a
+    /// warning.
+    fn io_size_value(&mut self, line: usize, key: &str, value: &str) -> Result<u32, ConfigError> {
+        let v = value.trim();
+        let (digits, unit) = match v.char_indices().last() {
+            Some((i, 'k' | 'K')) => (&v[..i], 1u64 << 10),
+            Some((i, 'm' | 'M')) => (&v[..i], 1u64 << 20),
+            _ => (v, 1),
+        };
+        let n = digits
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(unit))
+            .ok_or_else(|| {
+                self.err(
+                    line,
+                    format!(
+                        "'{key}' expects a size in bytes (such as 1048576 or 1M), got '{value}'"
+                    ),
+                )
+            })?;
+        let (min, max) = (64u64 << 10, 8u64 << 20);
+        let clamped = n.clamp(min, max);
+        if clamped != n {
+            self.warn(
+                line,
+                format!("'{key} = {value}' is outside 64 KiB to 8 MiB; {clamped} bytes are used"),
+            );
+        }
+        Ok(clamped as u32)
+    }
+
+    fn global_option(
+        &mut self,
+        line: usize,
+        key: &str,
+        opt: Opt,
+        value: &str,
+    ) -> Result<(), ConfigError> {
+        match opt {
+            Opt::MinProtocol => {
+                self.global.server_min_protocol =
+                    parse_dialect(value, Bound::Min).map_err(|m| self.err(line, m))?;
+                self.min_line = line;
+            }
+            Opt::MaxProtocol => {
+                self.global.server_max_protocol =
+                    parse_dialect(value, Bound::Max).map_err(|m| self.err(line, m))?;
+                self.max_line = line;
+            }
+            Opt::Signing => {
+                self.global.server_signing = parse_signing(value).ok_or_else(|| {
+                    self.err(
+                        line,
+                        format!(
+                            "'server signing' expects default, auto, desired or mandatory, got '{value}'"
+                        ),
+                    )
+                })?;
+            }
+            Opt::Interfaces => self.global.interfaces = parse_list(value),
+            Opt::BindInterfacesOnly => {
+                self.global.bind_interfaces_only = self.bool_value(line, key, value)?;
+            }
+            Opt::UseSendfile => {
+                self.global.use_sendfile = self.bool_value(line, key, value)?;
+            }
+            Opt::PinCpus => {
+                self.global.pin_cpus = self.bool_value(line, key, value)?;
+            }
+            Opt::MultishotReceive => {
+                self.global.multishot_receive = self.bool_value(line, key, value)?;
+            }
+            Opt::ZerocopySend => {
+                self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {
+                    ZerocopySend::Auto
+                } else if self.bool_value(line, key, value)? {
+                    ZerocopySend::Yes
+                } else {
+                    ZerocopySend::No
+                };
+            }
+            Opt::SendTimeout => {
+                self.global.send_timeout_secs = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| {
+                        self.err(
+                            line,
+                            format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
+                        )
+                    })?;
+            }
+            Opt::MultiChannel => {
+                self.global.multi_channel = self.bool_value(line, key, value)?;
+            }
+            Opt::Smb2MaxRead | Opt::Smb2MaxWrite | Opt::Smb2MaxTrans => {
+                let n = self.io_size_value(line, key, value)?;
+                match opt {
+                    Opt::Smb2MaxRead => self.global.smb2_max_read = n,
+                    Opt::Smb2MaxWrite => self.global.smb2_max_write = n,
+                    _ => self.global.smb2_max_trans = n,
+                }
+            }
+            Opt::MaxConnections => {
+                self.global.max_connections = value.parse::<u32>().map_err(|_| {
+                    self.err(
+                        line,
+                        format!("'{key}' expects a whole number (0 for no limit), got '{value}'"),
+                    )
+                })?;
+            }
+            Opt::Deadtime => {
+                self.global.deadtime_minutes = value.parse::<u32>().map_err(|_| {
+                    self.err(line, format!("'{key}' expects minutes as a whole number (0 for never), got '{value}'"))
+                })?;
+            }
+            Opt::HandshakeTimeout => {
+                self.global.handshake_timeout_secs = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| {
+                        self.err(
+                            line,
+                            format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
+                        )
+                    })?;
+            }
+            Opt::LogLevel => {
+                self.global.log_level = parse_log_level(value).map_err(|m| self.err(line, m))?;
+            }
+            Opt::SmbPasswdFile => {
+                if value.is_empty() {
+                    return Err(self.err(line, format!("'{key}' needs a file name")));
+                }
+                self.global.smb_passwd_file = self.base.join(value);
+            }
+            Opt::Listen => {
+                let mut addrs = Vec::new();
+                for item in parse_list(value) {
+                    let addr = item.parse::<SocketAddr>().map_err(|_| {
+                        self.err(
+                            line,
+                            format!(
+                                "'listen' expects ADDRESS:PORT items such as 0.0.0.0:445 or \
+                                 [::1]:4450, got '{item}'"
+                            ),
+                        )
+                    })?;
+                    addrs.push(addr);
+                }
+                if addrs.is_empty() {
+                    return Err(self.err(line, "'listen' needs at least one ADDRESS:PORT"));
+                }
+                self.global.listen = addrs;
+            }
+            Opt::NetbiosName => {
+                if value.is_empty() || value.chars().count() > 15 {
+                    return Err(self.err(
+                        line,
+                        format!("'netbios name' must be 1 to 15 characters, got '{value}'"),
+                    ));
+                }
+                self.global.netbios_name = value.to_ascii_uppercase();
+            }
+            Opt::Workgroup => self.global.workgroup = value.to_ascii_uppercase(),
+            Opt::ServerString => self.global.server_string = value.to_string(),
+            Opt::MapToGuest => {
+                self.global.map_to_guest = match normalize_key(value).as_str() {
+                    "never" => MapToGuest::Never,
+                    "bad user" => MapToGuest::BadUser,
+                    "bad password" | "bad uid" => {
+                        return Err(self.err(
+                            line,
+                            format!(
+                                "'map to guest = {value}' is not supported; use never or bad user"
+                            ),
+                        ));
+                    }
+                    _ => {
+                        return Err(self.err(
+                            line,
+                            format!("'map to guest' expects never or bad user, got '{value}'"),
+                        ));
+                    }
+                };
+            }
+            Opt::GuestAccount => {
+                if value.is_empty() {
+                    return Err(self.err(line, "'guest account' needs a user name"));
+                }
+                self.global.guest_account = value.to_string();
+            }
+            Opt::ServerRole => {
+                let v = normalize_key(value);
+                if !matches!(v.as_str(), "standalone" | "standalone server" | "auto") {
+                    self.warn(
+                        line,
+                        format!("'server role = {value}' ignored: ringshare is always a standalone server"),
+                    );
+                }
+            }
+            Opt::Security
+                if !value.eq_ignore_ascii_case("user") && !value.eq_ignore_ascii_case("auto") =>
+            {
+                return Err(self.err(
+                    line,
+                    format!("'security = {value}' is not supported; only 'security = user' is"),
+                ));
+            }
+            Opt::SmbEncrypt => self.global.smb_encrypt = self.encrypt_value(line, key, value)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn share_option(
+        &self,
+        line: usize,
+        key: &str,
+        opt: Opt,
+        value: &str,
+        draft: &mut ShareDraft,
+    ) -> Result<(), ConfigError> {
+        match opt {
+            Opt::Path => draft.path = Some((value.to_string(), line)),
+            Opt::ReadOnly => draft.read_only = Some(self.bool_value(line, key, value)?),
+            Opt::Writeable => draft.read_only = Some(!self.bool_value(line, key, value)?),
+            Opt::GuestOk => draft.guest_ok = Some(self.bool_value(line, key, value)?),
+            Opt::ValidUsers => draft.valid_users = Some(parse_list(value)),
+            Opt::Comment => draft.comment = Some(value.to_string()),
+            Opt::Browseable => draft.browseable = Some(self.bool_value(line, key, value)?),
+            Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn encrypt_value(
+        &self,
+        line: usize,
+        key: &str,
+        value: &str,
+    ) -> Result<EncryptPolicy, ConfigError> {
+        EncryptPolicy::parse(value).ok_or_else(|| {
+            self.err(
+                line,
+                format!("'{key}' expects off, if_required, desired or required, got '{value}'"),
+            )
+        })
+    }
+
+    fn finish(mut self) -> Result<Config, ConfigError> {
+        let g = &self.global;
+        if g.server_min_protocol > g.server_max_protocol {
+            let line = self.max_line.max(self.min_line);
+            return Err(self.err(
+                line,
+                format!(
+                    "'server min protocol' ({}) is higher than 'server max protocol' ({})",
+                    g.server_min_protocol, g.server_max_protocol
+                ),
+            ));
+        }
+        let drafts = std::mem::take(&mut self.shares);
+        let mut shares = Vec::with_capacity(drafts.len());
+        for d in drafts {
+            shares.push(self.resolve_share(d)?);
+        }
+        Ok(Config {
+            global: self.global,
+            shares,
+            warnings: self.warnings,
+            source: Some(self.file.to_path_buf()),
+        })
+    }
+
+    fn resolve_share(&self, d: ShareDraft) -> Result<ShareConfig, ConfigError> {
+        let Some((raw, line)) = d.path else {
+            return Err(self.err(d.line, format!("share [{}] has no 'path'", d.name)));
+        };
+        if raw.is_empty() {
+            return Err(self.err(line, format!("share [{}] has an empty 'path'", d.name)));
+        }
+        let path = self.base.join(&raw);
+        let hint = if raw.contains('%') {
+            " (Samba macros such as %U are not supported)"
+        } else {
+            ""
+        };
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "path '{}' of share [{}] is not a directory",
+                        path.display(),
+                        d.name
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "path '{}' of share [{}] does not exist{hint}",
+                        path.display(),
+                        d.name
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(self.err(
+                    line,
+                    format!("path '{}' of share [{}]: {e}", path.display(), d.name),
+                ));
+            }
+        }
+        let defaults = &self.defaults;
+        Ok(ShareConfig {
+            name: d.name,
+            path,
+            read_only: d.read_only.or(defaults.read_only).unwrap_or(true),
+            guest_ok: d.guest_ok.or(defaults.guest_ok).unwrap_or(false),
+            valid_users: d
+                .valid_users
+                .or_else(|| defaults.valid_users.clone())
+                .unwrap_or_default(),
+            comment: d
+                .comment
+                .or_else(|| defaults.comment.clone())
+                .unwrap_or_default(),
+            browseable: d.browseable.or(defaults.browseable).unwrap_or(true),
+            smb_encrypt: d.smb_encrypt,
+        })
+    }
+}
+
+/// Joins continued lines. Yields (first physical line number, text).
+pub(super) fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let number = i + 1;
+        let is_comment = pending.is_none() && {
+            let t = raw.trim_start();
+            t.starts_with(';') || t.starts_with('#')
+        };
+        if is_comment {
+            continue;
+        }
+        let trimmed_end = raw.trim_end();
+        let (body, continues) = match trimmed_end.strip_suffix('\\') {
+            Some(b) => (b, true),
+            None => (raw, false),
+        };
+        let (start, mut acc) = pending.take().unwrap_or((number, String::new()));
+        // Cap the accumulated text so a file of endless continuations cannot grow without bound;
+        // the caller rejects over-long lines.
+        if acc.len() <= LINE_LEN_MAX {
+            acc.push_str(body);
+        }
+        if continues {
+            pending = Some((start, acc));
+        } else {
+            out.push((start, acc));
+        }
+    }
+    if let Some(p) = pending {
+        out.push(p);
+    }
+    out
+}
