@@ -12,7 +12,7 @@ use ringshare_wire::consts::Dialect;
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::conn::{ConnCore, Req};
-use crate::server::{lock, ServerState};
+use crate::server::{lock, IoSizes, ServerState};
 use crate::state::{Open, Session, TreeKind};
 
 /// The volatile id a request names: its own FileId, or the related compound's
@@ -151,11 +151,16 @@ pub(crate) fn large_mtu(core: &ConnCore) -> bool {
         .is_some_and(|n| n.dialect != Dialect::SMB2_0_2 && n.server_capabilities & 0x4 != 0)
 }
 
-/// MaxReadSize, MaxWriteSize and MaxTransactSize as negotiated: 64 KiB for
-/// SMB 2.0.2, the configured [`crate::server::IoSizes`] after.
-pub(crate) fn io_sizes(core: &ConnCore) -> crate::server::IoSizes {
-    match core.dialect() {
-        Some(Dialect::SMB2_0_2) | None => crate::server::IoSizes::new(0, 0, 0),
+/// MaxReadSize, MaxWriteSize and MaxTransactSize as negotiated.
+pub(crate) fn io_sizes(core: &ConnCore) -> IoSizes {
+    io_sizes_for(core, core.dialect())
+}
+
+/// MaxReadSize, MaxWriteSize and MaxTransactSize for `dialect`: 64 KiB for
+/// SMB 2.0.2 (and before a dialect is chosen), the configured sizes after.
+pub(crate) fn io_sizes_for(core: &ConnCore, dialect: Option<Dialect>) -> IoSizes {
+    match dialect {
+        Some(Dialect::SMB2_0_2) | None => IoSizes::SMB2_0_2,
         Some(_) => core.server.config.io_sizes,
     }
 }

@@ -118,6 +118,13 @@ pub struct IoSizes {
 }
 
 impl IoSizes {
+    /// What SMB 2.0.2 uses: 64 KiB each ([MS-SMB2] 3.3.5.4).
+    pub const SMB2_0_2: IoSizes = IoSizes {
+        read: crate::limits::IO_SIZE_MIN,
+        write: crate::limits::IO_SIZE_MIN,
+        trans: crate::limits::IO_SIZE_MIN,
+    };
+
     /// The three sizes, each clamped to the range the server supports.
     pub fn new(read: u32, write: u32, trans: u32) -> IoSizes {
         let clamp = |n: u32| n.clamp(crate::limits::IO_SIZE_MIN, crate::limits::IO_SIZE_MAX);

@@ -32,7 +32,8 @@ pub fn pretend_getxattrat_is_missing() {
 /// Reads extended attribute `attr` of `name` in directory `dir` into `buf`
 /// and returns its length: `getxattrat(dir, name, AT_SYMLINK_NOFOLLOW, ...)`,
 /// so a symlink's own attributes, never its target's. `name` may be empty
-/// to mean `dir` itself (`AT_EMPTY_PATH`; `dir` may be an `O_PATH` fd).
+/// to mean `dir` itself (`AT_EMPTY_PATH`), but not for an `O_PATH` `dir`:
+/// the kernel answers `EBADF` there.
 ///
 /// Errors are the kernel's (`ENODATA` when absent, `ERANGE` when `buf` is too
 /// short, ...); `ENOSYS` on kernels before 6.13, where a caller must find

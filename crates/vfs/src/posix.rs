@@ -206,6 +206,25 @@ fn read_dos_at(dir: BorrowedFd<'_>, name: &str) -> Option<u32> {
     decode_dos(&buf, r)
 }
 
+/// The file `fd` refers to, with its DOS attributes.
+fn stat_fd(fd: BorrowedFd<'_>) -> FsResult<FileAttr> {
+    let st = statx_fd(fd).map_err(errno_to_fs)?;
+    Ok(attr_from_statx(&st, read_dos_fd(fd)))
+}
+
+/// Entry `name` of directory `dir` with its DOS attributes, a symlink's own
+/// and never its target's.
+fn stat_at(dir: BorrowedFd<'_>, name: &str) -> FsResult<FileAttr> {
+    let st = rustix::fs::statx(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+    )
+    .map_err(errno_to_fs)?;
+    Ok(attr_from_statx(&st, read_dos_at(dir, name)))
+}
+
 /// A path's parent directory: the share root's fd, borrowed, or one opened
 /// for the call.
 enum ParentFd<'a> {
@@ -565,18 +584,10 @@ impl Share for PosixShare {
 
     fn stat(&self, path: &RelPath) -> FsResult<FileAttr> {
         if path.is_root() {
-            let st = statx_fd(self.root.as_fd()).map_err(errno_to_fs)?;
-            return Ok(attr_from_statx(&st, read_dos_fd(self.root.as_fd())));
+            return stat_fd(self.root.as_fd());
         }
         let (parent, name) = self.open_parent(path)?;
-        let st = rustix::fs::statx(
-            &parent,
-            name,
-            AtFlags::SYMLINK_NOFOLLOW,
-            StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-        )
-        .map_err(errno_to_fs)?;
-        Ok(attr_from_statx(&st, read_dos_at(parent.as_fd(), name)))
+        stat_at(parent.as_fd(), name)
     }
 
     fn unlink(&self, path: &RelPath) -> FsResult<()> {
@@ -826,8 +837,7 @@ fn ea_errno_to_fs(e: Errno) -> FsError {
 
 impl Node for PosixNode {
     fn stat(&self) -> FsResult<FileAttr> {
-        let st = statx_fd(self.fd.as_fd()).map_err(errno_to_fs)?;
-        Ok(attr_from_statx(&st, read_dos_fd(self.fd.as_fd())))
+        stat_fd(self.fd.as_fd())
     }
 
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
@@ -1205,14 +1215,7 @@ impl Node for PosixNode {
         if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
             return Err(FsError::InvalidName);
         }
-        let st = rustix::fs::statx(
-            &self.fd,
-            name,
-            AtFlags::SYMLINK_NOFOLLOW,
-            StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-        )
-        .map_err(errno_to_fs)?;
-        Ok(attr_from_statx(&st, read_dos_at(self.fd.as_fd(), name)))
+        stat_at(self.fd.as_fd(), name)
     }
 
     fn list_names(&self) -> FsResult<Vec<String>> {

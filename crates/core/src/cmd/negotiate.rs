@@ -13,7 +13,8 @@ use ringshare_wire::smb1::Smb1Negotiate;
 use ringshare_wire::NtStatus;
 
 use crate::conn::{ConnCore, Negotiated, Reply, Req};
-use crate::server::{EncryptPolicy, IoSizes, SigningPolicy};
+use crate::opens;
+use crate::server::{EncryptPolicy, SigningPolicy};
 
 /// Dialects we implement, highest first.
 const DIALECTS: [Dialect; 5] = [
@@ -64,16 +65,6 @@ const CIPHERS: [CipherId; 4] = [
     CipherId::AES_256_CCM,
 ];
 
-/// MaxReadSize, MaxWriteSize and MaxTransactSize to advertise: 64 KiB for
-/// SMB 2.0.2, the configured sizes after.
-fn io_sizes_for(core: &ConnCore, d: Dialect) -> IoSizes {
-    if d == Dialect::SMB2_0_2 {
-        IoSizes::new(0, 0, 0)
-    } else {
-        core.server.config.io_sizes
-    }
-}
-
 fn response_body(
     core: &ConnCore,
     dialect: Dialect,
@@ -82,7 +73,7 @@ fn response_body(
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
     let hint = spnego::negotiate_hint();
-    let io = io_sizes_for(core, dialect);
+    let io = opens::io_sizes_for(core, Some(dialect));
     let resp = NegotiateResponse {
         security_mode: server_security_mode(core),
         dialect,

@@ -87,14 +87,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     while let Some((name, known)) = cursor.entries.get(cursor.next) {
         // An entry is looked at when it is returned: one removed since the
         // scan is left out, the others are described as they are now.
-        let looked;
         let attr = match known {
-            Some(a) => a,
+            // `.` and `..`, described at the scan.
+            Some(a) => a.clone(),
             None => match open.node.stat_entry(name) {
-                Ok(a) => {
-                    looked = a;
-                    &looked
-                }
+                Ok(a) => a,
                 Err(FsError::NotFound) => {
                     cursor.next += 1;
                     continue;
@@ -105,7 +102,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 Err(_) => break,
             },
         };
-        let info = fileinfo::dir_entry_info(name, attr);
+        let info = fileinfo::dir_entry_info(name, &attr);
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {
                 // The first entry alone does not fit: send what fits of it.
