@@ -510,6 +510,20 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A timeout in whole seconds, 1 to 3600 (`send timeout`, `handshake timeout`).
+    fn seconds_value(&self, line: usize, key: &str, value: &str) -> Result<u32, ConfigError> {
+        value
+            .parse::<u32>()
+            .ok()
+            .filter(|s| (1..=3600).contains(s))
+            .ok_or_else(|| {
+                self.err(
+                    line,
+                    format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
+                )
+            })
+    }
+
     /// A byte count for `smb2 max read/write/trans`: digits with an optional
     /// `K` or `M` (1024-based); outside 64 KiB ..= 8 MiB it is clamped, with a
     /// warning.
@@ -595,16 +609,7 @@ impl<'a> Parser<'a> {
                 };
             }
             Opt::SendTimeout => {
-                self.global.send_timeout_secs = value
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|s| (1..=3600).contains(s))
-                    .ok_or_else(|| {
-                        self.err(
-                            line,
-                            format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
-                        )
-                    })?;
+                self.global.send_timeout_secs = self.seconds_value(line, key, value)?;
             }
             Opt::MultiChannel => {
                 self.global.multi_channel = self.bool_value(line, key, value)?;
@@ -631,16 +636,7 @@ impl<'a> Parser<'a> {
                 })?;
             }
             Opt::HandshakeTimeout => {
-                self.global.handshake_timeout_secs = value
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|s| (1..=3600).contains(s))
-                    .ok_or_else(|| {
-                        self.err(
-                            line,
-                            format!("'{key}' expects seconds from 1 to 3600, got '{value}'"),
-                        )
-                    })?;
+                self.global.handshake_timeout_secs = self.seconds_value(line, key, value)?;
             }
             Opt::LogLevel => {
                 self.global.log_level = parse_log_level(value).map_err(|m| self.err(line, m))?;
