@@ -440,7 +440,9 @@ impl Ace {
 /// AceCount, Sbz2, then the ACEs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Acl {
-    /// [`Acl::REVISION`] (2) or [`Acl::REVISION_DS`] (4, object ACEs).
+    /// AclRevision: [`Acl::REVISION`] (2), 3 (`ACL_REVISION3`, what
+    /// `smbcacls` sends) or [`Acl::REVISION_DS`] (4, object ACEs), as
+    /// Windows (`RtlValidAcl`) and Samba accept; encoded as given.
     pub revision: u8,
     pub aces: Vec<Ace>,
 }
@@ -490,13 +492,14 @@ impl Acl {
         Ok(())
     }
 
-    /// Decode an ACL at the start of `buf`. AclSize must cover the header
-    /// and lie inside `buf`; AceCount may not exceed what AclSize can hold
-    /// (4 bytes per ACE at least); every ACE must lie inside AclSize.
+    /// Decode an ACL at the start of `buf`. AclRevision must be 2 to 4
+    /// (kept in [`Acl::revision`]); AclSize must cover the header and lie
+    /// inside `buf`; AceCount may not exceed what AclSize can hold (4 bytes
+    /// per ACE at least); every ACE must lie inside AclSize.
     pub fn decode(buf: &[u8]) -> Result<Acl, WireError> {
         let mut r = Reader::new(buf);
         let revision = r.u8()?;
-        if revision != Self::REVISION && revision != Self::REVISION_DS {
+        if !(Self::REVISION..=Self::REVISION_DS).contains(&revision) {
             return Err(WireError::Invalid("AclRevision"));
         }
         r.skip(1)?;
@@ -1013,9 +1016,44 @@ mod tests {
         let mut bad = v.clone();
         bad[2] = 24;
         assert!(Acl::decode(&bad).is_err());
-        let mut bad = v.clone();
-        bad[0] = 3;
-        assert_eq!(Acl::decode(&bad), Err(WireError::Invalid("AclRevision")));
+        for revision in [0, 1, 5, 0xFF] {
+            let mut bad = v.clone();
+            bad[0] = revision;
+            assert_eq!(Acl::decode(&bad), Err(WireError::Invalid("AclRevision")));
+        }
+    }
+
+    #[test]
+    fn an_acl_of_revision_3_as_smbcacls_sends_decodes_and_keeps_its_revision() {
+        let acl = Acl {
+            revision: 3,
+            aces: vec![
+                Ace::deny(Sid::unix_group(1008), AccessMask(0x116), 0),
+                Ace::allow(Sid::everyone(), AccessMask(0x0012_00a0), 0),
+            ],
+        };
+        let mut v = Vec::new();
+        acl.encode(&mut v).unwrap();
+        assert_eq!(v[0], 3);
+        let back = Acl::decode(&v).unwrap();
+        assert_eq!(back, acl);
+        let mut again = Vec::new();
+        back.encode(&mut again).unwrap();
+        assert_eq!(again, v);
+        // Inside a descriptor too.
+        let sd = SecurityDescriptor {
+            control: SE_SELF_RELATIVE | SE_DACL_PRESENT,
+            owner: Some(Sid::unix_user(1004)),
+            dacl: Some(acl),
+            ..Default::default()
+        };
+        let bytes = sd.to_bytes(SecurityDescriptor::all_parts()).unwrap();
+        let back = SecurityDescriptor::decode(&bytes).unwrap();
+        assert_eq!(back.dacl.as_ref().map(|a| a.revision), Some(3));
+        assert_eq!(
+            back.to_bytes(SecurityDescriptor::all_parts()).unwrap(),
+            bytes
+        );
     }
 
     #[test]

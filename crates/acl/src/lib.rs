@@ -1,0 +1,15 @@
+//! Windows security descriptors over Unix permissions.
+//!
+//! - [`posix`]: the kernel's POSIX ACL xattrs (`system.posix_acl_access`,
+//!   `system.posix_acl_default`) and the mapping between an NT security
+//!   descriptor and a file's owner, group, mode and POSIX ACLs, with the
+//!   meaning Samba's default (`vfs_posixacl`) gives it.
+//! - [`ntacl`]: Samba's `security.NTACL` xattr (`vfs objects = acl_xattr`),
+//!   so a share moved from Samba keeps its ACLs.
+//!
+//! Pure functions: no system calls here; the filesystem backend reads and
+//! writes the xattrs.
+#![forbid(unsafe_code)]
+
+pub mod ntacl;
+pub mod posix;
