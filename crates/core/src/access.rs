@@ -81,6 +81,57 @@ pub(crate) fn granted_access(desired: u32, maximal: u32) -> Result<u32, NtStatus
     Ok(want)
 }
 
+/// FILE_DELETE_CHILD: a directory right to delete its entries.
+pub(crate) const FILE_DELETE_CHILD: u32 = 0x0000_0040;
+
+/// The NT rights that what the kernel lets a user do with a file stands for
+/// (read, write and execute permission, ownership; `may_delete`: the parent
+/// directory lets the user remove it): what a user may ask at CREATE and what
+/// MAXIMUM_ALLOWED and the MxAc context give. Everyone may read attributes
+/// and synchronize ([MS-FSA] 2.1.5.1.2.1: FILE_READ_ATTRIBUTES comes with
+/// the right to traverse to the file); an owner may read and change the ACL
+/// and the times.
+pub(crate) fn rights_of(a: ringshare_vfs::Access, is_dir: bool, may_delete: bool) -> u32 {
+    let mut r = FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+    if a.read {
+        r |= FILE_GENERIC_READ;
+    }
+    if a.write {
+        r |= FILE_GENERIC_WRITE;
+        if is_dir && a.execute {
+            r |= FILE_DELETE_CHILD;
+        }
+    }
+    if a.execute {
+        r |= FILE_GENERIC_EXECUTE;
+    }
+    if a.owner {
+        r |= READ_CONTROL | WRITE_DAC | FILE_WRITE_ATTRIBUTES;
+    }
+    if a.read && a.write && a.execute {
+        // rwx is full control (the ACL's own rights; deleting the file is
+        // still the parent directory's to grant).
+        r |= FILE_ALL_ACCESS & !DELETE;
+    }
+    if may_delete {
+        r |= DELETE;
+    }
+    r
+}
+
+/// The rights an open with these data permissions has without asking the
+/// kernel more: the kernel checked them when it opened the file.
+pub(crate) fn rights_of_open(read: bool, write: bool) -> u32 {
+    let mut r = FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+    if read {
+        r |= FILE_GENERIC_READ;
+    }
+    if write {
+        r |= FILE_GENERIC_WRITE;
+    }
+    r
+}
+
 /// True when the open may read data.
 pub(crate) fn can_read(access: u32) -> bool {
     access & (FILE_READ_DATA | FILE_EXECUTE) != 0

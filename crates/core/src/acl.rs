@@ -1,16 +1,17 @@
 //! Access checks against a stored Windows security descriptor ([MS-DTYP]
 //! 2.5.3.2, simplified: no privileges, no object ACEs, no conditional ACEs).
 //!
-//! ringshare runs every file operation as the server's own Unix account, so
-//! the POSIX permissions of that account decide what can happen on disk.
-//! When a client has stored a security descriptor on a file (CREATE with a
-//! SecD context, or SET_INFO), that descriptor's DACL is enforced on every
-//! later CREATE as Windows would: a NULL or absent DACL allows everything, an
+//! Every file operation runs as the tree's Unix user, so the kernel decides
+//! with the file's mode and POSIX ACL. When a security descriptor is stored
+//! with a file (CREATE with a SecD context, or SET_INFO), its DACL is
+//! enforced on top, on every later CREATE, as Windows would (and as Samba's
+//! `acl_xattr` does): a NULL or absent DACL allows everything, an
 //! empty DACL allows nothing (but the owner's implicit READ_CONTROL and
 //! WRITE_DAC), ACEs are applied in order, a deny ACE wins over a later allow.
 //!
-//! A session's token: the user's Unix SID (S-1-22-1-uid, the uid recorded in
-//! the smbpasswd file), Everyone, and Authenticated Users for a user logon.
+//! A session's token: the Unix SIDs of the account the tree acts as (user
+//! S-1-22-1-uid, its groups S-1-22-2-gid), Everyone, and Authenticated Users
+//! for a user logon.
 
 use ringshare_wire::security::{AceType, SecurityDescriptor, Sid, INHERIT_ONLY_ACE};
 use ringshare_wire::NtStatus;
@@ -33,15 +34,11 @@ pub(crate) struct Token {
 }
 
 impl Token {
-    pub fn for_session(uid: Option<u32>, authenticated: bool) -> Token {
-        let mut sids = vec![Sid::everyone()];
-        if let Some(uid) = uid {
-            sids.push(Sid::unix_user(uid));
+    /// The token of a user acting as `who` ([`crate::identity::sids`]).
+    pub fn of(who: &ringshare_vfs::Creds, authenticated: bool) -> Token {
+        Token {
+            sids: crate::identity::sids(who, authenticated),
         }
-        if authenticated {
-            sids.push(Sid::authenticated_users());
-        }
-        Token { sids }
     }
 
     fn has(&self, sid: &Sid) -> bool {
@@ -125,8 +122,12 @@ mod tests {
         }
     }
 
+    fn user(uid: u32) -> Token {
+        Token::of(&ringshare_vfs::Creds::new(uid, uid, vec![]), true)
+    }
+
     fn alice() -> Token {
-        Token::for_session(Some(1000), true)
+        user(1000)
     }
 
     #[test]
@@ -141,7 +142,7 @@ mod tests {
             check(&empty, &alice(), READ, false, 0),
             Err(NtStatus::ACCESS_DENIED)
         );
-        let owner = Token::for_session(Some(0), true);
+        let owner = user(0);
         assert!(check(&empty, &owner, OWNER_RIGHTS, false, 0).is_ok());
         assert_eq!(
             check(&empty, &owner, WRITE_DATA, false, 0),
@@ -171,7 +172,7 @@ mod tests {
             Err(NtStatus::ACCESS_DENIED)
         );
         assert!(check(&d, &alice(), READ, false, 0).is_ok());
-        let bob = Token::for_session(Some(1001), true);
+        let bob = user(1001);
         assert!(check(&d, &bob, WRITE_DATA, false, 0).is_ok());
     }
 

@@ -13,6 +13,7 @@ mod conn;
 pub mod credits;
 mod fileinfo;
 mod fsmap;
+pub mod identity;
 pub mod idmap;
 pub mod io;
 mod ipc;
@@ -28,5 +29,9 @@ mod state;
 mod transform;
 
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
+pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
-pub use server::{EncryptPolicy, IoSizes, ServerConfig, ServerState, ShareDef, SigningPolicy};
+pub use server::{
+    EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
+    SigningPolicy,
+};

@@ -106,6 +106,7 @@ pub(crate) fn close_open(
     };
     crate::oplock::send(server, wakes);
     let share = Arc::clone(&open.share);
+    let who = Arc::clone(&open.who);
     let key = open.key;
     // Let the backend close the file before it is removed (a request on
     // another channel may still hold the open for a moment; its I/O finishes
@@ -113,9 +114,9 @@ pub(crate) fn close_open(
     drop(open);
     if remove {
         let r = if is_dir {
-            share.backend.rmdir(&path)
+            share.backend.rmdir(&who, &path)
         } else {
-            share.backend.unlink(&path)
+            share.backend.unlink(&who, &path)
         };
         if let Err(e) = r {
             tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}");

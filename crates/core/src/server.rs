@@ -50,6 +50,18 @@ pub enum EncryptPolicy {
     Required,
 }
 
+/// Opens the directory of a share made per user (a `[homes]` share, or a
+/// `path` with `%U`-style substitutions) as a backend.
+pub type OpenShare = dyn Fn(&str) -> std::io::Result<Arc<dyn Share>> + Send + Sync;
+
+/// A share whose directory depends on who connects: `path` with Samba's
+/// substitutions, resolved and opened at each tree connect.
+pub struct ShareTemplate {
+    /// The path as configured (`/srv/users/%U`, `%H`).
+    pub path: String,
+    pub open: Arc<OpenShare>,
+}
+
 /// A share as the core sees it.
 pub struct ShareDef {
     pub name: String,
@@ -57,10 +69,14 @@ pub struct ShareDef {
     pub backend: Arc<dyn Share>,
     pub read_only: bool,
     pub guest_ok: bool,
-    /// Empty = every authenticated user.
-    pub valid_users: Vec<String>,
     /// The share's encryption policy (the server's unless the share sets one).
     pub encrypt: EncryptPolicy,
+    /// Who may connect and as whom files are used (`valid users`, `force
+    /// user`, `create mask`…).
+    pub rules: crate::identity::ShareRules,
+    /// Set for a share made per user: `backend` is then not used (a tree
+    /// connect opens the user's own directory).
+    pub template: Option<Arc<ShareTemplate>>,
 }
 
 impl fmt::Debug for ShareDef {
@@ -90,6 +106,10 @@ pub struct ServerConfig {
     /// Guest logins are possible at all (any share has `guest ok`).
     pub guest_enabled: bool,
     pub shares: Vec<Arc<ShareDef>>,
+    /// The `[homes]` section: a connection to a share named after a Unix
+    /// account that no other share has gets this one, with the account's
+    /// home directory (Samba's rules).
+    pub homes: Option<Arc<ShareDef>>,
     /// Wall-clock boot time (FILETIME) for NEGOTIATE's ServerStartTime.
     pub start_filetime: u64,
     /// A connection without an authenticated session is closed this long after
@@ -103,6 +123,8 @@ pub struct ServerConfig {
     pub multi_channel: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize for SMB 2.1 and later.
     pub io_sizes: IoSizes,
+    /// `guest account`: the Unix account guest and anonymous sessions act as.
+    pub guest_account: String,
 }
 
 /// The largest READ, WRITE and other payload (QUERY_INFO, QUERY_DIRECTORY,
@@ -192,6 +214,8 @@ pub struct FileEntry {
 pub struct ServerState {
     pub config: ServerConfig,
     pub users: Arc<dyn UserLookup + Send + Sync>,
+    /// Unix accounts the users act as.
+    pub accounts: Arc<dyn crate::identity::Accounts>,
     files: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
     next_owner: AtomicU64,
     /// What FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; the driver fills it
@@ -258,10 +282,22 @@ impl fmt::Debug for ServerState {
 }
 
 impl ServerState {
+    /// A server whose users all act as the server process
+    /// ([`crate::identity::ProcessAccounts`]).
     pub fn new(config: ServerConfig, users: Arc<dyn UserLookup + Send + Sync>) -> Arc<ServerState> {
+        ServerState::with_accounts(config, users, Arc::new(crate::identity::ProcessAccounts))
+    }
+
+    /// A server whose users act as the Unix accounts `accounts` gives them.
+    pub fn with_accounts(
+        config: ServerConfig,
+        users: Arc<dyn UserLookup + Send + Sync>,
+        accounts: Arc<dyn crate::identity::Accounts>,
+    ) -> Arc<ServerState> {
         Arc::new(ServerState {
             config,
             users,
+            accounts,
             files: Mutex::new(HashMap::new()),
             next_owner: AtomicU64::new(1),
             interfaces: RwLock::new(Vec::new()),

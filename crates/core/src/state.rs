@@ -50,8 +50,9 @@ pub(crate) struct Session {
     /// Ids of the connections bound to the session ([MS-SMB2] Session.ChannelList).
     pub channels: Vec<u64>,
     pub user: String,
-    /// The user's Unix uid from the user database (for the access token).
-    pub uid: Option<u32>,
+    /// The Unix account the session acts as (the guest account for guest
+    /// and anonymous logons); `None` until authentication completed.
+    pub account: Option<crate::identity::Account>,
     pub is_guest: bool,
     pub is_anonymous: bool,
     /// Session.SigningKey (the first channel's key; binding requests are
@@ -84,7 +85,7 @@ impl Session {
             dialect,
             channels: vec![conn_id],
             user: String::new(),
-            uid: None,
+            account: None,
             is_guest: false,
             is_anonymous: false,
             signing_key: None,
@@ -140,6 +141,10 @@ pub(crate) enum TreeKind {
 
 pub(crate) struct Tree {
     pub kind: TreeKind,
+    /// Who operations on the tree run as (after `force user`, `admin users`…).
+    pub who: ringshare_vfs::Who,
+    /// Acts as root or `admin users`: stored NT ACLs do not apply.
+    pub admin: bool,
     /// The share is read-only for this session.
     pub read_only: bool,
     /// Access granted on the share (MaximalAccess in TREE_CONNECT's reply).
@@ -159,6 +164,9 @@ pub(crate) struct DirCursor {
 pub(crate) struct Open {
     /// FileId.Volatile; also the server-wide owner id for locks and share modes.
     pub id: u64,
+    /// Who opened it: operations by name on its behalf (rename, delete on
+    /// close) run as them, as operations on its node do.
+    pub who: ringshare_vfs::Who,
     pub persistent_id: u64,
     pub tree_id: u32,
     pub node: Arc<dyn Node>,

@@ -35,7 +35,10 @@ fn a_file_created_over_smb_is_owned_by_the_creating_user() {
         .unwrap();
     let attr = c
         .mem
-        .stat(&RelPath::from_components(["mine"]).unwrap())
+        .stat(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(["mine"]).unwrap(),
+        )
         .unwrap();
     assert_eq!(attr.uid, ALICE_UID);
 }
@@ -113,7 +116,10 @@ fn a_dacl_denying_delete_still_lets_a_user_delete_through_the_parent_directory()
     c.close(d);
     assert!(
         c.mem
-            .stat(&RelPath::from_components(["victim"]).unwrap())
+            .stat(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components(["victim"]).unwrap()
+            )
             .is_err(),
         "deleted"
     );

@@ -14,7 +14,10 @@ const DELETE_ON_CLOSE: u32 = 0x1000;
 
 fn exists(c: &Client, name: &str) -> bool {
     c.mem
-        .stat(&RelPath::from_components(name.split('/')).unwrap())
+        .stat(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(name.split('/')).unwrap(),
+        )
         .is_ok()
 }
 
@@ -133,7 +136,10 @@ fn a_second_open_without_share_read_is_a_sharing_violation_and_does_not_truncate
     );
     assert_eq!(
         c.mem
-            .stat(&RelPath::from_components(["s"]).unwrap())
+            .stat(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components(["s"]).unwrap()
+            )
             .unwrap()
             .size,
         4

@@ -41,7 +41,10 @@ fn rename_buf(name: &str, replace: bool) -> Vec<u8> {
 
 fn exists(c: &Client, name: &str) -> bool {
     c.mem
-        .stat(&RelPath::from_components(name.split('/')).unwrap())
+        .stat(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(name.split('/')).unwrap(),
+        )
         .is_ok()
 }
 
@@ -451,7 +454,10 @@ fn a_listing_in_progress_leaves_out_entries_removed_since_it_started() {
     assert_eq!(names(&c.query_directory(d, 12, 2, "*", 65536), 12), ["."]);
     for i in [0, 2, 3] {
         c.mem
-            .unlink(&RelPath::from_components([format!("f{i}")]).unwrap())
+            .unlink(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components([format!("f{i}")]).unwrap(),
+            )
             .unwrap();
     }
     c.put_file("grows", b"12345");
@@ -469,7 +475,10 @@ fn a_listing_in_progress_leaves_out_entries_removed_since_it_started() {
     );
     for name in ["f1", "grows"] {
         c.mem
-            .unlink(&RelPath::from_components([name]).unwrap())
+            .unlink(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components([name]).unwrap(),
+            )
             .unwrap();
     }
     assert_eq!(

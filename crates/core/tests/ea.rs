@@ -116,6 +116,7 @@ fn all_eas(c: &mut Client, f: FileId) -> Vec<(String, Vec<u8>)> {
 fn stored_eas(c: &Client, name: &str) -> Vec<(String, Vec<u8>)> {
     c.mem
         .open(
+            &ringshare_vfs::server_who(),
             &RelPath::from_components([name]).unwrap(),
             &OpenOptions::read_existing(),
         )
@@ -381,7 +382,10 @@ fn create_with_a_bad_ea_list_fails_and_creates_nothing() {
     );
     assert!(c
         .mem
-        .stat(&RelPath::from_components(["f"]).unwrap())
+        .stat(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(["f"]).unwrap()
+        )
         .is_err());
 }
 

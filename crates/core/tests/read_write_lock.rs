@@ -345,7 +345,10 @@ fn compound_create_write_close_writes_the_payload() {
     assert_eq!(read_data(&c.read(f, 0, 64)), b"payload");
     assert_eq!(
         c.mem
-            .stat(&RelPath::from_components(["cw"]).unwrap())
+            .stat(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components(["cw"]).unwrap()
+            )
             .unwrap()
             .size,
         7

@@ -57,12 +57,15 @@
 pub mod alloc_count;
 mod bufring;
 mod completion;
+pub mod creds;
 mod files;
 pub mod net;
 mod op;
+mod personality;
 pub mod probe;
 mod ring;
 pub mod runtime;
+mod setup;
 mod slab;
 pub mod sys;
 
@@ -70,6 +73,8 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 pub use completion::Completion;
+pub use creds::Creds;
+pub use personality::PERSONALITIES_MAX;
 pub use ring::{leaked_ops, Ring, RingConfig, RingSetup, RingStats, SplicePipe, Waker};
 
 /// An fd shared between its owner and the operations in flight on it.

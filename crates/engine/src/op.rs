@@ -31,6 +31,9 @@ pub(crate) struct Op {
     /// The op's fd that is in the ring's registered-file table, and its slot:
     /// SQEs name the slot instead of the fd (no file reference taken per SQE).
     pub(crate) fixed: Fixed,
+    /// The io_uring personality every SQE of the op carries (see
+    /// `crate::personality`); 0: none.
+    pub(crate) personality: u16,
 }
 
 /// A registered fd and its slot in the ring's file table, if the op has one.

@@ -34,10 +34,14 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::bufring::BufRing;
 use crate::completion::Completion;
+use crate::creds::Creds;
 use crate::files::FileTable;
 use crate::op::{
     cqe_result, empty_msghdr, Op, OpKind, Pipe, Plan, SendFile, IOVECS_MAX, NOTIF_USAGE_ZC_COPIED,
 };
+use crate::personality::Personalities;
+use crate::setup::build;
+pub use crate::setup::{RingConfig, RingSetup};
 use crate::slab::Slab;
 use crate::{probe, SharedFd};
 
@@ -80,63 +84,6 @@ pub struct SplicePipe {
     pub read: SharedFd,
     pub write: SharedFd,
     pub capacity: usize,
-}
-
-/// How to set up a [`Ring`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RingConfig {
-    /// Submission queue size (the completion queue is twice as large). Default 256.
-    pub entries: u32,
-    /// `IORING_SETUP_SINGLE_ISSUER`: only the creating thread submits. Default true.
-    pub single_issuer: bool,
-    /// `IORING_SETUP_DEFER_TASKRUN` (needs `single_issuer`): completion work runs
-    /// only inside [`Ring::submit_and_wait`], on the ring's thread. Default true.
-    /// Silently dropped when the kernel refuses it; see [`Ring::setup`].
-    pub defer_taskrun: bool,
-    /// `IORING_SETUP_SQPOLL` (a kernel thread polls the SQ). Default false.
-    pub sqpoll: bool,
-    /// Largest piece of a [`Ring::send_file`] moved through its pipe at once
-    /// (the pipe is sized to it where the kernel allows). Default 1 MiB
-    /// (`/proc/sys/fs/pipe-max-size`'s default, so unprivileged servers get it too).
-    pub splice_chunk: usize,
-    /// Most io_uring worker threads for blocking work (splices) this ring
-    /// may have at once; 0 leaves the kernel's limit (RLIMIT_NPROC). Default 256.
-    pub blocking_workers_max: u32,
-    /// Buffers provided to the kernel for [`Ring::recv_multishot`] (a power
-    /// of two; 0: no multishot receive). Default 64.
-    pub recv_bufs: u16,
-    /// Bytes per provided receive buffer. Default 16 KiB.
-    pub recv_buf_len: u32,
-    /// Slots of the registered-file table ([`Ring::register_fd`]); 0: none.
-    /// Default 1024.
-    pub fixed_files: u32,
-}
-
-impl Default for RingConfig {
-    fn default() -> Self {
-        RingConfig {
-            entries: 256,
-            single_issuer: true,
-            defer_taskrun: true,
-            sqpoll: false,
-            splice_chunk: 1024 * 1024,
-            blocking_workers_max: 256,
-            recv_bufs: 64,
-            recv_buf_len: 16 * 1024,
-            fixed_files: 1024,
-        }
-    }
-}
-
-/// The setup flags the kernel actually accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RingSetup {
-    /// `IORING_SETUP_SINGLE_ISSUER` is in effect.
-    pub single_issuer: bool,
-    /// `IORING_SETUP_DEFER_TASKRUN` is in effect.
-    pub defer_taskrun: bool,
-    /// `IORING_SETUP_SQPOLL` is in effect.
-    pub sqpoll: bool,
 }
 
 /// Counters for benchmarks: syscalls and queue entries.
@@ -211,6 +158,8 @@ pub struct Ring {
     lendings: u64,
     /// The registered-file table, if the kernel took one.
     files: Option<FileTable>,
+    /// Registered credentials SQEs run as.
+    personalities: Personalities,
 }
 
 impl Ring {
@@ -241,6 +190,7 @@ impl Ring {
             ));
         }
         let eventfd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
+        let personalities = Personalities::new(&uring.submitter())?;
         let mut ring = Ring {
             uring,
             ops: Slab::with_capacity(config.entries as usize),
@@ -261,6 +211,7 @@ impl Ring {
             lent: None,
             lendings: 0,
             files: None,
+            personalities,
         };
         if config.fixed_files > 0 {
             ring.files = FileTable::new(&ring.uring.submitter(), config.fixed_files);
@@ -297,6 +248,19 @@ impl Ring {
     /// Operations in flight or queued, not counting the waker's.
     pub fn in_flight(&self) -> usize {
         self.ops.len() - usize::from(self.ops.contains(self.waker_key))
+    }
+
+    /// How many users' io_uring personalities this ring has registered (the
+    /// server's own not counted).
+    pub fn personality_count(&self) -> usize {
+        self.personalities.len()
+    }
+
+    /// Unregisters the personalities of credentials no one holds any more
+    /// (their sessions ended) and no operation names. Cheap; call it now and
+    /// then, e.g. when connections close.
+    pub fn sweep_personalities(&mut self) {
+        self.personalities.sweep(&self.uring.submitter());
     }
 
     /// A handle that wakes this ring from any thread.
@@ -368,6 +332,7 @@ impl Ring {
     /// Removes an op from the slab, ending its use of a registered slot.
     fn remove_op(&mut self, key: u64) -> Option<Op> {
         let op = self.ops.remove(key)?;
+        self.personalities.release(op.personality);
         if let (Some((_, slot)), Some(t)) = (op.fixed, self.files.as_mut()) {
             t.done_with(&self.uring.submitter(), slot);
         }
@@ -506,20 +471,22 @@ impl Ring {
 
     /// Reads up to `len` bytes at file `offset`, appended after `buf.len()`
     /// (capacity is reserved as needed). A short count means end of file; it
-    /// is not continued. `result` is the count.
+    /// is not continued. `result` is the count. It runs as `who` (`None`:
+    /// the server; see [`Ring::personality_count`]).
     pub fn read_at(
         &mut self,
         fd: &SharedFd,
         mut buf: Vec<u8>,
         len: usize,
         offset: u64,
+        who: Option<&Arc<Creds>>,
         token: u64,
     ) {
         if len == 0 {
             return self.complete_now(token, Ok(0), Some(buf), None);
         }
         buf.reserve(len);
-        self.start(
+        self.start_as(
             token,
             OpKind::Read {
                 fd: Arc::clone(fd),
@@ -527,17 +494,21 @@ impl Ring {
                 len,
                 offset,
             },
+            who,
         );
     }
 
     /// Writes `buf[range]` at file `offset`, continuing short writes, and
-    /// completes once with the total or the first error.
+    /// completes once with the total or the first error. It runs as `who`
+    /// (`None`: the server): a user's write strips setuid bits and counts
+    /// against the user's quota, as a write of the user's own would.
     pub fn write_at(
         &mut self,
         fd: &SharedFd,
         buf: Vec<u8>,
         range: Range<usize>,
         offset: u64,
+        who: Option<&Arc<Creds>>,
         token: u64,
     ) {
         if range.start > range.end || range.end > buf.len() {
@@ -546,7 +517,7 @@ impl Ring {
         if range.is_empty() {
             return self.complete_now(token, Ok(0), Some(buf), None);
         }
-        self.start(
+        self.start_as(
             token,
             OpKind::Write {
                 fd: Arc::clone(fd),
@@ -556,6 +527,7 @@ impl Ring {
                 offset,
                 written: 0,
             },
+            who,
         );
     }
 
@@ -568,7 +540,9 @@ impl Ring {
     /// or the first error. The head comes back in `buf`. Cancelling it (see
     /// [`Ring::cancel`]) also shuts `sock` down for writing: a frame cut in
     /// the middle cannot be finished, and a splice blocked on a peer that
-    /// stopped reading must not pin the operation.
+    /// stopped reading must not pin the operation. Every splice of it runs
+    /// as `who` (`None`: the server), the reader of the file.
+    #[allow(clippy::too_many_arguments)]
     pub fn send_file(
         &mut self,
         sock: &SharedFd,
@@ -576,6 +550,7 @@ impl Ring {
         file: &SharedFd,
         offset: u64,
         len: usize,
+        who: Option<&Arc<Creds>>,
         token: u64,
     ) {
         let pipe = match self.pipes.pop() {
@@ -606,7 +581,7 @@ impl Ring {
             progressed: false,
             error: None,
         });
-        self.start(token, OpKind::SendFile(sf));
+        self.start_as(token, OpKind::SendFile(sf), who);
     }
 
     /// `sf` in the box of an ended send-file if one is spare (no allocation).
@@ -627,6 +602,8 @@ impl Ring {
     /// the input ended (a closed peer, the end of a file), or the first error.
     /// It runs in an io_uring worker thread and blocks there until the bytes
     /// come: callers splice from a socket only what has already arrived.
+    /// It runs as `who` (`None`: the server), the writer of a file it fills.
+    #[allow(clippy::too_many_arguments)]
     pub fn splice(
         &mut self,
         fd_in: &SharedFd,
@@ -634,9 +611,10 @@ impl Ring {
         fd_out: &SharedFd,
         off_out: Option<u64>,
         len: usize,
+        who: Option<&Arc<Creds>>,
         token: u64,
     ) {
-        self.start_splice(fd_in, off_in, fd_out, off_out, len, token, false);
+        self.start_splice(fd_in, off_in, fd_out, off_out, len, who, token, false);
     }
 
     /// Like [`Ring::splice`] into a pipe, but a full pipe ends it with the
@@ -652,7 +630,7 @@ impl Ring {
         len: usize,
         token: u64,
     ) {
-        self.start_splice(fd_in, None, fd_out, None, len, token, true);
+        self.start_splice(fd_in, None, fd_out, None, len, None, token, true);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -663,6 +641,7 @@ impl Ring {
         fd_out: &SharedFd,
         off_out: Option<u64>,
         len: usize,
+        who: Option<&Arc<Creds>>,
         token: u64,
         until_full: bool,
     ) {
@@ -673,7 +652,7 @@ impl Ring {
         if len == 0 {
             return self.complete_now(token, Ok(0), None, None);
         }
-        self.start(
+        self.start_as(
             token,
             OpKind::Splice {
                 fd_in: Arc::clone(fd_in),
@@ -684,6 +663,7 @@ impl Ring {
                 done: 0,
                 until_full,
             },
+            who,
         );
     }
 
@@ -717,9 +697,9 @@ impl Ring {
         })
     }
 
-    /// `fsync(2)` the file.
-    pub fn fsync(&mut self, fd: &SharedFd, token: u64) {
-        self.start(token, OpKind::Fsync { fd: Arc::clone(fd) });
+    /// `fsync(2)` the file, as `who` (`None`: the server).
+    pub fn fsync(&mut self, fd: &SharedFd, who: Option<&Arc<Creds>>, token: u64) {
+        self.start_as(token, OpKind::Fsync { fd: Arc::clone(fd) }, who);
     }
 
     /// Completes with `Ok(0)` after `after` (or `ECANCELED` if cancelled).
@@ -875,18 +855,46 @@ impl Ring {
         }
     }
 
-    /// Stores the op in the slab and queues its first SQE.
+    /// Stores the op in the slab and queues its first SQE, which runs with
+    /// the server's own credentials.
     fn start(&mut self, token: u64, kind: OpKind) -> u64 {
+        let own = self.personalities.own();
+        self.start_with(token, kind, own)
+    }
+
+    /// [`Ring::start`] for an op made for `who` (`None`: the server): its
+    /// SQEs carry `who`'s personality. When it cannot be had, the op
+    /// completes at once with the error and no SQE is pushed: nothing runs
+    /// with other credentials instead.
+    fn start_as(&mut self, token: u64, kind: OpKind, who: Option<&Arc<Creds>>) {
+        let id = match who {
+            None => Ok(self.personalities.own()),
+            Some(who) => self.personalities.id_for(&self.uring.submitter(), who),
+        };
+        match id {
+            Ok(id) => {
+                self.start_with(token, kind, id);
+            }
+            Err(e) => {
+                let (buf, bufs) = kind.into_buffers();
+                self.complete_now(token, Err(e), buf, bufs);
+            }
+        }
+    }
+
+    fn start_with(&mut self, token: u64, kind: OpKind, personality: u16) -> u64 {
         debug_assert!(
             token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
             "Ring::WAKE_TOKEN is reserved"
         );
         let fixed = self.files.as_mut().and_then(|t| t.use_for(kind.fds()));
+        self.personalities.hold(personality);
         let key = self.ops.insert(Op {
             token,
             cancelled: false,
             kind,
             fixed,
+            personality,
         });
         self.enqueue(Pending::Op(key));
         key
@@ -940,12 +948,16 @@ impl Ring {
             if let Some(Op {
                 kind: OpKind::SendFile(sf),
                 fixed,
+                personality,
                 ..
             }) = self.ops.get_mut(key)
             {
                 let (mut chain, n) = sf.round(*fixed);
                 for (i, sqe) in chain.iter_mut().enumerate().take(n) {
-                    let mut e = sqe.clone().user_data(key | ((i as u64 + 1) << STEP_SHIFT));
+                    let mut e = sqe
+                        .clone()
+                        .user_data(key | ((i as u64 + 1) << STEP_SHIFT))
+                        .personality(*personality);
                     if i + 1 < n {
                         // One CQE per round: the last step's, or the first that fell short.
                         e = e.flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS);
@@ -957,16 +969,22 @@ impl Ring {
         }
         let sqe = match *pending {
             Pending::Op(key) => match self.ops.get_mut(key) {
-                Some(op) => op.kind.sqe(op.fixed).user_data(key),
+                Some(op) => op
+                    .kind
+                    .sqe(op.fixed)
+                    .user_data(key)
+                    .personality(op.personality),
                 None => return true, // already finished; nothing to push
             },
             // Every request carrying this user_data: a send-file round has several.
             Pending::Cancel(key) => opcode::AsyncCancel::new(key)
                 .build()
-                .user_data(INTERNAL_USER_DATA),
+                .user_data(INTERNAL_USER_DATA)
+                .personality(self.personalities.own()),
             Pending::CancelAll => opcode::AsyncCancel2::new(types::CancelBuilder::any())
                 .build()
-                .user_data(INTERNAL_USER_DATA),
+                .user_data(INTERNAL_USER_DATA)
+                .personality(self.personalities.own()),
         };
         if self.push_sqe(&sqe) {
             return true;
@@ -1270,7 +1288,10 @@ fn advance(res: i32, pos: &mut usize, done: &mut usize, end: usize) -> Option<io
 
 /// A close-on-exec pipe sized for `chunk` bytes where the kernel allows
 /// (`/proc/sys/fs/pipe-max-size` limits unprivileged processes).
+/// A pipe is the server's own: made with its credentials, so that a user's
+/// limits on pipe memory do not apply to it.
 fn new_pipe(chunk: usize) -> io::Result<Pipe> {
+    crate::creds::act_as_server()?;
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     let capacity = match rustix::pipe::fcntl_setpipe_size(&write, chunk) {
         Ok(n) => n,
@@ -1307,51 +1328,6 @@ fn soft_enter_error(e: io::Error) -> io::Result<usize> {
         Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => Ok(0),
         _ => Err(e),
     }
-}
-
-fn build(config: RingConfig) -> io::Result<(IoUring, RingSetup)> {
-    let wanted = RingSetup {
-        single_issuer: config.single_issuer,
-        defer_taskrun: config.defer_taskrun && config.single_issuer && !config.sqpoll,
-        sqpoll: config.sqpoll,
-    };
-    let attempts = [
-        wanted,
-        RingSetup {
-            defer_taskrun: false,
-            ..wanted
-        },
-        RingSetup {
-            single_issuer: false,
-            defer_taskrun: false,
-            ..wanted
-        },
-    ];
-    let mut last_error = None;
-    for setup in attempts {
-        let mut builder = IoUring::builder();
-        builder.setup_submit_all();
-        if setup.single_issuer {
-            builder.setup_single_issuer();
-        }
-        if setup.defer_taskrun {
-            builder.setup_defer_taskrun().setup_taskrun_flag();
-        } else if !setup.sqpoll {
-            builder.setup_coop_taskrun().setup_taskrun_flag();
-        }
-        if setup.sqpoll {
-            builder.setup_sqpoll(1000);
-        }
-        match builder.build(config.entries) {
-            Ok(uring) => return Ok((uring, setup)),
-            // EINVAL: a flag this kernel does not know; try with fewer.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last_error = Some(e),
-            Err(e) => return Err(probe::setup_error(e)),
-        }
-    }
-    Err(probe::setup_error(last_error.unwrap_or_else(|| {
-        io::Error::from_raw_os_error(libc::EINVAL)
-    })))
 }
 
 impl Drop for Ring {

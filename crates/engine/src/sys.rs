@@ -82,10 +82,47 @@ pub fn getxattrat(
     Ok(r as usize)
 }
 
+/// Whether the kernel grants the calling thread's effective ids `mode`
+/// (`R_OK`, `W_OK`, `X_OK`, or'ed) on the file `fd` itself:
+/// `faccessat2(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH)` (Linux 5.8).
+/// `fd` may be an `O_PATH` descriptor. Errors are the kernel's: `EACCES`
+/// (or `EROFS` for writing on a read-only file system) when refused.
+pub fn access_fd(fd: BorrowedFd<'_>, mode: i32) -> io::Result<()> {
+    // SAFETY: the path is a static NUL-terminated empty string and the fd is
+    // borrowed, hence open for the call; nothing is written by the kernel.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            mode,
+            libc::AT_EACCESS | libc::AT_EMPTY_PATH,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
+
+    #[test]
+    fn access_fd_answers_for_the_file_of_an_opath_descriptor() {
+        let dir = std::env::temp_dir().join(format!("ringshare-sys-access-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("ro");
+        std::fs::write(&f, b"").unwrap();
+        let fd = rustix::fs::open(&f, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty()).unwrap();
+        assert!(access_fd(fd.as_fd(), libc::R_OK).is_ok());
+        // Nobody may execute a file without x bits, root included.
+        let x = access_fd(fd.as_fd(), libc::X_OK).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(x.raw_os_error(), Some(libc::EACCES));
+    }
 
     #[test]
     fn getxattrat_reads_an_entrys_attribute_and_reports_a_missing_one() {

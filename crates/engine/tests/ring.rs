@@ -214,21 +214,21 @@ fn reads_writes_and_fsyncs_a_temp_file() {
     let data = pattern(300_000);
     let mut buf = b"xx".to_vec();
     buf.extend_from_slice(&data);
-    ring.write_at(&fd, buf, 2..300_002, 10, 1);
+    ring.write_at(&fd, buf, 2..300_002, 10, None, 1);
     let c = wait_for(&mut ring, 1);
     assert_eq!(c.result.unwrap(), 300_000);
 
-    ring.fsync(&fd, 2);
+    ring.fsync(&fd, None, 2);
     assert_eq!(wait_for(&mut ring, 2).result.unwrap(), 0);
 
-    ring.read_at(&fd, b"abc".to_vec(), 300_000, 10, 3);
+    ring.read_at(&fd, b"abc".to_vec(), 300_000, 10, None, 3);
     let c = wait_for(&mut ring, 3);
     assert_eq!(c.result.unwrap(), 300_000);
     let buf = c.buf.unwrap();
     assert_eq!(&buf[..3], b"abc", "read appends after len");
     assert!(buf[3..] == data[..]);
 
-    ring.read_at(&fd, Vec::new(), 4096, 300_010, 4);
+    ring.read_at(&fd, Vec::new(), 4096, 300_010, None, 4);
     assert_eq!(wait_for(&mut ring, 4).result.unwrap(), 0, "end of file");
 
     std::fs::remove_file(&path).unwrap();
@@ -239,7 +239,7 @@ fn write_at_rejects_a_range_outside_the_buffer_and_returns_it() {
     let path = temp_path("badrange");
     let fd: SharedFd = Arc::new(std::fs::File::create(&path).unwrap().into());
     let mut ring = ring();
-    ring.write_at(&fd, vec![1, 2, 3], 1..5, 0, 5);
+    ring.write_at(&fd, vec![1, 2, 3], 1..5, 0, None, 5);
     let c = ring.next_completion().expect("rejected at once");
     assert_eq!(
         c.result.unwrap_err().kind(),
@@ -521,7 +521,7 @@ fn send_file_sends_the_head_then_the_file_range_in_chunks() {
     let len = data.len() - 1000;
     let reader = read_on_thread(peer, head.len() + len);
     let before = ring.stats();
-    ring.send_file(&sock, head.clone(), &file, 1000, len, 7);
+    ring.send_file(&sock, head.clone(), &file, 1000, len, None, 7);
     let c = wait_for(&mut ring, 7);
     assert_eq!(c.result.unwrap(), len);
     assert_eq!(c.buf.as_deref(), Some(&head[..]), "the head comes back");
@@ -589,7 +589,7 @@ fn send_file_whose_head_the_socket_takes_only_in_part_sends_all_of_it_before_the
         }
         got
     });
-    ring.send_file(&sock, head.clone(), &file, 0, data.len(), 12);
+    ring.send_file(&sock, head.clone(), &file, 0, data.len(), None, 12);
     let c = wait_for(&mut ring, 12);
     assert_eq!(c.result.unwrap(), data.len());
     let got = reader.join().unwrap();
@@ -608,7 +608,7 @@ fn send_file_past_the_end_of_the_file_reports_the_short_count() {
     let (sock, peer) = tcp_pair();
     let mut ring = ring();
     let reader = read_on_thread(peer, 4 + 60_000);
-    ring.send_file(&sock, b"head".to_vec(), &file, 40_000, 1 << 20, 8);
+    ring.send_file(&sock, b"head".to_vec(), &file, 40_000, 1 << 20, None, 8);
     let c = wait_for(&mut ring, 8);
     assert_eq!(c.result.unwrap(), 60_000, "only what the file holds");
     let got = reader.join().unwrap();
@@ -616,7 +616,7 @@ fn send_file_past_the_end_of_the_file_reports_the_short_count() {
     // The pipe is empty again and serves the next send_file.
     let (sock2, peer2) = tcp_pair();
     let reader = read_on_thread(peer2, 10);
-    ring.send_file(&sock2, Vec::new(), &file, 0, 10, 9);
+    ring.send_file(&sock2, Vec::new(), &file, 0, 10, None, 9);
     assert_eq!(wait_for(&mut ring, 9).result.unwrap(), 10);
     assert_eq!(reader.join().unwrap(), data[..10]);
     std::fs::remove_file(&path).unwrap();
@@ -629,7 +629,7 @@ fn send_file_to_a_closed_peer_fails_and_a_cancel_ends_a_stalled_one() {
     let mut ring = ring();
     // The peer never reads: the socket fills, the splice blocks, cancel ends it.
     let (sock, peer) = tcp_pair();
-    ring.send_file(&sock, b"h".to_vec(), &file, 0, data.len(), 10);
+    ring.send_file(&sock, b"h".to_vec(), &file, 0, data.len(), None, 10);
     ring.submit_and_wait(0, Some(Duration::from_millis(200)))
         .unwrap();
     assert!(
@@ -645,7 +645,7 @@ fn send_file_to_a_closed_peer_fails_and_a_cancel_ends_a_stalled_one() {
     let (sock, peer) = tcp_pair();
     drop(peer);
     thread::sleep(Duration::from_millis(50));
-    ring.send_file(&sock, b"h".to_vec(), &file, 0, data.len(), 11);
+    ring.send_file(&sock, b"h".to_vec(), &file, 0, data.len(), None, 11);
     assert!(wait_for(&mut ring, 11).result.is_err());
     assert_eq!(ring.in_flight(), 0);
     std::fs::remove_file(&path).unwrap();
@@ -664,7 +664,7 @@ fn splice_moves_socket_bytes_through_a_pipe_into_a_file_at_an_offset() {
     );
     peer.write_all(&data).unwrap();
     // Socket -> pipe: all of it (the kernel may move it in several steps).
-    ring.splice(&sock, None, &pipe.write, None, data.len(), 1);
+    ring.splice(&sock, None, &pipe.write, None, data.len(), None, 1);
     assert_eq!(wait_for(&mut ring, 1).result.unwrap(), data.len());
     // Pipe -> file at 4096.
     let path = temp_path("splice-in");
@@ -678,7 +678,7 @@ fn splice_moves_socket_bytes_through_a_pipe_into_a_file_at_an_offset() {
             .unwrap()
             .into(),
     );
-    ring.splice(&pipe.read, None, &out, Some(4096), data.len(), 2);
+    ring.splice(&pipe.read, None, &out, Some(4096), data.len(), None, 2);
     assert_eq!(wait_for(&mut ring, 2).result.unwrap(), data.len());
     let got = std::fs::read(&path).unwrap();
     assert_eq!(got.len(), 4096 + data.len());
@@ -694,9 +694,9 @@ fn splice_from_a_closed_peer_reports_the_short_count() {
     let pipe = ring.new_splice_pipe().unwrap();
     peer.write_all(b"only this").unwrap();
     drop(peer);
-    ring.splice(&sock, None, &pipe.write, None, 1000, 3);
+    ring.splice(&sock, None, &pipe.write, None, 1000, None, 3);
     assert_eq!(wait_for(&mut ring, 3).result.unwrap(), 9);
-    ring.splice(&pipe.read, None, &sock, Some(1 << 63), 9, 4);
+    ring.splice(&pipe.read, None, &sock, Some(1 << 63), 9, None, 4);
     assert_eq!(
         wait_for(&mut ring, 4).result.unwrap_err().kind(),
         std::io::ErrorKind::InvalidInput,

@@ -31,13 +31,15 @@
 //! Unknown options give a [`ConfigWarning`] and are ignored. A short list of Samba options that
 //! make no sense for ringshare (printing, NetBIOS, passdb backends, log files, VFS modules…) is
 //! accepted silently. Options whose silent omission would weaken security (`hosts allow`,
-//! `invalid users`, `read list`, `include`) stop start-up with a
+//! `include`) stop start-up with a
 //! [`ConfigError`], as does every value ringshare cannot honour.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
+
+use ringshare_core::{InheritOwner, ShareRules};
 
 mod parse;
 
@@ -272,8 +274,17 @@ pub struct ShareConfig {
     pub read_only: bool,
     /// `guest ok` (also `public`); default no.
     pub guest_ok: bool,
-    /// `valid users`; empty means every authenticated user. `@group` entries are kept as written.
-    pub valid_users: Vec<String>,
+    /// The path holds Samba substitutions (`%U`, `%H`…): it is made per user
+    /// at tree connect (and is not checked at start).
+    pub templated: bool,
+    /// Who may connect and as whom files are used: `valid users`, `invalid
+    /// users`, `read list`, `write list`, `admin users`, `force user`,
+    /// `force group`, the create masks and modes, `inherit permissions`,
+    /// `inherit acls`, `inherit owner`, `hide unreadable`.
+    pub rules: ShareRules,
+    /// `vfs objects` holds `acl_xattr`: NT ACLs are kept in Samba's
+    /// `security.NTACL` xattr and checked on top of the kernel's check.
+    pub acl_xattr: bool,
     /// `comment`; default empty.
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
@@ -289,6 +300,9 @@ pub struct Config {
     pub global: Global,
     /// The shares, in file order.
     pub shares: Vec<ShareConfig>,
+    /// The `[homes]` section: a share per user, made from it when a user
+    /// connects to a share named after a Unix account (path default `%H`).
+    pub homes: Option<ShareConfig>,
     /// Things that were ignored; start-up should print them.
     pub warnings: Vec<ConfigWarning>,
     /// The file this came from, if any.
@@ -380,13 +394,16 @@ impl Config {
             shares: vec![ShareConfig {
                 name: share_name_for_dir(&full),
                 path: full,
+                templated: false,
                 read_only: false,
                 guest_ok: false,
-                valid_users: Vec::new(),
+                rules: ShareRules::default(),
+                acl_xattr: false,
                 comment: String::new(),
                 browseable: true,
                 smb_encrypt: None,
             }],
+            homes: None,
             warnings: Vec::new(),
             source: None,
         }

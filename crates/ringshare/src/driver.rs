@@ -32,7 +32,7 @@ use ringshare_core::{
     Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState,
 };
 use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
-use ringshare_vfs::FsError;
+use ringshare_vfs::{FsError, Who};
 
 mod write_pipes;
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
@@ -224,6 +224,8 @@ enum SendItem {
         file: SharedFd,
         offset: u64,
         len: usize,
+        /// Who reads the file (the open's user).
+        who: Option<Who>,
     },
 }
 
@@ -1060,12 +1062,15 @@ impl Worker {
             file,
             offset,
             len,
+            who,
         } = front
         {
             let (head, file, offset, len) = (std::mem::take(head), file.clone(), *offset, *len);
+            let who = who.take();
             c.send_queue.pop_front();
             c.sending_file = Some(len);
-            self.ring.send_file(&fd, head, &file, offset, len, tok);
+            self.ring
+                .send_file(&fd, head, &file, offset, len, who.as_ref(), tok);
             return;
         }
         // A lone in-memory part goes out by itself (no list to build).
@@ -1180,6 +1185,9 @@ impl Worker {
         let tok = (KIND_IO << 56) | (id & 0x00FF_FFFF_FFFF_FFFF);
         let mut held_len = 0;
         let mut piped = None;
+        // Every file operation runs as the open's user (its io_uring
+        // personality), inline or in an io_uring worker.
+        let who = req.node.who().cloned();
         let kind = match req.op {
             IoOp::Read {
                 offset,
@@ -1188,7 +1196,7 @@ impl Worker {
             } => {
                 let mut buf = read_buf(&mut self.pool, &mut c.conn, headroom + len);
                 buf.resize(headroom, 0);
-                self.ring.read_at(&fd, buf, len, offset, tok);
+                self.ring.read_at(&fd, buf, len, offset, who.as_ref(), tok);
                 if len >= POOL_BUF_MIN {
                     c.reads_in_flight += 1;
                     c.read_bytes_in_flight += len;
@@ -1202,7 +1210,8 @@ impl Worker {
                 start,
                 end,
             } => {
-                self.ring.write_at(&fd, buf, start..end, offset, tok);
+                self.ring
+                    .write_at(&fd, buf, start..end, offset, who.as_ref(), tok);
                 IoKind::Write
             }
             IoOp::WriteReceived { offset, len } => {
@@ -1214,14 +1223,22 @@ impl Worker {
                     len,
                     next: 0,
                     written: 0,
+                    who,
                 };
-                self.ring
-                    .splice(&w.pipes[0].read, None, &fd, Some(offset), w.piece(0), tok);
+                self.ring.splice(
+                    &w.pipes[0].read,
+                    None,
+                    &fd,
+                    Some(offset),
+                    w.piece(0),
+                    w.who.as_ref(),
+                    tok,
+                );
                 piped = Some(w);
                 IoKind::Write
             }
             IoOp::Sync => {
-                self.ring.fsync(&fd, tok);
+                self.ring.fsync(&fd, who.as_ref(), tok);
                 IoKind::Sync
             }
         };
@@ -1251,9 +1268,16 @@ impl Worker {
                 if w.next < w.pipes.len() {
                     let (i, at) = (w.next, w.offset + w.written as u64);
                     let (read, file) = (w.pipes[i].read.clone(), w.file.clone());
-                    let piece = w.piece(i);
-                    self.ring
-                        .splice(&read, None, &file, Some(at), piece, comp.user_data);
+                    let (piece, who) = (w.piece(i), w.who.clone());
+                    self.ring.splice(
+                        &read,
+                        None,
+                        &file,
+                        Some(at),
+                        piece,
+                        who.as_ref(),
+                        comp.user_data,
+                    );
                     self.ios.insert(comp.user_data, p);
                     return;
                 }
@@ -1435,6 +1459,7 @@ fn file_item(sf: SendFile) -> SendItem {
             file,
             offset: sf.offset,
             len: sf.len,
+            who: sf.node.who().cloned(),
         },
         None => SendItem::Bytes(sf.to_bytes()),
     }

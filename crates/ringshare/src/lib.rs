@@ -2,6 +2,7 @@
 //! kept out of `main.rs` so that they can be tested.
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod bench;
 pub mod cli;
 pub mod config;

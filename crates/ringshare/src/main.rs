@@ -94,7 +94,9 @@ fn main() -> ExitCode {
                         );
                         return ExitCode::from(2);
                     };
-                    users::add_user(&file, name, source, &mut out)
+                    // A server run as root acts as each user's Unix account.
+                    let needs_account = rustix::process::geteuid().is_root();
+                    users::add_user(&file, name, source, needs_account, &mut out)
                 }
                 UserCommand::Del { name, .. } => users::del_user(&file, name, &mut out),
                 UserCommand::List { .. } => users::list_users(&file, &mut out),

@@ -9,13 +9,18 @@ use std::time::Instant;
 
 use ringshare_auth::smbpasswd::SmbPasswd;
 use ringshare_core::{
-    EncryptPolicy, IoSizes, ServerConfig, ServerState, ShareDef, SigningPolicy as CorePolicy,
+    Accounts, EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef,
+    ShareTemplate, SigningPolicy as CorePolicy,
 };
 use ringshare_engine::{net, probe, runtime};
 use ringshare_vfs::posix::PosixShare;
+use ringshare_vfs::{
+    FileAttr, FsError, FsResult, FsStat, OpenOptions, Opened, RelPath, Share, Who,
+};
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
 
-use crate::config::{Config, MapToGuest, SigningPolicy};
+use crate::accounts::NssAccounts;
+use crate::config::{Config, MapToGuest, ShareConfig, SigningPolicy};
 use crate::driver::{self, Shared};
 use crate::users;
 
@@ -43,6 +48,76 @@ fn core_encrypt(p: crate::config::EncryptPolicy) -> EncryptPolicy {
     }
 }
 
+/// The backend of a share: its directory, refusing every change when the
+/// share is read-only for everyone (a `write list` can make it writable for
+/// some: the core then decides per tree).
+fn open_backend(path: &std::path::Path, s: &ShareConfig) -> std::io::Result<Arc<dyn Share>> {
+    let read_only = s.read_only && s.rules.write_list.is_empty();
+    Ok(Arc::new(PosixShare::new(path)?.with_read_only(read_only)))
+}
+
+/// The core's view of one share section.
+fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
+    let (backend, template): (Arc<dyn Share>, _) = if s.templated {
+        let sc = s.clone();
+        let open: Arc<OpenShare> =
+            Arc::new(move |path: &str| open_backend(std::path::Path::new(path), &sc));
+        let template = ShareTemplate {
+            path: s.path.to_string_lossy().into_owned(),
+            open,
+        };
+        (Arc::new(Unconnected), Some(Arc::new(template)))
+    } else {
+        let backend = open_backend(&s.path, s).map_err(|e| {
+            err(format!(
+                "share [{}]: cannot open {}: {e}",
+                s.name,
+                s.path.display()
+            ))
+        })?;
+        (backend, None)
+    };
+    Ok(ShareDef {
+        name: s.name.clone(),
+        comment: s.comment.clone(),
+        backend,
+        read_only: s.read_only,
+        guest_ok: s.guest_ok,
+        encrypt: core_encrypt(s.smb_encrypt.unwrap_or(cfg.global.smb_encrypt)),
+        rules: s.rules.clone(),
+        template,
+    })
+}
+
+/// The backend of a share made per user before a tree connect made it: it
+/// refuses everything (the core never uses it).
+#[derive(Debug)]
+struct Unconnected;
+
+impl Share for Unconnected {
+    fn open(&self, _: &Who, _: &RelPath, _: &OpenOptions) -> FsResult<Opened> {
+        Err(FsError::AccessDenied)
+    }
+    fn stat(&self, _: &Who, _: &RelPath) -> FsResult<FileAttr> {
+        Err(FsError::AccessDenied)
+    }
+    fn unlink(&self, _: &Who, _: &RelPath) -> FsResult<()> {
+        Err(FsError::AccessDenied)
+    }
+    fn rmdir(&self, _: &Who, _: &RelPath) -> FsResult<()> {
+        Err(FsError::AccessDenied)
+    }
+    fn rename(&self, _: &Who, _: &RelPath, _: &RelPath, _: bool) -> FsResult<()> {
+        Err(FsError::AccessDenied)
+    }
+    fn statfs(&self) -> FsResult<FsStat> {
+        Err(FsError::AccessDenied)
+    }
+    fn find_name_case_insensitive(&self, _: &Who, _: &RelPath, _: &str) -> FsResult<String> {
+        Err(FsError::AccessDenied)
+    }
+}
+
 /// Turn the parsed configuration into the core's view of it.
 pub fn server_config(
     cfg: &Config,
@@ -51,25 +126,12 @@ pub fn server_config(
 ) -> Result<ServerConfig, ServeError> {
     let mut shares = Vec::new();
     for s in &cfg.shares {
-        let backend = PosixShare::new(&s.path)
-            .map_err(|e| {
-                err(format!(
-                    "share [{}]: cannot open {}: {e}",
-                    s.name,
-                    s.path.display()
-                ))
-            })?
-            .with_read_only(s.read_only);
-        shares.push(Arc::new(ShareDef {
-            name: s.name.clone(),
-            comment: s.comment.clone(),
-            backend: Arc::new(backend),
-            read_only: s.read_only,
-            guest_ok: s.guest_ok,
-            valid_users: s.valid_users.clone(),
-            encrypt: core_encrypt(s.smb_encrypt.unwrap_or(cfg.global.smb_encrypt)),
-        }));
+        shares.push(Arc::new(share_def(cfg, s)?));
     }
+    let homes = match &cfg.homes {
+        Some(h) => Some(Arc::new(share_def(cfg, h)?)),
+        None => None,
+    };
     let g = &cfg.global;
     let signing = match g.server_signing {
         SigningPolicy::Default | SigningPolicy::Auto => CorePolicy::IfRequired,
@@ -93,6 +155,8 @@ pub fn server_config(
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
         multi_channel: g.multi_channel,
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
+        guest_account: g.guest_account.clone(),
+        homes,
     })
 }
 
@@ -208,6 +272,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     }
     let users = SmbPasswd::load(&passwd_file)
         .map_err(|e| err(format!("{}: {e}", passwd_file.display())))?;
+    let accounts = identity_mode(&cfg, out)?;
     let user_names: Vec<String> = users.entries().iter().map(|e| e.name.clone()).collect();
     let mut guid = [0u8; 16];
     getrandom::fill(&mut guid).map_err(|e| err(format!("random source: {e}")))?;
@@ -216,7 +281,11 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let start_ft = (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000;
-    let server = ServerState::new(server_config(&cfg, guid, start_ft)?, Arc::new(users));
+    let server = ServerState::with_accounts(
+        server_config(&cfg, guid, start_ft)?,
+        Arc::new(users),
+        accounts,
+    );
     let listen = listen_addrs(&cfg)?;
     let listeners = bind_all(&listen)?;
     server.set_interfaces(advertised_interfaces(&listen));
@@ -289,6 +358,45 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     result.map_err(|e| err(format!("I/O thread failed: {e}")))?;
     let _ = writeln!(out, "ringshare: stopped");
     Ok(())
+}
+
+/// Who users act as, decided at start and said once: as root, each their own
+/// Unix account (the zero-configuration `serve DIR`: a user without one acts
+/// as the owner of DIR); otherwise everyone as the account the server runs as.
+/// The server creates files with exactly the modes the share's masks give
+/// (umask 0, as Samba).
+fn identity_mode(cfg: &Config, out: &mut dyn Write) -> Result<Arc<dyn Accounts>, ServeError> {
+    rustix::process::umask(rustix::fs::Mode::empty());
+    let me = rustix::process::geteuid();
+    if !me.is_root() {
+        let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(me.as_raw()))
+            .ok()
+            .flatten()
+            .map_or_else(|| me.as_raw().to_string(), |u| u.name);
+        let _ = writeln!(
+            out,
+            "ringshare: running as {name} (uid {}), not root: every user acts as {name}; \
+             run as root to have each user act as their own Unix account",
+            me.as_raw()
+        );
+        tracing::warn!("not running as root: every user acts as {name}");
+        return Ok(Arc::new(NssAccounts::process()));
+    }
+    ringshare_vfs::creds::enable().map_err(|e| err(format!("cannot act as users: {e}")))?;
+    match (cfg.source.is_none(), cfg.shares.first()) {
+        (true, Some(share)) => {
+            let a = NssAccounts::owner_of(&share.path)
+                .map_err(|e| err(format!("{}: {e}", share.path.display())))?;
+            let _ = writeln!(
+                out,
+                "ringshare: each user acts as their own Unix account; one without (such as the \
+                 first user) acts as the owner of {}",
+                share.path.display()
+            );
+            Ok(Arc::new(a))
+        }
+        _ => Ok(Arc::new(NssAccounts::users())),
+    }
 }
 
 fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {

@@ -1,10 +1,12 @@
 //! `ringshare user add|del|list`, and the first user `serve` creates on an empty user file.
 //!
-//! Users live in an smbpasswd file ([`SmbPasswd`]). Each entry carries a Unix uid: the uid of
+//! Users live in an smbpasswd file ([`SmbPasswd`]). A server run as root acts as each user's
+//! Unix account (resolved through NSS at logon; see `accounts`), so as root `user add` needs the
+//! account to exist, as Samba's `smbpasswd -a` does. Each entry carries a Unix uid: the uid of
 //! the Unix account with the same name when `/etc/passwd` has one, otherwise the uid the entry
 //! already had, otherwise the lowest uid from [`UNMAPPED_UID_MIN`] (20000) upward that neither
-//! `/etc/passwd` nor the smbpasswd file uses. ringshare serves files as the user it runs as; the
-//! uid is recorded for the day it maps users to owners, and so that it stays stable.
+//! `/etc/passwd` nor the smbpasswd file uses (users of a server not run as root, and the first
+//! user `serve DIR` makes). The server goes by the account, not by this column.
 //!
 //! Every function takes its output stream (and its password input) as a parameter, so the
 //! commands are tested with in-memory buffers.
@@ -67,6 +69,9 @@ pub enum UserError {
     NotATerminal,
     /// `user del` of a user that is not in the file.
     NoSuchUser(String),
+    /// `user add` as root of a name without a Unix account: a server run as
+    /// root acts as each user's account, so it needs one (as Samba does).
+    NoUnixAccount(String),
     /// The smbpasswd file could not be read or parsed.
     Load {
         /// The file.
@@ -105,6 +110,12 @@ impl fmt::Display for UserError {
                  use --password-stdin and give the password twice, on two lines",
             ),
             UserError::NoSuchUser(name) => write!(f, "no user named {name:?}"),
+            UserError::NoUnixAccount(name) => write!(
+                f,
+                "{name:?} has no Unix account: each user acts as their own Unix account \
+                 (as with Samba); create it first, for example with \
+                 `useradd -M -s /usr/sbin/nologin {name}`, then run this again"
+            ),
             UserError::Load { path, error } => write!(f, "{}: {error}", path.display()),
             UserError::Io { context, error } => write!(f, "{context}: {error}"),
         }
@@ -146,13 +157,19 @@ pub fn validate_name(name: &str) -> Result<(), UserError> {
 }
 
 /// `ringshare user add NAME`: adds the user, or changes the password of an existing one.
+/// `needs_account`: the name must have a Unix account (the server runs as root and acts as
+/// each user's account), as Samba's `smbpasswd -a` requires.
 pub fn add_user(
     file: &Path,
     name: &str,
     password_source: PasswordSource<'_>,
+    needs_account: bool,
     out: &mut dyn Write,
 ) -> Result<(), UserError> {
     validate_name(name)?;
+    if needs_account && !crate::accounts::has_account(name) {
+        return Err(UserError::NoUnixAccount(name.to_string()));
+    }
     // Read the file first so that a broken file is reported before the password is asked for.
     let mut db = load(file)?;
     let password = match password_source {

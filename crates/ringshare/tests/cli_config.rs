@@ -123,7 +123,7 @@ fn parses_a_realistic_samba_file_to_the_right_values() {
     assert!(!d.read_only);
     assert!(!d.guest_ok);
     assert!(d.browseable);
-    assert_eq!(d.valid_users, ["alice", "bob"]);
+    assert_eq!(d.rules.valid_users, ["alice", "bob"]);
     let p = &cfg.shares[1];
     assert_eq!(p.name, "Public");
     assert_eq!(
@@ -200,7 +200,7 @@ fn continuation_lines_join_and_errors_point_at_their_first_line() {
         "[d]\npath = d\nvalid users = alice, \\\n      bob \\\n      carol\ncomment = x\n",
     )
     .unwrap();
-    assert_eq!(cfg.shares[0].valid_users, ["alice", "bob", "carol"]);
+    assert_eq!(cfg.shares[0].rules.valid_users, ["alice", "bob", "carol"]);
     assert_eq!(cfg.shares[0].comment, "x");
 
     let (line, msg) = error_of(&dir, "[d]\npath = d\nread only = \\\n  perhaps\n");
@@ -255,17 +255,54 @@ fn global_option_in_a_share_and_repeated_keys_warn() {
 }
 
 #[test]
-fn homes_and_printers_sections_are_skipped_with_a_warning() {
+fn homes_is_a_share_per_user_and_printers_sections_are_skipped_with_a_warning() {
     let dir = TempDir::new();
     dir.mkdir("d");
     let cfg = parse(
         &dir,
-        "[homes]\nbrowseable = no\nwhatever = 1\n[printers]\npath = /nope\n[d]\npath = d\n",
+        "[homes]\nbrowseable = no\nwhatever = 1\nvalid users = %S\n[printers]\npath = /nope\n\
+         [d]\npath = d\n",
     )
     .unwrap();
     assert_eq!(cfg.shares.len(), 1);
+    let homes = cfg.homes.expect("[homes] is kept");
+    assert_eq!(homes.path, Path::new("%H"));
+    assert!(homes.templated && !homes.browseable);
+    assert_eq!(homes.rules.valid_users, ["%S"]);
     let lines: Vec<usize> = cfg.warnings.iter().map(|w| w.line).collect();
-    assert_eq!(lines, [1, 4]);
+    assert_eq!(lines, [3, 5]);
+}
+
+#[test]
+fn share_rules_are_read_with_samba_names_and_global_defaults() {
+    let dir = TempDir::new();
+    dir.mkdir("d");
+    let cfg = parse(
+        &dir,
+        "[global]\ncreate mask = 0700\nhide unreadable = yes\n\
+         [d]\npath = d\nforce user = svc\nforce group = +staff\ninvalid users = bob @guests\n\
+         read list = carol\nwrite list = @editors\nadmin users = root\ndirectory mode = 2770\n\
+         force create mode = 0060\nforce directory mode = 0\ninherit permissions = yes\n\
+         inherit acls = yes\ninherit owner = unix only\nvfs objects = acl_xattr\n\
+         [u]\npath = /srv/%U\n",
+    )
+    .unwrap();
+    let r = &cfg.shares[0].rules;
+    assert_eq!(r.force_user.as_deref(), Some("svc"));
+    assert_eq!(r.force_group.as_deref(), Some("+staff"));
+    assert_eq!(r.invalid_users, ["bob", "@guests"]);
+    assert_eq!(r.read_list, ["carol"]);
+    assert_eq!(r.write_list, ["@editors"]);
+    assert_eq!(r.admin_users, ["root"]);
+    assert_eq!((r.create_mask, r.directory_mask), (0o700, 0o2770));
+    assert_eq!((r.force_create_mode, r.force_directory_mode), (0o060, 0));
+    assert!(r.inherit_permissions && r.inherit_acls && r.hide_unreadable);
+    assert_eq!(r.inherit_owner, ringshare_core::InheritOwner::UnixOnly);
+    assert!(cfg.shares[0].acl_xattr);
+    let u = &cfg.shares[1];
+    assert!(u.templated && !u.acl_xattr);
+    assert_eq!(u.path, Path::new("/srv/%U"));
+    assert_eq!(u.rules.create_mask, 0o700, "from [global]");
 }
 
 #[test]
@@ -306,7 +343,8 @@ fn each_bad_value_is_refused_at_its_line() {
         ),
         ("[global]\n\n[d]\ncomment = no path\n", 3, "has no 'path'"),
         ("[d]\npath = missing\n", 2, "does not exist"),
-        ("[d]\npath = /home/%U\n", 2, "macros"),
+        ("[d]\npath = d\ncreate mask = 0999\n", 3, "octal mode"),
+        ("[d]\npath = d\ninherit owner = maybe\n", 3, "unix only"),
         ("[d]\npath = file\n", 2, "not a directory"),
         (
             "[d]\npath = d\n[D]\npath = d\n",
@@ -335,7 +373,6 @@ fn each_bad_value_is_refused_at_its_line() {
         ),
         ("[global]\nsecurity = ads\n", 2, "security = user"),
         ("[global]\nhosts allow = 10.0.0.0/8\n", 2, "firewall"),
-        ("[d]\npath = d\ninvalid users = root\n", 3, "valid users"),
         ("[global]\ninclude = /etc/samba/other.conf\n", 2, "one file"),
         (
             "[global]\nserver smb encrypt = sometimes\n",

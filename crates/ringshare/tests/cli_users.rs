@@ -41,7 +41,7 @@ fn add(file: &Path, name: &str, input: &str) -> Result<String, UserError> {
     let mut reader: &[u8] = input.as_bytes();
     let reader: &mut dyn BufRead = &mut reader;
     let mut out = Vec::new();
-    add_user(file, name, PasswordSource::Stdin(reader), &mut out)?;
+    add_user(file, name, PasswordSource::Stdin(reader), false, &mut out)?;
     Ok(String::from_utf8(out).unwrap())
 }
 
@@ -159,9 +159,41 @@ fn add_without_password_stdin_and_without_a_terminal_is_refused() {
     }
     let dir = TempDir::new();
     let mut out = Vec::new();
-    let e = add_user(&dir.file(), "zed", PasswordSource::Prompt, &mut out).unwrap_err();
+    let e = add_user(&dir.file(), "zed", PasswordSource::Prompt, false, &mut out).unwrap_err();
     assert!(matches!(e, UserError::NotATerminal));
     assert!(e.to_string().contains("--password-stdin"));
+}
+
+#[test]
+fn add_of_a_name_without_a_unix_account_is_refused_where_accounts_are_needed_and_says_how() {
+    let dir = TempDir::new();
+    let mut out = Vec::new();
+    let mut input = "Pw-1\nPw-1\n".as_bytes();
+    let name = "ringshare-no-such-account";
+    let e = add_user(
+        &dir.file(),
+        name,
+        PasswordSource::Stdin(&mut input),
+        true,
+        &mut out,
+    )
+    .unwrap_err();
+    assert!(matches!(e, UserError::NoUnixAccount(ref n) if n == name));
+    assert!(e
+        .to_string()
+        .contains(&format!("useradd -M -s /usr/sbin/nologin {name}")));
+    assert!(!dir.file().exists(), "nothing written");
+    // root has an account, so the same call goes through for it.
+    let mut input = "Pw-1\nPw-1\n".as_bytes();
+    add_user(
+        &dir.file(),
+        "root",
+        PasswordSource::Stdin(&mut input),
+        true,
+        &mut out,
+    )
+    .unwrap();
+    assert!(list(&dir.file()).starts_with("root\t0"));
 }
 
 #[test]

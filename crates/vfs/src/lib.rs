@@ -12,10 +12,30 @@
 //! Paths are given as a [`RelPath`]: already-validated components (no empty
 //! component, no `.` or `..`, no `/` or NUL inside a component). The backend
 //! does not know SMB; status mapping lives in the core.
+//!
+//! **Who**: every operation runs as someone. [`Share`] methods take the
+//! credentials to act as ([`Who`]); a [`Node`] keeps those it was opened
+//! with and runs every operation on it as them. The POSIX backend switches
+//! the calling thread to them ([`ringshare_engine::creds`]) so the kernel
+//! decides every access; its own metadata (DOS attributes it may write for a
+//! user the file grants it to, the NT ACL xattr) is written as the server.
 #![forbid(unsafe_code)]
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
+pub use ringshare_engine::creds::{self, Creds};
+
+/// The credentials an operation runs as (shared: sessions of one user hold
+/// one `Arc`, see [`ringshare_engine::creds::intern`]).
+pub type Who = Arc<Creds>;
+
+/// The server process's own credentials, shared
+/// ([`ringshare_engine::creds::server`]).
+pub fn server_who() -> Who {
+    ringshare_engine::creds::server()
+}
 
 pub mod memory;
 pub mod posix;
@@ -234,6 +254,11 @@ pub struct OpenOptions {
     pub non_directory: bool,
     /// Permission bits for a new file or directory.
     pub create_mode: u32,
+    /// An existing file the kernel refuses to open with `read`/`write` is
+    /// opened with less (read only, write only, or for its metadata only)
+    /// instead of failing; [`Opened::read`] and [`Opened::write`] say what
+    /// was had. For MAXIMUM_ALLOWED opens.
+    pub best_effort: bool,
 }
 
 impl OpenOptions {
@@ -245,6 +270,7 @@ impl OpenOptions {
             directory: false,
             non_directory: false,
             create_mode: 0o644,
+            best_effort: false,
         }
     }
 }
@@ -261,6 +287,11 @@ pub struct Opened {
     /// POSIX backend stats every descriptor it opens): saves the caller a
     /// [`Node::stat_without_dos`].
     pub attr: Option<FileAttr>,
+    /// The node may read the file's data (list a directory), as the kernel
+    /// granted when it opened it.
+    pub read: bool,
+    /// The node may write the file's data.
+    pub write: bool,
 }
 
 impl fmt::Debug for Opened {
@@ -301,29 +332,70 @@ pub struct SetTimes {
     pub btime: Option<UnixNanos>,
 }
 
-/// A shared directory tree.
+/// A shared directory tree. Every method runs as `who`.
 pub trait Share: Send + Sync + fmt::Debug {
-    /// Open (and maybe create) a file or directory.
-    fn open(&self, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened>;
+    /// Open (and maybe create) a file or directory; the node keeps `who`.
+    fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened>;
     /// Metadata of a path without opening it for I/O (does not follow a final symlink
     /// out of the share: a symlink is reported as `FileKind::Symlink`).
-    fn stat(&self, path: &RelPath) -> FsResult<FileAttr>;
+    fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr>;
     /// Remove a file (not a directory).
-    fn unlink(&self, path: &RelPath) -> FsResult<()>;
+    fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()>;
     /// Remove an empty directory.
-    fn rmdir(&self, path: &RelPath) -> FsResult<()>;
+    fn rmdir(&self, who: &Who, path: &RelPath) -> FsResult<()>;
     /// Rename; fails with `Exists` when `to` exists and `replace` is false.
-    fn rename(&self, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()>;
+    fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()>;
     /// Filesystem figures.
     fn statfs(&self) -> FsResult<FsStat>;
     /// Look up `name` in directory `dir` case-insensitively and return the name as stored,
     /// or `NotFound`. Used when an exact lookup misses.
-    fn find_name_case_insensitive(&self, dir: &RelPath, name: &str) -> FsResult<String>;
+    fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String>;
+    /// Whether `who` may remove the entry `path` (not the root): the kernel's
+    /// rule for unlink, asked ahead of doing it (write and search permission on
+    /// the parent, and with the parent's sticky bit, owning the entry or the
+    /// parent). The removal itself is decided again by the kernel. The
+    /// default says yes.
+    fn may_delete(&self, who: &Who, path: &RelPath) -> FsResult<bool> {
+        let _ = (who, path);
+        Ok(true)
+    }
+}
+
+/// What the kernel lets a node's user do with it, asked with
+/// `faccessat2(AT_EACCESS)` under the user's credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Access {
+    pub read: bool,
+    pub write: bool,
+    pub execute: bool,
+    /// The user owns the file (or acts as root): may change its mode, ACL and times.
+    pub owner: bool,
+}
+
+impl Access {
+    /// Everything (backends that do not check).
+    pub const ALL: Access = Access {
+        read: true,
+        write: true,
+        execute: true,
+        owner: true,
+    };
 }
 
 /// An open file or directory.
 pub trait Node: Send + Sync + fmt::Debug {
     fn stat(&self) -> FsResult<FileAttr>;
+    /// The credentials the node was opened with and runs as (`None`: the
+    /// backend does not act as anyone, like the in-memory one): the driver
+    /// gives its io_uring operations the same.
+    fn who(&self) -> Option<&Who> {
+        None
+    }
+    /// What the kernel lets the node's user do with the file. The default
+    /// allows everything.
+    fn access(&self) -> FsResult<Access> {
+        Ok(Access::ALL)
+    }
     /// [`Node::stat`] without the DOS attributes (`dos_attributes` is
     /// `None`), for answers that do not carry them: the POSIX backend skips
     /// one xattr read.
@@ -384,6 +456,14 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// once it is gone. A listing describes each entry with it when it
     /// returns the entry.
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr>;
+
+    /// Whether the node's user may read entry `name` of this directory (its
+    /// data, or for a directory its listing), as the kernel says; for
+    /// `hide unreadable`. The default says yes.
+    fn may_read_entry(&self, name: &str) -> FsResult<bool> {
+        let _ = name;
+        Ok(true)
+    }
 
     /// All entries of this directory, excluding `.` and `..`, sorted by name,
     /// each described by [`Node::stat_entry`] (one removed meanwhile is left

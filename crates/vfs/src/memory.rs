@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{
     check_ea, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions, Opened,
-    RelPath, SetTimes, Share, UnixNanos,
+    RelPath, SetTimes, Share, UnixNanos, Who,
 };
 
 /// Capacity of a share made with [`MemShare::new`]: 1 GiB of file data.
@@ -71,6 +71,7 @@ struct Inode {
     children: BTreeMap<String, u64>,
     mode: u32,
     uid: u32,
+    gid: u32,
     atime: UnixNanos,
     mtime: UnixNanos,
     ctime: UnixNanos,
@@ -172,6 +173,7 @@ impl State {
                 children: BTreeMap::new(),
                 mode: mode & 0o7777,
                 uid: 0,
+                gid: 0,
                 atime: now,
                 mtime: now,
                 ctime: now,
@@ -258,7 +260,7 @@ impl State {
             alloc_size: size.max(i.allocation).div_ceil(BLOCK_SIZE) * BLOCK_SIZE,
             mode: i.mode,
             uid: i.uid,
-            gid: 0,
+            gid: i.gid,
             nlink,
             ino,
             dev: MEM_DEV,
@@ -412,7 +414,9 @@ impl MemShare {
 }
 
 impl Share for MemShare {
-    fn open(&self, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+    /// Files and directories made here belong to `who` (no permission is
+    /// checked: the in-memory share serves tests of the protocol).
+    fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Open, &[path])?;
         let truncates = matches!(opts.mode, OpenMode::Truncate | OpenMode::TruncateOrCreate);
@@ -450,11 +454,14 @@ impl Share for MemShare {
                     truncated = true;
                 }
                 let node = self.make_node(&mut st, ino, path, opts.read, opts.write)?;
+                let dir = kind == FileKind::Directory;
                 Ok(Opened {
                     node: Box::new(node),
                     created: false,
                     truncated,
                     attr: None,
+                    read: dir || opts.read,
+                    write: !dir && opts.write,
                 })
             }
             Err(FsError::NotFound) if creates => {
@@ -470,28 +477,33 @@ impl Share for MemShare {
                     FileKind::File
                 };
                 let ino = st.new_inode(kind, opts.create_mode);
+                let i = st.inode_mut(ino)?;
+                (i.uid, i.gid) = (who.uid(), who.gid());
                 st.inode_mut(dir)?.children.insert(name, ino);
                 st.touch_dir(dir);
                 let node = self.make_node(&mut st, ino, path, opts.read, opts.write)?;
+                let dir = kind == FileKind::Directory;
                 Ok(Opened {
                     node: Box::new(node),
                     created: true,
                     truncated: false,
                     attr: None,
+                    read: dir || opts.read,
+                    write: !dir && opts.write,
                 })
             }
             Err(e) => Err(e),
         }
     }
 
-    fn stat(&self, path: &RelPath) -> FsResult<FileAttr> {
+    fn stat(&self, _who: &Who, path: &RelPath) -> FsResult<FileAttr> {
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Stat, &[path])?;
         let ino = st.lookup(path)?;
         st.attr(ino)
     }
 
-    fn unlink(&self, path: &RelPath) -> FsResult<()> {
+    fn unlink(&self, _who: &Who, path: &RelPath) -> FsResult<()> {
         self.check_writable()?;
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Unlink, &[path])?;
@@ -509,7 +521,7 @@ impl Share for MemShare {
         Ok(())
     }
 
-    fn rmdir(&self, path: &RelPath) -> FsResult<()> {
+    fn rmdir(&self, _who: &Who, path: &RelPath) -> FsResult<()> {
         self.check_writable()?;
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Unlink, &[path])?;
@@ -531,7 +543,7 @@ impl Share for MemShare {
         Ok(())
     }
 
-    fn rename(&self, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
+    fn rename(&self, _who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
         self.check_writable()?;
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Rename, &[from, to])?;
@@ -590,7 +602,12 @@ impl Share for MemShare {
         })
     }
 
-    fn find_name_case_insensitive(&self, dir: &RelPath, name: &str) -> FsResult<String> {
+    fn find_name_case_insensitive(
+        &self,
+        _who: &Who,
+        dir: &RelPath,
+        name: &str,
+    ) -> FsResult<String> {
         let st = lock(&self.state);
         let d = st.lookup_dir(dir)?;
         let children = &st.inode(d)?.children;

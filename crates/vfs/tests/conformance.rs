@@ -61,14 +61,23 @@ fn missing_parent_is_path_not_found_not_not_found(share: &dyn Share, _: &Caps) {
         FsError::PathNotFound
     );
     assert_eq!(
-        share.stat(&p("no/file")).unwrap_err(),
+        share
+            .stat(&ringshare_vfs::server_who(), &p("no/file"))
+            .unwrap_err(),
         FsError::PathNotFound
     );
     assert_eq!(
-        share.stat(&p("plain/child")).unwrap_err(),
+        share
+            .stat(&ringshare_vfs::server_who(), &p("plain/child"))
+            .unwrap_err(),
         FsError::PathNotFound
     );
-    assert_eq!(share.stat(&p("nope")).unwrap_err(), FsError::NotFound);
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("nope"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
 }
 
 fn create_new_creates_once_then_fails_with_exists(share: &dyn Share, _: &Caps) {
@@ -146,7 +155,10 @@ fn directory_create_modes_make_directories(share: &dyn Share, _: &Caps) {
     assert!(o.node.read_dir().unwrap().is_empty());
     mkdir(share, "a/nested");
     assert_eq!(
-        share.stat(&p("a/nested")).unwrap().kind,
+        share
+            .stat(&ringshare_vfs::server_who(), &p("a/nested"))
+            .unwrap()
+            .kind,
         FileKind::Directory
     );
 }
@@ -243,7 +255,10 @@ fn root_opens_as_a_directory_and_cannot_be_created_or_truncated(share: &dyn Shar
         open_err(share, "", file_opts(OpenMode::Truncate)),
         FsError::IsADirectory
     );
-    assert!(share.stat(&p("")).unwrap().is_dir());
+    assert!(share
+        .stat(&ringshare_vfs::server_who(), &p(""))
+        .unwrap()
+        .is_dir());
 }
 
 // ---- data ----
@@ -272,7 +287,13 @@ fn set_len_extends_with_zeros_and_shrinks(share: &dyn Share, _: &Caps) {
     assert_eq!(read_all(n.as_ref()), b"abc");
     n.set_len(5).unwrap();
     assert_eq!(read_all(n.as_ref()), b"abc\0\0");
-    assert_eq!(share.stat(&p("f")).unwrap().size, 5);
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap()
+            .size,
+        5
+    );
     n.set_allocation(1 << 16).unwrap();
     assert_eq!(
         n.stat().unwrap().size,
@@ -304,8 +325,13 @@ fn access_mode_of_the_open_is_enforced(share: &dyn Share, _: &Caps) {
 
 fn unlinked_open_file_stays_readable(share: &dyn Share, _: &Caps) {
     let n = write_file(share, "f", b"still here");
-    share.unlink(&p("f")).unwrap();
-    assert_eq!(share.stat(&p("f")).unwrap_err(), FsError::NotFound);
+    share.unlink(&ringshare_vfs::server_who(), &p("f")).unwrap();
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
     assert_eq!(read_all(n.as_ref()), b"still here");
 }
 
@@ -314,62 +340,128 @@ fn unlinked_open_file_stays_readable(share: &dyn Share, _: &Caps) {
 fn unlink_removes_files_only(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "f", b"x"));
     mkdir(share, "d");
-    share.unlink(&p("f")).unwrap();
-    assert_eq!(share.stat(&p("f")).unwrap_err(), FsError::NotFound);
-    assert_eq!(share.unlink(&p("f")).unwrap_err(), FsError::NotFound);
-    assert_eq!(share.unlink(&p("d")).unwrap_err(), FsError::IsADirectory);
-    assert_eq!(share.unlink(&p("no/f")).unwrap_err(), FsError::PathNotFound);
+    share.unlink(&ringshare_vfs::server_who(), &p("f")).unwrap();
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
+    assert_eq!(
+        share
+            .unlink(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
+    assert_eq!(
+        share
+            .unlink(&ringshare_vfs::server_who(), &p("d"))
+            .unwrap_err(),
+        FsError::IsADirectory
+    );
+    assert_eq!(
+        share
+            .unlink(&ringshare_vfs::server_who(), &p("no/f"))
+            .unwrap_err(),
+        FsError::PathNotFound
+    );
 }
 
 fn rmdir_removes_only_empty_directories(share: &dyn Share, _: &Caps) {
     mkdir(share, "d");
     drop(write_file(share, "d/f", b"x"));
-    assert_eq!(share.rmdir(&p("d")).unwrap_err(), FsError::NotEmpty);
-    assert_eq!(share.rmdir(&p("d/f")).unwrap_err(), FsError::NotADirectory);
-    assert_eq!(share.rmdir(&p("gone")).unwrap_err(), FsError::NotFound);
     assert_eq!(
-        share.rmdir(&p("no/gone")).unwrap_err(),
+        share
+            .rmdir(&ringshare_vfs::server_who(), &p("d"))
+            .unwrap_err(),
+        FsError::NotEmpty
+    );
+    assert_eq!(
+        share
+            .rmdir(&ringshare_vfs::server_who(), &p("d/f"))
+            .unwrap_err(),
+        FsError::NotADirectory
+    );
+    assert_eq!(
+        share
+            .rmdir(&ringshare_vfs::server_who(), &p("gone"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
+    assert_eq!(
+        share
+            .rmdir(&ringshare_vfs::server_who(), &p("no/gone"))
+            .unwrap_err(),
         FsError::PathNotFound
     );
-    share.unlink(&p("d/f")).unwrap();
-    share.rmdir(&p("d")).unwrap();
-    assert_eq!(share.stat(&p("d")).unwrap_err(), FsError::NotFound);
+    share
+        .unlink(&ringshare_vfs::server_who(), &p("d/f"))
+        .unwrap();
+    share.rmdir(&ringshare_vfs::server_who(), &p("d")).unwrap();
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("d"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
 }
 
 fn rename_without_replace_refuses_an_existing_target(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "a", b"A"));
     drop(write_file(share, "b", b"B"));
     assert_eq!(
-        share.rename(&p("a"), &p("b"), false).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("a"), &p("b"), false)
+            .unwrap_err(),
         FsError::Exists
     );
     assert_eq!(read_file(share, "a"), b"A");
     assert_eq!(read_file(share, "b"), b"B");
-    share.rename(&p("a"), &p("c"), false).unwrap();
-    assert_eq!(share.stat(&p("a")).unwrap_err(), FsError::NotFound);
+    share
+        .rename(&ringshare_vfs::server_who(), &p("a"), &p("c"), false)
+        .unwrap();
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("a"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
     assert_eq!(read_file(share, "c"), b"A");
 }
 
 fn rename_with_replace_overwrites_the_target(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "a", b"A"));
     drop(write_file(share, "b", b"B"));
-    share.rename(&p("a"), &p("b"), true).unwrap();
+    share
+        .rename(&ringshare_vfs::server_who(), &p("a"), &p("b"), true)
+        .unwrap();
     assert_eq!(read_file(share, "b"), b"A");
-    assert_eq!(share.stat(&p("a")).unwrap_err(), FsError::NotFound);
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("a"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
 }
 
 fn rename_reports_missing_source_and_missing_target_parent(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "a", b"A"));
     assert_eq!(
-        share.rename(&p("zz"), &p("b"), false).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("zz"), &p("b"), false)
+            .unwrap_err(),
         FsError::NotFound
     );
     assert_eq!(
-        share.rename(&p("a"), &p("no/b"), false).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("a"), &p("no/b"), false)
+            .unwrap_err(),
         FsError::PathNotFound
     );
     assert_eq!(
-        share.rename(&p("no/a"), &p("b"), false).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("no/a"), &p("b"), false)
+            .unwrap_err(),
         FsError::PathNotFound
     );
 }
@@ -378,23 +470,37 @@ fn rename_refuses_to_move_a_directory_into_itself(share: &dyn Share, _: &Caps) {
     mkdir(share, "d");
     mkdir(share, "d/e");
     assert_eq!(
-        share.rename(&p("d"), &p("d/e/d"), false).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("d"), &p("d/e/d"), false)
+            .unwrap_err(),
         FsError::InvalidName
     );
     assert_eq!(
-        share.rename(&p("d"), &p("d/x"), true).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("d"), &p("d/x"), true)
+            .unwrap_err(),
         FsError::InvalidName
     );
-    assert!(share.stat(&p("d/e")).unwrap().is_dir());
+    assert!(share
+        .stat(&ringshare_vfs::server_who(), &p("d/e"))
+        .unwrap()
+        .is_dir());
 }
 
 fn rename_moves_directories_with_their_contents(share: &dyn Share, _: &Caps) {
     mkdir(share, "d");
     mkdir(share, "t");
     drop(write_file(share, "d/f", b"F"));
-    share.rename(&p("d"), &p("t/d2"), false).unwrap();
+    share
+        .rename(&ringshare_vfs::server_who(), &p("d"), &p("t/d2"), false)
+        .unwrap();
     assert_eq!(read_file(share, "t/d2/f"), b"F");
-    assert_eq!(share.stat(&p("d")).unwrap_err(), FsError::NotFound);
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("d"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
 }
 
 fn rename_with_replace_respects_kinds(share: &dyn Share, _: &Caps) {
@@ -403,25 +509,40 @@ fn rename_with_replace_respects_kinds(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "full/x", b"x"));
     drop(write_file(share, "f", b"f"));
     assert_eq!(
-        share.rename(&p("d"), &p("full"), true).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("d"), &p("full"), true)
+            .unwrap_err(),
         FsError::NotEmpty
     );
     assert_eq!(
-        share.rename(&p("f"), &p("d"), true).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("f"), &p("d"), true)
+            .unwrap_err(),
         FsError::IsADirectory
     );
     assert_eq!(
-        share.rename(&p("d"), &p("f"), true).unwrap_err(),
+        share
+            .rename(&ringshare_vfs::server_who(), &p("d"), &p("f"), true)
+            .unwrap_err(),
         FsError::NotADirectory
     );
     mkdir(share, "empty");
-    share.rename(&p("d"), &p("empty"), true).unwrap();
-    assert_eq!(share.stat(&p("d")).unwrap_err(), FsError::NotFound);
+    share
+        .rename(&ringshare_vfs::server_who(), &p("d"), &p("empty"), true)
+        .unwrap();
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("d"))
+            .unwrap_err(),
+        FsError::NotFound
+    );
 }
 
 fn rename_onto_itself_is_a_no_op(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "a", b"A"));
-    share.rename(&p("a"), &p("a"), false).unwrap();
+    share
+        .rename(&ringshare_vfs::server_who(), &p("a"), &p("a"), false)
+        .unwrap();
     assert_eq!(read_file(share, "a"), b"A");
 }
 
@@ -445,13 +566,20 @@ fn stat_reports_kind_size_and_mode(share: &dyn Share, _: &Caps) {
     o.create_mode = 0o600;
     let n = open(share, "f", o).unwrap().node;
     n.write_at(b"xyz", 0).unwrap();
-    let a = share.stat(&p("f")).unwrap();
+    let a = share.stat(&ringshare_vfs::server_who(), &p("f")).unwrap();
     assert_eq!(a.kind, FileKind::File);
     assert_eq!(a.size, 3);
     assert_eq!(a.mode & 0o777, 0o600);
     assert_eq!(a.ino, n.stat().unwrap().ino);
     n.set_mode(0o640).unwrap();
-    assert_eq!(share.stat(&p("f")).unwrap().mode & 0o777, 0o640);
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap()
+            .mode
+            & 0o777,
+        0o640
+    );
 }
 
 fn size_follows_writes_and_truncation_like_stat(share: &dyn Share, _: &Caps) {
@@ -485,7 +613,7 @@ fn times_can_be_set_and_none_leaves_them(share: &dyn Share, _: &Caps) {
         btime: None,
     })
     .unwrap();
-    let a = share.stat(&p("f")).unwrap();
+    let a = share.stat(&ringshare_vfs::server_who(), &p("f")).unwrap();
     assert_eq!(a.atime, t1, "atime left alone");
     assert_eq!(a.mtime, t1);
     n.set_times(&SetTimes::default()).unwrap();
@@ -503,14 +631,26 @@ fn dos_attributes_round_trip(share: &dyn Share, caps: &Caps) {
         return;
     }
     assert_eq!(n.stat().unwrap().dos_attributes, Some(0x22));
-    assert_eq!(share.stat(&p("f")).unwrap().dos_attributes, Some(0x22));
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap()
+            .dos_attributes,
+        Some(0x22)
+    );
     let root = open(share, "", dir_opts(OpenMode::Existing)).unwrap();
     let entries = root.node.read_dir().unwrap();
     assert_eq!(entries[0].attr.dos_attributes, Some(0x22));
     mkdir(share, "d");
     let d = open(share, "d", dir_opts(OpenMode::Existing)).unwrap();
     d.node.set_dos_attributes(0x10 | 0x4).unwrap();
-    assert_eq!(share.stat(&p("d")).unwrap().dos_attributes, Some(0x14));
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("d"))
+            .unwrap()
+            .dos_attributes,
+        Some(0x14)
+    );
 }
 
 fn case_insensitive_lookup_finds_the_stored_name(share: &dyn Share, _: &Caps) {
@@ -519,41 +659,45 @@ fn case_insensitive_lookup_finds_the_stored_name(share: &dyn Share, _: &Caps) {
     drop(write_file(share, "Dir/other", b"x"));
     assert_eq!(
         share
-            .find_name_case_insensitive(&p("Dir"), "readme.txt")
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p("Dir"), "readme.txt")
             .unwrap(),
         "ReadMe.TXT"
     );
     assert_eq!(
         share
-            .find_name_case_insensitive(&p("Dir"), "README.TXT")
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p("Dir"), "README.TXT")
             .unwrap(),
         "ReadMe.TXT"
     );
     assert_eq!(
         share
-            .find_name_case_insensitive(&p("Dir"), "ReadMe.TXT")
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p("Dir"), "ReadMe.TXT")
             .unwrap(),
         "ReadMe.TXT"
     );
     assert_eq!(
-        share.find_name_case_insensitive(&p(""), "dir").unwrap(),
+        share
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p(""), "dir")
+            .unwrap(),
         "Dir"
     );
     assert_eq!(
         share
-            .find_name_case_insensitive(&p("Dir"), "missing")
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p("Dir"), "missing")
             .unwrap_err(),
         FsError::NotFound
     );
     assert_eq!(
         share
-            .find_name_case_insensitive(&p("nodir"), "x")
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p("nodir"), "x")
             .unwrap_err(),
         FsError::PathNotFound
     );
     drop(write_file(share, "Ärger", b"x"));
     assert_eq!(
-        share.find_name_case_insensitive(&p(""), "ärger").unwrap(),
+        share
+            .find_name_case_insensitive(&ringshare_vfs::server_who(), &p(""), "ärger")
+            .unwrap(),
         "Ärger"
     );
 }
@@ -586,13 +730,24 @@ fn read_only_share_refuses_every_change(rw: &dyn Share, ro: &dyn Share) {
         open_err(ro, "newdir", dir_opts(OpenMode::OpenOrCreate)),
         FsError::ReadOnly
     );
-    assert_eq!(ro.unlink(&p("f")).unwrap_err(), FsError::ReadOnly);
-    assert_eq!(ro.rmdir(&p("d")).unwrap_err(), FsError::ReadOnly);
     assert_eq!(
-        ro.rename(&p("f"), &p("g"), false).unwrap_err(),
+        ro.unlink(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap_err(),
         FsError::ReadOnly
     );
-    let n = ro.open(&p("f"), &create).unwrap().node;
+    assert_eq!(
+        ro.rmdir(&ringshare_vfs::server_who(), &p("d")).unwrap_err(),
+        FsError::ReadOnly
+    );
+    assert_eq!(
+        ro.rename(&ringshare_vfs::server_who(), &p("f"), &p("g"), false)
+            .unwrap_err(),
+        FsError::ReadOnly
+    );
+    let n = ro
+        .open(&ringshare_vfs::server_who(), &p("f"), &create)
+        .unwrap()
+        .node;
     assert_eq!(read_all(n.as_ref()), b"data");
     assert_eq!(n.write_at(b"x", 0).unwrap_err(), FsError::ReadOnly);
     assert_eq!(n.set_len(0).unwrap_err(), FsError::ReadOnly);
@@ -603,8 +758,17 @@ fn read_only_share_refuses_every_change(rw: &dyn Share, ro: &dyn Share) {
     );
     assert_eq!(n.set_dos_attributes(1).unwrap_err(), FsError::ReadOnly);
     assert_eq!(n.set_mode(0o600).unwrap_err(), FsError::ReadOnly);
-    assert_eq!(ro.stat(&p("f")).unwrap().size, 4);
-    let d = ro.open(&p("d"), &dir_opts(OpenMode::Existing)).unwrap();
+    assert_eq!(
+        ro.stat(&ringshare_vfs::server_who(), &p("f")).unwrap().size,
+        4
+    );
+    let d = ro
+        .open(
+            &ringshare_vfs::server_who(),
+            &p("d"),
+            &dir_opts(OpenMode::Existing),
+        )
+        .unwrap();
     assert!(d.node.read_dir().unwrap().is_empty());
 }
 

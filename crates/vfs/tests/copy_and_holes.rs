@@ -67,7 +67,11 @@ fn copy_range_into_a_read_only_open_is_refused() {
         let src = write_file(share, "src", &pattern(10, 0));
         drop(write_file(share, "dst", b"old"));
         let dst = share
-            .open(&p("dst"), &OpenOptions::read_existing())
+            .open(
+                &ringshare_vfs::server_who(),
+                &p("dst"),
+                &OpenOptions::read_existing(),
+            )
             .unwrap()
             .node;
         let e = dst.copy_range(src.as_ref(), 0, 0, 10).unwrap_err();
@@ -116,7 +120,11 @@ fn posix_allocated_ranges_skip_punched_holes_on_tmpfs() {
     std::fs::create_dir_all(&dir).unwrap();
     let share = PosixShare::new(&dir).unwrap();
     let f = share
-        .open(&p("f"), &file_opts(OpenMode::TruncateOrCreate))
+        .open(
+            &ringshare_vfs::server_who(),
+            &p("f"),
+            &file_opts(OpenMode::TruncateOrCreate),
+        )
         .unwrap()
         .node;
     f.write_at(&pattern(4 * 65536, 0), 0).unwrap();

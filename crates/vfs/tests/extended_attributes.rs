@@ -42,6 +42,7 @@ fn eas_are_set_listed_replaced_and_deleted(share: &dyn Share) {
     f.set_ea("kept", Some(b"1")).unwrap();
     let again = share
         .open(
+            &ringshare_vfs::server_who(),
             &p("f"),
             &OpenOptions {
                 read: false,
@@ -109,7 +110,11 @@ fn a_read_only_share_refuses_to_set_eas(share: &dyn Share, ro: &dyn Share) {
         .node;
     f.set_ea("A", Some(b"1")).unwrap();
     let r = ro
-        .open(&p("r"), &OpenOptions::read_existing())
+        .open(
+            &ringshare_vfs::server_who(),
+            &p("r"),
+            &OpenOptions::read_existing(),
+        )
         .unwrap()
         .node;
     assert_eq!(r.list_eas().unwrap(), vec![ea("A", b"1")]);

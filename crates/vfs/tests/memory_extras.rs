@@ -11,21 +11,27 @@ fn run(op: FaultOp, share: &MemShare, node: &dyn Node, dir: &dyn Node) -> Result
     let mut buf = [0u8; 4];
     match op {
         FaultOp::Open => share
-            .open(&p("d/f"), &OpenOptions::read_existing())
+            .open(
+                &ringshare_vfs::server_who(),
+                &p("d/f"),
+                &OpenOptions::read_existing(),
+            )
             .map(drop),
         FaultOp::Read => node.read_at(&mut buf, 0).map(drop),
         FaultOp::Write => node.write_at(b"w", 0).map(drop),
         FaultOp::Sync => node.sync(),
         FaultOp::SetLen => node.set_len(1),
         FaultOp::Rename => share
-            .rename(&p("d/f"), &p("d/g"), false)
-            .and_then(|()| share.rename(&p("d/g"), &p("d/f"), false)),
+            .rename(&ringshare_vfs::server_who(), &p("d/f"), &p("d/g"), false)
+            .and_then(|()| share.rename(&ringshare_vfs::server_who(), &p("d/g"), &p("d/f"), false)),
         FaultOp::Unlink => {
             drop(write_file(share, "d/tmp", b""));
-            share.unlink(&p("d/tmp"))
+            share.unlink(&ringshare_vfs::server_who(), &p("d/tmp"))
         }
         FaultOp::ReadDir => dir.read_dir().map(drop),
-        FaultOp::Stat => share.stat(&p("d/f")).map(drop),
+        FaultOp::Stat => share
+            .stat(&ringshare_vfs::server_who(), &p("d/f"))
+            .map(drop),
     }
 }
 
@@ -70,9 +76,16 @@ fn fault_with_a_path_prefix_hits_only_paths_beneath_it() {
     drop(write_file(&share, "a/x", b"1"));
     drop(write_file(&share, "ab/x", b"1"));
     share.inject_fault(FaultOp::Stat, Some(p("a")), FsError::AccessDenied, 1);
-    share.stat(&p("ab/x")).unwrap();
-    assert_eq!(share.stat(&p("a/x")).unwrap_err(), FsError::AccessDenied);
-    share.stat(&p("a/x")).unwrap();
+    share
+        .stat(&ringshare_vfs::server_who(), &p("ab/x"))
+        .unwrap();
+    assert_eq!(
+        share
+            .stat(&ringshare_vfs::server_who(), &p("a/x"))
+            .unwrap_err(),
+        FsError::AccessDenied
+    );
+    share.stat(&ringshare_vfs::server_who(), &p("a/x")).unwrap();
 }
 
 #[test]
@@ -91,10 +104,10 @@ fn zero_times_injects_nothing_and_clear_faults_removes_pending_ones() {
     let share = MemShare::new();
     drop(write_file(&share, "f", b""));
     share.inject_fault(FaultOp::Stat, None, FsError::Io, 0);
-    share.stat(&p("f")).unwrap();
+    share.stat(&ringshare_vfs::server_who(), &p("f")).unwrap();
     share.inject_fault(FaultOp::Stat, None, FsError::Io, 5);
     share.clear_faults();
-    share.stat(&p("f")).unwrap();
+    share.stat(&ringshare_vfs::server_who(), &p("f")).unwrap();
 }
 
 #[test]
@@ -122,13 +135,15 @@ fn writes_past_the_capacity_give_no_space() {
 fn unlinking_frees_space_once_the_last_node_closes() {
     let share = MemShare::new().with_capacity_bytes(10);
     let n = write_file(&share, "a", b"1234567890");
-    share.unlink(&p("a")).unwrap();
+    share.unlink(&ringshare_vfs::server_who(), &p("a")).unwrap();
     assert_eq!(share.used_bytes(), 10, "still open");
     drop(n);
     assert_eq!(share.used_bytes(), 0);
     drop(write_file(&share, "b", b"123456"));
     drop(write_file(&share, "c", b"1234"));
-    share.rename(&p("c"), &p("b"), true).unwrap();
+    share
+        .rename(&ringshare_vfs::server_who(), &p("c"), &p("b"), true)
+        .unwrap();
     assert_eq!(share.used_bytes(), 4, "the replaced file is freed");
 }
 
@@ -153,7 +168,10 @@ fn clock_is_deterministic_and_settable() {
     let other = MemShare::with_clock(-5);
     drop(write_file(&other, "f", b""));
     assert_eq!(
-        other.stat(&p("f")).unwrap().btime,
+        other
+            .stat(&ringshare_vfs::server_who(), &p("f"))
+            .unwrap()
+            .btime,
         Some(-5 + MEM_CLOCK_TICK_NS)
     );
 }

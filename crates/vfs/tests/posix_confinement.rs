@@ -62,14 +62,23 @@ fn symlink_to_etc_cannot_be_opened_or_listed_through() {
         open_err(s, "etc/passwd", OpenOptions::read_existing()),
         FsError::Escapes
     );
-    assert_eq!(s.stat(&p("etc/passwd")).unwrap_err(), FsError::Escapes);
     assert_eq!(
-        s.find_name_case_insensitive(&p("etc"), "PASSWD")
+        s.stat(&ringshare_vfs::server_who(), &p("etc/passwd"))
+            .unwrap_err(),
+        FsError::Escapes
+    );
+    assert_eq!(
+        s.find_name_case_insensitive(&ringshare_vfs::server_who(), &p("etc"), "PASSWD")
             .unwrap_err(),
         FsError::Escapes
     );
     // The link itself is visible, as a symlink.
-    assert_eq!(s.stat(&p("etc")).unwrap().kind, FileKind::Symlink);
+    assert_eq!(
+        s.stat(&ringshare_vfs::server_who(), &p("etc"))
+            .unwrap()
+            .kind,
+        FileKind::Symlink
+    );
     let root = open(s, "", dir_opts(OpenMode::Existing)).unwrap();
     let entries = root.node.read_dir().unwrap();
     assert_eq!(entries.len(), 1);
@@ -121,7 +130,11 @@ fn absolute_symlink_to_root_fails_with_escapes() {
         open_err(s, "abs/tmp/x", file_opts(OpenMode::CreateNew)),
         FsError::Escapes
     );
-    assert_eq!(s.stat(&p("abs/etc")).unwrap_err(), FsError::Escapes);
+    assert_eq!(
+        s.stat(&ringshare_vfs::server_who(), &p("abs/etc"))
+            .unwrap_err(),
+        FsError::Escapes
+    );
 }
 
 #[test]
@@ -134,7 +147,12 @@ fn relative_symlink_to_a_file_inside_the_share_works() {
     let s = &f.share;
     assert_eq!(read_file(s, "link"), b"inside");
     assert_eq!(read_file(s, "dir/self/file.txt"), b"inside");
-    assert_eq!(s.stat(&p("link")).unwrap().kind, FileKind::Symlink);
+    assert_eq!(
+        s.stat(&ringshare_vfs::server_who(), &p("link"))
+            .unwrap()
+            .kind,
+        FileKind::Symlink
+    );
     let o = open(s, "link", OpenOptions::read_existing()).unwrap();
     assert_eq!(o.node.stat().unwrap().kind, FileKind::File);
 }
@@ -187,20 +205,40 @@ fn writes_through_an_escaping_symlink_change_nothing_outside() {
     );
     assert!(open(s, "dangling", file_opts(OpenMode::OpenOrCreate)).is_err());
     assert!(open(s, "dangling", file_opts(OpenMode::TruncateOrCreate)).is_err());
-    assert_eq!(s.unlink(&p("out/secret")).unwrap_err(), FsError::Escapes);
     assert_eq!(
-        s.rename(&p("mine"), &p("out/moved"), false).unwrap_err(),
+        s.unlink(&ringshare_vfs::server_who(), &p("out/secret"))
+            .unwrap_err(),
         FsError::Escapes
     );
     assert_eq!(
-        s.rename(&p("out/secret"), &p("stolen"), false).unwrap_err(),
+        s.rename(
+            &ringshare_vfs::server_who(),
+            &p("mine"),
+            &p("out/moved"),
+            false
+        )
+        .unwrap_err(),
         FsError::Escapes
     );
-    assert_eq!(s.rmdir(&p("out/x")).unwrap_err(), FsError::Escapes);
+    assert_eq!(
+        s.rename(
+            &ringshare_vfs::server_who(),
+            &p("out/secret"),
+            &p("stolen"),
+            false
+        )
+        .unwrap_err(),
+        FsError::Escapes
+    );
+    assert_eq!(
+        s.rmdir(&ringshare_vfs::server_who(), &p("out/x"))
+            .unwrap_err(),
+        FsError::Escapes
+    );
     assert_eq!(f.outside_names(), ["secret"]);
     assert_eq!(std::fs::read(f.outside("secret")).unwrap(), b"secret");
     // Removing the link itself is fine: it is an entry of the share.
-    s.unlink(&p("out")).unwrap();
+    s.unlink(&ringshare_vfs::server_who(), &p("out")).unwrap();
     assert_eq!(f.outside_names(), ["secret"]);
 }
 
@@ -210,7 +248,10 @@ fn directory_swapped_for_a_symlink_between_stat_and_open_cannot_escape() {
     std::fs::create_dir(f.in_share("d")).unwrap();
     std::fs::write(f.in_share("d/secret"), b"mine").unwrap();
     let s = &f.share;
-    assert!(s.stat(&p("d")).unwrap().is_dir());
+    assert!(s
+        .stat(&ringshare_vfs::server_who(), &p("d"))
+        .unwrap()
+        .is_dir());
     // The swap an attacker with local access would race in.
     std::fs::remove_dir_all(f.in_share("d")).unwrap();
     symlink("../outside", f.in_share("d")).unwrap();
@@ -222,9 +263,14 @@ fn directory_swapped_for_a_symlink_between_stat_and_open_cannot_escape() {
         open_err(s, "d", dir_opts(OpenMode::Existing)),
         FsError::Escapes
     );
-    assert_eq!(s.stat(&p("d/secret")).unwrap_err(), FsError::Escapes);
     assert_eq!(
-        s.find_name_case_insensitive(&p("d"), "SECRET").unwrap_err(),
+        s.stat(&ringshare_vfs::server_who(), &p("d/secret"))
+            .unwrap_err(),
+        FsError::Escapes
+    );
+    assert_eq!(
+        s.find_name_case_insensitive(&ringshare_vfs::server_who(), &p("d"), "SECRET")
+            .unwrap_err(),
         FsError::Escapes
     );
 }
@@ -258,7 +304,12 @@ fn opening_a_fifo_does_not_hang_and_is_refused_for_io() {
         open_err(s, "fifo", OpenOptions::read_existing()),
         FsError::AccessDenied
     );
-    assert_eq!(s.stat(&p("fifo")).unwrap().kind, FileKind::Other);
+    assert_eq!(
+        s.stat(&ringshare_vfs::server_who(), &p("fifo"))
+            .unwrap()
+            .kind,
+        FileKind::Other
+    );
 }
 
 #[test]

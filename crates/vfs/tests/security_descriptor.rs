@@ -25,6 +25,7 @@ fn check(share: &dyn Share) {
     // A later open (stat-only too) sees what was stored last.
     let again = share
         .open(
+            &ringshare_vfs::server_who(),
             &p("f"),
             &OpenOptions {
                 read: false,

@@ -68,14 +68,17 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             backend: Arc::new(mem),
             read_only: false,
             guest_ok: false,
-            valid_users: Vec::new(),
             encrypt: ringshare_core::EncryptPolicy::IfRequired,
+            rules: Default::default(),
+            template: None,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
         io_sizes: Default::default(),
+        guest_account: "nobody".into(),
+        homes: None,
     };
     ServerState::new(config, Arc::new(Users))
 }

@@ -32,6 +32,7 @@ use crate::acl;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
+use crate::identity;
 use crate::limits;
 use crate::opens;
 use crate::oplock::{self, LeaseId, Route};
@@ -142,7 +143,8 @@ pub(crate) fn create(
     if session.opens.len() >= limits::OPENS_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
-    let (uid, authenticated) = (session.uid, !(session.is_guest || session.is_anonymous));
+    let (who, admin) = (tree.who.clone(), tree.admin);
+    let authenticated = !(session.is_guest || session.is_anonymous);
     drop(session);
 
     // Validation ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1).
@@ -219,7 +221,7 @@ pub(crate) fn create(
     let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
     let path = parse_smb_path(name)?;
     let backend: &dyn Share = share.backend.as_ref();
-    let (path, existing) = resolve_path(backend, &path)?;
+    let (path, existing) = resolve_path(backend, &who, &path)?;
 
     // What to do with the name.
     let truncate = matches!(
@@ -272,20 +274,37 @@ pub(crate) fn create(
         return Err(NtStatus::CANNOT_DELETE);
     }
 
-    // Open (never truncating here: share modes are checked first).
+    // Open (never truncating here: share modes are checked first), as the
+    // tree's user: the kernel decides whether they may read or write it.
+    let maximum = cr.desired_access.0 & access::MAXIMUM_ALLOWED != 0;
+    let parent_mode = match (&existing, path.parent()) {
+        (None, Some(parent)) if share.rules.inherit_permissions => {
+            backend.stat(&who, &parent).ok().map(|a| a.mode)
+        }
+        _ => None,
+    };
+    let create_mode = identity::new_mode(
+        &share.rules,
+        want_dir,
+        !want_dir,
+        parent_mode,
+        share.rules.inherit_acls,
+    );
     let opts = OpenOptions {
         mode,
         read: access::can_read(granted),
         write: access::can_write(granted) || (truncate && existing.is_some()),
         directory: want_dir,
         non_directory: want_file,
-        create_mode: if want_dir { 0o755 } else { 0o644 },
+        create_mode,
+        best_effort: maximum,
     };
-    let opened = backend.open(&path, &opts).map_err(|e| match e {
+    let opened = backend.open(&who, &path, &opts).map_err(|e| match e {
         FsError::NotFound if create => NtStatus::OBJECT_PATH_NOT_FOUND,
         e => status_of(e),
     })?;
     let created = opened.created;
+    let (opened_read, opened_write) = (opened.read, opened.write);
     let node: Arc<dyn Node> = Arc::from(opened.node);
     // The metadata the open read, if the backend has it; the DOS attributes
     // of an existing file are those the lookup just read when the open
@@ -302,24 +321,44 @@ pub(crate) fn create(
         None if created => found,
         _ => node.stat().map_err(status_of)?,
     };
-    if !created {
-        // A descriptor a client stored is enforced ([MS-DTYP] 2.5.3.2).
+    let is_dir = attr.is_dir();
+    // What the kernel lets the user do with the file. The open itself
+    // proved the data rights it was made with; anything else the client asks
+    // (DELETE, WRITE_DAC, EXECUTE, listing a directory the open could not
+    // read, MAXIMUM_ALLOWED, the MxAc context) is asked of the kernel.
+    let mxac = cr.context(ContextTag::QueryMaximalAccess).is_some();
+    let wanted = explicit | if truncate { FILE_WRITE_DATA } else { 0 };
+    let had = access::rights_of_open(opened_read, opened_write);
+    let rights = if created {
+        access::FILE_ALL_ACCESS
+    } else if maximum || mxac || wanted & !had != 0 {
+        let may_delete = (maximum || mxac || wanted & DELETE != 0)
+            && !path.is_root()
+            && backend.may_delete(&who, &path).map_err(status_of)?;
+        access::rights_of(node.access().map_err(status_of)?, is_dir, may_delete)
+    } else {
+        had
+    };
+    if wanted & !rights != 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    granted &= if maximum { rights | wanted } else { !0 };
+    if !created && !admin {
+        // A descriptor a client stored is enforced too ([MS-DTYP] 2.5.3.2).
         if let Some(stored) = node.get_security_descriptor().map_err(status_of)? {
             let sd = SecurityDescriptor::decode(&stored)
                 .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
-            let token = acl::Token::for_session(uid, authenticated);
-            let maximum = cr.desired_access.0 & access::MAXIMUM_ALLOWED != 0;
-            let wanted = explicit | if truncate { FILE_WRITE_DATA } else { 0 };
+            let token = acl::Token::of(&who, authenticated);
             let extra = if wanted & acl::DELETE != 0 && acl::granted(&sd, &token) & acl::DELETE == 0
             {
-                parent_delete_child(backend, &path, &token)
+                parent_delete_child(backend, &who, &path, &token)
             } else {
                 0
             };
             granted &= acl::check(&sd, &token, wanted, maximum, extra)?;
         }
     }
-    let is_dir = attr.is_dir();
+    let maximal = maximal & rights;
     if delete_on_close && is_dir && !created && !node.list_names().map_err(status_of)?.is_empty() {
         return Err(NtStatus::DIRECTORY_NOT_EMPTY);
     }
@@ -337,9 +376,9 @@ pub(crate) fn create(
             drop(node);
             if created {
                 let _ = if is_dir {
-                    backend.rmdir(&path)
+                    backend.rmdir(&who, &path)
                 } else {
-                    backend.unlink(&path)
+                    backend.unlink(&who, &path)
                 };
             }
             return Err(NtStatus::INVALID_PARAMETER);
@@ -446,13 +485,18 @@ pub(crate) fn create(
         node.set_dos_attributes(attrs_asked | fileinfo::ATTR_DIRECTORY)
             .map_err(|e| leave(status_of(e)))?;
     }
-    if created {
-        // The creator owns what it creates, as on Windows and Samba: the
-        // POSIX owner becomes the session user's uid (when the server may
-        // change owners; otherwise the file stays the server's).
-        if let Some(uid) = uid {
-            if let Err(e) = node.set_owner(uid) {
-                tracing::debug!("cannot give a new file to uid {uid}: {e}");
+    // The creator owns what it creates (the kernel made it theirs, with the
+    // group a setgid directory gives); `inherit owner` gives it to the
+    // parent directory's owner instead.
+    if created && share.rules.inherit_owner != identity::InheritOwner::No {
+        if let Some(parent) = path.parent() {
+            if let Ok(p) = backend.stat(&who, &parent) {
+                if let Err(e) = node.set_owner(p.uid) {
+                    tracing::debug!(
+                        "inherit owner: cannot give a new file to uid {}: {e}",
+                        p.uid
+                    );
+                }
             }
         }
     }
@@ -470,9 +514,9 @@ pub(crate) fn create(
                 // Not left half-made: the client retries without EAs when
                 // they are not supported.
                 let _ = if is_dir {
-                    backend.rmdir(&path)
+                    backend.rmdir(&who, &path)
                 } else {
-                    backend.unlink(&path)
+                    backend.unlink(&who, &path)
                 };
             }
             leave(s)
@@ -512,6 +556,7 @@ pub(crate) fn create(
     let body = body.split_off(64);
 
     let open = Open {
+        who,
         id,
         persistent_id,
         tree_id: req.tree_id,
@@ -617,14 +662,19 @@ fn store_initial_eas(
 
 /// DELETE when the parent directory grants FILE_DELETE_CHILD ([MS-FSA]
 /// 2.1.5.1.2.1); a parent without a stored descriptor grants it.
-fn parent_delete_child(backend: &dyn Share, path: &RelPath, token: &acl::Token) -> u32 {
+fn parent_delete_child(
+    backend: &dyn Share,
+    who: &ringshare_vfs::Who,
+    path: &RelPath,
+    token: &acl::Token,
+) -> u32 {
     let Some(parent) = path.parent() else {
         return 0;
     };
     let mut opts = OpenOptions::read_existing();
     opts.read = false;
     opts.directory = true;
-    let Ok(dir) = backend.open(&parent, &opts) else {
+    let Ok(dir) = backend.open(who, &parent, &opts) else {
         return 0;
     };
     match dir.node.get_security_descriptor() {
@@ -669,9 +719,10 @@ fn response_contexts(
 /// when it does not exist) and the file's attributes when it exists.
 pub(crate) fn resolve_path(
     backend: &dyn Share,
+    who: &ringshare_vfs::Who,
     path: &RelPath,
 ) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
-    match backend.stat(path) {
+    match backend.stat(who, path) {
         Ok(a) => return Ok((path.clone(), Some(a))),
         Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
         Err(e) => return Err(status_of(e)),
@@ -680,7 +731,7 @@ pub(crate) fn resolve_path(
     let mut cur = RelPath::root();
     for (i, comp) in comps.iter().enumerate() {
         let last = i + 1 == comps.len();
-        match backend.find_name_case_insensitive(&cur, comp) {
+        match backend.find_name_case_insensitive(who, &cur, comp) {
             Ok(stored) => cur = cur.join(&stored).map_err(status_of)?,
             Err(FsError::NotFound) if last => {
                 let p = cur.join(comp).map_err(status_of)?;
@@ -692,7 +743,7 @@ pub(crate) fn resolve_path(
             Err(e) => return Err(status_of(e)),
         }
     }
-    match backend.stat(&cur) {
+    match backend.stat(who, &cur) {
         Ok(a) => Ok((cur, Some(a))),
         Err(FsError::NotFound) => Ok((cur, None)),
         Err(FsError::PathNotFound | FsError::NotADirectory) => Err(NtStatus::OBJECT_PATH_NOT_FOUND),

@@ -102,6 +102,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 Err(_) => break,
             },
         };
+        // `hide unreadable`: what the user may not read is not listed.
+        if known.is_none()
+            && open.share.rules.hide_unreadable
+            && !open.node.may_read_entry(name).unwrap_or(false)
+        {
+            cursor.next += 1;
+            continue;
+        }
         let info = fileinfo::dir_entry_info(name, &attr);
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {
@@ -136,7 +144,11 @@ fn list(open: &Open, pattern: &str) -> Result<Vec<(String, Option<FileAttr>)>, N
     let me = open.node.stat().map_err(status_of)?;
     let path = lock(&open.entry).path.clone();
     let parent = match path.parent() {
-        Some(p) => open.share.backend.stat(&p).unwrap_or_else(|_| me.clone()),
+        Some(p) => open
+            .share
+            .backend
+            .stat(&open.who, &p)
+            .unwrap_or_else(|_| me.clone()),
         None => me.clone(),
     };
     for (name, attr) in [(".", me), ("..", parent)] {

@@ -23,6 +23,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::close::close_all_opens;
 use crate::conn::{signature_ok, ConnCore, Reply, Req};
+use crate::identity::{Account, AccountError};
 use crate::limits;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
@@ -239,19 +240,41 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
 }
 
-/// Who the session acts for: the user (and its uid), or guest or anonymous.
-fn act_for(
-    session: &mut Session,
-    user: String,
+/// The Unix account a logon acts as: the user's own, or for guest and
+/// anonymous logons the `guest account`. A user without one is refused, as
+/// Samba refuses an smbpasswd entry without a Unix account, with one log line
+/// saying what to do.
+fn account_for(
+    server: &ServerState,
+    user: &str,
     guest: bool,
     anonymous: bool,
-    users: &(dyn ringshare_auth::UserLookup + Send + Sync),
-) {
-    session.uid = if guest || anonymous {
-        None
+) -> Result<Account, NtStatus> {
+    let guest_like = guest || anonymous;
+    let name = if guest_like {
+        server.config.guest_account.as_str()
     } else {
-        users.uid(&user)
+        user
     };
+    server.accounts.user(name).map_err(|e| {
+        match (&e, guest_like) {
+            (AccountError::NoSuchUser, false) => tracing::warn!(
+                "refusing the logon of {user:?}: no Unix account of that name; \
+                 every user needs one to act as (create it with `useradd -M -s /usr/sbin/nologin {user}`)"
+            ),
+            (AccountError::NoSuchUser, true) => tracing::warn!(
+                "refusing a guest logon: the guest account {name:?} does not exist \
+                 (set 'guest account' to an existing account)"
+            ),
+            (e, _) => tracing::warn!("refusing the logon of {user:?}: {e}"),
+        }
+        NtStatus::LOGON_FAILURE
+    })
+}
+
+/// Who the session acts for: the user and its account, or guest or anonymous.
+fn act_for(session: &mut Session, user: String, account: Account, guest: bool, anonymous: bool) {
+    session.account = Some(account);
     session.user = user;
     session.is_guest = guest;
     session.is_anonymous = anonymous;
@@ -517,7 +540,19 @@ fn finish(
     session_key: Option<[u8; 16]>,
 ) -> Result<Reply, NtStatus> {
     let policy = core.server.config.signing;
-    let users = core.server.users.clone();
+    let account = match account_for(&core.server, &user, guest, anonymous) {
+        Ok(a) => a,
+        Err(status) => {
+            let valid = core
+                .sessions
+                .get(&session_id)
+                .is_some_and(|ch| lock(&ch.session).valid);
+            if !valid {
+                abandon(core, session_id);
+            }
+            return Err(status);
+        }
+    };
     let client_requires = (client_security_mode
         | core
             .negotiated
@@ -541,7 +576,7 @@ fn finish(
         // keys, signing and encryption; only who it acts for changes (an
         // anonymous re-authentication included). The answer is signed with
         // this channel's key, which the client still holds.
-        act_for(&mut session, user, guest, anonymous, users.as_ref());
+        act_for(&mut session, user, account, guest, anonymous);
         let encrypt_data = session.encrypt_key.is_some()
             && matches!(
                 core_encrypt,
@@ -614,7 +649,7 @@ fn finish(
     let encrypt_data =
         can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
     session.encrypt_required = can_encrypt && encrypt == EncryptPolicy::Required;
-    act_for(&mut session, user, guest, anonymous, users.as_ref());
+    act_for(&mut session, user, account, guest, anonymous);
     session.valid = true;
     let signing_required = session.signing_required;
     drop(session);

@@ -308,7 +308,8 @@ fn rename(
         return Err(NtStatus::OBJECT_NAME_INVALID);
     };
     let backend = open.share.backend.clone();
-    let (tparent, pattr) = resolve_path(backend.as_ref(), &tparent)?;
+    let who = &open.who;
+    let (tparent, pattr) = resolve_path(backend.as_ref(), who, &tparent)?;
     if !pattr.as_ref().is_some_and(|a| a.is_dir()) {
         return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
     }
@@ -348,14 +349,14 @@ fn rename(
         return Err(WAIT);
     }
     // Another file already holds the name (case-insensitively)?
-    match backend.find_name_case_insensitive(&tparent, tname) {
+    match backend.find_name_case_insensitive(who, &tparent, tname) {
         Ok(stored) => {
             let existing = tparent.join(&stored).map_err(status_of)?;
             if existing != source {
                 if !r.replace_if_exists {
                     return Err(NtStatus::OBJECT_NAME_COLLISION);
                 }
-                let a = backend.stat(&existing).map_err(status_of)?;
+                let a = backend.stat(who, &existing).map_err(status_of)?;
                 if a.is_dir() {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
@@ -369,7 +370,7 @@ fn rename(
                     return Err(NtStatus::ACCESS_DENIED);
                 }
                 if existing != target {
-                    backend.unlink(&existing).map_err(status_of)?;
+                    backend.unlink(who, &existing).map_err(status_of)?;
                 }
             }
         }
@@ -377,7 +378,7 @@ fn rename(
         Err(e) => return Err(status_of(e)),
     }
     backend
-        .rename(&source, &target, r.replace_if_exists)
+        .rename(who, &source, &target, r.replace_if_exists)
         .map_err(status_of)?;
     lock(&open.entry).path = target.clone();
     lock(&open.state).path = target;

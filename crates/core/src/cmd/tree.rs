@@ -6,9 +6,16 @@ use ringshare_wire::tree::{TreeConnectRequest, TreeConnectResponse, TreeDisconne
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::close::close_opens_of_tree;
+use std::sync::Arc;
+
+use ringshare_vfs::{OpenOptions, RelPath};
+
 use crate::conn::{ConnCore, Reply, Req};
+use crate::identity::Account;
+use crate::identity::{self, TreeIdentity};
 use crate::limits;
 use crate::server::{lock, EncryptPolicy};
+use crate::server::{ServerState, ShareDef};
 use crate::state::{Tree, TreeKind};
 
 /// Everything a file share grants ([MS-SMB2] 2.2.13.1.1 FILE_ALL_ACCESS).
@@ -21,49 +28,83 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     let name = tc.share_name().to_string();
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
-    let mut session = lock(&sref);
-    if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
-        return Err(NtStatus::INSUFFICIENT_RESOURCES);
-    }
-    let can_encrypt = session.encrypt_key.is_some();
-    let (kind, read_only, share_type, encrypt) = if name.eq_ignore_ascii_case("IPC$") {
+    // What the tree needs from the session, taken under its lock; the share
+    // is looked at (a file system call) without it.
+    let (can_encrypt, account, user, unauthenticated) = {
+        let session = lock(&sref);
+        if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        }
+        let account = session
+            .account
+            .clone()
+            .ok_or(NtStatus::USER_SESSION_DELETED)?;
+        let unauthenticated = session.is_guest || session.is_anonymous;
+        let user = if unauthenticated {
+            account.name.clone()
+        } else {
+            session.user.clone()
+        };
+        (
+            session.encrypt_key.is_some(),
+            account,
+            user,
+            unauthenticated,
+        )
+    };
+    let (kind, ident, share_type, encrypt) = if name.eq_ignore_ascii_case("IPC$") {
+        let ident = TreeIdentity {
+            who: account.who.clone(),
+            read_only: true,
+            admin: false,
+        };
         (
             TreeKind::Ipc,
-            true,
+            ident,
             ShareType::PIPE,
             EncryptPolicy::IfRequired,
         )
     } else {
-        let share = server
-            .config
-            .share(&name)
-            .ok_or(NtStatus::BAD_NETWORK_NAME)?
-            .clone();
-        let unauthenticated = session.is_guest || session.is_anonymous;
+        let (share, home_of) = find_share(&server, &name)?;
         if unauthenticated && !share.guest_ok {
             tracing::info!(share = %share.name, "guest access refused: the share is not guest ok");
             return Err(NtStatus::ACCESS_DENIED);
         }
-        if !unauthenticated
-            && !share.valid_users.is_empty()
-            && !share
-                .valid_users
-                .iter()
-                .any(|u| u.eq_ignore_ascii_case(&session.user))
-        {
-            tracing::info!(share = %share.name, user = %session.user, "user not in valid users");
-            return Err(NtStatus::ACCESS_DENIED);
-        }
+        let ident = identity::for_tree(
+            server.accounts.as_ref(),
+            &name,
+            &user,
+            &account,
+            &share.rules,
+            share.read_only,
+        )?;
         // [MS-SMB2] 3.3.5.7: a share that requires encryption refuses a session
         // that cannot encrypt.
         if share.encrypt == EncryptPolicy::Required && !can_encrypt {
             tracing::info!(share = %share.name, "refusing a tree connect: the share requires encryption and this session cannot encrypt");
             return Err(NtStatus::ACCESS_DENIED);
         }
-        let ro = share.read_only;
+        let share = made_for(&server, share, &name, &user, &account, home_of.as_ref())?;
+        // The user must be able to enter the share's directory (Samba
+        // changes into it as the user and answers BAD_NETWORK_NAME when it
+        // cannot).
+        let mut opts = OpenOptions::read_existing();
+        (opts.read, opts.directory) = (false, true);
+        if let Err(e) = share.backend.open(&ident.who, &RelPath::root(), &opts) {
+            tracing::info!(share = %name, user = %user, "refusing a tree connect: the share's directory cannot be entered as this user ({e})");
+            return Err(NtStatus::BAD_NETWORK_NAME);
+        }
         let encrypt = share.encrypt;
-        (TreeKind::Disk(share), ro, ShareType::DISK, encrypt)
+        (TreeKind::Disk(share), ident, ShareType::DISK, encrypt)
     };
+    let read_only = ident.read_only;
+    let mut session = lock(&sref);
+    if session.closed {
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
     let encrypt_data =
         can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
     let id = session.next_tree_id;
@@ -77,6 +118,8 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         id,
         Tree {
             kind,
+            who: ident.who,
+            admin: ident.admin,
             read_only,
             maximal_access,
             encrypt_required: encrypt == EncryptPolicy::Required,
@@ -97,6 +140,66 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     let mut r = Reply::ok(body);
     r.tree_id = Some(id);
     Ok(r)
+}
+
+/// The share a TREE_CONNECT names: a configured one, else the `[homes]`
+/// share of the Unix account of that name (with that account).
+fn find_share(
+    server: &ServerState,
+    name: &str,
+) -> Result<(Arc<ShareDef>, Option<Account>), NtStatus> {
+    if let Some(s) = server.config.share(name) {
+        return Ok((Arc::clone(s), None));
+    }
+    let Some(homes) = &server.config.homes else {
+        return Err(NtStatus::BAD_NETWORK_NAME);
+    };
+    match server.accounts.user(name) {
+        Ok(a) if !a.home.is_empty() => Ok((Arc::clone(homes), Some(a))),
+        _ => Err(NtStatus::BAD_NETWORK_NAME),
+    }
+}
+
+/// A share whose directory depends on who connects, made for this tree:
+/// its path with the substitutions made (`%H` of a `[homes]` share is the
+/// home of the account it is named after) and opened; a fixed share as it is.
+fn made_for(
+    server: &ServerState,
+    share: Arc<ShareDef>,
+    name: &str,
+    user: &str,
+    account: &Account,
+    home_of: Option<&Account>,
+) -> Result<Arc<ShareDef>, NtStatus> {
+    let Some(template) = &share.template else {
+        return Ok(share);
+    };
+    let group = server
+        .accounts
+        .group_name(account.who.gid())
+        .unwrap_or_else(|| account.who.gid().to_string());
+    let subst = identity::Subst {
+        share: name,
+        user,
+        account: &account.name,
+        group: &group,
+        home: home_of.map_or(account.home.as_str(), |a| a.home.as_str()),
+    };
+    let path = subst.apply(&template.path);
+    let backend = (template.open)(&path).map_err(|e| {
+        tracing::info!(share = %name, user = %user, "refusing a tree connect: {path}: {e}");
+        NtStatus::BAD_NETWORK_NAME
+    })?;
+    Ok(Arc::new(ShareDef {
+        name: name.to_string(),
+        comment: share.comment.clone(),
+        backend,
+        read_only: share.read_only,
+        guest_ok: share.guest_ok,
+        encrypt: share.encrypt,
+        rules: share.rules.clone(),
+        template: None,
+    }))
 }
 
 pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {

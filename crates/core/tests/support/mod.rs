@@ -11,8 +11,8 @@ use std::sync::Arc;
 use ringshare_auth::gss::ClientAuth;
 use ringshare_auth::UserLookup;
 use ringshare_core::{
-    Connection, EncryptPolicy, Entropy, IoRequest, Now, Output, ServerConfig, ServerState,
-    ShareDef, SigningPolicy,
+    Account, AccountError, Accounts, Connection, EncryptPolicy, Entropy, IoRequest, Now, Output,
+    ServerConfig, ServerState, ShareDef, SigningPolicy,
 };
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
@@ -54,6 +54,38 @@ impl UserLookup for Users {
 
 /// alice's Unix uid in the test user database.
 pub const ALICE_UID: u32 = 1000;
+
+/// The Unix accounts of the test: alice is uid 1000, the guest account
+/// `nobody` 65534 (the in-memory share records owners but checks nothing).
+pub struct TestAccounts;
+
+impl Accounts for TestAccounts {
+    fn user(&self, name: &str) -> Result<Account, AccountError> {
+        let uid = match name {
+            n if n.eq_ignore_ascii_case("alice") => ALICE_UID,
+            "nobody" => 65534,
+            _ => return Err(AccountError::NoSuchUser),
+        };
+        Ok(Account {
+            name: name.to_ascii_lowercase(),
+            who: ringshare_vfs::creds::intern(ringshare_vfs::Creds::new(uid, uid, vec![uid])),
+            home: String::new(),
+        })
+    }
+
+    fn group(&self, _name: &str) -> Option<u32> {
+        None
+    }
+
+    fn group_name(&self, _gid: u32) -> Option<String> {
+        None
+    }
+}
+
+/// The test server over `config`.
+pub fn server_for(config: ServerConfig) -> Arc<ServerState> {
+    ServerState::with_accounts(config, Arc::new(Users), Arc::new(TestAccounts))
+}
 
 /// A counter-driven byte source: deterministic, never repeating within a test.
 struct CountingEntropy(u64);
@@ -126,7 +158,7 @@ pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
 pub fn server_with(mem: &MemShare, change: impl FnOnce(&mut ServerConfig)) -> Arc<ServerState> {
     let mut config = config_on(Arc::new(mem.clone()), SigningPolicy::IfRequired);
     change(&mut config);
-    ServerState::new(config, Arc::new(Users))
+    server_for(config)
 }
 
 /// The test server where unknown users log on as guest.
@@ -144,7 +176,7 @@ pub fn server_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> Arc<ServerS
 
 /// A server with `config` and the test users.
 pub fn server_from(config: ServerConfig) -> Arc<ServerState> {
-    ServerState::new(config, Arc::new(Users))
+    server_for(config)
 }
 
 /// The test server's configuration with every share on `backend`.
@@ -156,7 +188,8 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             backend: backend.clone(),
             read_only,
             guest_ok: false,
-            valid_users: Vec::new(),
+            rules: Default::default(),
+            template: None,
             encrypt,
         })
     };
@@ -181,6 +214,8 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
         io_sizes: Default::default(),
+        guest_account: "nobody".into(),
+        homes: None,
     }
 }
 

@@ -100,6 +100,25 @@ pub(super) fn parse_log_level(value: &str) -> Result<u32, String> {
     })
 }
 
+/// A share option that goes into [`ringshare_core::ShareRules`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    InvalidUsers,
+    ReadList,
+    WriteList,
+    AdminUsers,
+    ForceUser,
+    ForceGroup,
+    CreateMask,
+    DirectoryMask,
+    ForceCreateMode,
+    ForceDirectoryMode,
+    InheritPermissions,
+    InheritAcls,
+    InheritOwner,
+    HideUnreadable,
+}
+
 /// What a normalised key means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Opt {
@@ -140,6 +159,11 @@ enum Opt {
     ValidUsers,
     Comment,
     Browseable,
+    /// Who may connect and as whom files are used: each goes into the
+    /// share's [`ringshare_core::ShareRules`].
+    Rule(Rule),
+    /// `vfs objects`: `acl_xattr` is honoured; others are warned about.
+    VfsObjects,
     /// Known, meaningless for ringshare, accepted without a word.
     Ignored,
     /// Ignoring it would grant more access than the administrator meant: refuse to start.
@@ -157,6 +181,8 @@ impl Opt {
                 | Opt::ValidUsers
                 | Opt::Comment
                 | Opt::Browseable
+                | Opt::Rule(_)
+                | Opt::VfsObjects
                 | Opt::SmbEncrypt
                 | Opt::Ignored
                 | Opt::Refused(_)
@@ -201,6 +227,21 @@ fn classify(key: &str) -> Option<Opt> {
         "valid users" => Opt::ValidUsers,
         "comment" => Opt::Comment,
         "browseable" | "browsable" => Opt::Browseable,
+        "invalid users" => Opt::Rule(Rule::InvalidUsers),
+        "read list" => Opt::Rule(Rule::ReadList),
+        "write list" => Opt::Rule(Rule::WriteList),
+        "admin users" => Opt::Rule(Rule::AdminUsers),
+        "force user" => Opt::Rule(Rule::ForceUser),
+        "force group" | "group" => Opt::Rule(Rule::ForceGroup),
+        "create mask" | "create mode" => Opt::Rule(Rule::CreateMask),
+        "directory mask" | "directory mode" => Opt::Rule(Rule::DirectoryMask),
+        "force create mode" => Opt::Rule(Rule::ForceCreateMode),
+        "force directory mode" => Opt::Rule(Rule::ForceDirectoryMode),
+        "inherit permissions" => Opt::Rule(Rule::InheritPermissions),
+        "inherit acls" => Opt::Rule(Rule::InheritAcls),
+        "inherit owner" => Opt::Rule(Rule::InheritOwner),
+        "hide unreadable" => Opt::Rule(Rule::HideUnreadable),
+        "vfs objects" | "vfs object" => Opt::VfsObjects,
         "passdb backend"
         | "log file"
         | "max log size"
@@ -212,15 +253,8 @@ fn classify(key: &str) -> Option<Opt> {
         | "printcap name"
         | "disable spoolss"
         | "show add printer wizard"
-        | "vfs objects"
         | "ea support"
         | "store dos attributes"
-        | "create mask"
-        | "create mode"
-        | "directory mask"
-        | "directory mode"
-        | "force create mode"
-        | "force directory mode"
         | "dns proxy"
         | "obey pam restrictions"
         | "unix password sync"
@@ -243,18 +277,10 @@ fn classify(key: &str) -> Option<Opt> {
         | "kernel oplocks"
         | "smb ports"
         | "unix extensions"
-        | "smb2 leases"
-        | "inherit permissions"
-        | "inherit acls" => Opt::Ignored,
+        | "smb2 leases" => Opt::Ignored,
         "hosts allow" | "allow hosts" | "hosts deny" | "deny hosts" => {
             Opt::Refused("host filtering is not supported; remove it and use a firewall")
         }
-        "invalid users" => {
-            Opt::Refused("is not supported; list the allowed users in 'valid users' instead")
-        }
-        "read list" => Opt::Refused(
-            "is not supported; put read-only users on a separate share with 'read only = yes'",
-        ),
         "include" | "config file" => {
             Opt::Refused("is not supported; put the whole configuration in one file")
         }
@@ -274,6 +300,10 @@ struct ShareDraft {
     comment: Option<String>,
     browseable: Option<bool>,
     smb_encrypt: Option<EncryptPolicy>,
+    /// Rule options in the order written (checked when read).
+    rules: Vec<(Rule, String)>,
+    /// `vfs objects = ... acl_xattr ...`.
+    acl_xattr: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,6 +311,7 @@ enum Section {
     None,
     Global,
     Share(usize),
+    Homes,
     Skipped,
 }
 
@@ -290,6 +321,7 @@ pub(super) struct Parser<'a> {
     global: Global,
     defaults: ShareDraft,
     shares: Vec<ShareDraft>,
+    homes: Option<ShareDraft>,
     warnings: Vec<ConfigWarning>,
     section: Section,
     /// Keys already set in the current section, with their line, to warn about repeats.
@@ -310,6 +342,7 @@ impl<'a> Parser<'a> {
             global: Global::default(),
             defaults: ShareDraft::default(),
             shares: Vec::new(),
+            homes: None,
             warnings: Vec::new(),
             section: Section::None,
             seen: HashMap::new(),
@@ -382,7 +415,25 @@ impl<'a> Parser<'a> {
                 "share name [IPC$] is reserved: the server provides it itself",
             ));
         }
-        if matches!(lower.as_str(), "homes" | "printers" | "print$") {
+        if lower == "homes" {
+            if let Some(first) = self.homes.as_ref() {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "duplicate section [homes]: already defined on line {}",
+                        first.line
+                    ),
+                ));
+            }
+            self.homes = Some(ShareDraft {
+                name: "homes".to_string(),
+                line,
+                ..ShareDraft::default()
+            });
+            self.section = Section::Homes;
+            return Ok(());
+        }
+        if matches!(lower.as_str(), "printers" | "print$") {
             self.warn(
                 line,
                 format!("section [{name}] is not supported by ringshare; its options are ignored"),
@@ -478,6 +529,19 @@ impl<'a> Parser<'a> {
                     self.defaults = defaults;
                     r
                 }
+            }
+            Section::Homes => {
+                if opt.is_global_only() {
+                    self.warn(
+                        line,
+                        format!("'{key}' is a [global] option; ignored in [homes]"),
+                    );
+                    return Ok(());
+                }
+                let mut draft = self.homes.take().unwrap_or_default();
+                let r = self.share_option(line, &key, opt, value, &mut draft);
+                self.homes = Some(draft);
+                r
             }
             Section::Share(i) => {
                 if opt.is_global_only() {
@@ -727,7 +791,7 @@ impl<'a> Parser<'a> {
     }
 
     fn share_option(
-        &self,
+        &mut self,
         line: usize,
         key: &str,
         opt: Opt,
@@ -743,6 +807,29 @@ impl<'a> Parser<'a> {
             Opt::Comment => draft.comment = Some(value.to_string()),
             Opt::Browseable => draft.browseable = Some(self.bool_value(line, key, value)?),
             Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
+            Opt::Rule(rule) => {
+                // Checked now, for the line number; applied at the end over
+                // the [global] defaults.
+                apply_rule(&mut ShareRules::default(), rule, value)
+                    .map_err(|m| self.err(line, format!("'{key}' {m}")))?;
+                draft.rules.push((rule, value.to_string()));
+            }
+            Opt::VfsObjects => {
+                let mut acl_xattr = false;
+                for module in parse_list(value) {
+                    match module.as_str() {
+                        "acl_xattr" => acl_xattr = true,
+                        // Streams and macOS support are not there yet: the
+                        // share works without them, as Samba without them.
+                        "streams_xattr" | "fruit" | "catia" | "posixacl" | "dirsort" => {}
+                        other => self.warn(
+                            line,
+                            format!("vfs module '{other}' is not supported by ringshare; ignored"),
+                        ),
+                    }
+                }
+                draft.acl_xattr = Some(acl_xattr);
+            }
             _ => {}
         }
         Ok(())
@@ -779,9 +866,19 @@ impl<'a> Parser<'a> {
         for d in drafts {
             shares.push(self.resolve_share(d)?);
         }
+        let homes = match self.homes.take() {
+            Some(mut d) => {
+                if d.path.is_none() {
+                    d.path = Some(("%H".to_string(), d.line));
+                }
+                Some(self.resolve_share(d)?)
+            }
+            None => None,
+        };
         Ok(Config {
             global: self.global,
             shares,
+            homes,
             warnings: self.warnings,
             source: Some(self.file.to_path_buf()),
         })
@@ -794,59 +891,120 @@ impl<'a> Parser<'a> {
         if raw.is_empty() {
             return Err(self.err(line, format!("share [{}] has an empty 'path'", d.name)));
         }
-        let path = self.base.join(&raw);
-        let hint = if raw.contains('%') {
-            " (Samba macros such as %U are not supported)"
+        // A path with Samba's substitutions (`%U`, `%H`…) is made per user at
+        // tree connect; it cannot be checked now.
+        let templated = raw.contains('%');
+        let path = if raw.starts_with('%') {
+            PathBuf::from(&raw)
         } else {
-            ""
+            self.base.join(&raw)
         };
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(self.err(
-                    line,
-                    format!(
-                        "path '{}' of share [{}] is not a directory",
-                        path.display(),
-                        d.name
-                    ),
-                ));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(self.err(
-                    line,
-                    format!(
-                        "path '{}' of share [{}] does not exist{hint}",
-                        path.display(),
-                        d.name
-                    ),
-                ));
-            }
-            Err(e) => {
-                return Err(self.err(
-                    line,
-                    format!("path '{}' of share [{}]: {e}", path.display(), d.name),
-                ));
+        if !templated {
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(self.err(
+                        line,
+                        format!(
+                            "path '{}' of share [{}] is not a directory",
+                            path.display(),
+                            d.name
+                        ),
+                    ));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(self.err(
+                        line,
+                        format!(
+                            "path '{}' of share [{}] does not exist",
+                            path.display(),
+                            d.name
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(self.err(
+                        line,
+                        format!("path '{}' of share [{}]: {e}", path.display(), d.name),
+                    ));
+                }
             }
         }
         let defaults = &self.defaults;
-        Ok(ShareConfig {
-            name: d.name,
-            path,
-            read_only: d.read_only.or(defaults.read_only).unwrap_or(true),
-            guest_ok: d.guest_ok.or(defaults.guest_ok).unwrap_or(false),
+        let mut rules = ShareRules {
             valid_users: d
                 .valid_users
                 .or_else(|| defaults.valid_users.clone())
                 .unwrap_or_default(),
+            ..ShareRules::default()
+        };
+        for (rule, value) in defaults.rules.iter().chain(&d.rules) {
+            // Checked when the option was read.
+            let _ = apply_rule(&mut rules, *rule, value);
+        }
+        Ok(ShareConfig {
+            name: d.name,
+            path,
+            templated,
+            read_only: d.read_only.or(defaults.read_only).unwrap_or(true),
+            guest_ok: d.guest_ok.or(defaults.guest_ok).unwrap_or(false),
             comment: d
                 .comment
                 .or_else(|| defaults.comment.clone())
                 .unwrap_or_default(),
             browseable: d.browseable.or(defaults.browseable).unwrap_or(true),
             smb_encrypt: d.smb_encrypt,
+            rules,
+            acl_xattr: d.acl_xattr.or(defaults.acl_xattr).unwrap_or(false),
         })
     }
+}
+
+/// Sets one rule option in `rules`; the error says what the value should be.
+fn apply_rule(rules: &mut ShareRules, rule: Rule, value: &str) -> Result<(), String> {
+    let mask = || {
+        u32::from_str_radix(value.trim(), 8)
+            .ok()
+            .filter(|m| *m <= 0o7777)
+            .ok_or_else(|| format!("expects an octal mode such as 0755, got '{value}'"))
+    };
+    let flag = || parse_bool(value).ok_or_else(|| format!("expects yes or no, got '{value}'"));
+    let name = || {
+        let v = value.trim();
+        if v.is_empty() {
+            Err("needs a name".to_string())
+        } else {
+            Ok(v.to_string())
+        }
+    };
+    match rule {
+        Rule::InvalidUsers => rules.invalid_users = parse_list(value),
+        Rule::ReadList => rules.read_list = parse_list(value),
+        Rule::WriteList => rules.write_list = parse_list(value),
+        Rule::AdminUsers => rules.admin_users = parse_list(value),
+        Rule::ForceUser => rules.force_user = Some(name()?),
+        Rule::ForceGroup => rules.force_group = Some(name()?),
+        Rule::CreateMask => rules.create_mask = mask()?,
+        Rule::DirectoryMask => rules.directory_mask = mask()?,
+        Rule::ForceCreateMode => rules.force_create_mode = mask()?,
+        Rule::ForceDirectoryMode => rules.force_directory_mode = mask()?,
+        Rule::InheritPermissions => rules.inherit_permissions = flag()?,
+        Rule::InheritAcls => rules.inherit_acls = flag()?,
+        Rule::HideUnreadable => rules.hide_unreadable = flag()?,
+        Rule::InheritOwner => {
+            rules.inherit_owner = match normalize_key(value).as_str() {
+                "no" | "false" | "0" | "off" => InheritOwner::No,
+                "yes" | "true" | "1" | "on" | "windows and unix" => InheritOwner::WindowsAndUnix,
+                "unix only" => InheritOwner::UnixOnly,
+                _ => {
+                    return Err(format!(
+                        "expects no, windows and unix, or unix only, got '{value}'"
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Joins continued lines. Yields (first physical line number, text).

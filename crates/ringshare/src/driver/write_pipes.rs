@@ -50,6 +50,8 @@ pub(super) struct PipedWrite {
     pub(super) len: usize,
     pub(super) next: usize,
     pub(super) written: usize,
+    /// Who writes the file (the open's user).
+    pub(super) who: Option<ringshare_vfs::Who>,
 }
 
 impl PipedWrite {

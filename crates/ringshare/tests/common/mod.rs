@@ -420,6 +420,7 @@ impl SharedServer {
 
 /// Runs `ringshare user add NAME --password-stdin --config CONF`.
 pub fn add_user(conf: &Path, name: &str, password: &str) {
+    ensure_unix_account(name);
     let mut child = Command::new(ringshare_bin())
         .args(["user", "add", name, "--password-stdin", "--config"])
         .arg(conf)
@@ -442,9 +443,44 @@ pub fn add_user(conf: &Path, name: &str, password: &str) {
     );
 }
 
-/// Makes the share directory owned by the uid `user` got in the smbpasswd file, so that a server
-/// that acts with the user's uid can write to it. Best effort: without root the chown fails and
-/// the directory stays ours, which is also the server's.
+/// As root (CI runs as root), makes sure the Unix account `name` exists, as a server run as root
+/// acts as each user's own account and refuses users without one (as Samba does). It is
+/// created with `useradd -M -N -s /usr/sbin/nologin` (no home, no login) and left in place:
+/// tests running at the same time share it. Without root, nothing: the server then acts as the
+/// account it runs as.
+pub fn ensure_unix_account(name: &str) {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    for _ in 0..50 {
+        let known = Command::new("id")
+            .args(["-u", name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if known {
+            return;
+        }
+        let made = Command::new("useradd")
+            .args(["-M", "-N", "-s", "/usr/sbin/nologin", name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run useradd");
+        // 9: it exists (made meanwhile by another test); other failures
+        // (the passwd file locked by another useradd) are tried again.
+        if made.success() || made.code() == Some(9) {
+            return;
+        }
+        thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("could not create the Unix account {name} with useradd");
+}
+
+/// Makes the share directory and everything in it owned by the uid `user` got in the smbpasswd
+/// file (the uid of its Unix account), so that a server that acts as the user can write there.
+/// Best effort: without root the chown fails and the files stay ours, which is also the server's.
 pub fn give_share_to_user(share_dir: &Path, passwd: &Path, user: &str) {
     let Ok(text) = std::fs::read_to_string(passwd) else {
         return;
@@ -456,7 +492,20 @@ pub fn give_share_to_user(share_dir: &Path, passwd: &Path, user: &str) {
             .flatten()
     });
     if let Some(uid) = uid {
-        let _ = std::os::unix::fs::chown(share_dir, Some(uid), None);
+        chown_tree(share_dir, uid);
+    }
+}
+
+/// `chown -R uid` of `dir` and what it holds (not following symlinks).
+pub fn chown_tree(dir: &Path, uid: u32) {
+    let _ = std::os::unix::fs::lchown(dir, Some(uid), None);
+    if dir.is_symlink() {
+        return;
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            chown_tree(&e.path(), uid);
+        }
     }
 }
 

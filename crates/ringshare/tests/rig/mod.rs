@@ -7,6 +7,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, ExitStatus, Stdio};
@@ -20,7 +21,7 @@ use ringshare_wire::framing;
 use ringshare_wire::header::{Header, HeaderId};
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::common::{add_user, free_port, ringshare_bin, TempDir};
+use crate::common::{add_user, chown_tree, free_port, ringshare_bin, TempDir};
 
 /// How long a raw read waits for the server.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,6 +79,12 @@ impl Rig {
         for (user, pass) in [USER_A, USER_B] {
             add_user(&conf, user, pass);
         }
+        // A server run as root acts as the users: the files the test put
+        // there are USER_A's, and both users may create files in the share.
+        if let Ok(Some(a)) = nix::unistd::User::from_name(USER_A.0) {
+            chown_tree(&share_dir, a.uid.as_raw());
+        }
+        let _ = std::fs::set_permissions(&share_dir, std::fs::Permissions::from_mode(0o777));
         let log = tmp.path().join("serve.log");
         let mut rig = Rig {
             port,

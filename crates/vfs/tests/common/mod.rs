@@ -56,6 +56,7 @@ pub fn file_opts(mode: OpenMode) -> OpenOptions {
         directory: false,
         non_directory: false,
         create_mode: 0o644,
+        best_effort: false,
     }
 }
 
@@ -68,15 +69,16 @@ pub fn dir_opts(mode: OpenMode) -> OpenOptions {
         directory: true,
         non_directory: false,
         create_mode: 0o755,
+        best_effort: false,
     }
 }
 
 pub fn open(share: &dyn Share, path: &str, opts: OpenOptions) -> FsResult<Opened> {
-    share.open(&p(path), &opts)
+    share.open(&ringshare_vfs::server_who(), &p(path), &opts)
 }
 
 pub fn open_err(share: &dyn Share, path: &str, opts: OpenOptions) -> ringshare_vfs::FsError {
-    match share.open(&p(path), &opts) {
+    match share.open(&ringshare_vfs::server_who(), &p(path), &opts) {
         Ok(o) => panic!("open {path:?} with {opts:?} succeeded: {o:?}"),
         Err(e) => e,
     }

@@ -1,0 +1,756 @@
+//! Acting as the logged-on user, shown with real Unix accounts, smbclient, and Debian's Samba
+//! `smbd` answering the same questions in the same run.
+//!
+//! The test (root only, as CI runs; it fails under `CI` without root, smbclient or smbd) makes
+//! three accounts (`rs_id_alice`, `rs_id_bob` in group `rs_id_proj`, `rs_id_carol` not in it) with
+//! home directories, lays out a tree of files with owners, modes and POSIX ACLs, and serves it
+//! twice, from a fresh copy each time: by a private `smbd` and by `ringshare serve`, with the same
+//! share sections. Every check (who may read, write, list or delete what; what owner, group and
+//! mode new files get; `force user`, `force group`, `admin users`, guests, `[homes]`, `valid
+//! users` / `invalid users` / `read list` / `write list`, create masks) runs against both, and
+//! each answer must be the one written in the table, which is also Samba's: a difference names
+//! the server, the check and both answers. The accounts are removed at the end.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, ringshare_bin, TempDir};
+
+const PASS: &str = "Id-Pass-1";
+const ALICE: &str = "rs_id_alice";
+const BOB: &str = "rs_id_bob";
+const CAROL: &str = "rs_id_carol";
+const GROUP: &str = "rs_id_proj";
+/// A name nobody has: with `map to guest = bad user` it logs on as the guest.
+const STRANGER: &str = "rs_id_stranger";
+
+fn run(cmd: &str, args: &[&str]) -> bool {
+    Command::new(cmd)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn must(cmd: &str, args: &[&str]) {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The accounts of the test, removed on drop.
+struct Accounts;
+
+impl Accounts {
+    fn create(homes: &Path) -> Accounts {
+        Accounts::remove();
+        must("groupadd", &[GROUP]);
+        for (name, groups) in [(ALICE, GROUP), (BOB, GROUP), (CAROL, "")] {
+            let home = homes.join(name);
+            let home = home.to_str().unwrap();
+            let mut args = vec!["-M", "-U", "-s", "/usr/sbin/nologin", "-d", home];
+            if !groups.is_empty() {
+                args.extend(["-G", groups]);
+            }
+            args.push(name);
+            must("useradd", &args);
+            fs::create_dir_all(home).unwrap();
+            must("chown", &[&format!("{name}:{name}"), home]);
+            fs::set_permissions(home, fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        Accounts
+    }
+
+    fn remove() {
+        for name in [ALICE, BOB, CAROL] {
+            run("userdel", &[name]);
+        }
+        run("groupdel", &[GROUP]);
+    }
+}
+
+impl Drop for Accounts {
+    fn drop(&mut self) {
+        Accounts::remove();
+    }
+}
+
+fn uid(name: &str) -> u32 {
+    nix::unistd::User::from_name(name)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no account {name}"))
+        .uid
+        .as_raw()
+}
+
+fn gid(name: &str) -> u32 {
+    nix::unistd::Group::from_name(name)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no group {name}"))
+        .gid
+        .as_raw()
+}
+
+/// A file or directory of the layout, made as root.
+fn make(path: &Path, owner: &str, group: &str, mode: u32, dir: bool) {
+    if dir {
+        fs::create_dir_all(path).unwrap();
+    } else {
+        fs::write(path, b"secret\n").unwrap();
+    }
+    std::os::unix::fs::chown(path, Some(uid(owner)), Some(gid(group))).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The tree both servers serve (a fresh copy each).
+fn layout(root: &Path) {
+    let d = root.join("data");
+    make(&d, "root", "root", 0o777, true);
+    make(&d.join("alice0600"), ALICE, ALICE, 0o600, false);
+    make(&d.join("alice0644"), ALICE, ALICE, 0o644, false);
+    make(&d.join("proj"), "root", GROUP, 0o2770, true);
+    make(&d.join("proj/plan.txt"), "root", GROUP, 0o660, false);
+    make(&d.join("alicedir"), ALICE, ALICE, 0o700, true);
+    make(&d.join("alicedir/inner"), ALICE, ALICE, 0o644, false);
+    make(&d.join("acl.txt"), ALICE, ALICE, 0o600, false);
+    must(
+        "setfacl",
+        &[
+            "-m",
+            &format!("u:{BOB}:r"),
+            d.join("acl.txt").to_str().unwrap(),
+        ],
+    );
+    make(&d.join("nobob.txt"), ALICE, ALICE, 0o644, false);
+    must(
+        "setfacl",
+        &[
+            "-m",
+            &format!("u:{BOB}:-"),
+            d.join("nobob.txt").to_str().unwrap(),
+        ],
+    );
+    make(&d.join("sticky"), "root", "root", 0o1777, true);
+    make(&d.join("sticky/alicefile"), ALICE, ALICE, 0o666, false);
+    make(&d.join("suid-small"), ALICE, ALICE, 0o4777, false);
+    make(&d.join("suid-big"), ALICE, ALICE, 0o4777, false);
+    for share in ["masked", "forced", "grp"] {
+        make(&root.join(share), "root", "root", 0o777, true);
+    }
+    make(&root.join("pub"), "root", "root", 0o755, true);
+    make(&root.join("pub/open.txt"), ALICE, ALICE, 0o644, false);
+    make(&root.join("pub/closed.txt"), ALICE, ALICE, 0o600, false);
+}
+
+/// The share sections both servers get.
+fn shares(root: &Path) -> String {
+    let r = root.display();
+    format!(
+        "[data]\n\tpath = {r}/data\n\tread only = no\n\
+         [masked]\n\tpath = {r}/masked\n\tread only = no\n\tcreate mask = 0640\n\
+         \tdirectory mask = 0750\n\
+         [forced]\n\tpath = {r}/forced\n\tread only = no\n\tforce user = {ALICE}\n\
+         [grp]\n\tpath = {r}/grp\n\tread only = no\n\tforce group = {GROUP}\n\
+         [admin]\n\tpath = {r}/data\n\tread only = no\n\tadmin users = {BOB}\n\
+         [ro]\n\tpath = {r}/data\n\tread only = yes\n\twrite list = {BOB}\n\
+         [limited]\n\tpath = {r}/data\n\tread only = no\n\tinvalid users = {CAROL}\n\
+         \tread list = {BOB}\n\
+         [pub]\n\tpath = {r}/pub\n\tguest ok = yes\n\tread only = yes\n\
+         [homes]\n\tread only = no\n\tvalid users = %S\n\tbrowseable = no\n"
+    )
+}
+
+/// A running server of either kind, stopped on drop.
+struct Running {
+    name: &'static str,
+    port: u16,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        // smbd forks a child per connection: end the whole group.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_port(child: &mut Child, port: u16, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!(
+                "server exited with {s}: {}",
+                fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no server on port {port}");
+}
+
+fn start_ringshare(base: &Path, root: &Path) -> Running {
+    let port = free_port();
+    let conf = base.join("ringshare.conf");
+    fs::write(
+        &conf,
+        format!(
+            "[global]\n\tlisten = 127.0.0.1:{port}\n\tsmb passwd file = {}/smbpasswd\n\
+             \tmap to guest = bad user\n\tlog level = 1\n{}",
+            base.display(),
+            shares(root)
+        ),
+    )
+    .unwrap();
+    for user in [ALICE, BOB, CAROL] {
+        let mut c = Command::new(ringshare_bin())
+            .args(["user", "add", user, "--password-stdin", "--config"])
+            .arg(&conf)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(
+            c.stdin.as_mut().unwrap(),
+            format!("{PASS}\n{PASS}\n").as_bytes(),
+        )
+        .unwrap();
+        assert!(c.wait().unwrap().success(), "ringshare user add {user}");
+    }
+    let log = base.join("serve.log");
+    let out = fs::File::create(&log).unwrap();
+    let mut child = Command::new(ringshare_bin())
+        .args(["serve", "--config"])
+        .arg(&conf)
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_port(&mut child, port, &log);
+    Running {
+        name: "ringshare",
+        port,
+        child,
+        log,
+    }
+}
+
+fn start_samba(base: &Path, root: &Path) -> Running {
+    let port = free_port();
+    for d in [
+        "private", "lock", "state", "cache", "pid", "ncalrpc", "log", "bind-dns",
+    ] {
+        fs::create_dir_all(base.join(d)).unwrap();
+    }
+    let b = base.display();
+    let conf = base.join("smb.conf");
+    fs::write(
+        &conf,
+        format!(
+            "[global]\n\tnetbios name = RSIDREF\n\tserver role = standalone server\n\
+             \tsecurity = user\n\tmap to guest = bad user\n\
+             \tpassdb backend = tdbsam:{b}/private/passdb.tdb\n\tprivate dir = {b}/private\n\
+             \tlock directory = {b}/lock\n\tstate directory = {b}/state\n\
+             \tcache directory = {b}/cache\n\tpid directory = {b}/pid\n\
+             \tncalrpc dir = {b}/ncalrpc\n\tbinddns dir = {b}/bind-dns\n\
+             \tlog file = {b}/log/log.smbd\n\tlog level = 1\n\tsmb ports = {port}\n\
+             \tinterfaces = 127.0.0.1\n\tbind interfaces only = yes\n\tdisable netbios = yes\n\
+             \tload printers = no\n\tprinting = bsd\n\tprintcap name = /dev/null\n\
+             \tdisable spoolss = yes\n\tusershare path =\n{}",
+            shares(root)
+        ),
+    )
+    .unwrap();
+    for user in [ALICE, BOB, CAROL] {
+        let mut c = Command::new("smbpasswd")
+            .args(["-c", conf.to_str().unwrap(), "-a", "-s", user])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(
+            c.stdin.as_mut().unwrap(),
+            format!("{PASS}\n{PASS}\n").as_bytes(),
+        )
+        .unwrap();
+        assert!(c.wait().unwrap().success(), "smbpasswd -a {user}");
+    }
+    let log = base.join("log/smbd.stdout");
+    let out = fs::File::create(&log).unwrap();
+    let mut child = Command::new("smbd")
+        .args(["--foreground", "--no-process-group", "--configfile"])
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    wait_port(&mut child, port, &log);
+    Running {
+        name: "samba",
+        port,
+        child,
+        log,
+    }
+}
+
+use std::os::unix::process::CommandExt;
+
+/// What one check saw: `OK`, or the NT status smbclient printed.
+fn smbclient(srv: &Running, user: &str, share: &str, cmds: &str, client_conf: &Path) -> String {
+    let out = Command::new("smbclient")
+        .arg(format!("//127.0.0.1/{share}"))
+        .args(["-s", client_conf.to_str().unwrap(), "-p"])
+        .arg(srv.port.to_string())
+        .args(["--use-kerberos=off", "-t", "30", "-U"])
+        .arg(format!("{user}%{PASS}"))
+        .args(["-c", cmds])
+        .output()
+        .expect("run smbclient");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match text
+        .split_whitespace()
+        .find(|w| w.starts_with("NT_STATUS_"))
+    {
+        Some(status) => status.trim_end_matches([':', ',', '.']).to_string(),
+        None if out.status.success() => "OK".to_string(),
+        None => format!("exit {}", out.status),
+    }
+}
+
+/// `owner:group mode` of a path on disk.
+fn who_owns(path: &Path) -> String {
+    let m = fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let user = nix::unistd::User::from_uid(m.uid().into())
+        .ok()
+        .flatten()
+        .map_or(m.uid().to_string(), |u| u.name);
+    let group = nix::unistd::Group::from_gid(m.gid().into())
+        .ok()
+        .flatten()
+        .map_or(m.gid().to_string(), |g| g.name);
+    format!("{user}:{group} {:o}", m.mode() & 0o7777)
+}
+
+/// One question: `user` runs `cmds` on `share`; the answer must be `want`.
+/// After it, `path` (under the served root) must be `owner:group mode`.
+struct Check {
+    what: &'static str,
+    user: &'static str,
+    share: &'static str,
+    cmds: &'static str,
+    want: &'static str,
+    then: Option<(&'static str, &'static str)>,
+}
+
+const fn check(
+    what: &'static str,
+    user: &'static str,
+    share: &'static str,
+    cmds: &'static str,
+    want: &'static str,
+) -> Check {
+    Check {
+        what,
+        user,
+        share,
+        cmds,
+        want,
+        then: None,
+    }
+}
+
+const fn check_then(
+    what: &'static str,
+    user: &'static str,
+    share: &'static str,
+    cmds: &'static str,
+    want: &'static str,
+    path: &'static str,
+    owned: &'static str,
+) -> Check {
+    Check {
+        what,
+        user,
+        share,
+        cmds,
+        want,
+        then: Some((path, owned)),
+    }
+}
+
+const DENIED: &str = "NT_STATUS_ACCESS_DENIED";
+
+/// The questions and Samba's answers. `LOCAL` is a small local file, `BIG` a
+/// 1 MiB one (written with WRITEs ringshare splices from the socket).
+fn checks() -> Vec<Check> {
+    vec![
+        check(
+            "alice reads her 0600 file",
+            ALICE,
+            "data",
+            "get alice0600 /dev/null",
+            "OK",
+        ),
+        check(
+            "bob cannot read alice's 0600 file",
+            BOB,
+            "data",
+            "get alice0600 /dev/null",
+            DENIED,
+        ),
+        check(
+            "bob reads alice's 0644 file",
+            BOB,
+            "data",
+            "get alice0644 /dev/null",
+            "OK",
+        ),
+        check(
+            "bob cannot overwrite alice's 0644 file",
+            BOB,
+            "data",
+            "put LOCAL alice0644",
+            DENIED,
+        ),
+        check(
+            "alice lists the 2770 group directory",
+            ALICE,
+            "data",
+            "ls proj/*",
+            "OK",
+        ),
+        check(
+            "carol, not in the group, cannot list it",
+            CAROL,
+            "data",
+            "ls proj/*",
+            DENIED,
+        ),
+        check(
+            "bob cannot list alice's 0700 directory",
+            BOB,
+            "data",
+            "ls alicedir/*",
+            DENIED,
+        ),
+        check(
+            "an ACL entry lets bob read",
+            BOB,
+            "data",
+            "get acl.txt /dev/null",
+            "OK",
+        ),
+        check("but not write", BOB, "data", "put LOCAL acl.txt", DENIED),
+        check(
+            "an empty ACL entry denies bob",
+            BOB,
+            "data",
+            "get nobob.txt /dev/null",
+            DENIED,
+        ),
+        check(
+            "carol reads what bob may not",
+            CAROL,
+            "data",
+            "get nobob.txt /dev/null",
+            "OK",
+        ),
+        check(
+            "bob cannot delete alice's file in a sticky directory",
+            BOB,
+            "data",
+            "del sticky/alicefile",
+            DENIED,
+        ),
+        check_then(
+            "a file alice makes is hers",
+            ALICE,
+            "data",
+            "put LOCAL new-by-alice",
+            "OK",
+            "data/new-by-alice",
+            "rs_id_alice:rs_id_alice 744",
+        ),
+        check_then(
+            "a directory alice makes is hers",
+            ALICE,
+            "data",
+            "mkdir dir-by-alice",
+            "OK",
+            "data/dir-by-alice",
+            "rs_id_alice:rs_id_alice 755",
+        ),
+        check_then(
+            "a file made in a setgid directory gets its group",
+            ALICE,
+            "data",
+            "put LOCAL proj/by-alice",
+            "OK",
+            "data/proj/by-alice",
+            "rs_id_alice:rs_id_proj 744",
+        ),
+        check_then(
+            "bob's small write strips the setuid bit",
+            BOB,
+            "data",
+            "put LOCAL suid-small",
+            "OK",
+            "data/suid-small",
+            "rs_id_alice:rs_id_alice 777",
+        ),
+        check_then(
+            "so does a large one",
+            BOB,
+            "data",
+            "put BIG suid-big",
+            "OK",
+            "data/suid-big",
+            "rs_id_alice:rs_id_alice 777",
+        ),
+        check_then(
+            "create mask applies",
+            ALICE,
+            "masked",
+            "put LOCAL m.txt",
+            "OK",
+            "masked/m.txt",
+            "rs_id_alice:rs_id_alice 640",
+        ),
+        check_then(
+            "directory mask applies",
+            ALICE,
+            "masked",
+            "mkdir md",
+            "OK",
+            "masked/md",
+            "rs_id_alice:rs_id_alice 750",
+        ),
+        check_then(
+            "force user makes bob's file alice's",
+            BOB,
+            "forced",
+            "put LOCAL by-bob",
+            "OK",
+            "forced/by-bob",
+            "rs_id_alice:rs_id_alice 744",
+        ),
+        check_then(
+            "force group gives carol's file the group",
+            CAROL,
+            "grp",
+            "put LOCAL by-carol",
+            "OK",
+            "grp/by-carol",
+            "rs_id_carol:rs_id_proj 744",
+        ),
+        check(
+            "admin users read any file",
+            BOB,
+            "admin",
+            "get alice0600 /dev/null",
+            "OK",
+        ),
+        check(
+            "others on that share do not",
+            CAROL,
+            "admin",
+            "get alice0600 /dev/null",
+            DENIED,
+        ),
+        check(
+            "write list makes a read-only share writable for bob",
+            BOB,
+            "ro",
+            "put LOCAL ro-by-bob",
+            "OK",
+        ),
+        check(
+            "and only for him",
+            ALICE,
+            "ro",
+            "put LOCAL ro-by-alice",
+            DENIED,
+        ),
+        check(
+            "invalid users cannot connect",
+            CAROL,
+            "limited",
+            "ls",
+            DENIED,
+        ),
+        check(
+            "read list makes the share read-only for bob",
+            BOB,
+            "limited",
+            "put LOCAL lim-by-bob",
+            DENIED,
+        ),
+        check(
+            "others write there",
+            ALICE,
+            "limited",
+            "put LOCAL lim-by-alice",
+            "OK",
+        ),
+        check(
+            "the guest reads a 0644 file",
+            STRANGER,
+            "pub",
+            "get open.txt /dev/null",
+            "OK",
+        ),
+        check(
+            "the guest (nobody) cannot read a 0600 file",
+            STRANGER,
+            "pub",
+            "get closed.txt /dev/null",
+            DENIED,
+        ),
+        check_then(
+            "alice gets her home",
+            ALICE,
+            ALICE,
+            "put LOCAL in-home",
+            "OK",
+            "home/rs_id_alice/in-home",
+            "rs_id_alice:rs_id_alice 744",
+        ),
+        check("but not bob's", ALICE, BOB, "ls", DENIED),
+    ]
+}
+
+/// Runs every check against `srv` serving `root`; the answers as lines.
+fn answers(srv: &Running, root: &Path, client_conf: &Path, local: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in checks() {
+        let cmds = c
+            .cmds
+            .replace("LOCAL", local.join("small").to_str().unwrap())
+            .replace("BIG", local.join("big").to_str().unwrap());
+        let mut got = smbclient(srv, c.user, c.share, &cmds, client_conf);
+        if let Some((path, _)) = c.then {
+            let p = if let Some(h) = path.strip_prefix("home/") {
+                root.join("home").join(h)
+            } else {
+                root.join(path)
+            };
+            got = format!("{got}; {path}: {}", who_owns(&p));
+        }
+        out.push(got);
+    }
+    out
+}
+
+fn expected() -> Vec<String> {
+    checks()
+        .iter()
+        .map(|c| match c.then {
+            Some((path, owned)) => format!("{}; {path}: {owned}", c.want),
+            None => c.want.to_string(),
+        })
+        .collect()
+}
+
+fn root_and_tools_or_skip(test: &str) -> bool {
+    let root = rustix::process::geteuid().is_root();
+    let tools = ["smbclient", "smbd", "smbpasswd", "setfacl", "useradd"]
+        .iter()
+        .all(|t| run("which", &[t]));
+    if root && tools {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test} needs root and smbclient, smbd, smbpasswd (Debian samba, smbclient), setfacl (acl)"
+    );
+    eprintln!("\n!!!!!!!! SKIPPED {test}: needs root, smbclient, smbd and setfacl !!!!!!!!\n");
+    false
+}
+
+#[test]
+fn users_act_as_their_unix_accounts_with_the_same_answers_as_samba() {
+    if !root_and_tools_or_skip("users_act_as_their_unix_accounts_with_the_same_answers_as_samba") {
+        return;
+    }
+    let tmp = TempDir::new("identity");
+    // The served tree must be reachable by the accounts (the temp dir is root's).
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let local = tmp.path().join("local");
+    fs::create_dir_all(&local).unwrap();
+    fs::write(local.join("small"), b"hello\n").unwrap();
+    fs::write(local.join("big"), vec![7u8; 1 << 20]).unwrap();
+    let client_conf = tmp.path().join("client.conf");
+    fs::write(
+        &client_conf,
+        format!(
+            "[global]\n\tclient min protocol = SMB2_02\n\tlock directory = {0}\n\
+             \tstate directory = {0}\n\tcache directory = {0}\n\tprivate dir = {0}\n",
+            local.display()
+        ),
+    )
+    .unwrap();
+    let want = expected();
+    let mut report = String::new();
+    let mut failed = false;
+    for kind in ["samba", "ringshare"] {
+        let root = tmp.path().join(kind);
+        fs::create_dir_all(root.join("home")).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(root.join("home"), fs::Permissions::from_mode(0o755)).unwrap();
+        let _accounts = Accounts::create(&root.join("home"));
+        layout(&root);
+        let base = tmp.path().join(format!("{kind}-state"));
+        fs::create_dir_all(&base).unwrap();
+        let srv = if kind == "samba" {
+            start_samba(&base, &root)
+        } else {
+            start_ringshare(&base, &root)
+        };
+        let got = answers(&srv, &root, &client_conf, &local);
+        for ((c, w), g) in checks().iter().zip(&want).zip(&got) {
+            if w != g {
+                failed = true;
+                let _ = writeln!(
+                    report,
+                    "{}: {} ({} on [{}]: {}): want {w}, got {g}",
+                    srv.name, c.what, c.user, c.share, c.cmds
+                );
+            }
+        }
+        if failed && kind == "ringshare" {
+            let _ = writeln!(
+                report,
+                "--- ringshare log ---\n{}",
+                fs::read_to_string(&srv.log).unwrap_or_default()
+            );
+        }
+    }
+    assert!(!failed, "answers differ:\n{report}");
+}

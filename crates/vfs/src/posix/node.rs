@@ -1,0 +1,628 @@
+//! [`PosixNode`]: an open file or directory of a [`PosixShare`](super::PosixShare).
+
+use super::*;
+
+/// An open file or directory of a [`PosixShare`].
+pub struct PosixNode {
+    /// Who the node was opened by: every operation on it runs as them.
+    pub(super) who: Who,
+    /// Shared so that I/O in flight in the engine keeps the descriptor open
+    /// even when the handle is closed meanwhile.
+    pub(super) fd: Arc<OwnedFd>,
+    pub(super) kind: FileKind,
+    pub(super) readable: bool,
+    pub(super) writable: bool,
+    /// Opened `O_PATH` (stat only): no I/O, xattrs and times through `/proc`.
+    pub(super) path_only: bool,
+    pub(super) read_only: bool,
+    /// On a file system that keeps files in memory ([`memory_backed`]).
+    pub(super) in_memory: bool,
+}
+
+impl fmt::Debug for PosixNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PosixNode")
+            .field("fd", &self.fd.as_raw_fd())
+            .field("kind", &self.kind)
+            .field("readable", &self.readable)
+            .field("writable", &self.writable)
+            .field("path_only", &self.path_only)
+            .finish()
+    }
+}
+
+impl PosixNode {
+    /// The calling thread acts as the node's user for what follows.
+    fn act(&self) -> FsResult<()> {
+        act(&self.who)
+    }
+
+    /// `f` as the node's user, and when the kernel refuses the user, as the
+    /// server: for attributes and times, which DOS semantics let anyone with
+    /// FILE_WRITE_ATTRIBUTES change (the core calls these only for opens
+    /// granted it), not only the owner, as Samba does.
+    fn as_user_then_server(&self, f: impl Fn() -> Result<(), Errno>) -> FsResult<()> {
+        self.act()?;
+        match f() {
+            Err(e) if is_refusal(e) => as_server(&self.who, || f().map_err(fd_errno_to_fs)),
+            r => r.map_err(fd_errno_to_fs),
+        }
+    }
+
+    fn check_writable_share(&self) -> FsResult<()> {
+        if self.read_only {
+            Err(FsError::ReadOnly)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn check_data_write(&self) -> FsResult<()> {
+        self.check_writable_share()?;
+        if self.kind == FileKind::Directory {
+            return Err(FsError::IsADirectory);
+        }
+        if !self.writable {
+            return Err(FsError::AccessDenied);
+        }
+        Ok(())
+    }
+
+    /// True when this node was opened stat-only (`O_PATH`).
+    pub fn is_path_only(&self) -> bool {
+        self.path_only
+    }
+
+    /// Names of all xattrs of the file (empty where xattrs are unsupported).
+    fn xattr_names(&self) -> FsResult<Vec<String>> {
+        let fd = self.fd.as_fd();
+        let mut buf = vec![0u8; XATTR_LIST_SIZE_MAX];
+        let r = match rustix::fs::flistxattr(fd, &mut buf[..]) {
+            // O_PATH fd: go through its /proc link.
+            Err(Errno::BADF) => rustix::fs::listxattr(proc_path(fd, None), &mut buf[..]),
+            r => r,
+        };
+        let n = match r {
+            Ok(n) => n,
+            Err(e) if is_unsupported(e) => return Ok(Vec::new()),
+            Err(e) => return Err(fd_errno_to_fs(e)),
+        };
+        Ok(buf
+            .get(..n)
+            .unwrap_or_default()
+            .split(|b| *b == 0)
+            .filter_map(|s| std::str::from_utf8(s).ok())
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect())
+    }
+
+    /// The value of xattr `name` into `buf`; `None` when it is gone or too long.
+    fn xattr_value(&self, name: &str, buf: &mut [u8]) -> FsResult<Option<usize>> {
+        let fd = self.fd.as_fd();
+        let r = match rustix::fs::fgetxattr(fd, name, &mut *buf) {
+            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, &mut *buf),
+            r => r,
+        };
+        match r {
+            Ok(n) => Ok(Some(n)),
+            Err(Errno::NODATA | Errno::RANGE) => Ok(None),
+            Err(e) if is_unsupported(e) => Ok(None),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn xattr_set(&self, name: &str, value: &[u8]) -> FsResult<()> {
+        let fd = self.fd.as_fd();
+        let r = match rustix::fs::fsetxattr(fd, name, value, XattrFlags::empty()) {
+            Err(Errno::BADF) => {
+                rustix::fs::setxattr(proc_path(fd, None), name, value, XattrFlags::empty())
+            }
+            r => r,
+        };
+        r.map_err(ea_errno_to_fs)
+    }
+
+    /// Remove xattr `name`; one that is not there is not an error.
+    fn xattr_remove(&self, name: &str) -> FsResult<()> {
+        let fd = self.fd.as_fd();
+        let r = match rustix::fs::fremovexattr(fd, name) {
+            Err(Errno::BADF) => rustix::fs::removexattr(proc_path(fd, None), name),
+            r => r,
+        };
+        match r {
+            Ok(()) | Err(Errno::NODATA) => Ok(()),
+            Err(e) => Err(ea_errno_to_fs(e)),
+        }
+    }
+}
+
+/// Errors of storing an EA: "xattrs unsupported here" is `Other(EOPNOTSUPP)`
+/// whichever errno the filesystem chose; a name too long for an xattr is
+/// `NameTooLong`; a value the filesystem cannot hold is `NoSpace` or
+/// `Other(E2BIG)`.
+fn ea_errno_to_fs(e: Errno) -> FsError {
+    if is_unsupported(e) {
+        FsError::Other(crate::EOPNOTSUPP)
+    } else if e == Errno::RANGE {
+        // `user.` + the name is past XATTR_NAME_MAX.
+        FsError::NameTooLong
+    } else {
+        fd_errno_to_fs(e)
+    }
+}
+
+impl Node for PosixNode {
+    fn stat(&self) -> FsResult<FileAttr> {
+        self.act()?;
+        stat_fd(&self.who, self.fd.as_fd())
+    }
+
+    fn who(&self) -> Option<&Who> {
+        Some(&self.who)
+    }
+
+    fn access(&self) -> FsResult<crate::Access> {
+        use rustix::fs::Access;
+        self.act()?;
+        let fd = self.fd.as_fd();
+        let uid = statx_fd(fd).map_err(errno_to_fs)?.stx_uid;
+        Ok(crate::Access {
+            read: kernel_allows(fd, Access::READ_OK)?,
+            write: !self.read_only && kernel_allows(fd, Access::WRITE_OK)?,
+            execute: kernel_allows(fd, Access::EXEC_OK)?,
+            owner: self.who.uid() == 0 || self.who.uid() == uid,
+        })
+    }
+
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.act()?;
+        let st = statx_fd(self.fd.as_fd()).map_err(errno_to_fs)?;
+        Ok(attr_from_statx(&st, None))
+    }
+
+    fn size(&self) -> FsResult<u64> {
+        self.act()?;
+        let st = rustix::fs::fstat(self.fd.as_fd()).map_err(errno_to_fs)?;
+        Ok(st.st_size as u64)
+    }
+
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.fd.as_fd())
+    }
+
+    fn shared_fd(&self) -> Option<Arc<OwnedFd>> {
+        if self.path_only {
+            None
+        } else {
+            Some(Arc::clone(&self.fd))
+        }
+    }
+
+    fn in_memory(&self) -> bool {
+        self.in_memory
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+        self.act()?;
+        if self.kind == FileKind::Directory {
+            return Err(FsError::IsADirectory);
+        }
+        if !self.readable {
+            return Err(FsError::AccessDenied);
+        }
+        let mut done = 0usize;
+        while done < buf.len() {
+            let Some(rest) = buf.get_mut(done..) else {
+                break;
+            };
+            match rustix::io::pread(&self.fd, rest, offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
+        self.act()?;
+        self.check_data_write()?;
+        let mut done = 0usize;
+        while done < data.len() {
+            let Some(rest) = data.get(done..) else { break };
+            match rustix::io::pwrite(&self.fd, rest, offset + done as u64) {
+                Ok(0) => return Err(FsError::NoSpace),
+                Ok(n) => done += n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn sync(&self) -> FsResult<()> {
+        self.act()?;
+        if self.path_only {
+            return Err(FsError::AccessDenied);
+        }
+        loop {
+            match rustix::fs::fsync(&self.fd) {
+                Err(Errno::INTR) => continue,
+                r => return r.map_err(fd_errno_to_fs),
+            }
+        }
+    }
+
+    fn set_len(&self, len: u64) -> FsResult<()> {
+        self.act()?;
+        self.check_data_write()?;
+        loop {
+            match rustix::fs::ftruncate(&self.fd, len) {
+                Err(Errno::INTR) => continue,
+                r => return r.map_err(fd_errno_to_fs),
+            }
+        }
+    }
+
+    fn set_allocation(&self, size: u64) -> FsResult<()> {
+        self.act()?;
+        self.check_data_write()?;
+        if size == 0 {
+            return Ok(());
+        }
+        match rustix::fs::fallocate(&self.fd, FallocateFlags::KEEP_SIZE, 0, size) {
+            Ok(()) => Ok(()),
+            Err(e) if is_unsupported(e) || e == Errno::INVAL || e == Errno::INTR => Ok(()),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
+        self.check_writable_share()?;
+        if times.atime.is_none() && times.mtime.is_none() {
+            return Ok(());
+        }
+        let ts = Timestamps {
+            last_access: to_timespec(times.atime),
+            last_modification: to_timespec(times.mtime),
+        };
+        self.as_user_then_server(|| match rustix::fs::futimens(&self.fd, &ts) {
+            Err(Errno::BADF) => {
+                rustix::fs::utimensat(CWD, proc_path(self.fd.as_fd(), None), &ts, AtFlags::empty())
+            }
+            r => r,
+        })
+    }
+
+    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        self.act()?;
+        let fd = self.fd.as_fd();
+        let get = |buf: &mut [u8]| match rustix::fs::fgetxattr(fd, NTACL_XATTR, &mut *buf) {
+            // O_PATH fd: go through its /proc link.
+            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), NTACL_XATTR, buf),
+            r => r,
+        };
+        // Most files have none and most descriptors are small: try a buffer
+        // on the stack first, the largest one only when that is too short.
+        let mut small = [0u8; 1024];
+        let first = match get(&mut small) {
+            // The descriptor is the server's: readable whatever the file grants.
+            Err(e) if is_refusal(e) => as_server(&self.who, || Ok(get(&mut small)))?,
+            r => r,
+        };
+        let r = match first {
+            Ok(n) => return Ok(Some(small[..n].to_vec())),
+            Err(Errno::RANGE) => {
+                let mut buf = vec![0u8; NTACL_SIZE_MAX];
+                get(&mut buf).map(|n| {
+                    buf.truncate(n);
+                    buf
+                })
+            }
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(buf) => Ok(Some(buf)),
+            Err(Errno::NODATA) => Ok(None),
+            Err(e) if is_unsupported(e) => Ok(None),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+        self.check_writable_share()?;
+        if sd.len() > NTACL_SIZE_MAX {
+            return Err(FsError::NoSpace);
+        }
+        // The core checks WRITE_DAC before it stores one.
+        self.as_user_then_server(|| {
+            match rustix::fs::fsetxattr(&self.fd, NTACL_XATTR, sd, XattrFlags::empty()) {
+                Err(Errno::BADF) => rustix::fs::setxattr(
+                    proc_path(self.fd.as_fd(), None),
+                    NTACL_XATTR,
+                    sd,
+                    XattrFlags::empty(),
+                ),
+                r => r,
+            }
+        })
+    }
+
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        self.act()?;
+        let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut buf = vec![0u8; EA_XATTR_VALUE_SIZE_MAX];
+        for xattr in self.xattr_names()? {
+            let Some(ea) = xattr.strip_prefix(EA_XATTR_PREFIX) else {
+                continue;
+            };
+            if !ea_name_is_valid(ea) || ea_name_is_reserved(ea) {
+                continue;
+            }
+            let name = ea.to_ascii_uppercase();
+            if out.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let Some(n) = self.xattr_value(&xattr, &mut buf)? else {
+                continue;
+            };
+            match buf.get(..n) {
+                Some(v) if !v.is_empty() && v.len() <= crate::EA_VALUE_LEN_MAX => {
+                    out.push((name, v.to_vec()))
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        self.act()?;
+        let (name, value) = check_ea(name, value)?;
+        self.check_writable_share()?;
+        let stored = format!("{EA_XATTR_PREFIX}{name}");
+        // The same EA under another case (set by a tool other than us) goes.
+        for xattr in self.xattr_names()? {
+            let other_case = xattr
+                .strip_prefix(EA_XATTR_PREFIX)
+                .is_some_and(|ea| ea.eq_ignore_ascii_case(&name) && xattr != stored);
+            if other_case {
+                self.xattr_remove(&xattr)?;
+            }
+        }
+        match value {
+            Some(v) => self.xattr_set(&stored, v),
+            None => self.xattr_remove(&stored),
+        }
+    }
+
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.check_writable_share()?;
+        let value = attrs.to_le_bytes();
+        let r = self.as_user_then_server(|| {
+            match rustix::fs::fsetxattr(&self.fd, DOS_ATTRIB_XATTR, &value, XattrFlags::empty()) {
+                Err(Errno::BADF) => rustix::fs::setxattr(
+                    proc_path(self.fd.as_fd(), None),
+                    DOS_ATTRIB_XATTR,
+                    &value,
+                    XattrFlags::empty(),
+                ),
+                // Where xattrs are unsupported, attributes are not kept.
+                Err(e) if is_unsupported(e) => Ok(()),
+                r => r,
+            }
+        });
+        r
+    }
+
+    fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.act()?;
+        self.check_writable_share()?;
+        let m = Mode::from_raw_mode(mode & 0o7777);
+        match rustix::fs::fchmod(&self.fd, m) {
+            Err(Errno::BADF) => {
+                rustix::fs::chmodat(CWD, proc_path(self.fd.as_fd(), None), m, AtFlags::empty())
+                    .map_err(fd_errno_to_fs)
+            }
+            r => r.map_err(fd_errno_to_fs),
+        }
+    }
+
+    /// As the server: the core decides who may give a file away (`inherit
+    /// owner`, taking ownership).
+    fn set_owner(&self, uid: u32) -> FsResult<()> {
+        self.check_writable_share()?;
+        let owner = Some(rustix::fs::Uid::from_raw(uid));
+        as_server(&self.who, || {
+            match rustix::fs::fchown(&self.fd, owner, None) {
+                Err(Errno::BADF) => rustix::fs::chownat(
+                    CWD,
+                    proc_path(self.fd.as_fd(), None),
+                    owner,
+                    None,
+                    AtFlags::empty(),
+                )
+                .map_err(fd_errno_to_fs),
+                r => r.map_err(fd_errno_to_fs),
+            }
+        })
+    }
+
+    /// `copy_file_range(2)` (the kernel may share extents or copy in place);
+    /// when it cannot (other filesystem, overlapping ranges of one file, a
+    /// descriptor it refuses) the rest goes through the bounded buffer.
+    fn copy_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<u64> {
+        self.act()?;
+        self.check_data_write()?;
+        if src_offset.checked_add(len).is_none() || dst_offset.checked_add(len).is_none() {
+            return Err(FsError::InvalidName);
+        }
+        let Some(src_fd) = src.fd() else {
+            return crate::copy_through_buffer(self, src, src_offset, dst_offset, len);
+        };
+        let (mut off_in, mut off_out) = (src_offset, dst_offset);
+        let mut done = 0u64;
+        while done < len {
+            let want = (len - done).min(1 << 30) as usize;
+            match rustix::fs::copy_file_range(
+                src_fd,
+                Some(&mut off_in),
+                &self.fd,
+                Some(&mut off_out),
+                want,
+            ) {
+                Ok(0) => break,
+                Ok(n) => done += n as u64,
+                Err(Errno::INTR) => continue,
+                Err(
+                    Errno::XDEV
+                    | Errno::INVAL
+                    | Errno::BADF
+                    | Errno::NOSYS
+                    | Errno::OPNOTSUPP
+                    | Errno::ISDIR,
+                ) => {
+                    let rest = crate::copy_through_buffer(
+                        self,
+                        src,
+                        src_offset + done,
+                        dst_offset + done,
+                        len - done,
+                    )?;
+                    return Ok(done + rest);
+                }
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)`; zeros are written where the
+    /// filesystem cannot punch.
+    fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
+        self.act()?;
+        self.check_data_write()?;
+        if len == 0 {
+            return Ok(());
+        }
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        loop {
+            match rustix::fs::fallocate(&self.fd, flags, offset, len) {
+                Ok(()) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(e) if is_unsupported(e) || e == Errno::INVAL => {
+                    return crate::write_zeros(self, offset, len)
+                }
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            }
+        }
+    }
+
+    /// `lseek(SEEK_DATA)` / `lseek(SEEK_HOLE)` over the range; a filesystem
+    /// without them reports the whole range as data.
+    fn allocated_ranges(&self, offset: u64, len: u64) -> FsResult<Vec<(u64, u64)>> {
+        self.act()?;
+        if self.kind == FileKind::Directory {
+            return Err(FsError::IsADirectory);
+        }
+        let size = self.stat()?.size;
+        let end = offset.saturating_add(len).min(size);
+        let mut out = Vec::new();
+        let mut pos = offset;
+        while pos < end {
+            let data = match rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Data(pos)) {
+                Ok(d) => d,
+                Err(Errno::NXIO) => break,
+                Err(e) if is_unsupported(e) || e == Errno::INVAL => {
+                    out.push((pos, end - pos));
+                    break;
+                }
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            };
+            if data >= end {
+                break;
+            }
+            let hole = match rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Hole(data)) {
+                Ok(h) => h.min(end),
+                Err(Errno::NXIO) => end,
+                Err(e) => return Err(fd_errno_to_fs(e)),
+            };
+            if hole <= data {
+                break;
+            }
+            out.push((data, hole - data));
+            pos = hole;
+        }
+        Ok(out)
+    }
+
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        self.act()?;
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        // One component only: with no `/` and no `..`, the lookup cannot leave
+        // this directory, and NOFOLLOW keeps a symlink from being followed.
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+            return Err(FsError::InvalidName);
+        }
+        stat_at(&self.who, self.fd.as_fd(), name)
+    }
+
+    fn may_read_entry(&self, name: &str) -> FsResult<bool> {
+        self.act()?;
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+            return Err(FsError::InvalidName);
+        }
+        match rustix::fs::accessat(
+            &*self.fd,
+            name,
+            rustix::fs::Access::READ_OK,
+            AtFlags::EACCESS | AtFlags::SYMLINK_NOFOLLOW,
+        ) {
+            Ok(()) => Ok(true),
+            Err(e) if is_refusal(e) => Ok(false),
+            Err(e) => Err(errno_to_fs(e)),
+        }
+    }
+
+    fn list_names(&self) -> FsResult<Vec<String>> {
+        self.act()?;
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        // A fresh fd: getdents needs a readable fd (ours may be O_PATH) and its own offset.
+        let dir_fd = rustix::fs::openat2(
+            &self.fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            RESOLVE,
+        )
+        .map_err(errno_to_fs)?;
+        let mut out = Vec::new();
+        for entry in Dir::new(dir_fd).map_err(errno_to_fs)? {
+            let entry = entry.map_err(errno_to_fs)?;
+            // Names that are not UTF-8 cannot be named by a client: skip them.
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if name != "." && name != ".." {
+                out.push(name.to_string());
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+}
