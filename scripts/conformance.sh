@@ -6,6 +6,8 @@
 #   SUITE ...       smbtorture suites (default: the foundation set below)
 #   --quick         only smb2.connect and smb2.read (a smoke test)
 #   --multichannel  only smb2.session and smb2.multichannel
+#   --identity      only the ACL and access-check suites (smb2.acls, smb2.sdread,
+#                   smb2.maximum_allowed, smb2.delete-on-close-perms, smb2.create)
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -39,7 +41,9 @@ REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 
 DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinfo smb2.lock
     smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel
-    smb2.oplock smb2.lease)
+    smb2.oplock smb2.lease smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms)
+# Acting as the user, ACLs and access checks: `--identity`.
+IDENTITY_SUITES=(smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms smb2.create)
 # Sessions and multichannel (binding, channel signing, channel sequence): `--multichannel`.
 MULTICHANNEL_SUITES=(smb2.session smb2.multichannel)
 QUICK_SUITES=(smb2.connect smb2.read)
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --quick) SUITES=("${QUICK_SUITES[@]}") ;;
     --multichannel) SUITES=("${MULTICHANNEL_SUITES[@]}") ;;
+    --identity) SUITES=("${IDENTITY_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2

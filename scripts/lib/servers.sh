@@ -178,6 +178,7 @@ lib_ringshare_start() {
     path = $dir
     read only = no
     guest ok = no
+    vfs objects = acl_xattr
 EOF
     if [ ! -s "$base/smbpasswd" ]; then
         if ! printf '%s\n%s\n' "$pass" "$pass" |

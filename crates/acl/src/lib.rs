@@ -11,5 +11,6 @@
 //! writes the xattrs.
 #![forbid(unsafe_code)]
 
+pub mod inherit;
 pub mod ntacl;
 pub mod posix;

@@ -660,14 +660,14 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::posix::{sd_from_posix, PosixView};
     use ringshare_wire::consts::AccessMask;
     use ringshare_wire::security::{
-        sd_from_posix, Ace, CONTAINER_INHERIT_ACE, INHERIT_ONLY_ACE, OBJECT_INHERIT_ACE,
-        SE_DACL_PROTECTED,
+        Ace, CONTAINER_INHERIT_ACE, INHERIT_ONLY_ACE, OBJECT_INHERIT_ACE, SE_DACL_PROTECTED,
     };
 
     fn sample_sd() -> SecurityDescriptor {
-        let mut sd = sd_from_posix(1000, 100, 0o750, true);
+        let mut sd = sd_from_posix(&PosixView::new(1000, 100, 0o750, true));
         sd.control |= SE_DACL_PROTECTED;
         if let Some(dacl) = sd.dacl.as_mut() {
             dacl.aces.insert(
@@ -926,7 +926,7 @@ mod tests {
     #[test]
     fn encode_v4_stores_posix_acl_description_time_and_both_hashes() {
         let sd = sample_sd();
-        let fs = sd_from_posix(1000, 100, 0o750, true);
+        let fs = sd_from_posix(&PosixView::new(1000, 100, 0o750, true));
         let blob = encode_v4(&sd, &facts(), Some(&fs), 1234).unwrap();
         let s = decode(&blob).unwrap();
         assert_eq!(s.version(), 4);
@@ -944,7 +944,7 @@ mod tests {
     #[test]
     fn check_follows_samba_order_of_trust() {
         let sd = sample_sd();
-        let fs = sd_from_posix(1000, 100, 0o750, true);
+        let fs = sd_from_posix(&PosixView::new(1000, 100, 0o750, true));
         let posix = facts();
         let v4 = decode(&encode_v4(&sd, &posix, Some(&fs), 0).unwrap()).unwrap();
         assert_eq!(
@@ -959,7 +959,7 @@ mod tests {
             check(&v4, Some(&chmodded), Some(&fs), false),
             Trust::Stored(StoredBecause::SdHashMatches)
         );
-        let other_fs = sd_from_posix(1000, 100, 0o700, true);
+        let other_fs = sd_from_posix(&PosixView::new(1000, 100, 0o700, true));
         assert_eq!(
             check(&v4, Some(&chmodded), Some(&other_fs), false),
             Trust::FileSystem(FileSystemBecause::HashMismatch)

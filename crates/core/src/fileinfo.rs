@@ -9,18 +9,16 @@
 //! Security descriptors: the one a client stored with the file, else one
 //! derived from the POSIX owner, group and mode.
 
-use ringshare_vfs::{FileAttr, Node};
+use ringshare_vfs::FileAttr;
 use ringshare_wire::consts::SecurityInformation;
 use ringshare_wire::fscc::{
     DirEntryInfo, FileAttributes, FileBasicInformation, FileNetworkOpenInformation,
     FileStandardInformation, FileTime,
 };
 use ringshare_wire::security::{
-    sd_from_posix, SecurityDescriptor, SE_DACL_AUTO_INHERITED, SE_DACL_AUTO_INHERIT_REQ,
-    SE_DACL_DEFAULTED, SE_DACL_PRESENT, SE_DACL_PROTECTED, SE_GROUP_DEFAULTED, SE_OWNER_DEFAULTED,
-    SE_SACL_PRESENT,
+    SecurityDescriptor, SE_DACL_AUTO_INHERITED, SE_DACL_AUTO_INHERIT_REQ, SE_DACL_DEFAULTED,
+    SE_DACL_PRESENT, SE_DACL_PROTECTED, SE_GROUP_DEFAULTED, SE_OWNER_DEFAULTED, SE_SACL_PRESENT,
 };
-use ringshare_wire::NtStatus;
 
 /// Attributes a client may set or ask for at create (the rest are the file system's business).
 pub(crate) const SETTABLE_ATTRIBUTES: u32 =
@@ -134,18 +132,6 @@ const DACL_CONTROL: u16 = SE_DACL_PRESENT
     | SE_DACL_AUTO_INHERITED
     | SE_DACL_PROTECTED;
 
-/// The file's security descriptor: the one a client stored (CREATE's SecD
-/// context, SET_INFO), else the one derived from its POSIX owner, group and
-/// mode. A stored descriptor that no longer decodes counts as none.
-pub(crate) fn security_descriptor(node: &dyn Node, attr: &FileAttr) -> SecurityDescriptor {
-    if let Ok(Some(bytes)) = node.get_security_descriptor() {
-        if let Ok(sd) = SecurityDescriptor::decode(&bytes) {
-            return sd;
-        }
-    }
-    sd_from_posix(attr.uid, attr.gid, attr.mode, attr.is_dir())
-}
-
 /// `current` with the parts `info` selects taken from `given` ([MS-DTYP]
 /// 2.4.6; SET_INFO of [MS-SMB2] 3.3.5.21.3). An owner or group `given` lacks is
 /// kept. A DACL selected but not present in `given` becomes a NULL DACL, as on
@@ -177,12 +163,6 @@ pub(crate) fn merge_security_descriptor(
     current.sacl = None;
     current.control &= !SE_SACL_PRESENT;
     current
-}
-
-/// The self-relative bytes a backend stores for `sd` (owner, group, DACL).
-pub(crate) fn stored_security_descriptor(sd: &SecurityDescriptor) -> Result<Vec<u8>, NtStatus> {
-    sd.to_bytes(SecurityInformation::OWNER | SecurityInformation::GROUP | SecurityInformation::DACL)
-        .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)
 }
 
 #[cfg(test)]

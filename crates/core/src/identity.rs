@@ -62,6 +62,21 @@ pub trait Accounts: Send + Sync {
     fn group(&self, name: &str) -> Option<u32>;
     /// The name of group `gid` (Samba's `%G`).
     fn group_name(&self, gid: u32) -> Option<String>;
+    /// Whether the account of uid `uid` is in group `gid` (primary or
+    /// supplementary). The default knows no memberships.
+    fn member(&self, uid: u32, gid: u32) -> bool {
+        let _ = (uid, gid);
+        false
+    }
+}
+
+/// [`Accounts`] answering the ACL mapping's membership questions.
+pub(crate) struct Membership<'a>(pub &'a dyn Accounts);
+
+impl ringshare_acl::posix::GroupMembership for Membership<'_> {
+    fn user_in_group(&self, uid: u32, gid: u32) -> bool {
+        self.0.member(uid, gid)
+    }
 }
 
 /// Every user acts as the server process itself: what a server that cannot

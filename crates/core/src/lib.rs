@@ -19,6 +19,7 @@ pub mod io;
 mod ipc;
 pub mod limits;
 pub mod locks;
+mod ntsd;
 mod opens;
 pub mod oplock;
 pub mod path;

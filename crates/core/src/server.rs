@@ -77,6 +77,9 @@ pub struct ShareDef {
     /// Set for a share made per user: `backend` is then not used (a tree
     /// connect opens the user's own directory).
     pub template: Option<Arc<ShareTemplate>>,
+    /// `vfs objects = acl_xattr`: full NT ACLs are kept in Samba's
+    /// `security.NTACL` xattr and checked on top of the kernel's check.
+    pub nt_acl_xattr: bool,
 }
 
 impl fmt::Debug for ShareDef {

@@ -139,6 +139,14 @@ impl Accounts for NssAccounts {
             .flatten()
             .map(|g| g.name)
     }
+
+    fn member(&self, uid: u32, gid: u32) -> bool {
+        let Ok(Some(u)) = User::from_uid(Uid::from_raw(uid)) else {
+            return false;
+        };
+        u.gid.as_raw() == gid
+            || groups_of(&u.name, u.gid.as_raw()).is_some_and(|g| g.contains(&gid))
+    }
 }
 
 /// Whether `name` has a Unix account (for `user add`).

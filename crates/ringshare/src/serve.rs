@@ -86,6 +86,7 @@ fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
         encrypt: core_encrypt(s.smb_encrypt.unwrap_or(cfg.global.smb_encrypt)),
         rules: s.rules.clone(),
         template,
+        nt_acl_xattr: s.acl_xattr,
     })
 }
 

@@ -12,109 +12,22 @@
 //! the server, the check and both answers. The accounts are removed at the end.
 
 mod common;
+mod twin;
 
 use std::fmt::Write as _;
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
-use common::{free_port, ringshare_bin, TempDir};
+use common::TempDir;
+use twin::{make, must, Accounts, Net, Running};
 
-const PASS: &str = "Id-Pass-1";
 const ALICE: &str = "rs_id_alice";
 const BOB: &str = "rs_id_bob";
 const CAROL: &str = "rs_id_carol";
 const GROUP: &str = "rs_id_proj";
 /// A name nobody has: with `map to guest = bad user` it logs on as the guest.
 const STRANGER: &str = "rs_id_stranger";
-
-fn run(cmd: &str, args: &[&str]) -> bool {
-    Command::new(cmd)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn must(cmd: &str, args: &[&str]) {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The accounts of the test, removed on drop.
-struct Accounts;
-
-impl Accounts {
-    fn create(homes: &Path) -> Accounts {
-        Accounts::remove();
-        must("groupadd", &[GROUP]);
-        for (name, groups) in [(ALICE, GROUP), (BOB, GROUP), (CAROL, "")] {
-            let home = homes.join(name);
-            let home = home.to_str().unwrap();
-            let mut args = vec!["-M", "-U", "-s", "/usr/sbin/nologin", "-d", home];
-            if !groups.is_empty() {
-                args.extend(["-G", groups]);
-            }
-            args.push(name);
-            must("useradd", &args);
-            fs::create_dir_all(home).unwrap();
-            must("chown", &[&format!("{name}:{name}"), home]);
-            fs::set_permissions(home, fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        Accounts
-    }
-
-    fn remove() {
-        for name in [ALICE, BOB, CAROL] {
-            run("userdel", &[name]);
-        }
-        run("groupdel", &[GROUP]);
-    }
-}
-
-impl Drop for Accounts {
-    fn drop(&mut self) {
-        Accounts::remove();
-    }
-}
-
-fn uid(name: &str) -> u32 {
-    nix::unistd::User::from_name(name)
-        .unwrap()
-        .unwrap_or_else(|| panic!("no account {name}"))
-        .uid
-        .as_raw()
-}
-
-fn gid(name: &str) -> u32 {
-    nix::unistd::Group::from_name(name)
-        .unwrap()
-        .unwrap_or_else(|| panic!("no group {name}"))
-        .gid
-        .as_raw()
-}
-
-/// A file or directory of the layout, made as root.
-fn make(path: &Path, owner: &str, group: &str, mode: u32, dir: bool) {
-    if dir {
-        fs::create_dir_all(path).unwrap();
-    } else {
-        fs::write(path, b"secret\n").unwrap();
-    }
-    std::os::unix::fs::chown(path, Some(uid(owner)), Some(gid(group))).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
-}
 
 /// The tree both servers serve (a fresh copy each).
 fn layout(root: &Path) {
@@ -172,190 +85,6 @@ fn shares(root: &Path) -> String {
          [pub]\n\tpath = {r}/pub\n\tguest ok = yes\n\tread only = yes\n\
          [homes]\n\tread only = no\n\tvalid users = %S\n\tbrowseable = no\n"
     )
-}
-
-/// A running server of either kind, stopped on drop.
-struct Running {
-    name: &'static str,
-    port: u16,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        // smbd forks a child per connection: end the whole group.
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_port(child: &mut Child, port: u16, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!(
-                "server exited with {s}: {}",
-                fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("no server on port {port}");
-}
-
-fn start_ringshare(base: &Path, root: &Path) -> Running {
-    let port = free_port();
-    let conf = base.join("ringshare.conf");
-    fs::write(
-        &conf,
-        format!(
-            "[global]\n\tlisten = 127.0.0.1:{port}\n\tsmb passwd file = {}/smbpasswd\n\
-             \tmap to guest = bad user\n\tlog level = 1\n{}",
-            base.display(),
-            shares(root)
-        ),
-    )
-    .unwrap();
-    for user in [ALICE, BOB, CAROL] {
-        let mut c = Command::new(ringshare_bin())
-            .args(["user", "add", user, "--password-stdin", "--config"])
-            .arg(&conf)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(
-            c.stdin.as_mut().unwrap(),
-            format!("{PASS}\n{PASS}\n").as_bytes(),
-        )
-        .unwrap();
-        assert!(c.wait().unwrap().success(), "ringshare user add {user}");
-    }
-    let log = base.join("serve.log");
-    let out = fs::File::create(&log).unwrap();
-    let mut child = Command::new(ringshare_bin())
-        .args(["serve", "--config"])
-        .arg(&conf)
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_port(&mut child, port, &log);
-    Running {
-        name: "ringshare",
-        port,
-        child,
-        log,
-    }
-}
-
-fn start_samba(base: &Path, root: &Path) -> Running {
-    let port = free_port();
-    for d in [
-        "private", "lock", "state", "cache", "pid", "ncalrpc", "log", "bind-dns",
-    ] {
-        fs::create_dir_all(base.join(d)).unwrap();
-    }
-    let b = base.display();
-    let conf = base.join("smb.conf");
-    fs::write(
-        &conf,
-        format!(
-            "[global]\n\tnetbios name = RSIDREF\n\tserver role = standalone server\n\
-             \tsecurity = user\n\tmap to guest = bad user\n\
-             \tpassdb backend = tdbsam:{b}/private/passdb.tdb\n\tprivate dir = {b}/private\n\
-             \tlock directory = {b}/lock\n\tstate directory = {b}/state\n\
-             \tcache directory = {b}/cache\n\tpid directory = {b}/pid\n\
-             \tncalrpc dir = {b}/ncalrpc\n\tbinddns dir = {b}/bind-dns\n\
-             \tlog file = {b}/log/log.smbd\n\tlog level = 1\n\tsmb ports = {port}\n\
-             \tinterfaces = 127.0.0.1\n\tbind interfaces only = yes\n\tdisable netbios = yes\n\
-             \tload printers = no\n\tprinting = bsd\n\tprintcap name = /dev/null\n\
-             \tdisable spoolss = yes\n\tusershare path =\n{}",
-            shares(root)
-        ),
-    )
-    .unwrap();
-    for user in [ALICE, BOB, CAROL] {
-        let mut c = Command::new("smbpasswd")
-            .args(["-c", conf.to_str().unwrap(), "-a", "-s", user])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(
-            c.stdin.as_mut().unwrap(),
-            format!("{PASS}\n{PASS}\n").as_bytes(),
-        )
-        .unwrap();
-        assert!(c.wait().unwrap().success(), "smbpasswd -a {user}");
-    }
-    let log = base.join("log/smbd.stdout");
-    let out = fs::File::create(&log).unwrap();
-    let mut child = Command::new("smbd")
-        .args(["--foreground", "--no-process-group", "--configfile"])
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_port(&mut child, port, &log);
-    Running {
-        name: "samba",
-        port,
-        child,
-        log,
-    }
-}
-
-use std::os::unix::process::CommandExt;
-
-/// What one check saw: `OK`, or the NT status smbclient printed.
-fn smbclient(srv: &Running, user: &str, share: &str, cmds: &str, client_conf: &Path) -> String {
-    let out = Command::new("smbclient")
-        .arg(format!("//127.0.0.1/{share}"))
-        .args(["-s", client_conf.to_str().unwrap(), "-p"])
-        .arg(srv.port.to_string())
-        .args(["--use-kerberos=off", "-t", "30", "-U"])
-        .arg(format!("{user}%{PASS}"))
-        .args(["-c", cmds])
-        .output()
-        .expect("run smbclient");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match text
-        .split_whitespace()
-        .find(|w| w.starts_with("NT_STATUS_"))
-    {
-        Some(status) => status.trim_end_matches([':', ',', '.']).to_string(),
-        None if out.status.success() => "OK".to_string(),
-        None => format!("exit {}", out.status),
-    }
-}
-
-/// `owner:group mode` of a path on disk.
-fn who_owns(path: &Path) -> String {
-    let m = fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let user = nix::unistd::User::from_uid(m.uid().into())
-        .ok()
-        .flatten()
-        .map_or(m.uid().to_string(), |u| u.name);
-    let group = nix::unistd::Group::from_gid(m.gid().into())
-        .ok()
-        .flatten()
-        .map_or(m.gid().to_string(), |g| g.name);
-    format!("{user}:{group} {:o}", m.mode() & 0o7777)
 }
 
 /// One question: `user` runs `cmds` on `share`; the answer must be `want`.
@@ -654,14 +383,14 @@ fn answers(srv: &Running, root: &Path, client_conf: &Path, local: &Path) -> Vec<
             .cmds
             .replace("LOCAL", local.join("small").to_str().unwrap())
             .replace("BIG", local.join("big").to_str().unwrap());
-        let mut got = smbclient(srv, c.user, c.share, &cmds, client_conf);
+        let mut got = srv.smbclient(c.user, c.share, &cmds, client_conf);
         if let Some((path, _)) = c.then {
             let p = if let Some(h) = path.strip_prefix("home/") {
                 root.join("home").join(h)
             } else {
                 root.join(path)
             };
-            got = format!("{got}; {path}: {}", who_owns(&p));
+            got = format!("{got}; {path}: {}", twin::who_owns(&p));
         }
         out.push(got);
     }
@@ -678,25 +407,12 @@ fn expected() -> Vec<String> {
         .collect()
 }
 
-fn root_and_tools_or_skip(test: &str) -> bool {
-    let root = rustix::process::geteuid().is_root();
-    let tools = ["smbclient", "smbd", "smbpasswd", "setfacl", "useradd"]
-        .iter()
-        .all(|t| run("which", &[t]));
-    if root && tools {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test} needs root and smbclient, smbd, smbpasswd (Debian samba, smbclient), setfacl (acl)"
-    );
-    eprintln!("\n!!!!!!!! SKIPPED {test}: needs root, smbclient, smbd and setfacl !!!!!!!!\n");
-    false
-}
-
 #[test]
 fn users_act_as_their_unix_accounts_with_the_same_answers_as_samba() {
-    if !root_and_tools_or_skip("users_act_as_their_unix_accounts_with_the_same_answers_as_samba") {
+    if !twin::root_and_tools_or_skip(
+        "users_act_as_their_unix_accounts_with_the_same_answers_as_samba",
+        &["smbclient", "smbd", "smbpasswd", "setfacl", "useradd"],
+    ) {
         return;
     }
     let tmp = TempDir::new("identity");
@@ -706,16 +422,7 @@ fn users_act_as_their_unix_accounts_with_the_same_answers_as_samba() {
     fs::create_dir_all(&local).unwrap();
     fs::write(local.join("small"), b"hello\n").unwrap();
     fs::write(local.join("big"), vec![7u8; 1 << 20]).unwrap();
-    let client_conf = tmp.path().join("client.conf");
-    fs::write(
-        &client_conf,
-        format!(
-            "[global]\n\tclient min protocol = SMB2_02\n\tlock directory = {0}\n\
-             \tstate directory = {0}\n\tcache directory = {0}\n\tprivate dir = {0}\n",
-            local.display()
-        ),
-    )
-    .unwrap();
+    let client_conf = twin::client_conf(&local);
     let want = expected();
     let mut report = String::new();
     let mut failed = false;
@@ -724,14 +431,19 @@ fn users_act_as_their_unix_accounts_with_the_same_answers_as_samba() {
         fs::create_dir_all(root.join("home")).unwrap();
         fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
         fs::set_permissions(root.join("home"), fs::Permissions::from_mode(0o755)).unwrap();
-        let _accounts = Accounts::create(&root.join("home"));
+        let _accounts = Accounts::create(
+            &[GROUP],
+            &[(ALICE, &[GROUP]), (BOB, &[GROUP]), (CAROL, &[])],
+            Some(&root.join("home")),
+        );
         layout(&root);
         let base = tmp.path().join(format!("{kind}-state"));
-        fs::create_dir_all(&base).unwrap();
+        let users = [ALICE, BOB, CAROL];
+        let global = "\tmap to guest = bad user\n";
         let srv = if kind == "samba" {
-            start_samba(&base, &root)
+            twin::start_samba(&base, Net::Loopback, global, &shares(&root), &users)
         } else {
-            start_ringshare(&base, &root)
+            twin::start_ringshare(&base, Net::Loopback, global, &shares(&root), &users)
         };
         let got = answers(&srv, &root, &client_conf, &local);
         for ((c, w), g) in checks().iter().zip(&want).zip(&got) {

@@ -361,6 +361,25 @@ pub trait Share: Send + Sync + fmt::Debug {
     }
 }
 
+pub use ringshare_acl::posix::PosixAcl;
+
+/// A file's POSIX ACLs as [`Node::posix_acls`] reads them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PosixAcls {
+    /// `system.posix_acl_access`, `None` when the mode bits say everything.
+    pub access: Option<PosixAcl>,
+    /// `system.posix_acl_default` of a directory.
+    pub default: Option<PosixAcl>,
+}
+
+/// What [`Node::set_posix_acls`] does to a directory's default ACL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultAcl<'a> {
+    Keep,
+    Remove,
+    Set(&'a PosixAcl),
+}
+
 /// What the kernel lets a node's user do with it, asked with
 /// `faccessat2(AT_EACCESS)` under the user's credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -516,18 +535,64 @@ pub trait Node: Send + Sync + fmt::Debug {
         })
     }
 
-    /// The Windows security descriptor (self-relative bytes) stored with this
-    /// file, if one was stored. The default stores none.
-    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+    /// The file's POSIX ACLs (`system.posix_acl_access`, and for a
+    /// directory `system.posix_acl_default`), read as the node's user. The
+    /// default: none (the mode bits say everything).
+    fn posix_acls(&self) -> FsResult<PosixAcls> {
+        Ok(PosixAcls::default())
+    }
+
+    /// Replace the file's access ACL (which sets the mode's permission bits
+    /// too) and change its default ACL, as the node's user: the kernel lets
+    /// only the owner. `server_may`: when the kernel refuses the user, do it
+    /// as the server (the caller decided the user may, by an NT ACL it
+    /// keeps). The default cannot: `Other(EOPNOTSUPP)`.
+    fn set_posix_acls(
+        &self,
+        access: &PosixAcl,
+        default: DefaultAcl<'_>,
+        server_may: bool,
+    ) -> FsResult<()> {
+        let _ = (access, default, server_may);
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// Give the file another owner and/or group, as the node's user: the
+    /// kernel lets only root change the owner, and the owner change the
+    /// group to one of theirs. The default: like [`Node::set_owner`].
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> FsResult<()> {
+        match (uid, gid) {
+            (Some(u), _) => self.set_owner(u),
+            _ => Ok(()),
+        }
+    }
+
+    /// The value of Samba's `security.NTACL` xattr (its `acl_xattr` module's
+    /// NT ACL; see `ringshare_acl::ntacl`), if the file has one. The default
+    /// stores none.
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
         Ok(None)
     }
 
-    /// Store a Windows security descriptor (self-relative bytes) with this
-    /// file, replacing any stored one. The default cannot store one:
-    /// `Other(EOPNOTSUPP)`.
-    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
-        let _ = sd;
+    /// Store (or with `None` remove) the `security.NTACL` value, as the
+    /// server (only it may write `security.*`; the core checked WRITE_DAC).
+    /// The default cannot store one: `Other(EOPNOTSUPP)`.
+    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
+        let _ = blob;
         Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// A security descriptor (self-relative bytes) older ringshare stored in
+    /// its own `user.ringshare.ntacl` xattr, to be migrated. The default:
+    /// none.
+    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Forget the descriptor of [`Node::legacy_security_descriptor`] once it
+    /// was migrated.
+    fn remove_legacy_security_descriptor(&self) -> FsResult<()> {
+        Ok(())
     }
 
     /// The Windows extended attributes ([MS-FSCC] 2.4.15) of this file as

@@ -18,8 +18,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{
-    check_ea, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode, OpenOptions, Opened,
-    RelPath, SetTimes, Share, UnixNanos, Who,
+    check_ea, DefaultAcl, FileAttr, FileKind, FsError, FsResult, FsStat, Node, OpenMode,
+    OpenOptions, Opened, PosixAcl, RelPath, SetTimes, Share, UnixNanos, Who,
 };
 
 /// Capacity of a share made with [`MemShare::new`]: 1 GiB of file data.
@@ -79,6 +79,8 @@ struct Inode {
     dos: Option<u32>,
     /// A stored Windows security descriptor (self-relative bytes).
     ntacl: Option<Vec<u8>>,
+    acl_access: Option<PosixAcl>,
+    acl_default: Option<PosixAcl>,
     /// Extended attributes (upper-case name, value) in the order first set.
     eas: Vec<(String, Vec<u8>)>,
     allocation: u64,
@@ -180,6 +182,8 @@ impl State {
                 btime: now,
                 dos: None,
                 ntacl: None,
+                acl_access: None,
+                acl_default: None,
                 eas: Vec::new(),
                 allocation: 0,
                 linked: true,
@@ -811,17 +815,62 @@ impl Node for MemNode {
         Ok(())
     }
 
-    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
         let st = lock(&self.state);
         Ok(st.inode(self.ino)?.ntacl.clone())
     }
 
-    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
         self.check_writable_share()?;
         let mut st = lock(&self.state);
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
-        i.ntacl = Some(sd.to_vec());
+        i.ntacl = blob.map(<[u8]>::to_vec);
+        i.ctime = now;
+        Ok(())
+    }
+
+    fn posix_acls(&self) -> FsResult<crate::PosixAcls> {
+        let st = lock(&self.state);
+        let i = st.inode(self.ino)?;
+        Ok(crate::PosixAcls {
+            access: i.acl_access.clone(),
+            default: i.acl_default.clone(),
+        })
+    }
+
+    /// As the kernel does: a minimal access ACL is only the mode bits.
+    fn set_posix_acls(
+        &self,
+        access: &PosixAcl,
+        default: DefaultAcl<'_>,
+        _server_may: bool,
+    ) -> FsResult<()> {
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        access.validate().map_err(|_| FsError::InvalidName)?;
+        i.mode = (i.mode & !0o777) | access.mode_bits();
+        i.acl_access = (!access.is_minimal()).then(|| access.clone());
+        match default {
+            DefaultAcl::Keep => {}
+            DefaultAcl::Remove => i.acl_default = None,
+            DefaultAcl::Set(d) if i.kind == FileKind::Directory => i.acl_default = Some(d.clone()),
+            DefaultAcl::Set(_) => return Err(FsError::NotADirectory),
+        }
+        i.ctime = now;
+        Ok(())
+    }
+
+    /// No permission is checked (as nowhere in the in-memory share).
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> FsResult<()> {
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        i.uid = uid.unwrap_or(i.uid);
+        i.gid = gid.unwrap_or(i.gid);
         i.ctime = now;
         Ok(())
     }

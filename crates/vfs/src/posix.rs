@@ -36,10 +36,16 @@ use crate::{
 
 /// Name of the xattr holding DOS attributes.
 pub const DOS_ATTRIB_XATTR: &str = "user.ringshare.dosattrib";
-/// Name of the xattr holding a Windows security descriptor (self-relative bytes).
-pub const NTACL_XATTR: &str = "user.ringshare.ntacl";
-/// The largest security descriptor stored or read back (64 KiB, far above
-/// what an ACL with 16-bit sizes can need).
+/// Samba's xattr holding a file's NT ACL (`vfs objects = acl_xattr`).
+pub const NTACL_XATTR: &str = "security.NTACL";
+/// Where older ringshare kept a security descriptor a client set
+/// (self-relative bytes); read once to migrate.
+pub const LEGACY_NTACL_XATTR: &str = "user.ringshare.ntacl";
+/// The kernel's POSIX ACL xattrs.
+const ACL_ACCESS_XATTR: &str = "system.posix_acl_access";
+const ACL_DEFAULT_XATTR: &str = "system.posix_acl_default";
+/// The largest NT ACL or POSIX ACL value stored or read back (64 KiB, the
+/// kernel's limit for one xattr value).
 const NTACL_SIZE_MAX: usize = 1 << 16;
 /// Prefix of the xattrs holding client extended attributes.
 const EA_XATTR_PREFIX: &str = "user.";

@@ -97,7 +97,7 @@ fn the_backends_own_metadata_is_not_listed(share: &dyn Share) {
         .unwrap()
         .node;
     f.set_dos_attributes(0x20).unwrap();
-    f.set_security_descriptor(&[1, 0, 4, 0x80]).unwrap();
+    f.set_nt_acl_blob(Some(&[1, 0, 4, 0x80])).unwrap();
     assert_eq!(f.list_eas().unwrap(), vec![]);
     f.set_ea("MINE", Some(b"1")).unwrap();
     assert_eq!(f.list_eas().unwrap(), vec![ea("MINE", b"1")]);

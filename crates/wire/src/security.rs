@@ -6,8 +6,8 @@
 //! Decoding is bounded by the buffer: every offset is checked against it,
 //! every count against the bytes that could hold it, every ACE against its
 //! ACL. Encoding emits only the parts a [`SecurityInformation`] selects.
-//! [`sd_from_posix`] builds the descriptor a Windows client sees for a file
-//! that only has POSIX owner, group and mode bits.
+//! (What a client sees of a file's POSIX permissions is mapped in the
+//! ringshare-acl crate.)
 
 use core::fmt;
 use core::str::FromStr;
@@ -710,81 +710,49 @@ impl SecurityDescriptor {
     }
 }
 
-/// The descriptor a Windows client should see for a file that has only
-/// POSIX ownership and mode bits: owner S-1-22-1-`uid`, group
-/// S-1-22-2-`gid`, and a DACL of allow ACEs for the owner, the group and
-/// Everyone (in that order; an ACE is left out when its class has no bits).
-///
-/// Bits map to rights as: r → FILE_GENERIC_READ, w → FILE_GENERIC_WRITE
-/// (plus FILE_DELETE_CHILD on directories), x → FILE_GENERIC_EXECUTE. The
-/// owner always gets READ_CONTROL, WRITE_DAC, WRITE_OWNER and the attribute
-/// rights (a POSIX owner can chmod and touch), DELETE when it has w, and
-/// FILE_ALL_ACCESS ("Full control") for rwx. On directories every ACE carries
-/// OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE. Set-id and sticky bits are
-/// not represented.
-pub fn sd_from_posix(uid: u32, gid: u32, mode: u32, is_dir: bool) -> SecurityDescriptor {
-    let rights = |bits: u32| {
-        let mut m = AccessMask(0);
-        if bits & 4 != 0 {
-            m |= FILE_GENERIC_READ;
-        }
-        if bits & 2 != 0 {
-            m |= FILE_GENERIC_WRITE;
-            if is_dir {
-                m |= AccessMask::FILE_DELETE_CHILD;
-            }
-        }
-        if bits & 1 != 0 {
-            m |= FILE_GENERIC_EXECUTE;
-        }
-        m
-    };
-    let inherit = if is_dir {
-        OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE
-    } else {
-        0
-    };
-    let owner_bits = (mode >> 6) & 7;
-    let owner_mask = if owner_bits == 7 {
-        AccessMask::FILE_ALL_ACCESS
-    } else {
-        let mut m = rights(owner_bits)
-            | AccessMask::READ_CONTROL
-            | AccessMask::WRITE_DAC
-            | AccessMask::WRITE_OWNER
-            | AccessMask::FILE_READ_ATTRIBUTES
-            | AccessMask::FILE_WRITE_ATTRIBUTES
-            | AccessMask::SYNCHRONIZE;
-        if owner_bits & 2 != 0 {
-            m |= AccessMask::DELETE;
-        }
-        m
-    };
-    let mut aces = vec![Ace::allow(Sid::unix_user(uid), owner_mask, inherit)];
-    let group_mask = rights((mode >> 3) & 7);
-    if !group_mask.is_empty() {
-        aces.push(Ace::allow(Sid::unix_group(gid), group_mask, inherit));
-    }
-    let other_mask = rights(mode & 7);
-    if !other_mask.is_empty() {
-        aces.push(Ace::allow(Sid::everyone(), other_mask, inherit));
-    }
-    SecurityDescriptor {
-        control: SE_SELF_RELATIVE | SE_DACL_PRESENT,
-        rm_control: 0,
-        owner: Some(Sid::unix_user(uid)),
-        group: Some(Sid::unix_group(gid)),
-        sacl: None,
-        dacl: Some(Acl::new(aces)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn sid(s: &str) -> Sid {
         s.parse().unwrap()
+    }
+
+    /// A descriptor to encode and decode: owner S-1-22-1-`uid`, group
+    /// S-1-22-2-`gid`, allow ACEs for them and Everyone from the mode bits
+    /// (the mapping a client sees lives in ringshare-acl).
+    fn sd_from_posix(uid: u32, gid: u32, mode: u32, is_dir: bool) -> SecurityDescriptor {
+        let rights = |bits: u32| {
+            let mut m = AccessMask(0);
+            if bits & 4 != 0 {
+                m |= FILE_GENERIC_READ;
+            }
+            if bits & 2 != 0 {
+                m |= FILE_GENERIC_WRITE;
+            }
+            if bits & 1 != 0 {
+                m |= FILE_GENERIC_EXECUTE;
+            }
+            m
+        };
+        let inherit = if is_dir {
+            OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE
+        } else {
+            0
+        };
+        let aces = vec![
+            Ace::allow(Sid::unix_user(uid), rights((mode >> 6) & 7), inherit),
+            Ace::allow(Sid::unix_group(gid), rights((mode >> 3) & 7), inherit),
+            Ace::allow(Sid::everyone(), rights(mode & 7), inherit),
+        ];
+        SecurityDescriptor {
+            control: SE_SELF_RELATIVE | SE_DACL_PRESENT,
+            rm_control: 0,
+            owner: Some(Sid::unix_user(uid)),
+            group: Some(Sid::unix_group(gid)),
+            sacl: None,
+            dacl: Some(Acl::new(aces)),
+        }
     }
 
     #[test]
@@ -1167,48 +1135,5 @@ mod tests {
         let mut v = sd.to_bytes(SecurityDescriptor::all_parts()).unwrap();
         v[12..16].copy_from_slice(&9999u32.to_le_bytes());
         assert_eq!(SecurityDescriptor::decode(&v).unwrap(), sd);
-    }
-
-    #[test]
-    fn posix_file_mode_maps_to_owner_group_and_everyone_aces() {
-        let sd = sd_from_posix(1000, 100, 0o644, false);
-        assert_eq!(sd.owner, Some(Sid::unix_user(1000)));
-        assert_eq!(sd.group, Some(Sid::unix_group(100)));
-        let aces = &sd.dacl.as_ref().unwrap().aces;
-        assert_eq!(aces.len(), 3);
-        let owner = aces[0].mask().unwrap();
-        assert!(owner.contains(FILE_GENERIC_READ | FILE_GENERIC_WRITE));
-        assert!(owner.contains(AccessMask::DELETE | AccessMask::WRITE_DAC));
-        assert!(!owner.contains(AccessMask::FILE_EXECUTE));
-        assert_eq!(aces[1].sid(), Some(&Sid::unix_group(100)));
-        assert_eq!(aces[1].mask(), Some(FILE_GENERIC_READ));
-        assert_eq!(aces[2].sid(), Some(&Sid::everyone()));
-        assert_eq!(aces[2].mask(), Some(FILE_GENERIC_READ));
-        assert!(aces
-            .iter()
-            .all(|a| a.flags == 0 && a.ace_type == AceType::ACCESS_ALLOWED));
-    }
-
-    #[test]
-    fn posix_directory_mode_gives_full_control_and_inheritance() {
-        let sd = sd_from_posix(0, 0, 0o750, true);
-        let aces = &sd.dacl.as_ref().unwrap().aces;
-        assert_eq!(aces.len(), 2, "no Everyone ACE for other bits 0");
-        assert_eq!(aces[0].mask(), Some(AccessMask::FILE_ALL_ACCESS));
-        assert_eq!(
-            aces[1].mask(),
-            Some(FILE_GENERIC_READ | FILE_GENERIC_EXECUTE)
-        );
-        assert!(aces
-            .iter()
-            .all(|a| a.flags == OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE));
-        let sd = sd_from_posix(0, 0, 0o777, true);
-        let everyone = sd.dacl.unwrap().aces[2].mask().unwrap();
-        assert!(everyone.contains(AccessMask::FILE_DELETE_CHILD | FILE_GENERIC_WRITE));
-        // Owner without any bits still can read the ACL and change it.
-        let sd = sd_from_posix(0, 0, 0o000, false);
-        let owner = sd.dacl.unwrap().aces[0].mask().unwrap();
-        assert!(owner.contains(AccessMask::READ_CONTROL | AccessMask::WRITE_DAC));
-        assert!(!owner.intersects(AccessMask::FILE_READ_DATA | AccessMask::DELETE));
     }
 }

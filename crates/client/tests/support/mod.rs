@@ -71,6 +71,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             encrypt: ringshare_core::EncryptPolicy::IfRequired,
             rules: Default::default(),
             template: None,
+            nt_acl_xattr: false,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

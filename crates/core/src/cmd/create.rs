@@ -37,7 +37,7 @@ use crate::limits;
 use crate::opens;
 use crate::oplock::{self, LeaseId, Route};
 use crate::path::parse_smb_path;
-use crate::server::{lock, FileKey, ShareEntry};
+use crate::server::{lock, FileKey, ServerState, ShareDef, ShareEntry};
 use crate::state::{Open, OpenState, TreeKind};
 
 const OPT_DIRECTORY_FILE: u32 = 0x0000_0001;
@@ -344,18 +344,20 @@ pub(crate) fn create(
     }
     granted &= if maximum { rights | wanted } else { !0 };
     if !created && !admin {
-        // A descriptor a client stored is enforced too ([MS-DTYP] 2.5.3.2).
-        if let Some(stored) = node.get_security_descriptor().map_err(status_of)? {
-            let sd = SecurityDescriptor::decode(&stored)
-                .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+        // A descriptor kept with the file is enforced too ([MS-DTYP] 2.5.3.2).
+        if let Some((sd, kept)) = crate::ntsd::enforced(node.as_ref(), &attr, &share)? {
             let token = acl::Token::of(&who, authenticated);
             let extra = if wanted & acl::DELETE != 0 && acl::granted(&sd, &token) & acl::DELETE == 0
             {
-                parent_delete_child(backend, &who, &path, &token)
+                parent_delete_child(&share, &who, &path, &token)
             } else {
                 0
             };
             granted &= acl::check(&sd, &token, wanted, maximum, extra)?;
+            if kept == crate::ntsd::Kept::Legacy && rights & access::WRITE_DAC != 0 {
+                let groups = identity::Membership(server.accounts.as_ref());
+                crate::ntsd::migrate(node.as_ref(), &share, &groups, core.now.filetime);
+            }
         }
     }
     let maximal = maximal & rights;
@@ -505,8 +507,26 @@ pub(crate) fn create(
     } else {
         attr
     };
+    let dacl_given = sd_given
+        .as_ref()
+        .is_some_and(|sd| sd.control & SE_DACL_PRESENT != 0);
+    if created && share.nt_acl_xattr && !dacl_given {
+        // The parent's inheritable ACEs make the new file's NT ACL.
+        let groups = identity::Membership(server.accounts.as_ref());
+        crate::ntsd::inherit(
+            &share,
+            &who,
+            &path,
+            node.as_ref(),
+            is_dir,
+            &groups,
+            core.now.filetime,
+        )
+        .map_err(leave)?;
+    }
     if let (true, Some(given)) = (created, &sd_given) {
-        store_initial_sd(node.as_ref(), &attr, given).map_err(leave)?;
+        store_initial_sd(&server, core.now.filetime, node.as_ref(), &share, given)
+            .map_err(leave)?;
     }
     if let (true, Some(eas)) = (created || truncate, &eas_given) {
         store_initial_eas(node.as_ref(), eas, !created).map_err(|s| {
@@ -616,27 +636,35 @@ fn lease_response(
     CreateContext::new(ringshare_wire::create::tag::REQUEST_LEASE, l.encode())
 }
 
-/// Store the descriptor of a SecD context with a file just created: its
-/// owner, group and DACL over the ones derived from POSIX. Without
-/// SE_DACL_PRESENT the file keeps the derived DACL (the one it would inherit;
-/// smbtorture smb2.create.nulldacl). A backend that cannot store descriptors
-/// leaves the file with the derived one.
+/// Give a file just created the descriptor of a SecD context: its owner,
+/// group and DACL over what the file got (its POSIX ACL, as the parent's
+/// default ACL made it). Without SE_DACL_PRESENT the file keeps its DACL
+/// (the one it inherited; smbtorture smb2.create.nulldacl). A backend that
+/// cannot store ACLs leaves the file as it is.
 fn store_initial_sd(
+    server: &ServerState,
+    now_filetime: u64,
     node: &dyn Node,
-    attr: &FileAttr,
+    share: &ShareDef,
     given: &SecurityDescriptor,
 ) -> Result<(), NtStatus> {
-    let mut info = SecurityInformation::OWNER | SecurityInformation::GROUP;
+    let mut info = SecurityInformation::empty();
+    if given.owner.is_some() {
+        info |= SecurityInformation::OWNER;
+    }
+    if given.group.is_some() {
+        info |= SecurityInformation::GROUP;
+    }
     if given.control & SE_DACL_PRESENT != 0 {
         info |= SecurityInformation::DACL;
-    } else if given.owner.is_none() && given.group.is_none() {
+    }
+    if info.is_empty() {
         return Ok(());
     }
-    let current = fileinfo::security_descriptor(node, attr);
-    let merged = fileinfo::merge_security_descriptor(current, given, info);
-    match node.set_security_descriptor(&fileinfo::stored_security_descriptor(&merged)?) {
-        Ok(()) | Err(FsError::Other(EOPNOTSUPP)) => Ok(()),
-        Err(e) => Err(status_of(e)),
+    let groups = crate::identity::Membership(server.accounts.as_ref());
+    match crate::ntsd::set(node, share, given, info, &groups, now_filetime) {
+        Err(NtStatus::NOT_SUPPORTED) => Ok(()),
+        r => r,
     }
 }
 
@@ -661,9 +689,10 @@ fn store_initial_eas(
 }
 
 /// DELETE when the parent directory grants FILE_DELETE_CHILD ([MS-FSA]
-/// 2.1.5.1.2.1); a parent without a stored descriptor grants it.
+/// 2.1.5.1.2.1) by a descriptor kept with it; a parent without one grants
+/// it (the kernel then decides).
 fn parent_delete_child(
-    backend: &dyn Share,
+    share: &ShareDef,
     who: &ringshare_vfs::Who,
     path: &RelPath,
     token: &acl::Token,
@@ -674,16 +703,16 @@ fn parent_delete_child(
     let mut opts = OpenOptions::read_existing();
     opts.read = false;
     opts.directory = true;
-    let Ok(dir) = backend.open(who, &parent, &opts) else {
+    let Ok(dir) = share.backend.open(who, &parent, &opts) else {
         return 0;
     };
-    match dir.node.get_security_descriptor() {
+    let Ok(attr) = dir.node.stat_without_dos() else {
+        return 0;
+    };
+    match crate::ntsd::enforced(dir.node.as_ref(), &attr, share) {
         Ok(None) => acl::DELETE,
-        Ok(Some(bytes)) => match SecurityDescriptor::decode(&bytes) {
-            Ok(sd) if acl::granted(&sd, token) & acl::FILE_DELETE_CHILD != 0 => acl::DELETE,
-            _ => 0,
-        },
-        Err(_) => 0,
+        Ok(Some((sd, _))) if acl::granted(&sd, token) & acl::FILE_DELETE_CHILD != 0 => acl::DELETE,
+        _ => 0,
     }
 }
 

@@ -557,8 +557,8 @@ fn security(open: &Open, additional: u32, limit: usize) -> Result<Reply, NtStatu
     if open.access & READ_CONTROL == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let attr = open.node.stat().map_err(status_of)?;
-    let sd = fileinfo::security_descriptor(open.node.as_ref(), &attr);
+    let attr = open.node.stat_without_dos().map_err(status_of)?;
+    let sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share)?;
     let bytes = sd.to_bytes(info).map_err(|_| NtStatus::INTERNAL_ERROR)?;
     if bytes.len() > limit {
         // ERROR response with ByteCount 4 and the size needed.

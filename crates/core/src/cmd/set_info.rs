@@ -9,7 +9,7 @@
 //! backend's `set_security_descriptor`); they are not applied to access
 //! checks. File system and quota settings: NOT_SUPPORTED.
 
-use ringshare_vfs::{FsError, SetTimes, EOPNOTSUPP};
+use ringshare_vfs::{FsError, SetTimes};
 use ringshare_wire::consts::{InfoType, SecurityInformation};
 use ringshare_wire::fscc::{
     FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
@@ -82,6 +82,8 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             set_security(
+                &server,
+                core.now.filetime,
                 &open,
                 SecurityInformation(s.additional_information),
                 s.buffer,
@@ -191,10 +193,17 @@ fn set_file(
     }
 }
 
-/// [MS-SMB2] 3.3.5.21.3: store the parts `info` selects. Owner and group need
+/// [MS-SMB2] 3.3.5.21.3: set the parts `info` selects. Owner and group need
 /// WRITE_OWNER, the DACL WRITE_DAC; a SACL needs ACCESS_SYSTEM_SECURITY, which
-/// no open holds. The descriptor is stored, not applied to access checks.
-fn set_security(open: &Open, info: SecurityInformation, buf: &[u8]) -> Result<(), NtStatus> {
+/// no open holds. The descriptor becomes the file's POSIX owner, group and
+/// ACL ([`crate::ntsd::set`]), so the kernel enforces it.
+fn set_security(
+    server: &ServerState,
+    now_filetime: u64,
+    open: &Open,
+    info: SecurityInformation,
+    buf: &[u8],
+) -> Result<(), NtStatus> {
     if info.intersects(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
@@ -205,16 +214,15 @@ fn set_security(open: &Open, info: SecurityInformation, buf: &[u8]) -> Result<()
         return Err(NtStatus::ACCESS_DENIED);
     }
     let given = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
-    let attr = open.node.stat().map_err(status_of)?;
-    let current = fileinfo::security_descriptor(open.node.as_ref(), &attr);
-    let merged = fileinfo::merge_security_descriptor(current, &given, info);
-    let bytes = fileinfo::stored_security_descriptor(&merged)?;
-    open.node
-        .set_security_descriptor(&bytes)
-        .map_err(|e| match e {
-            FsError::Other(EOPNOTSUPP) => NtStatus::NOT_SUPPORTED,
-            e => status_of(e),
-        })
+    let groups = crate::identity::Membership(server.accounts.as_ref());
+    crate::ntsd::set(
+        open.node.as_ref(),
+        &open.share,
+        &given,
+        info,
+        &groups,
+        now_filetime,
+    )
 }
 
 fn time_of(t: TimeChange) -> Option<i128> {

@@ -199,6 +199,7 @@ fn made_for(
         encrypt: share.encrypt,
         rules: share.rules.clone(),
         template: None,
+        nt_acl_xattr: share.nt_acl_xattr,
     }))
 }
 

@@ -190,6 +190,9 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             guest_ok: false,
             rules: Default::default(),
             template: None,
+            // Descriptors set in tests are kept (the in-memory share
+            // enforces no POSIX permissions).
+            nt_acl_xattr: true,
             encrypt,
         })
     };

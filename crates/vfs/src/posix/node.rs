@@ -112,6 +112,35 @@ impl PosixNode {
         }
     }
 
+    /// The whole value of xattr `name`, `None` when absent or unsupported.
+    /// Most are small: a buffer on the stack first, a large one only when
+    /// that is too short.
+    fn xattr_bytes(&self, name: &str) -> FsResult<Option<Vec<u8>>> {
+        let fd = self.fd.as_fd();
+        let get = |buf: &mut [u8]| match rustix::fs::fgetxattr(fd, name, &mut *buf) {
+            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, buf),
+            r => r,
+        };
+        let mut small = [0u8; 1024];
+        let r = match get(&mut small) {
+            Ok(n) => return Ok(small.get(..n).map(<[u8]>::to_vec)),
+            Err(Errno::RANGE) => {
+                let mut buf = vec![0u8; NTACL_SIZE_MAX];
+                get(&mut buf).map(|n| {
+                    buf.truncate(n);
+                    buf
+                })
+            }
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(buf) => Ok(Some(buf)),
+            Err(Errno::NODATA) => Ok(None),
+            Err(e) if is_unsupported(e) => Ok(None),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
     fn xattr_set(&self, name: &str, value: &[u8]) -> FsResult<()> {
         let fd = self.fd.as_fd();
         let r = match rustix::fs::fsetxattr(fd, name, value, XattrFlags::empty()) {
@@ -296,58 +325,107 @@ impl Node for PosixNode {
         })
     }
 
-    fn get_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+    fn posix_acls(&self) -> FsResult<crate::PosixAcls> {
         self.act()?;
-        let fd = self.fd.as_fd();
-        let get = |buf: &mut [u8]| match rustix::fs::fgetxattr(fd, NTACL_XATTR, &mut *buf) {
-            // O_PATH fd: go through its /proc link.
-            Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), NTACL_XATTR, buf),
-            r => r,
-        };
-        // Most files have none and most descriptors are small: try a buffer
-        // on the stack first, the largest one only when that is too short.
-        let mut small = [0u8; 1024];
-        let first = match get(&mut small) {
-            // The descriptor is the server's: readable whatever the file grants.
-            Err(e) if is_refusal(e) => as_server(&self.who, || Ok(get(&mut small)))?,
-            r => r,
-        };
-        let r = match first {
-            Ok(n) => return Ok(Some(small[..n].to_vec())),
-            Err(Errno::RANGE) => {
-                let mut buf = vec![0u8; NTACL_SIZE_MAX];
-                get(&mut buf).map(|n| {
-                    buf.truncate(n);
-                    buf
-                })
+        let read = |name: &str| -> FsResult<Option<crate::PosixAcl>> {
+            match self.xattr_bytes(name)? {
+                None => Ok(None),
+                Some(b) => crate::PosixAcl::decode(&b)
+                    .map(Some)
+                    .map_err(|_| FsError::Io),
             }
-            Err(e) => Err(e),
         };
-        match r {
-            Ok(buf) => Ok(Some(buf)),
-            Err(Errno::NODATA) => Ok(None),
-            Err(e) if is_unsupported(e) => Ok(None),
-            Err(e) => Err(fd_errno_to_fs(e)),
+        Ok(crate::PosixAcls {
+            access: read(ACL_ACCESS_XATTR)?,
+            default: if self.kind == FileKind::Directory {
+                read(ACL_DEFAULT_XATTR)?
+            } else {
+                None
+            },
+        })
+    }
+
+    fn set_posix_acls(
+        &self,
+        access: &crate::PosixAcl,
+        default: crate::DefaultAcl<'_>,
+        server_may: bool,
+    ) -> FsResult<()> {
+        self.check_writable_share()?;
+        self.act()?;
+        // A minimal ACL is the mode bits: the kernel then sets the mode
+        // and keeps no xattr.
+        let access = access.encode();
+        let default = match default {
+            crate::DefaultAcl::Set(d) => Some(Some(d.encode())),
+            crate::DefaultAcl::Remove => Some(None),
+            crate::DefaultAcl::Keep => None,
+        };
+        let write = || -> FsResult<()> {
+            self.xattr_set(ACL_ACCESS_XATTR, &access)?;
+            match &default {
+                None => Ok(()),
+                Some(None) => self.xattr_remove(ACL_DEFAULT_XATTR),
+                Some(Some(d)) => self.xattr_set(ACL_DEFAULT_XATTR, d),
+            }
+        };
+        match write() {
+            Err(FsError::AccessDenied) if server_may => as_server(&self.who, write),
+            r => r,
         }
     }
 
-    fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> FsResult<()> {
         self.check_writable_share()?;
-        if sd.len() > NTACL_SIZE_MAX {
+        self.act()?;
+        let owner = uid.map(rustix::fs::Uid::from_raw);
+        let group = gid.map(rustix::fs::Gid::from_raw);
+        match rustix::fs::fchown(&self.fd, owner, group) {
+            Err(Errno::BADF) => rustix::fs::chownat(
+                CWD,
+                proc_path(self.fd.as_fd(), None),
+                owner,
+                group,
+                AtFlags::empty(),
+            ),
+            r => r,
+        }
+        .map_err(fd_errno_to_fs)
+    }
+
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
+        self.act()?;
+        match self.xattr_bytes(NTACL_XATTR) {
+            // The NT ACL is the server's: readable whatever the file grants.
+            Err(FsError::AccessDenied) => as_server(&self.who, || self.xattr_bytes(NTACL_XATTR)),
+            r => r,
+        }
+    }
+
+    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
+        self.check_writable_share()?;
+        if blob.is_some_and(|b| b.len() > NTACL_SIZE_MAX) {
             return Err(FsError::NoSpace);
         }
-        // The core checks WRITE_DAC before it stores one.
-        self.as_user_then_server(|| {
-            match rustix::fs::fsetxattr(&self.fd, NTACL_XATTR, sd, XattrFlags::empty()) {
-                Err(Errno::BADF) => rustix::fs::setxattr(
-                    proc_path(self.fd.as_fd(), None),
-                    NTACL_XATTR,
-                    sd,
-                    XattrFlags::empty(),
-                ),
-                r => r,
-            }
+        // `security.*` is the server's to write; the core checked WRITE_DAC.
+        as_server(&self.who, || match blob {
+            Some(b) => self.xattr_set(NTACL_XATTR, b),
+            None => self.xattr_remove(NTACL_XATTR),
         })
+    }
+
+    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        self.act()?;
+        match self.xattr_bytes(LEGACY_NTACL_XATTR) {
+            Err(FsError::AccessDenied) => {
+                as_server(&self.who, || self.xattr_bytes(LEGACY_NTACL_XATTR))
+            }
+            r => r,
+        }
+    }
+
+    fn remove_legacy_security_descriptor(&self) -> FsResult<()> {
+        as_server(&self.who, || self.xattr_remove(LEGACY_NTACL_XATTR))
     }
 
     fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {

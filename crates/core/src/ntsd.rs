@@ -1,0 +1,214 @@
+//! A file's Windows security descriptor, over its Unix permissions.
+//!
+//! By default (as Samba's `vfs_posixacl`) the descriptor *is* the file's
+//! owner, group, mode and POSIX ACLs, mapped both ways by
+//! [`ringshare_acl::posix`]: what a client reads is derived from them, and
+//! what a client sets is written as a POSIX ACL (and owner/group), so the
+//! kernel enforces it. With `vfs objects = acl_xattr` the full descriptor is
+//! also kept in Samba's `security.NTACL` xattr ([`ringshare_acl::ntacl`]),
+//! shown while it still matches the POSIX ACL it was stored over (Samba's
+//! rule) and checked on top of the kernel's check. A descriptor older
+//! ringshare kept in `user.ringshare.ntacl` is still shown and enforced, and
+//! moved to the new place when its file is opened by someone who may.
+
+use ringshare_acl::ntacl;
+use ringshare_acl::posix::{self as pacl, AclChange, GroupMembership, PosixView};
+use ringshare_vfs::{DefaultAcl, FileAttr, FsError, Node, EOPNOTSUPP};
+use ringshare_wire::consts::SecurityInformation;
+use ringshare_wire::security::{SecurityDescriptor, Sid};
+use ringshare_wire::NtStatus;
+
+use crate::fileinfo;
+use crate::fsmap::status_of;
+use crate::server::ShareDef;
+
+/// The POSIX facts of a node as the mapping wants them.
+pub(crate) fn posix_view(node: &dyn Node, attr: &FileAttr) -> Result<PosixView, NtStatus> {
+    let acls = node.posix_acls().map_err(status_of)?;
+    let kind = if attr.is_dir() { 0o040000 } else { 0o100000 };
+    Ok(PosixView {
+        uid: attr.uid,
+        gid: attr.gid,
+        mode: kind | (attr.mode & 0o7777),
+        is_dir: attr.is_dir(),
+        access_acl: acls.access,
+        default_acl: acls.default,
+    })
+}
+
+/// A descriptor ringshare stored in its own xattr before it mapped to POSIX
+/// ACLs, if the file still has one.
+fn legacy(node: &dyn Node) -> Option<SecurityDescriptor> {
+    let bytes = node.legacy_security_descriptor().ok().flatten()?;
+    SecurityDescriptor::decode(&bytes).ok()
+}
+
+/// The descriptor kept in `security.NTACL`, when the share keeps them and
+/// the blob still matches the file's POSIX ACL (else Samba, and ringshare,
+/// go by the POSIX ACL: someone changed it outside).
+fn kept(node: &dyn Node, view: &PosixView) -> Option<SecurityDescriptor> {
+    let blob = node.nt_acl_blob().ok().flatten()?;
+    let stored = ntacl::decode(&blob).ok()?;
+    ntacl::check(&stored, Some(view), None, false)
+        .uses_stored()
+        .then_some(stored.sd)
+}
+
+/// The descriptor a client reads.
+pub(crate) fn descriptor(
+    node: &dyn Node,
+    attr: &FileAttr,
+    share: &ShareDef,
+) -> Result<SecurityDescriptor, NtStatus> {
+    if let Some(sd) = legacy(node) {
+        return Ok(sd);
+    }
+    let view = posix_view(node, attr)?;
+    if share.nt_acl_xattr {
+        if let Some(sd) = kept(node, &view) {
+            return Ok(sd);
+        }
+    }
+    Ok(pacl::sd_from_posix(&view))
+}
+
+/// Where a descriptor checked on top of the kernel's check comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// `security.NTACL` of an `acl_xattr` share.
+    Xattr,
+    /// Older ringshare's `user.ringshare.ntacl`, still to be moved.
+    Legacy,
+}
+
+/// The descriptor checked on top of the kernel's check at CREATE, if the
+/// file has one: the one `acl_xattr` keeps, or an old one of ringshare's.
+pub(crate) fn enforced(
+    node: &dyn Node,
+    attr: &FileAttr,
+    share: &ShareDef,
+) -> Result<Option<(SecurityDescriptor, Kept)>, NtStatus> {
+    if let Some(sd) = legacy(node) {
+        return Ok(Some((sd, Kept::Legacy)));
+    }
+    if !share.nt_acl_xattr {
+        return Ok(None);
+    }
+    let view = posix_view(node, attr)?;
+    Ok(kept(node, &view).map(|sd| (sd, Kept::Xattr)))
+}
+
+/// Set the parts `info` selects of the file's descriptor to those of `given`
+/// (SET_INFO, or a new file's SecD context), as Samba does: owner and group
+/// by chown (as the user: the kernel lets only root give a file away), the
+/// DACL as a POSIX ACL (as the user: only the owner may); DACLs the mapping
+/// cannot express are left as they are with success, as Samba answers. With
+/// `acl_xattr` the whole descriptor is kept too, and the POSIX ACL is written
+/// as the server when the kernel refuses the user, since the client was
+/// granted WRITE_DAC by the kept descriptor (Samba's rule).
+pub(crate) fn set(
+    node: &dyn Node,
+    share: &ShareDef,
+    given: &SecurityDescriptor,
+    info: SecurityInformation,
+    groups: &dyn GroupMembership,
+    now_filetime: u64,
+) -> Result<(), NtStatus> {
+    let attr = node.stat_without_dos().map_err(status_of)?;
+    let current = descriptor(node, &attr, share)?;
+    let merged = fileinfo::merge_security_descriptor(current, given, info);
+    let view = posix_view(node, &attr)?;
+    let change = pacl::posix_from_sd_with(&merged, info, &view, groups).map_err(|e| e.status())?;
+    if change.uid.is_some() || change.gid.is_some() {
+        node.chown(change.uid, change.gid).map_err(|e| match e {
+            // Giving a file away (or to a group not one's own).
+            FsError::AccessDenied => NtStatus::INVALID_OWNER,
+            e => status_of(e),
+        })?;
+    }
+    if let AclChange::Set(new) = &change.acl {
+        let default = match (&new.default, view.is_dir) {
+            (Some(d), true) => DefaultAcl::Set(d),
+            (None, true) => DefaultAcl::Remove,
+            (_, false) => DefaultAcl::Keep,
+        };
+        node.set_posix_acls(&new.access, default, share.nt_acl_xattr)
+            .map_err(|e| match e {
+                FsError::Other(EOPNOTSUPP) => NtStatus::NOT_SUPPORTED,
+                e => status_of(e),
+            })?;
+    }
+    if share.nt_acl_xattr {
+        let attr = node.stat_without_dos().map_err(status_of)?;
+        let after = posix_view(node, &attr)?;
+        let fs_sd = pacl::sd_from_posix(&after);
+        let blob = ntacl::encode_v4(&merged, &after, Some(&fs_sd), now_filetime)
+            .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+        node.set_nt_acl_blob(Some(&blob)).map_err(status_of)?;
+    }
+    if node.legacy_security_descriptor().ok().flatten().is_some() {
+        // The descriptor lives in its new place now.
+        let _ = node.remove_legacy_security_descriptor();
+    }
+    Ok(())
+}
+
+/// With `acl_xattr`: give a file just created the descriptor its parent's
+/// inheritable ACEs make ([MS-DTYP] 2.5.3.4, [`ringshare_acl::inherit`]),
+/// owned by its creator, kept and mapped to its POSIX ACL as any descriptor
+/// set; nothing when the parent has nothing a child of this kind inherits
+/// (the file then shows its POSIX ACL, as on Samba).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn inherit(
+    share: &ShareDef,
+    who: &ringshare_vfs::Who,
+    path: &ringshare_vfs::RelPath,
+    node: &dyn Node,
+    is_dir: bool,
+    groups: &dyn GroupMembership,
+    now_filetime: u64,
+) -> Result<(), NtStatus> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    let mut opts = ringshare_vfs::OpenOptions::read_existing();
+    (opts.read, opts.directory) = (false, true);
+    let dir = share.backend.open(who, &parent, &opts).map_err(status_of)?;
+    let attr = dir.node.stat_without_dos().map_err(status_of)?;
+    let parent_sd = descriptor(dir.node.as_ref(), &attr, share)?;
+    let owner = Sid::unix_user(who.uid());
+    let group = Sid::unix_group(who.gid());
+    let Some(child) =
+        ringshare_acl::inherit::child_descriptor(&parent_sd, None, is_dir, &owner, &group)
+    else {
+        return Ok(());
+    };
+    set(
+        node,
+        share,
+        &child,
+        SecurityInformation::DACL,
+        groups,
+        now_filetime,
+    )
+}
+
+/// Move an old `user.ringshare.ntacl` descriptor to where it lives now (a
+/// POSIX ACL, and with `acl_xattr` `security.NTACL`), when the user who
+/// opened the file may set its ACL; otherwise it stays, still shown and
+/// enforced, for someone who may.
+pub(crate) fn migrate(
+    node: &dyn Node,
+    share: &ShareDef,
+    groups: &dyn GroupMembership,
+    now_filetime: u64,
+) {
+    let Some(old) = legacy(node) else {
+        return;
+    };
+    let info = SecurityInformation::DACL;
+    match set(node, share, &old, info, groups, now_filetime) {
+        Ok(()) => tracing::info!("moved a stored security descriptor to the file's POSIX ACL"),
+        Err(s) => tracing::debug!("a stored security descriptor stays where it is for now: {s:?}"),
+    }
+}
