@@ -346,8 +346,9 @@ pub(crate) fn for_tree(
 /// bits for a directory, then `create mask` / `directory mask` and the force
 /// modes, or with `inherit permissions` the parent directory's mode instead
 /// (a file takes its rw bits, a directory all of it). With `inherit acls`
-/// and a parent that has a default ACL, everything, so the ACL applies
-/// unmasked. `parent_mode` is needed only for `inherit permissions`.
+/// and a parent that has a default ACL, all of rwx for everyone under the
+/// mask (no force mode), so the default ACL decides (Samba's rule).
+/// `parent_mode` is needed only for `inherit permissions`.
 pub(crate) fn new_mode(
     rules: &ShareRules,
     is_dir: bool,
@@ -356,7 +357,12 @@ pub(crate) fn new_mode(
     parent_has_default_acl: bool,
 ) -> u32 {
     if rules.inherit_acls && parent_has_default_acl {
-        return if is_dir { 0o777 } else { 0o666 };
+        let mask = if is_dir {
+            rules.directory_mask
+        } else {
+            rules.create_mask
+        };
+        return 0o777 & mask;
     }
     let inherit = parent_mode.filter(|_| rules.inherit_permissions);
     let mut mode = if inherit.is_some() { 0 } else { 0o666 };
@@ -523,8 +529,14 @@ mod tests {
             inherit_acls: true,
             ..Default::default()
         };
-        assert_eq!(new_mode(&a, false, true, None, true), 0o666);
-        assert_eq!(new_mode(&a, false, true, None, false), 0o744);
+        let wide = ShareRules {
+            create_mask: 0o777,
+            force_create_mode: 0o001,
+            ..a.clone()
+        };
+        assert_eq!(new_mode(&wide, false, true, None, true), 0o777);
+        assert_eq!(new_mode(&wide, false, true, None, false), 0o767);
+        assert_eq!(new_mode(&a, true, false, None, true), 0o755);
     }
 
     #[test]

@@ -61,9 +61,18 @@ fn layout(root: &Path) {
     make(&d.join("sticky/alicefile"), ALICE, ALICE, 0o666, false);
     make(&d.join("suid-small"), ALICE, ALICE, 0o4777, false);
     make(&d.join("suid-big"), ALICE, ALICE, 0o4777, false);
-    for share in ["masked", "forced", "grp"] {
+    for share in ["masked", "forced", "grp", "forcemode", "iacl"] {
         make(&root.join(share), "root", "root", 0o777, true);
     }
+    make(&root.join("inh"), "root", GROUP, 0o2770, true);
+    make(&root.join("owned"), BOB, BOB, 0o777, true);
+    make(&root.join("users"), "root", "root", 0o755, true);
+    make(&root.join("users").join(ALICE), ALICE, ALICE, 0o700, true);
+    let dflt = "d:u::rw,d:g::rw,d:o::r";
+    must(
+        "setfacl",
+        &["-m", dflt, root.join("iacl").to_str().unwrap()],
+    );
     make(&root.join("pub"), "root", "root", 0o755, true);
     make(&root.join("pub/open.txt"), ALICE, ALICE, 0o644, false);
     make(&root.join("pub/closed.txt"), ALICE, ALICE, 0o600, false);
@@ -83,7 +92,15 @@ fn shares(root: &Path) -> String {
          [limited]\n\tpath = {r}/data\n\tread only = no\n\tinvalid users = {CAROL}\n\
          \tread list = {BOB}\n\
          [pub]\n\tpath = {r}/pub\n\tguest ok = yes\n\tread only = yes\n\
-         [homes]\n\tread only = no\n\tvalid users = %S\n\tbrowseable = no\n"
+         [homes]\n\tread only = no\n\tvalid users = %S\n\tbrowseable = no\n\
+         [hidden]\n\tpath = {r}/data\n\tread only = no\n\thide unreadable = yes\n\
+         [inh]\n\tpath = {r}/inh\n\tread only = no\n\tinherit permissions = yes\n\
+         [forcemode]\n\tpath = {r}/forcemode\n\tread only = no\n\tforce create mode = 0060\n\
+         \tforce directory mode = 02000\n\
+         [owned]\n\tpath = {r}/owned\n\tread only = no\n\tinherit owner = yes\n\
+         [iacl]\n\tpath = {r}/iacl\n\tread only = no\n\tinherit acls = yes\n\
+         [noiacl]\n\tpath = {r}/iacl\n\tread only = no\n\
+         [peruser]\n\tpath = {r}/users/%U\n\tread only = no\n"
     )
 }
 
@@ -372,6 +389,93 @@ fn checks() -> Vec<Check> {
             "rs_id_alice:rs_id_alice 744",
         ),
         check("but not bob's", ALICE, BOB, "ls", DENIED),
+        check(
+            "hide unreadable hides what bob cannot read",
+            BOB,
+            "hidden",
+            "ls alice0600",
+            "NT_STATUS_NO_SUCH_FILE",
+        ),
+        check("and shows what he can", BOB, "hidden", "ls alice0644", "OK"),
+        check_then(
+            "inherit permissions gives a file the parent's rw bits",
+            ALICE,
+            "inh",
+            "put LOCAL f",
+            "OK",
+            "inh/f",
+            "rs_id_alice:rs_id_proj 760",
+        ),
+        check_then(
+            "and a directory all of the parent's mode",
+            ALICE,
+            "inh",
+            "mkdir d",
+            "OK",
+            "inh/d",
+            "rs_id_alice:rs_id_proj 2770",
+        ),
+        check_then(
+            "force create mode adds bits",
+            ALICE,
+            "forcemode",
+            "put LOCAL f",
+            "OK",
+            "forcemode/f",
+            "rs_id_alice:rs_id_alice 764",
+        ),
+        check_then(
+            "force directory mode adds bits",
+            ALICE,
+            "forcemode",
+            "mkdir d",
+            "OK",
+            "forcemode/d",
+            "rs_id_alice:rs_id_alice 2755",
+        ),
+        check_then(
+            "inherit owner gives a new file to the directory's owner",
+            ALICE,
+            "owned",
+            "put LOCAL f",
+            "OK",
+            "owned/f",
+            "rs_id_bob:rs_id_alice 744",
+        ),
+        check_then(
+            "inherit acls lets the default ACL apply in full",
+            ALICE,
+            "iacl",
+            "put LOCAL f",
+            "OK",
+            "iacl/f",
+            "rs_id_alice:rs_id_alice 644",
+        ),
+        check_then(
+            "without it the create mask still applies",
+            ALICE,
+            "noiacl",
+            "put LOCAL g",
+            "OK",
+            "iacl/g",
+            "rs_id_alice:rs_id_alice 644",
+        ),
+        check_then(
+            "a path with %U is each user's own",
+            ALICE,
+            "peruser",
+            "put LOCAL mine",
+            "OK",
+            "users/rs_id_alice/mine",
+            "rs_id_alice:rs_id_alice 744",
+        ),
+        check(
+            "and one without a directory there gets none",
+            BOB,
+            "peruser",
+            "ls",
+            "NT_STATUS_BAD_NETWORK_NAME",
+        ),
     ]
 }
 

@@ -517,9 +517,28 @@ impl PosixShare {
         }
     }
 
+    /// `mkdirat`, then the set-id bits of `mode` it leaves out (the kernel
+    /// keeps only rwx and sticky: a set-group-id bit asked for, as `force
+    /// directory mode` may, is set after, as Samba does).
     fn mkdir(&self, path: &RelPath, mode: u32) -> FsResult<()> {
         let (parent, name) = self.open_parent(path)?;
-        rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(mode & 0o7777)).map_err(errno_to_fs)
+        rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(mode & 0o7777))
+            .map_err(errno_to_fs)?;
+        if mode & 0o6000 != 0 {
+            let st = rustix::fs::statx(&parent, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::MODE)
+                .map_err(errno_to_fs)?;
+            let have = u32::from(st.stx_mode) & 0o7777;
+            if mode & 0o6000 & !have != 0 {
+                rustix::fs::chmodat(
+                    &parent,
+                    name,
+                    Mode::from_raw_mode(have | (mode & 0o6000)),
+                    AtFlags::empty(),
+                )
+                .map_err(errno_to_fs)?;
+            }
+        }
+        Ok(())
     }
 
     fn open_directory(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {

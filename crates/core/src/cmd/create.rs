@@ -283,12 +283,16 @@ pub(crate) fn create(
         }
         _ => None,
     };
+    let parent_default_acl = match (&existing, path.parent()) {
+        (None, Some(parent)) if share.rules.inherit_acls => has_default_acl(backend, &who, &parent),
+        _ => false,
+    };
     let create_mode = identity::new_mode(
         &share.rules,
         want_dir,
         !want_dir,
         parent_mode,
-        share.rules.inherit_acls,
+        parent_default_acl,
     );
     let opts = OpenOptions {
         mode,
@@ -714,6 +718,16 @@ fn parent_delete_child(
         Ok(Some((sd, _))) if acl::granted(&sd, token) & acl::FILE_DELETE_CHILD != 0 => acl::DELETE,
         _ => 0,
     }
+}
+
+/// Whether directory `dir` has a default POSIX ACL (for `inherit acls`).
+fn has_default_acl(backend: &dyn Share, who: &ringshare_vfs::Who, dir: &RelPath) -> bool {
+    let mut opts = OpenOptions::read_existing();
+    (opts.read, opts.directory) = (false, true);
+    backend
+        .open(who, dir, &opts)
+        .and_then(|d| d.node.posix_acls())
+        .is_ok_and(|a| a.default.is_some())
 }
 
 /// MxAc and QFid answers; every other context is ignored ([MS-SMB2] 3.3.5.9:
