@@ -21,10 +21,6 @@ pub(crate) const WRITE_DAC: u32 = 0x0004_0000;
 pub(crate) const WRITE_OWNER: u32 = 0x0008_0000;
 pub(crate) const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
 pub(crate) const MAXIMUM_ALLOWED: u32 = 0x0200_0000;
-pub(crate) const GENERIC_ALL: u32 = 0x1000_0000;
-pub(crate) const GENERIC_EXECUTE: u32 = 0x2000_0000;
-pub(crate) const GENERIC_WRITE: u32 = 0x4000_0000;
-pub(crate) const GENERIC_READ: u32 = 0x8000_0000;
 
 pub(crate) const FILE_GENERIC_READ: u32 = 0x0012_0089;
 pub(crate) const FILE_GENERIC_WRITE: u32 = 0x0012_0116;
@@ -43,22 +39,10 @@ pub(crate) const SHARE_DELETE: u32 = 4;
 const SHARING_BITS: u32 =
     FILE_READ_DATA | FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_EXECUTE | DELETE;
 
-/// Turn GENERIC_* bits into the file rights they stand for.
+/// Turn GENERIC_* bits into the file rights they stand for
+/// ([`ringshare_acl::inherit::map_generic_file_rights`]).
 pub(crate) fn map_generic(mask: u32) -> u32 {
-    let mut m = mask & !(GENERIC_ALL | GENERIC_EXECUTE | GENERIC_WRITE | GENERIC_READ);
-    if mask & GENERIC_READ != 0 {
-        m |= FILE_GENERIC_READ;
-    }
-    if mask & GENERIC_WRITE != 0 {
-        m |= FILE_GENERIC_WRITE;
-    }
-    if mask & GENERIC_EXECUTE != 0 {
-        m |= FILE_GENERIC_EXECUTE;
-    }
-    if mask & GENERIC_ALL != 0 {
-        m |= FILE_ALL_ACCESS;
-    }
-    m
+    ringshare_acl::inherit::map_generic_file_rights(ringshare_wire::consts::AccessMask(mask)).0
 }
 
 /// The access an open gets for `desired` on a tree that grants `maximal`:
@@ -175,6 +159,9 @@ pub(crate) fn sharing_conflict(e: &ShareEntry, access: u32, share_access: u32) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const GENERIC_READ: u32 = 0x8000_0000;
+    const GENERIC_ALL: u32 = 0x1000_0000;
 
     fn entry(access: u32, share_access: u32) -> ShareEntry {
         ShareEntry {

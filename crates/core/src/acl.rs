@@ -14,7 +14,6 @@
 //! for a user logon.
 
 use ringshare_wire::security::{AceType, SecurityDescriptor, Sid, INHERIT_ONLY_ACE};
-use ringshare_wire::NtStatus;
 
 use crate::access::{map_generic, FILE_ALL_ACCESS};
 
@@ -24,8 +23,11 @@ const OWNER_RIGHTS: u32 = 0x0002_0000 | 0x0004_0000;
 pub(crate) const DELETE: u32 = 0x0001_0000;
 /// FILE_DELETE_CHILD: a directory right that lets its holder delete entries.
 pub(crate) const FILE_DELETE_CHILD: u32 = 0x0000_0040;
-/// ACCESS_SYSTEM_SECURITY is a privilege, not a DACL right.
-const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
+
+/// OWNER RIGHTS, S-1-3-4 ([MS-DTYP] 2.4.2.4).
+fn owner_rights_sid() -> Sid {
+    Sid::from_parts(3, &[4]).unwrap_or_else(Sid::everyone)
+}
 
 /// The identities a session acts as.
 #[derive(Debug, Clone, Default)]
@@ -54,7 +56,15 @@ pub(crate) fn granted(sd: &SecurityDescriptor, token: &Token) -> u32 {
     };
     let mut allowed = 0u32;
     let mut denied = 0u32;
-    if sd.owner.as_ref().is_some_and(|o| token.has(o)) {
+    let owner = sd.owner.as_ref().is_some_and(|o| token.has(o));
+    // OWNER RIGHTS ACEs replace the owner's implicit rights and apply to
+    // the owner ([MS-DTYP] 2.5.3.2).
+    let owner_rights = owner_rights_sid();
+    let has_owner_rights = dacl
+        .aces
+        .iter()
+        .any(|a| a.flags & INHERIT_ONLY_ACE == 0 && a.sid().is_some_and(|s| *s == owner_rights));
+    if owner && !has_owner_rights {
         allowed |= OWNER_RIGHTS;
     }
     for ace in &dacl.aces {
@@ -64,7 +74,8 @@ pub(crate) fn granted(sd: &SecurityDescriptor, token: &Token) -> u32 {
         let (Some(sid), Some(mask)) = (ace.sid(), ace.mask()) else {
             continue;
         };
-        if !token.has(sid) {
+        let applies = token.has(sid) || (owner && *sid == owner_rights);
+        if !applies {
             continue;
         }
         let mask = map_generic(mask.0);
@@ -77,36 +88,12 @@ pub(crate) fn granted(sd: &SecurityDescriptor, token: &Token) -> u32 {
     allowed & !denied
 }
 
-/// Check `desired` (generic bits already mapped) against the descriptor.
-/// With MAXIMUM_ALLOWED the result is everything granted; otherwise exactly
-/// `desired`, or ACCESS_DENIED when any bit of it is not granted.
-///
-/// `extra` are rights granted from elsewhere (DELETE through the parent
-/// directory's FILE_DELETE_CHILD, [MS-FSA] 2.1.5.1.2.1).
-pub(crate) fn check(
-    sd: &SecurityDescriptor,
-    token: &Token,
-    desired: u32,
-    maximum_allowed: bool,
-    extra: u32,
-) -> Result<u32, NtStatus> {
-    let have = granted(sd, token) | extra;
-    let wanted = desired & !ACCESS_SYSTEM_SECURITY;
-    if wanted & !have != 0 {
-        return Err(NtStatus::ACCESS_DENIED);
-    }
-    Ok(if maximum_allowed {
-        have | wanted
-    } else {
-        desired
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ringshare_wire::consts::AccessMask;
     use ringshare_wire::security::{Ace, Acl, SE_DACL_PRESENT};
+    use ringshare_wire::NtStatus;
 
     const READ: u32 = 0x0012_0089;
     const WRITE_DATA: u32 = 0x2;
@@ -120,6 +107,22 @@ mod tests {
             sacl: None,
             dacl: aces.map(|aces| Acl { revision: 2, aces }),
         }
+    }
+
+    /// `desired`, when the descriptor grants all of it (with `extra` from
+    /// elsewhere); with MAXIMUM_ALLOWED everything it grants.
+    fn check(
+        sd: &SecurityDescriptor,
+        token: &Token,
+        desired: u32,
+        maximum_allowed: bool,
+        extra: u32,
+    ) -> Result<u32, NtStatus> {
+        let have = granted(sd, token) | extra;
+        if desired & !have != 0 {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        Ok(if maximum_allowed { have } else { desired })
     }
 
     fn user(uid: u32) -> Token {
@@ -211,6 +214,24 @@ mod tests {
             Err(NtStatus::ACCESS_DENIED)
         );
         assert_eq!(check(&d, &alice(), DELETE, false, DELETE), Ok(DELETE));
+    }
+
+    #[test]
+    fn an_owner_rights_ace_replaces_the_owners_implicit_rights() {
+        let owner_rights = owner_rights_sid();
+        let d = sd(Some(vec![Ace::allow(
+            owner_rights,
+            AccessMask(WRITE_DATA),
+            0,
+        )]));
+        let owner = user(0);
+        assert_eq!(
+            granted(&d, &owner),
+            WRITE_DATA,
+            "no implicit READ_CONTROL | WRITE_DAC"
+        );
+        assert_eq!(granted(&d, &alice()), 0, "OWNER RIGHTS is only the owner");
+        assert_eq!(granted(&sd(Some(vec![])), &owner), OWNER_RIGHTS);
     }
 
     #[test]

@@ -15,7 +15,10 @@ use ringshare_acl::ntacl;
 use ringshare_acl::posix::{self as pacl, AclChange, GroupMembership, PosixView};
 use ringshare_vfs::{DefaultAcl, FileAttr, FsError, Node, EOPNOTSUPP};
 use ringshare_wire::consts::SecurityInformation;
-use ringshare_wire::security::{SecurityDescriptor, Sid};
+use ringshare_wire::security::{
+    AceBody, SecurityDescriptor, Sid, INHERIT_ONLY_ACE, SE_DACL_AUTO_INHERITED,
+    SE_DACL_AUTO_INHERIT_REQ,
+};
 use ringshare_wire::NtStatus;
 
 use crate::fileinfo;
@@ -72,6 +75,16 @@ pub(crate) fn descriptor(
     Ok(pacl::sd_from_posix(&view))
 }
 
+/// Who a descriptor [`set`] stores comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum From {
+    /// A client (SET_INFO, a CREATE SecD context): its control bits are
+    /// taken as Windows takes them.
+    Client,
+    /// The server (inheritance, migration): stored as it is.
+    Server,
+}
+
 /// Where a descriptor checked on top of the kernel's check comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kept {
@@ -111,20 +124,57 @@ pub(crate) fn set(
     share: &ShareDef,
     given: &SecurityDescriptor,
     info: SecurityInformation,
+    from: From,
     groups: &dyn GroupMembership,
     now_filetime: u64,
 ) -> Result<(), NtStatus> {
     let attr = node.stat_without_dos().map_err(status_of)?;
     let current = descriptor(node, &attr, share)?;
-    let merged = fileinfo::merge_security_descriptor(current, given, info);
+    let mut merged = fileinfo::merge_security_descriptor(current, given, info);
+    map_generic_rights(&mut merged);
+    if info.contains(SecurityInformation::DACL) && from == From::Client {
+        // A DACL set keeps AUTO_INHERITED only when the client asked with
+        // AUTO_INHERIT_REQ too; the request bit itself is not kept
+        // (Windows, Samba; smbtorture smb2.acls.INHERITFLAGS).
+        let both = SE_DACL_AUTO_INHERIT_REQ | SE_DACL_AUTO_INHERITED;
+        let auto = given.control & both == both;
+        merged.control &= !both;
+        if auto {
+            merged.control |= SE_DACL_AUTO_INHERITED;
+        }
+    }
     let view = posix_view(node, &attr)?;
-    let change = pacl::posix_from_sd_with(&merged, info, &view, groups).map_err(|e| e.status())?;
+    let mut for_posix = merged.clone();
+    if share.nt_acl_xattr {
+        // An owner or group that is no Unix account (Everyone, BUILTIN...)
+        // is kept in security.NTACL while the file keeps its Unix owner
+        // (Samba's `force unknown acl user`, which acl_xattr turns on).
+        if for_posix
+            .owner
+            .as_ref()
+            .is_some_and(|s| s.unix_uid().is_none())
+        {
+            for_posix.owner = Some(Sid::unix_user(attr.uid));
+        }
+        if for_posix
+            .group
+            .as_ref()
+            .is_some_and(|s| s.unix_gid().is_none())
+        {
+            for_posix.group = Some(Sid::unix_group(attr.gid));
+        }
+    }
+    let change =
+        pacl::posix_from_sd_with(&for_posix, info, &view, groups).map_err(|e| e.status())?;
     if change.uid.is_some() || change.gid.is_some() {
-        node.chown(change.uid, change.gid).map_err(|e| match e {
-            // Giving a file away (or to a group not one's own).
-            FsError::AccessDenied => NtStatus::INVALID_OWNER,
-            e => status_of(e),
-        })?;
+        // With acl_xattr the kept descriptor granted WRITE_OWNER: the
+        // server makes the change the kernel refuses the user (Samba's rule).
+        node.chown(change.uid, change.gid, share.nt_acl_xattr)
+            .map_err(|e| match e {
+                // Giving a file away (or to a group not one's own).
+                FsError::AccessDenied => NtStatus::INVALID_OWNER,
+                e => status_of(e),
+            })?;
     }
     if let AclChange::Set(new) = &change.acl {
         let default = match (&new.default, view.is_dir) {
@@ -188,9 +238,27 @@ pub(crate) fn inherit(
         share,
         &child,
         SecurityInformation::DACL,
+        From::Server,
         groups,
         now_filetime,
     )
+}
+
+/// Generic rights in the effective ACEs become the file rights they stand
+/// for ([MS-DTYP] 2.4.3): a descriptor set with GENERIC_READ reads back with
+/// FILE_GENERIC_READ, on Windows and Samba. Inherit-only ACEs keep theirs.
+fn map_generic_rights(sd: &mut SecurityDescriptor) {
+    let Some(dacl) = sd.dacl.as_mut() else {
+        return;
+    };
+    for ace in &mut dacl.aces {
+        if ace.flags & INHERIT_ONLY_ACE != 0 {
+            continue;
+        }
+        if let AceBody::MaskSid { mask, .. } = &mut ace.body {
+            *mask = ringshare_acl::inherit::map_generic_file_rights(*mask);
+        }
+    }
 }
 
 /// Move an old `user.ringshare.ntacl` descriptor to where it lives now (a
@@ -207,7 +275,7 @@ pub(crate) fn migrate(
         return;
     };
     let info = SecurityInformation::DACL;
-    match set(node, share, &old, info, groups, now_filetime) {
+    match set(node, share, &old, info, From::Server, groups, now_filetime) {
         Ok(()) => tracing::info!("moved a stored security descriptor to the file's POSIX ACL"),
         Err(s) => tracing::debug!("a stored security descriptor stays where it is for now: {s:?}"),
     }

@@ -559,8 +559,11 @@ pub trait Node: Send + Sync + fmt::Debug {
 
     /// Give the file another owner and/or group, as the node's user: the
     /// kernel lets only root change the owner, and the owner change the
-    /// group to one of theirs. The default: like [`Node::set_owner`].
-    fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> FsResult<()> {
+    /// group to one of theirs. `server_may`: when the kernel refuses the
+    /// user, do it as the server (the caller decided the user may). The
+    /// default: like [`Node::set_owner`].
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
+        let _ = server_may;
         match (uid, gid) {
             (Some(u), _) => self.set_owner(u),
             _ => Ok(()),

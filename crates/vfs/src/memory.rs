@@ -864,7 +864,7 @@ impl Node for MemNode {
     }
 
     /// No permission is checked (as nowhere in the in-memory share).
-    fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> FsResult<()> {
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>, _server_may: bool) -> FsResult<()> {
         self.check_writable_share()?;
         let mut st = lock(&self.state);
         let now = st.now();

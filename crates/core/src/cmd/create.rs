@@ -333,8 +333,25 @@ pub(crate) fn create(
     let mxac = cr.context(ContextTag::QueryMaximalAccess).is_some();
     let wanted = explicit | if truncate { FILE_WRITE_DATA } else { 0 };
     let had = access::rights_of_open(opened_read, opened_write);
+    // A descriptor kept with the file (acl_xattr) decides what is granted,
+    // as on Samba ([MS-DTYP] 2.5.3.2 over it); the kernel still decides
+    // every operation. Root (and `admin users`) are not held to it.
+    let kept = if created || admin {
+        None
+    } else {
+        crate::ntsd::enforced(node.as_ref(), &attr, &share)?
+    };
     let rights = if created {
         access::FILE_ALL_ACCESS
+    } else if let Some((sd, _)) = &kept {
+        let token = acl::Token::of(&who, authenticated);
+        // FILE_READ_ATTRIBUTES comes with the right to reach the file
+        // ([MS-FSA] 2.1.5.1.2.1), DELETE also from the parent directory.
+        let mut r = acl::granted(sd, &token) | access::FILE_READ_ATTRIBUTES;
+        if r & DELETE == 0 && (maximum || mxac || wanted & DELETE != 0) {
+            r |= parent_delete_child(&share, &who, &path, &token);
+        }
+        r
     } else if maximum || mxac || wanted & !had != 0 {
         let may_delete = (maximum || mxac || wanted & DELETE != 0)
             && !path.is_root()
@@ -343,25 +360,15 @@ pub(crate) fn create(
     } else {
         had
     };
+    let wanted = wanted & !access::ACCESS_SYSTEM_SECURITY;
     if wanted & !rights != 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
     granted &= if maximum { rights | wanted } else { !0 };
-    if !created && !admin {
-        // A descriptor kept with the file is enforced too ([MS-DTYP] 2.5.3.2).
-        if let Some((sd, kept)) = crate::ntsd::enforced(node.as_ref(), &attr, &share)? {
-            let token = acl::Token::of(&who, authenticated);
-            let extra = if wanted & acl::DELETE != 0 && acl::granted(&sd, &token) & acl::DELETE == 0
-            {
-                parent_delete_child(&share, &who, &path, &token)
-            } else {
-                0
-            };
-            granted &= acl::check(&sd, &token, wanted, maximum, extra)?;
-            if kept == crate::ntsd::Kept::Legacy && rights & access::WRITE_DAC != 0 {
-                let groups = identity::Membership(server.accounts.as_ref());
-                crate::ntsd::migrate(node.as_ref(), &share, &groups, core.now.filetime);
-            }
+    if let Some((_, crate::ntsd::Kept::Legacy)) = kept {
+        if rights & access::WRITE_DAC != 0 {
+            let groups = identity::Membership(server.accounts.as_ref());
+            crate::ntsd::migrate(node.as_ref(), &share, &groups, core.now.filetime);
         }
     }
     let maximal = maximal & rights;
@@ -666,7 +673,8 @@ fn store_initial_sd(
         return Ok(());
     }
     let groups = crate::identity::Membership(server.accounts.as_ref());
-    match crate::ntsd::set(node, share, given, info, &groups, now_filetime) {
+    let from = crate::ntsd::From::Client;
+    match crate::ntsd::set(node, share, given, info, from, &groups, now_filetime) {
         Err(NtStatus::NOT_SUPPORTED) => Ok(()),
         r => r,
     }
@@ -693,8 +701,8 @@ fn store_initial_eas(
 }
 
 /// DELETE when the parent directory grants FILE_DELETE_CHILD ([MS-FSA]
-/// 2.1.5.1.2.1) by a descriptor kept with it; a parent without one grants
-/// it (the kernel then decides).
+/// 2.1.5.1.2.1) by a descriptor kept with it, or without one, when the
+/// kernel would let the user remove the entry.
 fn parent_delete_child(
     share: &ShareDef,
     who: &ringshare_vfs::Who,
@@ -714,7 +722,11 @@ fn parent_delete_child(
         return 0;
     };
     match crate::ntsd::enforced(dir.node.as_ref(), &attr, share) {
-        Ok(None) => acl::DELETE,
+        // No descriptor kept with the parent: the kernel's rule for unlink.
+        Ok(None) => match share.backend.may_delete(who, path) {
+            Ok(true) => acl::DELETE,
+            _ => 0,
+        },
         Ok(Some((sd, _))) if acl::granted(&sd, token) & acl::FILE_DELETE_CHILD != 0 => acl::DELETE,
         _ => 0,
     }

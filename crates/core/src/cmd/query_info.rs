@@ -554,7 +554,10 @@ fn security(open: &Open, additional: u32, limit: usize) -> Result<Reply, NtStatu
     if info.intersects(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
-    if open.access & READ_CONTROL == 0 {
+    // READ_CONTROL for any part; asking for none gets an empty descriptor
+    // without it, as on Windows (smbtorture smb2.sdread).
+    let parts = SecurityInformation::OWNER | SecurityInformation::GROUP | SecurityInformation::DACL;
+    if info.intersects(parts) && open.access & READ_CONTROL == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attr = open.node.stat_without_dos().map_err(status_of)?;

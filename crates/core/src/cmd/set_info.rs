@@ -220,6 +220,7 @@ fn set_security(
         &open.share,
         &given,
         info,
+        crate::ntsd::From::Client,
         &groups,
         now_filetime,
     )

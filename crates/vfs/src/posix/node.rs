@@ -375,22 +375,28 @@ impl Node for PosixNode {
         }
     }
 
-    fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> FsResult<()> {
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
         self.check_writable_share()?;
-        self.act()?;
         let owner = uid.map(rustix::fs::Uid::from_raw);
         let group = gid.map(rustix::fs::Gid::from_raw);
-        match rustix::fs::fchown(&self.fd, owner, group) {
-            Err(Errno::BADF) => rustix::fs::chownat(
-                CWD,
-                proc_path(self.fd.as_fd(), None),
-                owner,
-                group,
-                AtFlags::empty(),
-            ),
+        let change = || {
+            match rustix::fs::fchown(&self.fd, owner, group) {
+                Err(Errno::BADF) => rustix::fs::chownat(
+                    CWD,
+                    proc_path(self.fd.as_fd(), None),
+                    owner,
+                    group,
+                    AtFlags::empty(),
+                ),
+                r => r,
+            }
+            .map_err(fd_errno_to_fs)
+        };
+        self.act()?;
+        match change() {
+            Err(FsError::AccessDenied) if server_may => as_server(&self.who, change),
             r => r,
         }
-        .map_err(fd_errno_to_fs)
     }
 
     fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
