@@ -1377,6 +1377,14 @@ impl Worker {
                 self.recv_bufs_exhausted
             );
         }
+        if ringshare_engine::creds::enabled() {
+            tracing::info!(
+                worker = self.index,
+                "acting as users: {} credential switches; {} io_uring personalities left",
+                ringshare_engine::creds::thread_switches(),
+                self.ring.personality_count()
+            );
+        }
         let [now, waited, fell_back] = self.writes_spliced;
         if now + waited + fell_back > 0 {
             tracing::debug!(

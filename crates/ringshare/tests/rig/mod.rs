@@ -49,6 +49,8 @@ pub const SHARE: &str = "share";
 pub struct Rig {
     pub port: u16,
     pub share_dir: PathBuf,
+    /// More `serve` arguments (`--threads 1`).
+    pub args: Vec<String>,
     conf: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -66,6 +68,16 @@ impl Rig {
 
     /// A server over `share_dir` (which must exist); `tmp` holds its configuration and log.
     pub fn start_on(tmp: TempDir, share_dir: PathBuf, extra_global: &str) -> Rig {
+        Rig::start_on_with(tmp, share_dir, extra_global, &[])
+    }
+
+    /// [`Rig::start_on`] with more `serve` arguments (`--threads 1`).
+    pub fn start_on_with(
+        tmp: TempDir,
+        share_dir: PathBuf,
+        extra_global: &str,
+        args: &[&str],
+    ) -> Rig {
         let conf = tmp.path().join("ringshare.conf");
         let passwd = tmp.path().join("smbpasswd");
         let port = free_port();
@@ -89,6 +101,7 @@ impl Rig {
         let mut rig = Rig {
             port,
             share_dir,
+            args: args.iter().map(|a| a.to_string()).collect(),
             conf,
             log,
             child: None,
@@ -111,6 +124,7 @@ impl Rig {
             .arg("serve")
             .arg("--config")
             .arg(&self.conf)
+            .args(&self.args)
             .env("HOME", self.tmp.path())
             .process_group(0)
             .stdin(Stdio::null())
