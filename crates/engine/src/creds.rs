@@ -214,6 +214,11 @@ pub fn acting_as(c: &Creds) -> bool {
 /// or when switching is off. On an error the thread is left acting as the
 /// server, or refusing to act until a later call succeeds: never as a third
 /// identity.
+///
+/// From another user the thread goes straight to `c` without passing through
+/// the server's gid and groups, and a gid or group list that is already right
+/// is not set again: every credential system call costs the kernel a new
+/// credential structure (docs/benchmarks.md, "Acting as users").
 pub fn act_as(c: &Creds) -> io::Result<()> {
     let Some(base) = BASELINE.get() else {
         return Ok(());
@@ -221,18 +226,24 @@ pub fn act_as(c: &Creds) -> io::Result<()> {
     if *c == base.creds {
         return act_as_server();
     }
-    if ACTING.with(|a| matches!(&*a.borrow(), Acting::User(u) if u == c)) {
-        return Ok(());
-    }
     ACTING
         .with(|a| {
             let mut a = a.borrow_mut();
+            let (same_gid, same_groups) = match &*a {
+                Acting::User(u) if u == c => return Ok(()),
+                Acting::User(u) => (u.gid == c.gid, u.groups == c.groups),
+                Acting::Server => (base.creds.gid == c.gid, base.creds.groups == c.groups),
+                Acting::Unknown => (false, false),
+            };
             let was = std::mem::replace(&mut *a, Acting::Unknown);
-            if was != Acting::Server {
-                to_server(base)?;
-                *a = Acting::Server;
+            match was {
+                Acting::Server => {}
+                // Effective uid 0 first: it brings back the capabilities
+                // the calls below need.
+                Acting::User(_) => rustix::thread::set_thread_res_uid(None, Uid::ROOT, None)?,
+                Acting::Unknown => to_server(base)?,
             }
-            to_user(c)?;
+            to_user(c, same_gid, same_groups)?;
             *a = Acting::User(c.clone());
             SWITCHES.with(|s| s.set(s.get() + 1));
             Ok(())
@@ -251,11 +262,23 @@ pub fn act_as_server() -> io::Result<()> {
     };
     ACTING.with(|a| {
         let mut a = a.borrow_mut();
-        if *a == Acting::Server {
-            return Ok(());
+        let was = std::mem::replace(&mut *a, Acting::Unknown);
+        match &was {
+            Acting::Server => {
+                *a = Acting::Server;
+                return Ok(());
+            }
+            Acting::User(u) => {
+                rustix::thread::set_thread_res_uid(None, Uid::ROOT, None)?;
+                if u.gid != base.creds.gid {
+                    rustix::thread::set_thread_res_gid(None, Gid::from_raw(base.egid), None)?;
+                }
+                if u.groups != base.creds.groups {
+                    rustix::thread::set_thread_groups(&base.groups)?;
+                }
+            }
+            Acting::Unknown => to_server(base)?,
         }
-        *a = Acting::Unknown;
-        to_server(base)?;
         *a = Acting::Server;
         SWITCHES.with(|s| s.set(s.get() + 1));
         Ok(())
@@ -271,12 +294,17 @@ fn to_server(base: &Baseline) -> io::Result<()> {
     Ok(())
 }
 
-/// From the server's credentials to `c`'s: groups and gid while still
-/// privileged, the effective uid last (that drops the capabilities).
-fn to_user(c: &Creds) -> io::Result<()> {
-    let groups: Vec<Gid> = c.groups.iter().map(|g| Gid::from_raw(*g)).collect();
-    rustix::thread::set_thread_groups(&groups)?;
-    rustix::thread::set_thread_res_gid(None, Gid::from_raw(c.gid), None)?;
+/// From effective uid 0 to `c`'s credentials: groups and gid (unless the
+/// thread has them already) while still privileged, the effective uid last
+/// (that drops the capabilities).
+fn to_user(c: &Creds, same_gid: bool, same_groups: bool) -> io::Result<()> {
+    if !same_groups {
+        let groups: Vec<Gid> = c.groups.iter().map(|g| Gid::from_raw(*g)).collect();
+        rustix::thread::set_thread_groups(&groups)?;
+    }
+    if !same_gid {
+        rustix::thread::set_thread_res_gid(None, Gid::from_raw(c.gid), None)?;
+    }
     rustix::thread::set_thread_res_uid(None, Uid::from_raw(c.uid), None)?;
     Ok(())
 }

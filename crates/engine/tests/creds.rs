@@ -155,6 +155,50 @@ fn a_thread_acting_as_a_user_has_its_ids_and_groups_and_no_capability_while_othe
     assert_eq!(caps, root_caps, "capabilities come back with root");
 }
 
+/// Going from one user straight to another (as the server does when two
+/// users' requests interleave on a thread) leaves exactly the second's ids,
+/// groups and no capability, whichever of gid and groups the two share.
+#[test]
+fn switching_from_user_to_user_leaves_exactly_the_second_users_ids_and_groups() {
+    if !root_or_skip("switching_from_user_to_user_leaves_exactly...") {
+        return;
+    }
+    let (_, _, _, root_caps) = thread_status();
+    let carol = |gid: u32, groups: &[u32]| creds::intern(Creds::new(59103, gid, groups.to_vec()));
+    let same_gid_other_groups = creds::intern(Creds::new(59104, ALICE, vec![BOB]));
+    let same_groups_other_gid = creds::intern(Creds::new(59105, BOB, vec![ALICE, PROJECT]));
+    let all = [
+        alice(),
+        bob(),
+        same_gid_other_groups,
+        same_groups_other_gid,
+        carol(PROJECT, &[ALICE, PROJECT]),
+        alice(),
+        carol(ALICE, &[]),
+        bob(),
+    ];
+    for c in &all {
+        creds::act_as(c).unwrap();
+        let (uid, gid, groups, caps) = thread_status();
+        let want_groups = c.groups().iter().map(u32::to_string).collect::<Vec<_>>();
+        assert_eq!(uid, format!("0 {0} 0 {0}", c.uid()), "{c:?}");
+        assert_eq!(gid, format!("0 {0} 0 {0}", c.gid()), "{c:?}");
+        assert_eq!(groups, want_groups.join(" "), "{c:?}");
+        assert_eq!(caps, "0000000000000000", "{c:?}");
+    }
+    creds::act_as_server().unwrap();
+    let (uid, gid, groups, caps) = thread_status();
+    assert_eq!(uid, "0 0 0 0");
+    assert_eq!(gid, format!("0 {0} 0 {0}", creds::server().gid()));
+    let server_groups = creds::server()
+        .groups()
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>();
+    assert_eq!(groups, server_groups.join(" "));
+    assert_eq!(caps, root_caps);
+}
+
 #[test]
 fn the_kernel_refuses_a_user_another_users_0600_file_and_grants_group_and_acl_access() {
     if !root_or_skip("the_kernel_refuses_a_user...") {

@@ -380,6 +380,72 @@ fn quick_serve_with_guest_flag_lets_a_guest_list_and_read_the_directory() {
     );
 }
 
+/// Run as root, `ringshare serve DIR` makes its first user without a Unix account; that user
+/// acts as the owner of DIR, not as root: what it writes belongs to the owner, and a file only
+/// root may read stays unreadable.
+#[test]
+fn quick_serve_as_root_lets_its_first_user_act_as_the_owner_of_the_directory() {
+    let test = "quick_serve_as_root_lets_its_first_user_act_as_the_owner_of_the_directory";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("{test}: skipped, needs root to act as users");
+        return;
+    }
+    let owner = "rsquickowner";
+    common::ensure_unix_account(owner);
+    let uid = uid_of(owner);
+    let server = Server::start_quick("quick", false, |dir| {
+        with_hello(dir);
+        std::fs::write(dir.join("root-only.txt"), b"secret\n").expect("write root-only.txt");
+        std::fs::set_permissions(
+            dir.join("root-only.txt"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .expect("chmod root-only.txt");
+        std::os::unix::fs::chown(dir, Some(uid), None).expect("chown share");
+        std::os::unix::fs::chown(dir.join("hello.txt"), Some(uid), None).expect("chown hello");
+    });
+    assert!(
+        server.log().contains("acts as the owner of"),
+        "the server did not say who users act as\n{}",
+        server.log()
+    );
+    let password = server
+        .first_user_password()
+        .unwrap_or_else(|| panic!("no first user's password in\n{}", server.log()));
+    std::fs::write(server.scratch.join("up.txt"), b"uploaded\n").expect("write up.txt");
+    server
+        .client()
+        .user("ringshare", &password)
+        .run("get hello.txt hello-back.txt; put up.txt new.txt")
+        .expect_ok("get and put as the first user");
+    let made = std::fs::metadata(server.share_dir.join("new.txt")).expect("new.txt was made");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&made),
+        uid,
+        "new.txt should belong to the owner of the directory"
+    );
+    server
+        .client()
+        .user("ringshare", &password)
+        .run("get root-only.txt")
+        .expect_status("get a 0600 file of root", "NT_STATUS_ACCESS_DENIED");
+}
+
+/// The uid of the Unix account `name` (`id -u`).
+fn uid_of(name: &str) -> u32 {
+    let out = Command::new("id")
+        .args(["-u", name])
+        .output()
+        .expect("run id");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no uid for {name}"))
+}
+
 // ---- confinement ----
 
 /// A share holding `etclink -> /etc` and `passwdlink -> /etc/passwd`, made before the server

@@ -230,20 +230,39 @@ impl Server {
     /// The quick form, `ringshare serve DIR --listen 127.0.0.1:PORT --guest`; the share is named
     /// after DIR's last component, `share_name`.
     pub fn start_quick_guest(share_name: &str, setup: impl FnOnce(&Path)) -> Server {
+        Server::start_quick(share_name, true, setup)
+    }
+
+    /// The quick form, `ringshare serve DIR --listen 127.0.0.1:PORT` (with `--guest` when
+    /// `guest`); the share is named after DIR's last component, `share_name`. Without users
+    /// in its default user file (under the server's private HOME), the server creates the
+    /// first one and prints its password ([`Server::first_user_password`]).
+    pub fn start_quick(share_name: &str, guest: bool, setup: impl FnOnce(&Path)) -> Server {
         let tmp = TempDir::new("interop-quick");
         let share_dir = tmp.path().join(share_name);
         std::fs::create_dir_all(&share_dir).expect("create share dir");
         setup(&share_dir);
         let dir = share_dir.display().to_string();
         Server::spawn(tmp, share_dir, share_name.to_string(), |port| {
-            vec![
+            let mut args = vec![
                 "serve".into(),
                 dir.clone(),
                 "--listen".into(),
                 format!("127.0.0.1:{port}"),
-                "--guest".into(),
-            ]
+            ];
+            if guest {
+                args.push("--guest".into());
+            }
+            args
         })
+    }
+
+    /// The password the quick form printed for the first user it created
+    /// (`created user 'ringshare' with password 'PW'`).
+    pub fn first_user_password(&self) -> Option<String> {
+        let log = self.log();
+        let rest = &log[log.find("with password '")? + "with password '".len()..];
+        Some(rest[..rest.find('\'')?].to_string())
     }
 
     fn spawn(
