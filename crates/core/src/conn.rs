@@ -921,7 +921,7 @@ impl Connection {
         }
         // Session ([MS-SMB2] 3.3.5.2.9).
         let sref = self.core.session_or_deleted(req.session_id)?;
-        let (session_encrypt, tree_encrypt, tree_ipc) = {
+        let (session_encrypt, tree_encrypt, tree_ipc, tree_refused) = {
             let session = lock(&sref);
             if !session.is_valid() {
                 drop(session);
@@ -944,11 +944,20 @@ impl Connection {
                 }
                 return Err(NtStatus::USER_SESSION_DELETED);
             }
-            let (tree_encrypt, tree_ipc) = match session.trees.get(&req.tree_id) {
-                Some(t) => (Some(t.encrypt_required), matches!(t.kind, TreeKind::Ipc)),
-                None => (None, false),
+            let (tree_encrypt, tree_ipc, tree_refused) = match session.trees.get(&req.tree_id) {
+                Some(t) => (
+                    Some(t.encrypt_required),
+                    matches!(t.kind, TreeKind::Ipc),
+                    t.refused,
+                ),
+                None => (None, false, false),
             };
-            (session.encrypt_required, tree_encrypt, tree_ipc)
+            (
+                session.encrypt_required,
+                tree_encrypt,
+                tree_ipc,
+                tree_refused,
+            )
         };
         self.verify_signature(req, false)?;
         // [MS-SMB2] 3.3.5.2.9: a session that must be encrypted takes only
@@ -977,6 +986,9 @@ impl Connection {
             return Err(NtStatus::ACCESS_DENIED);
         }
         self.check_channel_sequence(req)?;
+        if tree_refused && cmd_id != Command::TREE_DISCONNECT {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
         if tree_ipc && cmd_id != Command::TREE_DISCONNECT && cmd::pipe::wants(req) {
             return cmd::pipe::handle(&mut self.core, req).map(Handled::Reply);
         }

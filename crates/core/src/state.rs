@@ -151,6 +151,9 @@ pub(crate) struct Tree {
     pub maximal_access: u32,
     /// Unencrypted requests on this tree are refused (the share's `smb encrypt = required`).
     pub encrypt_required: bool,
+    /// The session re-authenticated as a user the share does not admit:
+    /// every request on the tree but TREE_DISCONNECT is refused (ACCESS_DENIED).
+    pub refused: bool,
 }
 
 /// A directory listing in progress (QUERY_DIRECTORY keeps its place here).

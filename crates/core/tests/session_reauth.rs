@@ -2,6 +2,7 @@
 
 mod support;
 
+use ringshare_vfs::Share;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::NtStatus;
 use support::*;
@@ -103,5 +104,98 @@ fn a_failed_re_authentication_ends_the_session_and_closes_its_files() {
             .create_on(tree, "held", GENERIC_READ, 0, D::OPEN, 0)
             .is_ok(),
         "the failed session's open is gone"
+    );
+}
+
+fn owner_of(c: &Client, name: &str) -> u32 {
+    c.mem
+        .stat(
+            &ringshare_vfs::server_who(),
+            &ringshare_vfs::RelPath::from_components([name]).unwrap(),
+        )
+        .unwrap()
+        .uid
+}
+
+/// Samba acts as the session's current user at every request: after a
+/// re-authentication as someone else (here a user mapped to guest), what the
+/// session creates on a tree it already had belongs to the new user, while a
+/// file opened before keeps working.
+#[test]
+fn after_re_authenticating_as_someone_else_the_open_trees_act_as_the_new_user() {
+    let mem = ringshare_vfs::memory::MemShare::new();
+    let server = guest_server(&mem);
+    let mut c = Client::on(server, mem, Options::default());
+    let tree = c.tree_id;
+    let before = c
+        .create_on(
+            tree,
+            "before",
+            GENERIC_READ | GENERIC_WRITE,
+            0,
+            D::CREATE,
+            0,
+        )
+        .unwrap();
+    assert_eq!(owner_of(&c, "before"), ALICE_UID);
+    let sid = c.session_id;
+    assert_eq!(c.log_on("bob", "anything", 0), NtStatus::SUCCESS);
+    assert_eq!(c.session_id, sid, "the same session, now a guest");
+    let after = c
+        .create_on(tree, "after", GENERIC_READ | GENERIC_WRITE, 0, D::CREATE, 0)
+        .unwrap();
+    assert_eq!(owner_of(&c, "after"), 65534, "made by the guest account");
+    assert_eq!(
+        c.write(before, 0, b"still mine").status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(c.close(after).status(), NtStatus::SUCCESS);
+    assert_eq!(c.log_on("alice", "secret", 0), NtStatus::SUCCESS);
+    c.create_on(tree, "again", GENERIC_READ, 0, D::CREATE, 0)
+        .unwrap();
+    assert_eq!(owner_of(&c, "again"), ALICE_UID, "alice's again");
+}
+
+/// A share whose `valid users` admit alice only: once the session
+/// re-authenticates as someone else, its tree of that share refuses every
+/// request (ACCESS_DENIED) but TREE_DISCONNECT, and admits again when alice
+/// comes back.
+#[test]
+fn a_tree_whose_share_does_not_admit_the_re_authenticated_user_refuses_its_requests() {
+    let mem = ringshare_vfs::memory::MemShare::new();
+    let mut config = config_on(
+        std::sync::Arc::new(mem.clone()),
+        ringshare_core::SigningPolicy::IfRequired,
+    );
+    config.map_bad_user_to_guest = true;
+    config.guest_enabled = true;
+    for s in &mut config.shares {
+        let share = std::sync::Arc::get_mut(s).unwrap();
+        share.rules.valid_users = vec!["alice".into()];
+    }
+    let mut c = Client::on(server_for(config), mem, Options::default());
+    let tree = c.tree_id;
+    c.put_file("held", b"x");
+    let f = c
+        .create_on(tree, "held", GENERIC_READ, 0, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(c.log_on("bob", "anything", 0), NtStatus::SUCCESS);
+    assert_eq!(
+        c.create_on(tree, "held", GENERIC_READ, 0, D::OPEN, 0)
+            .unwrap_err(),
+        NtStatus::ACCESS_DENIED
+    );
+    assert_eq!(c.read(f, 0, 1).status(), NtStatus::ACCESS_DENIED);
+    assert_eq!(c.log_on("alice", "secret", 0), NtStatus::SUCCESS);
+    assert_eq!(read_data(&c.read(f, 0, 1)), b"x");
+    let ro = c.ro_tree_id;
+    assert_eq!(c.log_on("bob", "anything", 0), NtStatus::SUCCESS);
+    let r = c.call(ringshare_wire::consts::Command::TREE_DISCONNECT, ro, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0])
+    });
+    assert_eq!(
+        r.status(),
+        NtStatus::SUCCESS,
+        "a refused tree can still be left"
     );
 }

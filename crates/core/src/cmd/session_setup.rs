@@ -576,7 +576,16 @@ fn finish(
         // keys, signing and encryption; only who it acts for changes (an
         // anonymous re-authentication included). The answer is signed with
         // this channel's key, which the client still holds.
+        let same = session
+            .account
+            .as_ref()
+            .is_some_and(|a| a.who == account.who)
+            && session.user == user
+            && (session.is_guest, session.is_anonymous) == (guest, anonymous);
         act_for(&mut session, user, account, guest, anonymous);
+        if !same {
+            crate::cmd::tree::follow_new_user(&core.server, &mut session);
+        }
         let encrypt_data = session.encrypt_key.is_some()
             && matches!(
                 core_encrypt,

@@ -123,6 +123,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             read_only,
             maximal_access,
             encrypt_required: encrypt == EncryptPolicy::Required,
+            refused: false,
         },
     );
     let resp = TreeConnectResponse {
@@ -144,6 +145,53 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
 
 /// The share a TREE_CONNECT names: a configured one, else the `[homes]`
 /// share of the Unix account of that name (with that account).
+/// After a re-authentication as someone else, the session's trees act as the
+/// new user, under the share's user rules (`valid users`, `force user`,
+/// `read list`… which Samba checks again at the next request; `guest ok`
+/// is, as there, only a tree connect's concern). A tree whose share does not
+/// admit the new user refuses every request but TREE_DISCONNECT. Opens keep
+/// acting as the user who opened them.
+pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::Session) {
+    let Some(account) = session.account.clone() else {
+        return;
+    };
+    let unauthenticated = session.is_guest || session.is_anonymous;
+    let user = if unauthenticated {
+        account.name.clone()
+    } else {
+        session.user.clone()
+    };
+    for tree in session.trees.values_mut() {
+        let ident = match &tree.kind {
+            TreeKind::Ipc => Ok(TreeIdentity {
+                who: account.who.clone(),
+                read_only: true,
+                admin: false,
+            }),
+            TreeKind::Disk(share) => identity::for_tree(
+                server.accounts.as_ref(),
+                &share.name,
+                &user,
+                &account,
+                &share.rules,
+                share.read_only,
+            ),
+        };
+        match ident {
+            Ok(ident) => {
+                tree.who = ident.who;
+                tree.admin = ident.admin;
+                tree.read_only = ident.read_only;
+                tree.refused = false;
+            }
+            Err(_) => {
+                tracing::info!(user = %user, "after re-authentication a tree's share does not admit the new user: its requests are refused");
+                tree.refused = true;
+            }
+        }
+    }
+}
+
 fn find_share(
     server: &ServerState,
     name: &str,

@@ -310,13 +310,22 @@ impl Client {
 
     /// A new session for alice naming `previous` as PreviousSessionId.
     pub fn session_setup_after(&mut self, previous: u64) {
-        let mut auth = ClientAuth::new("alice", "", "secret");
+        let status = self.log_on("alice", "secret", previous);
+        assert_eq!(status, NtStatus::SUCCESS, "session setup failed");
+    }
+
+    /// SESSION_SETUP as `user` with `password` (on this client's session when
+    /// it has one: a re-authentication) to the end; the last status.
+    pub fn log_on(&mut self, user: &str, password: &str, previous: u64) -> NtStatus {
+        let mut auth = ClientAuth::new(user, "", password);
         let mut server_token: Option<Vec<u8>> = None;
         loop {
             let token = auth
                 .step(server_token.as_deref(), [5; 24], self.now.filetime)
                 .expect("client auth step");
-            let Some(token) = token else { break };
+            let Some(token) = token else {
+                return NtStatus::SUCCESS;
+            };
             let req = SessionSetupRequest {
                 flags: SessionSetupFlags::empty(),
                 security_mode: SecurityMode::SIGNING_ENABLED,
@@ -326,21 +335,20 @@ impl Client {
                 security_buffer: &token,
             };
             let r = self.call(Command::SESSION_SETUP, 0, |o| req.encode(o));
+            if r.status() != NtStatus::SUCCESS && r.status() != NtStatus::MORE_PROCESSING_REQUIRED {
+                return r.status();
+            }
             self.session_id = r.hdr.session_id;
             let resp = SessionSetupResponse::decode(&r.msg).expect("session setup response");
             server_token = Some(resp.security_buffer.to_vec());
-            match r.status() {
-                NtStatus::MORE_PROCESSING_REQUIRED => continue,
-                NtStatus::SUCCESS => {
-                    let _ = auth.step(server_token.as_deref(), [5; 24], self.now.filetime);
-                    if self.dialect == Dialect::SMB2_0_2 || self.dialect == Dialect::SMB2_1 {
-                        if let Some(k) = auth.session_key() {
-                            self.signing = Some(SigningKey::new(SigningAlgorithm::HmacSha256, k));
-                        }
+            if r.status() == NtStatus::SUCCESS {
+                let _ = auth.step(server_token.as_deref(), [5; 24], self.now.filetime);
+                if self.dialect == Dialect::SMB2_0_2 || self.dialect == Dialect::SMB2_1 {
+                    if let Some(k) = auth.session_key() {
+                        self.signing = Some(SigningKey::new(SigningAlgorithm::HmacSha256, k));
                     }
-                    break;
                 }
-                s => panic!("session setup failed: {s:?}"),
+                return NtStatus::SUCCESS;
             }
         }
     }
