@@ -217,7 +217,7 @@ impl Server {
         write_conf(free_port());
         add_user(&conf, USER, PASSWORD);
         give_share_to_user(&share_dir, &passwd, USER);
-        Server::spawn(tmp, share_dir.clone(), SHARE.to_string(), |port| {
+        Server::spawn(tmp, share_dir.clone(), SHARE.to_string(), false, |port| {
             write_conf(port);
             vec![
                 "serve".into(),
@@ -243,18 +243,28 @@ impl Server {
         std::fs::create_dir_all(&share_dir).expect("create share dir");
         setup(&share_dir);
         let dir = share_dir.display().to_string();
-        Server::spawn(tmp, share_dir, share_name.to_string(), |port| {
-            let mut args = vec![
-                "serve".into(),
-                dir.clone(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}"),
-            ];
-            if guest {
-                args.push("--guest".into());
-            }
-            args
-        })
+        // As root the quick form keeps its users in /var/lib/ringshare/smbpasswd: the server then
+        // runs in a mount namespace of its own with an empty tmpfs on /var/lib, so that the test
+        // neither reads nor leaves a file there.
+        let private_var_lib = !guest && rustix::process::geteuid().is_root();
+        Server::spawn(
+            tmp,
+            share_dir,
+            share_name.to_string(),
+            private_var_lib,
+            |port| {
+                let mut args = vec![
+                    "serve".into(),
+                    dir.clone(),
+                    "--listen".into(),
+                    format!("127.0.0.1:{port}"),
+                ];
+                if guest {
+                    args.push("--guest".into());
+                }
+                args
+            },
+        )
     }
 
     /// The password the quick form printed for the first user it created
@@ -269,6 +279,7 @@ impl Server {
         tmp: TempDir,
         share_dir: PathBuf,
         share: String,
+        private_var_lib: bool,
         mut args_for_port: impl FnMut(u16) -> Vec<String>,
     ) -> Server {
         let scratch = tmp.path().join("scratch");
@@ -283,7 +294,18 @@ impl Server {
             let args = args_for_port(port);
             let out = File::create(&log).expect("create serve.log");
             let err = out.try_clone().expect("dup serve.log");
-            let mut child = Command::new(ringshare_bin())
+            let mut cmd = if private_var_lib {
+                let mut c = Command::new("unshare");
+                c.args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+                    .arg(
+                        "mount -t tmpfs -o mode=0755 ringshare-test /var/lib && exec \"$0\" \"$@\"",
+                    )
+                    .arg(ringshare_bin());
+                c
+            } else {
+                Command::new(ringshare_bin())
+            };
+            let mut child = cmd
                 .args(&args)
                 // A private HOME keeps the quick form's default user file out of the real one.
                 .env("HOME", tmp.path())
