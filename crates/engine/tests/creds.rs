@@ -12,10 +12,12 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use ringshare_engine::creds::{self, Creds};
-use ringshare_engine::{Completion, Ring, RingConfig, SharedFd};
+use ringshare_engine::{Ring, RingConfig, SharedFd};
+use support::wait_for;
+
+mod support;
 
 const ALICE: u32 = 59101;
 const BOB: u32 = 59102;
@@ -88,19 +90,6 @@ fn thread_status() -> (String, String, String, String) {
         field("Groups:"),
         field("CapEff:"),
     )
-}
-
-fn wait_for(ring: &mut Ring, token: u64) -> Completion {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "no completion for token {token}");
-        ring.submit_and_wait(1, Some(left)).unwrap();
-        if let Some(c) = ring.next_completion() {
-            assert_eq!(c.user_data, token, "unexpected completion {c:?}");
-            return c;
-        }
-    }
 }
 
 fn open_rw(p: &Path) -> SharedFd {

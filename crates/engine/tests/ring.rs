@@ -10,8 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ringshare_engine::{leaked_ops, net, Completion, Ring, RingConfig, SharedFd};
+use support::{wait_for, TEST_TIMEOUT};
 
-const TEST_TIMEOUT: Duration = Duration::from_secs(10);
+mod support;
 
 fn ring() -> Ring {
     Ring::new(RingConfig::default()).expect("io_uring available")
@@ -25,21 +26,6 @@ fn tcp_pair() -> (SharedFd, TcpStream) {
     peer.set_read_timeout(Some(TEST_TIMEOUT)).unwrap();
     peer.set_write_timeout(Some(TEST_TIMEOUT)).unwrap();
     (Arc::new(OwnedFd::from(server)), peer)
-}
-
-/// Drives the ring until a completion for `token` arrives; any other
-/// completion is a test failure.
-fn wait_for(ring: &mut Ring, token: u64) -> Completion {
-    let deadline = Instant::now() + TEST_TIMEOUT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "no completion for token {token}");
-        ring.submit_and_wait(1, Some(left)).unwrap();
-        if let Some(c) = ring.next_completion() {
-            assert_eq!(c.user_data, token, "unexpected completion {c:?}");
-            return c;
-        }
-    }
 }
 
 fn pattern(len: usize) -> Vec<u8> {

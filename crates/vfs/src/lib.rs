@@ -683,6 +683,28 @@ pub fn write_zeros<N: Node + ?Sized>(node: &N, offset: u64, len: u64) -> FsResul
     Ok(())
 }
 
+/// A node of a read-only share refuses every change (READ_ONLY), whatever the backend.
+pub(crate) fn share_writable(read_only: bool) -> FsResult<()> {
+    if read_only {
+        Err(FsError::ReadOnly)
+    } else {
+        Ok(())
+    }
+}
+
+/// What writing data through an open node needs, whatever the backend: a
+/// writable share, a file (not a directory), and an open for writing.
+pub(crate) fn data_writable(read_only: bool, kind: FileKind, writable: bool) -> FsResult<()> {
+    share_writable(read_only)?;
+    if kind == FileKind::Directory {
+        return Err(FsError::IsADirectory);
+    }
+    if !writable {
+        return Err(FsError::AccessDenied);
+    }
+    Ok(())
+}
+
 /// [`Node::copy_range`] through a bounded buffer: read a piece whole, then write it.
 pub fn copy_through_buffer<N: Node + ?Sized>(
     dst: &N,

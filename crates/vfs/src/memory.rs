@@ -661,22 +661,11 @@ impl Drop for MemNode {
 
 impl MemNode {
     fn check_writable_share(&self) -> FsResult<()> {
-        if self.read_only {
-            Err(FsError::ReadOnly)
-        } else {
-            Ok(())
-        }
+        crate::share_writable(self.read_only)
     }
 
     fn check_data_write(&self) -> FsResult<()> {
-        self.check_writable_share()?;
-        if self.kind == FileKind::Directory {
-            return Err(FsError::IsADirectory);
-        }
-        if !self.writable {
-            return Err(FsError::AccessDenied);
-        }
-        Ok(())
+        crate::data_writable(self.read_only, self.kind, self.writable)
     }
 }
 

@@ -50,22 +50,11 @@ impl PosixNode {
     }
 
     fn check_writable_share(&self) -> FsResult<()> {
-        if self.read_only {
-            Err(FsError::ReadOnly)
-        } else {
-            Ok(())
-        }
+        crate::share_writable(self.read_only)
     }
 
     fn check_data_write(&self) -> FsResult<()> {
-        self.check_writable_share()?;
-        if self.kind == FileKind::Directory {
-            return Err(FsError::IsADirectory);
-        }
-        if !self.writable {
-            return Err(FsError::AccessDenied);
-        }
-        Ok(())
+        crate::data_writable(self.read_only, self.kind, self.writable)
     }
 
     /// True when this node was opened stat-only (`O_PATH`).
