@@ -434,6 +434,37 @@ fn quick_serve_as_root_lets_its_first_user_act_as_the_owner_of_the_directory() {
         .expect_status("get a 0600 file of root", "NT_STATUS_ACCESS_DENIED");
 }
 
+/// A server that is not root cannot switch credentials: it says so at start, and everyone acts
+/// as the account it runs as (here `nobody`): what a user writes belongs to that account.
+#[test]
+fn a_server_not_run_as_root_says_so_and_everyone_acts_as_its_account() {
+    let test = "a_server_not_run_as_root_says_so_and_everyone_acts_as_its_account";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("{test}: skipped, needs root to start the server as nobody");
+        return;
+    }
+    let server = Server::start_quick_as_nobody("plain", with_hello);
+    let log = server.log();
+    assert!(
+        log.contains("running as nobody (uid 65534), not root: every user acts as nobody"),
+        "the server did not say it acts as nobody for everyone\n{log}"
+    );
+    let password = server
+        .first_user_password()
+        .unwrap_or_else(|| panic!("no first user's password in\n{log}"));
+    std::fs::write(server.scratch.join("up.txt"), b"uploaded\n").expect("write up.txt");
+    server
+        .client()
+        .user("ringshare", &password)
+        .run("get hello.txt hello-back.txt; put up.txt new.txt")
+        .expect_ok("get and put as the first user");
+    let made = std::fs::metadata(server.share_dir.join("new.txt")).expect("new.txt was made");
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&made), common::NOBODY);
+}
+
 /// The uid of the Unix account `name` (`id -u`).
 fn uid_of(name: &str) -> u32 {
     let out = Command::new("id")

@@ -40,6 +40,20 @@ pub fn ringshare_bin() -> &'static str {
     env!("CARGO_BIN_EXE_ringshare")
 }
 
+/// uid and gid of the account `nobody` (Debian's).
+pub const NOBODY: u32 = 65534;
+
+/// How a test's server process is started.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunAs {
+    /// As this test process.
+    Process,
+    /// As this process, in a mount namespace with an empty tmpfs on /var/lib.
+    PrivateVarLib,
+    /// As the account `nobody`, without groups (needs root).
+    Nobody,
+}
+
 /// A directory under the system temp dir, removed on drop.
 pub struct TempDir(PathBuf);
 
@@ -217,14 +231,20 @@ impl Server {
         write_conf(free_port());
         add_user(&conf, USER, PASSWORD);
         give_share_to_user(&share_dir, &passwd, USER);
-        Server::spawn(tmp, share_dir.clone(), SHARE.to_string(), false, |port| {
-            write_conf(port);
-            vec![
-                "serve".into(),
-                "--config".into(),
-                conf.display().to_string(),
-            ]
-        })
+        Server::spawn(
+            tmp,
+            share_dir.clone(),
+            SHARE.to_string(),
+            RunAs::Process,
+            |port| {
+                write_conf(port);
+                vec![
+                    "serve".into(),
+                    "--config".into(),
+                    conf.display().to_string(),
+                ]
+            },
+        )
     }
 
     /// The quick form, `ringshare serve DIR --listen 127.0.0.1:PORT --guest`; the share is named
@@ -235,36 +255,50 @@ impl Server {
 
     /// The quick form, `ringshare serve DIR --listen 127.0.0.1:PORT` (with `--guest` when
     /// `guest`); the share is named after DIR's last component, `share_name`. Without users
-    /// in its default user file (under the server's private HOME), the server creates the
-    /// first one and prints its password ([`Server::first_user_password`]).
+    /// in its default user file, the server creates the first one and prints its password
+    /// ([`Server::first_user_password`]).
     pub fn start_quick(share_name: &str, guest: bool, setup: impl FnOnce(&Path)) -> Server {
+        // As root the quick form keeps its users in /var/lib/ringshare/smbpasswd: the server then
+        // runs in a mount namespace of its own with an empty tmpfs on /var/lib, so that the test
+        // neither reads nor leaves a file there.
+        let how = if !guest && rustix::process::geteuid().is_root() {
+            RunAs::PrivateVarLib
+        } else {
+            RunAs::Process
+        };
+        Server::quick(share_name, guest, how, setup)
+    }
+
+    /// The quick form (not guest) run by root as the account `nobody` (setpriv): a server that
+    /// is not root. Its user file is under its private HOME, which `nobody` may write.
+    pub fn start_quick_as_nobody(share_name: &str, setup: impl FnOnce(&Path)) -> Server {
+        Server::quick(share_name, false, RunAs::Nobody, setup)
+    }
+
+    fn quick(share_name: &str, guest: bool, how: RunAs, setup: impl FnOnce(&Path)) -> Server {
         let tmp = TempDir::new("interop-quick");
         let share_dir = tmp.path().join(share_name);
         std::fs::create_dir_all(&share_dir).expect("create share dir");
         setup(&share_dir);
+        if how == RunAs::Nobody {
+            let state = tmp.path().join("state");
+            std::fs::create_dir_all(&state).expect("create state dir");
+            chown_tree(&state, NOBODY);
+            chown_tree(&share_dir, NOBODY);
+        }
         let dir = share_dir.display().to_string();
-        // As root the quick form keeps its users in /var/lib/ringshare/smbpasswd: the server then
-        // runs in a mount namespace of its own with an empty tmpfs on /var/lib, so that the test
-        // neither reads nor leaves a file there.
-        let private_var_lib = !guest && rustix::process::geteuid().is_root();
-        Server::spawn(
-            tmp,
-            share_dir,
-            share_name.to_string(),
-            private_var_lib,
-            |port| {
-                let mut args = vec![
-                    "serve".into(),
-                    dir.clone(),
-                    "--listen".into(),
-                    format!("127.0.0.1:{port}"),
-                ];
-                if guest {
-                    args.push("--guest".into());
-                }
-                args
-            },
-        )
+        Server::spawn(tmp, share_dir, share_name.to_string(), how, |port| {
+            let mut args = vec![
+                "serve".into(),
+                dir.clone(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+            ];
+            if guest {
+                args.push("--guest".into());
+            }
+            args
+        })
     }
 
     /// The password the quick form printed for the first user it created
@@ -279,7 +313,7 @@ impl Server {
         tmp: TempDir,
         share_dir: PathBuf,
         share: String,
-        private_var_lib: bool,
+        how: RunAs,
         mut args_for_port: impl FnMut(u16) -> Vec<String>,
     ) -> Server {
         let scratch = tmp.path().join("scratch");
@@ -294,16 +328,25 @@ impl Server {
             let args = args_for_port(port);
             let out = File::create(&log).expect("create serve.log");
             let err = out.try_clone().expect("dup serve.log");
-            let mut cmd = if private_var_lib {
-                let mut c = Command::new("unshare");
-                c.args(["--mount", "--propagation", "private", "--", "sh", "-c"])
-                    .arg(
-                        "mount -t tmpfs -o mode=0755 ringshare-test /var/lib && exec \"$0\" \"$@\"",
-                    )
-                    .arg(ringshare_bin());
-                c
-            } else {
-                Command::new(ringshare_bin())
+            let mut cmd = match how {
+                RunAs::Process => Command::new(ringshare_bin()),
+                RunAs::PrivateVarLib => {
+                    let mut c = Command::new("unshare");
+                    c.args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+                        .arg(
+                            "mount -t tmpfs -o mode=0755 ringshare-test /var/lib && exec \"$0\" \"$@\"",
+                        )
+                        .arg(ringshare_bin());
+                    c
+                }
+                RunAs::Nobody => {
+                    let mut c = Command::new("setpriv");
+                    c.arg(format!("--reuid={NOBODY}"))
+                        .arg(format!("--regid={NOBODY}"))
+                        .args(["--clear-groups", "--"])
+                        .arg(ringshare_bin());
+                    c
+                }
             };
             let mut child = cmd
                 .args(&args)
