@@ -100,7 +100,10 @@ fn shares(root: &Path) -> String {
          [owned]\n\tpath = {r}/owned\n\tread only = no\n\tinherit owner = yes\n\
          [iacl]\n\tpath = {r}/iacl\n\tread only = no\n\tinherit acls = yes\n\
          [noiacl]\n\tpath = {r}/iacl\n\tread only = no\n\
-         [peruser]\n\tpath = {r}/users/%U\n\tread only = no\n"
+         [peruser]\n\tpath = {r}/users/%U\n\tread only = no\n\
+         [team]\n\tpath = {r}/data\n\tread only = yes\n\tvalid users = @{GROUP}\n\
+         \twrite list = +{GROUP}\n\
+         [noteam]\n\tpath = {r}/data\n\tread only = no\n\tinvalid users = @{GROUP}\n"
     )
 }
 
@@ -351,6 +354,29 @@ fn checks() -> Vec<Check> {
             "ls",
             DENIED,
         ),
+        check(
+            "valid users with @group admit a member",
+            ALICE,
+            "team",
+            "ls acl.txt",
+            "OK",
+        ),
+        check("and no one else", CAROL, "team", "ls", DENIED),
+        check(
+            "write list with +group makes a read-only share writable for a member",
+            BOB,
+            "team",
+            "put LOCAL team-by-bob",
+            "OK",
+        ),
+        check(
+            "invalid users with @group keep a member out",
+            BOB,
+            "noteam",
+            "ls",
+            DENIED,
+        ),
+        check("and let others in", CAROL, "noteam", "ls acl.txt", "OK"),
         check(
             "read list makes the share read-only for bob",
             BOB,
