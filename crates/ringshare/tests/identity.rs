@@ -273,6 +273,27 @@ fn checks() -> Vec<Check> {
             "del sticky/alicefile",
             DENIED,
         ),
+        check(
+            "nor rename it there",
+            BOB,
+            "data",
+            "rename sticky/alicefile sticky/bobs",
+            DENIED,
+        ),
+        check(
+            "nor move a file out of alice's 0700 directory",
+            BOB,
+            "data",
+            "rename alicedir/inner moved",
+            DENIED,
+        ),
+        check(
+            "alice renames her file in the sticky directory",
+            ALICE,
+            "data",
+            "rename sticky/alicefile sticky/alicefile2",
+            "OK",
+        ),
         check_then(
             "a file alice makes is hers",
             ALICE,
