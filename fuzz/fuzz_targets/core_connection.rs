@@ -79,7 +79,9 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
             backend: Arc::new(mem.clone()),
             read_only,
             guest_ok: true,
-            valid_users: Vec::new(),
+            rules: Default::default(),
+            template: None,
+            nt_acl_xattr: true,
             encrypt,
         })
     };
@@ -104,6 +106,8 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
         io_sizes: Default::default(),
+        guest_account: "nobody".into(),
+        homes: None,
     };
     ServerState::new(config, Arc::new(Users))
 }
@@ -217,9 +221,12 @@ fn populate(mem: &MemShare) {
             directory,
             non_directory: !directory,
             create_mode: if directory { 0o755 } else { 0o644 },
+            best_effort: false,
         };
         let path = RelPath::from_components(path.iter().copied()).expect("a valid path");
-        mem.open(&path, &opts).expect("create a seed file").node
+        mem.open(&ringshare_vfs::server_who(), &path, &opts)
+            .expect("create a seed file")
+            .node
     };
     create(&["hello.txt"], false)
         .write_at(b"hello\n", 0)
