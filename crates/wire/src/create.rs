@@ -573,6 +573,26 @@ impl DurableHandleReconnectV2 {
             flags: r.u32()?,
         })
     }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(36);
+        self.file_id.write(&mut v);
+        v.put_bytes(&self.create_guid);
+        v.put_u32(self.flags);
+        v
+    }
+}
+
+/// DHnQ request context data: 16 reserved bytes ([MS-SMB2] 2.2.13.2.3).
+pub fn encode_durable_request() -> Vec<u8> {
+    vec![0; 16]
+}
+
+/// DHnC request context data for `file_id` ([MS-SMB2] 2.2.13.2.4).
+pub fn encode_durable_reconnect(file_id: FileId) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16);
+    file_id.write(&mut v);
+    v
 }
 
 /// DHnC request context data: the FileId to reconnect ([MS-SMB2] 2.2.13.2.4).

@@ -132,6 +132,7 @@ impl NtStatus {
     pub const NOT_A_REPARSE_POINT: NtStatus = NtStatus(0xC000_0275);
     pub const IO_REPARSE_TAG_NOT_HANDLED: NtStatus = NtStatus(0xC000_0279);
     pub const DIRECTORY_IS_A_REPARSE_POINT: NtStatus = NtStatus(0xC000_0281);
+    pub const DUPLICATE_OBJECTID: NtStatus = NtStatus(0xC000_022A);
     pub const OBJECTID_NOT_FOUND: NtStatus = NtStatus(0xC000_02F0);
     pub const NETWORK_SESSION_EXPIRED: NtStatus = NtStatus(0xC000_035C);
     pub const DOWNGRADE_DETECTED: NtStatus = NtStatus(0xC000_0388);
@@ -277,6 +278,7 @@ impl NtStatus {
             NtStatus::DIRECTORY_IS_A_REPARSE_POINT => "DIRECTORY_IS_A_REPARSE_POINT",
             NtStatus::OBJECTID_NOT_FOUND => "OBJECTID_NOT_FOUND",
             NtStatus::NETWORK_SESSION_EXPIRED => "NETWORK_SESSION_EXPIRED",
+            NtStatus::DUPLICATE_OBJECTID => "DUPLICATE_OBJECTID",
             NtStatus::DOWNGRADE_DETECTED => "DOWNGRADE_DETECTED",
             NtStatus::FILE_SYSTEM_LIMITATION => "FILE_SYSTEM_LIMITATION",
             NtStatus::DEVICE_FEATURE_NOT_SUPPORTED => "DEVICE_FEATURE_NOT_SUPPORTED",
