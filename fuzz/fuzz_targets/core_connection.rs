@@ -82,6 +82,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
             rules: Default::default(),
             template: None,
             nt_acl_xattr: true,
+            durable_handles: true,
             encrypt,
         })
     };

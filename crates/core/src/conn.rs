@@ -514,7 +514,9 @@ impl Connection {
     /// The connection is gone: its channels leave their sessions; a session
     /// whose last channel this was ends, releasing every open and lock
     /// ([MS-SMB2] 3.3.7.1). A session bound to other connections lives on.
-    pub fn shutdown(&mut self) {
+    /// `now` is when it went: the clock of durable opens it leaves starts then.
+    pub fn shutdown(&mut self, now: Now) {
+        self.core.now = now;
         let ids: Vec<u64> = self.core.sessions.keys().copied().collect();
         for id in ids {
             if let Some(ch) = self.core.sessions.remove(&id) {
@@ -522,6 +524,7 @@ impl Connection {
                     &self.core.server,
                     &ch.session,
                     self.core.conn_id,
+                    self.core.now.mono_ms,
                 );
             }
         }

@@ -11,6 +11,7 @@ mod acl;
 mod cmd;
 mod conn;
 pub mod credits;
+mod durable;
 mod fileinfo;
 mod fsmap;
 pub mod identity;

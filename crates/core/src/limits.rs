@@ -42,6 +42,9 @@ pub const NAME_CHARS_MAX: usize = 255;
 pub const PATH_CHARS_MAX: usize = 32767;
 /// QUERY_DIRECTORY / QUERY_INFO output buffer we fill at most.
 pub const OUTPUT_BUFFER_MAX: u32 = IO_SIZE_MAX;
+/// Durable opens kept after their connection went, server-wide; past it the
+/// one nearest its timeout is closed (with a log line).
+pub const DISCONNECTED_OPENS_MAX: usize = 16384;
 /// How often a blocked lock is retried, in milliseconds.
 pub const BLOCKING_LOCK_RETRY_MS: u64 = 10;
 

@@ -30,12 +30,47 @@ pub(crate) fn resolve(req: &Req<'_>, fid: FileId) -> Result<(u64, u64), NtStatus
 pub(crate) fn find(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<Arc<Open>, NtStatus> {
     let (persistent, volatile) = resolve(req, fid)?;
     let sref = core.session_or_deleted(req.session_id)?;
-    let session = lock(&sref);
-    let open = session.opens.get(&volatile).ok_or(NtStatus::FILE_CLOSED)?;
-    if open.persistent_id != persistent || open.tree_id != req.tree_id {
-        return Err(NtStatus::FILE_CLOSED);
+    let open = {
+        let session = lock(&sref);
+        let open = session.opens.get(&volatile).ok_or(NtStatus::FILE_CLOSED)?;
+        if open.persistent_id != persistent || open.tree_id != req.tree_id {
+            return Err(NtStatus::FILE_CLOSED);
+        }
+        Arc::clone(open)
+    };
+    if core.dialect().is_some_and(|d| d.0 >= Dialect::SMB3_0.0) {
+        note_use(&core.server, &open, req);
     }
-    Ok(Arc::clone(open))
+    Ok(open)
+}
+
+/// A 3.x request used the open ([MS-SMB2] 3.3.5.2.10): a newer
+/// ChannelSequence becomes the open's (WRITE, SET_INFO and IOCTL were
+/// checked and counted before, by the connection), and a replay of the
+/// CREATE that made it no longer finds it (Open.IsReplayEligible).
+fn note_use(server: &ServerState, open: &Open, req: &Req<'_>) {
+    use ringshare_wire::consts::Command;
+    let forget = {
+        let mut st = lock(&open.state);
+        if !matches!(
+            req.hdr.command,
+            Command::WRITE | Command::SET_INFO | Command::IOCTL
+        ) {
+            let seq = req.hdr.channel_sequence();
+            if seq.wrapping_sub(st.channel_sequence) as i16 > 0 {
+                st.channel_sequence = seq;
+            }
+        }
+        if st.replay_eligible && !matches!(req.hdr.command, Command::CREATE) {
+            st.replay_eligible = false;
+            st.create_guid
+        } else {
+            None
+        }
+    };
+    if let Some(g) = forget {
+        lock(&server.durables).forget(g, open.id);
+    }
 }
 
 /// An open of a session by volatile id (async work finds its open this way).
@@ -81,6 +116,10 @@ pub(crate) fn close_open(
     } else {
         None
     };
+    let create_guid = lock(&open.state).create_guid;
+    if let Some(g) = create_guid {
+        lock(&server.durables).forget(g, open.id);
+    }
     let mut wakes = Vec::new();
     let (remove, path, is_dir) = {
         let mut e = lock(&open.entry);

@@ -218,6 +218,38 @@ pub(crate) fn before_open(
     wait
 }
 
+/// The opens of disconnected clients (route [`crate::durable::DISCONNECTED`])
+/// that a new open would have to break, by persistent id: their client is
+/// not there to acknowledge, so they are closed instead (Samba and Windows
+/// do the same). What is taken is what [`before_open`] would take.
+pub(crate) fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<u64> {
+    let disconnected = |r: Route| r == crate::durable::DISCONNECTED;
+    if !e.opens.iter().any(|o| disconnected(o.caching.route))
+        || is_lease_stat_open(wish.access, wish.truncate)
+            && is_stat_open(wish.access, wish.truncate)
+    {
+        return Vec::new();
+    }
+    let conflict = access::check_sharing(&e.opens, wish.access, wish.share_access).is_err();
+    let take = if conflict { H } else { W } | if wish.delete_only { H } else { 0 };
+    e.opens
+        .iter()
+        .filter(|o| disconnected(o.caching.route))
+        .filter(|o| {
+            let c = &o.caching;
+            let held = match (c.level, c.lease) {
+                (LEVEL_LEASE, Some(id)) if Some(id) != wish.lease => {
+                    e.leases.iter().find(|l| l.id == id).map_or(0, |l| l.state)
+                }
+                (LEVEL_LEASE, _) => 0,
+                (level, _) => oplock_state(level),
+            };
+            held & take != 0 || (wish.truncate && held != 0)
+        })
+        .map(|o| o.caching.file_id.0)
+        .collect()
+}
+
 /// After a WRITE, byte-range LOCK or size change through open `owner`:
 /// LEVEL_II oplocks (the writer's own too) and the R leases of other keys
 /// break to nothing, without waiting for anyone.

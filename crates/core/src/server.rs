@@ -80,6 +80,9 @@ pub struct ShareDef {
     /// `vfs objects = acl_xattr`: full NT ACLs are kept in Samba's
     /// `security.NTACL` xattr and checked on top of the kernel's check.
     pub nt_acl_xattr: bool,
+    /// `durable handles` (Samba's option, default yes): opens may outlive
+    /// their connection ([`crate::durable`]).
+    pub durable_handles: bool,
 }
 
 impl fmt::Debug for ShareDef {
@@ -235,6 +238,8 @@ pub struct ServerState {
     mail_posted: AtomicU64,
     /// Wakes the drivers' threads after a notice was posted.
     mail_waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// Durable opens whose connection went ([`crate::durable`]).
+    pub(crate) durables: Mutex<crate::durable::Durables>,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -310,6 +315,7 @@ impl ServerState {
             mailboxes: Mutex::new(HashMap::new()),
             mail_posted: AtomicU64::new(0),
             mail_waker: RwLock::new(None),
+            durables: Mutex::new(Default::default()),
         })
     }
 
@@ -361,6 +367,13 @@ impl ServerState {
         lock(&m.notices).push(notice);
         m.pending.store(true, Ordering::Release);
         self.mail_posted.fetch_add(1, Ordering::AcqRel);
+        self.wake_drivers();
+        true
+    }
+
+    /// Wake the drivers' threads, so that they look at their mail and their
+    /// timers again (a disconnected durable open's timeout is one).
+    pub(crate) fn wake_drivers(&self) {
         let wake = self
             .mail_waker
             .read()
@@ -369,7 +382,6 @@ impl ServerState {
         if let Some(w) = wake {
             w();
         }
-        true
     }
 
     /// A server-wide unique id for a new connection (its channel id).

@@ -197,7 +197,26 @@ pub(crate) struct OpenState {
     /// Open.ChannelSequence and Open.OutstandingRequestCount ([MS-SMB2]
     /// 3.3.5.2.10): the highest channel sequence seen on the open.
     pub channel_sequence: u16,
+    /// Set when the open is durable or resilient: it outlives its
+    /// connection ([`crate::durable`]).
+    pub durable: Option<crate::durable::Durability>,
+    /// The ClientGuid of the client that made it and the CreateGuid of its
+    /// DH2Q, and what the CREATE did (CreateAction): a replay of that
+    /// CREATE answers from these ([MS-SMB2] 3.3.5.9.10).
+    pub create_guid: Option<([u8; 16], [u8; 16])>,
+    pub create_action: u32,
+    /// Open.IsReplayEligible: no request has used the open since it was
+    /// made, so a replay of its CREATE finds it.
+    pub replay_eligible: bool,
+    /// Open.LockSequenceArray ([MS-SMB2] 3.3.5.14): the last
+    /// LockSequenceNumber of each of the 64 buckets, [`NO_LOCK_SEQUENCE`]
+    /// when not valid; made at the first LOCK that uses one.
+    pub lock_sequences: Option<Box<[u8; 64]>>,
 }
+
+/// A bucket of [`OpenState::lock_sequences`] that holds no valid number
+/// (numbers are 4 bits).
+pub(crate) const NO_LOCK_SEQUENCE: u8 = 0xFF;
 
 /// Fixed tail of every resume key (the first 16 bytes are the FileId).
 const RESUME_KEY_TAG: [u8; 8] = *b"RSresume";

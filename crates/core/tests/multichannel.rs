@@ -391,10 +391,10 @@ fn losing_one_channel_keeps_the_session_and_its_opens_on_the_other() {
     let f = a
         .create("kept", GENERIC_READ | GENERIC_WRITE, D::CREATE, 0)
         .unwrap();
-    a.conn.shutdown();
+    a.conn.shutdown(a.now);
     assert_eq!(b.write(f, 0, b"still open").status(), NtStatus::SUCCESS);
     assert_eq!(read_data(&b.read(f, 0, 64)), b"still open");
-    b.conn.shutdown();
+    b.conn.shutdown(b.now);
     assert_eq!(
         b.conn_server().session_count(),
         0,

@@ -447,7 +447,7 @@ fn create_inside_a_compound_waits_and_the_members_after_it_run_later() {
 fn break_for_a_connection_that_went_goes_to_another_channel_or_nowhere() {
     let (mut a, mut b) = pair();
     created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
-    a.conn.shutdown();
+    a.conn.shutdown(a.now);
     let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
     let rs = b.send_frame(m);
     // a's session went with its only channel, and its opens with it.

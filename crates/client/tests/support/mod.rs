@@ -72,6 +72,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             rules: Default::default(),
             template: None,
             nt_acl_xattr: false,
+            durable_handles: true,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

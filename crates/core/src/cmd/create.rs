@@ -30,6 +30,7 @@ use ringshare_wire::{FileId, NtStatus};
 use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::acl;
 use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::durable;
 use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
 use crate::identity;
@@ -126,6 +127,20 @@ pub(crate) fn create(
     retry: bool,
 ) -> Result<Option<Reply>, NtStatus> {
     let cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
+    // Durable handles: a reconnect looks at nothing else of the request
+    // ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12).
+    let ask = durable::ask(&cr, core.dialect().map_or(0, |d| d.0))?;
+    if matches!(
+        ask,
+        durable::Ask::ReconnectV1 { .. } | durable::Ask::ReconnectV2 { .. }
+    ) {
+        return durable::reconnect(core, req, &cr, ask).map(Some);
+    }
+    if let durable::Ask::V2 { create_guid, .. } = ask {
+        if let Some(r) = durable::replay(core, req, &cr, create_guid)? {
+            return Ok(Some(r));
+        }
+    }
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
     let session = lock(&sref);
@@ -145,6 +160,7 @@ pub(crate) fn create(
     }
     let (who, admin) = (tree.who.clone(), tree.admin);
     let authenticated = !(session.is_guest || session.is_anonymous);
+    let owner = durable::owner_of(&session);
     drop(session);
 
     // Validation ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1).
@@ -193,6 +209,12 @@ pub(crate) fn create(
         .context(ContextTag::EaBuffer)
         .map(|c| crate::cmd::query_info::parse_eas(&c.data))
         .transpose()?;
+    // AlSi: the allocation a new or overwritten file starts with ([MS-SMB2] 2.2.13.2.6).
+    let alloc_given = cr
+        .context(ContextTag::AllocationSize)
+        .map(|c| ringshare_wire::create::decode_u64_context(&c.data))
+        .transpose()
+        .map_err(|_| NtStatus::INVALID_PARAMETER)?;
     // RqLs: leases from 2.1 on; version 2 from 3.0 on ([MS-SMB2] 3.3.5.9.8, 3.3.5.9.11).
     let mut requested = cr.requested_oplock_level.0;
     let lease_req = if requested == oplock::LEVEL_LEASE {
@@ -410,6 +432,7 @@ pub(crate) fn create(
         conn_id: core.conn_id,
         session_id: req.session_id,
     };
+    durable::purge_for_open(&server, &entry, &wish);
     let mut breaks = Vec::new();
     let joined = {
         let mut e = lock(&entry);
@@ -498,6 +521,13 @@ pub(crate) fn create(
         node.set_dos_attributes(attrs_asked | fileinfo::ATTR_DIRECTORY)
             .map_err(|e| leave(status_of(e)))?;
     }
+    if let (true, false, Some(size)) = (created || truncate, is_dir, alloc_given) {
+        match node.set_allocation(size) {
+            // An open without write access gets no allocation, as on Samba.
+            Ok(()) | Err(FsError::AccessDenied) => {}
+            Err(e) => return Err(leave(status_of(e))),
+        }
+    }
     // The creator owns what it creates (the kernel made it theirs, with the
     // group a setgid directory gives); `inherit owner` gives it to the
     // parent directory's owner instead.
@@ -563,6 +593,19 @@ pub(crate) fn create(
     if let (Some(l), oplock::LEVEL_LEASE) = (&lease_req, grant.level) {
         contexts.push(lease_response(l, &grant));
     }
+    let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    let durability = durable::decide(
+        ask,
+        grant.level,
+        grant.lease_state,
+        share.durable_handles,
+        owner,
+        client_guid,
+    )
+    .map(|(d, context)| {
+        contexts.push(context);
+        d
+    });
     let [c, la, lw, ch] = fileinfo::times(&attr);
     let (eof, alloc) = fileinfo::sizes(&attr);
     let resp = CreateResponse {
@@ -606,6 +649,14 @@ pub(crate) fn create(
             position: 0,
             mode: options & MODE_FROM_OPTIONS,
             channel_sequence: req.hdr.channel_sequence(),
+            durable: durability,
+            create_guid: match ask {
+                durable::Ask::V2 { create_guid, .. } => Some((client_guid, create_guid)),
+                _ => None,
+            },
+            create_action: action.0,
+            replay_eligible: matches!(ask, durable::Ask::V2 { .. }),
+            lock_sequences: None,
         }),
     };
     let mut session = lock(&sref);
@@ -614,6 +665,9 @@ pub(crate) fn create(
         drop(session);
         opens::close_open(&server, Arc::new(open), false);
         return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    if let durable::Ask::V2 { create_guid, .. } = ask {
+        lock(&server.durables).remember((client_guid, create_guid), req.session_id, id);
     }
     session.opens.insert(id, Arc::new(open));
     let mut r = Reply::ok(body);
@@ -627,6 +681,11 @@ fn lease_response(
     req: &ringshare_wire::create::Lease,
     g: &oplock::Grant,
 ) -> CreateContext<'static> {
+    lease_context(req.key, g)
+}
+
+/// The RqLs response context of lease `key` as `g` describes it.
+pub(crate) fn lease_context(key: [u8; 16], g: &oplock::Grant) -> CreateContext<'static> {
     let mut flags = 0;
     if g.lease_breaking {
         flags |= LeaseFlags::BREAK_IN_PROGRESS.0;
@@ -635,7 +694,7 @@ fn lease_response(
         flags |= LeaseFlags::PARENT_LEASE_KEY_SET.0;
     }
     let l = ringshare_wire::create::Lease {
-        key: req.key,
+        key,
         state: LeaseState(g.lease_state),
         flags: LeaseFlags(flags),
         duration: 0,

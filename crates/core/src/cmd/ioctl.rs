@@ -91,6 +91,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         Fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interfaces(core, &ir),
         Fsctl::CREATE_OR_GET_OBJECT_ID | Fsctl::GET_OBJECT_ID => object_id(core, req, &ir),
+        Fsctl::LMR_REQUEST_RESILIENCY => request_resiliency(core, req, &ir),
         Fsctl::PIPE_TRANSCEIVE | Fsctl::PIPE_PEEK | Fsctl::PIPE_WAIT => {
             Err(NtStatus::NOT_SUPPORTED)
         }
@@ -100,6 +101,49 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         _ => Err(NtStatus::NOT_SUPPORTED),
     }
+}
+
+/// [MS-SMB2] 3.3.5.15.9 FSCTL_LMR_REQUEST_RESILIENCY: the open becomes
+/// resilient: it outlives its connection for the Timeout asked (the
+/// default when 0), whatever its oplock or lease, and comes back with DHnC.
+/// A Timeout past [`crate::durable::MAX_TIMEOUT_MS`] is INVALID_PARAMETER.
+fn request_resiliency(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    if core.dialect() == Some(Dialect::SMB2_0_2) {
+        return Err(NtStatus::INVALID_DEVICE_REQUEST);
+    }
+    let open = opens::find(core, req, ir.file_id)?;
+    let Some(timeout) = ir.input.get(..4) else {
+        return Err(NtStatus::INVALID_PARAMETER);
+    };
+    if ir.input.len() < 8 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let timeout = u64::from(u32::from_le_bytes([
+        timeout[0], timeout[1], timeout[2], timeout[3],
+    ]));
+    if timeout / 1000 > crate::durable::MAX_TIMEOUT_MS / 1000 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let sref = core.session_or_deleted(req.session_id)?;
+    let owner = crate::durable::owner_of(&lock(&sref));
+    let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    let mut st = lock(&open.state);
+    st.durable = Some(crate::durable::Durability {
+        kind: crate::durable::Kind::Resilient,
+        timeout_ms: if timeout == 0 {
+            crate::durable::DEFAULT_TIMEOUT_MS
+        } else {
+            timeout
+        },
+        create_guid: st.create_guid.map_or([0; 16], |(_, g)| g),
+        client_guid,
+        owner,
+    });
+    Ok(Reply::ok(response(ir, &[])))
 }
 
 /// [MS-SMB2] 3.3.5.15.11: the server's network interfaces (FileId must be

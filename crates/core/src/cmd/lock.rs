@@ -11,6 +11,11 @@
 //!   LOCK_NOT_GRANTED, or, for a single blocking element, waits: it goes async
 //!   and is retried every [`limits::BLOCKING_LOCK_RETRY_MS`] until granted,
 //!   cancelled, or its open is closed (then RANGE_NOT_LOCKED).
+//! - Lock sequences (3.3.5.14): on a durable open, or on a 3.x connection
+//!   that can be one of several channels, a request naming a bucket (1-64)
+//!   whose last successful number it repeats is a replay: it succeeds
+//!   without doing anything. Any other request empties the bucket first and
+//!   fills it when it succeeds (Samba's order).
 
 use ringshare_wire::consts::LockFlags;
 use ringshare_wire::lock::{LockElement, LockRequest, LockResponse};
@@ -33,6 +38,35 @@ pub(crate) struct PendingLock {
     pub retry_at_ms: u64,
     pub open_id: u64,
     lock: ByteRangeLock,
+    /// The lock-sequence bucket and number to record when granted.
+    sequence: Option<(usize, u8)>,
+}
+
+/// The lock-sequence bucket (0-based) and number a LOCK names, when the
+/// server checks them for this open ([MS-SMB2] 3.3.5.14).
+fn sequence_of(
+    core: &ConnCore,
+    lr: &LockRequest,
+    open: &crate::state::Open,
+) -> Option<(usize, u8)> {
+    let dialect = core.dialect()?.0;
+    let index = lr.lock_sequence_index as usize;
+    if dialect == ringshare_wire::consts::Dialect::SMB2_0_2.0 || !(1..=64).contains(&index) {
+        return None;
+    }
+    let multi_channel =
+        dialect >= ringshare_wire::consts::Dialect::SMB3_0.0 && core.server.config.multi_channel;
+    (multi_channel || lock(&open.state).durable.is_some())
+        .then_some((index - 1, lr.lock_sequence_number))
+}
+
+/// Remember that the request with this bucket and number succeeded.
+fn record(open: &crate::state::Open, sequence: Option<(usize, u8)>) {
+    if let Some((i, n)) = sequence {
+        let mut st = lock(&open.state);
+        st.lock_sequences
+            .get_or_insert_with(|| Box::new([crate::state::NO_LOCK_SEQUENCE; 64]))[i] = n;
+    }
 }
 
 fn ok_body() -> Vec<u8> {
@@ -49,6 +83,17 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
     let open = opens::find(core, req, lr.file_id)?;
     let owner = open.id;
+    let sequence = sequence_of(core, &lr, &open);
+    if let Some((i, n)) = sequence {
+        let mut st = lock(&open.state);
+        let buckets = st
+            .lock_sequences
+            .get_or_insert_with(|| Box::new([crate::state::NO_LOCK_SEQUENCE; 64]));
+        if buckets[i] == n {
+            return Ok(Handled::Reply(Reply::ok(ok_body())));
+        }
+        buckets[i] = crate::state::NO_LOCK_SEQUENCE;
+    }
     let first = lr.locks[0];
     if first.flags.bits() & UNLOCK != 0 {
         let mut e = lock(&open.entry);
@@ -60,6 +105,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 return Err(NtStatus::RANGE_NOT_LOCKED);
             }
         }
+        drop(e);
+        record(&open, sequence);
         return Ok(Handled::Reply(Reply::ok(ok_body())));
     }
     let many = lr.locks.len() > 1;
@@ -100,6 +147,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                     retry_at_ms,
                     open_id: owner,
                     lock: l,
+                    sequence,
                 })));
             } else {
                 Some(NtStatus::LOCK_NOT_GRANTED)
@@ -112,6 +160,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             return Err(status);
         }
     }
+    drop(e);
+    record(&open, sequence);
     Ok(Handled::Reply(Reply::ok(ok_body())))
 }
 
@@ -124,6 +174,7 @@ pub(crate) fn poll(
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if lock(&open.entry).locks.try_lock(p.lock) {
+        record(&open, p.sequence);
         return Some(Ok(Reply::ok(ok_body())));
     }
     p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;

@@ -95,21 +95,22 @@ fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
 /// session that never became valid leaves the server too.
 fn abandon(core: &mut ConnCore, session_id: u64) {
     if let Some(ch) = core.sessions.remove(&session_id) {
-        leave_channel(&core.server, &ch.session, core.conn_id);
+        leave_channel(&core.server, &ch.session, core.conn_id, core.now.mono_ms);
     }
 }
 
 /// Connection `conn_id` leaves a session (it closed, or its setup failed).
 /// The session ends with its last channel, or at once when it never became
 /// valid: its opens are closed and it leaves the GlobalSessionTable.
-pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u64) {
+pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u64, now_ms: u64) {
     let gone = {
         let mut s = lock(sref);
         s.channels.retain(|c| *c != conn_id);
         let gone = !s.closed && (s.channels.is_empty() || !s.valid);
         if gone {
             s.closed = true;
-            close_all_opens(server, &mut s);
+            // Durable opens wait for their client to reconnect ([MS-SMB2] 3.3.7.1).
+            crate::durable::park_or_close_all(server, &mut s, now_ms);
         }
         gone.then_some(s.id)
     };
@@ -684,8 +685,9 @@ fn finish(
 }
 
 /// [MS-SMB2] 3.3.5.5.3: a client that reconnects names its previous
-/// session; when the same user owned it, that session ends (its opens close:
-/// they are not durable) and its other channels find it gone.
+/// session; when the same user owned it, that session ends (its durable
+/// opens are kept for a reconnect, the others close) and its other channels
+/// find it gone.
 fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
     let server = core.server.clone();
     let Some(sref) = core.session(session_id) else {
@@ -702,7 +704,15 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
         }
     }
     tracing::debug!(previous, "a reconnecting client ends its previous session");
-    end_session(&server, &old);
+    // Its durable opens wait for the client to reconnect them.
+    let id = {
+        let mut s = lock(&old);
+        s.closed = true;
+        s.channels.clear();
+        crate::durable::park_or_close_all(&server, &mut s, core.now.mono_ms);
+        s.id
+    };
+    server.remove_session(id);
     core.sessions.remove(&previous);
 }
 
@@ -720,7 +730,9 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         let mut session = lock(&ch.session);
         session.closed = true;
         session.channels.clear();
-        close_all_opens(&server, &mut session);
+        // Durable opens outlive a LOGOFF too, as on Samba (smbtorture
+        // smb2.durable-open.reopen4): the client may reconnect them.
+        crate::durable::park_or_close_all(&server, &mut session, core.now.mono_ms);
         // An encrypted LOGOFF is answered encrypted ([MS-SMB2] 3.3.4.1.4), but the
         // session is gone once the reply is sealed: reserve its key and a nonce now.
         let key = session.encrypt_key.clone().filter(|_| req.encrypted);

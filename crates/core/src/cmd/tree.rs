@@ -248,6 +248,7 @@ fn made_for(
         rules: share.rules.clone(),
         template: None,
         nt_acl_xattr: share.nt_acl_xattr,
+        durable_handles: share.durable_handles,
     }))
 }
 

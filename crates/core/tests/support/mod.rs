@@ -43,17 +43,26 @@ struct Users;
 
 impl UserLookup for Users {
     fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("alice")
-            .then(|| ringshare_auth::nt_hash("secret"))
+        match user.to_ascii_lowercase().as_str() {
+            "alice" => Some(ringshare_auth::nt_hash("secret")),
+            "carol" => Some(ringshare_auth::nt_hash("carols")),
+            _ => None,
+        }
     }
 
     fn uid(&self, user: &str) -> Option<u32> {
-        user.eq_ignore_ascii_case("alice").then_some(ALICE_UID)
+        match user.to_ascii_lowercase().as_str() {
+            "alice" => Some(ALICE_UID),
+            "carol" => Some(CAROL_UID),
+            _ => None,
+        }
     }
 }
 
 /// alice's Unix uid in the test user database.
 pub const ALICE_UID: u32 = 1000;
+/// carol's (password `carols`): a second user.
+pub const CAROL_UID: u32 = 1002;
 
 /// The Unix accounts of the test: alice is uid 1000, the guest account
 /// `nobody` 65534 (the in-memory share records owners but checks nothing).
@@ -63,6 +72,7 @@ impl Accounts for TestAccounts {
     fn user(&self, name: &str) -> Result<Account, AccountError> {
         let uid = match name {
             n if n.eq_ignore_ascii_case("alice") => ALICE_UID,
+            n if n.eq_ignore_ascii_case("carol") => CAROL_UID,
             "nobody" => 65534,
             _ => return Err(AccountError::NoSuchUser),
         };
@@ -193,6 +203,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             // Descriptors set in tests are kept (the in-memory share
             // enforces no POSIX permissions).
             nt_acl_xattr: true,
+            durable_handles: true,
             encrypt,
         })
     };

@@ -1,0 +1,781 @@
+//! Durable opens: opens that outlive their connection ([MS-SMB2] 3.3.5.9.6,
+//! 3.3.5.9.7, 3.3.5.9.10, 3.3.5.9.12, 3.3.7.1; resilient opens, 3.3.5.15.9).
+//!
+//! A durable open is an ordinary [`Open`] whose state carries a
+//! [`Durability`]. When its session ends without LOGOFF, TREE_DISCONNECT or
+//! CLOSE (the connection went, or a new session named it as the previous
+//! one), the open is *parked* here instead of closed: it keeps its place in
+//! the file's share-mode table, its byte-range locks, its oplock or lease,
+//! delete-on-close and position, and its route is [`DISCONNECTED`] so that
+//! nothing is sent to it. A reconnect (DHnC, DH2C) on a new connection takes
+//! it back under the same FileId; the scavenger closes it when its timeout
+//! passes ([`ServerState::expire_durables`], driven by the driver's timer);
+//! an open by someone else that would have to break its oplock or lease
+//! closes it first ([`purge_for_open`]), as Samba and Windows do.
+//!
+//! Everything the server keeps about parked opens is in [`Durables`], one
+//! table behind one mutex: the place a later cluster build writes elsewhere.
+//! Durable opens do not outlive the process (as in Samba).
+//!
+//! Lock order: a `Session` mutex, then [`Durables`], then a `FileEntry`
+//! mutex; never the other way round.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::oplock::Route;
+use crate::server::{lock, ServerState};
+use crate::state::Open;
+
+/// The route of a parked open: no connection, no session.
+pub(crate) const DISCONNECTED: Route = Route {
+    conn_id: 0,
+    session_id: 0,
+};
+
+/// How an open became durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// DHnQ ([MS-SMB2] 2.2.13.2.3).
+    V1,
+    /// DH2Q ([MS-SMB2] 2.2.13.2.11).
+    V2,
+    /// FSCTL_LMR_REQUEST_RESILIENCY ([MS-SMB2] 2.2.31.3).
+    Resilient,
+}
+
+/// What makes an open durable, and what a reconnect must match
+/// ([MS-SMB2] 3.3.1.10: Open.IsDurable, DurableOpenTimeout, DurableOwner,
+/// CreateGuid, ClientGuid, IsResilient).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Durability {
+    pub kind: Kind,
+    /// How long the open is kept once disconnected.
+    pub timeout_ms: u64,
+    /// DH2Q's CreateGuid (zero for DHnQ).
+    pub create_guid: [u8; 16],
+    /// The ClientGuid of the connection that opened it.
+    pub client_guid: [u8; 16],
+    /// Who opened it (Open.DurableOwner): only the same user reconnects.
+    pub owner: Owner,
+}
+
+/// The user a durable open belongs to: the account it acts as and the name
+/// the user logged on with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub uid: u32,
+    pub user: String,
+}
+
+/// Who a session's durable opens belong to.
+pub(crate) fn owner_of(session: &crate::state::Session) -> Owner {
+    Owner {
+        uid: session.account.as_ref().map_or(u32::MAX, |a| a.who.uid()),
+        user: session.user.to_lowercase(),
+    }
+}
+
+/// A parked open.
+pub(crate) struct Parked {
+    pub open: Arc<Open>,
+    pub durability: Durability,
+    pub expires_ms: u64,
+    /// The share it was opened on (a reconnect must come on a tree of it).
+    pub share: String,
+}
+
+/// The server's durable opens that have no connection, and the CreateGuids
+/// of version 2 durable opens (live and parked) for replay detection.
+#[derive(Default)]
+pub(crate) struct Durables {
+    parked: HashMap<u64, Parked>,
+    /// (expiry, persistent id) of every parked open, soonest first.
+    expiry: BTreeSet<(u64, u64)>,
+    /// Connected opens made with a DH2Q, by (ClientGuid, CreateGuid):
+    /// (session id, open id), for replays ([MS-SMB2] 3.3.5.9.10: a replay
+    /// is found only from the client that made the open).
+    created: HashMap<([u8; 16], [u8; 16]), (u64, u64)>,
+}
+
+impl Durables {
+    /// An open made (or reconnected) with this CreateGuid.
+    pub(crate) fn remember(&mut self, guids: ([u8; 16], [u8; 16]), session_id: u64, open_id: u64) {
+        if self.created.len() < crate::limits::DISCONNECTED_OPENS_MAX * 4
+            || self.created.contains_key(&guids)
+        {
+            self.created.insert(guids, (session_id, open_id));
+        }
+    }
+
+    /// The open with this CreateGuid is gone (closed or disconnected).
+    pub(crate) fn forget(&mut self, guids: ([u8; 16], [u8; 16]), open_id: u64) {
+        if self.created.get(&guids).is_some_and(|(_, o)| *o == open_id) {
+            self.created.remove(&guids);
+        }
+    }
+
+    /// Park an open; when the table is full the one that would expire first
+    /// goes to make room (returned, to be closed by the caller).
+    pub(crate) fn park(&mut self, p: Parked) -> Option<Parked> {
+        let evicted = if self.parked.len() >= crate::limits::DISCONNECTED_OPENS_MAX {
+            self.expiry
+                .first()
+                .copied()
+                .and_then(|(_, id)| self.take(id))
+        } else {
+            None
+        };
+        self.expiry.insert((p.expires_ms, p.open.persistent_id));
+        self.parked.insert(p.open.persistent_id, p);
+        evicted
+    }
+
+    /// Remove the parked open with this persistent id.
+    pub(crate) fn take(&mut self, persistent_id: u64) -> Option<Parked> {
+        let p = self.parked.remove(&persistent_id)?;
+        self.expiry.remove(&(p.expires_ms, persistent_id));
+        Some(p)
+    }
+
+    pub(crate) fn get(&self, persistent_id: u64) -> Option<&Parked> {
+        self.parked.get(&persistent_id)
+    }
+
+    /// When the next parked open expires.
+    pub(crate) fn next_expiry(&self) -> Option<u64> {
+        self.expiry.first().map(|(t, _)| *t)
+    }
+
+    /// Take every parked open whose time is up.
+    pub(crate) fn take_expired(&mut self, now_ms: u64) -> Vec<Parked> {
+        let due: Vec<u64> = self
+            .expiry
+            .iter()
+            .take_while(|(t, _)| *t <= now_ms)
+            .map(|(_, id)| *id)
+            .collect();
+        due.into_iter().filter_map(|id| self.take(id)).collect()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.parked.len()
+    }
+}
+
+/// The session's opens go with the session (its last channel went, or a new
+/// session named it as the previous one): durable ones are parked, the
+/// others closed ([MS-SMB2] 3.3.7.1).
+pub(crate) fn park_or_close_all(
+    server: &ServerState,
+    session: &mut crate::state::Session,
+    now_ms: u64,
+) {
+    let ids: Vec<u64> = session.opens.keys().copied().collect();
+    for id in ids {
+        let Some(open) = session.opens.remove(&id) else {
+            continue;
+        };
+        // An open that is to delete its file does so now, as on Samba.
+        let durability = {
+            let st = lock(&open.state);
+            st.durable.clone().filter(|_| !st.delete_on_close)
+        }
+        .filter(|_| !lock(&open.entry).delete_pending);
+        match durability {
+            Some(d) => park(server, open, d, now_ms),
+            None => {
+                crate::opens::close_open(server, open, false);
+            }
+        }
+    }
+}
+
+/// Park one open: its share-mode entry stays, routed nowhere.
+fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u64) {
+    {
+        let mut e = lock(&open.entry);
+        for s in e.opens.iter_mut().filter(|s| s.owner == open.id) {
+            s.caching.route = DISCONNECTED;
+        }
+        let lease = e
+            .opens
+            .iter()
+            .find(|s| s.owner == open.id)
+            .and_then(|s| s.caching.lease);
+        // A lease shared with opens still connected keeps their route.
+        let still_routed = e.opens.iter().any(|s| {
+            s.caching.lease == lease && lease.is_some() && s.caching.route != DISCONNECTED
+        });
+        if let (Some(id), false) = (lease, still_routed) {
+            for l in e.leases.iter_mut().filter(|l| l.id == id) {
+                l.route = DISCONNECTED;
+            }
+        }
+    }
+    tracing::debug!(
+        id = open.id,
+        timeout_ms = durability.timeout_ms,
+        "durable open kept after its connection went"
+    );
+    let share = open.share.name.clone();
+    let create_guid = lock(&open.state).create_guid;
+    if let Some(g) = create_guid {
+        lock(&server.durables).forget(g, open.id);
+    }
+    let p = Parked {
+        expires_ms: now_ms.saturating_add(durability.timeout_ms),
+        durability,
+        open,
+        share,
+    };
+    let evicted = lock(&server.durables).park(p);
+    // The scavenger's timer may have to run sooner now.
+    server.wake_drivers();
+    if let Some(old) = evicted {
+        tracing::warn!(
+            "{} disconnected durable opens kept (the most): closing the one nearest its timeout",
+            crate::limits::DISCONNECTED_OPENS_MAX
+        );
+        crate::opens::close_open(server, old.open, false);
+    }
+}
+
+impl ServerState {
+    /// When the scavenger must next run ([`ServerState::expire_durables`]).
+    pub fn durables_deadline(&self) -> Option<u64> {
+        lock(&self.durables).next_expiry()
+    }
+
+    /// The scavenger: close every disconnected durable open whose timeout
+    /// passed, releasing its share modes, locks and lease.
+    pub fn expire_durables(&self, now_ms: u64) {
+        let expired = lock(&self.durables).take_expired(now_ms);
+        for p in expired {
+            tracing::debug!(id = p.open.id, "durable open timed out");
+            crate::opens::close_open(self, p.open, false);
+        }
+    }
+
+    /// How many disconnected durable opens the server keeps.
+    pub fn parked_durables(&self) -> usize {
+        lock(&self.durables).len()
+    }
+}
+
+/// What a CREATE asks about durability, from its contexts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    None,
+    /// DHnQ.
+    V1,
+    /// DH2Q.
+    V2 {
+        timeout_ms: u64,
+        persistent: bool,
+        create_guid: [u8; 16],
+    },
+    /// DHnC: reconnect the open with this FileId.
+    ReconnectV1 {
+        file_id: ringshare_wire::FileId,
+    },
+    /// DH2C.
+    ReconnectV2 {
+        file_id: ringshare_wire::FileId,
+        create_guid: [u8; 16],
+    },
+}
+
+/// DH2Q's persistent flag ([MS-SMB2] 2.2.13.2.11).
+const DHANDLE_FLAG_PERSISTENT: u32 = 0x2;
+
+/// Read the durable-handle contexts of a CREATE ([MS-SMB2] 3.3.5.9: a
+/// version 2 context beside a version 1 one is INVALID_PARAMETER, as is a
+/// context of the wrong size; DHnQ beside DHnC is ignored, 3.3.5.9.7).
+/// Version 2 contexts count from SMB 3.0 on, version 1 from 2.0.2.
+pub(crate) fn ask(
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    dialect: u16,
+) -> Result<Ask, ringshare_wire::NtStatus> {
+    use ringshare_wire::create::{
+        decode_durable_reconnect, ContextTag, DurableHandleReconnectV2, DurableHandleRequestV2,
+    };
+    use ringshare_wire::NtStatus;
+    let v1q = cr.context(ContextTag::DurableHandleRequest);
+    let v1c = cr.context(ContextTag::DurableHandleReconnect);
+    let (v2q, v2c) = if dialect >= 0x0300 {
+        (
+            cr.context(ContextTag::DurableHandleRequestV2),
+            cr.context(ContextTag::DurableHandleReconnectV2),
+        )
+    } else {
+        (None, None)
+    };
+    if (v2q.is_some() || v2c.is_some()) && (v1q.is_some() || v1c.is_some()) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if v2q.is_some() && v2c.is_some() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if let Some(c) = v2c {
+        if c.data.len() != 36 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let r =
+            DurableHandleReconnectV2::decode(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        return Ok(Ask::ReconnectV2 {
+            file_id: r.file_id,
+            create_guid: r.create_guid,
+        });
+    }
+    if let Some(c) = v2q {
+        if c.data.len() != 32 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let r = DurableHandleRequestV2::decode(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        return Ok(Ask::V2 {
+            timeout_ms: u64::from(r.timeout),
+            persistent: r.flags & DHANDLE_FLAG_PERSISTENT != 0,
+            create_guid: r.create_guid,
+        });
+    }
+    if let Some(c) = v1c {
+        if c.data.len() != 16 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let file_id = decode_durable_reconnect(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        return Ok(Ask::ReconnectV1 { file_id });
+    }
+    if let Some(c) = v1q {
+        if c.data.len() != 16 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        return Ok(Ask::V1);
+    }
+    Ok(Ask::None)
+}
+
+/// How long a version 1 durable open is kept after its connection goes:
+/// 16 minutes, as Windows and Samba keep it.
+pub const V1_TIMEOUT_MS: u64 = 960_000;
+/// How long a version 2 durable open whose client asked for no particular
+/// time (Timeout 0) is kept: 60 s, as Windows Server 2012 and Samba.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// The longest a client may have a version 2 durable open kept: Samba's
+/// 300 s (longer requests are cut to it).
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+
+/// Whether a new open becomes durable, and the response context that says
+/// so ([MS-SMB2] 3.3.5.9.6, 3.3.5.9.10): only with a batch oplock or a lease
+/// that caches handles (a persistent handle is never granted: no share is
+/// continuously available), never on a share with `durable handles = no`.
+pub(crate) fn decide(
+    ask: Ask,
+    oplock_level: u8,
+    lease_state: u32,
+    allowed: bool,
+    owner: Owner,
+    client_guid: [u8; 16],
+) -> Option<(Durability, ringshare_wire::create::CreateContext<'static>)> {
+    use ringshare_wire::create::{tag, CreateContext, DurableHandleRequestV2};
+    let caches_handles = oplock_level == crate::oplock::LEVEL_BATCH
+        || (oplock_level == crate::oplock::LEVEL_LEASE
+            && lease_state & ringshare_wire::consts::LeaseState::HANDLE_CACHING.0 != 0);
+    if !allowed || !caches_handles {
+        return None;
+    }
+    match ask {
+        Ask::V1 => Some((
+            Durability {
+                kind: Kind::V1,
+                timeout_ms: V1_TIMEOUT_MS,
+                create_guid: [0; 16],
+                client_guid,
+                owner,
+            },
+            CreateContext::new(tag::DURABLE_HANDLE_REQUEST, vec![0; 8]),
+        )),
+        Ask::V2 {
+            timeout_ms,
+            create_guid,
+            ..
+        } => {
+            let timeout_ms = match timeout_ms {
+                0 => DEFAULT_TIMEOUT_MS,
+                t => t.min(MAX_TIMEOUT_MS),
+            };
+            Some((
+                Durability {
+                    kind: Kind::V2,
+                    timeout_ms,
+                    create_guid,
+                    client_guid,
+                    owner,
+                },
+                CreateContext::new(
+                    tag::DURABLE_HANDLE_REQUEST_V2,
+                    DurableHandleRequestV2::response(timeout_ms as u32, 0),
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// DHnC / DH2C ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12): give a parked open back to
+/// its client on this connection, under the same FileId. The name, access,
+/// dispositions and options of the request do not matter (only, for an
+/// open with a lease, the name and the lease key). Anything that does not
+/// match gets OBJECT_NAME_NOT_FOUND and learns nothing, except another user
+/// (ACCESS_DENIED) and a lease key that matches on another name
+/// (INVALID_PARAMETER), as Windows and Samba answer.
+pub(crate) fn reconnect(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    ask: Ask,
+) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use ringshare_wire::consts::{CreateAction, FileAttributes, OplockLevel};
+    use ringshare_wire::create::{ContextTag, CreateResponse};
+    use ringshare_wire::NtStatus;
+
+    let (file_id, create_guid) = match ask {
+        Ask::ReconnectV1 { file_id } => (file_id, None),
+        Ask::ReconnectV2 {
+            file_id,
+            create_guid,
+        } => (file_id, Some(create_guid)),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    let server = core.server.clone();
+    let sref = core.session_or_deleted(req.session_id)?;
+    let (share_name, owner) = {
+        let session = lock(&sref);
+        let tree = session
+            .trees
+            .get(&req.tree_id)
+            .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+        let crate::state::TreeKind::Disk(share) = &tree.kind else {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        };
+        if session.opens.len() >= crate::limits::OPENS_PER_SESSION_MAX {
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        }
+        if session.account.is_none() {
+            return Err(NtStatus::USER_SESSION_DELETED);
+        }
+        (share.name.clone(), owner_of(&session))
+    };
+    let dialect = core.dialect().map_or(0, |d| d.0);
+    let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    let lease_key = if dialect >= 0x0210 {
+        cr.context(ContextTag::RequestLease)
+            .map(|c| ringshare_wire::create::Lease::decode(&c.data))
+            .transpose()
+            .map_err(|_| NtStatus::INVALID_PARAMETER)?
+            .map(|l| l.key)
+    } else {
+        None
+    };
+    let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
+
+    // Every check with the table locked; the open leaves it only when all pass.
+    let parked = {
+        let mut t = lock(&server.durables);
+        let p = t
+            .get(file_id.persistent)
+            .filter(|p| p.open.id == file_id.volatile)
+            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        let d = &p.durability;
+        // DHnC reconnects any durable open (a version 2 one too, as on
+        // Samba: smbtorture smb2.durable-v2-open.reopen2b); DH2C one whose
+        // CreateGuid (zero for DHnQ) it names.
+        // The ClientGuid matters only through a lease's key (an open with an
+        // oplock may come back from a client with another ClientGuid, as
+        // Windows and Samba allow: smbtorture smb2.durable-v2-open.reopen1a).
+        if create_guid.is_some_and(|g| g != d.create_guid) {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        let held_lease = {
+            let e = lock(&p.open.entry);
+            e.opens
+                .iter()
+                .find(|s| s.owner == p.open.id)
+                .and_then(|s| s.caching.lease)
+        };
+        match (held_lease, lease_key) {
+            (None, None) => {}
+            (Some(l), Some(key)) if l.key == key && l.client_guid == client_guid => {
+                let path = lock(&p.open.state).path.clone();
+                let same_name = crate::path::parse_smb_path(name).is_ok_and(|n| {
+                    n.to_slash_path()
+                        .eq_ignore_ascii_case(&path.to_slash_path())
+                });
+                if !same_name {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+            }
+            _ => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+        }
+        if !p.share.eq_ignore_ascii_case(&share_name) {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        if d.owner != owner {
+            tracing::info!(
+                user = %owner.user,
+                "refusing to reconnect another user's durable open"
+            );
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        t.take(file_id.persistent).expect("looked up above")
+    };
+
+    // The open again, on this session and tree, routed to this connection.
+    let old = parked.open;
+    let route = Route {
+        conn_id: core.conn_id,
+        session_id: req.session_id,
+    };
+    let (caching, lease) = {
+        let mut e = lock(&old.entry);
+        let mut caching = crate::oplock::Caching::default();
+        for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
+            s.caching.route = route;
+            caching = s.caching;
+        }
+        let lease = caching.lease.and_then(|id| {
+            let l = e.leases.iter_mut().find(|l| l.id == id)?;
+            l.route = route;
+            Some(crate::oplock::Grant {
+                level: crate::oplock::LEVEL_LEASE,
+                lease_state: l.state,
+                lease_breaking: l.breaking_to.is_some(),
+                epoch: l.epoch,
+                v2: l.v2,
+                parent_key: l.parent_key,
+            })
+        });
+        (caching, lease)
+    };
+    let state = {
+        let s = lock(&old.state);
+        crate::state::OpenState {
+            path: s.path.clone(),
+            delete_on_close: s.delete_on_close,
+            dir_cursor: None,
+            position: s.position,
+            mode: s.mode,
+            channel_sequence: req.hdr.channel_sequence(),
+            durable: Some(parked.durability),
+            create_guid: s.create_guid,
+            create_action: s.create_action,
+            replay_eligible: s.create_guid.is_some(),
+            lock_sequences: s.lock_sequences.clone(),
+        }
+    };
+    let open = Open {
+        id: old.id,
+        who: Arc::clone(&old.who),
+        persistent_id: old.persistent_id,
+        tree_id: req.tree_id,
+        node: Arc::clone(&old.node),
+        key: old.key,
+        entry: Arc::clone(&old.entry),
+        is_dir: old.is_dir,
+        access: old.access,
+        share_access: old.share_access,
+        create_options: old.create_options,
+        share: Arc::clone(&old.share),
+        state: std::sync::Mutex::new(state),
+    };
+    drop(old);
+    let attr = open.node.stat().map_err(crate::fsmap::status_of);
+    let attr = match attr {
+        Ok(a) => a,
+        Err(s) => {
+            crate::opens::close_open(&server, Arc::new(open), false);
+            return Err(s);
+        }
+    };
+    let mut contexts = Vec::new();
+    if let (Some(g), Some(_)) = (&lease, lease_key) {
+        let key = caching.lease.map_or([0; 16], |l| l.key);
+        contexts.push(crate::cmd::create::lease_context(key, g));
+    }
+    let [c, la, lw, ch] = crate::fileinfo::times(&attr);
+    let (eof, alloc) = crate::fileinfo::sizes(&attr);
+    let resp = CreateResponse {
+        oplock_level: OplockLevel(caching.level),
+        flags: 0,
+        create_action: CreateAction::OPENED,
+        creation_time: c.0,
+        last_access_time: la.0,
+        last_write_time: lw.0,
+        change_time: ch.0,
+        allocation_size: alloc,
+        end_of_file: eof,
+        file_attributes: FileAttributes(crate::fileinfo::attributes(&attr)),
+        file_id,
+        contexts,
+    };
+    let mut body = vec![0u8; 64];
+    resp.encode(&mut body);
+    let body = body.split_off(64);
+    let mut session = lock(&sref);
+    if session.closed {
+        drop(session);
+        crate::opens::close_open(&server, Arc::new(open), false);
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    tracing::debug!(id = open.id, "durable open reconnected");
+    let create_guid = lock(&open.state).create_guid;
+    if let Some(g) = create_guid {
+        lock(&server.durables).remember(g, req.session_id, open.id);
+    }
+    session.opens.insert(open.id, Arc::new(open));
+    let mut r = crate::conn::Reply::ok(body);
+    r.file_id = Some((file_id.persistent, file_id.volatile));
+    Ok(r)
+}
+
+/// Before a new open joins file `entry`: close the parked opens whose oplock
+/// or lease it would have to break ([`crate::oplock::parked_in_the_way`]).
+pub(crate) fn purge_for_open(
+    server: &ServerState,
+    entry: &std::sync::Mutex<crate::server::FileEntry>,
+    wish: &crate::oplock::Wish,
+) {
+    let ids = crate::oplock::parked_in_the_way(&lock(entry), wish);
+    if ids.is_empty() {
+        return;
+    }
+    let gone: Vec<Parked> = {
+        let mut t = lock(&server.durables);
+        ids.into_iter().filter_map(|id| t.take(id)).collect()
+    };
+    for p in gone {
+        tracing::debug!(
+            id = p.open.id,
+            "closing a disconnected durable open another open would have to break"
+        );
+        crate::opens::close_open(server, p.open, false);
+    }
+}
+
+/// A CREATE with a DH2Q whose CreateGuid names an open of this session
+/// ([MS-SMB2] 3.3.5.9.10): with REPLAY_OPERATION set, the answer the
+/// original CREATE got, from the open as it is (the oplock level the replay
+/// asks for, as Windows and Samba answer; the DH2Q response when the open
+/// is durable and that level could have made it so); without the flag,
+/// DUPLICATE_OBJECTID. `None`: no such open, an ordinary CREATE follows.
+pub(crate) fn replay(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    create_guid: [u8; 16],
+) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
+    use ringshare_wire::consts::{CreateAction, FileAttributes, OplockLevel};
+    use ringshare_wire::create::{
+        tag, ContextTag, CreateContext, CreateResponse, DurableHandleRequestV2,
+    };
+    use ringshare_wire::NtStatus;
+
+    let server = core.server.clone();
+    let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    let Some((session_id, open_id)) = lock(&server.durables)
+        .created
+        .get(&(client_guid, create_guid))
+        .copied()
+    else {
+        return Ok(None);
+    };
+    let Some(open) = server
+        .find_session(session_id)
+        .and_then(|s| lock(&s).opens.get(&open_id).cloned())
+    else {
+        return Ok(None);
+    };
+    if !req.hdr.is_replay() || session_id != req.session_id {
+        return Err(NtStatus::DUPLICATE_OBJECTID);
+    }
+    let requested = cr.requested_oplock_level.0;
+    let caching = {
+        let e = lock(&open.entry);
+        let c = e
+            .opens
+            .iter()
+            .find(|s| s.owner == open.id)
+            .map(|s| s.caching)
+            .unwrap_or_default();
+        let lease = c.lease.and_then(|id| {
+            e.leases
+                .iter()
+                .find(|l| l.id == id)
+                .map(|l| crate::oplock::Grant {
+                    level: crate::oplock::LEVEL_LEASE,
+                    lease_state: l.state,
+                    lease_breaking: l.breaking_to.is_some(),
+                    epoch: l.epoch,
+                    v2: l.v2,
+                    parent_key: l.parent_key,
+                })
+        });
+        (c, lease)
+    };
+    let (c, lease) = caching;
+    // A replay with a lease must name the open's lease.
+    let lease_key = cr
+        .context(ContextTag::RequestLease)
+        .map(|x| ringshare_wire::create::Lease::decode(&x.data))
+        .transpose()
+        .map_err(|_| NtStatus::INVALID_PARAMETER)?
+        .map(|l| l.key);
+    if requested == crate::oplock::LEVEL_LEASE
+        && (lease.is_none() || c.lease.map(|l| l.key) != lease_key)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let (durability, action) = {
+        let st = lock(&open.state);
+        (st.durable.clone(), st.create_action)
+    };
+    let attr = open.node.stat().map_err(crate::fsmap::status_of)?;
+    let mut contexts = Vec::new();
+    if let (crate::oplock::LEVEL_LEASE, Some(g), Some(key)) = (requested, &lease, lease_key) {
+        contexts.push(crate::cmd::create::lease_context(key, g));
+    }
+    if let Some(d) = durability.filter(|_| {
+        requested == crate::oplock::LEVEL_BATCH || requested == crate::oplock::LEVEL_LEASE
+    }) {
+        contexts.push(CreateContext::new(
+            tag::DURABLE_HANDLE_REQUEST_V2,
+            DurableHandleRequestV2::response(d.timeout_ms as u32, 0),
+        ));
+    }
+    let [ct, la, lw, ch] = crate::fileinfo::times(&attr);
+    let (eof, alloc) = crate::fileinfo::sizes(&attr);
+    let resp = CreateResponse {
+        oplock_level: OplockLevel(requested),
+        flags: 0,
+        create_action: CreateAction(action),
+        creation_time: ct.0,
+        last_access_time: la.0,
+        last_write_time: lw.0,
+        change_time: ch.0,
+        allocation_size: alloc,
+        end_of_file: eof,
+        file_attributes: FileAttributes(crate::fileinfo::attributes(&attr)),
+        file_id: ringshare_wire::FileId {
+            persistent: open.persistent_id,
+            volatile: open.id,
+        },
+        contexts,
+    };
+    let mut body = vec![0u8; 64];
+    resp.encode(&mut body);
+    let body = body.split_off(64);
+    tracing::debug!(id = open.id, "replayed CREATE answered from its open");
+    let mut r = crate::conn::Reply::ok(body);
+    r.file_id = Some((open.persistent_id, open.id));
+    Ok(Some(r))
+}
