@@ -285,6 +285,8 @@ pub struct ShareConfig {
     /// `vfs objects` holds `acl_xattr`: NT ACLs are kept in Samba's
     /// `security.NTACL` xattr and checked on top of the kernel's check.
     pub acl_xattr: bool,
+    /// `durable handles`: opens may outlive their connection; default yes.
+    pub durable_handles: bool,
     /// `comment`; default empty.
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
@@ -399,6 +401,7 @@ impl Config {
                 guest_ok: false,
                 rules: ShareRules::default(),
                 acl_xattr: false,
+                durable_handles: true,
                 comment: String::new(),
                 browseable: true,
                 smb_encrypt: None,

@@ -477,6 +477,10 @@ impl Worker {
 
     fn next_timeout(&self) -> Option<Duration> {
         let now_ms = self.clock.mono_ms;
+        // Worker 0 also runs the scavenger of disconnected durable opens.
+        let scavenge = (self.index == 0)
+            .then(|| self.shared.server.durables_deadline())
+            .flatten();
         let next = self
             .conns
             .iter()
@@ -488,12 +492,22 @@ impl Worker {
                 [c.conn.poll_timeout(), stall]
             })
             .flatten()
+            .chain(scavenge)
             .min()?;
         Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
     }
 
     fn fire_timers(&mut self) {
         let t = self.clock;
+        if self.index == 0
+            && self
+                .shared
+                .server
+                .durables_deadline()
+                .is_some_and(|d| d <= t.mono_ms)
+        {
+            self.shared.server.expire_durables(t.mono_ms);
+        }
         for slot in 0..self.conns.len() {
             let stalled = self.conns[slot].as_ref().is_some_and(|c| {
                 c.sending && c.send_since + self.shared.send_stall_ms <= t.mono_ms
@@ -1346,7 +1360,7 @@ impl Worker {
         let Some(mut c) = self.conns.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
-        c.conn.shutdown();
+        c.conn.shutdown(self.clock);
         // Ops still in the ring hold their own fd clones; their completions
         // find a different generation (or nothing) and are ignored.
         self.ring.cancel(token(KIND_RECV, c.gen, slot));

@@ -87,6 +87,7 @@ fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
         rules: s.rules.clone(),
         template,
         nt_acl_xattr: s.acl_xattr,
+        durable_handles: s.durable_handles,
     })
 }
 

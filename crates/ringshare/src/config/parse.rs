@@ -164,6 +164,8 @@ enum Opt {
     Rule(Rule),
     /// `vfs objects`: `acl_xattr` is honoured; others are warned about.
     VfsObjects,
+    /// `durable handles` (per share).
+    DurableHandles,
     /// Known, meaningless for ringshare, accepted without a word.
     Ignored,
     /// Ignoring it would grant more access than the administrator meant: refuse to start.
@@ -183,6 +185,7 @@ impl Opt {
                 | Opt::Browseable
                 | Opt::Rule(_)
                 | Opt::VfsObjects
+                | Opt::DurableHandles
                 | Opt::SmbEncrypt
                 | Opt::Ignored
                 | Opt::Refused(_)
@@ -242,6 +245,7 @@ fn classify(key: &str) -> Option<Opt> {
         "inherit owner" => Opt::Rule(Rule::InheritOwner),
         "hide unreadable" => Opt::Rule(Rule::HideUnreadable),
         "vfs objects" | "vfs object" => Opt::VfsObjects,
+        "durable handles" => Opt::DurableHandles,
         "passdb backend"
         | "log file"
         | "max log size"
@@ -304,6 +308,7 @@ struct ShareDraft {
     rules: Vec<(Rule, String)>,
     /// `vfs objects = ... acl_xattr ...`.
     acl_xattr: Option<bool>,
+    durable_handles: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -806,6 +811,9 @@ impl<'a> Parser<'a> {
             Opt::ValidUsers => draft.valid_users = Some(parse_list(value)),
             Opt::Comment => draft.comment = Some(value.to_string()),
             Opt::Browseable => draft.browseable = Some(self.bool_value(line, key, value)?),
+            Opt::DurableHandles => {
+                draft.durable_handles = Some(self.bool_value(line, key, value)?);
+            }
             Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
             Opt::Rule(rule) => {
                 // Checked now, for the line number; applied at the end over
@@ -956,6 +964,10 @@ impl<'a> Parser<'a> {
             smb_encrypt: d.smb_encrypt,
             rules,
             acl_xattr: d.acl_xattr.or(defaults.acl_xattr).unwrap_or(false),
+            durable_handles: d
+                .durable_handles
+                .or(defaults.durable_handles)
+                .unwrap_or(true),
         })
     }
 }
