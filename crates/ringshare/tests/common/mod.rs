@@ -149,6 +149,8 @@ pub struct ServerConfig {
     pub base_dir: Option<&'static str>,
     /// More `[global]` lines, each ending in a newline.
     pub extra_global: &'static str,
+    /// More users (name, password) besides [`USER`], each with its Unix account.
+    pub extra_users: &'static [(&'static str, &'static str)],
 }
 
 impl Default for ServerConfig {
@@ -162,6 +164,7 @@ impl Default for ServerConfig {
             encrypt: "if_required",
             base_dir: None,
             extra_global: "",
+            extra_users: &[],
         }
     }
 }
@@ -230,6 +233,9 @@ impl Server {
         };
         write_conf(free_port());
         add_user(&conf, USER, PASSWORD);
+        for (name, password) in cfg.extra_users {
+            add_user(&conf, name, password);
+        }
         give_share_to_user(&share_dir, &passwd, USER);
         Server::spawn(
             tmp,
