@@ -3,7 +3,12 @@
 # N connections for M minutes against it, the server's RSS sampled every 10 s.
 #
 #   scripts/soak.sh [--minutes 10] [--clients 16] [--file-size 64m] [--io-size 256k]
-#                   [--rss-growth-mib 64] [--no-build]
+#                   [--rss-growth-mib 64] [--no-build] [--reconnect [--drop-every 250ms]]
+#
+# With --reconnect the workload is `bench reconnect` instead: each connection works on a durable
+# open (DH2Q, RWH lease) with verified random writes and reads, drops its TCP connection about
+# every --drop-every with requests in flight, takes the open back with DH2C and sends again what
+# was not answered; at the end every block is compared with its last acknowledged write.
 #
 # Prints the bench report (errors and verify mismatches are both counted as errors) and the RSS
 # series. Exits non-zero when the bench saw any error or mismatch, when the server died, or when
@@ -19,6 +24,8 @@ file_size=64m
 io_size=256k
 rss_growth_mib=64
 build=1
+workload=mixed
+drop_every=250ms
 while [ $# -gt 0 ]; do
     case "$1" in
         --minutes) minutes="$2"; shift 2 ;;
@@ -27,7 +34,9 @@ while [ $# -gt 0 ]; do
         --io-size) io_size="$2"; shift 2 ;;
         --rss-growth-mib) rss_growth_mib="$2"; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --reconnect) workload=reconnect; shift ;;
+        --drop-every) drop_every="$2"; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "soak.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -91,10 +100,17 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null ||
 
 threads=2
 [ "$clients" -lt 2 ] && threads=1
+if [ "$workload" = reconnect ]; then
+    what="reconnect: durable opens, connections dropped every ~$drop_every and taken back with DH2C"
+    extra=(--drop-every "$drop_every")
+else
+    what="mixed 70/30 read/write, --verify"
+    extra=(--verify)
+fi
 echo "soak: ringshare $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $clients connections," \
-     "mixed 70/30 read/write, --verify, io $io_size, file $file_size each, $minutes min," \
+     "$what, io $io_size, file $file_size each, $minutes min," \
      "share on $([ "$mounted" = 1 ] && echo tmpfs || echo /dev/shm)"
-"$bin" bench "//127.0.0.1:$port/soak" -U "$user%$pass" mixed --verify \
+"$bin" bench "//127.0.0.1:$port/soak" -U "$user%$pass" "$workload" "${extra[@]}" \
     --connections "$clients" --threads "$threads" --queue-depth 8 --io-size "$io_size" \
     --file-size "$file_size" --duration "${minutes}m" --server-pid "$server_pid" \
     > "$work/bench.out" 2>"$work/bench.err" &
@@ -128,7 +144,14 @@ if ! kill -0 "$server_pid" 2>/dev/null; then
 else
     echo "server peak RSS (VmHWM): $(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status") KiB"
 fi
-if [ "$bench_rc" != 0 ] || ! grep -qE '^  errors +0$' "$work/bench.out"; then
+if [ "$workload" = reconnect ]; then
+    if [ "$bench_rc" != 0 ] || ! grep -qx 'result: clean' "$work/bench.out"; then
+        echo "FAIL: bench exited $bench_rc, or a read mismatched, a write was lost or a reconnect failed"
+        tail -20 "$work/bench.err"; fail=1
+    else
+        echo "errors 0, mismatched reads 0, lost acknowledged writes 0, every drop reconnected"
+    fi
+elif [ "$bench_rc" != 0 ] || ! grep -qE '^  errors +0$' "$work/bench.out"; then
     echo "FAIL: bench exited $bench_rc or saw errors/mismatches"; tail -20 "$work/bench.err"; fail=1
 else
     echo "errors 0, mismatches 0 (bench --verify counts a mismatch as an error)"

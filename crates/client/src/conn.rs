@@ -35,7 +35,7 @@ use ringshare_wire::consts::{
     SessionFlags, SessionSetupFlags, ShareAccess, ShareFlags, SigningAlgorithm, TreeConnectFlags,
     WriteFlags,
 };
-use ringshare_wire::create::{CloseRequest, CreateRequest, CreateResponse};
+use ringshare_wire::create::{CloseRequest, ContextTag, CreateRequest, CreateResponse};
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
 use ringshare_wire::file::{
     FlushRequest, ReadRequest, ReadResponse, WriteRequest, WriteResponse, READ_RESPONSE_DATA_OFFSET,
@@ -142,6 +142,8 @@ pub enum Reply {
     Create {
         file_id: FileId,
         end_of_file: u64,
+        /// The server made the open durable (a DHnQ or DH2Q response).
+        durable: bool,
     },
     /// The data: a range of the frame given to [`ClientConn::receive`].
     Read {
@@ -633,7 +635,7 @@ impl ClientConn {
         self.request(tag, Command::LOGOFF, 1, |o| LogoffRequest.encode(o))
     }
 
-    fn request(
+    pub(crate) fn request(
         &mut self,
         tag: u64,
         command: Command,
@@ -1027,6 +1029,12 @@ impl ClientConn {
                 Reply::Create {
                     file_id: r.file_id,
                     end_of_file: r.end_of_file,
+                    durable: r.contexts.iter().any(|c| {
+                        matches!(
+                            c.tag(),
+                            ContextTag::DurableHandleRequest | ContextTag::DurableHandleRequestV2
+                        )
+                    }),
                 }
             }
             Command::READ => Reply::Read {

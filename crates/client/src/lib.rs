@@ -11,6 +11,7 @@
 
 pub mod conn;
 pub mod credits;
+pub mod durable;
 pub mod error;
 
 pub use conn::{ChannelBinding, ClientConn, ClientOptions, Event, Gap, Reply, READ_HEAD_LEN};

@@ -310,3 +310,48 @@ fn zerocopy_sends_deliver_verified_data_and_auto_skips_them_on_loopback() {
     let log = auto.log();
     assert!(!log.contains("zero-copy sends: "), "{log}");
 }
+
+/// The figure after `label` in the reconnect report (e.g. "drops ").
+fn count_after(out: &str, label: &str) -> Option<u64> {
+    let i = out.find(label)? + label.len();
+    out[i..].split([' ', ',', '\n']).next()?.parse().ok()
+}
+
+#[test]
+fn the_reconnect_workload_drops_connections_takes_its_durable_opens_back_and_loses_nothing() {
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let pid = server.pid().expect("server pid").to_string();
+    let (ok, out) = bench(
+        &server,
+        &[
+            "reconnect",
+            "--connections",
+            "2",
+            "--io-size",
+            "64k",
+            "--file-size",
+            "4m",
+            "--queue-depth",
+            "8",
+            "--duration",
+            "3s",
+            "--drop-every",
+            "100ms",
+            "--server-pid",
+            &pid,
+        ],
+    );
+    assert!(ok, "{out}\n--- server log ---\n{}", server.log());
+    assert!(out.contains("result: clean"), "{out}");
+    let drops = count_after(&out, "drops ").expect("drops figure");
+    assert!(drops >= 10, "only {drops} drops in 3 s at ~100 ms: {out}");
+    assert_eq!(count_after(&out, "reconnects "), Some(drops), "{out}");
+    assert_eq!(count_after(&out, "mismatched reads "), Some(0), "{out}");
+    assert_eq!(
+        count_after(&out, "lost acknowledged writes "),
+        Some(0),
+        "{out}"
+    );
+    assert!(out.contains("server RSS"), "{out}");
+    eprintln!("{out}");
+}

@@ -14,6 +14,7 @@
 
 pub mod hist;
 pub mod pattern;
+mod reconnect;
 pub mod report;
 mod worker;
 
@@ -46,6 +47,11 @@ pub enum Workload {
     List,
     /// ECHO round trips (the floor of request latency).
     Echo,
+    /// Durable handles under dropped connections: verified random writes
+    /// and reads on a DH2Q open, the connection dropped every
+    /// `--drop-every` on average and the open taken back with DH2C; every
+    /// block checked at the end. Correctness, not speed.
+    Reconnect,
 }
 
 impl Workload {
@@ -60,6 +66,7 @@ impl Workload {
             Workload::Metadata => "metadata",
             Workload::List => "list",
             Workload::Echo => "echo",
+            Workload::Reconnect => "reconnect",
         }
     }
 
@@ -171,6 +178,11 @@ pub struct BenchArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+
+    /// `reconnect`: drop each connection after this long on average
+    /// (uniformly between half and one and a half times it).
+    #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_duration_ms)]
+    pub drop_every: u64,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -366,6 +378,9 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         negotiated: Mutex::new(None),
         args,
     });
+    if shared.args.workload == Workload::Reconnect {
+        return reconnect::run_all(shared, out);
+    }
     let mut handles = Vec::new();
     for t in 0..threads {
         let conns: Vec<usize> = (0..shared.conn_count())

@@ -165,7 +165,7 @@ fn token(kind: u64, idx: usize) -> u64 {
     (kind << 32) | idx as u64
 }
 
-fn now_filetime() -> u64 {
+pub(crate) fn now_filetime() -> u64 {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -393,7 +393,8 @@ impl Conn {
                     self.write(sh, tag, slot.offset, io)?;
                 }
             }
-            Workload::Echo => {
+            // Run by `reconnect.rs`, never here: an ECHO if it were.
+            Workload::Echo | Workload::Reconnect => {
                 self.smb.echo(tag)?;
             }
             Workload::Metadata => match slot.stage {
@@ -509,6 +510,7 @@ impl Conn {
                 let Reply::Create {
                     file_id,
                     end_of_file,
+                    ..
                 } = result.map_err(|e| format!("opening {}: {e}", self.file_name(sh)))?
                 else {
                     return Err("unexpected reply to CREATE".into());

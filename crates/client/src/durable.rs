@@ -1,0 +1,112 @@
+//! Durable opens from the client side ([MS-SMB2] 3.2.4.3.4, 3.2.4.4): a
+//! CREATE with DH2Q and a read-write-handle lease, and the DH2C that takes
+//! the open back on a new connection after the old one went.
+
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition, CreateOptions, FileAttributes, ImpersonationLevel,
+    LeaseFlags, LeaseState, OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{
+    tag, CreateContext, CreateRequest, DurableHandleReconnectV2, DurableHandleRequestV2, Lease,
+    LeaseV2,
+};
+use ringshare_wire::FileId;
+
+use crate::conn::ClientConn;
+use crate::error::ClientError;
+
+/// What makes an open durable and lets it be taken back: the lease key
+/// and the CreateGuid (both the client's choice, unique per open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Durable {
+    pub lease_key: [u8; 16],
+    pub create_guid: [u8; 16],
+    /// How long the server should keep the open once disconnected (ms;
+    /// 0: the server's default).
+    pub timeout_ms: u32,
+}
+
+const RWH: u32 = 7;
+
+fn lease_context(key: [u8; 16]) -> CreateContext<'static> {
+    let lease = Lease {
+        key,
+        state: LeaseState(RWH),
+        flags: LeaseFlags::empty(),
+        duration: 0,
+        v2: Some(LeaseV2 {
+            parent_key: [0; 16],
+            epoch: 0,
+        }),
+    };
+    CreateContext::new(tag::REQUEST_LEASE, lease.encode())
+}
+
+fn create_request(
+    name: &str,
+    access: u32,
+    disposition: CreateDisposition,
+    contexts: Vec<CreateContext<'static>>,
+) -> CreateRequest<'static> {
+    CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(0xFF),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(access),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(7),
+        create_disposition: disposition,
+        create_options: CreateOptions(0x40),
+        name: name.to_string(),
+        contexts,
+    }
+}
+
+impl ClientConn {
+    /// CREATE `name` (a file) with a read-write-handle lease and DH2Q
+    /// (SMB 3.x). Whether the server made it durable is in the reply
+    /// ([`crate::Reply::Create`]'s `durable`).
+    pub fn create_durable(
+        &mut self,
+        tag: u64,
+        name: &str,
+        access: u32,
+        disposition: CreateDisposition,
+        d: &Durable,
+    ) -> Result<u64, ClientError> {
+        let dh2q = DurableHandleRequestV2 {
+            timeout: d.timeout_ms,
+            flags: 0,
+            create_guid: d.create_guid,
+        };
+        let contexts = vec![
+            lease_context(d.lease_key),
+            CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, dh2q.encode()),
+        ];
+        let req = create_request(name, access, disposition, contexts);
+        self.request(tag, Command::CREATE, 1, |o| req.encode(o))
+    }
+
+    /// DH2C: take back the durable open `file_id` of `name` made with `d`,
+    /// on this connection (its ClientGuid and user must be the open's).
+    pub fn reconnect_durable(
+        &mut self,
+        tag: u64,
+        name: &str,
+        file_id: FileId,
+        d: &Durable,
+    ) -> Result<u64, ClientError> {
+        let dh2c = DurableHandleReconnectV2 {
+            file_id,
+            create_guid: d.create_guid,
+            flags: 0,
+        };
+        let contexts = vec![
+            lease_context(d.lease_key),
+            CreateContext::new(tag::DURABLE_HANDLE_RECONNECT_V2, dh2c.encode()),
+        ];
+        let req = create_request(name, 0, CreateDisposition::OPEN, contexts);
+        self.request(tag, Command::CREATE, 1, |o| req.encode(o))
+    }
+}
