@@ -8,6 +8,9 @@
 #   --multichannel  only smb2.session and smb2.multichannel
 #   --identity      only the ACL and access-check suites (smb2.acls, smb2.sdread,
 #                   smb2.maximum_allowed, smb2.delete-on-close-perms, smb2.create)
+#   --durable       only the durable-handle and replay suites (smb2.durable-open,
+#                   smb2.durable-open-disconnect, smb2.durable-v2-open, smb2.durable-v2-delay,
+#                   smb2.replay) and smb2.lock (its replay tests)
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -41,7 +44,12 @@ REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 
 DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinfo smb2.lock
     smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel
-    smb2.oplock smb2.lease smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms)
+    smb2.oplock smb2.lease smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms
+    smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open smb2.durable-v2-delay
+    smb2.replay)
+# Durable, resilient and replayed opens: `--durable` (smb2.lock holds the lock replay tests).
+DURABLE_SUITES=(smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open
+    smb2.durable-v2-delay smb2.replay smb2.lock)
 # Acting as the user, ACLs and access checks: `--identity`.
 IDENTITY_SUITES=(smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms smb2.create)
 # Sessions and multichannel (binding, channel signing, channel sequence): `--multichannel`.
@@ -61,6 +69,7 @@ while [ $# -gt 0 ]; do
     --quick) SUITES=("${QUICK_SUITES[@]}") ;;
     --multichannel) SUITES=("${MULTICHANNEL_SUITES[@]}") ;;
     --identity) SUITES=("${IDENTITY_SUITES[@]}") ;;
+    --durable) SUITES=("${DURABLE_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2

@@ -70,6 +70,7 @@ cleanup() {
     [ "$mounted" = 1 ] && umount -l "$share" 2>/dev/null || true
     [ "$mounted" = 0 ] && rm -rf "$share"
     rm -rf "$work"
+    [ "${made_user:-0}" = 1 ] && userdel "$user" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -86,6 +87,12 @@ cat > "$conf" <<EOF
 EOF
 user=rssoak
 pass=Soak-Pass-1
+# As root the server acts as each user's Unix account: make one for the soak user (removed at exit).
+made_user=0
+if [ "$(id -u)" = 0 ] && ! id -u "$user" >/dev/null 2>&1; then
+    useradd -M -N -s /usr/sbin/nologin "$user"
+    made_user=1
+fi
 printf '%s\n%s\n' "$pass" "$pass" | "$bin" user add "$user" --password-stdin --config "$conf" >/dev/null
 
 "$bin" serve --config "$conf" > "$work/serve.log" 2>&1 &
