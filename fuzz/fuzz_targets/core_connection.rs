@@ -104,6 +104,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
         ],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,
+        durable_v1_timeout_ms: 960_000,
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
         io_sizes: Default::default(),

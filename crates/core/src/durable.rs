@@ -355,9 +355,6 @@ pub(crate) fn ask(
     Ok(Ask::None)
 }
 
-/// How long a version 1 durable open is kept after its connection goes:
-/// 16 minutes, as Windows and Samba keep it.
-pub const V1_TIMEOUT_MS: u64 = 960_000;
 /// How long a version 2 durable open whose client asked for no particular
 /// time (Timeout 0) is kept: 60 s, as Windows Server 2012 and Samba.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
@@ -371,6 +368,7 @@ pub const MAX_TIMEOUT_MS: u64 = 300_000;
 /// continuously available), never on a share with `durable handles = no`.
 pub(crate) fn decide(
     ask: Ask,
+    v1_timeout_ms: u64,
     oplock_level: u8,
     lease_state: u32,
     allowed: bool,
@@ -388,7 +386,7 @@ pub(crate) fn decide(
         Ask::V1 => Some((
             Durability {
                 kind: Kind::V1,
-                timeout_ms: V1_TIMEOUT_MS,
+                timeout_ms: v1_timeout_ms,
                 create_guid: [0; 16],
                 client_guid,
                 owner,

@@ -121,6 +121,9 @@ pub struct ServerConfig {
     /// A connection without an authenticated session is closed this long after
     /// it was accepted (milliseconds).
     pub handshake_timeout_ms: u64,
+    /// How long a version 1 durable open (DHnQ) is kept after its
+    /// connection went (`durable handle timeout`; 16 minutes by default).
+    pub durable_v1_timeout_ms: u64,
     /// A connection with no open file, no pending request and no request for
     /// this long is closed (milliseconds; 0 = never).
     pub idle_timeout_ms: u64,

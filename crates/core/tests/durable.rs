@@ -713,3 +713,31 @@ fn a_storm_of_made_up_reconnects_finds_nothing_and_leaves_nothing() {
         o.file_id
     );
 }
+
+#[test]
+fn a_directory_is_never_made_durable() {
+    let (s, m) = server_and_mem();
+    let mut a = client(&s, &m, 1);
+    for ctx in [dhnq(), dh2q(0, 0, 3)] {
+        let req = CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel(BATCH),
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask(0x0012_0089),
+            file_attributes: FileAttributes(0),
+            share_access: ShareAccess(7),
+            create_disposition: D::OPEN_IF,
+            create_options: CreateOptions(1), // FILE_DIRECTORY_FILE
+            name: "dir".into(),
+            contexts: vec![ctx],
+        };
+        let tree = a.tree_id;
+        let msg = a.message(Command::CREATE, tree, |o| req.encode(o));
+        let r = a.send_frame(msg).remove(0);
+        let o = opened(&r);
+        assert_eq!(o.durable, None);
+    }
+    drop_connection(&mut a);
+    assert_eq!(s.parked_durables(), 0);
+}

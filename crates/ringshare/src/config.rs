@@ -182,6 +182,10 @@ pub struct Global {
     /// `handshake timeout` (ringshare extension, seconds): a connection that has no
     /// authenticated session this long after it was accepted is closed. Default 30.
     pub handshake_timeout_secs: u32,
+    /// `durable handle timeout` (ringshare extension, seconds): how long a version 1 durable
+    /// open (DHnQ) is kept after its connection went. Default 960 (16 minutes, as Windows and
+    /// Samba).
+    pub durable_handle_timeout_secs: u32,
     /// `log level` (also `debug level`): the leading number of Samba's `N class:M ...` form.
     pub log_level: u32,
     /// `smb passwd file`; default from [`default_smb_passwd_file`].
@@ -241,6 +245,7 @@ impl Default for Global {
             max_connections: 0,
             deadtime_minutes: 15,
             handshake_timeout_secs: 30,
+            durable_handle_timeout_secs: 960,
             log_level: 0,
             smb_passwd_file: default_smb_passwd_file(),
             listen: vec![default_listen()],

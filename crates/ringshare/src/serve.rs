@@ -154,6 +154,7 @@ pub fn server_config(
         shares,
         start_filetime,
         handshake_timeout_ms: u64::from(g.handshake_timeout_secs) * 1000,
+        durable_v1_timeout_ms: u64::from(g.durable_handle_timeout_secs) * 1000,
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
         multi_channel: g.multi_channel,
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),

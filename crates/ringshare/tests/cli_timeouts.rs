@@ -32,6 +32,22 @@ fn deadtime_and_handshake_timeout_have_defaults_and_parse() {
 }
 
 #[test]
+fn durable_handle_timeout_and_durable_handles_have_defaults_and_parse() {
+    let c = parse("").unwrap();
+    assert_eq!(c.global.durable_handle_timeout_secs, 960);
+    assert!(c.shares[0].durable_handles);
+    let text = format!(
+        "[global]\ndurable handle timeout = 120\n[s]\npath = {}\ndurable handles = no\n",
+        std::env::temp_dir().display()
+    );
+    let c = config::parse_str(&text, Path::new("t.conf")).unwrap();
+    assert_eq!(c.global.durable_handle_timeout_secs, 120);
+    assert!(!c.shares[0].durable_handles);
+    let e = parse("durable handle timeout = 0").unwrap_err();
+    assert!(e.to_string().contains("1 to 3600"), "{e}");
+}
+
+#[test]
 fn bad_timeout_values_stop_start_up_with_the_line() {
     let e = parse("handshake timeout = 0").unwrap_err();
     assert_eq!(e.line, 2, "{e}");

@@ -596,6 +596,7 @@ pub(crate) fn create(
     let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
     let durability = durable::decide(
         ask,
+        server.config.durable_v1_timeout_ms,
         grant.level,
         grant.lease_state,
         share.durable_handles,

@@ -131,6 +131,7 @@ enum Opt {
     MaxConnections,
     Deadtime,
     HandshakeTimeout,
+    DurableHandleTimeout,
     LogLevel,
     SmbPasswdFile,
     Listen,
@@ -212,6 +213,7 @@ fn classify(key: &str) -> Option<Opt> {
         "smb2 max trans" => Opt::Smb2MaxTrans,
         "deadtime" => Opt::Deadtime,
         "handshake timeout" => Opt::HandshakeTimeout,
+        "durable handle timeout" => Opt::DurableHandleTimeout,
         "log level" | "debug level" | "debuglevel" | "loglevel" => Opt::LogLevel,
         "smb passwd file" => Opt::SmbPasswdFile,
         "listen" => Opt::Listen,
@@ -706,6 +708,9 @@ impl<'a> Parser<'a> {
             }
             Opt::HandshakeTimeout => {
                 self.global.handshake_timeout_secs = self.seconds_value(line, key, value)?;
+            }
+            Opt::DurableHandleTimeout => {
+                self.global.durable_handle_timeout_secs = self.seconds_value(line, key, value)?;
             }
             Opt::LogLevel => {
                 self.global.log_level = parse_log_level(value).map_err(|m| self.err(line, m))?;
