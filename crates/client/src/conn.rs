@@ -443,19 +443,14 @@ impl ClientConn {
         disposition: CreateDisposition,
         options: u32,
     ) -> Result<u64, ClientError> {
-        let req = CreateRequest {
-            security_flags: 0,
-            requested_oplock_level: OplockLevel::NONE,
-            impersonation_level: ImpersonationLevel::IMPERSONATION,
-            smb_create_flags: 0,
-            desired_access: AccessMask(access),
-            file_attributes: FileAttributes(0),
-            share_access: ShareAccess(7),
-            create_disposition: disposition,
-            create_options: CreateOptions(options),
-            name: name.to_string(),
-            contexts: Vec::new(),
-        };
+        let req = create_request(
+            name,
+            access,
+            disposition,
+            options,
+            OplockLevel::NONE,
+            Vec::new(),
+        );
         self.request(tag, Command::CREATE, 1, |o| req.encode(o))
     }
 
@@ -1388,4 +1383,28 @@ fn verify(key: &SigningKey, hdr: &Header, msg: &mut [u8]) -> bool {
             cancel: false,
         },
     )
+}
+
+/// A CREATE of `name` sharing everything, as the bench and tests make them.
+pub(crate) fn create_request(
+    name: &str,
+    access: u32,
+    disposition: CreateDisposition,
+    options: u32,
+    oplock: OplockLevel,
+    contexts: Vec<ringshare_wire::create::CreateContext<'static>>,
+) -> CreateRequest<'static> {
+    CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: oplock,
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(access),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(7),
+        create_disposition: disposition,
+        create_options: CreateOptions(options),
+        name: name.to_string(),
+        contexts,
+    }
 }

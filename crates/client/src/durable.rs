@@ -2,17 +2,13 @@
 //! CREATE with DH2Q and a read-write-handle lease, and the DH2C that takes
 //! the open back on a new connection after the old one went.
 
-use ringshare_wire::consts::{
-    AccessMask, Command, CreateDisposition, CreateOptions, FileAttributes, ImpersonationLevel,
-    LeaseFlags, LeaseState, OplockLevel, ShareAccess,
-};
+use ringshare_wire::consts::{Command, CreateDisposition, LeaseFlags, LeaseState, OplockLevel};
 use ringshare_wire::create::{
-    tag, CreateContext, CreateRequest, DurableHandleReconnectV2, DurableHandleRequestV2, Lease,
-    LeaseV2,
+    tag, CreateContext, DurableHandleReconnectV2, DurableHandleRequestV2, Lease, LeaseV2,
 };
 use ringshare_wire::FileId;
 
-use crate::conn::ClientConn;
+use crate::conn::{create_request, ClientConn};
 use crate::error::ClientError;
 
 /// What makes an open durable and lets it be taken back: the lease key
@@ -42,27 +38,6 @@ fn lease_context(key: [u8; 16]) -> CreateContext<'static> {
     CreateContext::new(tag::REQUEST_LEASE, lease.encode())
 }
 
-fn create_request(
-    name: &str,
-    access: u32,
-    disposition: CreateDisposition,
-    contexts: Vec<CreateContext<'static>>,
-) -> CreateRequest<'static> {
-    CreateRequest {
-        security_flags: 0,
-        requested_oplock_level: OplockLevel(0xFF),
-        impersonation_level: ImpersonationLevel::IMPERSONATION,
-        smb_create_flags: 0,
-        desired_access: AccessMask(access),
-        file_attributes: FileAttributes(0),
-        share_access: ShareAccess(7),
-        create_disposition: disposition,
-        create_options: CreateOptions(0x40),
-        name: name.to_string(),
-        contexts,
-    }
-}
-
 impl ClientConn {
     /// CREATE `name` (a file) with a read-write-handle lease and DH2Q
     /// (SMB 3.x). Whether the server made it durable is in the reply
@@ -84,7 +59,7 @@ impl ClientConn {
             lease_context(d.lease_key),
             CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, dh2q.encode()),
         ];
-        let req = create_request(name, access, disposition, contexts);
+        let req = create_request(name, access, disposition, 0x40, OplockLevel(0xFF), contexts);
         self.request(tag, Command::CREATE, 1, |o| req.encode(o))
     }
 
@@ -106,7 +81,14 @@ impl ClientConn {
             lease_context(d.lease_key),
             CreateContext::new(tag::DURABLE_HANDLE_RECONNECT_V2, dh2c.encode()),
         ];
-        let req = create_request(name, 0, CreateDisposition::OPEN, contexts);
+        let req = create_request(
+            name,
+            0,
+            CreateDisposition::OPEN,
+            0x40,
+            OplockLevel(0xFF),
+            contexts,
+        );
         self.request(tag, Command::CREATE, 1, |o| req.encode(o))
     }
 }

@@ -433,8 +433,8 @@ pub(crate) fn reconnect(
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
 ) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
-    use ringshare_wire::consts::{CreateAction, FileAttributes, OplockLevel};
-    use ringshare_wire::create::{ContextTag, CreateResponse};
+    use ringshare_wire::consts::CreateAction;
+    use ringshare_wire::create::ContextTag;
     use ringshare_wire::NtStatus;
 
     let (file_id, create_guid) = match ask {
@@ -544,14 +544,7 @@ pub(crate) fn reconnect(
         let lease = caching.lease.and_then(|id| {
             let l = e.leases.iter_mut().find(|l| l.id == id)?;
             l.route = route;
-            Some(crate::oplock::Grant {
-                level: crate::oplock::LEVEL_LEASE,
-                lease_state: l.state,
-                lease_breaking: l.breaking_to.is_some(),
-                epoch: l.epoch,
-                v2: l.v2,
-                parent_key: l.parent_key,
-            })
+            Some(crate::oplock::Grant::of_lease(l))
         });
         (caching, lease)
     };
@@ -600,25 +593,13 @@ pub(crate) fn reconnect(
         let key = caching.lease.map_or([0; 16], |l| l.key);
         contexts.push(crate::cmd::create::lease_context(key, g));
     }
-    let [c, la, lw, ch] = crate::fileinfo::times(&attr);
-    let (eof, alloc) = crate::fileinfo::sizes(&attr);
-    let resp = CreateResponse {
-        oplock_level: OplockLevel(caching.level),
-        flags: 0,
-        create_action: CreateAction::OPENED,
-        creation_time: c.0,
-        last_access_time: la.0,
-        last_write_time: lw.0,
-        change_time: ch.0,
-        allocation_size: alloc,
-        end_of_file: eof,
-        file_attributes: FileAttributes(crate::fileinfo::attributes(&attr)),
+    let body = crate::cmd::create::response_body(
+        &attr,
+        caching.level,
+        CreateAction::OPENED,
         file_id,
         contexts,
-    };
-    let mut body = vec![0u8; 64];
-    resp.encode(&mut body);
-    let body = body.split_off(64);
+    );
     let mut session = lock(&sref);
     if session.closed {
         drop(session);
@@ -672,10 +653,8 @@ pub(crate) fn replay(
     cr: &ringshare_wire::create::CreateRequest<'_>,
     create_guid: [u8; 16],
 ) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
-    use ringshare_wire::consts::{CreateAction, FileAttributes, OplockLevel};
-    use ringshare_wire::create::{
-        tag, ContextTag, CreateContext, CreateResponse, DurableHandleRequestV2,
-    };
+    use ringshare_wire::consts::CreateAction;
+    use ringshare_wire::create::{tag, ContextTag, CreateContext, DurableHandleRequestV2};
     use ringshare_wire::NtStatus;
 
     let server = core.server.clone();
@@ -709,14 +688,7 @@ pub(crate) fn replay(
             e.leases
                 .iter()
                 .find(|l| l.id == id)
-                .map(|l| crate::oplock::Grant {
-                    level: crate::oplock::LEVEL_LEASE,
-                    lease_state: l.state,
-                    lease_breaking: l.breaking_to.is_some(),
-                    epoch: l.epoch,
-                    v2: l.v2,
-                    parent_key: l.parent_key,
-                })
+                .map(crate::oplock::Grant::of_lease)
         });
         (c, lease)
     };
@@ -750,28 +722,17 @@ pub(crate) fn replay(
             DurableHandleRequestV2::response(d.timeout_ms as u32, 0),
         ));
     }
-    let [ct, la, lw, ch] = crate::fileinfo::times(&attr);
-    let (eof, alloc) = crate::fileinfo::sizes(&attr);
-    let resp = CreateResponse {
-        oplock_level: OplockLevel(requested),
-        flags: 0,
-        create_action: CreateAction(action),
-        creation_time: ct.0,
-        last_access_time: la.0,
-        last_write_time: lw.0,
-        change_time: ch.0,
-        allocation_size: alloc,
-        end_of_file: eof,
-        file_attributes: FileAttributes(crate::fileinfo::attributes(&attr)),
-        file_id: ringshare_wire::FileId {
-            persistent: open.persistent_id,
-            volatile: open.id,
-        },
-        contexts,
+    let file_id = ringshare_wire::FileId {
+        persistent: open.persistent_id,
+        volatile: open.id,
     };
-    let mut body = vec![0u8; 64];
-    resp.encode(&mut body);
-    let body = body.split_off(64);
+    let body = crate::cmd::create::response_body(
+        &attr,
+        requested,
+        CreateAction(action),
+        file_id,
+        contexts,
+    );
     tracing::debug!(id = open.id, "replayed CREATE answered from its open");
     let mut r = crate::conn::Reply::ok(body);
     r.file_id = Some((open.persistent_id, open.id));

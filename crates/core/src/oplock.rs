@@ -403,14 +403,7 @@ pub(crate) fn grant(
             }
         };
         lease.route = route;
-        let g = Grant {
-            level: LEVEL_LEASE,
-            lease_state: lease.state,
-            lease_breaking: lease.breaking_to.is_some(),
-            epoch: lease.epoch,
-            v2: lease.v2,
-            parent_key: lease.parent_key,
-        };
+        let g = Grant::of_lease(lease);
         let c = &mut e.opens[me].caching;
         c.level = LEVEL_LEASE;
         c.lease = Some(id);
@@ -445,6 +438,20 @@ pub(crate) struct Grant {
     pub epoch: u16,
     pub v2: bool,
     pub parent_key: Option<[u8; 16]>,
+}
+
+impl Grant {
+    /// What CREATE answers for an open that holds `lease`.
+    pub(crate) fn of_lease(lease: &Lease) -> Grant {
+        Grant {
+            level: LEVEL_LEASE,
+            lease_state: lease.state,
+            lease_breaking: lease.breaking_to.is_some(),
+            epoch: lease.epoch,
+            v2: lease.v2,
+            parent_key: lease.parent_key,
+        }
+    }
 }
 
 /// An oplock break acknowledgment for open `owner` naming `level`

@@ -607,28 +607,11 @@ pub(crate) fn create(
         contexts.push(context);
         d
     });
-    let [c, la, lw, ch] = fileinfo::times(&attr);
-    let (eof, alloc) = fileinfo::sizes(&attr);
-    let resp = CreateResponse {
-        oplock_level: OplockLevel(grant.level),
-        flags: 0,
-        create_action: action,
-        creation_time: c.0,
-        last_access_time: la.0,
-        last_write_time: lw.0,
-        change_time: ch.0,
-        allocation_size: alloc,
-        end_of_file: eof,
-        file_attributes: FileAttributes(fileinfo::attributes(&attr)),
-        file_id: FileId {
-            persistent: persistent_id,
-            volatile: id,
-        },
-        contexts,
+    let file_id = FileId {
+        persistent: persistent_id,
+        volatile: id,
     };
-    let mut body = vec![0u8; 64];
-    resp.encode(&mut body);
-    let body = body.split_off(64);
+    let body = response_body(&attr, grant.level, action, file_id, contexts);
 
     let open = Open {
         who,
@@ -864,4 +847,33 @@ pub(crate) fn resolve_path(
         Err(FsError::PathNotFound | FsError::NotADirectory) => Err(NtStatus::OBJECT_PATH_NOT_FOUND),
         Err(e) => Err(status_of(e)),
     }
+}
+
+/// A CREATE response body for an open of a file with attributes `attr`.
+pub(crate) fn response_body(
+    attr: &ringshare_vfs::FileAttr,
+    oplock_level: u8,
+    action: CreateAction,
+    file_id: FileId,
+    contexts: Vec<CreateContext<'_>>,
+) -> Vec<u8> {
+    let [c, la, lw, ch] = fileinfo::times(attr);
+    let (eof, alloc) = fileinfo::sizes(attr);
+    let resp = CreateResponse {
+        oplock_level: OplockLevel(oplock_level),
+        flags: 0,
+        create_action: action,
+        creation_time: c.0,
+        last_access_time: la.0,
+        last_write_time: lw.0,
+        change_time: ch.0,
+        allocation_size: alloc,
+        end_of_file: eof,
+        file_attributes: FileAttributes(fileinfo::attributes(attr)),
+        file_id,
+        contexts,
+    };
+    let mut body = vec![0u8; 64];
+    resp.encode(&mut body);
+    body.split_off(64)
 }

@@ -392,20 +392,8 @@ struct Started<'a> {
 }
 
 fn setup(sh: &Shared, idx: usize) -> Result<Started<'_>, String> {
-    let seed =
-        super::worker::now_filetime() ^ ((idx as u64 + 1) << 48) ^ u64::from(std::process::id());
-    let opts = ClientOptions {
-        user: sh.user.clone(),
-        domain: sh.domain.clone(),
-        password: sh.password.clone(),
-        share_unc: format!("\\\\{}\\{}", sh.host, sh.share),
-        dialects: sh.dialects.clone(),
-        sign: sh.args.sign,
-        encrypt: sh.args.encrypt,
-        credits_target: sh.args.credits,
-        seed,
-        now_filetime: super::worker::now_filetime(),
-    };
+    let opts = super::worker::client_options(sh, idx);
+    let seed = opts.seed;
     let mut link = Link::open(sh, &opts)?;
     if link.smb.dialect().is_none_or(|d| d.0 < 0x0300) {
         return Err("the reconnect workload needs SMB 3 (DH2Q)".into());

@@ -165,7 +165,24 @@ fn token(kind: u64, idx: usize) -> u64 {
     (kind << 32) | idx as u64
 }
 
-pub(crate) fn now_filetime() -> u64 {
+/// How connection `idx` connects (its seed, and so its ClientGuid, its own).
+pub(crate) fn client_options(sh: &Shared, idx: usize) -> ClientOptions {
+    let seed = now_filetime() ^ ((idx as u64 + 1) << 48) ^ u64::from(std::process::id());
+    ClientOptions {
+        user: sh.user.clone(),
+        domain: sh.domain.clone(),
+        password: sh.password.clone(),
+        share_unc: format!("\\\\{}\\{}", sh.host, sh.share),
+        dialects: sh.dialects.clone(),
+        sign: sh.args.sign,
+        encrypt: sh.args.encrypt,
+        credits_target: sh.args.credits,
+        seed,
+        now_filetime: now_filetime(),
+    }
+}
+
+fn now_filetime() -> u64 {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -776,19 +793,8 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         .map_err(|e| format!("TCP_NODELAY: {e}"))?;
     let fd: OwnedFd = stream.into();
     let _ = net::set_socket_buffers(&fd, Some(4 << 20), Some(4 << 20));
-    let seed = now_filetime() ^ ((idx as u64 + 1) << 48) ^ u64::from(std::process::id());
-    let opts = ClientOptions {
-        user: sh.user.clone(),
-        domain: sh.domain.clone(),
-        password: sh.password.clone(),
-        share_unc: format!("\\\\{}\\{}", sh.host, sh.share),
-        dialects: sh.dialects.clone(),
-        sign: sh.args.sign,
-        encrypt: sh.args.encrypt,
-        credits_target: sh.args.credits,
-        seed,
-        now_filetime: now_filetime(),
-    };
+    let opts = client_options(sh, idx);
+    let seed = opts.seed;
     let io = sh.args.io_size as usize;
     let slots = if sh.args.workload == Workload::List {
         1
