@@ -85,6 +85,9 @@ pub(crate) struct Parked {
     pub share: String,
 }
 
+/// The most DH2Q CREATEs waiting for breaks remembered for replays.
+const PENDING_MAX: usize = 4096;
+
 /// The server's durable opens that have no connection, and the CreateGuids
 /// of version 2 durable opens (live and parked) for replay detection.
 #[derive(Default)]
@@ -96,6 +99,11 @@ pub(crate) struct Durables {
     /// (session id, open id), for replays ([MS-SMB2] 3.3.5.9.10: a replay
     /// is found only from the client that made the open).
     created: HashMap<([u8; 16], [u8; 16]), (u64, u64)>,
+    /// DH2Q CREATEs waiting for breaks, by (ClientGuid, CreateGuid): until
+    /// when a replay of one is told FILE_NOT_AVAILABLE (an entry past its
+    /// time, left by a CREATE cancelled or whose connection went, counts as
+    /// gone).
+    pending: HashMap<([u8; 16], [u8; 16]), u64>,
 }
 
 impl Durables {
@@ -112,6 +120,23 @@ impl Durables {
     pub(crate) fn forget(&mut self, guids: ([u8; 16], [u8; 16]), open_id: u64) {
         if self.created.get(&guids).is_some_and(|(_, o)| *o == open_id) {
             self.created.remove(&guids);
+        }
+    }
+
+    /// Note that the DH2Q CREATE `guids` waits for breaks (as of `now_ms`),
+    /// or no longer does. A wait is believed for one break timeout.
+    pub(crate) fn set_pending(&mut self, guids: ([u8; 16], [u8; 16]), waits: bool, now_ms: u64) {
+        if !waits {
+            self.pending.remove(&guids);
+            return;
+        }
+        if self.pending.len() >= PENDING_MAX {
+            // Full: drop the entries past their time.
+            self.pending.retain(|_, t| *t > now_ms);
+        }
+        if self.pending.len() < PENDING_MAX {
+            let until = now_ms + crate::oplock::BREAK_TIMEOUT_MS + crate::oplock::BREAK_RETRY_MS;
+            self.pending.insert(guids, until);
         }
     }
 
@@ -652,6 +677,7 @@ pub(crate) fn replay(
     req: &crate::conn::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     create_guid: [u8; 16],
+    retry: bool,
 ) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::create::{tag, ContextTag, CreateContext, DurableHandleRequestV2};
@@ -659,6 +685,17 @@ pub(crate) fn replay(
 
     let server = core.server.clone();
     let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    // The CREATE it replays is still waiting for breaks: not yet (Samba's
+    // answer; Windows says ACCESS_DENIED).
+    if req.hdr.is_replay()
+        && !retry
+        && lock(&server.durables)
+            .pending
+            .get(&(client_guid, create_guid))
+            .is_some_and(|t| *t > core.now.mono_ms)
+    {
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
     let Some((session_id, open_id)) = lock(&server.durables)
         .created
         .get(&(client_guid, create_guid))

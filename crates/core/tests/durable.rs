@@ -741,3 +741,42 @@ fn a_directory_is_never_made_durable() {
     drop_connection(&mut a);
     assert_eq!(s.parked_durables(), 0);
 }
+
+#[test]
+fn a_replay_of_a_dh2q_create_still_waiting_for_a_break_is_file_not_available() {
+    let (s, m) = server_and_mem();
+    let mut a = client(&s, &m, 1);
+    let held = opened(&create(&mut a, "p", BATCH, 7, vec![])).file_id;
+    let mut b = client(&s, &m, 2);
+    let first = create_msg(&mut b, "p", 0, 7, vec![dh2q(0, 0, 5)], 0);
+    let rs = b.send_frame(first);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0].status(), NtStatus::PENDING, "waits for A's break");
+    let r = create_flagged(
+        &mut b,
+        "p",
+        0,
+        7,
+        vec![dh2q(0, 0, 5)],
+        HeaderFlags::REPLAY_OPERATION.0,
+    );
+    assert_eq!(r.status(), NtStatus::FILE_NOT_AVAILABLE);
+    // A lets go; B's CREATE is answered, and a replay now finds its open.
+    a.pump();
+    assert_eq!(a.close(held).status(), NtStatus::SUCCESS);
+    let done = b.pump();
+    let made = done
+        .iter()
+        .find(|r| r.hdr.command == Command::CREATE && r.status() == NtStatus::SUCCESS)
+        .map(opened)
+        .expect("the waiting CREATE answered");
+    let again = create_flagged(
+        &mut b,
+        "p",
+        0,
+        7,
+        vec![dh2q(0, 0, 5)],
+        HeaderFlags::REPLAY_OPERATION.0,
+    );
+    assert_eq!(opened(&again).file_id, made.file_id);
+}

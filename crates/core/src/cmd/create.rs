@@ -126,6 +126,30 @@ pub(crate) fn create(
     req: &Req<'_>,
     retry: bool,
 ) -> Result<Option<Reply>, NtStatus> {
+    let mut dh2q = None;
+    let r = create_or_wait(core, req, retry, &mut dh2q);
+    if let Some(create_guid) = dh2q {
+        // A replay of a DH2Q CREATE that waits for breaks is told so
+        // ([`durable::replay`]) until this one is answered.
+        let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+        let waits = matches!(r, Ok(None));
+        lock(&core.server.durables).set_pending(
+            (client_guid, create_guid),
+            waits,
+            core.now.mono_ms,
+        );
+    }
+    r
+}
+
+/// [`create`]; `dh2q` gets the CreateGuid of a DH2Q context (when the
+/// request is not a reconnect or an answered replay).
+fn create_or_wait(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    retry: bool,
+    dh2q: &mut Option<[u8; 16]>,
+) -> Result<Option<Reply>, NtStatus> {
     let cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     // Durable handles: a reconnect looks at nothing else of the request
     // ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12).
@@ -137,9 +161,10 @@ pub(crate) fn create(
         return durable::reconnect(core, req, &cr, ask).map(Some);
     }
     if let durable::Ask::V2 { create_guid, .. } = ask {
-        if let Some(r) = durable::replay(core, req, &cr, create_guid)? {
+        if let Some(r) = durable::replay(core, req, &cr, create_guid, retry)? {
             return Ok(Some(r));
         }
+        *dh2q = Some(create_guid);
     }
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
