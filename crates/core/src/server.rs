@@ -130,6 +130,10 @@ pub struct ServerConfig {
     /// `server multi channel support`: 3.x NEGOTIATE advertises
     /// SMB2_GLOBAL_CAP_MULTI_CHANNEL and SESSION_SETUP accepts binding.
     pub multi_channel: bool,
+    /// Check LOCK's sequence numbers on durable opens and multichannel
+    /// sessions ([MS-SMB2] 3.3.5.14; off with Samba's `smb2 disable lock
+    /// sequence checking`).
+    pub lock_sequence_checking: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize for SMB 2.1 and later.
     pub io_sizes: IoSizes,
     /// `guest account`: the Unix account guest and anonymous sessions act as.

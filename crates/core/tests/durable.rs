@@ -780,3 +780,19 @@ fn a_replay_of_a_dh2q_create_still_waiting_for_a_break_is_file_not_available() {
     );
     assert_eq!(opened(&again).file_id, made.file_id);
 }
+
+#[test]
+fn with_lock_sequence_checking_off_a_repeated_lock_is_a_new_lock() {
+    let mem = MemShare::new();
+    let s = server_with(&mem, |c| c.lock_sequence_checking = false);
+    let mut a = client(&s, &mem, 1);
+    let o = opened(&create(&mut a, "l", BATCH, 7, vec![dh2q(0, 0, 1)]));
+    let seq = (1 << 4) | 3;
+    let lk = EXCLUSIVE | FAIL_IMMEDIATELY;
+    assert_eq!(lock_seq(&mut a, o.file_id, 0, lk, seq).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        lock_seq(&mut a, o.file_id, 0, lk, seq).status(),
+        NtStatus::LOCK_NOT_GRANTED,
+        "not taken for a replay: the range is locked"
+    );
+}

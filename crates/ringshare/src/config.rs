@@ -226,6 +226,9 @@ pub struct Global {
     /// `server multi channel support`: SMB 3 clients may bind several
     /// connections to one session. Default yes (as in Samba 4.15 and later).
     pub multi_channel: bool,
+    /// `smb2 disable lock sequence checking` (as in Samba): LOCK's sequence numbers are not
+    /// checked on durable opens and multichannel sessions ([MS-SMB2] 3.3.5.14). Default no.
+    pub disable_lock_sequence_checking: bool,
     /// `smb2 max read`, `smb2 max write`, `smb2 max trans` (bytes, `K`/`M` suffixes
     /// allowed): the largest READ, WRITE and other payload advertised to SMB 2.1+
     /// clients. Default 8 MiB each (as in Samba); 64 KiB to 8 MiB.
@@ -261,6 +264,7 @@ impl Default for Global {
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             multi_channel: true,
+            disable_lock_sequence_checking: false,
             smb2_max_read: 8 << 20,
             smb2_max_write: 8 << 20,
             smb2_max_trans: 8 << 20,

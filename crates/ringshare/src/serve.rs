@@ -157,6 +157,7 @@ pub fn server_config(
         durable_v1_timeout_ms: u64::from(g.durable_handle_timeout_secs) * 1000,
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
         multi_channel: g.multi_channel,
+        lock_sequence_checking: !g.disable_lock_sequence_checking,
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
         guest_account: g.guest_account.clone(),
         homes,

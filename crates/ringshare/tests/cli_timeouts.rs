@@ -43,6 +43,9 @@ fn durable_handle_timeout_and_durable_handles_have_defaults_and_parse() {
     let c = config::parse_str(&text, Path::new("t.conf")).unwrap();
     assert_eq!(c.global.durable_handle_timeout_secs, 120);
     assert!(!c.shares[0].durable_handles);
+    assert!(!c.global.disable_lock_sequence_checking);
+    let c = parse("smb2 disable lock sequence checking = yes").unwrap();
+    assert!(c.global.disable_lock_sequence_checking);
     let e = parse("durable handle timeout = 0").unwrap_err();
     assert!(e.to_string().contains("1 to 3600"), "{e}");
 }

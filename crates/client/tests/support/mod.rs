@@ -79,6 +79,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
         durable_v1_timeout_ms: 960_000,
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
+        lock_sequence_checking: true,
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         homes: None,

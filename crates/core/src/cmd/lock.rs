@@ -51,7 +51,10 @@ fn sequence_of(
 ) -> Option<(usize, u8)> {
     let dialect = core.dialect()?.0;
     let index = lr.lock_sequence_index as usize;
-    if dialect == ringshare_wire::consts::Dialect::SMB2_0_2.0 || !(1..=64).contains(&index) {
+    if dialect == ringshare_wire::consts::Dialect::SMB2_0_2.0
+        || !(1..=64).contains(&index)
+        || !core.server.config.lock_sequence_checking
+    {
         return None;
     }
     let multi_channel =

@@ -228,6 +228,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         durable_v1_timeout_ms: 960_000,
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
+        lock_sequence_checking: true,
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         homes: None,

@@ -149,6 +149,7 @@ enum Opt {
     ZerocopySend,
     SendTimeout,
     MultiChannel,
+    DisableLockSequenceChecking,
     Smb2MaxRead,
     Smb2MaxWrite,
     Smb2MaxTrans,
@@ -207,6 +208,7 @@ fn classify(key: &str) -> Option<Opt> {
         "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
+        "smb2 disable lock sequence checking" => Opt::DisableLockSequenceChecking,
         "max connections" => Opt::MaxConnections,
         "smb2 max read" => Opt::Smb2MaxRead,
         "smb2 max write" => Opt::Smb2MaxWrite,
@@ -684,6 +686,9 @@ impl<'a> Parser<'a> {
             }
             Opt::MultiChannel => {
                 self.global.multi_channel = self.bool_value(line, key, value)?;
+            }
+            Opt::DisableLockSequenceChecking => {
+                self.global.disable_lock_sequence_checking = self.bool_value(line, key, value)?;
             }
             Opt::Smb2MaxRead | Opt::Smb2MaxWrite | Opt::Smb2MaxTrans => {
                 let n = self.io_size_value(line, key, value)?;
