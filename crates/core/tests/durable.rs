@@ -789,7 +789,10 @@ fn with_lock_sequence_checking_off_a_repeated_lock_is_a_new_lock() {
     let o = opened(&create(&mut a, "l", BATCH, 7, vec![dh2q(0, 0, 1)]));
     let seq = (1 << 4) | 3;
     let lk = EXCLUSIVE | FAIL_IMMEDIATELY;
-    assert_eq!(lock_seq(&mut a, o.file_id, 0, lk, seq).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        lock_seq(&mut a, o.file_id, 0, lk, seq).status(),
+        NtStatus::SUCCESS
+    );
     assert_eq!(
         lock_seq(&mut a, o.file_id, 0, lk, seq).status(),
         NtStatus::LOCK_NOT_GRANTED,
