@@ -291,5 +291,5 @@ fuzz_target!(|data: &[u8]| {
     h.now.mono_ms += 60 * 60_000;
     h.conn.handle_timeout(h.now);
     h.pump();
-    h.conn.shutdown();
+    h.conn.shutdown(h.now);
 });
