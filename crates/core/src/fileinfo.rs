@@ -44,14 +44,18 @@ pub(crate) fn attributes(a: &FileAttr) -> u32 {
     }
 }
 
-/// Creation, last access, last write and change times.
+/// Creation, last access, last write and change times. The creation time is
+/// the one stored with the DOS attributes (a client may have set it), else
+/// the birth time, else the older of mtime and ctime. The change time is the
+/// last write time, as Samba reports it (POSIX cannot set a ctime, and a
+/// client that sets both sees both back).
 pub(crate) fn times(a: &FileAttr) -> [FileTime; 4] {
-    let created = a.btime.unwrap_or(a.mtime.min(a.ctime));
+    let created = a.create_time.or(a.btime).unwrap_or(a.mtime.min(a.ctime));
     [
         FileTime::from_unix_nanos(created),
         FileTime::from_unix_nanos(a.atime),
         FileTime::from_unix_nanos(a.mtime),
-        FileTime::from_unix_nanos(a.ctime),
+        FileTime::from_unix_nanos(a.mtime),
     ]
 }
 

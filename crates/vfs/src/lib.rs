@@ -37,6 +37,7 @@ pub fn server_who() -> Who {
     ringshare_engine::creds::server()
 }
 
+pub mod dosattrib;
 pub mod memory;
 pub mod posix;
 
@@ -218,8 +219,11 @@ pub struct FileAttr {
     pub ctime: UnixNanos,
     /// Birth time when the filesystem reports one.
     pub btime: Option<UnixNanos>,
-    /// DOS attributes stored by the backend (user.DOSATTRIB-like), if any.
+    /// DOS attributes stored by the backend (Samba's `user.DOSATTRIB`), if any.
     pub dos_attributes: Option<u32>,
+    /// The creation time stored with them (a client may set it; POSIX
+    /// cannot set a birth time), if any; read with the DOS attributes.
+    pub create_time: Option<UnixNanos>,
 }
 
 impl FileAttr {
@@ -421,6 +425,7 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
         self.stat().map(|a| FileAttr {
             dos_attributes: None,
+            create_time: None,
             ..a
         })
     }
@@ -638,10 +643,32 @@ pub fn ea_name_is_valid(name: &str) -> bool {
             .all(|b| b.is_ascii() && !b.is_ascii_control() && !b"\"*/:<>?\\|".contains(&b))
 }
 
-/// True for a name in the backend's own namespace ([`EA_RESERVED_PREFIX`]).
+/// The names (compared case-insensitively) under which Samba keeps its own
+/// metadata in `user.` xattrs (DOS attributes and creation time, POSIX ACL
+/// inheritance, streams, netatalk's Finder info): hidden from clients and
+/// not settable by them, as Samba hides them, so a share Samba served shows
+/// the same EAs through ringshare.
+pub const SAMBA_PRIVATE_EA_NAMES: [&str; 4] = [
+    "DOSATTRIB",
+    "SAMBA_PAI",
+    "SAMBA_STREAMS",
+    "org.netatalk.Metadata",
+];
+/// Prefix of Samba's `streams_xattr` stream names.
+pub const SAMBA_STREAM_EA_PREFIX: &str = "DosStream.";
+
+/// True for a name in the backend's own namespace ([`EA_RESERVED_PREFIX`])
+/// or Samba's ([`SAMBA_PRIVATE_EA_NAMES`], [`SAMBA_STREAM_EA_PREFIX`]).
 pub fn ea_name_is_reserved(name: &str) -> bool {
-    name.get(..EA_RESERVED_PREFIX.len())
-        .is_some_and(|p| p.eq_ignore_ascii_case(EA_RESERVED_PREFIX))
+    let has_prefix = |prefix: &str| {
+        name.get(..prefix.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+    };
+    has_prefix(EA_RESERVED_PREFIX)
+        || has_prefix(SAMBA_STREAM_EA_PREFIX)
+        || SAMBA_PRIVATE_EA_NAMES
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
 }
 
 /// The checks every backend's [`Node::set_ea`] makes first; returns the name

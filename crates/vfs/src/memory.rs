@@ -273,6 +273,7 @@ impl State {
             ctime: i.ctime,
             btime: Some(i.btime),
             dos_attributes: i.dos,
+            create_time: None,
         })
     }
 }

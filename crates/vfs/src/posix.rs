@@ -149,7 +149,7 @@ fn kind_of(mode: u16) -> FileKind {
     }
 }
 
-fn attr_from_statx(st: &Statx, dos_attributes: Option<u32>) -> FileAttr {
+fn attr_from_statx(st: &Statx, dos: Option<crate::dosattrib::DosInfo>) -> FileAttr {
     let btime = if st.stx_mask & StatxFlags::BTIME.bits() != 0 {
         Some(nanos(&st.stx_btime))
     } else {
@@ -169,7 +169,8 @@ fn attr_from_statx(st: &Statx, dos_attributes: Option<u32>) -> FileAttr {
         mtime: nanos(&st.stx_mtime),
         ctime: nanos(&st.stx_ctime),
         btime,
-        dos_attributes,
+        dos_attributes: dos.map(|d| d.attributes),
+        create_time: dos.and_then(|d| d.create_time),
     }
 }
 
@@ -203,50 +204,79 @@ fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
     }
 }
 
-fn decode_dos(buf: &[u8; 8], res: Result<usize, Errno>) -> Option<u32> {
+/// ringshare's former DOS attribute value (`user.ringshare.dosattrib`, four
+/// bytes), still read where no `user.DOSATTRIB` is, and replaced by one on
+/// the next change.
+pub(crate) fn decode_dos(buf: &[u8], res: Result<usize, Errno>) -> Option<u32> {
     match res {
         Ok(4) => Some(u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]])),
         _ => None,
     }
 }
 
-/// [`DOS_ATTRIB_XATTR`] with its NUL, for `getxattrat`.
-const DOS_ATTRIB_XATTR_C: &CStr = c"user.ringshare.dosattrib";
-
-/// DOS attributes of an open fd; `None` when absent, malformed or unsupported.
-/// Read as `who` (the thread acts as it), and as the server when the kernel
-/// refuses `who` (a file the user may not read still shows its attributes,
-/// as on Samba).
-fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<u32> {
-    let mut buf = [0u8; 8];
-    let get = |buf: &mut [u8; 8]| match rustix::fs::fgetxattr(fd, DOS_ATTRIB_XATTR, &mut *buf) {
-        // O_PATH fd: go through its /proc link (`getxattrat` on the fd
-        // itself is EBADF too).
-        Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), DOS_ATTRIB_XATTR, buf),
-        r => r,
-    };
-    match get(&mut buf) {
-        Err(e) if is_refusal(e) => {
-            let r = as_server(who, || Ok(get(&mut buf))).ok()?;
-            decode_dos(&buf, r)
+/// A `user.DOSATTRIB` value read into `buf`, or else (no such attribute)
+/// the former ringshare one, read with `legacy`.
+fn decode_either(
+    buf: &[u8],
+    res: Result<usize, Errno>,
+    legacy: impl FnOnce(&mut [u8]) -> Result<usize, Errno>,
+) -> Option<crate::dosattrib::DosInfo> {
+    match res {
+        Ok(n) => crate::dosattrib::decode(&buf[..n]),
+        Err(Errno::NODATA) => {
+            let mut old = [0u8; 8];
+            let r = legacy(&mut old);
+            decode_dos(&old, r).map(|attributes| crate::dosattrib::DosInfo {
+                attributes,
+                create_time: None,
+            })
         }
-        r => decode_dos(&buf, r),
+        Err(_) => None,
     }
 }
 
-/// DOS attributes of entry `name` of directory `dir` (a symlink's own, never
-/// its target's): one `getxattrat(2)` where the kernel has it (6.13), else a
-/// lookup through `/proc/self/fd/N/name`, which costs about three times as
-/// much.
-fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<u32> {
-    let mut buf = [0u8; 8];
-    let get = |buf: &mut [u8; 8]| -> Result<usize, Errno> {
+/// `user.DOSATTRIB` with its NUL, for `getxattrat`.
+const DOSATTRIB_C: &CStr = c"user.DOSATTRIB";
+/// [`DOS_ATTRIB_XATTR`] with its NUL, for `getxattrat`.
+const DOS_ATTRIB_XATTR_C: &CStr = c"user.ringshare.dosattrib";
+
+/// DOS attributes and creation time of an open fd; `None` when absent,
+/// malformed or unsupported. Read as `who` (the thread acts as it), and as
+/// the server when the kernel refuses `who` (a file the user may not read
+/// still shows its attributes, as on Samba).
+pub(crate) fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<crate::dosattrib::DosInfo> {
+    let get = |name: &str, buf: &mut [u8]| match rustix::fs::fgetxattr(fd, name, &mut *buf) {
+        // O_PATH fd: go through its /proc link (`getxattrat` on the fd
+        // itself is EBADF too).
+        Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, buf),
+        r => r,
+    };
+    let read = || {
+        let mut buf = [0u8; crate::dosattrib::READ_MAX];
+        let r = get(crate::dosattrib::XATTR, &mut buf);
+        if matches!(r, Err(e) if is_refusal(e)) {
+            return Err(());
+        }
+        Ok(decode_either(&buf, r, |b| get(DOS_ATTRIB_XATTR, b)))
+    };
+    match read() {
+        Ok(d) => d,
+        Err(()) => as_server(who, || Ok(read())).ok()?.ok()?,
+    }
+}
+
+/// DOS attributes and creation time of entry `name` of directory `dir` (a
+/// symlink's own, never its target's): one `getxattrat(2)` where the kernel
+/// has it (6.13), else a lookup through `/proc/self/fd/N/name`, which costs
+/// about three times as much.
+fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<crate::dosattrib::DosInfo> {
+    let get = |xattr: &CStr, buf: &mut [u8]| -> Result<usize, Errno> {
         // A name from getdents has at most 255 bytes; build its C string on the stack.
         let mut cname = [0u8; 256];
         if !name.is_empty() && name.len() < cname.len() && !name.contains('\0') {
             cname[..name.len()].copy_from_slice(name.as_bytes());
             if let Ok(c) = CStr::from_bytes_until_nul(&cname) {
-                match ringshare_engine::sys::getxattrat(dir, c, DOS_ATTRIB_XATTR_C, buf) {
+                match ringshare_engine::sys::getxattrat(dir, c, xattr, buf) {
                     Ok(n) => return Ok(n),
                     Err(e) if e.raw_os_error() != Some(Errno::NOSYS.raw_os_error()) => {
                         return Err(Errno::from_io_error(&e).unwrap_or(Errno::IO))
@@ -255,14 +285,20 @@ fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<u32> {
                 }
             }
         }
-        rustix::fs::lgetxattr(proc_path(dir, Some(name)), DOS_ATTRIB_XATTR, buf)
+        let xattr = xattr.to_str().map_err(|_| Errno::INVAL)?;
+        rustix::fs::lgetxattr(proc_path(dir, Some(name)), xattr, buf)
     };
-    match get(&mut buf) {
-        Err(e) if is_refusal(e) => {
-            let r = as_server(who, || Ok(get(&mut buf))).ok()?;
-            decode_dos(&buf, r)
+    let read = || {
+        let mut buf = [0u8; crate::dosattrib::READ_MAX];
+        let r = get(DOSATTRIB_C, &mut buf);
+        if matches!(r, Err(e) if is_refusal(e)) {
+            return Err(());
         }
-        r => decode_dos(&buf, r),
+        Ok(decode_either(&buf, r, |b| get(DOS_ATTRIB_XATTR_C, b)))
+    };
+    match read() {
+        Ok(d) => d,
+        Err(()) => as_server(who, || Ok(read())).ok()?.ok()?,
     }
 }
 

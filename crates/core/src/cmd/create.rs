@@ -367,6 +367,7 @@ fn create_or_wait(
     let attr = match &existing {
         Some(pre) if !created && (found.dev, found.ino) == (pre.dev, pre.ino) => FileAttr {
             dos_attributes: pre.dos_attributes,
+            create_time: pre.create_time,
             ..found
         },
         None if created => found,

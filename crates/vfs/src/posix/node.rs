@@ -53,6 +53,58 @@ impl PosixNode {
         crate::share_writable(self.read_only)
     }
 
+    /// Store DOS attributes and a creation time in `user.DOSATTRIB` (version
+    /// 5, as Samba 4.17 writes it); what is not given keeps its stored value,
+    /// else the attributes the file shows (ARCHIVE, or DIRECTORY) and the
+    /// creation time it shows (birth time, else the older of mtime and
+    /// ctime), so nothing a client sees changes. A former
+    /// `user.ringshare.dosattrib` is removed.
+    fn write_dos(&self, attrs: Option<u32>, create_time: Option<UnixNanos>) -> FsResult<()> {
+        self.act()?;
+        let now = read_dos_fd(&self.who, self.fd.as_fd());
+        let attributes =
+            attrs
+                .or(now.map(|d| d.attributes))
+                .unwrap_or(if self.kind == FileKind::Directory {
+                    0x10
+                } else {
+                    0x20
+                });
+        let create_time = match create_time.or(now.and_then(|d| d.create_time)) {
+            Some(t) => t,
+            None => {
+                let st = statx_fd(self.fd.as_fd()).map_err(fd_errno_to_fs)?;
+                let a = attr_from_statx(&st, None);
+                a.btime.unwrap_or(a.mtime.min(a.ctime))
+            }
+        };
+        let value = crate::dosattrib::encode(attributes, create_time);
+        let name = crate::dosattrib::XATTR;
+        self.as_user_then_server(|| {
+            match rustix::fs::fsetxattr(&self.fd, name, &value, XattrFlags::empty()) {
+                Err(Errno::BADF) => rustix::fs::setxattr(
+                    proc_path(self.fd.as_fd(), None),
+                    name,
+                    &value,
+                    XattrFlags::empty(),
+                ),
+                // Where xattrs are unsupported, attributes are not kept.
+                Err(e) if is_unsupported(e) => Ok(()),
+                r => r,
+            }
+        })?;
+        let _ = self.as_user_then_server(|| {
+            match rustix::fs::fremovexattr(&self.fd, DOS_ATTRIB_XATTR) {
+                Err(Errno::BADF) => {
+                    rustix::fs::removexattr(proc_path(self.fd.as_fd(), None), DOS_ATTRIB_XATTR)
+                }
+                Err(Errno::NODATA) => Ok(()),
+                r => r,
+            }
+        });
+        Ok(())
+    }
+
     fn check_data_write(&self) -> FsResult<()> {
         crate::data_writable(self.read_only, self.kind, self.writable)
     }
@@ -299,6 +351,10 @@ impl Node for PosixNode {
 
     fn set_times(&self, times: &SetTimes) -> FsResult<()> {
         self.check_writable_share()?;
+        if let Some(t) = times.btime {
+            // POSIX has no way to set a birth time: kept in user.DOSATTRIB.
+            self.write_dos(None, Some(t))?;
+        }
         if times.atime.is_none() && times.mtime.is_none() {
             return Ok(());
         }
@@ -473,21 +529,7 @@ impl Node for PosixNode {
 
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.check_writable_share()?;
-        let value = attrs.to_le_bytes();
-        let r = self.as_user_then_server(|| {
-            match rustix::fs::fsetxattr(&self.fd, DOS_ATTRIB_XATTR, &value, XattrFlags::empty()) {
-                Err(Errno::BADF) => rustix::fs::setxattr(
-                    proc_path(self.fd.as_fd(), None),
-                    DOS_ATTRIB_XATTR,
-                    &value,
-                    XattrFlags::empty(),
-                ),
-                // Where xattrs are unsupported, attributes are not kept.
-                Err(e) if is_unsupported(e) => Ok(()),
-                r => r,
-            }
-        });
-        r
+        self.write_dos(Some(attrs), None)
     }
 
     fn set_mode(&self, mode: u32) -> FsResult<()> {

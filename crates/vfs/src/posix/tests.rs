@@ -61,11 +61,147 @@ fn stat_only_node_sets_and_reads_metadata_through_proc() {
     .unwrap();
     assert_eq!(node.stat().unwrap().mtime, t);
     node.set_dos_attributes(0x21).unwrap();
-    let mut probe = [0u8; 8];
-    let xattrs = rustix::fs::getxattr(dir.join("f"), DOS_ATTRIB_XATTR, &mut probe).is_ok();
+    let mut probe = [0u8; 256];
+    let xattrs = rustix::fs::getxattr(dir.join("f"), "user.DOSATTRIB", &mut probe).is_ok();
     if xattrs {
         assert_eq!(node.stat().unwrap().dos_attributes, Some(0x21));
     }
+}
+
+/// A directory of the system temp dir with xattr support, or `None`.
+fn xattr_dir(tag: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("ringshare-dos-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = dir.join("probe");
+    std::fs::write(&probe, b"").unwrap();
+    let ok = rustix::fs::setxattr(&probe, "user.x", b"1", rustix::fs::XattrFlags::empty()).is_ok();
+    ok.then_some(dir)
+}
+
+#[test]
+fn a_creation_time_set_is_kept_in_samba_dosattrib_with_the_attributes() {
+    let Some(dir) = xattr_dir("btime") else {
+        return;
+    };
+    std::fs::write(dir.join("f"), b"data").unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let who = crate::server_who();
+    let opened = share
+        .open(
+            &who,
+            &RelPath::from_components(["f"]).unwrap(),
+            &OpenOptions {
+                write: true,
+                ..OpenOptions::read_existing()
+            },
+        )
+        .unwrap();
+    let node = opened.node;
+    node.set_dos_attributes(0x22).unwrap();
+    let created = -58_000_000_000_000_000; // 1968
+    node.set_times(&SetTimes {
+        atime: None,
+        mtime: None,
+        btime: Some(created),
+    })
+    .unwrap();
+    let a = node.stat().unwrap();
+    assert_eq!(
+        (a.dos_attributes, a.create_time),
+        (Some(0x22), Some(created))
+    );
+    // What Samba 4.17 reads: a version 5 value.
+    let mut buf = [0u8; 256];
+    let n = rustix::fs::getxattr(dir.join("f"), "user.DOSATTRIB", &mut buf).unwrap();
+    assert_eq!(&buf[..n], &crate::dosattrib::encode(0x22, created));
+    // Attributes changed later keep the creation time.
+    node.set_dos_attributes(0x21).unwrap();
+    let a = share
+        .stat(&who, &RelPath::from_components(["f"]).unwrap())
+        .unwrap();
+    assert_eq!(
+        (a.dos_attributes, a.create_time),
+        (Some(0x21), Some(created))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_former_ringshare_attribute_value_is_read_and_replaced_by_dosattrib() {
+    let Some(dir) = xattr_dir("legacy") else {
+        return;
+    };
+    let f = dir.join("old");
+    std::fs::write(&f, b"").unwrap();
+    rustix::fs::setxattr(
+        &f,
+        DOS_ATTRIB_XATTR,
+        &0x23u32.to_le_bytes(),
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let who = crate::server_who();
+    let path = RelPath::from_components(["old"]).unwrap();
+    assert_eq!(share.stat(&who, &path).unwrap().dos_attributes, Some(0x23));
+    let node = share
+        .open(
+            &who,
+            &path,
+            &OpenOptions {
+                write: true,
+                ..OpenOptions::read_existing()
+            },
+        )
+        .unwrap()
+        .node;
+    node.set_dos_attributes(0x21).unwrap();
+    let mut buf = [0u8; 8];
+    assert!(
+        rustix::fs::getxattr(&f, DOS_ATTRIB_XATTR, &mut buf).is_err(),
+        "the former value is removed"
+    );
+    assert_eq!(share.stat(&who, &path).unwrap().dos_attributes, Some(0x21));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_dosattrib_written_by_samba_is_read() {
+    let Some(dir) = xattr_dir("samba") else {
+        return;
+    };
+    let f = dir.join("from-samba");
+    std::fs::write(&f, b"").unwrap();
+    // Samba 4.17's value: HIDDEN | ARCHIVE, created 1970-01-01T00:16:40Z.
+    let v5 = [
+        0, 0, 5, 0, 5, 0, 0, 0, 0x11, 0, 0, 0, 0x22, 0, 0, 0, 0, 0x64, 0x4a, 0x29, 0xe1, 0xb1,
+        0x9d, 0x01,
+    ];
+    rustix::fs::setxattr(&f, "user.DOSATTRIB", &v5, rustix::fs::XattrFlags::empty()).unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let who = crate::server_who();
+    let a = share
+        .stat(&who, &RelPath::from_components(["from-samba"]).unwrap())
+        .unwrap();
+    assert_eq!(a.dos_attributes, Some(0x22));
+    assert_eq!(a.create_time, Some(1_000_000_000_000));
+    let root = share
+        .open(
+            &who,
+            &RelPath::root(),
+            &OpenOptions {
+                directory: true,
+                ..OpenOptions::read_existing()
+            },
+        )
+        .unwrap()
+        .node;
+    assert_eq!(
+        root.stat_entry("from-samba").unwrap().create_time,
+        Some(1_000_000_000_000)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
