@@ -204,41 +204,16 @@ fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
     }
 }
 
-/// ringshare's former DOS attribute value (`user.ringshare.dosattrib`, four
-/// bytes), still read where no `user.DOSATTRIB` is, and replaced by one on
-/// the next change.
-pub(crate) fn decode_dos(buf: &[u8], res: Result<usize, Errno>) -> Option<u32> {
-    match res {
-        Ok(4) => Some(u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]])),
-        _ => None,
-    }
-}
-
-/// A `user.DOSATTRIB` value read into `buf`, or else (no such attribute)
-/// the former ringshare one, read with `legacy`.
-fn decode_either(
-    buf: &[u8],
-    res: Result<usize, Errno>,
-    legacy: impl FnOnce(&mut [u8]) -> Result<usize, Errno>,
-) -> Option<crate::dosattrib::DosInfo> {
-    match res {
-        Ok(n) => crate::dosattrib::decode(&buf[..n]),
-        Err(Errno::NODATA) => {
-            let mut old = [0u8; 8];
-            let r = legacy(&mut old);
-            decode_dos(&old, r).map(|attributes| crate::dosattrib::DosInfo {
-                attributes,
-                create_time: None,
-            })
-        }
-        Err(_) => None,
-    }
+/// A `user.DOSATTRIB` value read into `buf` (`None` when there is none or
+/// it is malformed). ringshare's former `user.ringshare.dosattrib` is not
+/// read here (it would cost every file without a DOSATTRIB a second
+/// lookup): scripts/migrate-dos-attributes.sh converts a tree once.
+fn decode_read(buf: &[u8], res: Result<usize, Errno>) -> Option<crate::dosattrib::DosInfo> {
+    res.ok().and_then(|n| crate::dosattrib::decode(&buf[..n]))
 }
 
 /// `user.DOSATTRIB` with its NUL, for `getxattrat`.
 const DOSATTRIB_C: &CStr = c"user.DOSATTRIB";
-/// [`DOS_ATTRIB_XATTR`] with its NUL, for `getxattrat`.
-const DOS_ATTRIB_XATTR_C: &CStr = c"user.ringshare.dosattrib";
 
 /// DOS attributes and creation time of an open fd; `None` when absent,
 /// malformed or unsupported. Read as `who` (the thread acts as it), and as
@@ -257,7 +232,7 @@ pub(crate) fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<crate::dosatt
         if matches!(r, Err(e) if is_refusal(e)) {
             return Err(());
         }
-        Ok(decode_either(&buf, r, |b| get(DOS_ATTRIB_XATTR, b)))
+        Ok(decode_read(&buf, r))
     };
     match read() {
         Ok(d) => d,
@@ -294,7 +269,7 @@ fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<crate::dosa
         if matches!(r, Err(e) if is_refusal(e)) {
             return Err(());
         }
-        Ok(decode_either(&buf, r, |b| get(DOS_ATTRIB_XATTR_C, b)))
+        Ok(decode_read(&buf, r))
     };
     match read() {
         Ok(d) => d,

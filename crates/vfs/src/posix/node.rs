@@ -57,8 +57,7 @@ impl PosixNode {
     /// 5, as Samba 4.17 writes it); what is not given keeps its stored value,
     /// else the attributes the file shows (ARCHIVE, or DIRECTORY) and the
     /// creation time it shows (birth time, else the older of mtime and
-    /// ctime), so nothing a client sees changes. A former
-    /// `user.ringshare.dosattrib` is removed.
+    /// ctime), so nothing a client sees changes.
     fn write_dos(&self, attrs: Option<u32>, create_time: Option<UnixNanos>) -> FsResult<()> {
         self.act()?;
         let now = read_dos_fd(&self.who, self.fd.as_fd());
@@ -93,15 +92,6 @@ impl PosixNode {
                 r => r,
             }
         })?;
-        let _ = self.as_user_then_server(|| {
-            match rustix::fs::fremovexattr(&self.fd, DOS_ATTRIB_XATTR) {
-                Err(Errno::BADF) => {
-                    rustix::fs::removexattr(proc_path(self.fd.as_fd(), None), DOS_ATTRIB_XATTR)
-                }
-                Err(Errno::NODATA) => Ok(()),
-                r => r,
-            }
-        });
         Ok(())
     }
 

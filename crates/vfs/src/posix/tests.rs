@@ -128,41 +128,49 @@ fn a_creation_time_set_is_kept_in_samba_dosattrib_with_the_attributes() {
 }
 
 #[test]
-fn a_former_ringshare_attribute_value_is_read_and_replaced_by_dosattrib() {
+fn the_migration_script_turns_former_ringshare_attributes_into_dosattrib() {
     let Some(dir) = xattr_dir("legacy") else {
         return;
     };
     let f = dir.join("old");
     std::fs::write(&f, b"").unwrap();
-    rustix::fs::setxattr(
-        &f,
-        DOS_ATTRIB_XATTR,
-        &0x23u32.to_le_bytes(),
-        rustix::fs::XattrFlags::empty(),
-    )
-    .unwrap();
+    let xf = rustix::fs::XattrFlags::empty();
+    rustix::fs::setxattr(&f, DOS_ATTRIB_XATTR, &0x23u32.to_le_bytes(), xf).unwrap();
+    let kept = dir.join("has-both");
+    std::fs::write(&kept, b"").unwrap();
+    rustix::fs::setxattr(&kept, DOS_ATTRIB_XATTR, &0x21u32.to_le_bytes(), xf).unwrap();
+    let v5 = crate::dosattrib::encode(0x22, 1_000_000_000_000);
+    rustix::fs::setxattr(&kept, "user.DOSATTRIB", &v5, xf).unwrap();
     let share = PosixShare::new(&dir).unwrap();
     let who = crate::server_who();
     let path = RelPath::from_components(["old"]).unwrap();
+    assert_eq!(
+        share.stat(&who, &path).unwrap().dos_attributes,
+        None,
+        "not read"
+    );
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/migrate-dos-attributes.sh"
+    );
+    let out = std::process::Command::new(script)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
     assert_eq!(share.stat(&who, &path).unwrap().dos_attributes, Some(0x23));
-    let node = share
-        .open(
-            &who,
-            &path,
-            &OpenOptions {
-                write: true,
-                ..OpenOptions::read_existing()
-            },
-        )
-        .unwrap()
-        .node;
-    node.set_dos_attributes(0x21).unwrap();
     let mut buf = [0u8; 8];
     assert!(
         rustix::fs::getxattr(&f, DOS_ATTRIB_XATTR, &mut buf).is_err(),
-        "the former value is removed"
+        "removed"
     );
-    assert_eq!(share.stat(&who, &path).unwrap().dos_attributes, Some(0x21));
+    // A DOSATTRIB already there wins.
+    let both = RelPath::from_components(["has-both"]).unwrap();
+    let a = share.stat(&who, &both).unwrap();
+    assert_eq!(
+        (a.dos_attributes, a.create_time),
+        (Some(0x22), Some(1_000_000_000_000))
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -287,14 +295,6 @@ fn entry_dos_attributes_read_back_with_and_without_getxattrat() {
         );
         ringshare_engine::sys::pretend_getxattrat_is_missing();
     }
-}
-
-#[test]
-fn malformed_dos_xattr_reads_as_none() {
-    assert_eq!(decode_dos(&[1, 0, 0, 0, 0, 0, 0, 0], Ok(4)), Some(1));
-    assert_eq!(decode_dos(&[1, 0, 0, 0, 9, 0, 0, 0], Ok(5)), None);
-    assert_eq!(decode_dos(&[0; 8], Ok(2)), None);
-    assert_eq!(decode_dos(&[0; 8], Err(Errno::NODATA)), None);
 }
 
 #[test]
