@@ -861,6 +861,17 @@ impl Connection {
             // A close may end what a parked CREATE waits for.
             self.retry_waiting_creates();
         }
+        if hdr.command == Command::SESSION_SETUP
+            && reply.status.is_error()
+            && self
+                .core
+                .session(session_id)
+                .is_none_or(|s| crate::server::lock(&s).closed)
+        {
+            // A failed re-authentication ended the session: its waiting
+            // CHANGE_NOTIFYs end too (smbtorture smb2.notify.invalid-reauth).
+            self.cleanup_session_notifies(session_id, None);
+        }
         if hdr.command == Command::LOGOFF && !reply.status.is_error() {
             self.async_ops.retain(|_, op| op.session_id != session_id);
         }
@@ -971,6 +982,7 @@ impl Connection {
         match cmd_id {
             Command::LOGOFF => {
                 self.settle_waiting_locks(req.session_id);
+                self.cleanup_session_notifies(req.session_id, None);
                 return cmd::session_setup::logoff(&mut self.core, req).map(Handled::Reply);
             }
             Command::ECHO => return cmd::echo::handle(req).map(Handled::Reply),
@@ -997,6 +1009,7 @@ impl Connection {
         }
         match cmd_id {
             Command::TREE_DISCONNECT => {
+                self.cleanup_session_notifies(req.session_id, Some(req.tree_id));
                 cmd::tree::disconnect(&mut self.core, req).map(Handled::Reply)
             }
             Command::CREATE => cmd::create::handle(&mut self.core, req),

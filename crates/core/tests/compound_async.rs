@@ -272,3 +272,100 @@ fn logoff_grants_a_lock_waiting_on_a_handle_of_the_same_session_before_closing_i
         .iter()
         .any(|r| r.hdr.command == Command::LOGOFF && r.status() == NtStatus::SUCCESS));
 }
+
+#[test]
+fn a_tree_disconnect_completes_the_trees_change_notify_with_notify_cleanup_first() {
+    let mut c = Client::new();
+    let d = c
+        .create("watched-tdis", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    let interim = c.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    let tree = c.tree_id;
+    let rs = c.call_all(Command::TREE_DISCONNECT, tree, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0]);
+    });
+    let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Command::CHANGE_NOTIFY, NtStatus::NOTIFY_CLEANUP),
+            (Command::TREE_DISCONNECT, NtStatus::SUCCESS)
+        ]
+    );
+    assert_eq!(rs[0].hdr.async_id(), interim.hdr.async_id());
+}
+
+#[test]
+fn a_logoff_completes_the_sessions_change_notifies_with_notify_cleanup_first() {
+    let mut c = Client::new();
+    let d = c
+        .create(
+            "watched-logoff",
+            GENERIC_READ,
+            D::CREATE,
+            FILE_DIRECTORY_FILE,
+        )
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    assert_eq!(c.send_frame(m).remove(0).status(), NtStatus::PENDING);
+    let rs = c.call_all(Command::LOGOFF, 0, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0]);
+    });
+    let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Command::CHANGE_NOTIFY, NtStatus::NOTIFY_CLEANUP),
+            (Command::LOGOFF, NtStatus::SUCCESS)
+        ]
+    );
+}
+
+#[test]
+fn a_tree_disconnect_leaves_another_trees_change_notify_waiting() {
+    let mut c = Client::new();
+    let d = c
+        .create(
+            "watched-other",
+            GENERIC_READ,
+            D::CREATE,
+            FILE_DIRECTORY_FILE,
+        )
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    assert_eq!(c.send_frame(m).remove(0).status(), NtStatus::PENDING);
+    let ro = c.ro_tree_id;
+    let rs = c.call_all(Command::TREE_DISCONNECT, ro, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0]);
+    });
+    let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
+    assert_eq!(got, vec![(Command::TREE_DISCONNECT, NtStatus::SUCCESS)]);
+}
+
+#[test]
+fn a_failed_re_authentication_completes_the_sessions_change_notifies() {
+    let mut c = Client::new();
+    let d = c
+        .create(
+            "watched-reauth",
+            GENERIC_READ,
+            D::CREATE,
+            FILE_DIRECTORY_FILE,
+        )
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    let interim = c.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    // A re-authentication with a wrong password: the session ends.
+    let mut seen = Vec::new();
+    let status = c.log_on_seeing("alice", "wrong", 0, &mut seen);
+    assert_eq!(status, NtStatus::LOGON_FAILURE);
+    let cleanup = seen
+        .iter()
+        .find(|r| r.hdr.command == Command::CHANGE_NOTIFY)
+        .expect("the waiting CHANGE_NOTIFY answered");
+    assert_eq!(cleanup.status(), NtStatus::NOTIFY_CLEANUP);
+    assert_eq!(cleanup.hdr.async_id(), interim.hdr.async_id());
+}

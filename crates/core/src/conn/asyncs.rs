@@ -151,6 +151,32 @@ impl Connection {
         }
     }
 
+    /// Before a TREE_DISCONNECT (`tree` set) or LOGOFF (every tree) closes
+    /// the directories of `session_id`: their waiting CHANGE_NOTIFYs end with
+    /// NOTIFY_CLEANUP, answered first while the session can still sign them
+    /// ([MS-SMB2] 3.3.5.19; Samba answers them before the reply too).
+    pub(super) fn cleanup_session_notifies(&mut self, session_id: u64, tree: Option<u32>) {
+        let on_tree = |open_id: u64| {
+            tree.is_none_or(|t| {
+                crate::opens::by_id(&self.core, session_id, open_id).is_some_and(|o| o.tree_id == t)
+            })
+        };
+        let ids: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| {
+                op.session_id == session_id
+                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if on_tree(n.open_id))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(op) = self.async_ops.remove(&id) {
+                self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
+            }
+        }
+    }
+
     /// Before a LOGOFF closes a session's files: close the ones no blocking
     /// lock waits on first, and give the waiting locks one last try, as a
     /// server closing the files one by one would (Windows and Samba answer a

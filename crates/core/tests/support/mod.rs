@@ -330,6 +330,19 @@ impl Client {
     /// SESSION_SETUP as `user` with `password` (on this client's session when
     /// it has one: a re-authentication) to the end; the last status.
     pub fn log_on(&mut self, user: &str, password: &str, previous: u64) -> NtStatus {
+        let mut others = Vec::new();
+        self.log_on_seeing(user, password, previous, &mut others)
+    }
+
+    /// [`Client::log_on`], collecting in `others` the responses to other
+    /// requests that came with the SESSION_SETUP replies.
+    pub fn log_on_seeing(
+        &mut self,
+        user: &str,
+        password: &str,
+        previous: u64,
+        others: &mut Vec<Resp>,
+    ) -> NtStatus {
         let mut auth = ClientAuth::new(user, "", password);
         let mut server_token: Option<Vec<u8>> = None;
         loop {
@@ -347,7 +360,13 @@ impl Client {
                 previous_session_id: previous,
                 security_buffer: &token,
             };
-            let r = self.call(Command::SESSION_SETUP, 0, |o| req.encode(o));
+            let mut rs = self.call_all(Command::SESSION_SETUP, 0, |o| req.encode(o));
+            let at = rs
+                .iter()
+                .position(|r| r.hdr.command == Command::SESSION_SETUP)
+                .expect("a SESSION_SETUP response");
+            let r = rs.remove(at);
+            others.extend(rs);
             if r.status() != NtStatus::SUCCESS && r.status() != NtStatus::MORE_PROCESSING_REQUIRED {
                 return r.status();
             }
@@ -426,6 +445,18 @@ impl Client {
         let mut rs = self.send_frame(m);
         assert!(!rs.is_empty(), "no response to {cmd:?}");
         rs.remove(0)
+    }
+
+    /// Send one request and return every response it brought (in order).
+    pub fn call_all(
+        &mut self,
+        cmd: Command,
+        tree: u32,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Vec<Resp> {
+        let mut m = self.message(cmd, tree, body);
+        self.sign(&mut m);
+        self.send_frame(m)
     }
 
     /// Send several messages as one compound frame (each after the first related
