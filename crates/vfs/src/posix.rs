@@ -220,15 +220,27 @@ const DOSATTRIB_C: &CStr = c"user.DOSATTRIB";
 /// the server when the kernel refuses `who` (a file the user may not read
 /// still shows its attributes, as on Samba).
 pub(crate) fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<crate::dosattrib::DosInfo> {
-    let get = |name: &str, buf: &mut [u8]| match rustix::fs::fgetxattr(fd, name, &mut *buf) {
-        // O_PATH fd: go through its /proc link (`getxattrat` on the fd
-        // itself is EBADF too).
-        Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, buf),
-        r => r,
-    };
+    read_dos_with(who, |buf| {
+        match rustix::fs::fgetxattr(fd, crate::dosattrib::XATTR, &mut *buf) {
+            // O_PATH fd: go through its /proc link (`getxattrat` on the fd
+            // itself is EBADF too).
+            Err(Errno::BADF) => {
+                rustix::fs::getxattr(proc_path(fd, None), crate::dosattrib::XATTR, buf)
+            }
+            r => r,
+        }
+    })
+}
+
+/// The stored DOS information `get` reads into its buffer: as `who` (the
+/// thread acts as it), and as the server when the kernel refuses `who`.
+fn read_dos_with(
+    who: &Who,
+    get: impl Fn(&mut [u8]) -> Result<usize, Errno>,
+) -> Option<crate::dosattrib::DosInfo> {
     let read = || {
         let mut buf = [0u8; crate::dosattrib::READ_MAX];
-        let r = get(crate::dosattrib::XATTR, &mut buf);
+        let r = get(&mut buf);
         if matches!(r, Err(e) if is_refusal(e)) {
             return Err(());
         }
@@ -245,7 +257,8 @@ pub(crate) fn read_dos_fd(who: &Who, fd: BorrowedFd<'_>) -> Option<crate::dosatt
 /// has it (6.13), else a lookup through `/proc/self/fd/N/name`, which costs
 /// about three times as much.
 fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<crate::dosattrib::DosInfo> {
-    let get = |xattr: &CStr, buf: &mut [u8]| -> Result<usize, Errno> {
+    read_dos_with(who, |buf: &mut [u8]| -> Result<usize, Errno> {
+        let xattr = DOSATTRIB_C;
         // A name from getdents has at most 255 bytes; build its C string on the stack.
         let mut cname = [0u8; 256];
         if !name.is_empty() && name.len() < cname.len() && !name.contains('\0') {
@@ -260,21 +273,8 @@ fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<crate::dosa
                 }
             }
         }
-        let xattr = xattr.to_str().map_err(|_| Errno::INVAL)?;
-        rustix::fs::lgetxattr(proc_path(dir, Some(name)), xattr, buf)
-    };
-    let read = || {
-        let mut buf = [0u8; crate::dosattrib::READ_MAX];
-        let r = get(DOSATTRIB_C, &mut buf);
-        if matches!(r, Err(e) if is_refusal(e)) {
-            return Err(());
-        }
-        Ok(decode_read(&buf, r))
-    };
-    match read() {
-        Ok(d) => d,
-        Err(()) => as_server(who, || Ok(read())).ok()?.ok()?,
-    }
+        rustix::fs::lgetxattr(proc_path(dir, Some(name)), crate::dosattrib::XATTR, buf)
+    })
 }
 
 /// The file `fd` refers to, with its DOS attributes, looked at as `who`.
