@@ -266,6 +266,9 @@ pub(crate) enum Notice {
     },
     /// A break this connection's requests wait for may have ended: try them again.
     Retry,
+    /// Session `session_id` was ended from another connection (a new
+    /// session named it as PreviousSessionId): its waiting requests end.
+    SessionEnded { session_id: u64 },
 }
 
 /// A connection's inbox of notices from other connections (they may run on

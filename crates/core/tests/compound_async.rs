@@ -369,3 +369,61 @@ fn a_failed_re_authentication_completes_the_sessions_change_notifies() {
     assert_eq!(cleanup.status(), NtStatus::NOTIFY_CLEANUP);
     assert_eq!(cleanup.hdr.async_id(), interim.hdr.async_id());
 }
+
+#[test]
+fn a_new_session_ending_the_previous_one_completes_its_change_notifies() {
+    let mem = ringshare_vfs::memory::MemShare::new();
+    let server = server(&mem, ringshare_core::SigningPolicy::IfRequired);
+    let mut a = Client::on(server.clone(), mem.clone(), Options::default());
+    let d = a
+        .create("watched-prev", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
+        .unwrap();
+    let m = notify_msg(&mut a, d);
+    let interim = a.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    // The same user reconnects on a new connection naming A's session.
+    let mut b = Client::negotiated(
+        server,
+        mem,
+        ringshare_wire::consts::Dialect::SMB3_1_1,
+        [9; 16],
+    );
+    b.session_setup_after(a.session_id);
+    let rs = a.pump();
+    let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
+    assert_eq!(
+        got,
+        vec![(Command::CHANGE_NOTIFY, NtStatus::NOTIFY_CLEANUP)]
+    );
+    assert_eq!(rs[0].hdr.async_id(), interim.hdr.async_id());
+}
+
+#[test]
+fn a_new_session_on_the_same_connection_ending_the_previous_one_completes_its_change_notifies() {
+    let mut c = Client::new();
+    let d = c
+        .create(
+            "watched-prev-same",
+            GENERIC_READ,
+            D::CREATE,
+            FILE_DIRECTORY_FILE,
+        )
+        .unwrap();
+    let m = notify_msg(&mut c, d);
+    let interim = c.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    let previous = c.session_id;
+    c.session_id = 0;
+    c.signing = None;
+    let mut seen = Vec::new();
+    assert_eq!(
+        c.log_on_seeing("alice", "secret", previous, &mut seen),
+        NtStatus::SUCCESS
+    );
+    let cleanup = seen
+        .iter()
+        .find(|r| r.hdr.command == Command::CHANGE_NOTIFY)
+        .expect("the waiting CHANGE_NOTIFY answered");
+    assert_eq!(cleanup.status(), NtStatus::NOTIFY_CLEANUP);
+    assert_eq!(cleanup.hdr.async_id(), interim.hdr.async_id());
+}

@@ -705,15 +705,22 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
     }
     tracing::debug!(previous, "a reconnecting client ends its previous session");
     // Its durable opens wait for the client to reconnect them.
-    let id = {
+    let (id, channels) = {
         let mut s = lock(&old);
         s.closed = true;
-        s.channels.clear();
+        let channels = std::mem::take(&mut s.channels);
         crate::durable::park_or_close_all(&server, &mut s, core.now.mono_ms);
-        s.id
+        (s.id, channels)
     };
     server.remove_session(id);
     core.sessions.remove(&previous);
+    // Its connections answer what waits on it (CHANGE_NOTIFY: NOTIFY_CLEANUP).
+    for conn_id in channels {
+        server.post(
+            conn_id,
+            crate::server::Notice::SessionEnded { session_id: id },
+        );
+    }
 }
 
 /// [MS-SMB2] 3.3.5.6: LOGOFF on any channel ends the session everywhere:

@@ -46,6 +46,9 @@ impl Connection {
             }
             match notice {
                 crate::server::Notice::Retry => retry = true,
+                crate::server::Notice::SessionEnded { session_id } => {
+                    self.cleanup_session_notifies(session_id, None);
+                }
                 n => self.send_notice(n),
             }
         }
@@ -130,7 +133,7 @@ impl Connection {
         use crate::server::Notice;
         use ringshare_wire::misc::OplockBreak;
         let (session_id, body) = match notice {
-            Notice::Retry => return,
+            Notice::Retry | Notice::SessionEnded { .. } => return,
             Notice::OplockBreak {
                 session_id,
                 file_id,
