@@ -857,7 +857,7 @@ impl Connection {
             job.related_error = reply.status.is_error().then_some(reply.status);
         }
         if let (Some((_, open_id)), false) = (closing, reply.status.is_error()) {
-            self.cleanup_notifies(session_id, open_id);
+            self.cleanup_notifies(session_id, asyncs::NotifyScope::Open(open_id));
             // A close may end what a parked CREATE waits for.
             self.retry_waiting_creates();
         }
@@ -870,7 +870,7 @@ impl Connection {
         {
             // A failed re-authentication ended the session: its waiting
             // CHANGE_NOTIFYs end too (smbtorture smb2.notify.invalid-reauth).
-            self.cleanup_session_notifies(session_id, None);
+            self.cleanup_notifies(session_id, asyncs::NotifyScope::Session);
         }
         if hdr.command == Command::LOGOFF && !reply.status.is_error() {
             self.async_ops.retain(|_, op| op.session_id != session_id);
@@ -982,7 +982,7 @@ impl Connection {
         match cmd_id {
             Command::LOGOFF => {
                 self.settle_waiting_locks(req.session_id);
-                self.cleanup_session_notifies(req.session_id, None);
+                self.cleanup_notifies(req.session_id, asyncs::NotifyScope::Session);
                 return cmd::session_setup::logoff(&mut self.core, req).map(Handled::Reply);
             }
             Command::ECHO => return cmd::echo::handle(req).map(Handled::Reply),
@@ -1009,7 +1009,7 @@ impl Connection {
         }
         match cmd_id {
             Command::TREE_DISCONNECT => {
-                self.cleanup_session_notifies(req.session_id, Some(req.tree_id));
+                self.cleanup_notifies(req.session_id, asyncs::NotifyScope::Tree(req.tree_id));
                 cmd::tree::disconnect(&mut self.core, req).map(Handled::Reply)
             }
             Command::CREATE => cmd::create::handle(&mut self.core, req),

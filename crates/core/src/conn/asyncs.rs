@@ -132,41 +132,25 @@ impl Connection {
         }
     }
 
-    /// A directory handle was closed: its pending CHANGE_NOTIFYs complete with
-    /// STATUS_NOTIFY_CLEANUP ([MS-SMB2] 3.3.5.10).
-    pub(super) fn cleanup_notifies(&mut self, session_id: u64, open_id: u64) {
-        let ids: Vec<u64> = self
-            .async_ops
-            .iter()
-            .filter(|(_, op)| {
-                op.session_id == session_id
-                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if n.open_id == open_id)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            if let Some(op) = self.async_ops.remove(&id) {
-                self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
-            }
-        }
-    }
-
-    /// Before a TREE_DISCONNECT (`tree` set) or LOGOFF (every tree) closes
-    /// the directories of `session_id`: their waiting CHANGE_NOTIFYs end with
-    /// NOTIFY_CLEANUP, answered first while the session can still sign them
-    /// ([MS-SMB2] 3.3.5.19; Samba answers them before the reply too).
-    pub(super) fn cleanup_session_notifies(&mut self, session_id: u64, tree: Option<u32>) {
-        let on_tree = |open_id: u64| {
-            tree.is_none_or(|t| {
+    /// The waiting CHANGE_NOTIFYs of `session_id` on the directories that
+    /// `which` ends complete with NOTIFY_CLEANUP ([MS-SMB2] 3.3.5.10,
+    /// 3.3.5.19). For a TREE_DISCONNECT or LOGOFF this runs before the
+    /// command, while the session can still sign them (Samba answers them
+    /// before the reply too).
+    pub(super) fn cleanup_notifies(&mut self, session_id: u64, which: NotifyScope) {
+        let ended = |open_id: u64| match which {
+            NotifyScope::Open(id) => open_id == id,
+            NotifyScope::Tree(t) => {
                 crate::opens::by_id(&self.core, session_id, open_id).is_some_and(|o| o.tree_id == t)
-            })
+            }
+            NotifyScope::Session => true,
         };
         let ids: Vec<u64> = self
             .async_ops
             .iter()
             .filter(|(_, op)| {
                 op.session_id == session_id
-                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if on_tree(n.open_id))
+                    && matches!(&op.work, cmd::AsyncWork::Notify(n) if ended(n.open_id))
             })
             .map(|(id, _)| *id)
             .collect();
@@ -211,4 +195,16 @@ impl Connection {
             self.poll_async(id);
         }
     }
+}
+
+/// Which of a session's directory handles a [`Connection::cleanup_notifies`]
+/// is about.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum NotifyScope {
+    /// The handle with this volatile id (it was closed).
+    Open(u64),
+    /// Every handle of this tree (TREE_DISCONNECT).
+    Tree(u32),
+    /// Every handle of the session (LOGOFF, or the session ended).
+    Session,
 }

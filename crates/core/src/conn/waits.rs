@@ -47,7 +47,7 @@ impl Connection {
             match notice {
                 crate::server::Notice::Retry => retry = true,
                 crate::server::Notice::SessionEnded { session_id } => {
-                    self.cleanup_session_notifies(session_id, None);
+                    self.cleanup_notifies(session_id, super::asyncs::NotifyScope::Session);
                 }
                 n => self.send_notice(n),
             }
