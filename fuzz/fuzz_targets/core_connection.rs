@@ -83,6 +83,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
             template: None,
             nt_acl_xattr: true,
             durable_handles: true,
+            root_key: Default::default(),
             encrypt,
         })
     };

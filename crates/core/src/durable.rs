@@ -218,6 +218,8 @@ pub(crate) fn park_or_close_all(
 
 /// Park one open: its share-mode entry stays, routed nowhere.
 fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u64) {
+    // Nobody is left to answer: its change-notify watch ends.
+    crate::notify::end_open(server, &open);
     {
         let mut e = lock(&open.entry);
         for s in e.opens.iter_mut().filter(|s| s.owner == open.id) {
@@ -587,6 +589,8 @@ pub(crate) fn reconnect(
             create_action: s.create_action,
             replay_eligible: s.create_guid.is_some(),
             lock_sequences: s.lock_sequences.clone(),
+            watch: None,
+            notify_on_close: s.notify_on_close,
         }
     };
     let open = Open {

@@ -20,6 +20,7 @@ pub mod io;
 mod ipc;
 pub mod limits;
 pub mod locks;
+mod notify;
 mod ntsd;
 mod opens;
 pub mod oplock;

@@ -18,7 +18,8 @@ pub const COMPOUND_COMMANDS_MAX: usize = 64;
 pub const CREDITS_MAX: u16 = 8192;
 /// Credits granted per response at most.
 pub const CREDITS_GRANT_PER_RESPONSE_MAX: u16 = CREDITS_MAX;
-/// Credit charge of one request at most (8 MiB / 64 KiB).
+/// Credit charge the largest payload needs (8 MiB / 64 KiB); a request may
+/// be charged more (the credit window bounds it).
 pub const CREDIT_CHARGE_MAX: u16 = (IO_SIZE_MAX / 65536) as u16;
 /// Sessions per connection.
 pub const SESSIONS_PER_CONNECTION_MAX: usize = 64;
@@ -45,6 +46,16 @@ pub const OUTPUT_BUFFER_MAX: u32 = IO_SIZE_MAX;
 /// Durable opens kept after their connection went, server-wide; past it the
 /// one nearest its timeout is closed (with a log line).
 pub const DISCONNECTED_OPENS_MAX: usize = 16384;
+/// Directory handles watched by CHANGE_NOTIFY, server-wide; past it a new
+/// watch gets INSUFFICIENT_RESOURCES.
+pub const NOTIFY_WATCHERS_MAX: usize = 65536;
+/// Bytes of changes one watched handle keeps between requests (or its first
+/// request's OutputBufferLength if smaller); past it they are dropped and
+/// the next request gets NOTIFY_ENUM_DIR.
+pub const NOTIFY_BUFFER_BYTES_MAX: usize = 64 * 1024;
+/// Bytes of changes kept by all watched handles together; the handle whose
+/// change would cross it drops its buffer (NOTIFY_ENUM_DIR).
+pub const NOTIFY_BUFFERED_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// How often a blocked lock is retried, in milliseconds.
 pub const BLOCKING_LOCK_RETRY_MS: u64 = 10;
 

@@ -12,6 +12,7 @@ use ringshare_wire::consts::Dialect;
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::conn::{ConnCore, Req};
+use crate::notify;
 use crate::server::{lock, IoSizes, ServerState};
 use crate::state::{Open, Session, TreeKind};
 
@@ -82,9 +83,20 @@ pub(crate) fn by_id(core: &ConnCore, session_id: u64, open_id: u64) -> Option<Ar
 
 /// Move an open's FilePositionInformation after a read or write ended at `end`
 /// (the open may have been closed while the I/O ran: then nothing happens).
-pub(crate) fn set_position(core: &mut ConnCore, session_id: u64, open_id: u64, end: u64) {
+/// A write also has the handle's close report the file MODIFIED.
+pub(crate) fn set_position(
+    core: &mut ConnCore,
+    session_id: u64,
+    open_id: u64,
+    end: u64,
+    wrote: bool,
+) {
     if let Some(open) = by_id(core, session_id, open_id) {
-        lock(&open.state).position = end;
+        let mut st = lock(&open.state);
+        st.position = end;
+        if wrote {
+            st.notify_on_close |= notify::filter::LAST_WRITE | notify::filter::SIZE;
+        }
     }
 }
 
@@ -116,12 +128,16 @@ pub(crate) fn close_open(
     } else {
         None
     };
-    let create_guid = lock(&open.state).create_guid;
+    notify::end_open(server, &open);
+    let (create_guid, on_close) = {
+        let st = lock(&open.state);
+        (st.create_guid, st.notify_on_close)
+    };
     if let Some(g) = create_guid {
         lock(&server.durables).forget(g, open.id);
     }
     let mut wakes = Vec::new();
-    let (remove, path, is_dir) = {
+    let (remove, path, is_dir, newly_pending) = {
         let mut e = lock(&open.entry);
         let lease = e
             .opens
@@ -134,6 +150,7 @@ pub(crate) fn close_open(
         }
         crate::oplock::wake_waiters(&mut e, &mut wakes);
         e.locks.release_owner(open.id);
+        let was_pending = e.delete_pending;
         if lock(&open.state).delete_on_close {
             e.delete_pending = true;
         }
@@ -141,9 +158,13 @@ pub(crate) fn close_open(
             e.delete_pending && e.opens.is_empty(),
             e.path.clone(),
             e.is_dir,
+            e.delete_pending && !was_pending && !e.opens.is_empty(),
         )
     };
     crate::oplock::send(server, wakes);
+    if newly_pending && is_dir {
+        notify::dir_delete_pending(server, &open.share, &path, open.key);
+    }
     let share = Arc::clone(&open.share);
     let who = Arc::clone(&open.who);
     let key = open.key;
@@ -157,9 +178,30 @@ pub(crate) fn close_open(
         } else {
             share.backend.unlink(&who, &path)
         };
-        if let Err(e) = r {
-            tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}");
+        match r {
+            Ok(()) => notify::report(
+                server,
+                &share,
+                &[notify::Change {
+                    action: notify::REMOVED,
+                    filter: notify::name_filter(is_dir),
+                    path: &path,
+                }],
+            ),
+            Err(e) => {
+                tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}")
+            }
         }
+    } else if on_close != 0 {
+        notify::report(
+            server,
+            &share,
+            &[notify::Change {
+                action: notify::MODIFIED,
+                filter: on_close,
+                path: &path,
+            }],
+        );
     }
     server.drop_file_entry_if_unused(key);
     attr

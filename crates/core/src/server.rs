@@ -83,6 +83,9 @@ pub struct ShareDef {
     /// `durable handles` (Samba's option, default yes): opens may outlive
     /// their connection ([`crate::durable`]).
     pub durable_handles: bool,
+    /// The identity of the share's directory, found at the first change
+    /// notification that needs it ([`crate::notify::root_key`]).
+    pub root_key: std::sync::OnceLock<Option<FileKey>>,
 }
 
 impl fmt::Debug for ShareDef {
@@ -247,6 +250,8 @@ pub struct ServerState {
     mail_waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Durable opens whose connection went ([`crate::durable`]).
     pub(crate) durables: Mutex<crate::durable::Durables>,
+    /// Directories watched by CHANGE_NOTIFY ([`crate::notify`]).
+    pub(crate) notify: crate::notify::Registry,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -269,6 +274,9 @@ pub(crate) enum Notice {
     /// Session `session_id` was ended from another connection (a new
     /// session named it as PreviousSessionId): its waiting requests end.
     SessionEnded { session_id: u64 },
+    /// A CHANGE_NOTIFY of this connection, waiting with this async id, may
+    /// have an answer now ([`crate::notify`]).
+    Notify { async_id: u64 },
 }
 
 /// A connection's inbox of notices from other connections (they may run on
@@ -326,6 +334,7 @@ impl ServerState {
             mail_posted: AtomicU64::new(0),
             mail_waker: RwLock::new(None),
             durables: Mutex::new(Default::default()),
+            notify: Default::default(),
         })
     }
 

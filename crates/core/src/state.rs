@@ -212,6 +212,11 @@ pub(crate) struct OpenState {
     /// LockSequenceNumber of each of the 64 buckets, [`NO_LOCK_SEQUENCE`]
     /// when not valid; made at the first LOCK that uses one.
     pub lock_sequences: Option<Box<[u8; 64]>>,
+    /// The directory's change-notify watch, made by its first CHANGE_NOTIFY.
+    pub watch: Option<Arc<crate::notify::Watcher>>,
+    /// CompletionFilter bits of the MODIFIED its close reports (it was
+    /// written or renamed; Windows reports those when the handle closes).
+    pub notify_on_close: u32,
 }
 
 /// A bucket of [`OpenState::lock_sequences`] that holds no valid number

@@ -88,6 +88,7 @@ fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
         template,
         nt_acl_xattr: s.acl_xattr,
         durable_handles: s.durable_handles,
+        root_key: Default::default(),
     })
 }
 

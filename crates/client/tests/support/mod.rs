@@ -73,6 +73,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             template: None,
             nt_acl_xattr: false,
             durable_handles: true,
+            root_key: Default::default(),
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

@@ -35,6 +35,7 @@ use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
 use crate::identity;
 use crate::limits;
+use crate::notify;
 use crate::opens;
 use crate::oplock::{self, LeaseId, Route};
 use crate::path::parse_smb_path;
@@ -638,6 +639,17 @@ fn create_or_wait(
         volatile: id,
     };
     let body = response_body(&attr, grant.level, action, file_id, contexts);
+    // What watchers of the directory hear, once the open is in place.
+    let change = (server.notify.active() && (created || truncate)).then(|| {
+        let (action, filter) = if created {
+            (notify::ADDED, notify::name_filter(is_dir))
+        } else {
+            let f = notify::filter::SIZE | notify::filter::LAST_WRITE | notify::filter::ATTRIBUTES;
+            (notify::MODIFIED, f)
+        };
+        (action, filter, path.clone())
+    });
+    let notify_share = Arc::clone(&share);
 
     let open = Open {
         who,
@@ -667,6 +679,8 @@ fn create_or_wait(
             create_action: action.0,
             replay_eligible: matches!(ask, durable::Ask::V2 { .. }),
             lock_sequences: None,
+            watch: None,
+            notify_on_close: 0,
         }),
     };
     let mut session = lock(&sref);
@@ -680,6 +694,15 @@ fn create_or_wait(
         lock(&server.durables).remember((client_guid, create_guid), req.session_id, id);
     }
     session.opens.insert(id, Arc::new(open));
+    drop(session);
+    if let Some((action, filter, path)) = change {
+        let c = notify::Change {
+            action,
+            filter,
+            path: &path,
+        };
+        notify::report(&server, &notify_share, &[c]);
+    }
     let mut r = Reply::ok(body);
     r.file_id = Some((persistent_id, id));
     Ok(Some(r))

@@ -249,17 +249,30 @@ struct OpenRef {
     entry: Arc<Mutex<FileEntry>>,
     access: u32,
     is_dir: bool,
+    open: Arc<crate::state::Open>,
+}
+
+/// Data of the open's file changed: its close reports it MODIFIED.
+fn note_written(open: &OpenRef) {
+    lock(&open.open.state).notify_on_close |=
+        crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
 }
 
 fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, NtStatus> {
-    let o = opens::find(core, req, fid)?;
-    Ok(OpenRef {
-        id: o.id,
-        node: Arc::clone(&o.node),
-        entry: Arc::clone(&o.entry),
-        access: o.access,
-        is_dir: o.is_dir,
-    })
+    opens::find(core, req, fid).map(OpenRef::of)
+}
+
+impl OpenRef {
+    fn of(o: Arc<crate::state::Open>) -> OpenRef {
+        OpenRef {
+            id: o.id,
+            node: Arc::clone(&o.node),
+            entry: Arc::clone(&o.entry),
+            access: o.access,
+            is_dir: o.is_dir,
+            open: o,
+        }
+    }
 }
 
 /// [MS-SMB2] 3.3.5.15.5.
@@ -298,13 +311,7 @@ fn find_by_resume_key(core: &ConnCore, req: &Req<'_>, key: &[u8; 24]) -> Option<
             }
             s.opens.values().find(|o| &o.resume_key() == key).cloned()
         })
-        .map(|o| OpenRef {
-            id: o.id,
-            node: Arc::clone(&o.node),
-            entry: Arc::clone(&o.entry),
-            access: o.access,
-            is_dir: o.is_dir,
-        })
+        .map(OpenRef::of)
 }
 
 /// [MS-SMB2] 3.3.5.15.6. Errors found once chunks are being copied carry a
@@ -393,6 +400,7 @@ fn copychunk(
         }
         done.chunks_written += 1;
         done.total_bytes_written += c.length;
+        note_written(&dst);
     }
     with_body(NtStatus::SUCCESS, done)
 }
@@ -433,6 +441,7 @@ fn set_sparse(
     };
     if new != old {
         open.node.set_dos_attributes(new).map_err(status_of)?;
+        crate::notify::modified(&core.server, &open.open, crate::notify::filter::ATTRIBUTES);
     }
     Ok(Reply::ok(response(ir, &[])))
 }
@@ -475,6 +484,7 @@ fn set_zero_data(
     open.node
         .punch_hole(offset, end - offset)
         .map_err(status_of)?;
+    note_written(&open);
     Ok(Reply::ok(response(ir, &[])))
 }
 

@@ -28,7 +28,7 @@ pub(crate) mod write;
 pub(crate) enum AsyncWork {
     /// A blocking byte-range lock, retried until granted, cancelled or closed.
     Lock(lock::PendingLock),
-    /// CHANGE_NOTIFY: waits until cancelled or its directory handle is closed.
+    /// CHANGE_NOTIFY: waits for a change, the end of its watch, or a cancel.
     Notify(notify::PendingNotify),
     /// CREATE waiting for other clients to acknowledge oplock or lease breaks.
     Create(create::PendingCreate),
@@ -53,7 +53,7 @@ pub(crate) fn poll_async(
 ) -> Option<Result<Reply, NtStatus>> {
     match work {
         AsyncWork::Lock(p) => lock::poll(core, session_id, p),
-        AsyncWork::Notify(_) => None,
+        AsyncWork::Notify(p) => notify::poll(core, p),
         AsyncWork::Create(p) => create::poll(core, session_id, p),
     }
 }
@@ -62,6 +62,7 @@ pub(crate) fn poll_async(
 pub(crate) fn cancel_async(core: &mut ConnCore, session_id: u64, work: &AsyncWork) {
     match work {
         AsyncWork::Lock(p) => lock::cancel(core, session_id, p),
-        AsyncWork::Notify(_) | AsyncWork::Create(_) => {}
+        AsyncWork::Notify(p) => notify::cancel(core, p),
+        AsyncWork::Create(_) => {}
     }
 }

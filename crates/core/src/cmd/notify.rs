@@ -1,16 +1,22 @@
 //! [MS-SMB2] 3.3.5.19 Receiving an SMB2 CHANGE_NOTIFY Request.
 //!
-//! ringshare does not watch directories yet. A valid CHANGE_NOTIFY goes async
-//! (interim STATUS_PENDING) and stays pending until the client cancels it
-//! (STATUS_CANCELLED) or closes the directory handle (STATUS_NOTIFY_CLEANUP),
-//! which is what a server that saw no change would answer.
+//! The first request on a directory handle makes its watcher
+//! ([`crate::notify`]); a request that finds changes buffered (and no older
+//! request waiting) is answered at once, in its compound; otherwise it goes
+//! async and is answered when a change comes, when the handle is closed
+//! (NOTIFY_CLEANUP), when the directory is to be deleted (DELETE_PENDING), or
+//! when the client cancels it.
+
+use std::sync::Arc;
 
 use ringshare_wire::misc::ChangeNotifyRequest;
 use ringshare_wire::NtStatus;
 
 use crate::cmd::AsyncWork;
-use crate::conn::{ConnCore, Handled, Req};
+use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::notify::{self, Answer, Watcher};
 use crate::opens;
+use crate::server::lock;
 
 /// FILE_LIST_DIRECTORY: the access CHANGE_NOTIFY needs on the directory.
 const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
@@ -19,6 +25,11 @@ const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
 pub(crate) struct PendingNotify {
     /// FileId.Volatile of the directory open.
     pub open_id: u64,
+    pub watcher: Arc<Watcher>,
+    /// This request's OutputBufferLength.
+    pub max_len: u32,
+    /// Its async id, once it went async.
+    pub async_id: u64,
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
@@ -26,6 +37,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if n.output_buffer_length > opens::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    opens::check_credit_charge(core, req, u64::from(n.output_buffer_length))?;
     let open = opens::find(core, req, n.file_id)?;
     if !open.is_dir {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -33,7 +45,57 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if open.access & FILE_LIST_DIRECTORY == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    if lock(&open.entry).delete_pending {
+        return Err(NtStatus::DELETE_PENDING);
+    }
+    let watcher = notify::arm(
+        &core.server,
+        &open,
+        n.completion_filter.0,
+        n.flags.0 & ringshare_wire::consts::ChangeNotifyFlags::WATCH_TREE.0 != 0,
+        n.output_buffer_length,
+    )?;
+    if let Some(a) = notify::answer_now(&core.server, &watcher, n.output_buffer_length) {
+        return answer(a).map(Handled::Reply);
+    }
     Ok(Handled::Async(AsyncWork::Notify(PendingNotify {
         open_id: open.id,
+        watcher,
+        max_len: n.output_buffer_length,
+        async_id: 0,
     })))
+}
+
+/// The request went async as `async_id`: it joins its watcher's queue.
+pub(crate) fn queued(core: &ConnCore, p: &mut PendingNotify, async_id: u64) {
+    p.async_id = async_id;
+    notify::queue(&core.server, &p.watcher, core.conn_id, async_id);
+}
+
+/// Answered when it is the oldest request on its watcher and there is news.
+pub(crate) fn poll(core: &ConnCore, p: &PendingNotify) -> Option<Result<Reply, NtStatus>> {
+    notify::poll(
+        &core.server,
+        &p.watcher,
+        core.conn_id,
+        p.async_id,
+        p.max_len,
+    )
+    .map(answer)
+}
+
+/// Cancelled (or answered some other way): it leaves the queue.
+pub(crate) fn cancel(core: &ConnCore, p: &PendingNotify) {
+    notify::unqueue(&core.server, &p.watcher, core.conn_id, p.async_id);
+}
+
+fn answer(a: Answer) -> Result<Reply, NtStatus> {
+    match a {
+        Answer::Changes(buf) => {
+            let mut body = Vec::with_capacity(8 + buf.len());
+            ringshare_wire::misc::ChangeNotifyResponse { buffer: &buf }.encode(&mut body);
+            Ok(Reply::ok(body))
+        }
+        Answer::Status(s) => Ok(Reply::with_status(s, Vec::new())),
+    }
 }

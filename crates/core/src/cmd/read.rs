@@ -105,7 +105,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         if n == 0 || n < rr.minimum_count as usize {
             return Err(NtStatus::END_OF_FILE);
         }
-        opens::set_position(core, req.session_id, open_id, rr.offset + n as u64);
+        opens::set_position(core, req.session_id, open_id, rr.offset + n as u64, false);
         let mut r = Reply::ok(head(core, n));
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
@@ -168,6 +168,7 @@ pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<R
         c.session_id,
         c.open_id,
         c.offset.saturating_add(n as u64),
+        false,
     );
     let mut r = Reply::ok(head(core, n));
     r.data = Some(buf);

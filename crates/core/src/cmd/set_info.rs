@@ -26,6 +26,7 @@ use crate::cmd::create::resolve_path;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_DIRECTORY, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::fsmap::status_of;
+use crate::notify;
 use crate::opens;
 use crate::path::parse_smb_path;
 use crate::server::{lock, FileKey, ServerState};
@@ -87,7 +88,8 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
                 &open,
                 SecurityInformation(s.additional_information),
                 s.buffer,
-            )?
+            )?;
+            notify::modified(&server, &open, notify::filter::SECURITY);
         }
         InfoType::FILESYSTEM | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
@@ -109,7 +111,12 @@ fn set_file(
         return Err(NtStatus::ACCESS_DENIED);
     }
     match class {
-        FileInfoClass::BASIC => set_basic(open, &FileBasicInformation::decode(buf).map_err(bad)?),
+        FileInfoClass::BASIC => {
+            let b = FileBasicInformation::decode(buf).map_err(bad)?;
+            let changed = set_basic(open, &b)?;
+            notify::modified(server, open, changed);
+            Ok(())
+        }
         FileInfoClass::RENAME => rename(
             server,
             when,
@@ -121,12 +128,13 @@ fn set_file(
         ),
         FileInfoClass::DISPOSITION => {
             let d = FileDispositionInformation::decode(buf).map_err(bad)?;
-            set_disposition(open, d.delete_pending, false, false)
+            set_disposition(server, open, d.delete_pending, false, false)
         }
         FileInfoClass::DISPOSITION_EX => {
             let d = FileDispositionInformationEx::decode(buf).map_err(bad)?;
             let delete = d.flags & FILE_DISPOSITION_DELETE != 0;
             set_disposition(
+                server,
                 open,
                 delete,
                 d.flags & FILE_DISPOSITION_ON_CLOSE != 0,
@@ -142,7 +150,9 @@ fn set_file(
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             break_caches(server, open, when.0);
-            open.node.set_len(v.end_of_file).map_err(status_of)
+            open.node.set_len(v.end_of_file).map_err(status_of)?;
+            notify::modified(server, open, notify::filter::SIZE);
+            Ok(())
         }
         FileInfoClass::ALLOCATION => {
             let v = FileAllocationInformation::decode(buf).map_err(bad)?;
@@ -157,6 +167,7 @@ fn set_file(
             let size = open.node.stat().map_err(status_of)?.size;
             if v.allocation_size < size {
                 open.node.set_len(v.allocation_size).map_err(status_of)?;
+                notify::modified(server, open, notify::filter::SIZE);
             }
             open.node
                 .set_allocation(v.allocation_size)
@@ -183,7 +194,9 @@ fn set_file(
             if open.access & FILE_WRITE_EA == 0 {
                 return Err(NtStatus::ACCESS_DENIED);
             }
-            crate::cmd::query_info::store_eas(open.node.as_ref(), buf)
+            crate::cmd::query_info::store_eas(open.node.as_ref(), buf)?;
+            notify::modified(server, open, notify::filter::EA);
+            Ok(())
         }
         FileInfoClass::LINK
         | FileInfoClass::VALID_DATA_LENGTH
@@ -233,7 +246,8 @@ fn time_of(t: TimeChange) -> Option<i128> {
     }
 }
 
-fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<(), NtStatus> {
+/// Returns the CompletionFilter bits of what it changed.
+fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<u32, NtStatus> {
     if open.access & FILE_WRITE_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -251,7 +265,17 @@ fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<(), NtStatus> {
         mtime: time_of(b.last_write_time.set_info_action()),
         btime: time_of(b.creation_time.set_info_action()),
     };
-    if times.atime.is_some() || times.mtime.is_some() || times.btime.is_some() {
+    let mut changed = 0;
+    for (t, bit) in [
+        (times.atime, notify::filter::LAST_ACCESS),
+        (times.mtime, notify::filter::LAST_WRITE),
+        (times.btime, notify::filter::CREATION),
+    ] {
+        if t.is_some() {
+            changed |= bit;
+        }
+    }
+    if changed != 0 {
         open.node.set_times(&times).map_err(status_of)?;
     }
     if attrs != 0 {
@@ -263,12 +287,14 @@ fn set_basic(open: &Open, b: &FileBasicInformation) -> Result<(), NtStatus> {
                 stored
             })
             .map_err(status_of)?;
+        changed |= notify::filter::ATTRIBUTES;
     }
-    Ok(())
+    Ok(changed)
 }
 
 /// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form).
 fn set_disposition(
+    server: &ServerState,
     open: &Open,
     delete: bool,
     on_close: bool,
@@ -292,7 +318,15 @@ fn set_disposition(
     if on_close {
         lock(&open.state).delete_on_close = delete;
     } else {
-        lock(&open.entry).delete_pending = delete;
+        let path = {
+            let mut e = lock(&open.entry);
+            let newly = delete && !e.delete_pending;
+            e.delete_pending = delete;
+            (newly && open.is_dir).then(|| e.path.clone())
+        };
+        if let Some(path) = path {
+            notify::dir_delete_pending(server, &open.share, &path, open.key);
+        }
     }
     Ok(())
 }
@@ -390,7 +424,15 @@ fn rename(
         .rename(who, &source, &target, r.replace_if_exists)
         .map_err(status_of)?;
     lock(&open.entry).path = target.clone();
-    lock(&open.state).path = target;
+    {
+        let mut st = lock(&open.state);
+        st.path = target.clone();
+        if !open.is_dir {
+            // Windows reports a renamed file MODIFIED too, when it is closed.
+            st.notify_on_close |= notify::filter::ATTRIBUTES | notify::filter::CREATION;
+        }
+    }
+    notify::renamed(server, &open.share, &source, &target, open.is_dir);
     Ok(())
 }
 

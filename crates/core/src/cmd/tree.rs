@@ -249,6 +249,7 @@ fn made_for(
         template: None,
         nt_acl_xattr: share.nt_acl_xattr,
         durable_handles: share.durable_handles,
+        root_key: Default::default(),
     }))
 }
 

@@ -147,6 +147,7 @@ pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<
                 c.session_id,
                 c.open_id,
                 c.offset.saturating_add(n as u64),
+                true,
             );
             Ok(Reply::ok(response(core, n)))
         }

@@ -16,7 +16,7 @@ impl Connection {
         job: &mut Job,
         hdr: Header,
         session_id: u64,
-        work: cmd::AsyncWork,
+        mut work: cmd::AsyncWork,
     ) {
         if job.next < job.members.len() {
             // Only the last member of a compound may go async; Windows fails one
@@ -51,6 +51,11 @@ impl Connection {
             file: None,
             sign_key,
         });
+        if let cmd::AsyncWork::Notify(n) = &mut work {
+            // Queued on its watcher; if changes are there already, its answer
+            // comes through the mailbox, after the interim.
+            cmd::notify::queued(&self.core, n, async_id);
+        }
         self.async_ops.insert(
             async_id,
             AsyncOp {
@@ -156,6 +161,7 @@ impl Connection {
             .collect();
         for id in ids {
             if let Some(op) = self.async_ops.remove(&id) {
+                cmd::cancel_async(&mut self.core, op.session_id, &op.work);
                 self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
             }
         }

@@ -46,6 +46,7 @@ impl Connection {
             }
             match notice {
                 crate::server::Notice::Retry => retry = true,
+                crate::server::Notice::Notify { async_id } => self.poll_async(async_id),
                 crate::server::Notice::SessionEnded { session_id } => {
                     self.cleanup_notifies(session_id, super::asyncs::NotifyScope::Session);
                 }
@@ -133,7 +134,7 @@ impl Connection {
         use crate::server::Notice;
         use ringshare_wire::misc::OplockBreak;
         let (session_id, body) = match notice {
-            Notice::Retry | Notice::SessionEnded { .. } => return,
+            Notice::Retry | Notice::SessionEnded { .. } | Notice::Notify { .. } => return,
             Notice::OplockBreak {
                 session_id,
                 file_id,

@@ -204,6 +204,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             // enforces no POSIX permissions).
             nt_acl_xattr: true,
             durable_handles: true,
+            root_key: Default::default(),
             encrypt,
         })
     };

@@ -14,16 +14,19 @@
 //!   [`DirEntryInfo`] for all of them, and [`DirEntryChain`] to pack a
 //!   QUERY_DIRECTORY output buffer.
 //! * [`fs_info`] - [MS-FSCC] 2.5 filesystem classes.
+//! * [`notify`] - [MS-FSCC] 2.7.1 FILE_NOTIFY_INFORMATION chains.
 //! * [`wildcard`] - [`name_matches`].
 
 pub mod dir_info;
 pub mod file_info;
 pub mod fs_info;
+pub mod notify;
 pub mod wildcard;
 
 pub use dir_info::{decode_dir_entries, encode_dir_entry, DirEntryChain, DirEntryInfo};
 pub use file_info::*;
 pub use fs_info::*;
+pub use notify::*;
 pub use wildcard::name_matches;
 
 use crate::codec::Reader;
