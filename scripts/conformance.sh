@@ -11,6 +11,7 @@
 #   --durable       only the durable-handle and replay suites (smb2.durable-open,
 #                   smb2.durable-open-disconnect, smb2.durable-v2-open, smb2.durable-v2-delay,
 #                   smb2.replay) and smb2.lock (its replay tests)
+#   --notify        only smb2.notify and smb2.notify-inotify (change notification)
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -46,7 +47,9 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel
     smb2.oplock smb2.lease smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms
     smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open smb2.durable-v2-delay
-    smb2.replay)
+    smb2.replay smb2.notify smb2.notify-inotify)
+# Change notification: `--notify`.
+NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 # Durable, resilient and replayed opens: `--durable` (smb2.lock holds the lock replay tests).
 DURABLE_SUITES=(smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open
     smb2.durable-v2-delay smb2.replay smb2.lock)
@@ -70,6 +73,7 @@ while [ $# -gt 0 ]; do
     --multichannel) SUITES=("${MULTICHANNEL_SUITES[@]}") ;;
     --identity) SUITES=("${IDENTITY_SUITES[@]}") ;;
     --durable) SUITES=("${DURABLE_SUITES[@]}") ;;
+    --notify) SUITES=("${NOTIFY_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2

@@ -21,6 +21,7 @@ mod ipc;
 pub mod limits;
 pub mod locks;
 mod notify;
+pub mod notify_kernel;
 mod ntsd;
 mod opens;
 pub mod oplock;

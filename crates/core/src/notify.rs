@@ -82,6 +82,10 @@ pub(crate) struct Registry {
     dirs: RwLock<Dirs>,
     /// Bytes held in every watcher's buffer.
     buffered: AtomicUsize,
+    /// Kernel watches of watched directories ([`crate::notify_kernel`]).
+    pub(crate) kernel: Mutex<crate::notify_kernel::Kernel>,
+    /// How many directories have one (0: own changes mark nothing).
+    pub(crate) kernel_dirs: AtomicUsize,
 }
 
 /// The change-notify state of one directory open.
@@ -115,6 +119,8 @@ struct WatchState {
     /// The watch ended (the handle was closed: NOTIFY_CLEANUP; the
     /// directory is to be deleted: DELETE_PENDING): every request gets it.
     end: Option<NtStatus>,
+    /// It holds a reference on its directory's kernel watch.
+    kernel: bool,
 }
 
 impl WatchState {
@@ -207,10 +213,21 @@ pub(crate) fn arm(
     }
     dirs.entry(root)
         .or_default()
-        .entry(path)
+        .entry(path.clone())
         .or_default()
         .push(Arc::clone(&w));
     reg.armed.fetch_add(1, Ordering::AcqRel);
+    drop(dirs);
+    // Changes other programs make there, through the kernel.
+    if crate::notify_kernel::add_ref(server, &(root, path), open.node.fd()) {
+        let mut st = lock(&w.state);
+        if st.end.is_none() {
+            st.kernel = true;
+        } else {
+            drop(st);
+            crate::notify_kernel::drop_ref(server, &(root, lock(&w.state).path.clone()));
+        }
+    }
     Ok(w)
 }
 
@@ -220,6 +237,7 @@ pub(crate) fn arm(
 pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     let reg = &server.notify;
     let mut tell = None;
+    let kernel;
     {
         let mut dirs = reg.dirs_write();
         let mut st = lock(&w.state);
@@ -227,6 +245,7 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             return;
         }
         st.end = Some(status);
+        kernel = std::mem::take(&mut st.kernel).then(|| (w.root, st.path.clone()));
         release(reg, &mut st);
         if let Some(by_path) = dirs.get_mut(&w.root) {
             if let Some(list) = by_path.get_mut(&st.path) {
@@ -247,6 +266,9 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             tell = st.pending.front().copied();
             st.told = tell.is_some();
         }
+    }
+    if let Some(at) = kernel {
+        crate::notify_kernel::drop_ref(server, &at);
     }
     if let Some(head) = tell {
         wake(server, w, head);
@@ -423,13 +445,23 @@ fn take(reg: &Registry, w: &Watcher, st: &mut WatchState, max_len: u32) -> Answe
 /// file entry locked). The changes of one call land together in each
 /// watcher's buffer (a rename's OLD_NAME and NEW_NAME are never split).
 pub(crate) fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
-    let reg = &server.notify;
-    if !reg.active() {
+    if !server.notify.active() {
         return;
     }
-    let Some(root) = root_key(share) else {
-        return;
-    };
+    if let Some(root) = root_key(share) {
+        report_at(server, root, changes, true);
+    }
+}
+
+/// Report changes under the share root `root`; `own`: made by ringshare
+/// (the kernel's events for those names are then its echo).
+pub(crate) fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'_>], own: bool) {
+    let reg = &server.notify;
+    if own && reg.kernel_dirs.load(Ordering::Acquire) != 0 {
+        for c in changes {
+            mark(server, root, c.path);
+        }
+    }
     let mut wakes: Vec<(Arc<Watcher>, (u64, u64))> = Vec::new();
     {
         let dirs = reg.dirs_read();
@@ -478,6 +510,70 @@ pub(crate) fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'
     }
 }
 
+/// Note that ringshare changed `path` (see [`crate::notify_kernel`]).
+fn mark(server: &ServerState, root: FileKey, path: &RelPath) {
+    let parts = path.components();
+    if let Some((name, parent)) = parts.split_last() {
+        crate::notify_kernel::mark(server, root, parent, name);
+    }
+}
+
+/// ringshare changed the file at `path` without reporting it (a close
+/// after writing reports only when it wrote): the kernel's events for it
+/// are not news.
+pub(crate) fn touched(server: &ServerState, share: &ShareDef, path: &RelPath) {
+    if server.notify.kernel_dirs.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    if let Some(root) = root_key(share) {
+        mark(server, root, path);
+    }
+}
+
+/// Every watcher's changes were lost (the kernel's queue overflowed): each
+/// next answer is NOTIFY_ENUM_DIR.
+pub(crate) fn overflow_all(server: &ServerState) {
+    let all: Vec<Arc<Watcher>> = server
+        .notify
+        .dirs_read()
+        .values()
+        .flat_map(|m| m.values().flatten().cloned())
+        .collect();
+    overflow(server, &all);
+}
+
+/// The watchers of the directory at `path` lost track of it (another
+/// program deleted or moved it): NOTIFY_ENUM_DIR.
+pub(crate) fn overflow_dir(server: &ServerState, root: &FileKey, path: &[String]) {
+    let list: Vec<Arc<Watcher>> = server
+        .notify
+        .dirs_read()
+        .get(root)
+        .and_then(|m| m.get(path))
+        .cloned()
+        .unwrap_or_default();
+    overflow(server, &list);
+}
+
+fn overflow(server: &ServerState, list: &[Arc<Watcher>]) {
+    for w in list {
+        let tell = {
+            let mut st = lock(&w.state);
+            if st.end.is_some() {
+                continue;
+            }
+            release(&server.notify, &mut st);
+            st.overflow = true;
+            let head = st.pending.front().copied().filter(|_| !st.told);
+            st.told |= head.is_some();
+            head
+        };
+        if let Some(head) = tell {
+            wake(server, w, head);
+        }
+    }
+}
+
 /// Add one record to a watcher's buffer, or drop the buffer when it would
 /// outgrow the watcher's capacity or the server's.
 fn append(reg: &Registry, w: &Watcher, st: &mut WatchState, action: u32, name: &str) {
@@ -510,6 +606,9 @@ pub(crate) fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath
     let Some(root) = root_key(share) else {
         return;
     };
+    if reg.kernel_dirs.load(Ordering::Acquire) != 0 {
+        crate::notify_kernel::moved(server, root, from.components(), to.components());
+    }
     let mut dirs = reg.dirs_write();
     let Some(by_path) = dirs.get_mut(&root) else {
         return;

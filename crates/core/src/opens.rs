@@ -167,6 +167,8 @@ pub(crate) fn close_open(
     }
     let share = Arc::clone(&open.share);
     let who = Arc::clone(&open.who);
+    let wrote_access =
+        open.access & (crate::access::FILE_WRITE_DATA | crate::access::FILE_APPEND_DATA) != 0;
     let key = open.key;
     // Let the backend close the file before it is removed (a request on
     // another channel may still hold the open for a moment; its I/O finishes
@@ -202,6 +204,10 @@ pub(crate) fn close_open(
                 path: &path,
             }],
         );
+    }
+    if !remove && on_close == 0 && wrote_access {
+        // The kernel reports closing a file opened for writing.
+        notify::touched(server, &share, &path);
     }
     server.drop_file_entry_if_unused(key);
     attr

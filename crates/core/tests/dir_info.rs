@@ -619,3 +619,33 @@ fn a_security_descriptor_given_at_create_is_stored_with_the_new_file_only() {
     );
     assert!(!exists(&c, "never"));
 }
+
+#[test]
+fn a_rename_into_a_directory_this_client_holds_open_with_delete_is_a_sharing_violation_but_another_clients_open_does_not_stop_it(
+) {
+    let mut c = Client::new();
+    let mut other = Client::on(c.server.clone(), c.mem.clone(), Options::default());
+    let d = c.create("par", GENERIC_ALL, D::CREATE, DIR).unwrap();
+    c.put_file("par\\a", b"x");
+    let f = c
+        .create("par\\a", GENERIC_READ | DELETE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 10, &rename_buf("par\\b", false))
+            .status(),
+        NtStatus::SHARING_VIOLATION
+    );
+    c.close(f);
+    c.close(d);
+    let held = other.create("par", GENERIC_ALL, D::OPEN, DIR).unwrap();
+    let f = c
+        .create("par\\a", GENERIC_READ | DELETE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(
+        c.set_info(f, INFO_FILE, 10, &rename_buf("par\\b", false))
+            .status(),
+        NtStatus::SUCCESS
+    );
+    c.close(f);
+    other.close(held);
+}

@@ -218,6 +218,9 @@ pub struct Global {
     /// 2-core test machine it saved no CPU per request and, with few
     /// connections, cost more memory (docs/architecture.md).
     pub multishot_receive: bool,
+    /// `kernel change notify` (Samba's option, default yes): CHANGE_NOTIFY
+    /// also reports changes other programs make on the disk (inotify).
+    pub kernel_change_notify: bool,
     /// `zerocopy send` (ringshare extension): `auto` (default), `yes` or `no`.
     pub zerocopy_send: ZerocopySend,
     /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
@@ -261,6 +264,7 @@ impl Default for Global {
             use_sendfile: true,
             pin_cpus: false,
             multishot_receive: false,
+            kernel_change_notify: true,
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             multi_channel: true,
@@ -573,6 +577,19 @@ mod tests {
         assert!(!c.global.use_sendfile);
         assert!(c.global.pin_cpus);
         assert!(c.global.multishot_receive);
+    }
+
+    #[test]
+    fn kernel_change_notify_defaults_to_yes_and_can_be_turned_off() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert!(d.global.kernel_change_notify);
+        let c = parse_str(
+            "[global]\nkernel change notify = no\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap();
+        assert!(!c.global.kernel_change_notify);
     }
 
     #[test]

@@ -34,6 +34,9 @@ use ringshare_core::{
 use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
 use ringshare_vfs::{FsError, Who};
 
+pub mod kernel_notify;
+mod peer;
+use peer::{is_local, peer_name};
 mod write_pipes;
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
 
@@ -103,6 +106,8 @@ const KIND_RECV: u64 = 2;
 const KIND_SEND: u64 = 3;
 const KIND_IO: u64 = 4;
 const KIND_TIMER: u64 = 5;
+/// Worker 0: the inotify descriptor is readable.
+const KIND_NOTIFY: u64 = 6;
 
 fn token(kind: u64, gen: u32, slot: u32) -> u64 {
     (kind << 56) | (u64::from(gen & 0x00FF_FFFF) << 32) | u64::from(slot)
@@ -134,6 +139,8 @@ pub struct Shared {
     /// long is closed, so a peer that stops reading cannot hold a send (or the
     /// io_uring worker blocked in a splice to its socket) forever.
     pub send_stall_ms: u64,
+    /// Changes by other programs (`kernel change notify`), read by worker 0.
+    pub inotify: Option<Arc<kernel_notify::Inotify>>,
 }
 
 impl Shared {
@@ -431,6 +438,9 @@ pub fn run_worker(
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
     }
+    if let (0, Some(ino)) = (index, &w.shared.inotify) {
+        w.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
+    }
     w.run()
 }
 
@@ -478,8 +488,11 @@ impl Worker {
     fn next_timeout(&self) -> Option<Duration> {
         let now_ms = self.clock.mono_ms;
         // Worker 0 also runs the scavenger of disconnected durable opens.
+        let server = &self.shared.server;
         let scavenge = (self.index == 0)
-            .then(|| self.shared.server.durables_deadline())
+            .then(|| [server.durables_deadline(), server.kernel_deadline()])
+            .into_iter()
+            .flatten()
             .flatten();
         let next = self
             .conns
@@ -502,6 +515,7 @@ impl Worker {
         if self.index == 0 {
             // Closes nothing (one look at the table) when none is due.
             self.shared.server.expire_durables(t.mono_ms);
+            self.shared.server.kernel_tick(t.mono_ms);
         }
         for slot in 0..self.conns.len() {
             let stalled = self.conns[slot].as_ref().is_some_and(|c| {
@@ -554,6 +568,13 @@ impl Worker {
             KIND_RECV => self.on_recv(slot, gen, c),
             KIND_SEND => self.on_send(slot, gen, c),
             KIND_IO => self.on_io(c),
+            KIND_NOTIFY => {
+                if let Some(ino) = self.shared.inotify.clone() {
+                    let events = ino.read_events();
+                    self.shared.server.kernel_events(self.clock.mono_ms, events);
+                    self.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
+                }
+            }
             KIND_TIMER if !self.shared.stopping.load(Ordering::SeqCst) => {
                 self.rearm_accept(slot);
             }
@@ -1480,26 +1501,4 @@ fn file_item(sf: SendFile) -> SendItem {
         },
         None => SendItem::Bytes(sf.to_bytes()),
     }
-}
-
-/// Whether the connection stays within this host: the peer is a loopback
-/// address, or has the very address this end has (a connection to one of
-/// the host's own addresses goes through the loopback device too).
-fn is_local(fd: &OwnedFd) -> bool {
-    let local = rustix::net::getsockname(fd)
-        .ok()
-        .and_then(|a| SocketAddr::try_from(a).ok());
-    match (peer_addr(fd), local) {
-        (Some(p), Some(l)) => p.ip().is_loopback() || p.ip() == l.ip(),
-        _ => false,
-    }
-}
-
-fn peer_addr(fd: &OwnedFd) -> Option<SocketAddr> {
-    let addr = rustix::net::getpeername(fd).ok().flatten()?;
-    SocketAddr::try_from(addr).ok()
-}
-
-fn peer_name(fd: &OwnedFd) -> String {
-    peer_addr(fd).map_or_else(|| "unknown".to_string(), |a| a.to_string())
 }

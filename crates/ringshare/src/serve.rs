@@ -335,6 +335,20 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     );
     let _ = out.flush();
 
+    let inotify = if cfg.global.kernel_change_notify {
+        match crate::driver::kernel_notify::Inotify::new() {
+            Ok(i) => {
+                server.set_kernel_watch(i.clone());
+                Some(i)
+            }
+            Err(e) => {
+                tracing::warn!("no inotify ({e}): changes other programs make are not reported to CHANGE_NOTIFY");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let shared = Arc::new(Shared {
         server,
         listen: listen.clone(),
@@ -348,6 +362,7 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         zerocopy_send: cfg.global.zerocopy_send,
         splice_chunk: splice_chunk(),
         send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
+        inotify,
     });
     shared.wake_on_mail();
     install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;

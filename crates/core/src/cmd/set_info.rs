@@ -69,10 +69,11 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let read_only = opens::tree_read_only(core, req);
     let server = core.server.clone();
     let open = opens::find(core, req, s.file_id)?;
+    let session = core.session(req.session_id);
     match s.info_type {
         InfoType::FILE => set_file(
             &server,
-            (core.now.mono_ms, core.conn_id),
+            (core.now.mono_ms, core.conn_id, session.as_ref()),
             &open,
             FileInfoClass(s.info_class),
             s.buffer,
@@ -97,10 +98,11 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     Ok(Reply::ok(ok_body()))
 }
 
-/// `when`: now (monotonic ms) and this connection's id (a rename may wait).
+/// `when`: now (monotonic ms), this connection's id (a rename may wait) and
+/// the request's session.
 fn set_file(
     server: &ServerState,
-    when: (u64, u64),
+    when: (u64, u64, Option<&crate::state::SessionRef>),
     open: &Open,
     class: FileInfoClass,
     buf: &[u8],
@@ -335,7 +337,7 @@ fn set_disposition(
 /// name parsed like a CREATE name; its directory is found case-insensitively.
 fn rename(
     server: &ServerState,
-    (now_ms, conn_id): (u64, u64),
+    (now_ms, conn_id, session): (u64, u64, Option<&crate::state::SessionRef>),
     open: &Open,
     r: &FileRenameInformation,
 ) -> Result<(), NtStatus> {
@@ -364,15 +366,29 @@ fn rename(
     if target == source {
         return Ok(());
     }
-    // A directory someone holds open with DELETE access takes no entry by
-    // rename (as on Windows and Samba; smbtorture smb2.oplock.exclusive6).
-    if let Some(pa) = pattr {
-        let held = server
+    // A directory the same client holds open with DELETE access takes no
+    // entry by rename (smbtorture smb2.oplock.exclusive6). Samba looks only
+    // at its own process's opens, that is this client's: another client's
+    // open of the parent does not stop it (smb2.notify-inotify).
+    if let (Some(pa), Some(sref)) = (pattr, session) {
+        let deleters: Vec<u64> = server
             .existing_file_entry(FileKey {
                 dev: pa.dev,
                 ino: pa.ino,
             })
-            .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
+            .map(|e| {
+                let e = lock(&e);
+                e.opens
+                    .iter()
+                    .filter(|o| o.access & DELETE != 0)
+                    .map(|o| o.owner)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let held = !deleters.is_empty() && {
+            let s = lock(sref);
+            deleters.iter().any(|id| s.opens.contains_key(id))
+        };
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
         }

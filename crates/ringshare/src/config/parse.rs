@@ -146,6 +146,7 @@ enum Opt {
     UseSendfile,
     PinCpus,
     MultishotReceive,
+    KernelChangeNotify,
     ZerocopySend,
     SendTimeout,
     MultiChannel,
@@ -205,6 +206,7 @@ fn classify(key: &str) -> Option<Opt> {
         "use sendfile" => Opt::UseSendfile,
         "pin cpus" => Opt::PinCpus,
         "multishot receive" => Opt::MultishotReceive,
+        "kernel change notify" => Opt::KernelChangeNotify,
         "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
@@ -671,6 +673,9 @@ impl<'a> Parser<'a> {
             }
             Opt::MultishotReceive => {
                 self.global.multishot_receive = self.bool_value(line, key, value)?;
+            }
+            Opt::KernelChangeNotify => {
+                self.global.kernel_change_notify = self.bool_value(line, key, value)?;
             }
             Opt::ZerocopySend => {
                 self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {

@@ -696,10 +696,63 @@ impl Smbclient<'_> {
     /// empty) in the server's scratch directory (relative
     /// local paths in `get`/`put` are there). Panics when it runs longer than the timeout.
     pub fn run(self, cmds: &str) -> SmbOutput {
+        let (mut child, args, out_path, err_path) = self.spawn_child(cmds, false);
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "smbclient {args:?} ran longer than {:?}\nstdout:\n{}\nstderr:\n{}\n\
+                         --- server log ---\n{}",
+                        self.timeout,
+                        std::fs::read_to_string(&out_path).unwrap_or_default(),
+                        std::fs::read_to_string(&err_path).unwrap_or_default(),
+                        self.server.log()
+                    );
+                }
+            }
+        };
+        let read =
+            |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+        let output = SmbOutput {
+            args,
+            status,
+            stdout: read(&out_path),
+            stderr: read(&err_path),
+        };
+        let _ = std::fs::remove_file(&out_path);
+        let _ = std::fs::remove_file(&err_path);
+        output
+    }
+
+    /// Start `smbclient -c CMDS` and leave it running (a command that does not
+    /// end by itself, like `notify`); killed when the result is dropped.
+    pub fn spawn(self, cmds: &str) -> RunningSmbclient {
+        let (child, _, out, _) = self.spawn_child(cmds, true);
+        RunningSmbclient { child, out }
+    }
+
+    /// `line_buffered`: its output is written line by line (through
+    /// coreutils' `stdbuf`), for reading while it runs.
+    fn spawn_child(
+        &self,
+        cmds: &str,
+        line_buffered: bool,
+    ) -> (Child, Vec<String>, PathBuf, PathBuf) {
         let n = self.server.runs.fetch_add(1, Ordering::Relaxed);
         let out_path = self.server.tmp.path().join(format!("smbclient-{n}.out"));
         let err_path = self.server.tmp.path().join(format!("smbclient-{n}.err"));
-        let mut cmd = Command::new("smbclient");
+        let mut cmd = if line_buffered {
+            let mut c = Command::new("stdbuf");
+            c.arg("-oL").arg("smbclient");
+            c
+        } else {
+            Command::new("smbclient")
+        };
         if cmds.is_empty() {
             // No commands: list the server's shares (`-L`).
             cmd.arg("-L").arg("127.0.0.1");
@@ -753,7 +806,7 @@ impl Smbclient<'_> {
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        let mut child = cmd
+        let child = cmd
             .current_dir(&self.server.scratch)
             .env("HOME", self.server.tmp.path())
             .stdin(Stdio::null())
@@ -761,36 +814,39 @@ impl Smbclient<'_> {
             .stderr(File::create(&err_path).expect("smbclient stderr file"))
             .spawn()
             .expect("spawn smbclient");
-        let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "smbclient {args:?} ran longer than {:?}\nstdout:\n{}\nstderr:\n{}\n\
-                         --- server log ---\n{}",
-                        self.timeout,
-                        std::fs::read_to_string(&out_path).unwrap_or_default(),
-                        std::fs::read_to_string(&err_path).unwrap_or_default(),
-                        self.server.log()
-                    );
-                }
+        (child, args, out_path, err_path)
+    }
+}
+
+/// An smbclient left running by [`Smbclient::spawn`].
+pub struct RunningSmbclient {
+    child: Child,
+    out: PathBuf,
+}
+
+impl RunningSmbclient {
+    /// Wait until its output contains `needle` (true), or `limit` passed (false).
+    pub fn wait_for(&self, needle: &str, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.output().contains(needle) {
+                return true;
             }
-        };
-        let read =
-            |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
-        let output = SmbOutput {
-            args,
-            status,
-            stdout: read(&out_path),
-            stderr: read(&err_path),
-        };
-        let _ = std::fs::remove_file(&out_path);
-        let _ = std::fs::remove_file(&err_path);
-        output
+            thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// What it printed so far.
+    pub fn output(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.out).unwrap_or_default()).into_owned()
+    }
+}
+
+impl Drop for RunningSmbclient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

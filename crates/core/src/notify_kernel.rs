@@ -1,0 +1,504 @@
+//! Changes made on the disk by other programs, for CHANGE_NOTIFY watchers
+//! ([`crate::notify`]).
+//!
+//! The driver owns an inotify descriptor and implements [`KernelWatch`]; the
+//! core asks for one kernel watch per watched directory (shared by all its
+//! watchers, dropped with the last) and is handed the events the driver read
+//! ([`ServerState::kernel_events`]). Events are held [`HOLD_MS`] before they
+//! are reported, and an event for a name ringshare itself changed in that
+//! directory shortly before (an "echo" of its own change, which it reported
+//! already) is dropped: an own change marks the name; a mark is stamped at
+//! the first processing after it and lives [`ECHO_MS`] from then. Another
+//! program changing the same name within that window is not reported
+//! (docs/limits.md). Only the watched directory's own entries are
+//! kernel-watched: with WATCH_TREE, changes by other programs deeper down
+//! are not seen.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::notify::{self, filter, Change};
+use crate::server::{lock, FileKey, ServerState};
+
+/// The driver's side: watch a directory's entries.
+pub trait KernelWatch: Send + Sync {
+    /// Start watching the directory open as `dir`; its watch descriptor.
+    fn add(&self, dir: BorrowedFd<'_>) -> Option<i32>;
+    /// Stop the watch.
+    fn remove(&self, wd: i32);
+}
+
+/// One event as the kernel gave it (inotify's `struct inotify_event`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelEvent {
+    pub wd: i32,
+    pub mask: u32,
+    pub cookie: u32,
+    pub name: Option<String>,
+}
+
+/// inotify mask bits (the kernel's ABI, linux/inotify.h).
+pub mod mask {
+    pub const ATTRIB: u32 = 0x0000_0004;
+    pub const CLOSE_WRITE: u32 = 0x0000_0008;
+    pub const MOVED_FROM: u32 = 0x0000_0040;
+    pub const MOVED_TO: u32 = 0x0000_0080;
+    pub const CREATE: u32 = 0x0000_0100;
+    pub const DELETE: u32 = 0x0000_0200;
+    pub const DELETE_SELF: u32 = 0x0000_0400;
+    pub const MOVE_SELF: u32 = 0x0000_0800;
+    pub const Q_OVERFLOW: u32 = 0x0000_4000;
+    pub const IGNORED: u32 = 0x0000_8000;
+    pub const ISDIR: u32 = 0x4000_0000;
+    /// What a watch asks for.
+    pub const WATCHED: u32 =
+        ATTRIB | CLOSE_WRITE | MOVED_FROM | MOVED_TO | CREATE | DELETE | DELETE_SELF | MOVE_SELF;
+}
+
+/// How long events wait before they are reported (so that ringshare's own
+/// change, made just before, has marked its name).
+pub const HOLD_MS: u64 = 100;
+/// How long a mark of an own change hides the kernel's events for that name.
+pub const ECHO_MS: u64 = 2000;
+/// Marks kept per kernel-watched directory (the oldest go first).
+const ECHO_MAX: usize = 256;
+/// Events held at once; past it they are dropped and every watcher gets
+/// NOTIFY_ENUM_DIR.
+const HELD_MAX: usize = 65536;
+
+/// Where a directory is: its share root and path from it.
+type DirAt = (FileKey, Vec<String>);
+
+struct KDir {
+    wd: Option<i32>,
+    /// Watchers of the directory that asked for the kernel watch.
+    refs: usize,
+    /// Names ringshare changed here lately, with when the mark ends (None:
+    /// not yet stamped).
+    echo: VecDeque<(String, Option<u64>)>,
+}
+
+#[derive(Default)]
+pub(crate) struct Kernel {
+    watch: Option<Arc<dyn KernelWatch>>,
+    dirs: HashMap<DirAt, KDir>,
+    by_wd: HashMap<i32, Vec<DirAt>>,
+    held: VecDeque<(u64, KernelEvent)>,
+}
+
+impl ServerState {
+    /// Let the core watch directories through the kernel (the driver calls
+    /// this once, at start; `kernel change notify = no` leaves it out).
+    pub fn set_kernel_watch(&self, watch: Arc<dyn KernelWatch>) {
+        lock(&self.notify.kernel).watch = Some(watch);
+    }
+
+    /// Events the driver read; reported from [`ServerState::kernel_tick`]
+    /// once held for [`HOLD_MS`].
+    pub fn kernel_events(&self, now_ms: u64, events: Vec<KernelEvent>) {
+        let overflow = {
+            let mut k = lock(&self.notify.kernel);
+            for e in events {
+                k.held.push_back((now_ms + HOLD_MS, e));
+            }
+            let over = k.held.len() > HELD_MAX;
+            if over {
+                k.held.clear();
+            }
+            over
+        };
+        if overflow {
+            tracing::warn!(
+                "more than {HELD_MAX} disk changes waiting; watchers are told to re-read"
+            );
+            notify::overflow_all(self);
+        }
+        self.kernel_tick(now_ms);
+    }
+
+    /// When held events are due (the driver's worker 0 wakes then).
+    pub fn kernel_deadline(&self) -> Option<u64> {
+        if self.notify.kernel_dirs.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        lock(&self.notify.kernel).held.front().map(|(t, _)| *t)
+    }
+
+    /// Report the held events that are due.
+    pub fn kernel_tick(&self, now_ms: u64) {
+        let (batches, overflow, ended) = {
+            let mut k = lock(&self.notify.kernel);
+            if k.held.front().is_none_or(|(t, _)| *t > now_ms) {
+                return;
+            }
+            for d in k.dirs.values_mut() {
+                for (_, until) in d.echo.iter_mut() {
+                    until.get_or_insert(now_ms + ECHO_MS);
+                }
+                d.echo
+                    .retain(|(_, until)| until.is_some_and(|t| t >= now_ms));
+            }
+            let mut due = Vec::new();
+            while k.held.front().is_some_and(|(t, _)| *t <= now_ms) {
+                if let Some((_, e)) = k.held.pop_front() {
+                    due.push(e);
+                }
+            }
+            map_events(&mut k, due)
+        };
+        if overflow {
+            notify::overflow_all(self);
+        }
+        for at in ended {
+            notify::overflow_dir(self, &at.0, &at.1);
+        }
+        for (root, changes) in batches {
+            let list: Vec<Change<'_>> = changes
+                .iter()
+                .map(|(action, f, path)| Change {
+                    action: *action,
+                    filter: *f,
+                    path,
+                })
+                .collect();
+            notify::report_at(self, root, &list, false);
+        }
+    }
+}
+
+/// Changes of one share root: (action, filter, path).
+type Batch = (FileKey, Vec<(u32, u32, ringshare_vfs::RelPath)>);
+
+/// Turn due kernel events into changes; also whether the kernel queue
+/// overflowed and which directories went away or moved.
+fn map_events(k: &mut Kernel, due: Vec<KernelEvent>) -> (Vec<Batch>, bool, Vec<DirAt>) {
+    let mut out: Vec<Batch> = Vec::new();
+    let mut overflow = false;
+    let mut ended = Vec::new();
+    let mut i = 0;
+    while i < due.len() {
+        let e = &due[i];
+        i += 1;
+        if e.mask & mask::Q_OVERFLOW != 0 {
+            overflow = true;
+            continue;
+        }
+        if e.mask & mask::IGNORED != 0 {
+            if let Some(list) = k.by_wd.remove(&e.wd) {
+                for at in list {
+                    if let Some(d) = k.dirs.get_mut(&at) {
+                        d.wd = None;
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(list) = k.by_wd.get(&e.wd).cloned() else {
+            continue;
+        };
+        if e.mask & (mask::DELETE_SELF | mask::MOVE_SELF) != 0 {
+            ended.extend(list);
+            continue;
+        }
+        let Some(name) = e.name.clone() else {
+            continue;
+        };
+        let f = notify::name_filter(e.mask & mask::ISDIR != 0);
+        // A move within the watched directories: MOVED_FROM then MOVED_TO
+        // with the same cookie.
+        let pair = (e.mask & mask::MOVED_FROM != 0)
+            .then(|| due.get(i))
+            .flatten()
+            .filter(|n| n.mask & mask::MOVED_TO != 0 && n.cookie == e.cookie)
+            .cloned();
+        let mut changes: Vec<(DirAt, u32, u32, String)> = Vec::new();
+        for at in &list {
+            if let Some(to) = &pair {
+                let same = to.wd == e.wd;
+                changes.push((
+                    at.clone(),
+                    if same {
+                        notify::OLD_NAME
+                    } else {
+                        notify::REMOVED
+                    },
+                    f,
+                    name.clone(),
+                ));
+                if let (Some(to_list), Some(to_name)) = (k.by_wd.get(&to.wd), &to.name) {
+                    for to_at in to_list.iter().filter(|t| t.0 == at.0) {
+                        let action = if same {
+                            notify::NEW_NAME
+                        } else {
+                            notify::ADDED
+                        };
+                        changes.push((to_at.clone(), action, f, to_name.clone()));
+                    }
+                }
+                continue;
+            }
+            let (action, fl) = if e.mask & mask::CREATE != 0 || e.mask & mask::MOVED_TO != 0 {
+                (notify::ADDED, f)
+            } else if e.mask & (mask::DELETE | mask::MOVED_FROM) != 0 {
+                (notify::REMOVED, f)
+            } else if e.mask & mask::CLOSE_WRITE != 0 {
+                (notify::MODIFIED, filter::LAST_WRITE | filter::SIZE)
+            } else if e.mask & mask::ATTRIB != 0 {
+                let f = filter::ATTRIBUTES
+                    | filter::LAST_WRITE
+                    | filter::LAST_ACCESS
+                    | filter::CREATION
+                    | filter::EA
+                    | filter::SECURITY;
+                (notify::MODIFIED, f)
+            } else {
+                continue;
+            };
+            changes.push((at.clone(), action, fl, name.clone()));
+        }
+        if pair.is_some() {
+            i += 1;
+        }
+        for (at, action, fl, name) in changes {
+            let echoed = k
+                .dirs
+                .get(&at)
+                .is_some_and(|d| d.echo.iter().any(|(n, _)| *n == name));
+            if echoed {
+                continue;
+            }
+            let mut parts = at.1.clone();
+            parts.push(name);
+            let Ok(path) = ringshare_vfs::RelPath::from_components(parts) else {
+                continue;
+            };
+            match out.iter_mut().find(|(r, _)| *r == at.0) {
+                Some((_, v)) => v.push((action, fl, path)),
+                None => out.push((at.0, vec![(action, fl, path)])),
+            }
+        }
+    }
+    (out, overflow, ended)
+}
+
+/// A watcher of the directory at `at` wants the kernel watch (made with the
+/// first). False when there is none (no kernel watching, a backend without
+/// descriptors, or the kernel refused).
+pub(crate) fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'_>>) -> bool {
+    let mut k = lock(&server.notify.kernel);
+    let Some(watch) = k.watch.clone() else {
+        return false;
+    };
+    if let Some(d) = k.dirs.get_mut(at) {
+        d.refs += 1;
+        return true;
+    }
+    let Some(fd) = dir else {
+        return false;
+    };
+    let Some(wd) = watch.add(fd) else {
+        return false;
+    };
+    k.dirs.insert(
+        at.clone(),
+        KDir {
+            wd: Some(wd),
+            refs: 1,
+            echo: VecDeque::new(),
+        },
+    );
+    k.by_wd.entry(wd).or_default().push(at.clone());
+    server.notify.kernel_dirs.fetch_add(1, Ordering::AcqRel);
+    true
+}
+
+/// A watcher that held a kernel watch ends.
+pub(crate) fn drop_ref(server: &ServerState, at: &DirAt) {
+    let mut k = lock(&server.notify.kernel);
+    let Some(d) = k.dirs.get_mut(at) else {
+        return;
+    };
+    d.refs -= 1;
+    if d.refs > 0 {
+        return;
+    }
+    let wd = d.wd;
+    k.dirs.remove(at);
+    server.notify.kernel_dirs.fetch_sub(1, Ordering::AcqRel);
+    if let Some(wd) = wd {
+        let last = k.by_wd.get_mut(&wd).is_none_or(|l| {
+            l.retain(|x| x != at);
+            l.is_empty()
+        });
+        if last {
+            k.by_wd.remove(&wd);
+            if let Some(w) = k.watch.clone() {
+                w.remove(wd);
+            }
+        }
+    }
+}
+
+/// ringshare changed `name` in the directory at `at`: the kernel's events
+/// for it are its own echo.
+pub(crate) fn mark(server: &ServerState, root: FileKey, parent: &[String], name: &str) {
+    let mut k = lock(&server.notify.kernel);
+    if let Some(d) = k.dirs.get_mut(&(root, parent.to_vec())) {
+        if let Some(e) = d.echo.iter_mut().find(|(n, _)| n == name) {
+            e.1 = None;
+            return;
+        }
+        if d.echo.len() >= ECHO_MAX {
+            d.echo.pop_front();
+        }
+        d.echo.push_back((name.to_owned(), None));
+    }
+}
+
+/// A directory moved from `from` to `to` (paths under one root): its kernel
+/// watches (and those below it) follow.
+pub(crate) fn moved(server: &ServerState, root: FileKey, from: &[String], to: &[String]) {
+    let mut k = lock(&server.notify.kernel);
+    let keys: Vec<DirAt> = k
+        .dirs
+        .keys()
+        .filter(|(r, p)| *r == root && p.starts_with(from))
+        .cloned()
+        .collect();
+    for old in keys {
+        let mut new = to.to_vec();
+        new.extend_from_slice(&old.1[from.len()..]);
+        let new = (root, new);
+        if let Some(d) = k.dirs.remove(&old) {
+            if let Some(wd) = d.wd {
+                if let Some(l) = k.by_wd.get_mut(&wd) {
+                    for x in l.iter_mut().filter(|x| **x == old) {
+                        *x = new.clone();
+                    }
+                }
+            }
+            k.dirs.insert(new, d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(wd: i32, mask: u32, cookie: u32, name: &str) -> KernelEvent {
+        KernelEvent {
+            wd,
+            mask,
+            cookie,
+            name: Some(name.into()),
+        }
+    }
+
+    fn kernel_with(dirs: &[(i32, &[&str])]) -> Kernel {
+        let mut k = Kernel::default();
+        for (wd, p) in dirs {
+            let at = (
+                FileKey { dev: 1, ino: 1 },
+                p.iter().map(|s| s.to_string()).collect(),
+            );
+            k.dirs.insert(
+                at.clone(),
+                KDir {
+                    wd: Some(*wd),
+                    refs: 1,
+                    echo: VecDeque::new(),
+                },
+            );
+            k.by_wd.entry(*wd).or_default().push(at);
+        }
+        k
+    }
+
+    fn actions(b: &[Batch]) -> Vec<(u32, String)> {
+        b.iter()
+            .flat_map(|(_, v)| v.iter().map(|(a, _, p)| (*a, p.to_slash_path())))
+            .collect()
+    }
+
+    #[test]
+    fn a_move_in_one_directory_pairs_into_old_and_new_names() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        let (b, over, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::MOVED_FROM, 7, "a"),
+                ev(1, mask::MOVED_TO, 7, "b"),
+            ],
+        );
+        assert!(!over);
+        let got = actions(&b);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].0, notify::OLD_NAME);
+        assert!(got[0].1.ends_with("d/a"), "{got:?}");
+        assert_eq!(got[1].0, notify::NEW_NAME);
+    }
+
+    #[test]
+    fn a_move_between_watched_directories_is_removed_then_added() {
+        let mut k = kernel_with(&[(1, &["x"]), (2, &["y"])]);
+        let (b, _, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::MOVED_FROM, 9, "f"),
+                ev(2, mask::MOVED_TO, 9, "f"),
+            ],
+        );
+        let got = actions(&b);
+        assert_eq!(got[0].0, notify::REMOVED);
+        assert_eq!(got[1].0, notify::ADDED);
+        assert!(got[1].1.ends_with("y/f"));
+    }
+
+    #[test]
+    fn names_ringshare_changed_itself_are_not_reported_again_but_others_are() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        let at = (FileKey { dev: 1, ino: 1 }, vec!["d".to_string()]);
+        k.dirs
+            .get_mut(&at)
+            .unwrap()
+            .echo
+            .push_back(("mine".into(), None));
+        let (b, _, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::CREATE, 0, "mine"),
+                ev(1, mask::CREATE, 0, "theirs"),
+            ],
+        );
+        let got = actions(&b);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].1.ends_with("d/theirs"));
+    }
+
+    #[test]
+    fn a_kernel_queue_overflow_and_a_removed_directory_are_flagged() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        let (_, over, ended) = map_events(
+            &mut k,
+            vec![
+                KernelEvent {
+                    wd: -1,
+                    mask: mask::Q_OVERFLOW,
+                    cookie: 0,
+                    name: None,
+                },
+                KernelEvent {
+                    wd: 1,
+                    mask: mask::DELETE_SELF,
+                    cookie: 0,
+                    name: None,
+                },
+            ],
+        );
+        assert!(over);
+        assert_eq!(ended.len(), 1);
+    }
+}

@@ -1,0 +1,97 @@
+//! Changes other programs make on the disk, for CHANGE_NOTIFY: one inotify
+//! descriptor for the server, watched by worker 0's ring (a one-shot poll,
+//! then non-blocking reads until the queue is empty), its events handed to
+//! the core ([`ringshare_core::notify_kernel`]), which decides what they
+//! mean. `kernel change notify = no` (Samba's option) leaves it out.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ringshare_core::notify_kernel::{mask, KernelEvent, KernelWatch};
+use ringshare_engine::SharedFd;
+use rustix::fs::inotify;
+
+/// Bytes of events read per wake-up at most (the rest on the next one).
+const READ_PER_WAKE_MAX: usize = 64 * 1024;
+
+pub struct Inotify {
+    fd: SharedFd,
+    /// A refused watch was logged (once).
+    warned: AtomicBool,
+}
+
+impl Inotify {
+    pub fn new() -> io::Result<Arc<Inotify>> {
+        let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
+        Ok(Arc::new(Inotify {
+            fd: Arc::new(fd),
+            warned: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn fd(&self) -> &SharedFd {
+        &self.fd
+    }
+
+    /// Read what is queued (up to [`READ_PER_WAKE_MAX`]).
+    pub fn read_events(&self) -> Vec<KernelEvent> {
+        let mut out = Vec::new();
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut got = 0usize;
+        let mut reader = inotify::Reader::new(&*self.fd, &mut buf);
+        loop {
+            match reader.next() {
+                Ok(e) => {
+                    let name = e
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .filter(|n| !n.is_empty());
+                    got += 16 + name.as_ref().map_or(0, |n| n.len());
+                    out.push(KernelEvent {
+                        wd: e.wd(),
+                        mask: e.events().bits(),
+                        cookie: e.cookie(),
+                        name,
+                    });
+                    if got >= READ_PER_WAKE_MAX && reader.is_buffer_empty() {
+                        break;
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(e) => {
+                    tracing::warn!("reading disk change events: {e}");
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+impl KernelWatch for Inotify {
+    fn add(&self, dir: BorrowedFd<'_>) -> Option<i32> {
+        let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let flags =
+            inotify::WatchFlags::from_bits_retain(mask::WATCHED) | inotify::WatchFlags::ONLYDIR;
+        match inotify::add_watch(&*self.fd, path, flags) {
+            Ok(wd) => Some(wd),
+            Err(e) => {
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "cannot watch a directory for changes by other programs ({e}); \
+                         see fs.inotify.max_user_watches. Changes through ringshare are still reported"
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn remove(&self, wd: i32) {
+        let _ = inotify::remove_watch(&*self.fd, wd);
+    }
+}

@@ -1,0 +1,78 @@
+//! End to end: smbclient's `notify` (CHANGE_NOTIFY, [MS-SMB2] 3.3.5.19)
+//! against `ringshare serve` sees files another client creates and files a
+//! local program creates on the share's disk (inotify, read by worker 0).
+//!
+//! Needs smbclient (`apt-get install -y smbclient`); without it the tests
+//! print a loud note and pass, as the other interop tests do.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{smbclient_or_skip, Server, ServerConfig};
+
+const SEEN_WITHIN: Duration = Duration::from_secs(10);
+
+#[test]
+fn smbclient_notify_sees_a_file_another_client_creates_and_one_a_local_program_creates() {
+    let test =
+        "smbclient_notify_sees_a_file_another_client_creates_and_one_a_local_program_creates";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |dir| {
+        std::fs::create_dir(dir.join("watched")).unwrap();
+    });
+    let watcher = server
+        .client()
+        .timeout(Duration::from_secs(120))
+        .spawn("notify watched");
+    // The watch starts with smbclient's first request: local files are
+    // written until one is reported (the watch is then in place).
+    let mut armed = false;
+    for i in 0..50 {
+        std::fs::write(server.share_dir.join(format!("watched/probe{i}")), b"").unwrap();
+        if watcher.wait_for("probe", Duration::from_millis(300)) {
+            armed = true;
+            break;
+        }
+    }
+    assert!(
+        armed,
+        "no change reported at all:\n{}\n{}",
+        watcher.output(),
+        server.log()
+    );
+    std::fs::write(server.scratch.join("up.txt"), b"from a client").unwrap();
+    server
+        .client()
+        .run("put up.txt watched\\from-smb.txt")
+        .expect_ok("put");
+    assert!(
+        watcher.wait_for("0001 from-smb.txt", SEEN_WITHIN),
+        "smbclient notify printed:\n{}\n--- server log ---\n{}",
+        watcher.output(),
+        server.log()
+    );
+    // Written by another program, straight onto the disk.
+    std::fs::write(server.share_dir.join("watched/from-disk.txt"), b"local").unwrap();
+    assert!(
+        watcher.wait_for("0001 from-disk.txt", SEEN_WITHIN),
+        "smbclient notify printed:\n{}\n--- server log ---\n{}",
+        watcher.output(),
+        server.log()
+    );
+    std::fs::remove_file(server.share_dir.join("watched/from-disk.txt")).unwrap();
+    assert!(
+        watcher.wait_for("0002 from-disk.txt", SEEN_WITHIN),
+        "a local delete: {}",
+        watcher.output()
+    );
+    // ringshare's own create is reported once, not again from the kernel.
+    let out = watcher.output();
+    assert_eq!(
+        out.matches("0001 from-smb.txt").count(),
+        1,
+        "reported once:\n{out}"
+    );
+}
