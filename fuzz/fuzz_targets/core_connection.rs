@@ -84,6 +84,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
             nt_acl_xattr: true,
             durable_handles: true,
             root_key: Default::default(),
+            change_notify: true,
             encrypt,
         })
     };

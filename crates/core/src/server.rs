@@ -83,6 +83,9 @@ pub struct ShareDef {
     /// `durable handles` (Samba's option, default yes): opens may outlive
     /// their connection ([`crate::durable`]).
     pub durable_handles: bool,
+    /// `change notify` (Samba's option, default yes): CHANGE_NOTIFY works;
+    /// with `no` it is answered NOT_IMPLEMENTED, as Samba does.
+    pub change_notify: bool,
     /// The identity of the share's directory, found at the first change
     /// notification that needs it ([`crate::notify::root_key`]).
     pub root_key: std::sync::OnceLock<Option<FileKey>>,

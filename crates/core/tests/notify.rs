@@ -502,3 +502,18 @@ fn a_buffer_one_byte_over_max_transact_is_invalid_parameter_not_a_dropped_connec
     let r = notify(&mut a, d, ALL, false, 8 * 1024 * 1024);
     assert_eq!(r.status(), NtStatus::PENDING);
 }
+
+#[test]
+fn a_share_with_change_notify_off_answers_not_implemented() {
+    let mem = ringshare_vfs::memory::MemShare::new();
+    let server = server_with(&mem, |c| {
+        for s in &mut c.shares {
+            std::sync::Arc::get_mut(s).unwrap().change_notify = false;
+        }
+    });
+    let mut a = Client::on(server, mem, Options::default());
+    let d = watch(&mut a, "off");
+    let r = notify(&mut a, d, NAME, true, 4096);
+    assert_eq!(r.status(), NtStatus::NOT_IMPLEMENTED);
+    assert_eq!(a.server.notify_watchers(), 0);
+}

@@ -300,6 +300,9 @@ pub struct ShareConfig {
     pub acl_xattr: bool,
     /// `durable handles`: opens may outlive their connection; default yes.
     pub durable_handles: bool,
+    /// `change notify` (Samba's option): CHANGE_NOTIFY works on the share;
+    /// with `no` it is answered NOT_IMPLEMENTED, as Samba does. Default yes.
+    pub change_notify: bool,
     /// `comment`; default empty.
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
@@ -415,6 +418,7 @@ impl Config {
                 rules: ShareRules::default(),
                 acl_xattr: false,
                 durable_handles: true,
+                change_notify: true,
                 comment: String::new(),
                 browseable: true,
                 smb_encrypt: None,
@@ -580,7 +584,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_change_notify_defaults_to_yes_and_can_be_turned_off() {
+    fn kernel_change_notify_and_change_notify_default_to_yes_and_can_be_turned_off() {
         let path = Path::new("test.conf");
         let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
         assert!(d.global.kernel_change_notify);
@@ -590,6 +594,9 @@ mod tests {
         )
         .unwrap();
         assert!(!c.global.kernel_change_notify);
+        assert!(c.shares[0].change_notify);
+        let c = parse_str("[s]\npath = /tmp\nchange notify = no\n", path).unwrap();
+        assert!(!c.shares[0].change_notify);
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
         nt_acl_xattr: s.acl_xattr,
         durable_handles: s.durable_handles,
         root_key: Default::default(),
+        change_notify: s.change_notify,
     })
 }
 

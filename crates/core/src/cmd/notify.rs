@@ -39,6 +39,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     }
     opens::check_credit_charge(core, req, u64::from(n.output_buffer_length))?;
     let open = opens::find(core, req, n.file_id)?;
+    if !open.share.change_notify {
+        return Err(NtStatus::NOT_IMPLEMENTED);
+    }
     if !open.is_dir {
         return Err(NtStatus::INVALID_PARAMETER);
     }

@@ -250,6 +250,7 @@ fn made_for(
         nt_acl_xattr: share.nt_acl_xattr,
         durable_handles: share.durable_handles,
         root_key: Default::default(),
+        change_notify: share.change_notify,
     }))
 }
 

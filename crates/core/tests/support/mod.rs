@@ -205,6 +205,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             nt_acl_xattr: true,
             durable_handles: true,
             root_key: Default::default(),
+            change_notify: true,
             encrypt,
         })
     };

@@ -169,6 +169,7 @@ enum Opt {
     VfsObjects,
     /// `durable handles` (per share).
     DurableHandles,
+    ChangeNotify,
     /// Known, meaningless for ringshare, accepted without a word.
     Ignored,
     /// Ignoring it would grant more access than the administrator meant: refuse to start.
@@ -189,6 +190,7 @@ impl Opt {
                 | Opt::Rule(_)
                 | Opt::VfsObjects
                 | Opt::DurableHandles
+                | Opt::ChangeNotify
                 | Opt::SmbEncrypt
                 | Opt::Ignored
                 | Opt::Refused(_)
@@ -252,6 +254,7 @@ fn classify(key: &str) -> Option<Opt> {
         "hide unreadable" => Opt::Rule(Rule::HideUnreadable),
         "vfs objects" | "vfs object" => Opt::VfsObjects,
         "durable handles" => Opt::DurableHandles,
+        "change notify" => Opt::ChangeNotify,
         "passdb backend"
         | "log file"
         | "max log size"
@@ -315,6 +318,7 @@ struct ShareDraft {
     /// `vfs objects = ... acl_xattr ...`.
     acl_xattr: Option<bool>,
     durable_handles: Option<bool>,
+    change_notify: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -829,6 +833,9 @@ impl<'a> Parser<'a> {
             Opt::DurableHandles => {
                 draft.durable_handles = Some(self.bool_value(line, key, value)?);
             }
+            Opt::ChangeNotify => {
+                draft.change_notify = Some(self.bool_value(line, key, value)?);
+            }
             Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
             Opt::Rule(rule) => {
                 // Checked now, for the line number; applied at the end over
@@ -983,6 +990,7 @@ impl<'a> Parser<'a> {
                 .durable_handles
                 .or(defaults.durable_handles)
                 .unwrap_or(true),
+            change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
         })
     }
 }
