@@ -164,6 +164,13 @@ pub enum Reply {
     QueryDirectory {
         buffer: Range<usize>,
     },
+    /// CHANGE_NOTIFY: the FILE_NOTIFY_INFORMATION chain (a range of the
+    /// frame given to `receive`), or `enum_dir` (STATUS_NOTIFY_ENUM_DIR: too
+    /// many changes, read the directory again).
+    ChangeNotify {
+        buffer: Range<usize>,
+        enum_dir: bool,
+    },
 }
 
 /// What [`ClientConn::receive`] reports.
@@ -622,6 +629,26 @@ impl ClientConn {
         self.request(tag, Command::QUERY_INFO, 1, |o| req.encode(o))
     }
 
+    /// CHANGE_NOTIFY on directory `dir` ([MS-SMB2] 2.2.35); the server
+    /// answers when something changes (an interim first).
+    pub fn change_notify(
+        &mut self,
+        tag: u64,
+        dir: FileId,
+        filter: u32,
+        watch_tree: bool,
+        out_len: u32,
+    ) -> Result<u64, ClientError> {
+        let req = ringshare_wire::misc::ChangeNotifyRequest {
+            flags: ringshare_wire::consts::ChangeNotifyFlags(u16::from(watch_tree)),
+            output_buffer_length: out_len.min(self.max_transact),
+            file_id: dir,
+            completion_filter: ringshare_wire::consts::CompletionFilter(filter),
+        };
+        let charge = self.charge_for(req.output_buffer_length as usize);
+        self.request(tag, Command::CHANGE_NOTIFY, charge, |o| req.encode(o))
+    }
+
     pub fn echo(&mut self, tag: u64) -> Result<u64, ClientError> {
         self.request(tag, Command::ECHO, 1, |o| Echo.encode(o))
     }
@@ -963,7 +990,14 @@ impl ClientConn {
             Command::SESSION_SETUP => self.session_step(hdr, msg),
             Command::TREE_CONNECT if p.tag == INTERNAL_TAG => self.tree_connected(hdr, msg, events),
             _ => {
-                let result = if hdr.status.is_success() {
+                let result = if p.command == Command::CHANGE_NOTIFY && hdr.status.is_success() {
+                    let r = ringshare_wire::misc::ChangeNotifyResponse::decode(msg)?;
+                    let off = r.buffer.as_ptr() as usize - msg.as_ptr() as usize + at;
+                    Ok(Reply::ChangeNotify {
+                        buffer: off..off + r.buffer.len(),
+                        enum_dir: hdr.status == NtStatus::NOTIFY_ENUM_DIR,
+                    })
+                } else if hdr.status.is_success() {
                     Ok(self.reply(p.command, msg, at)?)
                 } else {
                     Err(SmbError {

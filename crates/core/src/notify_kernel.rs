@@ -62,8 +62,11 @@ pub mod mask {
 pub const HOLD_MS: u64 = 100;
 /// How long a mark of an own change hides the kernel's events for that name.
 pub const ECHO_MS: u64 = 2000;
-/// Marks kept per kernel-watched directory (the oldest go first).
-const ECHO_MAX: usize = 256;
+/// Marks kept server-wide; past it an own change is not marked (its kernel
+/// echo may then be reported too).
+const ECHO_MAX: usize = 262_144;
+/// How often unmatched marks are stamped and expired ones dropped.
+const SWEEP_MS: u64 = 1000;
 /// Events held at once; past it they are dropped and every watcher gets
 /// NOTIFY_ENUM_DIR.
 const HELD_MAX: usize = 65536;
@@ -76,8 +79,9 @@ struct KDir {
     /// Watchers of the directory that asked for the kernel watch.
     refs: usize,
     /// Names ringshare changed here lately, with when the mark ends (None:
-    /// not yet stamped).
-    echo: VecDeque<(String, Option<u64>)>,
+    /// not yet stamped: it ends [`ECHO_MS`] after the first event it hides
+    /// or the first sweep).
+    echo: HashMap<String, Option<u64>>,
 }
 
 #[derive(Default)]
@@ -86,6 +90,9 @@ pub(crate) struct Kernel {
     dirs: HashMap<DirAt, KDir>,
     by_wd: HashMap<i32, Vec<DirAt>>,
     held: VecDeque<(u64, KernelEvent)>,
+    /// Marks in all directories.
+    marks: usize,
+    next_sweep_ms: u64,
 }
 
 impl ServerState {
@@ -133,12 +140,17 @@ impl ServerState {
             if k.held.front().is_none_or(|(t, _)| *t > now_ms) {
                 return;
             }
-            for d in k.dirs.values_mut() {
-                for (_, until) in d.echo.iter_mut() {
-                    until.get_or_insert(now_ms + ECHO_MS);
+            if now_ms >= k.next_sweep_ms {
+                k.next_sweep_ms = now_ms + SWEEP_MS;
+                let mut marks = 0;
+                for d in k.dirs.values_mut() {
+                    for until in d.echo.values_mut() {
+                        until.get_or_insert(now_ms + ECHO_MS);
+                    }
+                    d.echo.retain(|_, until| until.is_some_and(|t| t >= now_ms));
+                    marks += d.echo.len();
                 }
-                d.echo
-                    .retain(|(_, until)| until.is_some_and(|t| t >= now_ms));
+                k.marks = marks;
             }
             let mut due = Vec::new();
             while k.held.front().is_some_and(|(t, _)| *t <= now_ms) {
@@ -146,7 +158,7 @@ impl ServerState {
                     due.push(e);
                 }
             }
-            map_events(&mut k, due)
+            map_events(&mut k, due, now_ms)
         };
         if overflow {
             notify::overflow_all(self);
@@ -173,7 +185,11 @@ type Batch = (FileKey, Vec<(u32, u32, ringshare_vfs::RelPath)>);
 
 /// Turn due kernel events into changes; also whether the kernel queue
 /// overflowed and which directories went away or moved.
-fn map_events(k: &mut Kernel, due: Vec<KernelEvent>) -> (Vec<Batch>, bool, Vec<DirAt>) {
+fn map_events(
+    k: &mut Kernel,
+    due: Vec<KernelEvent>,
+    now_ms: u64,
+) -> (Vec<Batch>, bool, Vec<DirAt>) {
     let mut out: Vec<Batch> = Vec::new();
     let mut overflow = false;
     let mut ended = Vec::new();
@@ -264,8 +280,9 @@ fn map_events(k: &mut Kernel, due: Vec<KernelEvent>) -> (Vec<Batch>, bool, Vec<D
         for (at, action, fl, name) in changes {
             let echoed = k
                 .dirs
-                .get(&at)
-                .is_some_and(|d| d.echo.iter().any(|(n, _)| *n == name));
+                .get_mut(&at)
+                .and_then(|d| d.echo.get_mut(&name))
+                .is_some_and(|until| *until.get_or_insert(now_ms + ECHO_MS) >= now_ms);
             if echoed {
                 continue;
             }
@@ -306,7 +323,7 @@ pub(crate) fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'
         KDir {
             wd: Some(wd),
             refs: 1,
-            echo: VecDeque::new(),
+            echo: HashMap::new(),
         },
     );
     k.by_wd.entry(wd).or_default().push(at.clone());
@@ -325,7 +342,9 @@ pub(crate) fn drop_ref(server: &ServerState, at: &DirAt) {
         return;
     }
     let wd = d.wd;
-    k.dirs.remove(at);
+    if let Some(d) = k.dirs.remove(at) {
+        k.marks = k.marks.saturating_sub(d.echo.len());
+    }
     server.notify.kernel_dirs.fetch_sub(1, Ordering::AcqRel);
     if let Some(wd) = wd {
         let last = k.by_wd.get_mut(&wd).is_none_or(|l| {
@@ -344,16 +363,16 @@ pub(crate) fn drop_ref(server: &ServerState, at: &DirAt) {
 /// ringshare changed `name` in the directory at `at`: the kernel's events
 /// for it are its own echo.
 pub(crate) fn mark(server: &ServerState, root: FileKey, parent: &[String], name: &str) {
-    let mut k = lock(&server.notify.kernel);
+    let mut guard = lock(&server.notify.kernel);
+    let k = &mut *guard;
+    let full = k.marks >= ECHO_MAX;
     if let Some(d) = k.dirs.get_mut(&(root, parent.to_vec())) {
-        if let Some(e) = d.echo.iter_mut().find(|(n, _)| n == name) {
-            e.1 = None;
-            return;
+        if let Some(until) = d.echo.get_mut(name) {
+            *until = None;
+        } else if !full {
+            d.echo.insert(name.to_owned(), None);
+            k.marks += 1;
         }
-        if d.echo.len() >= ECHO_MAX {
-            d.echo.pop_front();
-        }
-        d.echo.push_back((name.to_owned(), None));
     }
 }
 
@@ -409,7 +428,7 @@ mod tests {
                 KDir {
                     wd: Some(*wd),
                     refs: 1,
-                    echo: VecDeque::new(),
+                    echo: HashMap::new(),
                 },
             );
             k.by_wd.entry(*wd).or_default().push(at);
@@ -432,6 +451,7 @@ mod tests {
                 ev(1, mask::MOVED_FROM, 7, "a"),
                 ev(1, mask::MOVED_TO, 7, "b"),
             ],
+            0,
         );
         assert!(!over);
         let got = actions(&b);
@@ -450,6 +470,7 @@ mod tests {
                 ev(1, mask::MOVED_FROM, 9, "f"),
                 ev(2, mask::MOVED_TO, 9, "f"),
             ],
+            0,
         );
         let got = actions(&b);
         assert_eq!(got[0].0, notify::REMOVED);
@@ -465,13 +486,14 @@ mod tests {
             .get_mut(&at)
             .unwrap()
             .echo
-            .push_back(("mine".into(), None));
+            .insert("mine".into(), None);
         let (b, _, _) = map_events(
             &mut k,
             vec![
                 ev(1, mask::CREATE, 0, "mine"),
                 ev(1, mask::CREATE, 0, "theirs"),
             ],
+            0,
         );
         let got = actions(&b);
         assert_eq!(got.len(), 1);
@@ -497,8 +519,22 @@ mod tests {
                     name: None,
                 },
             ],
+            0,
         );
         assert!(over);
         assert_eq!(ended.len(), 1);
+    }
+
+    #[test]
+    fn a_mark_hides_events_for_two_seconds_after_the_first_it_hides_then_lets_them_through() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        let at = (FileKey { dev: 1, ino: 1 }, vec!["d".to_string()]);
+        k.dirs.get_mut(&at).unwrap().echo.insert("n".into(), None);
+        let seen = |k: &mut Kernel, t: u64| {
+            actions(&map_events(k, vec![ev(1, mask::ATTRIB, 0, "n")], t).0).len()
+        };
+        assert_eq!(seen(&mut k, 10_000), 0);
+        assert_eq!(seen(&mut k, 10_000 + ECHO_MS), 0);
+        assert_eq!(seen(&mut k, 10_001 + ECHO_MS), 1);
     }
 }

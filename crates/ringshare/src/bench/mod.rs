@@ -16,6 +16,7 @@ pub mod hist;
 pub mod pattern;
 mod reconnect;
 pub mod report;
+pub mod watch;
 mod worker;
 
 use std::io::{self, IsTerminal, Write};
@@ -166,6 +167,20 @@ pub struct BenchArgs {
     /// The directory the `list` workload lists.
     #[arg(long, value_name = "NAME", default_value = "")]
     pub dir: String,
+
+    /// `metadata`: open each file with DELETE_ON_CLOSE, so that every pass
+    /// creates and deletes it (changes for watchers to report).
+    #[arg(long)]
+    pub delete_on_close: bool,
+
+    /// Also keep a CHANGE_NOTIFY waiting on `--watch-dir` from this many
+    /// more connections, and report the changes they were told of.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub watchers: u32,
+
+    /// The directory the watchers watch (default: the share's root).
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub watch_dir: String,
 
     /// Credits each connection asks the server for.
     #[arg(long, value_name = "N", default_value_t = 512)]
@@ -397,6 +412,18 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     while shared.ready.load(Ordering::Acquire) < threads && !shared.failed.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(5));
     }
+    let watchers = if shared.args.watchers > 0 && !shared.failed.load(Ordering::Acquire) {
+        match watch::start(&shared, shared.args.watchers) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                shared.failed.store(true, Ordering::Release);
+                shared.stop.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
     let cpu0 = CpuSample::take(shared.args.server_pid);
     let start = Instant::now();
     shared.go.store(true, Ordering::Release);
@@ -450,6 +477,10 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     }
     let elapsed = start.elapsed();
     let cpu1 = CpuSample::take(shared.args.server_pid);
+    let notify = match watchers {
+        Some(w) => Some(watch::finish(w)?),
+        None => None,
+    };
     if tty {
         eprint!("\r{:60}\r", "");
     }
@@ -473,6 +504,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         },
         errors,
         error_log: &error_log,
+        notify,
     };
     let mut text = if shared.args.json {
         summary.json()

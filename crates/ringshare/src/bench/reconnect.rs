@@ -56,16 +56,16 @@ pub(crate) struct Tally {
 }
 
 /// A TCP connection with its SMB client.
-struct Link {
-    sock: TcpStream,
-    smb: ClientConn,
+pub(crate) struct Link {
+    pub(crate) sock: TcpStream,
+    pub(crate) smb: ClientConn,
     out: Vec<u8>,
     frame: Vec<u8>,
 }
 
 impl Link {
     /// Connect, negotiate, log on and connect the tree.
-    fn open(sh: &Shared, opts: &ClientOptions) -> Result<Link, String> {
+    pub(crate) fn open(sh: &Shared, opts: &ClientOptions) -> Result<Link, String> {
         let sock = TcpStream::connect(sh.addr)
             .map_err(|e| format!("cannot connect to {}: {e}", sh.addr))?;
         let _ = sock.set_nodelay(true);
@@ -85,7 +85,12 @@ impl Link {
         Ok(l)
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    /// The last frame received (replies' ranges point into it).
+    pub(crate) fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<(), String> {
         if self.smb.take_output(&mut self.out) && !self.out.is_empty() {
             self.sock
                 .write_all(&self.out)
@@ -95,7 +100,7 @@ impl Link {
     }
 
     /// Read one frame and hand it to the client.
-    fn receive(&mut self, events: &mut Vec<Event>) -> Result<(), String> {
+    pub(crate) fn receive(&mut self, events: &mut Vec<Event>) -> Result<(), String> {
         let mut hdr = [0u8; 4];
         self.sock
             .read_exact(&mut hdr)
@@ -111,7 +116,7 @@ impl Link {
     }
 
     /// Send `tag`'s request and wait for its reply.
-    fn call(&mut self, tag: u64) -> Result<Result<Reply, NtStatus>, String> {
+    pub(crate) fn call(&mut self, tag: u64) -> Result<Result<Reply, NtStatus>, String> {
         self.flush()?;
         let mut events = Vec::new();
         loop {

@@ -110,6 +110,8 @@ pub struct Summary<'a> {
     pub server_cpu_s: Option<f64>,
     pub errors: u64,
     pub error_log: &'a [String],
+    /// What `--watchers` saw.
+    pub notify: Option<super::watch::Seen>,
 }
 
 fn dialect_name(d: Dialect) -> &'static str {
@@ -234,6 +236,16 @@ impl Summary<'_> {
                 }
             }
         }
+        if let Some(n) = self.notify {
+            let _ = writeln!(
+                o,
+                "  notify          {} changes to {} watcher(s) ({:.0}/s), {} NOTIFY_ENUM_DIR",
+                n.changes,
+                n.watchers,
+                n.changes as f64 / self.secs().max(1e-9),
+                n.enum_dirs
+            );
+        }
         if self.errors == 0 {
             let _ = writeln!(o, "  errors          0");
         } else {
@@ -253,7 +265,7 @@ impl Summary<'_> {
         let opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.6}"));
         let errors: Vec<String> = self.error_log.iter().map(|e| json_str(e)).collect();
         format!(
-            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"errors\":{},\"error_log\":[{}]}}\n",
+            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"errors\":{},\"error_log\":[{}]{}}}\n",
             json_str(&a.target),
             a.workload.name(),
             self.io_size(),
@@ -275,6 +287,13 @@ impl Summary<'_> {
             opt(self.server_cpu_s.and_then(|c| self.per_gib(c))),
             self.errors,
             errors.join(","),
+            self.notify.map_or(String::new(), |n| format!(
+                ",\"watchers\":{},\"notify_changes\":{},\"notify_changes_per_s\":{:.3},\"notify_enum_dir\":{}",
+                n.watchers,
+                n.changes,
+                n.changes as f64 / self.secs().max(1e-9),
+                n.enum_dirs
+            )),
         )
     }
 }

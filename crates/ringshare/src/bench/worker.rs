@@ -419,12 +419,18 @@ impl Conn {
                     let k = self.meta_k % METADATA_FILES;
                     self.meta_k += 1;
                     let name = format!("rsmeta-{}-{k}", self.idx);
+                    // DELETE and FILE_DELETE_ON_CLOSE.
+                    let (access, options) = if sh.args.delete_on_close {
+                        (0x0001_0000, 0x1000)
+                    } else {
+                        (0, 0)
+                    };
                     self.smb.create(
                         tag,
                         &name,
-                        GENERIC_READ_WRITE,
+                        GENERIC_READ_WRITE | access,
                         CreateDisposition::OPEN_IF,
-                        NON_DIRECTORY_FILE,
+                        NON_DIRECTORY_FILE | options,
                     )?;
                 }
                 1 => {
