@@ -7,8 +7,9 @@
 //! ([`ServerState::kernel_events`]). Events are held [`HOLD_MS`] before they
 //! are reported, and an event for a name ringshare itself changed in that
 //! directory shortly before (an "echo" of its own change, which it reported
-//! already) is dropped: an own change marks the name; a mark is stamped at
-//! the first processing after it and lives [`ECHO_MS`] from then. Another
+//! already) is dropped: an own change marks the name; a mark lives until
+//! [`ECHO_MS`] after the first event it hides (or after the sweep that
+//! first sees it, for a change the kernel reported nothing of). Another
 //! program changing the same name within that window is not reported
 //! (docs/limits.md). Only the watched directory's own entries are
 //! kernel-watched: with WATCH_TREE, changes by other programs deeper down
@@ -211,16 +212,32 @@ fn map_events(
             }
             continue;
         }
-        let Some(list) = k.by_wd.get(&e.wd).cloned() else {
+        let Some(list) = k.by_wd.get(&e.wd) else {
             continue;
         };
         if e.mask & (mask::DELETE_SELF | mask::MOVE_SELF) != 0 {
-            ended.extend(list);
+            ended.extend(list.iter().cloned());
             continue;
         }
-        let Some(name) = e.name.clone() else {
+        let Some(name) = e.name.as_deref() else {
             continue;
         };
+        let is_move = e.mask & (mask::MOVED_FROM | mask::MOVED_TO) != 0;
+        // The common case, an echo of ringshare's own change: dropped
+        // before anything is built.
+        if !is_move {
+            let dirs = &mut k.dirs;
+            let all_echoed = list.iter().all(|at| {
+                dirs.get_mut(at)
+                    .and_then(|d| d.echo.get_mut(name))
+                    .is_some_and(|until| *until.get_or_insert(now_ms + ECHO_MS) >= now_ms)
+            });
+            if all_echoed {
+                continue;
+            }
+        }
+        let list = list.clone();
+        let name = name.to_owned();
         let f = notify::name_filter(e.mask & mask::ISDIR != 0);
         // A move within the watched directories: MOVED_FROM then MOVED_TO
         // with the same cookie.
@@ -366,7 +383,17 @@ pub(crate) fn mark(server: &ServerState, root: FileKey, parent: &[String], name:
     let mut guard = lock(&server.notify.kernel);
     let k = &mut *guard;
     let full = k.marks >= ECHO_MAX;
-    if let Some(d) = k.dirs.get_mut(&(root, parent.to_vec())) {
+    // A few kernel-watched directories (the usual case) are scanned, which
+    // spares building a key for every close.
+    let d = if k.dirs.len() <= 16 {
+        k.dirs
+            .iter_mut()
+            .find(|((r, p), _)| *r == root && p.as_slice() == parent)
+            .map(|(_, d)| d)
+    } else {
+        k.dirs.get_mut(&(root, parent.to_vec()))
+    };
+    if let Some(d) = d {
         if let Some(until) = d.echo.get_mut(name) {
             *until = None;
         } else if !full {

@@ -337,6 +337,8 @@ struct Worker {
     /// for the timers): what every completion of the iteration is handled at
     /// (each reading cost two clock reads per request before).
     clock: Now,
+    /// Worker 0, under a stream of disk changes: when to read them next.
+    inotify_read_at: Option<u64>,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -433,6 +435,7 @@ pub fn run_worker(
         zc_sends: [0; 2],
         mail_seen: 0,
         clock: Now::default(),
+        inotify_read_at: None,
     };
     w.clock = now(w.shared.started);
     for (i, l) in w.listeners.iter().enumerate() {
@@ -490,7 +493,10 @@ impl Worker {
         // Worker 0 also runs the scavenger of disconnected durable opens.
         let server = &self.shared.server;
         let scavenge = (self.index == 0)
-            .then(|| [server.durables_deadline(), server.kernel_deadline()])
+            .then(|| {
+                let read = self.inotify_read_at;
+                [server.durables_deadline(), server.kernel_deadline(), read]
+            })
             .into_iter()
             .flatten()
             .flatten();
@@ -516,6 +522,9 @@ impl Worker {
             // Closes nothing (one look at the table) when none is due.
             self.shared.server.expire_durables(t.mono_ms);
             self.shared.server.kernel_tick(t.mono_ms);
+            if self.inotify_read_at.is_some_and(|at| at <= t.mono_ms) {
+                self.read_disk_changes();
+            }
         }
         for slot in 0..self.conns.len() {
             let stalled = self.conns[slot].as_ref().is_some_and(|c| {
@@ -540,6 +549,24 @@ impl Worker {
                 }
                 self.drain(slot as u32);
             }
+        }
+    }
+
+    /// Worker 0: read what the inotify descriptor holds. While changes keep
+    /// coming it is read again after [`kernel_notify::READ_EVERY_MS`] (one
+    /// read per batch, not a wake-up per change); once it is found empty, a
+    /// poll waits for the next one.
+    fn read_disk_changes(&mut self) {
+        self.inotify_read_at = None;
+        let Some(ino) = self.shared.inotify.clone() else {
+            return;
+        };
+        let events = ino.read_events();
+        if events.is_empty() {
+            self.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
+        } else {
+            self.shared.server.kernel_events(self.clock.mono_ms, events);
+            self.inotify_read_at = Some(self.clock.mono_ms + kernel_notify::READ_EVERY_MS);
         }
     }
 
@@ -568,13 +595,7 @@ impl Worker {
             KIND_RECV => self.on_recv(slot, gen, c),
             KIND_SEND => self.on_send(slot, gen, c),
             KIND_IO => self.on_io(c),
-            KIND_NOTIFY => {
-                if let Some(ino) = self.shared.inotify.clone() {
-                    let events = ino.read_events();
-                    self.shared.server.kernel_events(self.clock.mono_ms, events);
-                    self.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
-                }
-            }
+            KIND_NOTIFY => self.read_disk_changes(),
             KIND_TIMER if !self.shared.stopping.load(Ordering::SeqCst) => {
                 self.rearm_accept(slot);
             }

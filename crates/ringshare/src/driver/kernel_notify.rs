@@ -1,6 +1,7 @@
 //! Changes other programs make on the disk, for CHANGE_NOTIFY: one inotify
 //! descriptor for the server, watched by worker 0's ring (a one-shot poll,
-//! then non-blocking reads until the queue is empty), its events handed to
+//! then non-blocking reads until the queue is empty, again every 20 ms while
+//! changes keep coming, and a poll again once it is found empty), its events handed to
 //! the core ([`ringshare_core::notify_kernel`]), which decides what they
 //! mean. `kernel change notify = no` (Samba's option) leaves it out.
 
@@ -15,7 +16,10 @@ use ringshare_engine::SharedFd;
 use rustix::fs::inotify;
 
 /// Bytes of events read per wake-up at most (the rest on the next one).
-const READ_PER_WAKE_MAX: usize = 64 * 1024;
+const READ_PER_WAKE_MAX: usize = 1024 * 1024;
+/// While changes keep coming, how often worker 0 reads them (the core holds
+/// them 100 ms anyway).
+pub const READ_EVERY_MS: u64 = 20;
 
 pub struct Inotify {
     fd: SharedFd,
