@@ -31,6 +31,7 @@ mod shortname;
 mod spare;
 mod state;
 mod transform;
+mod writetime;
 
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};

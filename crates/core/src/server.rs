@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
@@ -227,6 +227,8 @@ pub struct FileEntry {
     /// Connections with a request waiting for a break on this file to end:
     /// told to try again when a holder acknowledges or closes.
     pub waiters: Vec<u64>,
+    /// The write time clients see while the file is open ([`crate::writetime`]).
+    pub(crate) write_time: crate::writetime::WriteTime,
 }
 
 /// Shared state of the whole server.
@@ -255,6 +257,9 @@ pub struct ServerState {
     pub(crate) durables: Mutex<crate::durable::Durables>,
     /// Directories watched by CHANGE_NOTIFY ([`crate::notify`]).
     pub(crate) notify: crate::notify::Registry,
+    /// Open files whose write time is not the disk's now
+    /// ([`crate::writetime`]); 0 lets listings skip looking.
+    pub(crate) write_times_shown: AtomicUsize,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -338,6 +343,7 @@ impl ServerState {
             mail_waker: RwLock::new(None),
             durables: Mutex::new(Default::default()),
             notify: Default::default(),
+            write_times_shown: AtomicUsize::new(0),
         })
     }
 
@@ -471,7 +477,10 @@ impl ServerState {
     pub fn drop_file_entry_if_unused(&self, key: FileKey) {
         let mut files = lock(&self.files);
         if let Some(e) = files.get(&key) {
-            if lock(e).opens.is_empty() {
+            let e = lock(e);
+            if e.opens.is_empty() {
+                e.write_time.forget(self);
+                drop(e);
                 files.remove(&key);
             }
         }

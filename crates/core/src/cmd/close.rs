@@ -25,6 +25,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .remove(&volatile)
         .ok_or(NtStatus::FILE_CLOSED)?;
     let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
+    // A written handle's write time is settled (and written to the disk)
+    // before the attributes are read for the reply.
+    crate::writetime::closing(&open, core.now);
     let attr = opens::close_open(&server, open, want);
     let mut resp = CloseResponse::default();
     if let Some(a) = attr.filter(|_| want) {

@@ -29,6 +29,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if !access::can_write(open.access) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    crate::writetime::immediate(&open, core.now);
     Ok(Handled::Io {
         node: open.node.clone(),
         op: IoOp::Sync,

@@ -253,9 +253,10 @@ struct OpenRef {
 }
 
 /// Data of the open's file changed: its close reports it MODIFIED.
-fn note_written(open: &OpenRef) {
+fn note_written(server: &crate::server::ServerState, open: &OpenRef, now: crate::io::Now) {
     lock(&open.open.state).notify_on_close |=
         crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
+    crate::writetime::wrote(server, &open.open, now);
 }
 
 fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, NtStatus> {
@@ -400,7 +401,7 @@ fn copychunk(
         }
         done.chunks_written += 1;
         done.total_bytes_written += c.length;
-        note_written(&dst);
+        note_written(&core.server, &dst, core.now);
     }
     with_body(NtStatus::SUCCESS, done)
 }
@@ -484,7 +485,7 @@ fn set_zero_data(
     open.node
         .punch_hole(offset, end - offset)
         .map_err(status_of)?;
-    note_written(&open);
+    note_written(&core.server, &open, core.now);
     Ok(Reply::ok(response(ir, &[])))
 }
 

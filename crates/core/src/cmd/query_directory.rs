@@ -110,6 +110,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             cursor.next += 1;
             continue;
         }
+        let mut attr = attr;
+        if known.is_none() {
+            crate::writetime::listed(&core.server, &mut attr, core.now.mono_ms);
+        }
         let info = fileinfo::dir_entry_info(name, &attr);
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {

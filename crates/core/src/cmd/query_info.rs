@@ -88,7 +88,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return full_ea(&open, &q, limit);
     }
     let a = match q.info_type {
-        InfoType::FILE => file_info(&open, FileInfoClass(q.info_class), dialect)?,
+        InfoType::FILE => file_info(
+            &open,
+            FileInfoClass(q.info_class),
+            dialect,
+            core.now.mono_ms,
+        )?,
         InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
         InfoType::SECURITY => return security(&open, q.additional_information, limit),
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
@@ -123,6 +128,7 @@ fn file_info(
     open: &Open,
     class: FileInfoClass,
     dialect: Option<Dialect>,
+    now_ms: u64,
 ) -> Result<Answer, NtStatus> {
     // The classes that carry FileAttributes (and so need the DOS attributes).
     let needs_attr_access = matches!(
@@ -135,12 +141,13 @@ fn file_info(
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let attr: FileAttr = if needs_attr_access {
+    let mut attr: FileAttr = if needs_attr_access {
         open.node.stat()
     } else {
         open.node.stat_without_dos()
     }
     .map_err(status_of)?;
+    crate::writetime::apply(open, &mut attr, now_ms);
     let delete_pending = lock(&open.entry).delete_pending;
     match class {
         FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {

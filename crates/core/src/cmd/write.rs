@@ -96,6 +96,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Ok(Handled::Reply(Reply::ok(response(core, 0))));
     }
     let mut breaks = Vec::new();
+    let mut first_write = true;
     {
         let mut e = lock(&open.entry);
         if e.locks
@@ -104,6 +105,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             return Err(NtStatus::FILE_LOCK_CONFLICT);
         }
         oplock::on_change(&mut e, open.id, core.now.mono_ms, &mut breaks);
+        if !e.write_time.needs_base() {
+            e.write_time.wrote(open.id, core.now, None);
+            first_write = false;
+        }
+    }
+    if first_write {
+        crate::writetime::wrote(&core.server, &open, core.now);
     }
     oplock::send(&core.server, breaks);
     if req.detached.is_some() {
