@@ -57,6 +57,17 @@ fn a_write_shows_in_the_write_time_two_seconds_later_and_close_keeps_that_value(
         before,
         "the listing agrees"
     );
+    let t = c.tree_id;
+    let mut m = c.create_msg(t, "w", GENERIC_READ, SHARE_ALL, D::OPEN, 0);
+    c.sign(&mut m);
+    let rs = c.send_frame(m);
+    let r = ringshare_wire::create::CreateResponse::decode(&rs[0].msg).unwrap();
+    assert_eq!(
+        FileTime(r.last_write_time),
+        before,
+        "another open's CREATE agrees"
+    );
+    c.close(r.file_id);
     c.tick(2100);
     let shown = write_time(&mut c, f);
     assert!(shown > before, "two seconds later");

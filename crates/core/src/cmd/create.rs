@@ -610,11 +610,16 @@ fn create_or_wait(
             leave(s)
         })?;
     }
-    let attr = if created || truncate {
+    let mut attr = if created || truncate {
         node.stat().map_err(|e| leave(status_of(e)))?
     } else {
         attr
     };
+    // An open of a file another handle is writing shows that file's write
+    // time as the other handles see it (crate::writetime).
+    if !created {
+        crate::writetime::listed(&server, &mut attr, core.now.mono_ms);
+    }
 
     let mut contexts = response_contexts(&cr, &attr, maximal);
     if let (Some(l), oplock::LEVEL_LEASE) = (&lease_req, grant.level) {
