@@ -86,10 +86,13 @@ pub(crate) struct Registry {
     pub(crate) kernel: Mutex<crate::notify_kernel::Kernel>,
     /// How many directories have one (0: own changes mark nothing).
     pub(crate) kernel_dirs: AtomicUsize,
+    next_id: std::sync::atomic::AtomicU64,
 }
 
 /// The change-notify state of one directory open.
 pub(crate) struct Watcher {
+    /// Server-wide id (kernel watches are held by watcher id).
+    id: u64,
     /// The watched directory.
     pub dir: FileKey,
     root: FileKey,
@@ -119,8 +122,6 @@ struct WatchState {
     /// The watch ended (the handle was closed: NOTIFY_CLEANUP; the
     /// directory is to be deleted: DELETE_PENDING): every request gets it.
     end: Option<NtStatus>,
-    /// It holds a reference on its directory's kernel watch.
-    kernel: bool,
 }
 
 impl WatchState {
@@ -189,6 +190,7 @@ pub(crate) fn arm(
     };
     let root = root_key(&open.share).ok_or(NtStatus::NOT_SUPPORTED)?;
     let w = Arc::new(Watcher {
+        id: reg.next_id.fetch_add(1, Ordering::Relaxed),
         dir: open.key,
         root,
         filter,
@@ -218,15 +220,16 @@ pub(crate) fn arm(
         .push(Arc::clone(&w));
     reg.armed.fetch_add(1, Ordering::AcqRel);
     drop(dirs);
-    // Changes other programs make there, through the kernel.
-    if crate::notify_kernel::add_ref(server, &(root, path), open.node.fd()) {
-        let mut st = lock(&w.state);
-        if st.end.is_none() {
-            st.kernel = true;
-        } else {
-            drop(st);
-            crate::notify_kernel::drop_ref(server, &(root, lock(&w.state).path.clone()));
-        }
+    // Changes other programs make there (and below it, for WATCH_TREE),
+    // through the kernel.
+    crate::notify_kernel::use_root(server, root, &open.share.backend);
+    crate::notify_kernel::add_ref(server, &(root, path.clone()), open.node.fd(), w.id);
+    if tree {
+        crate::notify_kernel::watch_tree(server, root, &path, w.id);
+    }
+    if lock(&w.state).end.is_some() {
+        // Ended meanwhile (closed on another channel): let go again.
+        crate::notify_kernel::drop_refs(server, w.id, root);
     }
     Ok(w)
 }
@@ -237,7 +240,6 @@ pub(crate) fn arm(
 pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     let reg = &server.notify;
     let mut tell = None;
-    let kernel;
     {
         let mut dirs = reg.dirs_write();
         let mut st = lock(&w.state);
@@ -245,7 +247,6 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             return;
         }
         st.end = Some(status);
-        kernel = std::mem::take(&mut st.kernel).then(|| (w.root, st.path.clone()));
         release(reg, &mut st);
         if let Some(by_path) = dirs.get_mut(&w.root) {
             if let Some(list) = by_path.get_mut(&st.path) {
@@ -267,9 +268,7 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             st.told = tell.is_some();
         }
     }
-    if let Some(at) = kernel {
-        crate::notify_kernel::drop_ref(server, &at);
-    }
+    crate::notify_kernel::drop_refs(server, w.id, w.root);
     if let Some(head) = tell {
         wake(server, w, head);
     }
@@ -463,6 +462,8 @@ pub(crate) fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'
         }
     }
     let mut wakes: Vec<(Arc<Watcher>, (u64, u64))> = Vec::new();
+    // New directories below WATCH_TREE watchers, to be kernel-watched.
+    let mut appeared: Vec<(Vec<String>, Vec<u64>)> = Vec::new();
     {
         let dirs = reg.dirs_read();
         let Some(by_path) = dirs.get(&root) else {
@@ -472,6 +473,19 @@ pub(crate) fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'
         let mut hits: Vec<(&Arc<Watcher>, Records)> = Vec::new();
         for c in changes {
             let parts = c.path.components();
+            let new_dir =
+                c.filter == filter::DIR_NAME && (c.action == ADDED || c.action == NEW_NAME);
+            if new_dir && reg.kernel_dirs.load(Ordering::Acquire) != 0 {
+                let wids: Vec<u64> = (0..parts.len())
+                    .filter_map(|d| by_path.get(&parts[..d]))
+                    .flatten()
+                    .filter(|w| w.tree)
+                    .map(|w| w.id)
+                    .collect();
+                if !wids.is_empty() {
+                    appeared.push((parts.to_vec(), wids));
+                }
+            }
             for depth in (0..parts.len()).rev() {
                 let Some(list) = by_path.get(&parts[..depth]) else {
                     continue;
@@ -507,6 +521,9 @@ pub(crate) fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'
     }
     for (w, head) in wakes {
         wake(server, &w, head);
+    }
+    for (path, wids) in appeared {
+        crate::notify_kernel::dir_appeared(server, root, &path, &wids);
     }
 }
 

@@ -11,9 +11,9 @@
 //! [`ECHO_MS`] after the first event it hides (or after the sweep that
 //! first sees it, for a change the kernel reported nothing of). Another
 //! program changing the same name within that window is not reported
-//! (docs/limits.md). Only the watched directory's own entries are
-//! kernel-watched: with WATCH_TREE, changes by other programs deeper down
-//! are not seen.
+//! (docs/limits.md). A WATCH_TREE watcher also kernel-watches the
+//! directories below its own ([`TREE_DIRS_MAX`] at most), found when it is
+//! made and as new ones are reported.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::BorrowedFd;
@@ -63,6 +63,8 @@ pub mod mask {
 pub const HOLD_MS: u64 = 100;
 /// How long a mark of an own change hides the kernel's events for that name.
 pub const ECHO_MS: u64 = 2000;
+/// Directories below its own one WATCH_TREE watcher kernel-watches at most.
+pub const TREE_DIRS_MAX: usize = 4096;
 /// Marks kept server-wide; past it an own change is not marked (its kernel
 /// echo may then be reported too).
 const ECHO_MAX: usize = 262_144;
@@ -77,8 +79,9 @@ type DirAt = (FileKey, Vec<String>);
 
 struct KDir {
     wd: Option<i32>,
-    /// Watchers of the directory that asked for the kernel watch.
-    refs: usize,
+    /// The watchers (by id) that asked for the kernel watch: of this
+    /// directory, or WATCH_TREE ones above it.
+    refs: Vec<u64>,
     /// Names ringshare changed here lately, with when the mark ends (None:
     /// not yet stamped: it ends [`ECHO_MS`] after the first event it hides
     /// or the first sweep).
@@ -94,6 +97,13 @@ pub(crate) struct Kernel {
     /// Marks in all directories.
     marks: usize,
     next_sweep_ms: u64,
+    /// The share of each root a watcher watches (subdirectories are opened
+    /// through it to watch them).
+    roots: HashMap<FileKey, (Arc<dyn ringshare_vfs::Share>, usize)>,
+    /// Directories below its own each WATCH_TREE watcher has kernel-watched.
+    tree_counts: HashMap<u64, usize>,
+    /// The WATCH_TREE bound was logged.
+    tree_warned: bool,
 }
 
 impl ServerState {
@@ -159,7 +169,11 @@ impl ServerState {
                     due.push(e);
                 }
             }
-            map_events(&mut k, due, now_ms)
+            let r = map_events(&mut k, due, now_ms);
+            self.notify
+                .kernel_dirs
+                .store(k.dirs.len(), Ordering::Release);
+            r
         };
         if overflow {
             notify::overflow_all(self);
@@ -203,10 +217,16 @@ fn map_events(
             continue;
         }
         if e.mask & mask::IGNORED != 0 {
+            // The directory is gone (or unmounted): so is what was kept for it.
             if let Some(list) = k.by_wd.remove(&e.wd) {
                 for at in list {
-                    if let Some(d) = k.dirs.get_mut(&at) {
-                        d.wd = None;
+                    if let Some(d) = k.dirs.remove(&at) {
+                        k.marks = k.marks.saturating_sub(d.echo.len());
+                        for w in d.refs {
+                            if let Some(n) = k.tree_counts.get_mut(&w) {
+                                *n = n.saturating_sub(1);
+                            }
+                        }
                     }
                 }
             }
@@ -320,13 +340,20 @@ fn map_events(
 /// A watcher of the directory at `at` wants the kernel watch (made with the
 /// first). False when there is none (no kernel watching, a backend without
 /// descriptors, or the kernel refused).
-pub(crate) fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'_>>) -> bool {
+pub(crate) fn add_ref(
+    server: &ServerState,
+    at: &DirAt,
+    dir: Option<BorrowedFd<'_>>,
+    wid: u64,
+) -> bool {
     let mut k = lock(&server.notify.kernel);
     let Some(watch) = k.watch.clone() else {
         return false;
     };
     if let Some(d) = k.dirs.get_mut(at) {
-        d.refs += 1;
+        if !d.refs.contains(&wid) {
+            d.refs.push(wid);
+        }
         return true;
     }
     let Some(fd) = dir else {
@@ -339,7 +366,7 @@ pub(crate) fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'
         at.clone(),
         KDir {
             wd: Some(wd),
-            refs: 1,
+            refs: vec![wid],
             echo: HashMap::new(),
         },
     );
@@ -348,16 +375,125 @@ pub(crate) fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'
     true
 }
 
-/// A watcher that held a kernel watch ends.
-pub(crate) fn drop_ref(server: &ServerState, at: &DirAt) {
+/// Watcher `wid` ends: it lets go of every kernel watch it asked for.
+pub(crate) fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
     let mut k = lock(&server.notify.kernel);
-    let Some(d) = k.dirs.get_mut(at) else {
+    k.tree_counts.remove(&wid);
+    if let Some(r) = k.roots.get_mut(&root) {
+        r.1 -= 1;
+        if r.1 == 0 {
+            k.roots.remove(&root);
+        }
+    }
+    let gone: Vec<DirAt> = k
+        .dirs
+        .iter_mut()
+        .filter_map(|(at, d)| {
+            d.refs.retain(|w| *w != wid);
+            d.refs.is_empty().then(|| at.clone())
+        })
+        .collect();
+    for at in gone {
+        forget_dir(server, &mut k, &at);
+    }
+}
+
+/// Remember the share of `root` while watcher(s) use it.
+pub(crate) fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
+    let mut k = lock(&server.notify.kernel);
+    k.roots
+        .entry(root)
+        .or_insert_with(|| (Arc::clone(share), 0))
+        .1 += 1;
+}
+
+/// Kernel-watch the directories below `top` for WATCH_TREE watcher `wid`,
+/// breadth first, up to [`TREE_DIRS_MAX`].
+pub(crate) fn watch_tree(server: &ServerState, root: FileKey, top: &[String], wid: u64) {
+    let Some(share) = kernel_share(server, root) else {
         return;
     };
-    d.refs -= 1;
-    if d.refs > 0 {
-        return;
+    let who = ringshare_vfs::server_who();
+    let mut queue = std::collections::VecDeque::from([top.to_vec()]);
+    let mut found: Vec<Vec<String>> = Vec::new();
+    while let Some(dir) = queue.pop_front() {
+        let Ok(path) = ringshare_vfs::RelPath::from_components(dir.clone()) else {
+            continue;
+        };
+        let Ok(opened) = share.open(&who, &path, &open_dir()) else {
+            continue;
+        };
+        let Ok(entries) = opened.node.read_dir() else {
+            continue;
+        };
+        for e in entries.into_iter().filter(|e| e.attr.is_dir()) {
+            if found.len() >= TREE_DIRS_MAX {
+                queue.clear();
+                break;
+            }
+            let mut p = dir.clone();
+            p.push(e.name);
+            found.push(p.clone());
+            queue.push_back(p);
+        }
     }
+    for p in found {
+        dir_appeared(server, root, &p, &[wid]);
+    }
+}
+
+fn open_dir() -> ringshare_vfs::OpenOptions {
+    ringshare_vfs::OpenOptions {
+        directory: true,
+        ..ringshare_vfs::OpenOptions::read_existing()
+    }
+}
+
+fn kernel_share(server: &ServerState, root: FileKey) -> Option<Arc<dyn ringshare_vfs::Share>> {
+    let k = lock(&server.notify.kernel);
+    k.watch.as_ref()?;
+    k.roots.get(&root).map(|(s, _)| Arc::clone(s))
+}
+
+/// A directory appeared at `path` below WATCH_TREE watchers `wids`: it is
+/// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories).
+pub(crate) fn dir_appeared(server: &ServerState, root: FileKey, path: &[String], wids: &[u64]) {
+    let Some(share) = kernel_share(server, root) else {
+        return;
+    };
+    let Ok(rel) = ringshare_vfs::RelPath::from_components(path.to_vec()) else {
+        return;
+    };
+    let Ok(opened) = share.open(&ringshare_vfs::server_who(), &rel, &open_dir()) else {
+        return;
+    };
+    for &wid in wids {
+        let under_cap = {
+            let mut k = lock(&server.notify.kernel);
+            let n = k.tree_counts.entry(wid).or_default();
+            let ok = *n < TREE_DIRS_MAX;
+            if ok {
+                *n += 1;
+            } else if !k.tree_warned {
+                k.tree_warned = true;
+                tracing::warn!(
+                    "a WATCH_TREE change notification covers more than {TREE_DIRS_MAX} directories; \
+                     changes other programs make in the rest are not reported"
+                );
+            }
+            ok
+        };
+        if under_cap {
+            add_ref(server, &(root, path.to_vec()), opened.node.fd(), wid);
+        }
+    }
+}
+
+/// Drop the kernel watch of a directory nobody asks for any more.
+fn forget_dir(server: &ServerState, k: &mut Kernel, at: &DirAt) {
+    let Some(d) = k.dirs.get(at) else {
+        return;
+    };
     let wd = d.wd;
     if let Some(d) = k.dirs.remove(at) {
         k.marks = k.marks.saturating_sub(d.echo.len());
@@ -454,7 +590,7 @@ mod tests {
                 at.clone(),
                 KDir {
                     wd: Some(*wd),
-                    refs: 1,
+                    refs: vec![1],
                     echo: HashMap::new(),
                 },
             );

@@ -14,14 +14,14 @@ use common::{smbclient_or_skip, Server, ServerConfig};
 const SEEN_WITHIN: Duration = Duration::from_secs(10);
 
 #[test]
-fn smbclient_notify_sees_a_file_another_client_creates_and_one_a_local_program_creates() {
+fn smbclient_notify_sees_files_another_client_and_local_programs_make_in_the_tree() {
     let test =
         "smbclient_notify_sees_a_file_another_client_creates_and_one_a_local_program_creates";
     if !smbclient_or_skip(test) {
         return;
     }
     let server = Server::start(&ServerConfig::default(), |dir| {
-        std::fs::create_dir(dir.join("watched")).unwrap();
+        std::fs::create_dir_all(dir.join("watched/sub/deeper")).unwrap();
     });
     let watcher = server
         .client()
@@ -66,6 +66,26 @@ fn smbclient_notify_sees_a_file_another_client_creates_and_one_a_local_program_c
     assert!(
         watcher.wait_for("0002 from-disk.txt", SEEN_WITHIN),
         "a local delete: {}",
+        watcher.output()
+    );
+    // smbclient watches the tree: changes other programs make below the
+    // directory are seen too, in directories that were there and in new ones.
+    std::fs::write(server.share_dir.join("watched/sub/deeper/deep.txt"), b"d").unwrap();
+    assert!(
+        watcher.wait_for("0001 sub\\deeper\\deep.txt", SEEN_WITHIN),
+        "a file two levels down: {}",
+        watcher.output()
+    );
+    std::fs::create_dir(server.share_dir.join("watched/newdir")).unwrap();
+    assert!(
+        watcher.wait_for("0001 newdir", SEEN_WITHIN),
+        "a new directory: {}",
+        watcher.output()
+    );
+    std::fs::write(server.share_dir.join("watched/newdir/inside.txt"), b"i").unwrap();
+    assert!(
+        watcher.wait_for("0001 newdir\\inside.txt", SEEN_WITHIN),
+        "a file in the new directory: {}",
         watcher.output()
     );
     // ringshare's own create is reported once, not again from the kernel.
