@@ -621,12 +621,16 @@ fn a_security_descriptor_given_at_create_is_stored_with_the_new_file_only() {
 }
 
 #[test]
-fn a_rename_into_a_directory_this_client_holds_open_with_delete_is_a_sharing_violation_but_another_clients_open_does_not_stop_it(
-) {
+fn a_file_renamed_into_a_directory_held_open_with_delete_is_a_sharing_violation_a_directory_is_not()
+{
     let mut c = Client::new();
     let mut other = Client::on(c.server.clone(), c.mem.clone(), Options::default());
     let d = c.create("par", GENERIC_ALL, D::CREATE, DIR).unwrap();
+    c.close(d);
     c.put_file("par\\a", b"x");
+    let sub = c.create("par\\sub", GENERIC_ALL, D::CREATE, DIR).unwrap();
+    c.close(sub);
+    let held = other.create("par", GENERIC_ALL, D::OPEN, DIR).unwrap();
     let f = c
         .create("par\\a", GENERIC_READ | DELETE, D::OPEN, 0)
         .unwrap();
@@ -636,16 +640,24 @@ fn a_rename_into_a_directory_this_client_holds_open_with_delete_is_a_sharing_vio
         NtStatus::SHARING_VIOLATION
     );
     c.close(f);
-    c.close(d);
-    let held = other.create("par", GENERIC_ALL, D::OPEN, DIR).unwrap();
+    let s = c
+        .create("par\\sub", GENERIC_READ | DELETE, D::OPEN, DIR)
+        .unwrap();
+    assert_eq!(
+        c.set_info(s, INFO_FILE, 10, &rename_buf("par\\sub-r", false))
+            .status(),
+        NtStatus::SUCCESS
+    );
+    c.close(s);
+    other.close(held);
     let f = c
         .create("par\\a", GENERIC_READ | DELETE, D::OPEN, 0)
         .unwrap();
     assert_eq!(
         c.set_info(f, INFO_FILE, 10, &rename_buf("par\\b", false))
             .status(),
-        NtStatus::SUCCESS
+        NtStatus::SUCCESS,
+        "free once the directory is closed"
     );
     c.close(f);
-    other.close(held);
 }

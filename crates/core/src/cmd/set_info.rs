@@ -71,11 +71,10 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let read_only = opens::tree_read_only(core, req);
     let server = core.server.clone();
     let open = opens::find(core, req, s.file_id)?;
-    let session = core.session(req.session_id);
     match s.info_type {
         InfoType::FILE => set_file(
             &server,
-            (core.now, core.conn_id, session.as_ref()),
+            (core.now, core.conn_id),
             &open,
             FileInfoClass(s.info_class),
             s.buffer,
@@ -100,11 +99,10 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     Ok(Reply::ok(ok_body()))
 }
 
-/// `when`: now (monotonic ms), this connection's id (a rename may wait) and
-/// the request's session.
+/// `when`: now and this connection's id (a rename may wait).
 fn set_file(
     server: &ServerState,
-    when: (Now, u64, Option<&crate::state::SessionRef>),
+    when: (Now, u64),
     open: &Open,
     class: FileInfoClass,
     buf: &[u8],
@@ -127,7 +125,7 @@ fn set_file(
         }
         FileInfoClass::RENAME => rename(
             server,
-            (when.0.mono_ms, when.1, when.2),
+            (when.0.mono_ms, when.1),
             open,
             &FileRenameInformation::decode(buf).map_err(|e| match e {
                 WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
@@ -348,7 +346,7 @@ fn set_disposition(
 /// name parsed like a CREATE name; its directory is found case-insensitively.
 fn rename(
     server: &ServerState,
-    (now_ms, conn_id, session): (u64, u64, Option<&crate::state::SessionRef>),
+    (now_ms, conn_id): (u64, u64),
     open: &Open,
     r: &FileRenameInformation,
 ) -> Result<(), NtStatus> {
@@ -377,29 +375,18 @@ fn rename(
     if target == source {
         return Ok(());
     }
-    // A directory the same client holds open with DELETE access takes no
-    // entry by rename (smbtorture smb2.oplock.exclusive6). Samba looks only
-    // at its own process's opens, that is this client's: another client's
-    // open of the parent does not stop it (smb2.notify-inotify).
-    if let (Some(pa), Some(sref)) = (pattr, session) {
-        let deleters: Vec<u64> = server
+    // A file takes no entry by rename in a directory someone holds open
+    // with DELETE access (smbtorture smb2.oplock.exclusive6 and batch20, as
+    // Windows and Samba); a directory does (smb2.notify-inotify renames one
+    // while another client watches its parent, opened with DELETE: Samba
+    // passes all three).
+    if let (Some(pa), false) = (pattr, open.is_dir) {
+        let held = server
             .existing_file_entry(FileKey {
                 dev: pa.dev,
                 ino: pa.ino,
             })
-            .map(|e| {
-                let e = lock(&e);
-                e.opens
-                    .iter()
-                    .filter(|o| o.access & DELETE != 0)
-                    .map(|o| o.owner)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let held = !deleters.is_empty() && {
-            let s = lock(sref);
-            deleters.iter().any(|id| s.opens.contains_key(id))
-        };
+            .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
         }
