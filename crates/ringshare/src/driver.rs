@@ -552,21 +552,13 @@ impl Worker {
         }
     }
 
-    /// Worker 0: read what the inotify descriptor holds. While changes keep
-    /// coming it is read again after [`kernel_notify::READ_EVERY_MS`] (one
-    /// read per batch, not a wake-up per change); once it is found empty, a
-    /// poll waits for the next one.
+    /// Worker 0: read what the inotify descriptor holds
+    /// ([`kernel_notify::Inotify::read_into`]).
     fn read_disk_changes(&mut self) {
-        self.inotify_read_at = None;
-        let Some(ino) = self.shared.inotify.clone() else {
-            return;
-        };
-        let events = ino.read_events();
-        if events.is_empty() {
-            self.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
-        } else {
-            self.shared.server.kernel_events(self.clock.mono_ms, events);
-            self.inotify_read_at = Some(self.clock.mono_ms + kernel_notify::READ_EVERY_MS);
+        if let Some(ino) = self.shared.inotify.clone() {
+            let poll = token(KIND_NOTIFY, 0, 0);
+            let now = self.clock.mono_ms;
+            self.inotify_read_at = ino.read_into(&mut self.ring, &self.shared.server, now, poll);
         }
     }
 

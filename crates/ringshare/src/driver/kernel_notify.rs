@@ -76,6 +76,29 @@ impl Inotify {
     }
 }
 
+impl Inotify {
+    /// Read what is queued and hand it to the core. While changes keep
+    /// coming, the answer is when to read again ([`READ_EVERY_MS`] later:
+    /// one read per batch, not a wake-up per change); once the queue is
+    /// found empty, a poll (completing with `poll_token`) waits for the next.
+    pub fn read_into(
+        &self,
+        ring: &mut ringshare_engine::Ring,
+        server: &ringshare_core::server::ServerState,
+        now_ms: u64,
+        poll_token: u64,
+    ) -> Option<u64> {
+        let events = self.read_events();
+        if events.is_empty() {
+            ring.poll_readable(self.fd(), poll_token);
+            None
+        } else {
+            server.kernel_events(now_ms, events);
+            Some(now_ms + READ_EVERY_MS)
+        }
+    }
+}
+
 impl KernelWatch for Inotify {
     fn add(&self, dir: BorrowedFd<'_>) -> Option<i32> {
         let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
