@@ -225,7 +225,7 @@ pub(crate) fn arm(
     crate::notify_kernel::use_root(server, root, &open.share.backend);
     crate::notify_kernel::add_ref(server, &(root, path.clone()), open.node.fd(), w.id);
     if tree {
-        crate::notify_kernel::watch_tree(server, root, &path, w.id);
+        crate::notify_kernel::watch_tree(server, root, &path, w.id, &open.who);
     }
     if lock(&w.state).end.is_some() {
         // Ended meanwhile (closed on another channel): let go again.
@@ -298,16 +298,22 @@ pub(crate) fn dir_delete_pending(
     let Some(root) = root_key(share) else {
         return;
     };
-    let found: Vec<Arc<Watcher>> = server
+    for w in watchers_at(server, &root, path.components()) {
+        if w.dir == dir {
+            end(server, &w, NtStatus::DELETE_PENDING);
+        }
+    }
+}
+
+/// The watchers of the directory at `path` under share root `root`.
+fn watchers_at(server: &ServerState, root: &FileKey, path: &[String]) -> Vec<Arc<Watcher>> {
+    server
         .notify
         .dirs_read()
-        .get(&root)
-        .and_then(|m| m.get(path.components()))
-        .map(|l| l.iter().filter(|w| w.dir == dir).cloned().collect())
-        .unwrap_or_default();
-    for w in found {
-        end(server, &w, NtStatus::DELETE_PENDING);
-    }
+        .get(root)
+        .and_then(|m| m.get(path))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Give back the bytes a watcher's buffer holds.
@@ -562,14 +568,7 @@ pub(crate) fn overflow_all(server: &ServerState) {
 /// The watchers of the directory at `path` lost track of it (another
 /// program deleted or moved it): NOTIFY_ENUM_DIR.
 pub(crate) fn overflow_dir(server: &ServerState, root: &FileKey, path: &[String]) {
-    let list: Vec<Arc<Watcher>> = server
-        .notify
-        .dirs_read()
-        .get(root)
-        .and_then(|m| m.get(path))
-        .cloned()
-        .unwrap_or_default();
-    overflow(server, &list);
+    overflow(server, &watchers_at(server, root, path));
 }
 
 fn overflow(server: &ServerState, list: &[Arc<Watcher>]) {

@@ -104,6 +104,8 @@ pub(crate) struct Kernel {
     tree_counts: HashMap<u64, usize>,
     /// The WATCH_TREE bound was logged.
     tree_warned: bool,
+    /// Whom each WATCH_TREE watcher's directories are opened as.
+    tree_whos: HashMap<u64, ringshare_vfs::Who>,
 }
 
 impl ServerState {
@@ -220,14 +222,7 @@ fn map_events(
             // The directory is gone (or unmounted): so is what was kept for it.
             if let Some(list) = k.by_wd.remove(&e.wd) {
                 for at in list {
-                    if let Some(d) = k.dirs.remove(&at) {
-                        k.marks = k.marks.saturating_sub(d.echo.len());
-                        for w in d.refs {
-                            if let Some(n) = k.tree_counts.get_mut(&w) {
-                                *n = n.saturating_sub(1);
-                            }
-                        }
-                    }
+                    remove_dir(k, &at);
                 }
             }
             continue;
@@ -379,6 +374,7 @@ pub(crate) fn add_ref(
 pub(crate) fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
     let mut k = lock(&server.notify.kernel);
     k.tree_counts.remove(&wid);
+    k.tree_whos.remove(&wid);
     if let Some(r) = k.roots.get_mut(&root) {
         r.1 -= 1;
         if r.1 == 0 {
@@ -408,37 +404,43 @@ pub(crate) fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ring
 }
 
 /// Kernel-watch the directories below `top` for WATCH_TREE watcher `wid`,
-/// breadth first, up to [`TREE_DIRS_MAX`].
-pub(crate) fn watch_tree(server: &ServerState, root: FileKey, top: &[String], wid: u64) {
+/// breadth first, up to [`TREE_DIRS_MAX`]. The walk, and every later
+/// directory opened for the watcher, runs as `who`, the watcher's user: a
+/// directory that user may not read is not walked or watched.
+pub(crate) fn watch_tree(
+    server: &ServerState,
+    root: FileKey,
+    top: &[String],
+    wid: u64,
+    who: &ringshare_vfs::Who,
+) {
+    lock(&server.notify.kernel)
+        .tree_whos
+        .insert(wid, Arc::clone(who));
     let Some(share) = kernel_share(server, root) else {
         return;
     };
-    let who = ringshare_vfs::server_who();
     let mut queue = std::collections::VecDeque::from([top.to_vec()]);
-    let mut found: Vec<Vec<String>> = Vec::new();
+    let mut first = true;
     while let Some(dir) = queue.pop_front() {
         let Ok(path) = ringshare_vfs::RelPath::from_components(dir.clone()) else {
             continue;
         };
-        let Ok(opened) = share.open(&who, &path, &open_dir()) else {
+        let Ok(opened) = share.open(who, &path, &open_dir()) else {
             continue;
         };
+        // The top directory is watched through the watcher's own open.
+        if !std::mem::take(&mut first) && !watch_subdir(server, root, &dir, &opened, wid) {
+            return;
+        }
         let Ok(entries) = opened.node.read_dir() else {
             continue;
         };
         for e in entries.into_iter().filter(|e| e.attr.is_dir()) {
-            if found.len() >= TREE_DIRS_MAX {
-                queue.clear();
-                break;
-            }
             let mut p = dir.clone();
             p.push(e.name);
-            found.push(p.clone());
             queue.push_back(p);
         }
-    }
-    for p in found {
-        dir_appeared(server, root, &p, &[wid]);
     }
 }
 
@@ -456,7 +458,8 @@ fn kernel_share(server: &ServerState, root: FileKey) -> Option<Arc<dyn ringshare
 }
 
 /// A directory appeared at `path` below WATCH_TREE watchers `wids`: it is
-/// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories).
+/// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories),
+/// opened as each watcher's user.
 pub(crate) fn dir_appeared(server: &ServerState, root: FileKey, path: &[String], wids: &[u64]) {
     let Some(share) = kernel_share(server, root) else {
         return;
@@ -464,40 +467,62 @@ pub(crate) fn dir_appeared(server: &ServerState, root: FileKey, path: &[String],
     let Ok(rel) = ringshare_vfs::RelPath::from_components(path.to_vec()) else {
         return;
     };
-    let Ok(opened) = share.open(&ringshare_vfs::server_who(), &rel, &open_dir()) else {
-        return;
-    };
     for &wid in wids {
-        let under_cap = {
-            let mut k = lock(&server.notify.kernel);
-            let n = k.tree_counts.entry(wid).or_default();
-            let ok = *n < TREE_DIRS_MAX;
-            if ok {
-                *n += 1;
-            } else if !k.tree_warned {
+        let Some(who) = lock(&server.notify.kernel).tree_whos.get(&wid).cloned() else {
+            continue;
+        };
+        if let Ok(opened) = share.open(&who, &rel, &open_dir()) {
+            watch_subdir(server, root, path, &opened, wid);
+        }
+    }
+}
+
+/// Kernel-watch the directory open as `opened` at `path` for WATCH_TREE
+/// watcher `wid`; false once the watcher has [`TREE_DIRS_MAX`] of them.
+fn watch_subdir(
+    server: &ServerState,
+    root: FileKey,
+    path: &[String],
+    opened: &ringshare_vfs::Opened,
+    wid: u64,
+) -> bool {
+    {
+        let mut k = lock(&server.notify.kernel);
+        let n = k.tree_counts.entry(wid).or_default();
+        if *n >= TREE_DIRS_MAX {
+            if !k.tree_warned {
                 k.tree_warned = true;
                 tracing::warn!(
                     "a WATCH_TREE change notification covers more than {TREE_DIRS_MAX} directories; \
                      changes other programs make in the rest are not reported"
                 );
             }
-            ok
-        };
-        if under_cap {
-            add_ref(server, &(root, path.to_vec()), opened.node.fd(), wid);
+            return false;
+        }
+        *n += 1;
+    }
+    add_ref(server, &(root, path.to_vec()), opened.node.fd(), wid);
+    true
+}
+
+/// Forget what was kept for the directory at `at` (its marks, its place in
+/// its watchers' WATCH_TREE counts); its watch descriptor is the caller's.
+fn remove_dir(k: &mut Kernel, at: &DirAt) -> Option<KDir> {
+    let d = k.dirs.remove(at)?;
+    k.marks = k.marks.saturating_sub(d.echo.len());
+    for w in &d.refs {
+        if let Some(n) = k.tree_counts.get_mut(w) {
+            *n = n.saturating_sub(1);
         }
     }
+    Some(d)
 }
 
 /// Drop the kernel watch of a directory nobody asks for any more.
 fn forget_dir(server: &ServerState, k: &mut Kernel, at: &DirAt) {
-    let Some(d) = k.dirs.get(at) else {
+    let Some(wd) = remove_dir(k, at).map(|d| d.wd) else {
         return;
     };
-    let wd = d.wd;
-    if let Some(d) = k.dirs.remove(at) {
-        k.marks = k.marks.saturating_sub(d.echo.len());
-    }
     server.notify.kernel_dirs.fetch_sub(1, Ordering::AcqRel);
     if let Some(wd) = wd {
         let last = k.by_wd.get_mut(&wd).is_none_or(|l| {

@@ -128,11 +128,13 @@ pub(crate) fn close_open(
     } else {
         None
     };
-    notify::end_open(server, &open);
-    let (create_guid, on_close) = {
-        let st = lock(&open.state);
-        (st.create_guid, st.notify_on_close)
+    let (create_guid, on_close, watch) = {
+        let mut st = lock(&open.state);
+        (st.create_guid, st.notify_on_close, st.watch.take())
     };
+    if let Some(w) = watch {
+        notify::end(server, &w, ringshare_wire::NtStatus::NOTIFY_CLEANUP);
+    }
     if let Some(g) = create_guid {
         lock(&server.durables).forget(g, open.id);
     }

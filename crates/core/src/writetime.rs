@@ -220,7 +220,11 @@ fn persist(node: &dyn Node, t: Option<UnixNanos>) {
 
 /// `attr` (just read from the disk) with the write time clients should
 /// see (see the module's text).
-pub(crate) fn apply(open: &Open, attr: &mut FileAttr, now_ms: u64) {
+pub(crate) fn apply(server: &ServerState, open: &Open, attr: &mut FileAttr, now_ms: u64) {
+    if server.write_times_shown.load(Ordering::Acquire) == 0 {
+        // No open file shows a write time of its own: nothing to look up.
+        return;
+    }
     let (shown, fired) = lock(&open.entry).write_time.reported(now_ms);
     persist(open.node.as_ref(), fired);
     if let Some(t) = shown {

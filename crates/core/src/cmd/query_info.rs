@@ -89,6 +89,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     let a = match q.info_type {
         InfoType::FILE => file_info(
+            &core.server,
             &open,
             FileInfoClass(q.info_class),
             dialect,
@@ -125,6 +126,7 @@ fn smb_name(open: &Open, leading: bool) -> String {
 }
 
 fn file_info(
+    server: &crate::server::ServerState,
     open: &Open,
     class: FileInfoClass,
     dialect: Option<Dialect>,
@@ -147,7 +149,7 @@ fn file_info(
         open.node.stat_without_dos()
     }
     .map_err(status_of)?;
-    crate::writetime::apply(open, &mut attr, now_ms);
+    crate::writetime::apply(server, open, &mut attr, now_ms);
     let delete_pending = lock(&open.entry).delete_pending;
     match class {
         FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {
