@@ -2,41 +2,26 @@
 
 mod support;
 
-use ringshare_wire::consts::{
-    ChangeNotifyFlags, Command, CompletionFilter, CreateDisposition as D, HeaderFlags,
-};
-use ringshare_wire::header::{Header, HeaderId};
-use ringshare_wire::misc::{CancelRequest, ChangeNotifyRequest};
+use ringshare_wire::consts::{Command, CreateDisposition as D, HeaderFlags};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
 const FILE_DIRECTORY_FILE: u32 = 0x1;
 
 fn notify_msg(c: &mut Client, f: FileId) -> Vec<u8> {
-    let tree = c.tree_id;
-    c.message(Command::CHANGE_NOTIFY, tree, |o| {
-        ChangeNotifyRequest {
-            flags: ChangeNotifyFlags(0),
-            output_buffer_length: 4096,
-            file_id: f,
-            completion_filter: CompletionFilter(0x3),
-        }
-        .encode(o)
-    })
+    c.change_notify_msg(f, 0x3, false, 4096)
 }
 
-fn cancel(c: &mut Client, interim: &Resp) -> Vec<Resp> {
-    let mut h = Header::request(Command::CANCEL, interim.hdr.message_id);
-    h.flags = HeaderFlags::ASYNC_COMMAND;
-    h.id = HeaderId::Async {
-        async_id: interim.hdr.async_id().expect("interim carries an async id"),
-    };
-    h.session_id = c.session_id;
-    let mut m = Vec::new();
-    h.encode(&mut m);
-    CancelRequest.encode(&mut m);
-    c.sign(&mut m);
-    c.send_frame(m)
+/// Make the directory `name` and leave a CHANGE_NOTIFY waiting on it: its
+/// handle and the interim response.
+fn watching(c: &mut Client, name: &str) -> (FileId, Resp) {
+    let d = c
+        .create(name, GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
+        .unwrap();
+    let m = notify_msg(c, d);
+    let interim = c.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING);
+    (d, interim)
 }
 
 #[test]
@@ -107,15 +92,10 @@ fn an_unknown_command_after_a_failed_read_in_a_chain_is_invalid_parameter() {
 #[test]
 fn change_notify_stays_pending_until_cancelled() {
     let mut c = Client::new();
-    let d = c
-        .create("watched", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
-        .unwrap();
-    let m = notify_msg(&mut c, d);
-    let interim = c.send_frame(m).remove(0);
-    assert_eq!(interim.status(), NtStatus::PENDING);
+    let (_, interim) = watching(&mut c, "watched");
     assert!(interim.hdr.is_async());
     assert!(c.tick(60_000).is_empty(), "nothing completes it by itself");
-    let fin = cancel(&mut c, &interim);
+    let fin = c.cancel_async(&interim);
     assert_eq!(fin.len(), 1);
     assert_eq!(fin[0].status(), NtStatus::CANCELLED);
     assert_eq!(fin[0].hdr.async_id(), interim.hdr.async_id());
@@ -124,12 +104,7 @@ fn change_notify_stays_pending_until_cancelled() {
 #[test]
 fn closing_the_directory_completes_its_change_notify_with_notify_cleanup() {
     let mut c = Client::new();
-    let d = c
-        .create("watched2", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
-        .unwrap();
-    let m = notify_msg(&mut c, d);
-    let interim = c.send_frame(m).remove(0);
-    assert_eq!(interim.status(), NtStatus::PENDING);
+    let (d, _) = watching(&mut c, "watched2");
     let m = c.close_msg(d, 0);
     let rs = c.send_frame(m);
     let statuses: Vec<NtStatus> = rs.iter().map(Resp::status).collect();
@@ -276,12 +251,7 @@ fn logoff_grants_a_lock_waiting_on_a_handle_of_the_same_session_before_closing_i
 #[test]
 fn a_tree_disconnect_completes_the_trees_change_notify_with_notify_cleanup_first() {
     let mut c = Client::new();
-    let d = c
-        .create("watched-tdis", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
-        .unwrap();
-    let m = notify_msg(&mut c, d);
-    let interim = c.send_frame(m).remove(0);
-    assert_eq!(interim.status(), NtStatus::PENDING);
+    let (_, interim) = watching(&mut c, "watched-tdis");
     let tree = c.tree_id;
     let rs = c.call_all(Command::TREE_DISCONNECT, tree, |o| {
         o.extend_from_slice(&[4, 0, 0, 0]);
@@ -347,17 +317,7 @@ fn a_tree_disconnect_leaves_another_trees_change_notify_waiting() {
 #[test]
 fn a_failed_re_authentication_completes_the_sessions_change_notifies() {
     let mut c = Client::new();
-    let d = c
-        .create(
-            "watched-reauth",
-            GENERIC_READ,
-            D::CREATE,
-            FILE_DIRECTORY_FILE,
-        )
-        .unwrap();
-    let m = notify_msg(&mut c, d);
-    let interim = c.send_frame(m).remove(0);
-    assert_eq!(interim.status(), NtStatus::PENDING);
+    let (_, interim) = watching(&mut c, "watched-reauth");
     // A re-authentication with a wrong password: the session ends.
     let mut seen = Vec::new();
     let status = c.log_on_seeing("alice", "wrong", 0, &mut seen);
@@ -375,12 +335,7 @@ fn a_new_session_ending_the_previous_one_completes_its_change_notifies() {
     let mem = ringshare_vfs::memory::MemShare::new();
     let server = server(&mem, ringshare_core::SigningPolicy::IfRequired);
     let mut a = Client::on(server.clone(), mem.clone(), Options::default());
-    let d = a
-        .create("watched-prev", GENERIC_READ, D::CREATE, FILE_DIRECTORY_FILE)
-        .unwrap();
-    let m = notify_msg(&mut a, d);
-    let interim = a.send_frame(m).remove(0);
-    assert_eq!(interim.status(), NtStatus::PENDING);
+    let (_, interim) = watching(&mut a, "watched-prev");
     // The same user reconnects on a new connection naming A's session.
     let mut b = Client::negotiated(
         server,
@@ -401,17 +356,7 @@ fn a_new_session_ending_the_previous_one_completes_its_change_notifies() {
 #[test]
 fn a_new_session_on_the_same_connection_ending_the_previous_one_completes_its_change_notifies() {
     let mut c = Client::new();
-    let d = c
-        .create(
-            "watched-prev-same",
-            GENERIC_READ,
-            D::CREATE,
-            FILE_DIRECTORY_FILE,
-        )
-        .unwrap();
-    let m = notify_msg(&mut c, d);
-    let interim = c.send_frame(m).remove(0);
-    assert_eq!(interim.status(), NtStatus::PENDING);
+    let (_, interim) = watching(&mut c, "watched-prev-same");
     let previous = c.session_id;
     c.session_id = 0;
     c.signing = None;

@@ -3,12 +3,8 @@
 
 mod support;
 
-use ringshare_wire::consts::{
-    ChangeNotifyFlags, Command, CompletionFilter, CreateDisposition as D, HeaderFlags,
-};
+use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::fscc::{decode_notify_chain, FileRenameInformation};
-use ringshare_wire::header::{Header, HeaderId};
-use ringshare_wire::misc::{CancelRequest, ChangeNotifyRequest};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -29,17 +25,7 @@ fn two_clients() -> (Client, Client) {
 }
 
 fn notify_msg(c: &mut Client, f: FileId, filter: u32, tree: bool, len: u32) -> Vec<u8> {
-    let t = c.tree_id;
-    let mut m = c.message(Command::CHANGE_NOTIFY, t, |o| {
-        ChangeNotifyRequest {
-            flags: ChangeNotifyFlags(if tree { 1 } else { 0 }),
-            output_buffer_length: len,
-            file_id: f,
-            completion_filter: CompletionFilter(filter),
-        }
-        .encode(o)
-    });
-    c.charge(&mut m, len as usize);
+    let mut m = c.change_notify_msg(f, filter, tree, len);
     c.sign(&mut m);
     m
 }
@@ -58,20 +44,6 @@ fn pending(c: &mut Client, f: FileId, filter: u32, tree: bool, len: u32) -> Resp
     let r = notify(c, f, filter, tree, len);
     assert_eq!(r.status(), NtStatus::PENDING, "went async");
     r
-}
-
-fn cancel(c: &mut Client, interim: &Resp) -> Vec<Resp> {
-    let mut h = Header::request(Command::CANCEL, interim.hdr.message_id);
-    h.flags = HeaderFlags::ASYNC_COMMAND;
-    h.id = HeaderId::Async {
-        async_id: interim.hdr.async_id().expect("interim carries an async id"),
-    };
-    h.session_id = c.session_id;
-    let mut m = Vec::new();
-    h.encode(&mut m);
-    CancelRequest.encode(&mut m);
-    c.sign(&mut m);
-    c.send_frame(m)
 }
 
 /// The final answer to a waiting request, from the responses `rs`.
@@ -243,7 +215,7 @@ fn changes_before_the_first_request_are_not_reported_and_later_ones_are_buffered
     let d = watch(&mut a, "b");
     mkdir(&mut b, "b\\before");
     let interim = pending(&mut a, d, NAME, false, 4096);
-    let fin = cancel(&mut a, &interim);
+    let fin = a.cancel_async(&interim);
     assert_eq!(fin[0].status(), NtStatus::CANCELLED);
     for n in ["b\\d1", "b\\d2"] {
         mkdir(&mut b, n);
@@ -262,7 +234,7 @@ fn a_second_handle_sees_only_changes_after_its_own_first_request() {
     let (mut a, mut b) = two_clients();
     let h1 = watch(&mut a, "two");
     let i1 = pending(&mut a, h1, NAME, false, 4096);
-    cancel(&mut a, &i1);
+    a.cancel_async(&i1);
     for i in 0..10 {
         b.put_file(&format!("two\\test{i}.txt"), b"");
     }
@@ -380,7 +352,7 @@ fn more_changes_than_the_buffer_holds_give_notify_enum_dir() {
     let (mut a, mut b) = two_clients();
     let d = watch(&mut a, "o");
     let interim = pending(&mut a, d, NAME, true, 1000);
-    cancel(&mut a, &interim);
+    a.cancel_async(&interim);
     for i in 0..100 {
         mkdir(&mut b, &format!("o\\dir{i}"));
     }
@@ -401,7 +373,7 @@ fn a_flood_of_changes_keeps_bounded_memory_and_ends_in_one_enum_dir() {
     let server = a.server.clone();
     let d = watch(&mut a, "flood");
     let interim = pending(&mut a, d, ALL, true, 8 * 1024 * 1024);
-    cancel(&mut a, &interim);
+    a.cancel_async(&interim);
     let mut most = 0;
     for i in 0..3000 {
         let n = format!("flood\\a-rather-long-name-to-fill-the-buffer-{i:06}");

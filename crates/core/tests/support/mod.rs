@@ -645,6 +645,37 @@ impl Client {
         self.message(Command::CLOSE, tree, |o| req.encode(o))
     }
 
+    /// A CHANGE_NOTIFY request (unsigned), charged for `len`.
+    pub fn change_notify_msg(&mut self, f: FileId, filter: u32, tree: bool, len: u32) -> Vec<u8> {
+        let t = self.tree_id;
+        let mut m = self.message(Command::CHANGE_NOTIFY, t, |o| {
+            ringshare_wire::misc::ChangeNotifyRequest {
+                flags: ringshare_wire::consts::ChangeNotifyFlags(u16::from(tree)),
+                output_buffer_length: len,
+                file_id: f,
+                completion_filter: ringshare_wire::consts::CompletionFilter(filter),
+            }
+            .encode(o)
+        });
+        self.charge(&mut m, len as usize);
+        m
+    }
+
+    /// CANCEL the request `interim` is the interim response of; what came back.
+    pub fn cancel_async(&mut self, interim: &Resp) -> Vec<Resp> {
+        let mut h = Header::request(Command::CANCEL, interim.hdr.message_id);
+        h.flags = HeaderFlags::ASYNC_COMMAND;
+        h.id = HeaderId::Async {
+            async_id: interim.hdr.async_id().expect("interim carries an async id"),
+        };
+        h.session_id = self.session_id;
+        let mut m = Vec::new();
+        h.encode(&mut m);
+        ringshare_wire::misc::CancelRequest.encode(&mut m);
+        self.sign(&mut m);
+        self.send_frame(m)
+    }
+
     pub fn close(&mut self, f: FileId) -> Resp {
         let tree = self.tree_id;
         self.call(Command::CLOSE, tree, |o| {
