@@ -26,6 +26,7 @@ pub fn status_of(e: FsError) -> NtStatus {
         FsError::Busy => NtStatus::SHARING_VIOLATION,
         FsError::CrossDevice => NtStatus::NOT_SAME_DEVICE,
         FsError::TooManyLinks => NtStatus::FILE_SYSTEM_LIMITATION,
+        FsError::TooBig => NtStatus::FILE_SYSTEM_LIMITATION,
         FsError::Io => NtStatus::IO_DEVICE_ERROR,
         // Out of file descriptors: what Windows answers when its handle table is full, so a
         // client knows the server is out of a resource rather than that the file is bad.

@@ -61,6 +61,9 @@ pub enum FsError {
     Busy,
     CrossDevice,
     TooManyLinks,
+    /// Past a size the storage can hold (a stream over [`STREAM_SIZE_MAX`],
+    /// an xattr value the kernel refuses with E2BIG).
+    TooBig,
     Io,
     /// Any other errno, kept for logging.
     Other(i32),
@@ -73,6 +76,7 @@ impl FsError {
         const EIO: i32 = 5;
         const EACCES: i32 = 13;
         const EPERM: i32 = 1;
+        const E2BIG: i32 = 7;
         const EBUSY: i32 = 16;
         const EEXIST: i32 = 17;
         const EXDEV: i32 = 18;
@@ -90,6 +94,7 @@ impl FsError {
         match errno {
             ENOENT => FsError::NotFound,
             EIO => FsError::Io,
+            E2BIG => FsError::TooBig,
             EACCES | EPERM => FsError::AccessDenied,
             EBUSY => FsError::Busy,
             EEXIST => FsError::Exists,
@@ -363,6 +368,43 @@ pub trait Share: Send + Sync + fmt::Debug {
         let _ = (who, path);
         Ok(true)
     }
+    /// Whether files of this share can have named data streams (the POSIX
+    /// backend: the share's filesystem takes `user.` xattrs). The default: no.
+    fn streams_supported(&self) -> bool {
+        false
+    }
+}
+
+/// Most data bytes one named stream holds: the xattr that stores it takes
+/// the data plus one NUL byte and a Linux xattr value is at most 64 KiB
+/// (Samba's `streams_xattr` has the same limit).
+pub const STREAM_SIZE_MAX: u64 = 65535;
+/// Longest stream name in UTF-8 bytes: an xattr name is at most 255 bytes,
+/// and `user.DosStream.` + name + `:$DATA` must fit.
+pub const STREAM_NAME_BYTES_MAX: usize = 255 - STREAM_XATTR_PREFIX.len() - STREAM_XATTR_SUFFIX.len();
+/// Samba `streams_xattr`'s xattr name prefix (its `streams_xattr:prefix` default).
+pub const STREAM_XATTR_PREFIX: &str = "user.DosStream.";
+/// The type every stream's xattr name ends with (Samba's
+/// `streams_xattr:store_stream_type = yes` default).
+pub const STREAM_XATTR_SUFFIX: &str = ":$DATA";
+
+/// One named data stream of a file ([MS-FSCC] 2.4.43).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// The name as stored (the spelling it was created with), without the
+    /// `:` before it and without its type.
+    pub name: String,
+    /// Data bytes.
+    pub size: u64,
+}
+
+/// True for a stream name a backend stores: 1 to [`STREAM_NAME_BYTES_MAX`]
+/// bytes, without `\`, `/`, `:` or NUL ([MS-FSCC] 2.1.5.3; other control
+/// characters and wildcards are allowed).
+pub fn stream_name_is_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= STREAM_NAME_BYTES_MAX
+        && !name.contains(['\\', '/', ':', '\0'])
 }
 
 pub use ringshare_acl::posix::PosixAcl;
@@ -620,6 +662,69 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
         let _ = (name, value);
         Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// This file's (or directory's) named data streams, in a stable order;
+    /// never the default stream. Names a backend finds on disk that
+    /// [`stream_name_is_valid`] refuses are left out. The default: none.
+    fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
+        Ok(Vec::new())
+    }
+
+    /// The stream called `name`: matched exactly first, else ignoring case
+    /// (the stored spelling is returned). `None` when there is none.
+    fn find_stream(&self, name: &str) -> FsResult<Option<StreamInfo>> {
+        let all = self.list_streams()?;
+        if let Some(s) = all.iter().find(|s| s.name == name) {
+            return Ok(Some(s.clone()));
+        }
+        let folded = name.to_uppercase();
+        Ok(all.into_iter().find(|s| s.name.to_uppercase() == folded))
+    }
+
+    /// Open named stream `name` of this file or directory (`name` exactly as
+    /// stored for an existing stream: look it up with [`Node::find_stream`]
+    /// first; a new stream keeps this spelling). `mode` as for files:
+    /// `CreateNew` fails with `Exists`, `Existing`/`Truncate` with
+    /// `NotFound`; a created or truncated stream is empty. `write`: the
+    /// stream node may change the data. The node shares the file's
+    /// metadata (times, attributes, ids, security, EAs: set through it, they
+    /// change the file's) and reports the stream's size; it keeps working
+    /// after the file is unlinked, like any open node. The default has no
+    /// streams: `Other(EOPNOTSUPP)`.
+    fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        let _ = (name, mode, write);
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// For a node [`Node::open_stream`] returned: the stream's stored name.
+    fn stream_name(&self) -> Option<&str> {
+        None
+    }
+
+    /// Remove named stream `name` (as stored); `NotFound` when it is not there.
+    fn remove_stream(&self, name: &str) -> FsResult<()> {
+        let _ = name;
+        Err(FsError::NotFound)
+    }
+
+    /// Give stream `from` (as stored) the name `to`, keeping its data;
+    /// `Exists` when `to` exists (another stream, compared ignoring case)
+    /// and `replace` is false.
+    fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        let _ = (from, to, replace);
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// Remove every named stream of the file (a base file overwritten).
+    fn remove_all_streams(&self) -> FsResult<()> {
+        for s in self.list_streams()? {
+            match self.remove_stream(&s.name) {
+                Ok(()) | Err(FsError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 }
 
