@@ -381,7 +381,8 @@ pub trait Share: Send + Sync + fmt::Debug {
 pub const STREAM_SIZE_MAX: u64 = 65535;
 /// Longest stream name in UTF-8 bytes: an xattr name is at most 255 bytes,
 /// and `user.DosStream.` + name + `:$DATA` must fit.
-pub const STREAM_NAME_BYTES_MAX: usize = 255 - STREAM_XATTR_PREFIX.len() - STREAM_XATTR_SUFFIX.len();
+pub const STREAM_NAME_BYTES_MAX: usize =
+    255 - STREAM_XATTR_PREFIX.len() - STREAM_XATTR_SUFFIX.len();
 /// Samba `streams_xattr`'s xattr name prefix (its `streams_xattr:prefix` default).
 pub const STREAM_XATTR_PREFIX: &str = "user.DosStream.";
 /// The type every stream's xattr name ends with (Samba's
@@ -405,6 +406,13 @@ pub fn stream_name_is_valid(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= STREAM_NAME_BYTES_MAX
         && !name.contains(['\\', '/', ':', '\0'])
+}
+
+/// True when two stream names name the same stream: equal ignoring case
+/// (compared upper case, as NTFS's upcase table does for the characters it
+/// folds). What [`Node::find_stream`] and the backends' renames compare with.
+pub fn stream_names_match(a: &str, b: &str) -> bool {
+    a == b || a.to_uppercase() == b.to_uppercase()
 }
 
 pub use ringshare_acl::posix::PosixAcl;
@@ -678,8 +686,7 @@ pub trait Node: Send + Sync + fmt::Debug {
         if let Some(s) = all.iter().find(|s| s.name == name) {
             return Ok(Some(s.clone()));
         }
-        let folded = name.to_uppercase();
-        Ok(all.into_iter().find(|s| s.name.to_uppercase() == folded))
+        Ok(all.into_iter().find(|s| stream_names_match(&s.name, name)))
     }
 
     /// Open named stream `name` of this file or directory (`name` exactly as
