@@ -197,6 +197,23 @@ fn memory_backed(fd: BorrowedFd<'_>) -> bool {
     })
 }
 
+/// Whether the file system of `fd` takes `user.` xattrs, asked without
+/// changing anything: reading one it does not have is `ENODATA` there
+/// (any answer but "unsupported" says the same: the file system looked),
+/// `EOPNOTSUPP` where it has none.
+fn user_xattrs_supported(fd: BorrowedFd<'_>) -> bool {
+    let name = crate::dosattrib::XATTR;
+    let r = match rustix::fs::fgetxattr(fd, name, &mut [0u8; 0][..]) {
+        // O_PATH fd: go through its /proc link.
+        Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, &mut [0u8; 0][..]),
+        r => r,
+    };
+    match r {
+        Ok(_) => true,
+        Err(e) => matches!(e, Errno::NODATA | Errno::RANGE) || is_refusal(e),
+    }
+}
+
 fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
     match name {
         Some(n) => format!("/proc/self/fd/{}/{}", fd.as_raw_fd(), n),
@@ -343,6 +360,9 @@ pub struct PosixShare {
     /// memory (see [`memory_backed`]); files on another device are asked afresh.
     root_dev: (u32, u32),
     root_in_memory: bool,
+    /// The root's file system takes `user.` xattrs (probed once, by
+    /// [`user_xattrs_supported`]): files can have named streams.
+    streams: bool,
 }
 
 impl fmt::Debug for PosixShare {
@@ -364,12 +384,14 @@ impl PosixShare {
         )?;
         let st = statx_fd(fd.as_fd())?;
         let root_in_memory = memory_backed(fd.as_fd());
+        let streams = user_xattrs_supported(fd.as_fd());
         Ok(PosixShare {
             root: fd,
             root_path: root.to_path_buf(),
             read_only: false,
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
             root_in_memory,
+            streams,
         })
     }
 
@@ -839,6 +861,12 @@ impl Share for PosixShare {
             name_max: s.f_namemax,
             fs_id: s.f_fsid,
         })
+    }
+
+    /// Whether the root's file system takes `user.` xattrs, where the
+    /// streams live (Samba's `streams_xattr` format).
+    fn streams_supported(&self) -> bool {
+        self.streams
     }
 
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
