@@ -899,7 +899,9 @@ impl Share for PosixShare {
 }
 
 mod node;
+mod stream;
 #[cfg(test)]
 mod tests;
 
 pub use node::PosixNode;
+pub use stream::PosixStreamNode;

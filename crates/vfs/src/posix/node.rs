@@ -33,7 +33,7 @@ impl fmt::Debug for PosixNode {
 
 impl PosixNode {
     /// The calling thread acts as the node's user for what follows.
-    fn act(&self) -> FsResult<()> {
+    pub(super) fn act(&self) -> FsResult<()> {
         act(&self.who)
     }
 
@@ -105,7 +105,7 @@ impl PosixNode {
     }
 
     /// Names of all xattrs of the file (empty where xattrs are unsupported).
-    fn xattr_names(&self) -> FsResult<Vec<String>> {
+    pub(super) fn xattr_names(&self) -> FsResult<Vec<String>> {
         let fd = self.fd.as_fd();
         let mut buf = vec![0u8; XATTR_LIST_SIZE_MAX];
         let r = match rustix::fs::flistxattr(fd, &mut buf[..]) {
@@ -700,6 +700,22 @@ impl Node for PosixNode {
             Err(e) if is_refusal(e) => Ok(false),
             Err(e) => Err(errno_to_fs(e)),
         }
+    }
+
+    fn list_streams(&self) -> FsResult<Vec<crate::StreamInfo>> {
+        super::stream::list(self)
+    }
+
+    fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        super::stream::open(self, name, mode, write)
+    }
+
+    fn remove_stream(&self, name: &str) -> FsResult<()> {
+        super::stream::remove(self, name)
+    }
+
+    fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        super::stream::rename(self, from, to, replace)
     }
 
     fn list_names(&self) -> FsResult<Vec<String>> {
