@@ -54,6 +54,8 @@ pub enum FaultOp {
     ReadDir,
     /// `Share::stat` and `Node::stat`.
     Stat,
+    /// `Node::open_stream` (matched against the file's path).
+    OpenStream,
 }
 
 #[derive(Debug)]
@@ -83,6 +85,8 @@ struct Inode {
     acl_default: Option<PosixAcl>,
     /// Extended attributes (upper-case name, value) in the order first set.
     eas: Vec<(String, Vec<u8>)>,
+    /// Named data streams (name as created, data) in the order created.
+    streams: Vec<(String, Vec<u8>)>,
     allocation: u64,
     /// False once unlinked; the inode lives on while nodes have it open.
     linked: bool,
@@ -185,6 +189,7 @@ impl State {
                 acl_access: None,
                 acl_default: None,
                 eas: Vec::new(),
+                streams: Vec::new(),
                 allocation: 0,
                 linked: true,
                 opens: 0,
@@ -209,7 +214,8 @@ impl State {
             .is_some_and(|i| !i.linked && i.opens == 0);
         if dead {
             if let Some(i) = self.inodes.remove(&ino) {
-                self.used_bytes = self.used_bytes.saturating_sub(i.data.len() as u64);
+                let bytes = i.data.len() + i.streams.iter().map(|(_, d)| d.len()).sum::<usize>();
+                self.used_bytes = self.used_bytes.saturating_sub(bytes as u64);
             }
         }
     }
@@ -351,7 +357,8 @@ impl MemShare {
         lock(&self.state).clock
     }
 
-    /// Bytes of file data held (files unlinked but still open included).
+    /// Bytes of file data held, named streams' included (files unlinked but
+    /// still open included).
     pub fn used_bytes(&self) -> u64 {
         lock(&self.state).used_bytes
     }
@@ -605,6 +612,10 @@ impl Share for MemShare {
             name_max: 255,
             fs_id: MEM_DEV,
         })
+    }
+
+    fn streams_supported(&self) -> bool {
+        true
     }
 
     fn find_name_case_insensitive(
@@ -893,6 +904,22 @@ impl Node for MemNode {
         Ok(())
     }
 
+    fn list_streams(&self) -> FsResult<Vec<crate::StreamInfo>> {
+        stream::list(self)
+    }
+
+    fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        stream::open(self, name, mode, write)
+    }
+
+    fn remove_stream(&self, name: &str) -> FsResult<()> {
+        stream::remove(self, name)
+    }
+
+    fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        stream::rename(self, from, to, replace)
+    }
+
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
         if self.kind != FileKind::Directory {
             return Err(FsError::NotADirectory);
@@ -918,3 +945,7 @@ impl Node for MemNode {
         Ok(st.inode(self.ino)?.children.keys().cloned().collect())
     }
 }
+
+mod stream;
+
+pub use stream::MemStreamNode;

@@ -32,6 +32,9 @@ fn run(op: FaultOp, share: &MemShare, node: &dyn Node, dir: &dyn Node) -> Result
         FaultOp::Stat => share
             .stat(&ringshare_vfs::server_who(), &p("d/f"))
             .map(drop),
+        FaultOp::OpenStream => node
+            .open_stream("s", OpenMode::OpenOrCreate, true)
+            .map(drop),
     }
 }
 
@@ -47,6 +50,7 @@ fn injected_fault_fires_exactly_times_then_clears_for_every_op() {
         FaultOp::Unlink,
         FaultOp::ReadDir,
         FaultOp::Stat,
+        FaultOp::OpenStream,
     ] {
         let share = MemShare::new();
         mkdir(&share, "d");
