@@ -203,9 +203,9 @@ fn memory_backed(fd: BorrowedFd<'_>) -> bool {
 /// `EOPNOTSUPP` where it has none.
 fn user_xattrs_supported(fd: BorrowedFd<'_>) -> bool {
     let name = crate::dosattrib::XATTR;
-    let r = match rustix::fs::fgetxattr(fd, name, &mut [0u8; 0][..]) {
+    let r = match rustix::fs::fgetxattr_query(fd, name) {
         // O_PATH fd: go through its /proc link.
-        Err(Errno::BADF) => rustix::fs::getxattr(proc_path(fd, None), name, &mut [0u8; 0][..]),
+        Err(Errno::BADF) => rustix::fs::getxattr_query(proc_path(fd, None), name),
         r => r,
     };
     match r {

@@ -94,6 +94,16 @@ fn stream_errno_to_fs(e: Errno) -> FsError {
     }
 }
 
+/// The length of xattr `xattr`'s value (`fgetxattr` with size 0; rustix
+/// 1.1.6 has it as `fgetxattr_query`).
+fn value_len(fd: BorrowedFd<'_>, xattr: &str) -> Result<usize, Errno> {
+    match rustix::fs::fgetxattr_query(fd, xattr) {
+        // O_PATH fd: go through its /proc link.
+        Err(Errno::BADF) => rustix::fs::getxattr_query(proc_path(fd, None), xattr),
+        r => r,
+    }
+}
+
 fn get(fd: BorrowedFd<'_>, xattr: &str, buf: &mut [u8]) -> Result<usize, Errno> {
     match rustix::fs::fgetxattr(fd, xattr, &mut *buf) {
         // O_PATH fd: go through its /proc link.
@@ -120,11 +130,11 @@ fn remove_xattr(fd: BorrowedFd<'_>, xattr: &str) -> FsResult<()> {
 
 /// The data bytes of the stream in xattr `xattr`, `None` when there is no
 /// such stream: its value's length less the NUL (an empty value counts as
-/// empty), asked with an empty buffer. As the thread's user, and as the
+/// empty), asked without reading the value. As the thread's user, and as the
 /// server when the kernel refuses the user (read permission): a size, not
 /// data.
 fn size_of(who: &Who, fd: BorrowedFd<'_>, xattr: &str) -> FsResult<Option<u64>> {
-    let probe = || match get(fd, xattr, &mut [][..]) {
+    let probe = || match value_len(fd, xattr) {
         Ok(n) => Ok(Some((n as u64).saturating_sub(1))),
         Err(Errno::NODATA) => Ok(None),
         Err(e) => Err(e),
