@@ -13,13 +13,18 @@ pub struct TempDir {
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// A directory with a unique name under `parent` (which must exist).
+    pub fn new_in(parent: &Path, tag: &str) -> TempDir {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
+        let path = parent.join(format!(
             "ringshare-vfs-{tag}-{}-{n}-{nanos}",
             std::process::id()
         ));
