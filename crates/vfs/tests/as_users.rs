@@ -1,6 +1,6 @@
 //! The POSIX backend runs every call as the `Who` it is given, and the kernel decides: open,
-//! stat, name lookup, listing, rename, delete, mkdir, create, EAs, mode, owner and POSIX ACLs,
-//! each done by a user the file's mode refuses and by one it allows. (Times and DOS attributes
+//! stat, name lookup, listing, rename, delete, mkdir, create, EAs, mode, owner, POSIX ACLs and
+//! named streams, each done by a user the file's mode refuses and by one it allows. (Times and DOS attributes
 //! fall back to the server when the kernel refuses the user: the core calls them only for
 //! opens granted FILE_WRITE_ATTRIBUTES; crates/ringshare/tests/identity.rs checks that against
 //! Samba.)
@@ -243,4 +243,105 @@ fn changing_metadata_runs_as_the_caller() {
         by_alice.list_eas().unwrap(),
         vec![("NOTE".to_string(), b"alice".to_vec())]
     );
+}
+
+fn read_stream(node: &dyn Node) -> Result<Vec<u8>, FsError> {
+    let mut buf = [0u8; 64];
+    let n = node.read_at(&mut buf, 0)?;
+    Ok(buf[..n].to_vec())
+}
+
+#[test]
+fn streams_are_read_and_changed_as_the_caller() {
+    if !root_or_skip("streams_are_read_and_changed_as_the_caller") {
+        return;
+    }
+    let t = Tree::new("streams");
+    t.dir("sticky", ALICE, 0o1777);
+    let s = t.share();
+    if !s.streams_supported() {
+        eprintln!("skipped: no user xattrs in {}", t.0.display());
+        return;
+    }
+    // Alice's stream of her 0644 file; her open of the file itself reads
+    // only: writing the stream is the file's mode's to allow, not the open's.
+    let by_alice = open(&s, &alice(), "alice/mine", true, false);
+    let note = by_alice
+        .open_stream("note", OpenMode::CreateNew, true)
+        .unwrap()
+        .node;
+    note.write_at(b"alice's", 0).unwrap();
+    // Bob may read it (the mode lets him read the file) ...
+    let by_bob = open(&s, &bob(), "alice/mine", true, false);
+    let read = by_bob
+        .open_stream("note", OpenMode::Existing, false)
+        .unwrap()
+        .node;
+    assert_eq!(read_stream(read.as_ref()).unwrap(), b"alice's");
+    assert_eq!(by_bob.list_streams().unwrap().len(), 1);
+    // ... and change nothing.
+    for (name, mode, write) in [
+        ("bobs", OpenMode::CreateNew, false),
+        ("bobs", OpenMode::OpenOrCreate, false),
+        ("bobs", OpenMode::TruncateOrCreate, false),
+        ("note", OpenMode::Truncate, false),
+        ("note", OpenMode::Existing, true),
+    ] {
+        denied(
+            by_bob.open_stream(name, mode, write),
+            &format!("bob opens {name} {mode:?} write {write}"),
+        );
+    }
+    denied(read.write_at(b"bob", 0), "bob writes through a read open");
+    denied(by_bob.remove_stream("note"), "bob removes alice's stream");
+    denied(
+        by_bob.rename_stream("note", "bobs", false),
+        "bob renames alice's stream",
+    );
+    let mut raw = [0u8; 16];
+    let n = rustix::fs::getxattr(
+        t.path("alice/mine"),
+        "user.DosStream.note:$DATA",
+        &mut raw[..],
+    )
+    .unwrap();
+    assert_eq!(&raw[..n], b"alice's\0");
+    assert_eq!(by_alice.list_streams().unwrap().len(), 1);
+
+    // Alice's 0600 file: bob (opening it for its attributes only) sees
+    // that the stream is there and its size, never its data.
+    let secret = open(&s, &alice(), "alice/secret", true, false);
+    let hidden = secret
+        .open_stream("hidden", OpenMode::CreateNew, true)
+        .unwrap()
+        .node;
+    hidden.write_at(b"xyz", 0).unwrap();
+    let bob_meta = open(&s, &bob(), "alice/secret", false, false);
+    let listed = bob_meta.list_streams().unwrap();
+    assert_eq!(
+        (listed[0].name.as_str(), listed[0].size, listed.len()),
+        ("hidden", 3, 1)
+    );
+    let bobs_view = bob_meta
+        .open_stream("hidden", OpenMode::Existing, false)
+        .unwrap()
+        .node;
+    assert_eq!(bobs_view.size().unwrap(), 3);
+    denied(
+        read_stream(bobs_view.as_ref()),
+        "bob reads a 0600 file's stream",
+    );
+
+    // A sticky directory anyone may write: only its owner adds streams.
+    let mut dir = OpenOptions::read_existing();
+    dir.directory = true;
+    let by_bob = s.open(&bob(), &p("sticky"), &dir).unwrap().node;
+    denied(
+        by_bob.open_stream("bobs", OpenMode::CreateNew, false),
+        "bob adds a stream to alice's sticky directory",
+    );
+    let by_alice = s.open(&alice(), &p("sticky"), &dir).unwrap().node;
+    by_alice
+        .open_stream("hers", OpenMode::CreateNew, false)
+        .unwrap();
 }

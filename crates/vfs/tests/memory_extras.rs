@@ -152,6 +152,55 @@ fn unlinking_frees_space_once_the_last_node_closes() {
 }
 
 #[test]
+fn stream_bytes_count_against_the_capacity_and_come_back_when_freed() {
+    let share = MemShare::new().with_capacity_bytes(100);
+    let f = write_file(&share, "f", b"0123456789");
+    let s = f.open_stream("s", OpenMode::CreateNew, true).unwrap().node;
+    s.write_at(&[1; 50], 0).unwrap();
+    assert_eq!(share.used_bytes(), 60);
+    assert_eq!(s.write_at(&[2; 41], 50), Err(FsError::NoSpace));
+    assert_eq!(s.set_len(91), Err(FsError::NoSpace));
+    assert_eq!(s.size().unwrap(), 50, "a refused write changes nothing");
+    s.write_at(&[2; 40], 50).unwrap();
+    assert_eq!(share.used_bytes(), 100);
+    // Truncating, removing and replacing give the bytes back.
+    drop(f.open_stream("s", OpenMode::Truncate, true).unwrap());
+    assert_eq!(share.used_bytes(), 10);
+    let t = f.open_stream("t", OpenMode::CreateNew, true).unwrap().node;
+    t.write_at(&[3; 30], 0).unwrap();
+    s.write_at(&[4; 20], 0).unwrap();
+    assert_eq!(share.used_bytes(), 60);
+    f.rename_stream("t", "S", true).unwrap();
+    assert_eq!(share.used_bytes(), 40, "the replaced stream is freed");
+    f.remove_stream("S").unwrap();
+    assert_eq!(share.used_bytes(), 10);
+    assert_eq!(s.write_at(&[5; 5], 0), Err(FsError::NotFound), "replaced");
+    drop((s, t));
+    // A stream open after its file is unlinked holds its bytes until closed.
+    let s = f.open_stream("u", OpenMode::CreateNew, true).unwrap().node;
+    s.write_at(&[6; 7], 0).unwrap();
+    drop(f);
+    share.unlink(&ringshare_vfs::server_who(), &p("f")).unwrap();
+    assert_eq!(share.used_bytes(), 17);
+    drop(s);
+    assert_eq!(share.used_bytes(), 0);
+    drop(write_file(&share, "g", b""));
+    let g = open(&share, "g", file_opts(OpenMode::Existing))
+        .unwrap()
+        .node;
+    let gs = g.open_stream("x", OpenMode::CreateNew, true).unwrap().node;
+    gs.write_at(&[7; 9], 0).unwrap();
+    drop((g, gs));
+    drop(write_file(&share, "h", b"1"));
+    share
+        .rename(&ringshare_vfs::server_who(), &p("h"), &p("g"), true)
+        .unwrap();
+    assert_eq!(share.used_bytes(), 1, "a replaced file's streams are freed");
+    share.unlink(&ringshare_vfs::server_who(), &p("g")).unwrap();
+    assert_eq!(share.used_bytes(), 0);
+}
+
+#[test]
 fn clock_is_deterministic_and_settable() {
     let make = || {
         let share = MemShare::new();

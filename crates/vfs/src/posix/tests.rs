@@ -68,6 +68,49 @@ fn stat_only_node_sets_and_reads_metadata_through_proc() {
     }
 }
 
+/// A stat-only node (`O_PATH`) reaches its streams through `/proc`, as
+/// its other xattrs; `sync` has nothing to flush there.
+#[test]
+fn a_stream_of_a_stat_only_open_is_read_and_written_through_proc() {
+    let Some(dir) = xattr_dir("opath-stream") else {
+        return;
+    };
+    let _guard = Tmp(dir.clone());
+    std::fs::write(dir.join("f"), b"abc").unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    assert!(share.streams_supported());
+    let path = RelPath::from_components(["f"]).unwrap();
+    let fd = share.openat2(&path, OFlags::PATH, 0).unwrap();
+    let node = share
+        .node(&crate::server_who(), fd, false, false, true)
+        .unwrap()
+        .node;
+    assert!(node.is_path_only());
+    let s = node
+        .open_stream("s", OpenMode::CreateNew, true)
+        .unwrap()
+        .node;
+    assert_eq!(s.write_at(b"stream", 0).unwrap(), 6);
+    s.set_len(4).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(s.read_at(&mut buf, 0).unwrap(), 4);
+    assert_eq!(&buf[..4], b"stre");
+    s.sync().unwrap();
+    assert_eq!(s.stat().unwrap().size, 4);
+    node.rename_stream("s", "t", false).unwrap();
+    assert_eq!(
+        node.list_streams().unwrap(),
+        vec![crate::StreamInfo {
+            name: "t".into(),
+            size: 4
+        }]
+    );
+    node.remove_stream("t").unwrap();
+    assert_eq!(node.list_streams().unwrap(), vec![]);
+    let mut raw = [0u8; 8];
+    assert!(rustix::fs::getxattr(dir.join("f"), "user.DosStream.t:$DATA", &mut raw[..]).is_err());
+}
+
 /// A directory of the system temp dir with xattr support, or `None`.
 fn xattr_dir(tag: &str) -> Option<std::path::PathBuf> {
     let dir = std::env::temp_dir().join(format!("ringshare-dos-{tag}-{}", std::process::id()));
