@@ -672,9 +672,12 @@ pub trait Node: Send + Sync + fmt::Debug {
         Err(FsError::Other(EOPNOTSUPP))
     }
 
-    /// This file's (or directory's) named data streams, in a stable order;
-    /// never the default stream. Names a backend finds on disk that
-    /// [`stream_name_is_valid`] refuses are left out. The default: none.
+    /// This file's (or directory's) named data streams, in a stable order
+    /// (the backend's own: the POSIX one lists as the file system lists
+    /// xattrs, the in-memory one in the order created); never the default
+    /// stream. Names a backend finds on disk that [`stream_name_is_valid`]
+    /// refuses are left out. Called on a stream node: its file's streams.
+    /// The default: none.
     fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
         Ok(Vec::new())
     }
@@ -699,6 +702,25 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// change the file's) and reports the stream's size; it keeps working
     /// after the file is unlinked, like any open node. The default has no
     /// streams: `Other(EOPNOTSUPP)`.
+    ///
+    /// What the backends do besides: `InvalidName` unless
+    /// [`stream_name_is_valid`] (and on a stream node: a stream has no
+    /// streams); `AccessDenied` on what is neither a file nor a directory;
+    /// `ReadOnly` on a read-only share for `write` or a mode that creates or
+    /// truncates. The POSIX backend decides as the node's user: `write`
+    /// needs the kernel to let the user write the file (as opening the file
+    /// for writing would), creating or truncating needs it to let the user
+    /// set the xattr. The returned [`Opened`] has `read` true, `write` as
+    /// asked, no `attr`. The node's [`Node::stat`] is the file's with kind
+    /// `File`, `size` and `alloc_size` the stream's and the DIRECTORY bit
+    /// (0x10) left out of stored DOS attributes (a directory's stream is a
+    /// file; Samba does the same); it has no fd ([`Node::fd`] is `None`:
+    /// the engine reads and writes through [`Node::read_at`] and
+    /// [`Node::write_at`]); a write or resize ending past
+    /// [`STREAM_SIZE_MAX`] is `TooBig` and changes nothing. A stream node
+    /// keeps the name it was opened with: once that stream is renamed or
+    /// removed (by any node), its data calls and stat answer `NotFound`;
+    /// open it again under its new name.
     fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
         let _ = (name, mode, write);
         Err(FsError::Other(EOPNOTSUPP))
@@ -709,7 +731,9 @@ pub trait Node: Send + Sync + fmt::Debug {
         None
     }
 
-    /// Remove named stream `name` (as stored); `NotFound` when it is not there.
+    /// Remove named stream `name` (as stored); `NotFound` when it is not
+    /// there, `InvalidName` for a name no stream can have. Called on a
+    /// stream node: a stream of its file.
     fn remove_stream(&self, name: &str) -> FsResult<()> {
         let _ = name;
         Err(FsError::NotFound)
@@ -717,7 +741,12 @@ pub trait Node: Send + Sync + fmt::Debug {
 
     /// Give stream `from` (as stored) the name `to`, keeping its data;
     /// `Exists` when `to` exists (another stream, compared ignoring case)
-    /// and `replace` is false.
+    /// and `replace` is false. With `replace`, every other stream `to`
+    /// names (any spelling) goes and `to`'s spelling stays. `to` differing
+    /// from `from` only in case changes the stored spelling; `to == from`
+    /// changes nothing. `NotFound` when `from` is not there, `InvalidName`
+    /// for either name invalid. Called on a stream node: streams of its
+    /// file (the node itself keeps its old name, see [`Node::open_stream`]).
     fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
         let _ = (from, to, replace);
         Err(FsError::Other(EOPNOTSUPP))

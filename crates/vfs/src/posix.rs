@@ -11,6 +11,8 @@
 //! A Windows security descriptor set by a client lives in `user.ringshare.ntacl` (self-relative).
 //! A client's extended attribute `NAME` lives in the xattr `user.NAME`, as Samba stores
 //! them; the `user.ringshare.*` xattrs are never listed as EAs nor writable as EAs.
+//! Named data streams live in `user.DosStream.<name>:$DATA` xattrs of the file, as
+//! Samba's `vfs_streams_xattr` keeps them (see `posix/stream.rs`).
 //! Xattr calls on `O_PATH` fds (stat-only opens) and on directory entries go through
 //! `/proc/self/fd/<fd>[/<name>]`: the fd was already resolved beneath the root and the
 //! name is a single component, so this reaches nothing new.
