@@ -727,7 +727,7 @@ pub trait Node: Send + Sync + fmt::Debug {
     }
 
     /// For a node [`Node::open_stream`] returned: the stream's stored name.
-    fn stream_name(&self) -> Option<&str> {
+    fn stream_name(&self) -> Option<String> {
         None
     }
 
@@ -747,6 +747,8 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// changes nothing. `NotFound` when `from` is not there, `InvalidName`
     /// for either name invalid. Called on a stream node: streams of its
     /// file (the node itself keeps its old name, see [`Node::open_stream`]).
+    /// On a stream node, renaming the node's own stream (`from` its name)
+    /// makes the node follow it.
     fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
         let _ = (from, to, replace);
         Err(FsError::Other(EOPNOTSUPP))

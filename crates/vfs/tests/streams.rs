@@ -83,7 +83,7 @@ fn every_open_mode_creates_opens_and_truncates_as_for_files(share: &dyn Share, _
         (o.created, o.truncated, o.read, o.write),
         (true, false, true, true)
     );
-    assert_eq!(o.node.stream_name(), Some("s"));
+    assert_eq!(o.node.stream_name().as_deref(), Some("s"));
     assert_eq!(o.node.size().unwrap(), 0);
     o.node.write_at(b"hello", 0).unwrap();
     assert_eq!(

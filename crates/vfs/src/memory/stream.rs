@@ -135,7 +135,7 @@ pub(super) fn open(node: &MemNode, name: &str, mode: OpenMode, write: bool) -> F
             writable: false,
             read_only: node.read_only,
         },
-        name: name.to_string(),
+        name: std::sync::RwLock::new(name.to_string()),
         write,
     };
     Ok(Opened {
@@ -209,8 +209,8 @@ pub(super) fn rename(node: &MemNode, from: &str, to: &str, replace: bool) -> FsR
 pub struct MemStreamNode {
     /// The file, held open (its `Drop` closes it): metadata goes to it.
     base: MemNode,
-    /// The stream's name as stored.
-    name: String,
+    /// The stream's name as stored (a rename through the node changes it).
+    name: std::sync::RwLock<String>,
     /// The open may change the stream's data.
     write: bool,
 }
@@ -220,12 +220,17 @@ impl fmt::Debug for MemStreamNode {
         f.debug_struct("MemStreamNode")
             .field("ino", &self.base.ino)
             .field("path", &self.base.path)
-            .field("name", &self.name)
+            .field("name", &self.name())
             .finish()
     }
 }
 
 impl MemStreamNode {
+    /// The stream's name now.
+    fn name(&self) -> String {
+        self.name.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     fn check_data_write(&self) -> FsResult<()> {
         data_writable(self.base.read_only, FileKind::File, self.write)
     }
@@ -233,7 +238,7 @@ impl MemStreamNode {
     /// Where the stream is in its inode's list; `NotFound` once removed.
     fn at(&self, st: &State) -> FsResult<usize> {
         st.inode(self.base.ino)?
-            .stream_at(&self.name)
+            .stream_at(&self.name())
             .ok_or(FsError::NotFound)
     }
 }
@@ -429,8 +434,8 @@ impl Node for MemStreamNode {
         Err(FsError::InvalidName)
     }
 
-    fn stream_name(&self) -> Option<&str> {
-        Some(&self.name)
+    fn stream_name(&self) -> Option<String> {
+        Some(self.name())
     }
 
     fn remove_stream(&self, name: &str) -> FsResult<()> {
@@ -438,7 +443,13 @@ impl Node for MemStreamNode {
     }
 
     fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
-        self.base.rename_stream(from, to, replace)
+        // (The name's lock is never held around the share's.)
+        self.base.rename_stream(from, to, replace)?;
+        let mut name = self.name.write().unwrap_or_else(|p| p.into_inner());
+        if *name == from {
+            *name = to.to_string();
+        }
+        Ok(())
     }
 
     fn remove_all_streams(&self) -> FsResult<()> {

@@ -24,7 +24,7 @@
 //! written back with `XATTR_REPLACE`, so a stream removed meanwhile stays
 //! removed ([`FsError::NotFound`]).
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use super::*;
 use crate::{
@@ -261,8 +261,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
             read_only: base.read_only,
             in_memory: base.in_memory,
         },
-        name: name.to_string(),
-        xattr,
+        names: RwLock::new((name.to_string(), xattr)),
         write,
         lock_index,
     };
@@ -334,10 +333,9 @@ pub(super) fn rename(base: &PosixNode, from: &str, to: &str, replace: bool) -> F
 pub struct PosixStreamNode {
     /// The file, as its node was opened: metadata goes to it.
     base: PosixNode,
-    /// The stream's name as stored.
-    name: String,
-    /// Its xattr.
-    xattr: String,
+    /// The stream's name as stored and its xattr (a rename through the
+    /// node changes them).
+    names: RwLock<(String, String)>,
     /// The open may change the stream's data.
     write: bool,
     /// The file's lock in [`STREAM_LOCKS`].
@@ -348,20 +346,28 @@ impl fmt::Debug for PosixStreamNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PosixStreamNode")
             .field("fd", &self.base.fd.as_raw_fd())
-            .field("name", &self.name)
+            .field("name", &self.names())
             .field("write", &self.write)
             .finish()
     }
 }
 
 impl PosixStreamNode {
+    /// The stream's name and xattr now.
+    fn names(&self) -> (String, String) {
+        self.names.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn xattr(&self) -> String {
+        self.names().1
+    }
     fn check_data_write(&self) -> FsResult<()> {
         data_writable(self.base.read_only, FileKind::File, self.write)
     }
 
     /// The stream's size; `NotFound` once it was removed.
     fn stream_size(&self) -> FsResult<u64> {
-        size_of(&self.base.who, self.base.fd.as_fd(), &self.xattr)?.ok_or(FsError::NotFound)
+        size_of(&self.base.who, self.base.fd.as_fd(), &self.xattr())?.ok_or(FsError::NotFound)
     }
 
     /// The file's metadata `attr` as the stream's: a file of the stream's
@@ -381,11 +387,11 @@ impl PosixStreamNode {
         let fd = self.base.fd.as_fd();
         let _guard = lock(self.lock_index);
         let mut buf = value_buffer();
-        let old = read_value(fd, &self.xattr, &mut buf)?;
+        let old = read_value(fd, &self.xattr(), &mut buf)?;
         if len > old {
             buf.get_mut(old..len).ok_or(FsError::TooBig)?.fill(0);
         }
-        write_value(fd, &self.xattr, &mut buf, len)
+        write_value(fd, &self.xattr(), &mut buf, len)
     }
 }
 
@@ -431,7 +437,7 @@ impl Node for PosixStreamNode {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
         self.base.act()?;
         let mut value = value_buffer();
-        let len = read_value(self.base.fd.as_fd(), &self.xattr, &mut value)?;
+        let len = read_value(self.base.fd.as_fd(), &self.xattr(), &mut value)?;
         let Ok(start) = usize::try_from(offset) else {
             return Ok(0);
         };
@@ -459,7 +465,7 @@ impl Node for PosixStreamNode {
         let fd = self.base.fd.as_fd();
         let _guard = lock(self.lock_index);
         let mut buf = value_buffer();
-        let old = read_value(fd, &self.xattr, &mut buf)?;
+        let old = read_value(fd, &self.xattr(), &mut buf)?;
         if start > old {
             // The gap between the old end and the write reads as zeros.
             buf.get_mut(old..start).ok_or(FsError::TooBig)?.fill(0);
@@ -467,7 +473,7 @@ impl Node for PosixStreamNode {
         buf.get_mut(start..end)
             .ok_or(FsError::TooBig)?
             .copy_from_slice(data);
-        write_value(fd, &self.xattr, &mut buf, old.max(end))?;
+        write_value(fd, &self.xattr(), &mut buf, old.max(end))?;
         Ok(data.len())
     }
 
@@ -593,8 +599,8 @@ impl Node for PosixStreamNode {
         Err(FsError::InvalidName)
     }
 
-    fn stream_name(&self) -> Option<&str> {
-        Some(&self.name)
+    fn stream_name(&self) -> Option<String> {
+        Some(self.names().0)
     }
 
     fn remove_stream(&self, name: &str) -> FsResult<()> {
@@ -602,7 +608,14 @@ impl Node for PosixStreamNode {
     }
 
     fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
-        self.base.rename_stream(from, to, replace)
+        // (The name's lock is taken after the file's stream lock is
+        // released, never around it.)
+        self.base.rename_stream(from, to, replace)?;
+        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
+        if names.0 == from {
+            *names = (to.to_string(), xattr_name(to));
+        }
+        Ok(())
     }
 
     fn remove_all_streams(&self) -> FsResult<()> {
