@@ -3,7 +3,9 @@
 //! A CREATE name is relative to the share root, `\`-separated, and must not
 //! start with a separator. Every component is checked here, before the backend
 //! sees it: no `.`/`..`, no empty component, none of the characters NTFS
-//! forbids, no stream names (`:`), no wildcards, at most 255 characters. The
+//! forbids, no `:`, no wildcards, at most 255 characters. A stream name
+//! (`file:stream:$DATA`, [MS-FSCC] 2.1.5.4) is split off first by
+//! [`parse_create_name`]. The
 //! backend then resolves the result beneath the share root (openat2
 //! RESOLVE_BENEATH), so even a name that slipped past these checks cannot
 //! leave the share.
@@ -35,6 +37,53 @@ pub fn parse_smb_path(name: &str) -> Result<RelPath, NtStatus> {
         parts.push(check_component(comp)?);
     }
     RelPath::from_components(parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
+}
+
+/// The stream part of a name ([MS-FSCC] 2.1.5.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamPart {
+    /// No `:` at all: the file or directory itself.
+    None,
+    /// `file::$DATA`: the file's default (unnamed) data stream, which is the
+    /// file itself; a directory has none.
+    Default,
+    /// `file:name` or `file:name:$DATA`: a named data stream, the name as
+    /// given (matched ignoring case against the stored ones).
+    Named(String),
+}
+
+/// Split a CREATE (or rename target) name into the file's path and its
+/// stream part. `streams`: the share has named streams; without them any
+/// `:` is OBJECT_NAME_INVALID (as Samba's shares without `streams_xattr`,
+/// smbtorture smb2.create_no_streams). A stream name may hold any
+/// character but `\`, `/`, `:` and NUL (control characters and wildcards
+/// are fine); the only type is `$DATA`, in any case; `f:` and `f:s:` are
+/// invalid. An empty file part names the share root (`:s`).
+pub fn parse_create_name(name: &str, streams: bool) -> Result<(RelPath, StreamPart), NtStatus> {
+    let Some((file, stream)) = name.split_once(':') else {
+        return Ok((parse_smb_path(name)?, StreamPart::None));
+    };
+    if !streams || stream.contains(['\\', '/', '\0']) {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    let (sname, stype) = match stream.split_once(':') {
+        Some((n, t)) => (n, Some(t)),
+        None => (stream, None),
+    };
+    match stype {
+        Some(t) if !t.eq_ignore_ascii_case("$DATA") => return Err(NtStatus::OBJECT_NAME_INVALID),
+        None if sname.is_empty() => return Err(NtStatus::OBJECT_NAME_INVALID),
+        _ => {}
+    }
+    let path = parse_smb_path(file)?;
+    if sname.is_empty() {
+        return Ok((path, StreamPart::Default));
+    }
+    if sname.chars().count() > limits::NAME_CHARS_MAX || !ringshare_vfs::stream_name_is_valid(sname)
+    {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    Ok((path, StreamPart::Named(sname.to_string())))
 }
 
 /// Check one name component (also used for QUERY_DIRECTORY results and rename targets).
@@ -122,6 +171,101 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    fn stream(name: &str) -> Result<(Vec<String>, StreamPart), NtStatus> {
+        parse_create_name(name, true).map(|(p, s)| (p.components().to_vec(), s))
+    }
+
+    #[test]
+    fn stream_names_are_split_off_with_or_without_their_type_in_any_case() {
+        for n in ["f:s", "f:s:$DATA", "f:s:$data", "f:s:$DaTa"] {
+            assert_eq!(
+                stream(n),
+                Ok((vec!["f".into()], StreamPart::Named("s".into()))),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            stream("d\\f:Second Stream:$DATA"),
+            Ok((
+                vec!["d".into(), "f".into()],
+                StreamPart::Named("Second Stream".into())
+            ))
+        );
+    }
+
+    #[test]
+    fn the_default_stream_is_the_file_itself() {
+        assert_eq!(
+            stream("f::$DATA"),
+            Ok((vec!["f".into()], StreamPart::Default))
+        );
+        assert_eq!(
+            stream("f::$data"),
+            Ok((vec!["f".into()], StreamPart::Default))
+        );
+    }
+
+    #[test]
+    fn a_stream_of_the_share_root_has_an_empty_file_part() {
+        let (p, s) = parse_create_name(":s", true).unwrap();
+        assert!(p.is_root());
+        assert_eq!(s, StreamPart::Named("s".into()));
+    }
+
+    #[test]
+    fn stream_names_may_hold_control_characters_and_wildcards() {
+        for n in ["\u{5}Stream\n One", "?Stream*", "a<b>c|\"d", "$DATA"] {
+            assert_eq!(
+                stream(&format!("f:{n}:$DATA")),
+                Ok((vec!["f".into()], StreamPart::Named(n.into()))),
+                "{n:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_stream_names_are_invalid() {
+        for bad in [
+            "f:",
+            "f:s:",
+            "f:s:$FOO",
+            "f:s:?D*a",
+            "f::foo",
+            "f:a:b:c",
+            "f:a\\b",
+            "f:a/b",
+            "f:a\u{0}b",
+            "d*\\f:x",
+            "f*:x",
+        ] {
+            assert_eq!(
+                parse_create_name(bad, true),
+                Err(NtStatus::OBJECT_NAME_INVALID),
+                "{bad:?}"
+            );
+        }
+        let long = format!("f:{}", "s".repeat(256));
+        assert_eq!(
+            parse_create_name(&long, true),
+            Err(NtStatus::OBJECT_NAME_INVALID)
+        );
+    }
+
+    #[test]
+    fn any_colon_is_invalid_on_a_share_without_streams() {
+        for n in ["x::$DATA", "x::foooooooooooo", "x:stream", "x:stream:$DATA"] {
+            assert_eq!(
+                parse_create_name(n, false),
+                Err(NtStatus::OBJECT_NAME_INVALID),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            parse_create_name("x", false).map(|(_, s)| s),
+            Ok(StreamPart::None)
+        );
     }
 
     #[test]
