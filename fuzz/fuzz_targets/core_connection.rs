@@ -85,6 +85,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
             durable_handles: true,
             root_key: Default::default(),
             change_notify: true,
+            streams: true,
             encrypt,
         })
     };

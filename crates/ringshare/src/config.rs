@@ -303,6 +303,11 @@ pub struct ShareConfig {
     /// `change notify` (Samba's option): CHANGE_NOTIFY works on the share;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does. Default yes.
     pub change_notify: bool,
+    /// Files have named data streams, kept as Samba's `streams_xattr` keeps
+    /// them: when `vfs objects` lists `streams_xattr` (or `fruit`, which
+    /// needs it), or is not given at all; a `vfs objects` line without it
+    /// turns them off, as on Samba.
+    pub streams: bool,
     /// `comment`; default empty.
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
@@ -419,6 +424,7 @@ impl Config {
                 acl_xattr: false,
                 durable_handles: true,
                 change_notify: true,
+                streams: true,
                 comment: String::new(),
                 browseable: true,
                 smb_encrypt: None,
@@ -581,6 +587,29 @@ mod tests {
         assert!(!c.global.use_sendfile);
         assert!(c.global.pin_cpus);
         assert!(c.global.multishot_receive);
+    }
+
+    #[test]
+    fn streams_are_on_unless_a_vfs_objects_line_leaves_out_streams_xattr() {
+        let path = Path::new("test.conf");
+        let share = |extra: &str| {
+            parse_str(&format!("[s]\npath = /tmp\n{extra}"), path)
+                .unwrap()
+                .shares[0]
+                .streams
+        };
+        assert!(share(""));
+        assert!(share("vfs objects = streams_xattr acl_xattr\n"));
+        assert!(!share("vfs objects = acl_xattr\n"));
+        let g = parse_str(
+            "[global]\nvfs objects = acl_xattr\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap();
+        assert!(
+            !g.shares[0].streams,
+            "a [global] vfs objects line counts too"
+        );
     }
 
     #[test]

@@ -90,6 +90,7 @@ fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
         durable_handles: s.durable_handles,
         root_key: Default::default(),
         change_notify: s.change_notify,
+        streams: s.streams,
     })
 }
 

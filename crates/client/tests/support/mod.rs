@@ -75,6 +75,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             durable_handles: true,
             root_key: Default::default(),
             change_notify: true,
+            streams: true,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

@@ -251,6 +251,7 @@ fn made_for(
         durable_handles: share.durable_handles,
         root_key: Default::default(),
         change_notify: share.change_notify,
+        streams: share.streams,
     }))
 }
 

@@ -206,6 +206,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             durable_handles: true,
             root_key: Default::default(),
             change_notify: true,
+            streams: true,
             encrypt,
         })
     };

@@ -317,6 +317,8 @@ struct ShareDraft {
     rules: Vec<(Rule, String)>,
     /// `vfs objects = ... acl_xattr ...`.
     acl_xattr: Option<bool>,
+    /// `vfs objects = ... streams_xattr ...`.
+    streams: Option<bool>,
     durable_handles: Option<bool>,
     change_notify: Option<bool>,
 }
@@ -845,13 +847,14 @@ impl<'a> Parser<'a> {
                 draft.rules.push((rule, value.to_string()));
             }
             Opt::VfsObjects => {
-                let mut acl_xattr = false;
+                let (mut acl_xattr, mut streams) = (false, false);
                 for module in parse_list(value) {
                     match module.as_str() {
                         "acl_xattr" => acl_xattr = true,
-                        // Streams and macOS support are not there yet: the
-                        // share works without them, as Samba without them.
-                        "streams_xattr" | "fruit" | "catia" | "posixacl" | "dirsort" => {}
+                        "streams_xattr" => streams = true,
+                        // macOS support is not there yet: the share works
+                        // without it, as Samba without it.
+                        "fruit" | "catia" | "posixacl" | "dirsort" => {}
                         other => self.warn(
                             line,
                             format!("vfs module '{other}' is not supported by ringshare; ignored"),
@@ -859,6 +862,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 draft.acl_xattr = Some(acl_xattr);
+                draft.streams = Some(streams);
             }
             _ => {}
         }
@@ -991,6 +995,7 @@ impl<'a> Parser<'a> {
                 .or(defaults.durable_handles)
                 .unwrap_or(true),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
+            streams: d.streams.or(defaults.streams).unwrap_or(true),
         })
     }
 }
