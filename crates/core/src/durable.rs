@@ -607,6 +607,8 @@ pub(crate) fn reconnect(
         create_options: old.create_options,
         share: Arc::clone(&old.share),
         state: std::sync::Mutex::new(state),
+        // Streams are never made durable.
+        stream: None,
     };
     drop(old);
     let attr = open.node.stat().map_err(crate::fsmap::status_of);

@@ -162,10 +162,7 @@ pub(crate) fn root_key(share: &ShareDef) -> Option<FileKey> {
                 .backend
                 .stat(&ringshare_vfs::server_who(), &RelPath::root())
                 .ok()
-                .map(|a| FileKey {
-                    dev: a.dev,
-                    ino: a.ino,
-                })
+                .map(|a| FileKey::of(&a))
         })
         .as_ref()
         .copied()

@@ -608,7 +608,11 @@ mod tests {
         let mut k = Kernel::default();
         for (wd, p) in dirs {
             let at = (
-                FileKey { dev: 1, ino: 1 },
+                FileKey {
+                    dev: 1,
+                    ino: 1,
+                    stream: 0,
+                },
                 p.iter().map(|s| s.to_string()).collect(),
             );
             k.dirs.insert(
@@ -669,7 +673,14 @@ mod tests {
     #[test]
     fn names_ringshare_changed_itself_are_not_reported_again_but_others_are() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let at = (FileKey { dev: 1, ino: 1 }, vec!["d".to_string()]);
+        let at = (
+            FileKey {
+                dev: 1,
+                ino: 1,
+                stream: 0,
+            },
+            vec!["d".to_string()],
+        );
         k.dirs
             .get_mut(&at)
             .unwrap()
@@ -716,7 +727,14 @@ mod tests {
     #[test]
     fn a_mark_hides_events_for_two_seconds_after_the_first_it_hides_then_lets_them_through() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let at = (FileKey { dev: 1, ino: 1 }, vec!["d".to_string()]);
+        let at = (
+            FileKey {
+                dev: 1,
+                ino: 1,
+                stream: 0,
+            },
+            vec!["d".to_string()],
+        );
         k.dirs.get_mut(&at).unwrap().echo.insert("n".into(), None);
         let seen = |k: &mut Kernel, t: u64| {
             actions(&map_events(k, vec![ev(1, mask::ATTRIB, 0, "n")], t).0).len()

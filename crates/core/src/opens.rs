@@ -171,31 +171,45 @@ pub(crate) fn close_open(
     let who = Arc::clone(&open.who);
     let wrote_access =
         open.access & (crate::access::FILE_WRITE_DATA | crate::access::FILE_APPEND_DATA) != 0;
-    let key = open.key;
+    let mut key = open.key;
+    let stream = open.stream.as_ref().map(|s| {
+        let (name, now) = lock(&s.now).clone();
+        key = now;
+        (name, Arc::clone(&s.file_entry))
+    });
+    let id = open.id;
     // Let the backend close the file before it is removed (a request on
     // another channel may still hold the open for a moment; its I/O finishes
     // on the node it holds).
     drop(open);
-    if remove {
-        let r = if is_dir {
-            share.backend.rmdir(&who, &path)
-        } else {
-            share.backend.unlink(&who, &path)
-        };
-        match r {
-            Ok(()) => notify::report(
-                server,
-                &share,
-                &[notify::Change {
-                    action: notify::REMOVED,
-                    filter: notify::name_filter(is_dir),
-                    path: &path,
-                }],
-            ),
-            Err(e) => {
-                tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}")
-            }
+    if let Some((name, file_entry)) = stream {
+        if remove {
+            remove_stream(&share, &who, &file_entry, &name);
         }
+        // The stream's invisible open of its file goes with it; the file
+        // goes too when its delete was pending on this alone.
+        let mut wakes = Vec::new();
+        let (remove, path, is_dir) = {
+            let mut e = lock(&file_entry);
+            e.opens.retain(|s| s.owner != id);
+            e.streams.retain(|(o, _)| *o != id);
+            crate::oplock::wake_waiters(&mut e, &mut wakes);
+            (
+                e.delete_pending && e.opens.is_empty(),
+                e.path.clone(),
+                e.is_dir,
+            )
+        };
+        crate::oplock::send(server, wakes);
+        if remove {
+            remove_file(server, &share, &who, &path, is_dir);
+        }
+        server.drop_file_entry_if_unused(key);
+        server.drop_file_entry_if_unused(key.base());
+        return attr;
+    }
+    if remove {
+        remove_file(server, &share, &who, &path, is_dir);
     } else if on_close != 0 {
         notify::report(
             server,
@@ -213,6 +227,57 @@ pub(crate) fn close_open(
     }
     server.drop_file_entry_if_unused(key);
     attr
+}
+
+/// Remove the file or directory at `path` (its delete was pending and its
+/// last open closed) and tell watchers.
+fn remove_file(
+    server: &ServerState,
+    share: &Arc<crate::server::ShareDef>,
+    who: &ringshare_vfs::Who,
+    path: &ringshare_vfs::RelPath,
+    is_dir: bool,
+) {
+    let r = if is_dir {
+        share.backend.rmdir(who, path)
+    } else {
+        share.backend.unlink(who, path)
+    };
+    match r {
+        Ok(()) => notify::report(
+            server,
+            share,
+            &[notify::Change {
+                action: notify::REMOVED,
+                filter: notify::name_filter(is_dir),
+                path,
+            }],
+        ),
+        Err(e) => {
+            tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}")
+        }
+    }
+}
+
+/// Remove named stream `name` of the file whose share-mode entry is
+/// `file_entry`, at the path the entry holds now (its delete was pending
+/// and its last open closed).
+fn remove_stream(
+    share: &crate::server::ShareDef,
+    who: &ringshare_vfs::Who,
+    file_entry: &std::sync::Mutex<crate::server::FileEntry>,
+    name: &str,
+) {
+    let path = lock(file_entry).path.clone();
+    let mut opts = ringshare_vfs::OpenOptions::read_existing();
+    opts.read = false;
+    let r = share
+        .backend
+        .open(who, &path, &opts)
+        .and_then(|f| f.node.remove_stream(name));
+    if let Err(e) = r {
+        tracing::debug!(path = %path.to_slash_path(), stream = name, "delete on close failed: {e}");
+    }
 }
 
 /// Close every open of a session for which `pick` is true.

@@ -86,9 +86,21 @@ pub struct ShareDef {
     /// `change notify` (Samba's option, default yes): CHANGE_NOTIFY works;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does.
     pub change_notify: bool,
+    /// Files have named data streams (`vfs objects` lists `streams_xattr`,
+    /// or names no modules): used when the backend supports them too
+    /// ([`ShareDef::has_streams`]); without, a `:` in a name is
+    /// OBJECT_NAME_INVALID.
+    pub streams: bool,
     /// The identity of the share's directory, found at the first change
     /// notification that needs it ([`crate::notify::root_key`]).
     pub root_key: std::sync::OnceLock<Option<FileKey>>,
+}
+
+impl ShareDef {
+    /// Named streams are on for this share and its files can have them.
+    pub fn has_streams(&self) -> bool {
+        self.streams && self.backend.streams_supported()
+    }
 }
 
 impl fmt::Debug for ShareDef {
@@ -193,11 +205,47 @@ impl ServerConfig {
     }
 }
 
-/// Identity of a file across the server: (device, inode).
+/// Identity of a file across the server: (device, inode), and for a named
+/// stream, which one (share modes, oplocks, leases, locks and delete-on-close
+/// are per stream, [MS-FSA] 2.1.1.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileKey {
     pub dev: u64,
     pub ino: u64,
+    /// 0 for the file itself (its default stream), else a keyed hash of the
+    /// stream's name ignoring case ([`FileKey::stream`]).
+    pub stream: u64,
+}
+
+impl FileKey {
+    /// The file (or directory) `attr` describes.
+    pub fn of(attr: &ringshare_vfs::FileAttr) -> FileKey {
+        FileKey {
+            dev: attr.dev,
+            ino: attr.ino,
+            stream: 0,
+        }
+    }
+
+    /// Named stream `name` of this file. The hash is keyed with a secret
+    /// made at start, so no client can make two names collide on purpose.
+    pub fn stream(self, name: &str) -> FileKey {
+        use std::hash::BuildHasher;
+        static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let h = KEY
+            .get_or_init(Default::default)
+            .hash_one(name.to_uppercase());
+        FileKey {
+            stream: h | 1,
+            ..self
+        }
+    }
+
+    /// The file this key is (a stream of).
+    pub fn base(self) -> FileKey {
+        FileKey { stream: 0, ..self }
+    }
 }
 
 /// One open's entry in a file's share-mode table.
@@ -229,6 +277,9 @@ pub struct FileEntry {
     pub waiters: Vec<u64>,
     /// The write time clients see while the file is open ([`crate::writetime`]).
     pub(crate) write_time: crate::writetime::WriteTime,
+    /// Opens of the file's named streams (open id, stream key): each also
+    /// holds an entry in `opens`.
+    pub streams: Vec<(u64, FileKey)>,
 }
 
 /// Shared state of the whole server.
@@ -471,6 +522,27 @@ impl ServerState {
     /// The entry of a file if some open has it.
     pub fn existing_file_entry(&self, key: FileKey) -> Option<Arc<Mutex<FileEntry>>> {
         lock(&self.files).get(&key).cloned()
+    }
+
+    /// Give the entry under `from` (a renamed stream's) the key `to`, with
+    /// the leases on it: false, and nothing changed, when `to` has an entry.
+    pub fn rekey_file_entry(&self, from: FileKey, to: FileKey) -> bool {
+        {
+            let mut files = lock(&self.files);
+            if files.contains_key(&to) {
+                return false;
+            }
+            let Some(e) = files.remove(&from) else {
+                return false;
+            };
+            files.insert(to, e);
+        }
+        for k in lock(&self.lease_files).values_mut() {
+            if *k == from {
+                *k = to;
+            }
+        }
+        true
     }
 
     /// Forget a file's entry when no open is left on it.

@@ -183,6 +183,27 @@ pub(crate) struct Open {
     pub share: Arc<ShareDef>,
     /// What requests on the open change (any channel may carry them).
     pub state: Mutex<OpenState>,
+    /// Set for an open of a named stream: `node`, `key` and `entry` are the
+    /// stream's.
+    pub stream: Option<Box<StreamOf>>,
+}
+
+/// What an open of a named stream knows of its file.
+pub(crate) struct StreamOf {
+    /// The stream's name as stored and its key now (a rename changes both;
+    /// `Open::key` is the key it was opened with).
+    pub now: Mutex<(String, FileKey)>,
+    /// The file's share-mode entry, which holds an invisible open (access
+    /// 0, sharing everything) for each open of one of its streams.
+    pub file_entry: Arc<Mutex<FileEntry>>,
+}
+
+impl StreamOf {
+    pub fn name(&self) -> String {
+        self.now
+            .lock()
+            .map_or_else(|p| p.into_inner().0.clone(), |g| g.0.clone())
+    }
 }
 
 /// The mutable part of an open.

@@ -38,7 +38,7 @@ use crate::limits;
 use crate::notify;
 use crate::opens;
 use crate::oplock::{self, LeaseId, Route};
-use crate::path::parse_smb_path;
+use crate::path::{parse_create_name, StreamPart};
 use crate::server::{lock, FileKey, ServerState, ShareDef, ShareEntry};
 use crate::state::{Open, OpenState, TreeKind};
 
@@ -205,9 +205,25 @@ fn create_or_wait(
         return Err(NtStatus::NOT_SUPPORTED);
     }
     let want_dir = options & OPT_DIRECTORY_FILE != 0;
-    let want_file = options & OPT_NON_DIRECTORY_FILE != 0;
+    let mut want_file = options & OPT_NON_DIRECTORY_FILE != 0;
     if want_dir && want_file {
         return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // `file:stream`: the file is opened (or made) first, the stream in it.
+    let (path, stream) = parse_create_name(&cr.name, share.has_streams())?;
+    let named = match stream {
+        StreamPart::Named(n) => Some(n),
+        // `name::$DATA` is the file itself, never a directory ([MS-FSA]
+        // 2.1.5.1: a directory has no default data stream).
+        StreamPart::Default if want_dir => return Err(NtStatus::NOT_A_DIRECTORY),
+        StreamPart::Default => {
+            want_file = true;
+            None
+        }
+        StreamPart::None => None,
+    };
+    if named.is_some() && want_dir {
+        return Err(NtStatus::NOT_A_DIRECTORY);
     }
     if want_dir
         && !matches!(
@@ -266,8 +282,6 @@ fn create_or_wait(
         client_guid: core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid),
         key: l.key,
     });
-    let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
-    let path = parse_smb_path(name)?;
     let backend: &dyn Share = share.backend.as_ref();
     let (path, existing) = resolve_path(backend, &who, &path)?;
 
@@ -278,15 +292,19 @@ fn create_or_wait(
             | CreateDisposition::OVERWRITE
             | CreateDisposition::OVERWRITE_IF
     );
+    // For a stream, whether the file is to be made: the disposition
+    // decides for the stream once the file is open.
     let (mode, create) = match (&existing, disposition) {
-        (Some(_), CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        (Some(_), CreateDisposition::CREATE) if named.is_none() => {
+            return Err(NtStatus::OBJECT_NAME_COLLISION)
+        }
         (Some(_), _) => (OpenMode::Existing, false),
         (None, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
         }
         (None, _) => (OpenMode::CreateNew, true),
     };
-    if read_only && (create || truncate) {
+    if read_only && (create || (truncate && named.is_none())) {
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attrs_asked = cr.file_attributes.0 & SETTABLE_ATTRIBUTES;
@@ -298,13 +316,10 @@ fn create_or_wait(
         if want_file && is_dir {
             return Err(NtStatus::FILE_IS_A_DIRECTORY);
         }
-        if is_dir && truncate {
+        if is_dir && truncate && named.is_none() {
             return Err(NtStatus::INVALID_PARAMETER);
         }
-        if let Some(e) = server.existing_file_entry(FileKey {
-            dev: a.dev,
-            ino: a.ino,
-        }) {
+        if let Some(e) = server.existing_file_entry(FileKey::of(a)) {
             if lock(&e).delete_pending {
                 return Err(NtStatus::DELETE_PENDING);
             }
@@ -342,14 +357,29 @@ fn create_or_wait(
         parent_mode,
         parent_default_acl,
     );
-    let opts = OpenOptions {
-        mode,
-        read: access::can_read(granted),
-        write: access::can_write(granted) || (truncate && existing.is_some()),
-        directory: want_dir,
-        non_directory: want_file,
-        create_mode,
-        best_effort: maximum,
+    let opts = if named.is_some() {
+        // The stream's data is reached through the file's xattrs, which the
+        // kernel checks as the user at each access: the file is opened for
+        // nothing more than that (and the access decision below).
+        OpenOptions {
+            mode,
+            read: false,
+            write: false,
+            directory: false,
+            non_directory: false,
+            create_mode,
+            best_effort: false,
+        }
+    } else {
+        OpenOptions {
+            mode,
+            read: access::can_read(granted),
+            write: access::can_write(granted) || (truncate && existing.is_some()),
+            directory: want_dir,
+            non_directory: want_file,
+            create_mode,
+            best_effort: maximum,
+        }
     };
     let opened = backend.open(&who, &path, &opts).map_err(|e| match e {
         FsError::NotFound if create => NtStatus::OBJECT_PATH_NOT_FOUND,
@@ -421,29 +451,83 @@ fn create_or_wait(
         }
     }
     let maximal = maximal & rights;
-    if delete_on_close && is_dir && !created && !node.list_names().map_err(status_of)?.is_empty() {
+    if delete_on_close
+        && is_dir
+        && named.is_none()
+        && !created
+        && !node.list_names().map_err(status_of)?.is_empty()
+    {
         return Err(NtStatus::DIRECTORY_NOT_EMPTY);
     }
+    // A named stream: the disposition now decides for the stream, and the
+    // open from here on is the stream's (its own share modes, oplocks,
+    // leases, locks and delete-on-close; the file's metadata).
+    let (file_node, file_created, file_is_dir) = (Arc::clone(&node), created, is_dir);
+    let (node, attr, created, is_dir, stream_name) = match &named {
+        None => (node, attr, created, is_dir, None),
+        Some(sname) => {
+            let undo = |s: NtStatus| {
+                if file_created {
+                    let _ = backend.unlink(&who, &path);
+                }
+                s
+            };
+            let s = open_stream(
+                file_node.as_ref(),
+                sname,
+                disposition,
+                truncate,
+                granted,
+                read_only,
+            )
+            .map_err(undo)?;
+            let attr = s.node.stat().map_err(|e| {
+                if s.created {
+                    let _ = file_node.remove_stream(&s.name);
+                }
+                undo(status_of(e))
+            })?;
+            (Arc::from(s.node), attr, s.created, false, Some(s.name))
+        }
+    };
+    // Undo what this open made when it fails after making it.
+    let remove_made = || {
+        if let (Some(n), true) = (&stream_name, created) {
+            let _ = file_node.remove_stream(n);
+        }
+        if file_created {
+            let _ = if file_is_dir {
+                backend.rmdir(&who, &path)
+            } else {
+                backend.unlink(&who, &path)
+            };
+        }
+    };
 
     // Join the file's share-mode table.
     let id = server.new_owner_id();
     let persistent_id = server.new_owner_id();
-    let key = FileKey {
-        dev: attr.dev,
-        ino: attr.ino,
+    let key = match &stream_name {
+        Some(n) => FileKey::of(&attr).stream(n),
+        None => FileKey::of(&attr),
     };
     if let Some(lid) = lease_id {
         // A lease key names one file ([MS-SMB2] 3.3.5.9.8).
         if server.lease_file(lid).is_some_and(|k| k != key) {
             drop(node);
-            if created {
-                let _ = if is_dir {
-                    backend.rmdir(&who, &path)
-                } else {
-                    backend.unlink(&who, &path)
-                };
-            }
+            remove_made();
             return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    // A stream open keeps its file open (an invisible open that conflicts
+    // with nothing): the file is not removed or renamed under it.
+    let file_entry = stream_name.as_ref().map(|_| server.file_entry(key.base()));
+    if let Some(fe) = &file_entry {
+        if lock(fe).delete_pending {
+            drop(node);
+            remove_made();
+            server.drop_file_entry_if_unused(key.base());
+            return Err(NtStatus::DELETE_PENDING);
         }
     }
     let entry = server.file_entry(key);
@@ -469,36 +553,38 @@ fn create_or_wait(
             oplock::add_waiter(&mut e, core.conn_id);
             Ok(None)
         } else {
-            access::check_sharing(&e.opens, granted, cr.share_access.0).map(|()| {
-                if e.opens.is_empty() {
-                    e.share = share.name.clone();
-                    e.path = path.clone();
-                    e.is_dir = is_dir;
-                }
-                e.opens.push(ShareEntry {
-                    owner: id,
-                    access: granted,
-                    share_access: cr.share_access.0,
-                    caching: oplock::Caching {
+            access::check_sharing(&e.opens, granted, cr.share_access.0)
+                .and_then(|()| open_streams_allow(&server, &e, granted, truncate && !created))
+                .map(|()| {
+                    if e.opens.is_empty() {
+                        e.share = share.name.clone();
+                        e.path = path.clone();
+                        e.is_dir = is_dir;
+                    }
+                    e.opens.push(ShareEntry {
+                        owner: id,
+                        access: granted,
+                        share_access: cr.share_access.0,
+                        caching: oplock::Caching {
+                            route,
+                            file_id: (persistent_id, id),
+                            ..Default::default()
+                        },
+                    });
+                    let g = oplock::grant(
+                        &mut e,
+                        id,
+                        wish.truncate,
+                        requested,
+                        lease_req.as_ref(),
+                        lease_id,
                         route,
-                        file_id: (persistent_id, id),
-                        ..Default::default()
-                    },
-                });
-                let g = oplock::grant(
-                    &mut e,
-                    id,
-                    wish.truncate,
-                    requested,
-                    lease_req.as_ref(),
-                    lease_id,
-                    route,
-                );
-                if let (Some(lid), oplock::LEVEL_LEASE) = (lease_id, g.level) {
-                    server.set_lease_file(lid, key);
-                }
-                Some(g)
-            })
+                    );
+                    if let (Some(lid), oplock::LEVEL_LEASE) = (lease_id, g.level) {
+                        server.set_lease_file(lid, key);
+                    }
+                    Some(g)
+                })
         }
     };
     oplock::send(&server, breaks);
@@ -507,14 +593,35 @@ fn create_or_wait(
         Ok(None) => {
             drop(node);
             server.drop_file_entry_if_unused(key);
+            if file_entry.is_some() {
+                server.drop_file_entry_if_unused(key.base());
+            }
             return Ok(None);
         }
         Err(s) => {
             drop(node);
             server.drop_file_entry_if_unused(key);
+            if file_entry.is_some() {
+                server.drop_file_entry_if_unused(key.base());
+            }
             return Err(s);
         }
     };
+    if let Some(fe) = &file_entry {
+        let mut b = lock(fe);
+        if b.opens.is_empty() {
+            b.share = share.name.clone();
+            b.path = path.clone();
+            b.is_dir = file_is_dir;
+        }
+        b.opens.push(ShareEntry {
+            owner: id,
+            access: 0,
+            share_access: 7,
+            caching: Default::default(),
+        });
+        b.streams.push((id, key));
+    }
     let leave = |s: NtStatus| {
         {
             let mut e = lock(&entry);
@@ -524,9 +631,23 @@ fn create_or_wait(
             }
         }
         server.drop_file_entry_if_unused(key);
+        if let Some(fe) = &file_entry {
+            {
+                let mut b = lock(fe);
+                b.opens.retain(|o| o.owner != id);
+                b.streams.retain(|(o, _)| *o != id);
+            }
+            server.drop_file_entry_if_unused(key.base());
+        }
         s
     };
 
+    // A stream open gives the file attributes only when it made the file.
+    let attrs_asked = if stream_name.is_some() && !file_created {
+        0
+    } else {
+        attrs_asked
+    };
     // Now change the file: truncate, attributes.
     let mut action = if created {
         CreateAction::CREATED
@@ -535,6 +656,13 @@ fn create_or_wait(
     };
     if truncate && !created {
         node.set_len(0).map_err(|e| leave(status_of(e)))?;
+        if stream_name.is_none() && !is_dir {
+            // An overwritten file keeps no named streams ([MS-FSA] 2.1.5.1.2.1).
+            match node.remove_all_streams() {
+                Ok(()) | Err(FsError::Other(EOPNOTSUPP)) => {}
+                Err(e) => return Err(leave(status_of(e))),
+            }
+        }
         action = if disposition == CreateDisposition::SUPERSEDE {
             CreateAction::SUPERSEDED
         } else {
@@ -558,10 +686,10 @@ fn create_or_wait(
     // The creator owns what it creates (the kernel made it theirs, with the
     // group a setgid directory gives); `inherit owner` gives it to the
     // parent directory's owner instead.
-    if created && share.rules.inherit_owner != identity::InheritOwner::No {
+    if file_created && share.rules.inherit_owner != identity::InheritOwner::No {
         if let Some(parent) = path.parent() {
             if let Ok(p) = backend.stat(&who, &parent) {
-                if let Err(e) = node.set_owner(p.uid) {
+                if let Err(e) = file_node.set_owner(p.uid) {
                     tracing::debug!(
                         "inherit owner: cannot give a new file to uid {}: {e}",
                         p.uid
@@ -578,35 +706,36 @@ fn create_or_wait(
     let dacl_given = sd_given
         .as_ref()
         .is_some_and(|sd| sd.control & SE_DACL_PRESENT != 0);
-    if created && share.nt_acl_xattr && !dacl_given {
+    if file_created && share.nt_acl_xattr && !dacl_given {
         // The parent's inheritable ACEs make the new file's NT ACL.
         let groups = identity::Membership(server.accounts.as_ref());
         crate::ntsd::inherit(
             &share,
             &who,
             &path,
-            node.as_ref(),
-            is_dir,
+            file_node.as_ref(),
+            file_is_dir,
             &groups,
             core.now.filetime,
         )
         .map_err(leave)?;
     }
-    if let (true, Some(given)) = (created, &sd_given) {
-        store_initial_sd(&server, core.now.filetime, node.as_ref(), &share, given)
-            .map_err(leave)?;
+    if let (true, Some(given)) = (file_created, &sd_given) {
+        store_initial_sd(
+            &server,
+            core.now.filetime,
+            file_node.as_ref(),
+            &share,
+            given,
+        )
+        .map_err(leave)?;
     }
-    if let (true, Some(eas)) = (created || truncate, &eas_given) {
-        store_initial_eas(node.as_ref(), eas, !created).map_err(|s| {
-            if created {
-                // Not left half-made: the client retries without EAs when
-                // they are not supported.
-                let _ = if is_dir {
-                    backend.rmdir(&who, &path)
-                } else {
-                    backend.unlink(&who, &path)
-                };
-            }
+    let new_content = file_created || (truncate && stream_name.is_none());
+    if let (true, Some(eas)) = (new_content, &eas_given) {
+        store_initial_eas(file_node.as_ref(), eas, !file_created).map_err(|s| {
+            // Not left half-made: the client retries without EAs when they
+            // are not supported.
+            remove_made();
             leave(s)
         })?;
     }
@@ -627,7 +756,12 @@ fn create_or_wait(
     }
     let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
     let durability = durable::decide(
-        ask,
+        // Streams are never durable (as on Samba).
+        if stream_name.is_some() {
+            durable::Ask::None
+        } else {
+            ask
+        },
         server.config.durable_v1_timeout_ms,
         grant.level,
         grant.lease_state,
@@ -645,7 +779,12 @@ fn create_or_wait(
     };
     let body = response_body(&attr, grant.level, action, file_id, contexts);
     // What watchers of the directory hear, once the open is in place.
-    let change = (server.notify.active() && (created || truncate)).then(|| {
+    let changed = if stream_name.is_some() {
+        file_created
+    } else {
+        created || truncate
+    };
+    let change = (server.notify.active() && changed).then(|| {
         let (action, filter) = if created {
             (notify::ADDED, notify::name_filter(is_dir))
         } else {
@@ -687,6 +826,12 @@ fn create_or_wait(
             watch: None,
             notify_on_close: 0,
         }),
+        stream: stream_name.zip(file_entry).map(|(name, file_entry)| {
+            Box::new(crate::state::StreamOf {
+                now: Mutex::new((name, key)),
+                file_entry,
+            })
+        }),
     };
     let mut session = lock(&sref);
     if session.closed {
@@ -711,6 +856,77 @@ fn create_or_wait(
     let mut r = Reply::ok(body);
     r.file_id = Some((persistent_id, id));
     Ok(Some(r))
+}
+
+/// A named stream opened for CREATE: its node, its name as stored, and
+/// whether this open made it.
+struct StreamOpened {
+    node: Box<dyn Node>,
+    name: String,
+    created: bool,
+}
+
+/// Open (or make) named stream `name` of the file `file` is open on, as
+/// `disposition` says ([MS-FSA] 2.1.5.1.2.1 for streams): found ignoring
+/// case; never truncated here (after the share-mode check, as files).
+fn open_stream(
+    file: &dyn Node,
+    name: &str,
+    disposition: CreateDisposition,
+    truncate: bool,
+    granted: u32,
+    read_only: bool,
+) -> Result<StreamOpened, NtStatus> {
+    let found = file.find_stream(name).map_err(status_of)?;
+    let mode = match (&found, disposition) {
+        (Some(_), CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        (Some(_), _) => OpenMode::Existing,
+        (None, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        (None, _) => OpenMode::CreateNew,
+    };
+    if read_only && (mode == OpenMode::CreateNew || truncate) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let name = found.map_or_else(|| name.to_string(), |f| f.name);
+    let write = access::can_write(granted) || truncate;
+    let opened = file.open_stream(&name, mode, write).map_err(|e| match e {
+        FsError::Other(EOPNOTSUPP) => NtStatus::OBJECT_NAME_INVALID,
+        e => status_of(e),
+    })?;
+    Ok(StreamOpened {
+        node: opened.node,
+        name,
+        created: opened.created,
+    })
+}
+
+/// Whether the named streams of a file open now let one more open of the
+/// file have `access`: a DELETE open needs every stream open to share
+/// delete ([MS-FSA] 2.1.5.1.2: the streams go with the file), and an
+/// overwrite, which removes the streams, none open.
+fn open_streams_allow(
+    server: &ServerState,
+    e: &crate::server::FileEntry,
+    access: u32,
+    overwrite: bool,
+) -> Result<(), NtStatus> {
+    if e.streams.is_empty() {
+        return Ok(());
+    }
+    if overwrite {
+        return Err(NtStatus::SHARING_VIOLATION);
+    }
+    if access & DELETE == 0 {
+        return Ok(());
+    }
+    for (_, key) in &e.streams {
+        if let Some(se) = server.existing_file_entry(*key) {
+            access::check_sharing(&lock(&se).opens, DELETE, 7)?;
+        }
+    }
+    Ok(())
 }
 
 /// The RqLs response context: the lease's key, its state now, and for

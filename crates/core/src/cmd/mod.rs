@@ -21,6 +21,7 @@ pub(crate) mod query_info;
 pub(crate) mod read;
 pub(crate) mod session_setup;
 pub(crate) mod set_info;
+pub(crate) mod stream;
 pub(crate) mod tree;
 pub(crate) mod write;
 

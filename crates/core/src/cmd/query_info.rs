@@ -117,7 +117,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
 /// `\dir\file` (FileAllInformation) or `dir\file` (normalized name).
 fn smb_name(open: &Open, leading: bool) -> String {
     let path = lock(&open.entry).path.clone();
-    let joined = path.components().join("\\");
+    let mut joined = path.components().join("\\");
+    if let Some(s) = &open.stream {
+        joined = format!("{joined}:{}", s.name());
+    }
     if leading {
         format!("\\{joined}")
     } else {
@@ -235,16 +238,7 @@ fn file_info(
             })
         }
         FileInfoClass::STREAM => {
-            let (eof, alloc) = fileinfo::sizes(&attr);
-            let entries = if attr.is_dir() {
-                Vec::new()
-            } else {
-                vec![FileStreamEntry {
-                    stream_name: "::$DATA".to_string(),
-                    stream_size: eof,
-                    stream_allocation_size: alloc,
-                }]
-            };
+            let entries = crate::cmd::stream::entries(open, &attr)?;
             let fixed = if entries.is_empty() { 0 } else { STREAM_MIN };
             answer(fixed, |o| FileStreamInformation { entries }.encode(o))
         }
@@ -526,12 +520,20 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
         }),
         FsInfoClass::ATTRIBUTE => {
             let st = stat()?;
-            let mut flags = FILE_CASE_PRESERVED_NAMES
+            // FILE_CASE_SENSITIVE_SEARCH as NTFS and Samba report it (an
+            // exact name is found as given first).
+            const FILE_CASE_SENSITIVE_SEARCH: u32 = 0x0000_0001;
+            const FILE_NAMED_STREAMS: u32 = 0x0004_0000;
+            let mut flags = FILE_CASE_SENSITIVE_SEARCH
+                | FILE_CASE_PRESERVED_NAMES
                 | FILE_UNICODE_ON_DISK
                 | FILE_PERSISTENT_ACLS
                 | ringshare_wire::fscc::FILE_SUPPORTS_SPARSE_FILES;
             if read_only {
                 flags |= FILE_READ_ONLY_VOLUME;
+            }
+            if open.share.has_streams() {
+                flags |= FILE_NAMED_STREAMS;
             }
             let v = FileFsAttributeInformation {
                 file_system_attributes: flags,

@@ -356,6 +356,14 @@ fn rename(
     if r.root_directory != 0 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    if let Some(s) = &open.stream {
+        return crate::cmd::stream::rename(server, open, s, r);
+    }
+    // A file whose streams are open keeps its name (their opens hold it,
+    // smbtorture smb2.streams.basefile-rename-with-open-stream).
+    if !lock(&open.entry).streams.is_empty() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let name = r.file_name.strip_prefix('\\').unwrap_or(&r.file_name);
     let target = parse_smb_path(name)?;
     let (Some(tparent), Some(tname)) = (target.parent(), target.file_name()) else {
@@ -382,10 +390,7 @@ fn rename(
     // passes all three).
     if let (Some(pa), false) = (pattr, open.is_dir) {
         let held = server
-            .existing_file_entry(FileKey {
-                dev: pa.dev,
-                ino: pa.ino,
-            })
+            .existing_file_entry(FileKey::of(&pa))
             .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
@@ -418,10 +423,7 @@ fn rename(
                     return Err(NtStatus::ACCESS_DENIED);
                 }
                 if server
-                    .existing_file_entry(FileKey {
-                        dev: a.dev,
-                        ino: a.ino,
-                    })
+                    .existing_file_entry(FileKey::of(&a))
                     .is_some_and(|e| !lock(&e).opens.is_empty())
                 {
                     return Err(NtStatus::ACCESS_DENIED);

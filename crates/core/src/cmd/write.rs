@@ -92,6 +92,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    if open.stream.is_some() && offset + len as u64 > ringshare_vfs::STREAM_SIZE_MAX {
+        // A stream is one xattr (docs/limits.md), refused before any I/O.
+        return Err(NtStatus::FILE_SYSTEM_LIMITATION);
+    }
     if len == 0 {
         return Ok(Handled::Reply(Reply::ok(response(core, 0))));
     }

@@ -1,0 +1,119 @@
+//! Named data streams ([MS-FSCC] 2.1.4, [MS-FSA] 2.1.5.1.2.1): what a
+//! stream open does differently from a file open, past CREATE (which opens
+//! streams in `cmd::create`).
+//!
+//! A stream open has its own share-mode entry ([`crate::server::FileKey`]
+//! with the stream's hash) and holds an invisible open of its file
+//! ([`crate::state::StreamOf`]); its node reports the file's metadata with
+//! the stream's size.
+
+use ringshare_vfs::{FileAttr, FsError, EOPNOTSUPP};
+use ringshare_wire::fscc::{FileRenameInformation, FileStreamEntry};
+use ringshare_wire::NtStatus;
+
+use crate::fileinfo;
+use crate::fsmap::status_of;
+use crate::path::{parse_create_name, StreamPart};
+use crate::server::{lock, ServerState};
+use crate::state::{Open, StreamOf};
+
+/// FileStreamInformation ([MS-FSCC] 2.4.43) of the file `open` is on (a
+/// stream open lists its file's streams, as Windows): `::$DATA` first for a
+/// file (a directory has none), then each named stream as `:name:$DATA`.
+/// `attr`: the open's attributes.
+pub(crate) fn entries(open: &Open, attr: &FileAttr) -> Result<Vec<FileStreamEntry>, NtStatus> {
+    let file = match &open.stream {
+        None => attr.clone(),
+        Some(s) => {
+            let path = lock(&s.file_entry).path.clone();
+            open.share
+                .backend
+                .stat(&open.who, &path)
+                .map_err(status_of)?
+        }
+    };
+    let mut out = Vec::new();
+    if !file.is_dir() {
+        let (eof, alloc) = fileinfo::sizes(&file);
+        out.push(FileStreamEntry {
+            stream_name: "::$DATA".to_string(),
+            stream_size: eof,
+            stream_allocation_size: alloc,
+        });
+    }
+    let named = match open.node.list_streams() {
+        Ok(list) => list,
+        Err(FsError::Other(EOPNOTSUPP)) => Vec::new(),
+        Err(e) => return Err(status_of(e)),
+    };
+    out.extend(named.into_iter().map(|s| FileStreamEntry {
+        stream_name: format!(":{}:$DATA", s.name),
+        stream_size: s.size,
+        stream_allocation_size: s.size,
+    }));
+    Ok(out)
+}
+
+/// [MS-FSA] 2.1.5.14.11 FileRenameInformation on a stream open: the target
+/// is another stream of the same file, `:name` or `:name:$DATA`. Refused:
+/// a target with a file part (SHARING_VIOLATION, as Windows answers
+/// smbtorture smb2.streams.rename2), a file name (INVALID_PARAMETER), the
+/// default stream (NOT_SUPPORTED: its data would have to move into the
+/// file), an existing target without ReplaceIfExists (COLLISION), one open
+/// or holding data (SHARING_VIOLATION, INVALID_PARAMETER), and a stream
+/// others have open too (SHARING_VIOLATION).
+pub(crate) fn rename(
+    server: &ServerState,
+    open: &Open,
+    s: &StreamOf,
+    r: &FileRenameInformation,
+) -> Result<(), NtStatus> {
+    let target = r.file_name.as_str();
+    let (file_part, part) = parse_create_name(target, true)?;
+    let to = match part {
+        StreamPart::Named(n) if target.starts_with(':') && file_part.is_root() => n,
+        StreamPart::Named(_) => return Err(NtStatus::SHARING_VIOLATION),
+        StreamPart::Default => return Err(NtStatus::NOT_SUPPORTED),
+        StreamPart::None => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    let (from, key) = lock(&s.now).clone();
+    if to == from {
+        return Ok(());
+    }
+    // The stream's node renames its stream and follows it.
+    let file = open.node.as_ref();
+    let same = ringshare_vfs::stream_names_match(&to, &from);
+    let new_key = key.base().stream(&to);
+    if !same {
+        if let Some(t) = file.find_stream(&to).map_err(status_of)? {
+            if !r.replace_if_exists {
+                return Err(NtStatus::OBJECT_NAME_COLLISION);
+            }
+            if server.existing_file_entry(new_key).is_some() {
+                return Err(NtStatus::SHARING_VIOLATION);
+            }
+            if t.size > 0 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+        }
+    }
+    if lock(&open.entry).opens.len() > 1 {
+        return Err(NtStatus::SHARING_VIOLATION);
+    }
+    if !same && !server.rekey_file_entry(key, new_key) {
+        return Err(NtStatus::SHARING_VIOLATION);
+    }
+    if let Err(e) = file.rename_stream(&from, &to, r.replace_if_exists) {
+        if !same {
+            server.rekey_file_entry(new_key, key);
+        }
+        return Err(status_of(e));
+    }
+    *lock(&s.now) = (to, new_key);
+    for (o, k) in lock(&s.file_entry).streams.iter_mut() {
+        if *o == open.id {
+            *k = new_key;
+        }
+    }
+    Ok(())
+}
