@@ -12,6 +12,9 @@
 #                   smb2.durable-open-disconnect, smb2.durable-v2-open, smb2.durable-v2-delay,
 #                   smb2.replay) and smb2.lock (its replay tests)
 #   --notify        only smb2.notify and smb2.notify-inotify (change notification)
+#   --streams       only the named-stream suites (smb2.streams, smb2.create_no_streams,
+#                   smb2.ioctl-on-stream, smb2.fileid); both servers keep streams in xattrs
+#                   (streams_xattr); smb2.create_no_streams runs on a second share without them
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -50,6 +53,10 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.replay smb2.notify smb2.notify-inotify)
 # Change notification: `--notify`.
 NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
+# Named streams: `--streams`.
+STREAMS_SUITES=(smb2.streams smb2.create_no_streams smb2.ioctl-on-stream smb2.fileid)
+# Suites that need a share without named streams, and its name on both servers.
+NO_STREAMS_SHARE=nostreams
 # Durable, resilient and replayed opens: `--durable` (smb2.lock holds the lock replay tests).
 DURABLE_SUITES=(smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open
     smb2.durable-v2-delay smb2.replay smb2.lock)
@@ -74,6 +81,7 @@ while [ $# -gt 0 ]; do
     --identity) SUITES=("${IDENTITY_SUITES[@]}") ;;
     --durable) SUITES=("${DURABLE_SUITES[@]}") ;;
     --notify) SUITES=("${NOTIFY_SUITES[@]}") ;;
+    --streams) SUITES=("${STREAMS_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2
@@ -157,10 +165,17 @@ fi
 
 CLIENT_CONF=$(lib_client_conf "$WORK/client")
 
+# no_streams_share SERVER: the share section without named streams.
+no_streams_share() {
+    printf '[%s]\n    path = %s\n    read only = no\n    vfs objects = acl_xattr\n' \
+        "$NO_STREAMS_SHARE" "$SHM/$1-nostreams"
+}
+
 # reset_share SERVER: empties the server's share directory. The directory itself stays: a server
 # may hold it open (ringshare resolves every path beneath a directory handle opened at start).
 reset_share() {
     local dir=$SHM/$1
+    [ "${2:-}" = nostreams ] && dir=$SHM/$1-nostreams
     mkdir -p "$dir"
     find "$dir" -mindepth 1 -delete 2>/dev/null || rm -rf "${dir:?}"/* "${dir:?}"/.[!.]* 2>/dev/null
     chown "$TORTURE_USER" "$dir"
@@ -176,8 +191,9 @@ ensure_server() {
         SMBD_PID=
         SAMBA_PORT=$(lib_free_port) || return 1
         rm -rf "$WORK/samba"
+        reset_share samba nostreams
         lib_samba_start "$WORK/samba" "$SAMBA_PORT" "$SHARE" "$SHM/samba" \
-            "$TORTURE_USER" "$TORTURE_PASS" || return 1
+            "$TORTURE_USER" "$TORTURE_PASS" "$(no_streams_share samba)" || return 1
         SMBD_PID=$LIB_SAMBA_PID
         ;;
     ringshare)
@@ -188,8 +204,10 @@ ensure_server() {
         fi
         RS_PID=
         RS_PORT=$(lib_free_port) || return 1
+        reset_share ringshare nostreams
         lib_ringshare_start "$RINGSHARE_BIN" "$WORK/ringshare" "$RS_PORT" "$SHARE" \
-            "$SHM/ringshare" "$TORTURE_USER" "$TORTURE_PASS" || return 1
+            "$SHM/ringshare" "$TORTURE_USER" "$TORTURE_PASS" "$(no_streams_share ringshare)" ||
+            return 1
         RS_PID=$LIB_RINGSHARE_PID
         ;;
     esac
@@ -219,9 +237,13 @@ resume_after_crash() {
 # to OUT/SERVER/tests.tsv; sets RESULT to "pass fail error skip incomplete rc wall". Runs in the
 # main shell (not in a subshell) so that the server PIDs it may set stay known to the trap.
 run_suite() {
-    local server=$1 suite=$2 port log rc t0 t1
+    local server=$1 suite=$2 port log rc t0 t1 share=$SHARE
     log=$OUT/$server/$suite.log
     reset_share "$server"
+    if [ "$suite" = smb2.create_no_streams ]; then
+        share=$NO_STREAMS_SHARE
+        reset_share "$server" nostreams
+    fi
     if ! ensure_server "$server" >>"$OUT/$server/server-start.log" 2>&1; then
         echo "server did not start; see $OUT/$server/server-start.log" >"$log"
         RESULT="0 0 0 0 0 255 0"
@@ -229,7 +251,7 @@ run_suite() {
     fi
     if [ "$server" = samba ]; then port=$SAMBA_PORT; else port=$RS_PORT; fi
     # shellcheck disable=SC2206
-    local cmd=(smbtorture -s "$CLIENT_CONF" "//127.0.0.1/$SHARE" -U "$TORTURE_USER%$TORTURE_PASS"
+    local cmd=(smbtorture -s "$CLIENT_CONF" "//127.0.0.1/$share" -U "$TORTURE_USER%$TORTURE_PASS"
         -p "$port" --fullname --target="$TORTURE_TARGET" $TORTURE_EXTRA "$suite")
     t0=$(date +%s)
     # (the braces keep bash's "Aborted" notice about a crashed smbtorture off the terminal; the

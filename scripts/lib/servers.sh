@@ -90,8 +90,8 @@ EOF
 
 # lib_samba_start BASE PORT SHARE_NAME SHARE_DIR USER PASS [EXTRA_SHARE_LINES]
 # Starts a private Debian smbd: its own smb.conf and state directories under BASE, listening on
-# 127.0.0.1:PORT only, one share SHARE_NAME at SHARE_DIR with NT ACLs in xattrs, EAs and DOS
-# attributes stored, and USER (an existing Unix account) given PASS in a private passdb.
+# 127.0.0.1:PORT only, one share SHARE_NAME at SHARE_DIR with NT ACLs and named streams in xattrs
+# (acl_xattr, streams_xattr), EAs and DOS attributes stored, and USER (an existing Unix account) given PASS in a private passdb.
 # Sets LIB_SAMBA_PID. Logs are in BASE/log.
 lib_samba_start() {
     local base=$1 port=$2 share=$3 dir=$4 user=$5 pass=$6 extra=${7:-}
@@ -131,7 +131,7 @@ lib_samba_start() {
     path = $dir
     read only = no
     browseable = yes
-    vfs objects = acl_xattr
+    vfs objects = streams_xattr acl_xattr
     ea support = yes
     store dos attributes = yes
 $extra
@@ -157,11 +157,11 @@ EOF
     fi
 }
 
-# lib_ringshare_start BIN BASE PORT SHARE_NAME SHARE_DIR USER PASS
+# lib_ringshare_start BIN BASE PORT SHARE_NAME SHARE_DIR USER PASS [EXTRA_SHARE_LINES]
 # Writes BASE/ringshare.conf, adds USER with PASS through `ringshare user add --password-stdin`,
 # and starts `ringshare serve --config`. Sets LIB_RINGSHARE_PID. Output is in BASE/serve.log.
 lib_ringshare_start() {
-    local bin=$1 base=$2 port=$3 share=$4 dir=$5 user=$6 pass=$7
+    local bin=$1 base=$2 port=$3 share=$4 dir=$5 user=$6 pass=$7 extra=${8:-}
     mkdir -p "$base"
     cat >"$base/ringshare.conf" <<EOF
 # ringshare server for ringshare's scripts; generated, do not edit
@@ -178,7 +178,8 @@ lib_ringshare_start() {
     path = $dir
     read only = no
     guest ok = no
-    vfs objects = acl_xattr
+    vfs objects = streams_xattr acl_xattr
+$extra
 EOF
     if [ ! -s "$base/smbpasswd" ]; then
         if ! printf '%s\n%s\n' "$pass" "$pass" |
