@@ -44,7 +44,16 @@ pub(crate) mod filter {
     pub const CREATION: u32 = 0x040;
     pub const EA: u32 = 0x080;
     pub const SECURITY: u32 = 0x100;
+    pub const STREAM_NAME: u32 = 0x200;
+    pub const STREAM_SIZE: u32 = 0x400;
+    pub const STREAM_WRITE: u32 = 0x800;
 }
+
+/// FILE_ACTION_ADDED_STREAM, REMOVED_STREAM, MODIFIED_STREAM ([MS-FSCC]
+/// 2.7.1): a named stream was made, removed, written or resized.
+pub(crate) const ADDED_STREAM: u32 = 6;
+pub(crate) const REMOVED_STREAM: u32 = 7;
+pub(crate) const MODIFIED_STREAM: u32 = 8;
 
 pub(crate) use ringshare_wire::fscc::{
     FILE_ACTION_ADDED as ADDED, FILE_ACTION_MODIFIED as MODIFIED, FILE_ACTION_REMOVED as REMOVED,
@@ -60,12 +69,32 @@ pub(crate) fn name_filter(is_dir: bool) -> u32 {
     }
 }
 
-/// One change, named by its path from the share root.
+/// One change, named by its path from the share root (and for a named
+/// stream's change, the stream: the record's name is then `file:stream`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Change<'a> {
     pub action: u32,
     pub filter: u32,
     pub path: &'a RelPath,
+    pub stream: Option<&'a str>,
+}
+
+/// Tell watchers of a named stream's change.
+pub(crate) fn stream_changed(
+    server: &ServerState,
+    share: &ShareDef,
+    path: &RelPath,
+    stream: &str,
+    action: u32,
+    filter: u32,
+) {
+    let c = Change {
+        action,
+        filter,
+        path,
+        stream: Some(stream),
+    };
+    report(server, share, &[c]);
 }
 
 /// Records (action, relative name) on their way to one watcher.
@@ -498,7 +527,10 @@ pub(crate) fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'
                     if w.filter & c.filter == 0 || !(direct || w.tree) {
                         continue;
                     }
-                    let name = parts[depth..].join("\\");
+                    let mut name = parts[depth..].join("\\");
+                    if let Some(s) = c.stream {
+                        name = format!("{name}:{s}");
+                    }
                     match hits.iter_mut().find(|(x, _)| Arc::ptr_eq(x, w)) {
                         Some((_, recs)) => recs.push((c.action, name)),
                         None => hits.push((w, vec![(c.action, name)])),
@@ -663,15 +695,30 @@ pub(crate) fn modified(server: &ServerState, open: &crate::state::Open, filter: 
         return;
     }
     let path = lock(&open.entry).path.clone();
-    report(
-        server,
-        &open.share,
-        &[Change {
+    // A stream's size is the stream's; everything else is its file's.
+    let name = open.stream.as_ref().map(|s| s.name());
+    let (filter, stream_filter) = match name {
+        Some(_) if filter & filter::SIZE != 0 => (filter & !filter::SIZE, filter::STREAM_SIZE),
+        _ => (filter, 0),
+    };
+    let mut cs = Vec::with_capacity(2);
+    if filter != 0 {
+        cs.push(Change {
             action: MODIFIED,
             filter,
             path: &path,
-        }],
-    );
+            stream: None,
+        });
+    }
+    if stream_filter != 0 {
+        cs.push(Change {
+            action: MODIFIED_STREAM,
+            filter: stream_filter,
+            path: &path,
+            stream: name.as_deref(),
+        });
+    }
+    report(server, &open.share, &cs);
 }
 
 /// `from` was renamed to `to`: OLD_NAME and NEW_NAME in one directory,
@@ -701,11 +748,13 @@ pub(crate) fn renamed(
                 action: a,
                 filter: f,
                 path: from,
+                stream: None,
             },
             Change {
                 action: b,
                 filter: f,
                 path: to,
+                stream: None,
             },
         ],
     );

@@ -190,6 +190,7 @@ impl ServerState {
                     action: *action,
                     filter: *f,
                     path,
+                    stream: None,
                 })
                 .collect();
             notify::report_at(self, root, &list, false);

@@ -183,8 +183,17 @@ pub(crate) fn close_open(
     // on the node it holds).
     drop(open);
     if let Some((name, file_entry)) = stream {
-        if remove {
-            remove_stream(&share, &who, &file_entry, &name);
+        let path = lock(&file_entry).path.clone();
+        let change = if remove {
+            remove_stream(&share, &who, &path, &name)
+                .then_some((notify::REMOVED_STREAM, notify::filter::STREAM_NAME))
+        } else {
+            // Written: one MODIFIED_STREAM at the close, as files.
+            let f = notify::filter::STREAM_SIZE | notify::filter::STREAM_WRITE;
+            (on_close != 0).then_some((notify::MODIFIED_STREAM, f))
+        };
+        if let Some((action, filter)) = change {
+            notify::stream_changed(server, &share, &path, &name, action, filter);
         }
         // The stream's invisible open of its file goes with it; the file
         // goes too when its delete was pending on this alone.
@@ -218,6 +227,7 @@ pub(crate) fn close_open(
                 action: notify::MODIFIED,
                 filter: on_close,
                 path: &path,
+                stream: None,
             }],
         );
     }
@@ -251,6 +261,7 @@ fn remove_file(
                 action: notify::REMOVED,
                 filter: notify::name_filter(is_dir),
                 path,
+                stream: None,
             }],
         ),
         Err(e) => {
@@ -259,25 +270,24 @@ fn remove_file(
     }
 }
 
-/// Remove named stream `name` of the file whose share-mode entry is
-/// `file_entry`, at the path the entry holds now (its delete was pending
-/// and its last open closed).
+/// Remove named stream `name` of the file at `path` (its delete was
+/// pending and its last open closed); true when it was removed.
 fn remove_stream(
     share: &crate::server::ShareDef,
     who: &ringshare_vfs::Who,
-    file_entry: &std::sync::Mutex<crate::server::FileEntry>,
+    path: &ringshare_vfs::RelPath,
     name: &str,
-) {
-    let path = lock(file_entry).path.clone();
+) -> bool {
     let mut opts = ringshare_vfs::OpenOptions::read_existing();
     opts.read = false;
     let r = share
         .backend
-        .open(who, &path, &opts)
+        .open(who, path, &opts)
         .and_then(|f| f.node.remove_stream(name));
-    if let Err(e) = r {
+    if let Err(e) = &r {
         tracing::debug!(path = %path.to_slash_path(), stream = name, "delete on close failed: {e}");
     }
+    r.is_ok()
 }
 
 /// Close every open of a session for which `pick` is true.

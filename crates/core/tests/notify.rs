@@ -489,3 +489,45 @@ fn a_share_with_change_notify_off_answers_not_implemented() {
     assert_eq!(r.status(), NtStatus::NOT_IMPLEMENTED);
     assert_eq!(a.server.notify_watchers(), 0);
 }
+
+#[test]
+fn a_stream_made_written_renamed_and_removed_is_reported_with_stream_actions() {
+    const ADDED_STREAM: u32 = 6;
+    const REMOVED_STREAM: u32 = 7;
+    const MODIFIED_STREAM: u32 = 8;
+    let (mut a, mut b) = two_clients();
+    let d = watch(&mut a, "st");
+    let interim = pending(&mut a, d, ALL, false, 4096);
+    a.cancel_async(&interim);
+    let s = b
+        .create(
+            "st\\f:one",
+            GENERIC_READ | GENERIC_WRITE | DELETE,
+            D::CREATE,
+            0,
+        )
+        .unwrap();
+    assert_eq!(b.write(s, 0, b"data").status(), NtStatus::SUCCESS);
+    let mut rename = Vec::new();
+    FileRenameInformation {
+        replace_if_exists: false,
+        root_directory: 0,
+        file_name: ":two".into(),
+    }
+    .encode(&mut rename);
+    assert_eq!(b.set_info(s, 1, 10, &rename).status(), NtStatus::SUCCESS);
+    b.close(s);
+    delete(&mut b, "st\\f:two", 0);
+    let r = notify(&mut a, d, ALL, false, 4096);
+    assert_eq!(
+        changes(&r),
+        vec![
+            ch(ADDED, "f"),
+            ch(ADDED_STREAM, "f:one"),
+            ch(REMOVED_STREAM, "f:one"),
+            ch(ADDED_STREAM, "f:two"),
+            ch(MODIFIED_STREAM, "f:two"),
+            ch(REMOVED_STREAM, "f:two"),
+        ]
+    );
+}

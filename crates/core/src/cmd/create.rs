@@ -779,21 +779,27 @@ fn create_or_wait(
     };
     let body = response_body(&attr, grant.level, action, file_id, contexts);
     // What watchers of the directory hear, once the open is in place.
-    let changed = if stream_name.is_some() {
-        file_created
-    } else {
-        created || truncate
-    };
-    let change = (server.notify.active() && changed).then(|| {
-        let (action, filter) = if created {
-            (notify::ADDED, notify::name_filter(is_dir))
-        } else {
-            let f = notify::filter::SIZE | notify::filter::LAST_WRITE | notify::filter::ATTRIBUTES;
-            (notify::MODIFIED, f)
+    let mut changes: Vec<(u32, u32, Option<String>)> = Vec::new();
+    if server.notify.active() {
+        use notify::filter::{
+            ATTRIBUTES, LAST_WRITE, SIZE, STREAM_NAME, STREAM_SIZE, STREAM_WRITE,
         };
-        (action, filter, path.clone())
-    });
+        if file_created {
+            changes.push((notify::ADDED, notify::name_filter(file_is_dir), None));
+        } else if truncate && stream_name.is_none() {
+            changes.push((notify::MODIFIED, SIZE | LAST_WRITE | ATTRIBUTES, None));
+        }
+        if let Some(n) = &stream_name {
+            if created {
+                changes.push((notify::ADDED_STREAM, STREAM_NAME, Some(n.clone())));
+            } else if truncate {
+                let f = STREAM_SIZE | STREAM_WRITE;
+                changes.push((notify::MODIFIED_STREAM, f, Some(n.clone())));
+            }
+        }
+    }
     let notify_share = Arc::clone(&share);
+    let notify_path = (!changes.is_empty()).then(|| path.clone());
 
     let open = Open {
         who,
@@ -845,13 +851,17 @@ fn create_or_wait(
     }
     session.opens.insert(id, Arc::new(open));
     drop(session);
-    if let Some((action, filter, path)) = change {
-        let c = notify::Change {
-            action,
-            filter,
-            path: &path,
-        };
-        notify::report(&server, &notify_share, &[c]);
+    if let Some(path) = notify_path {
+        let cs: Vec<notify::Change<'_>> = changes
+            .iter()
+            .map(|(action, filter, stream)| notify::Change {
+                action: *action,
+                filter: *filter,
+                path: &path,
+                stream: stream.as_deref(),
+            })
+            .collect();
+        notify::report(&server, &notify_share, &cs);
     }
     let mut r = Reply::ok(body);
     r.file_id = Some((persistent_id, id));

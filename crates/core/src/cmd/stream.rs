@@ -109,11 +109,27 @@ pub(crate) fn rename(
         }
         return Err(status_of(e));
     }
-    *lock(&s.now) = (to, new_key);
-    for (o, k) in lock(&s.file_entry).streams.iter_mut() {
-        if *o == open.id {
-            *k = new_key;
+    *lock(&s.now) = (to.clone(), new_key);
+    let path = {
+        let mut e = lock(&s.file_entry);
+        for (o, k) in e.streams.iter_mut() {
+            if *o == open.id {
+                *k = new_key;
+            }
         }
+        e.path.clone()
+    };
+    if !same {
+        use crate::notify::{filter::STREAM_NAME, stream_changed, ADDED_STREAM, REMOVED_STREAM};
+        stream_changed(
+            server,
+            &open.share,
+            &path,
+            &from,
+            REMOVED_STREAM,
+            STREAM_NAME,
+        );
+        stream_changed(server, &open.share, &path, &to, ADDED_STREAM, STREAM_NAME);
     }
     Ok(())
 }
