@@ -610,6 +610,20 @@ mod tests {
             !g.shares[0].streams,
             "a [global] vfs objects line counts too"
         );
+        assert!(share("streams_xattr:prefix = user.DosStream.\n"));
+        let other = parse_str(
+            "[s]\npath = /tmp\nstreams_xattr:prefix = user.Other.\n",
+            path,
+        );
+        assert!(
+            other.is_err(),
+            "another prefix would hide a share's streams"
+        );
+        let untyped = parse_str(
+            "[s]\npath = /tmp\nstreams_xattr:store_stream_type = no\n",
+            path,
+        );
+        assert!(untyped.is_err());
     }
 
     #[test]

@@ -512,6 +512,25 @@ impl<'a> Parser<'a> {
         if self.section == Section::Skipped {
             return Ok(());
         }
+        // Samba's streams_xattr options change the names streams are stored
+        // under: only their defaults (which ringshare uses) are accepted.
+        let stream_default = match key.as_str() {
+            "streams xattr:prefix" => Some(value == ringshare_vfs::STREAM_XATTR_PREFIX),
+            "streams xattr:store stream type" => Some(parse_bool(value) == Some(true)),
+            _ => None,
+        };
+        match stream_default {
+            Some(false) => return Err(self.err(
+                line,
+                format!(
+                    "option '{key}' = {value}: ringshare keeps streams only as Samba's defaults \
+                         do (prefix '{}', stream type stored); remove the line",
+                    ringshare_vfs::STREAM_XATTR_PREFIX
+                ),
+            )),
+            Some(true) => return Ok(()),
+            None => {}
+        }
         let Some(opt) = classify(&key) else {
             self.warn(line, format!("unknown option '{key}' ignored"));
             return Ok(());
