@@ -7,139 +7,26 @@
 //! CCM over 3.0.2, and signed without encryption with each signing algorithm.
 //!
 //! smbprotocol is installed on first use into a venv under the target directory
-//! (`target/pyenv`, with `python3 -m venv`: Debian's `python3-venv`). When it cannot be
-//! installed (no network, no python3-venv) the tests fail and say why; set
+//! (`target/pyenv`, with `python3 -m venv`: Debian's `python3-venv`; see `common/py.rs`). When
+//! it cannot be installed (no network, no python3-venv) the tests fail and say why; set
 //! `RINGSHARE_SKIP_PY=1` to skip them instead.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
+use common::py::{python, run_bounded, skipped};
 use common::{Server, ServerConfig, SharedServer, PASSWORD, USER};
 
-/// The smbprotocol release the tests are written against.
-const SMBPROTOCOL: &str = "smbprotocol==1.17.0";
 /// Limit for one script run (four files, the largest 8 MiB, each way, against a debug build).
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(180);
-/// Limit for creating the venv and installing smbprotocol into it.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 static SERVER: SharedServer = SharedServer::new();
 
 fn server() -> Arc<Server> {
     SERVER.get(|| Server::start(&ServerConfig::default(), |_| {}))
-}
-
-/// Whether the tests should be skipped on request (`RINGSHARE_SKIP_PY=1`).
-fn skipped(test: &str) -> bool {
-    if std::env::var("RINGSHARE_SKIP_PY").is_ok_and(|v| v == "1") {
-        eprintln!("\n!!!!!!!! SKIPPED {test}: RINGSHARE_SKIP_PY=1 !!!!!!!!\n");
-        return true;
-    }
-    false
-}
-
-/// The cargo target directory: the test binary is `<target>/<profile>/deps/<name>`.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.ancestors()
-        .nth(3)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")))
-}
-
-/// Runs `cmd` to completion within `limit`; returns (success, stdout + stderr).
-fn run_bounded(cmd: &mut Command, limit: Duration) -> (bool, String) {
-    let dir = std::env::temp_dir().join(format!(
-        "ringshare-py-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).expect("create output dir");
-    let out_path = dir.join("out");
-    let out = std::fs::File::create(&out_path).expect("create output file");
-    let err = out.try_clone().expect("clone output file");
-    let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
-        Ok(c) => c,
-        Err(e) => return (false, format!("could not start {cmd:?}: {e}")),
-    };
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(_) => break None,
-        }
-    };
-    let mut text = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
-    if status.is_none() {
-        text.push_str(&format!("\n(killed after {limit:?})"));
-    }
-    (status.is_some_and(|s| s.success()), text)
-}
-
-/// The venv's python with smbprotocol importable, installed on first use. Panics with the
-/// reason when it cannot be had.
-fn python() -> &'static Path {
-    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let got = PY.get_or_init(|| {
-        let venv = target_dir().join("pyenv");
-        let py = venv.join("bin").join("python");
-        let importable = |py: &Path| {
-            run_bounded(
-                Command::new(py).args(["-c", "import smbprotocol, smbclient"]),
-                Duration::from_secs(60),
-            )
-            .0
-        };
-        if py.exists() && importable(&py) {
-            return Ok(py);
-        }
-        let (ok, out) = run_bounded(
-            Command::new("python3").arg("-m").arg("venv").arg(&venv),
-            INSTALL_TIMEOUT,
-        );
-        if !ok {
-            return Err(format!(
-                "`python3 -m venv {}` failed (Debian: apt-get install -y python3-venv):\n{out}",
-                venv.display()
-            ));
-        }
-        let (ok, out) = run_bounded(
-            Command::new(&py).args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--quiet",
-                SMBPROTOCOL,
-            ]),
-            INSTALL_TIMEOUT,
-        );
-        if !ok || !importable(&py) {
-            return Err(format!(
-                "could not install {SMBPROTOCOL} from PyPI into {} (no network?):\n{out}",
-                venv.display()
-            ));
-        }
-        Ok(py)
-    });
-    match got {
-        Ok(p) => p,
-        Err(why) => panic!("{why}\nSet RINGSHARE_SKIP_PY=1 to skip the smbprotocol tests."),
-    }
 }
 
 /// What the script is told to negotiate.

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
 
+pub mod py;
+
 /// How long a server gets to accept connections after it was started.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a server gets to exit after SIGTERM before it is killed.
