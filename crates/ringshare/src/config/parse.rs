@@ -520,14 +520,16 @@ impl<'a> Parser<'a> {
             _ => None,
         };
         match stream_default {
-            Some(false) => return Err(self.err(
-                line,
-                format!(
+            Some(false) => {
+                return Err(self.err(
+                    line,
+                    format!(
                     "option '{key}' = {value}: ringshare keeps streams only as Samba's defaults \
                          do (prefix '{}', stream type stored); remove the line",
                     ringshare_vfs::STREAM_XATTR_PREFIX
                 ),
-            )),
+                ))
+            }
             Some(true) => return Ok(()),
             None => {}
         }
