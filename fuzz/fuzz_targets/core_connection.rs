@@ -86,6 +86,7 @@ fn server(mem: &MemShare) -> Arc<ServerState> {
             root_key: Default::default(),
             change_notify: true,
             streams: true,
+            fruit: None,
             encrypt,
         })
     };

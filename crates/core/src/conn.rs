@@ -77,6 +77,8 @@ pub(crate) struct ConnCore {
     /// Small buffers reused for bodies, frame heads, request frames and
     /// small READs' data (crates/core/src/spare.rs).
     pub spare: SpareBufs,
+    /// What the AAPL create context turned on ([`crate::fruit`]).
+    pub aapl: crate::fruit::Aapl,
 }
 
 impl ConnCore {
@@ -343,6 +345,7 @@ impl Connection {
                 now: Now::default(),
                 send_file: false,
                 spare: SpareBufs::default(),
+                aapl: Default::default(),
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),

@@ -13,6 +13,7 @@ mod conn;
 pub mod credits;
 mod durable;
 mod fileinfo;
+pub mod fruit;
 mod fsmap;
 pub mod identity;
 pub mod idmap;

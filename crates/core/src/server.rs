@@ -91,6 +91,8 @@ pub struct ShareDef {
     /// ([`ShareDef::has_streams`]); without, a `:` in a name is
     /// OBJECT_NAME_INVALID.
     pub streams: bool,
+    /// `vfs objects` lists `fruit`: Apple's extensions with these options.
+    pub fruit: Option<Arc<crate::fruit::Fruit>>,
     /// The identity of the share's directory, found at the first change
     /// notification that needs it ([`crate::notify::root_key`]).
     pub root_key: std::sync::OnceLock<Option<FileKey>>,

@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 
 use ringshare_core::{InheritOwner, ShareRules};
 
+mod fruit;
 mod parse;
 
 use parse::*;
@@ -308,6 +309,9 @@ pub struct ShareConfig {
     /// needs it), or is not given at all; a `vfs objects` line without it
     /// turns them off, as on Samba.
     pub streams: bool,
+    /// `vfs objects` lists `fruit`: Apple's extensions, with the share's
+    /// (and [global]'s) `fruit:` options.
+    pub fruit: Option<ringshare_core::fruit::Fruit>,
     /// `comment`; default empty.
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
@@ -425,6 +429,7 @@ impl Config {
                 durable_handles: true,
                 change_notify: true,
                 streams: true,
+                fruit: None,
                 comment: String::new(),
                 browseable: true,
                 smb_encrypt: None,

@@ -91,6 +91,7 @@ fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
         root_key: Default::default(),
         change_notify: s.change_notify,
         streams: s.streams,
+        fruit: s.fruit.clone().map(Arc::new),
     })
 }
 

@@ -76,6 +76,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             root_key: Default::default(),
             change_notify: true,
             streams: true,
+            fruit: None,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

@@ -209,6 +209,14 @@ fn create_or_wait(
     if want_dir && want_file {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    // AAPL (Apple's context, on a `fruit` share): answered once per
+    // connection, by the first CREATE that carries it ([`crate::fruit`]).
+    let aapl = match (&share.fruit, cr.context(ContextTag::Aapl)) {
+        (Some(f), Some(c)) if f.aapl && !core.aapl.negotiated => {
+            Some(crate::fruit::server_query(f, &c.data, share.has_streams())?)
+        }
+        _ => None,
+    };
     // `file:stream`: the file is opened (or made) first, the stream in it.
     let (path, stream) = parse_create_name(&cr.name, share.has_streams())?;
     let named = match stream {
@@ -750,7 +758,11 @@ fn create_or_wait(
         crate::writetime::listed(&server, &mut attr, core.now.mono_ms);
     }
 
-    let mut contexts = response_contexts(&cr, &attr, maximal);
+    let mut contexts = response_contexts(&cr, &attr, maximal, file_id_shown(core, &share, &attr));
+    if let Some((reply, on)) = aapl {
+        contexts.push(CreateContext::new(ringshare_wire::create::tag::AAPL, reply));
+        core.aapl = on;
+    }
     if let (Some(l), oplock::LEVEL_LEASE) = (&lease_req, grant.level) {
         contexts.push(lease_response(l, &grant));
     }
@@ -1071,6 +1083,7 @@ fn response_contexts(
     cr: &CreateRequest<'_>,
     attr: &FileAttr,
     maximal: u32,
+    file_id: u64,
 ) -> Vec<CreateContext<'static>> {
     let mut out = Vec::new();
     if cr.context(ContextTag::QueryMaximalAccess).is_some() {
@@ -1086,10 +1099,21 @@ fn response_contexts(
     if cr.context(ContextTag::QueryOnDiskId).is_some() {
         out.push(CreateContext::new(
             ringshare_wire::create::tag::QUERY_ON_DISK_ID,
-            query_on_disk_id_response(fileinfo::file_id(attr), attr.dev),
+            query_on_disk_id_response(file_id, attr.dev),
         ));
     }
     out
+}
+
+/// The file id a client of this connection sees for `attr`: 0 once it
+/// negotiated AAPL on a share with `fruit:zero_file_id` (as Samba, so macOS
+/// uses its own ids), else the file's.
+pub(crate) fn file_id_shown(core: &ConnCore, share: &ShareDef, attr: &FileAttr) -> u64 {
+    if crate::fruit::zero_ids(&core.aapl, share) {
+        0
+    } else {
+        fileinfo::file_id(attr)
+    }
 }
 
 /// Resolve a parsed name: exactly when it exists, else component by component

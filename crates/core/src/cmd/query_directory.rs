@@ -48,6 +48,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = opens::find(core, req, q.file_id)?;
+    let zero_ids = crate::fruit::zero_ids(&core.aapl, &open.share);
     if !open.is_dir {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -114,7 +115,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         if known.is_none() {
             crate::writetime::listed(&core.server, &mut attr, core.now.mono_ms);
         }
-        let info = fileinfo::dir_entry_info(name, &attr);
+        let mut info = fileinfo::dir_entry_info(name, &attr);
+        if zero_ids {
+            info.file_id = 0;
+        }
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {
                 // The first entry alone does not fit: send what fits of it.

@@ -93,7 +93,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             &open,
             FileInfoClass(q.info_class),
             dialect,
-            core.now.mono_ms,
+            (
+                core.now.mono_ms,
+                crate::fruit::zero_ids(&core.aapl, &open.share),
+            ),
         )?,
         InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
         InfoType::SECURITY => return security(&open, q.additional_information, limit),
@@ -133,8 +136,10 @@ fn file_info(
     open: &Open,
     class: FileInfoClass,
     dialect: Option<Dialect>,
-    now_ms: u64,
+    (now_ms, zero_ids): (u64, bool),
 ) -> Result<Answer, NtStatus> {
+    // The file id shown: 0 after AAPL on a `fruit:zero_file_id` share.
+    let shown_id = |a: &FileAttr| if zero_ids { 0 } else { fileinfo::file_id(a) };
     // The classes that carry FileAttributes (and so need the DOS attributes).
     let needs_attr_access = matches!(
         class,
@@ -163,7 +168,7 @@ fn file_info(
         }),
         FileInfoClass::INTERNAL => answer(8, |o| {
             FileInternalInformation {
-                index_number: fileinfo::file_id(&attr),
+                index_number: shown_id(&attr),
             }
             .encode(o)
         }),
@@ -204,7 +209,7 @@ fn file_info(
                 basic: fileinfo::basic(&attr),
                 standard: fileinfo::standard(&attr, delete_pending),
                 internal: FileInternalInformation {
-                    index_number: fileinfo::file_id(&attr),
+                    index_number: shown_id(&attr),
                 },
                 ea: FileEaInformation {
                     ea_size: ea_size(open.node.as_ref()),
@@ -272,7 +277,7 @@ fn file_info(
         }
         FileInfoClass::ID => {
             let mut file_id = [0u8; 16];
-            file_id[..8].copy_from_slice(&fileinfo::file_id(&attr).to_le_bytes());
+            file_id[..8].copy_from_slice(&shown_id(&attr).to_le_bytes());
             answer(FileIdInformation::SIZE, |o| {
                 FileIdInformation {
                     volume_serial_number: attr.dev,
@@ -488,7 +493,10 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
             answer(FS_VOLUME_MIN, |o| v.encode(o))
         }
         FsInfoClass::SIZE | FsInfoClass::FULL_SIZE => {
-            let st = stat()?;
+            let mut st = stat()?;
+            if let Some(f) = open.share.fruit.as_deref() {
+                crate::fruit::time_machine_size(f, open.share.backend.as_ref(), &open.who, &mut st);
+            }
             let spu = u32::try_from(st.block_size / u64::from(sector))
                 .unwrap_or(1)
                 .max(1);

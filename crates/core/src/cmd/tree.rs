@@ -252,6 +252,7 @@ fn made_for(
         root_key: Default::default(),
         change_notify: share.change_notify,
         streams: share.streams,
+        fruit: share.fruit.clone(),
     }))
 }
 

@@ -207,6 +207,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             root_key: Default::default(),
             change_notify: true,
             streams: true,
+            fruit: None,
             encrypt,
         })
     };

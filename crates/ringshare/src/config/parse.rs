@@ -170,6 +170,8 @@ enum Opt {
     /// `durable handles` (per share).
     DurableHandles,
     ChangeNotify,
+    /// `fruit:<name>` (vfs_fruit's options).
+    Fruit,
     /// Known, meaningless for ringshare, accepted without a word.
     Ignored,
     /// Ignoring it would grant more access than the administrator meant: refuse to start.
@@ -191,6 +193,7 @@ impl Opt {
                 | Opt::VfsObjects
                 | Opt::DurableHandles
                 | Opt::ChangeNotify
+                | Opt::Fruit
                 | Opt::SmbEncrypt
                 | Opt::Ignored
                 | Opt::Refused(_)
@@ -199,6 +202,9 @@ impl Opt {
 }
 
 fn classify(key: &str) -> Option<Opt> {
+    if key.starts_with("fruit:") {
+        return Some(Opt::Fruit);
+    }
     Some(match key {
         "server min protocol" | "min protocol" => Opt::MinProtocol,
         "server max protocol" | "max protocol" | "protocol" => Opt::MaxProtocol,
@@ -319,6 +325,10 @@ struct ShareDraft {
     acl_xattr: Option<bool>,
     /// `vfs objects = ... streams_xattr ...`.
     streams: Option<bool>,
+    /// `vfs objects = ... fruit ...`.
+    fruit: Option<bool>,
+    /// `fruit:` options as written (checked when read).
+    fruit_params: Vec<(String, String)>,
     durable_handles: Option<bool>,
     change_notify: Option<bool>,
 }
@@ -859,6 +869,17 @@ impl<'a> Parser<'a> {
             Opt::ChangeNotify => {
                 draft.change_notify = Some(self.bool_value(line, key, value)?);
             }
+            Opt::Fruit => {
+                let mut scratch = ringshare_core::fruit::Fruit::default();
+                match super::fruit::apply(&mut scratch, key, value) {
+                    Ok(None) => {}
+                    Ok(Some(w)) => self.warn(line, w),
+                    Err(e) => return Err(self.err(line, e)),
+                }
+                draft
+                    .fruit_params
+                    .push((key.to_string(), value.to_string()));
+            }
             Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
             Opt::Rule(rule) => {
                 // Checked now, for the line number; applied at the end over
@@ -868,14 +889,15 @@ impl<'a> Parser<'a> {
                 draft.rules.push((rule, value.to_string()));
             }
             Opt::VfsObjects => {
-                let (mut acl_xattr, mut streams) = (false, false);
+                let (mut acl_xattr, mut streams, mut fruit) = (false, false, false);
                 for module in parse_list(value) {
                     match module.as_str() {
                         "acl_xattr" => acl_xattr = true,
                         "streams_xattr" => streams = true,
-                        // macOS support is not there yet: the share works
-                        // without it, as Samba without it.
-                        "fruit" | "catia" | "posixacl" | "dirsort" => {}
+                        "fruit" => fruit = true,
+                        // catia maps characters macOS uses that Windows
+                        // forbids; not there yet.
+                        "catia" | "posixacl" | "dirsort" => {}
                         other => self.warn(
                             line,
                             format!("vfs module '{other}' is not supported by ringshare; ignored"),
@@ -884,6 +906,7 @@ impl<'a> Parser<'a> {
                 }
                 draft.acl_xattr = Some(acl_xattr);
                 draft.streams = Some(streams);
+                draft.fruit = Some(fruit);
             }
             _ => {}
         }
@@ -1017,6 +1040,14 @@ impl<'a> Parser<'a> {
                 .unwrap_or(true),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
             streams: d.streams.or(defaults.streams).unwrap_or(true),
+            fruit: d.fruit.or(defaults.fruit).unwrap_or(false).then(|| {
+                let mut f = ringshare_core::fruit::Fruit::default();
+                for (k, v) in defaults.fruit_params.iter().chain(&d.fruit_params) {
+                    // Checked when read.
+                    let _ = super::fruit::apply(&mut f, k, v);
+                }
+                f
+            }),
         })
     }
 }

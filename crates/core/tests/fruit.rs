@@ -1,0 +1,127 @@
+//! Apple's AAPL create context on a `fruit` share (Samba's vfs_fruit
+//! behaviour): the server query's answer, once per connection, and file ids
+//! of 0 afterwards with `fruit:zero_file_id`.
+
+mod support;
+
+use std::sync::Arc;
+
+use ringshare_core::fruit::Fruit;
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::create::{tag, CreateContext, CreateResponse};
+use ringshare_wire::fscc::{decode_dir_entries, FileInfoClass};
+use ringshare_wire::NtStatus;
+use support::*;
+
+fn fruit_client(fruit: Fruit) -> Client {
+    let mem = MemShare::new();
+    let server = server_with(&mem, |cfg| {
+        for s in &mut cfg.shares {
+            Arc::get_mut(s).unwrap().fruit = Some(Arc::new(fruit.clone()));
+        }
+    });
+    Client::on(server, mem, Options::default())
+}
+
+/// kAAPL_SERVER_QUERY for server caps, volume caps and the model, from a
+/// client that takes readdir attributes.
+fn aapl_query() -> CreateContext<'static> {
+    let mut q = Vec::new();
+    q.extend_from_slice(&1u32.to_le_bytes());
+    q.extend_from_slice(&0u32.to_le_bytes());
+    q.extend_from_slice(&7u64.to_le_bytes());
+    q.extend_from_slice(&1u64.to_le_bytes());
+    CreateContext::new(tag::AAPL, q)
+}
+
+/// CREATE (open or make) `name` with `ctx`; the response's contexts as
+/// (name, data).
+fn create_with(
+    c: &mut Client,
+    name: &str,
+    ctx: Vec<CreateContext<'static>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let tree = c.tree_id;
+    let mut m = c.create_msg_ctx(tree, name, GENERIC_READ, SHARE_ALL, D::OPEN_IF, 0, 0, ctx);
+    c.sign(&mut m);
+    let r = c.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    cr.contexts
+        .iter()
+        .map(|c| (c.name.to_vec(), c.data.to_vec()))
+        .collect()
+}
+
+fn context(cs: &[(Vec<u8>, Vec<u8>)], name: &[u8]) -> Option<Vec<u8>> {
+    cs.iter().find(|(n, _)| n == name).map(|(_, d)| d.clone())
+}
+
+fn on_disk_id(cs: &[(Vec<u8>, Vec<u8>)]) -> u64 {
+    let d = context(cs, tag::QUERY_ON_DISK_ID).expect("a QFid answer");
+    u64::from_le_bytes(d[..8].try_into().unwrap())
+}
+
+#[test]
+fn the_first_aapl_query_is_answered_with_the_model_and_later_ones_are_not() {
+    let mut c = fruit_client(Fruit {
+        model: "Xserve".into(),
+        ..Fruit::default()
+    });
+    let cs = create_with(&mut c, "", vec![aapl_query()]);
+    let a = context(&cs, tag::AAPL).expect("an AAPL answer");
+    assert_eq!(&a[0..4], &1u32.to_le_bytes());
+    let model: Vec<u16> = a[40..]
+        .chunks(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    assert_eq!(String::from_utf16(&model).unwrap(), "Xserve");
+    let again = create_with(&mut c, "", vec![aapl_query()]);
+    assert_eq!(context(&again, tag::AAPL), None);
+}
+
+#[test]
+fn a_share_without_fruit_ignores_aapl() {
+    let mut c = Client::new();
+    assert!(create_with(&mut c, "", vec![aapl_query()]).is_empty());
+}
+
+#[test]
+fn file_ids_are_zero_once_aapl_is_negotiated() {
+    let mut c = fruit_client(Fruit::default());
+    c.put_file("f", b"x");
+    let qfid = || CreateContext::new(tag::QUERY_ON_DISK_ID, Vec::new());
+    assert_ne!(on_disk_id(&create_with(&mut c, "f", vec![qfid()])), 0);
+    create_with(&mut c, "", vec![aapl_query()]);
+    assert_eq!(on_disk_id(&create_with(&mut c, "f", vec![qfid()])), 0);
+    let d = c.create("", GENERIC_READ, D::OPEN, 1).unwrap();
+    let r = c.query_directory(d, 37, 0, "f", 4096);
+    let entries = decode_dir_entries(FileInfoClass(37), &output_buffer(&r)).unwrap();
+    assert_eq!(entries[0].file_id, 0);
+}
+
+#[test]
+fn without_zero_file_id_ids_stay_after_aapl() {
+    let mut c = fruit_client(Fruit {
+        zero_file_id: false,
+        ..Fruit::default()
+    });
+    c.put_file("f", b"x");
+    create_with(&mut c, "", vec![aapl_query()]);
+    let qfid = CreateContext::new(tag::QUERY_ON_DISK_ID, Vec::new());
+    assert_ne!(on_disk_id(&create_with(&mut c, "f", vec![qfid])), 0);
+}
+
+#[test]
+fn a_malformed_aapl_context_is_invalid_parameter() {
+    let mut c = fruit_client(Fruit::default());
+    let tree = c.tree_id;
+    let ctx = vec![CreateContext::new(tag::AAPL, vec![1, 0, 0, 0])];
+    let mut m = c.create_msg_ctx(tree, "", GENERIC_READ, SHARE_ALL, D::OPEN, 0, 0, ctx);
+    c.sign(&mut m);
+    assert_eq!(
+        c.send_frame(m).remove(0).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+}
