@@ -15,6 +15,9 @@
 #   --streams       only the named-stream suites (smb2.streams, smb2.create_no_streams,
 #                   smb2.ioctl-on-stream, smb2.fileid); both servers keep streams in xattrs
 #                   (streams_xattr); smb2.create_no_streams runs on a second share without them
+#   --fruit         only the macOS suites (vfs.fruit, vfs.fruit_netatalk, vfs.fruit_file_id,
+#                   vfs.fruit_timemachine), each on a share with the fruit options Samba's own
+#                   selftest gives it (see extra_shares below)
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -57,6 +60,8 @@ NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 STREAMS_SUITES=(smb2.streams smb2.create_no_streams smb2.ioctl-on-stream smb2.fileid)
 # Suites that need a share without named streams, and its name on both servers.
 NO_STREAMS_SHARE=nostreams
+# macOS (vfs_fruit): `--fruit`.
+FRUIT_SUITES=(vfs.fruit vfs.fruit_netatalk vfs.fruit_file_id vfs.fruit_timemachine)
 # Durable, resilient and replayed opens: `--durable` (smb2.lock holds the lock replay tests).
 DURABLE_SUITES=(smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open
     smb2.durable-v2-delay smb2.replay smb2.lock)
@@ -82,6 +87,7 @@ while [ $# -gt 0 ]; do
     --durable) SUITES=("${DURABLE_SUITES[@]}") ;;
     --notify) SUITES=("${NOTIFY_SUITES[@]}") ;;
     --streams) SUITES=("${STREAMS_SUITES[@]}") ;;
+    --fruit) SUITES=("${FRUIT_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2
@@ -165,17 +171,55 @@ fi
 
 CLIENT_CONF=$(lib_client_conf "$WORK/client")
 
-# no_streams_share SERVER: the share section without named streams.
-no_streams_share() {
-    printf '[%s]\n    path = %s\n    read only = no\n    vfs objects = acl_xattr\n' \
-        "$NO_STREAMS_SHARE" "$SHM/$1-nostreams"
+# extra_shares SERVER: the share sections besides the main one: one without named streams, and
+# the fruit shares of Samba's selftest (selftest/target/Samba3.pm: vfs_fruit, vfs_wo_fruit on the
+# same directory, vfs_fruit_timemachine, vfs_fruit_zero_fileid; without xattr_tdb here).
+extra_shares() {
+    local d=$SHM/$1
+    cat <<EOF
+[$NO_STREAMS_SHARE]
+    path = $d-nostreams
+    read only = no
+    vfs objects = acl_xattr
+[fruit]
+    path = $d-fruit
+    read only = no
+    vfs objects = catia fruit streams_xattr acl_xattr
+    fruit:resource = file
+    fruit:metadata = netatalk
+    fruit:locking = netatalk
+    fruit:encoding = native
+    fruit:veto_appledouble = no
+[wofruit]
+    path = $d-fruit
+    read only = no
+    vfs objects = streams_xattr acl_xattr
+[fruit_tm]
+    path = $d-fruit_tm
+    read only = no
+    vfs objects = fruit streams_xattr acl_xattr
+    fruit:resource = file
+    fruit:metadata = stream
+    fruit:time machine = yes
+    fruit:time machine max size = 32K
+[fruit_zero]
+    path = $d-fruit_zero
+    read only = no
+    vfs objects = fruit streams_xattr acl_xattr
+    fruit:resource = file
+    fruit:metadata = stream
+    fruit:zero_file_id = yes
+EOF
 }
+
+# EXTRA_DIRS: the directories of extra_shares (suffixes of $SHM/SERVER).
+EXTRA_DIRS=(nostreams fruit fruit_tm fruit_zero)
 
 # reset_share SERVER: empties the server's share directory. The directory itself stays: a server
 # may hold it open (ringshare resolves every path beneath a directory handle opened at start).
 reset_share() {
     local dir=$SHM/$1
-    [ "${2:-}" = nostreams ] && dir=$SHM/$1-nostreams
+    [ -n "${2:-}" ] && dir=$SHM/$1-$2
     mkdir -p "$dir"
     find "$dir" -mindepth 1 -delete 2>/dev/null || rm -rf "${dir:?}"/* "${dir:?}"/.[!.]* 2>/dev/null
     chown "$TORTURE_USER" "$dir"
@@ -191,9 +235,9 @@ ensure_server() {
         SMBD_PID=
         SAMBA_PORT=$(lib_free_port) || return 1
         rm -rf "$WORK/samba"
-        reset_share samba nostreams
+        for d in "${EXTRA_DIRS[@]}"; do reset_share samba "$d"; done
         lib_samba_start "$WORK/samba" "$SAMBA_PORT" "$SHARE" "$SHM/samba" \
-            "$TORTURE_USER" "$TORTURE_PASS" "$(no_streams_share samba)" || return 1
+            "$TORTURE_USER" "$TORTURE_PASS" "$(extra_shares samba)" || return 1
         SMBD_PID=$LIB_SAMBA_PID
         ;;
     ringshare)
@@ -204,9 +248,9 @@ ensure_server() {
         fi
         RS_PID=
         RS_PORT=$(lib_free_port) || return 1
-        reset_share ringshare nostreams
+        for d in "${EXTRA_DIRS[@]}"; do reset_share ringshare "$d"; done
         lib_ringshare_start "$RINGSHARE_BIN" "$WORK/ringshare" "$RS_PORT" "$SHARE" \
-            "$SHM/ringshare" "$TORTURE_USER" "$TORTURE_PASS" "$(no_streams_share ringshare)" ||
+            "$SHM/ringshare" "$TORTURE_USER" "$TORTURE_PASS" "$(extra_shares ringshare)" ||
             return 1
         RS_PID=$LIB_RINGSHARE_PID
         ;;
@@ -237,12 +281,25 @@ resume_after_crash() {
 # to OUT/SERVER/tests.tsv; sets RESULT to "pass fail error skip incomplete rc wall". Runs in the
 # main shell (not in a subshell) so that the server PIDs it may set stay known to the trap.
 run_suite() {
-    local server=$1 suite=$2 port log rc t0 t1 share=$SHARE
+    local server=$1 suite=$2 port log rc t0 t1 share=$SHARE opts=()
     log=$OUT/$server/$suite.log
     reset_share "$server"
-    if [ "$suite" = smb2.create_no_streams ]; then
-        share=$NO_STREAMS_SHARE
-        reset_share "$server" nostreams
+    # Suites that run on one of extra_shares, with the options Samba's selftest gives them.
+    case "$suite" in
+    smb2.create_no_streams) share=$NO_STREAMS_SHARE ;;
+    vfs.fruit)
+        share=fruit
+        opts=(--option=torture:localdir="$SHM/$server-fruit" --option=torture:share2=wofruit)
+        ;;
+    vfs.fruit_netatalk) share=fruit opts=(--option=torture:localdir="$SHM/$server-fruit") ;;
+    vfs.fruit_timemachine)
+        share=fruit_tm
+        opts=(--option=torture:localdir="$SHM/$server-fruit_tm")
+        ;;
+    vfs.fruit_file_id) share=fruit_zero ;;
+    esac
+    if [ "$share" != "$SHARE" ]; then
+        reset_share "$server" "${share/$NO_STREAMS_SHARE/nostreams}"
     fi
     if ! ensure_server "$server" >>"$OUT/$server/server-start.log" 2>&1; then
         echo "server did not start; see $OUT/$server/server-start.log" >"$log"
@@ -252,7 +309,7 @@ run_suite() {
     if [ "$server" = samba ]; then port=$SAMBA_PORT; else port=$RS_PORT; fi
     # shellcheck disable=SC2206
     local cmd=(smbtorture -s "$CLIENT_CONF" "//127.0.0.1/$share" -U "$TORTURE_USER%$TORTURE_PASS"
-        -p "$port" --fullname --target="$TORTURE_TARGET" $TORTURE_EXTRA "$suite")
+        -p "$port" --fullname --target="$TORTURE_TARGET" "${opts[@]}" $TORTURE_EXTRA "$suite")
     t0=$(date +%s)
     # (the braces keep bash's "Aborted" notice about a crashed smbtorture off the terminal; the
     # crash is in the log and in rc)
