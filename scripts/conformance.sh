@@ -325,9 +325,12 @@ run_suite() {
     # One line per started test: its last result, or "incomplete" when it never reported one
     # (timeout or a dropped connection).
     awk -v suite="$suite" '
-        /^test: / { name = $2; if (!(name in res)) { order[n++] = name; res[name] = "incomplete" } }
+        # Test names may hold spaces (vfs.fruit): the name is the rest of the line, less a
+        # trailing " [" that opens a failure message.
+        /^test: / { name = $0; sub(/^test: /, "", name)
+            if (!(name in res)) { order[n++] = name; res[name] = "incomplete" } }
         /^(success|failure|error|skip|xfail|uxsuccess): / {
-            r = $1; sub(/:$/, "", r); name = $2
+            r = $1; sub(/:$/, "", r); name = $0; sub(/^[a-z]+: /, "", name); sub(/ \[$/, "", name)
             if (!(name in res)) { order[n++] = name }
             res[name] = r
         }

@@ -126,6 +126,8 @@ lib_samba_start() {
     disable spoolss = yes
     usershare path =
     server min protocol = SMB2_02
+    # a global option of vfs_fruit (shares with fruit only), as Samba's selftest sets it
+    fruit:copyfile = yes
 
 [$share]
     path = $dir
@@ -173,6 +175,8 @@ lib_ringshare_start() {
     server max protocol = SMB3_11
     map to guest = never
     log level = 1
+    # a global option of vfs_fruit (shares with fruit only), as Samba's selftest sets it
+    fruit:copyfile = yes
 
 [$share]
     path = $dir

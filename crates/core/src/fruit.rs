@@ -78,6 +78,9 @@ pub struct Aapl {
     /// Directory listings carry Apple's attributes in place of EaSize and
     /// the short name (kAAPL_SUPPORTS_READ_DIR_ATTR).
     pub readdir_attr: bool,
+    /// A server-side copy of no chunks copies the whole file with its
+    /// streams (kAAPL_SUPPORTS_OSX_COPYFILE, `fruit:copyfile`).
+    pub copyfile: bool,
 }
 
 /// File ids shown as 0: the connection negotiated AAPL on a share with
@@ -134,7 +137,7 @@ pub fn server_query(
     let client_caps = u64_at(16).unwrap_or(0);
     let mut on = Aapl {
         negotiated: true,
-        readdir_attr: false,
+        ..Aapl::default()
     };
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&aapl::SERVER_QUERY.to_le_bytes());
@@ -148,6 +151,7 @@ pub fn server_query(
         }
         if fruit.copyfile {
             caps |= aapl::SUPPORTS_OSX_COPYFILE;
+            on.copyfile = true;
         }
         if fruit.nfs_aces {
             caps |= aapl::SUPPORTS_NFS_ACE;

@@ -125,3 +125,60 @@ fn a_malformed_aapl_context_is_invalid_parameter() {
         NtStatus::INVALID_PARAMETER
     );
 }
+
+#[test]
+fn a_copy_of_no_chunks_after_aapl_with_copyfile_copies_the_file_and_its_streams() {
+    use ringshare_wire::ioctl::{
+        IoctlResponse, SrvCopychunkCopy, SrvCopychunkResponse, SrvRequestResumeKeyResponse,
+    };
+    const FSCTL_SRV_REQUEST_RESUME_KEY: u32 = 0x0014_0078;
+    const FSCTL_SRV_COPYCHUNK: u32 = 0x0014_40F2;
+    const IS_FSCTL: u32 = 1;
+    let mut c = fruit_client(Fruit {
+        copyfile: true,
+        ..Fruit::default()
+    });
+    c.put_file("src", &[7u8; 5000]);
+    let s = c
+        .create(
+            "src:AFP_Resource",
+            GENERIC_READ | GENERIC_WRITE,
+            D::CREATE,
+            0,
+        )
+        .unwrap();
+    assert_eq!(c.write(s, 0, b"fork").status(), NtStatus::SUCCESS);
+    c.close(s);
+    c.put_file("dst", b"old contents");
+    create_with(&mut c, "", vec![aapl_query()]);
+    let src = c.create("src", GENERIC_READ, D::OPEN, 0).unwrap();
+    let dst = c
+        .create("dst", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    let r = c.ioctl(src, FSCTL_SRV_REQUEST_RESUME_KEY, &[], 32, IS_FSCTL);
+    let key = SrvRequestResumeKeyResponse::decode(IoctlResponse::decode(&r.msg).unwrap().output)
+        .unwrap()
+        .resume_key;
+    let mut input = Vec::new();
+    SrvCopychunkCopy {
+        source_key: key,
+        chunks: Vec::new(),
+    }
+    .encode(&mut input);
+    let r = c.ioctl(dst, FSCTL_SRV_COPYCHUNK, &input, 12, IS_FSCTL);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let out = SrvCopychunkResponse::decode(IoctlResponse::decode(&r.msg).unwrap().output).unwrap();
+    assert_eq!(
+        (
+            out.chunks_written,
+            out.chunk_bytes_written,
+            out.total_bytes_written
+        ),
+        (0, 0, 5000)
+    );
+    assert_eq!(read_data(&c.read(dst, 0, 6000)), vec![7u8; 5000]);
+    let fork = c
+        .create("dst:AFP_Resource", GENERIC_READ, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(read_data(&c.read(fork, 0, 100)), b"fork");
+}

@@ -349,3 +349,23 @@ fn renaming_a_stream_onto_an_empty_one_replaces_it() {
         ]
     );
 }
+
+#[test]
+fn a_stream_read_last_in_a_related_compound_is_padded_like_a_file_read() {
+    let mut c = Client::new();
+    c.put_file("cp", b"abc");
+    put_stream(&mut c, "cp:s", b"abc");
+    for name in ["cp", "cp:s"] {
+        let tree = c.tree_id;
+        let create = c.create_msg(tree, name, GENERIC_READ, SHARE_ALL, D::OPEN, 0);
+        let read = c.read_msg(FileId::ANY, 0, 3);
+        let rs = c.compound(vec![create, read], true);
+        assert_eq!(rs.len(), 2);
+        assert_eq!(rs[1].status(), NtStatus::SUCCESS, "{name}");
+        assert_eq!(
+            rs[1].body().len(),
+            24,
+            "{name}: the READ's body padded to 8 bytes"
+        );
+    }
+}
