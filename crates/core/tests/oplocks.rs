@@ -590,3 +590,26 @@ fn a_waiting_create_is_answered_when_the_holder_acknowledges_without_waiting_for
     assert_eq!(fin.len(), 1);
     assert_eq!(fin[0].status(), NtStatus::SUCCESS);
 }
+
+#[test]
+fn a_directory_gets_no_lease_and_no_oplock() {
+    let (mut a, _) = pair();
+    let d = a.create("leasedir", GENERIC_READ, D::CREATE, 1).unwrap();
+    a.close(d);
+    let r = open(
+        &mut a,
+        "leasedir",
+        GENERIC_READ,
+        7,
+        LEASE,
+        Some(lease(9, 7)),
+    );
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    assert_eq!(cr.oplock_level, OplockLevel(0));
+    assert!(cr
+        .contexts
+        .iter()
+        .all(|c| c.tag() != ContextTag::RequestLease));
+    let r = open(&mut a, "leasedir", GENERIC_READ, 7, BATCH, None);
+    assert_eq!(created(&r).oplock_level, OplockLevel(0));
+}

@@ -512,6 +512,13 @@ fn create_or_wait(
         }
     };
 
+    // A directory gets no oplock and no lease: directory leasing is not
+    // offered (smbtorture smb2.lease.request).
+    let (requested, lease_req, lease_id) = if is_dir {
+        (oplock::LEVEL_NONE, None, None)
+    } else {
+        (requested, lease_req, lease_id)
+    };
     // Join the file's share-mode table.
     let id = server.new_owner_id();
     let persistent_id = server.new_owner_id();
