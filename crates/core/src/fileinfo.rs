@@ -126,6 +126,7 @@ pub(crate) fn dir_entry_info(name: &str, a: &FileAttr) -> DirEntryInfo {
         file_id: file_id(a),
         short_name: String::new(),
         name: name.to_string(),
+        apple: None,
     }
 }
 

@@ -180,6 +180,111 @@ pub fn server_query(
     Ok((out, on))
 }
 
+/// `AFP_AfpInfo`: Apple's 60-byte metadata stream (signature "AFP\0",
+/// version, backup time, 32 bytes of FinderInfo at 16, ProDOS info).
+pub const AFPINFO_STREAM: &str = "AFP_AfpInfo";
+/// `AFP_Resource`: the resource fork.
+pub const AFPRESOURCE_STREAM: &str = "AFP_Resource";
+/// Seconds from the Unix epoch to 2000-01-01 UTC, Apple's date origin.
+const AD_DATE_DELTA: i64 = 946_684_800;
+/// An Apple date meaning "never" or "unknown".
+const AD_DATE_START: u32 = 0x8000_0000;
+
+/// Apple's attributes of directory entry `name` of `dir` (the readdir
+/// attributes of AAPL, as Samba sends them): the maximal access the user
+/// would get, and the resource fork's length, the compressed FinderInfo
+/// (type and creator for files, Finder flags, extended flags, the date
+/// added, big-endian seconds since 2000) and the Unix mode. Metadata comes
+/// from the `AFP_AfpInfo` and `AFP_Resource` streams (`fruit:metadata =
+/// stream`, `fruit:resource = stream`); an entry that cannot be opened
+/// shows none.
+pub(crate) fn dir_attr(
+    f: &Fruit,
+    share: &crate::server::ShareDef,
+    who: &ringshare_vfs::Who,
+    dir: &ringshare_vfs::RelPath,
+    name: &str,
+    attr: &ringshare_vfs::FileAttr,
+) -> (u32, ringshare_wire::fscc::AppleDirAttr) {
+    use ringshare_vfs::{FileKind, OpenMode, OpenOptions};
+    // Resource fork length (8 bytes LE), then the compressed FinderInfo:
+    // type, creator, Finder flags, extended flags, date added (BE).
+    let mut short = [0u8; 24];
+    short[20..24].copy_from_slice(&AD_DATE_START.to_be_bytes());
+    let mode_type = match attr.kind {
+        FileKind::Directory => 0o040000,
+        FileKind::Symlink => 0o120000,
+        _ => 0o100000,
+    };
+    let unix_mode = if f.nfs_aces {
+        ((attr.mode & 0o7777) | mode_type) as u16
+    } else {
+        0
+    };
+    let mut max_access = crate::access::FILE_READ_ATTRIBUTES;
+    let path = dir.join(name).ok();
+    let mut opts = OpenOptions::read_existing();
+    opts.read = false;
+    let node = path
+        .as_ref()
+        .and_then(|p| share.backend.open(who, p, &opts).ok())
+        .map(|o| o.node);
+    if let (Some(node), Some(path)) = (node, path) {
+        if let Ok(access) = node.access() {
+            let may_delete = share.backend.may_delete(who, &path).unwrap_or(false);
+            max_access = crate::access::rights_of(access, attr.is_dir(), may_delete);
+        }
+        if f.resource == Resource::Stream {
+            if let Ok(Some(s)) = node.find_stream(AFPRESOURCE_STREAM) {
+                short[0..8].copy_from_slice(&s.size.to_le_bytes());
+            }
+        }
+        if f.metadata == Metadata::Stream {
+            let info = node
+                .open_stream(AFPINFO_STREAM, OpenMode::Existing, false)
+                .ok()
+                .and_then(|s| {
+                    let mut b = [0u8; 60];
+                    (s.node.read_at(&mut b, 0).ok()? == 60).then_some(b)
+                });
+            if let Some(b) = info {
+                let finder = &b[16..48];
+                if attr.kind == FileKind::File {
+                    short[8..16].copy_from_slice(&finder[0..8]);
+                }
+                short[16..18].copy_from_slice(&finder[8..10]);
+                short[18..20].copy_from_slice(&finder[24..26]);
+                let born = attr.btime.unwrap_or(attr.mtime.min(attr.ctime)) / 1_000_000_000;
+                let added = u32::try_from(born as i64 - AD_DATE_DELTA).unwrap_or(0);
+                short[20..24].copy_from_slice(&added.to_be_bytes());
+            }
+        }
+    }
+    (
+        max_access,
+        ringshare_wire::fscc::AppleDirAttr {
+            short_name: short,
+            unix_mode,
+        },
+    )
+}
+
+/// `AFP_AfpInfo` and `AFP_Resource` are refused (NOT_SUPPORTED) where the
+/// share keeps them in a form ringshare does not write yet (`fruit:metadata
+/// = netatalk`, `fruit:resource = file` or `xattr`, Samba's defaults):
+/// stored as plain streams they would be invisible to Samba over the same
+/// directory. The server warns at start; `= stream` for both serves them.
+pub(crate) fn check_afp_stream(f: &Fruit, name: &str) -> Result<(), NtStatus> {
+    let afp_info = name.eq_ignore_ascii_case(AFPINFO_STREAM);
+    let afp_resource = name.eq_ignore_ascii_case(AFPRESOURCE_STREAM);
+    if (afp_info && f.metadata != Metadata::Stream)
+        || (afp_resource && f.resource != Resource::Stream)
+    {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    Ok(())
+}
+
 /// Most bytes of a sparse bundle's `Info.plist` read for its band size.
 const INFO_PLIST_BYTES_MAX: usize = 64 * 1024;
 

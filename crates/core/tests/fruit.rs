@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
-use ringshare_core::fruit::Fruit;
+use ringshare_core::fruit::{Fruit, Metadata, Resource};
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::{tag, CreateContext, CreateResponse};
@@ -64,7 +64,7 @@ fn on_disk_id(cs: &[(Vec<u8>, Vec<u8>)]) -> u64 {
 }
 
 #[test]
-fn the_first_aapl_query_is_answered_with_the_model_and_later_ones_are_not() {
+fn every_aapl_query_is_answered_with_the_model() {
     let mut c = fruit_client(Fruit {
         model: "Xserve".into(),
         ..Fruit::default()
@@ -78,7 +78,11 @@ fn the_first_aapl_query_is_answered_with_the_model_and_later_ones_are_not() {
         .collect();
     assert_eq!(String::from_utf16(&model).unwrap(), "Xserve");
     let again = create_with(&mut c, "", vec![aapl_query()]);
-    assert_eq!(context(&again, tag::AAPL), None);
+    assert_eq!(
+        context(&again, tag::AAPL),
+        Some(a),
+        "Samba answers each one"
+    );
 }
 
 #[test]
@@ -136,6 +140,7 @@ fn a_copy_of_no_chunks_after_aapl_with_copyfile_copies_the_file_and_its_streams(
     const IS_FSCTL: u32 = 1;
     let mut c = fruit_client(Fruit {
         copyfile: true,
+        resource: Resource::Stream,
         ..Fruit::default()
     });
     c.put_file("src", &[7u8; 5000]);
@@ -181,4 +186,92 @@ fn a_copy_of_no_chunks_after_aapl_with_copyfile_copies_the_file_and_its_streams(
         .create("dst:AFP_Resource", GENERIC_READ, D::OPEN, 0)
         .unwrap();
     assert_eq!(read_data(&c.read(fork, 0, 100)), b"fork");
+}
+
+#[test]
+fn afp_streams_are_refused_where_they_would_be_kept_unlike_samba() {
+    let mut c = fruit_client(Fruit::default());
+    c.put_file("f", b"");
+    for n in ["f:AFP_AfpInfo", "f:afp_resource"] {
+        assert_eq!(
+            c.create(n, GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0),
+            Err(NtStatus::NOT_SUPPORTED),
+            "{n}"
+        );
+    }
+    assert!(c
+        .create("f:other", GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+        .is_ok());
+}
+
+#[test]
+fn listings_after_aapl_carry_the_fork_length_finder_info_mode_and_max_access() {
+    let mut c = fruit_client(Fruit {
+        metadata: Metadata::Stream,
+        resource: Resource::Stream,
+        ..Fruit::default()
+    });
+    let d = c.create("d", GENERIC_READ, D::CREATE, 1).unwrap();
+    c.close(d);
+    c.put_file("d\\m", b"");
+    let mut afp = [0u8; 60];
+    afp[0..4].copy_from_slice(b"AFP\0");
+    afp[4..8].copy_from_slice(&[0, 0, 1, 0]);
+    afp[16..24].copy_from_slice(b"TEXTttxt");
+    for (name, data) in [
+        ("d\\m:AFP_AfpInfo", &afp[..]),
+        ("d\\m:AFP_Resource", b"foo"),
+    ] {
+        let s = c
+            .create(name, GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+            .unwrap();
+        assert_eq!(c.write(s, 0, data).status(), NtStatus::SUCCESS);
+        c.close(s);
+    }
+    create_with(&mut c, "", vec![aapl_query()]);
+    let d = c.create("d", GENERIC_READ, D::OPEN, 1).unwrap();
+    let r = c.query_directory(d, 37, 0, "m", 4096);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let e = output_buffer(&r);
+    let max_access = u32::from_le_bytes(e[64..68].try_into().unwrap());
+    assert_ne!(
+        max_access & 0x1,
+        0,
+        "max access includes FILE_READ_DATA: {max_access:#x}"
+    );
+    assert_eq!((e[68], e[69]), (24, 0), "a 24-byte short name field");
+    assert_eq!(
+        u64::from_le_bytes(e[70..78].try_into().unwrap()),
+        3,
+        "fork length"
+    );
+    assert_eq!(&e[78..86], b"TEXTttxt", "type and creator");
+    let mode = u16::from_le_bytes([e[94], e[95]]);
+    assert_eq!(mode & 0o170000, 0o100000, "a regular file's mode: {mode:o}");
+    assert_eq!(&e[96..104], &[0; 8], "file id 0 after AAPL");
+}
+
+#[test]
+fn after_aapl_an_empty_stream_is_neither_listed_nor_opened() {
+    let mut c = fruit_client(Fruit::default());
+    c.put_file("e", b"");
+    let s = c
+        .create("e:empty", GENERIC_READ | GENERIC_WRITE, D::CREATE, 0)
+        .unwrap();
+    c.close(s);
+    assert!(
+        c.create("e:empty", GENERIC_READ, D::OPEN, 0).is_ok(),
+        "before AAPL"
+    );
+    create_with(&mut c, "", vec![aapl_query()]);
+    assert_eq!(
+        c.create("e:empty", GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    assert!(c.create("e:empty", GENERIC_READ, D::OPEN_IF, 0).is_ok());
+    let f = c.create("e", GENERIC_READ, D::OPEN, 0).unwrap();
+    let r = c.query_info(f, 1, 22, 0, 4096);
+    let list = ringshare_wire::fscc::FileStreamInformation::decode(&output_buffer(&r)).unwrap();
+    let names: Vec<String> = list.entries.into_iter().map(|e| e.stream_name).collect();
+    assert_eq!(names, ["::$DATA"]);
 }

@@ -58,6 +58,17 @@ fn open_backend(path: &std::path::Path, s: &ShareConfig) -> std::io::Result<Arc<
 
 /// The core's view of one share section.
 fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
+    if let Some(f) = &s.fruit {
+        use ringshare_core::fruit::{Metadata, Resource};
+        if f.metadata != Metadata::Stream || f.resource != Resource::Stream {
+            tracing::warn!(
+                "share [{}]: fruit:metadata = netatalk and fruit:resource = file or xattr (Samba's \
+                 defaults) are not written by ringshare yet: AFP_AfpInfo/AFP_Resource are refused \
+                 there; set both to 'stream' to serve them (Samba reads them the same way)",
+                s.name
+            );
+        }
+    }
     let (backend, template): (Arc<dyn Share>, _) = if s.templated {
         let sc = s.clone();
         let open: Arc<OpenShare> =

@@ -209,10 +209,10 @@ fn create_or_wait(
     if want_dir && want_file {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    // AAPL (Apple's context, on a `fruit` share): answered once per
-    // connection, by the first CREATE that carries it ([`crate::fruit`]).
+    // AAPL (Apple's context, on a `fruit` share): every CREATE carrying it
+    // is answered, as Samba does ([`crate::fruit`]).
     let aapl = match (&share.fruit, cr.context(ContextTag::Aapl)) {
-        (Some(f), Some(c)) if f.aapl && !core.aapl.negotiated => {
+        (Some(f), Some(c)) if f.aapl => {
             Some(crate::fruit::server_query(f, &c.data, share.has_streams())?)
         }
         _ => None,
@@ -232,6 +232,9 @@ fn create_or_wait(
     };
     if named.is_some() && want_dir {
         return Err(NtStatus::NOT_A_DIRECTORY);
+    }
+    if let (Some(n), Some(f)) = (&named, &share.fruit) {
+        crate::fruit::check_afp_stream(f, n)?;
     }
     if want_dir
         && !matches!(
@@ -495,6 +498,15 @@ fn create_or_wait(
                 }
                 undo(status_of(e))
             })?;
+            // macOS (after AAPL on a fruit share) takes an empty stream
+            // for a missing one: a plain open of it is NOT_FOUND (Samba).
+            if disposition == CreateDisposition::OPEN
+                && attr.size == 0
+                && core.aapl.negotiated
+                && share.fruit.is_some()
+            {
+                return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+            }
             (Arc::from(s.node), attr, s.created, false, Some(s.name))
         }
     };
@@ -768,7 +780,10 @@ fn create_or_wait(
     let mut contexts = response_contexts(&cr, &attr, maximal, file_id_shown(core, &share, &attr));
     if let Some((reply, on)) = aapl {
         contexts.push(CreateContext::new(ringshare_wire::create::tag::AAPL, reply));
-        core.aapl = on;
+        // Once on, it stays on for the connection.
+        core.aapl.negotiated = true;
+        core.aapl.readdir_attr |= on.readdir_attr;
+        core.aapl.copyfile |= on.copyfile;
     }
     if let (Some(l), oplock::LEVEL_LEASE) = (&lease_req, grant.level) {
         contexts.push(lease_response(l, &grant));

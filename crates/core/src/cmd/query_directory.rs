@@ -49,6 +49,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     let open = opens::find(core, req, q.file_id)?;
     let zero_ids = crate::fruit::zero_ids(&core.aapl, &open.share);
+    // Apple's attributes in FileIdBothDirectoryInformation after AAPL.
+    let apple = match &open.share.fruit {
+        Some(f) if core.aapl.negotiated && class == FileInfoClass::ID_BOTH_DIRECTORY => Some(f),
+        _ => None,
+    };
     if !open.is_dir {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -118,6 +123,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         let mut info = fileinfo::dir_entry_info(name, &attr);
         if zero_ids {
             info.file_id = 0;
+        }
+        if let Some(f) = apple {
+            let dir = lock(&open.entry).path.clone();
+            let (max_access, a) =
+                crate::fruit::dir_attr(f, &open.share, &open.who, &dir, name, &attr);
+            info.ea_size = max_access;
+            info.apple = Some(a);
         }
         if !chain.push(&mut out, class, &info) {
             if chain.is_empty() {

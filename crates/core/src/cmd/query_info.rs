@@ -96,6 +96,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             (
                 core.now.mono_ms,
                 crate::fruit::zero_ids(&core.aapl, &open.share),
+                core.aapl.negotiated && open.share.fruit.is_some(),
             ),
         )?,
         InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
@@ -136,7 +137,7 @@ fn file_info(
     open: &Open,
     class: FileInfoClass,
     dialect: Option<Dialect>,
-    (now_ms, zero_ids): (u64, bool),
+    (now_ms, zero_ids, apple): (u64, bool, bool),
 ) -> Result<Answer, NtStatus> {
     // The file id shown: 0 after AAPL on a `fruit:zero_file_id` share.
     let shown_id = |a: &FileAttr| if zero_ids { 0 } else { fileinfo::file_id(a) };
@@ -243,7 +244,7 @@ fn file_info(
             })
         }
         FileInfoClass::STREAM => {
-            let entries = crate::cmd::stream::entries(open, &attr)?;
+            let entries = crate::cmd::stream::entries(open, &attr, apple)?;
             let fixed = if entries.is_empty() { 0 } else { STREAM_MIN };
             answer(fixed, |o| FileStreamInformation { entries }.encode(o))
         }

@@ -20,8 +20,13 @@ use crate::state::{Open, StreamOf};
 /// FileStreamInformation ([MS-FSCC] 2.4.43) of the file `open` is on (a
 /// stream open lists its file's streams, as Windows): `::$DATA` first for a
 /// file (a directory has none), then each named stream as `:name:$DATA`.
-/// `attr`: the open's attributes.
-pub(crate) fn entries(open: &Open, attr: &FileAttr) -> Result<Vec<FileStreamEntry>, NtStatus> {
+/// `attr`: the open's attributes. `apple`: the connection negotiated AAPL
+/// on a `fruit` share, which lists no empty named stream (as Samba).
+pub(crate) fn entries(
+    open: &Open,
+    attr: &FileAttr,
+    apple: bool,
+) -> Result<Vec<FileStreamEntry>, NtStatus> {
     let file = match &open.stream {
         None => attr.clone(),
         Some(s) => {
@@ -46,11 +51,16 @@ pub(crate) fn entries(open: &Open, attr: &FileAttr) -> Result<Vec<FileStreamEntr
         Err(FsError::Other(EOPNOTSUPP)) => Vec::new(),
         Err(e) => return Err(status_of(e)),
     };
-    out.extend(named.into_iter().map(|s| FileStreamEntry {
-        stream_name: format!(":{}:$DATA", s.name),
-        stream_size: s.size,
-        stream_allocation_size: s.size,
-    }));
+    out.extend(
+        named
+            .into_iter()
+            .filter(|s| !apple || s.size > 0)
+            .map(|s| FileStreamEntry {
+                stream_name: format!(":{}:$DATA", s.name),
+                stream_size: s.size,
+                stream_allocation_size: s.size,
+            }),
+    );
     Ok(out)
 }
 

@@ -56,6 +56,19 @@ pub struct DirEntryInfo {
     /// longer than 12 UTF-16 units are sent as empty.
     pub short_name: String,
     pub name: String,
+    /// Apple's readdir attributes (the AAPL create context's
+    /// kAAPL_SUPPORTS_READ_DIR_ATTR, FileIdBothDirectoryInformation only):
+    /// the 24 short-name bytes (resource fork length, compressed FinderInfo)
+    /// sent with ShortNameLength 24, and the Unix mode in Reserved2. The
+    /// caller puts the maximal access in `ea_size`.
+    pub apple: Option<AppleDirAttr>,
+}
+
+/// What a directory entry carries for macOS in place of a short name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AppleDirAttr {
+    pub short_name: [u8; 24],
+    pub unix_mode: u16,
 }
 
 /// Size of the fixed part (before FileName) of a directory class, or `None`
@@ -111,6 +124,15 @@ pub fn encode_dir_entry(
         FileInfoClass::ID_FULL_DIRECTORY => {
             out.put_u32(e.ea_size);
             out.put_u32(0); // Reserved
+            out.put_u64(e.file_id);
+        }
+        FileInfoClass::ID_BOTH_DIRECTORY if e.apple.is_some() => {
+            let a = e.apple.unwrap_or_default();
+            out.put_u32(e.ea_size);
+            out.put_u8(SHORT_NAME_FIELD as u8);
+            out.put_u8(0); // Reserved1
+            out.put_bytes(&a.short_name);
+            out.put_u16(a.unix_mode);
             out.put_u64(e.file_id);
         }
         FileInfoClass::BOTH_DIRECTORY | FileInfoClass::ID_BOTH_DIRECTORY => {
@@ -334,6 +356,7 @@ mod tests {
             file_id: 0x1122_3344_5566_7788,
             short_name: String::new(),
             name: name.into(),
+            apple: None,
         }
     }
 
@@ -400,6 +423,27 @@ mod tests {
         assert_eq!(&out[70..74], &[b'A', 0, b'B', 0]);
         assert_eq!(&out[96..104], &0x1122_3344_5566_7788u64.to_le_bytes());
         assert_eq!(&out[104..], &[b'a', 0, b'b', 0]);
+    }
+
+    #[test]
+    fn apple_attributes_take_the_short_name_field_and_reserved2() {
+        let mut e = sample("m");
+        e.ea_size = 0x001F_01FF;
+        let mut short = [0u8; 24];
+        short[0] = 3;
+        short[8..12].copy_from_slice(b"TEXT");
+        e.apple = Some(AppleDirAttr {
+            short_name: short,
+            unix_mode: 0o100644,
+        });
+        let mut out = Vec::new();
+        encode_dir_entry(FileInfoClass::ID_BOTH_DIRECTORY, &e, &mut out).unwrap();
+        assert_eq!(&out[64..68], &0x001F_01FFu32.to_le_bytes());
+        assert_eq!((out[68], out[69]), (24, 0));
+        assert_eq!(&out[70..94], &short);
+        assert_eq!(&out[94..96], &0o100644u16.to_le_bytes());
+        assert_eq!(&out[96..104], &e.file_id.to_le_bytes());
+        assert_eq!(out.len(), 104 + 2);
     }
 
     #[test]

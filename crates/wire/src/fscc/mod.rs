@@ -23,7 +23,9 @@ pub mod fs_info;
 pub mod notify;
 pub mod wildcard;
 
-pub use dir_info::{decode_dir_entries, encode_dir_entry, DirEntryChain, DirEntryInfo};
+pub use dir_info::{
+    decode_dir_entries, encode_dir_entry, AppleDirAttr, DirEntryChain, DirEntryInfo,
+};
 pub use file_info::*;
 pub use fs_info::*;
 pub use notify::*;
