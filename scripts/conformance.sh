@@ -61,7 +61,9 @@ STREAMS_SUITES=(smb2.streams smb2.create_no_streams smb2.ioctl-on-stream smb2.fi
 # Suites that need a share without named streams, and its name on both servers.
 NO_STREAMS_SHARE=nostreams
 # macOS (vfs_fruit): `--fruit`.
-FRUIT_SUITES=(vfs.fruit vfs.fruit_netatalk vfs.fruit_file_id vfs.fruit_timemachine)
+# SUITE@LABEL runs SUITE on another share and records its tests as NAME@LABEL: vfs.fruit@stream
+# is vfs.fruit on a share with fruit:metadata = stream and fruit:resource = stream.
+FRUIT_SUITES=(vfs.fruit vfs.fruit@stream vfs.fruit_netatalk vfs.fruit_file_id vfs.fruit_timemachine)
 # Durable, resilient and replayed opens: `--durable` (smb2.lock holds the lock replay tests).
 DURABLE_SUITES=(smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open
     smb2.durable-v2-delay smb2.replay smb2.lock)
@@ -194,6 +196,17 @@ extra_shares() {
     path = $d-fruit
     read only = no
     vfs objects = streams_xattr acl_xattr
+[fruit_stream]
+    path = $d-fruit_stream
+    read only = no
+    vfs objects = fruit streams_xattr acl_xattr
+    fruit:resource = stream
+    fruit:metadata = stream
+    fruit:veto_appledouble = no
+[wofruit_stream]
+    path = $d-fruit_stream
+    read only = no
+    vfs objects = streams_xattr acl_xattr
 [fruit_tm]
     path = $d-fruit_tm
     read only = no
@@ -213,7 +226,7 @@ EOF
 }
 
 # EXTRA_DIRS: the directories of extra_shares (suffixes of $SHM/SERVER).
-EXTRA_DIRS=(nostreams fruit fruit_tm fruit_zero)
+EXTRA_DIRS=(nostreams fruit fruit_stream fruit_tm fruit_zero)
 
 # reset_share SERVER: empties the server's share directory. The directory itself stays: a server
 # may hold it open (ringshare resolves every path beneath a directory handle opened at start).
@@ -257,31 +270,35 @@ ensure_server() {
     esac
 }
 
-# resume_after_crash SERVER SUITE LOG: runs each test of SUITE that LOG has no result for, alone,
-# appending to LOG.
+# resume_after_crash SERVER SUITE LOG SHARE [OPTION...]: runs each test of SUITE that LOG has no
+# result for, alone, on SHARE with the smbtorture OPTIONs, appending to LOG. Test names may hold
+# spaces: one per line.
 resume_after_crash() {
-    local server=$1 suite=$2 log=$3 t port trc
+    local server=$1 suite=$2 log=$3 share=$4 t port trc
+    shift 4
     # --list prints suite.tcase.test; a test alone in its tcase reports as suite.test.
-    for t in $(smbtorture --list "$suite" 2>/dev/null | grep "^$suite\\." |
-        sed -E 's/\.([^.]+)\.\1$/.\1/'); do
-        grep -q -E "^(success|failure|error|skip|xfail|uxsuccess): $t( |\$)" "$log" && continue
+    while IFS= read -r t; do
+        grep -q -F -x -e "success: $t" -e "failure: $t [" -e "failure: $t" -e "error: $t [" \
+            -e "error: $t" -e "skip: $t" -e "xfail: $t" -e "uxsuccess: $t" "$log" && continue
         ensure_server "$server" >>"$OUT/$server/server-start.log" 2>&1 || break
         if [ "$server" = samba ]; then port=$SAMBA_PORT; else port=$RS_PORT; fi
         echo "# resuming after a crash: $t alone" >>"$log"
         # shellcheck disable=SC2086
         { (cd "$WORK" && timeout -k 10 "$SUITE_TIMEOUT" smbtorture -s "$CLIENT_CONF" \
-            "//127.0.0.1/$SHARE" -U "$TORTURE_USER%$TORTURE_PASS" -p "$port" --fullname \
-            --target="$TORTURE_TARGET" $TORTURE_EXTRA "$t") >>"$log" 2>&1 </dev/null; } 2>/dev/null
+            "//127.0.0.1/$share" -U "$TORTURE_USER%$TORTURE_PASS" -p "$port" --fullname \
+            --target="$TORTURE_TARGET" "$@" $TORTURE_EXTRA "$t") >>"$log" 2>&1 </dev/null; } 2>/dev/null
         trc=$?
         echo "# $t -> rc $trc" >>"$log"
-    done
+    done < <(smbtorture --list "$suite" 2>/dev/null | grep "^$suite\\." |
+        sed -E 's/\.([^.]+)\.\1$/.\1/')
 }
 
 # run_suite SERVER SUITE: runs one suite; writes OUT/SERVER/SUITE.log and appends per-test lines
 # to OUT/SERVER/tests.tsv; sets RESULT to "pass fail error skip incomplete rc wall". Runs in the
 # main shell (not in a subshell) so that the server PIDs it may set stay known to the trap.
 run_suite() {
-    local server=$1 suite=$2 port log rc t0 t1 share=$SHARE opts=()
+    local server=$1 suite=$2 port log rc t0 t1 share=$SHARE opts=() torture=${2%@*} tag=
+    [ "$torture" != "$suite" ] && tag=@${suite#*@}
     log=$OUT/$server/$suite.log
     reset_share "$server"
     # Suites that run on one of extra_shares, with the options Samba's selftest gives them.
@@ -290,6 +307,11 @@ run_suite() {
     vfs.fruit)
         share=fruit
         opts=(--option=torture:localdir="$SHM/$server-fruit" --option=torture:share2=wofruit)
+        ;;
+    vfs.fruit@stream)
+        share=fruit_stream
+        opts=(--option=torture:localdir="$SHM/$server-fruit_stream"
+            --option=torture:share2=wofruit_stream)
         ;;
     vfs.fruit_netatalk) share=fruit opts=(--option=torture:localdir="$SHM/$server-fruit") ;;
     vfs.fruit_timemachine)
@@ -309,7 +331,7 @@ run_suite() {
     if [ "$server" = samba ]; then port=$SAMBA_PORT; else port=$RS_PORT; fi
     # shellcheck disable=SC2206
     local cmd=(smbtorture -s "$CLIENT_CONF" "//127.0.0.1/$share" -U "$TORTURE_USER%$TORTURE_PASS"
-        -p "$port" --fullname --target="$TORTURE_TARGET" "${opts[@]}" $TORTURE_EXTRA "$suite")
+        -p "$port" --fullname --target="$TORTURE_TARGET" "${opts[@]}" $TORTURE_EXTRA "$torture")
     t0=$(date +%s)
     # (the braces keep bash's "Aborted" notice about a crashed smbtorture off the terminal; the
     # crash is in the log and in rc)
@@ -320,11 +342,11 @@ run_suite() {
     # smbtorture itself crashed (a signal other than the timeout's): run the tests it did not get
     # to one by one, so that one crash does not hide the rest of the suite.
     if [ "$rc" -gt 128 ] && [ "$rc" != 137 ]; then
-        resume_after_crash "$server" "$suite" "$log"
+        resume_after_crash "$server" "$torture" "$log" "$share" "${opts[@]}"
     fi
     # One line per started test: its last result, or "incomplete" when it never reported one
     # (timeout or a dropped connection).
-    awk -v suite="$suite" '
+    awk -v suite="$suite" -v tag="$tag" '
         # Test names may hold spaces (vfs.fruit): the name is the rest of the line, less a
         # trailing " [" that opens a failure message.
         /^test: / { name = $0; sub(/^test: /, "", name)
@@ -334,7 +356,7 @@ run_suite() {
             if (!(name in res)) { order[n++] = name }
             res[name] = r
         }
-        END { for (i = 0; i < n; i++) printf "%s\t%s\t%s\n", suite, order[i], res[order[i]] }
+        END { for (i = 0; i < n; i++) printf "%s\t%s%s\t%s\n", suite, order[i], tag, res[order[i]] }
     ' "$log" >>"$OUT/$server/tests.tsv"
     local p f e s inc
     p=$(grep -c '^success: ' "$log")
