@@ -1332,7 +1332,14 @@ fn build_frame(
             file = r.file;
         }
         let len = 64 + r.body.len() + data_len;
-        let padded = if last { len } else { len.next_multiple_of(8) };
+        // Every reply of a compound is padded to 8 bytes, the last too, as
+        // Windows and Samba do (smbtorture smb2.compound.compound-padding);
+        // not a reply alone, nor one whose data follows from a file.
+        let padded = if last && (n == 1 || file.is_some()) {
+            len
+        } else {
+            len.next_multiple_of(8)
+        };
         let mut hdr = r.hdr;
         hdr.next_command = if last { 0 } else { padded as u32 };
         if r.sign_key.is_some() {

@@ -139,7 +139,7 @@ pub(crate) fn close_open(
         lock(&server.durables).forget(g, open.id);
     }
     let mut wakes = Vec::new();
-    let (remove, path, is_dir, newly_pending) = {
+    let (remove, last_open, path, is_dir, newly_pending) = {
         let mut e = lock(&open.entry);
         let lease = e
             .opens
@@ -158,6 +158,7 @@ pub(crate) fn close_open(
         }
         (
             e.delete_pending && e.opens.is_empty(),
+            e.opens.is_empty(),
             e.path.clone(),
             e.is_dir,
             e.delete_pending && !was_pending && !e.opens.is_empty(),
@@ -175,14 +176,33 @@ pub(crate) fn close_open(
     let stream = open.stream.as_ref().map(|s| {
         let (name, now) = lock(&s.now).clone();
         key = now;
-        (name, Arc::clone(&s.file_entry))
+        (name, Arc::clone(&s.file_entry), s.afp)
     });
+    // fruit: an AfpInfo placeholder nothing was stored in goes at its last
+    // close; a resource fork that holds data is not deleted (macOS).
+    let remove = match &stream {
+        Some((name, _, afp)) if *afp != crate::fruit::afp::Afp::None => {
+            let size = open
+                .node
+                .find_stream(name)
+                .ok()
+                .flatten()
+                .map_or(0, |s| s.size);
+            match afp {
+                crate::fruit::afp::Afp::Info => {
+                    remove || (last_open && !crate::fruit::afp::is_stored_info(size))
+                }
+                _ => remove && size == 0,
+            }
+        }
+        _ => remove,
+    };
     let id = open.id;
     // Let the backend close the file before it is removed (a request on
     // another channel may still hold the open for a moment; its I/O finishes
     // on the node it holds).
     drop(open);
-    if let Some((name, file_entry)) = stream {
+    if let Some((name, file_entry, _)) = stream {
         let path = lock(&file_entry).path.clone();
         let change = if remove {
             remove_stream(&share, &who, &path, &name)

@@ -196,6 +196,8 @@ pub(crate) struct StreamOf {
     /// The file's share-mode entry, which holds an invisible open (access
     /// 0, sharing everything) for each open of one of its streams.
     pub file_entry: Arc<Mutex<FileEntry>>,
+    /// What the stream is to fruit (`AFP_AfpInfo`, `AFP_Resource`).
+    pub afp: crate::fruit::afp::Afp,
 }
 
 impl StreamOf {

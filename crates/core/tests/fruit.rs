@@ -275,3 +275,95 @@ fn after_aapl_an_empty_stream_is_neither_listed_nor_opened() {
     let names: Vec<String> = list.entries.into_iter().map(|e| e.stream_name).collect();
     assert_eq!(names, ["::$DATA"]);
 }
+
+fn stream_fruit() -> Client {
+    fruit_client(Fruit {
+        metadata: Metadata::Stream,
+        resource: Resource::Stream,
+        ..Fruit::default()
+    })
+}
+
+fn listed(c: &mut Client, name: &str) -> Vec<String> {
+    let f = c.create(name, GENERIC_READ, D::OPEN, 0).unwrap();
+    let r = c.query_info(f, 1, 22, 0, 4096);
+    c.close(f);
+    let list = ringshare_wire::fscc::FileStreamInformation::decode(&output_buffer(&r)).unwrap();
+    let mut v: Vec<String> = list.entries.into_iter().map(|e| e.stream_name).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn an_afpinfo_is_a_60_byte_blob_made_by_its_first_valid_write() {
+    let mut c = stream_fruit();
+    c.put_file("a", b"");
+    assert_eq!(
+        c.create("a:AFP_AfpInfo", GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    let s = c
+        .create("a:AFP_AfpInfo", GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+        .unwrap();
+    // A placeholder: the default blob, size 60, not listed, not found by others.
+    let r = c.read(s, 16, 8);
+    assert_eq!(read_data(&r), b"AFP\0\0\0\x01\0", "the offset is ignored");
+    assert_eq!(listed(&mut c, "a"), ["::$DATA"]);
+    assert_eq!(
+        c.create("a:AFP_AfpInfo", GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    assert_eq!(
+        c.write(s, 0, &[0u8; 60]).status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    assert_eq!(
+        c.write(s, 30, b"AFP\0").status(),
+        NtStatus::INVALID_PARAMETER
+    );
+    let mut info = [0u8; 60];
+    info[0..8].copy_from_slice(b"AFP\0\0\0\x01\0");
+    info[16..24].copy_from_slice(b"TEXTttxt");
+    assert_eq!(c.write(s, 0, &info).status(), NtStatus::SUCCESS);
+    assert_eq!(listed(&mut c, "a"), ["::$DATA", ":AFP_AfpInfo:$DATA"]);
+    // More than 60 bytes of end of file: ALLOTTED_SPACE_EXCEEDED; 60 or less: nothing.
+    let eof = |n: u64| n.to_le_bytes().to_vec();
+    assert_eq!(
+        c.set_info(s, 1, 20, &eof(61)).status(),
+        NtStatus::ALLOTTED_SPACE_EXCEEDED
+    );
+    assert_eq!(c.set_info(s, 1, 20, &eof(0)).status(), NtStatus::SUCCESS);
+    c.close(s);
+    let s = c.create("a:AFP_AfpInfo", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(&read_data(&c.read(s, 0, 60))[16..24], b"TEXTttxt");
+    c.close(s);
+    // Zero FinderInfo: gone at close.
+    let s = c
+        .create("a:AFP_AfpInfo", GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    info[16..24].copy_from_slice(&[0; 8]);
+    assert_eq!(c.write(s, 0, &info).status(), NtStatus::SUCCESS);
+    assert_eq!(listed(&mut c, "a"), ["::$DATA"]);
+    c.close(s);
+    assert_eq!(
+        c.create("a:AFP_AfpInfo", GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+}
+
+#[test]
+fn a_resource_fork_with_data_is_not_deleted_and_an_empty_one_is_not_listed() {
+    let mut c = stream_fruit();
+    c.put_file("r", b"");
+    let s = c
+        .create("r:AFP_Resource", GENERIC_READ | GENERIC_WRITE, D::CREATE, 0)
+        .unwrap();
+    assert_eq!(listed(&mut c, "r"), ["::$DATA"], "empty: not listed");
+    assert_eq!(c.write(s, 0, b"0123456789").status(), NtStatus::SUCCESS);
+    c.close(s);
+    let s = c
+        .create("r:AFP_Resource", GENERIC_READ | DELETE, D::OPEN, 0x1000)
+        .unwrap();
+    c.close(s);
+    assert_eq!(listed(&mut c, "r"), ["::$DATA", ":AFP_Resource:$DATA"]);
+}

@@ -45,6 +45,9 @@ impl NtStatus {
     pub const DATA_ERROR: NtStatus = NtStatus(0xC000_003E);
     pub const SHARING_VIOLATION: NtStatus = NtStatus(0xC000_0043);
     pub const QUOTA_EXCEEDED: NtStatus = NtStatus(0xC000_0044);
+    /// STATUS_ALLOTTED_SPACE_EXCEEDED: more than the object may hold (an
+    /// AfpInfo past 60 bytes).
+    pub const ALLOTTED_SPACE_EXCEEDED: NtStatus = NtStatus(0xC000_0099);
     pub const EAS_NOT_SUPPORTED: NtStatus = NtStatus(0xC000_004F);
     pub const EA_TOO_LARGE: NtStatus = NtStatus(0xC000_0050);
     pub const NONEXISTENT_EA_ENTRY: NtStatus = NtStatus(0xC000_0051);
@@ -189,6 +192,7 @@ impl NtStatus {
             NtStatus::DATA_ERROR => "DATA_ERROR",
             NtStatus::SHARING_VIOLATION => "SHARING_VIOLATION",
             NtStatus::QUOTA_EXCEEDED => "QUOTA_EXCEEDED",
+            NtStatus::ALLOTTED_SPACE_EXCEEDED => "ALLOTTED_SPACE_EXCEEDED",
             NtStatus::EAS_NOT_SUPPORTED => "EAS_NOT_SUPPORTED",
             NtStatus::EA_TOO_LARGE => "EA_TOO_LARGE",
             NtStatus::NONEXISTENT_EA_ENTRY => "NONEXISTENT_EA_ENTRY",

@@ -490,6 +490,7 @@ fn create_or_wait(
                 truncate,
                 granted,
                 read_only,
+                crate::fruit::afp::kind(share.fruit.as_deref(), sname),
             )
             .map_err(undo)?;
             let attr = s.node.stat().map_err(|e| {
@@ -867,9 +868,11 @@ fn create_or_wait(
             notify_on_close: 0,
         }),
         stream: stream_name.zip(file_entry).map(|(name, file_entry)| {
+            let afp = crate::fruit::afp::kind(notify_share.fruit.as_deref(), &name);
             Box::new(crate::state::StreamOf {
                 now: Mutex::new((name, key)),
                 file_entry,
+                afp,
             })
         }),
     };
@@ -920,15 +923,24 @@ fn open_stream(
     truncate: bool,
     granted: u32,
     read_only: bool,
+    afp: crate::fruit::afp::Afp,
 ) -> Result<StreamOpened, NtStatus> {
+    use crate::fruit::afp::{self, Afp};
     let found = file.find_stream(name).map_err(status_of)?;
-    let mode = match (&found, disposition) {
-        (Some(_), CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
-        (Some(_), _) => OpenMode::Existing,
-        (None, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+    // An AfpInfo exists only as 60 stored bytes; anything else there is a
+    // placeholder a create may take over.
+    let valid = match (&found, afp) {
+        (Some(f), Afp::Info) => afp::is_stored_info(f.size),
+        (f, _) => f.is_some(),
+    };
+    let mode = match (valid, disposition) {
+        (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        (true, _) => OpenMode::Existing,
+        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
         }
-        (None, _) => OpenMode::CreateNew,
+        (false, _) if found.is_some() => OpenMode::Existing,
+        (false, _) => OpenMode::CreateNew,
     };
     if read_only && (mode == OpenMode::CreateNew || truncate) {
         return Err(NtStatus::ACCESS_DENIED);
@@ -940,7 +952,10 @@ fn open_stream(
         e => status_of(e),
     })?;
     Ok(StreamOpened {
-        node: opened.node,
+        node: match afp {
+            Afp::Info => Box::new(afp::InfoNode::new(opened.node)),
+            _ => opened.node,
+        },
         name,
         created: opened.created,
     })

@@ -155,6 +155,13 @@ fn set_file(
             if open.is_dir || v.end_of_file > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
+            let afp_info = open
+                .stream
+                .as_ref()
+                .is_some_and(|s| s.afp == crate::fruit::afp::Afp::Info);
+            if afp_info && v.end_of_file > crate::fruit::afp::AFP_INFO_SIZE as u64 {
+                return Err(NtStatus::ALLOTTED_SPACE_EXCEEDED);
+            }
             break_caches(server, open, when.0.mono_ms);
             open.node.set_len(v.end_of_file).map_err(status_of)?;
             writetime::immediate(open, when.0);

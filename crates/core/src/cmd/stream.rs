@@ -12,6 +12,7 @@ use ringshare_wire::fscc::{FileRenameInformation, FileStreamEntry};
 use ringshare_wire::NtStatus;
 
 use crate::fileinfo;
+use crate::fruit::afp::{self, Afp};
 use crate::fsmap::status_of;
 use crate::path::{parse_create_name, StreamPart};
 use crate::server::{lock, ServerState};
@@ -51,17 +52,38 @@ pub(crate) fn entries(
         Err(FsError::Other(EOPNOTSUPP)) => Vec::new(),
         Err(e) => return Err(status_of(e)),
     };
-    out.extend(
-        named
-            .into_iter()
-            .filter(|s| !apple || s.size > 0)
-            .map(|s| FileStreamEntry {
-                stream_name: format!(":{}:$DATA", s.name),
-                stream_size: s.size,
-                stream_allocation_size: s.size,
-            }),
-    );
+    let fruit = open.share.fruit.as_deref();
+    let listed = |s: &ringshare_vfs::StreamInfo| match crate::fruit::afp::kind(fruit, &s.name) {
+        // An AfpInfo is listed when 60 bytes are stored and its FinderInfo
+        // is not all zero (that one goes at close).
+        Afp::Info => afp::is_stored_info(s.size) && !finder_info_cleared(open, &s.name),
+        // A resource fork with data, on a file.
+        Afp::Resource => s.size > 0 && !file.is_dir(),
+        Afp::None => !apple || s.size > 0,
+    };
+    out.extend(named.into_iter().filter(listed).map(|s| FileStreamEntry {
+        stream_name: format!(":{}:$DATA", s.name),
+        stream_size: s.size,
+        stream_allocation_size: s.size,
+    }));
     Ok(out)
+}
+
+/// Whether the stored AfpInfo `name` of the file `open` is on has all-zero
+/// FinderInfo (read through the file's node; a stream open cannot, and
+/// counts it as set).
+fn finder_info_cleared(open: &Open, name: &str) -> bool {
+    if open.stream.is_some() {
+        return false;
+    }
+    let Ok(s) = open
+        .node
+        .open_stream(name, ringshare_vfs::OpenMode::Existing, false)
+    else {
+        return false;
+    };
+    let mut b = [0u8; afp::AFP_INFO_SIZE];
+    matches!(s.node.read_at(&mut b, 0), Ok(afp::AFP_INFO_SIZE)) && afp::empty_finder_info(&b)
 }
 
 /// [MS-FSA] 2.1.5.14.11 FileRenameInformation on a stream open: the target

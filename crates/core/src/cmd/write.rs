@@ -92,6 +92,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    if open
+        .stream
+        .as_ref()
+        .is_some_and(|s| s.afp == crate::fruit::afp::Afp::Info)
+    {
+        // Checked and stored here ([`crate::fruit::afp`]); a payload
+        // received apart (256 KiB or more) is not an AfpInfo.
+        if req.detached.is_some() {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let (n, delete) = crate::fruit::afp::write(open.node.as_ref(), wr.offset, wr.data)?;
+        if delete {
+            lock(&open.state).delete_on_close = true;
+        }
+        return Ok(Handled::Reply(Reply::ok(response(core, n))));
+    }
     if open.stream.is_some() && offset + len as u64 > ringshare_vfs::STREAM_SIZE_MAX {
         // A stream is one xattr (docs/limits.md), refused before any I/O.
         return Err(NtStatus::FILE_SYSTEM_LIMITATION);

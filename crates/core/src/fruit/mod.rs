@@ -10,6 +10,8 @@
 
 use ringshare_wire::NtStatus;
 
+pub mod afp;
+
 /// `fruit:metadata`: where `AFP_AfpInfo` is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metadata {

@@ -1,0 +1,323 @@
+//! `AFP_AfpInfo` and `AFP_Resource` kept as streams (`fruit:metadata =
+//! stream`, `fruit:resource = stream`), with the rules Samba's vfs_fruit
+//! gives them (macOS behaviour; read, not copied):
+//!
+//! - `AFP_AfpInfo` is a 60-byte blob (signature "AFP\0", version 1.0,
+//!   backup time, 32 bytes of FinderInfo at 16). It exists only when 60
+//!   bytes are stored; a create makes a placeholder (nothing valid stored,
+//!   reads give the default blob, it is not listed and other plain opens do
+//!   not find it). Reads ignore their offset (below 61); a write must start
+//!   with "AFP", be at offset 0 or at least 60 bytes long, and only one of
+//!   more than 16 bytes is stored; all-zero FinderInfo deletes it at close.
+//!   Its size is always 60; an end of file past 60 is ALLOTTED_SPACE_EXCEEDED.
+//! - `AFP_Resource` is listed only when it holds data, and a delete of one
+//!   that holds data is ignored (as macOS does).
+
+use std::sync::Arc;
+
+use ringshare_vfs::{
+    Access, DefaultAcl, DirEntry, FileAttr, FsError, FsResult, Node, OpenMode, Opened, PosixAcl,
+    PosixAcls, SetTimes, StreamInfo, Who,
+};
+use ringshare_wire::NtStatus;
+
+use super::{Fruit, Metadata, Resource, AFPINFO_STREAM, AFPRESOURCE_STREAM};
+
+/// What a named stream is to fruit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Afp {
+    /// An ordinary stream.
+    #[default]
+    None,
+    /// `AFP_AfpInfo` kept as a stream.
+    Info,
+    /// `AFP_Resource` kept as a stream.
+    Resource,
+}
+
+/// Bytes of an AfpInfo.
+pub const AFP_INFO_SIZE: usize = 60;
+
+/// What stream `name` is on a share with `fruit` (none without).
+pub fn kind(fruit: Option<&Fruit>, name: &str) -> Afp {
+    match fruit {
+        Some(f) if f.metadata == Metadata::Stream && name.eq_ignore_ascii_case(AFPINFO_STREAM) => {
+            Afp::Info
+        }
+        Some(f)
+            if f.resource == Resource::Stream && name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) =>
+        {
+            Afp::Resource
+        }
+        _ => Afp::None,
+    }
+}
+
+/// The AfpInfo a file without metadata shows: signature, version, backup
+/// time "never", nothing else.
+pub fn default_info() -> [u8; AFP_INFO_SIZE] {
+    let mut b = [0u8; AFP_INFO_SIZE];
+    b[0..4].copy_from_slice(b"AFP\0");
+    b[4..8].copy_from_slice(&[0, 0, 1, 0]);
+    b[12..16].copy_from_slice(&0x8000_0000u32.to_be_bytes());
+    b
+}
+
+/// Whether a stored stream of `size` bytes is an AfpInfo (anything else is
+/// a placeholder or left by another program: not one).
+pub fn is_stored_info(size: u64) -> bool {
+    size == AFP_INFO_SIZE as u64
+}
+
+/// The FinderInfo of a stored AfpInfo is all zero: it is to go.
+pub fn empty_finder_info(blob: &[u8; AFP_INFO_SIZE]) -> bool {
+    blob[16..48].iter().all(|b| *b == 0)
+}
+
+/// A WRITE to an AfpInfo stream: checked and stored here (not through the
+/// engine); the bytes the client is told were written, and whether the
+/// stream is to be deleted at close (all-zero FinderInfo).
+pub fn write(node: &dyn Node, offset: u64, data: &[u8]) -> Result<(usize, bool), NtStatus> {
+    let len = data.len();
+    if len < 3 || (offset != 0 && len < AFP_INFO_SIZE) || &data[..3] != b"AFP" {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if len <= 16 {
+        return Ok((len, false));
+    }
+    let mut blob = [0u8; AFP_INFO_SIZE];
+    let n = len.min(AFP_INFO_SIZE);
+    blob[..n].copy_from_slice(&data[..n]);
+    if blob[0..8] != default_info()[0..8] {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    node.write_at(&blob, 0).map_err(crate::fsmap::status_of)?;
+    Ok((len, empty_finder_info(&blob)))
+}
+
+/// An `AFP_AfpInfo` stream's node: the stream's, seen as a 60-byte blob.
+#[derive(Debug)]
+pub struct InfoNode {
+    inner: Box<dyn Node>,
+}
+
+impl InfoNode {
+    pub fn new(inner: Box<dyn Node>) -> InfoNode {
+        InfoNode { inner }
+    }
+
+    /// The stored blob, or the default one while none is (a placeholder).
+    fn blob(&self) -> FsResult<[u8; AFP_INFO_SIZE]> {
+        let mut b = [0u8; AFP_INFO_SIZE];
+        match self.inner.read_at(&mut b, 0)? {
+            AFP_INFO_SIZE => Ok(b),
+            _ => Ok(default_info()),
+        }
+    }
+
+    fn as_info(mut a: FileAttr) -> FileAttr {
+        a.size = AFP_INFO_SIZE as u64;
+        a.alloc_size = AFP_INFO_SIZE as u64;
+        a
+    }
+}
+
+impl Node for InfoNode {
+    fn stat(&self) -> FsResult<FileAttr> {
+        self.inner.stat().map(InfoNode::as_info)
+    }
+    fn who(&self) -> Option<&Who> {
+        self.inner.who()
+    }
+    fn access(&self) -> FsResult<Access> {
+        self.inner.access()
+    }
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.inner.stat_without_dos().map(InfoNode::as_info)
+    }
+    fn size(&self) -> FsResult<u64> {
+        self.inner.size().map(|_| AFP_INFO_SIZE as u64)
+    }
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+    fn shared_fd(&self) -> Option<Arc<std::os::fd::OwnedFd>> {
+        None
+    }
+    fn in_memory(&self) -> bool {
+        self.inner.in_memory()
+    }
+    /// macOS reads at odd offsets: below 61 the offset is ignored and the
+    /// blob is read from its start (as Samba, for macOS's off-by-one).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+        if offset > AFP_INFO_SIZE as u64 {
+            return Ok(0);
+        }
+        let blob = self.blob()?;
+        let n = buf.len().min(AFP_INFO_SIZE);
+        buf[..n].copy_from_slice(&blob[..n]);
+        Ok(n)
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
+        self.inner.write_at(data, offset)
+    }
+    fn sync(&self) -> FsResult<()> {
+        Ok(())
+    }
+    /// Truncating to 60 bytes or less changes nothing (the caller refuses more).
+    fn set_len(&self, len: u64) -> FsResult<()> {
+        if len > AFP_INFO_SIZE as u64 {
+            return Err(FsError::TooBig);
+        }
+        Ok(())
+    }
+    fn set_allocation(&self, _size: u64) -> FsResult<()> {
+        Ok(())
+    }
+    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
+        self.inner.set_times(times)
+    }
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.inner.set_dos_attributes(attrs)
+    }
+    fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.inner.set_mode(mode)
+    }
+    fn set_owner(&self, uid: u32) -> FsResult<()> {
+        self.inner.set_owner(uid)
+    }
+    fn list_names(&self) -> FsResult<Vec<String>> {
+        self.inner.list_names()
+    }
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        self.inner.stat_entry(name)
+    }
+    fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
+        self.inner.read_dir()
+    }
+    fn posix_acls(&self) -> FsResult<PosixAcls> {
+        self.inner.posix_acls()
+    }
+    fn set_posix_acls(
+        &self,
+        access: &PosixAcl,
+        default: DefaultAcl<'_>,
+        server_may: bool,
+    ) -> FsResult<()> {
+        self.inner.set_posix_acls(access, default, server_may)
+    }
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
+        self.inner.chown(uid, gid, server_may)
+    }
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
+        self.inner.nt_acl_blob()
+    }
+    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
+        self.inner.set_nt_acl_blob(blob)
+    }
+    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+        self.inner.legacy_security_descriptor()
+    }
+    fn remove_legacy_security_descriptor(&self) -> FsResult<()> {
+        self.inner.remove_legacy_security_descriptor()
+    }
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        self.inner.list_eas()
+    }
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        self.inner.set_ea(name, value)
+    }
+    fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
+        self.inner.list_streams()
+    }
+    fn find_stream(&self, name: &str) -> FsResult<Option<StreamInfo>> {
+        self.inner.find_stream(name)
+    }
+    fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        self.inner.open_stream(name, mode, write)
+    }
+    fn stream_name(&self) -> Option<String> {
+        self.inner.stream_name()
+    }
+    fn remove_stream(&self, name: &str) -> FsResult<()> {
+        self.inner.remove_stream(name)
+    }
+    fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        self.inner.rename_stream(from, to, replace)
+    }
+    fn remove_all_streams(&self) -> FsResult<()> {
+        self.inner.remove_all_streams()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_vfs::memory::MemShare;
+    use ringshare_vfs::{OpenOptions, RelPath, Share};
+
+    fn info_node() -> InfoNode {
+        let m = MemShare::new();
+        let who = ringshare_vfs::server_who();
+        let mut o = OpenOptions::read_existing();
+        (o.mode, o.write) = (OpenMode::CreateNew, true);
+        let f = m
+            .open(&who, &RelPath::from_components(["f"]).unwrap(), &o)
+            .unwrap()
+            .node;
+        InfoNode::new(
+            f.open_stream(AFPINFO_STREAM, OpenMode::CreateNew, true)
+                .unwrap()
+                .node,
+        )
+    }
+
+    fn info(finder: &[u8]) -> Vec<u8> {
+        let mut b = default_info().to_vec();
+        b[16..16 + finder.len()].copy_from_slice(finder);
+        b
+    }
+
+    #[test]
+    fn a_placeholder_reads_as_the_default_blob_whatever_the_offset_below_61() {
+        let n = info_node();
+        let mut b = [0u8; 8];
+        assert_eq!(n.read_at(&mut b, 16).unwrap(), 8);
+        assert_eq!(&b, b"AFP\0\0\0\x01\0");
+        assert_eq!(n.read_at(&mut b, 61).unwrap(), 0);
+        assert_eq!(n.stat().unwrap().size, 60);
+    }
+
+    #[test]
+    fn writes_follow_the_afp_rules() {
+        let n = info_node();
+        let bad = |off, d: &[u8]| write(&n, off, d) == Err(NtStatus::INVALID_PARAMETER);
+        assert!(bad(0, b"AF"), "shorter than 3");
+        assert!(bad(0, &[0u8; 60]), "not starting with AFP");
+        assert!(bad(30, b"AFP\0"), "short and not at 0");
+        assert_eq!(
+            write(&n, 0, b"AFP\0\0\0\x01\0"),
+            Ok((8, false)),
+            "16 bytes or less: nothing stored"
+        );
+        assert_eq!(n.inner.size().unwrap(), 0);
+        assert_eq!(write(&n, 0, &info(b"TEXTttxt")), Ok((60, false)));
+        assert_eq!(n.inner.size().unwrap(), 60);
+        let mut b = [0u8; 60];
+        n.read_at(&mut b, 0).unwrap();
+        assert_eq!(&b[16..24], b"TEXTttxt");
+        let mut long = info(b"SMB,OLE!");
+        long.extend_from_slice(&[9u8; 100]);
+        assert_eq!(
+            write(&n, 10000, &long),
+            Ok((160, false)),
+            "60 bytes stored from offset 0"
+        );
+        assert_eq!(n.inner.size().unwrap(), 60);
+        assert_eq!(
+            write(&n, 0, &info(&[])),
+            Ok((60, true)),
+            "zero FinderInfo: deleted at close"
+        );
+    }
+}
