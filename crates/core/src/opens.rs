@@ -180,23 +180,10 @@ pub(crate) fn close_open(
     });
     // fruit: an AfpInfo placeholder nothing was stored in goes at its last
     // close; a resource fork that holds data is not deleted (macOS).
-    let remove = match &stream {
-        Some((name, _, afp)) if *afp != crate::fruit::afp::Afp::None => {
-            let size = open
-                .node
-                .find_stream(name)
-                .ok()
-                .flatten()
-                .map_or(0, |s| s.size);
-            match afp {
-                crate::fruit::afp::Afp::Info => {
-                    remove || (last_open && !crate::fruit::afp::is_stored_info(size))
-                }
-                _ => remove && size == 0,
-            }
-        }
-        _ => remove,
-    };
+    let removal = stream.as_ref().and_then(|(name, _, afp)| {
+        let fruit = open.share.fruit.as_deref();
+        crate::fruit::afp::at_close(fruit, open.node.as_ref(), name, *afp, remove, last_open)
+    });
     let id = open.id;
     // Let the backend close the file before it is removed (a request on
     // another channel may still hold the open for a moment; its I/O finishes
@@ -204,8 +191,8 @@ pub(crate) fn close_open(
     drop(open);
     if let Some((name, file_entry, _)) = stream {
         let path = lock(&file_entry).path.clone();
-        let change = if remove {
-            remove_stream(&share, &who, &path, &name)
+        let change = if let Some(how) = removal {
+            remove_stream(&share, &who, &path, &name, how)
                 .then_some((notify::REMOVED_STREAM, notify::filter::STREAM_NAME))
         } else {
             // Written: one MODIFIED_STREAM at the close, as files.
@@ -297,13 +284,17 @@ fn remove_stream(
     who: &ringshare_vfs::Who,
     path: &ringshare_vfs::RelPath,
     name: &str,
+    how: crate::fruit::afp::Removal,
 ) -> bool {
     let mut opts = ringshare_vfs::OpenOptions::read_existing();
     opts.read = false;
     let r = share
         .backend
         .open(who, path, &opts)
-        .and_then(|f| f.node.remove_stream(name));
+        .and_then(|f| match how {
+            crate::fruit::afp::Removal::Stream => f.node.remove_stream(name),
+            crate::fruit::afp::Removal::Netatalk => f.node.set_netatalk_metadata(None),
+        });
     if let Err(e) = &r {
         tracing::debug!(path = %path.to_slash_path(), stream = name, "delete on close failed: {e}");
     }

@@ -189,10 +189,10 @@ fn a_copy_of_no_chunks_after_aapl_with_copyfile_copies_the_file_and_its_streams(
 }
 
 #[test]
-fn afp_streams_are_refused_where_they_would_be_kept_unlike_samba() {
+fn a_resource_fork_is_refused_where_it_would_be_kept_unlike_samba() {
     let mut c = fruit_client(Fruit::default());
     c.put_file("f", b"");
-    for n in ["f:AFP_AfpInfo", "f:afp_resource"] {
+    for n in ["f:AFP_Resource", "f:afp_resource"] {
         assert_eq!(
             c.create(n, GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0),
             Err(NtStatus::NOT_SUPPORTED),
@@ -366,4 +366,57 @@ fn a_resource_fork_with_data_is_not_deleted_and_an_empty_one_is_not_listed() {
         .unwrap();
     c.close(s);
     assert_eq!(listed(&mut c, "r"), ["::$DATA", ":AFP_Resource:$DATA"]);
+}
+
+#[test]
+fn an_afpinfo_is_kept_in_netatalk_metadata_by_default() {
+    use ringshare_vfs::{OpenOptions, RelPath, Share};
+    let mem = MemShare::new();
+    let server = server_with(&mem, |cfg| {
+        for s in &mut cfg.shares {
+            Arc::get_mut(s).unwrap().fruit = Some(Arc::new(Fruit::default()));
+        }
+    });
+    let mut c = Client::on(server, mem.clone(), Options::default());
+    c.put_file("n", b"");
+    assert_eq!(
+        c.create("n:AFP_AfpInfo", GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    let s = c
+        .create("n:AFP_AfpInfo", GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+        .unwrap();
+    let mut info = [0u8; 60];
+    info[0..8].copy_from_slice(b"AFP\0\0\0\x01\0");
+    info[16..24].copy_from_slice(b"SMB,OLE!");
+    assert_eq!(c.write(s, 0, &info).status(), NtStatus::SUCCESS);
+    c.close(s);
+    assert_eq!(listed(&mut c, "n"), ["::$DATA", ":AFP_AfpInfo:$DATA"]);
+    // On disk: Netatalk's 402-byte blob with the Finder info at 122, no stream.
+    let who = ringshare_vfs::server_who();
+    let node = mem
+        .open(
+            &who,
+            &RelPath::from_components(["n"]).unwrap(),
+            &OpenOptions::read_existing(),
+        )
+        .unwrap()
+        .node;
+    let blob = node
+        .netatalk_metadata()
+        .unwrap()
+        .expect("org.netatalk.Metadata");
+    assert_eq!(blob.len(), 402);
+    assert_eq!(&blob[122..130], b"SMB,OLE!");
+    assert!(node.list_streams().unwrap().is_empty());
+    let s = c.create("n:AFP_AfpInfo", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(&read_data(&c.read(s, 0, 60))[16..24], b"SMB,OLE!");
+    c.close(s);
+    // Delete on close removes the metadata.
+    let s = c
+        .create("n:AFP_AfpInfo", GENERIC_READ | DELETE, D::OPEN, 0x1000)
+        .unwrap();
+    c.close(s);
+    assert_eq!(node.netatalk_metadata().unwrap(), None);
+    assert_eq!(listed(&mut c, "n"), ["::$DATA"]);
 }

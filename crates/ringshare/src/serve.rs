@@ -59,12 +59,11 @@ fn open_backend(path: &std::path::Path, s: &ShareConfig) -> std::io::Result<Arc<
 /// The core's view of one share section.
 fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
     if let Some(f) = &s.fruit {
-        use ringshare_core::fruit::{Metadata, Resource};
-        if f.metadata != Metadata::Stream || f.resource != Resource::Stream {
+        if f.resource != ringshare_core::fruit::Resource::Stream {
             tracing::warn!(
-                "share [{}]: fruit:metadata = netatalk and fruit:resource = file or xattr (Samba's \
-                 defaults) are not written by ringshare yet: AFP_AfpInfo/AFP_Resource are refused \
-                 there; set both to 'stream' to serve them (Samba reads them the same way)",
+                "share [{}]: fruit:resource = file or xattr (file, an AppleDouble ._ file, is \
+                 Samba's default) is not written by ringshare yet: AFP_Resource is refused there; \
+                 set fruit:resource = stream to serve it (Samba reads it the same way)",
                 s.name
             );
         }

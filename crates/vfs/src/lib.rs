@@ -672,6 +672,21 @@ pub trait Node: Send + Sync + fmt::Debug {
         Err(FsError::Other(EOPNOTSUPP))
     }
 
+    /// The value of Netatalk's `org.netatalk.Metadata` xattr (an AppleDouble
+    /// blob holding the Finder info macOS sets; Samba's vfs_fruit keeps
+    /// `AFP_AfpInfo` there by default), read as the node's user. `None`
+    /// when there is none. The default stores none.
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Store (or with `None` remove) the `org.netatalk.Metadata` value, as
+    /// the node's user. The default cannot: `Other(EOPNOTSUPP)`.
+    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
+        let _ = value;
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
     /// This file's (or directory's) named data streams, in a stable order
     /// (the backend's own: the POSIX one lists as the file system lists
     /// xattrs, the in-memory one in the order created); never the default

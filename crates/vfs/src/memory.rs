@@ -81,6 +81,8 @@ struct Inode {
     dos: Option<u32>,
     /// A stored Windows security descriptor (self-relative bytes).
     ntacl: Option<Vec<u8>>,
+    /// Netatalk's `org.netatalk.Metadata` value.
+    netatalk: Option<Vec<u8>>,
     acl_access: Option<PosixAcl>,
     acl_default: Option<PosixAcl>,
     /// Extended attributes (upper-case name, value) in the order first set.
@@ -186,6 +188,7 @@ impl State {
                 btime: now,
                 dos: None,
                 ntacl: None,
+                netatalk: None,
                 acl_access: None,
                 acl_default: None,
                 eas: Vec::new(),
@@ -827,6 +830,21 @@ impl Node for MemNode {
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
         i.ntacl = blob.map(<[u8]>::to_vec);
+        i.ctime = now;
+        Ok(())
+    }
+
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        let st = lock(&self.state);
+        Ok(st.inode(self.ino)?.netatalk.clone())
+    }
+
+    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        i.netatalk = value.map(<[u8]>::to_vec);
         i.ctime = now;
         Ok(())
     }

@@ -53,6 +53,8 @@ const NTACL_SIZE_MAX: usize = 1 << 16;
 const EA_XATTR_PREFIX: &str = "user.";
 /// The largest xattr name list read (the kernel's XATTR_LIST_MAX).
 const XATTR_LIST_SIZE_MAX: usize = 1 << 16;
+/// Netatalk's (and Samba vfs_fruit's) Finder metadata xattr.
+const NETATALK_METADATA_XATTR: &str = "user.org.netatalk.Metadata";
 /// The largest xattr value read as an EA: one more than an EA can hold, so a
 /// longer value shows as too long instead of cut.
 const EA_XATTR_VALUE_SIZE_MAX: usize = crate::EA_VALUE_LEN_MAX + 1;

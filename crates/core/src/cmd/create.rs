@@ -484,13 +484,13 @@ fn create_or_wait(
                 s
             };
             let s = open_stream(
-                file_node.as_ref(),
+                &file_node,
+                share.fruit.as_deref(),
                 sname,
                 disposition,
                 truncate,
                 granted,
                 read_only,
-                crate::fruit::afp::kind(share.fruit.as_deref(), sname),
             )
             .map_err(undo)?;
             let attr = s.node.stat().map_err(|e| {
@@ -917,15 +917,35 @@ struct StreamOpened {
 /// `disposition` says ([MS-FSA] 2.1.5.1.2.1 for streams): found ignoring
 /// case; never truncated here (after the share-mode check, as files).
 fn open_stream(
-    file: &dyn Node,
+    file: &Arc<dyn Node>,
+    fruit: Option<&crate::fruit::Fruit>,
     name: &str,
     disposition: CreateDisposition,
     truncate: bool,
     granted: u32,
     read_only: bool,
-    afp: crate::fruit::afp::Afp,
 ) -> Result<StreamOpened, NtStatus> {
     use crate::fruit::afp::{self, Afp};
+    let afp = afp::kind(fruit, name);
+    if afp == Afp::Info && fruit.is_some_and(|f| f.metadata == crate::fruit::Metadata::Netatalk) {
+        // Kept in the file's Netatalk metadata: no stream to open.
+        let exists = afp::netatalk_exists(file.as_ref()).map_err(status_of)?;
+        match (exists, disposition) {
+            (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+            (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+                return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+            }
+            _ => {}
+        }
+        if read_only && !exists {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        return Ok(StreamOpened {
+            node: Box::new(afp::InfoNode::netatalk(Arc::clone(file))),
+            name: crate::fruit::AFPINFO_STREAM.to_string(),
+            created: !exists,
+        });
+    }
     let found = file.find_stream(name).map_err(status_of)?;
     // An AfpInfo exists only as 60 stored bytes; anything else there is a
     // placeholder a create may take over.

@@ -53,7 +53,10 @@ pub(crate) fn entries(
         Err(e) => return Err(status_of(e)),
     };
     let fruit = open.share.fruit.as_deref();
+    let netatalk = fruit.is_some_and(|f| f.metadata == crate::fruit::Metadata::Netatalk);
     let listed = |s: &ringshare_vfs::StreamInfo| match crate::fruit::afp::kind(fruit, &s.name) {
+        // Kept in the Netatalk metadata: a stream of that name is not it.
+        Afp::Info if netatalk => false,
         // An AfpInfo is listed when 60 bytes are stored and its FinderInfo
         // is not all zero (that one goes at close).
         Afp::Info => afp::is_stored_info(s.size) && !finder_info_cleared(open, &s.name),
@@ -66,6 +69,21 @@ pub(crate) fn entries(
         stream_size: s.size,
         stream_allocation_size: s.size,
     }));
+    if netatalk {
+        let finder = open
+            .node
+            .netatalk_metadata()
+            .ok()
+            .flatten()
+            .and_then(|m| crate::fruit::netatalk::finder_info(&m));
+        if finder.is_some_and(|f| f.iter().any(|b| *b != 0)) {
+            out.push(FileStreamEntry {
+                stream_name: format!(":{}:$DATA", crate::fruit::AFPINFO_STREAM),
+                stream_size: afp::AFP_INFO_SIZE as u64,
+                stream_allocation_size: afp::AFP_INFO_SIZE as u64,
+            });
+        }
+    }
     Ok(out)
 }
 

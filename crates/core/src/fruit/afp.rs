@@ -41,9 +41,7 @@ pub const AFP_INFO_SIZE: usize = 60;
 /// What stream `name` is on a share with `fruit` (none without).
 pub fn kind(fruit: Option<&Fruit>, name: &str) -> Afp {
     match fruit {
-        Some(f) if f.metadata == Metadata::Stream && name.eq_ignore_ascii_case(AFPINFO_STREAM) => {
-            Afp::Info
-        }
+        Some(_) if name.eq_ignore_ascii_case(AFPINFO_STREAM) => Afp::Info,
         Some(f)
             if f.resource == Resource::Stream && name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) =>
         {
@@ -95,31 +93,79 @@ pub fn write(node: &dyn Node, offset: u64, data: &[u8]) -> Result<(usize, bool),
     Ok((len, empty_finder_info(&blob)))
 }
 
-/// An `AFP_AfpInfo` stream's node: the stream's, seen as a 60-byte blob.
+/// An `AFP_AfpInfo` node, seen as a 60-byte blob: kept in a stream (the
+/// stream's node), or in the file's Netatalk metadata (the file's node).
 #[derive(Debug)]
 pub struct InfoNode {
-    inner: Box<dyn Node>,
+    inner: Arc<dyn Node>,
+    netatalk: bool,
 }
 
 impl InfoNode {
+    /// Over the `AFP_AfpInfo` stream's node.
     pub fn new(inner: Box<dyn Node>) -> InfoNode {
-        InfoNode { inner }
+        InfoNode {
+            inner: Arc::from(inner),
+            netatalk: false,
+        }
+    }
+
+    /// Over the file's node, kept in its `org.netatalk.Metadata`.
+    pub fn netatalk(file: Arc<dyn Node>) -> InfoNode {
+        InfoNode {
+            inner: file,
+            netatalk: true,
+        }
     }
 
     /// The stored blob, or the default one while none is (a placeholder).
     fn blob(&self) -> FsResult<[u8; AFP_INFO_SIZE]> {
-        let mut b = [0u8; AFP_INFO_SIZE];
-        match self.inner.read_at(&mut b, 0)? {
-            AFP_INFO_SIZE => Ok(b),
-            _ => Ok(default_info()),
+        let mut b = default_info();
+        if self.netatalk {
+            if let Some(f) = self
+                .inner
+                .netatalk_metadata()?
+                .and_then(|m| super::netatalk::finder_info(&m))
+            {
+                b[16..48].copy_from_slice(&f);
+            }
+            return Ok(b);
         }
+        let mut got = [0u8; AFP_INFO_SIZE];
+        if self.inner.read_at(&mut got, 0)? == AFP_INFO_SIZE {
+            b = got;
+        }
+        Ok(b)
+    }
+
+    /// Store `blob` (its Finder info alone, for Netatalk metadata).
+    fn store(&self, blob: &[u8; AFP_INFO_SIZE]) -> FsResult<()> {
+        if !self.netatalk {
+            self.inner.write_at(blob, 0)?;
+            return Ok(());
+        }
+        let old = self.inner.netatalk_metadata()?;
+        let a = self.inner.stat_without_dos()?;
+        let born = a.btime.unwrap_or(a.mtime.min(a.ctime)) / 1_000_000_000;
+        let finder: [u8; 32] = blob[16..48].try_into().unwrap_or([0; 32]);
+        let new = super::netatalk::with_finder_info(old.as_deref(), &finder, born as i64);
+        self.inner.set_netatalk_metadata(Some(&new))
     }
 
     fn as_info(mut a: FileAttr) -> FileAttr {
+        a.kind = ringshare_vfs::FileKind::File;
         a.size = AFP_INFO_SIZE as u64;
         a.alloc_size = AFP_INFO_SIZE as u64;
+        a.dos_attributes = a.dos_attributes.map(|d| d & !0x10);
         a
     }
+}
+
+/// Whether the file `file` has an AfpInfo in its Netatalk metadata.
+pub fn netatalk_exists(file: &dyn Node) -> FsResult<bool> {
+    Ok(file
+        .netatalk_metadata()?
+        .is_some_and(|m| super::netatalk::finder_info(&m).is_some()))
 }
 
 impl Node for InfoNode {
@@ -158,8 +204,14 @@ impl Node for InfoNode {
         buf[..n].copy_from_slice(&blob[..n]);
         Ok(n)
     }
+    /// Bytes laid over the blob (the caller checked them, [`write`]).
     fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
-        self.inner.write_at(data, offset)
+        let mut blob = self.blob()?;
+        let at = (offset as usize).min(AFP_INFO_SIZE);
+        let n = data.len().min(AFP_INFO_SIZE - at);
+        blob[at..at + n].copy_from_slice(&data[..n]);
+        self.store(&blob)?;
+        Ok(data.len())
     }
     fn sync(&self) -> FsResult<()> {
         Ok(())
@@ -248,6 +300,46 @@ impl Node for InfoNode {
     fn remove_all_streams(&self) -> FsResult<()> {
         self.inner.remove_all_streams()
     }
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        self.inner.netatalk_metadata()
+    }
+    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.inner.set_netatalk_metadata(value)
+    }
+}
+
+/// How a stream closing with `remove` (its delete pending, its last
+/// open gone) is removed on a `fruit` share: `None` to keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// The stream itself.
+    Stream,
+    /// The file's Netatalk metadata.
+    Netatalk,
+}
+
+/// What the close of stream `name` (of kind `afp`) removes: an AfpInfo in
+/// Netatalk metadata goes when its delete is due; an AfpInfo stream also
+/// when the last open leaves no 60 bytes stored (a placeholder); a resource
+/// fork only when it is empty.
+pub fn at_close(
+    fruit: Option<&Fruit>,
+    node: &dyn Node,
+    name: &str,
+    afp: Afp,
+    remove: bool,
+    last_open: bool,
+) -> Option<Removal> {
+    let size = || node.find_stream(name).ok().flatten().map_or(0, |s| s.size);
+    let gone = match afp {
+        Afp::None => remove,
+        Afp::Info if fruit.is_some_and(|f| f.metadata == Metadata::Netatalk) => {
+            return remove.then_some(Removal::Netatalk)
+        }
+        Afp::Info => remove || (last_open && !is_stored_info(size())),
+        Afp::Resource => remove && size() == 0,
+    };
+    gone.then_some(Removal::Stream)
 }
 
 #[cfg(test)]
@@ -300,7 +392,7 @@ mod tests {
             Ok((8, false)),
             "16 bytes or less: nothing stored"
         );
-        assert_eq!(n.inner.size().unwrap(), 0);
+        assert_eq!(n.inner.size().unwrap(), 0, "nothing stored");
         assert_eq!(write(&n, 0, &info(b"TEXTttxt")), Ok((60, false)));
         assert_eq!(n.inner.size().unwrap(), 60);
         let mut b = [0u8; 60];

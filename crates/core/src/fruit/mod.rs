@@ -11,6 +11,7 @@
 use ringshare_wire::NtStatus;
 
 pub mod afp;
+pub mod netatalk;
 
 /// `fruit:metadata`: where `AFP_AfpInfo` is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,25 +242,30 @@ pub(crate) fn dir_attr(
                 short[0..8].copy_from_slice(&s.size.to_le_bytes());
             }
         }
-        if f.metadata == Metadata::Stream {
-            let info = node
+        let finder: Option<[u8; 32]> = match f.metadata {
+            Metadata::Stream => node
                 .open_stream(AFPINFO_STREAM, OpenMode::Existing, false)
                 .ok()
                 .and_then(|s| {
                     let mut b = [0u8; 60];
                     (s.node.read_at(&mut b, 0).ok()? == 60).then_some(b)
-                });
-            if let Some(b) = info {
-                let finder = &b[16..48];
-                if attr.kind == FileKind::File {
-                    short[8..16].copy_from_slice(&finder[0..8]);
-                }
-                short[16..18].copy_from_slice(&finder[8..10]);
-                short[18..20].copy_from_slice(&finder[24..26]);
-                let born = attr.btime.unwrap_or(attr.mtime.min(attr.ctime)) / 1_000_000_000;
-                let added = u32::try_from(born as i64 - AD_DATE_DELTA).unwrap_or(0);
-                short[20..24].copy_from_slice(&added.to_be_bytes());
+                })
+                .and_then(|b| b[16..48].try_into().ok()),
+            Metadata::Netatalk => node
+                .netatalk_metadata()
+                .ok()
+                .flatten()
+                .and_then(|m| netatalk::finder_info(&m)),
+        };
+        if let Some(finder) = finder {
+            if attr.kind == FileKind::File {
+                short[8..16].copy_from_slice(&finder[0..8]);
             }
+            short[16..18].copy_from_slice(&finder[8..10]);
+            short[18..20].copy_from_slice(&finder[24..26]);
+            let born = attr.btime.unwrap_or(attr.mtime.min(attr.ctime)) / 1_000_000_000;
+            let added = u32::try_from(born as i64 - AD_DATE_DELTA).unwrap_or(0);
+            short[20..24].copy_from_slice(&added.to_be_bytes());
         }
     }
     (
@@ -271,17 +277,13 @@ pub(crate) fn dir_attr(
     )
 }
 
-/// `AFP_AfpInfo` and `AFP_Resource` are refused (NOT_SUPPORTED) where the
-/// share keeps them in a form ringshare does not write yet (`fruit:metadata
-/// = netatalk`, `fruit:resource = file` or `xattr`, Samba's defaults):
-/// stored as plain streams they would be invisible to Samba over the same
-/// directory. The server warns at start; `= stream` for both serves them.
+/// `AFP_Resource` is refused (NOT_SUPPORTED) where the share keeps it in a
+/// form ringshare does not write yet (`fruit:resource = file` or `xattr`;
+/// `file`, an AppleDouble `._` file, is Samba's default): stored as a plain
+/// stream it would be invisible to Samba over the same directory. The
+/// server warns at start; `fruit:resource = stream` serves it.
 pub(crate) fn check_afp_stream(f: &Fruit, name: &str) -> Result<(), NtStatus> {
-    let afp_info = name.eq_ignore_ascii_case(AFPINFO_STREAM);
-    let afp_resource = name.eq_ignore_ascii_case(AFPRESOURCE_STREAM);
-    if (afp_info && f.metadata != Metadata::Stream)
-        || (afp_resource && f.resource != Resource::Stream)
-    {
+    if name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) && f.resource != Resource::Stream {
         return Err(NtStatus::NOT_SUPPORTED);
     }
     Ok(())

@@ -469,6 +469,20 @@ impl Node for PosixNode {
         as_server(&self.who, || self.xattr_remove(LEGACY_NTACL_XATTR))
     }
 
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        self.act()?;
+        self.xattr_bytes(NETATALK_METADATA_XATTR)
+    }
+
+    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.check_writable_share()?;
+        self.act()?;
+        match value {
+            Some(v) => self.xattr_set(NETATALK_METADATA_XATTR, v),
+            None => self.xattr_remove(NETATALK_METADATA_XATTR),
+        }
+    }
+
     fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
         self.act()?;
         let mut out: Vec<(String, Vec<u8>)> = Vec::new();

@@ -578,6 +578,14 @@ impl Node for PosixStreamNode {
         self.base.remove_legacy_security_descriptor()
     }
 
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        self.base.netatalk_metadata()
+    }
+
+    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.base.set_netatalk_metadata(value)
+    }
+
     fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
         self.base.list_eas()
     }
