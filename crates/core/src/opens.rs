@@ -260,6 +260,12 @@ fn remove_file(
     } else {
         share.backend.unlink(who, path)
     };
+    // fruit: the file's AppleDouble `._` file (its resource fork) goes with it.
+    if r.is_ok() && !is_dir && crate::fruit::keeps_appledouble(share) {
+        if let Some(ad) = crate::fruit::adouble::sidecar(path) {
+            let _ = share.backend.unlink(who, &ad);
+        }
+    }
     match r {
         Ok(()) => notify::report(
             server,
@@ -294,6 +300,10 @@ fn remove_stream(
         .and_then(|f| match how {
             crate::fruit::afp::Removal::Stream => f.node.remove_stream(name),
             crate::fruit::afp::Removal::Netatalk => f.node.set_netatalk_metadata(None),
+            crate::fruit::afp::Removal::AppleDouble => match crate::fruit::adouble::sidecar(path) {
+                Some(ad) => share.backend.unlink(who, &ad),
+                None => Ok(()),
+            },
         });
     if let Err(e) = &r {
         tracing::debug!(path = %path.to_slash_path(), stream = name, "delete on close failed: {e}");

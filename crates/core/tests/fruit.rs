@@ -189,8 +189,13 @@ fn a_copy_of_no_chunks_after_aapl_with_copyfile_copies_the_file_and_its_streams(
 }
 
 #[test]
-fn a_resource_fork_is_refused_where_it_would_be_kept_unlike_samba() {
-    let mut c = fruit_client(Fruit::default());
+fn a_resource_fork_is_refused_where_it_would_be_kept_in_netatalk_xattrs() {
+    // fruit:resource = xattr: Netatalk's org.netatalk.ResourceFork (Solaris
+    // only; Samba on Linux fails every open of it too).
+    let mut c = fruit_client(Fruit {
+        resource: Resource::Xattr,
+        ..Fruit::default()
+    });
     c.put_file("f", b"");
     for n in ["f:AFP_Resource", "f:afp_resource"] {
         assert_eq!(
@@ -419,4 +424,77 @@ fn an_afpinfo_is_kept_in_netatalk_metadata_by_default() {
     c.close(s);
     assert_eq!(node.netatalk_metadata().unwrap(), None);
     assert_eq!(listed(&mut c, "n"), ["::$DATA"]);
+}
+
+#[test]
+fn a_resource_fork_lives_in_an_appledouble_file_that_follows_its_file() {
+    use ringshare_vfs::{OpenOptions, RelPath, Share};
+    let mem = MemShare::new();
+    let server = server_with(&mem, |cfg| {
+        for s in &mut cfg.shares {
+            Arc::get_mut(s).unwrap().fruit = Some(Arc::new(Fruit::default()));
+        }
+    });
+    let mut c = Client::on(server, mem.clone(), Options::default());
+    let who = ringshare_vfs::server_who();
+    let exists = |name: &str| {
+        mem.open(
+            &who,
+            &RelPath::from_components([name]).unwrap(),
+            &OpenOptions::read_existing(),
+        )
+        .is_ok()
+    };
+    c.put_file("doc", b"data");
+    let s = c
+        .create(
+            "doc:AFP_Resource",
+            GENERIC_READ | GENERIC_WRITE | DELETE,
+            D::OPEN_IF,
+            0,
+        )
+        .unwrap();
+    assert_eq!(c.write(s, 10, b"0123456789").status(), NtStatus::SUCCESS);
+    c.close(s);
+    assert!(exists("._doc"), "the fork is in ._doc");
+    assert_eq!(listed(&mut c, "doc"), ["::$DATA", ":AFP_Resource:$DATA"]);
+    // `._` files are neither listed nor opened (fruit:veto_appledouble).
+    let d = c.create("", GENERIC_READ, D::OPEN, 1).unwrap();
+    let r = c.query_directory(d, 37, 0, "*", 4096);
+    let names: Vec<String> = decode_dir_entries(FileInfoClass(37), &output_buffer(&r))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("._")), "{names:?}");
+    assert_eq!(
+        c.create("._doc", GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    // A delete of a fork with data is ignored.
+    let s = c
+        .create("doc:AFP_Resource", GENERIC_READ | DELETE, D::OPEN, 0x1000)
+        .unwrap();
+    c.close(s);
+    assert!(exists("._doc"));
+    // Renaming the file carries its ._ file; deleting it removes both.
+    let f = c.create("doc", DELETE, D::OPEN, 0).unwrap();
+    let mut rename = Vec::new();
+    ringshare_wire::fscc::FileRenameInformation {
+        replace_if_exists: false,
+        root_directory: 0,
+        file_name: "doc2".into(),
+    }
+    .encode(&mut rename);
+    assert_eq!(c.set_info(f, 1, 10, &rename).status(), NtStatus::SUCCESS);
+    c.close(f);
+    assert!(!exists("._doc") && exists("._doc2"));
+    let s = c
+        .create("doc2:AFP_Resource", GENERIC_READ, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(&read_data(&c.read(s, 0, 100))[10..], b"0123456789");
+    c.close(s);
+    let f = c.create("doc2", DELETE, D::OPEN, 0x1000).unwrap();
+    c.close(f);
+    assert!(!exists("doc2") && !exists("._doc2"));
 }

@@ -59,11 +59,10 @@ fn open_backend(path: &std::path::Path, s: &ShareConfig) -> std::io::Result<Arc<
 /// The core's view of one share section.
 fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
     if let Some(f) = &s.fruit {
-        if f.resource != ringshare_core::fruit::Resource::Stream {
+        if f.resource == ringshare_core::fruit::Resource::Xattr {
             tracing::warn!(
-                "share [{}]: fruit:resource = file or xattr (file, an AppleDouble ._ file, is \
-                 Samba's default) is not written by ringshare yet: AFP_Resource is refused there; \
-                 set fruit:resource = stream to serve it (Samba reads it the same way)",
+                "share [{}]: fruit:resource = xattr (Netatalk's resource fork xattr, Solaris only) \
+                 is not supported: AFP_Resource is refused there; use file or stream",
                 s.name
             );
         }

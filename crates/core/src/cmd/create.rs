@@ -293,6 +293,12 @@ fn create_or_wait(
         client_guid: core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid),
         key: l.key,
     });
+    if path
+        .file_name()
+        .is_some_and(|n| crate::fruit::vetoed(&share, n))
+    {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
     let backend: &dyn Share = share.backend.as_ref();
     let (path, existing) = resolve_path(backend, &who, &path)?;
 
@@ -483,15 +489,22 @@ fn create_or_wait(
                 }
                 s
             };
-            let s = open_stream(
-                &file_node,
-                share.fruit.as_deref(),
-                sname,
-                disposition,
-                truncate,
-                granted,
-                read_only,
-            )
+            let in_appledouble = crate::fruit::keeps_appledouble(&share)
+                && sname.eq_ignore_ascii_case(crate::fruit::AFPRESOURCE_STREAM);
+            let s = if in_appledouble {
+                let at = (backend, &who, &path);
+                open_fork(at, &file_node, disposition, granted, read_only)
+            } else {
+                open_stream(
+                    &file_node,
+                    share.fruit.as_deref(),
+                    sname,
+                    disposition,
+                    truncate,
+                    granted,
+                    read_only,
+                )
+            }
             .map_err(undo)?;
             let attr = s.node.stat().map_err(|e| {
                 if s.created {
@@ -978,6 +991,41 @@ fn open_stream(
         },
         name,
         created: opened.created,
+    })
+}
+
+/// Open (or make) the resource fork of the file at `path` (open as `file`)
+/// in its AppleDouble `._` file ([`crate::fruit::adouble`]), as
+/// `disposition` says.
+fn open_fork(
+    (share, who, path): (&dyn Share, &ringshare_vfs::Who, &RelPath),
+    file: &Arc<dyn Node>,
+    disposition: CreateDisposition,
+    granted: u32,
+    read_only: bool,
+) -> Result<StreamOpened, NtStatus> {
+    use crate::fruit::adouble;
+    let exists = match adouble::open(share, who, path, file, false, false) {
+        Ok(_) => true,
+        Err(FsError::NotFound) => false,
+        Err(e) => return Err(status_of(e)),
+    };
+    match (exists, disposition) {
+        (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
+        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        _ => {}
+    }
+    if read_only && !exists {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let (node, _) = adouble::open(share, who, path, file, !exists, access::can_write(granted))
+        .map_err(status_of)?;
+    Ok(StreamOpened {
+        node,
+        name: crate::fruit::AFPRESOURCE_STREAM.to_string(),
+        created: !exists,
     })
 }
 

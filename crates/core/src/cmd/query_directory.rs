@@ -108,7 +108,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 Err(_) => break,
             },
         };
-        // `hide unreadable`: what the user may not read is not listed.
+        // `hide unreadable`: what the user may not read is not listed; nor
+        // are AppleDouble `._` files where fruit vetoes them.
+        if crate::fruit::vetoed(&open.share, name) {
+            cursor.next += 1;
+            continue;
+        }
         if known.is_none()
             && open.share.rules.hide_unreadable
             && !open.node.may_read_entry(name).unwrap_or(false)

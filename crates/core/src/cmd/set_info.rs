@@ -446,6 +446,17 @@ fn rename(
     backend
         .rename(who, &source, &target, r.replace_if_exists)
         .map_err(status_of)?;
+    // fruit: the file's AppleDouble `._` file (its resource fork) follows.
+    if !open.is_dir && crate::fruit::keeps_appledouble(&open.share) {
+        let ads =
+            crate::fruit::adouble::sidecar(&source).zip(crate::fruit::adouble::sidecar(&target));
+        if let Some((from, to)) = ads {
+            match backend.rename(who, &from, &to, true) {
+                Ok(()) | Err(FsError::NotFound) => {}
+                Err(e) => tracing::debug!("AppleDouble file not renamed with its file: {e}"),
+            }
+        }
+    }
     lock(&open.entry).path = target.clone();
     {
         let mut st = lock(&open.state);

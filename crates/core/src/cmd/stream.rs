@@ -54,6 +54,8 @@ pub(crate) fn entries(
     };
     let fruit = open.share.fruit.as_deref();
     let netatalk = fruit.is_some_and(|f| f.metadata == crate::fruit::Metadata::Netatalk);
+    // Kept in the `._` file: a stream of that name is not it.
+    let appledouble = crate::fruit::keeps_appledouble(&open.share);
     let listed = |s: &ringshare_vfs::StreamInfo| match crate::fruit::afp::kind(fruit, &s.name) {
         // Kept in the Netatalk metadata: a stream of that name is not it.
         Afp::Info if netatalk => false,
@@ -61,7 +63,7 @@ pub(crate) fn entries(
         // is not all zero (that one goes at close).
         Afp::Info => afp::is_stored_info(s.size) && !finder_info_cleared(open, &s.name),
         // A resource fork with data, on a file.
-        Afp::Resource => s.size > 0 && !file.is_dir(),
+        Afp::Resource => s.size > 0 && !file.is_dir() && !appledouble,
         Afp::None => !apple || s.size > 0,
     };
     out.extend(named.into_iter().filter(listed).map(|s| FileStreamEntry {
@@ -69,6 +71,20 @@ pub(crate) fn entries(
         stream_size: s.size,
         stream_allocation_size: s.size,
     }));
+    if appledouble && !file.is_dir() {
+        let path = match &open.stream {
+            Some(s) => lock(&s.file_entry).path.clone(),
+            None => lock(&open.entry).path.clone(),
+        };
+        let len = crate::fruit::adouble::fork_len(open.share.backend.as_ref(), &open.who, &path);
+        if len > 0 {
+            out.push(FileStreamEntry {
+                stream_name: format!(":{}:$DATA", crate::fruit::AFPRESOURCE_STREAM),
+                stream_size: len,
+                stream_allocation_size: len,
+            });
+        }
+    }
     if netatalk {
         let finder = open
             .node

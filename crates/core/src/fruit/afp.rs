@@ -43,7 +43,7 @@ pub fn kind(fruit: Option<&Fruit>, name: &str) -> Afp {
     match fruit {
         Some(_) if name.eq_ignore_ascii_case(AFPINFO_STREAM) => Afp::Info,
         Some(f)
-            if f.resource == Resource::Stream && name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) =>
+            if f.resource != Resource::Xattr && name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) =>
         {
             Afp::Resource
         }
@@ -316,6 +316,8 @@ pub enum Removal {
     Stream,
     /// The file's Netatalk metadata.
     Netatalk,
+    /// The file's AppleDouble `._` file.
+    AppleDouble,
 }
 
 /// What the close of stream `name` (of kind `afp`) removes: an AfpInfo in
@@ -337,7 +339,15 @@ pub fn at_close(
             return remove.then_some(Removal::Netatalk)
         }
         Afp::Info => remove || (last_open && !is_stored_info(size())),
-        Afp::Resource => remove && size() == 0,
+        // A fork is deleted only when empty (macOS ignores the delete of one
+        // that holds data).
+        Afp::Resource => {
+            let empty = remove && node.size().unwrap_or(0) == 0;
+            return match fruit.map(|f| f.resource) {
+                Some(Resource::File) => empty.then_some(Removal::AppleDouble),
+                _ => empty.then_some(Removal::Stream),
+            };
+        }
     };
     gone.then_some(Removal::Stream)
 }

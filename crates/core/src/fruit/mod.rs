@@ -10,6 +10,7 @@
 
 use ringshare_wire::NtStatus;
 
+pub mod adouble;
 pub mod afp;
 pub mod netatalk;
 
@@ -55,6 +56,9 @@ pub struct Fruit {
     pub metadata: Metadata,
     /// `fruit:resource`.
     pub resource: Resource,
+    /// `fruit:veto_appledouble` (default yes): with `fruit:resource =
+    /// file`, clients neither see nor open `._` files.
+    pub veto_appledouble: bool,
 }
 
 impl Default for Fruit {
@@ -69,6 +73,7 @@ impl Default for Fruit {
             zero_file_id: true,
             metadata: Metadata::Netatalk,
             resource: Resource::File,
+            veto_appledouble: true,
         }
     }
 }
@@ -237,11 +242,18 @@ pub(crate) fn dir_attr(
             let may_delete = share.backend.may_delete(who, &path).unwrap_or(false);
             max_access = crate::access::rights_of(access, attr.is_dir(), may_delete);
         }
-        if f.resource == Resource::Stream {
-            if let Ok(Some(s)) = node.find_stream(AFPRESOURCE_STREAM) {
-                short[0..8].copy_from_slice(&s.size.to_le_bytes());
+        let fork = match f.resource {
+            Resource::Stream => node
+                .find_stream(AFPRESOURCE_STREAM)
+                .ok()
+                .flatten()
+                .map_or(0, |s| s.size),
+            Resource::File if attr.kind == FileKind::File => {
+                adouble::fork_len(share.backend.as_ref(), who, &path)
             }
-        }
+            _ => 0,
+        };
+        short[0..8].copy_from_slice(&fork.to_le_bytes());
         let finder: Option<[u8; 32]> = match f.metadata {
             Metadata::Stream => node
                 .open_stream(AFPINFO_STREAM, OpenMode::Existing, false)
@@ -277,16 +289,33 @@ pub(crate) fn dir_attr(
     )
 }
 
-/// `AFP_Resource` is refused (NOT_SUPPORTED) where the share keeps it in a
-/// form ringshare does not write yet (`fruit:resource = file` or `xattr`;
-/// `file`, an AppleDouble `._` file, is Samba's default): stored as a plain
-/// stream it would be invisible to Samba over the same directory. The
-/// server warns at start; `fruit:resource = stream` serves it.
+/// `AFP_Resource` is refused (NOT_SUPPORTED) with `fruit:resource = xattr`
+/// (Netatalk's resource fork xattr, reached through Solaris' attropen();
+/// Samba fails every such open on Linux too).
 pub(crate) fn check_afp_stream(f: &Fruit, name: &str) -> Result<(), NtStatus> {
-    if name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) && f.resource != Resource::Stream {
+    if name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) && f.resource == Resource::Xattr {
         return Err(NtStatus::NOT_SUPPORTED);
     }
     Ok(())
+}
+
+/// The share keeps resource forks in AppleDouble `._` files, which follow
+/// their files' deletes and renames.
+pub(crate) fn keeps_appledouble(share: &crate::server::ShareDef) -> bool {
+    share
+        .fruit
+        .as_ref()
+        .is_some_and(|f| f.resource == Resource::File)
+}
+
+/// `._` files are hidden from clients (`fruit:veto_appledouble`): a name
+/// this is true for is not listed and not found.
+pub(crate) fn vetoed(share: &crate::server::ShareDef, name: &str) -> bool {
+    name.starts_with("._")
+        && share
+            .fruit
+            .as_ref()
+            .is_some_and(|f| f.resource == Resource::File && f.veto_appledouble)
 }
 
 /// Most bytes of a sparse bundle's `Info.plist` read for its band size.

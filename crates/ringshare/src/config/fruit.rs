@@ -44,9 +44,9 @@ pub(super) fn apply(f: &mut Fruit, key: &str, value: &str) -> Result<Option<Stri
                 }
             }
         }
+        "veto appledouble" => f.veto_appledouble = flag(value)?,
         "encoding"
         | "locking"
-        | "veto appledouble"
         | "posix rename"
         | "convert adouble"
         | "wipe intentionally left blank rfork"

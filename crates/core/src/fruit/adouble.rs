@@ -1,0 +1,301 @@
+//! `AFP_Resource` in an AppleDouble `._name` file beside the file
+//! (`fruit:resource = file`, Samba's default; layout as Samba 4.17 writes
+//! it, read and measured, not copied): a 26-byte header (magic 0x00051607,
+//! version 2, 16 filler bytes, 2 entries), the entries (id, offset, length;
+//! big-endian): Finder info (id 9) at 50, 32 bytes, and the resource fork
+//! (id 2) at 82, then the fork's bytes. Files macOS writes may list the
+//! entries the other way round and carry a longer Finder info; both are
+//! read. The fork's length is the entry's, clipped to the file.
+
+use std::sync::Arc;
+
+use ringshare_vfs::{
+    Access, FileAttr, FileKind, FsError, FsResult, Node, OpenMode, OpenOptions, Opened, RelPath,
+    SetTimes, Share, StreamInfo, Who,
+};
+
+/// Where the fork starts in a `._` file Samba (or ringshare) writes.
+const FORK_OFFSET: u64 = 82;
+const MAGIC: u32 = 0x0005_1607;
+const VERSION: u32 = 0x0002_0000;
+const ID_FORK: u32 = 2;
+const ID_FINDER: u32 = 9;
+/// Header bytes read to find the entries (macOS packs xattrs into a long
+/// Finder info entry after them; those are not read).
+const HEADER_READ_MAX: usize = 26 + 12 * 16;
+
+/// The `._` file of the file at `path` (a regular file's, in its directory).
+pub fn sidecar(path: &RelPath) -> Option<RelPath> {
+    let name = path.file_name()?;
+    path.parent()?.join(&format!("._{name}")).ok()
+}
+
+/// A fresh header: no fork, zero Finder info.
+pub fn header() -> [u8; FORK_OFFSET as usize] {
+    let mut b = [0u8; FORK_OFFSET as usize];
+    b[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+    b[4..8].copy_from_slice(&VERSION.to_be_bytes());
+    b[8..24].copy_from_slice(b"Netatalk        ");
+    b[24..26].copy_from_slice(&2u16.to_be_bytes());
+    b[26..30].copy_from_slice(&ID_FORK.to_be_bytes());
+    b[30..34].copy_from_slice(&(FORK_OFFSET as u32).to_be_bytes());
+    b[38..42].copy_from_slice(&ID_FINDER.to_be_bytes());
+    b[42..46].copy_from_slice(&50u32.to_be_bytes());
+    b[46..50].copy_from_slice(&32u32.to_be_bytes());
+    b
+}
+
+/// Where the fork's entry is: (offset of its length field in the file,
+/// fork offset, fork length as written). `None` for a file that is not a
+/// valid AppleDouble with a Finder info and a fork entry.
+fn fork_entry(h: &[u8]) -> Option<(u64, u64, u64)> {
+    let be32 = |at: usize| {
+        h.get(at..at + 4)
+            .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+    };
+    if be32(0)? != MAGIC || be32(4)? != VERSION {
+        return None;
+    }
+    let count = u16::from_be_bytes([*h.get(24)?, *h.get(25)?]) as usize;
+    let (mut fork, mut finder) = (None, false);
+    for i in 0..count {
+        let at = 26 + 12 * i;
+        let (id, off, len) = (be32(at)?, be32(at + 4)?, be32(at + 8)?);
+        match id {
+            ID_FINDER if off == 50 && len >= 32 => finder = true,
+            ID_FORK if off >= 82 => fork = Some((at as u64 + 8, u64::from(off), u64::from(len))),
+            _ => {}
+        }
+    }
+    fork.filter(|_| finder)
+}
+
+/// The fork of a `._` file open as `ad`: (length field offset, fork offset,
+/// fork length clipped to the file).
+fn fork_of(ad: &dyn Node) -> FsResult<Option<(u64, u64, u64)>> {
+    let mut h = [0u8; HEADER_READ_MAX];
+    let n = ad.read_at(&mut h, 0)?;
+    let Some((field, off, len)) = fork_entry(&h[..n]) else {
+        return Ok(None);
+    };
+    let size = ad.size()?;
+    Ok(Some((field, off, len.min(size.saturating_sub(off)))))
+}
+
+/// The resource fork's length of the file at `path` (0 when there is no
+/// valid `._` file).
+pub fn fork_len(share: &dyn Share, who: &Who, path: &RelPath) -> u64 {
+    let Some(ad) = sidecar(path) else {
+        return 0;
+    };
+    share
+        .open(who, &ad, &OpenOptions::read_existing())
+        .ok()
+        .and_then(|o| fork_of(o.node.as_ref()).ok().flatten())
+        .map_or(0, |(_, _, len)| len)
+}
+
+/// Open the resource fork of the file at `path` (open as `file`) for a
+/// CREATE: `exists` says whether a valid `._` file was there; `create`
+/// makes one when it was not; `write`: the node may change the fork.
+pub fn open(
+    share: &dyn Share,
+    who: &Who,
+    path: &RelPath,
+    file: &Arc<dyn Node>,
+    create: bool,
+    write: bool,
+) -> FsResult<(Box<dyn Node>, bool)> {
+    let ad_path = sidecar(path).ok_or(FsError::NotFound)?;
+    let mode = file.stat_without_dos()?.mode & 0o666;
+    let mut opts = OpenOptions::read_existing();
+    opts.write = write || create;
+    opts.non_directory = true;
+    let existing = match share.open(who, &ad_path, &opts) {
+        Ok(o) => Some(o.node),
+        Err(FsError::NotFound) => None,
+        Err(e) => return Err(e),
+    };
+    let valid = match &existing {
+        Some(n) => fork_of(n.as_ref())?.is_some(),
+        None => false,
+    };
+    let ad = match (existing, create) {
+        (Some(n), _) if valid => n,
+        (_, false) => return Err(FsError::NotFound),
+        (existing, true) => {
+            let n = match existing {
+                Some(n) => n,
+                None => {
+                    opts.mode = OpenMode::CreateNew;
+                    opts.create_mode = mode | 0o600;
+                    share.open(who, &ad_path, &opts)?.node
+                }
+            };
+            n.set_len(0)?;
+            n.write_at(&header(), 0)?;
+            n
+        }
+    };
+    Ok((
+        Box::new(ForkNode {
+            ad,
+            file: Arc::clone(file),
+        }),
+        valid,
+    ))
+}
+
+/// `AFP_Resource` read and written in a `._` file; the file's metadata.
+#[derive(Debug)]
+pub struct ForkNode {
+    ad: Box<dyn Node>,
+    file: Arc<dyn Node>,
+}
+
+impl ForkNode {
+    fn fork(&self) -> FsResult<(u64, u64, u64)> {
+        fork_of(self.ad.as_ref())?.ok_or(FsError::NotFound)
+    }
+
+    fn set_fork_len(&self, field: u64, len: u64) -> FsResult<()> {
+        let len = u32::try_from(len).map_err(|_| FsError::TooBig)?;
+        self.ad.write_at(&len.to_be_bytes(), field).map(|_| ())
+    }
+
+    fn as_fork(&self, mut a: FileAttr) -> FsResult<FileAttr> {
+        let (_, _, len) = self.fork()?;
+        a.kind = FileKind::File;
+        a.size = len;
+        a.alloc_size = len;
+        a.dos_attributes = a.dos_attributes.map(|d| d & !0x10);
+        Ok(a)
+    }
+}
+
+impl Node for ForkNode {
+    fn stat(&self) -> FsResult<FileAttr> {
+        self.as_fork(self.file.stat()?)
+    }
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.as_fork(self.file.stat_without_dos()?)
+    }
+    fn size(&self) -> FsResult<u64> {
+        Ok(self.fork()?.2)
+    }
+    fn who(&self) -> Option<&Who> {
+        self.file.who()
+    }
+    fn access(&self) -> FsResult<Access> {
+        self.file.access()
+    }
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+        let (_, off, len) = self.fork()?;
+        if offset >= len {
+            return Ok(0);
+        }
+        let n = buf.len().min((len - offset) as usize);
+        self.ad.read_at(&mut buf[..n], off + offset)
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
+        let (field, off, len) = self.fork()?;
+        let n = self.ad.write_at(data, off + offset)?;
+        let end = offset + n as u64;
+        if end > len {
+            self.set_fork_len(field, end)?;
+        }
+        Ok(n)
+    }
+    fn sync(&self) -> FsResult<()> {
+        self.ad.sync()
+    }
+    fn set_len(&self, len: u64) -> FsResult<()> {
+        let (field, off, _) = self.fork()?;
+        self.ad.set_len(off + len)?;
+        self.set_fork_len(field, len)
+    }
+    fn set_allocation(&self, _size: u64) -> FsResult<()> {
+        Ok(())
+    }
+    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
+        self.file.set_times(times)
+    }
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.file.set_dos_attributes(attrs)
+    }
+    fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.file.set_mode(mode)
+    }
+    fn list_names(&self) -> FsResult<Vec<String>> {
+        Err(FsError::NotADirectory)
+    }
+    fn stat_entry(&self, _name: &str) -> FsResult<FileAttr> {
+        Err(FsError::NotADirectory)
+    }
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
+        self.file.nt_acl_blob()
+    }
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        self.file.list_eas()
+    }
+    fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
+        self.file.list_streams()
+    }
+    fn find_stream(&self, name: &str) -> FsResult<Option<StreamInfo>> {
+        self.file.find_stream(name)
+    }
+    fn open_stream(&self, _name: &str, _mode: OpenMode, _write: bool) -> FsResult<Opened> {
+        Err(FsError::InvalidName)
+    }
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        self.file.netatalk_metadata()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_vfs::memory::MemShare;
+
+    #[test]
+    fn a_fork_is_written_after_an_82_byte_header_that_keeps_its_length() {
+        let m = MemShare::new();
+        let who = ringshare_vfs::server_who();
+        let p = RelPath::from_components(["d.txt"]).unwrap();
+        let mut o = OpenOptions::read_existing();
+        (o.mode, o.write) = (OpenMode::CreateNew, true);
+        let file: Arc<dyn Node> = Arc::from(m.open(&who, &p, &o).unwrap().node);
+        assert_eq!(
+            open(&m, &who, &p, &file, false, true).err(),
+            Some(FsError::NotFound)
+        );
+        let (fork, existed) = open(&m, &who, &p, &file, true, true).unwrap();
+        assert!(!existed);
+        assert_eq!(fork.size().unwrap(), 0);
+        fork.write_at(b"0123456789", 10).unwrap();
+        assert_eq!(fork.size().unwrap(), 20);
+        let mut b = [0u8; 30];
+        assert_eq!(fork.read_at(&mut b, 0).unwrap(), 20);
+        assert_eq!(&b[10..20], b"0123456789");
+        // On disk: the header Samba writes, the fork at 82.
+        let ad = m
+            .open(&who, &sidecar(&p).unwrap(), &OpenOptions::read_existing())
+            .unwrap()
+            .node;
+        let mut raw = [0u8; 102];
+        assert_eq!(ad.read_at(&mut raw, 0).unwrap(), 102);
+        assert_eq!(&raw[0..8], &[0, 5, 0x16, 7, 0, 2, 0, 0]);
+        assert_eq!(&raw[8..24], b"Netatalk        ");
+        assert_eq!(&raw[26..38], &[0, 0, 0, 2, 0, 0, 0, 0x52, 0, 0, 0, 0x14]);
+        assert_eq!(&raw[38..50], &[0, 0, 0, 9, 0, 0, 0, 0x32, 0, 0, 0, 0x20]);
+        assert_eq!(&raw[92..102], b"0123456789");
+        fork.set_len(1).unwrap();
+        assert_eq!(fork_len(&m, &who, &p), 1);
+        let (again, existed) = open(&m, &who, &p, &file, false, false).unwrap();
+        assert!(existed);
+        assert_eq!(again.size().unwrap(), 1);
+    }
+}
