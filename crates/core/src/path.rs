@@ -2,7 +2,8 @@
 //!
 //! A CREATE name is relative to the share root, `\`-separated, and must not
 //! start with a separator. Every component is checked here, before the backend
-//! sees it: no `.`/`..`, no empty component, none of the characters NTFS
+//! sees it: `..` takes back the component before it (never above the
+//! root: OBJECT_PATH_SYNTAX_BAD, as Samba), no `.`, no empty component, none of the characters NTFS
 //! forbids, no `:`, no wildcards, at most 255 characters. A stream name
 //! (`file:stream:$DATA`, [MS-FSCC] 2.1.5.4) is split off first by
 //! [`parse_create_name`]. The
@@ -34,6 +35,15 @@ pub fn parse_smb_path(name: &str) -> Result<RelPath, NtStatus> {
     let trimmed = name.strip_suffix('\\').unwrap_or(name);
     let mut parts = Vec::new();
     for comp in trimmed.split('\\') {
+        // `..` takes back the component before it, by name (as Samba; the
+        // backend then resolves the result beneath the share root). Above
+        // the root it is a syntax error.
+        if comp == ".." {
+            if parts.pop().is_none() {
+                return Err(NtStatus::OBJECT_PATH_SYNTAX_BAD);
+            }
+            continue;
+        }
         parts.push(check_component(comp)?);
     }
     RelPath::from_components(parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
@@ -122,6 +132,17 @@ mod tests {
     fn backslash_separated_names_become_components() {
         let p = parse_smb_path("a\\b c\\d.txt").unwrap();
         assert_eq!(p.components(), ["a", "b c", "d.txt"]);
+    }
+
+    #[test]
+    fn dotdot_takes_back_the_component_before_it() {
+        assert_eq!(parse_smb_path("d\\zqy\\..").unwrap().components(), ["d"]);
+        assert_eq!(
+            parse_smb_path("a\\b\\..\\c").unwrap().components(),
+            ["a", "c"]
+        );
+        assert!(parse_smb_path("a\\..").unwrap().is_root());
+        assert_eq!(parse_smb_path(".."), Err(NtStatus::OBJECT_PATH_SYNTAX_BAD));
     }
 
     #[test]

@@ -613,3 +613,29 @@ fn a_directory_gets_no_lease_and_no_oplock() {
     let r = open(&mut a, "leasedir", GENERIC_READ, 7, BATCH, None);
     assert_eq!(created(&r).oplock_level, OplockLevel(0));
 }
+
+#[test]
+fn a_directory_opened_with_a_lease_key_another_file_holds_is_invalid_parameter() {
+    let (mut a, _) = pair();
+    let r = open(&mut a, "keyed.dat", ALL, 7, LEASE, Some(lease(5, 7)));
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let m = create_msg(
+        &mut a,
+        "keyed.dir",
+        GENERIC_READ,
+        7,
+        D::CREATE,
+        LEASE,
+        Some(lease(5, 7)),
+    );
+    let mut m = m;
+    // FILE_DIRECTORY_FILE in CreateOptions (offset 40 of the body).
+    m[64 + 40] = 1;
+    let r = a.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
+    assert_eq!(
+        a.create("keyed.dir", GENERIC_READ, D::OPEN, 1),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+        "not left made"
+    );
+}

@@ -538,13 +538,6 @@ fn create_or_wait(
         }
     };
 
-    // A directory gets no oplock and no lease: directory leasing is not
-    // offered (smbtorture smb2.lease.request).
-    let (requested, lease_req, lease_id) = if is_dir {
-        (oplock::LEVEL_NONE, None, None)
-    } else {
-        (requested, lease_req, lease_id)
-    };
     // Join the file's share-mode table.
     let id = server.new_owner_id();
     let persistent_id = server.new_owner_id();
@@ -560,6 +553,13 @@ fn create_or_wait(
             return Err(NtStatus::INVALID_PARAMETER);
         }
     }
+    // A directory gets no oplock and no lease (directory leasing is not
+    // offered), once its lease key was checked (smbtorture smb2.lease.request).
+    let (requested, lease_req, lease_id) = if is_dir {
+        (oplock::LEVEL_NONE, None, None)
+    } else {
+        (requested, lease_req, lease_id)
+    };
     // A stream open keeps its file open (an invisible open that conflicts
     // with nothing): the file is not removed or renamed under it.
     let file_entry = stream_name.as_ref().map(|_| server.file_entry(key.base()));
