@@ -398,9 +398,18 @@ impl Connection {
         {
             return None;
         }
-        let (_, n) = WriteRequest::decode_head(head).ok()?;
-        (n >= WRITE_SPLICE_LEN_MIN && Some(n) == frame_len.checked_sub(WRITE_REQUEST_DATA_OFFSET))
-            .then_some(n)
+        let (wr, n) = WriteRequest::decode_head(head).ok()?;
+        if n < WRITE_SPLICE_LEN_MIN || Some(n) != frame_len.checked_sub(WRITE_REQUEST_DATA_OFFSET) {
+            return None;
+        }
+        // Only into a file (a named stream or resource fork has no
+        // descriptor to splice into: its WRITE is read whole).
+        let session = self.core.session(hdr.session_id)?;
+        let spliceable = crate::server::lock(&session)
+            .opens
+            .get(&wr.file_id.volatile)
+            .is_some_and(|o| o.stream.is_none());
+        spliceable.then_some(n)
     }
 
     /// A WRITE frame whose payload (`payload_len` bytes) the driver received

@@ -521,6 +521,19 @@ impl ServerState {
         files.entry(key).or_default().clone()
     }
 
+    /// Whether a file or directory strictly below directory `dir` of share
+    /// `share` is open (a rename of `dir` would move it).
+    pub fn opens_below(&self, share: &str, dir: &RelPath) -> bool {
+        let n = dir.components().len();
+        lock(&self.files).values().any(|e| {
+            let e = lock(e);
+            !e.opens.is_empty()
+                && e.share == share
+                && e.path.components().len() > n
+                && e.path.components()[..n] == *dir.components()
+        })
+    }
+
     /// The entry of a file if some open has it.
     pub fn existing_file_entry(&self, key: FileKey) -> Option<Arc<Mutex<FileEntry>>> {
         lock(&self.files).get(&key).cloned()

@@ -240,6 +240,10 @@ pub(crate) struct OpenState {
     /// CompletionFilter bits of the MODIFIED its close reports (it was
     /// written or renamed; Windows reports those when the handle closes).
     pub notify_on_close: u32,
+    /// A directory handle opened after AAPL on a share with
+    /// `fruit:posix_rename`: it renames its directory even with files open
+    /// below (as macOS expects; Samba's vfs_fruit).
+    pub posix_rename: bool,
 }
 
 /// A bucket of [`OpenState::lock_sequences`] that holds no valid number

@@ -498,3 +498,37 @@ fn a_resource_fork_lives_in_an_appledouble_file_that_follows_its_file() {
     c.close(f);
     assert!(!exists("doc2") && !exists("._doc2"));
 }
+
+#[test]
+fn a_directory_with_an_open_file_below_is_renamed_only_by_macos() {
+    let rename_to = |name: &str| {
+        let mut b = Vec::new();
+        ringshare_wire::fscc::FileRenameInformation {
+            replace_if_exists: false,
+            root_directory: 0,
+            file_name: name.into(),
+        }
+        .encode(&mut b);
+        b
+    };
+    let mut c = fruit_client(Fruit::default());
+    let d = c
+        .create("dir", GENERIC_READ | DELETE, D::CREATE, 1)
+        .unwrap();
+    let f = c
+        .create("dir\\open.txt", GENERIC_READ | GENERIC_WRITE, D::CREATE, 0)
+        .unwrap();
+    assert_eq!(
+        c.set_info(d, 1, 10, &rename_to("dir2")).status(),
+        NtStatus::ACCESS_DENIED
+    );
+    c.close(d);
+    create_with(&mut c, "", vec![aapl_query()]);
+    let d = c.create("dir", GENERIC_READ | DELETE, D::OPEN, 1).unwrap();
+    assert_eq!(
+        c.set_info(d, 1, 10, &rename_to("dir2")).status(),
+        NtStatus::SUCCESS
+    );
+    c.close(d);
+    c.close(f);
+}

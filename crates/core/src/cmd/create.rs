@@ -879,6 +879,9 @@ fn create_or_wait(
             lock_sequences: None,
             watch: None,
             notify_on_close: 0,
+            posix_rename: is_dir
+                && core.aapl.negotiated
+                && notify_share.fruit.as_ref().is_some_and(|f| f.posix_rename),
         }),
         stream: stream_name.zip(file_entry).map(|(name, file_entry)| {
             let afp = crate::fruit::afp::kind(notify_share.fruit.as_deref(), &name);

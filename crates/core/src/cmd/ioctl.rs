@@ -370,7 +370,7 @@ fn copychunk(
         return Err(NtStatus::ACCESS_DENIED);
     }
     if cc.chunks.is_empty() && core.aapl.copyfile {
-        return match copy_whole_file(src.node.as_ref(), dst.node.as_ref()) {
+        return match crate::fruit::copyfile(&src.open, &dst.open) {
             Ok(total) => {
                 note_written(&core.server, &dst, core.now);
                 let done = SrvCopychunkResponse {
@@ -417,29 +417,6 @@ fn copychunk(
         note_written(&core.server, &dst, core.now);
     }
     with_body(NtStatus::SUCCESS, done)
-}
-
-/// macOS's copyfile (a copy of no chunks after AAPL with copyfile, as
-/// Samba's vfs_fruit): the whole file and every named stream of it;
-/// returns the file's bytes copied.
-fn copy_whole_file(src: &dyn Node, dst: &dyn Node) -> Result<u64, NtStatus> {
-    use ringshare_vfs::OpenMode;
-    let size = src.size().map_err(status_of)?;
-    dst.set_len(0).map_err(status_of)?;
-    let n = dst.copy_range(src, 0, 0, size).map_err(status_of)?;
-    for s in src.list_streams().map_err(status_of)? {
-        let from = src
-            .open_stream(&s.name, OpenMode::Existing, false)
-            .map_err(status_of)?
-            .node;
-        let to = dst
-            .open_stream(&s.name, OpenMode::TruncateOrCreate, true)
-            .map_err(status_of)?
-            .node;
-        to.copy_range(from.as_ref(), 0, 0, s.size)
-            .map_err(status_of)?;
-    }
-    Ok(n)
 }
 
 /// The DOS attributes as stored, without the bits the server computes.

@@ -367,8 +367,20 @@ fn rename(
         return crate::cmd::stream::rename(server, open, s, r);
     }
     // A file whose streams are open keeps its name (their opens hold it,
-    // smbtorture smb2.streams.basefile-rename-with-open-stream).
-    if !lock(&open.entry).streams.is_empty() {
+    // smbtorture smb2.streams.basefile-rename-with-open-stream); so does a
+    // directory with files open below it (Windows), unless macOS renames it
+    // (fruit's POSIX rename).
+    let (share_name, source_path) = {
+        let e = lock(&open.entry);
+        if !e.streams.is_empty() {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        (e.share.clone(), e.path.clone())
+    };
+    if open.is_dir
+        && !lock(&open.state).posix_rename
+        && server.opens_below(&share_name, &source_path)
+    {
         return Err(NtStatus::ACCESS_DENIED);
     }
     let name = r.file_name.strip_prefix('\\').unwrap_or(&r.file_name);

@@ -108,7 +108,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         }
         return Ok(Handled::Reply(Reply::ok(response(core, n))));
     }
-    if open.stream.is_some() && offset + len as u64 > ringshare_vfs::STREAM_SIZE_MAX {
+    let in_xattr = open.stream.as_ref().is_some_and(|s| {
+        s.afp != crate::fruit::afp::Afp::Resource || !crate::fruit::keeps_appledouble(&open.share)
+    });
+    if in_xattr && offset + len as u64 > ringshare_vfs::STREAM_SIZE_MAX {
         // A stream is one xattr (docs/limits.md), refused before any I/O.
         return Err(NtStatus::FILE_SYSTEM_LIMITATION);
     }

@@ -59,6 +59,9 @@ pub struct Fruit {
     /// `fruit:veto_appledouble` (default yes): with `fruit:resource =
     /// file`, clients neither see nor open `._` files.
     pub veto_appledouble: bool,
+    /// `fruit:posix_rename` (default yes): after AAPL, a directory is
+    /// renamed even with files open below it.
+    pub posix_rename: bool,
 }
 
 impl Default for Fruit {
@@ -74,6 +77,7 @@ impl Default for Fruit {
             metadata: Metadata::Netatalk,
             resource: Resource::File,
             veto_appledouble: true,
+            posix_rename: true,
         }
     }
 }
@@ -316,6 +320,55 @@ pub(crate) fn vetoed(share: &crate::server::ShareDef, name: &str) -> bool {
             .fruit
             .as_ref()
             .is_some_and(|f| f.resource == Resource::File && f.veto_appledouble)
+}
+
+/// macOS's copyfile (a server-side copy of no chunks after AAPL with
+/// `fruit:copyfile`, as Samba): the whole file, every named stream, and
+/// the Finder info and resource fork where fruit keeps them (Netatalk
+/// metadata, an AppleDouble `._` file); returns the file's bytes copied.
+pub(crate) fn copyfile(
+    src: &crate::state::Open,
+    dst: &crate::state::Open,
+) -> Result<u64, NtStatus> {
+    use crate::fsmap::status_of;
+    use ringshare_vfs::OpenMode;
+    let (s, d) = (src.node.as_ref(), dst.node.as_ref());
+    let size = s.size().map_err(status_of)?;
+    d.set_len(0).map_err(status_of)?;
+    let n = d.copy_range(s, 0, 0, size).map_err(status_of)?;
+    for st in s.list_streams().map_err(status_of)? {
+        let from = s
+            .open_stream(&st.name, OpenMode::Existing, false)
+            .map_err(status_of)?
+            .node;
+        let to = d
+            .open_stream(&st.name, OpenMode::TruncateOrCreate, true)
+            .map_err(status_of)?
+            .node;
+        to.copy_range(from.as_ref(), 0, 0, st.size)
+            .map_err(status_of)?;
+    }
+    if let Some(meta) = s.netatalk_metadata().map_err(status_of)? {
+        d.set_netatalk_metadata(Some(&meta)).map_err(status_of)?;
+    }
+    if keeps_appledouble(&src.share) && keeps_appledouble(&dst.share) {
+        let (sp, dp) = (
+            crate::server::lock(&src.entry).path.clone(),
+            crate::server::lock(&dst.entry).path.clone(),
+        );
+        let backend = src.share.backend.as_ref();
+        if let Ok((from, _)) = adouble::open(backend, &src.who, &sp, &src.node, false, false) {
+            let len = from.size().map_err(status_of)?;
+            if len > 0 {
+                let dbackend = dst.share.backend.as_ref();
+                let (to, _) = adouble::open(dbackend, &dst.who, &dp, &dst.node, true, true)
+                    .map_err(status_of)?;
+                to.set_len(0).map_err(status_of)?;
+                to.copy_range(from.as_ref(), 0, 0, len).map_err(status_of)?;
+            }
+        }
+    }
+    Ok(n)
 }
 
 /// Most bytes of a sparse bundle's `Info.plist` read for its band size.

@@ -45,9 +45,9 @@ pub(super) fn apply(f: &mut Fruit, key: &str, value: &str) -> Result<Option<Stri
             }
         }
         "veto appledouble" => f.veto_appledouble = flag(value)?,
+        "posix rename" => f.posix_rename = flag(value)?,
         "encoding"
         | "locking"
-        | "posix rename"
         | "convert adouble"
         | "wipe intentionally left blank rfork"
         | "delete empty adfiles" => {
