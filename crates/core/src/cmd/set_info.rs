@@ -84,12 +84,13 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
             if read_only {
                 return Err(NtStatus::ACCESS_DENIED);
             }
+            let nfs = core.aapl.negotiated && open.share.fruit.as_ref().is_some_and(|f| f.nfs_aces);
             set_security(
-                &server,
-                core.now.filetime,
+                (&server, core.now.filetime),
                 &open,
                 SecurityInformation(s.additional_information),
                 s.buffer,
+                nfs,
             )?;
             notify::modified(&server, &open, notify::filter::SECURITY);
         }
@@ -226,11 +227,11 @@ fn set_file(
 /// no open holds. The descriptor becomes the file's POSIX owner, group and
 /// ACL ([`crate::ntsd::set`]), so the kernel enforces it.
 fn set_security(
-    server: &ServerState,
-    now_filetime: u64,
+    (server, now_filetime): (&ServerState, u64),
     open: &Open,
-    info: SecurityInformation,
+    mut info: SecurityInformation,
     buf: &[u8],
+    nfs: bool,
 ) -> Result<(), NtStatus> {
     if info.intersects(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
@@ -241,17 +242,34 @@ fn set_security(
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let given = SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
-    let groups = crate::identity::Membership(server.accounts.as_ref());
-    crate::ntsd::set(
-        open.node.as_ref(),
-        &open.share,
-        &given,
-        info,
-        crate::ntsd::From::Client,
-        &groups,
-        now_filetime,
-    )
+    let mut given =
+        SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    // macOS sets a file's mode through an NFS ACE ([`crate::fruit::nfs`]).
+    let mode = if nfs && info.contains(SecurityInformation::DACL) {
+        let (mode, only_nfs) = crate::fruit::nfs::take(&mut given);
+        if only_nfs {
+            info = SecurityInformation(info.0 & !SecurityInformation::DACL.0);
+        }
+        mode
+    } else {
+        None
+    };
+    if !info.is_empty() {
+        let groups = crate::identity::Membership(server.accounts.as_ref());
+        crate::ntsd::set(
+            open.node.as_ref(),
+            &open.share,
+            &given,
+            info,
+            crate::ntsd::From::Client,
+            &groups,
+            now_filetime,
+        )?;
+    }
+    if let Some(m) = mode {
+        open.node.set_mode(m).map_err(status_of)?;
+    }
+    Ok(())
 }
 
 fn time_of(t: TimeChange) -> Option<i128> {

@@ -13,6 +13,7 @@ use ringshare_wire::NtStatus;
 pub mod adouble;
 pub mod afp;
 pub mod netatalk;
+pub mod nfs;
 
 /// `fruit:metadata`: where `AFP_AfpInfo` is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
