@@ -491,6 +491,18 @@ fn create_or_wait(
             };
             let in_appledouble = crate::fruit::keeps_appledouble(&share)
                 && sname.eq_ignore_ascii_case(crate::fruit::AFPRESOURCE_STREAM);
+            // A `._` file macOS wrote is taken in first (Samba does it here).
+            if let Some(f) = share.fruit.as_deref().filter(|_| !file_is_dir) {
+                let afp = sname.eq_ignore_ascii_case(crate::fruit::AFPINFO_STREAM)
+                    || sname.eq_ignore_ascii_case(crate::fruit::AFPRESOURCE_STREAM);
+                if afp && crate::fruit::keeps_appledouble(&share) {
+                    if let Err(e) =
+                        crate::fruit::adouble::convert(backend, &who, &path, &file_node, f)
+                    {
+                        tracing::debug!(path = %path.to_slash_path(), "AppleDouble file not converted: {e}");
+                    }
+                }
+            }
             let s = if in_appledouble {
                 let at = (backend, &who, &path);
                 open_fork(at, &file_node, disposition, granted, read_only)

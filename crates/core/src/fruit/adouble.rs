@@ -255,6 +255,160 @@ impl Node for ForkNode {
     }
 }
 
+/// Bytes of a `._` file read for its packed xattrs (Samba reads as many).
+const XATTR_AREA_MAX: usize = 65_536;
+/// "ATTR": macOS's packed-xattr header, after the first 32 bytes (and 2 of
+/// padding) of a long Finder info entry.
+const ATTR_MAGIC: u32 = 0x4154_5452;
+const ATTR_HEADER_LEN: usize = 36;
+const ATTR_ENTRIES_MAX: usize = 1024;
+
+/// The characters Windows forbids in names, as macOS sends them (the
+/// private-use range U+F001-U+F027): an xattr name becomes a stream name.
+fn to_windows_name(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '\u{1}'..='\u{1f}' => char::from_u32(0xF000 + c as u32).unwrap_or(c),
+            '"' => '\u{F020}',
+            '*' => '\u{F021}',
+            ':' => '\u{F022}',
+            '<' => '\u{F023}',
+            '>' => '\u{F024}',
+            '?' => '\u{F025}',
+            '\\' => '\u{F026}',
+            '|' => '\u{F027}',
+            c => c,
+        })
+        .collect()
+}
+
+/// The xattrs macOS packed into a long Finder info entry starting at
+/// `finder_off` of `area` (the file's first bytes): (name, value) pairs,
+/// or `None` for an area Samba would not read.
+fn packed_xattrs(area: &[u8], finder_off: usize) -> Option<Vec<(String, Vec<u8>)>> {
+    let be32 = |at: usize| {
+        area.get(at..at + 4)
+            .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]) as usize)
+    };
+    let h = finder_off + 32 + 2;
+    if be32(h)? != ATTR_MAGIC as usize {
+        return None;
+    }
+    let (total, data_start, data_len) = (be32(h + 8)?, be32(h + 12)?, be32(h + 16)?);
+    let count = u16::from_be_bytes([*area.get(h + 34)?, *area.get(h + 35)?]) as usize;
+    if total > XATTR_AREA_MAX
+        || total > area.len()
+        || data_start < h + ATTR_HEADER_LEN
+        || data_start.checked_add(data_len)? > total
+        || count > ATTR_ENTRIES_MAX
+    {
+        return None;
+    }
+    let mut out = Vec::with_capacity(count);
+    let mut at = h + ATTR_HEADER_LEN;
+    for _ in 0..count {
+        at = (at + 3) & !3;
+        let (off, len) = (be32(at)?, be32(at + 4)?);
+        let name_len = *area.get(at + 10)? as usize;
+        if name_len == 0 || off.checked_add(len)? > total || at + 11 + name_len > data_start {
+            return None;
+        }
+        let raw = area.get(at + 11..at + 11 + name_len)?;
+        let raw = raw.split(|b| *b == 0).next().unwrap_or_default();
+        let name = std::str::from_utf8(raw).ok()?;
+        out.push((to_windows_name(name), area.get(off..off + len)?.to_vec()));
+        at += 11 + name_len;
+    }
+    Some(out)
+}
+
+/// A `._` file macOS wrote (its Finder info entry longer than 32 bytes with
+/// packed xattrs, or its filler "Mac OS X"), turned into what ringshare and
+/// Samba keep (as Samba's vfs_fruit does when such a file is met): each
+/// packed xattr becomes a named stream of the file, the Finder info becomes
+/// its `AFP_AfpInfo`, and the `._` file is rewritten with Samba's header and
+/// the fork alone. Nothing happens for a `._` file Samba's way already;
+/// a `._` file that cannot be read is left alone.
+pub fn convert(
+    share: &dyn Share,
+    who: &Who,
+    path: &RelPath,
+    file: &Arc<dyn Node>,
+    fruit: &super::Fruit,
+) -> FsResult<()> {
+    let Some(ad_path) = sidecar(path) else {
+        return Ok(());
+    };
+    let mut opts = OpenOptions::read_existing();
+    opts.write = true;
+    opts.non_directory = true;
+    let ad = match share.open(who, &ad_path, &opts) {
+        Ok(o) => o.node,
+        Err(_) => return Ok(()),
+    };
+    let size = ad.size()? as usize;
+    let mut area = vec![0u8; size.min(XATTR_AREA_MAX)];
+    let n = ad.read_at(&mut area, 0)?;
+    area.truncate(n);
+    let Some((_, fork_off, fork_len)) = fork_entry(&area) else {
+        return Ok(());
+    };
+    let fork_len = fork_len.min((size as u64).saturating_sub(fork_off));
+    let finder_len = finder_entry_len(&area).unwrap_or(32);
+    let from_macos = area.get(8..24) == Some(b"Mac OS X        ".as_slice());
+    if finder_len <= 32 && !from_macos {
+        return Ok(());
+    }
+    if finder_len > 32 {
+        for (name, value) in packed_xattrs(&area, 50).unwrap_or_default() {
+            if !ringshare_vfs::stream_name_is_valid(&name) {
+                continue;
+            }
+            let s = file
+                .open_stream(&name, OpenMode::TruncateOrCreate, true)?
+                .node;
+            s.write_at(&value, 0)?;
+        }
+    }
+    if from_macos {
+        let mut finder = [0u8; 32];
+        finder.copy_from_slice(area.get(50..82).unwrap_or(&[0; 32]));
+        let node: Box<dyn Node> = match fruit.metadata {
+            super::Metadata::Netatalk => Box::new(super::afp::InfoNode::netatalk(Arc::clone(file))),
+            super::Metadata::Stream => Box::new(super::afp::InfoNode::new(
+                file.open_stream(super::AFPINFO_STREAM, OpenMode::OpenOrCreate, true)?
+                    .node,
+            )),
+        };
+        let mut blob = super::afp::default_info();
+        blob[16..48].copy_from_slice(&finder);
+        node.write_at(&blob, 0)?;
+    }
+    // Samba's layout: the header, 32 bytes of Finder info, the fork at 82.
+    let mut fork = vec![0u8; fork_len as usize];
+    let got = ad.read_at(&mut fork, fork_off)?;
+    fork.truncate(got);
+    let mut head = header();
+    head[50..82].copy_from_slice(area.get(50..82).unwrap_or(&[0; 32]));
+    head[34..38].copy_from_slice(&(fork.len() as u32).to_be_bytes());
+    ad.write_at(&head, 0)?;
+    ad.write_at(&fork, FORK_OFFSET)?;
+    ad.set_len(FORK_OFFSET + fork.len() as u64)
+}
+
+/// The Finder info entry's length in a `._` header.
+fn finder_entry_len(h: &[u8]) -> Option<u64> {
+    let be32 = |at: usize| {
+        h.get(at..at + 4)
+            .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+    };
+    let count = u16::from_be_bytes([*h.get(24)?, *h.get(25)?]) as usize;
+    (0..count).find_map(|i| {
+        let at = 26 + 12 * i;
+        (be32(at)? == ID_FINDER).then(|| be32(at + 8).map(u64::from))?
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +451,77 @@ mod tests {
         let (again, existed) = open(&m, &who, &p, &file, false, false).unwrap();
         assert!(existed);
         assert_eq!(again.size().unwrap(), 1);
+    }
+
+    /// A `._` file as macOS writes it: filler "Mac OS X", Finder info
+    /// "TESTSLOW" with one packed xattr `foo:bar` = "baz", then the fork.
+    fn macos_appledouble(fork: &[u8]) -> Vec<u8> {
+        let mut xa = Vec::new(); // from offset 84: ATTR header, one entry, data
+        let entry_at = 84 + 36;
+        let name = b"foo:bar\0";
+        let data_start = (entry_at + 11 + name.len() + 3) & !3;
+        let total = data_start + 3;
+        xa.extend_from_slice(&0x4154_5452u32.to_be_bytes());
+        xa.extend_from_slice(&0u32.to_be_bytes());
+        xa.extend_from_slice(&(total as u32).to_be_bytes());
+        xa.extend_from_slice(&(data_start as u32).to_be_bytes());
+        xa.extend_from_slice(&3u32.to_be_bytes());
+        xa.extend_from_slice(&[0u8; 12]);
+        xa.extend_from_slice(&0u16.to_be_bytes());
+        xa.extend_from_slice(&1u16.to_be_bytes());
+        xa.extend_from_slice(&(data_start as u32).to_be_bytes());
+        xa.extend_from_slice(&3u32.to_be_bytes());
+        xa.extend_from_slice(&0u16.to_be_bytes());
+        xa.push(name.len() as u8);
+        xa.extend_from_slice(name);
+        let mut b = vec![0u8; 84];
+        b[0..8].copy_from_slice(&[0, 5, 0x16, 7, 0, 2, 0, 0]);
+        b[8..24].copy_from_slice(b"Mac OS X        ");
+        b[24..26].copy_from_slice(&2u16.to_be_bytes());
+        let finder_len = (total - 50) as u32;
+        b[26..38].copy_from_slice(&[0, 0, 0, 9, 0, 0, 0, 50, 0, 0, 0, 0]);
+        b[34..38].copy_from_slice(&finder_len.to_be_bytes());
+        b[38..42].copy_from_slice(&2u32.to_be_bytes());
+        b[42..46].copy_from_slice(&(total as u32).to_be_bytes());
+        b[46..50].copy_from_slice(&(fork.len() as u32).to_be_bytes());
+        b[50..58].copy_from_slice(b"TESTSLOW");
+        b.extend_from_slice(&xa);
+        b.resize(data_start, 0);
+        b.extend_from_slice(b"baz");
+        b.extend_from_slice(fork);
+        b
+    }
+
+    #[test]
+    fn a_macos_appledouble_file_becomes_streams_afpinfo_and_a_plain_fork() {
+        let m = MemShare::new();
+        let who = ringshare_vfs::server_who();
+        let p = RelPath::from_components(["t"]).unwrap();
+        let mut o = OpenOptions::read_existing();
+        (o.mode, o.write) = (OpenMode::CreateNew, true);
+        let file: Arc<dyn Node> = Arc::from(m.open(&who, &p, &o).unwrap().node);
+        let ad = m.open(&who, &sidecar(&p).unwrap(), &o).unwrap().node;
+        ad.write_at(&macos_appledouble(b"fork bytes"), 0).unwrap();
+        convert(&m, &who, &p, &file, &super::super::Fruit::default()).unwrap();
+        let s = file
+            .open_stream("foo\u{F022}bar", OpenMode::Existing, false)
+            .unwrap();
+        let mut b = [0u8; 8];
+        assert_eq!(s.node.read_at(&mut b, 0).unwrap(), 3);
+        assert_eq!(&b[..3], b"baz");
+        let meta = file.netatalk_metadata().unwrap().expect("Finder info kept");
+        assert_eq!(
+            &super::super::netatalk::finder_info(&meta).unwrap()[..8],
+            b"TESTSLOW"
+        );
+        let (fork, existed) = open(&m, &who, &p, &file, false, false).unwrap();
+        assert!(existed);
+        let mut f = [0u8; 20];
+        assert_eq!(fork.read_at(&mut f, 0).unwrap(), 10);
+        assert_eq!(&f[..10], b"fork bytes");
+        assert_eq!(ad.size().unwrap(), 92, "82-byte header and the fork");
+        let mut filler = [0u8; 16];
+        ad.read_at(&mut filler, 8).unwrap();
+        assert_eq!(&filler, b"Netatalk        ", "converted once");
     }
 }

@@ -243,6 +243,10 @@ pub(crate) fn dir_attr(
         .and_then(|p| share.backend.open(who, p, &opts).ok())
         .map(|o| o.node);
     if let (Some(node), Some(path)) = (node, path) {
+        let node: std::sync::Arc<dyn ringshare_vfs::Node> = std::sync::Arc::from(node);
+        if attr.kind == FileKind::File && keeps_appledouble(share) {
+            let _ = adouble::convert(share.backend.as_ref(), who, &path, &node, f);
+        }
         if let Ok(access) = node.access() {
             let may_delete = share.backend.may_delete(who, &path).unwrap_or(false);
             max_access = crate::access::rights_of(access, attr.is_dir(), may_delete);
