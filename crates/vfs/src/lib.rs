@@ -781,6 +781,75 @@ pub trait Node: Send + Sync + fmt::Debug {
     }
 }
 
+/// The [`Node`] methods about a file's metadata (times, mode, owner, ACLs,
+/// NT ACL, EAs, Netatalk metadata) and its list of streams, forwarded to the
+/// file's node `self.$file`: for nodes that show one of a file's data
+/// streams (a named stream, macOS's AfpInfo or resource fork), which share
+/// everything but their data with the file.
+#[macro_export]
+macro_rules! forward_file_metadata {
+    ($file:ident) => {
+        fn set_times(&self, times: &$crate::SetTimes) -> $crate::FsResult<()> {
+            self.$file.set_times(times)
+        }
+        fn set_mode(&self, mode: u32) -> $crate::FsResult<()> {
+            self.$file.set_mode(mode)
+        }
+        fn set_owner(&self, uid: u32) -> $crate::FsResult<()> {
+            self.$file.set_owner(uid)
+        }
+        fn chown(
+            &self,
+            uid: Option<u32>,
+            gid: Option<u32>,
+            server_may: bool,
+        ) -> $crate::FsResult<()> {
+            self.$file.chown(uid, gid, server_may)
+        }
+        fn posix_acls(&self) -> $crate::FsResult<$crate::PosixAcls> {
+            self.$file.posix_acls()
+        }
+        fn set_posix_acls(
+            &self,
+            access: &$crate::PosixAcl,
+            default: $crate::DefaultAcl<'_>,
+            server_may: bool,
+        ) -> $crate::FsResult<()> {
+            self.$file.set_posix_acls(access, default, server_may)
+        }
+        fn nt_acl_blob(&self) -> $crate::FsResult<Option<Vec<u8>>> {
+            self.$file.nt_acl_blob()
+        }
+        fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> $crate::FsResult<()> {
+            self.$file.set_nt_acl_blob(blob)
+        }
+        fn legacy_security_descriptor(&self) -> $crate::FsResult<Option<Vec<u8>>> {
+            self.$file.legacy_security_descriptor()
+        }
+        fn remove_legacy_security_descriptor(&self) -> $crate::FsResult<()> {
+            self.$file.remove_legacy_security_descriptor()
+        }
+        fn list_eas(&self) -> $crate::FsResult<Vec<(String, Vec<u8>)>> {
+            self.$file.list_eas()
+        }
+        fn set_ea(&self, name: &str, value: Option<&[u8]>) -> $crate::FsResult<()> {
+            self.$file.set_ea(name, value)
+        }
+        fn netatalk_metadata(&self) -> $crate::FsResult<Option<Vec<u8>>> {
+            self.$file.netatalk_metadata()
+        }
+        fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> $crate::FsResult<()> {
+            self.$file.set_netatalk_metadata(value)
+        }
+        fn list_streams(&self) -> $crate::FsResult<Vec<$crate::StreamInfo>> {
+            self.$file.list_streams()
+        }
+        fn find_stream(&self, name: &str) -> $crate::FsResult<Option<$crate::StreamInfo>> {
+            self.$file.find_stream(name)
+        }
+    };
+}
+
 /// Longest extended attribute name in bytes ([MS-FSCC] 2.4.15: EaNameLength is one byte).
 pub const EA_NAME_LEN_MAX: usize = 255;
 /// Largest extended attribute value in bytes (EaValueLength is two bytes).

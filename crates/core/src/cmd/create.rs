@@ -958,16 +958,7 @@ fn open_stream(
     if afp == Afp::Info && fruit.is_some_and(|f| f.metadata == crate::fruit::Metadata::Netatalk) {
         // Kept in the file's Netatalk metadata: no stream to open.
         let exists = afp::netatalk_exists(file.as_ref()).map_err(status_of)?;
-        match (exists, disposition) {
-            (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
-            (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
-                return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
-            }
-            _ => {}
-        }
-        if read_only && !exists {
-            return Err(NtStatus::ACCESS_DENIED);
-        }
+        may_take(exists, disposition, read_only)?;
         return Ok(StreamOpened {
             node: Box::new(afp::InfoNode::netatalk(Arc::clone(file))),
             name: crate::fruit::AFPINFO_STREAM.to_string(),
@@ -981,14 +972,11 @@ fn open_stream(
         (Some(f), Afp::Info) => afp::is_stored_info(f.size),
         (f, _) => f.is_some(),
     };
-    let mode = match (valid, disposition) {
-        (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
-        (true, _) => OpenMode::Existing,
-        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
-        }
-        (false, _) if found.is_some() => OpenMode::Existing,
-        (false, _) => OpenMode::CreateNew,
+    may_take(valid, disposition, false)?;
+    let mode = if found.is_some() {
+        OpenMode::Existing
+    } else {
+        OpenMode::CreateNew
     };
     if read_only && (mode == OpenMode::CreateNew || truncate) {
         return Err(NtStatus::ACCESS_DENIED);
@@ -1009,6 +997,20 @@ fn open_stream(
     })
 }
 
+/// What `disposition` allows for a stream that `exists` or not: an
+/// existing one is not made again (COLLISION), a missing one is not opened
+/// (NOT_FOUND); on a `read_only` tree none is made.
+fn may_take(exists: bool, disposition: CreateDisposition, read_only: bool) -> Result<(), NtStatus> {
+    match (exists, disposition) {
+        (true, CreateDisposition::CREATE) => Err(NtStatus::OBJECT_NAME_COLLISION),
+        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        (false, _) if read_only => Err(NtStatus::ACCESS_DENIED),
+        _ => Ok(()),
+    }
+}
+
 /// Open (or make) the resource fork of the file at `path` (open as `file`)
 /// in its AppleDouble `._` file ([`crate::fruit::adouble`]), as
 /// `disposition` says.
@@ -1025,16 +1027,7 @@ fn open_fork(
         Err(FsError::NotFound) => false,
         Err(e) => return Err(status_of(e)),
     };
-    match (exists, disposition) {
-        (true, CreateDisposition::CREATE) => return Err(NtStatus::OBJECT_NAME_COLLISION),
-        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND)
-        }
-        _ => {}
-    }
-    if read_only && !exists {
-        return Err(NtStatus::ACCESS_DENIED);
-    }
+    may_take(exists, disposition, read_only)?;
     let (node, _) = adouble::open(share, who, path, file, !exists, access::can_write(granted))
         .map_err(status_of)?;
     Ok(StreamOpened {

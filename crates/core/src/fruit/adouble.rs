@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use ringshare_vfs::{
     Access, FileAttr, FileKind, FsError, FsResult, Node, OpenMode, OpenOptions, Opened, RelPath,
-    SetTimes, Share, StreamInfo, Who,
+    Share, Who,
 };
 
 /// Where the fork starts in a `._` file Samba (or ringshare) writes.
@@ -174,6 +174,8 @@ impl ForkNode {
 }
 
 impl Node for ForkNode {
+    ringshare_vfs::forward_file_metadata!(file);
+
     fn stat(&self) -> FsResult<FileAttr> {
         self.as_fork(self.file.stat()?)
     }
@@ -220,14 +222,8 @@ impl Node for ForkNode {
     fn set_allocation(&self, _size: u64) -> FsResult<()> {
         Ok(())
     }
-    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
-        self.file.set_times(times)
-    }
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.file.set_dos_attributes(attrs)
-    }
-    fn set_mode(&self, mode: u32) -> FsResult<()> {
-        self.file.set_mode(mode)
     }
     fn list_names(&self) -> FsResult<Vec<String>> {
         Err(FsError::NotADirectory)
@@ -235,23 +231,8 @@ impl Node for ForkNode {
     fn stat_entry(&self, _name: &str) -> FsResult<FileAttr> {
         Err(FsError::NotADirectory)
     }
-    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
-        self.file.nt_acl_blob()
-    }
-    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
-        self.file.list_eas()
-    }
-    fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
-        self.file.list_streams()
-    }
-    fn find_stream(&self, name: &str) -> FsResult<Option<StreamInfo>> {
-        self.file.find_stream(name)
-    }
     fn open_stream(&self, _name: &str, _mode: OpenMode, _write: bool) -> FsResult<Opened> {
         Err(FsError::InvalidName)
-    }
-    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
-        self.file.netatalk_metadata()
     }
 }
 

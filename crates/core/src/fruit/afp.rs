@@ -15,10 +15,7 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{
-    Access, DefaultAcl, DirEntry, FileAttr, FsError, FsResult, Node, OpenMode, Opened, PosixAcl,
-    PosixAcls, SetTimes, StreamInfo, Who,
-};
+use ringshare_vfs::{Access, DirEntry, FileAttr, FsError, FsResult, Node, OpenMode, Opened, Who};
 use ringshare_wire::NtStatus;
 
 use super::{Fruit, Metadata, Resource, AFPINFO_STREAM, AFPRESOURCE_STREAM};
@@ -169,6 +166,8 @@ pub fn netatalk_exists(file: &dyn Node) -> FsResult<bool> {
 }
 
 impl Node for InfoNode {
+    ringshare_vfs::forward_file_metadata!(inner);
+
     fn stat(&self) -> FsResult<FileAttr> {
         self.inner.stat().map(InfoNode::as_info)
     }
@@ -226,17 +225,8 @@ impl Node for InfoNode {
     fn set_allocation(&self, _size: u64) -> FsResult<()> {
         Ok(())
     }
-    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
-        self.inner.set_times(times)
-    }
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.inner.set_dos_attributes(attrs)
-    }
-    fn set_mode(&self, mode: u32) -> FsResult<()> {
-        self.inner.set_mode(mode)
-    }
-    fn set_owner(&self, uid: u32) -> FsResult<()> {
-        self.inner.set_owner(uid)
     }
     fn list_names(&self) -> FsResult<Vec<String>> {
         self.inner.list_names()
@@ -246,44 +236,6 @@ impl Node for InfoNode {
     }
     fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
         self.inner.read_dir()
-    }
-    fn posix_acls(&self) -> FsResult<PosixAcls> {
-        self.inner.posix_acls()
-    }
-    fn set_posix_acls(
-        &self,
-        access: &PosixAcl,
-        default: DefaultAcl<'_>,
-        server_may: bool,
-    ) -> FsResult<()> {
-        self.inner.set_posix_acls(access, default, server_may)
-    }
-    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
-        self.inner.chown(uid, gid, server_may)
-    }
-    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
-        self.inner.nt_acl_blob()
-    }
-    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
-        self.inner.set_nt_acl_blob(blob)
-    }
-    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
-        self.inner.legacy_security_descriptor()
-    }
-    fn remove_legacy_security_descriptor(&self) -> FsResult<()> {
-        self.inner.remove_legacy_security_descriptor()
-    }
-    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
-        self.inner.list_eas()
-    }
-    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
-        self.inner.set_ea(name, value)
-    }
-    fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
-        self.inner.list_streams()
-    }
-    fn find_stream(&self, name: &str) -> FsResult<Option<StreamInfo>> {
-        self.inner.find_stream(name)
     }
     fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
         self.inner.open_stream(name, mode, write)
@@ -299,12 +251,6 @@ impl Node for InfoNode {
     }
     fn remove_all_streams(&self) -> FsResult<()> {
         self.inner.remove_all_streams()
-    }
-    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
-        self.inner.netatalk_metadata()
-    }
-    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
-        self.inner.set_netatalk_metadata(value)
     }
 }
 

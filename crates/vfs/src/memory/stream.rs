@@ -8,8 +8,8 @@
 
 use super::*;
 use crate::{
-    data_writable, share_writable, stream_name_is_valid, stream_names_match, Access, PosixAcls,
-    StreamInfo, STREAM_SIZE_MAX,
+    data_writable, share_writable, stream_name_is_valid, stream_names_match, Access, StreamInfo,
+    STREAM_SIZE_MAX,
 };
 
 /// The DOS attribute a directory's stored attributes may carry and its
@@ -244,6 +244,8 @@ impl MemStreamNode {
 }
 
 impl Node for MemStreamNode {
+    crate::forward_file_metadata!(base);
+
     /// The file's metadata as a file of the stream's size, without the
     /// DIRECTORY attribute a directory may store.
     fn stat(&self) -> FsResult<FileAttr> {
@@ -346,10 +348,6 @@ impl Node for MemStreamNode {
         Ok(())
     }
 
-    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
-        self.base.set_times(times)
-    }
-
     /// The file's attributes; a directory's keep their DIRECTORY bit.
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         let attrs = if self.base.kind == FileKind::Directory {
@@ -358,14 +356,6 @@ impl Node for MemStreamNode {
             attrs
         };
         self.base.set_dos_attributes(attrs)
-    }
-
-    fn set_mode(&self, mode: u32) -> FsResult<()> {
-        self.base.set_mode(mode)
-    }
-
-    fn set_owner(&self, uid: u32) -> FsResult<()> {
-        self.base.set_owner(uid)
     }
 
     fn list_names(&self) -> FsResult<Vec<String>> {
@@ -378,63 +368,6 @@ impl Node for MemStreamNode {
 
     fn may_read_entry(&self, _name: &str) -> FsResult<bool> {
         Err(FsError::NotADirectory)
-    }
-
-    fn posix_acls(&self) -> FsResult<PosixAcls> {
-        self.base.posix_acls()
-    }
-
-    fn set_posix_acls(
-        &self,
-        access: &PosixAcl,
-        default: DefaultAcl<'_>,
-        server_may: bool,
-    ) -> FsResult<()> {
-        self.base.set_posix_acls(access, default, server_may)
-    }
-
-    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
-        self.base.chown(uid, gid, server_may)
-    }
-
-    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
-        self.base.nt_acl_blob()
-    }
-
-    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
-        self.base.set_nt_acl_blob(blob)
-    }
-
-    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
-        self.base.legacy_security_descriptor()
-    }
-
-    fn remove_legacy_security_descriptor(&self) -> FsResult<()> {
-        self.base.remove_legacy_security_descriptor()
-    }
-
-    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
-        self.base.netatalk_metadata()
-    }
-
-    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
-        self.base.set_netatalk_metadata(value)
-    }
-
-    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
-        self.base.list_eas()
-    }
-
-    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
-        self.base.set_ea(name, value)
-    }
-
-    fn list_streams(&self) -> FsResult<Vec<StreamInfo>> {
-        self.base.list_streams()
-    }
-
-    fn find_stream(&self, name: &str) -> FsResult<Option<StreamInfo>> {
-        self.base.find_stream(name)
     }
 
     /// A stream has no streams.
