@@ -591,6 +591,7 @@ pub(crate) fn reconnect(
             lock_sequences: s.lock_sequences.clone(),
             watch: None,
             notify_on_close: s.notify_on_close,
+            kernel_marked_ms: 0,
             posix_rename: s.posix_rename,
         }
     };

@@ -570,15 +570,28 @@ fn mark(server: &ServerState, root: FileKey, path: &RelPath) {
     }
 }
 
-/// ringshare changed the file at `path` without reporting it (a close
-/// after writing reports only when it wrote): the kernel's events for it
-/// are not news.
-pub(crate) fn touched(server: &ServerState, share: &ShareDef, path: &RelPath) {
-    if server.notify.kernel_dirs.load(Ordering::Acquire) == 0 {
+/// How often an open that keeps writing marks its file again for the
+/// kernel's echo ([`crate::notify_kernel`]; a mark outlives its last use by
+/// ECHO_MS, 2 s).
+const WRITE_MARK_EVERY_MS: u64 = 1000;
+
+/// `open` wrote (it reports that at its close): the kernel's MODIFY events
+/// for its file are not news. Marked at the first write and again every
+/// second while writes go on, so a long copy is never reported twice.
+pub(crate) fn wrote(
+    server: &ServerState,
+    open: &crate::state::Open,
+    st: &mut crate::state::OpenState,
+    now_ms: u64,
+) {
+    if server.notify.kernel_dirs.load(Ordering::Acquire) == 0
+        || (st.kernel_marked_ms != 0 && now_ms < st.kernel_marked_ms + WRITE_MARK_EVERY_MS)
+    {
         return;
     }
-    if let Some(root) = root_key(share) {
-        mark(server, root, path);
+    st.kernel_marked_ms = now_ms.max(1);
+    if let Some(root) = root_key(&open.share) {
+        mark(server, root, &st.path);
     }
 }
 

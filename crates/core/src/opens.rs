@@ -96,6 +96,7 @@ pub(crate) fn set_position(
         st.position = end;
         if wrote {
             st.notify_on_close |= notify::filter::LAST_WRITE | notify::filter::SIZE;
+            notify::wrote(&core.server, &open, &mut st, core.now.mono_ms);
         }
     }
 }
@@ -170,8 +171,6 @@ pub(crate) fn close_open(
     }
     let share = Arc::clone(&open.share);
     let who = Arc::clone(&open.who);
-    let wrote_access =
-        open.access & (crate::access::FILE_WRITE_DATA | crate::access::FILE_APPEND_DATA) != 0;
     let mut key = open.key;
     let stream = open.stream.as_ref().map(|s| {
         let (name, now) = lock(&s.now).clone();
@@ -237,10 +236,6 @@ pub(crate) fn close_open(
                 stream: None,
             }],
         );
-    }
-    if !remove && on_close == 0 && wrote_access {
-        // The kernel reports closing a file opened for writing.
-        notify::touched(server, &share, &path);
     }
     server.drop_file_entry_if_unused(key);
     attr

@@ -244,6 +244,9 @@ pub(crate) struct OpenState {
     /// `fruit:posix_rename`: it renames its directory even with files open
     /// below (as macOS expects; Samba's vfs_fruit).
     pub posix_rename: bool,
+    /// When this open last marked its writes for the kernel's echo of them
+    /// ([`crate::notify::wrote`]), in monotonic ms.
+    pub kernel_marked_ms: u64,
 }
 
 /// A bucket of [`OpenState::lock_sequences`] that holds no valid number

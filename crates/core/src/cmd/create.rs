@@ -891,6 +891,7 @@ fn create_or_wait(
             lock_sequences: None,
             watch: None,
             notify_on_close: 0,
+            kernel_marked_ms: 0,
             posix_rename: is_dir
                 && core.aapl.negotiated
                 && notify_share.fruit.as_ref().is_some_and(|f| f.posix_rename),

@@ -254,8 +254,11 @@ struct OpenRef {
 
 /// Data of the open's file changed: its close reports it MODIFIED.
 fn note_written(server: &crate::server::ServerState, open: &OpenRef, now: crate::io::Now) {
-    lock(&open.open.state).notify_on_close |=
-        crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
+    {
+        let mut st = lock(&open.open.state);
+        st.notify_on_close |= crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
+        crate::notify::wrote(server, &open.open, &mut st, now.mono_ms);
+    }
     crate::writetime::wrote(server, &open.open, now);
 }
 
