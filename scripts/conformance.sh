@@ -53,7 +53,8 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.create smb2.compound smb2.credits smb2.ioctl smb2.session smb2.multichannel
     smb2.oplock smb2.lease smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms
     smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open smb2.durable-v2-delay
-    smb2.replay smb2.notify smb2.notify-inotify)
+    smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
+    smb2.ioctl-on-stream smb2.fileid smb2.timestamps)
 # Change notification: `--notify`.
 NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 # Named streams: `--streams`.
