@@ -222,6 +222,9 @@ pub struct Global {
     /// `kernel change notify` (Samba's option, default yes): CHANGE_NOTIFY
     /// also reports changes other programs make on the disk (inotify).
     pub kernel_change_notify: bool,
+    /// `multicast dns register` (Samba's option, default yes): Time Machine
+    /// shares are announced through Avahi ([`crate::mdns`]).
+    pub multicast_dns_register: bool,
     /// `zerocopy send` (ringshare extension): `auto` (default), `yes` or `no`.
     pub zerocopy_send: ZerocopySend,
     /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
@@ -266,6 +269,7 @@ impl Default for Global {
             pin_cpus: false,
             multishot_receive: false,
             kernel_change_notify: true,
+            multicast_dns_register: true,
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             multi_channel: true,

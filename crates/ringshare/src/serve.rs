@@ -378,6 +378,8 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     });
     shared.wake_on_mail();
     install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
+    // Time Machine shares announced while the server runs (dropped at the end).
+    let _announced = crate::mdns::announce(&cfg);
     let first = Mutex::new(Some(listeners));
     let result = runtime::run_per_core(threads, cfg.global.pin_cpus, |i| {
         let l = if i == 0 {

@@ -147,6 +147,7 @@ enum Opt {
     PinCpus,
     MultishotReceive,
     KernelChangeNotify,
+    MulticastDnsRegister,
     ZerocopySend,
     SendTimeout,
     MultiChannel,
@@ -215,6 +216,7 @@ fn classify(key: &str) -> Option<Opt> {
         "pin cpus" => Opt::PinCpus,
         "multishot receive" => Opt::MultishotReceive,
         "kernel change notify" => Opt::KernelChangeNotify,
+        "multicast dns register" => Opt::MulticastDnsRegister,
         "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
@@ -713,6 +715,9 @@ impl<'a> Parser<'a> {
             }
             Opt::KernelChangeNotify => {
                 self.global.kernel_change_notify = self.bool_value(line, key, value)?;
+            }
+            Opt::MulticastDnsRegister => {
+                self.global.multicast_dns_register = self.bool_value(line, key, value)?;
             }
             Opt::ZerocopySend => {
                 self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {
