@@ -365,16 +365,17 @@ pub fn convert(
         blob[16..48].copy_from_slice(&finder);
         node.write_at(&blob, 0)?;
     }
-    // Samba's layout: the header, 32 bytes of Finder info, the fork at 82.
-    let mut fork = vec![0u8; fork_len as usize];
-    let got = ad.read_at(&mut fork, fork_off)?;
-    fork.truncate(got);
+    // Samba's layout: the header, 32 bytes of Finder info, the fork at 82,
+    // moved down in pieces (never the whole fork in memory: it may be
+    // large; each piece is read before it is written, and the fork only
+    // moves towards the start).
+    let moved = ad.copy_range(ad.as_ref(), fork_off, FORK_OFFSET, fork_len)?;
     let mut head = header();
     head[50..82].copy_from_slice(area.get(50..82).unwrap_or(&[0; 32]));
-    head[34..38].copy_from_slice(&(fork.len() as u32).to_be_bytes());
+    let len = u32::try_from(moved).map_err(|_| FsError::TooBig)?;
+    head[34..38].copy_from_slice(&len.to_be_bytes());
     ad.write_at(&head, 0)?;
-    ad.write_at(&fork, FORK_OFFSET)?;
-    ad.set_len(FORK_OFFSET + fork.len() as u64)
+    ad.set_len(FORK_OFFSET + moved)
 }
 
 /// The Finder info entry's length in a `._` header.
