@@ -632,6 +632,19 @@ mod tests {
         k
     }
 
+    /// Mark `name` in directory `d` of [`kernel_with`] as ringshare's own.
+    fn mark_echo(k: &mut Kernel, name: &str) {
+        let at = (
+            FileKey {
+                dev: 1,
+                ino: 1,
+                stream: 0,
+            },
+            vec!["d".to_string()],
+        );
+        k.dirs.get_mut(&at).unwrap().echo.insert(name.into(), None);
+    }
+
     fn actions(b: &[Batch]) -> Vec<(u32, String)> {
         b.iter()
             .flat_map(|(_, v)| v.iter().map(|(a, _, p)| (*a, p.to_slash_path())))
@@ -677,19 +690,7 @@ mod tests {
     #[test]
     fn names_ringshare_changed_itself_are_not_reported_again_but_others_are() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let at = (
-            FileKey {
-                dev: 1,
-                ino: 1,
-                stream: 0,
-            },
-            vec!["d".to_string()],
-        );
-        k.dirs
-            .get_mut(&at)
-            .unwrap()
-            .echo
-            .insert("mine".into(), None);
+        mark_echo(&mut k, "mine");
         let (b, _, _) = map_events(
             &mut k,
             vec![
@@ -706,19 +707,7 @@ mod tests {
     #[test]
     fn a_write_by_another_program_is_modified_and_ringshares_own_is_its_echo() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let at = (
-            FileKey {
-                dev: 1,
-                ino: 1,
-                stream: 0,
-            },
-            vec!["d".to_string()],
-        );
-        k.dirs
-            .get_mut(&at)
-            .unwrap()
-            .echo
-            .insert("ours".into(), None);
+        mark_echo(&mut k, "ours");
         let (b, _, _) = map_events(
             &mut k,
             vec![
@@ -761,15 +750,7 @@ mod tests {
     #[test]
     fn a_mark_hides_events_for_two_seconds_after_the_first_it_hides_then_lets_them_through() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let at = (
-            FileKey {
-                dev: 1,
-                ino: 1,
-                stream: 0,
-            },
-            vec!["d".to_string()],
-        );
-        k.dirs.get_mut(&at).unwrap().echo.insert("n".into(), None);
+        mark_echo(&mut k, "n");
         let seen = |k: &mut Kernel, t: u64| {
             actions(&map_events(k, vec![ev(1, mask::ATTRIB, 0, "n")], t).0).len()
         };

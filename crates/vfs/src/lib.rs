@@ -850,6 +850,23 @@ macro_rules! forward_file_metadata {
     };
 }
 
+/// The [`Node`] methods of a directory's entries for a node that is no
+/// directory (a stream's): each `NotADirectory`.
+#[macro_export]
+macro_rules! not_a_directory {
+    () => {
+        fn list_names(&self) -> $crate::FsResult<Vec<String>> {
+            Err($crate::FsError::NotADirectory)
+        }
+        fn stat_entry(&self, _name: &str) -> $crate::FsResult<$crate::FileAttr> {
+            Err($crate::FsError::NotADirectory)
+        }
+        fn may_read_entry(&self, _name: &str) -> $crate::FsResult<bool> {
+            Err($crate::FsError::NotADirectory)
+        }
+    };
+}
+
 /// Longest extended attribute name in bytes ([MS-FSCC] 2.4.15: EaNameLength is one byte).
 pub const EA_NAME_LEN_MAX: usize = 255;
 /// Largest extended attribute value in bytes (EaValueLength is two bytes).

@@ -225,12 +225,7 @@ impl Node for ForkNode {
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.file.set_dos_attributes(attrs)
     }
-    fn list_names(&self) -> FsResult<Vec<String>> {
-        Err(FsError::NotADirectory)
-    }
-    fn stat_entry(&self, _name: &str) -> FsResult<FileAttr> {
-        Err(FsError::NotADirectory)
-    }
+    ringshare_vfs::not_a_directory!();
     fn open_stream(&self, _name: &str, _mode: OpenMode, _write: bool) -> FsResult<Opened> {
         Err(FsError::InvalidName)
     }

@@ -523,17 +523,7 @@ impl Node for PosixStreamNode {
         self.base.set_dos_attributes(attrs)
     }
 
-    fn list_names(&self) -> FsResult<Vec<String>> {
-        Err(FsError::NotADirectory)
-    }
-
-    fn stat_entry(&self, _name: &str) -> FsResult<FileAttr> {
-        Err(FsError::NotADirectory)
-    }
-
-    fn may_read_entry(&self, _name: &str) -> FsResult<bool> {
-        Err(FsError::NotADirectory)
-    }
+    crate::not_a_directory!();
 
     /// A stream has no streams.
     fn open_stream(&self, _name: &str, _mode: OpenMode, _write: bool) -> FsResult<Opened> {
