@@ -15,9 +15,11 @@ fn init_logging(level: u32) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RINGSHARE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colours only for a terminal: a log file or the journal gets plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
         .with_target(false)
         .init();
 }

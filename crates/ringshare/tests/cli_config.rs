@@ -462,3 +462,34 @@ fn single_share_names_the_share_after_the_directory() {
     let dot = Config::single_share(&data.join("."));
     assert_eq!(dot.shares[0].name, "Holiday_Photos");
 }
+
+#[test]
+fn a_log_written_to_a_file_has_no_colour_codes() {
+    let dir = TempDir::new();
+    let conf = dir.path().join("smb.conf");
+    // An unknown option is warned about; an address no interface has (TEST-NET-1) then
+    // stops start-up.
+    let share = dir.mkdir("share");
+    std::fs::write(
+        &conf,
+        format!(
+            "[global]\nfrobnicate = yes\nlisten = 192.0.2.1:4450\nsmb passwd file = {}\n\
+             [s]\npath = {}\n",
+            dir.path().join("smbpasswd").display(),
+            share.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringshare"))
+        .args(["serve", "--config"])
+        .arg(&conf)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("unknown option 'frobnicate' ignored"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escapes in a log that is not a terminal: {log:?}"
+    );
+}
