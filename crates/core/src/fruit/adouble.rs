@@ -303,38 +303,42 @@ fn packed_xattrs(area: &[u8], finder_off: usize) -> Option<Vec<(String, Vec<u8>)
 /// Samba keep (as Samba's vfs_fruit does when such a file is met): each
 /// packed xattr becomes a named stream of the file, the Finder info becomes
 /// its `AFP_AfpInfo`, and the `._` file is rewritten with Samba's header and
-/// the fork alone. Nothing happens for a `._` file Samba's way already;
-/// a `._` file that cannot be read is left alone.
+/// the fork alone. Nothing happens for a `._` file Samba's way already
+/// (it is only read); a `._` file that cannot be read is left alone.
+/// Returns the resource fork's length (0 without a valid `._` file), so a
+/// listing needs no second look at it.
 pub fn convert(
     share: &dyn Share,
     who: &Who,
     path: &RelPath,
     file: &Arc<dyn Node>,
     fruit: &super::Fruit,
-) -> FsResult<()> {
+) -> FsResult<u64> {
     let Some(ad_path) = sidecar(path) else {
-        return Ok(());
+        return Ok(0);
     };
     let mut opts = OpenOptions::read_existing();
-    opts.write = true;
     opts.non_directory = true;
     let ad = match share.open(who, &ad_path, &opts) {
         Ok(o) => o.node,
-        Err(_) => return Ok(()),
+        Err(_) => return Ok(0),
     };
     let size = ad.size()? as usize;
     let mut area = vec![0u8; size.min(XATTR_AREA_MAX)];
     let n = ad.read_at(&mut area, 0)?;
     area.truncate(n);
     let Some((_, fork_off, fork_len)) = fork_entry(&area) else {
-        return Ok(());
+        return Ok(0);
     };
     let fork_len = fork_len.min((size as u64).saturating_sub(fork_off));
     let finder_len = finder_entry_len(&area).unwrap_or(32);
     let from_macos = area.get(8..24) == Some(b"Mac OS X        ".as_slice());
     if finder_len <= 32 && !from_macos {
-        return Ok(());
+        return Ok(fork_len);
     }
+    // Converting rewrites it: opened again for writing.
+    opts.write = true;
+    let ad = share.open(who, &ad_path, &opts)?.node;
     if finder_len > 32 {
         for (name, value) in packed_xattrs(&area, 50).unwrap_or_default() {
             if !ringshare_vfs::stream_name_is_valid(&name) {
@@ -370,7 +374,8 @@ pub fn convert(
     let len = u32::try_from(moved).map_err(|_| FsError::TooBig)?;
     head[34..38].copy_from_slice(&len.to_be_bytes());
     ad.write_at(&head, 0)?;
-    ad.set_len(FORK_OFFSET + moved)
+    ad.set_len(FORK_OFFSET + moved)?;
+    Ok(moved)
 }
 
 /// The Finder info entry's length in a `._` header.
@@ -479,7 +484,8 @@ mod tests {
         let file: Arc<dyn Node> = Arc::from(m.open(&who, &p, &o).unwrap().node);
         let ad = m.open(&who, &sidecar(&p).unwrap(), &o).unwrap().node;
         ad.write_at(&macos_appledouble(b"fork bytes"), 0).unwrap();
-        convert(&m, &who, &p, &file, &super::super::Fruit::default()).unwrap();
+        let fork = convert(&m, &who, &p, &file, &super::super::Fruit::default()).unwrap();
+        assert_eq!(fork, 10, "the fork's length after");
         let s = file
             .open_stream("foo\u{F022}bar", OpenMode::Existing, false)
             .unwrap();

@@ -244,9 +244,6 @@ pub(crate) fn dir_attr(
         .map(|o| o.node);
     if let (Some(node), Some(path)) = (node, path) {
         let node: std::sync::Arc<dyn ringshare_vfs::Node> = std::sync::Arc::from(node);
-        if attr.kind == FileKind::File && keeps_appledouble(share) {
-            let _ = adouble::convert(share.backend.as_ref(), who, &path, &node, f);
-        }
         if let Ok(access) = node.access() {
             let may_delete = share.backend.may_delete(who, &path).unwrap_or(false);
             max_access = crate::access::rights_of(access, attr.is_dir(), may_delete);
@@ -257,8 +254,12 @@ pub(crate) fn dir_attr(
                 .ok()
                 .flatten()
                 .map_or(0, |s| s.size),
+            // A `._` file macOS wrote is taken in first (as Samba does in
+            // listings); that look also gives the fork's length.
             Resource::File if attr.kind == FileKind::File => {
-                adouble::fork_len(share.backend.as_ref(), who, &path)
+                let backend = share.backend.as_ref();
+                adouble::convert(backend, who, &path, &node, f)
+                    .unwrap_or_else(|_| adouble::fork_len(backend, who, &path))
             }
             _ => 0,
         };
