@@ -308,6 +308,18 @@ impl Default for MemShare {
     }
 }
 
+/// Copy what `data` holds from `offset` into `buf`; the bytes copied (0 at
+/// or past its end).
+fn read_from(data: &[u8], offset: u64, buf: &mut [u8]) -> usize {
+    let avail = usize::try_from(offset)
+        .ok()
+        .and_then(|start| data.get(start..))
+        .unwrap_or_default();
+    let n = avail.len().min(buf.len());
+    buf[..n].copy_from_slice(&avail[..n]);
+    n
+}
+
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state
         .lock()
@@ -704,16 +716,7 @@ impl Node for MemNode {
         if !self.readable {
             return Err(FsError::AccessDenied);
         }
-        let data = &st.inode(self.ino)?.data;
-        let Ok(start) = usize::try_from(offset) else {
-            return Ok(0);
-        };
-        let Some(avail) = data.get(start..) else {
-            return Ok(0);
-        };
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        Ok(n)
+        Ok(read_from(&st.inode(self.ino)?.data, offset, buf))
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {

@@ -281,15 +281,7 @@ impl Node for MemStreamNode {
         let at = self.at(&st)?;
         let i = st.inode(self.base.ino)?;
         let data = i.streams.get(at).map(|(_, d)| d).ok_or(FsError::NotFound)?;
-        let Ok(start) = usize::try_from(offset) else {
-            return Ok(0);
-        };
-        let Some(avail) = data.get(start..) else {
-            return Ok(0);
-        };
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        Ok(n)
+        Ok(read_from(data, offset, buf))
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
