@@ -26,6 +26,18 @@ fn files_on_tmpfs_are_in_memory_and_procfs_is_not() {
     assert!(!memory_backed(proc_fd.as_fd()));
 }
 
+/// A node of `name` opened `O_PATH` (stat only), as the server.
+fn stat_only_node(share: &PosixShare, name: &str) -> PosixNode {
+    let path = RelPath::from_components([name]).unwrap();
+    let fd = share.openat2(&path, OFlags::PATH, 0).unwrap();
+    let node = share
+        .node(&crate::server_who(), fd, false, false, true)
+        .unwrap()
+        .node;
+    assert!(node.is_path_only());
+    node
+}
+
 /// The `O_PATH` fallback (taken when `O_RDONLY` gives EACCES) cannot be reached by
 /// permissions when tests run as root, so build such a node directly.
 #[test]
@@ -35,13 +47,7 @@ fn stat_only_node_sets_and_reads_metadata_through_proc() {
     let _guard = Tmp(dir.clone());
     std::fs::write(dir.join("f"), b"abc").unwrap();
     let share = PosixShare::new(&dir).unwrap();
-    let path = RelPath::from_components(["f"]).unwrap();
-    let fd = share.openat2(&path, OFlags::PATH, 0).unwrap();
-    let node = share
-        .node(&crate::server_who(), fd, false, false, true)
-        .unwrap()
-        .node;
-    assert!(node.is_path_only());
+    let node = stat_only_node(&share, "f");
     assert_eq!(node.stat().unwrap().size, 3);
     let mut buf = [0u8; 3];
     assert_eq!(
@@ -79,13 +85,7 @@ fn a_stream_of_a_stat_only_open_is_read_and_written_through_proc() {
     std::fs::write(dir.join("f"), b"abc").unwrap();
     let share = PosixShare::new(&dir).unwrap();
     assert!(share.streams_supported());
-    let path = RelPath::from_components(["f"]).unwrap();
-    let fd = share.openat2(&path, OFlags::PATH, 0).unwrap();
-    let node = share
-        .node(&crate::server_who(), fd, false, false, true)
-        .unwrap()
-        .node;
-    assert!(node.is_path_only());
+    let node = stat_only_node(&share, "f");
     let s = node
         .open_stream("s", OpenMode::CreateNew, true)
         .unwrap()
