@@ -22,8 +22,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::py::{python, run_bounded, script, skipped};
 use common::{
@@ -270,24 +269,15 @@ fn smbclient(server: &Running, conf: &Path, cwd: &Path, logs: &Path, cmds: &str)
         .stderr(File::create(&err_path).expect("smbclient stderr file"))
         .spawn()
         .expect("spawn smbclient");
-    let deadline = Instant::now() + SMBCLIENT_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "smbclient {args:?} ran longer than {SMBCLIENT_TIMEOUT:?}\nstdout:\n{}\n\
-                     stderr:\n{}\n--- {} log ---\n{}",
-                    fs::read_to_string(&out_path).unwrap_or_default(),
-                    fs::read_to_string(&err_path).unwrap_or_default(),
-                    server.name,
-                    server_log(server)
-                );
-            }
-        }
+    let Some(status) = common::wait_within(&mut child, SMBCLIENT_TIMEOUT) else {
+        panic!(
+            "smbclient {args:?} ran longer than {SMBCLIENT_TIMEOUT:?}\nstdout:\n{}\n\
+             stderr:\n{}\n--- {} log ---\n{}",
+            fs::read_to_string(&out_path).unwrap_or_default(),
+            fs::read_to_string(&err_path).unwrap_or_default(),
+            server.name,
+            server_log(server)
+        );
     };
     let read = |p: &Path| String::from_utf8_lossy(&fs::read(p).unwrap_or_default()).into_owned();
     SmbOutput {

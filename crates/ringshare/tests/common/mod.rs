@@ -467,6 +467,23 @@ fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
     }
 }
 
+/// Waits for `child` to exit, for at most `limit`: how it exited, or `None`
+/// when it ran longer (it is killed then) or cannot be waited for.
+pub fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
 /// SIGTERM, then SIGKILL after [`STOP_GRACE`]; returns how the process exited.
 fn stop_child(child: &mut Child) -> Option<ExitStatus> {
     if let Ok(Some(status)) = child.try_wait() {
@@ -699,24 +716,15 @@ impl Smbclient<'_> {
     /// local paths in `get`/`put` are there). Panics when it runs longer than the timeout.
     pub fn run(self, cmds: &str) -> SmbOutput {
         let (mut child, args, out_path, err_path) = self.spawn_child(cmds, false);
-        let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "smbclient {args:?} ran longer than {:?}\nstdout:\n{}\nstderr:\n{}\n\
-                         --- server log ---\n{}",
-                        self.timeout,
-                        std::fs::read_to_string(&out_path).unwrap_or_default(),
-                        std::fs::read_to_string(&err_path).unwrap_or_default(),
-                        self.server.log()
-                    );
-                }
-            }
+        let Some(status) = wait_within(&mut child, self.timeout) else {
+            panic!(
+                "smbclient {args:?} ran longer than {:?}\nstdout:\n{}\nstderr:\n{}\n\
+                 --- server log ---\n{}",
+                self.timeout,
+                std::fs::read_to_string(&out_path).unwrap_or_default(),
+                std::fs::read_to_string(&err_path).unwrap_or_default(),
+                self.server.log()
+            );
         };
         let read =
             |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();

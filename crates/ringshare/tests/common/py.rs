@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The smbprotocol release the tests are written against.
 pub const SMBPROTOCOL: &str = "smbprotocol==1.17.0";
@@ -58,19 +58,7 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> (bool, String) {
         Ok(c) => c,
         Err(e) => return (false, format!("could not start {cmd:?}: {e}")),
     };
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(_) => break None,
-        }
-    };
+    let status = super::wait_within(&mut child, limit);
     let mut text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     if status.is_none() {
