@@ -37,7 +37,9 @@ use ringshare_vfs::{FsError, Who};
 pub mod kernel_notify;
 mod peer;
 use peer::{is_local, peer_name};
+mod inline_io;
 mod write_pipes;
+use inline_io::{in_place, run_here};
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
 
 use crate::config::ZerocopySend;
@@ -1445,31 +1447,6 @@ fn end_multishot(ring: &mut Ring, c: &mut Conn, slot: u32) {
         c.multishot_ending = true;
         ring.cancel(token(KIND_RECV, c.gen, slot));
     }
-}
-
-/// Whether `req` is done in the ring's thread: a READ or WRITE of at most
-/// [`INLINE_IO_LEN_MAX`] bytes on a file kept in memory.
-fn in_place(req: &IoRequest) -> bool {
-    let len = match &req.op {
-        IoOp::Read { len, .. } => *len,
-        IoOp::Write { start, end, .. } => end - start,
-        _ => return false,
-    };
-    len <= INLINE_IO_LEN_MAX && req.node.in_memory()
-}
-
-/// Does `req` in this thread: READs into a pooled buffer, WRITE buffers back
-/// to the pool.
-fn run_here(pool: &mut BufPool, conn: &mut Connection, req: IoRequest) -> IoDone {
-    let buf = match &req.op {
-        IoOp::Read { len, headroom, .. } => read_buf(pool, conn, headroom + len),
-        _ => Vec::new(),
-    };
-    let done = req.run_blocking_into(buf);
-    if let IoOp::Write { buf, .. } = req.op {
-        give_back(pool, Some(conn), buf);
-    }
-    done
 }
 
 /// A buffer for a READ of `cap` bytes: a large one from the worker's pool,
