@@ -330,7 +330,7 @@ pub(crate) struct Req0 {
 impl Connection {
     pub fn new(server: Arc<ServerState>, peer: String, entropy: Box<dyn Entropy>) -> Connection {
         let conn_id = server.new_connection_id();
-        let mailbox = server.open_mailbox(conn_id);
+        let mailbox = server.open_mailbox(conn_id, &peer);
         Connection {
             core: ConnCore {
                 conn_id,
@@ -500,6 +500,9 @@ impl Connection {
     pub fn accepted(&mut self, now: Now) {
         self.accepted_ms = Some(now.mono_ms);
         self.last_request_ms = now.mono_ms;
+        self.core
+            .server
+            .note_accepted(self.core.conn_id, now.filetime);
     }
 
     /// Until a session is authenticated, the connection must log on in time.

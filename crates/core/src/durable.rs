@@ -107,6 +107,11 @@ pub(crate) struct Durables {
 }
 
 impl Durables {
+    /// How many durable opens wait for their client to reconnect.
+    pub fn parked_count(&self) -> usize {
+        self.parked.len()
+    }
+
     /// An open made (or reconnected) with this CreateGuid.
     pub(crate) fn remember(&mut self, guids: ([u8; 16], [u8; 16]), session_id: u64, open_id: u64) {
         if self.created.len() < crate::limits::DISCONNECTED_OPENS_MAX * 4

@@ -31,6 +31,7 @@ pub mod server;
 mod shortname;
 mod spare;
 mod state;
+pub mod status;
 mod transform;
 mod writetime;
 

@@ -137,6 +137,11 @@ impl LockList {
         before - self.locks.len()
     }
 
+    /// Every lock held, in the order they were taken.
+    pub fn iter(&self) -> impl Iterator<Item = &ByteRangeLock> {
+        self.locks.iter()
+    }
+
     pub fn count_owned_by(&self, owner: OwnerId) -> usize {
         self.locks.iter().filter(|l| l.owner == owner).count()
     }

@@ -130,6 +130,8 @@ pub struct ServerConfig {
     /// Unknown users log in as guest (smb.conf `map to guest = bad user`).
     pub map_bad_user_to_guest: bool,
     /// Guest logins are possible at all (any share has `guest ok`).
+    /// With `shares` and `homes`, moved into the server's [`ShareSet`] at
+    /// start (read them with [`ServerState::shares`]; a reload replaces them).
     pub guest_enabled: bool,
     pub shares: Vec<Arc<ShareDef>>,
     /// The `[homes]` section: a connection to a share named after a Unix
@@ -199,7 +201,18 @@ impl Default for IoSizes {
     }
 }
 
-impl ServerConfig {
+/// The shares the server offers now: taken from [`ServerConfig`] at start,
+/// replaced as a whole by a reload ([`ServerState::replace_shares`]).
+#[derive(Debug, Default)]
+pub struct ShareSet {
+    pub shares: Vec<Arc<ShareDef>>,
+    pub homes: Option<Arc<ShareDef>>,
+    /// Guest logons are possible at all (some share has `guest ok`).
+    pub guest_enabled: bool,
+}
+
+impl ShareSet {
+    /// The configured share of this name (share names ignore case).
     pub fn share(&self, name: &str) -> Option<&Arc<ShareDef>> {
         self.shares
             .iter()
@@ -286,17 +299,21 @@ pub struct FileEntry {
 
 /// Shared state of the whole server.
 pub struct ServerState {
+    /// The configuration the server started with; its shares are in `shares`.
     pub config: ServerConfig,
-    pub users: Arc<dyn UserLookup + Send + Sync>,
+    /// The shares offered now ([`ServerState::shares`]).
+    shares: RwLock<Arc<ShareSet>>,
+    /// The users who may log on now ([`ServerState::users`]).
+    users: RwLock<Arc<dyn UserLookup + Send + Sync>>,
     /// Unix accounts the users act as.
     pub accounts: Arc<dyn crate::identity::Accounts>,
-    files: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
+    pub(crate) files: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
     next_owner: AtomicU64,
     /// What FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; the driver fills it
     /// at start-up (the core cannot look at the machine).
     interfaces: RwLock<Vec<NetworkInterfaceInfo>>,
     /// GlobalSessionTable ([MS-SMB2] 3.3.1.5): every session by SessionId.
-    sessions: Mutex<HashMap<u64, SessionRef>>,
+    pub(crate) sessions: Mutex<HashMap<u64, SessionRef>>,
     next_connection: AtomicU64,
     /// Which file each lease is on (a lease key names one file).
     lease_files: Mutex<HashMap<crate::oplock::LeaseId, FileKey>>,
@@ -338,14 +355,17 @@ pub(crate) enum Notice {
     /// A CHANGE_NOTIFY of this connection, waiting with this async id, may
     /// have an answer now ([`crate::notify`]).
     Notify { async_id: u64 },
+    /// The server's shares were replaced (a reload): look at every tree.
+    SharesChanged,
 }
 
 /// A connection's inbox of notices from other connections (they may run on
-/// other threads).
+/// other threads), and what `status` shows of it.
 #[derive(Debug, Default)]
 pub(crate) struct Mailbox {
     pending: AtomicBool,
     notices: Mutex<Vec<Notice>>,
+    facts: Mutex<crate::status::ConnStatus>,
 }
 
 impl Mailbox {
@@ -377,13 +397,19 @@ impl ServerState {
 
     /// A server whose users act as the Unix accounts `accounts` gives them.
     pub fn with_accounts(
-        config: ServerConfig,
+        mut config: ServerConfig,
         users: Arc<dyn UserLookup + Send + Sync>,
         accounts: Arc<dyn crate::identity::Accounts>,
     ) -> Arc<ServerState> {
+        let shares = ShareSet {
+            shares: std::mem::take(&mut config.shares),
+            homes: config.homes.take(),
+            guest_enabled: config.guest_enabled,
+        };
         Arc::new(ServerState {
             config,
-            users,
+            shares: RwLock::new(Arc::new(shares)),
+            users: RwLock::new(users),
             accounts,
             files: Mutex::new(HashMap::new()),
             next_owner: AtomicU64::new(1),
@@ -398,6 +424,36 @@ impl ServerState {
             notify: Default::default(),
             write_times_shown: AtomicUsize::new(0),
         })
+    }
+
+    /// The shares offered now.
+    pub fn shares(&self) -> Arc<ShareSet> {
+        Arc::clone(&self.shares.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The users who may log on now.
+    pub fn users(&self) -> Arc<dyn UserLookup + Send + Sync> {
+        Arc::clone(&self.users.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Offer these shares from now on (a reload). Every connection then
+    /// looks at its tree connects: one whose share is gone is disconnected
+    /// (its opens closed; its requests answered NETWORK_NAME_DELETED), one
+    /// whose share changed takes the new settings for its next opens, under
+    /// the share's new user rules. A share that did not change should be
+    /// passed as the same `Arc`, so its trees are left alone.
+    pub fn replace_shares(&self, set: ShareSet) {
+        *self.shares.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+        let conns: Vec<u64> = lock(&self.mailboxes).keys().copied().collect();
+        for id in conns {
+            self.post(id, Notice::SharesChanged);
+        }
+    }
+
+    /// Let these users log on from now on (a reload); sessions already set
+    /// up stay as they are.
+    pub fn replace_users(&self, users: Arc<dyn UserLookup + Send + Sync>) {
+        *self.users.write().unwrap_or_else(|e| e.into_inner()) = users;
     }
 
     /// The file a lease is on.
@@ -430,10 +486,44 @@ impl ServerState {
         self.mail_posted.load(Ordering::Acquire)
     }
 
-    pub(crate) fn open_mailbox(&self, conn_id: u64) -> Arc<Mailbox> {
+    pub(crate) fn open_mailbox(&self, conn_id: u64, peer: &str) -> Arc<Mailbox> {
         let m = Arc::new(Mailbox::default());
+        *lock(&m.facts) = crate::status::ConnStatus {
+            id: conn_id,
+            peer: peer.to_string(),
+            ..Default::default()
+        };
         lock(&self.mailboxes).insert(conn_id, Arc::clone(&m));
         m
+    }
+
+    /// Record when connection `conn_id` was accepted (FILETIME), for `status`.
+    pub(crate) fn note_accepted(&self, conn_id: u64, filetime: u64) {
+        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
+            lock(&m.facts).since = filetime;
+        }
+    }
+
+    /// Record what connection `conn_id` negotiated, for `status`.
+    pub(crate) fn note_negotiated(
+        &self,
+        conn_id: u64,
+        dialect: u16,
+        signing: &'static str,
+        cipher: Option<&'static str>,
+    ) {
+        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
+            let mut f = lock(&m.facts);
+            (f.dialect, f.signing, f.cipher) = (dialect, signing, cipher);
+        }
+    }
+
+    /// Every live connection, for `status`.
+    pub(crate) fn connection_facts(&self) -> Vec<crate::status::ConnStatus> {
+        let boxes: Vec<Arc<Mailbox>> = lock(&self.mailboxes).values().cloned().collect();
+        let mut v: Vec<_> = boxes.iter().map(|m| lock(&m.facts).clone()).collect();
+        v.sort_by_key(|c| c.id);
+        v
     }
 
     pub(crate) fn close_mailbox(&self, conn_id: u64) {

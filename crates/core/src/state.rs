@@ -141,6 +141,9 @@ pub(crate) enum TreeKind {
 
 pub(crate) struct Tree {
     pub kind: TreeKind,
+    /// The configured share (or `[homes]`) the tree was made from; a reload
+    /// that replaces it makes the tree again ([`crate::cmd::tree::follow_new_shares`]).
+    pub source: Option<Arc<ShareDef>>,
     /// Who operations on the tree run as (after `force user`, `admin users`…).
     pub who: ringshare_vfs::Who,
     /// Acts as root or `admin users`: stored NT ACLs do not apply.

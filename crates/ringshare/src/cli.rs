@@ -50,6 +50,10 @@ pub enum Command {
     },
     /// Measure an SMB server: //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options].
     Bench(crate::bench::BenchArgs),
+    /// Show the running server's connections, sessions, open files and locks.
+    Status(StatusArgs),
+    /// Make the running server read its configuration and users again.
+    Reload(ControlTarget),
     /// Measure the plain file-to-socket sender (the floor for a file server's CPU per GiB).
     #[command(hide = true)]
     Limit(crate::limit::LimitArgs),
@@ -96,6 +100,40 @@ pub struct ServeArgs {
 }
 
 /// Where `serve` takes its shares from.
+/// Which running server `status` and `reload` ask: the one whose control
+/// socket is `--socket`, or the one `--config FILE` sets up, or the default.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ControlTarget {
+    /// The server's control socket.
+    #[arg(long, value_name = "PATH", conflicts_with = "config")]
+    pub socket: Option<PathBuf>,
+    /// The configuration the server runs with (its `control socket`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+impl ControlTarget {
+    /// The socket to ask; `None` when the configuration turns it off.
+    pub fn socket(&self) -> Result<Option<PathBuf>, ConfigError> {
+        if let Some(s) = &self.socket {
+            return Ok(Some(s.clone()));
+        }
+        match &self.config {
+            Some(file) => Ok(config::load(file)?.global.control_socket),
+            None => Ok(Some(PathBuf::from(config::DEFAULT_CONTROL_SOCKET))),
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct StatusArgs {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub target: ControlTarget,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServeSource<'a> {
     /// `ringshare serve PATH`.

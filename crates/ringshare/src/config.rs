@@ -242,7 +242,17 @@ pub struct Global {
     pub smb2_max_read: u32,
     pub smb2_max_write: u32,
     pub smb2_max_trans: u32,
+    /// `control socket` (ringshare extension): the Unix socket `ringshare
+    /// status` and `ringshare reload` talk to; `no` for none. Default
+    /// [`DEFAULT_CONTROL_SOCKET`].
+    pub control_socket: Option<PathBuf>,
+    /// `control group` (ringshare extension): members of this Unix group may
+    /// use the control socket too (root always may). Default none.
+    pub control_group: Option<String>,
 }
+
+/// Where the control socket is unless `control socket` says otherwise.
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/ringshare/control.sock";
 
 impl Default for Global {
     fn default() -> Self {
@@ -277,6 +287,8 @@ impl Default for Global {
             smb2_max_read: 8 << 20,
             smb2_max_write: 8 << 20,
             smb2_max_trans: 8 << 20,
+            control_socket: Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
+            control_group: None,
         }
     }
 }

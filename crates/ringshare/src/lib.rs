@@ -6,10 +6,13 @@ pub mod accounts;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod driver;
 pub mod limit;
 pub mod mdns;
+pub mod reload;
 pub mod serve;
+pub mod status;
 pub mod users;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.

@@ -6,29 +6,49 @@ use std::process::ExitCode;
 use ringshare::cli::{self, Command, UserCommand};
 use ringshare::{serve, users};
 
-fn init_logging(level: u32) {
-    let default = match level {
+/// What `log level` N shows (Samba's meaning: 0 errors and warnings, 1
+/// notable events, 2 to 4 more detail, 5 and up everything).
+fn level_filter(level: u32) -> &'static str {
+    match level {
         0 => "warn",
         1 => "info",
         2..=4 => "debug",
         _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RINGSHARE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    }
+}
+
+/// Log to stderr at `level`; the returned function changes the level while
+/// the process runs (a reload). `RINGSHARE_LOG` (a tracing filter), when
+/// set, wins over both.
+fn init_logging(level: u32) -> Box<dyn Fn(u32) + Send + Sync> {
+    use tracing_subscriber::prelude::*;
+    use tracing_subscriber::{fmt, reload, EnvFilter};
+    let from_env = EnvFilter::try_from_env("RINGSHARE_LOG").ok();
+    let fixed = from_env.is_some();
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(level_filter(level)));
+    let (filter, handle) = reload::Layer::new(filter);
     // Colours only for a terminal: a log file or the journal gets plain text.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .with_ansi(io::stderr().is_terminal())
-        .with_target(false)
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            fmt::layer()
+                .with_writer(io::stderr)
+                .with_ansi(io::stderr().is_terminal())
+                .with_target(false),
+        )
         .init();
+    Box::new(move |level| {
+        if !fixed {
+            let _ = handle.reload(EnvFilter::new(level_filter(level)));
+        }
+    })
 }
 
 fn main() -> ExitCode {
     let cli = cli::parse_args();
     match cli.command {
         Command::Bench(args) => {
-            init_logging(0);
+            let _ = init_logging(0);
             let mut out = io::stdout();
             match ringshare::bench::run(args, &mut out) {
                 Ok(true) => ExitCode::SUCCESS,
@@ -42,6 +62,11 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Status(args) => ask_server(
+            &args.target,
+            if args.json { "status json" } else { "status" },
+        ),
+        Command::Reload(args) => ask_server(&args, "reload"),
         Command::Limit(args) => match ringshare::limit::run(args, &mut io::stdout()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -57,10 +82,17 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            init_logging(cfg.global.log_level.max(1));
+            let set_log_level = init_logging(cfg.global.log_level.max(1));
             raise_fd_limit();
             let mut out = io::stdout();
-            match serve::serve(cfg, args.threads, &mut out) {
+            let hooks = serve::Hooks {
+                set_log_level: Box::new(move |l| set_log_level(l.max(1))),
+                fixed: ringshare::reload::Fixed {
+                    listen: !args.listen.is_empty(),
+                    log_level: args.log_level.is_some(),
+                },
+            };
+            match serve::serve(cfg, args.threads, hooks, &mut out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("ringshare: {e}");
@@ -69,7 +101,7 @@ fn main() -> ExitCode {
             }
         }
         Command::User { command } => {
-            init_logging(0);
+            let _ = init_logging(0);
             let file = match command.smb_passwd_file() {
                 Ok(f) => f,
                 Err(e) => {
@@ -110,6 +142,33 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// Send `request` to the running server's control socket and print its answer.
+fn ask_server(target: &cli::ControlTarget, request: &str) -> ExitCode {
+    let socket = match target.socket() {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            eprintln!(
+                "ringshare: the configuration has `control socket = no`: there is nothing to ask"
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("ringshare: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match ringshare::control::request(&socket, request) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ringshare: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -57,7 +57,7 @@ fn open_backend(path: &std::path::Path, s: &ShareConfig) -> std::io::Result<Arc<
 }
 
 /// The core's view of one share section.
-fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
+pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, ServeError> {
     if let Some(f) = &s.fruit {
         if f.resource == ringshare_core::fruit::Resource::Xattr {
             tracing::warn!(
@@ -272,8 +272,48 @@ fn bind_all(addrs: &[SocketAddr]) -> Result<Vec<OwnedFd>, ServeError> {
         .collect()
 }
 
-/// Run the server until SIGINT or SIGTERM.
-pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(), ServeError> {
+/// What `main` gives the server besides its configuration.
+pub struct Hooks {
+    /// Changes the process's log level (a reload's `log level`).
+    pub set_log_level: Box<crate::reload::SetLogLevel>,
+    /// Settings the command line gave, which a reload keeps.
+    pub fixed: crate::reload::Fixed,
+}
+
+impl Default for Hooks {
+    fn default() -> Hooks {
+        Hooks {
+            set_log_level: Box::new(|_| {}),
+            fixed: Default::default(),
+        }
+    }
+}
+
+/// What the control socket answers ([`crate::control`]).
+fn control_handler(
+    server: Arc<ServerState>,
+    reloader: Arc<crate::reload::Reloader>,
+) -> Arc<crate::control::Handler> {
+    Arc::new(move |request: &str| match request {
+        "status" => Ok(crate::status::text(&server.status())),
+        "status json" => {
+            let v = crate::status::json(&server.status());
+            Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n")
+        }
+        "reload" => reloader.reload(),
+        other => Err(format!(
+            "unknown request '{other}' (this server knows: status, status json, reload)"
+        )),
+    })
+}
+
+/// Run the server until SIGINT or SIGTERM; SIGHUP reloads.
+pub fn serve(
+    cfg: Config,
+    threads: Option<u32>,
+    hooks: Hooks,
+    out: &mut dyn Write,
+) -> Result<(), ServeError> {
     for w in &cfg.warnings {
         tracing::warn!("{}:{}: {}", w.file.display(), w.line, w.message);
     }
@@ -303,8 +343,31 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         Arc::new(users),
         accounts,
     );
+    let reloader = Arc::new(crate::reload::Reloader::new(
+        cfg.clone(),
+        server.clone(),
+        hooks.set_log_level,
+        hooks.fixed,
+    ));
     let listen = listen_addrs(&cfg)?;
     let listeners = bind_all(&listen)?;
+    let _control = match &cfg.global.control_socket {
+        Some(path) => {
+            let handler = control_handler(server.clone(), reloader.clone());
+            match crate::control::start(path, cfg.global.control_group.as_deref(), handler) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(
+                        "no control socket ({e}): `ringshare status` and `ringshare reload` \
+                         cannot reach this server (SIGHUP still reloads); set `control socket` \
+                         in [global] to a path this account can create"
+                    );
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     server.set_interfaces(advertised_interfaces(&listen));
     let threads = threads
         .map(|t| t as usize)
@@ -377,7 +440,8 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
         inotify,
     });
     shared.wake_on_mail();
-    install_signal_handler(shared.clone()).map_err(|e| err(format!("signal handler: {e}")))?;
+    install_signal_handler(shared.clone(), reloader)
+        .map_err(|e| err(format!("signal handler: {e}")))?;
     // Time Machine shares announced while the server runs (dropped at the end).
     let _announced = crate::mdns::announce(&cfg);
     let first = Mutex::new(Some(listeners));
@@ -433,15 +497,25 @@ fn identity_mode(cfg: &Config, out: &mut dyn Write) -> Result<Arc<dyn Accounts>,
     }
 }
 
-fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+fn install_signal_handler(
+    shared: Arc<Shared>,
+    reloader: Arc<crate::reload::Reloader>,
+) -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("ringshare-signals".into())
         .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            for sig in signals.forever() {
+                if sig == SIGHUP {
+                    tracing::info!("SIGHUP: reloading the configuration");
+                    // The outcome is logged either way.
+                    let _ = reloader.reload();
+                    continue;
+                }
                 tracing::info!("signal {sig}: stopping");
                 shared.stop();
+                break;
             }
         })?;
     Ok(())

@@ -46,7 +46,9 @@ fn start_server(tmp: &TempDir, sendfile: bool) -> u16 {
     add_user(&conf, USER, PASSWORD);
     give_share_to_user(&share, &passwd, USER);
     let cfg = ringshare::config::load(&conf).unwrap();
-    std::thread::spawn(move || ringshare::serve::serve(cfg, Some(1), &mut std::io::sink()));
+    std::thread::spawn(move || {
+        ringshare::serve::serve(cfg, Some(1), Default::default(), &mut std::io::sink())
+    });
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the server did not start");

@@ -114,6 +114,8 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
     if dialect == Dialect::WILDCARD {
         core.wildcard_sent = true;
     } else {
+        core.server
+            .note_negotiated(core.conn_id, dialect.0, "HMAC-SHA256", None);
         core.negotiated = Some(Negotiated {
             dialect,
             client_guid: [0; 16],
@@ -162,7 +164,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let offer = core.server.config.encrypt != EncryptPolicy::Off
         || core
             .server
-            .config
+            .shares()
             .shares
             .iter()
             .any(|s| s.encrypt != EncryptPolicy::Off);
@@ -242,6 +244,20 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         p.update(req.msg);
         core.preauth = Some(p);
     }
+    let signing = match signing_algorithm {
+        _ if dialect.0 < Dialect::SMB3_0.0 => "HMAC-SHA256",
+        Some(0) => "HMAC-SHA256",
+        Some(2) => "AES-128-GMAC",
+        _ => "AES-128-CMAC",
+    };
+    let cipher_name = cipher.map(|c| match c {
+        Cipher::Aes128Ccm => "AES-128-CCM",
+        Cipher::Aes128Gcm => "AES-128-GCM",
+        Cipher::Aes256Ccm => "AES-256-CCM",
+        Cipher::Aes256Gcm => "AES-256-GCM",
+    });
+    core.server
+        .note_negotiated(core.conn_id, dialect.0, signing, cipher_name);
     let mut reply = Reply::ok(body);
     reply.preauth_connection = dialect == Dialect::SMB3_1_1;
     Ok(reply)

@@ -20,7 +20,9 @@ use crate::state::PipeOpen;
 /// What the RPC services may tell a client about this server.
 fn facts(core: &ConnCore) -> ServerFacts {
     let c = &core.server.config;
-    let mut shares: Vec<ShareEntry> = c
+    let mut shares: Vec<ShareEntry> = core
+        .server
+        .shares()
         .shares
         .iter()
         .map(|s| ShareEntry {

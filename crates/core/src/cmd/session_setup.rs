@@ -196,7 +196,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             Ok(r)
         }
         Err(AuthError::NoSuchUser(user))
-            if core.server.config.map_bad_user_to_guest && core.server.config.guest_enabled =>
+            if core.server.config.map_bad_user_to_guest && core.server.shares().guest_enabled =>
         {
             finish(
                 core,
@@ -484,7 +484,7 @@ fn auth_leg(
     let challenge: [u8; 8] = core.random_bytes();
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
-    let users = core.server.users.clone();
+    let users = core.server.users();
     let ch = core
         .sessions
         .get_mut(&session_id)

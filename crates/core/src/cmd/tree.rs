@@ -16,7 +16,7 @@ use crate::identity::{self, TreeIdentity};
 use crate::limits;
 use crate::server::{lock, EncryptPolicy};
 use crate::server::{ServerState, ShareDef};
-use crate::state::{Tree, TreeKind};
+use crate::state::{Session, SessionRef, Tree, TreeKind};
 
 /// Everything a file share grants ([MS-SMB2] 2.2.13.1.1 FILE_ALL_ACCESS).
 pub(crate) const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
@@ -35,16 +35,8 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
             return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
-        let account = session
-            .account
-            .clone()
-            .ok_or(NtStatus::USER_SESSION_DELETED)?;
-        let unauthenticated = session.is_guest || session.is_anonymous;
-        let user = if unauthenticated {
-            account.name.clone()
-        } else {
-            session.user.clone()
-        };
+        let (account, user, unauthenticated) =
+            acting_user(&session).ok_or(NtStatus::USER_SESSION_DELETED)?;
         (
             session.encrypt_key.is_some(),
             account,
@@ -52,7 +44,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             unauthenticated,
         )
     };
-    let (kind, ident, share_type, encrypt) = if name.eq_ignore_ascii_case("IPC$") {
+    let (kind, source, ident, share_type, encrypt) = if name.eq_ignore_ascii_case("IPC$") {
         let ident = TreeIdentity {
             who: account.who.clone(),
             read_only: true,
@@ -60,6 +52,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         };
         (
             TreeKind::Ipc,
+            None,
             ident,
             ShareType::PIPE,
             EncryptPolicy::IfRequired,
@@ -84,6 +77,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             tracing::info!(share = %share.name, "refusing a tree connect: the share requires encryption and this session cannot encrypt");
             return Err(NtStatus::ACCESS_DENIED);
         }
+        let source = Arc::clone(&share);
         let share = made_for(&server, share, &name, &user, &account, home_of.as_ref())?;
         // The user must be able to enter the share's directory (Samba
         // changes into it as the user and answers BAD_NETWORK_NAME when it
@@ -95,7 +89,13 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             return Err(NtStatus::BAD_NETWORK_NAME);
         }
         let encrypt = share.encrypt;
-        (TreeKind::Disk(share), ident, ShareType::DISK, encrypt)
+        (
+            TreeKind::Disk(share),
+            Some(source),
+            ident,
+            ShareType::DISK,
+            encrypt,
+        )
     };
     let read_only = ident.read_only;
     let mut session = lock(&sref);
@@ -118,6 +118,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         id,
         Tree {
             kind,
+            source,
             who: ident.who,
             admin: ident.admin,
             read_only,
@@ -152,14 +153,8 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
 /// admit the new user refuses every request but TREE_DISCONNECT. Opens keep
 /// acting as the user who opened them.
 pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::Session) {
-    let Some(account) = session.account.clone() else {
+    let Some((account, user, _)) = acting_user(session) else {
         return;
-    };
-    let unauthenticated = session.is_guest || session.is_anonymous;
-    let user = if unauthenticated {
-        account.name.clone()
-    } else {
-        session.user.clone()
     };
     for tree in session.trees.values_mut() {
         let ident = match &tree.kind {
@@ -192,14 +187,133 @@ pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::
     }
 }
 
+/// The account a session acts as, the user name share rules see (the
+/// account's for guest and anonymous sessions) and whether it is such an
+/// unauthenticated session; `None` before authentication completed.
+fn acting_user(session: &Session) -> Option<(Account, String, bool)> {
+    let account = session.account.clone()?;
+    let unauthenticated = session.is_guest || session.is_anonymous;
+    let user = if unauthenticated {
+        account.name.clone()
+    } else {
+        session.user.clone()
+    };
+    Some((account, user, unauthenticated))
+}
+
+/// After a reload ([`ServerState::replace_shares`]): the ids of the session's
+/// trees whose share is gone are returned (the caller ends their waiting
+/// requests, then [`drop_tree`]s them); a tree whose
+/// share changed is made again from the new definition and takes its
+/// settings and user rules for what it does next (opens made before keep
+/// theirs). A tree whose share did not change is left alone.
+pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<u32> {
+    let (trees, account, user, unauthenticated, can_encrypt) = {
+        let session = lock(sref);
+        let Some((account, user, unauthenticated)) = acting_user(&session) else {
+            return Vec::new();
+        };
+        let trees: Vec<(u32, String, Arc<ShareDef>)> = session
+            .trees
+            .iter()
+            .filter_map(|(id, t)| match (&t.kind, &t.source) {
+                (TreeKind::Disk(made), Some(src)) => {
+                    Some((*id, made.name.clone(), Arc::clone(src)))
+                }
+                _ => None,
+            })
+            .collect();
+        let can_encrypt = session.encrypt_key.is_some();
+        (trees, account, user, unauthenticated, can_encrypt)
+    };
+    let mut removed = Vec::new();
+    for (id, name, old) in trees {
+        // The share as configured now, made for this user (a file system
+        // call: without the session's lock).
+        let made = find_share(server, &name).and_then(|(src, home_of)| {
+            if Arc::ptr_eq(&src, &old) {
+                return Ok(None);
+            }
+            let made = made_for(
+                server,
+                Arc::clone(&src),
+                &name,
+                &user,
+                &account,
+                home_of.as_ref(),
+            )?;
+            Ok(Some((src, made)))
+        });
+        let mut session = lock(sref);
+        if !session
+            .trees
+            .get(&id)
+            .is_some_and(|t| t.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &old)))
+        {
+            continue;
+        }
+        match made {
+            Ok(None) => {}
+            Ok(Some((src, made))) => {
+                let ident = identity::for_tree(
+                    server.accounts.as_ref(),
+                    &name,
+                    &user,
+                    &account,
+                    &made.rules,
+                    made.read_only,
+                );
+                let admitted = (!unauthenticated || made.guest_ok)
+                    && (made.encrypt != EncryptPolicy::Required || can_encrypt);
+                let Some(tree) = session.trees.get_mut(&id) else {
+                    continue;
+                };
+                match ident {
+                    Ok(ident) if admitted => {
+                        tree.who = ident.who;
+                        tree.admin = ident.admin;
+                        tree.read_only = ident.read_only;
+                        tree.refused = false;
+                    }
+                    _ => {
+                        tracing::info!(share = %name, user = %user, "after a reload the share does not admit this user: the tree's requests are refused");
+                        tree.refused = true;
+                    }
+                }
+                tree.encrypt_required = made.encrypt == EncryptPolicy::Required;
+                tree.kind = TreeKind::Disk(made);
+                tree.source = Some(src);
+            }
+            Err(_) => {
+                tracing::info!(share = %name, user = %user, "the share is gone after a reload: its tree connect is disconnected");
+                removed.push(id);
+            }
+        }
+    }
+    removed
+}
+
+/// Disconnect a tree as TREE_DISCONNECT does: its opens and pipes are
+/// closed. False when the session has no such tree.
+pub(crate) fn drop_tree(server: &ServerState, sref: &SessionRef, tree_id: u32) -> bool {
+    let mut session = lock(sref);
+    if session.trees.remove(&tree_id).is_none() {
+        return false;
+    }
+    close_opens_of_tree(server, &mut session, tree_id);
+    session.pipes.retain(|_, p| lock(p).tree_id != tree_id);
+    true
+}
+
 fn find_share(
     server: &ServerState,
     name: &str,
 ) -> Result<(Arc<ShareDef>, Option<Account>), NtStatus> {
-    if let Some(s) = server.config.share(name) {
+    let set = server.shares();
+    if let Some(s) = set.share(name) {
         return Ok((Arc::clone(s), None));
     }
-    let Some(homes) = &server.config.homes else {
+    let Some(homes) = &set.homes else {
         return Err(NtStatus::BAD_NETWORK_NAME);
     };
     match server.accounts.user(name) {
@@ -260,13 +374,9 @@ pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, Nt
     TreeDisconnectRequest::decode(req.msg).map_err(|e| e.status())?;
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
-    let mut session = lock(&sref);
-    session
-        .trees
-        .remove(&req.tree_id)
-        .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
-    close_opens_of_tree(&server, &mut session, req.tree_id);
-    session.pipes.retain(|_, p| lock(p).tree_id != req.tree_id);
+    if !drop_tree(&server, &sref, req.tree_id) {
+        return Err(NtStatus::NETWORK_NAME_DELETED);
+    }
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);
     b.put_u16(0);

@@ -50,11 +50,29 @@ impl Connection {
                 crate::server::Notice::SessionEnded { session_id } => {
                     self.cleanup_notifies(session_id, super::asyncs::NotifyScope::Session);
                 }
+                crate::server::Notice::SharesChanged => self.follow_new_shares(),
                 n => self.send_notice(n),
             }
         }
         if retry {
             self.retry_waiting_creates();
+        }
+    }
+
+    /// The server's shares were replaced: each session this connection
+    /// carries looks at its trees; requests waiting on a tree that went end.
+    fn follow_new_shares(&mut self) {
+        let sessions: Vec<(u64, crate::state::SessionRef)> = self
+            .core
+            .sessions
+            .iter()
+            .map(|(id, ch)| (*id, std::sync::Arc::clone(&ch.session)))
+            .collect();
+        for (session_id, sref) in sessions {
+            for tree_id in cmd::tree::follow_new_shares(&self.core.server, &sref) {
+                self.cleanup_notifies(session_id, super::asyncs::NotifyScope::Tree(tree_id));
+                let _ = cmd::tree::drop_tree(&self.core.server, &sref, tree_id);
+            }
         }
     }
 
@@ -134,7 +152,10 @@ impl Connection {
         use crate::server::Notice;
         use ringshare_wire::misc::OplockBreak;
         let (session_id, body) = match notice {
-            Notice::Retry | Notice::SessionEnded { .. } | Notice::Notify { .. } => return,
+            Notice::Retry
+            | Notice::SessionEnded { .. }
+            | Notice::Notify { .. }
+            | Notice::SharesChanged => return,
             Notice::OplockBreak {
                 session_id,
                 file_id,

@@ -155,6 +155,8 @@ enum Opt {
     Smb2MaxRead,
     Smb2MaxWrite,
     Smb2MaxTrans,
+    ControlSocket,
+    ControlGroup,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -230,6 +232,8 @@ fn classify(key: &str) -> Option<Opt> {
         "durable handle timeout" => Opt::DurableHandleTimeout,
         "log level" | "debug level" | "debuglevel" | "loglevel" => Opt::LogLevel,
         "smb passwd file" => Opt::SmbPasswdFile,
+        "control socket" => Opt::ControlSocket,
+        "control group" => Opt::ControlGroup,
         "listen" => Opt::Listen,
         "netbios name" => Opt::NetbiosName,
         "workgroup" => Opt::Workgroup,
@@ -822,6 +826,15 @@ impl<'a> Parser<'a> {
                         ));
                     }
                 };
+            }
+            Opt::ControlSocket => {
+                self.global.control_socket = match normalize_key(value).as_str() {
+                    "" | "no" | "none" | "off" => None,
+                    _ => Some(self.base.join(value)),
+                };
+            }
+            Opt::ControlGroup => {
+                self.global.control_group = (!value.is_empty()).then(|| value.to_string());
             }
             Opt::GuestAccount => {
                 if value.is_empty() {

@@ -1,0 +1,251 @@
+//! `ringshare reload` and SIGHUP: read the configuration and the user file
+//! again and apply them to the running server without dropping connections
+//! the change does not concern.
+//!
+//! Applied at once: shares added, removed or changed (a removed share's tree
+//! connects are disconnected, a changed one's trees take its new settings for
+//! their next opens: [`ringshare_core::ServerState::replace_shares`]), users
+//! added, removed or given new passwords (for logons from now on), and
+//! `log level`. Other `[global]` options (addresses, protocol versions,
+//! signing…) are read but need a restart; the reload says which changed.
+//! A configuration with an error is refused with its file, line and reason,
+//! and the running one stays.
+
+use std::sync::{Arc, Mutex};
+
+use ringshare_auth::smbpasswd::SmbPasswd;
+use ringshare_core::server::ShareSet;
+use ringshare_core::ServerState;
+
+use crate::config::{self, Config, Global};
+
+/// Sets the log level (`log level`) of the running process.
+pub type SetLogLevel = dyn Fn(u32) + Send + Sync;
+
+/// What a reload needs: the configuration running now and the server.
+pub struct Reloader {
+    current: Mutex<Config>,
+    server: Arc<ServerState>,
+    set_log_level: Box<SetLogLevel>,
+    fixed: Fixed,
+}
+
+/// Settings the command line gave at start: they win over the file's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fixed {
+    pub listen: bool,
+    pub log_level: bool,
+}
+
+impl Reloader {
+    pub fn new(
+        current: Config,
+        server: Arc<ServerState>,
+        set_log_level: Box<SetLogLevel>,
+        fixed: Fixed,
+    ) -> Reloader {
+        Reloader {
+            current: Mutex::new(current),
+            server,
+            set_log_level,
+            fixed,
+        }
+    }
+
+    /// Read the configuration again and apply it: a summary of what changed,
+    /// or why nothing did.
+    pub fn reload(&self) -> Result<String, String> {
+        // One reload at a time (SIGHUP and the control socket may race).
+        let mut current = crate::lock(&self.current);
+        let result = self.reload_locked(&mut current);
+        match &result {
+            Ok(summary) => {
+                for l in summary.lines() {
+                    tracing::info!("reload: {l}");
+                }
+            }
+            Err(why) => tracing::error!("reload refused, the running configuration stays: {why}"),
+        }
+        result
+    }
+
+    fn reload_locked(&self, current: &mut Config) -> Result<String, String> {
+        let mut next = match &current.source {
+            Some(file) => config::load(file).map_err(|e| e.to_string())?,
+            // `serve DIR`: no file to read; the users are read again.
+            None => current.clone(),
+        };
+        // Settings the command line gave at start (`--listen`,
+        // `--log-level`) stay: they are not in the file.
+        if self.fixed.listen {
+            next.global.listen = current.global.listen.clone();
+        }
+        if self.fixed.log_level {
+            next.global.log_level = current.global.log_level;
+        }
+        if next.shares.is_empty() {
+            return Err("no shares configured".to_string());
+        }
+        let users = SmbPasswd::load(&next.global.smb_passwd_file)
+            .map_err(|e| format!("{}: {e}", next.global.smb_passwd_file.display()))?;
+        let running = self.server.shares();
+        let mut summary = Vec::new();
+        let mut set = ShareSet {
+            shares: Vec::new(),
+            homes: None,
+            guest_enabled: next.shares.iter().any(|s| s.guest_ok),
+        };
+        let (mut added, mut changed) = (Vec::new(), Vec::new());
+        for s in &next.shares {
+            let old = current.share(&s.name);
+            let same = old == Some(s) && current.global.smb_encrypt == next.global.smb_encrypt;
+            let def = match running.share(&s.name) {
+                Some(d) if same => Arc::clone(d),
+                _ => {
+                    match old {
+                        None => added.push(s.name.clone()),
+                        Some(_) => changed.push(s.name.clone()),
+                    }
+                    Arc::new(crate::serve::share_def(&next, s).map_err(|e| e.0)?)
+                }
+            };
+            set.shares.push(def);
+        }
+        set.homes = match (&next.homes, &current.homes, &running.homes) {
+            (None, _, _) => None,
+            (Some(n), Some(o), Some(d)) if n == o => Some(Arc::clone(d)),
+            (Some(n), _, _) => {
+                changed.push("homes".to_string());
+                Some(Arc::new(
+                    crate::serve::share_def(&next, n).map_err(|e| e.0)?,
+                ))
+            }
+        };
+        if current.homes.is_some() && next.homes.is_none() {
+            changed.push("homes (removed)".to_string());
+        }
+        let removed: Vec<String> = current
+            .shares
+            .iter()
+            .filter(|s| next.share(&s.name).is_none())
+            .map(|s| s.name.clone())
+            .collect();
+        // Everything checked: apply.
+        let user_count = users.entries().len();
+        self.server.replace_users(Arc::new(users));
+        self.server.replace_shares(set);
+        if next.global.log_level != current.global.log_level {
+            (self.set_log_level)(next.global.log_level);
+            summary.push(format!("log level: {}", next.global.log_level));
+        }
+        let name = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        summary.insert(
+            0,
+            format!(
+                "shares added: {}; removed: {}; changed: {}",
+                name(&added),
+                name(&removed),
+                name(&changed)
+            ),
+        );
+        summary.push(format!("users: {user_count}"));
+        let restart = changed_globals(&current.global, &next.global);
+        if !restart.is_empty() {
+            summary.push(format!(
+                "changed, and applied at the next restart only: {}",
+                restart.join(", ")
+            ));
+        }
+        for w in &next.warnings {
+            summary.push(format!("warning: {w}"));
+        }
+        *current = next;
+        Ok(summary.join("\n") + "\n")
+    }
+}
+
+/// The `[global]` options that differ, other than those a reload applies.
+fn changed_globals(old: &Global, new: &Global) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    macro_rules! cmp {
+        ($($field:ident => $name:literal),* $(,)?) => {
+            $( if old.$field != new.$field { v.push($name); } )*
+        };
+    }
+    cmp!(
+        server_min_protocol => "server min protocol",
+        server_max_protocol => "server max protocol",
+        server_signing => "server signing",
+        interfaces => "interfaces",
+        bind_interfaces_only => "bind interfaces only",
+        max_connections => "max connections",
+        deadtime_minutes => "deadtime",
+        handshake_timeout_secs => "handshake timeout",
+        durable_handle_timeout_secs => "durable handle timeout",
+        smb_passwd_file => "smb passwd file",
+        netbios_name => "netbios name",
+        workgroup => "workgroup",
+        server_string => "server string",
+        listen => "listen",
+        map_to_guest => "map to guest",
+        smb_encrypt => "server smb encrypt",
+        guest_account => "guest account",
+        use_sendfile => "use sendfile",
+        pin_cpus => "pin cpus",
+        multishot_receive => "multishot receive",
+        kernel_change_notify => "kernel change notify",
+        multicast_dns_register => "multicast dns register",
+        zerocopy_send => "zerocopy send",
+        send_timeout_secs => "send timeout",
+        multi_channel => "server multi channel support",
+        disable_lock_sequence_checking => "smb2 disable lock sequence checking",
+        smb2_max_read => "smb2 max read",
+        smb2_max_write => "smb2 max write",
+        smb2_max_trans => "smb2 max trans",
+        control_socket => "control socket",
+        control_group => "control group",
+    );
+    // A field added to Global must be named above (or applied by reload):
+    // this destructuring stops compiling until it is.
+    let Global {
+        server_min_protocol: _,
+        server_max_protocol: _,
+        server_signing: _,
+        interfaces: _,
+        bind_interfaces_only: _,
+        max_connections: _,
+        deadtime_minutes: _,
+        handshake_timeout_secs: _,
+        durable_handle_timeout_secs: _,
+        log_level: _,
+        smb_passwd_file: _,
+        listen: _,
+        netbios_name: _,
+        workgroup: _,
+        server_string: _,
+        map_to_guest: _,
+        smb_encrypt: _,
+        guest_account: _,
+        use_sendfile: _,
+        pin_cpus: _,
+        multishot_receive: _,
+        kernel_change_notify: _,
+        multicast_dns_register: _,
+        zerocopy_send: _,
+        send_timeout_secs: _,
+        multi_channel: _,
+        disable_lock_sequence_checking: _,
+        smb2_max_read: _,
+        smb2_max_write: _,
+        smb2_max_trans: _,
+        control_socket: _,
+        control_group: _,
+    } = new;
+    v
+}
