@@ -127,10 +127,11 @@ pub struct LockStatus {
     pub exclusive: bool,
 }
 
-/// `R`, `H`, `W` of a lease state ([MS-SMB2] 2.2.13.2.8).
+/// A lease state ([MS-SMB2] 2.2.13.2.8) as letters in the usual order
+/// (`RWH`, as Windows and Samba's smbstatus write it).
 pub fn lease_letters(state: u32) -> String {
     let mut s = String::new();
-    for (bit, c) in [(1, 'R'), (2, 'H'), (4, 'W')] {
+    for (bit, c) in [(1, 'R'), (4, 'W'), (2, 'H')] {
         if state & bit != 0 {
             s.push(c);
         }

@@ -202,6 +202,7 @@ impl Server {
         setup(&share_dir);
         let passwd = tmp.path().join("smbpasswd");
         let conf = tmp.path().join("ringshare.conf");
+        let control = tmp.path().join("control.sock");
         // The port goes into the file, so the file is rewritten for each attempt.
         let write_conf = |port: u16| {
             let text = format!(
@@ -214,6 +215,7 @@ impl Server {
                  \tmap to guest = {guest}\n\
                  \tserver smb encrypt = {encrypt}\n\
                  \tlog level = 2\n\
+                 \tcontrol socket = {control}\n\
                  {extra}\
                  \n\
                  [{SHARE}]\n\
@@ -230,6 +232,7 @@ impl Server {
                 share = share_dir.display(),
                 guest_ok = if cfg.guest_ok { "yes" } else { "no" },
                 extra = cfg.extra_global,
+                control = control.display(),
             );
             std::fs::write(&conf, text).expect("write ringshare.conf");
         };
@@ -417,6 +420,21 @@ impl Server {
     pub fn stop(&mut self) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         stop_child(&mut child)
+    }
+
+    /// The server's configuration file (servers made by [`Server::start`]).
+    pub fn conf(&self) -> PathBuf {
+        self.tmp.path().join("ringshare.conf")
+    }
+
+    /// Its smbpasswd file (servers made by [`Server::start`]).
+    pub fn passwd_file(&self) -> PathBuf {
+        self.tmp.path().join("smbpasswd")
+    }
+
+    /// Its control socket (servers made by [`Server::start`]).
+    pub fn control_socket(&self) -> PathBuf {
+        self.tmp.path().join("control.sock")
     }
 
     /// The private smb.conf the Samba client tools are run with (`-s`).
@@ -676,6 +694,12 @@ pub struct Smbclient<'a> {
 
 impl Smbclient<'_> {
     /// Log in as `user` with `password`.
+    /// Connect to this share of the server instead of its default one.
+    pub fn share_name(mut self, share: &str) -> Self {
+        self.share = share.to_string();
+        self
+    }
+
     pub fn user(mut self, user: &str, password: &str) -> Self {
         self.credentials = Credentials::User(user.to_string(), password.to_string());
         self
@@ -715,7 +739,7 @@ impl Smbclient<'_> {
     /// empty) in the server's scratch directory (relative
     /// local paths in `get`/`put` are there). Panics when it runs longer than the timeout.
     pub fn run(self, cmds: &str) -> SmbOutput {
-        let (mut child, args, out_path, err_path) = self.spawn_child(cmds, false);
+        let (mut child, args, out_path, err_path) = self.spawn_child(cmds, Mode::Run);
         let Some(status) = wait_within(&mut child, self.timeout) else {
             panic!(
                 "smbclient {args:?} ran longer than {:?}\nstdout:\n{}\nstderr:\n{}\n\
@@ -742,17 +766,26 @@ impl Smbclient<'_> {
     /// Start `smbclient -c CMDS` and leave it running (a command that does not
     /// end by itself, like `notify`); killed when the result is dropped.
     pub fn spawn(self, cmds: &str) -> RunningSmbclient {
-        let (child, _, out, _) = self.spawn_child(cmds, true);
-        RunningSmbclient { child, out }
+        let (child, _, out, _) = self.spawn_child(cmds, Mode::Spawn);
+        RunningSmbclient {
+            child,
+            out,
+            stdin: None,
+        }
     }
 
-    /// `line_buffered`: its output is written line by line (through
+    /// Start smbclient on the share reading its commands from standard input
+    /// ([`RunningSmbclient::send`]): one session the test drives step by step.
+    pub fn spawn_reading_stdin(self) -> RunningSmbclient {
+        let (mut child, _, out, _) = self.spawn_child("", Mode::Stdin);
+        let stdin = child.stdin.take();
+        RunningSmbclient { child, out, stdin }
+    }
+
+    /// `Spawn` and `Stdin`: its output is written line by line (through
     /// coreutils' `stdbuf`), for reading while it runs.
-    fn spawn_child(
-        &self,
-        cmds: &str,
-        line_buffered: bool,
-    ) -> (Child, Vec<String>, PathBuf, PathBuf) {
+    fn spawn_child(&self, cmds: &str, mode: Mode) -> (Child, Vec<String>, PathBuf, PathBuf) {
+        let line_buffered = mode != Mode::Run;
         let n = self.server.runs.fetch_add(1, Ordering::Relaxed);
         let out_path = self.server.tmp.path().join(format!("smbclient-{n}.out"));
         let err_path = self.server.tmp.path().join(format!("smbclient-{n}.err"));
@@ -763,7 +796,7 @@ impl Smbclient<'_> {
         } else {
             Command::new("smbclient")
         };
-        if cmds.is_empty() {
+        if cmds.is_empty() && mode != Mode::Stdin {
             // No commands: list the server's shares (`-L`).
             cmd.arg("-L").arg("127.0.0.1");
         } else {
@@ -816,25 +849,66 @@ impl Smbclient<'_> {
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
+        let out = File::create(&out_path).expect("smbclient stdout file");
+        // Driven step by step, its messages (`getting file`… go to stderr)
+        // are read with its output, in one file.
+        let err = if mode == Mode::Stdin {
+            out.try_clone()
+        } else {
+            File::create(&err_path)
+        };
         let child = cmd
             .current_dir(&self.server.scratch)
             .env("HOME", self.server.tmp.path())
-            .stdin(Stdio::null())
-            .stdout(File::create(&out_path).expect("smbclient stdout file"))
-            .stderr(File::create(&err_path).expect("smbclient stderr file"))
+            .stdin(if mode == Mode::Stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(out)
+            .stderr(err.expect("smbclient stderr file"))
             .spawn()
             .expect("spawn smbclient");
         (child, args, out_path, err_path)
     }
 }
 
-/// An smbclient left running by [`Smbclient::spawn`].
+/// How smbclient is started.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `-c CMDS` (or `-L`), waited for.
+    Run,
+    /// `-c CMDS`, left running.
+    Spawn,
+    /// Commands from standard input, left running.
+    Stdin,
+}
+
+/// An smbclient left running by [`Smbclient::spawn`] or
+/// [`Smbclient::spawn_reading_stdin`].
 pub struct RunningSmbclient {
     child: Child,
     out: PathBuf,
+    stdin: Option<std::process::ChildStdin>,
 }
 
 impl RunningSmbclient {
+    /// Give it one command line (started with [`Smbclient::spawn_reading_stdin`]).
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("started reading standard input");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("write to smbclient");
+    }
+
+    /// Close its standard input (it then ends) and wait for it at most
+    /// `limit`: how it exited, `None` when it did not.
+    pub fn finish(&mut self, limit: Duration) -> Option<ExitStatus> {
+        self.stdin = None;
+        wait_within(&mut self.child, limit)
+    }
+
     /// Wait until its output contains `needle` (true), or `limit` passed (false).
     pub fn wait_for(&self, needle: &str, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;

@@ -1,0 +1,403 @@
+//! What an administrator does to a running server: `ringshare status`
+//! (who has what open) and `ringshare reload` / SIGHUP (shares and users
+//! changed without a restart), against the real binary with Debian's
+//! smbclient and python's smbprotocol as clients.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::py::{python, script, skipped};
+use common::{ringshare_bin, smbclient_or_skip, Server, ServerConfig, PASSWORD, USER};
+use rustix::process::{kill_process, Pid, Signal};
+
+/// `ringshare ARGS…`, waited for.
+fn ringshare(args: &[&str]) -> Output {
+    Command::new(ringshare_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ringshare")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn status_json(server: &Server) -> serde_json::Value {
+    let socket = server.control_socket();
+    let o = ringshare(&["status", "--json", "--socket", socket.to_str().unwrap()]);
+    assert!(o.status.success(), "ringshare status --json: {}", text(&o));
+    serde_json::from_slice(&o.stdout).expect("status --json prints JSON")
+}
+
+/// Wait until `cond` holds, at most `limit`.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+fn sighup(server: &Server) {
+    let pid = Pid::from_raw(server.pid().expect("server runs") as i32).unwrap();
+    kill_process(pid, Signal::HUP).expect("send SIGHUP");
+}
+
+#[test]
+fn status_lists_a_smbclient_session_and_a_python_clients_open_file_with_its_lease_and_lock() {
+    let test = "status lists sessions and open files";
+    if !smbclient_or_skip(test) || skipped(test) {
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let mut sc = server.client().spawn_reading_stdin();
+    sc.send("ls");
+    assert!(
+        eventually(Duration::from_secs(20), || sc_listed(&sc)),
+        "smbclient did not list the share: {}",
+        sc.output()
+    );
+    let key = "00112233445566778899aabbccddeeff";
+    let mut py = Command::new(python())
+        .arg(script("smbprotocol_hold.py"))
+        .args(["--port", &server.port.to_string()])
+        .args(["--user", USER, "--password", PASSWORD])
+        .args(["--share", &server.share, "--name", "held.txt"])
+        .args(["--lease-key", key])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start python");
+    let mut lines = BufReader::new(py.stdout.take().unwrap()).lines();
+    let held = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        held.starts_with("HELD "),
+        "python did not hold the file: {held:?}"
+    );
+
+    let st = status_json(&server);
+    let sessions = st["sessions"].as_array().unwrap();
+    let ours = sessions.iter().filter(|s| s["user"] == USER).count();
+    assert!(
+        ours >= 2,
+        "two sessions of {USER} (smbclient, python): {st:#}"
+    );
+    assert!(
+        st["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["client"].as_str().unwrap_or("").starts_with("127.0.0.1:"))
+            .count()
+            >= 2,
+        "{st:#}"
+    );
+    let open = st["opens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["path"] == "held.txt")
+        .unwrap_or_else(|| panic!("held.txt is not among the opens: {st:#}"));
+    assert_eq!(open["share"], server.share.as_str());
+    assert_eq!(open["oplock"], "lease", "{open:#}");
+    assert_eq!(open["lease"]["key"], key, "{open:#}");
+    assert_eq!(open["lease"]["state"], "RWH", "{open:#}");
+    assert_eq!(open["durable"], "durable-v2", "{open:#}");
+    let volatile: u64 = held.split(' ').nth(2).unwrap().parse().unwrap();
+    assert_eq!(open["file_id"][1], volatile, "{open:#}");
+    let lock = st["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["path"] == "held.txt")
+        .unwrap_or_else(|| panic!("no lock on held.txt: {st:#}"));
+    assert_eq!(lock["exclusive"], true);
+    assert_eq!(
+        (lock["offset"].as_u64(), lock["length"].as_u64()),
+        (Some(0), Some(100))
+    );
+    assert_eq!(lock["open"], volatile);
+
+    // The same at a glance.
+    let socket = server.control_socket();
+    let o = ringshare(&["status", "--socket", socket.to_str().unwrap()]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("held.txt") && t.contains(&format!("lease RWH {key}")),
+        "{t}"
+    );
+    assert!(t.contains(USER) && t.contains("3.1.1"), "{t}");
+
+    drop(py.stdin.take());
+    assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("OK"));
+    let _ = py.wait();
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let st = status_json(&server);
+            st["opens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|o| o["path"] != "held.txt")
+                && st["locks"].as_array().unwrap().is_empty()
+        }),
+        "the closed file is still listed: {:#}",
+        status_json(&server)
+    );
+    let _ = sc.finish(Duration::from_secs(10));
+}
+
+fn sc_listed(sc: &common::RunningSmbclient) -> bool {
+    sc.output().contains("blocks available")
+}
+
+#[test]
+fn status_is_refused_to_other_users() {
+    let test = "status is refused to other users";
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root to run a command as nobody !!!!!!!!\n");
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let socket = server.control_socket();
+    // The socket's directory lets others through; the socket itself does not.
+    let dir = socket.parent().unwrap();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(ringshare_bin())
+        .args(["status", "--socket", socket.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run setpriv");
+    let t = text(&o);
+    assert!(!o.status.success(), "nobody got the status: {t}");
+    assert!(t.contains("Permission denied"), "{t}");
+    assert!(ringshare(&["status", "--socket", socket.to_str().unwrap()])
+        .status
+        .success());
+}
+
+#[test]
+fn sighup_adds_a_share_that_smbclient_lists_while_another_transfer_runs_on() {
+    let test = "SIGHUP adds a share during a transfer";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |dir| {
+        let f = std::fs::File::create(dir.join("big")).unwrap();
+        f.set_len(256 << 20).unwrap();
+    });
+    let extra = server.share_dir.parent().unwrap().join("added");
+    std::fs::create_dir_all(&extra).unwrap();
+    common::give_share_to_user(&extra, &server.passwd_file(), USER);
+    let mut sc = server.client().spawn_reading_stdin();
+    // Transfers go on, one after another, before, during and after the
+    // reload, on one connection.
+    for _ in 0..4 {
+        sc.send("get big /dev/null");
+    }
+    assert!(
+        eventually(Duration::from_secs(20), || sc
+            .output()
+            .contains("getting file")),
+        "the transfer did not start: {}",
+        sc.output()
+    );
+    let mut conf = std::fs::OpenOptions::new()
+        .append(true)
+        .open(server.conf())
+        .unwrap();
+    write!(
+        conf,
+        "\n[added]\n\tpath = {}\n\tread only = no\n",
+        extra.display()
+    )
+    .unwrap();
+    drop(conf);
+    sighup(&server);
+    let mut gets = 4;
+    let listed = eventually(Duration::from_secs(20), || {
+        sc.send("get big /dev/null");
+        gets += 1;
+        server.client().run("").stdout.contains("added")
+    });
+    assert!(listed, "the new share is not listed: {}", server.log());
+    server
+        .client()
+        .share_name("added")
+        .run("put /etc/hostname hello")
+        .expect_ok("write to the new share");
+    assert!(extra.join("hello").exists());
+    sc.send("get big /dev/null");
+    gets += 1;
+    assert!(
+        sc.finish(Duration::from_secs(60))
+            .is_some_and(|s| s.success()),
+        "{}",
+        sc.output()
+    );
+    let out = sc.output();
+    assert!(
+        !out.contains("NT_STATUS_"),
+        "the transfer saw an error: {out}"
+    );
+    assert_eq!(out.matches("getting file").count(), gets, "{out}");
+    assert!(
+        server.log().contains("shares added: added"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn a_bad_configuration_on_reload_is_refused_with_its_line_and_the_old_shares_keep_working() {
+    let test = "a bad configuration is refused";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |dir| {
+        std::fs::write(dir.join("kept.txt"), "still here\n").unwrap();
+    });
+    let conf = server.conf();
+    let good = std::fs::read_to_string(&conf).unwrap();
+    let line = good.lines().count() + 2;
+    std::fs::write(&conf, format!("{good}\n[broken\n")).unwrap();
+    let socket = server.control_socket();
+    let o = ringshare(&["reload", "--socket", socket.to_str().unwrap()]);
+    let t = text(&o);
+    assert!(!o.status.success(), "a bad configuration was taken: {t}");
+    let at = format!("{}:{line}:", conf.display());
+    assert!(t.contains(&at), "the refusal names {at}: {t}");
+    server
+        .client()
+        .run("get kept.txt -")
+        .expect_ok("the old share after a refused reload")
+        .expect_contains("old share's content", "still here");
+    // SIGHUP is refused the same way: logged, nothing changed.
+    sighup(&server);
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .log()
+            .contains("reload refused")),
+        "{}",
+        server.log()
+    );
+    server
+        .client()
+        .run("ls")
+        .expect_ok("the old share after SIGHUP");
+}
+
+#[test]
+fn a_removed_share_disconnects_its_clients_and_a_read_only_change_applies_to_new_opens() {
+    let test = "a reload removes and changes shares";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let second = server.share_dir.parent().unwrap().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::write(second.join("f"), "x").unwrap();
+    common::give_share_to_user(&second, &server.passwd_file(), USER);
+    let conf = server.conf();
+    let original = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "{original}\n[second]\n\tpath = {}\n\tread only = no\n",
+            second.display()
+        ),
+    )
+    .unwrap();
+    let socket = server.control_socket();
+    let reload = || {
+        let o = ringshare(&["reload", "--socket", socket.to_str().unwrap()]);
+        assert!(o.status.success(), "reload: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(reload().contains("shares added: second"));
+
+    let mut on_second = server.client().share_name("second").spawn_reading_stdin();
+    on_second.send("open f");
+    assert!(
+        eventually(Duration::from_secs(20), || on_second
+            .output()
+            .contains("open file")),
+        "{}",
+        on_second.output()
+    );
+    let mut on_first = server.client().spawn_reading_stdin();
+    on_first.send("put /etc/hostname before");
+    assert!(
+        eventually(Duration::from_secs(20), || server
+            .share_dir
+            .join("before")
+            .exists()),
+        "{}",
+        on_first.output()
+    );
+    let st = status_json(&server);
+    assert!(
+        st["opens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["share"] == "second"),
+        "{st:#}"
+    );
+
+    // [second] goes, the first share becomes read-only.
+    std::fs::write(&conf, original.replace("read only = no", "read only = yes")).unwrap();
+    let summary = reload();
+    assert!(
+        summary.contains("removed: second") && summary.contains("changed: share"),
+        "{summary}"
+    );
+    on_second.send("ls");
+    on_first.send("put /etc/hostname after");
+    on_first.send("get before -");
+    let _ = on_second.finish(Duration::from_secs(20));
+    let _ = on_first.finish(Duration::from_secs(20));
+    let second_out = on_second.output();
+    assert!(
+        second_out.contains("NT_STATUS_NETWORK_NAME_DELETED"),
+        "a request on the removed share: {second_out}"
+    );
+    let first_out = on_first.output();
+    assert!(
+        first_out.contains("NT_STATUS_ACCESS_DENIED opening remote file \\after"),
+        "a write after the share became read-only: {first_out}"
+    );
+    assert!(!server.share_dir.join("after").exists());
+    let st = status_json(&server);
+    assert!(
+        st["opens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["share"] != "second"),
+        "the removed share's open was not closed: {st:#}"
+    );
+    assert!(
+        st["tree_connects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["share"] != "second"),
+        "{st:#}"
+    );
+}
