@@ -1,4 +1,4 @@
-//! The command line: `ringshare serve` and `ringshare user add|del|list`.
+//! The command line: `ringshare serve`, `ringshare user add|del|list`, `ringshare testparm`.
 //!
 //! This module only parses; what the commands do lives elsewhere. [`Cli`] implements
 //! [`clap::Parser`], so `Cli::try_parse_from` and `Cli::parse` both check the rule clap cannot
@@ -47,6 +47,14 @@ pub enum Command {
         /// What to do with users.
         #[command(subcommand)]
         command: UserCommand,
+    },
+    /// Check a configuration: print what ringshare ignores or refuses, and the effective
+    /// settings with their defaults. FILE defaults to /etc/ringshare/smb.conf if it exists,
+    /// else /etc/samba/smb.conf.
+    Testparm {
+        /// The smb.conf-style file to check.
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
     },
     /// Measure an SMB server: //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options].
     Bench(crate::bench::BenchArgs),

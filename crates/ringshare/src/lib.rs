@@ -10,6 +10,7 @@ pub mod driver;
 pub mod limit;
 pub mod mdns;
 pub mod serve;
+pub mod testparm;
 pub mod users;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.

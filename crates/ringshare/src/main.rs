@@ -4,6 +4,7 @@ use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
 use ringshare::cli::{self, Command, UserCommand};
+use ringshare::testparm::TestparmError;
 use ringshare::{serve, users};
 
 fn init_logging(level: u32) {
@@ -49,6 +50,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Testparm { file } => {
+            let Some(file) = file.or_else(ringshare::testparm::default_config_file) else {
+                eprintln!("ringshare testparm: {}", TestparmError::NoConfigFile);
+                return ExitCode::from(2);
+            };
+            let (mut out, mut err) = (io::stdout(), io::stderr());
+            match ringshare::testparm::run(&file, &mut out, &mut err) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ringshare testparm: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve(args) => {
             let cfg = match args.to_config() {
                 Ok(c) => c,
