@@ -1,4 +1,4 @@
-//! The command line: `ringshare serve`, `ringshare user add|del|list`, `ringshare testparm`.
+//! The command line: `ringshare serve`, `ringshare user add|del|list|import`, `ringshare testparm`.
 //!
 //! This module only parses; what the commands do lives elsewhere. [`Cli`] implements
 //! [`clap::Parser`], so `Cli::try_parse_from` and `Cli::parse` both check the rule clap cannot
@@ -198,6 +198,15 @@ pub enum UserCommand {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Add or replace users, with their passwords, from Samba's `pdbedit -L -w` output.
+    Import {
+        /// The listing (smbpasswd format); `-` reads standard input.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Configuration file naming the `smb passwd file`.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
 }
 
 impl UserCommand {
@@ -206,7 +215,8 @@ impl UserCommand {
         match self {
             UserCommand::Add { config, .. }
             | UserCommand::Del { config, .. }
-            | UserCommand::List { config } => config.as_deref(),
+            | UserCommand::List { config }
+            | UserCommand::Import { config, .. } => config.as_deref(),
         }
     }
 

@@ -117,6 +117,15 @@ fn main() -> ExitCode {
                 }
                 UserCommand::Del { name, .. } => users::del_user(&file, name, &mut out),
                 UserCommand::List { .. } => users::list_users(&file, &mut out),
+                UserCommand::Import { file: listing, .. } => users::read_listing(
+                    listing,
+                    &mut io::stdin().lock(),
+                )
+                .and_then(|(source, text)| {
+                    let needs_account = rustix::process::geteuid().is_root();
+                    let mut warn = io::stderr();
+                    users::import_users(&file, &source, &text, needs_account, &mut out, &mut warn)
+                }),
             };
             match result {
                 Ok(()) => ExitCode::SUCCESS,
