@@ -42,6 +42,17 @@ impl Entry {
         self.flags.contains('D')
     }
 
+    /// Whether this is a machine or domain trust account (flag `W` workstation, `S` server or
+    /// `I` interdomain), not a user.
+    pub fn is_trust_account(&self) -> bool {
+        self.flags.contains(['W', 'S', 'I'])
+    }
+
+    /// Parses one line of the file (or of `pdbedit -L -w`); the error says what is wrong.
+    pub fn parse_line(line: &str) -> Result<Entry, String> {
+        parse_line(line.trim_end_matches('\r'))
+    }
+
     fn to_line(&self) -> String {
         let nt = match &self.nt_hash {
             Some(h) => h.iter().map(|b| format!("{b:02X}")).collect(),
@@ -270,6 +281,21 @@ impl SmbPasswd {
         }
     }
 
+    /// Adds `entry` as it is (hash, flags, last change), or replaces the account of the same
+    /// name (compared case-insensitively) in place; true when it replaced one.
+    pub fn insert(&mut self, entry: Entry) -> bool {
+        match self.get_mut(&entry.name) {
+            Some(e) => {
+                *e = entry;
+                true
+            }
+            None => {
+                self.entries.push(entry);
+                false
+            }
+        }
+    }
+
     /// Remove an account; true if it existed.
     pub fn remove(&mut self, name: &str) -> bool {
         let lower = name.to_lowercase();
@@ -421,6 +447,28 @@ mod tests {
         assert!(db.remove("aLiCe"));
         assert!(!db.remove("alice"));
         assert!(db.get("alice").is_none());
+    }
+
+    #[test]
+    fn insert_keeps_the_hash_flags_and_time_given_and_replaces_in_place() {
+        let mut db = SmbPasswd::parse(SAMBA_LINE).unwrap();
+        db.add_or_update("zed", 20001, "pw", 1);
+        let mut e = Entry::parse_line(&SAMBA_LINE.replacen("bench", "BENCH", 1)).unwrap();
+        e.uid = 1234;
+        e.flags = "DU".into();
+        assert!(db.insert(e.clone()), "replaced");
+        assert_eq!(db.entries()[0], e, "in the same place, as given");
+        assert_eq!(db.nt_hash("bench"), None, "disabled");
+        let new = Entry::parse_line(&SAMBA_LINE.replacen("bench", "carol", 1)).unwrap();
+        assert!(!db.insert(new.clone()));
+        assert_eq!(db.entries().len(), 3);
+        assert_eq!(db.get("carol"), Some(&new));
+        assert!(!new.is_trust_account());
+        let host = SAMBA_LINE
+            .replacen("bench", "host$", 1)
+            .replace("[U ", "[W ");
+        assert!(Entry::parse_line(&host).unwrap().is_trust_account());
+        assert!(Entry::parse_line("alice:1:XX").is_err());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The command line: `ringshare serve` and `ringshare user add|del|list`.
+//! The command line: `ringshare serve`, `ringshare user add|del|list|import`, `ringshare testparm`.
 //!
 //! This module only parses; what the commands do lives elsewhere. [`Cli`] implements
 //! [`clap::Parser`], so `Cli::try_parse_from` and `Cli::parse` both check the rule clap cannot
@@ -47,6 +47,14 @@ pub enum Command {
         /// What to do with users.
         #[command(subcommand)]
         command: UserCommand,
+    },
+    /// Check a configuration: print what ringshare ignores or refuses, and the effective
+    /// settings with their defaults. FILE defaults to /etc/ringshare/smb.conf if it exists,
+    /// else /etc/samba/smb.conf.
+    Testparm {
+        /// The smb.conf-style file to check.
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
     },
     /// Measure an SMB server: //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options].
     Bench(crate::bench::BenchArgs),
@@ -228,6 +236,15 @@ pub enum UserCommand {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Add or replace users, with their passwords, from Samba's `pdbedit -L -w` output.
+    Import {
+        /// The listing (smbpasswd format); `-` reads standard input.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Configuration file naming the `smb passwd file`.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
 }
 
 impl UserCommand {
@@ -236,7 +253,8 @@ impl UserCommand {
         match self {
             UserCommand::Add { config, .. }
             | UserCommand::Del { config, .. }
-            | UserCommand::List { config } => config.as_deref(),
+            | UserCommand::List { config }
+            | UserCommand::Import { config, .. } => config.as_deref(),
         }
     }
 

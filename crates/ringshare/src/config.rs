@@ -30,7 +30,8 @@
 //!
 //! Unknown options give a [`ConfigWarning`] and are ignored. A short list of Samba options that
 //! make no sense for ringshare (printing, NetBIOS, passdb backends, log files, VFS modules…) is
-//! accepted silently. Options whose silent omission would weaken security (`hosts allow`,
+//! accepted without a warning (they are kept in [`Config::ignored`] with the reason, for
+//! `ringshare testparm`). Options whose silent omission would weaken security (`hosts allow`,
 //! `include`) stop start-up with a
 //! [`ConfigError`], as does every value ringshare cannot honour.
 
@@ -348,6 +349,10 @@ pub struct Config {
     pub homes: Option<ShareConfig>,
     /// Things that were ignored; start-up should print them.
     pub warnings: Vec<ConfigWarning>,
+    /// Samba options accepted without a warning because they mean nothing to ringshare
+    /// (printing, NetBIOS, log files, PAM…), and the options of the sections it does not
+    /// share ([printers], [print$]), each with the reason: `ringshare testparm` lists them.
+    pub ignored: Vec<ConfigWarning>,
     /// The file this came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -452,6 +457,7 @@ impl Config {
             }],
             homes: None,
             warnings: Vec::new(),
+            ignored: Vec::new(),
             source: None,
         }
     }

@@ -13,6 +13,7 @@ pub mod mdns;
 pub mod reload;
 pub mod serve;
 pub mod status;
+pub mod testparm;
 pub mod users;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.

@@ -4,6 +4,7 @@ use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
 use ringshare::cli::{self, Command, UserCommand};
+use ringshare::testparm::TestparmError;
 use ringshare::{serve, users};
 
 /// What `log level` N shows (Samba's meaning: 0 errors and warnings, 1
@@ -74,6 +75,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Testparm { file } => {
+            let Some(file) = file.or_else(ringshare::testparm::default_config_file) else {
+                eprintln!("ringshare testparm: {}", TestparmError::NoConfigFile);
+                return ExitCode::from(2);
+            };
+            let (mut out, mut err) = (io::stdout(), io::stderr());
+            match ringshare::testparm::run(&file, &mut out, &mut err) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ringshare testparm: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve(args) => {
             let cfg = match args.to_config() {
                 Ok(c) => c,
@@ -134,6 +149,15 @@ fn main() -> ExitCode {
                 }
                 UserCommand::Del { name, .. } => users::del_user(&file, name, &mut out),
                 UserCommand::List { .. } => users::list_users(&file, &mut out),
+                UserCommand::Import { file: listing, .. } => users::read_listing(
+                    listing,
+                    &mut io::stdin().lock(),
+                )
+                .and_then(|(source, text)| {
+                    let needs_account = rustix::process::geteuid().is_root();
+                    let mut warn = io::stderr();
+                    users::import_users(&file, &source, &text, needs_account, &mut out, &mut warn)
+                }),
             };
             match result {
                 Ok(()) => ExitCode::SUCCESS,
@@ -157,7 +181,9 @@ fn ask_server(target: &cli::ControlTarget, request: &str) -> ExitCode {
             return ExitCode::from(2);
         }
         Err(e) => {
-            eprintln!("ringshare: {e}");
+            // The file names the socket; one that does not load is not asked
+            // about (a server would refuse it the same way).
+            eprintln!("ringshare: {e}\nringshare: nothing was sent to the server; it runs on as it was");
             return ExitCode::from(2);
         }
     };

@@ -83,7 +83,7 @@ impl Reloader {
         if self.fixed.log_level {
             next.global.log_level = current.global.log_level;
         }
-        if next.shares.is_empty() {
+        if next.shares.is_empty() && next.homes.is_none() {
             return Err("no shares configured".to_string());
         }
         let users = SmbPasswd::load(&next.global.smb_passwd_file)

@@ -318,12 +318,12 @@ pub fn serve(
         tracing::warn!("{}:{}: {}", w.file.display(), w.line, w.message);
     }
     probe::probe().map_err(|e| err(format!("io_uring is not usable here: {e}")))?;
-    if cfg.shares.is_empty() {
+    if cfg.shares.is_empty() && cfg.homes.is_none() {
         return Err(err("no shares configured"));
     }
     let passwd_file = cfg.global.smb_passwd_file.clone();
-    let guest_only =
-        cfg.shares.iter().all(|s| s.guest_ok) && cfg.global.map_to_guest == MapToGuest::BadUser;
+    let guest_only = cfg.shares.iter().chain(&cfg.homes).all(|s| s.guest_ok)
+        && cfg.global.map_to_guest == MapToGuest::BadUser;
     if !guest_only {
         users::ensure_first_user(&passwd_file, out).map_err(|e| err(format!("{e}")))?;
     }

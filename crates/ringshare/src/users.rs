@@ -1,4 +1,5 @@
-//! `ringshare user add|del|list`, and the first user `serve` creates on an empty user file.
+//! `ringshare user add|del|list|import`, and the first user `serve` creates on an empty user
+//! file (`user import`: [`import_users`]).
 //!
 //! Users live in an smbpasswd file ([`SmbPasswd`]). A server run as root acts as each user's
 //! Unix account (resolved through NSS at logon; see `accounts`), so as root `user add` needs the
@@ -17,6 +18,10 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringshare_auth::smbpasswd::{SmbPasswd, SmbPasswdError};
+
+mod import;
+
+pub use import::{import_users, read_listing, IMPORT_BYTES_MAX};
 
 /// Lowest uid handed to a user with no Unix account of the same name.
 pub const UNMAPPED_UID_MIN: u32 = 20000;
@@ -79,6 +84,15 @@ pub enum UserError {
         /// What went wrong.
         error: SmbPasswdError,
     },
+    /// `user import`: a line of the listing is not an account (`line` 0: the whole listing).
+    BadImportLine {
+        /// The file, or "standard input".
+        source: String,
+        /// 1-based line number, 0 when it is about the whole listing.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// Some other I/O failed; `context` says what was being done.
     Io {
         /// What was being done.
@@ -117,6 +131,16 @@ impl fmt::Display for UserError {
                  `useradd -M -s /usr/sbin/nologin {name}`, then run this again"
             ),
             UserError::Load { path, error } => write!(f, "{}: {error}", path.display()),
+            UserError::BadImportLine {
+                source,
+                line: 0,
+                message,
+            } => write!(f, "{source}: {message}"),
+            UserError::BadImportLine {
+                source,
+                line,
+                message,
+            } => write!(f, "{source}:{line}: {message}"),
             UserError::Io { context, error } => write!(f, "{context}: {error}"),
         }
     }

@@ -175,8 +175,9 @@ enum Opt {
     ChangeNotify,
     /// `fruit:<name>` (vfs_fruit's options).
     Fruit,
-    /// Known, meaningless for ringshare, accepted without a word.
-    Ignored,
+    /// Known, meaningless for ringshare: accepted without a warning at
+    /// start, and listed by `ringshare testparm` with the reason.
+    Ignored(&'static str),
     /// Ignoring it would grant more access than the administrator meant: refuse to start.
     Refused(&'static str),
 }
@@ -198,11 +199,24 @@ impl Opt {
                 | Opt::ChangeNotify
                 | Opt::Fruit
                 | Opt::SmbEncrypt
-                | Opt::Ignored
+                | Opt::Ignored(_)
                 | Opt::Refused(_)
         )
     }
 }
+
+// Why groups of Samba options are ignored (`ringshare testparm` prints these).
+const WHY_PASSDB: &str = "ringshare keeps users in its smbpasswd file (`smb passwd file`); \
+     bring Samba's users over with `ringshare user import`";
+const WHY_LOG: &str = "ringshare logs to standard error (`log level` sets how much)";
+const WHY_NETBIOS: &str =
+    "ringshare has no NetBIOS services (name service, browsing, WINS); it serves SMB over TCP";
+const WHY_PRINTING: &str = "ringshare shares no printers";
+const WHY_PAM: &str =
+    "ringshare neither uses PAM nor changes Unix passwords; SMB passwords live in its smbpasswd file";
+const WHY_USERSHARE: &str = "ringshare has no usershares (shares made with `net usershare`)";
+const WHY_DOS: &str = "ringshare always keeps DOS attributes in the `user.DOSATTRIB` xattr \
+     (Samba's `store dos attributes = yes`) and maps none of them to mode bits";
 
 fn classify(key: &str) -> Option<Opt> {
     if key.starts_with("fruit:") {
@@ -267,42 +281,37 @@ fn classify(key: &str) -> Option<Opt> {
         "vfs objects" | "vfs object" => Opt::VfsObjects,
         "durable handles" => Opt::DurableHandles,
         "change notify" => Opt::ChangeNotify,
-        "passdb backend"
-        | "log file"
-        | "max log size"
-        | "syslog"
-        | "syslog only"
-        | "disable netbios"
-        | "load printers"
+        "passdb backend" => Opt::Ignored(WHY_PASSDB),
+        "log file" | "max log size" | "logging" | "syslog" | "syslog only" => Opt::Ignored(WHY_LOG),
+        "disable netbios" | "wins support" | "local master" | "domain master"
+        | "preferred master" | "os level" | "dns proxy" => Opt::Ignored(WHY_NETBIOS),
+        "load printers"
         | "printing"
         | "printcap name"
         | "disable spoolss"
-        | "show add printer wizard"
-        | "ea support"
-        | "store dos attributes"
-        | "dns proxy"
-        | "obey pam restrictions"
+        | "show add printer wizard" => Opt::Ignored(WHY_PRINTING),
+        "obey pam restrictions"
         | "unix password sync"
         | "pam password change"
         | "passwd program"
-        | "passwd chat"
-        | "panic action"
-        | "usershare allow guests"
-        | "wins support"
-        | "local master"
-        | "domain master"
-        | "preferred master"
-        | "os level"
-        | "server services"
-        | "map archive"
-        | "map hidden"
-        | "map system"
-        | "map readonly"
-        | "socket options"
-        | "kernel oplocks"
-        | "smb ports"
-        | "unix extensions"
-        | "smb2 leases" => Opt::Ignored,
+        | "passwd chat" => Opt::Ignored(WHY_PAM),
+        "usershare allow guests"
+        | "usershare path"
+        | "usershare max shares"
+        | "usershare owner only" => Opt::Ignored(WHY_USERSHARE),
+        "ea support" => Opt::Ignored("extended attributes are always on (kept in `user.` xattrs)"),
+        "store dos attributes" | "map archive" | "map hidden" | "map system" | "map readonly" => {
+            Opt::Ignored(WHY_DOS)
+        }
+        "panic action" => Opt::Ignored("ringshare runs no panic action"),
+        "server services" => Opt::Ignored("ringshare runs only its SMB file service"),
+        "socket options" => Opt::Ignored("ringshare sets its own socket options"),
+        "kernel oplocks" => Opt::Ignored("ringshare takes no kernel oplocks (file leases)"),
+        "smb ports" => Opt::Ignored("ringshare listens where `listen` says (default 0.0.0.0:445)"),
+        "unix extensions" => Opt::Ignored("an SMB1 feature; ringshare speaks SMB 2 and 3 only"),
+        "smb2 leases" => {
+            Opt::Ignored("ringshare always offers leases to SMB 2.1 and later clients")
+        }
         "hosts allow" | "allow hosts" | "hosts deny" | "deny hosts" => {
             Opt::Refused("host filtering is not supported; remove it and use a firewall")
         }
@@ -356,7 +365,11 @@ pub(super) struct Parser<'a> {
     shares: Vec<ShareDraft>,
     homes: Option<ShareDraft>,
     warnings: Vec<ConfigWarning>,
+    /// Options accepted and ignored without a warning (see [`Config::ignored`]).
+    ignored: Vec<ConfigWarning>,
     section: Section,
+    /// The name of the section being skipped ([printers], [print$]).
+    skipped: String,
     /// Keys already set in the current section, with their line, to warn about repeats.
     seen: HashMap<String, usize>,
     min_line: usize,
@@ -377,7 +390,9 @@ impl<'a> Parser<'a> {
             shares: Vec::new(),
             homes: None,
             warnings: Vec::new(),
+            ignored: Vec::new(),
             section: Section::None,
+            skipped: String::new(),
             seen: HashMap::new(),
             min_line: 0,
             max_line: 0,
@@ -394,6 +409,14 @@ impl<'a> Parser<'a> {
 
     fn warn(&mut self, line: usize, message: impl Into<String>) {
         self.warnings.push(ConfigWarning {
+            file: self.file.to_path_buf(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    fn note_ignored(&mut self, line: usize, message: impl Into<String>) {
+        self.ignored.push(ConfigWarning {
             file: self.file.to_path_buf(),
             line,
             message: message.into(),
@@ -472,6 +495,7 @@ impl<'a> Parser<'a> {
                 format!("section [{name}] is not supported by ringshare; its options are ignored"),
             );
             self.section = Section::Skipped;
+            self.skipped = name.to_string();
             return Ok(());
         }
         if name.chars().count() > SHARE_NAME_LEN_MAX {
@@ -526,6 +550,11 @@ impl<'a> Parser<'a> {
             ));
         }
         if self.section == Section::Skipped {
+            let why = format!(
+                "'{key}' in [{}] ignored: the section is not shared",
+                self.skipped
+            );
+            self.note_ignored(line, why);
             return Ok(());
         }
         // Samba's streams_xattr options change the names streams are stored
@@ -556,7 +585,8 @@ impl<'a> Parser<'a> {
         if let Opt::Refused(why) = opt {
             return Err(self.err(line, format!("option '{key}' {why}")));
         }
-        if opt == Opt::Ignored {
+        if let Opt::Ignored(why) = opt {
+            self.note_ignored(line, format!("'{key}' ignored: {why}"));
             return Ok(());
         }
         if let Some(first) = self.seen.insert(key.clone(), line) {
@@ -915,7 +945,12 @@ impl<'a> Parser<'a> {
                         "fruit" => fruit = true,
                         // catia maps characters macOS uses that Windows
                         // forbids; not there yet.
-                        "catia" | "posixacl" | "dirsort" => {}
+                        "catia" => self.note_ignored(
+                            line,
+                            "vfs module 'catia' ignored: its name mapping is not implemented \
+                             (names with characters Windows forbids are not mapped)",
+                        ),
+                        "posixacl" | "dirsort" => {}
                         other => self.warn(
                             line,
                             format!("vfs module '{other}' is not supported by ringshare; ignored"),
@@ -976,6 +1011,7 @@ impl<'a> Parser<'a> {
             shares,
             homes,
             warnings: self.warnings,
+            ignored: self.ignored,
             source: Some(self.file.to_path_buf()),
         })
     }

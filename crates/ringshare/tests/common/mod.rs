@@ -103,6 +103,11 @@ pub fn smbclient_or_skip(test: &str) -> bool {
     tool_or_skip("smbclient", "smbclient", test)
 }
 
+/// Whether Samba's `pdbedit` (Debian's samba) can be run; like [`smbclient_or_skip`].
+pub fn pdbedit_or_skip(test: &str) -> bool {
+    tool_or_skip("pdbedit", "samba", test)
+}
+
 /// Whether `smbtorture` (Debian's samba-testsuite) can be run; like [`smbclient_or_skip`].
 pub fn smbtorture_or_skip(test: &str) -> bool {
     tool_or_skip("smbtorture", "samba-testsuite", test)
@@ -153,6 +158,8 @@ pub struct ServerConfig {
     pub extra_global: &'static str,
     /// More users (name, password) besides [`USER`], each with its Unix account.
     pub extra_users: &'static [(&'static str, &'static str)],
+    /// A `pdbedit -L -w` listing given to `ringshare user import` before the server starts.
+    pub import_users: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -167,6 +174,7 @@ impl Default for ServerConfig {
             base_dir: None,
             extra_global: "",
             extra_users: &[],
+            import_users: None,
         }
     }
 }
@@ -240,6 +248,9 @@ impl Server {
         add_user(&conf, USER, PASSWORD);
         for (name, password) in cfg.extra_users {
             add_user(&conf, name, password);
+        }
+        if let Some(listing) = &cfg.import_users {
+            import_users(&conf, listing);
         }
         give_share_to_user(&share_dir, &passwd, USER);
         Server::spawn(
@@ -564,6 +575,25 @@ pub fn add_user(conf: &Path, name: &str, password: &str) {
     assert!(
         out.status.success(),
         "ringshare user add {name} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `ringshare user import LISTING --config CONF`.
+pub fn import_users(conf: &Path, listing: &Path) {
+    let out = Command::new(ringshare_bin())
+        .args(["user", "import"])
+        .arg(listing)
+        .arg("--config")
+        .arg(conf)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ringshare user import");
+    assert!(
+        out.status.success(),
+        "ringshare user import failed ({}):\n{}{}",
         out.status,
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)

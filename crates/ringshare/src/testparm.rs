@@ -1,0 +1,390 @@
+//! `ringshare testparm [FILE]`: reads a configuration as `ringshare serve --config FILE` would
+//! and shows what ringshare makes of it, as Samba's `testparm` does for smbd.
+//!
+//! On standard error: every line of the file ringshare does not act on, as `FILE:LINE: reason`
+//! (unknown options, options it ignores, sections it does not share, values it changes), in
+//! file order, then a summary. On standard output: the effective configuration in smb.conf
+//! syntax, every `[global]` option ringshare supports with the value it takes (defaults
+//! included), then each share with all its options. That output is itself a configuration
+//! ringshare loads to the same settings.
+//!
+//! Nothing is written: no smbpasswd file is created (unlike `serve`), share directories are only
+//! looked at (`stat`), and no privilege is needed beyond reading the file.
+//!
+//! Without FILE, the first that exists of [`DEFAULT_CONFIG_FILES`] is read:
+//! `/etc/ringshare/smb.conf`, then Samba's `/etc/samba/smb.conf`.
+
+use std::fmt::{self, Write as _};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use ringshare_core::fruit::{Fruit, Metadata, Resource};
+use ringshare_core::{InheritOwner, ShareRules};
+
+use crate::config::{
+    self, Config, ConfigError, EncryptPolicy, MapToGuest, ShareConfig, SigningPolicy, ZerocopySend,
+};
+
+/// The files `testparm` reads when none is given, in order: ringshare's own, then Samba's.
+pub const DEFAULT_CONFIG_FILES: [&str; 2] = ["/etc/ringshare/smb.conf", "/etc/samba/smb.conf"];
+
+/// Why `testparm` reports failure.
+#[derive(Debug)]
+pub enum TestparmError {
+    /// No FILE was given and none of [`DEFAULT_CONFIG_FILES`] exists.
+    NoConfigFile,
+    /// The configuration is refused: `ringshare serve` would not start with it.
+    Refused(ConfigError),
+    /// The configuration loads but has no share, not even `[homes]`: `ringshare serve`
+    /// refuses it.
+    NoShares(PathBuf),
+    /// Writing the report failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for TestparmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TestparmError::NoConfigFile => write!(
+                f,
+                "no configuration file: neither {} nor {} exists; give one",
+                DEFAULT_CONFIG_FILES[0], DEFAULT_CONFIG_FILES[1]
+            ),
+            TestparmError::Refused(e) => write!(f, "{e}"),
+            TestparmError::NoShares(file) => write!(
+                f,
+                "{}: no share section: `ringshare serve` needs at least one share \
+                 (or [homes])",
+                file.display()
+            ),
+            TestparmError::Io(e) => write!(f, "writing the report: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TestparmError {}
+
+impl From<io::Error> for TestparmError {
+    fn from(e: io::Error) -> Self {
+        TestparmError::Io(e)
+    }
+}
+
+/// The file to read when none is given: the first of [`DEFAULT_CONFIG_FILES`] that exists.
+pub fn default_config_file() -> Option<PathBuf> {
+    choose_config_file(|p| p.exists())
+}
+
+/// [`default_config_file`] with the existence test given.
+pub fn choose_config_file(exists: impl Fn(&Path) -> bool) -> Option<PathBuf> {
+    DEFAULT_CONFIG_FILES
+        .iter()
+        .map(Path::new)
+        .find(|p| exists(p))
+        .map(Path::to_path_buf)
+}
+
+/// Loads `file` and writes the report: what ringshare does not act on to `err`, the effective
+/// configuration to `out`. `Ok` when `ringshare serve --config FILE` would accept the file.
+pub fn run(file: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), TestparmError> {
+    // Absolute, so that the paths shown (relative ones are taken from the file's directory)
+    // mean the same wherever the output is read.
+    let file = &std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    writeln!(err, "Load smb config file {}", file.display())?;
+    let cfg = config::load(file).map_err(TestparmError::Refused)?;
+    let mut notes: Vec<&config::ConfigWarning> = cfg.warnings.iter().chain(&cfg.ignored).collect();
+    // Stable: notes of one line keep the order they were found in.
+    notes.sort_by_key(|n| n.line);
+    for n in &notes {
+        writeln!(err, "{n}")?;
+    }
+    let homes = if cfg.homes.is_some() {
+        " and [homes]"
+    } else {
+        ""
+    };
+    writeln!(
+        err,
+        "Loaded {}: {} share{}{homes}; {} line{} ringshare does not act on (above)",
+        file.display(),
+        cfg.shares.len(),
+        plural(cfg.shares.len()),
+        notes.len(),
+        plural(notes.len()),
+    )?;
+    err.flush()?;
+    writeln!(
+        out,
+        "# The configuration of {} as ringshare reads it: every option it supports,\n\
+         # defaults included.\n",
+        file.display()
+    )?;
+    out.write_all(render(&cfg).as_bytes())?;
+    out.flush()?;
+    // `serve` refuses a configuration without shares (serve.rs); say so here too.
+    if cfg.shares.is_empty() && cfg.homes.is_none() {
+        return Err(TestparmError::NoShares(file.to_path_buf()));
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The effective configuration in smb.conf syntax: `[global]` with every option ringshare
+/// supports, then each share, then `[homes]`. Loading it gives the same settings.
+pub fn render(cfg: &Config) -> String {
+    let mut s = String::new();
+    render_global(&mut s, cfg);
+    for share in &cfg.shares {
+        s.push('\n');
+        render_share(&mut s, share, cfg.global.smb_encrypt);
+    }
+    if let Some(homes) = &cfg.homes {
+        s.push('\n');
+        render_share(&mut s, homes, cfg.global.smb_encrypt);
+    }
+    s
+}
+
+/// One `\tkey = value` line.
+fn opt(s: &mut String, key: &str, value: impl fmt::Display) {
+    // Writing to a String cannot fail.
+    let _ = writeln!(s, "\t{key} = {value}");
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// A list value; names with blanks or commas are quoted, as the parser reads them.
+fn list(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| {
+            if i.contains(|c: char| c == ',' || c.is_whitespace()) {
+                format!("\"{i}\"")
+            } else {
+                i.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn signing(p: SigningPolicy) -> &'static str {
+    match p {
+        SigningPolicy::Default => "default",
+        SigningPolicy::Auto => "auto",
+        SigningPolicy::Desired => "desired",
+        SigningPolicy::Mandatory => "mandatory",
+    }
+}
+
+fn encrypt(p: EncryptPolicy) -> &'static str {
+    match p {
+        EncryptPolicy::Off => "off",
+        EncryptPolicy::IfRequired => "if_required",
+        EncryptPolicy::Desired => "desired",
+        EncryptPolicy::Required => "required",
+    }
+}
+
+fn render_global(s: &mut String, cfg: &Config) {
+    let g = &cfg.global;
+    s.push_str("[global]\n");
+    opt(s, "server role", "standalone server");
+    opt(s, "security", "user");
+    opt(s, "netbios name", &g.netbios_name);
+    opt(s, "workgroup", &g.workgroup);
+    opt(s, "server string", &g.server_string);
+    let listen: Vec<String> = g.listen.iter().map(|a| a.to_string()).collect();
+    opt(s, "listen", listen.join(", "));
+    opt(s, "interfaces", list(&g.interfaces));
+    opt(s, "bind interfaces only", yes_no(g.bind_interfaces_only));
+    opt(s, "server min protocol", g.server_min_protocol);
+    opt(s, "server max protocol", g.server_max_protocol);
+    opt(s, "server signing", signing(g.server_signing));
+    opt(s, "server smb encrypt", encrypt(g.smb_encrypt));
+    opt(s, "server multi channel support", yes_no(g.multi_channel));
+    let guest = match g.map_to_guest {
+        MapToGuest::Never => "never",
+        MapToGuest::BadUser => "bad user",
+    };
+    opt(s, "map to guest", guest);
+    opt(s, "guest account", &g.guest_account);
+    opt(s, "smb passwd file", g.smb_passwd_file.display());
+    let control = g
+        .control_socket
+        .as_ref()
+        .map_or_else(|| "no".to_string(), |p| p.display().to_string());
+    opt(s, "control socket", control);
+    if let Some(group) = &g.control_group {
+        opt(s, "control group", group);
+    } else {
+        s.push_str("\t# control group = (none: root and the server's account only)\n");
+    }
+    opt(s, "max connections", g.max_connections);
+    opt(s, "deadtime", g.deadtime_minutes);
+    opt(s, "handshake timeout", g.handshake_timeout_secs);
+    opt(s, "send timeout", g.send_timeout_secs);
+    opt(s, "durable handle timeout", g.durable_handle_timeout_secs);
+    opt(s, "smb2 max read", g.smb2_max_read);
+    opt(s, "smb2 max write", g.smb2_max_write);
+    opt(s, "smb2 max trans", g.smb2_max_trans);
+    opt(
+        s,
+        "smb2 disable lock sequence checking",
+        yes_no(g.disable_lock_sequence_checking),
+    );
+    opt(s, "use sendfile", yes_no(g.use_sendfile));
+    let zc = match g.zerocopy_send {
+        ZerocopySend::No => "no",
+        ZerocopySend::Auto => "auto",
+        ZerocopySend::Yes => "yes",
+    };
+    opt(s, "zerocopy send", zc);
+    opt(s, "multishot receive", yes_no(g.multishot_receive));
+    opt(s, "pin cpus", yes_no(g.pin_cpus));
+    opt(s, "kernel change notify", yes_no(g.kernel_change_notify));
+    opt(
+        s,
+        "multicast dns register",
+        yes_no(g.multicast_dns_register),
+    );
+    opt(s, "log level", g.log_level);
+}
+
+fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPolicy) {
+    let _ = writeln!(s, "[{}]", share.name);
+    opt(s, "path", share.path.display());
+    opt(s, "comment", &share.comment);
+    opt(s, "read only", yes_no(share.read_only));
+    opt(s, "guest ok", yes_no(share.guest_ok));
+    opt(s, "browseable", yes_no(share.browseable));
+    render_rules(s, &share.rules);
+    let mut vfs = Vec::new();
+    if share.fruit.is_some() {
+        vfs.push("fruit");
+    }
+    if share.streams {
+        vfs.push("streams_xattr");
+    }
+    if share.acl_xattr {
+        vfs.push("acl_xattr");
+    }
+    opt(s, "vfs objects", vfs.join(" "));
+    opt(s, "durable handles", yes_no(share.durable_handles));
+    opt(s, "change notify", yes_no(share.change_notify));
+    match share.smb_encrypt {
+        Some(p) => opt(s, "smb encrypt", encrypt(p)),
+        // Shown, as a comment so that the output keeps the share following [global].
+        None => {
+            let _ = writeln!(
+                s,
+                "\t# smb encrypt = {} (from [global]'s server smb encrypt)",
+                encrypt(global_encrypt)
+            );
+        }
+    }
+    if let Some(f) = &share.fruit {
+        render_fruit(s, f);
+    }
+}
+
+fn render_rules(s: &mut String, r: &ShareRules) {
+    opt(s, "valid users", list(&r.valid_users));
+    opt(s, "invalid users", list(&r.invalid_users));
+    opt(s, "read list", list(&r.read_list));
+    opt(s, "write list", list(&r.write_list));
+    opt(s, "admin users", list(&r.admin_users));
+    // The parser takes no empty name for these; an unset one is shown as a comment.
+    for (key, value) in [
+        ("force user", &r.force_user),
+        ("force group", &r.force_group),
+    ] {
+        match value {
+            Some(name) => opt(s, key, name),
+            None => {
+                let _ = writeln!(s, "\t# {key} = (not set)");
+            }
+        }
+    }
+    opt(s, "create mask", format_args!("{:04o}", r.create_mask));
+    opt(
+        s,
+        "directory mask",
+        format_args!("{:04o}", r.directory_mask),
+    );
+    opt(
+        s,
+        "force create mode",
+        format_args!("{:04o}", r.force_create_mode),
+    );
+    opt(
+        s,
+        "force directory mode",
+        format_args!("{:04o}", r.force_directory_mode),
+    );
+    opt(s, "inherit permissions", yes_no(r.inherit_permissions));
+    opt(s, "inherit acls", yes_no(r.inherit_acls));
+    let owner = match r.inherit_owner {
+        InheritOwner::No => "no",
+        InheritOwner::WindowsAndUnix => "windows and unix",
+        InheritOwner::UnixOnly => "unix only",
+    };
+    opt(s, "inherit owner", owner);
+    opt(s, "hide unreadable", yes_no(r.hide_unreadable));
+}
+
+fn render_fruit(s: &mut String, f: &Fruit) {
+    opt(s, "fruit:aapl", yes_no(f.aapl));
+    opt(s, "fruit:model", &f.model);
+    opt(s, "fruit:nfs_aces", yes_no(f.nfs_aces));
+    opt(s, "fruit:copyfile", yes_no(f.copyfile));
+    opt(s, "fruit:time machine", yes_no(f.time_machine));
+    opt(s, "fruit:time machine max size", f.time_machine_max_size);
+    opt(s, "fruit:zero_file_id", yes_no(f.zero_file_id));
+    let metadata = match f.metadata {
+        Metadata::Netatalk => "netatalk",
+        Metadata::Stream => "stream",
+    };
+    opt(s, "fruit:metadata", metadata);
+    let resource = match f.resource {
+        Resource::File => "file",
+        Resource::Xattr => "xattr",
+        Resource::Stream => "stream",
+    };
+    opt(s, "fruit:resource", resource);
+    opt(s, "fruit:veto_appledouble", yes_no(f.veto_appledouble));
+    opt(s, "fruit:posix_rename", yes_no(f.posix_rename));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_file_ringshares_own_configuration_wins_over_sambas() {
+        let both = choose_config_file(|_| true);
+        assert_eq!(both, Some(PathBuf::from("/etc/ringshare/smb.conf")));
+        let samba_only = choose_config_file(|p| p.starts_with("/etc/samba"));
+        assert_eq!(samba_only, Some(PathBuf::from("/etc/samba/smb.conf")));
+        assert_eq!(choose_config_file(|_| false), None);
+    }
+
+    #[test]
+    fn lists_quote_names_with_blanks_so_they_read_back_as_one() {
+        let names = ["alice".to_string(), "Domain Users".to_string()];
+        assert_eq!(list(&names), "alice \"Domain Users\"");
+    }
+}
