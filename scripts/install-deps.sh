@@ -9,7 +9,7 @@ want_test=0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pkgs=(ca-certificates curl gcc pkg-config)
-[ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr)
+[ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -79,6 +79,8 @@ pub(crate) struct ConnCore {
     pub spare: SpareBufs,
     /// What the AAPL create context turned on ([`crate::fruit`]).
     pub aapl: crate::fruit::Aapl,
+    /// The ring's request counters (`metrics listen`), when on.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl ConnCore {
@@ -269,6 +271,8 @@ struct Job {
     seal: Option<(Arc<CipherKey>, u64)>,
     /// The payload of the frame's one WRITE was received apart (its length).
     detached: Option<usize>,
+    /// When it arrived, on the metrics' clock (0 without metrics).
+    arrived_us: u64,
 }
 
 /// A reply ready to be framed: header + body and optional data.
@@ -284,6 +288,8 @@ struct BuiltReply {
 /// An operation that went async.
 struct AsyncOp {
     hdr: Header,
+    /// When its request arrived, on the metrics' clock.
+    arrived_us: u64,
     session_id: u64,
     /// The request arrived encrypted: so does the final reply.
     encrypted: bool,
@@ -346,6 +352,7 @@ impl Connection {
                 send_file: false,
                 spare: SpareBufs::default(),
                 aapl: Default::default(),
+                metrics: None,
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),
@@ -361,6 +368,11 @@ impl Connection {
             spare_members: Vec::new(),
             spare_replies: Vec::new(),
         }
+    }
+
+    /// Count this connection's requests in `metrics` (its ring's).
+    pub fn set_metrics(&mut self, metrics: Arc<crate::metrics::Metrics>) {
+        self.core.metrics = Some(metrics);
     }
 
     /// Server-wide id of this connection (the channel id sessions record).
@@ -655,6 +667,7 @@ impl Connection {
             encrypted,
             seal: None,
             detached,
+            arrived_us: self.core.metrics.as_ref().map_or(0, |m| m.now_us()),
         };
         self.run(job);
     }
@@ -677,6 +690,9 @@ impl Connection {
 
     fn disconnect(&mut self, why: &str) {
         tracing::debug!(peer = %self.core.peer, "closing connection: {why}");
+        if let Some(m) = &self.core.metrics {
+            m.closed_by_server();
+        }
         self.closing = true;
         self.outputs.push_back(Output::Close);
     }
@@ -1060,6 +1076,9 @@ impl Connection {
 
     /// Build the header of a reply, grant credits and keep it for the frame.
     fn push_reply(&mut self, job: &mut Job, req_hdr: &Header, session_id: u64, reply: Reply) {
+        if let Some(m) = &self.core.metrics {
+            crate::metrics::reply_sent(m, req_hdr.command, &reply, job.arrived_us);
+        }
         // The response echoes the request's SessionId and TreeId (for related
         // members that is 0xFFFF...: clients match responses by them), except
         // that SESSION_SETUP and TREE_CONNECT carry the ids they created.

@@ -21,6 +21,7 @@ pub mod io;
 mod ipc;
 pub mod limits;
 pub mod locks;
+pub mod metrics;
 mod notify;
 pub mod notify_kernel;
 mod ntsd;

@@ -316,9 +316,11 @@ pub struct ServerState {
     pub(crate) sessions: Mutex<HashMap<u64, SessionRef>>,
     next_connection: AtomicU64,
     /// Which file each lease is on (a lease key names one file).
-    lease_files: Mutex<HashMap<crate::oplock::LeaseId, FileKey>>,
+    pub(crate) lease_files: Mutex<HashMap<crate::oplock::LeaseId, FileKey>>,
+    /// Oplock and lease break notifications posted, for metrics.
+    pub(crate) breaks_posted: AtomicU64,
     /// Each live connection's mailbox, by connection id.
-    mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
+    pub(crate) mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
     /// Counts every notice posted (drivers compare it to see whether to look).
     mail_posted: AtomicU64,
     /// Wakes the drivers' threads after a notice was posted.
@@ -417,6 +419,7 @@ impl ServerState {
             sessions: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
             lease_files: Mutex::new(HashMap::new()),
+            breaks_posted: AtomicU64::new(0),
             mailboxes: Mutex::new(HashMap::new()),
             mail_posted: AtomicU64::new(0),
             mail_waker: RwLock::new(None),
@@ -535,6 +538,12 @@ impl ServerState {
         let Some(m) = lock(&self.mailboxes).get(&conn_id).cloned() else {
             return false;
         };
+        if matches!(
+            notice,
+            Notice::OplockBreak { .. } | Notice::LeaseBreak { .. }
+        ) {
+            self.breaks_posted.fetch_add(1, Ordering::Relaxed);
+        }
         lock(&m.notices).push(notice);
         m.pending.store(true, Ordering::Release);
         self.mail_posted.fetch_add(1, Ordering::AcqRel);

@@ -127,6 +127,18 @@ pub struct LockStatus {
     pub exclusive: bool,
 }
 
+/// How many of each thing the server holds now (metrics' gauges), and
+/// the breaks sent so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gauges {
+    pub connections: u64,
+    pub sessions: u64,
+    pub opens: u64,
+    pub leases: u64,
+    pub disconnected_durable_opens: u64,
+    pub breaks_posted: u64,
+}
+
 /// A lease state ([MS-SMB2] 2.2.13.2.8) as letters in the usual order
 /// (`RWH`, as Windows and Samba's smbstatus write it).
 pub fn lease_letters(state: u32) -> String {
@@ -158,6 +170,22 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl ServerState {
+    /// How many connections, sessions, opens and leases the server holds.
+    pub fn gauges(&self) -> Gauges {
+        let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
+        let opens = sessions.iter().map(|s| lock(s).opens.len() as u64).sum();
+        Gauges {
+            connections: lock(&self.mailboxes).len() as u64,
+            sessions: sessions.len() as u64,
+            opens,
+            leases: lock(&self.lease_files).len() as u64,
+            disconnected_durable_opens: lock(&self.durables).parked_count() as u64,
+            breaks_posted: self
+                .breaks_posted
+                .load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
     /// Who uses the server now ([`crate::status`]).
     pub fn status(&self) -> Status {
         let mut st = Status {

@@ -250,6 +250,9 @@ pub struct Global {
     /// `control group` (ringshare extension): members of this Unix group may
     /// use the control socket too (root always may). Default none.
     pub control_group: Option<String>,
+    /// `metrics listen` (ringshare extension): where Prometheus scrapes
+    /// `/metrics`, e.g. `127.0.0.1:9445`. Default none (off).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Where the control socket is unless `control socket` says otherwise.
@@ -290,6 +293,7 @@ impl Default for Global {
             smb2_max_trans: 8 << 20,
             control_socket: Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
             control_group: None,
+            metrics_listen: None,
         }
     }
 }

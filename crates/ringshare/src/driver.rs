@@ -25,18 +25,20 @@ use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use ringshare_core::idmap::IdMap;
-use ringshare_core::{
-    Connection, Entropy, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState,
-};
+use ringshare_core::metrics::Metrics;
+use ringshare_core::{Connection, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState};
 use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
 use ringshare_vfs::{FsError, Who};
 
 pub mod kernel_notify;
 mod peer;
 use peer::{is_local, peer_name};
+mod clock;
+use clock::now;
+pub use clock::OsEntropy;
 mod inline_io;
 mod write_pipes;
 use inline_io::{in_place, run_here};
@@ -137,6 +139,9 @@ pub struct Shared {
     pub zerocopy_send: ZerocopySend,
     /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
     pub splice_chunk: usize,
+    /// Each ring's request counters (`metrics listen`), when on: a worker
+    /// adds its own at start.
+    pub ring_metrics: Option<Arc<Mutex<Vec<Arc<Metrics>>>>>,
     /// `send timeout`: a connection whose peer has not taken a reply for this
     /// long is closed, so a peer that stops reading cannot hold a send (or the
     /// io_uring worker blocked in a splice to its socket) forever.
@@ -166,29 +171,6 @@ impl Shared {
             let _ = w.wake();
         }
     }
-}
-
-/// Bytes from the kernel's random source.
-pub struct OsEntropy;
-
-impl Entropy for OsEntropy {
-    fn fill(&mut self, out: &mut [u8]) {
-        if getrandom::fill(out).is_err() {
-            // getrandom cannot fail on Linux once the pool is initialised; refuse
-            // to go on with predictable values if it ever does.
-            panic!("the kernel's random source failed");
-        }
-    }
-}
-
-fn now(started: Instant) -> Now {
-    let mono_ms = started.elapsed().as_millis() as u64;
-    let unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    // FILETIME: 100 ns since 1601-01-01.
-    let filetime = (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000;
-    Now { mono_ms, filetime }
 }
 
 /// Receive state of a connection.
@@ -341,6 +323,8 @@ struct Worker {
     clock: Now,
     /// Worker 0, under a stream of disk changes: when to read them next.
     inotify_read_at: Option<u64>,
+    /// This ring's request counters, when metrics are on.
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -438,7 +422,13 @@ pub fn run_worker(
         mail_seen: 0,
         clock: Now::default(),
         inotify_read_at: None,
+        metrics: None,
     };
+    if let Some(all) = &w.shared.ring_metrics {
+        let m = Arc::new(Metrics::new(clock::mono_us));
+        crate::lock(all).push(m.clone());
+        w.metrics = Some(m);
+    }
     w.clock = now(w.shared.started);
     for (i, l) in w.listeners.iter().enumerate() {
         w.ring.accept_multishot(l, token(KIND_ACCEPT, 0, i as u32));
@@ -459,6 +449,10 @@ impl Worker {
             let timeout = self.next_timeout();
             self.ring.submit_and_wait(1, timeout)?;
             self.clock = now(self.shared.started);
+            if let Some(m) = &self.metrics {
+                let s = self.ring.stats();
+                m.publish_ring(s.submits, s.sqes, s.cqes);
+            }
             while let Some(c) = self.ring.next_completion() {
                 if c.is_wake() {
                     continue;
@@ -637,6 +631,9 @@ impl Worker {
         self.ring.register_fd(&fd);
         let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
         conn.set_send_file(self.shared.send_file);
+        if let Some(m) = &self.metrics {
+            conn.set_metrics(m.clone());
+        }
         conn.accepted(self.clock);
         self.conns[slot as usize] = Some(Conn {
             gen,

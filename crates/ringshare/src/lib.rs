@@ -10,6 +10,7 @@ pub mod control;
 pub mod driver;
 pub mod limit;
 pub mod mdns;
+pub mod metrics;
 pub mod reload;
 pub mod serve;
 pub mod status;

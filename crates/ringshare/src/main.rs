@@ -183,7 +183,9 @@ fn ask_server(target: &cli::ControlTarget, request: &str) -> ExitCode {
         Err(e) => {
             // The file names the socket; one that does not load is not asked
             // about (a server would refuse it the same way).
-            eprintln!("ringshare: {e}\nringshare: nothing was sent to the server; it runs on as it was");
+            eprintln!(
+                "ringshare: {e}\nringshare: nothing was sent to the server; it runs on as it was"
+            );
             return ExitCode::from(2);
         }
     };

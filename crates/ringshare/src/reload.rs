@@ -210,6 +210,7 @@ fn changed_globals(old: &Global, new: &Global) -> Vec<&'static str> {
         smb2_max_trans => "smb2 max trans",
         control_socket => "control socket",
         control_group => "control group",
+        metrics_listen => "metrics listen",
     );
     // A field added to Global must be named above (or applied by reload):
     // this destructuring stops compiling until it is.
@@ -246,6 +247,7 @@ fn changed_globals(old: &Global, new: &Global) -> Vec<&'static str> {
         smb2_max_trans: _,
         control_socket: _,
         control_group: _,
+        metrics_listen: _,
     } = new;
     v
 }

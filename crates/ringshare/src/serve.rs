@@ -424,6 +424,18 @@ pub fn serve(
     } else {
         None
     };
+    let ring_metrics = cfg
+        .global
+        .metrics_listen
+        .map(|_| Arc::new(Mutex::new(Vec::new())));
+    if let (Some(addr), Some(rings)) = (cfg.global.metrics_listen, &ring_metrics) {
+        let source = crate::metrics::Source {
+            server: server.clone(),
+            rings: rings.clone(),
+        };
+        crate::metrics::start(addr, source).map_err(err)?;
+        let _ = writeln!(out, "ringshare: metrics on http://{addr}/metrics");
+    }
     let shared = Arc::new(Shared {
         server,
         listen: listen.clone(),
@@ -437,6 +449,7 @@ pub fn serve(
         zerocopy_send: cfg.global.zerocopy_send,
         splice_chunk: splice_chunk(),
         send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
+        ring_metrics,
         inotify,
     });
     shared.wake_on_mail();

@@ -228,6 +228,10 @@ fn render_global(s: &mut String, cfg: &Config) {
         .as_ref()
         .map_or_else(|| "no".to_string(), |p| p.display().to_string());
     opt(s, "control socket", control);
+    match g.metrics_listen {
+        Some(a) => opt(s, "metrics listen", a),
+        None => opt(s, "metrics listen", "no"),
+    }
     if let Some(group) = &g.control_group {
         opt(s, "control group", group);
     } else {

@@ -35,6 +35,9 @@ pub(crate) struct WriteCont {
 
 /// The WRITE response body, in a reused buffer.
 fn response(core: &mut ConnCore, count: usize) -> Vec<u8> {
+    if let Some(m) = &core.metrics {
+        m.written(count as u64);
+    }
     let mut b = core.spare.take(16);
     WriteResponse {
         count: u32::try_from(count).unwrap_or(u32::MAX),

@@ -60,6 +60,7 @@ impl Connection {
             async_id,
             AsyncOp {
                 hdr: ahdr,
+                arrived_us: job.arrived_us,
                 session_id,
                 encrypted: job.encrypted.is_some(),
                 work,
@@ -84,6 +85,9 @@ impl Connection {
     }
 
     fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
+        if let Some(m) = &self.core.metrics {
+            crate::metrics::reply_sent(m, op.hdr.command, &reply, op.arrived_us);
+        }
         let mut hdr = Header::response_to(&op.hdr, reply.status);
         hdr.credits = 0;
         let sign_key = if op.encrypted {

@@ -157,6 +157,7 @@ enum Opt {
     Smb2MaxTrans,
     ControlSocket,
     ControlGroup,
+    MetricsListen,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -248,6 +249,7 @@ fn classify(key: &str) -> Option<Opt> {
         "smb passwd file" => Opt::SmbPasswdFile,
         "control socket" => Opt::ControlSocket,
         "control group" => Opt::ControlGroup,
+        "metrics listen" => Opt::MetricsListen,
         "listen" => Opt::Listen,
         "netbios name" => Opt::NetbiosName,
         "workgroup" => Opt::Workgroup,
@@ -861,6 +863,19 @@ impl<'a> Parser<'a> {
                 self.global.control_socket = match normalize_key(value).as_str() {
                     "" | "no" | "none" | "off" => None,
                     _ => Some(self.base.join(value)),
+                };
+            }
+            Opt::MetricsListen => {
+                self.global.metrics_listen = match normalize_key(value).as_str() {
+                    "" | "no" | "off" => None,
+                    _ => Some(value.parse::<SocketAddr>().map_err(|_| {
+                        self.err(
+                            line,
+                            format!(
+                                "'{key} = {value}': expected ADDRESS:PORT, like 127.0.0.1:9445"
+                            ),
+                        )
+                    })?),
                 };
             }
             Opt::ControlGroup => {
