@@ -401,3 +401,44 @@ fn a_removed_share_disconnects_its_clients_and_a_read_only_change_applies_to_new
         "{st:#}"
     );
 }
+
+#[test]
+fn a_reload_changes_the_log_level() {
+    let test = "a reload changes the log level";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let conf = server.conf();
+    let original = std::fs::read_to_string(&conf).unwrap();
+    assert!(original.contains("log level = 2"));
+    let socket = server.control_socket();
+    let reload = || {
+        let o = ringshare(&["reload", "--socket", socket.to_str().unwrap()]);
+        assert!(o.status.success(), "reload: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Log level 1: notable events only, no per-connection debug lines.
+    std::fs::write(&conf, original.replace("log level = 2", "log level = 1")).unwrap();
+    assert!(reload().contains("log level: 1"));
+    let before = server.log().matches("connection accepted").count();
+    server.client().run("ls").expect_ok("ls at log level 1");
+    assert_eq!(
+        server.log().matches("connection accepted").count(),
+        before,
+        "a debug line at log level 1"
+    );
+    // Back to 2: they are logged again.
+    std::fs::write(&conf, &original).unwrap();
+    assert!(reload().contains("log level: 2"));
+    server.client().run("ls").expect_ok("ls at log level 2");
+    assert!(
+        eventually(Duration::from_secs(5), || server
+            .log()
+            .matches("connection accepted")
+            .count()
+            > before),
+        "no debug line after going back to log level 2:\n{}",
+        server.log()
+    );
+}
