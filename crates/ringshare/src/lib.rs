@@ -9,6 +9,7 @@ pub mod config;
 pub mod driver;
 pub mod limit;
 pub mod mdns;
+pub mod sdnotify;
 pub mod serve;
 pub mod users;
 

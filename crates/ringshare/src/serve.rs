@@ -381,6 +381,16 @@ pub fn serve(cfg: Config, threads: Option<u32>, out: &mut dyn Write) -> Result<(
     // Time Machine shares announced while the server runs (dropped at the end).
     let _announced = crate::mdns::announce(&cfg);
     let first = Mutex::new(Some(listeners));
+    // The sockets are bound and listening (connections queue from here): ready for systemd.
+    crate::sdnotify::ready(&format!(
+        "serving {} share(s) on {}",
+        cfg.shares.len(),
+        listen
+            .iter()
+            .map(SocketAddr::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
     let result = runtime::run_per_core(threads, cfg.global.pin_cpus, |i| {
         let l = if i == 0 {
             crate::lock(&first).take()
@@ -441,6 +451,7 @@ fn install_signal_handler(shared: Arc<Shared>) -> io::Result<()> {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 tracing::info!("signal {sig}: stopping");
+                crate::sdnotify::stopping();
                 shared.stop();
             }
         })?;
