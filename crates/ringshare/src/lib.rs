@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod driver;
 pub mod limit;
+pub mod logging;
 pub mod mdns;
 pub mod sdnotify;
 pub mod serve;

@@ -15,6 +15,15 @@ fn init_logging(level: u32) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RINGSHARE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Under systemd, stderr is the journal: each line says its level (`<4>` for a warning).
+    if ringshare::logging::stderr_is_journal() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(io::stderr)
+            .event_format(ringshare::logging::Journal)
+            .init();
+        return;
+    }
     // Colours only for a terminal: a log file or the journal gets plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -53,17 +62,17 @@ fn main() -> ExitCode {
             let cfg = match args.to_config() {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("ringshare: {e}");
+                    ringshare::logging::fatal(format_args!("ringshare: {e}"));
                     return ExitCode::from(2);
                 }
             };
-            init_logging(cfg.global.log_level.max(1));
+            init_logging(cfg.global.log_level);
             raise_fd_limit();
             let mut out = io::stdout();
             match serve::serve(cfg, args.threads, &mut out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("ringshare: {e}");
+                    ringshare::logging::fatal(format_args!("ringshare: {e}"));
                     ExitCode::FAILURE
                 }
             }
