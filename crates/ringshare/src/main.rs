@@ -20,7 +20,8 @@ fn level_filter(level: u32) -> &'static str {
 
 /// Log to stderr at `level`; the returned function changes the level while
 /// the process runs (a reload). `RINGSHARE_LOG` (a tracing filter), when
-/// set, wins over both.
+/// set, wins over both. Under systemd, stderr is the journal: each line
+/// then says its level (`<4>` for a warning).
 fn init_logging(level: u32) -> Box<dyn Fn(u32) + Send + Sync> {
     use tracing_subscriber::prelude::*;
     use tracing_subscriber::{fmt, reload, EnvFilter};
@@ -28,6 +29,22 @@ fn init_logging(level: u32) -> Box<dyn Fn(u32) + Send + Sync> {
     let fixed = from_env.is_some();
     let filter = from_env.unwrap_or_else(|| EnvFilter::new(level_filter(level)));
     let (filter, handle) = reload::Layer::new(filter);
+    let set: Box<dyn Fn(u32) + Send + Sync> = Box::new(move |level| {
+        if !fixed {
+            let _ = handle.reload(EnvFilter::new(level_filter(level)));
+        }
+    });
+    if ringshare::logging::stderr_is_journal() {
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                fmt::layer()
+                    .with_writer(io::stderr)
+                    .event_format(ringshare::logging::Journal),
+            )
+            .init();
+        return set;
+    }
     // Colours only for a terminal: a log file or the journal gets plain text.
     tracing_subscriber::registry()
         .with(filter)
@@ -38,11 +55,7 @@ fn init_logging(level: u32) -> Box<dyn Fn(u32) + Send + Sync> {
                 .with_target(false),
         )
         .init();
-    Box::new(move |level| {
-        if !fixed {
-            let _ = handle.reload(EnvFilter::new(level_filter(level)));
-        }
-    })
+    set
 }
 
 fn main() -> ExitCode {
@@ -93,15 +106,15 @@ fn main() -> ExitCode {
             let cfg = match args.to_config() {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("ringshare: {e}");
+                    ringshare::logging::fatal(format_args!("ringshare: {e}"));
                     return ExitCode::from(2);
                 }
             };
-            let set_log_level = init_logging(cfg.global.log_level.max(1));
+            let set_log_level = init_logging(cfg.global.log_level);
             raise_fd_limit();
             let mut out = io::stdout();
             let hooks = serve::Hooks {
-                set_log_level: Box::new(move |l| set_log_level(l.max(1))),
+                set_log_level,
                 fixed: ringshare::reload::Fixed {
                     listen: !args.listen.is_empty(),
                     log_level: args.log_level.is_some(),
@@ -110,7 +123,7 @@ fn main() -> ExitCode {
             match serve::serve(cfg, args.threads, hooks, &mut out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("ringshare: {e}");
+                    ringshare::logging::fatal(format_args!("ringshare: {e}"));
                     ExitCode::FAILURE
                 }
             }

@@ -57,7 +57,12 @@ impl Reloader {
     pub fn reload(&self) -> Result<String, String> {
         // One reload at a time (SIGHUP and the control socket may race).
         let mut current = crate::lock(&self.current);
+        crate::sdnotify::reloading();
         let result = self.reload_locked(&mut current);
+        crate::sdnotify::ready(match &result {
+            Ok(_) => "serving; configuration reloaded",
+            Err(_) => "serving; the last reload was refused (see the log)",
+        });
         match &result {
             Ok(summary) => {
                 for l in summary.lines() {

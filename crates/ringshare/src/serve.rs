@@ -458,6 +458,16 @@ pub fn serve(
     // Time Machine shares announced while the server runs (dropped at the end).
     let _announced = crate::mdns::announce(&cfg);
     let first = Mutex::new(Some(listeners));
+    // The sockets are bound and listening (connections queue from here): ready for systemd.
+    crate::sdnotify::ready(&format!(
+        "serving {} share(s) on {}",
+        cfg.shares.len(),
+        listen
+            .iter()
+            .map(SocketAddr::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
     let result = runtime::run_per_core(threads, cfg.global.pin_cpus, |i| {
         let l = if i == 0 {
             crate::lock(&first).take()
@@ -527,6 +537,7 @@ fn install_signal_handler(
                     continue;
                 }
                 tracing::info!("signal {sig}: stopping");
+                crate::sdnotify::stopping();
                 shared.stop();
                 break;
             }
