@@ -313,11 +313,12 @@ fn the_installed_server_runs_as_its_unit_runs_it(tmp: &TempDir) {
         &conf,
         format!(
             "[global]\nlisten = 127.0.0.1:445\nsmb passwd file = {}\nlog level = 1\n\
-             multicast dns register = no\n\
+             multicast dns register = no\ncontrol socket = {}\n\
              [files]\npath = {}\nread only = no\n\
              [inherit]\npath = {}\nread only = no\ninherit owner = yes\n\
              [ntacl]\npath = {}\nread only = no\nvfs objects = acl_xattr\n",
             base.join("smbpasswd").display(),
+            base.join("control.sock").display(),
             files.display(),
             inherit.display(),
             ntacl.display()
@@ -440,6 +441,24 @@ fn the_installed_server_runs_as_its_unit_runs_it(tmp: &TempDir) {
                 .arg(&acl_file),
         );
         assert!(stored.contains("security.NTACL"), "{stored}");
+        // The unit's ExecReload and an admin's status, with the installed binary:
+        // RELOADING=1, then READY=1.
+        let socket = base.join("control.sock");
+        let reloaded = run_ok(Command::new(BIN).arg("reload").arg("--socket").arg(&socket));
+        assert!(reloaded.contains("shares added: none"), "{reloaded}");
+        let mut msgs = String::new();
+        for _ in 0..2 {
+            if let Ok(n) = notify.recv(&mut buf) {
+                msgs.push_str(&String::from_utf8_lossy(&buf[..n]));
+                msgs.push('\n');
+            }
+        }
+        assert!(
+            msgs.contains("RELOADING=1") && msgs.contains("READY=1"),
+            "{msgs:?}"
+        );
+        let st = run_ok(Command::new(BIN).arg("status").arg("--socket").arg(&socket));
+        assert!(st.contains("connection(s)"), "{st}");
     }));
     let pid = Pid::from_child(&server);
     let _ = kill_process(pid, Signal::TERM);
