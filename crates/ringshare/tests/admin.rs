@@ -442,3 +442,56 @@ fn a_reload_changes_the_log_level() {
         server.log()
     );
 }
+
+#[test]
+fn members_of_the_control_group_may_ask_for_status() {
+    let test = "the control group may ask for status";
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root to add a group !!!!!!!!\n");
+        return;
+    }
+    let added = Command::new("groupadd")
+        .args(["-f", "-r", "rsctl"])
+        .status()
+        .expect("run groupadd");
+    assert!(added.success(), "groupadd rsctl");
+    let server = Server::start(
+        &ServerConfig {
+            extra_global: "\tcontrol group = rsctl\n",
+            ..ServerConfig::default()
+        },
+        |_| {},
+    );
+    let socket = server.control_socket();
+    let dir = socket.parent().unwrap();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&socket).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o660, "the group may connect");
+    let as_nobody_in = |group: &str| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                &format!("--regid={group}"),
+                "--clear-groups",
+            ])
+            .arg(ringshare_bin())
+            .args(["status", "--json", "--socket", socket.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run setpriv")
+    };
+    let member = as_nobody_in("rsctl");
+    assert!(
+        member.status.success(),
+        "a member was refused: {}",
+        text(&member)
+    );
+    let _: serde_json::Value = serde_json::from_slice(&member.stdout).expect("JSON");
+    let outsider = as_nobody_in("nogroup");
+    assert!(
+        !outsider.status.success(),
+        "an outsider got the status: {}",
+        text(&outsider)
+    );
+}
