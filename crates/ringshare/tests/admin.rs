@@ -49,6 +49,14 @@ fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// `ringshare reload` through the server's control socket, which must succeed: its summary.
+fn reload_ok(server: &Server) -> String {
+    let socket = server.control_socket();
+    let o = ringshare(&["reload", "--socket", socket.to_str().unwrap()]);
+    assert!(o.status.success(), "reload: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 fn sighup(server: &Server) {
     let pid = Pid::from_raw(server.pid().expect("server runs") as i32).unwrap();
     kill_process(pid, Signal::HUP).expect("send SIGHUP");
@@ -64,7 +72,7 @@ fn status_lists_a_smbclient_session_and_a_python_clients_open_file_with_its_leas
     let mut sc = server.client().spawn_reading_stdin();
     sc.send("ls");
     assert!(
-        eventually(Duration::from_secs(20), || sc_listed(&sc)),
+        sc.wait_for("blocks available", Duration::from_secs(20)),
         "smbclient did not list the share: {}",
         sc.output()
     );
@@ -160,10 +168,6 @@ fn status_lists_a_smbclient_session_and_a_python_clients_open_file_with_its_leas
     let _ = sc.finish(Duration::from_secs(10));
 }
 
-fn sc_listed(sc: &common::RunningSmbclient) -> bool {
-    sc.output().contains("blocks available")
-}
-
 #[test]
 fn status_is_refused_to_other_users() {
     let test = "status is refused to other users";
@@ -211,9 +215,7 @@ fn sighup_adds_a_share_that_smbclient_lists_while_another_transfer_runs_on() {
         sc.send("get big /dev/null");
     }
     assert!(
-        eventually(Duration::from_secs(20), || sc
-            .output()
-            .contains("getting file")),
+        sc.wait_for("getting file", Duration::from_secs(20)),
         "the transfer did not start: {}",
         sc.output()
     );
@@ -323,20 +325,12 @@ fn a_removed_share_disconnects_its_clients_and_a_read_only_change_applies_to_new
         ),
     )
     .unwrap();
-    let socket = server.control_socket();
-    let reload = || {
-        let o = ringshare(&["reload", "--socket", socket.to_str().unwrap()]);
-        assert!(o.status.success(), "reload: {}", text(&o));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    assert!(reload().contains("shares added: second"));
+    assert!(reload_ok(&server).contains("shares added: second"));
 
     let mut on_second = server.client().share_name("second").spawn_reading_stdin();
     on_second.send("open f");
     assert!(
-        eventually(Duration::from_secs(20), || on_second
-            .output()
-            .contains("open file")),
+        on_second.wait_for("open file", Duration::from_secs(20)),
         "{}",
         on_second.output()
     );
@@ -362,7 +356,7 @@ fn a_removed_share_disconnects_its_clients_and_a_read_only_change_applies_to_new
 
     // [second] goes, the first share becomes read-only.
     std::fs::write(&conf, original.replace("read only = no", "read only = yes")).unwrap();
-    let summary = reload();
+    let summary = reload_ok(&server);
     assert!(
         summary.contains("removed: second") && summary.contains("changed: share"),
         "{summary}"
@@ -412,15 +406,9 @@ fn a_reload_changes_the_log_level() {
     let conf = server.conf();
     let original = std::fs::read_to_string(&conf).unwrap();
     assert!(original.contains("log level = 2"));
-    let socket = server.control_socket();
-    let reload = || {
-        let o = ringshare(&["reload", "--socket", socket.to_str().unwrap()]);
-        assert!(o.status.success(), "reload: {}", text(&o));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
     // Log level 1: notable events only, no per-connection debug lines.
     std::fs::write(&conf, original.replace("log level = 2", "log level = 1")).unwrap();
-    assert!(reload().contains("log level: 1"));
+    assert!(reload_ok(&server).contains("log level: 1"));
     let before = server.log().matches("connection accepted").count();
     server.client().run("ls").expect_ok("ls at log level 1");
     assert_eq!(
@@ -430,7 +418,7 @@ fn a_reload_changes_the_log_level() {
     );
     // Back to 2: they are logged again.
     std::fs::write(&conf, &original).unwrap();
-    assert!(reload().contains("log level: 2"));
+    assert!(reload_ok(&server).contains("log level: 2"));
     server.client().run("ls").expect_ok("ls at log level 2");
     assert!(
         eventually(Duration::from_secs(5), || server
