@@ -483,3 +483,34 @@ fn members_of_the_control_group_may_ask_for_status() {
         text(&outsider)
     );
 }
+
+#[test]
+fn a_reload_lets_a_new_user_log_on_and_refuses_a_removed_one() {
+    let test = "a reload adds and removes users";
+    if !smbclient_or_skip(test) {
+        return;
+    }
+    const NEW: &str = "rsreloaded";
+    const NEW_PASSWORD: &str = "Reloaded-Pass-1";
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    common::add_user(&server.conf(), NEW, NEW_PASSWORD);
+    let as_new = || server.client().user(NEW, NEW_PASSWORD).run("ls");
+    // Not known to the running server until it reads its users again.
+    as_new().expect_status("before the reload", "NT_STATUS_LOGON_FAILURE");
+    assert!(reload_ok(&server).contains("users: 2"));
+    as_new().expect_ok("after the reload");
+    let del = ringshare(&[
+        "user",
+        "del",
+        NEW,
+        "--config",
+        server.conf().to_str().unwrap(),
+    ]);
+    assert!(del.status.success(), "{}", text(&del));
+    assert!(reload_ok(&server).contains("users: 1"));
+    as_new().expect_status("after removal and reload", "NT_STATUS_LOGON_FAILURE");
+    server
+        .client()
+        .run("ls")
+        .expect_ok("the other user still logs on");
+}
