@@ -58,6 +58,8 @@ pub(crate) struct Negotiated {
 pub(crate) struct ConnCore {
     pub server: Arc<ServerState>,
     pub peer: String,
+    /// The peer's address, which log limits and the logon backoff go by.
+    pub peer_ip: Option<std::net::IpAddr>,
     pub negotiated: Option<Negotiated>,
     /// True once an SMB2 NEGOTIATE answered with 0x02FF (the client must negotiate again).
     pub wildcard_sent: bool,
@@ -336,6 +338,7 @@ impl Connection {
                 conn_id,
                 authenticated: false,
                 server,
+                peer_ip: crate::peers::ip_of(&peer),
                 peer,
                 negotiated: None,
                 wildcard_sent: false,
@@ -475,7 +478,9 @@ impl Connection {
             return;
         }
         if self.handshake_deadline().is_some_and(|d| d <= now.mono_ms) {
-            tracing::info!(peer = %self.core.peer, "closing a connection that did not log on in time");
+            if self.core.log_ok(crate::loglimit::LogKind::HandshakeTimeout) {
+                tracing::info!(peer = %self.core.peer, "closing a connection that did not log on in time");
+            }
             self.disconnect("handshake timeout");
             return;
         }

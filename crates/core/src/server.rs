@@ -330,6 +330,8 @@ pub struct ServerState {
     /// Open files whose write time is not the disk's now
     /// ([`crate::writetime`]); 0 lets listings skip looking.
     pub(crate) write_times_shown: AtomicUsize,
+    /// Rate limits of the log lines peers cause ([`crate::loglimit`]).
+    pub(crate) log_limit: crate::loglimit::LogLimiter,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -423,6 +425,7 @@ impl ServerState {
             durables: Mutex::new(Default::default()),
             notify: Default::default(),
             write_times_shown: AtomicUsize::new(0),
+            log_limit: Default::default(),
         })
     }
 

@@ -453,6 +453,9 @@ pub fn serve(
         };
         driver::run_worker(i, shared.clone(), l)
     });
+    // What the log limits still count is said before the end.
+    let now_ms = shared.started.elapsed().as_millis() as u64;
+    shared.server.log_limit_flush(now_ms);
     result.map_err(|e| err(format!("I/O thread failed: {e}")))?;
     let _ = writeln!(out, "ringshare: stopped");
     Ok(())
