@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 pub mod driver;
 pub mod limit;
+pub mod logwriter;
 pub mod mdns;
 pub mod reload;
 pub mod serve;

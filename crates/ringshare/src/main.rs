@@ -29,11 +29,12 @@ fn init_logging(level: u32) -> Box<dyn Fn(u32) + Send + Sync> {
     let filter = from_env.unwrap_or_else(|| EnvFilter::new(level_filter(level)));
     let (filter, handle) = reload::Layer::new(filter);
     // Colours only for a terminal: a log file or the journal gets plain text.
+    // One line per event, whatever names it holds (logwriter.rs).
     tracing_subscriber::registry()
         .with(filter)
         .with(
             fmt::layer()
-                .with_writer(io::stderr)
+                .with_writer(ringshare::logwriter::OneLineStderr)
                 .with_ansi(io::stderr().is_terminal())
                 .with_target(false),
         )
@@ -183,7 +184,9 @@ fn ask_server(target: &cli::ControlTarget, request: &str) -> ExitCode {
         Err(e) => {
             // The file names the socket; one that does not load is not asked
             // about (a server would refuse it the same way).
-            eprintln!("ringshare: {e}\nringshare: nothing was sent to the server; it runs on as it was");
+            eprintln!(
+                "ringshare: {e}\nringshare: nothing was sent to the server; it runs on as it was"
+            );
             return ExitCode::from(2);
         }
     };
