@@ -8,6 +8,7 @@
 
 mod access;
 mod acl;
+pub mod backoff;
 mod cmd;
 mod conn;
 pub mod credits;

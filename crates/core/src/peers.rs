@@ -56,7 +56,6 @@ impl<K: Hash + Eq + Copy, V> Table<K, V> {
         self.map.len()
     }
 
-    #[cfg(test)]
     pub fn get(&self, key: &K) -> Option<&V> {
         self.map.get(key).map(|(v, _)| v)
     }

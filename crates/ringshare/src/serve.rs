@@ -173,6 +173,7 @@ pub fn server_config(
         lock_sequence_checking: !g.disable_lock_sequence_checking,
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
         guest_account: g.guest_account.clone(),
+        failed_logon_backoff: g.failed_logon_backoff,
         homes,
     })
 }

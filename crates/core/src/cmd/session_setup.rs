@@ -180,6 +180,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
+            core.logon_ended(false);
             let anonymous = result.kind == AuthKind::Anonymous;
             let r = finish(
                 core,
@@ -200,6 +201,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Err(AuthError::NoSuchUser(user))
             if core.server.config.map_bad_user_to_guest && core.server.shares().guest_enabled =>
         {
+            core.logon_ended(false);
             finish(
                 core,
                 session_id,
@@ -219,6 +221,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 _ => NtStatus::LOGON_FAILURE,
             };
             log_failed_logon(core, &e, status, "");
+            core.logon_ended(true);
             let was_valid = core
                 .sessions
                 .get(&session_id)
@@ -428,6 +431,7 @@ fn bind_checked(
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
+            core.logon_ended(false);
             // [MS-SMB2] 3.3.5.5.3: the binding must be by the session's user.
             if result.kind == AuthKind::Anonymous || !result.user.eq_ignore_ascii_case(&user) {
                 if core.log_ok(LogKind::RefusedLogon) {
@@ -473,6 +477,7 @@ fn bind_checked(
         }
         Err(e) => {
             log_failed_logon(core, &e, NtStatus::LOGON_FAILURE, "; binding a channel");
+            core.logon_ended(true);
             abandon(core, session_id);
             Err(NtStatus::LOGON_FAILURE)
         }

@@ -21,6 +21,21 @@ pub fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
+/// `failed logon backoff`: `no` (0), `yes`
+/// ([`super::FAILED_LOGON_BACKOFF_YES`]) or a number of failures.
+fn parse_backoff(value: &str) -> Option<u32> {
+    match value.trim().parse::<u32>() {
+        Ok(n) => Some(n),
+        Err(_) => parse_bool(value).map(|on| {
+            if on {
+                super::FAILED_LOGON_BACKOFF_YES
+            } else {
+                0
+            }
+        }),
+    }
+}
+
 /// Splits a list value on commas and blanks; double quotes keep a name with blanks together.
 pub(super) fn parse_list(value: &str) -> Vec<String> {
     let mut items = Vec::new();
@@ -157,6 +172,7 @@ enum Opt {
     Smb2MaxTrans,
     ControlSocket,
     ControlGroup,
+    FailedLogonBackoff,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -248,6 +264,7 @@ fn classify(key: &str) -> Option<Opt> {
         "smb passwd file" => Opt::SmbPasswdFile,
         "control socket" => Opt::ControlSocket,
         "control group" => Opt::ControlGroup,
+        "failed logon backoff" => Opt::FailedLogonBackoff,
         "listen" => Opt::Listen,
         "netbios name" => Opt::NetbiosName,
         "workgroup" => Opt::Workgroup,
@@ -865,6 +882,13 @@ impl<'a> Parser<'a> {
             }
             Opt::ControlGroup => {
                 self.global.control_group = (!value.is_empty()).then(|| value.to_string());
+            }
+            Opt::FailedLogonBackoff => {
+                self.global.failed_logon_backoff = parse_backoff(value).ok_or_else(|| {
+                    let m =
+                        format!("'{key}' expects no, yes or a number of failures, got '{value}'");
+                    self.err(line, m)
+                })?;
             }
             Opt::GuestAccount => {
                 if value.is_empty() {
