@@ -2,14 +2,16 @@
 # Install what ringshare needs on a fresh Debian machine: a Rust toolchain (rustup,
 # if cargo is missing) and, for the tests, Debian's SMB clients and Samba.
 #   scripts/install-deps.sh          build dependencies only
-#   scripts/install-deps.sh --test   plus smbclient, smbtorture (samba-testsuite) and samba
+#   scripts/install-deps.sh --test   plus smbclient, smbtorture (samba-testsuite), samba and
+#                                    fail2ban (its fail2ban-regex tests the shipped filter; where
+#                                    systemd runs, the package also starts its sshd jail)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pkgs=(ca-certificates curl gcc pkg-config)
-[ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr)
+[ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr fail2ban)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
