@@ -3,8 +3,11 @@
 # if cargo is missing) and, for the tests, Debian's SMB clients and Samba.
 #   scripts/install-deps.sh          build dependencies only
 #   scripts/install-deps.sh --test   plus smbclient, smbtorture (samba-testsuite) and samba,
-#                                    and what the package test needs (dpkg-dev for
-#                                    scripts/build-deb.sh, systemd for systemd-analyze)
+#                                    what the package test needs (dpkg-dev for
+#                                    scripts/build-deb.sh, systemd for systemd-analyze),
+#                                    prometheus (the metrics test scrapes with it) and
+#                                    fail2ban (its fail2ban-regex tests the shipped filter; where
+#                                    systemd runs, the package also starts its sshd jail)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -12,7 +15,7 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr
-    prometheus dpkg-dev systemd iproute2 util-linux)
+    prometheus dpkg-dev systemd iproute2 util-linux fail2ban)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

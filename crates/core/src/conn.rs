@@ -34,6 +34,7 @@ use crate::transform;
 
 mod asyncs;
 mod checks;
+mod held;
 mod waits;
 
 use waits::Waiting;
@@ -58,6 +59,10 @@ pub(crate) struct Negotiated {
 pub(crate) struct ConnCore {
     pub server: Arc<ServerState>,
     pub peer: String,
+    /// The peer's address, which log limits and the logon backoff go by.
+    pub peer_ip: Option<std::net::IpAddr>,
+    /// The member just run asks for its answer to wait until then ([`crate::backoff`]).
+    pub hold_reply_until_ms: Option<u64>,
     pub negotiated: Option<Negotiated>,
     /// True once an SMB2 NEGOTIATE answered with 0x02FF (the client must negotiate again).
     pub wildcard_sent: bool,
@@ -319,6 +324,8 @@ pub struct Connection {
     /// [`SPARE_JOB_VECS_MAX`].)
     spare_members: Vec<Vec<(usize, usize)>>,
     spare_replies: Vec<Vec<BuiltReply>>,
+    /// A job whose answer waits, and the frames behind it.
+    held: held::Held,
 }
 
 /// Emptied member and reply lists a connection keeps for its next jobs.
@@ -342,6 +349,8 @@ impl Connection {
                 conn_id,
                 authenticated: false,
                 server,
+                peer_ip: crate::peers::ip_of(&peer),
+                hold_reply_until_ms: None,
                 peer,
                 negotiated: None,
                 wildcard_sent: false,
@@ -367,6 +376,7 @@ impl Connection {
             last_request_ms: 0,
             spare_members: Vec::new(),
             spare_replies: Vec::new(),
+            held: Default::default(),
         }
     }
 
@@ -395,7 +405,8 @@ impl Connection {
     /// whole (into a pipe) and calls [`Connection::receive_detached`]; every
     /// other check is made there, as for any request.
     pub fn detachable_write(&self, head: &[u8], frame_len: usize) -> Option<usize> {
-        if self.closing || !self.core.send_file || self.core.negotiated.is_none() {
+        let held = self.held.is_holding();
+        if self.closing || held || !self.core.send_file || self.core.negotiated.is_none() {
             return None;
         }
         if head.len() != WRITE_REQUEST_DATA_OFFSET || header::protocol_of(head) != Protocol::Smb2 {
@@ -477,6 +488,7 @@ impl Connection {
             .chain(self.waiting.iter().map(|w| w.retry_at_ms))
             .chain(self.handshake_deadline())
             .chain(self.idle_deadline())
+            .chain(self.held.deadline())
             .min()
     }
 
@@ -487,7 +499,9 @@ impl Connection {
             return;
         }
         if self.handshake_deadline().is_some_and(|d| d <= now.mono_ms) {
-            tracing::info!(peer = %self.core.peer, "closing a connection that did not log on in time");
+            if self.core.log_ok(crate::loglimit::LogKind::HandshakeTimeout) {
+                tracing::info!(peer = %self.core.peer, "closing a connection that did not log on in time");
+            }
             self.disconnect("handshake timeout");
             return;
         }
@@ -506,6 +520,7 @@ impl Connection {
             self.poll_async(id);
         }
         self.retry_creates(false);
+        self.release_held();
     }
 
     /// The connection was accepted now: the handshake clock starts.
@@ -568,12 +583,18 @@ impl Connection {
     }
 
     /// One direct-TCP frame payload (without the 4-byte header).
-    pub fn receive(&mut self, now: Now, mut frame: Vec<u8>) {
+    pub fn receive(&mut self, now: Now, frame: Vec<u8>) {
         self.core.now = now;
         self.last_request_ms = now.mono_ms;
         if self.closing {
             return;
         }
+        if let Some(frame) = self.keep_while_held(frame) {
+            self.receive_frame(frame);
+        }
+    }
+
+    fn receive_frame(&mut self, mut frame: Vec<u8>) {
         let mut encrypted = None;
         // Where the SMB2 message starts: after the transform header when the
         // frame was decrypted (in place, where it landed).
@@ -875,6 +896,10 @@ impl Connection {
                     return;
                 }
                 Err(status) => self.member_failed(&mut job, &hdr, session_id, related, status),
+            }
+            if let Some(until) = self.core.hold_reply_until_ms.take() {
+                self.hold(job, until);
+                return;
             }
         }
         self.finish(job);

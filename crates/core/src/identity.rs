@@ -281,11 +281,11 @@ pub(crate) fn for_tree(
     };
     let names = |list: &[String]| list_names(&expand(list), user, account, accounts);
     if names(&rules.invalid_users) {
-        tracing::info!(share, user, "user is in 'invalid users'");
+        tracing::debug!(share, user, "user is in 'invalid users'");
         return Err(NtStatus::ACCESS_DENIED);
     }
     if !rules.valid_users.is_empty() && !names(&rules.valid_users) {
-        tracing::info!(share, user, "user is not in 'valid users'");
+        tracing::debug!(share, user, "user is not in 'valid users'");
         return Err(NtStatus::ACCESS_DENIED);
     }
     let mut read_only = read_only;

@@ -8,6 +8,7 @@
 
 mod access;
 mod acl;
+pub mod backoff;
 mod cmd;
 mod conn;
 pub mod credits;
@@ -21,6 +22,7 @@ pub mod io;
 mod ipc;
 pub mod limits;
 pub mod locks;
+pub mod loglimit;
 pub mod metrics;
 mod notify;
 pub mod notify_kernel;
@@ -28,6 +30,7 @@ mod ntsd;
 mod opens;
 pub mod oplock;
 pub mod path;
+pub mod peers;
 pub mod server;
 mod shortname;
 mod spare;

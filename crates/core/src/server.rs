@@ -160,6 +160,9 @@ pub struct ServerConfig {
     pub io_sizes: IoSizes,
     /// `guest account`: the Unix account guest and anonymous sessions act as.
     pub guest_account: String,
+    /// `failed logon backoff`: after this many failed logons from one
+    /// address, answers to its logons wait ([`crate::backoff`]); 0 = off.
+    pub failed_logon_backoff: u32,
 }
 
 /// The largest READ, WRITE and other payload (QUERY_INFO, QUERY_DIRECTORY,
@@ -332,6 +335,10 @@ pub struct ServerState {
     /// Open files whose write time is not the disk's now
     /// ([`crate::writetime`]); 0 lets listings skip looking.
     pub(crate) write_times_shown: AtomicUsize,
+    /// Rate limits of the log lines peers cause ([`crate::loglimit`]).
+    pub(crate) log_limit: crate::loglimit::LogLimiter,
+    /// Failed logons by address ([`crate::backoff`]).
+    pub(crate) logon_backoff: crate::backoff::LogonBackoff,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -408,6 +415,7 @@ impl ServerState {
             homes: config.homes.take(),
             guest_enabled: config.guest_enabled,
         };
+        let logon_backoff = crate::backoff::LogonBackoff::new(config.failed_logon_backoff);
         Arc::new(ServerState {
             config,
             shares: RwLock::new(Arc::new(shares)),
@@ -426,6 +434,8 @@ impl ServerState {
             durables: Mutex::new(Default::default()),
             notify: Default::default(),
             write_times_shown: AtomicUsize::new(0),
+            log_limit: Default::default(),
+            logon_backoff,
         })
     }
 

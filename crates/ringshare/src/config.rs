@@ -253,7 +253,15 @@ pub struct Global {
     /// `metrics listen` (ringshare extension): where Prometheus scrapes
     /// `/metrics`, e.g. `127.0.0.1:9445`. Default none (off).
     pub metrics_listen: Option<SocketAddr>,
+    /// `failed logon backoff` (ringshare extension): after this many failed
+    /// logons from one address, answers to its logons wait, longer with each
+    /// failure ([`ringshare_core::backoff`]). `no` (0, the default) is off,
+    /// `yes` is [`FAILED_LOGON_BACKOFF_YES`]. A reload applies it.
+    pub failed_logon_backoff: u32,
 }
+
+/// The failures `failed logon backoff = yes` allows before answers wait.
+pub const FAILED_LOGON_BACKOFF_YES: u32 = 10;
 
 /// Where the control socket is unless `control socket` says otherwise.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/ringshare/control.sock";
@@ -294,6 +302,7 @@ impl Default for Global {
             control_socket: Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
             control_group: None,
             metrics_listen: None,
+            failed_logon_backoff: 0,
         }
     }
 }
@@ -713,6 +722,24 @@ mod tests {
         assert_eq!(conf("5").unwrap().global.send_timeout_secs, 5);
         assert!(conf("0").is_err());
         assert!(conf("soon").is_err());
+    }
+
+    #[test]
+    fn failed_logon_backoff_is_off_by_default_and_takes_no_yes_or_a_number_of_failures() {
+        let path = Path::new("test.conf");
+        let backoff = |v: &str| {
+            parse_str(
+                &format!("[global]\nfailed logon backoff = {v}\n[s]\npath = /tmp\n"),
+                path,
+            )
+            .map(|c| c.global.failed_logon_backoff)
+        };
+        let default = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert_eq!(default.global.failed_logon_backoff, 0);
+        assert_eq!(backoff("no").unwrap(), 0);
+        assert_eq!(backoff("yes").unwrap(), FAILED_LOGON_BACKOFF_YES);
+        assert_eq!(backoff("3").unwrap(), 3);
+        assert!(backoff("soon").is_err());
     }
 
     #[test]

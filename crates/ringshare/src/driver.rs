@@ -486,12 +486,13 @@ impl Worker {
 
     fn next_timeout(&self) -> Option<Duration> {
         let now_ms = self.clock.mono_ms;
-        // Worker 0 also runs the scavenger of disconnected durable opens.
+        // Worker 0 also runs the scavenger of disconnected durable opens (and the log limits).
         let server = &self.shared.server;
         let scavenge = (self.index == 0)
             .then(|| {
-                let read = self.inotify_read_at;
-                [server.durables_deadline(), server.kernel_deadline(), read]
+                let (read, logs) = (self.inotify_read_at, server.log_limit_deadline());
+                let (d, k) = (server.durables_deadline(), server.kernel_deadline());
+                [d, k, read, logs]
             })
             .into_iter()
             .flatten()
@@ -518,6 +519,7 @@ impl Worker {
             // Closes nothing (one look at the table) when none is due.
             self.shared.server.expire_durables(t.mono_ms);
             self.shared.server.kernel_tick(t.mono_ms);
+            self.shared.server.log_limit_tick(t.mono_ms);
             if self.inotify_read_at.is_some_and(|at| at <= t.mono_ms) {
                 self.read_disk_changes();
             }
@@ -603,7 +605,7 @@ impl Worker {
         let count = self.shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
         if max > 0 && count > max {
             self.shared.connections.fetch_sub(1, Ordering::SeqCst);
-            tracing::warn!("refusing a connection: max connections ({max}) reached");
+            peer::refused(&self.shared.server, &fd, max, self.clock.mono_ms);
             return;
         }
         let _ = net::set_nodelay(&fd, true);

@@ -10,6 +10,7 @@ pub mod control;
 pub mod driver;
 pub mod limit;
 pub mod logging;
+pub mod logwriter;
 pub mod mdns;
 pub mod metrics;
 pub mod reload;

@@ -39,18 +39,19 @@ fn init_logging(level: u32) -> Box<dyn Fn(u32) + Send + Sync> {
             .with(filter)
             .with(
                 fmt::layer()
-                    .with_writer(io::stderr)
+                    .with_writer(ringshare::logwriter::OneLineStderr)
                     .event_format(ringshare::logging::Journal),
             )
             .init();
         return set;
     }
-    // Colours only for a terminal: a log file or the journal gets plain text.
+    // Colours only for a terminal: a log file gets plain text. One line per
+    // event, whatever names it holds (logwriter.rs), in the journal too.
     tracing_subscriber::registry()
         .with(filter)
         .with(
             fmt::layer()
-                .with_writer(io::stderr)
+                .with_writer(ringshare::logwriter::OneLineStderr)
                 .with_ansi(io::stderr().is_terminal())
                 .with_target(false),
         )

@@ -5,8 +5,8 @@
 //! Applied at once: shares added, removed or changed (a removed share's tree
 //! connects are disconnected, a changed one's trees take its new settings for
 //! their next opens: [`ringshare_core::ServerState::replace_shares`]), users
-//! added, removed or given new passwords (for logons from now on), and
-//! `log level`. Other `[global]` options (addresses, protocol versions,
+//! added, removed or given new passwords (for logons from now on),
+//! `log level` and `failed logon backoff`. Other `[global]` options (addresses, protocol versions,
 //! signing…) are read but need a restart; the reload says which changed.
 //! A configuration with an error is refused with its file, line and reason,
 //! and the running one stays.
@@ -139,6 +139,11 @@ impl Reloader {
         let user_count = users.entries().len();
         self.server.replace_users(Arc::new(users));
         self.server.replace_shares(set);
+        if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
+            let n = next.global.failed_logon_backoff;
+            self.server.set_failed_logon_backoff(n);
+            summary.push(format!("failed logon backoff: {n}"));
+        }
         if next.global.log_level != current.global.log_level {
             (self.set_log_level)(next.global.log_level);
             summary.push(format!("log level: {}", next.global.log_level));
@@ -253,6 +258,7 @@ fn changed_globals(old: &Global, new: &Global) -> Vec<&'static str> {
         control_socket: _,
         control_group: _,
         metrics_listen: _,
+        failed_logon_backoff: _,
     } = new;
     v
 }

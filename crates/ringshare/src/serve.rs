@@ -173,6 +173,7 @@ pub fn server_config(
         lock_sequence_checking: !g.disable_lock_sequence_checking,
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
         guest_account: g.guest_account.clone(),
+        failed_logon_backoff: g.failed_logon_backoff,
         homes,
     })
 }
@@ -476,6 +477,9 @@ pub fn serve(
         };
         driver::run_worker(i, shared.clone(), l)
     });
+    // What the log limits still count is said before the end.
+    let now_ms = shared.started.elapsed().as_millis() as u64;
+    shared.server.log_limit_flush(now_ms);
     result.map_err(|e| err(format!("I/O thread failed: {e}")))?;
     let _ = writeln!(out, "ringshare: stopped");
     Ok(())

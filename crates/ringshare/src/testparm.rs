@@ -240,6 +240,10 @@ fn render_global(s: &mut String, cfg: &Config) {
     opt(s, "max connections", g.max_connections);
     opt(s, "deadtime", g.deadtime_minutes);
     opt(s, "handshake timeout", g.handshake_timeout_secs);
+    match g.failed_logon_backoff {
+        0 => opt(s, "failed logon backoff", "no"),
+        n => opt(s, "failed logon backoff", n),
+    }
     opt(s, "send timeout", g.send_timeout_secs);
     opt(s, "durable handle timeout", g.durable_handle_timeout_secs);
     opt(s, "smb2 max read", g.smb2_max_read);

@@ -86,6 +86,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
         lock_sequence_checking: true,
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
+        failed_logon_backoff: 0,
         homes: None,
     };
     ServerState::new(config, Arc::new(Users))

@@ -228,7 +228,9 @@ fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Repl
         && v.security_mode.0 == n.client_security_mode
         && v.capabilities.0 == n.client_capabilities;
     if !ok {
-        tracing::info!(peer = %core.peer, "VALIDATE_NEGOTIATE_INFO mismatch: closing the connection");
+        if core.log_ok(crate::loglimit::LogKind::ClosedConnection) {
+            tracing::info!(peer = %core.peer, "closing a connection: VALIDATE_NEGOTIATE_INFO mismatch");
+        }
         return drop_connection();
     }
     let mut out = Vec::with_capacity(ValidateNegotiateInfoResponse::LEN);

@@ -25,6 +25,8 @@ use crate::cmd::close::close_all_opens;
 use crate::conn::{signature_ok, ConnCore, Reply, Req};
 use crate::identity::{Account, AccountError};
 use crate::limits;
+use crate::loglimit::{FailedLogon, LogKind};
+use crate::peers::PeerIp;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
 
@@ -178,6 +180,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
+            core.logon_ended(false);
             let anonymous = result.kind == AuthKind::Anonymous;
             let r = finish(
                 core,
@@ -198,6 +201,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Err(AuthError::NoSuchUser(user))
             if core.server.config.map_bad_user_to_guest && core.server.shares().guest_enabled =>
         {
+            core.logon_ended(false);
             finish(
                 core,
                 session_id,
@@ -211,12 +215,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             )
         }
         Err(e) => {
-            tracing::info!(peer = %core.peer, "authentication failed: {}", describe(&e));
             // A token that does not parse is a bad parameter, not a wrong password.
             let status = match e {
                 AuthError::Malformed(_) => NtStatus::INVALID_PARAMETER,
                 _ => NtStatus::LOGON_FAILURE,
             };
+            log_failed_logon(core, &e, status, "");
+            core.logon_ended(true);
             let was_valid = core
                 .sessions
                 .get(&session_id)
@@ -246,11 +251,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
 /// Samba refuses an smbpasswd entry without a Unix account, with one log line
 /// saying what to do.
 fn account_for(
-    server: &ServerState,
+    core: &ConnCore,
     user: &str,
     guest: bool,
     anonymous: bool,
 ) -> Result<Account, NtStatus> {
+    let server = &core.server;
     let guest_like = guest || anonymous;
     let name = if guest_like {
         server.config.guest_account.as_str()
@@ -258,6 +264,9 @@ fn account_for(
         user
     };
     server.accounts.user(name).map_err(|e| {
+        if !core.log_ok(LogKind::RefusedLogon) {
+            return NtStatus::LOGON_FAILURE;
+        }
         match (&e, guest_like) {
             (AccountError::NoSuchUser, false) => tracing::warn!(
                 "refusing the logon of {user:?}: no Unix account of that name; \
@@ -422,9 +431,12 @@ fn bind_checked(
             Ok(r)
         }
         Ok(ServerStep::Done { token, result }) => {
+            core.logon_ended(false);
             // [MS-SMB2] 3.3.5.5.3: the binding must be by the session's user.
             if result.kind == AuthKind::Anonymous || !result.user.eq_ignore_ascii_case(&user) {
-                tracing::info!(peer = %core.peer, "binding refused: another user than the session's");
+                if core.log_ok(LogKind::RefusedLogon) {
+                    tracing::info!(peer = %core.peer, "logon refused: a binding by another user than the session's");
+                }
                 abandon(core, session_id);
                 return Err(NtStatus::ACCESS_DENIED);
             }
@@ -464,7 +476,8 @@ fn bind_checked(
             Ok(r)
         }
         Err(e) => {
-            tracing::info!(peer = %core.peer, "binding authentication failed: {}", describe(&e));
+            log_failed_logon(core, &e, NtStatus::LOGON_FAILURE, "; binding a channel");
+            core.logon_ended(true);
             abandon(core, session_id);
             Err(NtStatus::LOGON_FAILURE)
         }
@@ -520,12 +533,24 @@ fn signing_algorithm(core: &ConnCore, dialect: Dialect) -> SignAlg {
     }
 }
 
-fn describe(e: &AuthError) -> String {
-    match e {
-        AuthError::NoSuchUser(u) => format!("unknown user {u:?}"),
-        AuthError::WrongPassword(u) => format!("wrong password for {u:?}"),
-        other => format!("{other:?}"),
+/// The one line of a failed logon ([`FailedLogon`]; fail2ban matches it),
+/// within the peer's log budget.
+fn log_failed_logon(core: &ConnCore, e: &AuthError, status: NtStatus, more: &str) {
+    if !core.log_ok(LogKind::FailedLogon) {
+        return;
     }
+    let (user, why) = match e {
+        AuthError::NoSuchUser(u) => (u.as_str(), "unknown user".to_string()),
+        AuthError::WrongPassword(u) => (u.as_str(), "wrong password".to_string()),
+        other => ("", other.to_string()),
+    };
+    let line = FailedLogon {
+        peer: PeerIp(core.peer_ip),
+        user,
+        status,
+        why: &format!("{why}{more}"),
+    };
+    tracing::warn!("{line}");
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -541,7 +566,7 @@ fn finish(
     session_key: Option<[u8; 16]>,
 ) -> Result<Reply, NtStatus> {
     let policy = core.server.config.signing;
-    let account = match account_for(&core.server, &user, guest, anonymous) {
+    let account = match account_for(core, &user, guest, anonymous) {
         Ok(a) => a,
         Err(status) => {
             let valid = core
@@ -603,7 +628,9 @@ fn finish(
         return Ok(r);
     }
     if policy == SigningPolicy::Required && !can_sign {
-        tracing::info!("refusing a guest or anonymous session: server signing is mandatory");
+        if core.log_ok(LogKind::RefusedLogon) {
+            tracing::info!(peer = %core.peer, "logon refused: a guest or anonymous session, and server signing is mandatory");
+        }
         let valid = session.valid;
         drop(session);
         if !valid {
@@ -641,14 +668,17 @@ fn finish(
     let encrypt = core_encrypt;
     let can_encrypt = session.encrypt_key.is_some();
     if encrypt == EncryptPolicy::Required && !can_encrypt {
-        tracing::info!(
-            "refusing a session that cannot be encrypted ({}): 'server smb encrypt = required'",
-            if guest || anonymous {
-                "guest and anonymous logons have no keys"
-            } else {
-                "the client does not encrypt"
-            }
-        );
+        if core.log_ok(LogKind::RefusedLogon) {
+            tracing::info!(
+                peer = %core.peer,
+                "logon refused: a session that cannot be encrypted ({}), and 'server smb encrypt = required'",
+                if guest || anonymous {
+                    "guest and anonymous logons have no keys"
+                } else {
+                    "the client does not encrypt"
+                }
+            );
+        }
         let valid = session.valid;
         drop(session);
         if !valid {

@@ -14,6 +14,7 @@ use crate::conn::{ConnCore, Reply, Req};
 use crate::identity::Account;
 use crate::identity::{self, TreeIdentity};
 use crate::limits;
+use crate::loglimit::LogKind;
 use crate::server::{lock, EncryptPolicy};
 use crate::server::{ServerState, ShareDef};
 use crate::state::{Session, SessionRef, Tree, TreeKind};
@@ -60,7 +61,9 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     } else {
         let (share, home_of) = find_share(&server, &name)?;
         if unauthenticated && !share.guest_ok {
-            tracing::info!(share = %share.name, "guest access refused: the share is not guest ok");
+            if core.log_ok(LogKind::RefusedTree) {
+                tracing::info!(share = %share.name, peer = %core.peer, "tree connect refused: guest access, and the share is not guest ok");
+            }
             return Err(NtStatus::ACCESS_DENIED);
         }
         let ident = identity::for_tree(
@@ -70,11 +73,18 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             &account,
             &share.rules,
             share.read_only,
-        )?;
+        )
+        .inspect_err(|_| {
+            if core.log_ok(LogKind::RefusedTree) {
+                tracing::info!(share = %name, user = %user, peer = %core.peer, "tree connect refused: the share's user lists do not admit the user");
+            }
+        })?;
         // [MS-SMB2] 3.3.5.7: a share that requires encryption refuses a session
         // that cannot encrypt.
         if share.encrypt == EncryptPolicy::Required && !can_encrypt {
-            tracing::info!(share = %share.name, "refusing a tree connect: the share requires encryption and this session cannot encrypt");
+            if core.log_ok(LogKind::RefusedTree) {
+                tracing::info!(share = %share.name, peer = %core.peer, "tree connect refused: the share requires encryption and this session cannot encrypt");
+            }
             return Err(NtStatus::ACCESS_DENIED);
         }
         let source = Arc::clone(&share);
@@ -85,7 +95,9 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         let mut opts = OpenOptions::read_existing();
         (opts.read, opts.directory) = (false, true);
         if let Err(e) = share.backend.open(&ident.who, &RelPath::root(), &opts) {
-            tracing::info!(share = %name, user = %user, "refusing a tree connect: the share's directory cannot be entered as this user ({e})");
+            if core.log_ok(LogKind::RefusedTree) {
+                tracing::info!(share = %name, user = %user, peer = %core.peer, "tree connect refused: the share's directory cannot be entered as this user ({e})");
+            }
             return Err(NtStatus::BAD_NETWORK_NAME);
         }
         let encrypt = share.encrypt;

@@ -235,6 +235,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         lock_sequence_checking: true,
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
+        failed_logon_backoff: 0,
         homes: None,
     }
 }

@@ -21,6 +21,21 @@ pub fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
+/// `failed logon backoff`: `no` (0), `yes`
+/// ([`super::FAILED_LOGON_BACKOFF_YES`]) or a number of failures.
+fn parse_backoff(value: &str) -> Option<u32> {
+    match value.trim().parse::<u32>() {
+        Ok(n) => Some(n),
+        Err(_) => parse_bool(value).map(|on| {
+            if on {
+                super::FAILED_LOGON_BACKOFF_YES
+            } else {
+                0
+            }
+        }),
+    }
+}
+
 /// Splits a list value on commas and blanks; double quotes keep a name with blanks together.
 pub(super) fn parse_list(value: &str) -> Vec<String> {
     let mut items = Vec::new();
@@ -158,6 +173,7 @@ enum Opt {
     ControlSocket,
     ControlGroup,
     MetricsListen,
+    FailedLogonBackoff,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -250,6 +266,7 @@ fn classify(key: &str) -> Option<Opt> {
         "control socket" => Opt::ControlSocket,
         "control group" => Opt::ControlGroup,
         "metrics listen" => Opt::MetricsListen,
+        "failed logon backoff" => Opt::FailedLogonBackoff,
         "listen" => Opt::Listen,
         "netbios name" => Opt::NetbiosName,
         "workgroup" => Opt::Workgroup,
@@ -880,6 +897,13 @@ impl<'a> Parser<'a> {
             }
             Opt::ControlGroup => {
                 self.global.control_group = (!value.is_empty()).then(|| value.to_string());
+            }
+            Opt::FailedLogonBackoff => {
+                self.global.failed_logon_backoff = parse_backoff(value).ok_or_else(|| {
+                    let m =
+                        format!("'{key}' expects no, yes or a number of failures, got '{value}'");
+                    self.err(line, m)
+                })?;
             }
             Opt::GuestAccount => {
                 if value.is_empty() {

@@ -3,6 +3,10 @@
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 
+use ringshare_core::loglimit::LogKind;
+use ringshare_core::peers::PeerIp;
+use ringshare_core::ServerState;
+
 /// Whether the connection stays within this host: the peer is a loopback
 /// address, or has the very address this end has (a connection to one of
 /// the host's own addresses goes through the loopback device too).
@@ -23,4 +27,16 @@ fn peer_addr(fd: &OwnedFd) -> Option<SocketAddr> {
 
 pub(super) fn peer_name(fd: &OwnedFd) -> String {
     peer_addr(fd).map_or_else(|| "unknown".to_string(), |a| a.to_string())
+}
+
+/// A connection refused at accept (`max connections`): one warning, within
+/// the peer's log budget ([`ringshare_core::loglimit`]).
+pub(super) fn refused(server: &ServerState, fd: &OwnedFd, max: usize, now_ms: u64) {
+    let ip = peer_addr(fd).map(|a| a.ip().to_canonical());
+    if server.log_admit(ip, LogKind::RefusedConnection, now_ms) {
+        tracing::warn!(
+            "refusing a connection from {}: max connections ({max}) reached",
+            PeerIp(ip)
+        );
+    }
 }

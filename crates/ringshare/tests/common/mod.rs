@@ -113,6 +113,11 @@ pub fn smbtorture_or_skip(test: &str) -> bool {
     tool_or_skip("smbtorture", "samba-testsuite", test)
 }
 
+/// Whether `fail2ban-regex` (Debian's fail2ban) can be run; like [`smbclient_or_skip`].
+pub fn fail2ban_regex_or_skip(test: &str) -> bool {
+    tool_or_skip("fail2ban-regex", "fail2ban", test)
+}
+
 fn tool_or_skip(tool: &str, package: &str, test: &str) -> bool {
     let found = Command::new(tool)
         .arg("--version")

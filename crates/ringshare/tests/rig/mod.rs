@@ -158,6 +158,16 @@ impl Rig {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The server's configuration file.
+    pub fn conf(&self) -> &Path {
+        &self.conf
+    }
+
+    /// The file the server's standard output and error go to.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
