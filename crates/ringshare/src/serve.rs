@@ -325,11 +325,25 @@ pub fn serve(
     let passwd_file = cfg.global.smb_passwd_file.clone();
     let guest_only = cfg.shares.iter().chain(&cfg.homes).all(|s| s.guest_ok)
         && cfg.global.map_to_guest == MapToGuest::BadUser;
-    if !guest_only {
+    // Only the zero-configuration `serve DIR` makes a first user and shows its
+    // password: a configured server (a packaged one, whose output goes to the
+    // journal) starts without users, and says how to add one.
+    if !guest_only && cfg.source.is_none() {
         users::ensure_first_user(&passwd_file, out).map_err(|e| err(format!("{e}")))?;
     }
     let users = SmbPasswd::load(&passwd_file)
         .map_err(|e| err(format!("{}: {e}", passwd_file.display())))?;
+    if !guest_only && users.entries().is_empty() {
+        let config = cfg
+            .source
+            .as_ref()
+            .map_or_else(String::new, |f| format!(" --config {}", f.display()));
+        tracing::warn!(
+            "no users in {}: nobody can log on until one is added \
+             (`ringshare user add NAME{config}`, then `ringshare reload{config}`)",
+            passwd_file.display()
+        );
+    }
     let accounts = identity_mode(&cfg, out)?;
     let user_names: Vec<String> = users.entries().iter().map(|e| e.name.clone()).collect();
     let mut guid = [0u8; 16];

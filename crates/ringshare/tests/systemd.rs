@@ -139,6 +139,27 @@ fn the_server_tells_systemd_it_is_ready_after_binding_and_when_stopping() {
 }
 
 #[test]
+fn a_configured_server_without_users_makes_none_and_says_how_to_add_one() {
+    // Its output goes to the journal under systemd: no password may be printed there.
+    let tmp = TempDir::new("sd-nousers");
+    let notify = NotifySocket::bind(tmp.path());
+    let conf = write_config(tmp.path(), free_port());
+    let log = tmp.path().join("serve.log");
+    let mut child = serve_notifying(&conf, &notify, &log);
+    let ready = notify.next(Duration::from_secs(20));
+    stop(&mut child);
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(ready.is_some_and(|m| m.contains("READY=1")), "{output}");
+    assert!(!output.contains("created user"), "{output}");
+    assert!(
+        output.contains("no users in") && output.contains("ringshare user add NAME --config"),
+        "{output}"
+    );
+    let passwd = std::fs::read_to_string(tmp.path().join("smbpasswd")).unwrap_or_default();
+    assert!(passwd.trim().is_empty(), "a user was made: {passwd}");
+}
+
+#[test]
 fn a_reload_tells_systemd_it_is_reloading_then_ready_again() {
     let tmp = TempDir::new("sd-reload");
     let notify = NotifySocket::bind(tmp.path());
