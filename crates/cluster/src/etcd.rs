@@ -111,7 +111,7 @@ impl Etcd {
             }
             self.cur = (self.cur + 1) % self.endpoints.len();
             tried += 1;
-            if tried % self.endpoints.len() == 0 {
+            if tried.is_multiple_of(self.endpoints.len()) {
                 // Every endpoint failed once: do not spin while an election runs.
                 std::thread::sleep(
                     Duration::from_millis(100)
@@ -220,6 +220,21 @@ impl Etcd {
     pub fn lease_revoke(&mut self, id: i64, deadline: Instant) -> Result<(), Error> {
         self.call("/v3/lease/revoke", &json!({"ID": id.to_string()}), deadline)
             .map(|_| ())
+    }
+
+    /// (the answering member's id, its leader's id), from `/v3/maintenance/status`.
+    pub fn status(&mut self, deadline: Instant) -> Result<(u64, u64), Error> {
+        let v = self.call("/v3/maintenance/status", &json!({}), deadline)?;
+        let uint = |x: Option<&Value>| match x {
+            Some(Value::String(s)) => s.parse::<u64>().ok(),
+            Some(Value::Number(n)) => n.as_u64(),
+            _ => None,
+        };
+        let me = uint(v.get("header").and_then(|h| h.get("member_id")));
+        match (me, uint(v.get("leader"))) {
+            (Some(m), Some(l)) => Ok((m, l)),
+            _ => Err(Error::BadResponse(format!("status: {}", short(&v)))),
+        }
     }
 
     /// Puts a key (no lease).

@@ -516,7 +516,9 @@ fn keepalive_loop(sh: &Shared, mut etcd: Etcd, mut last_ok: Instant) {
     let interval = sh.cfg.ttl / 3;
     let mut next = last_ok + interval;
     loop {
-        if !sleep_until(&sh.stop_keepalive, next.min(*lock(&sh.fence_at))) {
+        // (Read the deadline in its own statement: a guard in the call would be held while sleeping.)
+        let fence_at = *lock(&sh.fence_at);
+        if !sleep_until(&sh.stop_keepalive, next.min(fence_at)) {
             return;
         }
         if sh.is_fenced() {
@@ -730,9 +732,13 @@ fn reconcile(
     }
     let alive = [Compare::CreateRevisionEq(my_key, sh.inc)];
     if let Ok(won) = txn_batches(etcd, &claims, &alive, deadline) {
+        if sh.is_fenced() {
+            return;
+        }
         let mut owned = lock(&sh.owned);
         for (p, token) in won {
-            if sh.is_fenced() {
+            // Not is_fenced(): fencing takes `owned`, which is held here.
+            if sh.fenced.load(Ordering::SeqCst) || Instant::now() >= *lock(&sh.fence_at) {
                 return;
             }
             if owned.insert(p, token).is_none() {
@@ -855,9 +861,10 @@ mod tests {
             "127.0.0.1:1".parse().unwrap(),
             vec![format!("http://127.0.0.1:{port}")],
         );
-        cfg.ttl = Duration::from_secs(2);
+        cfg.ttl = Duration::from_secs(3);
         let t = Instant::now();
-        assert!(matches!(Coordinator::join(cfg), Err(Error::Unavailable(_))));
-        assert!(t.elapsed() < Duration::from_secs(4));
+        let r = Coordinator::join(cfg).map(|_| ());
+        assert!(matches!(r, Err(Error::Unavailable(_))), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 }

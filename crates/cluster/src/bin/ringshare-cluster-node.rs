@@ -80,6 +80,9 @@ fn main() {
             )),
             Ok(cmd) if cmd.trim() == "leave" => {
                 let r = c.leave();
+                while let Ok(Event::PartitionLost { p }) = events.try_recv() {
+                    say(&format!("lost {p}"));
+                }
                 say(&format!("left {r:?}"));
                 return;
             }
