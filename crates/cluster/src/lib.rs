@@ -357,7 +357,7 @@ impl Coordinator {
             let etcd = Etcd::new(&sh.cfg.endpoints, Duration::from_secs(1))?;
             std::thread::Builder::new()
                 .name("cluster-keepalive".into())
-                .spawn(move || keepalive_loop(&sh, etcd, sent))
+                .spawn(move || keepalive_thread(&sh, etcd, sent))
                 .map_err(|e| Error::Config(format!("spawn: {e}")))?
         };
         let worker = {
@@ -512,7 +512,17 @@ fn sleep_until(stop: &AtomicBool, until: Instant) -> bool {
     }
 }
 
-fn keepalive_loop(sh: &Shared, mut etcd: Etcd, mut last_ok: Instant) {
+fn keepalive_thread(sh: &Shared, mut etcd: Etcd, sent: Instant) {
+    keepalive_loop(sh, &mut etcd, sent);
+    if sh.fenced.load(Ordering::SeqCst) && !sh.stop_keepalive.load(Ordering::SeqCst) {
+        // Fenced (not stopped by leave or drop): this node acknowledges nothing any more, so
+        // dropping its lease now is safe and lets the others start their margin at once and a
+        // restarted node join under the same id. Best effort: etcd may be unreachable.
+        let _ = etcd.lease_revoke(sh.lease, Instant::now() + Duration::from_secs(1));
+    }
+}
+
+fn keepalive_loop(sh: &Shared, etcd: &mut Etcd, mut last_ok: Instant) {
     let interval = sh.cfg.ttl / 3;
     let mut next = last_ok + interval;
     loop {
