@@ -573,13 +573,13 @@ fn worker_loop(sh: &Shared, mut etcd: Etcd) {
 }
 
 /// Reads the polled keys into a view: members and partition owners.
-fn read_view(sh: &Shared, kvs: Vec<KeyValue>) -> View {
+fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
     let mut v = View {
         members: BTreeMap::new(),
-        parts: vec![None; sh.cfg.partitions as usize],
+        parts: vec![None; partitions as usize],
     };
-    let nodes = format!("{}nodes/", sh.prefix);
-    let parts = format!("{}parts/", sh.prefix);
+    let nodes = format!("{prefix}nodes/");
+    let parts = format!("{prefix}parts/");
     for kv in kvs {
         let Ok(key) = std::str::from_utf8(&kv.key) else {
             continue;
@@ -624,7 +624,7 @@ fn reconcile(
     dead_since: &mut BTreeMap<u32, (Part, Instant)>,
     releasing: &mut BTreeSet<u32>,
 ) {
-    let view = read_view(sh, kvs);
+    let view = read_view(&sh.prefix, sh.cfg.partitions, kvs);
     let me = sh.cfg.node_id.as_str();
     if view.members.get(me).map(|m| m.incarnation) != Some(sh.inc) {
         sh.fence(); // our key is gone (lease expired) or belongs to another incarnation
@@ -856,6 +856,51 @@ mod tests {
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn odd_records_in_etcd_are_read_as_unowned_or_ignored_never_a_panic() {
+        let kv = |k: &[u8], v: &[u8]| KeyValue {
+            key: k.to_vec(),
+            value: v.to_vec(),
+            create_revision: 5,
+            mod_revision: 9,
+            version: 1,
+            lease: 0,
+        };
+        let v = read_view(
+            "/ringshare/c/",
+            4,
+            vec![
+                kv(b"/ringshare/c/nodes/a", b"not json"),
+                kv(b"/ringshare/c/parts/0", b"{\"owner\": 7}"),
+                kv(b"/ringshare/c/parts/1", b"\xff\xfe"),
+                kv(b"/ringshare/c/parts/2", b"{\"owner\": \"a\", \"inc\": 5}"),
+                kv(b"/ringshare/c/parts/4", b"{}"),
+                kv(b"/ringshare/c/parts/x", b"{}"),
+                kv(b"/ringshare/c/parts/-1", b"{}"),
+                kv(b"/ringshare/c/\xff", b"{}"),
+            ],
+        );
+        assert_eq!(v.members["a"].addr, "");
+        assert_eq!(v.members["a"].incarnation, 5);
+        let unowned = Some(Part {
+            owner: String::new(),
+            inc: 0,
+            mod_revision: 9,
+        });
+        assert_eq!(v.parts[0], unowned);
+        assert_eq!(v.parts[1], unowned);
+        assert_eq!(
+            v.parts[2],
+            Some(Part {
+                owner: "a".into(),
+                inc: 5,
+                mod_revision: 9
+            })
+        );
+        assert_eq!(v.parts[3], None);
+        assert_eq!(v.parts.len(), 4);
     }
 
     #[test]

@@ -230,7 +230,7 @@ impl Node {
                 ["lost", p] => {
                     owned.remove(&p.parse::<u32>().unwrap());
                 }
-                ["fenced"] => owned.clear(),
+                ["fenced", ..] => owned.clear(),
                 _ => {}
             }
         }
@@ -439,14 +439,15 @@ fn a_node_stopped_longer_than_the_ttl_is_fenced_and_its_partitions_taken() {
     std::thread::sleep(Duration::from_secs(1));
     nodes[1].signal(Signal::CONT);
     let t = Instant::now();
-    let fenced = nodes[1].wait_line(|l| l == "fenced", Duration::from_secs(3));
+    let fenced = nodes[1].wait_line(|l| l.starts_with("fenced"), Duration::from_secs(3));
     eprintln!(
         "[{name}] SIGCONT -> n2 reported fenced after {:?}",
         t.elapsed()
     );
-    assert!(
-        fenced.is_some(),
-        "n2 did not report fenced: {:?}",
+    assert_eq!(
+        fenced.as_deref(),
+        Some("fenced owned=0"),
+        "n2 did not report fenced, or still believes it owns partitions: {:?}",
         nodes[1].seen
     );
     assert!(
@@ -503,7 +504,7 @@ fn killing_the_etcd_leader_loses_no_partition_and_stalls_briefly() {
         n.drain();
         let bad: Vec<&String> = n.seen[mark..]
             .iter()
-            .filter(|l| l.starts_with("lost") || *l == "fenced")
+            .filter(|l| l.starts_with("lost") || l.starts_with("fenced"))
             .collect();
         assert!(bad.is_empty(), "{} after the leader kill: {bad:?}", n.id);
         n.send("stats");
@@ -542,10 +543,16 @@ fn losing_etcd_quorum_fences_every_node_within_the_ttl() {
     }
     let t = Instant::now();
     for n in nodes.iter_mut() {
-        let f = n.wait_line(|l| l == "fenced", TTL + Duration::from_secs(1));
+        let f = n.wait_line(|l| l.starts_with("fenced"), TTL + Duration::from_secs(1));
         let took = t.elapsed();
         eprintln!("[{name}] etcd gone -> {} fenced after {took:?}", n.id);
-        assert!(f.is_some(), "{} not fenced: {:?}", n.id, n.seen);
+        assert_eq!(
+            f.as_deref(),
+            Some("fenced owned=0"),
+            "{}: {:?}",
+            n.id,
+            n.seen
+        );
         assert!(took <= TTL, "{} fenced after {took:?}", n.id);
     }
 }

@@ -1,7 +1,8 @@
 //! Joins a cluster and prints what happens, one line per event, so the coordination layer can be
 //! watched (and killed, stopped, continued) as a real process:
 //!   ringshare-cluster-node CLUSTER NODE_ID NODE_ADDR ENDPOINT[,ENDPOINT...] [TTL_SECS]
-//! Prints `joined <incarnation>`, `gained <p> <token>`, `lost <p>`, `fenced` (then exits 3).
+//! Prints `joined <incarnation>`, `gained <p> <token>`, `lost <p>`, `fenced owned=<n>` (then
+//! exits 3).
 //! Reads commands on stdin: `stats` prints `stats fenced=<bool> owned=<n> max_renew_gap_ms=<ms>`;
 //! `leave` (or end of input) leaves gracefully, prints `left` and exits.
 
@@ -66,7 +67,8 @@ fn main() {
                 Event::PartitionGained { p, token } => say(&format!("gained {p} {token}")),
                 Event::PartitionLost { p } => say(&format!("lost {p}")),
                 Event::Fenced => {
-                    say("fenced");
+                    // What the API believes it owns once fenced (must be nothing).
+                    say(&format!("fenced owned={}", c.owned().len()));
                     std::process::exit(3);
                 }
             }
