@@ -6,7 +6,7 @@
 //! Through etcd's own JSON gateway (`POST /v3/kv/range`, `/v3/kv/txn`, `/v3/lease/grant`,
 //! `/v3/lease/keepalive`, `/v3/lease/revoke`; etcd 3.4, what Debian 12 ships as
 //! `etcd-server` 3.4.23, serves them under `/v3/` on the client URL) with a ~200-line blocking
-//! HTTP/1.1 client ([`http`]) over `std::net`, not the `etcd-client` crate:
+//! HTTP/1.1 client (`http.rs`) over `std::net`, not the `etcd-client` crate:
 //! * **Dependencies and build time.** `etcd-client` brings tokio, tonic, hyper, h2, tower and
 //!   prost (roughly a hundred crates, and `protoc` at build time) into a workspace that has no
 //!   async runtime; on this 2-core machine that is minutes of extra build in every CI run. This
