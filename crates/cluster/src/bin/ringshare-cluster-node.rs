@@ -1,6 +1,8 @@
 //! Joins a cluster and prints what happens, one line per event, so the coordination layer can be
 //! watched (and killed, stopped, continued) as a real process:
-//!   ringshare-cluster-node CLUSTER NODE_ID NODE_ADDR ENDPOINT[,ENDPOINT...] [TTL_SECS]
+//! ```text
+//! ringshare-cluster-node CLUSTER NODE_ID NODE_ADDR ENDPOINT[,ENDPOINT...] [TTL_SECS]
+//! ```
 //! Prints `joined <incarnation>`, `gained <p> <token>`, `lost <p>`, `fenced owned=<n>` (then
 //! exits 3).
 //! Reads commands on stdin: `stats` prints `stats fenced=<bool> owned=<n> max_renew_gap_ms=<ms>`;
