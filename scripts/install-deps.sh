@@ -7,7 +7,9 @@
 #                                    scripts/build-deb.sh, systemd for systemd-analyze),
 #                                    prometheus (the metrics test scrapes with it) and
 #                                    fail2ban (its fail2ban-regex tests the shipped filter; where
-#                                    systemd runs, the package also starts its sshd jail)
+#                                    systemd runs, the package also starts its sshd jail) and
+#                                    etcd-server (the cluster tests run their own members on
+#                                    free loopback ports, never the packaged service)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -15,7 +17,7 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr
-    prometheus dpkg-dev systemd iproute2 util-linux fail2ban)
+    prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,6 +25,11 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# Where systemd runs, the etcd-server package starts a single-member etcd on 2379; the tests do
+# not use it and it is not wanted on a build machine.
+if [ "$want_test" -eq 1 ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt

@@ -1,0 +1,925 @@
+//! Cluster coordination for ringshare on etcd (issue 18, phase (b), **coordination layer only**):
+//! membership, partition ownership with fencing tokens, and self-fencing. Nothing here knows
+//! about SMB; home nodes, remote CREATE/break/lock and CA handles are not built yet.
+//!
+//! # How this talks to etcd, and why
+//! Through etcd's own JSON gateway (`POST /v3/kv/range`, `/v3/kv/txn`, `/v3/lease/grant`,
+//! `/v3/lease/keepalive`, `/v3/lease/revoke`; etcd 3.4, what Debian 12 ships as
+//! `etcd-server` 3.4.23, serves them under `/v3/` on the client URL) with a ~200-line blocking
+//! HTTP/1.1 client (`http.rs`) over `std::net`, not the `etcd-client` crate:
+//! * **Dependencies and build time.** `etcd-client` brings tokio, tonic, hyper, h2, tower and
+//!   prost (roughly a hundred crates, and `protoc` at build time) into a workspace that has no
+//!   async runtime; on this 2-core machine that is minutes of extra build in every CI run. This
+//!   crate adds one dependency, `serde_json`, which the workspace already builds.
+//! * **Keepalive correctness is easier to see.** A keepalive is one request/answer
+//!   (`/v3/lease/keepalive` with one message answers once and closes); the fence deadline is
+//!   computed from the moment the request was *sent* (`sent + TTL − margin`), so a late answer
+//!   can only make the node fence earlier, never later. No stream can silently stall.
+//! * **No watch: polling.** The coordinator reads the whole `/ringshare/<cluster>/` prefix (nodes
+//!   and parts, one linearizable range at one revision) every `poll` (500 ms). The gateway's
+//!   watch is a chunked never-ending answer that would need its own reconnect and
+//!   revision-resume logic; polling costs one small read per node per poll (256 parts ≈ 30 KB)
+//!   and adds at most `poll` to a takeover that already waits a 6 s TTL. Every decision is
+//!   also re-checked by the txn's compares, so a stale poll can never make a wrong claim win.
+//!
+//! Every call has a deadline (one attempt ≤ 1 s, then the next endpoint), answers are capped at
+//! [`etcd::MAX_RESPONSE`], malformed answers are errors, and the event channel is bounded.
+//!
+//! # Keys (under `/ringshare/<cluster>/`)
+//! * `nodes/<id>` = `{"addr": "<private address>"}`, bound to the node's lease. Its
+//!   `create_revision` is the node's **incarnation**: a restarted node with the same id is a
+//!   different incarnation and owns none of the old one's partitions.
+//! * `parts/<p>` = `{"owner": "<id>", "inc": <incarnation>}`, not bound to any lease (ownership
+//!   outlives the owner until someone takes it over). Its `mod_revision` is the **fencing
+//!   token**: it grows on every change of owner of that partition (etcd revisions are global and
+//!   monotonic), so (p, token) orders every owner of p.
+//!
+//! # Placement, claims, hand-over
+//! The preferred owner of p is the live node with the highest rendezvous score
+//! ([`preferred_owner`]). Only the preferred node claims, with one txn whose compares are:
+//! our own `nodes/<id>` still has our incarnation (we are alive at commit time), and either
+//! `parts/<p>` does not exist, or `parts/<p>`'s mod_revision is the one we saw *and* the old
+//! owner's `nodes/<id>` does not carry the old incarnation (it is dead). A node that owns a
+//! partition whose preferred owner is now someone else (a node joined) releases it: it reports
+//! [`Event::PartitionLost`] *first*, then deletes `parts/<p>` comparing its own token; the
+//! preferred node claims the absent key on its next poll. Nothing moves to a joining node until
+//! its owner lets go, so there is never a moment with two owners.
+//!
+//! # TTL, margin, fencing
+//! TTL 6 s, keepalive every TTL/3 = 2 s, margin 1 s. The node fences itself at
+//! `send time of the last successful keepalive + TTL − margin` ([`Event::Fenced`],
+//! [`Coordinator::is_fenced`] is true and it owns nothing from then on; checked against the
+//! clock on every call, so it holds even before the keepalive thread wakes after a SIGSTOP).
+//! etcd deletes `nodes/<id>` no earlier than TTL after it *received* that keepalive (a leader
+//! change only extends leases), so when a survivor first sees the key gone the old owner has
+//! been fenced for at least `margin`. A survivor then waits `margin` more (measured from when
+//! it saw the owner gone) before claiming: a second margin for clock-rate differences and
+//! answers already in flight at the fenced node. Waiting a whole second TTL would add 6 s to
+//! every takeover for no safety gain. A graceful [`Coordinator::leave`] deletes its partitions
+//! before revoking its lease, so they move at once.
+
+#![forbid(unsafe_code)]
+
+pub mod etcd;
+mod http;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use etcd::{Compare, Etcd, KeyValue, Op};
+
+/// What can go wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The configuration is unusable.
+    Config(String),
+    /// No etcd endpoint answered in time (or answered "unavailable").
+    Unavailable(String),
+    /// etcd answered something this client does not understand.
+    BadResponse(String),
+    /// etcd refused the request.
+    Etcd(String),
+    /// A live node already uses this node id.
+    NodeIdInUse(String),
+    /// The lease was not renewed in time: this node must stop acknowledging.
+    Fenced,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Config(s) => write!(f, "cluster configuration: {s}"),
+            Error::Unavailable(s) => write!(f, "etcd unavailable: {s}"),
+            Error::BadResponse(s) => write!(f, "unexpected etcd answer: {s}"),
+            Error::Etcd(s) => write!(f, "etcd refused: {s}"),
+            Error::NodeIdInUse(s) => write!(f, "node id {s:?} is used by a live node"),
+            Error::Fenced => write!(
+                f,
+                "this node is fenced (its etcd lease was not renewed in time)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// How a node joins a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Cluster name: the key prefix is `/ringshare/<cluster>/`.
+    pub cluster: String,
+    /// This node's id (letters, digits, `.`, `_`, `-`; at most 64).
+    pub node_id: String,
+    /// The address other nodes reach this one on (the private network).
+    pub node_addr: SocketAddr,
+    /// etcd client URLs, `http://host:port`.
+    pub endpoints: Vec<String>,
+    /// Lease TTL, whole seconds, at least 2 (default 6 s).
+    pub ttl: Duration,
+    /// Number of partitions, 1..=4096 (default 256). Every node must use the same number.
+    pub partitions: u32,
+    /// Fencing margin (default 1 s), less than TTL/2.
+    pub margin: Duration,
+    /// How often the cluster state is read (default 500 ms).
+    pub poll: Duration,
+}
+
+impl ClusterConfig {
+    /// A configuration with the defaults above.
+    pub fn new(
+        cluster: &str,
+        node_id: &str,
+        node_addr: SocketAddr,
+        endpoints: Vec<String>,
+    ) -> Self {
+        ClusterConfig {
+            cluster: cluster.into(),
+            node_id: node_id.into(),
+            node_addr,
+            endpoints,
+            ttl: Duration::from_secs(6),
+            partitions: 256,
+            margin: Duration::from_secs(1),
+            poll: Duration::from_millis(500),
+        }
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let name_ok = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        };
+        if !name_ok(&self.cluster) || !name_ok(&self.node_id) {
+            return Err(Error::Config(
+                "cluster and node id: 1-64 of [A-Za-z0-9._-]".into(),
+            ));
+        }
+        if self.ttl.subsec_nanos() != 0 || self.ttl < Duration::from_secs(2) {
+            return Err(Error::Config("ttl: whole seconds, at least 2".into()));
+        }
+        if self.partitions == 0 || self.partitions > 4096 {
+            return Err(Error::Config("partitions: 1..=4096".into()));
+        }
+        if self.margin.is_zero() || self.margin * 2 >= self.ttl {
+            return Err(Error::Config("margin: more than 0, less than ttl/2".into()));
+        }
+        if self.poll.is_zero() || self.poll > self.ttl / 2 {
+            return Err(Error::Config("poll: more than 0, at most ttl/2".into()));
+        }
+        Ok(())
+    }
+}
+
+/// What the coordinator tells its user. The state behind them ([`Coordinator::owned`],
+/// [`Coordinator::is_fenced`]) is authoritative; events are notices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// This node now owns partition `p`; `token` is the fencing token of this ownership.
+    PartitionGained { p: u32, token: i64 },
+    /// This node no longer owns `p` (released to its preferred owner, or taken): stop acting for it.
+    PartitionLost { p: u32 },
+    /// The lease could not be renewed in time (or etcd dropped it): stop acknowledging anything.
+    /// The coordinator is finished; a new one must join.
+    Fenced,
+}
+
+/// A live node, as etcd has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub id: String,
+    /// Its private address (empty when its record could not be read).
+    pub addr: String,
+    /// `create_revision` of its `nodes/<id>` key.
+    pub incarnation: i64,
+}
+
+/// The preferred owner of partition `p` among `nodes`: highest rendezvous score, ties by id.
+pub fn preferred_owner<'a>(nodes: impl IntoIterator<Item = &'a str>, p: u32) -> Option<&'a str> {
+    nodes.into_iter().max_by_key(|n| (score(n, p), *n))
+}
+
+fn score(node: &str, p: u32) -> u64 {
+    // FNV-1a over id and partition, then the splitmix64 finaliser: stable across builds and
+    // architectures (every node must compute the same placement).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain([0xff]).chain(p.to_le_bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Part {
+    owner: String,
+    inc: i64,
+    mod_revision: i64,
+}
+
+#[derive(Default)]
+struct View {
+    members: BTreeMap<String, Member>,
+    parts: Vec<Option<Part>>,
+}
+
+struct Shared {
+    cfg: ClusterConfig,
+    prefix: String,
+    lease: i64,
+    inc: i64,
+    fenced: AtomicBool,
+    stop_worker: AtomicBool,
+    stop_keepalive: AtomicBool,
+    fence_at: Mutex<Instant>,
+    view: Mutex<View>,
+    owned: Mutex<BTreeMap<u32, i64>>,
+    tx: SyncSender<Event>,
+    dropped: AtomicU64,
+    max_renew_gap_ms: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn node_key(&self, id: &str) -> Vec<u8> {
+        format!("{}nodes/{id}", self.prefix).into_bytes()
+    }
+    fn part_key(&self, p: u32) -> Vec<u8> {
+        format!("{}parts/{p}", self.prefix).into_bytes()
+    }
+    fn emit(&self, e: Event) {
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(e) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// True once fenced, and from the fence deadline on even before a thread noticed.
+    fn is_fenced(&self) -> bool {
+        if self.fenced.load(Ordering::SeqCst) {
+            return true;
+        }
+        if Instant::now() >= *lock(&self.fence_at) {
+            self.fence();
+            return true;
+        }
+        false
+    }
+    fn fence(&self) {
+        if !self.fenced.swap(true, Ordering::SeqCst) {
+            lock(&self.owned).clear();
+            self.emit(Event::Fenced);
+        }
+    }
+}
+
+/// One node's membership in a cluster. Dropping it without [`Coordinator::leave`] behaves like a
+/// crash: the keepalive stops and the others take its partitions after the lease expires.
+pub struct Coordinator {
+    sh: Arc<Shared>,
+    worker: Option<JoinHandle<()>>,
+    keepalive: Option<JoinHandle<()>>,
+    events: Option<Receiver<Event>>,
+}
+
+impl Coordinator {
+    /// Grants a lease, registers `nodes/<id>` on it (refused when a live node has that id) and
+    /// starts the keepalive and the partition threads.
+    pub fn join(cfg: ClusterConfig) -> Result<Coordinator, Error> {
+        cfg.validate()?;
+        let prefix = format!("/ringshare/{}/", cfg.cluster);
+        let mut etcd = Etcd::new(&cfg.endpoints, Duration::from_secs(1))?;
+        let deadline = Instant::now() + cfg.ttl;
+        let sent = Instant::now();
+        let (lease, ttl) = etcd.lease_grant(cfg.ttl.as_secs() as i64, deadline)?;
+        let fence_at = sent + Duration::from_secs(ttl as u64).saturating_sub(cfg.margin);
+        let key = format!("{prefix}nodes/{}", cfg.node_id).into_bytes();
+        let value = serde_json::to_vec(&json!({"addr": cfg.node_addr.to_string()}))
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let put = Op::Put {
+            key: key.clone(),
+            value,
+            lease,
+        };
+        let r = etcd.txn(
+            &[Compare::CreateRevisionEq(key.clone(), 0)],
+            &[put],
+            &[],
+            deadline,
+        )?;
+        let inc = if r.succeeded {
+            r.revision
+        } else {
+            // Taken — unless by our own earlier attempt whose answer was lost.
+            match etcd.get(&key, deadline)? {
+                Some(kv) if kv.lease == lease => kv.create_revision,
+                _ => {
+                    let _ = etcd.lease_revoke(lease, deadline);
+                    return Err(Error::NodeIdInUse(cfg.node_id.clone()));
+                }
+            }
+        };
+        if Instant::now() >= fence_at {
+            return Err(Error::Fenced);
+        }
+        let (tx, rx) = sync_channel(2 * cfg.partitions as usize + 16);
+        let sh = Arc::new(Shared {
+            view: Mutex::new(View {
+                members: BTreeMap::new(),
+                parts: vec![None; cfg.partitions as usize],
+            }),
+            cfg,
+            prefix,
+            lease,
+            inc,
+            fenced: AtomicBool::new(false),
+            stop_worker: AtomicBool::new(false),
+            stop_keepalive: AtomicBool::new(false),
+            fence_at: Mutex::new(fence_at),
+            owned: Mutex::new(BTreeMap::new()),
+            tx,
+            dropped: AtomicU64::new(0),
+            max_renew_gap_ms: AtomicU64::new(0),
+        });
+        let ka = {
+            let sh = sh.clone();
+            let etcd = Etcd::new(&sh.cfg.endpoints, Duration::from_secs(1))?;
+            std::thread::Builder::new()
+                .name("cluster-keepalive".into())
+                .spawn(move || keepalive_thread(&sh, etcd, sent))
+                .map_err(|e| Error::Config(format!("spawn: {e}")))?
+        };
+        let worker = {
+            let sh2 = sh.clone();
+            match std::thread::Builder::new()
+                .name("cluster-parts".into())
+                .spawn(move || worker_loop(&sh2, etcd))
+            {
+                Ok(h) => h,
+                Err(e) => {
+                    sh.stop_keepalive.store(true, Ordering::SeqCst);
+                    let _ = ka.join();
+                    return Err(Error::Config(format!("spawn: {e}")));
+                }
+            }
+        };
+        Ok(Coordinator {
+            sh,
+            worker: Some(worker),
+            keepalive: Some(ka),
+            events: Some(rx),
+        })
+    }
+
+    /// The event receiver (once; later calls get `None`).
+    pub fn take_events(&mut self) -> Option<Receiver<Event>> {
+        self.events.take()
+    }
+
+    /// This node's incarnation (`create_revision` of its `nodes/<id>` key).
+    pub fn incarnation(&self) -> i64 {
+        self.sh.inc
+    }
+
+    /// Whether this node must stop acknowledging (lease not renewed before TTL − margin).
+    pub fn is_fenced(&self) -> bool {
+        self.sh.is_fenced()
+    }
+
+    /// Live nodes as of the last poll (empty once fenced).
+    pub fn membership(&self) -> Vec<Member> {
+        if self.sh.is_fenced() {
+            return Vec::new();
+        }
+        lock(&self.sh.view).members.values().cloned().collect()
+    }
+
+    /// Owner and fencing token of `p` as of the last poll (`None` when unowned, out of range or
+    /// fenced). For this node's own partitions this is exact: see [`Coordinator::owned`].
+    pub fn owner_of(&self, p: u32) -> Option<(String, i64)> {
+        if self.sh.is_fenced() {
+            return None;
+        }
+        if let Some(t) = lock(&self.sh.owned).get(&p) {
+            return Some((self.sh.cfg.node_id.clone(), *t));
+        }
+        let v = lock(&self.sh.view);
+        match v.parts.get(p as usize)? {
+            Some(part) if part.owner != self.sh.cfg.node_id => {
+                Some((part.owner.clone(), part.mod_revision))
+            }
+            _ => None,
+        }
+    }
+
+    /// The partitions this node owns, with their tokens (empty once fenced).
+    pub fn owned(&self) -> Vec<(u32, i64)> {
+        if self.sh.is_fenced() {
+            return Vec::new();
+        }
+        lock(&self.sh.owned).iter().map(|(p, t)| (*p, *t)).collect()
+    }
+
+    /// Events that did not fit in the channel (the user must resync from [`Coordinator::owned`]).
+    pub fn dropped_events(&self) -> u64 {
+        self.sh.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The longest time between two successful lease renewals so far.
+    pub fn max_renew_gap(&self) -> Duration {
+        Duration::from_millis(self.sh.max_renew_gap_ms.load(Ordering::Relaxed))
+    }
+
+    /// Leaves gracefully: releases every partition (each reported lost first), then revokes the
+    /// lease. Partitions go to the others at once. Fails with `Fenced` when already fenced.
+    pub fn leave(mut self) -> Result<(), Error> {
+        self.sh.stop_worker.store(true, Ordering::SeqCst);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+        let sh = self.sh.clone();
+        let mut etcd = Etcd::new(&sh.cfg.endpoints, Duration::from_secs(1))?;
+        let deadline = Instant::now() + sh.cfg.ttl;
+        let fenced = sh.is_fenced();
+        let owned: Vec<(u32, i64)> = std::mem::take(&mut *lock(&sh.owned)).into_iter().collect();
+        for (p, _) in &owned {
+            sh.emit(Event::PartitionLost { p: *p });
+        }
+        let mut result = if fenced { Err(Error::Fenced) } else { Ok(()) };
+        if !fenced {
+            let items: Vec<(u32, Vec<Compare>, Op)> = owned
+                .iter()
+                .map(|(p, t)| {
+                    (
+                        *p,
+                        vec![Compare::ModRevisionEq(sh.part_key(*p), *t)],
+                        Op::Delete {
+                            key: sh.part_key(*p),
+                        },
+                    )
+                })
+                .collect();
+            if let Err(e) = txn_batches(&mut etcd, &items, &[], deadline) {
+                result = Err(e);
+            }
+        }
+        // From here on this node acts for nothing: fence silently, stop renewing, revoke.
+        sh.fenced.store(true, Ordering::SeqCst);
+        sh.stop_keepalive.store(true, Ordering::SeqCst);
+        if let Some(k) = self.keepalive.take() {
+            let _ = k.join();
+        }
+        etcd.lease_revoke(sh.lease, deadline)?;
+        result
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.sh.stop_worker.store(true, Ordering::SeqCst);
+        self.sh.stop_keepalive.store(true, Ordering::SeqCst);
+        for h in [self.worker.take(), self.keepalive.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Sleeps until `until` in short steps, returning early (false) when `stop` is set.
+fn sleep_until(stop: &AtomicBool, until: Instant) -> bool {
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
+fn keepalive_thread(sh: &Shared, mut etcd: Etcd, sent: Instant) {
+    keepalive_loop(sh, &mut etcd, sent);
+    if sh.fenced.load(Ordering::SeqCst) && !sh.stop_keepalive.load(Ordering::SeqCst) {
+        // Fenced (not stopped by leave or drop): this node acknowledges nothing any more, so
+        // dropping its lease now is safe and lets the others start their margin at once and a
+        // restarted node join under the same id. Best effort: etcd may be unreachable.
+        let _ = etcd.lease_revoke(sh.lease, Instant::now() + Duration::from_secs(1));
+    }
+}
+
+fn keepalive_loop(sh: &Shared, etcd: &mut Etcd, mut last_ok: Instant) {
+    let interval = sh.cfg.ttl / 3;
+    let mut next = last_ok + interval;
+    loop {
+        // (Read the deadline in its own statement: a guard in the call would be held while sleeping.)
+        let fence_at = *lock(&sh.fence_at);
+        if !sleep_until(&sh.stop_keepalive, next.min(fence_at)) {
+            return;
+        }
+        if sh.is_fenced() {
+            return;
+        }
+        let sent = Instant::now();
+        let deadline = (sent + Duration::from_secs(1)).min(*lock(&sh.fence_at));
+        match etcd.lease_keepalive(sh.lease, deadline) {
+            Ok(ttl) if ttl > 0 => {
+                let at = sent + Duration::from_secs(ttl as u64).saturating_sub(sh.cfg.margin);
+                *lock(&sh.fence_at) = at;
+                let gap = sent.saturating_duration_since(last_ok).as_millis() as u64;
+                sh.max_renew_gap_ms.fetch_max(gap, Ordering::Relaxed);
+                last_ok = sent;
+                next = sent + interval;
+            }
+            Ok(_) => {
+                // etcd no longer has the lease: our keys are gone.
+                sh.fence();
+                return;
+            }
+            Err(_) => next = Instant::now() + Duration::from_millis(200),
+        }
+    }
+}
+
+fn worker_loop(sh: &Shared, mut etcd: Etcd) {
+    let mut next = Instant::now();
+    let mut dead_since: BTreeMap<u32, (Part, Instant)> = BTreeMap::new();
+    let mut releasing: BTreeSet<u32> = BTreeSet::new();
+    loop {
+        if !sleep_until(&sh.stop_worker, next) || sh.is_fenced() {
+            return;
+        }
+        next = Instant::now() + sh.cfg.poll;
+        let deadline = Instant::now() + sh.cfg.poll.max(Duration::from_secs(1));
+        let Ok((_, kvs)) = etcd.range_prefix(sh.prefix.as_bytes(), deadline) else {
+            continue; // the keepalive thread decides when etcd has been gone too long
+        };
+        reconcile(sh, &mut etcd, kvs, &mut dead_since, &mut releasing);
+    }
+}
+
+/// Reads the polled keys into a view: members and partition owners.
+fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
+    let mut v = View {
+        members: BTreeMap::new(),
+        parts: vec![None; partitions as usize],
+    };
+    let nodes = format!("{prefix}nodes/");
+    let parts = format!("{prefix}parts/");
+    for kv in kvs {
+        let Ok(key) = std::str::from_utf8(&kv.key) else {
+            continue;
+        };
+        let json: Option<Value> = serde_json::from_slice(&kv.value).ok();
+        let field = |f: &str| json.as_ref().and_then(|j| j.get(f).cloned());
+        if let Some(id) = key.strip_prefix(&nodes) {
+            let addr = field("addr")
+                .and_then(|a| a.as_str().map(String::from))
+                .unwrap_or_default();
+            v.members.insert(
+                id.to_string(),
+                Member {
+                    id: id.to_string(),
+                    addr,
+                    incarnation: kv.create_revision,
+                },
+            );
+        } else if let Some(p) = key.strip_prefix(&parts).and_then(|p| p.parse::<u32>().ok()) {
+            if let Some(slot) = v.parts.get_mut(p as usize) {
+                // An unreadable record counts as owned by nobody alive: it is taken over after
+                // the margin like a dead owner's.
+                let owner = field("owner")
+                    .and_then(|o| o.as_str().map(String::from))
+                    .unwrap_or_default();
+                let inc = field("inc").and_then(|i| i.as_i64()).unwrap_or(0);
+                *slot = Some(Part {
+                    owner,
+                    inc,
+                    mod_revision: kv.mod_revision,
+                });
+            }
+        }
+    }
+    v
+}
+
+fn reconcile(
+    sh: &Shared,
+    etcd: &mut Etcd,
+    kvs: Vec<KeyValue>,
+    dead_since: &mut BTreeMap<u32, (Part, Instant)>,
+    releasing: &mut BTreeSet<u32>,
+) {
+    let view = read_view(&sh.prefix, sh.cfg.partitions, kvs);
+    let me = sh.cfg.node_id.as_str();
+    if view.members.get(me).map(|m| m.incarnation) != Some(sh.inc) {
+        sh.fence(); // our key is gone (lease expired) or belongs to another incarnation
+        return;
+    }
+    let now = Instant::now();
+    let my_key = sh.node_key(me);
+    let mut claims = Vec::new();
+    let mut releases = Vec::new();
+    {
+        let mut owned = lock(&sh.owned);
+        for p in 0..sh.cfg.partitions {
+            let preferred = preferred_owner(view.members.keys().map(String::as_str), p);
+            let pk = sh.part_key(p);
+            match &view.parts[p as usize] {
+                Some(part) if part.owner == me && part.inc == sh.inc => {
+                    dead_since.remove(&p);
+                    if releasing.contains(&p) {
+                        releases.push((
+                            p,
+                            vec![Compare::ModRevisionEq(pk.clone(), part.mod_revision)],
+                            Op::Delete { key: pk },
+                        ));
+                    } else if preferred != Some(me) {
+                        // Hand-over: stop acting for p first, then delete it for its new owner.
+                        if owned.remove(&p).is_some() {
+                            sh.emit(Event::PartitionLost { p });
+                        }
+                        releasing.insert(p);
+                        releases.push((
+                            p,
+                            vec![Compare::ModRevisionEq(pk.clone(), part.mod_revision)],
+                            Op::Delete { key: pk },
+                        ));
+                    } else if owned.get(&p) != Some(&part.mod_revision) {
+                        // A claim whose answer was lost but that did commit.
+                        if owned.insert(p, part.mod_revision).is_none() {
+                            sh.emit(Event::PartitionGained {
+                                p,
+                                token: part.mod_revision,
+                            });
+                        }
+                    }
+                }
+                other => {
+                    releasing.remove(&p);
+                    if owned.remove(&p).is_some() {
+                        sh.emit(Event::PartitionLost { p });
+                    }
+                    if preferred != Some(me) {
+                        dead_since.remove(&p);
+                        continue;
+                    }
+                    match other {
+                        None => {
+                            dead_since.remove(&p);
+                            claims.push((
+                                p,
+                                vec![Compare::CreateRevisionEq(pk.clone(), 0)],
+                                Op::Put {
+                                    key: pk,
+                                    value: Vec::new(),
+                                    lease: 0,
+                                },
+                            ));
+                        }
+                        Some(part) => {
+                            let alive = view.members.get(&part.owner).map(|m| m.incarnation)
+                                == Some(part.inc);
+                            if alive {
+                                dead_since.remove(&p);
+                                continue;
+                            }
+                            let since = dead_since.entry(p).or_insert_with(|| (part.clone(), now));
+                            if since.0 != *part {
+                                *since = (part.clone(), now);
+                            }
+                            if now.duration_since(since.1) >= sh.cfg.margin {
+                                let cmp = vec![
+                                    Compare::ModRevisionEq(pk.clone(), part.mod_revision),
+                                    Compare::CreateRevisionNe(sh.node_key(&part.owner), part.inc),
+                                ];
+                                claims.push((
+                                    p,
+                                    cmp,
+                                    Op::Put {
+                                        key: pk,
+                                        value: Vec::new(),
+                                        lease: 0,
+                                    },
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    *lock(&sh.view) = view;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    if !releases.is_empty() {
+        let _ = txn_batches(etcd, &releases, &[], deadline);
+    }
+    if claims.is_empty() || sh.is_fenced() {
+        return;
+    }
+    let value = match serde_json::to_vec(&json!({"owner": me, "inc": sh.inc})) {
+        Ok(v) => v,
+        Err(_) => return,
+    };
+    for c in claims.iter_mut() {
+        if let Op::Put { value: v, .. } = &mut c.2 {
+            v.clone_from(&value);
+        }
+    }
+    let alive = [Compare::CreateRevisionEq(my_key, sh.inc)];
+    if let Ok(won) = txn_batches(etcd, &claims, &alive, deadline) {
+        if sh.is_fenced() {
+            return;
+        }
+        let mut owned = lock(&sh.owned);
+        for (p, token) in won {
+            // Not is_fenced(): fencing takes `owned`, which is held here.
+            if sh.fenced.load(Ordering::SeqCst) || Instant::now() >= *lock(&sh.fence_at) {
+                return;
+            }
+            if owned.insert(p, token).is_none() {
+                sh.emit(Event::PartitionGained { p, token });
+            }
+        }
+    }
+}
+
+/// Runs `items` (partition, its compares, its op) in txns of up to 32, each with `common`
+/// compares added; a batch that fails its compares is retried one item at a time. Returns the
+/// items that committed with their revision.
+fn txn_batches(
+    etcd: &mut Etcd,
+    items: &[(u32, Vec<Compare>, Op)],
+    common: &[Compare],
+    deadline: Instant,
+) -> Result<Vec<(u32, i64)>, Error> {
+    let mut won = Vec::new();
+    for batch in items.chunks(32) {
+        let run = |etcd: &mut Etcd, b: &[(u32, Vec<Compare>, Op)]| {
+            let cmp: Vec<Compare> = common
+                .iter()
+                .cloned()
+                .chain(b.iter().flat_map(|i| i.1.iter().cloned()))
+                .collect();
+            let ops: Vec<Op> = b.iter().map(|i| i.2.clone()).collect();
+            etcd.txn(&cmp, &ops, &[], deadline)
+        };
+        let r = run(etcd, batch)?;
+        if r.succeeded {
+            won.extend(batch.iter().map(|i| (i.0, r.revision)));
+        } else if batch.len() > 1 {
+            for item in batch {
+                let r = run(etcd, std::slice::from_ref(item))?;
+                if r.succeeded {
+                    won.push((item.0, r.revision));
+                }
+            }
+        }
+    }
+    Ok(won)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendezvous_spreads_partitions_evenly_over_three_nodes() {
+        let nodes = ["a", "b", "c"];
+        let mut count = BTreeMap::new();
+        for p in 0..256 {
+            *count.entry(preferred_owner(nodes, p).unwrap()).or_insert(0) += 1;
+        }
+        for n in nodes {
+            let c = count[n];
+            assert!((60..=110).contains(&c), "{n} gets {c} of 256");
+        }
+    }
+
+    #[test]
+    fn a_joining_node_takes_partitions_only_for_itself() {
+        for p in 0..256 {
+            let before = preferred_owner(["a", "b"], p).unwrap();
+            let after = preferred_owner(["a", "b", "c"], p).unwrap();
+            assert!(after == before || after == "c", "p{p}: {before} -> {after}");
+        }
+    }
+
+    #[test]
+    fn bad_configurations_are_refused() {
+        let ok = ClusterConfig::new(
+            "c",
+            "n1",
+            "127.0.0.1:1".parse().unwrap(),
+            vec!["http://127.0.0.1:1".into()],
+        );
+        assert!(ok.validate().is_ok());
+        for bad in [
+            ClusterConfig {
+                node_id: "a/b".into(),
+                ..ok.clone()
+            },
+            ClusterConfig {
+                cluster: String::new(),
+                ..ok.clone()
+            },
+            ClusterConfig {
+                ttl: Duration::from_millis(2500),
+                ..ok.clone()
+            },
+            ClusterConfig {
+                partitions: 0,
+                ..ok.clone()
+            },
+            ClusterConfig {
+                margin: Duration::from_secs(3),
+                ..ok.clone()
+            },
+            ClusterConfig {
+                poll: Duration::ZERO,
+                ..ok.clone()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn odd_records_in_etcd_are_read_as_unowned_or_ignored_never_a_panic() {
+        let kv = |k: &[u8], v: &[u8]| KeyValue {
+            key: k.to_vec(),
+            value: v.to_vec(),
+            create_revision: 5,
+            mod_revision: 9,
+            version: 1,
+            lease: 0,
+        };
+        let v = read_view(
+            "/ringshare/c/",
+            4,
+            vec![
+                kv(b"/ringshare/c/nodes/a", b"not json"),
+                kv(b"/ringshare/c/parts/0", b"{\"owner\": 7}"),
+                kv(b"/ringshare/c/parts/1", b"\xff\xfe"),
+                kv(b"/ringshare/c/parts/2", b"{\"owner\": \"a\", \"inc\": 5}"),
+                kv(b"/ringshare/c/parts/4", b"{}"),
+                kv(b"/ringshare/c/parts/x", b"{}"),
+                kv(b"/ringshare/c/parts/-1", b"{}"),
+                kv(b"/ringshare/c/\xff", b"{}"),
+            ],
+        );
+        assert_eq!(v.members["a"].addr, "");
+        assert_eq!(v.members["a"].incarnation, 5);
+        let unowned = Some(Part {
+            owner: String::new(),
+            inc: 0,
+            mod_revision: 9,
+        });
+        assert_eq!(v.parts[0], unowned);
+        assert_eq!(v.parts[1], unowned);
+        assert_eq!(
+            v.parts[2],
+            Some(Part {
+                owner: "a".into(),
+                inc: 5,
+                mod_revision: 9
+            })
+        );
+        assert_eq!(v.parts[3], None);
+        assert_eq!(v.parts.len(), 4);
+    }
+
+    #[test]
+    fn join_fails_with_unavailable_when_no_etcd_answers() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cfg = ClusterConfig::new(
+            "c",
+            "n1",
+            "127.0.0.1:1".parse().unwrap(),
+            vec![format!("http://127.0.0.1:{port}")],
+        );
+        cfg.ttl = Duration::from_secs(3);
+        let t = Instant::now();
+        let r = Coordinator::join(cfg).map(|_| ());
+        assert!(matches!(r, Err(Error::Unavailable(_))), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+}

@@ -1,0 +1,581 @@
+//! The coordination layer against a real 3-member etcd (Debian's etcd-server 3.4) on loopback,
+//! with coordinators as real processes (`ringshare-cluster-node`) that are SIGKILLed, SIGSTOPped
+//! and left. Without `etcd` on PATH: a loud SKIPPED line, or a failure when `CI` is set.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use ringshare_cluster::etcd::Etcd;
+use ringshare_cluster::preferred_owner;
+use rustix::process::{kill_process, Pid, Signal};
+
+const PARTS: u32 = 256;
+const TTL: Duration = Duration::from_secs(6);
+
+fn etcd_available(test: &str) -> bool {
+    let ok = Command::new("etcd")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        if std::env::var_os("CI").is_some() {
+            panic!("etcd is not installed (scripts/install-deps.sh --test installs etcd-server)");
+        }
+        eprintln!("\n!!!!!!!! SKIPPED {test}: etcd is not installed (apt-get install etcd-server) !!!!!!!!\n");
+    }
+    ok
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Three etcd members on free loopback ports, data in a temp dir; all killed and removed on drop.
+struct EtcdCluster {
+    dir: PathBuf,
+    members: Vec<Option<Child>>,
+    urls: Vec<String>,
+}
+
+impl EtcdCluster {
+    fn start(name: &str) -> EtcdCluster {
+        let dir =
+            std::env::temp_dir().join(format!("ringshare-cluster-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let initial: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer))| format!("n{i}=http://127.0.0.1:{peer}"))
+            .collect();
+        let mut c = EtcdCluster {
+            dir: dir.clone(),
+            members: Vec::new(),
+            urls: Vec::new(),
+        };
+        for (i, (client, peer)) in ports.iter().enumerate() {
+            let url = format!("http://127.0.0.1:{client}");
+            let log = std::fs::File::create(dir.join(format!("n{i}.log"))).unwrap();
+            let child = Command::new("etcd")
+                .args(["--name", &format!("n{i}"), "--data-dir"])
+                .arg(dir.join(format!("n{i}")))
+                .args([
+                    "--listen-client-urls",
+                    &url,
+                    "--advertise-client-urls",
+                    &url,
+                ])
+                .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                .args([
+                    "--initial-advertise-peer-urls",
+                    &format!("http://127.0.0.1:{peer}"),
+                ])
+                .args([
+                    "--initial-cluster",
+                    &initial.join(","),
+                    "--initial-cluster-state",
+                    "new",
+                ])
+                .args(["--initial-cluster-token", name])
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("start etcd");
+            c.members.push(Some(child));
+            c.urls.push(url);
+        }
+        let t = Instant::now();
+        for url in &c.urls {
+            let mut e = Etcd::new(std::slice::from_ref(url), Duration::from_secs(1)).unwrap();
+            e.put(b"/health", b"ok", Instant::now() + Duration::from_secs(20))
+                .unwrap_or_else(|err| panic!("etcd {url} not healthy: {err}"));
+        }
+        eprintln!("[{name}] 3 etcd members healthy in {:?}", t.elapsed());
+        c
+    }
+
+    fn client(&self) -> Etcd {
+        Etcd::new(&self.urls, Duration::from_secs(1)).unwrap()
+    }
+
+    fn leader(&self) -> usize {
+        let mut ids = Vec::new();
+        let mut leader = 0;
+        for url in &self.urls {
+            let mut e = Etcd::new(std::slice::from_ref(url), Duration::from_secs(1)).unwrap();
+            let (me, l) = e.status(Instant::now() + Duration::from_secs(5)).unwrap();
+            ids.push(me);
+            leader = l;
+        }
+        ids.iter()
+            .position(|i| *i == leader)
+            .expect("a leader among the members")
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A coordinator process; its stdout lines arrive on a channel. Killed on drop.
+struct Node {
+    id: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Node {
+    fn spawn(cluster: &str, id: &str, etcd: &EtcdCluster) -> Node {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ringshare-cluster-node"))
+            .args([
+                cluster,
+                id,
+                "127.0.0.1:4450",
+                &etcd.urls.join(","),
+                &TTL.as_secs().to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start ringshare-cluster-node");
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                let Ok(l) = l else { return };
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut n = Node {
+            id: id.into(),
+            child,
+            stdin,
+            lines: rx,
+            seen: Vec::new(),
+        };
+        n.wait_line(
+            |l| l.starts_with("joined") || l.starts_with("error"),
+            Duration::from_secs(10),
+        );
+        n
+    }
+
+    /// Waits for a line matching `f`; returns it (None on timeout). Every line is kept in `seen`.
+    fn wait_line(&mut self, f: impl Fn(&str) -> bool, timeout: Duration) -> Option<String> {
+        let end = Instant::now() + timeout;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if f(&l) {
+                        return Some(l);
+                    }
+                }
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    fn drain(&mut self) {
+        while let Ok(l) = self.lines.try_recv() {
+            self.seen.push(l);
+        }
+    }
+
+    fn send(&mut self, cmd: &str) {
+        let s = self.stdin.as_mut().unwrap();
+        writeln!(s, "{cmd}").unwrap();
+        s.flush().unwrap();
+    }
+
+    /// The partitions this node believes it owns, from its gained/lost lines.
+    fn believed(&mut self) -> BTreeMap<u32, i64> {
+        self.drain();
+        let mut owned = BTreeMap::new();
+        for l in &self.seen {
+            let w: Vec<&str> = l.split(' ').collect();
+            match w.as_slice() {
+                ["gained", p, t] => {
+                    owned.insert(p.parse().unwrap(), t.parse().unwrap());
+                }
+                ["lost", p] => {
+                    owned.remove(&p.parse::<u32>().unwrap());
+                }
+                ["fenced", ..] => owned.clear(),
+                _ => {}
+            }
+        }
+        owned
+    }
+
+    fn signal(&self, s: Signal) {
+        kill_process(Pid::from_raw(self.child.id() as i32).unwrap(), s).unwrap();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.signal_cont_and_kill();
+    }
+}
+
+impl Node {
+    fn signal_cont_and_kill(&mut self) -> std::io::Result<()> {
+        let _ = kill_process(Pid::from_raw(self.child.id() as i32).unwrap(), Signal::CONT);
+        self.child.kill()?;
+        self.child.wait().map(|_| ())
+    }
+}
+
+/// Owner id and token of every partition, as etcd has them.
+fn owners(etcd: &mut Etcd, cluster: &str) -> BTreeMap<u32, (String, i64)> {
+    let prefix = format!("/ringshare/{cluster}/parts/");
+    let (_, kvs) = etcd
+        .range_prefix(prefix.as_bytes(), Instant::now() + Duration::from_secs(5))
+        .unwrap();
+    kvs.into_iter()
+        .map(|kv| {
+            let p = std::str::from_utf8(&kv.key)
+                .unwrap()
+                .strip_prefix(&prefix)
+                .unwrap()
+                .parse()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&kv.value).unwrap();
+            (
+                p,
+                (v["owner"].as_str().unwrap().to_string(), kv.mod_revision),
+            )
+        })
+        .collect()
+}
+
+/// Waits until every partition is owned by its preferred owner among `live`; returns the owners.
+fn wait_placed(
+    etcd: &mut Etcd,
+    cluster: &str,
+    live: &[&str],
+    timeout: Duration,
+) -> BTreeMap<u32, (String, i64)> {
+    let end = Instant::now() + timeout;
+    loop {
+        let o = owners(etcd, cluster);
+        let placed = (0..PARTS).all(|p| {
+            o.get(&p).map(|(n, _)| n.as_str()) == preferred_owner(live.iter().copied(), p)
+        });
+        if placed {
+            return o;
+        }
+        assert!(
+            Instant::now() < end,
+            "partitions not placed on {live:?} within {timeout:?}: {o:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Each node's own belief (from its events) matches etcd, and no two nodes believe they own
+/// the same partition.
+fn assert_beliefs_match(etcd: &mut Etcd, cluster: &str, nodes: &mut [&mut Node]) {
+    std::thread::sleep(Duration::from_millis(1200)); // one poll past the last change
+    let o = owners(etcd, cluster);
+    let mut claimed = BTreeSet::new();
+    for n in nodes.iter_mut() {
+        let mine: BTreeMap<u32, i64> = o
+            .iter()
+            .filter(|(_, (id, _))| *id == n.id)
+            .map(|(p, (_, t))| (*p, *t))
+            .collect();
+        let believed = n.believed();
+        assert_eq!(believed, mine, "{} believes other than etcd says", n.id);
+        for p in believed.keys() {
+            assert!(claimed.insert(*p), "partition {p} believed owned twice");
+        }
+    }
+}
+
+fn start_three(name: &str) -> (EtcdCluster, Etcd, Vec<Node>) {
+    let ec = EtcdCluster::start(name);
+    let mut etcd = ec.client();
+    let nodes: Vec<Node> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|id| Node::spawn(name, id, &ec))
+        .collect();
+    wait_placed(
+        &mut etcd,
+        name,
+        &["n1", "n2", "n3"],
+        Duration::from_secs(15),
+    );
+    (ec, etcd, nodes)
+}
+
+#[test]
+fn three_nodes_own_every_partition_once_and_tokens_grow_on_every_change_of_owner() {
+    let name = "placement";
+    if !etcd_available(name) {
+        return;
+    }
+    let ec = EtcdCluster::start(name);
+    let mut etcd = ec.client();
+    let mut n1 = Node::spawn(name, "n1", &ec);
+    let alone = wait_placed(&mut etcd, name, &["n1"], Duration::from_secs(10));
+    let mut n2 = Node::spawn(name, "n2", &ec);
+    let mut n3 = Node::spawn(name, "n3", &ec);
+    let t = Instant::now();
+    let three = wait_placed(
+        &mut etcd,
+        name,
+        &["n1", "n2", "n3"],
+        Duration::from_secs(15),
+    );
+    eprintln!(
+        "[{name}] 256 partitions re-placed over 3 nodes {:?} after the joins",
+        t.elapsed()
+    );
+    for p in 0..PARTS {
+        let (before, after) = (&alone[&p], &three[&p]);
+        if before.0 == after.0 {
+            assert_eq!(
+                before.1, after.1,
+                "p{p} kept its owner but its token changed"
+            );
+        } else {
+            assert!(
+                after.1 > before.1,
+                "p{p}: token {} after {}",
+                after.1,
+                before.1
+            );
+        }
+    }
+    let moved = (0..PARTS).filter(|p| alone[p].0 != three[p].0).count();
+    assert!(moved > 100, "only {moved} partitions moved to the joiners");
+    assert_beliefs_match(&mut etcd, name, &mut [&mut n1, &mut n2, &mut n3]);
+
+    let mut dup = Node::spawn(name, "n2", &ec);
+    assert!(
+        dup.seen.iter().any(|l| l.contains("used by a live node")),
+        "a second n2 joined: {:?}",
+        dup.seen
+    );
+    dup.drain();
+}
+
+#[test]
+fn a_killed_node_s_partitions_go_to_survivors_within_ttl_plus_margin_with_higher_tokens() {
+    let name = "sigkill";
+    if !etcd_available(name) {
+        return;
+    }
+    let (_ec, mut etcd, mut nodes) = start_three(name);
+    let before = owners(&mut etcd, name);
+    let n2 = nodes.remove(1);
+    n2.signal(Signal::KILL);
+    let t = Instant::now();
+    let after = wait_placed(&mut etcd, name, &["n1", "n3"], Duration::from_secs(12));
+    let took = t.elapsed();
+    eprintln!("[{name}] SIGKILL of n2 -> its partitions owned by survivors after {took:?}");
+    assert!(took < Duration::from_secs(10), "takeover took {took:?}");
+    // Its lease was renewed at most TTL/3 before the kill, so etcd cannot drop it sooner.
+    assert!(
+        took > TTL - TTL / 3,
+        "taken after {took:?}: before the lease could have expired"
+    );
+    for (p, (owner, token)) in &before {
+        if owner == "n2" {
+            assert!(after[p].1 > *token, "p{p}: token did not grow");
+        }
+    }
+    let (mut a, mut b) = (nodes.remove(0), nodes.remove(0));
+    assert_beliefs_match(&mut etcd, name, &mut [&mut a, &mut b]);
+}
+
+#[test]
+fn a_node_stopped_longer_than_the_ttl_is_fenced_and_its_partitions_taken() {
+    let name = "sigstop";
+    if !etcd_available(name) {
+        return;
+    }
+    let (_ec, mut etcd, mut nodes) = start_three(name);
+    nodes[1].drain();
+    nodes[1].seen.clear();
+    nodes[1].signal(Signal::STOP);
+    let t = Instant::now();
+    wait_placed(&mut etcd, name, &["n1", "n3"], Duration::from_secs(12));
+    eprintln!(
+        "[{name}] n2 stopped -> its partitions owned by survivors after {:?}",
+        t.elapsed()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    nodes[1].signal(Signal::CONT);
+    let t = Instant::now();
+    let fenced = nodes[1].wait_line(|l| l.starts_with("fenced"), Duration::from_secs(3));
+    eprintln!(
+        "[{name}] SIGCONT -> n2 reported fenced after {:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        fenced.as_deref(),
+        Some("fenced owned=0"),
+        "n2 did not report fenced, or still believes it owns partitions: {:?}",
+        nodes[1].seen
+    );
+    assert!(
+        !nodes[1].seen.iter().any(|l| l.starts_with("gained")),
+        "n2 gained partitions after being stopped: {:?}",
+        nodes[1].seen
+    );
+    assert!(nodes[1].believed().is_empty());
+    let status = nodes[1].child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "the fenced node exits 3");
+}
+
+#[test]
+fn killing_the_etcd_leader_loses_no_partition_and_stalls_briefly() {
+    let name = "leaderkill";
+    if !etcd_available(name) {
+        return;
+    }
+    let (mut ec, mut etcd, mut nodes) = start_three(name);
+    let before = owners(&mut etcd, name);
+    let marks: Vec<usize> = nodes
+        .iter_mut()
+        .map(|n| {
+            n.drain();
+            n.seen.len()
+        })
+        .collect();
+    let leader = ec.leader();
+    ec.kill(leader);
+    let t = Instant::now();
+    // Short attempts, so the figure is etcd's stall rather than this client's retry step.
+    let mut e = Etcd::new(&ec.urls, Duration::from_millis(200)).unwrap();
+    let mut i = 0u32;
+    while e
+        .put(
+            b"/probe",
+            &i.to_le_bytes(),
+            Instant::now() + Duration::from_secs(1),
+        )
+        .is_err()
+    {
+        i += 1;
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no write for 10 s after the leader died"
+        );
+    }
+    eprintln!(
+        "[{name}] SIGKILL of the etcd leader -> first write after {:?}",
+        t.elapsed()
+    );
+    std::thread::sleep(TTL + Duration::from_secs(2));
+    for (n, mark) in nodes.iter_mut().zip(marks) {
+        n.drain();
+        let bad: Vec<&String> = n.seen[mark..]
+            .iter()
+            .filter(|l| l.starts_with("lost") || l.starts_with("fenced"))
+            .collect();
+        assert!(bad.is_empty(), "{} after the leader kill: {bad:?}", n.id);
+        n.send("stats");
+        let s = n
+            .wait_line(|l| l.starts_with("stats"), Duration::from_secs(3))
+            .expect("stats");
+        eprintln!("[{name}] {}: {s}", n.id);
+        assert!(s.contains("fenced=false"));
+    }
+    assert_eq!(
+        owners(&mut etcd, name),
+        before,
+        "ownership changed although no node died"
+    );
+    // Still working: a fourth node gets its share, which needs the others to hand over.
+    let mut n4 = Node::spawn(name, "n4", &ec);
+    wait_placed(
+        &mut etcd,
+        name,
+        &["n1", "n2", "n3", "n4"],
+        Duration::from_secs(15),
+    );
+    let (mut a, mut b, mut c) = (nodes.remove(0), nodes.remove(0), nodes.remove(0));
+    assert_beliefs_match(&mut etcd, name, &mut [&mut a, &mut b, &mut c, &mut n4]);
+}
+
+#[test]
+fn losing_etcd_quorum_fences_every_node_within_the_ttl() {
+    let name = "quorum";
+    if !etcd_available(name) {
+        return;
+    }
+    let (mut ec, _etcd, mut nodes) = start_three(name);
+    for i in 0..3 {
+        ec.kill(i);
+    }
+    let t = Instant::now();
+    for n in nodes.iter_mut() {
+        let f = n.wait_line(|l| l.starts_with("fenced"), TTL + Duration::from_secs(1));
+        let took = t.elapsed();
+        eprintln!("[{name}] etcd gone -> {} fenced after {took:?}", n.id);
+        assert_eq!(
+            f.as_deref(),
+            Some("fenced owned=0"),
+            "{}: {:?}",
+            n.id,
+            n.seen
+        );
+        assert!(took <= TTL, "{} fenced after {took:?}", n.id);
+    }
+}
+
+#[test]
+fn a_node_that_leaves_hands_its_partitions_over_without_waiting_for_the_ttl() {
+    let name = "leave";
+    if !etcd_available(name) {
+        return;
+    }
+    let (_ec, mut etcd, mut nodes) = start_three(name);
+    nodes[1].send("leave");
+    let t = Instant::now();
+    wait_placed(&mut etcd, name, &["n1", "n3"], Duration::from_secs(10));
+    let took = t.elapsed();
+    eprintln!("[{name}] n2 left -> its partitions owned by the others after {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "hand-over after leave took {took:?}"
+    );
+    let left = nodes[1].wait_line(|l| l.starts_with("left"), Duration::from_secs(5));
+    assert_eq!(left.as_deref(), Some("left Ok(())"));
+    assert!(nodes[1].believed().is_empty());
+    let (mut a, mut b) = (nodes.remove(0), nodes.remove(1));
+    assert_beliefs_match(&mut etcd, name, &mut [&mut a, &mut b]);
+}
