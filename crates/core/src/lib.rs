@@ -8,6 +8,7 @@
 
 mod access;
 mod acl;
+mod arbiter;
 pub mod backoff;
 mod cmd;
 mod conn;

@@ -139,33 +139,14 @@ pub(crate) fn close_open(
     if let Some(g) = create_guid {
         lock(&server.durables).forget(g, open.id);
     }
-    let mut wakes = Vec::new();
-    let (remove, last_open, path, is_dir, newly_pending) = {
-        let mut e = lock(&open.entry);
-        let lease = e
-            .opens
-            .iter()
-            .find(|s| s.owner == open.id)
-            .and_then(|s| s.caching.lease);
-        e.opens.retain(|s| s.owner != open.id);
-        if let Some(gone) = crate::oplock::after_close(&mut e, lease) {
-            server.forget_lease(gone, open.key);
-        }
-        crate::oplock::wake_waiters(&mut e, &mut wakes);
-        e.locks.release_owner(open.id);
-        let was_pending = e.delete_pending;
-        if lock(&open.state).delete_on_close {
-            e.delete_pending = true;
-        }
-        (
-            e.delete_pending && e.opens.is_empty(),
-            e.opens.is_empty(),
-            e.path.clone(),
-            e.is_dir,
-            e.delete_pending && !was_pending && !e.opens.is_empty(),
-        )
-    };
-    crate::oplock::send(server, wakes);
+    let delete_on_close = lock(&open.state).delete_on_close;
+    let crate::arbiter::Closed {
+        remove,
+        last_open,
+        path,
+        is_dir,
+        newly_pending,
+    } = crate::arbiter::close(server, open.key, &open.entry, open.id, delete_on_close);
     if newly_pending && is_dir {
         notify::dir_delete_pending(server, &open.share, &path, open.key);
     }

@@ -29,6 +29,7 @@ use ringshare_wire::{FileId, NtStatus};
 
 use crate::access::{self, DELETE, FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::acl;
+use crate::arbiter;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::durable;
 use crate::fileinfo::{self, ATTR_ARCHIVE, ATTR_READONLY, SETTABLE_ATTRIBUTES};
@@ -596,51 +597,20 @@ fn create_or_wait(
         conn_id: core.conn_id,
         session_id: req.session_id,
     };
-    durable::purge_for_open(&server, &entry, &wish);
-    let mut breaks = Vec::new();
-    let joined = {
-        let mut e = lock(&entry);
-        if e.delete_pending {
-            Err(NtStatus::DELETE_PENDING)
-        } else if oplock::before_open(&mut e, &wish, core.now.mono_ms, &mut breaks) {
-            oplock::add_waiter(&mut e, core.conn_id);
-            Ok(None)
-        } else {
-            access::check_sharing(&e.opens, granted, cr.share_access.0)
-                .and_then(|()| open_streams_allow(&server, &e, granted, truncate && !created))
-                .map(|()| {
-                    if e.opens.is_empty() {
-                        e.share = share.name.clone();
-                        e.path = path.clone();
-                        e.is_dir = is_dir;
-                    }
-                    e.opens.push(ShareEntry {
-                        owner: id,
-                        access: granted,
-                        share_access: cr.share_access.0,
-                        caching: oplock::Caching {
-                            route,
-                            file_id: (persistent_id, id),
-                            ..Default::default()
-                        },
-                    });
-                    let g = oplock::grant(
-                        &mut e,
-                        id,
-                        wish.truncate,
-                        requested,
-                        lease_req.as_ref(),
-                        lease_id,
-                        route,
-                    );
-                    if let (Some(lid), oplock::LEVEL_LEASE) = (lease_id, g.level) {
-                        server.set_lease_file(lid, key);
-                    }
-                    Some(g)
-                })
-        }
+    let open_ask = arbiter::OpenAsk {
+        owner: id,
+        persistent_id,
+        route,
+        wish: &wish,
+        requested,
+        lease_req: lease_req.as_ref(),
+        share: &share.name,
+        path: &path,
+        is_dir,
+        conn_id: core.conn_id,
+        now_ms: core.now.mono_ms,
     };
-    oplock::send(&server, breaks);
+    let joined = arbiter::admit(&server, key, &entry, &open_ask);
     let grant = match joined {
         Ok(Some(g)) => g,
         Ok(None) => {
@@ -676,13 +646,7 @@ fn create_or_wait(
         b.streams.push((id, key));
     }
     let leave = |s: NtStatus| {
-        {
-            let mut e = lock(&entry);
-            e.opens.retain(|o| o.owner != id);
-            if let Some(gone) = oplock::after_close(&mut e, lease_id) {
-                server.forget_lease(gone, key);
-            }
-        }
+        arbiter::withdraw(&server, key, &entry, id, lease_id);
         server.drop_file_entry_if_unused(key);
         if let Some(fe) = &file_entry {
             {
@@ -1036,33 +1000,6 @@ fn open_fork(
         name: crate::fruit::AFPRESOURCE_STREAM.to_string(),
         created: !exists,
     })
-}
-
-/// Whether the named streams of a file open now let one more open of the
-/// file have `access`: a DELETE open needs every stream open to share
-/// delete ([MS-FSA] 2.1.5.1.2: the streams go with the file), and an
-/// overwrite, which removes the streams, none open.
-fn open_streams_allow(
-    server: &ServerState,
-    e: &crate::server::FileEntry,
-    access: u32,
-    overwrite: bool,
-) -> Result<(), NtStatus> {
-    if e.streams.is_empty() {
-        return Ok(());
-    }
-    if overwrite {
-        return Err(NtStatus::SHARING_VIOLATION);
-    }
-    if access & DELETE == 0 {
-        return Ok(());
-    }
-    for (_, key) in &e.streams {
-        if let Some(se) = server.existing_file_entry(*key) {
-            access::check_sharing(&lock(&se).opens, DELETE, 7)?;
-        }
-    }
-    Ok(())
 }
 
 /// The RqLs response context: the lease's key, its state now, and for

@@ -1,0 +1,199 @@
+//! The per-file arbitration seam (issue 18, docs/research/2026-11-26-cluster-seam.md):
+//! the decisions a file's share-mode entry makes for an open — may it
+//! happen, what caching it gets, what breaks first, what its close frees —
+//! taken here, in one place, instead of by each command.
+//!
+//! Single node: these run on the file's [`FileEntry`] in this process, as
+//! they always did. A cluster build will route the same calls for a file
+//! homed on another node to that node; commands will not change.
+
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::RelPath;
+use ringshare_wire::NtStatus;
+
+use crate::access::{self, DELETE};
+use crate::oplock::{self, Grant, LeaseId, Route, Wish};
+use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
+
+/// What a new open asks of its file.
+pub(crate) struct OpenAsk<'a> {
+    /// The open's id (lock and share-mode owner) and persistent id.
+    pub owner: u64,
+    pub persistent_id: u64,
+    /// Where its breaks go.
+    pub route: Route,
+    pub wish: &'a Wish,
+    /// The oplock level asked for, and the lease asked for with its id.
+    pub requested: u8,
+    pub lease_req: Option<&'a ringshare_wire::create::Lease>,
+    /// Where the file is, recorded by the first open of it.
+    pub share: &'a str,
+    pub path: &'a RelPath,
+    pub is_dir: bool,
+    /// The connection that waits when the open must wait for breaks.
+    pub conn_id: u64,
+    pub now_ms: u64,
+}
+
+/// Admit an open of `key` (whose entry is `entry`): `Ok(Some(grant))` when
+/// it joined the file's opens with that caching; `Ok(None)` when it must
+/// wait for breaks (sent; the connection is woken to try again);
+/// `Err(status)` when the file refuses it (DELETE_PENDING, a sharing
+/// violation, streams open that do not share delete).
+pub(crate) fn admit(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Result<Option<Grant>, NtStatus> {
+    let wish = ask.wish;
+    crate::durable::purge_for_open(server, entry, wish);
+    let mut breaks = Vec::new();
+    let joined = {
+        let mut e = lock(entry);
+        if e.delete_pending {
+            Err(NtStatus::DELETE_PENDING)
+        } else if oplock::before_open(&mut e, wish, ask.now_ms, &mut breaks) {
+            oplock::add_waiter(&mut e, ask.conn_id);
+            Ok(None)
+        } else {
+            access::check_sharing(&e.opens, wish.access, wish.share_access)
+                .and_then(|()| open_streams_allow(server, &e, wish.access, wish.truncate))
+                .map(|()| {
+                    if e.opens.is_empty() {
+                        e.share = ask.share.to_string();
+                        e.path = ask.path.clone();
+                        e.is_dir = ask.is_dir;
+                    }
+                    e.opens.push(ShareEntry {
+                        owner: ask.owner,
+                        access: wish.access,
+                        share_access: wish.share_access,
+                        caching: oplock::Caching {
+                            route: ask.route,
+                            file_id: (ask.persistent_id, ask.owner),
+                            ..Default::default()
+                        },
+                    });
+                    let g = oplock::grant(
+                        &mut e,
+                        ask.owner,
+                        wish.truncate,
+                        ask.requested,
+                        ask.lease_req,
+                        wish.lease,
+                        ask.route,
+                    );
+                    if let (Some(lid), oplock::LEVEL_LEASE) = (wish.lease, g.level) {
+                        server.set_lease_file(lid, key);
+                    }
+                    Some(g)
+                })
+        }
+    };
+    oplock::send(server, breaks);
+    joined
+}
+
+/// An admitted open leaves before it was ever used (its CREATE failed
+/// after [`admit`]): its share-mode entry and lease go, and opens waiting
+/// on the file try again.
+pub(crate) fn withdraw(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    lease: Option<LeaseId>,
+) {
+    let mut wakes = Vec::new();
+    {
+        let mut e = lock(entry);
+        e.opens.retain(|o| o.owner != owner);
+        if let Some(gone) = oplock::after_close(&mut e, lease) {
+            server.forget_lease(gone, key);
+        }
+        oplock::wake_waiters(&mut e, &mut wakes);
+    }
+    oplock::send(server, wakes);
+}
+
+/// What a close leaves behind in its file's entry.
+pub(crate) struct Closed {
+    /// The file's delete is pending and this was its last open: remove it.
+    pub remove: bool,
+    /// No open of the file is left.
+    pub last_open: bool,
+    /// Where the file is now, and whether it is a directory.
+    pub path: RelPath,
+    pub is_dir: bool,
+    /// This close set delete-on-close and others still hold the file.
+    pub newly_pending: bool,
+}
+
+/// Open `owner` of `key` closes (`delete_on_close`: it had asked for
+/// that): its share-mode entry, lease and byte-range locks go, opens waiting
+/// on the file try again.
+pub(crate) fn close(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    delete_on_close: bool,
+) -> Closed {
+    let mut wakes = Vec::new();
+    let closed = {
+        let mut e = lock(entry);
+        let lease = e
+            .opens
+            .iter()
+            .find(|s| s.owner == owner)
+            .and_then(|s| s.caching.lease);
+        e.opens.retain(|s| s.owner != owner);
+        if let Some(gone) = oplock::after_close(&mut e, lease) {
+            server.forget_lease(gone, key);
+        }
+        oplock::wake_waiters(&mut e, &mut wakes);
+        e.locks.release_owner(owner);
+        let was_pending = e.delete_pending;
+        if delete_on_close {
+            e.delete_pending = true;
+        }
+        Closed {
+            remove: e.delete_pending && e.opens.is_empty(),
+            last_open: e.opens.is_empty(),
+            path: e.path.clone(),
+            is_dir: e.is_dir,
+            newly_pending: e.delete_pending && !was_pending && !e.opens.is_empty(),
+        }
+    };
+    oplock::send(server, wakes);
+    closed
+}
+
+/// Whether the named streams of a file open now let one more open of the
+/// file have `access`: a DELETE open needs every stream open to share
+/// delete ([MS-FSA] 2.1.5.1.2: the streams go with the file), and an
+/// overwrite, which removes the streams, none open.
+fn open_streams_allow(
+    server: &ServerState,
+    e: &FileEntry,
+    access: u32,
+    overwrite: bool,
+) -> Result<(), NtStatus> {
+    if e.streams.is_empty() {
+        return Ok(());
+    }
+    if overwrite {
+        return Err(NtStatus::SHARING_VIOLATION);
+    }
+    if access & DELETE == 0 {
+        return Ok(());
+    }
+    for (_, key) in &e.streams {
+        if let Some(se) = server.existing_file_entry(*key) {
+            access::check_sharing(&lock(&se).opens, DELETE, 7)?;
+        }
+    }
+    Ok(())
+}
