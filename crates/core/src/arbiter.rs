@@ -13,6 +13,7 @@ use ringshare_vfs::RelPath;
 use ringshare_wire::NtStatus;
 
 use crate::access::{self, DELETE};
+use crate::locks::ByteRangeLock;
 use crate::oplock::{self, Grant, LeaseId, Route, Wish};
 use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
 
@@ -169,6 +170,84 @@ pub(crate) fn close(
     };
     oplock::send(server, wakes);
     closed
+}
+
+/// One range a LOCK asks for: the lock, or the status its range earns
+/// (INVALID_LOCK_RANGE), and whether it may wait for the range.
+pub(crate) struct LockAsk {
+    pub lock: Result<ByteRangeLock, NtStatus>,
+    pub fail_immediately: bool,
+}
+
+/// What a LOCK gets.
+pub(crate) enum Locked {
+    /// Every range is held.
+    Granted,
+    /// The (single) range is held by another: try again later.
+    Wait(ByteRangeLock),
+    /// Nothing was taken.
+    Refused(NtStatus),
+}
+
+/// Open `owner` locks these ranges of its file, all or none: a lock first
+/// breaks other opens' read caching. At most `max` locks per open.
+pub(crate) fn lock_ranges(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    asks: &[LockAsk],
+    max: usize,
+    now_ms: u64,
+) -> Locked {
+    let mut e = lock(entry);
+    if e.locks.count_owned_by(owner) + asks.len() > max {
+        return Locked::Refused(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    let mut breaks = Vec::new();
+    oplock::on_change(&mut e, owner, now_ms, &mut breaks);
+    oplock::send(server, breaks);
+    let mut taken: Vec<ByteRangeLock> = Vec::new();
+    for a in asks {
+        let failure = match a.lock {
+            Err(status) => status,
+            Ok(l) if e.locks.try_lock(l) => {
+                taken.push(l);
+                continue;
+            }
+            // Only a single-range request may wait for its range.
+            Ok(l) if !a.fail_immediately => return Locked::Wait(l),
+            Ok(_) => NtStatus::LOCK_NOT_GRANTED,
+        };
+        for t in taken.iter().rev() {
+            e.locks.unlock(t.offset, t.length, owner);
+        }
+        return Locked::Refused(failure);
+    }
+    Locked::Granted
+}
+
+/// A waiting lock tries its range again: true when it is now held.
+pub(crate) fn retry_lock(entry: &Mutex<FileEntry>, l: ByteRangeLock) -> bool {
+    lock(entry).locks.try_lock(l)
+}
+
+/// Open `owner` unlocks these (offset, length) ranges, in order; the first
+/// that is refused (a bad element: its status) or that it does not hold
+/// (RANGE_NOT_LOCKED) ends the request, and those before it stay unlocked
+/// ([MS-SMB2] 3.3.5.14.1 processes the elements in order).
+pub(crate) fn unlock_ranges(
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    ranges: impl Iterator<Item = Result<(u64, u64), NtStatus>>,
+) -> Result<(), NtStatus> {
+    let mut e = lock(entry);
+    for range in ranges {
+        let (offset, length) = range?;
+        if !e.locks.unlock(offset, length, owner) {
+            return Err(NtStatus::RANGE_NOT_LOCKED);
+        }
+    }
+    Ok(())
 }
 
 /// Whether the named streams of a file open now let one more open of the

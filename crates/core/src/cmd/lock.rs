@@ -18,9 +18,10 @@
 //!   fills it when it succeeds (Samba's order).
 
 use ringshare_wire::consts::LockFlags;
-use ringshare_wire::lock::{LockElement, LockRequest, LockResponse};
+use ringshare_wire::lock::{LockRequest, LockResponse};
 use ringshare_wire::NtStatus;
 
+use crate::arbiter;
 use crate::cmd::AsyncWork;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::limits;
@@ -99,16 +100,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     }
     let first = lr.locks[0];
     if first.flags.bits() & UNLOCK != 0 {
-        let mut e = lock(&open.entry);
-        for el in &lr.locks {
-            if el.flags.bits() != UNLOCK {
-                return Err(NtStatus::INVALID_PARAMETER);
+        let ranges = lr.locks.iter().map(|el| {
+            if el.flags.bits() == UNLOCK {
+                Ok((el.offset, el.length))
+            } else {
+                Err(NtStatus::INVALID_PARAMETER)
             }
-            if !e.locks.unlock(el.offset, el.length, owner) {
-                return Err(NtStatus::RANGE_NOT_LOCKED);
-            }
-        }
-        drop(e);
+        });
+        arbiter::unlock_ranges(&open.entry, owner, ranges)?;
         record(&open, sequence);
         return Ok(Handled::Reply(Reply::ok(ok_body())));
     }
@@ -122,50 +121,42 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             return Err(NtStatus::INVALID_PARAMETER);
         }
     }
-    let mut e = lock(&open.entry);
-    if e.locks.count_owned_by(owner) + lr.locks.len() > limits::LOCKS_PER_OPEN_MAX {
-        return Err(NtStatus::INSUFFICIENT_RESOURCES);
-    }
-    // A byte-range lock breaks the read caching of other opens.
-    let mut breaks = Vec::new();
-    crate::oplock::on_change(&mut e, owner, core.now.mono_ms, &mut breaks);
-    crate::oplock::send(&core.server, breaks);
-    let mut taken: Vec<LockElement> = Vec::new();
-    for el in &lr.locks {
-        let failure = if locks::check_range(el.offset, el.length).is_err() {
-            Some(NtStatus::INVALID_LOCK_RANGE)
-        } else {
-            let l = ByteRangeLock {
-                offset: el.offset,
-                length: el.length,
-                exclusive: el.flags.bits() & EXCLUSIVE != 0,
-                owner,
-            };
-            if e.locks.try_lock(l) {
-                taken.push(*el);
-                None
-            } else if el.flags.bits() & FAIL_IMMEDIATELY == 0 {
-                // Only a single-element request can get here: wait for the range.
-                return Ok(Handled::Async(AsyncWork::Lock(PendingLock {
-                    retry_at_ms,
-                    open_id: owner,
-                    lock: l,
-                    sequence,
-                })));
-            } else {
-                Some(NtStatus::LOCK_NOT_GRANTED)
-            }
-        };
-        if let Some(status) = failure {
-            for t in taken.iter().rev() {
-                e.locks.unlock(t.offset, t.length, owner);
-            }
-            return Err(status);
+    let asks: Vec<arbiter::LockAsk> = lr
+        .locks
+        .iter()
+        .map(|el| arbiter::LockAsk {
+            lock: locks::check_range(el.offset, el.length)
+                .map(|()| ByteRangeLock {
+                    offset: el.offset,
+                    length: el.length,
+                    exclusive: el.flags.bits() & EXCLUSIVE != 0,
+                    owner,
+                })
+                .map_err(|_| NtStatus::INVALID_LOCK_RANGE),
+            fail_immediately: el.flags.bits() & FAIL_IMMEDIATELY != 0,
+        })
+        .collect();
+    let max = limits::LOCKS_PER_OPEN_MAX;
+    match arbiter::lock_ranges(
+        &core.server,
+        &open.entry,
+        owner,
+        &asks,
+        max,
+        core.now.mono_ms,
+    ) {
+        arbiter::Locked::Granted => {
+            record(&open, sequence);
+            Ok(Handled::Reply(Reply::ok(ok_body())))
         }
+        arbiter::Locked::Wait(l) => Ok(Handled::Async(AsyncWork::Lock(PendingLock {
+            retry_at_ms,
+            open_id: owner,
+            lock: l,
+            sequence,
+        }))),
+        arbiter::Locked::Refused(status) => Err(status),
     }
-    drop(e);
-    record(&open, sequence);
-    Ok(Handled::Reply(Reply::ok(ok_body())))
 }
 
 pub(crate) fn poll(
@@ -176,7 +167,7 @@ pub(crate) fn poll(
     let Some(open) = opens::by_id(core, session_id, p.open_id) else {
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
-    if lock(&open.entry).locks.try_lock(p.lock) {
+    if arbiter::retry_lock(&open.entry, p.lock) {
         record(&open, p.sequence);
         return Some(Ok(Reply::ok(ok_body())));
     }
