@@ -180,85 +180,30 @@ impl Reloader {
     }
 }
 
-/// The `[global]` options that differ, other than those a reload applies.
-fn changed_globals(old: &Global, new: &Global) -> Vec<&'static str> {
-    let mut v = Vec::new();
-    macro_rules! cmp {
-        ($($field:ident => $name:literal),* $(,)?) => {
-            $( if old.$field != new.$field { v.push($name); } )*
-        };
-    }
-    cmp!(
-        server_min_protocol => "server min protocol",
-        server_max_protocol => "server max protocol",
-        server_signing => "server signing",
-        interfaces => "interfaces",
-        bind_interfaces_only => "bind interfaces only",
-        max_connections => "max connections",
-        deadtime_minutes => "deadtime",
-        handshake_timeout_secs => "handshake timeout",
-        durable_handle_timeout_secs => "durable handle timeout",
-        smb_passwd_file => "smb passwd file",
-        netbios_name => "netbios name",
-        workgroup => "workgroup",
-        server_string => "server string",
-        listen => "listen",
-        map_to_guest => "map to guest",
-        smb_encrypt => "server smb encrypt",
-        guest_account => "guest account",
-        use_sendfile => "use sendfile",
-        pin_cpus => "pin cpus",
-        multishot_receive => "multishot receive",
-        kernel_change_notify => "kernel change notify",
-        multicast_dns_register => "multicast dns register",
-        zerocopy_send => "zerocopy send",
-        send_timeout_secs => "send timeout",
-        multi_channel => "server multi channel support",
-        disable_lock_sequence_checking => "smb2 disable lock sequence checking",
-        smb2_max_read => "smb2 max read",
-        smb2_max_write => "smb2 max write",
-        smb2_max_trans => "smb2 max trans",
-        control_socket => "control socket",
-        control_group => "control group",
-        metrics_listen => "metrics listen",
-    );
-    // A field added to Global must be named above (or applied by reload):
-    // this destructuring stops compiling until it is.
-    let Global {
-        server_min_protocol: _,
-        server_max_protocol: _,
-        server_signing: _,
-        interfaces: _,
-        bind_interfaces_only: _,
-        max_connections: _,
-        deadtime_minutes: _,
-        handshake_timeout_secs: _,
-        durable_handle_timeout_secs: _,
-        log_level: _,
-        smb_passwd_file: _,
-        listen: _,
-        netbios_name: _,
-        workgroup: _,
-        server_string: _,
-        map_to_guest: _,
-        smb_encrypt: _,
-        guest_account: _,
-        use_sendfile: _,
-        pin_cpus: _,
-        multishot_receive: _,
-        kernel_change_notify: _,
-        multicast_dns_register: _,
-        zerocopy_send: _,
-        send_timeout_secs: _,
-        multi_channel: _,
-        disable_lock_sequence_checking: _,
-        smb2_max_read: _,
-        smb2_max_write: _,
-        smb2_max_trans: _,
-        control_socket: _,
-        control_group: _,
-        metrics_listen: _,
-        failed_logon_backoff: _,
-    } = new;
-    v
+/// `[global]` options a reload applies at once; the others need a restart.
+const APPLIED_GLOBALS: [&str; 2] = ["log level", "failed logon backoff"];
+
+/// The `[global]` options whose effective values differ, other than those a
+/// reload applies: named and compared as `testparm` prints them (one table
+/// of every global option, [`crate::testparm::render_global`]).
+fn changed_globals(old: &Global, new: &Global) -> Vec<String> {
+    let options = |g: &Global| {
+        let mut s = String::new();
+        crate::testparm::render_global(&mut s, g);
+        s.lines()
+            .filter_map(|l| {
+                let (key, value) = l.trim_start().trim_start_matches("# ").split_once(" = ")?;
+                Some((key.to_string(), value.to_string()))
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = options(old);
+    options(new)
+        .into_iter()
+        .filter(|(key, value)| {
+            !APPLIED_GLOBALS.contains(&key.as_str())
+                && !before.iter().any(|(k, v)| k == key && v == value)
+        })
+        .map(|(key, _)| key)
+        .collect()
 }

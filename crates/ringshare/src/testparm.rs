@@ -22,7 +22,8 @@ use ringshare_core::fruit::{Fruit, Metadata, Resource};
 use ringshare_core::{InheritOwner, ShareRules};
 
 use crate::config::{
-    self, Config, ConfigError, EncryptPolicy, MapToGuest, ShareConfig, SigningPolicy, ZerocopySend,
+    self, Config, ConfigError, EncryptPolicy, Global, MapToGuest, ShareConfig, SigningPolicy,
+    ZerocopySend,
 };
 
 /// The files `testparm` reads when none is given, in order: ringshare's own, then Samba's.
@@ -140,7 +141,7 @@ fn plural(n: usize) -> &'static str {
 /// supports, then each share, then `[homes]`. Loading it gives the same settings.
 pub fn render(cfg: &Config) -> String {
     let mut s = String::new();
-    render_global(&mut s, cfg);
+    render_global(&mut s, &cfg.global);
     for share in &cfg.shares {
         s.push('\n');
         render_share(&mut s, share, cfg.global.smb_encrypt);
@@ -199,77 +200,112 @@ fn encrypt(p: EncryptPolicy) -> &'static str {
     }
 }
 
-fn render_global(s: &mut String, cfg: &Config) {
-    let g = &cfg.global;
+/// Every `[global]` option with its effective value, one `\tkey = value`
+/// line each (what `testparm` prints; what a reload compares to name the
+/// options that need a restart).
+pub(crate) fn render_global(s: &mut String, g: &Global) {
+    // Each field of Global is printed: a field added to it stops this
+    // destructuring from compiling until it is.
+    let Global {
+        server_min_protocol,
+        server_max_protocol,
+        server_signing,
+        interfaces,
+        bind_interfaces_only,
+        max_connections,
+        deadtime_minutes,
+        handshake_timeout_secs,
+        durable_handle_timeout_secs,
+        log_level,
+        smb_passwd_file,
+        listen,
+        netbios_name,
+        workgroup,
+        server_string,
+        map_to_guest,
+        smb_encrypt,
+        guest_account,
+        use_sendfile,
+        pin_cpus,
+        multishot_receive,
+        kernel_change_notify,
+        multicast_dns_register,
+        zerocopy_send,
+        send_timeout_secs,
+        multi_channel,
+        disable_lock_sequence_checking,
+        smb2_max_read,
+        smb2_max_write,
+        smb2_max_trans,
+        control_socket,
+        control_group,
+        metrics_listen,
+        failed_logon_backoff,
+    } = g;
     s.push_str("[global]\n");
     opt(s, "server role", "standalone server");
     opt(s, "security", "user");
-    opt(s, "netbios name", &g.netbios_name);
-    opt(s, "workgroup", &g.workgroup);
-    opt(s, "server string", &g.server_string);
-    let listen: Vec<String> = g.listen.iter().map(|a| a.to_string()).collect();
+    opt(s, "netbios name", netbios_name);
+    opt(s, "workgroup", workgroup);
+    opt(s, "server string", server_string);
+    let listen: Vec<String> = listen.iter().map(|a| a.to_string()).collect();
     opt(s, "listen", listen.join(", "));
-    opt(s, "interfaces", list(&g.interfaces));
-    opt(s, "bind interfaces only", yes_no(g.bind_interfaces_only));
-    opt(s, "server min protocol", g.server_min_protocol);
-    opt(s, "server max protocol", g.server_max_protocol);
-    opt(s, "server signing", signing(g.server_signing));
-    opt(s, "server smb encrypt", encrypt(g.smb_encrypt));
-    opt(s, "server multi channel support", yes_no(g.multi_channel));
-    let guest = match g.map_to_guest {
+    opt(s, "interfaces", list(interfaces));
+    opt(s, "bind interfaces only", yes_no(*bind_interfaces_only));
+    opt(s, "server min protocol", server_min_protocol);
+    opt(s, "server max protocol", server_max_protocol);
+    opt(s, "server signing", signing(*server_signing));
+    opt(s, "server smb encrypt", encrypt(*smb_encrypt));
+    opt(s, "server multi channel support", yes_no(*multi_channel));
+    let guest = match map_to_guest {
         MapToGuest::Never => "never",
         MapToGuest::BadUser => "bad user",
     };
     opt(s, "map to guest", guest);
-    opt(s, "guest account", &g.guest_account);
-    opt(s, "smb passwd file", g.smb_passwd_file.display());
-    let control = g
-        .control_socket
+    opt(s, "guest account", guest_account);
+    opt(s, "smb passwd file", smb_passwd_file.display());
+    let control = control_socket
         .as_ref()
         .map_or_else(|| "no".to_string(), |p| p.display().to_string());
     opt(s, "control socket", control);
-    match g.metrics_listen {
+    match metrics_listen {
         Some(a) => opt(s, "metrics listen", a),
         None => opt(s, "metrics listen", "no"),
     }
-    if let Some(group) = &g.control_group {
+    if let Some(group) = control_group {
         opt(s, "control group", group);
     } else {
         s.push_str("\t# control group = (none: root and the server's account only)\n");
     }
-    opt(s, "max connections", g.max_connections);
-    opt(s, "deadtime", g.deadtime_minutes);
-    opt(s, "handshake timeout", g.handshake_timeout_secs);
-    match g.failed_logon_backoff {
+    opt(s, "max connections", max_connections);
+    opt(s, "deadtime", deadtime_minutes);
+    opt(s, "handshake timeout", handshake_timeout_secs);
+    match failed_logon_backoff {
         0 => opt(s, "failed logon backoff", "no"),
         n => opt(s, "failed logon backoff", n),
     }
-    opt(s, "send timeout", g.send_timeout_secs);
-    opt(s, "durable handle timeout", g.durable_handle_timeout_secs);
-    opt(s, "smb2 max read", g.smb2_max_read);
-    opt(s, "smb2 max write", g.smb2_max_write);
-    opt(s, "smb2 max trans", g.smb2_max_trans);
+    opt(s, "send timeout", send_timeout_secs);
+    opt(s, "durable handle timeout", durable_handle_timeout_secs);
+    opt(s, "smb2 max read", smb2_max_read);
+    opt(s, "smb2 max write", smb2_max_write);
+    opt(s, "smb2 max trans", smb2_max_trans);
     opt(
         s,
         "smb2 disable lock sequence checking",
-        yes_no(g.disable_lock_sequence_checking),
+        yes_no(*disable_lock_sequence_checking),
     );
-    opt(s, "use sendfile", yes_no(g.use_sendfile));
-    let zc = match g.zerocopy_send {
+    opt(s, "use sendfile", yes_no(*use_sendfile));
+    let zc = match zerocopy_send {
         ZerocopySend::No => "no",
         ZerocopySend::Auto => "auto",
         ZerocopySend::Yes => "yes",
     };
     opt(s, "zerocopy send", zc);
-    opt(s, "multishot receive", yes_no(g.multishot_receive));
-    opt(s, "pin cpus", yes_no(g.pin_cpus));
-    opt(s, "kernel change notify", yes_no(g.kernel_change_notify));
-    opt(
-        s,
-        "multicast dns register",
-        yes_no(g.multicast_dns_register),
-    );
-    opt(s, "log level", g.log_level);
+    opt(s, "multishot receive", yes_no(*multishot_receive));
+    opt(s, "pin cpus", yes_no(*pin_cpus));
+    opt(s, "kernel change notify", yes_no(*kernel_change_notify));
+    opt(s, "multicast dns register", yes_no(*multicast_dns_register));
+    opt(s, "log level", log_level);
 }
 
 fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPolicy) {

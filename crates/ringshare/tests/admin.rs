@@ -514,3 +514,31 @@ fn a_reload_lets_a_new_user_log_on_and_refuses_a_removed_one() {
         .run("ls")
         .expect_ok("the other user still logs on");
 }
+
+#[test]
+fn a_reload_names_the_global_options_that_need_a_restart() {
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let conf = server.conf();
+    let original = std::fs::read_to_string(&conf).unwrap();
+    assert!(original.contains("server signing = auto") && original.contains("log level = 2"));
+    std::fs::write(
+        &conf,
+        original
+            .replace("server signing = auto", "server signing = mandatory")
+            .replace("log level = 2", "log level = 1"),
+    )
+    .unwrap();
+    let summary = reload_ok(&server);
+    let restart = summary
+        .lines()
+        .find(|l| l.starts_with("changed, and applied at the next restart only:"))
+        .unwrap_or_else(|| panic!("no restart line: {summary}"));
+    // The log level is applied at once, so it is not among them.
+    assert_eq!(
+        restart, "changed, and applied at the next restart only: server signing",
+        "{summary}"
+    );
+    assert!(summary.contains("log level: 1"), "{summary}");
+    // Nothing changed: nothing to name.
+    assert!(!reload_ok(&server).contains("next restart"));
+}
