@@ -78,7 +78,8 @@ fn creds_of_uid(uid: u32, gid: u32) -> Arc<Creds> {
     creds::intern(Creds::new(uid, gid, groups))
 }
 
-fn groups_of(name: &str, gid: u32) -> Option<Vec<u32>> {
+/// The groups of account `name` whose primary group is `gid` (NSS).
+pub(crate) fn groups_of(name: &str, gid: u32) -> Option<Vec<u32>> {
     let c = CString::new(name).ok()?;
     nix::unistd::getgrouplist(&c, Gid::from_raw(gid))
         .ok()

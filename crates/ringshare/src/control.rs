@@ -127,12 +127,7 @@ fn member_of(uid: u32, gid: u32) -> bool {
     let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) else {
         return false;
     };
-    let Ok(name) = std::ffi::CString::new(user.name) else {
-        return false;
-    };
-    nix::unistd::getgrouplist(&name, user.gid)
-        .map(|gs| gs.iter().any(|g| g.as_raw() == gid))
-        .unwrap_or(false)
+    crate::accounts::groups_of(&user.name, user.gid.as_raw()).is_some_and(|gs| gs.contains(&gid))
 }
 
 fn serve_one(mut conn: UnixStream, gid: Option<u32>, handler: &Handler) {

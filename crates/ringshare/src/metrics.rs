@@ -87,29 +87,9 @@ fn serve_one(mut conn: TcpStream, source: &Source) {
 
 /// A command's name as [MS-SMB2] writes it.
 fn command_name(c: u16) -> String {
-    let name = match Command(c) {
-        Command::NEGOTIATE => "NEGOTIATE",
-        Command::SESSION_SETUP => "SESSION_SETUP",
-        Command::LOGOFF => "LOGOFF",
-        Command::TREE_CONNECT => "TREE_CONNECT",
-        Command::TREE_DISCONNECT => "TREE_DISCONNECT",
-        Command::CREATE => "CREATE",
-        Command::CLOSE => "CLOSE",
-        Command::FLUSH => "FLUSH",
-        Command::READ => "READ",
-        Command::WRITE => "WRITE",
-        Command::LOCK => "LOCK",
-        Command::IOCTL => "IOCTL",
-        Command::CANCEL => "CANCEL",
-        Command::ECHO => "ECHO",
-        Command::QUERY_DIRECTORY => "QUERY_DIRECTORY",
-        Command::CHANGE_NOTIFY => "CHANGE_NOTIFY",
-        Command::QUERY_INFO => "QUERY_INFO",
-        Command::SET_INFO => "SET_INFO",
-        Command::OPLOCK_BREAK => "OPLOCK_BREAK",
-        _ => return format!("{c:#06x}"),
-    };
-    name.to_string()
+    Command(c)
+        .name()
+        .map_or_else(|| format!("{c:#06x}"), str::to_string)
 }
 
 /// Prometheus's way of writing a float.

@@ -5,28 +5,26 @@
 use std::fmt::Write as _;
 
 use ringshare_core::status::{OpenStatus, Status};
+use ringshare_wire::consts::Dialect;
+use ringshare_wire::fscc::FileTime;
 use serde_json::{json, Value};
 
-/// A dialect as people write it (`3.1.1`).
+/// A dialect as people write it (`3.1.1`); `-` before NEGOTIATE.
 fn dialect(d: u16) -> String {
-    match d {
-        0 => "-".to_string(),
-        0x0202 => "2.0.2".to_string(),
-        0x0210 => "2.1".to_string(),
-        0x0300 => "3.0".to_string(),
-        0x0302 => "3.0.2".to_string(),
-        0x0311 => "3.1.1".to_string(),
-        other => format!("{other:#06x}"),
+    match Dialect(d).version() {
+        Some(v) => v.to_string(),
+        None if d == 0 => "-".to_string(),
+        None => format!("{d:#06x}"),
     }
 }
 
 /// A FILETIME as UTC `YYYY-MM-DD HH:MM:SS`.
 fn time(filetime: u64) -> String {
-    const UNIX_EPOCH_FT: u64 = 116_444_736_000_000_000;
-    if filetime < UNIX_EPOCH_FT {
+    let nanos = FileTime(filetime).to_unix_nanos();
+    if nanos < 0 {
         return "-".to_string();
     }
-    let secs = (filetime - UNIX_EPOCH_FT) / 10_000_000;
+    let secs = (nanos / 1_000_000_000) as u64;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
     let z = days as i64 + 719_468;

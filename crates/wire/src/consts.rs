@@ -192,6 +192,19 @@ wire_enum! {
 }
 
 impl Dialect {
+    /// The dialect as people write it (`3.1.1`); `None` for the wildcard
+    /// and values this crate does not know.
+    pub fn version(self) -> Option<&'static str> {
+        Some(match self {
+            Dialect::SMB2_0_2 => "2.0.2",
+            Dialect::SMB2_1 => "2.1",
+            Dialect::SMB3_0 => "3.0",
+            Dialect::SMB3_0_2 => "3.0.2",
+            Dialect::SMB3_1_1 => "3.1.1",
+            _ => return None,
+        })
+    }
+
     /// The SMB 3.x family (signing with AES-CMAC or better, encryption possible).
     pub fn is_smb3(self) -> bool {
         self.0 >= 0x0300 && self != Dialect::WILDCARD

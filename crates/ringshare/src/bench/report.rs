@@ -115,14 +115,7 @@ pub struct Summary<'a> {
 }
 
 fn dialect_name(d: Dialect) -> &'static str {
-    match d {
-        Dialect::SMB2_0_2 => "2.0.2",
-        Dialect::SMB2_1 => "2.1",
-        Dialect::SMB3_0 => "3.0",
-        Dialect::SMB3_0_2 => "3.0.2",
-        Dialect::SMB3_1_1 => "3.1.1",
-        _ => "?",
-    }
+    d.version().unwrap_or("?")
 }
 
 fn ms(ns: u64) -> String {
