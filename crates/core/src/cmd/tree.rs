@@ -184,18 +184,24 @@ pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::
                 share.read_only,
             ),
         };
-        match ident {
-            Ok(ident) => {
-                tree.who = ident.who;
-                tree.admin = ident.admin;
-                tree.read_only = ident.read_only;
-                tree.refused = false;
-            }
-            Err(_) => {
-                tracing::info!(user = %user, "after re-authentication a tree's share does not admit the new user: its requests are refused");
-                tree.refused = true;
-            }
+        if ident.is_err() {
+            tracing::info!(user = %user, "after re-authentication a tree's share does not admit the new user: its requests are refused");
         }
+        take_identity(tree, ident.ok());
+    }
+}
+
+/// The tree acts as `ident` from now on; without one (its share does not
+/// admit the user) every request on it but TREE_DISCONNECT is refused.
+fn take_identity(tree: &mut Tree, ident: Option<TreeIdentity>) {
+    match ident {
+        Some(ident) => {
+            tree.who = ident.who;
+            tree.admin = ident.admin;
+            tree.read_only = ident.read_only;
+            tree.refused = false;
+        }
+        None => tree.refused = true,
     }
 }
 
@@ -280,18 +286,11 @@ pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<
                 let Some(tree) = session.trees.get_mut(&id) else {
                     continue;
                 };
-                match ident {
-                    Ok(ident) if admitted => {
-                        tree.who = ident.who;
-                        tree.admin = ident.admin;
-                        tree.read_only = ident.read_only;
-                        tree.refused = false;
-                    }
-                    _ => {
-                        tracing::info!(share = %name, user = %user, "after a reload the share does not admit this user: the tree's requests are refused");
-                        tree.refused = true;
-                    }
+                let ident = ident.ok().filter(|_| admitted);
+                if ident.is_none() {
+                    tracing::info!(share = %name, user = %user, "after a reload the share does not admit this user: the tree's requests are refused");
                 }
+                take_identity(tree, ident);
                 tree.encrypt_required = made.encrypt == EncryptPolicy::Required;
                 tree.kind = TreeKind::Disk(made);
                 tree.source = Some(src);
