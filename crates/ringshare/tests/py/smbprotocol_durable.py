@@ -25,13 +25,7 @@ import time
 import uuid
 
 from smbprotocol.connection import Connection
-from smbprotocol.create_contexts import (
-    CreateContextName,
-    SMB2CreateContextRequest,
-    SMB2CreateDurableHandleReconnectV2,
-    SMB2CreateDurableHandleRequestV2,
-    SMB2CreateRequestLeaseV2,
-)
+from create_ctx import dh2c_ctx, dh2q_ctx, lease_ctx
 from smbprotocol.exceptions import SMBException, SMBResponseException
 from smbprotocol.header import NtStatus
 from smbprotocol.open import (
@@ -74,36 +68,6 @@ class Client:
             self.conn.disconnect(close=False)
         except Exception:  # noqa: BLE001 - the socket may be gone already
             pass
-
-
-def ctx(name, data):
-    c = SMB2CreateContextRequest()
-    c["buffer_name"] = name
-    c["buffer_data"] = data
-    return c
-
-
-def lease_ctx(key, state):
-    lease = SMB2CreateRequestLeaseV2()
-    lease["lease_key"] = key
-    lease["lease_state"] = state
-    lease["parent_lease_key"] = b"\0" * 16
-    lease["epoch"] = b"\0\0"
-    return ctx(CreateContextName.SMB2_CREATE_REQUEST_LEASE_V2, lease)
-
-
-def dh2q_ctx(create_guid, timeout_ms):
-    d = SMB2CreateDurableHandleRequestV2()
-    d["timeout"] = timeout_ms
-    d["create_guid"] = create_guid
-    return ctx(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2, d)
-
-
-def dh2c_ctx(file_id, create_guid):
-    d = SMB2CreateDurableHandleReconnectV2()
-    d["file_id"] = file_id
-    d["create_guid"] = create_guid
-    return ctx(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2, d)
 
 
 def create(client, name, contexts, share=ShareAccess.FILE_SHARE_READ):

@@ -11,14 +11,9 @@ import argparse
 import sys
 import uuid
 
+from create_ctx import dh2q_ctx, lease_ctx
 from smbprotocol import Dialects
 from smbprotocol.connection import Connection
-from smbprotocol.create_contexts import (
-    CreateContextName,
-    SMB2CreateContextRequest,
-    SMB2CreateDurableHandleRequestV2,
-    SMB2CreateRequestLeaseV2,
-)
 from smbprotocol.open import (
     CreateDisposition,
     CreateOptions,
@@ -32,13 +27,6 @@ from smbprotocol.open import (
 from smbprotocol.open import SMB2LockElement as LockElement
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
-
-
-def ctx(name, data):
-    c = SMB2CreateContextRequest()
-    c["buffer_name"] = name
-    c["buffer_data"] = data
-    return c
 
 
 def main():
@@ -58,14 +46,6 @@ def main():
     tree = TreeConnect(session, rf"\\127.0.0.1\{args.share}")
     tree.connect()
 
-    lease = SMB2CreateRequestLeaseV2()
-    lease["lease_key"] = bytes.fromhex(args.lease_key)
-    lease["lease_state"] = 7  # R | H | W
-    lease["parent_lease_key"] = b"\0" * 16
-    lease["epoch"] = b"\0\0"
-    dh2q = SMB2CreateDurableHandleRequestV2()
-    dh2q["timeout"] = 60_000
-    dh2q["create_guid"] = uuid.uuid4()
     f = Open(tree, args.name)
     f.create(
         ImpersonationLevel.Impersonation,
@@ -75,8 +55,8 @@ def main():
         CreateDisposition.FILE_OPEN_IF,
         CreateOptions.FILE_NON_DIRECTORY_FILE,
         create_contexts=[
-            ctx(CreateContextName.SMB2_CREATE_REQUEST_LEASE_V2, lease),
-            ctx(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2, dh2q),
+            lease_ctx(bytes.fromhex(args.lease_key), 7),  # R | H | W
+            dh2q_ctx(uuid.uuid4(), 60_000),
         ],
         oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE,
     )
