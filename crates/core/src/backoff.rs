@@ -105,7 +105,9 @@ impl ConnCore {
             backoff.failed(self.peer_ip, now);
         }
         if delay > 0 {
-            self.hold_reply_until_ms = Some(now + delay);
+            // The clock counts whole milliseconds (truncated): one more
+            // makes the answer wait at least `delay`, never a little less.
+            self.hold_reply_until_ms = Some(now + delay + 1);
         }
     }
 }

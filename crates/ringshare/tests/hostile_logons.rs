@@ -298,10 +298,6 @@ fn failed_logons_are_what_the_shipped_fail2ban_filter_matches_and_no_user_name_f
     );
 }
 
-/// The server's clock counts whole milliseconds (truncated): each wait may end
-/// up to a millisecond early as the test's clock sees it.
-const SLACK: Duration = Duration::from_millis(10);
-
 #[test]
 fn with_failed_logon_backoff_an_address_that_keeps_failing_waits_longer_for_each_answer() {
     let rig = Rig::start("logon-backoff", "\tfailed logon backoff = 2\n");
@@ -323,11 +319,11 @@ fn with_failed_logon_backoff_an_address_that_keeps_failing_waits_longer_for_each
     // The third waits half a second.
     let (s, took) = timed(&mut g, "rs-nobody", "wrong");
     assert_eq!(s, NtStatus::LOGON_FAILURE);
-    assert!(took + SLACK >= Duration::from_millis(500), "{took:?}");
+    assert!(took >= Duration::from_millis(500), "{took:?}");
     // The right password logs on, after a second (three failures so far).
     let (s, took) = timed(&mut g, USER_A.0, USER_A.1);
     assert_eq!(s, NtStatus::SUCCESS);
-    assert!(took + SLACK >= Duration::from_millis(1000), "{took:?}");
+    assert!(took >= Duration::from_millis(1000), "{took:?}");
     // Two guesses sent together are answered one after the other: a second, then two more.
     let (s1, _a1, t1) = g.first_leg(USER_A.0, "wrong").unwrap();
     let (s2, _a2, t2) = g.first_leg(USER_A.0, "wrong again").unwrap();
@@ -349,13 +345,10 @@ fn with_failed_logon_backoff_an_address_that_keeps_failing_waits_longer_for_each
         (NtStatus::LOGON_FAILURE, NtStatus::LOGON_FAILURE)
     );
     assert!(
-        after_first + SLACK >= Duration::from_millis(1000),
+        after_first >= Duration::from_millis(1000),
         "{after_first:?}"
     );
-    assert!(
-        after_both + SLACK >= Duration::from_millis(3000),
-        "{after_both:?}"
-    );
+    assert!(after_both >= Duration::from_millis(3000), "{after_both:?}");
 }
 
 #[test]
@@ -391,5 +384,5 @@ fn failed_logon_backoff_is_off_by_default_and_a_reload_turns_it_on() {
     let took = timed(&mut g);
     assert!(took < Duration::from_millis(450), "{took:?}");
     let took = timed(&mut g);
-    assert!(took + SLACK >= Duration::from_millis(500), "{took:?}");
+    assert!(took >= Duration::from_millis(500), "{took:?}");
 }
