@@ -154,6 +154,19 @@ pub fn lease_letters(state: u32) -> String {
     s
 }
 
+/// Whether an access mask reads data, writes data and may delete, as the
+/// server decides it ([`crate::access`]), as `RWD` letters.
+pub fn access_letters(access: u32) -> String {
+    [
+        (crate::access::can_read(access), 'R'),
+        (crate::access::can_write(access), 'W'),
+        (access & crate::access::DELETE != 0, 'D'),
+    ]
+    .iter()
+    .map(|&(on, c)| if on { c } else { '-' })
+    .collect()
+}
+
 fn oplock_name(level: u8) -> &'static str {
     match level {
         LEVEL_NONE => "none",

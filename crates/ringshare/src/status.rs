@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use ringshare_core::status::{OpenStatus, Status};
+use ringshare_core::status::{access_letters, OpenStatus, Status};
 use ringshare_wire::consts::Dialect;
 use ringshare_wire::fscc::FileTime;
 use serde_json::{json, Value};
@@ -42,18 +42,6 @@ fn time(filetime: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// Read, write and delete access of an access mask, as `RWD` letters.
-fn access_letters(access: u32) -> String {
-    const READ: u32 = 0x0000_0001 | 0x8000_0000 | 0x1000_0000;
-    const WRITE: u32 = 0x0000_0002 | 0x0000_0004 | 0x4000_0000 | 0x1000_0000;
-    const DELETE: u32 = 0x0001_0000 | 0x1000_0000;
-    let mut s = String::new();
-    for (bits, c) in [(READ, 'R'), (WRITE, 'W'), (DELETE, 'D')] {
-        s.push(if access & bits != 0 { c } else { '-' });
-    }
-    s
 }
 
 /// What other opens may do, as `RWD` letters (FILE_SHARE_READ, _WRITE, _DELETE).
