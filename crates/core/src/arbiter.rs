@@ -14,7 +14,7 @@ use ringshare_wire::NtStatus;
 
 use crate::access::{self, DELETE};
 use crate::locks::ByteRangeLock;
-use crate::oplock::{self, Grant, LeaseId, Route, Wish};
+use crate::oplock::{self, Grant, Route, Wish};
 use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
 
 /// What a new open asks of its file.
@@ -98,25 +98,9 @@ pub(crate) fn admit(
 }
 
 /// An admitted open leaves before it was ever used (its CREATE failed
-/// after [`admit`]): its share-mode entry and lease go, and opens waiting
-/// on the file try again.
-pub(crate) fn withdraw(
-    server: &ServerState,
-    key: FileKey,
-    entry: &Mutex<FileEntry>,
-    owner: u64,
-    lease: Option<LeaseId>,
-) {
-    let mut wakes = Vec::new();
-    {
-        let mut e = lock(entry);
-        e.opens.retain(|o| o.owner != owner);
-        if let Some(gone) = oplock::after_close(&mut e, lease) {
-            server.forget_lease(gone, key);
-        }
-        oplock::wake_waiters(&mut e, &mut wakes);
-    }
-    oplock::send(server, wakes);
+/// after [`admit`]): a close that asked for nothing (it holds no locks).
+pub(crate) fn withdraw(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, owner: u64) {
+    close(server, key, entry, owner, false);
 }
 
 /// What a close leaves behind in its file's entry.
