@@ -3,9 +3,13 @@
 //! happen, what caching it gets, what breaks first, what its close frees —
 //! taken here, in one place, instead of by each command.
 //!
-//! Single node: these run on the file's [`FileEntry`] in this process, as
-//! they always did. A cluster build will route the same calls for a file
-//! homed on another node to that node; commands will not change.
+//! Each decision runs on the file's [`FileEntry`] in this process when the
+//! file is homed here (always, outside a cluster: the `*_here` functions,
+//! today's code), and is asked of the file's home node otherwise
+//! ([`crate::cluster`]); commands do not know which. A node keeps a
+//! *shadow* entry for a file homed elsewhere: its own opens (without
+//! caching, so it never breaks anything itself), for what stays local
+//! (write times, status).
 
 use std::sync::{Arc, Mutex};
 
@@ -13,9 +17,20 @@ use ringshare_vfs::RelPath;
 use ringshare_wire::NtStatus;
 
 use crate::access::{self, DELETE};
-use crate::locks::ByteRangeLock;
-use crate::oplock::{self, Grant, Route, Wish};
+use crate::cluster::msg::{self, Answer, Call};
+use crate::cluster::{self, Home};
+use crate::locks::{ByteRangeLock, Intent};
+use crate::oplock::{self, Grant, LeaseId, Route, Wish};
 use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
+
+/// The node to ask about `key`: `None` when it is decided here.
+fn home(server: &ServerState, key: FileKey) -> Result<Option<u16>, NtStatus> {
+    match server.home_of(key) {
+        Home::Here => Ok(None),
+        Home::Node(n) => Ok(Some(n)),
+        Home::Unavailable => Err(NtStatus::FILE_NOT_AVAILABLE),
+    }
+}
 
 /// What a new open asks of its file.
 pub(crate) struct OpenAsk<'a> {
@@ -43,6 +58,58 @@ pub(crate) struct OpenAsk<'a> {
 /// `Err(status)` when the file refuses it (DELETE_PENDING, a sharing
 /// violation, streams open that do not share delete).
 pub(crate) fn admit(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Result<Option<Grant>, NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return admit_here(server, key, entry, ask);
+    };
+    let owned = msg::Ask {
+        owner: ask.owner,
+        persistent_id: ask.persistent_id,
+        route: ask.route,
+        wish: ask.wish.clone(),
+        requested: ask.requested,
+        lease_req: ask.lease_req.cloned(),
+        share: ask.share.to_string(),
+        path: ask.path.clone(),
+        is_dir: ask.is_dir,
+        conn_id: ask.conn_id,
+        now_ms: ask.now_ms,
+    };
+    match cluster::ask(server, node, Call::Admit(key, Box::new(owned)))? {
+        Answer::Admitted(g) => {
+            let mut e = lock(entry);
+            if e.opens.is_empty() {
+                e.share = ask.share.to_string();
+                e.path = ask.path.clone();
+                e.is_dir = ask.is_dir;
+            }
+            e.opens.push(ShareEntry {
+                owner: ask.owner,
+                access: ask.wish.access,
+                share_access: ask.wish.share_access,
+                caching: oplock::Caching {
+                    route: ask.route,
+                    file_id: (ask.persistent_id, ask.owner),
+                    ..Default::default()
+                },
+            });
+            if let (Some(lid), oplock::LEVEL_LEASE) = (ask.wish.lease, g.level) {
+                server.set_lease_file(lid, key);
+            }
+            Ok(Some(g))
+        }
+        Answer::Wait => Ok(None),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`admit`] on the file's entry here.
+pub(crate) fn admit_here(
     server: &ServerState,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
@@ -126,6 +193,66 @@ pub(crate) fn close(
     owner: u64,
     delete_on_close: bool,
 ) -> Closed {
+    let node = match home(server, key) {
+        Ok(None) => return close_here(server, key, entry, owner, delete_on_close).0,
+        Ok(Some(node)) => Some(node),
+        Err(_) => None,
+    };
+    // The shadow entry lets the open go whatever the home answers.
+    let (path, is_dir) = {
+        let mut e = lock(entry);
+        e.opens.retain(|s| s.owner != owner);
+        (e.path.clone(), e.is_dir)
+    };
+    let call = Call::Close {
+        key,
+        owner,
+        delete_on_close,
+    };
+    match node.map(|n| cluster::ask(server, n, call)) {
+        Some(Ok(Answer::Closed {
+            remove,
+            last_open,
+            path,
+            is_dir,
+            newly_pending,
+            lease_gone,
+        })) => {
+            if let Some(id) = lease_gone {
+                server.forget_lease(id, key);
+            }
+            Closed {
+                remove,
+                last_open,
+                path,
+                is_dir,
+                newly_pending,
+            }
+        }
+        other => {
+            // The home is gone or did not answer: its successor rebuilds
+            // the file's state from the opens the nodes still hold, which
+            // no longer include this one.
+            tracing::warn!(?other, ?key, "a file's home did not take a close");
+            Closed {
+                remove: false,
+                last_open: false,
+                path,
+                is_dir,
+                newly_pending: false,
+            }
+        }
+    }
+}
+
+/// [`close`] on the file's entry here; also the lease that left the file.
+pub(crate) fn close_here(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    delete_on_close: bool,
+) -> (Closed, Option<LeaseId>) {
     let mut wakes = Vec::new();
     let closed = {
         let mut e = lock(entry);
@@ -135,7 +262,8 @@ pub(crate) fn close(
             .find(|s| s.owner == owner)
             .and_then(|s| s.caching.lease);
         e.opens.retain(|s| s.owner != owner);
-        if let Some(gone) = oplock::after_close(&mut e, lease) {
+        let gone = oplock::after_close(&mut e, lease);
+        if let Some(gone) = gone {
             server.forget_lease(gone, key);
         }
         oplock::wake_waiters(&mut e, &mut wakes);
@@ -144,13 +272,14 @@ pub(crate) fn close(
         if delete_on_close {
             e.delete_pending = true;
         }
-        Closed {
+        let closed = Closed {
             remove: e.delete_pending && e.opens.is_empty(),
             last_open: e.opens.is_empty(),
             path: e.path.clone(),
             is_dir: e.is_dir,
             newly_pending: e.delete_pending && !was_pending && !e.opens.is_empty(),
-        }
+        };
+        (closed, gone)
     };
     oplock::send(server, wakes);
     closed
@@ -173,9 +302,42 @@ pub(crate) enum Locked {
     Refused(NtStatus),
 }
 
-/// Open `owner` locks these ranges of its file, all or none: a lock first
-/// breaks other opens' read caching. At most `max` locks per open.
+/// Open `owner` locks these ranges of file `key`, all or none: a lock
+/// first breaks other opens' read caching. At most `max` locks per open.
 pub(crate) fn lock_ranges(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    asks: &[LockAsk],
+    max: usize,
+    now_ms: u64,
+) -> Locked {
+    let node = match home(server, key) {
+        Ok(None) => return lock_ranges_here(server, entry, owner, asks, max, now_ms),
+        Ok(Some(node)) => node,
+        Err(s) => return Locked::Refused(s),
+    };
+    let call = Call::Lock {
+        key,
+        owner,
+        asks: asks.iter().map(|a| (a.lock, a.fail_immediately)).collect(),
+        max: max.min(u32::MAX as usize) as u32,
+        now_ms,
+    };
+    match cluster::ask(server, node, call) {
+        Ok(Answer::Done) => Locked::Granted,
+        Ok(Answer::Wait) => match asks {
+            [LockAsk { lock: Ok(l), .. }] => Locked::Wait(*l),
+            _ => Locked::Refused(NtStatus::INTERNAL_ERROR),
+        },
+        Ok(Answer::Refused(s)) | Err(s) => Locked::Refused(s),
+        Ok(a) => Locked::Refused(cluster::unexpected(&a)),
+    }
+}
+
+/// [`lock_ranges`] on the file's entry here.
+pub(crate) fn lock_ranges_here(
     server: &ServerState,
     entry: &Mutex<FileEntry>,
     owner: u64,
@@ -211,8 +373,20 @@ pub(crate) fn lock_ranges(
 }
 
 /// A waiting lock tries its range again: true when it is now held.
-pub(crate) fn retry_lock(entry: &Mutex<FileEntry>, l: ByteRangeLock) -> bool {
-    lock(entry).locks.try_lock(l)
+pub(crate) fn retry_lock(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    l: ByteRangeLock,
+) -> bool {
+    match home(server, key) {
+        Ok(None) => lock(entry).locks.try_lock(l),
+        Ok(Some(node)) => matches!(
+            cluster::ask(server, node, Call::RetryLock(key, l)),
+            Ok(Answer::Flag(true))
+        ),
+        Err(_) => false,
+    }
 }
 
 /// Open `owner` unlocks these (offset, length) ranges, in order; the first
@@ -220,6 +394,29 @@ pub(crate) fn retry_lock(entry: &Mutex<FileEntry>, l: ByteRangeLock) -> bool {
 /// (RANGE_NOT_LOCKED) ends the request, and those before it stay unlocked
 /// ([MS-SMB2] 3.3.5.14.1 processes the elements in order).
 pub(crate) fn unlock_ranges(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    ranges: impl Iterator<Item = Result<(u64, u64), NtStatus>>,
+) -> Result<(), NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return unlock_ranges_here(entry, owner, ranges);
+    };
+    let call = Call::Unlock {
+        key,
+        owner,
+        ranges: ranges.collect(),
+    };
+    match cluster::ask(server, node, call)? {
+        Answer::Done => Ok(()),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`unlock_ranges`] on the file's entry here.
+pub(crate) fn unlock_ranges_here(
     entry: &Mutex<FileEntry>,
     owner: u64,
     ranges: impl Iterator<Item = Result<(u64, u64), NtStatus>>,
@@ -232,6 +429,280 @@ pub(crate) fn unlock_ranges(
         }
     }
     Ok(())
+}
+
+/// One I/O of a range by open `owner`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IoAsk {
+    pub owner: u64,
+    pub offset: u64,
+    pub length: u64,
+    /// A write (else a read) of the range.
+    pub write: bool,
+    /// The I/O changes the file: other opens' read caching breaks.
+    pub change: bool,
+    pub now_ms: u64,
+}
+
+/// May this I/O happen (no other open's byte-range lock covers it:
+/// FILE_LOCK_CONFLICT otherwise)? `Ok(writers)`: whether an open of the
+/// file (this one too) may write it.
+pub(crate) fn io_check(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    io: IoAsk,
+) -> Result<bool, NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return io_check_here(server, entry, io);
+    };
+    let call = Call::Io {
+        key,
+        owner: io.owner,
+        offset: io.offset,
+        length: io.length,
+        write: io.write,
+        change: io.change,
+        now_ms: io.now_ms,
+    };
+    match cluster::ask(server, node, call)? {
+        Answer::Io { conflict: true, .. } => Err(NtStatus::FILE_LOCK_CONFLICT),
+        Answer::Io { writers, .. } => Ok(writers),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`io_check`] on the file's entry here.
+pub(crate) fn io_check_here(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    io: IoAsk,
+) -> Result<bool, NtStatus> {
+    let mut breaks = Vec::new();
+    let writers = {
+        let mut e = lock(entry);
+        let intent = if io.write {
+            Intent::Write
+        } else {
+            Intent::Read
+        };
+        if e.locks.conflicts(io.offset, io.length, intent, io.owner) {
+            return Err(NtStatus::FILE_LOCK_CONFLICT);
+        }
+        if io.change {
+            oplock::on_change(&mut e, io.owner, io.now_ms, &mut breaks);
+        }
+        e.opens.iter().any(|o| access::can_write(o.access))
+    };
+    oplock::send(server, breaks);
+    Ok(writers)
+}
+
+/// Open `owner` changed the file other than by a WRITE (its size): other
+/// opens' read caching breaks.
+pub(crate) fn changed(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    now_ms: u64,
+) {
+    match home(server, key) {
+        Ok(None) => changed_here(server, entry, owner, now_ms),
+        Ok(Some(node)) => {
+            let call = Call::Changed { key, owner, now_ms };
+            if let Err(s) = cluster::ask(server, node, call) {
+                tracing::warn!(?key, %s, "a file's home did not hear of a change");
+            }
+        }
+        Err(_) => {}
+    }
+}
+
+/// [`changed`] on the file's entry here.
+pub(crate) fn changed_here(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    now_ms: u64,
+) {
+    let mut breaks = Vec::new();
+    oplock::on_change(&mut lock(entry), owner, now_ms, &mut breaks);
+    oplock::send(server, breaks);
+}
+
+/// Whether the file's delete is pending; with `set`, make it so (or not)
+/// first. `Ok((pending, newly))`: newly, it became pending now.
+pub(crate) fn delete_pending(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    set: Option<bool>,
+) -> Result<(bool, bool), NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return Ok(delete_pending_here(entry, set));
+    };
+    match cluster::ask(server, node, Call::DeletePending(key, set))? {
+        Answer::Pending { was, now } => {
+            lock(entry).delete_pending = now;
+            Ok((now, now && !was))
+        }
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`delete_pending`] on the file's entry here.
+pub(crate) fn delete_pending_here(entry: &Mutex<FileEntry>, set: Option<bool>) -> (bool, bool) {
+    let mut e = lock(entry);
+    let was = e.delete_pending;
+    if let Some(v) = set {
+        e.delete_pending = v;
+    }
+    (e.delete_pending, e.delete_pending && !was)
+}
+
+/// Before open `owner` renames its file: others give up caching handles.
+/// True when the rename must wait for their acknowledgments (connection
+/// `conn_id` is woken to try again).
+pub(crate) fn rename_waits(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    conn_id: u64,
+    now_ms: u64,
+) -> Result<bool, NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return Ok(rename_waits_here(server, entry, owner, conn_id, now_ms));
+    };
+    let call = Call::Rename {
+        key,
+        owner,
+        conn_id,
+        now_ms,
+    };
+    match cluster::ask(server, node, call)? {
+        Answer::Flag(wait) => Ok(wait),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`rename_waits`] on the file's entry here.
+pub(crate) fn rename_waits_here(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    conn_id: u64,
+    now_ms: u64,
+) -> bool {
+    let mut breaks = Vec::new();
+    let wait = {
+        let mut e = lock(entry);
+        let wait = oplock::before_rename(&mut e, owner, now_ms, &mut breaks);
+        if wait {
+            oplock::add_waiter(&mut e, conn_id);
+        }
+        wait
+    };
+    oplock::send(server, breaks);
+    wait
+}
+
+/// The file now lives at `to` (a rename): where its last close removes it.
+pub(crate) fn moved(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
+    lock(entry).path = to.clone();
+    if let Ok(Some(node)) = home(server, key) {
+        if let Err(s) = cluster::ask(server, node, Call::Moved(key, to.clone())) {
+            tracing::warn!(?key, %s, "a file's home did not hear of a rename");
+        }
+    }
+}
+
+/// Open `owner` acknowledges an oplock break to `level`: the level it now
+/// holds. Opens waiting on the file try again.
+pub(crate) fn ack_oplock(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    level: u8,
+) -> Result<u8, NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return ack_oplock_here(server, entry, owner, level);
+    };
+    match cluster::ask(server, node, Call::AckOplock { key, owner, level })? {
+        Answer::Level(l) => Ok(l as u8),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`ack_oplock`] on the file's entry here.
+pub(crate) fn ack_oplock_here(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    level: u8,
+) -> Result<u8, NtStatus> {
+    let mut breaks = Vec::new();
+    let r = {
+        let mut e = lock(entry);
+        let r = oplock::ack_oplock(&mut e, owner, level);
+        oplock::wake_waiters(&mut e, &mut breaks);
+        r
+    };
+    oplock::send(server, breaks);
+    r
+}
+
+/// Lease `id` on file `key` is acknowledged at `state`: the state it now
+/// has. Opens waiting on the file try again.
+pub(crate) fn ack_lease(
+    server: &ServerState,
+    key: FileKey,
+    id: LeaseId,
+    state: u32,
+    now_ms: u64,
+) -> Result<u32, NtStatus> {
+    let Some(node) = home(server, key)? else {
+        return ack_lease_here(server, key, id, state, now_ms);
+    };
+    let call = Call::AckLease {
+        key,
+        id,
+        state,
+        now_ms,
+    };
+    match cluster::ask(server, node, call)? {
+        Answer::Level(l) => Ok(l),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`ack_lease`] on the file's entry here.
+pub(crate) fn ack_lease_here(
+    server: &ServerState,
+    key: FileKey,
+    id: LeaseId,
+    state: u32,
+    now_ms: u64,
+) -> Result<u32, NtStatus> {
+    let entry = server
+        .existing_file_entry(key)
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let mut breaks = Vec::new();
+    let r = {
+        let mut e = lock(&entry);
+        let r = oplock::ack_lease(&mut e, id, state, now_ms, &mut breaks);
+        oplock::wake_waiters(&mut e, &mut breaks);
+        r
+    };
+    oplock::send(server, breaks);
+    r
 }
 
 /// Whether the named streams of a file open now let one more open of the

@@ -211,7 +211,10 @@ pub(crate) fn park_or_close_all(
             let st = lock(&open.state);
             st.durable.clone().filter(|_| !st.delete_on_close)
         }
-        .filter(|_| !lock(&open.entry).delete_pending);
+        .filter(|_| {
+            crate::arbiter::delete_pending(server, open.key, &open.entry, None)
+                .is_ok_and(|(pending, _)| !pending)
+        });
         match durability {
             Some(d) => park(server, open, d, now_ms),
             None => {

@@ -10,6 +10,7 @@ mod access;
 mod acl;
 mod arbiter;
 pub mod backoff;
+pub mod cluster;
 mod cmd;
 mod conn;
 pub mod credits;

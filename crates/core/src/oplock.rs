@@ -108,6 +108,7 @@ pub struct Lease {
 }
 
 /// What a new open asks for and how it opens the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Wish {
     /// The CREATE waited before: it waits while a lease of another key is
     /// still breaking (its first attempt waits only for what it needs).
@@ -641,6 +642,9 @@ pub(crate) fn wake_waiters(e: &mut FileEntry, breaks: &mut Breaks) {
 /// connection is gone, to another channel of its session.
 pub(crate) fn send(server: &ServerState, breaks: Breaks) {
     for (route, notice) in breaks {
+        if crate::cluster::forward(server, route, &notice) {
+            continue;
+        }
         if server.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
             continue;
         }

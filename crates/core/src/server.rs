@@ -339,6 +339,8 @@ pub struct ServerState {
     pub(crate) log_limit: crate::loglimit::LogLimiter,
     /// Failed logons by address ([`crate::backoff`]).
     pub(crate) logon_backoff: crate::backoff::LogonBackoff,
+    /// The cluster this server is a node of ([`crate::cluster`]).
+    pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::cluster::ClusterLink>>,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -436,6 +438,7 @@ impl ServerState {
             write_times_shown: AtomicUsize::new(0),
             log_limit: Default::default(),
             logon_backoff,
+            cluster: std::sync::OnceLock::new(),
         })
     }
 
@@ -622,6 +625,13 @@ impl ServerState {
     /// A server-wide unique id for an open (lock and share-mode owner).
     pub fn new_owner_id(&self) -> u64 {
         self.next_owner.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Make open and connection ids from `base` up (a cluster node's number
+    /// in their top bits).
+    pub(crate) fn set_id_base(&self, base: u64) {
+        self.next_owner.fetch_max(base | 1, Ordering::Relaxed);
+        self.next_connection.fetch_max(base | 1, Ordering::Relaxed);
     }
 
     /// The entry of a file, created empty when absent.

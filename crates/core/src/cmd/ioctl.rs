@@ -43,9 +43,9 @@ use ringshare_wire::{FileId, NtStatus};
 use crate::access::{
     FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
 };
+use crate::arbiter;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fsmap::status_of;
-use crate::locks::Intent;
 use crate::opens;
 use crate::server::{lock, FileEntry};
 
@@ -269,6 +269,19 @@ fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, 
 }
 
 impl OpenRef {
+    /// A lock check of this open's I/O of a range (copy chunk and zero
+    /// data break no caching here, as before the arbiter).
+    fn io(&self, offset: u64, length: u64, write: bool, now_ms: u64) -> arbiter::IoAsk {
+        arbiter::IoAsk {
+            owner: self.id,
+            offset,
+            length,
+            write,
+            change: false,
+            now_ms,
+        }
+    }
+
     fn of(o: Arc<crate::state::Open>) -> OpenRef {
         OpenRef {
             id: o.id,
@@ -398,16 +411,19 @@ fn copychunk(
         if c.source_offset + len > src_size {
             return with_body(NtStatus::INVALID_VIEW_SIZE, done);
         }
-        let src_locked =
-            lock(&src.entry)
-                .locks
-                .conflicts(c.source_offset, len, Intent::Read, src.id);
-        let dst_locked =
-            lock(&dst.entry)
-                .locks
-                .conflicts(c.target_offset, len, Intent::Write, dst.id);
-        if src_locked || dst_locked {
-            return with_body(NtStatus::FILE_LOCK_CONFLICT, done);
+        let (src_io, dst_io) = (
+            src.io(c.source_offset, len, false, core.now.mono_ms),
+            dst.io(c.target_offset, len, true, core.now.mono_ms),
+        );
+        let server = &core.server;
+        let checked = arbiter::io_check(server, src.open.key, &src.entry, src_io)
+            .and_then(|_| arbiter::io_check(server, dst.open.key, &dst.entry, dst_io));
+        match checked {
+            Ok(_) => {}
+            Err(NtStatus::FILE_LOCK_CONFLICT) => {
+                return with_body(NtStatus::FILE_LOCK_CONFLICT, done)
+            }
+            Err(s) => return Err(s),
         }
         match dst
             .node
@@ -492,12 +508,8 @@ fn set_zero_data(
     if end <= offset {
         return Ok(Reply::ok(response(ir, &[])));
     }
-    if lock(&open.entry)
-        .locks
-        .conflicts(offset, end - offset, Intent::Write, open.id)
-    {
-        return Err(NtStatus::FILE_LOCK_CONFLICT);
-    }
+    let io = open.io(offset, end - offset, true, core.now.mono_ms);
+    arbiter::io_check(&core.server, open.open.key, &open.entry, io)?;
     // A non-sparse file keeps reporting the range as allocated (see
     // `query_allocated_ranges`), whatever the backend did with the storage.
     open.node

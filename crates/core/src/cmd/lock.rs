@@ -107,7 +107,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 Err(NtStatus::INVALID_PARAMETER)
             }
         });
-        arbiter::unlock_ranges(&open.entry, owner, ranges)?;
+        arbiter::unlock_ranges(&core.server, open.key, &open.entry, owner, ranges)?;
         record(&open, sequence);
         return Ok(Handled::Reply(Reply::ok(ok_body())));
     }
@@ -139,6 +139,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let max = limits::LOCKS_PER_OPEN_MAX;
     match arbiter::lock_ranges(
         &core.server,
+        open.key,
         &open.entry,
         owner,
         &asks,
@@ -167,7 +168,7 @@ pub(crate) fn poll(
     let Some(open) = opens::by_id(core, session_id, p.open_id) else {
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
-    if arbiter::retry_lock(&open.entry, p.lock) {
+    if arbiter::retry_lock(&core.server, open.key, &open.entry, p.lock) {
         record(&open, p.sequence);
         return Some(Ok(Reply::ok(ok_body())));
     }

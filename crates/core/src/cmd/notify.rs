@@ -16,7 +16,6 @@ use crate::cmd::AsyncWork;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::notify::{self, Answer, Watcher};
 use crate::opens;
-use crate::server::lock;
 
 /// FILE_LIST_DIRECTORY: the access CHANGE_NOTIFY needs on the directory.
 const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
@@ -48,7 +47,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if open.access & FILE_LIST_DIRECTORY == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if lock(&open.entry).delete_pending {
+    if crate::arbiter::delete_pending(&core.server, open.key, &open.entry, None)?.0 {
         return Err(NtStatus::DELETE_PENDING);
     }
     let watcher = notify::arm(

@@ -6,10 +6,10 @@ use ringshare_wire::consts::{LeaseState, OplockLevel};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::NtStatus;
 
+use crate::arbiter;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::opens;
-use crate::oplock::{self, LeaseId};
-use crate::server::lock;
+use crate::oplock::LeaseId;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let mut body = Vec::with_capacity(36);
@@ -19,15 +19,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             file_id,
         } => {
             let open = opens::find(core, req, file_id)?;
-            let mut breaks = Vec::new();
-            let level = {
-                let mut e = lock(&open.entry);
-                let r = oplock::ack_oplock(&mut e, open.id, oplock_level.0);
-                oplock::wake_waiters(&mut e, &mut breaks);
-                r
-            };
-            oplock::send(&core.server, breaks);
-            let level = level?;
+            let level =
+                arbiter::ack_oplock(&core.server, open.key, &open.entry, open.id, oplock_level.0)?;
             OplockBreak::Oplock {
                 oplock_level: OplockLevel(level),
                 file_id,
@@ -47,24 +40,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 key: lease_key,
             };
             let file = core.server.lease_file(id);
-            let entry = file.and_then(|key| core.server.existing_file_entry(key));
             tracing::debug!(
                 key = ?lease_key,
                 file = ?file,
-                entry = entry.is_some(),
                 state = lease_state.0,
                 "lease break acknowledgment"
             );
-            let entry = entry.ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
-            let mut breaks = Vec::new();
-            let state = {
-                let mut e = lock(&entry);
-                let r = oplock::ack_lease(&mut e, id, lease_state.0, core.now.mono_ms, &mut breaks);
-                oplock::wake_waiters(&mut e, &mut breaks);
-                r
-            };
-            oplock::send(&core.server, breaks);
-            let state = state?;
+            let file = file.ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+            let state =
+                arbiter::ack_lease(&core.server, file, id, lease_state.0, core.now.mono_ms)?;
             OplockBreak::LeaseAck {
                 flags: 0,
                 lease_key,

@@ -162,14 +162,19 @@ fn file_info(
     }
     .map_err(status_of)?;
     crate::writetime::apply(server, open, &mut attr, now_ms);
-    let delete_pending = lock(&open.entry).delete_pending;
+    // Asked of the file's home only by the classes that show it.
+    let delete_pending =
+        || crate::arbiter::delete_pending(server, open.key, &open.entry, None).map(|(p, _)| p);
     match class {
         FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {
             fileinfo::basic(&attr).encode(o)
         }),
-        FileInfoClass::STANDARD => answer(FileStandardInformation::SIZE, |o| {
-            fileinfo::standard(&attr, delete_pending).encode(o)
-        }),
+        FileInfoClass::STANDARD => {
+            let pending = delete_pending()?;
+            answer(FileStandardInformation::SIZE, |o| {
+                fileinfo::standard(&attr, pending).encode(o)
+            })
+        }
         FileInfoClass::INTERNAL => answer(8, |o| {
             FileInternalInformation {
                 index_number: shown_id(&attr),
@@ -211,7 +216,7 @@ fn file_info(
             };
             let all = FileAllInformation {
                 basic: fileinfo::basic(&attr),
-                standard: fileinfo::standard(&attr, delete_pending),
+                standard: fileinfo::standard(&attr, delete_pending()?),
                 internal: FileInternalInformation {
                     index_number: shown_id(&attr),
                 },

@@ -14,12 +14,11 @@ use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::NtStatus;
 
 use crate::access;
+use crate::arbiter;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
-use crate::locks::Intent;
 use crate::opens;
-use crate::server::lock;
 
 /// READs up to this long are read into memory even when they could be
 /// spliced: a splice runs in an io_uring worker thread, and for small reads that
@@ -84,16 +83,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.data = Some(Vec::new());
         return Ok(Handled::Reply(r));
     }
-    let writers = {
-        let entry = lock(&open.entry);
-        if entry
-            .locks
-            .conflicts(rr.offset, u64::from(rr.length), Intent::Read, open.id)
-        {
-            return Err(NtStatus::FILE_LOCK_CONFLICT);
-        }
-        entry.opens.iter().any(|o| access::can_write(o.access))
+    let io = arbiter::IoAsk {
+        owner: open.id,
+        offset: rr.offset,
+        length: u64::from(rr.length),
+        write: false,
+        change: false,
+        now_ms: core.now.mono_ms,
     };
+    let writers = arbiter::io_check(&core.server, open.key, &open.entry, io)?;
     let (node, open_id) = (open.node.clone(), open.id);
     if rr.length as usize > SPLICE_ONLY_ABOVE
         && splice_allowed(core, req, writers)

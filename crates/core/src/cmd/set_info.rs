@@ -354,13 +354,10 @@ fn set_disposition(
     if on_close {
         lock(&open.state).delete_on_close = delete;
     } else {
-        let path = {
-            let mut e = lock(&open.entry);
-            let newly = delete && !e.delete_pending;
-            e.delete_pending = delete;
-            (newly && open.is_dir).then(|| e.path.clone())
-        };
-        if let Some(path) = path {
+        let (_, newly) =
+            crate::arbiter::delete_pending(server, open.key, &open.entry, Some(delete))?;
+        if newly && open.is_dir {
+            let path = lock(&open.entry).path.clone();
             notify::dir_delete_pending(server, &open.share, &path, open.key);
         }
     }
@@ -434,17 +431,7 @@ fn rename(
         }
     }
     // Other clients give up caching handles of the file first.
-    let mut breaks = Vec::new();
-    let wait = {
-        let mut e = lock(&open.entry);
-        let wait = crate::oplock::before_rename(&mut e, open.id, now_ms, &mut breaks);
-        if wait {
-            crate::oplock::add_waiter(&mut e, conn_id);
-        }
-        wait
-    };
-    crate::oplock::send(server, breaks);
-    if wait {
+    if crate::arbiter::rename_waits(server, open.key, &open.entry, open.id, conn_id, now_ms)? {
         return Err(WAIT);
     }
     // Another file already holds the name (case-insensitively)?
@@ -487,7 +474,7 @@ fn rename(
             }
         }
     }
-    lock(&open.entry).path = target.clone();
+    crate::arbiter::moved(server, open.key, &open.entry, &target);
     {
         let mut st = lock(&open.state);
         st.path = target.clone();
@@ -502,7 +489,5 @@ fn rename(
 
 /// A size change breaks the read caching of the file's other opens.
 fn break_caches(server: &ServerState, open: &Open, now_ms: u64) {
-    let mut breaks = Vec::new();
-    crate::oplock::on_change(&mut lock(&open.entry), open.id, now_ms, &mut breaks);
-    crate::oplock::send(server, breaks);
+    crate::arbiter::changed(server, open.key, &open.entry, open.id, now_ms);
 }

@@ -12,12 +12,11 @@ use ringshare_wire::file::{WriteRequest, WriteResponse};
 use ringshare_wire::NtStatus;
 
 use crate::access::{self, FILE_APPEND_DATA, FILE_WRITE_DATA};
+use crate::arbiter;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
-use crate::locks::Intent;
 use crate::opens;
-use crate::oplock;
 use crate::server::lock;
 
 /// The largest file a write may make: NTFS's limit, 2^44 - 64 KiB. Windows and
@@ -121,16 +120,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if len == 0 {
         return Ok(Handled::Reply(Reply::ok(response(core, 0))));
     }
-    let mut breaks = Vec::new();
     let mut first_write = true;
+    let io = arbiter::IoAsk {
+        owner: open.id,
+        offset,
+        length: len as u64,
+        write: true,
+        change: true,
+        now_ms: core.now.mono_ms,
+    };
+    arbiter::io_check(&core.server, open.key, &open.entry, io)?;
     {
         let mut e = lock(&open.entry);
-        if e.locks
-            .conflicts(offset, len as u64, Intent::Write, open.id)
-        {
-            return Err(NtStatus::FILE_LOCK_CONFLICT);
-        }
-        oplock::on_change(&mut e, open.id, core.now.mono_ms, &mut breaks);
         if !e.write_time.needs_base() {
             e.write_time.wrote(open.id, core.now, None);
             first_write = false;
@@ -139,7 +140,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if first_write {
         crate::writetime::wrote(&core.server, &open, core.now);
     }
-    oplock::send(&core.server, breaks);
     if req.detached.is_some() {
         return Ok(Handled::Io {
             node: open.node.clone(),

@@ -1,0 +1,199 @@
+//! A file's home answering another node: each [`Call`] runs the same
+//! `*_here` decision in [`crate::arbiter`] that a local request runs, on
+//! this node's entry of the file, with this node's clock.
+
+use ringshare_wire::NtStatus;
+
+use super::msg::{Answer, Call};
+use super::Home;
+use crate::arbiter::{self, Closed, IoAsk, LockAsk, Locked, OpenAsk};
+use crate::server::{FileKey, ServerState};
+
+/// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
+pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
+    let key = key_of(&call);
+    if server.home_of(key) != Home::Here {
+        // The partition moved (or this node is fenced): the caller asks again.
+        return Answer::Refused(NtStatus::FILE_NOT_AVAILABLE);
+    }
+    match call {
+        Call::Admit(key, ask) => {
+            let entry = server.file_entry(key);
+            let open = OpenAsk {
+                owner: ask.owner,
+                persistent_id: ask.persistent_id,
+                route: ask.route,
+                wish: &ask.wish,
+                requested: ask.requested,
+                lease_req: ask.lease_req.as_ref(),
+                share: &ask.share,
+                path: &ask.path,
+                is_dir: ask.is_dir,
+                conn_id: ask.conn_id,
+                now_ms,
+            };
+            let r = arbiter::admit_here(server, key, &entry, &open);
+            if !matches!(r, Ok(Some(_))) {
+                server.drop_file_entry_if_unused(key);
+            }
+            match r {
+                Ok(Some(g)) => Answer::Admitted(g),
+                Ok(None) => Answer::Wait,
+                Err(s) => Answer::Refused(s),
+            }
+        }
+        Call::Close {
+            key,
+            owner,
+            delete_on_close,
+        } => {
+            let Some(entry) = server.existing_file_entry(key) else {
+                return Answer::Refused(NtStatus::FILE_CLOSED);
+            };
+            let (c, lease_gone) = arbiter::close_here(server, key, &entry, owner, delete_on_close);
+            server.drop_file_entry_if_unused(key);
+            let Closed {
+                remove,
+                last_open,
+                path,
+                is_dir,
+                newly_pending,
+            } = c;
+            Answer::Closed {
+                remove,
+                last_open,
+                path,
+                is_dir,
+                newly_pending,
+                lease_gone,
+            }
+        }
+        Call::Lock {
+            key,
+            owner,
+            asks,
+            max,
+            ..
+        } => {
+            let Some(entry) = server.existing_file_entry(key) else {
+                return Answer::Refused(NtStatus::FILE_CLOSED);
+            };
+            let asks: Vec<LockAsk> = asks
+                .into_iter()
+                .map(|(lock, fail_immediately)| LockAsk {
+                    lock,
+                    fail_immediately,
+                })
+                .collect();
+            match arbiter::lock_ranges_here(server, &entry, owner, &asks, max as usize, now_ms) {
+                Locked::Granted => Answer::Done,
+                Locked::Wait(_) => Answer::Wait,
+                Locked::Refused(s) => Answer::Refused(s),
+            }
+        }
+        Call::RetryLock(key, l) => match server.existing_file_entry(key) {
+            Some(entry) => Answer::Flag(crate::server::lock(&entry).locks.try_lock(l)),
+            None => Answer::Refused(NtStatus::FILE_CLOSED),
+        },
+        Call::Unlock { key, owner, ranges } => match server.existing_file_entry(key) {
+            Some(entry) => match arbiter::unlock_ranges_here(&entry, owner, ranges.into_iter()) {
+                Ok(()) => Answer::Done,
+                Err(s) => Answer::Refused(s),
+            },
+            None => Answer::Refused(NtStatus::RANGE_NOT_LOCKED),
+        },
+        Call::Io {
+            key,
+            owner,
+            offset,
+            length,
+            write,
+            change,
+            ..
+        } => {
+            let Some(entry) = server.existing_file_entry(key) else {
+                return Answer::Refused(NtStatus::FILE_CLOSED);
+            };
+            let io = IoAsk {
+                owner,
+                offset,
+                length,
+                write,
+                change,
+                now_ms,
+            };
+            match arbiter::io_check_here(server, &entry, io) {
+                Ok(writers) => Answer::Io {
+                    conflict: false,
+                    writers,
+                },
+                Err(NtStatus::FILE_LOCK_CONFLICT) => Answer::Io {
+                    conflict: true,
+                    writers: false,
+                },
+                Err(s) => Answer::Refused(s),
+            }
+        }
+        Call::Changed { key, owner, .. } => {
+            if let Some(entry) = server.existing_file_entry(key) {
+                arbiter::changed_here(server, &entry, owner, now_ms);
+            }
+            Answer::Done
+        }
+        Call::DeletePending(key, set) => match server.existing_file_entry(key) {
+            Some(entry) => {
+                let was = crate::server::lock(&entry).delete_pending;
+                let (now, _) = arbiter::delete_pending_here(&entry, set);
+                Answer::Pending { was, now }
+            }
+            None => Answer::Refused(NtStatus::FILE_CLOSED),
+        },
+        Call::Rename {
+            key,
+            owner,
+            conn_id,
+            ..
+        } => match server.existing_file_entry(key) {
+            Some(entry) => Answer::Flag(arbiter::rename_waits_here(
+                server, &entry, owner, conn_id, now_ms,
+            )),
+            None => Answer::Refused(NtStatus::FILE_CLOSED),
+        },
+        Call::Moved(key, to) => {
+            if let Some(entry) = server.existing_file_entry(key) {
+                crate::server::lock(&entry).path = to;
+            }
+            Answer::Done
+        }
+        Call::AckOplock { key, owner, level } => match server.existing_file_entry(key) {
+            Some(entry) => match arbiter::ack_oplock_here(server, &entry, owner, level) {
+                Ok(l) => Answer::Level(u32::from(l)),
+                Err(s) => Answer::Refused(s),
+            },
+            None => Answer::Refused(NtStatus::FILE_CLOSED),
+        },
+        Call::AckLease { key, id, state, .. } => {
+            match arbiter::ack_lease_here(server, key, id, state, now_ms) {
+                Ok(s) => Answer::Level(s),
+                Err(s) => Answer::Refused(s),
+            }
+        }
+    }
+}
+
+fn key_of(call: &Call) -> FileKey {
+    match call {
+        Call::Admit(key, _)
+        | Call::Close { key, .. }
+        | Call::Lock { key, .. }
+        | Call::RetryLock(key, _)
+        | Call::Unlock { key, .. }
+        | Call::Io { key, .. }
+        | Call::Changed { key, .. }
+        | Call::DeletePending(key, _)
+        | Call::Rename { key, .. }
+        | Call::Moved(key, _)
+        | Call::AckOplock { key, .. }
+        | Call::AckLease { key, .. } => *key,
+    }
+}

@@ -1,0 +1,196 @@
+//! Several nodes serving one share (issue 18; docs/cluster.md): every file
+//! has a *home* node, the owner of the file's partition, which keeps the
+//! file's share modes, leases, byte-range locks and delete-pending — the
+//! [`crate::arbiter`] decisions. A node asks the home of a file homed
+//! elsewhere with a small [`msg::Call`] and posts breaks and wake-ups to
+//! connections on other nodes with a [`msg::Post`].
+//!
+//! The core stays sans-I/O: how messages travel and who owns which
+//! partition is the [`ClusterLink`] the driver (or a test's in-memory bus)
+//! gives [`ServerState::join_cluster`]; what arrives is handed to
+//! [`ServerState::cluster_receive`]. A server that never joins behaves
+//! exactly as before: every file is homed here.
+
+pub(crate) mod home;
+pub(crate) mod msg;
+
+use std::sync::Arc;
+
+use ringshare_wire::{NtStatus, WireError};
+
+use crate::oplock::Route;
+use crate::server::{FileKey, Notice, ServerState};
+
+/// Where a partition's home is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home {
+    /// This node.
+    Here,
+    /// Another live node.
+    Node(u16),
+    /// No node may decide for it now (its owner died and no one took it
+    /// over yet, or this node is fenced): opens of its files are refused.
+    Unavailable,
+}
+
+/// What the core needs of the cluster: this node's number, who owns each
+/// partition, and a way to reach other nodes. Implemented by the driver
+/// (etcd membership, node-to-node connections) and by tests (an in-memory
+/// bus).
+pub trait ClusterLink: Send + Sync {
+    /// This node's number, 1..=65535 (it is the top 16 bits of every
+    /// connection id and open id the node makes, so they are unique in
+    /// the cluster and name the node that holds them).
+    fn node(&self) -> u16;
+    /// The number of partitions files are spread over (the same on every node).
+    fn partitions(&self) -> u32;
+    /// The home of partition `p` now.
+    fn home(&self, p: u32) -> Home;
+    /// Send `message` to `node` and wait for its answer (a bounded wait:
+    /// an error status when the node does not answer).
+    fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;
+    /// Send `message` to `node` without waiting (it may be lost with the node).
+    fn post(&self, node: u16, message: Vec<u8>);
+}
+
+/// Where a node's number sits in the ids it makes.
+pub const NODE_SHIFT: u32 = 48;
+
+/// The node that made connection or open id `id` (0 on a server outside a cluster).
+pub fn node_of(id: u64) -> u16 {
+    (id >> NODE_SHIFT) as u16
+}
+
+/// The partition of a file: a stable hash of its file system id and inode
+/// (the same on every node and every build; a stream is homed with its file).
+pub fn partition_of(key: FileKey, partitions: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key
+        .dev
+        .to_le_bytes()
+        .into_iter()
+        .chain(key.ino.to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // splitmix64's finaliser spreads neighbouring inodes over partitions.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h % u64::from(partitions.max(1))) as u32
+}
+
+/// Why a node could not join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinError {
+    /// Node number 0 is the single-node server's.
+    NodeZero,
+    /// The server joined a cluster already.
+    AlreadyJoined,
+}
+
+impl ServerState {
+    /// Serve as one node of a cluster from now on. Call it before the first
+    /// connection: ids made before it do not name this node.
+    pub fn join_cluster(&self, link: Arc<dyn ClusterLink>) -> Result<(), JoinError> {
+        let node = link.node();
+        if node == 0 {
+            return Err(JoinError::NodeZero);
+        }
+        self.cluster
+            .set(link)
+            .map_err(|_| JoinError::AlreadyJoined)?;
+        let base = u64::from(node) << NODE_SHIFT;
+        self.set_id_base(base);
+        Ok(())
+    }
+
+    /// The cluster this server is a node of.
+    pub(crate) fn cluster(&self) -> Option<&Arc<dyn ClusterLink>> {
+        self.cluster.get()
+    }
+
+    /// The home of file `key` now ([`Home::Here`] outside a cluster).
+    pub(crate) fn home_of(&self, key: FileKey) -> Home {
+        match self.cluster.get() {
+            None => Home::Here,
+            Some(c) => match c.home(partition_of(key, c.partitions())) {
+                Home::Node(n) if n == c.node() => Home::Here,
+                h => h,
+            },
+        }
+    }
+
+    /// A message from another node: the answer to send back for a call,
+    /// `None` for a notice. An undecodable message is an error (the
+    /// transport closes that peer's connection and logs it).
+    /// `now_ms` is this node's monotonic clock: a home decides break
+    /// deadlines by its own clock, never by the caller's.
+    pub fn cluster_receive(
+        &self,
+        message: &[u8],
+        now_ms: u64,
+    ) -> Result<Option<Vec<u8>>, WireError> {
+        match msg::Message::decode(message)? {
+            msg::Message::Call(call) => {
+                let answer = home::serve(self, call, now_ms);
+                Ok(Some(msg::Message::Answer(answer).encode()))
+            }
+            msg::Message::Post(p) => {
+                if node_of(p.route.conn_id) != self.cluster.get().map_or(0, |c| c.node()) {
+                    return Err(WireError::Invalid("notice for another node's connection"));
+                }
+                crate::oplock::send(self, vec![(p.route, p.notice)]);
+                Ok(None)
+            }
+            msg::Message::Answer(_) => Err(WireError::Invalid("answer without a call")),
+        }
+    }
+}
+
+/// Ask `node`, the home of a file, for a decision.
+pub(crate) fn ask(
+    server: &ServerState,
+    node: u16,
+    call: msg::Call,
+) -> Result<msg::Answer, NtStatus> {
+    let Some(link) = server.cluster() else {
+        return Err(NtStatus::INTERNAL_ERROR);
+    };
+    let answer = link.call(node, msg::Message::Call(call).encode())?;
+    match msg::Message::decode(&answer) {
+        Ok(msg::Message::Answer(a)) => Ok(a),
+        _ => {
+            tracing::warn!(node, "a node answered a call with something else");
+            Err(NtStatus::INTERNAL_ERROR)
+        }
+    }
+}
+
+/// Send a notice for a connection of another node there: true when the
+/// connection is another node's (the notice went, or is lost with that
+/// node), false when it is this node's to post.
+pub(crate) fn forward(server: &ServerState, route: Route, notice: &Notice) -> bool {
+    let Some(link) = server.cluster() else {
+        return false;
+    };
+    let node = node_of(route.conn_id);
+    if node == link.node() || node == 0 {
+        return false;
+    }
+    let post = msg::Post {
+        route,
+        notice: notice.clone(),
+    };
+    link.post(node, msg::Message::Post(post).encode());
+    true
+}
+
+/// An answer a call does not expect: the home runs another version.
+pub(crate) fn unexpected(answer: &msg::Answer) -> NtStatus {
+    tracing::warn!(?answer, "a file's home answered unexpectedly");
+    NtStatus::INTERNAL_ERROR
+}

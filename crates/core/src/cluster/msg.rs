@@ -1,0 +1,797 @@
+//! The messages nodes exchange about files homed on one of them: a call
+//! (one of the [`crate::arbiter`] decisions, asked of the file's home) and
+//! its answer, or a notice for a connection on another node (a break, a
+//! "try again"). Little-endian, fixed fields, every length checked: a
+//! message is network input and decoding it never panics.
+
+use ringshare_vfs::RelPath;
+use ringshare_wire::consts::{AccessMask, LeaseBreakFlags, LeaseFlags, LeaseState, ShareAccess};
+use ringshare_wire::create::{Lease, LeaseV2};
+use ringshare_wire::misc::LeaseBreakNotification;
+use ringshare_wire::{FileId, NtStatus, Reader, WireError, WriteExt};
+
+use crate::locks::ByteRangeLock;
+use crate::oplock::{Grant, LeaseId, Route, Wish};
+use crate::server::{FileKey, Notice};
+
+/// The largest message a node accepts (a CREATE's path is the largest part).
+pub const MESSAGE_MAX: usize = 64 * 1024;
+
+/// An open asked of a file's home ([`crate::arbiter::OpenAsk`], owned).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ask {
+    pub owner: u64,
+    pub persistent_id: u64,
+    pub route: Route,
+    pub wish: Wish,
+    pub requested: u8,
+    pub lease_req: Option<Lease>,
+    pub share: String,
+    pub path: RelPath,
+    pub is_dir: bool,
+    pub conn_id: u64,
+    pub now_ms: u64,
+}
+
+/// A decision asked of a file's home.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Call {
+    Admit(FileKey, Box<Ask>),
+    Close {
+        key: FileKey,
+        owner: u64,
+        delete_on_close: bool,
+    },
+    Lock {
+        key: FileKey,
+        owner: u64,
+        /// Each range: the lock, or the status its range earned; may it wait.
+        asks: Vec<(Result<ByteRangeLock, NtStatus>, bool)>,
+        max: u32,
+        now_ms: u64,
+    },
+    RetryLock(FileKey, ByteRangeLock),
+    Unlock {
+        key: FileKey,
+        owner: u64,
+        ranges: Vec<Result<(u64, u64), NtStatus>>,
+    },
+    /// A READ (`write` false) or WRITE of a range by `owner`.
+    Io {
+        key: FileKey,
+        owner: u64,
+        offset: u64,
+        length: u64,
+        write: bool,
+        /// It changes the file (other opens' read caching breaks).
+        change: bool,
+        now_ms: u64,
+    },
+    /// A change other than a WRITE (a size change) by `owner`.
+    Changed {
+        key: FileKey,
+        owner: u64,
+        now_ms: u64,
+    },
+    /// Set (or clear) the file's delete-pending; `None`: only ask it.
+    DeletePending(FileKey, Option<bool>),
+    /// `owner` renames the file to `to`: may it, or must it wait (its
+    /// connection `conn_id` is woken).
+    Rename {
+        key: FileKey,
+        owner: u64,
+        conn_id: u64,
+        now_ms: u64,
+    },
+    /// The file was renamed to `to`.
+    Moved(FileKey, RelPath),
+    AckOplock {
+        key: FileKey,
+        owner: u64,
+        level: u8,
+    },
+    AckLease {
+        key: FileKey,
+        id: LeaseId,
+        state: u32,
+        now_ms: u64,
+    },
+}
+
+/// A home's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    Admitted(Grant),
+    Wait,
+    Refused(NtStatus),
+    Done,
+    Closed {
+        remove: bool,
+        last_open: bool,
+        path: RelPath,
+        is_dir: bool,
+        newly_pending: bool,
+        lease_gone: Option<LeaseId>,
+    },
+    /// A yes or no (a retried lock is held; an I/O conflicts; delete is
+    /// pending; a rename waits).
+    Flag(bool),
+    /// An I/O's answer: whether it conflicts with a lock, whether another
+    /// open may write.
+    Io {
+        conflict: bool,
+        writers: bool,
+    },
+    /// An acknowledged level or lease state.
+    Level(u32),
+    /// Whether the file's delete was pending before the call, and is now.
+    Pending {
+        was: bool,
+        now: bool,
+    },
+}
+
+/// A notice for a connection of the node that receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Post {
+    pub route: Route,
+    pub notice: Notice,
+}
+
+/// Any message between nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Message {
+    Call(Call),
+    Answer(Answer),
+    Post(Post),
+}
+
+const CALL: u8 = 1;
+const ANSWER: u8 = 2;
+const POST: u8 = 3;
+
+impl Message {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Vec::with_capacity(128);
+        match self {
+            Message::Call(c) => {
+                o.put_u8(CALL);
+                put_call(&mut o, c);
+            }
+            Message::Answer(a) => {
+                o.put_u8(ANSWER);
+                put_answer(&mut o, a);
+            }
+            Message::Post(p) => {
+                o.put_u8(POST);
+                put_route(&mut o, p.route);
+                put_notice(&mut o, &p.notice);
+            }
+        }
+        o
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Message, WireError> {
+        if b.len() > MESSAGE_MAX {
+            return Err(WireError::Invalid("cluster message too long"));
+        }
+        let mut r = Reader::new(b);
+        let m = match r.u8()? {
+            CALL => Message::Call(get_call(&mut r)?),
+            ANSWER => Message::Answer(get_answer(&mut r)?),
+            POST => Message::Post(Post {
+                route: get_route(&mut r)?,
+                notice: get_notice(&mut r)?,
+            }),
+            _ => return Err(WireError::Invalid("unknown cluster message")),
+        };
+        if !r.is_empty() {
+            return Err(WireError::Invalid("cluster message has trailing bytes"));
+        }
+        Ok(m)
+    }
+}
+
+fn put_key(o: &mut Vec<u8>, k: FileKey) {
+    o.put_u64(k.dev);
+    o.put_u64(k.ino);
+    o.put_u64(k.stream);
+}
+
+fn get_key(r: &mut Reader<'_>) -> Result<FileKey, WireError> {
+    Ok(FileKey {
+        dev: r.u64()?,
+        ino: r.u64()?,
+        stream: r.u64()?,
+    })
+}
+
+fn put_route(o: &mut Vec<u8>, route: Route) {
+    o.put_u64(route.conn_id);
+    o.put_u64(route.session_id);
+}
+
+fn get_route(r: &mut Reader<'_>) -> Result<Route, WireError> {
+    Ok(Route {
+        conn_id: r.u64()?,
+        session_id: r.u64()?,
+    })
+}
+
+fn put_bool(o: &mut Vec<u8>, v: bool) {
+    o.put_u8(u8::from(v));
+}
+
+fn get_bool(r: &mut Reader<'_>) -> Result<bool, WireError> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(WireError::Invalid("bad boolean")),
+    }
+}
+
+fn put_str(o: &mut Vec<u8>, s: &str) {
+    // Every string is bounded by MESSAGE_MAX when decoded; a longer one
+    // fails there.
+    o.put_u32(s.len().min(u32::MAX as usize) as u32);
+    o.put_bytes(s.as_bytes());
+}
+
+fn get_str(r: &mut Reader<'_>) -> Result<String, WireError> {
+    let n = r.u32()? as usize;
+    let b = r.bytes(n)?;
+    String::from_utf8(b.to_vec()).map_err(|_| WireError::Invalid("string not UTF-8"))
+}
+
+fn put_path(o: &mut Vec<u8>, p: &RelPath) {
+    o.put_u16(p.components().len().min(u16::MAX as usize) as u16);
+    for c in p.components() {
+        put_str(o, c);
+    }
+}
+
+fn get_path(r: &mut Reader<'_>) -> Result<RelPath, WireError> {
+    let n = r.u16()? as usize;
+    let mut parts = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        parts.push(get_str(r)?);
+    }
+    RelPath::from_components(parts).map_err(|_| WireError::Invalid("bad path"))
+}
+
+fn put_status(o: &mut Vec<u8>, s: NtStatus) {
+    o.put_u32(s.0);
+}
+
+fn get_status(r: &mut Reader<'_>) -> Result<NtStatus, WireError> {
+    Ok(NtStatus(r.u32()?))
+}
+
+fn put_lease_id(o: &mut Vec<u8>, id: LeaseId) {
+    o.put_bytes(&id.client_guid);
+    o.put_bytes(&id.key);
+}
+
+fn get_lease_id(r: &mut Reader<'_>) -> Result<LeaseId, WireError> {
+    Ok(LeaseId {
+        client_guid: r.array()?,
+        key: r.array()?,
+    })
+}
+
+fn put_opt<T: Copy>(o: &mut Vec<u8>, v: Option<T>, put: impl FnOnce(&mut Vec<u8>, T)) {
+    match v {
+        None => o.put_u8(0),
+        Some(v) => {
+            o.put_u8(1);
+            put(o, v);
+        }
+    }
+}
+
+fn get_opt<T>(
+    r: &mut Reader<'_>,
+    get: impl FnOnce(&mut Reader<'_>) -> Result<T, WireError>,
+) -> Result<Option<T>, WireError> {
+    Ok(if get_bool(r)? { Some(get(r)?) } else { None })
+}
+
+fn put_lock(o: &mut Vec<u8>, l: ByteRangeLock) {
+    o.put_u64(l.offset);
+    o.put_u64(l.length);
+    put_bool(o, l.exclusive);
+    o.put_u64(l.owner);
+}
+
+fn get_lock(r: &mut Reader<'_>) -> Result<ByteRangeLock, WireError> {
+    Ok(ByteRangeLock {
+        offset: r.u64()?,
+        length: r.u64()?,
+        exclusive: get_bool(r)?,
+        owner: r.u64()?,
+    })
+}
+
+/// A count of list items, each at least `item_min` bytes long, bounded by
+/// what is left of the message.
+fn get_count(r: &mut Reader<'_>, item_min: usize) -> Result<usize, WireError> {
+    let n = r.u16()? as usize;
+    if n * item_min > r.remaining() {
+        return Err(WireError::Invalid("list longer than its message"));
+    }
+    Ok(n)
+}
+
+fn put_lease_req(o: &mut Vec<u8>, l: &Lease) {
+    o.put_bytes(&l.key);
+    o.put_u32(l.state.0);
+    o.put_u32(l.flags.0);
+    o.put_u64(l.duration);
+    put_opt(o, l.v2, |o, v| {
+        o.put_bytes(&v.parent_key);
+        o.put_u16(v.epoch);
+    });
+}
+
+fn get_lease_req(r: &mut Reader<'_>) -> Result<Lease, WireError> {
+    Ok(Lease {
+        key: r.array()?,
+        state: LeaseState(r.u32()?),
+        flags: LeaseFlags(r.u32()?),
+        duration: r.u64()?,
+        v2: get_opt(r, |r| {
+            Ok(LeaseV2 {
+                parent_key: r.array()?,
+                epoch: r.u16()?,
+            })
+        })?,
+    })
+}
+
+fn put_ask(o: &mut Vec<u8>, a: &Ask) {
+    o.put_u64(a.owner);
+    o.put_u64(a.persistent_id);
+    put_route(o, a.route);
+    put_bool(o, a.wish.retry);
+    o.put_u32(a.wish.access);
+    o.put_u32(a.wish.share_access);
+    put_bool(o, a.wish.truncate);
+    put_bool(o, a.wish.delete_only);
+    put_opt(o, a.wish.lease, put_lease_id);
+    o.put_u8(a.requested);
+    match &a.lease_req {
+        None => o.put_u8(0),
+        Some(l) => {
+            o.put_u8(1);
+            put_lease_req(o, l);
+        }
+    }
+    put_str(o, &a.share);
+    put_path(o, &a.path);
+    put_bool(o, a.is_dir);
+    o.put_u64(a.conn_id);
+    o.put_u64(a.now_ms);
+}
+
+fn get_ask(r: &mut Reader<'_>) -> Result<Ask, WireError> {
+    Ok(Ask {
+        owner: r.u64()?,
+        persistent_id: r.u64()?,
+        route: get_route(r)?,
+        wish: Wish {
+            retry: get_bool(r)?,
+            access: r.u32()?,
+            share_access: r.u32()?,
+            truncate: get_bool(r)?,
+            delete_only: get_bool(r)?,
+            lease: get_opt(r, get_lease_id)?,
+        },
+        requested: r.u8()?,
+        lease_req: get_opt(r, get_lease_req)?,
+        share: get_str(r)?,
+        path: get_path(r)?,
+        is_dir: get_bool(r)?,
+        conn_id: r.u64()?,
+        now_ms: r.u64()?,
+    })
+}
+
+mod tag {
+    pub const ADMIT: u8 = 1;
+    pub const CLOSE: u8 = 2;
+    pub const LOCK: u8 = 3;
+    pub const RETRY_LOCK: u8 = 4;
+    pub const UNLOCK: u8 = 5;
+    pub const IO: u8 = 6;
+    pub const CHANGED: u8 = 7;
+    pub const DELETE_PENDING: u8 = 8;
+    pub const RENAME: u8 = 9;
+    pub const MOVED: u8 = 10;
+    pub const ACK_OPLOCK: u8 = 11;
+    pub const ACK_LEASE: u8 = 12;
+}
+
+fn put_call(o: &mut Vec<u8>, c: &Call) {
+    match c {
+        Call::Admit(key, ask) => {
+            o.put_u8(tag::ADMIT);
+            put_key(o, *key);
+            put_ask(o, ask);
+        }
+        Call::Close {
+            key,
+            owner,
+            delete_on_close,
+        } => {
+            o.put_u8(tag::CLOSE);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            put_bool(o, *delete_on_close);
+        }
+        Call::Lock {
+            key,
+            owner,
+            asks,
+            max,
+            now_ms,
+        } => {
+            o.put_u8(tag::LOCK);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            o.put_u16(asks.len().min(u16::MAX as usize) as u16);
+            for (l, fail_immediately) in asks.iter().take(u16::MAX as usize) {
+                match l {
+                    Ok(l) => {
+                        o.put_u8(1);
+                        put_lock(o, *l);
+                    }
+                    Err(s) => {
+                        o.put_u8(0);
+                        put_status(o, *s);
+                    }
+                }
+                put_bool(o, *fail_immediately);
+            }
+            o.put_u32(*max);
+            o.put_u64(*now_ms);
+        }
+        Call::RetryLock(key, l) => {
+            o.put_u8(tag::RETRY_LOCK);
+            put_key(o, *key);
+            put_lock(o, *l);
+        }
+        Call::Unlock { key, owner, ranges } => {
+            o.put_u8(tag::UNLOCK);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            o.put_u16(ranges.len().min(u16::MAX as usize) as u16);
+            for r in ranges.iter().take(u16::MAX as usize) {
+                match r {
+                    Ok((off, len)) => {
+                        o.put_u8(1);
+                        o.put_u64(*off);
+                        o.put_u64(*len);
+                    }
+                    Err(s) => {
+                        o.put_u8(0);
+                        put_status(o, *s);
+                    }
+                }
+            }
+        }
+        Call::Io {
+            key,
+            owner,
+            offset,
+            length,
+            write,
+            change,
+            now_ms,
+        } => {
+            o.put_u8(tag::IO);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            o.put_u64(*offset);
+            o.put_u64(*length);
+            put_bool(o, *write);
+            put_bool(o, *change);
+            o.put_u64(*now_ms);
+        }
+        Call::Changed { key, owner, now_ms } => {
+            o.put_u8(tag::CHANGED);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            o.put_u64(*now_ms);
+        }
+        Call::DeletePending(key, set) => {
+            o.put_u8(tag::DELETE_PENDING);
+            put_key(o, *key);
+            put_opt(o, *set, put_bool);
+        }
+        Call::Rename {
+            key,
+            owner,
+            conn_id,
+            now_ms,
+        } => {
+            o.put_u8(tag::RENAME);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            o.put_u64(*conn_id);
+            o.put_u64(*now_ms);
+        }
+        Call::Moved(key, to) => {
+            o.put_u8(tag::MOVED);
+            put_key(o, *key);
+            put_path(o, to);
+        }
+        Call::AckOplock { key, owner, level } => {
+            o.put_u8(tag::ACK_OPLOCK);
+            put_key(o, *key);
+            o.put_u64(*owner);
+            o.put_u8(*level);
+        }
+        Call::AckLease {
+            key,
+            id,
+            state,
+            now_ms,
+        } => {
+            o.put_u8(tag::ACK_LEASE);
+            put_key(o, *key);
+            put_lease_id(o, *id);
+            o.put_u32(*state);
+            o.put_u64(*now_ms);
+        }
+    }
+}
+
+fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
+    Ok(match r.u8()? {
+        tag::ADMIT => Call::Admit(get_key(r)?, Box::new(get_ask(r)?)),
+        tag::CLOSE => Call::Close {
+            key: get_key(r)?,
+            owner: r.u64()?,
+            delete_on_close: get_bool(r)?,
+        },
+        tag::LOCK => {
+            let key = get_key(r)?;
+            let owner = r.u64()?;
+            let n = get_count(r, 6)?;
+            let mut asks = Vec::with_capacity(n);
+            for _ in 0..n {
+                let l = if get_bool(r)? {
+                    Ok(get_lock(r)?)
+                } else {
+                    Err(get_status(r)?)
+                };
+                asks.push((l, get_bool(r)?));
+            }
+            Call::Lock {
+                key,
+                owner,
+                asks,
+                max: r.u32()?,
+                now_ms: r.u64()?,
+            }
+        }
+        tag::RETRY_LOCK => Call::RetryLock(get_key(r)?, get_lock(r)?),
+        tag::UNLOCK => {
+            let key = get_key(r)?;
+            let owner = r.u64()?;
+            let n = get_count(r, 5)?;
+            let mut ranges = Vec::with_capacity(n);
+            for _ in 0..n {
+                ranges.push(if get_bool(r)? {
+                    Ok((r.u64()?, r.u64()?))
+                } else {
+                    Err(get_status(r)?)
+                });
+            }
+            Call::Unlock { key, owner, ranges }
+        }
+        tag::IO => Call::Io {
+            key: get_key(r)?,
+            owner: r.u64()?,
+            offset: r.u64()?,
+            length: r.u64()?,
+            write: get_bool(r)?,
+            change: get_bool(r)?,
+            now_ms: r.u64()?,
+        },
+        tag::CHANGED => Call::Changed {
+            key: get_key(r)?,
+            owner: r.u64()?,
+            now_ms: r.u64()?,
+        },
+        tag::DELETE_PENDING => Call::DeletePending(get_key(r)?, get_opt(r, get_bool)?),
+        tag::RENAME => Call::Rename {
+            key: get_key(r)?,
+            owner: r.u64()?,
+            conn_id: r.u64()?,
+            now_ms: r.u64()?,
+        },
+        tag::MOVED => Call::Moved(get_key(r)?, get_path(r)?),
+        tag::ACK_OPLOCK => Call::AckOplock {
+            key: get_key(r)?,
+            owner: r.u64()?,
+            level: r.u8()?,
+        },
+        tag::ACK_LEASE => Call::AckLease {
+            key: get_key(r)?,
+            id: get_lease_id(r)?,
+            state: r.u32()?,
+            now_ms: r.u64()?,
+        },
+        _ => return Err(WireError::Invalid("unknown cluster call")),
+    })
+}
+
+mod answer {
+    pub const ADMITTED: u8 = 1;
+    pub const WAIT: u8 = 2;
+    pub const REFUSED: u8 = 3;
+    pub const DONE: u8 = 4;
+    pub const CLOSED: u8 = 5;
+    pub const FLAG: u8 = 6;
+    pub const IO: u8 = 7;
+    pub const LEVEL: u8 = 8;
+    pub const PENDING: u8 = 9;
+}
+
+fn put_answer(o: &mut Vec<u8>, a: &Answer) {
+    match a {
+        Answer::Admitted(g) => {
+            o.put_u8(answer::ADMITTED);
+            o.put_u8(g.level);
+            o.put_u32(g.lease_state);
+            put_bool(o, g.lease_breaking);
+            o.put_u16(g.epoch);
+            put_bool(o, g.v2);
+            put_opt(o, g.parent_key, |o, k| o.put_bytes(&k));
+        }
+        Answer::Wait => o.put_u8(answer::WAIT),
+        Answer::Refused(s) => {
+            o.put_u8(answer::REFUSED);
+            put_status(o, *s);
+        }
+        Answer::Done => o.put_u8(answer::DONE),
+        Answer::Closed {
+            remove,
+            last_open,
+            path,
+            is_dir,
+            newly_pending,
+            lease_gone,
+        } => {
+            o.put_u8(answer::CLOSED);
+            put_bool(o, *remove);
+            put_bool(o, *last_open);
+            put_path(o, path);
+            put_bool(o, *is_dir);
+            put_bool(o, *newly_pending);
+            put_opt(o, *lease_gone, put_lease_id);
+        }
+        Answer::Flag(v) => {
+            o.put_u8(answer::FLAG);
+            put_bool(o, *v);
+        }
+        Answer::Io { conflict, writers } => {
+            o.put_u8(answer::IO);
+            put_bool(o, *conflict);
+            put_bool(o, *writers);
+        }
+        Answer::Level(v) => {
+            o.put_u8(answer::LEVEL);
+            o.put_u32(*v);
+        }
+        Answer::Pending { was, now } => {
+            o.put_u8(answer::PENDING);
+            put_bool(o, *was);
+            put_bool(o, *now);
+        }
+    }
+}
+
+fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
+    Ok(match r.u8()? {
+        answer::ADMITTED => Answer::Admitted(Grant {
+            level: r.u8()?,
+            lease_state: r.u32()?,
+            lease_breaking: get_bool(r)?,
+            epoch: r.u16()?,
+            v2: get_bool(r)?,
+            parent_key: get_opt(r, |r| r.array())?,
+        }),
+        answer::WAIT => Answer::Wait,
+        answer::REFUSED => Answer::Refused(get_status(r)?),
+        answer::DONE => Answer::Done,
+        answer::CLOSED => Answer::Closed {
+            remove: get_bool(r)?,
+            last_open: get_bool(r)?,
+            path: get_path(r)?,
+            is_dir: get_bool(r)?,
+            newly_pending: get_bool(r)?,
+            lease_gone: get_opt(r, get_lease_id)?,
+        },
+        answer::FLAG => Answer::Flag(get_bool(r)?),
+        answer::IO => Answer::Io {
+            conflict: get_bool(r)?,
+            writers: get_bool(r)?,
+        },
+        answer::LEVEL => Answer::Level(r.u32()?),
+        answer::PENDING => Answer::Pending {
+            was: get_bool(r)?,
+            now: get_bool(r)?,
+        },
+        _ => return Err(WireError::Invalid("unknown cluster answer")),
+    })
+}
+
+mod notice {
+    pub const OPLOCK_BREAK: u8 = 1;
+    pub const LEASE_BREAK: u8 = 2;
+    pub const RETRY: u8 = 3;
+}
+
+/// Only the notices one node sends another are encoded: breaks and retries.
+/// Any other is sent as a retry (harmless: the connection looks again).
+fn put_notice(o: &mut Vec<u8>, n: &Notice) {
+    match n {
+        Notice::OplockBreak {
+            session_id,
+            file_id,
+            level,
+        } => {
+            o.put_u8(notice::OPLOCK_BREAK);
+            o.put_u64(*session_id);
+            o.put_u64(file_id.persistent);
+            o.put_u64(file_id.volatile);
+            o.put_u8(*level);
+        }
+        Notice::LeaseBreak {
+            session_id,
+            notification: b,
+        } => {
+            o.put_u8(notice::LEASE_BREAK);
+            o.put_u64(*session_id);
+            o.put_u16(b.new_epoch);
+            o.put_u32(b.flags.0);
+            o.put_bytes(&b.lease_key);
+            o.put_u32(b.current_lease_state.0);
+            o.put_u32(b.new_lease_state.0);
+            o.put_u32(b.break_reason);
+            o.put_u32(b.access_mask_hint.0);
+            o.put_u32(b.share_mask_hint.0);
+        }
+        _ => o.put_u8(notice::RETRY),
+    }
+}
+
+fn get_notice(r: &mut Reader<'_>) -> Result<Notice, WireError> {
+    Ok(match r.u8()? {
+        notice::OPLOCK_BREAK => Notice::OplockBreak {
+            session_id: r.u64()?,
+            file_id: FileId {
+                persistent: r.u64()?,
+                volatile: r.u64()?,
+            },
+            level: r.u8()?,
+        },
+        notice::LEASE_BREAK => Notice::LeaseBreak {
+            session_id: r.u64()?,
+            notification: LeaseBreakNotification {
+                new_epoch: r.u16()?,
+                flags: LeaseBreakFlags(r.u32()?),
+                lease_key: r.array()?,
+                current_lease_state: LeaseState(r.u32()?),
+                new_lease_state: LeaseState(r.u32()?),
+                break_reason: r.u32()?,
+                access_mask_hint: AccessMask(r.u32()?),
+                share_mask_hint: ShareAccess(r.u32()?),
+            },
+        },
+        notice::RETRY => Notice::Retry,
+        _ => return Err(WireError::Invalid("unknown cluster notice")),
+    })
+}
