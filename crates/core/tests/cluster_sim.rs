@@ -1,0 +1,931 @@
+//! Several server cores as one cluster (issue 18, tier 0 of docs/cluster.md):
+//! each `ServerState` is a node, joined to the others by an in-memory bus
+//! with fake membership (which node owns each partition, which nodes are
+//! down); clients on different nodes share one in-memory file system, as
+//! nodes share a cluster file system. Every per-file decision for a file
+//! homed on another node travels as an encoded message and is decided by
+//! that node's core.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use ringshare_core::cluster::{ClusterLink, Home};
+use ringshare_core::{ServerState, SigningPolicy};
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition as D, CreateOptions, FileAttributes, ImpersonationLevel,
+    LeaseFlags, LeaseState, OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{
+    tag, ContextTag, CreateContext, CreateRequest, CreateResponse, Lease, LeaseV2,
+};
+use ringshare_wire::misc::OplockBreak;
+use ringshare_wire::{FileId, NtStatus};
+use support::*;
+
+const PARTS: u32 = 16;
+const READ: u32 = 0x0012_0089;
+const WRITE: u32 = 0x0012_0116;
+const ALL: u32 = 0x001F_01FF;
+const R: u32 = 1;
+const H: u32 = 2;
+const W: u32 = 4;
+const EXCLUSIVE: u32 = 2;
+const FAIL_IMMEDIATELY: u32 = 0x10;
+const UNLOCK: u32 = 4;
+
+/// The in-memory network and membership of a test cluster.
+struct Bus {
+    nodes: Mutex<HashMap<u16, Weak<ServerState>>>,
+    /// Owner of each partition (0: none).
+    owners: Mutex<Vec<u16>>,
+    down: Mutex<HashSet<u16>>,
+    now_ms: AtomicU64,
+    /// Calls each node received.
+    calls: Mutex<HashMap<u16, u64>>,
+}
+
+struct Link {
+    node: u16,
+    bus: Arc<Bus>,
+}
+
+impl Bus {
+    fn server(&self, node: u16) -> Option<Arc<ServerState>> {
+        if self.down.lock().unwrap().contains(&node) {
+            return None;
+        }
+        self.nodes.lock().unwrap().get(&node)?.upgrade()
+    }
+}
+
+impl ClusterLink for Link {
+    fn node(&self) -> u16 {
+        self.node
+    }
+
+    fn partitions(&self) -> u32 {
+        PARTS
+    }
+
+    fn home(&self, p: u32) -> Home {
+        if self.bus.down.lock().unwrap().contains(&self.node) {
+            return Home::Unavailable;
+        }
+        match self.bus.owners.lock().unwrap()[p as usize] {
+            0 => Home::Unavailable,
+            n => Home::Node(n),
+        }
+    }
+
+    fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
+        let server = self.bus.server(node).ok_or(NtStatus::IO_TIMEOUT)?;
+        *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
+        let now = self.bus.now_ms.load(Ordering::Relaxed);
+        match server.cluster_receive(&message, now) {
+            Ok(Some(answer)) => Ok(answer),
+            other => panic!("a call got {other:?}"),
+        }
+    }
+
+    fn post(&self, node: u16, message: Vec<u8>) {
+        if let Some(server) = self.bus.server(node) {
+            let now = self.bus.now_ms.load(Ordering::Relaxed);
+            assert_eq!(server.cluster_receive(&message, now), Ok(None));
+        }
+    }
+}
+
+/// A cluster of `n` nodes over one in-memory share, every partition homed
+/// on node `home`.
+struct Cluster {
+    mem: MemShare,
+    bus: Arc<Bus>,
+    nodes: Vec<Arc<ServerState>>,
+}
+
+impl Cluster {
+    fn new(n: u16, home: u16) -> Cluster {
+        let mem = MemShare::new();
+        let bus = Arc::new(Bus {
+            nodes: Mutex::new(HashMap::new()),
+            owners: Mutex::new(vec![home; PARTS as usize]),
+            down: Mutex::new(HashSet::new()),
+            now_ms: AtomicU64::new(1_000),
+            calls: Mutex::new(HashMap::new()),
+        });
+        let nodes = (1..=n)
+            .map(|node| {
+                let s = server(&mem, SigningPolicy::IfRequired);
+                let link = Link {
+                    node,
+                    bus: bus.clone(),
+                };
+                s.join_cluster(Arc::new(link)).expect("join");
+                bus.nodes.lock().unwrap().insert(node, Arc::downgrade(&s));
+                s
+            })
+            .collect();
+        Cluster { mem, bus, nodes }
+    }
+
+    /// A logged-on client of node `node` (1-based).
+    fn client(&self, node: u16) -> Client {
+        let s = self.nodes[usize::from(node) - 1].clone();
+        Client::on(s, self.mem.clone(), Options::default())
+    }
+
+    /// Whether `name` exists (a client of the last node looks).
+    fn exists(&self, name: &str) -> bool {
+        let mut c = self.client(self.nodes.len() as u16);
+        match c.create(name, FILE_READ_ATTRIBUTES, D::OPEN, 0) {
+            Ok(f) => {
+                c.close(f);
+                true
+            }
+            Err(NtStatus::DELETE_PENDING) => true,
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND) => false,
+            Err(s) => panic!("looking for {name}: {s:?}"),
+        }
+    }
+
+    fn calls_to(&self, node: u16) -> u64 {
+        self.bus
+            .calls
+            .lock()
+            .unwrap()
+            .get(&node)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Time passes on every node's clock (the clients' and the homes').
+    fn tick(&self, ms: u64, clients: &mut [&mut Client]) -> Vec<Vec<Resp>> {
+        self.bus.now_ms.fetch_add(ms, Ordering::Relaxed);
+        clients.iter_mut().map(|c| c.tick(ms)).collect()
+    }
+}
+
+fn create_msg(
+    c: &mut Client,
+    name: &str,
+    access: u32,
+    share: u32,
+    level: u8,
+    lease: Option<Lease>,
+) -> Vec<u8> {
+    let contexts = lease
+        .map(|l| vec![CreateContext::new(tag::REQUEST_LEASE, l.encode())])
+        .unwrap_or_default();
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(level),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(access),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(share),
+        create_disposition: D::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts,
+    };
+    let tree = c.tree_id;
+    c.message(Command::CREATE, tree, |o| req.encode(o))
+}
+
+fn open(c: &mut Client, name: &str, access: u32, share: u32) -> Result<FileId, NtStatus> {
+    let m = create_msg(c, name, access, share, 0, None);
+    let r = c.send_frame(m).remove(0);
+    if r.status() != NtStatus::SUCCESS {
+        return Err(r.status());
+    }
+    Ok(CreateResponse::decode(&r.msg).expect("create").file_id)
+}
+
+fn lease(key: u8, state: u32) -> Lease {
+    Lease {
+        key: [key; 16],
+        state: LeaseState(state),
+        flags: LeaseFlags::empty(),
+        duration: 0,
+        v2: Some(LeaseV2 {
+            parent_key: [0; 16],
+            epoch: 0,
+        }),
+    }
+}
+
+fn granted_lease(r: &Resp) -> u32 {
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::RequestLease)
+        .expect("lease response context");
+    Lease::decode(&c.data).expect("lease context").state.0
+}
+
+fn breaks(c: &mut Client) -> Vec<OplockBreak> {
+    c.pump()
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r.hdr.command, Command::OPLOCK_BREAK);
+            OplockBreak::decode(&r.msg).expect("break body")
+        })
+        .collect()
+}
+
+fn ack_lease(c: &mut Client, key: u8, state: u32) -> Resp {
+    let body = OplockBreak::LeaseAck {
+        flags: 0,
+        lease_key: [key; 16],
+        lease_state: LeaseState(state),
+        lease_duration: 0,
+    };
+    c.call(Command::OPLOCK_BREAK, c.tree_id, |o| body.encode(o))
+}
+
+/// Where the file's home is, relative to the two clients' nodes (1 and 2)
+/// of a 3-node cluster: with the first client, with the second, or on the third.
+const HOMES: [u16; 3] = [1, 2, 3];
+
+#[test]
+fn a_share_mode_held_on_one_node_refuses_a_conflicting_open_on_another() {
+    for home in HOMES {
+        let cl = Cluster::new(3, home);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let fa = open(&mut a, "f.txt", READ, 1).expect("a opens sharing read only");
+        assert_eq!(
+            open(&mut b, "f.txt", WRITE, 7),
+            Err(NtStatus::SHARING_VIOLATION),
+            "home {home}"
+        );
+        let fb = open(&mut b, "f.txt", READ, 7).expect("a reader shares");
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+        assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+        let fb = open(&mut b, "f.txt", WRITE, 7).expect("after a's close");
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+        if home == 3 {
+            assert_eq!(cl.calls_to(3), 7, "node 3 decided every open and close");
+        } else {
+            assert!(cl.calls_to(home) > 0, "the other node asked home {home}");
+        }
+    }
+}
+
+#[test]
+fn a_lease_break_reaches_the_holder_on_another_node_before_the_second_create_completes() {
+    for home in HOMES {
+        let cl = Cluster::new(3, home);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let m = create_msg(&mut a, "f.txt", ALL, 7, 0xFF, Some(lease(1, R | W | H)));
+        let r = a.send_frame(m).remove(0);
+        assert_eq!(granted_lease(&r), R | W | H, "home {home}");
+        let m = create_msg(&mut b, "f.txt", READ, 7, 0xFF, Some(lease(2, R | H)));
+        let rs = b.send_frame(m);
+        assert_eq!(rs[0].status(), NtStatus::PENDING, "b waits, home {home}");
+        let got = breaks(&mut a);
+        let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+            panic!("one lease break for a: {got:?}");
+        };
+        assert_eq!(
+            (n.current_lease_state.0, n.new_lease_state.0),
+            (R | W | H, R | H)
+        );
+        assert!(b.tick(10).is_empty(), "nothing for b before a acknowledges");
+        assert_eq!(ack_lease(&mut a, 1, R | H).status(), NtStatus::SUCCESS);
+        let fin = b.tick(10);
+        assert_eq!(fin.len(), 1, "home {home}");
+        assert_eq!(granted_lease(&fin[0]), R | H);
+    }
+}
+
+#[test]
+fn an_unacknowledged_break_ends_by_the_homes_clock() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let m = create_msg(&mut a, "f.txt", ALL, 7, 0xFF, Some(lease(1, R | W | H)));
+    a.send_frame(m);
+    let m = create_msg(&mut b, "f.txt", READ, 7, 0xFF, Some(lease(2, R | H)));
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
+    assert_eq!(breaks(&mut a).len(), 1);
+    let waited = cl.tick(34_000, &mut [&mut b]);
+    assert!(waited[0].is_empty(), "still waiting after 34 s");
+    let fin = cl.tick(1_500, &mut [&mut b]);
+    assert_eq!(fin[0].len(), 1);
+    assert_eq!(fin[0][0].status(), NtStatus::SUCCESS);
+}
+
+#[test]
+fn byte_range_locks_conflict_across_nodes_and_a_waiting_lock_is_granted_on_unlock() {
+    for home in HOMES {
+        let cl = Cluster::new(3, home);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let fa = open(&mut a, "f.txt", ALL, 7).expect("a");
+        let fb = open(&mut b, "f.txt", ALL, 7).expect("b");
+        assert_eq!(a.write(fa, 0, &[1; 200]).status(), NtStatus::SUCCESS);
+        assert_eq!(
+            a.lock(fa, &[(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)])
+                .status(),
+            NtStatus::SUCCESS
+        );
+        assert_eq!(
+            b.write(fb, 50, b"x").status(),
+            NtStatus::FILE_LOCK_CONFLICT,
+            "home {home}"
+        );
+        assert_eq!(b.read(fb, 0, 10).status(), NtStatus::FILE_LOCK_CONFLICT);
+        assert_eq!(b.read(fb, 100, 10).status(), NtStatus::SUCCESS);
+        assert_eq!(
+            b.lock(fb, &[(10, 1, EXCLUSIVE | FAIL_IMMEDIATELY)])
+                .status(),
+            NtStatus::LOCK_NOT_GRANTED
+        );
+        let waiting = b.lock(fb, &[(10, 1, EXCLUSIVE)]);
+        assert_eq!(waiting.status(), NtStatus::PENDING, "a blocking lock waits");
+        assert_eq!(a.lock(fa, &[(0, 100, UNLOCK)]).status(), NtStatus::SUCCESS);
+        let fin = cl.tick(1_000, &mut [&mut b]);
+        assert_eq!(fin[0].len(), 1, "home {home}");
+        assert_eq!(
+            fin[0][0].status(),
+            NtStatus::SUCCESS,
+            "granted after the unlock"
+        );
+        assert_eq!(a.write(fa, 10, b"y").status(), NtStatus::FILE_LOCK_CONFLICT);
+        // A close frees the closing open's locks at the home.
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+        assert_eq!(a.write(fa, 10, b"y").status(), NtStatus::SUCCESS);
+    }
+}
+
+/// FileDispositionInformation { DeletePending = 1 }.
+fn set_delete(c: &mut Client, f: FileId) -> NtStatus {
+    c.set_info(f, 1, 13, &[1]).status()
+}
+
+fn delete_pending_seen(c: &mut Client, f: FileId) -> bool {
+    let r = c.query_info(f, 1, 5, 0, 24);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    output_buffer(&r)[20] == 1
+}
+
+#[test]
+fn delete_on_close_set_on_one_node_waits_for_the_last_open_on_any_node() {
+    for home in HOMES {
+        let cl = Cluster::new(3, home);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let fa = open(&mut a, "gone.txt", ALL, 7).expect("a");
+        let fb = open(&mut b, "gone.txt", ALL, 7).expect("b");
+        assert_eq!(set_delete(&mut b, fb), NtStatus::SUCCESS);
+        assert!(delete_pending_seen(&mut a, fa), "a sees it, home {home}");
+        assert_eq!(
+            open(&mut a, "gone.txt", READ, 7),
+            Err(NtStatus::DELETE_PENDING)
+        );
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+        assert!(cl.exists("gone.txt"), "a still holds it");
+        assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+        assert!(!cl.exists("gone.txt"), "home {home}");
+    }
+}
+
+#[test]
+fn a_rename_waits_until_a_handle_lease_on_another_node_is_given_up() {
+    for home in HOMES {
+        let cl = Cluster::new(3, home);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let m = create_msg(&mut a, "old.txt", READ, 7, 0xFF, Some(lease(1, R | H)));
+        assert_eq!(granted_lease(&a.send_frame(m).remove(0)), R | H);
+        let fb = open(&mut b, "old.txt", ALL, 7).expect("b opens with DELETE");
+        let info = rename_info("new.txt");
+        let r = b.call_all(Command::SET_INFO, b.tree_id, |o| {
+            set_info_body(o, fb, &info)
+        });
+        assert_eq!(r[0].status(), NtStatus::PENDING, "home {home}");
+        let got = breaks(&mut a);
+        assert_eq!(got.len(), 1, "a is asked to give up H");
+        assert_eq!(ack_lease(&mut a, 1, R).status(), NtStatus::SUCCESS);
+        let fin = b.tick(10);
+        assert_eq!(fin.len(), 1);
+        assert_eq!(fin[0].status(), NtStatus::SUCCESS, "renamed, home {home}");
+        assert!(cl.exists("new.txt") && !cl.exists("old.txt"));
+    }
+}
+
+/// FileRenameInformation ([MS-FSCC] 2.4.42, SMB2 form): replace, root 0, name.
+fn rename_info(to: &str) -> Vec<u8> {
+    let name: Vec<u8> = to.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+    let mut b = vec![1u8];
+    b.extend_from_slice(&[0; 15]);
+    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(&name);
+    b
+}
+
+fn set_info_body(o: &mut Vec<u8>, f: FileId, buf: &[u8]) {
+    use ringshare_wire::WriteExt;
+    o.put_u16(33);
+    o.put_u8(1);
+    o.put_u8(10);
+    o.put_u32(buf.len() as u32);
+    o.put_u16(96);
+    o.put_u16(0);
+    o.put_u32(0);
+    f.write(o);
+    o.put_bytes(buf);
+}
+
+#[test]
+fn opens_of_files_whose_home_is_unavailable_are_refused_and_others_go_on() {
+    let cl = Cluster::new(3, 3);
+    let mut a = cl.client(1);
+    let fa = open(&mut a, "f.txt", ALL, 7).expect("home up");
+    cl.bus.down.lock().unwrap().insert(3);
+    cl.bus
+        .owners
+        .lock()
+        .unwrap()
+        .iter_mut()
+        .for_each(|o| *o = 0);
+    assert_eq!(
+        open(&mut a, "f.txt", READ, 7),
+        Err(NtStatus::FILE_NOT_AVAILABLE)
+    );
+    assert_eq!(a.write(fa, 0, b"x").status(), NtStatus::FILE_NOT_AVAILABLE);
+    // The open closes here whatever its home says.
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    // Node 1 takes the partitions over: its files are decided there now.
+    cl.bus
+        .owners
+        .lock()
+        .unwrap()
+        .iter_mut()
+        .for_each(|o| *o = 1);
+    let fa = open(&mut a, "f.txt", ALL, 0).expect("decided by node 1");
+    let mut b = cl.client(2);
+    assert_eq!(
+        open(&mut b, "f.txt", READ, 7),
+        Err(NtStatus::SHARING_VIOLATION)
+    );
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+}
+
+#[test]
+fn a_message_from_another_node_that_does_not_decode_is_refused_without_harm() {
+    let cl = Cluster::new(2, 1);
+    let s = &cl.nodes[0];
+    for bad in [
+        &[][..],
+        &[9][..],
+        &[1, 1, 0, 0][..],
+        &[
+            1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ][..],
+        &[2, 1][..],
+    ] {
+        assert!(s.cluster_receive(bad, 0).is_err(), "{bad:?}");
+    }
+    // A lock call claiming 65535 ranges in a short message.
+    let mut m = vec![1u8, 3];
+    m.extend_from_slice(&[0; 32]);
+    m.extend_from_slice(&[0xFF, 0xFF]);
+    assert!(s.cluster_receive(&m, 0).is_err());
+    let mut long = vec![1u8, 1];
+    long.resize(70_000, 0);
+    assert!(s.cluster_receive(&long, 0).is_err());
+}
+
+// ---- random schedules against one single-node server ----
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Create {
+        client: usize,
+        file: usize,
+        access: u32,
+        share: u32,
+        lease: Option<u32>,
+    },
+    Close {
+        client: usize,
+        handle: usize,
+    },
+    Lock {
+        client: usize,
+        handle: usize,
+        offset: u64,
+        length: u64,
+        exclusive: bool,
+    },
+    Unlock {
+        client: usize,
+        handle: usize,
+        offset: u64,
+        length: u64,
+    },
+    Write {
+        client: usize,
+        handle: usize,
+        offset: u64,
+        length: u64,
+    },
+    Read {
+        client: usize,
+        handle: usize,
+        offset: u64,
+        length: u64,
+    },
+    SetDelete {
+        client: usize,
+        handle: usize,
+    },
+}
+
+const CLIENTS: usize = 5;
+const FILES: [&str; 3] = ["a.txt", "b.txt", "c.txt"];
+
+fn random_op(rng: &mut Rng, open_counts: &[usize]) -> Op {
+    let client = rng.below(CLIENTS as u64) as usize;
+    let n = open_counts[client];
+    let kind = if n == 0 { 0 } else { rng.below(10) };
+    let handle = if n == 0 {
+        0
+    } else {
+        rng.below(n as u64) as usize
+    };
+    let offset = rng.below(6) * 10;
+    let length = 1 + rng.below(20);
+    match kind {
+        0..=2 => Op::Create {
+            client,
+            file: rng.below(FILES.len() as u64) as usize,
+            access: [READ, WRITE, ALL, 0x0001_0080, READ | WRITE][rng.below(5) as usize],
+            share: rng.below(8) as u32,
+            lease: match rng.below(4) {
+                0 => Some(R),
+                1 => Some(R | H),
+                2 => Some(R | W | H),
+                _ => None,
+            },
+        },
+        3 => Op::Close { client, handle },
+        4 => Op::Lock {
+            client,
+            handle,
+            offset,
+            length,
+            exclusive: rng.below(2) == 0,
+        },
+        5 => Op::Unlock {
+            client,
+            handle,
+            offset,
+            length,
+        },
+        6 | 7 => Op::Write {
+            client,
+            handle,
+            offset,
+            length,
+        },
+        8 => Op::Read {
+            client,
+            handle,
+            offset,
+            length,
+        },
+        _ => Op::SetDelete { client, handle },
+    }
+}
+
+/// One world the schedule runs in: clients, their open handles, what
+/// each was sent and not yet looked at, a clock.
+struct World {
+    clients: Vec<Client>,
+    handles: Vec<Vec<FileId>>,
+    inbox: Vec<Vec<Resp>>,
+    bus: Option<Arc<Bus>>,
+    _cluster: Option<Cluster>,
+}
+
+type Breaks = Vec<(usize, [u8; 16], u32, u32)>;
+
+/// What an operation came to, as the clients see it: its status, a
+/// CREATE's granted lease, the break notifications any client was sent.
+#[derive(Debug, PartialEq, Eq)]
+struct Seen {
+    status: NtStatus,
+    lease: Option<u32>,
+    breaks: Breaks,
+}
+
+impl World {
+    fn with(clients: Vec<Client>, bus: Option<Arc<Bus>>, cluster: Option<Cluster>) -> World {
+        World {
+            clients,
+            handles: vec![Vec::new(); CLIENTS],
+            inbox: (0..CLIENTS).map(|_| Vec::new()).collect(),
+            bus,
+            _cluster: cluster,
+        }
+    }
+
+    fn single() -> World {
+        let mem = MemShare::new();
+        let s = server(&mem, SigningPolicy::IfRequired);
+        let clients = (0..CLIENTS)
+            .map(|_| Client::on(s.clone(), mem.clone(), Options::default()))
+            .collect();
+        World::with(clients, None, None)
+    }
+
+    /// Three nodes, partitions spread over them, client i on node i mod 3 + 1.
+    fn cluster() -> World {
+        let cl = Cluster::new(3, 1);
+        for (p, o) in cl.bus.owners.lock().unwrap().iter_mut().enumerate() {
+            *o = (p % 3) as u16 + 1;
+        }
+        let clients = (0..CLIENTS)
+            .map(|i| cl.client((i % 3) as u16 + 1))
+            .collect();
+        let bus = cl.bus.clone();
+        World::with(clients, Some(bus), Some(cl))
+    }
+
+    fn tick(&mut self, ms: u64) {
+        if let Some(b) = &self.bus {
+            b.now_ms.fetch_add(ms, Ordering::Relaxed);
+        }
+        for (i, c) in self.clients.iter_mut().enumerate() {
+            self.inbox[i].extend(c.tick(ms));
+        }
+    }
+
+    /// Client `i` sends `msg`; its answer (not an interim one), when it
+    /// came; anything else the client was sent goes to its inbox.
+    fn send(&mut self, i: usize, msg: Vec<u8>) -> Option<Resp> {
+        let mid = u64::from_le_bytes(msg[24..32].try_into().expect("a header"));
+        let rs = self.clients[i].send_frame(msg);
+        self.inbox[i].extend(rs);
+        let at = self.inbox[i]
+            .iter()
+            .position(|r| r.hdr.message_id == mid && r.status() != NtStatus::PENDING)?;
+        Some(self.inbox[i].remove(at))
+    }
+
+    /// Look at every client's mail until nothing new comes: breaks are
+    /// recorded and acknowledged as asked (clients that keep their
+    /// handles); a final answer for client `waiting` is returned.
+    fn settle(&mut self, waiting: Option<usize>, seen: &mut Breaks) -> Option<Resp> {
+        let mut answer = None;
+        loop {
+            let mut more = false;
+            for i in 0..CLIENTS {
+                let rs = self.clients[i].pump();
+                self.inbox[i].extend(rs);
+                let mail = std::mem::take(&mut self.inbox[i]);
+                for r in mail {
+                    more = true;
+                    if r.hdr.message_id == u64::MAX {
+                        self.answer_break(i, &r, seen);
+                    } else if r.status() == NtStatus::PENDING {
+                        // An interim answer.
+                    } else if Some(i) == waiting && answer.is_none() {
+                        answer = Some(r);
+                    } else {
+                        panic!("client {i} got an answer it did not wait for: {r:?}");
+                    }
+                }
+            }
+            if !more {
+                return answer;
+            }
+        }
+    }
+
+    fn answer_break(&mut self, i: usize, r: &Resp, seen: &mut Breaks) {
+        assert_eq!(r.hdr.command, Command::OPLOCK_BREAK, "{r:?}");
+        let Ok(OplockBreak::LeaseBreakNotification(n)) = OplockBreak::decode(&r.msg) else {
+            panic!("a lease break: {r:?}");
+        };
+        seen.push((i, n.lease_key, n.current_lease_state.0, n.new_lease_state.0));
+        if n.flags.0 & 1 != 0 {
+            let body = OplockBreak::LeaseAck {
+                flags: 0,
+                lease_key: n.lease_key,
+                lease_state: n.new_lease_state,
+                lease_duration: 0,
+            };
+            let tree = self.clients[i].tree_id;
+            let m = self.clients[i].message(Command::OPLOCK_BREAK, tree, |o| body.encode(o));
+            let a = self.send(i, m).expect("an answer to the acknowledgment");
+            assert_eq!(a.status(), NtStatus::SUCCESS, "ack of {n:?}");
+        }
+    }
+
+    fn apply(&mut self, op: Op) -> Seen {
+        let mut breaks = Vec::new();
+        let (status, lease) = match op {
+            Op::Create {
+                client,
+                file,
+                access,
+                share,
+                lease: want,
+            } => {
+                let key = (client * FILES.len() + file + 1) as u8;
+                let c = &mut self.clients[client];
+                let m = create_msg(
+                    c,
+                    FILES[file],
+                    access,
+                    share,
+                    0xFF,
+                    want.map(|s| lease(key, s)),
+                );
+                let mut r = self.send(client, m);
+                // Wait for breaks, answered by their holders, as a client would.
+                let mut rounds = 0;
+                while r.is_none() {
+                    rounds += 1;
+                    assert!(rounds < 50, "a CREATE waits forever: {op:?}");
+                    r = self.settle(Some(client), &mut breaks);
+                    if r.is_none() {
+                        self.tick(10);
+                    }
+                }
+                let r = r.expect("an answer");
+                let status = r.status();
+                let mut granted = None;
+                if status == NtStatus::SUCCESS {
+                    let cr = CreateResponse::decode(&r.msg).expect("create");
+                    self.handles[client].push(cr.file_id);
+                    granted = cr
+                        .contexts
+                        .iter()
+                        .find(|c| c.tag() == ContextTag::RequestLease)
+                        .map(|c| Lease::decode(&c.data).expect("lease").state.0);
+                }
+                (status, granted)
+            }
+            Op::Close { client, handle } => {
+                let f = self.handles[client].remove(handle);
+                let m = self.clients[client].close_msg(f, 0);
+                (self.answer(client, m), None)
+            }
+            Op::Lock {
+                client,
+                handle,
+                offset,
+                length,
+                exclusive,
+            } => {
+                let flags = FAIL_IMMEDIATELY | if exclusive { EXCLUSIVE } else { 1 };
+                (self.lock(client, handle, offset, length, flags), None)
+            }
+            Op::Unlock {
+                client,
+                handle,
+                offset,
+                length,
+            } => (self.lock(client, handle, offset, length, UNLOCK), None),
+            Op::Write {
+                client,
+                handle,
+                offset,
+                length,
+            } => {
+                let f = self.handles[client][handle];
+                let data = vec![7u8; length as usize];
+                let c = &mut self.clients[client];
+                let tree = c.tree_id;
+                let m = c.message(Command::WRITE, tree, |o| write_body(o, f, offset, &data));
+                (self.answer(client, m), None)
+            }
+            Op::Read {
+                client,
+                handle,
+                offset,
+                length,
+            } => {
+                let f = self.handles[client][handle];
+                let m = self.clients[client].read_msg(f, offset, length as u32);
+                (self.answer(client, m), None)
+            }
+            Op::SetDelete { client, handle } => {
+                let f = self.handles[client][handle];
+                let c = &mut self.clients[client];
+                let tree = c.tree_id;
+                let m = c.message(Command::SET_INFO, tree, |o| {
+                    use ringshare_wire::WriteExt;
+                    o.put_u16(33);
+                    o.put_u8(1);
+                    o.put_u8(13);
+                    o.put_u32(1);
+                    o.put_u16(96);
+                    o.put_u16(0);
+                    o.put_u32(0);
+                    f.write(o);
+                    o.put_u8(1);
+                });
+                (self.answer(client, m), None)
+            }
+        };
+        self.settle(None, &mut breaks);
+        Seen {
+            status,
+            lease,
+            breaks,
+        }
+    }
+
+    fn answer(&mut self, client: usize, m: Vec<u8>) -> NtStatus {
+        self.send(client, m).expect("an answer").status()
+    }
+
+    fn lock(
+        &mut self,
+        client: usize,
+        handle: usize,
+        offset: u64,
+        length: u64,
+        flags: u32,
+    ) -> NtStatus {
+        let f = self.handles[client][handle];
+        let c = &mut self.clients[client];
+        let tree = c.tree_id;
+        let m = c.message(Command::LOCK, tree, |o| {
+            use ringshare_wire::WriteExt;
+            o.put_u16(48);
+            o.put_u16(1);
+            o.put_u32(0);
+            f.write(o);
+            o.put_u64(offset);
+            o.put_u64(length);
+            o.put_u32(flags);
+            o.put_u32(0);
+        });
+        self.answer(client, m)
+    }
+}
+
+#[test]
+fn random_schedules_on_three_nodes_decide_as_one_server_does() {
+    let seeds: u64 = std::env::var("CLUSTER_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let mut statuses: HashMap<String, usize> = HashMap::new();
+    for seed in 1..=seeds {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let (mut one, mut three) = (World::single(), World::cluster());
+        for step in 0..200 {
+            let counts: Vec<usize> = one.handles.iter().map(Vec::len).collect();
+            let op = random_op(&mut rng, &counts);
+            let (a, b) = (one.apply(op), three.apply(op));
+            assert_eq!(a, b, "seed {seed} step {step}: {op:?}");
+            *statuses.entry(format!("{:?}", a.status)).or_default() += 1;
+            *statuses.entry("breaks".into()).or_default() += a.breaks.len();
+            if a.lease.is_some_and(|l| l != 0) {
+                *statuses.entry("leases granted".into()).or_default() += 1;
+            }
+        }
+    }
+    // The schedules reached the decisions that matter, not only successes.
+    for s in [
+        "breaks",
+        "leases granted",
+        "SHARING_VIOLATION",
+        "LOCK_NOT_GRANTED",
+        "FILE_LOCK_CONFLICT",
+        "DELETE_PENDING",
+        "RANGE_NOT_LOCKED",
+    ] {
+        assert!(
+            statuses.keys().any(|k| k.contains(s)),
+            "no {s} in {statuses:?}"
+        );
+    }
+    eprintln!("decisions compared: {statuses:?}");
+}
