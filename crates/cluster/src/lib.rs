@@ -397,6 +397,13 @@ impl Coordinator {
         self.sh.is_fenced()
     }
 
+    /// When this node fences itself unless its lease is renewed before: a
+    /// user may cache it (it only moves later) and stop acting at it
+    /// without asking again.
+    pub fn fence_deadline(&self) -> Instant {
+        *lock(&self.sh.fence_at)
+    }
+
     /// Live nodes as of the last poll (empty once fenced).
     pub fn membership(&self) -> Vec<Member> {
         if self.sh.is_fenced() {

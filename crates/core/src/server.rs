@@ -368,6 +368,8 @@ pub(crate) enum Notice {
     Notify { async_id: u64 },
     /// The server's shares were replaced (a reload): look at every tree.
     SharesChanged,
+    /// Close the connection (a fenced cluster node drops its clients).
+    Drop,
 }
 
 /// A connection's inbox of notices from other connections (they may run on

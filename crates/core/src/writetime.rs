@@ -264,7 +264,7 @@ pub(crate) fn listed(server: &ServerState, attr: &mut FileAttr, now_ms: u64) {
     if server.write_times_shown.load(Ordering::Acquire) == 0 {
         return;
     }
-    let key = crate::server::FileKey::of(attr);
+    let key = server.file_key(attr);
     if let Some(e) = server.existing_file_entry(key) {
         if let Some(t) = lock(&e).write_time.peek(now_ms) {
             attr.mtime = t;

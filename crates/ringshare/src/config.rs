@@ -42,8 +42,11 @@ use std::path::{Path, PathBuf};
 
 use ringshare_core::{InheritOwner, ShareRules};
 
+mod cluster;
 mod fruit;
 mod parse;
+
+pub use cluster::ClusterOptions;
 
 use parse::*;
 pub use parse::{normalize_key, parse_bool};
@@ -258,6 +261,8 @@ pub struct Global {
     /// failure ([`ringshare_core::backoff`]). `no` (0, the default) is off,
     /// `yes` is [`FAILED_LOGON_BACKOFF_YES`]. A reload applies it.
     pub failed_logon_backoff: u32,
+    /// `cluster …` (ringshare extension): this node's cluster, if any.
+    pub cluster: ClusterOptions,
 }
 
 /// The failures `failed logon backoff = yes` allows before answers wait.
@@ -303,6 +308,7 @@ impl Default for Global {
             control_group: None,
             metrics_listen: None,
             failed_logon_backoff: 0,
+            cluster: ClusterOptions::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod bench;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod driver;

@@ -384,6 +384,14 @@ pub fn serve(
         None => None,
     };
     server.set_interfaces(advertised_interfaces(&listen));
+    let cluster_node = if cfg.global.cluster.enabled() {
+        on_cluster_filesystem(&cfg)?;
+        let node = crate::cluster::start(&cfg.global.cluster, &server, started)
+            .map_err(|e| err(e.to_string()))?;
+        Some(node)
+    } else {
+        None
+    };
     let threads = threads
         .map(|t| t as usize)
         .unwrap_or_else(runtime::available_cores)
@@ -494,8 +502,41 @@ pub fn serve(
     // What the log limits still count is said before the end.
     let now_ms = shared.started.elapsed().as_millis() as u64;
     shared.server.log_limit_flush(now_ms);
+    if let Some(node) = cluster_node {
+        node.leave();
+    }
     result.map_err(|e| err(format!("I/O thread failed: {e}")))?;
     let _ = writeln!(out, "ringshare: stopped");
+    Ok(())
+}
+
+/// Every share of a cluster node is on the cluster file system (file keys
+/// are its inode numbers, the same on every node); a templated path is
+/// checked by the administrator.
+fn on_cluster_filesystem(cfg: &Config) -> Result<(), ServeError> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(fs) = &cfg.global.cluster.filesystem else {
+        return Err(err("'cluster filesystem' is not set"));
+    };
+    let dev = std::fs::metadata(fs)
+        .map_err(|e| err(format!("cluster filesystem {}: {e}", fs.display())))?
+        .dev();
+    for s in &cfg.shares {
+        if s.path.to_string_lossy().contains('%') {
+            continue;
+        }
+        let d = std::fs::metadata(&s.path)
+            .map_err(|e| err(format!("{}: {e}", s.path.display())))?
+            .dev();
+        if d != dev {
+            return Err(err(format!(
+                "share [{}]: {} is not on the cluster filesystem {}",
+                s.name,
+                s.path.display(),
+                fs.display()
+            )));
+        }
+    }
     Ok(())
 }
 

@@ -241,6 +241,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         control_group,
         metrics_listen,
         failed_logon_backoff,
+        cluster,
     } = g;
     s.push_str("[global]\n");
     opt(s, "server role", "standalone server");
@@ -284,6 +285,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         0 => opt(s, "failed logon backoff", "no"),
         n => opt(s, "failed logon backoff", n),
     }
+    render_cluster(s, cluster);
     opt(s, "send timeout", send_timeout_secs);
     opt(s, "durable handle timeout", durable_handle_timeout_secs);
     opt(s, "smb2 max read", smb2_max_read);
@@ -411,6 +413,34 @@ fn render_fruit(s: &mut String, f: &Fruit) {
     opt(s, "fruit:resource", resource);
     opt(s, "fruit:veto_appledouble", yes_no(f.veto_appledouble));
     opt(s, "fruit:posix_rename", yes_no(f.posix_rename));
+}
+
+/// The `cluster …` options, or a comment saying the server is not clustered.
+fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
+    let crate::config::ClusterOptions {
+        name,
+        node,
+        address,
+        etcd,
+        secret_file,
+        filesystem,
+    } = c;
+    let Some(name) = name else {
+        s.push_str("\t# cluster name = (none: a single server)\n");
+        return;
+    };
+    opt(s, "cluster name", name);
+    opt(s, "cluster node", node);
+    if let Some(a) = address {
+        opt(s, "cluster address", a);
+    }
+    opt(s, "cluster etcd", etcd.join(", "));
+    if let Some(f) = secret_file {
+        opt(s, "cluster secret file", f.display());
+    }
+    if let Some(f) = filesystem {
+        opt(s, "cluster filesystem", f.display());
+    }
 }
 
 #[cfg(test)]

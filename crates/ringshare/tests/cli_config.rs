@@ -493,3 +493,56 @@ fn a_log_written_to_a_file_has_no_colour_codes() {
         "ANSI escapes in a log that is not a terminal: {log:?}"
     );
 }
+
+#[test]
+fn a_cluster_section_is_read_with_its_defaults_and_a_partial_one_names_what_it_lacks() {
+    let dir = TempDir::new();
+    let share = dir.mkdir("share");
+    let c = parse(
+        &dir,
+        &format!(
+            "[global]\ncluster name = lab\ncluster node = 2\ncluster address = 10.0.0.2:4460\n\
+             cluster etcd = http://10.0.0.1:2379, http://10.0.0.3:2379\n\
+             cluster secret file = secret\ncluster filesystem = {share}\n[s]\npath = {share}\n",
+            share = share.display()
+        ),
+    )
+    .expect("a complete cluster section");
+    let g = &c.global.cluster;
+    assert_eq!(g.name.as_deref(), Some("lab"));
+    assert_eq!(g.node, 2);
+    assert_eq!(g.address, Some("10.0.0.2:4460".parse().unwrap()));
+    assert_eq!(g.etcd, ["http://10.0.0.1:2379", "http://10.0.0.3:2379"]);
+    assert_eq!(
+        g.secret_file.as_deref(),
+        Some(dir.path().join("secret").as_path())
+    );
+    assert!(
+        !config::Global::default().cluster.enabled(),
+        "no cluster unless named"
+    );
+
+    let (line, msg) = error_of(
+        &dir,
+        "[global]\ncluster name = lab\ncluster node = 1\n[s]\npath = share\n",
+    );
+    assert_eq!(line, 3, "{msg}");
+    assert!(
+        msg.contains("cluster address, cluster etcd, cluster secret file, cluster filesystem"),
+        "{msg}"
+    );
+    for (bad, why) in [
+        ("cluster node = 0", "from 1 to 65535"),
+        ("cluster node = 70000", "from 1 to 65535"),
+        ("cluster address = 0.0.0.0:4460", "other nodes reach"),
+        (
+            "cluster etcd = https://e:2379",
+            "TLS endpoints are not supported",
+        ),
+        ("cluster name = a/b", "letters, digits"),
+        ("cluster colour = blue", "unknown option"),
+    ] {
+        let (_, msg) = error_of(&dir, &format!("[global]\n{bad}\n[s]\npath = share\n"));
+        assert!(msg.contains(why), "{bad}: {msg}");
+    }
+}

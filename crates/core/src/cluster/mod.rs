@@ -14,6 +14,8 @@
 pub(crate) mod home;
 pub(crate) mod msg;
 
+pub use msg::MESSAGE_MAX;
+
 use std::sync::Arc;
 
 use ringshare_wire::{NtStatus, WireError};
@@ -52,6 +54,9 @@ pub trait ClusterLink: Send + Sync {
     /// Send `message` to `node` without waiting (it may be lost with the node).
     fn post(&self, node: u16, message: Vec<u8>);
 }
+
+/// The device number of every file's key on a cluster node.
+pub const CLUSTER_DEV: u64 = 0x5253_434c_5553_5452;
 
 /// Where a node's number sits in the ids it makes.
 pub const NODE_SHIFT: u32 = 48;
@@ -108,9 +113,37 @@ impl ServerState {
         Ok(())
     }
 
+    /// Close every client connection (a node that is fenced stops
+    /// acknowledging anything: its clients reconnect to another node).
+    pub fn drop_all_connections(&self) {
+        let conns: Vec<u64> = crate::server::lock(&self.mailboxes)
+            .keys()
+            .copied()
+            .collect();
+        for id in conns {
+            self.post(id, Notice::Drop);
+        }
+    }
+
     /// The cluster this server is a node of.
     pub(crate) fn cluster(&self) -> Option<&Arc<dyn ClusterLink>> {
         self.cluster.get()
+    }
+
+    /// The key of the file `attr` describes: (device, inode) on a single
+    /// server; on a cluster node the device is the cluster file system's,
+    /// the same on every node ([`CLUSTER_DEV`]: every share of a cluster
+    /// node is on the cluster file system, whose device number each node
+    /// numbers its own way).
+    pub fn file_key(&self, attr: &ringshare_vfs::FileAttr) -> FileKey {
+        let key = FileKey::of(attr);
+        match self.cluster.get() {
+            Some(_) => FileKey {
+                dev: CLUSTER_DEV,
+                ..key
+            },
+            None => key,
+        }
     }
 
     /// The home of file `key` now ([`Home::Here`] outside a cluster).

@@ -40,7 +40,7 @@ use crate::notify;
 use crate::opens;
 use crate::oplock::{self, LeaseId, Route};
 use crate::path::{parse_create_name, StreamPart};
-use crate::server::{lock, FileKey, ServerState, ShareDef, ShareEntry};
+use crate::server::{lock, ServerState, ShareDef, ShareEntry};
 use crate::state::{Open, OpenState, TreeKind};
 
 const OPT_DIRECTORY_FILE: u32 = 0x0000_0001;
@@ -337,7 +337,7 @@ fn create_or_wait(
         if is_dir && truncate && named.is_none() {
             return Err(NtStatus::INVALID_PARAMETER);
         }
-        if let Some(e) = server.existing_file_entry(FileKey::of(a)) {
+        if let Some(e) = server.existing_file_entry(server.file_key(a)) {
             if lock(&e).delete_pending {
                 return Err(NtStatus::DELETE_PENDING);
             }
@@ -555,8 +555,8 @@ fn create_or_wait(
     let id = server.new_owner_id();
     let persistent_id = server.new_owner_id();
     let key = match &stream_name {
-        Some(n) => FileKey::of(&attr).stream(n),
-        None => FileKey::of(&attr),
+        Some(n) => server.file_key(&attr).stream(n),
+        None => server.file_key(&attr),
     };
     if let Some(lid) = lease_id {
         // A lease key names one file ([MS-SMB2] 3.3.5.9.8).

@@ -30,7 +30,7 @@ use crate::io::Now;
 use crate::notify;
 use crate::opens;
 use crate::path::parse_smb_path;
-use crate::server::{lock, FileKey, ServerState};
+use crate::server::{lock, ServerState};
 use crate::state::Open;
 use crate::writetime;
 
@@ -424,7 +424,7 @@ fn rename(
     // passes all three).
     if let (Some(pa), false) = (pattr, open.is_dir) {
         let held = server
-            .existing_file_entry(FileKey::of(&pa))
+            .existing_file_entry(server.file_key(&pa))
             .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
@@ -447,7 +447,7 @@ fn rename(
                     return Err(NtStatus::ACCESS_DENIED);
                 }
                 if server
-                    .existing_file_entry(FileKey::of(&a))
+                    .existing_file_entry(server.file_key(&a))
                     .is_some_and(|e| !lock(&e).opens.is_empty())
                 {
                     return Err(NtStatus::ACCESS_DENIED);

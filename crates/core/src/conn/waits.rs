@@ -51,6 +51,10 @@ impl Connection {
                     self.cleanup_notifies(session_id, super::asyncs::NotifyScope::Session);
                 }
                 crate::server::Notice::SharesChanged => self.follow_new_shares(),
+                crate::server::Notice::Drop => {
+                    self.disconnect("this cluster node is fenced");
+                    return;
+                }
                 n => self.send_notice(n),
             }
         }
@@ -155,7 +159,8 @@ impl Connection {
             Notice::Retry
             | Notice::SessionEnded { .. }
             | Notice::Notify { .. }
-            | Notice::SharesChanged => return,
+            | Notice::SharesChanged
+            | Notice::Drop => return,
             Notice::OplockBreak {
                 session_id,
                 file_id,

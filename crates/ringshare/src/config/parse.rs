@@ -174,6 +174,8 @@ enum Opt {
     ControlGroup,
     MetricsListen,
     FailedLogonBackoff,
+    /// `cluster <name>` ([`super::cluster`]).
+    Cluster,
     // Share options (defaults when written in [global]).
     Path,
     ReadOnly,
@@ -238,6 +240,9 @@ const WHY_DOS: &str = "ringshare always keeps DOS attributes in the `user.DOSATT
 fn classify(key: &str) -> Option<Opt> {
     if key.starts_with("fruit:") {
         return Some(Opt::Fruit);
+    }
+    if key.starts_with("cluster ") {
+        return Some(Opt::Cluster);
     }
     Some(match key {
         "server min protocol" | "min protocol" => Opt::MinProtocol,
@@ -393,6 +398,8 @@ pub(super) struct Parser<'a> {
     seen: HashMap<String, usize>,
     min_line: usize,
     max_line: usize,
+    /// The last `cluster …` line (where a missing one is reported).
+    cluster_line: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -415,6 +422,7 @@ impl<'a> Parser<'a> {
             seen: HashMap::new(),
             min_line: 0,
             max_line: 0,
+            cluster_line: 0,
         }
     }
 
@@ -898,6 +906,11 @@ impl<'a> Parser<'a> {
             Opt::ControlGroup => {
                 self.global.control_group = (!value.is_empty()).then(|| value.to_string());
             }
+            Opt::Cluster => {
+                super::cluster::apply(&mut self.global.cluster, key, value, &self.base)
+                    .map_err(|m| self.err(line, m))?;
+                self.cluster_line = line;
+            }
             Opt::FailedLogonBackoff => {
                 self.global.failed_logon_backoff = parse_backoff(value).ok_or_else(|| {
                     let m =
@@ -1021,6 +1034,9 @@ impl<'a> Parser<'a> {
 
     fn finish(mut self) -> Result<Config, ConfigError> {
         let g = &self.global;
+        if let Some(m) = super::cluster::missing(&g.cluster) {
+            return Err(self.err(self.cluster_line, m));
+        }
         if g.server_min_protocol > g.server_max_protocol {
             let line = self.max_line.max(self.min_line);
             return Err(self.err(

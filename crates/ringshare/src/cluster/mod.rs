@@ -1,0 +1,307 @@
+//! This server as one node of a cluster (issue 18, docs/cluster.md): it
+//! joins etcd through [`ringshare_cluster::Coordinator`] (membership,
+//! partitions with fencing tokens), serves other nodes' calls about the
+//! files homed here and gives the core a [`ClusterLink`] to ask theirs.
+
+mod peer;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use ringshare_cluster::{ClusterConfig, Coordinator, Event};
+use ringshare_core::cluster::{ClusterLink, Home};
+use ringshare_core::ServerState;
+use ringshare_wire::NtStatus;
+
+use crate::config::ClusterOptions;
+pub use peer::Stats;
+
+/// Partitions files are spread over (the coordinator's default).
+const PARTITIONS: u32 = 256;
+/// How often the partition table is read again from the coordinator.
+const REFRESH: Duration = Duration::from_millis(100);
+
+/// What the core asks of the cluster, answered from a table the
+/// coordinator's events and a 100 ms refresh keep current.
+struct Link {
+    node: u16,
+    /// Owner node of each partition (0: none).
+    owners: Vec<AtomicU32>,
+    /// Private address of each live node.
+    addrs: RwLock<HashMap<u16, SocketAddr>>,
+    /// This node stopped being a member (its lease lapsed): it decides
+    /// nothing until it joined again.
+    fenced: AtomicBool,
+    /// The coordinator's fence deadline as last read (ms since `base`):
+    /// from then on nothing is decided, even before any thread noticed.
+    fence_at_ms: AtomicU64,
+    base: Instant,
+    coordinator: Mutex<Option<Coordinator>>,
+    peers: std::sync::OnceLock<Arc<peer::Peers>>,
+}
+
+impl ClusterLink for Link {
+    fn node(&self) -> u16 {
+        self.node
+    }
+
+    fn partitions(&self) -> u32 {
+        PARTITIONS
+    }
+
+    fn home(&self, p: u32) -> Home {
+        let now = self.base.elapsed().as_millis() as u64;
+        if self.fenced.load(Ordering::Acquire) || now >= self.fence_at_ms.load(Ordering::Acquire) {
+            return Home::Unavailable;
+        }
+        match self
+            .owners
+            .get(p as usize)
+            .map(|o| o.load(Ordering::Acquire))
+        {
+            Some(0) | None => Home::Unavailable,
+            Some(n) => Home::Node(n as u16),
+        }
+    }
+
+    fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
+        match self.peers.get() {
+            Some(p) => p.call(node, &message),
+            None => Err(NtStatus::FILE_NOT_AVAILABLE),
+        }
+    }
+
+    fn post(&self, node: u16, message: Vec<u8>) {
+        if let Some(p) = self.peers.get() {
+            p.post(node, message);
+        }
+    }
+}
+
+impl Link {
+    /// The coordinator's own clock-based check: true from the moment its
+    /// lease may have lapsed, before any event is read.
+    fn coordinator_fenced(&self) -> bool {
+        lock(&self.coordinator)
+            .as_ref()
+            .is_none_or(|c| c.is_fenced())
+    }
+
+    /// Read ownership and membership from the coordinator into the table.
+    fn refresh(&self) {
+        let guard = lock(&self.coordinator);
+        let Some(c) = guard.as_ref() else { return };
+        if c.is_fenced() {
+            return;
+        }
+        let deadline = c.fence_deadline().saturating_duration_since(self.base);
+        self.fence_at_ms
+            .store(deadline.as_millis() as u64, Ordering::Release);
+        for (p, slot) in self.owners.iter().enumerate() {
+            let owner = c
+                .owner_of(p as u32)
+                .and_then(|(id, _)| id.parse::<u16>().ok())
+                .unwrap_or(0);
+            slot.store(u32::from(owner), Ordering::Release);
+        }
+        let addrs: HashMap<u16, SocketAddr> = c
+            .membership()
+            .into_iter()
+            .filter_map(|m| Some((m.id.parse().ok()?, m.addr.parse().ok()?)))
+            .collect();
+        *self.addrs.write().unwrap_or_else(|e| e.into_inner()) = addrs;
+    }
+}
+
+/// A running cluster node; dropping it leaves the cluster at once (as a
+/// crash would: the others take its partitions after the lease's TTL).
+pub struct Node {
+    link: Arc<Link>,
+    pub stats: Arc<Stats>,
+}
+
+/// Why this node could not join.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Join the cluster `opts` names and serve as its node `opts.node`.
+/// `started` is the driver's clock origin (the core's monotonic time).
+pub fn start(
+    opts: &ClusterOptions,
+    server: &Arc<ServerState>,
+    started: Instant,
+) -> Result<Node, StartError> {
+    let e = |m: String| StartError(m);
+    let (Some(name), Some(addr), Some(secret_file)) = (&opts.name, opts.address, &opts.secret_file)
+    else {
+        return Err(e("the cluster options are incomplete".into()));
+    };
+    let secret = read_secret(secret_file).map_err(e)?;
+    let listener =
+        TcpListener::bind(addr).map_err(|x| e(format!("cluster address {addr}: {x}")))?;
+    let cfg = ClusterConfig::new(name, &opts.node.to_string(), addr, opts.etcd.clone());
+    let link = Arc::new(Link {
+        node: opts.node,
+        owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
+        addrs: RwLock::new(HashMap::new()),
+        fenced: AtomicBool::new(false),
+        fence_at_ms: AtomicU64::new(0),
+        base: started,
+        coordinator: Mutex::new(None),
+        peers: std::sync::OnceLock::new(),
+    });
+    let stats = Arc::new(Stats::default());
+    let me = peer::Identity {
+        node: opts.node,
+        secret: secret.into(),
+    };
+    let resolver = link.clone();
+    let peers = peer::Peers::new(
+        me.clone(),
+        Box::new(move |n| read(&resolver.addrs).get(&n).copied()),
+        stats.clone(),
+    );
+    let _ = link.peers.set(peers);
+    server
+        .join_cluster(link.clone())
+        .map_err(|x| e(format!("joining: {x:?}")))?;
+    let members = link.clone();
+    let handler_server = Arc::downgrade(server);
+    let handler: Arc<peer::Handler> = Arc::new(move |msg: &[u8]| {
+        let Some(s) = handler_server.upgrade() else {
+            return Err("a message after the server stopped".into());
+        };
+        let now_ms = started.elapsed().as_millis() as u64;
+        s.cluster_receive(msg, now_ms).map_err(|w| format!("{w:?}"))
+    });
+    peer::serve(
+        listener,
+        me,
+        Arc::new(move |n| read(&members.addrs).contains_key(&n)),
+        handler,
+        stats.clone(),
+    )
+    .map_err(|x| e(format!("cluster listener: {x}")))?;
+    let coordinator = join(&cfg).map_err(e)?;
+    let events = install(&link, coordinator);
+    let watcher = link.clone();
+    let server = Arc::downgrade(server);
+    std::thread::Builder::new()
+        .name("cluster-watch".into())
+        .spawn(move || watch(&watcher, &cfg, &server, events))
+        .map_err(|x| e(format!("spawn: {x}")))?;
+    tracing::info!(
+        "cluster {name}: node {} joined at {addr} ({} etcd endpoints)",
+        opts.node,
+        opts.etcd.len()
+    );
+    Ok(Node { link, stats })
+}
+
+impl Node {
+    /// Leave the cluster: this node's partitions go to the others at once.
+    pub fn leave(self) {
+        if let Some(c) = lock(&self.link.coordinator).take() {
+            if let Err(e) = c.leave() {
+                tracing::warn!("cluster: leaving: {e}");
+            }
+        }
+    }
+}
+
+fn read_secret(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let s =
+        std::fs::read(path).map_err(|e| format!("cluster secret file {}: {e}", path.display()))?;
+    let s: Vec<u8> = s.trim_ascii().to_vec();
+    if s.len() < 32 {
+        return Err(format!(
+            "cluster secret file {}: at least 32 bytes are needed (for example \
+             `head -c 32 /dev/urandom | base64 > {}`), the same on every node",
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(s)
+}
+
+fn join(cfg: &ClusterConfig) -> Result<Coordinator, String> {
+    Coordinator::join(cfg.clone())
+        .map_err(|e| format!("joining cluster {} on etcd: {e}", cfg.cluster))
+}
+
+/// Make `c` this node's coordinator and read its table.
+fn install(link: &Link, mut c: Coordinator) -> Option<std::sync::mpsc::Receiver<Event>> {
+    let events = c.take_events();
+    *lock(&link.coordinator) = Some(c);
+    link.refresh();
+    link.fenced.store(false, Ordering::Release);
+    events
+}
+
+/// Follow the coordinator: refresh the table, and when fenced drop every
+/// client, decide nothing, and join again as a new incarnation.
+fn watch(
+    link: &Arc<Link>,
+    cfg: &ClusterConfig,
+    server: &std::sync::Weak<ServerState>,
+    mut events: Option<std::sync::mpsc::Receiver<Event>>,
+) {
+    loop {
+        if server.strong_count() == 0 {
+            return;
+        }
+        let fenced = match &events {
+            Some(rx) => match rx.recv_timeout(REFRESH) {
+                Ok(Event::Fenced) => true,
+                Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
+            },
+            None => {
+                std::thread::sleep(REFRESH);
+                false
+            }
+        } || link.coordinator_fenced();
+        if !fenced {
+            link.refresh();
+            continue;
+        }
+        if !link.fenced.swap(true, Ordering::AcqRel) {
+            tracing::error!(
+                "cluster: this node is fenced (its etcd lease lapsed): dropping every client \
+                 and deciding nothing until it has joined again"
+            );
+            if let Some(s) = server.upgrade() {
+                s.drop_all_connections();
+            }
+        }
+        // Join again (a new incarnation), every second until etcd answers.
+        if let Some(old) = lock(&link.coordinator).take() {
+            drop(old);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        match join(cfg) {
+            Ok(c) => {
+                events = install(link, c);
+                tracing::warn!("cluster: joined again after being fenced");
+            }
+            Err(e) => tracing::warn!("cluster: {e}"),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,428 @@
+//! Messages between cluster nodes over the private network: authenticated
+//! with the cluster secret, bounded, one TCP connection per concurrent call.
+//!
+//! Handshake (initiator I, acceptor A; nonces of 16 random bytes):
+//!   I → A  `RSCL` | version u16 | node_I u16 | nonce_I
+//!   A → I  `RSCL` | version u16 | node_A u16 | nonce_A | HMAC(secret, "accept" …)
+//!   I → A  HMAC(secret, "initiate" …)
+//! Both MACs cover both nonces and both node numbers, so each side proves
+//! it holds the secret, on this connection only. The session key is
+//! HMAC(secret, "session" | nonce_I | nonce_A). Then every frame is
+//!   len u32 | seq u64 | kind u8 | payload | HMAC(session key, direction | seq | kind | payload)
+//! with `seq` counting 0, 1, 2… per direction: a frame replayed, reordered,
+//! cut or moved to another connection fails. A frame longer than
+//! [`FRAME_MAX`], a bad MAC or a node that is not a member closes the
+//! connection with a log line.
+//!
+//! Calls wait for their answer on their connection (a pool per peer, so
+//! calls from several threads go at once); posts go through a queue and a
+//! connection of their own, so a node answering a call never waits behind
+//! one of its own calls (no cycle of waits between nodes).
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ringshare_core::cluster::MESSAGE_MAX;
+use ringshare_crypto::{ct_eq, hmac_sha256};
+use ringshare_wire::NtStatus;
+
+const MAGIC: &[u8; 4] = b"RSCL";
+const VERSION: u16 = 1;
+const HELLO_LEN: usize = 4 + 2 + 2 + 16;
+const MAC_LEN: usize = 32;
+/// The longest frame body accepted: a message and its framing.
+const FRAME_MAX: usize = MESSAGE_MAX + 8 + 1 + MAC_LEN;
+/// Frame kinds.
+const CALL: u8 = 1;
+const POST: u8 = 2;
+const ANSWER: u8 = 3;
+
+/// How long a call waits for its answer; a connection attempt, a handshake.
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Idle connections kept per peer.
+const IDLE_MAX: usize = 8;
+/// Posts queued per peer before new ones are dropped (each dropped post is
+/// a break or wake-up whose waiter then waits for its own timer).
+const POST_QUEUE: usize = 4096;
+/// Connections from other nodes served at once.
+const INBOUND_MAX: usize = 256;
+
+/// This node's secret and number.
+#[derive(Clone)]
+pub struct Identity {
+    pub node: u16,
+    pub secret: Arc<[u8]>,
+}
+
+/// Counters for status and tests.
+#[derive(Default)]
+pub struct Stats {
+    pub calls: AtomicU64,
+    pub posts: AtomicU64,
+    pub posts_dropped: AtomicU64,
+    pub served: AtomicU64,
+    pub refused_connections: AtomicU64,
+}
+
+/// One authenticated connection.
+struct Conn {
+    stream: TcpStream,
+    key: [u8; 32],
+    /// 0 for the initiator's frames, 1 for the acceptor's.
+    send_dir: u8,
+    send_seq: u64,
+    recv_seq: u64,
+}
+
+impl Conn {
+    fn send(&mut self, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+        let seq = self.send_seq;
+        self.send_seq += 1;
+        let mac = hmac_sha256(
+            &self.key,
+            &[&[self.send_dir], &seq.to_le_bytes(), &[kind], payload],
+        );
+        let len = (8 + 1 + payload.len() + MAC_LEN) as u32;
+        let mut frame = Vec::with_capacity(4 + len as usize);
+        frame.extend_from_slice(&len.to_le_bytes());
+        frame.extend_from_slice(&seq.to_le_bytes());
+        frame.push(kind);
+        frame.extend_from_slice(payload);
+        frame.extend_from_slice(&mac);
+        self.stream.write_all(&frame)
+    }
+
+    fn recv(&mut self) -> std::io::Result<(u8, Vec<u8>)> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len)?;
+        let len = u32::from_le_bytes(len) as usize;
+        if !(8 + 1 + MAC_LEN..=FRAME_MAX).contains(&len) {
+            return Err(bad(format!("a frame of {len} bytes")));
+        }
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body)?;
+        let (head, mac) = body.split_at(len - MAC_LEN);
+        let seq = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
+        let kind = head[8];
+        let want = hmac_sha256(
+            &self.key,
+            &[
+                &[1 - self.send_dir],
+                &seq.to_le_bytes(),
+                &[kind],
+                &head[9..],
+            ],
+        );
+        if !ct_eq(&want, mac) {
+            return Err(bad("a frame whose MAC does not verify".into()));
+        }
+        if seq != self.recv_seq {
+            return Err(bad(format!("frame {seq} where {} was due", self.recv_seq)));
+        }
+        self.recv_seq += 1;
+        Ok((kind, head[9..].to_vec()))
+    }
+}
+
+fn bad(what: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what)
+}
+
+fn hello(node: u16, nonce: &[u8; 16]) -> [u8; HELLO_LEN] {
+    let mut h = [0u8; HELLO_LEN];
+    h[..4].copy_from_slice(MAGIC);
+    h[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    h[6..8].copy_from_slice(&node.to_le_bytes());
+    h[8..].copy_from_slice(nonce);
+    h
+}
+
+fn read_hello(s: &mut TcpStream) -> std::io::Result<(u16, [u8; 16])> {
+    let mut h = [0u8; HELLO_LEN];
+    s.read_exact(&mut h)?;
+    if &h[..4] != MAGIC || u16::from_le_bytes([h[4], h[5]]) != VERSION {
+        return Err(bad(
+            "not a ringshare cluster node (or another version)".into()
+        ));
+    }
+    let mut nonce = [0u8; 16];
+    nonce.copy_from_slice(&h[8..]);
+    Ok((u16::from_le_bytes([h[6], h[7]]), nonce))
+}
+
+fn proof(secret: &[u8], who: &[u8], ni: &[u8; 16], na: &[u8; 16], i: u16, a: u16) -> [u8; 32] {
+    hmac_sha256(secret, &[who, ni, na, &i.to_le_bytes(), &a.to_le_bytes()])
+}
+
+fn nonce() -> [u8; 16] {
+    let mut n = [0u8; 16];
+    if getrandom::fill(&mut n).is_err() {
+        panic!("the kernel's random source failed");
+    }
+    n
+}
+
+/// Connect to `node` at `addr` and prove both sides hold the secret.
+fn connect(me: &Identity, node: u16, addr: SocketAddr) -> std::io::Result<Conn> {
+    let mut s = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(CALL_TIMEOUT))?;
+    s.set_write_timeout(Some(CALL_TIMEOUT))?;
+    let ni = nonce();
+    s.write_all(&hello(me.node, &ni))?;
+    let (peer, na) = read_hello(&mut s)?;
+    if peer != node {
+        return Err(bad(format!("{addr} is node {peer}, not {node}")));
+    }
+    let mut mac = [0u8; MAC_LEN];
+    s.read_exact(&mut mac)?;
+    if !ct_eq(&mac, &proof(&me.secret, b"accept", &ni, &na, me.node, node)) {
+        return Err(bad(format!(
+            "node {node} at {addr} does not hold the cluster secret"
+        )));
+    }
+    s.write_all(&proof(&me.secret, b"initiate", &ni, &na, me.node, node))?;
+    Ok(Conn {
+        stream: s,
+        key: hmac_sha256(&me.secret, &[b"session", &ni, &na]),
+        send_dir: 0,
+        send_seq: 0,
+        recv_seq: 0,
+    })
+}
+
+/// Accept a node's connection: `Ok((node, conn))` once it proved the secret.
+fn accept(
+    me: &Identity,
+    mut s: TcpStream,
+    is_member: &dyn Fn(u16) -> bool,
+) -> std::io::Result<(u16, Conn)> {
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(CALL_TIMEOUT))?;
+    s.set_write_timeout(Some(CALL_TIMEOUT))?;
+    let (peer, ni) = read_hello(&mut s)?;
+    if !is_member(peer) || peer == me.node {
+        return Err(bad(format!("node {peer} is not a member of the cluster")));
+    }
+    let na = nonce();
+    s.write_all(&hello(me.node, &na))?;
+    s.write_all(&proof(&me.secret, b"accept", &ni, &na, peer, me.node))?;
+    let mut mac = [0u8; MAC_LEN];
+    s.read_exact(&mut mac)?;
+    if !ct_eq(
+        &mac,
+        &proof(&me.secret, b"initiate", &ni, &na, peer, me.node),
+    ) {
+        return Err(bad(format!("node {peer} does not hold the cluster secret")));
+    }
+    // Idle connections stay: a call may come at any time.
+    s.set_read_timeout(None)?;
+    Ok((
+        peer,
+        Conn {
+            stream: s,
+            key: hmac_sha256(&me.secret, &[b"session", &ni, &na]),
+            send_dir: 1,
+            send_seq: 0,
+            recv_seq: 0,
+        },
+    ))
+}
+
+/// What the node does with a message from another: the answer for a call.
+pub type Handler = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>, String> + Send + Sync;
+
+/// Serve other nodes' connections on `listener` until the process ends.
+pub fn serve(
+    listener: TcpListener,
+    me: Identity,
+    is_member: Arc<dyn Fn(u16) -> bool + Send + Sync>,
+    handler: Arc<Handler>,
+    stats: Arc<Stats>,
+) -> std::io::Result<()> {
+    let live = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new()
+        .name("cluster-listen".into())
+        .spawn(move || {
+            for s in listener.incoming() {
+                let Ok(s) = s else { continue };
+                if live.load(Ordering::Relaxed) >= INBOUND_MAX {
+                    stats.refused_connections.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("cluster: too many connections from other nodes; one refused");
+                    continue;
+                }
+                let (me, is_member, handler, stats, live) = (
+                    me.clone(),
+                    is_member.clone(),
+                    handler.clone(),
+                    stats.clone(),
+                    live.clone(),
+                );
+                live.fetch_add(1, Ordering::Relaxed);
+                let spawned = std::thread::Builder::new()
+                    .name("cluster-peer".into())
+                    .spawn(move || {
+                        let from = s.peer_addr().ok();
+                        let r = accept(&me, s, &*is_member)
+                            .and_then(|(node, c)| serve_conn(c, node, &*handler, &stats));
+                        if let Err(e) = r {
+                            if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                                stats.refused_connections.fetch_add(1, Ordering::Relaxed);
+                                tracing::warn!("cluster: connection from {from:?} closed: {e}");
+                            }
+                        }
+                        live.fetch_sub(1, Ordering::Relaxed);
+                    });
+                if spawned.is_err() {
+                    tracing::warn!("cluster: no thread for a node's connection");
+                }
+            }
+        })?;
+    Ok(())
+}
+
+fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::io::Result<()> {
+    loop {
+        let (kind, msg) = c.recv()?;
+        stats.served.fetch_add(1, Ordering::Relaxed);
+        let answer = handler(&msg).map_err(|e| bad(format!("node {node} sent {e}")))?;
+        match (kind, answer) {
+            (CALL, Some(a)) => c.send(ANSWER, &a)?,
+            (POST, None) => {}
+            (k, _) => return Err(bad(format!("node {node} sent a frame of kind {k}"))),
+        }
+    }
+}
+
+/// Calls and posts to other nodes.
+pub struct Peers {
+    me: Identity,
+    /// A node's private address now (from etcd's membership).
+    resolve: Box<dyn Fn(u16) -> Option<SocketAddr> + Send + Sync>,
+    idle: Mutex<HashMap<u16, Vec<Conn>>>,
+    posts: Mutex<HashMap<u16, SyncSender<Vec<u8>>>>,
+    pub stats: Arc<Stats>,
+}
+
+impl Peers {
+    pub fn new(
+        me: Identity,
+        resolve: Box<dyn Fn(u16) -> Option<SocketAddr> + Send + Sync>,
+        stats: Arc<Stats>,
+    ) -> Arc<Peers> {
+        Arc::new(Peers {
+            me,
+            resolve,
+            idle: Mutex::new(HashMap::new()),
+            posts: Mutex::new(HashMap::new()),
+            stats,
+        })
+    }
+
+    fn conn(&self, node: u16) -> std::io::Result<Conn> {
+        if let Some(c) = lock(&self.idle).get_mut(&node).and_then(Vec::pop) {
+            return Ok(c);
+        }
+        let addr =
+            (self.resolve)(node).ok_or_else(|| bad(format!("node {node} is not a member")))?;
+        connect(&self.me, node, addr)
+    }
+
+    /// Ask `node`; its answer, or FILE_NOT_AVAILABLE when it does not
+    /// answer within [`CALL_TIMEOUT`] (the call is not repeated: it may
+    /// have been decided).
+    pub fn call(&self, node: u16, msg: &[u8]) -> Result<Vec<u8>, NtStatus> {
+        self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let r = self.conn(node).and_then(|mut c| {
+            c.send(CALL, msg)?;
+            match c.recv()? {
+                (ANSWER, a) => Ok((c, a)),
+                (k, _) => Err(bad(format!(
+                    "node {node} answered with a frame of kind {k}"
+                ))),
+            }
+        });
+        match r {
+            Ok((c, a)) => {
+                let mut idle = lock(&self.idle);
+                let list = idle.entry(node).or_default();
+                if list.len() < IDLE_MAX {
+                    list.push(c);
+                }
+                Ok(a)
+            }
+            Err(e) => {
+                tracing::warn!("cluster: a call to node {node} failed: {e}");
+                Err(NtStatus::FILE_NOT_AVAILABLE)
+            }
+        }
+    }
+
+    /// Send `msg` to `node` without waiting (dropped, with a count, when
+    /// the node's queue is full or the node cannot be reached).
+    pub fn post(self: &Arc<Self>, node: u16, msg: Vec<u8>) {
+        self.stats.posts.fetch_add(1, Ordering::Relaxed);
+        let tx = {
+            let mut posts = lock(&self.posts);
+            match posts.get(&node) {
+                Some(tx) => tx.clone(),
+                None => {
+                    let (tx, rx) = sync_channel(POST_QUEUE);
+                    let me = Arc::clone(self);
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("cluster-post-{node}"))
+                        .spawn(move || me.post_loop(node, rx));
+                    if spawned.is_err() {
+                        self.stats.posts_dropped.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    posts.insert(node, tx.clone());
+                    tx
+                }
+            }
+        };
+        match tx.try_send(msg) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.stats.posts_dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("cluster: a notice for node {node} was dropped (queue full)");
+            }
+        }
+    }
+
+    fn post_loop(&self, node: u16, rx: Receiver<Vec<u8>>) {
+        let mut conn: Option<Conn> = None;
+        for msg in rx {
+            for attempt in 0..2 {
+                if conn.is_none() {
+                    conn = (self.resolve)(node)
+                        .ok_or_else(|| bad(format!("node {node} is not a member")))
+                        .and_then(|a| connect(&self.me, node, a))
+                        .map_err(|e| tracing::warn!("cluster: no connection to node {node}: {e}"))
+                        .ok();
+                }
+                let Some(c) = conn.as_mut() else {
+                    self.stats.posts_dropped.fetch_add(1, Ordering::Relaxed);
+                    break;
+                };
+                if c.send(POST, &msg).is_ok() {
+                    break;
+                }
+                conn = None;
+                if attempt == 1 {
+                    self.stats.posts_dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

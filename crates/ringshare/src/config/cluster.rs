@@ -1,0 +1,131 @@
+//! `cluster …` options in [global] (ringshare extension, issue 18): this
+//! node's place in a cluster of ringshare nodes serving one cluster file
+//! system, coordinated by etcd (docs/cluster.md).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The cluster this node is part of; `name` unset: none (a single server).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// `cluster name`: the etcd key prefix `/ringshare/<name>/`; the same on every node.
+    pub name: Option<String>,
+    /// `cluster node`: this node's number, 1..65535, unique in the cluster.
+    pub node: u16,
+    /// `cluster address`: where other nodes reach this one (the private network).
+    pub address: Option<SocketAddr>,
+    /// `cluster etcd`: etcd client URLs (`http://host:port`, comma separated).
+    pub etcd: Vec<String>,
+    /// `cluster secret file`: a file holding the secret every node shares
+    /// (at least 32 bytes); messages between nodes are authenticated with it.
+    pub secret_file: Option<PathBuf>,
+    /// `cluster filesystem`: the mount of the cluster file system; every
+    /// share's path must be on it.
+    pub filesystem: Option<PathBuf>,
+}
+
+impl ClusterOptions {
+    /// Whether this node is part of a cluster.
+    pub fn enabled(&self) -> bool {
+        self.name.is_some()
+    }
+}
+
+/// Apply `cluster <name> = value` (the key normalized) to `c`; relative
+/// paths are taken from `base`. `Err` names what is wrong with the value.
+pub(super) fn apply(
+    c: &mut ClusterOptions,
+    key: &str,
+    value: &str,
+    base: &Path,
+) -> Result<(), String> {
+    let name = key.strip_prefix("cluster ").unwrap_or(key);
+    match name {
+        "name" => {
+            let ok = !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            if !ok {
+                return Err(format!(
+                    "'{key}' expects 1 to 64 letters, digits, '.', '_' or '-', got '{value}'"
+                ));
+            }
+            c.name = Some(value.to_string());
+        }
+        "node" => {
+            c.node = value
+                .parse::<u16>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    format!("'{key}' expects a number from 1 to 65535, got '{value}'")
+                })?;
+        }
+        "address" => {
+            let a = value.parse::<SocketAddr>().map_err(|_| {
+                format!("'{key}' expects ADDRESS:PORT, like 10.0.0.1:4460, got '{value}'")
+            })?;
+            if a.ip().is_unspecified() || a.port() == 0 {
+                return Err(format!(
+                    "'{key}' must name the address and port other nodes reach this one on, \
+                     not '{value}'"
+                ));
+            }
+            c.address = Some(a);
+        }
+        "etcd" => {
+            let urls: Vec<String> = value
+                .split([',', ' '])
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+            if urls.is_empty() || urls.iter().any(|u| !u.starts_with("http://")) {
+                return Err(format!(
+                    "'{key}' expects etcd client URLs like http://10.0.0.1:2379 \
+                     (TLS endpoints are not supported yet), got '{value}'"
+                ));
+            }
+            c.etcd = urls;
+        }
+        "secret file" => c.secret_file = Some(base.join(value)),
+        "filesystem" => c.filesystem = Some(base.join(value)),
+        _ => return Err(format!("unknown option '{key}'")),
+    }
+    Ok(())
+}
+
+/// What a cluster section needs that it lacks (`None`: complete, or no
+/// cluster at all).
+pub(super) fn missing(c: &ClusterOptions) -> Option<String> {
+    let set = c.name.is_some()
+        || c.node != 0
+        || c.address.is_some()
+        || !c.etcd.is_empty()
+        || c.secret_file.is_some()
+        || c.filesystem.is_some();
+    if !set {
+        return None;
+    }
+    let mut lacks = Vec::new();
+    if c.name.is_none() {
+        lacks.push("cluster name");
+    }
+    if c.node == 0 {
+        lacks.push("cluster node");
+    }
+    if c.address.is_none() {
+        lacks.push("cluster address");
+    }
+    if c.etcd.is_empty() {
+        lacks.push("cluster etcd");
+    }
+    if c.secret_file.is_none() {
+        lacks.push("cluster secret file");
+    }
+    if c.filesystem.is_none() {
+        lacks.push("cluster filesystem");
+    }
+    (!lacks.is_empty()).then(|| format!("a cluster node needs {} too", lacks.join(", ")))
+}

@@ -1,0 +1,455 @@
+//! Three `ringshare serve` nodes of one cluster (issue 18) on loopback:
+//! three etcd members (Debian's etcd-server) for membership and partition
+//! ownership, one shared directory standing in for the cluster file
+//! system, raw SMB2 clients on different nodes. Every per-file decision
+//! about a file homed on another node crosses the nodes' authenticated
+//! private connections. Without `etcd`: a SKIPPED line, or a failure when
+//! `CI` is set.
+
+mod common;
+#[path = "../../cluster/tests/support/etcd_cluster.rs"]
+mod etcd_cluster;
+mod rig;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::{chown_tree, free_port, TempDir};
+use etcd_cluster::{etcd_available, owners, wait_placed, EtcdCluster};
+use rig::*;
+use ringshare_core::cluster::{partition_of, CLUSTER_DEV};
+use ringshare_core::server::FileKey;
+use ringshare_wire::codec::HEADER_LEN;
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition, CreateOptions, FileAttributes, ImpersonationLevel,
+    LeaseFlags, LeaseState, OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{tag, ContextTag, CreateContext, CreateRequest, CreateResponse};
+use ringshare_wire::create::{Lease, LeaseV2};
+use ringshare_wire::misc::OplockBreak;
+use ringshare_wire::{FileId, NtStatus};
+
+const NODES: u16 = 3;
+const R: u32 = 1;
+const H: u32 = 2;
+const W: u32 = 4;
+const READ: u32 = 0x0012_0089;
+const WRITE: u32 = 0x0012_0116;
+/// Read, write and delete (not WRITE_DAC or WRITE_OWNER, which a user who is not root lacks).
+const ALL: u32 = 0x0013_019F;
+
+/// etcd, three nodes over one share directory, and which node is the home
+/// of a file.
+struct Cluster {
+    name: String,
+    etcd: EtcdCluster,
+    nodes: Vec<Rig>,
+    share: PathBuf,
+    _tmp: TempDir,
+}
+
+impl Cluster {
+    fn start(name: &str) -> Cluster {
+        // The server acts as the user: the user needs a Unix account.
+        common::ensure_unix_account(USER_A.0);
+        let etcd = EtcdCluster::start(name);
+        let tmp = TempDir::new(&format!("cluster-{name}"));
+        let share = tmp.path().join("share");
+        std::fs::create_dir_all(&share).unwrap();
+        let secret = tmp.path().join("secret");
+        std::fs::write(
+            &secret,
+            "c2VjcmV0LW9mLXRoZS10ZXN0LWNsdXN0ZXItbm90LXNob3J0Cg==\n",
+        )
+        .unwrap();
+        let mut nodes = Vec::new();
+        for n in 1..=NODES {
+            let extra = format!(
+                "\tcluster name = {name}\n\tcluster node = {n}\n\
+                 \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
+                 \tcluster secret file = {secret}\n\tcluster filesystem = {share}\n\
+                 \tcontrol socket = no\n",
+                port = free_port(),
+                etcd = etcd.urls.join(", "),
+                secret = secret.display(),
+                share = share.display(),
+            );
+            let dir = TempDir::new(&format!("cluster-{name}-n{n}"));
+            nodes.push(Rig::start_on_with(
+                dir,
+                share.clone(),
+                &extra,
+                &["--threads", "1"],
+            ));
+        }
+        let c = Cluster {
+            name: name.to_string(),
+            etcd,
+            nodes,
+            share,
+            _tmp: tmp,
+        };
+        let t = Instant::now();
+        let mut e = c.etcd.client();
+        wait_placed(&mut e, name, &["1", "2", "3"], Duration::from_secs(30));
+        // Each node reads the table every 100 ms (and etcd every 500 ms).
+        std::thread::sleep(Duration::from_millis(1_200));
+        eprintln!(
+            "[{name}] 3 nodes placed all partitions in {:?}",
+            t.elapsed()
+        );
+        c
+    }
+
+    /// A client logged on to node `n` (1-based).
+    fn client(&self, n: u16) -> Raw {
+        Raw::login(
+            self.nodes[usize::from(n) - 1].port,
+            USER_A,
+            ringshare_wire::consts::Dialect::SMB3_1_1,
+        )
+    }
+
+    /// The node that is the home of `name` now.
+    fn home_of(&self, name: &str) -> u16 {
+        let ino = std::fs::metadata(self.share.join(name)).unwrap().ino();
+        let key = FileKey {
+            dev: CLUSTER_DEV,
+            ino,
+            stream: 0,
+        };
+        let p = partition_of(key, 256);
+        let mut e = self.etcd.client();
+        owners(&mut e, &self.name)[&p].0.parse().unwrap()
+    }
+
+    /// A file (made now) whose home is each node: `[on 1, on 2, on 3]`.
+    fn files_homed_on_each(&self, tag: &str) -> Vec<String> {
+        let mut found: Vec<Option<String>> = vec![None; usize::from(NODES)];
+        for i in 0..200 {
+            let name = format!("{tag}-{i}.txt");
+            std::fs::write(self.share.join(&name), b"").unwrap();
+            let h = usize::from(self.home_of(&name)) - 1;
+            if found[h].is_none() {
+                found[h] = Some(name);
+            }
+            if found.iter().all(Option::is_some) {
+                break;
+            }
+        }
+        if let Ok(Some(a)) = nix::unistd::User::from_name(USER_A.0) {
+            chown_tree(&self.share, a.uid.as_raw());
+        }
+        found
+            .into_iter()
+            .map(|f| f.expect("a file homed on every node"))
+            .collect()
+    }
+}
+
+fn lease(key: u8, state: u32) -> Lease {
+    Lease {
+        key: [key; 16],
+        state: LeaseState(state),
+        flags: LeaseFlags::empty(),
+        duration: 0,
+        v2: Some(LeaseV2 {
+            parent_key: [0; 16],
+            epoch: 0,
+        }),
+    }
+}
+
+/// A CREATE body (OPEN_IF) with a lease request when `lease` is set.
+fn create(name: &str, access: u32, share: u32, lease: Option<Lease>) -> Vec<u8> {
+    let contexts = lease
+        .map(|l| vec![CreateContext::new(tag::REQUEST_LEASE, l.encode())])
+        .unwrap_or_default();
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(if contexts.is_empty() { 0 } else { 0xFF }),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(access),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(share),
+        create_disposition: CreateDisposition::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts,
+    };
+    let mut m = vec![0u8; HEADER_LEN];
+    req.encode(&mut m);
+    m.split_off(HEADER_LEN)
+}
+
+fn open(c: &mut Raw, name: &str, access: u32, share: u32) -> Result<FileId, NtStatus> {
+    opened(c.call(Command::CREATE, &create(name, access, share, None))).map(|(f, _)| f)
+}
+
+/// The FileId and granted lease state of a CREATE's outcome.
+fn opened(o: Outcome) -> Result<(FileId, u32), NtStatus> {
+    match o {
+        Outcome::Reply(h, m) if h.status == NtStatus::SUCCESS => {
+            let r = CreateResponse::decode(&m).expect("create response");
+            let state = r
+                .contexts
+                .iter()
+                .find(|c| c.tag() == ContextTag::RequestLease)
+                .map_or(0, |c| Lease::decode(&c.data).expect("lease").state.0);
+            Ok((r.file_id, state))
+        }
+        Outcome::Reply(h, _) => Err(h.status),
+        other => panic!("no answer to a CREATE: {other:?}"),
+    }
+}
+
+fn status(o: Outcome) -> NtStatus {
+    o.status().unwrap_or_else(|| panic!("no answer: {o:?}"))
+}
+
+fn lock_body(f: FileId, offset: u64, length: u64, flags: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&48u16.to_le_bytes());
+    b.extend_from_slice(&1u16.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    put_file_id(&mut b, f);
+    b.extend_from_slice(&offset.to_le_bytes());
+    b.extend_from_slice(&length.to_le_bytes());
+    b.extend_from_slice(&flags.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b
+}
+
+fn set_info_body(f: FileId, class: u8, buf: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&33u16.to_le_bytes());
+    b.push(1);
+    b.push(class);
+    b.extend_from_slice(&(buf.len() as u32).to_le_bytes());
+    b.extend_from_slice(&((HEADER_LEN + 32) as u16).to_le_bytes());
+    b.extend_from_slice(&0u16.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    put_file_id(&mut b, f);
+    b.extend_from_slice(buf);
+    b
+}
+
+fn rename_info(to: &str) -> Vec<u8> {
+    let name = utf16(to);
+    let mut b = vec![0u8; 16];
+    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(&name);
+    b
+}
+
+/// Send a request without waiting; its message id.
+fn send(c: &mut Raw, cmd: Command, body: &[u8]) -> u64 {
+    let h = c.header(cmd);
+    c.send_frame(&Raw::message(&h, body)).expect("send");
+    h.message_id
+}
+
+/// The next frames' messages on `c` until one is a break notification.
+fn next_break(c: &mut Raw) -> OplockBreak {
+    loop {
+        let frame = read_frame(&mut c.sock)
+            .expect("connection open")
+            .expect("a break within the read timeout");
+        for (h, m) in split_responses(&frame) {
+            if h.message_id == u64::MAX && h.command == Command::OPLOCK_BREAK {
+                return OplockBreak::decode(&m).expect("break body");
+            }
+        }
+    }
+}
+
+/// The interim answer to `mid`: the request went async (it waits).
+fn interim(c: &mut Raw, mid: u64) {
+    let frame = read_frame(&mut c.sock)
+        .expect("open")
+        .expect("an interim answer");
+    let (h, _) = split_responses(&frame).remove(0);
+    assert_eq!((h.message_id, h.status), (mid, NtStatus::PENDING), "{h:?}");
+}
+
+fn ack_lease(c: &mut Raw, key: u8, state: u32) -> NtStatus {
+    let body = OplockBreak::LeaseAck {
+        flags: 0,
+        lease_key: [key; 16],
+        lease_state: LeaseState(state),
+        lease_duration: 0,
+    };
+    let mut m = vec![0u8; HEADER_LEN];
+    body.encode(&mut m);
+    status(c.call(Command::OPLOCK_BREAK, &m[HEADER_LEN..]))
+}
+
+#[test]
+fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
+    let name = "semantics";
+    if !etcd_available(name) {
+        return;
+    }
+    let cl = Cluster::start(name);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+
+    // Share modes, for a file homed on each node: clients on nodes 1 and 2.
+    for (i, f) in cl.files_homed_on_each("share").iter().enumerate() {
+        let home = i + 1;
+        let fa = open(&mut a, f, READ, 1).expect("a opens sharing read");
+        assert_eq!(
+            open(&mut b, f, WRITE, 7),
+            Err(NtStatus::SHARING_VIOLATION),
+            "{f} (home {home})"
+        );
+        let fb = open(&mut b, f, READ, 7).expect("a reader is let in");
+        b.close(fb).unwrap();
+        a.close(fa).unwrap();
+        let fb = open(&mut b, f, WRITE, 7).expect("after a's close");
+        b.close(fb).unwrap();
+    }
+
+    // A lease break reaches the holder on node 1 before node 2's CREATE completes.
+    for (i, f) in cl.files_homed_on_each("lease").iter().enumerate() {
+        let key = 10 + i as u8;
+        let (fa, state) = opened(a.call(
+            Command::CREATE,
+            &create(f, ALL, 7, Some(lease(key, R | W | H))),
+        ))
+        .expect("a takes a lease");
+        assert_eq!(state, R | W | H);
+        let mid = send(&mut b, Command::CREATE, &create(f, WRITE, 7, None));
+        interim(&mut b, mid);
+        let OplockBreak::LeaseBreakNotification(n) = next_break(&mut a) else {
+            panic!("a lease break");
+        };
+        assert_eq!(n.lease_key, [key; 16]);
+        assert_eq!(n.new_lease_state.0, R | H, "home {}", i + 1);
+        assert_eq!(ack_lease(&mut a, key, R | H), NtStatus::SUCCESS);
+        let (fb, _) = opened(b.wait_for(mid)).expect("b's CREATE completes after the ack");
+        b.close(fb).unwrap();
+        a.close(fa).unwrap();
+    }
+
+    // Byte-range locks conflict across nodes; a waiting lock is granted on unlock.
+    for f in cl.files_homed_on_each("lock") {
+        let fa = open(&mut a, &f, ALL, 7).unwrap();
+        let fb = open(&mut b, &f, ALL, 7).unwrap();
+        a.write(fa, 0, &[1; 200]).unwrap();
+        assert_eq!(
+            status(a.call(Command::LOCK, &lock_body(fa, 0, 100, 2 | 0x10))),
+            NtStatus::SUCCESS
+        );
+        assert_eq!(
+            b.write(fb, 50, b"x").unwrap_err().status(),
+            Some(NtStatus::FILE_LOCK_CONFLICT),
+            "{f}"
+        );
+        assert!(b.read(fb, 100, 10).is_ok(), "outside the range");
+        let mid = send(&mut b, Command::LOCK, &lock_body(fb, 10, 1, 2));
+        interim(&mut b, mid);
+        assert_eq!(
+            status(a.call(Command::LOCK, &lock_body(fa, 0, 100, 4))),
+            NtStatus::SUCCESS
+        );
+        assert_eq!(
+            status(b.wait_for(mid)),
+            NtStatus::SUCCESS,
+            "granted on unlock"
+        );
+        assert_eq!(
+            a.write(fa, 10, b"y").unwrap_err().status(),
+            Some(NtStatus::FILE_LOCK_CONFLICT)
+        );
+        b.close(fb).unwrap();
+        a.write(fa, 10, b"y").expect("b's close freed its lock");
+        a.close(fa).unwrap();
+    }
+
+    // Delete-on-close set on node 2 waits for node 1's open; then the file goes.
+    for f in cl.files_homed_on_each("gone") {
+        let fa = open(&mut a, &f, ALL, 7).unwrap();
+        let fb = open(&mut b, &f, ALL, 7).unwrap();
+        assert_eq!(
+            status(b.call(Command::SET_INFO, &set_info_body(fb, 13, &[1]))),
+            NtStatus::SUCCESS
+        );
+        assert_eq!(open(&mut a, &f, READ, 7), Err(NtStatus::DELETE_PENDING));
+        b.close(fb).unwrap();
+        assert!(cl.share.join(&f).exists(), "{f}: node 1 still holds it");
+        a.close(fa).unwrap();
+        assert!(!cl.share.join(&f).exists(), "{f}: gone with the last open");
+    }
+
+    // A rename on node 2 waits until node 1's handle lease is given up.
+    for (i, f) in cl.files_homed_on_each("rename").iter().enumerate() {
+        let key = 20 + i as u8;
+        let (fa, state) = opened(a.call(
+            Command::CREATE,
+            &create(f, READ, 7, Some(lease(key, R | H))),
+        ))
+        .unwrap();
+        assert_eq!(state, R | H);
+        let fb = open(&mut b, f, ALL, 7).unwrap();
+        let to = format!("renamed-{f}");
+        let mid = send(
+            &mut b,
+            Command::SET_INFO,
+            &set_info_body(fb, 10, &rename_info(&to)),
+        );
+        interim(&mut b, mid);
+        let OplockBreak::LeaseBreakNotification(n) = next_break(&mut a) else {
+            panic!("a lease break");
+        };
+        assert_eq!(n.new_lease_state.0, R);
+        assert_eq!(ack_lease(&mut a, key, R), NtStatus::SUCCESS);
+        assert_eq!(status(b.wait_for(mid)), NtStatus::SUCCESS);
+        assert!(cl.share.join(&to).exists() && !cl.share.join(f).exists());
+        b.close(fb).unwrap();
+        a.close(fa).unwrap();
+    }
+    for n in &cl.nodes {
+        let log = n.log();
+        assert!(!log.contains("closed:"), "a node dropped a peer: {log}");
+    }
+}
+
+/// Keep `share` in use from clients on every node for `d`: every open,
+/// write and close must succeed.
+fn busy(cl: &Cluster, clients: &mut [Raw], files: &[String], d: Duration) -> usize {
+    let end = Instant::now() + d;
+    let mut ops = 0;
+    while Instant::now() < end {
+        for (c, f) in clients.iter_mut().zip(files.iter().cycle()) {
+            let h = open(c, f, ALL, 7).unwrap_or_else(|s| panic!("{f}: {s:?} after {ops} ops"));
+            c.write(h, 0, b"busy").expect("write");
+            c.close(h).expect("close");
+            ops += 1;
+        }
+    }
+    let _ = cl;
+    ops
+}
+
+#[test]
+fn killing_the_etcd_leader_fails_no_smb_request() {
+    let name = "etcdleader";
+    if !etcd_available(name) {
+        return;
+    }
+    let mut cl = Cluster::start(name);
+    let files = cl.files_homed_on_each("busy");
+    let mut clients: Vec<Raw> = (1..=NODES).map(|n| cl.client(n)).collect();
+    busy(&cl, &mut clients, &files, Duration::from_millis(500));
+    let leader = cl.etcd.leader();
+    cl.etcd.kill(leader);
+    let t = Instant::now();
+    let ops = busy(&cl, &mut clients, &files, Duration::from_secs(8));
+    eprintln!(
+        "[{name}] etcd member {leader} (the leader) killed: {ops} opens+writes+closes over \
+         {:?} on 3 nodes, none failed",
+        t.elapsed()
+    );
+}
