@@ -18,7 +18,7 @@ use ringshare_wire::NtStatus;
 
 use crate::access::{self, DELETE};
 use crate::cluster::msg::{self, Answer, Call};
-use crate::cluster::{self, Home};
+use crate::cluster::{self, shadow, Home};
 use crate::locks::{ByteRangeLock, Intent};
 use crate::oplock::{self, Grant, LeaseId, Route, Wish};
 use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
@@ -81,22 +81,7 @@ pub(crate) fn admit(
     };
     match cluster::ask(server, node, Call::Admit(key, Box::new(owned)))? {
         Answer::Admitted(g) => {
-            let mut e = lock(entry);
-            if e.opens.is_empty() {
-                e.share = ask.share.to_string();
-                e.path = ask.path.clone();
-                e.is_dir = ask.is_dir;
-            }
-            e.opens.push(ShareEntry {
-                owner: ask.owner,
-                access: ask.wish.access,
-                share_access: ask.wish.share_access,
-                caching: oplock::Caching {
-                    route: ask.route,
-                    file_id: (ask.persistent_id, ask.owner),
-                    ..Default::default()
-                },
-            });
+            shadow::admitted(&mut lock(entry), ask, &g);
             if let (Some(lid), oplock::LEVEL_LEASE) = (ask.wish.lease, g.level) {
                 server.set_lease_file(lid, key);
             }
@@ -201,7 +186,7 @@ pub(crate) fn close(
     // The shadow entry lets the open go whatever the home answers.
     let (path, is_dir) = {
         let mut e = lock(entry);
-        e.opens.retain(|s| s.owner != owner);
+        shadow::closed(&mut e, owner);
         (e.path.clone(), e.is_dir)
     };
     let call = Call::Close {
@@ -326,7 +311,11 @@ pub(crate) fn lock_ranges(
         now_ms,
     };
     match cluster::ask(server, node, call) {
-        Ok(Answer::Done) => Locked::Granted,
+        Ok(Answer::Done) => {
+            let granted = asks.iter().filter_map(|a| a.lock.ok());
+            shadow::locked(&mut lock(entry), granted);
+            Locked::Granted
+        }
         Ok(Answer::Wait) => match asks {
             [LockAsk { lock: Ok(l), .. }] => Locked::Wait(*l),
             _ => Locked::Refused(NtStatus::INTERNAL_ERROR),
@@ -381,10 +370,16 @@ pub(crate) fn retry_lock(
 ) -> bool {
     match home(server, key) {
         Ok(None) => lock(entry).locks.try_lock(l),
-        Ok(Some(node)) => matches!(
-            cluster::ask(server, node, Call::RetryLock(key, l)),
-            Ok(Answer::Flag(true))
-        ),
+        Ok(Some(node)) => {
+            let held = matches!(
+                cluster::ask(server, node, Call::RetryLock(key, l)),
+                Ok(Answer::Flag(true))
+            );
+            if held {
+                shadow::locked(&mut lock(entry), [l]);
+            }
+            held
+        }
         Err(_) => false,
     }
 }
@@ -403,13 +398,17 @@ pub(crate) fn unlock_ranges(
     let Some(node) = home(server, key)? else {
         return unlock_ranges_here(entry, owner, ranges);
     };
+    let ranges: Vec<_> = ranges.collect();
     let call = Call::Unlock {
         key,
         owner,
-        ranges: ranges.collect(),
+        ranges: ranges.clone(),
     };
     match cluster::ask(server, node, call)? {
-        Answer::Done => Ok(()),
+        Answer::Done => {
+            shadow::unlocked(&mut lock(entry), owner, &ranges);
+            Ok(())
+        }
         Answer::Refused(s) => Err(s),
         a => Err(cluster::unexpected(&a)),
     }
@@ -634,7 +633,10 @@ pub(crate) fn ack_oplock(
         return ack_oplock_here(server, entry, owner, level);
     };
     match cluster::ask(server, node, Call::AckOplock { key, owner, level })? {
-        Answer::Level(l) => Ok(l as u8),
+        Answer::Level(l) => {
+            shadow::oplock_now(&mut lock(entry), owner, l as u8);
+            Ok(l as u8)
+        }
         Answer::Refused(s) => Err(s),
         a => Err(cluster::unexpected(&a)),
     }
@@ -677,7 +679,12 @@ pub(crate) fn ack_lease(
         now_ms,
     };
     match cluster::ask(server, node, call)? {
-        Answer::Level(l) => Ok(l),
+        Answer::Level(l) => {
+            if let Some(e) = server.existing_file_entry(key) {
+                shadow::lease_now(&mut lock(&e), id, l);
+            }
+            Ok(l)
+        }
         Answer::Refused(s) => Err(s),
         a => Err(cluster::unexpected(&a)),
     }

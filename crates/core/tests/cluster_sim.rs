@@ -81,6 +81,12 @@ impl ClusterLink for Link {
         }
     }
 
+    fn members(&self) -> Vec<u16> {
+        let down = self.bus.down.lock().unwrap();
+        let nodes = self.bus.nodes.lock().unwrap();
+        nodes.keys().copied().filter(|n| !down.contains(n)).collect()
+    }
+
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
         let server = self.bus.server(node).ok_or(NtStatus::IO_TIMEOUT)?;
         *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
@@ -150,6 +156,22 @@ impl Cluster {
             Err(NtStatus::OBJECT_NAME_NOT_FOUND) => false,
             Err(s) => panic!("looking for {name}: {s:?}"),
         }
+    }
+
+    /// Node `dead` dies: its clients are gone with it; node `heir` takes
+    /// its partitions over and rebuilds them from the other nodes' opens.
+    fn kill(&self, dead: u16, heir: u16) -> usize {
+        self.bus.down.lock().unwrap().insert(dead);
+        let mut parts = Vec::new();
+        for (p, o) in self.bus.owners.lock().unwrap().iter_mut().enumerate() {
+            if *o == dead {
+                *o = heir;
+                parts.push(p as u32);
+            }
+        }
+        self.nodes[usize::from(heir) - 1]
+            .rebuild(&parts)
+            .expect("every live node hands over its opens")
     }
 
     fn calls_to(&self, node: u16) -> u64 {
@@ -438,6 +460,73 @@ fn set_info_body(o: &mut Vec<u8>, f: FileId, buf: &[u8]) {
     o.put_u32(0);
     f.write(o);
     o.put_bytes(buf);
+}
+
+#[test]
+fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_survivors() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    // Node 3 is the home of everything; clients of nodes 1 and 2 hold state there.
+    let fa = open(&mut a, "f.txt", READ | WRITE, 1).expect("a shares read only");
+    a.write(fa, 0, &[1; 100]);
+    assert_eq!(
+        a.lock(fa, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::SUCCESS
+    );
+    let m = create_msg(&mut b, "g.txt", ALL, 7, 0xFF, Some(lease(2, R | W | H)));
+    assert_eq!(granted_lease(&b.send_frame(m).remove(0)), R | W | H);
+    let fd = open(&mut b, "gone.txt", ALL, 7).expect("b");
+    assert_eq!(set_delete(&mut b, fd), NtStatus::SUCCESS);
+    let mut c3 = cl.client(3);
+    let f3 = open(&mut c3, "h.txt", ALL, 0).expect("node 3's own client");
+
+    let taken = cl.kill(3, 1);
+    assert_eq!(taken, 2, "b's two opens came from node 2 (a's is node 1's own)");
+    drop((c3, f3));
+
+    // The survivors' state is as it was.
+    assert_eq!(
+        open(&mut b, "f.txt", WRITE, 7),
+        Err(NtStatus::SHARING_VIOLATION),
+        "a's share mode"
+    );
+    let fb = open(&mut b, "f.txt", READ, 7).expect("a reader");
+    assert_eq!(b.write(fb, 5, b"x").status(), NtStatus::ACCESS_DENIED);
+    assert_eq!(b.read(fb, 0, 5).status(), NtStatus::FILE_LOCK_CONFLICT, "a's lock");
+    assert_eq!(b.read(fb, 20, 5).status(), NtStatus::SUCCESS);
+    assert_eq!(open(&mut a, "gone.txt", READ, 7), Err(NtStatus::DELETE_PENDING));
+    // b's lease is known to the new home: a writer on node 1 breaks it.
+    let m = create_msg(&mut a, "g.txt", WRITE, 7, 0, None);
+    assert_eq!(a.send_frame(m)[0].status(), NtStatus::PENDING, "a waits for b's lease");
+    let got = breaks(&mut b);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(ack_lease(&mut b, 2, R | H).status(), NtStatus::SUCCESS);
+    let fin = a.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].status(), NtStatus::SUCCESS);
+    // The dead node's client held h.txt with no sharing: it is free now.
+    let fh = open(&mut a, "h.txt", ALL, 0).expect("node 3's opens died with it");
+    assert_eq!(a.close(fh).status(), NtStatus::SUCCESS);
+    assert_eq!(b.close(fd).status(), NtStatus::SUCCESS);
+    assert!(!cl.exists("gone.txt"), "the last close deleted it");
+}
+
+#[test]
+fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
+    let cl = Cluster::new(3, 1);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "f.txt", READ, 1).unwrap();
+    let fb = open(&mut b, "f.txt", READ, 1).unwrap();
+    // Node 2 joins the partitions' homes (a planned move, node 1 alive).
+    let parts: Vec<u32> = (0..PARTS).collect();
+    cl.bus.owners.lock().unwrap().iter_mut().for_each(|o| *o = 2);
+    assert_eq!(cl.nodes[1].rebuild(&parts), Ok(1), "a's open, from node 1");
+    let mut c = cl.client(3);
+    assert_eq!(open(&mut c, "f.txt", WRITE, 7), Err(NtStatus::SHARING_VIOLATION));
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    assert_eq!(open(&mut c, "f.txt", WRITE, 7), Err(NtStatus::SHARING_VIOLATION), "b's");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    open(&mut c, "f.txt", WRITE, 7).expect("both closed at the new home");
 }
 
 #[test]

@@ -11,7 +11,13 @@ use crate::server::{FileKey, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
 pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
-    let key = key_of(&call);
+    if let Call::Reclaim { parts, after } = &call {
+        let (records, next) = super::reclaim::records(server, parts, *after);
+        return Answer::Records { records, next };
+    }
+    let Some(key) = key_of(&call) else {
+        return Answer::Refused(NtStatus::INVALID_PARAMETER);
+    };
     if server.home_of(key) != Home::Here {
         // The partition moved (or this node is fenced): the caller asks again.
         return Answer::Refused(NtStatus::FILE_NOT_AVAILABLE);
@@ -178,11 +184,12 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
+        Call::Reclaim { .. } => Answer::Refused(NtStatus::INVALID_PARAMETER),
     }
 }
 
-fn key_of(call: &Call) -> FileKey {
-    match call {
+fn key_of(call: &Call) -> Option<FileKey> {
+    Some(match call {
         Call::Admit(key, _)
         | Call::Close { key, .. }
         | Call::Lock { key, .. }
@@ -195,5 +202,6 @@ fn key_of(call: &Call) -> FileKey {
         | Call::Moved(key, _)
         | Call::AckOplock { key, .. }
         | Call::AckLease { key, .. } => *key,
-    }
+        Call::Reclaim { .. } => return None,
+    })
 }

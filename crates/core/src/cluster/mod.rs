@@ -13,6 +13,8 @@
 
 pub(crate) mod home;
 pub(crate) mod msg;
+mod reclaim;
+pub(crate) mod shadow;
 
 pub use msg::MESSAGE_MAX;
 
@@ -48,6 +50,8 @@ pub trait ClusterLink: Send + Sync {
     fn partitions(&self) -> u32;
     /// The home of partition `p` now.
     fn home(&self, p: u32) -> Home;
+    /// The live nodes (this one included).
+    fn members(&self) -> Vec<u16>;
     /// Send `message` to `node` and wait for its answer (a bounded wait:
     /// an error status when the node does not answer).
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;
@@ -176,6 +180,7 @@ impl ServerState {
                 if node_of(p.route.conn_id) != self.cluster.get().map_or(0, |c| c.node()) {
                     return Err(WireError::Invalid("notice for another node's connection"));
                 }
+                shadow::break_passes(self, &p.notice);
                 crate::oplock::send(self, vec![(p.route, p.notice)]);
                 Ok(None)
             }

@@ -10,9 +10,10 @@ use ringshare_wire::create::{Lease, LeaseV2};
 use ringshare_wire::misc::LeaseBreakNotification;
 use ringshare_wire::{FileId, NtStatus, Reader, WireError, WriteExt};
 
+use super::reclaim::Record;
 use crate::locks::ByteRangeLock;
-use crate::oplock::{Grant, LeaseId, Route, Wish};
-use crate::server::{FileKey, Notice};
+use crate::oplock::{self, Caching, Grant, LeaseId, Route, Wish};
+use crate::server::{FileKey, Notice, ShareEntry};
 
 /// The largest message a node accepts (a CREATE's path is the largest part).
 pub const MESSAGE_MAX: usize = 64 * 1024;
@@ -96,6 +97,12 @@ pub(crate) enum Call {
         state: u32,
         now_ms: u64,
     },
+    /// A new home asks for the asked node's own opens
+    /// of files in these partitions, after key `after` ([`super::reclaim`]).
+    Reclaim {
+        parts: Vec<u32>,
+        after: Option<FileKey>,
+    },
 }
 
 /// A home's answer.
@@ -128,6 +135,11 @@ pub(crate) enum Answer {
     Pending {
         was: bool,
         now: bool,
+    },
+    /// A page of a node's opens ([`Call::Reclaim`]); `next`: ask again after it.
+    Records {
+        records: Vec<Record>,
+        next: Option<FileKey>,
     },
 }
 
@@ -409,6 +421,7 @@ mod tag {
     pub const MOVED: u8 = 10;
     pub const ACK_OPLOCK: u8 = 11;
     pub const ACK_LEASE: u8 = 12;
+    pub const RECLAIM: u8 = 13;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -543,6 +556,14 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             o.put_u32(*state);
             o.put_u64(*now_ms);
         }
+        Call::Reclaim { parts, after } => {
+            o.put_u8(tag::RECLAIM);
+            o.put_u16(parts.len().min(u16::MAX as usize) as u16);
+            for p in parts.iter().take(u16::MAX as usize) {
+                o.put_u32(*p);
+            }
+            put_opt(o, *after, put_key);
+        }
     }
 }
 
@@ -623,6 +644,17 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             state: r.u32()?,
             now_ms: r.u64()?,
         },
+        tag::RECLAIM => {
+            let n = get_count(r, 4)?;
+            let mut parts = Vec::with_capacity(n);
+            for _ in 0..n {
+                parts.push(r.u32()?);
+            }
+            Call::Reclaim {
+                parts,
+                after: get_opt(r, get_key)?,
+            }
+        }
         _ => return Err(WireError::Invalid("unknown cluster call")),
     })
 }
@@ -637,6 +669,7 @@ mod answer {
     pub const IO: u8 = 7;
     pub const LEVEL: u8 = 8;
     pub const PENDING: u8 = 9;
+    pub const RECORDS: u8 = 10;
 }
 
 fn put_answer(o: &mut Vec<u8>, a: &Answer) {
@@ -690,6 +723,14 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
             put_bool(o, *was);
             put_bool(o, *now);
         }
+        Answer::Records { records, next } => {
+            o.put_u8(answer::RECORDS);
+            o.put_u16(records.len().min(u16::MAX as usize) as u16);
+            for rec in records.iter().take(u16::MAX as usize) {
+                put_record(o, rec);
+            }
+            put_opt(o, *next, put_key);
+        }
     }
 }
 
@@ -724,6 +765,17 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
             was: get_bool(r)?,
             now: get_bool(r)?,
         },
+        answer::RECORDS => {
+            let n = get_count(r, 24)?;
+            let mut records = Vec::with_capacity(n);
+            for _ in 0..n {
+                records.push(get_record(r)?);
+            }
+            Answer::Records {
+                records,
+                next: get_opt(r, get_key)?,
+            }
+        }
         _ => return Err(WireError::Invalid("unknown cluster answer")),
     })
 }
@@ -793,5 +845,97 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Notice, WireError> {
         },
         notice::RETRY => Notice::Retry,
         _ => return Err(WireError::Invalid("unknown cluster notice")),
+    })
+}
+
+fn put_record(o: &mut Vec<u8>, rec: &Record) {
+    put_key(o, rec.key);
+    put_str(o, &rec.share);
+    put_path(o, &rec.path);
+    put_bool(o, rec.is_dir);
+    put_bool(o, rec.delete_pending);
+    o.put_u16(rec.opens.len().min(u16::MAX as usize) as u16);
+    for s in rec.opens.iter().take(u16::MAX as usize) {
+        o.put_u64(s.owner);
+        o.put_u32(s.access);
+        o.put_u32(s.share_access);
+        let c = &s.caching;
+        o.put_u8(c.level);
+        put_opt(o, c.breaking_to, |o, v| o.put_u8(v));
+        put_opt(o, c.lease, put_lease_id);
+        put_route(o, c.route);
+        o.put_u64(c.file_id.0);
+        o.put_u64(c.file_id.1);
+    }
+    o.put_u16(rec.locks.len().min(u16::MAX as usize) as u16);
+    for l in rec.locks.iter().take(u16::MAX as usize) {
+        put_lock(o, *l);
+    }
+    o.put_u16(rec.leases.len().min(u16::MAX as usize) as u16);
+    for l in rec.leases.iter().take(u16::MAX as usize) {
+        put_lease_id(o, l.id);
+        o.put_u32(l.state);
+        put_opt(o, l.breaking_to, |o, v| o.put_u32(v));
+        o.put_u32(l.required);
+        o.put_u16(l.epoch);
+        put_bool(o, l.v2);
+        put_opt(o, l.parent_key, |o, k| o.put_bytes(&k));
+        put_route(o, l.route);
+    }
+}
+
+fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
+    let key = get_key(r)?;
+    let share = get_str(r)?;
+    let path = get_path(r)?;
+    let is_dir = get_bool(r)?;
+    let delete_pending = get_bool(r)?;
+    // Each list's items are at least this many bytes (bounds the counts).
+    let n = get_count(r, 8 + 4 + 4 + 1 + 1 + 1 + 16 + 16)?;
+    let mut opens = Vec::with_capacity(n);
+    for _ in 0..n {
+        opens.push(ShareEntry {
+            owner: r.u64()?,
+            access: r.u32()?,
+            share_access: r.u32()?,
+            caching: Caching {
+                level: r.u8()?,
+                breaking_to: get_opt(r, |r| r.u8())?,
+                break_deadline_ms: 0,
+                lease: get_opt(r, get_lease_id)?,
+                route: get_route(r)?,
+                file_id: (r.u64()?, r.u64()?),
+            },
+        });
+    }
+    let n = get_count(r, 25)?;
+    let mut locks = Vec::with_capacity(n);
+    for _ in 0..n {
+        locks.push(get_lock(r)?);
+    }
+    let n = get_count(r, 32 + 4 + 1 + 4 + 2 + 1 + 1 + 16)?;
+    let mut leases = Vec::with_capacity(n);
+    for _ in 0..n {
+        leases.push(oplock::Lease {
+            id: get_lease_id(r)?,
+            state: r.u32()?,
+            breaking_to: get_opt(r, |r| r.u32())?,
+            required: r.u32()?,
+            break_deadline_ms: 0,
+            epoch: r.u16()?,
+            v2: get_bool(r)?,
+            parent_key: get_opt(r, |r| r.array())?,
+            route: get_route(r)?,
+        });
+    }
+    Ok(Record {
+        key,
+        share,
+        path,
+        is_dir,
+        delete_pending,
+        opens,
+        locks,
+        leases,
     })
 }

@@ -30,6 +30,9 @@ struct Link {
     node: u16,
     /// Owner node of each partition (0: none).
     owners: Vec<AtomicU32>,
+    /// Partitions this node gained and is rebuilding: nothing is decided
+    /// for their files until every other node has handed over its opens.
+    rebuilding: Vec<AtomicBool>,
     /// Private address of each live node.
     addrs: RwLock<HashMap<u16, SocketAddr>>,
     /// This node stopped being a member (its lease lapsed): it decides
@@ -57,6 +60,13 @@ impl ClusterLink for Link {
         if self.fenced.load(Ordering::Acquire) || now >= self.fence_at_ms.load(Ordering::Acquire) {
             return Home::Unavailable;
         }
+        if self
+            .rebuilding
+            .get(p as usize)
+            .is_some_and(|r| r.load(Ordering::Acquire))
+        {
+            return Home::Unavailable;
+        }
         match self
             .owners
             .get(p as usize)
@@ -65,6 +75,14 @@ impl ClusterLink for Link {
             Some(0) | None => Home::Unavailable,
             Some(n) => Home::Node(n as u16),
         }
+    }
+
+    fn members(&self) -> Vec<u16> {
+        let mut m: Vec<u16> = read(&self.addrs).keys().copied().collect();
+        if !m.contains(&self.node) {
+            m.push(self.node);
+        }
+        m
     }
 
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
@@ -90,21 +108,29 @@ impl Link {
             .is_none_or(|c| c.is_fenced())
     }
 
-    /// Read ownership and membership from the coordinator into the table.
-    fn refresh(&self) {
+    /// Read ownership and membership from the coordinator into the table;
+    /// the partitions this node gained since (marked as rebuilding).
+    fn refresh(&self) -> Vec<u32> {
         let guard = lock(&self.coordinator);
-        let Some(c) = guard.as_ref() else { return };
+        let Some(c) = guard.as_ref() else {
+            return Vec::new();
+        };
         if c.is_fenced() {
-            return;
+            return Vec::new();
         }
         let deadline = c.fence_deadline().saturating_duration_since(self.base);
         self.fence_at_ms
             .store(deadline.as_millis() as u64, Ordering::Release);
+        let mut gained = Vec::new();
         for (p, slot) in self.owners.iter().enumerate() {
             let owner = c
                 .owner_of(p as u32)
                 .and_then(|(id, _)| id.parse::<u16>().ok())
                 .unwrap_or(0);
+            if owner == self.node && slot.load(Ordering::Acquire) != u32::from(owner) {
+                self.rebuilding[p].store(true, Ordering::Release);
+                gained.push(p as u32);
+            }
             slot.store(u32::from(owner), Ordering::Release);
         }
         let addrs: HashMap<u16, SocketAddr> = c
@@ -113,6 +139,44 @@ impl Link {
             .filter_map(|m| Some((m.id.parse().ok()?, m.addr.parse().ok()?)))
             .collect();
         *self.addrs.write().unwrap_or_else(|e| e.into_inner()) = addrs;
+        gained
+    }
+
+    /// Read the table again; rebuild the partitions this node gained (their
+    /// files' state from the other nodes' opens) before deciding for them.
+    fn refresh_and_rebuild(&self, server: &std::sync::Weak<ServerState>) {
+        let mut gained = self.refresh();
+        if gained.is_empty() {
+            return;
+        }
+        let Some(s) = server.upgrade() else { return };
+        let t = Instant::now();
+        loop {
+            match s.rebuild(&gained) {
+                Ok(n) => {
+                    tracing::info!(
+                        "cluster: home of {} more partitions; {n} opens of other nodes taken \
+                         over in {:?}",
+                        gained.len(),
+                        t.elapsed()
+                    );
+                    break;
+                }
+                // A node that does not answer is dead or cut off: it leaves
+                // the membership within the TTL; ask the others again then.
+                Err(node) => {
+                    tracing::warn!("cluster: node {node} did not hand over its opens; again");
+                    std::thread::sleep(REFRESH);
+                    gained.extend(self.refresh());
+                }
+            }
+            if self.fenced.load(Ordering::Acquire) {
+                return;
+            }
+        }
+        for p in gained {
+            self.rebuilding[p as usize].store(false, Ordering::Release);
+        }
     }
 }
 
@@ -152,6 +216,7 @@ pub fn start(
     let link = Arc::new(Link {
         node: opts.node,
         owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
+        rebuilding: (0..PARTITIONS).map(|_| AtomicBool::new(false)).collect(),
         addrs: RwLock::new(HashMap::new()),
         fenced: AtomicBool::new(false),
         fence_at_ms: AtomicU64::new(0),
@@ -241,8 +306,10 @@ fn join(cfg: &ClusterConfig) -> Result<Coordinator, String> {
 /// Make `c` this node's coordinator and read its table.
 fn install(link: &Link, mut c: Coordinator) -> Option<std::sync::mpsc::Receiver<Event>> {
     let events = c.take_events();
+    for o in &link.owners {
+        o.store(0, Ordering::Release);
+    }
     *lock(&link.coordinator) = Some(c);
-    link.refresh();
     link.fenced.store(false, Ordering::Release);
     events
 }
@@ -271,7 +338,7 @@ fn watch(
             }
         } || link.coordinator_fenced();
         if !fenced {
-            link.refresh();
+            link.refresh_and_rebuild(server);
             continue;
         }
         if !link.fenced.swap(true, Ordering::AcqRel) {

@@ -1,0 +1,166 @@
+//! A new home rebuilds the state of the files of the partitions it gained
+//! (their old home died or handed them over): every live node sends the
+//! records of its own opens of those files ([`records`], from its shadow
+//! entries or, on the old home, from its entries with the other nodes'
+//! opens taken out), and the new home merges them into its entries
+//! ([`ServerState::rebuild`]). The dead node's opens are gone with it, as
+//! its clients' connections are.
+
+use ringshare_vfs::RelPath;
+
+use super::msg::{Answer, Call};
+use super::{node_of, partition_of};
+use crate::locks::ByteRangeLock;
+use crate::oplock::Lease;
+use crate::server::{lock, FileKey, ServerState, ShareEntry};
+
+/// One file's state as one node holds it: that node's opens of it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Record {
+    pub key: FileKey,
+    pub share: String,
+    pub path: RelPath,
+    pub is_dir: bool,
+    pub delete_pending: bool,
+    pub opens: Vec<ShareEntry>,
+    pub locks: Vec<ByteRangeLock>,
+    pub leases: Vec<Lease>,
+}
+
+/// Records a page of [`records`] holds at most (a page stays far below
+/// the message size limit).
+pub(crate) const RECORDS_PER_PAGE: usize = 100;
+
+/// The records of this node's opens of files in `parts` whose keys come
+/// after `after` (in key order), at most [`RECORDS_PER_PAGE`] files; and
+/// the last key looked at when more follow. Entries here keep only this
+/// node's opens from now on (the old home hands the others' over to the
+/// new one, which has them from their own nodes).
+pub(crate) fn records(
+    server: &ServerState,
+    parts: &[u32],
+    after: Option<FileKey>,
+) -> (Vec<Record>, Option<FileKey>) {
+    let Some(link) = server.cluster() else {
+        return (Vec::new(), None);
+    };
+    let (me, n) = (link.node(), link.partitions());
+    let mine = |owner: u64| node_of(owner) == me;
+    let mut entries: Vec<_> = lock(&server.files)
+        .iter()
+        .filter(|(k, _)| parts.contains(&partition_of(**k, n)))
+        .map(|(k, e)| (*k, e.clone()))
+        .collect();
+    let order = |k: &FileKey| (k.dev, k.ino, k.stream);
+    entries.retain(|(k, _)| after.is_none_or(|a| order(k) > order(&a)));
+    entries.sort_by_key(|(k, _)| order(k));
+    let next = (entries.len() > RECORDS_PER_PAGE).then(|| entries[RECORDS_PER_PAGE - 1].0);
+    let mut out = Vec::new();
+    let mut emptied = Vec::new();
+    for (key, entry) in entries.into_iter().take(RECORDS_PER_PAGE) {
+        let mut e = lock(&entry);
+        e.opens.retain(|o| mine(o.owner));
+        let own_locks: Vec<ByteRangeLock> = e.locks.iter().copied().filter(|l| mine(l.owner)).collect();
+        let foreign: Vec<u64> = e
+            .locks
+            .iter()
+            .map(|l| l.owner)
+            .filter(|o| !mine(*o))
+            .collect();
+        for o in foreign {
+            e.locks.release_owner(o);
+        }
+        let used: Vec<_> = e.opens.iter().filter_map(|o| o.caching.lease).collect();
+        e.leases.retain(|l| used.contains(&l.id));
+        e.waiters.retain(|c| mine(*c));
+        if e.opens.is_empty() {
+            emptied.push(key);
+            continue;
+        }
+        out.push(Record {
+            key,
+            share: e.share.clone(),
+            path: e.path.clone(),
+            is_dir: e.is_dir,
+            delete_pending: e.delete_pending,
+            opens: e.opens.clone(),
+            locks: own_locks,
+            leases: e.leases.clone(),
+        });
+    }
+    for key in emptied {
+        server.drop_file_entry_if_unused(key);
+    }
+    (out, next)
+}
+
+impl ServerState {
+    /// This node became the home of partitions `parts`: ask every other
+    /// live node for its opens of their files and merge them into this
+    /// node's entries (which hold its own opens already). Returns the
+    /// opens taken in, or the node that did not answer.
+    pub fn rebuild(&self, parts: &[u32]) -> Result<usize, u16> {
+        let Some(link) = self.cluster() else {
+            return Ok(0);
+        };
+        let me = link.node();
+        let mut taken = 0;
+        for node in link.members().into_iter().filter(|n| *n != me) {
+            let mut after = None;
+            loop {
+                let call = Call::Reclaim {
+                    parts: parts.to_vec(),
+                    after,
+                };
+                match super::ask(self, node, call) {
+                    Ok(Answer::Records { records, next }) => {
+                        for r in records {
+                            taken += self.merge(r);
+                        }
+                        match next {
+                            Some(k) => after = Some(k),
+                            None => break,
+                        }
+                    }
+                    other => {
+                        tracing::warn!(node, ?other, "a node did not hand over its opens");
+                        return Err(node);
+                    }
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Take one node's record of a file into its entry here.
+    fn merge(&self, r: Record) -> usize {
+        let entry = self.file_entry(r.key);
+        let mut e = lock(&entry);
+        if e.opens.is_empty() {
+            e.share = r.share;
+            e.path = r.path;
+            e.is_dir = r.is_dir;
+        }
+        e.delete_pending |= r.delete_pending;
+        let mut taken = 0;
+        for o in r.opens {
+            if !e.opens.iter().any(|x| x.owner == o.owner) {
+                e.opens.push(o);
+                taken += 1;
+            }
+        }
+        for l in r.locks {
+            e.locks.try_lock(l);
+        }
+        for mut l in r.leases {
+            if !e.leases.iter().any(|x| x.id == l.id) {
+                // A break the dead home had in flight ended at its target.
+                l.breaking_to = None;
+                l.required = 0;
+                l.break_deadline_ms = 0;
+                e.leases.push(l);
+            }
+        }
+        taken
+    }
+}
