@@ -224,7 +224,7 @@ pub(crate) fn close_open(
 
 /// Remove the file or directory at `path` (its delete was pending and its
 /// last open closed) and tell watchers.
-fn remove_file(
+pub(crate) fn remove_file(
     server: &ServerState,
     share: &Arc<crate::server::ShareDef>,
     who: &ringshare_vfs::Who,

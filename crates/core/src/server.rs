@@ -632,8 +632,8 @@ impl ServerState {
     /// Make open and connection ids from `base` up (a cluster node's number
     /// in their top bits).
     pub(crate) fn set_id_base(&self, base: u64) {
-        self.next_owner.fetch_max(base | 1, Ordering::Relaxed);
-        self.next_connection.fetch_max(base | 1, Ordering::Relaxed);
+        self.next_owner.fetch_max(base, Ordering::Relaxed);
+        self.next_connection.fetch_max(base, Ordering::Relaxed);
     }
 
     /// The entry of a file, created empty when absent.

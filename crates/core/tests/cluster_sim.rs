@@ -84,7 +84,11 @@ impl ClusterLink for Link {
     fn members(&self) -> Vec<u16> {
         let down = self.bus.down.lock().unwrap();
         let nodes = self.bus.nodes.lock().unwrap();
-        nodes.keys().copied().filter(|n| !down.contains(n)).collect()
+        nodes
+            .keys()
+            .copied()
+            .filter(|n| !down.contains(n))
+            .collect()
     }
 
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
@@ -167,6 +171,11 @@ impl Cluster {
             if *o == dead {
                 *o = heir;
                 parts.push(p as u32);
+            }
+        }
+        for (i, s) in self.nodes.iter().enumerate() {
+            if i + 1 != usize::from(dead) {
+                s.forget_node(dead);
             }
         }
         self.nodes[usize::from(heir) - 1]
@@ -470,7 +479,8 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
     let fa = open(&mut a, "f.txt", READ | WRITE, 1).expect("a shares read only");
     a.write(fa, 0, &[1; 100]);
     assert_eq!(
-        a.lock(fa, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        a.lock(fa, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)])
+            .status(),
         NtStatus::SUCCESS
     );
     let m = create_msg(&mut b, "g.txt", ALL, 7, 0xFF, Some(lease(2, R | W | H)));
@@ -481,7 +491,10 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
     let f3 = open(&mut c3, "h.txt", ALL, 0).expect("node 3's own client");
 
     let taken = cl.kill(3, 1);
-    assert_eq!(taken, 2, "b's two opens came from node 2 (a's is node 1's own)");
+    assert_eq!(
+        taken, 2,
+        "b's two opens came from node 2 (a's is node 1's own)"
+    );
     drop((c3, f3));
 
     // The survivors' state is as it was.
@@ -492,12 +505,23 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
     );
     let fb = open(&mut b, "f.txt", READ, 7).expect("a reader");
     assert_eq!(b.write(fb, 5, b"x").status(), NtStatus::ACCESS_DENIED);
-    assert_eq!(b.read(fb, 0, 5).status(), NtStatus::FILE_LOCK_CONFLICT, "a's lock");
+    assert_eq!(
+        b.read(fb, 0, 5).status(),
+        NtStatus::FILE_LOCK_CONFLICT,
+        "a's lock"
+    );
     assert_eq!(b.read(fb, 20, 5).status(), NtStatus::SUCCESS);
-    assert_eq!(open(&mut a, "gone.txt", READ, 7), Err(NtStatus::DELETE_PENDING));
+    assert_eq!(
+        open(&mut a, "gone.txt", READ, 7),
+        Err(NtStatus::DELETE_PENDING)
+    );
     // b's lease is known to the new home: a writer on node 1 breaks it.
     let m = create_msg(&mut a, "g.txt", WRITE, 7, 0, None);
-    assert_eq!(a.send_frame(m)[0].status(), NtStatus::PENDING, "a waits for b's lease");
+    assert_eq!(
+        a.send_frame(m)[0].status(),
+        NtStatus::PENDING,
+        "a waits for b's lease"
+    );
     let got = breaks(&mut b);
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(ack_lease(&mut b, 2, R | H).status(), NtStatus::SUCCESS);
@@ -512,6 +536,22 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
 }
 
 #[test]
+fn homes_that_survive_forget_a_dead_nodes_opens_and_finish_its_pending_deletes() {
+    let cl = Cluster::new(3, 1);
+    let (mut b, mut c) = (cl.client(2), cl.client(3));
+    let fc = open(&mut c, "held.txt", ALL, 0).expect("c holds it alone");
+    let fd = open(&mut c, "doomed.txt", ALL, 7).expect("c");
+    assert_eq!(set_delete(&mut c, fd), NtStatus::SUCCESS);
+    let m = create_msg(&mut b, "held.txt", READ, 7, 0, None);
+    assert_eq!(b.send_frame(m)[0].status(), NtStatus::SHARING_VIOLATION);
+    drop((c, fc));
+    assert_eq!(cl.kill(3, 1), 0, "node 3 was the home of nothing");
+    let fb = open(&mut b, "held.txt", ALL, 0).expect("node 3's open is gone");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    assert!(!cl.exists("doomed.txt"), "its pending delete happened");
+}
+
+#[test]
 fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let cl = Cluster::new(3, 1);
     let (mut a, mut b) = (cl.client(1), cl.client(2));
@@ -519,12 +559,24 @@ fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let fb = open(&mut b, "f.txt", READ, 1).unwrap();
     // Node 2 joins the partitions' homes (a planned move, node 1 alive).
     let parts: Vec<u32> = (0..PARTS).collect();
-    cl.bus.owners.lock().unwrap().iter_mut().for_each(|o| *o = 2);
+    cl.bus
+        .owners
+        .lock()
+        .unwrap()
+        .iter_mut()
+        .for_each(|o| *o = 2);
     assert_eq!(cl.nodes[1].rebuild(&parts), Ok(1), "a's open, from node 1");
     let mut c = cl.client(3);
-    assert_eq!(open(&mut c, "f.txt", WRITE, 7), Err(NtStatus::SHARING_VIOLATION));
+    assert_eq!(
+        open(&mut c, "f.txt", WRITE, 7),
+        Err(NtStatus::SHARING_VIOLATION)
+    );
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
-    assert_eq!(open(&mut c, "f.txt", WRITE, 7), Err(NtStatus::SHARING_VIOLATION), "b's");
+    assert_eq!(
+        open(&mut c, "f.txt", WRITE, 7),
+        Err(NtStatus::SHARING_VIOLATION),
+        "b's"
+    );
     assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
     open(&mut c, "f.txt", WRITE, 7).expect("both closed at the new home");
 }
@@ -654,8 +706,13 @@ enum Op {
 const CLIENTS: usize = 5;
 const FILES: [&str; 3] = ["a.txt", "b.txt", "c.txt"];
 
-fn random_op(rng: &mut Rng, open_counts: &[usize]) -> Op {
-    let client = rng.below(CLIENTS as u64) as usize;
+fn random_op(rng: &mut Rng, open_counts: &[usize], dead: &[bool]) -> Op {
+    let client = loop {
+        let c = rng.below(CLIENTS as u64) as usize;
+        if !dead[c] {
+            break c;
+        }
+    };
     let n = open_counts[client];
     let kind = if n == 0 { 0 } else { rng.below(10) };
     let handle = if n == 0 {
@@ -713,7 +770,11 @@ fn random_op(rng: &mut Rng, open_counts: &[usize]) -> Op {
 struct World {
     clients: Vec<Client>,
     handles: Vec<Vec<FileId>>,
+    /// The file (index in [`FILES`]) of each handle.
+    files: Vec<Vec<usize>>,
     inbox: Vec<Vec<Resp>>,
+    /// Clients whose node died (or, on one server, whose connection did).
+    dead: Vec<bool>,
     bus: Option<Arc<Bus>>,
     _cluster: Option<Cluster>,
 }
@@ -734,7 +795,9 @@ impl World {
         World {
             clients,
             handles: vec![Vec::new(); CLIENTS],
+            files: vec![Vec::new(); CLIENTS],
             inbox: (0..CLIENTS).map(|_| Vec::new()).collect(),
+            dead: vec![false; CLIENTS],
             bus,
             _cluster: cluster,
         }
@@ -760,6 +823,38 @@ impl World {
             .collect();
         let bus = cl.bus.clone();
         World::with(clients, Some(bus), Some(cl))
+    }
+
+    /// Node 3 dies, with its clients (client i is on node i mod 3 + 1);
+    /// node `heir` takes its partitions. On one server: those clients'
+    /// connections end.
+    fn kill_node_3(&mut self, heir: u16) {
+        for i in (0..CLIENTS).filter(|i| i % 3 == 2) {
+            self.dead[i] = true;
+            self.handles[i].clear();
+            self.files[i].clear();
+            if self._cluster.is_none() {
+                let c = &mut self.clients[i];
+                c.conn.shutdown(c.now);
+            }
+        }
+        if let Some(cl) = &self._cluster {
+            cl.kill(3, heir);
+        }
+    }
+
+    /// The node that is the home of file `file` (a cluster world's).
+    fn home_of(&self, file: usize) -> Option<u16> {
+        let cl = self._cluster.as_ref()?;
+        let path = ringshare_vfs::RelPath::from_components([FILES[file]]).ok()?;
+        let attr = ringshare_vfs::Share::stat(&cl.mem, &ringshare_vfs::server_who(), &path).ok()?;
+        let key = ringshare_core::server::FileKey {
+            dev: ringshare_core::cluster::CLUSTER_DEV,
+            ino: attr.ino,
+            stream: 0,
+        };
+        let p = ringshare_core::cluster::partition_of(key, PARTS);
+        Some(cl.bus.owners.lock().unwrap()[p as usize])
     }
 
     fn tick(&mut self, ms: u64) {
@@ -790,7 +885,8 @@ impl World {
         let mut answer = None;
         loop {
             let mut more = false;
-            for i in 0..CLIENTS {
+            let live: Vec<usize> = (0..CLIENTS).filter(|i| !self.dead[*i]).collect();
+            for i in live {
                 let rs = self.clients[i].pump();
                 self.inbox[i].extend(rs);
                 let mail = std::mem::take(&mut self.inbox[i]);
@@ -870,6 +966,7 @@ impl World {
                 if status == NtStatus::SUCCESS {
                     let cr = CreateResponse::decode(&r.msg).expect("create");
                     self.handles[client].push(cr.file_id);
+                    self.files[client].push(file);
                     granted = cr
                         .contexts
                         .iter()
@@ -880,6 +977,7 @@ impl World {
             }
             Op::Close { client, handle } => {
                 let f = self.handles[client].remove(handle);
+                self.files[client].remove(handle);
                 let m = self.clients[client].close_msg(f, 0);
                 (self.answer(client, m), None)
             }
@@ -989,10 +1087,36 @@ fn random_schedules_on_three_nodes_decide_as_one_server_does() {
     for seed in 1..=seeds {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let (mut one, mut three) = (World::single(), World::cluster());
+        // Half the schedules lose node 3 (and its clients) half way.
+        let kill_at = (seed % 2 == 0).then_some(100);
         for step in 0..200 {
+            if Some(step) == kill_at {
+                let heir = 1 + (seed / 2 % 2) as u16;
+                one.kill_node_3(heir);
+                three.kill_node_3(heir);
+                *statuses.entry("nodes killed".into()).or_default() += 1;
+            }
             let counts: Vec<usize> = one.handles.iter().map(Vec::len).collect();
-            let op = random_op(&mut rng, &counts);
+            let mut op = random_op(&mut rng, &counts, &one.dead);
+            // A delete pending on a file whose home dies with the last open
+            // of it is forgotten (a crash of that file's server), where one
+            // server losing those clients' connections deletes the file: the
+            // schedules that lose node 3 pend no delete on files homed there.
+            if let (Op::SetDelete { client, handle }, Some(_)) = (op, kill_at.filter(|k| step < *k))
+            {
+                if three.home_of(three.files[client][handle]) == Some(3) {
+                    op = Op::Read {
+                        client,
+                        handle,
+                        offset: 0,
+                        length: 1,
+                    };
+                }
+            }
             let (a, b) = (one.apply(op), three.apply(op));
+            if std::env::var("CLUSTER_SIM_TRACE").is_ok_and(|t| t == seed.to_string()) {
+                eprintln!("{step}: {op:?} -> {a:?}");
+            }
             assert_eq!(a, b, "seed {seed} step {step}: {op:?}");
             *statuses.entry(format!("{:?}", a.status)).or_default() += 1;
             *statuses.entry("breaks".into()).or_default() += a.breaks.len();
@@ -1003,6 +1127,7 @@ fn random_schedules_on_three_nodes_decide_as_one_server_does() {
     }
     // The schedules reached the decisions that matter, not only successes.
     for s in [
+        "nodes killed",
         "breaks",
         "leases granted",
         "SHARING_VIOLATION",

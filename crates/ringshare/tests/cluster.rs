@@ -453,3 +453,121 @@ fn killing_the_etcd_leader_fails_no_smb_request() {
         t.elapsed()
     );
 }
+
+/// Try `f` every 50 ms until it gives `Some`, within `limit`.
+fn within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<(T, Duration)> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if let Some(v) = f() {
+            return Some((v, t.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their_own_state() {
+    let name = "nodekill";
+    if !etcd_available(name) {
+        return;
+    }
+    let mut cl = Cluster::start(name);
+    let homed = cl.files_homed_on_each("k");
+    let (on1, on3) = (&homed[0], &homed[2]);
+    let (mut a, mut b, mut c) = (cl.client(1), cl.client(2), cl.client(3));
+    // Node 3's client holds a file homed on node 1 and one homed on node 3
+    // alone; node 1's client shares a file homed on node 3 for reading only.
+    let _c1 = open(&mut c, on1, ALL, 0).unwrap();
+    let _c3 = open(&mut c, on3, ALL, 0).unwrap();
+    let shared = &cl.files_homed_on_each("kshared")[2];
+    let fa = open(&mut a, shared, READ, 1).unwrap();
+    a.write(fa, 0, b"").ok();
+    assert_eq!(open(&mut b, on1, READ, 7), Err(NtStatus::SHARING_VIOLATION));
+    assert_eq!(open(&mut b, on3, READ, 7), Err(NtStatus::SHARING_VIOLATION));
+
+    cl.nodes[2]
+        .signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
+        .expect("node 3 died");
+    // Survivors decide again: the dead node's opens are gone, a's share
+    // mode on a file whose home died is rebuilt on the new home.
+    let decided = |b: &mut Raw, f: &str| {
+        within(Duration::from_secs(15), || match open(b, f, READ, 7) {
+            Ok(h) => {
+                b.close(h).unwrap();
+                Some(())
+            }
+            Err(NtStatus::SHARING_VIOLATION | NtStatus::FILE_NOT_AVAILABLE) => None,
+            Err(s) => panic!("{f}: {s:?}"),
+        })
+        .map(|(_, t)| t)
+    };
+    let t1 = decided(&mut b, on1).expect("the open of a file homed on a survivor");
+    let t3 = decided(&mut b, on3).expect("the open of a file whose home died");
+    eprintln!(
+        "[{name}] kill -9 of node 3: a conflicting open decided after {t1:?} (home survived) \
+         and {:?} (home died)",
+        t1 + t3
+    );
+    assert!(t1 + t3 < Duration::from_secs(10), "{t1:?} + {t3:?}");
+    assert_eq!(
+        open(&mut b, shared, WRITE, 7),
+        Err(NtStatus::SHARING_VIOLATION),
+        "a's share mode, rebuilt at the new home"
+    );
+    a.close(fa).unwrap();
+    let fb = open(&mut b, shared, WRITE, 7).expect("after a's close, at the new home");
+    b.close(fb).unwrap();
+}
+
+#[test]
+fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
+    let name = "nodestop";
+    if !etcd_available(name) {
+        return;
+    }
+    let cl = Cluster::start(name);
+    let homed = cl.files_homed_on_each("s");
+    let mut c = cl.client(3);
+    // Node 3's client writes two files, one homed on node 1, one on node 3.
+    let files: Vec<(String, FileId)> = [&homed[0], &homed[2]]
+        .into_iter()
+        .map(|f| {
+            let h = open(&mut c, f, ALL, 0).unwrap();
+            c.write(h, 0, b"before").unwrap();
+            (f.clone(), h)
+        })
+        .collect();
+    let pid = rustix::process::Pid::from_raw(cl.nodes[2].pid() as i32).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    // Writes sent to the stopped node wait in its socket.
+    for (_, h) in &files {
+        let hdr = c.header(Command::WRITE);
+        c.send_frame(&Raw::message(&hdr, &write_body(*h, 0, b"LATE!!")))
+            .unwrap();
+    }
+    let mut b = cl.client(2);
+    let t = Instant::now();
+    for (f, _) in &files {
+        let (h, took) = within(Duration::from_secs(15), || open(&mut b, f, ALL, 0).ok())
+            .expect("the survivors take over from the stopped node");
+        b.write(h, 0, b"AFTER!").unwrap();
+        b.close(h).unwrap();
+        eprintln!(
+            "[{name}] {f}: taken over {took:?} after SIGSTOP (total {:?})",
+            t.elapsed()
+        );
+    }
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    for (f, _) in &files {
+        let got = std::fs::read(cl.share.join(f)).unwrap();
+        assert_eq!(
+            &got[..],
+            b"AFTER!",
+            "{f}: a write of the stopped node landed"
+        );
+    }
+    let log = cl.nodes[2].log();
+    assert!(log.contains("this node is fenced"), "{log}");
+}

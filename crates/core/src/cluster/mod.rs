@@ -52,6 +52,12 @@ pub trait ClusterLink: Send + Sync {
     fn home(&self, p: u32) -> Home;
     /// The live nodes (this one included).
     fn members(&self) -> Vec<u16>;
+    /// Where this incarnation's open and connection ids start (below
+    /// 2^[`NODE_SHIFT`]): a restarted node should not reuse the ids of its
+    /// last life, which other nodes may not have forgotten yet.
+    fn id_start(&self) -> u64 {
+        1
+    }
     /// Send `message` to `node` and wait for its answer (a bounded wait:
     /// an error status when the node does not answer).
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;
@@ -109,11 +115,12 @@ impl ServerState {
         if node == 0 {
             return Err(JoinError::NodeZero);
         }
+        let start = link.id_start() & ((1 << NODE_SHIFT) - 1);
         self.cluster
             .set(link)
             .map_err(|_| JoinError::AlreadyJoined)?;
-        let base = u64::from(node) << NODE_SHIFT;
-        self.set_id_base(base);
+
+        self.set_id_base((u64::from(node) << NODE_SHIFT) | start.max(1));
         Ok(())
     }
 

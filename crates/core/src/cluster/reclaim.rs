@@ -60,7 +60,8 @@ pub(crate) fn records(
     for (key, entry) in entries.into_iter().take(RECORDS_PER_PAGE) {
         let mut e = lock(&entry);
         e.opens.retain(|o| mine(o.owner));
-        let own_locks: Vec<ByteRangeLock> = e.locks.iter().copied().filter(|l| mine(l.owner)).collect();
+        let own_locks: Vec<ByteRangeLock> =
+            e.locks.iter().copied().filter(|l| mine(l.owner)).collect();
         let foreign: Vec<u64> = e
             .locks
             .iter()
@@ -162,5 +163,75 @@ impl ServerState {
             }
         }
         taken
+    }
+}
+
+impl ServerState {
+    /// Node `node` is gone (its lease lapsed; its clients' connections died
+    /// with it): its opens, locks, leases and waiting requests leave every
+    /// file homed here, and opens that waited on them try again. A file
+    /// whose delete was pending goes when the gone opens were its last, as
+    /// when those clients' connections end on a single server.
+    pub fn forget_node(&self, node: u16) -> usize {
+        let gone = |id: u64| node_of(id) == node;
+        let entries: Vec<_> = lock(&self.files)
+            .iter()
+            .map(|(k, e)| (*k, e.clone()))
+            .collect();
+        let mut forgotten = 0;
+        let mut wakes = Vec::new();
+        let mut emptied = Vec::new();
+        for (key, entry) in entries {
+            let mut e = lock(&entry);
+            let before = e.opens.len();
+            e.opens.retain(|o| !gone(o.owner));
+            if e.opens.len() == before {
+                continue;
+            }
+            forgotten += before - e.opens.len();
+            let owners: Vec<u64> = e
+                .locks
+                .iter()
+                .map(|l| l.owner)
+                .filter(|o| gone(*o))
+                .collect();
+            for o in owners {
+                e.locks.release_owner(o);
+            }
+            let used: Vec<_> = e.opens.iter().filter_map(|o| o.caching.lease).collect();
+            let leases: Vec<_> = e
+                .leases
+                .iter()
+                .map(|l| l.id)
+                .filter(|id| !used.contains(id))
+                .collect();
+            e.leases.retain(|l| used.contains(&l.id));
+            for id in leases {
+                self.forget_lease(id, key);
+            }
+            e.waiters.retain(|c| !gone(*c));
+            crate::oplock::wake_waiters(&mut e, &mut wakes);
+            if e.opens.is_empty() {
+                emptied.push((
+                    key,
+                    e.delete_pending
+                        .then(|| (e.share.clone(), e.path.clone(), e.is_dir)),
+                ));
+            }
+        }
+        crate::oplock::send(self, wakes);
+        for (key, remove) in emptied {
+            self.drop_file_entry_if_unused(key);
+            let Some((share, path, is_dir)) = remove else {
+                continue;
+            };
+            match self.shares().share(&share).cloned() {
+                Some(s) => {
+                    crate::opens::remove_file(self, &s, &ringshare_vfs::server_who(), &path, is_dir)
+                }
+                None => tracing::warn!(share, "a gone node's delete-pending file is left"),
+            }
+        }
+        forgotten
     }
 }

@@ -35,6 +35,9 @@ struct Link {
     rebuilding: Vec<AtomicBool>,
     /// Private address of each live node.
     addrs: RwLock<HashMap<u16, SocketAddr>>,
+    /// Incarnation of each live node as last seen (a node that left, or
+    /// came back as a new incarnation, is forgotten by the homes here).
+    incarnations: Mutex<HashMap<u16, i64>>,
     /// This node stopped being a member (its lease lapsed): it decides
     /// nothing until it joined again.
     fenced: AtomicBool,
@@ -77,6 +80,12 @@ impl ClusterLink for Link {
         }
     }
 
+    fn id_start(&self) -> u64 {
+        let mut b = [0u8; 8];
+        let _ = getrandom::fill(&mut b);
+        u64::from_le_bytes(b) >> 24
+    }
+
     fn members(&self) -> Vec<u16> {
         let mut m: Vec<u16> = read(&self.addrs).keys().copied().collect();
         if !m.contains(&self.node) {
@@ -109,14 +118,15 @@ impl Link {
     }
 
     /// Read ownership and membership from the coordinator into the table;
-    /// the partitions this node gained since (marked as rebuilding).
-    fn refresh(&self) -> Vec<u32> {
+    /// the partitions this node gained since (marked as rebuilding) and the
+    /// nodes that left (or came back as new incarnations).
+    fn refresh(&self) -> (Vec<u32>, Vec<u16>) {
         let guard = lock(&self.coordinator);
         let Some(c) = guard.as_ref() else {
-            return Vec::new();
+            return Default::default();
         };
         if c.is_fenced() {
-            return Vec::new();
+            return Default::default();
         }
         let deadline = c.fence_deadline().saturating_duration_since(self.base);
         self.fence_at_ms
@@ -133,23 +143,39 @@ impl Link {
             }
             slot.store(u32::from(owner), Ordering::Release);
         }
-        let addrs: HashMap<u16, SocketAddr> = c
-            .membership()
-            .into_iter()
+        let members = c.membership();
+        let addrs: HashMap<u16, SocketAddr> = members
+            .iter()
             .filter_map(|m| Some((m.id.parse().ok()?, m.addr.parse().ok()?)))
             .collect();
         *self.addrs.write().unwrap_or_else(|e| e.into_inner()) = addrs;
-        gained
+        let now: HashMap<u16, i64> = members
+            .iter()
+            .filter_map(|m| Some((m.id.parse().ok()?, m.incarnation)))
+            .collect();
+        let mut seen = lock(&self.incarnations);
+        let gone: Vec<u16> = seen
+            .iter()
+            .filter(|(n, inc)| now.get(n) != Some(inc))
+            .map(|(n, _)| *n)
+            .filter(|n| *n != self.node)
+            .collect();
+        *seen = now;
+        (gained, gone)
     }
 
     /// Read the table again; rebuild the partitions this node gained (their
     /// files' state from the other nodes' opens) before deciding for them.
     fn refresh_and_rebuild(&self, server: &std::sync::Weak<ServerState>) {
-        let mut gained = self.refresh();
+        let (mut gained, gone) = self.refresh();
+        let Some(s) = server.upgrade() else { return };
+        for node in gone {
+            let n = s.forget_node(node);
+            tracing::warn!("cluster: node {node} left; its {n} opens of files homed here are gone");
+        }
         if gained.is_empty() {
             return;
         }
-        let Some(s) = server.upgrade() else { return };
         let t = Instant::now();
         loop {
             match s.rebuild(&gained) {
@@ -167,7 +193,11 @@ impl Link {
                 Err(node) => {
                     tracing::warn!("cluster: node {node} did not hand over its opens; again");
                     std::thread::sleep(REFRESH);
-                    gained.extend(self.refresh());
+                    let (more, gone) = self.refresh();
+                    gained.extend(more);
+                    for node in gone {
+                        s.forget_node(node);
+                    }
                 }
             }
             if self.fenced.load(Ordering::Acquire) {
@@ -218,6 +248,7 @@ pub fn start(
         owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
         rebuilding: (0..PARTITIONS).map(|_| AtomicBool::new(false)).collect(),
         addrs: RwLock::new(HashMap::new()),
+        incarnations: Mutex::new(HashMap::new()),
         fenced: AtomicBool::new(false),
         fence_at_ms: AtomicU64::new(0),
         base: started,
