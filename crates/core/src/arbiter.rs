@@ -28,7 +28,10 @@ fn home(server: &ServerState, key: FileKey) -> Result<Option<u16>, NtStatus> {
     match server.home_of(key) {
         Home::Here => Ok(None),
         Home::Node(n) => Ok(Some(n)),
-        Home::Unavailable => Err(NtStatus::FILE_NOT_AVAILABLE),
+        Home::Unavailable => {
+            tracing::debug!(?key, "no node decides for this file now");
+            Err(NtStatus::FILE_NOT_AVAILABLE)
+        }
     }
 }
 
@@ -184,10 +187,10 @@ pub(crate) fn close(
         Err(_) => None,
     };
     // The shadow entry lets the open go whatever the home answers.
-    let (path, is_dir) = {
+    let (path, is_dir, share) = {
         let mut e = lock(entry);
         shadow::closed(&mut e, owner);
-        (e.path.clone(), e.is_dir)
+        (e.path.clone(), e.is_dir, e.share.clone())
     };
     let call = Call::Close {
         key,
@@ -215,10 +218,20 @@ pub(crate) fn close(
             }
         }
         other => {
-            // The home is gone or did not answer: its successor rebuilds
-            // the file's state from the opens the nodes still hold, which
-            // no longer include this one.
-            tracing::warn!(?other, ?key, "a file's home did not take a close");
+            // The home is gone, busy rebuilding or did not answer: the close
+            // is sent again until a home takes it (the home that rebuilds
+            // the file's state may have this open from before the close).
+            tracing::warn!(
+                ?other,
+                ?key,
+                "a file's home did not take a close; sent again later"
+            );
+            lock(&server.unsent_closes).push(cluster::UnsentClose {
+                key,
+                owner,
+                delete_on_close,
+                share,
+            });
             Closed {
                 remove: false,
                 last_open: false,

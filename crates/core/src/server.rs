@@ -341,6 +341,8 @@ pub struct ServerState {
     pub(crate) logon_backoff: crate::backoff::LogonBackoff,
     /// The cluster this server is a node of ([`crate::cluster`]).
     pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::cluster::ClusterLink>>,
+    /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
+    pub(crate) unsent_closes: Mutex<Vec<crate::cluster::UnsentClose>>,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -441,6 +443,7 @@ impl ServerState {
             log_limit: Default::default(),
             logon_backoff,
             cluster: std::sync::OnceLock::new(),
+            unsent_closes: Mutex::new(Vec::new()),
         })
     }
 

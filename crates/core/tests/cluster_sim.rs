@@ -552,6 +552,37 @@ fn homes_that_survive_forget_a_dead_nodes_opens_and_finish_its_pending_deletes()
 }
 
 #[test]
+fn a_close_no_home_could_take_is_sent_again_until_one_does() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "f.txt", READ, 1).unwrap();
+    let everything = |n: u16| {
+        cl.bus
+            .owners
+            .lock()
+            .unwrap()
+            .iter_mut()
+            .for_each(|o| *o = n)
+    };
+    everything(0);
+    assert_eq!(
+        a.close(fa).status(),
+        NtStatus::SUCCESS,
+        "the client's close succeeds"
+    );
+    everything(3);
+    assert_eq!(
+        open(&mut b, "f.txt", WRITE, 7),
+        Err(NtStatus::SHARING_VIOLATION),
+        "the home still counts a's open"
+    );
+    assert_eq!(cl.nodes[0].resend_closes(), 0, "taken");
+    let fb = open(&mut b, "f.txt", WRITE, 7).expect("a's close reached the home");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    assert_eq!(cl.nodes[0].resend_closes(), 0);
+}
+
+#[test]
 fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let cl = Cluster::new(3, 1);
     let (mut a, mut b) = (cl.client(1), cl.client(2));

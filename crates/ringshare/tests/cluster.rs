@@ -69,7 +69,7 @@ impl Cluster {
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
                  \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {share}\n\
-                 \tcontrol socket = no\n",
+                 \tcontrol socket = no\n\tlog level = 2\n",
                 port = free_port(),
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
@@ -516,7 +516,13 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
         "a's share mode, rebuilt at the new home"
     );
     a.close(fa).unwrap();
-    let fb = open(&mut b, shared, WRITE, 7).expect("after a's close, at the new home");
+    // A close node 1 sent while it still saw the dead home is sent again
+    // (every 100 ms) until the new home takes it.
+    let (fb, t) = within(Duration::from_secs(3), || {
+        open(&mut b, shared, WRITE, 7).ok()
+    })
+    .expect("after a's close, at the new home");
+    eprintln!("[{name}] a's close reached the new home within {t:?}");
     b.close(fb).unwrap();
 }
 
@@ -540,6 +546,26 @@ fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
         .collect();
     let pid = rustix::process::Pid::from_raw(cl.nodes[2].pid() as i32).expect("a pid");
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    // A stop takes effect when each thread next runs: on a busy machine the
+    // I/O thread could still take a request sent now. Wait until every
+    // thread of the node is stopped.
+    let stopped = within(Duration::from_secs(10), || {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", cl.nodes[2].pid())).ok()?;
+        tasks
+            .flatten()
+            .all(|t| {
+                std::fs::read_to_string(t.path().join("stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit(')')
+                            .next()
+                            .map(|r| r.trim_start().starts_with('T'))
+                    })
+                    .unwrap_or(false)
+            })
+            .then_some(())
+    });
+    assert!(stopped.is_some(), "node 3 did not stop");
     // Writes sent to the stopped node wait in its socket.
     for (_, h) in &files {
         let hdr = c.header(Command::WRITE);
@@ -565,7 +591,8 @@ fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
         assert_eq!(
             &got[..],
             b"AFTER!",
-            "{f}: a write of the stopped node landed"
+            "{f}: a write of the stopped node landed; its log:\n{}",
+            cl.nodes[2].log()
         );
     }
     let log = cl.nodes[2].log();

@@ -25,6 +25,16 @@ use ringshare_wire::{NtStatus, WireError};
 use crate::oplock::Route;
 use crate::server::{FileKey, Notice, ServerState};
 
+/// A close no home took yet ([`ServerState::resend_closes`]).
+#[derive(Debug, Clone)]
+pub(crate) struct UnsentClose {
+    pub key: FileKey,
+    pub owner: u64,
+    pub delete_on_close: bool,
+    /// The share the file is on (to remove it when this was its last open).
+    pub share: String,
+}
+
 /// Where a partition's home is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Home {
@@ -134,6 +144,63 @@ impl ServerState {
         for id in conns {
             self.post(id, Notice::Drop);
         }
+    }
+
+    /// Send again the closes no home took (call it after the partition
+    /// table changed): each goes to its file's home now; one that finds no
+    /// such open there (it was forgotten, or closed already) is done. A
+    /// late close that was its file's last with the delete pending removes
+    /// the file, as the close would have. Returns how many still wait.
+    pub fn resend_closes(&self) -> usize {
+        let pending = std::mem::take(&mut *crate::server::lock(&self.unsent_closes));
+        let mut left = Vec::new();
+        for u in pending {
+            let closed = match self.home_of(u.key) {
+                Home::Here => Some(self.existing_file_entry(u.key).map(|e| {
+                    crate::arbiter::close_here(self, u.key, &e, u.owner, u.delete_on_close).0
+                })),
+                Home::Node(n) => {
+                    let call = msg::Call::Close {
+                        key: u.key,
+                        owner: u.owner,
+                        delete_on_close: u.delete_on_close,
+                    };
+                    match ask(self, n, call) {
+                        Ok(msg::Answer::Closed {
+                            remove,
+                            last_open,
+                            path,
+                            is_dir,
+                            newly_pending,
+                            ..
+                        }) => Some(Some(crate::arbiter::Closed {
+                            remove,
+                            last_open,
+                            path,
+                            is_dir,
+                            newly_pending,
+                        })),
+                        Ok(msg::Answer::Refused(NtStatus::FILE_CLOSED)) => Some(None),
+                        _ => None,
+                    }
+                }
+                Home::Unavailable => None,
+            };
+            match closed {
+                None => left.push(u),
+                Some(c) => {
+                    self.drop_file_entry_if_unused(u.key);
+                    let share = self.shares().share(&u.share).cloned();
+                    if let (Some(c), Some(s)) = (c.filter(|c| c.remove), share) {
+                        let who = ringshare_vfs::server_who();
+                        crate::opens::remove_file(self, &s, &who, &c.path, c.is_dir);
+                    }
+                }
+            }
+        }
+        let mut unsent = crate::server::lock(&self.unsent_closes);
+        unsent.extend(left);
+        unsent.len()
     }
 
     /// The cluster this server is a node of.

@@ -174,6 +174,7 @@ impl Link {
             tracing::warn!("cluster: node {node} left; its {n} opens of files homed here are gone");
         }
         if gained.is_empty() {
+            s.resend_closes();
             return;
         }
         let t = Instant::now();
@@ -207,6 +208,7 @@ impl Link {
         for p in gained {
             self.rebuilding[p as usize].store(false, Ordering::Release);
         }
+        s.resend_closes();
     }
 }
 
