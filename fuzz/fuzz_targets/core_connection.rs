@@ -24,14 +24,8 @@
 //! nothing is sent after Close.
 #![no_main]
 
-use std::sync::Arc;
-
 use libfuzzer_sys::fuzz_target;
-use ringshare_auth::UserLookup;
-use ringshare_core::{
-    Connection, EncryptPolicy, Entropy, IoRequest, Now, Output, ServerConfig, ServerState,
-    ShareDef, SigningPolicy,
-};
+use ringshare_core::{Connection, Entropy, IoRequest, Now, Output};
 use ringshare_fuzz::length_prefixed;
 use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{OpenMode, OpenOptions, RelPath, Share};
@@ -47,15 +41,6 @@ const OUTPUTS_MAX: usize = 100_000;
 /// The in-memory share's capacity: writes past it fail with DISK_FULL.
 const SHARE_BYTES_MAX: u64 = 8 << 20;
 
-struct Users;
-
-impl UserLookup for Users {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        user.eq_ignore_ascii_case("alice")
-            .then(|| ringshare_auth::nt_hash("secret"))
-    }
-}
-
 /// Deterministic entropy, so a crash reproduces.
 struct Counter(u64);
 
@@ -69,55 +54,6 @@ impl Entropy for Counter {
             *b = (self.0 >> 33) as u8;
         }
     }
-}
-
-fn server(mem: &MemShare) -> Arc<ServerState> {
-    let share = |name: &str, read_only: bool, encrypt: EncryptPolicy| {
-        Arc::new(ShareDef {
-            name: name.to_string(),
-            comment: String::new(),
-            backend: Arc::new(mem.clone()),
-            read_only,
-            guest_ok: true,
-            rules: Default::default(),
-            template: None,
-            nt_acl_xattr: true,
-            durable_handles: true,
-            root_key: Default::default(),
-            change_notify: true,
-            streams: true,
-            fruit: None,
-            encrypt,
-        })
-    };
-    let config = ServerConfig {
-        dialect_min: 0x0202,
-        dialect_max: 0x0311,
-        signing: SigningPolicy::IfRequired,
-        encrypt: EncryptPolicy::IfRequired,
-        server_guid: [7; 16],
-        netbios_name: "RINGSHARE".into(),
-        workgroup: "WORKGROUP".into(),
-        dns_name: "ringshare.test".into(),
-        map_bad_user_to_guest: true,
-        guest_enabled: true,
-        shares: vec![
-            share("share", false, EncryptPolicy::IfRequired),
-            share("ro", true, EncryptPolicy::IfRequired),
-            share("sealed", false, EncryptPolicy::Required),
-        ],
-        start_filetime: 133_000_000_000_000_000,
-        handshake_timeout_ms: 30_000,
-        durable_v1_timeout_ms: 960_000,
-        idle_timeout_ms: 15 * 60_000,
-        multi_channel: true,
-        lock_sequence_checking: true,
-        io_sizes: Default::default(),
-        guest_account: "nobody".into(),
-        failed_logon_backoff: 0,
-        homes: None,
-    };
-    ServerState::new(config, Arc::new(Users))
 }
 
 struct Harness {
@@ -251,7 +187,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let mem = MemShare::new().with_capacity_bytes(SHARE_BYTES_MAX);
     populate(&mem);
-    let conn = Connection::new(server(&mem), "fuzz".into(), Box::new(Counter(42)));
+    let conn = Connection::new(
+        ringshare_fuzz::guest_server(&mem),
+        "fuzz".into(),
+        Box::new(Counter(42)),
+    );
     let mut h = Harness {
         conn,
         now: Now {
