@@ -17,6 +17,7 @@ use ringshare_vfs::RelPath;
 use ringshare_wire::NtStatus;
 
 use crate::access::{self, DELETE};
+use crate::cluster::grant::{self, IoGrant};
 use crate::cluster::msg::{self, Answer, Call};
 use crate::cluster::{self, shadow, Home};
 use crate::locks::{ByteRangeLock, Intent};
@@ -83,8 +84,12 @@ pub(crate) fn admit(
         now_ms: ask.now_ms,
     };
     match cluster::ask(server, node, Call::Admit(key, Box::new(owned)))? {
-        Answer::Admitted(g) => {
-            shadow::admitted(&mut lock(entry), ask, &g);
+        Answer::Admitted(g, io) => {
+            {
+                let mut e = lock(entry);
+                shadow::admitted(&mut e, ask, &g);
+                e.grants.held = IoGrant(io);
+            }
             if let (Some(lid), oplock::LEVEL_LEASE) = (ask.wish.lease, g.level) {
                 server.set_lease_file(lid, key);
             }
@@ -96,8 +101,33 @@ pub(crate) fn admit(
     }
 }
 
-/// [`admit`] on the file's entry here.
+/// [`admit`] on the file's entry here. On a cluster node, other nodes
+/// first give back the I/O grants this open makes wrong (an open that may
+/// write, or that may cache, ends theirs).
 pub(crate) fn admit_here(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Result<Option<Grant>, NtStatus> {
+    if server.cluster().is_none() {
+        return admit_decided(server, key, entry, ask);
+    }
+    let asker = cluster::node_of(ask.owner);
+    let mut take = 0;
+    if access::can_write(ask.wish.access) {
+        take |= IoGrant::NO_FOREIGN_WRITERS;
+    }
+    if ask.requested != oplock::LEVEL_NONE || ask.lease_req.is_some() {
+        take |= IoGrant::NO_FOREIGN_CACHING;
+    }
+    grant::revoke(server, key, entry, |n| if n == asker { 0 } else { take })?;
+    let r = admit_decided(server, key, entry, ask);
+    grant::done(entry);
+    r
+}
+
+fn admit_decided(
     server: &ServerState,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
@@ -312,7 +342,7 @@ pub(crate) fn lock_ranges(
     now_ms: u64,
 ) -> Locked {
     let node = match home(server, key) {
-        Ok(None) => return lock_ranges_here(server, entry, owner, asks, max, now_ms),
+        Ok(None) => return lock_ranges_here(server, key, entry, owner, asks, max, now_ms),
         Ok(Some(node)) => node,
         Err(s) => return Locked::Refused(s),
     };
@@ -338,8 +368,29 @@ pub(crate) fn lock_ranges(
     }
 }
 
-/// [`lock_ranges`] on the file's entry here.
+/// [`lock_ranges`] on the file's entry here. On a cluster node, every
+/// node first gives back the "no byte-range locks" part of its I/O grant.
 pub(crate) fn lock_ranges_here(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    asks: &[LockAsk],
+    max: usize,
+    now_ms: u64,
+) -> Locked {
+    if server.cluster().is_none() {
+        return lock_decided(server, entry, owner, asks, max, now_ms);
+    }
+    if let Err(s) = grant::revoke(server, key, entry, |_| IoGrant::NO_LOCKS) {
+        return Locked::Refused(s);
+    }
+    let r = lock_decided(server, entry, owner, asks, max, now_ms);
+    grant::done(entry);
+    r
+}
+
+fn lock_decided(
     server: &ServerState,
     entry: &Mutex<FileEntry>,
     owner: u64,
@@ -468,6 +519,10 @@ pub(crate) fn io_check(
     let Some(node) = home(server, key)? else {
         return io_check_here(server, entry, io);
     };
+    // With an I/O grant, this node decides (no network).
+    if let Some(writers) = grant::local_io(&lock(entry), io.owner, io.write, io.change) {
+        return Ok(writers);
+    }
     let call = Call::Io {
         key,
         owner: io.owner,
@@ -478,8 +533,18 @@ pub(crate) fn io_check(
         now_ms: io.now_ms,
     };
     match cluster::ask(server, node, call)? {
-        Answer::Io { conflict: true, .. } => Err(NtStatus::FILE_LOCK_CONFLICT),
-        Answer::Io { writers, .. } => Ok(writers),
+        Answer::Io {
+            conflict,
+            writers,
+            grant,
+        } => {
+            lock(entry).grants.held = IoGrant(grant);
+            if conflict {
+                Err(NtStatus::FILE_LOCK_CONFLICT)
+            } else {
+                Ok(writers)
+            }
+        }
         Answer::Refused(s) => Err(s),
         a => Err(cluster::unexpected(&a)),
     }

@@ -298,6 +298,9 @@ pub struct FileEntry {
     /// Opens of the file's named streams (open id, stream key): each also
     /// holds an entry in `opens`.
     pub streams: Vec<(u64, FileKey)>,
+    /// On a cluster node: the I/O grants given (at the file's home) or held
+    /// (elsewhere) ([`crate::cluster::grant`]).
+    pub(crate) grants: crate::cluster::grant::Grants,
 }
 
 /// Shared state of the whole server.

@@ -472,6 +472,74 @@ fn set_info_body(o: &mut Vec<u8>, f: FileId, buf: &[u8]) {
 }
 
 #[test]
+fn reads_and_writes_of_a_file_without_locks_ask_no_other_node_until_a_lock_comes() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "f.txt", ALL, 7).expect("a");
+    let asked = cl.calls_to(3);
+    for i in 0..10 {
+        assert_eq!(
+            a.write(fa, i * 10, &[i as u8; 10]).status(),
+            NtStatus::SUCCESS
+        );
+        assert_eq!(a.read(fa, 0, 10).status(), NtStatus::SUCCESS);
+    }
+    assert_eq!(
+        cl.calls_to(3),
+        asked,
+        "READ and WRITE were decided on node 1"
+    );
+    // Another node's writer takes back "no writers elsewhere" only.
+    let fb = open(&mut b, "f.txt", ALL, 7).expect("b");
+    let asked = cl.calls_to(3);
+    assert_eq!(a.write(fa, 0, b"x").status(), NtStatus::SUCCESS);
+    assert_eq!(b.write(fb, 50, b"y").status(), NtStatus::SUCCESS);
+    assert_eq!(cl.calls_to(3), asked, "still decided where they ran");
+    // A lock takes back "no locks" everywhere: I/O asks the home again.
+    assert_eq!(
+        b.lock(fb, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)])
+            .status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(a.write(fa, 5, b"z").status(), NtStatus::FILE_LOCK_CONFLICT);
+    assert_eq!(a.read(fa, 0, 5).status(), NtStatus::FILE_LOCK_CONFLICT);
+    assert_eq!(
+        a.write(fa, 20, b"z").status(),
+        NtStatus::SUCCESS,
+        "outside the lock"
+    );
+    assert_eq!(b.lock(fb, &[(0, 10, UNLOCK)]).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        a.write(fa, 5, b"z").status(),
+        NtStatus::SUCCESS,
+        "asked, and granted again"
+    );
+    let asked = cl.calls_to(3);
+    assert_eq!(a.write(fa, 5, b"z").status(), NtStatus::SUCCESS);
+    assert_eq!(cl.calls_to(3), asked, "decided on node 1 again");
+}
+
+#[test]
+fn a_write_on_one_node_breaks_a_read_lease_held_on_another() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "f.txt", ALL, 7).expect("a writes");
+    assert_eq!(a.write(fa, 0, b"x").status(), NtStatus::SUCCESS);
+    let m = create_msg(&mut b, "f.txt", READ, 7, 0xFF, Some(lease(2, R)));
+    assert_eq!(
+        granted_lease(&b.send_frame(m).remove(0)),
+        R,
+        "b caches reads"
+    );
+    assert_eq!(a.write(fa, 0, b"y").status(), NtStatus::SUCCESS);
+    let got = breaks(&mut b);
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("b's lease is broken by a's write: {got:?}");
+    };
+    assert_eq!(n.new_lease_state.0, 0);
+}
+
+#[test]
 fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_survivors() {
     let cl = Cluster::new(3, 3);
     let (mut a, mut b) = (cl.client(1), cl.client(2));

@@ -5,15 +5,23 @@
 use ringshare_wire::NtStatus;
 
 use super::msg::{Answer, Call};
-use super::Home;
+use super::{grant, node_of, Home};
 use crate::arbiter::{self, Closed, IoAsk, LockAsk, Locked, OpenAsk};
-use crate::server::{FileKey, ServerState};
+use crate::server::{lock, FileKey, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
 pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
-    if let Call::Reclaim { parts, after } = &call {
-        let (records, next) = super::reclaim::records(server, parts, *after);
-        return Answer::Records { records, next };
+    // Asked of any node, not of a file's home.
+    match &call {
+        Call::Reclaim { parts, after } => {
+            let (records, next) = super::reclaim::records(server, parts, *after);
+            return Answer::Records { records, next };
+        }
+        Call::Revoke { key, clear } => {
+            grant::give_back(server, *key, *clear);
+            return Answer::Done;
+        }
+        _ => {}
     }
     let Some(key) = key_of(&call) else {
         return Answer::Refused(NtStatus::INVALID_PARAMETER);
@@ -43,7 +51,10 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 server.drop_file_entry_if_unused(key);
             }
             match r {
-                Ok(Some(g)) => Answer::Admitted(g),
+                Ok(Some(g)) => {
+                    let io = grant::give(&mut lock(&entry), node_of(ask.owner));
+                    Answer::Admitted(g, io.0)
+                }
                 Ok(None) => Answer::Wait,
                 Err(s) => Answer::Refused(s),
             }
@@ -91,7 +102,8 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                     fail_immediately,
                 })
                 .collect();
-            match arbiter::lock_ranges_here(server, &entry, owner, &asks, max as usize, now_ms) {
+            match arbiter::lock_ranges_here(server, key, &entry, owner, &asks, max as usize, now_ms)
+            {
                 Locked::Granted => Answer::Done,
                 Locked::Wait(_) => Answer::Wait,
                 Locked::Refused(s) => Answer::Refused(s),
@@ -128,14 +140,18 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 change,
                 now_ms,
             };
-            match arbiter::io_check_here(server, &entry, io) {
+            let r = arbiter::io_check_here(server, &entry, io);
+            let grant = grant::give(&mut lock(&entry), node_of(owner)).0;
+            match r {
                 Ok(writers) => Answer::Io {
                     conflict: false,
                     writers,
+                    grant,
                 },
                 Err(NtStatus::FILE_LOCK_CONFLICT) => Answer::Io {
                     conflict: true,
                     writers: false,
+                    grant,
                 },
                 Err(s) => Answer::Refused(s),
             }
@@ -184,7 +200,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
-        Call::Reclaim { .. } => Answer::Refused(NtStatus::INVALID_PARAMETER),
+        Call::Reclaim { .. } | Call::Revoke { .. } => Answer::Refused(NtStatus::INVALID_PARAMETER),
     }
 }
 
@@ -202,6 +218,6 @@ fn key_of(call: &Call) -> Option<FileKey> {
         | Call::Moved(key, _)
         | Call::AckOplock { key, .. }
         | Call::AckLease { key, .. } => *key,
-        Call::Reclaim { .. } => return None,
+        Call::Reclaim { .. } | Call::Revoke { .. } => return None,
     })
 }

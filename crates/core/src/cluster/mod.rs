@@ -11,6 +11,7 @@
 //! [`ServerState::cluster_receive`]. A server that never joins behaves
 //! exactly as before: every file is homed here.
 
+pub(crate) mod grant;
 pub(crate) mod home;
 pub(crate) mod msg;
 mod reclaim;

@@ -97,6 +97,12 @@ pub(crate) enum Call {
         state: u32,
         now_ms: u64,
     },
+    /// The file's home takes back parts of this node's I/O grant
+    /// ([`super::grant`]).
+    Revoke {
+        key: FileKey,
+        clear: u8,
+    },
     /// A new home asks for the asked node's own opens
     /// of files in these partitions, after key `after` ([`super::reclaim`]).
     Reclaim {
@@ -108,7 +114,9 @@ pub(crate) enum Call {
 /// A home's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Answer {
-    Admitted(Grant),
+    /// The open joined the file; the caching it got; the I/O grant its
+    /// node holds now.
+    Admitted(Grant, u8),
     Wait,
     Refused(NtStatus),
     Done,
@@ -128,6 +136,8 @@ pub(crate) enum Answer {
     Io {
         conflict: bool,
         writers: bool,
+        /// The I/O grant the asking node holds now.
+        grant: u8,
     },
     /// An acknowledged level or lease state.
     Level(u32),
@@ -422,6 +432,7 @@ mod tag {
     pub const ACK_OPLOCK: u8 = 11;
     pub const ACK_LEASE: u8 = 12;
     pub const RECLAIM: u8 = 13;
+    pub const REVOKE: u8 = 14;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -556,6 +567,11 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             o.put_u32(*state);
             o.put_u64(*now_ms);
         }
+        Call::Revoke { key, clear } => {
+            o.put_u8(tag::REVOKE);
+            put_key(o, *key);
+            o.put_u8(*clear);
+        }
         Call::Reclaim { parts, after } => {
             o.put_u8(tag::RECLAIM);
             o.put_u16(parts.len().min(u16::MAX as usize) as u16);
@@ -644,6 +660,10 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             state: r.u32()?,
             now_ms: r.u64()?,
         },
+        tag::REVOKE => Call::Revoke {
+            key: get_key(r)?,
+            clear: r.u8()?,
+        },
         tag::RECLAIM => {
             let n = get_count(r, 4)?;
             let mut parts = Vec::with_capacity(n);
@@ -674,8 +694,9 @@ mod answer {
 
 fn put_answer(o: &mut Vec<u8>, a: &Answer) {
     match a {
-        Answer::Admitted(g) => {
+        Answer::Admitted(g, io) => {
             o.put_u8(answer::ADMITTED);
+            o.put_u8(*io);
             o.put_u8(g.level);
             o.put_u32(g.lease_state);
             put_bool(o, g.lease_breaking);
@@ -709,10 +730,15 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
             o.put_u8(answer::FLAG);
             put_bool(o, *v);
         }
-        Answer::Io { conflict, writers } => {
+        Answer::Io {
+            conflict,
+            writers,
+            grant,
+        } => {
             o.put_u8(answer::IO);
             put_bool(o, *conflict);
             put_bool(o, *writers);
+            o.put_u8(*grant);
         }
         Answer::Level(v) => {
             o.put_u8(answer::LEVEL);
@@ -736,14 +762,18 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
 
 fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
     Ok(match r.u8()? {
-        answer::ADMITTED => Answer::Admitted(Grant {
-            level: r.u8()?,
-            lease_state: r.u32()?,
-            lease_breaking: get_bool(r)?,
-            epoch: r.u16()?,
-            v2: get_bool(r)?,
-            parent_key: get_opt(r, |r| r.array())?,
-        }),
+        answer::ADMITTED => {
+            let io = r.u8()?;
+            let g = Grant {
+                level: r.u8()?,
+                lease_state: r.u32()?,
+                lease_breaking: get_bool(r)?,
+                epoch: r.u16()?,
+                v2: get_bool(r)?,
+                parent_key: get_opt(r, |r| r.array())?,
+            };
+            Answer::Admitted(g, io)
+        }
         answer::WAIT => Answer::Wait,
         answer::REFUSED => Answer::Refused(get_status(r)?),
         answer::DONE => Answer::Done,
@@ -759,6 +789,7 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
         answer::IO => Answer::Io {
             conflict: get_bool(r)?,
             writers: get_bool(r)?,
+            grant: r.u8()?,
         },
         answer::LEVEL => Answer::Level(r.u32()?),
         answer::PENDING => Answer::Pending {
@@ -1083,20 +1114,27 @@ mod tests {
                 state: 3,
                 now_ms: 9,
             },
+            Call::Revoke {
+                key: key(1),
+                clear: 1,
+            },
             Call::Reclaim {
                 parts: vec![1, 5, 200],
                 after: Some(key(4)),
             },
         ];
         let answers = vec![
-            Answer::Admitted(Grant {
-                level: 0xFF,
-                lease_state: 7,
-                lease_breaking: false,
-                epoch: 3,
-                v2: true,
-                parent_key: Some([5; 16]),
-            }),
+            Answer::Admitted(
+                Grant {
+                    level: 0xFF,
+                    lease_state: 7,
+                    lease_breaking: false,
+                    epoch: 3,
+                    v2: true,
+                    parent_key: Some([5; 16]),
+                },
+                7,
+            ),
             Answer::Wait,
             Answer::Refused(NtStatus::SHARING_VIOLATION),
             Answer::Done,
@@ -1112,6 +1150,7 @@ mod tests {
             Answer::Io {
                 conflict: false,
                 writers: true,
+                grant: 3,
             },
             Answer::Level(5),
             Answer::Pending {

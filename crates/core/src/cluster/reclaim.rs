@@ -59,6 +59,8 @@ pub(crate) fn records(
     let mut emptied = Vec::new();
     for (key, entry) in entries.into_iter().take(RECORDS_PER_PAGE) {
         let mut e = lock(&entry);
+        // The new home gives I/O grants anew; the old one's are void.
+        e.grants = Default::default();
         e.opens.retain(|o| mine(o.owner));
         let own_locks: Vec<ByteRangeLock> =
             e.locks.iter().copied().filter(|l| mine(l.owner)).collect();
@@ -183,6 +185,7 @@ impl ServerState {
         let mut emptied = Vec::new();
         for (key, entry) in entries {
             let mut e = lock(&entry);
+            super::grant::forget(&mut e, node);
             let before = e.opens.len();
             e.opens.retain(|o| !gone(o.owner));
             if e.opens.len() == before {
