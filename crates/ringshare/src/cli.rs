@@ -62,6 +62,16 @@ pub enum Command {
     Status(StatusArgs),
     /// Make the running server read its configuration and users again.
     Reload(ControlTarget),
+    /// Which cluster node is the home of each file (decides its share modes, leases
+    /// and locks), as etcd has it now.
+    ClusterHome {
+        /// The configuration of a cluster node.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Files on the cluster file system.
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<PathBuf>,
+    },
     /// Measure the plain file-to-socket sender (the floor for a file server's CPU per GiB).
     #[command(hide = true)]
     Limit(crate::limit::LimitArgs),

@@ -82,6 +82,15 @@ fn main() -> ExitCode {
             if args.json { "status json" } else { "status" },
         ),
         Command::Reload(args) => ask_server(&args, "reload"),
+        Command::ClusterHome { config, paths } => {
+            match ringshare::cluster::print_homes(&config, &paths, &mut io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ringshare cluster-home: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Limit(args) => match ringshare::limit::run(args, &mut io::stdout()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

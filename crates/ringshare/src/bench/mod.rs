@@ -160,7 +160,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
 
-    /// Use this existing file (all connections) instead of rsbench-N.dat.
+    /// Use this existing file (all connections) instead of rsbench-N.dat; with
+    /// `metadata`, open and close this one file again and again.
     #[arg(long, value_name = "NAME")]
     pub file: Option<String>,
 

@@ -418,7 +418,12 @@ impl Conn {
                 0 => {
                     let k = self.meta_k % METADATA_FILES;
                     self.meta_k += 1;
-                    let name = format!("rsmeta-{}-{k}", self.idx);
+                    // `--file`: that one file again and again (a cluster's
+                    // cost of a file homed on a chosen node).
+                    let name = match &sh.args.file {
+                        Some(f) => f.clone(),
+                        None => format!("rsmeta-{}-{k}", self.idx),
+                    };
                     // DELETE and FILE_DELETE_ON_CLOSE.
                     let (access, options) = if sh.args.delete_on_close {
                         (0x0001_0000, 0x1000)

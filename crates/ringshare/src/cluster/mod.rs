@@ -405,3 +405,43 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     m.read().unwrap_or_else(|e| e.into_inner())
 }
+
+/// `ringshare cluster-home --config FILE PATH...`: for each file, its
+/// partition and the node etcd says owns it now.
+pub fn print_homes(
+    config: &std::path::Path,
+    paths: &[std::path::PathBuf],
+    out: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let cfg = crate::config::load(config).map_err(|e| e.to_string())?;
+    let c = &cfg.global.cluster;
+    let Some(name) = &c.name else {
+        return Err(format!("{} names no cluster", config.display()));
+    };
+    let mut etcd = ringshare_cluster::etcd::Etcd::new(&c.etcd, Duration::from_secs(2))
+        .map_err(|e| e.to_string())?;
+    for path in paths {
+        let ino = std::fs::metadata(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .ino();
+        let key = ringshare_core::server::FileKey {
+            dev: ringshare_core::cluster::CLUSTER_DEV,
+            ino,
+            stream: 0,
+        };
+        let p = ringshare_core::cluster::partition_of(key, PARTITIONS);
+        let part = format!("/ringshare/{name}/parts/{p}");
+        let owner = etcd
+            .get(part.as_bytes(), Instant::now() + Duration::from_secs(5))
+            .map_err(|e| e.to_string())?
+            .and_then(|kv| serde_json::from_slice::<serde_json::Value>(&kv.value).ok())
+            .and_then(|v| v["owner"].as_str().map(str::to_string));
+        let home = owner.map_or_else(
+            || "none (being taken over)".to_string(),
+            |n| format!("node {n}"),
+        );
+        let _ = writeln!(out, "{}: partition {p}, home {home}", path.display());
+    }
+    Ok(())
+}
