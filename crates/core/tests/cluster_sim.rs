@@ -716,6 +716,23 @@ fn opens_of_files_whose_home_is_unavailable_are_refused_and_others_go_on() {
 }
 
 #[test]
+fn a_cluster_node_says_its_disk_shares_are_scale_out_and_a_single_server_does_not() {
+    let caps = |c: &mut Client| {
+        let req = ringshare_wire::tree::TreeConnectRequest {
+            flags: ringshare_wire::consts::TreeConnectFlags::empty(),
+            path: "\\\\server\\share".into(),
+            extension: None,
+        };
+        let r = c.call(Command::TREE_CONNECT, 0, |o| req.encode(o));
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+        u32::from_le_bytes(r.body()[8..12].try_into().unwrap())
+    };
+    let cl = Cluster::new(2, 1);
+    assert_eq!(caps(&mut cl.client(2)), 0x20, "SMB2_SHARE_CAP_SCALEOUT");
+    assert_eq!(caps(&mut Client::new()), 0);
+}
+
+#[test]
 fn a_message_from_another_node_that_does_not_decode_is_refused_without_harm() {
     let cl = Cluster::new(2, 1);
     let s = &cl.nodes[0];

@@ -146,7 +146,14 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         } else {
             ShareFlags::MANUAL_CACHING
         },
-        capabilities: ShareCapabilities::empty(),
+        // Every node of a cluster serves the share at once (as Samba marks
+        // its clustered shares). CLUSTER (Witness) and CONTINUOUS_AVAILABILITY
+        // (persistent handles) are not offered: neither is built.
+        capabilities: if core.server.cluster().is_some() && share_type == ShareType::DISK {
+            ShareCapabilities::SCALEOUT
+        } else {
+            ShareCapabilities::empty()
+        },
         maximal_access: AccessMask(maximal_access),
     };
     let mut body = Vec::with_capacity(16);
