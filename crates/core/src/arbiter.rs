@@ -189,6 +189,7 @@ pub(crate) fn withdraw(server: &ServerState, key: FileKey, entry: &Mutex<FileEnt
 }
 
 /// What a close leaves behind in its file's entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Closed {
     /// The file's delete is pending and this was its last open: remove it.
     pub remove: bool,
@@ -228,24 +229,11 @@ pub(crate) fn close(
         delete_on_close,
     };
     match node.map(|n| cluster::ask(server, n, call)) {
-        Some(Ok(Answer::Closed {
-            remove,
-            last_open,
-            path,
-            is_dir,
-            newly_pending,
-            lease_gone,
-        })) => {
+        Some(Ok(Answer::Closed(closed, lease_gone))) => {
             if let Some(id) = lease_gone {
                 server.forget_lease(id, key);
             }
-            Closed {
-                remove,
-                last_open,
-                path,
-                is_dir,
-                newly_pending,
-            }
+            closed
         }
         other => {
             // The home is gone, busy rebuilding or did not answer: the close
@@ -284,18 +272,11 @@ pub(crate) fn close_here(
     let mut wakes = Vec::new();
     let closed = {
         let mut e = lock(entry);
-        let lease = e
-            .opens
-            .iter()
-            .find(|s| s.owner == owner)
-            .and_then(|s| s.caching.lease);
-        e.opens.retain(|s| s.owner != owner);
-        let gone = oplock::after_close(&mut e, lease);
+        let gone = remove_open(&mut e, owner);
         if let Some(gone) = gone {
             server.forget_lease(gone, key);
         }
         oplock::wake_waiters(&mut e, &mut wakes);
-        e.locks.release_owner(owner);
         let was_pending = e.delete_pending;
         if delete_on_close {
             e.delete_pending = true;
@@ -311,6 +292,19 @@ pub(crate) fn close_here(
     };
     oplock::send(server, wakes);
     closed
+}
+
+/// Open `owner` leaves the entry: its share-mode entry, its byte-range
+/// locks, and its lease when no other open names it (returned).
+pub(crate) fn remove_open(e: &mut FileEntry, owner: u64) -> Option<LeaseId> {
+    let lease = e
+        .opens
+        .iter()
+        .find(|s| s.owner == owner)
+        .and_then(|s| s.caching.lease);
+    e.opens.retain(|s| s.owner != owner);
+    e.locks.release_owner(owner);
+    oplock::after_close(e, lease)
 }
 
 /// One range a LOCK asks for: the lock, or the status its range earns
@@ -468,14 +462,11 @@ pub(crate) fn unlock_ranges(
         owner,
         ranges: ranges.clone(),
     };
-    match cluster::ask(server, node, call)? {
-        Answer::Done => {
-            shadow::unlocked(&mut lock(entry), owner, &ranges);
-            Ok(())
-        }
-        Answer::Refused(s) => Err(s),
-        a => Err(cluster::unexpected(&a)),
-    }
+    cluster::ask_for(server, node, call, |a| {
+        matches!(a, Answer::Done).then_some(())
+    })?;
+    shadow::unlocked(&mut lock(entry), owner, &ranges);
+    Ok(())
 }
 
 /// [`unlock_ranges`] on the file's entry here.
@@ -532,21 +523,19 @@ pub(crate) fn io_check(
         change: io.change,
         now_ms: io.now_ms,
     };
-    match cluster::ask(server, node, call)? {
+    let (conflict, writers, grant) = cluster::ask_for(server, node, call, |a| match a {
         Answer::Io {
             conflict,
             writers,
             grant,
-        } => {
-            lock(entry).grants.held = IoGrant(grant);
-            if conflict {
-                Err(NtStatus::FILE_LOCK_CONFLICT)
-            } else {
-                Ok(writers)
-            }
-        }
-        Answer::Refused(s) => Err(s),
-        a => Err(cluster::unexpected(&a)),
+        } => Some((*conflict, *writers, *grant)),
+        _ => None,
+    })?;
+    lock(entry).grants.held = IoGrant(grant);
+    if conflict {
+        Err(NtStatus::FILE_LOCK_CONFLICT)
+    } else {
+        Ok(writers)
     }
 }
 
@@ -620,14 +609,12 @@ pub(crate) fn delete_pending(
     let Some(node) = home(server, key)? else {
         return Ok(delete_pending_here(entry, set));
     };
-    match cluster::ask(server, node, Call::DeletePending(key, set))? {
-        Answer::Pending { was, now } => {
-            lock(entry).delete_pending = now;
-            Ok((now, now && !was))
-        }
-        Answer::Refused(s) => Err(s),
-        a => Err(cluster::unexpected(&a)),
-    }
+    let (was, now) = cluster::ask_for(server, node, Call::DeletePending(key, set), |a| match a {
+        Answer::Pending { was, now } => Some((*was, *now)),
+        _ => None,
+    })?;
+    lock(entry).delete_pending = now;
+    Ok((now, now && !was))
 }
 
 /// [`delete_pending`] on the file's entry here.
@@ -660,11 +647,7 @@ pub(crate) fn rename_waits(
         conn_id,
         now_ms,
     };
-    match cluster::ask(server, node, call)? {
-        Answer::Flag(wait) => Ok(wait),
-        Answer::Refused(s) => Err(s),
-        a => Err(cluster::unexpected(&a)),
-    }
+    cluster::ask_for(server, node, call, Answer::flag)
 }
 
 /// [`rename_waits`] on the file's entry here.
@@ -710,14 +693,14 @@ pub(crate) fn ack_oplock(
     let Some(node) = home(server, key)? else {
         return ack_oplock_here(server, entry, owner, level);
     };
-    match cluster::ask(server, node, Call::AckOplock { key, owner, level })? {
-        Answer::Level(l) => {
-            shadow::oplock_now(&mut lock(entry), owner, l as u8);
-            Ok(l as u8)
-        }
-        Answer::Refused(s) => Err(s),
-        a => Err(cluster::unexpected(&a)),
-    }
+    let l = cluster::ask_for(
+        server,
+        node,
+        Call::AckOplock { key, owner, level },
+        Answer::level,
+    )?;
+    shadow::oplock_now(&mut lock(entry), owner, l as u8);
+    Ok(l as u8)
 }
 
 /// [`ack_oplock`] on the file's entry here.
@@ -756,16 +739,11 @@ pub(crate) fn ack_lease(
         state,
         now_ms,
     };
-    match cluster::ask(server, node, call)? {
-        Answer::Level(l) => {
-            if let Some(e) = server.existing_file_entry(key) {
-                shadow::lease_now(&mut lock(&e), id, l);
-            }
-            Ok(l)
-        }
-        Answer::Refused(s) => Err(s),
-        a => Err(cluster::unexpected(&a)),
+    let l = cluster::ask_for(server, node, call, Answer::level)?;
+    if let Some(e) = server.existing_file_entry(key) {
+        shadow::lease_now(&mut lock(&e), id, l);
     }
+    Ok(l)
 }
 
 /// [`ack_lease`] on the file's entry here.

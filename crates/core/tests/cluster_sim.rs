@@ -15,13 +15,8 @@ use std::sync::{Arc, Mutex, Weak};
 use ringshare_core::cluster::{ClusterLink, Home};
 use ringshare_core::{ServerState, SigningPolicy};
 use ringshare_vfs::memory::MemShare;
-use ringshare_wire::consts::{
-    AccessMask, Command, CreateDisposition as D, CreateOptions, FileAttributes, ImpersonationLevel,
-    LeaseFlags, LeaseState, OplockLevel, ShareAccess,
-};
-use ringshare_wire::create::{
-    tag, ContextTag, CreateContext, CreateRequest, CreateResponse, Lease, LeaseV2,
-};
+use ringshare_wire::consts::{Command, CreateDisposition as D};
+use ringshare_wire::create::{ContextTag, CreateResponse, Lease};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
@@ -200,85 +195,13 @@ impl Cluster {
     }
 }
 
-fn create_msg(
-    c: &mut Client,
-    name: &str,
-    access: u32,
-    share: u32,
-    level: u8,
-    lease: Option<Lease>,
-) -> Vec<u8> {
-    let contexts = lease
-        .map(|l| vec![CreateContext::new(tag::REQUEST_LEASE, l.encode())])
-        .unwrap_or_default();
-    let req = CreateRequest {
-        security_flags: 0,
-        requested_oplock_level: OplockLevel(level),
-        impersonation_level: ImpersonationLevel::IMPERSONATION,
-        smb_create_flags: 0,
-        desired_access: AccessMask(access),
-        file_attributes: FileAttributes(0),
-        share_access: ShareAccess(share),
-        create_disposition: D::OPEN_IF,
-        create_options: CreateOptions(0),
-        name: name.to_string(),
-        contexts,
-    };
-    let tree = c.tree_id;
-    c.message(Command::CREATE, tree, |o| req.encode(o))
-}
-
 fn open(c: &mut Client, name: &str, access: u32, share: u32) -> Result<FileId, NtStatus> {
-    let m = create_msg(c, name, access, share, 0, None);
+    let m = c.create_msg_caching(name, access, share, D::OPEN_IF, 0, None);
     let r = c.send_frame(m).remove(0);
     if r.status() != NtStatus::SUCCESS {
         return Err(r.status());
     }
     Ok(CreateResponse::decode(&r.msg).expect("create").file_id)
-}
-
-fn lease(key: u8, state: u32) -> Lease {
-    Lease {
-        key: [key; 16],
-        state: LeaseState(state),
-        flags: LeaseFlags::empty(),
-        duration: 0,
-        v2: Some(LeaseV2 {
-            parent_key: [0; 16],
-            epoch: 0,
-        }),
-    }
-}
-
-fn granted_lease(r: &Resp) -> u32 {
-    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
-    let cr = CreateResponse::decode(&r.msg).expect("create response");
-    let c = cr
-        .contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::RequestLease)
-        .expect("lease response context");
-    Lease::decode(&c.data).expect("lease context").state.0
-}
-
-fn breaks(c: &mut Client) -> Vec<OplockBreak> {
-    c.pump()
-        .into_iter()
-        .map(|r| {
-            assert_eq!(r.hdr.command, Command::OPLOCK_BREAK);
-            OplockBreak::decode(&r.msg).expect("break body")
-        })
-        .collect()
-}
-
-fn ack_lease(c: &mut Client, key: u8, state: u32) -> Resp {
-    let body = OplockBreak::LeaseAck {
-        flags: 0,
-        lease_key: [key; 16],
-        lease_state: LeaseState(state),
-        lease_duration: 0,
-    };
-    c.call(Command::OPLOCK_BREAK, c.tree_id, |o| body.encode(o))
 }
 
 /// Where the file's home is, relative to the two clients' nodes (1 and 2)
@@ -314,13 +237,20 @@ fn a_lease_break_reaches_the_holder_on_another_node_before_the_second_create_com
     for home in HOMES {
         let cl = Cluster::new(3, home);
         let (mut a, mut b) = (cl.client(1), cl.client(2));
-        let m = create_msg(&mut a, "f.txt", ALL, 7, 0xFF, Some(lease(1, R | W | H)));
+        let m = a.create_msg_caching(
+            "f.txt",
+            ALL,
+            7,
+            D::OPEN_IF,
+            0xFF,
+            Some(lease_v2(1, R | W | H)),
+        );
         let r = a.send_frame(m).remove(0);
-        assert_eq!(granted_lease(&r), R | W | H, "home {home}");
-        let m = create_msg(&mut b, "f.txt", READ, 7, 0xFF, Some(lease(2, R | H)));
+        assert_eq!(granted_lease(&r).state.0, R | W | H, "home {home}");
+        let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN_IF, 0xFF, Some(lease_v2(2, R | H)));
         let rs = b.send_frame(m);
         assert_eq!(rs[0].status(), NtStatus::PENDING, "b waits, home {home}");
-        let got = breaks(&mut a);
+        let got = a.breaks();
         let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
             panic!("one lease break for a: {got:?}");
         };
@@ -329,10 +259,10 @@ fn a_lease_break_reaches_the_holder_on_another_node_before_the_second_create_com
             (R | W | H, R | H)
         );
         assert!(b.tick(10).is_empty(), "nothing for b before a acknowledges");
-        assert_eq!(ack_lease(&mut a, 1, R | H).status(), NtStatus::SUCCESS);
+        assert_eq!(a.ack_lease(1, R | H).status(), NtStatus::SUCCESS);
         let fin = b.tick(10);
         assert_eq!(fin.len(), 1, "home {home}");
-        assert_eq!(granted_lease(&fin[0]), R | H);
+        assert_eq!(granted_lease(&fin[0]).state.0, R | H);
     }
 }
 
@@ -340,11 +270,18 @@ fn a_lease_break_reaches_the_holder_on_another_node_before_the_second_create_com
 fn an_unacknowledged_break_ends_by_the_homes_clock() {
     let cl = Cluster::new(3, 3);
     let (mut a, mut b) = (cl.client(1), cl.client(2));
-    let m = create_msg(&mut a, "f.txt", ALL, 7, 0xFF, Some(lease(1, R | W | H)));
+    let m = a.create_msg_caching(
+        "f.txt",
+        ALL,
+        7,
+        D::OPEN_IF,
+        0xFF,
+        Some(lease_v2(1, R | W | H)),
+    );
     a.send_frame(m);
-    let m = create_msg(&mut b, "f.txt", READ, 7, 0xFF, Some(lease(2, R | H)));
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN_IF, 0xFF, Some(lease_v2(2, R | H)));
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
-    assert_eq!(breaks(&mut a).len(), 1);
+    assert_eq!(a.breaks().len(), 1);
     let waited = cl.tick(34_000, &mut [&mut b]);
     assert!(waited[0].is_empty(), "still waiting after 34 s");
     let fin = cl.tick(1_500, &mut [&mut b]);
@@ -430,32 +367,29 @@ fn a_rename_waits_until_a_handle_lease_on_another_node_is_given_up() {
     for home in HOMES {
         let cl = Cluster::new(3, home);
         let (mut a, mut b) = (cl.client(1), cl.client(2));
-        let m = create_msg(&mut a, "old.txt", READ, 7, 0xFF, Some(lease(1, R | H)));
-        assert_eq!(granted_lease(&a.send_frame(m).remove(0)), R | H);
+        let m = a.create_msg_caching(
+            "old.txt",
+            READ,
+            7,
+            D::OPEN_IF,
+            0xFF,
+            Some(lease_v2(1, R | H)),
+        );
+        assert_eq!(granted_lease(&a.send_frame(m).remove(0)).state.0, R | H);
         let fb = open(&mut b, "old.txt", ALL, 7).expect("b opens with DELETE");
-        let info = rename_info("new.txt");
+        let info = rename_info("new.txt", true);
         let r = b.call_all(Command::SET_INFO, b.tree_id, |o| {
             set_info_body(o, fb, &info)
         });
         assert_eq!(r[0].status(), NtStatus::PENDING, "home {home}");
-        let got = breaks(&mut a);
+        let got = a.breaks();
         assert_eq!(got.len(), 1, "a is asked to give up H");
-        assert_eq!(ack_lease(&mut a, 1, R).status(), NtStatus::SUCCESS);
+        assert_eq!(a.ack_lease(1, R).status(), NtStatus::SUCCESS);
         let fin = b.tick(10);
         assert_eq!(fin.len(), 1);
         assert_eq!(fin[0].status(), NtStatus::SUCCESS, "renamed, home {home}");
         assert!(cl.exists("new.txt") && !cl.exists("old.txt"));
     }
-}
-
-/// FileRenameInformation ([MS-FSCC] 2.4.42, SMB2 form): replace, root 0, name.
-fn rename_info(to: &str) -> Vec<u8> {
-    let name: Vec<u8> = to.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
-    let mut b = vec![1u8];
-    b.extend_from_slice(&[0; 15]);
-    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    b.extend_from_slice(&name);
-    b
 }
 
 fn set_info_body(o: &mut Vec<u8>, f: FileId, buf: &[u8]) {
@@ -525,14 +459,14 @@ fn a_write_on_one_node_breaks_a_read_lease_held_on_another() {
     let (mut a, mut b) = (cl.client(1), cl.client(2));
     let fa = open(&mut a, "f.txt", ALL, 7).expect("a writes");
     assert_eq!(a.write(fa, 0, b"x").status(), NtStatus::SUCCESS);
-    let m = create_msg(&mut b, "f.txt", READ, 7, 0xFF, Some(lease(2, R)));
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN_IF, 0xFF, Some(lease_v2(2, R)));
     assert_eq!(
-        granted_lease(&b.send_frame(m).remove(0)),
+        granted_lease(&b.send_frame(m).remove(0)).state.0,
         R,
         "b caches reads"
     );
     assert_eq!(a.write(fa, 0, b"y").status(), NtStatus::SUCCESS);
-    let got = breaks(&mut b);
+    let got = b.breaks();
     let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
         panic!("b's lease is broken by a's write: {got:?}");
     };
@@ -551,8 +485,15 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
             .status(),
         NtStatus::SUCCESS
     );
-    let m = create_msg(&mut b, "g.txt", ALL, 7, 0xFF, Some(lease(2, R | W | H)));
-    assert_eq!(granted_lease(&b.send_frame(m).remove(0)), R | W | H);
+    let m = b.create_msg_caching(
+        "g.txt",
+        ALL,
+        7,
+        D::OPEN_IF,
+        0xFF,
+        Some(lease_v2(2, R | W | H)),
+    );
+    assert_eq!(granted_lease(&b.send_frame(m).remove(0)).state.0, R | W | H);
     let fd = open(&mut b, "gone.txt", ALL, 7).expect("b");
     assert_eq!(set_delete(&mut b, fd), NtStatus::SUCCESS);
     let mut c3 = cl.client(3);
@@ -584,15 +525,15 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
         Err(NtStatus::DELETE_PENDING)
     );
     // b's lease is known to the new home: a writer on node 1 breaks it.
-    let m = create_msg(&mut a, "g.txt", WRITE, 7, 0, None);
+    let m = a.create_msg_caching("g.txt", WRITE, 7, D::OPEN_IF, 0, None);
     assert_eq!(
         a.send_frame(m)[0].status(),
         NtStatus::PENDING,
         "a waits for b's lease"
     );
-    let got = breaks(&mut b);
+    let got = b.breaks();
     assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(ack_lease(&mut b, 2, R | H).status(), NtStatus::SUCCESS);
+    assert_eq!(b.ack_lease(2, R | H).status(), NtStatus::SUCCESS);
     let fin = a.tick(10);
     assert_eq!(fin.len(), 1);
     assert_eq!(fin[0].status(), NtStatus::SUCCESS);
@@ -610,7 +551,7 @@ fn homes_that_survive_forget_a_dead_nodes_opens_and_finish_its_pending_deletes()
     let fc = open(&mut c, "held.txt", ALL, 0).expect("c holds it alone");
     let fd = open(&mut c, "doomed.txt", ALL, 7).expect("c");
     assert_eq!(set_delete(&mut c, fd), NtStatus::SUCCESS);
-    let m = create_msg(&mut b, "held.txt", READ, 7, 0, None);
+    let m = b.create_msg_caching("held.txt", READ, 7, D::OPEN_IF, 0, None);
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::SHARING_VIOLATION);
     drop((c, fc));
     assert_eq!(cl.kill(3, 1), 0, "node 3 was the home of nothing");
@@ -1057,13 +998,13 @@ impl World {
             } => {
                 let key = (client * FILES.len() + file + 1) as u8;
                 let c = &mut self.clients[client];
-                let m = create_msg(
-                    c,
+                let m = c.create_msg_caching(
                     FILES[file],
                     access,
                     share,
+                    D::OPEN_IF,
                     0xFF,
-                    want.map(|s| lease(key, s)),
+                    want.map(|s| lease_v2(key, s)),
                 );
                 let mut r = self.send(client, m);
                 // Wait for breaks, answered by their holders, as a client would.

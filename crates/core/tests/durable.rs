@@ -9,12 +9,11 @@ use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::{
     AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
-    HeaderFlags, ImpersonationLevel, LeaseFlags, LeaseState, OplockLevel, ShareAccess,
+    HeaderFlags, ImpersonationLevel, OplockLevel, ShareAccess,
 };
 use ringshare_wire::create::{
     encode_durable_reconnect, encode_durable_request, tag, ContextTag, CreateContext,
     CreateRequest, CreateResponse, DurableHandleReconnectV2, DurableHandleRequestV2, Lease,
-    LeaseV2,
 };
 use ringshare_wire::{FileId, NtStatus, WriteExt};
 use support::*;
@@ -54,19 +53,6 @@ fn client_as(
     assert_eq!(c.log_on(user, password, 0), NtStatus::SUCCESS);
     c.tree_id = c.tree_connect("share");
     c
-}
-
-fn lease(key: u8, state: u32) -> Lease {
-    Lease {
-        key: [key; 16],
-        state: LeaseState(state),
-        flags: LeaseFlags::empty(),
-        duration: 0,
-        v2: Some(LeaseV2 {
-            parent_key: [0; 16],
-            epoch: 0,
-        }),
-    }
 }
 
 fn dh2q(timeout: u32, flags: u32, guid: u8) -> CreateContext<'static> {
@@ -224,7 +210,7 @@ fn an_open_without_a_batch_oplock_or_handle_lease_is_not_durable() {
         "g",
         LEASE,
         0,
-        vec![rqls(&lease(1, RW)), dh2q(0, 0, 2)],
+        vec![rqls(&lease_v2(1, RW)), dh2q(0, 0, 2)],
     ));
     assert_eq!(o.durable, None, "a lease without H is not durable");
     // And it does not outlive its connection.
@@ -288,7 +274,7 @@ fn v1_and_v2_contexts_together_are_invalid() {
 fn a_durable_open_survives_its_connection_and_reconnects_with_the_same_file_id_and_data() {
     let (s, m) = server_and_mem();
     let mut a = client(&s, &m, 1);
-    let l = lease(7, RWH);
+    let l = lease_v2(7, RWH);
     let o = opened(&create(
         &mut a,
         "doc.txt",
@@ -383,7 +369,7 @@ fn another_user_cannot_reconnect_a_durable_open_and_its_owner_still_can() {
 fn the_same_user_with_another_client_guid_cannot_reconnect_a_leased_open() {
     let (s, m) = server_and_mem();
     let mut a = client(&s, &m, 1);
-    let l = lease(3, RWH);
+    let l = lease_v2(3, RWH);
     let o = opened(&create(
         &mut a,
         "f",
@@ -419,7 +405,7 @@ fn the_same_user_with_another_client_guid_cannot_reconnect_a_leased_open() {
 fn a_reconnect_naming_anything_else_gets_object_name_not_found() {
     let (s, m) = server_and_mem();
     let mut a = client(&s, &m, 1);
-    let l = lease(3, RWH);
+    let l = lease_v2(3, RWH);
     let o = opened(&create(
         &mut a,
         "f",
@@ -444,7 +430,7 @@ fn a_reconnect_naming_anything_else_gets_object_name_not_found() {
         ("no lease", vec![dh2c(o.file_id, 4)]),
         (
             "other lease key",
-            vec![rqls(&lease(9, RWH)), dh2c(o.file_id, 4)],
+            vec![rqls(&lease_v2(9, RWH)), dh2c(o.file_id, 4)],
         ),
     ];
     for (what, ctx) in cases {
@@ -473,7 +459,7 @@ fn a_disconnected_open_keeps_its_byte_range_lock_until_it_expires() {
     let mut a = client(&s, &m, 1);
     // Read and handle caching: another open that shares the file breaks
     // nothing, so the disconnected open stays in its way.
-    let l = lease(2, R | H);
+    let l = lease_v2(2, R | H);
     let o = opened(&create(
         &mut a,
         "locked",
@@ -526,7 +512,7 @@ fn a_disconnected_open_keeps_its_share_mode() {
     // H, which a disconnected open cannot acknowledge: it is closed and
     // the new open goes ahead (as on Windows and Samba). Only an open
     // that asks for attributes alone passes without breaking it.
-    let l = lease(2, R | H);
+    let l = lease_v2(2, R | H);
     let o = opened(&create(
         &mut a,
         "x",

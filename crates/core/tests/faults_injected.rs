@@ -28,14 +28,6 @@ fn open_rw(c: &mut Client, name: &str) -> FileId {
         .expect("open")
 }
 
-fn rename_info(to: &str) -> Vec<u8> {
-    let name: Vec<u8> = to.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
-    let mut b = vec![0u8; 20];
-    b[16..20].copy_from_slice(&(name.len() as u32).to_le_bytes());
-    b.extend_from_slice(&name);
-    b
-}
-
 #[test]
 fn a_read_that_fails_with_an_io_error_is_io_device_error_and_the_next_read_works() {
     let mut c = Client::new();
@@ -128,7 +120,7 @@ fn a_rename_that_fails_in_the_backend_gets_the_mapped_status_and_keeps_the_old_n
             f,
             FILE_INFO,
             FILE_RENAME_INFORMATION,
-            &rename_info("new.txt"),
+            &rename_info("new.txt", false),
         );
         assert_eq!(r.status(), want, "{err:?}");
     }
@@ -137,7 +129,7 @@ fn a_rename_that_fails_in_the_backend_gets_the_mapped_status_and_keeps_the_old_n
         f,
         FILE_INFO,
         FILE_RENAME_INFORMATION,
-        &rename_info("new.txt"),
+        &rename_info("new.txt", false),
     );
     assert_eq!(r.status(), NtStatus::SUCCESS);
     c.close(f);

@@ -8,13 +8,8 @@ mod support;
 
 use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;
-use ringshare_wire::consts::{
-    AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
-    ImpersonationLevel, LeaseFlags, LeaseState, OplockLevel, ShareAccess,
-};
-use ringshare_wire::create::{
-    tag, ContextTag, CreateContext, CreateRequest, CreateResponse, Lease, LeaseV2,
-};
+use ringshare_wire::consts::{Command, CreateDisposition as D, Dialect, OplockLevel};
+use ringshare_wire::create::{ContextTag, CreateResponse, Lease};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
@@ -46,49 +41,6 @@ fn pair_with(dialect: Dialect) -> (Client, Client) {
     (a, b)
 }
 
-/// A CREATE message asking for `level` (and a lease when `lease` is set).
-fn create_msg(
-    c: &mut Client,
-    name: &str,
-    access: u32,
-    share: u32,
-    disposition: D,
-    level: u8,
-    lease: Option<Lease>,
-) -> Vec<u8> {
-    let contexts = lease
-        .map(|l| vec![CreateContext::new(tag::REQUEST_LEASE, l.encode())])
-        .unwrap_or_default();
-    let req = CreateRequest {
-        security_flags: 0,
-        requested_oplock_level: OplockLevel(level),
-        impersonation_level: ImpersonationLevel::IMPERSONATION,
-        smb_create_flags: 0,
-        desired_access: AccessMask(access),
-        file_attributes: FileAttributes(0),
-        share_access: ShareAccess(share),
-        create_disposition: disposition,
-        create_options: CreateOptions(0),
-        name: name.to_string(),
-        contexts,
-    };
-    let tree = c.tree_id;
-    c.message(Command::CREATE, tree, |o| req.encode(o))
-}
-
-fn lease(key: u8, state: u32) -> Lease {
-    Lease {
-        key: [key; 16],
-        state: LeaseState(state),
-        flags: LeaseFlags::empty(),
-        duration: 0,
-        v2: Some(LeaseV2 {
-            parent_key: [0; 16],
-            epoch: 0,
-        }),
-    }
-}
-
 fn open(
     c: &mut Client,
     name: &str,
@@ -97,7 +49,7 @@ fn open(
     level: u8,
     lease: Option<Lease>,
 ) -> Resp {
-    let m = create_msg(c, name, access, share, D::OPEN_IF, level, lease);
+    let m = c.create_msg_caching(name, access, share, D::OPEN_IF, level, lease);
     let mut rs = c.send_frame(m);
     assert_eq!(rs.len(), 1, "one response: {rs:?}");
     rs.remove(0)
@@ -118,44 +70,10 @@ fn created(r: &Resp) -> Created {
     }
 }
 
-fn granted_lease(r: &Resp) -> Lease {
-    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
-    let cr = CreateResponse::decode(&r.msg).expect("create response");
-    let c = cr
-        .contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::RequestLease)
-        .expect("lease response context");
-    Lease::decode(&c.data).expect("lease context")
-}
-
-/// The break notifications waiting for client `c`.
-fn breaks(c: &mut Client) -> Vec<OplockBreak> {
-    c.pump()
-        .into_iter()
-        .map(|r| {
-            assert_eq!(r.hdr.command, Command::OPLOCK_BREAK);
-            assert_eq!(r.hdr.message_id, u64::MAX, "a notification");
-            assert_eq!(r.hdr.session_id, 0);
-            OplockBreak::decode(&r.msg).expect("break body")
-        })
-        .collect()
-}
-
 fn ack_oplock(c: &mut Client, f: FileId, level: u8) -> Resp {
     let body = OplockBreak::Oplock {
         oplock_level: OplockLevel(level),
         file_id: f,
-    };
-    c.call(Command::OPLOCK_BREAK, c.tree_id, |o| body.encode(o))
-}
-
-fn ack_lease(c: &mut Client, key: u8, state: u32) -> Resp {
-    let body = OplockBreak::LeaseAck {
-        flags: 0,
-        lease_key: [key; 16],
-        lease_state: LeaseState(state),
-        lease_duration: 0,
     };
     c.call(Command::OPLOCK_BREAK, c.tree_id, |o| body.encode(o))
 }
@@ -178,7 +96,7 @@ fn batch_oplock_is_granted_to_the_only_opener_in_every_dialect() {
 fn second_open_breaks_batch_to_level_ii_waits_for_the_ack_and_gets_level_ii() {
     let (mut a, mut b) = pair();
     let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, BATCH, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, BATCH, None);
     let rs = b.send_frame(m);
     assert_eq!(rs.len(), 1);
     assert_eq!(
@@ -186,7 +104,7 @@ fn second_open_breaks_batch_to_level_ii_waits_for_the_ack_and_gets_level_ii() {
         NtStatus::PENDING,
         "the CREATE waits (interim)"
     );
-    let got = breaks(&mut a);
+    let got = a.breaks();
     assert_eq!(
         got,
         vec![OplockBreak::Oplock {
@@ -212,9 +130,9 @@ fn second_open_breaks_batch_to_level_ii_waits_for_the_ack_and_gets_level_ii() {
 fn unacknowledged_break_lets_the_waiting_open_go_after_35_seconds() {
     let (mut a, mut b) = pair();
     let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
-    assert_eq!(breaks(&mut a).len(), 1);
+    assert_eq!(a.breaks().len(), 1);
     assert!(b.tick(34_000).is_empty(), "still waiting after 34 s");
     let fin = b.tick(1_500);
     assert_eq!(fin.len(), 1);
@@ -230,9 +148,9 @@ fn unacknowledged_break_lets_the_waiting_open_go_after_35_seconds() {
 fn closing_the_holder_releases_the_waiting_open_at_once() {
     let (mut a, mut b) = pair();
     let fa = created(&open(&mut a, "f.txt", ALL, 0, BATCH, None)).file_id;
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
-    breaks(&mut a);
+    a.breaks();
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
     let fin = b.tick(5);
     assert_eq!(fin.len(), 1);
@@ -247,9 +165,9 @@ fn closing_the_holder_releases_the_waiting_open_at_once() {
 fn batch_holder_that_keeps_its_handle_leaves_a_sharing_violation() {
     let (mut a, mut b) = pair();
     let fa = created(&open(&mut a, "f.txt", ALL, 0, BATCH, None)).file_id;
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
-    breaks(&mut a);
+    a.breaks();
     assert_eq!(ack_oplock(&mut a, fa, II).status(), NtStatus::SUCCESS);
     let fin = b.tick(5);
     assert_eq!(fin[0].status(), NtStatus::SHARING_VIOLATION);
@@ -259,7 +177,7 @@ fn batch_holder_that_keeps_its_handle_leaves_a_sharing_violation() {
 fn waiting_create_can_be_cancelled() {
     let (mut a, mut b) = pair();
     created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     let mid = b.next_mid - 1;
     let interim = b.send_frame(m);
     assert_eq!(interim[0].status(), NtStatus::PENDING);
@@ -283,7 +201,7 @@ fn stat_open_breaks_nothing_and_gets_no_oplock() {
     created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
     let r = open(&mut b, "f.txt", ATTRS_ONLY, 7, BATCH, None);
     assert_eq!(created(&r).oplock_level.0, NONE);
-    assert!(breaks(&mut a).is_empty());
+    assert!(a.breaks().is_empty());
 }
 
 #[test]
@@ -295,7 +213,7 @@ fn write_breaks_level_ii_oplocks_to_none_without_waiting() {
     assert_eq!(created(&fb).oplock_level.0, II);
     let fb = created(&fb).file_id;
     assert_eq!(b.write(fb, 0, b"HELLO").status(), NtStatus::SUCCESS);
-    let got = breaks(&mut a);
+    let got = a.breaks();
     assert_eq!(
         got,
         vec![OplockBreak::Oplock {
@@ -329,21 +247,13 @@ fn lease_rwh_is_granted_alone_and_another_client_breaks_it_to_rh() {
         ALL,
         7,
         LEASE,
-        Some(lease(1, R | W | H)),
+        Some(lease_v2(1, R | W | H)),
     ));
     assert_eq!(l.state.0, R | W | H);
     assert_eq!(l.v2.expect("v2 answer").epoch, 1, "request epoch + 1");
-    let m = create_msg(
-        &mut b,
-        "f.txt",
-        READ,
-        7,
-        D::OPEN,
-        LEASE,
-        Some(lease(2, R | H)),
-    );
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, LEASE, Some(lease_v2(2, R | H)));
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
-    let got = breaks(&mut a);
+    let got = a.breaks();
     let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
         panic!("one lease break: {got:?}");
     };
@@ -354,13 +264,13 @@ fn lease_rwh_is_granted_alone_and_another_client_breaks_it_to_rh() {
     assert_eq!(n.new_epoch, 2);
     // Acking more than the break allows is refused; the break stays.
     assert_eq!(
-        ack_lease(&mut a, 1, R | W).status(),
+        a.ack_lease(1, R | W).status(),
         NtStatus::REQUEST_NOT_ACCEPTED
     );
-    let r = ack_lease(&mut a, 1, R | H);
+    let r = a.ack_lease(1, R | H);
     assert_eq!(r.status(), NtStatus::SUCCESS);
     assert_eq!(
-        ack_lease(&mut a, 1, R | H).status(),
+        a.ack_lease(1, R | H).status(),
         NtStatus::UNSUCCESSFUL,
         "no break now"
     );
@@ -374,7 +284,14 @@ fn lease_requests_without_read_get_nothing() {
     let (mut a, _b) = pair();
     for (i, s) in [H, W, H | W, 0].into_iter().enumerate() {
         let name = format!("f{i}.txt");
-        let r = open(&mut a, &name, ALL, 7, LEASE, Some(lease(10 + i as u8, s)));
+        let r = open(
+            &mut a,
+            &name,
+            ALL,
+            7,
+            LEASE,
+            Some(lease_v2(10 + i as u8, s)),
+        );
         assert_eq!(created(&r).oplock_level.0, LEASE);
         assert_eq!(granted_lease(&r).state.0, 0, "state {s}");
     }
@@ -383,8 +300,8 @@ fn lease_requests_without_read_get_nothing() {
 #[test]
 fn same_lease_key_on_another_file_is_invalid_parameter() {
     let (mut a, _b) = pair();
-    granted_lease(&open(&mut a, "f.txt", ALL, 7, LEASE, Some(lease(1, R))));
-    let r = open(&mut a, "g.txt", ALL, 7, LEASE, Some(lease(1, R)));
+    granted_lease(&open(&mut a, "f.txt", ALL, 7, LEASE, Some(lease_v2(1, R))));
+    let r = open(&mut a, "g.txt", ALL, 7, LEASE, Some(lease_v2(1, R)));
     assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
 }
 
@@ -397,7 +314,7 @@ fn same_lease_key_opens_share_the_lease_and_break_nothing() {
         ALL,
         7,
         LEASE,
-        Some(lease(1, R | W | H)),
+        Some(lease_v2(1, R | W | H)),
     ));
     let l = granted_lease(&open(
         &mut a,
@@ -405,20 +322,20 @@ fn same_lease_key_opens_share_the_lease_and_break_nothing() {
         READ,
         7,
         LEASE,
-        Some(lease(1, R | W | H)),
+        Some(lease_v2(1, R | W | H)),
     ));
     assert_eq!(l.state.0, R | W | H);
-    assert!(breaks(&mut a).is_empty());
+    assert!(a.breaks().is_empty());
 }
 
 #[test]
 fn write_breaks_read_leases_of_other_keys_without_waiting() {
     let (mut a, mut b) = pair();
     a.put_file("f.txt", b"data");
-    granted_lease(&open(&mut a, "f.txt", READ, 7, LEASE, Some(lease(1, R))));
+    granted_lease(&open(&mut a, "f.txt", READ, 7, LEASE, Some(lease_v2(1, R))));
     let fb = created(&open(&mut b, "f.txt", ALL, 7, NONE, None)).file_id;
     assert_eq!(b.write(fb, 0, b"DATA").status(), NtStatus::SUCCESS);
-    let got = breaks(&mut a);
+    let got = a.breaks();
     let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
         panic!("one lease break: {got:?}");
     };
@@ -431,11 +348,11 @@ fn create_inside_a_compound_waits_and_the_members_after_it_run_later() {
     let (mut a, mut b) = pair();
     a.put_file("f.txt", b"xyz");
     let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
-    let create = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let create = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     let read = b.read_msg(FileId::ANY, 0, 3);
     let rs = b.compound(vec![create, read], true);
     assert!(rs.is_empty(), "the chain waits: {rs:?}");
-    breaks(&mut a);
+    a.breaks();
     assert_eq!(ack_oplock(&mut a, fa, II).status(), NtStatus::SUCCESS);
     let rs = b.tick(5);
     assert_eq!(rs.len(), 2, "{rs:?}");
@@ -448,21 +365,10 @@ fn break_for_a_connection_that_went_goes_to_another_channel_or_nowhere() {
     let (mut a, mut b) = pair();
     created(&open(&mut a, "f.txt", ALL, 7, BATCH, None));
     a.conn.shutdown(a.now);
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     let rs = b.send_frame(m);
     // a's session went with its only channel, and its opens with it.
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
-}
-
-/// FileRenameInformation ([MS-FSCC] 2.4.42, SMB2 form): replace, root 0, name.
-fn rename_info(to: &str) -> Vec<u8> {
-    let name: Vec<u8> = to.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
-    let mut b = vec![1u8];
-    b.extend_from_slice(&[0; 7]);
-    b.extend_from_slice(&0u64.to_le_bytes());
-    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    b.extend_from_slice(&name);
-    b
 }
 
 #[test]
@@ -475,7 +381,7 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
         READ,
         7,
         LEASE,
-        Some(lease(1, R | H)),
+        Some(lease_v2(1, R | H)),
     ));
     let fb = created(&open(
         &mut b,
@@ -483,12 +389,12 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
         ALL,
         7,
         LEASE,
-        Some(lease(2, R | H)),
+        Some(lease_v2(2, R | H)),
     ))
     .file_id;
-    breaks(&mut a);
+    a.breaks();
     let tree = b.tree_id;
-    let info = rename_info("dst.txt");
+    let info = rename_info("dst.txt", true);
     let m = b.message(Command::SET_INFO, tree, |o| {
         ringshare_wire::info::SetInfoRequest {
             info_type: ringshare_wire::consts::InfoType::FILE,
@@ -501,7 +407,7 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
     });
     let rs = b.send_frame(m);
     assert_eq!(rs[0].status(), NtStatus::PENDING, "the rename waits");
-    let got = breaks(&mut a);
+    let got = a.breaks();
     let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
         panic!("one lease break: {got:?}");
     };
@@ -510,7 +416,7 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
         b.tick(10).is_empty(),
         "still waiting for the acknowledgment"
     );
-    assert_eq!(ack_lease(&mut a, 1, R).status(), NtStatus::SUCCESS);
+    assert_eq!(a.ack_lease(1, R).status(), NtStatus::SUCCESS);
     let fin = b.tick(10);
     assert_eq!(fin.len(), 1);
     assert_eq!(fin[0].status(), NtStatus::SUCCESS);
@@ -533,7 +439,7 @@ fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply
         ALL,
         7,
         LEASE,
-        Some(lease(1, R | H)),
+        Some(lease_v2(1, R | H)),
     ))
     .file_id;
     granted_lease(&open(
@@ -542,10 +448,10 @@ fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply
         READ,
         7,
         LEASE,
-        Some(lease(2, R | H)),
+        Some(lease_v2(2, R | H)),
     ));
     let tree = a.tree_id;
-    let info = rename_info("dst.txt");
+    let info = rename_info("dst.txt", true);
     let rename = a.message(Command::SET_INFO, tree, |o| {
         ringshare_wire::info::SetInfoRequest {
             info_type: ringshare_wire::consts::InfoType::FILE,
@@ -556,7 +462,7 @@ fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply
         }
         .encode(o)
     });
-    let create = create_msg(&mut a, "dst.txt", READ, 7, D::OPEN, NONE, None);
+    let create = a.create_msg_caching("dst.txt", READ, 7, D::OPEN, NONE, None);
     a.conn.receive(a.now, rename);
     a.conn.receive(a.now, create);
     let mut order = Vec::new();
@@ -581,9 +487,9 @@ fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply
 fn a_waiting_create_is_answered_when_the_holder_acknowledges_without_waiting_for_a_timer() {
     let (mut a, mut b) = pair();
     let fa = created(&open(&mut a, "f.txt", ALL, 7, BATCH, None)).file_id;
-    let m = create_msg(&mut b, "f.txt", READ, 7, D::OPEN, NONE, None);
+    let m = b.create_msg_caching("f.txt", READ, 7, D::OPEN, NONE, None);
     assert_eq!(b.send_frame(m)[0].status(), NtStatus::PENDING);
-    breaks(&mut a);
+    a.breaks();
     assert_eq!(ack_oplock(&mut a, fa, II).status(), NtStatus::SUCCESS);
     // No clock moves: the acknowledgment itself tells b's connection to try again.
     let fin = b.pump();
@@ -602,7 +508,7 @@ fn a_directory_gets_no_lease_and_no_oplock() {
         GENERIC_READ,
         7,
         LEASE,
-        Some(lease(9, 7)),
+        Some(lease_v2(9, 7)),
     );
     let cr = CreateResponse::decode(&r.msg).expect("create response");
     assert_eq!(cr.oplock_level, OplockLevel(0));
@@ -617,16 +523,15 @@ fn a_directory_gets_no_lease_and_no_oplock() {
 #[test]
 fn a_directory_opened_with_a_lease_key_another_file_holds_is_invalid_parameter() {
     let (mut a, _) = pair();
-    let r = open(&mut a, "keyed.dat", ALL, 7, LEASE, Some(lease(5, 7)));
+    let r = open(&mut a, "keyed.dat", ALL, 7, LEASE, Some(lease_v2(5, 7)));
     assert_eq!(r.status(), NtStatus::SUCCESS);
-    let m = create_msg(
-        &mut a,
+    let m = a.create_msg_caching(
         "keyed.dir",
         GENERIC_READ,
         7,
         D::CREATE,
         LEASE,
-        Some(lease(5, 7)),
+        Some(lease_v2(5, 7)),
     );
     let mut m = m;
     // FILE_DIRECTORY_FILE in CreateOptions (offset 40 of the body).

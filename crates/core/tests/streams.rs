@@ -222,10 +222,10 @@ fn a_file_with_an_open_stream_keeps_its_name() {
     let mut c = Client::new();
     let s = open(&mut c, "r:s", RW, SHARE_ALL, D::CREATE).unwrap();
     let f = c.create("r", DELETE, D::OPEN, 0).unwrap();
-    let r = c.set_info(f, INFO_FILE, 10, &rename_info("r2"));
+    let r = c.set_info(f, INFO_FILE, 10, &rename_info("r2", false));
     assert_eq!(r.status(), NtStatus::ACCESS_DENIED);
     c.close(s);
-    let r = c.set_info(f, INFO_FILE, 10, &rename_info("r2"));
+    let r = c.set_info(f, INFO_FILE, 10, &rename_info("r2", false));
     assert_eq!(r.status(), NtStatus::SUCCESS);
 }
 
@@ -277,37 +277,21 @@ fn any_colon_is_an_invalid_name_on_a_share_without_streams() {
 
 const SHARE_READ_WRITE: u32 = 3;
 
-/// FileRenameInformation for `name` (not replacing).
-fn rename_info(name: &str) -> Vec<u8> {
-    let u: Vec<u8> = name.encode_utf16().flat_map(u16::to_le_bytes).collect();
-    let mut b = vec![0u8; 20];
-    b[16..20].copy_from_slice(&(u.len() as u32).to_le_bytes());
-    b.extend_from_slice(&u);
-    b
-}
-
-/// FileRenameInformation for `name`, replacing when `replace`.
-fn rename_to(name: &str, replace: bool) -> Vec<u8> {
-    let mut b = rename_info(name);
-    b[0] = u8::from(replace);
-    b
-}
-
 #[test]
 fn a_stream_is_renamed_within_its_file() {
     let mut c = Client::new();
     put_stream(&mut c, "q:one", b"first");
     put_stream(&mut c, "q:two", b"");
     let s = c.create("q:one", RW | DELETE, D::OPEN, 0).unwrap();
-    let r = c.set_info(s, INFO_FILE, 10, &rename_to(":two:$DATA", false));
+    let r = c.set_info(s, INFO_FILE, 10, &rename_info(":two:$DATA", false));
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_COLLISION);
-    let r = c.set_info(s, INFO_FILE, 10, &rename_to("q:three", false));
+    let r = c.set_info(s, INFO_FILE, 10, &rename_info("q:three", false));
     assert_eq!(
         r.status(),
         NtStatus::SHARING_VIOLATION,
         "a target with a file part"
     );
-    let r = c.set_info(s, INFO_FILE, 10, &rename_to(":three", false));
+    let r = c.set_info(s, INFO_FILE, 10, &rename_info(":three", false));
     assert_eq!(r.status(), NtStatus::SUCCESS);
     assert_eq!(read_data(&c.read(s, 0, 10)), b"first", "the handle follows");
     c.close(s);
@@ -337,7 +321,7 @@ fn renaming_a_stream_onto_an_empty_one_replaces_it() {
     let s = c
         .create("p:Second Stream", RW | DELETE, D::OPEN, 0)
         .unwrap();
-    let r = c.set_info(s, INFO_FILE, 10, &rename_to(":Stream One", true));
+    let r = c.set_info(s, INFO_FILE, 10, &rename_info(":Stream One", true));
     assert_eq!(r.status(), NtStatus::SUCCESS);
     c.close(s);
     let f = open(&mut c, "p", GENERIC_READ, SHARE_ALL, D::OPEN).unwrap();

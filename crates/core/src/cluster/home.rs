@@ -6,7 +6,7 @@ use ringshare_wire::NtStatus;
 
 use super::msg::{Answer, Call};
 use super::{grant, node_of, Home};
-use crate::arbiter::{self, Closed, IoAsk, LockAsk, Locked, OpenAsk};
+use crate::arbiter::{self, IoAsk, LockAsk, Locked, OpenAsk};
 use crate::server::{lock, FileKey, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
@@ -69,21 +69,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             };
             let (c, lease_gone) = arbiter::close_here(server, key, &entry, owner, delete_on_close);
             server.drop_file_entry_if_unused(key);
-            let Closed {
-                remove,
-                last_open,
-                path,
-                is_dir,
-                newly_pending,
-            } = c;
-            Answer::Closed {
-                remove,
-                last_open,
-                path,
-                is_dir,
-                newly_pending,
-                lease_gone,
-            }
+            Answer::Closed(c, lease_gone)
         }
         Call::Lock {
             key,

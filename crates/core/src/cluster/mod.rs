@@ -167,20 +167,7 @@ impl ServerState {
                         delete_on_close: u.delete_on_close,
                     };
                     match ask(self, n, call) {
-                        Ok(msg::Answer::Closed {
-                            remove,
-                            last_open,
-                            path,
-                            is_dir,
-                            newly_pending,
-                            ..
-                        }) => Some(Some(crate::arbiter::Closed {
-                            remove,
-                            last_open,
-                            path,
-                            is_dir,
-                            newly_pending,
-                        })),
+                        Ok(msg::Answer::Closed(closed, _)) => Some(Some(closed)),
                         Ok(msg::Answer::Refused(NtStatus::FILE_CLOSED)) => Some(None),
                         _ => None,
                     }
@@ -280,6 +267,20 @@ pub(crate) fn ask(
             tracing::warn!(node, "a node answered a call with something else");
             Err(NtStatus::INTERNAL_ERROR)
         }
+    }
+}
+
+/// [`ask`] for the answer `pick` takes; a refusal is its status, any other
+/// answer is [`unexpected`].
+pub(crate) fn ask_for<T>(
+    server: &ServerState,
+    node: u16,
+    call: msg::Call,
+    pick: impl FnOnce(&msg::Answer) -> Option<T>,
+) -> Result<T, NtStatus> {
+    match ask(server, node, call)? {
+        msg::Answer::Refused(s) => Err(s),
+        a => pick(&a).ok_or_else(|| unexpected(&a)),
     }
 }
 

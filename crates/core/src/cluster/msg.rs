@@ -5,12 +5,14 @@
 //! message is network input and decoding it never panics.
 
 use ringshare_vfs::RelPath;
-use ringshare_wire::consts::{AccessMask, LeaseBreakFlags, LeaseFlags, LeaseState, ShareAccess};
+use ringshare_wire::codec::HEADER_LEN;
+use ringshare_wire::consts::{LeaseFlags, LeaseState};
 use ringshare_wire::create::{Lease, LeaseV2};
-use ringshare_wire::misc::LeaseBreakNotification;
+use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::{FileId, NtStatus, Reader, WireError, WriteExt};
 
 use super::reclaim::Record;
+use crate::arbiter::Closed;
 use crate::locks::ByteRangeLock;
 use crate::oplock::{self, Caching, Grant, LeaseId, Route, Wish};
 use crate::server::{FileKey, Notice, ShareEntry};
@@ -120,14 +122,9 @@ pub(crate) enum Answer {
     Wait,
     Refused(NtStatus),
     Done,
-    Closed {
-        remove: bool,
-        last_open: bool,
-        path: RelPath,
-        is_dir: bool,
-        newly_pending: bool,
-        lease_gone: Option<LeaseId>,
-    },
+    /// What the close left ([`crate::arbiter::Closed`]); the lease that
+    /// left the file with it.
+    Closed(Closed, Option<LeaseId>),
     /// A yes or no (a retried lock is held; an I/O conflicts; delete is
     /// pending; a rename waits).
     Flag(bool),
@@ -151,6 +148,24 @@ pub(crate) enum Answer {
         records: Vec<Record>,
         next: Option<FileKey>,
     },
+}
+
+impl Answer {
+    /// A [`Answer::Flag`]'s value.
+    pub fn flag(&self) -> Option<bool> {
+        match self {
+            Answer::Flag(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// A [`Answer::Level`]'s value.
+    pub fn level(&self) -> Option<u32> {
+        match self {
+            Answer::Level(v) => Some(*v),
+            _ => None,
+        }
+    }
 }
 
 /// A notice for a connection of the node that receives it.
@@ -255,8 +270,12 @@ fn get_bool(r: &mut Reader<'_>) -> Result<bool, WireError> {
 fn put_str(o: &mut Vec<u8>, s: &str) {
     // Every string is bounded by MESSAGE_MAX when decoded; a longer one
     // fails there.
-    o.put_u32(s.len().min(u32::MAX as usize) as u32);
-    o.put_bytes(s.as_bytes());
+    put_str_bytes(o, s.as_bytes());
+}
+
+fn put_str_bytes(o: &mut Vec<u8>, b: &[u8]) {
+    o.put_u32(b.len().min(u32::MAX as usize) as u32);
+    o.put_bytes(b);
 }
 
 fn get_str(r: &mut Reader<'_>) -> Result<String, WireError> {
@@ -710,20 +729,13 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
             put_status(o, *s);
         }
         Answer::Done => o.put_u8(answer::DONE),
-        Answer::Closed {
-            remove,
-            last_open,
-            path,
-            is_dir,
-            newly_pending,
-            lease_gone,
-        } => {
+        Answer::Closed(c, lease_gone) => {
             o.put_u8(answer::CLOSED);
-            put_bool(o, *remove);
-            put_bool(o, *last_open);
-            put_path(o, path);
-            put_bool(o, *is_dir);
-            put_bool(o, *newly_pending);
+            put_bool(o, c.remove);
+            put_bool(o, c.last_open);
+            put_path(o, &c.path);
+            put_bool(o, c.is_dir);
+            put_bool(o, c.newly_pending);
             put_opt(o, *lease_gone, put_lease_id);
         }
         Answer::Flag(v) => {
@@ -777,14 +789,16 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
         answer::WAIT => Answer::Wait,
         answer::REFUSED => Answer::Refused(get_status(r)?),
         answer::DONE => Answer::Done,
-        answer::CLOSED => Answer::Closed {
-            remove: get_bool(r)?,
-            last_open: get_bool(r)?,
-            path: get_path(r)?,
-            is_dir: get_bool(r)?,
-            newly_pending: get_bool(r)?,
-            lease_gone: get_opt(r, get_lease_id)?,
-        },
+        answer::CLOSED => Answer::Closed(
+            Closed {
+                remove: get_bool(r)?,
+                last_open: get_bool(r)?,
+                path: get_path(r)?,
+                is_dir: get_bool(r)?,
+                newly_pending: get_bool(r)?,
+            },
+            get_opt(r, get_lease_id)?,
+        ),
         answer::FLAG => Answer::Flag(get_bool(r)?),
         answer::IO => Answer::Io {
             conflict: get_bool(r)?,
@@ -834,18 +848,14 @@ fn put_notice(o: &mut Vec<u8>, n: &Notice) {
         }
         Notice::LeaseBreak {
             session_id,
-            notification: b,
+            notification,
         } => {
             o.put_u8(notice::LEASE_BREAK);
             o.put_u64(*session_id);
-            o.put_u16(b.new_epoch);
-            o.put_u32(b.flags.0);
-            o.put_bytes(&b.lease_key);
-            o.put_u32(b.current_lease_state.0);
-            o.put_u32(b.new_lease_state.0);
-            o.put_u32(b.break_reason);
-            o.put_u32(b.access_mask_hint.0);
-            o.put_u32(b.share_mask_hint.0);
+            // The body as the wire crate writes it to the client.
+            let mut m = vec![0u8; HEADER_LEN];
+            OplockBreak::LeaseBreakNotification(notification.clone()).encode(&mut m);
+            put_str_bytes(o, &m[HEADER_LEN..]);
         }
         _ => o.put_u8(notice::RETRY),
     }
@@ -861,19 +871,19 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Notice, WireError> {
             },
             level: r.u8()?,
         },
-        notice::LEASE_BREAK => Notice::LeaseBreak {
-            session_id: r.u64()?,
-            notification: LeaseBreakNotification {
-                new_epoch: r.u16()?,
-                flags: LeaseBreakFlags(r.u32()?),
-                lease_key: r.array()?,
-                current_lease_state: LeaseState(r.u32()?),
-                new_lease_state: LeaseState(r.u32()?),
-                break_reason: r.u32()?,
-                access_mask_hint: AccessMask(r.u32()?),
-                share_mask_hint: ShareAccess(r.u32()?),
-            },
-        },
+        notice::LEASE_BREAK => {
+            let session_id = r.u64()?;
+            let n = r.u32()? as usize;
+            let mut m = vec![0u8; HEADER_LEN];
+            m.extend_from_slice(r.bytes(n)?);
+            match OplockBreak::decode(&m)? {
+                OplockBreak::LeaseBreakNotification(notification) => Notice::LeaseBreak {
+                    session_id,
+                    notification,
+                },
+                _ => return Err(WireError::Invalid("not a lease break notification")),
+            }
+        }
         notice::RETRY => Notice::Retry,
         _ => return Err(WireError::Invalid("unknown cluster notice")),
     })
@@ -974,6 +984,8 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringshare_wire::consts::{AccessMask, LeaseBreakFlags, ShareAccess};
+    use ringshare_wire::misc::LeaseBreakNotification;
 
     fn key(n: u64) -> FileKey {
         FileKey {
@@ -1138,14 +1150,16 @@ mod tests {
             Answer::Wait,
             Answer::Refused(NtStatus::SHARING_VIOLATION),
             Answer::Done,
-            Answer::Closed {
-                remove: true,
-                last_open: true,
-                path: RelPath::from_components(["f.txt"]).unwrap(),
-                is_dir: false,
-                newly_pending: false,
-                lease_gone: Some(id),
-            },
+            Answer::Closed(
+                Closed {
+                    remove: true,
+                    last_open: true,
+                    path: RelPath::from_components(["f.txt"]).unwrap(),
+                    is_dir: false,
+                    newly_pending: false,
+                },
+                Some(id),
+            ),
             Answer::Flag(true),
             Answer::Io {
                 conflict: false,

@@ -58,14 +58,7 @@ pub(crate) fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
 /// Open `owner` closed: its share-mode entry, locks and (when no other
 /// open of this node names it) its lease go.
 pub(crate) fn closed(e: &mut FileEntry, owner: u64) {
-    let lease = e
-        .opens
-        .iter()
-        .find(|s| s.owner == owner)
-        .and_then(|s| s.caching.lease);
-    e.opens.retain(|s| s.owner != owner);
-    oplock::after_close(e, lease);
-    e.locks.release_owner(owner);
+    crate::arbiter::remove_open(e, owner);
 }
 
 /// The home granted these locks.

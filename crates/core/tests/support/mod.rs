@@ -913,3 +913,104 @@ pub fn output_buffer(r: &Resp) -> Vec<u8> {
     }
     r.msg[off..off + len].to_vec()
 }
+
+// ---- leases, breaks, renames: shared by the oplock, cluster and durable tests ----
+
+/// A version-2 lease request: key `key` repeated, state `state` (R=1, H=2, W=4).
+pub fn lease_v2(key: u8, state: u32) -> ringshare_wire::create::Lease {
+    ringshare_wire::create::Lease {
+        key: [key; 16],
+        state: ringshare_wire::consts::LeaseState(state),
+        flags: ringshare_wire::consts::LeaseFlags::empty(),
+        duration: 0,
+        v2: Some(ringshare_wire::create::LeaseV2 {
+            parent_key: [0; 16],
+            epoch: 0,
+        }),
+    }
+}
+
+/// The lease a successful CREATE granted.
+pub fn granted_lease(r: &Resp) -> ringshare_wire::create::Lease {
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ringshare_wire::create::ContextTag::RequestLease)
+        .expect("lease response context");
+    ringshare_wire::create::Lease::decode(&c.data).expect("lease context")
+}
+
+/// FileRenameInformation ([MS-FSCC] 2.4.42, SMB2 form) to `to`, root 0.
+pub fn rename_info(to: &str, replace: bool) -> Vec<u8> {
+    let name: Vec<u8> = to.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let mut b = vec![0u8; 20];
+    b[0] = u8::from(replace);
+    b[16..20].copy_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(&name);
+    b
+}
+
+impl Client {
+    /// A CREATE on the writable tree asking for oplock `level` (0xFF: a
+    /// lease, with `lease`).
+    pub fn create_msg_caching(
+        &mut self,
+        name: &str,
+        access: u32,
+        share: u32,
+        disposition: CreateDisposition,
+        level: u8,
+        lease: Option<ringshare_wire::create::Lease>,
+    ) -> Vec<u8> {
+        let contexts = lease
+            .map(|l| {
+                vec![CreateContext::new(
+                    ringshare_wire::create::tag::REQUEST_LEASE,
+                    l.encode(),
+                )]
+            })
+            .unwrap_or_default();
+        let req = CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel(level),
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask(access),
+            file_attributes: FileAttributes(0),
+            share_access: ShareAccess(share),
+            create_disposition: disposition,
+            create_options: CreateOptions(0),
+            name: name.to_string(),
+            contexts,
+        };
+        let tree = self.tree_id;
+        self.message(Command::CREATE, tree, |o| req.encode(o))
+    }
+
+    /// The break notifications waiting for this client.
+    pub fn breaks(&mut self) -> Vec<ringshare_wire::misc::OplockBreak> {
+        self.pump()
+            .into_iter()
+            .map(|r| {
+                assert_eq!(r.hdr.command, Command::OPLOCK_BREAK);
+                assert_eq!(r.hdr.message_id, u64::MAX, "a notification");
+                assert_eq!(r.hdr.session_id, 0);
+                ringshare_wire::misc::OplockBreak::decode(&r.msg).expect("break body")
+            })
+            .collect()
+    }
+
+    /// Acknowledge a lease break of the lease with key `key` repeated.
+    pub fn ack_lease(&mut self, key: u8, state: u32) -> Resp {
+        let body = ringshare_wire::misc::OplockBreak::LeaseAck {
+            flags: 0,
+            lease_key: [key; 16],
+            lease_state: ringshare_wire::consts::LeaseState(state),
+            lease_duration: 0,
+        };
+        let tree = self.tree_id;
+        self.call(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
+    }
+}
