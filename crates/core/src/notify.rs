@@ -106,8 +106,11 @@ type Dirs = HashMap<FileKey, HashMap<Vec<String>, Vec<Arc<Watcher>>>>;
 /// Every watcher of the server.
 #[derive(Default)]
 pub(crate) struct Registry {
-    /// Watchers registered, server-wide: 0 means producers have nothing to do.
+    /// Watchers registered, server-wide: 0 (and `remote` 0) means
+    /// producers have nothing to do.
     armed: AtomicUsize,
+    /// Other cluster nodes with watchers ([`crate::cluster::notify`]).
+    remote: AtomicUsize,
     dirs: RwLock<Dirs>,
     /// Bytes held in every watcher's buffer.
     buffered: AtomicUsize,
@@ -168,9 +171,20 @@ pub(crate) enum Answer {
 }
 
 impl Registry {
-    /// True when some directory is watched (producers check this first).
+    /// True when some directory is watched, here or (on a cluster node) on
+    /// another node: producers check this first.
     pub(crate) fn active(&self) -> bool {
+        self.armed.load(Ordering::Acquire) != 0 || self.remote.load(Ordering::Acquire) != 0
+    }
+
+    /// True when some directory is watched through this node.
+    pub(crate) fn local(&self) -> bool {
         self.armed.load(Ordering::Acquire) != 0
+    }
+
+    /// How many other cluster nodes have watchers.
+    pub(crate) fn set_remote(&self, nodes: usize) {
+        self.remote.store(nodes, Ordering::Release);
     }
 
     fn dirs_read(&self) -> std::sync::RwLockReadGuard<'_, Dirs> {
@@ -244,8 +258,11 @@ pub(crate) fn arm(
         .entry(path.clone())
         .or_default()
         .push(Arc::clone(&w));
-    reg.armed.fetch_add(1, Ordering::AcqRel);
+    let first = reg.armed.fetch_add(1, Ordering::AcqRel) == 0;
     drop(dirs);
+    if first {
+        crate::cluster::notify::watching(server, true);
+    }
     // Changes other programs make there (and below it, for WATCH_TREE),
     // through the kernel.
     crate::notify_kernel::use_root(server, root, &open.share.backend);
@@ -266,6 +283,7 @@ pub(crate) fn arm(
 pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     let reg = &server.notify;
     let mut tell = None;
+    let mut last = false;
     {
         let mut dirs = reg.dirs_write();
         let mut st = lock(&w.state);
@@ -278,8 +296,8 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             if let Some(list) = by_path.get_mut(&st.path) {
                 let before = list.len();
                 list.retain(|x| !Arc::ptr_eq(x, w));
-                if list.len() != before {
-                    reg.armed.fetch_sub(1, Ordering::AcqRel);
+                if list.len() != before && reg.armed.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    last = true;
                 }
                 if list.is_empty() {
                     by_path.remove(&st.path);
@@ -295,6 +313,9 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
         }
     }
     crate::notify_kernel::drop_refs(server, w.id, w.root);
+    if last {
+        crate::cluster::notify::watching(server, false);
+    }
     if let Some(head) = tell {
         wake(server, w, head);
     }
@@ -318,7 +339,7 @@ pub(crate) fn dir_delete_pending(
     path: &RelPath,
     dir: FileKey,
 ) {
-    if !server.notify.active() {
+    if !server.notify.local() {
         return;
     }
     let Some(root) = root_key(share) else {
@@ -476,7 +497,8 @@ fn take(reg: &Registry, w: &Watcher, st: &mut WatchState, max_len: u32) -> Answe
 /// file entry locked). The changes of one call land together in each
 /// watcher's buffer (a rename's OLD_NAME and NEW_NAME are never split).
 pub(crate) fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
-    if !server.notify.active() {
+    crate::cluster::notify::forward(server, share, changes);
+    if !server.notify.local() {
         return;
     }
     if let Some(root) = root_key(share) {

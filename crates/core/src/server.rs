@@ -344,6 +344,8 @@ pub struct ServerState {
     pub(crate) logon_backoff: crate::backoff::LogonBackoff,
     /// The cluster this server is a node of ([`crate::cluster`]).
     pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::cluster::ClusterLink>>,
+    /// Other cluster nodes with CHANGE_NOTIFY watchers ([`crate::cluster::notify`]).
+    pub(crate) notify_peers: Mutex<Vec<u16>>,
     /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
     pub(crate) unsent_closes: Mutex<Vec<crate::cluster::UnsentClose>>,
 }
@@ -447,6 +449,7 @@ impl ServerState {
             logon_backoff,
             cluster: std::sync::OnceLock::new(),
             unsent_closes: Mutex::new(Vec::new()),
+            notify_peers: Mutex::new(Vec::new()),
         })
     }
 

@@ -41,6 +41,8 @@ struct Bus {
     now_ms: AtomicU64,
     /// Calls each node received.
     calls: Mutex<HashMap<u16, u64>>,
+    /// Notices (breaks, wake-ups, changes, interest) each node received.
+    posts: Mutex<HashMap<u16, u64>>,
 }
 
 struct Link {
@@ -98,6 +100,7 @@ impl ClusterLink for Link {
 
     fn post(&self, node: u16, message: Vec<u8>) {
         if let Some(server) = self.bus.server(node) {
+            *self.bus.posts.lock().unwrap().entry(node).or_default() += 1;
             let now = self.bus.now_ms.load(Ordering::Relaxed);
             assert_eq!(server.cluster_receive(&message, now), Ok(None));
         }
@@ -121,6 +124,7 @@ impl Cluster {
             down: Mutex::new(HashSet::new()),
             now_ms: AtomicU64::new(1_000),
             calls: Mutex::new(HashMap::new()),
+            posts: Mutex::new(HashMap::new()),
         });
         let nodes = (1..=n)
             .map(|node| {
@@ -176,6 +180,16 @@ impl Cluster {
         self.nodes[usize::from(heir) - 1]
             .rebuild(&parts)
             .expect("every live node hands over its opens")
+    }
+
+    fn posts_to(&self, node: u16) -> u64 {
+        self.bus
+            .posts
+            .lock()
+            .unwrap()
+            .get(&node)
+            .copied()
+            .unwrap_or(0)
     }
 
     fn calls_to(&self, node: u16) -> u64 {
@@ -671,6 +685,39 @@ fn a_cluster_node_says_its_disk_shares_are_scale_out_and_a_single_server_does_no
     let cl = Cluster::new(2, 1);
     assert_eq!(caps(&mut cl.client(2)), 0x20, "SMB2_SHARE_CAP_SCALEOUT");
     assert_eq!(caps(&mut Client::new()), 0);
+}
+
+#[test]
+fn a_change_made_through_one_node_reaches_a_watcher_on_another() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let d = a
+        .create("w", GENERIC_READ, D::OPEN_IF, 1)
+        .expect("a opens the directory");
+    let mut m = a.change_notify_msg(d, 0x17, false, 4096);
+    a.sign(&mut m);
+    let interim = a.send_frame(m).remove(0);
+    assert_eq!(interim.status(), NtStatus::PENDING, "a waits for changes");
+    b.put_file("w\\made-on-node-2.txt", b"");
+    let r = a
+        .pump()
+        .into_iter()
+        .find(|r| r.hdr.message_id == interim.hdr.message_id)
+        .expect("a's watcher was told");
+    let got: Vec<(u32, String)> = ringshare_wire::fscc::decode_notify_chain(&output_buffer(&r))
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.action, c.file_name))
+        .collect();
+    assert_eq!(got, vec![(1, "made-on-node-2.txt".to_string())], "ADDED");
+    // Once a's watch ends, the other nodes stop sending changes to node 1.
+    let before = cl.posts_to(1);
+    b.put_file("w\\sent.txt", b"");
+    assert!(cl.posts_to(1) > before, "node 1 watches: changes are sent");
+    assert_eq!(a.close(d).status(), NtStatus::SUCCESS);
+    let before = cl.posts_to(1);
+    b.put_file("w\\later.txt", b"");
+    assert_eq!(cl.posts_to(1), before, "no watcher on node 1: nothing sent");
 }
 
 #[test]

@@ -69,7 +69,7 @@ impl Cluster {
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
                  \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {share}\n\
-                 \tcontrol socket = no\n\tlog level = 2\n",
+                 \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n",
                 port = free_port(),
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
@@ -410,6 +410,35 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
         b.close(fb).unwrap();
         a.close(fa).unwrap();
     }
+    // A file made through node 2 is reported to a watcher on node 1 (the
+    // nodes' kernel change notify is off: the report crossed the nodes).
+    std::fs::create_dir(cl.share.join("watched")).unwrap();
+    if let Ok(Some(u)) = nix::unistd::User::from_name(USER_A.0) {
+        chown_tree(&cl.share, u.uid.as_raw());
+    }
+    let dir = a
+        .create("watched", READ, FILE_OPEN, FILE_DIRECTORY_FILE)
+        .expect("a opens the directory");
+    let mut body = Vec::new();
+    body.extend_from_slice(&32u16.to_le_bytes());
+    body.extend_from_slice(&0u16.to_le_bytes());
+    body.extend_from_slice(&4096u32.to_le_bytes());
+    put_file_id(&mut body, dir);
+    body.extend_from_slice(&0x17u32.to_le_bytes());
+    body.extend_from_slice(&0u32.to_le_bytes());
+    let mid = send(&mut a, Command::CHANGE_NOTIFY, &body);
+    interim(&mut a, mid);
+    let f = open(&mut b, "watched\\made-on-node-2.txt", ALL, 7).unwrap();
+    b.close(f).unwrap();
+    let Outcome::Reply(h, m) = a.wait_for(mid) else {
+        panic!("no answer to node 1's CHANGE_NOTIFY");
+    };
+    assert_eq!(h.status, NtStatus::SUCCESS);
+    let off = usize::from(u16::from_le_bytes([m[HEADER_LEN + 2], m[HEADER_LEN + 3]]));
+    let len = le32(&m[HEADER_LEN + 4..]) as usize;
+    let changes = ringshare_wire::fscc::decode_notify_chain(&m[off..off + len]).unwrap();
+    assert_eq!(changes[0].action, 1, "ADDED");
+    assert_eq!(changes[0].file_name, "made-on-node-2.txt");
     for n in &cl.nodes {
         let log = n.log();
         assert!(!log.contains("closed:"), "a node dropped a peer: {log}");

@@ -14,6 +14,7 @@
 pub(crate) mod grant;
 pub(crate) mod home;
 pub(crate) mod msg;
+pub(crate) mod notify;
 mod reclaim;
 pub(crate) mod shadow;
 
@@ -244,6 +245,14 @@ impl ServerState {
                 }
                 shadow::break_passes(self, &p.notice);
                 crate::oplock::send(self, vec![(p.route, p.notice)]);
+                Ok(None)
+            }
+            msg::Message::Changes { share, changes } => {
+                notify::received(self, &share, &changes);
+                Ok(None)
+            }
+            msg::Message::Interest { from, watching } => {
+                notify::interest(self, from, watching);
                 Ok(None)
             }
             msg::Message::Answer(_) => Err(WireError::Invalid("answer without a call")),

@@ -175,17 +175,38 @@ pub(crate) struct Post {
     pub notice: Notice,
 }
 
+/// A change made through a node, for the watchers of the others.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Change {
+    pub action: u32,
+    pub filter: u32,
+    pub path: RelPath,
+    pub stream: Option<String>,
+}
+
 /// Any message between nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Message {
     Call(Call),
     Answer(Answer),
     Post(Post),
+    /// Changes made through the sending node on share `share`.
+    Changes {
+        share: String,
+        changes: Vec<Change>,
+    },
+    /// Node `from` has (or no longer has) CHANGE_NOTIFY watchers.
+    Interest {
+        from: u16,
+        watching: bool,
+    },
 }
 
 const CALL: u8 = 1;
 const ANSWER: u8 = 2;
 const POST: u8 = 3;
+const CHANGES: u8 = 4;
+const INTEREST: u8 = 5;
 
 impl Message {
     pub fn encode(&self) -> Vec<u8> {
@@ -204,6 +225,28 @@ impl Message {
                 put_route(&mut o, p.route);
                 put_notice(&mut o, &p.notice);
             }
+            Message::Changes { share, changes } => {
+                o.put_u8(CHANGES);
+                put_str(&mut o, share);
+                o.put_u16(changes.len().min(u16::MAX as usize) as u16);
+                for c in changes.iter().take(u16::MAX as usize) {
+                    o.put_u32(c.action);
+                    o.put_u32(c.filter);
+                    put_path(&mut o, &c.path);
+                    match &c.stream {
+                        None => o.put_u8(0),
+                        Some(s) => {
+                            o.put_u8(1);
+                            put_str(&mut o, s);
+                        }
+                    }
+                }
+            }
+            Message::Interest { from, watching } => {
+                o.put_u8(INTEREST);
+                o.put_u16(*from);
+                put_bool(&mut o, *watching);
+            }
         }
         o
     }
@@ -220,6 +263,24 @@ impl Message {
                 route: get_route(&mut r)?,
                 notice: get_notice(&mut r)?,
             }),
+            CHANGES => {
+                let share = get_str(&mut r)?;
+                let n = get_count(&mut r, 4 + 4 + 2 + 1)?;
+                let mut changes = Vec::with_capacity(n);
+                for _ in 0..n {
+                    changes.push(Change {
+                        action: r.u32()?,
+                        filter: r.u32()?,
+                        path: get_path(&mut r)?,
+                        stream: get_opt(&mut r, get_str)?,
+                    });
+                }
+                Message::Changes { share, changes }
+            }
+            INTEREST => Message::Interest {
+                from: r.u16()?,
+                watching: get_bool(&mut r)?,
+            },
             _ => return Err(WireError::Invalid("unknown cluster message")),
         };
         if !r.is_empty() {
@@ -1209,6 +1270,29 @@ mod tests {
                     .into_iter()
                     .map(|notice| Message::Post(Post { route, notice })),
             )
+            .chain([
+                Message::Changes {
+                    share: "share".into(),
+                    changes: vec![
+                        Change {
+                            action: 1,
+                            filter: 1,
+                            path: RelPath::from_components(["d", "new.txt"]).unwrap(),
+                            stream: None,
+                        },
+                        Change {
+                            action: 3,
+                            filter: 0x200,
+                            path: RelPath::from_components(["f.txt"]).unwrap(),
+                            stream: Some("s".into()),
+                        },
+                    ],
+                },
+                Message::Interest {
+                    from: 2,
+                    watching: true,
+                },
+            ])
             .collect()
     }
 

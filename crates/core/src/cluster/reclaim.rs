@@ -175,6 +175,7 @@ impl ServerState {
     /// whose delete was pending goes when the gone opens were its last, as
     /// when those clients' connections end on a single server.
     pub fn forget_node(&self, node: u16) -> usize {
+        super::notify::interest(self, node, false);
         let gone = |id: u64| node_of(id) == node;
         let entries: Vec<_> = lock(&self.files)
             .iter()

@@ -117,10 +117,8 @@ impl Link {
             .is_none_or(|c| c.is_fenced())
     }
 
-    /// Read ownership and membership from the coordinator into the table;
-    /// the partitions this node gained since (marked as rebuilding) and the
-    /// nodes that left (or came back as new incarnations).
-    fn refresh(&self) -> (Vec<u32>, Vec<u16>) {
+    /// Read ownership and membership from the coordinator into the table.
+    fn refresh(&self) -> Changes {
         let guard = lock(&self.coordinator);
         let Some(c) = guard.as_ref() else {
             return Default::default();
@@ -160,19 +158,33 @@ impl Link {
             .map(|(n, _)| *n)
             .filter(|n| *n != self.node)
             .collect();
+        let joined: Vec<u16> = now
+            .iter()
+            .filter(|(n, inc)| seen.get(n) != Some(inc) && **n != self.node)
+            .map(|(n, _)| *n)
+            .collect();
         *seen = now;
-        (gained, gone)
+        Changes {
+            gained,
+            gone,
+            joined,
+        }
     }
 
     /// Read the table again; rebuild the partitions this node gained (their
     /// files' state from the other nodes' opens) before deciding for them.
     fn refresh_and_rebuild(&self, server: &std::sync::Weak<ServerState>) {
-        let (mut gained, gone) = self.refresh();
+        let Changes {
+            mut gained,
+            gone,
+            joined,
+        } = self.refresh();
         let Some(s) = server.upgrade() else { return };
         for node in gone {
             let n = s.forget_node(node);
             tracing::warn!("cluster: node {node} left; its {n} opens of files homed here are gone");
         }
+        s.announce_watchers(&joined);
         if gained.is_empty() {
             s.resend_closes();
             return;
@@ -194,11 +206,12 @@ impl Link {
                 Err(node) => {
                     tracing::warn!("cluster: node {node} did not hand over its opens; again");
                     std::thread::sleep(REFRESH);
-                    let (more, gone) = self.refresh();
-                    gained.extend(more);
-                    for node in gone {
+                    let c = self.refresh();
+                    gained.extend(c.gained);
+                    for node in c.gone {
                         s.forget_node(node);
                     }
+                    s.announce_watchers(&c.joined);
                 }
             }
             if self.fenced.load(Ordering::Acquire) {
@@ -210,6 +223,17 @@ impl Link {
         }
         s.resend_closes();
     }
+}
+
+/// What a [`Link::refresh`] found changed since the last one.
+#[derive(Default)]
+struct Changes {
+    /// Partitions this node gained (marked as rebuilding).
+    gained: Vec<u32>,
+    /// Nodes that left, or came back as new incarnations.
+    gone: Vec<u16>,
+    /// Nodes that joined (new incarnations included).
+    joined: Vec<u16>,
 }
 
 /// A running cluster node; dropping it leaves the cluster at once (as a

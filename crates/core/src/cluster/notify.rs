@@ -1,0 +1,104 @@
+//! CHANGE_NOTIFY across nodes: a change made through one node reaches the
+//! watchers of every node. A node with watchers tells the others so
+//! ([`super::msg::Message::Interest`], when its first watcher is armed and
+//! its last one ends, and to a node that joins); a node that changes
+//! something sends the change to the nodes that watch (a post each, not
+//! waited for), and they report it to their watchers as their own changes
+//! (so that their kernel's echo of it, when they share the directory, is
+//! not reported twice).
+
+use super::msg::{Change, Message};
+use crate::notify;
+use crate::server::{lock, ServerState, ShareDef};
+
+/// Send changes made through this node to the nodes that watch.
+pub(crate) fn forward(server: &ServerState, share: &ShareDef, changes: &[notify::Change<'_>]) {
+    let Some(link) = server.cluster() else {
+        return;
+    };
+    let peers = lock(&server.notify_peers).clone();
+    if peers.is_empty() {
+        return;
+    }
+    let msg = Message::Changes {
+        share: share.name.clone(),
+        changes: changes
+            .iter()
+            .map(|c| Change {
+                action: c.action,
+                filter: c.filter,
+                path: c.path.clone(),
+                stream: c.stream.map(str::to_string),
+            })
+            .collect(),
+    }
+    .encode();
+    for n in peers {
+        link.post(n, msg.clone());
+    }
+}
+
+/// This node's first watcher was armed (`true`) or its last one ended.
+pub(crate) fn watching(server: &ServerState, watching: bool) {
+    if let Some(link) = server.cluster() {
+        let me = link.node();
+        let others: Vec<u16> = link.members().into_iter().filter(|n| *n != me).collect();
+        tell(server, &others, watching);
+    }
+}
+
+fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
+    let Some(link) = server.cluster() else {
+        return;
+    };
+    let msg = Message::Interest {
+        from: link.node(),
+        watching,
+    }
+    .encode();
+    for n in nodes {
+        link.post(*n, msg.clone());
+    }
+}
+
+impl ServerState {
+    /// Nodes that joined: tell them whether this node has watchers.
+    pub fn announce_watchers(&self, nodes: &[u16]) {
+        if self.notify.local() {
+            tell(self, nodes, true);
+        }
+    }
+}
+
+/// Another node's changes, for this node's watchers.
+pub(crate) fn received(server: &ServerState, share: &str, changes: &[Change]) {
+    if !server.notify.local() {
+        return;
+    }
+    let Some(share) = server.shares().share(share).cloned() else {
+        return;
+    };
+    let Some(root) = notify::root_key(&share) else {
+        return;
+    };
+    let changes: Vec<notify::Change<'_>> = changes
+        .iter()
+        .map(|c| notify::Change {
+            action: c.action,
+            filter: c.filter,
+            path: &c.path,
+            stream: c.stream.as_deref(),
+        })
+        .collect();
+    notify::report_at(server, root, &changes, true);
+}
+
+/// Node `from` has watchers now (or no longer).
+pub(crate) fn interest(server: &ServerState, from: u16, watching: bool) {
+    let mut peers = lock(&server.notify_peers);
+    peers.retain(|n| *n != from);
+    if watching {
+        peers.push(from);
+    }
+    server.notify.set_remote(peers.len());
+}
