@@ -439,9 +439,15 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
     let changes = ringshare_wire::fscc::decode_notify_chain(&m[off..off + len]).unwrap();
     assert_eq!(changes[0].action, 1, "ADDED");
     assert_eq!(changes[0].file_name, "made-on-node-2.txt");
+    // No node dropped another's connection for a bad frame (a node that
+    // joined a moment ago is refused until the others see it in etcd).
     for n in &cl.nodes {
         let log = n.log();
-        assert!(!log.contains("closed:"), "a node dropped a peer: {log}");
+        let dropped: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("closed:") && !l.contains("is not a member of the cluster"))
+            .collect();
+        assert!(dropped.is_empty(), "a node dropped a peer: {dropped:?}");
     }
 }
 
