@@ -76,9 +76,13 @@ pub fn start(
         return Ok(None);
     }
     let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)
-        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
     let mode = if gid.is_some() { 0o660 } else { 0o600 };
+    // The socket is made with its mode (the server runs with umask 0): no
+    // moment in which others could connect. The server has one thread here.
+    let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o777 & !mode));
+    let bound = UnixListener::bind(path);
+    rustix::process::umask(old);
+    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(g) = gid {
