@@ -54,6 +54,9 @@ pub enum LogKind {
     RefusedConnection,
     /// A connection closed for breaking the protocol.
     ClosedConnection,
+    /// A connection to the cluster address refused or closed (not a
+    /// member, no proof of the cluster secret, a bad frame).
+    ClusterPeer,
 }
 
 impl LogKind {
@@ -66,12 +69,16 @@ impl LogKind {
             LogKind::HandshakeTimeout => "closing a connection that did not log on in time",
             LogKind::RefusedConnection => "refusing a connection",
             LogKind::ClosedConnection => "closing a connection",
+            LogKind::ClusterPeer => "cluster: closing a connection from",
         }
     }
 
     /// Its lines are warnings (the others are at info level).
     fn is_warning(self) -> bool {
-        matches!(self, LogKind::FailedLogon | LogKind::RefusedConnection)
+        matches!(
+            self,
+            LogKind::FailedLogon | LogKind::RefusedConnection | LogKind::ClusterPeer
+        )
     }
 }
 

@@ -45,6 +45,8 @@ struct Cluster {
     name: String,
     etcd: EtcdCluster,
     nodes: Vec<Rig>,
+    /// Each node's cluster (private) port.
+    cluster_ports: Vec<u16>,
     share: PathBuf,
     _tmp: TempDir,
 }
@@ -64,13 +66,15 @@ impl Cluster {
         )
         .unwrap();
         let mut nodes = Vec::new();
+        let mut cluster_ports = Vec::new();
         for n in 1..=NODES {
+            let port = free_port();
+            cluster_ports.push(port);
             let extra = format!(
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
                  \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {share}\n\
                  \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n",
-                port = free_port(),
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
                 share = share.display(),
@@ -87,6 +91,7 @@ impl Cluster {
             name: name.to_string(),
             etcd,
             nodes,
+            cluster_ports,
             share,
             _tmp: tmp,
         };
@@ -445,7 +450,10 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
         let log = n.log();
         let dropped: Vec<&str> = log
             .lines()
-            .filter(|l| l.contains("closed:") && !l.contains("is not a member of the cluster"))
+            .filter(|l| {
+                l.contains("cluster: closing a connection from")
+                    && !l.contains("is not a member of the cluster")
+            })
             .collect();
         assert!(dropped.is_empty(), "a node dropped a peer: {dropped:?}");
     }
@@ -632,4 +640,59 @@ fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
     }
     let log = cl.nodes[2].log();
     assert!(log.contains("this node is fenced"), "{log}");
+}
+
+#[test]
+fn a_stranger_on_the_cluster_port_gets_nothing_and_cannot_flood_the_log() {
+    let name = "stranger";
+    if !etcd_available(name) {
+        return;
+    }
+    let cl = Cluster::start(name);
+    use std::io::{Read, Write};
+    for i in 0..200u32 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", cl.cluster_ports[0])).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        // A hello that claims node 2 without the secret, or plain junk.
+        let hello: Vec<u8> = if i % 2 == 0 {
+            [
+                &b"RSCL"[..],
+                &1u16.to_le_bytes(),
+                &2u16.to_le_bytes(),
+                &[7u8; 16],
+            ]
+            .concat()
+        } else {
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()
+        };
+        let _ = s.write_all(&hello);
+        let mut answer = [0u8; 64];
+        let mut got = 0;
+        if i % 2 == 0 {
+            // The node answers a hello with its own and a MAC, then wants ours.
+            let _ = s.write_all(&[0u8; 32]);
+        }
+        while let Ok(n) = s.read(&mut answer[got..]) {
+            if n == 0 || got + n == answer.len() {
+                break;
+            }
+            got += n;
+        }
+        assert!(got <= 24 + 32, "the node sent nothing beyond its hello");
+    }
+    let log = cl.nodes[0].log();
+    let lines = log
+        .lines()
+        .filter(|l| {
+            l.contains("cluster: closing a connection from") && !l.contains("is not a member")
+        })
+        .count();
+    assert!(
+        (1..=12).contains(&lines),
+        "{lines} lines for 200 strangers:\n{log}"
+    );
+    // Node 1 still decides.
+    let mut a = cl.client(1);
+    let f = open(&mut a, "after.txt", ALL, 7).expect("node 1 still serves");
+    a.close(f).unwrap();
 }

@@ -305,12 +305,20 @@ pub fn start(
         let now_ms = started.elapsed().as_millis() as u64;
         s.cluster_receive(msg, now_ms).map_err(|w| format!("{w:?}"))
     });
+    let log_server = Arc::downgrade(server);
+    let log_admit: Arc<peer::LogAdmit> = Arc::new(move |ip| {
+        let now_ms = started.elapsed().as_millis() as u64;
+        log_server.upgrade().is_some_and(|s| {
+            s.log_admit(ip, ringshare_core::loglimit::LogKind::ClusterPeer, now_ms)
+        })
+    });
     peer::serve(
         listener,
         me,
         Arc::new(move |n| read(&members.addrs).contains_key(&n)),
         handler,
         stats.clone(),
+        log_admit,
     )
     .map_err(|x| e(format!("cluster listener: {x}")))?;
     let coordinator = join(&cfg).map_err(e)?;

@@ -238,6 +238,11 @@ fn accept(
 /// What the node does with a message from another: the answer for a call.
 pub type Handler = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>, String> + Send + Sync;
 
+/// Whether a line about the peer at this address may be logged now (the
+/// server's per-address log limit: a host that keeps connecting cannot
+/// flood the log).
+pub type LogAdmit = dyn Fn(Option<std::net::IpAddr>) -> bool + Send + Sync;
+
 /// Serve other nodes' connections on `listener` until the process ends.
 pub fn serve(
     listener: TcpListener,
@@ -245,6 +250,7 @@ pub fn serve(
     is_member: Arc<dyn Fn(u16) -> bool + Send + Sync>,
     handler: Arc<Handler>,
     stats: Arc<Stats>,
+    log_admit: Arc<LogAdmit>,
 ) -> std::io::Result<()> {
     let live = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
@@ -252,29 +258,38 @@ pub fn serve(
         .spawn(move || {
             for s in listener.incoming() {
                 let Ok(s) = s else { continue };
+                let from = s.peer_addr().ok();
                 if live.load(Ordering::Relaxed) >= INBOUND_MAX {
                     stats.refused_connections.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("cluster: too many connections from other nodes; one refused");
+                    if log_admit(from.map(|a| a.ip())) {
+                        tracing::warn!(
+                            "cluster: closing a connection from {from:?}: too many from other nodes"
+                        );
+                    }
                     continue;
                 }
-                let (me, is_member, handler, stats, live) = (
+                let (me, is_member, handler, stats, live, log_admit) = (
                     me.clone(),
                     is_member.clone(),
                     handler.clone(),
                     stats.clone(),
                     live.clone(),
+                    log_admit.clone(),
                 );
                 live.fetch_add(1, Ordering::Relaxed);
                 let spawned = std::thread::Builder::new()
                     .name("cluster-peer".into())
                     .spawn(move || {
-                        let from = s.peer_addr().ok();
                         let r = accept(&me, s, &*is_member)
                             .and_then(|(node, c)| serve_conn(c, node, &*handler, &stats));
                         if let Err(e) = r {
                             if e.kind() != std::io::ErrorKind::UnexpectedEof {
                                 stats.refused_connections.fetch_add(1, Ordering::Relaxed);
-                                tracing::warn!("cluster: connection from {from:?} closed: {e}");
+                                if log_admit(from.map(|a| a.ip())) {
+                                    tracing::warn!(
+                                        "cluster: closing a connection from {from:?}: {e}"
+                                    );
+                                }
                             }
                         }
                         live.fetch_sub(1, Ordering::Relaxed);
