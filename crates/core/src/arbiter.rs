@@ -110,9 +110,6 @@ pub(crate) fn admit_here(
     entry: &Arc<Mutex<FileEntry>>,
     ask: &OpenAsk<'_>,
 ) -> Result<Option<Grant>, NtStatus> {
-    if server.cluster().is_none() {
-        return admit_decided(server, key, entry, ask);
-    }
     let asker = cluster::node_of(ask.owner);
     let mut take = 0;
     if access::can_write(ask.wish.access) {
@@ -121,10 +118,10 @@ pub(crate) fn admit_here(
     if ask.requested != oplock::LEVEL_NONE || ask.lease_req.is_some() {
         take |= IoGrant::NO_FOREIGN_CACHING;
     }
-    grant::revoke(server, key, entry, |n| if n == asker { 0 } else { take })?;
-    let r = admit_decided(server, key, entry, ask);
-    grant::done(entry);
-    r
+    let take = |n| if n == asker { 0 } else { take };
+    grant::after_revoking(server, key, entry, take, || {
+        admit_decided(server, key, entry, ask)
+    })?
 }
 
 fn admit_decided(
@@ -184,8 +181,14 @@ fn admit_decided(
 
 /// An admitted open leaves before it was ever used (its CREATE failed
 /// after [`admit`]): a close that asked for nothing (it holds no locks).
-pub(crate) fn withdraw(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, owner: u64) {
-    close(server, key, entry, owner, false);
+pub(crate) fn withdraw(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    who: &ringshare_vfs::Who,
+) {
+    close(server, key, entry, owner, false, who);
 }
 
 /// What a close leaves behind in its file's entry.
@@ -204,13 +207,15 @@ pub(crate) struct Closed {
 
 /// Open `owner` of `key` closes (`delete_on_close`: it had asked for
 /// that): its share-mode entry, lease and byte-range locks go, opens waiting
-/// on the file try again.
+/// on the file try again. `who` is the open's user (a close sent again
+/// later removes the file as that user, as the close would have).
 pub(crate) fn close(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
     delete_on_close: bool,
+    who: &ringshare_vfs::Who,
 ) -> Closed {
     let node = match home(server, key) {
         Ok(None) => return close_here(server, key, entry, owner, delete_on_close).0,
@@ -249,6 +254,7 @@ pub(crate) fn close(
                 owner,
                 delete_on_close,
                 share,
+                who: who.clone(),
             });
             Closed {
                 remove: false,
@@ -373,15 +379,11 @@ pub(crate) fn lock_ranges_here(
     max: usize,
     now_ms: u64,
 ) -> Locked {
-    if server.cluster().is_none() {
-        return lock_decided(server, entry, owner, asks, max, now_ms);
-    }
-    if let Err(s) = grant::revoke(server, key, entry, |_| IoGrant::NO_LOCKS) {
-        return Locked::Refused(s);
-    }
-    let r = lock_decided(server, entry, owner, asks, max, now_ms);
-    grant::done(entry);
-    r
+    let take = |_| IoGrant::NO_LOCKS;
+    grant::after_revoking(server, key, entry, take, || {
+        lock_decided(server, entry, owner, asks, max, now_ms)
+    })
+    .unwrap_or_else(Locked::Refused)
 }
 
 fn lock_decided(

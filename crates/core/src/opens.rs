@@ -146,7 +146,14 @@ pub(crate) fn close_open(
         path,
         is_dir,
         newly_pending,
-    } = crate::arbiter::close(server, open.key, &open.entry, open.id, delete_on_close);
+    } = crate::arbiter::close(
+        server,
+        open.key,
+        &open.entry,
+        open.id,
+        delete_on_close,
+        &open.who,
+    );
     if newly_pending && is_dir {
         notify::dir_delete_pending(server, &open.share, &path, open.key);
     }

@@ -90,10 +90,29 @@ pub(crate) fn give(e: &mut FileEntry, node: u16) -> IoGrant {
     g
 }
 
-/// At the home, before a decision: take back from every node the parts
-/// `take(node)` names (bits of [`IoGrant`]) and wait for each to confirm.
-/// No grant is given meanwhile; call [`done`] after the decision.
-pub(crate) fn revoke(
+/// At the home: `decide`, after taking back from every node the parts of
+/// its grant `take(node)` names (nothing to do outside a cluster); no grant
+/// is given until the decision is made.
+pub(crate) fn after_revoking<T>(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    take: impl Fn(u16) -> u8,
+    decide: impl FnOnce() -> T,
+) -> Result<T, NtStatus> {
+    if server.cluster().is_none() {
+        return Ok(decide());
+    }
+    revoke(server, key, entry, take)?;
+    let r = decide();
+    done(entry);
+    Ok(r)
+}
+
+/// Take back from every node the parts `take(node)` names (bits of
+/// [`IoGrant`]) and wait for each to confirm. No grant is given meanwhile;
+/// call [`done`] after the decision.
+fn revoke(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -128,7 +147,7 @@ pub(crate) fn revoke(
 }
 
 /// The decision a [`revoke`] preceded is made: grants may be given again.
-pub(crate) fn done(entry: &Mutex<FileEntry>) {
+fn done(entry: &Mutex<FileEntry>) {
     let mut e = lock(entry);
     e.grants.revoking = e.grants.revoking.saturating_sub(1);
 }

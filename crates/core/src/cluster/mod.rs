@@ -33,8 +33,10 @@ pub(crate) struct UnsentClose {
     pub key: FileKey,
     pub owner: u64,
     pub delete_on_close: bool,
-    /// The share the file is on (to remove it when this was its last open).
+    /// The share the file is on, and the open's user: a late close that
+    /// was the last of a delete-pending file removes it as that user.
     pub share: String,
+    pub who: ringshare_vfs::Who,
 }
 
 /// Where a partition's home is now.
@@ -181,8 +183,7 @@ impl ServerState {
                     self.drop_file_entry_if_unused(u.key);
                     let share = self.shares().share(&u.share).cloned();
                     if let (Some(c), Some(s)) = (c.filter(|c| c.remove), share) {
-                        let who = ringshare_vfs::server_who();
-                        crate::opens::remove_file(self, &s, &who, &c.path, c.is_dir);
+                        crate::opens::remove_file(self, &s, &u.who, &c.path, c.is_dir);
                     }
                 }
             }

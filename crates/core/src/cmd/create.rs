@@ -646,7 +646,7 @@ fn create_or_wait(
         b.streams.push((id, key));
     }
     let leave = |s: NtStatus| {
-        arbiter::withdraw(&server, key, &entry, id);
+        arbiter::withdraw(&server, key, &entry, id, &who);
         server.drop_file_entry_if_unused(key);
         if let Some(fe) = &file_entry {
             {
