@@ -169,6 +169,7 @@ mod tests {
             owner: 1,
             access,
             share_access,
+            who: None,
         }
     }
 

@@ -54,6 +54,8 @@ pub(crate) struct OpenAsk<'a> {
     /// The connection that waits when the open must wait for breaks.
     pub conn_id: u64,
     pub now_ms: u64,
+    /// The open's user (kept with its share-mode entry).
+    pub who: Option<&'a ringshare_vfs::Who>,
 }
 
 /// Admit an open of `key` (whose entry is `entry`): `Ok(Some(grant))` when
@@ -82,6 +84,7 @@ pub(crate) fn admit(
         is_dir: ask.is_dir,
         conn_id: ask.conn_id,
         now_ms: ask.now_ms,
+        who: ask.who.cloned(),
     };
     match cluster::ask(server, node, Call::Admit(key, Box::new(owned)))? {
         Answer::Admitted(g, io) => {
@@ -158,6 +161,7 @@ fn admit_decided(
                             file_id: (ask.persistent_id, ask.owner),
                             ..Default::default()
                         },
+                        who: ask.who.cloned(),
                     });
                     let g = oplock::grant(
                         &mut e,

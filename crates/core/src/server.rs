@@ -267,13 +267,19 @@ impl FileKey {
 }
 
 /// One open's entry in a file's share-mode table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShareEntry {
     pub owner: u64,
     pub access: u32,
     pub share_access: u32,
     /// The open's oplock or lease and where its breaks go.
     pub caching: crate::oplock::Caching,
+    /// The open's user. A file's home uses it when an open of a node that
+    /// died was the last of a delete-pending file: the file is removed as
+    /// that user, as when a client's last open ends on a single server.
+    /// `None` for pipes' and streams' base-file holds (and for opens whose
+    /// user had too many groups to send between nodes).
+    pub who: Option<ringshare_vfs::Who>,
 }
 
 /// Server-wide state of one open file.

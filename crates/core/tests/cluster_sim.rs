@@ -559,6 +559,38 @@ fn a_new_home_rebuilds_share_modes_locks_leases_and_delete_pending_from_the_surv
 }
 
 #[test]
+fn a_new_home_takes_over_more_opens_than_one_message_holds_in_pages() {
+    let cl = Cluster::new(3, 3);
+    let mut b = cl.client(2);
+    // 250 files with long paths: more records than one page holds, and
+    // more bytes than one message carries (100 records of ~800 bytes).
+    let mut long = String::new();
+    for d in ["a", "b", "c"] {
+        long = format!(
+            "{long}{}{}",
+            if long.is_empty() { "" } else { "/" },
+            d.repeat(240)
+        );
+        let dir = b.create(&long, READ, D::CREATE, 1).expect("a directory");
+        b.close(dir);
+    }
+    let files: Vec<FileId> = (0..250)
+        .map(|i| open(&mut b, &format!("{long}-{i}.txt"), ALL, 0).expect("b"))
+        .collect();
+    assert_eq!(cl.kill(3, 1), 250, "every open of node 2 taken over");
+    let mut a = cl.client(1);
+    for i in [0, 99, 100, 249] {
+        let m = a.create_msg_caching(&format!("{long}-{i}.txt"), READ, 7, D::OPEN, 0, None);
+        assert_eq!(
+            a.send_frame(m)[0].status(),
+            NtStatus::SHARING_VIOLATION,
+            "file {i}: b's share mode at the new home"
+        );
+    }
+    drop(files);
+}
+
+#[test]
 fn homes_that_survive_forget_a_dead_nodes_opens_and_finish_its_pending_deletes() {
     let cl = Cluster::new(3, 1);
     let (mut b, mut c) = (cl.client(2), cl.client(3));

@@ -129,6 +129,25 @@ impl Cluster {
         owners(&mut e, &self.name)[&p].0.parse().unwrap()
     }
 
+    /// A file (made now) in a directory of user B's that others may not
+    /// write (0755), readable by all, whose home is node `n`.
+    fn file_of_b_homed_on(&self, n: u16) -> String {
+        let b = nix::unistd::User::from_name(USER_B.0).unwrap().unwrap();
+        let dir = self.share.join("bobs");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::chown(&dir, Some(b.uid.as_raw()), Some(b.gid.as_raw())).unwrap();
+        for i in 0..400 {
+            let name = format!("bobs/kept-{i}.txt");
+            std::fs::write(self.share.join(&name), b"kept").unwrap();
+            let p = self.share.join(&name);
+            std::os::unix::fs::chown(&p, Some(b.uid.as_raw()), Some(b.gid.as_raw())).unwrap();
+            if self.home_of(&name) == n {
+                return name;
+            }
+        }
+        panic!("no file homed on node {n}");
+    }
+
     /// A file (made now) whose home is each node: `[on 1, on 2, on 3]`.
     fn files_homed_on_each(&self, tag: &str) -> Vec<String> {
         let mut found: Vec<Option<String>> = vec![None; usize::from(NODES)];
@@ -528,6 +547,25 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     a.write(fa, 0, b"").ok();
     assert_eq!(open(&mut b, on1, READ, 7), Err(NtStatus::SHARING_VIOLATION));
     assert_eq!(open(&mut b, on3, READ, 7), Err(NtStatus::SHARING_VIOLATION));
+    // A delete pending on a file homed on node 1 whose last open is node
+    // 3's client (user A, who may not remove it: the directory is B's): when
+    // node 3 dies, the file's home removes it as A, so it stays, as on a
+    // single server when A's connection ends.
+    let kept = cl.file_of_b_homed_on(1);
+    let fk = open(&mut c, &kept, READ, 7).unwrap();
+    let mut bob = Raw::login(
+        cl.nodes[1].port,
+        USER_B,
+        ringshare_wire::consts::Dialect::SMB3_1_1,
+    );
+    let fbob = open(&mut bob, &kept, READ | DELETE, 7).unwrap();
+    assert_eq!(
+        status(bob.call(Command::SET_INFO, &set_info_body(fbob, 13, &[1]))),
+        NtStatus::SUCCESS
+    );
+    bob.close(fbob).unwrap();
+    assert_eq!(open(&mut b, &kept, READ, 7), Err(NtStatus::DELETE_PENDING));
+    let _ = fk;
 
     cl.nodes[2]
         .signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
@@ -553,6 +591,15 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
         t1 + t3
     );
     assert!(t1 + t3 < Duration::from_secs(10), "{t1:?} + {t3:?}");
+    // Node 1 forgot node 3's opens (the open of on1 above was decided):
+    // the delete A's open was the last of failed as A, as it does on a
+    // single server; the file is there and no longer delete-pending.
+    assert!(
+        cl.share.join(&kept).exists(),
+        "removed as someone else than A"
+    );
+    let fk = open(&mut b, &kept, READ, 7).expect("no delete pending any more");
+    b.close(fk).unwrap();
     // Another partition of the dead node may still be taken over (its new
     // home rebuilding): FILE_NOT_AVAILABLE until then, never a wrong yes.
     let (refused, ts) = within(Duration::from_secs(10), || {

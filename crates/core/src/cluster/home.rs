@@ -45,6 +45,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 is_dir: ask.is_dir,
                 conn_id: ask.conn_id,
                 now_ms,
+                who: ask.who.as_ref(),
             };
             let r = arbiter::admit_here(server, key, &entry, &open);
             if !matches!(r, Ok(Some(_))) {

@@ -34,7 +34,15 @@ pub(crate) struct Ask {
     pub is_dir: bool,
     pub conn_id: u64,
     pub now_ms: u64,
+    /// The open's user (`None` when it has more groups than a message
+    /// carries, [`WHO_GROUPS_MAX`]).
+    pub who: Option<ringshare_vfs::Who>,
 }
+
+/// The most supplementary groups a user sent between nodes has: a user
+/// with more is sent as unknown (its home then leaves a delete-pending
+/// file that a dead node's open of it was the last of, and says so).
+pub(crate) const WHO_GROUPS_MAX: usize = 1024;
 
 /// A decision asked of a file's home.
 #[derive(Debug, Clone, PartialEq)]
@@ -473,6 +481,39 @@ fn put_ask(o: &mut Vec<u8>, a: &Ask) {
     put_bool(o, a.is_dir);
     o.put_u64(a.conn_id);
     o.put_u64(a.now_ms);
+    put_who(o, a.who.as_ref());
+}
+
+/// A user: uid, gid and groups, or nothing (unknown, or too many groups).
+fn put_who(o: &mut Vec<u8>, who: Option<&ringshare_vfs::Who>) {
+    match who.filter(|w| w.groups().len() <= WHO_GROUPS_MAX) {
+        None => o.put_u8(0),
+        Some(w) => {
+            o.put_u8(1);
+            o.put_u32(w.uid());
+            o.put_u32(w.gid());
+            o.put_u16(w.groups().len() as u16);
+            for g in w.groups() {
+                o.put_u32(*g);
+            }
+        }
+    }
+}
+
+fn get_who(r: &mut Reader<'_>) -> Result<Option<ringshare_vfs::Who>, WireError> {
+    get_opt(r, |r| {
+        let (uid, gid) = (r.u32()?, r.u32()?);
+        let n = get_count(r, 4)?;
+        if n > WHO_GROUPS_MAX {
+            return Err(WireError::Invalid("a user with too many groups"));
+        }
+        let mut groups = Vec::with_capacity(n);
+        for _ in 0..n {
+            groups.push(r.u32()?);
+        }
+        let c = ringshare_vfs::Creds::new(uid, gid, groups);
+        Ok(ringshare_vfs::creds::intern(c))
+    })
 }
 
 fn get_ask(r: &mut Reader<'_>) -> Result<Ask, WireError> {
@@ -495,6 +536,7 @@ fn get_ask(r: &mut Reader<'_>) -> Result<Ask, WireError> {
         is_dir: get_bool(r)?,
         conn_id: r.u64()?,
         now_ms: r.u64()?,
+        who: get_who(r)?,
     })
 }
 
@@ -950,6 +992,13 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Notice, WireError> {
     })
 }
 
+/// How many bytes `rec` takes in a message.
+pub(crate) fn record_len(rec: &Record) -> usize {
+    let mut o = Vec::new();
+    put_record(&mut o, rec);
+    o.len()
+}
+
 fn put_record(o: &mut Vec<u8>, rec: &Record) {
     put_key(o, rec.key);
     put_str(o, &rec.share);
@@ -968,6 +1017,7 @@ fn put_record(o: &mut Vec<u8>, rec: &Record) {
         put_route(o, c.route);
         o.put_u64(c.file_id.0);
         o.put_u64(c.file_id.1);
+        put_who(o, s.who.as_ref());
     }
     o.put_u16(rec.locks.len().min(u16::MAX as usize) as u16);
     for l in rec.locks.iter().take(u16::MAX as usize) {
@@ -993,7 +1043,7 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
     let is_dir = get_bool(r)?;
     let delete_pending = get_bool(r)?;
     // Each list's items are at least this many bytes (bounds the counts).
-    let n = get_count(r, 8 + 4 + 4 + 1 + 1 + 1 + 16 + 16)?;
+    let n = get_count(r, 8 + 4 + 4 + 1 + 1 + 1 + 16 + 16 + 1)?;
     let mut opens = Vec::with_capacity(n);
     for _ in 0..n {
         opens.push(ShareEntry {
@@ -1008,6 +1058,7 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
                 route: get_route(r)?,
                 file_id: (r.u64()?, r.u64()?),
             },
+            who: get_who(r)?,
         });
     }
     let n = get_count(r, 25)?;
@@ -1095,6 +1146,11 @@ mod tests {
             is_dir: false,
             conn_id: route.conn_id,
             now_ms: 1234,
+            who: Some(ringshare_vfs::creds::intern(ringshare_vfs::Creds::new(
+                1001,
+                1002,
+                vec![5, 7, 1002],
+            ))),
         };
         let l = ByteRangeLock {
             offset: 10,
@@ -1120,6 +1176,7 @@ mod tests {
                     route,
                     file_id: (1, 2),
                 },
+                who: ask.who.clone(),
             }],
             locks: vec![l],
             leases: vec![oplock::Lease {
@@ -1305,6 +1362,26 @@ mod tests {
             for n in 0..bytes.len() {
                 assert!(Message::decode(&bytes[..n]).is_err(), "{m:?} cut at {n}");
             }
+        }
+    }
+
+    #[test]
+    fn a_user_with_more_groups_than_a_message_carries_is_sent_as_unknown() {
+        let many: Vec<u32> = (0..=WHO_GROUPS_MAX as u32).collect();
+        let mut ask = match samples().remove(0) {
+            Message::Call(Call::Admit(_, a)) => *a,
+            m => panic!("the first sample is an admit: {m:?}"),
+        };
+        ask.who = Some(ringshare_vfs::creds::intern(ringshare_vfs::Creds::new(
+            1, 1, many,
+        )));
+        let m = Message::Call(Call::Admit(key(1), Box::new(ask.clone())));
+        match Message::decode(&m.encode()) {
+            Ok(Message::Call(Call::Admit(_, a))) => {
+                assert_eq!(a.who, None);
+                assert_eq!(a.path, ask.path);
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -27,9 +27,12 @@ pub(crate) struct Record {
     pub leases: Vec<Lease>,
 }
 
-/// Records a page of [`records`] holds at most (a page stays far below
-/// the message size limit).
+/// Records a page of [`records`] holds at most.
 pub(crate) const RECORDS_PER_PAGE: usize = 100;
+
+/// The encoded size a page of records stays within (after its first
+/// record), well below the message size limit.
+const PAGE_BYTES: usize = super::MESSAGE_MAX / 2;
 
 /// The records of this node's opens of files in `parts` whose keys come
 /// after `after` (in key order), at most [`RECORDS_PER_PAGE`] files; and
@@ -54,10 +57,18 @@ pub(crate) fn records(
     let order = |k: &FileKey| (k.dev, k.ino, k.stream);
     entries.retain(|(k, _)| after.is_none_or(|a| order(k) > order(&a)));
     entries.sort_by_key(|(k, _)| order(k));
-    let next = (entries.len() > RECORDS_PER_PAGE).then(|| entries[RECORDS_PER_PAGE - 1].0);
+    let (mut next, mut last) = (None, None);
     let mut out = Vec::new();
+    let mut bytes = 0;
     let mut emptied = Vec::new();
-    for (key, entry) in entries.into_iter().take(RECORDS_PER_PAGE) {
+    for (key, entry) in entries {
+        if out.len() == RECORDS_PER_PAGE || bytes > PAGE_BYTES {
+            // Full: the caller asks again for the files after the last one
+            // looked at.
+            next = last;
+            break;
+        }
+        last = Some(key);
         let mut e = lock(&entry);
         // The new home gives I/O grants anew; the old one's are void.
         e.grants = Default::default();
@@ -80,7 +91,7 @@ pub(crate) fn records(
             emptied.push(key);
             continue;
         }
-        out.push(Record {
+        let rec = Record {
             key,
             share: e.share.clone(),
             path: e.path.clone(),
@@ -89,7 +100,9 @@ pub(crate) fn records(
             opens: e.opens.clone(),
             locks: own_locks,
             leases: e.leases.clone(),
-        });
+        };
+        bytes += super::msg::record_len(&rec);
+        out.push(rec);
     }
     for key in emptied {
         server.drop_file_entry_if_unused(key);
@@ -188,6 +201,14 @@ impl ServerState {
             let mut e = lock(&entry);
             super::grant::forget(&mut e, node);
             let before = e.opens.len();
+            // The user of the gone node's last open of the file: a pending
+            // delete is carried out as that user.
+            let last_who = e
+                .opens
+                .iter()
+                .rev()
+                .find(|o| gone(o.owner))
+                .map(|o| o.who.clone());
             e.opens.retain(|o| !gone(o.owner));
             if e.opens.len() == before {
                 continue;
@@ -219,21 +240,24 @@ impl ServerState {
                 emptied.push((
                     key,
                     e.delete_pending
-                        .then(|| (e.share.clone(), e.path.clone(), e.is_dir)),
+                        .then(|| (e.share.clone(), e.path.clone(), e.is_dir, last_who)),
                 ));
             }
         }
         crate::oplock::send(self, wakes);
         for (key, remove) in emptied {
             self.drop_file_entry_if_unused(key);
-            let Some((share, path, is_dir)) = remove else {
+            let Some((share, path, is_dir, who)) = remove else {
                 continue;
             };
-            match self.shares().share(&share).cloned() {
-                Some(s) => {
-                    crate::opens::remove_file(self, &s, &ringshare_vfs::server_who(), &path, is_dir)
-                }
-                None => tracing::warn!(share, "a gone node's delete-pending file is left"),
+            match (self.shares().share(&share).cloned(), who.flatten()) {
+                (Some(s), Some(who)) => crate::opens::remove_file(self, &s, &who, &path, is_dir),
+                (_, who) => tracing::warn!(
+                    share,
+                    ?path,
+                    user_known = who.is_some(),
+                    "a gone node's delete-pending file is left (its share or its last opener's user is not known here)"
+                ),
             }
         }
         forgotten

@@ -32,6 +32,7 @@ pub(crate) fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
             file_id: (ask.persistent_id, ask.owner),
             ..Default::default()
         },
+        who: ask.who.cloned(),
     });
     if let Some(id) = lease {
         match e.leases.iter_mut().find(|l| l.id == id) {

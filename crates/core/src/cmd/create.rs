@@ -609,6 +609,7 @@ fn create_or_wait(
         is_dir,
         conn_id: core.conn_id,
         now_ms: core.now.mono_ms,
+        who: Some(&who),
     };
     let joined = arbiter::admit(&server, key, &entry, &open_ask);
     let grant = match joined {
@@ -642,6 +643,7 @@ fn create_or_wait(
             access: 0,
             share_access: 7,
             caching: Default::default(),
+            who: None,
         });
         b.streams.push((id, key));
     }
