@@ -455,6 +455,80 @@ pub(crate) fn decide(
     }
 }
 
+/// What a reconnect names and who asks ([`take_matching`]).
+pub(crate) struct Reconnect<'a> {
+    /// DH2C's CreateGuid (`None` for DHnC).
+    pub create_guid: Option<[u8; 16]>,
+    /// The lease key of the reconnect's lease context, if any.
+    pub lease_key: Option<[u8; 16]>,
+    pub client_guid: [u8; 16],
+    /// The name in the CREATE (without `::$DATA`).
+    pub name: &'a str,
+    pub share: &'a str,
+    pub owner: &'a Owner,
+}
+
+/// Take the parked open `file_id` out of the table if the reconnect
+/// `r` may have it (every check with the table locked; the open leaves it
+/// only when all pass). Anything that does not match gets
+/// OBJECT_NAME_NOT_FOUND and learns nothing, except another user
+/// (ACCESS_DENIED) and a lease key that matches on another name
+/// (INVALID_PARAMETER), as Windows and Samba answer.
+pub(crate) fn take_matching(
+    server: &ServerState,
+    file_id: ringshare_wire::FileId,
+    r: &Reconnect<'_>,
+) -> Result<Parked, ringshare_wire::NtStatus> {
+    use ringshare_wire::NtStatus;
+    let mut t = lock(&server.durables);
+    let p = t
+        .get(file_id.persistent)
+        .filter(|p| p.open.id == file_id.volatile)
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let d = &p.durability;
+    // DHnC reconnects any durable open (a version 2 one too, as on
+    // Samba: smbtorture smb2.durable-v2-open.reopen2b); DH2C one whose
+    // CreateGuid (zero for DHnQ) it names.
+    // The ClientGuid matters only through a lease's key (an open with an
+    // oplock may come back from a client with another ClientGuid, as
+    // Windows and Samba allow: smbtorture smb2.durable-v2-open.reopen1a).
+    if r.create_guid.is_some_and(|g| g != d.create_guid) {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    let held_lease = {
+        let e = lock(&p.open.entry);
+        e.opens
+            .iter()
+            .find(|s| s.owner == p.open.id)
+            .and_then(|s| s.caching.lease)
+    };
+    match (held_lease, r.lease_key) {
+        (None, None) => {}
+        (Some(l), Some(key)) if l.key == key && l.client_guid == r.client_guid => {
+            let path = lock(&p.open.state).path.clone();
+            let same_name = crate::path::parse_smb_path(r.name).is_ok_and(|n| {
+                n.to_slash_path()
+                    .eq_ignore_ascii_case(&path.to_slash_path())
+            });
+            if !same_name {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+        }
+        _ => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+    }
+    if !p.share.eq_ignore_ascii_case(r.share) {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    if d.owner != *r.owner {
+        tracing::info!(
+            user = %r.owner.user,
+            "refusing to reconnect another user's durable open"
+        );
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(t.take(file_id.persistent).expect("looked up above"))
+}
+
 /// DHnC / DH2C ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12): give a parked open back to
 /// its client on this connection, under the same FileId. The name, access,
 /// dispositions and options of the request do not matter (only, for an
@@ -468,7 +542,6 @@ pub(crate) fn reconnect(
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
 ) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
-    use ringshare_wire::consts::CreateAction;
     use ringshare_wire::create::ContextTag;
     use ringshare_wire::NtStatus;
 
@@ -512,55 +585,27 @@ pub(crate) fn reconnect(
     };
     let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
 
-    // Every check with the table locked; the open leaves it only when all pass.
-    let parked = {
-        let mut t = lock(&server.durables);
-        let p = t
-            .get(file_id.persistent)
-            .filter(|p| p.open.id == file_id.volatile)
-            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
-        let d = &p.durability;
-        // DHnC reconnects any durable open (a version 2 one too, as on
-        // Samba: smbtorture smb2.durable-v2-open.reopen2b); DH2C one whose
-        // CreateGuid (zero for DHnQ) it names.
-        // The ClientGuid matters only through a lease's key (an open with an
-        // oplock may come back from a client with another ClientGuid, as
-        // Windows and Samba allow: smbtorture smb2.durable-v2-open.reopen1a).
-        if create_guid.is_some_and(|g| g != d.create_guid) {
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-        }
-        let held_lease = {
-            let e = lock(&p.open.entry);
-            e.opens
-                .iter()
-                .find(|s| s.owner == p.open.id)
-                .and_then(|s| s.caching.lease)
-        };
-        match (held_lease, lease_key) {
-            (None, None) => {}
-            (Some(l), Some(key)) if l.key == key && l.client_guid == client_guid => {
-                let path = lock(&p.open.state).path.clone();
-                let same_name = crate::path::parse_smb_path(name).is_ok_and(|n| {
-                    n.to_slash_path()
-                        .eq_ignore_ascii_case(&path.to_slash_path())
-                });
-                if !same_name {
-                    return Err(NtStatus::INVALID_PARAMETER);
-                }
+    let wanted = Reconnect {
+        create_guid,
+        lease_key,
+        client_guid,
+        name,
+        share: &share_name,
+        owner: &owner,
+    };
+    let parked = match take_matching(&server, file_id, &wanted) {
+        Ok(p) => p,
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
+            // Kept by another node of the cluster (the volatile id says
+            // which): that node hands it over, or it is gone with it.
+            if let Some(node) = crate::cluster::handover::holder(&server, file_id.volatile) {
+                return crate::cluster::handover::reconnect_from(
+                    core, req, &sref, node, file_id, &wanted,
+                );
             }
-            _ => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-        }
-        if !p.share.eq_ignore_ascii_case(&share_name) {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
-        if d.owner != owner {
-            tracing::info!(
-                user = %owner.user,
-                "refusing to reconnect another user's durable open"
-            );
-            return Err(NtStatus::ACCESS_DENIED);
-        }
-        t.take(file_id.persistent).expect("looked up above")
+        Err(s) => return Err(s),
     };
 
     // The open again, on this session and tree, routed to this connection.
@@ -583,6 +628,21 @@ pub(crate) fn reconnect(
         });
         (caching, lease)
     };
+    if crate::cluster::handover::homed_elsewhere(&server, old.key) {
+        // The file's home routes the open's breaks to this connection now.
+        let moved = crate::cluster::handover::Moved {
+            from: old.id,
+            to: old.id,
+            route,
+            who: Some(old.who.clone()),
+        };
+        if let Err(s) = crate::cluster::handover::transfer(&server, old.key, &old.entry, moved) {
+            tracing::warn!(
+                ?s,
+                "the home of a reconnected durable open's file did not learn its new connection"
+            );
+        }
+    }
     let state = {
         let s = lock(&old.state);
         crate::state::OpenState {
@@ -621,30 +681,53 @@ pub(crate) fn reconnect(
         stream: None,
     };
     drop(old);
-    let attr = open.node.stat().map_err(crate::fsmap::status_of);
-    let attr = match attr {
+    let lease_key = lease_key.and(caching.lease.map(|l| l.key));
+    finish(
+        core,
+        req,
+        &sref,
+        open,
+        caching.level,
+        lease.as_ref(),
+        lease_key,
+        file_id,
+    )
+}
+
+/// A reconnected open (here or handed over from another node) joins the
+/// session: the CREATE answer, with the lease when the reconnect named
+/// one (`lease` and `lease_key`). An open that cannot join is closed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    core: &crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    sref: &crate::state::SessionRef,
+    open: Open,
+    level: u8,
+    lease: Option<&crate::oplock::Grant>,
+    lease_key: Option<[u8; 16]>,
+    file_id: ringshare_wire::FileId,
+) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use ringshare_wire::consts::CreateAction;
+    use ringshare_wire::NtStatus;
+    let server = &core.server;
+    let attr = match open.node.stat().map_err(crate::fsmap::status_of) {
         Ok(a) => a,
         Err(s) => {
-            crate::opens::close_open(&server, Arc::new(open), false);
+            crate::opens::close_open(server, Arc::new(open), false);
             return Err(s);
         }
     };
     let mut contexts = Vec::new();
-    if let (Some(g), Some(_)) = (&lease, lease_key) {
-        let key = caching.lease.map_or([0; 16], |l| l.key);
+    if let (Some(g), Some(key)) = (lease, lease_key) {
         contexts.push(crate::cmd::create::lease_context(key, g));
     }
-    let body = crate::cmd::create::response_body(
-        &attr,
-        caching.level,
-        CreateAction::OPENED,
-        file_id,
-        contexts,
-    );
-    let mut session = lock(&sref);
+    let body =
+        crate::cmd::create::response_body(&attr, level, CreateAction::OPENED, file_id, contexts);
+    let mut session = lock(sref);
     if session.closed {
         drop(session);
-        crate::opens::close_open(&server, Arc::new(open), false);
+        crate::opens::close_open(server, Arc::new(open), false);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
     tracing::debug!(id = open.id, "durable open reconnected");

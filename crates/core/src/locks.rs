@@ -137,6 +137,17 @@ impl LockList {
         before - self.locks.len()
     }
 
+    /// Give every lock of open `from` to open `to` (an open handed over to
+    /// another node under a new id). Returns how many moved.
+    pub fn rekey_owner(&mut self, from: OwnerId, to: OwnerId) -> usize {
+        let mut n = 0;
+        for l in self.locks.iter_mut().filter(|l| l.owner == from) {
+            l.owner = to;
+            n += 1;
+        }
+        n
+    }
+
     /// Every lock held, in the order they were taken.
     pub fn iter(&self) -> impl Iterator<Item = &ByteRangeLock> {
         self.locks.iter()

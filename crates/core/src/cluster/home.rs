@@ -21,6 +21,12 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             grant::give_back(server, *key, *clear);
             return Answer::Done;
         }
+        Call::GiveUp(ask) => {
+            return match super::handover::give_up(server, ask) {
+                Ok(h) => Answer::GivenUp(Box::new(h)),
+                Err(s) => Answer::Refused(s),
+            };
+        }
         _ => {}
     }
     let Some(key) = key_of(&call) else {
@@ -187,7 +193,21 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
-        Call::Reclaim { .. } | Call::Revoke { .. } => Answer::Refused(NtStatus::INVALID_PARAMETER),
+        Call::Transfer(key, moved) => {
+            let Some(entry) = server.existing_file_entry(key) else {
+                return Answer::Refused(NtStatus::OBJECT_NAME_NOT_FOUND);
+            };
+            match super::handover::transfer_here(server, key, &entry, &moved) {
+                Ok(mut t) => {
+                    t.grant = grant::give(&mut lock(&entry), node_of(moved.to)).0;
+                    Answer::Transferred(Box::new(t))
+                }
+                Err(s) => Answer::Refused(s),
+            }
+        }
+        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) => {
+            Answer::Refused(NtStatus::INVALID_PARAMETER)
+        }
     }
 }
 
@@ -204,7 +224,8 @@ fn key_of(call: &Call) -> Option<FileKey> {
         | Call::Rename { key, .. }
         | Call::Moved(key, _)
         | Call::AckOplock { key, .. }
-        | Call::AckLease { key, .. } => *key,
-        Call::Reclaim { .. } | Call::Revoke { .. } => return None,
+        | Call::AckLease { key, .. }
+        | Call::Transfer(key, _) => *key,
+        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) => return None,
     })
 }

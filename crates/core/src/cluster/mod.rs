@@ -12,6 +12,7 @@
 //! exactly as before: every file is homed here.
 
 pub(crate) mod grant;
+pub(crate) mod handover;
 pub(crate) mod home;
 pub(crate) mod msg;
 pub(crate) mod notify;

@@ -11,6 +11,7 @@ use ringshare_wire::create::{Lease, LeaseV2};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::{FileId, NtStatus, Reader, WireError, WriteExt};
 
+use super::handover::{GiveUpAsk, HandOver, Moved, Transferred};
 use super::reclaim::Record;
 use crate::arbiter::Closed;
 use crate::locks::ByteRangeLock;
@@ -119,6 +120,11 @@ pub(crate) enum Call {
         parts: Vec<u32>,
         after: Option<FileKey>,
     },
+    /// Asked of the node keeping a disconnected durable open: give it up
+    /// to the asking node ([`super::handover`]).
+    GiveUp(Box<GiveUpAsk>),
+    /// At the file's home: an open moves to a new id on another node.
+    Transfer(FileKey, Box<Moved>),
 }
 
 /// A home's answer.
@@ -156,6 +162,10 @@ pub(crate) enum Answer {
         records: Vec<Record>,
         next: Option<FileKey>,
     },
+    /// A disconnected open given up ([`Call::GiveUp`]).
+    GivenUp(Box<HandOver>),
+    /// An open moved ([`Call::Transfer`]).
+    Transferred(Box<Transferred>),
 }
 
 impl Answer {
@@ -555,6 +565,8 @@ mod tag {
     pub const ACK_LEASE: u8 = 12;
     pub const RECLAIM: u8 = 13;
     pub const REVOKE: u8 = 14;
+    pub const GIVE_UP: u8 = 15;
+    pub const TRANSFER: u8 = 16;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -702,6 +714,26 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             }
             put_opt(o, *after, put_key);
         }
+        Call::GiveUp(a) => {
+            o.put_u8(tag::GIVE_UP);
+            o.put_u64(a.file_id.persistent);
+            o.put_u64(a.file_id.volatile);
+            put_opt(o, a.create_guid, |o, g| o.put_bytes(&g));
+            put_opt(o, a.lease_key, |o, g| o.put_bytes(&g));
+            o.put_bytes(&a.client_guid);
+            put_str(o, &a.name);
+            put_str(o, &a.share);
+            o.put_u32(a.uid);
+            put_str(o, &a.user);
+        }
+        Call::Transfer(key, m) => {
+            o.put_u8(tag::TRANSFER);
+            put_key(o, *key);
+            o.put_u64(m.from);
+            o.put_u64(m.to);
+            put_route(o, m.route);
+            put_who(o, m.who.as_ref());
+        }
     }
 }
 
@@ -797,6 +829,28 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
                 after: get_opt(r, get_key)?,
             }
         }
+        tag::GIVE_UP => Call::GiveUp(Box::new(GiveUpAsk {
+            file_id: FileId {
+                persistent: r.u64()?,
+                volatile: r.u64()?,
+            },
+            create_guid: get_opt(r, |r| r.array())?,
+            lease_key: get_opt(r, |r| r.array())?,
+            client_guid: r.array()?,
+            name: get_str(r)?,
+            share: get_str(r)?,
+            uid: r.u32()?,
+            user: get_str(r)?,
+        })),
+        tag::TRANSFER => Call::Transfer(
+            get_key(r)?,
+            Box::new(Moved {
+                from: r.u64()?,
+                to: r.u64()?,
+                route: get_route(r)?,
+                who: get_who(r)?,
+            }),
+        ),
         _ => return Err(WireError::Invalid("unknown cluster call")),
     })
 }
@@ -812,6 +866,8 @@ mod answer {
     pub const LEVEL: u8 = 8;
     pub const PENDING: u8 = 9;
     pub const RECORDS: u8 = 10;
+    pub const GIVEN_UP: u8 = 11;
+    pub const TRANSFERRED: u8 = 12;
 }
 
 fn put_answer(o: &mut Vec<u8>, a: &Answer) {
@@ -872,6 +928,40 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
             }
             put_opt(o, *next, put_key);
         }
+        Answer::GivenUp(h) => {
+            o.put_u8(answer::GIVEN_UP);
+            put_key(o, h.key);
+            put_path(o, &h.path);
+            put_bool(o, h.is_dir);
+            o.put_u32(h.access);
+            o.put_u32(h.share_access);
+            o.put_u32(h.create_options);
+            o.put_u64(h.position);
+            o.put_u32(h.mode);
+            o.put_u8(h.kind);
+            o.put_u64(h.timeout_ms);
+            o.put_bytes(&h.durable_create_guid);
+            o.put_bytes(&h.durable_client_guid);
+            put_opt(o, h.create_guid, |o, (a, b)| {
+                o.put_bytes(&a);
+                o.put_bytes(&b);
+            });
+            o.put_u32(h.create_action);
+            put_opt(o, h.lock_sequences, |o, s| o.put_bytes(&s));
+            o.put_u32(h.notify_on_close);
+            put_bool(o, h.posix_rename);
+        }
+        Answer::Transferred(t) => {
+            o.put_u8(answer::TRANSFERRED);
+            put_share_entry(o, &t.open);
+            put_opt(o, t.lease.as_ref(), put_lease);
+            o.put_u16(t.locks.len().min(u16::MAX as usize) as u16);
+            for l in t.locks.iter().take(u16::MAX as usize) {
+                put_lock(o, *l);
+            }
+            put_bool(o, t.delete_pending);
+            o.put_u8(t.grant);
+        }
     }
 }
 
@@ -923,6 +1013,41 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
                 records,
                 next: get_opt(r, get_key)?,
             }
+        }
+        answer::GIVEN_UP => Answer::GivenUp(Box::new(HandOver {
+            key: get_key(r)?,
+            path: get_path(r)?,
+            is_dir: get_bool(r)?,
+            access: r.u32()?,
+            share_access: r.u32()?,
+            create_options: r.u32()?,
+            position: r.u64()?,
+            mode: r.u32()?,
+            kind: r.u8()?,
+            timeout_ms: r.u64()?,
+            durable_create_guid: r.array()?,
+            durable_client_guid: r.array()?,
+            create_guid: get_opt(r, |r| Ok((r.array()?, r.array()?)))?,
+            create_action: r.u32()?,
+            lock_sequences: get_opt(r, |r| r.array())?,
+            notify_on_close: r.u32()?,
+            posix_rename: get_bool(r)?,
+        })),
+        answer::TRANSFERRED => {
+            let open = get_share_entry(r)?;
+            let lease = get_opt(r, get_lease)?;
+            let n = get_count(r, 25)?;
+            let mut locks = Vec::with_capacity(n);
+            for _ in 0..n {
+                locks.push(get_lock(r)?);
+            }
+            Answer::Transferred(Box::new(Transferred {
+                open,
+                lease,
+                locks,
+                delete_pending: get_bool(r)?,
+                grant: r.u8()?,
+            }))
         }
         _ => return Err(WireError::Invalid("unknown cluster answer")),
     })
@@ -1007,17 +1132,7 @@ fn put_record(o: &mut Vec<u8>, rec: &Record) {
     put_bool(o, rec.delete_pending);
     o.put_u16(rec.opens.len().min(u16::MAX as usize) as u16);
     for s in rec.opens.iter().take(u16::MAX as usize) {
-        o.put_u64(s.owner);
-        o.put_u32(s.access);
-        o.put_u32(s.share_access);
-        let c = &s.caching;
-        o.put_u8(c.level);
-        put_opt(o, c.breaking_to, |o, v| o.put_u8(v));
-        put_opt(o, c.lease, put_lease_id);
-        put_route(o, c.route);
-        o.put_u64(c.file_id.0);
-        o.put_u64(c.file_id.1);
-        put_who(o, s.who.as_ref());
+        put_share_entry(o, s);
     }
     o.put_u16(rec.locks.len().min(u16::MAX as usize) as u16);
     for l in rec.locks.iter().take(u16::MAX as usize) {
@@ -1025,15 +1140,66 @@ fn put_record(o: &mut Vec<u8>, rec: &Record) {
     }
     o.put_u16(rec.leases.len().min(u16::MAX as usize) as u16);
     for l in rec.leases.iter().take(u16::MAX as usize) {
-        put_lease_id(o, l.id);
-        o.put_u32(l.state);
-        put_opt(o, l.breaking_to, |o, v| o.put_u32(v));
-        o.put_u32(l.required);
-        o.put_u16(l.epoch);
-        put_bool(o, l.v2);
-        put_opt(o, l.parent_key, |o, k| o.put_bytes(&k));
-        put_route(o, l.route);
+        put_lease(o, l);
     }
+}
+
+fn put_share_entry(o: &mut Vec<u8>, s: &ShareEntry) {
+    o.put_u64(s.owner);
+    o.put_u32(s.access);
+    o.put_u32(s.share_access);
+    let c = &s.caching;
+    o.put_u8(c.level);
+    put_opt(o, c.breaking_to, |o, v| o.put_u8(v));
+    put_opt(o, c.lease, put_lease_id);
+    put_route(o, c.route);
+    o.put_u64(c.file_id.0);
+    o.put_u64(c.file_id.1);
+    put_who(o, s.who.as_ref());
+}
+
+fn get_share_entry(r: &mut Reader<'_>) -> Result<ShareEntry, WireError> {
+    Ok(ShareEntry {
+        owner: r.u64()?,
+        access: r.u32()?,
+        share_access: r.u32()?,
+        caching: Caching {
+            level: r.u8()?,
+            breaking_to: get_opt(r, |r| r.u8())?,
+            break_deadline_ms: 0,
+            lease: get_opt(r, get_lease_id)?,
+            route: get_route(r)?,
+            file_id: (r.u64()?, r.u64()?),
+        },
+        who: get_who(r)?,
+    })
+}
+
+/// A lease's state at its file (a break in flight is not sent: the
+/// receiver takes it as ended at its target).
+fn put_lease(o: &mut Vec<u8>, l: &oplock::Lease) {
+    put_lease_id(o, l.id);
+    o.put_u32(l.state);
+    put_opt(o, l.breaking_to, |o, v| o.put_u32(v));
+    o.put_u32(l.required);
+    o.put_u16(l.epoch);
+    put_bool(o, l.v2);
+    put_opt(o, l.parent_key, |o, k| o.put_bytes(&k));
+    put_route(o, l.route);
+}
+
+fn get_lease(r: &mut Reader<'_>) -> Result<oplock::Lease, WireError> {
+    Ok(oplock::Lease {
+        id: get_lease_id(r)?,
+        state: r.u32()?,
+        breaking_to: get_opt(r, |r| r.u32())?,
+        required: r.u32()?,
+        break_deadline_ms: 0,
+        epoch: r.u16()?,
+        v2: get_bool(r)?,
+        parent_key: get_opt(r, |r| r.array())?,
+        route: get_route(r)?,
+    })
 }
 
 fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
@@ -1046,20 +1212,7 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
     let n = get_count(r, 8 + 4 + 4 + 1 + 1 + 1 + 16 + 16 + 1)?;
     let mut opens = Vec::with_capacity(n);
     for _ in 0..n {
-        opens.push(ShareEntry {
-            owner: r.u64()?,
-            access: r.u32()?,
-            share_access: r.u32()?,
-            caching: Caching {
-                level: r.u8()?,
-                breaking_to: get_opt(r, |r| r.u8())?,
-                break_deadline_ms: 0,
-                lease: get_opt(r, get_lease_id)?,
-                route: get_route(r)?,
-                file_id: (r.u64()?, r.u64()?),
-            },
-            who: get_who(r)?,
-        });
+        opens.push(get_share_entry(r)?);
     }
     let n = get_count(r, 25)?;
     let mut locks = Vec::with_capacity(n);
@@ -1069,17 +1222,7 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
     let n = get_count(r, 32 + 4 + 1 + 4 + 2 + 1 + 1 + 16)?;
     let mut leases = Vec::with_capacity(n);
     for _ in 0..n {
-        leases.push(oplock::Lease {
-            id: get_lease_id(r)?,
-            state: r.u32()?,
-            breaking_to: get_opt(r, |r| r.u32())?,
-            required: r.u32()?,
-            break_deadline_ms: 0,
-            epoch: r.u16()?,
-            v2: get_bool(r)?,
-            parent_key: get_opt(r, |r| r.array())?,
-            route: get_route(r)?,
-        });
+        leases.push(get_lease(r)?);
     }
     Ok(Record {
         key,
@@ -1094,311 +1237,5 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ringshare_wire::consts::{AccessMask, LeaseBreakFlags, ShareAccess};
-    use ringshare_wire::misc::LeaseBreakNotification;
-
-    fn key(n: u64) -> FileKey {
-        FileKey {
-            dev: super::super::CLUSTER_DEV,
-            ino: n,
-            stream: 0,
-        }
-    }
-
-    /// One message of every kind, with every optional part present.
-    pub(crate) fn samples() -> Vec<Message> {
-        let route = Route {
-            conn_id: (1 << 48) | 7,
-            session_id: 99,
-        };
-        let id = LeaseId {
-            client_guid: [3; 16],
-            key: [4; 16],
-        };
-        let lease_req = Lease {
-            key: [4; 16],
-            state: LeaseState(7),
-            flags: LeaseFlags(4),
-            duration: 0,
-            v2: Some(LeaseV2 {
-                parent_key: [5; 16],
-                epoch: 2,
-            }),
-        };
-        let ask = Ask {
-            owner: (1 << 48) | 11,
-            persistent_id: (1 << 48) | 12,
-            route,
-            wish: Wish {
-                retry: true,
-                access: 0x0012_019f,
-                share_access: 3,
-                truncate: false,
-                delete_only: false,
-                lease: Some(id),
-            },
-            requested: 0xFF,
-            lease_req: Some(lease_req),
-            share: "share".into(),
-            path: RelPath::from_components(["dir", "f.txt"]).unwrap(),
-            is_dir: false,
-            conn_id: route.conn_id,
-            now_ms: 1234,
-            who: Some(ringshare_vfs::creds::intern(ringshare_vfs::Creds::new(
-                1001,
-                1002,
-                vec![5, 7, 1002],
-            ))),
-        };
-        let l = ByteRangeLock {
-            offset: 10,
-            length: 20,
-            exclusive: true,
-            owner: ask.owner,
-        };
-        let record = Record {
-            key: key(9),
-            share: "share".into(),
-            path: RelPath::from_components(["f.txt"]).unwrap(),
-            is_dir: false,
-            delete_pending: true,
-            opens: vec![ShareEntry {
-                owner: ask.owner,
-                access: 3,
-                share_access: 7,
-                caching: Caching {
-                    level: 0xFF,
-                    breaking_to: Some(1),
-                    break_deadline_ms: 0,
-                    lease: Some(id),
-                    route,
-                    file_id: (1, 2),
-                },
-                who: ask.who.clone(),
-            }],
-            locks: vec![l],
-            leases: vec![oplock::Lease {
-                id,
-                state: 5,
-                breaking_to: Some(1),
-                required: 1,
-                break_deadline_ms: 0,
-                epoch: 3,
-                v2: true,
-                parent_key: Some([6; 16]),
-                route,
-            }],
-        };
-        let calls = vec![
-            Call::Admit(key(1), Box::new(ask.clone())),
-            Call::Close {
-                key: key(1),
-                owner: ask.owner,
-                delete_on_close: true,
-            },
-            Call::Lock {
-                key: key(1),
-                owner: ask.owner,
-                asks: vec![(Ok(l), false), (Err(NtStatus::INVALID_LOCK_RANGE), true)],
-                max: 100,
-                now_ms: 5,
-            },
-            Call::RetryLock(key(1), l),
-            Call::Unlock {
-                key: key(1),
-                owner: ask.owner,
-                ranges: vec![Ok((1, 2)), Err(NtStatus::INVALID_PARAMETER)],
-            },
-            Call::Io {
-                key: key(1),
-                owner: ask.owner,
-                offset: 0,
-                length: 4096,
-                write: true,
-                change: true,
-                now_ms: 6,
-            },
-            Call::Changed {
-                key: key(1),
-                owner: ask.owner,
-                now_ms: 7,
-            },
-            Call::DeletePending(key(1), Some(true)),
-            Call::Rename {
-                key: key(1),
-                owner: ask.owner,
-                conn_id: route.conn_id,
-                now_ms: 8,
-            },
-            Call::Moved(key(1), RelPath::from_components(["g.txt"]).unwrap()),
-            Call::AckOplock {
-                key: key(1),
-                owner: ask.owner,
-                level: 1,
-            },
-            Call::AckLease {
-                key: key(1),
-                id,
-                state: 3,
-                now_ms: 9,
-            },
-            Call::Revoke {
-                key: key(1),
-                clear: 1,
-            },
-            Call::Reclaim {
-                parts: vec![1, 5, 200],
-                after: Some(key(4)),
-            },
-        ];
-        let answers = vec![
-            Answer::Admitted(
-                Grant {
-                    level: 0xFF,
-                    lease_state: 7,
-                    lease_breaking: false,
-                    epoch: 3,
-                    v2: true,
-                    parent_key: Some([5; 16]),
-                },
-                7,
-            ),
-            Answer::Wait,
-            Answer::Refused(NtStatus::SHARING_VIOLATION),
-            Answer::Done,
-            Answer::Closed(
-                Closed {
-                    remove: true,
-                    last_open: true,
-                    path: RelPath::from_components(["f.txt"]).unwrap(),
-                    is_dir: false,
-                    newly_pending: false,
-                },
-                Some(id),
-            ),
-            Answer::Flag(true),
-            Answer::Io {
-                conflict: false,
-                writers: true,
-                grant: 3,
-            },
-            Answer::Level(5),
-            Answer::Pending {
-                was: false,
-                now: true,
-            },
-            Answer::Records {
-                records: vec![record],
-                next: Some(key(9)),
-            },
-        ];
-        let posts = vec![
-            Notice::OplockBreak {
-                session_id: 99,
-                file_id: FileId {
-                    persistent: 1,
-                    volatile: 2,
-                },
-                level: 1,
-            },
-            Notice::LeaseBreak {
-                session_id: 99,
-                notification: LeaseBreakNotification {
-                    new_epoch: 4,
-                    flags: LeaseBreakFlags(1),
-                    lease_key: [4; 16],
-                    current_lease_state: LeaseState(7),
-                    new_lease_state: LeaseState(3),
-                    break_reason: 0,
-                    access_mask_hint: AccessMask(0),
-                    share_mask_hint: ShareAccess(0),
-                },
-            },
-            Notice::Retry,
-        ];
-        calls
-            .into_iter()
-            .map(Message::Call)
-            .chain(answers.into_iter().map(Message::Answer))
-            .chain(
-                posts
-                    .into_iter()
-                    .map(|notice| Message::Post(Post { route, notice })),
-            )
-            .chain([
-                Message::Changes {
-                    share: "share".into(),
-                    changes: vec![
-                        Change {
-                            action: 1,
-                            filter: 1,
-                            path: RelPath::from_components(["d", "new.txt"]).unwrap(),
-                            stream: None,
-                        },
-                        Change {
-                            action: 3,
-                            filter: 0x200,
-                            path: RelPath::from_components(["f.txt"]).unwrap(),
-                            stream: Some("s".into()),
-                        },
-                    ],
-                },
-                Message::Interest {
-                    from: 2,
-                    watching: true,
-                },
-            ])
-            .collect()
-    }
-
-    #[test]
-    fn every_message_decodes_to_what_was_encoded() {
-        for m in samples() {
-            let bytes = m.encode();
-            assert_eq!(Message::decode(&bytes), Ok(m.clone()), "{m:?}");
-            // Cut short anywhere, it is refused, not misread.
-            for n in 0..bytes.len() {
-                assert!(Message::decode(&bytes[..n]).is_err(), "{m:?} cut at {n}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_user_with_more_groups_than_a_message_carries_is_sent_as_unknown() {
-        let many: Vec<u32> = (0..=WHO_GROUPS_MAX as u32).collect();
-        let mut ask = match samples().remove(0) {
-            Message::Call(Call::Admit(_, a)) => *a,
-            m => panic!("the first sample is an admit: {m:?}"),
-        };
-        ask.who = Some(ringshare_vfs::creds::intern(ringshare_vfs::Creds::new(
-            1, 1, many,
-        )));
-        let m = Message::Call(Call::Admit(key(1), Box::new(ask.clone())));
-        match Message::decode(&m.encode()) {
-            Ok(Message::Call(Call::Admit(_, a))) => {
-                assert_eq!(a.who, None);
-                assert_eq!(a.path, ask.path);
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// Not a test: writes the samples as seeds of the cluster_message fuzz
-    /// target (`cargo test -p ringshare-core -- --ignored
-    /// write_cluster_fuzz_corpus`; they are in fuzz/corpus/cluster_message).
-    #[test]
-    #[ignore]
-    fn write_cluster_fuzz_corpus() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/corpus/cluster_message");
-        std::fs::create_dir_all(&dir).unwrap();
-        for (i, m) in samples().into_iter().enumerate() {
-            let b = m.encode();
-            let mut framed = (b.len() as u16).to_le_bytes().to_vec();
-            framed.extend_from_slice(&b);
-            std::fs::write(dir.join(format!("sample-{i:02}")), framed).unwrap();
-        }
-    }
-}
+#[path = "msg_tests.rs"]
+mod tests;

@@ -1,0 +1,445 @@
+//! Durable opens moving between nodes (issue 18; shares that are not
+//! continuously available): a client whose connection to node A went
+//! reconnects (DHnC, DH2C) through node B.
+//!
+//! B asks A, the node that keeps the disconnected open (the top bits of
+//! the FileId's volatile part name it), to give it up ([`Call::GiveUp`]).
+//! A checks the reconnect exactly as its own would ([`durable::take_matching`]:
+//! the same user, CreateGuid, lease key and name, share), lets the open go
+//! *without* closing it at the file's home, and answers with the open's
+//! state ([`HandOver`]). B opens the file again as the session's user,
+//! checks it is the same file (its key), and has the file's home move the
+//! open's share-mode entry, byte-range locks and lease to a new id of B's,
+//! routed to the client's new connection ([`Call::Transfer`]). The FileId
+//! keeps its persistent part; the volatile part is B's new id ([MS-SMB2]
+//! 2.2.14.1: it may change on a reconnect).
+//!
+//! When A is dead its disconnected opens went with it: the reconnect gets
+//! OBJECT_NAME_NOT_FOUND, as on Windows and Samba without continuous
+//! availability. A step that fails after A gave the open up closes it at
+//! the home (sent again until a home takes it), so nothing lingers.
+
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::{OpenMode, OpenOptions, RelPath};
+use ringshare_wire::{FileId, NtStatus};
+
+use super::msg::{Answer, Call};
+use super::{node_of, Home};
+use crate::durable::{self, Durability, Kind, Owner, Reconnect};
+use crate::locks::ByteRangeLock;
+use crate::oplock::{Lease, Route};
+use crate::server::{lock, FileKey, ServerState, ShareEntry};
+use crate::state::{Open, OpenState, SessionRef, TreeKind};
+
+/// What node B asks of the node keeping a disconnected open.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GiveUpAsk {
+    pub file_id: FileId,
+    /// DH2C's CreateGuid (`None` for DHnC).
+    pub create_guid: Option<[u8; 16]>,
+    pub lease_key: Option<[u8; 16]>,
+    pub client_guid: [u8; 16],
+    /// The name the reconnect gave, the share of its tree, its user.
+    pub name: String,
+    pub share: String,
+    pub uid: u32,
+    pub user: String,
+}
+
+/// A disconnected open's state, handed to the node its client came back to.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HandOver {
+    pub key: FileKey,
+    pub path: RelPath,
+    pub is_dir: bool,
+    pub access: u32,
+    pub share_access: u32,
+    pub create_options: u32,
+    pub position: u64,
+    pub mode: u32,
+    /// [`Durability`]: kind (1 DHnQ, 2 DH2Q, 3 resilient), timeout,
+    /// CreateGuid and ClientGuid (the owner is the asking session's user,
+    /// checked to be the same).
+    pub kind: u8,
+    pub timeout_ms: u64,
+    pub durable_create_guid: [u8; 16],
+    pub durable_client_guid: [u8; 16],
+    /// (ClientGuid, CreateGuid) for replays, and what the CREATE did.
+    pub create_guid: Option<([u8; 16], [u8; 16])>,
+    pub create_action: u32,
+    pub lock_sequences: Option<[u8; 64]>,
+    pub notify_on_close: u32,
+    pub posix_rename: bool,
+}
+
+/// What the file's home holds for an open it moved to its new id.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Transferred {
+    pub open: ShareEntry,
+    pub lease: Option<Lease>,
+    pub locks: Vec<ByteRangeLock>,
+    pub delete_pending: bool,
+    /// The I/O grant of the open's new node ([`super::grant::IoGrant`]).
+    pub grant: u8,
+}
+
+fn kind_code(k: Kind) -> u8 {
+    match k {
+        Kind::V1 => 1,
+        Kind::V2 => 2,
+        Kind::Resilient => 3,
+    }
+}
+
+fn kind_of(code: u8) -> Result<Kind, NtStatus> {
+    match code {
+        1 => Ok(Kind::V1),
+        2 => Ok(Kind::V2),
+        3 => Ok(Kind::Resilient),
+        _ => Err(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// The live node other than this one that keeps open `volatile` (made
+/// there), if this is a cluster node.
+pub(crate) fn holder(server: &ServerState, volatile: u64) -> Option<u16> {
+    let link = server.cluster()?;
+    let node = node_of(volatile);
+    (node != link.node() && link.members().contains(&node)).then_some(node)
+}
+
+/// Whether file `key` is decided by another node now.
+pub(crate) fn homed_elsewhere(server: &ServerState, key: FileKey) -> bool {
+    server.cluster().is_some() && server.home_of(key) != Home::Here
+}
+
+/// At the node keeping the open: give it up if the reconnect may have it.
+pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStatus> {
+    let owner = Owner {
+        uid: ask.uid,
+        user: ask.user.clone(),
+    };
+    let wanted = Reconnect {
+        create_guid: ask.create_guid,
+        lease_key: ask.lease_key,
+        client_guid: ask.client_guid,
+        name: &ask.name,
+        share: &ask.share,
+        owner: &owner,
+    };
+    let parked = durable::take_matching(server, ask.file_id, &wanted)?;
+    let open = parked.open;
+    let d = parked.durability;
+    let st = lock(&open.state);
+    let h = HandOver {
+        key: open.key,
+        path: st.path.clone(),
+        is_dir: open.is_dir,
+        access: open.access,
+        share_access: open.share_access,
+        create_options: open.create_options,
+        position: st.position,
+        mode: st.mode,
+        kind: kind_code(d.kind),
+        timeout_ms: d.timeout_ms,
+        durable_create_guid: d.create_guid,
+        durable_client_guid: d.client_guid,
+        create_guid: st.create_guid,
+        create_action: st.create_action,
+        lock_sequences: st.lock_sequences.as_deref().copied(),
+        notify_on_close: st.notify_on_close,
+        posix_rename: st.posix_rename,
+    };
+    drop(st);
+    if homed_elsewhere(server, open.key) {
+        // This node's record of the open goes; the home keeps it for the
+        // transfer.
+        let gone = crate::arbiter::remove_open(&mut lock(&open.entry), open.id);
+        if let Some(id) = gone {
+            server.forget_lease(id, open.key);
+        }
+    }
+    tracing::info!(
+        id = open.id,
+        to = node_of(ask.file_id.volatile),
+        "a disconnected durable open handed over to another node"
+    );
+    let key = open.key;
+    drop(open);
+    server.drop_file_entry_if_unused(key);
+    Ok(h)
+}
+
+/// At the file's home: open `from` becomes open `to` (of node
+/// `node_of(to)`), routed to `route`, acting as `who`. Other nodes first
+/// give back the I/O grants an open of its kind on that node makes wrong.
+pub(crate) fn transfer_here(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<crate::server::FileEntry>,
+    moved: &Moved,
+) -> Result<Transferred, NtStatus> {
+    let asker = node_of(moved.to);
+    let take = {
+        let e = lock(entry);
+        let o = e
+            .opens
+            .iter()
+            .find(|o| o.owner == moved.from)
+            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        let mut t = 0;
+        if crate::access::can_write(o.access) {
+            t |= super::grant::IoGrant::NO_FOREIGN_WRITERS;
+        }
+        if o.caching.level != crate::oplock::LEVEL_NONE {
+            t |= super::grant::IoGrant::NO_FOREIGN_CACHING;
+        }
+        t
+    };
+    let take = |n| if n == asker { 0 } else { take };
+    super::grant::after_revoking(server, key, entry, take, || {
+        let mut e = lock(entry);
+        let o = e
+            .opens
+            .iter_mut()
+            .find(|o| o.owner == moved.from)
+            .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+        o.owner = moved.to;
+        o.caching.file_id.1 = moved.to;
+        o.caching.route = moved.route;
+        o.who = moved.who.clone();
+        let open = o.clone();
+        e.locks.rekey_owner(moved.from, moved.to);
+        let lease = open.caching.lease.and_then(|id| {
+            let l = e.leases.iter_mut().find(|l| l.id == id)?;
+            l.route = moved.route;
+            Some(l.clone())
+        });
+        let locks = e
+            .locks
+            .iter()
+            .filter(|l| l.owner == moved.to)
+            .copied()
+            .collect();
+        Ok(Transferred {
+            open,
+            lease,
+            locks,
+            delete_pending: e.delete_pending,
+            grant: 0,
+        })
+    })?
+}
+
+/// An open's move at its file's home ([`Call::Transfer`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Moved {
+    pub from: u64,
+    pub to: u64,
+    pub route: Route,
+    pub who: Option<ringshare_vfs::Who>,
+}
+
+/// Move open `moved.from` of file `key` to `moved.to` at the file's home
+/// (here, or asked of it); on this node's record of a file homed elsewhere
+/// the open is then recorded as the home answered.
+pub(crate) fn transfer(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<crate::server::FileEntry>,
+    moved: Moved,
+) -> Result<Transferred, NtStatus> {
+    let node = match server.home_of(key) {
+        Home::Here => return transfer_here(server, key, entry, &moved),
+        Home::Node(n) => n,
+        Home::Unavailable => return Err(NtStatus::FILE_NOT_AVAILABLE),
+    };
+    match super::ask(server, node, Call::Transfer(key, Box::new(moved.clone())))? {
+        Answer::Transferred(t) => {
+            let mut e = lock(entry);
+            crate::arbiter::remove_open(&mut e, moved.from);
+            e.opens.push(t.open.clone());
+            if let Some(l) = &t.lease {
+                e.leases.retain(|x| x.id != l.id);
+                e.leases.push(l.clone());
+                server.set_lease_file(l.id, key);
+            }
+            super::shadow::locked(&mut e, t.locks.iter().copied());
+            e.delete_pending |= t.delete_pending;
+            e.grants.held = super::grant::IoGrant(t.grant);
+            Ok(*t)
+        }
+        Answer::Refused(s) => Err(s),
+        a => Err(super::unexpected(&a)),
+    }
+}
+
+/// On node B: reconnect `file_id`, kept by node `node`, for the session
+/// `sref` of this request.
+pub(crate) fn reconnect_from(
+    core: &crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    sref: &SessionRef,
+    node: u16,
+    file_id: FileId,
+    wanted: &Reconnect<'_>,
+) -> Result<crate::conn::Reply, NtStatus> {
+    let server = core.server.clone();
+    let (share, who) = {
+        let session = lock(sref);
+        let tree = session
+            .trees
+            .get(&req.tree_id)
+            .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+        let TreeKind::Disk(share) = &tree.kind else {
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        };
+        (Arc::clone(share), tree.who.clone())
+    };
+    let ask = GiveUpAsk {
+        file_id,
+        create_guid: wanted.create_guid,
+        lease_key: wanted.lease_key,
+        client_guid: wanted.client_guid,
+        name: wanted.name.to_string(),
+        share: wanted.share.to_string(),
+        uid: wanted.owner.uid,
+        user: wanted.owner.user.clone(),
+    };
+    let h = match super::ask(&server, node, Call::GiveUp(Box::new(ask)))? {
+        Answer::GivenUp(h) => *h,
+        Answer::Refused(s) => return Err(s),
+        a => return Err(super::unexpected(&a)),
+    };
+    // From here the open is this node's to finish or to close.
+    let close_at_home = |owner: u64| {
+        lock(&server.unsent_closes).push(super::UnsentClose {
+            key: h.key,
+            owner,
+            delete_on_close: false,
+            share: share.name.clone(),
+            who: who.clone(),
+        });
+    };
+    let opts = OpenOptions {
+        mode: OpenMode::Existing,
+        read: crate::access::can_read(h.access),
+        write: crate::access::can_write(h.access),
+        directory: h.is_dir,
+        non_directory: !h.is_dir,
+        create_mode: 0,
+        best_effort: false,
+    };
+    let reopened = share
+        .backend
+        .open(&who, &h.path, &opts)
+        .map_err(crate::fsmap::status_of)
+        .and_then(|o| {
+            let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
+            let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
+            if server.file_key(&attr) != h.key {
+                // Renamed over or replaced meanwhile: not the open's file.
+                return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+            }
+            Ok(node)
+        });
+    let fs_node = match reopened {
+        Ok(n) => n,
+        Err(s) => {
+            tracing::warn!(?s, path = ?h.path, "a handed-over durable open's file did not open again");
+            close_at_home(file_id.volatile);
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+    };
+    let id = server.new_owner_id();
+    let route = Route {
+        conn_id: core.conn_id,
+        session_id: req.session_id,
+    };
+    let entry = server.file_entry(h.key);
+    if lock(&entry).opens.is_empty() {
+        let mut e = lock(&entry);
+        e.share = share.name.clone();
+        e.path = h.path.clone();
+        e.is_dir = h.is_dir;
+    }
+    let moved = Moved {
+        from: file_id.volatile,
+        to: id,
+        route,
+        who: Some(who.clone()),
+    };
+    let t = match transfer(&server, h.key, &entry, moved) {
+        Ok(t) => t,
+        Err(s) => {
+            tracing::warn!(
+                ?s,
+                "the file's home did not move a handed-over durable open"
+            );
+            server.drop_file_entry_if_unused(h.key);
+            close_at_home(file_id.volatile);
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+    };
+    let durability = Durability {
+        kind: kind_of(h.kind)?,
+        timeout_ms: h.timeout_ms,
+        create_guid: h.durable_create_guid,
+        client_guid: h.durable_client_guid,
+        owner: wanted.owner.clone(),
+    };
+    let open = Open {
+        id,
+        who,
+        persistent_id: file_id.persistent,
+        tree_id: req.tree_id,
+        node: fs_node,
+        key: h.key,
+        entry,
+        is_dir: h.is_dir,
+        access: h.access,
+        share_access: h.share_access,
+        create_options: h.create_options,
+        share,
+        state: Mutex::new(OpenState {
+            path: h.path,
+            delete_on_close: false,
+            dir_cursor: None,
+            position: h.position,
+            mode: h.mode,
+            channel_sequence: req.hdr.channel_sequence(),
+            durable: Some(durability),
+            create_guid: h.create_guid,
+            create_action: h.create_action,
+            replay_eligible: h.create_guid.is_some(),
+            lock_sequences: h.lock_sequences.map(Box::new),
+            watch: None,
+            notify_on_close: h.notify_on_close,
+            kernel_marked_ms: 0,
+            posix_rename: h.posix_rename,
+        }),
+        stream: None,
+    };
+    let lease = t.lease.as_ref().map(crate::oplock::Grant::of_lease);
+    let lease_key = wanted.lease_key.and(t.open.caching.lease.map(|l| l.key));
+    let new_id = FileId {
+        persistent: file_id.persistent,
+        volatile: id,
+    };
+    tracing::info!(
+        from = file_id.volatile,
+        id,
+        "durable open taken over from node {node}"
+    );
+    durable::finish(
+        core,
+        req,
+        sref,
+        open,
+        t.open.caching.level,
+        lease.as_ref(),
+        lease_key,
+        new_id,
+    )
+}

@@ -1,0 +1,266 @@
+//! Durable opens across the nodes of a cluster (issue 18): a client whose
+//! connection to one node went reconnects through another, which has the
+//! node keeping the open hand it over; the open keeps its FileId's
+//! persistent part, its byte-range locks, its lease and its data. Nodes
+//! are server cores on the in-memory bus of `support/cluster.rs`.
+
+#[path = "support/cluster.rs"]
+mod cluster_support;
+mod support;
+
+use cluster_support::*;
+use ringshare_core::cluster::node_of;
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
+    ImpersonationLevel, OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{
+    tag, ContextTag, CreateContext, CreateRequest, CreateResponse, DurableHandleReconnectV2,
+    DurableHandleRequestV2, Lease,
+};
+use ringshare_wire::{FileId, NtStatus};
+use support::*;
+
+const ALL: u32 = 0x001F_01FF;
+const LEASE: u8 = 0xFF;
+const R: u32 = 1;
+const H: u32 = 2;
+const RH: u32 = R | H;
+const EXCLUSIVE: u32 = 2;
+const FAIL_IMMEDIATELY: u32 = 0x10;
+const UNLOCK: u32 = 4;
+
+/// A client of node `node` logged on as `user`, with ClientGuid `guid`.
+fn client_as(cl: &Cluster, node: u16, guid: u8, user: &str, password: &str) -> Client {
+    let s = cl.nodes[usize::from(node) - 1].clone();
+    let mut c = Client::negotiated(s, cl.mem.clone(), Dialect::SMB3_1_1, [guid; 16]);
+    assert_eq!(c.log_on(user, password, 0), NtStatus::SUCCESS);
+    c.tree_id = c.tree_connect("share");
+    c
+}
+
+fn dh2q(guid: u8) -> CreateContext<'static> {
+    CreateContext::new(
+        tag::DURABLE_HANDLE_REQUEST_V2,
+        DurableHandleRequestV2 {
+            timeout: 0,
+            flags: 0,
+            create_guid: [guid; 16],
+        }
+        .encode(),
+    )
+}
+
+fn dh2c(f: FileId, guid: u8) -> CreateContext<'static> {
+    CreateContext::new(
+        tag::DURABLE_HANDLE_RECONNECT_V2,
+        DurableHandleReconnectV2 {
+            file_id: f,
+            create_guid: [guid; 16],
+            flags: 0,
+        }
+        .encode(),
+    )
+}
+
+fn rqls(l: &Lease) -> CreateContext<'static> {
+    CreateContext::new(tag::REQUEST_LEASE, l.encode())
+}
+
+fn create(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Resp {
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(LEASE),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(ALL),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(7),
+        create_disposition: D::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts,
+    };
+    let tree = c.tree_id;
+    let m = c.message(Command::CREATE, tree, |o| req.encode(o));
+    c.send_frame(m).remove(0)
+}
+
+/// The FileId, oplock level and lease state a CREATE got, and whether
+/// the open is durable.
+fn opened(r: &Resp) -> (FileId, u8, Option<u32>, bool) {
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    let lease = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::RequestLease)
+        .map(|c| Lease::decode(&c.data).expect("lease").state.0);
+    let durable = cr
+        .contexts
+        .iter()
+        .any(|c| c.tag() == ContextTag::DurableHandleRequestV2);
+    (cr.file_id, cr.oplock_level.0, lease, durable)
+}
+
+/// Alice's durable open of `name` (sharing everything, with a read and
+/// handle lease `key`: another open that shares the file breaks nothing,
+/// so the disconnected open stays) on node `node`, data written and bytes
+/// 0..10 locked; then her connection drops.
+fn left_on(cl: &Cluster, node: u16, name: &str, key: u8) -> FileId {
+    let mut a = client_as(cl, node, 1, "alice", "secret");
+    let l = lease_v2(key, RH);
+    let (f, level, lease, durable) = opened(&create(&mut a, name, vec![rqls(&l), dh2q(key)]));
+    assert_eq!((level, lease, durable), (LEASE, Some(RH), true));
+    assert_eq!(a.write(f, 0, b"before ").status(), NtStatus::SUCCESS);
+    assert_eq!(
+        a.lock(f, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::SUCCESS
+    );
+    a.conn.shutdown(a.now);
+    assert_eq!(cl.nodes[usize::from(node) - 1].parked_durables(), 1);
+    f
+}
+
+fn lock_status(c: &mut Client, f: FileId) -> NtStatus {
+    c.lock(f, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status()
+}
+
+#[test]
+fn a_durable_open_reconnects_through_another_node_with_its_lock_lease_and_data() {
+    // The file's home is node 3, node 1 (the open's node), node 2 (where
+    // the client comes back) in turn.
+    for home in [3, 1, 2] {
+        let cl = Cluster::new(3, home);
+        let name = format!("doc-{home}.txt");
+        let f = left_on(&cl, 1, &name, 7);
+        let mut carol = client_as(&cl, 3, 3, "carol", "carols");
+        let fc = carol
+            .create(&name, ALL, D::OPEN, 0)
+            .expect("carol shares it");
+        assert_eq!(
+            lock_status(&mut carol, fc),
+            NtStatus::LOCK_NOT_GRANTED,
+            "home {home}: alice's lock holds while she is away"
+        );
+
+        let mut b = client_as(&cl, 2, 1, "alice", "secret");
+        let l = lease_v2(7, RH);
+        let r = create(&mut b, &name, vec![rqls(&l), dh2c(f, 7)]);
+        let (back, level, lease, _) = opened(&r);
+        assert_eq!(back.persistent, f.persistent, "home {home}: the same open");
+        assert_eq!(node_of(back.volatile), 2, "now node 2's");
+        assert_eq!((level, lease), (LEASE, Some(RH)), "its lease kept");
+        assert_eq!(cl.nodes[0].parked_durables(), 0, "node 1 let it go");
+        assert_eq!(
+            lock_status(&mut carol, fc),
+            NtStatus::LOCK_NOT_GRANTED,
+            "home {home}: the lock moved with the open"
+        );
+        assert_eq!(b.write(back, 7, b"after").status(), NtStatus::SUCCESS);
+        assert_eq!(read_data(&b.read(back, 0, 64)), b"before after");
+        assert_eq!(
+            b.lock(back, &[(0, 10, UNLOCK)]).status(),
+            NtStatus::SUCCESS,
+            "home {home}: alice's to unlock"
+        );
+        assert_eq!(
+            lock_status(&mut carol, fc),
+            NtStatus::SUCCESS,
+            "home {home}"
+        );
+        assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+        assert_eq!(carol.close(fc).status(), NtStatus::SUCCESS);
+        // Closed on node 2 and by carol: nothing is left anywhere.
+        for n in &cl.nodes {
+            assert_eq!(n.parked_durables(), 0);
+        }
+        let mut x = client_as(&cl, 1, 5, "alice", "secret");
+        let m = x.create_msg_caching(&name, ALL, 0, D::OPEN, 0, None);
+        assert_eq!(
+            x.send_frame(m)[0].status(),
+            NtStatus::SUCCESS,
+            "home {home}"
+        );
+    }
+}
+
+#[test]
+fn only_its_user_reconnects_a_durable_open_on_another_node_and_not_once_its_node_died() {
+    let cl = Cluster::new(3, 3);
+    let f = left_on(&cl, 1, "mine.txt", 9);
+    let l = lease_v2(9, RH);
+    // carol, with the same ClientGuid, names alice's open: refused, and
+    // the open stays where it was.
+    let mut c = client_as(&cl, 2, 1, "carol", "carols");
+    let r = create(&mut c, "mine.txt", vec![rqls(&l), dh2c(f, 9)]);
+    assert_eq!(r.status(), NtStatus::ACCESS_DENIED);
+    assert_eq!(cl.nodes[0].parked_durables(), 1, "still on node 1");
+    // The wrong CreateGuid learns nothing.
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut b, "mine.txt", vec![rqls(&l), dh2c(f, 8)]);
+    assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND);
+    // Node 1 dies: its disconnected opens went with it (not continuously
+    // available), as on Windows and Samba.
+    cl.kill(1, 3);
+    let r = create(&mut b, "mine.txt", vec![rqls(&l), dh2c(f, 9)]);
+    assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND);
+    let fb = b
+        .create("mine.txt", ALL, D::OPEN, 0)
+        .expect("its share mode went with it");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+}
+
+#[test]
+fn a_handed_over_open_goes_on_to_a_third_node_and_its_breaks_follow_it() {
+    let cl = Cluster::new(3, 3);
+    let f = left_on(&cl, 1, "travel.txt", 4);
+    let l = lease_v2(4, RH);
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let (on2, ..) = opened(&create(&mut b, "travel.txt", vec![rqls(&l), dh2c(f, 4)]));
+    b.conn.shutdown(b.now);
+    assert_eq!(cl.nodes[1].parked_durables(), 1, "parked on node 2 now");
+    let mut c = client_as(&cl, 3, 1, "alice", "secret");
+    let (on3, level, lease, _) =
+        opened(&create(&mut c, "travel.txt", vec![rqls(&l), dh2c(on2, 4)]));
+    assert_eq!(on3.persistent, f.persistent);
+    assert_eq!(node_of(on3.volatile), 3);
+    assert_eq!((level, lease), (LEASE, Some(RH)));
+    // A conflicting open on node 1 breaks the lease held through node 3.
+    let mut d = client_as(&cl, 1, 4, "alice", "secret");
+    let m = d.create_msg_caching("travel.txt", 0x0012_0089, 0, D::OPEN, 0, None);
+    let r = d.send_frame(m);
+    assert!(
+        r.is_empty()
+            || r[0].status() == NtStatus::PENDING
+            || r[0].status() == NtStatus::SHARING_VIOLATION,
+        "{:?}",
+        r.iter().map(|x| x.status()).collect::<Vec<_>>()
+    );
+    let breaks = c.breaks();
+    assert_eq!(breaks.len(), 1, "the break reached the client on node 3");
+    assert_eq!(c.close(on3).status(), NtStatus::SUCCESS);
+}
+
+#[test]
+fn a_durable_open_reconnected_on_its_own_node_has_its_breaks_sent_to_the_new_connection() {
+    let cl = Cluster::new(3, 3);
+    let f = left_on(&cl, 1, "same.txt", 6);
+    // The test connections' session ids repeat: a decoy takes the id the
+    // dropped session had (a break sent to the old route would reach it).
+    let mut decoy = client_as(&cl, 1, 9, "alice", "secret");
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(6, RH);
+    let (back, ..) = opened(&create(&mut a, "same.txt", vec![rqls(&l), dh2c(f, 6)]));
+    assert_eq!(back, f, "the same FileId on its own node");
+    let mut d = client_as(&cl, 2, 4, "alice", "secret");
+    let m = d.create_msg_caching("same.txt", 0x0012_0089, 0, D::OPEN, 0, None);
+    d.send_frame(m);
+    assert_eq!(
+        a.breaks().len(),
+        1,
+        "the home (node 3) reached the new connection"
+    );
+    assert!(decoy.breaks().is_empty());
+    assert_eq!(a.close(back).status(), NtStatus::SUCCESS);
+}

@@ -1,0 +1,205 @@
+//! The in-memory cluster of the core's cluster tests (issue 18): server
+//! cores joined by a bus with fake membership over one in-memory share.
+
+#![allow(dead_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use ringshare_core::cluster::{ClusterLink, Home};
+use ringshare_core::{ServerState, SigningPolicy};
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::create::CreateResponse;
+use ringshare_wire::{FileId, NtStatus};
+
+use super::support::*;
+
+pub const PARTS: u32 = 16;
+
+/// The in-memory network and membership of a test cluster.
+pub struct Bus {
+    pub nodes: Mutex<HashMap<u16, Weak<ServerState>>>,
+    /// Owner of each partition (0: none).
+    pub owners: Mutex<Vec<u16>>,
+    pub down: Mutex<HashSet<u16>>,
+    pub now_ms: AtomicU64,
+    /// Calls each node received.
+    pub calls: Mutex<HashMap<u16, u64>>,
+    /// Notices (breaks, wake-ups, changes, interest) each node received.
+    pub posts: Mutex<HashMap<u16, u64>>,
+}
+
+pub struct Link {
+    node: u16,
+    bus: Arc<Bus>,
+}
+
+impl Bus {
+    pub fn server(&self, node: u16) -> Option<Arc<ServerState>> {
+        if self.down.lock().unwrap().contains(&node) {
+            return None;
+        }
+        self.nodes.lock().unwrap().get(&node)?.upgrade()
+    }
+}
+
+impl ClusterLink for Link {
+    fn node(&self) -> u16 {
+        self.node
+    }
+
+    fn partitions(&self) -> u32 {
+        PARTS
+    }
+
+    fn home(&self, p: u32) -> Home {
+        if self.bus.down.lock().unwrap().contains(&self.node) {
+            return Home::Unavailable;
+        }
+        match self.bus.owners.lock().unwrap()[p as usize] {
+            0 => Home::Unavailable,
+            n => Home::Node(n),
+        }
+    }
+
+    fn members(&self) -> Vec<u16> {
+        let down = self.bus.down.lock().unwrap();
+        let nodes = self.bus.nodes.lock().unwrap();
+        nodes
+            .keys()
+            .copied()
+            .filter(|n| !down.contains(n))
+            .collect()
+    }
+
+    fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
+        let server = self.bus.server(node).ok_or(NtStatus::IO_TIMEOUT)?;
+        *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
+        let now = self.bus.now_ms.load(Ordering::Relaxed);
+        match server.cluster_receive(&message, now) {
+            Ok(Some(answer)) => Ok(answer),
+            other => panic!("a call got {other:?}"),
+        }
+    }
+
+    fn post(&self, node: u16, message: Vec<u8>) {
+        if let Some(server) = self.bus.server(node) {
+            *self.bus.posts.lock().unwrap().entry(node).or_default() += 1;
+            let now = self.bus.now_ms.load(Ordering::Relaxed);
+            assert_eq!(server.cluster_receive(&message, now), Ok(None));
+        }
+    }
+}
+
+/// A cluster of `n` nodes over one in-memory share, every partition homed
+/// on node `home`.
+pub struct Cluster {
+    pub mem: MemShare,
+    pub bus: Arc<Bus>,
+    pub nodes: Vec<Arc<ServerState>>,
+}
+
+impl Cluster {
+    pub fn new(n: u16, home: u16) -> Cluster {
+        let mem = MemShare::new();
+        let bus = Arc::new(Bus {
+            nodes: Mutex::new(HashMap::new()),
+            owners: Mutex::new(vec![home; PARTS as usize]),
+            down: Mutex::new(HashSet::new()),
+            now_ms: AtomicU64::new(1_000),
+            calls: Mutex::new(HashMap::new()),
+            posts: Mutex::new(HashMap::new()),
+        });
+        let nodes = (1..=n)
+            .map(|node| {
+                let s = server(&mem, SigningPolicy::IfRequired);
+                let link = Link {
+                    node,
+                    bus: bus.clone(),
+                };
+                s.join_cluster(Arc::new(link)).expect("join");
+                bus.nodes.lock().unwrap().insert(node, Arc::downgrade(&s));
+                s
+            })
+            .collect();
+        Cluster { mem, bus, nodes }
+    }
+
+    /// A logged-on client of node `node` (1-based).
+    pub fn client(&self, node: u16) -> Client {
+        let s = self.nodes[usize::from(node) - 1].clone();
+        Client::on(s, self.mem.clone(), Options::default())
+    }
+
+    /// Whether `name` exists (a client of the last node looks).
+    pub fn exists(&self, name: &str) -> bool {
+        let mut c = self.client(self.nodes.len() as u16);
+        match c.create(name, FILE_READ_ATTRIBUTES, D::OPEN, 0) {
+            Ok(f) => {
+                c.close(f);
+                true
+            }
+            Err(NtStatus::DELETE_PENDING) => true,
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND) => false,
+            Err(s) => panic!("looking for {name}: {s:?}"),
+        }
+    }
+
+    /// Node `dead` dies: its clients are gone with it; node `heir` takes
+    /// its partitions over and rebuilds them from the other nodes' opens.
+    pub fn kill(&self, dead: u16, heir: u16) -> usize {
+        self.bus.down.lock().unwrap().insert(dead);
+        let mut parts = Vec::new();
+        for (p, o) in self.bus.owners.lock().unwrap().iter_mut().enumerate() {
+            if *o == dead {
+                *o = heir;
+                parts.push(p as u32);
+            }
+        }
+        for (i, s) in self.nodes.iter().enumerate() {
+            if i + 1 != usize::from(dead) {
+                s.forget_node(dead);
+            }
+        }
+        self.nodes[usize::from(heir) - 1]
+            .rebuild(&parts)
+            .expect("every live node hands over its opens")
+    }
+
+    pub fn posts_to(&self, node: u16) -> u64 {
+        self.bus
+            .posts
+            .lock()
+            .unwrap()
+            .get(&node)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn calls_to(&self, node: u16) -> u64 {
+        self.bus
+            .calls
+            .lock()
+            .unwrap()
+            .get(&node)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Time passes on every node's clock (the clients' and the homes').
+    pub fn tick(&self, ms: u64, clients: &mut [&mut Client]) -> Vec<Vec<Resp>> {
+        self.bus.now_ms.fetch_add(ms, Ordering::Relaxed);
+        clients.iter_mut().map(|c| c.tick(ms)).collect()
+    }
+}
+
+pub fn open(c: &mut Client, name: &str, access: u32, share: u32) -> Result<FileId, NtStatus> {
+    let m = c.create_msg_caching(name, access, share, D::OPEN_IF, 0, None);
+    let r = c.send_frame(m).remove(0);
+    if r.status() != NtStatus::SUCCESS {
+        return Err(r.status());
+    }
+    Ok(CreateResponse::decode(&r.msg).expect("create").file_id)
+}
