@@ -208,6 +208,114 @@ fn create(name: &str, access: u32, share: u32, lease: Option<Lease>) -> Vec<u8> 
     m.split_off(HEADER_LEN)
 }
 
+/// A CREATE body (OPEN_IF, sharing everything) with a batch oplock and a
+/// DH2Q (`reconnect`: a DH2C of that FileId instead), CreateGuid `guid`.
+fn durable_create(name: &str, guid: u8, reconnect: Option<FileId>) -> Vec<u8> {
+    use ringshare_wire::create::{DurableHandleReconnectV2, DurableHandleRequestV2};
+    let ctx = match reconnect {
+        None => CreateContext::new(
+            tag::DURABLE_HANDLE_REQUEST_V2,
+            DurableHandleRequestV2 {
+                timeout: 0,
+                flags: 0,
+                create_guid: [guid; 16],
+            }
+            .encode(),
+        ),
+        Some(file_id) => CreateContext::new(
+            tag::DURABLE_HANDLE_RECONNECT_V2,
+            DurableHandleReconnectV2 {
+                file_id,
+                create_guid: [guid; 16],
+                flags: 0,
+            }
+            .encode(),
+        ),
+    };
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(9),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(ALL),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(7),
+        create_disposition: CreateDisposition::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts: vec![ctx],
+    };
+    let mut m = vec![0u8; HEADER_LEN];
+    req.encode(&mut m);
+    m.split_off(HEADER_LEN)
+}
+
+/// A client of node 1 leaves a durable open (batch oplock, data written,
+/// bytes 0..10 locked) of a file homed on each node; it comes back
+/// through node 2, which has node 1 hand the open over: the same
+/// persistent FileId, its data, its lock (refusing node 3's client until
+/// it is unlocked).
+fn durable_opens_move_between_nodes(cl: &Cluster) {
+    for (i, f) in cl.files_homed_on_each("durable").iter().enumerate() {
+        let (home, guid) = (i + 1, 40 + i as u8);
+        let mut a = cl.client(1);
+        let (fa, _) = opened(a.call(Command::CREATE, &durable_create(f, guid, None))).unwrap();
+        a.write(fa, 0, format!("kept on node 1, home {home}").as_bytes())
+            .unwrap();
+        assert_eq!(
+            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
+            NtStatus::SUCCESS
+        );
+        drop(a);
+        let mut b = cl.client(2);
+        let (back, t) = within(Duration::from_secs(5), || {
+            match opened(b.call(Command::CREATE, &durable_create(f, guid, Some(fa)))) {
+                Ok((back, _)) => Some(back),
+                // Node 1 has not seen the connection go yet.
+                Err(NtStatus::OBJECT_NAME_NOT_FOUND) => None,
+                Err(s) => panic!("home {home}: {s:?}"),
+            }
+        })
+        .expect("the open reconnected through node 2");
+        assert_eq!(back.persistent, fa.persistent, "home {home}");
+        eprintln!(
+            "[{}] durable open moved from node 1 to node 2 in {t:?} (home {home})",
+            cl.name
+        );
+        let data = b.read(back, 0, 64).unwrap();
+        assert_eq!(data, format!("kept on node 1, home {home}").as_bytes());
+        // Node 3's client opens it too: the batch oplock's break reaches
+        // the client through node 2 now, and its acknowledgment lets the
+        // open go on.
+        let mut c = cl.client(3);
+        let mid = send(&mut c, Command::CREATE, &create(f, READ, 7, None));
+        match next_break(&mut b) {
+            OplockBreak::Oplock { file_id, .. } => assert_eq!(file_id, back, "home {home}"),
+            other => panic!("home {home}: {other:?}"),
+        }
+        let mut ack = Vec::new();
+        OplockBreak::Oplock {
+            oplock_level: OplockLevel(1),
+            file_id: back,
+        }
+        .encode(&mut ack);
+        assert_eq!(status(b.call(Command::OPLOCK_BREAK, &ack)), NtStatus::SUCCESS);
+        let (fc, _) = opened(c.wait_for(mid)).unwrap();
+        assert_eq!(
+            status(c.call(Command::LOCK, &lock_body(fc, 0, 10, 0x12))),
+            NtStatus::LOCK_NOT_GRANTED,
+            "home {home}: the lock moved with the open"
+        );
+        b.close(back).unwrap();
+        assert_eq!(
+            status(c.call(Command::LOCK, &lock_body(fc, 0, 10, 0x12))),
+            NtStatus::SUCCESS,
+            "home {home}"
+        );
+        c.close(fc).unwrap();
+    }
+}
+
 fn open(c: &mut Raw, name: &str, access: u32, share: u32) -> Result<FileId, NtStatus> {
     opened(c.call(Command::CREATE, &create(name, access, share, None))).map(|(f, _)| f)
 }
@@ -463,6 +571,8 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
     let changes = ringshare_wire::fscc::decode_notify_chain(&m[off..off + len]).unwrap();
     assert_eq!(changes[0].action, 1, "ADDED");
     assert_eq!(changes[0].file_name, "made-on-node-2.txt");
+
+    durable_opens_move_between_nodes(&cl);
     // No node dropped another's connection for a bad frame (a node that
     // joined a moment ago is refused until the others see it in etcd).
     for n in &cl.nodes {
