@@ -264,7 +264,13 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
         open,
         share,
     };
+    let (key, persistent, id) = (p.open.key, p.open.persistent_id, p.open.id);
     let evicted = lock(&server.durables).park(p);
+    if crate::cluster::handover::homed_elsewhere(server, key) {
+        // The file's home learns it is disconnected (soon, not under the
+        // session's lock): another open that would break it closes it.
+        lock(&server.unsent_parks).push((key, persistent, id));
+    }
     // The scavenger's timer may have to run sooner now.
     server.wake_drivers();
     if let Some(old) = evicted {
@@ -741,6 +747,18 @@ pub(crate) fn finish(
     Ok(r)
 }
 
+/// Take these parked opens (by FileId) out of the table.
+pub(crate) fn take_parked(server: &ServerState, ids: &[(u64, u64)]) -> Vec<Parked> {
+    let mut t = lock(&server.durables);
+    let mut out = Vec::new();
+    for (p, v) in ids {
+        if t.get(*p).is_some_and(|x| x.open.id == *v) {
+            out.extend(t.take(*p));
+        }
+    }
+    out
+}
+
 /// Before a new open joins file `entry`: close the parked opens whose oplock
 /// or lease it would have to break ([`crate::oplock::parked_in_the_way`]).
 pub(crate) fn purge_for_open(
@@ -752,10 +770,12 @@ pub(crate) fn purge_for_open(
     if ids.is_empty() {
         return;
     }
-    let gone: Vec<Parked> = {
-        let mut t = lock(&server.durables);
-        ids.into_iter().filter_map(|id| t.take(id)).collect()
-    };
+    // On a cluster node, some may be kept by the nodes their clients used.
+    let (here, elsewhere): (Vec<_>, Vec<_>) = ids
+        .into_iter()
+        .partition(|(_, v)| crate::cluster::handover::holder(server, *v).is_none());
+    crate::cluster::handover::close_parked_elsewhere(server, &elsewhere);
+    let gone = take_parked(server, &here);
     for p in gone {
         tracing::debug!(
             id = p.open.id,

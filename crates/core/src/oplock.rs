@@ -220,10 +220,10 @@ pub(crate) fn before_open(
 }
 
 /// The opens of disconnected clients (route [`crate::durable::DISCONNECTED`])
-/// that a new open would have to break, by persistent id: their client is
+/// that a new open would have to break, by FileId (persistent, volatile): their client is
 /// not there to acknowledge, so they are closed instead (Samba and Windows
 /// do the same). What is taken is what [`before_open`] would take.
-pub(crate) fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<u64> {
+pub(crate) fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<(u64, u64)> {
     let disconnected = |r: Route| r == crate::durable::DISCONNECTED;
     if !e.opens.iter().any(|o| disconnected(o.caching.route))
         || is_lease_stat_open(wish.access, wish.truncate)
@@ -247,7 +247,7 @@ pub(crate) fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<u64> {
             };
             held & take != 0 || (wish.truncate && held != 0)
         })
-        .map(|o| o.caching.file_id.0)
+        .map(|o| o.caching.file_id)
         .collect()
 }
 

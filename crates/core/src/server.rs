@@ -354,6 +354,9 @@ pub struct ServerState {
     pub(crate) notify_peers: Mutex<Vec<u16>>,
     /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
     pub(crate) unsent_closes: Mutex<Vec<crate::cluster::UnsentClose>>,
+    /// Durable opens of files homed elsewhere parked since the homes were
+    /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
+    pub(crate) unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -455,6 +458,7 @@ impl ServerState {
             logon_backoff,
             cluster: std::sync::OnceLock::new(),
             unsent_closes: Mutex::new(Vec::new()),
+            unsent_parks: Mutex::new(Vec::new()),
             notify_peers: Mutex::new(Vec::new()),
         })
     }

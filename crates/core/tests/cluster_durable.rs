@@ -264,3 +264,44 @@ fn a_durable_open_reconnected_on_its_own_node_has_its_breaks_sent_to_the_new_con
     assert!(decoy.breaks().is_empty());
     assert_eq!(a.close(back).status(), NtStatus::SUCCESS);
 }
+
+#[test]
+fn a_disconnected_open_kept_by_another_node_is_closed_when_a_new_open_would_have_to_break_it() {
+    let cl = Cluster::new(3, 3);
+    // Shares nothing, with a handle lease: a conflicting open must break
+    // H, which a disconnected client cannot acknowledge.
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(LEASE),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(ALL),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(0),
+        create_disposition: D::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: "x.txt".into(),
+        contexts: vec![rqls(&lease_v2(2, RH)), dh2q(2)],
+    };
+    let tree = a.tree_id;
+    let m = a.message(Command::CREATE, tree, |o| req.encode(o));
+    let (f, ..) = opened(&a.send_frame(m).remove(0));
+    a.conn.shutdown(a.now);
+    assert_eq!(cl.nodes[0].parked_durables(), 1);
+    // Node 1 tells the file's home (node 3) at its next round (the watch
+    // thread's, every 100 ms).
+    cl.nodes[0].resend_closes();
+    let mut c = client_as(&cl, 2, 3, "carol", "carols");
+    let m = c.create_msg_caching("x.txt", 0x0012_0089, 7, D::OPEN, 0, None);
+    let r = c.send_frame(m);
+    assert_eq!(
+        r[0].status(),
+        NtStatus::SUCCESS,
+        "not left waiting for a break"
+    );
+    assert_eq!(cl.nodes[0].parked_durables(), 0, "closed by node 1");
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut b, "x.txt", vec![rqls(&lease_v2(2, RH)), dh2c(f, 2)]);
+    assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "gone");
+}

@@ -299,7 +299,10 @@ fn durable_opens_move_between_nodes(cl: &Cluster) {
             file_id: back,
         }
         .encode(&mut ack);
-        assert_eq!(status(b.call(Command::OPLOCK_BREAK, &ack)), NtStatus::SUCCESS);
+        assert_eq!(
+            status(b.call(Command::OPLOCK_BREAK, &ack)),
+            NtStatus::SUCCESS
+        );
         let (fc, _) = opened(c.wait_for(mid)).unwrap();
         assert_eq!(
             status(c.call(Command::LOCK, &lock_body(fc, 0, 10, 0x12))),

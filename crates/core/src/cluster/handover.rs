@@ -443,3 +443,70 @@ pub(crate) fn reconnect_from(
         new_id,
     )
 }
+
+/// Tell the homes of files homed elsewhere which of this node's durable
+/// opens of them are parked now (route [`durable::DISCONNECTED`]), so that
+/// an open that would have to break one has it closed instead
+/// ([`close_parked_elsewhere`]), as a single server does. An open
+/// reconnected meanwhile is left alone; a home that cannot be reached is
+/// told at the next call.
+pub(crate) fn tell_homes_of_parked(server: &ServerState) {
+    let notes = std::mem::take(&mut *lock(&server.unsent_parks));
+    let mut left = Vec::new();
+    for (key, persistent, id) in notes {
+        let who = match lock(&server.durables).get(persistent) {
+            Some(p) if p.open.id == id => p.open.who.clone(),
+            _ => continue,
+        };
+        let Home::Node(node) = server.home_of(key) else {
+            if server.home_of(key) == Home::Unavailable {
+                left.push((key, persistent, id));
+            }
+            continue;
+        };
+        let moved = Moved {
+            from: id,
+            to: id,
+            route: durable::DISCONNECTED,
+            who: Some(who),
+        };
+        match super::ask(server, node, Call::Transfer(key, Box::new(moved))) {
+            Ok(_) => {}
+            Err(_) => left.push((key, persistent, id)),
+        }
+    }
+    lock(&server.unsent_parks).extend(left);
+}
+
+/// At a file's home: the disconnected opens `ids` (FileIds) kept by other
+/// nodes are in a new open's way; their nodes close them.
+pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
+    let mut nodes: Vec<u16> = ids.iter().map(|(_, v)| node_of(*v)).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    for node in nodes {
+        let mine: Vec<(u64, u64)> = ids
+            .iter()
+            .copied()
+            .filter(|(_, v)| node_of(*v) == node)
+            .collect();
+        if let Err(s) = super::ask(server, node, Call::CloseParked(mine)) {
+            tracing::warn!(
+                node,
+                ?s,
+                "a node did not close its disconnected opens in a new open's way"
+            );
+        }
+    }
+}
+
+/// At the node keeping them: close these parked opens (FileIds).
+pub(crate) fn close_parked(server: &ServerState, ids: &[(u64, u64)]) {
+    for p in durable::take_parked(server, ids) {
+        tracing::debug!(
+            id = p.open.id,
+            "closing a disconnected durable open another node's open would have to break"
+        );
+        crate::opens::close_open(server, p.open, false);
+    }
+}

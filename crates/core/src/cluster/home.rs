@@ -21,6 +21,10 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             grant::give_back(server, *key, *clear);
             return Answer::Done;
         }
+        Call::CloseParked(ids) => {
+            super::handover::close_parked(server, ids);
+            return Answer::Done;
+        }
         Call::GiveUp(ask) => {
             return match super::handover::give_up(server, ask) {
                 Ok(h) => Answer::GivenUp(Box::new(h)),
@@ -205,7 +209,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
-        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) => {
+        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) | Call::CloseParked(_) => {
             Answer::Refused(NtStatus::INVALID_PARAMETER)
         }
     }
@@ -226,6 +230,8 @@ fn key_of(call: &Call) -> Option<FileKey> {
         | Call::AckOplock { key, .. }
         | Call::AckLease { key, .. }
         | Call::Transfer(key, _) => *key,
-        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) => return None,
+        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) | Call::CloseParked(_) => {
+            return None
+        }
     })
 }

@@ -157,6 +157,7 @@ impl ServerState {
     /// late close that was its file's last with the delete pending removes
     /// the file, as the close would have. Returns how many still wait.
     pub fn resend_closes(&self) -> usize {
+        handover::tell_homes_of_parked(self);
         let pending = std::mem::take(&mut *crate::server::lock(&self.unsent_closes));
         let mut left = Vec::new();
         for u in pending {

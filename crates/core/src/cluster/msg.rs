@@ -125,6 +125,9 @@ pub(crate) enum Call {
     GiveUp(Box<GiveUpAsk>),
     /// At the file's home: an open moves to a new id on another node.
     Transfer(FileKey, Box<Moved>),
+    /// Asked of a node by a file's home: close these disconnected durable
+    /// opens (FileIds) of yours; a new open would have to break them.
+    CloseParked(Vec<(u64, u64)>),
 }
 
 /// A home's answer.
@@ -567,6 +570,7 @@ mod tag {
     pub const REVOKE: u8 = 14;
     pub const GIVE_UP: u8 = 15;
     pub const TRANSFER: u8 = 16;
+    pub const CLOSE_PARKED: u8 = 17;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -734,6 +738,14 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             put_route(o, m.route);
             put_who(o, m.who.as_ref());
         }
+        Call::CloseParked(ids) => {
+            o.put_u8(tag::CLOSE_PARKED);
+            o.put_u16(ids.len().min(u16::MAX as usize) as u16);
+            for (p, v) in ids.iter().take(u16::MAX as usize) {
+                o.put_u64(*p);
+                o.put_u64(*v);
+            }
+        }
     }
 }
 
@@ -851,6 +863,14 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
                 who: get_who(r)?,
             }),
         ),
+        tag::CLOSE_PARKED => {
+            let n = get_count(r, 16)?;
+            let mut ids = Vec::with_capacity(n);
+            for _ in 0..n {
+                ids.push((r.u64()?, r.u64()?));
+            }
+            Call::CloseParked(ids)
+        }
         _ => return Err(WireError::Invalid("unknown cluster call")),
     })
 }

@@ -180,6 +180,7 @@ pub(crate) fn samples() -> Vec<Message> {
                 who: ask_who.clone(),
             }),
         ),
+        Call::CloseParked(vec![((1 << 48) | 12, (1 << 48) | 11), (3, 4)]),
     ];
     let moved_open = record.opens[0].clone();
     let moved_lease = record.leases[0].clone();
