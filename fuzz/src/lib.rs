@@ -84,6 +84,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             template: None,
             nt_acl_xattr: true,
             durable_handles: true,
+            continuous_availability: false,
             root_key: Default::default(),
             change_notify: true,
             streams: true,

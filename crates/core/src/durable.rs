@@ -58,6 +58,9 @@ pub(crate) struct Durability {
     pub client_guid: [u8; 16],
     /// Who opened it (Open.DurableOwner): only the same user reconnects.
     pub owner: Owner,
+    /// Open.IsPersistent: made on a continuously available share with
+    /// SMB2_DHANDLE_FLAG_PERSISTENT ([MS-SMB2] 3.3.5.9.10).
+    pub persistent: bool,
 }
 
 /// The user a durable open belongs to: the account it acts as and the name
@@ -190,6 +193,11 @@ impl Durables {
 
     pub(crate) fn len(&self) -> usize {
         self.parked.len()
+    }
+
+    /// The open ids (FileId.Volatile) of the parked opens.
+    pub(crate) fn open_ids(&self) -> std::collections::HashSet<u64> {
+        self.parked.values().map(|p| p.open.id).collect()
     }
 }
 
@@ -405,14 +413,19 @@ pub const MAX_TIMEOUT_MS: u64 = 300_000;
 
 /// Whether a new open becomes durable, and the response context that says
 /// so ([MS-SMB2] 3.3.5.9.6, 3.3.5.9.10): only with a batch oplock or a lease
-/// that caches handles (a persistent handle is never granted: no share is
-/// continuously available), never on a share with `durable handles = no`.
+/// that caches handles, never on a share with `durable handles = no`; on a
+/// continuously available share (`ca`: and the connection has
+/// SMB2_GLOBAL_CAP_PERSISTENT_HANDLES) a DH2Q asking for a persistent
+/// handle gets one whatever it caches, unless it holds an oplock (as
+/// Samba's design: persistence with oplocks behaves badly on Windows).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     ask: Ask,
     v1_timeout_ms: u64,
     oplock_level: u8,
     lease_state: u32,
     allowed: bool,
+    ca: bool,
     owner: Owner,
     client_guid: [u8; 16],
 ) -> Option<(Durability, ringshare_wire::create::CreateContext<'static>)> {
@@ -420,7 +433,18 @@ pub(crate) fn decide(
     let caches_handles = oplock_level == crate::oplock::LEVEL_BATCH
         || (oplock_level == crate::oplock::LEVEL_LEASE
             && lease_state & ringshare_wire::consts::LeaseState::HANDLE_CACHING.0 != 0);
-    if !allowed || !caches_handles {
+    let persistent =
+        ca && matches!(
+            ask,
+            Ask::V2 {
+                persistent: true,
+                ..
+            }
+        ) && matches!(
+            oplock_level,
+            crate::oplock::LEVEL_NONE | crate::oplock::LEVEL_LEASE
+        );
+    if !allowed || !(caches_handles || persistent) {
         return None;
     }
     match ask {
@@ -431,6 +455,7 @@ pub(crate) fn decide(
                 create_guid: [0; 16],
                 client_guid,
                 owner,
+                persistent: false,
             },
             CreateContext::new(tag::DURABLE_HANDLE_REQUEST, vec![0; 8]),
         )),
@@ -450,10 +475,18 @@ pub(crate) fn decide(
                     create_guid,
                     client_guid,
                     owner,
+                    persistent,
                 },
                 CreateContext::new(
                     tag::DURABLE_HANDLE_REQUEST_V2,
-                    DurableHandleRequestV2::response(timeout_ms as u32, 0),
+                    DurableHandleRequestV2::response(
+                        timeout_ms as u32,
+                        if persistent {
+                            DHANDLE_FLAG_PERSISTENT
+                        } else {
+                            0
+                        },
+                    ),
                 ),
             ))
         }
@@ -604,12 +637,25 @@ pub(crate) fn reconnect(
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
             // Kept by another node of the cluster (the volatile id says
             // which): that node hands it over, or it is gone with it.
-            if let Some(node) = crate::cluster::handover::holder(&server, file_id.volatile) {
-                return crate::cluster::handover::reconnect_from(
+            let holder = crate::cluster::handover::holder(&server, file_id.volatile);
+            if let Some(node) = holder {
+                match crate::cluster::handover::reconnect_from(
                     core, req, &sref, node, file_id, &wanted,
-                );
+                ) {
+                    Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {}
+                    r => return r,
+                }
             }
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+            // A persistent open taken over from a dead node: its record
+            // names the node keeping it.
+            match crate::cluster::ca::keeper(&server, file_id) {
+                Some(node) if Some(node) != holder => {
+                    return crate::cluster::handover::reconnect_from(
+                        core, req, &sref, node, file_id, &wanted,
+                    );
+                }
+                _ => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+            }
         }
         Err(s) => return Err(s),
     };

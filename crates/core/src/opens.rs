@@ -129,6 +129,7 @@ pub(crate) fn close_open(
     } else {
         None
     };
+    crate::cluster::ca::forget(server, &open);
     let (create_guid, on_close, watch) = {
         let mut st = lock(&open.state);
         (st.create_guid, st.notify_on_close, st.watch.take())

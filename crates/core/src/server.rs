@@ -83,6 +83,11 @@ pub struct ShareDef {
     /// `durable handles` (Samba's option, default yes): opens may outlive
     /// their connection ([`crate::durable`]).
     pub durable_handles: bool,
+    /// `continuous availability` (Samba's and ksmbd's word, default no):
+    /// opens asked to be persistent are ([MS-SMB2] 3.3.5.9.10); on a
+    /// cluster node their records live in etcd, so they survive the node
+    /// ([`crate::cluster::ca`]); writes go through to stable storage.
+    pub continuous_availability: bool,
     /// `change notify` (Samba's option, default yes): CHANGE_NOTIFY works;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does.
     pub change_notify: bool,
@@ -466,6 +471,15 @@ impl ServerState {
     /// The shares offered now.
     pub fn shares(&self) -> Arc<ShareSet> {
         Arc::clone(&self.shares.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether the server offers persistent handles (SMB2_GLOBAL_CAP_PERSISTENT_HANDLES):
+    /// a share is continuously available.
+    pub(crate) fn persistent_handles(&self) -> bool {
+        self.shares()
+            .shares
+            .iter()
+            .any(|s| s.continuous_availability)
     }
 
     /// The users who may log on now.

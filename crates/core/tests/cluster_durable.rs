@@ -40,11 +40,18 @@ fn client_as(cl: &Cluster, node: u16, guid: u8, user: &str, password: &str) -> C
 }
 
 fn dh2q(guid: u8) -> CreateContext<'static> {
+    dh2q_flags(guid, 0)
+}
+
+/// SMB2_DHANDLE_FLAG_PERSISTENT.
+const PERSISTENT: u32 = 2;
+
+fn dh2q_flags(guid: u8, flags: u32) -> CreateContext<'static> {
     CreateContext::new(
         tag::DURABLE_HANDLE_REQUEST_V2,
         DurableHandleRequestV2 {
             timeout: 0,
-            flags: 0,
+            flags,
             create_guid: [guid; 16],
         }
         .encode(),
@@ -52,12 +59,16 @@ fn dh2q(guid: u8) -> CreateContext<'static> {
 }
 
 fn dh2c(f: FileId, guid: u8) -> CreateContext<'static> {
+    dh2c_flags(f, guid, 0)
+}
+
+fn dh2c_flags(f: FileId, guid: u8, flags: u32) -> CreateContext<'static> {
     CreateContext::new(
         tag::DURABLE_HANDLE_RECONNECT_V2,
         DurableHandleReconnectV2 {
             file_id: f,
             create_guid: [guid; 16],
-            flags: 0,
+            flags,
         }
         .encode(),
     )
@@ -304,4 +315,109 @@ fn a_disconnected_open_kept_by_another_node_is_closed_when_a_new_open_would_have
     let mut b = client_as(&cl, 2, 1, "alice", "secret");
     let r = create(&mut b, "x.txt", vec![rqls(&lease_v2(2, RH)), dh2c(f, 2)]);
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "gone");
+}
+
+/// A cluster whose share `share` is continuously available.
+fn ca_cluster(home: u16) -> Cluster {
+    Cluster::with(3, home, |c| {
+        std::sync::Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    })
+}
+
+/// The flags of a CREATE answer's DH2Q response, if any.
+fn durable_flags(r: &Resp) -> Option<u32> {
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    cr.contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .map(|c| u32::from_le_bytes(c.data[4..8].try_into().unwrap()))
+}
+
+#[test]
+fn a_continuously_available_share_says_so_and_grants_persistent_handles_recorded_until_closed() {
+    let cl = ca_cluster(3);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let req = ringshare_wire::tree::TreeConnectRequest {
+        flags: ringshare_wire::consts::TreeConnectFlags::empty(),
+        path: "\\\\server\\share".into(),
+        extension: None,
+    };
+    let r = a.call(Command::TREE_CONNECT, 0, |o| req.encode(o));
+    let caps = u32::from_le_bytes(r.body()[8..12].try_into().unwrap());
+    assert_eq!(caps, 0x20 | 0x10, "SCALEOUT | CONTINUOUS_AVAILABILITY");
+    // Persistent without any caching; the record is stored before the answer.
+    let r = create(&mut a, "p.txt", vec![dh2q_flags(1, PERSISTENT)]);
+    let (f, level, ..) = opened(&r);
+    assert_eq!(durable_flags(&r), Some(PERSISTENT));
+    assert_eq!(level, 0);
+    assert_eq!(cl.bus.ca.lock().unwrap().len(), 1, "its record");
+    assert_eq!(a.close(f).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "gone with the open");
+    // A share that is not continuously available: no persistence, and
+    // without a handle lease not durable at all.
+    let plain_cluster = Cluster::new(3, 3);
+    let mut plain = client_as(&plain_cluster, 1, 1, "alice", "secret");
+    let r = create(&mut plain, "q.txt", vec![dh2q_flags(3, PERSISTENT)]);
+    assert_eq!(
+        durable_flags(&r),
+        None,
+        "not continuously available: not durable"
+    );
+}
+
+#[test]
+fn a_persistent_open_outlives_its_node_with_its_lock_and_data_and_reconnects_on_a_survivor() {
+    // The file's home survives (3), dies with the open's node (1), or is
+    // the node the client comes back to (2).
+    for home in [3, 1, 2] {
+        let cl = ca_cluster(home);
+        let name = format!("vm-{home}.vhdx");
+        let mut a = client_as(&cl, 1, 1, "alice", "secret");
+        let l = lease_v2(8, RH);
+        let r = create(&mut a, &name, vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+        assert_eq!(durable_flags(&r), Some(PERSISTENT), "home {home}");
+        let (f, ..) = opened(&r);
+        assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+        assert_eq!(lock_status(&mut a, f), NtStatus::SUCCESS);
+        // Node 1 dies with its client's connection (no disconnect seen).
+        let heir = if home == 1 { 3 } else { home };
+        cl.kill(1, heir);
+        let mut carol = client_as(&cl, 2, 3, "carol", "carols");
+        let fc = carol
+            .create(&name, ALL, D::OPEN, 0)
+            .expect("carol shares it");
+        assert_eq!(
+            lock_status(&mut carol, fc),
+            NtStatus::LOCK_NOT_GRANTED,
+            "home {home}: alice's lock outlived node 1"
+        );
+        let mut b = client_as(&cl, 2, 1, "alice", "secret");
+        let r = create(&mut b, &name, vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)]);
+        let (back, level, lease, _) = opened(&r);
+        assert_eq!(back.persistent, f.persistent, "home {home}: the same open");
+        assert_eq!(
+            (level, lease),
+            (LEASE, Some(0)),
+            "its lease, without caching"
+        );
+        assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
+        assert_eq!(
+            lock_status(&mut carol, fc),
+            NtStatus::LOCK_NOT_GRANTED,
+            "home {home}: still alice's"
+        );
+        assert_eq!(b.lock(back, &[(0, 10, UNLOCK)]).status(), NtStatus::SUCCESS);
+        assert_eq!(
+            lock_status(&mut carol, fc),
+            NtStatus::SUCCESS,
+            "home {home}"
+        );
+        assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+        assert!(
+            cl.bus.ca.lock().unwrap().is_empty(),
+            "home {home}: record gone"
+        );
+    }
 }

@@ -337,6 +337,9 @@ pub struct ShareConfig {
     pub acl_xattr: bool,
     /// `durable handles`: opens may outlive their connection; default yes.
     pub durable_handles: bool,
+    /// `continuous availability`: persistent handles (kept in etcd on a
+    /// cluster), writes through to stable storage; default no.
+    pub continuous_availability: bool,
     /// `change notify` (Samba's option): CHANGE_NOTIFY works on the share;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does. Default yes.
     pub change_notify: bool,
@@ -467,6 +470,7 @@ impl Config {
                 rules: ShareRules::default(),
                 acl_xattr: false,
                 durable_handles: true,
+                continuous_availability: false,
                 change_notify: true,
                 streams: true,
                 fruit: None,

@@ -97,6 +97,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         template,
         nt_acl_xattr: s.acl_xattr,
         durable_handles: s.durable_handles,
+        continuous_availability: s.continuous_availability,
         root_key: Default::default(),
         change_notify: s.change_notify,
         streams: s.streams,

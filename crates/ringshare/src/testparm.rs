@@ -330,6 +330,11 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
     }
     opt(s, "vfs objects", vfs.join(" "));
     opt(s, "durable handles", yes_no(share.durable_handles));
+    opt(
+        s,
+        "continuous availability",
+        yes_no(share.continuous_availability),
+    );
     opt(s, "change notify", yes_no(share.change_notify));
     match share.smb_encrypt {
         Some(p) => opt(s, "smb encrypt", encrypt(p)),

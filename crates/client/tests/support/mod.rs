@@ -73,6 +73,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
             template: None,
             nt_acl_xattr: false,
             durable_handles: true,
+            continuous_availability: false,
             root_key: Default::default(),
             change_notify: true,
             streams: true,

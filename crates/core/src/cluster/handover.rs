@@ -65,6 +65,7 @@ pub(crate) struct HandOver {
     pub timeout_ms: u64,
     pub durable_create_guid: [u8; 16],
     pub durable_client_guid: [u8; 16],
+    pub persistent: bool,
     /// (ClientGuid, CreateGuid) for replays, and what the CREATE did.
     pub create_guid: Option<([u8; 16], [u8; 16])>,
     pub create_action: u32,
@@ -92,12 +93,36 @@ fn kind_code(k: Kind) -> u8 {
     }
 }
 
-fn kind_of(code: u8) -> Result<Kind, NtStatus> {
+pub(crate) fn kind_of(code: u8) -> Result<Kind, NtStatus> {
     match code {
         1 => Ok(Kind::V1),
         2 => Ok(Kind::V2),
         3 => Ok(Kind::Resilient),
         _ => Err(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// What another node needs to carry on open `open` (state `st`, durability `d`).
+pub(crate) fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver {
+    HandOver {
+        key: open.key,
+        path: st.path.clone(),
+        is_dir: open.is_dir,
+        access: open.access,
+        share_access: open.share_access,
+        create_options: open.create_options,
+        position: st.position,
+        mode: st.mode,
+        kind: kind_code(d.kind),
+        timeout_ms: d.timeout_ms,
+        durable_create_guid: d.create_guid,
+        durable_client_guid: d.client_guid,
+        persistent: d.persistent,
+        create_guid: st.create_guid,
+        create_action: st.create_action,
+        lock_sequences: st.lock_sequences.as_deref().copied(),
+        notify_on_close: st.notify_on_close,
+        posix_rename: st.posix_rename,
     }
 }
 
@@ -130,28 +155,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     };
     let parked = durable::take_matching(server, ask.file_id, &wanted)?;
     let open = parked.open;
-    let d = parked.durability;
-    let st = lock(&open.state);
-    let h = HandOver {
-        key: open.key,
-        path: st.path.clone(),
-        is_dir: open.is_dir,
-        access: open.access,
-        share_access: open.share_access,
-        create_options: open.create_options,
-        position: st.position,
-        mode: st.mode,
-        kind: kind_code(d.kind),
-        timeout_ms: d.timeout_ms,
-        durable_create_guid: d.create_guid,
-        durable_client_guid: d.client_guid,
-        create_guid: st.create_guid,
-        create_action: st.create_action,
-        lock_sequences: st.lock_sequences.as_deref().copied(),
-        notify_on_close: st.notify_on_close,
-        posix_rename: st.posix_rename,
-    };
-    drop(st);
+    let h = state_of(&open, &lock(&open.state), &parked.durability);
     if homed_elsewhere(server, open.key) {
         // This node's record of the open goes; the home keeps it for the
         // transfer.
@@ -388,6 +392,7 @@ pub(crate) fn reconnect_from(
         create_guid: h.durable_create_guid,
         client_guid: h.durable_client_guid,
         owner: wanted.owner.clone(),
+        persistent: h.persistent,
     };
     let open = Open {
         id,
@@ -421,6 +426,11 @@ pub(crate) fn reconnect_from(
         }),
         stream: None,
     };
+    if let Err(s) = super::ca::store(&server, &open) {
+        // Its record still names the node that gave it up: close it.
+        crate::opens::close_open(&server, Arc::new(open), false);
+        return Err(s);
+    }
     let lease = t.lease.as_ref().map(crate::oplock::Grant::of_lease);
     let lease_key = wanted.lease_key.and(t.open.caching.lease.map(|l| l.key));
     let new_id = FileId {

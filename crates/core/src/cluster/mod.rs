@@ -11,6 +11,7 @@
 //! [`ServerState::cluster_receive`]. A server that never joins behaves
 //! exactly as before: every file is homed here.
 
+pub(crate) mod ca;
 pub(crate) mod grant;
 pub(crate) mod handover;
 pub(crate) mod home;
@@ -78,6 +79,22 @@ pub trait ClusterLink: Send + Sync {
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;
     /// Send `message` to `node` without waiting (it may be lost with the node).
     fn post(&self, node: u16, message: Vec<u8>);
+    /// Store durably (etcd) the record of a persistent open of a continuously
+    /// available share under its persistent id ([`ca`]); answered after it
+    /// is stored. Without a store: NOT_SUPPORTED.
+    fn ca_put(&self, _persistent_id: u64, _record: Vec<u8>) -> Result<(), NtStatus> {
+        Err(NtStatus::NOT_SUPPORTED)
+    }
+    /// Remove the record of a persistent open that closed.
+    fn ca_delete(&self, _persistent_id: u64) {}
+    /// The record of one persistent open.
+    fn ca_get(&self, _persistent_id: u64) -> Result<Option<Vec<u8>>, NtStatus> {
+        Ok(None)
+    }
+    /// Every persistent open's record (a takeover looks for a dead node's).
+    fn ca_all(&self) -> Result<Vec<Vec<u8>>, NtStatus> {
+        Ok(Vec::new())
+    }
 }
 
 /// The device number of every file's key on a cluster node.

@@ -11,6 +11,7 @@ use ringshare_wire::create::{Lease, LeaseV2};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::{FileId, NtStatus, Reader, WireError, WriteExt};
 
+use super::ca::CaRecord;
 use super::handover::{GiveUpAsk, HandOver, Moved, Transferred};
 use super::reclaim::Record;
 use crate::arbiter::Closed;
@@ -950,26 +951,7 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
         }
         Answer::GivenUp(h) => {
             o.put_u8(answer::GIVEN_UP);
-            put_key(o, h.key);
-            put_path(o, &h.path);
-            put_bool(o, h.is_dir);
-            o.put_u32(h.access);
-            o.put_u32(h.share_access);
-            o.put_u32(h.create_options);
-            o.put_u64(h.position);
-            o.put_u32(h.mode);
-            o.put_u8(h.kind);
-            o.put_u64(h.timeout_ms);
-            o.put_bytes(&h.durable_create_guid);
-            o.put_bytes(&h.durable_client_guid);
-            put_opt(o, h.create_guid, |o, (a, b)| {
-                o.put_bytes(&a);
-                o.put_bytes(&b);
-            });
-            o.put_u32(h.create_action);
-            put_opt(o, h.lock_sequences, |o, s| o.put_bytes(&s));
-            o.put_u32(h.notify_on_close);
-            put_bool(o, h.posix_rename);
+            put_handover(o, h);
         }
         Answer::Transferred(t) => {
             o.put_u8(answer::TRANSFERRED);
@@ -1034,25 +1016,7 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
                 next: get_opt(r, get_key)?,
             }
         }
-        answer::GIVEN_UP => Answer::GivenUp(Box::new(HandOver {
-            key: get_key(r)?,
-            path: get_path(r)?,
-            is_dir: get_bool(r)?,
-            access: r.u32()?,
-            share_access: r.u32()?,
-            create_options: r.u32()?,
-            position: r.u64()?,
-            mode: r.u32()?,
-            kind: r.u8()?,
-            timeout_ms: r.u64()?,
-            durable_create_guid: r.array()?,
-            durable_client_guid: r.array()?,
-            create_guid: get_opt(r, |r| Ok((r.array()?, r.array()?)))?,
-            create_action: r.u32()?,
-            lock_sequences: get_opt(r, |r| r.array())?,
-            notify_on_close: r.u32()?,
-            posix_rename: get_bool(r)?,
-        })),
+        answer::GIVEN_UP => Answer::GivenUp(Box::new(get_handover(r)?)),
         answer::TRANSFERRED => {
             let open = get_share_entry(r)?;
             let lease = get_opt(r, get_lease)?;
@@ -1255,6 +1219,116 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
         leases,
     })
 }
+
+fn put_handover(o: &mut Vec<u8>, h: &HandOver) {
+    put_key(o, h.key);
+    put_path(o, &h.path);
+    put_bool(o, h.is_dir);
+    o.put_u32(h.access);
+    o.put_u32(h.share_access);
+    o.put_u32(h.create_options);
+    o.put_u64(h.position);
+    o.put_u32(h.mode);
+    o.put_u8(h.kind);
+    o.put_u64(h.timeout_ms);
+    o.put_bytes(&h.durable_create_guid);
+    o.put_bytes(&h.durable_client_guid);
+    put_bool(o, h.persistent);
+    put_opt(o, h.create_guid, |o, (a, b)| {
+        o.put_bytes(&a);
+        o.put_bytes(&b);
+    });
+    o.put_u32(h.create_action);
+    put_opt(o, h.lock_sequences, |o, s| o.put_bytes(&s));
+    o.put_u32(h.notify_on_close);
+    put_bool(o, h.posix_rename);
+}
+
+fn get_handover(r: &mut Reader<'_>) -> Result<HandOver, WireError> {
+    Ok(HandOver {
+        key: get_key(r)?,
+        path: get_path(r)?,
+        is_dir: get_bool(r)?,
+        access: r.u32()?,
+        share_access: r.u32()?,
+        create_options: r.u32()?,
+        position: r.u64()?,
+        mode: r.u32()?,
+        kind: r.u8()?,
+        timeout_ms: r.u64()?,
+        durable_create_guid: r.array()?,
+        durable_client_guid: r.array()?,
+        persistent: get_bool(r)?,
+        create_guid: get_opt(r, |r| Ok((r.array()?, r.array()?)))?,
+        create_action: r.u32()?,
+        lock_sequences: get_opt(r, |r| r.array())?,
+        notify_on_close: r.u32()?,
+        posix_rename: get_bool(r)?,
+    })
+}
+
+/// A persistent open's record in etcd ([`super::ca`]).
+pub(crate) fn encode_ca(rec: &CaRecord) -> Vec<u8> {
+    let mut o = Vec::with_capacity(256);
+    o.put_u8(CA_RECORD_VERSION);
+    o.put_u16(rec.keeper);
+    o.put_u64(rec.file_id.persistent);
+    o.put_u64(rec.file_id.volatile);
+    put_str(&mut o, &rec.share);
+    o.put_u32(rec.uid);
+    put_str(&mut o, &rec.user);
+    put_who(&mut o, rec.who.as_ref());
+    put_handover(&mut o, &rec.state);
+    put_opt(&mut o, rec.lease.as_ref(), put_lease);
+    o.put_u16(rec.locks.len().min(u16::MAX as usize) as u16);
+    for l in rec.locks.iter().take(u16::MAX as usize) {
+        put_lock(&mut o, *l);
+    }
+    o
+}
+
+/// [`encode_ca`]'s inverse; anything else (another version, a cut) is refused.
+pub(crate) fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
+    if b.len() > MESSAGE_MAX {
+        return Err(WireError::Invalid("CA record too long"));
+    }
+    let mut r = Reader::new(b);
+    if r.u8()? != CA_RECORD_VERSION {
+        return Err(WireError::Invalid("CA record of another version"));
+    }
+    let keeper = r.u16()?;
+    let file_id = FileId {
+        persistent: r.u64()?,
+        volatile: r.u64()?,
+    };
+    let share = get_str(&mut r)?;
+    let uid = r.u32()?;
+    let user = get_str(&mut r)?;
+    let who = get_who(&mut r)?;
+    let state = get_handover(&mut r)?;
+    let lease = get_opt(&mut r, get_lease)?;
+    let n = get_count(&mut r, 25)?;
+    let mut locks = Vec::with_capacity(n);
+    for _ in 0..n {
+        locks.push(get_lock(&mut r)?);
+    }
+    if r.remaining() != 0 {
+        return Err(WireError::Invalid("bytes after a CA record"));
+    }
+    Ok(CaRecord {
+        keeper,
+        file_id,
+        share,
+        uid,
+        user,
+        who,
+        state,
+        lease,
+        locks,
+    })
+}
+
+const CA_RECORD_VERSION: u8 = 1;
 
 #[cfg(test)]
 #[path = "msg_tests.rs"]

@@ -237,6 +237,7 @@ pub(crate) fn samples() -> Vec<Message> {
             timeout_ms: 60_000,
             durable_create_guid: [8; 16],
             durable_client_guid: [3; 16],
+            persistent: true,
             create_guid: Some(([3; 16], [8; 16])),
             create_action: 2,
             lock_sequences: Some([0xFF; 64]),

@@ -48,7 +48,10 @@ pub(crate) fn records(
         return (Vec::new(), None);
     };
     let (me, n) = (link.node(), link.partitions());
-    let mine = |owner: u64| node_of(owner) == me;
+    // This node's opens: those it made, and dead nodes' persistent opens it
+    // keeps (made elsewhere, parked here: crate::cluster::ca).
+    let kept = lock(&server.durables).open_ids();
+    let mine = |owner: u64| node_of(owner) == me || kept.contains(&owner);
     let mut entries: Vec<_> = lock(&server.files)
         .iter()
         .filter(|(k, _)| parts.contains(&partition_of(**k, n)))
@@ -189,7 +192,16 @@ impl ServerState {
     /// when those clients' connections end on a single server.
     pub fn forget_node(&self, node: u16) -> usize {
         super::notify::interest(self, node, false);
-        let gone = |id: u64| node_of(id) == node;
+        // Its persistent opens stay (continuously available shares): this
+        // node keeps them for their clients (take_over_persistent).
+        let kept = self.persistent_of(node);
+        let gone = |id: u64| node_of(id) == node && !kept.contains(&id);
+        for e in lock(&self.files).values() {
+            let mut e = lock(e);
+            for o in e.opens.iter_mut().filter(|o| kept.contains(&o.owner)) {
+                o.caching.route = crate::durable::DISCONNECTED;
+            }
+        }
         let entries: Vec<_> = lock(&self.files)
             .iter()
             .map(|(k, e)| (*k, e.clone()))

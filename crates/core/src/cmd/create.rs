@@ -792,6 +792,12 @@ fn create_or_wait(
         grant.level,
         grant.lease_state,
         share.durable_handles,
+        share.continuous_availability
+            && !is_dir
+            && core.negotiated.as_ref().is_some_and(|n| {
+                n.server_capabilities & ringshare_wire::consts::Capabilities::PERSISTENT_HANDLES.0
+                    != 0
+            }),
         owner,
         client_guid,
     )
@@ -871,6 +877,13 @@ fn create_or_wait(
             })
         }),
     };
+    // A persistent open's record is in etcd before the client hears of it
+    // (crate::cluster::ca); without it, no open (etcd cannot be reached:
+    // the node refuses rather than promise what it cannot keep).
+    if crate::cluster::ca::store(&server, &open).is_err() {
+        opens::close_open(&server, Arc::new(open), false);
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
     let mut session = lock(&sref);
     if session.closed {
         // Logged off on another channel while the file was being opened.

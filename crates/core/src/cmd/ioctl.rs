@@ -142,6 +142,7 @@ fn request_resiliency(
         create_guid: st.create_guid.map_or([0; 16], |(_, g)| g),
         client_guid,
         owner,
+        persistent: false,
     });
     Ok(Reply::ok(response(ir, &[])))
 }

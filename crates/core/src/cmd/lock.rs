@@ -64,13 +64,17 @@ fn sequence_of(
         .then_some((index - 1, lr.lock_sequence_number))
 }
 
-/// Remember that the request with this bucket and number succeeded.
-fn record(open: &crate::state::Open, sequence: Option<(usize, u8)>) {
+/// Remember that the request with this bucket and number succeeded; the
+/// record of a persistent open on a cluster node is stored again with its
+/// locks as they are now, before the answer.
+fn record(server: &crate::ServerState, open: &crate::state::Open, sequence: Option<(usize, u8)>) {
     if let Some((i, n)) = sequence {
         let mut st = lock(&open.state);
         st.lock_sequences
             .get_or_insert_with(|| Box::new([crate::state::NO_LOCK_SEQUENCE; 64]))[i] = n;
     }
+    // A record not stored is logged; the lock holds on this node.
+    let _ = crate::cluster::ca::store(server, open);
 }
 
 fn ok_body() -> Vec<u8> {
@@ -108,7 +112,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             }
         });
         arbiter::unlock_ranges(&core.server, open.key, &open.entry, owner, ranges)?;
-        record(&open, sequence);
+        record(&core.server, &open, sequence);
         return Ok(Handled::Reply(Reply::ok(ok_body())));
     }
     let many = lr.locks.len() > 1;
@@ -147,7 +151,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         core.now.mono_ms,
     ) {
         arbiter::Locked::Granted => {
-            record(&open, sequence);
+            record(&core.server, &open, sequence);
             Ok(Handled::Reply(Reply::ok(ok_body())))
         }
         arbiter::Locked::Wait(l) => Ok(Handled::Async(AsyncWork::Lock(PendingLock {
@@ -169,7 +173,7 @@ pub(crate) fn poll(
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if arbiter::retry_lock(&core.server, open.key, &open.entry, p.lock) {
-        record(&open, p.sequence);
+        record(&core.server, &open, p.sequence);
         return Some(Ok(Reply::ok(ok_body())));
     }
     p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;

@@ -39,7 +39,12 @@ fn allowed(core: &ConnCore, d: Dialect) -> bool {
 
 /// The server's capabilities for dialect `d`; `multi_channel`: the server
 /// supports multichannel and the client offered it ([MS-SMB2] 3.3.5.4).
-fn capabilities_for(d: Dialect, cipher: Option<Cipher>, multi_channel: bool) -> Capabilities {
+fn capabilities_for(
+    core: &ConnCore,
+    d: Dialect,
+    cipher: Option<Cipher>,
+    multi_channel: bool,
+) -> Capabilities {
     // Leases from 2.1 on ([MS-SMB2] 3.3.5.4); directory leasing is not offered.
     let mut c = if d == Dialect::SMB2_0_2 {
         Capabilities::empty()
@@ -52,6 +57,10 @@ fn capabilities_for(d: Dialect, cipher: Option<Cipher>, multi_channel: bool) -> 
     }
     if multi_channel && d.0 >= Dialect::SMB3_0.0 && d != Dialect::WILDCARD {
         c.insert(Capabilities::MULTI_CHANNEL);
+    }
+    // Persistent handles from 3.0 on, when a share is continuously available.
+    if d.0 >= Dialect::SMB3_0.0 && d != Dialect::WILDCARD && core.server.persistent_handles() {
+        c.insert(Capabilities::PERSISTENT_HANDLES);
     }
     c
 }
@@ -81,7 +90,7 @@ fn response_body(
         capabilities: if dialect == Dialect::WILDCARD {
             Capabilities::LARGE_MTU
         } else {
-            capabilities_for(dialect, cipher, multi_channel)
+            capabilities_for(core, dialect, cipher, multi_channel)
         },
         max_transact_size: io.trans,
         max_read_size: io.read,
@@ -122,7 +131,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             client_capabilities: 0,
             client_security_mode: 0,
             server_security_mode: server_security_mode(core).0,
-            server_capabilities: capabilities_for(dialect, None, false).0,
+            server_capabilities: capabilities_for(core, dialect, None, false).0,
             client_dialects: vec![Dialect::SMB2_0_2.0],
             signing_algorithm: None,
             cipher: None,
@@ -234,7 +243,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         client_capabilities: neg.capabilities.0,
         client_security_mode: neg.security_mode.0,
         server_security_mode: server_security_mode(core).0,
-        server_capabilities: capabilities_for(dialect, cipher, multi_channel).0,
+        server_capabilities: capabilities_for(core, dialect, cipher, multi_channel).0,
         client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
         signing_algorithm,
         cipher,

@@ -110,6 +110,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         )
     };
     let read_only = ident.read_only;
+    let ca = matches!(&kind, TreeKind::Disk(s) if s.continuous_availability);
     let mut session = lock(&sref);
     if session.closed {
         return Err(NtStatus::USER_SESSION_DELETED);
@@ -146,14 +147,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         } else {
             ShareFlags::MANUAL_CACHING
         },
-        // Every node of a cluster serves the share at once (as Samba marks
-        // its clustered shares). CLUSTER (Witness) and CONTINUOUS_AVAILABILITY
-        // (persistent handles) are not offered: neither is built.
-        capabilities: if core.server.cluster().is_some() && share_type == ShareType::DISK {
-            ShareCapabilities::SCALEOUT
-        } else {
-            ShareCapabilities::empty()
-        },
+        capabilities: share_caps(core, ca, share_type),
         maximal_access: AccessMask(maximal_access),
     };
     let mut body = Vec::with_capacity(16);
@@ -381,6 +375,7 @@ fn made_for(
         template: None,
         nt_acl_xattr: share.nt_acl_xattr,
         durable_handles: share.durable_handles,
+        continuous_availability: share.continuous_availability,
         root_key: Default::default(),
         change_notify: share.change_notify,
         streams: share.streams,
@@ -399,4 +394,22 @@ pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, Nt
     b.put_u16(4);
     b.put_u16(0);
     Ok(Reply::ok(b))
+}
+
+/// A share's capabilities in TREE_CONNECT's answer: every node of a cluster
+/// serves it at once (SCALEOUT, as Samba marks its clustered shares); a
+/// continuously available share says so from SMB 3.0 on. CLUSTER (Witness)
+/// is not offered: it is not built.
+fn share_caps(core: &ConnCore, ca: bool, share_type: ShareType) -> ShareCapabilities {
+    let mut c = ShareCapabilities::empty();
+    if share_type != ShareType::DISK {
+        return c;
+    }
+    if core.server.cluster().is_some() {
+        c |= ShareCapabilities::SCALEOUT;
+    }
+    if ca && core.dialect().is_some_and(|d| d.0 >= 0x0300) {
+        c |= ShareCapabilities::CONTINUOUS_AVAILABILITY;
+    }
+    c
 }

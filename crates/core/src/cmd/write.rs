@@ -30,6 +30,9 @@ pub(crate) struct WriteCont {
     offset: u64,
     session_id: u64,
     open_id: u64,
+    /// On a continuously available share: the file, synced before the
+    /// answer (writes go through to stable storage).
+    through: Option<std::sync::Arc<dyn ringshare_vfs::Node>>,
 }
 
 /// The WRITE response body, in a reused buffer.
@@ -140,6 +143,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if first_write {
         crate::writetime::wrote(&core.server, &open, core.now);
     }
+    let through = open
+        .share
+        .continuous_availability
+        .then(|| open.node.clone());
     if req.detached.is_some() {
         return Ok(Handled::Io {
             node: open.node.clone(),
@@ -148,6 +155,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 offset,
                 session_id: req.session_id,
                 open_id: open.id,
+                through: through.clone(),
             }),
         });
     }
@@ -169,6 +177,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             offset,
             session_id: req.session_id,
             open_id: open.id,
+            through,
         }),
     })
 }
@@ -176,6 +185,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
 pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<Reply, NtStatus> {
     match done {
         IoDone::Write(Ok(n)) => {
+            if let Some(node) = &c.through {
+                // Acknowledged means on stable storage (a blocking fsync on
+                // this thread: docs/cluster.md, "Limits").
+                node.sync().map_err(status_of)?;
+            }
             opens::set_position(
                 core,
                 c.session_id,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use ringshare_core::cluster::{ClusterLink, Home};
-use ringshare_core::{ServerState, SigningPolicy};
+use ringshare_core::{ServerConfig, ServerState};
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::CreateResponse;
@@ -29,6 +29,8 @@ pub struct Bus {
     pub calls: Mutex<HashMap<u16, u64>>,
     /// Notices (breaks, wake-ups, changes, interest) each node received.
     pub posts: Mutex<HashMap<u16, u64>>,
+    /// The persistent opens' records (etcd's `ca/` keys).
+    pub ca: Mutex<HashMap<u64, Vec<u8>>>,
 }
 
 pub struct Link {
@@ -91,6 +93,23 @@ impl ClusterLink for Link {
             assert_eq!(server.cluster_receive(&message, now), Ok(None));
         }
     }
+
+    fn ca_put(&self, persistent_id: u64, record: Vec<u8>) -> Result<(), NtStatus> {
+        self.bus.ca.lock().unwrap().insert(persistent_id, record);
+        Ok(())
+    }
+
+    fn ca_delete(&self, persistent_id: u64) {
+        self.bus.ca.lock().unwrap().remove(&persistent_id);
+    }
+
+    fn ca_get(&self, persistent_id: u64) -> Result<Option<Vec<u8>>, NtStatus> {
+        Ok(self.bus.ca.lock().unwrap().get(&persistent_id).cloned())
+    }
+
+    fn ca_all(&self) -> Result<Vec<Vec<u8>>, NtStatus> {
+        Ok(self.bus.ca.lock().unwrap().values().cloned().collect())
+    }
 }
 
 /// A cluster of `n` nodes over one in-memory share, every partition homed
@@ -103,6 +122,11 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn new(n: u16, home: u16) -> Cluster {
+        Cluster::with(n, home, |_| {})
+    }
+
+    /// [`Cluster::new`] with each node's configuration changed by `change`.
+    pub fn with(n: u16, home: u16, change: impl Fn(&mut ServerConfig)) -> Cluster {
         let mem = MemShare::new();
         let bus = Arc::new(Bus {
             nodes: Mutex::new(HashMap::new()),
@@ -111,10 +135,11 @@ impl Cluster {
             now_ms: AtomicU64::new(1_000),
             calls: Mutex::new(HashMap::new()),
             posts: Mutex::new(HashMap::new()),
+            ca: Mutex::new(HashMap::new()),
         });
         let nodes = (1..=n)
             .map(|node| {
-                let s = server(&mem, SigningPolicy::IfRequired);
+                let s = server_with(&mem, &change);
                 let link = Link {
                     node,
                     bus: bus.clone(),
@@ -163,9 +188,22 @@ impl Cluster {
                 s.forget_node(dead);
             }
         }
-        self.nodes[usize::from(heir) - 1]
+        let taken = self.nodes[usize::from(heir) - 1]
             .rebuild(&parts)
-            .expect("every live node hands over its opens")
+            .expect("every live node hands over its opens");
+        // Each survivor keeps the dead node's persistent opens of its files.
+        let now = self.bus.now_ms.load(Ordering::Relaxed);
+        for (i, s) in self.nodes.iter().enumerate() {
+            if i + 1 != usize::from(dead) {
+                let gained: &[u32] = if i + 1 == usize::from(heir) {
+                    &parts
+                } else {
+                    &[]
+                };
+                s.take_over_persistent(&[dead], gained, now);
+            }
+        }
+        taken
     }
 
     pub fn posts_to(&self, node: u16) -> u64 {

@@ -204,6 +204,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             // enforces no POSIX permissions).
             nt_acl_xattr: true,
             durable_handles: true,
+            continuous_availability: false,
             root_key: Default::default(),
             change_notify: true,
             streams: true,

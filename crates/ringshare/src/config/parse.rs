@@ -191,6 +191,8 @@ enum Opt {
     VfsObjects,
     /// `durable handles` (per share).
     DurableHandles,
+    /// `continuous availability` (per share).
+    ContinuousAvailability,
     ChangeNotify,
     /// `fruit:<name>` (vfs_fruit's options).
     Fruit,
@@ -215,6 +217,7 @@ impl Opt {
                 | Opt::Rule(_)
                 | Opt::VfsObjects
                 | Opt::DurableHandles
+                | Opt::ContinuousAvailability
                 | Opt::ChangeNotify
                 | Opt::Fruit
                 | Opt::SmbEncrypt
@@ -304,6 +307,7 @@ fn classify(key: &str) -> Option<Opt> {
         "hide unreadable" => Opt::Rule(Rule::HideUnreadable),
         "vfs objects" | "vfs object" => Opt::VfsObjects,
         "durable handles" => Opt::DurableHandles,
+        "continuous availability" => Opt::ContinuousAvailability,
         "change notify" => Opt::ChangeNotify,
         "passdb backend" => Opt::Ignored(WHY_PASSDB),
         "log file" | "max log size" | "logging" | "syslog" | "syslog only" => Opt::Ignored(WHY_LOG),
@@ -369,6 +373,7 @@ struct ShareDraft {
     /// `fruit:` options as written (checked when read).
     fruit_params: Vec<(String, String)>,
     durable_handles: Option<bool>,
+    continuous_availability: Option<bool>,
     change_notify: Option<bool>,
 }
 
@@ -966,6 +971,9 @@ impl<'a> Parser<'a> {
             Opt::DurableHandles => {
                 draft.durable_handles = Some(self.bool_value(line, key, value)?);
             }
+            Opt::ContinuousAvailability => {
+                draft.continuous_availability = Some(self.bool_value(line, key, value)?);
+            }
             Opt::ChangeNotify => {
                 draft.change_notify = Some(self.bool_value(line, key, value)?);
             }
@@ -1147,6 +1155,10 @@ impl<'a> Parser<'a> {
                 .durable_handles
                 .or(defaults.durable_handles)
                 .unwrap_or(true),
+            continuous_availability: d
+                .continuous_availability
+                .or(defaults.continuous_availability)
+                .unwrap_or(false),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
             streams: d.streams.or(defaults.streams).unwrap_or(true),
             fruit: d.fruit.or(defaults.fruit).unwrap_or(false).then(|| {

@@ -1,0 +1,349 @@
+//! Persistent opens of continuously available shares on a cluster (issue
+//! 18): an open made with SMB2_DHANDLE_FLAG_PERSISTENT on a share with
+//! `continuous availability = yes` has its record — the open, its user,
+//! its lease key and its byte-range locks — stored in etcd before the
+//! CREATE (or the LOCK that changed its locks) is answered ([`store`]),
+//! and removed when it closes ([`forget`]). Its writes go through to
+//! stable storage (crates/core/src/cmd/write.rs).
+//!
+//! When its node dies, the file's home keeps the open in the file's
+//! share-mode table ([`ServerState::forget_node`] leaves it, routed
+//! nowhere) or, when the home died too, puts it back after rebuilding the
+//! file's state ([`ServerState::take_over_persistent`]); then it opens the
+//! file again as the open's user and keeps the open as a disconnected
+//! durable open of its own, with the record naming it as keeper. The
+//! client reconnects (DH2C) through any node: the keeper hands the open
+//! over as for any durable open ([`super::handover`]). The lease comes
+//! back without caching (breaks after the record was written are not in
+//! it), so the client drops what it cached.
+
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::{OpenMode, OpenOptions, Who};
+use ringshare_wire::{FileId, NtStatus};
+
+use super::handover::HandOver;
+use super::{msg, partition_of, Home};
+use crate::durable::{Durability, Owner, Parked, DISCONNECTED};
+use crate::locks::ByteRangeLock;
+use crate::oplock::{self, Lease};
+use crate::server::{lock, ServerState, ShareEntry};
+use crate::state::{Open, OpenState};
+
+/// A persistent open's record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CaRecord {
+    /// The node keeping the open (where a reconnect is handed it from).
+    pub keeper: u16,
+    pub file_id: FileId,
+    pub share: String,
+    /// Open.DurableOwner: the account's uid and the user's name.
+    pub uid: u32,
+    pub user: String,
+    /// The credentials it acts as (the file is opened again as them).
+    pub who: Option<Who>,
+    pub state: HandOver,
+    pub lease: Option<Lease>,
+    pub locks: Vec<ByteRangeLock>,
+}
+
+/// `open`'s durability when it is a persistent open of a cluster node.
+fn persistent(server: &ServerState, open: &Open) -> Option<Durability> {
+    server.cluster()?;
+    lock(&open.state).durable.clone().filter(|d| d.persistent)
+}
+
+fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaRecord> {
+    let link = server.cluster()?;
+    let state = super::handover::state_of(open, &lock(&open.state), d);
+    let (lease, locks) = {
+        let e = lock(&open.entry);
+        let lease = e
+            .opens
+            .iter()
+            .find(|s| s.owner == open.id)
+            .and_then(|s| s.caching.lease)
+            .and_then(|id| e.leases.iter().find(|l| l.id == id).cloned());
+        let locks = e
+            .locks
+            .iter()
+            .filter(|l| l.owner == open.id)
+            .copied()
+            .collect();
+        (lease, locks)
+    };
+    Some(CaRecord {
+        keeper: link.node(),
+        file_id: FileId {
+            persistent: open.persistent_id,
+            volatile: open.id,
+        },
+        share: open.share.name.clone(),
+        uid: d.owner.uid,
+        user: d.owner.user.clone(),
+        who: Some(open.who.clone()),
+        state,
+        lease,
+        locks,
+    })
+}
+
+/// Store the record of `open` as it is now, if it is a persistent open of
+/// a cluster node (before the answer that made or changed it).
+pub(crate) fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
+    let Some(d) = persistent(server, open) else {
+        return Ok(());
+    };
+    let (Some(link), Some(rec)) = (server.cluster(), record_of(server, open, &d)) else {
+        return Ok(());
+    };
+    link.ca_put(open.persistent_id, msg::encode_ca(&rec))
+        .inspect_err(|s| {
+            tracing::warn!(
+                ?s,
+                id = open.id,
+                "a persistent open's record was not stored"
+            )
+        })
+}
+
+/// `open` closed: its record goes.
+pub(crate) fn forget(server: &ServerState, open: &Open) {
+    if persistent(server, open).is_some() {
+        if let Some(link) = server.cluster() {
+            link.ca_delete(open.persistent_id);
+        }
+    }
+}
+
+/// The live node other than this one that keeps persistent open `file_id`
+/// by its record (after a takeover the keeper is not the node that made it).
+pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Option<u16> {
+    let link = server.cluster()?;
+    let rec = link.ca_get(file_id.persistent).ok().flatten()?;
+    let rec = msg::decode_ca(&rec).ok()?;
+    (rec.file_id == file_id && rec.keeper != link.node() && link.members().contains(&rec.keeper))
+        .then_some(rec.keeper)
+}
+
+/// The records of persistent opens kept by nodes in `gone` or by no live
+/// node. Empty when there is no store or it cannot be read (logged).
+pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Vec<CaRecord> {
+    let Some(link) = server.cluster() else {
+        return Vec::new();
+    };
+    if !server.persistent_handles() {
+        return Vec::new();
+    }
+    let members = link.members();
+    match link.ca_all() {
+        Ok(all) => all
+            .iter()
+            .filter_map(|b| msg::decode_ca(b).ok())
+            .filter(|r| gone.contains(&r.keeper) || !members.contains(&r.keeper))
+            .collect(),
+        Err(s) => {
+            tracing::warn!(?s, "the persistent opens' records could not be read");
+            Vec::new()
+        }
+    }
+}
+
+impl ServerState {
+    /// After nodes `gone` left (or partitions `gained` were rebuilt here):
+    /// the persistent opens their nodes kept, of files homed here (or in
+    /// `gained`), become this node's disconnected opens (see the module
+    /// notes). Returns how many.
+    pub fn take_over_persistent(&self, gone: &[u16], gained: &[u32], now_ms: u64) -> usize {
+        let Some(link) = self.cluster() else {
+            return 0;
+        };
+        let n = link.partitions();
+        let mut taken = 0;
+        for rec in orphans(self, gone) {
+            let key = rec.state.key;
+            let mine = gained.contains(&partition_of(key, n)) || self.home_of(key) == Home::Here;
+            if !mine {
+                continue;
+            }
+            match self.reinstate(&rec, now_ms) {
+                Ok(()) => taken += 1,
+                Err(s) => {
+                    tracing::warn!(?s, path = ?rec.state.path, "a dead node's persistent open could not be kept");
+                    link.ca_delete(rec.file_id.persistent);
+                }
+            }
+        }
+        taken
+    }
+
+    fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus> {
+        let h = &rec.state;
+        if lock(&self.durables).get(rec.file_id.persistent).is_some() {
+            return Ok(());
+        }
+        let share = self
+            .shares()
+            .share(&rec.share)
+            .cloned()
+            .ok_or(NtStatus::BAD_NETWORK_NAME)?;
+        let who = rec.who.clone().ok_or(NtStatus::ACCESS_DENIED)?;
+        let entry = self.file_entry(h.key);
+        let id = rec.file_id.volatile;
+        {
+            let mut e = lock(&entry);
+            if e.opens.is_empty() {
+                e.share = rec.share.clone();
+                e.path = h.path.clone();
+                e.is_dir = h.is_dir;
+            }
+            let lease = rec.lease.as_ref().map(|l| l.id);
+            match e.opens.iter_mut().find(|o| o.owner == id) {
+                // Kept in the table when its node went (forget_node).
+                Some(o) => o.caching.route = DISCONNECTED,
+                None => {
+                    e.opens.push(ShareEntry {
+                        owner: id,
+                        access: h.access,
+                        share_access: h.share_access,
+                        caching: oplock::Caching {
+                            level: if lease.is_some() {
+                                oplock::LEVEL_LEASE
+                            } else {
+                                oplock::LEVEL_NONE
+                            },
+                            lease,
+                            route: DISCONNECTED,
+                            file_id: (rec.file_id.persistent, id),
+                            ..Default::default()
+                        },
+                        who: Some(who.clone()),
+                    });
+                    for l in &rec.locks {
+                        if !e.locks.try_lock(*l) {
+                            tracing::warn!(
+                                ?l,
+                                "a dead node's persistent open's lock overlaps another"
+                            );
+                        }
+                    }
+                }
+            }
+            if let Some(l) = &rec.lease {
+                // Back without caching: breaks since the record are not in it.
+                e.leases.retain(|x| x.id != l.id);
+                e.leases.push(Lease {
+                    state: 0,
+                    breaking_to: None,
+                    required: 0,
+                    break_deadline_ms: 0,
+                    route: DISCONNECTED,
+                    ..l.clone()
+                });
+                self.set_lease_file(l.id, h.key);
+            }
+        }
+        let opts = OpenOptions {
+            mode: OpenMode::Existing,
+            read: crate::access::can_read(h.access),
+            write: crate::access::can_write(h.access),
+            directory: h.is_dir,
+            non_directory: !h.is_dir,
+            create_mode: 0,
+            best_effort: false,
+        };
+        let node = share
+            .backend
+            .open(&who, &h.path, &opts)
+            .map_err(crate::fsmap::status_of)
+            .and_then(|o| {
+                let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
+                let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
+                if self.file_key(&attr) != h.key {
+                    return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+                }
+                Ok(node)
+            });
+        let node = match node {
+            Ok(n) => n,
+            Err(s) => {
+                crate::arbiter::remove_open(&mut lock(&entry), id);
+                self.drop_file_entry_if_unused(h.key);
+                return Err(s);
+            }
+        };
+        let durability = Durability {
+            kind: super::handover::kind_of(h.kind)?,
+            timeout_ms: h.timeout_ms,
+            create_guid: h.durable_create_guid,
+            client_guid: h.durable_client_guid,
+            owner: Owner {
+                uid: rec.uid,
+                user: rec.user.clone(),
+            },
+            persistent: true,
+        };
+        let open = Open {
+            id,
+            who,
+            persistent_id: rec.file_id.persistent,
+            tree_id: 0,
+            node,
+            key: h.key,
+            entry,
+            is_dir: h.is_dir,
+            access: h.access,
+            share_access: h.share_access,
+            create_options: h.create_options,
+            share,
+            state: Mutex::new(OpenState {
+                path: h.path.clone(),
+                delete_on_close: false,
+                dir_cursor: None,
+                position: h.position,
+                mode: h.mode,
+                channel_sequence: 0,
+                durable: Some(durability.clone()),
+                create_guid: h.create_guid,
+                create_action: h.create_action,
+                replay_eligible: false,
+                lock_sequences: h.lock_sequences.map(Box::new),
+                watch: None,
+                notify_on_close: h.notify_on_close,
+                kernel_marked_ms: 0,
+                posix_rename: h.posix_rename,
+            }),
+            stream: None,
+        };
+        let share_name = open.share.name.clone();
+        let open = Arc::new(open);
+        // This node keeps it now.
+        let _ = store(self, &open);
+        tracing::info!(
+            id,
+            from = rec.keeper,
+            "a dead node's persistent open is kept here until its client reconnects"
+        );
+        let evicted = lock(&self.durables).park(Parked {
+            expires_ms: now_ms.saturating_add(durability.timeout_ms),
+            durability,
+            open,
+            share: share_name,
+        });
+        self.wake_drivers();
+        if let Some(old) = evicted {
+            crate::opens::close_open(self, old.open, false);
+        }
+        Ok(())
+    }
+
+    /// The volatile ids of the persistent opens node `node` kept of files
+    /// homed here: [`ServerState::forget_node`] leaves them in place.
+    pub(crate) fn persistent_of(&self, node: u16) -> Vec<u64> {
+        orphans(self, &[node])
+            .into_iter()
+            .filter(|r| r.keeper == node && self.home_of(r.state.key) == Home::Here)
+            .map(|r| r.file_id.volatile)
+            .collect()
+    }
+}
