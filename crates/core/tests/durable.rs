@@ -246,6 +246,44 @@ fn a_persistent_handle_is_not_granted_on_a_share_that_is_not_continuously_availa
 }
 
 #[test]
+fn a_continuously_available_share_grants_persistent_handles_which_reconnect_and_keep_data() {
+    let mem = MemShare::new();
+    let s = server_with(&mem, |c| {
+        std::sync::Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    });
+    let mut a = client(&s, &mem, 1);
+    // No caching asked for: persistent all the same.
+    let r = create(&mut a, "vm.vhdx", 0, 0, vec![dh2q(0, 2, 1)]);
+    let o = opened(&r);
+    assert_eq!(o.durable, Some(60_000));
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .unwrap();
+    assert_eq!(u32::from_le_bytes(c.data[4..8].try_into().unwrap()), 2, "PERSISTENT");
+    // A batch oplock is not given persistence (and the oplock stays).
+    let r = create(&mut a, "other", BATCH, 0, vec![dh2q(0, 2, 2)]);
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .expect("durable by its batch oplock");
+    assert_eq!(u32::from_le_bytes(c.data[4..8].try_into().unwrap()), 0);
+    // Written (synced before the answer), disconnected, reconnected.
+    assert_eq!(a.write(o.file_id, 0, b"kept").status(), NtStatus::SUCCESS);
+    drop_connection(&mut a);
+    let mut b = client(&s, &mem, 1);
+    let back = opened(&create(&mut b, "vm.vhdx", 0, 0, vec![dh2c(o.file_id, 1)]));
+    assert_eq!(back.file_id, o.file_id);
+    assert_eq!(read_data(&b.read(back.file_id, 0, 16)), b"kept");
+}
+
+#[test]
 fn a_share_with_durable_handles_off_grants_none() {
     let mem = MemShare::new();
     let s = server_with(&mem, |c| {

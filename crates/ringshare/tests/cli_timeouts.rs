@@ -51,6 +51,22 @@ fn durable_handle_timeout_and_durable_handles_have_defaults_and_parse() {
 }
 
 #[test]
+fn continuous_availability_is_off_by_default_and_set_per_share_or_in_global() {
+    let c = parse("").unwrap();
+    assert!(!c.shares[0].continuous_availability);
+    let c = parse("continuous availability = yes").unwrap();
+    assert!(c.shares[0].continuous_availability, "a [global] default");
+    let text = format!(
+        "[global]\n[s]\npath = {}\ncontinuous availability = yes\n",
+        std::env::temp_dir().display()
+    );
+    let c = config::parse_str(&text, Path::new("t.conf")).unwrap();
+    assert!(c.shares[0].continuous_availability);
+    let e = parse("continuous availability = sometimes").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+}
+
+#[test]
 fn bad_timeout_values_stop_start_up_with_the_line() {
     let e = parse("handshake timeout = 0").unwrap_err();
     assert_eq!(e.line, 2, "{e}");

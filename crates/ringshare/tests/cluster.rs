@@ -53,6 +53,11 @@ struct Cluster {
 
 impl Cluster {
     fn start(name: &str) -> Cluster {
+        Cluster::start_with(name, "")
+    }
+
+    /// [`Cluster::start`] with more `[global]` lines (share defaults too).
+    fn start_with(name: &str, more: &str) -> Cluster {
         // The server acts as the user: the user needs a Unix account.
         common::ensure_unix_account(USER_A.0);
         let etcd = EtcdCluster::start(name);
@@ -74,7 +79,7 @@ impl Cluster {
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
                  \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {share}\n\
-                 \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n",
+                 \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n{more}",
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
                 share = share.display(),
@@ -211,13 +216,20 @@ fn create(name: &str, access: u32, share: u32, lease: Option<Lease>) -> Vec<u8> 
 /// A CREATE body (OPEN_IF, sharing everything) with a batch oplock and a
 /// DH2Q (`reconnect`: a DH2C of that FileId instead), CreateGuid `guid`.
 fn durable_create(name: &str, guid: u8, reconnect: Option<FileId>) -> Vec<u8> {
+    durable_create_as(name, guid, reconnect, false)
+}
+
+/// [`durable_create`]; `persistent`: asking for a persistent handle (and
+/// no oplock) instead.
+fn durable_create_as(name: &str, guid: u8, reconnect: Option<FileId>, persistent: bool) -> Vec<u8> {
+    let flags = if persistent { 2 } else { 0 };
     use ringshare_wire::create::{DurableHandleReconnectV2, DurableHandleRequestV2};
     let ctx = match reconnect {
         None => CreateContext::new(
             tag::DURABLE_HANDLE_REQUEST_V2,
             DurableHandleRequestV2 {
                 timeout: 0,
-                flags: 0,
+                flags,
                 create_guid: [guid; 16],
             }
             .encode(),
@@ -227,14 +239,14 @@ fn durable_create(name: &str, guid: u8, reconnect: Option<FileId>) -> Vec<u8> {
             DurableHandleReconnectV2 {
                 file_id,
                 create_guid: [guid; 16],
-                flags: 0,
+                flags,
             }
             .encode(),
         ),
     };
     let req = CreateRequest {
         security_flags: 0,
-        requested_oplock_level: OplockLevel(9),
+        requested_oplock_level: OplockLevel(if persistent { 0 } else { 9 }),
         impersonation_level: ImpersonationLevel::IMPERSONATION,
         smb_create_flags: 0,
         desired_access: AccessMask(ALL),
@@ -647,7 +659,8 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     if !etcd_available(name) {
         return;
     }
-    let mut cl = Cluster::start(name);
+    // Its share is continuously available: persistent opens outlive node 3.
+    let mut cl = Cluster::start_with(name, "\tcontinuous availability = yes\n");
     let homed = cl.files_homed_on_each("k");
     let (on1, on3) = (&homed[0], &homed[2]);
     let (mut a, mut b, mut c) = (cl.client(1), cl.client(2), cl.client(3));
@@ -664,6 +677,8 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     // 3's client (user A, who may not remove it: the directory is B's): when
     // node 3 dies, the file's home removes it as A, so it stays, as on a
     // single server when A's connection ends.
+    // (Files made before B's directory: making them gives the share to A.)
+    let ca_files = cl.files_homed_on_each("kca");
     let kept = cl.file_of_b_homed_on(1);
     let fk = open(&mut c, &kept, READ, 7).unwrap();
     let mut bob = Raw::login(
@@ -679,6 +694,21 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     bob.close(fbob).unwrap();
     assert_eq!(open(&mut b, &kept, READ, 7), Err(NtStatus::DELETE_PENDING));
     let _ = fk;
+    // Persistent opens of node 3's client, of a file homed on node 1 and of
+    // one homed on node 3, each with acknowledged data and a lock.
+    let mut persistent = Vec::new();
+    for (i, f) in [&ca_files[0], &ca_files[2]].into_iter().enumerate() {
+        let guid = 60 + i as u8;
+        let (fid, _) =
+            opened(c.call(Command::CREATE, &durable_create_as(f, guid, None, true))).unwrap();
+        let data = format!("acknowledged before node 3 died: {f}");
+        c.write(fid, 0, data.as_bytes()).unwrap();
+        assert_eq!(
+            status(c.call(Command::LOCK, &lock_body(fid, 0, 10, 0x12))),
+            NtStatus::SUCCESS
+        );
+        persistent.push((f.clone(), guid, fid, data));
+    }
 
     cl.nodes[2]
         .signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
@@ -738,6 +768,43 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     .expect("after a's close, at the new home");
     eprintln!("[{name}] a's close reached the new home within {t:?}");
     b.close(fb).unwrap();
+
+    // Node 3's client comes back through node 2 (DH2C, persistent): the
+    // same open, its lock, every acknowledged byte.
+    for (f, guid, fid, data) in persistent {
+        let mut back_client = cl.client(2);
+        let (back, t) = within(Duration::from_secs(10), || {
+            let body = durable_create_as(&f, guid, Some(fid), true);
+            match opened(back_client.call(Command::CREATE, &body)) {
+                Ok((h, _)) => Some(h),
+                Err(NtStatus::OBJECT_NAME_NOT_FOUND | NtStatus::FILE_NOT_AVAILABLE) => None,
+                Err(s) => panic!("{f}: {s:?}"),
+            }
+        })
+        .expect("the persistent open reconnected on a survivor");
+        eprintln!("[{name}] persistent open of {f} reconnected through node 2 after {t:?}");
+        assert_eq!(back.persistent, fid.persistent);
+        assert_eq!(back_client.read(back, 0, 128).unwrap(), data.as_bytes());
+        // (Node 1 may still see node 3 as the home of a partition node 2
+        // took over: FILE_NOT_AVAILABLE for a moment.)
+        let (fa, _) = within(Duration::from_secs(5), || match open(&mut a, &f, READ, 7) {
+            Err(NtStatus::FILE_NOT_AVAILABLE) => None,
+            other => Some(other.unwrap()),
+        })
+        .expect("node 1 knows the new home");
+        assert_eq!(
+            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
+            NtStatus::LOCK_NOT_GRANTED,
+            "{f}: its lock outlived node 3"
+        );
+        back_client.close(back).unwrap();
+        assert_eq!(
+            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
+            NtStatus::SUCCESS,
+            "{f}"
+        );
+        a.close(fa).unwrap();
+    }
 }
 
 #[test]

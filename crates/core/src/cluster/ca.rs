@@ -107,12 +107,26 @@ pub(crate) fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
         })
 }
 
-/// `open` closed: its record goes.
+/// `open` closed: its record goes, if it still names this node's open
+/// (a copy left on a node that lost it, after fencing, must not remove the
+/// record of the open its client took elsewhere).
 pub(crate) fn forget(server: &ServerState, open: &Open) {
-    if persistent(server, open).is_some() {
-        if let Some(link) = server.cluster() {
-            link.ca_delete(open.persistent_id);
-        }
+    if persistent(server, open).is_none() {
+        return;
+    }
+    let Some(link) = server.cluster() else {
+        return;
+    };
+    let ours = match link.ca_get(open.persistent_id) {
+        Ok(Some(b)) => msg::decode_ca(&b)
+            .is_ok_and(|r| r.file_id.volatile == open.id && r.keeper == link.node()),
+        Ok(None) => false,
+        // Not known: removed (a record left behind would bring back an open
+        // that is closed).
+        Err(_) => true,
+    };
+    if ours {
+        link.ca_delete(open.persistent_id);
     }
 }
 

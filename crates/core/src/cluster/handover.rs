@@ -166,7 +166,6 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     }
     tracing::info!(
         id = open.id,
-        to = node_of(ask.file_id.volatile),
         "a disconnected durable open handed over to another node"
     );
     let key = open.key;

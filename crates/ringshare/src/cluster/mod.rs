@@ -3,6 +3,7 @@
 //! partitions with fencing tokens), serves other nodes' calls about the
 //! files homed here and gives the core a [`ClusterLink`] to ask theirs.
 
+mod ca;
 mod peer;
 
 use std::collections::HashMap;
@@ -47,6 +48,8 @@ struct Link {
     base: Instant,
     coordinator: Mutex<Option<Coordinator>>,
     peers: std::sync::OnceLock<Arc<peer::Peers>>,
+    /// The persistent opens' records in etcd.
+    ca: ca::Store,
 }
 
 impl ClusterLink for Link {
@@ -105,6 +108,27 @@ impl ClusterLink for Link {
         if let Some(p) = self.peers.get() {
             p.post(node, message);
         }
+    }
+
+    fn ca_put(&self, persistent_id: u64, record: Vec<u8>) -> Result<(), NtStatus> {
+        // A fenced node promises nothing: its opens may be taken over.
+        let now = self.base.elapsed().as_millis() as u64;
+        if self.fenced.load(Ordering::Acquire) || now >= self.fence_at_ms.load(Ordering::Acquire) {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
+        self.ca.put(persistent_id, &record)
+    }
+
+    fn ca_delete(&self, persistent_id: u64) {
+        self.ca.delete(persistent_id);
+    }
+
+    fn ca_get(&self, persistent_id: u64) -> Result<Option<Vec<u8>>, NtStatus> {
+        self.ca.get(persistent_id)
+    }
+
+    fn ca_all(&self) -> Result<Vec<Vec<u8>>, NtStatus> {
+        self.ca.all()
     }
 }
 
@@ -180,12 +204,16 @@ impl Link {
             joined,
         } = self.refresh();
         let Some(s) = server.upgrade() else { return };
+        let mut gone_all = gone.clone();
         for node in gone {
             let n = s.forget_node(node);
             tracing::warn!("cluster: node {node} left; its {n} opens of files homed here are gone");
         }
         s.announce_watchers(&joined);
         if gained.is_empty() {
+            if !gone_all.is_empty() {
+                self.take_over_persistent(&s, &gone_all, &[]);
+            }
             s.resend_closes();
             return;
         }
@@ -210,6 +238,7 @@ impl Link {
                     gained.extend(c.gained);
                     for node in c.gone {
                         s.forget_node(node);
+                        gone_all.push(node);
                     }
                     s.announce_watchers(&c.joined);
                 }
@@ -218,10 +247,24 @@ impl Link {
                 return;
             }
         }
+        // Before the files of these partitions are decided for again: the
+        // persistent opens of dead nodes come back into their tables.
+        self.take_over_persistent(&s, &gone_all, &gained);
         for p in gained {
             self.rebuilding[p as usize].store(false, Ordering::Release);
         }
         s.resend_closes();
+    }
+
+    /// The dead nodes' persistent opens of files homed here.
+    fn take_over_persistent(&self, s: &ServerState, gone: &[u16], gained: &[u32]) {
+        let now_ms = self.base.elapsed().as_millis() as u64;
+        let n = s.take_over_persistent(gone, gained, now_ms);
+        if n > 0 {
+            tracing::warn!(
+                "cluster: {n} persistent opens of dead nodes are kept here for their clients"
+            );
+        }
     }
 }
 
@@ -280,6 +323,7 @@ pub fn start(
         base: started,
         coordinator: Mutex::new(None),
         peers: std::sync::OnceLock::new(),
+        ca: ca::Store::new(name, &opts.etcd),
     });
     let stats = Arc::new(Stats::default());
     let me = peer::Identity {
