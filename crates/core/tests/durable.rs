@@ -264,7 +264,11 @@ fn a_continuously_available_share_grants_persistent_handles_which_reconnect_and_
         .iter()
         .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
         .unwrap();
-    assert_eq!(u32::from_le_bytes(c.data[4..8].try_into().unwrap()), 2, "PERSISTENT");
+    assert_eq!(
+        u32::from_le_bytes(c.data[4..8].try_into().unwrap()),
+        2,
+        "PERSISTENT"
+    );
     // A batch oplock is not given persistence (and the oplock stays).
     let r = create(&mut a, "other", BATCH, 0, vec![dh2q(0, 2, 2)]);
     let cr = CreateResponse::decode(&r.msg).unwrap();
