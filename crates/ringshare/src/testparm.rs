@@ -429,6 +429,7 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         etcd,
         secret_file,
         filesystem,
+        takeover_command,
     } = c;
     let Some(name) = name else {
         s.push_str("\t# cluster name = (none: a single server)\n");
@@ -445,6 +446,9 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
     }
     if let Some(f) = filesystem {
         opt(s, "cluster filesystem", f.display());
+    }
+    if let Some(f) = takeover_command {
+        opt(s, "cluster takeover command", f.display());
     }
 }
 

@@ -503,11 +503,16 @@ fn a_cluster_section_is_read_with_its_defaults_and_a_partial_one_names_what_it_l
         &format!(
             "[global]\ncluster name = lab\ncluster node = 2\ncluster address = 10.0.0.2:4460\n\
              cluster etcd = http://10.0.0.1:2379, http://10.0.0.3:2379\n\
-             cluster secret file = secret\ncluster filesystem = {share}\n[s]\npath = {share}\n",
+             cluster secret file = secret\ncluster filesystem = {share}\n\
+             cluster takeover command = /usr/local/bin/evict\n[s]\npath = {share}\n",
             share = share.display()
         ),
     )
     .expect("a complete cluster section");
+    assert_eq!(
+        c.global.cluster.takeover_command.as_deref(),
+        Some(std::path::Path::new("/usr/local/bin/evict"))
+    );
     let g = &c.global.cluster;
     assert_eq!(g.name.as_deref(), Some("lab"));
     assert_eq!(g.node, 2);

@@ -48,6 +48,8 @@ struct Cluster {
     /// Each node's cluster (private) port.
     cluster_ports: Vec<u16>,
     share: PathBuf,
+    /// Where the test's takeover command writes the nodes it ran for.
+    takeovers: PathBuf,
     _tmp: TempDir,
 }
 
@@ -62,8 +64,37 @@ impl Cluster {
         common::ensure_unix_account(USER_A.0);
         let etcd = EtcdCluster::start(name);
         let tmp = TempDir::new(&format!("cluster-{name}"));
-        let share = tmp.path().join("share");
+        // One directory stands in for the cluster file system, or (by
+        // scripts/cluster-ceph.sh) each node has its own mount of a CephFS.
+        let mounts: Vec<PathBuf> = match std::env::var("RINGSHARE_CLUSTER_MOUNTS") {
+            Ok(m) => m.split(':').map(PathBuf::from).collect(),
+            Err(_) => vec![tmp.path().to_path_buf(); usize::from(NODES)],
+        };
+        assert_eq!(mounts.len(), usize::from(NODES), "RINGSHARE_CLUSTER_MOUNTS");
+        let sub = format!("share-{name}-{}", std::process::id());
+        let share = mounts[0].join(&sub);
+        let _ = std::fs::remove_dir_all(&share);
         std::fs::create_dir_all(&share).unwrap();
+        // Survivors run this with a dead node's number before they take
+        // its files over (on CephFS: the eviction of its session).
+        let takeovers = tmp.path().join("takeovers");
+        let takeover = match std::env::var("RINGSHARE_CLUSTER_TAKEOVER") {
+            Ok(cmd) => PathBuf::from(cmd),
+            Err(_) => {
+                let script = tmp.path().join("takeover");
+                std::fs::write(
+                    &script,
+                    format!("#!/bin/sh\necho \"$1\" >> {}\n", takeovers.display()),
+                )
+                .unwrap();
+                std::fs::set_permissions(
+                    &script,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                )
+                .unwrap();
+                script
+            }
+        };
         let secret = tmp.path().join("secret");
         std::fs::write(
             &secret,
@@ -75,19 +106,22 @@ impl Cluster {
         for n in 1..=NODES {
             let port = free_port();
             cluster_ports.push(port);
+            let mount = &mounts[usize::from(n) - 1];
             let extra = format!(
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
                  \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
-                 \tcluster secret file = {secret}\n\tcluster filesystem = {share}\n\
+                 \tcluster secret file = {secret}\n\tcluster filesystem = {fs}\n\
+                 \tcluster takeover command = {takeover}\n\
                  \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n{more}",
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
-                share = share.display(),
+                fs = mount.display(),
+                takeover = takeover.display(),
             );
             let dir = TempDir::new(&format!("cluster-{name}-n{n}"));
             nodes.push(Rig::start_on_with(
                 dir,
-                share.clone(),
+                mount.join(&sub),
                 &extra,
                 &["--threads", "1"],
             ));
@@ -98,6 +132,7 @@ impl Cluster {
             nodes,
             cluster_ports,
             share,
+            takeovers,
             _tmp: tmp,
         };
         let t = Instant::now();
@@ -734,6 +769,12 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
         t1 + t3
     );
     assert!(t1 + t3 < Duration::from_secs(10), "{t1:?} + {t3:?}");
+    if std::env::var_os("RINGSHARE_CLUSTER_TAKEOVER").is_none() {
+        // Both survivors ran the takeover command for node 3, before
+        // deciding for its files.
+        let ran = std::fs::read_to_string(&cl.takeovers).unwrap_or_default();
+        assert_eq!(ran, "3\n3\n", "takeover commands run");
+    }
     // Node 1 forgot node 3's opens (the open of on1 above was decided):
     // the delete A's open was the last of failed as A, as it does on a
     // single server; the file is there and no longer delete-pending.

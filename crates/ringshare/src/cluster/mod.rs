@@ -24,6 +24,8 @@ pub use peer::Stats;
 const PARTITIONS: u32 = 256;
 /// How often the partition table is read again from the coordinator.
 const REFRESH: Duration = Duration::from_millis(100);
+/// The longest a `cluster takeover command` may run.
+const TAKEOVER_LIMIT: Duration = Duration::from_secs(20);
 
 /// What the core asks of the cluster, answered from a table the
 /// coordinator's events and a 100 ms refresh keep current.
@@ -50,6 +52,9 @@ struct Link {
     peers: std::sync::OnceLock<Arc<peer::Peers>>,
     /// The persistent opens' records in etcd.
     ca: ca::Store,
+    /// `cluster takeover command`: run for each node that left, before its
+    /// opens are forgotten and its partitions taken.
+    takeover: Option<std::path::PathBuf>,
 }
 
 impl ClusterLink for Link {
@@ -204,6 +209,10 @@ impl Link {
             joined,
         } = self.refresh();
         let Some(s) = server.upgrade() else { return };
+        let members = self.members();
+        for node in gone.iter().filter(|n| !members.contains(n)) {
+            self.run_takeover_command(*node);
+        }
         let mut gone_all = gone.clone();
         for node in gone {
             let n = s.forget_node(node);
@@ -254,6 +263,64 @@ impl Link {
             self.rebuilding[p as usize].store(false, Ordering::Release);
         }
         s.resend_closes();
+    }
+
+    /// Run `cluster takeover command NODE` (bounded: killed after
+    /// [`TAKEOVER_LIMIT`]); its outcome is logged, and the takeover goes on
+    /// whatever it is.
+    fn run_takeover_command(&self, node: u16) {
+        let Some(cmd) = &self.takeover else { return };
+        let t = Instant::now();
+        let child = std::process::Command::new(cmd)
+            .arg(node.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(
+                    "cluster: takeover command {} for node {node}: {e}",
+                    cmd.display()
+                );
+                return;
+            }
+        };
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if t.elapsed() < TAKEOVER_LIMIT => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+            }
+        };
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            use std::io::Read;
+            let _ = e.by_ref().take(400).read_to_string(&mut err);
+        }
+        match status {
+            Some(s) if s.success() => tracing::warn!(
+                "cluster: takeover command for node {node} done in {:?}",
+                t.elapsed()
+            ),
+            Some(s) => tracing::error!(
+                "cluster: takeover command {} for node {node} failed ({s}): {}",
+                cmd.display(),
+                err.trim()
+            ),
+            None => tracing::error!(
+                "cluster: takeover command {} for node {node} killed after {:?}",
+                cmd.display(),
+                TAKEOVER_LIMIT
+            ),
+        }
     }
 
     /// The dead nodes' persistent opens of files homed here.
@@ -324,6 +391,7 @@ pub fn start(
         coordinator: Mutex::new(None),
         peers: std::sync::OnceLock::new(),
         ca: ca::Store::new(name, &opts.etcd),
+        takeover: opts.takeover_command.clone(),
     });
     let stats = Arc::new(Stats::default());
     let me = peer::Identity {

@@ -22,6 +22,10 @@ pub struct ClusterOptions {
     /// `cluster filesystem`: the mount of the cluster file system; every
     /// share's path must be on it.
     pub filesystem: Option<PathBuf>,
+    /// `cluster takeover command` (optional): a program the survivors run
+    /// with a dead node's number as its argument before they decide for its
+    /// files again: on CephFS it evicts that node's session (docs/cluster.md).
+    pub takeover_command: Option<PathBuf>,
 }
 
 impl ClusterOptions {
@@ -91,6 +95,7 @@ pub(super) fn apply(
         }
         "secret file" => c.secret_file = Some(base.join(value)),
         "filesystem" => c.filesystem = Some(base.join(value)),
+        "takeover command" => c.takeover_command = Some(base.join(value)),
         _ => return Err(format!("unknown option '{key}'")),
     }
     Ok(())

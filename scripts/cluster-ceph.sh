@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The three-node cluster tests (crates/ringshare/tests/cluster.rs) on a real CephFS, by hand,
+# as root (not in CI): a throwaway Ceph on loopback (1 mon, 3 OSDs on memstore, 1 MDS; no
+# block device), the file system mounted three times with ceph-fuse (page cache off, as
+# docs/cluster.md asks: with it on, two mounts do not see each other's writes), node N serving
+# mount N. Each node's mount carries client_metadata ringshare_node=N, and the nodes'
+# `cluster takeover command` evicts the dead node's CephFS session (`ceph tell mds.*
+# client evict`) before the survivors decide for its files, so nothing it still sends lands.
+#
+#   sudo scripts/cluster-ceph.sh            # all five cluster tests
+#   sudo scripts/cluster-ceph.sh after_a_node   # those whose names contain this
+#
+# Needs: apt-get install ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common etcd-server, and a
+# built tree (cargo). Leaves nothing behind: daemons stopped, mounts gone, work dir removed
+# (KEEP=1 keeps the work dir with the daemons' logs).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+FILTER="${1:-}"
+
+if [ "$(id -u)" != 0 ]; then
+    echo "cluster-ceph.sh: run as root (ceph-fuse mounts, test accounts)" >&2
+    exit 2
+fi
+for b in ceph-mon ceph-osd ceph-mds ceph-fuse ceph monmaptool etcd fusermount; do
+    if ! command -v "$b" >/dev/null; then
+        echo "cluster-ceph.sh: $b is missing (apt-get install ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common etcd-server fuse3)" >&2
+        exit 2
+    fi
+done
+
+W=$(mktemp -d /tmp/ringshare-ceph.XXXXXX)
+CONF="$W/ceph.conf"
+PIDS=()
+cleanup() {
+    set +e
+    for n in 1 2 3; do
+        mountpoint -q "$W/mnt$n" && { fusermount -uz "$W/mnt$n" || umount -l "$W/mnt$n"; }
+    done
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    sleep 1
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    if [ "${KEEP:-}" = 1 ]; then
+        echo "cluster-ceph.sh: kept $W"
+    else
+        rm -rf "$W"
+    fi
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+MON_PORT=$(port)
+FSID=$(cat /proc/sys/kernel/random/uuid)
+mkdir -p "$W/run" "$W/log" "$W/mon" "$W/osd" "$W/mds"
+cat >"$CONF" <<EOF
+[global]
+fsid = $FSID
+mon host = v2:127.0.0.1:$MON_PORT
+auth cluster required = none
+auth service required = none
+auth client required = none
+osd objectstore = memstore
+memstore device bytes = 536870912
+osd pool default size = 1
+osd pool default min size = 1
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+run dir = $W/run
+log file = $W/log/\$name.log
+admin socket = $W/run/\$name.asok
+mon data = $W/mon/\$id
+osd data = $W/osd/\$id
+mds data = $W/mds/\$id
+[client]
+fuse disable pagecache = true
+EOF
+C=(ceph -c "$CONF")
+t0=$(date +%s.%N)
+say() { printf '[cluster-ceph %5.1fs] %s\n' "$(echo "$(date +%s.%N) - $t0" | bc)" "$*"; }
+
+monmaptool --create --add a "v2:127.0.0.1:$MON_PORT" --fsid "$FSID" "$W/monmap" >/dev/null
+mkdir -p "$W/mon/a"
+ceph-mon -c "$CONF" --mkfs -i a --monmap "$W/monmap"
+ceph-mon -c "$CONF" -i a -f &
+PIDS+=($!)
+timeout 30 "${C[@]}" -s >/dev/null
+say "mon up"
+for i in 0 1 2; do
+    U=$(cat /proc/sys/kernel/random/uuid)
+    ID=$("${C[@]}" osd new "$U")
+    mkdir -p "$W/osd/$ID"
+    ceph-osd -c "$CONF" -i "$ID" --mkfs --osd-uuid "$U" >/dev/null 2>&1
+    ceph-osd -c "$CONF" -i "$ID" -f &
+    PIDS+=($!)
+done
+"${C[@]}" osd pool create cephfs_metadata 8 >/dev/null
+"${C[@]}" osd pool create cephfs_data 16 >/dev/null
+"${C[@]}" fs new cephfs cephfs_metadata cephfs_data >/dev/null
+mkdir -p "$W/mds/a"
+ceph-mds -c "$CONF" -i a -f &
+PIDS+=($!)
+for _ in $(seq 120); do
+    "${C[@]}" fs status cephfs 2>/dev/null | grep -q active && break
+    sleep 0.5
+done
+"${C[@]}" fs status cephfs | grep -q active || { echo "cluster-ceph.sh: no active MDS" >&2; exit 1; }
+say "CephFS up (3 memstore OSDs, 1 MDS)"
+
+for n in 1 2 3; do
+    mkdir -p "$W/mnt$n"
+    ceph-fuse -c "$CONF" --id admin --client_metadata "ringshare_node=$n" "$W/mnt$n" >/dev/null
+done
+say "mounted 3 times with ceph-fuse (page cache off)"
+# Coherence across mounts (what the page cache breaks).
+echo one >"$W/mnt1/coherence"
+grep -q one "$W/mnt2/coherence"
+echo two >"$W/mnt2/coherence"
+grep -q two "$W/mnt1/coherence" || { echo "cluster-ceph.sh: mounts not coherent" >&2; exit 1; }
+rm "$W/mnt1/coherence"
+
+# The nodes' takeover command: evict the dead node's CephFS session(s).
+cat >"$W/evict" <<EOF
+#!/bin/sh
+exec ceph -c "$CONF" tell 'mds.*' client evict "client_metadata.ringshare_node=\$1"
+EOF
+chmod 755 "$W/evict"
+
+say "running the cluster tests on CephFS"
+RINGSHARE_CLUSTER_MOUNTS="$W/mnt1:$W/mnt2:$W/mnt3" \
+RINGSHARE_CLUSTER_TAKEOVER="$W/evict" \
+    cargo test --release -p ringshare --test cluster -- --test-threads=1 ${FILTER:+"$FILTER"}
+say "done; evictions the MDS made: $("${C[@]}" osd blocklist ls 2>/dev/null | grep -c . || true)"
