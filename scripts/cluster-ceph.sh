@@ -22,9 +22,9 @@ if [ "$(id -u)" != 0 ]; then
     echo "cluster-ceph.sh: run as root (ceph-fuse mounts, test accounts)" >&2
     exit 2
 fi
-for b in ceph-mon ceph-osd ceph-mds ceph-fuse ceph monmaptool etcd fusermount; do
+for b in ceph-mon ceph-osd ceph-mds ceph-fuse ceph monmaptool etcd bc; do
     if ! command -v "$b" >/dev/null; then
-        echo "cluster-ceph.sh: $b is missing (apt-get install ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common etcd-server fuse3)" >&2
+        echo "cluster-ceph.sh: $b is missing (apt-get install ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common etcd-server bc)" >&2
         exit 2
     fi
 done
@@ -35,7 +35,7 @@ PIDS=()
 cleanup() {
     set +e
     for n in 1 2 3; do
-        mountpoint -q "$W/mnt$n" && { fusermount -uz "$W/mnt$n" || umount -l "$W/mnt$n"; }
+        mountpoint -q "$W/mnt$n" && umount -l "$W/mnt$n"
     done
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
     sleep 1
@@ -75,6 +75,7 @@ osd data = $W/osd/\$id
 mds data = $W/mds/\$id
 [client]
 fuse disable pagecache = true
+client oc = false
 EOF
 C=(ceph -c "$CONF")
 t0=$(date +%s.%N)
@@ -83,7 +84,7 @@ say() { printf '[cluster-ceph %5.1fs] %s\n' "$(echo "$(date +%s.%N) - $t0" | bc)
 monmaptool --create --add a "v2:127.0.0.1:$MON_PORT" --fsid "$FSID" "$W/monmap" >/dev/null
 mkdir -p "$W/mon/a"
 ceph-mon -c "$CONF" --mkfs -i a --monmap "$W/monmap"
-ceph-mon -c "$CONF" -i a -f &
+ceph-mon -c "$CONF" -i a -f 2>>"$W/log/stderr" &
 PIDS+=($!)
 timeout 30 "${C[@]}" -s >/dev/null
 say "mon up"
@@ -92,20 +93,20 @@ for i in 0 1 2; do
     ID=$("${C[@]}" osd new "$U")
     mkdir -p "$W/osd/$ID"
     ceph-osd -c "$CONF" -i "$ID" --mkfs --osd-uuid "$U" >/dev/null 2>&1
-    ceph-osd -c "$CONF" -i "$ID" -f &
+    ceph-osd -c "$CONF" -i "$ID" -f 2>>"$W/log/stderr" &
     PIDS+=($!)
 done
 "${C[@]}" osd pool create cephfs_metadata 8 >/dev/null
 "${C[@]}" osd pool create cephfs_data 16 >/dev/null
 "${C[@]}" fs new cephfs cephfs_metadata cephfs_data >/dev/null
 mkdir -p "$W/mds/a"
-ceph-mds -c "$CONF" -i a -f &
+ceph-mds -c "$CONF" -i a -f 2>>"$W/log/stderr" &
 PIDS+=($!)
 for _ in $(seq 120); do
-    "${C[@]}" fs status cephfs 2>/dev/null | grep -q active && break
+    "${C[@]}" mds stat 2>/dev/null | grep -q 'up:active' && break
     sleep 0.5
 done
-"${C[@]}" fs status cephfs | grep -q active || { echo "cluster-ceph.sh: no active MDS" >&2; exit 1; }
+"${C[@]}" mds stat | grep -q 'up:active' || { echo "cluster-ceph.sh: no active MDS" >&2; exit 1; }
 say "CephFS up (3 memstore OSDs, 1 MDS)"
 
 for n in 1 2 3; do
@@ -127,8 +128,14 @@ exec ceph -c "$CONF" tell 'mds.*' client evict "client_metadata.ringshare_node=\
 EOF
 chmod 755 "$W/evict"
 
+export RINGSHARE_CLUSTER_MOUNTS="$W/mnt1:$W/mnt2:$W/mnt3"
+export RINGSHARE_CLUSTER_TAKEOVER="$W/evict"
+if [ -n "${CEPH_COMMAND:-}" ]; then
+    # By hand: anything else against the three mounts (CEPH_COMMAND='bash' for a shell).
+    say "running $CEPH_COMMAND (mounts: $RINGSHARE_CLUSTER_MOUNTS)"
+    bash -c "$CEPH_COMMAND"
+    exit
+fi
 say "running the cluster tests on CephFS"
-RINGSHARE_CLUSTER_MOUNTS="$W/mnt1:$W/mnt2:$W/mnt3" \
-RINGSHARE_CLUSTER_TAKEOVER="$W/evict" \
-    cargo test --release -p ringshare --test cluster -- --test-threads=1 ${FILTER:+"$FILTER"}
+cargo test --release -p ringshare --test cluster -- --test-threads=1 ${FILTER:+"$FILTER"}
 say "done; evictions the MDS made: $("${C[@]}" osd blocklist ls 2>/dev/null | grep -c . || true)"

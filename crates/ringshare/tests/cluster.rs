@@ -529,7 +529,9 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
             Some(NtStatus::FILE_LOCK_CONFLICT),
             "{f}"
         );
-        assert!(b.read(fb, 100, 10).is_ok(), "outside the range");
+        if let Err(e) = b.read(fb, 100, 10) {
+            panic!("{f}: a read outside the range: {e:?}");
+        }
         let mid = send(&mut b, Command::LOCK, &lock_body(fb, 10, 1, 2));
         interim(&mut b, mid);
         assert_eq!(
