@@ -500,6 +500,14 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn in_memory(&self) -> bool {
         false
     }
+    /// An io_uring read of this file must not ask for more than it holds:
+    /// on FUSE file systems (ceph-fuse with direct I/O, measured on kernel
+    /// 6.18 by scripts/cluster-ceph.sh) an io_uring READ that comes up short
+    /// is continued from the wrong offset and returns the data repeated,
+    /// where `pread` stops at the end. Callers then read within the size.
+    fn reads_within_size(&self) -> bool {
+        false
+    }
     /// Read up to `buf.len()` bytes at `offset`; returns bytes read (0 at end of file).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize>;
     /// Write all of `data` at `offset`; returns bytes written.

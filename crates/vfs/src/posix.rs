@@ -201,6 +201,12 @@ fn memory_backed(fd: BorrowedFd<'_>) -> bool {
     })
 }
 
+/// Whether `fd` is on a FUSE file system ([`Node::reads_within_size`]).
+fn on_fuse(fd: BorrowedFd<'_>) -> bool {
+    const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
+    rustix::fs::fstatfs(fd).is_ok_and(|s| s.f_type as u64 == FUSE_SUPER_MAGIC)
+}
+
 /// Whether the file system of `fd` takes `user.` xattrs, asked without
 /// changing anything: reading one it does not have is `ENODATA` there
 /// (any answer but "unsupported" says the same: the file system looked),
@@ -364,6 +370,8 @@ pub struct PosixShare {
     /// memory (see [`memory_backed`]); files on another device are asked afresh.
     root_dev: (u32, u32),
     root_in_memory: bool,
+    /// The root's file system is FUSE ([`on_fuse`]).
+    root_fuse: bool,
     /// The root's file system takes `user.` xattrs (probed once, by
     /// [`user_xattrs_supported`]): files can have named streams.
     streams: bool,
@@ -388,6 +396,7 @@ impl PosixShare {
         )?;
         let st = statx_fd(fd.as_fd())?;
         let root_in_memory = memory_backed(fd.as_fd());
+        let root_fuse = on_fuse(fd.as_fd());
         let streams = user_xattrs_supported(fd.as_fd());
         Ok(PosixShare {
             root: fd,
@@ -395,6 +404,7 @@ impl PosixShare {
             read_only: false,
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
             root_in_memory,
+            root_fuse,
             streams,
         })
     }
@@ -506,10 +516,10 @@ impl PosixShare {
         } else if kind == FileKind::Other && (readable || writable) {
             return Err(FsError::AccessDenied);
         }
-        let in_memory = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
-            self.root_in_memory
+        let (in_memory, fuse) = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
+            (self.root_in_memory, self.root_fuse)
         } else {
-            memory_backed(fd.as_fd())
+            (memory_backed(fd.as_fd()), on_fuse(fd.as_fd()))
         };
         Ok(Fresh {
             node: PosixNode {
@@ -521,6 +531,7 @@ impl PosixShare {
                 path_only,
                 read_only: self.read_only,
                 in_memory,
+                fuse,
             },
             attr: attr_from_statx(&st, None),
         })

@@ -108,6 +108,19 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
     }
+    // On a file system whose io_uring reads must not come up short (FUSE:
+    // [`ringshare_vfs::Node::reads_within_size`]), ask for no more than the
+    // file holds now.
+    let len = if node.reads_within_size() {
+        let size = node.size().map_err(status_of)?;
+        let n = size.saturating_sub(rr.offset).min(u64::from(rr.length)) as u32;
+        if n == 0 || n < rr.minimum_count {
+            return Err(NtStatus::END_OF_FILE);
+        }
+        n
+    } else {
+        rr.length
+    };
     // Alone in its frame, the reply can be laid out around the data in place.
     let headroom = match (req.sole, req.encrypted) {
         (false, _) => 0,
@@ -119,11 +132,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         node,
         op: IoOp::Read {
             offset: rr.offset,
-            len: rr.length as usize,
+            len: len as usize,
             headroom,
         },
         cont: Cont::Read(ReadCont {
-            len: rr.length,
+            len,
             headroom,
             min_count: rr.minimum_count,
             offset: rr.offset,

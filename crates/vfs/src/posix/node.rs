@@ -17,6 +17,8 @@ pub struct PosixNode {
     pub(super) read_only: bool,
     /// On a file system that keeps files in memory ([`memory_backed`]).
     pub(super) in_memory: bool,
+    /// On a FUSE file system ([`Node::reads_within_size`]).
+    pub(super) fuse: bool,
 }
 
 impl fmt::Debug for PosixNode {
@@ -261,6 +263,10 @@ impl Node for PosixNode {
 
     fn in_memory(&self) -> bool {
         self.in_memory
+    }
+
+    fn reads_within_size(&self) -> bool {
+        self.fuse
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {

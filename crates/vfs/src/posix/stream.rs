@@ -260,6 +260,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
             path_only: base.path_only,
             read_only: base.read_only,
             in_memory: base.in_memory,
+            fuse: base.fuse,
         },
         names: RwLock::new((name.to_string(), xattr)),
         write,
