@@ -17,9 +17,9 @@
 //! back without caching (breaks after the record was written are not in
 //! it), so the client drops what it cached.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use ringshare_vfs::{OpenMode, OpenOptions, Who};
+use ringshare_vfs::Who;
 use ringshare_wire::{FileId, NtStatus};
 
 use super::handover::HandOver;
@@ -28,7 +28,7 @@ use crate::durable::{Durability, Owner, Parked, DISCONNECTED};
 use crate::locks::ByteRangeLock;
 use crate::oplock::{self, Lease};
 use crate::server::{lock, ServerState, ShareEntry};
-use crate::state::{Open, OpenState};
+use crate::state::Open;
 
 /// A persistent open's record.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,27 +257,7 @@ impl ServerState {
                 self.set_lease_file(l.id, h.key);
             }
         }
-        let opts = OpenOptions {
-            mode: OpenMode::Existing,
-            read: crate::access::can_read(h.access),
-            write: crate::access::can_write(h.access),
-            directory: h.is_dir,
-            non_directory: !h.is_dir,
-            create_mode: 0,
-            best_effort: false,
-        };
-        let node = share
-            .backend
-            .open(&who, &h.path, &opts)
-            .map_err(crate::fsmap::status_of)
-            .and_then(|o| {
-                let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
-                let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
-                if self.file_key(&attr) != h.key {
-                    return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-                }
-                Ok(node)
-            });
+        let node = super::handover::reopen(self, &share, &who, h);
         let node = match node {
             Ok(n) => n,
             Err(s) => {
@@ -297,38 +277,22 @@ impl ServerState {
             },
             persistent: true,
         };
-        let open = Open {
+        let place = super::handover::Place {
             id,
-            who,
             persistent_id: rec.file_id.persistent,
             tree_id: 0,
-            node,
-            key: h.key,
-            entry,
-            is_dir: h.is_dir,
-            access: h.access,
-            share_access: h.share_access,
-            create_options: h.create_options,
-            share,
-            state: Mutex::new(OpenState {
-                path: h.path.clone(),
-                delete_on_close: false,
-                dir_cursor: None,
-                position: h.position,
-                mode: h.mode,
-                channel_sequence: 0,
-                durable: Some(durability.clone()),
-                create_guid: h.create_guid,
-                create_action: h.create_action,
-                replay_eligible: false,
-                lock_sequences: h.lock_sequences.map(Box::new),
-                watch: None,
-                notify_on_close: h.notify_on_close,
-                kernel_marked_ms: 0,
-                posix_rename: h.posix_rename,
-            }),
-            stream: None,
+            channel_sequence: 0,
+            replay_eligible: false,
         };
+        let open = super::handover::open_from(
+            h.clone(),
+            place,
+            who,
+            node,
+            entry,
+            share,
+            durability.clone(),
+        );
         let share_name = open.share.name.clone();
         let open = Arc::new(open);
         // This node keeps it now.

@@ -21,7 +21,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ringshare_vfs::{OpenMode, OpenOptions, RelPath};
+use ringshare_vfs::{OpenMode, OpenOptions, RelPath, Who};
 use ringshare_wire::{FileId, NtStatus};
 
 use super::msg::{Answer, Call};
@@ -29,7 +29,7 @@ use super::{node_of, Home};
 use crate::durable::{self, Durability, Kind, Owner, Reconnect};
 use crate::locks::ByteRangeLock;
 use crate::oplock::{Lease, Route};
-use crate::server::{lock, FileKey, ServerState, ShareEntry};
+use crate::server::{lock, FileKey, ServerState, ShareDef, ShareEntry};
 use crate::state::{Open, OpenState, SessionRef, TreeKind};
 
 /// What node B asks of the node keeping a disconnected open.
@@ -99,6 +99,88 @@ pub(crate) fn kind_of(code: u8) -> Result<Kind, NtStatus> {
         2 => Ok(Kind::V2),
         3 => Ok(Kind::Resilient),
         _ => Err(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// Open the file of open `h` again as `who` on `share`: the same file (its
+/// key), or OBJECT_NAME_NOT_FOUND (renamed over or replaced meanwhile).
+pub(crate) fn reopen(
+    server: &ServerState,
+    share: &ShareDef,
+    who: &Who,
+    h: &HandOver,
+) -> Result<Arc<dyn ringshare_vfs::Node>, NtStatus> {
+    let opts = OpenOptions {
+        mode: OpenMode::Existing,
+        read: crate::access::can_read(h.access),
+        write: crate::access::can_write(h.access),
+        directory: h.is_dir,
+        non_directory: !h.is_dir,
+        create_mode: 0,
+        best_effort: false,
+    };
+    let o = share
+        .backend
+        .open(who, &h.path, &opts)
+        .map_err(crate::fsmap::status_of)?;
+    let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
+    let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
+    if server.file_key(&attr) != h.key {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    Ok(node)
+}
+
+/// Where an open rebuilt from a [`HandOver`] lives now.
+pub(crate) struct Place {
+    pub id: u64,
+    pub persistent_id: u64,
+    pub tree_id: u32,
+    pub channel_sequence: u16,
+    pub replay_eligible: bool,
+}
+
+/// The open `h` describes, at `place`, on file `node` (entry `entry`).
+pub(crate) fn open_from(
+    h: HandOver,
+    place: Place,
+    who: Who,
+    node: Arc<dyn ringshare_vfs::Node>,
+    entry: Arc<Mutex<crate::server::FileEntry>>,
+    share: Arc<ShareDef>,
+    durability: Durability,
+) -> Open {
+    Open {
+        id: place.id,
+        who,
+        persistent_id: place.persistent_id,
+        tree_id: place.tree_id,
+        node,
+        key: h.key,
+        entry,
+        is_dir: h.is_dir,
+        access: h.access,
+        share_access: h.share_access,
+        create_options: h.create_options,
+        share,
+        state: Mutex::new(OpenState {
+            path: h.path,
+            delete_on_close: false,
+            dir_cursor: None,
+            position: h.position,
+            mode: h.mode,
+            channel_sequence: place.channel_sequence,
+            durable: Some(durability),
+            create_guid: h.create_guid,
+            create_action: h.create_action,
+            replay_eligible: place.replay_eligible,
+            lock_sequences: h.lock_sequences.map(Box::new),
+            watch: None,
+            notify_on_close: h.notify_on_close,
+            kernel_marked_ms: 0,
+            posix_rename: h.posix_rename,
+        }),
+        stream: None,
     }
 }
 
@@ -325,28 +407,7 @@ pub(crate) fn reconnect_from(
             who: who.clone(),
         });
     };
-    let opts = OpenOptions {
-        mode: OpenMode::Existing,
-        read: crate::access::can_read(h.access),
-        write: crate::access::can_write(h.access),
-        directory: h.is_dir,
-        non_directory: !h.is_dir,
-        create_mode: 0,
-        best_effort: false,
-    };
-    let reopened = share
-        .backend
-        .open(&who, &h.path, &opts)
-        .map_err(crate::fsmap::status_of)
-        .and_then(|o| {
-            let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
-            let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
-            if server.file_key(&attr) != h.key {
-                // Renamed over or replaced meanwhile: not the open's file.
-                return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-            }
-            Ok(node)
-        });
+    let reopened = reopen(&server, &share, &who, &h);
     let fs_node = match reopened {
         Ok(n) => n,
         Err(s) => {
@@ -393,38 +454,15 @@ pub(crate) fn reconnect_from(
         owner: wanted.owner.clone(),
         persistent: h.persistent,
     };
-    let open = Open {
+    let replay = h.create_guid.is_some();
+    let place = Place {
         id,
-        who,
         persistent_id: file_id.persistent,
         tree_id: req.tree_id,
-        node: fs_node,
-        key: h.key,
-        entry,
-        is_dir: h.is_dir,
-        access: h.access,
-        share_access: h.share_access,
-        create_options: h.create_options,
-        share,
-        state: Mutex::new(OpenState {
-            path: h.path,
-            delete_on_close: false,
-            dir_cursor: None,
-            position: h.position,
-            mode: h.mode,
-            channel_sequence: req.hdr.channel_sequence(),
-            durable: Some(durability),
-            create_guid: h.create_guid,
-            create_action: h.create_action,
-            replay_eligible: h.create_guid.is_some(),
-            lock_sequences: h.lock_sequences.map(Box::new),
-            watch: None,
-            notify_on_close: h.notify_on_close,
-            kernel_marked_ms: 0,
-            posix_rename: h.posix_rename,
-        }),
-        stream: None,
+        channel_sequence: req.hdr.channel_sequence(),
+        replay_eligible: replay,
     };
+    let open = open_from(h, place, who, fs_node, entry, share, durability);
     if let Err(s) = super::ca::store(&server, &open) {
         // Its record still names the node that gave it up: close it.
         crate::opens::close_open(&server, Arc::new(open), false);
