@@ -416,8 +416,8 @@ pub const MAX_TIMEOUT_MS: u64 = 300_000;
 /// that caches handles, never on a share with `durable handles = no`; on a
 /// continuously available share (`ca`: and the connection has
 /// SMB2_GLOBAL_CAP_PERSISTENT_HANDLES) a DH2Q asking for a persistent
-/// handle gets one whatever it caches, unless it holds an oplock (as
-/// Samba's design: persistence with oplocks behaves badly on Windows).
+/// handle gets one whatever it caches (3.3.5.9.10; smbtorture's
+/// persistent-open-oplock expects it with every oplock level too).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     ask: Ask,
@@ -433,16 +433,13 @@ pub(crate) fn decide(
     let caches_handles = oplock_level == crate::oplock::LEVEL_BATCH
         || (oplock_level == crate::oplock::LEVEL_LEASE
             && lease_state & ringshare_wire::consts::LeaseState::HANDLE_CACHING.0 != 0);
-    let persistent =
-        ca && matches!(
+    let persistent = ca
+        && matches!(
             ask,
             Ask::V2 {
                 persistent: true,
                 ..
             }
-        ) && matches!(
-            oplock_level,
-            crate::oplock::LEVEL_NONE | crate::oplock::LEVEL_LEASE
         );
     if !allowed || !(caches_handles || persistent) {
         return None;
