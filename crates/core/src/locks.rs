@@ -153,6 +153,15 @@ impl LockList {
         self.locks.iter()
     }
 
+    /// The locks `owner` holds.
+    pub fn owned_by(&self, owner: OwnerId) -> Vec<ByteRangeLock> {
+        self.locks
+            .iter()
+            .filter(|l| l.owner == owner)
+            .copied()
+            .collect()
+    }
+
     pub fn count_owned_by(&self, owner: OwnerId) -> usize {
         self.locks.iter().filter(|l| l.owner == owner).count()
     }

@@ -64,13 +64,7 @@ fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaReco
             .find(|s| s.owner == open.id)
             .and_then(|s| s.caching.lease)
             .and_then(|id| e.leases.iter().find(|l| l.id == id).cloned());
-        let locks = e
-            .locks
-            .iter()
-            .filter(|l| l.owner == open.id)
-            .copied()
-            .collect();
-        (lease, locks)
+        (lease, e.locks.owned_by(open.id))
     };
     Some(CaRecord {
         keeper: link.node(),

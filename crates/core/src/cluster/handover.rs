@@ -301,12 +301,7 @@ pub(crate) fn transfer_here(
             l.route = moved.route;
             Some(l.clone())
         });
-        let locks = e
-            .locks
-            .iter()
-            .filter(|l| l.owner == moved.to)
-            .copied()
-            .collect();
+        let locks = e.locks.owned_by(moved.to);
         Ok(Transferred {
             open,
             lease,

@@ -196,12 +196,6 @@ impl ServerState {
         // node keeps them for their clients (take_over_persistent).
         let kept = self.persistent_of(node);
         let gone = |id: u64| node_of(id) == node && !kept.contains(&id);
-        for e in lock(&self.files).values() {
-            let mut e = lock(e);
-            for o in e.opens.iter_mut().filter(|o| kept.contains(&o.owner)) {
-                o.caching.route = crate::durable::DISCONNECTED;
-            }
-        }
         let entries: Vec<_> = lock(&self.files)
             .iter()
             .map(|(k, e)| (*k, e.clone()))
@@ -212,6 +206,10 @@ impl ServerState {
         for (key, entry) in entries {
             let mut e = lock(&entry);
             super::grant::forget(&mut e, node);
+            // Kept ones have no connection now: nothing is sent to them.
+            for o in e.opens.iter_mut().filter(|o| kept.contains(&o.owner)) {
+                o.caching.route = crate::durable::DISCONNECTED;
+            }
             let before = e.opens.len();
             // The user of the gone node's last open of the file: a pending
             // delete is carried out as that user.
