@@ -365,6 +365,20 @@ pub fn serve(
         hooks.set_log_level,
         hooks.fixed,
     ));
+    // Metrics listen before the SMB port does: whoever waits for the SMB
+    // port (a test, a service manager) finds the metrics there too.
+    let ring_metrics = cfg
+        .global
+        .metrics_listen
+        .map(|_| Arc::new(Mutex::new(Vec::new())));
+    if let (Some(addr), Some(rings)) = (cfg.global.metrics_listen, &ring_metrics) {
+        let source = crate::metrics::Source {
+            server: server.clone(),
+            rings: rings.clone(),
+        };
+        crate::metrics::start(addr, source).map_err(err)?;
+        let _ = writeln!(out, "ringshare: metrics on http://{addr}/metrics");
+    }
     let listen = listen_addrs(&cfg)?;
     let listeners = bind_all(&listen)?;
     let _control = match &cfg.global.control_socket {
@@ -448,18 +462,6 @@ pub fn serve(
     } else {
         None
     };
-    let ring_metrics = cfg
-        .global
-        .metrics_listen
-        .map(|_| Arc::new(Mutex::new(Vec::new())));
-    if let (Some(addr), Some(rings)) = (cfg.global.metrics_listen, &ring_metrics) {
-        let source = crate::metrics::Source {
-            server: server.clone(),
-            rings: rings.clone(),
-        };
-        crate::metrics::start(addr, source).map_err(err)?;
-        let _ = writeln!(out, "ringshare: metrics on http://{addr}/metrics");
-    }
     let shared = Arc::new(Shared {
         server,
         listen: listen.clone(),
