@@ -204,16 +204,8 @@ impl Durables {
 /// The session's opens go with the session (its last channel went, or a new
 /// session named it as the previous one): durable ones are parked, the
 /// others closed ([MS-SMB2] 3.3.7.1).
-pub(crate) fn park_or_close_all(
-    server: &ServerState,
-    session: &mut crate::state::Session,
-    now_ms: u64,
-) {
-    let ids: Vec<u64> = session.opens.keys().copied().collect();
-    for id in ids {
-        let Some(open) = session.opens.remove(&id) else {
-            continue;
-        };
+pub(crate) fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now_ms: u64) {
+    for open in opens {
         // An open that is to delete its file does so now, as on Samba.
         let durability = {
             let st = lock(&open.state);

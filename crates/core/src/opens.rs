@@ -295,22 +295,25 @@ fn remove_stream(
     r.is_ok()
 }
 
-/// Close every open of a session for which `pick` is true.
-pub(crate) fn close_where(
-    server: &ServerState,
-    session: &mut Session,
-    pick: impl Fn(&Open) -> bool,
-) {
+/// Take every open of a session for which `pick` is true out of it (under
+/// the session's lock), to be closed with [`close_all`] after the lock is
+/// released: a close may ask a file's home on another node, or etcd.
+pub(crate) fn take_where(session: &mut Session, pick: impl Fn(&Open) -> bool) -> Vec<Arc<Open>> {
     let ids: Vec<u64> = session
         .opens
         .iter()
         .filter(|(_, o)| pick(o))
         .map(|(id, _)| *id)
         .collect();
-    for id in ids {
-        if let Some(open) = session.opens.remove(&id) {
-            close_open(server, open, false);
-        }
+    ids.into_iter()
+        .filter_map(|id| session.opens.remove(&id))
+        .collect()
+}
+
+/// Close opens taken out of their session ([`take_where`]).
+pub(crate) fn close_all(server: &ServerState, opens: Vec<Arc<Open>>) {
+    for open in opens {
+        close_open(server, open, false);
     }
 }
 

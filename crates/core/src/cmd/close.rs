@@ -12,8 +12,7 @@ use ringshare_wire::NtStatus;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::opens;
-use crate::server::{lock, ServerState};
-use crate::state::Session;
+use crate::server::lock;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
@@ -47,14 +46,4 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut body = Vec::with_capacity(60);
     resp.encode(&mut body);
     Ok(Reply::ok(body))
-}
-
-/// Close every open of a session (logoff, connection loss).
-pub(crate) fn close_all_opens(server: &ServerState, session: &mut Session) {
-    opens::close_where(server, session, |_| true);
-}
-
-/// Close every open of one tree (tree disconnect).
-pub(crate) fn close_opens_of_tree(server: &ServerState, session: &mut Session, tree_id: u32) {
-    opens::close_where(server, session, |o| o.tree_id == tree_id);
 }

@@ -21,7 +21,6 @@ use ringshare_wire::consts::{
 use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupResponse};
 use ringshare_wire::{NtStatus, WriteExt};
 
-use crate::cmd::close::close_all_opens;
 use crate::conn::{signature_ok, ConnCore, Reply, Req};
 use crate::identity::{Account, AccountError};
 use crate::limits;
@@ -111,12 +110,12 @@ pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u6
         let gone = !s.closed && (s.channels.is_empty() || !s.valid);
         if gone {
             s.closed = true;
-            // Durable opens wait for their client to reconnect ([MS-SMB2] 3.3.7.1).
-            crate::durable::park_or_close_all(server, &mut s, now_ms);
         }
-        gone.then_some(s.id)
+        gone.then(|| (s.id, crate::opens::take_where(&mut s, |_| true)))
     };
-    if let Some(id) = gone {
+    if let Some((id, opens)) = gone {
+        // Durable opens wait for their client to reconnect ([MS-SMB2] 3.3.7.1).
+        crate::durable::park_or_close_all(server, opens, now_ms);
         server.remove_session(id);
     }
 }
@@ -292,13 +291,13 @@ fn act_for(session: &mut Session, user: String, account: Account, guest: bool, a
 
 /// End a session everywhere: every channel finds it gone, its files close.
 fn end_session(server: &ServerState, sref: &SessionRef) {
-    let id = {
+    let (id, opens) = {
         let mut s = lock(sref);
         s.closed = true;
         s.channels.clear();
-        close_all_opens(server, &mut s);
-        s.id
+        (s.id, crate::opens::take_where(&mut s, |_| true))
     };
+    crate::opens::close_all(server, opens);
     server.remove_session(id);
 }
 
@@ -735,13 +734,13 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
     }
     tracing::debug!(previous, "a reconnecting client ends its previous session");
     // Its durable opens wait for the client to reconnect them.
-    let (id, channels) = {
+    let (id, channels, opens) = {
         let mut s = lock(&old);
         s.closed = true;
         let channels = std::mem::take(&mut s.channels);
-        crate::durable::park_or_close_all(&server, &mut s, core.now.mono_ms);
-        (s.id, channels)
+        (s.id, channels, crate::opens::take_where(&mut s, |_| true))
     };
+    crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
     server.remove_session(id);
     core.sessions.remove(&previous);
     // Its connections answer what waits on it (CHANGE_NOTIFY: NOTIFY_CLEANUP).
@@ -763,13 +762,11 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .sessions
         .remove(&req.session_id)
         .ok_or(NtStatus::USER_SESSION_DELETED)?;
-    let (signing_required, seal) = {
+    let (signing_required, seal, opens) = {
         let mut session = lock(&ch.session);
         session.closed = true;
         session.channels.clear();
-        // Durable opens outlive a LOGOFF too, as on Samba (smbtorture
-        // smb2.durable-open.reopen4): the client may reconnect them.
-        crate::durable::park_or_close_all(&server, &mut session, core.now.mono_ms);
+        let opens = crate::opens::take_where(&mut session, |_| true);
         // An encrypted LOGOFF is answered encrypted ([MS-SMB2] 3.3.4.1.4), but the
         // session is gone once the reply is sealed: reserve its key and a nonce now.
         let key = session.encrypt_key.clone().filter(|_| req.encrypted);
@@ -781,8 +778,11 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             }
             _ => None,
         };
-        (session.signing_required, seal)
+        (session.signing_required, seal, opens)
     };
+    // Durable opens outlive a LOGOFF too, as on Samba (smbtorture
+    // smb2.durable-open.reopen4): the client may reconnect them.
+    crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
     server.remove_session(req.session_id);
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);

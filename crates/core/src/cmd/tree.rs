@@ -5,7 +5,6 @@ use ringshare_wire::consts::{AccessMask, ShareCapabilities, ShareFlags, ShareTyp
 use ringshare_wire::tree::{TreeConnectRequest, TreeConnectResponse, TreeDisconnectRequest};
 use ringshare_wire::{NtStatus, WriteExt};
 
-use crate::cmd::close::close_opens_of_tree;
 use std::sync::Arc;
 
 use ringshare_vfs::{OpenOptions, RelPath};
@@ -308,12 +307,15 @@ pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<
 /// Disconnect a tree as TREE_DISCONNECT does: its opens and pipes are
 /// closed. False when the session has no such tree.
 pub(crate) fn drop_tree(server: &ServerState, sref: &SessionRef, tree_id: u32) -> bool {
-    let mut session = lock(sref);
-    if session.trees.remove(&tree_id).is_none() {
-        return false;
-    }
-    close_opens_of_tree(server, &mut session, tree_id);
-    session.pipes.retain(|_, p| lock(p).tree_id != tree_id);
+    let opens = {
+        let mut session = lock(sref);
+        if session.trees.remove(&tree_id).is_none() {
+            return false;
+        }
+        session.pipes.retain(|_, p| lock(p).tree_id != tree_id);
+        crate::opens::take_where(&mut session, |o| o.tree_id == tree_id)
+    };
+    crate::opens::close_all(server, opens);
     true
 }
 

@@ -189,9 +189,10 @@ impl Connection {
         }
         let server = self.core.server.clone();
         if let Some(sref) = self.core.session(session_id) {
-            crate::opens::close_where(&server, &mut lock(&sref), |o| {
+            let opens = crate::opens::take_where(&mut lock(&sref), |o| {
                 !waiting.iter().any(|(_, open)| *open == o.id)
             });
+            crate::opens::close_all(&server, opens);
         }
         for (id, _) in waiting {
             self.poll_async(id);
