@@ -1094,6 +1094,10 @@ impl Worker {
         let Some(front) = c.send_queue.front_mut() else {
             if c.closing && c.io_in_flight == 0 {
                 self.close(slot);
+            } else if c.closing {
+                // File I/O still runs (a file system that stopped answering):
+                // the client learns now that the connection is over.
+                let _ = rustix::net::shutdown(&c.fd, rustix::net::Shutdown::Both);
             }
             return;
         };

@@ -25,8 +25,11 @@ use ringshare_wire::consts::{
     AccessMask, Command, CreateDisposition, CreateOptions, FileAttributes, ImpersonationLevel,
     LeaseFlags, LeaseState, OplockLevel, ShareAccess,
 };
+use ringshare_wire::consts::{Fsctl, IoctlFlags};
 use ringshare_wire::create::{tag, ContextTag, CreateContext, CreateRequest, CreateResponse};
 use ringshare_wire::create::{Lease, LeaseV2};
+use ringshare_wire::header::Header;
+use ringshare_wire::ioctl::{IoctlRequest, IoctlResponse, NetworkInterfaceInfo};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::{FileId, NtStatus};
 
@@ -50,6 +53,8 @@ struct Cluster {
     share: PathBuf,
     /// Where the test's takeover command writes the nodes it ran for.
     takeovers: PathBuf,
+    /// Each node's network namespace (scripts/cluster-ceph.sh), if any.
+    netns: Option<Vec<String>>,
     _tmp: TempDir,
 }
 
@@ -101,15 +106,31 @@ impl Cluster {
             "c2VjcmV0LW9mLXRoZS10ZXN0LWNsdXN0ZXItbm90LXNob3J0Cg==\n",
         )
         .unwrap();
+        // Each node in its own network namespace with its own address
+        // (scripts/cluster-ceph.sh), or all on loopback.
+        let list = |var: &str| -> Option<Vec<String>> {
+            let v: Vec<String> = std::env::var(var)
+                .ok()?
+                .split(',')
+                .map(str::to_string)
+                .collect();
+            assert_eq!(v.len(), usize::from(NODES), "{var}");
+            Some(v)
+        };
+        let hosts = list("RINGSHARE_CLUSTER_ADDRESSES")
+            .unwrap_or_else(|| vec!["127.0.0.1".into(); usize::from(NODES)]);
+        let netns = list("RINGSHARE_CLUSTER_NETNS");
         let mut nodes = Vec::new();
         let mut cluster_ports = Vec::new();
         for n in 1..=NODES {
+            let i = usize::from(n) - 1;
             let port = free_port();
             cluster_ports.push(port);
-            let mount = &mounts[usize::from(n) - 1];
+            let mount = &mounts[i];
+            let host = &hosts[i];
             let extra = format!(
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
-                 \tcluster address = 127.0.0.1:{port}\n\tcluster etcd = {etcd}\n\
+                 \tcluster address = {host}:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {fs}\n\
                  \tcluster takeover command = {takeover}\n\
                  \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n{more}",
@@ -119,11 +140,13 @@ impl Cluster {
                 takeover = takeover.display(),
             );
             let dir = TempDir::new(&format!("cluster-{name}-n{n}"));
-            nodes.push(Rig::start_on_with(
+            nodes.push(Rig::start_at(
                 dir,
                 mount.join(&sub),
                 &extra,
                 &["--threads", "1"],
+                host,
+                netns.as_ref().map(|ns: &Vec<String>| ns[i].as_str()),
             ));
         }
         let c = Cluster {
@@ -133,6 +156,7 @@ impl Cluster {
             cluster_ports,
             share,
             takeovers,
+            netns,
             _tmp: tmp,
         };
         let t = Instant::now();
@@ -149,11 +173,7 @@ impl Cluster {
 
     /// A client logged on to node `n` (1-based).
     fn client(&self, n: u16) -> Raw {
-        Raw::login(
-            self.nodes[usize::from(n) - 1].port,
-            USER_A,
-            ringshare_wire::consts::Dialect::SMB3_1_1,
-        )
+        self.nodes[usize::from(n) - 1].login(USER_A)
     }
 
     /// The node that is the home of `name` now.
@@ -222,6 +242,22 @@ fn lease(key: u8, state: u32) -> Lease {
             parent_key: [0; 16],
             epoch: 0,
         }),
+    }
+}
+
+impl Drop for Cluster {
+    /// Keeps the nodes' logs in `RINGSHARE_CLUSTER_LOGS` when set
+    /// (scripts/cluster-ceph.sh with KEEP=1), as `<test>-node<N>.log`.
+    fn drop(&mut self) {
+        let Some(dir) = std::env::var_os("RINGSHARE_CLUSTER_LOGS") else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        let _ = std::fs::create_dir_all(&dir);
+        for (i, node) in self.nodes.iter().enumerate() {
+            let to = dir.join(format!("{}-node{}.log", self.name, i + 1));
+            let _ = std::fs::copy(node.log_path(), to);
+        }
     }
 }
 
@@ -468,6 +504,32 @@ fn ack_lease(c: &mut Raw, key: u8, state: u32) -> NtStatus {
     status(c.call(Command::OPLOCK_BREAK, &m[HEADER_LEN..]))
 }
 
+/// The addresses FSCTL_QUERY_NETWORK_INTERFACE_INFO names.
+fn interfaces(c: &mut Raw) -> Vec<std::net::IpAddr> {
+    let req = IoctlRequest {
+        ctl_code: Fsctl::QUERY_NETWORK_INTERFACE_INFO,
+        file_id: FileId::ANY,
+        input: &[],
+        max_input_response: 0,
+        output: &[],
+        max_output_response: 64 * 1024,
+        flags: IoctlFlags::IS_FSCTL,
+    };
+    let mut m = vec![0u8; HEADER_LEN];
+    req.encode(&mut m);
+    match c.call(Command::IOCTL, &m[HEADER_LEN..]) {
+        Outcome::Reply(h, msg) if h.status.is_success() => {
+            let r = IoctlResponse::decode(&msg).expect("an IOCTL response");
+            NetworkInterfaceInfo::decode_list(r.output)
+                .expect("an interface list")
+                .iter()
+                .map(|i| i.addr.ip())
+                .collect()
+        }
+        other => panic!("QUERY_NETWORK_INTERFACE_INFO: {other:?}"),
+    }
+}
+
 #[test]
 fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
     let name = "semantics";
@@ -476,6 +538,15 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
     }
     let cl = Cluster::start(name);
     let (mut a, mut b) = (cl.client(1), cl.client(2));
+
+    // Each node names only its own address: a session's channels stay on
+    // its node.
+    for n in 1..=NODES {
+        let node = &cl.nodes[usize::from(n) - 1];
+        let mut c = node.login(USER_A);
+        let own: std::net::IpAddr = node.host.parse().unwrap();
+        assert_eq!(interfaces(&mut c), vec![own], "node {n}");
+    }
 
     // Share modes, for a file homed on each node: clients on nodes 1 and 2.
     for (i, f) in cl.files_homed_on_each("share").iter().enumerate() {
@@ -718,11 +789,7 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     let ca_files = cl.files_homed_on_each("kca");
     let kept = cl.file_of_b_homed_on(1);
     let fk = open(&mut c, &kept, READ, 7).unwrap();
-    let mut bob = Raw::login(
-        cl.nodes[1].port,
-        USER_B,
-        ringshare_wire::consts::Dialect::SMB3_1_1,
-    );
+    let mut bob = cl.nodes[1].login(USER_B);
     let fbob = open(&mut bob, &kept, READ | DELETE, 7).unwrap();
     assert_eq!(
         status(bob.call(Command::SET_INFO, &set_info_body(fbob, 13, &[1]))),
@@ -932,7 +999,8 @@ fn a_stranger_on_the_cluster_port_gets_nothing_and_cannot_flood_the_log() {
     let cl = Cluster::start(name);
     use std::io::{Read, Write};
     for i in 0..200u32 {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", cl.cluster_ports[0])).unwrap();
+        let mut s =
+            std::net::TcpStream::connect((cl.nodes[0].host.as_str(), cl.cluster_ports[0])).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         // A hello that claims node 2 without the secret, or plain junk.
         let hello: Vec<u8> = if i % 2 == 0 {
@@ -976,4 +1044,200 @@ fn a_stranger_on_the_cluster_port_gets_nothing_and_cannot_flood_the_log() {
     let mut a = cl.client(1);
     let f = open(&mut a, "after.txt", ALL, 7).expect("node 1 still serves");
     a.close(f).unwrap();
+}
+
+/// Nothing the node in network namespace `ns` sends to these addresses
+/// leaves it (blackhole routes), until [`Cut::heal`] or the drop.
+struct Cut {
+    ns: String,
+    addrs: Vec<String>,
+}
+
+impl Cut {
+    fn new(ns: &str, addrs: Vec<String>) -> Cut {
+        let cut = Cut {
+            ns: ns.to_string(),
+            addrs,
+        };
+        assert!(cut.routes("add"), "ip -n {ns} route add blackhole");
+        cut
+    }
+
+    fn routes(&self, action: &str) -> bool {
+        self.addrs.iter().all(|a| {
+            std::process::Command::new("ip")
+                .args([
+                    "-n",
+                    &self.ns,
+                    "route",
+                    action,
+                    "blackhole",
+                    &format!("{a}/32"),
+                ])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        })
+    }
+
+    fn heal(self) {}
+}
+
+impl Drop for Cut {
+    fn drop(&mut self) {
+        self.routes("del");
+    }
+}
+
+#[test]
+#[ignore = "needs each node in its own network namespace: scripts/cluster-ceph.sh runs it"]
+fn a_node_cut_off_from_etcd_its_peers_and_the_file_system_fences_itself_and_none_of_its_writes_land(
+) {
+    let name = "nodecut";
+    if !etcd_available(name) {
+        return;
+    }
+    assert!(
+        std::env::var_os("RINGSHARE_CLUSTER_NETNS").is_some(),
+        "{name}: cutting one node off takes each node in its own network namespace: \
+         run scripts/cluster-ceph.sh"
+    );
+    let mut cl = Cluster::start(name);
+    let ns3 = cl.netns.as_ref().expect("namespaces")[2].clone();
+    // Node 3 loses etcd and the file system (both on the host's address)
+    // and its peers, but not its client (the tests' clients reach the nodes
+    // from another address of the host).
+    let cut = vec![
+        etcd_cluster::etcd_host(),
+        cl.nodes[0].host.clone(),
+        cl.nodes[1].host.clone(),
+    ];
+    let homed = cl.files_homed_on_each("cut");
+    let mut c = cl.client(3);
+    let files: Vec<(String, FileId)> = [&homed[0], &homed[2]]
+        .into_iter()
+        .map(|f| {
+            let h = open(&mut c, f, ALL, 0).unwrap();
+            c.write(h, 0, b"before").unwrap();
+            (f.clone(), h)
+        })
+        .collect();
+    let cut = Cut::new(&ns3, cut);
+    let t = Instant::now();
+    // Writes node 3 takes while cut off: none may land after the takeover.
+    for (_, h) in &files {
+        let hdr = c.header(Command::WRITE);
+        c.send_frame(&Raw::message(&hdr, &write_body(*h, 0, b"LATE!!")))
+            .unwrap();
+    }
+    let mut b = cl.client(2);
+    // On CephFS node 2's first look at a file node 3 holds open for writing
+    // waits at the MDS for node 3's capabilities, until the eviction.
+    b.sock
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    for (f, _) in &files {
+        // (Each refusal and when it came, for the record.)
+        let mut refusals: Vec<(NtStatus, u128)> = Vec::new();
+        let (h, took) = within(Duration::from_secs(15), || match open(&mut b, f, ALL, 0) {
+            Ok(h) => Some(h),
+            Err(s) => {
+                if refusals.last().map(|r| r.0) != Some(s) {
+                    refusals.push((s, t.elapsed().as_millis()));
+                }
+                None
+            }
+        })
+        .expect("the survivors take over from the node cut off");
+        b.write(h, 0, b"AFTER!").unwrap();
+        b.close(h).unwrap();
+        eprintln!(
+            "[{name}] {f}: taken over {took:?} after the cut (total {:?}); refused before: \
+             {refusals:?} (status, ms after the cut)",
+            t.elapsed()
+        );
+    }
+    // Node 3 fenced itself: its client was dropped.
+    c.sock
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut answers = Vec::new();
+    let dropped = within(Duration::from_secs(10), || loop {
+        match read_frame(&mut c.sock) {
+            Ok(Some(f)) => answers.push(Header::decode(&f).map(|h| h.status)),
+            Ok(None) => return None,
+            Err(()) => return Some(()),
+        }
+    });
+    eprintln!("[{name}] node 3's answers to the writes sent after the cut: {answers:?}");
+    assert!(
+        dropped.is_some(),
+        "node 3's client still connected; its log:\n{}",
+        cl.nodes[2].log()
+    );
+    cut.heal();
+    eprintln!(
+        "[{name}] node 3 reconnected to the network {:?} after the cut",
+        t.elapsed()
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    for (f, _) in &files {
+        let got = std::fs::read(cl.share.join(f)).unwrap();
+        assert_eq!(
+            &got[..],
+            b"AFTER!",
+            "{f}: a write of the node cut off landed; its log:\n{}",
+            cl.nodes[2].log()
+        );
+    }
+    let log = cl.nodes[2].log();
+    assert!(log.contains("this node is fenced"), "{log}");
+    // Its CephFS session was evicted by the takeover: node 3 does not join
+    // again to serve errors, until its mount is made again and it restarts.
+    let mut e = cl.etcd.client();
+    let refused = within(Duration::from_secs(10), || {
+        cl.nodes[2]
+            .log()
+            .contains("not joining again")
+            .then_some(())
+    });
+    assert!(refused.is_some(), "{}", cl.nodes[2].log());
+    let held: Vec<u32> = owners(&mut e, &cl.name)
+        .into_iter()
+        .filter(|(_, (n, _))| n == "3")
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        held.is_empty(),
+        "node 3 joined again over an evicted mount: {held:?}"
+    );
+    eprintln!("[{name}] node 3, evicted, stays out of the cluster");
+    let Ok(remount) = std::env::var("RINGSHARE_CLUSTER_REMOUNT") else {
+        return;
+    };
+    let ok = std::process::Command::new(&remount)
+        .arg("3")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "{remount} 3");
+    if cl.nodes[2]
+        .signal_and_wait(libc::SIGTERM, Duration::from_secs(10))
+        .is_none()
+    {
+        cl.nodes[2].signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
+    }
+    cl.nodes[2].spawn();
+    wait_placed(&mut e, &cl.name, &["1", "2", "3"], Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1_200));
+    let mut c = cl.client(3);
+    for (f, _) in &files {
+        let h = open(&mut c, f, READ, 7).unwrap();
+        assert_eq!(c.read(h, 0, 64).unwrap(), b"AFTER!", "{f} through node 3");
+        c.close(h).unwrap();
+    }
+    eprintln!(
+        "[{name}] node 3 remounted and restarted: serving again {:?} after the cut",
+        t.elapsed()
+    );
 }

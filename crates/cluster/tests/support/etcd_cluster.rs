@@ -28,15 +28,22 @@ pub fn etcd_available(test: &str) -> bool {
     ok
 }
 
+/// The address the members listen on: loopback, or the host's side of the
+/// nodes' network namespaces (`RINGSHARE_CLUSTER_HOST`, set by
+/// scripts/cluster-ceph.sh).
+pub fn etcd_host() -> String {
+    std::env::var("RINGSHARE_CLUSTER_HOST").unwrap_or_else(|_| "127.0.0.1".into())
+}
+
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
+    std::net::TcpListener::bind((etcd_host().as_str(), 0))
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
 }
 
-/// Three etcd members on free loopback ports, data in a temp dir; all killed and removed on drop.
+/// Three etcd members on free ports of [`etcd_host`], data in a temp dir; all killed and removed on drop.
 pub struct EtcdCluster {
     dir: PathBuf,
     members: Vec<Option<Child>>,
@@ -49,11 +56,12 @@ impl EtcdCluster {
             std::env::temp_dir().join(format!("ringshare-cluster-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let host = etcd_host();
         let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
         let initial: Vec<String> = ports
             .iter()
             .enumerate()
-            .map(|(i, (_, peer))| format!("n{i}=http://127.0.0.1:{peer}"))
+            .map(|(i, (_, peer))| format!("n{i}=http://{host}:{peer}"))
             .collect();
         let mut c = EtcdCluster {
             dir: dir.clone(),
@@ -61,7 +69,7 @@ impl EtcdCluster {
             urls: Vec::new(),
         };
         for (i, (client, peer)) in ports.iter().enumerate() {
-            let url = format!("http://127.0.0.1:{client}");
+            let url = format!("http://{host}:{client}");
             let log = std::fs::File::create(dir.join(format!("n{i}.log"))).unwrap();
             let child = Command::new("etcd")
                 .args(["--name", &format!("n{i}"), "--data-dir"])
@@ -72,10 +80,10 @@ impl EtcdCluster {
                     "--advertise-client-urls",
                     &url,
                 ])
-                .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                .args(["--listen-peer-urls", &format!("http://{host}:{peer}")])
                 .args([
                     "--initial-advertise-peer-urls",
-                    &format!("http://127.0.0.1:{peer}"),
+                    &format!("http://{host}:{peer}"),
                 ])
                 .args([
                     "--initial-cluster",

@@ -437,9 +437,13 @@ pub fn start(
     let events = install(&link, coordinator);
     let watcher = link.clone();
     let server = Arc::downgrade(server);
+    let fs = match &opts.filesystem {
+        Some(p) => Some(HeldFs::open(p, opts.node).map_err(e)?),
+        None => None,
+    };
     std::thread::Builder::new()
         .name("cluster-watch".into())
-        .spawn(move || watch(&watcher, &cfg, &server, events))
+        .spawn(move || watch(&watcher, &cfg, fs.as_ref(), &server, events))
         .map_err(|x| e(format!("spawn: {x}")))?;
     tracing::info!(
         "cluster {name}: node {} joined at {addr} ({} etcd endpoints)",
@@ -491,14 +495,67 @@ fn install(link: &Link, mut c: Coordinator) -> Option<std::sync::mpsc::Receiver<
     events
 }
 
+/// The cluster file system as this node opened it when it started: its
+/// share roots are held open on that same mount.
+struct HeldFs {
+    dir: std::fs::File,
+    path: std::path::PathBuf,
+    node: u16,
+}
+
+impl HeldFs {
+    fn open(path: &std::path::Path, node: u16) -> Result<HeldFs, String> {
+        let dir = std::fs::File::open(path)
+            .map_err(|e| format!("cluster filesystem {}: {e}", path.display()))?;
+        Ok(HeldFs {
+            dir,
+            path: path.to_path_buf(),
+            node,
+        })
+    }
+
+    /// Whether the mount answers: one a takeover evicted (a CephFS mount
+    /// after `ceph tell mds.* client evict`) refuses everything (ESHUTDOWN),
+    /// and a node over it must not join again to serve errors. A reading
+    /// may be answered from the client's cache, so a small file is made,
+    /// synced and removed: the metadata server and the data servers answer.
+    /// (Through the held directory: a remount at the same path does not
+    /// revive the share roots this node holds.)
+    fn answers(&self) -> Result<(), String> {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let probe = format!(
+            "/proc/self/fd/{}/.ringshare-probe-node-{}",
+            self.dir.as_raw_fd(),
+            self.node
+        );
+        let made = std::fs::File::create(&probe).and_then(|mut f| {
+            f.write_all(b"ringshare")?;
+            f.sync_all()
+        });
+        let removed = std::fs::remove_file(&probe);
+        made.and(removed).map_err(|e| {
+            format!(
+                "the cluster file system {} does not answer: {e}",
+                self.path.display()
+            )
+        })
+    }
+}
+
 /// Follow the coordinator: refresh the table, and when fenced drop every
-/// client, decide nothing, and join again as a new incarnation.
+/// client, decide nothing, and join again as a new incarnation once the
+/// cluster file system answers.
 fn watch(
     link: &Arc<Link>,
     cfg: &ClusterConfig,
+    fs: Option<&HeldFs>,
     server: &std::sync::Weak<ServerState>,
     mut events: Option<std::sync::mpsc::Receiver<Event>>,
 ) {
+    // Seconds the file system has not answered since the fence (logged at
+    // the first and every minute).
+    let mut fs_down = 0u32;
     loop {
         if server.strong_count() == 0 {
             return;
@@ -532,6 +589,17 @@ fn watch(
             drop(old);
         }
         std::thread::sleep(Duration::from_secs(1));
+        if let Err(e) = fs.map_or(Ok(()), HeldFs::answers) {
+            if fs_down.is_multiple_of(60) {
+                tracing::error!(
+                    "cluster: not joining again: {e} (evicted by the other nodes' takeover? \
+                     remount it and restart this node)"
+                );
+            }
+            fs_down += 1;
+            continue;
+        }
+        fs_down = 0;
         match join(cfg) {
             Ok(c) => {
                 events = install(link, c);

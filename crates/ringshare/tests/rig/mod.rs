@@ -48,6 +48,10 @@ pub const SHARE: &str = "share";
 /// A `ringshare serve` on a private port: users [`USER_A`] and [`USER_B`], one share.
 pub struct Rig {
     pub port: u16,
+    /// The address it listens on (loopback unless started [`Rig::start_at`]).
+    pub host: String,
+    /// The network namespace (under /run/netns) it runs in, if not this one.
+    netns: Option<String>,
     pub share_dir: PathBuf,
     /// More `serve` arguments (`--threads 1`).
     pub args: Vec<String>,
@@ -78,11 +82,24 @@ impl Rig {
         extra_global: &str,
         args: &[&str],
     ) -> Rig {
+        Rig::start_at(tmp, share_dir, extra_global, args, "127.0.0.1", None)
+    }
+
+    /// [`Rig::start_on_with`] listening on `host`, run in the network
+    /// namespace `netns` (a name under /run/netns) when given.
+    pub fn start_at(
+        tmp: TempDir,
+        share_dir: PathBuf,
+        extra_global: &str,
+        args: &[&str],
+        host: &str,
+        netns: Option<&str>,
+    ) -> Rig {
         let conf = tmp.path().join("ringshare.conf");
         let passwd = tmp.path().join("smbpasswd");
         let port = free_port();
         let text = format!(
-            "[global]\n\tlisten = 127.0.0.1:{port}\n\tsmb passwd file = {}\n\
+            "[global]\n\tlisten = {host}:{port}\n\tsmb passwd file = {}\n\
              \tlog level = 1\n{extra_global}\n[{SHARE}]\n\tpath = {}\n\tread only = no\n",
             passwd.display(),
             share_dir.display()
@@ -100,6 +117,8 @@ impl Rig {
         let log = tmp.path().join("serve.log");
         let mut rig = Rig {
             port,
+            host: host.to_string(),
+            netns: netns.map(str::to_string),
             share_dir,
             args: args.iter().map(|a| a.to_string()).collect(),
             conf,
@@ -120,7 +139,16 @@ impl Rig {
             .open(&self.log)
             .expect("open log");
         let err = out.try_clone().expect("dup log");
-        let mut child = Process::new(ringshare_bin())
+        // nsenter joins the namespace and execs the server (same pid).
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut c = Process::new("nsenter");
+                c.arg(format!("--net=/run/netns/{ns}")).arg(ringshare_bin());
+                c
+            }
+            None => Process::new(ringshare_bin()),
+        };
+        let mut child = cmd
             .arg("serve")
             .arg("--config")
             .arg(&self.conf)
@@ -137,7 +165,7 @@ impl Rig {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("ringshare serve exited with {status}:\n{}", self.log());
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if TcpStream::connect((self.host.as_str(), self.port)).is_ok() {
                 break;
             }
             assert!(
@@ -206,12 +234,12 @@ impl Rig {
 
     /// A logged-on raw connection as `user`.
     pub fn login(&self, user: (&str, &str)) -> Raw {
-        Raw::login(self.port, user, Dialect::SMB3_1_1)
+        Raw::login_at(&self.host, self.port, user, Dialect::SMB3_1_1)
     }
 
     /// Panics unless a fresh client can log on, create, write, read back and close.
     pub fn still_serves(&self, step: &str) {
-        let mut c = Raw::login(self.port, USER_A, Dialect::SMB3_1_1);
+        let mut c = self.login(USER_A);
         let name = format!("alive-{}.txt", c.next_mid);
         let f = c
             .create(&name, GENERIC_READ | GENERIC_WRITE, FILE_OVERWRITE_IF, 0)
@@ -288,7 +316,12 @@ pub struct Raw {
 impl Raw {
     /// A TCP connection with nothing sent.
     pub fn connect(port: u16) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Raw::connect_at("127.0.0.1", port)
+    }
+
+    /// [`Raw::connect`] to `host`.
+    pub fn connect_at(host: &str, port: u16) -> TcpStream {
+        let s = TcpStream::connect((host, port)).expect("connect");
         s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
         s.set_nodelay(true).expect("nodelay");
         s
@@ -296,11 +329,16 @@ impl Raw {
 
     /// Negotiate, log on as `user` and connect to [`SHARE`].
     pub fn login(port: u16, user: (&str, &str), dialect: Dialect) -> Raw {
-        let mut sock = Raw::connect(port);
+        Raw::login_at("127.0.0.1", port, user, dialect)
+    }
+
+    /// [`Raw::login`] to a server listening on `host`.
+    pub fn login_at(host: &str, port: u16, user: (&str, &str), dialect: Dialect) -> Raw {
+        let mut sock = Raw::connect_at(host, port);
         let mut conn = ClientConn::new(ClientOptions {
             user: user.0.into(),
             password: user.1.into(),
-            share_unc: format!("\\\\127.0.0.1\\{SHARE}"),
+            share_unc: format!("\\\\{host}\\{SHARE}"),
             dialects: vec![dialect],
             credits_target: 256,
             seed: u64::from(port) ^ 0xA11CE,
