@@ -850,19 +850,19 @@ pub(crate) fn replay(
     {
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
-    let Some((session_id, open_id)) = lock(&server.durables)
+    let live = lock(&server.durables)
         .created
         .get(&(client_guid, create_guid))
-        .copied()
-    else {
-        return Ok(None);
+        .copied();
+    let Some(open) = live.and_then(|(session_id, open_id)| {
+        server
+            .find_session(session_id)
+            .and_then(|s| lock(&s).opens.get(&open_id).cloned())
+            .map(|o| (session_id, o))
+    }) else {
+        return replay_parked(core, req, cr, (client_guid, create_guid));
     };
-    let Some(open) = server
-        .find_session(session_id)
-        .and_then(|s| lock(&s).opens.get(&open_id).cloned())
-    else {
-        return Ok(None);
-    };
+    let (session_id, open) = open;
     if !req.hdr.is_replay() || session_id != req.session_id {
         return Err(NtStatus::DUPLICATE_OBJECTID);
     }
@@ -908,9 +908,14 @@ pub(crate) fn replay(
     if let Some(d) = durability.filter(|_| {
         requested == crate::oplock::LEVEL_BATCH || requested == crate::oplock::LEVEL_LEASE
     }) {
+        let flags = if d.persistent {
+            DHANDLE_FLAG_PERSISTENT
+        } else {
+            0
+        };
         contexts.push(CreateContext::new(
             tag::DURABLE_HANDLE_REQUEST_V2,
-            DurableHandleRequestV2::response(d.timeout_ms as u32, 0),
+            DurableHandleRequestV2::response(d.timeout_ms as u32, flags),
         ));
     }
     let file_id = ringshare_wire::FileId {
@@ -928,4 +933,43 @@ pub(crate) fn replay(
     let mut r = crate::conn::Reply::ok(body);
     r.file_id = Some((open.persistent_id, open.id));
     Ok(Some(r))
+}
+
+/// A persistent open parked since its client's connection went stays
+/// eligible for replay (Open.IsReplayEligible: [MS-SMB2] 3.3.5.9.10; only a
+/// non-persistent open loses it): a CREATE with a DH2Q naming its
+/// (ClientGuid, CreateGuid) without REPLAY_OPERATION gets
+/// DUPLICATE_OBJECTID; with it, the open comes back to this session as a
+/// DH2C would bring it (the same checks) and is answered as the original
+/// CREATE was. `None`: no such open.
+fn replay_parked(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    (client_guid, create_guid): ([u8; 16], [u8; 16]),
+) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
+    let file_id = lock(&core.server.durables)
+        .parked
+        .values()
+        .find(|p| {
+            let d = &p.durability;
+            d.persistent && d.create_guid == create_guid && d.client_guid == client_guid
+        })
+        .map(|p| ringshare_wire::FileId {
+            persistent: p.open.persistent_id,
+            volatile: p.open.id,
+        });
+    let Some(file_id) = file_id else {
+        return Ok(None);
+    };
+    if !req.hdr.is_replay() {
+        return Err(ringshare_wire::NtStatus::DUPLICATE_OBJECTID);
+    }
+    let ask = Ask::ReconnectV2 {
+        file_id,
+        create_guid,
+    };
+    reconnect(core, req, cr, ask)?;
+    // Now an open of this session: answered as a replay of its CREATE.
+    replay(core, req, cr, create_guid, true)
 }

@@ -48,7 +48,8 @@ pub(crate) fn find(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<Ar
 /// A 3.x request used the open ([MS-SMB2] 3.3.5.2.10): a newer
 /// ChannelSequence becomes the open's (WRITE, SET_INFO and IOCTL were
 /// checked and counted before, by the connection), and a replay of the
-/// CREATE that made it no longer finds it (Open.IsReplayEligible).
+/// CREATE that made it no longer finds it (Open.IsReplayEligible), unless
+/// the open is persistent (it stays eligible: 3.3.5.9.10, 3.3.5.21).
 fn note_use(server: &ServerState, open: &Open, req: &Req<'_>) {
     use ringshare_wire::consts::Command;
     let forget = {
@@ -62,7 +63,8 @@ fn note_use(server: &ServerState, open: &Open, req: &Req<'_>) {
                 st.channel_sequence = seq;
             }
         }
-        if st.replay_eligible && !matches!(req.hdr.command, Command::CREATE) {
+        let persistent = st.durable.as_ref().is_some_and(|d| d.persistent);
+        if st.replay_eligible && !persistent && !matches!(req.hdr.command, Command::CREATE) {
             st.replay_eligible = false;
             st.create_guid
         } else {

@@ -636,6 +636,60 @@ fn a_replayed_dh2q_create_returns_the_open_it_made_and_a_plain_repeat_is_a_dupli
     assert_ne!(other.file_id, o.file_id);
 }
 
+/// The DH2Q response's Flags (PERSISTENT is 2).
+fn dh2q_flags(r: &Resp) -> u32 {
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .expect("a DH2Q response");
+    u32::from_le_bytes(c.data[4..8].try_into().unwrap())
+}
+
+#[test]
+fn a_parked_persistent_open_is_a_duplicate_to_a_fresh_create_and_comes_back_to_a_replayed_one() {
+    // smbtorture smb2.replay.replay5: the client lost its connection before
+    // the CREATE's answer and replays the CREATE on a new one.
+    let mem = MemShare::new();
+    let s = server_with(&mem, |c| {
+        std::sync::Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    });
+    let mut a = client(&s, &mem, 1);
+    let o = opened(&create(&mut a, "p", BATCH, 7, vec![dh2q(0, 2, 5)]));
+    assert_eq!(o.action, 2, "FILE_CREATED");
+    // A request on a persistent open leaves it eligible for replay.
+    assert_eq!(a.write(o.file_id, 0, b"acked").status(), NtStatus::SUCCESS);
+    drop_connection(&mut a);
+    let mut b = client(&s, &mem, 1);
+    let r = create(&mut b, "p", BATCH, 7, vec![dh2q(0, 2, 5)]);
+    assert_eq!(
+        r.status(),
+        NtStatus::DUPLICATE_OBJECTID,
+        "not a second open"
+    );
+    let r = create_flagged(
+        &mut b,
+        "p",
+        BATCH,
+        7,
+        vec![dh2q(0, 2, 5)],
+        HeaderFlags::REPLAY_OPERATION.0,
+    );
+    let back = opened(&r);
+    assert_eq!(back.file_id, o.file_id, "the parked open");
+    assert_eq!(back.action, 2, "the original CreateAction");
+    assert_eq!(back.level, BATCH);
+    assert_eq!(dh2q_flags(&r), 2, "persistent");
+    assert_eq!(read_data(&b.read(back.file_id, 0, 16)), b"acked");
+    // Another client's CreateGuid of the same value is its own.
+    let mut other = client(&s, &mem, 2);
+    let r = create(&mut other, "q", 0, 7, vec![dh2q(0, 2, 5)]);
+    assert_ne!(opened(&r).file_id, o.file_id);
+}
+
 #[test]
 fn a_request_on_the_open_ends_its_replay_eligibility() {
     let (s, m) = server_and_mem();
