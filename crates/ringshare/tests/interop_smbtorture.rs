@@ -15,7 +15,12 @@ use common::{smbtorture_or_skip, Server, ServerConfig, PASSWORD, SHARE, USER};
 /// Runs each smbtorture test against its own fresh server and fails with
 /// the output of those that did not report success.
 fn run_all(tests: &[&str]) {
-    let server = Server::start(&ServerConfig::default(), |_| {});
+    run_all_on(&ServerConfig::default(), tests);
+}
+
+/// [`run_all`] against a server configured by `cfg`.
+fn run_all_on(cfg: &ServerConfig, tests: &[&str]) {
+    let server = Server::start(cfg, |_| {});
     let mut failed = Vec::new();
     for test in tests {
         let out = Command::new("timeout")
@@ -85,5 +90,24 @@ fn smbtorture_reauthentication_binding_and_encryption_pass() {
             "smb2.session.bind1",
             "smb2.session.encryption-aes-128-gcm",
         ]);
+    }
+}
+
+#[test]
+fn smbtorture_persistent_handles_and_their_replay_pass_on_a_continuously_available_share() {
+    if smbtorture_or_skip(
+        "smbtorture_persistent_handles_and_their_replay_pass_on_a_continuously_available_share",
+    ) {
+        run_all_on(
+            &ServerConfig {
+                extra_global: "\tcontinuous availability = yes\n",
+                ..ServerConfig::default()
+            },
+            &[
+                "smb2.durable-v2-open.persistent-open-oplock",
+                "smb2.durable-v2-open.persistent-open-lease",
+                "smb2.replay.replay5",
+            ],
+        );
     }
 }
