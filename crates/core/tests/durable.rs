@@ -34,6 +34,28 @@ fn server_and_mem() -> (std::sync::Arc<ringshare_core::ServerState>, MemShare) {
     (server(&mem, SigningPolicy::IfRequired), mem)
 }
 
+/// A server whose share is continuously available.
+fn ca_server_and_mem() -> (std::sync::Arc<ringshare_core::ServerState>, MemShare) {
+    let mem = MemShare::new();
+    let s = server_with(&mem, |c| {
+        std::sync::Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    });
+    (s, mem)
+}
+
+/// The DH2Q response's Flags (PERSISTENT is 2).
+fn dh2q_flags(r: &Resp) -> u32 {
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    let c = cr
+        .contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .expect("a DH2Q response");
+    u32::from_le_bytes(c.data[4..8].try_into().unwrap())
+}
+
 fn client(
     server: &std::sync::Arc<ringshare_core::ServerState>,
     mem: &MemShare,
@@ -247,38 +269,17 @@ fn a_persistent_handle_is_not_granted_on_a_share_that_is_not_continuously_availa
 
 #[test]
 fn a_continuously_available_share_grants_persistent_handles_which_reconnect_and_keep_data() {
-    let mem = MemShare::new();
-    let s = server_with(&mem, |c| {
-        std::sync::Arc::get_mut(&mut c.shares[0])
-            .unwrap()
-            .continuous_availability = true;
-    });
+    let (s, mem) = ca_server_and_mem();
     let mut a = client(&s, &mem, 1);
     // No caching asked for: persistent all the same.
     let r = create(&mut a, "vm.vhdx", 0, 0, vec![dh2q(0, 2, 1)]);
     let o = opened(&r);
     assert_eq!(o.durable, Some(60_000));
-    let cr = CreateResponse::decode(&r.msg).unwrap();
-    let c = cr
-        .contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
-        .unwrap();
-    assert_eq!(
-        u32::from_le_bytes(c.data[4..8].try_into().unwrap()),
-        2,
-        "PERSISTENT"
-    );
+    assert_eq!(dh2q_flags(&r), 2, "PERSISTENT");
     // With a batch oplock too ([MS-SMB2] 3.3.5.9.10 does not ask for any
     // caching).
     let r = create(&mut a, "other", BATCH, 0, vec![dh2q(0, 2, 2)]);
-    let cr = CreateResponse::decode(&r.msg).unwrap();
-    let c = cr
-        .contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
-        .expect("persistent");
-    assert_eq!(u32::from_le_bytes(c.data[4..8].try_into().unwrap()), 2);
+    assert_eq!(dh2q_flags(&r), 2, "persistent");
     // Written (synced before the answer), disconnected, reconnected.
     assert_eq!(a.write(o.file_id, 0, b"kept").status(), NtStatus::SUCCESS);
     drop_connection(&mut a);
@@ -636,27 +637,11 @@ fn a_replayed_dh2q_create_returns_the_open_it_made_and_a_plain_repeat_is_a_dupli
     assert_ne!(other.file_id, o.file_id);
 }
 
-/// The DH2Q response's Flags (PERSISTENT is 2).
-fn dh2q_flags(r: &Resp) -> u32 {
-    let cr = CreateResponse::decode(&r.msg).unwrap();
-    let c = cr
-        .contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
-        .expect("a DH2Q response");
-    u32::from_le_bytes(c.data[4..8].try_into().unwrap())
-}
-
 #[test]
 fn a_parked_persistent_open_is_a_duplicate_to_a_fresh_create_and_comes_back_to_a_replayed_one() {
     // smbtorture smb2.replay.replay5: the client lost its connection before
     // the CREATE's answer and replays the CREATE on a new one.
-    let mem = MemShare::new();
-    let s = server_with(&mem, |c| {
-        std::sync::Arc::get_mut(&mut c.shares[0])
-            .unwrap()
-            .continuous_availability = true;
-    });
+    let (s, mem) = ca_server_and_mem();
     let mut a = client(&s, &mem, 1);
     let o = opened(&create(&mut a, "p", BATCH, 7, vec![dh2q(0, 2, 5)]));
     assert_eq!(o.action, 2, "FILE_CREATED");

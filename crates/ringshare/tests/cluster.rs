@@ -917,17 +917,12 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     }
 }
 
-#[test]
-fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
-    let name = "nodestop";
-    if !etcd_available(name) {
-        return;
-    }
-    let cl = Cluster::start(name);
-    let homed = cl.files_homed_on_each("s");
+/// Node 3's client opens a file homed on node 1 and one homed on node 3
+/// (made now, named `tag`-…), each for itself alone, and writes to each.
+fn node3_writes_two_files(cl: &Cluster, tag: &str) -> (Raw, Vec<(String, FileId)>) {
+    let homed = cl.files_homed_on_each(tag);
     let mut c = cl.client(3);
-    // Node 3's client writes two files, one homed on node 1, one on node 3.
-    let files: Vec<(String, FileId)> = [&homed[0], &homed[2]]
+    let files = [&homed[0], &homed[2]]
         .into_iter()
         .map(|f| {
             let h = open(&mut c, f, ALL, 0).unwrap();
@@ -935,6 +930,66 @@ fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
             (f.clone(), h)
         })
         .collect();
+    (c, files)
+}
+
+/// A WRITE of `LATE!!` on each open, sent without waiting for an answer.
+fn send_late_writes(c: &mut Raw, files: &[(String, FileId)]) {
+    for (_, h) in files {
+        let hdr = c.header(Command::WRITE);
+        c.send_frame(&Raw::message(&hdr, &write_body(*h, 0, b"LATE!!")))
+            .unwrap();
+    }
+}
+
+/// Node 2's client opens each file for itself as soon as the survivors
+/// have taken over from node 3 (`since` node 3 stopped answering), and
+/// writes `AFTER!` over what node 3's client wrote.
+fn survivors_take_over(cl: &Cluster, files: &[(String, FileId)], since: Instant, what: &str) {
+    let mut b = cl.client(2);
+    // On CephFS node 2's first look at a file node 3 holds open for writing
+    // waits at the MDS for node 3's capabilities, until the eviction.
+    b.sock
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    for (f, _) in files {
+        let (h, took) = within(Duration::from_secs(15), || open(&mut b, f, ALL, 0).ok())
+            .unwrap_or_else(|| panic!("the survivors take over after {what}"));
+        b.write(h, 0, b"AFTER!").unwrap();
+        b.close(h).unwrap();
+        eprintln!(
+            "[{}] {f}: taken over {:?} after {what} ({took:?} after the first try)",
+            cl.name,
+            since.elapsed()
+        );
+    }
+}
+
+/// None of node 3's late writes landed (each file holds the survivors'
+/// `AFTER!`), and node 3 logged that it was fenced.
+fn no_late_write_landed(cl: &Cluster, files: &[(String, FileId)], what: &str) {
+    for (f, _) in files {
+        let got = std::fs::read(cl.share.join(f)).unwrap();
+        assert_eq!(
+            &got[..],
+            b"AFTER!",
+            "{f}: a write of {what} landed; its log:\n{}",
+            cl.nodes[2].log()
+        );
+    }
+    let log = cl.nodes[2].log();
+    assert!(log.contains("this node is fenced"), "{log}");
+}
+
+#[test]
+fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
+    let name = "nodestop";
+    if !etcd_available(name) {
+        return;
+    }
+    let cl = Cluster::start(name);
+    // Node 3's client writes two files, one homed on node 1, one on node 3.
+    let (mut c, files) = node3_writes_two_files(&cl, "s");
     let pid = rustix::process::Pid::from_raw(cl.nodes[2].pid() as i32).expect("a pid");
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
     // A stop takes effect when each thread next runs: on a busy machine the
@@ -958,36 +1013,11 @@ fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
     });
     assert!(stopped.is_some(), "node 3 did not stop");
     // Writes sent to the stopped node wait in its socket.
-    for (_, h) in &files {
-        let hdr = c.header(Command::WRITE);
-        c.send_frame(&Raw::message(&hdr, &write_body(*h, 0, b"LATE!!")))
-            .unwrap();
-    }
-    let mut b = cl.client(2);
-    let t = Instant::now();
-    for (f, _) in &files {
-        let (h, took) = within(Duration::from_secs(15), || open(&mut b, f, ALL, 0).ok())
-            .expect("the survivors take over from the stopped node");
-        b.write(h, 0, b"AFTER!").unwrap();
-        b.close(h).unwrap();
-        eprintln!(
-            "[{name}] {f}: taken over {took:?} after SIGSTOP (total {:?})",
-            t.elapsed()
-        );
-    }
+    send_late_writes(&mut c, &files);
+    survivors_take_over(&cl, &files, Instant::now(), "SIGSTOP");
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    for (f, _) in &files {
-        let got = std::fs::read(cl.share.join(f)).unwrap();
-        assert_eq!(
-            &got[..],
-            b"AFTER!",
-            "{f}: a write of the stopped node landed; its log:\n{}",
-            cl.nodes[2].log()
-        );
-    }
-    let log = cl.nodes[2].log();
-    assert!(log.contains("this node is fenced"), "{log}");
+    no_late_write_landed(&cl, &files, "the stopped node");
 }
 
 #[test]
@@ -1112,51 +1142,12 @@ fn a_node_cut_off_from_etcd_its_peers_and_the_file_system_fences_itself_and_none
         cl.nodes[0].host.clone(),
         cl.nodes[1].host.clone(),
     ];
-    let homed = cl.files_homed_on_each("cut");
-    let mut c = cl.client(3);
-    let files: Vec<(String, FileId)> = [&homed[0], &homed[2]]
-        .into_iter()
-        .map(|f| {
-            let h = open(&mut c, f, ALL, 0).unwrap();
-            c.write(h, 0, b"before").unwrap();
-            (f.clone(), h)
-        })
-        .collect();
+    let (mut c, files) = node3_writes_two_files(&cl, "cut");
     let cut = Cut::new(&ns3, cut);
     let t = Instant::now();
     // Writes node 3 takes while cut off: none may land after the takeover.
-    for (_, h) in &files {
-        let hdr = c.header(Command::WRITE);
-        c.send_frame(&Raw::message(&hdr, &write_body(*h, 0, b"LATE!!")))
-            .unwrap();
-    }
-    let mut b = cl.client(2);
-    // On CephFS node 2's first look at a file node 3 holds open for writing
-    // waits at the MDS for node 3's capabilities, until the eviction.
-    b.sock
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    for (f, _) in &files {
-        // (Each refusal and when it came, for the record.)
-        let mut refusals: Vec<(NtStatus, u128)> = Vec::new();
-        let (h, took) = within(Duration::from_secs(15), || match open(&mut b, f, ALL, 0) {
-            Ok(h) => Some(h),
-            Err(s) => {
-                if refusals.last().map(|r| r.0) != Some(s) {
-                    refusals.push((s, t.elapsed().as_millis()));
-                }
-                None
-            }
-        })
-        .expect("the survivors take over from the node cut off");
-        b.write(h, 0, b"AFTER!").unwrap();
-        b.close(h).unwrap();
-        eprintln!(
-            "[{name}] {f}: taken over {took:?} after the cut (total {:?}); refused before: \
-             {refusals:?} (status, ms after the cut)",
-            t.elapsed()
-        );
-    }
+    send_late_writes(&mut c, &files);
+    survivors_take_over(&cl, &files, t, "the cut");
     // Node 3 fenced itself: its client was dropped.
     c.sock
         .set_read_timeout(Some(Duration::from_millis(500)))
@@ -1181,17 +1172,7 @@ fn a_node_cut_off_from_etcd_its_peers_and_the_file_system_fences_itself_and_none
         t.elapsed()
     );
     std::thread::sleep(Duration::from_secs(5));
-    for (f, _) in &files {
-        let got = std::fs::read(cl.share.join(f)).unwrap();
-        assert_eq!(
-            &got[..],
-            b"AFTER!",
-            "{f}: a write of the node cut off landed; its log:\n{}",
-            cl.nodes[2].log()
-        );
-    }
-    let log = cl.nodes[2].log();
-    assert!(log.contains("this node is fenced"), "{log}");
+    no_late_write_landed(&cl, &files, "the node cut off");
     // Its CephFS session was evicted by the takeover: node 3 does not join
     // again to serve errors, until its mount is made again and it restarts.
     let mut e = cl.etcd.client();
