@@ -379,8 +379,7 @@ pub fn serve(
         crate::metrics::start(addr, source).map_err(err)?;
         let _ = writeln!(out, "ringshare: metrics on http://{addr}/metrics");
     }
-    let listen = listen_addrs(&cfg)?;
-    let listeners = bind_all(&listen)?;
+    // The control socket too is there before the SMB port.
     let _control = match &cfg.global.control_socket {
         Some(path) => {
             let handler = control_handler(server.clone(), reloader.clone());
@@ -398,6 +397,8 @@ pub fn serve(
         }
         None => None,
     };
+    let listen = listen_addrs(&cfg)?;
+    let listeners = bind_all(&listen)?;
     server.set_interfaces(advertised_interfaces(&listen));
     let cluster_node = if cfg.global.cluster.enabled() {
         on_cluster_filesystem(&cfg)?;
