@@ -891,7 +891,14 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
                 Err(s) => panic!("{f}: {s:?}"),
             }
         })
-        .expect("the persistent open reconnected on a survivor");
+        .unwrap_or_else(|| {
+            panic!(
+                "the persistent open of {f} did not reconnect on a survivor; node 1's log:\n{}\n\
+                 node 2's log:\n{}",
+                cl.nodes[0].log(),
+                cl.nodes[1].log()
+            )
+        });
         eprintln!("[{name}] persistent open of {f} reconnected through node 2 after {t:?}");
         assert_eq!(back.persistent, fid.persistent);
         assert_eq!(back_client.read(back, 0, 128).unwrap(), data.as_bytes());

@@ -135,24 +135,24 @@ pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Option<u16> {
 }
 
 /// The records of persistent opens kept by nodes in `gone` or by no live
-/// node. Empty when there is no store or it cannot be read (logged).
-pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Vec<CaRecord> {
+/// node (none without a store). An error when they cannot be read (logged).
+pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord>, NtStatus> {
     let Some(link) = server.cluster() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     if !server.persistent_handles() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let members = link.members();
     match link.ca_all() {
-        Ok(all) => all
+        Ok(all) => Ok(all
             .iter()
             .filter_map(|b| msg::decode_ca(b).ok())
             .filter(|r| gone.contains(&r.keeper) || !members.contains(&r.keeper))
-            .collect(),
+            .collect()),
         Err(s) => {
             tracing::warn!(?s, "the persistent opens' records could not be read");
-            Vec::new()
+            Err(s)
         }
     }
 }
@@ -161,14 +161,20 @@ impl ServerState {
     /// After nodes `gone` left (or partitions `gained` were rebuilt here):
     /// the persistent opens their nodes kept, of files homed here (or in
     /// `gained`), become this node's disconnected opens (see the module
-    /// notes). Returns how many.
-    pub fn take_over_persistent(&self, gone: &[u16], gained: &[u32], now_ms: u64) -> usize {
+    /// notes). Returns how many; an error when the records could not be
+    /// read (nothing was taken over: call again).
+    pub fn take_over_persistent(
+        &self,
+        gone: &[u16],
+        gained: &[u32],
+        now_ms: u64,
+    ) -> Result<usize, NtStatus> {
         let Some(link) = self.cluster() else {
-            return 0;
+            return Ok(0);
         };
         let n = link.partitions();
         let mut taken = 0;
-        for rec in orphans(self, gone) {
+        for rec in orphans(self, gone)? {
             let key = rec.state.key;
             let mine = gained.contains(&partition_of(key, n)) || self.home_of(key) == Home::Here;
             if !mine {
@@ -182,7 +188,7 @@ impl ServerState {
                 }
             }
         }
-        taken
+        Ok(taken)
     }
 
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus> {
@@ -312,7 +318,10 @@ impl ServerState {
     /// The volatile ids of the persistent opens node `node` kept of files
     /// homed here: [`ServerState::forget_node`] leaves them in place.
     pub(crate) fn persistent_of(&self, node: u16) -> Vec<u64> {
+        // (Unreadable: they leave the table now and are put back by
+        // take_over_persistent, which is tried until it reads them.)
         orphans(self, &[node])
+            .unwrap_or_default()
             .into_iter()
             .filter(|r| r.keeper == node && self.home_of(r.state.key) == Home::Here)
             .map(|r| r.file_id.volatile)

@@ -200,7 +200,8 @@ impl Cluster {
                 } else {
                     &[]
                 };
-                s.take_over_persistent(&[dead], gained, now);
+                s.take_over_persistent(&[dead], gained, now)
+                    .expect("the in-memory records are read");
             }
         }
         taken

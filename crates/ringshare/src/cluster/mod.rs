@@ -323,14 +323,25 @@ impl Link {
         }
     }
 
-    /// The dead nodes' persistent opens of files homed here.
+    /// The dead nodes' persistent opens of files homed here; tried again
+    /// every [`REFRESH`] while their records cannot be read from etcd (the
+    /// gained partitions are not decided for meanwhile), until this node is
+    /// fenced.
     fn take_over_persistent(&self, s: &ServerState, gone: &[u16], gained: &[u32]) {
-        let now_ms = self.base.elapsed().as_millis() as u64;
-        let n = s.take_over_persistent(gone, gained, now_ms);
-        if n > 0 {
-            tracing::warn!(
-                "cluster: {n} persistent opens of dead nodes are kept here for their clients"
-            );
+        loop {
+            let now_ms = self.base.elapsed().as_millis() as u64;
+            match s.take_over_persistent(gone, gained, now_ms) {
+                Ok(0) => return,
+                Ok(n) => {
+                    tracing::warn!(
+                        "cluster: {n} persistent opens of dead nodes are kept here for their \
+                         clients"
+                    );
+                    return;
+                }
+                Err(_) if self.coordinator_fenced() => return,
+                Err(_) => std::thread::sleep(REFRESH),
+            }
         }
     }
 }
