@@ -421,3 +421,35 @@ fn a_persistent_open_outlives_its_node_with_its_lock_and_data_and_reconnects_on_
         );
     }
 }
+
+#[test]
+fn a_persistent_open_whose_takeover_record_was_not_stored_is_found_at_its_files_home() {
+    // Node 1 dies with the open and the file's home; node 3 takes the file
+    // over but etcd refuses the record naming it the keeper: the reconnect
+    // through node 2 finds the open at the file's home all the same, and
+    // its close removes the record that still names the dead node.
+    let cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(8, RH);
+    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+    let (f, ..) = opened(&r);
+    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    cl.bus
+        .ca_refused
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    cl.kill(1, 3);
+    cl.bus
+        .ca_refused
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(
+        &mut b,
+        "vm.vhdx",
+        vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
+    );
+    let (back, ..) = opened(&r);
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}

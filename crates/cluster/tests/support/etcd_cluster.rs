@@ -51,7 +51,23 @@ pub struct EtcdCluster {
 }
 
 impl EtcdCluster {
+    /// Start three members; again on other ports when one of them could
+    /// not start (a port taken meanwhile by another test), at most 3 times.
     pub fn start(name: &str) -> EtcdCluster {
+        let mut attempt = 1;
+        loop {
+            match EtcdCluster::try_start(name) {
+                Ok(c) => return c,
+                Err(e) if attempt < 3 => {
+                    eprintln!("[{name}] etcd did not start ({e}); again on other ports");
+                    attempt += 1;
+                }
+                Err(e) => panic!("[{name}] etcd did not start: {e}"),
+            }
+        }
+    }
+
+    fn try_start(name: &str) -> Result<EtcdCluster, String> {
         let dir =
             std::env::temp_dir().join(format!("ringshare-cluster-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -99,14 +115,32 @@ impl EtcdCluster {
             c.members.push(Some(child));
             c.urls.push(url);
         }
+        // Each member answers a write (a busy machine may take a while to
+        // start them: connections are refused until each listens).
         let t = Instant::now();
-        for url in &c.urls {
+        let deadline = t + Duration::from_secs(30);
+        for (i, url) in c.urls.clone().iter().enumerate() {
             let mut e = Etcd::new(std::slice::from_ref(url), Duration::from_secs(1)).unwrap();
-            e.put(b"/health", b"ok", Instant::now() + Duration::from_secs(20))
-                .unwrap_or_else(|err| panic!("etcd {url} not healthy: {err}"));
+            while let Err(err) = e.put(b"/health", b"ok", Instant::now() + Duration::from_secs(2)) {
+                let exited = c
+                    .members
+                    .iter_mut()
+                    .flatten()
+                    .any(|m| m.try_wait().ok().flatten().is_some());
+                if exited || Instant::now() > deadline {
+                    let log =
+                        std::fs::read_to_string(dir.join(format!("n{i}.log"))).unwrap_or_default();
+                    let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                    return Err(format!(
+                        "{url}: {err}{}; its log ends: {tail:?}",
+                        if exited { " (a member exited)" } else { "" }
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         eprintln!("[{name}] 3 etcd members healthy in {:?}", t.elapsed());
-        c
+        Ok(c)
     }
 
     pub fn client(&self) -> Etcd {

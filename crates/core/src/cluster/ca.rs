@@ -111,9 +111,13 @@ pub(crate) fn forget(server: &ServerState, open: &Open) {
     let Some(link) = server.cluster() else {
         return;
     };
+    // (A record naming a dead keeper is this open's when the takeover that
+    // made it this node's could not store its own.)
     let ours = match link.ca_get(open.persistent_id) {
-        Ok(Some(b)) => msg::decode_ca(&b)
-            .is_ok_and(|r| r.file_id.volatile == open.id && r.keeper == link.node()),
+        Ok(Some(b)) => msg::decode_ca(&b).is_ok_and(|r| {
+            r.file_id.volatile == open.id
+                && (r.keeper == link.node() || !link.members().contains(&r.keeper))
+        }),
         Ok(None) => false,
         // Not known: removed (a record left behind would bring back an open
         // that is closed).
@@ -126,12 +130,24 @@ pub(crate) fn forget(server: &ServerState, open: &Open) {
 
 /// The live node other than this one that keeps persistent open `file_id`
 /// by its record (after a takeover the keeper is not the node that made it).
+/// A record that still names a dead keeper (the takeover's own record was
+/// not stored) points at the file's home: the node that took it over.
 pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Option<u16> {
     let link = server.cluster()?;
     let rec = link.ca_get(file_id.persistent).ok().flatten()?;
     let rec = msg::decode_ca(&rec).ok()?;
-    (rec.file_id == file_id && rec.keeper != link.node() && link.members().contains(&rec.keeper))
-        .then_some(rec.keeper)
+    if rec.file_id != file_id {
+        return None;
+    }
+    let node = if link.members().contains(&rec.keeper) {
+        rec.keeper
+    } else {
+        match server.home_of(rec.state.key) {
+            Home::Node(n) => n,
+            _ => return None,
+        }
+    };
+    (node != link.node()).then_some(node)
 }
 
 /// The records of persistent opens kept by nodes in `gone` or by no live

@@ -24,6 +24,8 @@ pub struct Bus {
     /// Owner of each partition (0: none).
     pub owners: Mutex<Vec<u16>>,
     pub down: Mutex<HashSet<u16>>,
+    /// The record store refuses writes (an etcd that timed out).
+    pub ca_refused: std::sync::atomic::AtomicBool,
     pub now_ms: AtomicU64,
     /// Calls each node received.
     pub calls: Mutex<HashMap<u16, u64>>,
@@ -95,6 +97,9 @@ impl ClusterLink for Link {
     }
 
     fn ca_put(&self, persistent_id: u64, record: Vec<u8>) -> Result<(), NtStatus> {
+        if self.bus.ca_refused.load(Ordering::Relaxed) {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
         self.bus.ca.lock().unwrap().insert(persistent_id, record);
         Ok(())
     }
@@ -136,6 +141,7 @@ impl Cluster {
             calls: Mutex::new(HashMap::new()),
             posts: Mutex::new(HashMap::new()),
             ca: Mutex::new(HashMap::new()),
+            ca_refused: std::sync::atomic::AtomicBool::new(false),
         });
         let nodes = (1..=n)
             .map(|node| {
