@@ -25,6 +25,10 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             super::handover::close_parked(server, ids);
             return Answer::Done;
         }
+        Call::Interest { from } => {
+            super::notify::interest(server, *from, true);
+            return Answer::Done;
+        }
         Call::GiveUp(ask) => {
             return match super::handover::give_up(server, ask) {
                 Ok(h) => Answer::GivenUp(Box::new(h)),
@@ -209,9 +213,11 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
-        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) | Call::CloseParked(_) => {
-            Answer::Refused(NtStatus::INVALID_PARAMETER)
-        }
+        Call::Reclaim { .. }
+        | Call::Revoke { .. }
+        | Call::GiveUp(_)
+        | Call::CloseParked(_)
+        | Call::Interest { .. } => Answer::Refused(NtStatus::INVALID_PARAMETER),
     }
 }
 
@@ -230,8 +236,10 @@ fn key_of(call: &Call) -> Option<FileKey> {
         | Call::AckOplock { key, .. }
         | Call::AckLease { key, .. }
         | Call::Transfer(key, _) => *key,
-        Call::Reclaim { .. } | Call::Revoke { .. } | Call::GiveUp(_) | Call::CloseParked(_) => {
-            return None
-        }
+        Call::Reclaim { .. }
+        | Call::Revoke { .. }
+        | Call::GiveUp(_)
+        | Call::CloseParked(_)
+        | Call::Interest { .. } => return None,
     })
 }

@@ -129,6 +129,11 @@ pub(crate) enum Call {
     /// Asked of a node by a file's home: close these disconnected durable
     /// opens (FileIds) of yours; a new open would have to break them.
     CloseParked(Vec<(u64, u64)>),
+    /// Node `from` armed its first CHANGE_NOTIFY watcher: send it your
+    /// changes (answered once noted, before the watcher's interim).
+    Interest {
+        from: u16,
+    },
 }
 
 /// A home's answer.
@@ -572,6 +577,7 @@ mod tag {
     pub const GIVE_UP: u8 = 15;
     pub const TRANSFER: u8 = 16;
     pub const CLOSE_PARKED: u8 = 17;
+    pub const INTEREST: u8 = 18;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -719,6 +725,10 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             }
             put_opt(o, *after, put_key);
         }
+        Call::Interest { from } => {
+            o.put_u8(tag::INTEREST);
+            o.put_u16(*from);
+        }
         Call::GiveUp(a) => {
             o.put_u8(tag::GIVE_UP);
             o.put_u64(a.file_id.persistent);
@@ -842,6 +852,7 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
                 after: get_opt(r, get_key)?,
             }
         }
+        tag::INTEREST => Call::Interest { from: r.u16()? },
         tag::GIVE_UP => Call::GiveUp(Box::new(GiveUpAsk {
             file_id: FileId {
                 persistent: r.u64()?,

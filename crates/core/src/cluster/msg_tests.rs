@@ -181,6 +181,7 @@ pub(crate) fn samples() -> Vec<Message> {
             }),
         ),
         Call::CloseParked(vec![((1 << 48) | 12, (1 << 48) | 11), (3, 4)]),
+        Call::Interest { from: 3 },
     ];
     let moved_open = record.opens[0].clone();
     let moved_lease = record.leases[0].clone();

@@ -51,6 +51,26 @@ fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
     let Some(link) = server.cluster() else {
         return;
     };
+    if watching {
+        // Asked, not posted: a change made through another node after the
+        // watcher's interim answer must reach it (a post could arrive
+        // later). A node that does not answer is told by a post.
+        for n in nodes {
+            let call = super::msg::Call::Interest { from: link.node() };
+            if super::ask(server, *n, call).is_ok() {
+                continue;
+            }
+            link.post(
+                *n,
+                Message::Interest {
+                    from: link.node(),
+                    watching,
+                }
+                .encode(),
+            );
+        }
+        return;
+    }
     let msg = Message::Interest {
         from: link.node(),
         watching,
