@@ -102,6 +102,9 @@ pub(crate) struct Durables {
     /// (session id, open id), for replays ([MS-SMB2] 3.3.5.9.10: a replay
     /// is found only from the client that made the open).
     created: HashMap<([u8; 16], [u8; 16]), (u64, u64)>,
+    /// Parked persistent opens, by (ClientGuid, CreateGuid): their persistent
+    /// ids (they stay eligible for replay, [`replay_parked`]).
+    replayable: HashMap<([u8; 16], [u8; 16]), u64>,
     /// DH2Q CREATEs waiting for breaks, by (ClientGuid, CreateGuid): until
     /// when a replay of one is told FILE_NOT_AVAILABLE (an entry past its
     /// time, left by a CREATE cancelled or whose connection went, counts as
@@ -160,6 +163,11 @@ impl Durables {
             None
         };
         self.expiry.insert((p.expires_ms, p.open.persistent_id));
+        if p.durability.persistent {
+            let d = &p.durability;
+            self.replayable
+                .insert((d.client_guid, d.create_guid), p.open.persistent_id);
+        }
         self.parked.insert(p.open.persistent_id, p);
         evicted
     }
@@ -168,7 +176,16 @@ impl Durables {
     pub(crate) fn take(&mut self, persistent_id: u64) -> Option<Parked> {
         let p = self.parked.remove(&persistent_id)?;
         self.expiry.remove(&(p.expires_ms, persistent_id));
+        let guids = (p.durability.client_guid, p.durability.create_guid);
+        if self.replayable.get(&guids) == Some(&persistent_id) {
+            self.replayable.remove(&guids);
+        }
         Some(p)
+    }
+
+    /// The parked persistent open made with these (ClientGuid, CreateGuid).
+    fn replayable(&self, guids: &([u8; 16], [u8; 16])) -> Option<&Parked> {
+        self.parked.get(self.replayable.get(guids)?)
     }
 
     pub(crate) fn get(&self, persistent_id: u64) -> Option<&Parked> {
@@ -854,7 +871,7 @@ pub(crate) fn replay(
         .created
         .get(&(client_guid, create_guid))
         .copied();
-    let Some(open) = live.and_then(|(session_id, open_id)| {
+    let Some((session_id, open)) = live.and_then(|(session_id, open_id)| {
         server
             .find_session(session_id)
             .and_then(|s| lock(&s).opens.get(&open_id).cloned())
@@ -862,7 +879,6 @@ pub(crate) fn replay(
     }) else {
         return replay_parked(core, req, cr, (client_guid, create_guid));
     };
-    let (session_id, open) = open;
     if !req.hdr.is_replay() || session_id != req.session_id {
         return Err(NtStatus::DUPLICATE_OBJECTID);
     }
@@ -949,12 +965,7 @@ fn replay_parked(
     (client_guid, create_guid): ([u8; 16], [u8; 16]),
 ) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
     let file_id = lock(&core.server.durables)
-        .parked
-        .values()
-        .find(|p| {
-            let d = &p.durability;
-            d.persistent && d.create_guid == create_guid && d.client_guid == client_guid
-        })
+        .replayable(&(client_guid, create_guid))
         .map(|p| ringshare_wire::FileId {
             persistent: p.open.persistent_id,
             volatile: p.open.id,

@@ -1100,21 +1100,27 @@ impl Cut {
         cut
     }
 
+    /// Whether every route was changed (each is tried).
     fn routes(&self, action: &str) -> bool {
-        self.addrs.iter().all(|a| {
-            std::process::Command::new("ip")
-                .args([
-                    "-n",
-                    &self.ns,
-                    "route",
-                    action,
-                    "blackhole",
-                    &format!("{a}/32"),
-                ])
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false)
-        })
+        let done: Vec<bool> = self
+            .addrs
+            .iter()
+            .map(|a| {
+                std::process::Command::new("ip")
+                    .args([
+                        "-n",
+                        &self.ns,
+                        "route",
+                        action,
+                        "blackhole",
+                        &format!("{a}/32"),
+                    ])
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false)
+            })
+            .collect();
+        done.iter().all(|d| *d)
     }
 
     fn heal(self) {}

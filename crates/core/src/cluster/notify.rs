@@ -51,32 +51,23 @@ fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
     let Some(link) = server.cluster() else {
         return;
     };
-    if watching {
-        // Asked, not posted: a change made through another node after the
-        // watcher's interim answer must reach it (a post could arrive
-        // later). A node that does not answer is told by a post.
-        for n in nodes {
-            let call = super::msg::Call::Interest { from: link.node() };
-            if super::ask(server, *n, call).is_ok() {
-                continue;
-            }
-            link.post(
-                *n,
-                Message::Interest {
-                    from: link.node(),
-                    watching,
-                }
-                .encode(),
-            );
-        }
-        return;
-    }
     let msg = Message::Interest {
         from: link.node(),
         watching,
     }
     .encode();
     for n in nodes {
+        // A first watcher is asked for, not posted: a change made through
+        // another node after the watcher's interim answer must reach it (a
+        // post could arrive later). A node that does not answer is told by
+        // a post.
+        let asked = || {
+            let call = super::msg::Call::Interest { from: link.node() };
+            super::ask(server, *n, call).is_ok()
+        };
+        if watching && asked() {
+            continue;
+        }
         link.post(*n, msg.clone());
     }
 }
