@@ -453,3 +453,36 @@ fn a_persistent_open_whose_takeover_record_was_not_stored_is_found_at_its_files_
     assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
 }
+
+#[test]
+fn a_reconnect_through_a_node_that_has_not_seen_the_files_new_home_is_retried_and_keeps_the_open() {
+    // Node 1 dies with the open and the file's home; node 3 takes the file
+    // over and keeps the open, but node 2 still sees node 1 as the home
+    // (the claim has not reached it): the reconnect through node 2 is
+    // FILE_NOT_AVAILABLE, to be tried again, and the open stays at node 3;
+    // once node 2 sees the claim the open comes back with its data.
+    let cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(8, RH);
+    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+    let (f, ..) = opened(&r);
+    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    let before = cl.bus.owners.lock().unwrap().clone();
+    cl.kill(1, 3);
+    cl.bus.views.lock().unwrap().insert(2, before);
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let reconnect = vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+    let r = create(&mut b, "vm.vhdx", reconnect.clone());
+    assert_eq!(
+        r.status(),
+        NtStatus::FILE_NOT_AVAILABLE,
+        "while node 2 lags"
+    );
+    cl.bus.views.lock().unwrap().remove(&2);
+    let r = create(&mut b, "vm.vhdx", reconnect);
+    let (back, ..) = opened(&r);
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}

@@ -355,6 +355,30 @@ pub(crate) fn transfer(
     }
 }
 
+/// Whether the home of file `name` (as this node sees it) can move an open
+/// once its keeper has given it up: this node is the home, or a live node
+/// is. While the file's partition is between homes — its home died and
+/// this node has not yet seen the survivor's claim — a give-up would lose
+/// the open (the move fails, the open is closed): the reconnect is
+/// FILE_NOT_AVAILABLE instead, and the client tries again. A name that does
+/// not stat is left to the keeper to refuse.
+fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &str) -> bool {
+    let Some(link) = server.cluster() else {
+        return true;
+    };
+    let Ok(attr) = crate::path::parse_smb_path(name)
+        .map_err(|_| ())
+        .and_then(|p| share.backend.stat(who, &p).map_err(|_| ()))
+    else {
+        return true;
+    };
+    match server.home_of(server.file_key(&attr)) {
+        Home::Here => true,
+        Home::Node(n) => link.members().contains(&n),
+        Home::Unavailable => false,
+    }
+}
+
 /// On node B: reconnect `file_id`, kept by node `node`, for the session
 /// `sref` of this request.
 pub(crate) fn reconnect_from(
@@ -377,6 +401,9 @@ pub(crate) fn reconnect_from(
         };
         (Arc::clone(share), tree.who.clone())
     };
+    if !home_can_take_it(&server, &share, &who, wanted.name) {
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
     let ask = GiveUpAsk {
         file_id,
         create_guid: wanted.create_guid,

@@ -23,6 +23,9 @@ pub struct Bus {
     pub nodes: Mutex<HashMap<u16, Weak<ServerState>>>,
     /// Owner of each partition (0: none).
     pub owners: Mutex<Vec<u16>>,
+    /// A node's own, older view of the owners, when it has not yet seen a
+    /// change (etcd's watch reaches nodes one by one).
+    pub views: Mutex<HashMap<u16, Vec<u16>>>,
     pub down: Mutex<HashSet<u16>>,
     /// The record store refuses writes (an etcd that timed out).
     pub ca_refused: std::sync::atomic::AtomicBool,
@@ -62,7 +65,11 @@ impl ClusterLink for Link {
         if self.bus.down.lock().unwrap().contains(&self.node) {
             return Home::Unavailable;
         }
-        match self.bus.owners.lock().unwrap()[p as usize] {
+        let owner = match self.bus.views.lock().unwrap().get(&self.node) {
+            Some(view) => view[p as usize],
+            None => self.bus.owners.lock().unwrap()[p as usize],
+        };
+        match owner {
             0 => Home::Unavailable,
             n => Home::Node(n),
         }
@@ -136,6 +143,7 @@ impl Cluster {
         let bus = Arc::new(Bus {
             nodes: Mutex::new(HashMap::new()),
             owners: Mutex::new(vec![home; PARTS as usize]),
+            views: Mutex::new(HashMap::new()),
             down: Mutex::new(HashSet::new()),
             now_ms: AtomicU64::new(1_000),
             calls: Mutex::new(HashMap::new()),
