@@ -422,18 +422,36 @@ fn a_persistent_open_outlives_its_node_with_its_lock_and_data_and_reconnects_on_
     }
 }
 
-#[test]
-fn a_persistent_open_whose_takeover_record_was_not_stored_is_found_at_its_files_home() {
-    // Node 1 dies with the open and the file's home; node 3 takes the file
-    // over but etcd refuses the record naming it the keeper: the reconnect
-    // through node 2 finds the open at the file's home all the same, and
-    // its close removes the record that still names the dead node.
+/// A CA cluster whose files are homed on node 1, where alice's client
+/// leaves a persistent open of vm.vhdx with acknowledged data: the
+/// cluster, the open's lease and its FileId.
+fn persistent_open_on_its_files_home() -> (Cluster, Lease, FileId) {
     let cl = ca_cluster(1);
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
     let l = lease_v2(8, RH);
     let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
     let (f, ..) = opened(&r);
     assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    (cl, l, f)
+}
+
+/// Reconnect answer `r` is open `f` again with its data; its close removes
+/// its record.
+fn back_with_its_data_and_closed(cl: &Cluster, b: &mut Client, r: &Resp, f: FileId) {
+    let (back, ..) = opened(r);
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}
+
+#[test]
+fn a_persistent_open_whose_takeover_record_was_not_stored_is_found_at_its_files_home() {
+    // Node 1 dies with the open and the file's home; node 3 takes the file
+    // over but etcd refuses the record naming it the keeper: the reconnect
+    // through node 2 finds the open at the file's home all the same, and
+    // its close removes the record that still names the dead node.
+    let (cl, l, f) = persistent_open_on_its_files_home();
     cl.bus
         .ca_refused
         .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -447,11 +465,7 @@ fn a_persistent_open_whose_takeover_record_was_not_stored_is_found_at_its_files_
         "vm.vhdx",
         vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
     );
-    let (back, ..) = opened(&r);
-    assert_eq!(back.persistent, f.persistent, "the same open");
-    assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
-    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
-    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+    back_with_its_data_and_closed(&cl, &mut b, &r, f);
 }
 
 #[test]
@@ -461,12 +475,7 @@ fn a_reconnect_through_a_node_that_has_not_seen_the_files_new_home_is_retried_an
     // (the claim has not reached it): the reconnect through node 2 is
     // FILE_NOT_AVAILABLE, to be tried again, and the open stays at node 3;
     // once node 2 sees the claim the open comes back with its data.
-    let cl = ca_cluster(1);
-    let mut a = client_as(&cl, 1, 1, "alice", "secret");
-    let l = lease_v2(8, RH);
-    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
-    let (f, ..) = opened(&r);
-    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    let (cl, l, f) = persistent_open_on_its_files_home();
     let before = cl.bus.owners.lock().unwrap().clone();
     cl.kill(1, 3);
     cl.bus.views.lock().unwrap().insert(2, before);
@@ -480,9 +489,5 @@ fn a_reconnect_through_a_node_that_has_not_seen_the_files_new_home_is_retried_an
     );
     cl.bus.views.lock().unwrap().remove(&2);
     let r = create(&mut b, "vm.vhdx", reconnect);
-    let (back, ..) = opened(&r);
-    assert_eq!(back.persistent, f.persistent, "the same open");
-    assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
-    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
-    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+    back_with_its_data_and_closed(&cl, &mut b, &r, f);
 }
