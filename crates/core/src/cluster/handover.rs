@@ -366,10 +366,10 @@ fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &st
     let Some(link) = server.cluster() else {
         return true;
     };
-    let Ok(attr) = crate::path::parse_smb_path(name)
-        .map_err(|_| ())
-        .and_then(|p| share.backend.stat(who, &p).map_err(|_| ()))
-    else {
+    let Ok(path) = crate::path::parse_smb_path(name) else {
+        return true;
+    };
+    let Ok(attr) = share.backend.stat(who, &path) else {
         return true;
     };
     match server.home_of(server.file_key(&attr)) {
