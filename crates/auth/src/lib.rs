@@ -1,11 +1,12 @@
-//! Authentication for ringshare: NTLMSSP ([MS-NLMP]), SPNEGO ([MS-SPNG], RFC 4178) and Samba's
-//! smbpasswd user file.
+//! Authentication for ringshare: NTLMSSP ([MS-NLMP]), Kerberos 5 ([MS-KILE], RFC 4120/4121), SPNEGO
+//! ([MS-SPNG], RFC 4178) and Samba's smbpasswd user file.
 //!
 //! Sans-I/O: challenges, client randomness and the time are parameters; only
 //! [`smbpasswd::SmbPasswd::load`] and [`smbpasswd::SmbPasswd::save`] touch the filesystem.
 #![forbid(unsafe_code)]
 
 pub mod gss;
+pub mod krb5;
 pub mod ntlm;
 mod rc4;
 pub mod smbpasswd;
@@ -45,6 +46,8 @@ pub enum AuthError {
     Unsupported(&'static str),
     /// A message integrity code (NTLM MIC or SPNEGO mechListMIC) did not verify.
     BadMic,
+    /// A Kerberos ticket or authenticator was refused; the text says why.
+    Kerberos(String),
 }
 
 impl std::fmt::Display for AuthError {
@@ -55,6 +58,7 @@ impl std::fmt::Display for AuthError {
             AuthError::WrongPassword(u) => write!(f, "wrong password for user {u}"),
             AuthError::Unsupported(what) => write!(f, "unsupported: {what}"),
             AuthError::BadMic => f.write_str("message integrity check failed"),
+            AuthError::Kerberos(why) => write!(f, "Kerberos ticket refused: {why}"),
         }
     }
 }

@@ -1,0 +1,437 @@
+//! Accepting an AP-REQ (RFC 4120 3.2.3, RFC 4121 4.1, [MS-KILE] 3.4.5.1-3.4.5.3) and answering
+//! with an AP-REP that carries a fresh acceptor subkey.
+//!
+//! One function per step: open the ticket with a key of the keytab, check the ticket, open and
+//! check the authenticator, check its GSS checksum, consult the replay cache, check the PAC,
+//! and build the AP-REP. Every failure is an [`AuthError`] whose text names the reason, for the
+//! server's log line.
+
+use std::sync::Arc;
+
+use picky_asn1::wrapper::{
+    ExplicitContextTag0, ExplicitContextTag1, ExplicitContextTag2, ExplicitContextTag3,
+    OctetStringAsn1, Optional,
+};
+use picky_asn1_der::application_tag::ApplicationTag;
+use picky_krb::crypto::CipherSuite;
+use picky_krb::data_types::{
+    Authenticator, AuthorizationData, EncApRepPart, EncApRepPartInner, EncTicketPart,
+    EncryptedData, EncryptionKey, PrincipalName,
+};
+use picky_krb::messages::{ApRep, ApRepInner, ApReq};
+
+use super::keytab::{Keytab, KeytabEntry};
+use super::pac::Pac;
+use super::replay::{ReplayCache, Seen};
+use super::{bit, etype, gss_unwrap, gss_wrap, int, int_asn1, refused, unix_time};
+use super::{TOK_AP_REP, TOK_AP_REQ};
+use crate::AuthError;
+
+/// Key usages (RFC 4120 7.5.1).
+const USAGE_TICKET: i32 = 2;
+const USAGE_AUTHENTICATOR: i32 = 11;
+const USAGE_AP_REP: i32 = 12;
+
+/// ap-options bit MUTUAL-REQUIRED; ticket flag INVALID.
+const AP_MUTUAL_REQUIRED: usize = 2;
+const TICKET_INVALID: usize = 7;
+
+/// GSS checksum (RFC 4121 4.1.1): type, flags.
+const GSS_CHECKSUM_TYPE: i64 = 0x8003;
+const GSS_C_MUTUAL_FLAG: u32 = 0x2;
+const GSS_C_DCE_STYLE: u32 = 0x1000;
+
+/// Authorization data types: AD-IF-RELEVANT and AD-WIN2K-PAC.
+const AD_IF_RELEVANT: i64 = 1;
+const AD_WIN2K_PAC: i64 = 128;
+
+/// What the acceptor accepts.
+#[derive(Debug, Clone)]
+pub struct AcceptorConfig {
+    /// The service's keys.
+    pub keytab: Arc<Keytab>,
+    /// The realm tickets must be for (empty: any realm the keytab has keys of).
+    pub realm: String,
+    /// Largest difference between the client's clock and ours, in seconds (RFC 4120: 5 min).
+    pub skew_secs: i64,
+}
+
+/// Fresh material for one acceptance (random bytes from the caller).
+#[derive(Clone, Copy)]
+pub struct Fresh {
+    /// Bytes of the acceptor subkey (its first 16 for AES-128).
+    pub subkey: [u8; 32],
+    /// The acceptor's initial sequence number.
+    pub seq: u32,
+}
+
+/// A ticket that was accepted.
+#[derive(Clone)]
+pub struct Accepted {
+    /// The client's principal name components.
+    pub client: Vec<String>,
+    /// The client's realm.
+    pub client_realm: String,
+    /// The service principal the ticket named, `cifs/name@REALM`.
+    pub service: String,
+    /// The keytab entry that opened the ticket.
+    pub key_entry: String,
+    /// The GSS session key: the acceptor subkey when mutual authentication sent one, else the
+    /// initiator's subkey, else the ticket's key ([MS-KILE] 3.1.1.2). Full length (32 bytes for
+    /// AES-256).
+    pub session_key: Vec<u8>,
+    /// The GSS token to send back (an AP-REP), empty when the client asked for none.
+    pub token: Vec<u8>,
+    /// The ticket's auth time and end time (Unix seconds).
+    pub auth_time: i64,
+    /// When the ticket ends; the session ends with it.
+    pub end_time: i64,
+    /// The PAC, when the ticket had one (its server signature verified).
+    pub pac: Option<Pac>,
+}
+
+impl std::fmt::Debug for Accepted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accepted")
+            .field("client", &self.client_name())
+            .field("service", &self.service)
+            .field("end_time", &self.end_time)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Accepted {
+    /// `name@REALM`.
+    pub fn client_name(&self) -> String {
+        format!("{}@{}", self.client.join("/"), self.client_realm)
+    }
+}
+
+fn principal(p: &PrincipalName) -> Vec<String> {
+    p.name_string
+        .0
+         .0
+        .iter()
+        .map(|s| String::from_utf8_lossy(s.0.as_bytes()).into_owned())
+        .collect()
+}
+
+fn realm_of(r: &picky_krb::data_types::Realm) -> String {
+    String::from_utf8_lossy(r.0.as_bytes()).into_owned()
+}
+
+fn cipher_for(e: i64) -> Result<CipherSuite, AuthError> {
+    match e {
+        x if x == etype::AES256 as i64 => Ok(CipherSuite::Aes256CtsHmacSha196),
+        x if x == etype::AES128 as i64 => Ok(CipherSuite::Aes128CtsHmacSha196),
+        x if x == etype::RC4_HMAC as i64 => Err(refused(
+            "ticket encrypted with RC4-HMAC (enctype 23), which this server does not accept; \
+             give the service account AES keys (msDS-SupportedEncryptionTypes)",
+        )),
+        x => Err(refused(format!("ticket encryption type {x} not supported"))),
+    }
+}
+
+fn der<'a, T: serde::Deserialize<'a>>(b: &'a [u8], what: &'static str) -> Result<T, AuthError> {
+    picky_asn1_der::from_bytes(b).map_err(|_| AuthError::Malformed(what))
+}
+
+/// The ticket opened: its decrypted part and the keytab entry that opened it.
+struct OpenTicket<'k> {
+    part: picky_krb::data_types::EncTicketPartInner,
+    entry: &'k KeytabEntry,
+    service: String,
+}
+
+/// Step 1: the ticket's service and realm, and a key of the keytab that decrypts it.
+fn open_ticket<'k>(
+    cfg: &'k AcceptorConfig,
+    req: &picky_krb::messages::ApReqInner,
+) -> Result<OpenTicket<'k>, AuthError> {
+    let ticket = &req.ticket.0 .0;
+    if int(&ticket.tkt_vno.0)? != 5 {
+        return Err(refused("ticket version is not 5"));
+    }
+    let realm = realm_of(&ticket.realm.0);
+    if !cfg.realm.is_empty() && !realm.eq_ignore_ascii_case(&cfg.realm) {
+        return Err(refused(format!(
+            "ticket for realm {realm}, this server is in {}",
+            cfg.realm
+        )));
+    }
+    let sname = principal(&ticket.sname.0);
+    let service = format!("{}@{realm}", sname.join("/"));
+    let svc_ok = sname.len() == 2
+        && ["cifs", "host"]
+            .iter()
+            .any(|s| sname[0].eq_ignore_ascii_case(s));
+    if !svc_ok {
+        return Err(refused(format!(
+            "ticket for service {service}, not cifs/ or host/"
+        )));
+    }
+    let enc = &ticket.enc_part.0;
+    let e = int(&enc.etype.0)?;
+    let suite = cipher_for(e)?;
+    let kvno = match &enc.kvno.0 {
+        Some(k) => Some(u32::try_from(int(&k.0)?).map_err(|_| refused("ticket kvno"))?),
+        None => None,
+    };
+    let cipher = suite.cipher();
+    let mut tried = 0;
+    for entry in cfg.keytab.keys_for(&realm, e as i32, kvno) {
+        tried += 1;
+        if let Ok(plain) = cipher.decrypt(&entry.key, USAGE_TICKET, &enc.cipher.0 .0) {
+            let part: EncTicketPart = der(&plain, "EncTicketPart")?;
+            return Ok(OpenTicket {
+                part: part.0,
+                entry,
+                service,
+            });
+        }
+    }
+    let kvno = kvno.map_or("none".to_string(), |k| k.to_string());
+    Err(refused(if tried == 0 {
+        format!("no key in the keytab for {service} with enctype {e} and kvno {kvno}")
+    } else {
+        format!(
+            "the keytab's keys for {service} (enctype {e}, kvno {kvno}) do not decrypt the \
+             ticket: the keytab is out of date or the ticket was not made for this server"
+        )
+    }))
+}
+
+/// Step 2: the ticket's flags and validity period.
+fn check_ticket(
+    part: &picky_krb::data_types::EncTicketPartInner,
+    now: i64,
+    skew: i64,
+) -> Result<(i64, i64), AuthError> {
+    if bit(&part.flags.0 .0, TICKET_INVALID) {
+        return Err(refused(
+            "ticket is flagged INVALID (postdated, not yet validated)",
+        ));
+    }
+    let auth_time = unix_time(&part.auth_time.0);
+    let start = part
+        .starttime
+        .0
+        .as_ref()
+        .map_or(auth_time, |t| unix_time(&t.0));
+    let end = unix_time(&part.endtime.0);
+    if start > now + skew {
+        return Err(refused(format!(
+            "ticket not valid yet (starts {}s from now; clocks out of step?)",
+            start - now
+        )));
+    }
+    if end < now - skew {
+        return Err(refused(format!("ticket expired {}s ago", now - end)));
+    }
+    Ok((auth_time, end))
+}
+
+/// Step 3: the authenticator, decrypted with the ticket's session key, names the ticket's
+/// client and was made within the clock skew.
+fn open_authenticator(
+    req: &picky_krb::messages::ApReqInner,
+    part: &picky_krb::data_types::EncTicketPartInner,
+    now: i64,
+    skew: i64,
+) -> Result<picky_krb::data_types::AuthenticatorInner, AuthError> {
+    let key = &part.key.0;
+    let suite = cipher_for(int(&key.key_type.0)?)?;
+    let enc = &req.authenticator.0;
+    let plain = suite
+        .cipher()
+        .decrypt(&key.key_value.0 .0, USAGE_AUTHENTICATOR, &enc.cipher.0 .0)
+        .map_err(|_| refused("authenticator does not decrypt with the ticket's session key"))?;
+    let auth: Authenticator = der(&plain, "Authenticator")?;
+    let auth = auth.0;
+    if int(&auth.authenticator_vno.0)? != 5 {
+        return Err(refused("authenticator version is not 5"));
+    }
+    if realm_of(&auth.crealm.0) != realm_of(&part.crealm.0)
+        || principal(&auth.cname.0) != principal(&part.cname.0)
+    {
+        return Err(refused(
+            "authenticator names another client than the ticket",
+        ));
+    }
+    let ctime = unix_time(&auth.ctime.0);
+    if (ctime - now).abs() > skew {
+        return Err(refused(format!(
+            "authenticator time is {}s from ours (more than the {skew}s allowed: clocks out of step)",
+            ctime - now
+        )));
+    }
+    Ok(auth)
+}
+
+/// Step 4: the GSS checksum (RFC 4121 4.1.1): no channel bindings (SMB over TCP has none), no
+/// DCE style; returns the GSS flags.
+fn check_gss_checksum(auth: &picky_krb::data_types::AuthenticatorInner) -> Result<u32, AuthError> {
+    let ck = auth
+        .cksum
+        .0
+        .as_ref()
+        .ok_or(refused("authenticator without a GSS checksum"))?;
+    if int(&ck.0.cksumtype.0)? != GSS_CHECKSUM_TYPE {
+        return Err(refused(
+            "authenticator checksum is not a GSS checksum (0x8003)",
+        ));
+    }
+    let c = &ck.0.checksum.0 .0;
+    if c.len() < 24 {
+        return Err(refused("GSS checksum too short"));
+    }
+    let lgth = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    if lgth != 16 {
+        return Err(refused("GSS checksum with a bad binding length"));
+    }
+    if c[4..20].iter().any(|b| *b != 0) {
+        return Err(refused(
+            "channel bindings sent for a channel this server does not bind",
+        ));
+    }
+    let flags = u32::from_le_bytes([c[20], c[21], c[22], c[23]]);
+    if flags & GSS_C_DCE_STYLE != 0 {
+        return Err(refused("DCE-style Kerberos is not used by SMB"));
+    }
+    Ok(flags)
+}
+
+/// The PAC inside AD-IF-RELEVANT, if any.
+fn find_pac(ad: Option<&AuthorizationData>) -> Result<Option<Vec<u8>>, AuthError> {
+    let Some(ad) = ad else { return Ok(None) };
+    let mut found = None;
+    for el in &ad.0 {
+        if int(&el.ad_type.0)? != AD_IF_RELEVANT {
+            continue;
+        }
+        let inner: AuthorizationData = der(&el.ad_data.0 .0, "AD-IF-RELEVANT")?;
+        for i in &inner.0 {
+            if int(&i.ad_type.0)? == AD_WIN2K_PAC {
+                if found.is_some() {
+                    return Err(refused("ticket carries two PACs"));
+                }
+                found = Some(i.ad_data.0 .0.clone());
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Step 6: the AP-REP with a fresh acceptor subkey of the session key's type, encrypted with
+/// the ticket's session key.
+fn ap_rep(
+    auth: &picky_krb::data_types::AuthenticatorInner,
+    ticket_key: &EncryptionKey,
+    subkey_type: i64,
+    subkey: &[u8],
+    seq: u32,
+) -> Result<Vec<u8>, AuthError> {
+    let part: EncApRepPart = ApplicationTag(EncApRepPartInner {
+        ctime: ExplicitContextTag0::from(auth.ctime.0.clone()),
+        cusec: ExplicitContextTag1::from(auth.cusec.0.clone()),
+        subkey: Optional::from(Some(ExplicitContextTag2::from(EncryptionKey {
+            key_type: ExplicitContextTag0::from(int_asn1(subkey_type)),
+            key_value: ExplicitContextTag1::from(OctetStringAsn1::from(subkey.to_vec())),
+        }))),
+        seq_number: Optional::from(Some(ExplicitContextTag3::from(int_asn1(seq as i64)))),
+    });
+    let plain = picky_asn1_der::to_vec(&part).map_err(|_| refused("encoding EncAPRepPart"))?;
+    let suite = cipher_for(int(&ticket_key.key_type.0)?)?;
+    let cipher = suite
+        .cipher()
+        .encrypt(&ticket_key.key_value.0 .0, USAGE_AP_REP, &plain)
+        .map_err(|e| refused(format!("encrypting the AP-REP: {e}")))?;
+    let rep: ApRep = ApplicationTag(ApRepInner {
+        pvno: ExplicitContextTag0::from(int_asn1(5)),
+        msg_type: ExplicitContextTag1::from(int_asn1(15)),
+        enc_part: ExplicitContextTag2::from(EncryptedData {
+            etype: ExplicitContextTag0::from(ticket_key.key_type.0.clone()),
+            kvno: Optional::from(None),
+            cipher: ExplicitContextTag2::from(OctetStringAsn1::from(cipher)),
+        }),
+    });
+    let der = picky_asn1_der::to_vec(&rep).map_err(|_| refused("encoding AP-REP"))?;
+    Ok(gss_wrap(TOK_AP_REP, &der))
+}
+
+/// Accept a GSS Kerberos token (an AP-REQ) at Unix time `now`.
+pub fn accept(
+    cfg: &AcceptorConfig,
+    token: &[u8],
+    now: i64,
+    fresh: &Fresh,
+    replay: &ReplayCache,
+) -> Result<Accepted, AuthError> {
+    let (tok_id, msg) = gss_unwrap(token)?;
+    if tok_id != TOK_AP_REQ {
+        return Err(AuthError::Malformed("Kerberos token is not an AP-REQ"));
+    }
+    let req: ApReq = der(msg, "AP-REQ")?;
+    let req = req.0;
+    if int(&req.pvno.0)? != 5 || int(&req.msg_type.0)? != 14 {
+        return Err(AuthError::Malformed("not a Kerberos 5 AP-REQ"));
+    }
+    let opened = open_ticket(cfg, &req)?;
+    let part = &opened.part;
+    let (auth_time, end_time) = check_ticket(part, now, cfg.skew_secs)?;
+    let auth = open_authenticator(&req, part, now, cfg.skew_secs)?;
+    let gss_flags = check_gss_checksum(&auth)?;
+    let client = principal(&part.cname.0);
+    let client_realm = realm_of(&part.crealm.0);
+    let pac = match find_pac(part.authorization_data.0.as_ref().map(|a| &a.0))? {
+        Some(raw) => {
+            let pac = Pac::parse(&raw)?;
+            pac.verify_server_signature(&opened.entry.key, opened.entry.enctype)?;
+            pac.check_client_info(&client.join("/"), auth_time)?;
+            Some(pac)
+        }
+        None => None,
+    };
+    // Step 5, last of the checks so that a forged or broken request cannot fill the cache.
+    let forget_at = now + 2 * cfg.skew_secs;
+    match replay.check(&req.authenticator.0.cipher.0 .0, forget_at, now) {
+        Seen::New => {}
+        Seen::Replay => {
+            return Err(refused(
+                "replayed authenticator (the AP-REQ was seen before)",
+            ))
+        }
+        Seen::Full => return Err(refused("replay cache full; refusing until entries expire")),
+    }
+    let ticket_key = &part.key.0;
+    let mutual =
+        bit(&req.ap_options.0 .0, AP_MUTUAL_REQUIRED) || gss_flags & GSS_C_MUTUAL_FLAG != 0;
+    let (session_key, token) = if mutual {
+        // The acceptor subkey has the type of the initiator's subkey, else the ticket key's.
+        let sub_type = match auth.subkey.0.as_ref() {
+            Some(k) => int(&k.0.key_type.0)?,
+            None => int(&ticket_key.key_type.0)?,
+        };
+        let len = cipher_for(sub_type)?.cipher().key_size();
+        let subkey = fresh.subkey[..len.min(32)].to_vec();
+        let token = ap_rep(&auth, ticket_key, sub_type, &subkey, fresh.seq)?;
+        (subkey, token)
+    } else {
+        let key = match auth.subkey.0.as_ref() {
+            Some(k) => k.0.key_value.0 .0.clone(),
+            None => ticket_key.key_value.0 .0.clone(),
+        };
+        (key, Vec::new())
+    };
+    Ok(Accepted {
+        client,
+        client_realm,
+        service: opened.service,
+        key_entry: format!("{:?}", opened.entry),
+        session_key,
+        token,
+        auth_time,
+        end_time,
+        pac,
+    })
+}

@@ -1,0 +1,232 @@
+//! Kerberos 5 as a GSS-API acceptor (RFC 4120, RFC 4121, [MS-KILE] 3.1.1.2, 3.4.5): the server
+//! side of a SESSION_SETUP that carries a ticket.
+//!
+//! The ASN.1 types and the RFC 3961/3962 crypto come from `picky-krb`; what a trusted acceptor
+//! checks is here ([`acceptor`]): the key by enctype and kvno from the keytab ([`keytab`]), the
+//! ticket's service name, realm, flags and times, the authenticator and its GSS checksum, a
+//! process-wide replay cache ([`replay`]), and the PAC's server signature ([`pac`]). The answer
+//! is an AP-REP with a fresh acceptor subkey, which is the SMB session key at its full length.
+//!
+//! Sans-I/O: the time and the fresh key material are parameters; nothing here reads a file or a
+//! clock.
+
+pub mod acceptor;
+pub mod keytab;
+pub mod pac;
+pub mod replay;
+
+use picky_asn1::wrapper::{GeneralizedTimeAsn1, IntegerAsn1};
+
+use crate::spnego::{tlv, Der};
+use crate::AuthError;
+
+/// DER contents of the Kerberos 5 GSS mechanism OID 1.2.840.113554.1.2.2.
+pub const OID_KRB5: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
+/// DER contents of Microsoft's Kerberos OID 1.2.840.48018.1.2.2 ([MS-SPNG] 3.3.5.1.1): Windows
+/// lists it first and means Kerberos 5.
+pub const OID_MS_KRB5: &[u8] = &[0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12, 0x01, 0x02, 0x02];
+
+/// GSS token identifiers (RFC 4121 4.1).
+pub const TOK_AP_REQ: [u8; 2] = [0x01, 0x00];
+/// AP-REP.
+pub const TOK_AP_REP: [u8; 2] = [0x02, 0x00];
+/// KRB-ERROR.
+pub const TOK_KRB_ERROR: [u8; 2] = [0x03, 0x00];
+
+/// Encryption types this acceptor knows (RFC 3962, RFC 4757).
+pub mod etype {
+    /// aes128-cts-hmac-sha1-96.
+    pub const AES128: i32 = 17;
+    /// aes256-cts-hmac-sha1-96.
+    pub const AES256: i32 = 18;
+    /// rc4-hmac.
+    pub const RC4_HMAC: i32 = 23;
+}
+
+/// The largest Kerberos GSS token accepted (an AD ticket with a large PAC is a few KiB; the
+/// SESSION_SETUP buffer is capped before this).
+pub const TOKEN_SIZE_MAX: usize = 64 * 1024;
+
+pub(crate) fn refused(why: impl Into<String>) -> AuthError {
+    AuthError::Kerberos(why.into())
+}
+
+/// Whether a mechanism OID is Kerberos 5 (either spelling).
+pub fn is_krb5_oid(oid: &[u8]) -> bool {
+    oid == OID_KRB5 || oid == OID_MS_KRB5
+}
+
+/// Split a GSS InitialContextToken `[APPLICATION 0] { OID, TOK_ID, message }` of the Kerberos
+/// mechanism into its token identifier and message.
+pub fn gss_unwrap(token: &[u8]) -> Result<([u8; 2], &[u8]), AuthError> {
+    if token.len() > TOKEN_SIZE_MAX {
+        return Err(AuthError::Malformed("Kerberos token too large"));
+    }
+    let mut top = Der::new(token)?;
+    let outer = top.expect(0x60, "Kerberos token without GSS framing")?;
+    if !top.is_empty() {
+        return Err(AuthError::Malformed(
+            "trailing bytes after the Kerberos token",
+        ));
+    }
+    let mut inner = top.enter(&outer)?;
+    let oid = inner.expect(0x06, "GSS token without mechanism OID")?;
+    if !is_krb5_oid(oid.content) {
+        return Err(AuthError::Unsupported(
+            "GSS mechanism other than Kerberos 5",
+        ));
+    }
+    let rest = &outer.content[oid.raw.len()..];
+    if rest.len() < 2 {
+        return Err(AuthError::Malformed("Kerberos token without a token id"));
+    }
+    Ok(([rest[0], rest[1]], &rest[2..]))
+}
+
+/// Frame a Kerberos message as a GSS token of the Kerberos 5 mechanism.
+pub fn gss_wrap(tok_id: [u8; 2], msg: &[u8]) -> Vec<u8> {
+    let mut inner = tlv(0x06, OID_KRB5);
+    inner.extend(tok_id);
+    inner.extend(msg);
+    tlv(0x60, &inner)
+}
+
+/// An INTEGER as an i64 (Kerberos integers are 32-bit; anything longer is refused).
+pub(crate) fn int(v: &IntegerAsn1) -> Result<i64, AuthError> {
+    let b = v.as_signed_bytes_be();
+    if b.is_empty() || b.len() > 8 {
+        return Err(AuthError::Malformed("Kerberos INTEGER out of range"));
+    }
+    let neg = b[0] & 0x80 != 0;
+    Ok(b.iter()
+        .fold(if neg { -1i64 } else { 0 }, |acc, x| (acc << 8) | *x as i64))
+}
+
+/// An i64 as a minimal signed INTEGER.
+pub(crate) fn int_asn1(v: i64) -> IntegerAsn1 {
+    let bytes = v.to_be_bytes();
+    let mut start = 0;
+    while start < 7 {
+        let (b, next) = (bytes[start], bytes[start + 1]);
+        if (b == 0 && next & 0x80 == 0) || (b == 0xff && next & 0x80 != 0) {
+            start += 1;
+        } else {
+            break;
+        }
+    }
+    IntegerAsn1::from_bytes_be_signed(bytes[start..].to_vec())
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A KerberosTime as seconds since the Unix epoch.
+pub fn unix_time(t: &GeneralizedTimeAsn1) -> i64 {
+    let d = &t.0;
+    days_from_civil(d.year() as i64, d.month() as i64, d.day() as i64) * 86400
+        + d.hour() as i64 * 3600
+        + d.minute() as i64 * 60
+        + d.second() as i64
+}
+
+/// Seconds since the Unix epoch as a KerberosTime (years 1970-9999).
+pub fn kerberos_time(unix: i64) -> GeneralizedTimeAsn1 {
+    let unix = unix.clamp(0, 253_402_300_799);
+    let (y, m, d) = civil_from_days(unix.div_euclid(86400));
+    let s = unix.rem_euclid(86400);
+    let date = picky_asn1::date::GeneralizedTime::new(
+        y as u16,
+        m as u8,
+        d as u8,
+        (s / 3600) as u8,
+        (s / 60 % 60) as u8,
+        (s % 60) as u8,
+    )
+    .unwrap_or_else(|| {
+        picky_asn1::date::GeneralizedTime::new(1970, 1, 1, 0, 0, 0).expect("the epoch is a date")
+    });
+    GeneralizedTimeAsn1(date)
+}
+
+/// Whether bit `i` (ASN.1 numbering: bit 0 is the first byte's high bit) of a BIT STRING is
+/// set; bits past its end are clear.
+pub(crate) fn bit(b: &picky_asn1::bit_string::BitString, i: usize) -> bool {
+    // as_bytes() starts with the unused-bits octet.
+    b.as_bytes()
+        .get(1 + i / 8)
+        .is_some_and(|byte| byte & (0x80 >> (i % 8)) != 0)
+}
+
+#[cfg(test)]
+mod acceptor_tests;
+#[cfg(test)]
+pub(crate) mod testkdc;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kerberos_times_convert_both_ways() {
+        for t in [
+            0i64,
+            951_782_400,
+            1_700_000_000,
+            1_795_000_123,
+            4_102_444_800,
+        ] {
+            assert_eq!(unix_time(&kerberos_time(t)), t);
+        }
+    }
+
+    #[test]
+    fn integers_convert_both_ways() {
+        for v in [
+            0i64,
+            1,
+            127,
+            128,
+            255,
+            256,
+            -1,
+            -128,
+            -129,
+            0x7fff_ffff,
+            -0x8000_0000,
+        ] {
+            assert_eq!(int(&int_asn1(v)).unwrap(), v, "{v}");
+        }
+    }
+
+    #[test]
+    fn gss_framing_round_trips_and_refuses_other_mechanisms() {
+        let t = gss_wrap(TOK_AP_REP, b"abc");
+        assert_eq!(gss_unwrap(&t).unwrap(), (TOK_AP_REP, &b"abc"[..]));
+        let mut ntlm = tlv(0x06, crate::spnego::OID_NTLMSSP);
+        ntlm.extend([1, 0, 9]);
+        assert!(gss_unwrap(&tlv(0x60, &ntlm)).is_err());
+        for n in 0..t.len() {
+            assert!(gss_unwrap(&t[..n]).is_err() || n == t.len());
+        }
+    }
+}

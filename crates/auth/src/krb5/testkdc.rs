@@ -1,0 +1,251 @@
+//! A KDC's half, for tests: mint tickets, authenticators and PACs with known keys, so that
+//! every check of the acceptor can be made to fail on purpose.
+
+use picky_asn1::bit_string::BitString;
+use picky_asn1::restricted_string::IA5String;
+use picky_asn1::wrapper::{
+    Asn1SequenceOf, BitStringAsn1, ExplicitContextTag0, ExplicitContextTag1, ExplicitContextTag10,
+    ExplicitContextTag2, ExplicitContextTag3, ExplicitContextTag4, ExplicitContextTag5,
+    ExplicitContextTag6, ExplicitContextTag7, GeneralStringAsn1, OctetStringAsn1, Optional,
+};
+use picky_asn1_der::application_tag::ApplicationTag;
+use picky_krb::crypto::{ChecksumSuite, CipherSuite};
+use picky_krb::data_types::{
+    AuthenticatorInner, AuthorizationDataInner, Checksum, EncTicketPartInner, EncryptedData,
+    EncryptionKey, PrincipalName, TicketInner, TransitedEncoding,
+};
+use picky_krb::messages::{ApRep, ApReqInner};
+
+use super::{gss_unwrap, gss_wrap, int_asn1, kerberos_time, TOK_AP_REQ};
+
+fn gs(s: &str) -> GeneralStringAsn1 {
+    GeneralStringAsn1::from(IA5String::new(s.as_bytes().to_vec()).expect("ascii"))
+}
+
+fn name(parts: &[&str], ty: i64) -> PrincipalName {
+    PrincipalName {
+        name_type: ExplicitContextTag0::from(int_asn1(ty)),
+        name_string: ExplicitContextTag1::from(Asn1SequenceOf::from(
+            parts.iter().map(|p| gs(p)).collect::<Vec<_>>(),
+        )),
+    }
+}
+
+fn key(ty: i64, v: &[u8]) -> EncryptionKey {
+    EncryptionKey {
+        key_type: ExplicitContextTag0::from(int_asn1(ty)),
+        key_value: ExplicitContextTag1::from(OctetStringAsn1::from(v.to_vec())),
+    }
+}
+
+fn flags(bits: &[usize]) -> BitStringAsn1 {
+    let mut b = BitString::with_len(32);
+    for i in bits {
+        b.set(*i, true);
+    }
+    BitStringAsn1::from(b)
+}
+
+/// Everything a ticket and its authenticator say; each field can be spoiled by a test.
+#[derive(Clone)]
+pub struct Mint {
+    pub service_key: Vec<u8>,
+    pub kvno: u32,
+    pub realm: String,
+    pub sname: Vec<String>,
+    pub client: String,
+    pub session_key: Vec<u8>,
+    pub auth_time: i64,
+    pub end_time: i64,
+    pub ticket_flags: Vec<usize>,
+    pub pac: Option<Vec<u8>>,
+    pub ctime: i64,
+    pub cusec: i64,
+    pub subkey: Option<Vec<u8>>,
+    pub mutual: bool,
+    pub bindings: [u8; 16],
+    pub gss_flags: u32,
+    pub authenticator_client: Option<String>,
+}
+
+impl Mint {
+    /// An AES-256 ticket for `cifs/fs.rs.test@RS.TEST` to alice, valid around `now`.
+    pub fn new(service_key: &[u8], now: i64) -> Mint {
+        Mint {
+            service_key: service_key.to_vec(),
+            kvno: 2,
+            realm: "RS.TEST".into(),
+            sname: vec!["cifs".into(), "fs.rs.test".into()],
+            client: "alice".into(),
+            session_key: vec![0x51; 32],
+            auth_time: now - 60,
+            end_time: now + 36000,
+            ticket_flags: vec![1, 8], // forwardable, renewable-ish: anything but INVALID
+            pac: None,
+            ctime: now,
+            cusec: 123_456,
+            subkey: Some(vec![0x33; 32]),
+            mutual: true,
+            bindings: [0; 16],
+            gss_flags: 0x2 | 0x20 | 0x10, // mutual, confidentiality, sequence
+            authenticator_client: None,
+        }
+    }
+
+    fn ad(&self) -> Option<ExplicitContextTag10<Asn1SequenceOf<AuthorizationDataInner>>> {
+        let pac = self.pac.as_ref()?;
+        let inner = Asn1SequenceOf::from(vec![AuthorizationDataInner {
+            ad_type: ExplicitContextTag0::from(int_asn1(128)),
+            ad_data: ExplicitContextTag1::from(OctetStringAsn1::from(pac.clone())),
+        }]);
+        let if_relevant = picky_asn1_der::to_vec(&inner).expect("der");
+        Some(ExplicitContextTag10::from(Asn1SequenceOf::from(vec![
+            AuthorizationDataInner {
+                ad_type: ExplicitContextTag0::from(int_asn1(1)),
+                ad_data: ExplicitContextTag1::from(OctetStringAsn1::from(if_relevant)),
+            },
+        ])))
+    }
+
+    /// The GSS-framed AP-REQ.
+    pub fn ap_req(&self) -> Vec<u8> {
+        let aes = CipherSuite::Aes256CtsHmacSha196.cipher();
+        let part = ApplicationTag::<_, 3>(EncTicketPartInner {
+            flags: ExplicitContextTag0::from(flags(&self.ticket_flags)),
+            key: ExplicitContextTag1::from(key(18, &self.session_key)),
+            crealm: ExplicitContextTag2::from(gs(&self.realm)),
+            cname: ExplicitContextTag3::from(name(&[&self.client], 1)),
+            transited: ExplicitContextTag4::from(TransitedEncoding {
+                tr_type: ExplicitContextTag0::from(int_asn1(1)),
+                contents: ExplicitContextTag1::from(OctetStringAsn1::from(Vec::new())),
+            }),
+            auth_time: ExplicitContextTag5::from(kerberos_time(self.auth_time)),
+            starttime: Optional::from(Some(ExplicitContextTag6::from(kerberos_time(
+                self.auth_time,
+            )))),
+            endtime: ExplicitContextTag7::from(kerberos_time(self.end_time)),
+            renew_till: Optional::from(None),
+            caddr: Optional::from(None),
+            authorization_data: Optional::from(self.ad()),
+        });
+        let enc_part = aes
+            .encrypt(
+                &self.service_key,
+                2,
+                &picky_asn1_der::to_vec(&part).unwrap(),
+            )
+            .unwrap();
+        let sname: Vec<&str> = self.sname.iter().map(String::as_str).collect();
+        let ticket = ApplicationTag::<_, 1>(TicketInner {
+            tkt_vno: ExplicitContextTag0::from(int_asn1(5)),
+            realm: ExplicitContextTag1::from(gs(&self.realm)),
+            sname: ExplicitContextTag2::from(name(&sname, 2)),
+            enc_part: ExplicitContextTag3::from(EncryptedData {
+                etype: ExplicitContextTag0::from(int_asn1(18)),
+                kvno: Optional::from(Some(ExplicitContextTag1::from(int_asn1(self.kvno as i64)))),
+                cipher: ExplicitContextTag2::from(OctetStringAsn1::from(enc_part)),
+            }),
+        });
+        let mut ck = vec![];
+        ck.extend(16u32.to_le_bytes());
+        ck.extend(self.bindings);
+        ck.extend(self.gss_flags.to_le_bytes());
+        let who = self.authenticator_client.as_deref().unwrap_or(&self.client);
+        let auth = ApplicationTag::<_, 2>(AuthenticatorInner {
+            authenticator_vno: ExplicitContextTag0::from(int_asn1(5)),
+            crealm: ExplicitContextTag1::from(gs(&self.realm)),
+            cname: ExplicitContextTag2::from(name(&[who], 1)),
+            cksum: Optional::from(Some(ExplicitContextTag3::from(Checksum {
+                cksumtype: ExplicitContextTag0::from(int_asn1(0x8003)),
+                checksum: ExplicitContextTag1::from(OctetStringAsn1::from(ck)),
+            }))),
+            cusec: ExplicitContextTag4::from(int_asn1(self.cusec)),
+            ctime: ExplicitContextTag5::from(kerberos_time(self.ctime)),
+            subkey: Optional::from(
+                self.subkey
+                    .as_ref()
+                    .map(|k| ExplicitContextTag6::from(key(18, k))),
+            ),
+            seq_number: Optional::from(Some(ExplicitContextTag7::from(int_asn1(77)))),
+            authorization_data: Optional::from(None),
+        });
+        let auth_enc = aes
+            .encrypt(
+                &self.session_key,
+                11,
+                &picky_asn1_der::to_vec(&auth).unwrap(),
+            )
+            .unwrap();
+        let req = ApplicationTag::<_, 14>(ApReqInner {
+            pvno: ExplicitContextTag0::from(int_asn1(5)),
+            msg_type: ExplicitContextTag1::from(int_asn1(14)),
+            ap_options: ExplicitContextTag2::from(flags(if self.mutual { &[2] } else { &[] })),
+            ticket: ExplicitContextTag3::from(ticket),
+            authenticator: ExplicitContextTag4::from(EncryptedData {
+                etype: ExplicitContextTag0::from(int_asn1(18)),
+                kvno: Optional::from(None),
+                cipher: ExplicitContextTag2::from(OctetStringAsn1::from(auth_enc)),
+            }),
+        });
+        gss_wrap(TOK_AP_REQ, &picky_asn1_der::to_vec(&req).unwrap())
+    }
+
+    /// What the client reads from the AP-REP: the acceptor subkey.
+    pub fn read_ap_rep(&self, token: &[u8]) -> Vec<u8> {
+        let (id, msg) = gss_unwrap(token).unwrap();
+        assert_eq!(id, super::TOK_AP_REP);
+        let rep: ApRep = picky_asn1_der::from_bytes(msg).unwrap();
+        let plain = CipherSuite::Aes256CtsHmacSha196
+            .cipher()
+            .decrypt(&self.session_key, 12, &rep.0.enc_part.0.cipher.0 .0)
+            .unwrap();
+        let part: picky_krb::data_types::EncApRepPart = picky_asn1_der::from_bytes(&plain).unwrap();
+        assert_eq!(super::unix_time(&part.0.ctime.0), self.ctime);
+        part.0.subkey.0.as_ref().unwrap().0.key_value.0 .0.clone()
+    }
+}
+
+/// A PAC as MIT's KDC makes one (client info, server and KDC signatures), signed with `key`.
+pub fn minimal_pac(key: &[u8], client: &str, auth_time: i64) -> Vec<u8> {
+    let mut info = ((auth_time + 11_644_473_600) as u64 * 10_000_000)
+        .to_le_bytes()
+        .to_vec();
+    let name: Vec<u8> = client
+        .encode_utf16()
+        .flat_map(|u| u.to_le_bytes())
+        .collect();
+    info.extend((name.len() as u16).to_le_bytes());
+    info.extend(name);
+    let sig = |ty: u32| {
+        let mut v = ty.to_le_bytes().to_vec();
+        v.extend([0u8; 12]);
+        v
+    };
+    let bufs = [(6u32, sig(16)), (7, sig(16)), (10, info)];
+    let mut out = Vec::new();
+    out.extend((bufs.len() as u32).to_le_bytes());
+    out.extend(0u32.to_le_bytes());
+    let mut offset = 8 + 16 * bufs.len();
+    let mut body = Vec::new();
+    let mut places = Vec::new();
+    for (ty, b) in &bufs {
+        out.extend(ty.to_le_bytes());
+        out.extend((b.len() as u32).to_le_bytes());
+        out.extend((offset as u64).to_le_bytes());
+        places.push(offset);
+        body.extend(b);
+        let pad = (8 - b.len() % 8) % 8;
+        body.extend(vec![0; pad]);
+        offset += b.len() + pad;
+    }
+    out.extend(body);
+    // The server signature over the PAC with both signatures zero.
+    let sum = ChecksumSuite::HmacSha196Aes256
+        .hasher()
+        .checksum(key, 17, &out)
+        .unwrap();
+    out[places[0] + 4..places[0] + 16].copy_from_slice(&sum[..12]);
+    // A KDC signature (not checked by a member server): anything.
+    out[places[1] + 4..places[1] + 16].fill(0x4b);
+    out
+}
