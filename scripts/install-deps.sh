@@ -9,7 +9,10 @@
 #                                    fail2ban (its fail2ban-regex tests the shipped filter; where
 #                                    systemd runs, the package also starts its sshd jail) and
 #                                    etcd-server (the cluster tests run their own members on
-#                                    free loopback ports, never the packaged service)
+#                                    free loopback ports, never the packaged service) and MIT
+#                                    Kerberos (krb5-kdc, krb5-admin-server, krb5-user: the
+#                                    Kerberos tests run their own KDC in a temp dir; python3-gssapi
+#                                    makes raw tokens, faketime moves a process's clock)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -17,7 +20,8 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr
-    prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server)
+    prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
+    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,9 +5,28 @@
 //! over the DER MechTypeList as the client sent it, with the signing and sealing keys derived from
 //! the exported session key ([MS-NLMP] 3.4.4, 3.4.5; [MS-SPNG] 3.1.5.1).
 
+use std::sync::Arc;
+
+use crate::krb5::acceptor::{self, Accepted, AcceptorConfig, Fresh};
+use crate::krb5::mic;
+use crate::krb5::replay::ReplayCache;
 use crate::ntlm::{self, AuthKind, AuthResult, NtlmClient, NtlmServer};
 use crate::spnego::{self, neg_state, NegToken, NegTokenResp, OID_NTLMSSP};
 use crate::{AuthError, UserLookup};
+
+/// What one exchange needs to accept Kerberos tickets: the acceptor's configuration, the
+/// process-wide replay cache, the time and fresh key material.
+#[derive(Clone)]
+pub struct Kerberos {
+    /// Keytab, realm, skew.
+    pub config: Arc<AcceptorConfig>,
+    /// Shared by every exchange of the process.
+    pub replay: Arc<ReplayCache>,
+    /// Unix time of this exchange.
+    pub now_unix: i64,
+    /// Random bytes for the acceptor subkey and sequence number.
+    pub fresh: Fresh,
+}
 
 /// The outcome of one server step.
 pub enum ServerStep {
@@ -38,6 +57,11 @@ enum ServerState {
     Start,
     /// SPNEGO picked NTLMSSP but the client's first token was not an NTLM NEGOTIATE.
     AwaitNegotiate,
+    /// SPNEGO picked Kerberos, and the client sent no optimistic AP-REQ.
+    AwaitApReq,
+    /// Kerberos was a downgrade: the AP-REP and the server's mechListMIC went out, the client's
+    /// mechListMIC is awaited.
+    AwaitMic,
     AwaitAuthenticate,
     Done,
 }
@@ -48,6 +72,12 @@ pub struct ServerAuth {
     state: ServerState,
     /// None for raw NTLMSSP.
     spnego: Option<SpnegoCtx>,
+    /// Set when the server accepts Kerberos.
+    kerberos: Option<Kerberos>,
+    /// Kerberos was not the client's first choice: mechListMICs must be exchanged.
+    mic_required: bool,
+    /// The accepted ticket while the client's mechListMIC is awaited.
+    pending: Option<Box<Accepted>>,
 }
 
 struct SpnegoCtx {
@@ -67,7 +97,129 @@ impl ServerAuth {
             ntlm: NtlmServer::new(cfg, server_challenge, now_filetime),
             state: ServerState::Start,
             spnego: None,
+            kerberos: None,
+            mic_required: false,
+            pending: None,
         }
+    }
+
+    /// Accept Kerberos tickets too (SPNEGO's MS-KRB5 and KRB5 mechanisms).
+    pub fn with_kerberos(mut self, k: Kerberos) -> Self {
+        self.kerberos = Some(k);
+        self
+    }
+
+    /// Accept an AP-REQ and give the final SPNEGO answer: accept-completed with the AP-REP
+    /// ([MS-SPNG] 3.3.5.1; `mech` names the mechanism when this is the first answer).
+    fn accept_kerberos(
+        &mut self,
+        ap_req: &[u8],
+        mech: Option<Vec<u8>>,
+    ) -> Result<ServerStep, AuthError> {
+        let k = self
+            .kerberos
+            .as_ref()
+            .ok_or(AuthError::Unsupported("Kerberos is not configured"))?;
+        let acc = acceptor::accept(&k.config, ap_req, k.now_unix, &k.fresh, &k.replay)?;
+        if self.mic_required {
+            // RFC 4178 5: the server's MIC goes with the AP-REP; the client's comes next.
+            let mechs = self.mech_types_der()?;
+            let flags = mic::FLAG_SENT_BY_ACCEPTOR
+                | if acc.token.is_empty() {
+                    0
+                } else {
+                    mic::FLAG_ACCEPTOR_SUBKEY
+                };
+            let key = if acc.token.is_empty() {
+                &acc.initiator_key.0
+            } else {
+                &acc.session_key
+            };
+            let our_mic = mic::make(
+                key,
+                acc.key_etype,
+                mic::USAGE_ACCEPTOR_SIGN,
+                flags,
+                u64::from(acc.seq),
+                &mechs,
+            )?;
+            let token = spnego::encode_resp(&NegTokenResp {
+                neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
+                supported_mech: mech,
+                response_token: (!acc.token.is_empty()).then(|| acc.token.clone()),
+                mech_list_mic: Some(our_mic),
+            });
+            self.pending = Some(Box::new(acc));
+            self.state = ServerState::AwaitMic;
+            return Ok(ServerStep::Continue(token));
+        }
+        self.state = ServerState::Done;
+        let token = spnego::encode_resp(&NegTokenResp {
+            neg_state: Some(neg_state::ACCEPT_COMPLETED),
+            supported_mech: mech,
+            response_token: (!acc.token.is_empty()).then(|| acc.token.clone()),
+            mech_list_mic: None,
+        });
+        Ok(Self::kerberos_done(acc, token))
+    }
+
+    fn mech_types_der(&self) -> Result<Vec<u8>, AuthError> {
+        Ok(self
+            .spnego
+            .as_ref()
+            .ok_or(AuthError::Malformed("SPNEGO state lost"))?
+            .mech_types_der
+            .clone())
+    }
+
+    /// The client's mechListMIC after a downgrade to Kerberos: made with the acceptor subkey
+    /// (or its own key, as its flags say) for the initiator's usage.
+    fn check_kerberos_mic(&mut self, client_mic: Option<Vec<u8>>) -> Result<ServerStep, AuthError> {
+        let acc = self
+            .pending
+            .take()
+            .ok_or(AuthError::Malformed("Kerberos state lost"))?;
+        let client_mic = client_mic.ok_or(AuthError::BadMic)?;
+        let flags = mic::flags_of(&client_mic)?;
+        if flags & mic::FLAG_SENT_BY_ACCEPTOR != 0 {
+            return Err(AuthError::BadMic);
+        }
+        let (key, etype) = if flags & mic::FLAG_ACCEPTOR_SUBKEY != 0 {
+            (&acc.session_key, acc.key_etype)
+        } else {
+            (&acc.initiator_key.0, acc.initiator_key.1)
+        };
+        let mechs = self.mech_types_der()?;
+        mic::verify(key, etype, mic::USAGE_INITIATOR_SIGN, &mechs, &client_mic)?;
+        self.state = ServerState::Done;
+        let token = spnego::encode_resp(&NegTokenResp {
+            neg_state: Some(neg_state::ACCEPT_COMPLETED),
+            supported_mech: None,
+            response_token: None,
+            mech_list_mic: None,
+        });
+        Ok(Self::kerberos_done(*acc, token))
+    }
+
+    fn kerberos_done(acc: Accepted, token: Vec<u8>) -> ServerStep {
+        let result = AuthResult {
+            kind: AuthKind::User,
+            user: acc.client.join("/"),
+            domain: acc.client_realm.clone(),
+            workstation: String::new(),
+            session_key: acc.session_key.clone(),
+            kerberos: Some(Box::new(acc)),
+        };
+        ServerStep::Done { token, result }
+    }
+
+    /// Whether the first mechanism of the client's list that this server supports is Kerberos.
+    fn picks_kerberos(&self, mech_types: &[Vec<u8>]) -> bool {
+        self.kerberos.is_some()
+            && mech_types
+                .iter()
+                .find(|m| crate::krb5::is_krb5_oid(m) || m.as_slice() == OID_NTLMSSP)
+                .is_some_and(|m| crate::krb5::is_krb5_oid(m))
     }
 
     /// Announce a different NTLMSSP Version field (for replaying captured exchanges).
@@ -98,6 +250,52 @@ impl ServerAuth {
         }
         let msg = spnego::decode(token)?;
         match (state, msg) {
+            (ServerState::Start, NegToken::Init(init)) if self.picks_kerberos(&init.mech_types) => {
+                // The answer names the Kerberos OID the client listed (Windows lists MS-KRB5
+                // first and expects it back). When Kerberos is the client's first choice no
+                // mechListMIC is needed; otherwise (NEGOEX or IAKERB listed first) the optimistic
+                // token is another mechanism's, and MICs are exchanged after the AP-REQ.
+                let first_choice = init
+                    .mech_types
+                    .first()
+                    .is_some_and(|m| crate::krb5::is_krb5_oid(m));
+                let chosen = init
+                    .mech_types
+                    .iter()
+                    .find(|m| crate::krb5::is_krb5_oid(m))
+                    .cloned()
+                    .unwrap_or_else(|| crate::krb5::OID_KRB5.to_vec());
+                self.spnego = Some(SpnegoCtx {
+                    mech_types_der: init.mech_types_der,
+                    ntlm_preferred: false,
+                });
+                self.mic_required = !first_choice;
+                match init.mech_token.filter(|_| first_choice) {
+                    Some(t) => self.accept_kerberos(&t, Some(chosen)),
+                    None => {
+                        self.state = ServerState::AwaitApReq;
+                        Ok(ServerStep::Continue(spnego::encode_resp(&NegTokenResp {
+                            neg_state: Some(if first_choice {
+                                neg_state::ACCEPT_INCOMPLETE
+                            } else {
+                                neg_state::REQUEST_MIC
+                            }),
+                            supported_mech: Some(chosen),
+                            response_token: None,
+                            mech_list_mic: None,
+                        })))
+                    }
+                }
+            }
+            (ServerState::AwaitApReq, NegToken::Resp(resp)) => {
+                let t = resp
+                    .response_token
+                    .ok_or(AuthError::Malformed("negTokenResp without an AP-REQ"))?;
+                self.accept_kerberos(&t, None)
+            }
+            (ServerState::AwaitMic, NegToken::Resp(resp)) => {
+                self.check_kerberos_mic(resp.mech_list_mic)
+            }
             (ServerState::Start, NegToken::Init(init)) => {
                 if !init.mech_types.iter().any(|m| m == OID_NTLMSSP) {
                     return Err(AuthError::Unsupported("no NTLMSSP in SPNEGO mechTypes"));

@@ -393,8 +393,12 @@ pub struct AuthResult {
     pub domain: String,
     /// The client's workstation name.
     pub workstation: String,
-    /// The exported session key (the SMB2 session key).
-    pub session_key: [u8; 16],
+    /// The GSS session key at its full length: NTLM's exported session key (16 bytes), or a
+    /// Kerberos acceptor subkey (32 bytes for AES-256). SMB signing takes its first 16 bytes;
+    /// AES-256 ciphers derive from all of it ([MS-SMB2] 3.3.5.5.3).
+    pub session_key: Vec<u8>,
+    /// For a Kerberos logon: the ticket's client, its end and PAC.
+    pub kerberos: Option<Box<crate::krb5::acceptor::Accepted>>,
 }
 
 impl std::fmt::Debug for AuthResult {
@@ -555,7 +559,8 @@ impl NtlmServer {
                 user,
                 domain,
                 workstation,
-                session_key: unwrap_key(&[0; 16]),
+                session_key: unwrap_key(&[0; 16]).to_vec(),
+                kerberos: None,
             });
         }
         if nt.is_empty() {
@@ -633,7 +638,8 @@ impl NtlmServer {
             user,
             domain,
             workstation,
-            session_key: exported,
+            session_key: exported.to_vec(),
+            kerberos: None,
         })
     }
 }

@@ -359,8 +359,19 @@ pub fn encode_resp(r: &NegTokenResp) -> Vec<u8> {
 /// The NegTokenInit2 the server puts in the NEGOTIATE response: mechTypes {NTLMSSP} and the
 /// conventional hint name ([MS-SPNG] 3.2.5.2).
 pub fn negotiate_hint() -> Vec<u8> {
+    negotiate_hint_for(false)
+}
+
+/// The NEGOTIATE hint of a server that accepts Kerberos when `kerberos`: mechTypes {MS-KRB5,
+/// KRB5, NTLMSSP}, as Windows and Samba servers list them.
+pub fn negotiate_hint_for(kerberos: bool) -> Vec<u8> {
+    let oids: &[&[u8]] = if kerberos {
+        &[crate::krb5::OID_MS_KRB5, crate::krb5::OID_KRB5, OID_NTLMSSP]
+    } else {
+        &[OID_NTLMSSP]
+    };
     encode_init(
-        &mech_type_list(&[OID_NTLMSSP]),
+        &mech_type_list(oids),
         None,
         Some("not_defined_in_RFC4178@please_ignore"),
     )

@@ -1023,6 +1023,14 @@ impl Connection {
                 }
                 return Err(NtStatus::USER_SESSION_DELETED);
             }
+            // [MS-SMB2] 3.3.5.2.9: an expired session (its Kerberos ticket ended) still
+            // closes, unlocks and logs off; anything else waits for a re-authentication.
+            let expired = session
+                .expires_filetime
+                .is_some_and(|t| t <= self.core.now.filetime);
+            if expired && !matches!(cmd_id, Command::LOGOFF | Command::CLOSE | Command::LOCK) {
+                return Err(NtStatus::NETWORK_SESSION_EXPIRED);
+            }
             let (tree_encrypt, tree_ipc, tree_refused) = match session.trees.get(&req.tree_id) {
                 Some(t) => (
                     Some(t.encrypt_required),

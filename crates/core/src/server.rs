@@ -362,6 +362,12 @@ pub struct ServerState {
     /// Durable opens of files homed elsewhere parked since the homes were
     /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
     pub(crate) unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
+    /// Kerberos: the keytab and realm tickets are accepted with, when configured
+    /// ([`ServerState::set_kerberos`]).
+    kerberos: RwLock<Option<Arc<ringshare_auth::krb5::acceptor::AcceptorConfig>>>,
+    /// Every authenticator accepted, for the whole process (a replay may come on any
+    /// connection).
+    pub(crate) replay_cache: Arc<ringshare_auth::krb5::replay::ReplayCache>,
 }
 
 /// What one connection asks another to send: a break notification for an
@@ -465,6 +471,8 @@ impl ServerState {
             unsent_closes: Mutex::new(Vec::new()),
             unsent_parks: Mutex::new(Vec::new()),
             notify_peers: Mutex::new(Vec::new()),
+            kerberos: RwLock::new(None),
+            replay_cache: Default::default(),
         })
     }
 
@@ -505,6 +513,20 @@ impl ServerState {
     /// up stay as they are.
     pub fn replace_users(&self, users: Arc<dyn UserLookup + Send + Sync>) {
         *self.users.write().unwrap_or_else(|e| e.into_inner()) = users;
+    }
+
+    /// Accept Kerberos tickets with this keytab and realm from now on (None: NTLM only). At
+    /// start, on reload and when the keytab file changes; logons in progress keep theirs.
+    pub fn set_kerberos(&self, k: Option<ringshare_auth::krb5::acceptor::AcceptorConfig>) {
+        *self.kerberos.write().unwrap_or_else(|e| e.into_inner()) = k.map(Arc::new);
+    }
+
+    /// The Kerberos acceptor's configuration, when Kerberos is on.
+    pub fn kerberos(&self) -> Option<Arc<ringshare_auth::krb5::acceptor::AcceptorConfig>> {
+        self.kerberos
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The file a lease is on.

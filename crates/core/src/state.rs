@@ -55,6 +55,9 @@ pub(crate) struct Session {
     pub account: Option<crate::identity::Account>,
     pub is_guest: bool,
     pub is_anonymous: bool,
+    /// Session.ExpirationTime as a FILETIME: a Kerberos session ends with its ticket
+    /// ([MS-SMB2] 3.3.5.5.3); `None` for NTLM, whose sessions do not expire.
+    pub expires_filetime: Option<u64>,
     /// Session.SigningKey (the first channel's key; binding requests are
     /// verified with it).
     pub signing_key: Option<SigningKey>,
@@ -88,6 +91,7 @@ impl Session {
             account: None,
             is_guest: false,
             is_anonymous: false,
+            expires_filetime: None,
             signing_key: None,
             signing_required: false,
             encrypt_key: None,

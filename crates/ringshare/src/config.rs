@@ -157,6 +157,39 @@ impl EncryptPolicy {
     }
 }
 
+/// `kerberos method` (Samba's words): where the keys of the server's Kerberos service are.
+/// ringshare reads keytabs only; Samba's `secrets.tdb` is not read, so `secrets only` (Samba's
+/// default) means no Kerberos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KerberosMethod {
+    /// `secrets only` (and `default`): no keytab, so no Kerberos.
+    SecretsOnly,
+    /// `dedicated keytab`: the file `dedicated keytab file` names.
+    DedicatedKeytab,
+    /// `system keytab`: /etc/krb5.keytab.
+    SystemKeytab,
+    /// `secrets and keytab`: /etc/krb5.keytab (what `net ads join` writes with it).
+    SecretsAndKeytab,
+}
+
+/// The system keytab.
+pub const SYSTEM_KEYTAB: &str = "/etc/krb5.keytab";
+
+impl Global {
+    /// The keytab Kerberos tickets are accepted with, when Kerberos is on: `dedicated keytab
+    /// file` (with `kerberos method = dedicated keytab`, or alone), or the system keytab.
+    pub fn keytab(&self) -> Option<PathBuf> {
+        match self.kerberos_method {
+            KerberosMethod::SystemKeytab | KerberosMethod::SecretsAndKeytab => {
+                Some(PathBuf::from(SYSTEM_KEYTAB))
+            }
+            KerberosMethod::DedicatedKeytab | KerberosMethod::SecretsOnly => {
+                self.dedicated_keytab_file.clone()
+            }
+        }
+    }
+}
+
 /// `map to guest`: what happens to a logon with an unknown user name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapToGuest {
@@ -263,6 +296,12 @@ pub struct Global {
     pub failed_logon_backoff: u32,
     /// `cluster …` (ringshare extension): this node's cluster, if any.
     pub cluster: ClusterOptions,
+    /// `realm`: the Kerberos realm tickets must be for (upper case); empty: the keytab's.
+    pub realm: String,
+    /// `kerberos method`: where the service keys are ([`Global::keytab`]).
+    pub kerberos_method: KerberosMethod,
+    /// `dedicated keytab file`.
+    pub dedicated_keytab_file: Option<PathBuf>,
 }
 
 /// The failures `failed logon backoff = yes` allows before answers wait.
@@ -288,6 +327,9 @@ impl Default for Global {
             listen: vec![default_listen()],
             netbios_name: default_netbios_name(),
             workgroup: "WORKGROUP".to_string(),
+            realm: String::new(),
+            kerberos_method: KerberosMethod::SecretsOnly,
+            dedicated_keytab_file: None,
             server_string: "ringshare".to_string(),
             map_to_guest: MapToGuest::Never,
             smb_encrypt: EncryptPolicy::IfRequired,

@@ -28,6 +28,8 @@ pub struct Reloader {
     server: Arc<ServerState>,
     set_log_level: Box<SetLogLevel>,
     fixed: Fixed,
+    /// The keytab file as last read ([`Reloader::check_keytab`]).
+    keytab_seen: Mutex<Option<crate::kerberos::Fingerprint>>,
 }
 
 /// Settings the command line gave at start: they win over the file's.
@@ -49,6 +51,41 @@ impl Reloader {
             server,
             set_log_level,
             fixed,
+            keytab_seen: Mutex::new(None),
+        }
+    }
+
+    /// Read the keytab of `g` and hand it to the server; remembers the file's fingerprint.
+    pub fn apply_keytab(&self, g: &Global) -> Result<Option<String>, String> {
+        let seen = g.keytab().and_then(|p| crate::kerberos::fingerprint(&p));
+        let k = crate::kerberos::load(g)?;
+        let what = k.as_ref().map(|k| {
+            format!(
+                "Kerberos: realm {}, {} keys",
+                k.realm,
+                k.keytab.entries.len()
+            )
+        });
+        self.server.set_kerberos(k);
+        *crate::lock(&self.keytab_seen) = seen;
+        Ok(what)
+    }
+
+    /// Read the keytab again when its file changed since it was last read (a rotated machine
+    /// password); a keytab that cannot be read now leaves the keys in use as they are.
+    pub fn check_keytab(&self) {
+        let g = crate::lock(&self.current).global.clone();
+        let Some(path) = g.keytab() else { return };
+        let now = crate::kerberos::fingerprint(&path);
+        if now.is_none() || now == *crate::lock(&self.keytab_seen) {
+            return;
+        }
+        match self.apply_keytab(&g) {
+            Ok(_) => tracing::info!("the keytab {} changed and was read again", path.display()),
+            Err(e) => {
+                tracing::warn!("the keytab changed but cannot be used, the keys in use stay: {e}");
+                *crate::lock(&self.keytab_seen) = now;
+            }
         }
     }
 
@@ -93,6 +130,8 @@ impl Reloader {
         }
         let users = SmbPasswd::load(&next.global.smb_passwd_file)
             .map_err(|e| format!("{}: {e}", next.global.smb_passwd_file.display()))?;
+        // Checked before anything is applied: a keytab that cannot be read refuses the reload.
+        crate::kerberos::load(&next.global)?;
         let running = self.server.shares();
         let mut summary = Vec::new();
         let mut set = ShareSet {
@@ -139,6 +178,9 @@ impl Reloader {
         let user_count = users.entries().len();
         self.server.replace_users(Arc::new(users));
         self.server.replace_shares(set);
+        if let Some(k) = self.apply_keytab(&next.global)? {
+            summary.push(k);
+        }
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
             let n = next.global.failed_logon_backoff;
             self.server.set_failed_logon_backoff(n);
@@ -181,7 +223,13 @@ impl Reloader {
 }
 
 /// `[global]` options a reload applies at once; the others need a restart.
-const APPLIED_GLOBALS: [&str; 2] = ["log level", "failed logon backoff"];
+const APPLIED_GLOBALS: [&str; 5] = [
+    "log level",
+    "failed logon backoff",
+    "realm",
+    "kerberos method",
+    "dedicated keytab file",
+];
 
 /// The `[global]` options whose effective values differ, other than those a
 /// reload applies: named and compared as `testparm` prints them (one table

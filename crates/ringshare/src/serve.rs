@@ -365,6 +365,19 @@ pub fn serve(
         hooks.set_log_level,
         hooks.fixed,
     ));
+    // Kerberos: the keytab is read before the port opens; one that cannot be read stops
+    // start-up with the reason. A thread looks at the file every few seconds.
+    reloader.apply_keytab(&cfg.global).map_err(err)?;
+    if cfg.global.keytab().is_some() {
+        let r = Arc::clone(&reloader);
+        std::thread::Builder::new()
+            .name("keytab-watch".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                r.check_keytab();
+            })
+            .map_err(|e| err(format!("cannot start the keytab watcher: {e}")))?;
+    }
     // Metrics listen before the SMB port does: whoever waits for the SMB
     // port (a test, a service manager) finds the metrics there too.
     let ring_metrics = cfg

@@ -22,8 +22,8 @@ use ringshare_core::fruit::{Fruit, Metadata, Resource};
 use ringshare_core::{InheritOwner, ShareRules};
 
 use crate::config::{
-    self, Config, ConfigError, EncryptPolicy, Global, MapToGuest, ShareConfig, SigningPolicy,
-    ZerocopySend,
+    self, Config, ConfigError, EncryptPolicy, Global, KerberosMethod, MapToGuest, ShareConfig,
+    SigningPolicy, ZerocopySend,
 };
 
 /// The files `testparm` reads when none is given, in order: ringshare's own, then Samba's.
@@ -242,6 +242,9 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         metrics_listen,
         failed_logon_backoff,
         cluster,
+        realm,
+        kerberos_method,
+        dedicated_keytab_file,
     } = g;
     s.push_str("[global]\n");
     opt(s, "server role", "standalone server");
@@ -265,6 +268,21 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     opt(s, "map to guest", guest);
     opt(s, "guest account", guest_account);
     opt(s, "smb passwd file", smb_passwd_file.display());
+    opt(s, "realm", realm);
+    let method = match kerberos_method {
+        KerberosMethod::SecretsOnly => "secrets only",
+        KerberosMethod::DedicatedKeytab => "dedicated keytab",
+        KerberosMethod::SystemKeytab => "system keytab",
+        KerberosMethod::SecretsAndKeytab => "secrets and keytab",
+    };
+    opt(s, "kerberos method", method);
+    if let Some(f) = dedicated_keytab_file {
+        opt(s, "dedicated keytab file", f.display());
+    }
+    let _ = match g.keytab() {
+        Some(p) => writeln!(s, "\t# Kerberos: on, keytab {}", p.display()),
+        None => writeln!(s, "\t# Kerberos: off (no keytab configured)"),
+    };
     let control = control_socket
         .as_ref()
         .map_or_else(|| "no".to_string(), |p| p.display().to_string());

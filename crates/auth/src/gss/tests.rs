@@ -195,7 +195,10 @@ fn client_and_server_complete_with_the_right_password() {
         panic!("{r:?}")
     };
     assert_eq!(result.kind, AuthKind::User);
-    assert_eq!(Some(result.session_key), c.session_key());
+    assert_eq!(
+        c.session_key().map(|k| k.to_vec()),
+        Some(result.session_key)
+    );
     assert_eq!(c.step(fin.as_deref(), [0; 24], 0).unwrap(), None);
 }
 
@@ -268,7 +271,7 @@ fn raw_ntlmssp_tokens_are_accepted() {
         panic!()
     };
     assert!(token.is_empty());
-    assert_eq!(result.session_key, [3; 16]);
+    assert_eq!(result.session_key, [3; 16].to_vec());
 }
 
 #[test]
@@ -410,4 +413,173 @@ fn no_byte_flip_or_truncation_of_the_published_tokens_panics() {
         s.step(&req1, &users).unwrap();
         assert!(s.step(&req2[..n], &users).is_err(), "prefix {n} accepted");
     }
+}
+
+fn kerberos_server() -> (ServerAuth, crate::krb5::testkdc::Mint) {
+    use crate::krb5::keytab::{Keytab, KeytabEntry};
+    let now = 1_795_000_000;
+    let key = [0x42u8; 32];
+    let keytab = Keytab {
+        entries: vec![KeytabEntry {
+            components: vec!["cifs".into(), "fs.rs.test".into()],
+            realm: "RS.TEST".into(),
+            kvno: 2,
+            enctype: 18,
+            key: key.to_vec(),
+        }],
+    };
+    let k = Kerberos {
+        config: Arc::new(AcceptorConfig {
+            keytab: Arc::new(keytab),
+            realm: "RS.TEST".into(),
+            skew_secs: 300,
+        }),
+        replay: Arc::new(ReplayCache::new()),
+        now_unix: now,
+        fresh: Fresh {
+            subkey: [0xa5; 32],
+            seq: 1,
+        },
+    };
+    let s = ServerAuth::new(&ServerConfig::default(), [1; 8], 0).with_kerberos(k);
+    (s, crate::krb5::testkdc::Mint::new(&key, now))
+}
+
+#[test]
+fn a_kerberos_ticket_listed_first_logs_on_in_one_round_trip_with_the_ap_rep() {
+    use crate::krb5::{OID_KRB5, OID_MS_KRB5};
+    let (mut s, m) = kerberos_server();
+    let init = spnego::encode_init(
+        &spnego::mech_type_list(&[OID_MS_KRB5, OID_KRB5, OID_NTLMSSP]),
+        Some(&m.ap_req()),
+        None,
+    );
+    let ServerStep::Done { token, result } = s.step(&init, &Users::with(&[])).unwrap() else {
+        panic!("not done in one round trip")
+    };
+    assert_eq!(result.user, "alice");
+    assert_eq!(result.domain, "RS.TEST");
+    assert_eq!(result.session_key, vec![0xa5; 32]);
+    let NegToken::Resp(resp) = spnego::decode(&token).unwrap() else {
+        panic!()
+    };
+    assert_eq!(resp.neg_state, Some(neg_state::ACCEPT_COMPLETED));
+    assert_eq!(resp.supported_mech.as_deref(), Some(OID_MS_KRB5));
+    assert_eq!(m.read_ap_rep(&resp.response_token.unwrap()), vec![0xa5; 32]);
+}
+
+#[test]
+fn a_bad_kerberos_ticket_fails_the_logon_and_ntlm_first_still_picks_ntlm() {
+    use crate::krb5::OID_KRB5;
+    let (mut s, mut m) = kerberos_server();
+    m.end_time = m.ctime - 3600;
+    let init = spnego::encode_init(
+        &spnego::mech_type_list(&[OID_KRB5, OID_NTLMSSP]),
+        Some(&m.ap_req()),
+        None,
+    );
+    assert!(matches!(
+        s.step(&init, &Users::with(&[])),
+        Err(AuthError::Kerberos(_))
+    ));
+    let (mut s, _) = kerberos_server();
+    let mut c = ClientAuth::new("bob", "", "pw");
+    let first = c.step(None, [0; 24], 0).unwrap().unwrap();
+    assert!(matches!(
+        s.step(&first, &Users::with(&[("bob", "pw")])),
+        Ok(ServerStep::Continue(_))
+    ));
+}
+
+#[test]
+fn the_negotiate_hint_lists_kerberos_first_when_a_keytab_is_configured() {
+    let NegToken::Init(init) = spnego::decode(&spnego::negotiate_hint_for(true)).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        init.mech_types,
+        vec![
+            crate::krb5::OID_MS_KRB5.to_vec(),
+            crate::krb5::OID_KRB5.to_vec(),
+            OID_NTLMSSP.to_vec()
+        ]
+    );
+}
+
+#[test]
+fn kerberos_listed_after_another_mechanism_exchanges_mech_list_mics_after_the_ap_req() {
+    use crate::krb5::{mic, OID_KRB5};
+    const OID_IAKERB: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x02, 0x05];
+    let (mut s, m) = kerberos_server();
+    let mechs = spnego::mech_type_list(&[OID_IAKERB, OID_KRB5, OID_NTLMSSP]);
+    // The optimistic token is IAKERB's: dropped, and a MIC is asked for.
+    let init = spnego::encode_init(&mechs, Some(b"iakerb token"), None);
+    let ServerStep::Continue(t) = s.step(&init, &Users::with(&[])).unwrap() else {
+        panic!()
+    };
+    let NegToken::Resp(r) = spnego::decode(&t).unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.neg_state, Some(neg_state::REQUEST_MIC));
+    assert_eq!(r.supported_mech.as_deref(), Some(OID_KRB5));
+    // The AP-REQ: the AP-REP comes back with the server's MIC, not yet complete.
+    let ap_req = spnego::encode_resp(&NegTokenResp {
+        response_token: Some(m.ap_req()),
+        ..Default::default()
+    });
+    let ServerStep::Continue(t) = s.step(&ap_req, &Users::with(&[])).unwrap() else {
+        panic!("done without the client's MIC")
+    };
+    let NegToken::Resp(r) = spnego::decode(&t).unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.neg_state, Some(neg_state::ACCEPT_INCOMPLETE));
+    let subkey = m.read_ap_rep(&r.response_token.unwrap());
+    let server_mic = r.mech_list_mic.unwrap();
+    mic::verify(&subkey, 18, mic::USAGE_ACCEPTOR_SIGN, &mechs, &server_mic).unwrap();
+    // The client's MIC: a wrong one fails the logon, a right one completes it.
+    let client_mic = |key: &[u8]| {
+        spnego::encode_resp(&NegTokenResp {
+            neg_state: Some(neg_state::ACCEPT_COMPLETED),
+            mech_list_mic: Some(
+                mic::make(
+                    key,
+                    18,
+                    mic::USAGE_INITIATOR_SIGN,
+                    mic::FLAG_ACCEPTOR_SUBKEY,
+                    77,
+                    &mechs,
+                )
+                .unwrap(),
+            ),
+            ..Default::default()
+        })
+    };
+    let mut bad = kerberos_server().0;
+    let _ = bad.step(&init, &Users::with(&[])).unwrap();
+    let _ = bad.step(&ap_req_again(&m), &Users::with(&[])).unwrap();
+    assert!(matches!(
+        bad.step(&client_mic(&[0u8; 32]), &Users::with(&[])),
+        Err(AuthError::BadMic)
+    ));
+    let ServerStep::Done { token, result } =
+        s.step(&client_mic(&subkey), &Users::with(&[])).unwrap()
+    else {
+        panic!("not done after the client's MIC")
+    };
+    assert_eq!(result.session_key, subkey);
+    let NegToken::Resp(r) = spnego::decode(&token).unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.neg_state, Some(neg_state::ACCEPT_COMPLETED));
+}
+
+/// A fresh AP-REQ of the same ticket (a new authenticator, so the replay cache lets it in).
+fn ap_req_again(m: &crate::krb5::testkdc::Mint) -> Vec<u8> {
+    let mut m = m.clone();
+    m.cusec += 1;
+    spnego::encode_resp(&NegTokenResp {
+        response_token: Some(m.ap_req()),
+        ..Default::default()
+    })
 }

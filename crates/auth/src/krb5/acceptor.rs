@@ -80,6 +80,13 @@ pub struct Accepted {
     /// initiator's subkey, else the ticket's key ([MS-KILE] 3.1.1.2). Full length (32 bytes for
     /// AES-256).
     pub session_key: Vec<u8>,
+    /// The session key's encryption type.
+    pub key_etype: i32,
+    /// The initiator's subkey (else the ticket's key) and its type: what an initiator's MIC is
+    /// made with when it does not use the acceptor subkey.
+    pub initiator_key: (Vec<u8>, i32),
+    /// The acceptor's initial sequence number (in the AP-REP).
+    pub seq: u32,
     /// The GSS token to send back (an AP-REP), empty when the client asked for none.
     pub token: Vec<u8>,
     /// The ticket's auth time and end time (Unix seconds).
@@ -406,22 +413,20 @@ pub fn accept(
     let ticket_key = &part.key.0;
     let mutual =
         bit(&req.ap_options.0 .0, AP_MUTUAL_REQUIRED) || gss_flags & GSS_C_MUTUAL_FLAG != 0;
-    let (session_key, token) = if mutual {
+    let initiator = auth.subkey.0.as_ref().map_or(ticket_key, |k| &k.0);
+    let initiator_key = (
+        initiator.key_value.0 .0.clone(),
+        int(&initiator.key_type.0)? as i32,
+    );
+    let (session_key, key_etype, token) = if mutual {
         // The acceptor subkey has the type of the initiator's subkey, else the ticket key's.
-        let sub_type = match auth.subkey.0.as_ref() {
-            Some(k) => int(&k.0.key_type.0)?,
-            None => int(&ticket_key.key_type.0)?,
-        };
+        let sub_type = int(&initiator.key_type.0)?;
         let len = cipher_for(sub_type)?.cipher().key_size();
         let subkey = fresh.subkey[..len.min(32)].to_vec();
         let token = ap_rep(&auth, ticket_key, sub_type, &subkey, fresh.seq)?;
-        (subkey, token)
+        (subkey, sub_type as i32, token)
     } else {
-        let key = match auth.subkey.0.as_ref() {
-            Some(k) => k.0.key_value.0 .0.clone(),
-            None => ticket_key.key_value.0 .0.clone(),
-        };
-        (key, Vec::new())
+        (initiator_key.0.clone(), initiator_key.1, Vec::new())
     };
     Ok(Accepted {
         client,
@@ -429,6 +434,9 @@ pub fn accept(
         service: opened.service,
         key_entry: format!("{:?}", opened.entry),
         session_key,
+        key_etype,
+        initiator_key,
+        seq: fresh.seq,
         token,
         auth_time,
         end_time,

@@ -81,7 +81,7 @@ fn response_body(
     multi_channel: bool,
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
-    let hint = spnego::negotiate_hint();
+    let hint = spnego::negotiate_hint_for(core.server.kerberos().is_some());
     let io = opens::io_sizes_for(core, Some(dialect));
     let resp = NegotiateResponse {
         security_mode: server_security_mode(core),

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use ringshare_auth::gss::{ServerAuth, ServerStep};
+use ringshare_auth::gss::{Kerberos, ServerAuth, ServerStep};
+use ringshare_auth::krb5::acceptor::Fresh;
+use ringshare_auth::krb5::pac;
 use ringshare_auth::ntlm::{AuthKind, ServerConfig as NtlmConfig};
 use ringshare_auth::AuthError;
 use ringshare_crypto::encrypt::CipherKey;
@@ -169,7 +171,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .sessions
         .get(&session_id)
         .is_some_and(|ch| ch.signing_key.is_some() && lock(&ch.session).valid);
-    let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?;
+    let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?.and_then(kerberos_user);
     match step {
         Ok(ServerStep::Continue(token)) => {
             let mut r = more_processing(session_id, dialect, &token);
@@ -181,6 +183,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Ok(ServerStep::Done { token, result }) => {
             core.logon_ended(false);
             let anonymous = result.kind == AuthKind::Anonymous;
+            let expires = result
+                .kerberos
+                .as_ref()
+                .map(|k| unix_to_filetime(k.end_time));
+            if let Some(k) = &result.kerberos {
+                tracing::info!(peer = %core.peer, client = %k.client_name(), service = %k.service,
+                    key = %k.key_entry, "Kerberos logon");
+            }
             let r = finish(
                 core,
                 session_id,
@@ -192,6 +202,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 false,
                 Some(result.session_key),
             )?;
+            if let Some(sref) = core.session(session_id) {
+                // A Kerberos session ends with its ticket; a re-authentication sets the new
+                // ticket's end (or none, over NTLM).
+                lock(&sref).expires_filetime = expires;
+            }
             if setup.previous_session_id != 0 && setup.previous_session_id != session_id {
                 end_previous_session(core, session_id, setup.previous_session_id);
             }
@@ -420,7 +435,7 @@ fn bind_checked(
             },
         );
     }
-    match auth_leg(core, session_id, req.msg, token)? {
+    match auth_leg(core, session_id, req.msg, token)?.and_then(kerberos_user) {
         Ok(ServerStep::Continue(token)) => {
             let mut r = more_processing(session_id, dialect, &token);
             // The request was signed with Session.SigningKey and so is the
@@ -497,6 +512,15 @@ fn auth_leg(
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
     let users = core.server.users();
+    let kerberos = core.server.kerberos().map(|config| Kerberos {
+        config,
+        replay: Arc::clone(&core.server.replay_cache),
+        now_unix: filetime_to_unix(now),
+        fresh: Fresh {
+            subkey: core.random_bytes(),
+            seq: u32::from_le_bytes(core.random_bytes()) & 0x7fff_ffff,
+        },
+    });
     let ch = core
         .sessions
         .get_mut(&session_id)
@@ -504,14 +528,58 @@ fn auth_leg(
     if let Some(p) = ch.preauth.as_mut() {
         p.update(msg);
     }
-    let auth = ch
-        .auth
-        .get_or_insert_with(|| Box::new(ServerAuth::new(&cfg, challenge, now)));
+    let auth = ch.auth.get_or_insert_with(|| {
+        let a = ServerAuth::new(&cfg, challenge, now);
+        Box::new(match kerberos {
+            Some(k) => a.with_kerberos(k),
+            None => a,
+        })
+    });
     let step = auth.step(token, users.as_ref());
     if !matches!(step, Ok(ServerStep::Continue(_))) {
         ch.auth = None;
     }
     Ok(step)
+}
+
+const FILETIME_UNIX_EPOCH_SECS: i64 = 11_644_473_600;
+
+fn filetime_to_unix(ft: u64) -> i64 {
+    (ft / 10_000_000) as i64 - FILETIME_UNIX_EPOCH_SECS
+}
+
+fn unix_to_filetime(unix: i64) -> u64 {
+    (unix + FILETIME_UNIX_EPOCH_SECS).max(0) as u64 * 10_000_000
+}
+
+/// Who a Kerberos client acts as: `user@REALM` of the server's realm is the Unix account
+/// `user` (through NSS, as an NTLM user is). A principal with instances (`alice/admin`), of
+/// another realm, or with an Active Directory PAC (its groups would be ignored: domain member
+/// mode is not built yet) is refused.
+fn kerberos_user(step: ServerStep) -> Result<ServerStep, AuthError> {
+    let ServerStep::Done { token, mut result } = step else {
+        return Ok(step);
+    };
+    let Some(k) = &result.kerberos else {
+        return Ok(ServerStep::Done { token, result });
+    };
+    let name = k.client_name();
+    if k.client.len() != 1 || k.client[0].is_empty() {
+        return Err(AuthError::Kerberos(format!(
+            "principal {name} is not of the form user@REALM"
+        )));
+    }
+    if k.pac
+        .as_ref()
+        .is_some_and(|p| p.buffer(pac::buffer::LOGON_INFO).is_some())
+    {
+        return Err(AuthError::Kerberos(format!(
+            "ticket of {name} carries an Active Directory PAC (logon info); this server \
+             accepts tickets of a standalone MIT realm only"
+        )));
+    }
+    result.user = k.client[0].clone();
+    Ok(ServerStep::Done { token, result })
 }
 
 /// The signing algorithm sessions of this connection use.
@@ -562,7 +630,7 @@ fn finish(
     user: String,
     anonymous: bool,
     guest: bool,
-    session_key: Option<[u8; 16]>,
+    session_key: Option<Vec<u8>>,
 ) -> Result<Reply, NtStatus> {
     let policy = core.server.config.signing;
     let account = match account_for(core, &user, guest, anonymous) {
@@ -638,10 +706,9 @@ fn finish(
         return Err(NtStatus::ACCESS_DENIED);
     }
     if let Some(key) = session_key.filter(|_| can_sign) {
-        let signing = match dialect {
-            Dialect::SMB2_0_2 | Dialect::SMB2_1 => key,
-            _ => keys::derive(dialect.0, &key, preauth.as_ref(), 16).signing,
-        };
+        // 2.x signs with Session.SessionKey, the key's first 16 bytes (zero-padded); 3.x
+        // derives from it, and AES-256 ciphers from the whole key.
+        let signing = keys::derive(dialect.0, &key, preauth.as_ref(), 16).signing;
         let signing = SigningKey::new(signing_alg, signing);
         // The first channel signs with the session's key ([MS-SMB2] 3.3.5.5.3).
         ch.signing_key = Some(signing.clone());

@@ -157,6 +157,9 @@ enum Opt {
     GuestAccount,
     ServerRole,
     Security,
+    Realm,
+    KerberosMethod,
+    DedicatedKeytabFile,
     SmbEncrypt,
     UseSendfile,
     PinCpus,
@@ -282,6 +285,9 @@ fn classify(key: &str) -> Option<Opt> {
         "map to guest" => Opt::MapToGuest,
         "guest account" => Opt::GuestAccount,
         "server role" => Opt::ServerRole,
+        "realm" => Opt::Realm,
+        "kerberos method" => Opt::KerberosMethod,
+        "dedicated keytab file" => Opt::DedicatedKeytabFile,
         "security" => Opt::Security,
         "smb encrypt" | "server smb encrypt" => Opt::SmbEncrypt,
         "path" | "directory" => Opt::Path,
@@ -947,6 +953,31 @@ impl<'a> Parser<'a> {
                 ));
             }
             Opt::SmbEncrypt => self.global.smb_encrypt = self.encrypt_value(line, key, value)?,
+            Opt::Realm => self.global.realm = value.to_ascii_uppercase(),
+            Opt::KerberosMethod => {
+                self.global.kerberos_method = match normalize_key(value).as_str() {
+                    "default" | "secrets only" => KerberosMethod::SecretsOnly,
+                    "dedicated keytab" => KerberosMethod::DedicatedKeytab,
+                    "system keytab" => KerberosMethod::SystemKeytab,
+                    "secrets and keytab" => KerberosMethod::SecretsAndKeytab,
+                    _ => {
+                        return Err(self.err(
+                            line,
+                            format!(
+                                "'kerberos method' is one of 'secrets only', 'dedicated keytab', \
+                                 'system keytab', 'secrets and keytab'; got '{value}'"
+                            ),
+                        ))
+                    }
+                }
+            }
+            Opt::DedicatedKeytabFile => {
+                let path = value.strip_prefix("FILE:").unwrap_or(value);
+                if path.is_empty() {
+                    return Err(self.err(line, format!("'{key}' needs a file name")));
+                }
+                self.global.dedicated_keytab_file = Some(self.base.join(path));
+            }
             _ => {}
         }
         Ok(())

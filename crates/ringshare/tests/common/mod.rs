@@ -165,6 +165,8 @@ pub struct ServerConfig {
     pub extra_users: &'static [(&'static str, &'static str)],
     /// A `pdbedit -L -w` listing given to `ringshare user import` before the server starts.
     pub import_users: Option<PathBuf>,
+    /// Environment variables of the server process (e.g. libfaketime's, to move its clock).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for ServerConfig {
@@ -180,6 +182,7 @@ impl Default for ServerConfig {
             extra_global: "",
             extra_users: &[],
             import_users: None,
+            env: Vec::new(),
         }
     }
 }
@@ -263,6 +266,7 @@ impl Server {
             share_dir.clone(),
             SHARE.to_string(),
             RunAs::Process,
+            &cfg.env,
             |port| {
                 write_conf(port);
                 vec![
@@ -314,7 +318,7 @@ impl Server {
             chown_tree(&share_dir, NOBODY);
         }
         let dir = share_dir.display().to_string();
-        Server::spawn(tmp, share_dir, share_name.to_string(), how, |port| {
+        Server::spawn(tmp, share_dir, share_name.to_string(), how, &[], |port| {
             let mut args = vec![
                 "serve".into(),
                 dir.clone(),
@@ -341,6 +345,7 @@ impl Server {
         share_dir: PathBuf,
         share: String,
         how: RunAs,
+        env: &[(String, String)],
         mut args_for_port: impl FnMut(u16) -> Vec<String>,
     ) -> Server {
         let scratch = tmp.path().join("scratch");
@@ -377,6 +382,7 @@ impl Server {
             };
             let mut child = cmd
                 .args(&args)
+                .envs(env.iter().map(|(k, v)| (k, v)))
                 // A private HOME keeps the quick form's default user file out of the real one.
                 .env("HOME", tmp.path())
                 .env("XDG_STATE_HOME", tmp.path().join("state"))

@@ -1,0 +1,507 @@
+//! Kerberos against a real MIT KDC started by the test (krb5-kdc in a temp dir, realm RS.TEST,
+//! principal `cifs/fs.rs.test`, a keytab written by `kadmin.local ktadd`): Debian's smbclient
+//! logs on with `--use-kerberos=required` over each dialect, signed and encrypted with each
+//! cipher; a keytab without the ticket's kvno refuses the logon with LOGON_FAILURE and a log
+//! line; a rotated keytab is read again by the running server. A bare client
+//! (tests/py/krb5_raw.py, MIT GSS through python3-gssapi) sends what smbclient will not: the same
+//! AP-REQ twice (refused the second time), an authenticator 10 minutes ahead (clock skew), a
+//! ticket that ended before the server's now (the server's clock moved with libfaketime), and a
+//! request after the ticket's end (NETWORK_SESSION_EXPIRED).
+//!
+//! Needs root (the server acts as the Unix account `rsinterop`), krb5-kdc, krb5-admin-server,
+//! krb5-user, python3-gssapi and faketime; skipped with a message otherwise.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const REALM: &str = "RS.TEST";
+
+/// A KDC for RS.TEST on a free loopback port, stopped on drop.
+struct Kdc {
+    dir: TempDir,
+    child: Child,
+}
+
+impl Drop for Kdc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tools_or_skip(test: &str) -> bool {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root !!!!!!!!\n");
+        return false;
+    }
+    for (tool, package) in [
+        ("krb5kdc", "krb5-kdc"),
+        ("kadmin.local", "krb5-admin-server"),
+        ("kinit", "krb5-user"),
+        ("smbclient", "smbclient"),
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            eprintln!(
+                "\n!!!!!!!! SKIPPED {test}: {tool} not found (apt-get install -y {package}) !!!!!!!!\n"
+            );
+            return false;
+        }
+    }
+    true
+}
+
+impl Kdc {
+    fn start() -> Kdc {
+        let dir = TempDir::new("krb5");
+        let port = free_port();
+        let d = dir.path().display().to_string();
+        std::fs::write(
+            dir.path().join("krb5.conf"),
+            format!(
+                "[libdefaults]\n default_realm = {REALM}\n dns_lookup_realm = false\n \
+                 dns_lookup_kdc = false\n rdns = false\n dns_canonicalize_hostname = false\n \
+                 udp_preference_limit = 1\n\
+                 [realms]\n {REALM} = {{\n  kdc = 127.0.0.1:{port}\n }}\n\
+                 [domain_realm]\n fs.rs.test = {REALM}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("kdc.conf"),
+            format!(
+                "[kdcdefaults]\n kdc_ports = {port}\n kdc_tcp_ports = {port}\n\
+                 [realms]\n {REALM} = {{\n  database_name = {d}/principal\n  \
+                 key_stash_file = {d}/stash\n  acl_file = {d}/kadm5.acl\n  max_life = 10h\n  \
+                 supported_enctypes = aes256-cts-hmac-sha1-96:normal aes128-cts-hmac-sha1-96:normal\n }}\n\
+                 [logging]\n kdc = FILE:{d}/kdc.log\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("kadm5.acl"), "").unwrap();
+        let mut kdc = Kdc {
+            child: Command::new("true").spawn().unwrap(),
+            dir,
+        };
+        kdc.run(
+            "kdb5_util",
+            &["create", "-s", "-r", REALM, "-P", "master-pw-1"],
+        );
+        kdc.admin(&format!("addprinc -pw {PASSWORD} {USER}"));
+        kdc.admin("addprinc -randkey cifs/fs.rs.test");
+        let _ = kdc.child.wait();
+        kdc.child = kdc
+            .env(&mut Command::new("krb5kdc"))
+            .args(["-n", "-r", REALM])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start krb5kdc");
+        // Wait until it answers.
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "krb5kdc did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        kdc
+    }
+
+    fn env<'a>(&self, c: &'a mut Command) -> &'a mut Command {
+        c.env("KRB5_CONFIG", self.dir.path().join("krb5.conf"))
+            .env("KRB5_KDC_PROFILE", self.dir.path().join("kdc.conf"))
+            .env(
+                "KRB5CCNAME",
+                format!("FILE:{}/ccache", self.dir.path().display()),
+            )
+    }
+
+    fn run(&self, prog: &str, args: &[&str]) -> String {
+        let out = self
+            .env(&mut Command::new(prog))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("run {prog}: {e}"));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{prog} {args:?} failed: {text}");
+        text
+    }
+
+    fn admin(&self, query: &str) -> String {
+        self.run("kadmin.local", &["-r", REALM, "-q", query])
+    }
+
+    /// Write the service's current keys into `keytab` (a new kvno each time).
+    fn ktadd(&self, keytab: &Path) {
+        self.admin(&format!("ktadd -k {} cifs/fs.rs.test", keytab.display()));
+    }
+
+    fn kinit(&self) {
+        self.kinit_for(None)
+    }
+
+    /// kinit, for a ticket lifetime of `life` (e.g. "120s") when given.
+    fn kinit_for(&self, life: Option<&str>) {
+        let mut child = self
+            .env(&mut Command::new("kinit"))
+            .args(life.map(|l| vec!["-l", l]).unwrap_or_default())
+            .arg(USER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+        assert!(child.wait().unwrap().success(), "kinit failed");
+    }
+
+    fn kdestroy(&self) {
+        let _ = self.env(&mut Command::new("kdestroy")).status();
+    }
+
+    fn keytab(&self) -> PathBuf {
+        self.dir.path().join("smb.keytab")
+    }
+}
+
+/// libfaketime, to run a process with its clock moved.
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// The environment that moves a process's wall clock by `secs` (its monotonic clock stays).
+fn clock_moved_by(secs: i64) -> Vec<(String, String)> {
+    vec![
+        ("LD_PRELOAD".into(), LIBFAKETIME.into()),
+        ("FAKETIME".into(), format!("{secs:+}")),
+        ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
+    ]
+}
+
+fn raw_tools_or_skip(test: &str) -> bool {
+    if !tools_or_skip(test) {
+        return false;
+    }
+    let gssapi = Command::new("/usr/bin/python3")
+        .args(["-c", "import gssapi"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !gssapi || !Path::new(LIBFAKETIME).exists() {
+        eprintln!(
+            "\n!!!!!!!! SKIPPED {test}: needs python3-gssapi and faketime \
+             (apt-get install -y python3-gssapi faketime) !!!!!!!!\n"
+        );
+        return false;
+    }
+    true
+}
+
+/// Run tests/py/krb5_raw.py against the server with `kdc`'s tickets; its output lines.
+fn raw_client(kdc: &Kdc, server: &Server, clock: &[(String, String)], args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/krb5_raw.py");
+    let mut c = Command::new("/usr/bin/python3");
+    kdc.env(&mut c)
+        .arg(script)
+        .args(["127.0.0.1", &server.port.to_string(), "cifs@fs.rs.test"])
+        .args(args)
+        .envs(clock.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null());
+    let out = c.output().expect("run krb5_raw.py");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+const LOGON_FAILURE: &str = "c000006d";
+
+fn kerberos_server(kdc: &Kdc) -> Server {
+    kerberos_server_with(kdc, Vec::new())
+}
+
+fn kerberos_server_with(kdc: &Kdc, env: Vec<(String, String)>) -> Server {
+    let extra: &'static str = Box::leak(
+        format!(
+            "\trealm = {REALM}\n\tkerberos method = dedicated keytab\n\
+             \tdedicated keytab file = {}\n",
+            kdc.keytab().display()
+        )
+        .into_boxed_str(),
+    );
+    Server::start(
+        &ServerConfig {
+            extra_global: extra,
+            env,
+            ..Default::default()
+        },
+        |_| {},
+    )
+}
+
+/// smbclient to //fs.rs.test/share (at 127.0.0.1) with the ticket cache of `kdc`.
+fn smbclient_krb(
+    kdc: &Kdc,
+    server: &Server,
+    dialect: &str,
+    extra: &[&str],
+    cmds: &str,
+) -> (bool, String) {
+    let mut c = Command::new("smbclient");
+    kdc.env(&mut c)
+        // smbclient will not use Kerberos towards "localhost" or an address: the server is
+        // named fs.rs.test and reached at 127.0.0.1.
+        .arg(format!("//fs.rs.test/{}", server.share))
+        .args(["-I", "127.0.0.1"])
+        .arg("-s")
+        .arg(server.client_conf())
+        .args(["-p", &server.port.to_string(), "-d", "1", "-t", "30"])
+        .arg("--use-kerberos=required")
+        .args([
+            "-m",
+            dialect,
+            &format!("--option=client min protocol={dialect}"),
+        ])
+        .args(extra)
+        .args(["-c", cmds])
+        .current_dir(&server.scratch)
+        .stdin(Stdio::null());
+    let out = c.output().expect("run smbclient");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success() && !text.contains("NT_STATUS_"), text)
+}
+
+#[test]
+fn smbclient_logs_on_with_a_kerberos_ticket_over_every_dialect_signed_and_encrypted() {
+    if !tools_or_skip(
+        "smbclient_logs_on_with_a_kerberos_ticket_over_every_dialect_signed_and_encrypted",
+    ) {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    kdc.kinit();
+    let server = kerberos_server(&kdc);
+    std::fs::write(server.scratch.join("up.txt"), b"kerberos payload\n").unwrap();
+    let runs: &[(&str, &[&str])] = &[
+        ("SMB2_10", &["--client-protection=sign"]),
+        ("SMB3_00", &["--client-protection=sign"]),
+        ("SMB3_00", &["--client-protection=encrypt"]),
+        ("SMB3_11", &["--client-protection=sign"]),
+        (
+            "SMB3_11",
+            &[
+                "--client-protection=encrypt",
+                "--option=client smb3 encryption algorithms=AES-128-CCM",
+            ],
+        ),
+        (
+            "SMB3_11",
+            &[
+                "--client-protection=encrypt",
+                "--option=client smb3 encryption algorithms=AES-128-GCM",
+            ],
+        ),
+        (
+            "SMB3_11",
+            &[
+                "--client-protection=encrypt",
+                "--option=client smb3 encryption algorithms=AES-256-CCM",
+            ],
+        ),
+        (
+            "SMB3_11",
+            &[
+                "--client-protection=encrypt",
+                "--option=client smb3 encryption algorithms=AES-256-GCM",
+            ],
+        ),
+    ];
+    for (i, (dialect, extra)) in runs.iter().enumerate() {
+        let name = format!("k{i}.txt");
+        let (ok, out) = smbclient_krb(
+            &kdc,
+            &server,
+            dialect,
+            extra,
+            &format!("put up.txt {name}; get {name} back{i}.txt; ls"),
+        );
+        assert!(
+            ok,
+            "{dialect} {extra:?}: {out}\n--- server log ---\n{}",
+            server.log()
+        );
+        assert!(
+            out.contains(&name),
+            "{dialect} {extra:?}: no {name} in ls: {out}"
+        );
+        assert_eq!(
+            std::fs::read(server.scratch.join(format!("back{i}.txt"))).unwrap(),
+            b"kerberos payload\n"
+        );
+    }
+    // The files belong to the ticket's user, as the kernel made them for its account.
+    let uid = std::os::unix::fs::MetadataExt::uid(
+        &std::fs::metadata(server.share_dir.join("k0.txt")).unwrap(),
+    );
+    let want = Command::new("id").args(["-u", USER]).output().unwrap();
+    assert_eq!(
+        uid.to_string(),
+        String::from_utf8_lossy(&want.stdout).trim()
+    );
+    let log = server.log();
+    assert!(log.contains("Kerberos logon"), "{log}");
+    assert!(log.contains(&format!("{USER}@{REALM}")), "{log}");
+    kdc.kdestroy();
+}
+
+#[test]
+fn a_ticket_of_a_key_version_the_keytab_lacks_is_refused_until_the_rotated_keytab_is_read() {
+    if !tools_or_skip(
+        "a_ticket_of_a_key_version_the_keytab_lacks_is_refused_until_the_rotated_keytab_is_read",
+    ) {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    // The service key changes (kvno + 1) but the server's keytab does not have it yet.
+    let rotated = kdc.dir.path().join("rotated.keytab");
+    kdc.ktadd(&rotated);
+    kdc.kinit();
+    let server = kerberos_server(&kdc);
+    let (ok, out) = smbclient_krb(&kdc, &server, "SMB3_11", &[], "ls");
+    assert!(!ok, "logged on with a ticket the keytab cannot open: {out}");
+    assert!(out.contains("NT_STATUS_LOGON_FAILURE"), "{out}");
+    let log = server.log();
+    assert!(
+        log.contains("no key in the keytab for cifs/fs.rs.test@RS.TEST"),
+        "no log line naming the missing key:\n{log}"
+    );
+    // Rotation as `net ads changetrustpw` does it: the new kvno is added beside the old.
+    let mut merged = std::fs::read(kdc.keytab()).unwrap();
+    merged.extend_from_slice(&std::fs::read(&rotated).unwrap()[2..]);
+    let tmp = kdc.dir.path().join("merged.tmp");
+    std::fs::write(&tmp, merged).unwrap();
+    std::fs::rename(&tmp, kdc.keytab()).unwrap();
+    let start = Instant::now();
+    loop {
+        let (ok, out) = smbclient_krb(&kdc, &server, "SMB3_11", &[], "ls");
+        if ok {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the rotated keytab was not read: {out}\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(server.log().contains("changed and was read again"));
+    kdc.kdestroy();
+}
+
+#[test]
+fn a_replayed_ap_req_is_refused_on_another_connection_with_a_log_line() {
+    if !raw_tools_or_skip("a_replayed_ap_req_is_refused_on_another_connection_with_a_log_line") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    kdc.kinit();
+    let server = kerberos_server(&kdc);
+    let out = raw_client(&kdc, &server, &[], &["--replay"]);
+    assert!(
+        out.contains("setup1 00000000"),
+        "the first use failed: {out}\n{}",
+        server.log()
+    );
+    assert!(
+        out.contains(&format!("setup2 {LOGON_FAILURE}")),
+        "replay accepted: {out}"
+    );
+    assert!(
+        server.log().contains("replayed authenticator"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn an_authenticator_made_ten_minutes_ahead_is_refused_as_clock_skew() {
+    if !raw_tools_or_skip("an_authenticator_made_ten_minutes_ahead_is_refused_as_clock_skew") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    kdc.kinit();
+    // The service ticket is fetched with the right time; the client then runs 10 minutes
+    // ahead.
+    kdc.run("kvno", &["cifs/fs.rs.test"]);
+    let server = kerberos_server(&kdc);
+    let out = raw_client(&kdc, &server, &clock_moved_by(600), &[]);
+    assert!(
+        out.contains(&format!("setup1 {LOGON_FAILURE}")),
+        "{out}\n{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("clocks out of step"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn a_ticket_that_ended_before_the_servers_now_is_refused_as_expired() {
+    if !raw_tools_or_skip("a_ticket_that_ended_before_the_servers_now_is_refused_as_expired") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    kdc.kinit_for(Some("120s"));
+    // The server's clock is 1000 s ahead: the 2-minute ticket ended 880 s before its now.
+    let server = kerberos_server_with(&kdc, clock_moved_by(1000));
+    let out = raw_client(&kdc, &server, &[], &[]);
+    assert!(
+        out.contains(&format!("setup1 {LOGON_FAILURE}")),
+        "{out}\n{}",
+        server.log()
+    );
+    assert!(server.log().contains("ticket expired"), "{}", server.log());
+}
+
+#[test]
+fn a_kerberos_session_ends_with_its_ticket_as_network_session_expired() {
+    if !raw_tools_or_skip("a_kerberos_session_ends_with_its_ticket_as_network_session_expired") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    kdc.kinit_for(Some("120s"));
+    // The server is 110 s ahead: the ticket has 10 s left when the session is set up.
+    let server = kerberos_server_with(&kdc, clock_moved_by(110));
+    let out = raw_client(&kdc, &server, &[], &["--wait", "14"]);
+    assert!(out.contains("setup1 00000000"), "{out}\n{}", server.log());
+    assert!(
+        out.contains("tree c000035c"),
+        "not NETWORK_SESSION_EXPIRED: {out}"
+    );
+}

@@ -1,0 +1,69 @@
+//! Kerberos ([MS-KILE], RFC 4120/4121): the keytab parser, the PAC directory and its server
+//! signature, the GSS framing, and the whole acceptor fed an AP-REQ with a fixed keytab and a
+//! shared replay cache. The first byte picks the parser; the rest is its input.
+#![no_main]
+
+use std::sync::{Arc, OnceLock};
+
+use libfuzzer_sys::fuzz_target;
+use ringshare_auth::krb5::acceptor::{accept, AcceptorConfig, Fresh};
+use ringshare_auth::krb5::keytab::{Keytab, KeytabEntry};
+use ringshare_auth::krb5::pac::Pac;
+use ringshare_auth::krb5::replay::ReplayCache;
+use ringshare_auth::krb5::{gss_unwrap, TOKEN_SIZE_MAX};
+
+fn config() -> &'static (AcceptorConfig, ReplayCache) {
+    static C: OnceLock<(AcceptorConfig, ReplayCache)> = OnceLock::new();
+    C.get_or_init(|| {
+        let entry = |kvno: u32, enctype: i32, n: usize| KeytabEntry {
+            components: vec!["cifs".into(), "fs.rs.test".into()],
+            realm: "RS.TEST".into(),
+            kvno,
+            enctype,
+            key: vec![0x42; n],
+        };
+        let keytab = Keytab {
+            entries: vec![entry(2, 18, 32), entry(2, 17, 16), entry(3, 18, 32)],
+        };
+        (
+            AcceptorConfig {
+                keytab: Arc::new(keytab),
+                realm: "RS.TEST".into(),
+                skew_secs: 300,
+            },
+            ReplayCache::new(),
+        )
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, input)) = data.split_first() else {
+        return;
+    };
+    match which % 4 {
+        0 => {
+            if let Ok(k) = Keytab::parse(input) {
+                assert_eq!(Keytab::parse(&k.encode()), Ok(k), "keytab round trip");
+            }
+        }
+        1 => {
+            if let Ok(p) = Pac::parse(input) {
+                let _ = p.verify_server_signature(&[0x42; 32], 18);
+                let _ = p.check_client_info("alice", 1_795_000_000);
+            }
+        }
+        2 => {
+            if let Ok((_, msg)) = gss_unwrap(input) {
+                assert!(msg.len() <= TOKEN_SIZE_MAX);
+            }
+        }
+        _ => {
+            let (cfg, replay) = config();
+            let fresh = Fresh {
+                subkey: [0xa5; 32],
+                seq: 1,
+            };
+            let _ = accept(cfg, input, 1_795_000_000, &fresh, replay);
+        }
+    }
+});
