@@ -1028,7 +1028,7 @@ impl Connection {
             let expired = session
                 .expires_filetime
                 .is_some_and(|t| t <= self.core.now.filetime);
-            if expired && !matches!(cmd_id, Command::LOGOFF | Command::CLOSE | Command::LOCK) {
+            if expired && !allowed_when_expired(cmd_id, req.msg) {
                 return Err(NtStatus::NETWORK_SESSION_EXPIRED);
             }
             let (tree_encrypt, tree_ipc, tree_refused) = match session.trees.get(&req.tree_id) {
@@ -1355,3 +1355,19 @@ pub(crate) fn error_body() -> Vec<u8> {
 /// 0.68-0.70 vs 0.64-0.66; 256 KiB 0.51-0.53 vs 0.57-0.62; 64 KiB in the mixed
 /// workload 0.81-0.86 vs 0.73-0.74; docs/architecture.md "The WRITE path").
 pub const WRITE_SPLICE_LEN_MIN: usize = 256 * 1024;
+
+/// [MS-SMB2] 3.3.5.2.9: what an expired session may still do: LOGOFF, CLOSE, ECHO, and a LOCK that
+/// only unlocks (Windows and Samba refuse new locks, as smbtorture's smb2.session.expire2s
+/// checks).
+fn allowed_when_expired(cmd: Command, msg: &[u8]) -> bool {
+    match cmd {
+        Command::LOGOFF | Command::CLOSE | Command::ECHO => true,
+        Command::LOCK => ringshare_wire::lock::LockRequest::decode(msg).is_ok_and(|l| {
+            !l.locks.is_empty()
+                && l.locks
+                    .iter()
+                    .all(|e| e.flags.contains(ringshare_wire::consts::LockFlags::UNLOCK))
+        }),
+        _ => false,
+    }
+}
