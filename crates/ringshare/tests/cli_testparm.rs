@@ -241,6 +241,9 @@ fn testparm_output_loads_back_to_the_same_settings() {
          smb2 max read = 1M\n\
          zerocopy send = no\n\
          log level = 3 auth:5\n\
+         realm = example.com\n\
+         kerberos method = dedicated keytab\n\
+         dedicated keytab file = FILE:krb5.keytab\n\
          read only = no\n\
          valid users = alice, \"Domain Users\" @staff\n\
          [data]\n\
@@ -272,7 +275,7 @@ fn testparm_output_loads_back_to_the_same_settings() {
     // catia is the one thing ringshare does not act on here.
     assert!(
         run.stderr.contains(&format!(
-            "{}:28: vfs module 'catia' ignored",
+            "{}:31: vfs module 'catia' ignored",
             conf.display()
         )),
         "{}",
@@ -290,6 +293,19 @@ fn testparm_output_loads_back_to_the_same_settings() {
     assert!(
         run.stdout
             .contains("\tvalid users = alice \"Domain Users\" @staff\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("\trealm = EXAMPLE.COM\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "\t# Kerberos: on, keytab {}\n",
+            dir.join("krb5.keytab").display()
+        )),
         "{}",
         run.stdout
     );
@@ -322,6 +338,19 @@ fn testparm_refuses_what_serve_refuses_with_file_and_line() {
     assert!(!run.ok);
     assert!(run.stderr.contains(":2: path "), "{}", run.stderr);
     assert!(run.stderr.contains("does not exist"), "{}", run.stderr);
+
+    std::fs::write(
+        &conf,
+        "[global]\n  kerberos method = magic\n[data]\n  path = data\n",
+    )
+    .unwrap();
+    let run = testparm(tmp.path(), &[&conf]);
+    assert!(!run.ok);
+    assert!(
+        run.stderr.contains(":2: 'kerberos method' is one of"),
+        "{}",
+        run.stderr
+    );
 
     let run = testparm(tmp.path(), &[&tmp.path().join("nope.conf")]);
     assert!(!run.ok);

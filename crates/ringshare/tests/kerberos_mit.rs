@@ -620,3 +620,43 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
         rs.log()
     );
 }
+
+#[test]
+fn a_server_whose_keytab_cannot_be_read_does_not_start_and_says_why() {
+    let tmp = TempDir::new("krb5-nokeytab");
+    std::fs::create_dir(tmp.path().join("data")).unwrap();
+    let conf = tmp.path().join("smb.conf");
+    let missing = tmp.path().join("missing.keytab");
+    std::fs::write(
+        &conf,
+        format!(
+            "[global]\n\tlisten = 127.0.0.1:{}\n\tsmb passwd file = {}\n\
+             \tkerberos method = dedicated keytab\n\tdedicated keytab file = {}\n\
+             [data]\n\tpath = {}\n",
+            free_port(),
+            tmp.path().join("smbpasswd").display(),
+            missing.display(),
+            tmp.path().join("data").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("smbpasswd"), "").unwrap();
+    let mut child = Command::new(ringshare_bin())
+        .args(["serve", "--config"])
+        .arg(&conf)
+        .env("HOME", tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, Duration::from_secs(20)).expect("serve did not exit");
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!status.success(), "started without its keytab: {text}");
+    assert!(
+        text.contains(&format!("cannot read the keytab {}", missing.display())),
+        "{text}"
+    );
+}
