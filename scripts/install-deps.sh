@@ -12,7 +12,8 @@
 #                                    free loopback ports, never the packaged service) and MIT
 #                                    Kerberos (krb5-kdc, krb5-admin-server, krb5-user: the
 #                                    Kerberos tests run their own KDC in a temp dir; python3-gssapi
-#                                    makes raw tokens, faketime moves a process's clock)
+#                                    makes raw tokens, faketime moves a process's clock;
+#                                    libkrb5-dev and python3-dev build pykrb5 for smbprotocol)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -21,7 +22,7 @@ SUDO=""
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr
     prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
-    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime)
+    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -248,6 +248,25 @@ impl ServerAuth {
         if token.starts_with(b"NTLMSSP\0") {
             return self.step_raw(state, token, users);
         }
+        if state == ServerState::Start
+            && self.kerberos.is_some()
+            && crate::krb5::gss_unwrap(token).is_ok()
+        {
+            // A bare Kerberos token, without SPNEGO (pyspnego's `kerberos` protocol sends one;
+            // Windows and Samba accept it): the answer is the bare AP-REP.
+            let step = self.accept_kerberos(token, None)?;
+            return Ok(match step {
+                ServerStep::Done { result, .. } => {
+                    let token = result
+                        .kerberos
+                        .as_ref()
+                        .map(|k| k.token.clone())
+                        .unwrap_or_default();
+                    ServerStep::Done { token, result }
+                }
+                other => other,
+            });
+        }
         let msg = spnego::decode(token)?;
         match (state, msg) {
             (ServerState::Start, NegToken::Init(init)) if self.picks_kerberos(&init.mech_types) => {

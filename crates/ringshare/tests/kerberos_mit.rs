@@ -660,3 +660,47 @@ fn a_server_whose_keytab_cannot_be_read_does_not_start_and_says_why() {
         "{text}"
     );
 }
+
+#[test]
+fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
+    let test = "python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted";
+    if !raw_tools_or_skip(test) || common::py::skipped(test) {
+        return;
+    }
+    let py = common::py::python_with_gssapi();
+    let kdc = Kdc::start();
+    kdc.ktadd(&kdc.keytab());
+    kdc.kinit();
+    let server = kerberos_server(&kdc);
+    let hosts = kdc.dir.path().join("hosts");
+    let mut text = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    text.push_str("\n127.0.0.1 fs.rs.test\n");
+    std::fs::write(&hosts, text).unwrap();
+    let runs: &[&[&str]] = &[
+        &["--dialect", "3.1.1", "--cipher", "aes-256-gcm"],
+        &["--dialect", "3.1.1", "--cipher", "aes-128-ccm"],
+        &["--dialect", "3.1.1", "--signing", "aes-gmac"],
+        &["--dialect", "3.0.2"],
+        &["--dialect", "2.1"],
+    ];
+    for args in runs {
+        let mut c = Command::new("unshare");
+        kdc.env(&mut c)
+            .args(["-m", "sh", "-c"])
+            .arg(format!(
+                "mount --bind {} /etc/hosts && exec \"$0\" \"$@\"",
+                hosts.display()
+            ))
+            .arg(py)
+            .arg(common::py::script("smbprotocol_roundtrip.py"))
+            .args(["--server", "fs.rs.test", "--kerberos", "--port"])
+            .arg(server.port.to_string())
+            .args(["--user", "-", "--password", "-", "--share", &server.share])
+            .arg("--share-dir")
+            .arg(&server.share_dir)
+            .args(*args);
+        let (ok, out) = common::py::run_bounded(&mut c, Duration::from_secs(180));
+        assert!(ok, "{args:?}: {out}\n--- server log ---\n{}", server.log());
+    }
+    assert!(server.log().contains("Kerberos logon"), "{}", server.log());
+}

@@ -583,3 +583,16 @@ fn ap_req_again(m: &crate::krb5::testkdc::Mint) -> Vec<u8> {
         ..Default::default()
     })
 }
+
+#[test]
+fn a_bare_kerberos_token_without_spnego_is_answered_with_a_bare_ap_rep() {
+    let (mut s, m) = kerberos_server();
+    let ServerStep::Done { token, result } = s.step(&m.ap_req(), &Users::with(&[])).unwrap() else {
+        panic!()
+    };
+    assert_eq!(result.user, "alice");
+    assert_eq!(m.read_ap_rep(&token), result.session_key);
+    // Without a keytab the same token is refused.
+    let mut ntlm_only = ServerAuth::new(&ServerConfig::default(), [1; 8], 0);
+    assert!(ntlm_only.step(&m.ap_req(), &Users::with(&[])).is_err());
+}

@@ -118,3 +118,66 @@ pub fn python() -> &'static Path {
         Err(why) => panic!("{why}\nSet RINGSHARE_SKIP_PY=1 to skip the smbprotocol tests."),
     }
 }
+
+/// The `krb5` (pykrb5) release pyspnego's Kerberos needs beside gssapi; PyPI has no wheel of it
+/// for Linux, so pip builds it (about 2 minutes; needs libkrb5-dev and python3-dev).
+pub const PYKRB5: &str = "krb5==0.10.0";
+
+/// A python with smbprotocol and MIT GSS bindings importable, for Kerberos: a venv of Debian's
+/// python (`/usr/bin/python3`) that sees its packages (`--system-site-packages`: Debian's
+/// python3-gssapi, which would otherwise have to be compiled too), with smbprotocol and
+/// [`PYKRB5`] installed on first use. Panics with the reason when it cannot be had.
+pub fn python_with_gssapi() -> &'static Path {
+    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let got = PY.get_or_init(|| {
+        let venv = target_dir().join("pyenv-gssapi");
+        let py = venv.join("bin").join("python");
+        let importable = |py: &Path| {
+            run_bounded(
+                Command::new(py).args(["-c", "import smbprotocol, smbclient, gssapi, krb5"]),
+                Duration::from_secs(60),
+            )
+            .0
+        };
+        if py.exists() && importable(&py) {
+            return Ok(py);
+        }
+        let (ok, out) = run_bounded(
+            Command::new("/usr/bin/python3")
+                .args(["-m", "venv", "--system-site-packages"])
+                .arg(&venv),
+            INSTALL_TIMEOUT,
+        );
+        if !ok {
+            return Err(format!(
+                "`/usr/bin/python3 -m venv {}` failed (apt-get install -y python3-venv):\n{out}",
+                venv.display()
+            ));
+        }
+        let (ok, out) = run_bounded(
+            Command::new(&py).args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--quiet",
+                SMBPROTOCOL,
+                PYKRB5,
+            ]),
+            // pykrb5 is compiled, perhaps beside other tests.
+            INSTALL_TIMEOUT * 3,
+        );
+        if !ok || !importable(&py) {
+            return Err(format!(
+                "could not make {} with {SMBPROTOCOL}, {PYKRB5} and gssapi (python3-gssapi, \
+                 libkrb5-dev or python3-dev missing? no network?):\n{out}",
+                venv.display()
+            ));
+        }
+        Ok(py)
+    });
+    match got {
+        Ok(p) => p,
+        Err(why) => panic!("{why}\nSet RINGSHARE_SKIP_PY=1 to skip the smbprotocol tests."),
+    }
+}

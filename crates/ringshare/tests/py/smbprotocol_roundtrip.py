@@ -48,6 +48,12 @@ def main():
     p.add_argument("--dialect", choices=DIALECTS, required=True)
     p.add_argument("--cipher", choices=CIPHERS, help="encrypt with this cipher (omit: sign only)")
     p.add_argument("--signing", choices=SIGNING, help="signing algorithm to offer (3.1.1)")
+    p.add_argument("--server", default="127.0.0.1", help="name (and SPN host) to connect to")
+    p.add_argument(
+        "--kerberos",
+        action="store_true",
+        help="log on with the Kerberos ticket of the credential cache (user and password unused)",
+    )
     p.add_argument(
         "--logoff",
         action="store_true",
@@ -55,7 +61,7 @@ def main():
     )
     args = p.parse_args()
 
-    server = "127.0.0.1"
+    server = args.server
     dialect = DIALECTS[args.dialect]
     encrypt = args.cipher is not None
     enc_algos = [CIPHERS[args.cipher]] if encrypt else None
@@ -102,11 +108,12 @@ def main():
     kw = dict(port=args.port, connection_cache=cache)
     session = smbclient.register_session(
         server,
-        username=args.user,
-        password=args.password,
+        username=None if args.kerberos else args.user,
+        password=None if args.kerberos else args.password,
         encrypt=encrypt,
         connection_cache=cache,
         port=args.port,
+        auth_protocol="kerberos" if args.kerberos else "negotiate",
     )
 
     check(conn.dialect == dialect, f"negotiated dialect {conn.dialect:#06x}, wanted {dialect:#06x}")
