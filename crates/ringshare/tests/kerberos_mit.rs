@@ -22,7 +22,8 @@ use common::*;
 
 const REALM: &str = "RS.TEST";
 
-/// A KDC for RS.TEST on a free loopback port, stopped on drop.
+/// A KDC for RS.TEST on a free loopback port, its service's keys in [`Kdc::keytab`]; stopped on
+/// drop.
 struct Kdc {
     dir: TempDir,
     child: Child,
@@ -116,7 +117,17 @@ impl Kdc {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        kdc.ktadd(&kdc.keytab());
         kdc
+    }
+
+    /// A copy of /etc/hosts that also names fs.rs.test (for tools that take no address).
+    fn hosts_file(&self) -> PathBuf {
+        let hosts = self.dir.path().join("hosts");
+        let mut text = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+        text.push_str("\n127.0.0.1 fs.rs.test\n");
+        std::fs::write(&hosts, text).unwrap();
+        hosts
     }
 
     fn env<'a>(&self, c: &'a mut Command) -> &'a mut Command {
@@ -298,7 +309,6 @@ fn smbclient_logs_on_with_a_kerberos_ticket_over_every_dialect_signed_and_encryp
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     kdc.kinit();
     let server = kerberos_server(&kdc);
     std::fs::write(server.scratch.join("up.txt"), b"kerberos payload\n").unwrap();
@@ -382,7 +392,6 @@ fn a_ticket_of_a_key_version_the_keytab_lacks_is_refused_until_the_rotated_keyta
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     // The service key changes (kvno + 1) but the server's keytab does not have it yet.
     let rotated = kdc.dir.path().join("rotated.keytab");
     kdc.ktadd(&rotated);
@@ -425,7 +434,6 @@ fn a_replayed_ap_req_is_refused_on_another_connection_with_a_log_line() {
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     kdc.kinit();
     let server = kerberos_server(&kdc);
     let out = raw_client(&kdc, &server, &[], &["--replay"]);
@@ -451,7 +459,6 @@ fn an_authenticator_made_ten_minutes_ahead_is_refused_as_clock_skew() {
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     kdc.kinit();
     // The service ticket is fetched with the right time; the client then runs 10 minutes
     // ahead.
@@ -476,7 +483,6 @@ fn a_ticket_that_ended_before_the_servers_now_is_refused_as_expired() {
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     kdc.kinit_for(Some("120s"));
     // The server's clock is 1000 s ahead: the 2-minute ticket ended 880 s before its now.
     let server = kerberos_server_with(&kdc, clock_moved_by(1000));
@@ -495,7 +501,6 @@ fn a_kerberos_session_ends_with_its_ticket_as_network_session_expired() {
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     kdc.kinit_for(Some("120s"));
     // The server is 110 s ahead: the ticket has 10 s left when the session is set up.
     let server = kerberos_server_with(&kdc, clock_moved_by(110));
@@ -558,7 +563,6 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
         return;
     }
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     // Samba 4.17 as a standalone server refuses every ticket with a PAC ("Unexpected PAC ... in
     // standalone mode"), even MIT's minimal one: the service's tickets carry none here, so that
     // both servers answer the same tickets (ringshare takes them with or without).
@@ -581,10 +585,7 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
         &format!("[share]\n\tpath = {}\n\tread only = no\n", share.display()),
         &[USER],
     );
-    let hosts = kdc.dir.path().join("hosts");
-    let mut text = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
-    text.push_str("\n127.0.0.1 fs.rs.test\n");
-    std::fs::write(&hosts, text).unwrap();
+    let hosts = kdc.hosts_file();
     let mut report = String::new();
     let mut missing = Vec::new();
     for suite in ["smb2.session", "smb2.connect"] {
@@ -669,13 +670,9 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
     }
     let py = common::py::python_with_gssapi();
     let kdc = Kdc::start();
-    kdc.ktadd(&kdc.keytab());
     kdc.kinit();
     let server = kerberos_server(&kdc);
-    let hosts = kdc.dir.path().join("hosts");
-    let mut text = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
-    text.push_str("\n127.0.0.1 fs.rs.test\n");
-    std::fs::write(&hosts, text).unwrap();
+    let hosts = kdc.hosts_file();
     let runs: &[&[&str]] = &[
         &["--dialect", "3.1.1", "--cipher", "aes-256-gcm"],
         &["--dialect", "3.1.1", "--cipher", "aes-128-ccm"],

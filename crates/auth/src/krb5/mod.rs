@@ -118,50 +118,25 @@ pub(crate) fn int_asn1(v: i64) -> IntegerAsn1 {
     IntegerAsn1::from_bytes_be_signed(bytes[start..].to_vec())
 }
 
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719468;
-    let era = if z >= 0 { z } else { z - 146096 } / 146097;
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// A KerberosTime as seconds since the Unix epoch.
 pub fn unix_time(t: &GeneralizedTimeAsn1) -> i64 {
     let d = &t.0;
-    days_from_civil(d.year() as i64, d.month() as i64, d.day() as i64) * 86400
-        + d.hour() as i64 * 3600
-        + d.minute() as i64 * 60
-        + d.second() as i64
+    ringshare_wire::fscc::unix_from_civil(
+        i64::from(d.year()),
+        u32::from(d.month()),
+        u32::from(d.day()),
+        u32::from(d.hour()),
+        u32::from(d.minute()),
+        u32::from(d.second()),
+    )
 }
 
 /// Seconds since the Unix epoch as a KerberosTime (years 1970-9999).
 pub fn kerberos_time(unix: i64) -> GeneralizedTimeAsn1 {
     let unix = unix.clamp(0, 253_402_300_799);
-    let (y, m, d) = civil_from_days(unix.div_euclid(86400));
-    let s = unix.rem_euclid(86400);
+    let (y, m, d, hh, mm, ss) = ringshare_wire::fscc::civil_from_unix(unix);
     let date = picky_asn1::date::GeneralizedTime::new(
-        y as u16,
-        m as u8,
-        d as u8,
-        (s / 3600) as u8,
-        (s / 60 % 60) as u8,
-        (s % 60) as u8,
+        y as u16, m as u8, d as u8, hh as u8, mm as u8, ss as u8,
     )
     .unwrap_or_else(|| {
         picky_asn1::date::GeneralizedTime::new(1970, 1, 1, 0, 0, 0).expect("the epoch is a date")

@@ -67,56 +67,95 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> (bool, String) {
     (status.is_some_and(|s| s.success()), text)
 }
 
-/// The venv's python with smbprotocol importable, installed on first use. Panics with the
-/// reason when it cannot be had.
-pub fn python() -> &'static Path {
-    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let got = PY.get_or_init(|| {
-        let venv = target_dir().join("pyenv");
-        let py = venv.join("bin").join("python");
-        let importable = |py: &Path| {
-            run_bounded(
-                Command::new(py).args(["-c", "import smbprotocol, smbclient"]),
-                Duration::from_secs(60),
-            )
-            .0
-        };
-        if py.exists() && importable(&py) {
-            return Ok(py);
-        }
-        let (ok, out) = run_bounded(
-            Command::new("python3").arg("-m").arg("venv").arg(&venv),
-            INSTALL_TIMEOUT,
-        );
-        if !ok {
-            return Err(format!(
-                "`python3 -m venv {}` failed (Debian: apt-get install -y python3-venv):\n{out}",
-                venv.display()
-            ));
-        }
-        let (ok, out) = run_bounded(
-            Command::new(&py).args([
+/// What one venv is made of.
+struct Venv {
+    /// Its directory under the target directory.
+    dir: &'static str,
+    /// The python that makes it, and its extra `venv` arguments.
+    base: &'static str,
+    venv_args: &'static [&'static str],
+    /// What `pip install` installs, and what must import afterwards.
+    packages: &'static [&'static str],
+    imports: &'static str,
+    /// Limit for the `pip install`.
+    install_timeout: Duration,
+    /// Said when it cannot be made.
+    hint: &'static str,
+}
+
+/// The venv's python, made and filled on first use.
+fn make_venv(v: &Venv) -> Result<PathBuf, String> {
+    let venv = target_dir().join(v.dir);
+    let py = venv.join("bin").join("python");
+    let importable = |py: &Path| {
+        run_bounded(
+            Command::new(py).args(["-c", &format!("import {}", v.imports)]),
+            Duration::from_secs(60),
+        )
+        .0
+    };
+    if py.exists() && importable(&py) {
+        return Ok(py);
+    }
+    let (ok, out) = run_bounded(
+        Command::new(v.base)
+            .args(["-m", "venv"])
+            .args(v.venv_args)
+            .arg(&venv),
+        INSTALL_TIMEOUT,
+    );
+    if !ok {
+        return Err(format!(
+            "`{} -m venv {}` failed (Debian: apt-get install -y python3-venv):\n{out}",
+            v.base,
+            venv.display()
+        ));
+    }
+    let (ok, out) = run_bounded(
+        Command::new(&py)
+            .args([
                 "-m",
                 "pip",
                 "install",
                 "--disable-pip-version-check",
                 "--quiet",
-                SMBPROTOCOL,
-            ]),
-            INSTALL_TIMEOUT,
-        );
-        if !ok || !importable(&py) {
-            return Err(format!(
-                "could not install {SMBPROTOCOL} from PyPI into {} (no network?):\n{out}",
-                venv.display()
-            ));
-        }
-        Ok(py)
-    });
+            ])
+            .args(v.packages),
+        v.install_timeout,
+    );
+    if !ok || !importable(&py) {
+        return Err(format!(
+            "could not install {:?} into {} ({}):\n{out}",
+            v.packages,
+            venv.display(),
+            v.hint
+        ));
+    }
+    Ok(py)
+}
+
+fn got_or_panic(got: &'static Result<PathBuf, String>) -> &'static Path {
     match got {
         Ok(p) => p,
         Err(why) => panic!("{why}\nSet RINGSHARE_SKIP_PY=1 to skip the smbprotocol tests."),
     }
+}
+
+/// The venv's python with smbprotocol importable, installed on first use. Panics with the
+/// reason when it cannot be had.
+pub fn python() -> &'static Path {
+    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    got_or_panic(PY.get_or_init(|| {
+        make_venv(&Venv {
+            dir: "pyenv",
+            base: "python3",
+            venv_args: &[],
+            packages: &[SMBPROTOCOL],
+            imports: "smbprotocol, smbclient",
+            install_timeout: INSTALL_TIMEOUT,
+            hint: "no network?",
+        })
+    }))
 }
 
 /// The `krb5` (pykrb5) release pyspnego's Kerberos needs beside gssapi; PyPI has no wheel of it
@@ -129,55 +168,16 @@ pub const PYKRB5: &str = "krb5==0.10.0";
 /// [`PYKRB5`] installed on first use. Panics with the reason when it cannot be had.
 pub fn python_with_gssapi() -> &'static Path {
     static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let got = PY.get_or_init(|| {
-        let venv = target_dir().join("pyenv-gssapi");
-        let py = venv.join("bin").join("python");
-        let importable = |py: &Path| {
-            run_bounded(
-                Command::new(py).args(["-c", "import smbprotocol, smbclient, gssapi, krb5"]),
-                Duration::from_secs(60),
-            )
-            .0
-        };
-        if py.exists() && importable(&py) {
-            return Ok(py);
-        }
-        let (ok, out) = run_bounded(
-            Command::new("/usr/bin/python3")
-                .args(["-m", "venv", "--system-site-packages"])
-                .arg(&venv),
-            INSTALL_TIMEOUT,
-        );
-        if !ok {
-            return Err(format!(
-                "`/usr/bin/python3 -m venv {}` failed (apt-get install -y python3-venv):\n{out}",
-                venv.display()
-            ));
-        }
-        let (ok, out) = run_bounded(
-            Command::new(&py).args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--quiet",
-                SMBPROTOCOL,
-                PYKRB5,
-            ]),
+    got_or_panic(PY.get_or_init(|| {
+        make_venv(&Venv {
+            dir: "pyenv-gssapi",
+            base: "/usr/bin/python3",
+            venv_args: &["--system-site-packages"],
+            packages: &[SMBPROTOCOL, PYKRB5],
+            imports: "smbprotocol, smbclient, gssapi, krb5",
             // pykrb5 is compiled, perhaps beside other tests.
-            INSTALL_TIMEOUT * 3,
-        );
-        if !ok || !importable(&py) {
-            return Err(format!(
-                "could not make {} with {SMBPROTOCOL}, {PYKRB5} and gssapi (python3-gssapi, \
-                 libkrb5-dev or python3-dev missing? no network?):\n{out}",
-                venv.display()
-            ));
-        }
-        Ok(py)
-    });
-    match got {
-        Ok(p) => p,
-        Err(why) => panic!("{why}\nSet RINGSHARE_SKIP_PY=1 to skip the smbprotocol tests."),
-    }
+            install_timeout: INSTALL_TIMEOUT * 3,
+            hint: "python3-gssapi, libkrb5-dev or python3-dev missing? no network?",
+        })
+    }))
 }

@@ -100,6 +100,36 @@ impl FileTime {
     }
 }
 
+/// A UTC date and time `(year, month, day, hour, minute, second)` from seconds since the Unix
+/// epoch (proleptic Gregorian calendar; H. Hinnant's days-to-civil algorithm).
+pub fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let rem = rem as u32;
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Seconds since the Unix epoch of a UTC date and time (the inverse of [`civil_from_unix`]).
+pub fn unix_from_civil(y: i64, m: u32, d: u32, hour: u32, min: u32, sec: u32) -> i64 {
+    let (m, d) = (i64::from(m), i64::from(d));
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + i64::from(hour) * 3600 + i64::from(min) * 60 + i64::from(sec)
+}
+
 // File attributes ([MS-FSCC] 2.6) are `crate::consts::FileAttributes`.
 pub use crate::consts::FileAttributes;
 
@@ -276,6 +306,26 @@ pub(crate) fn need(buf: &[u8], size: usize) -> Result<Reader<'_>, WireError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn civil_dates_convert_both_ways_across_leap_days_and_centuries() {
+        assert_eq!(civil_from_unix(0), (1970, 1, 1, 0, 0, 0));
+        assert_eq!(civil_from_unix(951_782_400), (2000, 2, 29, 0, 0, 0));
+        assert_eq!(civil_from_unix(4_107_542_399), (2100, 2, 28, 23, 59, 59));
+        assert_eq!(civil_from_unix(-1), (1969, 12, 31, 23, 59, 59));
+        for t in [
+            -86_401i64,
+            0,
+            951_782_400,
+            1_795_000_123,
+            4_107_542_399,
+            253_402_300_799,
+        ] {
+            let (y, m, d, hh, mm, ss) = civil_from_unix(t);
+            assert_eq!(unix_from_civil(y, m, d, hh, mm, ss), t, "{t}");
+        }
+    }
+
     use super::*;
 
     /// Runs every fscc decoder on `b`; only checks that none panics.
