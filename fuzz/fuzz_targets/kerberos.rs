@@ -1,5 +1,5 @@
-//! Kerberos ([MS-KILE], RFC 4120/4121): the keytab parser, the PAC directory and its server
-//! signature, the GSS framing, and the whole acceptor fed an AP-REQ with a fixed keytab and a
+//! Kerberos ([MS-KILE], RFC 4120/4121): the keytab parser, the PAC directory, its server
+//! signature and its NDR logon info, the GSS framing, and the whole acceptor fed an AP-REQ with a fixed keytab and a
 //! shared replay cache. The first byte picks the parser; the rest is its input.
 #![no_main]
 
@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 use libfuzzer_sys::fuzz_target;
 use ringshare_auth::krb5::acceptor::{accept, AcceptorConfig, Fresh};
 use ringshare_auth::krb5::keytab::{Keytab, KeytabEntry};
-use ringshare_auth::krb5::pac::Pac;
+use ringshare_auth::krb5::logon_info::LogonInfo;
+use ringshare_auth::krb5::pac::{buffer, Pac};
 use ringshare_auth::krb5::replay::ReplayCache;
 use ringshare_auth::krb5::{gss_unwrap, TOKEN_SIZE_MAX};
 
@@ -50,6 +51,13 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(p) = Pac::parse(input) {
                 let _ = p.verify_server_signature(&[0x42; 32], 18);
                 let _ = p.check_client_info("alice", 1_795_000_000);
+                if let Some(Ok(info)) = p.buffer(buffer::LOGON_INFO).map(LogonInfo::decode) {
+                    let _ = info.sids();
+                }
+            }
+            // The logon-info buffer alone.
+            if let Ok(info) = LogonInfo::decode(input) {
+                let _ = info.sids();
             }
         }
         2 => {

@@ -12,6 +12,7 @@
 
 pub mod acceptor;
 pub mod keytab;
+pub mod logon_info;
 pub mod mic;
 pub mod pac;
 pub mod replay;
