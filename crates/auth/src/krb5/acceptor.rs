@@ -384,9 +384,30 @@ pub fn accept(
         return Err(AuthError::Malformed("not a Kerberos 5 AP-REQ"));
     }
     let opened = open_ticket(cfg, &req)?;
+    // Past this point the ticket names its client: refusals say whose ticket it was.
+    let who = format!(
+        "{}@{}",
+        principal(&opened.part.cname.0).join("/"),
+        realm_of(&opened.part.crealm.0)
+    );
+    accept_opened(cfg, &req, opened, now, fresh, replay).map_err(|e| match e {
+        AuthError::Kerberos(why) => AuthError::Kerberos(format!("{why} (ticket of {who})")),
+        other => other,
+    })
+}
+
+/// Steps 2-6 for a ticket the keytab opened.
+fn accept_opened(
+    cfg: &AcceptorConfig,
+    req: &picky_krb::messages::ApReqInner,
+    opened: OpenTicket<'_>,
+    now: i64,
+    fresh: &Fresh,
+    replay: &ReplayCache,
+) -> Result<Accepted, AuthError> {
     let part = &opened.part;
     let (auth_time, end_time) = check_ticket(part, now, cfg.skew_secs)?;
-    let auth = open_authenticator(&req, part, now, cfg.skew_secs)?;
+    let auth = open_authenticator(req, part, now, cfg.skew_secs)?;
     let gss_flags = check_gss_checksum(&auth)?;
     let client = principal(&part.cname.0);
     let client_realm = realm_of(&part.crealm.0);

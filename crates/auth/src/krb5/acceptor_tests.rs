@@ -142,7 +142,11 @@ fn a_replayed_ap_req_is_refused_by_the_shared_cache() {
     let c = cfg();
     assert!(accept(&c, &token, NOW, &FRESH, &cache).is_ok());
     match accept(&c, &token, NOW + 5, &FRESH, &cache) {
-        Err(AuthError::Kerberos(why)) => assert!(why.contains("replayed"), "{why}"),
+        Err(AuthError::Kerberos(why)) => {
+            assert!(why.contains("replayed"), "{why}");
+            // The log line says whose ticket was replayed.
+            assert!(why.ends_with("(ticket of alice@RS.TEST)"), "{why}");
+        }
         other => panic!("replay accepted: {other:?}"),
     }
     // A new authenticator for the same ticket is fine.
