@@ -701,3 +701,43 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
     }
     assert!(server.log().contains("Kerberos logon"), "{}", server.log());
 }
+
+#[test]
+fn kerberos_turned_on_by_a_reload_lets_a_ticket_log_on() {
+    if !tools_or_skip("kerberos_turned_on_by_a_reload_lets_a_ticket_log_on") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.kinit();
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let (ok, out) = smbclient_krb(&kdc, &server, "SMB3_11", &[], "ls");
+    assert!(
+        !ok,
+        "a ticket logged on to a server without a keytab: {out}"
+    );
+    let conf = std::fs::read_to_string(server.conf()).unwrap();
+    let with_kerberos = conf.replacen(
+        "[global]\n",
+        &format!(
+            "[global]\n\trealm = {REALM}\n\tkerberos method = dedicated keytab\n\
+             \tdedicated keytab file = {}\n",
+            kdc.keytab().display()
+        ),
+        1,
+    );
+    std::fs::write(server.conf(), with_kerberos).unwrap();
+    let out = Command::new(ringshare_bin())
+        .args(["reload", "--socket"])
+        .arg(server.control_socket())
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "reload: {summary}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(summary.contains("Kerberos: realm RS.TEST"), "{summary}");
+    let (ok, out) = smbclient_krb(&kdc, &server, "SMB3_11", &[], "ls");
+    assert!(ok, "{out}\n{}", server.log());
+}
