@@ -741,3 +741,74 @@ fn kerberos_turned_on_by_a_reload_lets_a_ticket_log_on() {
     let (ok, out) = smbclient_krb(&kdc, &server, "SMB3_11", &[], "ls");
     assert!(ok, "{out}\n{}", server.log());
 }
+
+#[test]
+fn an_ap_req_made_from_an_mit_credential_cache_is_accepted_by_mit_gss() {
+    use ringshare_auth::krb5::{ccache, initiator};
+    let test = "an_ap_req_made_from_an_mit_credential_cache_is_accepted_by_mit_gss";
+    if !raw_tools_or_skip(test) {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.kinit();
+    kdc.run("kvno", &["cifs/fs.rs.test"]);
+    // ringshare's own client side: the service ticket from the cache, an AP-REQ of its own.
+    let (_, creds) = ccache::parse(&std::fs::read(kdc.dir.path().join("ccache")).unwrap()).unwrap();
+    let cred = creds
+        .iter()
+        .find(|c| c.server.0 == ["cifs", "fs.rs.test"])
+        .unwrap_or_else(|| panic!("no service ticket in {creds:?}"));
+    assert_eq!(cred.client.0, [USER]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let params = initiator::AuthenticatorParams {
+        client: cred.client.0.clone(),
+        realm: cred.client.1.clone(),
+        ctime: now,
+        cusec: 4242,
+        subkey: Some((cred.key.0, vec![0x5a; cred.key.1.len()])),
+        seq: 1,
+        bindings: [0; 16],
+        gss_flags: 0x2 | 0x20,
+        mutual: true,
+    };
+    let token = initiator::ap_req(&cred.ticket, (cred.key.0, &cred.key.1), &params).unwrap();
+    // MIT's acceptor takes it, and its AP-REP carries the key both sides then hold.
+    let mut c = Command::new("/usr/bin/python3");
+    kdc.env(&mut c)
+        .env("KRB5_KTNAME", kdc.keytab())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/krb5_accept.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    writeln!(child.stdin.take().unwrap(), "{}", hex(&token)).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "MIT refused the AP-REQ: {text}");
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name}: {text}"))
+            .to_string()
+    };
+    assert_eq!(field("client"), format!("{USER}@{REALM}"));
+    let ap_rep = unhex(&field("ap-rep"));
+    let (subkey, ctime) = initiator::read_ap_rep((cred.key.0, &cred.key.1), &ap_rep).unwrap();
+    assert_eq!(ctime, now);
+    assert_eq!(hex(&subkey.unwrap().1), field("key"));
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}

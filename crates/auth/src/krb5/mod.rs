@@ -11,6 +11,8 @@
 //! clock.
 
 pub mod acceptor;
+pub mod ccache;
+pub mod initiator;
 pub mod keytab;
 pub mod logon_info;
 pub mod mic;

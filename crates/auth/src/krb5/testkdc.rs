@@ -1,22 +1,21 @@
 //! A KDC's half, for tests: mint tickets, authenticators and PACs with known keys, so that
 //! every check of the acceptor can be made to fail on purpose.
 
-use picky_asn1::bit_string::BitString;
 use picky_asn1::restricted_string::IA5String;
 use picky_asn1::wrapper::{
-    Asn1SequenceOf, BitStringAsn1, ExplicitContextTag0, ExplicitContextTag1, ExplicitContextTag10,
+    Asn1SequenceOf, ExplicitContextTag0, ExplicitContextTag1, ExplicitContextTag10,
     ExplicitContextTag2, ExplicitContextTag3, ExplicitContextTag4, ExplicitContextTag5,
     ExplicitContextTag6, ExplicitContextTag7, GeneralStringAsn1, OctetStringAsn1, Optional,
 };
 use picky_asn1_der::application_tag::ApplicationTag;
 use picky_krb::crypto::{ChecksumSuite, CipherSuite};
 use picky_krb::data_types::{
-    AuthenticatorInner, AuthorizationDataInner, Checksum, EncTicketPartInner, EncryptedData,
-    EncryptionKey, PrincipalName, TicketInner, TransitedEncoding,
+    AuthorizationDataInner, EncTicketPartInner, EncryptedData, EncryptionKey, PrincipalName,
+    TicketInner, TransitedEncoding,
 };
-use picky_krb::messages::{ApRep, ApReqInner};
 
-use super::{gss_unwrap, gss_wrap, int_asn1, kerberos_time, TOK_AP_REQ};
+use super::initiator::{self, flags, AuthenticatorParams};
+use super::{int_asn1, kerberos_time};
 
 fn gs(s: &str) -> GeneralStringAsn1 {
     GeneralStringAsn1::from(IA5String::new(s.as_bytes().to_vec()).expect("ascii"))
@@ -36,14 +35,6 @@ fn key(ty: i64, v: &[u8]) -> EncryptionKey {
         key_type: ExplicitContextTag0::from(int_asn1(ty)),
         key_value: ExplicitContextTag1::from(OctetStringAsn1::from(v.to_vec())),
     }
-}
-
-fn flags(bits: &[usize]) -> BitStringAsn1 {
-    let mut b = BitString::with_len(32);
-    for i in bits {
-        b.set(*i, true);
-    }
-    BitStringAsn1::from(b)
 }
 
 /// Everything a ticket and its authenticator say; each field can be spoiled by a test.
@@ -146,62 +137,31 @@ impl Mint {
                 cipher: ExplicitContextTag2::from(OctetStringAsn1::from(enc_part)),
             }),
         });
-        let mut ck = vec![];
-        ck.extend(16u32.to_le_bytes());
-        ck.extend(self.bindings);
-        ck.extend(self.gss_flags.to_le_bytes());
         let who = self.authenticator_client.as_deref().unwrap_or(&self.client);
-        let auth = ApplicationTag::<_, 2>(AuthenticatorInner {
-            authenticator_vno: ExplicitContextTag0::from(int_asn1(5)),
-            crealm: ExplicitContextTag1::from(gs(&self.realm)),
-            cname: ExplicitContextTag2::from(name(&[who], 1)),
-            cksum: Optional::from(Some(ExplicitContextTag3::from(Checksum {
-                cksumtype: ExplicitContextTag0::from(int_asn1(0x8003)),
-                checksum: ExplicitContextTag1::from(OctetStringAsn1::from(ck)),
-            }))),
-            cusec: ExplicitContextTag4::from(int_asn1(self.cusec)),
-            ctime: ExplicitContextTag5::from(kerberos_time(self.ctime)),
-            subkey: Optional::from(
-                self.subkey
-                    .as_ref()
-                    .map(|k| ExplicitContextTag6::from(key(18, k))),
-            ),
-            seq_number: Optional::from(Some(ExplicitContextTag7::from(int_asn1(77)))),
-            authorization_data: Optional::from(None),
-        });
-        let auth_enc = aes
-            .encrypt(
-                &self.session_key,
-                11,
-                &picky_asn1_der::to_vec(&auth).unwrap(),
-            )
-            .unwrap();
-        let req = ApplicationTag::<_, 14>(ApReqInner {
-            pvno: ExplicitContextTag0::from(int_asn1(5)),
-            msg_type: ExplicitContextTag1::from(int_asn1(14)),
-            ap_options: ExplicitContextTag2::from(flags(if self.mutual { &[2] } else { &[] })),
-            ticket: ExplicitContextTag3::from(ticket),
-            authenticator: ExplicitContextTag4::from(EncryptedData {
-                etype: ExplicitContextTag0::from(int_asn1(18)),
-                kvno: Optional::from(None),
-                cipher: ExplicitContextTag2::from(OctetStringAsn1::from(auth_enc)),
-            }),
-        });
-        gss_wrap(TOK_AP_REQ, &picky_asn1_der::to_vec(&req).unwrap())
+        let params = AuthenticatorParams {
+            client: vec![who.to_string()],
+            realm: self.realm.clone(),
+            ctime: self.ctime,
+            cusec: self.cusec,
+            subkey: self.subkey.as_ref().map(|k| (18, k.clone())),
+            seq: 77,
+            bindings: self.bindings,
+            gss_flags: self.gss_flags,
+            mutual: self.mutual,
+        };
+        initiator::ap_req(
+            &picky_asn1_der::to_vec(&ticket).unwrap(),
+            (18, &self.session_key),
+            &params,
+        )
+        .unwrap()
     }
 
     /// What the client reads from the AP-REP: the acceptor subkey.
     pub fn read_ap_rep(&self, token: &[u8]) -> Vec<u8> {
-        let (id, msg) = gss_unwrap(token).unwrap();
-        assert_eq!(id, super::TOK_AP_REP);
-        let rep: ApRep = picky_asn1_der::from_bytes(msg).unwrap();
-        let plain = CipherSuite::Aes256CtsHmacSha196
-            .cipher()
-            .decrypt(&self.session_key, 12, &rep.0.enc_part.0.cipher.0 .0)
-            .unwrap();
-        let part: picky_krb::data_types::EncApRepPart = picky_asn1_der::from_bytes(&plain).unwrap();
-        assert_eq!(super::unix_time(&part.0.ctime.0), self.ctime);
-        part.0.subkey.0.as_ref().unwrap().0.key_value.0 .0.clone()
+        let (subkey, ctime) = initiator::read_ap_rep((18, &self.session_key), token).unwrap();
+        assert_eq!(ctime, self.ctime);
+        subkey.unwrap().1
     }
 }
 

@@ -1,0 +1,149 @@
+//! The client side of the Kerberos GSS exchange (RFC 4121 4.1): an AP-REQ for a ticket the
+//! client holds (from a credential cache, [`super::ccache`]), and the acceptor subkey read from
+//! the AP-REP. Sans-I/O: the time and the fresh key are parameters.
+
+use picky_asn1::bit_string::BitString;
+use picky_asn1::restricted_string::IA5String;
+use picky_asn1::wrapper::{
+    Asn1SequenceOf, BitStringAsn1, ExplicitContextTag0, ExplicitContextTag1, ExplicitContextTag2,
+    ExplicitContextTag3, ExplicitContextTag4, ExplicitContextTag5, ExplicitContextTag6,
+    ExplicitContextTag7, GeneralStringAsn1, OctetStringAsn1, Optional,
+};
+use picky_asn1_der::application_tag::ApplicationTag;
+use picky_krb::crypto::CipherSuite;
+use picky_krb::data_types::{
+    AuthenticatorInner, Checksum, EncApRepPart, EncryptedData, EncryptionKey, PrincipalName, Ticket,
+};
+use picky_krb::messages::{ApRep, ApReqInner};
+
+use super::{etype, gss_unwrap, gss_wrap, int, int_asn1, kerberos_time, refused};
+use super::{TOK_AP_REP, TOK_AP_REQ};
+use crate::AuthError;
+
+/// What the authenticator says (RFC 4120 5.5.1, RFC 4121 4.1.1).
+#[derive(Clone, Debug)]
+pub struct AuthenticatorParams {
+    /// The client's principal name components and realm.
+    pub client: Vec<String>,
+    /// The client's realm.
+    pub realm: String,
+    /// The client's time (Unix seconds) and microseconds.
+    pub ctime: i64,
+    /// Microseconds of `ctime`.
+    pub cusec: i64,
+    /// The initiator's subkey (enctype, key), if one is sent.
+    pub subkey: Option<(i32, Vec<u8>)>,
+    /// The initiator's sequence number.
+    pub seq: u32,
+    /// Channel bindings' MD5 (zero: none).
+    pub bindings: [u8; 16],
+    /// GSS flags (mutual 0x2, confidentiality 0x10, integrity 0x20, ...).
+    pub gss_flags: u32,
+    /// ap-options MUTUAL-REQUIRED.
+    pub mutual: bool,
+}
+
+fn gs(s: &str) -> Result<GeneralStringAsn1, AuthError> {
+    IA5String::new(s.as_bytes().to_vec())
+        .map(GeneralStringAsn1::from)
+        .map_err(|_| AuthError::Malformed("Kerberos name is not IA5"))
+}
+
+fn suite(e: i32) -> Result<CipherSuite, AuthError> {
+    match e {
+        etype::AES256 => Ok(CipherSuite::Aes256CtsHmacSha196),
+        etype::AES128 => Ok(CipherSuite::Aes128CtsHmacSha196),
+        e => Err(refused(format!("enctype {e} not supported"))),
+    }
+}
+
+/// A BIT STRING of 32 bits with `bits` set (ASN.1 numbering).
+pub(crate) fn flags(bits: &[usize]) -> BitStringAsn1 {
+    let mut b = BitString::with_len(32);
+    for i in bits {
+        b.set(*i, true);
+    }
+    BitStringAsn1::from(b)
+}
+
+/// A GSS-framed AP-REQ for `ticket` (its DER) with the ticket's session key.
+pub fn ap_req(
+    ticket: &[u8],
+    session_key: (i32, &[u8]),
+    a: &AuthenticatorParams,
+) -> Result<Vec<u8>, AuthError> {
+    let ticket: Ticket =
+        picky_asn1_der::from_bytes(ticket).map_err(|_| AuthError::Malformed("Ticket"))?;
+    let mut ck = Vec::with_capacity(24);
+    ck.extend(16u32.to_le_bytes());
+    ck.extend(a.bindings);
+    ck.extend(a.gss_flags.to_le_bytes());
+    let names = a
+        .client
+        .iter()
+        .map(|c| gs(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let auth = ApplicationTag::<_, 2>(AuthenticatorInner {
+        authenticator_vno: ExplicitContextTag0::from(int_asn1(5)),
+        crealm: ExplicitContextTag1::from(gs(&a.realm)?),
+        cname: ExplicitContextTag2::from(PrincipalName {
+            name_type: ExplicitContextTag0::from(int_asn1(1)),
+            name_string: ExplicitContextTag1::from(Asn1SequenceOf::from(names)),
+        }),
+        cksum: Optional::from(Some(ExplicitContextTag3::from(Checksum {
+            cksumtype: ExplicitContextTag0::from(int_asn1(0x8003)),
+            checksum: ExplicitContextTag1::from(OctetStringAsn1::from(ck)),
+        }))),
+        cusec: ExplicitContextTag4::from(int_asn1(a.cusec)),
+        ctime: ExplicitContextTag5::from(kerberos_time(a.ctime)),
+        subkey: Optional::from(a.subkey.as_ref().map(|(e, k)| {
+            ExplicitContextTag6::from(EncryptionKey {
+                key_type: ExplicitContextTag0::from(int_asn1(i64::from(*e))),
+                key_value: ExplicitContextTag1::from(OctetStringAsn1::from(k.clone())),
+            })
+        })),
+        seq_number: Optional::from(Some(ExplicitContextTag7::from(int_asn1(i64::from(a.seq))))),
+        authorization_data: Optional::from(None),
+    });
+    let plain = picky_asn1_der::to_vec(&auth).map_err(|_| refused("encoding Authenticator"))?;
+    let enc = suite(session_key.0)?
+        .cipher()
+        .encrypt(session_key.1, 11, &plain)
+        .map_err(|e| refused(format!("encrypting the authenticator: {e}")))?;
+    let req = ApplicationTag::<_, 14>(ApReqInner {
+        pvno: ExplicitContextTag0::from(int_asn1(5)),
+        msg_type: ExplicitContextTag1::from(int_asn1(14)),
+        ap_options: ExplicitContextTag2::from(flags(if a.mutual { &[2] } else { &[] })),
+        ticket: ExplicitContextTag3::from(ticket),
+        authenticator: ExplicitContextTag4::from(EncryptedData {
+            etype: ExplicitContextTag0::from(int_asn1(i64::from(session_key.0))),
+            kvno: Optional::from(None),
+            cipher: ExplicitContextTag2::from(OctetStringAsn1::from(enc)),
+        }),
+    });
+    let der = picky_asn1_der::to_vec(&req).map_err(|_| refused("encoding AP-REQ"))?;
+    Ok(gss_wrap(TOK_AP_REQ, &der))
+}
+
+/// What the AP-REP says: the acceptor subkey (enctype, key), if any, and the ctime it echoes.
+pub fn read_ap_rep(
+    session_key: (i32, &[u8]),
+    token: &[u8],
+) -> Result<(Option<(i32, Vec<u8>)>, i64), AuthError> {
+    let (id, msg) = gss_unwrap(token)?;
+    if id != TOK_AP_REP {
+        return Err(refused("the server's token is not an AP-REP"));
+    }
+    let rep: ApRep = picky_asn1_der::from_bytes(msg).map_err(|_| AuthError::Malformed("AP-REP"))?;
+    let plain = suite(session_key.0)?
+        .cipher()
+        .decrypt(session_key.1, 12, &rep.0.enc_part.0.cipher.0 .0)
+        .map_err(|_| refused("the AP-REP does not decrypt with the ticket's session key"))?;
+    let part: EncApRepPart =
+        picky_asn1_der::from_bytes(&plain).map_err(|_| AuthError::Malformed("EncAPRepPart"))?;
+    let subkey = match part.0.subkey.0.as_ref() {
+        Some(k) => Some((int(&k.0.key_type.0)? as i32, k.0.key_value.0 .0.clone())),
+        None => None,
+    };
+    Ok((subkey, super::unix_time(&part.0.ctime.0)))
+}
