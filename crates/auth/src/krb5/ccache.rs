@@ -11,13 +11,16 @@ pub const CCACHE_SIZE_MAX: usize = 4 << 20;
 /// The most credentials kept.
 pub const CREDENTIALS_MAX: usize = 4096;
 
+/// A principal: its name components and realm.
+pub type Principal = (Vec<String>, String);
+
 /// One credential: a ticket and what the client needs to use it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credential {
     /// The client's principal components and realm.
-    pub client: (Vec<String>, String),
+    pub client: Principal,
     /// The service's principal components and realm.
-    pub server: (Vec<String>, String),
+    pub server: Principal,
     /// The ticket's session key and its enctype.
     pub key: (i32, Vec<u8>),
     /// Auth, start and end time (Unix seconds).
@@ -76,7 +79,7 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Result<String, AuthError> {
         String::from_utf8(self.data()?.to_vec()).map_err(|_| bad("ccache name is not UTF-8"))
     }
-    fn principal(&mut self) -> Result<(Vec<String>, String), AuthError> {
+    fn principal(&mut self) -> Result<Principal, AuthError> {
         let _name_type = self.u32()?;
         let count = self.u32()? as usize;
         if count > 8 {
@@ -105,7 +108,7 @@ impl<'a> Reader<'a> {
 
 /// Parse a ccache file: its default principal and its credentials (configuration entries, whose
 /// service realm is `X-CACHECONF:`, left out).
-pub fn parse(data: &[u8]) -> Result<((Vec<String>, String), Vec<Credential>), AuthError> {
+pub fn parse(data: &[u8]) -> Result<(Principal, Vec<Credential>), AuthError> {
     if data.len() > CCACHE_SIZE_MAX {
         return Err(bad("ccache too large"));
     }

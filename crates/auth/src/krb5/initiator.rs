@@ -125,11 +125,14 @@ pub fn ap_req(
     Ok(gss_wrap(TOK_AP_REQ, &der))
 }
 
-/// What the AP-REP says: the acceptor subkey (enctype, key), if any, and the ctime it echoes.
+/// A key and its enctype.
+pub type Key = (i32, Vec<u8>);
+
+/// What the AP-REP says: the acceptor subkey, if any, and the ctime it echoes.
 pub fn read_ap_rep(
     session_key: (i32, &[u8]),
     token: &[u8],
-) -> Result<(Option<(i32, Vec<u8>)>, i64), AuthError> {
+) -> Result<(Option<Key>, i64), AuthError> {
     let (id, msg) = gss_unwrap(token)?;
     if id != TOK_AP_REP {
         return Err(refused("the server's token is not an AP-REP"));
