@@ -1,5 +1,6 @@
 //! `ringshare limit`: the plain file-to-socket sender that bounds what any file server can do
-//! on this machine, and the sink it sends to.
+//! on this machine, the sink it sends to, and the plain receiver that writes what it receives
+//! into a new file (the write side: [`recv`]).
 //!
 //! On loopback the receiver's TCP work is charged to the sender, so even a perfect server
 //! spends CPU per GiB sent. The floor is a sender with no protocol at all: `send` moves a whole
@@ -21,10 +22,13 @@ use std::time::Instant;
 use clap::{Args, Subcommand, ValueEnum};
 use rustix::pipe::SpliceFlags;
 
+pub mod recv;
+use recv::RecvMode;
+
 const GIB: f64 = (1u64 << 30) as f64;
 const MIB: usize = 1 << 20;
 
-/// `ringshare limit sink|send ...`
+/// `ringshare limit sink|send|recv ...`
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct LimitArgs {
     /// Which end to run.
@@ -32,7 +36,7 @@ pub struct LimitArgs {
     pub command: LimitCommand,
 }
 
-/// The two ends of a measurement.
+/// The ends of a measurement.
 #[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
 pub enum LimitCommand {
     /// Accept one connection and receive until EOF.
@@ -61,6 +65,24 @@ pub enum LimitCommand {
         /// Make the socket non-blocking and wait in poll(2) when it is full (default: blocking).
         #[arg(long)]
         nonblocking: bool,
+    },
+    /// Accept one connection and write what it sends into a new file until EOF.
+    Recv {
+        /// How the bytes move.
+        #[arg(long, value_enum)]
+        mode: RecvMode,
+        /// Address to listen on (port 0: any free port, announced on standard error).
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: SocketAddr,
+        /// The file to write: removed first if it exists, and again at the end unless --keep.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Bytes per write.
+        #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
+        chunk: usize,
+        /// Leave the file in place at the end.
+        #[arg(long)]
+        keep: bool,
     },
 }
 
@@ -97,10 +119,10 @@ impl Mode {
 /// What one end measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Report {
-    /// `"sink"` or `"send"`.
+    /// `"sink"`, `"send"` or `"recv"`.
     pub role: &'static str,
-    /// The sender's mode; `None` for the sink.
-    pub mode: Option<Mode>,
+    /// The sender's or receiver's mode; `None` for the sink.
+    pub mode: Option<&'static str>,
     /// Bytes received or sent.
     pub bytes: u64,
     /// Wall-clock seconds from connection to EOF (sink) or last byte handed to the kernel (send).
@@ -130,9 +152,7 @@ impl Report {
 
     /// The one-line form: `role=send mode=sendfile bytes=... wall_s=... cpu_s=... gbps=...`.
     pub fn line(&self) -> String {
-        let mode = self
-            .mode
-            .map_or(String::new(), |m| format!(" mode={}", m.name()));
+        let mode = self.mode.map_or(String::new(), |m| format!(" mode={m}"));
         format!(
             "role={}{mode} bytes={} wall_s={:.6} cpu_s={:.6} gbps={:.6} cpu_s_per_gib={:.6}",
             self.role,
@@ -304,6 +324,35 @@ pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
                 cpu_s: cpu_now() - c0,
             }
         }
+        LimitCommand::Recv {
+            mode,
+            listen,
+            file,
+            chunk,
+            keep,
+        } => {
+            let l = TcpListener::bind(listen).map_err(|e| format!("listen on {listen}: {e}"))?;
+            let local = l.local_addr().map_err(|e| e.to_string())?;
+            let f = recv::create_new(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            eprintln!("ringshare limit recv: listening on {local}");
+            let (mut s, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
+            s.set_nodelay(true).map_err(|e| e.to_string())?;
+            let (t0, c0) = (Instant::now(), cpu_now());
+            let bytes = recv::receive_into(mode, &mut s, &f, chunk)
+                .map_err(|e| format!("receive ({}): {e}", mode.name()))?;
+            let r = Report {
+                role: "recv",
+                mode: Some(mode.name()),
+                bytes,
+                wall_s: t0.elapsed().as_secs_f64(),
+                cpu_s: cpu_now() - c0,
+            };
+            drop(f);
+            if !keep {
+                let _ = std::fs::remove_file(&file);
+            }
+            r
+        }
         LimitCommand::Send {
             mode,
             file,
@@ -333,7 +382,7 @@ pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
             s.set_nonblocking(false).map_err(|e| e.to_string())?;
             let r = Report {
                 role: "send",
-                mode: Some(mode),
+                mode: Some(mode.name()),
                 bytes,
                 wall_s: t0.elapsed().as_secs_f64(),
                 cpu_s: cpu_now() - c0,
@@ -364,7 +413,7 @@ mod tests {
     fn report_line_carries_rate_and_cpu_per_gib() {
         let r = Report {
             role: "send",
-            mode: Some(Mode::Splice),
+            mode: Some(Mode::Splice.name()),
             bytes: 2 << 30,
             wall_s: 1.0,
             cpu_s: 0.5,
