@@ -65,30 +65,7 @@ fn tools_or_skip(test: &str) -> bool {
 impl Kdc {
     fn start() -> Kdc {
         let dir = TempDir::new("krb5");
-        let port = free_port();
-        let d = dir.path().display().to_string();
-        std::fs::write(
-            dir.path().join("krb5.conf"),
-            format!(
-                "[libdefaults]\n default_realm = {REALM}\n dns_lookup_realm = false\n \
-                 dns_lookup_kdc = false\n rdns = false\n dns_canonicalize_hostname = false\n \
-                 udp_preference_limit = 1\n\
-                 [realms]\n {REALM} = {{\n  kdc = 127.0.0.1:{port}\n }}\n\
-                 [domain_realm]\n fs.rs.test = {REALM}\n"
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path().join("kdc.conf"),
-            format!(
-                "[kdcdefaults]\n kdc_ports = {port}\n kdc_tcp_ports = {port}\n\
-                 [realms]\n {REALM} = {{\n  database_name = {d}/principal\n  \
-                 key_stash_file = {d}/stash\n  acl_file = {d}/kadm5.acl\n  max_life = 10h\n  \
-                 supported_enctypes = aes256-cts-hmac-sha1-96:normal aes128-cts-hmac-sha1-96:normal\n }}\n\
-                 [logging]\n kdc = FILE:{d}/kdc.log\n"
-            ),
-        )
-        .unwrap();
+        Self::write_confs(dir.path(), free_port());
         std::fs::write(dir.path().join("kadm5.acl"), "").unwrap();
         let mut kdc = Kdc {
             child: Command::new("true").spawn().unwrap(),
@@ -101,24 +78,69 @@ impl Kdc {
         kdc.admin(&format!("addprinc -pw {PASSWORD} {USER}"));
         kdc.admin("addprinc -randkey cifs/fs.rs.test");
         let _ = kdc.child.wait();
-        kdc.child = kdc
-            .env(&mut Command::new("krb5kdc"))
-            .args(["-n", "-r", REALM])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start krb5kdc");
-        // Wait until it answers.
-        let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "krb5kdc did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        // Another test may take the port between its choice and the KDC's bind: then the KDC
+        // exits, and it is started again on another.
+        for attempt in 0.. {
+            let port = free_port();
+            Self::write_confs(kdc.dir.path(), port);
+            kdc.child = kdc
+                .env(&mut Command::new("krb5kdc"))
+                .args(["-n", "-r", REALM])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start krb5kdc");
+            if kdc.listening(port) {
+                break;
+            }
+            let _ = kdc.child.kill();
+            let _ = kdc.child.wait();
+            assert!(attempt < 5, "krb5kdc did not start");
         }
         kdc.ktadd(&kdc.keytab());
         kdc
+    }
+
+    /// Whether the KDC answers on `port` within 10 s (false when it exited).
+    fn listening(&mut self, port: u16) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return false;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// krb5.conf and kdc.conf for a KDC on `port`.
+    fn write_confs(dir: &Path, port: u16) {
+        let d = dir.display().to_string();
+        std::fs::write(
+            dir.join("krb5.conf"),
+            format!(
+                "[libdefaults]\n default_realm = {REALM}\n dns_lookup_realm = false\n \
+                 dns_lookup_kdc = false\n rdns = false\n dns_canonicalize_hostname = false\n \
+                 udp_preference_limit = 1\n\
+                 [realms]\n {REALM} = {{\n  kdc = 127.0.0.1:{port}\n }}\n\
+                 [domain_realm]\n fs.rs.test = {REALM}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("kdc.conf"),
+            format!(
+                "[kdcdefaults]\n kdc_ports = {port}\n kdc_tcp_ports = {port}\n\
+                 [realms]\n {REALM} = {{\n  database_name = {d}/principal\n  \
+                 key_stash_file = {d}/stash\n  acl_file = {d}/kadm5.acl\n  max_life = 10h\n  \
+                 supported_enctypes = aes256-cts-hmac-sha1-96:normal aes128-cts-hmac-sha1-96:normal\n }}\n\
+                 [logging]\n kdc = FILE:{d}/kdc.log\n"
+            ),
+        )
+        .unwrap();
     }
 
     /// A copy of /etc/hosts that also names fs.rs.test (for tools that take no address).
