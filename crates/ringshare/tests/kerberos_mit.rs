@@ -269,10 +269,15 @@ fn kerberos_server(kdc: &Kdc) -> Server {
 }
 
 fn kerberos_server_with(kdc: &Kdc, env: Vec<(String, String)>) -> Server {
+    kerberos_server_sections(kdc, env, "")
+}
+
+/// [`kerberos_server_with`], with more share `sections` before the test share.
+fn kerberos_server_sections(kdc: &Kdc, env: Vec<(String, String)>, sections: &str) -> Server {
     let extra: &'static str = Box::leak(
         format!(
             "\trealm = {REALM}\n\tkerberos method = dedicated keytab\n\
-             \tdedicated keytab file = {}\n",
+             \tdedicated keytab file = {}\n{sections}",
             kdc.keytab().display()
         )
         .into_boxed_str(),
@@ -537,13 +542,21 @@ fn a_kerberos_session_ends_with_its_ticket_as_network_session_expired() {
 /// smbtorture `SUITE` over Kerberos against `port` (the name fs.rs.test is made to point at
 /// 127.0.0.1 in a private mount namespace, since smbtorture cannot be given an address): the
 /// names of the tests that passed, and of those that did not (with why).
+/// The tests smbtorture passed, and those it did not (with why).
+type Outcome = (Vec<String>, Vec<String>);
+
+fn extend(into: &mut Vec<String>, more: Vec<String>) {
+    into.extend(more);
+}
+
 fn torture_over_kerberos(
     kdc: &Kdc,
     hosts: &Path,
     client_conf: &Path,
     port: u16,
-    suite: &str,
-) -> (Vec<String>, Vec<String>) {
+    share: &str,
+    tests: &[String],
+) -> Outcome {
     let mut c = Command::new("timeout");
     kdc.env(&mut c)
         .args(["600", "unshare", "-m", "sh", "-c"])
@@ -554,9 +567,11 @@ fn torture_over_kerberos(
         .arg("smbtorture")
         .arg("-s")
         .arg(client_conf)
-        .args(["//fs.rs.test/share", "-p", &port.to_string()])
+        .arg(format!("//fs.rs.test/{share}"))
+        .args(["-p", &port.to_string()])
         .arg(format!("-U{USER}%{PASSWORD}"))
-        .args(["--use-kerberos=required", "--target=samba3", suite])
+        .args(["--use-kerberos=required", "--target=samba3"])
+        .args(tests)
         .stdin(Stdio::null());
     let out = c.output().expect("run smbtorture");
     let text =
@@ -573,7 +588,7 @@ fn torture_over_kerberos(
     }
     assert!(
         !passed.is_empty() || !other.is_empty(),
-        "smbtorture {suite} ran no test:\n{text}"
+        "smbtorture {tests:?} ran no test:\n{text}"
     );
     (passed, other)
 }
@@ -591,11 +606,21 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
     kdc.admin("modprinc +no_auth_data_required cifs/fs.rs.test");
     // smbtorture takes the user's ticket-granting ticket from the cache.
     kdc.kinit();
-    let rs = kerberos_server(&kdc);
+    // smb2.session.expire2s/e wait for a change notification on the share's root that must not
+    // come: they get a share of their own, on both servers.
     let samba_dir = TempDir::new("krb5-samba");
-    let share = samba_dir.path().join("share");
-    std::fs::create_dir_all(&share).unwrap();
-    chown_tree(&share, twin::uid(USER));
+    let (share, quiet, rs_quiet) = (
+        samba_dir.path().join("share"),
+        samba_dir.path().join("quiet"),
+        samba_dir.path().join("rs-quiet"),
+    );
+    for d in [&share, &quiet, &rs_quiet] {
+        std::fs::create_dir_all(d).unwrap();
+        chown_tree(d, twin::uid(USER));
+    }
+    let quiet_section =
+        |path: &Path| format!("\n[quiet]\n\tpath = {}\n\tread only = no\n", path.display());
+    let rs = kerberos_server_sections(&kdc, Vec::new(), &quiet_section(&rs_quiet));
     let samba = twin::start_samba(
         &samba_dir.path().join("smbd"),
         twin::Net::Loopback,
@@ -604,37 +629,76 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
              \tdedicated keytab file = {}\n\tserver multi channel support = yes\n",
             kdc.keytab().display()
         ),
-        &format!("[share]\n\tpath = {}\n\tread only = no\n", share.display()),
+        &format!(
+            "[share]\n\tpath = {}\n\tread only = no\n{}",
+            share.display(),
+            quiet_section(&quiet)
+        ),
         &[USER],
     );
     let hosts = kdc.hosts_file();
-    let mut report = String::new();
-    let mut missing = Vec::new();
-    for suite in ["smb2.session", "smb2.connect"] {
-        let ((rs_ok, rs_bad), (smbd_ok, smbd_bad)) = std::thread::scope(|s| {
-            let a =
-                s.spawn(|| torture_over_kerberos(&kdc, &hosts, rs.client_conf(), rs.port, suite));
-            let b = s
-                .spawn(|| torture_over_kerberos(&kdc, &hosts, rs.client_conf(), samba.port, suite));
-            (a.join().unwrap(), b.join().unwrap())
-        });
-        report.push_str(&format!(
-            "{suite}: ringshare {} passed, {} not; Samba {} passed, {} not\n  ringshare not: {:?}\n  \
-             Samba not: {:?}\n",
-            rs_ok.len(),
-            rs_bad.len(),
-            smbd_ok.len(),
-            smbd_bad.len(),
-            rs_bad,
-            smbd_bad
-        ));
-        // The reference must have run: a rig that logs on to neither server proves nothing.
-        assert!(
-            smbd_ok.len() * 2 > smbd_ok.len() + smbd_bad.len(),
-            "Samba passed too little of {suite} over Kerberos: the rig is broken\n{report}"
-        );
-        missing.extend(smbd_ok.iter().filter(|t| !rs_ok.contains(t)).cloned());
+    // The expire tests sleep (10-20 s each): they run beside the others, each group against each
+    // server at once.
+    let listed = Command::new("smbtorture")
+        .args(["--list", "smb2.session"])
+        .output()
+        .unwrap();
+    let session: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("smb2.session."))
+        .map(|l| format!("smb2.session.{}", l.split('.').next().unwrap_or(l)))
+        .collect();
+    assert!(
+        session.len() > 50,
+        "smbtorture --list smb2.session: {session:?}"
+    );
+    let (slow, quick): (Vec<String>, Vec<String>) =
+        session.into_iter().partition(|t| t.contains(".expire"));
+    let (notify, slow): (Vec<String>, Vec<String>) =
+        slow.into_iter().partition(|t| t.contains(".expire2"));
+    // Each other expire test on its own (they mostly sleep), the rest in one run, smb2.connect
+    // too; (share, tests).
+    let mut groups: Vec<(&str, Vec<String>)> = vec![("quiet", notify), ("share", quick)];
+    groups.extend(slow.into_iter().map(|t| ("share", vec![t])));
+    groups.push(("share", vec!["smb2.connect".to_string()]));
+    let results: Vec<(Outcome, Outcome)> = std::thread::scope(|s| {
+        let runs: Vec<_> = groups
+            .iter()
+            .map(|(sh, g)| {
+                let (kdc, hosts, conf) = (&kdc, &hosts, rs.client_conf());
+                (
+                    s.spawn(move || torture_over_kerberos(kdc, hosts, conf, rs.port, sh, g)),
+                    s.spawn(move || torture_over_kerberos(kdc, hosts, conf, samba.port, sh, g)),
+                )
+            })
+            .collect();
+        runs.into_iter()
+            .map(|(a, b)| (a.join().unwrap(), b.join().unwrap()))
+            .collect()
+    });
+    let (mut rs_ok, mut rs_bad, mut smbd_ok, mut smbd_bad) = Default::default();
+    for ((a_ok, a_bad), (b_ok, b_bad)) in results {
+        extend(&mut rs_ok, a_ok);
+        extend(&mut rs_bad, a_bad);
+        extend(&mut smbd_ok, b_ok);
+        extend(&mut smbd_bad, b_bad);
     }
+    let report = format!(
+        "smb2.session and smb2.connect: ringshare {} passed, {} not; Samba {} passed, {} not\n  \
+         ringshare not: {:?}\n  Samba not: {:?}\n",
+        rs_ok.len(),
+        rs_bad.len(),
+        smbd_ok.len(),
+        smbd_bad.len(),
+        rs_bad,
+        smbd_bad
+    );
+    // The reference must have run: a rig that logs on to neither server proves nothing.
+    assert!(
+        smbd_ok.len() * 2 > smbd_ok.len() + smbd_bad.len() && smbd_ok.contains(&"connect".into()),
+        "Samba passed too little over Kerberos: the rig is broken\n{report}"
+    );
+    let missing: Vec<&String> = smbd_ok.iter().filter(|t| !rs_ok.contains(t)).collect();
     eprintln!("{report}");
     assert!(
         missing.is_empty(),
