@@ -4,6 +4,7 @@
 //!
 //! Bounded like the keytab parser: no length may run past the file, and the counts are capped.
 
+use super::BeReader;
 use crate::AuthError;
 
 /// The largest ccache read.
@@ -48,47 +49,26 @@ fn bad(what: &'static str) -> AuthError {
     AuthError::Malformed(what)
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], AuthError> {
-        if n > self.buf.len() {
-            return Err(bad("ccache truncated"));
-        }
-        let (h, t) = self.buf.split_at(n);
-        self.buf = t;
-        Ok(h)
-    }
-    fn u8(&mut self) -> Result<u8, AuthError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16, AuthError> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Result<u32, AuthError> {
-        let b = self.take(4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn data(&mut self) -> Result<&'a [u8], AuthError> {
+/// The ccache's counted data (32-bit lengths), principals and lists.
+impl<'a> BeReader<'a> {
+    fn ccache_data(&mut self) -> Result<&'a [u8], AuthError> {
         let n = self.u32()? as usize;
         self.take(n)
     }
-    fn string(&mut self) -> Result<String, AuthError> {
-        String::from_utf8(self.data()?.to_vec()).map_err(|_| bad("ccache name is not UTF-8"))
+    fn ccache_string(&mut self) -> Result<String, AuthError> {
+        let n = self.u32()? as usize;
+        self.utf8(n, "ccache name is not UTF-8")
     }
-    fn principal(&mut self) -> Result<Principal, AuthError> {
+    fn ccache_principal(&mut self) -> Result<Principal, AuthError> {
         let _name_type = self.u32()?;
         let count = self.u32()? as usize;
         if count > 8 {
             return Err(bad("ccache principal with too many components"));
         }
-        let realm = self.string()?;
+        let realm = self.ccache_string()?;
         let mut parts = Vec::with_capacity(count);
         for _ in 0..count {
-            parts.push(self.string()?);
+            parts.push(self.ccache_string()?);
         }
         Ok((parts, realm))
     }
@@ -100,7 +80,7 @@ impl<'a> Reader<'a> {
         }
         for _ in 0..n {
             self.u16()?;
-            self.data()?;
+            self.ccache_data()?;
         }
         Ok(())
     }
@@ -112,22 +92,22 @@ pub fn parse(data: &[u8]) -> Result<(Principal, Vec<Credential>), AuthError> {
     if data.len() > CCACHE_SIZE_MAX {
         return Err(bad("ccache too large"));
     }
-    let mut r = Reader { buf: data };
+    let mut r = BeReader::new(data, "ccache truncated");
     if r.u16()? != 0x0504 {
         return Err(AuthError::Unsupported("ccache format other than 0x0504"));
     }
     let header_len = r.u16()? as usize;
     r.take(header_len)?;
-    let default = r.principal()?;
+    let default = r.ccache_principal()?;
     let mut creds = Vec::new();
     while !r.buf.is_empty() {
         if creds.len() >= CREDENTIALS_MAX {
             return Err(bad("ccache has too many credentials"));
         }
-        let client = r.principal()?;
-        let server = r.principal()?;
+        let client = r.ccache_principal()?;
+        let server = r.ccache_principal()?;
         let enctype = r.u16()? as i16 as i32;
-        let key = r.data()?.to_vec();
+        let key = r.ccache_data()?.to_vec();
         let auth = r.u32()? as i64;
         let start = r.u32()? as i64;
         let end = r.u32()? as i64;
@@ -136,8 +116,8 @@ pub fn parse(data: &[u8]) -> Result<(Principal, Vec<Credential>), AuthError> {
         let _flags = r.u32()?;
         r.skip_list()?; // addresses
         r.skip_list()?; // authorization data
-        let ticket = r.data()?.to_vec();
-        let _second_ticket = r.data()?;
+        let ticket = r.ccache_data()?.to_vec();
+        let _second_ticket = r.ccache_data()?;
         if server.1 == "X-CACHECONF:" {
             continue;
         }

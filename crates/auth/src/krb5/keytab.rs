@@ -9,6 +9,7 @@
 //! capped. Every entry is kept, so keys of earlier versions still open tickets issued before a
 //! machine password changed.
 
+use super::BeReader;
 use crate::AuthError;
 
 /// The largest keytab read.
@@ -61,35 +62,10 @@ fn bad(what: &'static str) -> AuthError {
     AuthError::Malformed(what)
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], AuthError> {
-        if n > self.buf.len() {
-            return Err(bad("keytab entry truncated"));
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8, AuthError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16, AuthError> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Result<u32, AuthError> {
-        let b = self.take(4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn string(&mut self) -> Result<String, AuthError> {
-        let n = self.u16()? as usize;
-        let b = self.take(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| bad("keytab name is not UTF-8"))
-    }
+/// A keytab's counted string: a 16-bit length, then UTF-8.
+fn string(r: &mut BeReader<'_>) -> Result<String, AuthError> {
+    let n = r.u16()? as usize;
+    r.utf8(n, "keytab name is not UTF-8")
 }
 
 impl Keytab {
@@ -103,7 +79,7 @@ impl Keytab {
             [0x05, 0x01, ..] => return Err(AuthError::Unsupported("keytab version 0x0501")),
             _ => return Err(bad("not a keytab (no 05 02 header)")),
         }
-        let mut r = Reader { buf: &data[2..] };
+        let mut r = BeReader::new(&data[2..], "keytab entry truncated");
         let mut entries = Vec::new();
         while !r.buf.is_empty() {
             let len = r.u32()? as i32;
@@ -124,15 +100,15 @@ impl Keytab {
     }
 
     fn entry(record: &[u8]) -> Result<KeytabEntry, AuthError> {
-        let mut r = Reader { buf: record };
+        let mut r = BeReader::new(record, "keytab entry truncated");
         let count = r.u16()? as usize;
         if count == 0 || count > 8 {
             return Err(bad("keytab principal with a bad component count"));
         }
-        let realm = r.string()?;
+        let realm = string(&mut r)?;
         let mut components = Vec::with_capacity(count);
         for _ in 0..count {
-            components.push(r.string()?);
+            components.push(string(&mut r)?);
         }
         let _name_type = r.u32()?;
         let _timestamp = r.u32()?;

@@ -51,6 +51,42 @@ pub mod etype {
 /// SESSION_SETUP buffer is capped before this).
 pub const TOKEN_SIZE_MAX: usize = 64 * 1024;
 
+/// A bounds-checked big-endian reader, for the keytab and ccache files: a length past the end
+/// is `truncated`, never a panic.
+pub(crate) struct BeReader<'a> {
+    pub(crate) buf: &'a [u8],
+    truncated: &'static str,
+}
+
+impl<'a> BeReader<'a> {
+    pub(crate) fn new(buf: &'a [u8], truncated: &'static str) -> Self {
+        BeReader { buf, truncated }
+    }
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], AuthError> {
+        if n > self.buf.len() {
+            return Err(AuthError::Malformed(self.truncated));
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+    pub(crate) fn u8(&mut self) -> Result<u8, AuthError> {
+        Ok(self.take(1)?[0])
+    }
+    pub(crate) fn u16(&mut self) -> Result<u16, AuthError> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+    pub(crate) fn u32(&mut self) -> Result<u32, AuthError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    /// `n` bytes as UTF-8.
+    pub(crate) fn utf8(&mut self, n: usize, what: &'static str) -> Result<String, AuthError> {
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| AuthError::Malformed(what))
+    }
+}
+
 pub(crate) fn refused(why: impl Into<String>) -> AuthError {
     AuthError::Kerberos(why.into())
 }
