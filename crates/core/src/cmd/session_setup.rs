@@ -569,6 +569,14 @@ fn kerberos_user(step: ServerStep) -> Result<ServerStep, AuthError> {
             "principal {name} is not of the form user@REALM"
         )));
     }
+    // The acceptor checked that the ticket is for the server's realm; a client of another realm
+    // (cross-realm trust) is someone else than the local account of that name.
+    let service_realm = k.service.rsplit('@').next().unwrap_or_default();
+    if !k.client_realm.eq_ignore_ascii_case(service_realm) {
+        return Err(AuthError::Kerberos(format!(
+            "principal {name} is of another realm than this server's ({service_realm})"
+        )));
+    }
     if k.pac
         .as_ref()
         .is_some_and(|p| p.buffer(pac::buffer::LOGON_INFO).is_some())
@@ -860,4 +868,62 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     r.seal = seal;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_auth::krb5::acceptor::Accepted;
+    use ringshare_auth::ntlm::AuthResult;
+
+    fn ticket_of(client: &[&str], realm: &str) -> ServerStep {
+        let acc = Accepted {
+            client: client.iter().map(|c| c.to_string()).collect(),
+            client_realm: realm.into(),
+            service: "cifs/fs.rs.test@RS.TEST".into(),
+            key_entry: String::new(),
+            session_key: vec![1; 32],
+            key_etype: 18,
+            initiator_key: (vec![2; 32], 18),
+            seq: 1,
+            token: Vec::new(),
+            auth_time: 0,
+            end_time: 0,
+            pac: None,
+        };
+        ServerStep::Done {
+            token: Vec::new(),
+            result: AuthResult {
+                kind: AuthKind::User,
+                user: client.join("/"),
+                domain: realm.into(),
+                workstation: String::new(),
+                session_key: vec![1; 32],
+                kerberos: Some(Box::new(acc)),
+            },
+        }
+    }
+
+    fn refusal(step: ServerStep) -> String {
+        match kerberos_user(step) {
+            Err(AuthError::Kerberos(why)) => why,
+            Err(e) => panic!("refused otherwise: {e}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn a_principal_of_the_servers_realm_acts_as_the_unix_user_of_its_name() {
+        let Ok(ServerStep::Done { result, .. }) = kerberos_user(ticket_of(&["alice"], "rs.test"))
+        else {
+            panic!("refused")
+        };
+        assert_eq!(result.user, "alice");
+    }
+
+    #[test]
+    fn a_principal_of_another_realm_or_with_instances_is_refused() {
+        assert!(refusal(ticket_of(&["alice"], "OTHER.TEST")).contains("another realm"));
+        assert!(refusal(ticket_of(&["alice", "admin"], "RS.TEST")).contains("not of the form"));
+    }
 }
