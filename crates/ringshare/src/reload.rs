@@ -19,6 +19,18 @@ use ringshare_core::ServerState;
 
 use crate::config::{self, Config, Global};
 
+/// A keytab as read: the file's fingerprint (taken before the read, so that a change made
+/// during it is seen next time) and the acceptor's configuration (None: no keytab configured).
+type ReadKeytab = (
+    Option<crate::kerberos::Fingerprint>,
+    Option<ringshare_auth::krb5::acceptor::AcceptorConfig>,
+);
+
+fn read_keytab(g: &Global) -> Result<ReadKeytab, String> {
+    let seen = g.keytab().and_then(|p| crate::kerberos::fingerprint(&p));
+    Ok((seen, crate::kerberos::load(g)?))
+}
+
 /// Sets the log level (`log level`) of the running process.
 pub type SetLogLevel = dyn Fn(u32) + Send + Sync;
 
@@ -57,8 +69,11 @@ impl Reloader {
 
     /// Read the keytab of `g` and hand it to the server; remembers the file's fingerprint.
     pub fn apply_keytab(&self, g: &Global) -> Result<Option<String>, String> {
-        let seen = g.keytab().and_then(|p| crate::kerberos::fingerprint(&p));
-        let k = crate::kerberos::load(g)?;
+        Ok(self.install_keytab(read_keytab(g)?))
+    }
+
+    /// Hand a keytab read by [`read_keytab`] to the server: what the reload summary says of it.
+    fn install_keytab(&self, (seen, k): ReadKeytab) -> Option<String> {
         let what = k.as_ref().map(|k| {
             format!(
                 "Kerberos: realm {}, {} keys",
@@ -68,18 +83,20 @@ impl Reloader {
         });
         self.server.set_kerberos(k);
         *crate::lock(&self.keytab_seen) = seen;
-        Ok(what)
+        what
     }
 
     /// Read the keytab again when its file changed since it was last read (a rotated machine
     /// password); a keytab that cannot be read now leaves the keys in use as they are.
     pub fn check_keytab(&self) {
-        let g = crate::lock(&self.current).global.clone();
-        let Some(path) = g.keytab() else { return };
+        let Some(path) = crate::lock(&self.current).global.keytab() else {
+            return;
+        };
         let now = crate::kerberos::fingerprint(&path);
         if now.is_none() || now == *crate::lock(&self.keytab_seen) {
             return;
         }
+        let g = crate::lock(&self.current).global.clone();
         match self.apply_keytab(&g) {
             Ok(_) => tracing::info!("the keytab {} changed and was read again", path.display()),
             Err(e) => {
@@ -130,8 +147,8 @@ impl Reloader {
         }
         let users = SmbPasswd::load(&next.global.smb_passwd_file)
             .map_err(|e| format!("{}: {e}", next.global.smb_passwd_file.display()))?;
-        // Checked before anything is applied: a keytab that cannot be read refuses the reload.
-        crate::kerberos::load(&next.global)?;
+        // Read before anything is applied: a keytab that cannot be read refuses the reload.
+        let keytab = read_keytab(&next.global)?;
         let running = self.server.shares();
         let mut summary = Vec::new();
         let mut set = ShareSet {
@@ -178,7 +195,7 @@ impl Reloader {
         let user_count = users.entries().len();
         self.server.replace_users(Arc::new(users));
         self.server.replace_shares(set);
-        if let Some(k) = self.apply_keytab(&next.global)? {
+        if let Some(k) = self.install_keytab(keytab) {
             summary.push(k);
         }
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
