@@ -116,11 +116,7 @@ impl ServerAuth {
         ap_req: &[u8],
         mech: Option<Vec<u8>>,
     ) -> Result<ServerStep, AuthError> {
-        let k = self
-            .kerberos
-            .as_ref()
-            .ok_or(AuthError::Unsupported("Kerberos is not configured"))?;
-        let acc = acceptor::accept(&k.config, ap_req, k.now_unix, &k.fresh, &k.replay)?;
+        let acc = self.accept_ticket(ap_req)?;
         if self.mic_required {
             // RFC 4178 5: the server's MIC goes with the AP-REP; the client's comes next.
             let mechs = self.mech_types_der()?;
@@ -161,6 +157,15 @@ impl ServerAuth {
             mech_list_mic: None,
         });
         Ok(Self::kerberos_done(acc, token))
+    }
+
+    /// Accept an AP-REQ with the configured keytab.
+    fn accept_ticket(&self, ap_req: &[u8]) -> Result<Accepted, AuthError> {
+        let k = self
+            .kerberos
+            .as_ref()
+            .ok_or(AuthError::Unsupported("Kerberos is not configured"))?;
+        acceptor::accept(&k.config, ap_req, k.now_unix, &k.fresh, &k.replay)
     }
 
     fn mech_types_der(&self) -> Result<Vec<u8>, AuthError> {
@@ -254,18 +259,10 @@ impl ServerAuth {
         {
             // A bare Kerberos token, without SPNEGO (pyspnego's `kerberos` protocol sends one;
             // Windows and Samba accept it): the answer is the bare AP-REP.
-            let step = self.accept_kerberos(token, None)?;
-            return Ok(match step {
-                ServerStep::Done { result, .. } => {
-                    let token = result
-                        .kerberos
-                        .as_ref()
-                        .map(|k| k.token.clone())
-                        .unwrap_or_default();
-                    ServerStep::Done { token, result }
-                }
-                other => other,
-            });
+            let acc = self.accept_ticket(token)?;
+            self.state = ServerState::Done;
+            let ap_rep = acc.token.clone();
+            return Ok(Self::kerberos_done(acc, ap_rep));
         }
         let msg = spnego::decode(token)?;
         match (state, msg) {

@@ -13,7 +13,6 @@ use picky_asn1::wrapper::{
     OctetStringAsn1, Optional,
 };
 use picky_asn1_der::application_tag::ApplicationTag;
-use picky_krb::crypto::CipherSuite;
 use picky_krb::data_types::{
     Authenticator, AuthorizationData, EncApRepPart, EncApRepPartInner, EncTicketPart,
     EncryptedData, EncryptionKey, PrincipalName,
@@ -23,7 +22,8 @@ use picky_krb::messages::{ApRep, ApRepInner, ApReq};
 use super::keytab::{Keytab, KeytabEntry};
 use super::pac::Pac;
 use super::replay::{ReplayCache, Seen};
-use super::{bit, etype, gss_unwrap, gss_wrap, int, int_asn1, refused, unix_time};
+use super::{bit, cipher_suite, encryption_key, gss_unwrap, gss_wrap, int, int_asn1};
+use super::{refused, unix_time};
 use super::{TOK_AP_REP, TOK_AP_REQ};
 use crate::AuthError;
 
@@ -127,18 +127,6 @@ fn realm_of(r: &picky_krb::data_types::Realm) -> String {
     String::from_utf8_lossy(r.0.as_bytes()).into_owned()
 }
 
-fn cipher_for(e: i64) -> Result<CipherSuite, AuthError> {
-    match e {
-        x if x == etype::AES256 as i64 => Ok(CipherSuite::Aes256CtsHmacSha196),
-        x if x == etype::AES128 as i64 => Ok(CipherSuite::Aes128CtsHmacSha196),
-        x if x == etype::RC4_HMAC as i64 => Err(refused(
-            "ticket encrypted with RC4-HMAC (enctype 23), which this server does not accept; \
-             give the service account AES keys (msDS-SupportedEncryptionTypes)",
-        )),
-        x => Err(refused(format!("ticket encryption type {x} not supported"))),
-    }
-}
-
 fn der<'a, T: serde::Deserialize<'a>>(b: &'a [u8], what: &'static str) -> Result<T, AuthError> {
     picky_asn1_der::from_bytes(b).map_err(|_| AuthError::Malformed(what))
 }
@@ -179,7 +167,7 @@ fn open_ticket<'k>(
     }
     let enc = &ticket.enc_part.0;
     let e = int(&enc.etype.0)?;
-    let suite = cipher_for(e)?;
+    let suite = cipher_suite(e)?;
     let kvno = match &enc.kvno.0 {
         Some(k) => Some(u32::try_from(int(&k.0)?).map_err(|_| refused("ticket kvno"))?),
         None => None,
@@ -247,7 +235,7 @@ fn open_authenticator(
     skew: i64,
 ) -> Result<picky_krb::data_types::AuthenticatorInner, AuthError> {
     let key = &part.key.0;
-    let suite = cipher_for(int(&key.key_type.0)?)?;
+    let suite = cipher_suite(int(&key.key_type.0)?)?;
     let enc = &req.authenticator.0;
     let plain = suite
         .cipher()
@@ -341,14 +329,14 @@ fn ap_rep(
     let part: EncApRepPart = ApplicationTag(EncApRepPartInner {
         ctime: ExplicitContextTag0::from(auth.ctime.0.clone()),
         cusec: ExplicitContextTag1::from(auth.cusec.0.clone()),
-        subkey: Optional::from(Some(ExplicitContextTag2::from(EncryptionKey {
-            key_type: ExplicitContextTag0::from(int_asn1(subkey_type)),
-            key_value: ExplicitContextTag1::from(OctetStringAsn1::from(subkey.to_vec())),
-        }))),
+        subkey: Optional::from(Some(ExplicitContextTag2::from(encryption_key(
+            subkey_type,
+            subkey,
+        )))),
         seq_number: Optional::from(Some(ExplicitContextTag3::from(int_asn1(seq as i64)))),
     });
     let plain = picky_asn1_der::to_vec(&part).map_err(|_| refused("encoding EncAPRepPart"))?;
-    let suite = cipher_for(int(&ticket_key.key_type.0)?)?;
+    let suite = cipher_suite(int(&ticket_key.key_type.0)?)?;
     let cipher = suite
         .cipher()
         .encrypt(&ticket_key.key_value.0 .0, USAGE_AP_REP, &plain)
@@ -442,7 +430,7 @@ fn accept_opened(
     let (session_key, key_etype, token) = if mutual {
         // The acceptor subkey has the type of the initiator's subkey, else the ticket key's.
         let sub_type = int(&initiator.key_type.0)?;
-        let len = cipher_for(sub_type)?.cipher().key_size();
+        let len = cipher_suite(sub_type)?.cipher().key_size();
         let subkey = fresh.subkey[..len.min(32)].to_vec();
         let token = ap_rep(&auth, ticket_key, sub_type, &subkey, fresh.seq)?;
         (subkey, sub_type as i32, token)

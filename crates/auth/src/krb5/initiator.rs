@@ -10,13 +10,13 @@ use picky_asn1::wrapper::{
     ExplicitContextTag7, GeneralStringAsn1, OctetStringAsn1, Optional,
 };
 use picky_asn1_der::application_tag::ApplicationTag;
-use picky_krb::crypto::CipherSuite;
 use picky_krb::data_types::{
-    AuthenticatorInner, Checksum, EncApRepPart, EncryptedData, EncryptionKey, PrincipalName, Ticket,
+    AuthenticatorInner, Checksum, EncApRepPart, EncryptedData, PrincipalName, Ticket,
 };
 use picky_krb::messages::{ApRep, ApReqInner};
 
-use super::{etype, gss_unwrap, gss_wrap, int, int_asn1, kerberos_time, refused};
+use super::refused;
+use super::{cipher_suite, encryption_key, gss_unwrap, gss_wrap, int, int_asn1, kerberos_time};
 use super::{TOK_AP_REP, TOK_AP_REQ};
 use crate::AuthError;
 
@@ -43,18 +43,26 @@ pub struct AuthenticatorParams {
     pub mutual: bool,
 }
 
-fn gs(s: &str) -> Result<GeneralStringAsn1, AuthError> {
+/// A KerberosString.
+pub(crate) fn gs(s: &str) -> Result<GeneralStringAsn1, AuthError> {
     IA5String::new(s.as_bytes().to_vec())
         .map(GeneralStringAsn1::from)
         .map_err(|_| AuthError::Malformed("Kerberos name is not IA5"))
 }
 
-fn suite(e: i32) -> Result<CipherSuite, AuthError> {
-    match e {
-        etype::AES256 => Ok(CipherSuite::Aes256CtsHmacSha196),
-        etype::AES128 => Ok(CipherSuite::Aes128CtsHmacSha196),
-        e => Err(refused(format!("enctype {e} not supported"))),
-    }
+/// A PrincipalName of type `name_type` (1 a principal, 2 a service instance).
+pub(crate) fn principal_name<S: AsRef<str>>(
+    parts: &[S],
+    name_type: i64,
+) -> Result<PrincipalName, AuthError> {
+    let names = parts
+        .iter()
+        .map(|c| gs(c.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(PrincipalName {
+        name_type: ExplicitContextTag0::from(int_asn1(name_type)),
+        name_string: ExplicitContextTag1::from(Asn1SequenceOf::from(names)),
+    })
 }
 
 /// A BIT STRING of 32 bits with `bits` set (ASN.1 numbering).
@@ -78,35 +86,26 @@ pub fn ap_req(
     ck.extend(16u32.to_le_bytes());
     ck.extend(a.bindings);
     ck.extend(a.gss_flags.to_le_bytes());
-    let names = a
-        .client
-        .iter()
-        .map(|c| gs(c))
-        .collect::<Result<Vec<_>, _>>()?;
     let auth = ApplicationTag::<_, 2>(AuthenticatorInner {
         authenticator_vno: ExplicitContextTag0::from(int_asn1(5)),
         crealm: ExplicitContextTag1::from(gs(&a.realm)?),
-        cname: ExplicitContextTag2::from(PrincipalName {
-            name_type: ExplicitContextTag0::from(int_asn1(1)),
-            name_string: ExplicitContextTag1::from(Asn1SequenceOf::from(names)),
-        }),
+        cname: ExplicitContextTag2::from(principal_name(&a.client, 1)?),
         cksum: Optional::from(Some(ExplicitContextTag3::from(Checksum {
             cksumtype: ExplicitContextTag0::from(int_asn1(0x8003)),
             checksum: ExplicitContextTag1::from(OctetStringAsn1::from(ck)),
         }))),
         cusec: ExplicitContextTag4::from(int_asn1(a.cusec)),
         ctime: ExplicitContextTag5::from(kerberos_time(a.ctime)),
-        subkey: Optional::from(a.subkey.as_ref().map(|(e, k)| {
-            ExplicitContextTag6::from(EncryptionKey {
-                key_type: ExplicitContextTag0::from(int_asn1(i64::from(*e))),
-                key_value: ExplicitContextTag1::from(OctetStringAsn1::from(k.clone())),
-            })
-        })),
+        subkey: Optional::from(
+            a.subkey
+                .as_ref()
+                .map(|(e, k)| ExplicitContextTag6::from(encryption_key(i64::from(*e), k))),
+        ),
         seq_number: Optional::from(Some(ExplicitContextTag7::from(int_asn1(i64::from(a.seq))))),
         authorization_data: Optional::from(None),
     });
     let plain = picky_asn1_der::to_vec(&auth).map_err(|_| refused("encoding Authenticator"))?;
-    let enc = suite(session_key.0)?
+    let enc = cipher_suite(i64::from(session_key.0))?
         .cipher()
         .encrypt(session_key.1, 11, &plain)
         .map_err(|e| refused(format!("encrypting the authenticator: {e}")))?;
@@ -138,7 +137,7 @@ pub fn read_ap_rep(
         return Err(refused("the server's token is not an AP-REP"));
     }
     let rep: ApRep = picky_asn1_der::from_bytes(msg).map_err(|_| AuthError::Malformed("AP-REP"))?;
-    let plain = suite(session_key.0)?
+    let plain = cipher_suite(i64::from(session_key.0))?
         .cipher()
         .decrypt(session_key.1, 12, &rep.0.enc_part.0.cipher.0 .0)
         .map_err(|_| refused("the AP-REP does not decrypt with the ticket's session key"))?;

@@ -5,9 +5,7 @@
 //! checksum being the enctype's get_mic (HMAC-SHA1-96 with a key derived for the usage) over the
 //! message followed by the token's first 16 bytes.
 
-use picky_krb::crypto::ChecksumSuite;
-
-use super::{etype, refused};
+use super::{checksum_suite, refused};
 use crate::AuthError;
 
 /// Key usages (RFC 4121 2).
@@ -22,14 +20,6 @@ pub const FLAG_ACCEPTOR_SUBKEY: u8 = 0x04;
 
 const TOK_MIC: [u8; 2] = [0x04, 0x04];
 const CHECKSUM_LEN: usize = 12;
-
-fn suite(key_etype: i32) -> Result<ChecksumSuite, AuthError> {
-    match key_etype {
-        etype::AES256 => Ok(ChecksumSuite::HmacSha196Aes256),
-        etype::AES128 => Ok(ChecksumSuite::HmacSha196Aes128),
-        e => Err(refused(format!("no MIC for enctype {e}"))),
-    }
-}
 
 fn header(flags: u8, seq: u64) -> [u8; 16] {
     let mut h = [0xffu8; 16];
@@ -48,7 +38,7 @@ fn checksum(
 ) -> Result<Vec<u8>, AuthError> {
     let mut data = msg.to_vec();
     data.extend_from_slice(hdr);
-    let mut sum = suite(key_etype)?
+    let mut sum = checksum_suite(key_etype)?
         .hasher()
         .checksum(key, usage, &data)
         .map_err(|e| refused(format!("MIC: {e}")))?;

@@ -19,7 +19,11 @@ pub mod mic;
 pub mod pac;
 pub mod replay;
 
-use picky_asn1::wrapper::{GeneralizedTimeAsn1, IntegerAsn1};
+use picky_asn1::wrapper::{
+    ExplicitContextTag0, ExplicitContextTag1, GeneralizedTimeAsn1, IntegerAsn1, OctetStringAsn1,
+};
+use picky_krb::crypto::{ChecksumSuite, CipherSuite};
+use picky_krb::data_types::EncryptionKey;
 
 use crate::spnego::{tlv, Der};
 use crate::AuthError;
@@ -84,6 +88,36 @@ impl<'a> BeReader<'a> {
     /// `n` bytes as UTF-8.
     pub(crate) fn utf8(&mut self, n: usize, what: &'static str) -> Result<String, AuthError> {
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| AuthError::Malformed(what))
+    }
+}
+
+/// The RFC 3962 cipher of an encryption type; RC4-HMAC is refused with what to do about it.
+pub(crate) fn cipher_suite(e: i64) -> Result<CipherSuite, AuthError> {
+    match e {
+        x if x == etype::AES256 as i64 => Ok(CipherSuite::Aes256CtsHmacSha196),
+        x if x == etype::AES128 as i64 => Ok(CipherSuite::Aes128CtsHmacSha196),
+        x if x == etype::RC4_HMAC as i64 => Err(refused(
+            "ticket encrypted with RC4-HMAC (enctype 23), which this server does not accept; \
+             give the service account AES keys (msDS-SupportedEncryptionTypes)",
+        )),
+        x => Err(refused(format!("encryption type {x} not supported"))),
+    }
+}
+
+/// The checksum (get_mic) of an encryption type's keys: HMAC-SHA1-96 with the AES key.
+pub(crate) fn checksum_suite(e: i32) -> Result<ChecksumSuite, AuthError> {
+    match e {
+        etype::AES256 => Ok(ChecksumSuite::HmacSha196Aes256),
+        etype::AES128 => Ok(ChecksumSuite::HmacSha196Aes128),
+        e => Err(refused(format!("no checksum for encryption type {e}"))),
+    }
+}
+
+/// An EncryptionKey of type `e`.
+pub(crate) fn encryption_key(e: i64, key: &[u8]) -> EncryptionKey {
+    EncryptionKey {
+        key_type: ExplicitContextTag0::from(int_asn1(e)),
+        key_value: ExplicitContextTag1::from(OctetStringAsn1::from(key.to_vec())),
     }
 }
 

@@ -5,7 +5,7 @@
 //! The KDC signature needs the krbtgt key, which a member server does not have: the ticket
 //! being encrypted with the service key is the trust anchor, as on a Samba member server.
 
-use picky_krb::crypto::ChecksumSuite;
+use ringshare_wire::fscc::FileTime;
 
 use super::refused;
 use crate::AuthError;
@@ -126,15 +126,16 @@ impl Pac {
     pub fn verify_server_signature(&self, key: &[u8], key_etype: i32) -> Result<(), AuthError> {
         let (sig_type, at, len) = self.signature(buffer::SERVER_CHECKSUM)?;
         let (_, kdc_at, kdc_len) = self.signature(buffer::KDC_CHECKSUM)?;
-        let suite = match (sig_type, key_etype) {
-            (16, super::etype::AES256) => ChecksumSuite::HmacSha196Aes256,
-            (15, super::etype::AES128) => ChecksumSuite::HmacSha196Aes128,
-            _ => {
-                return Err(refused(format!(
+        // The signature's checksum type must be the one of the key (16 for AES-256, 15 for
+        // AES-128).
+        let suite = super::checksum_suite(key_etype)
+            .ok()
+            .filter(|suite| u32::from(suite) as i32 == sig_type)
+            .ok_or_else(|| {
+                refused(format!(
                     "PAC server signature type {sig_type} does not fit a key of enctype {key_etype}"
-                )))
-            }
-        };
+                ))
+            })?;
         let mut zeroed = self.raw.clone();
         zeroed[at..at + len].fill(0);
         zeroed[kdc_at..kdc_at + kdc_len].fill(0);
@@ -160,7 +161,7 @@ impl Pac {
             return Err(bad("PAC client info truncated"));
         }
         let filetime = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-        let want = (auth_time_unix + 11_644_473_600) as u64 * 10_000_000;
+        let want = FileTime::from_unix_nanos(i128::from(auth_time_unix) * 1_000_000_000).0;
         if filetime != want {
             return Err(refused(
                 "PAC client info time is not the ticket's auth time",

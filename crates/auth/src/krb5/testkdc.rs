@@ -1,7 +1,6 @@
 //! A KDC's half, for tests: mint tickets, authenticators and PACs with known keys, so that
 //! every check of the acceptor can be made to fail on purpose.
 
-use picky_asn1::restricted_string::IA5String;
 use picky_asn1::wrapper::{
     Asn1SequenceOf, ExplicitContextTag0, ExplicitContextTag1, ExplicitContextTag10,
     ExplicitContextTag2, ExplicitContextTag3, ExplicitContextTag4, ExplicitContextTag5,
@@ -10,31 +9,20 @@ use picky_asn1::wrapper::{
 use picky_asn1_der::application_tag::ApplicationTag;
 use picky_krb::crypto::{ChecksumSuite, CipherSuite};
 use picky_krb::data_types::{
-    AuthorizationDataInner, EncTicketPartInner, EncryptedData, EncryptionKey, PrincipalName,
-    TicketInner, TransitedEncoding,
+    AuthorizationDataInner, EncTicketPartInner, EncryptedData, PrincipalName, TicketInner,
+    TransitedEncoding,
 };
 
 use super::initiator::{self, flags, AuthenticatorParams};
-use super::{int_asn1, kerberos_time};
+use super::{encryption_key, int_asn1, kerberos_time};
+use ringshare_wire::fscc::FileTime;
 
 fn gs(s: &str) -> GeneralStringAsn1 {
-    GeneralStringAsn1::from(IA5String::new(s.as_bytes().to_vec()).expect("ascii"))
+    initiator::gs(s).expect("ascii")
 }
 
 fn name(parts: &[&str], ty: i64) -> PrincipalName {
-    PrincipalName {
-        name_type: ExplicitContextTag0::from(int_asn1(ty)),
-        name_string: ExplicitContextTag1::from(Asn1SequenceOf::from(
-            parts.iter().map(|p| gs(p)).collect::<Vec<_>>(),
-        )),
-    }
-}
-
-fn key(ty: i64, v: &[u8]) -> EncryptionKey {
-    EncryptionKey {
-        key_type: ExplicitContextTag0::from(int_asn1(ty)),
-        key_value: ExplicitContextTag1::from(OctetStringAsn1::from(v.to_vec())),
-    }
+    initiator::principal_name(parts, ty).expect("ascii")
 }
 
 /// Everything a ticket and its authenticator say; each field can be spoiled by a test.
@@ -103,7 +91,7 @@ impl Mint {
         let aes = CipherSuite::Aes256CtsHmacSha196.cipher();
         let part = ApplicationTag::<_, 3>(EncTicketPartInner {
             flags: ExplicitContextTag0::from(flags(&self.ticket_flags)),
-            key: ExplicitContextTag1::from(key(18, &self.session_key)),
+            key: ExplicitContextTag1::from(encryption_key(18, &self.session_key)),
             crealm: ExplicitContextTag2::from(gs(&self.realm)),
             cname: ExplicitContextTag3::from(name(&[&self.client], 1)),
             transited: ExplicitContextTag4::from(TransitedEncoding {
@@ -167,7 +155,8 @@ impl Mint {
 
 /// A PAC as MIT's KDC makes one (client info, server and KDC signatures), signed with `key`.
 pub fn minimal_pac(key: &[u8], client: &str, auth_time: i64) -> Vec<u8> {
-    let mut info = ((auth_time + 11_644_473_600) as u64 * 10_000_000)
+    let mut info = FileTime::from_unix_nanos(i128::from(auth_time) * 1_000_000_000)
+        .0
         .to_le_bytes()
         .to_vec();
     let name: Vec<u8> = client

@@ -20,6 +20,7 @@ use ringshare_crypto::sign::{SigningAlgorithm as SignAlg, SigningKey};
 use ringshare_wire::consts::{
     Dialect, SecurityMode, SessionFlags, SessionSetupFlags, SigningAlgorithm,
 };
+use ringshare_wire::fscc::FileTime;
 use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupResponse};
 use ringshare_wire::{NtStatus, WriteExt};
 
@@ -186,7 +187,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             let expires = result
                 .kerberos
                 .as_ref()
-                .map(|k| unix_to_filetime(k.end_time));
+                .map(|k| FileTime::from_unix_nanos(i128::from(k.end_time) * 1_000_000_000).0);
             if let Some(k) = &result.kerberos {
                 tracing::info!(peer = %core.peer, client = %k.client_name(), service = %k.service,
                     key = %k.key_entry, "Kerberos logon");
@@ -515,7 +516,7 @@ fn auth_leg(
     let kerberos = core.server.kerberos().map(|config| Kerberos {
         config,
         replay: Arc::clone(&core.server.replay_cache),
-        now_unix: filetime_to_unix(now),
+        now_unix: (FileTime(now).to_unix_nanos() / 1_000_000_000) as i64,
         fresh: Fresh {
             subkey: core.random_bytes(),
             seq: u32::from_le_bytes(core.random_bytes()) & 0x7fff_ffff,
@@ -540,16 +541,6 @@ fn auth_leg(
         ch.auth = None;
     }
     Ok(step)
-}
-
-const FILETIME_UNIX_EPOCH_SECS: i64 = 11_644_473_600;
-
-fn filetime_to_unix(ft: u64) -> i64 {
-    (ft / 10_000_000) as i64 - FILETIME_UNIX_EPOCH_SECS
-}
-
-fn unix_to_filetime(unix: i64) -> u64 {
-    (unix + FILETIME_UNIX_EPOCH_SECS).max(0) as u64 * 10_000_000
 }
 
 /// Who a Kerberos client acts as: `user@REALM` of the server's realm is the Unix account
