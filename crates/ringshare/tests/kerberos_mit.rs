@@ -264,6 +264,21 @@ fn raw_client(kdc: &Kdc, server: &Server, clock: &[(String, String)], args: &[&s
 
 const LOGON_FAILURE: &str = "c000006d";
 
+/// The bare client's SESSION_SETUP `leg` was refused with LOGON_FAILURE, and the server's log
+/// says `why`.
+fn assert_refused(out: &str, server: &Server, leg: &str, why: &str) {
+    assert!(
+        out.contains(&format!("{leg} {LOGON_FAILURE}")),
+        "{leg} not refused: {out}\n{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains(why),
+        "no {why:?} in the log:\n{}",
+        server.log()
+    );
+}
+
 fn kerberos_server(kdc: &Kdc) -> Server {
     kerberos_server_with(kdc, Vec::new())
 }
@@ -469,15 +484,7 @@ fn a_replayed_ap_req_is_refused_on_another_connection_with_a_log_line() {
         "the first use failed: {out}\n{}",
         server.log()
     );
-    assert!(
-        out.contains(&format!("setup2 {LOGON_FAILURE}")),
-        "replay accepted: {out}"
-    );
-    assert!(
-        server.log().contains("replayed authenticator"),
-        "{}",
-        server.log()
-    );
+    assert_refused(&out, &server, "setup2", "replayed authenticator");
 }
 
 #[test]
@@ -492,16 +499,7 @@ fn an_authenticator_made_ten_minutes_ahead_is_refused_as_clock_skew() {
     kdc.run("kvno", &["cifs/fs.rs.test"]);
     let server = kerberos_server(&kdc);
     let out = raw_client(&kdc, &server, &clock_moved_by(600), &[]);
-    assert!(
-        out.contains(&format!("setup1 {LOGON_FAILURE}")),
-        "{out}\n{}",
-        server.log()
-    );
-    assert!(
-        server.log().contains("clocks out of step"),
-        "{}",
-        server.log()
-    );
+    assert_refused(&out, &server, "setup1", "clocks out of step");
 }
 
 #[test]
@@ -514,12 +512,7 @@ fn a_ticket_that_ended_before_the_servers_now_is_refused_as_expired() {
     // The server's clock is 1000 s ahead: the 2-minute ticket ended 880 s before its now.
     let server = kerberos_server_with(&kdc, clock_moved_by(1000));
     let out = raw_client(&kdc, &server, &[], &[]);
-    assert!(
-        out.contains(&format!("setup1 {LOGON_FAILURE}")),
-        "{out}\n{}",
-        server.log()
-    );
-    assert!(server.log().contains("ticket expired"), "{}", server.log());
+    assert_refused(&out, &server, "setup1", "ticket expired");
 }
 
 #[test]
@@ -542,12 +535,26 @@ fn a_kerberos_session_ends_with_its_ticket_as_network_session_expired() {
 /// smbtorture `SUITE` over Kerberos against `port` (the name fs.rs.test is made to point at
 /// 127.0.0.1 in a private mount namespace, since smbtorture cannot be given an address): the
 /// names of the tests that passed, and of those that did not (with why).
+/// `program`, with `kdc`'s environment, in a private mount namespace whose /etc/hosts is `hosts`
+/// ([`Kdc::hosts_file`]: fs.rs.test is 127.0.0.1), for clients that cannot be given an address.
+fn where_fs_rs_test_resolves(
+    kdc: &Kdc,
+    hosts: &Path,
+    program: impl AsRef<std::ffi::OsStr>,
+) -> Command {
+    let mut c = Command::new("unshare");
+    kdc.env(&mut c)
+        .args(["-m", "sh", "-c"])
+        .arg(format!(
+            "mount --bind {} /etc/hosts && exec \"$0\" \"$@\"",
+            hosts.display()
+        ))
+        .arg(program);
+    c
+}
+
 /// The tests smbtorture passed, and those it did not (with why).
 type Outcome = (Vec<String>, Vec<String>);
-
-fn extend(into: &mut Vec<String>, more: Vec<String>) {
-    into.extend(more);
-}
 
 fn torture_over_kerberos(
     kdc: &Kdc,
@@ -557,14 +564,8 @@ fn torture_over_kerberos(
     share: &str,
     tests: &[String],
 ) -> Outcome {
-    let mut c = Command::new("timeout");
-    kdc.env(&mut c)
-        .args(["600", "unshare", "-m", "sh", "-c"])
-        .arg(format!(
-            "mount --bind {} /etc/hosts && exec \"$0\" \"$@\"",
-            hosts.display()
-        ))
-        .arg("smbtorture")
+    let mut c = where_fs_rs_test_resolves(kdc, hosts, "timeout");
+    c.args(["600", "smbtorture"])
         .arg("-s")
         .arg(client_conf)
         .arg(format!("//fs.rs.test/{share}"))
@@ -676,12 +677,13 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
             .map(|(a, b)| (a.join().unwrap(), b.join().unwrap()))
             .collect()
     });
-    let (mut rs_ok, mut rs_bad, mut smbd_ok, mut smbd_bad) = Default::default();
+    let (mut rs_ok, mut rs_bad): Outcome = Default::default();
+    let (mut smbd_ok, mut smbd_bad): Outcome = Default::default();
     for ((a_ok, a_bad), (b_ok, b_bad)) in results {
-        extend(&mut rs_ok, a_ok);
-        extend(&mut rs_bad, a_bad);
-        extend(&mut smbd_ok, b_ok);
-        extend(&mut smbd_bad, b_bad);
+        rs_ok.extend(a_ok);
+        rs_bad.extend(a_bad);
+        smbd_ok.extend(b_ok);
+        smbd_bad.extend(b_bad);
     }
     let report = format!(
         "smb2.session and smb2.connect: ringshare {} passed, {} not; Samba {} passed, {} not\n  \
@@ -767,15 +769,8 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
         &["--dialect", "2.1"],
     ];
     for args in runs {
-        let mut c = Command::new("unshare");
-        kdc.env(&mut c)
-            .args(["-m", "sh", "-c"])
-            .arg(format!(
-                "mount --bind {} /etc/hosts && exec \"$0\" \"$@\"",
-                hosts.display()
-            ))
-            .arg(py)
-            .arg(common::py::script("smbprotocol_roundtrip.py"))
+        let mut c = where_fs_rs_test_resolves(&kdc, &hosts, py);
+        c.arg(common::py::script("smbprotocol_roundtrip.py"))
             .args(["--server", "fs.rs.test", "--kerberos", "--port"])
             .arg(server.port.to_string())
             .args(["--user", "-", "--password", "-", "--share", &server.share])
