@@ -36,10 +36,11 @@ pub(crate) struct Token {
 }
 
 impl Token {
-    /// The token of a user acting as `who` ([`crate::identity::sids`]).
-    pub fn of(who: &ringshare_vfs::Creds, authenticated: bool) -> Token {
+    /// The token of a user acting as `who`, with a domain user's SIDs
+    /// ([`crate::identity::sids`]).
+    pub fn of(who: &ringshare_vfs::Creds, authenticated: bool, domain: &[Sid]) -> Token {
         Token {
-            sids: crate::identity::sids(who, authenticated),
+            sids: crate::identity::sids(who, authenticated, domain),
         }
     }
 
@@ -126,7 +127,7 @@ mod tests {
     }
 
     fn user(uid: u32) -> Token {
-        Token::of(&ringshare_vfs::Creds::new(uid, uid, vec![]), true)
+        Token::of(&ringshare_vfs::Creds::new(uid, uid, vec![]), true, &[])
     }
 
     fn alice() -> Token {

@@ -28,6 +28,9 @@ pub struct Account {
     pub who: Who,
     /// Its home directory (`%H`, `[homes]`); empty when it has none.
     pub home: String,
+    /// SIDs its token holds besides the Unix ones: a domain user's, from the PAC of their
+    /// ticket (user first; [`crate::domain`]). Empty for other accounts.
+    pub sids: Arc<[Sid]>,
 }
 
 impl fmt::Debug for Account {
@@ -91,6 +94,7 @@ impl Accounts for ProcessAccounts {
             name: name.to_string(),
             who: ringshare_vfs::server_who(),
             home: String::new(),
+            sids: Default::default(),
         })
     }
 
@@ -190,6 +194,9 @@ pub(crate) struct TreeIdentity {
     /// An `admin users` member (or root): the NT ACLs stored with files do
     /// not apply, as on Samba.
     pub admin: bool,
+    /// The domain SIDs of the session's user, while the tree acts as that user (not with
+    /// `force user`): they join the token stored NT ACLs are checked against.
+    pub sids: Arc<[Sid]>,
 }
 
 /// Samba's `%` substitutions a share's user lists and path allow: `%S` the
@@ -296,12 +303,14 @@ pub(crate) fn for_tree(
         read_only = false;
     }
     let mut who = account.who.clone();
+    let mut sids = Arc::clone(&account.sids);
     let admin = names(&rules.admin_users);
     if admin {
         who = ringshare_vfs::server_who();
     } else {
         if let Some(forced) = &rules.force_user {
             let forced = subst.apply(forced);
+            sids = Arc::default();
             who = accounts
                 .user(&forced)
                 .map_err(|e| {
@@ -336,6 +345,7 @@ pub(crate) fn for_tree(
         who: Arc::clone(&who),
         read_only,
         admin,
+        sids,
     })
 }
 
@@ -385,10 +395,16 @@ pub(crate) fn new_mode(
 }
 
 /// The SIDs a stored NT ACL is checked against for `who`: its Unix user and
-/// groups (S-1-22-1-uid, S-1-22-2-gid), Everyone, and Authenticated Users
-/// for a user logon (not a guest's or an anonymous one).
-pub(crate) fn sids(who: &Creds, authenticated: bool) -> Vec<Sid> {
+/// groups (S-1-22-1-uid, S-1-22-2-gid), a domain user's SIDs (`domain`, from
+/// the PAC), Everyone, and Authenticated Users for a user logon (not a
+/// guest's or an anonymous one).
+pub(crate) fn sids(who: &Creds, authenticated: bool, domain: &[Sid]) -> Vec<Sid> {
     let mut sids = vec![Sid::everyone(), Sid::unix_user(who.uid())];
+    for s in domain {
+        if !sids.contains(s) {
+            sids.push(s.clone());
+        }
+    }
     sids.push(Sid::unix_group(who.gid()));
     for g in who.groups() {
         if *g != who.gid() {
@@ -419,6 +435,7 @@ mod tests {
                 name: name.to_string(),
                 who: ringshare_vfs::creds::intern(Creds::new(uid, uid, groups)),
                 home: format!("/home/{name}"),
+                sids: Default::default(),
             })
         }
 

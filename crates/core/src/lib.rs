@@ -14,6 +14,7 @@ pub mod cluster;
 mod cmd;
 mod conn;
 pub mod credits;
+pub mod domain;
 mod durable;
 mod fileinfo;
 pub mod fruit;

@@ -21,9 +21,17 @@ use ringshare_wire::security::{
 };
 use ringshare_wire::NtStatus;
 
+use crate::domain::SidMap;
 use crate::fileinfo;
 use crate::fsmap::status_of;
 use crate::server::ShareDef;
+
+/// What maps accounts to SIDs and back for [`set`]: Unix group memberships, and a domain
+/// member's domain SIDs ([`SidMap`]).
+pub(crate) struct Ids<'a> {
+    pub groups: &'a dyn GroupMembership,
+    pub sids: &'a SidMap,
+}
 
 /// The POSIX facts of a node as the mapping wants them.
 pub(crate) fn posix_view(node: &dyn Node, attr: &FileAttr) -> Result<PosixView, NtStatus> {
@@ -62,6 +70,7 @@ pub(crate) fn descriptor(
     node: &dyn Node,
     attr: &FileAttr,
     share: &ShareDef,
+    sids: &SidMap,
 ) -> Result<SecurityDescriptor, NtStatus> {
     if let Some(sd) = legacy(node) {
         return Ok(sd);
@@ -72,7 +81,9 @@ pub(crate) fn descriptor(
             return Ok(sd);
         }
     }
-    Ok(pacl::sd_from_posix(&view))
+    let mut sd = pacl::sd_from_posix(&view);
+    sids.to_domain(&mut sd);
+    Ok(sd)
 }
 
 /// Who a descriptor [`set`] stores comes from.
@@ -125,11 +136,11 @@ pub(crate) fn set(
     given: &SecurityDescriptor,
     info: SecurityInformation,
     from: From,
-    groups: &dyn GroupMembership,
+    ids: &Ids<'_>,
     now_filetime: u64,
 ) -> Result<(), NtStatus> {
     let attr = node.stat_without_dos().map_err(status_of)?;
-    let current = descriptor(node, &attr, share)?;
+    let current = descriptor(node, &attr, share, ids.sids)?;
     let mut merged = fileinfo::merge_security_descriptor(current, given, info);
     map_generic_rights(&mut merged);
     if info.contains(SecurityInformation::DACL) && from == From::Client {
@@ -144,7 +155,9 @@ pub(crate) fn set(
         }
     }
     let view = posix_view(node, &attr)?;
-    let mut for_posix = merged.clone();
+    // Domain SIDs with Unix ids become those ids' users and groups for the POSIX ACL; the
+    // descriptor kept in security.NTACL keeps the domain SIDs.
+    let mut for_posix = ids.sids.to_unix(&merged);
     if share.nt_acl_xattr {
         // An owner or group that is no Unix account (Everyone, BUILTIN...)
         // is kept in security.NTACL while the file keeps its Unix owner
@@ -165,7 +178,7 @@ pub(crate) fn set(
         }
     }
     let change =
-        pacl::posix_from_sd_with(&for_posix, info, &view, groups).map_err(|e| e.status())?;
+        pacl::posix_from_sd_with(&for_posix, info, &view, ids.groups).map_err(|e| e.status())?;
     if change.uid.is_some() || change.gid.is_some() {
         // With acl_xattr the kept descriptor granted WRITE_OWNER: the
         // server makes the change the kernel refuses the user (Samba's rule).
@@ -191,7 +204,8 @@ pub(crate) fn set(
     if share.nt_acl_xattr {
         let attr = node.stat_without_dos().map_err(status_of)?;
         let after = posix_view(node, &attr)?;
-        let fs_sd = pacl::sd_from_posix(&after);
+        let mut fs_sd = pacl::sd_from_posix(&after);
+        ids.sids.to_domain(&mut fs_sd);
         let blob = ntacl::encode_v4(&merged, &after, Some(&fs_sd), now_filetime)
             .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
         node.set_nt_acl_blob(Some(&blob)).map_err(status_of)?;
@@ -215,7 +229,7 @@ pub(crate) fn inherit(
     path: &ringshare_vfs::RelPath,
     node: &dyn Node,
     is_dir: bool,
-    groups: &dyn GroupMembership,
+    ids: &Ids<'_>,
     now_filetime: u64,
 ) -> Result<(), NtStatus> {
     let Some(parent) = path.parent() else {
@@ -225,7 +239,7 @@ pub(crate) fn inherit(
     (opts.read, opts.directory) = (false, true);
     let dir = share.backend.open(who, &parent, &opts).map_err(status_of)?;
     let attr = dir.node.stat_without_dos().map_err(status_of)?;
-    let parent_sd = descriptor(dir.node.as_ref(), &attr, share)?;
+    let parent_sd = descriptor(dir.node.as_ref(), &attr, share, ids.sids)?;
     let owner = Sid::unix_user(who.uid());
     let group = Sid::unix_group(who.gid());
     let Some(child) =
@@ -239,7 +253,7 @@ pub(crate) fn inherit(
         &child,
         SecurityInformation::DACL,
         From::Server,
-        groups,
+        ids,
         now_filetime,
     )
 }
@@ -265,17 +279,12 @@ fn map_generic_rights(sd: &mut SecurityDescriptor) {
 /// POSIX ACL, and with `acl_xattr` `security.NTACL`), when the user who
 /// opened the file may set its ACL; otherwise it stays, still shown and
 /// enforced, for someone who may.
-pub(crate) fn migrate(
-    node: &dyn Node,
-    share: &ShareDef,
-    groups: &dyn GroupMembership,
-    now_filetime: u64,
-) {
+pub(crate) fn migrate(node: &dyn Node, share: &ShareDef, ids: &Ids<'_>, now_filetime: u64) {
     let Some(old) = legacy(node) else {
         return;
     };
     let info = SecurityInformation::DACL;
-    match set(node, share, &old, info, From::Server, groups, now_filetime) {
+    match set(node, share, &old, info, From::Server, ids, now_filetime) {
         Ok(()) => tracing::info!("moved a stored security descriptor to the file's POSIX ACL"),
         Err(s) => tracing::debug!("a stored security descriptor stays where it is for now: {s:?}"),
     }

@@ -365,6 +365,10 @@ pub struct ServerState {
     /// Kerberos: the keytab and realm tickets are accepted with, when configured
     /// ([`ServerState::set_kerberos`]).
     kerberos: RwLock<Option<Arc<ringshare_auth::krb5::acceptor::AcceptorConfig>>>,
+    /// `security = ads`: the member-server rules ([`ServerState::set_domain`]).
+    domain: RwLock<Option<Arc<crate::domain::DomainMember>>>,
+    /// Domain SIDs and the rid ranges their ids come from ([`crate::domain::SidMap`]).
+    pub(crate) sid_map: crate::domain::SidMap,
     /// Every authenticator accepted, for the whole process (a replay may come on any
     /// connection).
     pub(crate) replay_cache: Arc<ringshare_auth::krb5::replay::ReplayCache>,
@@ -472,6 +476,8 @@ impl ServerState {
             unsent_parks: Mutex::new(Vec::new()),
             notify_peers: Mutex::new(Vec::new()),
             kerberos: RwLock::new(None),
+            domain: RwLock::new(None),
+            sid_map: Default::default(),
             replay_cache: Default::default(),
         })
     }
@@ -519,6 +525,22 @@ impl ServerState {
     /// start, on reload and when the keytab file changes; logons in progress keep theirs.
     pub fn set_kerberos(&self, k: Option<ringshare_auth::krb5::acceptor::AcceptorConfig>) {
         *self.kerberos.write().unwrap_or_else(|e| e.into_inner()) = k.map(Arc::new);
+    }
+
+    /// Act as a member of an Active Directory domain (`security = ads`) from now on, or not
+    /// (None). At start and on reload.
+    pub fn set_domain(&self, d: Option<crate::domain::DomainMember>) {
+        self.sid_map
+            .set_ranges(d.as_ref().map(|d| d.rid_ranges.clone()).unwrap_or_default());
+        *self.domain.write().unwrap_or_else(|e| e.into_inner()) = d.map(Arc::new);
+    }
+
+    /// The member-server rules, when the server is a domain member.
+    pub fn domain(&self) -> Option<Arc<crate::domain::DomainMember>> {
+        self.domain
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The Kerberos acceptor's configuration, when Kerberos is on.

@@ -152,6 +152,8 @@ pub(crate) struct Tree {
     pub who: ringshare_vfs::Who,
     /// Acts as root or `admin users`: stored NT ACLs do not apply.
     pub admin: bool,
+    /// The session user's domain SIDs while the tree acts as them ([`crate::identity::TreeIdentity`]).
+    pub sids: Arc<[ringshare_wire::security::Sid]>,
     /// The share is read-only for this session.
     pub read_only: bool,
     /// Access granted on the share (MaximalAccess in TREE_CONNECT's reply).

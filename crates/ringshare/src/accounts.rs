@@ -55,7 +55,12 @@ impl NssAccounts {
             _ => (st.st_uid.to_string(), String::new()),
         };
         Ok(NssAccounts {
-            mode: Mode::UsersOr(Account { name, who, home }),
+            mode: Mode::UsersOr(Account {
+                name,
+                who,
+                home,
+                sids: Default::default(),
+            }),
         })
     }
 
@@ -106,6 +111,7 @@ impl Accounts for NssAccounts {
                     .flatten()
                     .map(|u| u.dir.to_string_lossy().into_owned())
                     .unwrap_or_default(),
+                sids: Default::default(),
             });
         }
         match lookup(name)? {
@@ -118,6 +124,7 @@ impl Accounts for NssAccounts {
                     who: creds::intern(Creds::new(u.uid.as_raw(), gid, groups)),
                     home: u.dir.to_string_lossy().into_owned(),
                     name: u.name,
+                    sids: Default::default(),
                 })
             }
             None => match &self.mode {

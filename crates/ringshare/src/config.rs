@@ -44,6 +44,7 @@ use ringshare_core::{InheritOwner, ShareRules};
 
 mod cluster;
 mod fruit;
+pub mod member;
 mod parse;
 
 pub use cluster::ClusterOptions;
@@ -302,6 +303,9 @@ pub struct Global {
     pub kerberos_method: KerberosMethod,
     /// `dedicated keytab file`.
     pub dedicated_keytab_file: Option<PathBuf>,
+    /// `security`, `idmap config …`, `winbind use default domain`, `winbind separator`: an
+    /// Active Directory member's options ([`member`]).
+    pub member: member::MemberOptions,
 }
 
 /// The failures `failed logon backoff = yes` allows before answers wait.
@@ -330,6 +334,7 @@ impl Default for Global {
             realm: String::new(),
             kerberos_method: KerberosMethod::SecretsOnly,
             dedicated_keytab_file: None,
+            member: Default::default(),
             server_string: "ringshare".to_string(),
             map_to_guest: MapToGuest::Never,
             smb_encrypt: EncryptPolicy::IfRequired,

@@ -198,6 +198,14 @@ impl Reloader {
         if let Some(k) = self.install_keytab(keytab) {
             summary.push(k);
         }
+        let member = next.global.member.member(&next.global.workgroup);
+        if member != current.global.member.member(&current.global.workgroup) {
+            summary.push(match &member {
+                Some(m) => format!("domain member of {}", m.workgroup),
+                None => "not a domain member".to_string(),
+            });
+        }
+        self.server.set_domain(member);
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
             let n = next.global.failed_logon_backoff;
             self.server.set_failed_logon_backoff(n);

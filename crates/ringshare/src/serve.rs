@@ -368,6 +368,15 @@ pub fn serve(
     // Kerberos: the keytab is read before the port opens; one that cannot be read stops
     // start-up with the reason. A thread looks at the file every few seconds.
     reloader.apply_keytab(&cfg.global).map_err(err)?;
+    let member = cfg.global.member.member(&cfg.global.workgroup);
+    if let Some(m) = &member {
+        tracing::info!(
+            domain = %m.workgroup, realm = %cfg.global.realm,
+            "member of an Active Directory domain: domain users log on with their tickets; \
+             their Unix accounts come from NSS (winbind or sssd)"
+        );
+    }
+    server.set_domain(member);
     if cfg.global.keytab().is_some() {
         let r = Arc::clone(&reloader);
         std::thread::Builder::new()

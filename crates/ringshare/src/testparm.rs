@@ -245,10 +245,20 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         realm,
         kerberos_method,
         dedicated_keytab_file,
+        member,
     } = g;
     s.push_str("[global]\n");
-    opt(s, "server role", "standalone server");
-    opt(s, "security", "user");
+    let ads = member.security == crate::config::member::Security::Ads;
+    opt(
+        s,
+        "server role",
+        if ads {
+            "member server"
+        } else {
+            "standalone server"
+        },
+    );
+    opt(s, "security", if ads { "ads" } else { "user" });
     opt(s, "netbios name", netbios_name);
     opt(s, "workgroup", workgroup);
     opt(s, "server string", server_string);
@@ -278,6 +288,37 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     opt(s, "kerberos method", method);
     if let Some(f) = dedicated_keytab_file {
         opt(s, "dedicated keytab file", f.display());
+    }
+    if ads || !member.idmap.is_empty() {
+        for d in &member.idmap {
+            if !d.backend.is_empty() {
+                opt(
+                    s,
+                    &format!("idmap config {} : backend", d.domain),
+                    &d.backend,
+                );
+            }
+            if let Some((lo, hi)) = d.range {
+                opt(
+                    s,
+                    &format!("idmap config {} : range", d.domain),
+                    format!("{lo}-{hi}"),
+                );
+            }
+            if d.base_rid != 0 {
+                opt(
+                    s,
+                    &format!("idmap config {} : base_rid", d.domain),
+                    d.base_rid,
+                );
+            }
+        }
+        opt(
+            s,
+            "winbind use default domain",
+            yes_no(member.use_default_domain),
+        );
+        opt(s, "winbind separator", member.separator);
     }
     let _ = match g.keytab() {
         Some(p) => writeln!(s, "\t# Kerberos: on, keytab {}", p.display()),

@@ -371,7 +371,13 @@ fn each_bad_value_is_refused_at_its_line() {
             2,
             "not supported",
         ),
-        ("[global]\nsecurity = ads\n", 2, "security = user"),
+        ("[global]\nsecurity = domain\n", 2, "security = user"),
+        ("[global]\nsecurity = ads\n", 2, "needs 'realm'"),
+        (
+            "[global]\nrealm = AD.TEST\nworkgroup = AD\nsecurity = ads\n",
+            4,
+            "needs a keytab",
+        ),
         ("[global]\nhosts allow = 10.0.0.0/8\n", 2, "firewall"),
         ("[global]\ninclude = /etc/samba/other.conf\n", 2, "one file"),
         (

@@ -12,6 +12,7 @@
 
 pub mod acceptor;
 pub mod ccache;
+pub mod domain;
 pub mod initiator;
 pub mod keytab;
 pub mod logon_info;

@@ -185,7 +185,7 @@ fn create_or_wait(
     if session.opens.len() >= limits::OPENS_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
-    let (who, admin) = (tree.who.clone(), tree.admin);
+    let (who, admin, domain_sids) = (tree.who.clone(), tree.admin, Arc::clone(&tree.sids));
     let authenticated = !(session.is_guest || session.is_anonymous);
     let owner = durable::owner_of(&session);
     drop(session);
@@ -441,7 +441,7 @@ fn create_or_wait(
     let rights = if created {
         access::FILE_ALL_ACCESS
     } else if let Some((sd, _)) = &kept {
-        let token = acl::Token::of(&who, authenticated);
+        let token = acl::Token::of(&who, authenticated, &domain_sids);
         // FILE_READ_ATTRIBUTES comes with the right to reach the file
         // ([MS-FSA] 2.1.5.1.2.1), DELETE also from the parent directory.
         let mut r = acl::granted(sd, &token) | access::FILE_READ_ATTRIBUTES;
@@ -465,7 +465,11 @@ fn create_or_wait(
     if let Some((_, crate::ntsd::Kept::Legacy)) = kept {
         if rights & access::WRITE_DAC != 0 {
             let groups = identity::Membership(server.accounts.as_ref());
-            crate::ntsd::migrate(node.as_ref(), &share, &groups, core.now.filetime);
+            let ids = crate::ntsd::Ids {
+                groups: &groups,
+                sids: &server.sid_map,
+            };
+            crate::ntsd::migrate(node.as_ref(), &share, &ids, core.now.filetime);
         }
     }
     let maximal = maximal & rights;
@@ -728,13 +732,17 @@ fn create_or_wait(
     if file_created && share.nt_acl_xattr && !dacl_given {
         // The parent's inheritable ACEs make the new file's NT ACL.
         let groups = identity::Membership(server.accounts.as_ref());
+        let ids = crate::ntsd::Ids {
+            groups: &groups,
+            sids: &server.sid_map,
+        };
         crate::ntsd::inherit(
             &share,
             &who,
             &path,
             file_node.as_ref(),
             file_is_dir,
-            &groups,
+            &ids,
             core.now.filetime,
         )
         .map_err(leave)?;
@@ -1074,8 +1082,12 @@ fn store_initial_sd(
         return Ok(());
     }
     let groups = crate::identity::Membership(server.accounts.as_ref());
+    let ids = crate::ntsd::Ids {
+        groups: &groups,
+        sids: &server.sid_map,
+    };
     let from = crate::ntsd::From::Client;
-    match crate::ntsd::set(node, share, given, info, from, &groups, now_filetime) {
+    match crate::ntsd::set(node, share, given, info, from, &ids, now_filetime) {
         Err(NtStatus::NOT_SUPPORTED) => Ok(()),
         r => r,
     }

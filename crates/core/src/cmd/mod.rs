@@ -12,6 +12,7 @@ pub(crate) mod echo;
 pub(crate) mod flush;
 pub(crate) mod ioctl;
 pub(crate) mod lock;
+pub(crate) mod logon_user;
 pub(crate) mod negotiate;
 pub(crate) mod notify;
 pub(crate) mod oplock_break;

@@ -102,7 +102,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
         InfoType::SECURITY => {
             let nfs = core.aapl.negotiated && open.share.fruit.as_ref().is_some_and(|f| f.nfs_aces);
-            return security(&open, q.additional_information, limit, nfs);
+            let sids = &core.server.sid_map;
+            return security(&open, q.additional_information, limit, nfs, sids);
         }
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
@@ -578,7 +579,13 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
 
 /// [MS-SMB2] 3.3.5.20.3: the descriptor parts `additional` selects.
 /// `nfs`: Apple's NFS ACEs are shown ([`crate::fruit::nfs`]).
-fn security(open: &Open, additional: u32, limit: usize, nfs: bool) -> Result<Reply, NtStatus> {
+fn security(
+    open: &Open,
+    additional: u32,
+    limit: usize,
+    nfs: bool,
+    sids: &crate::domain::SidMap,
+) -> Result<Reply, NtStatus> {
     let info = SecurityInformation(additional);
     if info.intersects(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
@@ -590,7 +597,7 @@ fn security(open: &Open, additional: u32, limit: usize, nfs: bool) -> Result<Rep
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attr = open.node.stat_without_dos().map_err(status_of)?;
-    let mut sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share)?;
+    let mut sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
     if nfs {
         crate::fruit::nfs::add(&mut sd, &attr);
     }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use ringshare_auth::gss::{Kerberos, ServerAuth, ServerStep};
 use ringshare_auth::krb5::acceptor::Fresh;
-use ringshare_auth::krb5::pac;
 use ringshare_auth::ntlm::{AuthKind, ServerConfig as NtlmConfig};
 use ringshare_auth::AuthError;
 use ringshare_crypto::encrypt::CipherKey;
@@ -24,6 +23,7 @@ use ringshare_wire::fscc::FileTime;
 use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupResponse};
 use ringshare_wire::{NtStatus, WriteExt};
 
+use crate::cmd::logon_user::{kerberos_user, DomainUser};
 use crate::conn::{signature_ok, ConnCore, Reply, Req};
 use crate::identity::{Account, AccountError};
 use crate::limits;
@@ -172,16 +172,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .sessions
         .get(&session_id)
         .is_some_and(|ch| ch.signing_key.is_some() && lock(&ch.session).valid);
-    let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?.and_then(kerberos_user);
+    let member = core.server.domain();
+    let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?
+        .and_then(|s| kerberos_user(s, member.as_deref(), &core.server.sid_map));
     match step {
-        Ok(ServerStep::Continue(token)) => {
+        Ok((ServerStep::Continue(token), _)) => {
             let mut r = more_processing(session_id, dialect, &token);
             if reauth {
                 r.sign_with_session = Some(session_id);
             }
             Ok(r)
         }
-        Ok(ServerStep::Done { token, result }) => {
+        Ok((ServerStep::Done { token, result }, domain_user)) => {
             core.logon_ended(false);
             let anonymous = result.kind == AuthKind::Anonymous;
             let expires = result
@@ -189,8 +191,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 .as_ref()
                 .map(|k| FileTime::from_unix_nanos(i128::from(k.end_time) * 1_000_000_000).0);
             if let Some(k) = &result.kerberos {
+                let domain_user = domain_user.as_ref().map(|d| d.display.as_str());
                 tracing::info!(peer = %core.peer, client = %k.client_name(), service = %k.service,
-                    key = %k.key_entry, "Kerberos logon");
+                    key = %k.key_entry, domain_user, "Kerberos logon");
             }
             let r = finish(
                 core,
@@ -202,6 +205,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 anonymous,
                 false,
                 Some(result.session_key),
+                domain_user,
             )?;
             if let Some(sref) = core.session(session_id) {
                 // A Kerberos session ends with its ticket; a re-authentication sets the new
@@ -226,6 +230,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 user,
                 false,
                 true,
+                None,
                 None,
             )
         }
@@ -270,9 +275,13 @@ fn account_for(
     user: &str,
     guest: bool,
     anonymous: bool,
+    domain: Option<&DomainUser>,
 ) -> Result<Account, NtStatus> {
     let server = &core.server;
     let guest_like = guest || anonymous;
+    if let (Some(d), false) = (domain, guest_like) {
+        return domain_account(core, d);
+    }
     let name = if guest_like {
         server.config.guest_account.as_str()
     } else {
@@ -295,6 +304,35 @@ fn account_for(
         }
         NtStatus::LOGON_FAILURE
     })
+}
+
+/// The Unix account of a domain user: the first of the names winbind or sssd may give it that
+/// NSS knows, with the SIDs of the user's PAC.
+fn domain_account(core: &ConnCore, d: &DomainUser) -> Result<Account, NtStatus> {
+    for name in &d.names {
+        match core.server.accounts.user(name) {
+            Ok(mut a) => {
+                a.sids = Arc::clone(&d.sids);
+                return Ok(a);
+            }
+            Err(AccountError::NoSuchUser) => continue,
+            Err(e) => {
+                if core.log_ok(LogKind::RefusedLogon) {
+                    tracing::warn!("refusing the logon of {}: {e}", d.display);
+                }
+                return Err(NtStatus::LOGON_FAILURE);
+            }
+        }
+    }
+    if core.log_ok(LogKind::RefusedLogon) {
+        tracing::warn!(
+            "refusing the logon of {}: NSS knows no account named {}; a domain member needs \
+             winbind or sssd in nsswitch.conf's passwd and group lines",
+            d.display,
+            d.names.join(" or ")
+        );
+    }
+    Err(NtStatus::LOGON_FAILURE)
 }
 
 /// Who the session acts for: the user and its account, or guest or anonymous.
@@ -436,8 +474,11 @@ fn bind_checked(
             },
         );
     }
-    match auth_leg(core, session_id, req.msg, token)?.and_then(kerberos_user) {
-        Ok(ServerStep::Continue(token)) => {
+    let member = core.server.domain();
+    let step = auth_leg(core, session_id, req.msg, token)?
+        .and_then(|s| kerberos_user(s, member.as_deref(), &core.server.sid_map));
+    match step {
+        Ok((ServerStep::Continue(token), _)) => {
             let mut r = more_processing(session_id, dialect, &token);
             // The request was signed with Session.SigningKey and so is the
             // interim response: the channel has no key of its own yet
@@ -445,10 +486,14 @@ fn bind_checked(
             r.sign_key = Some(session_key);
             Ok(r)
         }
-        Ok(ServerStep::Done { token, result }) => {
+        Ok((ServerStep::Done { token, result }, domain_user)) => {
             core.logon_ended(false);
             // [MS-SMB2] 3.3.5.5.3: the binding must be by the session's user.
-            if result.kind == AuthKind::Anonymous || !result.user.eq_ignore_ascii_case(&user) {
+            let same_user = match &domain_user {
+                Some(d) => d.names.iter().any(|n| n.eq_ignore_ascii_case(&user)),
+                None => result.user.eq_ignore_ascii_case(&user),
+            };
+            if result.kind == AuthKind::Anonymous || !same_user {
                 if core.log_ok(LogKind::RefusedLogon) {
                     tracing::info!(peer = %core.peer, "logon refused: a binding by another user than the session's");
                 }
@@ -543,44 +588,6 @@ fn auth_leg(
     Ok(step)
 }
 
-/// Who a Kerberos client acts as: `user@REALM` of the server's realm is the Unix account
-/// `user` (through NSS, as an NTLM user is). A principal with instances (`alice/admin`), of
-/// another realm, or with an Active Directory PAC (its groups would be ignored: domain member
-/// mode is not built yet) is refused.
-fn kerberos_user(step: ServerStep) -> Result<ServerStep, AuthError> {
-    let ServerStep::Done { token, mut result } = step else {
-        return Ok(step);
-    };
-    let Some(k) = &result.kerberos else {
-        return Ok(ServerStep::Done { token, result });
-    };
-    let name = k.client_name();
-    if k.client.len() != 1 || k.client[0].is_empty() {
-        return Err(AuthError::Kerberos(format!(
-            "principal {name} is not of the form user@REALM"
-        )));
-    }
-    // The acceptor checked that the ticket is for the server's realm; a client of another realm
-    // (cross-realm trust) is someone else than the local account of that name.
-    let service_realm = k.service.rsplit('@').next().unwrap_or_default();
-    if !k.client_realm.eq_ignore_ascii_case(service_realm) {
-        return Err(AuthError::Kerberos(format!(
-            "principal {name} is of another realm than this server's ({service_realm})"
-        )));
-    }
-    if k.pac
-        .as_ref()
-        .is_some_and(|p| p.buffer(pac::buffer::LOGON_INFO).is_some())
-    {
-        return Err(AuthError::Kerberos(format!(
-            "ticket of {name} carries an Active Directory PAC (logon info); this server \
-             accepts tickets of a standalone MIT realm only"
-        )));
-    }
-    result.user = k.client[0].clone();
-    Ok(ServerStep::Done { token, result })
-}
-
 /// The signing algorithm sessions of this connection use.
 fn signing_algorithm(core: &ConnCore, dialect: Dialect) -> SignAlg {
     match dialect {
@@ -630,9 +637,10 @@ fn finish(
     anonymous: bool,
     guest: bool,
     session_key: Option<Vec<u8>>,
+    domain: Option<DomainUser>,
 ) -> Result<Reply, NtStatus> {
     let policy = core.server.config.signing;
-    let account = match account_for(core, &user, guest, anonymous) {
+    let account = match account_for(core, &user, guest, anonymous, domain.as_ref()) {
         Ok(a) => a,
         Err(status) => {
             let valid = core
@@ -644,6 +652,12 @@ fn finish(
             }
             return Err(status);
         }
+    };
+    // A domain user is known by the name NSS gives their account (`DOMAIN\name`).
+    let user = if domain.is_some() {
+        account.name.clone()
+    } else {
+        user
     };
     let client_requires = (client_security_mode
         | core
@@ -859,62 +873,4 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     r.seal = seal;
     Ok(r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ringshare_auth::krb5::acceptor::Accepted;
-    use ringshare_auth::ntlm::AuthResult;
-
-    fn ticket_of(client: &[&str], realm: &str) -> ServerStep {
-        let acc = Accepted {
-            client: client.iter().map(|c| c.to_string()).collect(),
-            client_realm: realm.into(),
-            service: "cifs/fs.rs.test@RS.TEST".into(),
-            key_entry: String::new(),
-            session_key: vec![1; 32],
-            key_etype: 18,
-            initiator_key: (vec![2; 32], 18),
-            seq: 1,
-            token: Vec::new(),
-            auth_time: 0,
-            end_time: 0,
-            pac: None,
-        };
-        ServerStep::Done {
-            token: Vec::new(),
-            result: AuthResult {
-                kind: AuthKind::User,
-                user: client.join("/"),
-                domain: realm.into(),
-                workstation: String::new(),
-                session_key: vec![1; 32],
-                kerberos: Some(Box::new(acc)),
-            },
-        }
-    }
-
-    fn refusal(step: ServerStep) -> String {
-        match kerberos_user(step) {
-            Err(AuthError::Kerberos(why)) => why,
-            Err(e) => panic!("refused otherwise: {e}"),
-            Ok(_) => panic!("accepted"),
-        }
-    }
-
-    #[test]
-    fn a_principal_of_the_servers_realm_acts_as_the_unix_user_of_its_name() {
-        let Ok(ServerStep::Done { result, .. }) = kerberos_user(ticket_of(&["alice"], "rs.test"))
-        else {
-            panic!("refused")
-        };
-        assert_eq!(result.user, "alice");
-    }
-
-    #[test]
-    fn a_principal_of_another_realm_or_with_instances_is_refused() {
-        assert!(refusal(ticket_of(&["alice"], "OTHER.TEST")).contains("another realm"));
-        assert!(refusal(ticket_of(&["alice", "admin"], "RS.TEST")).contains("not of the form"));
-    }
 }

@@ -256,13 +256,17 @@ fn set_security(
     };
     if !info.is_empty() {
         let groups = crate::identity::Membership(server.accounts.as_ref());
+        let ids = crate::ntsd::Ids {
+            groups: &groups,
+            sids: &server.sid_map,
+        };
         crate::ntsd::set(
             open.node.as_ref(),
             &open.share,
             &given,
             info,
             crate::ntsd::From::Client,
-            &groups,
+            &ids,
             now_filetime,
         )?;
     }

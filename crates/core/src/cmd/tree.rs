@@ -49,6 +49,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             who: account.who.clone(),
             read_only: true,
             admin: false,
+            sids: Default::default(),
         };
         (
             TreeKind::Ipc,
@@ -133,6 +134,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             source,
             who: ident.who,
             admin: ident.admin,
+            sids: ident.sids,
             read_only,
             maximal_access,
             encrypt_required: encrypt == EncryptPolicy::Required,
@@ -174,6 +176,7 @@ pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::
                 who: account.who.clone(),
                 read_only: true,
                 admin: false,
+                sids: Default::default(),
             }),
             TreeKind::Disk(share) => identity::for_tree(
                 server.accounts.as_ref(),
@@ -198,6 +201,7 @@ fn take_identity(tree: &mut Tree, ident: Option<TreeIdentity>) {
         Some(ident) => {
             tree.who = ident.who;
             tree.admin = ident.admin;
+            tree.sids = ident.sids;
             tree.read_only = ident.read_only;
             tree.refused = false;
         }

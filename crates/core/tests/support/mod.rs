@@ -80,6 +80,7 @@ impl Accounts for TestAccounts {
             name: name.to_ascii_lowercase(),
             who: ringshare_vfs::creds::intern(ringshare_vfs::Creds::new(uid, uid, vec![uid])),
             home: String::new(),
+            sids: Default::default(),
         })
     }
 

@@ -12,6 +12,34 @@ pub fn normalize_key(key: &str) -> String {
         .to_lowercase()
 }
 
+/// What `security = ads` lacks, if anything: a realm, a workgroup, and a keytab ringshare can
+/// read (it does not read Samba's secrets.tdb).
+fn member_missing(g: &Global) -> Option<String> {
+    if g.member.security != super::member::Security::Ads {
+        return None;
+    }
+    if g.realm.is_empty() {
+        return Some("'security = ads' needs 'realm' (the domain's DNS name in upper case)".into());
+    }
+    if g.workgroup.is_empty() || g.workgroup == "WORKGROUP" {
+        return Some(
+            "'security = ads' needs 'workgroup' (the domain's NetBIOS name, as `net ads join` \
+             shows it)"
+                .into(),
+        );
+    }
+    if g.keytab().is_none() {
+        return Some(
+            "'security = ads' needs a keytab ringshare can read (it does not read secrets.tdb): \
+             set 'kerberos method = secrets and keytab' (/etc/krb5.keytab) or \
+             'kerberos method = dedicated keytab' with 'dedicated keytab file', and write it \
+             with `net ads keytab create` (or `adcli join` for sssd)"
+                .into(),
+        );
+    }
+    None
+}
+
 /// Samba's booleans.
 pub fn parse_bool(value: &str) -> Option<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
@@ -157,6 +185,8 @@ enum Opt {
     GuestAccount,
     ServerRole,
     Security,
+    /// `idmap config DOMAIN : …`, `winbind use default domain`, `winbind separator`.
+    Member,
     Realm,
     KerberosMethod,
     DedicatedKeytabFile,
@@ -250,6 +280,17 @@ fn classify(key: &str) -> Option<Opt> {
     if key.starts_with("cluster ") {
         return Some(Opt::Cluster);
     }
+    if key.starts_with("idmap config ")
+        || key == "winbind use default domain"
+        || key == "winbind separator"
+    {
+        return Some(Opt::Member);
+    }
+    if super::member::is_winbinds(key) {
+        return Some(Opt::Ignored(
+            "winbind's (or sssd's) option: that daemon reads it; ringshare asks NSS",
+        ));
+    }
     Some(match key {
         "server min protocol" | "min protocol" => Opt::MinProtocol,
         "server max protocol" | "max protocol" | "protocol" => Opt::MaxProtocol,
@@ -338,6 +379,10 @@ fn classify(key: &str) -> Option<Opt> {
             Opt::Ignored(WHY_DOS)
         }
         "panic action" => Opt::Ignored("ringshare runs no panic action"),
+        "state directory" | "cache directory" | "lock directory" | "private dir"
+        | "pid directory" | "ncalrpc dir" | "binddns dir" => {
+            Opt::Ignored("Samba's own directories; ringshare keeps no state in them")
+        }
         "server services" => Opt::Ignored("ringshare runs only its SMB file service"),
         "socket options" => Opt::Ignored("ringshare sets its own socket options"),
         "kernel oplocks" => Opt::Ignored("ringshare takes no kernel oplocks (file leases)"),
@@ -411,6 +456,8 @@ pub(super) struct Parser<'a> {
     max_line: usize,
     /// The last `cluster …` line (where a missing one is reported).
     cluster_line: usize,
+    /// The line of `security` (where a member's missing options are reported).
+    security_line: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -434,6 +481,7 @@ impl<'a> Parser<'a> {
             min_line: 0,
             max_line: 0,
             cluster_line: 0,
+            security_line: 0,
         }
     }
 
@@ -937,20 +985,24 @@ impl<'a> Parser<'a> {
             }
             Opt::ServerRole => {
                 let v = normalize_key(value);
-                if !matches!(v.as_str(), "standalone" | "standalone server" | "auto") {
+                if !matches!(
+                    v.as_str(),
+                    "standalone" | "standalone server" | "auto" | "member server"
+                ) {
                     self.warn(
                         line,
                         format!("'server role = {value}' ignored: ringshare is always a standalone server"),
                     );
                 }
             }
-            Opt::Security
-                if !value.eq_ignore_ascii_case("user") && !value.eq_ignore_ascii_case("auto") =>
-            {
-                return Err(self.err(
-                    line,
-                    format!("'security = {value}' is not supported; only 'security = user' is"),
-                ));
+            Opt::Security => {
+                self.global.member.security =
+                    super::member::security(value).map_err(|m| self.err(line, m))?;
+                self.security_line = line;
+            }
+            Opt::Member => {
+                super::member::apply(&mut self.global.member, key, value)
+                    .map_err(|m| self.err(line, m))?;
             }
             Opt::SmbEncrypt => self.global.smb_encrypt = self.encrypt_value(line, key, value)?,
             Opt::Realm => self.global.realm = value.to_ascii_uppercase(),
@@ -1075,6 +1127,9 @@ impl<'a> Parser<'a> {
         let g = &self.global;
         if let Some(m) = super::cluster::missing(&g.cluster) {
             return Err(self.err(self.cluster_line, m));
+        }
+        if let Some(m) = member_missing(g) {
+            return Err(self.err(self.security_line, m));
         }
         if g.server_min_protocol > g.server_max_protocol {
             let line = self.max_line.max(self.min_line);

@@ -1,0 +1,366 @@
+//! Active Directory member mode (`security = ads`): who a domain user acts as, and how domain
+//! SIDs and Unix ids meet.
+//!
+//! - **Name.** A Kerberos logon's PAC names the user `DOMAIN\name`. The Unix account is found
+//!   through NSS, where winbind (or sssd) answers for the domain: first as winbind spells
+//!   domain accounts (`DOMAIN\name`, with `winbind separator`; the bare name with `winbind use
+//!   default domain`), then, for the server's own workgroup, the bare name (Samba's order, which
+//!   also finds sssd's short names). ringshare keeps no id mapping of its own.
+//! - **Token.** The PAC's SIDs (user, groups, extra SIDs, resource groups) join the Unix SIDs in
+//!   the token stored NT ACLs are checked against, so an ACE a Windows admin sets for
+//!   `DOMAIN\Sales` decides access as on a Samba member.
+//! - **Ids.** Where `idmap config DOMAIN : backend = rid` says how the domain's RIDs become Unix
+//!   ids (id = range low + RID − base_rid, the same arithmetic winbind's rid backend does), a
+//!   domain SID in an ACL a client sets becomes the POSIX ACL entries of its id, and a file's ids
+//!   read back as the domain's SIDs. The domain's SID is learnt from the PACs of its users (each
+//!   logon states it); until a user of the domain has logged on, its ids read as Unix SIDs.
+//!
+//! This module knows nothing of connections or sessions: it is configuration and mappings.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use ringshare_wire::security::{Ace, AceBody, SecurityDescriptor, Sid};
+
+/// `idmap config DOMAIN : backend = rid` with its range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RidRange {
+    /// The domain's NetBIOS name, upper case.
+    pub domain: String,
+    /// `range = low - high`.
+    pub low: u32,
+    pub high: u32,
+    /// `base_rid` (0 by default).
+    pub base_rid: u32,
+}
+
+impl RidRange {
+    /// The Unix id of RID `rid`, if it falls in the range.
+    pub fn id_of(&self, rid: u32) -> Option<u32> {
+        let id = u64::from(self.low) + u64::from(rid.checked_sub(self.base_rid)?);
+        (id <= u64::from(self.high)).then_some(id as u32)
+    }
+
+    /// The RID of Unix id `id`, if it falls in the range.
+    pub fn rid_of(&self, id: u32) -> Option<u32> {
+        if id < self.low || id > self.high {
+            return None;
+        }
+        (id - self.low).checked_add(self.base_rid)
+    }
+}
+
+/// The member-server rules from smb.conf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainMember {
+    /// `workgroup`: the domain's NetBIOS name, upper case.
+    pub workgroup: String,
+    /// `winbind separator` (`\` by default).
+    pub separator: char,
+    /// `winbind use default domain`: winbind names the workgroup's accounts without a domain.
+    pub default_domain: bool,
+    /// Domains whose ids the rid backend computes.
+    pub rid_ranges: Vec<RidRange>,
+}
+
+impl DomainMember {
+    /// The NSS names to try, in order, for the account `name` of domain `domain`.
+    pub fn account_names(&self, domain: &str, name: &str) -> Vec<String> {
+        let own = domain.eq_ignore_ascii_case(&self.workgroup);
+        let qualified = format!("{}{}{}", domain.to_ascii_uppercase(), self.separator, name);
+        if own && self.default_domain {
+            vec![name.to_string(), qualified]
+        } else if own {
+            vec![qualified, name.to_string()]
+        } else {
+            vec![qualified]
+        }
+    }
+}
+
+/// Domain SIDs learnt from logons and the rid ranges they map through.
+#[derive(Debug, Default)]
+pub struct SidMap {
+    /// Domain NetBIOS name (upper case) → its SID, from PACs.
+    domains: RwLock<HashMap<String, Sid>>,
+    ranges: RwLock<Vec<RidRange>>,
+}
+
+/// The most domains remembered (a forest with many trusts; one entry per domain).
+const DOMAINS_MAX: usize = 1024;
+
+impl SidMap {
+    /// Replace the rid ranges (start, reload).
+    pub fn set_ranges(&self, ranges: Vec<RidRange>) {
+        *self.ranges.write().unwrap_or_else(|e| e.into_inner()) = ranges;
+    }
+
+    /// Remember that domain `name` has SID `sid` (from a verified PAC).
+    pub fn learn(&self, name: &str, sid: &Sid) {
+        let name = name.to_ascii_uppercase();
+        if self
+            .domains
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&name)
+            == Some(sid)
+        {
+            return;
+        }
+        let mut d = self.domains.write().unwrap_or_else(|e| e.into_inner());
+        if d.len() < DOMAINS_MAX || d.contains_key(&name) {
+            d.insert(name, sid.clone());
+        }
+    }
+
+    /// Whether any domain maps to Unix ids (so SIDs need translating at all).
+    pub fn is_active(&self) -> bool {
+        !self
+            .ranges
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+            && !self
+                .domains
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_empty()
+    }
+
+    /// The Unix id of a domain SID (winbind's rid backend maps a SID to one number that serves
+    /// as both uid and gid).
+    pub fn id_of(&self, sid: &Sid) -> Option<u32> {
+        let (rid, domain) = split(sid)?;
+        let domains = self.domains.read().unwrap_or_else(|e| e.into_inner());
+        let name = domains.iter().find(|(_, s)| **s == domain)?.0;
+        let ranges = self.ranges.read().unwrap_or_else(|e| e.into_inner());
+        ranges.iter().find(|r| &r.domain == name)?.id_of(rid)
+    }
+
+    /// The domain SID of Unix id `id`, if a rid range holds it and its domain's SID is known.
+    pub fn sid_of(&self, id: u32) -> Option<Sid> {
+        let ranges = self.ranges.read().unwrap_or_else(|e| e.into_inner());
+        let range = ranges.iter().find(|r| r.rid_of(id).is_some())?;
+        let domains = self.domains.read().unwrap_or_else(|e| e.into_inner());
+        let domain = domains.get(&range.domain)?;
+        let mut subs = domain.sub_authorities.clone();
+        subs.push(range.rid_of(id)?);
+        Some(Sid {
+            revision: domain.revision,
+            authority: domain.authority,
+            sub_authorities: subs,
+        })
+    }
+}
+
+impl SidMap {
+    /// A descriptor a client set, as the POSIX mapping reads it: a domain SID with an id
+    /// becomes the Unix user and the Unix group of that id (winbind's rid backend gives each
+    /// SID one id that serves as both, and Samba writes a `user:` and a `group:` entry for it).
+    pub fn to_unix(&self, sd: &SecurityDescriptor) -> SecurityDescriptor {
+        let mut out = sd.clone();
+        if !self.is_active() {
+            return out;
+        }
+        if let Some(id) = out.owner.as_ref().and_then(|s| self.id_of(s)) {
+            out.owner = Some(Sid::unix_user(id));
+        }
+        if let Some(id) = out.group.as_ref().and_then(|s| self.id_of(s)) {
+            out.group = Some(Sid::unix_group(id));
+        }
+        if let Some(dacl) = out.dacl.as_mut() {
+            let mut aces = Vec::with_capacity(dacl.aces.len());
+            for ace in dacl.aces.drain(..) {
+                match ace.sid().and_then(|s| self.id_of(s)) {
+                    Some(id) => {
+                        aces.push(with_sid(&ace, Sid::unix_user(id)));
+                        aces.push(with_sid(&ace, Sid::unix_group(id)));
+                    }
+                    None => aces.push(ace),
+                }
+            }
+            dacl.aces = aces;
+        }
+        out
+    }
+
+    /// A descriptor mapped from a file's POSIX ACL, as a client of a member server sees it:
+    /// Unix users and groups whose ids a rid range holds are the domain's SIDs again, and an
+    /// ACE that then repeats the one before it (the `user:` and `group:` entries of one id)
+    /// is shown once.
+    pub fn to_domain(&self, sd: &mut SecurityDescriptor) {
+        if !self.is_active() {
+            return;
+        }
+        let map = |s: &Sid| {
+            s.unix_uid()
+                .or_else(|| s.unix_gid())
+                .and_then(|id| self.sid_of(id))
+        };
+        if let Some(d) = sd.owner.as_ref().and_then(map) {
+            sd.owner = Some(d);
+        }
+        if let Some(d) = sd.group.as_ref().and_then(map) {
+            sd.group = Some(d);
+        }
+        if let Some(dacl) = sd.dacl.as_mut() {
+            let mut aces: Vec<Ace> = Vec::with_capacity(dacl.aces.len());
+            for ace in dacl.aces.drain(..) {
+                let ace = match ace.sid().and_then(map) {
+                    Some(d) => with_sid(&ace, d),
+                    None => ace,
+                };
+                if aces.last() != Some(&ace) {
+                    aces.push(ace);
+                }
+            }
+            dacl.aces = aces;
+        }
+    }
+}
+
+/// `ace` for another SID.
+fn with_sid(ace: &Ace, sid: Sid) -> Ace {
+    let mut a = ace.clone();
+    if let AceBody::MaskSid { sid: s, .. } = &mut a.body {
+        *s = sid;
+    }
+    a
+}
+
+/// A SID's last sub-authority and the SID of its domain.
+fn split(sid: &Sid) -> Option<(u32, Sid)> {
+    let (rid, rest) = sid.sub_authorities.split_last()?;
+    if rest.is_empty() {
+        return None;
+    }
+    Some((
+        *rid,
+        Sid {
+            revision: sid.revision,
+            authority: sid.authority,
+            sub_authorities: rest.to_vec(),
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(default_domain: bool) -> DomainMember {
+        DomainMember {
+            workgroup: "RSAD".into(),
+            separator: '\\',
+            default_domain,
+            rid_ranges: vec![],
+        }
+    }
+
+    #[test]
+    fn a_domain_user_is_looked_up_as_winbind_names_them_then_by_the_bare_name() {
+        assert_eq!(
+            member(false).account_names("rsad", "alice"),
+            ["RSAD\\alice", "alice"]
+        );
+        assert_eq!(
+            member(true).account_names("RSAD", "alice"),
+            ["alice", "RSAD\\alice"]
+        );
+        // A trusted domain's user is never the local account of the same name.
+        assert_eq!(
+            member(true).account_names("OTHER", "alice"),
+            ["OTHER\\alice"]
+        );
+    }
+
+    #[test]
+    fn rid_ranges_map_sids_of_a_learnt_domain_to_ids_and_back() {
+        let map = SidMap::default();
+        map.set_ranges(vec![RidRange {
+            domain: "RSAD".into(),
+            low: 100_000,
+            high: 199_999,
+            base_rid: 0,
+        }]);
+        let dom: Sid = "S-1-5-21-1-2-3".parse().unwrap();
+        let alice: Sid = "S-1-5-21-1-2-3-1102".parse().unwrap();
+        assert_eq!(map.id_of(&alice), None, "domain SID not learnt yet");
+        assert_eq!(map.sid_of(101_102), None);
+        assert!(!map.is_active());
+        map.learn("rsad", &dom);
+        assert!(map.is_active());
+        assert_eq!(map.id_of(&alice), Some(101_102));
+        assert_eq!(map.sid_of(101_102), Some(alice));
+        assert_eq!(map.sid_of(99_999), None);
+        assert_eq!(map.sid_of(1000), None);
+        let other: Sid = "S-1-5-21-9-9-9-1102".parse().unwrap();
+        assert_eq!(map.id_of(&other), None);
+        // A RID past the range has no id.
+        let far: Sid = "S-1-5-21-1-2-3-100000".parse().unwrap();
+        assert_eq!(map.id_of(&far), None);
+    }
+
+    #[test]
+    fn a_domain_sid_in_a_dacl_becomes_its_unix_user_and_group_and_reads_back_once() {
+        use ringshare_wire::consts::AccessMask;
+        use ringshare_wire::security::Acl;
+        let map = SidMap::default();
+        map.set_ranges(vec![RidRange {
+            domain: "RSAD".into(),
+            low: 100_000,
+            high: 199_999,
+            base_rid: 0,
+        }]);
+        map.learn("RSAD", &"S-1-5-21-1-2-3".parse().unwrap());
+        let proj: Sid = "S-1-5-21-1-2-3-1104".parse().unwrap();
+        let alice: Sid = "S-1-5-21-1-2-3-1102".parse().unwrap();
+        let sd = SecurityDescriptor {
+            control: 0,
+            rm_control: 0,
+            owner: Some(alice.clone()),
+            group: None,
+            sacl: None,
+            dacl: Some(Acl::new(vec![
+                Ace::allow(proj.clone(), AccessMask(0x1200a9), 0),
+                Ace::allow(Sid::everyone(), AccessMask(0x1200a9), 0),
+            ])),
+        };
+        let unix = map.to_unix(&sd);
+        assert_eq!(unix.owner, Some(Sid::unix_user(101_102)));
+        let sids: Vec<Sid> = unix
+            .dacl
+            .as_ref()
+            .unwrap()
+            .aces
+            .iter()
+            .map(|a| a.sid().unwrap().clone())
+            .collect();
+        assert_eq!(
+            sids,
+            [
+                Sid::unix_user(101_104),
+                Sid::unix_group(101_104),
+                Sid::everyone()
+            ]
+        );
+        let mut back = unix;
+        map.to_domain(&mut back);
+        assert_eq!(back, sd);
+        // Without a learnt domain nothing changes.
+        assert_eq!(SidMap::default().to_unix(&sd), sd);
+    }
+
+    #[test]
+    fn base_rid_shifts_the_range() {
+        let r = RidRange {
+            domain: "D".into(),
+            low: 5000,
+            high: 5999,
+            base_rid: 1000,
+        };
+        assert_eq!(r.id_of(1102), Some(5102));
+        assert_eq!(r.id_of(999), None);
+        assert_eq!(r.rid_of(5102), Some(1102));
+    }
+}

@@ -1,0 +1,216 @@
+//! Active Directory member options in [global], in Samba's words: `security = ads` (with
+//! `realm`, `workgroup` and a keytab), `idmap config DOMAIN : …` (read only to know how winbind
+//! turns a domain's RIDs into ids), `winbind use default domain` and `winbind separator` (how
+//! NSS spells domain accounts). winbind's and sssd's own options in the same file are theirs:
+//! ringshare leaves them to the daemon that reads them.
+
+use ringshare_core::domain::{DomainMember, RidRange};
+
+/// `security`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Security {
+    /// `user` (and `auto` outside a domain): smbpasswd users, and Kerberos of an MIT realm when
+    /// a keytab is configured.
+    #[default]
+    User,
+    /// `ads`: a member of an Active Directory domain.
+    Ads,
+}
+
+/// One `idmap config DOMAIN : …` domain.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdmapDomain {
+    /// The domain (upper case), or `*` for the default.
+    pub domain: String,
+    /// `backend` (rid, ad, autorid, tdb, …).
+    pub backend: String,
+    /// `range = low - high`.
+    pub range: Option<(u32, u32)>,
+    /// `base_rid` (rid backend).
+    pub base_rid: u32,
+}
+
+/// What the member options hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberOptions {
+    pub security: Security,
+    pub idmap: Vec<IdmapDomain>,
+    /// `winbind use default domain`.
+    pub use_default_domain: bool,
+    /// `winbind separator`.
+    pub separator: char,
+}
+
+impl Default for MemberOptions {
+    fn default() -> MemberOptions {
+        MemberOptions {
+            security: Security::User,
+            idmap: Vec::new(),
+            use_default_domain: false,
+            separator: '\\',
+        }
+    }
+}
+
+/// Options winbind (or sssd) reads from the same smb.conf: ringshare has no use for them.
+pub(super) fn is_winbinds(key: &str) -> bool {
+    key.starts_with("winbind ")
+        || key.starts_with("template ")
+        || key.starts_with("idmap ")
+        || matches!(
+            key,
+            "sync machine password to keytab"
+                | "machine password timeout"
+                | "password server"
+                | "allow trusted domains"
+                | "kerberos encryption types"
+                | "client signing"
+                | "client ipc signing"
+                | "client use kerberos"
+        )
+}
+
+/// Apply a member option (the key normalized). `Ok(false)`: not one of ours (winbind's).
+pub(super) fn apply(m: &mut MemberOptions, key: &str, value: &str) -> Result<bool, String> {
+    if let Some(rest) = key.strip_prefix("idmap config ") {
+        let Some((domain, param)) = rest.split_once(':') else {
+            return Err(format!(
+                "'{key}': expected 'idmap config DOMAIN : parameter'"
+            ));
+        };
+        let domain = domain.trim().to_ascii_uppercase();
+        let d = match m.idmap.iter_mut().position(|d| d.domain == domain) {
+            Some(i) => &mut m.idmap[i],
+            None => {
+                m.idmap.push(IdmapDomain {
+                    domain,
+                    ..IdmapDomain::default()
+                });
+                m.idmap.last_mut().expect("just pushed")
+            }
+        };
+        match param.trim() {
+            "backend" => d.backend = value.trim().to_ascii_lowercase(),
+            "range" => {
+                d.range = Some(parse_range(value).ok_or_else(|| {
+                    format!("'{key}' expects 'low - high' (two ids, low ≤ high), got '{value}'")
+                })?)
+            }
+            "base rid" => {
+                d.base_rid = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("'{key}' expects a number, got '{value}'"))?
+            }
+            _ => {}
+        }
+        return Ok(true);
+    }
+    match key {
+        "winbind use default domain" => {
+            m.use_default_domain = super::parse::parse_bool(value)
+                .ok_or_else(|| format!("'{key}' expects yes or no, got '{value}'"))?;
+        }
+        "winbind separator" => {
+            let mut c = value.trim().chars();
+            match (c.next(), c.next()) {
+                (Some(ch), None) => m.separator = ch,
+                _ => return Err(format!("'{key}' expects one character, got '{value}'")),
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `security = …`.
+pub(super) fn security(value: &str) -> Result<Security, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "user" | "auto" => Ok(Security::User),
+        "ads" => Ok(Security::Ads),
+        other => Err(format!(
+            "'security = {other}' is not supported; 'security = user' (standalone) and \
+             'security = ads' (Active Directory member) are"
+        )),
+    }
+}
+
+fn parse_range(value: &str) -> Option<(u32, u32)> {
+    let (a, b) = value.split_once('-')?;
+    let (a, b) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+    (a <= b).then_some((a, b))
+}
+
+impl MemberOptions {
+    /// The member rules the core acts on, when `security = ads`.
+    pub fn member(&self, workgroup: &str) -> Option<DomainMember> {
+        if self.security != Security::Ads {
+            return None;
+        }
+        let rid_ranges = self
+            .idmap
+            .iter()
+            .filter(|d| d.domain != "*" && d.backend == "rid")
+            .filter_map(|d| {
+                let (low, high) = d.range?;
+                Some(RidRange {
+                    domain: d.domain.clone(),
+                    low,
+                    high,
+                    base_rid: d.base_rid,
+                })
+            })
+            .collect();
+        Some(DomainMember {
+            workgroup: workgroup.to_ascii_uppercase(),
+            separator: self.separator,
+            default_domain: self.use_default_domain,
+            rid_ranges,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_samba_members_idmap_and_winbind_lines_give_the_member_rules() {
+        let mut m = MemberOptions::default();
+        for (k, v) in [
+            ("idmap config * : backend", "tdb"),
+            ("idmap config * : range", "3000-7999"),
+            ("idmap config rsad : backend", "rid"),
+            ("idmap config rsad : range", "100000 - 199999"),
+            ("idmap config rsad : base rid", "0"),
+            ("winbind use default domain", "yes"),
+            ("winbind separator", "+"),
+        ] {
+            assert!(apply(&mut m, k, v).unwrap(), "{k}");
+        }
+        assert!(!apply(&mut m, "winbind enum users", "yes").unwrap());
+        assert_eq!(m.member("rsad"), None, "security = user");
+        m.security = security("ADS").unwrap();
+        let d = m.member("rsad").unwrap();
+        assert_eq!(d.workgroup, "RSAD");
+        assert_eq!((d.separator, d.default_domain), ('+', true));
+        assert_eq!(
+            d.rid_ranges,
+            [RidRange {
+                domain: "RSAD".into(),
+                low: 100_000,
+                high: 199_999,
+                base_rid: 0
+            }]
+        );
+    }
+
+    #[test]
+    fn bad_member_values_are_refused_with_what_was_expected() {
+        let mut m = MemberOptions::default();
+        assert!(apply(&mut m, "idmap config rsad : range", "9-1").is_err());
+        assert!(apply(&mut m, "idmap config rsad", "x").is_err());
+        assert!(apply(&mut m, "winbind separator", "ab").is_err());
+        assert!(security("domain").unwrap_err().contains("not supported"));
+    }
+}

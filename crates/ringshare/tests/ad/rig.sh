@@ -1,0 +1,210 @@
+#!/bin/bash
+# A Samba Active Directory domain in a network namespace, with two member file servers joined
+# to it the way admins join them, for tests and by hand.
+#
+#   rig.sh up DIR RINGSHARE_BIN   provision AD.RS.TEST (NetBIOS RSAD) and start its DC; join
+#                                 RSMEMBER with `net ads join` (keytab written by Samba's
+#                                 `sync machine password to keytab`); start the member's winbindd
+#                                 (NSS: winbind, idmap rid 100000-199999), Samba's smbd on
+#                                 rsmember.ad.rs.test and ringshare on rsalt.ad.rs.test (an SPN
+#                                 of the same computer account), both reading DIR/member/smb.conf
+#                                 (ringshare's copy adds where it listens); users rsalice and
+#                                 rscarol (group rsproj) and rsbob, each with a ticket in
+#                                 DIR/USER.cc
+#   rig.sh member DIR CMD...      run CMD where the member's tools work (its netns, its
+#                                 /run/samba and an nsswitch.conf with winbind)
+#   rig.sh dc DIR CMD...          run CMD beside the DC
+#   rig.sh down DIR               stop everything the rig started and remove its netns
+#
+# Addresses in the netns: DC 127.0.0.2 (dc1.ad.rs.test), Samba member 127.0.0.3
+# (rsmember.ad.rs.test), ringshare 127.0.0.4 (rsalt.ad.rs.test). Nothing outside DIR,
+# /etc/netns/NS and the netns is touched. Needs root, samba-ad-dc, winbind, libnss-winbind,
+# smbclient, krb5-user.
+set -euo pipefail
+
+cmd=${1:?usage: rig.sh up|member|dc|down DIR ...}
+DIR=${2:?DIR}
+shift 2
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+NS_FILE="$DIR/netns"
+REALM=AD.RS.TEST
+DOMAIN=RSAD
+ADMINPASS='Adm1n!pass-rig'
+export KRB5_CONFIG="$DIR/krb5.conf"
+SELF=$(realpath "$0")
+
+ns() { cat "$NS_FILE"; }
+
+# Run "$@" in the netns with /run/samba bound to RUN (each Samba daemon family needs its own:
+# clients find winbindd at the compiled-in /run/samba/winbindd).
+in_ns() {
+    local run=$1 nss=$2
+    shift 2
+    ip netns exec "$(ns)" unshare -m sh -c '
+        mount --bind "$1" /run/samba && { [ -z "$2" ] || mount --bind "$2" /etc/nsswitch.conf; } &&
+        shift 2 && exec "$@"' sh "$run" "$nss" "$@"
+}
+in_member() { in_ns "$DIR/member-run" "$DIR/nsswitch.conf" "$@"; }
+in_dc() { in_ns "$DIR/dc-run" "" "$@"; }
+
+# Start a daemon in the background beside the DC or the member (WHERE: dc|member), its output
+# in DIR/NAME.log.
+spawn() {
+    local name=$1 where=$2
+    shift 2
+    setsid bash "$SELF" "$where" "$DIR" "$@" >"$DIR/$name.log" 2>&1 </dev/null &
+}
+
+wait_port() {
+    local addr=$1 port=$2 what=$3
+    for _ in $(seq 1 200); do
+        if ip netns exec "$(ns)" ss -ltn "( sport = :$port )" | grep -q "$addr:$port"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "rig: $what did not listen on $addr:$port; its log:" >&2
+    tail -20 "$DIR"/*.log >&2 || true
+    return 1
+}
+
+up() {
+    local bin=${1:?RINGSHARE_BIN}
+    local n="rsad$$"
+    echo "$n" >"$NS_FILE"
+    ip netns add "$n"
+    ip netns exec "$n" ip link set lo up
+    for a in 2 3 4; do ip netns exec "$n" ip addr add "127.0.0.$a/8" dev lo; done
+    mkdir -p "/etc/netns/$n" "$DIR"/{dc-run,member-run}
+    cat >"/etc/netns/$n/hosts" <<EOF
+127.0.0.1 localhost
+127.0.0.2 dc1.ad.rs.test dc1
+127.0.0.3 rsmember.ad.rs.test rsmember
+127.0.0.4 rsalt.ad.rs.test rsalt
+EOF
+    # The DC's own DNS answers for the domain (SRV records: how Samba's tools find the DC and
+    # its kpasswd service).
+    echo "nameserver 127.0.0.2" >"/etc/netns/$n/resolv.conf"
+    cat >"$KRB5_CONFIG" <<EOF
+[libdefaults]
+ default_realm = $REALM
+ dns_lookup_kdc = false
+ dns_lookup_realm = false
+ rdns = false
+ dns_canonicalize_hostname = false
+[realms]
+ $REALM = {
+  kdc = 127.0.0.2
+  admin_server = 127.0.0.2
+ }
+EOF
+    sed -E 's/^(passwd|group):.*/\1: files winbind/' /etc/nsswitch.conf >"$DIR/nsswitch.conf"
+
+    # The domain controller.
+    samba-tool domain provision --targetdir="$DIR/dc" --realm=$REALM --domain=$DOMAIN \
+        --server-role=dc --dns-backend=SAMBA_INTERNAL --adminpass="$ADMINPASS" --host-name=dc1 \
+        --host-ip=127.0.0.2 --option="interfaces=127.0.0.2/8" \
+        --option="bind interfaces only=yes" --option="prefork children=1" \
+        --option="dns forwarder=127.0.0.2" \
+        >"$DIR/provision.log" 2>&1
+    sed -i "s|^\s*log file = .*|\tlog file = $DIR/dc/log.%m\n\tpid directory = $DIR/dc-run\n\tncalrpc dir = $DIR/dc-run/ncalrpc\n\twinbindd socket directory = $DIR/dc-run/winbindd|" \
+        "$DIR/dc/etc/smb.conf"
+    spawn dc dc samba -F --no-process-group --debug-stdout -s "$DIR/dc/etc/smb.conf"
+    wait_port 127.0.0.2 88 "the DC's KDC"
+    wait_port 127.0.0.2 389 "the DC's LDAP"
+    local S=(-s "$DIR/dc/etc/smb.conf")
+    in_dc samba-tool user create rsalice 'Al1ce!pass' "${S[@]}" >/dev/null
+    in_dc samba-tool user create rscarol 'C4rol!pass' "${S[@]}" >/dev/null
+    in_dc samba-tool user create rsbob 'B0b!pass' "${S[@]}" >/dev/null
+    in_dc samba-tool group add rsproj "${S[@]}" >/dev/null
+    in_dc samba-tool group addmembers rsproj rsalice,rscarol "${S[@]}" >/dev/null
+
+    # The member, as an admin would configure and join it.
+    local M="$DIR/member"
+    mkdir -p "$M"/{state,cache,lock,private,log} "$DIR/samba-share" "$DIR/ringshare-share"
+    chmod 1777 "$DIR/samba-share" "$DIR/ringshare-share"
+    cat >"$M/smb.conf" <<EOF
+[global]
+	workgroup = $DOMAIN
+	realm = $REALM
+	security = ads
+	netbios name = RSMEMBER
+	interfaces = 127.0.0.3/8
+	bind interfaces only = yes
+	kerberos method = dedicated keytab
+	dedicated keytab file = $M/krb5.keytab
+	sync machine password to keytab = "$M/krb5.keytab:spn_prefixes=host,cifs:account_name:sync_kvno:machine_password"
+	idmap config * : backend = tdb
+	idmap config * : range = 3000-7999
+	idmap config $DOMAIN : backend = rid
+	idmap config $DOMAIN : range = 100000-199999
+	winbind use default domain = no
+	state directory = $M/state
+	cache directory = $M/cache
+	lock directory = $M/lock
+	private dir = $M/private
+	pid directory = $DIR/member-run
+	ncalrpc dir = $DIR/member-run/ncalrpc
+	log file = $M/log/log.%m
+	smb passwd file = $M/smbpasswd
+	vfs objects = acl_xattr
+[share]
+	path = $DIR/samba-share
+	read only = no
+EOF
+    in_member net ads join -U "administrator%$ADMINPASS" -s "$M/smb.conf" >"$DIR/join.log" 2>&1 ||
+        { cat "$DIR/join.log" >&2; return 1; }
+    in_dc samba-tool spn add cifs/rsalt.ad.rs.test 'RSMEMBER$' "${S[@]}"
+    spawn winbindd member winbindd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    for _ in $(seq 1 100); do
+        in_member wbinfo -p >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    in_member getent passwd 'RSAD\rsalice' >/dev/null ||
+        { echo "rig: winbind does not answer for RSAD\\rsalice" >&2; return 1; }
+    spawn smbd member smbd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    # ringshare reads the same file; where it listens is all it adds.
+    sed -e "s|^\[global\]|[global]\n\tlisten = 127.0.0.4:445\n\tcontrol socket = $DIR/ringshare.sock|" \
+        -e "s|interfaces = 127.0.0.3/8|interfaces = 127.0.0.4/8|" \
+        -e "s|path = $DIR/samba-share|path = $DIR/ringshare-share|" \
+        -e "s|smb passwd file = .*|smb passwd file = $DIR/ringshare-smbpasswd|" \
+        "$M/smb.conf" >"$DIR/ringshare.conf"
+    touch "$DIR/ringshare-smbpasswd" "$M/smbpasswd"
+    spawn ringshare member env RINGSHARE_LOG=info "$bin" serve --config "$DIR/ringshare.conf"
+    wait_port 127.0.0.3 445 "Samba's smbd"
+    wait_port 127.0.0.4 445 ringshare
+    for u in rsalice:'Al1ce!pass' rscarol:'C4rol!pass' rsbob:'B0b!pass'; do
+        echo "${u#*:}" | KRB5CCNAME="$DIR/${u%%:*}.cc" in_member kinit "${u%%:*}@$REALM" >/dev/null
+    done
+    echo "rig: up in netns $n"
+}
+
+down() {
+    [ -f "$NS_FILE" ] || return 0
+    local n
+    n=$(ns)
+    # Every process of the rig runs in its netns.
+    for sig in TERM KILL; do
+        pids=$(ip netns pids "$n" 2>/dev/null || true)
+        [ -z "$pids" ] && break
+        kill -s $sig $pids 2>/dev/null || true
+        sleep 0.5
+    done
+    ip netns del "$n" 2>/dev/null || true
+    rm -rf "/etc/netns/$n" "$NS_FILE"
+}
+
+case $cmd in
+up)
+    trap 'down' ERR
+    up "$@"
+    ;;
+member) in_member "$@" ;;
+dc) in_dc "$@" ;;
+down) down ;;
+*)
+    echo "rig.sh: unknown command $cmd" >&2
+    exit 2
+    ;;
+esac

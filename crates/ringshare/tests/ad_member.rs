@@ -1,0 +1,333 @@
+//! ringshare as a member of a real Active Directory domain, beside Samba's smbd joined the same
+//! way, asked the same questions (tests/ad/rig.sh: a Samba AD DC in a network namespace, the
+//! member joined with `net ads join`, winbind for NSS with idmap rid, the keytab written by
+//! Samba's `sync machine password to keytab`; both servers read the same smb.conf).
+//!
+//! - a domain user's ticket writes a file owned by the uid winbind maps them to;
+//! - an ACE for a domain group, set with smbcacls by the file's owner, lets a member of the
+//!   group read and denies a user outside it, and reads back as it was set;
+//! - a local smbpasswd user logs on (NTLM) beside the domain users;
+//! - `net ads changetrustpw` rotates the machine password: the keytab gets a new key version,
+//!   and tickets issued before and after it both work.
+//!
+//! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient and krb5-user; skipped with a
+//! message otherwise. About 40 s, most of it provisioning the domain.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+const RIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ad/rig.sh");
+
+/// The two servers, by the name clients reach them at and the directory they share.
+const SERVERS: [(&str, &str, &str); 2] = [
+    ("samba", "rsmember.ad.rs.test", "samba-share"),
+    ("ringshare", "rsalt.ad.rs.test", "ringshare-share"),
+];
+
+struct Rig {
+    dir: TempDir,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(RIG)
+            .arg("down")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+fn tools_or_skip(test: &str) -> bool {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root !!!!!!!!\n");
+        return false;
+    }
+    let nss_winbind = [
+        "/lib/x86_64-linux-gnu/libnss_winbind.so.2",
+        "/lib/libnss_winbind.so.2",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
+    for (tool, package) in [
+        ("samba", "samba-ad-dc"),
+        ("winbindd", "winbind"),
+        ("smbclient", "smbclient"),
+        ("smbcacls", "smbclient"),
+        ("kinit", "krb5-user"),
+        ("ip", "iproute2"),
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            eprintln!(
+                "\n!!!!!!!! SKIPPED {test}: {tool} not found (apt-get install -y {package}) !!!!!!!!\n"
+            );
+            return false;
+        }
+    }
+    if !nss_winbind {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: libnss_winbind not found (apt-get install -y libnss-winbind) !!!!!!!!\n");
+        return false;
+    }
+    true
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+impl Rig {
+    fn up() -> Rig {
+        let rig = Rig {
+            dir: TempDir::new("ad-rig"),
+        };
+        let out = Command::new("bash")
+            .arg(RIG)
+            .arg("up")
+            .arg(rig.dir.path())
+            .arg(ringshare_bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rig.sh up");
+        assert!(out.status.success(), "rig.sh up failed:\n{}", text(&out));
+        rig
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `sh -c script` where the member's tools work; KRB5CCNAME, when given, is USER's ccache.
+    fn member(&self, ccache_of: Option<&str>, script: &str) -> Output {
+        let mut c = Command::new("bash");
+        c.arg(RIG)
+            .arg("member")
+            .arg(self.dir.path())
+            .args(["sh", "-c", script])
+            .env("KRB5_CONFIG", self.path("krb5.conf"))
+            .stdin(Stdio::null());
+        if let Some(user) = ccache_of {
+            c.env("KRB5CCNAME", self.path(&format!("{user}.cc")));
+        }
+        c.output().expect("run a command beside the member")
+    }
+
+    /// smbclient with USER's ticket against HOST; its output.
+    fn smbclient(&self, user: &str, host: &str, commands: &str) -> String {
+        let script =
+            format!("smbclient //{host}/share --use-kerberos=required -c '{commands}' 2>&1");
+        text(&self.member(Some(user), &script))
+    }
+
+    fn kinit(&self, user: &str, password: &str) {
+        let script = format!("echo '{password}' | kinit {user}@AD.RS.TEST >/dev/null");
+        let out = self.member(Some(user), &script);
+        assert!(out.status.success(), "kinit {user}: {}", text(&out));
+    }
+
+    fn domain_sid(&self) -> String {
+        let out = self.member(None, "wbinfo -n 'RSAD\\rsalice'");
+        let t = text(&out);
+        let sid = t.split_whitespace().next().unwrap_or_default();
+        let (domain, _) = sid.rsplit_once('-').expect("a SID from wbinfo");
+        domain.to_string()
+    }
+
+    fn uid_gid(&self, name: &str) -> (u32, u32) {
+        let out = self.member(None, &format!("getent passwd '{name}'"));
+        let t = text(&out);
+        let f: Vec<&str> = t.trim().split(':').collect();
+        assert!(f.len() > 3, "getent passwd {name}: {t}");
+        (f[2].parse().unwrap(), f[3].parse().unwrap())
+    }
+
+    fn keytab_kvnos(&self) -> Vec<u32> {
+        let out = Command::new("klist")
+            .arg("-k")
+            .arg(self.path("member/krb5.keytab"))
+            .output()
+            .expect("klist -k");
+        let mut v: Vec<u32> = text(&out)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+fn owner_of(path: &Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (m.uid(), m.gid())
+}
+
+#[test]
+fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
+    if !tools_or_skip("a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does") {
+        return;
+    }
+    let rig = Rig::up();
+    a_domain_users_ticket_writes_a_file_owned_by_their_mapped_uid(&rig);
+    an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(&rig);
+    a_local_smbpasswd_user_logs_on_beside_domain_users(&rig);
+    a_rotated_machine_password_keeps_old_and_new_tickets_working(&rig);
+    let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
+    assert!(
+        log.contains("domain_user=\"RSAD\\\\rsalice\""),
+        "ringshare's log names the domain user of a Kerberos logon:\n{log}"
+    );
+}
+
+fn a_domain_users_ticket_writes_a_file_owned_by_their_mapped_uid(rig: &Rig) {
+    let alice = rig.uid_gid("RSAD\\rsalice");
+    assert!(
+        alice.0 >= 100_000,
+        "idmap rid maps RSAD\\rsalice: {alice:?}"
+    );
+    for (server, host, share) in SERVERS {
+        let out = rig.smbclient("rsalice", host, "put /etc/hostname owned.txt");
+        assert!(out.contains("putting file"), "{server}: {out}");
+        assert_eq!(
+            owner_of(&rig.path(share).join("owned.txt")),
+            alice,
+            "{server}: the file belongs to RSAD\\rsalice's uid and primary gid"
+        );
+    }
+}
+
+fn an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(rig: &Rig) {
+    let dom = rig.domain_sid();
+    let group = text(&rig.member(None, "wbinfo -n 'RSAD\\rsproj'"));
+    let proj = group
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(proj.starts_with(&dom), "wbinfo -n RSAD\\rsproj: {group}");
+    let alice = format!("{dom}-{}", rig.uid_gid("RSAD\\rsalice").0 - 100_000);
+    std::fs::write(rig.path("secret.txt"), "for rsproj only\n").unwrap();
+    let mut shown = Vec::new();
+    for (server, host, _) in SERVERS {
+        let put = format!("put {} secret.txt", rig.path("secret.txt").display());
+        assert!(
+            rig.smbclient("rsalice", host, &put)
+                .contains("putting file"),
+            "{server}"
+        );
+        let set = format!(
+            "smbcacls //{host}/share secret.txt --use-kerberos=required \
+             --set 'ACL:{alice}:ALLOWED/0x0/FULL,ACL:{proj}:ALLOWED/0x0/READ' 2>&1"
+        );
+        let out = rig.member(Some("rsalice"), &set);
+        assert!(
+            out.status.success(),
+            "{server}: smbcacls --set: {}",
+            text(&out)
+        );
+        let get =
+            format!("smbcacls //{host}/share secret.txt --use-kerberos=required --numeric 2>&1");
+        shown.push(text(&rig.member(Some("rsalice"), &get)));
+        let carol = rig.smbclient("rscarol", host, "get secret.txt /dev/stdout");
+        assert!(
+            carol.contains("for rsproj only"),
+            "{server}: rscarol (in rsproj) reads: {carol}"
+        );
+        let bob = rig.smbclient("rsbob", host, "get secret.txt /dev/stdout");
+        assert!(
+            bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
+            "{server}: rsbob (not in rsproj) is denied: {bob}"
+        );
+    }
+    assert!(shown[1].contains(&proj), "the ACE reads back: {}", shown[1]);
+    assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
+}
+
+fn a_local_smbpasswd_user_logs_on_beside_domain_users(rig: &Rig) {
+    let (name, pass) = ("rslocal", "L0cal-pass-1");
+    add_user(&rig.path("ringshare.conf"), name, pass);
+    let reload = Command::new(ringshare_bin())
+        .args(["reload", "--config"])
+        .arg(rig.path("ringshare.conf"))
+        .output()
+        .expect("ringshare reload");
+    assert!(reload.status.success(), "reload: {}", text(&reload));
+    let samba_add = format!(
+        "(echo '{pass}'; echo '{pass}') | smbpasswd -c {} -s -a {name} >/dev/null 2>&1",
+        rig.path("member/smb.conf").display()
+    );
+    assert!(
+        rig.member(None, &samba_add).status.success(),
+        "smbpasswd -a"
+    );
+    for (server, ip) in [("samba", "127.0.0.3"), ("ringshare", "127.0.0.4")] {
+        let script = format!(
+            "smbclient //{ip}/share -U 'RSMEMBER\\{name}%{pass}' -c 'put /etc/hostname local.txt' 2>&1"
+        );
+        let out = text(&rig.member(None, &script));
+        assert!(
+            out.contains("putting file"),
+            "{server}: a local user over NTLM: {out}"
+        );
+    }
+}
+
+fn a_rotated_machine_password_keeps_old_and_new_tickets_working(rig: &Rig) {
+    let before = rig.keytab_kvnos();
+    // rscarol's ccache holds service tickets from before the change.
+    let out = rig.member(
+        None,
+        &format!(
+            "net ads changetrustpw -s {} 2>&1",
+            rig.path("member/smb.conf").display()
+        ),
+    );
+    assert!(
+        out.status.success(),
+        "net ads changetrustpw: {}",
+        text(&out)
+    );
+    let after = rig.keytab_kvnos();
+    let newest = *after.last().expect("keys");
+    assert!(
+        newest > *before.last().expect("keys") && after.contains(&(newest - 1)),
+        "the keytab gains a key version and keeps the old one: {before:?} → {after:?}"
+    );
+    // ringshare reads a changed keytab within 2 s.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    for (server, host, _) in SERVERS {
+        let old = rig.smbclient("rscarol", host, "ls");
+        assert!(
+            old.contains("blocks available"),
+            "{server}: a ticket from before: {old}"
+        );
+    }
+    rig.kinit("rsalice", "Al1ce!pass");
+    for (server, host, _) in SERVERS {
+        let new = rig.smbclient("rsalice", host, "ls");
+        assert!(
+            new.contains("blocks available"),
+            "{server}: a ticket from after: {new}"
+        );
+    }
+    let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
+    for kvno in [newest - 1, newest] {
+        assert!(
+            log.contains(&format!("kvno {kvno} enctype")),
+            "ringshare accepted a ticket of key version {kvno}:\n{log}"
+        );
+    }
+}
