@@ -1,5 +1,5 @@
 //! Kerberos ([MS-KILE], RFC 4120/4121): the keytab parser, the PAC directory, its server
-//! signature and its NDR logon info, the GSS framing, and the whole acceptor fed an AP-REQ with a fixed keytab and a
+//! signature, its NDR logon info, its UPN/DNS info and the domain user made of them, the GSS framing, and the whole acceptor fed an AP-REQ with a fixed keytab and a
 //! shared replay cache. The first byte picks the parser; the rest is its input.
 #![no_main]
 
@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use ringshare_auth::krb5::acceptor::{accept, AcceptorConfig, Fresh};
+use ringshare_auth::krb5::domain::{domain_logon, UpnDnsInfo};
 use ringshare_auth::krb5::keytab::{Keytab, KeytabEntry};
 use ringshare_auth::krb5::logon_info::LogonInfo;
 use ringshare_auth::krb5::pac::{buffer, Pac};
@@ -54,11 +55,15 @@ fuzz_target!(|data: &[u8]| {
                 if let Some(Ok(info)) = p.buffer(buffer::LOGON_INFO).map(LogonInfo::decode) {
                     let _ = info.sids();
                 }
+                if let Ok(Some(d)) = domain_logon(&p) {
+                    assert!(!d.sids.is_empty(), "a domain user has a SID");
+                }
             }
-            // The logon-info buffer alone.
+            // The logon-info and UPN/DNS buffers alone.
             if let Ok(info) = LogonInfo::decode(input) {
                 let _ = info.sids();
             }
+            let _ = UpnDnsInfo::decode(input);
         }
         2 => {
             if let Ok((_, msg)) = gss_unwrap(input) {
