@@ -214,6 +214,7 @@ impl ServerAuth {
             workstation: String::new(),
             session_key: acc.session_key.clone(),
             kerberos: Some(Box::new(acc)),
+            by_domain: false,
         };
         ServerStep::Done { token, result }
     }

@@ -22,6 +22,25 @@ pub trait UserLookup {
     fn uid(&self, _user: &str) -> Option<u32> {
         None
     }
+    /// A domain member's check of an NTLMv2 response by the domain (winbind asks a domain
+    /// controller): None when `request.domain` is not a domain this lookup answers for (the user
+    /// is then one of the local accounts); otherwise the NTLMv2 session base key when the domain
+    /// accepts the response, or why it does not.
+    fn domain_ntlm(&self, _request: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
+        None
+    }
+}
+
+/// An NTLMv2 response for the domain to check ([`UserLookup::domain_ntlm`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DomainNtlm<'a> {
+    pub user: &'a str,
+    pub domain: &'a str,
+    pub workstation: &'a str,
+    /// The server challenge the response answers.
+    pub challenge: &'a [u8; 8],
+    pub nt_response: &'a [u8],
+    pub lm_response: &'a [u8],
 }
 
 /// The NT one-way function: MD4 of the UTF-16LE password ([MS-NLMP] 3.3.1).
@@ -48,6 +67,8 @@ pub enum AuthError {
     BadMic,
     /// A Kerberos ticket or authenticator was refused; the text says why.
     Kerberos(String),
+    /// The domain refused a domain user's NTLM response (user, why).
+    Domain(String, String),
 }
 
 impl std::fmt::Display for AuthError {
@@ -59,6 +80,7 @@ impl std::fmt::Display for AuthError {
             AuthError::Unsupported(what) => write!(f, "unsupported: {what}"),
             AuthError::BadMic => f.write_str("message integrity check failed"),
             AuthError::Kerberos(why) => write!(f, "Kerberos ticket refused: {why}"),
+            AuthError::Domain(user, why) => write!(f, "the domain refused {user}: {why}"),
         }
     }
 }

@@ -399,6 +399,8 @@ pub struct AuthResult {
     pub session_key: Vec<u8>,
     /// For a Kerberos logon: the ticket's client, its end and PAC.
     pub kerberos: Option<Box<crate::krb5::acceptor::Accepted>>,
+    /// An NTLM logon of a domain user, checked by the domain ([`crate::UserLookup::domain_ntlm`]).
+    pub by_domain: bool,
 }
 
 impl std::fmt::Debug for AuthResult {
@@ -511,6 +513,32 @@ impl NtlmServer {
         Ok(challenge)
     }
 
+    /// The NTLMv2 session base key of a local account's response: NTProofStr checked against
+    /// the account's NT hash, the domain as sent or empty ([MS-NLMP] 3.3.2).
+    fn local_session_base_key(
+        &self,
+        users: &dyn UserLookup,
+        user: &str,
+        domain: &str,
+        proof: &[u8],
+        temp: &[u8],
+    ) -> Result<[u8; 16], AuthError> {
+        let hash = users
+            .nt_hash(user)
+            .ok_or_else(|| AuthError::NoSuchUser(user.to_string()))?;
+        for dom in [domain, ""] {
+            let rk = ntowf_v2(&hash, user, dom);
+            let want = hmac_md5(&rk, &[&self.server_challenge, temp]);
+            if ringshare_crypto::ct_eq(&want, proof) {
+                return Ok(hmac_md5(&rk, &[proof]));
+            }
+            if domain.is_empty() {
+                break;
+            }
+        }
+        Err(AuthError::WrongPassword(user.to_string()))
+    }
+
     /// AUTHENTICATE_MESSAGE in: verify NTLMv2, unwrap KEY_EXCH, check the MIC.
     pub fn authenticate(
         &mut self,
@@ -561,6 +589,7 @@ impl NtlmServer {
                 workstation,
                 session_key: unwrap_key(&[0; 16]).to_vec(),
                 kerberos: None,
+                by_domain: false,
             });
         }
         if nt.is_empty() {
@@ -584,23 +613,22 @@ impl NtlmServer {
             .and_then(|(_, v)| le32(v, 0))
             .unwrap_or(0);
 
-        let hash = users
-            .nt_hash(&user)
-            .ok_or_else(|| AuthError::NoSuchUser(user.clone()))?;
-        let mut response_key = None;
-        for dom in [domain.as_str(), ""] {
-            let rk = ntowf_v2(&hash, &user, dom);
-            let want = hmac_md5(&rk, &[&self.server_challenge, temp]);
-            if ringshare_crypto::ct_eq(&want, proof) {
-                response_key = Some(rk);
-                break;
+        let request = crate::DomainNtlm {
+            user: &user,
+            domain: &domain,
+            workstation: &workstation,
+            challenge: &self.server_challenge,
+            nt_response: nt,
+            lm_response: lm,
+        };
+        let by_domain = users.domain_ntlm(&request);
+        let checked_by_domain = by_domain.is_some();
+        let session_base_key = match by_domain {
+            Some(answer) => {
+                answer.map_err(|why| AuthError::Domain(format!("{domain}\\{user}"), why))?
             }
-            if domain.is_empty() {
-                break;
-            }
-        }
-        let response_key = response_key.ok_or_else(|| AuthError::WrongPassword(user.clone()))?;
-        let session_base_key = hmac_md5(&response_key, &[proof]);
+            None => self.local_session_base_key(users, &user, &domain, proof, temp)?,
+        };
         let exported = unwrap_key(&session_base_key);
 
         if av_flags & AV_FLAG_MIC_PRESENT != 0 {
@@ -640,6 +668,7 @@ impl NtlmServer {
             workstation,
             session_key: exported.to_vec(),
             kerberos: None,
+            by_domain: checked_by_domain,
         })
     }
 }

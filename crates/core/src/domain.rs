@@ -20,7 +20,39 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
+use ringshare_auth::{DomainNtlm, UserLookup};
+
 use ringshare_wire::security::{Ace, AceBody, SecurityDescriptor, Sid};
+
+/// What a domain member asks its domain; the server binary answers through winbind.
+pub trait DomainLogons: Send + Sync {
+    /// Check a domain user's NTLMv2 response: the NTLMv2 session base key when the domain
+    /// accepts it, or why not (as the domain said it).
+    fn ntlm(&self, request: &DomainNtlm<'_>) -> Result<[u8; 16], String>;
+}
+
+/// The local accounts, with the users of `workgroup` checked by the domain.
+pub(crate) struct WithDomain<'a> {
+    pub local: &'a dyn UserLookup,
+    pub workgroup: &'a str,
+    pub domain: &'a dyn DomainLogons,
+}
+
+impl UserLookup for WithDomain<'_> {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        self.local.nt_hash(user)
+    }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.local.uid(user)
+    }
+
+    fn domain_ntlm(&self, r: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
+        r.domain
+            .eq_ignore_ascii_case(self.workgroup)
+            .then(|| self.domain.ntlm(r))
+    }
+}
 
 /// `idmap config DOMAIN : backend = rid` with its range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +167,23 @@ impl SidMap {
         let name = domains.iter().find(|(_, s)| **s == domain)?.0;
         let ranges = self.ranges.read().unwrap_or_else(|e| e.into_inner());
         ranges.iter().find(|r| &r.domain == name)?.id_of(rid)
+    }
+
+    /// The domain SIDs of a Unix user and its groups, where rid ranges hold them (a domain user
+    /// who logged on without a PAC, over NTLM, gets their token's domain SIDs this way).
+    pub fn sids_of(&self, uid: u32, gids: &[u32]) -> Vec<Sid> {
+        if !self.is_active() {
+            return Vec::new();
+        }
+        let mut out: Vec<Sid> = Vec::new();
+        for id in std::iter::once(uid).chain(gids.iter().copied()) {
+            if let Some(s) = self.sid_of(id) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
     }
 
     /// The domain SID of Unix id `id`, if a rid range holds it and its domain's SID is known.

@@ -367,6 +367,8 @@ pub struct ServerState {
     kerberos: RwLock<Option<Arc<ringshare_auth::krb5::acceptor::AcceptorConfig>>>,
     /// `security = ads`: the member-server rules ([`ServerState::set_domain`]).
     domain: RwLock<Option<Arc<crate::domain::DomainMember>>>,
+    /// How a domain member asks its domain (winbind), when it can ([`ServerState::set_domain_logons`]).
+    domain_logons: RwLock<Option<Arc<dyn crate::domain::DomainLogons>>>,
     /// Domain SIDs and the rid ranges their ids come from ([`crate::domain::SidMap`]).
     pub(crate) sid_map: crate::domain::SidMap,
     /// Every authenticator accepted, for the whole process (a replay may come on any
@@ -477,6 +479,7 @@ impl ServerState {
             notify_peers: Mutex::new(Vec::new()),
             kerberos: RwLock::new(None),
             domain: RwLock::new(None),
+            domain_logons: RwLock::new(None),
             sid_map: Default::default(),
             replay_cache: Default::default(),
         })
@@ -533,6 +536,23 @@ impl ServerState {
         self.sid_map
             .set_ranges(d.as_ref().map(|d| d.rid_ranges.clone()).unwrap_or_default());
         *self.domain.write().unwrap_or_else(|e| e.into_inner()) = d.map(Arc::new);
+    }
+
+    /// Check domain users' NTLM responses with `d` from now on (None: domain users can log on
+    /// with Kerberos only).
+    pub fn set_domain_logons(&self, d: Option<Arc<dyn crate::domain::DomainLogons>>) {
+        *self
+            .domain_logons
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = d;
+    }
+
+    /// How the domain is asked, when the server is a member that can.
+    pub fn domain_logons(&self) -> Option<Arc<dyn crate::domain::DomainLogons>> {
+        self.domain_logons
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The member-server rules, when the server is a domain member.

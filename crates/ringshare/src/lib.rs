@@ -21,6 +21,7 @@ pub mod serve;
 pub mod status;
 pub mod testparm;
 pub mod users;
+pub mod winbind;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.
 pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

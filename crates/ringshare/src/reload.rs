@@ -205,6 +205,13 @@ impl Reloader {
                 None => "not a domain member".to_string(),
             });
         }
+        match (&member, self.server.domain_logons().is_some()) {
+            (Some(_), false) => self
+                .server
+                .set_domain_logons(crate::winbind::domain_logons(next.source.as_deref())),
+            (None, true) => self.server.set_domain_logons(None),
+            _ => {}
+        }
         self.server.set_domain(member);
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
             let n = next.global.failed_logon_backoff;

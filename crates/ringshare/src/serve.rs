@@ -376,6 +376,9 @@ pub fn serve(
              their Unix accounts come from NSS (winbind or sssd)"
         );
     }
+    if member.is_some() {
+        server.set_domain_logons(crate::winbind::domain_logons(cfg.source.as_deref()));
+    }
     server.set_domain(member);
     if cfg.global.keytab().is_some() {
         let r = Arc::clone(&reloader);

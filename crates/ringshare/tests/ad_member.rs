@@ -6,6 +6,9 @@
 //! - a domain user's ticket writes a file owned by the uid winbind maps them to;
 //! - an ACE for a domain group, set with smbcacls by the file's owner, lets a member of the
 //!   group read and denies a user outside it, and reads back as it was set;
+//! - a domain user logs on over NTLM by address (no ticket to be had), checked by the domain
+//!   through winbind, acts as the same account and is held to the same ACE; a wrong password is
+//!   refused;
 //! - a local smbpasswd user logs on (NTLM) beside the domain users;
 //! - `net ads changetrustpw` rotates the machine password: the keytab gets a new key version,
 //!   and tickets issued before and after it both work.
@@ -183,6 +186,7 @@ fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
     let rig = Rig::up();
     a_domain_users_ticket_writes_a_file_owned_by_their_mapped_uid(&rig);
     an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(&rig);
+    a_domain_user_over_ntlm_is_checked_by_the_domain_and_acts_as_the_same_account(&rig);
     a_local_smbpasswd_user_logs_on_beside_domain_users(&rig);
     a_rotated_machine_password_keeps_old_and_new_tickets_working(&rig);
     let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
@@ -254,6 +258,65 @@ fn an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(rig: &Rig) 
     }
     assert!(shown[1].contains(&proj), "the ACE reads back: {}", shown[1]);
     assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
+}
+
+/// The two servers by address: a client reaching them so gets no Kerberos ticket.
+const BY_ADDRESS: [(&str, &str, &str); 2] = [
+    ("samba", "127.0.0.3", "samba-share"),
+    ("ringshare", "127.0.0.4", "ringshare-share"),
+];
+
+fn ntlm(rig: &Rig, ip: &str, user: &str, password: &str, commands: &str) -> String {
+    let script = format!(
+        "smbclient //{ip}/share -U 'RSAD\\{user}%{password}' --use-kerberos=off -c '{commands}' 2>&1"
+    );
+    text(&rig.member(None, &script))
+}
+
+fn a_domain_user_over_ntlm_is_checked_by_the_domain_and_acts_as_the_same_account(rig: &Rig) {
+    let alice = rig.uid_gid("RSAD\\rsalice");
+    for (server, ip, share) in BY_ADDRESS {
+        let out = ntlm(
+            rig,
+            ip,
+            "rsalice",
+            "Al1ce!pass",
+            "put /etc/hostname by-ntlm.txt",
+        );
+        assert!(out.contains("putting file"), "{server}: {out}");
+        assert_eq!(
+            owner_of(&rig.path(share).join("by-ntlm.txt")),
+            alice,
+            "{server}"
+        );
+        let carol = ntlm(
+            rig,
+            ip,
+            "rscarol",
+            "C4rol!pass",
+            "get secret.txt /dev/stdout",
+        );
+        assert!(
+            carol.contains("for rsproj only"),
+            "{server}: rscarol over NTLM: {carol}"
+        );
+        let bob = ntlm(rig, ip, "rsbob", "B0b!pass", "get secret.txt /dev/stdout");
+        assert!(
+            bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
+            "{server}: rsbob over NTLM: {bob}"
+        );
+        let wrong = ntlm(rig, ip, "rsalice", "not-her-password", "ls");
+        assert!(
+            wrong.contains("NT_STATUS_LOGON_FAILURE"),
+            "{server}: {wrong}"
+        );
+    }
+    let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("rsalice") && l.contains("the domain refused it")),
+        "ringshare logs whom the domain refused:\n{log}"
+    );
 }
 
 fn a_local_smbpasswd_user_logs_on_beside_domain_users(rig: &Rig) {

@@ -407,3 +407,70 @@ fn upcase_does_not_expand_characters() {
     assert_eq!(upcase("straße"), "STRAßE");
     assert_eq!(upcase("émile"), "ÉMILE");
 }
+
+/// A domain that knows one user's password, as a domain controller reached through winbind
+/// does: it recomputes the NTLMv2 response and gives back the session base key.
+struct Domain {
+    name: &'static str,
+    user: &'static str,
+    password: &'static str,
+}
+
+impl UserLookup for Domain {
+    fn nt_hash(&self, _user: &str) -> Option<[u8; 16]> {
+        None
+    }
+
+    fn domain_ntlm(&self, r: &crate::DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
+        if !r.domain.eq_ignore_ascii_case(self.name) {
+            return None;
+        }
+        if !r.user.eq_ignore_ascii_case(self.user) {
+            return Some(Err("NT_STATUS_NO_SUCH_USER".into()));
+        }
+        let rk = ntowf_v2(&crate::nt_hash(self.password), r.user, r.domain);
+        let (proof, temp) = r.nt_response.split_at(16);
+        let want = hmac_md5(&rk, &[r.challenge, temp]);
+        Some(if ringshare_crypto::ct_eq(&want, proof) {
+            Ok(hmac_md5(&rk, &[proof]))
+        } else {
+            Err("NT_STATUS_WRONG_PASSWORD".into())
+        })
+    }
+}
+
+#[test]
+fn a_domain_users_response_is_checked_by_the_domain_and_keeps_its_key_exchange_and_mic() {
+    let domain = Domain {
+        name: "RSAD",
+        user: "alice",
+        password: "d0main-pw",
+    };
+    let mut c = NtlmClient::new("alice", "RSAD", "d0main-pw", "WS");
+    let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
+    let ch = s.challenge(&c.negotiate()).unwrap();
+    let auth = c.authenticate(&ch, [4; 8], [5; 16], 99).unwrap();
+    let r = s.authenticate(&auth, &domain).unwrap();
+    assert_eq!((r.user.as_str(), r.domain.as_str()), ("alice", "RSAD"));
+    assert_eq!(r.session_key, c.session_key().unwrap().to_vec());
+
+    let mut c = NtlmClient::new("alice", "RSAD", "not-it", "WS");
+    let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
+    let ch = s.challenge(&c.negotiate()).unwrap();
+    let auth = c.authenticate(&ch, [4; 8], [5; 16], 99).unwrap();
+    let e = s.authenticate(&auth, &domain).unwrap_err();
+    assert_eq!(
+        e,
+        AuthError::Domain("RSAD\\alice".into(), "NT_STATUS_WRONG_PASSWORD".into())
+    );
+
+    // Another domain's user is a local account: unknown here.
+    let mut c = NtlmClient::new("bob", "RSMEMBER", "pw", "WS");
+    let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
+    let ch = s.challenge(&c.negotiate()).unwrap();
+    let auth = c.authenticate(&ch, [4; 8], [5; 16], 99).unwrap();
+    assert_eq!(
+        s.authenticate(&auth, &domain).unwrap_err(),
+        AuthError::NoSuchUser("bob".into())
+    );
+}

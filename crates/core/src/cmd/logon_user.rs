@@ -7,7 +7,8 @@
 //! - **Domain member** (`security = ads`): the ticket's PAC names the user `DOMAIN\name` and
 //!   gives the SIDs of their token ([`ringshare_auth::krb5::domain`]); the account is looked up
 //!   under the names [`crate::domain::DomainMember::account_names`] gives, and the SIDs go with
-//!   it. A ticket without logon information (not issued by a domain controller) is refused.
+//!   it. A ticket without logon information (not issued by a domain controller) is refused. A
+//!   domain user over NTLM, whose response the domain checked, is looked up the same way.
 
 use std::sync::Arc;
 
@@ -39,7 +40,19 @@ pub(crate) fn kerberos_user(
         return Ok((step, None));
     };
     let Some(k) = &result.kerberos else {
-        return Ok((ServerStep::Done { token, result }, None));
+        // NTLM: a domain user checked by the domain acts as the account NSS names for them.
+        let user = match member {
+            Some(m) if result.by_domain => Some(DomainUser {
+                display: format!("{}\\{}", result.domain.to_ascii_uppercase(), result.user),
+                names: m.account_names(&result.domain, &result.user),
+                sids: Arc::default(),
+            }),
+            _ => None,
+        };
+        if let Some(u) = &user {
+            result.user = u.names[0].clone();
+        }
+        return Ok((ServerStep::Done { token, result }, user));
     };
     let name = k.client_name();
     if k.client.len() != 1 || k.client[0].is_empty() {
@@ -118,6 +131,7 @@ mod tests {
                 workstation: String::new(),
                 session_key: vec![1; 32],
                 kerberos: Some(Box::new(acc)),
+                by_domain: false,
             },
         }
     }

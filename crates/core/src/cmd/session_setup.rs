@@ -312,7 +312,15 @@ fn domain_account(core: &ConnCore, d: &DomainUser) -> Result<Account, NtStatus> 
     for name in &d.names {
         match core.server.accounts.user(name) {
             Ok(mut a) => {
-                a.sids = Arc::clone(&d.sids);
+                // The PAC's SIDs, and those of the account's ids where rid ranges hold them
+                // (all a domain user logged on over NTLM has).
+                let mut sids = d.sids.to_vec();
+                for s in core.server.sid_map.sids_of(a.who.uid(), a.who.groups()) {
+                    if !sids.contains(&s) {
+                        sids.push(s);
+                    }
+                }
+                a.sids = sids.into();
                 return Ok(a);
             }
             Err(AccountError::NoSuchUser) => continue,
@@ -558,6 +566,7 @@ fn auth_leg(
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
     let users = core.server.users();
+    let (member, logons) = (core.server.domain(), core.server.domain_logons());
     let kerberos = core.server.kerberos().map(|config| Kerberos {
         config,
         replay: Arc::clone(&core.server.replay_cache),
@@ -581,7 +590,17 @@ fn auth_leg(
             None => a,
         })
     });
-    let step = auth.step(token, users.as_ref());
+    let step = match (&member, &logons) {
+        (Some(m), Some(d)) => {
+            let lookup = crate::domain::WithDomain {
+                local: users.as_ref(),
+                workgroup: &m.workgroup,
+                domain: d.as_ref(),
+            };
+            auth.step(token, &lookup)
+        }
+        _ => auth.step(token, users.as_ref()),
+    };
     if !matches!(step, Ok(ServerStep::Continue(_))) {
         ch.auth = None;
     }
@@ -615,6 +634,7 @@ fn log_failed_logon(core: &ConnCore, e: &AuthError, status: NtStatus, more: &str
     let (user, why) = match e {
         AuthError::NoSuchUser(u) => (u.as_str(), "unknown user".to_string()),
         AuthError::WrongPassword(u) => (u.as_str(), "wrong password".to_string()),
+        AuthError::Domain(u, why) => (u.as_str(), format!("the domain refused it: {why}")),
         other => ("", other.to_string()),
     };
     let line = FailedLogon {
