@@ -445,11 +445,19 @@ enum ClientState {
     Done,
 }
 
-/// The client side: SPNEGO-wrapped NTLMSSP, for ringshare's own client.
+/// The client side: SPNEGO-wrapped NTLMSSP, or Kerberos with a ticket from a credential cache,
+/// for ringshare's own client.
 pub struct ClientAuth {
     ntlm: NtlmClient,
     state: ClientState,
     mech_types_der: Vec<u8>,
+    kerberos: Option<KerberosClient>,
+}
+
+/// A Kerberos logon in progress: the service ticket, then the key the AP-REP gives.
+struct KerberosClient {
+    ticket: crate::krb5::ccache::Credential,
+    key: Option<Vec<u8>>,
 }
 
 impl ClientAuth {
@@ -459,6 +467,72 @@ impl ClientAuth {
             ntlm: NtlmClient::new(user, domain, password, "RINGSHARE"),
             state: ClientState::Start,
             mech_types_der: spnego::mech_type_list(&[OID_NTLMSSP]),
+            kerberos: None,
+        }
+    }
+
+    /// A client that logs on with `ticket` (a service ticket for the server, from a credential
+    /// cache): one round trip, mutual authentication, the AP-REP's subkey as session key.
+    pub fn kerberos(ticket: crate::krb5::ccache::Credential) -> Self {
+        ClientAuth {
+            ntlm: NtlmClient::new("", "", "", "RINGSHARE"),
+            state: ClientState::Start,
+            mech_types_der: spnego::mech_type_list(&[crate::krb5::OID_KRB5]),
+            kerberos: Some(KerberosClient { ticket, key: None }),
+        }
+    }
+
+    /// The Kerberos legs of [`ClientAuth::step`].
+    fn kerberos_step(
+        &mut self,
+        server_token: Option<&[u8]>,
+        rand: [u8; 24],
+        now_filetime: u64,
+    ) -> Result<Option<Vec<u8>>, AuthError> {
+        let k = self
+            .kerberos
+            .as_mut()
+            .ok_or(AuthError::Malformed("no ticket"))?;
+        let key = (k.ticket.key.0, k.ticket.key.1.as_slice());
+        match self.state {
+            ClientState::Start => {
+                let unix_100ns = now_filetime.saturating_sub(116_444_736_000_000_000);
+                let params = crate::krb5::initiator::AuthenticatorParams {
+                    client: k.ticket.client.0.clone(),
+                    realm: k.ticket.client.1.clone(),
+                    ctime: (unix_100ns / 10_000_000) as i64,
+                    cusec: ((unix_100ns / 10) % 1_000_000) as i64,
+                    subkey: None,
+                    seq: u32::from_le_bytes([rand[0], rand[1], rand[2], rand[3]]) & 0x7fff_ffff,
+                    bindings: [0; 16],
+                    // Mutual, confidentiality, integrity (what SMB clients ask for).
+                    gss_flags: 0x2 | 0x10 | 0x20,
+                    mutual: true,
+                };
+                let ap_req = crate::krb5::initiator::ap_req(&k.ticket.ticket, key, &params)?;
+                self.state = ClientState::SentAuthenticate;
+                Ok(Some(spnego::encode_init(
+                    &self.mech_types_der,
+                    Some(&ap_req),
+                    None,
+                )))
+            }
+            ClientState::SentAuthenticate => {
+                self.state = ClientState::Done;
+                let resp = Self::resp(server_token)?;
+                if resp.neg_state != Some(neg_state::ACCEPT_COMPLETED) {
+                    return Err(AuthError::Unsupported(
+                        "server did not complete the Kerberos logon",
+                    ));
+                }
+                let rep = resp
+                    .response_token
+                    .ok_or(AuthError::Malformed("no AP-REP from the server"))?;
+                let (subkey, _) = crate::krb5::initiator::read_ap_rep(key, &rep)?;
+                k.key = Some(subkey.map_or_else(|| k.ticket.key.1.clone(), |(_, s)| s));
+                Ok(None)
+            }
+            _ => Ok(None),
         }
     }
 
@@ -471,6 +545,9 @@ impl ClientAuth {
         rand: [u8; 24],
         now_filetime: u64,
     ) -> Result<Option<Vec<u8>>, AuthError> {
+        if self.kerberos.is_some() {
+            return self.kerberos_step(server_token, rand, now_filetime);
+        }
         match self.state {
             ClientState::Start => {
                 let neg = self.ntlm.negotiate();
@@ -554,9 +631,17 @@ impl ClientAuth {
         }
     }
 
-    /// The exported session key once the AUTHENTICATE has been produced (None for anonymous).
+    /// The session key once known, at most its first 16 bytes (what SMB signing keys derive
+    /// from): NTLM's exported session key once the AUTHENTICATE has been produced (None for
+    /// anonymous), or the Kerberos key the AP-REP gave.
     pub fn session_key(&self) -> Option<[u8; 16]> {
-        self.ntlm.session_key()
+        match &self.kerberos {
+            Some(k) => k
+                .key
+                .as_ref()
+                .and_then(|key| key.get(..16)?.try_into().ok()),
+            None => self.ntlm.session_key(),
+        }
     }
 }
 

@@ -83,8 +83,10 @@ pub struct ClientOptions {
     /// Seed for the client GUID, preauth salt, NTLM client challenge and
     /// random session key.
     pub seed: u64,
-    /// The wall clock as a FILETIME (NTLMv2 timestamps).
+    /// The wall clock as a FILETIME (NTLMv2 timestamps, the Kerberos authenticator's time).
     pub now_filetime: u64,
+    /// Log on with this Kerberos service ticket (from a credential cache) instead of NTLM.
+    pub kerberos: Option<ringshare_auth::krb5::ccache::Credential>,
 }
 
 impl Default for ClientOptions {
@@ -106,6 +108,7 @@ impl Default for ClientOptions {
             credits_target: 512,
             seed: 0x5EED,
             now_filetime: 133_500_000_000_000_000,
+            kerberos: None,
         }
     }
 }
@@ -1224,11 +1227,10 @@ impl ClientConn {
             )));
         }
         self.phase = Phase::SessionSetup;
-        self.auth = Some(ClientAuth::new(
-            &self.opts.user,
-            &self.opts.domain,
-            &self.opts.password,
-        ));
+        self.auth = Some(match &self.opts.kerberos {
+            Some(ticket) => ClientAuth::kerberos(ticket.clone()),
+            None => ClientAuth::new(&self.opts.user, &self.opts.domain, &self.opts.password),
+        });
         self.session_step_send(None)
     }
 

@@ -893,3 +893,31 @@ fn unhex(s: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
         .collect()
 }
+
+#[test]
+fn ringshares_own_client_logs_on_with_a_ticket_from_the_credential_cache() {
+    if !tools_or_skip("ringshares_own_client_logs_on_with_a_ticket_from_the_credential_cache") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.kinit();
+    let server = kerberos_server(&kdc);
+    // A service ticket for cifs/fs.rs.test in the cache, as `kvno` gets it.
+    kdc.run("kvno", &["cifs/fs.rs.test"]);
+    let target = format!("//fs.rs.test:{}/{}", server.port, server.share);
+    let out = where_fs_rs_test_resolves(&kdc, &kdc.hosts_file(), ringshare_bin())
+        .args(["bench", &target, "-U", "ignored%", "logon", "--kerberos"])
+        .args(["--connections", "2", "--duration", "1s"])
+        .output()
+        .expect("run ringshare bench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}\n{}", server.log());
+    assert!(text.contains("Kerberos (ticket for cifs/fs.rs.test)"), "{text}");
+    assert!(text.contains("errors 0"), "{text}");
+    let logons = server.log().matches("Kerberos logon").count();
+    assert!(logons >= 2, "the server logged {logons} Kerberos logons:\n{text}");
+}

@@ -596,3 +596,39 @@ fn a_bare_kerberos_token_without_spnego_is_answered_with_a_bare_ap_rep() {
     let mut ntlm_only = ServerAuth::new(&ServerConfig::default(), [1; 8], 0);
     assert!(ntlm_only.step(&m.ap_req(), &Users::with(&[])).is_err());
 }
+
+#[test]
+fn ringshares_client_logs_on_with_a_ticket_and_takes_the_acceptor_subkey() {
+    let (mut s, m) = kerberos_server();
+    // The ticket the test KDC made, as a credential cache would hold it.
+    let cred = c_cred(&m);
+    let mut c = ClientAuth::kerberos(cred);
+    let now = (1_795_000_000u64 + 11_644_473_600) * 10_000_000;
+    let init = c.step(None, [7; 24], now).unwrap().unwrap();
+    let ServerStep::Done { token, result } = s.step(&init, &Users::with(&[])).unwrap() else {
+        panic!("not done in one round trip")
+    };
+    assert_eq!(result.user, "alice");
+    assert_eq!(c.step(Some(&token), [0; 24], now).unwrap(), None);
+    assert_eq!(c.session_key().unwrap().to_vec(), result.session_key[..16]);
+    // A server answer that is no AP-REP for this ticket fails the logon.
+    let mut c = ClientAuth::kerberos(crate::krb5::ccache::Credential {
+        key: (18, vec![0x99; 32]),
+        ..c_cred(&m)
+    });
+    c.step(None, [7; 24], now).unwrap();
+    assert!(c.step(Some(&token), [0; 24], now).is_err());
+}
+
+fn c_cred(m: &crate::krb5::testkdc::Mint) -> crate::krb5::ccache::Credential {
+    let ap_req = m.ap_req();
+    let (_, der) = crate::krb5::gss_unwrap(&ap_req).unwrap();
+    let req: picky_krb::messages::ApReq = picky_asn1_der::from_bytes(der).unwrap();
+    crate::krb5::ccache::Credential {
+        client: (vec!["alice".into()], "RS.TEST".into()),
+        server: (vec!["cifs".into(), "fs.rs.test".into()], "RS.TEST".into()),
+        key: (18, m.session_key.clone()),
+        times: (m.auth_time, m.auth_time, m.end_time),
+        ticket: picky_asn1_der::to_vec(&req.0.ticket.0).unwrap(),
+    }
+}

@@ -13,6 +13,7 @@
 //! gives each channel's bytes.
 
 pub mod hist;
+mod logon;
 pub mod pattern;
 mod reconnect;
 pub mod report;
@@ -53,6 +54,9 @@ pub enum Workload {
     /// `--drop-every` on average and the open taken back with DH2C; every
     /// block checked at the end. Correctness, not speed.
     Reconnect,
+    /// Connect, NEGOTIATE, SESSION_SETUP, TREE_CONNECT, close, again and again: logons per
+    /// second and CPU per logon (NTLMv2, or Kerberos with `--kerberos`).
+    Logon,
 }
 
 impl Workload {
@@ -68,6 +72,7 @@ impl Workload {
             Workload::List => "list",
             Workload::Echo => "echo",
             Workload::Reconnect => "reconnect",
+            Workload::Logon => "logon",
         }
     }
 
@@ -147,6 +152,11 @@ pub struct BenchArgs {
     /// Require signing.
     #[arg(long)]
     pub sign: bool,
+
+    /// Log on with Kerberos: the service ticket for cifs/HOST from the credential cache
+    /// KRB5CCNAME (`kinit`, then `kvno cifs/HOST`) instead of NTLM.
+    #[arg(long)]
+    pub kerberos: bool,
 
     /// Encrypt (SMB 3.x).
     #[arg(long)]
@@ -396,6 +406,9 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     });
     if shared.args.workload == Workload::Reconnect {
         return reconnect::run_all(shared, out);
+    }
+    if shared.args.workload == Workload::Logon {
+        return logon::run_all(shared, out);
     }
     let mut handles = Vec::new();
     for t in 0..threads {

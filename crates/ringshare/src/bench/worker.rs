@@ -179,6 +179,7 @@ pub(crate) fn client_options(sh: &Shared, idx: usize) -> ClientOptions {
         credits_target: sh.args.credits,
         seed,
         now_filetime: now_filetime(),
+        kerberos: None,
     }
 }
 
@@ -411,7 +412,7 @@ impl Conn {
                 }
             }
             // Run by `reconnect.rs`, never here: an ECHO if it were.
-            Workload::Echo | Workload::Reconnect => {
+            Workload::Echo | Workload::Reconnect | Workload::Logon => {
                 self.smb.echo(tag)?;
             }
             Workload::Metadata => match slot.stage {
