@@ -916,8 +916,14 @@ fn ringshares_own_client_logs_on_with_a_ticket_from_the_credential_cache() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{text}\n{}", server.log());
-    assert!(text.contains("Kerberos (ticket for cifs/fs.rs.test)"), "{text}");
+    assert!(
+        text.contains("Kerberos (ticket for cifs/fs.rs.test)"),
+        "{text}"
+    );
     assert!(text.contains("errors 0"), "{text}");
     let logons = server.log().matches("Kerberos logon").count();
-    assert!(logons >= 2, "the server logged {logons} Kerberos logons:\n{text}");
+    assert!(
+        logons >= 2,
+        "the server logged {logons} Kerberos logons:\n{text}"
+    );
 }
