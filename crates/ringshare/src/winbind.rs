@@ -90,6 +90,10 @@ impl NtlmAuth {
     }
 
     fn spawn(&self) -> io::Result<Helper> {
+        // The I/O thread that asks may be acting as the last user it served; the helper runs as
+        // the server (winbind's privileged pipe is root's), and the thread switches back to a
+        // user when it next acts for one.
+        ringshare_engine::creds::act_as_server()?;
         let mut cmd = Command::new(&self.program);
         cmd.arg("--helper-protocol=ntlm-server-1");
         if let Some(c) = &self.config {
@@ -114,6 +118,20 @@ impl NtlmAuth {
 
 impl DomainLogons for NtlmAuth {
     fn ntlm(&self, r: &DomainNtlm<'_>) -> Result<[u8; 16], String> {
+        match self.ask_once(r) {
+            // ntlm_auth could not reach winbindd (busy, restarting): not the domain's answer,
+            // so asked once more.
+            Err(why) if why.to_ascii_lowercase().contains("winbind") => {
+                tracing::debug!("asking winbind again after: {why}");
+                self.ask_once(r)
+            }
+            other => other,
+        }
+    }
+}
+
+impl NtlmAuth {
+    fn ask_once(&self, r: &DomainNtlm<'_>) -> Result<[u8; 16], String> {
         let idle = crate::lock(&self.idle).pop();
         let mut helper = match idle {
             Some(h) => h,
@@ -145,6 +163,10 @@ impl Helper {
         loop {
             let line = self.read_line(deadline)?;
             if line == "." {
+                // ntlm_auth ends a refusal with two: the second ends nothing.
+                if lines.is_empty() {
+                    continue;
+                }
                 break;
             }
             if lines.len() > 64 {
@@ -286,6 +308,41 @@ mod tests {
             6,
             "no line break from the user name"
         );
+    }
+
+    /// A stand-in for ntlm_auth: refuses the first request as ntlm_auth does (with its doubled
+    /// terminator), accepts the second.
+    fn fake_helper(dir: &Path) -> PathBuf {
+        let p = dir.join("fake-ntlm-auth");
+        std::fs::write(
+            &p,
+            "#!/bin/sh\nn=0\nwhile read -r line; do\n  [ \"$line\" = . ] || continue\n  \
+             n=$((n+1))\n  if [ $n = 1 ]; then printf 'Authenticated: No\\nAuthentication-Error: \
+             NT_STATUS_WRONG_PASSWORD\\n.\\n.\\n'; else printf 'Authenticated: Yes\\n\
+             User-Session-Key: 000102030405060708090A0B0C0D0E0F\\n.\\n'; fi\ndone\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_refusal_then_an_acceptance_come_back_in_order_from_one_helper() {
+        let dir = std::env::temp_dir().join(format!("rs-winbind-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let auth = NtlmAuth::new(&fake_helper(&dir), None);
+        let r = DomainNtlm {
+            user: "alice",
+            domain: "RSAD",
+            workstation: "WS",
+            challenge: &[1; 8],
+            nt_response: &[2; 48],
+            lm_response: &[],
+        };
+        assert_eq!(auth.ntlm(&r).unwrap_err(), "NT_STATUS_WRONG_PASSWORD");
+        assert_eq!(auth.ntlm(&r).unwrap()[15], 15);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

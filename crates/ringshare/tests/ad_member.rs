@@ -37,6 +37,14 @@ struct Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
+        if std::env::var_os("KEEP_AD_RIG").is_some() {
+            // The rig stays up for a look (KEEP_AD_RIG=1 cargo test --test ad_member; then
+            // tests/ad/rig.sh down DIR).
+            eprintln!("rig kept up: {}", self.dir.path().display());
+            let dir = std::mem::replace(&mut self.dir, TempDir::new("ad-rig-spare"));
+            std::mem::forget(dir);
+            return;
+        }
         let _ = Command::new("bash")
             .arg(RIG)
             .arg("down")
@@ -132,6 +140,13 @@ impl Rig {
         let script =
             format!("smbclient //{host}/share --use-kerberos=required -c '{commands}' 2>&1");
         text(&self.member(Some(user), &script))
+    }
+
+    /// The end of ringshare's log, for failure messages.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.path("ringshare.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
     fn kinit(&self, user: &str, password: &str) {
@@ -283,7 +298,11 @@ fn a_domain_user_over_ntlm_is_checked_by_the_domain_and_acts_as_the_same_account
             "Al1ce!pass",
             "put /etc/hostname by-ntlm.txt",
         );
-        assert!(out.contains("putting file"), "{server}: {out}");
+        assert!(
+            out.contains("putting file"),
+            "{server}: {out}\n{}",
+            rig.log_tail()
+        );
         assert_eq!(
             owner_of(&rig.path(share).join("by-ntlm.txt")),
             alice,
