@@ -1,0 +1,226 @@
+# bench/lib.sh: what bench/compare and bench/writes share, sourced by both: the data set, the
+# benchmark user, the memory warm-up, starting ringshare and smbd on loopback ports, one
+# `ringshare bench` run, an `smbclient get|put` timed with the server's CPU, and stopping
+# every server started here on exit.
+#
+# The sourcing script sets ROOT (the repository) and OUT (its results directory) before
+# calling anything, and RS (the `ringshare bench` client) and DUR (a run's duration) before
+# `lib_bench`. Rows go to $RESULTS, one JSON object a line:
+# {"server", "label", "client", "result"}.
+
+DATA=/dev/shm/rscompare-data
+USER_NAME=rsbench
+PASS=bench
+HOST=127.0.0.1
+# Writes into a new file allocate their pages, and on a virtual machine memory the guest never
+# touched since boot costs far more to touch first (here 2.0 CPU s/GiB against 1.2 for memory
+# touched before and handed back, docs/benchmarks.md, issue 34): whichever server wrote a new
+# file first would pay it alone. `lib_warm_memory` touches what the write rows need once, before
+# any server runs; before each new-file row wait SETTLE seconds after removing the last one
+# (this VM hands freed memory back to its host after about 2 s), so that every server writes
+# into memory in the same state.
+SETTLE=${SETTLE:-4}
+
+PIDS=()
+SERVERS=()
+declare -A PORT_OF PID_OF
+
+lib_cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+}
+trap lib_cleanup EXIT INT TERM
+
+say() { echo "== $*" >&2; }
+
+# The CPU the figures were measured on.
+lib_cpu() { echo "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) CPUs)"; }
+
+# The data set: a 2 GiB random file (big) and a 2 GiB file the overwrite rows write (rsover.bin)
+# in the tmpfs directory $DATA, owned by the benchmark user (created when missing).
+lib_data() {
+    mkdir -p "$DATA"
+    if [ ! -f "$DATA/big" ] || [ "$(stat -c %s "$DATA/big")" != 2147483648 ]; then
+        say "creating $DATA/big (2 GiB random)"
+        head -c 2G /dev/urandom >"$DATA/big"
+    fi
+    if [ ! -f "$DATA/rsover.bin" ] || [ "$(stat -c %s "$DATA/rsover.bin")" != 2147483648 ]; then
+        say "creating $DATA/rsover.bin (2 GiB, overwritten by the write workload)"
+        cp "$DATA/big" "$DATA/rsover.bin"
+    fi
+    rm -f "$DATA"/rsbench-* "$DATA"/rsmeta-* "$DATA/put.bin" "$DATA/rsnew.bin"
+    if ! getent passwd "$USER_NAME" >/dev/null; then
+        useradd -M -s /bin/false "$USER_NAME" 2>/dev/null ||
+            { echo "cannot create user $USER_NAME (run as root)" >&2; exit 1; }
+    fi
+    chown -R "$USER_NAME" "$DATA"
+}
+
+# Touches 6 GiB of memory once (2 GiB new file + 2 GiB put + room), see SETTLE above.
+lib_warm_memory() {
+    say "touching 6 GiB of memory once (a scratch file in $DATA, removed)"
+    head -c 6G /dev/zero >"$DATA/rswarm.bin" 2>/dev/null || true
+    rm -f "$DATA/rswarm.bin"
+}
+
+# Removes FILE in $DATA and waits SETTLE seconds (before a row that writes a new file).
+lib_fresh() {
+    rm -f "$DATA/$1"
+    sleep "$SETTLE"
+}
+
+wait_port() { # port pid
+    for _ in $(seq 1 100); do
+        ss -Htln "sport = :$1" | grep -q . && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+port_free() { ! ss -Htln "sport = :$1" | grep -q .; }
+
+# Starts ringshare binary BIN as server NAME on PORT, its files in DIR, sharing $DATA as "share".
+lib_start_ringshare() { # name bin port dir
+    local name=$1 bin=$2 port=$3 b=$4 pid
+    mkdir -p "$b"
+    port_free "$port" || { echo "port $port is taken" >&2; return 1; }
+    cat >"$b/rs.conf" <<EOF
+[global]
+smb passwd file = $b/smbpasswd
+listen = $HOST:$port
+[share]
+path = $DATA
+read only = no
+EOF
+    printf '%s\n%s\n' "$PASS" "$PASS" | "$bin" user add --config "$b/rs.conf" --password-stdin "$USER_NAME" >/dev/null
+    setsid "$bin" serve --config "$b/rs.conf" </dev/null >"$b/log" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    wait_port "$port" "$pid" || { cat "$b/log" >&2; return 1; }
+    SERVERS+=("$name"); PORT_OF[$name]=$port; PID_OF[$name]=$pid
+}
+
+# Starts the installed smbd as server NAME on PORT, its files in DIR, with the share's extra
+# line VFS (e.g. "vfs objects = io_uring", or empty).
+lib_start_smbd() { # name port dir vfs
+    local name=$1 port=$2 b=$3 vfs=$4 pid
+    mkdir -p "$b"/{private,lock,state,cache,pid,ncalrpc,log,bind-dns}
+    chmod 700 "$b/private"
+    port_free "$port" || { echo "port $port is taken" >&2; return 1; }
+    cat >"$b/smb.conf" <<EOF
+[global]
+    netbios name = RSCMP$port
+    workgroup = WORKGROUP
+    server role = standalone server
+    security = user
+    map to guest = never
+    passdb backend = tdbsam:$b/private/passdb.tdb
+    private dir = $b/private
+    lock directory = $b/lock
+    state directory = $b/state
+    cache directory = $b/cache
+    pid directory = $b/pid
+    ncalrpc dir = $b/ncalrpc
+    binddns dir = $b/bind-dns
+    log file = $b/log/log.smbd
+    log level = 0
+    smb ports = $port
+    interfaces = $HOST
+    bind interfaces only = yes
+    disable netbios = yes
+    load printers = no
+    printing = bsd
+    printcap name = /dev/null
+    disable spoolss = yes
+[share]
+    path = $DATA
+    read only = no
+    $vfs
+EOF
+    printf '%s\n%s\n' "$PASS" "$PASS" | smbpasswd -c "$b/smb.conf" -a -s "$USER_NAME" >"$b/smbpasswd.out" 2>&1 ||
+        { cat "$b/smbpasswd.out" >&2; return 1; }
+    setsid smbd --foreground --no-process-group --configfile="$b/smb.conf" </dev/null >"$b/log/stdout" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    wait_port "$port" "$pid" || { tail -n 20 "$b/log/log.smbd" "$b/log/stdout" >&2; return 1; }
+    SERVERS+=("$name"); PORT_OF[$name]=$port; PID_OF[$name]=$pid
+}
+
+# One `ringshare bench` run against SERVER; its JSON line goes to $RESULTS under LABEL.
+lib_bench() { # server label workload extra-args...
+    local s=$1 label=$2 w=$3 line
+    shift 3
+    # Let the previous run's connections go (smbd's per-connection child must be gone, or its
+    # CPU is counted at the start of this run and missing at the end).
+    sleep 0.5
+    if ! line=$("$RS" bench "//$HOST:${PORT_OF[$s]}/share" -U "$USER_NAME%$PASS" "$w" \
+        --duration "$DUR" --server-pid "${PID_OF[$s]}" --json "$@" 2>"$OUT/last.err"); then
+        say "$s $label: errors ($(head -c 300 "$OUT/last.err"))"
+    fi
+    [ -n "$line" ] || return 0
+    echo "{\"server\":\"$s\",\"label\":\"$label\",\"client\":\"ringshare-bench\",\"result\":$line}" >>"$RESULTS"
+}
+
+# `smbclient get big` (to /dev/null) or `put big put.bin` against SERVER, timed around the
+# process; server CPU is the server process's and all its descendants' (smbd forks one per
+# connection) user + system time from /proc, with reaped children's, around the transfer.
+lib_smbclient() { # server get|put
+    local s=$1 op=$2 cmd
+    case $op in
+    get) cmd="get big /dev/null" ;;
+    put) cmd="put $DATA/big put.bin" ;;
+    esac
+    python3 - "$s" "$op" "$RESULTS" "${PID_OF[$s]}" smbclient "//$HOST/share" -p "${PORT_OF[$s]}" \
+        -U "$USER_NAME%$PASS" -c "$cmd" <<'EOF'
+import json, os, resource, subprocess, sys, time
+server, op, results, pid = sys.argv[1:5]
+cmd = sys.argv[5:]
+def stat(p):
+    try:
+        f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+        return int(f[1]), sum(int(x) for x in f[11:15]) / 100.0
+    except Exception:
+        return None
+def cpu(root):
+    procs = {}
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            st = stat(e)
+            if st:
+                procs[int(e)] = st
+    if int(root) not in procs:
+        return None
+    tree, total, i = [int(root)], 0.0, 0
+    while i < len(tree):
+        total += procs[tree[i]][1]
+        tree += [p for p, (pp, _) in procs.items() if pp == tree[i] and p not in tree]
+        i += 1
+    return total
+s0 = cpu(pid)
+r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+t0 = time.monotonic()
+p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+t = time.monotonic() - t0
+r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+time.sleep(0.3)  # let smbd reap its per-connection child, so that its CPU shows in cutime
+s1 = cpu(pid)
+n = 2 << 30
+gib = n / (1 << 30)
+c = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+res = {"workload": "seq-read" if op == "get" else "seq-write", "io_size": 0,
+       "gb_per_s": n / t / 1e9, "elapsed_s": t, "bytes": n,
+       "client_cpu_s_per_gib": c / gib,
+       "server_cpu_s_per_gib": (s1 - s0) / gib if s0 is not None and s1 is not None else None,
+       "errors": 0 if p.returncode == 0 else 1}
+if p.returncode != 0:
+    print("smbclient %s on %s failed: %s" % (op, server, p.stderr.decode()[-300:]), file=sys.stderr)
+with open(results, "a") as f:
+    f.write(json.dumps({"server": server, "label": "smbclient " + op, "client": "smbclient",
+                        "result": res}) + "\n")
+EOF
+}
