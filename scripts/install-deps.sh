@@ -2,7 +2,10 @@
 # Install what ringshare needs on a fresh Debian machine: a Rust toolchain (rustup,
 # if cargo is missing) and, for the tests, Debian's SMB clients and Samba.
 #   scripts/install-deps.sh          build dependencies only
-#   scripts/install-deps.sh --test   plus smbclient, smbtorture (samba-testsuite) and samba,
+#   scripts/install-deps.sh --test   plus Samba 4.22 (samba, smbclient, smbtorture from
+#                                    samba-testsuite), the reference every comparison runs
+#                                    against: on Debian 12 from bookworm-backports, pinned to
+#                                    Samba's packages (scripts/lib/samba-reference.sh), and
 #                                    what the package test needs (dpkg-dev for
 #                                    scripts/build-deb.sh, systemd for systemd-analyze),
 #                                    prometheus (the metrics test scrapes with it) and
@@ -20,7 +23,7 @@ want_test=0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 pkgs=(ca-certificates curl gcc pkg-config)
-[ "$want_test" -eq 1 ] && pkgs+=(smbclient samba samba-testsuite python3 python3-venv acl attr
+[ "$want_test" -eq 1 ] && pkgs+=(python3 python3-venv acl attr
     prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
     krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev)
 missing=()
@@ -30,6 +33,11 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "$want_test" -eq 1 ]; then
+    # shellcheck source=scripts/lib/samba-reference.sh
+    . "$(dirname "$0")/lib/samba-reference.sh"
+    samba_reference_install "$SUDO"
 fi
 # Where systemd runs, the etcd-server package starts a single-member etcd on 2379; the tests do
 # not use it and it is not wanted on a build machine.
