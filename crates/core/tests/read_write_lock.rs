@@ -35,6 +35,24 @@ fn write_then_read_returns_the_data_after_the_body() {
 }
 
 #[test]
+fn a_handle_with_append_access_only_writes_where_the_request_says() {
+    // smbtorture 4.22 smb2.rw.append: Windows and Samba 4.22 write at the
+    // offset, not at the end of the file.
+    const FILE_APPEND_DATA: u32 = 0x4;
+    const SYNCHRONIZE: u32 = 0x0010_0000;
+    let mut c = Client::new();
+    c.put_file("log", b"x");
+    let f = c
+        .create("log", FILE_APPEND_DATA | SYNCHRONIZE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(c.write(f, 0, b"y").status(), NtStatus::SUCCESS);
+    assert_eq!(c.write(f, 4, b"z").status(), NtStatus::SUCCESS);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let f = c.create("log", GENERIC_READ, D::OPEN, 0).unwrap();
+    assert_eq!(read_data(&c.read(f, 0, 100)), b"y\0\0\0z");
+}
+
+#[test]
 fn read_past_end_of_file_is_end_of_file() {
     let mut c = Client::new();
     c.put_file("short", b"12");

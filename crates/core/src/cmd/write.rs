@@ -6,12 +6,16 @@
 //! a frame decrypted in place). In a compound the payload is copied out here.
 //!
 //! A write moves the open's position to its end, like a read (see read.rs).
+//!
+//! A handle with FILE_APPEND_DATA and not FILE_WRITE_DATA writes where the
+//! request says, as Windows and Samba 4.22 do over SMB2 (smbtorture 4.22
+//! smb2.rw.append): the access decides whether it may write, not where.
 
 use ringshare_wire::codec::HEADER_LEN;
 use ringshare_wire::file::{WriteRequest, WriteResponse};
 use ringshare_wire::NtStatus;
 
-use crate::access::{self, FILE_APPEND_DATA, FILE_WRITE_DATA};
+use crate::access;
 use crate::arbiter;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::fsmap::status_of;
@@ -81,15 +85,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if read_only || !access::can_write(open.access) {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let append_only = open.access & FILE_WRITE_DATA == 0 && open.access & FILE_APPEND_DATA != 0;
     if wr.offset > i64::MAX as u64 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let offset = if append_only {
-        open.node.stat().map_err(status_of)?.size
-    } else {
-        wr.offset
-    };
+    let offset = wr.offset;
     if len > 0
         && offset
             .checked_add(len as u64)
