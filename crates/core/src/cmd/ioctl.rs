@@ -95,6 +95,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Fsctl::PIPE_TRANSCEIVE | Fsctl::PIPE_PEEK | Fsctl::PIPE_WAIT => {
             Err(NtStatus::NOT_SUPPORTED)
         }
+        Fsctl::SRV_ENUMERATE_SNAPSHOTS => {
+            // No Previous Versions yet: Samba 4.22 without `shadow_copy2`
+            // answers this (smbclient 4.22's `allinfo` asks for every file).
+            opens::find(core, req, ir.file_id)?;
+            Err(NtStatus::INVALID_DEVICE_REQUEST)
+        }
         c if (c.0 >> 16) == DEVICE_FILE_SYSTEM => {
             opens::find(core, req, ir.file_id)?;
             Err(NtStatus::INVALID_DEVICE_REQUEST)

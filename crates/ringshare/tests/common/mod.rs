@@ -987,6 +987,12 @@ pub struct SmbOutput {
     pub stderr: String,
 }
 
+/// smbclient 4.22's `allinfo` asks for the file's snapshots (FSCTL_SRV_ENUMERATE_SNAPSHOTS) and,
+/// on a share without them, prints `NT_STATUS_INVALID_DEVICE_REQUEST` and this on standard error
+/// and goes on (4.17 said nothing); Samba without `vfs objects = shadow_copy2` answers so, as
+/// ringshare does.
+pub const SNAPSHOT_QUERY_LINE: &str = " getting shadow copy data for ";
+
 impl SmbOutput {
     /// Standard output and standard error together.
     pub fn all(&self) -> String {
@@ -994,9 +1000,16 @@ impl SmbOutput {
     }
 
     /// The first `NT_STATUS_...` word printed, if any. smbclient can exit 0 after a failed
-    /// command, so this, not the exit code, says whether a command failed.
+    /// command, so this, not the exit code, says whether a command failed. The line smbclient
+    /// 4.22's `allinfo` prints for a share without Previous Versions is not a failure
+    /// ([`SNAPSHOT_QUERY_LINE`]).
     pub fn nt_status(&self) -> Option<String> {
-        let all = self.all();
+        let all: String = self
+            .all()
+            .lines()
+            .filter(|l| !l.contains(SNAPSHOT_QUERY_LINE))
+            .collect::<Vec<_>>()
+            .join("\n");
         let at = all.find("NT_STATUS_")?;
         let word: String = all[at..]
             .chars()
@@ -1024,7 +1037,8 @@ impl SmbOutput {
             .stdout
             .lines()
             .chain(self.stderr.lines())
-            .filter(|l| l.contains("NT_STATUS_") && !allowed.iter().any(|a| l.starts_with(a)))
+            .filter(|l| l.contains("NT_STATUS_") && !l.contains(SNAPSHOT_QUERY_LINE))
+            .filter(|l| !allowed.iter().any(|a| l.starts_with(a)))
             .collect();
         assert!(
             self.status.success() && failed.is_empty(),
