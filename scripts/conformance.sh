@@ -34,8 +34,8 @@
 #   TORTURE_EXTRA   extra smbtorture arguments for both servers, split on spaces
 #   KEEP_SHARES=1   leave the share directories in /dev/shm for inspection
 #
-# Needs: root, and Debian's `samba smbclient samba-testsuite` packages
-# (apt-get install -y samba smbclient samba-testsuite).
+# Needs: root, and Samba 4.22's `samba smbclient samba-testsuite` packages (the reference;
+# scripts/install-deps.sh --test installs them, from bookworm-backports on Debian 12).
 #
 # Output: a table per suite (pass/fail per server), OUT/summary.tsv, OUT/tests.tsv (one line per
 # test: name, ringshare result, samba result), OUT/samba-only.txt (tests Samba passes and ringshare
@@ -54,7 +54,9 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.oplock smb2.lease smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close-perms
     smb2.durable-open smb2.durable-open-disconnect smb2.durable-v2-open smb2.durable-v2-delay
     smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
-    smb2.ioctl-on-stream smb2.fileid smb2.timestamps)
+    smb2.ioctl-on-stream smb2.fileid smb2.timestamps
+    smb2.dirlease smb2.durable-v2-regressions smb2.name-mangling smb2.stream-inherit-perms
+    smb2.winattr2)
 # Change notification: `--notify`.
 NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 # Named streams: `--streams`.
@@ -127,7 +129,7 @@ for tool in smbtorture smbd smbpasswd testparm ss setsid timeout useradd; do
 done
 if [ ${#MISSING[@]} -gt 0 ]; then
     echo "conformance: missing ${MISSING[*]}; install with:" >&2
-    echo "    apt-get install -y samba smbclient samba-testsuite" >&2
+    echo "    scripts/install-deps.sh --test   (Samba 4.22: samba smbclient samba-testsuite)" >&2
     exit 2
 fi
 
