@@ -3,7 +3,8 @@
 # if cargo is missing) and, for the tests, Debian's SMB clients and Samba.
 #   scripts/install-deps.sh          build dependencies only
 #   scripts/install-deps.sh --test   plus Samba 4.22 (samba, smbclient, smbtorture from
-#                                    samba-testsuite), the reference every comparison runs
+#                                    samba-testsuite; samba-ad-dc, winbind and libnss-winbind
+#                                    for the AD member test), the reference every comparison runs
 #                                    against: on Debian 12 from bookworm-backports, pinned to
 #                                    Samba's packages (scripts/lib/samba-reference.sh), and
 #                                    what the package test needs (dpkg-dev for

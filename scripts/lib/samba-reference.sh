@@ -2,18 +2,20 @@
 # The Samba every comparison runs against: 4.22 (smbd, smbclient, smbtorture). On Debian 12
 # (bookworm) it comes from bookworm-backports, pinned so that only Samba's own packages come from
 # there and the rest of the machine stays on bookworm; on later Debian releases from the release
-# itself. Upgrades an existing 4.17 install. The host's name service stays as it was: installing
-# Samba never adds winbind to /etc/nsswitch.conf or PAM here (no recommends: samba 4.22 recommends
-# samba-ad-dc, which recommends libnss-winbind and libpam-winbind; and nsswitch.conf is put back
-# if a package changed it anyway).
+# itself. Upgrades an existing 4.17 install. The host's name service stays as it was: libnss-winbind
+# (the AD member test loads it in a network namespace of its own) adds winbind to
+# /etc/nsswitch.conf when installed, and the file is put back as it was; without recommends,
+# libpam-winbind (which would add winbind to PAM) is not installed.
 #
 # Source it, then: samba_reference_install [SUDO]   (SUDO: "sudo" when not root, else empty)
 # Idempotent; needs no terminal (CI=true, no stdin).
 
 # The lowest version accepted as the reference.
 SAMBA_REFERENCE_MIN=2:4.22
-# What the tests run: smbd, smbclient/smbcacls/smbpasswd/testparm, smbtorture.
-SAMBA_REFERENCE_PKGS=(samba smbclient samba-testsuite)
+# What the tests run: smbd, smbclient/smbcacls/smbpasswd/testparm, smbtorture; and for the AD
+# member test (crates/ringshare/tests/ad_member.rs) a domain controller, winbindd and its NSS module.
+SAMBA_REFERENCE_PKGS=(samba smbclient samba-testsuite samba-ad-dc winbind libnss-winbind
+    python3-samba)
 SAMBA_BACKPORTS_SOURCES=/etc/apt/sources.list.d/ringshare-bookworm-backports.sources
 SAMBA_BACKPORTS_PREFS=/etc/apt/preferences.d/ringshare-samba-backports
 # Every binary package that bookworm-backports builds from Samba's source (samba 4.22 builds
