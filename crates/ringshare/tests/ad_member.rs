@@ -54,49 +54,37 @@ impl Drop for Rig {
 }
 
 fn tools_or_skip(test: &str) -> bool {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root !!!!!!!!\n");
-        return false;
-    }
     let nss_winbind = [
         "/lib/x86_64-linux-gnu/libnss_winbind.so.2",
         "/lib/libnss_winbind.so.2",
     ]
     .iter()
     .any(|p| Path::new(p).exists());
-    for (tool, package) in [
-        ("samba", "samba-ad-dc"),
-        ("winbindd", "winbind"),
-        ("smbclient", "smbclient"),
-        ("smbcacls", "smbclient"),
-        ("kinit", "krb5-user"),
-        ("ip", "iproute2"),
-    ] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            eprintln!(
-                "\n!!!!!!!! SKIPPED {test}: {tool} not found (apt-get install -y {package}) !!!!!!!!\n"
-            );
-            return false;
-        }
-    }
     if !nss_winbind {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "libnss_winbind is not installed but CI is set: apt-get install -y libnss-winbind"
+            );
+        }
         eprintln!("\n!!!!!!!! SKIPPED {test}: libnss_winbind not found (apt-get install -y libnss-winbind) !!!!!!!!\n");
         return false;
     }
-    true
+    root_and_commands_or_skip(
+        test,
+        &[
+            ("samba", "samba-ad-dc"),
+            ("winbindd", "winbind"),
+            ("ntlm_auth", "winbind"),
+            ("smbclient", "smbclient"),
+            ("smbcacls", "smbclient"),
+            ("kinit", "krb5-user"),
+            ("ip", "iproute2"),
+        ],
+    )
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    output_text(o)
 }
 
 impl Rig {

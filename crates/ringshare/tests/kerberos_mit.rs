@@ -37,29 +37,15 @@ impl Drop for Kdc {
 }
 
 fn tools_or_skip(test: &str) -> bool {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root !!!!!!!!\n");
-        return false;
-    }
-    for (tool, package) in [
-        ("krb5kdc", "krb5-kdc"),
-        ("kadmin.local", "krb5-admin-server"),
-        ("kinit", "krb5-user"),
-        ("smbclient", "smbclient"),
-    ] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            eprintln!(
-                "\n!!!!!!!! SKIPPED {test}: {tool} not found (apt-get install -y {package}) !!!!!!!!\n"
-            );
-            return false;
-        }
-    }
-    true
+    root_and_commands_or_skip(
+        test,
+        &[
+            ("krb5kdc", "krb5-kdc"),
+            ("kadmin.local", "krb5-admin-server"),
+            ("kinit", "krb5-user"),
+            ("smbclient", "smbclient"),
+        ],
+    )
 }
 
 impl Kdc {
@@ -916,11 +902,7 @@ fn ringshares_own_client_logs_on_with_a_ticket_from_the_credential_cache() {
         .args(["--connections", "2", "--duration", "1s"])
         .output()
         .expect("run ringshare bench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = output_text(&out);
     assert!(out.status.success(), "{text}\n{}", server.log());
     assert!(
         text.contains("Kerberos (ticket for cifs/fs.rs.test)"),

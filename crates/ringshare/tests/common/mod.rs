@@ -118,6 +118,45 @@ pub fn fail2ban_regex_or_skip(test: &str) -> bool {
     tool_or_skip("fail2ban-regex", "fail2ban", test)
 }
 
+/// Whether every (program, Debian package) of `tools` is on PATH, as root: otherwise the test
+/// is skipped with a line saying what to install, and under CI (where scripts/install-deps.sh
+/// installs them all) it fails instead.
+pub fn root_and_commands_or_skip(test: &str, tools: &[(&str, &str)]) -> bool {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs root !!!!!!!!\n");
+        return false;
+    }
+    for (tool, package) in tools {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if found {
+            continue;
+        }
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "{tool} is not installed but CI is set: apt-get install -y {package} (test {test})"
+            );
+        }
+        eprintln!(
+            "\n!!!!!!!! SKIPPED {test}: {tool} not found (apt-get install -y {package}) !!!!!!!!\n"
+        );
+        return false;
+    }
+    true
+}
+
+/// A finished command's standard output and error, as text.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 fn tool_or_skip(tool: &str, package: &str, test: &str) -> bool {
     let found = Command::new(tool)
         .arg("--version")
