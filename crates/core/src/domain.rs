@@ -323,8 +323,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn rid_ranges_map_sids_of_a_learnt_domain_to_ids_and_back() {
+    /// RSAD's RIDs at 100000-199999, as `idmap config RSAD : backend = rid` gives them.
+    fn rsad_map() -> SidMap {
         let map = SidMap::default();
         map.set_ranges(vec![RidRange {
             domain: "RSAD".into(),
@@ -332,6 +332,12 @@ mod tests {
             high: 199_999,
             base_rid: 0,
         }]);
+        map
+    }
+
+    #[test]
+    fn rid_ranges_map_sids_of_a_learnt_domain_to_ids_and_back() {
+        let map = rsad_map();
         let dom: Sid = "S-1-5-21-1-2-3".parse().unwrap();
         let alice: Sid = "S-1-5-21-1-2-3-1102".parse().unwrap();
         assert_eq!(map.id_of(&alice), None, "domain SID not learnt yet");
@@ -354,13 +360,7 @@ mod tests {
     fn a_domain_sid_in_a_dacl_becomes_its_unix_user_and_group_and_reads_back_once() {
         use ringshare_wire::consts::AccessMask;
         use ringshare_wire::security::Acl;
-        let map = SidMap::default();
-        map.set_ranges(vec![RidRange {
-            domain: "RSAD".into(),
-            low: 100_000,
-            high: 199_999,
-            base_rid: 0,
-        }]);
+        let map = rsad_map();
         map.learn("RSAD", &"S-1-5-21-1-2-3".parse().unwrap());
         let proj: Sid = "S-1-5-21-1-2-3-1104".parse().unwrap();
         let alice: Sid = "S-1-5-21-1-2-3-1102".parse().unwrap();
