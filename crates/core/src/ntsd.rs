@@ -12,7 +12,7 @@
 //! moved to the new place when its file is opened by someone who may.
 
 use ringshare_acl::ntacl;
-use ringshare_acl::posix::{self as pacl, AclChange, GroupMembership, PosixView};
+use ringshare_acl::posix::{self as pacl, AclChange, PosixView};
 use ringshare_vfs::{DefaultAcl, FileAttr, FsError, Node, EOPNOTSUPP};
 use ringshare_wire::consts::SecurityInformation;
 use ringshare_wire::security::{
@@ -29,8 +29,18 @@ use crate::server::ShareDef;
 /// What maps accounts to SIDs and back for [`set`]: Unix group memberships, and a domain
 /// member's domain SIDs ([`SidMap`]).
 pub(crate) struct Ids<'a> {
-    pub groups: &'a dyn GroupMembership,
+    pub groups: crate::identity::Membership<'a>,
     pub sids: &'a SidMap,
+}
+
+impl<'a> Ids<'a> {
+    /// The server's accounts and domain SIDs.
+    pub fn of(server: &'a crate::server::ServerState) -> Ids<'a> {
+        Ids {
+            groups: crate::identity::Membership(server.accounts.as_ref()),
+            sids: &server.sid_map,
+        }
+    }
 }
 
 /// The POSIX facts of a node as the mapping wants them.
@@ -178,7 +188,7 @@ pub(crate) fn set(
         }
     }
     let change =
-        pacl::posix_from_sd_with(&for_posix, info, &view, ids.groups).map_err(|e| e.status())?;
+        pacl::posix_from_sd_with(&for_posix, info, &view, &ids.groups).map_err(|e| e.status())?;
     if change.uid.is_some() || change.gid.is_some() {
         // With acl_xattr the kept descriptor granted WRITE_OWNER: the
         // server makes the change the kernel refuses the user (Samba's rule).

@@ -464,11 +464,7 @@ fn create_or_wait(
     granted &= if maximum { rights | wanted } else { !0 };
     if let Some((_, crate::ntsd::Kept::Legacy)) = kept {
         if rights & access::WRITE_DAC != 0 {
-            let groups = identity::Membership(server.accounts.as_ref());
-            let ids = crate::ntsd::Ids {
-                groups: &groups,
-                sids: &server.sid_map,
-            };
+            let ids = crate::ntsd::Ids::of(&server);
             crate::ntsd::migrate(node.as_ref(), &share, &ids, core.now.filetime);
         }
     }
@@ -731,11 +727,7 @@ fn create_or_wait(
         .is_some_and(|sd| sd.control & SE_DACL_PRESENT != 0);
     if file_created && share.nt_acl_xattr && !dacl_given {
         // The parent's inheritable ACEs make the new file's NT ACL.
-        let groups = identity::Membership(server.accounts.as_ref());
-        let ids = crate::ntsd::Ids {
-            groups: &groups,
-            sids: &server.sid_map,
-        };
+        let ids = crate::ntsd::Ids::of(&server);
         crate::ntsd::inherit(
             &share,
             &who,
@@ -1081,11 +1073,7 @@ fn store_initial_sd(
     if info.is_empty() {
         return Ok(());
     }
-    let groups = crate::identity::Membership(server.accounts.as_ref());
-    let ids = crate::ntsd::Ids {
-        groups: &groups,
-        sids: &server.sid_map,
-    };
+    let ids = crate::ntsd::Ids::of(server);
     let from = crate::ntsd::From::Client;
     match crate::ntsd::set(node, share, given, info, from, &ids, now_filetime) {
         Err(NtStatus::NOT_SUPPORTED) => Ok(()),

@@ -255,11 +255,7 @@ fn set_security(
         None
     };
     if !info.is_empty() {
-        let groups = crate::identity::Membership(server.accounts.as_ref());
-        let ids = crate::ntsd::Ids {
-            groups: &groups,
-            sids: &server.sid_map,
-        };
+        let ids = crate::ntsd::Ids::of(server);
         crate::ntsd::set(
             open.node.as_ref(),
             &open.share,
