@@ -379,6 +379,18 @@ mod tests {
         assert_eq!(b64(b"a"), "YQ==");
         assert_eq!(b64(b"ab"), "YWI=");
         assert_eq!(b64(b"abc"), "YWJj");
+        // RFC 4648 section 10.
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(b64(plain.as_bytes()), enc);
+        }
         assert_eq!(unb64("YQ==").unwrap(), b"a");
         for n in 0..40u8 {
             let d: Vec<u8> = (0..n)

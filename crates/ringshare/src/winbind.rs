@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ringshare_auth::DomainNtlm;
+use ringshare_cluster::etcd::b64;
 use ringshare_core::domain::DomainLogons;
 
 /// Helpers kept between logons.
@@ -221,8 +222,8 @@ impl Helper {
 /// line early.
 fn request(r: &DomainNtlm<'_>) -> String {
     let mut s = String::new();
-    s.push_str(&format!("Username:: {}\n", base64(r.user.as_bytes())));
-    s.push_str(&format!("NT-Domain:: {}\n", base64(r.domain.as_bytes())));
+    s.push_str(&format!("Username:: {}\n", b64(r.user.as_bytes())));
+    s.push_str(&format!("NT-Domain:: {}\n", b64(r.domain.as_bytes())));
     s.push_str(&format!("LANMAN-Challenge: {}\n", hex::encode(r.challenge)));
     s.push_str(&format!("NT-Response: {}\n", hex::encode(r.nt_response)));
     if r.lm_response.len() == 24 {
@@ -251,64 +252,9 @@ fn answer(lines: &[String]) -> Result<[u8; 16], String> {
     <[u8; 16]>::try_from(bytes.as_slice()).map_err(|_| format!("user session key {key:?}"))
 }
 
-/// Standard base64 with padding.
-fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = u32::from(c[0]) << 16
-            | u32::from(*c.get(1).unwrap_or(&0)) << 8
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc_4648_test_vectors() {
-        for (plain, enc) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(plain.as_bytes()), enc);
-        }
-    }
-
-    #[test]
-    fn a_request_names_the_user_in_base64_and_asks_for_the_session_key() {
-        let r = DomainNtlm {
-            user: "alice\n.",
-            domain: "RSAD",
-            workstation: "WS",
-            challenge: &[1, 2, 3, 4, 5, 6, 7, 8],
-            nt_response: &[0xab; 48],
-            lm_response: &[],
-        };
-        let req = request(&r);
-        assert!(req.starts_with("Username:: YWxpY2UKLg==\nNT-Domain:: UlNBRA==\n"));
-        assert!(req.contains("LANMAN-Challenge: 0102030405060708\n"));
-        assert!(req.ends_with("Request-User-Session-Key: Yes\n.\n"));
-        assert_eq!(
-            req.matches('\n').count(),
-            6,
-            "no line break from the user name"
-        );
-    }
 
     /// A stand-in for ntlm_auth: refuses the first request as ntlm_auth does (with its doubled
     /// terminator), accepts the second.
