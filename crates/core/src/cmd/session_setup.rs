@@ -172,10 +172,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .sessions
         .get(&session_id)
         .is_some_and(|ch| ch.signing_key.is_some() && lock(&ch.session).valid);
-    let member = core.server.domain();
-    let step = auth_leg(core, session_id, req.msg, setup.security_buffer)?
-        .and_then(|s| kerberos_user(s, member.as_deref(), &core.server.sid_map));
-    match step {
+    match auth_leg(core, session_id, req.msg, setup.security_buffer)? {
         Ok((ServerStep::Continue(token), _)) => {
             let mut r = more_processing(session_id, dialect, &token);
             if reauth {
@@ -482,10 +479,7 @@ fn bind_checked(
             },
         );
     }
-    let member = core.server.domain();
-    let step = auth_leg(core, session_id, req.msg, token)?
-        .and_then(|s| kerberos_user(s, member.as_deref(), &core.server.sid_map));
-    match step {
+    match auth_leg(core, session_id, req.msg, token)? {
         Ok((ServerStep::Continue(token), _)) => {
             let mut r = more_processing(session_id, dialect, &token);
             // The request was signed with Session.SigningKey and so is the
@@ -555,13 +549,15 @@ fn bind_checked(
 /// One leg of the NTLM/SPNEGO exchange on the channel `session_id` (a new
 /// session, a re-authentication or a binding): the request joins the channel's
 /// preauth hash and `token` goes to the exchange, started on the first leg.
-/// Once the exchange ends, done or failed, the channel forgets it.
+/// Once the exchange ends, done or failed, the channel forgets it; a finished
+/// one comes with whom it acts as ([`kerberos_user`]: a domain user's names
+/// and SIDs).
 fn auth_leg(
     core: &mut ConnCore,
     session_id: u64,
     msg: &[u8],
     token: &[u8],
-) -> Result<Result<ServerStep, AuthError>, NtStatus> {
+) -> Result<Result<(ServerStep, Option<DomainUser>), AuthError>, NtStatus> {
     let challenge: [u8; 8] = core.random_bytes();
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
@@ -604,7 +600,8 @@ fn auth_leg(
     if !matches!(step, Ok(ServerStep::Continue(_))) {
         ch.auth = None;
     }
-    Ok(step)
+    // Who a finished logon acts as ([`kerberos_user`]).
+    Ok(step.and_then(|s| kerberos_user(s, member.as_deref(), &core.server.sid_map)))
 }
 
 /// The signing algorithm sessions of this connection use.
