@@ -1,0 +1,168 @@
+//! CREATE's admission through the file's share-mode entry: a lease key
+//! names one file, delete-pending, share access, and the oplock or lease
+//! granted (breaking others' first) ([MS-SMB2] 3.3.5.9 "Oplock
+//! Acquisition", 3.3.5.9.8, 3.3.5.9.11; [MS-FSA] 2.1.5.1.2; decided by
+//! [`crate::arbiter`], here or at the file's home node).
+
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::Node;
+use ringshare_wire::NtStatus;
+
+use super::request::Asked;
+use super::stream::Made;
+use super::At;
+use crate::access;
+use crate::arbiter;
+use crate::conn::{ConnCore, Req};
+use crate::oplock::{self, Route};
+use crate::server::{lock, FileEntry, FileKey, ShareEntry};
+
+/// An open that holds its place in its file's entry.
+pub(super) struct Admitted {
+    pub node: Arc<dyn Node>,
+    pub made: Made,
+    /// FileId.Volatile (the owner of its share mode and locks) and
+    /// FileId.Persistent.
+    pub id: u64,
+    pub persistent_id: u64,
+    pub key: FileKey,
+    pub entry: Arc<Mutex<FileEntry>>,
+    /// For a stream: its file's entry, which holds an invisible open for it.
+    pub file_entry: Option<Arc<Mutex<FileEntry>>>,
+    pub grant: oplock::Grant,
+}
+
+/// Join the file's entry: `None` while other clients have yet to
+/// acknowledge the breaks this open caused (it waits, and leaves the entry
+/// as it found it); an error when it may not open the file now. A stream
+/// open also keeps its file open (an invisible open that conflicts with
+/// nothing): the file is not removed or renamed under it.
+pub(super) fn admit(
+    core: &ConnCore,
+    req: &Req<'_>,
+    retry: bool,
+    at: &At<'_>,
+    asked: &Asked,
+    node: Arc<dyn Node>,
+    made: Made,
+) -> Result<Option<Admitted>, NtStatus> {
+    let server = at.server;
+    let id = server.new_owner_id();
+    let persistent_id = server.new_owner_id();
+    let key = match &made.stream_name {
+        Some(n) => server.file_key(&made.attr).stream(n),
+        None => server.file_key(&made.attr),
+    };
+    if let Some(lid) = asked.lease_id {
+        // A lease key names one file ([MS-SMB2] 3.3.5.9.8).
+        if server.lease_file(lid).is_some_and(|k| k != key) {
+            drop(node);
+            made.undo(at);
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    // A directory gets no oplock and no lease (directory leasing is not
+    // offered), once its lease key was checked (smbtorture smb2.lease.request).
+    let (requested, lease_req, lease_id) = if made.is_dir {
+        (oplock::LEVEL_NONE, None, None)
+    } else {
+        (asked.requested, asked.lease_req.as_ref(), asked.lease_id)
+    };
+    let file_entry = made
+        .stream_name
+        .as_ref()
+        .map(|_| server.file_entry(key.base()));
+    if let Some(fe) = &file_entry {
+        if lock(fe).delete_pending {
+            drop(node);
+            made.undo(at);
+            server.drop_file_entry_if_unused(key.base());
+            return Err(NtStatus::DELETE_PENDING);
+        }
+    }
+    let entry = server.file_entry(key);
+    let granted = made.granted;
+    let wish = oplock::Wish {
+        retry,
+        access: granted,
+        share_access: asked.share_access,
+        truncate: asked.truncate && !made.created,
+        delete_only: granted == access::DELETE && requested == oplock::LEVEL_NONE,
+        lease: lease_id,
+    };
+    let open_ask = arbiter::OpenAsk {
+        owner: id,
+        persistent_id,
+        route: Route {
+            conn_id: core.conn_id,
+            session_id: req.session_id,
+        },
+        wish: &wish,
+        requested,
+        lease_req,
+        share: &at.tree.share.name,
+        path: at.path,
+        is_dir: made.is_dir,
+        conn_id: core.conn_id,
+        now_ms: core.now.mono_ms,
+        who: Some(&at.tree.who),
+    };
+    let grant = match arbiter::admit(server, key, &entry, &open_ask) {
+        Ok(Some(g)) => g,
+        // It waits (`Ok(None)`) or is refused.
+        other => {
+            drop(node);
+            server.drop_file_entry_if_unused(key);
+            if file_entry.is_some() {
+                server.drop_file_entry_if_unused(key.base());
+            }
+            return other.map(|_| None);
+        }
+    };
+    if let Some(fe) = &file_entry {
+        let mut b = lock(fe);
+        if b.opens.is_empty() {
+            b.share = at.tree.share.name.clone();
+            b.path = at.path.clone();
+            b.is_dir = made.file_is_dir;
+        }
+        b.opens.push(ShareEntry {
+            owner: id,
+            access: 0,
+            share_access: 7,
+            caching: Default::default(),
+            who: None,
+        });
+        b.streams.push((id, key));
+    }
+    Ok(Some(Admitted {
+        node,
+        made,
+        id,
+        persistent_id,
+        key,
+        entry,
+        file_entry,
+        grant,
+    }))
+}
+
+impl Admitted {
+    /// Leave the file's entry (and a stream's file's) again, when the open
+    /// fails after joining it; returns `s`.
+    pub(super) fn leave(&self, at: &At<'_>, s: NtStatus) -> NtStatus {
+        let (server, key, id) = (at.server, self.key, self.id);
+        arbiter::withdraw(server, key, &self.entry, id, &at.tree.who);
+        server.drop_file_entry_if_unused(key);
+        if let Some(fe) = &self.file_entry {
+            {
+                let mut b = lock(fe);
+                b.opens.retain(|o| o.owner != id);
+                b.streams.retain(|(o, _)| *o != id);
+            }
+            server.drop_file_entry_if_unused(key.base());
+        }
+        s
+    }
+}

@@ -1,0 +1,321 @@
+//! CREATE's answer and the open it makes: the response's contexts and body
+//! ([MS-SMB2] 3.3.5.9 "Response Construction"; 3.3.5.9.5 MxAc, 3.3.5.9.9
+//! QFid, 3.3.5.9.8 and 3.3.5.9.11 RqLs, 3.3.5.9.6 and 3.3.5.9.10 durable
+//! handles, AAPL), the Open put in its session, and what watchers of the
+//! directory hear.
+
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::{FileAttr, RelPath};
+use ringshare_wire::consts::{AccessMask, CreateAction};
+use ringshare_wire::create::{
+    maximal_access_response, query_on_disk_id_response, ContextTag, CreateContext, CreateRequest,
+};
+use ringshare_wire::{FileId, NtStatus};
+
+use super::admission::Admitted;
+use super::change::Changed;
+use super::request::Asked;
+use super::stream::Made;
+use super::{client_guid, file_id_shown, lease_context, response_body, At, TreeView};
+use crate::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
+use crate::conn::{ConnCore, Reply, Req};
+use crate::durable;
+use crate::fileinfo::{self, ATTR_READONLY};
+use crate::notify;
+use crate::opens;
+use crate::oplock;
+use crate::server::{lock, ServerState, ShareDef};
+use crate::state::{Open, OpenState, SessionRef};
+
+/// Create options that FileModeInformation reports ([MS-FSCC] 2.4.26).
+const MODE_FROM_OPTIONS: u32 = 0x0000_0002 | 0x0000_0004 | 0x0000_0008 | 0x0000_0010 | 0x0000_0020;
+
+/// What the open was made with, kept in its state.
+pub(super) struct Settled {
+    pub action: CreateAction,
+    pub durability: Option<durable::Durability>,
+}
+
+/// The response body: the file's attributes, the oplock or lease granted,
+/// and the contexts answered, in this order: MxAc and QFid, AAPL (which
+/// turns AAPL on for the connection), RqLs, then DHnQ or DH2Q when the open
+/// is durable (streams never are, as on Samba).
+pub(super) fn response(
+    core: &mut ConnCore,
+    cr: &CreateRequest<'_>,
+    at: &At<'_>,
+    asked: &mut Asked,
+    adm: &Admitted,
+    changed: Changed,
+    owner: durable::Owner,
+) -> (Vec<u8>, Settled) {
+    let (share, made, grant) = (&at.tree.share, &adm.made, &adm.grant);
+    let attr = &changed.attr;
+    let mut contexts = response_contexts(cr, attr, made.maximal, file_id_shown(core, share, attr));
+    if let Some((reply, on)) = asked.aapl.take() {
+        contexts.push(CreateContext::new(ringshare_wire::create::tag::AAPL, reply));
+        // Once on, it stays on for the connection.
+        core.aapl.negotiated = true;
+        core.aapl.readdir_attr |= on.readdir_attr;
+        core.aapl.copyfile |= on.copyfile;
+    }
+    // A directory's lease request is not answered (no lease was granted).
+    let lease_req = asked.lease_req.as_ref().filter(|_| !made.is_dir);
+    if let (Some(l), oplock::LEVEL_LEASE) = (lease_req, grant.level) {
+        contexts.push(lease_response(l, grant));
+    }
+    let persistent_handles = core.negotiated.as_ref().is_some_and(|n| {
+        n.server_capabilities & ringshare_wire::consts::Capabilities::PERSISTENT_HANDLES.0 != 0
+    });
+    let durability = durable::decide(
+        // Streams are never durable (as on Samba).
+        if made.stream_name.is_some() {
+            durable::Ask::None
+        } else {
+            asked.durable
+        },
+        at.server.config.durable_v1_timeout_ms,
+        grant.level,
+        grant.lease_state,
+        share.durable_handles,
+        share.continuous_availability && !made.is_dir && persistent_handles,
+        owner,
+        client_guid(core),
+    )
+    .map(|(d, context)| {
+        contexts.push(context);
+        d
+    });
+    let file_id = FileId {
+        persistent: adm.persistent_id,
+        volatile: adm.id,
+    };
+    let action = changed.action;
+    let body = response_body(attr, grant.level, action, file_id, contexts);
+    (body, Settled { action, durability })
+}
+
+/// What watchers of the directory hear of a CREATE, once the open is in
+/// place: the changes, the share and the path.
+pub(super) struct Report {
+    share: Arc<ShareDef>,
+    path: RelPath,
+    changes: Vec<(u32, u32, Option<String>)>,
+}
+
+/// What this CREATE changed, for watchers of its directory (none while
+/// nobody watches).
+pub(super) fn report(at: &At<'_>, made: &Made, truncate: bool) -> Option<Report> {
+    if !at.server.notify.active() {
+        return None;
+    }
+    let stream = made.stream_name.as_deref();
+    let changes = changes(
+        made.file_created,
+        made.file_is_dir,
+        stream,
+        made.created,
+        truncate,
+    );
+    (!changes.is_empty()).then(|| Report {
+        share: Arc::clone(&at.tree.share),
+        path: at.path.clone(),
+        changes,
+    })
+}
+
+/// The changes of a CREATE (FILE_NOTIFY_INFORMATION actions, [MS-FSCC] 2.7.1): a
+/// file made is ADDED, a file overwritten MODIFIED in size, write time and
+/// attributes; a stream made is ADDED_STREAM, a stream overwritten
+/// MODIFIED_STREAM.
+fn changes(
+    file_created: bool,
+    file_is_dir: bool,
+    stream: Option<&str>,
+    created: bool,
+    truncate: bool,
+) -> Vec<(u32, u32, Option<String>)> {
+    use notify::filter::{ATTRIBUTES, LAST_WRITE, SIZE, STREAM_NAME, STREAM_SIZE, STREAM_WRITE};
+    let mut changes = Vec::new();
+    if file_created {
+        changes.push((notify::ADDED, notify::name_filter(file_is_dir), None));
+    } else if truncate && stream.is_none() {
+        changes.push((notify::MODIFIED, SIZE | LAST_WRITE | ATTRIBUTES, None));
+    }
+    if let Some(n) = stream {
+        if created {
+            changes.push((notify::ADDED_STREAM, STREAM_NAME, Some(n.to_string())));
+        } else if truncate {
+            let f = STREAM_SIZE | STREAM_WRITE;
+            changes.push((notify::MODIFIED_STREAM, f, Some(n.to_string())));
+        }
+    }
+    changes
+}
+
+impl Report {
+    fn send(&self, server: &ServerState) {
+        let cs: Vec<notify::Change<'_>> = self
+            .changes
+            .iter()
+            .map(|(action, filter, stream)| notify::Change {
+                action: *action,
+                filter: *filter,
+                path: &self.path,
+                stream: stream.as_deref(),
+            })
+            .collect();
+        notify::report(server, &self.share, &cs);
+    }
+}
+
+/// The Open this CREATE made ([MS-SMB2] 3.3.5.9 "Open Execution": the
+/// Open's fields), on the tree's share as its user.
+pub(super) fn new_open(
+    core: &ConnCore,
+    req: &Req<'_>,
+    tree: TreeView,
+    asked: &Asked,
+    path: RelPath,
+    adm: Admitted,
+    settled: Settled,
+) -> Open {
+    let Admitted {
+        node,
+        made,
+        id,
+        persistent_id,
+        key,
+        entry,
+        file_entry,
+        ..
+    } = adm;
+    let share = tree.share;
+    let posix_rename =
+        made.is_dir && core.aapl.negotiated && share.fruit.as_ref().is_some_and(|f| f.posix_rename);
+    let stream = made.stream_name.zip(file_entry).map(|(name, file_entry)| {
+        let afp = crate::fruit::afp::kind(share.fruit.as_deref(), &name);
+        Box::new(crate::state::StreamOf {
+            now: Mutex::new((name, key)),
+            file_entry,
+            afp,
+        })
+    });
+    let ask = asked.durable;
+    let state = OpenState {
+        path,
+        delete_on_close: asked.delete_on_close,
+        dir_cursor: None,
+        position: 0,
+        mode: asked.options & MODE_FROM_OPTIONS,
+        channel_sequence: req.hdr.channel_sequence(),
+        durable: settled.durability,
+        create_guid: match ask {
+            durable::Ask::V2 { create_guid, .. } => Some((client_guid(core), create_guid)),
+            _ => None,
+        },
+        create_action: settled.action.0,
+        replay_eligible: matches!(ask, durable::Ask::V2 { .. }),
+        lock_sequences: None,
+        watch: None,
+        notify_on_close: 0,
+        kernel_marked_ms: 0,
+        posix_rename,
+    };
+    Open {
+        who: tree.who,
+        id,
+        persistent_id,
+        tree_id: req.tree_id,
+        node,
+        key,
+        entry,
+        is_dir: made.is_dir,
+        access: made.granted,
+        share_access: asked.share_access,
+        create_options: asked.options,
+        share,
+        state: Mutex::new(state),
+        stream,
+    }
+}
+
+/// Put the open in its session and answer: a persistent open's record is
+/// in etcd before the client hears of it ([`crate::cluster::ca`]; without
+/// it, no open: the node refuses rather than promise what it cannot keep);
+/// a session logged off on another channel meanwhile gets no open; a DH2Q
+/// open is remembered for replays (3.3.5.9.10). Watchers hear of the
+/// changes last.
+pub(super) fn install(
+    core: &ConnCore,
+    req: &Req<'_>,
+    sref: &SessionRef,
+    open: Open,
+    ask: durable::Ask,
+    report: Option<Report>,
+    body: Vec<u8>,
+) -> Result<Option<Reply>, NtStatus> {
+    let server = &core.server;
+    if crate::cluster::ca::store(server, &open).is_err() {
+        opens::close_open(server, Arc::new(open), false);
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
+    let (id, persistent_id) = (open.id, open.persistent_id);
+    let mut session = lock(sref);
+    if session.closed {
+        // Logged off on another channel while the file was being opened.
+        drop(session);
+        opens::close_open(server, Arc::new(open), false);
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    if let durable::Ask::V2 { create_guid, .. } = ask {
+        let client_guid = client_guid(core);
+        lock(&server.durables).remember((client_guid, create_guid), req.session_id, id);
+    }
+    session.opens.insert(id, Arc::new(open));
+    drop(session);
+    if let Some(r) = report {
+        r.send(server);
+    }
+    let mut r = Reply::ok(body);
+    r.file_id = Some((persistent_id, id));
+    Ok(Some(r))
+}
+
+/// MxAc and QFid answers; every other context is ignored ([MS-SMB2] 3.3.5.9:
+/// unknown contexts MUST be ignored; durable handles and leases are not offered).
+fn response_contexts(
+    cr: &CreateRequest<'_>,
+    attr: &FileAttr,
+    maximal: u32,
+    file_id: u64,
+) -> Vec<CreateContext<'static>> {
+    let mut out = Vec::new();
+    if cr.context(ContextTag::QueryMaximalAccess).is_some() {
+        let mut m = maximal;
+        if fileinfo::attributes(attr) & ATTR_READONLY != 0 && !attr.is_dir() {
+            m &= !(FILE_WRITE_DATA | FILE_APPEND_DATA);
+        }
+        out.push(CreateContext::new(
+            ringshare_wire::create::tag::QUERY_MAXIMAL_ACCESS,
+            maximal_access_response(NtStatus::SUCCESS, AccessMask(m)),
+        ));
+    }
+    if cr.context(ContextTag::QueryOnDiskId).is_some() {
+        out.push(CreateContext::new(
+            ringshare_wire::create::tag::QUERY_ON_DISK_ID,
+            query_on_disk_id_response(file_id, attr.dev),
+        ));
+    }
+    out
+}
+
+/// The RqLs response context: the lease's key, its state now, and for
+/// version 2 its epoch and parent key ([MS-SMB2] 2.2.14.2.10, 2.2.14.2.11).
+fn lease_response(
+    req: &ringshare_wire::create::Lease,
+    g: &oplock::Grant,
+) -> CreateContext<'static> {
+    lease_context(req.key, g)
+}

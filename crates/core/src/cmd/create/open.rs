@@ -1,0 +1,139 @@
+//! CREATE's open (or creation) of the file on the backend, as the tree's
+//! user, never truncating: share modes are checked first ([MS-SMB2] 3.3.5.9
+//! "Open Execution"; [MS-FSA] 2.1.5.1).
+
+use std::sync::Arc;
+
+use ringshare_vfs::{FileAttr, FsError, Node, OpenOptions, RelPath, Share};
+use ringshare_wire::NtStatus;
+
+use super::request::Asked;
+use super::target::Target;
+use super::At;
+use crate::access;
+use crate::fsmap::status_of;
+use crate::identity;
+
+/// The file as the backend opened (or made) it.
+pub(super) struct Opened {
+    pub node: Arc<dyn Node>,
+    pub attr: FileAttr,
+    /// This open made it.
+    pub created: bool,
+    /// The data rights the open was made with.
+    pub read: bool,
+    pub write: bool,
+}
+
+/// Open (or make) the file as the tree's user: the kernel decides whether
+/// they may read or write it. A new file gets its mode from the share's
+/// rules and its parent ([`identity::new_mode`]). The attributes are those
+/// the lookup read when the open found the same file.
+pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened, NtStatus> {
+    let (share, who, path) = (&at.tree.share, &at.tree.who, at.path);
+    let backend: &dyn Share = share.backend.as_ref();
+    let existing = &target.existing;
+    let parent_mode = match (existing, path.parent()) {
+        (None, Some(parent)) if share.rules.inherit_permissions => {
+            backend.stat(who, &parent).ok().map(|a| a.mode)
+        }
+        _ => None,
+    };
+    let parent_default_acl = match (existing, path.parent()) {
+        (None, Some(parent)) if share.rules.inherit_acls => has_default_acl(backend, who, &parent),
+        _ => false,
+    };
+    let want_dir = asked.want_dir;
+    let create_mode = identity::new_mode(
+        &share.rules,
+        want_dir,
+        !want_dir,
+        parent_mode,
+        parent_default_acl,
+    );
+    let opts = options(asked, target, create_mode);
+    let opened = backend.open(who, path, &opts).map_err(|e| match e {
+        FsError::NotFound if target.create => NtStatus::OBJECT_PATH_NOT_FOUND,
+        e => status_of(e),
+    })?;
+    let created = opened.created;
+    let (read, write) = (opened.read, opened.write);
+    let node: Arc<dyn Node> = Arc::from(opened.node);
+    // The metadata the open read, if the backend has it; the DOS attributes
+    // of an existing file are those the lookup just read when the open
+    // found the same file, and a new file has none yet.
+    let found = match opened.attr {
+        Some(a) => a,
+        None => node.stat_without_dos().map_err(status_of)?,
+    };
+    let attr = match existing {
+        Some(pre) if !created && (found.dev, found.ino) == (pre.dev, pre.ino) => FileAttr {
+            dos_attributes: pre.dos_attributes,
+            create_time: pre.create_time,
+            ..found
+        },
+        None if created => found,
+        _ => node.stat().map_err(status_of)?,
+    };
+    Ok(Opened {
+        node,
+        attr,
+        created,
+        read,
+        write,
+    })
+}
+
+/// How the backend opens the file. For a named stream the file is opened
+/// for nothing more than reaching the stream (its data is in the file's
+/// xattrs, which the kernel checks as the user at each access); otherwise
+/// for the data rights granted, and for writing when it is overwritten;
+/// MAXIMUM_ALLOWED opens with what the kernel allows.
+fn options(asked: &Asked, target: &Target, create_mode: u32) -> OpenOptions {
+    if asked.named.is_some() {
+        OpenOptions {
+            mode: target.mode,
+            read: false,
+            write: false,
+            directory: false,
+            non_directory: false,
+            create_mode,
+            best_effort: false,
+        }
+    } else {
+        let granted = target.granted;
+        OpenOptions {
+            mode: target.mode,
+            read: access::can_read(granted),
+            write: access::can_write(granted) || (asked.truncate && target.existing.is_some()),
+            directory: asked.want_dir,
+            non_directory: asked.want_file,
+            create_mode,
+            best_effort: asked.maximum,
+        }
+    }
+}
+
+/// Delete-on-close of a directory that holds entries fails at once
+/// ([MS-FSA] 2.1.5.1.2.1: STATUS_DIRECTORY_NOT_EMPTY).
+pub(super) fn refuse_nonempty_dir(asked: &Asked, opened: &Opened) -> Result<(), NtStatus> {
+    if asked.delete_on_close
+        && opened.attr.is_dir()
+        && asked.named.is_none()
+        && !opened.created
+        && !opened.node.list_names().map_err(status_of)?.is_empty()
+    {
+        return Err(NtStatus::DIRECTORY_NOT_EMPTY);
+    }
+    Ok(())
+}
+
+/// Whether directory `dir` has a default POSIX ACL (for `inherit acls`).
+fn has_default_acl(backend: &dyn Share, who: &ringshare_vfs::Who, dir: &RelPath) -> bool {
+    let mut opts = OpenOptions::read_existing();
+    (opts.read, opts.directory) = (false, true);
+    backend
+        .open(who, dir, &opts)
+        .and_then(|d| d.node.posix_acls())
+        .is_ok_and(|a| a.default.is_some())
+}

@@ -1,0 +1,127 @@
+//! What CREATE's name is on the share, and what its disposition does with it
+//! ([MS-SMB2] 3.3.5.9 "Open Execution"; [MS-FSA] 2.1.5.1, 2.1.5.1.2.1).
+
+use ringshare_vfs::{FileAttr, OpenMode, RelPath};
+use ringshare_wire::consts::CreateDisposition;
+use ringshare_wire::NtStatus;
+
+use super::request::Asked;
+use super::{resolve_path, TreeView};
+use crate::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
+use crate::fileinfo::{self, ATTR_READONLY};
+use crate::server::{lock, ServerState};
+
+/// The name resolved, and what the disposition does with it.
+pub(super) struct Target {
+    /// The path as stored (the last component as given when it is new).
+    pub path: RelPath,
+    /// The file's attributes when it exists.
+    pub existing: Option<FileAttr>,
+    pub mode: OpenMode,
+    /// The file is to be made.
+    pub create: bool,
+    /// The access granted so far, less write access to a read-only file.
+    pub granted: u32,
+}
+
+/// Resolve the name on the share and decide, from the disposition and what
+/// is there, whether to open or create; refuse what the name cannot be
+/// opened as ([MS-FSA] 2.1.5.1): a vetoed AppleDouble name, a collision, a
+/// missing file, a kind mismatch, delete-pending, a read-only file or tree.
+pub(super) fn resolve(
+    server: &ServerState,
+    tree: &TreeView,
+    asked: &Asked,
+) -> Result<Target, NtStatus> {
+    let share = &tree.share;
+    if asked
+        .path
+        .file_name()
+        .is_some_and(|n| crate::fruit::vetoed(share, n))
+    {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    let (path, existing) = resolve_path(share.backend.as_ref(), &tree.who, &asked.path)?;
+    let stream = asked.named.is_some();
+    let (mode, create) = disposition(existing.is_some(), asked.disposition, stream)?;
+    if tree.read_only && (create || (asked.truncate && !stream)) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let granted = match &existing {
+        Some(a) => check_existing(a, asked, || {
+            if let Some(e) = server.existing_file_entry(server.file_key(a)) {
+                if lock(&e).delete_pending {
+                    return true;
+                }
+            }
+            false
+        })?,
+        None if asked.delete_on_close && asked.attrs_asked & ATTR_READONLY != 0 => {
+            return Err(NtStatus::CANNOT_DELETE)
+        }
+        None => asked.granted,
+    };
+    Ok(Target {
+        path,
+        existing,
+        mode,
+        create,
+        granted,
+    })
+}
+
+/// What `disposition` does with a name that `exists` or not: open it or
+/// make it (the backend's mode, and whether the file is made). For a
+/// `stream` the disposition decides for the stream once the file is open,
+/// so an existing file is opened whatever it says.
+fn disposition(
+    exists: bool,
+    disposition: CreateDisposition,
+    stream: bool,
+) -> Result<(OpenMode, bool), NtStatus> {
+    match (exists, disposition) {
+        (true, CreateDisposition::CREATE) if !stream => Err(NtStatus::OBJECT_NAME_COLLISION),
+        (true, _) => Ok((OpenMode::Existing, false)),
+        (false, CreateDisposition::OPEN | CreateDisposition::OVERWRITE) => {
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        }
+        (false, _) => Ok((OpenMode::CreateNew, true)),
+    }
+}
+
+/// The checks of [MS-FSA] 2.1.5.1.2.1 on an existing file `a`, in their
+/// order: the kind asked for, overwriting a directory, delete-pending (asked
+/// of the file's entry only when it comes to that), and a read-only file,
+/// which is never deleted, written or overwritten. Returns the access
+/// granted, less write access to a read-only file.
+fn check_existing(
+    a: &FileAttr,
+    asked: &Asked,
+    delete_pending: impl FnOnce() -> bool,
+) -> Result<u32, NtStatus> {
+    let is_dir = a.is_dir();
+    let stream = asked.named.is_some();
+    if asked.want_dir && !is_dir {
+        return Err(NtStatus::NOT_A_DIRECTORY);
+    }
+    if asked.want_file && is_dir {
+        return Err(NtStatus::FILE_IS_A_DIRECTORY);
+    }
+    if is_dir && asked.truncate && !stream {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if delete_pending() {
+        return Err(NtStatus::DELETE_PENDING);
+    }
+    let mut granted = asked.granted;
+    if fileinfo::attributes(a) & ATTR_READONLY != 0 && !is_dir {
+        if asked.delete_on_close {
+            return Err(NtStatus::CANNOT_DELETE);
+        }
+        if asked.explicit & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0 || asked.truncate {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        granted &= !(FILE_WRITE_DATA | FILE_APPEND_DATA);
+    }
+    Ok(granted)
+}
