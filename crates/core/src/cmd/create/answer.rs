@@ -319,3 +319,45 @@ fn lease_response(
 ) -> CreateContext<'static> {
     lease_context(req.key, g)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::filter::{LAST_WRITE, SIZE, STREAM_NAME, STREAM_SIZE, STREAM_WRITE};
+
+    #[test]
+    fn a_new_file_is_reported_added() {
+        let c = changes(true, false, None, true, false);
+        assert_eq!(c, [(notify::ADDED, notify::name_filter(false), None)]);
+    }
+
+    #[test]
+    fn an_overwritten_file_is_reported_modified_in_size_and_write_time() {
+        let c = changes(false, false, None, false, true);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].0, notify::MODIFIED);
+        assert_eq!(c[0].1 & (SIZE | LAST_WRITE), SIZE | LAST_WRITE);
+    }
+
+    #[test]
+    fn a_stream_made_in_an_existing_file_is_reported_as_an_added_stream_only() {
+        let c = changes(false, false, Some("s"), true, false);
+        assert_eq!(
+            c,
+            [(notify::ADDED_STREAM, STREAM_NAME, Some("s".to_string()))]
+        );
+    }
+
+    #[test]
+    fn an_overwritten_stream_is_reported_as_a_modified_stream_not_a_modified_file() {
+        let c = changes(false, false, Some("s"), false, true);
+        let f = STREAM_SIZE | STREAM_WRITE;
+        assert_eq!(c, [(notify::MODIFIED_STREAM, f, Some("s".to_string()))]);
+    }
+
+    #[test]
+    fn an_open_of_what_exists_is_not_reported() {
+        assert!(changes(false, false, None, false, false).is_empty());
+        assert!(changes(false, true, Some("s"), false, false).is_empty());
+    }
+}

@@ -137,3 +137,44 @@ fn has_default_acl(backend: &dyn Share, who: &ringshare_vfs::Who, dir: &RelPath)
         .and_then(|d| d.node.posix_acls())
         .is_ok_and(|a| a.default.is_some())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::{FILE_READ_DATA, FILE_WRITE_DATA};
+    use ringshare_vfs::OpenMode;
+    use ringshare_wire::consts::CreateDisposition;
+
+    fn target(existing: bool, granted: u32) -> Target {
+        Target {
+            path: RelPath::root(),
+            existing: existing.then(FileAttr::default),
+            mode: OpenMode::Existing,
+            create: false,
+            granted,
+        }
+    }
+
+    #[test]
+    fn a_streams_file_is_opened_for_nothing_but_reaching_the_stream() {
+        let mut asked = Asked::plain(CreateDisposition::OPEN, FILE_WRITE_DATA);
+        asked.named = Some("s".to_string());
+        asked.want_file = true;
+        let o = options(
+            &asked,
+            &target(true, FILE_READ_DATA | FILE_WRITE_DATA),
+            0o644,
+        );
+        assert!(!o.read && !o.write && !o.directory && !o.non_directory && !o.best_effort);
+    }
+
+    #[test]
+    fn an_existing_file_that_is_overwritten_is_opened_for_writing() {
+        let mut asked = Asked::plain(CreateDisposition::OVERWRITE, FILE_READ_DATA);
+        asked.truncate = true;
+        let o = options(&asked, &target(true, FILE_READ_DATA), 0o644);
+        assert!(o.read && o.write);
+        let o = options(&asked, &target(false, FILE_READ_DATA), 0o644);
+        assert!(o.read && !o.write);
+    }
+}

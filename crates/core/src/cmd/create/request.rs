@@ -254,3 +254,138 @@ fn lease_asked(cr: &CreateRequest<'_>, dialect: u16) -> Result<(u8, Option<Lease
     }
     Ok((requested, lease_req))
 }
+
+#[cfg(test)]
+impl Asked {
+    /// A request for `explicit` access and nothing else, for tests of the
+    /// later steps.
+    pub(super) fn plain(disposition: CreateDisposition, explicit: u32) -> Asked {
+        Asked {
+            disposition,
+            options: 0,
+            share_access: 7,
+            want_dir: false,
+            want_file: false,
+            path: RelPath::root(),
+            named: None,
+            aapl: None,
+            sd_given: None,
+            granted: explicit,
+            explicit,
+            maximum: false,
+            mxac: false,
+            delete_on_close: false,
+            eas_given: None,
+            alloc_given: None,
+            requested: 0,
+            lease_req: None,
+            lease_id: None,
+            truncate: false,
+            attrs_asked: 0,
+            durable: durable::Ask::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_wire::consts::{
+        AccessMask, CreateOptions, FileAttributes, ImpersonationLevel, LeaseFlags, LeaseState,
+        OplockLevel, ShareAccess,
+    };
+    use ringshare_wire::create::{tag, CreateContext, LeaseV2};
+
+    fn request(name: &str, disposition: CreateDisposition, options: u32) -> CreateRequest<'static> {
+        CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel(0),
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask(access::FILE_READ_ATTRIBUTES),
+            file_attributes: FileAttributes(0),
+            share_access: ShareAccess(7),
+            create_disposition: disposition,
+            create_options: CreateOptions(options),
+            name: name.to_string(),
+            contexts: Vec::new(),
+        }
+    }
+
+    fn with_lease(dialect: u16) -> Result<(u8, Option<Lease>), NtStatus> {
+        let mut cr = request("f", CreateDisposition::OPEN, 0);
+        cr.requested_oplock_level = OplockLevel(oplock::LEVEL_LEASE);
+        let lease = Lease {
+            key: [7; 16],
+            state: LeaseState(7),
+            flags: LeaseFlags(0),
+            duration: 0,
+            v2: Some(LeaseV2 {
+                parent_key: [0; 16],
+                epoch: 1,
+            }),
+        };
+        cr.contexts
+            .push(CreateContext::new(tag::REQUEST_LEASE, lease.encode()));
+        lease_asked(&cr, dialect)
+    }
+
+    #[test]
+    fn a_bad_impersonation_level_wins_over_a_bad_disposition() {
+        let mut cr = request("f", CreateDisposition(9), 0);
+        cr.impersonation_level = ImpersonationLevel(4);
+        assert_eq!(check_fields(&cr), Err(NtStatus::BAD_IMPERSONATION_LEVEL));
+    }
+
+    #[test]
+    fn opening_by_file_id_is_not_supported() {
+        let cr = request("f", CreateDisposition::OPEN, OPT_OPEN_BY_FILE_ID);
+        assert_eq!(check_fields(&cr), Err(NtStatus::NOT_SUPPORTED));
+    }
+
+    #[test]
+    fn asking_for_a_directory_and_a_non_directory_at_once_is_invalid() {
+        let both = OPT_DIRECTORY_FILE | OPT_NON_DIRECTORY_FILE;
+        let cr = request("f", CreateDisposition::OPEN, both);
+        assert_eq!(check_fields(&cr), Err(NtStatus::INVALID_PARAMETER));
+    }
+
+    #[test]
+    fn the_default_data_stream_of_a_name_is_never_a_directory() {
+        let cr = request("f::$DATA", CreateDisposition::OPEN, OPT_DIRECTORY_FILE);
+        let r = parse_name(&cr, true, None, true, false);
+        assert_eq!(r.err(), Some(NtStatus::NOT_A_DIRECTORY));
+        let cr = request("f::$DATA", CreateDisposition::OPEN, 0);
+        assert!(parse_name(&cr, true, None, false, false).is_ok_and(|n| n.want_file));
+    }
+
+    #[test]
+    fn a_named_stream_is_not_a_directory() {
+        let cr = request("f:s", CreateDisposition::OPEN, OPT_DIRECTORY_FILE);
+        let r = parse_name(&cr, true, None, true, false);
+        assert_eq!(r.err(), Some(NtStatus::NOT_A_DIRECTORY));
+    }
+
+    #[test]
+    fn a_directory_is_only_opened_or_created() {
+        let cr = request("d", CreateDisposition::OVERWRITE_IF, OPT_DIRECTORY_FILE);
+        let r = parse_name(&cr, true, None, true, false);
+        assert_eq!(r.err(), Some(NtStatus::INVALID_PARAMETER));
+        let cr = request("d", CreateDisposition::OPEN_IF, OPT_DIRECTORY_FILE);
+        assert!(parse_name(&cr, true, None, true, false).is_ok());
+    }
+
+    #[test]
+    fn a_lease_asked_before_smb_2_1_asks_for_no_oplock() {
+        assert_eq!(with_lease(0x0202), Ok((oplock::LEVEL_NONE, None)));
+    }
+
+    #[test]
+    fn a_version_2_lease_on_smb_2_1_is_read_as_version_1() {
+        let (level, lease) = with_lease(0x0210).unwrap();
+        assert_eq!(level, oplock::LEVEL_LEASE);
+        assert!(lease.is_some_and(|l| l.v2.is_none() && l.key == [7; 16]));
+        let (_, lease) = with_lease(0x0311).unwrap();
+        assert!(lease.is_some_and(|l| l.v2.is_some()));
+    }
+}

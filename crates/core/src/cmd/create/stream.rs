@@ -252,3 +252,29 @@ fn open_fork(
         created: !exists,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_stream_is_not_made_again_and_a_missing_one_is_not_opened() {
+        let (create, open) = (CreateDisposition::CREATE, CreateDisposition::OPEN);
+        assert_eq!(
+            may_take(true, create, false),
+            Err(NtStatus::OBJECT_NAME_COLLISION)
+        );
+        assert_eq!(
+            may_take(false, open, false),
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+        );
+        assert_eq!(may_take(true, open, false), Ok(()));
+    }
+
+    #[test]
+    fn no_stream_is_made_on_a_read_only_tree() {
+        let open_if = CreateDisposition::OPEN_IF;
+        assert_eq!(may_take(false, open_if, true), Err(NtStatus::ACCESS_DENIED));
+        assert_eq!(may_take(true, open_if, true), Ok(()));
+    }
+}

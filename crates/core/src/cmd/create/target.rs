@@ -125,3 +125,94 @@ fn check_existing(
     }
     Ok(granted)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::{DELETE, FILE_READ_DATA};
+    use ringshare_vfs::FileKind;
+
+    fn asked(disposition: CreateDisposition, explicit: u32) -> Asked {
+        Asked::plain(disposition, explicit)
+    }
+
+    fn read_only_file() -> FileAttr {
+        FileAttr {
+            dos_attributes: Some(ATTR_READONLY),
+            ..FileAttr::default()
+        }
+    }
+
+    #[test]
+    fn creating_an_existing_name_collides_unless_a_stream_is_made_in_it() {
+        let d = CreateDisposition::CREATE;
+        assert_eq!(
+            disposition(true, d, false),
+            Err(NtStatus::OBJECT_NAME_COLLISION)
+        );
+        assert_eq!(disposition(true, d, true), Ok((OpenMode::Existing, false)));
+    }
+
+    #[test]
+    fn a_missing_name_is_made_unless_the_disposition_only_opens() {
+        for d in [CreateDisposition::OPEN, CreateDisposition::OVERWRITE] {
+            let r = disposition(false, d, false);
+            assert_eq!(r, Err(NtStatus::OBJECT_NAME_NOT_FOUND));
+        }
+        for d in [
+            CreateDisposition::SUPERSEDE,
+            CreateDisposition::CREATE,
+            CreateDisposition::OPEN_IF,
+            CreateDisposition::OVERWRITE_IF,
+        ] {
+            assert_eq!(
+                disposition(false, d, false),
+                Ok((OpenMode::CreateNew, true))
+            );
+        }
+    }
+
+    #[test]
+    fn a_kind_mismatch_wins_over_delete_pending() {
+        let mut a = asked(CreateDisposition::OPEN, FILE_READ_DATA);
+        a.want_dir = true;
+        let r = check_existing(&FileAttr::default(), &a, || true);
+        assert_eq!(r, Err(NtStatus::NOT_A_DIRECTORY));
+        a.want_dir = false;
+        let r = check_existing(&FileAttr::default(), &a, || true);
+        assert_eq!(r, Err(NtStatus::DELETE_PENDING));
+    }
+
+    #[test]
+    fn a_directory_is_never_overwritten() {
+        let mut a = asked(CreateDisposition::OVERWRITE_IF, FILE_READ_DATA);
+        a.truncate = true;
+        let dir = FileAttr {
+            kind: FileKind::Directory,
+            ..FileAttr::default()
+        };
+        let r = check_existing(&dir, &a, || false);
+        assert_eq!(r, Err(NtStatus::INVALID_PARAMETER));
+    }
+
+    #[test]
+    fn a_read_only_file_is_not_opened_for_writing_and_loses_write_rights_otherwise() {
+        let a = asked(CreateDisposition::OPEN, FILE_WRITE_DATA);
+        let r = check_existing(&read_only_file(), &a, || false);
+        assert_eq!(r, Err(NtStatus::ACCESS_DENIED));
+        let mut a = asked(CreateDisposition::OPEN, FILE_READ_DATA);
+        a.granted = FILE_READ_DATA | FILE_WRITE_DATA | FILE_APPEND_DATA;
+        assert_eq!(
+            check_existing(&read_only_file(), &a, || false),
+            Ok(FILE_READ_DATA)
+        );
+    }
+
+    #[test]
+    fn a_read_only_file_cannot_be_deleted_on_close() {
+        let mut a = asked(CreateDisposition::OPEN, DELETE);
+        a.delete_on_close = true;
+        let r = check_existing(&read_only_file(), &a, || false);
+        assert_eq!(r, Err(NtStatus::CANNOT_DELETE));
+    }
+}
