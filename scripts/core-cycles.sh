@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Prints the import cycles between crates/core's modules (issue 30: "no circle inside
+# crates/core"): which module uses which (`use crate::…`, `use super::…` and paths written out
+# in code), then the strongly connected components of that graph, with their sizes and members,
+# at two grains:
+#
+#   - top-level modules (crate::cmd::create::request counts as `cmd`), the layers to come;
+#   - files, where a module's use of its own parent (`super::`, or any ancestor) is left out:
+#     a module and the submodules it is made of are not a cycle, but a path through a
+#     submodule that comes back to its parent is.
+#
+# Test code (`#[cfg(test)] mod tests`, tests.rs, *_tests.rs) and comments are not counted.
+# It prints; it does not fail (yet).
+#
+#   scripts/core-cycles.sh [SRC_DIR]     (default: crates/core/src)
+#   scripts/core-cycles.sh --edges       also list which file imports which inside a cycle
+set -euo pipefail
+cd "$(dirname "$0")/.."
+edges=0
+src=crates/core/src
+for a in "$@"; do
+    case "$a" in
+        --edges) edges=1 ;;
+        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) src=$a ;;
+    esac
+done
+[ -d "$src" ] || { echo "no directory $src" >&2; exit 2; }
+exec python3 - "$src" "$edges" <<'PY'
+import os, re, sys
+
+src, show_edges = sys.argv[1], sys.argv[2] == "1"
+
+def module_of(rel):
+    parts = rel[:-3].split(os.sep)
+    if parts[-1] in ("lib", "mod"):
+        parts = parts[:-1]
+    return tuple(parts)
+
+files = {}
+for root, _, names in os.walk(src):
+    for n in names:
+        if not n.endswith(".rs") or n == "tests.rs" or n.endswith("_tests.rs"):
+            continue
+        path = os.path.join(root, n)
+        files[module_of(os.path.relpath(path, src))] = path
+modules = set(files)
+
+def code_of(path):
+    text = open(path, encoding="utf-8").read()
+    # Tests last in a file, by the crate's convention.
+    m = re.search(r"^#\[cfg\(test\)\]\s*\n\s*mod tests\s*\{", text, re.M)
+    if m:
+        text = text[: m.start()]
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+def expand(tree):
+    """`a::{b, c::{d, self}}` -> [a::b, a::c::d, a::c]"""
+    tree = re.sub(r"\s+", "", tree)
+    out = []
+    def walk(prefix, s):
+        depth, start, items = 0, 0, []
+        for i, ch in enumerate(s):
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                items.append(s[start:i])
+                start = i + 1
+        items.append(s[start:])
+        for it in filter(None, items):
+            if "{" in it:
+                head, rest = it.split("{", 1)
+                walk(prefix + [p for p in head.split("::") if p], rest[:-1])
+            else:
+                it = re.sub(r"\bas\b.*$", "", it)
+                segs = [p for p in it.split("::") if p]
+                if segs and segs[-1] == "self":
+                    segs = segs[:-1]
+                out.append(prefix + segs)
+    walk([], tree)
+    return out
+
+def resolve(segs, here):
+    """The file module a path names, or None when it leaves the crate."""
+    if not segs:
+        return None
+    if segs[0] == "crate":
+        base, rest = (), segs[1:]
+    elif segs[0] in ("super", "self"):
+        base, rest = here, segs
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+    else:
+        return None
+    best = None
+    for i in range(len(rest) + 1):
+        cand = base + tuple(rest[:i])
+        if cand in modules:
+            best = cand
+    return best
+
+edges = {m: set() for m in modules}
+for m, path in files.items():
+    code = code_of(path)
+    paths = [expand(u) for u in re.findall(r"\buse\s+((?:crate|super|self)\b[^;]*);", code)]
+    paths = [p for group in paths for p in group]
+    code_wo_use = re.sub(r"\buse\s+[^;]*;", "", code)
+    paths += [p.split("::") for p in re.findall(r"\b(?:crate|super)(?:::\w+)+", code_wo_use)]
+    # `child::item`, for a submodule declared here.
+    for child in re.findall(r"\bmod\s+(\w+)\s*;", code):
+        if re.search(r"(?<![\w:])" + child + r"::", code_wo_use):
+            paths.append(["self", child])
+    for p in paths:
+        t = resolve(p, m)
+        if t is not None and t != m:
+            edges[m].add(t)
+
+def name(m):
+    return "crate" if not m else "::".join(m)
+
+def sccs(nodes, succ):
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+    def visit(v):
+        index[v] = low[v] = n[0]; n[0] += 1
+        stack.append(v); on.add(v)
+        for w in succ[v]:
+            if w not in index:
+                visit(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return [c for c in out if len(c) > 1]
+
+def report(title, nodes, succ, adjacency=False):
+    comps = sorted(sccs(nodes, succ), key=len, reverse=True)
+    n_edges = sum(len(s) for s in succ.values())
+    in_cycles = sum(len(c) for c in comps)
+    print(f"== {title}: {len(nodes)} modules, {n_edges} imports; "
+          f"{len(comps)} cycle(s), {in_cycles} modules in them")
+    for i, c in enumerate(comps, 1):
+        members = sorted(name(m) for m in c)
+        inner = sum(1 for a in c for b in succ[a] if b in c)
+        print(f"  cycle {i}: {len(c)} modules, {inner} imports among them")
+        print("    " + ", ".join(members))
+        if adjacency or show_edges:
+            print("    which imports which (inside the cycle):")
+            for a in sorted(c):
+                bs = sorted(name(b) for b in succ[a] if b in c)
+                print(f"      {name(a)} -> {', '.join(bs)}")
+    print()
+
+# Top-level modules: crate::cmd::create::request is `cmd`.
+top = lambda m: m[:1]
+tops = {top(m) for m in modules if m}
+tsucc = {t: set() for t in tops}
+for a, bs in edges.items():
+    for b in bs:
+        if a and b and top(a) != top(b):
+            tsucc[top(a)].add(top(b))
+report("top-level modules of " + src, tops, tsucc, adjacency=True)
+
+# Files, without a module's uses of its ancestors.
+ancestor = lambda b, a: len(b) < len(a) and a[: len(b)] == b
+fsucc = {m: {b for b in bs if not ancestor(b, m)} for m, bs in edges.items()}
+report("files of " + src + " (uses of ancestors left out)", modules, fsucc)
+PY
