@@ -233,6 +233,29 @@ impl ServerAuth {
         self.ntlm.set_version(version);
     }
 
+    /// The NTLM response the domain must check before `token` can be stepped: Some when this
+    /// exchange awaits an NTLM AUTHENTICATE and `token` carries one of a named user (raw or in a
+    /// negTokenResp). Nothing changes; a domain member asks the domain apart from the I/O thread
+    /// and then steps with the answer ([`crate::UserLookup::domain_ntlm`]).
+    pub fn domain_request(&self, token: &[u8]) -> Option<crate::DomainNtlmRequest> {
+        if self.state != ServerState::AwaitAuthenticate {
+            return None;
+        }
+        if token.starts_with(b"NTLMSSP\0") {
+            return self
+                .spnego
+                .is_none()
+                .then(|| self.ntlm.domain_request(token))
+                .flatten();
+        }
+        match spnego::decode(token).ok()? {
+            NegToken::Resp(resp) if self.spnego.is_some() => {
+                self.ntlm.domain_request(resp.response_token.as_deref()?)
+            }
+            _ => None,
+        }
+    }
+
     /// Process one client token.
     pub fn step(&mut self, token: &[u8], users: &dyn UserLookup) -> Result<ServerStep, AuthError> {
         let state = self.state;

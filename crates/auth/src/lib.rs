@@ -32,7 +32,7 @@ pub trait UserLookup {
 }
 
 /// An NTLMv2 response for the domain to check ([`UserLookup::domain_ntlm`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DomainNtlm<'a> {
     pub user: &'a str,
     pub domain: &'a str,
@@ -41,6 +41,38 @@ pub struct DomainNtlm<'a> {
     pub challenge: &'a [u8; 8],
     pub nt_response: &'a [u8],
     pub lm_response: &'a [u8],
+}
+
+/// [`DomainNtlm`] with the message's bytes copied: what a domain member hands to the domain
+/// before the exchange goes on ([`gss::ServerAuth::domain_request`]), so the check can run
+/// apart from the exchange and its answer be given back with [`UserLookup::domain_ntlm`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainNtlmRequest {
+    pub user: String,
+    pub domain: String,
+    pub workstation: String,
+    pub challenge: [u8; 8],
+    pub nt_response: Vec<u8>,
+    pub lm_response: Vec<u8>,
+}
+
+impl DomainNtlmRequest {
+    /// The borrowed form.
+    pub fn as_request(&self) -> DomainNtlm<'_> {
+        DomainNtlm {
+            user: &self.user,
+            domain: &self.domain,
+            workstation: &self.workstation,
+            challenge: &self.challenge,
+            nt_response: &self.nt_response,
+            lm_response: &self.lm_response,
+        }
+    }
+
+    /// Whether `r` is this very request.
+    pub fn is(&self, r: &DomainNtlm<'_>) -> bool {
+        self.as_request() == *r
+    }
 }
 
 /// The NT one-way function: MD4 of the UTF-16LE password ([MS-NLMP] 3.3.1).

@@ -423,6 +423,81 @@ enum ServerState {
     Done,
 }
 
+/// The NTLMv2 check a domain controller makes of `request` for an account whose NT hash is
+/// `nt_hash` ([MS-NLMP] 3.3.2): the session base key when the response proves the password.
+pub fn check_v2(nt_hash: &[u8; 16], request: &crate::DomainNtlm<'_>) -> Option<[u8; 16]> {
+    if request.nt_response.len() < 16 + 28 {
+        return None;
+    }
+    let (proof, temp) = request.nt_response.split_at(16);
+    v2_session_base_key(
+        nt_hash,
+        request.user,
+        request.domain,
+        request.challenge,
+        proof,
+        temp,
+    )
+}
+
+fn v2_session_base_key(
+    nt_hash: &[u8; 16],
+    user: &str,
+    domain: &str,
+    challenge: &[u8; 8],
+    proof: &[u8],
+    temp: &[u8],
+) -> Option<[u8; 16]> {
+    let rk = ntowf_v2(nt_hash, user, domain);
+    let want = hmac_md5(&rk, &[challenge, temp]);
+    ringshare_crypto::ct_eq(&want, proof).then(|| hmac_md5(&rk, &[proof]))
+}
+
+/// The fields of an AUTHENTICATE_MESSAGE ([MS-NLMP] 2.2.1.3), bounds-checked, nothing verified.
+struct Authenticate<'a> {
+    lm: &'a [u8],
+    nt: &'a [u8],
+    user: String,
+    domain: String,
+    workstation: String,
+    enc_key: &'a [u8],
+    auth_flags: u32,
+    /// (length, offset) of each payload field, for the MIC's room check.
+    offsets: [(usize, usize); 6],
+}
+
+impl<'a> Authenticate<'a> {
+    /// `server_flags`: the flags of the CHALLENGE sent (for the strings' encoding).
+    fn parse(msg: &'a [u8], server_flags: u32) -> Result<Self, AuthError> {
+        check_header(msg, MSG_AUTHENTICATE, 64)?;
+        let (lm, lm_off) = field(msg, 12, "LmChallengeResponse")?;
+        let (nt, nt_off) = field(msg, 20, "NtChallengeResponse")?;
+        let (domain_b, d_off) = field(msg, 28, "DomainName")?;
+        let (user_b, u_off) = field(msg, 36, "UserName")?;
+        let (ws_b, w_off) = field(msg, 44, "Workstation")?;
+        let (enc_key, k_off) = field(msg, 52, "EncryptedRandomSessionKey")?;
+        let auth_flags = le32(msg, 60).ok_or(AuthError::Malformed("AUTHENTICATE flags"))?;
+        let unicode = auth_flags & UNICODE != 0 || server_flags & UNICODE != 0;
+        Ok(Authenticate {
+            lm,
+            nt,
+            user: decode_string(user_b, unicode, "UserName")?,
+            domain: decode_string(domain_b, unicode, "DomainName")?,
+            workstation: decode_string(ws_b, unicode, "Workstation")?,
+            enc_key,
+            auth_flags,
+            offsets: [
+                (lm.len(), lm_off),
+                (nt.len(), nt_off),
+                (domain_b.len(), d_off),
+                (user_b.len(), u_off),
+                (ws_b.len(), w_off),
+                (enc_key.len(), k_off),
+            ],
+        })
+    }
+}
+
 /// The server side of one NTLM exchange: NEGOTIATE → CHALLENGE, then AUTHENTICATE.
 pub struct NtlmServer {
     cfg: ServerConfig,
@@ -462,6 +537,28 @@ impl NtlmServer {
     /// NTLMSSP signing state after a successful `authenticate` (None before, and for anonymous).
     pub fn session_security(&mut self) -> Option<&mut SessionSecurity> {
         self.security.as_mut()
+    }
+
+    /// What the domain would be asked to check if `authenticate` were this exchange's
+    /// AUTHENTICATE: an NTLMv2 response of a named user, answering this server's challenge.
+    /// Nothing changes (the exchange goes on with [`NtlmServer::authenticate`]); None for
+    /// anything else (anonymous, NTLMv1, out of sequence, malformed).
+    pub fn domain_request(&self, authenticate: &[u8]) -> Option<crate::DomainNtlmRequest> {
+        if !matches!(self.state, ServerState::AwaitAuthenticate { .. }) {
+            return None;
+        }
+        let a = Authenticate::parse(authenticate, self.flags).ok()?;
+        if a.user.is_empty() || a.nt.len() < 16 + 28 {
+            return None;
+        }
+        Some(crate::DomainNtlmRequest {
+            user: a.user,
+            domain: a.domain,
+            workstation: a.workstation,
+            challenge: self.server_challenge,
+            nt_response: a.nt.to_vec(),
+            lm_response: a.lm.to_vec(),
+        })
     }
 
     /// NEGOTIATE_MESSAGE in, CHALLENGE_MESSAGE out.
@@ -527,10 +624,10 @@ impl NtlmServer {
             .nt_hash(user)
             .ok_or_else(|| AuthError::NoSuchUser(user.to_string()))?;
         for dom in [domain, ""] {
-            let rk = ntowf_v2(&hash, user, dom);
-            let want = hmac_md5(&rk, &[&self.server_challenge, temp]);
-            if ringshare_crypto::ct_eq(&want, proof) {
-                return Ok(hmac_md5(&rk, &[proof]));
+            if let Some(key) =
+                v2_session_base_key(&hash, user, dom, &self.server_challenge, proof, temp)
+            {
+                return Ok(key);
             }
             if domain.is_empty() {
                 break;
@@ -556,18 +653,16 @@ impl NtlmServer {
             }
         };
         let msg = authenticate;
-        check_header(msg, MSG_AUTHENTICATE, 64)?;
-        let (lm, lm_off) = field(msg, 12, "LmChallengeResponse")?;
-        let (nt, nt_off) = field(msg, 20, "NtChallengeResponse")?;
-        let (domain_b, d_off) = field(msg, 28, "DomainName")?;
-        let (user_b, u_off) = field(msg, 36, "UserName")?;
-        let (ws_b, w_off) = field(msg, 44, "Workstation")?;
-        let (enc_key, k_off) = field(msg, 52, "EncryptedRandomSessionKey")?;
-        let auth_flags = le32(msg, 60).ok_or(AuthError::Malformed("AUTHENTICATE flags"))?;
-        let unicode = auth_flags & UNICODE != 0 || self.flags & UNICODE != 0;
-        let user = decode_string(user_b, unicode, "UserName")?;
-        let domain = decode_string(domain_b, unicode, "DomainName")?;
-        let workstation = decode_string(ws_b, unicode, "Workstation")?;
+        let Authenticate {
+            lm,
+            nt,
+            user,
+            domain,
+            workstation,
+            enc_key,
+            auth_flags,
+            offsets,
+        } = Authenticate::parse(msg, self.flags)?;
         let key_exch = auth_flags & KEY_EXCH != 0 && self.flags & KEY_EXCH != 0;
         let negotiated = auth_flags & self.flags;
         if key_exch && !enc_key.is_empty() && enc_key.len() != 16 {
@@ -634,18 +729,10 @@ impl NtlmServer {
         if av_flags & AV_FLAG_MIC_PRESENT != 0 {
             // The MIC sits between the fixed header and the payload: every payload offset in use
             // must be at or past the end of the 88-byte header.
-            let offsets = [
-                (lm, lm_off),
-                (nt, nt_off),
-                (domain_b, d_off),
-                (user_b, u_off),
-                (ws_b, w_off),
-                (enc_key, k_off),
-            ];
             if msg.len() < AUTH_HEADER_LEN
                 || offsets
                     .iter()
-                    .any(|(d, o)| !d.is_empty() && *o < AUTH_HEADER_LEN)
+                    .any(|(len, o)| *len != 0 && *o < AUTH_HEADER_LEN)
             {
                 return Err(AuthError::Malformed("MIC flagged but no room for it"));
             }

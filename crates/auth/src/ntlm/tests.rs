@@ -428,14 +428,10 @@ impl UserLookup for Domain {
         if !r.user.eq_ignore_ascii_case(self.user) {
             return Some(Err("NT_STATUS_NO_SUCH_USER".into()));
         }
-        let rk = ntowf_v2(&crate::nt_hash(self.password), r.user, r.domain);
-        let (proof, temp) = r.nt_response.split_at(16);
-        let want = hmac_md5(&rk, &[r.challenge, temp]);
-        Some(if ringshare_crypto::ct_eq(&want, proof) {
-            Ok(hmac_md5(&rk, &[proof]))
-        } else {
-            Err("NT_STATUS_WRONG_PASSWORD".into())
-        })
+        Some(
+            check_v2(&crate::nt_hash(self.password), r)
+                .ok_or_else(|| "NT_STATUS_WRONG_PASSWORD".to_string()),
+        )
     }
 }
 
@@ -473,4 +469,85 @@ fn a_domain_users_response_is_checked_by_the_domain_and_keeps_its_key_exchange_a
         s.authenticate(&auth, &domain).unwrap_err(),
         AuthError::NoSuchUser("bob".into())
     );
+}
+
+/// An answer the domain gave earlier, for exactly one request.
+struct Answered(crate::DomainNtlmRequest, Result<[u8; 16], String>);
+
+impl UserLookup for Answered {
+    fn nt_hash(&self, _user: &str) -> Option<[u8; 16]> {
+        None
+    }
+
+    fn domain_ntlm(&self, r: &crate::DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
+        Some(if self.0.is(r) {
+            self.1.clone()
+        } else {
+            Err("not the request asked".into())
+        })
+    }
+}
+
+#[test]
+fn the_domain_can_be_asked_before_the_authenticate_is_stepped_and_its_answer_finishes_it() {
+    let domain = Domain {
+        name: "RSAD",
+        user: "alice",
+        password: "d0main-pw",
+    };
+    let mut c = NtlmClient::new("alice", "RSAD", "d0main-pw", "WS");
+    let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
+    let negotiate = c.negotiate();
+    assert_eq!(
+        s.domain_request(&negotiate),
+        None,
+        "nothing to ask before the CHALLENGE"
+    );
+    let ch = s.challenge(&negotiate).unwrap();
+    let auth = c.authenticate(&ch, [4; 8], [5; 16], 99).unwrap();
+    let asked = s
+        .domain_request(&auth)
+        .expect("an NTLMv2 response of a named user");
+    assert_eq!(
+        (asked.user.as_str(), asked.domain.as_str()),
+        ("alice", "RSAD")
+    );
+    assert_eq!(
+        (asked.workstation.as_str(), asked.challenge),
+        ("WS", [3; 8])
+    );
+    let answer = domain.domain_ntlm(&asked.as_request()).unwrap();
+    // Asking changed nothing: the exchange finishes with the answer given back.
+    let r = s.authenticate(&auth, &Answered(asked, answer)).unwrap();
+    assert_eq!(r.session_key, c.session_key().unwrap().to_vec());
+    assert!(r.by_domain);
+    assert_eq!(
+        s.domain_request(&auth),
+        None,
+        "nothing to ask once finished"
+    );
+
+    // An answer to another request is not taken for this one.
+    let mut c = NtlmClient::new("alice", "RSAD", "d0main-pw", "WS");
+    let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
+    let ch = s.challenge(&c.negotiate()).unwrap();
+    let auth = c.authenticate(&ch, [4; 8], [5; 16], 99).unwrap();
+    let mut other = s.domain_request(&auth).unwrap();
+    other.challenge = [9; 8];
+    let e = s
+        .authenticate(&auth, &Answered(other, Ok([0; 16])))
+        .unwrap_err();
+    assert!(matches!(e, AuthError::Domain(..)), "{e:?}");
+}
+
+#[test]
+fn nothing_is_asked_of_the_domain_for_anonymous_or_ntlmv1_or_garbage() {
+    let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
+    let mut c = NtlmClient::new("", "", "", "WS");
+    let ch = s.challenge(&c.negotiate()).unwrap();
+    let anon = c.authenticate(&ch, [4; 8], [5; 16], 99).unwrap();
+    assert_eq!(s.domain_request(&anon), None);
+    for n in 0..anon.len() {
+        assert_eq!(s.domain_request(&anon[..n]), None);
+    }
 }
