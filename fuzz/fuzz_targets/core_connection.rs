@@ -90,6 +90,10 @@ impl Harness {
                     let done = req.run_blocking();
                     self.conn.complete_io(self.now, req.id, done);
                 }
+                Output::Lookup(req) => {
+                    let done = req.run();
+                    self.conn.complete_lookup(self.now, req.id, done);
+                }
                 Output::Close => self.closed = true,
             }
         }

@@ -37,7 +37,10 @@ mod checks;
 mod frame;
 use frame::{build_frame, frame_bytes, seal_room};
 mod held;
+mod lookups;
 mod waits;
+
+pub(crate) use lookups::{DomainAnswer, LookupCont};
 
 use waits::Waiting;
 
@@ -88,6 +91,8 @@ pub(crate) struct ConnCore {
     pub aapl: crate::fruit::Aapl,
     /// The ring's request counters (`metrics listen`), when on.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// The domain's answer for the SESSION_SETUP that asked it, while it runs again.
+    pub domain_answer: Option<DomainAnswer>,
 }
 
 impl ConnCore {
@@ -252,6 +257,11 @@ pub(crate) enum Handled {
     },
     /// Go async: send STATUS_PENDING now, finish later.
     Async(cmd::AsyncWork),
+    /// Ask something away from the I/O thread ([`crate::lookup`]), then go on.
+    Lookup {
+        ask: crate::lookup::Lookup,
+        cont: LookupCont,
+    },
     /// A CREATE waits for other clients to acknowledge oplock or lease
     /// breaks: the connection parks its job and asks again.
     WaitForBreaks,
@@ -264,6 +274,8 @@ struct Job {
     /// (start, end) of each member in `frame`.
     members: Vec<(usize, usize)>,
     next: usize,
+    /// Members whose credits were taken (one that runs again after a lookup is not charged twice).
+    charged: usize,
     replies: Vec<BuiltReply>,
     /// Compound state: the last session, tree and file id, and the last status.
     last_session: u64,
@@ -309,6 +321,8 @@ pub struct Connection {
     credits: CreditWindow,
     outputs: VecDeque<Output>,
     parked: IdMap<u64, (Job, Header, Cont, Req0)>,
+    /// Jobs parked on a lookup, by its id (ids shared with `parked`).
+    lookups: IdMap<u64, lookups::Parked>,
     next_io_id: u64,
     async_ops: IdMap<u64, AsyncOp>,
     next_async_id: u64,
@@ -364,10 +378,12 @@ impl Connection {
                 spare: SpareBufs::default(),
                 aapl: Default::default(),
                 metrics: None,
+                domain_answer: None,
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),
             parked: IdMap::default(),
+            lookups: IdMap::default(),
             next_io_id: 1,
             async_ops: IdMap::default(),
             next_async_id: 1,
@@ -549,6 +565,7 @@ impl Connection {
         self.accepted_ms?;
         let busy = !self.async_ops.is_empty()
             || !self.parked.is_empty()
+            || self.looking_up()
             || self.core.sessions.values().any(|c| {
                 let s = lock(&c.session);
                 !s.closed && (!s.opens.is_empty() || !s.pipes.is_empty())
@@ -581,6 +598,8 @@ impl Connection {
             }
         }
         self.waiting.clear();
+        // Answers still to come find nothing to go on with.
+        self.lookups.clear();
         self.core.server.close_mailbox(self.core.conn_id);
     }
 
@@ -682,6 +701,7 @@ impl Connection {
             frame,
             members,
             next: 0,
+            charged: 0,
             replies: self.spare_replies.pop().unwrap_or_default(),
             last_session: 0,
             last_tree: 0,
@@ -752,7 +772,8 @@ impl Connection {
                 return;
             }
             // Credits ([MS-SMB2] 3.3.5.2.3). CANCEL consumes no message id.
-            if hdr.command != Command::CANCEL {
+            if hdr.command != Command::CANCEL && idx >= job.charged {
+                job.charged = idx + 1;
                 let charge = if self.large_mtu() {
                     hdr.credit_charge
                 } else {
@@ -862,6 +883,10 @@ impl Connection {
                 }
                 Ok(Handled::Async(work)) => {
                     self.go_async(&mut job, hdr, session_id, work);
+                }
+                Ok(Handled::Lookup { ask, cont }) => {
+                    self.park_on_lookup(job, hdr, idx, session_id, related, ask, cont);
+                    return;
                 }
                 Ok(Handled::WaitForBreaks) if job.next == job.members.len() => {
                     // The last (or only) request of its frame: answered
@@ -991,7 +1016,7 @@ impl Connection {
             }
             Command::SESSION_SETUP => {
                 self.verify_signature(req, true)?;
-                return cmd::session_setup::handle(&mut self.core, req).map(Handled::Reply);
+                return cmd::session_setup::handle(&mut self.core, req);
             }
             Command::ECHO if req.session_id == 0 => {
                 return cmd::echo::handle(req).map(Handled::Reply)

@@ -31,11 +31,13 @@ pub trait DomainLogons: Send + Sync {
     fn ntlm(&self, request: &DomainNtlm<'_>) -> Result<[u8; 16], String>;
 }
 
-/// The local accounts, with the users of `workgroup` checked by the domain.
+/// The local accounts, with the users of `workgroup` checked by the domain: the domain was
+/// asked before the exchange went on, away from the I/O thread, and `answer` is what it said
+/// ([`crate::lookup`]). A response of the workgroup without its answer is refused.
 pub(crate) struct WithDomain<'a> {
     pub local: &'a dyn UserLookup,
     pub workgroup: &'a str,
-    pub domain: &'a dyn DomainLogons,
+    pub answer: Option<&'a crate::conn::DomainAnswer>,
 }
 
 impl UserLookup for WithDomain<'_> {
@@ -48,9 +50,12 @@ impl UserLookup for WithDomain<'_> {
     }
 
     fn domain_ntlm(&self, r: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
-        r.domain
-            .eq_ignore_ascii_case(self.workgroup)
-            .then(|| self.domain.ntlm(r))
+        r.domain.eq_ignore_ascii_case(self.workgroup).then(|| {
+            match self.answer.filter(|(asked, _)| asked.is(r)) {
+                Some((_, answer)) => answer.clone(),
+                None => Err("the domain was not asked".into()),
+            }
+        })
     }
 }
 

@@ -32,6 +32,9 @@ pub enum Output {
     Send(Frame),
     /// File I/O to perform; complete it with `complete_io(id, ..)`.
     Io(IoRequest),
+    /// A question to answer away from the I/O thread ([`crate::lookup`]); the answer goes to
+    /// [`crate::Connection::complete_lookup`].
+    Lookup(crate::lookup::LookupRequest),
     /// One direct-TCP frame made of `head` followed by file bytes: an unsigned
     /// READ response whose data the driver moves from the file to the socket
     /// without copying it (splice). Only queued after
@@ -124,6 +127,7 @@ impl fmt::Debug for Output {
                 parts.len()
             ),
             Output::Io(r) => write!(f, "Io({:?})", r),
+            Output::Lookup(r) => write!(f, "{r:?}"),
             Output::SendFile(sf) => write!(
                 f,
                 "SendFile({} head bytes + {} file bytes at {})",

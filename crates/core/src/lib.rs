@@ -26,6 +26,7 @@ mod ipc;
 pub mod limits;
 pub mod locks;
 pub mod loglimit;
+pub mod lookup;
 pub mod metrics;
 mod notify;
 pub mod notify_kernel;
@@ -45,6 +46,7 @@ mod writetime;
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
+pub use lookup::{Lookup, LookupDone, LookupRequest};
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
     SigningPolicy,

@@ -306,6 +306,10 @@ impl Pair {
                         let done = req.run_blocking();
                         self.server.complete_io(self.now, req.id, done);
                     }
+                    Output::Lookup(req) => {
+                        let done = req.run();
+                        self.server.complete_lookup(self.now, req.id, done);
+                    }
                     Output::Close => self.server_closed = true,
                 }
             }

@@ -24,10 +24,11 @@ use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupRe
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::logon_user::{kerberos_user, DomainUser};
-use crate::conn::{signature_ok, ConnCore, Reply, Req};
+use crate::conn::{signature_ok, ConnCore, Handled, LookupCont, Reply, Req};
 use crate::identity::{Account, AccountError};
 use crate::limits;
 use crate::loglimit::{FailedLogon, LogKind};
+use crate::lookup::{Lookup, LookupDone};
 use crate::peers::PeerIp;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
@@ -89,6 +90,7 @@ fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
                 preauth,
                 binding: false,
                 client_encrypts: false,
+                looking_up: false,
             },
         );
         return id;
@@ -123,13 +125,39 @@ pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u6
     }
 }
 
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let Some(dialect) = core.dialect() else {
         return Err(NtStatus::INVALID_PARAMETER);
     };
     let setup = SessionSetupRequest::decode(req.msg).map_err(|e| e.status())?;
+    if core
+        .sessions
+        .get(&req.hdr.session_id)
+        .is_some_and(|ch| ch.looking_up)
+    {
+        // The exchange's last step is being checked: one request at a time.
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    if let Some(request) = domain_question(core, req.hdr.session_id, setup.security_buffer) {
+        // The domain checks the response before the exchange changes anything; the request
+        // then runs again with the answer ([`crate::conn::LookupCont::Again`]).
+        let logons = core
+            .server
+            .domain_logons()
+            .ok_or(NtStatus::INTERNAL_ERROR)?;
+        if let Some(ch) = core.sessions.get_mut(&req.hdr.session_id) {
+            ch.looking_up = true;
+        }
+        return Ok(Handled::Lookup {
+            ask: Lookup::DomainNtlm {
+                logons,
+                request: request.clone(),
+            },
+            cont: LookupCont::Again(request),
+        });
+    }
     if setup.flags.contains(SessionSetupFlags::BINDING) && req.hdr.session_id != 0 {
-        return bind(core, req, dialect, setup.security_buffer);
+        return bind(core, req, dialect, setup.security_buffer).map(Handled::Reply);
     }
     let session_id = if req.hdr.session_id == 0 {
         if core.sessions.len() >= limits::SESSIONS_PER_CONNECTION_MAX {
@@ -178,7 +206,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             if reauth {
                 r.sign_with_session = Some(session_id);
             }
-            Ok(r)
+            Ok(Handled::Reply(r))
         }
         Ok((ServerStep::Done { token, result }, domain_user)) => {
             core.logon_ended(false);
@@ -192,44 +220,43 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 tracing::info!(peer = %core.peer, client = %k.client_name(), service = %k.service,
                     key = %k.key_entry, domain_user, "Kerberos logon");
             }
-            let r = finish(
+            Ok(ask_account(
                 core,
-                session_id,
-                dialect,
-                setup.security_mode.0,
-                &token,
-                result.user,
-                anonymous,
-                false,
-                Some(result.session_key),
-                domain_user,
-            )?;
-            if let Some(sref) = core.session(session_id) {
-                // A Kerberos session ends with its ticket; a re-authentication sets the new
-                // ticket's end (or none, over NTLM).
-                lock(&sref).expires_filetime = expires;
-            }
-            if setup.previous_session_id != 0 && setup.previous_session_id != session_id {
-                end_previous_session(core, session_id, setup.previous_session_id);
-            }
-            Ok(r)
+                Finishing {
+                    session_id,
+                    dialect,
+                    client_security_mode: setup.security_mode.0,
+                    token,
+                    user: result.user,
+                    anonymous,
+                    guest: false,
+                    session_key: Some(result.session_key),
+                    domain: domain_user,
+                    expires,
+                    previous_session_id: setup.previous_session_id,
+                },
+            ))
         }
         Err(AuthError::NoSuchUser(user))
             if core.server.config.map_bad_user_to_guest && core.server.shares().guest_enabled =>
         {
             core.logon_ended(false);
-            finish(
+            Ok(ask_account(
                 core,
-                session_id,
-                dialect,
-                setup.security_mode.0,
-                &[],
-                user,
-                false,
-                true,
-                None,
-                None,
-            )
+                Finishing {
+                    session_id,
+                    dialect,
+                    client_security_mode: setup.security_mode.0,
+                    token: Vec::new(),
+                    user,
+                    anonymous: false,
+                    guest: true,
+                    session_key: None,
+                    domain: None,
+                    expires: None,
+                    previous_session_id: 0,
+                },
+            ))
         }
         Err(e) => {
             // A token that does not parse is a bad parameter, not a wrong password.
@@ -258,84 +285,149 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             });
             let mut r = Reply::with_status(status, Vec::new());
             r.sign_key = key;
-            Ok(r)
+            Ok(Handled::Reply(r))
         }
     }
 }
 
-/// The Unix account a logon acts as: the user's own, or for guest and
-/// anonymous logons the `guest account`. A user without one is refused, as
-/// Samba refuses an smbpasswd entry without a Unix account, with one log line
-/// saying what to do.
-fn account_for(
-    core: &ConnCore,
-    user: &str,
-    guest: bool,
+/// A logon whose exchange ended, waiting for the account it acts as ([`ask_account`]).
+pub(crate) struct Finishing {
+    session_id: u64,
+    dialect: Dialect,
+    client_security_mode: u16,
+    /// The exchange's final token.
+    token: Vec<u8>,
+    user: String,
     anonymous: bool,
-    domain: Option<&DomainUser>,
-) -> Result<Account, NtStatus> {
-    let server = &core.server;
-    let guest_like = guest || anonymous;
-    if let (Some(d), false) = (domain, guest_like) {
-        return domain_account(core, d);
-    }
-    let name = if guest_like {
-        server.config.guest_account.as_str()
-    } else {
-        user
-    };
-    server.accounts.user(name).map_err(|e| {
-        if !core.log_ok(LogKind::RefusedLogon) {
-            return NtStatus::LOGON_FAILURE;
-        }
-        match (&e, guest_like) {
-            (AccountError::NoSuchUser, false) => tracing::warn!(
-                "refusing the logon of {user:?}: no Unix account of that name; \
-                 every user needs one to act as (create it with `useradd -M -s /usr/sbin/nologin {user}`)"
-            ),
-            (AccountError::NoSuchUser, true) => tracing::warn!(
-                "refusing a guest logon: the guest account {name:?} does not exist \
-                 (set 'guest account' to an existing account)"
-            ),
-            (e, _) => tracing::warn!("refusing the logon of {user:?}: {e}"),
-        }
-        NtStatus::LOGON_FAILURE
-    })
+    guest: bool,
+    session_key: Option<Vec<u8>>,
+    domain: Option<DomainUser>,
+    /// A Kerberos session's end (its ticket's), as a FILETIME.
+    expires: Option<u64>,
+    previous_session_id: u64,
 }
 
-/// The Unix account of a domain user: the first of the names winbind or sssd may give it that
-/// NSS knows, with the SIDs of the user's PAC.
-fn domain_account(core: &ConnCore, d: &DomainUser) -> Result<Account, NtStatus> {
-    for name in &d.names {
-        match core.server.accounts.user(name) {
-            Ok(mut a) => {
-                // The PAC's SIDs, and those of the account's ids where rid ranges hold them
-                // (all a domain user logged on over NTLM has).
-                let mut sids = d.sids.to_vec();
-                for s in core.server.sid_map.sids_of(a.who.uid(), a.who.groups()) {
-                    if !sids.contains(&s) {
-                        sids.push(s);
-                    }
-                }
-                a.sids = sids.into();
-                return Ok(a);
-            }
-            Err(AccountError::NoSuchUser) => continue,
-            Err(e) => {
-                if core.log_ok(LogKind::RefusedLogon) {
-                    tracing::warn!("refusing the logon of {}: {e}", d.display);
-                }
-                return Err(NtStatus::LOGON_FAILURE);
-            }
-        }
+/// The NTLM response the domain must check before the SESSION_SETUP leg of `session_id` that
+/// carries `token` can go on, on a domain member ([`ServerAuth::domain_request`]); None when
+/// there is none, or its answer is at hand ([`ConnCore::domain_answer`]).
+fn domain_question(
+    core: &ConnCore,
+    session_id: u64,
+    token: &[u8],
+) -> Option<ringshare_auth::DomainNtlmRequest> {
+    if session_id == 0 {
+        return None;
     }
-    if core.log_ok(LogKind::RefusedLogon) {
-        tracing::warn!(
+    let member = core.server.domain()?;
+    core.server.domain_logons()?;
+    let asked = core
+        .sessions
+        .get(&session_id)?
+        .auth
+        .as_ref()?
+        .domain_request(token)?;
+    let answered = core
+        .domain_answer
+        .as_ref()
+        .is_some_and(|(r, _)| *r == asked);
+    (asked.domain.eq_ignore_ascii_case(&member.workgroup) && !answered).then_some(asked)
+}
+
+/// Ask for the Unix account `fin` acts as: the user's own, or for guest and anonymous logons
+/// the `guest account`; a domain user's is the first of the names winbind or sssd may give it
+/// that NSS knows. The logon goes on in [`resume`].
+fn ask_account(core: &mut ConnCore, fin: Finishing) -> Handled {
+    let names = match (&fin.domain, fin.guest || fin.anonymous) {
+        (_, true) => vec![core.server.config.guest_account.clone()],
+        (Some(d), false) => d.names.clone(),
+        (None, false) => vec![fin.user.clone()],
+    };
+    if let Some(ch) = core.sessions.get_mut(&fin.session_id) {
+        ch.looking_up = true;
+    }
+    Handled::Lookup {
+        ask: Lookup::Account {
+            accounts: Arc::clone(&core.server.accounts),
+            names,
+        },
+        cont: LookupCont::Logon(Box::new(fin)),
+    }
+}
+
+/// The logon `fin` goes on with the answer to [`ask_account`].
+pub(crate) fn resume(
+    core: &mut ConnCore,
+    fin: Finishing,
+    done: LookupDone,
+) -> Result<Reply, NtStatus> {
+    // A new session's id was made by the request that asked (its header had none).
+    if let Some(ch) = core.sessions.get_mut(&fin.session_id) {
+        ch.looking_up = false;
+    }
+    let found = match done {
+        LookupDone::Account(a) => a,
+        LookupDone::DomainNtlm(_) => Err(AccountError::Lookup("not an account's answer".into())),
+    };
+    let account = account_from(core, &fin, found);
+    let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);
+    let r = finish(core, fin, account)?;
+    if let Some(sref) = core.session(session_id) {
+        // A Kerberos session ends with its ticket; a re-authentication sets the new
+        // ticket's end (or none, over NTLM).
+        lock(&sref).expires_filetime = expires;
+    }
+    if previous != 0 && previous != session_id {
+        end_previous_session(core, session_id, previous);
+    }
+    Ok(r)
+}
+
+/// The account `fin` acts as, from what NSS answered: a domain user's gets the SIDs of their
+/// PAC. A user without an account is refused, as Samba refuses an smbpasswd entry without a
+/// Unix account, with one log line saying what to do.
+fn account_from(
+    core: &ConnCore,
+    fin: &Finishing,
+    found: Result<Account, AccountError>,
+) -> Result<Account, NtStatus> {
+    let guest_like = fin.guest || fin.anonymous;
+    let e = match (found, &fin.domain) {
+        (Ok(mut a), Some(d)) if !guest_like => {
+            // The PAC's SIDs, and those of the account's ids where rid ranges hold them
+            // (all a domain user logged on over NTLM has).
+            let mut sids = d.sids.to_vec();
+            for s in core.server.sid_map.sids_of(a.who.uid(), a.who.groups()) {
+                if !sids.contains(&s) {
+                    sids.push(s);
+                }
+            }
+            a.sids = sids.into();
+            return Ok(a);
+        }
+        (Ok(a), _) => return Ok(a),
+        (Err(e), _) => e,
+    };
+    if !core.log_ok(LogKind::RefusedLogon) {
+        return Err(NtStatus::LOGON_FAILURE);
+    }
+    let (user, name) = (&fin.user, &core.server.config.guest_account);
+    match (&e, &fin.domain, guest_like) {
+        (AccountError::NoSuchUser, Some(d), false) => tracing::warn!(
             "refusing the logon of {}: NSS knows no account named {}; a domain member needs \
              winbind or sssd in nsswitch.conf's passwd and group lines",
             d.display,
             d.names.join(" or ")
-        );
+        ),
+        (AccountError::NoSuchUser, None, false) => tracing::warn!(
+            "refusing the logon of {user:?}: no Unix account of that name; \
+             every user needs one to act as (create it with `useradd -M -s /usr/sbin/nologin {user}`)"
+        ),
+        (AccountError::NoSuchUser, _, true) => tracing::warn!(
+            "refusing a guest logon: the guest account {name:?} does not exist \
+             (set 'guest account' to an existing account)"
+        ),
+        (e, Some(d), false) => tracing::warn!("refusing the logon of {}: {e}", d.display),
+        (e, _, _) => tracing::warn!("refusing the logon of {user:?}: {e}"),
     }
     Err(NtStatus::LOGON_FAILURE)
 }
@@ -476,6 +568,7 @@ fn bind_checked(
                 preauth,
                 binding: true,
                 client_encrypts: false,
+                looking_up: false,
             },
         );
     }
@@ -562,7 +655,11 @@ fn auth_leg(
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
     let users = core.server.users();
-    let (member, logons) = (core.server.domain(), core.server.domain_logons());
+    let member = core
+        .server
+        .domain()
+        .filter(|_| core.server.domain_logons().is_some());
+    let answer = core.domain_answer.take();
     let kerberos = core.server.kerberos().map(|config| Kerberos {
         config,
         replay: Arc::clone(&core.server.replay_cache),
@@ -586,16 +683,16 @@ fn auth_leg(
             None => a,
         })
     });
-    let step = match (&member, &logons) {
-        (Some(m), Some(d)) => {
+    let step = match &member {
+        Some(m) => {
             let lookup = crate::domain::WithDomain {
                 local: users.as_ref(),
                 workgroup: &m.workgroup,
-                domain: d.as_ref(),
+                answer: answer.as_ref(),
             };
             auth.step(token, &lookup)
         }
-        _ => auth.step(token, users.as_ref()),
+        None => auth.step(token, users.as_ref()),
     };
     if !matches!(step, Ok(ServerStep::Continue(_))) {
         ch.auth = None;
@@ -643,21 +740,27 @@ fn log_failed_logon(core: &ConnCore, e: &AuthError, status: NtStatus, more: &str
     tracing::warn!("{line}");
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A logon with its account: the session's keys, signing and encryption, and whom it acts for.
 fn finish(
     core: &mut ConnCore,
-    session_id: u64,
-    dialect: Dialect,
-    client_security_mode: u16,
-    token: &[u8],
-    user: String,
-    anonymous: bool,
-    guest: bool,
-    session_key: Option<Vec<u8>>,
-    domain: Option<DomainUser>,
+    fin: Finishing,
+    account: Result<Account, NtStatus>,
 ) -> Result<Reply, NtStatus> {
+    let Finishing {
+        session_id,
+        dialect,
+        client_security_mode,
+        token,
+        user,
+        anonymous,
+        guest,
+        session_key,
+        domain,
+        ..
+    } = fin;
+    let token = token.as_slice();
     let policy = core.server.config.signing;
-    let account = match account_for(core, &user, guest, anonymous, domain.as_ref()) {
+    let account = match account {
         Ok(a) => a,
         Err(status) => {
             let valid = core

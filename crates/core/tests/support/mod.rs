@@ -153,6 +153,10 @@ pub struct Client {
     pub ro_tree_id: u32,
     pub signing: Option<SigningKey>,
     pub closed: bool,
+    /// Lookups ([`ringshare_core::lookup`]) are kept here instead of answered at once while set
+    /// (the driver answers them later, from another thread).
+    pub hold_lookups: bool,
+    pub held_lookups: Vec<ringshare_core::LookupRequest>,
     pub dialect: Dialect,
     /// The ClientGuid NEGOTIATE sent.
     pub client_guid: [u8; 16],
@@ -285,6 +289,8 @@ impl Client {
             ro_tree_id: 0,
             signing: None,
             closed: false,
+            hold_lookups: false,
+            held_lookups: Vec::new(),
             dialect,
             client_guid,
             preauth: None,
@@ -524,6 +530,11 @@ impl Client {
                     }
                 }
                 Output::Io(req) => self.run_io(req),
+                Output::Lookup(req) if self.hold_lookups => self.held_lookups.push(req),
+                Output::Lookup(req) => {
+                    let done = req.run();
+                    self.conn.complete_lookup(self.now, req.id, done);
+                }
                 Output::Close => self.closed = true,
             }
         }

@@ -1,0 +1,125 @@
+//! Requests parked on a lookup ([`crate::lookup`]): the domain's NTLM check and the account a
+//! logon acts as. The request's job waits here while the driver asks, away from the I/O thread;
+//! the connection's other jobs go on meanwhile.
+
+use ringshare_auth::DomainNtlmRequest;
+use ringshare_wire::header::Header;
+
+use super::{Connection, Job};
+use crate::cmd;
+use crate::io::{Now, Output};
+use crate::lookup::{Lookup, LookupDone, LookupRequest};
+
+/// How a parked request goes on once its answer is in.
+pub(crate) enum LookupCont {
+    /// The member runs again with the domain's answer at hand ([`DomainAnswer`]): it asked
+    /// before it changed anything.
+    Again(DomainNtlmRequest),
+    /// A logon whose exchange ended goes on with the account it acts as.
+    Logon(Box<cmd::session_setup::Finishing>),
+}
+
+/// The domain's answer to one NTLM response, kept for the member that asked until it runs
+/// again ([`crate::domain::WithDomain`] gives it to the exchange).
+pub(crate) type DomainAnswer = (DomainNtlmRequest, Result<[u8; 16], String>);
+
+/// A job parked on a lookup.
+pub(super) struct Parked {
+    job: Job,
+    hdr: Header,
+    /// The member's index in the job, its session and whether it was related.
+    member: usize,
+    session_id: u64,
+    related: bool,
+    cont: LookupCont,
+}
+
+impl Connection {
+    /// Member `member` of `job` asked `ask`: the job parks until the answer is in.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn park_on_lookup(
+        &mut self,
+        job: Job,
+        hdr: Header,
+        member: usize,
+        session_id: u64,
+        related: bool,
+        ask: Lookup,
+        cont: LookupCont,
+    ) {
+        let id = self.next_io_id;
+        self.next_io_id += 1;
+        self.outputs
+            .push_back(Output::Lookup(LookupRequest { id, ask }));
+        let parked = Parked {
+            job,
+            hdr,
+            member,
+            session_id,
+            related,
+            cont,
+        };
+        self.lookups.insert(id, parked);
+    }
+
+    /// The answer to lookup `id` ([`Output::Lookup`]) is in: its request goes on, then the
+    /// rest of its job.
+    pub fn complete_lookup(&mut self, now: Now, id: u64, done: LookupDone) {
+        self.core.now = now;
+        let Some(p) = self.lookups.remove(&id) else {
+            return;
+        };
+        if self.closing {
+            return;
+        }
+        if let Some(ch) = self.core.sessions.get_mut(&p.session_id) {
+            ch.looking_up = false;
+        }
+        let mut job = p.job;
+        match p.cont {
+            LookupCont::Again(request) => {
+                let answer = match done {
+                    LookupDone::DomainNtlm(a) => a,
+                    LookupDone::Account(_) => Err("no answer from the domain".into()),
+                };
+                self.core.domain_answer = Some((request, answer));
+                job.next = p.member;
+                self.run(job);
+                // Taken by the member when it ran again; not kept for another.
+                self.core.domain_answer = None;
+                return;
+            }
+            LookupCont::Logon(fin) => {
+                match cmd::session_setup::resume(&mut self.core, *fin, done) {
+                    Ok(reply) => {
+                        if self.member_replied(
+                            &mut job,
+                            &p.hdr,
+                            p.session_id,
+                            p.related,
+                            None,
+                            reply,
+                        ) {
+                            self.finish(job);
+                            self.disconnect("fatal reply");
+                            return;
+                        }
+                    }
+                    Err(status) => {
+                        self.member_failed(&mut job, &p.hdr, p.session_id, p.related, status)
+                    }
+                }
+                if let Some(until) = self.core.hold_reply_until_ms.take() {
+                    self.hold(job, until);
+                    return;
+                }
+            }
+        }
+        self.run(job);
+    }
+
+    /// Lookups this connection waits for.
+    pub(super) fn looking_up(&self) -> bool {
+        !self.lookups.is_empty()
+    }
+}

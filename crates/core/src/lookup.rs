@@ -1,0 +1,84 @@
+//! Questions the core cannot answer without waiting on another process: whether the domain
+//! accepts a user's NTLM response (winbind asks a domain controller), and which Unix account a
+//! user name is (NSS, which may ask winbindd, sssd or an LDAP server).
+//!
+//! The core never waits for them on an I/O thread. A command that needs one parks its request
+//! and queues [`Output::Lookup`](crate::Output::Lookup); the driver runs
+//! [`LookupRequest::run`] away from its ring (a thread of its lookup pool) and hands the answer
+//! back with [`crate::Connection::complete_lookup`], as it does file I/O with `complete_io`.
+//! Meanwhile the connection's other requests, and every other connection of the ring, go on.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ringshare_auth::DomainNtlmRequest;
+
+use crate::domain::DomainLogons;
+use crate::identity::{Account, AccountError, Accounts};
+
+/// A question and who answers it.
+pub struct LookupRequest {
+    pub id: u64,
+    pub ask: Lookup,
+}
+
+/// What to look up.
+pub enum Lookup {
+    /// Ask the domain whether it accepts an NTLMv2 response ([`DomainLogons::ntlm`]).
+    DomainNtlm {
+        logons: Arc<dyn DomainLogons>,
+        request: DomainNtlmRequest,
+    },
+    /// The account of the first of `names` that has one ([`Accounts::user`]; the names are
+    /// tried in order while the answer is "no such user").
+    Account {
+        accounts: Arc<dyn Accounts>,
+        names: Vec<String>,
+    },
+}
+
+/// The answer to a [`LookupRequest`].
+#[derive(Debug, Clone)]
+pub enum LookupDone {
+    /// The NTLMv2 session base key, or why the domain refused.
+    DomainNtlm(Result<[u8; 16], String>),
+    /// The account, or why there is none.
+    Account(Result<Account, AccountError>),
+}
+
+impl LookupRequest {
+    /// Ask, waiting for the answer: call it where waiting stalls no client (the driver's lookup
+    /// threads), or in tests.
+    pub fn run(&self) -> LookupDone {
+        match &self.ask {
+            Lookup::DomainNtlm { logons, request } => {
+                LookupDone::DomainNtlm(logons.ntlm(&request.as_request()))
+            }
+            Lookup::Account { accounts, names } => {
+                let mut answer = Err(AccountError::NoSuchUser);
+                for name in names {
+                    answer = accounts.user(name);
+                    if !matches!(answer, Err(AccountError::NoSuchUser)) {
+                        break;
+                    }
+                }
+                LookupDone::Account(answer)
+            }
+        }
+    }
+}
+
+impl fmt::Debug for LookupRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.ask {
+            Lookup::DomainNtlm { request, .. } => write!(
+                f,
+                "Lookup {{ id: {}, domain NTLM of {}\\{} }}",
+                self.id, request.domain, request.user
+            ),
+            Lookup::Account { names, .. } => {
+                write!(f, "Lookup {{ id: {}, account of {names:?} }}", self.id)
+            }
+        }
+    }
+}
