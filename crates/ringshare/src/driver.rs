@@ -40,6 +40,8 @@ mod clock;
 use clock::now;
 pub use clock::OsEntropy;
 mod inline_io;
+mod lookups;
+pub use lookups::LookupPool;
 mod write_pipes;
 use inline_io::{in_place, run_here};
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
@@ -148,6 +150,8 @@ pub struct Shared {
     pub send_stall_ms: u64,
     /// Changes by other programs (`kernel change notify`), read by worker 0.
     pub inotify: Option<Arc<kernel_notify::Inotify>>,
+    /// Where logons' NSS and winbind questions are asked.
+    pub lookups: Arc<LookupPool>,
 }
 
 impl Shared {
@@ -325,6 +329,8 @@ struct Worker {
     inotify_read_at: Option<u64>,
     /// This ring's request counters, when metrics are on.
     metrics: Option<Arc<Metrics>>,
+    /// Answers of the lookup pool for this ring's connections.
+    inbox: Arc<lookups::Inbox>,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -391,6 +397,7 @@ pub fn run_worker(
         tracing::info!("this kernel has no io_uring provided-buffer rings (Linux 5.19); receiving with one buffer per connection");
     }
     crate::lock(&shared.wakers).push(ring.waker());
+    let inbox = lookups::Inbox::new(ring.waker());
     let listeners = match first_listeners {
         Some(l) => l,
         None => shared
@@ -423,6 +430,7 @@ pub fn run_worker(
         clock: Now::default(),
         inotify_read_at: None,
         metrics: None,
+        inbox,
     };
     if let Some(all) = &w.shared.ring_metrics {
         let m = Arc::new(Metrics::new(clock::mono_us));
@@ -460,6 +468,7 @@ impl Worker {
                 self.on_completion(c);
             }
             self.clock = now(self.shared.started);
+            self.answer_lookups();
             self.fire_timers();
             self.deliver_mail();
         }
@@ -1035,6 +1044,7 @@ impl Worker {
                     c.reads_waiting.push_back(req);
                 }
                 Output::Io(req) => self.start_io(slot, req),
+                Output::Lookup(req) => self.shared.lookups.ask(req, slot, c.gen, &self.inbox),
                 Output::Close => {
                     c.closing = true;
                     end_multishot(&mut self.ring, c, slot);

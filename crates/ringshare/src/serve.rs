@@ -503,6 +503,7 @@ pub fn serve(
         send_stall_ms: u64::from(cfg.global.send_timeout_secs) * 1000,
         ring_metrics,
         inotify,
+        lookups: driver::LookupPool::start(),
     });
     shared.wake_on_mail();
     install_signal_handler(shared.clone(), reloader)

@@ -10,6 +10,9 @@
 //!   through winbind, acts as the same account and is held to the same ACE; a wrong password is
 //!   refused;
 //! - a local smbpasswd user logs on (NTLM) beside the domain users;
+//! - while a domain user's NTLM logon waits on a stopped winbindd, a client already logged on
+//!   is answered as always (ringshare runs one I/O thread here: the domain's check and NSS are
+//!   asked away from it);
 //! - `net ads changetrustpw` rotates the machine password: the keytab gets a new key version,
 //!   and tickets issued before and after it both work.
 //!
@@ -191,6 +194,7 @@ fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
     an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(&rig);
     a_domain_user_over_ntlm_is_checked_by_the_domain_and_acts_as_the_same_account(&rig);
     a_local_smbpasswd_user_logs_on_beside_domain_users(&rig);
+    a_stopped_winbindd_delays_only_the_logons_that_need_it(&rig);
     a_rotated_machine_password_keeps_old_and_new_tickets_working(&rig);
     let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
     assert!(
@@ -353,6 +357,96 @@ fn a_local_smbpasswd_user_logs_on_beside_domain_users(rig: &Rig) {
             "{server}: a local user over NTLM: {out}"
         );
     }
+}
+
+/// Every winbindd process of the rig stopped (SIGSTOP) while this lives, continued (SIGCONT)
+/// when it goes, whatever happened meanwhile.
+struct StoppedWinbindd(String);
+
+impl StoppedWinbindd {
+    fn new(rig: &Rig) -> StoppedWinbindd {
+        // The daemon itself (its command line starts with its name), not the wrapper that
+        // started it.
+        let pattern = format!("^winbindd .*{}", rig.path("member/smb.conf").display());
+        let ok = Command::new("pkill")
+            .args(["-STOP", "-f", &pattern])
+            .status()
+            .expect("pkill")
+            .success();
+        assert!(ok, "no winbindd process matched {pattern:?}");
+        StoppedWinbindd(pattern)
+    }
+}
+
+impl Drop for StoppedWinbindd {
+    fn drop(&mut self) {
+        let _ = Command::new("pkill")
+            .args(["-CONT", "-f", &self.0])
+            .status();
+    }
+}
+
+/// `sh -c script` beside the member, in a thread of its own.
+fn in_background(rig: &Rig, script: String) -> std::thread::JoinHandle<std::io::Result<Output>> {
+    let dir = rig.dir.path().to_path_buf();
+    let krb5 = rig.path("krb5.conf");
+    std::thread::spawn(move || {
+        Command::new("bash")
+            .arg(RIG)
+            .arg("member")
+            .arg(dir)
+            .args(["sh", "-c", &script])
+            .env("KRB5_CONFIG", krb5)
+            .stdin(Stdio::null())
+            .output()
+    })
+}
+
+/// While a domain user's logon waits on a stopped winbindd, a client already logged on goes on
+/// being answered: ringshare's own client sends ECHOs for 5 s through the one I/O thread. (A
+/// new logon waits too, a local user's included: NSS's getgrouplist asks winbind for their
+/// groups. Samba's smbd, a process per connection, is not asked here: its logons alone took
+/// 7-8 s in this rig.)
+fn a_stopped_winbindd_delays_only_the_logons_that_need_it(rig: &Rig) {
+    let bench = format!(
+        "timeout 60 {} bench //127.0.0.4/share -U 'RSMEMBER\\rslocal%L0cal-pass-1' echo \
+         --duration 5s --queue-depth 4 2>&1",
+        ringshare_bin()
+    );
+    let started = std::time::Instant::now();
+    let echoes = in_background(rig, bench);
+    // ringshare's logons take milliseconds: this one is over, its ECHOs are going.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let stopped = StoppedWinbindd::new(rig);
+    let domain_logon = in_background(
+        rig,
+        "timeout 60 smbclient //127.0.0.4/share -U 'RSAD\\rsalice%Al1ce!pass' \
+         --use-kerberos=off -c ls 2>&1"
+            .to_string(),
+    );
+    let out = echoes.join().expect("thread").expect("ringshare bench");
+    let took = started.elapsed();
+    drop(stopped);
+    let domain_logon = domain_logon.join().expect("thread").expect("smbclient");
+    eprintln!("5 s of ECHOs while a domain logon waited on a stopped winbindd: {took:?}");
+    assert!(out.status.success(), "ringshare bench: {}", text(&out));
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "5 s of ECHOs took {took:?}: the I/O thread waited with the domain logon\n{}\n{}",
+        text(&out),
+        rig.log_tail()
+    );
+    // Answered once winbindd went on: never left hanging.
+    assert!(
+        domain_logon.status.code().is_some_and(|c| c != 124),
+        "the waiting domain logon hung: {}",
+        text(&domain_logon)
+    );
+    let out = ntlm(rig, "127.0.0.4", "rsalice", "Al1ce!pass", "ls");
+    assert!(
+        out.contains("blocks of size"),
+        "after winbindd went on: {out}"
+    );
 }
 
 fn a_rotated_machine_password_keeps_old_and_new_tickets_working(rig: &Rig) {

@@ -171,7 +171,9 @@ EOF
         -e "s|smb passwd file = .*|smb passwd file = $DIR/ringshare-smbpasswd|" \
         "$M/smb.conf" >"$DIR/ringshare.conf"
     touch "$DIR/ringshare-smbpasswd" "$M/smbpasswd"
-    spawn ringshare member env RINGSHARE_LOG=info "$bin" serve --config "$DIR/ringshare.conf"
+    # One I/O thread: every client shares it, so a logon that waited on winbind in it would
+    # stall them all (ad_member's stopped-winbindd step shows it does not).
+    spawn ringshare member env RINGSHARE_LOG=info "$bin" serve --threads 1 --config "$DIR/ringshare.conf"
     wait_port 127.0.0.3 445 "Samba's smbd"
     wait_port 127.0.0.4 445 ringshare
     for u in rsalice:'Al1ce!pass' rscarol:'C4rol!pass' rsbob:'B0b!pass'; do
@@ -191,6 +193,9 @@ down() {
         kill -s $sig $pids 2>/dev/null || true
         sleep 0.5
     done
+    # The wrappers that started them run outside it (a stopped one would hold on forever).
+    pkill -CONT -f "rig.sh member $DIR " 2>/dev/null || true
+    pkill -KILL -f "rig.sh member $DIR " 2>/dev/null || true
     ip netns del "$n" 2>/dev/null || true
     rm -rf "/etc/netns/$n" "$NS_FILE"
 }
