@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the Debian package: scripts/build-deb.sh [--out DIR]   (default DIR: target/debian)
+# Build the Debian package: scripts/build-deb.sh [--out DIR] [--profile P]
+#   (default DIR: target/debian; P: release, the build to ship; `dev` packages the test build,
+#   which the package test uses to check the packaging without a release build of its own)
 # Prints the path of ringshare_<version>_<arch>.deb on its last line.
 #
 # It installs /usr/sbin/ringshare, the conffile /etc/ringshare/smb.conf (no share until the
@@ -16,6 +18,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 out=target/debian
+profile=release
 while [ $# -gt 0 ]; do
     case "$1" in
     --out)
@@ -23,12 +26,17 @@ while [ $# -gt 0 ]; do
         out=$2
         shift 2
         ;;
+    --profile)
+        [ $# -ge 2 ] || { echo "build-deb.sh: --profile needs a cargo profile" >&2; exit 2; }
+        profile=$2
+        shift 2
+        ;;
     -h | --help)
-        sed -n '2,3p' "$0"
+        sed -n '2,5p' "$0"
         exit 0
         ;;
     *)
-        echo "build-deb.sh: unknown argument '$1' (usage: scripts/build-deb.sh [--out DIR])" >&2
+        echo "build-deb.sh: unknown argument '$1' (usage: scripts/build-deb.sh [--out DIR] [--profile P])" >&2
         exit 2
         ;;
     esac
@@ -53,8 +61,11 @@ version=$(awk '
 deb_version=${version//-/\~}
 arch=$(dpkg --print-architecture)
 
-cargo build --release -p ringshare
-bin=target/release/ringshare
+cargo build --profile "$profile" -p ringshare
+case $profile in
+dev | test) bin=target/debug/ringshare ;;
+*) bin=target/$profile/ringshare ;;
+esac
 built=$("$bin" --version)
 if [ "$built" != "ringshare $version" ]; then
     echo "build-deb.sh: $bin says '$built', Cargo.toml says $version" >&2
