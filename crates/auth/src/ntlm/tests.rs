@@ -435,13 +435,16 @@ impl UserLookup for Domain {
     }
 }
 
+/// The domain of these tests: RSAD, which knows alice's password.
+const RSAD_ALICE: Domain = Domain {
+    name: "RSAD",
+    user: "alice",
+    password: "d0main-pw",
+};
+
 #[test]
 fn a_domain_users_response_is_checked_by_the_domain_and_keeps_its_key_exchange_and_mic() {
-    let domain = Domain {
-        name: "RSAD",
-        user: "alice",
-        password: "d0main-pw",
-    };
+    let domain = RSAD_ALICE;
     let mut c = NtlmClient::new("alice", "RSAD", "d0main-pw", "WS");
     let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
     let ch = s.challenge(&c.negotiate()).unwrap();
@@ -490,11 +493,7 @@ impl UserLookup for Answered {
 
 #[test]
 fn the_domain_can_be_asked_before_the_authenticate_is_stepped_and_its_answer_finishes_it() {
-    let domain = Domain {
-        name: "RSAD",
-        user: "alice",
-        password: "d0main-pw",
-    };
+    let domain = RSAD_ALICE;
     let mut c = NtlmClient::new("alice", "RSAD", "d0main-pw", "WS");
     let mut s = NtlmServer::new(&ServerConfig::default(), [3; 8], 99);
     let negotiate = c.negotiate();
