@@ -112,11 +112,6 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
             }
         }
     }
-    if created {
-        // A new file that cannot be looked at is not kept (its attributes
-        // are read again below).
-        node.stat().map_err(|e| leave(status_of(e)))?;
-    }
     let dacl_given = asked
         .sd_given
         .as_ref()
@@ -148,6 +143,8 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
             leave(s)
         })?;
     }
+    // Read once, after everything above changed it: a new file that
+    // cannot be looked at is not kept.
     let mut attr = if created || truncate {
         node.stat().map_err(|e| leave(status_of(e)))?
     } else {
