@@ -848,10 +848,10 @@ impl Connection {
             job.last_tree = tree_id;
             match outcome {
                 Ok(Handled::Reply(reply)) => {
-                    if self.member_replied(&mut job, &hdr, session_id, related, closing, reply) {
-                        self.finish(job);
-                        self.disconnect("fatal reply");
-                        return;
+                    let answered = Ok(reply);
+                    match self.member_done(job, &hdr, session_id, related, closing, answered) {
+                        Some(j) => job = j,
+                        None => return,
                     }
                 }
                 Ok(Handled::Io { node, mut op, cont }) => {
@@ -922,7 +922,12 @@ impl Connection {
                     });
                     return;
                 }
-                Err(status) => self.member_failed(&mut job, &hdr, session_id, related, status),
+                Err(status) => {
+                    match self.member_done(job, &hdr, session_id, related, None, Err(status)) {
+                        Some(j) => job = j,
+                        None => return,
+                    }
+                }
             }
             if let Some(until) = self.core.hold_reply_until_ms.take() {
                 self.hold(job, until);
@@ -981,6 +986,31 @@ impl Connection {
         disconnect
     }
 
+    /// A member of `job` was answered (`closing`: the open a CLOSE closed): its reply is kept
+    /// for the frame and the job goes on, or, after a fatal reply, the job's frame goes out and
+    /// the connection closes (None).
+    fn member_done(
+        &mut self,
+        mut job: Job,
+        hdr: &Header,
+        session_id: u64,
+        related: bool,
+        closing: Option<(u64, u64)>,
+        answered: Result<Reply, NtStatus>,
+    ) -> Option<Job> {
+        match answered {
+            Ok(reply) => {
+                if self.member_replied(&mut job, hdr, session_id, related, closing, reply) {
+                    self.finish(job);
+                    self.disconnect("fatal reply");
+                    return None;
+                }
+            }
+            Err(status) => self.member_failed(&mut job, hdr, session_id, related, status),
+        }
+        Some(job)
+    }
+
     /// A job's member failed with `status`.
     fn member_failed(
         &mut self,
@@ -1016,7 +1046,8 @@ impl Connection {
             }
             Command::SESSION_SETUP => {
                 self.verify_signature(req, true)?;
-                return cmd::session_setup::handle(&mut self.core, req);
+                let waits = self.logon_waits(req.hdr.session_id);
+                return cmd::session_setup::handle(&mut self.core, req, waits);
             }
             Command::ECHO if req.session_id == 0 => {
                 return cmd::echo::handle(req).map(Handled::Reply)

@@ -123,9 +123,6 @@ pub(crate) struct Channel {
     /// The client sent an encrypted request on this channel: notifications
     /// for the session go out encrypted too.
     pub client_encrypts: bool,
-    /// A SESSION_SETUP of this channel waits for a lookup ([`crate::lookup`]): another is not
-    /// accepted meanwhile.
-    pub looking_up: bool,
 }
 
 /// A named pipe open on an IPC$ tree.

@@ -90,7 +90,6 @@ fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
                 preauth,
                 binding: false,
                 client_encrypts: false,
-                looking_up: false,
             },
         );
         return id;
@@ -125,29 +124,26 @@ pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u6
     }
 }
 
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+/// `logon_waits`: a SESSION_SETUP of this session waits for a lookup
+/// ([`crate::conn::LookupCont`]); another is not accepted meanwhile.
+pub(crate) fn handle(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    logon_waits: bool,
+) -> Result<Handled, NtStatus> {
     let Some(dialect) = core.dialect() else {
         return Err(NtStatus::INVALID_PARAMETER);
     };
     let setup = SessionSetupRequest::decode(req.msg).map_err(|e| e.status())?;
-    if core
-        .sessions
-        .get(&req.hdr.session_id)
-        .is_some_and(|ch| ch.looking_up)
-    {
+    if logon_waits {
         // The exchange's last step is being checked: one request at a time.
         return Err(NtStatus::REQUEST_NOT_ACCEPTED);
     }
-    if let Some(request) = domain_question(core, req.hdr.session_id, setup.security_buffer) {
+    if let Some((request, logons)) =
+        domain_question(core, req.hdr.session_id, setup.security_buffer)
+    {
         // The domain checks the response before the exchange changes anything; the request
         // then runs again with the answer ([`crate::conn::LookupCont::Again`]).
-        let logons = core
-            .server
-            .domain_logons()
-            .ok_or(NtStatus::INTERNAL_ERROR)?;
-        if let Some(ch) = core.sessions.get_mut(&req.hdr.session_id) {
-            ch.looking_up = true;
-        }
         return Ok(Handled::Lookup {
             ask: Lookup::DomainNtlm {
                 logons,
@@ -307,19 +303,29 @@ pub(crate) struct Finishing {
     previous_session_id: u64,
 }
 
+impl Finishing {
+    /// The session the logon sets up (a new one's id was made by the request that asked).
+    pub(crate) fn session_id(&self) -> u64 {
+        self.session_id
+    }
+}
+
 /// The NTLM response the domain must check before the SESSION_SETUP leg of `session_id` that
-/// carries `token` can go on, on a domain member ([`ServerAuth::domain_request`]); None when
-/// there is none, or its answer is at hand ([`ConnCore::domain_answer`]).
+/// carries `token` can go on, on a domain member ([`ServerAuth::domain_request`]), and who
+/// checks it; None when there is none, or its answer is at hand ([`ConnCore::domain_answer`]).
 fn domain_question(
     core: &ConnCore,
     session_id: u64,
     token: &[u8],
-) -> Option<ringshare_auth::DomainNtlmRequest> {
+) -> Option<(
+    ringshare_auth::DomainNtlmRequest,
+    Arc<dyn crate::domain::DomainLogons>,
+)> {
     if session_id == 0 {
         return None;
     }
     let member = core.server.domain()?;
-    core.server.domain_logons()?;
+    let logons = core.server.domain_logons()?;
     let asked = core
         .sessions
         .get(&session_id)?
@@ -330,7 +336,7 @@ fn domain_question(
         .domain_answer
         .as_ref()
         .is_some_and(|(r, _)| *r == asked);
-    (asked.domain.eq_ignore_ascii_case(&member.workgroup) && !answered).then_some(asked)
+    (asked.domain.eq_ignore_ascii_case(&member.workgroup) && !answered).then_some((asked, logons))
 }
 
 /// Ask for the Unix account `fin` acts as: the user's own, or for guest and anonymous logons
@@ -342,9 +348,6 @@ fn ask_account(core: &mut ConnCore, fin: Finishing) -> Handled {
         (Some(d), false) => d.names.clone(),
         (None, false) => vec![fin.user.clone()],
     };
-    if let Some(ch) = core.sessions.get_mut(&fin.session_id) {
-        ch.looking_up = true;
-    }
     Handled::Lookup {
         ask: Lookup::Account {
             accounts: Arc::clone(&core.server.accounts),
@@ -360,10 +363,6 @@ pub(crate) fn resume(
     fin: Finishing,
     done: LookupDone,
 ) -> Result<Reply, NtStatus> {
-    // A new session's id was made by the request that asked (its header had none).
-    if let Some(ch) = core.sessions.get_mut(&fin.session_id) {
-        ch.looking_up = false;
-    }
     let found = match done {
         LookupDone::Account(a) => a,
         LookupDone::DomainNtlm(_) => Err(AccountError::Lookup("not an account's answer".into())),
@@ -568,7 +567,6 @@ fn bind_checked(
                 preauth,
                 binding: true,
                 client_encrypts: false,
-                looking_up: false,
             },
         );
     }

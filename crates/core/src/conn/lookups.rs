@@ -72,10 +72,7 @@ impl Connection {
         if self.closing {
             return;
         }
-        if let Some(ch) = self.core.sessions.get_mut(&p.session_id) {
-            ch.looking_up = false;
-        }
-        let mut job = p.job;
+        let job = p.job;
         match p.cont {
             LookupCont::Again(request) => {
                 let answer = match done {
@@ -83,43 +80,44 @@ impl Connection {
                     LookupDone::Account(_) => Err("no answer from the domain".into()),
                 };
                 self.core.domain_answer = Some((request, answer));
+                let mut job = job;
                 job.next = p.member;
                 self.run(job);
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
-                return;
             }
             LookupCont::Logon(fin) => {
-                match cmd::session_setup::resume(&mut self.core, *fin, done) {
-                    Ok(reply) => {
-                        if self.member_replied(
-                            &mut job,
-                            &p.hdr,
-                            p.session_id,
-                            p.related,
-                            None,
-                            reply,
-                        ) {
-                            self.finish(job);
-                            self.disconnect("fatal reply");
-                            return;
-                        }
-                    }
-                    Err(status) => {
-                        self.member_failed(&mut job, &p.hdr, p.session_id, p.related, status)
-                    }
-                }
-                if let Some(until) = self.core.hold_reply_until_ms.take() {
-                    self.hold(job, until);
+                let answered = cmd::session_setup::resume(&mut self.core, *fin, done);
+                let (hdr, session_id, related) = (&p.hdr, p.session_id, p.related);
+                let Some(job) = self.member_done(job, hdr, session_id, related, None, answered)
+                else {
                     return;
+                };
+                match self.core.hold_reply_until_ms.take() {
+                    Some(until) => self.hold(job, until),
+                    None => self.run(job),
                 }
             }
         }
-        self.run(job);
     }
 
     /// Lookups this connection waits for.
     pub(super) fn looking_up(&self) -> bool {
         !self.lookups.is_empty()
+    }
+
+    /// Whether a SESSION_SETUP of session `session_id` waits for a lookup.
+    pub(super) fn logon_waits(&self, session_id: u64) -> bool {
+        session_id != 0 && self.lookups.values().any(|p| p.session() == session_id)
+    }
+}
+
+impl Parked {
+    /// The session whose SESSION_SETUP waits.
+    fn session(&self) -> u64 {
+        match &self.cont {
+            LookupCont::Logon(fin) => fin.session_id(),
+            LookupCont::Again(_) => self.session_id,
+        }
     }
 }

@@ -108,25 +108,21 @@ impl Connection {
                 };
                 cmd::create::retry(&mut self.core, &req)
             };
-            match outcome {
+            let answered = match outcome {
                 Ok(None) => {
                     w.retry_at_ms = now + crate::oplock::BREAK_RETRY_MS;
                     keep.push(w);
                     continue;
                 }
-                Ok(Some(reply)) => {
-                    if self.member_replied(&mut w.job, &w.hdr, w.session_id, w.related, None, reply)
-                    {
-                        self.finish(w.job);
-                        self.disconnect("fatal reply");
-                        return;
-                    }
-                }
-                Err(status) => {
-                    self.member_failed(&mut w.job, &w.hdr, w.session_id, w.related, status)
-                }
-            }
-            self.run(w.job);
+                Ok(Some(reply)) => Ok(reply),
+                Err(status) => Err(status),
+            };
+            let Some(job) =
+                self.member_done(w.job, &w.hdr, w.session_id, w.related, None, answered)
+            else {
+                return;
+            };
+            self.run(job);
         }
         self.waiting.extend(keep);
     }
