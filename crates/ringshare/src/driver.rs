@@ -20,17 +20,16 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 use ringshare_core::idmap::IdMap;
 use ringshare_core::metrics::Metrics;
-use ringshare_core::{Connection, IoDone, IoOp, IoRequest, Now, Output, SendFile, ServerState};
-use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd, Waker};
+use ringshare_core::{Connection, IoDone, IoOp, IoRequest, Now, Output, SendFile};
+use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd};
 use ringshare_vfs::{FsError, Who};
 
 pub mod kernel_notify;
@@ -42,6 +41,8 @@ pub use clock::OsEntropy;
 mod inline_io;
 mod lookups;
 pub use lookups::LookupPool;
+mod shared;
+pub use shared::Shared;
 mod write_pipes;
 use inline_io::{in_place, run_here};
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
@@ -121,60 +122,6 @@ fn token(kind: u64, gen: u32, slot: u32) -> u64 {
 
 fn token_parts(t: u64) -> (u64, u32, u32) {
     (t >> 56, ((t >> 32) & 0x00FF_FFFF) as u32, t as u32)
-}
-
-/// What every worker shares.
-pub struct Shared {
-    pub server: Arc<ServerState>,
-    pub listen: Vec<SocketAddr>,
-    pub max_connections: usize,
-    pub connections: AtomicUsize,
-    pub stopping: AtomicBool,
-    pub wakers: Mutex<Vec<Waker>>,
-    pub started: Instant,
-    /// `use sendfile`: unsigned READ data is spliced from the file.
-    pub send_file: bool,
-    /// `multishot receive`: small frames come through one multishot receive
-    /// per connection, into the ring's provided buffers.
-    pub multishot_receive: bool,
-    /// `zerocopy send`: large in-memory replies go out with `SEND_ZC`.
-    pub zerocopy_send: ZerocopySend,
-    /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
-    pub splice_chunk: usize,
-    /// Each ring's request counters (`metrics listen`), when on: a worker
-    /// adds its own at start.
-    pub ring_metrics: Option<Arc<Mutex<Vec<Arc<Metrics>>>>>,
-    /// `send timeout`: a connection whose peer has not taken a reply for this
-    /// long is closed, so a peer that stops reading cannot hold a send (or the
-    /// io_uring worker blocked in a splice to its socket) forever.
-    pub send_stall_ms: u64,
-    /// Changes by other programs (`kernel change notify`), read by worker 0.
-    pub inotify: Option<Arc<kernel_notify::Inotify>>,
-    /// Where logons' NSS and winbind questions are asked.
-    pub lookups: Arc<LookupPool>,
-}
-
-impl Shared {
-    /// Break notifications one connection posts for another (maybe on
-    /// another thread) wake every worker, which then looks at its
-    /// connections' mail.
-    pub fn wake_on_mail(self: &Arc<Self>) {
-        let weak = Arc::downgrade(self);
-        self.server.set_mail_waker(Arc::new(move || {
-            if let Some(s) = weak.upgrade() {
-                for w in crate::lock(&s.wakers).iter() {
-                    let _ = w.wake();
-                }
-            }
-        }));
-    }
-
-    pub fn stop(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        for w in crate::lock(&self.wakers).iter() {
-            let _ = w.wake();
-        }
-    }
 }
 
 /// Receive state of a connection.

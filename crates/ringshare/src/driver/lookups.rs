@@ -8,6 +8,7 @@
 //! delays only the logons that need it; every other request on every ring goes on.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,9 @@ const LOOKUP_SLOW: Duration = Duration::from_secs(2);
 /// Answers waiting for one worker: (connection slot, its generation, lookup id, answer).
 pub struct Inbox {
     answers: Mutex<Vec<(u32, u32, u64, LookupDone)>>,
+    /// Answers were left since the worker last looked (so that its loop, which looks every
+    /// iteration, takes the lock only then).
+    any: AtomicBool,
     waker: Waker,
 }
 
@@ -32,6 +36,7 @@ impl Inbox {
     pub fn new(waker: Waker) -> Arc<Inbox> {
         Arc::new(Inbox {
             answers: Mutex::new(Vec::new()),
+            any: AtomicBool::new(false),
             waker,
         })
     }
@@ -100,6 +105,7 @@ impl LookupPool {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
             }
             crate::lock(&q.inbox.answers).push((q.slot, q.gen, q.req.id, done));
+            q.inbox.any.store(true, Ordering::Release);
             let _ = q.inbox.waker.wake();
         }
     }
@@ -109,6 +115,9 @@ impl Worker {
     /// Hand the answers in this worker's inbox to their connections (a connection gone since
     /// is skipped: its slot's generation moved on).
     pub(super) fn answer_lookups(&mut self) {
+        if !self.inbox.any.swap(false, Ordering::Acquire) {
+            return;
+        }
         let answers = std::mem::take(&mut *crate::lock(&self.inbox.answers));
         let t = self.clock;
         for (slot, gen, id, done) in answers {

@@ -1,0 +1,68 @@
+//! What every worker of the driver shares: the server, its listeners' addresses, the counts and
+//! switches they all read, the rings' wakers and the lookup pool.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ringshare_core::metrics::Metrics;
+use ringshare_core::ServerState;
+use ringshare_engine::Waker;
+
+use super::{kernel_notify, LookupPool};
+use crate::config::ZerocopySend;
+
+/// What every worker shares.
+pub struct Shared {
+    pub server: Arc<ServerState>,
+    pub listen: Vec<SocketAddr>,
+    pub max_connections: usize,
+    pub connections: AtomicUsize,
+    pub stopping: AtomicBool,
+    pub wakers: Mutex<Vec<Waker>>,
+    pub started: Instant,
+    /// `use sendfile`: unsigned READ data is spliced from the file.
+    pub send_file: bool,
+    /// `multishot receive`: small frames come through one multishot receive
+    /// per connection, into the ring's provided buffers.
+    pub multishot_receive: bool,
+    /// `zerocopy send`: large in-memory replies go out with `SEND_ZC`.
+    pub zerocopy_send: ZerocopySend,
+    /// Bytes per splice through the pipe (`RingConfig::splice_chunk`).
+    pub splice_chunk: usize,
+    /// Each ring's request counters (`metrics listen`), when on: a worker
+    /// adds its own at start.
+    pub ring_metrics: Option<Arc<Mutex<Vec<Arc<Metrics>>>>>,
+    /// `send timeout`: a connection whose peer has not taken a reply for this
+    /// long is closed, so a peer that stops reading cannot hold a send (or the
+    /// io_uring worker blocked in a splice to its socket) forever.
+    pub send_stall_ms: u64,
+    /// Changes by other programs (`kernel change notify`), read by worker 0.
+    pub inotify: Option<Arc<kernel_notify::Inotify>>,
+    /// Where logons' NSS and winbind questions are asked.
+    pub lookups: Arc<LookupPool>,
+}
+
+impl Shared {
+    /// Break notifications one connection posts for another (maybe on
+    /// another thread) wake every worker, which then looks at its
+    /// connections' mail.
+    pub fn wake_on_mail(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        self.server.set_mail_waker(Arc::new(move || {
+            if let Some(s) = weak.upgrade() {
+                for w in crate::lock(&s.wakers).iter() {
+                    let _ = w.wake();
+                }
+            }
+        }));
+    }
+
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for w in crate::lock(&self.wakers).iter() {
+            let _ = w.wake();
+        }
+    }
+}
