@@ -423,10 +423,14 @@ enum ServerState {
     Done,
 }
 
+/// The shortest NTLMv2 response: NTProofStr (16) + RespType, HiRespType, Z(6), TimeStamp (8),
+/// ChallengeFromClient (8), Z(4).
+const NTLMV2_RESPONSE_MIN: usize = 16 + 28;
+
 /// The NTLMv2 check a domain controller makes of `request` for an account whose NT hash is
 /// `nt_hash` ([MS-NLMP] 3.3.2): the session base key when the response proves the password.
 pub fn check_v2(nt_hash: &[u8; 16], request: &crate::DomainNtlm<'_>) -> Option<[u8; 16]> {
-    if request.nt_response.len() < 16 + 28 {
+    if request.nt_response.len() < NTLMV2_RESPONSE_MIN {
         return None;
     }
     let (proof, temp) = request.nt_response.split_at(16);
@@ -548,7 +552,7 @@ impl NtlmServer {
             return None;
         }
         let a = Authenticate::parse(authenticate, self.flags).ok()?;
-        if a.user.is_empty() || a.nt.len() < 16 + 28 {
+        if a.user.is_empty() || a.nt.len() < NTLMV2_RESPONSE_MIN {
             return None;
         }
         Some(crate::DomainNtlmRequest {
@@ -693,8 +697,7 @@ impl NtlmServer {
         if nt.len() == 24 {
             return Err(AuthError::Unsupported("NTLMv1"));
         }
-        // NTProofStr (16) + RespType, HiRespType, Z(6), TimeStamp (8), ChallengeFromClient (8), Z(4).
-        if nt.len() < 16 + 28 {
+        if nt.len() < NTLMV2_RESPONSE_MIN {
             return Err(AuthError::Malformed("NTLMv2 response too short"));
         }
         let (proof, temp) = nt.split_at(16);
