@@ -113,6 +113,13 @@ impl Rig {
 
     /// `sh -c script` where the member's tools work; KRB5CCNAME, when given, is USER's ccache.
     fn member(&self, ccache_of: Option<&str>, script: &str) -> Output {
+        self.member_command(ccache_of, script)
+            .output()
+            .expect("run a command beside the member")
+    }
+
+    /// The command [`Rig::member`] runs.
+    fn member_command(&self, ccache_of: Option<&str>, script: &str) -> Command {
         let mut c = Command::new("bash");
         c.arg(RIG)
             .arg("member")
@@ -123,7 +130,7 @@ impl Rig {
         if let Some(user) = ccache_of {
             c.env("KRB5CCNAME", self.path(&format!("{user}.cc")));
         }
-        c.output().expect("run a command beside the member")
+        c
     }
 
     /// smbclient with USER's ticket against HOST; its output.
@@ -386,20 +393,10 @@ impl Drop for StoppedWinbindd {
     }
 }
 
-/// `sh -c script` beside the member, in a thread of its own.
+/// `sh -c script` beside the member ([`Rig::member`]), in a thread of its own.
 fn in_background(rig: &Rig, script: String) -> std::thread::JoinHandle<std::io::Result<Output>> {
-    let dir = rig.dir.path().to_path_buf();
-    let krb5 = rig.path("krb5.conf");
-    std::thread::spawn(move || {
-        Command::new("bash")
-            .arg(RIG)
-            .arg("member")
-            .arg(dir)
-            .args(["sh", "-c", &script])
-            .env("KRB5_CONFIG", krb5)
-            .stdin(Stdio::null())
-            .output()
-    })
+    let mut c = rig.member_command(None, &script);
+    std::thread::spawn(move || c.output())
 }
 
 /// While a domain user's logon waits on a stopped winbindd, a client already logged on goes on
