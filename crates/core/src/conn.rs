@@ -79,6 +79,10 @@ pub(crate) struct ConnCore {
     pub conn_id: u64,
     /// A session was authenticated on this connection (the handshake is over).
     pub authenticated: bool,
+    /// A user (not a guest, not anonymous) logged on on this connection: only then
+    /// are encrypted messages taken, an anonymous session's included, as Windows
+    /// and Samba do ([MS-SMB2] Connection.ConstrainedConnection, reversed).
+    pub user_logged_on: bool,
     pub entropy: Box<dyn Entropy>,
     pub now: Now,
     /// The driver can send READ data from a file without copying it
@@ -364,6 +368,7 @@ impl Connection {
             core: ConnCore {
                 conn_id,
                 authenticated: false,
+                user_logged_on: false,
                 server,
                 peer_ip: crate::peers::ip_of(&peer),
                 hold_reply_until_ms: None,
@@ -624,6 +629,10 @@ impl Connection {
             // [MS-SMB2] 3.3.5.2.1.1: decrypt with the session's key; any failure
             // closes the connection.
             let sid = transform::session_of(&frame).unwrap_or(0);
+            if !self.core.user_logged_on {
+                self.disconnect("encrypted message before a user logged on");
+                return;
+            }
             // The key is taken out of the session so the work runs unlocked.
             let key = self.core.session(sid).map(|s| lock(&s).decrypt_key.clone());
             match transform::decrypt_in_place(key.as_ref().map(|k| k.as_deref()), &mut frame) {

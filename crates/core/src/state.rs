@@ -136,6 +136,13 @@ impl Session {
     pub fn is_valid(&self) -> bool {
         self.valid && !self.closed
     }
+
+    /// The session may be asked to encrypt (a share's or the server's
+    /// `smb encrypt`): it has keys and acts for a user. An anonymous session's
+    /// keys serve only what its client chooses to sign or encrypt.
+    pub fn can_encrypt(&self) -> bool {
+        self.encrypt_key.is_some() && !self.is_anonymous
+    }
 }
 
 pub(crate) enum TreeKind {

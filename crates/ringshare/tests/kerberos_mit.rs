@@ -686,13 +686,7 @@ fn smbtorture_over_kerberos_passes_every_session_and_connect_test_samba_passes()
         smbd_ok.len() * 2 > smbd_ok.len() + smbd_bad.len() && smbd_ok.contains(&"connect".into()),
         "Samba passed too little over Kerberos: the rig is broken\n{report}"
     );
-    // Named gaps (docs/conformance.md, "Tests Samba 4.22 passes and ringshare does not"):
-    // anonymous sessions' signing and encryption keys, new in smbtorture 4.22.
-    const KNOWN_GAPS: [&str; 3] = ["anon-encryption2", "anon-signing1", "anon-signing2"];
-    let missing: Vec<&String> = smbd_ok
-        .iter()
-        .filter(|t| !rs_ok.contains(t) && !KNOWN_GAPS.contains(&t.as_str()))
-        .collect();
+    let missing: Vec<&String> = smbd_ok.iter().filter(|t| !rs_ok.contains(t)).collect();
     eprintln!("{report}");
     assert!(
         missing.is_empty(),

@@ -617,6 +617,7 @@ fn bind_checked(
                     )
             };
             core.authenticated = true;
+            core.user_logged_on = true;
             tracing::debug!(peer = %core.peer, session = session_id, conn = core.conn_id, "channel bound");
             let mut flags = SessionFlags::empty();
             if encrypt_data {
@@ -787,7 +788,12 @@ fn finish(
     let signing_alg = signing_algorithm(core, dialect);
     let core_cipher = core.negotiated.as_ref().and_then(|n| n.cipher);
     let core_encrypt = core.server.config.encrypt;
+    // A user's session signs and may encrypt; an anonymous one gets the keys of
+    // its (zero-based) session key too, as Windows Server 2022 and Samba 4.19+
+    // give them: a signed request on it is checked, an unsigned one taken, and an
+    // encrypted one taken once a user logged on on the connection. Guests have none.
     let can_sign = !anonymous && !guest && session_key.is_some();
+    let keyed = !guest && session_key.is_some();
     let ch = core
         .sessions
         .get_mut(&session_id)
@@ -816,6 +822,9 @@ fn finish(
                 EncryptPolicy::Desired | EncryptPolicy::Required
             );
         drop(session);
+        if can_sign {
+            core.user_logged_on = true;
+        }
         let mut flags = SessionFlags::empty();
         if encrypt_data {
             flags.insert(SessionFlags::ENCRYPT_DATA);
@@ -836,7 +845,7 @@ fn finish(
         }
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if let Some(key) = session_key.filter(|_| can_sign) {
+    if let Some(key) = session_key.filter(|_| keyed) {
         // 2.x signs with Session.SessionKey, the key's first 16 bytes (zero-padded); 3.x
         // derives from it, and AES-256 ciphers from the whole key.
         let signing = keys::derive(dialect.0, &key, preauth.as_ref(), 16).signing;
@@ -853,9 +862,10 @@ fn finish(
                 .ok()
                 .map(Arc::new);
         }
-        session.signing_required = policy == SigningPolicy::Required
-            || client_requires
-            || policy == SigningPolicy::Desired;
+        session.signing_required = !anonymous
+            && (policy == SigningPolicy::Required
+                || client_requires
+                || policy == SigningPolicy::Desired);
     } else {
         ch.signing_key = None;
         session.signing_key = None;
@@ -863,14 +873,14 @@ fn finish(
     }
     // [MS-SMB2] 3.3.5.5.3: Session.EncryptData from the server's policy.
     let encrypt = core_encrypt;
-    let can_encrypt = session.encrypt_key.is_some();
+    let can_encrypt = session.encrypt_key.is_some() && !anonymous;
     if encrypt == EncryptPolicy::Required && !can_encrypt {
         if core.log_ok(LogKind::RefusedLogon) {
             tracing::info!(
                 peer = %core.peer,
                 "logon refused: a session that cannot be encrypted ({}), and 'server smb encrypt = required'",
                 if guest || anonymous {
-                    "guest and anonymous logons have no keys"
+                    "guest and anonymous sessions are not encrypted"
                 } else {
                     "the client does not encrypt"
                 }
@@ -891,6 +901,9 @@ fn finish(
     let signing_required = session.signing_required;
     drop(session);
     core.authenticated = true;
+    if can_sign {
+        core.user_logged_on = true;
+    }
     let mut flags = SessionFlags::empty();
     if guest {
         flags.insert(SessionFlags::IS_GUEST);

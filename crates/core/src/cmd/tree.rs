@@ -37,12 +37,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         }
         let (account, user, unauthenticated) =
             acting_user(&session).ok_or(NtStatus::USER_SESSION_DELETED)?;
-        (
-            session.encrypt_key.is_some(),
-            account,
-            user,
-            unauthenticated,
-        )
+        (session.can_encrypt(), account, user, unauthenticated)
     };
     let (kind, source, ident, share_type, encrypt) = if name.eq_ignore_ascii_case("IPC$") {
         let ident = TreeIdentity {
@@ -245,7 +240,7 @@ pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<
                 _ => None,
             })
             .collect();
-        let can_encrypt = session.encrypt_key.is_some();
+        let can_encrypt = session.can_encrypt();
         (trees, account, user, unauthenticated, can_encrypt)
     };
     let mut removed = Vec::new();
