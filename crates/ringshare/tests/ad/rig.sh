@@ -82,9 +82,12 @@ up() {
 127.0.0.2 dc1.ad.rs.test dc1
 127.0.0.3 rsmember.ad.rs.test rsmember
 127.0.0.4 rsalt.ad.rs.test rsalt
+127.0.1.1 $(hostname)
 EOF
-    # The DC's own DNS answers for the domain (SRV records: how Samba's tools find the DC and
-    # its kpasswd service).
+    # The machine's own name is in the hosts file, as on any server: Samba's smbd looks it up at
+    # every logon, and the DC's DNS (whose forwarder is itself) took 1.6 s to say it did not
+    # know it, four times per logon. The DC's own DNS answers for the domain (SRV records: how
+    # Samba's tools find the DC and its kpasswd service).
     echo "nameserver 127.0.0.2" >"/etc/netns/$n/resolv.conf"
     cat >"$KRB5_CONFIG" <<EOF
 [libdefaults]
@@ -171,9 +174,12 @@ EOF
         -e "s|smb passwd file = .*|smb passwd file = $DIR/ringshare-smbpasswd|" \
         "$M/smb.conf" >"$DIR/ringshare.conf"
     touch "$DIR/ringshare-smbpasswd" "$M/smbpasswd"
-    # One I/O thread: every client shares it, so a logon that waited on winbind in it would
-    # stall them all (ad_member's stopped-winbindd step shows it does not).
-    spawn ringshare member env RINGSHARE_LOG=info "$bin" serve --threads 1 --config "$DIR/ringshare.conf"
+    # One I/O thread unless RIG_THREADS says otherwise (bench/logons --ad: one per CPU; it also
+    # sets RIG_LOG=warn, as a logon's INFO line is not what it measures): every
+    # client shares it, so a logon that waited on winbind in it would stall them all
+    # (ad_member's stopped-winbindd step shows it does not).
+    spawn ringshare member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve --threads "${RIG_THREADS:-1}" \
+        --config "$DIR/ringshare.conf"
     wait_port 127.0.0.3 445 "Samba's smbd"
     wait_port 127.0.0.4 445 ringshare
     for u in rsalice:'Al1ce!pass' rscarol:'C4rol!pass' rsbob:'B0b!pass'; do
