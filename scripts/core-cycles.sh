@@ -10,7 +10,8 @@
 #     submodule that comes back to its parent is.
 #
 # Test code (`#[cfg(test)] mod tests`, tests.rs, *_tests.rs) and comments are not counted.
-# It prints; it does not fail (yet).
+# It fails (exit 1) when a module of a layer that must stand alone (LAYERS at the end: the
+# per-file state in `files`) imports anything of the crate outside that layer.
 #
 #   scripts/core-cycles.sh [SRC_DIR]     (default: crates/core/src)
 #   scripts/core-cycles.sh --edges       also list which file imports which inside a cycle
@@ -178,4 +179,19 @@ report("top-level modules of " + src, tops, tsucc, adjacency=True)
 ancestor = lambda b, a: len(b) < len(a) and a[: len(b)] == b
 fsucc = {m: {b for b in bs if not ancestor(b, m)} for m, bs in edges.items()}
 report("files of " + src + " (uses of ancestors left out)", modules, fsucc)
+
+# Layers that stand alone (issue 30): a module under one imports nothing of the crate outside
+# it. `files` is the per-file state (share modes, oplocks and leases, byte-range locks, write
+# time, I/O grants), to become a crate of its own.
+LAYERS = [("files",)]
+bad = []
+for layer in LAYERS:
+    for m, bs in sorted(edges.items()):
+        if m[: len(layer)] == layer:
+            bad += [(m, b) for b in sorted(bs) if b[: len(layer)] != layer]
+print("== layers that import nothing outside themselves: " + ", ".join(name(l) for l in LAYERS))
+for m, b in bad:
+    print(f"  NOT ALLOWED: {name(m)} imports {name(b)}")
+print("  ok" if not bad else f"  {len(bad)} import(s) out of a layer")
+sys.exit(1 if bad else 0)
 PY

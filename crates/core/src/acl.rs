@@ -15,7 +15,7 @@
 
 use ringshare_wire::security::{AceType, SecurityDescriptor, Sid, INHERIT_ONLY_ACE};
 
-use crate::access::{map_generic, FILE_ALL_ACCESS};
+use crate::files::access::{map_generic, FILE_ALL_ACCESS};
 
 /// READ_CONTROL | WRITE_DAC: what an owner may always do.
 const OWNER_RIGHTS: u32 = 0x0002_0000 | 0x0004_0000;

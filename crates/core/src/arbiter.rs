@@ -16,12 +16,12 @@ use std::sync::{Arc, Mutex};
 use ringshare_vfs::RelPath;
 use ringshare_wire::NtStatus;
 
-use crate::access::{self, DELETE};
 use crate::cluster::grant::{self, IoGrant};
 use crate::cluster::msg::{self, Answer, Call};
 use crate::cluster::{self, shadow, Home};
-use crate::locks::{ByteRangeLock, Intent};
-use crate::oplock::{self, Grant, LeaseId, Route, Wish};
+use crate::files::access::{self, DELETE};
+use crate::files::locks::{ByteRangeLock, Intent};
+use crate::files::oplock::{self, Grant, LeaseId, Route, Wish};
 use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
 
 /// The node to ask about `key`: `None` when it is decided here.
@@ -179,7 +179,7 @@ fn admit_decided(
                 })
         }
     };
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
     joined
 }
 
@@ -300,7 +300,7 @@ pub(crate) fn close_here(
         };
         (closed, gone)
     };
-    oplock::send(server, wakes);
+    server.send_breaks(wakes);
     closed
 }
 
@@ -404,7 +404,7 @@ fn lock_decided(
     }
     let mut breaks = Vec::new();
     oplock::on_change(&mut e, owner, now_ms, &mut breaks);
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
     let mut taken: Vec<ByteRangeLock> = Vec::new();
     for a in asks {
         let failure = match a.lock {
@@ -567,7 +567,7 @@ pub(crate) fn io_check_here(
         }
         e.opens.iter().any(|o| access::can_write(o.access))
     };
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
     Ok(writers)
 }
 
@@ -601,7 +601,7 @@ pub(crate) fn changed_here(
 ) {
     let mut breaks = Vec::new();
     oplock::on_change(&mut lock(entry), owner, now_ms, &mut breaks);
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
 }
 
 /// Whether the file's delete is pending; with `set`, make it so (or not)
@@ -673,7 +673,7 @@ pub(crate) fn rename_waits_here(
         }
         wait
     };
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
     wait
 }
 
@@ -723,7 +723,7 @@ pub(crate) fn ack_oplock_here(
         oplock::wake_waiters(&mut e, &mut breaks);
         r
     };
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
     r
 }
 
@@ -770,7 +770,7 @@ pub(crate) fn ack_lease_here(
         oplock::wake_waiters(&mut e, &mut breaks);
         r
     };
-    oplock::send(server, breaks);
+    server.send_breaks(breaks);
     r
 }
 

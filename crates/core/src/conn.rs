@@ -927,7 +927,7 @@ impl Connection {
                         member: (start, end),
                         sole,
                         related,
-                        retry_at_ms: self.core.now.mono_ms + crate::oplock::BREAK_RETRY_MS,
+                        retry_at_ms: self.core.now.mono_ms + crate::files::oplock::BREAK_RETRY_MS,
                     });
                     return;
                 }

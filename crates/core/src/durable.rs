@@ -23,15 +23,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::oplock::Route;
+use crate::files::oplock::Route;
 use crate::server::{lock, ServerState};
 use crate::state::Open;
 
-/// The route of a parked open: no connection, no session.
-pub(crate) const DISCONNECTED: Route = Route {
-    conn_id: 0,
-    session_id: 0,
-};
+pub(crate) use crate::files::oplock::DISCONNECTED;
 
 /// How an open became durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +142,9 @@ impl Durables {
             self.pending.retain(|_, t| *t > now_ms);
         }
         if self.pending.len() < PENDING_MAX {
-            let until = now_ms + crate::oplock::BREAK_TIMEOUT_MS + crate::oplock::BREAK_RETRY_MS;
+            let until = now_ms
+                + crate::files::oplock::BREAK_TIMEOUT_MS
+                + crate::files::oplock::BREAK_RETRY_MS;
             self.pending.insert(guids, until);
         }
     }
@@ -439,8 +437,8 @@ pub(crate) fn decide(
     client_guid: [u8; 16],
 ) -> Option<(Durability, ringshare_wire::create::CreateContext<'static>)> {
     use ringshare_wire::create::{tag, CreateContext, DurableHandleRequestV2};
-    let caches_handles = oplock_level == crate::oplock::LEVEL_BATCH
-        || (oplock_level == crate::oplock::LEVEL_LEASE
+    let caches_handles = oplock_level == crate::files::oplock::LEVEL_BATCH
+        || (oplock_level == crate::files::oplock::LEVEL_LEASE
             && lease_state & ringshare_wire::consts::LeaseState::HANDLE_CACHING.0 != 0);
     let persistent = ca
         && matches!(
@@ -674,7 +672,7 @@ pub(crate) fn reconnect(
     };
     let (caching, lease) = {
         let mut e = lock(&old.entry);
-        let mut caching = crate::oplock::Caching::default();
+        let mut caching = crate::files::oplock::Caching::default();
         for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
             s.caching.route = route;
             caching = s.caching;
@@ -682,7 +680,7 @@ pub(crate) fn reconnect(
         let lease = caching.lease.and_then(|id| {
             let l = e.leases.iter_mut().find(|l| l.id == id)?;
             l.route = route;
-            Some(crate::oplock::Grant::of_lease(l))
+            Some(crate::files::oplock::Grant::of_lease(l))
         });
         (caching, lease)
     };
@@ -762,7 +760,7 @@ pub(crate) fn finish(
     sref: &crate::state::SessionRef,
     open: Open,
     level: u8,
-    lease: Option<&crate::oplock::Grant>,
+    lease: Option<&crate::files::oplock::Grant>,
     lease_key: Option<[u8; 16]>,
     file_id: ringshare_wire::FileId,
 ) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
@@ -812,13 +810,13 @@ pub(crate) fn take_parked(server: &ServerState, ids: &[(u64, u64)]) -> Vec<Parke
 }
 
 /// Before a new open joins file `entry`: close the parked opens whose oplock
-/// or lease it would have to break ([`crate::oplock::parked_in_the_way`]).
+/// or lease it would have to break ([`crate::files::oplock::parked_in_the_way`]).
 pub(crate) fn purge_for_open(
     server: &ServerState,
     entry: &std::sync::Mutex<crate::server::FileEntry>,
-    wish: &crate::oplock::Wish,
+    wish: &crate::files::oplock::Wish,
 ) {
-    let ids = crate::oplock::parked_in_the_way(&lock(entry), wish);
+    let ids = crate::files::oplock::parked_in_the_way(&lock(entry), wish);
     if ids.is_empty() {
         return;
     }
@@ -895,7 +893,7 @@ pub(crate) fn replay(
             e.leases
                 .iter()
                 .find(|l| l.id == id)
-                .map(crate::oplock::Grant::of_lease)
+                .map(crate::files::oplock::Grant::of_lease)
         });
         (c, lease)
     };
@@ -907,7 +905,7 @@ pub(crate) fn replay(
         .transpose()
         .map_err(|_| NtStatus::INVALID_PARAMETER)?
         .map(|l| l.key);
-    if requested == crate::oplock::LEVEL_LEASE
+    if requested == crate::files::oplock::LEVEL_LEASE
         && (lease.is_none() || c.lease.map(|l| l.key) != lease_key)
     {
         return Err(NtStatus::ACCESS_DENIED);
@@ -918,11 +916,13 @@ pub(crate) fn replay(
     };
     let attr = open.node.stat().map_err(crate::fsmap::status_of)?;
     let mut contexts = Vec::new();
-    if let (crate::oplock::LEVEL_LEASE, Some(g), Some(key)) = (requested, &lease, lease_key) {
+    if let (crate::files::oplock::LEVEL_LEASE, Some(g), Some(key)) = (requested, &lease, lease_key)
+    {
         contexts.push(crate::cmd::create::lease_context(key, g));
     }
     if let Some(d) = durability.filter(|_| {
-        requested == crate::oplock::LEVEL_BATCH || requested == crate::oplock::LEVEL_LEASE
+        requested == crate::files::oplock::LEVEL_BATCH
+            || requested == crate::files::oplock::LEVEL_LEASE
     }) {
         let flags = if d.persistent {
             DHANDLE_FLAG_PERSISTENT

@@ -6,7 +6,6 @@
 //! run it directly over the in-memory backend.
 #![forbid(unsafe_code)]
 
-mod access;
 mod acl;
 mod arbiter;
 pub mod backoff;
@@ -17,6 +16,7 @@ pub mod credits;
 pub mod domain;
 mod durable;
 mod fileinfo;
+pub mod files;
 pub mod fruit;
 mod fsmap;
 pub mod identity;
@@ -24,7 +24,6 @@ pub mod idmap;
 pub mod io;
 mod ipc;
 pub mod limits;
-pub mod locks;
 pub mod loglimit;
 pub mod lookup;
 pub mod metrics;
@@ -32,7 +31,6 @@ mod notify;
 pub mod notify_kernel;
 mod ntsd;
 mod opens;
-pub mod oplock;
 pub mod path;
 pub mod peers;
 pub mod server;

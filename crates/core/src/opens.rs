@@ -199,14 +199,14 @@ pub(crate) fn close_open(
             let mut e = lock(&file_entry);
             e.opens.retain(|s| s.owner != id);
             e.streams.retain(|(o, _)| *o != id);
-            crate::oplock::wake_waiters(&mut e, &mut wakes);
+            crate::files::oplock::wake_waiters(&mut e, &mut wakes);
             (
                 e.delete_pending && e.opens.is_empty(),
                 e.path.clone(),
                 e.is_dir,
             )
         };
-        crate::oplock::send(server, wakes);
+        server.send_breaks(wakes);
         if remove {
             remove_file(server, &share, &who, &path, is_dir);
         }

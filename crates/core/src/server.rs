@@ -20,7 +20,6 @@ use ringshare_wire::ioctl::NetworkInterfaceInfo;
 use ringshare_auth::UserLookup;
 use ringshare_vfs::{RelPath, Share};
 
-use crate::locks::LockList;
 use crate::state::{Session, SessionRef};
 
 /// Signing policy, in smb.conf words.
@@ -228,91 +227,7 @@ impl ShareSet {
     }
 }
 
-/// Identity of a file across the server: (device, inode), and for a named
-/// stream, which one (share modes, oplocks, leases, locks and delete-on-close
-/// are per stream, [MS-FSA] 2.1.1.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FileKey {
-    pub dev: u64,
-    pub ino: u64,
-    /// 0 for the file itself (its default stream), else a keyed hash of the
-    /// stream's name ignoring case ([`FileKey::stream`]).
-    pub stream: u64,
-}
-
-impl FileKey {
-    /// The file (or directory) `attr` describes.
-    pub fn of(attr: &ringshare_vfs::FileAttr) -> FileKey {
-        FileKey {
-            dev: attr.dev,
-            ino: attr.ino,
-            stream: 0,
-        }
-    }
-
-    /// Named stream `name` of this file. The hash is keyed with a secret
-    /// made at start, so no client can make two names collide on purpose.
-    pub fn stream(self, name: &str) -> FileKey {
-        use std::hash::BuildHasher;
-        static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
-            std::sync::OnceLock::new();
-        let h = KEY
-            .get_or_init(Default::default)
-            .hash_one(name.to_uppercase());
-        FileKey {
-            stream: h | 1,
-            ..self
-        }
-    }
-
-    /// The file this key is (a stream of).
-    pub fn base(self) -> FileKey {
-        FileKey { stream: 0, ..self }
-    }
-}
-
-/// One open's entry in a file's share-mode table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShareEntry {
-    pub owner: u64,
-    pub access: u32,
-    pub share_access: u32,
-    /// The open's oplock or lease and where its breaks go.
-    pub caching: crate::oplock::Caching,
-    /// The open's user. A file's home uses it when an open of a node that
-    /// died was the last of a delete-pending file: the file is removed as
-    /// that user, as when a client's last open ends on a single server.
-    /// `None` for pipes' and streams' base-file holds (and for opens whose
-    /// user had too many groups to send between nodes).
-    pub who: Option<ringshare_vfs::Who>,
-}
-
-/// Server-wide state of one open file.
-#[derive(Debug, Default)]
-pub struct FileEntry {
-    pub opens: Vec<ShareEntry>,
-    pub locks: LockList,
-    /// Set by delete-on-close or a disposition SET_INFO; the file goes when the
-    /// last open closes.
-    pub delete_pending: bool,
-    /// The share (by name) and path where the file lives now (renames update it).
-    pub share: String,
-    pub path: RelPath,
-    pub is_dir: bool,
-    /// Leases held on the file, one per (ClientGuid, LeaseKey).
-    pub leases: Vec<crate::oplock::Lease>,
-    /// Connections with a request waiting for a break on this file to end:
-    /// told to try again when a holder acknowledges or closes.
-    pub waiters: Vec<u64>,
-    /// The write time clients see while the file is open ([`crate::writetime`]).
-    pub(crate) write_time: crate::writetime::WriteTime,
-    /// Opens of the file's named streams (open id, stream key): each also
-    /// holds an entry in `opens`.
-    pub streams: Vec<(u64, FileKey)>,
-    /// On a cluster node: the I/O grants given (at the file's home) or held
-    /// (elsewhere) ([`crate::cluster::grant`]).
-    pub(crate) grants: crate::cluster::grant::Grants,
-}
+pub use crate::files::{FileEntry, FileKey, ShareEntry};
 
 /// Shared state of the whole server.
 pub struct ServerState {
@@ -333,7 +248,7 @@ pub struct ServerState {
     pub(crate) sessions: Mutex<HashMap<u64, SessionRef>>,
     next_connection: AtomicU64,
     /// Which file each lease is on (a lease key names one file).
-    pub(crate) lease_files: Mutex<HashMap<crate::oplock::LeaseId, FileKey>>,
+    pub(crate) lease_files: Mutex<HashMap<crate::files::oplock::LeaseId, FileKey>>,
     /// Oplock and lease break notifications posted, for metrics.
     pub(crate) breaks_posted: AtomicU64,
     /// Each live connection's mailbox, by connection id.
@@ -405,6 +320,31 @@ pub(crate) enum Notice {
     Drop,
 }
 
+impl From<crate::files::oplock::Break> for Notice {
+    fn from(b: crate::files::oplock::Break) -> Notice {
+        use crate::files::oplock::Break;
+        match b {
+            Break::Oplock {
+                session_id,
+                file_id,
+                level,
+            } => Notice::OplockBreak {
+                session_id,
+                file_id,
+                level,
+            },
+            Break::Lease {
+                session_id,
+                notification,
+            } => Notice::LeaseBreak {
+                session_id,
+                notification,
+            },
+            Break::Retry => Notice::Retry,
+        }
+    }
+}
+
 /// A connection's inbox of notices from other connections (they may run on
 /// other threads), and what `status` shows of it.
 #[derive(Debug, Default)]
@@ -435,6 +375,28 @@ impl fmt::Debug for ServerState {
 }
 
 impl ServerState {
+    /// Send the breaks a per-file decision made to the holders' connections; when a
+    /// holder's connection is gone, to another channel of its session.
+    pub(crate) fn send_breaks(&self, breaks: crate::files::oplock::Breaks) {
+        for (route, b) in breaks {
+            if crate::cluster::forward(self, route, &b) {
+                continue;
+            }
+            let notice = Notice::from(b);
+            if self.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
+                continue;
+            }
+            let channels = self
+                .find_session(route.session_id)
+                .map(|s| lock(&s).channels.clone())
+                .unwrap_or_default();
+            let delivered = channels.into_iter().any(|c| self.post(c, notice.clone()));
+            if !delivered {
+                tracing::debug!(session = route.session_id, "no connection left for a break");
+            }
+        }
+    }
+
     /// A server whose users all act as the server process
     /// ([`crate::identity::ProcessAccounts`]).
     pub fn new(config: ServerConfig, users: Arc<dyn UserLookup + Send + Sync>) -> Arc<ServerState> {
@@ -572,17 +534,17 @@ impl ServerState {
     }
 
     /// The file a lease is on.
-    pub(crate) fn lease_file(&self, id: crate::oplock::LeaseId) -> Option<FileKey> {
+    pub(crate) fn lease_file(&self, id: crate::files::oplock::LeaseId) -> Option<FileKey> {
         lock(&self.lease_files).get(&id).copied()
     }
 
     /// Record the file a lease is on (taken with the file's entry locked).
-    pub(crate) fn set_lease_file(&self, id: crate::oplock::LeaseId, key: FileKey) {
+    pub(crate) fn set_lease_file(&self, id: crate::files::oplock::LeaseId, key: FileKey) {
         lock(&self.lease_files).insert(id, key);
     }
 
     /// The lease is gone from file `key` with the last open there that named it.
-    pub(crate) fn forget_lease(&self, id: crate::oplock::LeaseId, key: FileKey) {
+    pub(crate) fn forget_lease(&self, id: crate::files::oplock::LeaseId, key: FileKey) {
         let mut m = lock(&self.lease_files);
         if m.get(&id) == Some(&key) {
             m.remove(&id);
@@ -784,7 +746,7 @@ impl ServerState {
         if let Some(e) = files.get(&key) {
             let e = lock(e);
             if e.opens.is_empty() {
-                e.write_time.forget(self);
+                e.write_time.forget(&self.write_times_shown);
                 drop(e);
                 files.remove(&key);
             }

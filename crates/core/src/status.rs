@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::oplock::{LEVEL_BATCH, LEVEL_EXCLUSIVE, LEVEL_II, LEVEL_LEASE, LEVEL_NONE};
+use crate::files::oplock::{LEVEL_BATCH, LEVEL_EXCLUSIVE, LEVEL_II, LEVEL_LEASE, LEVEL_NONE};
 use crate::server::{lock, ServerState};
 use crate::state::TreeKind;
 
@@ -155,12 +155,12 @@ pub fn lease_letters(state: u32) -> String {
 }
 
 /// Whether an access mask reads data, writes data and may delete, as the
-/// server decides it ([`crate::access`]), as `RWD` letters.
+/// server decides it ([`crate::files::access`]), as `RWD` letters.
 pub fn access_letters(access: u32) -> String {
     [
-        (crate::access::can_read(access), 'R'),
-        (crate::access::can_write(access), 'W'),
-        (access & crate::access::DELETE != 0, 'D'),
+        (crate::files::access::can_read(access), 'R'),
+        (crate::files::access::can_write(access), 'W'),
+        (access & crate::files::access::DELETE != 0, 'D'),
     ]
     .iter()
     .map(|&(on, c)| if on { c } else { '-' })

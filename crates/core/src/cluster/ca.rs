@@ -25,8 +25,8 @@ use ringshare_wire::{FileId, NtStatus};
 use super::handover::HandOver;
 use super::{msg, partition_of, Home};
 use crate::durable::{Durability, Owner, Parked, DISCONNECTED};
-use crate::locks::ByteRangeLock;
-use crate::oplock::{self, Lease};
+use crate::files::locks::ByteRangeLock;
+use crate::files::oplock::{self, Lease};
 use crate::server::{lock, ServerState, ShareEntry};
 use crate::state::Open;
 

@@ -27,8 +27,8 @@ use ringshare_wire::{FileId, NtStatus};
 use super::msg::{Answer, Call};
 use super::{node_of, Home};
 use crate::durable::{self, Durability, Kind, Owner, Reconnect};
-use crate::locks::ByteRangeLock;
-use crate::oplock::{Lease, Route};
+use crate::files::locks::ByteRangeLock;
+use crate::files::oplock::{Lease, Route};
 use crate::server::{lock, FileKey, ServerState, ShareDef, ShareEntry};
 use crate::state::{Open, OpenState, SessionRef, TreeKind};
 
@@ -112,8 +112,8 @@ pub(crate) fn reopen(
 ) -> Result<Arc<dyn ringshare_vfs::Node>, NtStatus> {
     let opts = OpenOptions {
         mode: OpenMode::Existing,
-        read: crate::access::can_read(h.access),
-        write: crate::access::can_write(h.access),
+        read: crate::files::access::can_read(h.access),
+        write: crate::files::access::can_write(h.access),
         directory: h.is_dir,
         non_directory: !h.is_dir,
         create_mode: 0,
@@ -274,10 +274,10 @@ pub(crate) fn transfer_here(
             .find(|o| o.owner == moved.from)
             .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
         let mut t = 0;
-        if crate::access::can_write(o.access) {
+        if crate::files::access::can_write(o.access) {
             t |= super::grant::IoGrant::NO_FOREIGN_WRITERS;
         }
-        if o.caching.level != crate::oplock::LEVEL_NONE {
+        if o.caching.level != crate::files::oplock::LEVEL_NONE {
             t |= super::grant::IoGrant::NO_FOREIGN_CACHING;
         }
         t
@@ -490,7 +490,7 @@ pub(crate) fn reconnect_from(
         crate::opens::close_open(&server, Arc::new(open), false);
         return Err(s);
     }
-    let lease = t.lease.as_ref().map(crate::oplock::Grant::of_lease);
+    let lease = t.lease.as_ref().map(crate::files::oplock::Grant::of_lease);
     let lease_key = wanted.lease_key.and(t.open.caching.lease.map(|l| l.key));
     let new_id = FileId {
         persistent: file_id.persistent,

@@ -26,7 +26,8 @@ use std::sync::Arc;
 
 use ringshare_wire::{NtStatus, WireError};
 
-use crate::oplock::Route;
+use crate::files::oplock::Break;
+use crate::files::oplock::Route;
 use crate::server::{FileKey, Notice, ServerState};
 
 /// A close no home took yet ([`ServerState::resend_closes`]).
@@ -100,13 +101,7 @@ pub trait ClusterLink: Send + Sync {
 /// The device number of every file's key on a cluster node.
 pub const CLUSTER_DEV: u64 = 0x5253_434c_5553_5452;
 
-/// Where a node's number sits in the ids it makes.
-pub const NODE_SHIFT: u32 = 48;
-
-/// The node that made connection or open id `id` (0 on a server outside a cluster).
-pub fn node_of(id: u64) -> u16 {
-    (id >> NODE_SHIFT) as u16
-}
+pub use crate::files::{owner_node as node_of, NODE_SHIFT};
 
 /// The partition of a file: a stable hash of its file system id and inode
 /// (the same on every node and every build; a stream is homed with its file).
@@ -264,7 +259,7 @@ impl ServerState {
                     return Err(WireError::Invalid("notice for another node's connection"));
                 }
                 shadow::break_passes(self, &p.notice);
-                crate::oplock::send(self, vec![(p.route, p.notice)]);
+                self.send_breaks(vec![(p.route, p.notice)]);
                 Ok(None)
             }
             msg::Message::Changes { share, changes } => {
@@ -313,10 +308,10 @@ pub(crate) fn ask_for<T>(
     }
 }
 
-/// Send a notice for a connection of another node there: true when the
-/// connection is another node's (the notice went, or is lost with that
+/// Send a break for a connection of another node there: true when the
+/// connection is another node's (the break went, or is lost with that
 /// node), false when it is this node's to post.
-pub(crate) fn forward(server: &ServerState, route: Route, notice: &Notice) -> bool {
+pub(crate) fn forward(server: &ServerState, route: Route, notice: &Break) -> bool {
     let Some(link) = server.cluster() else {
         return false;
     };

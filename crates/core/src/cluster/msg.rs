@@ -15,9 +15,10 @@ use super::ca::CaRecord;
 use super::handover::{GiveUpAsk, HandOver, Moved, Transferred};
 use super::reclaim::Record;
 use crate::arbiter::Closed;
-use crate::locks::ByteRangeLock;
-use crate::oplock::{self, Caching, Grant, LeaseId, Route, Wish};
-use crate::server::{FileKey, Notice, ShareEntry};
+use crate::files::locks::ByteRangeLock;
+use crate::files::oplock::Break;
+use crate::files::oplock::{self, Caching, Grant, LeaseId, Route, Wish};
+use crate::server::{FileKey, ShareEntry};
 
 /// The largest message a node accepts (a CREATE's path is the largest part).
 pub const MESSAGE_MAX: usize = 64 * 1024;
@@ -195,11 +196,11 @@ impl Answer {
     }
 }
 
-/// A notice for a connection of the node that receives it.
+/// A break for a connection of the node that receives it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Post {
     pub route: Route,
-    pub notice: Notice,
+    pub notice: Break,
 }
 
 /// A change made through a node, for the watchers of the others.
@@ -1054,11 +1055,10 @@ mod notice {
     pub const RETRY: u8 = 3;
 }
 
-/// Only the notices one node sends another are encoded: breaks and retries.
-/// Any other is sent as a retry (harmless: the connection looks again).
-fn put_notice(o: &mut Vec<u8>, n: &Notice) {
+/// What one node sends another for a connection: breaks and retries.
+fn put_notice(o: &mut Vec<u8>, n: &Break) {
     match n {
-        Notice::OplockBreak {
+        Break::Oplock {
             session_id,
             file_id,
             level,
@@ -1069,7 +1069,7 @@ fn put_notice(o: &mut Vec<u8>, n: &Notice) {
             o.put_u64(file_id.volatile);
             o.put_u8(*level);
         }
-        Notice::LeaseBreak {
+        Break::Lease {
             session_id,
             notification,
         } => {
@@ -1080,13 +1080,13 @@ fn put_notice(o: &mut Vec<u8>, n: &Notice) {
             OplockBreak::LeaseBreakNotification(notification.clone()).encode(&mut m);
             put_str_bytes(o, &m[HEADER_LEN..]);
         }
-        _ => o.put_u8(notice::RETRY),
+        Break::Retry => o.put_u8(notice::RETRY),
     }
 }
 
-fn get_notice(r: &mut Reader<'_>) -> Result<Notice, WireError> {
+fn get_notice(r: &mut Reader<'_>) -> Result<Break, WireError> {
     Ok(match r.u8()? {
-        notice::OPLOCK_BREAK => Notice::OplockBreak {
+        notice::OPLOCK_BREAK => Break::Oplock {
             session_id: r.u64()?,
             file_id: FileId {
                 persistent: r.u64()?,
@@ -1100,14 +1100,14 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Notice, WireError> {
             let mut m = vec![0u8; HEADER_LEN];
             m.extend_from_slice(r.bytes(n)?);
             match OplockBreak::decode(&m)? {
-                OplockBreak::LeaseBreakNotification(notification) => Notice::LeaseBreak {
+                OplockBreak::LeaseBreakNotification(notification) => Break::Lease {
                     session_id,
                     notification,
                 },
                 _ => return Err(WireError::Invalid("not a lease break notification")),
             }
         }
-        notice::RETRY => Notice::Retry,
+        notice::RETRY => Break::Retry,
         _ => return Err(WireError::Invalid("unknown cluster notice")),
     })
 }

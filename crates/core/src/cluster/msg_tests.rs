@@ -254,7 +254,7 @@ pub(crate) fn samples() -> Vec<Message> {
         })),
     ];
     let posts = vec![
-        Notice::OplockBreak {
+        Break::Oplock {
             session_id: 99,
             file_id: FileId {
                 persistent: 1,
@@ -262,7 +262,7 @@ pub(crate) fn samples() -> Vec<Message> {
             },
             level: 1,
         },
-        Notice::LeaseBreak {
+        Break::Lease {
             session_id: 99,
             notification: LeaseBreakNotification {
                 new_epoch: 4,
@@ -275,7 +275,7 @@ pub(crate) fn samples() -> Vec<Message> {
                 share_mask_hint: ShareAccess(0),
             },
         },
-        Notice::Retry,
+        Break::Retry,
     ];
     calls
         .into_iter()

@@ -10,8 +10,8 @@ use ringshare_vfs::RelPath;
 
 use super::msg::{Answer, Call};
 use super::{node_of, partition_of};
-use crate::locks::ByteRangeLock;
-use crate::oplock::Lease;
+use crate::files::locks::ByteRangeLock;
+use crate::files::oplock::Lease;
 use crate::server::{lock, FileKey, ServerState, ShareEntry};
 
 /// One file's state as one node holds it: that node's opens of it.
@@ -245,7 +245,7 @@ impl ServerState {
                 self.forget_lease(id, key);
             }
             e.waiters.retain(|c| !gone(*c));
-            crate::oplock::wake_waiters(&mut e, &mut wakes);
+            crate::files::oplock::wake_waiters(&mut e, &mut wakes);
             if e.opens.is_empty() {
                 emptied.push((
                     key,
@@ -254,7 +254,7 @@ impl ServerState {
                 ));
             }
         }
-        crate::oplock::send(self, wakes);
+        self.send_breaks(wakes);
         for (key, remove) in emptied {
             self.drop_file_entry_if_unused(key);
             let Some((share, path, is_dir, who)) = remove else {

@@ -9,9 +9,10 @@
 use ringshare_wire::NtStatus;
 
 use crate::arbiter::OpenAsk;
-use crate::locks::ByteRangeLock;
-use crate::oplock::{self, Caching, Grant, Lease, LeaseId};
-use crate::server::{lock, FileEntry, Notice, ServerState, ShareEntry};
+use crate::files::locks::ByteRangeLock;
+use crate::files::oplock::Break;
+use crate::files::oplock::{self, Caching, Grant, Lease, LeaseId};
+use crate::server::{lock, FileEntry, ServerState, ShareEntry};
 
 /// The home admitted `ask` with `g`.
 pub(crate) fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
@@ -94,9 +95,9 @@ pub(crate) fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
 
 /// A break for a connection of this node passes by from the file's home:
 /// record its target state in the shadow entry.
-pub(crate) fn break_passes(server: &ServerState, notice: &Notice) {
+pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
     match notice {
-        Notice::LeaseBreak { notification, .. } => {
+        Break::Lease { notification, .. } => {
             // The lease's client is the connection's; the key names it.
             let ids: Vec<(LeaseId, crate::server::FileKey)> = lock(&server.lease_files)
                 .iter()
@@ -109,7 +110,7 @@ pub(crate) fn break_passes(server: &ServerState, notice: &Notice) {
                 }
             }
         }
-        Notice::OplockBreak { file_id, level, .. } => {
+        Break::Oplock { file_id, level, .. } => {
             // Rare (a break of an oplock held through another node's
             // file): the entry is found by looking at each.
             let owner = file_id.volatile;
@@ -118,6 +119,6 @@ pub(crate) fn break_passes(server: &ServerState, notice: &Notice) {
                 oplock_now(&mut lock(&e), owner, *level);
             }
         }
-        _ => {}
+        Break::Retry => {}
     }
 }

@@ -19,7 +19,7 @@
 //! 7. the answer and its contexts, and the open put in its session
 //!    ([`answer`]).
 //!
-//! Oplocks and leases are granted and broken by [`crate::oplock`]: an open
+//! Oplocks and leases are granted and broken by [`crate::files::oplock`]: an open
 //! that must wait for another client to acknowledge a break is answered
 //! later ([`Handled::WaitForBreaks`]; the connection retries it).
 
@@ -34,9 +34,9 @@ use ringshare_wire::{FileId, NtStatus};
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::durable;
 use crate::fileinfo;
+use crate::files::oplock;
 use crate::fsmap::status_of;
 use crate::limits;
-use crate::oplock;
 use crate::server::{lock, ServerState, ShareDef};
 use crate::state::{SessionRef, TreeKind};
 

@@ -6,8 +6,8 @@
 use ringshare_wire::file::{FlushRequest, FlushResponse};
 use ringshare_wire::NtStatus;
 
-use crate::access;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
+use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::opens;

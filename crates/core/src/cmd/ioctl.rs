@@ -40,11 +40,11 @@ use ringshare_wire::ioctl::{
 };
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::access::{
-    FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
-};
 use crate::arbiter;
 use crate::conn::{ConnCore, Reply, Req};
+use crate::files::access::{
+    FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
+};
 use crate::fsmap::status_of;
 use crate::opens;
 use crate::server::{lock, FileEntry};

@@ -1,5 +1,5 @@
 //! [MS-SMB2] 3.3.5.14 Receiving an SMB2 LOCK Request, over the byte-range lock
-//! table of [`crate::locks`] ([MS-FSA] 2.1.5.8, 2.1.5.9).
+//! table of [`crate::files::locks`] ([MS-FSA] 2.1.5.8, 2.1.5.9).
 //!
 //! - Unlocks (3.3.5.14.1): when the first element unlocks, every element must
 //!   be exactly SMB2_LOCKFLAG_UNLOCK; a range not held is RANGE_NOT_LOCKED and
@@ -24,8 +24,8 @@ use ringshare_wire::NtStatus;
 use crate::arbiter;
 use crate::cmd::AsyncWork;
 use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::files::locks::{self, ByteRangeLock};
 use crate::limits;
-use crate::locks::{self, ByteRangeLock};
 use crate::opens;
 use crate::server::lock;
 

@@ -1,6 +1,6 @@
 //! [MS-SMB2] 3.3.5.22 Receiving an SMB2 OPLOCK_BREAK Acknowledgment: of an
 //! oplock break (3.3.5.22.1) or a lease break (3.3.5.22.2). The rules of
-//! what may be acknowledged live in [`crate::oplock`].
+//! what may be acknowledged live in [`crate::files::oplock`].
 
 use ringshare_wire::consts::{LeaseState, OplockLevel};
 use ringshare_wire::misc::OplockBreak;
@@ -8,8 +8,8 @@ use ringshare_wire::NtStatus;
 
 use crate::arbiter;
 use crate::conn::{ConnCore, Reply, Req};
+use crate::files::oplock::LeaseId;
 use crate::opens;
-use crate::oplock::LeaseId;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let mut body = Vec::with_capacity(36);

@@ -37,9 +37,9 @@ use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::{NtStatus, WriteExt};
 
-use crate::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
+use crate::files::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
 use crate::fsmap::status_of;
 use crate::opens;
 use crate::server::lock;

@@ -13,9 +13,9 @@ use ringshare_wire::file::{ReadRequest, ReadResponse};
 use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::NtStatus;
 
-use crate::access;
 use crate::arbiter;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
+use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::opens;

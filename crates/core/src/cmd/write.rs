@@ -15,9 +15,9 @@ use ringshare_wire::codec::HEADER_LEN;
 use ringshare_wire::file::{WriteRequest, WriteResponse};
 use ringshare_wire::NtStatus;
 
-use crate::access;
 use crate::arbiter;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
+use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::opens;
@@ -135,7 +135,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     {
         let mut e = lock(&open.entry);
         if !e.write_time.needs_base() {
-            e.write_time.wrote(open.id, core.now, None);
+            e.write_time.wrote(
+                open.id,
+                core.now.mono_ms,
+                crate::writetime::nanos(core.now),
+                None,
+            );
             first_write = false;
         }
     }

@@ -110,7 +110,7 @@ impl Connection {
             };
             let answered = match outcome {
                 Ok(None) => {
-                    w.retry_at_ms = now + crate::oplock::BREAK_RETRY_MS;
+                    w.retry_at_ms = now + crate::files::oplock::BREAK_RETRY_MS;
                     keep.push(w);
                     continue;
                 }

@@ -234,7 +234,7 @@ pub(crate) fn dir_attr(
     } else {
         0
     };
-    let mut max_access = crate::access::FILE_READ_ATTRIBUTES;
+    let mut max_access = crate::files::access::FILE_READ_ATTRIBUTES;
     let path = dir.join(name).ok();
     let mut opts = OpenOptions::read_existing();
     opts.read = false;
@@ -246,7 +246,7 @@ pub(crate) fn dir_attr(
         let node: std::sync::Arc<dyn ringshare_vfs::Node> = std::sync::Arc::from(node);
         if let Ok(access) = node.access() {
             let may_delete = share.backend.may_delete(who, &path).unwrap_or(false);
-            max_access = crate::access::rights_of(access, attr.is_dir(), may_delete);
+            max_access = crate::files::access::rights_of(access, attr.is_dir(), may_delete);
         }
         let fork = match f.resource {
             Resource::Stream => node

@@ -12,10 +12,10 @@ use ringshare_wire::NtStatus;
 use super::request::Asked;
 use super::stream::Made;
 use super::At;
-use crate::access;
 use crate::arbiter;
 use crate::conn::{ConnCore, Req};
-use crate::oplock::{self, Route};
+use crate::files::access;
+use crate::files::oplock::{self, Route};
 use crate::server::{lock, FileEntry, FileKey, ShareEntry};
 
 /// An open that holds its place in its file's entry.

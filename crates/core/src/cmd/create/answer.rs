@@ -18,13 +18,13 @@ use super::change::Changed;
 use super::request::Asked;
 use super::stream::Made;
 use super::{client_guid, file_id_shown, lease_context, response_body, At, TreeView};
-use crate::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::conn::{ConnCore, Reply, Req};
 use crate::durable;
 use crate::fileinfo::{self, ATTR_READONLY};
+use crate::files::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
+use crate::files::oplock;
 use crate::notify;
 use crate::opens;
-use crate::oplock;
 use crate::server::{lock, ServerState, ShareDef};
 use crate::state::{Open, OpenState, SessionRef};
 

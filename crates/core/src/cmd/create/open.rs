@@ -10,7 +10,7 @@ use ringshare_wire::NtStatus;
 use super::request::Asked;
 use super::target::Target;
 use super::At;
-use crate::access;
+use crate::files::access;
 use crate::fsmap::status_of;
 use crate::identity;
 
@@ -141,7 +141,7 @@ fn has_default_acl(backend: &dyn Share, who: &ringshare_vfs::Who, dir: &RelPath)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::access::{FILE_READ_DATA, FILE_WRITE_DATA};
+    use crate::files::access::{FILE_READ_DATA, FILE_WRITE_DATA};
     use ringshare_vfs::OpenMode;
     use ringshare_wire::consts::CreateDisposition;
 

@@ -10,12 +10,12 @@ use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::NtStatus;
 
 use super::TreeView;
-use crate::access::{self, DELETE};
 use crate::conn::ConnCore;
 use crate::durable;
 use crate::fileinfo::SETTABLE_ATTRIBUTES;
+use crate::files::access::{self, DELETE};
+use crate::files::oplock::{self, LeaseId};
 use crate::fruit::{Aapl, Fruit};
-use crate::oplock::{self, LeaseId};
 use crate::path::{parse_create_name, StreamPart};
 
 const OPT_DIRECTORY_FILE: u32 = 0x0000_0001;

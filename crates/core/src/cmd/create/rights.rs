@@ -9,8 +9,8 @@ use ringshare_wire::NtStatus;
 use super::open::Opened;
 use super::request::Asked;
 use super::At;
-use crate::access::{self, DELETE, FILE_WRITE_DATA};
 use crate::acl;
+use crate::files::access::{self, DELETE, FILE_WRITE_DATA};
 use crate::fsmap::status_of;
 use crate::server::ShareDef;
 

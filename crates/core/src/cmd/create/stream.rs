@@ -12,7 +12,7 @@ use ringshare_wire::NtStatus;
 use super::open::Opened;
 use super::request::Asked;
 use super::At;
-use crate::access;
+use crate::files::access;
 use crate::fsmap::status_of;
 
 /// What a CREATE opened (the file, or its named stream) and what it made.

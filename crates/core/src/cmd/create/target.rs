@@ -7,8 +7,8 @@ use ringshare_wire::NtStatus;
 
 use super::request::Asked;
 use super::{resolve_path, TreeView};
-use crate::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::fileinfo::{self, ATTR_READONLY};
+use crate::files::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::server::{lock, ServerState};
 
 /// The name resolved, and what the disposition does with it.
@@ -129,7 +129,7 @@ fn check_existing(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::access::{DELETE, FILE_READ_DATA};
+    use crate::files::access::{DELETE, FILE_READ_DATA};
     use ringshare_vfs::FileKind;
 
     fn asked(disposition: CreateDisposition, explicit: u32) -> Asked {

@@ -6,7 +6,7 @@
 //! The state lives in the file's [`FileEntry`], under its mutex: each open's
 //! oplock in its [`ShareEntry`], each lease (one per ClientGuid and LeaseKey,
 //! shared by the opens that name it) in `FileEntry::leases`. Breaks are
-//! decided there and delivered as [`Notice`]s to the connection of the
+//! decided there and delivered as [`Break`]s to the connection of the
 //! holder's client (any thread); a CREATE that must wait for an
 //! acknowledgment is parked by its connection, which the file's entry
 //! remembers as a waiter: an acknowledgment or a close there tells it to try
@@ -39,8 +39,8 @@ use ringshare_wire::consts::{LeaseBreakFlags, LeaseFlags, LeaseState};
 use ringshare_wire::misc::LeaseBreakNotification;
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::access;
-use crate::server::{FileEntry, Notice, ServerState};
+use super::access;
+use super::FileEntry;
 
 pub const LEVEL_NONE: u8 = 0x00;
 pub const LEVEL_II: u8 = 0x01;
@@ -109,7 +109,7 @@ pub struct Lease {
 
 /// What a new open asks for and how it opens the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Wish {
+pub struct Wish {
     /// The CREATE waited before: it waits while a lease of another key is
     /// still breaking (its first attempt waits only for what it needs).
     pub retry: bool,
@@ -123,8 +123,34 @@ pub(crate) struct Wish {
     pub lease: Option<LeaseId>,
 }
 
-/// Notices to post once the file's entry is unlocked.
-pub(crate) type Breaks = Vec<(Route, Notice)>;
+/// What a holder's connection is to be told: a break of its oplock or lease, or
+/// that a break its requests wait for may have ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Break {
+    /// [MS-SMB2] 2.2.23.1 to the client of `session_id`.
+    Oplock {
+        session_id: u64,
+        file_id: FileId,
+        level: u8,
+    },
+    /// [MS-SMB2] 2.2.23.2 to the client of `session_id`.
+    Lease {
+        session_id: u64,
+        notification: LeaseBreakNotification,
+    },
+    /// A break this connection's requests wait for may have ended: try them again.
+    Retry,
+}
+
+/// Breaks to send once the file's entry is unlocked.
+pub type Breaks = Vec<(Route, Break)>;
+
+/// The route of a parked durable open: no connection, no session (nothing is
+/// sent to it).
+pub const DISCONNECTED: Route = Route {
+    conn_id: 0,
+    session_id: 0,
+};
 
 /// Access a "stat open" may have: it breaks no oplock.
 const STAT_ACCESS: u32 =
@@ -154,12 +180,7 @@ fn oplock_state(level: u8) -> u32 {
 /// Before a new open joins the file: end overdue breaks, start the breaks
 /// the open needs, and say whether it must wait for acknowledgments
 /// (`true`). Called with the entry locked; `breaks` collects what to send.
-pub(crate) fn before_open(
-    e: &mut FileEntry,
-    wish: &Wish,
-    now_ms: u64,
-    breaks: &mut Breaks,
-) -> bool {
+pub fn before_open(e: &mut FileEntry, wish: &Wish, now_ms: u64, breaks: &mut Breaks) -> bool {
     expire(e, now_ms);
     let lease_stat = is_lease_stat_open(wish.access, wish.truncate);
     if lease_stat && is_stat_open(wish.access, wish.truncate) {
@@ -219,12 +240,12 @@ pub(crate) fn before_open(
     wait
 }
 
-/// The opens of disconnected clients (route [`crate::durable::DISCONNECTED`])
+/// The opens of disconnected clients (route [`DISCONNECTED`])
 /// that a new open would have to break, by FileId (persistent, volatile): their client is
 /// not there to acknowledge, so they are closed instead (Samba and Windows
 /// do the same). What is taken is what [`before_open`] would take.
-pub(crate) fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<(u64, u64)> {
-    let disconnected = |r: Route| r == crate::durable::DISCONNECTED;
+pub fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<(u64, u64)> {
+    let disconnected = |r: Route| r == DISCONNECTED;
     if !e.opens.iter().any(|o| disconnected(o.caching.route))
         || is_lease_stat_open(wish.access, wish.truncate)
             && is_stat_open(wish.access, wish.truncate)
@@ -254,7 +275,7 @@ pub(crate) fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<(u64, u64)> {
 /// After a WRITE, byte-range LOCK or size change through open `owner`:
 /// LEVEL_II oplocks (the writer's own too) and the R leases of other keys
 /// break to nothing, without waiting for anyone.
-pub(crate) fn before_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
+pub fn before_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
     expire(e, now_ms);
     let mine = lease_of(e, owner);
     for o in e.opens.iter_mut() {
@@ -274,7 +295,7 @@ pub(crate) fn before_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: 
 
 /// [`before_change`] when anything on the file is cached at all (a quick
 /// look: most files have no oplock or lease).
-pub(crate) fn on_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
+pub fn on_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
     if !e.leases.is_empty() || e.opens.iter().any(|o| o.caching.level != LEVEL_NONE) {
         before_change(e, owner, now_ms, breaks);
     }
@@ -284,12 +305,7 @@ pub(crate) fn on_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut
 /// caching (leases of other keys lose H, BATCH breaks to LEVEL_II), since a
 /// handle they keep open only for caching would hold the old name. True
 /// while their acknowledgments are awaited.
-pub(crate) fn before_rename(
-    e: &mut FileEntry,
-    owner: u64,
-    now_ms: u64,
-    breaks: &mut Breaks,
-) -> bool {
+pub fn before_rename(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) -> bool {
     expire(e, now_ms);
     let mine = lease_of(e, owner);
     let mut wait = false;
@@ -324,7 +340,7 @@ pub(crate) fn before_rename(
 /// What the new open `owner` (already in `e.opens`) is granted: its oplock
 /// level and, for a lease, the lease's state. Called with the entry locked,
 /// after [`before_open`] found nothing to wait for.
-pub(crate) fn grant(
+pub fn grant(
     e: &mut FileEntry,
     owner: u64,
     truncate: bool,
@@ -432,7 +448,7 @@ pub(crate) fn grant(
 
 /// What CREATE answers about caching.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Grant {
+pub struct Grant {
     pub level: u8,
     pub lease_state: u32,
     pub lease_breaking: bool,
@@ -443,7 +459,7 @@ pub(crate) struct Grant {
 
 impl Grant {
     /// What CREATE answers for an open that holds `lease`.
-    pub(crate) fn of_lease(lease: &Lease) -> Grant {
+    pub fn of_lease(lease: &Lease) -> Grant {
         Grant {
             level: LEVEL_LEASE,
             lease_state: lease.state,
@@ -459,7 +475,7 @@ impl Grant {
 /// ([MS-SMB2] 3.3.5.22.1): the level the open keeps. With no break pending
 /// the answer is INVALID_OPLOCK_PROTOCOL (what Windows and Samba answer and
 /// smbtorture expects; the text of 3.3.5.22.1 says INVALID_DEVICE_STATE).
-pub(crate) fn ack_oplock(e: &mut FileEntry, owner: u64, level: u8) -> Result<u8, NtStatus> {
+pub fn ack_oplock(e: &mut FileEntry, owner: u64, level: u8) -> Result<u8, NtStatus> {
     let o = e
         .opens
         .iter_mut()
@@ -484,7 +500,7 @@ pub(crate) fn ack_oplock(e: &mut FileEntry, owner: u64, level: u8) -> Result<u8,
 /// keeps. When that is still more than the waiting opens need, the next
 /// step of the break starts at once (through R with an acknowledgment while
 /// W or H is held, else straight to what is needed).
-pub(crate) fn ack_lease(
+pub fn ack_lease(
     e: &mut FileEntry,
     id: LeaseId,
     state: u32,
@@ -521,7 +537,7 @@ pub(crate) fn ack_lease(
 
 /// An open left the file: a lease no open names any more goes with it.
 /// Returns the lease that went, if one did.
-pub(crate) fn after_close(e: &mut FileEntry, lease: Option<LeaseId>) -> Option<LeaseId> {
+pub fn after_close(e: &mut FileEntry, lease: Option<LeaseId>) -> Option<LeaseId> {
     let id = lease?;
     if e.opens.iter().any(|o| o.caching.lease == Some(id)) {
         return None;
@@ -590,7 +606,7 @@ fn start_lease_break(
     };
     breaks.push((
         l.route,
-        Notice::LeaseBreak {
+        Break::Lease {
             session_id: l.route.session_id,
             notification,
         },
@@ -605,8 +621,8 @@ fn start_lease_break(
     ack
 }
 
-fn oplock_notice(c: &Caching, level: u8) -> Notice {
-    Notice::OplockBreak {
+fn oplock_notice(c: &Caching, level: u8) -> Break {
+    Break::Oplock {
         session_id: c.route.session_id,
         file_id: FileId {
             persistent: c.file_id.0,
@@ -617,7 +633,7 @@ fn oplock_notice(c: &Caching, level: u8) -> Notice {
 }
 
 /// Remember that connection `conn_id` waits for a break on this file.
-pub(crate) fn add_waiter(e: &mut FileEntry, conn_id: u64) {
+pub fn add_waiter(e: &mut FileEntry, conn_id: u64) {
     if !e.waiters.contains(&conn_id) {
         e.waiters.push(conn_id);
     }
@@ -626,35 +642,14 @@ pub(crate) fn add_waiter(e: &mut FileEntry, conn_id: u64) {
 /// Something a waiter may wait for changed on this file (an acknowledgment,
 /// a close): tell every waiting connection to try again. Called with the
 /// entry locked; the notices go out through `breaks`, after it is unlocked.
-pub(crate) fn wake_waiters(e: &mut FileEntry, breaks: &mut Breaks) {
+pub fn wake_waiters(e: &mut FileEntry, breaks: &mut Breaks) {
     for conn_id in e.waiters.drain(..) {
         breaks.push((
             Route {
                 conn_id,
                 session_id: 0,
             },
-            Notice::Retry,
+            Break::Retry,
         ));
-    }
-}
-
-/// Post break notices to the holders' connections; when a holder's
-/// connection is gone, to another channel of its session.
-pub(crate) fn send(server: &ServerState, breaks: Breaks) {
-    for (route, notice) in breaks {
-        if crate::cluster::forward(server, route, &notice) {
-            continue;
-        }
-        if server.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
-            continue;
-        }
-        let channels = server
-            .find_session(route.session_id)
-            .map(|s| crate::server::lock(&s).channels.clone())
-            .unwrap_or_default();
-        let delivered = channels.into_iter().any(|c| server.post(c, notice.clone()));
-        if !delivered {
-            tracing::debug!(session = route.session_id, "no connection left for a break");
-        }
     }
 }

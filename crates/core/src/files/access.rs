@@ -4,7 +4,7 @@
 
 use ringshare_wire::NtStatus;
 
-use crate::server::ShareEntry;
+use super::ShareEntry;
 
 pub(crate) const FILE_READ_DATA: u32 = 0x0000_0001;
 pub(crate) const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;

@@ -1,0 +1,116 @@
+//! Per-file state: what the server knows of each open file, whatever
+//! connection, session or cluster node its opens came from — share modes
+//! ([`access`]), oplocks and leases with their break rules ([`oplock`]),
+//! byte-range locks ([`locks`]), delete-pending, the write time clients see
+//! ([`writetime`]) and a cluster node's I/O grants ([`grant`]).
+//!
+//! Its decisions are functions of plain inputs that return a decision and the
+//! effects to carry out (breaks to send to a [`oplock::Route`], waiters to
+//! wake); it names no connection, session, command, clock or cluster type.
+//! Nothing here imports a module of the crate outside `files` (issue 30;
+//! `scripts/core-cycles.sh` checks it), so it can become a crate of its own.
+
+pub mod access;
+pub mod grant;
+pub mod locks;
+pub mod oplock;
+pub mod writetime;
+
+use ringshare_vfs::RelPath;
+
+use locks::LockList;
+
+/// Where a cluster node's number sits in the connection and open ids it makes
+/// (an open's `owner`).
+pub const NODE_SHIFT: u32 = 48;
+
+/// The node that made connection or open id `id` (0 on a server outside a cluster).
+pub fn owner_node(id: u64) -> u16 {
+    (id >> NODE_SHIFT) as u16
+}
+
+/// Identity of a file across the server: (device, inode), and for a named
+/// stream, which one (share modes, oplocks, leases, locks and delete-on-close
+/// are per stream, [MS-FSA] 2.1.1.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub dev: u64,
+    pub ino: u64,
+    /// 0 for the file itself (its default stream), else a keyed hash of the
+    /// stream's name ignoring case ([`FileKey::stream`]).
+    pub stream: u64,
+}
+
+impl FileKey {
+    /// The file (or directory) `attr` describes.
+    pub fn of(attr: &ringshare_vfs::FileAttr) -> FileKey {
+        FileKey {
+            dev: attr.dev,
+            ino: attr.ino,
+            stream: 0,
+        }
+    }
+
+    /// Named stream `name` of this file. The hash is keyed with a secret
+    /// made at start, so no client can make two names collide on purpose.
+    pub fn stream(self, name: &str) -> FileKey {
+        use std::hash::BuildHasher;
+        static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let h = KEY
+            .get_or_init(Default::default)
+            .hash_one(name.to_uppercase());
+        FileKey {
+            stream: h | 1,
+            ..self
+        }
+    }
+
+    /// The file this key is (a stream of).
+    pub fn base(self) -> FileKey {
+        FileKey { stream: 0, ..self }
+    }
+}
+
+/// One open's entry in a file's share-mode table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareEntry {
+    pub owner: u64,
+    pub access: u32,
+    pub share_access: u32,
+    /// The open's oplock or lease and where its breaks go.
+    pub caching: oplock::Caching,
+    /// The open's user. A file's home uses it when an open of a node that
+    /// died was the last of a delete-pending file: the file is removed as
+    /// that user, as when a client's last open ends on a single server.
+    /// `None` for pipes' and streams' base-file holds (and for opens whose
+    /// user had too many groups to send between nodes).
+    pub who: Option<ringshare_vfs::Who>,
+}
+
+/// Server-wide state of one open file.
+#[derive(Debug, Default)]
+pub struct FileEntry {
+    pub opens: Vec<ShareEntry>,
+    pub locks: LockList,
+    /// Set by delete-on-close or a disposition SET_INFO; the file goes when the
+    /// last open closes.
+    pub delete_pending: bool,
+    /// The share (by name) and path where the file lives now (renames update it).
+    pub share: String,
+    pub path: RelPath,
+    pub is_dir: bool,
+    /// Leases held on the file, one per (ClientGuid, LeaseKey).
+    pub leases: Vec<oplock::Lease>,
+    /// Connections with a request waiting for a break on this file to end:
+    /// told to try again when a holder acknowledges or closes.
+    pub waiters: Vec<u64>,
+    /// The write time clients see while the file is open ([`writetime`]).
+    pub write_time: writetime::WriteTime,
+    /// Opens of the file's named streams (open id, stream key): each also
+    /// holds an entry in `opens`.
+    pub streams: Vec<(u64, FileKey)>,
+    /// On a cluster node: the I/O grants given (at the file's home) or held
+    /// (elsewhere) ([`grant`]).
+    pub grants: grant::Grants,
+}
