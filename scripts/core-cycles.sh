@@ -10,27 +10,30 @@
 #     submodule that comes back to its parent is.
 #
 # Test code (`#[cfg(test)] mod tests`, tests.rs, *_tests.rs) and comments are not counted.
-# It fails (exit 1) when a module of a layer that must stand alone (LAYERS at the end: the
-# per-file state in `files`) imports anything of the crate outside that layer.
+# It fails (exit 1) with --acyclic when there is any cycle, and when a module of a layer that
+# must stand alone inside the crate (LAYERS at the end) imports anything outside that layer.
 #
 #   scripts/core-cycles.sh [SRC_DIR]     (default: crates/core/src)
 #   scripts/core-cycles.sh --edges       also list which file imports which inside a cycle
+#   scripts/core-cycles.sh --acyclic D   fail when D has any import cycle (CI: crates/files/src)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 edges=0
+acyclic=0
 src=crates/core/src
 for a in "$@"; do
     case "$a" in
         --edges) edges=1 ;;
+        --acyclic) acyclic=1 ;;
         -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
         *) src=$a ;;
     esac
 done
 [ -d "$src" ] || { echo "no directory $src" >&2; exit 2; }
-exec python3 - "$src" "$edges" <<'PY'
+exec python3 - "$src" "$edges" "$acyclic" <<'PY'
 import os, re, sys
 
-src, show_edges = sys.argv[1], sys.argv[2] == "1"
+src, show_edges, acyclic = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 
 def module_of(rel):
     parts = rel[:-3].split(os.sep)
@@ -180,18 +183,22 @@ ancestor = lambda b, a: len(b) < len(a) and a[: len(b)] == b
 fsucc = {m: {b for b in bs if not ancestor(b, m)} for m, bs in edges.items()}
 report("files of " + src + " (uses of ancestors left out)", modules, fsucc)
 
-# Layers that stand alone (issue 30): a module under one imports nothing of the crate outside
-# it. `files` is the per-file state (share modes, oplocks and leases, byte-range locks, write
-# time, I/O grants), to become a crate of its own.
-LAYERS = [("files",)]
+# Layers that stand alone inside the crate (issue 30): a module under one imports nothing of the
+# crate outside it. (The per-file state started as one, `files`; it is the crate crates/files
+# now, where the compiler keeps the rule.)
+LAYERS = []
 bad = []
 for layer in LAYERS:
     for m, bs in sorted(edges.items()):
         if m[: len(layer)] == layer:
             bad += [(m, b) for b in sorted(bs) if b[: len(layer)] != layer]
-print("== layers that import nothing outside themselves: " + ", ".join(name(l) for l in LAYERS))
-for m, b in bad:
-    print(f"  NOT ALLOWED: {name(m)} imports {name(b)}")
-print("  ok" if not bad else f"  {len(bad)} import(s) out of a layer")
-sys.exit(1 if bad else 0)
+if LAYERS:
+    print("== layers that import nothing outside themselves: " + ", ".join(name(l) for l in LAYERS))
+    for m, b in bad:
+        print(f"  NOT ALLOWED: {name(m)} imports {name(b)}")
+    print("  ok" if not bad else f"  {len(bad)} import(s) out of a layer")
+cyclic = bool(sccs(modules, fsucc))
+if acyclic and cyclic:
+    print(f"NOT ALLOWED: {src} must have no import cycle (--acyclic)")
+sys.exit(1 if bad or (acyclic and cyclic) else 0)
 PY

@@ -16,7 +16,6 @@ pub mod credits;
 pub mod domain;
 mod durable;
 mod fileinfo;
-pub mod files;
 pub mod fruit;
 mod fsmap;
 pub mod identity;
@@ -45,6 +44,8 @@ pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 pub use lookup::{Lookup, LookupDone, LookupRequest};
+/// The per-file state (crates/files), as the modules here name it.
+pub use ringshare_files as files;
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
     SigningPolicy,

@@ -2,8 +2,8 @@
 //! the protocol): what the home gave each node, or what this node holds, so
 //! that READ and WRITE need not ask the home while nothing is in the way.
 
-use super::oplock::LEVEL_NONE;
-use super::{access, owner_node as node_of, FileEntry};
+use crate::oplock::LEVEL_NONE;
+use crate::{access, owner_node as node_of, FileEntry};
 
 /// What a node may decide about a file's I/O without asking its home.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

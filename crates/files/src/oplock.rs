@@ -39,8 +39,8 @@ use ringshare_wire::consts::{LeaseBreakFlags, LeaseFlags, LeaseState};
 use ringshare_wire::misc::LeaseBreakNotification;
 use ringshare_wire::{FileId, NtStatus};
 
-use super::access;
-use super::FileEntry;
+use crate::access;
+use crate::FileEntry;
 
 pub const LEVEL_NONE: u8 = 0x00;
 pub const LEVEL_II: u8 = 0x01;

@@ -1,3 +1,5 @@
+#![forbid(unsafe_code)]
+
 //! Per-file state: what the server knows of each open file, whatever
 //! connection, session or cluster node its opens came from — share modes
 //! ([`access`]), oplocks and leases with their break rules ([`oplock`]),
@@ -7,8 +9,8 @@
 //! Its decisions are functions of plain inputs that return a decision and the
 //! effects to carry out (breaks to send to a [`oplock::Route`], waiters to
 //! wake); it names no connection, session, command, clock or cluster type.
-//! Nothing here imports a module of the crate outside `files` (issue 30;
-//! `scripts/core-cycles.sh` checks it), so it can become a crate of its own.
+//! A crate of its own (issue 30): it knows nothing of the protocol core above
+//! it, and the compiler keeps it so.
 
 pub mod access;
 pub mod grant;

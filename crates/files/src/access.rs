@@ -4,36 +4,36 @@
 
 use ringshare_wire::NtStatus;
 
-use super::ShareEntry;
+use crate::ShareEntry;
 
-pub(crate) const FILE_READ_DATA: u32 = 0x0000_0001;
-pub(crate) const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
-pub(crate) const FILE_WRITE_DATA: u32 = 0x0000_0002;
-pub(crate) const FILE_APPEND_DATA: u32 = 0x0000_0004;
-pub(crate) const FILE_READ_EA: u32 = 0x0000_0008;
-pub(crate) const FILE_EXECUTE: u32 = 0x0000_0020;
-pub(crate) const FILE_READ_ATTRIBUTES: u32 = 0x0000_0080;
-pub(crate) const FILE_WRITE_ATTRIBUTES: u32 = 0x0000_0100;
-pub(crate) const DELETE: u32 = 0x0001_0000;
-pub(crate) const SYNCHRONIZE: u32 = 0x0010_0000;
-pub(crate) const READ_CONTROL: u32 = 0x0002_0000;
-pub(crate) const WRITE_DAC: u32 = 0x0004_0000;
-pub(crate) const WRITE_OWNER: u32 = 0x0008_0000;
-pub(crate) const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
-pub(crate) const MAXIMUM_ALLOWED: u32 = 0x0200_0000;
+pub const FILE_READ_DATA: u32 = 0x0000_0001;
+pub const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
+pub const FILE_WRITE_DATA: u32 = 0x0000_0002;
+pub const FILE_APPEND_DATA: u32 = 0x0000_0004;
+pub const FILE_READ_EA: u32 = 0x0000_0008;
+pub const FILE_EXECUTE: u32 = 0x0000_0020;
+pub const FILE_READ_ATTRIBUTES: u32 = 0x0000_0080;
+pub const FILE_WRITE_ATTRIBUTES: u32 = 0x0000_0100;
+pub const DELETE: u32 = 0x0001_0000;
+pub const SYNCHRONIZE: u32 = 0x0010_0000;
+pub const READ_CONTROL: u32 = 0x0002_0000;
+pub const WRITE_DAC: u32 = 0x0004_0000;
+pub const WRITE_OWNER: u32 = 0x0008_0000;
+pub const ACCESS_SYSTEM_SECURITY: u32 = 0x0100_0000;
+pub const MAXIMUM_ALLOWED: u32 = 0x0200_0000;
 
-pub(crate) const FILE_GENERIC_READ: u32 = 0x0012_0089;
-pub(crate) const FILE_GENERIC_WRITE: u32 = 0x0012_0116;
-pub(crate) const FILE_GENERIC_EXECUTE: u32 = 0x0012_00A0;
-pub(crate) const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
+pub const FILE_GENERIC_READ: u32 = 0x0012_0089;
+pub const FILE_GENERIC_WRITE: u32 = 0x0012_0116;
+pub const FILE_GENERIC_EXECUTE: u32 = 0x0012_00A0;
+pub const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
 
 /// Bits a DesiredAccess may carry; anything else is refused with ACCESS_DENIED.
-pub(crate) const VALID_DESIRED_ACCESS: u32 =
+pub const VALID_DESIRED_ACCESS: u32 =
     FILE_ALL_ACCESS | ACCESS_SYSTEM_SECURITY | MAXIMUM_ALLOWED | 0xF000_0000;
 
-pub(crate) const SHARE_READ: u32 = 1;
-pub(crate) const SHARE_WRITE: u32 = 2;
-pub(crate) const SHARE_DELETE: u32 = 4;
+pub const SHARE_READ: u32 = 1;
+pub const SHARE_WRITE: u32 = 2;
+pub const SHARE_DELETE: u32 = 4;
 
 /// Access bits that take part in share-mode checks ([MS-FSA] 2.1.5.1.2.1).
 const SHARING_BITS: u32 =
@@ -41,14 +41,14 @@ const SHARING_BITS: u32 =
 
 /// Turn GENERIC_* bits into the file rights they stand for
 /// ([`ringshare_acl::inherit::map_generic_file_rights`]).
-pub(crate) fn map_generic(mask: u32) -> u32 {
+pub fn map_generic(mask: u32) -> u32 {
     ringshare_acl::inherit::map_generic_file_rights(ringshare_wire::consts::AccessMask(mask)).0
 }
 
 /// The access an open gets for `desired` on a tree that grants `maximal`:
 /// MAXIMUM_ALLOWED becomes everything the tree grants; asking for more than
 /// the tree grants is ACCESS_DENIED.
-pub(crate) fn granted_access(desired: u32, maximal: u32) -> Result<u32, NtStatus> {
+pub fn granted_access(desired: u32, maximal: u32) -> Result<u32, NtStatus> {
     if desired & !VALID_DESIRED_ACCESS != 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -66,7 +66,7 @@ pub(crate) fn granted_access(desired: u32, maximal: u32) -> Result<u32, NtStatus
 }
 
 /// FILE_DELETE_CHILD: a directory right to delete its entries.
-pub(crate) const FILE_DELETE_CHILD: u32 = 0x0000_0040;
+pub const FILE_DELETE_CHILD: u32 = 0x0000_0040;
 
 /// The NT rights that what the kernel lets a user do with a file stands for
 /// (read, write and execute permission, ownership; `may_delete`: the parent
@@ -75,7 +75,7 @@ pub(crate) const FILE_DELETE_CHILD: u32 = 0x0000_0040;
 /// and synchronize ([MS-FSA] 2.1.5.1.2.1: FILE_READ_ATTRIBUTES comes with
 /// the right to traverse to the file); an owner may read and change the ACL
 /// and the times.
-pub(crate) fn rights_of(a: ringshare_vfs::Access, is_dir: bool, may_delete: bool) -> u32 {
+pub fn rights_of(a: ringshare_vfs::Access, is_dir: bool, may_delete: bool) -> u32 {
     let mut r = FILE_READ_ATTRIBUTES | SYNCHRONIZE;
     if a.read {
         r |= FILE_GENERIC_READ;
@@ -105,7 +105,7 @@ pub(crate) fn rights_of(a: ringshare_vfs::Access, is_dir: bool, may_delete: bool
 
 /// The rights an open with these data permissions has without asking the
 /// kernel more: the kernel checked them when it opened the file.
-pub(crate) fn rights_of_open(read: bool, write: bool) -> u32 {
+pub fn rights_of_open(read: bool, write: bool) -> u32 {
     let mut r = FILE_READ_ATTRIBUTES | SYNCHRONIZE;
     if read {
         r |= FILE_GENERIC_READ;
@@ -117,22 +117,18 @@ pub(crate) fn rights_of_open(read: bool, write: bool) -> u32 {
 }
 
 /// True when the open may read data.
-pub(crate) fn can_read(access: u32) -> bool {
+pub fn can_read(access: u32) -> bool {
     access & (FILE_READ_DATA | FILE_EXECUTE) != 0
 }
 
 /// True when the open may write data.
-pub(crate) fn can_write(access: u32) -> bool {
+pub fn can_write(access: u32) -> bool {
     access & (FILE_WRITE_DATA | FILE_APPEND_DATA) != 0
 }
 
 /// [MS-FSA] 2.1.5.1.2.1: may a new open with `access`/`share_access` join `opens`?
 /// Opens that hold none of the data/delete rights take no part.
-pub(crate) fn check_sharing(
-    opens: &[ShareEntry],
-    access: u32,
-    share_access: u32,
-) -> Result<(), NtStatus> {
+pub fn check_sharing(opens: &[ShareEntry], access: u32, share_access: u32) -> Result<(), NtStatus> {
     if opens
         .iter()
         .any(|e| sharing_conflict(e, access, share_access))
@@ -144,7 +140,7 @@ pub(crate) fn check_sharing(
 
 /// True when a new open with `access` and `share_access` cannot coexist
 /// with the existing open `e`.
-pub(crate) fn sharing_conflict(e: &ShareEntry, access: u32, share_access: u32) -> bool {
+pub fn sharing_conflict(e: &ShareEntry, access: u32, share_access: u32) -> bool {
     if access & SHARING_BITS == 0 || e.access & SHARING_BITS == 0 {
         return false;
     }
