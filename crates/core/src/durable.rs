@@ -20,7 +20,6 @@
 //! Lock order: a `Session` mutex, then [`Durables`], then a `FileEntry`
 //! mutex; never the other way round.
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::files::oplock::Route;
@@ -28,191 +27,18 @@ use crate::server::{lock, ServerState};
 use crate::state::Open;
 
 pub(crate) use crate::files::oplock::DISCONNECTED;
+pub(crate) use crate::files::parked::{Durability, Kind, Owner};
 
-/// How an open became durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// DHnQ ([MS-SMB2] 2.2.13.2.3).
-    V1,
-    /// DH2Q ([MS-SMB2] 2.2.13.2.11).
-    V2,
-    /// FSCTL_LMR_REQUEST_RESILIENCY ([MS-SMB2] 2.2.31.3).
-    Resilient,
-}
-
-/// What makes an open durable, and what a reconnect must match
-/// ([MS-SMB2] 3.3.1.10: Open.IsDurable, DurableOpenTimeout, DurableOwner,
-/// CreateGuid, ClientGuid, IsResilient).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Durability {
-    pub kind: Kind,
-    /// How long the open is kept once disconnected.
-    pub timeout_ms: u64,
-    /// DH2Q's CreateGuid (zero for DHnQ).
-    pub create_guid: [u8; 16],
-    /// The ClientGuid of the connection that opened it.
-    pub client_guid: [u8; 16],
-    /// Who opened it (Open.DurableOwner): only the same user reconnects.
-    pub owner: Owner,
-    /// Open.IsPersistent: made on a continuously available share with
-    /// SMB2_DHANDLE_FLAG_PERSISTENT ([MS-SMB2] 3.3.5.9.10).
-    pub persistent: bool,
-}
-
-/// The user a durable open belongs to: the account it acts as and the name
-/// the user logged on with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Owner {
-    pub uid: u32,
-    pub user: String,
-}
+/// The parked-open table ([`crate::files::parked`]) as the server keeps it.
+pub(crate) type Durables = crate::files::parked::Durables<Arc<Open>>;
+/// A parked open.
+pub(crate) type Parked = crate::files::parked::Parked<Arc<Open>>;
 
 /// Who a session's durable opens belong to.
 pub(crate) fn owner_of(session: &crate::state::Session) -> Owner {
     Owner {
         uid: session.account.as_ref().map_or(u32::MAX, |a| a.who.uid()),
         user: session.user.to_lowercase(),
-    }
-}
-
-/// A parked open.
-pub(crate) struct Parked {
-    pub open: Arc<Open>,
-    pub durability: Durability,
-    pub expires_ms: u64,
-    /// The share it was opened on (a reconnect must come on a tree of it).
-    pub share: String,
-}
-
-/// The most DH2Q CREATEs waiting for breaks remembered for replays.
-const PENDING_MAX: usize = 4096;
-
-/// The server's durable opens that have no connection, and the CreateGuids
-/// of version 2 durable opens (live and parked) for replay detection.
-#[derive(Default)]
-pub(crate) struct Durables {
-    parked: HashMap<u64, Parked>,
-    /// (expiry, persistent id) of every parked open, soonest first.
-    expiry: BTreeSet<(u64, u64)>,
-    /// Connected opens made with a DH2Q, by (ClientGuid, CreateGuid):
-    /// (session id, open id), for replays ([MS-SMB2] 3.3.5.9.10: a replay
-    /// is found only from the client that made the open).
-    created: HashMap<([u8; 16], [u8; 16]), (u64, u64)>,
-    /// Parked persistent opens, by (ClientGuid, CreateGuid): their persistent
-    /// ids (they stay eligible for replay, [`replay_parked`]).
-    replayable: HashMap<([u8; 16], [u8; 16]), u64>,
-    /// DH2Q CREATEs waiting for breaks, by (ClientGuid, CreateGuid): until
-    /// when a replay of one is told FILE_NOT_AVAILABLE (an entry past its
-    /// time, left by a CREATE cancelled or whose connection went, counts as
-    /// gone).
-    pending: HashMap<([u8; 16], [u8; 16]), u64>,
-}
-
-impl Durables {
-    /// How many durable opens wait for their client to reconnect.
-    pub fn parked_count(&self) -> usize {
-        self.parked.len()
-    }
-
-    /// An open made (or reconnected) with this CreateGuid.
-    pub(crate) fn remember(&mut self, guids: ([u8; 16], [u8; 16]), session_id: u64, open_id: u64) {
-        if self.created.len() < crate::limits::DISCONNECTED_OPENS_MAX * 4
-            || self.created.contains_key(&guids)
-        {
-            self.created.insert(guids, (session_id, open_id));
-        }
-    }
-
-    /// The open with this CreateGuid is gone (closed or disconnected).
-    pub(crate) fn forget(&mut self, guids: ([u8; 16], [u8; 16]), open_id: u64) {
-        if self.created.get(&guids).is_some_and(|(_, o)| *o == open_id) {
-            self.created.remove(&guids);
-        }
-    }
-
-    /// Note that the DH2Q CREATE `guids` waits for breaks (as of `now_ms`),
-    /// or no longer does. A wait is believed for one break timeout.
-    pub(crate) fn set_pending(&mut self, guids: ([u8; 16], [u8; 16]), waits: bool, now_ms: u64) {
-        if !waits {
-            self.pending.remove(&guids);
-            return;
-        }
-        if self.pending.len() >= PENDING_MAX {
-            // Full: drop the entries past their time.
-            self.pending.retain(|_, t| *t > now_ms);
-        }
-        if self.pending.len() < PENDING_MAX {
-            let until = now_ms
-                + crate::files::oplock::BREAK_TIMEOUT_MS
-                + crate::files::oplock::BREAK_RETRY_MS;
-            self.pending.insert(guids, until);
-        }
-    }
-
-    /// Park an open; when the table is full the one that would expire first
-    /// goes to make room (returned, to be closed by the caller).
-    pub(crate) fn park(&mut self, p: Parked) -> Option<Parked> {
-        let evicted = if self.parked.len() >= crate::limits::DISCONNECTED_OPENS_MAX {
-            self.expiry
-                .first()
-                .copied()
-                .and_then(|(_, id)| self.take(id))
-        } else {
-            None
-        };
-        self.expiry.insert((p.expires_ms, p.open.persistent_id));
-        if p.durability.persistent {
-            let d = &p.durability;
-            self.replayable
-                .insert((d.client_guid, d.create_guid), p.open.persistent_id);
-        }
-        self.parked.insert(p.open.persistent_id, p);
-        evicted
-    }
-
-    /// Remove the parked open with this persistent id.
-    pub(crate) fn take(&mut self, persistent_id: u64) -> Option<Parked> {
-        let p = self.parked.remove(&persistent_id)?;
-        self.expiry.remove(&(p.expires_ms, persistent_id));
-        let guids = (p.durability.client_guid, p.durability.create_guid);
-        if self.replayable.get(&guids) == Some(&persistent_id) {
-            self.replayable.remove(&guids);
-        }
-        Some(p)
-    }
-
-    /// The parked persistent open made with these (ClientGuid, CreateGuid).
-    fn replayable(&self, guids: &([u8; 16], [u8; 16])) -> Option<&Parked> {
-        self.parked.get(self.replayable.get(guids)?)
-    }
-
-    pub(crate) fn get(&self, persistent_id: u64) -> Option<&Parked> {
-        self.parked.get(&persistent_id)
-    }
-
-    /// When the next parked open expires.
-    pub(crate) fn next_expiry(&self) -> Option<u64> {
-        self.expiry.first().map(|(t, _)| *t)
-    }
-
-    /// Take every parked open whose time is up.
-    pub(crate) fn take_expired(&mut self, now_ms: u64) -> Vec<Parked> {
-        let due: Vec<u64> = self
-            .expiry
-            .iter()
-            .take_while(|(t, _)| *t <= now_ms)
-            .map(|(_, id)| *id)
-            .collect();
-        due.into_iter().filter_map(|id| self.take(id)).collect()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.parked.len()
-    }
-
-    /// The open ids (FileId.Volatile) of the parked opens.
-    pub(crate) fn open_ids(&self) -> std::collections::HashSet<u64> {
-        self.parked.values().map(|p| p.open.id).collect()
     }
 }
 
@@ -275,6 +101,8 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
     }
     let p = Parked {
         expires_ms: now_ms.saturating_add(durability.timeout_ms),
+        persistent_id: open.persistent_id,
+        open_id: open.id,
         durability,
         open,
         share,
@@ -858,17 +686,11 @@ pub(crate) fn replay(
     // answer; Windows says ACCESS_DENIED).
     if req.hdr.is_replay()
         && !retry
-        && lock(&server.durables)
-            .pending
-            .get(&(client_guid, create_guid))
-            .is_some_and(|t| *t > core.now.mono_ms)
+        && lock(&server.durables).waits(&(client_guid, create_guid), core.now.mono_ms)
     {
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
-    let live = lock(&server.durables)
-        .created
-        .get(&(client_guid, create_guid))
-        .copied();
+    let live = lock(&server.durables).created(&(client_guid, create_guid));
     let Some((session_id, open)) = live.and_then(|(session_id, open_id)| {
         server
             .find_session(session_id)

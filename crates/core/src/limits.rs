@@ -45,7 +45,7 @@ pub const PATH_CHARS_MAX: usize = 32767;
 pub const OUTPUT_BUFFER_MAX: u32 = IO_SIZE_MAX;
 /// Durable opens kept after their connection went, server-wide; past it the
 /// one nearest its timeout is closed (with a log line).
-pub const DISCONNECTED_OPENS_MAX: usize = 16384;
+pub const DISCONNECTED_OPENS_MAX: usize = ringshare_files::parked::OPENS_MAX;
 /// Directory handles watched by CHANGE_NOTIFY, server-wide; past it a new
 /// watch gets INSUFFICIENT_RESOURCES.
 pub const NOTIFY_WATCHERS_MAX: usize = 65536;

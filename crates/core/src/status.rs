@@ -192,7 +192,7 @@ impl ServerState {
             sessions: sessions.len() as u64,
             opens,
             leases: lock(&self.lease_files).len() as u64,
-            disconnected_durable_opens: lock(&self.durables).parked_count() as u64,
+            disconnected_durable_opens: lock(&self.durables).len() as u64,
             breaks_posted: self
                 .breaks_posted
                 .load(std::sync::atomic::Ordering::Relaxed),
@@ -255,7 +255,7 @@ impl ServerState {
                 });
             }
         }
-        st.disconnected_durable_opens = lock(&self.durables).parked_count();
+        st.disconnected_durable_opens = lock(&self.durables).len();
         st.sessions.sort_by_key(|s| s.id);
         st.trees.sort_by_key(|t| (t.session_id, t.tree_id));
         st.opens.sort_by_key(|o| (o.session_id, o.file_id.1));

@@ -4,7 +4,8 @@
 //! connection, session or cluster node its opens came from — share modes
 //! ([`access`]), oplocks and leases with their break rules ([`oplock`]),
 //! byte-range locks ([`locks`]), delete-pending, the write time clients see
-//! ([`writetime`]) and a cluster node's I/O grants ([`grant`]).
+//! ([`writetime`]), a cluster node's I/O grants ([`grant`]) and the durable
+//! opens that wait for their client to reconnect ([`parked`]).
 //!
 //! Its decisions are functions of plain inputs that return a decision and the
 //! effects to carry out (breaks to send to a [`oplock::Route`], waiters to
@@ -16,6 +17,7 @@ pub mod access;
 pub mod grant;
 pub mod locks;
 pub mod oplock;
+pub mod parked;
 pub mod writetime;
 
 use ringshare_vfs::RelPath;

@@ -320,6 +320,8 @@ impl ServerState {
         );
         let evicted = lock(&self.durables).park(Parked {
             expires_ms: now_ms.saturating_add(durability.timeout_ms),
+            persistent_id: open.persistent_id,
+            open_id: open.id,
             durability,
             open,
             share: share_name,
