@@ -12,9 +12,8 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use crate::conn::ConnCore;
 use crate::peers::Table;
-use crate::server::{lock, ServerState};
+use crate::sync::lock;
 
 /// Failures are forgotten after this long without one (milliseconds).
 pub const FORGET_MS: u64 = 10 * 60_000;
@@ -83,32 +82,6 @@ impl LogonBackoff {
         }
         f.count = f.count.saturating_add(1);
         f.last_ms = now_ms;
-    }
-}
-
-impl ServerState {
-    /// `failed logon backoff` as a reload sets it (0 = off).
-    pub fn set_failed_logon_backoff(&self, after: u32) {
-        self.logon_backoff.set_after(after);
-    }
-}
-
-impl ConnCore {
-    /// A logon exchange on this connection ended, `failed` or not: when its
-    /// peer's address is backed off, the answer waits
-    /// ([`ConnCore::hold_reply_until_ms`]).
-    pub(crate) fn logon_ended(&mut self, failed: bool) {
-        let now = self.now.mono_ms;
-        let backoff = &self.server.logon_backoff;
-        let delay = backoff.delay_ms(self.peer_ip, now);
-        if failed {
-            backoff.failed(self.peer_ip, now);
-        }
-        if delay > 0 {
-            // The clock counts whole milliseconds (truncated): one more
-            // makes the answer wait at least `delay`, never a little less.
-            self.hold_reply_until_ms = Some(now + delay + 1);
-        }
     }
 }
 

@@ -1177,7 +1177,7 @@ impl Connection {
     /// Build the header of a reply, grant credits and keep it for the frame.
     fn push_reply(&mut self, job: &mut Job, req_hdr: &Header, session_id: u64, reply: Reply) {
         if let Some(m) = &self.core.metrics {
-            crate::metrics::reply_sent(m, req_hdr.command, &reply, job.arrived_us);
+            frame::reply_sent(m, req_hdr.command, &reply, job.arrived_us);
         }
         // The response echoes the request's SessionId and TreeId (for related
         // members that is 0xFFFF...: clients match responses by them), except

@@ -20,9 +20,13 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use ringshare_auth::{DomainNtlm, UserLookup};
+use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
 
 use ringshare_wire::security::{Ace, AceBody, SecurityDescriptor, Sid};
+
+/// The domain's answer to one NTLM response, kept for the member that asked until it runs
+/// again ([`crate::domain::WithDomain`] gives it to the exchange).
+pub(crate) type DomainAnswer = (DomainNtlmRequest, Result<[u8; 16], String>);
 
 /// What a domain member asks its domain; the server binary answers through winbind.
 pub trait DomainLogons: Send + Sync {
@@ -37,7 +41,7 @@ pub trait DomainLogons: Send + Sync {
 pub(crate) struct WithDomain<'a> {
     pub local: &'a dyn UserLookup,
     pub workgroup: &'a str,
-    pub answer: Option<&'a crate::conn::DomainAnswer>,
+    pub answer: Option<&'a DomainAnswer>,
 }
 
 impl UserLookup for WithDomain<'_> {

@@ -19,13 +19,11 @@
 //! driver's monotonic clock, as everywhere in the core.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::conn::ConnCore;
 use crate::peers::{PeerIp, Table};
-use crate::server::{lock, ServerState};
+use crate::sync::lock;
 
 /// Lines of one kind logged per address per window.
 pub const LINES_PER_WINDOW: u32 = 10;
@@ -259,51 +257,13 @@ impl LogLimiter {
 }
 
 /// Log the summaries, each at the level of the lines it stands for.
-fn log_summaries(out: &[Summary]) {
+pub(crate) fn log_summaries(out: &[Summary]) {
     for s in out {
         if s.kind.is_warning() {
             tracing::warn!("{s}");
         } else {
             tracing::info!("{s}");
         }
-    }
-}
-
-impl ServerState {
-    /// Whether a line of `kind` about the peer at `ip` may be logged now
-    /// (`now_ms`: the driver's monotonic clock); logs the summaries due.
-    pub fn log_admit(&self, ip: Option<IpAddr>, kind: LogKind, now_ms: u64) -> bool {
-        let mut out = Vec::new();
-        let ok = self.log_limit.admit(PeerIp(ip), kind, now_ms, &mut out);
-        log_summaries(&out);
-        ok
-    }
-
-    /// When [`ServerState::log_limit_tick`] has summaries to log (the
-    /// driver's timer wakes then).
-    pub fn log_limit_deadline(&self) -> Option<u64> {
-        self.log_limit.deadline()
-    }
-
-    /// Log the summaries of the windows that ended.
-    pub fn log_limit_tick(&self, now_ms: u64) {
-        let mut out = Vec::new();
-        self.log_limit.sweep(now_ms, &mut out);
-        log_summaries(&out);
-    }
-
-    /// Log the summaries of every window, ended or not (the server stops).
-    pub fn log_limit_flush(&self, now_ms: u64) {
-        let mut out = Vec::new();
-        self.log_limit.flush(now_ms, &mut out);
-        log_summaries(&out);
-    }
-}
-
-impl ConnCore {
-    /// Whether a line of `kind` about this connection's peer may be logged now.
-    pub(crate) fn log_ok(&self, kind: LogKind) -> bool {
-        self.server.log_admit(self.peer_ip, kind, self.now.mono_ms)
     }
 }
 

@@ -218,24 +218,6 @@ impl Metrics {
     }
 }
 
-/// Count a final reply: its command and status, its latency, and a READ's
-/// bytes (spliced from the file or sent from memory).
-pub(crate) fn reply_sent(
-    m: &Metrics,
-    command: ringshare_wire::consts::Command,
-    reply: &crate::conn::Reply,
-    arrived_us: u64,
-) {
-    m.answered(command.0, reply.status, arrived_us);
-    if command == ringshare_wire::consts::Command::READ && reply.status == NtStatus::SUCCESS {
-        match (&reply.file, &reply.data) {
-            (Some((_, _, len)), _) => m.read(*len as u64, true),
-            (None, Some(d)) => m.read(d.len().saturating_sub(reply.data_headroom) as u64, false),
-            (None, None) => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

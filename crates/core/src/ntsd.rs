@@ -21,26 +21,16 @@ use ringshare_wire::security::{
 };
 use ringshare_wire::NtStatus;
 
+use crate::config::ShareDef;
 use crate::domain::SidMap;
 use crate::fileinfo;
 use crate::fsmap::status_of;
-use crate::server::ShareDef;
 
 /// What maps accounts to SIDs and back for [`set`]: Unix group memberships, and a domain
 /// member's domain SIDs ([`SidMap`]).
 pub(crate) struct Ids<'a> {
     pub groups: crate::identity::Membership<'a>,
     pub sids: &'a SidMap,
-}
-
-impl<'a> Ids<'a> {
-    /// The server's accounts and domain SIDs.
-    pub fn of(server: &'a crate::server::ServerState) -> Ids<'a> {
-        Ids {
-            groups: crate::identity::Membership(server.accounts.as_ref()),
-            sids: &server.sid_map,
-        }
-    }
 }
 
 /// The POSIX facts of a node as the mapping wants them.

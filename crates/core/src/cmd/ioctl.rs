@@ -395,7 +395,7 @@ fn copychunk(
         return Err(NtStatus::ACCESS_DENIED);
     }
     if cc.chunks.is_empty() && core.aapl.copyfile {
-        return match crate::fruit::copyfile(&src.open, &dst.open) {
+        return match crate::fruit::copyfile(copy_end(&src.open), copy_end(&dst.open)) {
             Ok(total) => {
                 note_written(&core.server, &dst, core.now);
                 let done = SrvCopychunkResponse {
@@ -609,5 +609,15 @@ fn set_compression(
         COMPRESSION_FORMAT_NONE => Ok(Reply::ok(response(ir, &[]))),
         COMPRESSION_FORMAT_DEFAULT | COMPRESSION_FORMAT_LZNT1 => Err(NtStatus::NOT_SUPPORTED),
         _ => Err(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// An open as one end of macOS's copyfile.
+fn copy_end(o: &crate::state::Open) -> crate::fruit::CopyEnd<'_> {
+    crate::fruit::CopyEnd {
+        node: &o.node,
+        share: &o.share,
+        who: &o.who,
+        path: crate::server::lock(&o.entry).path.clone(),
     }
 }

@@ -257,7 +257,7 @@ fn set_security(
         None
     };
     if !info.is_empty() {
-        let ids = crate::ntsd::Ids::of(server);
+        let ids = server.ids();
         crate::ntsd::set(
             open.node.as_ref(),
             &open.share,

@@ -86,7 +86,7 @@ impl Connection {
 
     fn send_async_final(&mut self, op: AsyncOp, reply: Reply) {
         if let Some(m) = &self.core.metrics {
-            crate::metrics::reply_sent(m, op.hdr.command, &reply, op.arrived_us);
+            crate::conn::frame::reply_sent(m, op.hdr.command, &reply, op.arrived_us);
         }
         let mut hdr = Header::response_to(&op.hdr, reply.status);
         hdr.credits = 0;

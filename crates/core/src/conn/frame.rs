@@ -6,6 +6,7 @@ use ringshare_wire::consts::HeaderFlags;
 use ringshare_wire::framing;
 use ringshare_wire::header;
 use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
+use ringshare_wire::NtStatus;
 
 use super::{BuiltReply, FileRange};
 use crate::io::Frame;
@@ -162,4 +163,22 @@ fn build_in_place(r: BuiltReply, room: usize, spare: &mut SpareBufs) -> Vec<u8> 
         header::patch_signature(&mut buf, 4 + room, &sig);
     }
     buf
+}
+
+/// Count a final reply: its command and status, its latency, and a READ's
+/// bytes (spliced from the file or sent from memory).
+pub(super) fn reply_sent(
+    m: &crate::metrics::Metrics,
+    command: ringshare_wire::consts::Command,
+    reply: &super::Reply,
+    arrived_us: u64,
+) {
+    m.answered(command.0, reply.status, arrived_us);
+    if command == ringshare_wire::consts::Command::READ && reply.status == NtStatus::SUCCESS {
+        match (&reply.file, &reply.data) {
+            (Some((_, _, len)), _) => m.read(*len as u64, true),
+            (None, Some(d)) => m.read(d.len().saturating_sub(reply.data_headroom) as u64, false),
+            (None, None) => {}
+        }
+    }
 }

@@ -19,9 +19,7 @@ pub(crate) enum LookupCont {
     Logon(Box<cmd::session_setup::Finishing>),
 }
 
-/// The domain's answer to one NTLM response, kept for the member that asked until it runs
-/// again ([`crate::domain::WithDomain`] gives it to the exchange).
-pub(crate) type DomainAnswer = (DomainNtlmRequest, Result<[u8; 16], String>);
+pub(crate) use crate::domain::DomainAnswer;
 
 /// A job parked on a lookup.
 pub(super) struct Parked {

@@ -15,73 +15,7 @@ pub mod afp;
 pub mod netatalk;
 pub mod nfs;
 
-/// `fruit:metadata`: where `AFP_AfpInfo` is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metadata {
-    /// Netatalk's `org.netatalk.Metadata` xattr (Samba's default).
-    Netatalk,
-    /// A plain `AFP_AfpInfo` stream.
-    Stream,
-}
-
-/// `fruit:resource`: where `AFP_Resource` is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resource {
-    /// An AppleDouble `._name` file beside the file (Samba's default).
-    File,
-    /// The `org.netatalk.ResourceFork` xattr.
-    Xattr,
-    /// A plain `AFP_Resource` stream.
-    Stream,
-}
-
-/// A share's `fruit:` options (Samba's names and defaults).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fruit {
-    /// `fruit:aapl` (default yes): answer the AAPL create context.
-    pub aapl: bool,
-    /// `fruit:model` (default "MacSamba"): the model Finder shows an icon for.
-    pub model: String,
-    /// `fruit:nfs_aces` (default yes): advertise NFS ACEs (modes in ACLs).
-    pub nfs_aces: bool,
-    /// `fruit:copyfile` (default no): advertise server-side copies of all streams.
-    pub copyfile: bool,
-    /// `fruit:time machine` (default no): the share takes Time Machine backups.
-    pub time_machine: bool,
-    /// `fruit:time machine max size` in bytes (0: none): the size a Time
-    /// Machine share reports, less the bands of its sparse bundles.
-    pub time_machine_max_size: u64,
-    /// `fruit:zero_file_id` (default yes): with AAPL, file ids are 0.
-    pub zero_file_id: bool,
-    /// `fruit:metadata`.
-    pub metadata: Metadata,
-    /// `fruit:resource`.
-    pub resource: Resource,
-    /// `fruit:veto_appledouble` (default yes): with `fruit:resource =
-    /// file`, clients neither see nor open `._` files.
-    pub veto_appledouble: bool,
-    /// `fruit:posix_rename` (default yes): after AAPL, a directory is
-    /// renamed even with files open below it.
-    pub posix_rename: bool,
-}
-
-impl Default for Fruit {
-    fn default() -> Fruit {
-        Fruit {
-            aapl: true,
-            model: "MacSamba".to_string(),
-            nfs_aces: true,
-            copyfile: false,
-            time_machine: false,
-            time_machine_max_size: 0,
-            zero_file_id: true,
-            metadata: Metadata::Netatalk,
-            resource: Resource::File,
-            veto_appledouble: true,
-            posix_rename: true,
-        }
-    }
-}
+pub use crate::config::{Fruit, Metadata, Resource};
 
 /// What AAPL turned on for a connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -98,7 +32,7 @@ pub struct Aapl {
 
 /// File ids shown as 0: the connection negotiated AAPL on a share with
 /// `fruit:zero_file_id` (as Samba; macOS then keeps its own ids).
-pub(crate) fn zero_ids(aapl: &Aapl, share: &crate::server::ShareDef) -> bool {
+pub(crate) fn zero_ids(aapl: &Aapl, share: &crate::config::ShareDef) -> bool {
     aapl.negotiated && share.fruit.as_ref().is_some_and(|f| f.zero_file_id)
 }
 
@@ -213,7 +147,7 @@ const AD_DATE_START: u32 = 0x8000_0000;
 /// shows none.
 pub(crate) fn dir_attr(
     f: &Fruit,
-    share: &crate::server::ShareDef,
+    share: &crate::config::ShareDef,
     who: &ringshare_vfs::Who,
     dir: &ringshare_vfs::RelPath,
     name: &str,
@@ -311,7 +245,7 @@ pub(crate) fn check_afp_stream(f: &Fruit, name: &str) -> Result<(), NtStatus> {
 
 /// The share keeps resource forks in AppleDouble `._` files, which follow
 /// their files' deletes and renames.
-pub(crate) fn keeps_appledouble(share: &crate::server::ShareDef) -> bool {
+pub(crate) fn keeps_appledouble(share: &crate::config::ShareDef) -> bool {
     share
         .fruit
         .as_ref()
@@ -320,7 +254,7 @@ pub(crate) fn keeps_appledouble(share: &crate::server::ShareDef) -> bool {
 
 /// `._` files are hidden from clients (`fruit:veto_appledouble`): a name
 /// this is true for is not listed and not found.
-pub(crate) fn vetoed(share: &crate::server::ShareDef, name: &str) -> bool {
+pub(crate) fn vetoed(share: &crate::config::ShareDef, name: &str) -> bool {
     name.starts_with("._")
         && share
             .fruit
@@ -328,14 +262,19 @@ pub(crate) fn vetoed(share: &crate::server::ShareDef, name: &str) -> bool {
             .is_some_and(|f| f.resource == Resource::File && f.veto_appledouble)
 }
 
+/// One end of a [`copyfile`]: an open file, its share, its user and its path now.
+pub(crate) struct CopyEnd<'a> {
+    pub node: &'a std::sync::Arc<dyn ringshare_vfs::Node>,
+    pub share: &'a crate::config::ShareDef,
+    pub who: &'a ringshare_vfs::Who,
+    pub path: ringshare_vfs::RelPath,
+}
+
 /// macOS's copyfile (a server-side copy of no chunks after AAPL with
 /// `fruit:copyfile`, as Samba): the whole file, every named stream, and
 /// the Finder info and resource fork where fruit keeps them (Netatalk
 /// metadata, an AppleDouble `._` file); returns the file's bytes copied.
-pub(crate) fn copyfile(
-    src: &crate::state::Open,
-    dst: &crate::state::Open,
-) -> Result<u64, NtStatus> {
+pub(crate) fn copyfile(src: CopyEnd<'_>, dst: CopyEnd<'_>) -> Result<u64, NtStatus> {
     use crate::fsmap::status_of;
     use ringshare_vfs::OpenMode;
     let (s, d) = (src.node.as_ref(), dst.node.as_ref());
@@ -357,17 +296,14 @@ pub(crate) fn copyfile(
     if let Some(meta) = s.netatalk_metadata().map_err(status_of)? {
         d.set_netatalk_metadata(Some(&meta)).map_err(status_of)?;
     }
-    if keeps_appledouble(&src.share) && keeps_appledouble(&dst.share) {
-        let (sp, dp) = (
-            crate::server::lock(&src.entry).path.clone(),
-            crate::server::lock(&dst.entry).path.clone(),
-        );
+    if keeps_appledouble(src.share) && keeps_appledouble(dst.share) {
+        let (sp, dp) = (src.path, dst.path);
         let backend = src.share.backend.as_ref();
-        if let Ok((from, _)) = adouble::open(backend, &src.who, &sp, &src.node, false, false) {
+        if let Ok((from, _)) = adouble::open(backend, src.who, &sp, src.node, false, false) {
             let len = from.size().map_err(status_of)?;
             if len > 0 {
                 let dbackend = dst.share.backend.as_ref();
-                let (to, _) = adouble::open(dbackend, &dst.who, &dp, &dst.node, true, true)
+                let (to, _) = adouble::open(dbackend, dst.who, &dp, dst.node, true, true)
                     .map_err(status_of)?;
                 to.set_len(0).map_err(status_of)?;
                 to.copy_range(from.as_ref(), 0, 0, len).map_err(status_of)?;

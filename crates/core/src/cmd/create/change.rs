@@ -118,7 +118,7 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
         .is_some_and(|sd| sd.control & SE_DACL_PRESENT != 0);
     if file_created && share.nt_acl_xattr && !dacl_given {
         // The parent's inheritable ACEs make the new file's NT ACL.
-        let ids = crate::ntsd::Ids::of(server);
+        let ids = server.ids();
         let is_dir = made.file_is_dir;
         crate::ntsd::inherit(
             share,
@@ -181,7 +181,7 @@ fn store_initial_sd(
     if info.is_empty() {
         return Ok(());
     }
-    let ids = crate::ntsd::Ids::of(server);
+    let ids = server.ids();
     let from = crate::ntsd::From::Client;
     match crate::ntsd::set(node, share, given, info, from, &ids, now_filetime) {
         Err(NtStatus::NOT_SUPPORTED) => Ok(()),

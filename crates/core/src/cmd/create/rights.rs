@@ -69,7 +69,7 @@ pub(super) fn check(
     let granted = granted & if maximum { rights | wanted } else { !0 };
     if let Some((_, crate::ntsd::Kept::Legacy)) = kept {
         if rights & access::WRITE_DAC != 0 {
-            let ids = crate::ntsd::Ids::of(at.server);
+            let ids = at.server.ids();
             crate::ntsd::migrate(node.as_ref(), share, &ids, now_filetime);
         }
     }
