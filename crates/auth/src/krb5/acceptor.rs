@@ -95,6 +95,9 @@ pub struct Accepted {
     pub end_time: i64,
     /// The PAC, when the ticket had one (its server signature verified).
     pub pac: Option<Pac>,
+    /// The authenticator's GSS checksum (RFC 4121 4.1.1) as sent: IAKerb's finished checksum
+    /// is one of its extensions ([`super::iakerb`]).
+    pub gss_checksum: Vec<u8>,
 }
 
 impl std::fmt::Debug for Accepted {
@@ -264,8 +267,10 @@ fn open_authenticator(
 }
 
 /// Step 4: the GSS checksum (RFC 4121 4.1.1): no channel bindings (SMB over TCP has none), no
-/// DCE style; returns the GSS flags.
-fn check_gss_checksum(auth: &picky_krb::data_types::AuthenticatorInner) -> Result<u32, AuthError> {
+/// DCE style; returns the GSS flags and the checksum's bytes.
+fn check_gss_checksum(
+    auth: &picky_krb::data_types::AuthenticatorInner,
+) -> Result<(u32, Vec<u8>), AuthError> {
     let ck = auth
         .cksum
         .0
@@ -293,7 +298,7 @@ fn check_gss_checksum(auth: &picky_krb::data_types::AuthenticatorInner) -> Resul
     if flags & GSS_C_DCE_STYLE != 0 {
         return Err(refused("DCE-style Kerberos is not used by SMB"));
     }
-    Ok(flags)
+    Ok((flags, c.clone()))
 }
 
 /// The PAC inside AD-IF-RELEVANT, if any.
@@ -396,7 +401,7 @@ fn accept_opened(
     let part = &opened.part;
     let (auth_time, end_time) = check_ticket(part, now, cfg.skew_secs)?;
     let auth = open_authenticator(req, part, now, cfg.skew_secs)?;
-    let gss_flags = check_gss_checksum(&auth)?;
+    let (gss_flags, gss_checksum) = check_gss_checksum(&auth)?;
     let client = principal(&part.cname.0);
     let client_realm = realm_of(&part.crealm.0);
     let pac = match find_pac(part.authorization_data.0.as_ref().map(|a| &a.0))? {
@@ -450,5 +455,6 @@ fn accept_opened(
         auth_time,
         end_time,
         pac,
+        gss_checksum,
     })
 }

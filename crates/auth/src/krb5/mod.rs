@@ -13,6 +13,7 @@
 pub mod acceptor;
 pub mod ccache;
 pub mod domain;
+pub mod iakerb;
 pub mod initiator;
 pub mod keytab;
 pub mod logon_info;

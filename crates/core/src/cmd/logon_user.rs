@@ -121,6 +121,7 @@ mod tests {
             auth_time: 0,
             end_time: 0,
             pac: None,
+            gss_checksum: Vec::new(),
         };
         ServerStep::Done {
             token: Vec::new(),
