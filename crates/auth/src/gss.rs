@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use crate::krb5::acceptor::{self, Accepted, AcceptorConfig, Fresh};
+use crate::krb5::iakerb::{self, Iakerb, KdcRequest};
 use crate::krb5::mic;
 use crate::krb5::replay::ReplayCache;
 use crate::ntlm::{self, AuthKind, AuthResult, NtlmClient, NtlmServer};
@@ -63,6 +64,9 @@ enum ServerState {
     /// mechListMIC is awaited.
     AwaitMic,
     AwaitAuthenticate,
+    /// IAKerb: relaying the client's KDC exchanges until its AP-REQ ([`iakerb`]); `true` when
+    /// the tokens come in SPNEGO.
+    Iakerb(bool),
     Done,
 }
 
@@ -78,6 +82,10 @@ pub struct ServerAuth {
     mic_required: bool,
     /// The accepted ticket while the client's mechListMIC is awaited.
     pending: Option<Box<Accepted>>,
+    /// The IAKerb exchange, once the client chose IAKerb.
+    iakerb: Option<Box<Iakerb>>,
+    /// A KDC's answer for the next IAKerb step ([`ServerAuth::kdc_answered`]).
+    kdc_answer: Option<(KdcRequest, Result<Vec<u8>, String>)>,
 }
 
 struct SpnegoCtx {
@@ -100,6 +108,8 @@ impl ServerAuth {
             kerberos: None,
             mic_required: false,
             pending: None,
+            iakerb: None,
+            kdc_answer: None,
         }
     }
 
@@ -274,6 +284,12 @@ impl ServerAuth {
         token: &[u8],
         users: &dyn UserLookup,
     ) -> Result<ServerStep, AuthError> {
+        let bare_iakerb =
+            state == ServerState::Start && self.kerberos.is_some() && iakerb::is_iakerb(token);
+        if bare_iakerb || state == ServerState::Iakerb(false) {
+            // IAKerb without SPNEGO ([`iakerb_leg`]).
+            return self.iakerb_leg(Some(token), false, false);
+        }
         if token.starts_with(b"NTLMSSP\0") {
             return self.step_raw(state, token, users);
         }
@@ -290,10 +306,23 @@ impl ServerAuth {
         }
         let msg = spnego::decode(token)?;
         match (state, msg) {
+            (ServerState::Start, NegToken::Init(init)) if self.picks_iakerb(&init.mech_types) => {
+                self.spnego = Some(SpnegoCtx {
+                    mech_types_der: init.mech_types_der,
+                    ntlm_preferred: false,
+                });
+                self.iakerb_leg(init.mech_token.as_deref(), true, true)
+            }
+            (ServerState::Iakerb(true), NegToken::Resp(resp)) => {
+                let t = resp
+                    .response_token
+                    .ok_or(AuthError::Malformed("negTokenResp without an IAKerb token"))?;
+                self.iakerb_leg(Some(&t), true, false)
+            }
             (ServerState::Start, NegToken::Init(init)) if self.picks_kerberos(&init.mech_types) => {
                 // The answer names the Kerberos OID the client listed (Windows lists MS-KRB5
                 // first and expects it back). When Kerberos is the client's first choice no
-                // mechListMIC is needed; otherwise (NEGOEX or IAKERB listed first) the optimistic
+                // mechListMIC is needed; otherwise (NEGOEX listed first, or IAKerb after another) the optimistic
                 // token is another mechanism's, and MICs are exchanged after the AP-REQ.
                 let first_choice = init
                     .mech_types
@@ -668,5 +697,8 @@ impl ClientAuth {
     }
 }
 
+mod iakerb_leg;
+#[cfg(test)]
+mod iakerb_tests;
 #[cfg(test)]
 mod tests;

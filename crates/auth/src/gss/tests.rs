@@ -509,11 +509,12 @@ fn the_negotiate_hint_lists_kerberos_first_when_a_keytab_is_configured() {
 #[test]
 fn kerberos_listed_after_another_mechanism_exchanges_mech_list_mics_after_the_ap_req() {
     use crate::krb5::{mic, OID_KRB5};
-    const OID_IAKERB: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x02, 0x05];
+    // NEGOEX (1.3.6.1.4.1.311.2.2.30), which Windows can list first.
+    const OID_NEGOEX: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x1e];
     let (mut s, m) = kerberos_server();
-    let mechs = spnego::mech_type_list(&[OID_IAKERB, OID_KRB5, OID_NTLMSSP]);
-    // The optimistic token is IAKERB's: dropped, and a MIC is asked for.
-    let init = spnego::encode_init(&mechs, Some(b"iakerb token"), None);
+    let mechs = spnego::mech_type_list(&[OID_NEGOEX, OID_KRB5, OID_NTLMSSP]);
+    // The optimistic token is NEGOEX's: dropped, and a MIC is asked for.
+    let init = spnego::encode_init(&mechs, Some(b"negoex token"), None);
     let ServerStep::Continue(t) = s.step(&init, &Users::with(&[])).unwrap() else {
         panic!()
     };

@@ -449,4 +449,4 @@ fn parse_finished(b: &[u8]) -> Result<(i64, &[u8]), AuthError> {
 
 #[cfg(test)]
 #[path = "iakerb_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -11,10 +11,10 @@ use crate::krb5::replay::ReplayCache;
 const CAPTURE: &str = include_str!("testdata/iakerb-mit-1.20.txt");
 const KEYTAB: &str = include_str!("testdata/iakerb-mit-keytab.hex");
 /// When the exchange was captured (Unix seconds): the tickets are valid then.
-const CAPTURED_AT: i64 = 1_795_872_747;
+pub(crate) const CAPTURED_AT: i64 = 1_795_872_747;
 
 /// The captured tokens, in order: (from the initiator?, token).
-fn capture() -> Vec<(bool, Vec<u8>)> {
+pub(crate) fn capture() -> Vec<(bool, Vec<u8>)> {
     CAPTURE
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -25,7 +25,7 @@ fn capture() -> Vec<(bool, Vec<u8>)> {
         .collect()
 }
 
-fn config() -> AcceptorConfig {
+pub(crate) fn config() -> AcceptorConfig {
     AcceptorConfig {
         keytab: Arc::new(Keytab::parse(&crate::unhex(KEYTAB)).unwrap()),
         realm: "RS.TEST".into(),
