@@ -40,7 +40,7 @@ mod held;
 mod lookups;
 mod waits;
 
-pub(crate) use lookups::{DomainAnswer, LookupCont};
+pub(crate) use lookups::{Asked, DomainAnswer, LookupCont};
 
 use waits::Waiting;
 

@@ -24,9 +24,16 @@ use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
 
 use ringshare_wire::security::{Ace, AceBody, SecurityDescriptor, Sid};
 
-/// The domain's answer to one NTLM response, kept for the member that asked until it runs
-/// again ([`crate::domain::WithDomain`] gives it to the exchange).
-pub(crate) type DomainAnswer = (DomainNtlmRequest, Result<[u8; 16], String>);
+/// The answer to what a SESSION_SETUP leg asked, kept for the member that asked until it runs
+/// again: the domain's to an NTLM response ([`WithDomain`] gives it to the exchange), or a KDC's
+/// to an IAKerb client's request (given to the exchange before it steps).
+pub(crate) enum DomainAnswer {
+    Ntlm(DomainNtlmRequest, Result<[u8; 16], String>),
+    Kdc(
+        ringshare_auth::krb5::iakerb::KdcRequest,
+        Result<Vec<u8>, String>,
+    ),
+}
 
 /// What a domain member asks its domain; the server binary answers through winbind.
 pub trait DomainLogons: Send + Sync {
@@ -54,12 +61,12 @@ impl UserLookup for WithDomain<'_> {
     }
 
     fn domain_ntlm(&self, r: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
-        r.domain.eq_ignore_ascii_case(self.workgroup).then(|| {
-            match self.answer.filter(|(asked, _)| asked.is(r)) {
-                Some((_, answer)) => answer.clone(),
-                None => Err("the domain was not asked".into()),
-            }
-        })
+        r.domain
+            .eq_ignore_ascii_case(self.workgroup)
+            .then(|| match self.answer {
+                Some(DomainAnswer::Ntlm(asked, answer)) if asked.is(r) => answer.clone(),
+                _ => Err("the domain was not asked".into()),
+            })
     }
 }
 

@@ -46,7 +46,7 @@ mod writetime;
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
-pub use lookup::{Lookup, LookupDone, LookupRequest};
+pub use lookup::{Kdcs, Lookup, LookupDone, LookupRequest};
 /// The per-file state (crates/files), as the modules here name it.
 pub use ringshare_files as files;
 pub use server::{

@@ -1,6 +1,7 @@
-//! Questions the core cannot answer without waiting on another process: whether the domain
-//! accepts a user's NTLM response (winbind asks a domain controller), and which Unix account a
-//! user name is (NSS, which may ask winbindd, sssd or an LDAP server).
+//! Questions the core cannot answer without waiting on another process or server: whether the
+//! domain accepts a user's NTLM response (winbind asks a domain controller), which Unix account a
+//! user name is (NSS, which may ask winbindd, sssd or an LDAP server), and what the realm's KDC
+//! answers to a KDC request an IAKerb client asked the server to relay.
 //!
 //! The core never waits for them on an I/O thread. A command that needs one parks its request
 //! and queues [`Output::Lookup`](crate::Output::Lookup); the driver runs
@@ -11,10 +12,18 @@
 use std::fmt;
 use std::sync::Arc;
 
+use ringshare_auth::krb5::iakerb::KdcRequest;
 use ringshare_auth::DomainNtlmRequest;
 
 use crate::domain::DomainLogons;
 use crate::identity::{Account, AccountError, Accounts};
+
+/// How the server reaches the KDCs of its realm, for IAKerb clients that cannot (the binary:
+/// the `kdc =` lines of krb5.conf, over UDP and TCP).
+pub trait Kdcs: Send + Sync {
+    /// Send `request` to a KDC of `realm`; its reply, or why there is none.
+    fn exchange(&self, realm: &str, request: &[u8]) -> Result<Vec<u8>, String>;
+}
 
 /// A question and who answers it.
 pub struct LookupRequest {
@@ -35,6 +44,11 @@ pub enum Lookup {
         accounts: Arc<dyn Accounts>,
         names: Vec<String>,
     },
+    /// Relay an IAKerb client's KDC request to a KDC of the server's realm ([`Kdcs::exchange`]).
+    Kdc {
+        kdcs: Arc<dyn Kdcs>,
+        request: KdcRequest,
+    },
 }
 
 /// The answer to a [`LookupRequest`].
@@ -44,6 +58,8 @@ pub enum LookupDone {
     DomainNtlm(Result<[u8; 16], String>),
     /// The account, or why there is none.
     Account(Result<Account, AccountError>),
+    /// The KDC's reply, or why there is none.
+    Kdc(Result<Vec<u8>, String>),
 }
 
 impl LookupRequest {
@@ -64,6 +80,9 @@ impl LookupRequest {
                 }
                 LookupDone::Account(answer)
             }
+            Lookup::Kdc { kdcs, request } => {
+                LookupDone::Kdc(kdcs.exchange(&request.realm, &request.request))
+            }
         }
     }
 }
@@ -79,6 +98,13 @@ impl fmt::Debug for LookupRequest {
             Lookup::Account { names, .. } => {
                 write!(f, "Lookup {{ id: {}, account of {names:?} }}", self.id)
             }
+            Lookup::Kdc { request, .. } => write!(
+                f,
+                "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",
+                self.id,
+                request.realm,
+                request.request.len()
+            ),
         }
     }
 }

@@ -83,6 +83,8 @@ pub struct ServerState {
     domain: RwLock<Option<Arc<crate::domain::DomainMember>>>,
     /// How a domain member asks its domain (winbind), when it can ([`ServerState::set_domain_logons`]).
     domain_logons: RwLock<Option<Arc<dyn crate::domain::DomainLogons>>>,
+    /// How IAKerb clients' KDC requests reach the realm's KDCs ([`ServerState::set_kdcs`]).
+    kdcs: RwLock<Option<Arc<dyn crate::lookup::Kdcs>>>,
     /// Domain SIDs and the rid ranges their ids come from ([`crate::domain::SidMap`]).
     pub(crate) sid_map: crate::domain::SidMap,
     /// Every authenticator accepted, for the whole process (a replay may come on any
@@ -249,6 +251,7 @@ impl ServerState {
             kerberos: RwLock::new(None),
             domain: RwLock::new(None),
             domain_logons: RwLock::new(None),
+            kdcs: RwLock::new(None),
             sid_map: Default::default(),
             replay_cache: Default::default(),
         })
@@ -322,6 +325,17 @@ impl ServerState {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Relay IAKerb clients' KDC requests with `k` from now on (None: IAKerb logons are
+    /// refused).
+    pub fn set_kdcs(&self, k: Option<Arc<dyn crate::lookup::Kdcs>>) {
+        *self.kdcs.write().unwrap_or_else(|e| e.into_inner()) = k;
+    }
+
+    /// How the realm's KDCs are reached, when they can be.
+    pub fn kdcs(&self) -> Option<Arc<dyn crate::lookup::Kdcs>> {
+        self.kdcs.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The member-server rules, when the server is a domain member.

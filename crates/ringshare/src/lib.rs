@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod driver;
+pub mod kdc;
 pub mod kerberos;
 pub mod limit;
 pub mod logging;

@@ -380,6 +380,9 @@ pub fn serve(
         server.set_domain_logons(crate::winbind::domain_logons(cfg.source.as_deref()));
     }
     server.set_domain(member);
+    // IAKerb clients' KDC requests go to the KDCs krb5.conf names for the server's realm (only
+    // that realm's), from the lookup threads.
+    server.set_kdcs(Some(Arc::new(crate::kdc::Krb5ConfKdcs::from_env())));
     if cfg.global.keytab().is_some() {
         let r = Arc::clone(&reloader);
         std::thread::Builder::new()

@@ -4,6 +4,7 @@
 //! through the Kerberos acceptor, and its finished checksum must cover the legs.
 
 use super::{ServerAuth, ServerState, ServerStep};
+use crate::krb5::acceptor::AcceptorConfig;
 use crate::krb5::iakerb::{self, Iakerb, KdcRequest, OID_IAKERB};
 use crate::spnego::{self, neg_state, NegToken, NegTokenResp};
 use crate::AuthError;
@@ -14,17 +15,31 @@ impl ServerAuth {
     /// for the server's own realm. Nothing changes; the caller asks a KDC of that realm apart
     /// from the exchange, then hands the reply over with [`ServerAuth::kdc_answered`] and steps.
     pub fn kdc_request(&self, token: &[u8]) -> Option<KdcRequest> {
-        let fresh;
-        let iak = match (&self.iakerb, self.state) {
-            (Some(iak), ServerState::Iakerb(_)) => iak.as_ref(),
+        match (&self.iakerb, self.state) {
+            (Some(iak), ServerState::Iakerb(_)) => iak.request(&self.iakerb_token(token)?),
             (None, ServerState::Start) => {
-                fresh = Iakerb::new(&self.kerberos.as_ref()?.config.realm);
-                &fresh
+                Self::first_kdc_request(&self.kerberos.as_ref()?.config, token)
             }
-            _ => return None,
+            _ => None,
+        }
+    }
+
+    /// [`ServerAuth::kdc_request`] for the first token of an exchange that has not started,
+    /// on a server accepting Kerberos with `config`.
+    pub fn first_kdc_request(config: &AcceptorConfig, token: &[u8]) -> Option<KdcRequest> {
+        let inner = if iakerb::is_iakerb(token) {
+            token.to_vec()
+        } else {
+            match spnego::decode(token).ok()? {
+                NegToken::Init(init)
+                    if init.mech_types.first().is_some_and(|m| m == OID_IAKERB) =>
+                {
+                    init.mech_token?
+                }
+                _ => return None,
+            }
         };
-        let inner = self.iakerb_token(token)?;
-        iak.request(&inner)
+        Iakerb::new(&config.realm).request(&inner)
     }
 
     /// The KDC's reply to `request` (or why there is none), for the next step.
@@ -36,11 +51,6 @@ impl ServerAuth {
     /// mechanism token of SPNEGO otherwise.
     fn iakerb_token(&self, token: &[u8]) -> Option<Vec<u8>> {
         match self.state {
-            ServerState::Start if iakerb::is_iakerb(token) => Some(token.to_vec()),
-            ServerState::Start => match spnego::decode(token).ok()? {
-                NegToken::Init(init) if self.picks_iakerb(&init.mech_types) => init.mech_token,
-                _ => None,
-            },
             ServerState::Iakerb(false) => Some(token.to_vec()),
             ServerState::Iakerb(true) => match spnego::decode(token).ok()? {
                 NegToken::Resp(resp) => resp.response_token,

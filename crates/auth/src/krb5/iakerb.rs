@@ -393,6 +393,28 @@ pub fn ap_rep_as_iakerb(token: &[u8]) -> Result<Vec<u8>, AuthError> {
     }
 }
 
+/// The error-code of a KRB-ERROR (RFC 4120 5.9.1), None for anything else: a KDC that answers
+/// KRB_ERR_RESPONSE_TOO_BIG (52) over UDP is asked again over TCP.
+pub fn krb_error_code(m: &[u8]) -> Option<i64> {
+    let mut d = Der::new(m).ok()?;
+    let app = d.expect(0x7e, "").ok()?;
+    let mut a = d.enter(&app).ok()?;
+    let seq = a.expect(0x30, "").ok()?;
+    let mut fields = a.enter(&seq).ok()?;
+    while !fields.is_empty() {
+        let f = fields.read().ok()?;
+        if f.tag == 0xa6 {
+            let mut i = fields.enter(&f).ok()?;
+            let n = i.expect(0x02, "").ok()?;
+            if n.content.is_empty() || n.content.len() > 4 {
+                return None;
+            }
+            return Some(n.content.iter().fold(0i64, |a, x| (a << 8) | i64::from(*x)));
+        }
+    }
+    None
+}
+
 /// The extension `ext_type` of a GSS checksum (RFC 4121 4.1.1: 24 bytes, the delegation option
 /// when the DELEG flag is set, then extensions of a 4-byte big-endian type and length each).
 fn gss_extension(c: &[u8], ext_type: u32) -> Result<Option<&[u8]>, AuthError> {

@@ -272,3 +272,14 @@ fn only_kdc_requests_are_relayed() {
     assert!(iak.proxy(&token).is_err());
     assert!(parse_proxy(ap_req_body).is_err());
 }
+
+#[test]
+fn the_error_code_of_a_kdcs_krb_error_is_read() {
+    let c = capture();
+    let preauth_required = parse_proxy(&c[1].1).unwrap().message.to_vec();
+    assert_eq!(krb_error_code(&preauth_required), Some(25));
+    assert_eq!(krb_error_code(parse_proxy(&c[3].1).unwrap().message), None);
+    for n in 0..preauth_required.len() {
+        assert_eq!(krb_error_code(&preauth_required[..n]), None);
+    }
+}

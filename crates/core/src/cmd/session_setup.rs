@@ -24,7 +24,7 @@ use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupRe
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::logon_user::{kerberos_user, DomainUser};
-use crate::conn::{signature_ok, ConnCore, Handled, LookupCont, Reply, Req};
+use crate::conn::{signature_ok, Asked, ConnCore, DomainAnswer, Handled, LookupCont, Reply, Req};
 use crate::identity::{Account, AccountError};
 use crate::limits;
 use crate::loglimit::{FailedLogon, LogKind};
@@ -149,7 +149,18 @@ pub(crate) fn handle(
                 logons,
                 request: request.clone(),
             },
-            cont: LookupCont::Again(request),
+            cont: LookupCont::Again(Asked::Ntlm(request)),
+        });
+    }
+    if let Some((request, kdcs)) = kdc_question(core, req.hdr.session_id, setup.security_buffer) {
+        // An IAKerb client's KDC request: a KDC of the realm answers it away from the I/O
+        // thread, and the request runs again with the reply at hand.
+        return Ok(Handled::Lookup {
+            ask: Lookup::Kdc {
+                kdcs,
+                request: request.clone(),
+            },
+            cont: LookupCont::Again(Asked::Kdc(request)),
         });
     }
     if setup.flags.contains(SessionSetupFlags::BINDING) && req.hdr.session_id != 0 {
@@ -332,11 +343,34 @@ fn domain_question(
         .auth
         .as_ref()?
         .domain_request(token)?;
-    let answered = core
-        .domain_answer
-        .as_ref()
-        .is_some_and(|(r, _)| *r == asked);
+    let answered = matches!(&core.domain_answer, Some(DomainAnswer::Ntlm(r, _)) if *r == asked);
     (asked.domain.eq_ignore_ascii_case(&member.workgroup) && !answered).then_some((asked, logons))
+}
+
+/// The KDC exchange an IAKerb client's `token` (the SESSION_SETUP leg of `session_id`, 0 for a
+/// new session) asks the server to relay to its realm's KDC ([`ServerAuth::kdc_request`]), and
+/// how the KDCs are reached; None when there is none, or its answer is at hand.
+fn kdc_question(
+    core: &ConnCore,
+    session_id: u64,
+    token: &[u8],
+) -> Option<(
+    ringshare_auth::krb5::iakerb::KdcRequest,
+    Arc<dyn crate::lookup::Kdcs>,
+)> {
+    let kdcs = core.server.kdcs()?;
+    let config = core.server.kerberos()?;
+    let exchange = core
+        .sessions
+        .get(&session_id)
+        .filter(|_| session_id != 0)
+        .and_then(|ch| ch.auth.as_ref());
+    let asked = match exchange {
+        Some(auth) => auth.kdc_request(token)?,
+        None => ServerAuth::first_kdc_request(&config, token)?,
+    };
+    let answered = matches!(&core.domain_answer, Some(DomainAnswer::Kdc(r, _)) if *r == asked);
+    (!answered).then_some((asked, kdcs))
 }
 
 /// Ask for the Unix account `fin` acts as: the user's own, or for guest and anonymous logons
@@ -365,7 +399,9 @@ pub(crate) fn resume(
 ) -> Result<Reply, NtStatus> {
     let found = match done {
         LookupDone::Account(a) => a,
-        LookupDone::DomainNtlm(_) => Err(AccountError::Lookup("not an account's answer".into())),
+        LookupDone::DomainNtlm(_) | LookupDone::Kdc(_) => {
+            Err(AccountError::Lookup("not an account's answer".into()))
+        }
     };
     let account = account_from(core, &fin, found);
     let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);
@@ -658,7 +694,10 @@ fn auth_leg(
         .server
         .domain()
         .filter(|_| core.server.domain_logons().is_some());
-    let answer = core.domain_answer.take();
+    let (answer, kdc_answer) = match core.domain_answer.take() {
+        Some(DomainAnswer::Kdc(request, reply)) => (None, Some((request, reply))),
+        ntlm => (ntlm, None),
+    };
     let kerberos = core.server.kerberos().map(|config| Kerberos {
         config,
         replay: Arc::clone(&core.server.replay_cache),
@@ -682,6 +721,9 @@ fn auth_leg(
             None => a,
         })
     });
+    if let Some((request, reply)) = kdc_answer {
+        auth.kdc_answered(request, reply);
+    }
     let step = match &member {
         Some(m) => {
             let lookup = crate::domain::WithDomain {

@@ -1,7 +1,8 @@
-//! Requests parked on a lookup ([`crate::lookup`]): the domain's NTLM check and the account a
-//! logon acts as. The request's job waits here while the driver asks, away from the I/O thread;
+//! Requests parked on a lookup ([`crate::lookup`]): the domain's NTLM check, the KDC's answer
+//! to an IAKerb client's request, and the account a logon acts as. The request's job waits here while the driver asks, away from the I/O thread;
 //! the connection's other jobs go on meanwhile.
 
+use ringshare_auth::krb5::iakerb::KdcRequest;
 use ringshare_auth::DomainNtlmRequest;
 use ringshare_wire::header::Header;
 
@@ -12,14 +13,22 @@ use crate::lookup::{Lookup, LookupDone, LookupRequest};
 
 /// How a parked request goes on once its answer is in.
 pub(crate) enum LookupCont {
-    /// The member runs again with the domain's answer at hand ([`DomainAnswer`]): it asked
-    /// before it changed anything.
-    Again(DomainNtlmRequest),
+    /// The member runs again with the answer at hand ([`DomainAnswer`]): it asked before it
+    /// changed anything.
+    Again(Asked),
     /// A logon whose exchange ended goes on with the account it acts as.
     Logon(Box<cmd::session_setup::Finishing>),
 }
 
 pub(crate) use crate::domain::DomainAnswer;
+
+/// What a SESSION_SETUP leg asked before it runs again.
+pub(crate) enum Asked {
+    /// The domain's check of an NTLM response.
+    Ntlm(DomainNtlmRequest),
+    /// A KDC's answer to an IAKerb client's request.
+    Kdc(KdcRequest),
+}
 
 /// A job parked on a lookup.
 pub(super) struct Parked {
@@ -72,12 +81,14 @@ impl Connection {
         }
         let job = p.job;
         match p.cont {
-            LookupCont::Again(request) => {
-                let answer = match done {
-                    LookupDone::DomainNtlm(a) => a,
-                    LookupDone::Account(_) => Err("no answer from the domain".into()),
+            LookupCont::Again(asked) => {
+                let answer = match (asked, done) {
+                    (Asked::Ntlm(r), LookupDone::DomainNtlm(a)) => DomainAnswer::Ntlm(r, a),
+                    (Asked::Ntlm(r), _) => DomainAnswer::Ntlm(r, Err("no answer".into())),
+                    (Asked::Kdc(r), LookupDone::Kdc(a)) => DomainAnswer::Kdc(r, a),
+                    (Asked::Kdc(r), _) => DomainAnswer::Kdc(r, Err("no answer".into())),
                 };
-                self.core.domain_answer = Some((request, answer));
+                self.core.domain_answer = Some(answer);
                 let mut job = job;
                 job.next = p.member;
                 self.run(job);
