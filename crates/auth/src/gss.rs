@@ -497,6 +497,34 @@ enum ClientState {
     Done,
 }
 
+/// GSS tokens another implementation makes (another process: a test drives MIT's IAKerb
+/// initiator through ringshare's client this way), relayed by [`ClientAuth::relayed`].
+pub trait TokenSource: Send {
+    /// The token answering the server's `server_token` (None at first); None once the exchange
+    /// is finished.
+    fn step(&mut self, server_token: Option<&[u8]>) -> Result<Option<Vec<u8>>, AuthError>;
+    /// The session key, once the exchange is finished.
+    fn session_key(&self) -> Option<Vec<u8>>;
+}
+
+/// A shared [`TokenSource`] (client options are cloned).
+#[derive(Clone)]
+pub struct Relay(pub Arc<std::sync::Mutex<dyn TokenSource>>);
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Relay")
+    }
+}
+
+impl Relay {
+    fn lock(&self) -> std::sync::MutexGuard<'_, dyn TokenSource + 'static> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The client side: SPNEGO-wrapped NTLMSSP, or Kerberos with a ticket from a credential cache,
 /// for ringshare's own client.
 pub struct ClientAuth {
@@ -504,6 +532,7 @@ pub struct ClientAuth {
     state: ClientState,
     mech_types_der: Vec<u8>,
     kerberos: Option<KerberosClient>,
+    relay: Option<Relay>,
 }
 
 /// A Kerberos logon in progress: the service ticket, then the key the AP-REP gives.
@@ -520,7 +549,15 @@ impl ClientAuth {
             state: ClientState::Start,
             mech_types_der: spnego::mech_type_list(&[OID_NTLMSSP]),
             kerberos: None,
+            relay: None,
         }
+    }
+
+    /// A client whose tokens `relay` makes: sent as they are, the server's handed back.
+    pub fn relayed(relay: Relay) -> Self {
+        let mut c = ClientAuth::new("", "", "");
+        c.relay = Some(relay);
+        c
     }
 
     /// A client that logs on with `ticket` (a service ticket for the server, from a credential
@@ -531,6 +568,7 @@ impl ClientAuth {
             state: ClientState::Start,
             mech_types_der: spnego::mech_type_list(&[crate::krb5::OID_KRB5]),
             kerberos: Some(KerberosClient { ticket, key: None }),
+            relay: None,
         }
     }
 
@@ -597,6 +635,9 @@ impl ClientAuth {
         rand: [u8; 24],
         now_filetime: u64,
     ) -> Result<Option<Vec<u8>>, AuthError> {
+        if let Some(r) = &self.relay {
+            return r.lock().step(server_token);
+        }
         if self.kerberos.is_some() {
             return self.kerberos_step(server_token, rand, now_filetime);
         }
@@ -687,6 +728,9 @@ impl ClientAuth {
     /// from): NTLM's exported session key once the AUTHENTICATE has been produced (None for
     /// anonymous), or the Kerberos key the AP-REP gave.
     pub fn session_key(&self) -> Option<[u8; 16]> {
+        if let Some(r) = &self.relay {
+            return r.lock().session_key()?.get(..16)?.try_into().ok();
+        }
         match &self.kerberos {
             Some(k) => k
                 .key

@@ -87,6 +87,8 @@ pub struct ClientOptions {
     pub now_filetime: u64,
     /// Log on with this Kerberos service ticket (from a credential cache) instead of NTLM.
     pub kerberos: Option<ringshare_auth::krb5::ccache::Credential>,
+    /// Log on with tokens made elsewhere (another GSS implementation), relayed as they are.
+    pub relay: Option<ringshare_auth::gss::Relay>,
 }
 
 impl Default for ClientOptions {
@@ -109,6 +111,7 @@ impl Default for ClientOptions {
             seed: 0x5EED,
             now_filetime: 133_500_000_000_000_000,
             kerberos: None,
+            relay: None,
         }
     }
 }
@@ -1227,9 +1230,12 @@ impl ClientConn {
             )));
         }
         self.phase = Phase::SessionSetup;
-        self.auth = Some(match &self.opts.kerberos {
-            Some(ticket) => ClientAuth::kerberos(ticket.clone()),
-            None => ClientAuth::new(&self.opts.user, &self.opts.domain, &self.opts.password),
+        self.auth = Some(match (&self.opts.relay, &self.opts.kerberos) {
+            (Some(relay), _) => ClientAuth::relayed(relay.clone()),
+            (None, Some(ticket)) => ClientAuth::kerberos(ticket.clone()),
+            (None, None) => {
+                ClientAuth::new(&self.opts.user, &self.opts.domain, &self.opts.password)
+            }
         });
         self.session_step_send(None)
     }

@@ -909,3 +909,223 @@ fn ringshares_own_client_logs_on_with_a_ticket_from_the_credential_cache() {
         "the server logged {logons} Kerberos logons:\n{text}"
     );
 }
+
+/// MIT's IAKerb initiator (tests/py/iakerb_init.py) as a [`TokenSource`]: each server token is
+/// written to it, each of its tokens read back; it knows the realm's name and the user's
+/// password, no KDC.
+struct MitIakerb {
+    child: Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    key: Option<Vec<u8>>,
+    /// Tokens it made.
+    tokens: usize,
+}
+
+impl MitIakerb {
+    /// The initiator for `principal`, with a krb5.conf in `dir` that names `realm` for
+    /// fs.rs.test and no KDC at all.
+    fn start(dir: &Path, principal: &str, realm: &str) -> MitIakerb {
+        let conf = dir.join(format!("krb5-iakerb-{realm}.conf"));
+        std::fs::write(
+            &conf,
+            format!(
+                "[libdefaults]\n default_realm = {realm}\n dns_lookup_realm = false\n \
+                 dns_lookup_kdc = false\n rdns = false\n dns_canonicalize_hostname = false\n\
+                 [domain_realm]\n fs.rs.test = {realm}\n"
+            ),
+        )
+        .unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/iakerb_init.py");
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(script)
+            .args([principal, PASSWORD, "cifs@fs.rs.test"])
+            .env("KRB5_CONFIG", &conf)
+            .env("KRB5CCNAME", "MEMORY:iakerb")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start iakerb_init.py");
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        MitIakerb {
+            child,
+            out,
+            key: None,
+            tokens: 0,
+        }
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut l = String::new();
+        self.out
+            .read_line(&mut l)
+            .expect("read from iakerb_init.py");
+        l.trim().to_string()
+    }
+}
+
+impl Drop for MitIakerb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ringshare_auth::gss::TokenSource for MitIakerb {
+    fn step(
+        &mut self,
+        server_token: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>, ringshare_auth::AuthError> {
+        if let Some(t) = server_token {
+            use std::io::Write;
+            let stdin = self.child.stdin.as_mut().unwrap();
+            writeln!(stdin, "{}", hex(t)).expect("write to iakerb_init.py");
+        }
+        let line = self.line();
+        if line == "done" {
+            let key = self.line();
+            self.key = key.strip_prefix("key ").map(unhex);
+            return Ok(None);
+        }
+        if line.is_empty() || line.starts_with("error") {
+            return Err(ringshare_auth::AuthError::Kerberos(format!(
+                "MIT's initiator: {line}"
+            )));
+        }
+        self.tokens += 1;
+        Ok(Some(unhex(&line)))
+    }
+
+    fn session_key(&self) -> Option<Vec<u8>> {
+        self.key.clone()
+    }
+}
+
+/// Log on to `server` through ringshare's client with the tokens `mit` makes, over SMB 3.1.1
+/// signed, and connect to its share: Ok once the tree is connected, or the client's error.
+fn iakerb_logon(
+    server: &Server,
+    mit: &std::sync::Arc<std::sync::Mutex<MitIakerb>>,
+) -> Result<(), String> {
+    use ringshare_client::{ClientConn, ClientOptions, Event};
+    use std::io::{Read, Write};
+    let relay: std::sync::Arc<std::sync::Mutex<dyn ringshare_auth::gss::TokenSource>> = mit.clone();
+    let mut conn = ClientConn::new(ClientOptions {
+        share_unc: format!("\\\\fs.rs.test\\{}", server.share),
+        dialects: vec![ringshare_wire::consts::Dialect::SMB3_1_1],
+        sign: true,
+        relay: Some(ringshare_auth::gss::Relay(relay)),
+        ..ClientOptions::default()
+    });
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let (mut out, mut events) = (Vec::new(), Vec::new());
+    loop {
+        conn.take_output(&mut out);
+        sock.write_all(&out).map_err(|e| e.to_string())?;
+        let mut head = [0u8; 4];
+        sock.read_exact(&mut head).map_err(|e| e.to_string())?;
+        let mut frame = vec![0u8; u32::from_be_bytes(head) as usize & 0xff_ffff];
+        sock.read_exact(&mut frame).map_err(|e| e.to_string())?;
+        events.clear();
+        conn.receive(&mut frame, &mut events)
+            .map_err(|e| format!("{e:?}"))?;
+        if events.contains(&Event::Ready) {
+            return Ok(());
+        }
+    }
+}
+
+fn iakerb_tools_or_skip(test: &str) -> bool {
+    if !tools_or_skip(test) {
+        return false;
+    }
+    let gssapi = Command::new("/usr/bin/python3")
+        .args(["-c", "import ctypes; ctypes.CDLL('libgssapi_krb5.so.2')"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !gssapi {
+        eprintln!("\n!!!!!!!! SKIPPED {test}: needs python3 and libgssapi-krb5-2 !!!!!!!!\n");
+    }
+    gssapi
+}
+
+#[test]
+fn mits_iakerb_initiator_with_only_a_password_logs_on_through_the_server_which_relays_to_the_kdc() {
+    if !iakerb_tools_or_skip(
+        "mits_iakerb_initiator_with_only_a_password_logs_on_through_the_server_which_relays_to_the_kdc",
+    ) {
+        return;
+    }
+    let kdc = Kdc::start();
+    // As Active Directory does: the first AS-REQ is answered PREAUTH_REQUIRED.
+    kdc.admin(&format!("modprinc +requires_preauth {USER}"));
+    let krb5_conf = kdc.dir.path().join("krb5.conf").display().to_string();
+    let server = kerberos_server_with(&kdc, vec![("KRB5_CONFIG".into(), krb5_conf)]);
+    let mit = std::sync::Arc::new(std::sync::Mutex::new(MitIakerb::start(
+        kdc.dir.path(),
+        &format!("{USER}@{REALM}"),
+        REALM,
+    )));
+    let logon = iakerb_logon(&server, &mit);
+    let log = server.log();
+    assert_eq!(logon, Ok(()), "{log}");
+    let mit = mit.lock().unwrap();
+    assert_eq!(
+        mit.tokens, 4,
+        "AS-REQ, AS-REQ with pre-authentication, TGS-REQ, AP-REQ"
+    );
+    assert!(
+        mit.key.as_ref().is_some_and(|k| k.len() == 32),
+        "no AES-256 session key from MIT's initiator"
+    );
+    assert!(
+        log.contains("Kerberos logon") && log.contains(&format!("{USER}@{REALM}")),
+        "{log}"
+    );
+    // The KDC saw the requests, from the server.
+    let kdc_log = std::fs::read_to_string(kdc.dir.path().join("kdc.log")).unwrap();
+    assert!(
+        kdc_log.contains("AS_REQ") && kdc_log.contains("TGS_REQ"),
+        "{kdc_log}"
+    );
+    assert!(
+        kdc_log.contains("PREAUTH_REQUIRED")
+            || kdc_log.contains("Additional pre-authentication required"),
+        "{kdc_log}"
+    );
+}
+
+#[test]
+fn an_iakerb_client_asking_for_another_realms_kdc_is_refused_and_nothing_is_relayed() {
+    if !iakerb_tools_or_skip(
+        "an_iakerb_client_asking_for_another_realms_kdc_is_refused_and_nothing_is_relayed",
+    ) {
+        return;
+    }
+    let kdc = Kdc::start();
+    let krb5_conf = kdc.dir.path().join("krb5.conf").display().to_string();
+    let server = kerberos_server_with(&kdc, vec![("KRB5_CONFIG".into(), krb5_conf)]);
+    let mit = std::sync::Arc::new(std::sync::Mutex::new(MitIakerb::start(
+        kdc.dir.path(),
+        &format!("{USER}@ELSEWHERE.TEST"),
+        "ELSEWHERE.TEST",
+    )));
+    let logon = iakerb_logon(&server, &mit);
+    assert!(
+        logon.as_ref().is_err_and(|e| e.contains("LOGON_FAILURE")),
+        "{logon:?}"
+    );
+    let log = server.log();
+    assert!(
+        log.contains("a KDC of realm \"ELSEWHERE.TEST\"; only its own realm RS.TEST is relayed"),
+        "{log}"
+    );
+    assert!(
+        log.contains("authentication failed from 127.0.0.1"),
+        "{log}"
+    );
+    let kdc_log = std::fs::read_to_string(kdc.dir.path().join("kdc.log")).unwrap_or_default();
+    assert!(!kdc_log.contains("AS_REQ"), "{kdc_log}");
+}

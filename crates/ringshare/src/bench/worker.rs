@@ -180,6 +180,7 @@ pub(crate) fn client_options(sh: &Shared, idx: usize) -> ClientOptions {
         seed,
         now_filetime: now_filetime(),
         kerberos: None,
+        relay: None,
     }
 }
 
