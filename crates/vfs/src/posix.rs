@@ -168,7 +168,7 @@ fn attr_from_statx(st: &Statx, dos: Option<crate::dosattrib::DosInfo>) -> FileAt
         gid: st.stx_gid,
         nlink: u64::from(st.stx_nlink),
         ino: st.stx_ino,
-        dev: (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor),
+        dev: dev_of(st.stx_dev_major, st.stx_dev_minor),
         atime: nanos(&st.stx_atime),
         mtime: nanos(&st.stx_mtime),
         ctime: nanos(&st.stx_ctime),
@@ -265,17 +265,33 @@ fn read_dos_with(
     who: &Who,
     get: impl Fn(&mut [u8]) -> Result<usize, Errno>,
 ) -> Option<crate::dosattrib::DosInfo> {
+    read_dos_definite(who, get).0
+}
+
+/// [`read_dos_with`], and whether the answer is the file's for sure (a
+/// value, or none there) rather than a read that failed.
+fn read_dos_definite(
+    who: &Who,
+    get: impl Fn(&mut [u8]) -> Result<usize, Errno>,
+) -> (Option<crate::dosattrib::DosInfo>, bool) {
     let read = || {
         let mut buf = [0u8; crate::dosattrib::READ_MAX];
         let r = get(&mut buf);
         if matches!(r, Err(e) if is_refusal(e)) {
             return Err(());
         }
-        Ok(decode_read(&buf, r))
+        let definite = match r {
+            Ok(_) => true,
+            Err(e) => e == Errno::NODATA || e == Errno::RANGE || is_unsupported(e),
+        };
+        Ok((decode_read(&buf, r), definite))
     };
     match read() {
         Ok(d) => d,
-        Err(()) => as_server(who, || Ok(read())).ok()?.ok()?,
+        Err(()) => match as_server(who, || Ok(read())) {
+            Ok(Ok(d)) => d,
+            _ => (None, false),
+        },
     }
 }
 
@@ -283,8 +299,12 @@ fn read_dos_with(
 /// symlink's own, never its target's): one `getxattrat(2)` where the kernel
 /// has it (6.13), else a lookup through `/proc/self/fd/N/name`, which costs
 /// about three times as much.
-fn read_dos_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> Option<crate::dosattrib::DosInfo> {
-    read_dos_with(who, |buf: &mut [u8]| -> Result<usize, Errno> {
+fn read_dos_at(
+    who: &Who,
+    dir: BorrowedFd<'_>,
+    name: &str,
+) -> (Option<crate::dosattrib::DosInfo>, bool) {
+    read_dos_definite(who, |buf: &mut [u8]| -> Result<usize, Errno> {
         let xattr = DOSATTRIB_C;
         // A name from getdents has at most 255 bytes; build its C string on the stack.
         let mut cname = [0u8; 256];
@@ -311,8 +331,10 @@ fn stat_fd(who: &Who, fd: BorrowedFd<'_>) -> FsResult<FileAttr> {
 }
 
 /// Entry `name` of directory `dir` with its DOS attributes, a symlink's own
-/// and never its target's, looked at as `who`.
-fn stat_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> FsResult<FileAttr> {
+/// and never its target's, looked at as `who`. `kept_on`: the device whose
+/// files' DOS attributes may come from [`doscache`] (the file system of
+/// `dir` when [`doscache::keeps_ctime`]).
+fn stat_at(who: &Who, dir: BorrowedFd<'_>, name: &str, kept_on: Option<u64>) -> FsResult<FileAttr> {
     let st = rustix::fs::statx(
         dir,
         name,
@@ -320,7 +342,47 @@ fn stat_at(who: &Who, dir: BorrowedFd<'_>, name: &str) -> FsResult<FileAttr> {
         StatxFlags::BASIC_STATS | StatxFlags::BTIME,
     )
     .map_err(errno_to_fs)?;
-    Ok(attr_from_statx(&st, read_dos_at(who, dir, name)))
+    let stamp = kept_on.and_then(|dev| stamp_on(&st, dev));
+    let Some(stamp) = stamp else {
+        return Ok(attr_from_statx(&st, read_dos_at(who, dir, name).0));
+    };
+    if let Some(dos) = doscache::get(&stamp) {
+        return Ok(attr_from_statx(&st, dos));
+    }
+    let (dos, definite) = read_dos_at(who, dir, name);
+    if definite {
+        doscache::put(&stamp, dos, doscache::now());
+    }
+    Ok(attr_from_statx(&st, dos))
+}
+
+/// A device number as one integer.
+fn dev_of(major: u32, minor: u32) -> u64 {
+    (u64::from(major) << 32) | u64::from(minor)
+}
+
+/// What [`doscache`] checks a file by, when `st` describes one on device
+/// `dev` and has its change time.
+fn stamp_on(st: &Statx, dev: u64) -> Option<doscache::Stamp> {
+    if dev_of(st.stx_dev_major, st.stx_dev_minor) != dev
+        || st.stx_mask & StatxFlags::CTIME.bits() == 0
+    {
+        return None;
+    }
+    let btime = (st.stx_mask & StatxFlags::BTIME.bits() != 0).then(|| nanos(&st.stx_btime));
+    Some(doscache::Stamp {
+        dev,
+        ino: st.stx_ino,
+        ctime: nanos(&st.stx_ctime),
+        btime,
+    })
+}
+
+/// The device of `fd` when its file system keeps change times as
+/// [`doscache`] needs.
+fn kept_dev(fd: BorrowedFd<'_>, st: &Statx) -> Option<u64> {
+    let f_type = rustix::fs::fstatfs(fd).ok()?.f_type as u64;
+    doscache::keeps_ctime(f_type).then(|| dev_of(st.stx_dev_major, st.stx_dev_minor))
 }
 
 /// A path's parent directory: the share root's fd, borrowed, or one opened
@@ -372,6 +434,9 @@ pub struct PosixShare {
     root_in_memory: bool,
     /// The root's file system is FUSE ([`on_fuse`]).
     root_fuse: bool,
+    /// The root's device, when DOS attributes of its files may be kept
+    /// ([`doscache`]).
+    root_kept: Option<u64>,
     /// The root's file system takes `user.` xattrs (probed once, by
     /// [`user_xattrs_supported`]): files can have named streams.
     streams: bool,
@@ -397,6 +462,7 @@ impl PosixShare {
         let st = statx_fd(fd.as_fd())?;
         let root_in_memory = memory_backed(fd.as_fd());
         let root_fuse = on_fuse(fd.as_fd());
+        let root_kept = kept_dev(fd.as_fd(), &st);
         let streams = user_xattrs_supported(fd.as_fd());
         Ok(PosixShare {
             root: fd,
@@ -405,6 +471,7 @@ impl PosixShare {
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
             root_in_memory,
             root_fuse,
+            root_kept,
             streams,
         })
     }
@@ -516,10 +583,11 @@ impl PosixShare {
         } else if kind == FileKind::Other && (readable || writable) {
             return Err(FsError::AccessDenied);
         }
-        let (in_memory, fuse) = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
-            (self.root_in_memory, self.root_fuse)
+        let (in_memory, fuse, dos_kept) = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
+            (self.root_in_memory, self.root_fuse, self.root_kept)
         } else {
-            (memory_backed(fd.as_fd()), on_fuse(fd.as_fd()))
+            let fd = fd.as_fd();
+            (memory_backed(fd), on_fuse(fd), kept_dev(fd, &st))
         };
         Ok(Fresh {
             node: PosixNode {
@@ -532,6 +600,7 @@ impl PosixShare {
                 read_only: self.read_only,
                 in_memory,
                 fuse,
+                dos_kept,
             },
             attr: attr_from_statx(&st, None),
         })
@@ -758,7 +827,7 @@ impl Share for PosixShare {
             return stat_fd(who, self.root.as_fd());
         }
         let (parent, name) = self.open_parent(path)?;
-        stat_at(who, parent.as_fd(), name)
+        stat_at(who, parent.as_fd(), name, self.root_kept)
     }
 
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {
@@ -913,6 +982,7 @@ impl Share for PosixShare {
     }
 }
 
+mod doscache;
 mod node;
 mod stream;
 #[cfg(test)]

@@ -19,6 +19,9 @@ pub struct PosixNode {
     pub(super) in_memory: bool,
     /// On a FUSE file system ([`Node::reads_within_size`]).
     pub(super) fuse: bool,
+    /// The device whose entries' DOS attributes may be kept
+    /// ([`super::doscache`]), when the node's file system allows it.
+    pub(super) dos_kept: Option<u64>,
 }
 
 impl fmt::Debug for PosixNode {
@@ -699,7 +702,7 @@ impl Node for PosixNode {
         if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
             return Err(FsError::InvalidName);
         }
-        stat_at(&self.who, self.fd.as_fd(), name)
+        stat_at(&self.who, self.fd.as_fd(), name, self.dos_kept)
     }
 
     fn may_read_entry(&self, name: &str) -> FsResult<bool> {

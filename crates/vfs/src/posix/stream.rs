@@ -261,6 +261,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
             read_only: base.read_only,
             in_memory: base.in_memory,
             fuse: base.fuse,
+            dos_kept: base.dos_kept,
         },
         names: RwLock::new((name.to_string(), xattr)),
         write,

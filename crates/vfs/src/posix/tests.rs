@@ -348,3 +348,58 @@ fn times_convert_both_ways_including_before_the_epoch() {
     assert_eq!((ts.tv_sec, ts.tv_nsec), (1_500_000_000, 123_456_789));
     assert_eq!(to_timespec(None).tv_nsec, UTIME_OMIT);
 }
+
+#[test]
+fn a_kept_dos_value_is_used_until_another_program_sets_the_attribute_again() {
+    if !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let dir = PathBuf::from(format!(
+        "/dev/shm/ringshare-vfs-doskept-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).unwrap();
+    let _guard = Tmp(dir.clone());
+    std::fs::write(dir.join("f"), b"abc").unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let root = share
+        .open(
+            &crate::server_who(),
+            &RelPath::root(),
+            &OpenOptions::read_existing(),
+        )
+        .unwrap()
+        .node;
+    // Just written: read afresh, not kept.
+    assert_eq!(root.stat_entry("f").unwrap().dos_attributes, None);
+    // As if the file had been listed two seconds after its last change, with
+    // HIDDEN set then: the kept value is what a listing shows now.
+    let st = rustix::fs::statx(
+        &share.root,
+        "f",
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+    )
+    .unwrap();
+    let stamp = stamp_on(&st, share.root_kept.expect("tmpfs keeps change times")).unwrap();
+    let hidden = crate::dosattrib::DosInfo {
+        attributes: 0x02,
+        create_time: None,
+    };
+    doscache::put(&stamp, Some(hidden), stamp.ctime + 3_000_000_000);
+    assert_eq!(root.stat_entry("f").unwrap().dos_attributes, Some(0x02));
+    // Another program sets the attribute: the change time moves, so the
+    // value is read again.
+    let system = crate::dosattrib::encode(0x04, 0);
+    rustix::fs::setxattr(
+        dir.join("f"),
+        crate::dosattrib::XATTR,
+        &system,
+        XattrFlags::empty(),
+    )
+    .unwrap();
+    assert_eq!(root.stat_entry("f").unwrap().dos_attributes, Some(0x04));
+    let path = RelPath::from_components(["f"]).unwrap();
+    let via_path = share.stat(&crate::server_who(), &path).unwrap();
+    assert_eq!(via_path.dos_attributes, Some(0x04));
+}

@@ -1,0 +1,304 @@
+//! The `user.DOSATTRIB` values read lately, by file, reused while the file's
+//! change time stays the same: a listing of a directory whose entries have not
+//! changed then costs one `statx` per entry instead of a `statx` and a
+//! `getxattrat` (the attribute's lookup was as dear as the stat: issue 34).
+//!
+//! Why the change time says enough: on the file systems this is used on
+//! ([`keeps_ctime`]: tmpfs, ext2/3/4, XFS, Btrfs), setting or removing an xattr
+//! sets the inode's change time, whoever does it (ringshare, Samba, `setfattr`),
+//! and nothing can set it back. A value is kept with the change time the file
+//! had when it was stat'ed before the read, so a value can only be newer than
+//! its change time says, never older. Two changes can share a change time on a
+//! file system with coarse timestamps (one clock tick), so a file changed in the
+//! last [`SETTLED_NANOS`] is always read afresh and never kept: after that, any
+//! further change gets a later time. Files are keyed by device and inode and
+//! also checked by birth time, so an inode number reused by a new file is not
+//! taken for the old one.
+//!
+//! The value is the file's, not the user's: it is read as the user and, when
+//! the kernel refuses the user, as the server (`read_dos_with`), so whoever
+//! asks gets the same answer. Only definite answers are kept (a value, or
+//! none there); a read that failed otherwise is tried again next time. The
+//! `statx` that precedes every use still runs as the user, so what a user may
+//! see of a directory is decided by the kernel as before.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use crate::dosattrib::DosInfo;
+use crate::UnixNanos;
+
+/// How long ago a file must have last changed for its value to be kept.
+pub(super) const SETTLED_NANOS: UnixNanos = 2_000_000_000;
+
+/// Files kept per thread; a full cache is emptied (65,536 files, about 6 MiB
+/// with the table's room).
+const FILES_MAX: usize = 1 << 16;
+
+/// Whether the file system of type `f_type` (`statfs`) sets a file's change
+/// time on every xattr change made through the kernel: those whose files only
+/// this kernel changes. Network and FUSE file systems are left out (another
+/// machine may change a file without this kernel knowing when).
+pub(super) fn keeps_ctime(f_type: u64) -> bool {
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const EXT4_SUPER_MAGIC: u64 = 0xEF53;
+    const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
+    const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
+    matches!(
+        f_type,
+        TMPFS_MAGIC | EXT4_SUPER_MAGIC | XFS_SUPER_MAGIC | BTRFS_SUPER_MAGIC
+    )
+}
+
+/// A file as `statx` described it: what a kept value is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub ctime: UnixNanos,
+    pub btime: Option<UnixNanos>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    dev: u64,
+    ino: u64,
+}
+
+/// The bucket is picked by the inode number itself: files made one after the
+/// other have consecutive numbers and are mostly listed in that order, so
+/// their entries are read one after the other in memory (a scattering hash
+/// made each lookup a cache miss: 7 % of a listing's samples). The top 7 bits,
+/// which hashbrown compares first, mix the device and the whole number.
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        const TOP: u64 = 0xFE00_0000_0000_0000;
+        let mixed = (self.dev ^ self.ino).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        state.write_u64((self.ino & !TOP) | (mixed & TOP));
+    }
+}
+
+/// Takes the one `u64` [`Key`] hashes to as the hash.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A kept value, 32 bytes: times as `i64` nanoseconds (years 1678 to 2262;
+/// a file with a time outside is not kept), `i64::MIN` for none.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    ctime: i64,
+    btime: i64,
+    create_time: i64,
+    /// The attributes, and whether there was a value at all.
+    attributes: u32,
+    some: bool,
+}
+
+const NONE: i64 = i64::MIN;
+
+fn narrow(t: Option<UnixNanos>) -> Option<i64> {
+    match t {
+        None => Some(NONE),
+        Some(t) => i64::try_from(t).ok().filter(|&t| t != NONE),
+    }
+}
+
+fn widen(t: i64) -> Option<UnixNanos> {
+    (t != NONE).then_some(UnixNanos::from(t))
+}
+
+type Map = HashMap<Key, Kept, BuildHasherDefault<KeyHasher>>;
+
+/// One thread's kept values (each I/O thread has its own: no lock on the
+/// way of a listing).
+#[derive(Default)]
+pub(super) struct DosCache {
+    map: Map,
+}
+
+impl DosCache {
+    /// The value kept for the file `s` describes, if it has not changed
+    /// since (`None`: not kept, read it).
+    pub(super) fn get(&self, s: &Stamp) -> Option<Option<DosInfo>> {
+        let k = self.map.get(&Key {
+            dev: s.dev,
+            ino: s.ino,
+        })?;
+        if Some(k.ctime) != narrow(Some(s.ctime)) || Some(k.btime) != narrow(s.btime) {
+            return None;
+        }
+        Some(k.some.then(|| DosInfo {
+            attributes: k.attributes,
+            create_time: widen(k.create_time),
+        }))
+    }
+
+    /// Keeps `dos`, read after the file was stat'ed as `s`, unless the file
+    /// changed less than [`SETTLED_NANOS`] before `now` (then whatever was
+    /// kept for it goes).
+    pub(super) fn put(&mut self, s: &Stamp, dos: Option<DosInfo>, now: UnixNanos) {
+        let key = Key {
+            dev: s.dev,
+            ino: s.ino,
+        };
+        let kept = (|| {
+            if s.ctime > now - SETTLED_NANOS {
+                return None;
+            }
+            Some(Kept {
+                ctime: narrow(Some(s.ctime))?,
+                btime: narrow(s.btime)?,
+                create_time: narrow(dos.and_then(|d| d.create_time))?,
+                attributes: dos.map_or(0, |d| d.attributes),
+                some: dos.is_some(),
+            })
+        })();
+        let Some(kept) = kept else {
+            self.map.remove(&key);
+            return;
+        };
+        if self.map.len() >= FILES_MAX && !self.map.contains_key(&key) {
+            self.map.clear();
+        }
+        self.map.insert(key, kept);
+    }
+}
+
+thread_local! {
+    static CACHE: RefCell<DosCache> = RefCell::new(DosCache::default());
+}
+
+/// [`DosCache::get`] on this thread's cache.
+pub(super) fn get(s: &Stamp) -> Option<Option<DosInfo>> {
+    CACHE.with(|c| c.borrow().get(s))
+}
+
+/// [`DosCache::put`] on this thread's cache.
+pub(super) fn put(s: &Stamp, dos: Option<DosInfo>, now: UnixNanos) {
+    CACHE.with(|c| c.borrow_mut().put(s, dos, now));
+}
+
+/// Now, as nanoseconds since the Unix epoch (the file system's clock for
+/// change times).
+pub(super) fn now() -> UnixNanos {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as UnixNanos,
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: UnixNanos = 3_600_000_000_000;
+
+    fn stamp(ino: u64, ctime: UnixNanos) -> Stamp {
+        Stamp {
+            dev: 7,
+            ino,
+            ctime,
+            btime: Some(1),
+        }
+    }
+
+    fn info(attributes: u32) -> Option<DosInfo> {
+        Some(DosInfo {
+            attributes,
+            create_time: None,
+        })
+    }
+
+    #[test]
+    fn a_value_is_reused_while_the_files_change_time_stays_the_same() {
+        let mut c = DosCache::default();
+        let s = stamp(1, 10);
+        assert_eq!(c.get(&s), None);
+        c.put(&s, info(0x22), HOUR);
+        assert_eq!(c.get(&s), Some(info(0x22)));
+        c.put(&stamp(2, 10), None, HOUR);
+        assert_eq!(c.get(&stamp(2, 10)), Some(None), "no value is kept too");
+    }
+
+    #[test]
+    fn a_file_whose_change_time_or_birth_time_moved_is_read_again() {
+        let mut c = DosCache::default();
+        c.put(&stamp(1, 10), info(0x20), HOUR);
+        assert_eq!(c.get(&stamp(1, 11)), None);
+        let reborn = Stamp {
+            btime: Some(2),
+            ..stamp(1, 10)
+        };
+        assert_eq!(c.get(&reborn), None, "a new file with the old inode number");
+        let other_device = Stamp {
+            dev: 8,
+            ..stamp(1, 10)
+        };
+        assert_eq!(c.get(&other_device), None);
+    }
+
+    #[test]
+    fn a_file_changed_in_the_last_two_seconds_is_not_kept_and_drops_what_was() {
+        let mut c = DosCache::default();
+        let now = HOUR;
+        c.put(&stamp(1, now - SETTLED_NANOS + 1), info(0x20), now);
+        assert_eq!(c.get(&stamp(1, now - SETTLED_NANOS + 1)), None);
+        c.put(&stamp(2, 10), info(0x20), now);
+        // The same change time seen again while it is recent: the kept
+        // value cannot be told apart from a newer one, so it goes.
+        c.put(&stamp(2, 10), info(0x21), 10 + SETTLED_NANOS / 2);
+        assert_eq!(c.get(&stamp(2, 10)), None);
+    }
+
+    #[test]
+    fn a_full_cache_is_emptied_and_takes_the_new_file() {
+        let mut c = DosCache::default();
+        let n = FILES_MAX as u64;
+        for ino in 0..n {
+            c.put(&stamp(ino, 10), info(0x20), HOUR);
+        }
+        assert_eq!(c.get(&stamp(0, 10)), Some(info(0x20)));
+        c.put(&stamp(1, 10), info(0x21), HOUR);
+        assert_eq!(
+            c.get(&stamp(1, 10)),
+            Some(info(0x21)),
+            "a kept file is replaced"
+        );
+        assert_eq!(c.get(&stamp(0, 10)), Some(info(0x20)));
+        c.put(&stamp(n, 10), info(0x22), HOUR);
+        assert_eq!(c.get(&stamp(n, 10)), Some(info(0x22)));
+        assert_eq!(c.get(&stamp(0, 10)), None, "the rest went");
+    }
+
+    #[test]
+    fn a_creation_time_is_kept_as_read_and_times_past_2262_are_not_kept() {
+        let mut c = DosCache::default();
+        let dos = Some(DosInfo {
+            attributes: 0x20,
+            create_time: Some(-5),
+        });
+        c.put(&stamp(1, 10), dos, HOUR);
+        assert_eq!(c.get(&stamp(1, 10)), Some(dos));
+        let far = Some(DosInfo {
+            attributes: 0x20,
+            create_time: Some(UnixNanos::from(i64::MAX) + 1),
+        });
+        c.put(&stamp(1, 10), far, HOUR);
+        assert_eq!(c.get(&stamp(1, 10)), None);
+    }
+}
