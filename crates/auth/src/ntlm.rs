@@ -170,7 +170,7 @@ fn upcase(s: &str) -> String {
         .collect()
 }
 
-fn hmac_md5(key: &[u8], parts: &[&[u8]]) -> [u8; 16] {
+pub(crate) fn hmac_md5(key: &[u8], parts: &[&[u8]]) -> [u8; 16] {
     let mut mac = <Hmac<Md5> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
     for p in parts {
         mac.update(p);
@@ -178,7 +178,7 @@ fn hmac_md5(key: &[u8], parts: &[&[u8]]) -> [u8; 16] {
     mac.finalize().into_bytes().into()
 }
 
-fn md5(parts: &[&[u8]]) -> [u8; 16] {
+pub(crate) fn md5(parts: &[&[u8]]) -> [u8; 16] {
     let mut h = Md5::new();
     for p in parts {
         h.update(p);

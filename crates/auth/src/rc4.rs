@@ -1,4 +1,5 @@
-//! RC4, only for NTLM key exchange and NTLMSSP signature sealing ([MS-NLMP] 3.4.3).
+//! RC4, for NTLM key exchange and NTLMSSP signature sealing ([MS-NLMP] 3.4.3) and for Kerberos
+//! RC4-HMAC tickets (RFC 4757, crate::krb5::rc4hmac).
 
 #[derive(Clone)]
 pub(crate) struct Rc4 {

@@ -19,6 +19,7 @@ pub mod keytab;
 pub mod logon_info;
 pub mod mic;
 pub mod pac;
+pub mod rc4hmac;
 pub mod replay;
 
 use picky_asn1::wrapper::{
