@@ -50,6 +50,7 @@ fn kerberos() -> &'static Kerberos {
                 }),
                 realm: "RS.TEST".into(),
                 skew_secs: 300,
+                allow_rc4: false,
             }),
             replay: Arc::new(ReplayCache::new()),
             now_unix: 1_795_872_747,

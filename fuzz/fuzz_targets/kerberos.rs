@@ -32,6 +32,7 @@ fn config() -> &'static (AcceptorConfig, ReplayCache) {
                 keytab: Arc::new(keytab),
                 realm: "RS.TEST".into(),
                 skew_secs: 300,
+                allow_rc4: false,
             },
             ReplayCache::new(),
         )

@@ -65,6 +65,7 @@ fn iakerb_client(kdc: Arc<CapturedKdc>) -> Client {
         keytab: Arc::new(Keytab::parse(&unhex(KEYTAB)).unwrap()),
         realm: "RS.TEST".into(),
         skew_secs: 300,
+        allow_rc4: false,
     }));
     server.set_kdcs(Some(kdc));
     let mut c = Client::negotiated(server, mem, SmbDialect::SMB3_1_1, [7; 16]);

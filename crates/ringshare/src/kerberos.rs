@@ -97,5 +97,6 @@ pub fn load(g: &Global) -> Result<Option<AcceptorConfig>, String> {
         keytab: Arc::new(keytab),
         realm,
         skew_secs: CLOCK_SKEW_SECS,
+        allow_rc4: false,
     }))
 }

@@ -433,6 +433,7 @@ fn kerberos_server() -> (ServerAuth, crate::krb5::testkdc::Mint) {
             keytab: Arc::new(keytab),
             realm: "RS.TEST".into(),
             skew_secs: 300,
+            allow_rc4: false,
         }),
         replay: Arc::new(ReplayCache::new()),
         now_unix: now,

@@ -22,8 +22,8 @@ use picky_krb::messages::{ApRep, ApRepInner, ApReq};
 use super::keytab::{Keytab, KeytabEntry};
 use super::pac::Pac;
 use super::replay::{ReplayCache, Seen};
-use super::{bit, cipher_suite, encryption_key, gss_unwrap, gss_wrap, int, int_asn1};
-use super::{refused, unix_time};
+use super::{bit, cipher, confounder, encryption_key, gss_unwrap, gss_wrap, int, int_asn1};
+use super::{etype, refused, unix_time, Cipher, RC4_REFUSED};
 use super::{TOK_AP_REP, TOK_AP_REQ};
 use crate::AuthError;
 
@@ -54,6 +54,19 @@ pub struct AcceptorConfig {
     pub realm: String,
     /// Largest difference between the client's clock and ours, in seconds (RFC 4120: 5 min).
     pub skew_secs: i64,
+    /// Whether RC4-HMAC (enctype 23) tickets and keys are accepted besides AES (`kerberos
+    /// encryption types = all`); off, they are refused with [`RC4_REFUSED`].
+    pub allow_rc4: bool,
+}
+
+impl AcceptorConfig {
+    /// The cipher of encryption type `e`, if this acceptor takes it.
+    fn cipher(&self, e: i64) -> Result<Cipher, AuthError> {
+        if e == i64::from(etype::RC4_HMAC) && !self.allow_rc4 {
+            return Err(refused(RC4_REFUSED));
+        }
+        cipher(e)
+    }
 }
 
 /// Fresh material for one acceptance (random bytes from the caller).
@@ -170,16 +183,15 @@ fn open_ticket<'k>(
     }
     let enc = &ticket.enc_part.0;
     let e = int(&enc.etype.0)?;
-    let suite = cipher_suite(e)?;
+    let cipher = cfg.cipher(e)?;
     let kvno = match &enc.kvno.0 {
         Some(k) => Some(u32::try_from(int(&k.0)?).map_err(|_| refused("ticket kvno"))?),
         None => None,
     };
-    let cipher = suite.cipher();
     let mut tried = 0;
     for entry in cfg.keytab.keys_for(&realm, e as i32, kvno) {
         tried += 1;
-        if let Ok(plain) = cipher.decrypt(&entry.key, USAGE_TICKET, &enc.cipher.0 .0) {
+        if let Some(plain) = cipher.decrypt(&entry.key, USAGE_TICKET, &enc.cipher.0 .0) {
             let part: EncTicketPart = der(&plain, "EncTicketPart")?;
             return Ok(OpenTicket {
                 part: part.0,
@@ -232,18 +244,18 @@ fn check_ticket(
 /// Step 3: the authenticator, decrypted with the ticket's session key, names the ticket's
 /// client and was made within the clock skew.
 fn open_authenticator(
+    cfg: &AcceptorConfig,
     req: &picky_krb::messages::ApReqInner,
     part: &picky_krb::data_types::EncTicketPartInner,
     now: i64,
     skew: i64,
 ) -> Result<picky_krb::data_types::AuthenticatorInner, AuthError> {
     let key = &part.key.0;
-    let suite = cipher_suite(int(&key.key_type.0)?)?;
     let enc = &req.authenticator.0;
-    let plain = suite
-        .cipher()
+    let plain = cfg
+        .cipher(int(&key.key_type.0)?)?
         .decrypt(&key.key_value.0 .0, USAGE_AUTHENTICATOR, &enc.cipher.0 .0)
-        .map_err(|_| refused("authenticator does not decrypt with the ticket's session key"))?;
+        .ok_or_else(|| refused("authenticator does not decrypt with the ticket's session key"))?;
     let auth: Authenticator = der(&plain, "Authenticator")?;
     let auth = auth.0;
     if int(&auth.authenticator_vno.0)? != 5 {
@@ -322,30 +334,30 @@ fn find_pac(ad: Option<&AuthorizationData>) -> Result<Option<Vec<u8>>, AuthError
     Ok(found)
 }
 
-/// Step 6: the AP-REP with a fresh acceptor subkey of the session key's type, encrypted with
+/// Step 6: the AP-REP with the acceptor subkey `subkey` (type, bytes), if any, encrypted with
 /// the ticket's session key.
 fn ap_rep(
+    cfg: &AcceptorConfig,
     auth: &picky_krb::data_types::AuthenticatorInner,
     ticket_key: &EncryptionKey,
-    subkey_type: i64,
-    subkey: &[u8],
-    seq: u32,
+    subkey: Option<(i64, &[u8])>,
+    fresh: &Fresh,
 ) -> Result<Vec<u8>, AuthError> {
     let part: EncApRepPart = ApplicationTag(EncApRepPartInner {
         ctime: ExplicitContextTag0::from(auth.ctime.0.clone()),
         cusec: ExplicitContextTag1::from(auth.cusec.0.clone()),
-        subkey: Optional::from(Some(ExplicitContextTag2::from(encryption_key(
-            subkey_type,
-            subkey,
-        )))),
-        seq_number: Optional::from(Some(ExplicitContextTag3::from(int_asn1(seq as i64)))),
+        subkey: Optional::from(
+            subkey.map(|(ty, key)| ExplicitContextTag2::from(encryption_key(ty, key))),
+        ),
+        seq_number: Optional::from(Some(ExplicitContextTag3::from(int_asn1(fresh.seq as i64)))),
     });
     let plain = picky_asn1_der::to_vec(&part).map_err(|_| refused("encoding EncAPRepPart"))?;
-    let suite = cipher_suite(int(&ticket_key.key_type.0)?)?;
-    let cipher = suite
-        .cipher()
-        .encrypt(&ticket_key.key_value.0 .0, USAGE_AP_REP, &plain)
-        .map_err(|e| refused(format!("encrypting the AP-REP: {e}")))?;
+    let cipher = cfg.cipher(int(&ticket_key.key_type.0)?)?.encrypt(
+        &ticket_key.key_value.0 .0,
+        USAGE_AP_REP,
+        &plain,
+        &confounder(&fresh.subkey, b"AP-REP"),
+    )?;
     let rep: ApRep = ApplicationTag(ApRepInner {
         pvno: ExplicitContextTag0::from(int_asn1(5)),
         msg_type: ExplicitContextTag1::from(int_asn1(15)),
@@ -400,7 +412,7 @@ fn accept_opened(
 ) -> Result<Accepted, AuthError> {
     let part = &opened.part;
     let (auth_time, end_time) = check_ticket(part, now, cfg.skew_secs)?;
-    let auth = open_authenticator(req, part, now, cfg.skew_secs)?;
+    let auth = open_authenticator(cfg, req, part, now, cfg.skew_secs)?;
     let (gss_flags, gss_checksum) = check_gss_checksum(&auth)?;
     let client = principal(&part.cname.0);
     let client_realm = realm_of(&part.crealm.0);
@@ -432,12 +444,32 @@ fn accept_opened(
         initiator.key_value.0 .0.clone(),
         int(&initiator.key_type.0)? as i32,
     );
-    let (session_key, key_etype, token) = if mutual {
+    let sub_type = int(&initiator.key_type.0)?;
+    let sub_cipher = cfg.cipher(sub_type)?;
+    if initiator_key.0.len() != sub_cipher.key_size() {
+        return Err(refused(format!(
+            "the initiator's key of enctype {sub_type} is {} bytes long",
+            initiator_key.0.len()
+        )));
+    }
+    let (session_key, key_etype, token) = if mutual && matches!(sub_cipher, Cipher::Rc4) {
+        // RC4-HMAC (no RFC 4121 acceptor subkey): the AP-REP carries the initiator's subkey
+        // back, as Windows does and Heimdal copies, and the session key is that key. MIT's
+        // initiator ignores an acceptor subkey of its own subkey's type and Heimdal's takes
+        // it: with the same bytes both end with one key. Without an initiator subkey the
+        // AP-REP has none and the ticket's key is the session key.
+        let echoed = auth
+            .subkey
+            .0
+            .as_ref()
+            .map(|_| (sub_type, &initiator_key.0[..]));
+        let token = ap_rep(cfg, &auth, ticket_key, echoed, fresh)?;
+        (initiator_key.0.clone(), initiator_key.1, token)
+    } else if mutual {
         // The acceptor subkey has the type of the initiator's subkey, else the ticket key's.
-        let sub_type = int(&initiator.key_type.0)?;
-        let len = cipher_suite(sub_type)?.cipher().key_size();
+        let len = sub_cipher.key_size();
         let subkey = fresh.subkey[..len.min(32)].to_vec();
-        let token = ap_rep(&auth, ticket_key, sub_type, &subkey, fresh.seq)?;
+        let token = ap_rep(cfg, &auth, ticket_key, Some((sub_type, &subkey)), fresh)?;
         (subkey, sub_type as i32, token)
     } else {
         (initiator_key.0.clone(), initiator_key.1, Vec::new())

@@ -27,6 +27,7 @@ fn config(entries: Vec<KeytabEntry>) -> AcceptorConfig {
         keytab: Arc::new(Keytab { entries }),
         realm: "RS.TEST".into(),
         skew_secs: 300,
+        allow_rc4: false,
     }
 }
 

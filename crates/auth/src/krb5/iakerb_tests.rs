@@ -30,6 +30,7 @@ pub(crate) fn config() -> AcceptorConfig {
         keytab: Arc::new(Keytab::parse(&crate::unhex(KEYTAB)).unwrap()),
         realm: "RS.TEST".into(),
         skew_secs: 300,
+        allow_rc4: false,
     }
 }
 

@@ -15,8 +15,9 @@ use picky_krb::data_types::{
 };
 use picky_krb::messages::{ApRep, ApReqInner};
 
+use super::kerberos_time;
 use super::refused;
-use super::{cipher_suite, encryption_key, gss_unwrap, gss_wrap, int, int_asn1, kerberos_time};
+use super::{cipher, confounder, encryption_key, gss_unwrap, gss_wrap, int, int_asn1};
 use super::{TOK_AP_REP, TOK_AP_REQ};
 use crate::AuthError;
 
@@ -105,10 +106,19 @@ pub fn ap_req(
         authorization_data: Optional::from(None),
     });
     let plain = picky_asn1_der::to_vec(&auth).map_err(|_| refused("encoding Authenticator"))?;
-    let enc = cipher_suite(i64::from(session_key.0))?
-        .cipher()
-        .encrypt(session_key.1, 11, &plain)
-        .map_err(|e| refused(format!("encrypting the authenticator: {e}")))?;
+    // RC4-HMAC's confounder comes from the client's fresh subkey (else the session key) and
+    // the authenticator's time: secret, and new for each authenticator.
+    let secret = a
+        .subkey
+        .as_ref()
+        .map_or(session_key.1, |(_, k)| k.as_slice());
+    let when = [a.ctime.to_le_bytes(), a.cusec.to_le_bytes()].concat();
+    let enc = cipher(i64::from(session_key.0))?.encrypt(
+        session_key.1,
+        11,
+        &plain,
+        &confounder(secret, &when),
+    )?;
     let req = ApplicationTag::<_, 14>(ApReqInner {
         pvno: ExplicitContextTag0::from(int_asn1(5)),
         msg_type: ExplicitContextTag1::from(int_asn1(14)),
@@ -137,10 +147,9 @@ pub fn read_ap_rep(
         return Err(refused("the server's token is not an AP-REP"));
     }
     let rep: ApRep = picky_asn1_der::from_bytes(msg).map_err(|_| AuthError::Malformed("AP-REP"))?;
-    let plain = cipher_suite(i64::from(session_key.0))?
-        .cipher()
+    let plain = cipher(i64::from(session_key.0))?
         .decrypt(session_key.1, 12, &rep.0.enc_part.0.cipher.0 .0)
-        .map_err(|_| refused("the AP-REP does not decrypt with the ticket's session key"))?;
+        .ok_or_else(|| refused("the AP-REP does not decrypt with the ticket's session key"))?;
     let part: EncApRepPart =
         picky_asn1_der::from_bytes(&plain).map_err(|_| AuthError::Malformed("EncAPRepPart"))?;
     let subkey = match part.0.subkey.0.as_ref() {

@@ -94,17 +94,73 @@ impl<'a> BeReader<'a> {
     }
 }
 
-/// The RFC 3962 cipher of an encryption type; RC4-HMAC is refused with what to do about it.
-pub(crate) fn cipher_suite(e: i64) -> Result<CipherSuite, AuthError> {
+/// What the acceptor logs when it refuses an RC4-HMAC ticket or key (the default).
+pub const RC4_REFUSED: &str = "ticket encrypted with RC4-HMAC (enctype 23), which this server \
+     does not accept; give the service account AES keys (msDS-SupportedEncryptionTypes), or \
+     set 'kerberos encryption types = all' to accept RC4";
+
+/// How an encryption type encrypts: aes*-cts-hmac-sha1-96 (RFC 3962, from picky-krb) or
+/// RC4-HMAC (RFC 4757, [`rc4hmac`]).
+pub(crate) enum Cipher {
+    Aes(CipherSuite),
+    Rc4,
+}
+
+/// The cipher of an encryption type. Whether RC4 is allowed is the acceptor's question.
+pub(crate) fn cipher(e: i64) -> Result<Cipher, AuthError> {
     match e {
-        x if x == etype::AES256 as i64 => Ok(CipherSuite::Aes256CtsHmacSha196),
-        x if x == etype::AES128 as i64 => Ok(CipherSuite::Aes128CtsHmacSha196),
-        x if x == etype::RC4_HMAC as i64 => Err(refused(
-            "ticket encrypted with RC4-HMAC (enctype 23), which this server does not accept; \
-             give the service account AES keys (msDS-SupportedEncryptionTypes)",
-        )),
+        x if x == etype::AES256 as i64 => Ok(Cipher::Aes(CipherSuite::Aes256CtsHmacSha196)),
+        x if x == etype::AES128 as i64 => Ok(Cipher::Aes(CipherSuite::Aes128CtsHmacSha196)),
+        x if x == etype::RC4_HMAC as i64 => Ok(Cipher::Rc4),
         x => Err(refused(format!("encryption type {x} not supported"))),
     }
+}
+
+impl Cipher {
+    /// The length of its keys.
+    pub(crate) fn key_size(&self) -> usize {
+        match self {
+            Cipher::Aes(s) => s.cipher().key_size(),
+            Cipher::Rc4 => rc4hmac::KEY_LEN,
+        }
+    }
+
+    /// The plaintext of `data`, None when it does not decrypt with `key` for `usage`.
+    pub(crate) fn decrypt(&self, key: &[u8], usage: i32, data: &[u8]) -> Option<Vec<u8>> {
+        match self {
+            Cipher::Aes(s) => s.cipher().decrypt(key, usage, data).ok(),
+            Cipher::Rc4 => rc4hmac::decrypt(key, usage, data),
+        }
+    }
+
+    /// `plain` encrypted with `key` for `usage`. RC4-HMAC takes `confounder`; AES makes its
+    /// own (picky-krb draws it).
+    pub(crate) fn encrypt(
+        &self,
+        key: &[u8],
+        usage: i32,
+        plain: &[u8],
+        confounder: &[u8; 8],
+    ) -> Result<Vec<u8>, AuthError> {
+        match self {
+            Cipher::Aes(s) => s
+                .cipher()
+                .encrypt(key, usage, plain)
+                .map_err(|e| refused(format!("encrypting with usage {usage}: {e}"))),
+            Cipher::Rc4 if key.len() != rc4hmac::KEY_LEN => {
+                Err(refused("an RC4-HMAC key is not 16 bytes"))
+            }
+            Cipher::Rc4 => Ok(rc4hmac::encrypt(key, usage, confounder, plain)),
+        }
+    }
+}
+
+/// A confounder for RC4-HMAC made from `secret` fresh bytes (the acceptor's random material, a
+/// client's fresh subkey) and a `label`: HMAC-MD5's first 8 bytes, so that the sans-I/O code
+/// needs no randomness of its own and tests are repeatable.
+pub(crate) fn confounder(secret: &[u8], label: &[u8]) -> [u8; 8] {
+    let mac = crate::ntlm::hmac_md5(secret, &[b"ringshare RC4-HMAC confounder", label]);
+    mac[..8].try_into().expect("8 of 16 bytes")
 }
 
 /// The checksum (get_mic) of an encryption type's keys: HMAC-SHA1-96 with the AES key.
@@ -229,6 +285,8 @@ pub(crate) fn bit(b: &picky_asn1::bit_string::BitString, i: usize) -> bool {
         .is_some_and(|byte| byte & (0x80 >> (i % 8)) != 0)
 }
 
+#[cfg(test)]
+mod acceptor_rc4_tests;
 #[cfg(test)]
 mod acceptor_tests;
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use ringshare_wire::fscc::FileTime;
 
-use super::refused;
+use super::{rc4hmac, refused};
 use crate::AuthError;
 
 /// PAC buffer types ([MS-PAC] 2.4).
@@ -112,7 +112,7 @@ impl Pac {
         let sig_type = u32_at(&self.raw, off).ok_or(bad("PAC signature truncated"))? as i32;
         let len = match sig_type {
             15 | 16 => 12, // HMAC-SHA1-96-AES128/256
-            -138 => 16,    // HMAC-MD5 (RC4)
+            rc4hmac::CHECKSUM_HMAC_MD5 => rc4hmac::CHECKSUM_LEN,
             _ => return Err(refused(format!("PAC signature type {sig_type}"))),
         };
         if size < 4 + len {
@@ -122,27 +122,36 @@ impl Pac {
     }
 
     /// Verify the server signature with the key that decrypted the ticket ([MS-PAC] 2.8.1):
-    /// a checksum over the whole PAC with the server and KDC signatures zeroed.
+    /// a checksum over the whole PAC with the server and KDC signatures zeroed, of the key's
+    /// type (HMAC-SHA1-96 for AES, HMAC-MD5 for RC4-HMAC).
     pub fn verify_server_signature(&self, key: &[u8], key_etype: i32) -> Result<(), AuthError> {
         let (sig_type, at, len) = self.signature(buffer::SERVER_CHECKSUM)?;
         let (_, kdc_at, kdc_len) = self.signature(buffer::KDC_CHECKSUM)?;
-        // The signature's checksum type must be the one of the key (16 for AES-256, 15 for
-        // AES-128).
-        let suite = super::checksum_suite(key_etype)
-            .ok()
-            .filter(|suite| u32::from(suite) as i32 == sig_type)
-            .ok_or_else(|| {
-                refused(format!(
-                    "PAC server signature type {sig_type} does not fit a key of enctype {key_etype}"
-                ))
-            })?;
         let mut zeroed = self.raw.clone();
         zeroed[at..at + len].fill(0);
         zeroed[kdc_at..kdc_at + kdc_len].fill(0);
-        let sum = suite
-            .hasher()
-            .checksum(key, KEY_USAGE_PAC_CHECKSUM, &zeroed)
-            .map_err(|e| refused(format!("PAC checksum: {e}")))?;
+        let misfit = || {
+            refused(format!(
+                "PAC server signature type {sig_type} does not fit a key of enctype {key_etype}"
+            ))
+        };
+        let sum = if key_etype == super::etype::RC4_HMAC {
+            if sig_type != rc4hmac::CHECKSUM_HMAC_MD5 {
+                return Err(misfit());
+            }
+            rc4hmac::checksum(key, KEY_USAGE_PAC_CHECKSUM, &zeroed).to_vec()
+        } else {
+            // The signature's checksum type must be the one of the key (16 for AES-256, 15
+            // for AES-128).
+            let suite = super::checksum_suite(key_etype)
+                .ok()
+                .filter(|suite| u32::from(suite) as i32 == sig_type)
+                .ok_or_else(misfit)?;
+            suite
+                .hasher()
+                .checksum(key, KEY_USAGE_PAC_CHECKSUM, &zeroed)
+                .map_err(|e| refused(format!("PAC checksum: {e}")))?
+        };
         let want = &self.raw[at..at + len];
         if sum.len() < len || !ringshare_crypto::ct_eq(&sum[..len], want) {
             return Err(refused(

@@ -7,14 +7,14 @@ use picky_asn1::wrapper::{
     ExplicitContextTag6, ExplicitContextTag7, GeneralStringAsn1, OctetStringAsn1, Optional,
 };
 use picky_asn1_der::application_tag::ApplicationTag;
-use picky_krb::crypto::{ChecksumSuite, CipherSuite};
+use picky_krb::crypto::ChecksumSuite;
 use picky_krb::data_types::{
     AuthorizationDataInner, EncTicketPartInner, EncryptedData, PrincipalName, TicketInner,
     TransitedEncoding,
 };
 
 use super::initiator::{self, flags, AuthenticatorParams};
-use super::{encryption_key, int_asn1, kerberos_time};
+use super::{cipher, encryption_key, int_asn1, kerberos_time, rc4hmac};
 use ringshare_wire::fscc::FileTime;
 
 fn gs(s: &str) -> GeneralStringAsn1 {
@@ -29,6 +29,11 @@ fn name(parts: &[&str], ty: i64) -> PrincipalName {
 #[derive(Clone)]
 pub struct Mint {
     pub service_key: Vec<u8>,
+    /// The encryption types of the service key (the ticket), the session key and the
+    /// initiator's subkey.
+    pub ticket_etype: i32,
+    pub session_etype: i32,
+    pub subkey_etype: i32,
     pub kvno: u32,
     pub realm: String,
     pub sname: Vec<String>,
@@ -52,6 +57,9 @@ impl Mint {
     pub fn new(service_key: &[u8], now: i64) -> Mint {
         Mint {
             service_key: service_key.to_vec(),
+            ticket_etype: 18,
+            session_etype: 18,
+            subkey_etype: 18,
             kvno: 2,
             realm: "RS.TEST".into(),
             sname: vec!["cifs".into(), "fs.rs.test".into()],
@@ -68,6 +76,19 @@ impl Mint {
             bindings: [0; 16],
             gss_flags: 0x2 | 0x20 | 0x10, // mutual, confidentiality, sequence
             authenticator_client: None,
+        }
+    }
+
+    /// An RC4-HMAC ticket (service key, session key and subkey of enctype 23, 16 bytes each)
+    /// for the same service and client, as an old domain issues it.
+    pub fn rc4(service_key: &[u8], now: i64) -> Mint {
+        Mint {
+            ticket_etype: 23,
+            session_etype: 23,
+            subkey_etype: 23,
+            session_key: vec![0x52; 16],
+            subkey: Some(vec![0x34; 16]),
+            ..Mint::new(service_key, now)
         }
     }
 
@@ -88,10 +109,12 @@ impl Mint {
 
     /// The GSS-framed AP-REQ.
     pub fn ap_req(&self) -> Vec<u8> {
-        let aes = CipherSuite::Aes256CtsHmacSha196.cipher();
         let part = ApplicationTag::<_, 3>(EncTicketPartInner {
             flags: ExplicitContextTag0::from(flags(&self.ticket_flags)),
-            key: ExplicitContextTag1::from(encryption_key(18, &self.session_key)),
+            key: ExplicitContextTag1::from(encryption_key(
+                self.session_etype.into(),
+                &self.session_key,
+            )),
             crealm: ExplicitContextTag2::from(gs(&self.realm)),
             cname: ExplicitContextTag3::from(name(&[&self.client], 1)),
             transited: ExplicitContextTag4::from(TransitedEncoding {
@@ -107,11 +130,13 @@ impl Mint {
             caddr: Optional::from(None),
             authorization_data: Optional::from(self.ad()),
         });
-        let enc_part = aes
+        let enc_part = cipher(self.ticket_etype.into())
+            .unwrap()
             .encrypt(
                 &self.service_key,
                 2,
                 &picky_asn1_der::to_vec(&part).unwrap(),
+                &[0xc0; 8],
             )
             .unwrap();
         let sname: Vec<&str> = self.sname.iter().map(String::as_str).collect();
@@ -120,7 +145,7 @@ impl Mint {
             realm: ExplicitContextTag1::from(gs(&self.realm)),
             sname: ExplicitContextTag2::from(name(&sname, 2)),
             enc_part: ExplicitContextTag3::from(EncryptedData {
-                etype: ExplicitContextTag0::from(int_asn1(18)),
+                etype: ExplicitContextTag0::from(int_asn1(self.ticket_etype.into())),
                 kvno: Optional::from(Some(ExplicitContextTag1::from(int_asn1(self.kvno as i64)))),
                 cipher: ExplicitContextTag2::from(OctetStringAsn1::from(enc_part)),
             }),
@@ -131,7 +156,7 @@ impl Mint {
             realm: self.realm.clone(),
             ctime: self.ctime,
             cusec: self.cusec,
-            subkey: self.subkey.as_ref().map(|k| (18, k.clone())),
+            subkey: self.subkey.as_ref().map(|k| (self.subkey_etype, k.clone())),
             seq: 77,
             bindings: self.bindings,
             gss_flags: self.gss_flags,
@@ -139,7 +164,7 @@ impl Mint {
         };
         initiator::ap_req(
             &picky_asn1_der::to_vec(&ticket).unwrap(),
-            (18, &self.session_key),
+            (self.session_etype, &self.session_key),
             &params,
         )
         .unwrap()
@@ -147,14 +172,28 @@ impl Mint {
 
     /// What the client reads from the AP-REP: the acceptor subkey.
     pub fn read_ap_rep(&self, token: &[u8]) -> Vec<u8> {
-        let (subkey, ctime) = initiator::read_ap_rep((18, &self.session_key), token).unwrap();
+        self.read_ap_rep_key(token).unwrap().1
+    }
+
+    /// The acceptor subkey and its type, if the AP-REP has one.
+    pub fn read_ap_rep_key(&self, token: &[u8]) -> Option<(i32, Vec<u8>)> {
+        let session_key = (self.session_etype, &self.session_key[..]);
+        let (subkey, ctime) = initiator::read_ap_rep(session_key, token).unwrap();
         assert_eq!(ctime, self.ctime);
-        subkey.unwrap().1
+        subkey
     }
 }
 
-/// A PAC as MIT's KDC makes one (client info, server and KDC signatures), signed with `key`.
+/// A PAC as MIT's KDC makes one (client info, server and KDC signatures), signed with `key`
+/// (aes256).
 pub fn minimal_pac(key: &[u8], client: &str, auth_time: i64) -> Vec<u8> {
+    minimal_pac_of(18, key, client, auth_time)
+}
+
+/// [`minimal_pac`] signed with a key of enctype `etype`: HMAC-SHA1-96-AES256 (16) for 18,
+/// HMAC-MD5 (-138, 16 bytes) for 23.
+pub fn minimal_pac_of(etype: i32, key: &[u8], client: &str, auth_time: i64) -> Vec<u8> {
+    let (sig_type, sig_len) = if etype == 23 { (-138i32, 16) } else { (16, 12) };
     let mut info = FileTime::from_unix_nanos(i128::from(auth_time) * 1_000_000_000)
         .0
         .to_le_bytes()
@@ -165,12 +204,12 @@ pub fn minimal_pac(key: &[u8], client: &str, auth_time: i64) -> Vec<u8> {
         .collect();
     info.extend((name.len() as u16).to_le_bytes());
     info.extend(name);
-    let sig = |ty: u32| {
-        let mut v = ty.to_le_bytes().to_vec();
-        v.extend([0u8; 12]);
+    let sig = || {
+        let mut v = sig_type.to_le_bytes().to_vec();
+        v.extend(vec![0u8; sig_len]);
         v
     };
-    let bufs = [(6u32, sig(16)), (7, sig(16)), (10, info)];
+    let bufs = [(6u32, sig()), (7, sig()), (10, info)];
     let mut out = Vec::new();
     out.extend((bufs.len() as u32).to_le_bytes());
     out.extend(0u32.to_le_bytes());
@@ -189,12 +228,16 @@ pub fn minimal_pac(key: &[u8], client: &str, auth_time: i64) -> Vec<u8> {
     }
     out.extend(body);
     // The server signature over the PAC with both signatures zero.
-    let sum = ChecksumSuite::HmacSha196Aes256
-        .hasher()
-        .checksum(key, 17, &out)
-        .unwrap();
-    out[places[0] + 4..places[0] + 16].copy_from_slice(&sum[..12]);
+    let sum = if etype == 23 {
+        rc4hmac::checksum(key, 17, &out).to_vec()
+    } else {
+        ChecksumSuite::HmacSha196Aes256
+            .hasher()
+            .checksum(key, 17, &out)
+            .unwrap()
+    };
+    out[places[0] + 4..places[0] + 4 + sig_len].copy_from_slice(&sum[..sig_len]);
     // A KDC signature (not checked by a member server): anything.
-    out[places[1] + 4..places[1] + 16].fill(0x4b);
+    out[places[1] + 4..places[1] + 4 + sig_len].fill(0x4b);
     out
 }
