@@ -130,25 +130,7 @@ impl ServerAuth {
         if self.mic_required {
             // RFC 4178 5: the server's MIC goes with the AP-REP; the client's comes next.
             let mechs = self.mech_types_der()?;
-            let flags = mic::FLAG_SENT_BY_ACCEPTOR
-                | if acc.token.is_empty() {
-                    0
-                } else {
-                    mic::FLAG_ACCEPTOR_SUBKEY
-                };
-            let key = if acc.token.is_empty() {
-                &acc.initiator_key.0
-            } else {
-                &acc.session_key
-            };
-            let our_mic = mic::make(
-                key,
-                acc.key_etype,
-                mic::USAGE_ACCEPTOR_SIGN,
-                flags,
-                u64::from(acc.seq),
-                &mechs,
-            )?;
+            let our_mic = Self::acceptor_mic(&acc, &mechs)?;
             let token = spnego::encode_resp(&NegTokenResp {
                 neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
                 supported_mech: mech,
@@ -167,6 +149,38 @@ impl ServerAuth {
             mech_list_mic: None,
         });
         Ok(Self::kerberos_done(acc, token))
+    }
+
+    /// The server's mechListMIC over `mechs`: an RFC 4121 MIC token with the acceptor subkey
+    /// (else the initiator's key), or for an RC4-HMAC session key an RFC 4757 one.
+    fn acceptor_mic(acc: &Accepted, mechs: &[u8]) -> Result<Vec<u8>, AuthError> {
+        if acc.key_etype == crate::krb5::etype::RC4_HMAC {
+            return Ok(mic::make_rc4(
+                &acc.session_key,
+                mic::Sender::Acceptor,
+                acc.seq,
+                mechs,
+            ));
+        }
+        let flags = mic::FLAG_SENT_BY_ACCEPTOR
+            | if acc.token.is_empty() {
+                0
+            } else {
+                mic::FLAG_ACCEPTOR_SUBKEY
+            };
+        let key = if acc.token.is_empty() {
+            &acc.initiator_key.0
+        } else {
+            &acc.session_key
+        };
+        mic::make(
+            key,
+            acc.key_etype,
+            mic::USAGE_ACCEPTOR_SIGN,
+            flags,
+            u64::from(acc.seq),
+            mechs,
+        )
     }
 
     /// Accept an AP-REQ with the configured keytab.
@@ -195,17 +209,18 @@ impl ServerAuth {
             .take()
             .ok_or(AuthError::Malformed("Kerberos state lost"))?;
         let client_mic = client_mic.ok_or(AuthError::BadMic)?;
-        let flags = mic::flags_of(&client_mic)?;
-        if flags & mic::FLAG_SENT_BY_ACCEPTOR != 0 {
-            return Err(AuthError::BadMic);
-        }
-        let (key, etype) = if flags & mic::FLAG_ACCEPTOR_SUBKEY != 0 {
-            (&acc.session_key, acc.key_etype)
-        } else {
-            (&acc.initiator_key.0, acc.initiator_key.1)
-        };
         let mechs = self.mech_types_der()?;
-        mic::verify(key, etype, mic::USAGE_INITIATOR_SIGN, &mechs, &client_mic)?;
+        if acc.key_etype == crate::krb5::etype::RC4_HMAC {
+            // RFC 4757 7.2; its sequence number is not checked (nor is an RFC 4121 token's).
+            mic::verify_rc4(
+                &acc.session_key,
+                mic::Sender::Initiator,
+                &mechs,
+                &client_mic,
+            )?;
+        } else {
+            Self::check_cfx_mic(&acc, &mechs, &client_mic)?;
+        }
         self.state = ServerState::Done;
         let token = spnego::encode_resp(&NegTokenResp {
             neg_state: Some(neg_state::ACCEPT_COMPLETED),
@@ -214,6 +229,21 @@ impl ServerAuth {
             mech_list_mic: None,
         });
         Ok(Self::kerberos_done(*acc, token))
+    }
+
+    /// An RFC 4121 MIC token from the initiator over `mechs`, made with the acceptor subkey or
+    /// its own key as its flags say.
+    fn check_cfx_mic(acc: &Accepted, mechs: &[u8], client_mic: &[u8]) -> Result<(), AuthError> {
+        let flags = mic::flags_of(client_mic)?;
+        if flags & mic::FLAG_SENT_BY_ACCEPTOR != 0 {
+            return Err(AuthError::BadMic);
+        }
+        let (key, etype) = if flags & mic::FLAG_ACCEPTOR_SUBKEY != 0 {
+            (&acc.session_key, acc.key_etype)
+        } else {
+            (&acc.initiator_key.0, acc.initiator_key.1)
+        };
+        mic::verify(key, etype, mic::USAGE_INITIATOR_SIGN, mechs, client_mic)
     }
 
     fn kerberos_done(acc: Accepted, token: Vec<u8>) -> ServerStep {

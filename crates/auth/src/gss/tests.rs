@@ -416,16 +416,27 @@ fn no_byte_flip_or_truncation_of_the_published_tokens_panics() {
 }
 
 fn kerberos_server() -> (ServerAuth, crate::krb5::testkdc::Mint) {
+    kerberos_server_of(18)
+}
+
+/// A server whose keytab holds the service key of enctype `etype` (18 AES-256, 23 RC4-HMAC,
+/// then accepted: `kerberos encryption types = all`), and a ticket to it.
+fn kerberos_server_of(etype: i32) -> (ServerAuth, crate::krb5::testkdc::Mint) {
     use crate::krb5::keytab::{Keytab, KeytabEntry};
+    use crate::krb5::testkdc::Mint;
     let now = 1_795_000_000;
-    let key = [0x42u8; 32];
+    let key = if etype == 23 {
+        vec![0x27; 16]
+    } else {
+        vec![0x42; 32]
+    };
     let keytab = Keytab {
         entries: vec![KeytabEntry {
             components: vec!["cifs".into(), "fs.rs.test".into()],
             realm: "RS.TEST".into(),
             kvno: 2,
-            enctype: 18,
-            key: key.to_vec(),
+            enctype: etype,
+            key: key.clone(),
         }],
     };
     let k = Kerberos {
@@ -433,7 +444,7 @@ fn kerberos_server() -> (ServerAuth, crate::krb5::testkdc::Mint) {
             keytab: Arc::new(keytab),
             realm: "RS.TEST".into(),
             skew_secs: 300,
-            allow_rc4: false,
+            allow_rc4: etype == 23,
         }),
         replay: Arc::new(ReplayCache::new()),
         now_unix: now,
@@ -443,7 +454,12 @@ fn kerberos_server() -> (ServerAuth, crate::krb5::testkdc::Mint) {
         },
     };
     let s = ServerAuth::new(&ServerConfig::default(), [1; 8], 0).with_kerberos(k);
-    (s, crate::krb5::testkdc::Mint::new(&key, now))
+    let m = if etype == 23 {
+        Mint::rc4(&key, now)
+    } else {
+        Mint::new(&key, now)
+    };
+    (s, m)
 }
 
 #[test]
@@ -633,4 +649,64 @@ fn c_cred(m: &crate::krb5::testkdc::Mint) -> crate::krb5::ccache::Credential {
         times: (m.auth_time, m.auth_time, m.end_time),
         ticket: picky_asn1_der::to_vec(&req.0.ticket.0).unwrap(),
     }
+}
+
+#[test]
+fn an_rc4_session_after_another_mechanism_exchanges_rfc_4757_mech_list_mics() {
+    use crate::krb5::{mic, OID_KRB5};
+    const OID_NEGOEX: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x1e];
+    let (mut s, m) = kerberos_server_of(23);
+    let mechs = spnego::mech_type_list(&[OID_NEGOEX, OID_KRB5, OID_NTLMSSP]);
+    let init = spnego::encode_init(&mechs, None, None);
+    let ServerStep::Continue(_) = s.step(&init, &Users::with(&[])).unwrap() else {
+        panic!()
+    };
+    let ServerStep::Continue(t) = s.step(&ap_req_again(&m), &Users::with(&[])).unwrap() else {
+        panic!("done without the client's MIC")
+    };
+    let NegToken::Resp(r) = spnego::decode(&t).unwrap() else {
+        panic!()
+    };
+    // The session key is the client's RC4 subkey, given back in the AP-REP.
+    let key = m.read_ap_rep(&r.response_token.unwrap());
+    assert_eq!(key, vec![0x34; 16]);
+    let server_mic = r.mech_list_mic.unwrap();
+    assert_eq!(
+        mic::verify_rc4(&key, mic::Sender::Acceptor, &mechs, &server_mic),
+        Ok(1)
+    );
+    let client_mic = |key: &[u8], sender| {
+        spnego::encode_resp(&NegTokenResp {
+            neg_state: Some(neg_state::ACCEPT_COMPLETED),
+            mech_list_mic: Some(mic::make_rc4(key, sender, 77, &mechs)),
+            ..Default::default()
+        })
+    };
+    // An RFC 4121 token, the server's own token sent back, or another key: refused.
+    for bad_mic in [
+        spnego::encode_resp(&NegTokenResp {
+            mech_list_mic: Some(
+                mic::make(&key, 23, mic::USAGE_INITIATOR_SIGN, 0, 77, &mechs)
+                    .unwrap_or_else(|_| vec![4, 4]),
+            ),
+            ..Default::default()
+        }),
+        client_mic(&key, mic::Sender::Acceptor),
+        client_mic(&[0x35; 16], mic::Sender::Initiator),
+    ] {
+        let mut bad = kerberos_server_of(23).0;
+        let _ = bad.step(&init, &Users::with(&[])).unwrap();
+        let _ = bad.step(&ap_req_again(&m), &Users::with(&[])).unwrap();
+        assert!(matches!(
+            bad.step(&bad_mic, &Users::with(&[])),
+            Err(AuthError::BadMic)
+        ));
+    }
+    let ServerStep::Done { result, .. } = s
+        .step(&client_mic(&key, mic::Sender::Initiator), &Users::with(&[]))
+        .unwrap()
+    else {
+        panic!("not done after the client's MIC")
+    };
+    assert_eq!(result.session_key, key);
 }
