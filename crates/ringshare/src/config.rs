@@ -176,6 +176,35 @@ pub enum KerberosMethod {
 /// The system keytab.
 pub const SYSTEM_KEYTAB: &str = "/etc/krb5.keytab";
 
+/// `kerberos encryption types` (Samba's words; Samba reads it as a Kerberos client, ringshare
+/// as the acceptor): which tickets are accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KerberosEncryptionTypes {
+    /// `strong` (the default): AES-256 and AES-128 only; RC4-HMAC tickets are refused.
+    Strong,
+    /// `all`: AES and RC4-HMAC (enctype 23), for old domains and accounts without AES keys.
+    All,
+    /// `legacy`: Samba's client then asks for RC4 only; ringshare accepts RC4-HMAC and AES, as
+    /// with `all` (refusing AES tickets would gain nothing).
+    Legacy,
+}
+
+impl KerberosEncryptionTypes {
+    /// Whether RC4-HMAC tickets are accepted.
+    pub fn allows_rc4(self) -> bool {
+        self != KerberosEncryptionTypes::Strong
+    }
+
+    /// The value as smb.conf spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KerberosEncryptionTypes::Strong => "strong",
+            KerberosEncryptionTypes::All => "all",
+            KerberosEncryptionTypes::Legacy => "legacy",
+        }
+    }
+}
+
 impl Global {
     /// The keytab Kerberos tickets are accepted with, when Kerberos is on: `dedicated keytab
     /// file` (with `kerberos method = dedicated keytab`, or alone), or the system keytab.
@@ -303,6 +332,8 @@ pub struct Global {
     pub kerberos_method: KerberosMethod,
     /// `dedicated keytab file`.
     pub dedicated_keytab_file: Option<PathBuf>,
+    /// `kerberos encryption types`: whether RC4-HMAC tickets are accepted beside AES.
+    pub kerberos_encryption_types: KerberosEncryptionTypes,
     /// `security`, `idmap config …`, `winbind use default domain`, `winbind separator`: an
     /// Active Directory member's options ([`member`]).
     pub member: member::MemberOptions,
@@ -334,6 +365,7 @@ impl Default for Global {
             realm: String::new(),
             kerberos_method: KerberosMethod::SecretsOnly,
             dedicated_keytab_file: None,
+            kerberos_encryption_types: KerberosEncryptionTypes::Strong,
             member: Default::default(),
             server_string: "ringshare".to_string(),
             map_to_guest: MapToGuest::Never,
@@ -883,5 +915,43 @@ mod tests {
         assert_eq!(share_name_for_dir(Path::new("/srv/my files")), "my_files");
         assert_eq!(share_name_for_dir(Path::new("/srv/éé")), "share");
         assert_eq!(share_name_for_dir(Path::new("/")), "share");
+    }
+
+    #[test]
+    fn kerberos_encryption_types_are_strong_by_default_and_all_or_legacy_allow_rc4() {
+        let path = Path::new("test.conf");
+        let c = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert_eq!(
+            c.global.kerberos_encryption_types,
+            KerberosEncryptionTypes::Strong
+        );
+        assert!(!c.global.kerberos_encryption_types.allows_rc4());
+        for (value, want) in [
+            ("strong", KerberosEncryptionTypes::Strong),
+            ("ALL", KerberosEncryptionTypes::All),
+            ("legacy", KerberosEncryptionTypes::Legacy),
+        ] {
+            let text = format!("[global]\nkerberos_encryption types = {value}\n[s]\npath = /tmp\n");
+            let c = parse_str(&text, path).unwrap();
+            assert_eq!(c.global.kerberos_encryption_types, want, "{value}");
+            assert_eq!(want.allows_rc4(), value != "strong");
+            // `legacy` is Samba's RC4-only; here it also takes AES, and says so.
+            assert_eq!(
+                c.warnings.len(),
+                usize::from(value == "legacy"),
+                "{:?}",
+                c.warnings
+            );
+        }
+        let e = parse_str(
+            "[global]\nkerberos encryption types = rc4\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("'kerberos encryption types' is one of"),
+            "{e}"
+        );
     }
 }

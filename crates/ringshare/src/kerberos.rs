@@ -64,16 +64,36 @@ pub fn load(g: &Global) -> Result<Option<AcceptorConfig>, String> {
     } else {
         g.realm.clone()
     };
-    let usable = keytab
+    // AES keys, and RC4-HMAC ones when `kerberos encryption types` allows them.
+    let rc4 = g.kerberos_encryption_types.allows_rc4();
+    let ours =
+        |e: &&ringshare_auth::krb5::keytab::KeytabEntry| e.realm.eq_ignore_ascii_case(&realm);
+    let aes = keytab
         .entries
         .iter()
-        .filter(|e| e.realm.eq_ignore_ascii_case(&realm) && matches!(e.enctype, 17 | 18))
+        .filter(ours)
+        .filter(|e| matches!(e.enctype, 17 | 18))
         .count();
-    if usable == 0 {
-        return Err(format!(
-            "keytab {} has no AES key of realm {realm} (RC4-only keytabs are not accepted)",
-            path.display()
-        ));
+    let rc4_keys = keytab
+        .entries
+        .iter()
+        .filter(ours)
+        .filter(|e| e.enctype == 23)
+        .count();
+    if aes == 0 && !(rc4 && rc4_keys > 0) {
+        return Err(if rc4 {
+            format!(
+                "keytab {} has no AES or RC4-HMAC key of realm {realm}",
+                path.display()
+            )
+        } else {
+            format!(
+                "keytab {} has no AES key of realm {realm} (RC4-only keytabs are accepted \
+                 only with 'kerberos encryption types = all'; better, give the service \
+                 account AES keys)",
+                path.display()
+            )
+        });
     }
     let mut names: Vec<String> = keytab
         .entries
@@ -81,8 +101,16 @@ pub fn load(g: &Global) -> Result<Option<AcceptorConfig>, String> {
         .map(|e| format!("{} kvno {}", e.principal(), e.kvno))
         .collect();
     names.dedup();
+    let rc4_note = match (rc4, rc4_keys) {
+        (true, n) => format!(
+            ", {n} RC4-HMAC keys (kerberos encryption types = {})",
+            g.kerberos_encryption_types.name()
+        ),
+        (false, 0) => String::new(),
+        (false, n) => format!(", {n} RC4-HMAC keys not used"),
+    };
     tracing::info!(
-        "Kerberos: realm {realm}, keytab {} ({usable} AES keys: {})",
+        "Kerberos: realm {realm}, keytab {} ({aes} AES keys{rc4_note}: {})",
         path.display(),
         names.join(", ")
     );
@@ -97,6 +125,52 @@ pub fn load(g: &Global) -> Result<Option<AcceptorConfig>, String> {
         keytab: Arc::new(keytab),
         realm,
         skew_secs: CLOCK_SKEW_SECS,
-        allow_rc4: false,
+        allow_rc4: rc4,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::KerberosEncryptionTypes;
+    use ringshare_auth::krb5::keytab::KeytabEntry;
+
+    /// A keytab file holding one key of enctype `etype`, and a configuration that reads it.
+    fn global_with_keytab(name: &str, etype: i32) -> Global {
+        let path = std::env::temp_dir().join(format!(
+            "ringshare-kerberos-{name}-{}.keytab",
+            std::process::id()
+        ));
+        let keytab = Keytab {
+            entries: vec![KeytabEntry {
+                components: vec!["cifs".into(), "fs.rs.test".into()],
+                realm: "RS.TEST".into(),
+                kvno: 2,
+                enctype: etype,
+                key: vec![7; if etype == 23 { 16 } else { 32 }],
+            }],
+        };
+        std::fs::write(&path, keytab.encode()).unwrap();
+        Global {
+            kerberos_method: crate::config::KerberosMethod::DedicatedKeytab,
+            dedicated_keytab_file: Some(path),
+            ..Global::default()
+        }
+    }
+
+    #[test]
+    fn an_rc4_only_keytab_stops_start_up_unless_rc4_is_allowed() {
+        let mut g = global_with_keytab("rc4", 23);
+        let e = load(&g).unwrap_err();
+        assert!(e.contains("has no AES key of realm RS.TEST"), "{e}");
+        assert!(e.contains("kerberos encryption types = all"), "{e}");
+        g.kerberos_encryption_types = KerberosEncryptionTypes::All;
+        let cfg = load(&g).unwrap().unwrap();
+        assert!(cfg.allow_rc4);
+        let _ = std::fs::remove_file(g.dedicated_keytab_file.unwrap());
+        // An AES keytab: RC4 stays refused unless allowed.
+        let g = global_with_keytab("aes", 18);
+        assert!(!load(&g).unwrap().unwrap().allow_rc4);
+        let _ = std::fs::remove_file(g.dedicated_keytab_file.unwrap());
+    }
 }

@@ -76,9 +76,14 @@ impl Reloader {
     fn install_keytab(&self, (seen, k): ReadKeytab) -> Option<String> {
         let what = k.as_ref().map(|k| {
             format!(
-                "Kerberos: realm {}, {} keys",
+                "Kerberos: realm {}, {} keys, {}",
                 k.realm,
-                k.keytab.entries.len()
+                k.keytab.entries.len(),
+                if k.allow_rc4 {
+                    "AES and RC4-HMAC tickets accepted"
+                } else {
+                    "AES tickets accepted (RC4-HMAC refused)"
+                }
             )
         });
         self.server.set_kerberos(k);
@@ -255,12 +260,13 @@ impl Reloader {
 }
 
 /// `[global]` options a reload applies at once; the others need a restart.
-const APPLIED_GLOBALS: [&str; 5] = [
+const APPLIED_GLOBALS: [&str; 6] = [
     "log level",
     "failed logon backoff",
     "realm",
     "kerberos method",
     "dedicated keytab file",
+    "kerberos encryption types",
 ];
 
 /// The `[global]` options whose effective values differ, other than those a

@@ -245,6 +245,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         realm,
         kerberos_method,
         dedicated_keytab_file,
+        kerberos_encryption_types,
         member,
     } = g;
     s.push_str("[global]\n");
@@ -289,6 +290,11 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     if let Some(f) = dedicated_keytab_file {
         opt(s, "dedicated keytab file", f.display());
     }
+    opt(
+        s,
+        "kerberos encryption types",
+        kerberos_encryption_types.name(),
+    );
     if ads || !member.idmap.is_empty() {
         for d in &member.idmap {
             if !d.backend.is_empty() {

@@ -244,6 +244,7 @@ fn testparm_output_loads_back_to_the_same_settings() {
          realm = example.com\n\
          kerberos method = dedicated keytab\n\
          dedicated keytab file = FILE:krb5.keytab\n\
+         kerberos encryption types = all\n\
          read only = no\n\
          valid users = alice, \"Domain Users\" @staff\n\
          [data]\n\
@@ -275,7 +276,7 @@ fn testparm_output_loads_back_to_the_same_settings() {
     // catia is the one thing ringshare does not act on here.
     assert!(
         run.stderr.contains(&format!(
-            "{}:31: vfs module 'catia' ignored",
+            "{}:32: vfs module 'catia' ignored",
             conf.display()
         )),
         "{}",
@@ -298,6 +299,11 @@ fn testparm_output_loads_back_to_the_same_settings() {
     );
     assert!(
         run.stdout.contains("\trealm = EXAMPLE.COM\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("\tkerberos encryption types = all\n"),
         "{}",
         run.stdout
     );

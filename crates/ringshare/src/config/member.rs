@@ -63,7 +63,6 @@ pub(super) fn is_winbinds(key: &str) -> bool {
                 | "machine password timeout"
                 | "password server"
                 | "allow trusted domains"
-                | "kerberos encryption types"
                 | "client signing"
                 | "client ipc signing"
                 | "client use kerberos"

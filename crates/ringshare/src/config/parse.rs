@@ -190,6 +190,7 @@ enum Opt {
     Realm,
     KerberosMethod,
     DedicatedKeytabFile,
+    KerberosEncryptionTypes,
     SmbEncrypt,
     UseSendfile,
     PinCpus,
@@ -329,6 +330,7 @@ fn classify(key: &str) -> Option<Opt> {
         "realm" => Opt::Realm,
         "kerberos method" => Opt::KerberosMethod,
         "dedicated keytab file" => Opt::DedicatedKeytabFile,
+        "kerberos encryption types" => Opt::KerberosEncryptionTypes,
         "security" => Opt::Security,
         "smb encrypt" | "server smb encrypt" => Opt::SmbEncrypt,
         "path" | "directory" => Opt::Path,
@@ -1018,6 +1020,29 @@ impl<'a> Parser<'a> {
                             format!(
                                 "'kerberos method' is one of 'secrets only', 'dedicated keytab', \
                                  'system keytab', 'secrets and keytab'; got '{value}'"
+                            ),
+                        ))
+                    }
+                }
+            }
+            Opt::KerberosEncryptionTypes => {
+                self.global.kerberos_encryption_types = match normalize_key(value).as_str() {
+                    "strong" => KerberosEncryptionTypes::Strong,
+                    "all" => KerberosEncryptionTypes::All,
+                    "legacy" => {
+                        self.warn(
+                            line,
+                            "'kerberos encryption types = legacy' accepts RC4-HMAC and AES \
+                             tickets, as 'all' does (Samba's client asks for RC4 only)",
+                        );
+                        KerberosEncryptionTypes::Legacy
+                    }
+                    _ => {
+                        return Err(self.err(
+                            line,
+                            format!(
+                                "'kerberos encryption types' is one of 'strong' (AES only, the \
+                                 default), 'all' (AES and RC4-HMAC), 'legacy'; got '{value}'"
                             ),
                         ))
                     }
