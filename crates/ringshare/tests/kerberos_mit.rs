@@ -6,7 +6,10 @@
 //! (tests/py/krb5_raw.py, MIT GSS through python3-gssapi) sends what smbclient will not: the same
 //! AP-REQ twice (refused the second time), an authenticator 10 minutes ahead (clock skew), a
 //! ticket that ended before the server's now (the server's clock moved with libfaketime), and a
-//! request after the ticket's end (NETWORK_SESSION_EXPIRED).
+//! request after the ticket's end (NETWORK_SESSION_EXPIRED). With `cifs/` given an RC4-HMAC key
+//! only, its tickets are refused by default with the log line and log on once a reload sets
+//! `kerberos encryption types = all`, from smbclient (Samba's Heimdal) and from MIT GSS with an
+//! RC4 session key and subkey (MIT needs `allow_rc4` in the KDC's krb5.conf to issue those).
 //!
 //! Needs root (the server acts as the Unix account `rsinterop`), krb5-kdc, krb5-admin-server,
 //! krb5-user, python3-gssapi and faketime; skipped with a message otherwise.
@@ -110,7 +113,8 @@ impl Kdc {
             format!(
                 "[libdefaults]\n default_realm = {REALM}\n dns_lookup_realm = false\n \
                  dns_lookup_kdc = false\n rdns = false\n dns_canonicalize_hostname = false\n \
-                 udp_preference_limit = 1\n\
+                 udp_preference_limit = 1\n \
+                 allow_rc4 = true\n\
                  [realms]\n {REALM} = {{\n  kdc = 127.0.0.1:{port}\n }}\n\
                  [domain_realm]\n fs.rs.test = {REALM}\n"
             ),
@@ -127,6 +131,22 @@ impl Kdc {
             ),
         )
         .unwrap();
+    }
+
+    /// Make `cifs/fs.rs.test` an account with an RC4-HMAC key only, as an old domain's
+    /// computer account: its tickets are then RC4-encrypted, their session keys too when
+    /// `rc4_session` (MIT 1.20 issues RC4 session keys only with `allow_rc4`, set in
+    /// krb5.conf, and for a service whose `session_enctypes` says so; otherwise AES-256). The
+    /// new key (the next kvno) is added to the keytab beside the AES keys already there.
+    fn make_service_rc4_only(&self, rc4_session: bool) {
+        self.admin("cpw -randkey -e rc4-hmac:normal cifs/fs.rs.test");
+        if rc4_session {
+            self.admin("setstr cifs/fs.rs.test session_enctypes rc4-hmac");
+        }
+        self.admin(&format!(
+            "ktadd -k {} -norandkey cifs/fs.rs.test",
+            self.keytab().display()
+        ));
     }
 
     /// A copy of /etc/hosts that also names fs.rs.test (for tools that take no address).
@@ -457,6 +477,96 @@ fn a_ticket_of_a_key_version_the_keytab_lacks_is_refused_until_the_rotated_keyta
 }
 
 #[test]
+fn an_rc4_ticket_is_refused_by_default_and_logs_on_once_a_reload_allows_rc4() {
+    if !tools_or_skip("an_rc4_ticket_is_refused_by_default_and_logs_on_once_a_reload_allows_rc4") {
+        return;
+    }
+    let kdc = Kdc::start();
+    kdc.make_service_rc4_only(false);
+    kdc.kinit();
+    // The keytab still holds the AES keys of the earlier kvno, so the server starts.
+    let server = kerberos_server(&kdc);
+    std::fs::write(server.scratch.join("up.txt"), b"rc4 payload\n").unwrap();
+    let (ok, out) = smbclient_krb(&kdc, &server, "SMB3_11", &[], "ls");
+    assert!(!ok, "an RC4 ticket logged on by default: {out}");
+    assert!(out.contains("NT_STATUS_LOGON_FAILURE"), "{out}");
+    let klist = kdc.run("klist", &["-e"]);
+    assert!(
+        klist.contains("aes256-cts-hmac-sha1-96, DEPRECATED:arcfour-hmac"),
+        "not an RC4 ticket with an AES session key: {klist}"
+    );
+    let log = server.log();
+    assert!(
+        log.contains(
+            "LOGON_FAILURE: Kerberos ticket refused: ticket encrypted with RC4-HMAC (enctype \
+             23), which this server does not accept; give the service account AES keys"
+        ),
+        "no log line refusing the RC4 ticket:\n{log}"
+    );
+    // `kerberos encryption types = all`, applied by a reload.
+    let conf = std::fs::read_to_string(server.conf()).unwrap();
+    let all = conf.replacen(
+        "[global]\n",
+        "[global]\n\tkerberos encryption types = all\n",
+        1,
+    );
+    std::fs::write(server.conf(), all).unwrap();
+    let out = Command::new(ringshare_bin())
+        .args(["reload", "--socket"])
+        .arg(server.control_socket())
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "reload: {summary}");
+    assert!(!summary.contains("next restart only"), "{summary}");
+    assert!(
+        summary.contains("AES and RC4-HMAC tickets accepted"),
+        "{summary}"
+    );
+    // An RC4 ticket with an AES-256 session key (MIT's default), then one whose session key is
+    // RC4 too: both log on, signed and encrypted.
+    for (round, rc4_session) in [(0, false), (1, true)] {
+        if rc4_session {
+            kdc.admin("setstr cifs/fs.rs.test session_enctypes rc4-hmac");
+            kdc.kdestroy();
+            kdc.kinit();
+        }
+        for (i, extra) in [
+            &["--client-protection=sign"][..],
+            &[
+                "--client-protection=encrypt",
+                "--option=client smb3 encryption algorithms=AES-256-GCM",
+            ],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let name = format!("rc4-{round}-{i}.txt");
+            let (ok, out) = smbclient_krb(
+                &kdc,
+                &server,
+                "SMB3_11",
+                extra,
+                &format!("put up.txt {name}; get {name} back-{name}; ls"),
+            );
+            assert!(ok, "{extra:?}: {out}\n--- server log ---\n{}", server.log());
+            assert_eq!(
+                std::fs::read(server.scratch.join(format!("back-{name}"))).unwrap(),
+                b"rc4 payload\n"
+            );
+        }
+        let klist = kdc.run("klist", &["-e"]);
+        let want = if rc4_session {
+            "DEPRECATED:arcfour-hmac, DEPRECATED:arcfour-hmac"
+        } else {
+            "aes256-cts-hmac-sha1-96, DEPRECATED:arcfour-hmac"
+        };
+        assert!(klist.contains(want), "{want} not in {klist}");
+    }
+    kdc.kdestroy();
+}
+
+#[test]
 fn a_replayed_ap_req_is_refused_on_another_connection_with_a_log_line() {
     if !raw_tools_or_skip("a_replayed_ap_req_is_refused_on_another_connection_with_a_log_line") {
         return;
@@ -767,6 +877,55 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
         assert!(ok, "{args:?}: {out}\n--- server log ---\n{}", server.log());
     }
     assert!(server.log().contains("Kerberos logon"), "{}", server.log());
+}
+
+#[test]
+fn mit_gss_logs_on_with_an_rc4_ticket_session_key_and_subkey_when_rc4_is_allowed() {
+    // MIT's initiator ignores an acceptor subkey of its own subkey's enctype when that is RC4
+    // and keeps its own: signing and encryption work only if the server's session key is that
+    // subkey too (the AP-REP gives it back).
+    let test = "mit_gss_logs_on_with_an_rc4_ticket_session_key_and_subkey_when_rc4_is_allowed";
+    if !raw_tools_or_skip(test) || common::py::skipped(test) {
+        return;
+    }
+    let py = common::py::python_with_gssapi();
+    let kdc = Kdc::start();
+    kdc.make_service_rc4_only(true);
+    // A client whose subkey is RC4 (MIT takes its first permitted enctype for the subkey).
+    let client_conf = kdc.dir.path().join("krb5-rc4-client.conf");
+    let conf = std::fs::read_to_string(kdc.dir.path().join("krb5.conf")).unwrap();
+    let conf = conf.replacen(
+        "[libdefaults]\n",
+        "[libdefaults]\n permitted_enctypes = arcfour-hmac aes256-cts-hmac-sha1-96\n",
+        1,
+    );
+    std::fs::write(&client_conf, conf).unwrap();
+    kdc.kinit();
+    let server = kerberos_server_sections(&kdc, Vec::new(), "\tkerberos encryption types = all\n");
+    let hosts = kdc.hosts_file();
+    for args in [
+        &["--dialect", "3.1.1", "--cipher", "aes-128-gcm"][..],
+        &["--dialect", "3.1.1", "--signing", "aes-cmac"],
+        &["--dialect", "2.1"],
+    ] {
+        let mut c = where_fs_rs_test_resolves(&kdc, &hosts, py);
+        c.env("KRB5_CONFIG", &client_conf)
+            .arg(common::py::script("smbprotocol_roundtrip.py"))
+            .args(["--server", "fs.rs.test", "--kerberos", "--port"])
+            .arg(server.port.to_string())
+            .args(["--user", "-", "--password", "-", "--share", &server.share])
+            .arg("--share-dir")
+            .arg(&server.share_dir)
+            .args(args);
+        let (ok, out) = common::py::run_bounded(&mut c, Duration::from_secs(180));
+        assert!(ok, "{args:?}: {out}\n--- server log ---\n{}", server.log());
+    }
+    let klist = kdc.run("klist", &["-e"]);
+    assert!(
+        klist.contains("DEPRECATED:arcfour-hmac, DEPRECATED:arcfour-hmac"),
+        "not an RC4 ticket with an RC4 session key: {klist}"
+    );
+    assert!(server.log().contains("enctype 23)"), "{}", server.log());
 }
 
 #[test]
