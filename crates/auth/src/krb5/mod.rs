@@ -1,14 +1,17 @@
 //! Kerberos 5 as a GSS-API acceptor (RFC 4120, RFC 4121, [MS-KILE] 3.1.1.2, 3.4.5): the server
 //! side of a SESSION_SETUP that carries a ticket.
 //!
-//! The ASN.1 types and the RFC 3961/3962 crypto come from `picky-krb`; what a trusted acceptor
-//! checks is here ([`acceptor`]): the key by enctype and kvno from the keytab ([`keytab`]), the
-//! ticket's service name, realm, flags and times, the authenticator and its GSS checksum, a
-//! process-wide replay cache ([`replay`]), and the PAC's server signature ([`pac`]). The answer
-//! is an AP-REP with a fresh acceptor subkey, which is the SMB session key at its full length.
+//! The ASN.1 types and the RFC 3961/3962 crypto come from `picky-krb`, RC4-HMAC (RFC 4757, off
+//! unless configured) from [`rc4hmac`]; what a trusted acceptor checks is here ([`acceptor`]):
+//! the key by enctype and kvno from the keytab ([`keytab`]), the ticket's service name, realm,
+//! flags and times, the authenticator and its GSS checksum, a process-wide replay cache
+//! ([`replay`]), and the PAC's server signature ([`pac`]). The answer is an AP-REP with a fresh
+//! acceptor subkey (for an RC4 client subkey, that subkey given back), which is the SMB session
+//! key at its full length.
 //!
-//! Sans-I/O: the time and the fresh key material are parameters; nothing here reads a file or a
-//! clock.
+//! Sans-I/O: the time and the fresh key material are parameters (RC4-HMAC's confounders are
+//! derived from them); nothing here reads a file or a clock. picky-krb draws AES confounders
+//! itself.
 
 pub mod acceptor;
 pub mod ccache;
