@@ -133,29 +133,19 @@ pub enum ZerocopySend {
     Yes,
 }
 
-/// `server smb encrypt` / per share `smb encrypt`, in Samba's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EncryptPolicy {
-    /// Never encrypt (no cipher is offered; `off`, `disabled`, `no`).
-    Off,
-    /// Encrypt when the client asks (`default`, `auto`, `if_required`). The default.
-    IfRequired,
-    /// Ask clients that can encrypt to do so; others may still connect (`desired`).
-    Desired,
-    /// Only encrypted access; clients that cannot encrypt are refused (`required`, `mandatory`).
-    Required,
-}
+/// `server smb encrypt` / per share `smb encrypt`: the core's policy, read from Samba's words
+/// (`off`, `disabled`, `no`; `default`, `auto`, `if_required`, the default; `desired`;
+/// `required`, `mandatory`).
+pub use ringshare_core::EncryptPolicy;
 
-impl EncryptPolicy {
-    fn parse(value: &str) -> Option<EncryptPolicy> {
-        Some(match normalize_key(value).as_str() {
-            "off" | "no" | "false" | "0" | "disabled" => EncryptPolicy::Off,
-            "default" | "auto" | "if required" => EncryptPolicy::IfRequired,
-            "desired" | "enabled" | "yes" | "true" | "1" => EncryptPolicy::Desired,
-            "required" | "mandatory" | "forced" => EncryptPolicy::Required,
-            _ => return None,
-        })
-    }
+fn parse_encrypt(value: &str) -> Option<EncryptPolicy> {
+    Some(match normalize_key(value).as_str() {
+        "off" | "no" | "false" | "0" | "disabled" => EncryptPolicy::Off,
+        "default" | "auto" | "if required" => EncryptPolicy::IfRequired,
+        "desired" | "enabled" | "yes" | "true" | "1" => EncryptPolicy::Desired,
+        "required" | "mandatory" | "forced" => EncryptPolicy::Required,
+        _ => return None,
+    })
 }
 
 /// `kerberos method` (Samba's words): where the keys of the server's Kerberos service are.

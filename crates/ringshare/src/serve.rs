@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use ringshare_auth::smbpasswd::SmbPasswd;
 use ringshare_core::{
-    Accounts, EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef,
-    ShareTemplate, SigningPolicy as CorePolicy,
+    Accounts, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
+    SigningPolicy as CorePolicy,
 };
 use ringshare_engine::{net, probe, runtime};
 use ringshare_vfs::posix::PosixShare;
@@ -36,16 +36,6 @@ impl std::fmt::Display for ServeError {
 
 fn err(msg: impl Into<String>) -> ServeError {
     ServeError(msg.into())
-}
-
-fn core_encrypt(p: crate::config::EncryptPolicy) -> EncryptPolicy {
-    use crate::config::EncryptPolicy as C;
-    match p {
-        C::Off => EncryptPolicy::Off,
-        C::IfRequired => EncryptPolicy::IfRequired,
-        C::Desired => EncryptPolicy::Desired,
-        C::Required => EncryptPolicy::Required,
-    }
 }
 
 /// The backend of a share: its directory, refusing every change when the
@@ -92,7 +82,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         backend,
         read_only: s.read_only,
         guest_ok: s.guest_ok,
-        encrypt: core_encrypt(s.smb_encrypt.unwrap_or(cfg.global.smb_encrypt)),
+        encrypt: s.smb_encrypt.unwrap_or(cfg.global.smb_encrypt),
         rules: s.rules.clone(),
         template,
         nt_acl_xattr: s.acl_xattr,
@@ -158,7 +148,7 @@ pub fn server_config(
         dialect_min: g.server_min_protocol.revision(),
         dialect_max: g.server_max_protocol.revision(),
         signing,
-        encrypt: core_encrypt(g.smb_encrypt),
+        encrypt: g.smb_encrypt,
         server_guid,
         netbios_name: g.netbios_name.clone(),
         workgroup: g.workgroup.clone(),

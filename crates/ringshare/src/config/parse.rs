@@ -1140,7 +1140,7 @@ impl<'a> Parser<'a> {
         key: &str,
         value: &str,
     ) -> Result<EncryptPolicy, ConfigError> {
-        EncryptPolicy::parse(value).ok_or_else(|| {
+        parse_encrypt(value).ok_or_else(|| {
             self.err(
                 line,
                 format!("'{key}' expects off, if_required, desired or required, got '{value}'"),
