@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use super::acceptor::{accept, Accepted, AcceptorConfig, Fresh};
+use super::acceptor::{accept, AcceptorConfig};
 use super::keytab::{Keytab, KeytabEntry};
 use super::replay::ReplayCache;
 use super::testkdc::{minimal_pac_of, Mint};
+use super::testkdc::{refusal, try_accept, FRESH, NOW};
 use super::RC4_REFUSED;
 use crate::AuthError;
 
-const NOW: i64 = 1_795_000_000;
 /// The NT hash of the service account's password.
 const RC4_KEY: [u8; 16] = [0x27; 16];
 
@@ -37,22 +37,6 @@ fn config(allow_rc4: bool, entries: Vec<KeytabEntry>) -> AcceptorConfig {
 /// An acceptor that takes RC4 (`kerberos encryption types = all`).
 fn all() -> AcceptorConfig {
     config(true, vec![rc4_entry(&RC4_KEY)])
-}
-
-const FRESH: Fresh = Fresh {
-    subkey: [0xa5; 32],
-    seq: 9,
-};
-
-fn try_accept(cfg: &AcceptorConfig, m: &Mint) -> Result<Accepted, AuthError> {
-    accept(cfg, &m.ap_req(), NOW, &FRESH, &ReplayCache::new())
-}
-
-fn refusal(cfg: &AcceptorConfig, m: &Mint) -> String {
-    match try_accept(cfg, m) {
-        Err(AuthError::Kerberos(why)) => why,
-        other => panic!("expected a Kerberos refusal, got {other:?}"),
-    }
 }
 
 #[test]

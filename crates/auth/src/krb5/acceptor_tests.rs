@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use super::acceptor::{accept, Accepted, AcceptorConfig, Fresh};
+use super::acceptor::{accept, AcceptorConfig};
 use super::keytab::{Keytab, KeytabEntry};
 use super::replay::ReplayCache;
 use super::testkdc::{minimal_pac, Mint};
+use super::testkdc::{refusal, try_accept, FRESH, NOW};
 use crate::AuthError;
 
-const NOW: i64 = 1_795_000_000;
 const SERVICE_KEY: [u8; 32] = [0x42; 32];
 
 fn entry(components: &[&str], kvno: u32, key: &[u8]) -> KeytabEntry {
@@ -33,22 +33,6 @@ fn config(entries: Vec<KeytabEntry>) -> AcceptorConfig {
 
 fn cfg() -> AcceptorConfig {
     config(vec![entry(&["cifs", "fs.rs.test"], 2, &SERVICE_KEY)])
-}
-
-const FRESH: Fresh = Fresh {
-    subkey: [0xa5; 32],
-    seq: 9,
-};
-
-fn try_accept(cfg: &AcceptorConfig, m: &Mint) -> Result<Accepted, AuthError> {
-    accept(cfg, &m.ap_req(), NOW, &FRESH, &ReplayCache::new())
-}
-
-fn refusal(cfg: &AcceptorConfig, m: &Mint) -> String {
-    match try_accept(cfg, m) {
-        Err(AuthError::Kerberos(why)) => why,
-        other => panic!("expected a Kerberos refusal, got {other:?}"),
-    }
 }
 
 #[test]

@@ -241,3 +241,34 @@ pub fn minimal_pac_of(etype: i32, key: &[u8], client: &str, auth_time: i64) -> V
     out[places[1] + 4..places[1] + 4 + sig_len].fill(0x4b);
     out
 }
+
+/// The acceptor tests' clock (Unix seconds).
+pub const NOW: i64 = 1_795_000_000;
+
+/// The fresh bytes the acceptor tests give it (its subkey and sequence number).
+pub const FRESH: super::acceptor::Fresh = super::acceptor::Fresh {
+    subkey: [0xa5; 32],
+    seq: 9,
+};
+
+/// `m`'s AP-REQ through the acceptor at [`NOW`], with a new replay cache.
+pub fn try_accept(
+    cfg: &super::acceptor::AcceptorConfig,
+    m: &Mint,
+) -> Result<super::acceptor::Accepted, crate::AuthError> {
+    super::acceptor::accept(
+        cfg,
+        &m.ap_req(),
+        NOW,
+        &FRESH,
+        &super::replay::ReplayCache::new(),
+    )
+}
+
+/// Why the acceptor refused `m`'s AP-REQ (a test fails when it took it).
+pub fn refusal(cfg: &super::acceptor::AcceptorConfig, m: &Mint) -> String {
+    match try_accept(cfg, m) {
+        Err(crate::AuthError::Kerberos(why)) => why,
+        other => panic!("expected a Kerberos refusal, got {other:?}"),
+    }
+}
