@@ -856,7 +856,6 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
     let kdc = Kdc::start();
     kdc.kinit();
     let server = kerberos_server(&kdc);
-    let hosts = kdc.hosts_file();
     let runs: &[&[&str]] = &[
         &["--dialect", "3.1.1", "--cipher", "aes-256-gcm"],
         &["--dialect", "3.1.1", "--cipher", "aes-128-ccm"],
@@ -864,8 +863,26 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
         &["--dialect", "3.0.2"],
         &["--dialect", "2.1"],
     ];
+    smbprotocol_round_trips(&kdc, &server, py, None, runs);
+    assert!(server.log().contains("Kerberos logon"), "{}", server.log());
+}
+
+/// python smbprotocol's round trip (smbprotocol_roundtrip.py) over Kerberos to `server`, once
+/// per entry of `runs` (its dialect, cipher and signing arguments), with the client's krb5.conf
+/// `client_conf` when given.
+fn smbprotocol_round_trips(
+    kdc: &Kdc,
+    server: &Server,
+    py: &Path,
+    client_conf: Option<&Path>,
+    runs: &[&[&str]],
+) {
+    let hosts = kdc.hosts_file();
     for args in runs {
-        let mut c = where_fs_rs_test_resolves(&kdc, &hosts, py);
+        let mut c = where_fs_rs_test_resolves(kdc, &hosts, py);
+        if let Some(conf) = client_conf {
+            c.env("KRB5_CONFIG", conf);
+        }
         c.arg(common::py::script("smbprotocol_roundtrip.py"))
             .args(["--server", "fs.rs.test", "--kerberos", "--port"])
             .arg(server.port.to_string())
@@ -876,7 +893,6 @@ fn python_smbprotocol_round_trips_files_over_kerberos_signed_and_encrypted() {
         let (ok, out) = common::py::run_bounded(&mut c, Duration::from_secs(180));
         assert!(ok, "{args:?}: {out}\n--- server log ---\n{}", server.log());
     }
-    assert!(server.log().contains("Kerberos logon"), "{}", server.log());
 }
 
 #[test]
@@ -902,24 +918,12 @@ fn mit_gss_logs_on_with_an_rc4_ticket_session_key_and_subkey_when_rc4_is_allowed
     std::fs::write(&client_conf, conf).unwrap();
     kdc.kinit();
     let server = kerberos_server_sections(&kdc, Vec::new(), "\tkerberos encryption types = all\n");
-    let hosts = kdc.hosts_file();
-    for args in [
-        &["--dialect", "3.1.1", "--cipher", "aes-128-gcm"][..],
+    let runs: &[&[&str]] = &[
+        &["--dialect", "3.1.1", "--cipher", "aes-128-gcm"],
         &["--dialect", "3.1.1", "--signing", "aes-cmac"],
         &["--dialect", "2.1"],
-    ] {
-        let mut c = where_fs_rs_test_resolves(&kdc, &hosts, py);
-        c.env("KRB5_CONFIG", &client_conf)
-            .arg(common::py::script("smbprotocol_roundtrip.py"))
-            .args(["--server", "fs.rs.test", "--kerberos", "--port"])
-            .arg(server.port.to_string())
-            .args(["--user", "-", "--password", "-", "--share", &server.share])
-            .arg("--share-dir")
-            .arg(&server.share_dir)
-            .args(args);
-        let (ok, out) = common::py::run_bounded(&mut c, Duration::from_secs(180));
-        assert!(ok, "{args:?}: {out}\n--- server log ---\n{}", server.log());
-    }
+    ];
+    smbprotocol_round_trips(&kdc, &server, py, Some(&client_conf), runs);
     let klist = kdc.run("klist", &["-e"]);
     assert!(
         klist.contains("DEPRECATED:arcfour-hmac, DEPRECATED:arcfour-hmac"),
