@@ -14,9 +14,8 @@ use ringshare_auth::krb5::iakerb::{parse_proxy, proxy_token, Dialect};
 use ringshare_auth::krb5::keytab::Keytab;
 use ringshare_core::identity::Account;
 use ringshare_core::{Kdcs, Lookup, LookupDone};
-use ringshare_wire::consts::{Capabilities, Command, Dialect as SmbDialect};
-use ringshare_wire::consts::{SecurityMode, SessionSetupFlags};
-use ringshare_wire::session::{SessionSetupRequest, SessionSetupResponse};
+use ringshare_wire::consts::{Command, Dialect as SmbDialect};
+use ringshare_wire::session::SessionSetupResponse;
 use ringshare_wire::NtStatus;
 use support::*;
 
@@ -75,15 +74,7 @@ fn iakerb_client(kdc: Arc<CapturedKdc>) -> Client {
 }
 
 fn send_leg(c: &mut Client, token: &[u8]) -> Vec<Resp> {
-    let req = SessionSetupRequest {
-        flags: SessionSetupFlags::empty(),
-        security_mode: SecurityMode::SIGNING_ENABLED,
-        capabilities: Capabilities::empty(),
-        channel: 0,
-        previous_session_id: 0,
-        security_buffer: token,
-    };
-    c.call_all(Command::SESSION_SETUP, 0, |o| req.encode(o))
+    c.session_setup_leg(token, 0)
 }
 
 /// Answer the held lookups as the driver's lookup threads do; the responses that follow.

@@ -10,8 +10,8 @@ use ringshare_auth::gss::ClientAuth;
 use ringshare_auth::DomainNtlm;
 use ringshare_core::domain::{DomainLogons, DomainMember};
 use ringshare_core::{Lookup, LookupDone};
-use ringshare_wire::consts::{Capabilities, Command, Dialect, SecurityMode, SessionSetupFlags};
-use ringshare_wire::session::{SessionSetupRequest, SessionSetupResponse};
+use ringshare_wire::consts::{Command, Dialect};
+use ringshare_wire::session::SessionSetupResponse;
 use ringshare_wire::NtStatus;
 use support::*;
 
@@ -56,15 +56,7 @@ fn setup_legs(c: &mut Client, auth: &mut ClientAuth) -> Vec<Resp> {
 }
 
 fn send_leg(c: &mut Client, token: &[u8]) -> Vec<Resp> {
-    let req = SessionSetupRequest {
-        flags: SessionSetupFlags::empty(),
-        security_mode: SecurityMode::SIGNING_ENABLED,
-        capabilities: Capabilities::empty(),
-        channel: 0,
-        previous_session_id: 0,
-        security_buffer: token,
-    };
-    c.call_all(Command::SESSION_SETUP, 0, |o| req.encode(o))
+    c.session_setup_leg(token, 0)
 }
 
 /// An ECHO outside any session.

@@ -365,15 +365,7 @@ impl Client {
             let Some(token) = token else {
                 return NtStatus::SUCCESS;
             };
-            let req = SessionSetupRequest {
-                flags: SessionSetupFlags::empty(),
-                security_mode: SecurityMode::SIGNING_ENABLED,
-                capabilities: Capabilities::empty(),
-                channel: 0,
-                previous_session_id: previous,
-                security_buffer: &token,
-            };
-            let mut rs = self.call_all(Command::SESSION_SETUP, 0, |o| req.encode(o));
+            let mut rs = self.session_setup_leg(&token, previous);
             let at = rs
                 .iter()
                 .position(|r| r.hdr.command == Command::SESSION_SETUP)
@@ -396,6 +388,20 @@ impl Client {
                 return NtStatus::SUCCESS;
             }
         }
+    }
+
+    /// One SESSION_SETUP request carrying `token` (naming `previous` as PreviousSessionId):
+    /// every response it produced.
+    pub fn session_setup_leg(&mut self, token: &[u8], previous: u64) -> Vec<Resp> {
+        let req = SessionSetupRequest {
+            flags: SessionSetupFlags::empty(),
+            security_mode: SecurityMode::SIGNING_ENABLED,
+            capabilities: Capabilities::empty(),
+            channel: 0,
+            previous_session_id: previous,
+            security_buffer: token,
+        };
+        self.call_all(Command::SESSION_SETUP, 0, |o| req.encode(o))
     }
 
     pub fn tree_connect(&mut self, share: &str) -> u32 {
