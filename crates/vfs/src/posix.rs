@@ -187,24 +187,34 @@ fn statx_fd(fd: BorrowedFd<'_>) -> Result<Statx, Errno> {
     )
 }
 
-/// Whether the file system of `fd` keeps its files in memory (tmpfs, ramfs),
-/// so that reading one never waits for a device. Such file systems cannot
-/// read without blocking in the io_uring sense (no `FMODE_NOWAIT`), so every
-/// io_uring READ of them goes to a kernel worker thread; a small read is
-/// cheaper done in place ([`Node::in_memory`]).
-fn memory_backed(fd: BorrowedFd<'_>) -> bool {
-    const TMPFS_MAGIC: u64 = 0x0102_1994;
-    const RAMFS_MAGIC: u64 = 0x8584_58f6;
-    rustix::fs::fstatfs(fd).is_ok_and(|s| {
-        let t = s.f_type as u64;
-        t == TMPFS_MAGIC || t == RAMFS_MAGIC
-    })
+/// What matters of the file system a file is on, from one `fstatfs`.
+#[derive(Debug, Clone, Copy)]
+struct FsKind {
+    /// It keeps its files in memory (tmpfs, ramfs), so that reading one never waits for a
+    /// device. Such file systems cannot read without blocking in the io_uring sense (no
+    /// `FMODE_NOWAIT`), so every io_uring READ of them goes to a kernel worker thread; a small
+    /// read is cheaper done in place ([`Node::in_memory`]).
+    in_memory: bool,
+    /// It is FUSE ([`Node::reads_within_size`]).
+    fuse: bool,
+    /// Its device, when the DOS attributes of its files may be kept ([`doscache`]).
+    dos_kept: Option<u64>,
 }
 
-/// Whether `fd` is on a FUSE file system ([`Node::reads_within_size`]).
-fn on_fuse(fd: BorrowedFd<'_>) -> bool {
-    const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
-    rustix::fs::fstatfs(fd).is_ok_and(|s| s.f_type as u64 == FUSE_SUPER_MAGIC)
+const TMPFS_MAGIC: u64 = 0x0102_1994;
+const RAMFS_MAGIC: u64 = 0x8584_58f6;
+const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
+
+/// The file system of `fd`, which `st` describes.
+fn fs_kind(fd: BorrowedFd<'_>, st: &Statx) -> FsKind {
+    let t = rustix::fs::fstatfs(fd).ok().map(|s| s.f_type as u64);
+    FsKind {
+        in_memory: t.is_some_and(|t| t == TMPFS_MAGIC || t == RAMFS_MAGIC),
+        fuse: t == Some(FUSE_SUPER_MAGIC),
+        dos_kept: t
+            .filter(|&t| doscache::keeps_ctime(t))
+            .map(|_| dev_of(st.stx_dev_major, st.stx_dev_minor)),
+    }
 }
 
 /// Whether the file system of `fd` takes `user.` xattrs, asked without
@@ -378,13 +388,6 @@ fn stamp_on(st: &Statx, dev: u64) -> Option<doscache::Stamp> {
     })
 }
 
-/// The device of `fd` when its file system keeps change times as
-/// [`doscache`] needs.
-fn kept_dev(fd: BorrowedFd<'_>, st: &Statx) -> Option<u64> {
-    let f_type = rustix::fs::fstatfs(fd).ok()?.f_type as u64;
-    doscache::keeps_ctime(f_type).then(|| dev_of(st.stx_dev_major, st.stx_dev_minor))
-}
-
 /// A path's parent directory: the share root's fd, borrowed, or one opened
 /// for the call.
 enum ParentFd<'a> {
@@ -428,15 +431,10 @@ pub struct PosixShare {
     root: OwnedFd,
     root_path: PathBuf,
     read_only: bool,
-    /// The root's device, and whether that file system keeps its files in
-    /// memory (see [`memory_backed`]); files on another device are asked afresh.
+    /// The root's device, and what its file system is; files on another device are asked
+    /// afresh.
     root_dev: (u32, u32),
-    root_in_memory: bool,
-    /// The root's file system is FUSE ([`on_fuse`]).
-    root_fuse: bool,
-    /// The root's device, when DOS attributes of its files may be kept
-    /// ([`doscache`]).
-    root_kept: Option<u64>,
+    root_fs: FsKind,
     /// The root's file system takes `user.` xattrs (probed once, by
     /// [`user_xattrs_supported`]): files can have named streams.
     streams: bool,
@@ -460,18 +458,14 @@ impl PosixShare {
             Mode::empty(),
         )?;
         let st = statx_fd(fd.as_fd())?;
-        let root_in_memory = memory_backed(fd.as_fd());
-        let root_fuse = on_fuse(fd.as_fd());
-        let root_kept = kept_dev(fd.as_fd(), &st);
+        let root_fs = fs_kind(fd.as_fd(), &st);
         let streams = user_xattrs_supported(fd.as_fd());
         Ok(PosixShare {
             root: fd,
             root_path: root.to_path_buf(),
             read_only: false,
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
-            root_in_memory,
-            root_fuse,
-            root_kept,
+            root_fs,
             streams,
         })
     }
@@ -583,11 +577,14 @@ impl PosixShare {
         } else if kind == FileKind::Other && (readable || writable) {
             return Err(FsError::AccessDenied);
         }
-        let (in_memory, fuse, dos_kept) = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
-            (self.root_in_memory, self.root_fuse, self.root_kept)
+        let FsKind {
+            in_memory,
+            fuse,
+            dos_kept,
+        } = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
+            self.root_fs
         } else {
-            let fd = fd.as_fd();
-            (memory_backed(fd), on_fuse(fd), kept_dev(fd, &st))
+            fs_kind(fd.as_fd(), &st)
         };
         Ok(Fresh {
             node: PosixNode {
@@ -827,7 +824,7 @@ impl Share for PosixShare {
             return stat_fd(who, self.root.as_fd());
         }
         let (parent, name) = self.open_parent(path)?;
-        stat_at(who, parent.as_fd(), name, self.root_kept)
+        stat_at(who, parent.as_fd(), name, self.root_fs.dos_kept)
     }
 
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {

@@ -41,7 +41,7 @@ const FILES_MAX: usize = 1 << 16;
 /// this kernel changes. Network and FUSE file systems are left out (another
 /// machine may change a file without this kernel knowing when).
 pub(super) fn keeps_ctime(f_type: u64) -> bool {
-    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    use super::TMPFS_MAGIC;
     const EXT4_SUPER_MAGIC: u64 = 0xEF53;
     const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
     const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;

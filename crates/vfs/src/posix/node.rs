@@ -15,7 +15,7 @@ pub struct PosixNode {
     /// Opened `O_PATH` (stat only): no I/O, xattrs and times through `/proc`.
     pub(super) path_only: bool,
     pub(super) read_only: bool,
-    /// On a file system that keeps files in memory ([`memory_backed`]).
+    /// On a file system that keeps files in memory ([`FsKind::in_memory`](super::FsKind)).
     pub(super) in_memory: bool,
     /// On a FUSE file system ([`Node::reads_within_size`]).
     pub(super) fuse: bool,

@@ -23,7 +23,8 @@ fn files_on_tmpfs_are_in_memory_and_procfs_is_not() {
         .unwrap();
     assert!(opened.node.in_memory());
     let proc_fd = rustix::fs::open("/proc", OFlags::PATH, Mode::empty()).unwrap();
-    assert!(!memory_backed(proc_fd.as_fd()));
+    let proc_st = statx_fd(proc_fd.as_fd()).unwrap();
+    assert!(!fs_kind(proc_fd.as_fd(), &proc_st).in_memory);
 }
 
 /// A node of `name` opened `O_PATH` (stat only), as the server.
@@ -381,7 +382,11 @@ fn a_kept_dos_value_is_used_until_another_program_sets_the_attribute_again() {
         StatxFlags::BASIC_STATS | StatxFlags::BTIME,
     )
     .unwrap();
-    let stamp = stamp_on(&st, share.root_kept.expect("tmpfs keeps change times")).unwrap();
+    let stamp = stamp_on(
+        &st,
+        share.root_fs.dos_kept.expect("tmpfs keeps change times"),
+    )
+    .unwrap();
     let hidden = crate::dosattrib::DosInfo {
         attributes: 0x02,
         create_time: None,
