@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ringshare_auth::krb5::acceptor::AcceptorConfig;
+use ringshare_auth::krb5::etype;
 use ringshare_auth::krb5::keytab::Keytab;
 
 use crate::config::Global;
@@ -72,13 +73,13 @@ pub fn load(g: &Global) -> Result<Option<AcceptorConfig>, String> {
         .entries
         .iter()
         .filter(ours)
-        .filter(|e| matches!(e.enctype, 17 | 18))
+        .filter(|e| matches!(e.enctype, etype::AES128 | etype::AES256))
         .count();
     let rc4_keys = keytab
         .entries
         .iter()
         .filter(ours)
-        .filter(|e| e.enctype == 23)
+        .filter(|e| e.enctype == etype::RC4_HMAC)
         .count();
     if aes == 0 && !(rc4 && rc4_keys > 0) {
         return Err(if rc4 {
