@@ -8,7 +8,7 @@
 # `lib_bench`. Rows go to $RESULTS, one JSON object a line:
 # {"server", "label", "client", "result"}.
 
-DATA=/dev/shm/rscompare-data
+DATA=${DATA:-/dev/shm/rscompare-data}
 USER_NAME=rsbench
 PASS=bench
 HOST=127.0.0.1
