@@ -7,35 +7,13 @@ use ringshare_wire::NtStatus;
 use super::msg::{Answer, Call};
 use super::{grant, node_of, Home};
 use crate::arbiter::{self, IoAsk, LockAsk, Locked, OpenAsk};
+use crate::files::locks::ByteRangeLock;
 use crate::server::{lock, FileKey, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
 pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
-    // Asked of any node, not of a file's home.
-    match &call {
-        Call::Reclaim { parts, after } => {
-            let (records, next) = super::reclaim::records(server, parts, *after);
-            return Answer::Records { records, next };
-        }
-        Call::Revoke { key, clear } => {
-            grant::give_back(server, *key, *clear);
-            return Answer::Done;
-        }
-        Call::CloseParked(ids) => {
-            super::handover::close_parked(server, ids);
-            return Answer::Done;
-        }
-        Call::Interest { from } => {
-            super::notify::interest(server, *from, true);
-            return Answer::Done;
-        }
-        Call::GiveUp(ask) => {
-            return match super::handover::give_up(server, ask) {
-                Ok(h) => Answer::GivenUp(Box::new(h)),
-                Err(s) => Answer::Refused(s),
-            };
-        }
-        _ => {}
+    if let Some(answer) = serve_anywhere(server, &call) {
+        return answer;
     }
     let Some(key) = key_of(&call) else {
         return Answer::Refused(NtStatus::INVALID_PARAMETER);
@@ -45,35 +23,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
         return Answer::Refused(NtStatus::FILE_NOT_AVAILABLE);
     }
     match call {
-        Call::Admit(key, ask) => {
-            let entry = server.file_entry(key);
-            let open = OpenAsk {
-                owner: ask.owner,
-                persistent_id: ask.persistent_id,
-                route: ask.route,
-                wish: &ask.wish,
-                requested: ask.requested,
-                lease_req: ask.lease_req.as_ref(),
-                share: &ask.share,
-                path: &ask.path,
-                is_dir: ask.is_dir,
-                conn_id: ask.conn_id,
-                now_ms,
-                who: ask.who.as_ref(),
-            };
-            let r = arbiter::admit_here(server, key, &entry, &open);
-            if !matches!(r, Ok(Some(_))) {
-                server.drop_file_entry_if_unused(key);
-            }
-            match r {
-                Ok(Some(g)) => {
-                    let io = grant::give(&mut lock(&entry), node_of(ask.owner));
-                    Answer::Admitted(g, io.0)
-                }
-                Ok(None) => Answer::Wait,
-                Err(s) => Answer::Refused(s),
-            }
-        }
+        Call::Admit(key, ask) => admit(server, key, &ask, now_ms),
         Call::Close {
             key,
             owner,
@@ -92,24 +42,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             asks,
             max,
             ..
-        } => {
-            let Some(entry) = server.existing_file_entry(key) else {
-                return Answer::Refused(NtStatus::FILE_CLOSED);
-            };
-            let asks: Vec<LockAsk> = asks
-                .into_iter()
-                .map(|(lock, fail_immediately)| LockAsk {
-                    lock,
-                    fail_immediately,
-                })
-                .collect();
-            match arbiter::lock_ranges_here(server, key, &entry, owner, &asks, max as usize, now_ms)
-            {
-                Locked::Granted => Answer::Done,
-                Locked::Wait(_) => Answer::Wait,
-                Locked::Refused(s) => Answer::Refused(s),
-            }
-        }
+        } => lock_ranges(server, key, owner, asks, max as usize, now_ms),
         Call::RetryLock(key, l) => match server.existing_file_entry(key) {
             Some(entry) => Answer::Flag(crate::server::lock(&entry).locks.try_lock(l)),
             None => Answer::Refused(NtStatus::FILE_CLOSED),
@@ -130,9 +63,6 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             change,
             ..
         } => {
-            let Some(entry) = server.existing_file_entry(key) else {
-                return Answer::Refused(NtStatus::FILE_CLOSED);
-            };
             let io = IoAsk {
                 owner,
                 offset,
@@ -141,21 +71,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 change,
                 now_ms,
             };
-            let r = arbiter::io_check_here(server, &entry, io);
-            let grant = grant::give(&mut lock(&entry), node_of(owner)).0;
-            match r {
-                Ok(writers) => Answer::Io {
-                    conflict: false,
-                    writers,
-                    grant,
-                },
-                Err(NtStatus::FILE_LOCK_CONFLICT) => Answer::Io {
-                    conflict: true,
-                    writers: false,
-                    grant,
-                },
-                Err(s) => Answer::Refused(s),
-            }
+            io_check(server, key, io)
         }
         Call::Changed { key, owner, .. } => {
             if let Some(entry) = server.existing_file_entry(key) {
@@ -218,6 +134,113 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
         | Call::GiveUp(_)
         | Call::CloseParked(_)
         | Call::Interest { .. } => Answer::Refused(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// The calls asked of any node, not of a file's home; `None` for the others.
+fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
+    Some(match call {
+        Call::Reclaim { parts, after } => {
+            let (records, next) = super::reclaim::records(server, parts, *after);
+            Answer::Records { records, next }
+        }
+        Call::Revoke { key, clear } => {
+            grant::give_back(server, *key, *clear);
+            Answer::Done
+        }
+        Call::CloseParked(ids) => {
+            super::handover::close_parked(server, ids);
+            Answer::Done
+        }
+        Call::Interest { from } => {
+            super::notify::interest(server, *from, true);
+            Answer::Done
+        }
+        Call::GiveUp(ask) => match super::handover::give_up(server, ask) {
+            Ok(h) => Answer::GivenUp(Box::new(h)),
+            Err(s) => Answer::Refused(s),
+        },
+        _ => return None,
+    })
+}
+
+/// An open asked of the file's home: admitted (with the node's I/O grant), to wait, or refused.
+fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64) -> Answer {
+    let entry = server.file_entry(key);
+    let open = OpenAsk {
+        owner: ask.owner,
+        persistent_id: ask.persistent_id,
+        route: ask.route,
+        wish: &ask.wish,
+        requested: ask.requested,
+        lease_req: ask.lease_req.as_ref(),
+        share: &ask.share,
+        path: &ask.path,
+        is_dir: ask.is_dir,
+        conn_id: ask.conn_id,
+        now_ms,
+        who: ask.who.as_ref(),
+    };
+    let r = arbiter::admit_here(server, key, &entry, &open);
+    if !matches!(r, Ok(Some(_))) {
+        server.drop_file_entry_if_unused(key);
+    }
+    match r {
+        Ok(Some(g)) => {
+            let io = grant::give(&mut lock(&entry), node_of(ask.owner));
+            Answer::Admitted(g, io.0)
+        }
+        Ok(None) => Answer::Wait,
+        Err(s) => Answer::Refused(s),
+    }
+}
+
+/// Byte-range locks asked of the file's home.
+fn lock_ranges(
+    server: &ServerState,
+    key: FileKey,
+    owner: u64,
+    asks: Vec<(Result<ByteRangeLock, NtStatus>, bool)>,
+    max: usize,
+    now_ms: u64,
+) -> Answer {
+    let Some(entry) = server.existing_file_entry(key) else {
+        return Answer::Refused(NtStatus::FILE_CLOSED);
+    };
+    let asks: Vec<LockAsk> = asks
+        .into_iter()
+        .map(|(lock, fail_immediately)| LockAsk {
+            lock,
+            fail_immediately,
+        })
+        .collect();
+    match arbiter::lock_ranges_here(server, key, &entry, owner, &asks, max, now_ms) {
+        Locked::Granted => Answer::Done,
+        Locked::Wait(_) => Answer::Wait,
+        Locked::Refused(s) => Answer::Refused(s),
+    }
+}
+
+/// A READ or WRITE checked against the file's locks at its home, with the node's I/O grant.
+fn io_check(server: &ServerState, key: FileKey, io: IoAsk) -> Answer {
+    let Some(entry) = server.existing_file_entry(key) else {
+        return Answer::Refused(NtStatus::FILE_CLOSED);
+    };
+    let owner = io.owner;
+    let r = arbiter::io_check_here(server, &entry, io);
+    let grant = grant::give(&mut lock(&entry), node_of(owner)).0;
+    match r {
+        Ok(writers) => Answer::Io {
+            conflict: false,
+            writers,
+            grant,
+        },
+        Err(NtStatus::FILE_LOCK_CONFLICT) => Answer::Io {
+            conflict: true,
+            writers: false,
+            grant,
+        },
+        Err(s) => Answer::Refused(s),
     }
 }
 
