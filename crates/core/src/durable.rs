@@ -413,7 +413,6 @@ pub(crate) fn reconnect(
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
 ) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
-    use ringshare_wire::create::ContextTag;
     use ringshare_wire::NtStatus;
 
     let (file_id, create_guid) = match ask {
@@ -426,36 +425,11 @@ pub(crate) fn reconnect(
     };
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
-    let (share_name, owner) = {
-        let session = lock(&sref);
-        let tree = session
-            .trees
-            .get(&req.tree_id)
-            .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
-        let crate::state::TreeKind::Disk(share) = &tree.kind else {
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-        };
-        if session.opens.len() >= crate::limits::OPENS_PER_SESSION_MAX {
-            return Err(NtStatus::INSUFFICIENT_RESOURCES);
-        }
-        if session.account.is_none() {
-            return Err(NtStatus::USER_SESSION_DELETED);
-        }
-        (share.name.clone(), owner_of(&session))
-    };
+    let (share_name, owner) = reconnect_tree(&sref, req.tree_id)?;
     let dialect = core.dialect().map_or(0, |d| d.0);
     let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
-    let lease_key = if dialect >= 0x0210 {
-        cr.context(ContextTag::RequestLease)
-            .map(|c| ringshare_wire::create::Lease::decode(&c.data))
-            .transpose()
-            .map_err(|_| NtStatus::INVALID_PARAMETER)?
-            .map(|l| l.key)
-    } else {
-        None
-    };
+    let lease_key = requested_lease_key(cr, dialect)?;
     let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
-
     let wanted = Reconnect {
         create_guid,
         lease_key,
@@ -467,37 +441,110 @@ pub(crate) fn reconnect(
     let parked = match take_matching(&server, file_id, &wanted) {
         Ok(p) => p,
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
-            // Kept by another node of the cluster (the volatile id says
-            // which): that node hands it over, or it is gone with it.
-            let holder = crate::cluster::handover::holder(&server, file_id.volatile);
-            if let Some(node) = holder {
-                match crate::cluster::handover::reconnect_from(
-                    core, req, &sref, node, file_id, &wanted,
-                ) {
-                    Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {}
-                    r => return r,
-                }
-            }
-            // A persistent open taken over from a dead node: its record
-            // names the node keeping it.
-            match crate::cluster::ca::keeper(&server, file_id) {
-                Some(node) if Some(node) != holder => {
-                    return crate::cluster::handover::reconnect_from(
-                        core, req, &sref, node, file_id, &wanted,
-                    );
-                }
-                _ => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-            }
+            return reconnect_elsewhere(core, req, &sref, file_id, &wanted)
         }
         Err(s) => return Err(s),
     };
-
-    // The open again, on this session and tree, routed to this connection.
     let old = parked.open;
     let route = Route {
         conn_id: core.conn_id,
         session_id: req.session_id,
     };
+    let (caching, lease) = reroute(&server, &old, route);
+    let open = rejoined(&old, req, parked.durability);
+    drop(old);
+    let lease_key = lease_key.and(caching.lease.map(|l| l.key));
+    finish(
+        core,
+        req,
+        &sref,
+        open,
+        caching.level,
+        lease.as_ref(),
+        lease_key,
+        file_id,
+    )
+}
+
+/// The reconnect's tree: a disk share's name and the session's owner, when the session has
+/// room for another open and a user.
+fn reconnect_tree(
+    sref: &crate::state::SessionRef,
+    tree_id: u32,
+) -> Result<(String, Owner), ringshare_wire::NtStatus> {
+    use ringshare_wire::NtStatus;
+    let session = lock(sref);
+    let tree = session
+        .trees
+        .get(&tree_id)
+        .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    let crate::state::TreeKind::Disk(share) = &tree.kind else {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    };
+    if session.opens.len() >= crate::limits::OPENS_PER_SESSION_MAX {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    if session.account.is_none() {
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    Ok((share.name.clone(), owner_of(&session)))
+}
+
+/// The lease key a reconnect names (SMB 2.1 and later), or INVALID_PARAMETER for a lease
+/// context that does not decode.
+fn requested_lease_key(
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    dialect: u16,
+) -> Result<Option<[u8; 16]>, ringshare_wire::NtStatus> {
+    use ringshare_wire::create::ContextTag;
+    if dialect < 0x0210 {
+        return Ok(None);
+    }
+    Ok(cr
+        .context(ContextTag::RequestLease)
+        .map(|c| ringshare_wire::create::Lease::decode(&c.data))
+        .transpose()
+        .map_err(|_| ringshare_wire::NtStatus::INVALID_PARAMETER)?
+        .map(|l| l.key))
+}
+
+/// An open not parked here: kept by another node of the cluster (the volatile id says which),
+/// which hands it over, or a persistent open taken over from a dead node, whose record names
+/// the node keeping it; else OBJECT_NAME_NOT_FOUND.
+fn reconnect_elsewhere(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    sref: &crate::state::SessionRef,
+    file_id: ringshare_wire::FileId,
+    wanted: &Reconnect<'_>,
+) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use ringshare_wire::NtStatus;
+    let server = core.server.clone();
+    let holder = crate::cluster::handover::holder(&server, file_id.volatile);
+    if let Some(node) = holder {
+        match crate::cluster::handover::reconnect_from(core, req, sref, node, file_id, wanted) {
+            Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {}
+            r => return r,
+        }
+    }
+    match crate::cluster::ca::keeper(&server, file_id) {
+        Some(node) if Some(node) != holder => {
+            crate::cluster::handover::reconnect_from(core, req, sref, node, file_id, wanted)
+        }
+        _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+    }
+}
+
+/// The parked open's oplock or lease now breaks to `route` (this connection), here and, for a
+/// file homed on another node, at its home.
+fn reroute(
+    server: &ServerState,
+    old: &Open,
+    route: Route,
+) -> (
+    crate::files::oplock::Caching,
+    Option<crate::files::oplock::Grant>,
+) {
     let (caching, lease) = {
         let mut e = lock(&old.entry);
         let mut caching = crate::files::oplock::Caching::default();
@@ -512,21 +559,26 @@ pub(crate) fn reconnect(
         });
         (caching, lease)
     };
-    if crate::cluster::handover::homed_elsewhere(&server, old.key) {
-        // The file's home routes the open's breaks to this connection now.
+    if crate::cluster::handover::homed_elsewhere(server, old.key) {
         let moved = crate::cluster::handover::Moved {
             from: old.id,
             to: old.id,
             route,
             who: Some(old.who.clone()),
         };
-        if let Err(s) = crate::cluster::handover::transfer(&server, old.key, &old.entry, moved) {
+        if let Err(s) = crate::cluster::handover::transfer(server, old.key, &old.entry, moved) {
             tracing::warn!(
                 ?s,
                 "the home of a reconnected durable open's file did not learn its new connection"
             );
         }
     }
+    (caching, lease)
+}
+
+/// The parked open again, on the request's tree, with its state kept (a new channel sequence,
+/// no directory cursor or watch).
+fn rejoined(old: &Open, req: &crate::conn::Req<'_>, durability: Durability) -> Open {
     let state = {
         let s = lock(&old.state);
         crate::state::OpenState {
@@ -536,7 +588,7 @@ pub(crate) fn reconnect(
             position: s.position,
             mode: s.mode,
             channel_sequence: req.hdr.channel_sequence(),
-            durable: Some(parked.durability),
+            durable: Some(durability),
             create_guid: s.create_guid,
             create_action: s.create_action,
             replay_eligible: s.create_guid.is_some(),
@@ -547,7 +599,7 @@ pub(crate) fn reconnect(
             posix_rename: s.posix_rename,
         }
     };
-    let open = Open {
+    Open {
         id: old.id,
         who: Arc::clone(&old.who),
         persistent_id: old.persistent_id,
@@ -563,19 +615,7 @@ pub(crate) fn reconnect(
         state: std::sync::Mutex::new(state),
         // Streams are never made durable.
         stream: None,
-    };
-    drop(old);
-    let lease_key = lease_key.and(caching.lease.map(|l| l.key));
-    finish(
-        core,
-        req,
-        &sref,
-        open,
-        caching.level,
-        lease.as_ref(),
-        lease_key,
-        file_id,
-    )
+    }
 }
 
 /// A reconnected open (here or handed over from another node) joins the
