@@ -468,11 +468,11 @@ fn account_from(
 }
 
 /// Who the session acts for: the user and its account, or guest or anonymous.
-fn act_for(session: &mut Session, user: String, account: Account, guest: bool, anonymous: bool) {
-    session.account = Some(account);
-    session.user = user;
-    session.is_guest = guest;
-    session.is_anonymous = anonymous;
+fn act_for(session: &mut Session, who: Who) {
+    session.account = Some(who.account);
+    session.user = who.user;
+    session.is_guest = who.guest;
+    session.is_anonymous = who.anonymous;
 }
 
 /// End a session everywhere: every channel finds it gone, its files close.
@@ -800,36 +800,36 @@ fn finish(
         ..
     } = fin;
     let token = token.as_slice();
-    let policy = core.server.config.signing;
     let account = match account {
         Ok(a) => a,
-        Err(status) => {
-            let valid = core
-                .sessions
-                .get(&session_id)
-                .is_some_and(|ch| lock(&ch.session).valid);
-            if !valid {
-                abandon(core, session_id);
-            }
-            return Err(status);
-        }
+        Err(status) => return refuse(core, session_id, None, status),
     };
     // A domain user is known by the name NSS gives their account (`DOMAIN\name`).
-    let user = if domain.is_some() {
-        account.name.clone()
-    } else {
-        user
+    let who = Who {
+        user: if domain.is_some() {
+            account.name.clone()
+        } else {
+            user
+        },
+        account,
+        guest,
+        anonymous,
     };
-    let client_requires = (client_security_mode
-        | core
-            .negotiated
-            .as_ref()
-            .map_or(0, |n| n.client_security_mode))
-        & SecurityMode::SIGNING_REQUIRED.0
-        != 0;
-    let signing_alg = signing_algorithm(core, dialect);
-    let core_cipher = core.negotiated.as_ref().and_then(|n| n.cipher);
-    let core_encrypt = core.server.config.encrypt;
+    let keying = Keying {
+        dialect,
+        signing_alg: signing_algorithm(core, dialect),
+        cipher: core.negotiated.as_ref().and_then(|n| n.cipher),
+        policy: core.server.config.signing,
+        client_requires: (client_security_mode
+            | core
+                .negotiated
+                .as_ref()
+                .map_or(0, |n| n.client_security_mode))
+            & SecurityMode::SIGNING_REQUIRED.0
+            != 0,
+        anonymous,
+    };
+    let encrypt = core.server.config.encrypt;
     // A user's session signs and may encrypt; an anonymous one gets the keys of
     // its (zero-based) session key too, as Windows Server 2022 and Samba 4.19+
     // give them: a signed request on it is checked, an unsigned one taken, and an
@@ -844,77 +844,28 @@ fn finish(
     let preauth = ch.preauth.take().map(|p| p.0);
     let mut session = lock(&sref);
     if session.valid && ch.signing_key.is_some() {
-        // Re-authentication ([MS-SMB2] 3.3.5.5.3): the session keeps its
-        // keys, signing and encryption; only who it acts for changes (an
-        // anonymous re-authentication included). The answer is signed with
-        // this channel's key, which the client still holds.
-        let same = session
-            .account
-            .as_ref()
-            .is_some_and(|a| a.who == account.who)
-            && session.user == user
-            && (session.is_guest, session.is_anonymous) == (guest, anonymous);
-        act_for(&mut session, user, account, guest, anonymous);
-        if !same {
-            crate::cmd::tree::follow_new_user(&core.server, &mut session);
-        }
-        let encrypt_data = session.encrypt_key.is_some()
-            && matches!(
-                core_encrypt,
-                EncryptPolicy::Desired | EncryptPolicy::Required
-            );
         drop(session);
-        if can_sign {
-            core.user_logged_on = true;
-        }
-        let mut flags = SessionFlags::empty();
-        if encrypt_data {
-            flags.insert(SessionFlags::ENCRYPT_DATA);
-        }
-        let mut r = Reply::ok(body(flags, token));
-        r.session_id = Some(session_id);
-        r.sign_with_session = Some(session_id);
-        return Ok(r);
+        return Ok(reauthenticated(
+            core, &sref, session_id, who, can_sign, token,
+        ));
     }
-    if policy == SigningPolicy::Required && !can_sign {
+    if keying.policy == SigningPolicy::Required && !can_sign {
         if core.log_ok(LogKind::RefusedLogon) {
             tracing::info!(peer = %core.peer, "logon refused: a guest or anonymous session, and server signing is mandatory");
         }
         let valid = session.valid;
         drop(session);
-        if !valid {
-            abandon(core, session_id);
-        }
-        return Err(NtStatus::ACCESS_DENIED);
+        return refuse(core, session_id, Some(valid), NtStatus::ACCESS_DENIED);
     }
-    if let Some(key) = session_key.filter(|_| keyed) {
-        // 2.x signs with Session.SessionKey, the key's first 16 bytes (zero-padded); 3.x
-        // derives from it, and AES-256 ciphers from the whole key.
-        let signing = keys::derive(dialect.0, &key, preauth.as_ref(), 16).signing;
-        let signing = SigningKey::new(signing_alg, signing);
-        // The first channel signs with the session's key ([MS-SMB2] 3.3.5.5.3).
-        ch.signing_key = Some(signing.clone());
-        session.signing_key = Some(signing);
-        if let Some(cipher) = core_cipher {
-            let k = keys::derive(dialect.0, &key, preauth.as_ref(), cipher.key_len());
-            session.encrypt_key = CipherKey::new(cipher, &k.encrypt_server_to_client)
-                .ok()
-                .map(Arc::new);
-            session.decrypt_key = CipherKey::new(cipher, &k.decrypt_client_to_server)
-                .ok()
-                .map(Arc::new);
+    ch.signing_key = match session_key.filter(|_| keyed) {
+        Some(key) => give_keys(&mut session, &keying, &key, preauth.as_ref()),
+        None => {
+            session.signing_key = None;
+            session.signing_required = false;
+            None
         }
-        session.signing_required = !anonymous
-            && (policy == SigningPolicy::Required
-                || client_requires
-                || policy == SigningPolicy::Desired);
-    } else {
-        ch.signing_key = None;
-        session.signing_key = None;
-        session.signing_required = false;
-    }
+    };
     // [MS-SMB2] 3.3.5.5.3: Session.EncryptData from the server's policy.
-    let encrypt = core_encrypt;
     let can_encrypt = session.encrypt_key.is_some() && !anonymous;
     if encrypt == EncryptPolicy::Required && !can_encrypt {
         if core.log_ok(LogKind::RefusedLogon) {
@@ -930,15 +881,12 @@ fn finish(
         }
         let valid = session.valid;
         drop(session);
-        if !valid {
-            abandon(core, session_id);
-        }
-        return Err(NtStatus::ACCESS_DENIED);
+        return refuse(core, session_id, Some(valid), NtStatus::ACCESS_DENIED);
     }
     let encrypt_data =
         can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
     session.encrypt_required = can_encrypt && encrypt == EncryptPolicy::Required;
-    act_for(&mut session, user, account, guest, anonymous);
+    act_for(&mut session, who);
     session.valid = true;
     let signing_required = session.signing_required;
     drop(session);
@@ -964,6 +912,112 @@ fn finish(
         r.sign_with_session = Some(session_id);
     }
     Ok(r)
+}
+
+/// A refused logon: a session that never became valid goes (`valid` as read under its lock,
+/// or looked up when not known), and the client gets `status`.
+fn refuse(
+    core: &mut ConnCore,
+    session_id: u64,
+    valid: Option<bool>,
+    status: NtStatus,
+) -> Result<Reply, NtStatus> {
+    let valid = valid.unwrap_or_else(|| {
+        core.sessions
+            .get(&session_id)
+            .is_some_and(|ch| lock(&ch.session).valid)
+    });
+    if !valid {
+        abandon(core, session_id);
+    }
+    Err(status)
+}
+
+/// Whom a finished logon acts for.
+struct Who {
+    user: String,
+    account: Account,
+    guest: bool,
+    anonymous: bool,
+}
+
+/// What a new session's keys are derived with.
+struct Keying {
+    dialect: Dialect,
+    signing_alg: SignAlg,
+    cipher: Option<ringshare_crypto::encrypt::Cipher>,
+    policy: SigningPolicy,
+    client_requires: bool,
+    anonymous: bool,
+}
+
+/// Re-authentication ([MS-SMB2] 3.3.5.5.3): the session keeps its keys, signing and
+/// encryption; only who it acts for changes (an anonymous re-authentication included). The
+/// answer is signed with this channel's key, which the client still holds.
+fn reauthenticated(
+    core: &mut ConnCore,
+    sref: &SessionRef,
+    session_id: u64,
+    who: Who,
+    can_sign: bool,
+    token: &[u8],
+) -> Reply {
+    let mut session = lock(sref);
+    let same = session
+        .account
+        .as_ref()
+        .is_some_and(|a| a.who == who.account.who)
+        && session.user == who.user
+        && (session.is_guest, session.is_anonymous) == (who.guest, who.anonymous);
+    act_for(&mut session, who);
+    if !same {
+        crate::cmd::tree::follow_new_user(&core.server, &mut session);
+    }
+    let encrypt_data = session.encrypt_key.is_some()
+        && matches!(
+            core.server.config.encrypt,
+            EncryptPolicy::Desired | EncryptPolicy::Required
+        );
+    drop(session);
+    if can_sign {
+        core.user_logged_on = true;
+    }
+    let mut flags = SessionFlags::empty();
+    if encrypt_data {
+        flags.insert(SessionFlags::ENCRYPT_DATA);
+    }
+    let mut r = Reply::ok(body(flags, token));
+    r.session_id = Some(session_id);
+    r.sign_with_session = Some(session_id);
+    r
+}
+
+/// A new session's keys from its session key: 2.x signs with Session.SessionKey, the key's
+/// first 16 bytes (zero-padded); 3.x derives from it, and AES-256 ciphers from the whole key.
+/// Returns the first channel's signing key, the session's own ([MS-SMB2] 3.3.5.5.3).
+fn give_keys(
+    session: &mut Session,
+    k: &Keying,
+    key: &[u8],
+    preauth: Option<&[u8; 64]>,
+) -> Option<SigningKey> {
+    let signing = keys::derive(k.dialect.0, key, preauth, 16).signing;
+    let signing = SigningKey::new(k.signing_alg, signing);
+    session.signing_key = Some(signing.clone());
+    if let Some(cipher) = k.cipher {
+        let d = keys::derive(k.dialect.0, key, preauth, cipher.key_len());
+        session.encrypt_key = CipherKey::new(cipher, &d.encrypt_server_to_client)
+            .ok()
+            .map(Arc::new);
+        session.decrypt_key = CipherKey::new(cipher, &d.decrypt_client_to_server)
+            .ok()
+            .map(Arc::new);
+    }
+    session.signing_required = !k.anonymous
+        && (k.policy == SigningPolicy::Required
+            || k.client_requires
+            || k.policy == SigningPolicy::Desired);
+    Some(signing)
 }
 
 /// [MS-SMB2] 3.3.5.5.3: a client that reconnects names its previous
