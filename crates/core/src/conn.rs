@@ -298,6 +298,9 @@ struct Job {
     arrived_us: u64,
 }
 
+/// The session, tree and (for a related member) file id a job's member runs with.
+type MemberIds = (u64, u32, Option<(u64, u64)>);
+
 /// A reply ready to be framed: header + body and optional data.
 struct BuiltReply {
     hdr: Header,
@@ -913,12 +916,7 @@ impl Connection {
     /// with the status it inherits instead: a first member marked related (it and every
     /// related member after it fail with INVALID_PARAMETER), a related member after a
     /// failed CREATE, or one whose inherited session never existed.
-    fn member_ids(
-        &mut self,
-        job: &mut Job,
-        hdr: &Header,
-        idx: usize,
-    ) -> Option<(u64, u32, Option<(u64, u64)>)> {
+    fn member_ids(&mut self, job: &mut Job, hdr: &Header, idx: usize) -> Option<MemberIds> {
         let related = hdr.is_related() && idx > 0;
         if hdr.is_related() && idx == 0 {
             job.related_error = Some(NtStatus::INVALID_PARAMETER);
