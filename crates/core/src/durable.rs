@@ -30,7 +30,6 @@ pub(crate) use crate::files::oplock::DISCONNECTED;
 pub(crate) use crate::files::parked::{Durability, Kind, Owner};
 
 /// The parked-open table ([`crate::files::parked`]) as the server keeps it.
-pub(crate) type Durables = crate::files::parked::Durables<Arc<Open>>;
 /// A parked open.
 pub(crate) type Parked = crate::files::parked::Parked<Arc<Open>>;
 

@@ -28,6 +28,22 @@ pub use crate::config::{
 };
 pub use crate::files::{FileEntry, FileKey, ShareEntry};
 
+/// One TCP connection, as `status` shows it ([`crate::status`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnStatus {
+    pub id: u64,
+    /// The client's address (`ip:port`).
+    pub peer: String,
+    /// The negotiated dialect (0x0202 … 0x0311); 0 before NEGOTIATE.
+    pub dialect: u16,
+    /// Signing algorithm (`HMAC-SHA256`, `AES-128-CMAC`, `AES-128-GMAC`).
+    pub signing: &'static str,
+    /// Cipher sessions encrypt with, when the client can encrypt.
+    pub cipher: Option<&'static str>,
+    /// When it was accepted (FILETIME).
+    pub since: u64,
+}
+
 /// Shared state of the whole server.
 pub struct ServerState {
     /// The configuration the server started with; its shares are in `shares`.
@@ -57,7 +73,7 @@ pub struct ServerState {
     /// Wakes the drivers' threads after a notice was posted.
     mail_waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Durable opens whose connection went ([`crate::durable`]).
-    pub(crate) durables: Mutex<crate::durable::Durables>,
+    pub(crate) durables: Mutex<crate::files::parked::Durables<Arc<crate::state::Open>>>,
     /// Directories watched by CHANGE_NOTIFY ([`crate::notify`]).
     pub(crate) notify: crate::notify::Registry,
     /// Open files whose write time is not the disk's now
@@ -68,11 +84,11 @@ pub struct ServerState {
     /// Failed logons by address ([`crate::backoff`]).
     pub(crate) logon_backoff: crate::backoff::LogonBackoff,
     /// The cluster this server is a node of ([`crate::cluster`]).
-    pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::cluster::ClusterLink>>,
+    pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::link::ClusterLink>>,
     /// Other cluster nodes with CHANGE_NOTIFY watchers ([`crate::cluster::notify`]).
     pub(crate) notify_peers: Mutex<Vec<u16>>,
     /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
-    pub(crate) unsent_closes: Mutex<Vec<crate::cluster::UnsentClose>>,
+    pub(crate) unsent_closes: Mutex<Vec<crate::link::UnsentClose>>,
     /// Durable opens of files homed elsewhere parked since the homes were
     /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
     pub(crate) unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
@@ -152,7 +168,7 @@ impl From<crate::files::oplock::Break> for Notice {
 pub(crate) struct Mailbox {
     pending: AtomicBool,
     notices: Mutex<Vec<Notice>>,
-    facts: Mutex<crate::status::ConnStatus>,
+    facts: Mutex<ConnStatus>,
 }
 
 impl Mailbox {
@@ -181,28 +197,6 @@ impl ServerState {
         crate::ntsd::Ids {
             groups: crate::identity::Membership(self.accounts.as_ref()),
             sids: &self.sid_map,
-        }
-    }
-
-    /// Send the breaks a per-file decision made to the holders' connections; when a
-    /// holder's connection is gone, to another channel of its session.
-    pub(crate) fn send_breaks(&self, breaks: crate::files::oplock::Breaks) {
-        for (route, b) in breaks {
-            if crate::cluster::forward(self, route, &b) {
-                continue;
-            }
-            let notice = Notice::from(b);
-            if self.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
-                continue;
-            }
-            let channels = self
-                .find_session(route.session_id)
-                .map(|s| lock(&s).channels.clone())
-                .unwrap_or_default();
-            let delivered = channels.into_iter().any(|c| self.post(c, notice.clone()));
-            if !delivered {
-                tracing::debug!(session = route.session_id, "no connection left for a break");
-            }
         }
     }
 
@@ -386,7 +380,7 @@ impl ServerState {
 
     pub(crate) fn open_mailbox(&self, conn_id: u64, peer: &str) -> Arc<Mailbox> {
         let m = Arc::new(Mailbox::default());
-        *lock(&m.facts) = crate::status::ConnStatus {
+        *lock(&m.facts) = ConnStatus {
             id: conn_id,
             peer: peer.to_string(),
             ..Default::default()
@@ -417,7 +411,7 @@ impl ServerState {
     }
 
     /// Every live connection, for `status`.
-    pub(crate) fn connection_facts(&self) -> Vec<crate::status::ConnStatus> {
+    pub(crate) fn connection_facts(&self) -> Vec<ConnStatus> {
         let boxes: Vec<Arc<Mailbox>> = lock(&self.mailboxes).values().cloned().collect();
         let mut v: Vec<_> = boxes.iter().map(|m| lock(&m.facts).clone()).collect();
         v.sort_by_key(|c| c.id);

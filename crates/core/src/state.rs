@@ -32,8 +32,9 @@ use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::SigningKey;
 use ringshare_vfs::{FileAttr, Node, RelPath};
 
+use crate::config::ShareDef;
+use crate::files::{FileEntry, FileKey};
 use crate::idmap::IdMap;
-use crate::server::{FileEntry, FileKey, ShareDef};
 
 /// A session as every connection shares it.
 pub(crate) type SessionRef = Arc<Mutex<Session>>;
@@ -238,7 +239,7 @@ pub(crate) struct OpenState {
     pub channel_sequence: u16,
     /// Set when the open is durable or resilient: it outlives its
     /// connection ([`crate::durable`]).
-    pub durable: Option<crate::durable::Durability>,
+    pub durable: Option<crate::files::parked::Durability>,
     /// The ClientGuid of the client that made it and the CreateGuid of its
     /// DH2Q, and what the CREATE did (CreateAction): a replay of that
     /// CREATE answers from these ([MS-SMB2] 3.3.5.9.10).

@@ -26,21 +26,7 @@ pub struct Status {
     pub disconnected_durable_opens: usize,
 }
 
-/// One TCP connection.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConnStatus {
-    pub id: u64,
-    /// The client's address (`ip:port`).
-    pub peer: String,
-    /// The negotiated dialect (0x0202 … 0x0311); 0 before NEGOTIATE.
-    pub dialect: u16,
-    /// Signing algorithm (`HMAC-SHA256`, `AES-128-CMAC`, `AES-128-GMAC`).
-    pub signing: &'static str,
-    /// Cipher sessions encrypt with, when the client can encrypt.
-    pub cipher: Option<&'static str>,
-    /// When it was accepted (FILETIME).
-    pub since: u64,
-}
+pub use crate::server::ConnStatus;
 
 /// One session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
