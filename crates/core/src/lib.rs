@@ -43,6 +43,7 @@ mod state;
 pub mod status;
 mod sync;
 mod transform;
+mod watch;
 mod writetime;
 
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};

@@ -22,9 +22,8 @@
 //! watches. Lock order: registry → a watcher's state → mailboxes; no file
 //! entry lock is held when [`report`] runs.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use ringshare_vfs::RelPath;
 use ringshare_wire::fscc::{notify_record_len, push_notify_record};
@@ -32,6 +31,8 @@ use ringshare_wire::NtStatus;
 
 use crate::limits;
 use crate::server::{lock, FileKey, Notice, ServerState, ShareDef};
+use crate::watch::{Dirs, Records, WatchState};
+pub(crate) use crate::watch::{Registry, Watcher};
 
 /// FILE_NOTIFY_CHANGE_* bits ([MS-SMB2] 2.2.35 CompletionFilter).
 pub(crate) mod filter {
@@ -95,71 +96,6 @@ pub(crate) fn stream_changed(
         stream: Some(stream),
     };
     report(server, share, &[c]);
-}
-
-/// Records (action, relative name) on their way to one watcher.
-type Records = Vec<(u32, String)>;
-
-/// Watched directories by share root, then by path from that root.
-type Dirs = HashMap<FileKey, HashMap<Vec<String>, Vec<Arc<Watcher>>>>;
-
-/// Every watcher of the server.
-#[derive(Default)]
-pub(crate) struct Registry {
-    /// Watchers registered, server-wide: 0 (and `remote` 0) means
-    /// producers have nothing to do.
-    armed: AtomicUsize,
-    /// Other cluster nodes with watchers ([`crate::cluster::notify`]).
-    remote: AtomicUsize,
-    dirs: RwLock<Dirs>,
-    /// Bytes held in every watcher's buffer.
-    buffered: AtomicUsize,
-    /// Kernel watches of watched directories ([`crate::notify_kernel`]).
-    pub(crate) kernel: Mutex<crate::notify_kernel::Kernel>,
-    /// How many directories have one (0: own changes mark nothing).
-    pub(crate) kernel_dirs: AtomicUsize,
-    next_id: std::sync::atomic::AtomicU64,
-}
-
-/// The change-notify state of one directory open.
-pub(crate) struct Watcher {
-    /// Server-wide id (kernel watches are held by watcher id).
-    id: u64,
-    /// The watched directory.
-    pub dir: FileKey,
-    root: FileKey,
-    filter: u32,
-    tree: bool,
-    /// The first request's OutputBufferLength, at most
-    /// [`limits::NOTIFY_BUFFER_BYTES_MAX`].
-    capacity: usize,
-    state: Mutex<WatchState>,
-}
-
-#[derive(Default)]
-struct WatchState {
-    /// Where the directory is now (its key in the registry).
-    path: Vec<String>,
-    /// Changes not yet sent, as a FILE_NOTIFY_INFORMATION chain.
-    buf: Vec<u8>,
-    /// Where the last record of `buf` starts, and what it says (an identical
-    /// change right after it is not repeated).
-    last: Option<(usize, u32, String)>,
-    /// Changes were dropped: the next answer is NOTIFY_ENUM_DIR.
-    overflow: bool,
-    /// Requests waiting, oldest first: (connection, async id).
-    pending: VecDeque<(u64, u64)>,
-    /// The head of `pending` was told to look (one notice per answer).
-    told: bool,
-    /// The watch ended (the handle was closed: NOTIFY_CLEANUP; the
-    /// directory is to be deleted: DELETE_PENDING): every request gets it.
-    end: Option<NtStatus>,
-}
-
-impl WatchState {
-    fn has_news(&self) -> bool {
-        self.end.is_some() || self.overflow || !self.buf.is_empty()
-    }
 }
 
 /// What a request waiting on a watcher gets now.

@@ -15,30 +15,17 @@
 //! directories below its own ([`TREE_DIRS_MAX`] at most), found when it is
 //! made and as new ones are reported.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::notify::{self, filter, Change};
 use crate::server::{lock, FileKey, ServerState};
+pub(crate) use crate::watch::Kernel;
+use crate::watch::{DirAt, KDir};
 
-/// The driver's side: watch a directory's entries.
-pub trait KernelWatch: Send + Sync {
-    /// Start watching the directory open as `dir`; its watch descriptor.
-    fn add(&self, dir: BorrowedFd<'_>) -> Option<i32>;
-    /// Stop the watch.
-    fn remove(&self, wd: i32);
-}
-
-/// One event as the kernel gave it (inotify's `struct inotify_event`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelEvent {
-    pub wd: i32,
-    pub mask: u32,
-    pub cookie: u32,
-    pub name: Option<String>,
-}
+pub use crate::watch::{KernelEvent, KernelWatch};
 
 /// inotify mask bits (the kernel's ABI, linux/inotify.h).
 pub mod mask {
@@ -76,40 +63,6 @@ const SWEEP_MS: u64 = 1000;
 /// Events held at once; past it they are dropped and every watcher gets
 /// NOTIFY_ENUM_DIR.
 const HELD_MAX: usize = 65536;
-
-/// Where a directory is: its share root and path from it.
-type DirAt = (FileKey, Vec<String>);
-
-struct KDir {
-    wd: Option<i32>,
-    /// The watchers (by id) that asked for the kernel watch: of this
-    /// directory, or WATCH_TREE ones above it.
-    refs: Vec<u64>,
-    /// Names ringshare changed here lately, with when the mark ends (None:
-    /// not yet stamped: it ends [`ECHO_MS`] after the first event it hides
-    /// or the first sweep).
-    echo: HashMap<String, Option<u64>>,
-}
-
-#[derive(Default)]
-pub(crate) struct Kernel {
-    watch: Option<Arc<dyn KernelWatch>>,
-    dirs: HashMap<DirAt, KDir>,
-    by_wd: HashMap<i32, Vec<DirAt>>,
-    held: VecDeque<(u64, KernelEvent)>,
-    /// Marks in all directories.
-    marks: usize,
-    next_sweep_ms: u64,
-    /// The share of each root a watcher watches (subdirectories are opened
-    /// through it to watch them).
-    roots: HashMap<FileKey, (Arc<dyn ringshare_vfs::Share>, usize)>,
-    /// Directories below its own each WATCH_TREE watcher has kernel-watched.
-    tree_counts: HashMap<u64, usize>,
-    /// The WATCH_TREE bound was logged.
-    tree_warned: bool,
-    /// Whom each WATCH_TREE watcher's directories are opened as.
-    tree_whos: HashMap<u64, ringshare_vfs::Who>,
-}
 
 impl ServerState {
     /// Let the core watch directories through the kernel (the driver calls

@@ -75,7 +75,7 @@ pub struct ServerState {
     /// Durable opens whose connection went ([`crate::durable`]).
     pub(crate) durables: Mutex<crate::files::parked::Durables<Arc<crate::state::Open>>>,
     /// Directories watched by CHANGE_NOTIFY ([`crate::notify`]).
-    pub(crate) notify: crate::notify::Registry,
+    pub(crate) notify: crate::watch::Registry,
     /// Open files whose write time is not the disk's now
     /// ([`crate::writetime`]); 0 lets listings skip looking.
     pub(crate) write_times_shown: AtomicUsize,

@@ -253,7 +253,7 @@ pub(crate) struct OpenState {
     /// when not valid; made at the first LOCK that uses one.
     pub lock_sequences: Option<Box<[u8; 64]>>,
     /// The directory's change-notify watch, made by its first CHANGE_NOTIFY.
-    pub watch: Option<Arc<crate::notify::Watcher>>,
+    pub watch: Option<Arc<crate::watch::Watcher>>,
     /// CompletionFilter bits of the MODIFIED its close reports (it was
     /// written or renamed; Windows reports those when the handle closes).
     pub notify_on_close: u32,
