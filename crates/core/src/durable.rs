@@ -29,8 +29,7 @@ use crate::state::Open;
 pub(crate) use crate::files::oplock::DISCONNECTED;
 pub(crate) use crate::files::parked::{Durability, Kind, Owner};
 
-/// The parked-open table ([`crate::files::parked`]) as the server keeps it.
-/// A parked open.
+/// A parked open ([`crate::files::parked`]).
 pub(crate) type Parked = crate::files::parked::Parked<Arc<Open>>;
 
 /// Who a session's durable opens belong to.

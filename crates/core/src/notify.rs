@@ -29,6 +29,8 @@ use ringshare_vfs::RelPath;
 use ringshare_wire::fscc::{notify_record_len, push_notify_record};
 use ringshare_wire::NtStatus;
 
+pub(crate) mod kernel;
+
 use crate::limits;
 use crate::server::{lock, FileKey, Notice, ServerState, ShareDef};
 use crate::watch::{Dirs, Records, WatchState};
@@ -201,14 +203,14 @@ pub(crate) fn arm(
     }
     // Changes other programs make there (and below it, for WATCH_TREE),
     // through the kernel.
-    crate::notify_kernel::use_root(server, root, &open.share.backend);
-    crate::notify_kernel::add_ref(server, &(root, path.clone()), open.node.fd(), w.id);
+    kernel::use_root(server, root, &open.share.backend);
+    kernel::add_ref(server, &(root, path.clone()), open.node.fd(), w.id);
     if tree {
-        crate::notify_kernel::watch_tree(server, root, &path, w.id, &open.who);
+        kernel::watch_tree(server, root, &path, w.id, &open.who);
     }
     if lock(&w.state).end.is_some() {
         // Ended meanwhile (closed on another channel): let go again.
-        crate::notify_kernel::drop_refs(server, w.id, root);
+        kernel::drop_refs(server, w.id, root);
     }
     Ok(w)
 }
@@ -248,7 +250,7 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             st.told = tell.is_some();
         }
     }
-    crate::notify_kernel::drop_refs(server, w.id, w.root);
+    kernel::drop_refs(server, w.id, w.root);
     if last {
         crate::cluster::notify::watching(server, false);
     }
@@ -516,20 +518,20 @@ pub(crate) fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'
         wake(server, &w, head);
     }
     for (path, wids) in appeared {
-        crate::notify_kernel::dir_appeared(server, root, &path, &wids);
+        kernel::dir_appeared(server, root, &path, &wids);
     }
 }
 
-/// Note that ringshare changed `path` (see [`crate::notify_kernel`]).
+/// Note that ringshare changed `path` (see [`crate::notify::kernel`]).
 fn mark(server: &ServerState, root: FileKey, path: &RelPath) {
     let parts = path.components();
     if let Some((name, parent)) = parts.split_last() {
-        crate::notify_kernel::mark(server, root, parent, name);
+        kernel::mark(server, root, parent, name);
     }
 }
 
 /// How often an open that keeps writing marks its file again for the
-/// kernel's echo ([`crate::notify_kernel`]; a mark outlives its last use by
+/// kernel's echo ([`crate::notify::kernel`]; a mark outlives its last use by
 /// ECHO_MS, 2 s).
 const WRITE_MARK_EVERY_MS: u64 = 1000;
 
@@ -623,7 +625,7 @@ pub(crate) fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath
         return;
     };
     if reg.kernel_dirs.load(Ordering::Acquire) != 0 {
-        crate::notify_kernel::moved(server, root, from.components(), to.components());
+        kernel::moved(server, root, from.components(), to.components());
     }
     let mut dirs = reg.dirs_write();
     let Some(by_path) = dirs.get_mut(&root) else {

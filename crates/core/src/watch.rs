@@ -1,7 +1,7 @@
 //! Who watches what, as the server's tables hold it: the CHANGE_NOTIFY watchers by directory
 //! ([`Registry`], [`Watcher`]) and the kernel watches of watched directories ([`Kernel`]).
 //! Only the data; what reports changes to them is [`crate::notify`], what turns the kernel's
-//! events into changes is [`crate::notify_kernel`].
+//! events into changes is [`crate::notify::kernel`].
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::BorrowedFd;
@@ -46,7 +46,7 @@ pub(crate) struct Registry {
     pub(crate) dirs: RwLock<Dirs>,
     /// Bytes held in every watcher's buffer.
     pub(crate) buffered: AtomicUsize,
-    /// Kernel watches of watched directories ([`crate::notify_kernel`]).
+    /// Kernel watches of watched directories ([`crate::notify::kernel`]).
     pub(crate) kernel: Mutex<Kernel>,
     /// How many directories have one (0: own changes mark nothing).
     pub(crate) kernel_dirs: AtomicUsize,
@@ -103,7 +103,7 @@ pub(crate) struct KDir {
     /// directory, or WATCH_TREE ones above it.
     pub(crate) refs: Vec<u64>,
     /// Names ringshare changed here lately, with when the mark ends (None:
-    /// not yet stamped: it ends [`crate::notify_kernel::ECHO_MS`] after the first event it hides
+    /// not yet stamped: it ends [`crate::notify::kernel::ECHO_MS`] after the first event it hides
     /// or the first sweep).
     pub(crate) echo: HashMap<String, Option<u64>>,
 }
