@@ -516,21 +516,43 @@ fn reconnect_elsewhere(
     file_id: ringshare_wire::FileId,
     wanted: &Reconnect<'_>,
 ) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use crate::cluster::handover::{take_over_from, Landing};
     use ringshare_wire::NtStatus;
     let server = core.server.clone();
+    let landing = Landing {
+        sref,
+        tree_id: req.tree_id,
+        route: Route {
+            conn_id: core.conn_id,
+            session_id: req.session_id,
+        },
+        channel_sequence: req.hdr.channel_sequence(),
+    };
     let holder = crate::cluster::handover::holder(&server, file_id.volatile);
+    let mut taken = Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     if let Some(node) = holder {
-        match crate::cluster::handover::reconnect_from(core, req, sref, node, file_id, wanted) {
-            Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {}
-            r => return r,
-        }
+        taken = take_over_from(&server, &landing, node, file_id, wanted);
     }
-    match crate::cluster::ca::keeper(&server, file_id) {
-        Some(node) if Some(node) != holder => {
-            crate::cluster::handover::reconnect_from(core, req, sref, node, file_id, wanted)
-        }
-        _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND)) {
+        // A persistent open taken over from a dead node: its record names the node keeping it.
+        taken = match crate::cluster::ca::keeper(&server, file_id) {
+            Some(node) if Some(node) != holder => {
+                take_over_from(&server, &landing, node, file_id, wanted)
+            }
+            _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+        };
     }
+    let t = taken?;
+    finish(
+        core,
+        req,
+        sref,
+        t.open,
+        t.level,
+        t.lease.as_ref(),
+        t.lease_key,
+        t.file_id,
+    )
 }
 
 /// The parked open's oplock or lease now breaks to `route` (this connection), here and, for a

@@ -379,22 +379,40 @@ fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &st
     }
 }
 
-/// On node B: reconnect `file_id`, kept by node `node`, for the session
-/// `sref` of this request.
-pub(crate) fn reconnect_from(
-    core: &crate::conn::ConnCore,
-    req: &crate::conn::Req<'_>,
-    sref: &SessionRef,
+/// Where a reconnect taken over from another node lands: the session's tree, the
+/// connection its breaks go to, and the request's channel sequence.
+pub(crate) struct Landing<'a> {
+    pub sref: &'a SessionRef,
+    pub tree_id: u32,
+    pub route: Route,
+    pub channel_sequence: u16,
+}
+
+/// A durable open taken over from another node, ready to join the session: the open, its
+/// oplock level, its lease and the lease key the reconnect named, and its new FileId.
+pub(crate) struct TakenOver {
+    pub open: Open,
+    pub level: u8,
+    pub lease: Option<crate::files::oplock::Grant>,
+    pub lease_key: Option<[u8; 16]>,
+    pub file_id: FileId,
+}
+
+/// On node B: take over `file_id`, kept by node `node`, for the session and tree of
+/// `landing` (the caller answers the CREATE with it, [`crate::durable::finish`]).
+pub(crate) fn take_over_from(
+    server: &Arc<ServerState>,
+    landing: &Landing<'_>,
     node: u16,
     file_id: FileId,
     wanted: &Reconnect<'_>,
-) -> Result<crate::conn::Reply, NtStatus> {
-    let server = core.server.clone();
+) -> Result<TakenOver, NtStatus> {
+    let server = server.clone();
     let (share, who) = {
-        let session = lock(sref);
+        let session = lock(landing.sref);
         let tree = session
             .trees
-            .get(&req.tree_id)
+            .get(&landing.tree_id)
             .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
         let TreeKind::Disk(share) = &tree.kind else {
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
@@ -439,10 +457,7 @@ pub(crate) fn reconnect_from(
         }
     };
     let id = server.new_owner_id();
-    let route = Route {
-        conn_id: core.conn_id,
-        session_id: req.session_id,
-    };
+    let route = landing.route;
     let entry = server.file_entry(h.key);
     if lock(&entry).opens.is_empty() {
         let mut e = lock(&entry);
@@ -480,8 +495,8 @@ pub(crate) fn reconnect_from(
     let place = Place {
         id,
         persistent_id: file_id.persistent,
-        tree_id: req.tree_id,
-        channel_sequence: req.hdr.channel_sequence(),
+        tree_id: landing.tree_id,
+        channel_sequence: landing.channel_sequence,
         replay_eligible: replay,
     };
     let open = open_from(h, place, who, fs_node, entry, share, durability);
@@ -501,16 +516,13 @@ pub(crate) fn reconnect_from(
         id,
         "durable open taken over from node {node}"
     );
-    durable::finish(
-        core,
-        req,
-        sref,
+    Ok(TakenOver {
         open,
-        t.open.caching.level,
-        lease.as_ref(),
+        level: t.open.caching.level,
+        lease,
         lease_key,
-        new_id,
-    )
+        file_id: new_id,
+    })
 }
 
 /// Tell the homes of files homed elsewhere which of this node's durable
