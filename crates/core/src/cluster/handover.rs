@@ -399,7 +399,7 @@ pub(crate) struct TakenOver {
 }
 
 /// On node B: take over `file_id`, kept by node `node`, for the session and tree of
-/// `landing` (the caller answers the CREATE with it, [`crate::durable::finish`]).
+/// `landing` (the caller answers the CREATE with it, [`crate::cmd::create::durable::finish`]).
 pub(crate) fn take_over_from(
     server: &Arc<ServerState>,
     landing: &Landing<'_>,

@@ -32,7 +32,6 @@ use ringshare_wire::security::Sid;
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::conn::{ConnCore, Handled, Reply, Req};
-use crate::durable;
 use crate::fileinfo;
 use crate::files::oplock;
 use crate::fsmap::status_of;
@@ -43,6 +42,7 @@ use crate::state::{SessionRef, TreeKind};
 mod admission;
 mod answer;
 mod change;
+pub(crate) mod durable;
 mod open;
 mod request;
 mod rights;

@@ -15,11 +15,11 @@ use ringshare_wire::{FileId, NtStatus};
 
 use super::admission::Admitted;
 use super::change::Changed;
+use super::durable;
 use super::request::Asked;
 use super::stream::Made;
 use super::{client_guid, file_id_shown, lease_context, response_body, At, TreeView};
 use crate::conn::{ConnCore, Reply, Req};
-use crate::durable;
 use crate::fileinfo::{self, ATTR_READONLY};
 use crate::files::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::files::oplock;

@@ -9,9 +9,9 @@ use ringshare_wire::create::{ContextTag, CreateRequest, Lease};
 use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::NtStatus;
 
+use super::durable;
 use super::TreeView;
 use crate::conn::ConnCore;
-use crate::durable;
 use crate::fileinfo::SETTABLE_ATTRIBUTES;
 use crate::files::access::{self, DELETE};
 use crate::files::oplock::{self, LeaseId};

@@ -1,0 +1,615 @@
+//! The CREATE's side of durable opens ([MS-SMB2] 3.3.5.9.6, 3.3.5.9.7, 3.3.5.9.10,
+//! 3.3.5.9.12): the durable-handle contexts a CREATE carries, whether a new open becomes
+//! durable, a reconnect (DHnC, DH2C) that gives a parked open back (here or taken over from
+//! another node), and a replayed DH2Q. The table of parked opens is [`crate::durable`].
+
+use std::sync::Arc;
+
+pub(crate) use crate::durable::{owner_of, Durability, Owner, Reconnect};
+use crate::durable::{take_matching, Kind, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+use crate::files::oplock::Route;
+use crate::server::{lock, ServerState};
+use crate::state::Open;
+
+/// What a CREATE asks about durability, from its contexts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    None,
+    /// DHnQ.
+    V1,
+    /// DH2Q.
+    V2 {
+        timeout_ms: u64,
+        persistent: bool,
+        create_guid: [u8; 16],
+    },
+    /// DHnC: reconnect the open with this FileId.
+    ReconnectV1 {
+        file_id: ringshare_wire::FileId,
+    },
+    /// DH2C.
+    ReconnectV2 {
+        file_id: ringshare_wire::FileId,
+        create_guid: [u8; 16],
+    },
+}
+
+/// DH2Q's persistent flag ([MS-SMB2] 2.2.13.2.11).
+const DHANDLE_FLAG_PERSISTENT: u32 = 0x2;
+
+/// Read the durable-handle contexts of a CREATE ([MS-SMB2] 3.3.5.9: a
+/// version 2 context beside a version 1 one is INVALID_PARAMETER, as is a
+/// context of the wrong size; DHnQ beside DHnC is ignored, 3.3.5.9.7).
+/// Version 2 contexts count from SMB 3.0 on, version 1 from 2.0.2.
+pub(crate) fn ask(
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    dialect: u16,
+) -> Result<Ask, ringshare_wire::NtStatus> {
+    use ringshare_wire::create::{
+        decode_durable_reconnect, ContextTag, DurableHandleReconnectV2, DurableHandleRequestV2,
+    };
+    use ringshare_wire::NtStatus;
+    let v1q = cr.context(ContextTag::DurableHandleRequest);
+    let v1c = cr.context(ContextTag::DurableHandleReconnect);
+    let (v2q, v2c) = if dialect >= 0x0300 {
+        (
+            cr.context(ContextTag::DurableHandleRequestV2),
+            cr.context(ContextTag::DurableHandleReconnectV2),
+        )
+    } else {
+        (None, None)
+    };
+    if (v2q.is_some() || v2c.is_some()) && (v1q.is_some() || v1c.is_some()) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if v2q.is_some() && v2c.is_some() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if let Some(c) = v2c {
+        if c.data.len() != 36 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let r =
+            DurableHandleReconnectV2::decode(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        return Ok(Ask::ReconnectV2 {
+            file_id: r.file_id,
+            create_guid: r.create_guid,
+        });
+    }
+    if let Some(c) = v2q {
+        if c.data.len() != 32 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let r = DurableHandleRequestV2::decode(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        return Ok(Ask::V2 {
+            timeout_ms: u64::from(r.timeout),
+            persistent: r.flags & DHANDLE_FLAG_PERSISTENT != 0,
+            create_guid: r.create_guid,
+        });
+    }
+    if let Some(c) = v1c {
+        if c.data.len() != 16 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        let file_id = decode_durable_reconnect(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+        return Ok(Ask::ReconnectV1 { file_id });
+    }
+    if let Some(c) = v1q {
+        if c.data.len() != 16 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        return Ok(Ask::V1);
+    }
+    Ok(Ask::None)
+}
+
+/// Whether a new open becomes durable, and the response context that says
+/// so ([MS-SMB2] 3.3.5.9.6, 3.3.5.9.10): only with a batch oplock or a lease
+/// that caches handles, never on a share with `durable handles = no`; on a
+/// continuously available share (`ca`: and the connection has
+/// SMB2_GLOBAL_CAP_PERSISTENT_HANDLES) a DH2Q asking for a persistent
+/// handle gets one whatever it caches (3.3.5.9.10; smbtorture's
+/// persistent-open-oplock expects it with every oplock level too).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decide(
+    ask: Ask,
+    v1_timeout_ms: u64,
+    oplock_level: u8,
+    lease_state: u32,
+    allowed: bool,
+    ca: bool,
+    owner: Owner,
+    client_guid: [u8; 16],
+) -> Option<(Durability, ringshare_wire::create::CreateContext<'static>)> {
+    use ringshare_wire::create::{tag, CreateContext, DurableHandleRequestV2};
+    let caches_handles = oplock_level == crate::files::oplock::LEVEL_BATCH
+        || (oplock_level == crate::files::oplock::LEVEL_LEASE
+            && lease_state & ringshare_wire::consts::LeaseState::HANDLE_CACHING.0 != 0);
+    let persistent = ca
+        && matches!(
+            ask,
+            Ask::V2 {
+                persistent: true,
+                ..
+            }
+        );
+    if !allowed || !(caches_handles || persistent) {
+        return None;
+    }
+    match ask {
+        Ask::V1 => Some((
+            Durability {
+                kind: Kind::V1,
+                timeout_ms: v1_timeout_ms,
+                create_guid: [0; 16],
+                client_guid,
+                owner,
+                persistent: false,
+            },
+            CreateContext::new(tag::DURABLE_HANDLE_REQUEST, vec![0; 8]),
+        )),
+        Ask::V2 {
+            timeout_ms,
+            create_guid,
+            ..
+        } => {
+            let timeout_ms = match timeout_ms {
+                0 => DEFAULT_TIMEOUT_MS,
+                t => t.min(MAX_TIMEOUT_MS),
+            };
+            Some((
+                Durability {
+                    kind: Kind::V2,
+                    timeout_ms,
+                    create_guid,
+                    client_guid,
+                    owner,
+                    persistent,
+                },
+                CreateContext::new(
+                    tag::DURABLE_HANDLE_REQUEST_V2,
+                    DurableHandleRequestV2::response(
+                        timeout_ms as u32,
+                        if persistent {
+                            DHANDLE_FLAG_PERSISTENT
+                        } else {
+                            0
+                        },
+                    ),
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// DHnC / DH2C ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12): give a parked open back to
+/// its client on this connection, under the same FileId. The name, access,
+/// dispositions and options of the request do not matter (only, for an
+/// open with a lease, the name and the lease key). Anything that does not
+/// match gets OBJECT_NAME_NOT_FOUND and learns nothing, except another user
+/// (ACCESS_DENIED) and a lease key that matches on another name
+/// (INVALID_PARAMETER), as Windows and Samba answer.
+pub(crate) fn reconnect(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    ask: Ask,
+) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use ringshare_wire::NtStatus;
+
+    let (file_id, create_guid) = match ask {
+        Ask::ReconnectV1 { file_id } => (file_id, None),
+        Ask::ReconnectV2 {
+            file_id,
+            create_guid,
+        } => (file_id, Some(create_guid)),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    let server = core.server.clone();
+    let sref = core.session_or_deleted(req.session_id)?;
+    let (share_name, owner) = reconnect_tree(&sref, req.tree_id)?;
+    let dialect = core.dialect().map_or(0, |d| d.0);
+    let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    let lease_key = requested_lease_key(cr, dialect)?;
+    let name = cr.name.strip_suffix("::$DATA").unwrap_or(&cr.name);
+    let wanted = Reconnect {
+        create_guid,
+        lease_key,
+        client_guid,
+        name,
+        share: &share_name,
+        owner: &owner,
+    };
+    let parked = match take_matching(&server, file_id, &wanted) {
+        Ok(p) => p,
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
+            return reconnect_elsewhere(core, req, &sref, file_id, &wanted)
+        }
+        Err(s) => return Err(s),
+    };
+    let old = parked.open;
+    let route = Route {
+        conn_id: core.conn_id,
+        session_id: req.session_id,
+    };
+    let (caching, lease) = reroute(&server, &old, route);
+    let open = rejoined(&old, req, parked.durability);
+    drop(old);
+    let lease_key = lease_key.and(caching.lease.map(|l| l.key));
+    finish(
+        core,
+        req,
+        &sref,
+        open,
+        caching.level,
+        lease.as_ref(),
+        lease_key,
+        file_id,
+    )
+}
+
+/// The reconnect's tree: a disk share's name and the session's owner, when the session has
+/// room for another open and a user.
+fn reconnect_tree(
+    sref: &crate::state::SessionRef,
+    tree_id: u32,
+) -> Result<(String, Owner), ringshare_wire::NtStatus> {
+    use ringshare_wire::NtStatus;
+    let session = lock(sref);
+    let tree = session
+        .trees
+        .get(&tree_id)
+        .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    let crate::state::TreeKind::Disk(share) = &tree.kind else {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    };
+    if session.opens.len() >= crate::limits::OPENS_PER_SESSION_MAX {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    if session.account.is_none() {
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    Ok((share.name.clone(), owner_of(&session)))
+}
+
+/// The lease key a reconnect names (SMB 2.1 and later), or INVALID_PARAMETER for a lease
+/// context that does not decode.
+fn requested_lease_key(
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    dialect: u16,
+) -> Result<Option<[u8; 16]>, ringshare_wire::NtStatus> {
+    use ringshare_wire::create::ContextTag;
+    if dialect < 0x0210 {
+        return Ok(None);
+    }
+    Ok(cr
+        .context(ContextTag::RequestLease)
+        .map(|c| ringshare_wire::create::Lease::decode(&c.data))
+        .transpose()
+        .map_err(|_| ringshare_wire::NtStatus::INVALID_PARAMETER)?
+        .map(|l| l.key))
+}
+
+/// An open not parked here: kept by another node of the cluster (the volatile id says which),
+/// which hands it over, or a persistent open taken over from a dead node, whose record names
+/// the node keeping it; else OBJECT_NAME_NOT_FOUND.
+fn reconnect_elsewhere(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    sref: &crate::state::SessionRef,
+    file_id: ringshare_wire::FileId,
+    wanted: &Reconnect<'_>,
+) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use crate::cluster::handover::{take_over_from, Landing};
+    use ringshare_wire::NtStatus;
+    let server = core.server.clone();
+    let landing = Landing {
+        sref,
+        tree_id: req.tree_id,
+        route: Route {
+            conn_id: core.conn_id,
+            session_id: req.session_id,
+        },
+        channel_sequence: req.hdr.channel_sequence(),
+    };
+    let holder = crate::cluster::handover::holder(&server, file_id.volatile);
+    let mut taken = Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    if let Some(node) = holder {
+        taken = take_over_from(&server, &landing, node, file_id, wanted);
+    }
+    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND)) {
+        // A persistent open taken over from a dead node: its record names the node keeping it.
+        taken = match crate::cluster::ca::keeper(&server, file_id) {
+            Some(node) if Some(node) != holder => {
+                take_over_from(&server, &landing, node, file_id, wanted)
+            }
+            _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+        };
+    }
+    let t = taken?;
+    finish(
+        core,
+        req,
+        sref,
+        t.open,
+        t.level,
+        t.lease.as_ref(),
+        t.lease_key,
+        t.file_id,
+    )
+}
+
+/// The parked open's oplock or lease now breaks to `route` (this connection), here and, for a
+/// file homed on another node, at its home.
+fn reroute(
+    server: &ServerState,
+    old: &Open,
+    route: Route,
+) -> (
+    crate::files::oplock::Caching,
+    Option<crate::files::oplock::Grant>,
+) {
+    let (caching, lease) = {
+        let mut e = lock(&old.entry);
+        let mut caching = crate::files::oplock::Caching::default();
+        for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
+            s.caching.route = route;
+            caching = s.caching;
+        }
+        let lease = caching.lease.and_then(|id| {
+            let l = e.leases.iter_mut().find(|l| l.id == id)?;
+            l.route = route;
+            Some(crate::files::oplock::Grant::of_lease(l))
+        });
+        (caching, lease)
+    };
+    if crate::cluster::handover::homed_elsewhere(server, old.key) {
+        let moved = crate::cluster::handover::Moved {
+            from: old.id,
+            to: old.id,
+            route,
+            who: Some(old.who.clone()),
+        };
+        if let Err(s) = crate::cluster::handover::transfer(server, old.key, &old.entry, moved) {
+            tracing::warn!(
+                ?s,
+                "the home of a reconnected durable open's file did not learn its new connection"
+            );
+        }
+    }
+    (caching, lease)
+}
+
+/// The parked open again, on the request's tree, with its state kept (a new channel sequence,
+/// no directory cursor or watch).
+fn rejoined(old: &Open, req: &crate::conn::Req<'_>, durability: Durability) -> Open {
+    let state = {
+        let s = lock(&old.state);
+        crate::state::OpenState {
+            path: s.path.clone(),
+            delete_on_close: s.delete_on_close,
+            dir_cursor: None,
+            position: s.position,
+            mode: s.mode,
+            channel_sequence: req.hdr.channel_sequence(),
+            durable: Some(durability),
+            create_guid: s.create_guid,
+            create_action: s.create_action,
+            replay_eligible: s.create_guid.is_some(),
+            lock_sequences: s.lock_sequences.clone(),
+            watch: None,
+            notify_on_close: s.notify_on_close,
+            kernel_marked_ms: 0,
+            posix_rename: s.posix_rename,
+        }
+    };
+    Open {
+        id: old.id,
+        who: Arc::clone(&old.who),
+        persistent_id: old.persistent_id,
+        tree_id: req.tree_id,
+        node: Arc::clone(&old.node),
+        key: old.key,
+        entry: Arc::clone(&old.entry),
+        is_dir: old.is_dir,
+        access: old.access,
+        share_access: old.share_access,
+        create_options: old.create_options,
+        share: Arc::clone(&old.share),
+        state: std::sync::Mutex::new(state),
+        // Streams are never made durable.
+        stream: None,
+    }
+}
+
+/// A reconnected open (here or handed over from another node) joins the
+/// session: the CREATE answer, with the lease when the reconnect named
+/// one (`lease` and `lease_key`). An open that cannot join is closed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    core: &crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    sref: &crate::state::SessionRef,
+    open: Open,
+    level: u8,
+    lease: Option<&crate::files::oplock::Grant>,
+    lease_key: Option<[u8; 16]>,
+    file_id: ringshare_wire::FileId,
+) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+    use ringshare_wire::consts::CreateAction;
+    use ringshare_wire::NtStatus;
+    let server = &core.server;
+    let attr = match open.node.stat().map_err(crate::fsmap::status_of) {
+        Ok(a) => a,
+        Err(s) => {
+            crate::opens::close_open(server, Arc::new(open), false);
+            return Err(s);
+        }
+    };
+    let mut contexts = Vec::new();
+    if let (Some(g), Some(key)) = (lease, lease_key) {
+        contexts.push(crate::cmd::create::lease_context(key, g));
+    }
+    let body =
+        crate::cmd::create::response_body(&attr, level, CreateAction::OPENED, file_id, contexts);
+    let mut session = lock(sref);
+    if session.closed {
+        drop(session);
+        crate::opens::close_open(server, Arc::new(open), false);
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    tracing::debug!(id = open.id, "durable open reconnected");
+    let create_guid = lock(&open.state).create_guid;
+    if let Some(g) = create_guid {
+        lock(&server.durables).remember(g, req.session_id, open.id);
+    }
+    session.opens.insert(open.id, Arc::new(open));
+    let mut r = crate::conn::Reply::ok(body);
+    r.file_id = Some((file_id.persistent, file_id.volatile));
+    Ok(r)
+}
+
+/// A CREATE with a DH2Q whose CreateGuid names an open of this session
+/// ([MS-SMB2] 3.3.5.9.10): with REPLAY_OPERATION set, the answer the
+/// original CREATE got, from the open as it is (the oplock level the replay
+/// asks for, as Windows and Samba answer; the DH2Q response when the open
+/// is durable and that level could have made it so); without the flag,
+/// DUPLICATE_OBJECTID. `None`: no such open, an ordinary CREATE follows.
+pub(crate) fn replay(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    create_guid: [u8; 16],
+    retry: bool,
+) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
+    use ringshare_wire::consts::CreateAction;
+    use ringshare_wire::create::{tag, ContextTag, CreateContext, DurableHandleRequestV2};
+    use ringshare_wire::NtStatus;
+
+    let server = core.server.clone();
+    let client_guid = core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid);
+    // The CREATE it replays is still waiting for breaks: not yet (Samba's
+    // answer; Windows says ACCESS_DENIED).
+    if req.hdr.is_replay()
+        && !retry
+        && lock(&server.durables).waits(&(client_guid, create_guid), core.now.mono_ms)
+    {
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
+    let live = lock(&server.durables).created(&(client_guid, create_guid));
+    let Some((session_id, open)) = live.and_then(|(session_id, open_id)| {
+        server
+            .find_session(session_id)
+            .and_then(|s| lock(&s).opens.get(&open_id).cloned())
+            .map(|o| (session_id, o))
+    }) else {
+        return replay_parked(core, req, cr, (client_guid, create_guid));
+    };
+    if !req.hdr.is_replay() || session_id != req.session_id {
+        return Err(NtStatus::DUPLICATE_OBJECTID);
+    }
+    let requested = cr.requested_oplock_level.0;
+    let caching = {
+        let e = lock(&open.entry);
+        let c = e
+            .opens
+            .iter()
+            .find(|s| s.owner == open.id)
+            .map(|s| s.caching)
+            .unwrap_or_default();
+        let lease = c.lease.and_then(|id| {
+            e.leases
+                .iter()
+                .find(|l| l.id == id)
+                .map(crate::files::oplock::Grant::of_lease)
+        });
+        (c, lease)
+    };
+    let (c, lease) = caching;
+    // A replay with a lease must name the open's lease.
+    let lease_key = cr
+        .context(ContextTag::RequestLease)
+        .map(|x| ringshare_wire::create::Lease::decode(&x.data))
+        .transpose()
+        .map_err(|_| NtStatus::INVALID_PARAMETER)?
+        .map(|l| l.key);
+    if requested == crate::files::oplock::LEVEL_LEASE
+        && (lease.is_none() || c.lease.map(|l| l.key) != lease_key)
+    {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let (durability, action) = {
+        let st = lock(&open.state);
+        (st.durable.clone(), st.create_action)
+    };
+    let attr = open.node.stat().map_err(crate::fsmap::status_of)?;
+    let mut contexts = Vec::new();
+    if let (crate::files::oplock::LEVEL_LEASE, Some(g), Some(key)) = (requested, &lease, lease_key)
+    {
+        contexts.push(crate::cmd::create::lease_context(key, g));
+    }
+    if let Some(d) = durability.filter(|_| {
+        requested == crate::files::oplock::LEVEL_BATCH
+            || requested == crate::files::oplock::LEVEL_LEASE
+    }) {
+        let flags = if d.persistent {
+            DHANDLE_FLAG_PERSISTENT
+        } else {
+            0
+        };
+        contexts.push(CreateContext::new(
+            tag::DURABLE_HANDLE_REQUEST_V2,
+            DurableHandleRequestV2::response(d.timeout_ms as u32, flags),
+        ));
+    }
+    let file_id = ringshare_wire::FileId {
+        persistent: open.persistent_id,
+        volatile: open.id,
+    };
+    let body = crate::cmd::create::response_body(
+        &attr,
+        requested,
+        CreateAction(action),
+        file_id,
+        contexts,
+    );
+    tracing::debug!(id = open.id, "replayed CREATE answered from its open");
+    let mut r = crate::conn::Reply::ok(body);
+    r.file_id = Some((open.persistent_id, open.id));
+    Ok(Some(r))
+}
+
+/// A persistent open parked since its client's connection went stays
+/// eligible for replay (Open.IsReplayEligible: [MS-SMB2] 3.3.5.9.10; only a
+/// non-persistent open loses it): a CREATE with a DH2Q naming its
+/// (ClientGuid, CreateGuid) without REPLAY_OPERATION gets
+/// DUPLICATE_OBJECTID; with it, the open comes back to this session as a
+/// DH2C would bring it (the same checks) and is answered as the original
+/// CREATE was. `None`: no such open.
+fn replay_parked(
+    core: &mut crate::conn::ConnCore,
+    req: &crate::conn::Req<'_>,
+    cr: &ringshare_wire::create::CreateRequest<'_>,
+    (client_guid, create_guid): ([u8; 16], [u8; 16]),
+) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
+    let file_id = lock(&core.server.durables)
+        .replayable(&(client_guid, create_guid))
+        .map(|p| ringshare_wire::FileId {
+            persistent: p.open.persistent_id,
+            volatile: p.open.id,
+        });
+    let Some(file_id) = file_id else {
+        return Ok(None);
+    };
+    if !req.hdr.is_replay() {
+        return Err(ringshare_wire::NtStatus::DUPLICATE_OBJECTID);
+    }
+    let ask = Ask::ReconnectV2 {
+        file_id,
+        create_guid,
+    };
+    reconnect(core, req, cr, ask)?;
+    // Now an open of this session: answered as a replay of its CREATE.
+    replay(core, req, cr, create_guid, true)
+}
