@@ -122,7 +122,7 @@ pub struct ServerConfig {
     pub map_bad_user_to_guest: bool,
     /// Guest logins are possible at all (any share has `guest ok`).
     /// With `shares` and `homes`, moved into the server's [`ShareSet`] at
-    /// start (read them with [`ServerState::shares`]; a reload replaces them).
+    /// start (read them with [`crate::server::ServerState::shares`]; a reload replaces them).
     pub guest_enabled: bool,
     pub shares: Vec<Arc<ShareDef>>,
     /// The `[homes]` section: a connection to a share named after a Unix
@@ -196,7 +196,7 @@ impl Default for IoSizes {
 }
 
 /// The shares the server offers now: taken from [`ServerConfig`] at start,
-/// replaced as a whole by a reload ([`ServerState::replace_shares`]).
+/// replaced as a whole by a reload ([`crate::server::ServerState::replace_shares`]).
 #[derive(Debug, Default)]
 pub struct ShareSet {
     pub shares: Vec<Arc<ShareDef>>,
