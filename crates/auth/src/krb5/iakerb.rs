@@ -311,7 +311,7 @@ impl Iakerb {
             }
             .map_err(|why| {
                 refused(format!(
-                    "IAKerb: no answer from a KDC of realm {}: {why}",
+                    "IAKerb: the KDC of realm {}: {why}",
                     self.own_realm
                 ))
             })?;

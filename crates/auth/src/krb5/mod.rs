@@ -18,6 +18,7 @@ pub mod ccache;
 pub mod domain;
 pub mod iakerb;
 pub mod initiator;
+pub mod kdc;
 pub mod keytab;
 pub mod logon_info;
 pub mod mic;
