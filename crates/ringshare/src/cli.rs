@@ -270,6 +270,15 @@ impl UserCommand {
 
     /// The smbpasswd file this command works on: the configuration's `smb passwd file` when
     /// `--config` is given, otherwise [`config::default_smb_passwd_file`].
+    /// The realm of the built-in KDC ([`config::Global::local_realm`]) for this command's
+    /// configuration: users' AES keys are salted with it.
+    pub fn local_realm(&self) -> Result<String, ConfigError> {
+        match self.config() {
+            Some(file) => Ok(config::load(file)?.global.local_realm()),
+            None => Ok(config::Global::default().local_realm()),
+        }
+    }
+
     pub fn smb_passwd_file(&self) -> Result<PathBuf, ConfigError> {
         match self.config() {
             Some(file) => Ok(config::load(file)?.global.smb_passwd_file),

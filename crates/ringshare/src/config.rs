@@ -198,6 +198,16 @@ impl KerberosEncryptionTypes {
 impl Global {
     /// The keytab Kerberos tickets are accepted with, when Kerberos is on: `dedicated keytab
     /// file` (with `kerberos method = dedicated keytab`, or alone), or the system keytab.
+    /// The realm of the built-in KDC (`local kdc`): `realm` when set, else the NetBIOS name in
+    /// upper case. Users' AES keys are salted with it.
+    pub fn local_realm(&self) -> String {
+        if self.realm.is_empty() {
+            self.netbios_name.to_ascii_uppercase()
+        } else {
+            self.realm.clone()
+        }
+    }
+
     pub fn keytab(&self) -> Option<PathBuf> {
         match self.kerberos_method {
             KerberosMethod::SystemKeytab | KerberosMethod::SecretsAndKeytab => {
@@ -324,6 +334,9 @@ pub struct Global {
     pub dedicated_keytab_file: Option<PathBuf>,
     /// `kerberos encryption types`: whether RC4-HMAC tickets are accepted beside AES.
     pub kerberos_encryption_types: KerberosEncryptionTypes,
+    /// `local kdc` (ringshare extension, default no): the built-in KDC answers IAKerb clients'
+    /// KDC requests for the server's own users (crate::local_kdc). A reload applies it.
+    pub local_kdc: bool,
     /// `security`, `idmap config …`, `winbind use default domain`, `winbind separator`: an
     /// Active Directory member's options ([`member`]).
     pub member: member::MemberOptions,
@@ -356,6 +369,7 @@ impl Default for Global {
             kerberos_method: KerberosMethod::SecretsOnly,
             dedicated_keytab_file: None,
             kerberos_encryption_types: KerberosEncryptionTypes::Strong,
+            local_kdc: false,
             member: Default::default(),
             server_string: "ringshare".to_string(),
             map_to_guest: MapToGuest::Never,

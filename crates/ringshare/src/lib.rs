@@ -12,6 +12,7 @@ pub mod driver;
 pub mod kdc;
 pub mod kerberos;
 pub mod limit;
+pub mod local_kdc;
 pub mod logging;
 pub mod logwriter;
 pub mod mdns;

@@ -140,7 +140,10 @@ fn main() -> ExitCode {
         }
         Command::User { command } => {
             let _ = init_logging(0);
-            let file = match command.smb_passwd_file() {
+            let (file, realm) = match command
+                .smb_passwd_file()
+                .and_then(|f| Ok((f, command.local_realm()?)))
+            {
                 Ok(f) => f,
                 Err(e) => {
                     eprintln!("ringshare: {e}");
@@ -168,7 +171,7 @@ fn main() -> ExitCode {
                     };
                     // A server run as root acts as each user's Unix account.
                     let needs_account = rustix::process::geteuid().is_root();
-                    users::add_user(&file, name, source, needs_account, &mut out)
+                    users::add_user(&file, name, source, needs_account, &realm, &mut out)
                 }
                 UserCommand::Del { name, .. } => users::del_user(&file, name, &mut out),
                 UserCommand::List { .. } => users::list_users(&file, &mut out),

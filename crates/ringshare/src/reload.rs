@@ -20,15 +20,22 @@ use ringshare_core::ServerState;
 use crate::config::{self, Config, Global};
 
 /// A keytab as read: the file's fingerprint (taken before the read, so that a change made
-/// during it is seen next time) and the acceptor's configuration (None: no keytab configured).
+/// during it is seen next time) and the acceptor's configuration (None: no keytab configured),
+/// and the built-in KDC (`local kdc`), whose keys the acceptor then holds.
 type ReadKeytab = (
     Option<crate::kerberos::Fingerprint>,
     Option<ringshare_auth::krb5::acceptor::AcceptorConfig>,
+    Option<Arc<crate::local_kdc::Local>>,
 );
 
 fn read_keytab(g: &Global) -> Result<ReadKeytab, String> {
     let seen = g.keytab().and_then(|p| crate::kerberos::fingerprint(&p));
-    Ok((seen, crate::kerberos::load(g)?))
+    let local = crate::local_kdc::load(g)?;
+    let acceptor = match &local {
+        Some(l) => Some(l.acceptor_config()),
+        None => crate::kerberos::load(g)?,
+    };
+    Ok((seen, acceptor, local))
 }
 
 /// Sets the log level (`log level`) of the running process.
@@ -42,6 +49,8 @@ pub struct Reloader {
     fixed: Fixed,
     /// The keytab file as last read ([`Reloader::check_keytab`]).
     keytab_seen: Mutex<Option<crate::kerberos::Fingerprint>>,
+    /// Where IAKerb clients' KDC requests go (the built-in KDC or the realm's).
+    kdcs: Arc<crate::local_kdc::ServerKdcs>,
 }
 
 /// Settings the command line gave at start: they win over the file's.
@@ -60,6 +69,7 @@ impl Reloader {
     ) -> Reloader {
         Reloader {
             current: Mutex::new(current),
+            kdcs: Arc::new(crate::local_kdc::ServerKdcs::new(&server)),
             server,
             set_log_level,
             fixed,
@@ -72,13 +82,24 @@ impl Reloader {
         Ok(self.install_keytab(read_keytab(g)?))
     }
 
+    /// Where IAKerb clients' KDC requests go ([`ringshare_core::ServerState::set_kdcs`]).
+    pub fn kdcs(&self) -> Arc<crate::local_kdc::ServerKdcs> {
+        Arc::clone(&self.kdcs)
+    }
+
     /// Hand a keytab read by [`read_keytab`] to the server: what the reload summary says of it.
-    fn install_keytab(&self, (seen, k): ReadKeytab) -> Option<String> {
+    fn install_keytab(&self, (seen, k, local): ReadKeytab) -> Option<String> {
+        let built_in = local.is_some();
+        self.kdcs.set_local(local);
         let what = k.as_ref().map(|k| {
             format!(
-                "Kerberos: realm {}, {} keys, {}",
+                "Kerberos: realm {}, {}, {}",
                 k.realm,
-                k.keytab.entries.len(),
+                if built_in {
+                    "built-in KDC for the server's users (local kdc = yes)".to_string()
+                } else {
+                    format!("{} keys", k.keytab.entries.len())
+                },
                 if k.allow_rc4 {
                     "AES and RC4-HMAC tickets accepted"
                 } else {
@@ -260,13 +281,14 @@ impl Reloader {
 }
 
 /// `[global]` options a reload applies at once; the others need a restart.
-const APPLIED_GLOBALS: [&str; 6] = [
+const APPLIED_GLOBALS: [&str; 7] = [
     "log level",
     "failed logon backoff",
     "realm",
     "kerberos method",
     "dedicated keytab file",
     "kerberos encryption types",
+    "local kdc",
 ];
 
 /// The `[global]` options whose effective values differ, other than those a

@@ -320,7 +320,8 @@ pub fn serve(
     // password: a configured server (a packaged one, whose output goes to the
     // journal) starts without users, and says how to add one.
     if !guest_only && cfg.source.is_none() {
-        users::ensure_first_user(&passwd_file, out).map_err(|e| err(format!("{e}")))?;
+        users::ensure_first_user(&passwd_file, &cfg.global.local_realm(), out)
+            .map_err(|e| err(format!("{e}")))?;
     }
     let users = SmbPasswd::load(&passwd_file)
         .map_err(|e| err(format!("{}: {e}", passwd_file.display())))?;
@@ -370,9 +371,9 @@ pub fn serve(
         server.set_domain_logons(crate::winbind::domain_logons(cfg.source.as_deref()));
     }
     server.set_domain(member);
-    // IAKerb clients' KDC requests go to the KDCs krb5.conf names for the server's realm (only
-    // that realm's), from the lookup threads.
-    server.set_kdcs(Some(Arc::new(crate::kdc::Krb5ConfKdcs::from_env())));
+    // IAKerb clients' KDC requests go to the built-in KDC (`local kdc = yes`), else to the KDCs
+    // krb5.conf names for the server's realm (only that realm's), from the lookup threads.
+    server.set_kdcs(Some(reloader.kdcs()));
     if cfg.global.keytab().is_some() {
         let r = Arc::clone(&reloader);
         std::thread::Builder::new()

@@ -246,6 +246,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         kerberos_method,
         dedicated_keytab_file,
         kerberos_encryption_types,
+        local_kdc,
         member,
     } = g;
     s.push_str("[global]\n");
@@ -295,6 +296,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         "kerberos encryption types",
         kerberos_encryption_types.name(),
     );
+    opt(s, "local kdc", yes_no(*local_kdc));
     if ads || !member.idmap.is_empty() {
         for d in &member.idmap {
             if !d.backend.is_empty() {

@@ -20,6 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ringshare_auth::smbpasswd::{SmbPasswd, SmbPasswdError};
 
 mod import;
+pub mod keys;
 
 pub use import::{import_users, read_listing, IMPORT_BYTES_MAX};
 
@@ -182,12 +183,14 @@ pub fn validate_name(name: &str) -> Result<(), UserError> {
 
 /// `ringshare user add NAME`: adds the user, or changes the password of an existing one.
 /// `needs_account`: the name must have a Unix account (the server runs as root and acts as
-/// each user's account), as Samba's `smbpasswd -a` requires.
+/// each user's account), as Samba's `smbpasswd -a` requires. The user's AES keys for the
+/// built-in KDC are stored too, salted with `realm` ([`keys`]).
 pub fn add_user(
     file: &Path,
     name: &str,
     password_source: PasswordSource<'_>,
     needs_account: bool,
+    realm: &str,
     out: &mut dyn Write,
 ) -> Result<(), UserError> {
     validate_name(name)?;
@@ -204,6 +207,7 @@ pub fn add_user(
     let uid = uid_for(name, &db);
     db.add_or_update(name, uid, &password, now_unix());
     save(&db, file)?;
+    keys::set_keys(file, realm, name, &password)?;
     let what = if existed {
         "changed the password of"
     } else {
@@ -224,6 +228,7 @@ pub fn del_user(file: &Path, name: &str, out: &mut dyn Write) -> Result<(), User
         return Err(UserError::NoSuchUser(name.to_string()));
     }
     save(&db, file)?;
+    keys::remove_keys(file, name)?;
     writeln!(out, "deleted user '{name}' from {}", file.display()).map_err(io_err("writing output"))
 }
 
@@ -249,6 +254,7 @@ pub fn list_users(file: &Path, out: &mut dyn Write) -> Result<(), UserError> {
 /// returns (name, password). Returns `None`, and writes nothing, when there already are users.
 pub fn ensure_first_user(
     file: &Path,
+    realm: &str,
     out: &mut dyn Write,
 ) -> Result<Option<(String, String)>, UserError> {
     let mut db = load(file)?;
@@ -259,6 +265,7 @@ pub fn ensure_first_user(
     let uid = uid_for(FIRST_USER_NAME, &db);
     db.add_or_update(FIRST_USER_NAME, uid, &password, now_unix());
     save(&db, file)?;
+    keys::set_keys(file, realm, FIRST_USER_NAME, &password)?;
     writeln!(
         out,
         "created user '{FIRST_USER_NAME}' with password '{password}' in {}\n\

@@ -41,7 +41,14 @@ fn add(file: &Path, name: &str, input: &str) -> Result<String, UserError> {
     let mut reader: &[u8] = input.as_bytes();
     let reader: &mut dyn BufRead = &mut reader;
     let mut out = Vec::new();
-    add_user(file, name, PasswordSource::Stdin(reader), false, &mut out)?;
+    add_user(
+        file,
+        name,
+        PasswordSource::Stdin(reader),
+        false,
+        "FS",
+        &mut out,
+    )?;
     Ok(String::from_utf8(out).unwrap())
 }
 
@@ -159,7 +166,15 @@ fn add_without_password_stdin_and_without_a_terminal_is_refused() {
     }
     let dir = TempDir::new();
     let mut out = Vec::new();
-    let e = add_user(&dir.file(), "zed", PasswordSource::Prompt, false, &mut out).unwrap_err();
+    let e = add_user(
+        &dir.file(),
+        "zed",
+        PasswordSource::Prompt,
+        false,
+        "FS",
+        &mut out,
+    )
+    .unwrap_err();
     assert!(matches!(e, UserError::NotATerminal));
     assert!(e.to_string().contains("--password-stdin"));
 }
@@ -175,6 +190,7 @@ fn add_of_a_name_without_a_unix_account_is_refused_where_accounts_are_needed_and
         name,
         PasswordSource::Stdin(&mut input),
         true,
+        "FS",
         &mut out,
     )
     .unwrap_err();
@@ -190,6 +206,7 @@ fn add_of_a_name_without_a_unix_account_is_refused_where_accounts_are_needed_and
         "root",
         PasswordSource::Stdin(&mut input),
         true,
+        "FS",
         &mut out,
     )
     .unwrap();
@@ -213,6 +230,40 @@ fn del_removes_a_user_and_refuses_an_unknown_one() {
 }
 
 #[test]
+fn add_stores_the_users_aes_keys_salted_with_the_realm_beside_the_file_and_del_removes_them() {
+    let dir = TempDir::new();
+    let file = dir.file();
+    add(&file, "zed-a", "pw-one\npw-one\n").unwrap();
+    add(&file, "zed-b", "pw-two\npw-two\n").unwrap();
+    let keys_file = users::keys::keys_file(&file);
+    assert_eq!(keys_file, dir.0.join("state/ringshare/smbpasswd.keytab"));
+    let mode = std::fs::metadata(&keys_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the keys are secrets");
+    let keys = users::keys::user_keys(&keys_file, "zed-a").unwrap();
+    let want = ringshare_auth::krb5::kdc::string_to_key(18, "pw-one", "FSzed-a").unwrap();
+    assert_eq!(
+        keys.iter()
+            .map(|k| (k.etype, k.salt.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(18, "FSzed-a"), (17, "FSzed-a")]
+    );
+    assert_eq!(keys[0].key, want);
+    // A new password: new keys under the next key version.
+    add(&file, "zed-a", "pw-new\npw-new\n").unwrap();
+    let keys = users::keys::user_keys(&keys_file, "zed-a").unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0].kvno, 2);
+    del_user(&file, "zed-a", &mut Vec::new()).unwrap();
+    assert!(users::keys::user_keys(&keys_file, "zed-a")
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        users::keys::user_keys(&keys_file, "zed-b").unwrap().len(),
+        2
+    );
+}
+
+#[test]
 fn list_prints_one_line_per_user_and_nothing_for_an_empty_file() {
     let dir = TempDir::new();
     let file = dir.file();
@@ -227,7 +278,7 @@ fn first_user_is_created_once_with_a_random_password() {
     let dir = TempDir::new();
     let file = dir.file();
     let mut out = Vec::new();
-    let (name, password) = ensure_first_user(&file, &mut out).unwrap().unwrap();
+    let (name, password) = ensure_first_user(&file, "FS", &mut out).unwrap().unwrap();
     assert_eq!(name, "ringshare");
     assert_eq!(password.len(), 16);
     let notice = String::from_utf8(out).unwrap();
@@ -235,7 +286,9 @@ fn first_user_is_created_once_with_a_random_password() {
     assert!(SmbPasswd::load(&file).unwrap().get("ringshare").is_some());
 
     let mut again = Vec::new();
-    assert!(ensure_first_user(&file, &mut again).unwrap().is_none());
+    assert!(ensure_first_user(&file, "FS", &mut again)
+        .unwrap()
+        .is_none());
     assert!(again.is_empty(), "the password is shown only once");
 }
 
@@ -244,6 +297,8 @@ fn first_user_is_not_created_when_users_exist() {
     let dir = TempDir::new();
     let file = dir.file();
     add(&file, "zed", "pw\npw\n").unwrap();
-    assert!(ensure_first_user(&file, &mut Vec::new()).unwrap().is_none());
+    assert!(ensure_first_user(&file, "FS", &mut Vec::new())
+        .unwrap()
+        .is_none());
     assert!(SmbPasswd::load(&file).unwrap().get("ringshare").is_none());
 }

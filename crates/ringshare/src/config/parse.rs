@@ -197,6 +197,7 @@ enum Opt {
     MultishotReceive,
     KernelChangeNotify,
     MulticastDnsRegister,
+    LocalKdc,
     ZerocopySend,
     SendTimeout,
     MultiChannel,
@@ -303,6 +304,7 @@ fn classify(key: &str) -> Option<Opt> {
         "multishot receive" => Opt::MultishotReceive,
         "kernel change notify" => Opt::KernelChangeNotify,
         "multicast dns register" => Opt::MulticastDnsRegister,
+        "local kdc" => Opt::LocalKdc,
         "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
@@ -841,6 +843,7 @@ impl<'a> Parser<'a> {
             Opt::MulticastDnsRegister => {
                 self.global.multicast_dns_register = self.bool_value(line, key, value)?;
             }
+            Opt::LocalKdc => self.global.local_kdc = self.bool_value(line, key, value)?,
             Opt::ZerocopySend => {
                 self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {
                     ZerocopySend::Auto

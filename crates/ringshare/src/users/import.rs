@@ -78,6 +78,7 @@ pub fn import_users(
     }
     let mut db = load(file)?;
     let mut report = Vec::new();
+    let imported: Vec<String> = listed.iter().map(|e| e.name.clone()).collect();
     for mut entry in listed {
         let name = entry.name.clone();
         if entry.disabled() {
@@ -114,6 +115,10 @@ pub fn import_users(
         return Ok(());
     }
     save(&db, file)?;
+    // Their passwords come from elsewhere: AES keys of earlier passwords no longer match.
+    for name in &imported {
+        super::keys::remove_keys(file, name)?;
+    }
     for line in report {
         writeln!(out, "{line} in {}", file.display()).map_err(io_err("writing output"))?;
     }
