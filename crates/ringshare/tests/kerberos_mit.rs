@@ -1088,6 +1088,11 @@ impl MitIakerb {
     /// The initiator for `principal`, with a krb5.conf in `dir` that names `realm` for
     /// fs.rs.test and no KDC at all.
     fn start(dir: &Path, principal: &str, realm: &str) -> MitIakerb {
+        MitIakerb::start_with(dir, principal, realm, PASSWORD)
+    }
+
+    /// [`MitIakerb::start`] with another `password`.
+    fn start_with(dir: &Path, principal: &str, realm: &str, password: &str) -> MitIakerb {
         let conf = dir.join(format!("krb5-iakerb-{realm}.conf"));
         std::fs::write(
             &conf,
@@ -1101,7 +1106,7 @@ impl MitIakerb {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/iakerb_init.py");
         let mut child = Command::new("/usr/bin/python3")
             .arg(script)
-            .args([principal, PASSWORD, "cifs@fs.rs.test"])
+            .args([principal, password, "cifs@fs.rs.test"])
             .env("KRB5_CONFIG", &conf)
             .env("KRB5CCNAME", "MEMORY:iakerb")
             .stdin(Stdio::piped())
@@ -1291,4 +1296,111 @@ fn an_iakerb_client_asking_for_another_realms_kdc_is_refused_and_nothing_is_rela
     );
     let kdc_log = std::fs::read_to_string(kdc.dir.path().join("kdc.log")).unwrap_or_default();
     assert!(!kdc_log.contains("AS_REQ"), "{kdc_log}");
+}
+
+/// A standalone server with the built-in KDC (`local kdc = yes`, realm FS from `netbios name`):
+/// no krb5kdc runs, the user was added with `ringshare user add`, and `import` imported.
+fn local_kdc_server(import: Option<PathBuf>) -> Server {
+    Server::start(
+        &ServerConfig {
+            extra_global: "\tnetbios name = FS\n\tlocal kdc = yes\n\tfailed logon backoff = 1\n",
+            import_users: import,
+            ..Default::default()
+        },
+        |_| {},
+    )
+}
+
+/// MIT's IAKerb initiator for `user@FS` with `password` logs on to `server`.
+fn local_kdc_logon(server: &Server, user: &str, password: &str) -> (Result<(), String>, usize) {
+    let dir = TempDir::new("iakerb-local");
+    let mit = std::sync::Arc::new(std::sync::Mutex::new(MitIakerb::start_with(
+        dir.path(),
+        &format!("{user}@FS"),
+        "FS",
+        password,
+    )));
+    let logon = iakerb_logon(server, &mit);
+    let tokens = mit.lock().unwrap().tokens;
+    (logon, tokens)
+}
+
+#[test]
+fn a_local_user_gets_a_ticket_through_iakerb_without_a_kdc() {
+    if !iakerb_tools_or_skip("a_local_user_gets_a_ticket_through_iakerb_without_a_kdc") {
+        return;
+    }
+    let server = local_kdc_server(None);
+    let (logon, tokens) = local_kdc_logon(&server, USER, PASSWORD);
+    let log = server.log();
+    assert_eq!(logon, Ok(()), "{log}");
+    assert_eq!(
+        tokens, 4,
+        "AS-REQ, AS-REQ with pre-authentication, TGS-REQ, AP-REQ"
+    );
+    assert!(log.contains("local KDC: realm FS"), "{log}");
+    assert!(
+        log.contains("Kerberos logon") && log.contains(&format!("{USER}@FS")),
+        "{log}"
+    );
+    // A second logon works the same (the KDC's keys and the replay cache hold).
+    let (again, _) = local_kdc_logon(&server, USER, PASSWORD);
+    assert_eq!(again, Ok(()), "{}", server.log());
+}
+
+#[test]
+fn a_wrong_password_at_the_local_kdc_is_a_failed_logon_with_its_log_line() {
+    if !iakerb_tools_or_skip(
+        "a_wrong_password_at_the_local_kdc_is_a_failed_logon_with_its_log_line",
+    ) {
+        return;
+    }
+    let server = local_kdc_server(None);
+    let (logon, _) = local_kdc_logon(&server, USER, "Not-The-Password");
+    assert!(
+        logon.as_ref().is_err_and(|e| e.contains("LOGON_FAILURE")),
+        "{logon:?}"
+    );
+    let log = server.log();
+    assert!(
+        log.contains("authentication failed from 127.0.0.1")
+            && log.contains(&format!(
+                "wrong password for {USER}@FS (pre-authentication failed)"
+            )),
+        "{log}"
+    );
+    // An unknown user too; the failure before counts toward `failed logon backoff = 1` as an
+    // NTLM failure does: this answer waits half a second at least.
+    let t = Instant::now();
+    let (logon, _) = local_kdc_logon(&server, "nobody-here", PASSWORD);
+    let took = t.elapsed();
+    assert!(logon.is_err(), "{logon:?}");
+    let log = server.log();
+    assert!(log.contains("unknown user nobody-here@FS"), "{log}");
+    assert!(took >= Duration::from_millis(500), "{took:?}");
+}
+
+#[test]
+fn a_user_imported_without_aes_keys_is_told_to_set_the_password_again() {
+    if !iakerb_tools_or_skip("a_user_imported_without_aes_keys_is_told_to_set_the_password_again") {
+        return;
+    }
+    let tmp = TempDir::new("iakerb-import");
+    let listing = tmp.path().join("users.txt");
+    std::fs::write(
+        &listing,
+        format!(
+            "rsimported:1500:{}:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6563A1B2:\n",
+            "X".repeat(32)
+        ),
+    )
+    .unwrap();
+    let server = local_kdc_server(Some(listing));
+    let (logon, _) = local_kdc_logon(&server, "rsimported", "password");
+    assert!(logon.is_err(), "{logon:?}");
+    let log = server.log();
+    assert!(
+        log.contains("has no AES Kerberos keys") && log.contains("ringshare user add rsimported"),
+        "{log}"
+    );
 }
