@@ -631,3 +631,23 @@ fn string_to_key_gives_the_keys_mit_ktutil_derives_from_the_same_password_and_sa
     );
     assert!(string_to_key(23, PASSWORD, "").is_none());
 }
+
+/// Seeds of the `local_kdc` fuzz target, whose KDC has this test's keys, users and clock: an
+/// AS-REQ without and with PA-ENC-TIMESTAMP, and a TGS-REQ with the TGT (each after the
+/// target's flag byte). `cargo test -p ringshare-auth -- --ignored write_local_kdc_fuzz_corpus`.
+#[test]
+#[ignore]
+fn write_local_kdc_fuzz_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/local_kdc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut first = AsAsk::alice();
+    first.timestamp = None;
+    let seeds = [
+        ("as-req-no-preauth", first.encode()),
+        ("as-req-enc-timestamp", AsAsk::alice().encode()),
+        ("tgs-req-cifs", TgsAsk::for_cifs(&tgt()).encode()),
+    ];
+    for (name, req) in seeds {
+        std::fs::write(dir.join(name), [&[0u8][..], &req].concat()).unwrap();
+    }
+}
