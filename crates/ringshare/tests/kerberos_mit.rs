@@ -1404,3 +1404,45 @@ fn a_user_imported_without_aes_keys_is_told_to_set_the_password_again() {
         "{log}"
     );
 }
+
+#[test]
+fn a_reload_turns_the_local_kdc_on_and_off() {
+    if !iakerb_tools_or_skip("a_reload_turns_the_local_kdc_on_and_off") {
+        return;
+    }
+    let server = Server::start(
+        &ServerConfig {
+            extra_global: "\tnetbios name = FS\n",
+            ..Default::default()
+        },
+        |_| {},
+    );
+    let (logon, _) = local_kdc_logon(&server, USER, PASSWORD);
+    assert!(logon.is_err(), "{logon:?}");
+    let reload = |local: &str| {
+        let conf = std::fs::read_to_string(server.conf()).unwrap();
+        let conf = conf.replace("\tlocal kdc = yes\n", "").replacen(
+            "[global]\n",
+            &format!("[global]\n\tlocal kdc = {local}\n"),
+            1,
+        );
+        std::fs::write(server.conf(), conf).unwrap();
+        let out = Command::new(ringshare_bin())
+            .args(["reload", "--socket"])
+            .arg(server.control_socket())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let summary = reload("yes");
+    assert!(
+        summary.contains("Kerberos: realm FS, built-in KDC"),
+        "{summary}"
+    );
+    let (logon, _) = local_kdc_logon(&server, USER, PASSWORD);
+    assert_eq!(logon, Ok(()), "{}", server.log());
+    reload("no");
+    let (logon, _) = local_kdc_logon(&server, USER, PASSWORD);
+    assert!(logon.is_err(), "{logon:?}");
+}

@@ -144,7 +144,7 @@ fn realm_of(r: &picky_krb::data_types::Realm) -> String {
 }
 
 fn der<'a, T: serde::Deserialize<'a>>(b: &'a [u8], what: &'static str) -> Result<T, AuthError> {
-    picky_asn1_der::from_bytes(b).map_err(|_| AuthError::Malformed(what))
+    super::from_der(b, what)
 }
 
 /// The ticket opened: its decrypted part and the keytab entry that opened it.

@@ -81,8 +81,7 @@ pub fn ap_req(
     session_key: (i32, &[u8]),
     a: &AuthenticatorParams,
 ) -> Result<Vec<u8>, AuthError> {
-    let ticket: Ticket =
-        picky_asn1_der::from_bytes(ticket).map_err(|_| AuthError::Malformed("Ticket"))?;
+    let ticket: Ticket = super::from_der(ticket, "Ticket")?;
     let mut ck = Vec::with_capacity(24);
     ck.extend(16u32.to_le_bytes());
     ck.extend(a.bindings);
@@ -146,12 +145,11 @@ pub fn read_ap_rep(
     if id != TOK_AP_REP {
         return Err(refused("the server's token is not an AP-REP"));
     }
-    let rep: ApRep = picky_asn1_der::from_bytes(msg).map_err(|_| AuthError::Malformed("AP-REP"))?;
+    let rep: ApRep = super::from_der(msg, "AP-REP")?;
     let plain = cipher(i64::from(session_key.0))?
         .decrypt(session_key.1, 12, &rep.0.enc_part.0.cipher.0 .0)
         .ok_or_else(|| refused("the AP-REP does not decrypt with the ticket's session key"))?;
-    let part: EncApRepPart =
-        picky_asn1_der::from_bytes(&plain).map_err(|_| AuthError::Malformed("EncAPRepPart"))?;
+    let part: EncApRepPart = super::from_der(&plain, "EncAPRepPart")?;
     let subkey = match part.0.subkey.0.as_ref() {
         Some(k) => Some((int(&k.0.key_type.0)? as i32, k.0.key_value.0 .0.clone())),
         None => None,

@@ -228,6 +228,33 @@ pub fn gss_wrap(tok_id: [u8; 2], msg: &[u8]) -> Vec<u8> {
     tlv(0x60, &inner)
 }
 
+/// Decode a Kerberos message with picky-asn1-der, after walking every TLV of it with [`Der`]
+/// (definite lengths of at most 4 bytes, each within its parent, nesting bounded): picky adds
+/// lengths without checking them (an APPLICATION tag with a length of eight ff bytes overflows
+/// its arithmetic, a panic in debug builds), so nothing from the network reaches it unwalked.
+pub(crate) fn from_der<'a, T: serde::Deserialize<'a>>(
+    b: &'a [u8],
+    what: &'static str,
+) -> Result<T, AuthError> {
+    /// Kerberos nests deeper than SPNEGO (a KDC-REP's ticket's name is 10 levels down).
+    const KRB_DEPTH_MAX: usize = 16;
+    fn walk(b: &[u8], depth: usize) -> Result<(), AuthError> {
+        if depth > KRB_DEPTH_MAX {
+            return Err(AuthError::Malformed("DER nesting too deep"));
+        }
+        let mut d = Der::new(b)?;
+        while !d.is_empty() {
+            let t = d.read()?;
+            if t.tag & 0x20 != 0 {
+                walk(t.content, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+    walk(b, 0).map_err(|_| AuthError::Malformed(what))?;
+    picky_asn1_der::from_bytes(b).map_err(|_| AuthError::Malformed(what))
+}
+
 /// An INTEGER as an i64 (Kerberos integers are 32-bit; anything longer is refused).
 pub(crate) fn int(v: &IntegerAsn1) -> Result<i64, AuthError> {
     let b = v.as_signed_bytes_be();
@@ -330,6 +357,33 @@ mod tests {
         ] {
             assert_eq!(int(&int_asn1(v)).unwrap(), v, "{v}");
         }
+    }
+
+    #[test]
+    fn lengths_picky_would_overflow_on_are_refused_before_it_reads_them() {
+        // [APPLICATION 14] with a length of eight ff bytes, alone and inside a GSS token.
+        let mut m = vec![0x6e, 0x88];
+        m.extend([0xff; 8]);
+        m.extend([0x30, 0x03, 0x02, 0x01, 0x05]);
+        let r: Result<picky_krb::messages::ApReq, _> = from_der(&m, "AP-REQ");
+        assert!(matches!(r, Err(AuthError::Malformed("AP-REQ"))));
+        let token = gss_wrap(TOK_AP_REQ, &m);
+        let cfg = acceptor::AcceptorConfig {
+            keytab: std::sync::Arc::new(keytab::Keytab::default()),
+            realm: "RS.TEST".into(),
+            skew_secs: 300,
+            allow_rc4: false,
+        };
+        let fresh = acceptor::Fresh {
+            subkey: [0; 32],
+            seq: 0,
+        };
+        let replay = replay::ReplayCache::new();
+        assert!(acceptor::accept(&cfg, &token, 0, &fresh, &replay).is_err());
+        // Nested deeper too.
+        let mut nested = vec![0x30, 0x0c, 0xa0, 0x0a, 0x04, 0x88];
+        nested.extend([0xff; 8]);
+        assert!(from_der::<picky_krb::data_types::EncryptedData>(&nested, "x").is_err());
     }
 
     #[test]

@@ -183,7 +183,7 @@ pub(crate) fn malformed(what: &str) -> KdcError {
 }
 
 pub(crate) fn der<'a, T: serde::Deserialize<'a>>(b: &'a [u8], what: &str) -> Result<T, KdcError> {
-    picky_asn1_der::from_bytes(b).map_err(|_| malformed(what))
+    super::from_der(b, "Kerberos message").map_err(|_| malformed(what))
 }
 
 pub(crate) fn to_der<T: serde::Serialize>(v: &T, what: &str) -> Result<Vec<u8>, KdcError> {

@@ -604,6 +604,11 @@ fn truncated_garbage_and_oversized_requests_are_refused_without_panicking() {
     let mut big = vec![0x6a, 0x84, 0x00, 0x01, 0x00, 0x10];
     big.resize(64 * 1024 + 16, 0);
     assert!(answer(&kdc(), &Users, &big, NOW, &FRESH_KDC).is_err());
+    // What the fuzzer found: an APPLICATION tag whose 8-byte length overflows picky's sums.
+    let mut huge = vec![0x6a, 0x88];
+    huge.extend([0xff; 37]);
+    huge.extend([0x3d, 0x30, 0x81, 0xbf, 0xa1, 0x03, 0x02, 0x01, 0x05]);
+    assert!(answer(&kdc(), &Users, &huge, NOW, &FRESH_KDC).is_err());
     for garbage in [
         &b""[..],
         b"\x00",
