@@ -35,6 +35,7 @@ use crate::transform;
 mod asyncs;
 mod checks;
 mod frame;
+pub(crate) mod handles;
 use frame::{build_frame, frame_bytes, seal_room};
 mod held;
 mod lookups;
@@ -799,7 +800,7 @@ impl Connection {
             let closing = (hdr.command == Command::CLOSE)
                 .then(|| CloseRequest::decode(req.msg).ok())
                 .flatten()
-                .and_then(|c| crate::opens::resolve(&req, c.file_id).ok());
+                .and_then(|c| handles::resolve(&req, c.file_id).ok());
             let outcome = self.dispatch(&req);
             job.last_session = session_id;
             job.last_tree = tree_id;

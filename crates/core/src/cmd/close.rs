@@ -9,6 +9,7 @@ use ringshare_wire::consts::{CloseFlags, FileAttributes};
 use ringshare_wire::create::{CloseRequest, CloseResponse};
 use ringshare_wire::NtStatus;
 
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::opens;
@@ -16,7 +17,7 @@ use crate::server::lock;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
-    let volatile = opens::find(core, req, cr.file_id)?.id;
+    let volatile = handles::find(core, req, cr.file_id)?.id;
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
     let open = lock(&sref)

@@ -6,11 +6,11 @@
 use ringshare_wire::file::{FlushRequest, FlushResponse};
 use ringshare_wire::NtStatus;
 
+use crate::conn::handles;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
-use crate::opens;
 
 pub(crate) struct FlushCont {}
 
@@ -22,7 +22,7 @@ fn body() -> Vec<u8> {
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let fr = FlushRequest::decode(req.msg).map_err(|e| e.status())?;
-    let open = opens::find(core, req, fr.file_id)?;
+    let open = handles::find(core, req, fr.file_id)?;
     if open.is_dir {
         return Ok(Handled::Reply(Reply::ok(body())));
     }

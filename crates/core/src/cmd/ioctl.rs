@@ -41,12 +41,12 @@ use ringshare_wire::ioctl::{
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::arbiter;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::files::access::{
     FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
 };
 use crate::fsmap::status_of;
-use crate::opens;
 use crate::server::{lock, FileEntry};
 
 /// Device type of file system FSCTLs (FILE_DEVICE_FILE_SYSTEM).
@@ -68,7 +68,7 @@ const ATTR_DIRECTORY: u32 = 0x0000_0010;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let ir = IoctlRequest::decode(req.msg).map_err(|e| e.status())?;
-    let max = opens::io_sizes(core).trans;
+    let max = handles::io_sizes(core).trans;
     if ir.input.len() as u64 > u64::from(max) || ir.max_output_response > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -86,7 +86,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Fsctl::GET_COMPRESSION => get_compression(core, req, &ir),
         Fsctl::SET_COMPRESSION => set_compression(core, req, &ir),
         Fsctl::GET_REPARSE_POINT => {
-            opens::find(core, req, ir.file_id)?;
+            handles::find(core, req, ir.file_id)?;
             Err(NtStatus::NOT_A_REPARSE_POINT)
         }
         Fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interfaces(core, &ir),
@@ -98,11 +98,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Fsctl::SRV_ENUMERATE_SNAPSHOTS => {
             // No Previous Versions yet: Samba 4.22 without `shadow_copy2`
             // answers this (smbclient 4.22's `allinfo` asks for every file).
-            opens::find(core, req, ir.file_id)?;
+            handles::find(core, req, ir.file_id)?;
             Err(NtStatus::INVALID_DEVICE_REQUEST)
         }
         c if (c.0 >> 16) == DEVICE_FILE_SYSTEM => {
-            opens::find(core, req, ir.file_id)?;
+            handles::find(core, req, ir.file_id)?;
             Err(NtStatus::INVALID_DEVICE_REQUEST)
         }
         _ => Err(NtStatus::NOT_SUPPORTED),
@@ -121,7 +121,7 @@ fn request_resiliency(
     if core.dialect() == Some(Dialect::SMB2_0_2) {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
-    let open = opens::find(core, req, ir.file_id)?;
+    let open = handles::find(core, req, ir.file_id)?;
     let Some(timeout) = ir.input.get(..4) else {
         return Err(NtStatus::INVALID_PARAMETER);
     };
@@ -175,7 +175,7 @@ fn network_interfaces(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Repl
 /// ids; it derives a stable one from the file's device and inode, so it is
 /// the same for every open of the file and for its whole life.
 fn object_id(core: &mut ConnCore, req: &Req<'_>, ir: &IoctlRequest<'_>) -> Result<Reply, NtStatus> {
-    let open = opens::find(core, req, ir.file_id)?;
+    let open = handles::find(core, req, ir.file_id)?;
     if ir.max_output_response < 64 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -272,7 +272,7 @@ fn note_written(server: &crate::server::ServerState, open: &OpenRef, now: crate:
 }
 
 fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, NtStatus> {
-    opens::find(core, req, fid).map(OpenRef::of)
+    handles::find(core, req, fid).map(OpenRef::of)
 }
 
 impl OpenRef {
@@ -307,7 +307,7 @@ fn request_resume_key(
     req: &Req<'_>,
     ir: &IoctlRequest<'_>,
 ) -> Result<Reply, NtStatus> {
-    let open = opens::find(core, req, ir.file_id)?;
+    let open = handles::find(core, req, ir.file_id)?;
     if (ir.max_output_response as usize) < SrvRequestResumeKeyResponse::LEN {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -471,7 +471,7 @@ fn set_sparse(
     if open.access & (FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_ATTRIBUTES) == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if opens::tree_read_only(core, req) {
+    if handles::tree_read_only(core, req) {
         return Err(NtStatus::MEDIA_WRITE_PROTECTED);
     }
     let set = ir.input.first().is_none_or(|b| *b != 0);
@@ -506,7 +506,7 @@ fn set_zero_data(
     if z.file_offset < 0 || z.beyond_final_zero < 0 || z.file_offset > z.beyond_final_zero {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    if opens::tree_read_only(core, req) {
+    if handles::tree_read_only(core, req) {
         return Err(NtStatus::MEDIA_WRITE_PROTECTED);
     }
     let (offset, end) = (z.file_offset as u64, z.beyond_final_zero as u64);
@@ -581,7 +581,7 @@ fn get_compression(
     req: &Req<'_>,
     ir: &IoctlRequest<'_>,
 ) -> Result<Reply, NtStatus> {
-    opens::find(core, req, ir.file_id)?;
+    handles::find(core, req, ir.file_id)?;
     if ir.max_output_response < 2 {
         return Err(NtStatus::INVALID_PARAMETER);
     }

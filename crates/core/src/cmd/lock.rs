@@ -23,10 +23,10 @@ use ringshare_wire::NtStatus;
 
 use crate::arbiter;
 use crate::cmd::AsyncWork;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::files::locks::{self, ByteRangeLock};
 use crate::limits;
-use crate::opens;
 use crate::server::lock;
 
 const SHARED: u32 = LockFlags::SHARED_LOCK.bits();
@@ -89,7 +89,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
-    let open = opens::find(core, req, lr.file_id)?;
+    let open = handles::find(core, req, lr.file_id)?;
     let owner = open.id;
     let sequence = sequence_of(core, &lr, &open);
     if let Some((i, n)) = sequence {
@@ -169,7 +169,7 @@ pub(crate) fn poll(
     session_id: u64,
     p: &mut PendingLock,
 ) -> Option<Result<Reply, NtStatus>> {
-    let Some(open) = opens::by_id(core, session_id, p.open_id) else {
+    let Some(open) = handles::by_id(core, session_id, p.open_id) else {
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if arbiter::retry_lock(&core.server, open.key, &open.entry, p.lock) {

@@ -12,8 +12,8 @@ use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest, NegotiateRes
 use ringshare_wire::smb1::Smb1Negotiate;
 use ringshare_wire::NtStatus;
 
+use crate::conn::handles;
 use crate::conn::{ConnCore, Negotiated, Reply, Req};
-use crate::opens;
 use crate::server::{EncryptPolicy, SigningPolicy};
 
 /// Dialects we implement, highest first.
@@ -82,7 +82,7 @@ fn response_body(
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
     let hint = spnego::negotiate_hint_for(core.server.kerberos().is_some());
-    let io = opens::io_sizes_for(core, Some(dialect));
+    let io = handles::io_sizes_for(core, Some(dialect));
     let resp = NegotiateResponse {
         security_mode: server_security_mode(core),
         dialect,

@@ -13,9 +13,9 @@ use ringshare_wire::misc::ChangeNotifyRequest;
 use ringshare_wire::NtStatus;
 
 use crate::cmd::AsyncWork;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Handled, Reply, Req};
 use crate::notify::{self, Answer, Watcher};
-use crate::opens;
 
 /// FILE_LIST_DIRECTORY: the access CHANGE_NOTIFY needs on the directory.
 const FILE_LIST_DIRECTORY: u32 = 0x0000_0001;
@@ -33,11 +33,11 @@ pub(crate) struct PendingNotify {
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let n = ChangeNotifyRequest::decode(req.msg).map_err(|e| e.status())?;
-    if n.output_buffer_length > opens::io_sizes(core).trans {
+    if n.output_buffer_length > handles::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    opens::check_credit_charge(core, req, u64::from(n.output_buffer_length))?;
-    let open = opens::find(core, req, n.file_id)?;
+    handles::check_credit_charge(core, req, u64::from(n.output_buffer_length))?;
+    let open = handles::find(core, req, n.file_id)?;
     if !open.share.change_notify {
         return Err(NtStatus::NOT_IMPLEMENTED);
     }

@@ -7,9 +7,9 @@ use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::NtStatus;
 
 use crate::arbiter;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::files::oplock::LeaseId;
-use crate::opens;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let mut body = Vec::with_capacity(36);
@@ -18,7 +18,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             oplock_level,
             file_id,
         } => {
-            let open = opens::find(core, req, file_id)?;
+            let open = handles::find(core, req, file_id)?;
             let level =
                 arbiter::ack_oplock(&core.server, open.key, &open.entry, open.id, oplock_level.0)?;
             OplockBreak::Oplock {

@@ -10,10 +10,10 @@ use ringshare_wire::file::{ReadRequest, ReadResponse, WriteRequest, WriteRespons
 use ringshare_wire::ioctl::{IoctlRequest, IoctlResponse};
 use ringshare_wire::{FileId, NtStatus};
 
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::ipc::{Pipe, ServerFacts, ShareEntry, ShareKind};
 use crate::limits;
-use crate::opens;
 use crate::server::lock;
 use crate::state::PipeOpen;
 
@@ -63,7 +63,7 @@ fn pipe_of(
     req: &Req<'_>,
     fid: FileId,
 ) -> Result<Arc<Mutex<PipeOpen>>, NtStatus> {
-    let (persistent, volatile) = opens::resolve(req, fid)?;
+    let (persistent, volatile) = handles::resolve(req, fid)?;
     let sref = core.session_or_deleted(req.session_id)?;
     let session = lock(&sref);
     let p = session.pipes.get(&volatile).ok_or(NtStatus::FILE_CLOSED)?;

@@ -24,11 +24,11 @@ use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
 use ringshare_wire::fscc::{encode_dir_entry, name_matches, DirEntryChain, FileInfoClass};
 use ringshare_wire::NtStatus;
 
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::access::FILE_LIST_DIRECTORY;
 use crate::fsmap::status_of;
-use crate::opens;
 use crate::path::check_component;
 use crate::server::lock;
 use crate::state::{DirCursor, Open};
@@ -44,10 +44,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let q = QueryDirectoryRequest::decode(req.msg).map_err(|e| e.status())?;
     let class = FileInfoClass(q.info_class);
     let fixed = dir_class_fixed_size(class).ok_or(NtStatus::INVALID_INFO_CLASS)?;
-    if q.output_buffer_length > opens::io_sizes(core).trans {
+    if q.output_buffer_length > handles::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let open = opens::find(core, req, q.file_id)?;
+    let open = handles::find(core, req, q.file_id)?;
     let zero_ids = crate::fruit::zero_ids(&core.aapl, &open.share);
     // Apple's attributes in FileIdBothDirectoryInformation after AAPL.
     let apple = match &open.share.fruit {

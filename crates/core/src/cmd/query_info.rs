@@ -37,11 +37,11 @@ use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::{NtStatus, WriteExt};
 
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
 use crate::fsmap::status_of;
-use crate::opens;
 use crate::server::lock;
 use crate::state::Open;
 
@@ -77,12 +77,12 @@ fn answer(fixed: usize, f: impl FnOnce(&mut Vec<u8>)) -> Result<Answer, NtStatus
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let q = QueryInfoRequest::decode(req.msg).map_err(|e| e.status())?;
-    if q.output_buffer_length > opens::io_sizes(core).trans {
+    if q.output_buffer_length > handles::io_sizes(core).trans {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let dialect = core.dialect();
-    let read_only = opens::tree_read_only(core, req);
-    let open = opens::find(core, req, q.file_id)?;
+    let read_only = handles::tree_read_only(core, req);
+    let open = handles::find(core, req, q.file_id)?;
     let limit = q.output_buffer_length as usize;
     if q.info_type == InfoType::FILE && FileInfoClass(q.info_class) == FileInfoClass::FULL_EA {
         return full_ea(&open, &q, limit);

@@ -14,11 +14,11 @@ use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::NtStatus;
 
 use crate::arbiter;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
-use crate::opens;
 
 /// READs up to this long are read into memory even when they could be
 /// spliced: a splice runs in an io_uring worker thread, and for small reads that
@@ -56,11 +56,11 @@ fn head(core: &mut ConnCore, data_len: usize) -> Vec<u8> {
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let rr = ReadRequest::decode(req.msg).map_err(|e| e.status())?;
-    opens::check_credit_charge(core, req, u64::from(rr.length))?;
-    if rr.length > opens::io_sizes(core).read {
+    handles::check_credit_charge(core, req, u64::from(rr.length))?;
+    if rr.length > handles::io_sizes(core).read {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let open = opens::find(core, req, rr.file_id)?;
+    let open = handles::find(core, req, rr.file_id)?;
     if open.is_dir {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
@@ -103,7 +103,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         if n == 0 || n < rr.minimum_count as usize {
             return Err(NtStatus::END_OF_FILE);
         }
-        opens::set_position(core, req.session_id, open_id, rr.offset + n as u64, false);
+        handles::set_position(core, req.session_id, open_id, rr.offset + n as u64, false);
         let mut r = Reply::ok(head(core, n));
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
@@ -174,7 +174,7 @@ pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<R
     if (n == 0 && c.len > 0) || n < c.min_count as usize {
         return Err(NtStatus::END_OF_FILE);
     }
-    opens::set_position(
+    handles::set_position(
         core,
         c.session_id,
         c.open_id,

@@ -22,6 +22,7 @@ use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WireError};
 
 use crate::cmd::create::resolve_path;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_DIRECTORY, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::files::access::{
@@ -30,7 +31,6 @@ use crate::files::access::{
 use crate::fsmap::status_of;
 use crate::io::Now;
 use crate::notify;
-use crate::opens;
 use crate::path::parse_smb_path;
 use crate::server::{lock, ServerState};
 use crate::state::Open;
@@ -67,12 +67,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>
 
 fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
-    if s.buffer.len() > opens::io_sizes(core).trans as usize {
+    if s.buffer.len() > handles::io_sizes(core).trans as usize {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let read_only = opens::tree_read_only(core, req);
+    let read_only = handles::tree_read_only(core, req);
     let server = core.server.clone();
-    let open = opens::find(core, req, s.file_id)?;
+    let open = handles::find(core, req, s.file_id)?;
     match s.info_type {
         InfoType::FILE => set_file(
             &server,

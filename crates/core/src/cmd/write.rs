@@ -16,11 +16,11 @@ use ringshare_wire::file::{WriteRequest, WriteResponse};
 use ringshare_wire::NtStatus;
 
 use crate::arbiter;
+use crate::conn::handles;
 use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
-use crate::opens;
 use crate::server::lock;
 
 /// The largest file a write may make: NTFS's limit, 2^44 - 64 KiB. Windows and
@@ -73,12 +73,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         }
     };
     let data_start = data_offset(req.msg);
-    opens::check_credit_charge(core, req, len as u64)?;
-    if len > opens::io_sizes(core).write as usize {
+    handles::check_credit_charge(core, req, len as u64)?;
+    if len > handles::io_sizes(core).write as usize {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let read_only = opens::tree_read_only(core, req);
-    let open = opens::find(core, req, wr.file_id)?;
+    let read_only = handles::tree_read_only(core, req);
+    let open = handles::find(core, req, wr.file_id)?;
     if open.is_dir {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
@@ -194,7 +194,7 @@ pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<
                 // this thread: docs/cluster.md, "Limits").
                 node.sync().map_err(status_of)?;
             }
-            opens::set_position(
+            handles::set_position(
                 core,
                 c.session_id,
                 c.open_id,

@@ -2,6 +2,7 @@
 //! retries, the final reply, CANCEL (3.3.5.16), and what closing a handle or
 //! a session does to the operations waiting on it.
 
+use super::handles;
 use ringshare_wire::header::{Header, HeaderId};
 use ringshare_wire::NtStatus;
 
@@ -150,7 +151,7 @@ impl Connection {
         let ended = |open_id: u64| match which {
             NotifyScope::Open(id) => open_id == id,
             NotifyScope::Tree(t) => {
-                crate::opens::by_id(&self.core, session_id, open_id).is_some_and(|o| o.tree_id == t)
+                handles::by_id(&self.core, session_id, open_id).is_some_and(|o| o.tree_id == t)
             }
             NotifyScope::Session => true,
         };

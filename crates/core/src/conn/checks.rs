@@ -2,6 +2,7 @@
 //! tree lookups: the channel sequence of a 3.x open ([MS-SMB2] 3.3.5.2.10)
 //! and the signature ([MS-SMB2] 3.3.5.2.4).
 
+use super::handles;
 use super::*;
 
 impl Connection {
@@ -31,10 +32,10 @@ impl Connection {
             persistent: u64::from_le_bytes(p),
             volatile: u64::from_le_bytes(v),
         };
-        let Ok((_, volatile)) = crate::opens::resolve(req, fid) else {
+        let Ok((_, volatile)) = handles::resolve(req, fid) else {
             return Ok(());
         };
-        let Some(open) = crate::opens::by_id(&self.core, req.session_id, volatile) else {
+        let Some(open) = handles::by_id(&self.core, req.session_id, volatile) else {
             return Ok(());
         };
         let seq = req.hdr.channel_sequence();
