@@ -96,8 +96,11 @@ pub(crate) struct ConnCore {
     pub aapl: crate::fruit::Aapl,
     /// The ring's request counters (`metrics listen`), when on.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
-    /// The domain's answer for the SESSION_SETUP that asked it, while it runs again.
+    /// The domain's answer for the SESSION_SETUP that asked it, while it runs again (or the id
+    /// source's, for the request that asked it).
     pub domain_answer: Option<DomainAnswer>,
+    /// What a command returning [`cmd::ids::ASK_IDS`] asks the id source.
+    pub ids_wanted: Option<crate::lookup::Lookup>,
 }
 
 impl ConnCore {
@@ -388,6 +391,7 @@ impl Connection {
                 aapl: Default::default(),
                 metrics: None,
                 domain_answer: None,
+                ids_wanted: None,
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),
@@ -1187,7 +1191,10 @@ impl Connection {
                 self.cleanup_notifies(req.session_id, asyncs::NotifyScope::Tree(req.tree_id));
                 cmd::tree::disconnect(&mut self.core, req).map(Handled::Reply)
             }
-            Command::CREATE => cmd::create::handle(&mut self.core, req),
+            Command::CREATE => {
+                let r = cmd::create::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::CLOSE => cmd::close::handle(&mut self.core, req).map(Handled::Reply),
             Command::FLUSH => cmd::flush::handle(&mut self.core, req),
             Command::READ => cmd::read::handle(&mut self.core, req),
@@ -1198,9 +1205,15 @@ impl Connection {
                 cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply)
             }
             Command::CHANGE_NOTIFY => cmd::notify::handle(&mut self.core, req),
-            Command::QUERY_INFO => cmd::query_info::handle(&mut self.core, req).map(Handled::Reply),
-            Command::SET_INFO => cmd::set_info::handle(&mut self.core, req)
-                .map(|r| r.map_or(Handled::WaitForBreaks, Handled::Reply)),
+            Command::QUERY_INFO => {
+                let r = cmd::query_info::handle(&mut self.core, req).map(Handled::Reply);
+                cmd::ids::parked(&mut self.core, r)
+            }
+            Command::SET_INFO => {
+                let r = cmd::set_info::handle(&mut self.core, req)
+                    .map(|r| r.map_or(Handled::WaitForBreaks, Handled::Reply));
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::OPLOCK_BREAK => {
                 let r = cmd::oplock_break::handle(&mut self.core, req);
                 // An acknowledgment may end what a waiting CREATE waits for.

@@ -24,15 +24,21 @@ use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
 
 use ringshare_wire::security::{Ace, AceBody, SecurityDescriptor, Sid};
 
-/// The answer to what a SESSION_SETUP leg asked, kept for the member that asked until it runs
-/// again: the domain's to an NTLM response ([`WithDomain`] gives it to the exchange), or a KDC's
-/// to an IAKerb client's request (given to the exchange before it steps).
+use crate::sidcache::{is_domain_sid, sids_in, IdAnswers, IdCache, Xid};
+
+/// The answer to what a request asked, kept for the member that asked until it runs again: the
+/// domain's to an NTLM response ([`WithDomain`] gives it to the exchange), a KDC's to an IAKerb
+/// client's request (given to the exchange before it steps), or the id source's to a
+/// descriptor's SIDs or ids.
 pub(crate) enum DomainAnswer {
     Ntlm(DomainNtlmRequest, Result<[u8; 16], String>),
     Kdc(
         ringshare_auth::krb5::iakerb::KdcRequest,
         Result<Vec<u8>, String>,
     ),
+    /// The id source was asked about the SIDs or ids a request named: its answers are in the
+    /// [`SidMap`]'s cache (Ok), or it could not answer (why).
+    Ids(Result<(), String>),
 }
 
 /// What a domain member asks its domain; the server binary answers through winbind.
@@ -109,6 +115,9 @@ pub struct DomainMember {
     pub default_domain: bool,
     /// Domains whose ids the rid backend computes.
     pub rid_ranges: Vec<RidRange>,
+    /// The ranges of the other `idmap config` backends (`*`, `ad`, `autorid`, …): a file's ids
+    /// in them are asked of the id source when an ACL is read ([`crate::sidcache`]).
+    pub id_ranges: Vec<(u32, u32)>,
 }
 
 impl DomainMember {
@@ -126,12 +135,25 @@ impl DomainMember {
     }
 }
 
-/// Domain SIDs learnt from logons and the rid ranges they map through.
-#[derive(Debug, Default)]
+/// Domain SIDs learnt from logons and the rid ranges they map through, and the id source's
+/// answers for the other backends ([`crate::sidcache`]).
+#[derive(Default)]
 pub struct SidMap {
     /// Domain NetBIOS name (upper case) → its SID, from PACs.
     domains: RwLock<HashMap<String, Sid>>,
     ranges: RwLock<Vec<RidRange>>,
+    /// Ranges of the other idmap backends.
+    id_ranges: RwLock<Vec<(u32, u32)>>,
+    cache: RwLock<IdCache>,
+}
+
+impl std::fmt::Debug for SidMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SidMap")
+            .field("ranges", &self.ranges)
+            .field("id_ranges", &self.id_ranges)
+            .finish()
+    }
 }
 
 /// The most domains remembered (a forest with many trusts; one entry per domain).
@@ -141,6 +163,57 @@ impl SidMap {
     /// Replace the rid ranges (start, reload).
     pub fn set_ranges(&self, ranges: Vec<RidRange>) {
         *self.ranges.write().unwrap_or_else(|e| e.into_inner()) = ranges;
+    }
+
+    /// Replace the other backends' ranges and forget the id source's answers (start, reload:
+    /// `net cache flush` then `ringshare reload` makes both ask winbind again).
+    pub fn set_id_ranges(&self, ranges: Vec<(u32, u32)>) {
+        *self.id_ranges.write().unwrap_or_else(|e| e.into_inner()) = ranges;
+        self.cache
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Keep what the id source answered ([`crate::sidcache`]).
+    pub fn remember(&self, answers: &IdAnswers, now_ms: u64) {
+        self.cache
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remember(answers, now_ms);
+    }
+
+    /// The domain SIDs of `sd` that neither a rid range nor the id source's answers place: the
+    /// ones to ask about before the descriptor becomes a POSIX ACL.
+    pub fn unknown_sids(&self, sd: &SecurityDescriptor, now_ms: u64) -> Vec<Sid> {
+        let cache = self.cache.read().unwrap_or_else(|e| e.into_inner());
+        sids_in(sd)
+            .into_iter()
+            .filter(|s| is_domain_sid(s))
+            .filter(|s| self.rid_id_of(s).is_none() && cache.id_of(s, now_ms).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// The Unix ids of `sd` (read from a POSIX ACL, as Unix SIDs) in the other backends' ranges
+    /// that the id source was not asked about yet.
+    pub fn unknown_ids(&self, sd: &SecurityDescriptor, now_ms: u64) -> Vec<Xid> {
+        let ranges = self.id_ranges.read().unwrap_or_else(|e| e.into_inner());
+        if ranges.is_empty() {
+            return Vec::new();
+        }
+        let cache = self.cache.read().unwrap_or_else(|e| e.into_inner());
+        sids_in(sd)
+            .into_iter()
+            .filter_map(|s| match (s.unix_uid(), s.unix_gid()) {
+                (Some(u), _) => Some((false, u)),
+                (_, Some(g)) => Some((true, g)),
+                _ => None,
+            })
+            .filter(|(_, id)| ranges.iter().any(|(lo, hi)| (lo..=hi).contains(&id)))
+            .filter(|(gid, id)| cache.sid_of(*gid, *id, now_ms).is_none())
+            .map(|(gid, id)| if gid { Xid::Gid(id) } else { Xid::Uid(id) })
+            .collect()
     }
 
     /// Remember that domain `name` has SID `sid` (from a verified PAC).
@@ -161,7 +234,16 @@ impl SidMap {
         }
     }
 
-    /// Whether any domain maps to Unix ids (so SIDs need translating at all).
+    /// Whether the id source answered anything still kept.
+    fn has_answers(&self) -> bool {
+        !self
+            .cache
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Whether any domain maps to Unix ids through rid arithmetic.
     pub fn is_active(&self) -> bool {
         !self
             .ranges
@@ -175,9 +257,21 @@ impl SidMap {
                 .is_empty()
     }
 
-    /// The Unix id of a domain SID (winbind's rid backend maps a SID to one number that serves
-    /// as both uid and gid).
-    pub fn id_of(&self, sid: &Sid) -> Option<u32> {
+    /// The Unix id of a domain SID: by a rid range (one number that serves as both uid and
+    /// gid, as winbind's rid backend maps it), else as the id source answered.
+    pub fn id_of(&self, sid: &Sid, now_ms: u64) -> Option<Xid> {
+        if let Some(id) = self.rid_id_of(sid) {
+            return Some(Xid::Both(id));
+        }
+        self.cache
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .id_of(sid, now_ms)
+            .flatten()
+    }
+
+    /// The id a rid range gives a domain SID.
+    pub fn rid_id_of(&self, sid: &Sid) -> Option<u32> {
         let (rid, domain) = split(sid)?;
         let domains = self.domains.read().unwrap_or_else(|e| e.into_inner());
         let name = domains.iter().find(|(_, s)| **s == domain)?.0;
@@ -185,15 +279,17 @@ impl SidMap {
         ranges.iter().find(|r| &r.domain == name)?.id_of(rid)
     }
 
-    /// The domain SIDs of a Unix user and its groups, where rid ranges hold them (a domain user
-    /// who logged on without a PAC, over NTLM, gets their token's domain SIDs this way).
-    pub fn sids_of(&self, uid: u32, gids: &[u32]) -> Vec<Sid> {
-        if !self.is_active() {
+    /// The domain SIDs of a Unix user and its groups, where rid ranges or the id source's
+    /// answers hold them (a domain user who logged on without a PAC, over NTLM, gets their
+    /// token's domain SIDs this way).
+    pub fn sids_of(&self, uid: u32, gids: &[u32], now_ms: u64) -> Vec<Sid> {
+        if !self.is_active() && !self.has_answers() {
             return Vec::new();
         }
+        let ids = std::iter::once((false, uid)).chain(gids.iter().map(|g| (true, *g)));
         let mut out: Vec<Sid> = Vec::new();
-        for id in std::iter::once(uid).chain(gids.iter().copied()) {
-            if let Some(s) = self.sid_of(id) {
+        for (gid, id) in ids {
+            if let Some(s) = self.sid_of_id(gid, id, now_ms) {
                 if !out.contains(&s) {
                     out.push(s);
                 }
@@ -216,30 +312,48 @@ impl SidMap {
             sub_authorities: subs,
         })
     }
+
+    /// The domain SID of the uid (`gid` false) or gid `id`: by a rid range, else as the id
+    /// source answered.
+    pub fn sid_of_id(&self, gid: bool, id: u32, now_ms: u64) -> Option<Sid> {
+        self.sid_of(id).or_else(|| {
+            self.cache
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .sid_of(gid, id, now_ms)
+                .flatten()
+        })
+    }
 }
 
 impl SidMap {
     /// A descriptor a client set, as the POSIX mapping reads it: a domain SID with an id
-    /// becomes the Unix user and the Unix group of that id (winbind's rid backend gives each
-    /// SID one id that serves as both, and Samba writes a `user:` and a `group:` entry for it).
-    pub fn to_unix(&self, sd: &SecurityDescriptor) -> SecurityDescriptor {
+    /// becomes the Unix user and the Unix group of that id when the id serves as both (winbind's
+    /// rid and autorid backends give each SID one such id, and Samba writes a `user:` and a
+    /// `group:` entry for it), else the Unix user or group it is.
+    pub fn to_unix(&self, sd: &SecurityDescriptor, now_ms: u64) -> SecurityDescriptor {
         let mut out = sd.clone();
-        if !self.is_active() {
+        if !self.is_active() && !self.has_answers() {
             return out;
         }
-        if let Some(id) = out.owner.as_ref().and_then(|s| self.id_of(s)) {
-            out.owner = Some(Sid::unix_user(id));
+        let id_of = |s: &Sid| self.id_of(s, now_ms);
+        if let Some(u) = out.owner.as_ref().and_then(id_of).and_then(Xid::uid) {
+            out.owner = Some(Sid::unix_user(u));
         }
-        if let Some(id) = out.group.as_ref().and_then(|s| self.id_of(s)) {
-            out.group = Some(Sid::unix_group(id));
+        if let Some(g) = out.group.as_ref().and_then(id_of).and_then(Xid::gid) {
+            out.group = Some(Sid::unix_group(g));
         }
         if let Some(dacl) = out.dacl.as_mut() {
             let mut aces = Vec::with_capacity(dacl.aces.len());
             for ace in dacl.aces.drain(..) {
-                match ace.sid().and_then(|s| self.id_of(s)) {
-                    Some(id) => {
-                        aces.push(with_sid(&ace, Sid::unix_user(id)));
-                        aces.push(with_sid(&ace, Sid::unix_group(id)));
+                match ace.sid().and_then(id_of) {
+                    Some(x) => {
+                        if let Some(u) = x.uid() {
+                            aces.push(with_sid(&ace, Sid::unix_user(u)));
+                        }
+                        if let Some(g) = x.gid() {
+                            aces.push(with_sid(&ace, Sid::unix_group(g)));
+                        }
                     }
                     None => aces.push(ace),
                 }
@@ -250,17 +364,17 @@ impl SidMap {
     }
 
     /// A descriptor mapped from a file's POSIX ACL, as a client of a member server sees it:
-    /// Unix users and groups whose ids a rid range holds are the domain's SIDs again, and an
-    /// ACE that then repeats the one before it (the `user:` and `group:` entries of one id)
-    /// is shown once.
-    pub fn to_domain(&self, sd: &mut SecurityDescriptor) {
-        if !self.is_active() {
+    /// Unix users and groups whose ids a rid range holds, or whose SIDs the id source gave, are
+    /// the domain's SIDs again, and an ACE that then repeats the one before it (the `user:` and
+    /// `group:` entries of one id) is shown once.
+    pub fn to_domain(&self, sd: &mut SecurityDescriptor, now_ms: u64) {
+        if !self.is_active() && !self.has_answers() {
             return;
         }
-        let map = |s: &Sid| {
-            s.unix_uid()
-                .or_else(|| s.unix_gid())
-                .and_then(|id| self.sid_of(id))
+        let map = |s: &Sid| match (s.unix_uid(), s.unix_gid()) {
+            (Some(u), _) => self.sid_of_id(false, u, now_ms),
+            (_, Some(g)) => self.sid_of_id(true, g, now_ms),
+            _ => None,
         };
         if let Some(d) = sd.owner.as_ref().and_then(map) {
             sd.owner = Some(d);
@@ -319,6 +433,7 @@ mod tests {
             separator: '\\',
             default_domain,
             rid_ranges: vec![],
+            id_ranges: vec![],
         }
     }
 
@@ -356,20 +471,20 @@ mod tests {
         let map = rsad_map();
         let dom: Sid = "S-1-5-21-1-2-3".parse().unwrap();
         let alice: Sid = "S-1-5-21-1-2-3-1102".parse().unwrap();
-        assert_eq!(map.id_of(&alice), None, "domain SID not learnt yet");
+        assert_eq!(map.id_of(&alice, 0), None, "domain SID not learnt yet");
         assert_eq!(map.sid_of(101_102), None);
         assert!(!map.is_active());
         map.learn("rsad", &dom);
         assert!(map.is_active());
-        assert_eq!(map.id_of(&alice), Some(101_102));
+        assert_eq!(map.id_of(&alice, 0), Some(Xid::Both(101_102)));
         assert_eq!(map.sid_of(101_102), Some(alice));
         assert_eq!(map.sid_of(99_999), None);
         assert_eq!(map.sid_of(1000), None);
         let other: Sid = "S-1-5-21-9-9-9-1102".parse().unwrap();
-        assert_eq!(map.id_of(&other), None);
+        assert_eq!(map.id_of(&other, 0), None);
         // A RID past the range has no id.
         let far: Sid = "S-1-5-21-1-2-3-100000".parse().unwrap();
-        assert_eq!(map.id_of(&far), None);
+        assert_eq!(map.id_of(&far, 0), None);
     }
 
     #[test]
@@ -391,7 +506,7 @@ mod tests {
                 Ace::allow(Sid::everyone(), AccessMask(0x1200a9), 0),
             ])),
         };
-        let unix = map.to_unix(&sd);
+        let unix = map.to_unix(&sd, 0);
         assert_eq!(unix.owner, Some(Sid::unix_user(101_102)));
         let sids: Vec<Sid> = unix
             .dacl
@@ -410,10 +525,10 @@ mod tests {
             ]
         );
         let mut back = unix;
-        map.to_domain(&mut back);
+        map.to_domain(&mut back, 0);
         assert_eq!(back, sd);
         // Without a learnt domain nothing changes.
-        assert_eq!(SidMap::default().to_unix(&sd), sd);
+        assert_eq!(SidMap::default().to_unix(&sd, 0), sd);
     }
 
     #[test]

@@ -38,6 +38,7 @@ mod peer_limits;
 pub mod peers;
 pub mod server;
 mod shortname;
+pub mod sidcache;
 mod spare;
 mod state;
 pub mod status;

@@ -1,7 +1,9 @@
 //! Questions the core cannot answer without waiting on another process or server: whether the
 //! domain accepts a user's NTLM response (winbind asks a domain controller), which Unix account a
 //! user name is (NSS, which may ask winbindd, sssd or an LDAP server), and what the realm's KDC
-//! answers to a KDC request an IAKerb client asked the server to relay.
+//! answers to a KDC request an IAKerb client asked the server to relay, and which Unix ids the
+//! domain SIDs of a descriptor are, or which SIDs a file's ids are (the id source, winbind:
+//! [`crate::sidcache`]).
 //!
 //! The core never waits for them on an I/O thread. A command that needs one parks its request
 //! and queues [`Output::Lookup`](crate::Output::Lookup); the driver runs
@@ -17,6 +19,7 @@ use ringshare_auth::DomainNtlmRequest;
 
 use crate::domain::DomainLogons;
 use crate::identity::{Account, AccountError, Accounts};
+use crate::sidcache::{IdAnswers, IdSource, Xid};
 
 /// How the server reaches the KDCs of its realm, for IAKerb clients that cannot (the binary:
 /// the `kdc =` lines of krb5.conf, over UDP and TCP).
@@ -49,6 +52,13 @@ pub enum Lookup {
         kdcs: Arc<dyn Kdcs>,
         request: KdcRequest,
     },
+    /// The Unix ids of domain SIDs and the SIDs of Unix ids ([`IdSource`]; either list may be
+    /// empty).
+    Ids {
+        source: Arc<dyn IdSource>,
+        sids: Vec<ringshare_wire::security::Sid>,
+        ids: Vec<Xid>,
+    },
 }
 
 /// The answer to a [`LookupRequest`].
@@ -60,6 +70,8 @@ pub enum LookupDone {
     Account(Result<Account, AccountError>),
     /// The KDC's reply, or why there is none.
     Kdc(Result<Vec<u8>, String>),
+    /// The id source's answers, or why it gave none.
+    Ids(Result<IdAnswers, String>),
 }
 
 impl LookupRequest {
@@ -83,8 +95,36 @@ impl LookupRequest {
             Lookup::Kdc { kdcs, request } => {
                 LookupDone::Kdc(kdcs.exchange(&request.realm, &request.request))
             }
+            Lookup::Ids { source, sids, ids } => {
+                LookupDone::Ids(ask_ids(source.as_ref(), sids, ids))
+            }
         }
     }
+}
+
+/// Ask `source` about `sids` and `ids`; answers that do not match the questions one for one are
+/// no answer.
+fn ask_ids(
+    source: &dyn IdSource,
+    sids: &[ringshare_wire::security::Sid],
+    ids: &[Xid],
+) -> Result<IdAnswers, String> {
+    let mut a = IdAnswers::default();
+    if !sids.is_empty() {
+        let got = source.ids_of(sids)?;
+        if got.len() != sids.len() {
+            return Err(format!("{} answers for {} SIDs", got.len(), sids.len()));
+        }
+        a.sids = sids.iter().cloned().zip(got).collect();
+    }
+    if !ids.is_empty() {
+        let got = source.sids_of(ids)?;
+        if got.len() != ids.len() {
+            return Err(format!("{} answers for {} ids", got.len(), ids.len()));
+        }
+        a.ids = ids.iter().copied().zip(got).collect();
+    }
+    Ok(a)
 }
 
 impl fmt::Debug for LookupRequest {
@@ -98,6 +138,13 @@ impl fmt::Debug for LookupRequest {
             Lookup::Account { names, .. } => {
                 write!(f, "Lookup {{ id: {}, account of {names:?} }}", self.id)
             }
+            Lookup::Ids { sids, ids, .. } => write!(
+                f,
+                "Lookup {{ id: {}, ids of {} SIDs and SIDs of {:?} }}",
+                self.id,
+                sids.len(),
+                ids
+            ),
             Lookup::Kdc { request, .. } => write!(
                 f,
                 "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",

@@ -31,6 +31,8 @@ use crate::fsmap::status_of;
 pub(crate) struct Ids<'a> {
     pub groups: crate::identity::Membership<'a>,
     pub sids: &'a SidMap,
+    /// Monotonic now, for the id source's answers ([`crate::sidcache`]).
+    pub now_ms: u64,
 }
 
 /// The POSIX facts of a node as the mapping wants them.
@@ -70,7 +72,7 @@ pub(crate) fn descriptor(
     node: &dyn Node,
     attr: &FileAttr,
     share: &ShareDef,
-    sids: &SidMap,
+    (sids, now_ms): (&SidMap, u64),
 ) -> Result<SecurityDescriptor, NtStatus> {
     if let Some(sd) = legacy(node) {
         return Ok(sd);
@@ -82,7 +84,7 @@ pub(crate) fn descriptor(
         }
     }
     let mut sd = pacl::sd_from_posix(&view);
-    sids.to_domain(&mut sd);
+    sids.to_domain(&mut sd, now_ms);
     Ok(sd)
 }
 
@@ -140,7 +142,7 @@ pub(crate) fn set(
     now_filetime: u64,
 ) -> Result<(), NtStatus> {
     let attr = node.stat_without_dos().map_err(status_of)?;
-    let current = descriptor(node, &attr, share, ids.sids)?;
+    let current = descriptor(node, &attr, share, (ids.sids, ids.now_ms))?;
     let mut merged = fileinfo::merge_security_descriptor(current, given, info);
     map_generic_rights(&mut merged);
     if info.contains(SecurityInformation::DACL) && from == From::Client {
@@ -157,7 +159,7 @@ pub(crate) fn set(
     let view = posix_view(node, &attr)?;
     // Domain SIDs with Unix ids become those ids' users and groups for the POSIX ACL; the
     // descriptor kept in security.NTACL keeps the domain SIDs.
-    let mut for_posix = ids.sids.to_unix(&merged);
+    let mut for_posix = ids.sids.to_unix(&merged, ids.now_ms);
     if share.nt_acl_xattr {
         // An owner or group that is no Unix account (Everyone, BUILTIN...)
         // is kept in security.NTACL while the file keeps its Unix owner
@@ -205,7 +207,7 @@ pub(crate) fn set(
         let attr = node.stat_without_dos().map_err(status_of)?;
         let after = posix_view(node, &attr)?;
         let mut fs_sd = pacl::sd_from_posix(&after);
-        ids.sids.to_domain(&mut fs_sd);
+        ids.sids.to_domain(&mut fs_sd, ids.now_ms);
         let blob = ntacl::encode_v4(&merged, &after, Some(&fs_sd), now_filetime)
             .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
         node.set_nt_acl_blob(Some(&blob)).map_err(status_of)?;
@@ -239,7 +241,7 @@ pub(crate) fn inherit(
     (opts.read, opts.directory) = (false, true);
     let dir = share.backend.open(who, &parent, &opts).map_err(status_of)?;
     let attr = dir.node.stat_without_dos().map_err(status_of)?;
-    let parent_sd = descriptor(dir.node.as_ref(), &attr, share, ids.sids)?;
+    let parent_sd = descriptor(dir.node.as_ref(), &attr, share, (ids.sids, ids.now_ms))?;
     let owner = Sid::unix_user(who.uid());
     let group = Sid::unix_group(who.gid());
     let Some(child) =

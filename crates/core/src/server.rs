@@ -101,6 +101,9 @@ pub struct ServerState {
     domain_logons: RwLock<Option<Arc<dyn crate::domain::DomainLogons>>>,
     /// How IAKerb clients' KDC requests reach the realm's KDCs ([`ServerState::set_kdcs`]).
     kdcs: RwLock<Option<Arc<dyn crate::lookup::Kdcs>>>,
+    /// Who maps domain SIDs the rid ranges do not to Unix ids (winbind;
+    /// [`ServerState::set_id_source`]).
+    id_source: RwLock<Option<Arc<dyn crate::sidcache::IdSource>>>,
     /// Domain SIDs and the rid ranges their ids come from ([`crate::domain::SidMap`]).
     pub(crate) sid_map: crate::domain::SidMap,
     /// Every authenticator accepted, for the whole process (a replay may come on any
@@ -192,11 +195,13 @@ impl fmt::Debug for ServerState {
 }
 
 impl ServerState {
-    /// The accounts and domain SIDs NT ACLs are mapped with ([`crate::ntsd`]).
-    pub(crate) fn ids(&self) -> crate::ntsd::Ids<'_> {
+    /// The accounts and domain SIDs NT ACLs are mapped with ([`crate::ntsd`]), at `now_ms`
+    /// (monotonic: the id source's answers expire).
+    pub(crate) fn ids(&self, now_ms: u64) -> crate::ntsd::Ids<'_> {
         crate::ntsd::Ids {
             groups: crate::identity::Membership(self.accounts.as_ref()),
             sids: &self.sid_map,
+            now_ms,
         }
     }
 
@@ -247,6 +252,7 @@ impl ServerState {
             domain_logons: RwLock::new(None),
             kdcs: RwLock::new(None),
             sid_map: Default::default(),
+            id_source: RwLock::new(None),
             replay_cache: Default::default(),
         })
     }
@@ -301,6 +307,8 @@ impl ServerState {
     pub fn set_domain(&self, d: Option<crate::domain::DomainMember>) {
         self.sid_map
             .set_ranges(d.as_ref().map(|d| d.rid_ranges.clone()).unwrap_or_default());
+        self.sid_map
+            .set_id_ranges(d.as_ref().map(|d| d.id_ranges.clone()).unwrap_or_default());
         *self.domain.write().unwrap_or_else(|e| e.into_inner()) = d.map(Arc::new);
     }
 
@@ -325,6 +333,20 @@ impl ServerState {
     /// refused).
     pub fn set_kdcs(&self, k: Option<Arc<dyn crate::lookup::Kdcs>>) {
         *self.kdcs.write().unwrap_or_else(|e| e.into_inner()) = k;
+    }
+
+    /// Ask `s` for the ids of domain SIDs (and the SIDs of ids) that no rid range maps, from now
+    /// on (None: such SIDs get no POSIX ACL entries).
+    pub fn set_id_source(&self, s: Option<Arc<dyn crate::sidcache::IdSource>>) {
+        *self.id_source.write().unwrap_or_else(|e| e.into_inner()) = s;
+    }
+
+    /// The id source, when there is one.
+    pub fn id_source(&self) -> Option<Arc<dyn crate::sidcache::IdSource>> {
+        self.id_source
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// How the realm's KDCs are reached, when they can be.

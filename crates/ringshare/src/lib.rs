@@ -24,6 +24,7 @@ pub mod status;
 pub mod testparm;
 pub mod users;
 pub mod winbind;
+pub mod winbind_ids;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.
 pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -239,6 +239,8 @@ impl Reloader {
             _ => {}
         }
         self.server.set_domain(member);
+        self.server
+            .set_id_source(crate::winbind_ids::id_source(&next.global.member));
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
             let n = next.global.failed_logon_backoff;
             self.server.set_failed_logon_backoff(n);

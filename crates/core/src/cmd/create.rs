@@ -242,6 +242,10 @@ fn create_or_wait(
     let server = core.server.clone();
     let (sref, tree, owner) = tree_of(core, req)?;
     let mut asked = request::check(core, &cr, &tree, ask)?;
+    if let (false, Some(sd)) = (retry, &asked.sd_given) {
+        // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
+        crate::cmd::ids::before_set(core, sd)?;
+    }
     let target = target::resolve(&server, &tree, &asked)?;
     let at = At {
         server: &server,
@@ -249,7 +253,7 @@ fn create_or_wait(
         path: &target.path,
     };
     let opened = open::open(&at, &asked, &target)?;
-    let rights = rights::check(&at, core.now.filetime, &asked, &opened, target.granted)?;
+    let rights = rights::check(&at, core.now, &asked, &opened, target.granted)?;
     open::refuse_nonempty_dir(&asked, &opened)?;
     let aapl_on = core.aapl.negotiated;
     let (node, made) = stream::open_named(&at, aapl_on, &asked, opened, rights)?;

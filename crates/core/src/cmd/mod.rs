@@ -10,6 +10,7 @@ pub(crate) mod close;
 pub(crate) mod create;
 pub(crate) mod echo;
 pub(crate) mod flush;
+pub(crate) mod ids;
 pub(crate) mod ioctl;
 pub(crate) mod lock;
 pub(crate) mod logon_user;

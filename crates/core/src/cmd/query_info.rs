@@ -102,8 +102,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
         InfoType::SECURITY => {
             let nfs = core.aapl.negotiated && open.share.fruit.as_ref().is_some_and(|f| f.nfs_aces);
-            let sids = &core.server.sid_map;
-            return security(&open, q.additional_information, limit, nfs, sids);
+            return security(core, &open, q.additional_information, limit, nfs);
         }
         InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
@@ -580,11 +579,11 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
 /// [MS-SMB2] 3.3.5.20.3: the descriptor parts `additional` selects.
 /// `nfs`: Apple's NFS ACEs are shown ([`crate::fruit::nfs`]).
 fn security(
+    core: &mut ConnCore,
     open: &Open,
     additional: u32,
     limit: usize,
     nfs: bool,
-    sids: &crate::domain::SidMap,
 ) -> Result<Reply, NtStatus> {
     let info = SecurityInformation(additional);
     if info.intersects(SecurityInformation::SACL) {
@@ -597,7 +596,10 @@ fn security(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attr = open.node.stat_without_dos().map_err(status_of)?;
+    let sids = (&core.server.sid_map, core.now.mono_ms);
     let mut sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
+    // Ids of the other idmap backends' ranges the id source must name first.
+    crate::cmd::ids::before_read(core, &sd)?;
     if nfs {
         crate::fruit::nfs::add(&mut sd, &attr);
     }

@@ -399,7 +399,7 @@ pub(crate) fn resume(
 ) -> Result<Reply, NtStatus> {
     let found = match done {
         LookupDone::Account(a) => a,
-        LookupDone::DomainNtlm(_) | LookupDone::Kdc(_) => {
+        LookupDone::DomainNtlm(_) | LookupDone::Kdc(_) | LookupDone::Ids(_) => {
             Err(AccountError::Lookup("not an account's answer".into()))
         }
     };
@@ -431,7 +431,11 @@ fn account_from(
             // The PAC's SIDs, and those of the account's ids where rid ranges hold them
             // (all a domain user logged on over NTLM has).
             let mut sids = d.sids.to_vec();
-            for s in core.server.sid_map.sids_of(a.who.uid(), a.who.groups()) {
+            for s in core
+                .server
+                .sid_map
+                .sids_of(a.who.uid(), a.who.groups(), core.now.mono_ms)
+            {
                 if !sids.contains(&s) {
                     sids.push(s);
                 }

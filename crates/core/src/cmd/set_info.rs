@@ -88,7 +88,7 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
             }
             let nfs = core.aapl.negotiated && open.share.fruit.as_ref().is_some_and(|f| f.nfs_aces);
             set_security(
-                (&server, core.now.filetime),
+                core,
                 &open,
                 SecurityInformation(s.additional_information),
                 s.buffer,
@@ -229,7 +229,7 @@ fn set_file(
 /// no open holds. The descriptor becomes the file's POSIX owner, group and
 /// ACL ([`crate::ntsd::set`]), so the kernel enforces it.
 fn set_security(
-    (server, now_filetime): (&ServerState, u64),
+    core: &mut ConnCore,
     open: &Open,
     mut info: SecurityInformation,
     buf: &[u8],
@@ -257,7 +257,10 @@ fn set_security(
         None
     };
     if !info.is_empty() {
-        let ids = server.ids();
+        // Domain SIDs the id source must place first ([`crate::cmd::ids`]).
+        crate::cmd::ids::before_set(core, &given)?;
+        let server = &core.server;
+        let ids = server.ids(core.now.mono_ms);
         crate::ntsd::set(
             open.node.as_ref(),
             &open.share,
@@ -265,7 +268,7 @@ fn set_security(
             info,
             crate::ntsd::From::Client,
             &ids,
-            now_filetime,
+            core.now.filetime,
         )?;
     }
     if let Some(m) = mode {

@@ -1,5 +1,6 @@
 //! Requests parked on a lookup ([`crate::lookup`]): the domain's NTLM check, the KDC's answer
-//! to an IAKerb client's request, and the account a logon acts as. The request's job waits here while the driver asks, away from the I/O thread;
+//! to an IAKerb client's request, the account a logon acts as, and the Unix ids of a
+//! descriptor's domain SIDs (or the SIDs of a file's ids). The request's job waits here while the driver asks, away from the I/O thread;
 //! the connection's other jobs go on meanwhile.
 
 use ringshare_auth::krb5::iakerb::KdcRequest;
@@ -28,6 +29,8 @@ pub(crate) enum Asked {
     Ntlm(DomainNtlmRequest),
     /// A KDC's answer to an IAKerb client's request.
     Kdc(KdcRequest),
+    /// The id source's answer about a descriptor's SIDs or ids (SET_INFO, CREATE, QUERY_INFO).
+    Ids,
 }
 
 /// A job parked on a lookup.
@@ -87,6 +90,15 @@ impl Connection {
                     (Asked::Ntlm(r), _) => DomainAnswer::Ntlm(r, Err("no answer".into())),
                     (Asked::Kdc(r), LookupDone::Kdc(a)) => DomainAnswer::Kdc(r, a),
                     (Asked::Kdc(r), _) => DomainAnswer::Kdc(r, Err("no answer".into())),
+                    (Asked::Ids, LookupDone::Ids(Ok(a))) => {
+                        self.core.server.sid_map.remember(&a, now.mono_ms);
+                        DomainAnswer::Ids(Ok(()))
+                    }
+                    (Asked::Ids, LookupDone::Ids(Err(why))) => {
+                        tracing::warn!("the id source (winbind) gave no answer: {why}");
+                        DomainAnswer::Ids(Err(why))
+                    }
+                    (Asked::Ids, _) => DomainAnswer::Ids(Err("no answer".into())),
                 };
                 self.core.domain_answer = Some(answer);
                 let mut job = job;

@@ -39,6 +39,8 @@ pub struct MemberOptions {
     pub use_default_domain: bool,
     /// `winbind separator`.
     pub separator: char,
+    /// `winbindd socket directory`: where winbindd's socket is (the id source).
+    pub winbindd_socket_dir: Option<String>,
 }
 
 impl Default for MemberOptions {
@@ -48,6 +50,7 @@ impl Default for MemberOptions {
             idmap: Vec::new(),
             use_default_domain: false,
             separator: '\\',
+            winbindd_socket_dir: None,
         }
     }
 }
@@ -110,6 +113,7 @@ pub(super) fn apply(m: &mut MemberOptions, key: &str, value: &str) -> Result<boo
             m.use_default_domain = super::parse::parse_bool(value)
                 .ok_or_else(|| format!("'{key}' expects yes or no, got '{value}'"))?;
         }
+        "winbindd socket directory" => m.winbindd_socket_dir = Some(value.trim().to_string()),
         "winbind separator" => {
             let mut c = value.trim().chars();
             match (c.next(), c.next()) {
@@ -160,12 +164,32 @@ impl MemberOptions {
                 })
             })
             .collect();
+        let id_ranges = self
+            .idmap
+            .iter()
+            .filter(|d| d.backend != "rid")
+            .filter_map(|d| d.range)
+            .collect();
         Some(DomainMember {
             workgroup: workgroup.to_ascii_uppercase(),
             separator: self.separator,
             default_domain: self.use_default_domain,
             rid_ranges,
+            id_ranges,
         })
+    }
+
+    /// Where winbindd listens, when it is the member's id source: `security = ads` with
+    /// `idmap config` lines (winbind's; an sssd member has none and maps ids its own way).
+    pub fn winbindd_socket(&self) -> Option<std::path::PathBuf> {
+        if self.security != Security::Ads || self.idmap.is_empty() {
+            return None;
+        }
+        let dir = self
+            .winbindd_socket_dir
+            .as_deref()
+            .unwrap_or(crate::winbind_ids::DEFAULT_SOCKET_DIR);
+        Some(std::path::PathBuf::from(dir))
     }
 }
 
@@ -201,6 +225,34 @@ mod tests {
                 high: 199_999,
                 base_rid: 0
             }]
+        );
+        assert_eq!(d.id_ranges, [(3000, 7999)], "the other backends' ranges");
+        assert_eq!(
+            m.winbindd_socket().unwrap(),
+            std::path::Path::new("/run/samba/winbindd")
+        );
+    }
+
+    #[test]
+    fn an_autorid_member_asks_winbind_for_every_domain_id() {
+        let mut m = MemberOptions {
+            security: Security::Ads,
+            ..MemberOptions::default()
+        };
+        assert_eq!(m.winbindd_socket(), None, "no idmap config: sssd's member");
+        for (k, v) in [
+            ("idmap config * : backend", "autorid"),
+            ("idmap config * : range", "200000-2999999"),
+            ("winbindd socket directory", "/srv/wb"),
+        ] {
+            assert!(apply(&mut m, k, v).unwrap(), "{k}");
+        }
+        let d = m.member("rsad").unwrap();
+        assert!(d.rid_ranges.is_empty());
+        assert_eq!(d.id_ranges, [(200_000, 2_999_999)]);
+        assert_eq!(
+            m.winbindd_socket().unwrap(),
+            std::path::Path::new("/srv/wb")
         );
     }
 

@@ -118,7 +118,7 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
         .is_some_and(|sd| sd.control & SE_DACL_PRESENT != 0);
     if file_created && share.nt_acl_xattr && !dacl_given {
         // The parent's inheritable ACEs make the new file's NT ACL.
-        let ids = server.ids();
+        let ids = server.ids(now.mono_ms);
         let is_dir = made.file_is_dir;
         crate::ntsd::inherit(
             share,
@@ -132,7 +132,7 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
         .map_err(leave)?;
     }
     if let (true, Some(given)) = (file_created, &asked.sd_given) {
-        store_initial_sd(server, now.filetime, file_node.as_ref(), share, given).map_err(leave)?;
+        store_initial_sd(server, now, file_node.as_ref(), share, given).map_err(leave)?;
     }
     let new_content = file_created || (truncate && made.stream_name.is_none());
     if let (true, Some(eas)) = (new_content, &asked.eas_given) {
@@ -163,7 +163,7 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
 /// cannot store ACLs leaves the file as it is.
 fn store_initial_sd(
     server: &ServerState,
-    now_filetime: u64,
+    now: Now,
     node: &dyn Node,
     share: &ShareDef,
     given: &SecurityDescriptor,
@@ -181,9 +181,9 @@ fn store_initial_sd(
     if info.is_empty() {
         return Ok(());
     }
-    let ids = server.ids();
+    let ids = server.ids(now.mono_ms);
     let from = crate::ntsd::From::Client;
-    match crate::ntsd::set(node, share, given, info, from, &ids, now_filetime) {
+    match crate::ntsd::set(node, share, given, info, from, &ids, now.filetime) {
         Err(NtStatus::NOT_SUPPORTED) => Ok(()),
         r => r,
     }

@@ -24,7 +24,7 @@ use crate::server::ShareDef;
 /// legacy descriptor is rewritten in the current form when the user may.
 pub(super) fn check(
     at: &At<'_>,
-    now_filetime: u64,
+    now: crate::io::Now,
     asked: &Asked,
     opened: &Opened,
     granted: u32,
@@ -69,8 +69,8 @@ pub(super) fn check(
     let granted = granted & if maximum { rights | wanted } else { !0 };
     if let Some((_, crate::ntsd::Kept::Legacy)) = kept {
         if rights & access::WRITE_DAC != 0 {
-            let ids = at.server.ids();
-            crate::ntsd::migrate(node.as_ref(), share, &ids, now_filetime);
+            let ids = at.server.ids(now.mono_ms);
+            crate::ntsd::migrate(node.as_ref(), share, &ids, now.filetime);
         }
     }
     Ok((granted, tree.maximal & rights))

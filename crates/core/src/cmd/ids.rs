@@ -1,0 +1,105 @@
+//! Asking the id source before a descriptor is mapped ([`crate::sidcache`]): a SET_INFO
+//! security or a CREATE whose descriptor names a domain SID that no rid range and no kept
+//! answer places, or a QUERY_INFO security whose POSIX ACL holds ids of the other idmap
+//! backends' ranges not asked about yet, parks for a lookup ([`crate::lookup::Lookup::Ids`]);
+//! the answer goes into the server's [`crate::domain::SidMap`] and the request runs again.
+//!
+//! A command says so by returning [`ASK_IDS`] with [`ConnCore::ids_wanted`] set; [`parked`]
+//! turns that into the lookup. When the request runs again it asks nothing more and goes on
+//! with what is known (a SID the source maps to nothing gets no POSIX entry, as on Samba).
+
+use ringshare_wire::security::SecurityDescriptor;
+use ringshare_wire::NtStatus;
+
+use crate::conn::{Asked, ConnCore, DomainAnswer, Handled, LookupCont};
+use crate::lookup::Lookup;
+use crate::sidcache::Xid;
+
+/// Never on the wire: the request waits for the id source ([`parked`]).
+pub(crate) const ASK_IDS: NtStatus = NtStatus(0xE1D5_0001);
+
+/// What a request answered after the id source could not answer: a descriptor whose domain
+/// SIDs could not be translated ("none of the information to be translated has been
+/// translated").
+pub(crate) const NO_ANSWER: NtStatus = NtStatus::NONE_MAPPED;
+
+/// A command's result, with [`ASK_IDS`] made the lookup it stands for.
+pub(crate) fn parked(
+    core: &mut ConnCore,
+    r: Result<Handled, NtStatus>,
+) -> Result<Handled, NtStatus> {
+    match r {
+        Err(ASK_IDS) => match core.ids_wanted.take() {
+            Some(ask) => Ok(Handled::Lookup {
+                ask,
+                cont: LookupCont::Again(Asked::Ids),
+            }),
+            None => Err(NtStatus::INTERNAL_ERROR),
+        },
+        r => {
+            core.ids_wanted = None;
+            r
+        }
+    }
+}
+
+/// The id source's answer for this request, if it asked and runs again: Some(Ok) answered
+/// (in the cache now), Some(Err) the source failed. Taken: later members of a compound ask
+/// for themselves.
+fn answered(core: &mut ConnCore) -> Option<Result<(), String>> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Ids(a)) => Some(a),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
+}
+
+/// Before `sd`, given by a client, becomes a POSIX ACL: Err([`ASK_IDS`]) when its domain SIDs
+/// must be asked about first, Err([`NO_ANSWER`]) when they were and the id source failed.
+pub(crate) fn before_set(core: &mut ConnCore, sd: &SecurityDescriptor) -> Result<(), NtStatus> {
+    match answered(core) {
+        Some(Ok(())) => return Ok(()),
+        Some(Err(_)) => return Err(NO_ANSWER),
+        None => {}
+    }
+    let Some(source) = core.server.id_source() else {
+        return Ok(());
+    };
+    if core.server.domain().is_none() {
+        return Ok(());
+    }
+    let sids = core.server.sid_map.unknown_sids(sd, core.now.mono_ms);
+    if sids.is_empty() {
+        return Ok(());
+    }
+    core.ids_wanted = Some(Lookup::Ids {
+        source,
+        sids,
+        ids: Vec::new(),
+    });
+    Err(ASK_IDS)
+}
+
+/// Before `sd`, read from a file, is answered: Err([`ASK_IDS`]) when it holds ids of the other
+/// idmap backends' ranges not asked about yet. When the id source failed the ids show as Unix
+/// SIDs (logged when the answer came).
+pub(crate) fn before_read(core: &mut ConnCore, sd: &SecurityDescriptor) -> Result<(), NtStatus> {
+    if answered(core).is_some() {
+        return Ok(());
+    }
+    let Some(source) = core.server.id_source() else {
+        return Ok(());
+    };
+    let ids: Vec<Xid> = core.server.sid_map.unknown_ids(sd, core.now.mono_ms);
+    if ids.is_empty() {
+        return Ok(());
+    }
+    core.ids_wanted = Some(Lookup::Ids {
+        source,
+        sids: Vec::new(),
+        ids,
+    });
+    Err(ASK_IDS)
+}
