@@ -152,6 +152,7 @@ fn member_server(mem: &ringshare_vfs::memory::MemShare) -> Arc<ringshare_core::S
         separator: '\\',
         default_domain: false,
         rid_ranges: Vec::new(),
+        id_ranges: Vec::new(),
     }));
     s.set_domain_logons(Some(Arc::new(Domain("d0main-pw"))));
     s

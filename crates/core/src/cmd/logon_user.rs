@@ -170,6 +170,7 @@ mod tests {
             separator: '\\',
             default_domain: false,
             rid_ranges: vec![],
+            id_ranges: vec![],
         };
         assert!(
             refusal(ticket_of(&["alice"], "RS.TEST"), Some(&member)).contains("no PAC logon info")

@@ -11,6 +11,11 @@
 #                                 (ringshare's copy adds where it listens); users rsalice and
 #                                 rscarol (group rsproj) and rsbob, each with a ticket in
 #                                 DIR/USER.cc
+#   rig.sh autorid DIR RINGSHARE_BIN
+#                                 the member's second configuration: winbindd, smbd and
+#                                 ringshare stopped, `idmap config * : backend = autorid`
+#                                 (1000000-19999999) instead of tdb and rid, winbind's caches
+#                                 emptied, and the three started again
 #   rig.sh member DIR CMD...      run CMD where the member's tools work (its netns, its
 #                                 /run/samba and an nsswitch.conf with winbind)
 #   rig.sh dc DIR CMD...          run CMD beside the DC
@@ -53,7 +58,7 @@ in_dc() { in_ns "$DIR/dc-run" "" "$@"; }
 spawn() {
     local name=$1 where=$2
     shift 2
-    setsid bash "$SELF" "$where" "$DIR" "$@" >"$DIR/$name.log" 2>&1 </dev/null &
+    setsid bash "$SELF" "$where" "$DIR" "$@" >>"$DIR/$name.log" 2>&1 </dev/null &
 }
 
 wait_port() {
@@ -188,6 +193,50 @@ EOF
     echo "rig: up in netns $n"
 }
 
+# The pids of the member's daemons in the netns whose command line names FILE.
+member_pids() {
+    local file=$1 p
+    for p in $(ip netns pids "$(ns)" 2>/dev/null); do
+        tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$file" && echo "$p"
+    done
+    return 0
+}
+
+# The member again with winbind's autorid backend for every domain (one id per SID, serving
+# as uid and gid, as rid gives; but no arithmetic ringshare could do itself).
+autorid() {
+    local bin=${1:?RINGSHARE_BIN} M="$DIR/member" pids
+    for sig in TERM KILL; do
+        pids="$(member_pids "$M/smb.conf") $(member_pids "$DIR/ringshare.conf")"
+        [ -z "${pids// /}" ] && break
+        kill -s $sig $pids 2>/dev/null || true
+        for _ in $(seq 1 30); do
+            pids="$(member_pids "$M/smb.conf") $(member_pids "$DIR/ringshare.conf")"
+            [ -z "${pids// /}" ] && break
+            sleep 0.1
+        done
+    done
+    for f in "$M/smb.conf" "$DIR/ringshare.conf"; do
+        sed -i -e '/idmap config/d' \
+            -e 's|^\[global\]|[global]\n\tidmap config * : backend = autorid\n\tidmap config * : range = 1000000-19999999|' "$f"
+    done
+    rm -f "$M"/lock/gencache.tdb "$M"/state/winbindd_cache.tdb "$M"/state/winbindd_idmap.tdb \
+        "$M"/cache/netsamlogon_cache.tdb "$DIR"/member-run/*.pid
+    spawn winbindd member winbindd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    for _ in $(seq 1 100); do
+        in_member wbinfo -p >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    in_member getent passwd 'RSAD\rsalice' >/dev/null ||
+        { echo "rig: winbind (autorid) does not answer for RSAD\\rsalice" >&2; return 1; }
+    spawn smbd member smbd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    spawn ringshare member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve --threads "${RIG_THREADS:-1}" \
+        --config "$DIR/ringshare.conf"
+    wait_port 127.0.0.3 445 "Samba's smbd (autorid)"
+    wait_port 127.0.0.4 445 "ringshare (autorid)"
+    echo "rig: member on idmap autorid"
+}
+
 down() {
     [ -f "$NS_FILE" ] || return 0
     local n
@@ -211,6 +260,7 @@ up)
     trap 'down' ERR
     up "$@"
     ;;
+autorid) autorid "$@" ;;
 member) in_member "$@" ;;
 dc) in_dc "$@" ;;
 down) down ;;
