@@ -14,7 +14,12 @@
 //!   is answered as always (ringshare runs one I/O thread here: the domain's check and NSS are
 //!   asked away from it);
 //! - `net ads changetrustpw` rotates the machine password: the keytab gets a new key version,
-//!   and tickets issued before and after it both work.
+//!   and tickets issued before and after it both work;
+//! - the member's second configuration (`rig.sh autorid`: `idmap config * : backend =
+//!   autorid`, no arithmetic ringshare could do itself; the daemons restarted): an ACE for a
+//!   domain group set with smbcacls becomes the same POSIX ACL entries on both servers (ringshare
+//!   asks winbindd over its socket), so the kernel itself lets a member read and denies a
+//!   non-member; over SMB the member reads and the non-member is denied on both.
 //!
 //! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient and krb5-user; skipped with a
 //! message otherwise. About 40 s, most of it provisioning the domain.
@@ -82,6 +87,7 @@ fn tools_or_skip(test: &str) -> bool {
             ("smbcacls", "smbclient"),
             ("kinit", "krb5-user"),
             ("ip", "iproute2"),
+            ("getfacl", "acl"),
         ],
     )
 }
@@ -105,6 +111,23 @@ impl Rig {
             .expect("run rig.sh up");
         assert!(out.status.success(), "rig.sh up failed:\n{}", text(&out));
         rig
+    }
+
+    /// The member's second configuration: idmap autorid (tests/ad/rig.sh autorid).
+    fn autorid(&self) {
+        let out = Command::new("bash")
+            .arg(RIG)
+            .arg("autorid")
+            .arg(self.dir.path())
+            .arg(ringshare_bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rig.sh autorid");
+        assert!(
+            out.status.success(),
+            "rig.sh autorid failed:\n{}",
+            text(&out)
+        );
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -203,6 +226,8 @@ fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
     a_local_smbpasswd_user_logs_on_beside_domain_users(&rig);
     a_stopped_winbindd_delays_only_the_logons_that_need_it(&rig);
     a_rotated_machine_password_keeps_old_and_new_tickets_working(&rig);
+    rig.autorid();
+    with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(&rig);
     let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
     assert!(
         log.contains("domain_user=\"RSAD\\\\rsalice\""),
@@ -491,4 +516,110 @@ fn a_rotated_machine_password_keeps_old_and_new_tickets_working(rig: &Rig) {
             "ringshare accepted a ticket of key version {kvno}:\n{log}"
         );
     }
+}
+
+/// The named entries (`user:ID:perms`, `group:ID:perms`) and `other::` of a file's POSIX ACL.
+fn posix_entries(path: &Path) -> Vec<String> {
+    let out = Command::new("getfacl")
+        .args(["-n", "-c"])
+        .arg(path)
+        .output()
+        .expect("getfacl");
+    text(&out)
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            f.len() == 3 && (!f[1].is_empty() || f[0] == "other")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `user` (by name, with the groups NSS gives them) may read `path` by the kernel's
+/// own check: the POSIX ACL alone decides, no server in between.
+fn kernel_lets_read(rig: &Rig, user: &str, path: &Path) -> bool {
+    let (uid, gid) = rig.uid_gid(user);
+    let script = format!(
+        "setpriv --reuid={uid} --regid={gid} --init-groups cat {} >/dev/null 2>&1",
+        path.display()
+    );
+    rig.member(None, &script).status.success()
+}
+
+fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(rig: &Rig) {
+    let dom = rig.domain_sid();
+    let proj_out = text(&rig.member(None, "wbinfo -n 'RSAD\\rsproj'"));
+    let proj = proj_out
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let alice_out = text(&rig.member(None, "wbinfo -n 'RSAD\\rsalice'"));
+    let alice = alice_out
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        proj.starts_with(&dom) && alice.starts_with(&dom),
+        "{proj_out} {alice_out}"
+    );
+    let proj_gid = text(&rig.member(None, &format!("wbinfo --sid-to-gid={proj}")));
+    let proj_gid: u32 = proj_gid.trim().parse().expect("wbinfo --sid-to-gid");
+    assert!(
+        proj_gid >= 1_000_000,
+        "autorid maps RSAD\\rsproj to {proj_gid}, outside any rid range"
+    );
+    let mut shown = Vec::new();
+    let mut acls = Vec::new();
+    for (server, host, share) in SERVERS {
+        let put = format!("put {} autorid.txt", rig.path("secret.txt").display());
+        let out = rig.smbclient("rsalice", host, &put);
+        assert!(out.contains("putting file"), "{server}: {out}");
+        let set = format!(
+            "smbcacls //{host}/share autorid.txt --use-kerberos=required \
+             --set 'ACL:{alice}:ALLOWED/0x0/FULL,ACL:{proj}:ALLOWED/0x0/READ' 2>&1"
+        );
+        let out = rig.member(Some("rsalice"), &set);
+        assert!(
+            out.status.success(),
+            "{server}: smbcacls --set: {}\n{}",
+            text(&out),
+            rig.log_tail()
+        );
+        let file = rig.path(share).join("autorid.txt");
+        let entries = posix_entries(&file);
+        assert!(
+            entries
+                .iter()
+                .any(|e| e.starts_with(&format!("group:{proj_gid}:r"))),
+            "{server}: the group's ACE is a POSIX ACL entry: {entries:?}\n{}",
+            rig.log_tail()
+        );
+        assert!(
+            kernel_lets_read(rig, "RSAD\\rscarol", &file),
+            "{server}: the kernel lets rscarol (in rsproj) read: {entries:?}"
+        );
+        assert!(
+            !kernel_lets_read(rig, "RSAD\\rsbob", &file),
+            "{server}: the kernel denies rsbob: {entries:?}"
+        );
+        let carol = rig.smbclient("rscarol", host, "get autorid.txt /dev/stdout");
+        assert!(
+            carol.contains("for rsproj only"),
+            "{server}: rscarol reads: {carol}"
+        );
+        let bob = rig.smbclient("rsbob", host, "get autorid.txt /dev/stdout");
+        assert!(
+            bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
+            "{server}: rsbob is denied: {bob}"
+        );
+        let get =
+            format!("smbcacls //{host}/share autorid.txt --use-kerberos=required --numeric 2>&1");
+        shown.push(text(&rig.member(Some("rsalice"), &get)));
+        acls.push(entries);
+    }
+    assert_eq!(acls[0], acls[1], "both servers wrote the same POSIX ACL");
+    assert!(shown[1].contains(&proj), "the ACE reads back: {}", shown[1]);
+    assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
 }
