@@ -198,22 +198,37 @@ impl SidMap {
     /// The Unix ids of `sd` (read from a POSIX ACL, as Unix SIDs) in the other backends' ranges
     /// that the id source was not asked about yet.
     pub fn unknown_ids(&self, sd: &SecurityDescriptor, now_ms: u64) -> Vec<Xid> {
+        let ids: Vec<Xid> = sids_in(sd)
+            .into_iter()
+            .filter_map(|s| match (s.unix_uid(), s.unix_gid()) {
+                (Some(u), _) => Some(Xid::Uid(u)),
+                (_, Some(g)) => Some(Xid::Gid(g)),
+                _ => None,
+            })
+            .collect();
+        self.unknown_of(&ids, now_ms)
+    }
+
+    /// Those of `ids` (each a uid or a gid) in the other backends' ranges that the id source
+    /// was not asked about yet.
+    pub fn unknown_of(&self, ids: &[Xid], now_ms: u64) -> Vec<Xid> {
         let ranges = self.id_ranges.read().unwrap_or_else(|e| e.into_inner());
         if ranges.is_empty() {
             return Vec::new();
         }
         let cache = self.cache.read().unwrap_or_else(|e| e.into_inner());
-        sids_in(sd)
-            .into_iter()
-            .filter_map(|s| match (s.unix_uid(), s.unix_gid()) {
-                (Some(u), _) => Some((false, u)),
-                (_, Some(g)) => Some((true, g)),
-                _ => None,
-            })
-            .filter(|(_, id)| ranges.iter().any(|(lo, hi)| (lo..=hi).contains(&id)))
-            .filter(|(gid, id)| cache.sid_of(*gid, *id, now_ms).is_none())
-            .map(|(gid, id)| if gid { Xid::Gid(id) } else { Xid::Uid(id) })
-            .collect()
+        let mut out: Vec<Xid> = Vec::new();
+        for &x in ids {
+            let (gid, id) = match x {
+                Xid::Uid(u) => (false, u),
+                Xid::Gid(g) | Xid::Both(g) => (true, g),
+            };
+            let in_range = ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&id));
+            if in_range && cache.sid_of(gid, id, now_ms).is_none() && !out.contains(&x) {
+                out.push(x);
+            }
+        }
+        out
     }
 
     /// Remember that domain `name` has SID `sid` (from a verified PAC).

@@ -356,3 +356,49 @@ fn a_files_ids_in_an_idmap_range_read_back_as_the_sids_the_id_source_names() {
     assert!(shown(&rs[0]).contains(&ENGINEERS.to_string()));
     assert!(ids.asked().is_empty());
 }
+
+#[test]
+fn a_files_group_in_an_idmap_range_is_kept_as_its_domain_sid_when_a_dacl_is_set() {
+    let (mut c, _ids) = member();
+    c.put_file("team.txt", b"x");
+    let node = c
+        .mem
+        .open(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(["team.txt"]).unwrap(),
+            &OpenOptions::read_existing(),
+        )
+        .unwrap()
+        .node;
+    // chgrp to the domain group Engineers' gid, as winbind gave it.
+    node.chown(None, Some(ENGINEERS_GID), true).unwrap();
+    let f = c
+        .create("team.txt", READ_CONTROL | WRITE_DAC, D::OPEN, 0)
+        .unwrap();
+    assert!(set_dacl(&mut c, f, &dacl(&[(SALES, 0x0012_0089)])).is_empty());
+    let (asked, rs) = answer(&mut c);
+    let [Lookup::Ids {
+        sids, ids: xids, ..
+    }] = asked.as_slice()
+    else {
+        panic!("one lookup of ids")
+    };
+    assert_eq!(sids, &[sid(SALES)]);
+    assert_eq!(xids, &[Xid::Gid(ENGINEERS_GID)], "the file's group");
+    assert_eq!(rs[0].status(), NtStatus::SUCCESS);
+    let tree = c.tree_id;
+    let rs = c.call_all(Command::QUERY_INFO, tree, |o| {
+        o.extend_from_slice(&41u16.to_le_bytes());
+        o.push(INFO_SECURITY);
+        o.push(0);
+        o.extend_from_slice(&65536u32.to_le_bytes());
+        o.extend_from_slice(&[0; 8]);
+        o.extend_from_slice(&OWNER_GROUP_DACL.to_le_bytes());
+        o.extend_from_slice(&0u32.to_le_bytes());
+        f.write(o);
+        o.push(0);
+    });
+    let body = ringshare_wire::info::QueryInfoResponse::decode(&rs[0].msg).unwrap();
+    let sd = SecurityDescriptor::decode(body.buffer).unwrap();
+    assert_eq!(sd.group, Some(sid(ENGINEERS)), "as Samba shows it");
+}

@@ -244,7 +244,12 @@ fn create_or_wait(
     let mut asked = request::check(core, &cr, &tree, ask)?;
     if let (false, Some(sd)) = (retry, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
-        crate::cmd::ids::before_set(core, sd)?;
+        // Also the SIDs of the creator's ids, the new file's owner and group.
+        let creator = [
+            crate::sidcache::Xid::Uid(tree.who.uid()),
+            crate::sidcache::Xid::Gid(tree.who.gid()),
+        ];
+        crate::cmd::ids::before_set(core, sd, &creator)?;
     }
     let target = target::resolve(&server, &tree, &asked)?;
     let at = At {

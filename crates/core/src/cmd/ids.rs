@@ -56,9 +56,14 @@ fn answered(core: &mut ConnCore) -> Option<Result<(), String>> {
     }
 }
 
-/// Before `sd`, given by a client, becomes a POSIX ACL: Err([`ASK_IDS`]) when its domain SIDs
-/// must be asked about first, Err([`NO_ANSWER`]) when they were and the id source failed.
-pub(crate) fn before_set(core: &mut ConnCore, sd: &SecurityDescriptor) -> Result<(), NtStatus> {
+/// Before `sd`, given by a client, becomes a POSIX ACL: Err([`ASK_IDS`]) when its domain SIDs,
+/// or the SIDs of `ids` (the file's owner and group, which the stored descriptor shows), must
+/// be asked about first; Err([`NO_ANSWER`]) when they were and the id source failed.
+pub(crate) fn before_set(
+    core: &mut ConnCore,
+    sd: &SecurityDescriptor,
+    ids: &[Xid],
+) -> Result<(), NtStatus> {
     match answered(core) {
         Some(Ok(())) => return Ok(()),
         Some(Err(_)) => return Err(NO_ANSWER),
@@ -70,16 +75,26 @@ pub(crate) fn before_set(core: &mut ConnCore, sd: &SecurityDescriptor) -> Result
     if core.server.domain().is_none() {
         return Ok(());
     }
-    let sids = core.server.sid_map.unknown_sids(sd, core.now.mono_ms);
-    if sids.is_empty() {
+    let now = core.now.mono_ms;
+    let sids = core.server.sid_map.unknown_sids(sd, now);
+    let ids = core.server.sid_map.unknown_of(ids, now);
+    if sids.is_empty() && ids.is_empty() {
         return Ok(());
     }
-    core.ids_wanted = Some(Lookup::Ids {
-        source,
-        sids,
-        ids: Vec::new(),
-    });
+    core.ids_wanted = Some(Lookup::Ids { source, sids, ids });
     Err(ASK_IDS)
+}
+
+/// The Unix ids a descriptor names (as Unix SIDs).
+pub(crate) fn unix_ids(sd: &SecurityDescriptor) -> Vec<Xid> {
+    crate::sidcache::sids_in(sd)
+        .into_iter()
+        .filter_map(|s| match (s.unix_uid(), s.unix_gid()) {
+            (Some(u), _) => Some(Xid::Uid(u)),
+            (_, Some(g)) => Some(Xid::Gid(g)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Before `sd`, read from a file, is answered: Err([`ASK_IDS`]) when it holds ids of the other

@@ -257,8 +257,18 @@ fn set_security(
         None
     };
     if !info.is_empty() {
-        // Domain SIDs the id source must place first ([`crate::cmd::ids`]).
-        crate::cmd::ids::before_set(core, &given)?;
+        // Domain SIDs the id source must place first, and the SIDs of the file's ids the
+        // stored descriptor will show ([`crate::cmd::ids`]).
+        let current = match core.server.id_source() {
+            Some(_) => {
+                let attr = open.node.stat_without_dos().map_err(status_of)?;
+                let sids = (&core.server.sid_map, core.now.mono_ms);
+                let sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
+                crate::cmd::ids::unix_ids(&sd)
+            }
+            None => Vec::new(),
+        };
+        crate::cmd::ids::before_set(core, &given, &current)?;
         let server = &core.server;
         let ids = server.ids(core.now.mono_ms);
         crate::ntsd::set(
