@@ -132,22 +132,45 @@ pub(crate) fn forget(server: &ServerState, open: &Open) {
 /// by its record (after a takeover the keeper is not the node that made it).
 /// A record that still names a dead keeper (the takeover's own record was
 /// not stored) points at the file's home: the node that took it over.
-pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Option<u16> {
-    let link = server.cluster()?;
-    let rec = link.ca_get(file_id.persistent).ok().flatten()?;
-    let rec = msg::decode_ca(&rec).ok()?;
+///
+/// While the open is between nodes the answer is FILE_NOT_AVAILABLE, for the client to try
+/// again (issue 33: a reconnect must never hear "gone" while ownership moves): the records
+/// cannot be read, or the record names a keeper that died and no live node has the open yet
+/// (the file's home is not known, or it is this node and its takeover has not run). `None`:
+/// no record, or this node keeps it.
+pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtStatus> {
+    let Some(link) = server.cluster() else {
+        return Ok(None);
+    };
+    let rec = match link.ca_get(file_id.persistent) {
+        Ok(Some(rec)) => rec,
+        Ok(None) => return Ok(None),
+        Err(s) => {
+            tracing::info!(
+                ?s,
+                "a persistent open's record could not be read: the reconnect is to be tried again"
+            );
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
+    };
+    let Ok(rec) = msg::decode_ca(&rec) else {
+        return Ok(None);
+    };
     if rec.file_id != file_id {
-        return None;
+        return Ok(None);
     }
     let node = if link.members().contains(&rec.keeper) {
         rec.keeper
     } else {
         match server.home_of(rec.state.key) {
             Home::Node(n) => n,
-            _ => return None,
+            Home::Here if lock(&server.durables).get(file_id.persistent).is_some() => {
+                return Ok(None)
+            }
+            Home::Here | Home::Unavailable => return Err(NtStatus::FILE_NOT_AVAILABLE),
         }
     };
-    (node != link.node()).then_some(node)
+    Ok((node != link.node()).then_some(node))
 }
 
 /// The records of persistent opens kept by nodes in `gone` or by no live

@@ -235,7 +235,16 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
         share: &ask.share,
         owner: &owner,
     };
-    let parked = durable::take_matching(server, ask.file_id, &wanted)?;
+    let parked = match durable::take_matching(server, ask.file_id, &wanted) {
+        Ok(p) => p,
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
+            // A persistent open this node (its file's home) is still to take over from a
+            // dead node: the reconnect is to be tried again, not told it is gone.
+            super::ca::keeper(server, ask.file_id)?;
+            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        }
+        Err(s) => return Err(s),
+    };
     let open = parked.open;
     let h = state_of(&open, &lock(&open.state), &parked.durability);
     if homed_elsewhere(server, open.key) {

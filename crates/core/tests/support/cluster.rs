@@ -189,6 +189,15 @@ impl Cluster {
     /// Node `dead` dies: its clients are gone with it; node `heir` takes
     /// its partitions over and rebuilds them from the other nodes' opens.
     pub fn kill(&self, dead: u16, heir: u16) -> usize {
+        let (taken, parts) = self.die(dead, heir);
+        self.take_over(dead, heir, &parts);
+        taken
+    }
+
+    /// The first half of [`Cluster::kill`]: node `dead` dies and node `heir` rebuilds its
+    /// partitions (how many opens it rebuilt, and the partitions), but no survivor has taken
+    /// the dead node's persistent opens over yet ([`Cluster::take_over`]).
+    pub fn die(&self, dead: u16, heir: u16) -> (usize, Vec<u32>) {
         self.bus.down.lock().unwrap().insert(dead);
         let mut parts = Vec::new();
         for (p, o) in self.bus.owners.lock().unwrap().iter_mut().enumerate() {
@@ -205,12 +214,17 @@ impl Cluster {
         let taken = self.nodes[usize::from(heir) - 1]
             .rebuild(&parts)
             .expect("every live node hands over its opens");
-        // Each survivor keeps the dead node's persistent opens of its files.
+        (taken, parts)
+    }
+
+    /// The second half of [`Cluster::kill`]: each survivor keeps the dead node's persistent
+    /// opens of its files (`heir` those of the partitions `parts` it gained).
+    pub fn take_over(&self, dead: u16, heir: u16, parts: &[u32]) {
         let now = self.bus.now_ms.load(Ordering::Relaxed);
         for (i, s) in self.nodes.iter().enumerate() {
             if i + 1 != usize::from(dead) {
                 let gained: &[u32] = if i + 1 == usize::from(heir) {
-                    &parts
+                    parts
                 } else {
                     &[]
                 };
@@ -218,7 +232,6 @@ impl Cluster {
                     .expect("the in-memory records are read");
             }
         }
-        taken
     }
 
     pub fn posts_to(&self, node: u16) -> u64 {

@@ -320,7 +320,7 @@ fn reconnect_elsewhere(
     }
     if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND)) {
         // A persistent open taken over from a dead node: its record names the node keeping it.
-        taken = match crate::cluster::ca::keeper(&server, file_id) {
+        taken = match crate::cluster::ca::keeper(&server, file_id)? {
             Some(node) if Some(node) != holder => {
                 take_over_from(&server, &landing, node, file_id, wanted)
             }
