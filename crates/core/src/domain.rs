@@ -175,6 +175,14 @@ impl SidMap {
             .clear();
     }
 
+    /// The other backends' ranges.
+    pub fn id_ranges(&self) -> Vec<(u32, u32)> {
+        self.id_ranges
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Keep what the id source answered ([`crate::sidcache`]).
     pub fn remember(&self, answers: &IdAnswers, now_ms: u64) {
         self.cache

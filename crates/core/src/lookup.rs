@@ -19,6 +19,7 @@ use ringshare_auth::DomainNtlmRequest;
 
 use crate::domain::DomainLogons;
 use crate::identity::{Account, AccountError, Accounts};
+
 use crate::sidcache::{IdAnswers, IdSource, Xid};
 
 /// How the server reaches the KDCs of its realm, for IAKerb clients that cannot (the binary:
@@ -46,6 +47,10 @@ pub enum Lookup {
     Account {
         accounts: Arc<dyn Accounts>,
         names: Vec<String>,
+        /// A domain user without a PAC (an NTLM logon) on a member whose ids winbind maps:
+        /// the SIDs of the account's ids in these idmap ranges join its token
+        /// ([`IdSource::sids_of`]).
+        domain_ids: Option<(Arc<dyn IdSource>, Vec<(u32, u32)>)>,
     },
     /// Relay an IAKerb client's KDC request to a KDC of the server's realm ([`Kdcs::exchange`]).
     Kdc {
@@ -82,13 +87,20 @@ impl LookupRequest {
             Lookup::DomainNtlm { logons, request } => {
                 LookupDone::DomainNtlm(logons.ntlm(&request.as_request()))
             }
-            Lookup::Account { accounts, names } => {
+            Lookup::Account {
+                accounts,
+                names,
+                domain_ids,
+            } => {
                 let mut answer = Err(AccountError::NoSuchUser);
                 for name in names {
                     answer = accounts.user(name);
                     if !matches!(answer, Err(AccountError::NoSuchUser)) {
                         break;
                     }
+                }
+                if let (Ok(a), Some((source, ranges))) = (&mut answer, domain_ids) {
+                    add_domain_sids(a, source.as_ref(), ranges);
                 }
                 LookupDone::Account(answer)
             }
@@ -99,6 +111,41 @@ impl LookupRequest {
                 LookupDone::Ids(ask_ids(source.as_ref(), sids, ids))
             }
         }
+    }
+}
+
+/// Add to `a`'s token the SIDs `source` gives its uid and groups that lie in `ranges`. A source
+/// that cannot answer leaves the token as it was (logged): the logon goes on, and the POSIX ACL
+/// still decides what the kernel grants.
+fn add_domain_sids(a: &mut Account, source: &dyn IdSource, ranges: &[(u32, u32)]) {
+    let in_range = |id: u32| ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&id));
+    let mut ids: Vec<Xid> = Vec::new();
+    let uid = a.who.uid();
+    if in_range(uid) {
+        ids.push(Xid::Uid(uid));
+    }
+    for &g in std::iter::once(&a.who.gid()).chain(a.who.groups()) {
+        if in_range(g) && !ids.contains(&Xid::Gid(g)) {
+            ids.push(Xid::Gid(g));
+        }
+    }
+    if ids.is_empty() {
+        return;
+    }
+    match source.sids_of(&ids) {
+        Ok(found) => {
+            let mut sids = a.sids.to_vec();
+            for s in found.into_iter().flatten() {
+                if !sids.contains(&s) {
+                    sids.push(s);
+                }
+            }
+            a.sids = sids.into();
+        }
+        Err(why) => tracing::warn!(
+            "the id source (winbind) gave no SIDs for {}'s ids: {why}",
+            a.name
+        ),
     }
 }
 
@@ -153,5 +200,88 @@ impl fmt::Debug for LookupRequest {
                 request.request.len()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_wire::security::Sid;
+
+    /// winbind with autorid: the user's uid and two of their groups are domain ids.
+    struct Winbind;
+
+    impl IdSource for Winbind {
+        fn ids_of(&self, sids: &[Sid]) -> Result<Vec<Option<Xid>>, String> {
+            Ok(vec![None; sids.len()])
+        }
+
+        fn sids_of(&self, ids: &[Xid]) -> Result<Vec<Option<Sid>>, String> {
+            Ok(ids
+                .iter()
+                .map(|x| match x {
+                    Xid::Uid(1_101_104) => "S-1-5-21-1-2-3-1104".parse().ok(),
+                    Xid::Gid(1_101_106) => "S-1-5-21-1-2-3-1106".parse().ok(),
+                    Xid::Gid(1_100_513) => "S-1-5-21-1-2-3-513".parse().ok(),
+                    _ => None,
+                })
+                .collect())
+        }
+    }
+
+    struct Nss;
+
+    impl Accounts for Nss {
+        fn user(&self, name: &str) -> Result<Account, AccountError> {
+            Ok(Account {
+                name: name.to_string(),
+                who: Arc::new(ringshare_engine::creds::Creds::new(
+                    1_101_104,
+                    1_100_513,
+                    vec![1_100_513, 1_101_106, 100],
+                )),
+                home: String::new(),
+                sids: Default::default(),
+            })
+        }
+
+        fn group(&self, _: &str) -> Option<u32> {
+            None
+        }
+
+        fn group_name(&self, _: u32) -> Option<String> {
+            None
+        }
+    }
+
+    #[test]
+    fn an_ntlm_domain_users_token_gets_the_sids_winbind_gives_their_ids() {
+        let ask = |domain_ids| LookupRequest {
+            id: 1,
+            ask: Lookup::Account {
+                accounts: Arc::new(Nss),
+                names: vec!["RSAD\\rscarol".into()],
+                domain_ids,
+            },
+        };
+        let source: Arc<dyn IdSource> = Arc::new(Winbind);
+        let LookupDone::Account(Ok(a)) = ask(Some((source, vec![(1_000_000, 19_999_999)]))).run()
+        else {
+            panic!("an account")
+        };
+        let sids: Vec<String> = a.sids.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            sids,
+            [
+                "S-1-5-21-1-2-3-1104",
+                "S-1-5-21-1-2-3-513",
+                "S-1-5-21-1-2-3-1106"
+            ],
+            "the user's, then their groups' (gid 100 is local: not asked)"
+        );
+        let LookupDone::Account(Ok(a)) = ask(None).run() else {
+            panic!("an account")
+        };
+        assert!(a.sids.is_empty(), "not asked without an id source");
     }
 }

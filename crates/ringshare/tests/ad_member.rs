@@ -19,7 +19,8 @@
 //!   autorid`, no arithmetic ringshare could do itself; the daemons restarted): an ACE for a
 //!   domain group set with smbcacls becomes the same POSIX ACL entries on both servers (ringshare
 //!   asks winbindd over its socket), so the kernel itself lets a member read and denies a
-//!   non-member; over SMB the member reads and the non-member is denied on both.
+//!   non-member; over SMB the member reads and the non-member is denied on both, with tickets
+//!   and over NTLM (whose token's domain SIDs ringshare asks winbind for).
 //!
 //! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient and krb5-user; skipped with a
 //! message otherwise. About 40 s, most of it provisioning the domain.
@@ -613,6 +614,29 @@ fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(
         assert!(
             bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
             "{server}: rsbob is denied: {bob}"
+        );
+        // Over NTLM (by address; no PAC): the token's domain SIDs come from winbind too.
+        let ip = if server == "samba" {
+            "127.0.0.3"
+        } else {
+            "127.0.0.4"
+        };
+        let carol = ntlm(
+            rig,
+            ip,
+            "rscarol",
+            "C4rol!pass",
+            "get autorid.txt /dev/stdout",
+        );
+        assert!(
+            carol.contains("for rsproj only"),
+            "{server}: rscarol over NTLM reads: {carol}\n{}",
+            rig.log_tail()
+        );
+        let bob = ntlm(rig, ip, "rsbob", "B0b!pass", "get autorid.txt /dev/stdout");
+        assert!(
+            bob.contains("NT_STATUS_ACCESS_DENIED"),
+            "{server}: rsbob over NTLM is denied: {bob}"
         );
         let get =
             format!("smbcacls //{host}/share autorid.txt --use-kerberos=required --numeric 2>&1");

@@ -382,10 +382,20 @@ fn ask_account(core: &mut ConnCore, fin: Finishing) -> Handled {
         (Some(d), false) => d.names.clone(),
         (None, false) => vec![fin.user.clone()],
     };
+    // A domain user without a PAC (NTLM) gets the SIDs of their ids from winbind with the
+    // account, where no rid range computes them.
+    let no_pac = fin.domain.as_ref().is_some_and(|d| d.sids.is_empty()) && !fin.guest;
+    let domain_ids = core
+        .server
+        .id_source()
+        .filter(|_| no_pac)
+        .map(|s| (s, core.server.sid_map.id_ranges()))
+        .filter(|(_, r)| !r.is_empty());
     Handled::Lookup {
         ask: Lookup::Account {
             accounts: Arc::clone(&core.server.accounts),
             names,
+            domain_ids,
         },
         cont: LookupCont::Logon(Box::new(fin)),
     }
@@ -431,11 +441,12 @@ fn account_from(
             // The PAC's SIDs, and those of the account's ids where rid ranges hold them
             // (all a domain user logged on over NTLM has).
             let mut sids = d.sids.to_vec();
-            for s in core
-                .server
-                .sid_map
-                .sids_of(a.who.uid(), a.who.groups(), core.now.mono_ms)
-            {
+            // Those winbind gave with the account (NTLM on a non-rid member).
+            let computed =
+                core.server
+                    .sid_map
+                    .sids_of(a.who.uid(), a.who.groups(), core.now.mono_ms);
+            for s in a.sids.iter().cloned().chain(computed) {
                 if !sids.contains(&s) {
                     sids.push(s);
                 }
