@@ -29,6 +29,9 @@ pub trait Kdcs: Send + Sync {
     fn exchange(&self, realm: &str, request: &[u8]) -> Result<Vec<u8>, String>;
 }
 
+/// The id source and the idmap ranges of the ids it is asked about ([`Lookup::Account`]).
+pub type DomainIds = (Arc<dyn IdSource>, Vec<(u32, u32)>);
+
 /// A question and who answers it.
 pub struct LookupRequest {
     pub id: u64,
@@ -50,7 +53,7 @@ pub enum Lookup {
         /// A domain user without a PAC (an NTLM logon) on a member whose ids winbind maps:
         /// the SIDs of the account's ids in these idmap ranges join its token
         /// ([`IdSource::sids_of`]).
-        domain_ids: Option<(Arc<dyn IdSource>, Vec<(u32, u32)>)>,
+        domain_ids: Option<DomainIds>,
     },
     /// Relay an IAKerb client's KDC request to a KDC of the server's realm ([`Kdcs::exchange`]).
     Kdc {
