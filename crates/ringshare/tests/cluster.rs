@@ -749,6 +749,37 @@ fn killing_the_etcd_leader_fails_no_smb_request() {
     );
 }
 
+#[test]
+fn a_node_stopped_with_sigterm_leaves_at_once_and_logs_a_departure_not_a_fence() {
+    let name = "nodestop";
+    if !etcd_available(name) {
+        return;
+    }
+    let mut cl = Cluster::start(name);
+    let files = cl.files_homed_on_each("stop");
+    let t = Instant::now();
+    let exit = cl.nodes[2].signal_and_wait(libc::SIGTERM, Duration::from_secs(10));
+    let log = cl.nodes[2].log();
+    assert!(exit.is_some_and(|e| e.success()), "node 3 stops: {log}");
+    assert!(log.contains("left the cluster (stopping)"), "{log}");
+    assert!(
+        !log.contains("fenced") && !log.contains("ERROR"),
+        "a stop is a departure, not a fence: {log}"
+    );
+    // Its partitions went at its stop: a survivor decides for its file well before the
+    // lease's TTL would have let it.
+    let mut a = cl.client(1);
+    let (_, took) = within(Duration::from_secs(8), || {
+        let h = open(&mut a, &files[2], ALL, 0).ok()?;
+        a.close(h).ok()
+    })
+    .expect("a survivor decides for the file node 3 was home of");
+    eprintln!(
+        "[{name}] node 3 stopped with SIGTERM in {:?}; node 1 opened its file {took:?} later",
+        t.elapsed() - took
+    );
+}
+
 /// Try `f` every 50 ms until it gives `Some`, within `limit`.
 fn within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<(T, Duration)> {
     let t = Instant::now();

@@ -44,6 +44,9 @@ struct Link {
     /// This node stopped being a member (its lease lapsed): it decides
     /// nothing until it joined again.
     fenced: AtomicBool,
+    /// The node is stopping ([`Node::leave`]): its coordinator going away is a planned
+    /// departure, not a fence.
+    leaving: AtomicBool,
     /// The coordinator's fence deadline as last read (ms since `base`):
     /// from then on nothing is decided, even before any thread noticed.
     fence_at_ms: AtomicU64,
@@ -397,6 +400,7 @@ pub fn start(
         addrs: RwLock::new(HashMap::new()),
         incarnations: Mutex::new(HashMap::new()),
         fenced: AtomicBool::new(false),
+        leaving: AtomicBool::new(false),
         fence_at_ms: AtomicU64::new(0),
         base: started,
         coordinator: Mutex::new(None),
@@ -465,11 +469,25 @@ pub fn start(
 }
 
 impl Node {
-    /// Leave the cluster: this node's partitions go to the others at once.
+    /// Leave the cluster (the server is stopping): this node's partitions go to the others at
+    /// once, and its lease is revoked so that they forget it without waiting for its TTL. A
+    /// planned departure, said as such (INFO), not a fence.
     pub fn leave(self) {
+        self.link.leaving.store(true, Ordering::Release);
+        let held = self
+            .link
+            .owners
+            .iter()
+            .filter(|o| o.load(Ordering::Acquire) == u32::from(self.link.node))
+            .count();
         if let Some(c) = lock(&self.link.coordinator).take() {
-            if let Err(e) = c.leave() {
-                tracing::warn!("cluster: leaving: {e}");
+            match c.leave() {
+                Ok(()) => tracing::info!(
+                    "cluster: node {} left the cluster (stopping): its {held} partitions went \
+                     to the other nodes",
+                    self.link.node
+                ),
+                Err(e) => tracing::warn!("cluster: leaving: {e}"),
             }
         }
     }
@@ -568,7 +586,7 @@ fn watch(
     // the first and every minute).
     let mut fs_down = 0u32;
     loop {
-        if server.strong_count() == 0 {
+        if server.strong_count() == 0 || link.leaving.load(Ordering::Acquire) {
             return;
         }
         let fenced = match &events {
@@ -585,6 +603,10 @@ fn watch(
         if !fenced {
             link.refresh_and_rebuild(server);
             continue;
+        }
+        if link.leaving.load(Ordering::Acquire) {
+            // The coordinator went because the node is stopping ([`Node::leave`]).
+            return;
         }
         if !link.fenced.swap(true, Ordering::AcqRel) {
             tracing::error!(
