@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+pub mod compression;
 pub mod consts;
 pub mod create;
 pub mod dir;

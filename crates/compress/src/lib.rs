@@ -1,0 +1,142 @@
+//! SMB 3.1.1 compression ([MS-SMB2] 2.2.42, 3.1.4.4, 3.3.5.2.x; [MS-XCA]).
+//!
+//! Codecs, each written from its specification: [`lz77`] (plain LZ77,
+//! "XPRESS", [MS-XCA] 2.3-2.4), [`lznt1`] ([MS-XCA] 2.5), [`huffman`]
+//! (LZ77+Huffman decompression, [MS-XCA] 2.1-2.2), [`pattern`]
+//! (Pattern_V1), and LZ4 blocks through `lz4_flex` ([`lz4`]). [`message`] is
+//! the sans-I/O step a connection calls: decompress a received
+//! COMPRESSION_TRANSFORM_HEADER message with the receiver's checks, or
+//! compress one to send.
+//!
+//! Decompressors take hostile input: the caller gives the exact size the
+//! output must have (bounded before anything is allocated), they never write
+//! past it, never panic, and run in time linear in input plus output.
+#![forbid(unsafe_code)]
+
+pub mod huffman;
+pub mod lz4;
+pub mod lz77;
+pub mod lznt1;
+pub mod message;
+pub mod pattern;
+
+pub use message::{compress_message, decompress_message, CompressOptions, Disconnect};
+pub use ringshare_wire::consts::CompressionAlgorithm;
+
+/// Why a compressed stream was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The stream ended in the middle of a token.
+    Truncated,
+    /// A token or table the format does not allow; names what.
+    Corrupt(&'static str),
+    /// The output would be larger than the size the caller expects.
+    Overflow,
+    /// The stream ended with fewer bytes than expected.
+    Short { expected: usize, got: usize },
+    /// The expected size is above the caller's maximum.
+    TooLarge,
+    /// The algorithm is not one this crate decompresses.
+    Unsupported,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Truncated => f.write_str("compressed stream truncated"),
+            Error::Corrupt(what) => write!(f, "corrupt compressed stream: {what}"),
+            Error::Overflow => f.write_str("decompressed data larger than announced"),
+            Error::Short { expected, got } => {
+                write!(f, "decompressed {got} bytes, {expected} announced")
+            }
+            Error::TooLarge => f.write_str("announced size above the limit"),
+            Error::Unsupported => f.write_str("algorithm not supported"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Decompress `input` with `alg`, appending exactly `expected` bytes to
+/// `out`. `expected` above `max` is refused before any allocation. On error
+/// `out` is left with whatever was appended (callers drop it).
+pub fn decompress_into(
+    alg: CompressionAlgorithm,
+    input: &[u8],
+    expected: usize,
+    max: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    if expected > max {
+        return Err(Error::TooLarge);
+    }
+    out.reserve(expected);
+    match alg {
+        CompressionAlgorithm::LZ77 => lz77::decompress(input, expected, out),
+        CompressionAlgorithm::LZNT1 => lznt1::decompress(input, expected, out),
+        CompressionAlgorithm::LZ77_HUFFMAN => huffman::decompress(input, expected, out),
+        CompressionAlgorithm::LZ4 => lz4::decompress(input, expected, out),
+        _ => Err(Error::Unsupported),
+    }
+}
+
+/// [`decompress_into`] a new buffer.
+pub fn decompress(
+    alg: CompressionAlgorithm,
+    input: &[u8],
+    expected: usize,
+    max: usize,
+) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    decompress_into(alg, input, expected, max, &mut out)?;
+    Ok(out)
+}
+
+/// Compress `input` with `alg`, appending to `out`; `false` when this crate
+/// has no compressor for `alg` (LZ77+Huffman, Pattern_V1, NONE).
+pub fn compress_into(alg: CompressionAlgorithm, input: &[u8], out: &mut Vec<u8>) -> bool {
+    match alg {
+        CompressionAlgorithm::LZ77 => lz77::compress(input, out),
+        CompressionAlgorithm::LZNT1 => lznt1::compress(input, out),
+        CompressionAlgorithm::LZ4 => lz4::compress(input, out),
+        _ => return false,
+    }
+    true
+}
+
+/// Whether [`compress_into`] can produce `alg`.
+pub fn can_compress(alg: CompressionAlgorithm) -> bool {
+    matches!(
+        alg,
+        CompressionAlgorithm::LZ77 | CompressionAlgorithm::LZNT1 | CompressionAlgorithm::LZ4
+    )
+}
+
+/// Copy `len` bytes from `dist` bytes back to the end of `out` (the source
+/// may overlap what is being written), in time linear in `len`.
+pub(crate) fn copy_match(out: &mut Vec<u8>, dist: usize, len: usize) {
+    let src = out.len() - dist;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(out.len() - src);
+        out.extend_from_within(src..src + n);
+        left -= n;
+    }
+}
+
+/// The end of the output, checked: `base + expected` must not overflow.
+pub(crate) fn output_end(out: &[u8], expected: usize) -> Result<usize, Error> {
+    out.len().checked_add(expected).ok_or(Error::TooLarge)
+}
+
+/// The final size check every decompressor makes.
+pub(crate) fn check_full(out: &[u8], end: usize, expected: usize) -> Result<(), Error> {
+    if out.len() == end {
+        Ok(())
+    } else {
+        Err(Error::Short {
+            expected,
+            got: expected - (end - out.len()),
+        })
+    }
+}

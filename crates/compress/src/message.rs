@@ -1,0 +1,242 @@
+//! The sans-I/O steps a connection takes: decompress a received
+//! COMPRESSION_TRANSFORM_HEADER message with the receiver's checks of
+//! [MS-SMB2] 3.3.5.2.x / 3.2.5.1.1.2, and compress a message to send
+//! ([MS-SMB2] 3.1.4.4).
+
+use ringshare_wire::codec::HEADER_LEN;
+use ringshare_wire::compression::{self, CompressedMessage};
+use ringshare_wire::consts::CompressionAlgorithm;
+use ringshare_wire::header::SMB2_MAGIC;
+use ringshare_wire::WireError;
+
+use crate::{pattern, Error};
+
+/// Why a compressed message closes the connection. Every variant is a
+/// disconnect in [MS-SMB2] 3.3.5.2.x; `Display` is the log line's reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disconnect {
+    /// The header or a payload header does not parse.
+    Malformed(WireError),
+    /// The algorithm was not negotiated (chained: neither NONE nor negotiated).
+    NotNegotiated(CompressionAlgorithm),
+    /// OriginalCompressedSegmentSize above the connection's bound.
+    TooLarge { size: usize, limit: usize },
+    /// A payload does not decompress.
+    Decompress(CompressionAlgorithm, Error),
+    /// The payloads do not add up to OriginalCompressedSegmentSize.
+    SizeMismatch { announced: usize, got: usize },
+    /// The result is not an SMB2 message.
+    NotSmb2,
+}
+
+impl core::fmt::Display for Disconnect {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Disconnect::Malformed(e) => write!(f, "malformed compressed message: {e}"),
+            Disconnect::NotNegotiated(a) => {
+                write!(f, "compression algorithm {:#06x} not negotiated", a.0)
+            }
+            Disconnect::TooLarge { size, limit } => {
+                write!(
+                    f,
+                    "compressed message of {size} bytes above the limit {limit}"
+                )
+            }
+            Disconnect::Decompress(a, e) => write!(f, "algorithm {:#06x}: {e}", a.0),
+            Disconnect::SizeMismatch { announced, got } => {
+                write!(
+                    f,
+                    "compressed message gave {got} bytes, {announced} announced"
+                )
+            }
+            Disconnect::NotSmb2 => f.write_str("decompressed message is not SMB2"),
+        }
+    }
+}
+
+/// The bound on a decompressed message: 256 + the SMB2 header +
+/// max(MaxReadSize, MaxWriteSize, MaxTransactSize) ([MS-SMB2] 3.3.5.2.x).
+pub fn size_limit(max_read: u32, max_write: u32, max_transact: u32) -> usize {
+    256 + HEADER_LEN + max_read.max(max_write).max(max_transact) as usize
+}
+
+/// Decompress a received message that starts with `0xFC 'SMB'`, given the
+/// algorithms the connection negotiated and [`size_limit`]. Returns the SMB2
+/// message (which the caller then verifies and dispatches) or why to
+/// disconnect. LZ4 segments larger than their original are accepted (the
+/// `smb` crate sends them).
+pub fn decompress_message(
+    msg: &[u8],
+    negotiated: &[CompressionAlgorithm],
+    limit: usize,
+) -> Result<Vec<u8>, Disconnect> {
+    let parsed = compression::parse(msg).map_err(Disconnect::Malformed)?;
+    let out = match parsed {
+        CompressedMessage::Unchained {
+            header,
+            plain,
+            compressed,
+        } => {
+            let alg = header.algorithm;
+            if alg == CompressionAlgorithm::NONE || !negotiated.contains(&alg) {
+                return Err(Disconnect::NotNegotiated(alg));
+            }
+            let size = header.original_size as usize;
+            let total = size.saturating_add(plain.len());
+            if total > limit {
+                return Err(Disconnect::TooLarge { size: total, limit });
+            }
+            let mut out = Vec::with_capacity(total);
+            out.extend_from_slice(plain);
+            crate::decompress_into(alg, compressed, size, limit, &mut out)
+                .map_err(|e| Disconnect::Decompress(alg, e))?;
+            out
+        }
+        CompressedMessage::Chained {
+            original_size,
+            payloads,
+        } => {
+            let size = original_size as usize;
+            if size > limit {
+                return Err(Disconnect::TooLarge { size, limit });
+            }
+            let mut out = Vec::with_capacity(size);
+            for p in &payloads {
+                chained_payload(p, negotiated, size, &mut out)?;
+            }
+            if out.len() != size {
+                return Err(Disconnect::SizeMismatch {
+                    announced: size,
+                    got: out.len(),
+                });
+            }
+            out
+        }
+    };
+    if out.get(..4) != Some(&SMB2_MAGIC[..]) {
+        return Err(Disconnect::NotSmb2);
+    }
+    Ok(out)
+}
+
+/// Append one chained payload, never past `size` bytes in all.
+fn chained_payload(
+    p: &compression::ChainedPayload<'_>,
+    negotiated: &[CompressionAlgorithm],
+    size: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), Disconnect> {
+    let alg = p.algorithm;
+    if alg != CompressionAlgorithm::NONE && !negotiated.contains(&alg) {
+        return Err(Disconnect::NotNegotiated(alg));
+    }
+    let room = size - out.len();
+    let fail = |e| Disconnect::Decompress(alg, e);
+    match alg {
+        CompressionAlgorithm::NONE => {
+            if p.data.len() > room {
+                return Err(fail(Error::Overflow));
+            }
+            out.extend_from_slice(p.data);
+        }
+        CompressionAlgorithm::PATTERN_V1 => pattern::decompress(p.data, room, out).map_err(fail)?,
+        _ => {
+            let n = p.original_size.unwrap_or(0) as usize;
+            crate::decompress_into(alg, p.data, n, room, out).map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+/// How to compress a message to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressOptions {
+    /// The algorithm for the data (LZ77, LZNT1 or LZ4).
+    pub algorithm: CompressionAlgorithm,
+    /// Leading bytes sent plain (the SMB2 header and the command's fixed
+    /// part: unchained `Offset`, or a chained NONE payload).
+    pub plain_prefix: usize,
+    /// Chained: leading and trailing runs become Pattern_V1 payloads.
+    /// Needs CHAINED and Pattern_V1 negotiated.
+    pub chained: bool,
+}
+
+/// Compress `msg` (an SMB2 message, signed already) as the sender does in
+/// [MS-SMB2] 3.1.4.4. `None` when the compressed form would not be smaller,
+/// and then the caller sends `msg` as it is.
+pub fn compress_message(msg: &[u8], opts: &CompressOptions) -> Option<Vec<u8>> {
+    let prefix = opts.plain_prefix.min(msg.len());
+    let (plain, data) = msg.split_at(prefix);
+    if u32::try_from(msg.len()).is_err() {
+        return None;
+    }
+    let out = if opts.chained {
+        compress_chained(msg.len(), plain, data, opts.algorithm)?
+    } else {
+        let mut out = Vec::with_capacity(msg.len());
+        let header = compression::UnchainedHeader {
+            original_size: data.len() as u32,
+            algorithm: opts.algorithm,
+            offset: prefix as u32,
+        };
+        compression::encode_unchained_header(&mut out, &header);
+        out.extend_from_slice(plain);
+        if !crate::compress_into(opts.algorithm, data, &mut out) {
+            return None;
+        }
+        out
+    };
+    (out.len() < msg.len()).then_some(out)
+}
+
+fn compress_chained(
+    total: usize,
+    plain: &[u8],
+    data: &[u8],
+    alg: CompressionAlgorithm,
+) -> Option<Vec<u8>> {
+    let (lead_byte, mut lead) = pattern::leading_run(data);
+    if lead < pattern::MIN_RUN {
+        lead = 0;
+    }
+    let (trail_byte, mut trail) = pattern::trailing_run(&data[lead..]);
+    if trail < pattern::MIN_RUN {
+        trail = 0;
+    }
+    let middle = &data[lead..data.len() - trail];
+    let mut out = Vec::with_capacity(total);
+    compression::encode_chained_header(&mut out, total as u32);
+    let mut first = true;
+    let mut put = |out: &mut Vec<u8>, a, original: Option<u32>, bytes: &[u8]| {
+        compression::encode_chained_payload(out, a, first, original, bytes);
+        first = false;
+    };
+    if !plain.is_empty() {
+        put(&mut out, CompressionAlgorithm::NONE, None, plain);
+    }
+    if lead > 0 {
+        put(
+            &mut out,
+            CompressionAlgorithm::PATTERN_V1,
+            None,
+            &pattern::encode(lead_byte, lead)?,
+        );
+    }
+    if !middle.is_empty() {
+        let mut packed = Vec::with_capacity(middle.len());
+        if crate::compress_into(alg, middle, &mut packed) && packed.len() + 4 < middle.len() {
+            put(&mut out, alg, Some(middle.len() as u32), &packed);
+        } else {
+            put(&mut out, CompressionAlgorithm::NONE, None, middle);
+        }
+    }
+    if trail > 0 {
+        put(
+            &mut out,
+            CompressionAlgorithm::PATTERN_V1,
+            None,
+            &pattern::encode(trail_byte, trail)?,
+        );
+    }
+    Some(out)
+}
