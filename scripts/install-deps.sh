@@ -18,6 +18,9 @@
 #                                    Kerberos tests run their own KDC in a temp dir; python3-gssapi
 #                                    makes raw tokens, faketime moves a process's clock;
 #                                    libkrb5-dev and python3-dev build pykrb5 for smbprotocol)
+#                                    and dissect.util from PyPI in ~/.cache/ringshare/venv-compress
+#                                    (the independent decompressors ringshare-compress's
+#                                    differential test checks its streams against)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -44,6 +47,13 @@ fi
 # not use it and it is not wanted on a build machine.
 if [ "$want_test" -eq 1 ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
     $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
+fi
+if [ "$want_test" -eq 1 ]; then
+    venv="$HOME/.cache/ringshare/venv-compress"
+    if ! "$venv/bin/python" -c 'import dissect.util.compression' >/dev/null 2>&1; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q 'dissect.util==3.24'
+    fi
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt

@@ -1,13 +1,13 @@
-//! LZ77+Huffman decompression, [MS-XCA] 2.1-2.2.
+//! LZ77+Huffman, [MS-XCA] 2.1-2.2: decompression here, compression in
+//! `huffman_encode`.
 //!
 //! The output is produced in blocks of 65536 bytes. Each block starts with
 //! 256 bytes of 4-bit code lengths for 512 symbols (low nibble first):
 //! symbols 0-255 are literals, 256-511 matches (low 4 bits the length, high
 //! 4 bits the number of offset bits). The codes are canonical; the bit
 //! stream is read 16 bits at a time, most significant bit first.
-//!
-//! No compressor yet: a server may advertise LZ77+Huffman and only receive it.
 
+pub use crate::huffman_encode::compress;
 use crate::{check_full, copy_match, output_end, Error};
 
 const BLOCK: usize = 65536;
@@ -144,9 +144,9 @@ pub fn decompress(input: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<()
                 out.push(sym as u8);
                 continue;
             }
-            if sym == 256 && bits.pos >= input.len() {
-                break 'blocks;
-            }
+            // Symbol 256 is also the end of stream once the input is used
+            // up ([MS-XCA] 2.2.4); with the exact size known the loop stops
+            // before it, so here it is always a match (offset 1, length 3).
             let sym = usize::from(sym - 256);
             let mut len = sym & 15;
             let offset_bits = (sym >> 4) as u32;
@@ -194,5 +194,25 @@ mod tests {
         let mut out = Vec::new();
         decompress(&input, 26, &mut out).unwrap();
         assert_eq!(out, b"abcdefghijklmnopqrstuvwxyz");
+    }
+}
+
+#[cfg(test)]
+mod encode_tests {
+    #[test]
+    fn lz77_huffman_compresses_the_spec_alphabet_example_byte_exactly() {
+        let mut out = Vec::new();
+        super::compress(b"abcdefghijklmnopqrstuvwxyz", &mut out);
+        let mut want = vec![0u8; 256];
+        want[48..62].copy_from_slice(&[
+            0x50, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x45, 0x44, 0x04,
+        ]);
+        want[128] = 0x04;
+        want.extend_from_slice(&[
+            0xd8, 0x52, 0x3e, 0xd7, 0x94, 0x11, 0x5b, 0xe9, 0x19, 0x5f, 0xf9, 0xd6, 0x7c, 0xdf,
+            0x8d, 0x04, 0x00, 0x00, 0x00, 0x00,
+        ]);
+        assert_eq!(out[..256], want[..256], "length table");
+        assert_eq!(out[256..], want[256..], "bit stream");
     }
 }

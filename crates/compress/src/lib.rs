@@ -2,7 +2,7 @@
 //!
 //! Codecs, each written from its specification: [`lz77`] (plain LZ77,
 //! "XPRESS", [MS-XCA] 2.3-2.4), [`lznt1`] ([MS-XCA] 2.5), [`huffman`]
-//! (LZ77+Huffman decompression, [MS-XCA] 2.1-2.2), [`pattern`]
+//! (LZ77+Huffman, [MS-XCA] 2.1-2.2), [`pattern`]
 //! (Pattern_V1), and LZ4 blocks through `lz4_flex` ([`lz4`]). [`message`] is
 //! the sans-I/O step a connection calls: decompress a received
 //! COMPRESSION_TRANSFORM_HEADER message with the receiver's checks, or
@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod huffman;
+mod huffman_encode;
 pub mod lz4;
 pub mod lz77;
 pub mod lznt1;
@@ -93,11 +94,12 @@ pub fn decompress(
 }
 
 /// Compress `input` with `alg`, appending to `out`; `false` when this crate
-/// has no compressor for `alg` (LZ77+Huffman, Pattern_V1, NONE).
+/// has no compressor for `alg` (Pattern_V1, NONE).
 pub fn compress_into(alg: CompressionAlgorithm, input: &[u8], out: &mut Vec<u8>) -> bool {
     match alg {
         CompressionAlgorithm::LZ77 => lz77::compress(input, out),
         CompressionAlgorithm::LZNT1 => lznt1::compress(input, out),
+        CompressionAlgorithm::LZ77_HUFFMAN => huffman::compress(input, out),
         CompressionAlgorithm::LZ4 => lz4::compress(input, out),
         _ => return false,
     }
@@ -108,7 +110,10 @@ pub fn compress_into(alg: CompressionAlgorithm, input: &[u8], out: &mut Vec<u8>)
 pub fn can_compress(alg: CompressionAlgorithm) -> bool {
     matches!(
         alg,
-        CompressionAlgorithm::LZ77 | CompressionAlgorithm::LZNT1 | CompressionAlgorithm::LZ4
+        CompressionAlgorithm::LZ77
+            | CompressionAlgorithm::LZNT1
+            | CompressionAlgorithm::LZ77_HUFFMAN
+            | CompressionAlgorithm::LZ4
     )
 }
 

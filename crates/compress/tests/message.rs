@@ -24,7 +24,7 @@ fn limit() -> usize {
 #[test]
 fn unchained_messages_round_trip_with_each_compressor() {
     let msg = message(&common::text(60_000, 1));
-    for alg in [A::LZ77, A::LZNT1, A::LZ4] {
+    for alg in [A::LZ77, A::LZNT1, A::LZ77_HUFFMAN, A::LZ4] {
         let opts = CompressOptions {
             algorithm: alg,
             plain_prefix: 80,
@@ -51,7 +51,7 @@ fn chained_messages_carry_leading_and_trailing_runs_as_pattern_v1() {
     data.extend(common::text(20_000, 2));
     data.extend(vec![0xAAu8; 50_000]);
     let msg = message(&data);
-    for alg in [A::LZ77, A::LZNT1, A::LZ4] {
+    for alg in [A::LZ77, A::LZNT1, A::LZ77_HUFFMAN, A::LZ4] {
         let opts = CompressOptions {
             algorithm: alg,
             plain_prefix: 80,
@@ -76,7 +76,7 @@ fn chained_messages_carry_leading_and_trailing_runs_as_pattern_v1() {
 #[test]
 fn incompressible_data_is_not_compressed() {
     let msg = message(&common::Rng(4).bytes(50_000));
-    for alg in [A::LZ77, A::LZNT1, A::LZ4] {
+    for alg in [A::LZ77, A::LZNT1, A::LZ77_HUFFMAN, A::LZ4] {
         for chained in [false, true] {
             let opts = CompressOptions {
                 algorithm: alg,

@@ -5,7 +5,7 @@ mod common;
 
 use ringshare_compress::{compress_into, decompress, CompressionAlgorithm as A, Error};
 
-const CODECS: [A; 3] = [A::LZ77, A::LZNT1, A::LZ4];
+const CODECS: [A; 4] = [A::LZ77, A::LZNT1, A::LZ77_HUFFMAN, A::LZ4];
 
 fn packed(alg: A, data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -134,5 +134,20 @@ fn lz77_huffman_truncations_of_the_spec_example_are_errors() {
             decompress(A::LZ77_HUFFMAN, &input[..cut], 26, 26).is_err(),
             "cut {cut}"
         );
+    }
+}
+
+#[test]
+fn every_codec_round_trips_lengths_around_the_64k_block_and_4k_chunk() {
+    let text = common::text(140_000, 17);
+    for n in [4095, 4096, 4097, 65535, 65536, 65537, 131_072, 131_073] {
+        for alg in CODECS {
+            let c = packed(alg, &text[..n]);
+            assert_eq!(
+                decompress(alg, &c, n, n).as_deref(),
+                Ok(&text[..n]),
+                "{alg:?} len {n}"
+            );
+        }
     }
 }
