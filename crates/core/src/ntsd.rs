@@ -219,6 +219,24 @@ pub(crate) fn set(
     Ok(())
 }
 
+/// The descriptor of `path`'s parent directory (stored, or made from its POSIX ACL), which
+/// a file made at `path` inherits from; `None` at the share's root.
+pub(crate) fn parent_descriptor(
+    share: &ShareDef,
+    who: &ringshare_vfs::Who,
+    path: &ringshare_vfs::RelPath,
+    ids: &Ids<'_>,
+) -> Result<Option<SecurityDescriptor>, NtStatus> {
+    let Some(parent) = path.parent() else {
+        return Ok(None);
+    };
+    let mut opts = ringshare_vfs::OpenOptions::read_existing();
+    (opts.read, opts.directory) = (false, true);
+    let dir = share.backend.open(who, &parent, &opts).map_err(status_of)?;
+    let attr = dir.node.stat_without_dos().map_err(status_of)?;
+    descriptor(dir.node.as_ref(), &attr, share, (ids.sids, ids.now_ms)).map(Some)
+}
+
 /// With `acl_xattr`: give a file just created the descriptor its parent's
 /// inheritable ACEs make ([MS-DTYP] 2.5.3.4, [`ringshare_acl::inherit`]),
 /// owned by its creator, kept and mapped to its POSIX ACL as any descriptor
@@ -234,14 +252,9 @@ pub(crate) fn inherit(
     ids: &Ids<'_>,
     now_filetime: u64,
 ) -> Result<(), NtStatus> {
-    let Some(parent) = path.parent() else {
+    let Some(parent_sd) = parent_descriptor(share, who, path, ids)? else {
         return Ok(());
     };
-    let mut opts = ringshare_vfs::OpenOptions::read_existing();
-    (opts.read, opts.directory) = (false, true);
-    let dir = share.backend.open(who, &parent, &opts).map_err(status_of)?;
-    let attr = dir.node.stat_without_dos().map_err(status_of)?;
-    let parent_sd = descriptor(dir.node.as_ref(), &attr, share, (ids.sids, ids.now_ms))?;
     let owner = Sid::unix_user(who.uid());
     let group = Sid::unix_group(who.gid());
     let Some(child) =

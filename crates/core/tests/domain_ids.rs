@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use ringshare_acl::posix::AclTag;
 use ringshare_core::domain::DomainMember;
-use ringshare_core::sidcache::{IdSource, Xid, NEGATIVE_MS};
+use ringshare_core::sidcache::{IdSource, Xid, NEGATIVE_MS, POSITIVE_MS};
 use ringshare_core::Lookup;
 use ringshare_vfs::{DefaultAcl, OpenOptions, PosixAcl, RelPath, Share};
 use ringshare_wire::consts::{AccessMask, Command, CreateDisposition as D, SecurityInformation};
@@ -401,4 +401,61 @@ fn a_files_group_in_an_idmap_range_is_kept_as_its_domain_sid_when_a_dacl_is_set(
     let body = ringshare_wire::info::QueryInfoResponse::decode(&rs[0].msg).unwrap();
     let sd = SecurityDescriptor::decode(body.buffer).unwrap();
     assert_eq!(sd.group, Some(sid(ENGINEERS)), "as Samba shows it");
+}
+
+#[test]
+fn a_new_file_inheriting_a_domain_group_ace_waits_for_the_id_source_once_its_answer_expired() {
+    // A Windows admin gave DOMAIN\Sales a folder, inherited by what is made in it; a week
+    // later (or after a restart) the answer for Sales is no longer kept: a new file there
+    // waits for the id source before it is made, and gets Sales' POSIX entry.
+    let (mut c, ids) = member();
+    let d = c
+        .create("sales", READ_CONTROL | WRITE_DAC, D::CREATE, 0x1)
+        .unwrap();
+    let inherited = |s: &str| Ace::allow(sid(s), AccessMask(0x001f_01ff), 0x3);
+    let mut sd = dacl_of(&[]);
+    sd.dacl.as_mut().unwrap().aces = vec![inherited(SALES), inherited("S-1-1-0")];
+    let sd = sd.to_bytes(SecurityInformation::DACL).unwrap();
+    assert!(set_dacl(&mut c, d, &sd).is_empty());
+    let (_, rs) = answer(&mut c);
+    assert_eq!(rs[0].status(), NtStatus::SUCCESS);
+    assert_eq!(ids.asked(), [SALES]);
+    c.tick(POSITIVE_MS + 1);
+    let tree = c.tree_id;
+    let mut m = c.create_msg_ctx(
+        tree,
+        "sales\\new.txt",
+        GENERIC_READ | GENERIC_WRITE,
+        SHARE_ALL,
+        D::CREATE,
+        0,
+        0,
+        Vec::new(),
+    );
+    c.sign(&mut m);
+    assert!(c.send_frame(m).is_empty(), "waits for the id source");
+    let new = RelPath::from_components(["sales", "new.txt"]).unwrap();
+    assert!(
+        c.mem.stat(&ringshare_vfs::server_who(), &new).is_err(),
+        "nothing created before the answer"
+    );
+    let (_, rs) = answer(&mut c);
+    assert_eq!(rs[0].status(), NtStatus::SUCCESS);
+    assert_eq!(ids.asked(), [SALES], "asked again");
+    let node = c
+        .mem
+        .open(
+            &ringshare_vfs::server_who(),
+            &new,
+            &OpenOptions::read_existing(),
+        )
+        .unwrap()
+        .node;
+    let acl = node.posix_acls().unwrap().access.unwrap_or_default();
+    assert!(
+        acl.entries
+            .iter()
+            .any(|e| e.tag == AclTag::Group(SALES_GID)),
+        "{acl:?}"
+    );
 }

@@ -56,6 +56,29 @@ fn answered(core: &mut ConnCore) -> Option<Result<(), String>> {
     }
 }
 
+/// Before a CREATE makes a file at `path` whose NT ACL its parent's inheritable ACEs give
+/// ([`crate::ntsd::inherit`]): Err([`ASK_IDS`]) when those ACEs name domain SIDs to ask about
+/// first (after a restart or once the kept answers expired, a Windows admin's ACE for
+/// `DOMAIN\Sales` on a folder would otherwise give new files no POSIX entry for Sales).
+/// Nothing is read on a server without an id source.
+pub(crate) fn before_inherit(
+    core: &mut ConnCore,
+    share: &crate::config::ShareDef,
+    who: &ringshare_vfs::Who,
+    path: &ringshare_vfs::RelPath,
+) -> Result<(), NtStatus> {
+    if core.server.id_source().is_none() || core.server.domain().is_none() {
+        return Ok(());
+    }
+    let server = core.server.clone();
+    let ids = server.ids(core.now.mono_ms);
+    // A parent that cannot be read is the inheritance's to report, after the file is made.
+    let Ok(Some(parent_sd)) = crate::ntsd::parent_descriptor(share, who, path, &ids) else {
+        return Ok(());
+    };
+    before_set(core, &parent_sd, &[])
+}
+
 /// Before `sd`, given by a client, becomes a POSIX ACL: Err([`ASK_IDS`]) when its domain SIDs,
 /// or the SIDs of `ids` (the file's owner and group, which the stored descriptor shows), must
 /// be asked about first; Err([`NO_ANSWER`]) when they were and the id source failed.
