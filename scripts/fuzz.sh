@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 rss_mb="${FUZZ_RSS_MB:-1024}"
 # CI budget on 2 cores: ~4-6 min to build the fuzz crate from scratch (aws-lc's
-# C code included), then 21 targets x 10 s.
+# C code included), then 18 targets x 10 s.
 if [ "${CI:-}" = "true" ]; then
     seconds="${FUZZ_SECONDS:-10}"
     sanitizer="${FUZZ_SANITIZER:-none}"

@@ -9,60 +9,9 @@ use ringshare_compress::{compress_into, decompress, CompressionAlgorithm as A};
 
 const MIB: usize = 1 << 20;
 
-fn text(n: usize) -> Vec<u8> {
-    const WORDS: &[&str] = &[
-        "the",
-        "server",
-        "share",
-        "file",
-        "read",
-        "write",
-        "lease",
-        "oplock",
-        "session",
-        "tree",
-        "connect",
-        "compression",
-        "negotiate",
-        "status",
-        "request",
-        "response",
-        "channel",
-        "durable",
-        "handle",
-        "byte",
-        "range",
-        "lock",
-        "directory",
-        "notify",
-    ];
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut out = Vec::with_capacity(n + 16);
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
-        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
-        if x.is_multiple_of(29) {
-            out.extend_from_slice(format!("{}", x % 100_000).as_bytes());
-        }
-    }
-    out.truncate(n);
-    out
-}
-
-fn random(n: usize) -> Vec<u8> {
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+// The tests' generators: the same text-like and random data.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 fn best<F: FnMut()>(mut f: F) -> Duration {
     (0..5)
@@ -85,8 +34,8 @@ fn main() {
         "codec", "data", "compress", "decompress", "ratio"
     );
     for (name, data) in [
-        ("text", text(MIB)),
-        ("random", random(MIB)),
+        ("text", common::text(MIB, 1)),
+        ("random", common::Rng(0x2545_F491_4F6C_DD1D).bytes(MIB)),
         ("zeros", vec![0; MIB]),
     ] {
         for (alg, label) in [
