@@ -166,41 +166,7 @@ pub(crate) fn handle(
     if setup.flags.contains(SessionSetupFlags::BINDING) && req.hdr.session_id != 0 {
         return bind(core, req, dialect, setup.security_buffer).map(Handled::Reply);
     }
-    let session_id = if req.hdr.session_id == 0 {
-        if core.sessions.len() >= limits::SESSIONS_PER_CONNECTION_MAX {
-            return Err(NtStatus::INSUFFICIENT_RESOURCES);
-        }
-        new_session(core, dialect)
-    } else {
-        if !core.sessions.contains_key(&req.hdr.session_id) {
-            // Not a session of this connection ([MS-SMB2] 3.3.5.5); the
-            // answer to a signed request is signed with the session's key
-            // when the server has it (`Connection::session_deleted_key`).
-            return Err(NtStatus::USER_SESSION_DELETED);
-        }
-        if core
-            .sessions
-            .get(&req.hdr.session_id)
-            .is_some_and(|ch| lock(&ch.session).closed)
-        {
-            // Ended on another channel (or by a failed re-authentication).
-            core.sessions.remove(&req.hdr.session_id);
-            return Err(NtStatus::USER_SESSION_DELETED);
-        }
-        let ch = core
-            .sessions
-            .get_mut(&req.hdr.session_id)
-            .ok_or(NtStatus::USER_SESSION_DELETED)?;
-        if ch.binding {
-            // A binding goes on with the BINDING flag on every leg.
-            return Err(NtStatus::INVALID_PARAMETER);
-        }
-        if ch.auth.is_none() && dialect == Dialect::SMB3_1_1 {
-            // Re-authentication starts a new preauth hash from the connection's.
-            ch.preauth = core.preauth.clone();
-        }
-        req.hdr.session_id
-    };
+    let session_id = leg_session(core, req, dialect)?;
     // Re-authentication of a valid session: its keys stay, and every answer
     // is signed with this channel's key ([MS-SMB2] 3.3.5.5.3).
     let reauth = core
@@ -265,36 +231,82 @@ pub(crate) fn handle(
                 },
             ))
         }
-        Err(e) => {
-            // A token that does not parse is a bad parameter, not a wrong password.
-            let status = match e {
-                AuthError::Malformed(_) => NtStatus::INVALID_PARAMETER,
-                _ => NtStatus::LOGON_FAILURE,
-            };
-            log_failed_logon(core, &e, status, "");
-            core.logon_ended(true);
-            let was_valid = core
-                .sessions
-                .get(&session_id)
-                .is_some_and(|ch| lock(&ch.session).valid);
-            if !was_valid {
-                abandon(core, session_id);
-                return Err(status);
-            }
-            // A failed re-authentication ends the session on every channel
-            // (its files close); the answer is still signed with the key the
-            // client knows.
-            // The channel stays in this connection's table until its next
-            // request, which then gets USER_SESSION_DELETED signed with it.
-            let key = core.sessions.get(&session_id).and_then(|ch| {
-                end_session(&core.server, &ch.session);
-                ch.signing_key.clone()
-            });
-            let mut r = Reply::with_status(status, Vec::new());
-            r.sign_key = key;
-            Ok(Handled::Reply(r))
-        }
+        Err(e) => leg_failed(core, session_id, e),
     }
+}
+
+/// The session a SESSION_SETUP leg is for: a new one (SessionId 0), or one of this
+/// connection's going on with its exchange or re-authenticating ([MS-SMB2] 3.3.5.5).
+fn leg_session(core: &mut ConnCore, req: &Req<'_>, dialect: Dialect) -> Result<u64, NtStatus> {
+    Ok(if req.hdr.session_id == 0 {
+        if core.sessions.len() >= limits::SESSIONS_PER_CONNECTION_MAX {
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        }
+        new_session(core, dialect)
+    } else {
+        if !core.sessions.contains_key(&req.hdr.session_id) {
+            // Not a session of this connection ([MS-SMB2] 3.3.5.5); the
+            // answer to a signed request is signed with the session's key
+            // when the server has it (`Connection::session_deleted_key`).
+            return Err(NtStatus::USER_SESSION_DELETED);
+        }
+        if core
+            .sessions
+            .get(&req.hdr.session_id)
+            .is_some_and(|ch| lock(&ch.session).closed)
+        {
+            // Ended on another channel (or by a failed re-authentication).
+            core.sessions.remove(&req.hdr.session_id);
+            return Err(NtStatus::USER_SESSION_DELETED);
+        }
+        let ch = core
+            .sessions
+            .get_mut(&req.hdr.session_id)
+            .ok_or(NtStatus::USER_SESSION_DELETED)?;
+        if ch.binding {
+            // A binding goes on with the BINDING flag on every leg.
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        if ch.auth.is_none() && dialect == Dialect::SMB3_1_1 {
+            // Re-authentication starts a new preauth hash from the connection's.
+            ch.preauth = core.preauth.clone();
+        }
+        req.hdr.session_id
+    })
+}
+
+/// A leg the exchange refused: LOGON_FAILURE (INVALID_PARAMETER for a token that does not
+/// parse) with the failed-logon line. A session that never became valid goes; a failed
+/// re-authentication ends the session on every channel, answered signed with the key the
+/// client knows.
+fn leg_failed(core: &mut ConnCore, session_id: u64, e: AuthError) -> Result<Handled, NtStatus> {
+    // A token that does not parse is a bad parameter, not a wrong password.
+    let status = match e {
+        AuthError::Malformed(_) => NtStatus::INVALID_PARAMETER,
+        _ => NtStatus::LOGON_FAILURE,
+    };
+    log_failed_logon(core, &e, status, "");
+    core.logon_ended(true);
+    let was_valid = core
+        .sessions
+        .get(&session_id)
+        .is_some_and(|ch| lock(&ch.session).valid);
+    if !was_valid {
+        abandon(core, session_id);
+        return Err(status);
+    }
+    // A failed re-authentication ends the session on every channel
+    // (its files close); the answer is still signed with the key the
+    // client knows.
+    // The channel stays in this connection's table until its next
+    // request, which then gets USER_SESSION_DELETED signed with it.
+    let key = core.sessions.get(&session_id).and_then(|ch| {
+        end_session(&core.server, &ch.session);
+        ch.signing_key.clone()
+    });
+    let mut r = Reply::with_status(status, Vec::new());
+    r.sign_key = key;
+    Ok(Handled::Reply(r))
 }
 
 /// A logon whose exchange ended, waiting for the account it acts as ([`ask_account`]).
