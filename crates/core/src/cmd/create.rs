@@ -252,11 +252,7 @@ fn create_or_wait(
         crate::cmd::ids::before_set(core, sd, &creator)?;
     }
     let target = target::resolve(&server, &tree, &asked)?;
-    let dacl_given = asked
-        .sd_given
-        .as_ref()
-        .is_some_and(|sd| sd.control & ringshare_wire::security::SE_DACL_PRESENT != 0);
-    if !retry && target.create && !dacl_given && tree.share.nt_acl_xattr {
+    if !retry && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
         // The domain SIDs the new file inherits are placed before it is made.
         crate::cmd::ids::before_inherit(core, &tree.share, &tree.who, &target.path)?;
     }

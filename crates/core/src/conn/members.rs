@@ -1,8 +1,6 @@
 //! A job member's first steps ([MS-SMB2] 3.3.5.2): its header checked, the session, tree and
 //! file id it runs with (a related member inherits them), and parking on file I/O.
 
-use std::sync::Arc;
-
 use super::*;
 
 impl Connection {

@@ -112,11 +112,7 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
             }
         }
     }
-    let dacl_given = asked
-        .sd_given
-        .as_ref()
-        .is_some_and(|sd| sd.control & SE_DACL_PRESENT != 0);
-    if file_created && share.nt_acl_xattr && !dacl_given {
+    if file_created && share.nt_acl_xattr && !asked.dacl_given() {
         // The parent's inheritable ACEs make the new file's NT ACL.
         let ids = server.ids(now.mono_ms);
         let is_dir = made.file_is_dir;

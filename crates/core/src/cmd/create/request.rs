@@ -255,6 +255,16 @@ fn lease_asked(cr: &CreateRequest<'_>, dialect: u16) -> Result<(u8, Option<Lease
     Ok((requested, lease_req))
 }
 
+impl Asked {
+    /// The CREATE gives the new file a DACL of its own (a SecD context with
+    /// SE_DACL_PRESENT): it inherits none from its parent.
+    pub(super) fn dacl_given(&self) -> bool {
+        self.sd_given
+            .as_ref()
+            .is_some_and(|sd| sd.control & ringshare_wire::security::SE_DACL_PRESENT != 0)
+    }
+}
+
 #[cfg(test)]
 impl Asked {
     /// A request for `explicit` access and nothing else, for tests of the
