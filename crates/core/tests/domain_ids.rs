@@ -13,7 +13,7 @@ use ringshare_acl::posix::AclTag;
 use ringshare_core::domain::DomainMember;
 use ringshare_core::sidcache::{IdSource, Xid, NEGATIVE_MS, POSITIVE_MS};
 use ringshare_core::Lookup;
-use ringshare_vfs::{DefaultAcl, OpenOptions, PosixAcl, RelPath, Share};
+use ringshare_vfs::{DefaultAcl, PosixAcl};
 use ringshare_wire::consts::{AccessMask, Command, CreateDisposition as D, SecurityInformation};
 use ringshare_wire::create::CreateContext;
 use ringshare_wire::security::{Ace, Acl, SecurityDescriptor, Sid, SE_DACL_PRESENT};
@@ -152,23 +152,37 @@ fn answer(c: &mut Client) -> (Vec<Lookup>, Vec<Resp>) {
     (asked, c.pump())
 }
 
-/// The named entries of `name`'s POSIX access ACL.
-fn named_entries(c: &Client, name: &str) -> Vec<AclTag> {
-    let node = c
-        .mem
-        .open(
-            &ringshare_vfs::server_who(),
-            &RelPath::from_components([name]).unwrap(),
-            &OpenOptions::read_existing(),
-        )
+/// The named entries of the POSIX access ACL of share path `path`.
+fn named_entries(c: &Client, path: &[&str]) -> Vec<AclTag> {
+    let acl = c
+        .server_node(path)
+        .posix_acls()
         .unwrap()
-        .node;
-    let acl = node.posix_acls().unwrap().access.unwrap_or_default();
+        .access
+        .unwrap_or_default();
     acl.entries
         .iter()
         .map(|e| e.tag)
         .filter(|t| t.is_named())
         .collect()
+}
+
+/// A CREATE of `name` with `contexts` (GENERIC_READ | GENERIC_WRITE, CREATE): its responses,
+/// none while it waits.
+fn create_waiting(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Vec<Resp> {
+    let tree = c.tree_id;
+    let mut m = c.create_msg_ctx(
+        tree,
+        name,
+        GENERIC_READ | GENERIC_WRITE,
+        SHARE_ALL,
+        D::CREATE,
+        0,
+        0,
+        contexts,
+    );
+    c.sign(&mut m);
+    c.send_frame(m)
 }
 
 #[test]
@@ -200,7 +214,7 @@ fn a_domain_group_ace_becomes_a_posix_acl_entry_after_asking_the_id_source() {
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
     // autorid gives one id that is both (a user: and a group: entry, as Samba writes);
     // ad a gid only.
-    let named = named_entries(&c, "sales.txt");
+    let named = named_entries(&c, &["sales.txt"]);
     for t in [
         AclTag::User(SALES_GID),
         AclTag::Group(SALES_GID),
@@ -226,7 +240,7 @@ fn a_sid_the_source_does_not_map_gets_no_posix_entry_and_is_asked_again_after_a_
     assert!(set_dacl(&mut c, f, &sd).is_empty());
     let (_, rs) = answer(&mut c);
     assert_eq!(rs[0].status(), NtStatus::SUCCESS, "kept in the NT ACL only");
-    assert!(named_entries(&c, "nobody.txt").is_empty());
+    assert!(named_entries(&c, &["nobody.txt"]).is_empty());
     assert_eq!(ids.asked(), [NOBODY]);
     assert_eq!(set_dacl(&mut c, f, &sd)[0].status(), NtStatus::SUCCESS);
     assert!(ids.asked().is_empty(), "no id, remembered");
@@ -247,12 +261,12 @@ fn a_failing_id_source_fails_the_request_with_a_status_and_is_asked_again_next_t
     assert!(set_dacl(&mut c, f, &sd).is_empty());
     let (_, rs) = answer(&mut c);
     assert_eq!(rs[0].status(), NtStatus::NONE_MAPPED);
-    assert!(named_entries(&c, "x.txt").is_empty(), "nothing changed");
+    assert!(named_entries(&c, &["x.txt"]).is_empty(), "nothing changed");
     ids.fail.store(false, Ordering::Relaxed);
     assert!(set_dacl(&mut c, f, &sd).is_empty(), "a failure is not kept");
     let (_, rs) = answer(&mut c);
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
-    assert!(named_entries(&c, "x.txt").contains(&AclTag::Group(SALES_GID)));
+    assert!(named_entries(&c, &["x.txt"]).contains(&AclTag::Group(SALES_GID)));
 }
 
 #[test]
@@ -261,31 +275,15 @@ fn a_create_with_a_descriptor_naming_a_domain_group_waits_for_the_id_source() {
     let sd = dacl_of(&[(SALES, 0x001f_01ff)])
         .to_bytes(SecurityInformation::DACL)
         .unwrap();
-    let tree = c.tree_id;
-    let mut m = c.create_msg_ctx(
-        tree,
-        "new.txt",
-        GENERIC_READ | GENERIC_WRITE,
-        SHARE_ALL,
-        D::CREATE,
-        0,
-        0,
-        vec![CreateContext::new(b"SecD", sd)],
-    );
-    c.sign(&mut m);
-    assert!(c.send_frame(m).is_empty(), "waits for the id source");
+    let waits = create_waiting(&mut c, "new.txt", vec![CreateContext::new(b"SecD", sd)]);
+    assert!(waits.is_empty(), "waits for the id source");
     assert!(
-        c.mem
-            .stat(
-                &ringshare_vfs::server_who(),
-                &RelPath::from_components(["new.txt"]).unwrap()
-            )
-            .is_err(),
+        !c.server_sees(&["new.txt"]),
         "nothing created before the answer"
     );
     let (_, rs) = answer(&mut c);
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
-    assert!(named_entries(&c, "new.txt").contains(&AclTag::Group(SALES_GID)));
+    assert!(named_entries(&c, &["new.txt"]).contains(&AclTag::Group(SALES_GID)));
 }
 
 #[test]
@@ -293,15 +291,7 @@ fn a_files_ids_in_an_idmap_range_read_back_as_the_sids_the_id_source_names() {
     let (mut c, ids) = member();
     c.put_file("eng.txt", b"x");
     // A POSIX ACL set outside (setfacl -m g:200106:r), without an NT ACL.
-    let node = c
-        .mem
-        .open(
-            &ringshare_vfs::server_who(),
-            &RelPath::from_components(["eng.txt"]).unwrap(),
-            &OpenOptions::read_existing(),
-        )
-        .unwrap()
-        .node;
+    let node = c.server_node(&["eng.txt"]);
     let mut acl = PosixAcl::from_mode(0o640);
     acl.entries.push(ringshare_acl::posix::AclEntry::new(
         AclTag::Group(ENGINEERS_GID),
@@ -361,15 +351,7 @@ fn a_files_ids_in_an_idmap_range_read_back_as_the_sids_the_id_source_names() {
 fn a_files_group_in_an_idmap_range_is_kept_as_its_domain_sid_when_a_dacl_is_set() {
     let (mut c, _ids) = member();
     c.put_file("team.txt", b"x");
-    let node = c
-        .mem
-        .open(
-            &ringshare_vfs::server_who(),
-            &RelPath::from_components(["team.txt"]).unwrap(),
-            &OpenOptions::read_existing(),
-        )
-        .unwrap()
-        .node;
+    let node = c.server_node(&["team.txt"]);
     // chgrp to the domain group Engineers' gid, as winbind gave it.
     node.chown(None, Some(ENGINEERS_GID), true).unwrap();
     let f = c
@@ -421,41 +403,15 @@ fn a_new_file_inheriting_a_domain_group_ace_waits_for_the_id_source_once_its_ans
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
     assert_eq!(ids.asked(), [SALES]);
     c.tick(POSITIVE_MS + 1);
-    let tree = c.tree_id;
-    let mut m = c.create_msg_ctx(
-        tree,
-        "sales\\new.txt",
-        GENERIC_READ | GENERIC_WRITE,
-        SHARE_ALL,
-        D::CREATE,
-        0,
-        0,
-        Vec::new(),
-    );
-    c.sign(&mut m);
-    assert!(c.send_frame(m).is_empty(), "waits for the id source");
-    let new = RelPath::from_components(["sales", "new.txt"]).unwrap();
+    let waits = create_waiting(&mut c, "sales\\new.txt", Vec::new());
+    assert!(waits.is_empty(), "waits for the id source");
     assert!(
-        c.mem.stat(&ringshare_vfs::server_who(), &new).is_err(),
+        !c.server_sees(&["sales", "new.txt"]),
         "nothing created before the answer"
     );
     let (_, rs) = answer(&mut c);
     assert_eq!(rs[0].status(), NtStatus::SUCCESS);
     assert_eq!(ids.asked(), [SALES], "asked again");
-    let node = c
-        .mem
-        .open(
-            &ringshare_vfs::server_who(),
-            &new,
-            &OpenOptions::read_existing(),
-        )
-        .unwrap()
-        .node;
-    let acl = node.posix_acls().unwrap().access.unwrap_or_default();
-    assert!(
-        acl.entries
-            .iter()
-            .any(|e| e.tag == AclTag::Group(SALES_GID)),
-        "{acl:?}"
-    );
+    let named = named_entries(&c, &["sales", "new.txt"]);
+    assert!(named.contains(&AclTag::Group(SALES_GID)), "{named:?}");
 }

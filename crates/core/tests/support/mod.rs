@@ -247,6 +247,25 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
 }
 
 impl Client {
+    /// The node at share path `path` (its components), opened as the server: what is on the
+    /// share, whatever the client may see.
+    pub fn server_node(&self, path: &[&str]) -> Box<dyn ringshare_vfs::Node> {
+        self.mem
+            .open(
+                &ringshare_vfs::server_who(),
+                &ringshare_vfs::RelPath::from_components(path.iter().copied()).unwrap(),
+                &ringshare_vfs::OpenOptions::read_existing(),
+            )
+            .unwrap()
+            .node
+    }
+
+    /// Whether share path `path` (its components) exists, as the server sees it.
+    pub fn server_sees(&self, path: &[&str]) -> bool {
+        let path = ringshare_vfs::RelPath::from_components(path.iter().copied()).unwrap();
+        self.mem.stat(&ringshare_vfs::server_who(), &path).is_ok()
+    }
+
     /// A logged-on client with trees on `share` (writable) and `ro` (read-only).
     pub fn new() -> Client {
         Client::with(Options::default())
