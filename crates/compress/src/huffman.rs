@@ -176,21 +176,29 @@ pub fn decompress(input: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<()
     check_full(out, end, expected)
 }
 
+/// [MS-XCA]'s LZ77+Huffman example: "abcdefghijklmnopqrstuvwxyz" compressed (its 256-byte
+/// length table, then the bit stream).
+#[cfg(test)]
+fn spec_alphabet_stream() -> Vec<u8> {
+    let mut s = vec![0u8; 256];
+    s[48..62].copy_from_slice(&[
+        0x50, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x45, 0x44, 0x04,
+    ]);
+    s[128] = 0x04;
+    s.extend_from_slice(&[
+        0xd8, 0x52, 0x3e, 0xd7, 0x94, 0x11, 0x5b, 0xe9, 0x19, 0x5f, 0xf9, 0xd6, 0x7c, 0xdf, 0x8d,
+        0x04, 0x00, 0x00, 0x00, 0x00,
+    ]);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn lz77_huffman_decompresses_the_spec_alphabet_example() {
-        let mut input = vec![0u8; 256];
-        input[48..62].copy_from_slice(&[
-            0x50, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x45, 0x44, 0x04,
-        ]);
-        input[128] = 0x04;
-        input.extend_from_slice(&[
-            0xd8, 0x52, 0x3e, 0xd7, 0x94, 0x11, 0x5b, 0xe9, 0x19, 0x5f, 0xf9, 0xd6, 0x7c, 0xdf,
-            0x8d, 0x04, 0x00, 0x00, 0x00, 0x00,
-        ]);
+        let input = spec_alphabet_stream();
         let mut out = Vec::new();
         decompress(&input, 26, &mut out).unwrap();
         assert_eq!(out, b"abcdefghijklmnopqrstuvwxyz");
@@ -203,15 +211,7 @@ mod encode_tests {
     fn lz77_huffman_compresses_the_spec_alphabet_example_byte_exactly() {
         let mut out = Vec::new();
         super::compress(b"abcdefghijklmnopqrstuvwxyz", &mut out);
-        let mut want = vec![0u8; 256];
-        want[48..62].copy_from_slice(&[
-            0x50, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x45, 0x44, 0x04,
-        ]);
-        want[128] = 0x04;
-        want.extend_from_slice(&[
-            0xd8, 0x52, 0x3e, 0xd7, 0x94, 0x11, 0x5b, 0xe9, 0x19, 0x5f, 0xf9, 0xd6, 0x7c, 0xdf,
-            0x8d, 0x04, 0x00, 0x00, 0x00, 0x00,
-        ]);
+        let want = super::spec_alphabet_stream();
         assert_eq!(out[..256], want[..256], "length table");
         assert_eq!(out[256..], want[256..], "bit stream");
     }

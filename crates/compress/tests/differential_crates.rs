@@ -99,15 +99,7 @@ fn xpress_huffman_decompresses_our_lz77_huffman() {
 
 #[test]
 fn xpress_huffman_and_we_agree_on_the_spec_example_and_its_mutations() {
-    let mut input = vec![0u8; 256];
-    input[48..62].copy_from_slice(&[
-        0x50, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x45, 0x44, 0x04,
-    ]);
-    input[128] = 0x04;
-    input.extend_from_slice(&[
-        0xd8, 0x52, 0x3e, 0xd7, 0x94, 0x11, 0x5b, 0xe9, 0x19, 0x5f, 0xf9, 0xd6, 0x7c, 0xdf, 0x8d,
-        0x04, 0x00, 0x00, 0x00, 0x00,
-    ]);
+    let input = common::spec_huffman_alphabet();
     let theirs = xpress_huffman::decompress(&input, 26).expect("xpress-huffman");
     assert_eq!(theirs, b"abcdefghijklmnopqrstuvwxyz");
     agree_on_mutations(A::LZ77_HUFFMAN, &input, 26, |b| {

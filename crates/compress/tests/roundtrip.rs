@@ -118,15 +118,7 @@ fn corrupted_streams_never_panic_and_never_exceed_the_expected_size() {
 
 #[test]
 fn lz77_huffman_truncations_of_the_spec_example_are_errors() {
-    let mut input = vec![0u8; 256];
-    input[48..62].copy_from_slice(&[
-        0x50, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x45, 0x44, 0x04,
-    ]);
-    input[128] = 0x04;
-    input.extend_from_slice(&[
-        0xd8, 0x52, 0x3e, 0xd7, 0x94, 0x11, 0x5b, 0xe9, 0x19, 0x5f, 0xf9, 0xd6, 0x7c, 0xdf, 0x8d,
-        0x04, 0x00, 0x00, 0x00, 0x00,
-    ]);
+    let input = common::spec_huffman_alphabet();
     assert!(decompress(A::LZ77_HUFFMAN, &input, 26, 26).is_ok());
     // 256 bytes of table, 16 of codes: cutting into them is an error.
     for cut in 0..256 + 16 {
