@@ -164,13 +164,7 @@ EOF
     in_member net ads join -U "administrator%$ADMINPASS" -s "$M/smb.conf" >"$DIR/join.log" 2>&1 ||
         { cat "$DIR/join.log" >&2; return 1; }
     in_dc samba-tool spn add cifs/rsalt.ad.rs.test 'RSMEMBER$' "${S[@]}"
-    spawn winbindd member winbindd -F --no-process-group --debug-stdout -s "$M/smb.conf"
-    for _ in $(seq 1 100); do
-        in_member wbinfo -p >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    in_member getent passwd 'RSAD\rsalice' >/dev/null ||
-        { echo "rig: winbind does not answer for RSAD\\rsalice" >&2; return 1; }
+    member_winbindd "$M" "" || return 1
     spawn smbd member smbd -F --no-process-group --debug-stdout -s "$M/smb.conf"
     # ringshare reads the same file; where it listens is all it adds.
     sed -e "s|^\[global\]|[global]\n\tlisten = 127.0.0.4:445\n\tcontrol socket = $DIR/ringshare.sock|" \
@@ -183,14 +177,34 @@ EOF
     # sets RIG_LOG=warn, as a logon's INFO line is not what it measures): every
     # client shares it, so a logon that waited on winbind in it would stall them all
     # (ad_member's stopped-winbindd step shows it does not).
-    spawn ringshare member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve --threads "${RIG_THREADS:-1}" \
-        --config "$DIR/ringshare.conf"
-    wait_port 127.0.0.3 445 "Samba's smbd"
-    wait_port 127.0.0.4 445 ringshare
+    member_ringshare "$bin" ""
     for u in rsalice:'Al1ce!pass' rscarol:'C4rol!pass' rsbob:'B0b!pass'; do
         echo "${u#*:}" | KRB5CCNAME="$DIR/${u%%:*}.cc" in_member kinit "${u%%:*}@$REALM" >/dev/null
     done
     echo "rig: up in netns $n"
+}
+
+# Starts the member's winbindd (smb.conf in directory M) and waits until it answers for a
+# domain user; WHAT qualifies the error (" (autorid)").
+member_winbindd() {
+    local M=$1 what=$2
+    spawn winbindd member winbindd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    for _ in $(seq 1 100); do
+        in_member wbinfo -p >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    in_member getent passwd 'RSAD\rsalice' >/dev/null ||
+        { echo "rig: winbind$what does not answer for RSAD\\rsalice" >&2; return 1; }
+}
+
+# Starts ringshare BIN on the member's configuration and waits for it and the member's smbd
+# (started before); WHAT qualifies the names in a timeout's message.
+member_ringshare() {
+    local bin=$1 what=$2
+    spawn ringshare member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve --threads "${RIG_THREADS:-1}" \
+        --config "$DIR/ringshare.conf"
+    wait_port 127.0.0.3 445 "Samba's smbd$what"
+    wait_port 127.0.0.4 445 "ringshare$what"
 }
 
 # The pids of the member's daemons in the netns whose command line names FILE.
@@ -222,18 +236,9 @@ autorid() {
     done
     rm -f "$M"/lock/gencache.tdb "$M"/state/winbindd_cache.tdb "$M"/state/winbindd_idmap.tdb \
         "$M"/cache/netsamlogon_cache.tdb "$DIR"/member-run/*.pid
-    spawn winbindd member winbindd -F --no-process-group --debug-stdout -s "$M/smb.conf"
-    for _ in $(seq 1 100); do
-        in_member wbinfo -p >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    in_member getent passwd 'RSAD\rsalice' >/dev/null ||
-        { echo "rig: winbind (autorid) does not answer for RSAD\\rsalice" >&2; return 1; }
+    member_winbindd "$M" " (autorid)" || return 1
     spawn smbd member smbd -F --no-process-group --debug-stdout -s "$M/smb.conf"
-    spawn ringshare member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve --threads "${RIG_THREADS:-1}" \
-        --config "$DIR/ringshare.conf"
-    wait_port 127.0.0.3 445 "Samba's smbd (autorid)"
-    wait_port 127.0.0.4 445 "ringshare (autorid)"
+    member_ringshare "$bin" " (autorid)"
     echo "rig: member on idmap autorid"
 }
 
