@@ -50,6 +50,8 @@ use ringshare_wire::transform::{split_encrypted, AAD_RANGE, TRANSFORM_HEADER_LEN
 use ringshare_wire::tree::{TreeConnectRequest, TreeConnectResponse};
 use ringshare_wire::{FileId, NtStatus, WriteExt};
 
+mod compress;
+
 use crate::credits::{charge_for, Credits};
 use crate::error::{ClientError, SmbError};
 
@@ -89,6 +91,10 @@ pub struct ClientOptions {
     pub kerberos: Option<ringshare_auth::krb5::ccache::Credential>,
     /// Log on with tokens made elsewhere (another GSS implementation), relayed as they are.
     pub relay: Option<ringshare_auth::gss::Relay>,
+    /// 3.1.1: offer these compression algorithms (chained); when the server
+    /// agrees, WRITEs go compressed when it pays and READs ask for compressed
+    /// responses. Empty (the default): no compression.
+    pub compression: Vec<ringshare_wire::consts::CompressionAlgorithm>,
 }
 
 impl Default for ClientOptions {
@@ -112,6 +118,7 @@ impl Default for ClientOptions {
             now_filetime: 133_500_000_000_000_000,
             kerberos: None,
             relay: None,
+            compression: Vec::new(),
         }
     }
 }
@@ -259,6 +266,8 @@ pub struct ClientConn {
     binding: Option<ChannelBinding>,
     /// Channels handed out so far (each gets its own nonce space).
     channels_made: u16,
+    /// Compression: what was agreed, the last decompressed frame, wire bytes.
+    zip: compress::State,
 }
 
 impl ClientConn {
@@ -295,6 +304,7 @@ impl ClientConn {
             cipher_keys: None,
             binding: None,
             channels_made: 0,
+            zip: Default::default(),
         };
         c.client_guid = c.random_bytes();
         c.send_negotiate();
@@ -484,7 +494,11 @@ impl ClientConn {
         let charge = self.charge_for(len as usize);
         let req = ReadRequest {
             padding: 0x50,
-            flags: ReadFlags(0),
+            flags: if self.zip.on() {
+                ReadFlags::REQUEST_COMPRESSED
+            } else {
+                ReadFlags(0)
+            },
             length: len,
             offset,
             file_id,
@@ -537,10 +551,11 @@ impl ClientConn {
     }
 
     /// True when [`ClientConn::write_apart`] can be used: requests are
-    /// neither signed nor sealed (a signature or cipher covers the data, so
-    /// those WRITEs carry it in the output: [`ClientConn::write`]).
+    /// neither signed nor sealed nor compressed (a signature, cipher or
+    /// compressor covers the data, so those WRITEs carry it in the output:
+    /// [`ClientConn::write`]).
     pub fn can_write_apart(&self) -> bool {
-        self.phase == Phase::Ready && !self.signs_requests() && !self.encrypting
+        self.phase == Phase::Ready && !self.signs_requests() && !self.encrypting && !self.zip.on()
     }
 
     /// WRITE `len` bytes at `offset` whose data the caller sends itself, from
@@ -759,9 +774,7 @@ impl ClientConn {
         hdr.encode(&mut self.out);
         body(&mut self.out);
         let end = self.out.len();
-        if seal {
-            self.seal(start + FRAME_HDR, hdr_at)?;
-        } else if sign {
+        if sign && !seal {
             if let Some(key) = binding_key.as_ref().or(self.signing_key.as_ref()) {
                 let sig = key.sign(
                     &[&self.out[hdr_at..end]],
@@ -774,6 +787,15 @@ impl ClientConn {
                 header::patch_signature(&mut self.out, hdr_at, &sig);
             }
         }
+        // Sign, compress, encrypt ([MS-SMB2] 3.2.4.1.9, 3.1.4.4).
+        if command == Command::WRITE && apart == 0 && self.zip.on() {
+            self.compress_write(hdr_at);
+        }
+        if seal {
+            self.seal(start + FRAME_HDR, hdr_at)?;
+        }
+        let end = self.out.len();
+        self.zip.wire_out += (end - start + apart) as u64;
         let h = framing::frame_header(end - start - FRAME_HDR + apart)?;
         self.out[start..start + FRAME_HDR].copy_from_slice(&h);
         let spent = self.credits.spend(charge);
@@ -842,6 +864,8 @@ impl ClientConn {
     ) -> Result<(), ClientError> {
         let mut base = 0;
         let mut encrypted = false;
+        self.zip.inflated = None;
+        self.zip.wire_in += (FRAME_HDR + frame.len()) as u64;
         if header::protocol_of(frame) == Protocol::Transform {
             let (th, _, _) = split_encrypted(frame)?;
             if th.session_id != self.session_id {
@@ -863,6 +887,24 @@ impl ClientConn {
             base = TRANSFORM_HEADER_LEN;
             encrypted = true;
         }
+        // Decrypt first, then decompress.
+        if header::protocol_of(&frame[base..]) == Protocol::Compressed {
+            let mut plain = self.inflate(&frame[base..])?;
+            let r = self.receive_plain(&mut plain, 0, encrypted, events);
+            self.zip.inflated = Some(plain);
+            return r;
+        }
+        self.receive_plain(frame, base, encrypted, events)
+    }
+
+    /// The SMB2 messages of a received frame from `base` on.
+    fn receive_plain(
+        &mut self,
+        frame: &mut [u8],
+        base: usize,
+        encrypted: bool,
+        events: &mut Vec<Event>,
+    ) -> Result<(), ClientError> {
         let mut pos = base;
         loop {
             let rest = &frame[pos..];
@@ -936,6 +978,7 @@ impl ClientConn {
         }
         self.pending.remove(&hdr.message_id);
         self.credits.on_response(hdr.credits, Some(p.charge));
+        self.zip.wire_in += (FRAME_HDR + frame_len) as u64;
         let data = off..off + len;
         events.push(Event::Done {
             tag: p.tag,
@@ -1132,6 +1175,7 @@ impl ClientConn {
                     SigningAlgorithm::HMAC_SHA256,
                 ],
             });
+            contexts.extend(compress::offer(&self.opts.compression));
         }
         let mut security_mode = SecurityMode::SIGNING_ENABLED;
         if self.opts.sign {
@@ -1195,6 +1239,10 @@ impl ClientConn {
                     }
                     NegotiateContext::Signing { algorithms } => {
                         self.signing_alg_311 = algorithms.first().copied();
+                    }
+                    NegotiateContext::Compression { flags, algorithms } => {
+                        self.zip
+                            .agreed(&self.opts.compression, *flags, algorithms)?;
                     }
                     _ => {}
                 }

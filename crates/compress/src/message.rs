@@ -189,6 +189,24 @@ pub fn compress_message(msg: &[u8], opts: &CompressOptions) -> Option<Vec<u8>> {
     (out.len() < msg.len()).then_some(out)
 }
 
+/// Smallest data (after the plain prefix) [`compress_if_it_pays`] tries:
+/// below this the headers of the compressed form eat most of what it saves.
+pub const COMPRESS_MIN: usize = 4096;
+
+/// [`compress_message`] when it pays, the rule both of ringshare's senders
+/// follow: at least [`COMPRESS_MIN`] bytes of data after the plain prefix,
+/// the data looks compressible ([`crate::worth_compressing`], a cheap LZ4
+/// sample, so random data costs ~12 KiB of LZ4 work and nothing more), and
+/// the result saves at least 1/16 of the message. `None`: send `msg` as it is.
+pub fn compress_if_it_pays(msg: &[u8], opts: &CompressOptions) -> Option<Vec<u8>> {
+    let data = msg.get(opts.plain_prefix..)?;
+    if data.len() < COMPRESS_MIN || !crate::worth_compressing(data) {
+        return None;
+    }
+    let out = compress_message(msg, opts)?;
+    (out.len() + msg.len() / 16 <= msg.len()).then_some(out)
+}
+
 fn compress_chained(
     total: usize,
     plain: &[u8],

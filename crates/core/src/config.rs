@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use ringshare_vfs::Share;
+use ringshare_wire::consts::CompressionAlgorithm;
 
 use crate::files::FileKey;
 
@@ -154,7 +155,25 @@ pub struct ServerConfig {
     /// `failed logon backoff`: after this many failed logons from one
     /// address, answers to its logons wait ([`crate::backoff`]); 0 = off.
     pub failed_logon_backoff: u32,
+    /// `server smb compression` and `server smb compression algorithms`: the
+    /// algorithms an SMB 3.1.1 NEGOTIATE may agree on, in the server's order
+    /// of preference (the first the server can compress with is what it sends
+    /// with); empty: compression is off ([`DEFAULT_COMPRESSION`] by default).
+    pub compression: Vec<CompressionAlgorithm>,
 }
+
+/// The algorithms negotiated by default, in the server's order of
+/// preference: LZ4 first (of the codecs, the cheapest to compress with and the
+/// cheapest to find incompressible: docs/compression.md), then plain LZ77
+/// (XPRESS, what Windows sends), Pattern_V1 (chained runs), LZ77+Huffman and
+/// LZNT1.
+pub const DEFAULT_COMPRESSION: [CompressionAlgorithm; 5] = [
+    CompressionAlgorithm::LZ4,
+    CompressionAlgorithm::LZ77,
+    CompressionAlgorithm::PATTERN_V1,
+    CompressionAlgorithm::LZ77_HUFFMAN,
+    CompressionAlgorithm::LZNT1,
+];
 
 /// The largest READ, WRITE and other payload (QUERY_INFO, QUERY_DIRECTORY,
 /// SET_INFO, IOCTL, CHANGE_NOTIFY buffers) a client may ask for over SMB 2.1

@@ -34,6 +34,7 @@ use crate::transform;
 
 mod asyncs;
 mod checks;
+pub(crate) mod compress;
 mod frame;
 pub(crate) mod handles;
 use frame::{build_frame, frame_bytes, seal_room};
@@ -60,6 +61,8 @@ pub(crate) struct Negotiated {
     pub signing_algorithm: Option<u16>,
     /// SMB 3.x: the cipher sessions encrypt with, when the client can encrypt.
     pub cipher: Option<Cipher>,
+    /// 3.1.1: what SMB2_COMPRESSION_CAPABILITIES agreed on (empty: none).
+    pub compression: compress::Compression,
 }
 
 /// Connection-level state the command modules work on.
@@ -646,13 +649,22 @@ impl Connection {
             let key = self.core.session(sid).map(|s| lock(&s).decrypt_key.clone());
             match transform::decrypt_in_place(key.as_ref().map(|k| k.as_deref()), &mut frame) {
                 Ok(()) => {
-                    let plain = &frame[TRANSFORM_HEADER_LEN..];
+                    // Decrypt first, then decompress ([MS-SMB2] 3.3.5.2.1).
+                    if header::protocol_of(&frame[TRANSFORM_HEADER_LEN..]) == Protocol::Compressed {
+                        let Some(out) = self.decompress_received(&frame[TRANSFORM_HEADER_LEN..])
+                        else {
+                            return;
+                        };
+                        self.core.spare.give(std::mem::replace(&mut frame, out));
+                    } else {
+                        base = TRANSFORM_HEADER_LEN;
+                    }
+                    let plain = &frame[base..];
                     let same_session = Header::decode(plain).is_ok_and(|h| h.session_id == sid);
                     if header::protocol_of(plain) != Protocol::Smb2 || !same_session {
                         self.disconnect("encrypted message is not SMB2 for its session");
                         return;
                     }
-                    base = TRANSFORM_HEADER_LEN;
                     encrypted = Some(sid);
                     if let Some(ch) = self.core.sessions.get_mut(&sid) {
                         ch.client_encrypts = true;
@@ -663,6 +675,12 @@ impl Connection {
                     return;
                 }
             }
+        }
+        if encrypted.is_none() && header::protocol_of(&frame) == Protocol::Compressed {
+            let Some(out) = self.decompress_received(&frame) else {
+                return;
+            };
+            self.core.spare.give(std::mem::replace(&mut frame, out));
         }
         match header::protocol_of(&frame[base..]) {
             Protocol::Smb2 => {}
@@ -1238,6 +1256,14 @@ impl Connection {
 
     /// Frame and sign the replies of a finished job.
     fn finish(&mut self, mut job: Job) {
+        // (A WRITE alone in its frame may have taken the frame.)
+        let compress = match (job.members.as_slice(), job.replies.as_slice()) {
+            ([(start, end)], [_]) => job
+                .frame
+                .get(*start..*end)
+                .is_some_and(|req| compress::read_asks_compressed(&self.core, req)),
+            _ => false,
+        };
         let built = if job.replies.is_empty() {
             None
         } else {
@@ -1273,6 +1299,11 @@ impl Connection {
             }));
             return;
         }
+        let frame = if compress {
+            self.compress_reply(frame, seal_room(job.encrypted))
+        } else {
+            frame
+        };
         self.send_frame(frame, job.encrypted, job.seal.take());
     }
 

@@ -47,6 +47,7 @@ mod transform;
 mod watch;
 mod writetime;
 
+pub use config::DEFAULT_COMPRESSION;
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};

@@ -41,6 +41,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 
 use ringshare_core::{InheritOwner, ShareRules};
+use ringshare_wire::consts::CompressionAlgorithm;
 
 mod cluster;
 mod fruit;
@@ -137,6 +138,30 @@ pub enum ZerocopySend {
 /// (`off`, `disabled`, `no`; `default`, `auto`, `if_required`, the default; `desired`;
 /// `required`, `mandatory`).
 pub use ringshare_core::EncryptPolicy;
+
+/// A `server smb compression algorithms` name.
+pub fn compression_algorithm(name: &str) -> Option<CompressionAlgorithm> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "lz4" => CompressionAlgorithm::LZ4,
+        "lz77" | "xpress" => CompressionAlgorithm::LZ77,
+        "pattern_v1" => CompressionAlgorithm::PATTERN_V1,
+        "lz77+huffman" | "xpress_huffman" => CompressionAlgorithm::LZ77_HUFFMAN,
+        "lznt1" => CompressionAlgorithm::LZNT1,
+        _ => return None,
+    })
+}
+
+/// The name `server smb compression algorithms` takes for `a`.
+pub fn compression_algorithm_name(a: CompressionAlgorithm) -> &'static str {
+    match a {
+        CompressionAlgorithm::LZ4 => "lz4",
+        CompressionAlgorithm::LZ77 => "lz77",
+        CompressionAlgorithm::PATTERN_V1 => "pattern_v1",
+        CompressionAlgorithm::LZ77_HUFFMAN => "lz77+huffman",
+        CompressionAlgorithm::LZNT1 => "lznt1",
+        _ => "none",
+    }
+}
 
 fn parse_encrypt(value: &str) -> Option<EncryptPolicy> {
     Some(match normalize_key(value).as_str() {
@@ -300,6 +325,18 @@ pub struct Global {
     /// `server multi channel support`: SMB 3 clients may bind several
     /// connections to one session. Default yes (as in Samba 4.15 and later).
     pub multi_channel: bool,
+    /// `server smb compression` (ringshare extension; Samba has no SMB
+    /// compression): SMB 3.1.1 NEGOTIATE agrees on compression when the client
+    /// offers it. Default yes, as Windows: agreeing costs nothing, the server
+    /// compresses only READ responses the client asks to have compressed, and
+    /// decompresses what a client chooses to send compressed
+    /// (docs/compression.md).
+    pub compression: bool,
+    /// `server smb compression algorithms` (ringshare extension): the
+    /// algorithms offered, in the server's order of preference; names `lz4`,
+    /// `lz77` (`xpress`), `pattern_v1`, `lz77+huffman` (`xpress_huffman`),
+    /// `lznt1`. Default all five in that order.
+    pub compression_algorithms: Vec<CompressionAlgorithm>,
     /// `smb2 disable lock sequence checking` (as in Samba): LOCK's sequence numbers are not
     /// checked on durable opens and multichannel sessions ([MS-SMB2] 3.3.5.14). Default no.
     pub disable_lock_sequence_checking: bool,
@@ -384,6 +421,8 @@ impl Default for Global {
             send_timeout_secs: 60,
             multi_channel: true,
             disable_lock_sequence_checking: false,
+            compression: true,
+            compression_algorithms: ringshare_core::DEFAULT_COMPRESSION.to_vec(),
             smb2_max_read: 8 << 20,
             smb2_max_write: 8 << 20,
             smb2_max_trans: 8 << 20,
@@ -659,6 +698,33 @@ mod tests {
             "server min protocol"
         );
         assert_eq!(normalize_key("smb_passwd__file"), "smb passwd file");
+    }
+
+    #[test]
+    fn compression_is_on_with_all_five_algorithms_by_default_and_takes_a_list_in_order() {
+        use CompressionAlgorithm as A;
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert!(d.global.compression);
+        assert_eq!(
+            d.global.compression_algorithms,
+            vec![A::LZ4, A::LZ77, A::PATTERN_V1, A::LZ77_HUFFMAN, A::LZNT1]
+        );
+        let c = parse_str(
+            "[global]\nserver smb compression = no\nserver smb compression algorithms = XPRESS, pattern_v1 lz77\n[s]\npath = /tmp\n",
+            path,
+        )
+        .unwrap();
+        assert!(!c.global.compression);
+        assert_eq!(
+            c.global.compression_algorithms,
+            vec![A::LZ77, A::PATTERN_V1]
+        );
+        let bad = parse_str(
+            "[global]\nserver smb compression algorithms = lz4, zstd\n",
+            path,
+        );
+        assert!(bad.is_err_and(|e| e.to_string().contains("zstd")));
     }
 
     #[test]

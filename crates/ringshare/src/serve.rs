@@ -162,6 +162,11 @@ pub fn server_config(
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
         multi_channel: g.multi_channel,
         lock_sequence_checking: !g.disable_lock_sequence_checking,
+        compression: if g.compression {
+            g.compression_algorithms.clone()
+        } else {
+            Vec::new()
+        },
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
         guest_account: g.guest_account.clone(),
         failed_logon_backoff: g.failed_logon_backoff,

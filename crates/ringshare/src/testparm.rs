@@ -233,6 +233,8 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         zerocopy_send,
         send_timeout_secs,
         multi_channel,
+        compression,
+        compression_algorithms,
         disable_lock_sequence_checking,
         smb2_max_read,
         smb2_max_write,
@@ -273,6 +275,12 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     opt(s, "server signing", signing(*server_signing));
     opt(s, "server smb encrypt", encrypt(*smb_encrypt));
     opt(s, "server multi channel support", yes_no(*multi_channel));
+    opt(s, "server smb compression", yes_no(*compression));
+    let algs: Vec<&str> = compression_algorithms
+        .iter()
+        .map(|a| crate::config::compression_algorithm_name(*a))
+        .collect();
+    opt(s, "server smb compression algorithms", algs.join(", "));
     let guest = match map_to_guest {
         MapToGuest::Never => "never",
         MapToGuest::BadUser => "bad user",

@@ -35,7 +35,7 @@ impl UserLookup for Users {
     }
 }
 
-struct Counter(u64);
+pub struct Counter(pub u64);
 
 impl Entropy for Counter {
     fn fill(&mut self, out: &mut [u8]) {
@@ -50,6 +50,14 @@ impl Entropy for Counter {
 }
 
 pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
+    server_compressing(signing, ringshare_core::DEFAULT_COMPRESSION.to_vec())
+}
+
+/// [`server`] negotiating these compression algorithms (none: compression off).
+pub fn server_compressing(
+    signing: SigningPolicy,
+    compression: Vec<ringshare_wire::consts::CompressionAlgorithm>,
+) -> Arc<ServerState> {
     let mem = MemShare::new();
     let config = ServerConfig {
         dialect_min: 0x0202,
@@ -88,6 +96,7 @@ pub fn server(signing: SigningPolicy) -> Arc<ServerState> {
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
+        compression,
         homes: None,
     };
     ServerState::new(config, Arc::new(Users))
@@ -114,6 +123,9 @@ pub struct Pair {
     pub server_closed: bool,
     /// Every frame payload the client sent.
     pub sent: Vec<Vec<u8>>,
+    /// Every frame payload the client received whole (not by
+    /// `receive_read_head`), as it came.
+    pub received: Vec<Vec<u8>>,
     pub tamper: Option<Tamper>,
     /// The data of READ / QUERY_INFO / QUERY_DIRECTORY replies, by tag.
     pub payloads: HashMap<u64, Vec<u8>>,
@@ -147,6 +159,7 @@ impl Pair {
             events: Vec::new(),
             server_closed: false,
             sent: Vec::new(),
+            received: Vec::new(),
             tamper: None,
             payloads: HashMap::new(),
             apart: Vec::new(),
@@ -285,7 +298,11 @@ impl Pair {
                             }
                             assert_eq!(self.events.len(), first, "a refused head adds no event");
                         }
+                        self.received.push(frame.clone());
                         self.client.receive(&mut frame, &mut self.events)?;
+                        // A compressed frame's events index what it held.
+                        let inflated = self.client.take_inflated();
+                        let frame = inflated.as_deref().unwrap_or(&frame);
                         for e in &self.events[first..] {
                             if let Event::Done {
                                 tag,

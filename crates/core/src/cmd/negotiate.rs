@@ -12,7 +12,7 @@ use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest, NegotiateRes
 use ringshare_wire::smb1::Smb1Negotiate;
 use ringshare_wire::NtStatus;
 
-use crate::conn::handles;
+use crate::conn::{compress, handles};
 use crate::conn::{ConnCore, Negotiated, Reply, Req};
 use crate::server::{EncryptPolicy, SigningPolicy};
 
@@ -135,6 +135,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             client_dialects: vec![Dialect::SMB2_0_2.0],
             signing_algorithm: None,
             cipher: None,
+            compression: Default::default(),
         });
     }
     let mut hdr = Header::response_to(&Header::request(Command::NEGOTIATE, 0), NtStatus::SUCCESS);
@@ -169,6 +170,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut signing_algorithm = None;
     let mut cipher = None;
     let mut cipher_ctx = None;
+    let mut agreed = compress::Compression::default();
     // `server smb encrypt = off` everywhere: no cipher is offered.
     let offer = core.server.config.encrypt != EncryptPolicy::Off
         || core
@@ -185,6 +187,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     if dialect == Dialect::SMB3_1_1 {
         let mut preauth_ok = false;
+        let mut compression = None;
         for c in &neg.contexts {
             match c {
                 NegotiateContext::PreauthIntegrity {
@@ -214,6 +217,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                     .find(|a| algorithms.contains(a));
                     signing_algorithm = pick.map(|a| a.0);
                 }
+                NegotiateContext::Compression { flags, algorithms } => {
+                    // One such context at most, with at least one algorithm
+                    // ([MS-SMB2] 3.3.5.4); ignored when compression is off.
+                    if compression.is_some() {
+                        return Err(NtStatus::INVALID_PARAMETER);
+                    }
+                    let server = &core.server.config.compression;
+                    compression = Some(compress::negotiate(server, *flags, algorithms)?);
+                }
                 _ => {}
             }
         }
@@ -233,6 +245,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 algorithms: vec![SigningAlgorithm(a)],
             });
         }
+        if let Some(c) = compression.filter(|_| !core.server.config.compression.is_empty()) {
+            contexts.push(compress::response_context(&c));
+            agreed = c;
+        }
     }
     let multi_channel =
         core.server.config.multi_channel && neg.capabilities.contains(Capabilities::MULTI_CHANNEL);
@@ -247,6 +263,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
         signing_algorithm,
         cipher,
+        compression: agreed,
     });
     if dialect == Dialect::SMB3_1_1 {
         let mut p = PreauthHash::zero();

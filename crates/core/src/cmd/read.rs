@@ -95,6 +95,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let (node, open_id) = (open.node.clone(), open.id);
     if rr.length as usize > SPLICE_ONLY_ABOVE
         && splice_allowed(core, req, writers)
+        && !crate::conn::compress::read_asks(core, rr.flags)
         && node.shared_fd().is_some()
     {
         // The reply header carries the length, so it must be known now.

@@ -242,6 +242,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
+        compression: ringshare_core::DEFAULT_COMPRESSION.to_vec(),
         homes: None,
     }
 }

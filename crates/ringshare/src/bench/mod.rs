@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use ringshare_wire::consts::Dialect;
+use ringshare_wire::consts::{CompressionAlgorithm, Dialect};
 
 use hist::Histogram;
 use report::{CpuSample, Summary};
@@ -162,6 +162,17 @@ pub struct BenchArgs {
     #[arg(long)]
     pub encrypt: bool,
 
+    /// SMB 3.1.1 compression: offer ALG (lz4, lz77, lz77+huffman, lznt1) and
+    /// Pattern_V1, chained; WRITEs go compressed when it pays and READs ask
+    /// for compressed responses. The report adds the bytes on the wire.
+    #[arg(long, value_name = "ALG", value_parser = parse_compression)]
+    pub compress: Option<CompressionAlgorithm>,
+
+    /// What the file holds (written, and checked with --verify): random
+    /// (incompressible), text (English-like words) or zeros.
+    #[arg(long, value_enum, default_value = "random")]
+    pub data: pattern::Data,
+
     /// Write a seeded pattern first and check every byte read back.
     #[arg(long)]
     pub verify: bool,
@@ -253,6 +264,15 @@ fn parse_duration_ms(s: &str) -> Result<u64, String> {
         return Err(bad());
     }
     Ok((v * mult) as u64)
+}
+
+fn parse_compression(s: &str) -> Result<CompressionAlgorithm, String> {
+    match crate::config::compression_algorithm(s) {
+        Some(a) if a != CompressionAlgorithm::PATTERN_V1 => Ok(a),
+        _ => Err(format!(
+            "unknown compression algorithm {s:?} (lz4, lz77, lz77+huffman, lznt1)"
+        )),
+    }
 }
 
 fn parse_dialect(s: &str) -> Result<u16, String> {
@@ -354,6 +374,8 @@ pub(crate) struct ThreadResult {
     pub ops: u64,
     /// Bytes moved by each connection (by index).
     pub per_conn: Vec<(usize, u64)>,
+    /// Bytes received and sent on the wire while measuring (frames whole).
+    pub wire: (u64, u64),
 }
 
 /// Run the benchmark; the report goes to `out`. Returns whether the run
@@ -366,6 +388,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         .next()
         .ok_or_else(|| format!("{host} has no address"))?;
     let (domain, user, password) = parse_user(&args.user);
+    pattern::set_data(args.data);
     let dialects = match args.dialect {
         Some(d) => vec![Dialect(d)],
         None => vec![
@@ -474,7 +497,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         shared.stop.store(true, Ordering::Release);
     }
     let mut hist = Histogram::new();
-    let (mut bytes, mut ops) = (0u64, 0u64);
+    let (mut bytes, mut ops, mut wire) = (0u64, 0u64, (0u64, 0u64));
     let mut per_conn = Vec::new();
     let mut setup_errors = Vec::new();
     for h in handles {
@@ -483,6 +506,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
                 hist.merge(&r.hist);
                 bytes += r.bytes;
                 ops += r.ops;
+                wire = (wire.0 + r.wire.0, wire.1 + r.wire.1);
                 per_conn.extend(r.per_conn);
             }
             Ok(Err(e)) => setup_errors.push(e),
@@ -519,6 +543,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         errors,
         error_log: &error_log,
         notify,
+        wire,
     };
     let mut text = if shared.args.json {
         summary.json()

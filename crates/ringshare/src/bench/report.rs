@@ -112,6 +112,8 @@ pub struct Summary<'a> {
     pub error_log: &'a [String],
     /// What `--watchers` saw.
     pub notify: Option<super::watch::Seen>,
+    /// Bytes received and sent on the wire while measuring (frames whole).
+    pub wire: (u64, u64),
 }
 
 fn dialect_name(d: Dialect) -> &'static str {
@@ -155,6 +157,18 @@ impl Summary<'_> {
     }
     fn per_gib(&self, cpu: f64) -> Option<f64> {
         (self.bytes > 0).then(|| cpu / (self.bytes as f64 / GIB))
+    }
+
+    /// Wire bytes in the direction the data went (received for reads, sent
+    /// for writes; both for a mixed workload) per byte of data.
+    pub fn wire_ratio(&self) -> Option<f64> {
+        use super::Workload as W;
+        let wire = match self.args.workload {
+            W::SeqRead | W::RandRead | W::SameFile => self.wire.0,
+            W::SeqWrite | W::RandWrite => self.wire.1,
+            _ => self.wire.0 + self.wire.1,
+        };
+        (self.bytes > 0 && wire > 0).then(|| wire as f64 / self.bytes as f64)
     }
 
     /// The I/O size the run used (see [`Negotiated::io_size`]).
@@ -229,6 +243,18 @@ impl Summary<'_> {
                 }
             }
         }
+        if let Some(r) = self.wire_ratio() {
+            let c = a
+                .compress
+                .map_or("off", crate::config::compression_algorithm_name);
+            let _ = writeln!(
+                o,
+                "  wire            {:.3} bytes per data byte ({:.0} MiB per GiB; compression {c}, data {:?})",
+                r,
+                r * 1024.0,
+                a.data
+            );
+        }
         if let Some(n) = self.notify {
             let _ = writeln!(
                 o,
@@ -258,7 +284,7 @@ impl Summary<'_> {
         let opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.6}"));
         let errors: Vec<String> = self.error_log.iter().map(|e| json_str(e)).collect();
         format!(
-            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"errors\":{},\"error_log\":[{}]{}}}\n",
+            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"wire_per_data_byte\":{},\"errors\":{},\"error_log\":[{}]{}}}\n",
             json_str(&a.target),
             a.workload.name(),
             self.io_size(),
@@ -278,6 +304,7 @@ impl Summary<'_> {
             opt(self.per_gib(self.client_cpu_s)),
             opt(self.server_cpu_s),
             opt(self.server_cpu_s.and_then(|c| self.per_gib(c))),
+            opt(self.wire_ratio()),
             self.errors,
             errors.join(","),
             self.notify.map_or(String::new(), |n| format!(

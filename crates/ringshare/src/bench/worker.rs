@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ringshare_client::{ClientConn, ClientError, ClientOptions, Event, Gap, Reply, READ_HEAD_LEN};
 use ringshare_engine::{net, Ring, RingConfig, SharedFd};
-use ringshare_wire::consts::{CreateDisposition, InfoType};
+use ringshare_wire::consts::{CompressionAlgorithm, CreateDisposition, InfoType};
 use ringshare_wire::{framing, FileId, NtStatus};
 
 use super::hist::Histogram;
@@ -159,6 +159,8 @@ struct Conn {
     bound: bool,
     /// Payload bytes this connection moved.
     bytes: u64,
+    /// Wire bytes (in, out) when the measurement started.
+    wire_at_go: Option<(u64, u64)>,
 }
 
 fn token(kind: u64, idx: usize) -> u64 {
@@ -181,6 +183,11 @@ pub(crate) fn client_options(sh: &Shared, idx: usize) -> ClientOptions {
         now_filetime: now_filetime(),
         kerberos: None,
         relay: None,
+        compression: sh
+            .args
+            .compress
+            .map(|a| vec![a, CompressionAlgorithm::PATTERN_V1])
+            .unwrap_or_default(),
     }
 }
 
@@ -742,8 +749,11 @@ impl Conn {
                 self.smb
                     .receive(&mut buf[range.clone()], &mut events)
                     .map_err(|e| e.to_string())?;
+                // A compressed frame's events index what it held.
+                let inflated = self.smb.take_inflated();
+                let frame = inflated.as_deref().unwrap_or(&buf[range.clone()]);
                 for ev in events.drain(..) {
-                    self.on_event(sh, ev, &buf[range.clone()], None, stats)?;
+                    self.on_event(sh, ev, frame, None, stats)?;
                 }
             }
             Ok(())
@@ -831,6 +841,7 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
         opts,
         bound: channel,
         bytes: 0,
+        wire_at_go: None,
         // A small buffer stays in the CPU cache, and the receive copy into it
         // is most of the client's work: 1 MiB reads measured 0.23-0.25 client
         // CPU s/GiB with 2.2 MiB against 0.33-0.38 with 16 MiB
@@ -932,6 +943,7 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         bytes: 0,
         ops: 0,
         per_conn: Vec::new(),
+        wire: (0, 0),
     };
     let mut counted_ready = false;
     loop {
@@ -943,6 +955,7 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         for c in conns.iter_mut() {
             if c.phase == Phase::Waiting && go {
                 c.phase = Phase::Running;
+                c.wire_at_go = Some(c.smb.wire_bytes());
             }
             if stop && c.phase == Phase::Unbound {
                 c.phase = Phase::Done;
@@ -966,6 +979,10 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         bind_channels(&mut conns)?;
         if conns.iter().all(|c| c.phase == Phase::Done) {
             stats.per_conn = conns.iter().map(|c| (c.idx, c.bytes)).collect();
+            for c in &conns {
+                let ((i0, o0), (i1, o1)) = (c.wire_at_go.unwrap_or_default(), c.smb.wire_bytes());
+                stats.wire = (stats.wire.0 + i1 - i0, stats.wire.1 + o1 - o0);
+            }
             return Ok(stats);
         }
         for (i, c) in conns.iter_mut().enumerate() {

@@ -201,6 +201,8 @@ enum Opt {
     ZerocopySend,
     SendTimeout,
     MultiChannel,
+    Compression,
+    CompressionAlgorithms,
     DisableLockSequenceChecking,
     Smb2MaxRead,
     Smb2MaxWrite,
@@ -308,6 +310,8 @@ fn classify(key: &str) -> Option<Opt> {
         "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
         "server multi channel support" => Opt::MultiChannel,
+        "server smb compression" => Opt::Compression,
+        "server smb compression algorithms" => Opt::CompressionAlgorithms,
         "smb2 disable lock sequence checking" => Opt::DisableLockSequenceChecking,
         "max connections" => Opt::MaxConnections,
         "smb2 max read" => Opt::Smb2MaxRead,
@@ -858,6 +862,22 @@ impl<'a> Parser<'a> {
             }
             Opt::MultiChannel => {
                 self.global.multi_channel = self.bool_value(line, key, value)?;
+            }
+            Opt::Compression => self.global.compression = self.bool_value(line, key, value)?,
+            Opt::CompressionAlgorithms => {
+                let mut algs = Vec::new();
+                for name in parse_list(value) {
+                    let a = super::compression_algorithm(&name).ok_or_else(|| {
+                        self.err(
+                            line,
+                            format!("'{key}': unknown algorithm '{name}' (lz4, lz77, pattern_v1, lz77+huffman, lznt1)"),
+                        )
+                    })?;
+                    if !algs.contains(&a) {
+                        algs.push(a);
+                    }
+                }
+                self.global.compression_algorithms = algs;
             }
             Opt::DisableLockSequenceChecking => {
                 self.global.disable_lock_sequence_checking = self.bool_value(line, key, value)?;
