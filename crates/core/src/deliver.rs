@@ -1,5 +1,6 @@
 //! Delivering the breaks a per-file decision made ([`crate::files::oplock::Breaks`]): to a
-//! holder on another cluster node through the cluster, else to the holder's connection, or,
+//! holder on another cluster node through the cluster layer (its hooks: this module does not name
+//! the cluster), else to the holder's connection, or,
 //! when that connection is gone, to another channel of its session.
 
 use crate::server::{lock, Notice, ServerState};
@@ -9,8 +10,10 @@ impl ServerState {
     /// holder's connection is gone, to another channel of its session.
     pub(crate) fn send_breaks(&self, breaks: crate::files::oplock::Breaks) {
         for (route, b) in breaks {
-            if crate::cluster::forward(self, route, &b) {
-                continue;
+            if let Some(h) = self.cluster_hooks() {
+                if h.forward_break(self, route, &b) {
+                    continue;
+                }
             }
             let notice = Notice::from(b);
             if self.post(route.conn_id, notice.clone()) || notice == Notice::Retry {

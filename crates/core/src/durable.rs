@@ -11,7 +11,8 @@
 //! it back under the same FileId; the scavenger closes it when its timeout
 //! passes ([`ServerState::expire_durables`], driven by the driver's timer);
 //! an open by someone else that would have to break its oplock or lease
-//! closes it first ([`purge_for_open`]), as Samba and Windows do.
+//! closes it first (crate::cluster::home's `purge_for_open`, with [`take_parked`]),
+//! as Samba and Windows do.
 //!
 //! Everything the server keeps about parked opens is in one table
 //! ([`crate::files::parked::Durables`], `ServerState::durables`), one
@@ -53,7 +54,7 @@ pub(crate) fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now
             st.durable.clone().filter(|_| !st.delete_on_close)
         }
         .filter(|_| {
-            crate::arbiter::delete_pending(server, open.key, &open.entry, None)
+            crate::decide::delete_pending(server, open.key, &open.entry, None)
                 .is_ok_and(|(pending, _)| !pending)
         });
         match durability {
@@ -109,7 +110,7 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
     };
     let (key, persistent, id) = (p.open.key, p.open.persistent_id, p.open.id);
     let evicted = lock(&server.durables).park(p);
-    if crate::cluster::handover::homed_elsewhere(server, key) {
+    if server.home_of(key) != crate::link::Home::Here {
         // The file's home learns it is disconnected (soon, not under the
         // session's lock): another open that would break it closes it.
         lock(&server.unsent_parks).push((key, persistent, id));
@@ -238,30 +239,4 @@ pub(crate) fn take_parked(server: &ServerState, ids: &[(u64, u64)]) -> Vec<Parke
         }
     }
     out
-}
-
-/// Before a new open joins file `entry`: close the parked opens whose oplock
-/// or lease it would have to break ([`crate::files::oplock::parked_in_the_way`]).
-pub(crate) fn purge_for_open(
-    server: &ServerState,
-    entry: &std::sync::Mutex<crate::server::FileEntry>,
-    wish: &crate::files::oplock::Wish,
-) {
-    let ids = crate::files::oplock::parked_in_the_way(&lock(entry), wish);
-    if ids.is_empty() {
-        return;
-    }
-    // On a cluster node, some may be kept by the nodes their clients used.
-    let (here, elsewhere): (Vec<_>, Vec<_>) = ids
-        .into_iter()
-        .partition(|(_, v)| crate::cluster::handover::holder(server, *v).is_none());
-    crate::cluster::handover::close_parked_elsewhere(server, &elsewhere);
-    let gone = take_parked(server, &here);
-    for p in gone {
-        tracing::debug!(
-            id = p.open.id,
-            "closing a disconnected durable open another open would have to break"
-        );
-        crate::opens::close_open(server, p.open, false);
-    }
 }

@@ -14,6 +14,7 @@ mod cmd;
 mod config;
 mod conn;
 pub mod credits;
+mod decide;
 mod deliver;
 pub mod domain;
 mod durable;

@@ -2,6 +2,7 @@
 //! nodes (the driver's or a test's), where each partition's home is, and the closes no home
 //! took yet. Only data and the trait; what the cluster does with them is [`crate::cluster`].
 
+use ringshare_vfs::RelPath;
 use ringshare_wire::NtStatus;
 
 use crate::files::FileKey;
@@ -72,4 +73,43 @@ pub trait ClusterLink: Send + Sync {
     fn ca_all(&self) -> Result<Vec<Vec<u8>>, NtStatus> {
         Ok(Vec::new())
     }
+}
+
+/// The device number of every file's key on a cluster node.
+pub const CLUSTER_DEV: u64 = 0x5253_434c_5553_5452;
+
+/// The partition of a file: a stable hash of its file system id and inode
+/// (the same on every node and every build; a stream is homed with its file).
+pub fn partition_of(key: FileKey, partitions: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key
+        .dev
+        .to_le_bytes()
+        .into_iter()
+        .chain(key.ino.to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // splitmix64's finaliser spreads neighbouring inodes over partitions.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h % u64::from(partitions.max(1))) as u32
+}
+
+/// What a close leaves behind in its file's entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Closed {
+    /// The file's delete is pending and this was its last open: remove it.
+    pub remove: bool,
+    /// No open of the file is left.
+    pub last_open: bool,
+    /// Where the file is now, and whether it is a directory.
+    pub path: RelPath,
+    pub is_dir: bool,
+    /// This close set delete-on-close and others still hold the file.
+    pub newly_pending: bool,
 }

@@ -72,15 +72,7 @@ pub(crate) fn name_filter(is_dir: bool) -> u32 {
     }
 }
 
-/// One change, named by its path from the share root (and for a named
-/// stream's change, the stream: the record's name is then `file:stream`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Change<'a> {
-    pub action: u32,
-    pub filter: u32,
-    pub path: &'a RelPath,
-    pub stream: Option<&'a str>,
-}
+pub(crate) use crate::watch::Change;
 
 /// Tell watchers of a named stream's change.
 pub(crate) fn stream_changed(
@@ -199,7 +191,9 @@ pub(crate) fn arm(
     let first = reg.armed.fetch_add(1, Ordering::AcqRel) == 0;
     drop(dirs);
     if first {
-        crate::cluster::notify::watching(server, true);
+        if let Some(h) = server.cluster_hooks() {
+            h.watching(server, true);
+        }
     }
     // Changes other programs make there (and below it, for WATCH_TREE),
     // through the kernel.
@@ -252,7 +246,9 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     }
     kernel::drop_refs(server, w.id, w.root);
     if last {
-        crate::cluster::notify::watching(server, false);
+        if let Some(h) = server.cluster_hooks() {
+            h.watching(server, false);
+        }
     }
     if let Some(head) = tell {
         wake(server, w, head);
@@ -435,7 +431,9 @@ fn take(reg: &Registry, w: &Watcher, st: &mut WatchState, max_len: u32) -> Answe
 /// file entry locked). The changes of one call land together in each
 /// watcher's buffer (a rename's OLD_NAME and NEW_NAME are never split).
 pub(crate) fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
-    crate::cluster::notify::forward(server, share, changes);
+    if let Some(h) = server.cluster_hooks() {
+        h.changes(server, share, changes);
+    }
     if !server.notify.local() {
         return;
     }

@@ -31,7 +31,9 @@ pub(crate) fn close_open(
     } else {
         None
     };
-    crate::cluster::ca::forget(server, &open);
+    if let Some(h) = server.cluster_hooks() {
+        h.open_closed(server, &open);
+    }
     let (create_guid, on_close, watch) = {
         let mut st = lock(&open.state);
         (st.create_guid, st.notify_on_close, st.watch.take())
@@ -43,13 +45,13 @@ pub(crate) fn close_open(
         lock(&server.durables).forget(g, open.id);
     }
     let delete_on_close = lock(&open.state).delete_on_close;
-    let crate::arbiter::Closed {
+    let crate::decide::Closed {
         remove,
         last_open,
         path,
         is_dir,
         newly_pending,
-    } = crate::arbiter::close(
+    } = crate::decide::close(
         server,
         open.key,
         &open.entry,

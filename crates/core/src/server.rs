@@ -20,6 +20,7 @@ use ringshare_wire::ioctl::NetworkInterfaceInfo;
 use ringshare_auth::UserLookup;
 use ringshare_vfs::RelPath;
 
+use crate::link::{ClusterLink, Home};
 use crate::state::{Session, SessionRef};
 
 pub use crate::config::{
@@ -84,7 +85,9 @@ pub struct ServerState {
     /// Failed logons by address ([`crate::backoff`]).
     pub(crate) logon_backoff: crate::backoff::LogonBackoff,
     /// The cluster this server is a node of ([`crate::cluster`]).
-    pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::link::ClusterLink>>,
+    pub(crate) cluster: std::sync::OnceLock<Arc<dyn ClusterLink>>,
+    /// What the per-file operations ask of the cluster layer (set with [`Self::cluster`]).
+    pub(crate) cluster_hooks: std::sync::OnceLock<&'static dyn ClusterHooks>,
     /// Other cluster nodes with CHANGE_NOTIFY watchers ([`crate::cluster::notify`]).
     pub(crate) notify_peers: Mutex<Vec<u16>>,
     /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
@@ -244,6 +247,7 @@ impl ServerState {
             log_limit: Default::default(),
             logon_backoff,
             cluster: std::sync::OnceLock::new(),
+            cluster_hooks: std::sync::OnceLock::new(),
             unsent_closes: Mutex::new(Vec::new()),
             unsent_parks: Mutex::new(Vec::new()),
             notify_peers: Mutex::new(Vec::new()),
@@ -532,6 +536,43 @@ impl ServerState {
         self.next_connection.fetch_max(base, Ordering::Relaxed);
     }
 
+    /// The cluster this server is a node of.
+    pub(crate) fn cluster(&self) -> Option<&Arc<dyn ClusterLink>> {
+        self.cluster.get()
+    }
+
+    /// The cluster layer's hooks, on a cluster node ([`ClusterHooks`]).
+    pub(crate) fn cluster_hooks(&self) -> Option<&'static dyn ClusterHooks> {
+        self.cluster_hooks.get().copied()
+    }
+
+    /// The key of the file `attr` describes: (device, inode) on a single
+    /// server; on a cluster node the device is the cluster file system's,
+    /// the same on every node ([`crate::link::CLUSTER_DEV`]: every share of a cluster
+    /// node is on the cluster file system, whose device number each node
+    /// numbers its own way).
+    pub fn file_key(&self, attr: &ringshare_vfs::FileAttr) -> FileKey {
+        let key = FileKey::of(attr);
+        match self.cluster.get() {
+            Some(_) => FileKey {
+                dev: crate::link::CLUSTER_DEV,
+                ..key
+            },
+            None => key,
+        }
+    }
+
+    /// The home of file `key` now ([`Home::Here`] outside a cluster).
+    pub(crate) fn home_of(&self, key: FileKey) -> Home {
+        match self.cluster.get() {
+            None => Home::Here,
+            Some(c) => match c.home(crate::link::partition_of(key, c.partitions())) {
+                Home::Node(n) if n == c.node() => Home::Here,
+                h => h,
+            },
+        }
+    }
+
     /// The entry of a file, created empty when absent.
     pub fn file_entry(&self, key: FileKey) -> Arc<Mutex<FileEntry>> {
         let mut files = lock(&self.files);
@@ -589,6 +630,49 @@ impl ServerState {
             }
         }
     }
+}
+
+/// What the per-file operations below the cluster layer (crate::decide, crate::opens,
+/// crate::durable, crate::notify, crate::deliver) ask of it (issue 30): they never name the
+/// cluster, which sets these when the server joins one (crate::cluster::hooks). Without a
+/// cluster nothing is asked: every file is homed here.
+pub(crate) trait ClusterHooks: Send + Sync {
+    /// Close open `owner` of file `key` at its home, node `node` (`None`: no node decides for
+    /// the file now; the close is sent again later). `entry` is this node's shadow entry.
+    #[allow(clippy::too_many_arguments)]
+    fn close_elsewhere(
+        &self,
+        server: &ServerState,
+        node: Option<u16>,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        delete_on_close: bool,
+        who: &ringshare_vfs::Who,
+    ) -> crate::link::Closed;
+    /// Whether the delete of file `key` is pending at its home, node `node` (with `set`, made
+    /// so or not first): (pending, newly pending).
+    fn delete_pending_at(
+        &self,
+        server: &ServerState,
+        node: u16,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        set: Option<bool>,
+    ) -> Result<(bool, bool), ringshare_wire::NtStatus>;
+    /// `open` closed: the record of a persistent open goes.
+    fn open_closed(&self, server: &ServerState, open: &crate::state::Open);
+    /// Send a break for another node's connection there: true when it was another node's.
+    fn forward_break(
+        &self,
+        server: &ServerState,
+        route: crate::files::oplock::Route,
+        notice: &crate::files::oplock::Break,
+    ) -> bool;
+    /// Changes made through this node on `share`, for the other nodes' watchers.
+    fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[crate::watch::Change<'_>]);
+    /// This node's first CHANGE_NOTIFY watcher was armed (`true`) or its last one ended.
+    fn watching(&self, server: &ServerState, watching: bool);
 }
 
 pub use crate::sync::lock;

@@ -8,6 +8,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, RwLock};
 
+use ringshare_vfs::RelPath;
 use ringshare_wire::NtStatus;
 
 use crate::files::FileKey;
@@ -126,4 +127,14 @@ pub(crate) struct Kernel {
     pub(crate) tree_warned: bool,
     /// Whom each WATCH_TREE watcher's directories are opened as.
     pub(crate) tree_whos: HashMap<u64, ringshare_vfs::Who>,
+}
+
+/// One change, named by its path from the share root (and for a named
+/// stream's change, the stream: the record's name is then `file:stream`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Change<'a> {
+    pub action: u32,
+    pub filter: u32,
+    pub path: &'a RelPath,
+    pub stream: Option<&'a str>,
 }

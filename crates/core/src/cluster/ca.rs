@@ -19,33 +19,14 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::Who;
 use ringshare_wire::{FileId, NtStatus};
 
-use super::handover::HandOver;
-use super::{msg, partition_of, Home};
+use super::msg::{self, CaRecord};
+use super::{partition_of, Home};
 use crate::durable::{Durability, Owner, Parked, DISCONNECTED};
-use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Lease};
 use crate::server::{lock, ServerState, ShareEntry};
 use crate::state::Open;
-
-/// A persistent open's record.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CaRecord {
-    /// The node keeping the open (where a reconnect is handed it from).
-    pub keeper: u16,
-    pub file_id: FileId,
-    pub share: String,
-    /// Open.DurableOwner: the account's uid and the user's name.
-    pub uid: u32,
-    pub user: String,
-    /// The credentials it acts as (the file is opened again as them).
-    pub who: Option<Who>,
-    pub state: HandOver,
-    pub lease: Option<Lease>,
-    pub locks: Vec<ByteRangeLock>,
-}
 
 /// `open`'s durability when it is a persistent open of a cluster node.
 fn persistent(server: &ServerState, open: &Open) -> Option<Durability> {
@@ -55,7 +36,7 @@ fn persistent(server: &ServerState, open: &Open) -> Option<Durability> {
 
 fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaRecord> {
     let link = server.cluster()?;
-    let state = super::handover::state_of(open, &lock(&open.state), d);
+    let state = super::reopen::state_of(open, &lock(&open.state), d);
     let (lease, locks) = {
         let e = lock(&open.entry);
         let lease = e
@@ -296,17 +277,17 @@ impl ServerState {
                 self.set_lease_file(l.id, h.key);
             }
         }
-        let node = super::handover::reopen(self, &share, &who, h);
+        let node = super::reopen::reopen(self, &share, &who, h);
         let node = match node {
             Ok(n) => n,
             Err(s) => {
-                crate::arbiter::remove_open(&mut lock(&entry), id);
+                crate::decide::remove_open(&mut lock(&entry), id);
                 self.drop_file_entry_if_unused(h.key);
                 return Err(s);
             }
         };
         let durability = Durability {
-            kind: super::handover::kind_of(h.kind)?,
+            kind: super::reopen::kind_of(h.kind)?,
             timeout_ms: h.timeout_ms,
             create_guid: h.durable_create_guid,
             client_guid: h.durable_client_guid,
@@ -316,14 +297,14 @@ impl ServerState {
             },
             persistent: true,
         };
-        let place = super::handover::Place {
+        let place = super::reopen::Place {
             id,
             persistent_id: rec.file_id.persistent,
             tree_id: 0,
             channel_sequence: 0,
             replay_eligible: false,
         };
-        let open = super::handover::open_from(
+        let open = super::reopen::open_from(
             h.clone(),
             place,
             who,

@@ -21,192 +21,17 @@
 
 use std::sync::{Arc, Mutex};
 
-use ringshare_vfs::{OpenMode, OpenOptions, RelPath, Who};
+use ringshare_vfs::Who;
 use ringshare_wire::{FileId, NtStatus};
 
-use super::msg::{Answer, Call};
+pub(crate) use super::msg::Moved;
+use super::msg::{Answer, Call, GiveUpAsk, HandOver, Transferred};
+use super::reopen::{kind_of, open_from, reopen, state_of, Place};
 use super::{node_of, Home};
-use crate::durable::{self, Durability, Kind, Owner, Reconnect};
-use crate::files::locks::ByteRangeLock;
-use crate::files::oplock::{Lease, Route};
-use crate::server::{lock, FileKey, ServerState, ShareDef, ShareEntry};
-use crate::state::{Open, OpenState, SessionRef, TreeKind};
-
-/// What node B asks of the node keeping a disconnected open.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct GiveUpAsk {
-    pub file_id: FileId,
-    /// DH2C's CreateGuid (`None` for DHnC).
-    pub create_guid: Option<[u8; 16]>,
-    pub lease_key: Option<[u8; 16]>,
-    pub client_guid: [u8; 16],
-    /// The name the reconnect gave, the share of its tree, its user.
-    pub name: String,
-    pub share: String,
-    pub uid: u32,
-    pub user: String,
-}
-
-/// A disconnected open's state, handed to the node its client came back to.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct HandOver {
-    pub key: FileKey,
-    pub path: RelPath,
-    pub is_dir: bool,
-    pub access: u32,
-    pub share_access: u32,
-    pub create_options: u32,
-    pub position: u64,
-    pub mode: u32,
-    /// [`Durability`]: kind (1 DHnQ, 2 DH2Q, 3 resilient), timeout,
-    /// CreateGuid and ClientGuid (the owner is the asking session's user,
-    /// checked to be the same).
-    pub kind: u8,
-    pub timeout_ms: u64,
-    pub durable_create_guid: [u8; 16],
-    pub durable_client_guid: [u8; 16],
-    pub persistent: bool,
-    /// (ClientGuid, CreateGuid) for replays, and what the CREATE did.
-    pub create_guid: Option<([u8; 16], [u8; 16])>,
-    pub create_action: u32,
-    pub lock_sequences: Option<[u8; 64]>,
-    pub notify_on_close: u32,
-    pub posix_rename: bool,
-}
-
-/// What the file's home holds for an open it moved to its new id.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Transferred {
-    pub open: ShareEntry,
-    pub lease: Option<Lease>,
-    pub locks: Vec<ByteRangeLock>,
-    pub delete_pending: bool,
-    /// The I/O grant of the open's new node ([`super::grant::IoGrant`]).
-    pub grant: u8,
-}
-
-fn kind_code(k: Kind) -> u8 {
-    match k {
-        Kind::V1 => 1,
-        Kind::V2 => 2,
-        Kind::Resilient => 3,
-    }
-}
-
-pub(crate) fn kind_of(code: u8) -> Result<Kind, NtStatus> {
-    match code {
-        1 => Ok(Kind::V1),
-        2 => Ok(Kind::V2),
-        3 => Ok(Kind::Resilient),
-        _ => Err(NtStatus::INVALID_PARAMETER),
-    }
-}
-
-/// Open the file of open `h` again as `who` on `share`: the same file (its
-/// key), or OBJECT_NAME_NOT_FOUND (renamed over or replaced meanwhile).
-pub(crate) fn reopen(
-    server: &ServerState,
-    share: &ShareDef,
-    who: &Who,
-    h: &HandOver,
-) -> Result<Arc<dyn ringshare_vfs::Node>, NtStatus> {
-    let opts = OpenOptions {
-        mode: OpenMode::Existing,
-        read: crate::files::access::can_read(h.access),
-        write: crate::files::access::can_write(h.access),
-        directory: h.is_dir,
-        non_directory: !h.is_dir,
-        create_mode: 0,
-        best_effort: false,
-    };
-    let o = share
-        .backend
-        .open(who, &h.path, &opts)
-        .map_err(crate::fsmap::status_of)?;
-    let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
-    let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
-    if server.file_key(&attr) != h.key {
-        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-    }
-    Ok(node)
-}
-
-/// Where an open rebuilt from a [`HandOver`] lives now.
-pub(crate) struct Place {
-    pub id: u64,
-    pub persistent_id: u64,
-    pub tree_id: u32,
-    pub channel_sequence: u16,
-    pub replay_eligible: bool,
-}
-
-/// The open `h` describes, at `place`, on file `node` (entry `entry`).
-pub(crate) fn open_from(
-    h: HandOver,
-    place: Place,
-    who: Who,
-    node: Arc<dyn ringshare_vfs::Node>,
-    entry: Arc<Mutex<crate::server::FileEntry>>,
-    share: Arc<ShareDef>,
-    durability: Durability,
-) -> Open {
-    Open {
-        id: place.id,
-        who,
-        persistent_id: place.persistent_id,
-        tree_id: place.tree_id,
-        node,
-        key: h.key,
-        entry,
-        is_dir: h.is_dir,
-        access: h.access,
-        share_access: h.share_access,
-        create_options: h.create_options,
-        share,
-        state: Mutex::new(OpenState {
-            path: h.path,
-            delete_on_close: false,
-            dir_cursor: None,
-            position: h.position,
-            mode: h.mode,
-            channel_sequence: place.channel_sequence,
-            durable: Some(durability),
-            create_guid: h.create_guid,
-            create_action: h.create_action,
-            replay_eligible: place.replay_eligible,
-            lock_sequences: h.lock_sequences.map(Box::new),
-            watch: None,
-            notify_on_close: h.notify_on_close,
-            kernel_marked_ms: 0,
-            posix_rename: h.posix_rename,
-        }),
-        stream: None,
-    }
-}
-
-/// What another node needs to carry on open `open` (state `st`, durability `d`).
-pub(crate) fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver {
-    HandOver {
-        key: open.key,
-        path: st.path.clone(),
-        is_dir: open.is_dir,
-        access: open.access,
-        share_access: open.share_access,
-        create_options: open.create_options,
-        position: st.position,
-        mode: st.mode,
-        kind: kind_code(d.kind),
-        timeout_ms: d.timeout_ms,
-        durable_create_guid: d.create_guid,
-        durable_client_guid: d.client_guid,
-        persistent: d.persistent,
-        create_guid: st.create_guid,
-        create_action: st.create_action,
-        lock_sequences: st.lock_sequences.as_deref().copied(),
-        notify_on_close: st.notify_on_close,
-        posix_rename: st.posix_rename,
-    }
-}
+use crate::durable::{self, Durability, Owner, Reconnect};
+use crate::files::oplock::Route;
+use crate::server::{lock, FileKey, ServerState, ShareDef};
+use crate::state::{Open, SessionRef, TreeKind};
 
 /// The live node other than this one that keeps open `volatile` (made
 /// there), if this is a cluster node.
@@ -250,7 +75,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     if homed_elsewhere(server, open.key) {
         // This node's record of the open goes; the home keeps it for the
         // transfer.
-        let gone = crate::arbiter::remove_open(&mut lock(&open.entry), open.id);
+        let gone = crate::decide::remove_open(&mut lock(&open.entry), open.id);
         if let Some(id) = gone {
             server.forget_lease(id, open.key);
         }
@@ -321,15 +146,6 @@ pub(crate) fn transfer_here(
     })?
 }
 
-/// An open's move at its file's home ([`Call::Transfer`]).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Moved {
-    pub from: u64,
-    pub to: u64,
-    pub route: Route,
-    pub who: Option<ringshare_vfs::Who>,
-}
-
 /// Move open `moved.from` of file `key` to `moved.to` at the file's home
 /// (here, or asked of it); on this node's record of a file homed elsewhere
 /// the open is then recorded as the home answered.
@@ -347,7 +163,7 @@ pub(crate) fn transfer(
     match super::ask(server, node, Call::Transfer(key, Box::new(moved.clone())))? {
         Answer::Transferred(t) => {
             let mut e = lock(entry);
-            crate::arbiter::remove_open(&mut e, moved.from);
+            crate::decide::remove_open(&mut e, moved.from);
             e.opens.push(t.open.clone());
             if let Some(l) = &t.lease {
                 e.leases.retain(|x| x.id != l.id);

@@ -1,14 +1,22 @@
 //! A file's home answering another node: each [`Call`] runs the same
-//! `*_here` decision in [`crate::arbiter`] that a local request runs, on
-//! this node's entry of the file, with this node's clock.
+//! `*_here` decision ([`crate::decide`]) that a local request runs, on
+//! this node's entry of the file, with this node's clock. The two
+//! decisions that first take back other nodes' I/O grants are here too
+//! ([`admit_here`], [`lock_ranges_here`]): [`crate::arbiter`] runs them for
+//! a request of this node.
+
+use std::sync::{Arc, Mutex};
 
 use ringshare_wire::NtStatus;
 
+use super::grant::{self, IoGrant};
 use super::msg::{Answer, Call};
-use super::{grant, node_of, Home};
-use crate::arbiter::{self, IoAsk, LockAsk, Locked, OpenAsk};
+use super::{node_of, Home};
+use crate::decide::{self, IoAsk, LockAsk, Locked, OpenAsk};
+use crate::files::access;
 use crate::files::locks::ByteRangeLock;
-use crate::server::{lock, FileKey, ServerState};
+use crate::files::oplock::{self, Grant};
+use crate::server::{lock, FileEntry, FileKey, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
 pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
@@ -32,7 +40,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             let Some(entry) = server.existing_file_entry(key) else {
                 return Answer::Refused(NtStatus::FILE_CLOSED);
             };
-            let (c, lease_gone) = arbiter::close_here(server, key, &entry, owner, delete_on_close);
+            let (c, lease_gone) = decide::close_here(server, key, &entry, owner, delete_on_close);
             server.drop_file_entry_if_unused(key);
             Answer::Closed(c, lease_gone)
         }
@@ -48,7 +56,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             None => Answer::Refused(NtStatus::FILE_CLOSED),
         },
         Call::Unlock { key, owner, ranges } => match server.existing_file_entry(key) {
-            Some(entry) => match arbiter::unlock_ranges_here(&entry, owner, ranges.into_iter()) {
+            Some(entry) => match decide::unlock_ranges_here(&entry, owner, ranges.into_iter()) {
                 Ok(()) => Answer::Done,
                 Err(s) => Answer::Refused(s),
             },
@@ -75,14 +83,14 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
         }
         Call::Changed { key, owner, .. } => {
             if let Some(entry) = server.existing_file_entry(key) {
-                arbiter::changed_here(server, &entry, owner, now_ms);
+                decide::changed_here(server, &entry, owner, now_ms);
             }
             Answer::Done
         }
         Call::DeletePending(key, set) => match server.existing_file_entry(key) {
             Some(entry) => {
                 let was = crate::server::lock(&entry).delete_pending;
-                let (now, _) = arbiter::delete_pending_here(&entry, set);
+                let (now, _) = decide::delete_pending_here(&entry, set);
                 Answer::Pending { was, now }
             }
             None => Answer::Refused(NtStatus::FILE_CLOSED),
@@ -93,7 +101,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             conn_id,
             ..
         } => match server.existing_file_entry(key) {
-            Some(entry) => Answer::Flag(arbiter::rename_waits_here(
+            Some(entry) => Answer::Flag(decide::rename_waits_here(
                 server, &entry, owner, conn_id, now_ms,
             )),
             None => Answer::Refused(NtStatus::FILE_CLOSED),
@@ -105,14 +113,14 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             Answer::Done
         }
         Call::AckOplock { key, owner, level } => match server.existing_file_entry(key) {
-            Some(entry) => match arbiter::ack_oplock_here(server, &entry, owner, level) {
+            Some(entry) => match decide::ack_oplock_here(server, &entry, owner, level) {
                 Ok(l) => Answer::Level(u32::from(l)),
                 Err(s) => Answer::Refused(s),
             },
             None => Answer::Refused(NtStatus::FILE_CLOSED),
         },
         Call::AckLease { key, id, state, .. } => {
-            match arbiter::ack_lease_here(server, key, id, state, now_ms) {
+            match decide::ack_lease_here(server, key, id, state, now_ms) {
                 Ok(s) => Answer::Level(s),
                 Err(s) => Answer::Refused(s),
             }
@@ -181,7 +189,7 @@ fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64)
         now_ms,
         who: ask.who.as_ref(),
     };
-    let r = arbiter::admit_here(server, key, &entry, &open);
+    let r = admit_here(server, key, &entry, &open);
     if !matches!(r, Ok(Some(_))) {
         server.drop_file_entry_if_unused(key);
     }
@@ -214,7 +222,7 @@ fn lock_ranges(
             fail_immediately,
         })
         .collect();
-    match arbiter::lock_ranges_here(server, key, &entry, owner, &asks, max, now_ms) {
+    match lock_ranges_here(server, key, &entry, owner, &asks, max, now_ms) {
         Locked::Granted => Answer::Done,
         Locked::Wait(_) => Answer::Wait,
         Locked::Refused(s) => Answer::Refused(s),
@@ -227,7 +235,7 @@ fn io_check(server: &ServerState, key: FileKey, io: IoAsk) -> Answer {
         return Answer::Refused(NtStatus::FILE_CLOSED);
     };
     let owner = io.owner;
-    let r = arbiter::io_check_here(server, &entry, io);
+    let r = decide::io_check_here(server, &entry, io);
     let grant = grant::give(&mut lock(&entry), node_of(owner)).0;
     match r {
         Ok(writers) => Answer::Io {
@@ -265,4 +273,73 @@ fn key_of(call: &Call) -> Option<FileKey> {
         | Call::CloseParked(_)
         | Call::Interest { .. } => return None,
     })
+}
+
+/// [`crate::decide::admit`] on the file's entry here: the parked opens in its way are
+/// closed first ([`purge_for_open`]). On a cluster node, other nodes
+/// first give back the I/O grants this open makes wrong (an open that may
+/// write, or that may cache, ends theirs).
+pub(crate) fn admit_here(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Result<Option<Grant>, NtStatus> {
+    let asker = node_of(ask.owner);
+    let mut take = 0;
+    if access::can_write(ask.wish.access) {
+        take |= IoGrant::NO_FOREIGN_WRITERS;
+    }
+    if ask.requested != oplock::LEVEL_NONE || ask.lease_req.is_some() {
+        take |= IoGrant::NO_FOREIGN_CACHING;
+    }
+    let take = |n| if n == asker { 0 } else { take };
+    grant::after_revoking(server, key, entry, take, || {
+        purge_for_open(server, entry, ask.wish);
+        decide::admit_decided(server, key, entry, ask)
+    })?
+}
+
+/// [`crate::decide::lock_ranges`] on the file's entry here. On a cluster node, every
+/// node first gives back the "no byte-range locks" part of its I/O grant.
+pub(crate) fn lock_ranges_here(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    asks: &[LockAsk],
+    max: usize,
+    now_ms: u64,
+) -> Locked {
+    let take = |_| IoGrant::NO_LOCKS;
+    grant::after_revoking(server, key, entry, take, || {
+        decide::lock_decided(server, entry, owner, asks, max, now_ms)
+    })
+    .unwrap_or_else(Locked::Refused)
+}
+
+/// Before a new open joins file `entry`: close the parked opens whose oplock
+/// or lease it would have to break ([`crate::files::oplock::parked_in_the_way`]).
+fn purge_for_open(
+    server: &ServerState,
+    entry: &std::sync::Mutex<crate::server::FileEntry>,
+    wish: &crate::files::oplock::Wish,
+) {
+    let ids = crate::files::oplock::parked_in_the_way(&lock(entry), wish);
+    if ids.is_empty() {
+        return;
+    }
+    // On a cluster node, some may be kept by the nodes their clients used.
+    let (here, elsewhere): (Vec<_>, Vec<_>) = ids
+        .into_iter()
+        .partition(|(_, v)| super::handover::holder(server, *v).is_none());
+    super::handover::close_parked_elsewhere(server, &elsewhere);
+    let gone = crate::durable::take_parked(server, &here);
+    for p in gone {
+        tracing::debug!(
+            id = p.open.id,
+            "closing a disconnected durable open another open would have to break"
+        );
+        crate::opens::close_open(server, p.open, false);
+    }
 }

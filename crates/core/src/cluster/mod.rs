@@ -10,14 +10,22 @@
 //! gives [`ServerState::join_cluster`]; what arrives is handed to
 //! [`ServerState::cluster_receive`]. A server that never joins behaves
 //! exactly as before: every file is homed here.
+//!
+//! The cluster layer (issue 30; docs/architecture.md) sits above the per-file operations
+//! (crate::decide, crate::opens, crate::durable, crate::notify, crate::deliver), which reach it
+//! only through the [`crate::server::ClusterHooks`] it sets on joining ([`hooks`]), and below
+//! [`crate::arbiter`], its front for commands. Inside it, [`msg`] (the messages and their
+//! encoding) imports none of the other modules; this module, on top, dispatches what arrives.
 
 pub(crate) mod ca;
 pub(crate) mod grant;
 pub(crate) mod handover;
 pub(crate) mod home;
+mod hooks;
 pub(crate) mod msg;
 pub(crate) mod notify;
 mod reclaim;
+mod reopen;
 pub(crate) mod shadow;
 
 pub use msg::MESSAGE_MAX;
@@ -26,39 +34,13 @@ use std::sync::Arc;
 
 use ringshare_wire::{NtStatus, WireError};
 
-use crate::files::oplock::Break;
-use crate::files::oplock::Route;
-use crate::server::{FileKey, Notice, ServerState};
+use crate::server::{Notice, ServerState};
 
 pub(crate) use crate::link::UnsentClose;
 pub use crate::link::{ClusterLink, Home};
 
-/// The device number of every file's key on a cluster node.
-pub const CLUSTER_DEV: u64 = 0x5253_434c_5553_5452;
-
 pub use crate::files::{owner_node as node_of, NODE_SHIFT};
-
-/// The partition of a file: a stable hash of its file system id and inode
-/// (the same on every node and every build; a stream is homed with its file).
-pub fn partition_of(key: FileKey, partitions: u32) -> u32 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key
-        .dev
-        .to_le_bytes()
-        .into_iter()
-        .chain(key.ino.to_le_bytes())
-    {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    // splitmix64's finaliser spreads neighbouring inodes over partitions.
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^= h >> 31;
-    (h % u64::from(partitions.max(1))) as u32
-}
+pub use crate::link::{partition_of, CLUSTER_DEV};
 
 /// Why a node could not join.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +60,8 @@ impl ServerState {
             return Err(JoinError::NodeZero);
         }
         let start = link.id_start() & ((1 << NODE_SHIFT) - 1);
+        // The hooks first: a file is homed elsewhere only once the link is set.
+        let _ = self.cluster_hooks.set(&hooks::Hooks);
         self.cluster
             .set(link)
             .map_err(|_| JoinError::AlreadyJoined)?;
@@ -110,7 +94,7 @@ impl ServerState {
         for u in pending {
             let closed = match self.home_of(u.key) {
                 Home::Here => Some(self.existing_file_entry(u.key).map(|e| {
-                    crate::arbiter::close_here(self, u.key, &e, u.owner, u.delete_on_close).0
+                    crate::decide::close_here(self, u.key, &e, u.owner, u.delete_on_close).0
                 })),
                 Home::Node(n) => {
                     let call = msg::Call::Close {
@@ -140,38 +124,6 @@ impl ServerState {
         let mut unsent = crate::server::lock(&self.unsent_closes);
         unsent.extend(left);
         unsent.len()
-    }
-
-    /// The cluster this server is a node of.
-    pub(crate) fn cluster(&self) -> Option<&Arc<dyn ClusterLink>> {
-        self.cluster.get()
-    }
-
-    /// The key of the file `attr` describes: (device, inode) on a single
-    /// server; on a cluster node the device is the cluster file system's,
-    /// the same on every node ([`CLUSTER_DEV`]: every share of a cluster
-    /// node is on the cluster file system, whose device number each node
-    /// numbers its own way).
-    pub fn file_key(&self, attr: &ringshare_vfs::FileAttr) -> FileKey {
-        let key = FileKey::of(attr);
-        match self.cluster.get() {
-            Some(_) => FileKey {
-                dev: CLUSTER_DEV,
-                ..key
-            },
-            None => key,
-        }
-    }
-
-    /// The home of file `key` now ([`Home::Here`] outside a cluster).
-    pub(crate) fn home_of(&self, key: FileKey) -> Home {
-        match self.cluster.get() {
-            None => Home::Here,
-            Some(c) => match c.home(partition_of(key, c.partitions())) {
-                Home::Node(n) if n == c.node() => Home::Here,
-                h => h,
-            },
-        }
     }
 
     /// A message from another node: the answer to send back for a call,
@@ -241,25 +193,6 @@ pub(crate) fn ask_for<T>(
         msg::Answer::Refused(s) => Err(s),
         a => pick(&a).ok_or_else(|| unexpected(&a)),
     }
-}
-
-/// Send a break for a connection of another node there: true when the
-/// connection is another node's (the break went, or is lost with that
-/// node), false when it is this node's to post.
-pub(crate) fn forward(server: &ServerState, route: Route, notice: &Break) -> bool {
-    let Some(link) = server.cluster() else {
-        return false;
-    };
-    let node = node_of(route.conn_id);
-    if node == link.node() || node == 0 {
-        return false;
-    }
-    let post = msg::Post {
-        route,
-        notice: notice.clone(),
-    };
-    link.post(node, msg::Message::Post(post).encode());
-    true
 }
 
 /// An answer a call does not expect: the home runs another version.

@@ -1,12 +1,13 @@
 //! Round trips of every cluster message ([`super`]).
 use super::*;
-use crate::cluster::handover::{GiveUpAsk, HandOver, Moved, Transferred};
-use ringshare_wire::consts::{AccessMask, LeaseBreakFlags, ShareAccess};
+use crate::files::oplock::Caching;
+use ringshare_wire::consts::{AccessMask, LeaseBreakFlags, LeaseFlags, LeaseState, ShareAccess};
+use ringshare_wire::create::LeaseV2;
 use ringshare_wire::misc::LeaseBreakNotification;
 
 fn key(n: u64) -> FileKey {
     FileKey {
-        dev: super::super::CLUSTER_DEV,
+        dev: crate::link::CLUSTER_DEV,
         ino: n,
         stream: 0,
     }

@@ -6,26 +6,10 @@
 //! ([`ServerState::rebuild`]). The dead node's opens are gone with it, as
 //! its clients' connections are.
 
-use ringshare_vfs::RelPath;
-
-use super::msg::{Answer, Call};
+use super::msg::{Answer, Call, Record};
 use super::{node_of, partition_of};
 use crate::files::locks::ByteRangeLock;
-use crate::files::oplock::Lease;
-use crate::server::{lock, FileKey, ServerState, ShareEntry};
-
-/// One file's state as one node holds it: that node's opens of it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Record {
-    pub key: FileKey,
-    pub share: String,
-    pub path: RelPath,
-    pub is_dir: bool,
-    pub delete_pending: bool,
-    pub opens: Vec<ShareEntry>,
-    pub locks: Vec<ByteRangeLock>,
-    pub leases: Vec<Lease>,
-}
+use crate::server::{lock, FileKey, ServerState};
 
 /// Records a page of [`records`] holds at most.
 pub(crate) const RECORDS_PER_PAGE: usize = 100;

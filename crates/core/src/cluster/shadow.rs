@@ -8,7 +8,7 @@
 
 use ringshare_wire::NtStatus;
 
-use crate::arbiter::OpenAsk;
+use crate::decide::OpenAsk;
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::Break;
 use crate::files::oplock::{self, Caching, Grant, Lease, LeaseId};
@@ -60,7 +60,7 @@ pub(crate) fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
 /// Open `owner` closed: its share-mode entry, locks and (when no other
 /// open of this node names it) its lease go.
 pub(crate) fn closed(e: &mut FileEntry, owner: u64) {
-    crate::arbiter::remove_open(e, owner);
+    crate::decide::remove_open(e, owner);
 }
 
 /// The home granted these locks.

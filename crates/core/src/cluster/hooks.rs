@@ -1,0 +1,126 @@
+//! What the per-file operations below the cluster layer ask of it ([`ClusterHooks`], issue 30):
+//! set by [`ServerState::join_cluster`], so that crate::decide, crate::opens, crate::durable,
+//! crate::notify and crate::deliver never name the cluster.
+
+use std::sync::Mutex;
+
+use ringshare_wire::NtStatus;
+
+use super::msg::{self, Answer, Call};
+use super::{ask, ask_for, node_of, shadow, UnsentClose};
+use crate::files::oplock::{Break, Route};
+use crate::link::Closed;
+use crate::server::{lock, ClusterHooks, FileEntry, FileKey, ServerState, ShareDef};
+use crate::state::Open;
+use crate::watch::Change;
+
+/// The cluster layer's [`ClusterHooks`].
+pub(crate) struct Hooks;
+
+impl ClusterHooks for Hooks {
+    fn close_elsewhere(
+        &self,
+        server: &ServerState,
+        node: Option<u16>,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        delete_on_close: bool,
+        who: &ringshare_vfs::Who,
+    ) -> Closed {
+        // The shadow entry lets the open go whatever the home answers.
+        let (path, is_dir, share) = {
+            let mut e = lock(entry);
+            shadow::closed(&mut e, owner);
+            (e.path.clone(), e.is_dir, e.share.clone())
+        };
+        let call = Call::Close {
+            key,
+            owner,
+            delete_on_close,
+        };
+        match node.map(|n| ask(server, n, call)) {
+            Some(Ok(Answer::Closed(closed, lease_gone))) => {
+                if let Some(id) = lease_gone {
+                    server.forget_lease(id, key);
+                }
+                closed
+            }
+            other => {
+                // The home is gone, busy rebuilding or did not answer: the close
+                // is sent again until a home takes it (the home that rebuilds
+                // the file's state may have this open from before the close).
+                tracing::warn!(
+                    ?other,
+                    ?key,
+                    "a file's home did not take a close; sent again later"
+                );
+                lock(&server.unsent_closes).push(UnsentClose {
+                    key,
+                    owner,
+                    delete_on_close,
+                    share,
+                    who: who.clone(),
+                });
+                Closed {
+                    remove: false,
+                    last_open: false,
+                    path,
+                    is_dir,
+                    newly_pending: false,
+                }
+            }
+        }
+    }
+
+    fn delete_pending_at(
+        &self,
+        server: &ServerState,
+        node: u16,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        set: Option<bool>,
+    ) -> Result<(bool, bool), NtStatus> {
+        let (was, now) = ask_for(server, node, Call::DeletePending(key, set), |a| match a {
+            Answer::Pending { was, now } => Some((*was, *now)),
+            _ => None,
+        })?;
+        lock(entry).delete_pending = now;
+        Ok((now, now && !was))
+    }
+
+    fn open_closed(&self, server: &ServerState, open: &Open) {
+        super::ca::forget(server, open);
+    }
+
+    fn forward_break(&self, server: &ServerState, route: Route, notice: &Break) -> bool {
+        forward(server, route, notice)
+    }
+
+    fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
+        super::notify::forward(server, share, changes);
+    }
+
+    fn watching(&self, server: &ServerState, watching: bool) {
+        super::notify::watching(server, watching);
+    }
+}
+
+/// Send a break for a connection of another node there: true when the
+/// connection is another node's (the break went, or is lost with that
+/// node), false when it is this node's to post.
+fn forward(server: &ServerState, route: Route, notice: &Break) -> bool {
+    let Some(link) = server.cluster() else {
+        return false;
+    };
+    let node = node_of(route.conn_id);
+    if node == link.node() || node == 0 {
+        return false;
+    }
+    let post = msg::Post {
+        route,
+        notice: notice.clone(),
+    };
+    link.post(node, msg::Message::Post(post).encode());
+    true
+}
