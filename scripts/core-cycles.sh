@@ -10,30 +10,38 @@
 #     submodule that comes back to its parent is.
 #
 # Test code (`#[cfg(test)] mod tests`, tests.rs, *_tests.rs) and comments are not counted.
-# It fails (exit 1) with --acyclic when there is any cycle, and when a module of a layer that
-# must stand alone inside the crate (LAYERS at the end) imports anything outside that layer.
+# It fails (exit 1) with --acyclic when there is any cycle, with --acyclic-in=M,… when a cycle
+# (at either grain) holds a module under one of the top-level modules M, and when a module of a
+# layer that must stand alone inside the crate (LAYERS at the end) imports anything outside that
+# layer.
 #
 #   scripts/core-cycles.sh [SRC_DIR]     (default: crates/core/src)
 #   scripts/core-cycles.sh --edges       also list which file imports which inside a cycle
 #   scripts/core-cycles.sh --acyclic D   fail when D has any import cycle (CI: crates/files/src)
+#   scripts/core-cycles.sh --acyclic-in=arbiter,cluster,…
+#                                        fail when any of these modules is in a cycle (CI: the
+#                                        cluster layer and the per-file operations below it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 edges=0
 acyclic=0
+acyclic_in=
 src=crates/core/src
 for a in "$@"; do
     case "$a" in
         --edges) edges=1 ;;
         --acyclic) acyclic=1 ;;
-        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+        --acyclic-in=*) acyclic_in=${a#--acyclic-in=} ;;
+        -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
         *) src=$a ;;
     esac
 done
 [ -d "$src" ] || { echo "no directory $src" >&2; exit 2; }
-exec python3 - "$src" "$edges" "$acyclic" <<'PY'
+exec python3 - "$src" "$edges" "$acyclic" "$acyclic_in" <<'PY'
 import os, re, sys
 
 src, show_edges, acyclic = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+acyclic_in = [m for m in sys.argv[4].split(",") if m]
 
 def module_of(rel):
     parts = rel[:-3].split(os.sep)
@@ -200,5 +208,14 @@ if LAYERS:
 cyclic = bool(sccs(modules, fsucc))
 if acyclic and cyclic:
     print(f"NOT ALLOWED: {src} must have no import cycle (--acyclic)")
-sys.exit(1 if bad or (acyclic and cyclic) else 0)
+# Modules that must be in no cycle, at the grain of files or of top-level modules.
+unknown = [m for m in acyclic_in if (m,) not in tops]
+if unknown:
+    print("no such top-level module: " + ", ".join(unknown))
+caught = sorted({name(m) for c in sccs(modules, fsucc) + sccs(tops, tsucc) for m in c
+                 if m and m[0] in acyclic_in})
+if acyclic_in:
+    print("== in no cycle: " + ", ".join(acyclic_in))
+    print("  ok" if not caught else "  NOT ALLOWED: in a cycle: " + ", ".join(caught))
+sys.exit(1 if bad or (acyclic and cyclic) or caught or unknown else 0)
 PY
