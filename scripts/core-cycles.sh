@@ -11,9 +11,9 @@
 #
 # Test code (`#[cfg(test)] mod tests`, tests.rs, *_tests.rs) and comments are not counted.
 # It fails (exit 1) with --acyclic when there is any cycle, with --acyclic-in=M,… when a cycle
-# (at either grain) holds a module under one of the top-level modules M, and when a module of a
+# (at either grain) holds a module under one of the top-level modules M, when a module of a
 # layer that must stand alone inside the crate (LAYERS at the end) imports anything outside that
-# layer.
+# layer, and when a module of crates/core's layers (ORDER at the end) imports one of a later layer.
 #
 #   scripts/core-cycles.sh [SRC_DIR]     (default: crates/core/src)
 #   scripts/core-cycles.sh --edges       also list which file imports which inside a cycle
@@ -205,6 +205,24 @@ if LAYERS:
     for m, b in bad:
         print(f"  NOT ALLOWED: {name(m)} imports {name(b)}")
     print("  ok" if not bad else f"  {len(bad)} import(s) out of a layer")
+# Layers in order (issue 30; docs/architecture.md, "Layers inside crates/core"): a top-level
+# module of one imports nothing of a later one. Modules not named here are not held to it.
+ORDER = [
+    ("server", "state", "link", "watch"),  # the server's tables
+    ("decide", "deliver", "notify", "opens", "durable"),  # per-file operations
+    ("cluster", "arbiter"),  # the cluster layer, arbiter its front
+    ("cmd", "conn"),  # the protocol core
+]
+if src == "crates/core/src":
+    rank = {(m,): i for i, layer in enumerate(ORDER) for m in layer}
+    upward = [(a, b) for a in sorted(tsucc) for b in sorted(tsucc[a])
+              if a in rank and b in rank and rank[b] > rank[a]]
+    print("== layers, each importing nothing of a later one: "
+          + " < ".join("{" + ", ".join(l) + "}" for l in ORDER))
+    for a, b in upward:
+        print(f"  NOT ALLOWED: {name(a)} imports {name(b)}")
+    print("  ok" if not upward else f"  {len(upward)} import(s) up")
+    bad += upward
 cyclic = bool(sccs(modules, fsucc))
 if acyclic and cyclic:
     print(f"NOT ALLOWED: {src} must have no import cycle (--acyclic)")
