@@ -320,12 +320,8 @@ pub(crate) fn lock_ranges_here(
 
 /// Before a new open joins file `entry`: close the parked opens whose oplock
 /// or lease it would have to break ([`crate::files::oplock::parked_in_the_way`]).
-fn purge_for_open(
-    server: &ServerState,
-    entry: &std::sync::Mutex<crate::server::FileEntry>,
-    wish: &crate::files::oplock::Wish,
-) {
-    let ids = crate::files::oplock::parked_in_the_way(&lock(entry), wish);
+fn purge_for_open(server: &ServerState, entry: &Mutex<FileEntry>, wish: &oplock::Wish) {
+    let ids = oplock::parked_in_the_way(&lock(entry), wish);
     if ids.is_empty() {
         return;
     }
