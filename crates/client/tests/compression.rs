@@ -301,3 +301,122 @@ fn a_compressed_message_the_server_cannot_take_closes_the_connection() {
         assert!(closed);
     }
 }
+
+/// Writes `fuzz/corpus/core_connection/compressed-3.1.1`: the recorded
+/// anonymous SMB 3.1.1 session of seed 8c81fd74… with a compression context
+/// in its NEGOTIATE and every later message sent as a chained
+/// COMPRESSION_TRANSFORM message (a NONE payload for the header, where the
+/// target's placeholders stay visible, and NONE or Pattern_V1 for the rest),
+/// then its WRITE again with 4 KiB of zeros (chained, Pattern_V1) and with
+/// 4 KiB of text (unchained LZ4): so the fuzzer reaches the server's receive
+/// step with compression agreed. Run:
+/// `cargo test -p ringshare-client --test compression -- --ignored write_compression_fuzz_seed`
+#[test]
+#[ignore]
+fn write_compression_fuzz_seed() {
+    use ringshare_wire::compression::{encode_chained_header, encode_chained_payload};
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/corpus/core_connection/"
+    );
+    let seed = std::fs::read(format!("{dir}8c81fd74425b66f86519575e6b122dc5959c6f61")).unwrap();
+    let mut frames = Vec::new();
+    let mut i = 1;
+    while i + 2 <= seed.len() {
+        let n = u16::from_le_bytes([seed[i], seed[i + 1]]) as usize;
+        frames.push(seed[i + 2..i + 2 + n].to_vec());
+        i += 2 + n;
+    }
+    let chained = |m: &[u8]| {
+        let mut out = Vec::new();
+        encode_chained_header(&mut out, m.len() as u32);
+        encode_chained_payload(&mut out, A::NONE, true, None, &m[..64]);
+        let body = &m[64..];
+        let (b, run) = ringshare_compress::pattern::trailing_run(body);
+        if run >= 64 {
+            let head = &body[..body.len() - run];
+            if !head.is_empty() {
+                encode_chained_payload(&mut out, A::NONE, false, None, head);
+            }
+            let p = ringshare_compress::pattern::encode(b, run).unwrap();
+            encode_chained_payload(&mut out, A::PATTERN_V1, false, None, &p);
+        } else if !body.is_empty() {
+            encode_chained_payload(&mut out, A::NONE, false, None, body);
+        }
+        out
+    };
+    let mut out = vec![seed[0]];
+    let mut write = None;
+    for (k, f) in frames.iter().enumerate() {
+        let mut f = f.clone();
+        if k == 0 {
+            // NEGOTIATE: the compression context after the others, 8-aligned.
+            f.resize(f.len().next_multiple_of(8), 0);
+            let ctx = NegotiateContext::Compression {
+                flags: CompressionFlags::CHAINED,
+                algorithms: vec![A::LZ4, A::LZ77, A::PATTERN_V1],
+            };
+            let mut data = Vec::new();
+            ctx.encode_data(&mut data);
+            f.extend_from_slice(&3u16.to_le_bytes());
+            f.extend_from_slice(&(data.len() as u16).to_le_bytes());
+            f.extend_from_slice(&[0; 4]);
+            f.extend_from_slice(&data);
+            let count = u16::from_le_bytes([f[96], f[97]]) + 1;
+            f[96..98].copy_from_slice(&count.to_le_bytes());
+        } else if f.starts_with(b"\xfeSMB") {
+            if u16::from_le_bytes([f[12], f[13]]) == Command::WRITE.0 && write.is_none() {
+                write = Some(f.clone());
+            }
+            f = chained(&f);
+        }
+        out.extend_from_slice(&(f.len() as u16).to_le_bytes());
+        out.extend_from_slice(&f);
+    }
+    let write = write.expect("the session writes");
+    // The WRITE again, its data replaced: Length at 64 + 4, data at 64 + 48.
+    let again = |data: &[u8]| {
+        let mut w = write[..112].to_vec();
+        w[68..72].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        w.extend_from_slice(data);
+        w
+    };
+    let zeros = chained(&again(&[0u8; 4096]));
+    let opts = ringshare_compress::CompressOptions {
+        algorithm: A::LZ4,
+        plain_prefix: 112,
+        chained: false,
+    };
+    let lz4 = ringshare_compress::compress_message(&again(&text(4096)), &opts).unwrap();
+    for f in [zeros, lz4] {
+        out.extend_from_slice(&(f.len() as u16).to_le_bytes());
+        out.extend_from_slice(&f);
+    }
+    // The server takes its NEGOTIATE and answers the compressed SESSION_SETUP
+    // legs (whatever they say) without closing.
+    let mut c = Connection::new(
+        server(SigningPolicy::IfRequired),
+        "seed".into(),
+        Box::new(support::Counter(1)),
+    );
+    let now = ringshare_core::Now {
+        mono_ms: 1,
+        filetime: 133_500_000_000_000_000,
+    };
+    let mut i = 1;
+    for _ in 0..3 {
+        let n = u16::from_le_bytes([out[i], out[i + 1]]) as usize;
+        c.receive(now, out[i + 2..i + 2 + n].to_vec());
+        i += 2 + n;
+    }
+    let mut answers = 0;
+    while let Some(o) = c.poll_output() {
+        assert!(
+            !matches!(o, Output::Close),
+            "the seed's frames close the connection"
+        );
+        answers += matches!(o, Output::Send(_)) as usize;
+    }
+    assert_eq!(answers, 3);
+    std::fs::write(format!("{dir}compressed-3.1.1"), out).unwrap();
+}
