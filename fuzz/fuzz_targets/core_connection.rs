@@ -19,9 +19,9 @@
 //! interim responses). The share starts with the files the corpus was
 //! recorded against: `hello.txt` and `sub/a.txt`.
 //!
-//! Invariants: no panic; every frame sent is well formed and at most the
-//! maximum frame size; the core stops producing output (no endless loop);
-//! nothing is sent after Close.
+//! Invariants: no panic; every frame sent is well formed (a compressed one
+//! once decompressed) and at most the maximum frame size; the core stops
+//! producing output (no endless loop); nothing is sent after Close.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -109,9 +109,20 @@ impl Harness {
             len <= self.conn.frame_len_max().max(1 << 24),
             "frame too long: {len}"
         );
-        let body = &frame[4..];
+        let mut body = &frame[4..];
         if body.starts_with(b"\xfdSMB") {
             return; // encrypted
+        }
+        // A READ reply the client asked to have compressed: it must
+        // decompress (any algorithm, the largest READ) to a well-formed reply.
+        let inflated;
+        if body.starts_with(b"\xfcSMB") {
+            use ringshare_wire::consts::CompressionAlgorithm as A;
+            let all = [A::LZNT1, A::LZ77, A::LZ77_HUFFMAN, A::PATTERN_V1, A::LZ4];
+            let limit = ringshare_compress::message::size_limit(8 << 20, 8 << 20, 8 << 20);
+            inflated = ringshare_compress::decompress_message(body, &all, limit)
+                .expect("the server's compressed reply decompresses");
+            body = &inflated;
         }
         for m in split_compound(body) {
             let m = m.expect("the server's compound chain is well formed");
