@@ -60,6 +60,20 @@ lib_data() {
     chown -R "$USER_NAME" "$DATA"
 }
 
+# 10,000 small files in $DATA/many (the list row), created when missing.
+lib_many() {
+    [ -f "$DATA/many/f09999" ] && return 0
+    say "creating $DATA/many (10,000 small files)"
+    python3 - "$DATA/many" <<'EOF'
+import os, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+for i in range(10000):
+    with open(os.path.join(d, "f%05d" % i), "wb") as f:
+        f.write(os.urandom(512))
+EOF
+}
+
 # Touches 6 GiB of memory once (2 GiB new file + 2 GiB put + room), see SETTLE above.
 lib_warm_memory() {
     say "touching 6 GiB of memory once (a scratch file in $DATA, removed)"
@@ -148,6 +162,48 @@ EOF
     pid=$!
     PIDS+=("$pid")
     wait_port "$port" "$pid" || { tail -n 20 "$b/log/log.smbd" "$b/log/stdout" >&2; return 1; }
+    SERVERS+=("$name"); PORT_OF[$name]=$port; PID_OF[$name]=$pid
+}
+
+# Starts rocketsmbd (installed with `cargo install` into target/rocketsmbd on first use, or
+# ROCKET_ROOT, or found on PATH) as server NAME on PORT, its files in DIR.
+lib_start_rocketsmbd() { # name port dir
+    local name=$1 port=$2 b=$3
+    mkdir -p "$b"
+    # Installed once, outside $BASE (which every run empties).
+    local inst=${ROCKET_ROOT:-$ROOT/target/rocketsmbd}
+    if ! command -v rocketsmbd >/dev/null && [ ! -x "$inst/bin/rocketsmbd" ]; then
+        say "cargo install rocketsmbd (into $inst)"
+        cargo install -q --root "$inst" rocketsmbd >"$b/install.log" 2>&1 ||
+            { echo "rocketsmbd: cargo install failed; skipped (see $b/install.log)" >&2; return 1; }
+    fi
+    local bin
+    bin=$(command -v rocketsmbd || echo "$inst/bin/rocketsmbd")
+    # rocketsmbd 1.4 reads a TOML file (its rocketsmbd.toml.example): listen address,
+    # [[share]] and [[user]] sections. Same share and user as the other servers.
+    cat >"$b/rocketsmbd.toml" <<TOML
+listen = "$HOST:$port"
+workers = 0
+log_level = 0
+require_signing = false
+encrypt = false
+
+[[share]]
+name = "share"
+path = "$DATA"
+read_only = false
+
+[[user]]
+name = "$USER_NAME"
+password = "$PASS"
+TOML
+    setsid "$bin" --config "$b/rocketsmbd.toml" </dev/null >"$b/log" 2>&1 &
+    local pid=$!
+    PIDS+=("$pid")
+    if ! wait_port $port "$pid"; then
+        echo "rocketsmbd: did not start (see $b/log); skipped" >&2
+        return 1
+    fi
     SERVERS+=("$name"); PORT_OF[$name]=$port; PID_OF[$name]=$pid
 }
 
