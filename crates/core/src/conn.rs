@@ -1008,7 +1008,7 @@ impl Connection {
                 return cmd::session_setup::handle(&mut self.core, req, waits);
             }
             Command::ECHO if req.session_id == 0 => {
-                return cmd::echo::handle(req).map(Handled::Reply)
+                return cmd::echo::handle(&mut self.core, req).map(Handled::Reply)
             }
             _ => {}
         }
@@ -1072,7 +1072,7 @@ impl Connection {
                 self.cleanup_notifies(req.session_id, asyncs::NotifyScope::Session);
                 return cmd::session_setup::logoff(&mut self.core, req).map(Handled::Reply);
             }
-            Command::ECHO => return cmd::echo::handle(req).map(Handled::Reply),
+            Command::ECHO => return cmd::echo::handle(&mut self.core, req).map(Handled::Reply),
             Command::TREE_CONNECT => {
                 return cmd::tree::connect(&mut self.core, req).map(Handled::Reply)
             }

@@ -47,11 +47,15 @@ impl SpareBufs {
         }
     }
 
-    /// Keeps `b` for reuse if it is small enough and there is room.
+    /// Keeps `b` for reuse if its size is one `take` hands out (from
+    /// [`SPARE_BUF_CAPACITY_MIN`] to [`SPARE_BUF_CAPACITY_MAX`]) and there is
+    /// room. A smaller buffer (a body some command allocated for itself) is
+    /// let go: kept, such buffers filled the window `take` looks in, so that
+    /// every take allocated anew while every give of a larger buffer, the
+    /// list being full, freed it (three allocations per ECHO at 32 in flight).
     pub fn give(&mut self, b: Vec<u8>) {
         let cap = b.capacity();
-        if cap > 0
-            && cap <= SPARE_BUF_CAPACITY_MAX
+        if (SPARE_BUF_CAPACITY_MIN..=SPARE_BUF_CAPACITY_MAX).contains(&cap)
             && self.bufs.len() < SPARE_BUFS_MAX
             && self.bytes + cap <= SPARE_BYTES_MAX
         {
@@ -64,6 +68,20 @@ impl SpareBufs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_smaller_than_any_take_is_not_kept() {
+        let mut s = SpareBufs::default();
+        let big = s.take(10);
+        let p = big.as_ptr();
+        s.give(big);
+        for _ in 0..TAKE_SEARCH_MAX * 2 {
+            s.give(Vec::with_capacity(4));
+        }
+        assert_eq!(s.bufs.len(), 1);
+        let again = s.take(100);
+        assert_eq!(again.as_ptr(), p);
+    }
 
     #[test]
     fn a_returned_buffer_is_handed_out_again_empty() {
@@ -97,7 +115,7 @@ mod tests {
         s.give(Vec::with_capacity(SPARE_BUF_CAPACITY_MAX + 1));
         assert!(s.bufs.is_empty());
         for _ in 0..SPARE_BUFS_MAX + 5 {
-            s.give(Vec::with_capacity(100));
+            s.give(Vec::with_capacity(SPARE_BUF_CAPACITY_MIN));
         }
         assert_eq!(s.bufs.len(), SPARE_BUFS_MAX);
         let mut s = SpareBufs::default();

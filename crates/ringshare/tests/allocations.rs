@@ -1,5 +1,5 @@
-//! Heap allocations per READ and WRITE of the whole server (driver, engine and
-//! core), counted on its I/O threads: the server runs in this test's
+//! Heap allocations per READ, WRITE, ECHO and metadata request of the whole
+//! server (driver, engine and core), counted on its I/O threads: the server runs in this test's
 //! process, with the counting allocator, and `ringshare bench` drives it.
 //! Two runs of different lengths are compared, so the connection's set-up
 //! (NEGOTIATE, SESSION_SETUP, CREATE...) cancels out.
@@ -16,6 +16,9 @@ use ringshare_engine::alloc_count::{enrolled_allocations, CountingAllocator};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator;
+
+/// The count is the whole process's: one test measures at a time.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[derive(Parser)]
 struct Cmd {
@@ -118,6 +121,7 @@ const ALLOCS_PER_READ_MAX: f64 = 0.05;
 
 #[test]
 fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = TempDir::new("allocs");
     let port = start_server(&tmp, true);
     let spliced = allocs_per_read(port, "1m", "4", 64, &[]);
@@ -154,4 +158,68 @@ fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
             "{what}: {a:.2} allocations per request"
         );
     }
+}
+
+/// Server allocations and requests of one `ringshare bench` run of `workload`
+/// for `ms` milliseconds (requests from its `--json` line).
+fn bench_requests(port: u16, workload: &str, ms: u64, extra: &[&str]) -> (u64, u64) {
+    let target = format!("//127.0.0.1:{port}/{SHARE}");
+    let user = format!("{USER}%{PASSWORD}");
+    let duration = format!("{ms}ms");
+    let mut argv = vec![
+        "bench",
+        target.as_str(),
+        "-U",
+        user.as_str(),
+        workload,
+        "--duration",
+        duration.as_str(),
+        "--json",
+    ];
+    argv.extend_from_slice(extra);
+    let cmd = Cmd::parse_from(argv);
+    let before = enrolled_allocations();
+    let mut out = Vec::new();
+    let clean = ringshare::bench::run(cmd.bench, &mut out).unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(clean, "bench reported errors: {text}");
+    std::thread::sleep(Duration::from_millis(200));
+    let allocs = enrolled_allocations() - before;
+    let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    (allocs, json["requests"].as_u64().unwrap())
+}
+
+/// Server allocations per request of `workload`: a short run's allocations and
+/// requests taken from a longer run's (connection set-up cancels out), after a
+/// first run that warms up what the workload makes once (the metadata row's
+/// files, the server's tables).
+fn allocs_per_request(port: u16, workload: &str, extra: &[&str]) -> f64 {
+    bench_requests(port, workload, 1000, extra);
+    let (a1, r1) = bench_requests(port, workload, 300, extra);
+    let (a2, r2) = bench_requests(port, workload, 1200, extra);
+    a2.saturating_sub(a1) as f64 / r2.saturating_sub(r1).max(1) as f64
+}
+
+/// Allocations per metadata request (CREATE, QUERY_INFO, CLOSE of an existing
+/// file) measured on 2026-11-28 (8.67: paths, the CREATE's answer, the open's
+/// tables), with room: a change that allocates more per request fails here.
+const ALLOCS_PER_METADATA_REQUEST_MAX: f64 = 9.0;
+
+#[test]
+fn a_warmed_up_server_allocates_nothing_per_echo_and_at_most_nine_per_metadata_request() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("allocs-requests");
+    let port = start_server(&tmp, true);
+    let echo = allocs_per_request(port, "echo", &["--queue-depth", "32"]);
+    report("ECHO, 32 in flight", echo);
+    let meta = allocs_per_request(port, "metadata", &["--queue-depth", "16"]);
+    report(
+        "metadata request (CREATE, QUERY_INFO, CLOSE), 16 in flight",
+        meta,
+    );
+    assert!(echo < ALLOCS_PER_READ_MAX, "{echo:.2} allocations per ECHO");
+    assert!(
+        meta <= ALLOCS_PER_METADATA_REQUEST_MAX,
+        "{meta:.2} allocations per metadata request"
+    );
 }

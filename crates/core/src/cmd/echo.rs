@@ -1,11 +1,11 @@
 //! [MS-SMB2] 3.3.5.17 Receiving an SMB2 ECHO Request.
 use ringshare_wire::{NtStatus, WriteExt};
 
-use crate::conn::{Reply, Req};
+use crate::conn::{ConnCore, Reply, Req};
 
-pub(crate) fn handle(_req: &Req<'_>) -> Result<Reply, NtStatus> {
-    // ECHO response: StructureSize 4, Reserved.
-    let mut body = Vec::with_capacity(4);
+pub(crate) fn handle(core: &mut ConnCore, _req: &Req<'_>) -> Result<Reply, NtStatus> {
+    // ECHO response: StructureSize 4, Reserved; in a reused buffer.
+    let mut body = core.spare.take(4);
     body.put_u16(4);
     body.put_u16(0);
     Ok(Reply::ok(body))
