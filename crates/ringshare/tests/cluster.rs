@@ -751,7 +751,7 @@ fn killing_the_etcd_leader_fails_no_smb_request() {
 
 #[test]
 fn a_node_stopped_with_sigterm_leaves_at_once_and_logs_a_departure_not_a_fence() {
-    let name = "nodestop";
+    let name = "sigterm";
     if !etcd_available(name) {
         return;
     }
