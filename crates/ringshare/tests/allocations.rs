@@ -60,33 +60,29 @@ fn start_server(tmp: &TempDir, sendfile: bool) -> u16 {
     port
 }
 
-/// Server allocations of one `ringshare bench` run.
-fn bench(port: u16, args: &[&str]) -> u64 {
+/// Server allocations of one `ringshare bench` run with `args` after the
+/// target and the user, and what it printed.
+fn bench_run(port: u16, args: &[&str]) -> (u64, String) {
     let target = format!("//127.0.0.1:{port}/{SHARE}");
     let user = format!("{USER}%{PASSWORD}");
-    let mut argv = vec![
-        "bench",
-        target.as_str(),
-        "-U",
-        user.as_str(),
-        "--file",
-        "f.bin",
-        "--file-size",
-        "8m",
-    ];
+    let mut argv = vec!["bench", target.as_str(), "-U", user.as_str()];
     argv.extend_from_slice(args);
     let cmd = Cmd::parse_from(argv);
     let before = enrolled_allocations();
     let mut out = Vec::new();
     let clean = ringshare::bench::run(cmd.bench, &mut out).unwrap();
-    assert!(
-        clean,
-        "bench reported errors: {}",
-        String::from_utf8_lossy(&out)
-    );
+    let text = String::from_utf8_lossy(&out).into_owned();
+    assert!(clean, "bench reported errors: {text}");
     // The server's last replies may still be on their way out.
     std::thread::sleep(Duration::from_millis(200));
-    enrolled_allocations() - before
+    (enrolled_allocations() - before, text)
+}
+
+/// Server allocations of one `ringshare bench` run on `f.bin`.
+fn bench(port: u16, args: &[&str]) -> u64 {
+    let mut argv = vec!["--file", "f.bin", "--file-size", "8m"];
+    argv.extend_from_slice(args);
+    bench_run(port, &argv).0
 }
 
 /// Server allocations per READ (or WRITE, with a write workload in `extra`)
@@ -163,28 +159,10 @@ fn a_warmed_up_server_allocates_nothing_per_read_or_write() {
 /// Server allocations and requests of one `ringshare bench` run of `workload`
 /// for `ms` milliseconds (requests from its `--json` line).
 fn bench_requests(port: u16, workload: &str, ms: u64, extra: &[&str]) -> (u64, u64) {
-    let target = format!("//127.0.0.1:{port}/{SHARE}");
-    let user = format!("{USER}%{PASSWORD}");
     let duration = format!("{ms}ms");
-    let mut argv = vec![
-        "bench",
-        target.as_str(),
-        "-U",
-        user.as_str(),
-        workload,
-        "--duration",
-        duration.as_str(),
-        "--json",
-    ];
+    let mut argv = vec![workload, "--duration", duration.as_str(), "--json"];
     argv.extend_from_slice(extra);
-    let cmd = Cmd::parse_from(argv);
-    let before = enrolled_allocations();
-    let mut out = Vec::new();
-    let clean = ringshare::bench::run(cmd.bench, &mut out).unwrap();
-    let text = String::from_utf8_lossy(&out);
-    assert!(clean, "bench reported errors: {text}");
-    std::thread::sleep(Duration::from_millis(200));
-    let allocs = enrolled_allocations() - before;
+    let (allocs, text) = bench_run(port, &argv);
     let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
     (allocs, json["requests"].as_u64().unwrap())
 }
