@@ -280,3 +280,29 @@ with open(results, "a") as f:
                         "result": res}) + "\n")
 EOF
 }
+
+# One row of bench/compare against SERVER, by its short name (bench/rows takes the same names):
+# the one place each row's workload and arguments are written, so every script measures the same.
+lib_row() { # server row
+    local s=$1
+    case $2 in
+    read64k) lib_bench "$s" "seq-read 64k" seq-read --file big --io-size 64k --queue-depth 16 ;;
+    read256k) lib_bench "$s" "seq-read 256k" seq-read --file big --io-size 256k --queue-depth 16 ;;
+    read) lib_bench "$s" "seq-read 1m" seq-read --file big --io-size 1m --queue-depth 16 ;;
+    read4m) lib_bench "$s" "seq-read 4m" seq-read --file big --io-size 4m --queue-depth 8 ;;
+    new)
+        lib_fresh rsnew.bin
+        lib_bench "$s" "seq-write 1m new file" seq-write --file rsnew.bin --file-size 2g --bytes 2g --io-size 1m --queue-depth 16
+        rm -f "$DATA/rsnew.bin" ;;
+    over) lib_bench "$s" "seq-write 1m overwrite" seq-write --file rsover.bin --file-size 2g --io-size 1m --queue-depth 16 ;;
+    meta) lib_bench "$s" "metadata" metadata --queue-depth 16 ;;
+    list) lib_bench "$s" "list" list --dir many ;;
+    echo) lib_bench "$s" "echo" echo --queue-depth 32 ;;
+    get) lib_smbclient "$s" get ;;
+    put)
+        lib_fresh put.bin
+        lib_smbclient "$s" put
+        rm -f "$DATA/put.bin" ;;
+    *) echo "lib_row: unknown row $2" >&2; return 1 ;;
+    esac
+}
