@@ -59,6 +59,19 @@ pub(crate) struct OpenAsk<'a> {
     pub who: Option<&'a ringshare_vfs::Who>,
 }
 
+/// The access a new open is checked with against the other opens' share modes
+/// ([MS-FSA] 2.1.5.1.2.1): an open that overwrites or supersedes an existing
+/// file writes it, whatever it asked for, so it needs the others' FILE_SHARE_WRITE
+/// (smbtorture 4.22 smb2.acls.OVERWRITE_READ_ONLY_FILE; Samba counts the O_TRUNC
+/// as FILE_WRITE_DATA the same way).
+fn sharing_access(wish: &Wish) -> u32 {
+    if wish.truncate {
+        wish.access | access::FILE_WRITE_DATA
+    } else {
+        wish.access
+    }
+}
+
 /// [`crate::arbiter::admit`] decided on the file's entry here (after the parked opens in its
 /// way were closed and other nodes gave back their I/O grants: [`crate::cluster::home`]).
 pub(crate) fn admit_decided(
@@ -77,7 +90,7 @@ pub(crate) fn admit_decided(
             oplock::add_waiter(&mut e, ask.conn_id);
             Ok(None)
         } else {
-            access::check_sharing(&e.opens, wish.access, wish.share_access)
+            access::check_sharing(&e.opens, sharing_access(wish), wish.share_access)
                 .and_then(|()| open_streams_allow(server, &e, wish.access, wish.truncate))
                 .map(|()| {
                     if e.opens.is_empty() {

@@ -151,6 +151,38 @@ fn a_second_open_without_share_read_is_a_sharing_violation_and_does_not_truncate
 }
 
 #[test]
+fn an_overwriting_open_that_asks_only_to_read_needs_the_others_share_write() {
+    // smbtorture 4.22 smb2.acls.OVERWRITE_READ_ONLY_FILE: the truncation writes the file.
+    const FILE_READ_DATA: u32 = 1;
+    for disposition in [D::SUPERSEDE, D::OVERWRITE, D::OVERWRITE_IF] {
+        let mut c = Client::new();
+        c.put_file("r", b"keep");
+        let tree = c.tree_id;
+        let _reader = c
+            .create_on(tree, "r", FILE_READ_DATA, SHARE_READ_ONLY, D::OPEN, 0)
+            .unwrap();
+        assert_eq!(
+            c.create_on(tree, "r", FILE_READ_DATA, SHARE_ALL, disposition, 0),
+            Err(NtStatus::SHARING_VIOLATION),
+            "{disposition:?}"
+        );
+        let size = c
+            .mem
+            .stat(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components(["r"]).unwrap(),
+            )
+            .unwrap()
+            .size;
+        assert_eq!(size, 4, "{disposition:?} truncated the file");
+        // A plain open for reading is let in beside the reader.
+        assert!(c
+            .create_on(tree, "r", FILE_READ_DATA, SHARE_ALL, D::OPEN, 0)
+            .is_ok());
+    }
+}
+
+#[test]
 fn share_modes_apply_across_connections() {
     let mut a = Client::new();
     a.put_file("x", b"1");
