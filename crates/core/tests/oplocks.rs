@@ -239,6 +239,24 @@ fn ack_of_an_oplock_that_is_not_breaking_is_invalid_oplock_protocol() {
 }
 
 #[test]
+fn a_lease_granted_no_state_beside_a_byte_range_lock_keeps_the_clients_epoch() {
+    // smbtorture 4.22 smb2.lease.lease-epoch: no state was granted, so nothing changed.
+    const EXCLUSIVE_NOW: u32 = 0x2 | 0x10;
+    let (mut a, _b) = pair();
+    let f = created(&open(&mut a, "locked.dat", ALL, 7, NONE, None)).file_id;
+    assert_eq!(a.write(f, 0, b"x").status(), NtStatus::SUCCESS);
+    assert_eq!(
+        a.lock(f, &[(0, 1, EXCLUSIVE_NOW)]).status(),
+        NtStatus::SUCCESS
+    );
+    let mut ask = lease_v2(1, R);
+    ask.v2.as_mut().expect("v2").epoch = 100;
+    let l = granted_lease(&open(&mut a, "locked.dat", ALL, 7, LEASE, Some(ask)));
+    assert_eq!(l.state.0, 0, "no caching beside a byte-range lock");
+    assert_eq!(l.v2.expect("v2 answer").epoch, 100);
+}
+
+#[test]
 fn lease_rwh_is_granted_alone_and_another_client_breaks_it_to_rh() {
     let (mut a, mut b) = pair();
     let l = granted_lease(&open(

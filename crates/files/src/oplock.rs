@@ -408,7 +408,15 @@ pub fn grant(
                     breaking_to: None,
                     required: 0,
                     break_deadline_ms: 0,
-                    epoch: req.v2.map_or(0, |v| v.epoch.wrapping_add(1)),
+                    // The epoch counts changes of state: a lease granted no
+                    // state (a file with byte-range locks) keeps the client's.
+                    epoch: req.v2.map_or(0, |v| {
+                        if want == 0 {
+                            v.epoch
+                        } else {
+                            v.epoch.wrapping_add(1)
+                        }
+                    }),
                     v2: req.v2.is_some(),
                     parent_key: req
                         .v2
