@@ -56,7 +56,8 @@ pub(crate) fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now
         .filter(|_| {
             crate::decide::delete_pending(server, open.key, &open.entry, None)
                 .is_ok_and(|(pending, _)| !pending)
-        });
+        })
+        .filter(|d| crate::files::parked::may_keep(d, &lock(&open.entry), open.id));
         match durability {
             Some(d) => park(server, open, d, now_ms),
             None => {

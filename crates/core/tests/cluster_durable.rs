@@ -26,6 +26,7 @@ const LEASE: u8 = 0xFF;
 const R: u32 = 1;
 const H: u32 = 2;
 const RH: u32 = R | H;
+const RWH: u32 = R | 4 | H;
 const EXCLUSIVE: u32 = 2;
 const FAIL_IMMEDIATELY: u32 = 0x10;
 const UNLOCK: u32 = 4;
@@ -114,15 +115,15 @@ fn opened(r: &Resp) -> (FileId, u8, Option<u32>, bool) {
     (cr.file_id, cr.oplock_level.0, lease, durable)
 }
 
-/// Alice's durable open of `name` (sharing everything, with a read and
-/// handle lease `key`: another open that shares the file breaks nothing,
-/// so the disconnected open stays) on node `node`, data written and bytes
-/// 0..10 locked; then her connection drops.
+/// Alice's durable open of `name` (sharing everything, with a read, write
+/// and handle lease `key`: a durable open keeps its byte-range locks through
+/// a disconnect only while it caches writes) on node `node`, data written and
+/// bytes 0..10 locked; then her connection drops.
 fn left_on(cl: &Cluster, node: u16, name: &str, key: u8) -> FileId {
     let mut a = client_as(cl, node, 1, "alice", "secret");
-    let l = lease_v2(key, RH);
+    let l = lease_v2(key, RWH);
     let (f, level, lease, durable) = opened(&create(&mut a, name, vec![rqls(&l), dh2q(key)]));
-    assert_eq!((level, lease, durable), (LEASE, Some(RH), true));
+    assert_eq!((level, lease, durable), (LEASE, Some(RWH), true));
     assert_eq!(a.write(f, 0, b"before ").status(), NtStatus::SUCCESS);
     assert_eq!(
         a.lock(f, &[(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
@@ -145,24 +146,25 @@ fn a_durable_open_reconnects_through_another_node_with_its_lock_lease_and_data()
         let cl = Cluster::new(3, home);
         let name = format!("doc-{home}.txt");
         let f = left_on(&cl, 1, &name, 7);
-        let mut carol = client_as(&cl, 3, 3, "carol", "carols");
-        let fc = carol
-            .create(&name, ALL, D::OPEN, 0)
-            .expect("carol shares it");
-        assert_eq!(
-            lock_status(&mut carol, fc),
-            NtStatus::LOCK_NOT_GRANTED,
-            "home {home}: alice's lock holds while she is away"
-        );
 
         let mut b = client_as(&cl, 2, 1, "alice", "secret");
-        let l = lease_v2(7, RH);
+        let l = lease_v2(7, RWH);
         let r = create(&mut b, &name, vec![rqls(&l), dh2c(f, 7)]);
         let (back, level, lease, _) = opened(&r);
         assert_eq!(back.persistent, f.persistent, "home {home}: the same open");
         assert_eq!(node_of(back.volatile), 2, "now node 2's");
-        assert_eq!((level, lease), (LEASE, Some(RH)), "its lease kept");
+        assert_eq!((level, lease), (LEASE, Some(RWH)), "its lease kept");
         assert_eq!(cl.nodes[0].parked_durables(), 0, "node 1 let it go");
+        // Carol's open breaks alice's write caching; once alice acknowledges
+        // it, carol finds alice's lock in her way.
+        let mut carol = client_as(&cl, 3, 3, "carol", "carols");
+        let m = carol.create_msg_caching(&name, ALL, 7, D::OPEN, 0, None);
+        assert_eq!(carol.send_frame(m)[0].status(), NtStatus::PENDING);
+        assert_eq!(b.breaks().len(), 1, "home {home}: alice is told");
+        assert_eq!(b.ack_lease(7, RH).status(), NtStatus::SUCCESS);
+        let fin = carol.tick(10);
+        assert_eq!(fin.len(), 1, "home {home}");
+        let (fc, ..) = opened(&fin[0]);
         assert_eq!(
             lock_status(&mut carol, fc),
             NtStatus::LOCK_NOT_GRANTED,
@@ -200,7 +202,7 @@ fn a_durable_open_reconnects_through_another_node_with_its_lock_lease_and_data()
 fn only_its_user_reconnects_a_durable_open_on_another_node_and_not_once_its_node_died() {
     let cl = Cluster::new(3, 3);
     let f = left_on(&cl, 1, "mine.txt", 9);
-    let l = lease_v2(9, RH);
+    let l = lease_v2(9, RWH);
     // carol, with the same ClientGuid, names alice's open: refused, and
     // the open stays where it was.
     let mut c = client_as(&cl, 2, 1, "carol", "carols");
@@ -226,7 +228,7 @@ fn only_its_user_reconnects_a_durable_open_on_another_node_and_not_once_its_node
 fn a_handed_over_open_goes_on_to_a_third_node_and_its_breaks_follow_it() {
     let cl = Cluster::new(3, 3);
     let f = left_on(&cl, 1, "travel.txt", 4);
-    let l = lease_v2(4, RH);
+    let l = lease_v2(4, RWH);
     let mut b = client_as(&cl, 2, 1, "alice", "secret");
     let (on2, ..) = opened(&create(&mut b, "travel.txt", vec![rqls(&l), dh2c(f, 4)]));
     b.conn.shutdown(b.now);
@@ -236,7 +238,7 @@ fn a_handed_over_open_goes_on_to_a_third_node_and_its_breaks_follow_it() {
         opened(&create(&mut c, "travel.txt", vec![rqls(&l), dh2c(on2, 4)]));
     assert_eq!(on3.persistent, f.persistent);
     assert_eq!(node_of(on3.volatile), 3);
-    assert_eq!((level, lease), (LEASE, Some(RH)));
+    assert_eq!((level, lease), (LEASE, Some(RWH)));
     // A conflicting open on node 1 breaks the lease held through node 3.
     let mut d = client_as(&cl, 1, 4, "alice", "secret");
     let m = d.create_msg_caching("travel.txt", 0x0012_0089, 0, D::OPEN, 0, None);
@@ -261,7 +263,7 @@ fn a_durable_open_reconnected_on_its_own_node_has_its_breaks_sent_to_the_new_con
     // dropped session had (a break sent to the old route would reach it).
     let mut decoy = client_as(&cl, 1, 9, "alice", "secret");
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
-    let l = lease_v2(6, RH);
+    let l = lease_v2(6, RWH);
     let (back, ..) = opened(&create(&mut a, "same.txt", vec![rqls(&l), dh2c(f, 6)]));
     assert_eq!(back, f, "the same FileId on its own node");
     let mut d = client_as(&cl, 2, 4, "alice", "secret");

@@ -501,9 +501,9 @@ fn a_reconnect_naming_anything_else_gets_object_name_not_found() {
 fn a_disconnected_open_keeps_its_byte_range_lock_until_it_expires() {
     let (s, m) = server_and_mem();
     let mut a = client(&s, &m, 1);
-    // Read and handle caching: another open that shares the file breaks
-    // nothing, so the disconnected open stays in its way.
-    let l = lease_v2(2, R | H);
+    // A lease with write caching: only such a durable open keeps its locks
+    // (the next test).
+    let l = lease_v2(2, RWH);
     let o = opened(&create(
         &mut a,
         "locked",
@@ -518,25 +518,9 @@ fn a_disconnected_open_keeps_its_byte_range_lock_until_it_expires() {
         NtStatus::SUCCESS
     );
     drop_connection(&mut a);
-
-    let mut b = client(&s, &m, 2);
-    let f = opened(&create(&mut b, "locked", 0, 7, vec![])).file_id;
     assert_eq!(s.parked_durables(), 1);
-    assert_eq!(
-        lock_seq(&mut b, f, 10, lk, 0).status(),
-        NtStatus::LOCK_NOT_GRANTED
-    );
-    assert_eq!(s.durables_deadline(), Some(a.now.mono_ms + 30_000));
-    s.expire_durables(a.now.mono_ms + 29_999);
-    assert_eq!(s.parked_durables(), 1, "not yet");
-    s.expire_durables(a.now.mono_ms + 30_000);
-    assert_eq!(s.parked_durables(), 0);
-    assert_eq!(s.durables_deadline(), None);
-    assert_eq!(
-        lock_seq(&mut b, f, 10, lk, 0).status(),
-        NtStatus::SUCCESS,
-        "the expired open's lock is free"
-    );
+
+    // Reconnected, the open still holds its lock: taking it again conflicts.
     let mut a2 = client(&s, &m, 1);
     let r = create(
         &mut a2,
@@ -545,7 +529,72 @@ fn a_disconnected_open_keeps_its_byte_range_lock_until_it_expires() {
         7,
         vec![rqls(&l), dh2c(o.file_id, 1)],
     );
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(
+        lock_seq(&mut a2, o.file_id, 10, lk, 0).status(),
+        NtStatus::LOCK_NOT_GRANTED,
+        "the lock came back with the open"
+    );
+    drop_connection(&mut a2);
+    assert_eq!(s.parked_durables(), 1);
+
+    let now = a2.now.mono_ms;
+    assert_eq!(s.durables_deadline(), Some(now + 30_000));
+    s.expire_durables(now + 29_999);
+    assert_eq!(s.parked_durables(), 1, "not yet");
+    s.expire_durables(now + 30_000);
+    assert_eq!(s.parked_durables(), 0);
+    assert_eq!(s.durables_deadline(), None);
+    let mut b = client(&s, &m, 2);
+    let f = opened(&create(&mut b, "locked", 0, 7, vec![])).file_id;
+    assert_eq!(
+        lock_seq(&mut b, f, 10, lk, 0).status(),
+        NtStatus::SUCCESS,
+        "the expired open's lock is free"
+    );
+    let mut a3 = client(&s, &m, 1);
+    let r = create(
+        &mut a3,
+        "locked",
+        LEASE,
+        7,
+        vec![rqls(&l), dh2c(o.file_id, 1)],
+    );
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "gone");
+}
+
+#[test]
+fn a_durable_open_with_a_byte_range_lock_and_no_write_caching_is_not_kept() {
+    // smbtorture 4.22 smb2.durable-open.lock-noW-lease (and durable-v2-open's).
+    let (s, m) = server_and_mem();
+    for (name, durable) in [("v1", dhnq()), ("v2", dh2q(30_000, 0, 1))] {
+        let mut a = client(&s, &m, 1);
+        let l = lease_v2(2, R | H);
+        let o = opened(&create(&mut a, name, LEASE, 7, vec![rqls(&l), durable]));
+        assert!(o.durable.is_some(), "{name}: durable");
+        let lk = EXCLUSIVE | FAIL_IMMEDIATELY;
+        assert_eq!(
+            lock_seq(&mut a, o.file_id, 0, lk, 0).status(),
+            NtStatus::SUCCESS
+        );
+        drop_connection(&mut a);
+        assert_eq!(s.parked_durables(), 0, "{name}: closed, not parked");
+        let mut a2 = client(&s, &m, 1);
+        let reconnect = if name == "v1" {
+            dhnc(o.file_id)
+        } else {
+            dh2c(o.file_id, 1)
+        };
+        let r = create(&mut a2, name, LEASE, 7, vec![rqls(&l), reconnect]);
+        assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "{name}");
+        // Its lock went with it.
+        let f = opened(&create(&mut a2, name, 0, 7, vec![])).file_id;
+        assert_eq!(
+            lock_seq(&mut a2, f, 0, lk, 0).status(),
+            NtStatus::SUCCESS,
+            "{name}"
+        );
+    }
 }
 
 #[test]

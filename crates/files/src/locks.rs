@@ -130,6 +130,11 @@ impl LockList {
         }
     }
 
+    /// True when open `owner` holds a lock.
+    pub fn held_by(&self, owner: OwnerId) -> bool {
+        self.locks.iter().any(|l| l.owner == owner)
+    }
+
     /// Drop every lock of an open (on close). Returns how many were removed.
     pub fn release_owner(&mut self, owner: OwnerId) -> usize {
         let before = self.locks.len();

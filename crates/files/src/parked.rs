@@ -8,6 +8,35 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::oplock::{BREAK_RETRY_MS, BREAK_TIMEOUT_MS};
 
+/// May open `owner` of `e`, made durable as `d`, be kept when its connection
+/// goes? A durable open that holds byte-range locks is kept only while it
+/// caches writes (a lease with W, or a batch or exclusive oplock): without W
+/// another client may have been told nothing of data the locks protected
+/// (smbtorture 4.22 smb2.durable-open.lock-noW-lease and durable-v2-open's:
+/// the reconnect is OBJECT_NAME_NOT_FOUND, as on Samba). Persistent and
+/// resilient opens keep their locks ([MS-SMB2] 3.3.7.1, 2.2.31.3).
+pub fn may_keep(d: &Durability, e: &crate::FileEntry, owner: u64) -> bool {
+    if d.persistent || d.kind == Kind::Resilient || !e.locks.held_by(owner) {
+        return true;
+    }
+    let Some(c) = e
+        .opens
+        .iter()
+        .find(|o| o.owner == owner)
+        .map(|o| &o.caching)
+    else {
+        return true;
+    };
+    match c.level {
+        crate::oplock::LEVEL_BATCH | crate::oplock::LEVEL_EXCLUSIVE => true,
+        crate::oplock::LEVEL_LEASE => e.leases.iter().any(|l| {
+            Some(l.id) == c.lease
+                && l.state & ringshare_wire::consts::LeaseState::WRITE_CACHING.0 != 0
+        }),
+        _ => false,
+    }
+}
+
 /// Durable opens kept after their connection went, server-wide; past it the
 /// one nearest its timeout is closed (with a log line).
 pub const OPENS_MAX: usize = 16384;
