@@ -445,6 +445,102 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
     );
 }
 
+/// A SET_INFO renaming `f` to `to`, replacing what is there.
+fn rename_msg(c: &mut Client, f: FileId, to: &str) -> Vec<u8> {
+    let tree = c.tree_id;
+    let info = rename_info(to, true);
+    c.message(Command::SET_INFO, tree, |o| {
+        ringshare_wire::info::SetInfoRequest {
+            info_type: ringshare_wire::consts::InfoType::FILE,
+            info_class: 10,
+            additional_information: 0,
+            file_id: f,
+            buffer: &info,
+        }
+        .encode(o)
+    })
+}
+
+#[test]
+fn a_rename_onto_an_open_file_breaks_its_handle_caching_and_waits_for_its_holder() {
+    // smbtorture 4.22 smb2.lease.v2_rename_target_overwrite.
+    let (mut a, mut b) = pair();
+    let src = created(&open(
+        &mut a,
+        "src.dat",
+        ALL,
+        7,
+        LEASE,
+        Some(lease_v2(1, R | W | H)),
+    ))
+    .file_id;
+    let dst = created(&open(
+        &mut b,
+        "dst.dat",
+        ALL,
+        7,
+        LEASE,
+        Some(lease_v2(2, R | W | H)),
+    ))
+    .file_id;
+
+    // The holder keeps its handle: H is broken, and then the rename is refused.
+    let m = rename_msg(&mut a, src, "dst.dat");
+    assert_eq!(
+        a.send_frame(m)[0].status(),
+        NtStatus::PENDING,
+        "the rename waits"
+    );
+    let got = b.breaks();
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("one lease break: {got:?}");
+    };
+    assert_eq!(
+        (n.current_lease_state.0, n.new_lease_state.0),
+        (R | W | H, R | W)
+    );
+    assert!(
+        a.tick(10).is_empty(),
+        "still waiting for the acknowledgment"
+    );
+    assert_eq!(b.ack_lease(2, R | W).status(), NtStatus::SUCCESS);
+    let fin = a.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].status(), NtStatus::ACCESS_DENIED);
+
+    // No H left to break: refused at once.
+    let m = rename_msg(&mut a, src, "dst.dat");
+    assert_eq!(a.send_frame(m)[0].status(), NtStatus::ACCESS_DENIED);
+    assert!(b.breaks().is_empty());
+
+    // The holder opens it again with H and closes it when told: the rename goes through.
+    assert_eq!(b.close(dst).status(), NtStatus::SUCCESS);
+    let dst = created(&open(
+        &mut b,
+        "dst.dat",
+        ALL,
+        7,
+        LEASE,
+        Some(lease_v2(2, R | W | H)),
+    ))
+    .file_id;
+    let m = rename_msg(&mut a, src, "dst.dat");
+    assert_eq!(a.send_frame(m)[0].status(), NtStatus::PENDING);
+    assert_eq!(b.breaks().len(), 1);
+    assert_eq!(b.close(dst).status(), NtStatus::SUCCESS);
+    let fin = a.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(
+        fin[0].status(),
+        NtStatus::SUCCESS,
+        "renamed over the closed file"
+    );
+    assert_eq!(
+        a.create("src.dat", READ, D::OPEN, 0).err(),
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+}
+
 #[test]
 fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply() {
     // One client holds two leases on a file and renames through one: the

@@ -461,10 +461,7 @@ fn rename(
                 if a.is_dir() {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
-                if server
-                    .existing_file_entry(server.file_key(&a))
-                    .is_some_and(|e| !lock(&e).opens.is_empty())
-                {
+                if target_is_open(server, &a, open.id, (now_ms, conn_id))? {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
                 if existing != target {
@@ -500,6 +497,31 @@ fn rename(
     }
     notify::renamed(server, &open.share, &source, &target, open.is_dir);
     Ok(())
+}
+
+/// Is the file a rename would replace open? Its holders first give up caching
+/// its handle (a lease's H, a batch oplock) and the rename waits for that
+/// ([`WAIT`]): a client that closes the handle it only kept cached lets the
+/// rename through; one that keeps it open makes it ACCESS_DENIED (smbtorture
+/// 4.22 smb2.lease.v2_rename_target_overwrite, as Samba).
+fn target_is_open(
+    server: &ServerState,
+    target: &ringshare_vfs::FileAttr,
+    renaming: u64,
+    (now_ms, conn_id): (u64, u64),
+) -> Result<bool, NtStatus> {
+    let key = server.file_key(target);
+    let Some(entry) = server.existing_file_entry(key) else {
+        return Ok(false);
+    };
+    if lock(&entry).opens.is_empty() {
+        return Ok(false);
+    }
+    if crate::arbiter::rename_waits(server, key, &entry, renaming, conn_id, now_ms)? {
+        return Err(WAIT);
+    }
+    let open = !lock(&entry).opens.is_empty();
+    Ok(open)
 }
 
 /// A size change breaks the read caching of the file's other opens.
