@@ -22,6 +22,13 @@ fn is_valid_83(name: &str) -> bool {
     ok(base, 8) && ext.is_none_or(|e| ok(e, 3))
 }
 
+/// Could `name` be a short name this server made for a longer one (a valid
+/// 8.3 name with the `~` the derivation puts in)? Only then is a name that
+/// was not found looked for among the directory's short names.
+pub fn may_be_derived(name: &str) -> bool {
+    name.contains('~') && is_valid_83(name)
+}
+
 /// The short name of a long name.
 pub fn short_name(name: &str) -> String {
     if name == "." || name == ".." || name.is_empty() {
@@ -85,6 +92,15 @@ mod tests {
             short_name("a long name one.txt"),
             short_name("a long name two.txt")
         );
+    }
+
+    #[test]
+    fn only_valid_8_3_names_with_a_tilde_may_be_derived_short_names() {
+        let s = short_name("a very long name.document");
+        assert!(may_be_derived(&s), "{s}");
+        assert!(may_be_derived(&s.to_lowercase()));
+        assert!(!may_be_derived("README.TXT"));
+        assert!(!may_be_derived("a very long name~1.document"));
     }
 
     #[test]

@@ -183,6 +183,55 @@ fn an_overwriting_open_that_asks_only_to_read_needs_the_others_share_write() {
 }
 
 #[test]
+fn a_file_is_opened_and_deleted_by_the_short_name_the_server_gave_it() {
+    // smbtorture 4.22 smb2.name-mangling.mangle; [MS-FSCC] 2.1.5.2.1.
+    let mut c = Client::new();
+    let long = "a quite long file name.document";
+    c.put_file(long, b"by any name");
+    let tree = c.tree_id;
+    let f = c
+        .create_on(tree, long, GENERIC_READ, SHARE_ALL, D::OPEN, 0)
+        .unwrap();
+    let r = c.query_info(f, 1, 21, 0, 1024); // FileAlternateNameInformation
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let buf = output_buffer(&r);
+    let len = u32::from_le_bytes(buf[0..4].try_into().unwrap()) as usize;
+    let short = String::from_utf16(
+        &buf[4..4 + len]
+            .chunks(2)
+            .map(|p| u16::from_le_bytes([p[0], p[1]]))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(short.contains('~'), "{short}");
+    c.close(f);
+
+    // Opened by its short name, in either case, it is the same file.
+    for name in [short.clone(), short.to_lowercase()] {
+        let g = c.create_on(tree, &name, GENERIC_READ, SHARE_ALL, D::OPEN, 0);
+        assert!(g.is_ok(), "{name}: {g:?}");
+        c.close(g.unwrap());
+    }
+    // Deleted by it, the long name goes.
+    let d = c
+        .create_on(tree, &short, DELETE, SHARE_ALL, D::OPEN, DELETE_ON_CLOSE)
+        .unwrap();
+    c.close(d);
+    assert!(!c.server_sees(&[long]));
+    // Then the short name is free: a CREATE makes a file of that very name.
+    let n = c
+        .create_on(tree, &short, GENERIC_ALL, SHARE_ALL, D::CREATE, 0)
+        .unwrap();
+    c.close(n);
+    assert!(c.server_sees(&[short.as_str()]));
+    // A name that only looks like a short name is not found.
+    assert_eq!(
+        c.create_on(tree, "NOPE~ZZZ.DOC", GENERIC_READ, SHARE_ALL, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+}
+
+#[test]
 fn share_modes_apply_across_connections() {
     let mut a = Client::new();
     a.put_file("x", b"1");

@@ -359,6 +359,18 @@ pub trait Share: Send + Sync + fmt::Debug {
     /// Look up `name` in directory `dir` case-insensitively and return the name as stored,
     /// or `NotFound`. Used when an exact lookup misses.
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String>;
+    /// The first name in directory `dir` that `matches` accepts, or `NotFound`: how a file
+    /// is found by its 8.3 short name, which is derived from its name and not stored. The
+    /// default finds nothing.
+    fn find_name_matching(
+        &self,
+        who: &Who,
+        dir: &RelPath,
+        matches: &dyn Fn(&str) -> bool,
+    ) -> FsResult<String> {
+        let _ = (who, dir, matches);
+        Err(FsError::NotFound)
+    }
     /// Whether `who` may remove the entry `path` (not the root): the kernel's
     /// rule for unlink, asked ahead of doing it (write and search permission on
     /// the parent, and with the parent's sticky bit, owning the entry or the

@@ -652,6 +652,22 @@ impl Share for MemShare {
             .cloned()
             .ok_or(FsError::NotFound)
     }
+
+    fn find_name_matching(
+        &self,
+        _who: &Who,
+        dir: &RelPath,
+        matches: &dyn Fn(&str) -> bool,
+    ) -> FsResult<String> {
+        let st = lock(&self.state);
+        let d = st.lookup_dir(dir)?;
+        let children = &st.inode(d)?.children;
+        children
+            .keys()
+            .find(|k| matches(k))
+            .cloned()
+            .ok_or(FsError::NotFound)
+    }
 }
 
 /// An open file or directory of a [`MemShare`].

@@ -951,6 +951,38 @@ impl Share for PosixShare {
     }
 
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
+        let wanted = name.to_lowercase();
+        let mut best: Option<String> = None;
+        let exact = self.scan_dir(who, dir, |n| {
+            if n == name {
+                return true;
+            }
+            if n.to_lowercase() == wanted && best.as_deref().is_none_or(|b| n < b) {
+                best = Some(n.to_string());
+            }
+            false
+        })?;
+        exact.or(best).ok_or(FsError::NotFound)
+    }
+
+    fn find_name_matching(
+        &self,
+        who: &Who,
+        dir: &RelPath,
+        matches: &dyn Fn(&str) -> bool,
+    ) -> FsResult<String> {
+        self.scan_dir(who, dir, matches)?.ok_or(FsError::NotFound)
+    }
+}
+
+impl PosixShare {
+    /// Read directory `dir` as `who` until `stop` accepts a name (returned).
+    fn scan_dir(
+        &self,
+        who: &Who,
+        dir: &RelPath,
+        mut stop: impl FnMut(&str) -> bool,
+    ) -> FsResult<Option<String>> {
         act(who)?;
         let fd = self
             .openat2(dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)
@@ -958,24 +990,16 @@ impl Share for PosixShare {
                 Errno::NOENT | Errno::NOTDIR => FsError::PathNotFound,
                 e => errno_to_fs(e),
             })?;
-        let wanted = name.to_lowercase();
-        let mut best: Option<String> = None;
         for entry in Dir::new(fd).map_err(errno_to_fs)? {
             let entry = entry.map_err(errno_to_fs)?;
             let Ok(n) = entry.file_name().to_str() else {
                 continue;
             };
-            if n == "." || n == ".." {
-                continue;
-            }
-            if n == name {
-                return Ok(n.to_string());
-            }
-            if n.to_lowercase() == wanted && best.as_deref().is_none_or(|b| n < b) {
-                best = Some(n.to_string());
+            if n != "." && n != ".." && stop(n) {
+                return Ok(Some(n.to_string()));
             }
         }
-        best.ok_or(FsError::NotFound)
+        Ok(None)
     }
 }
 

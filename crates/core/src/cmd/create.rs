@@ -331,7 +331,7 @@ pub(crate) fn resolve_path(
     let mut cur = RelPath::root();
     for (i, comp) in comps.iter().enumerate() {
         let last = i + 1 == comps.len();
-        match backend.find_name_case_insensitive(who, &cur, comp) {
+        match find_stored_name(backend, who, &cur, comp) {
             Ok(stored) => cur = cur.join(&stored).map_err(status_of)?,
             Err(FsError::NotFound) if last => {
                 let p = cur.join(comp).map_err(status_of)?;
@@ -348,6 +348,25 @@ pub(crate) fn resolve_path(
         Err(FsError::NotFound) => Ok((cur, None)),
         Err(FsError::PathNotFound | FsError::NotADirectory) => Err(NtStatus::OBJECT_PATH_NOT_FOUND),
         Err(e) => Err(status_of(e)),
+    }
+}
+
+/// The name `comp` has in directory `dir` as stored: the same name in another
+/// case, or the file whose 8.3 short name it is ([MS-FSCC] 2.1.5.2.1: clients
+/// open, delete and rename files by the short names directory listings gave
+/// them; smbtorture smb2.name-mangling.mangle).
+fn find_stored_name(
+    backend: &dyn Share,
+    who: &ringshare_vfs::Who,
+    dir: &RelPath,
+    comp: &str,
+) -> Result<String, FsError> {
+    match backend.find_name_case_insensitive(who, dir, comp) {
+        Err(FsError::NotFound) if crate::shortname::may_be_derived(comp) => backend
+            .find_name_matching(who, dir, &|n| {
+                n != comp && crate::shortname::short_name(n).eq_ignore_ascii_case(comp)
+            }),
+        other => other,
     }
 }
 
