@@ -56,7 +56,7 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
     smb2.ioctl-on-stream smb2.fileid smb2.timestamps
     smb2.dirlease smb2.durable-v2-regressions smb2.name-mangling smb2.stream-inherit-perms
-    smb2.winattr2)
+    smb2.winattr2 smb2.openattr smb2.winattr)
 # Change notification: `--notify`.
 NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 # Named streams: `--streams`.

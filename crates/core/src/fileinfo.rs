@@ -25,6 +25,8 @@ pub(crate) const SETTABLE_ATTRIBUTES: u32 =
     0x0000_0001 | 0x0000_0002 | 0x0000_0004 | 0x0000_0020 | 0x0000_0100 | 0x0000_2000 | 0x0000_1000;
 
 pub(crate) const ATTR_READONLY: u32 = 0x0000_0001;
+pub(crate) const ATTR_HIDDEN: u32 = 0x0000_0002;
+pub(crate) const ATTR_SYSTEM: u32 = 0x0000_0004;
 pub(crate) const ATTR_DIRECTORY: u32 = 0x0000_0010;
 pub(crate) const ATTR_ARCHIVE: u32 = 0x0000_0020;
 pub(crate) const ATTR_NORMAL: u32 = 0x0000_0080;

@@ -113,6 +113,9 @@ fn check_existing(
     if delete_pending() {
         return Err(NtStatus::DELETE_PENDING);
     }
+    if !stream && overwrite_hides_less(a, asked) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let mut granted = asked.granted;
     if fileinfo::attributes(a) & ATTR_READONLY != 0 && !is_dir {
         if asked.delete_on_close {
@@ -126,9 +129,22 @@ fn check_existing(
     Ok(granted)
 }
 
+/// Would an OVERWRITE(_IF) drop the existing file's HIDDEN or SYSTEM attribute
+/// (the new attributes not naming it)? [MS-FSA] 2.1.5.1.2.1 refuses it with
+/// ACCESS_DENIED; SUPERSEDE is not checked (Samba 4.22 the same; smbtorture
+/// smb2.openattr).
+fn overwrite_hides_less(a: &FileAttr, asked: &Asked) -> bool {
+    const KEPT: u32 = fileinfo::ATTR_HIDDEN | fileinfo::ATTR_SYSTEM;
+    matches!(
+        asked.disposition,
+        CreateDisposition::OVERWRITE | CreateDisposition::OVERWRITE_IF
+    ) && fileinfo::attributes(a) & KEPT & !asked.attrs_asked != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fileinfo::{ATTR_HIDDEN, ATTR_SYSTEM};
     use crate::files::access::{DELETE, FILE_READ_DATA};
     use ringshare_vfs::FileKind;
 
@@ -181,6 +197,40 @@ mod tests {
         a.want_dir = false;
         let r = check_existing(&FileAttr::default(), &a, || true);
         assert_eq!(r, Err(NtStatus::DELETE_PENDING));
+    }
+
+    #[test]
+    fn an_overwrite_must_keep_the_hidden_and_system_attributes_but_a_supersede_need_not() {
+        for (had, asks, refused) in [
+            (ATTR_HIDDEN, 0, true),
+            (ATTR_HIDDEN, ATTR_HIDDEN, false),
+            (ATTR_SYSTEM, ATTR_HIDDEN, true),
+            (
+                ATTR_HIDDEN | ATTR_SYSTEM,
+                ATTR_HIDDEN | ATTR_SYSTEM | ATTR_READONLY,
+                false,
+            ),
+            (0, ATTR_HIDDEN, false),
+        ] {
+            let file = FileAttr {
+                dos_attributes: Some(had),
+                ..FileAttr::default()
+            };
+            for d in [
+                CreateDisposition::OVERWRITE,
+                CreateDisposition::OVERWRITE_IF,
+            ] {
+                let mut a = asked(d, FILE_WRITE_DATA);
+                a.truncate = true;
+                a.attrs_asked = asks;
+                let r = check_existing(&file, &a, || false);
+                assert_eq!(r.is_err(), refused, "{had:#x} -> {asks:#x}: {r:?}");
+            }
+            let mut a = asked(CreateDisposition::SUPERSEDE, FILE_WRITE_DATA);
+            a.truncate = true;
+            a.attrs_asked = asks;
+            assert!(check_existing(&file, &a, || false).is_ok());
+        }
     }
 
     #[test]
