@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod reload;
 pub mod sdnotify;
 pub mod serve;
+pub mod sssd_ids;
 pub mod status;
 pub mod testparm;
 pub mod users;

@@ -335,6 +335,16 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
             yes_no(member.use_default_domain),
         );
         opt(s, "winbind separator", member.separator);
+        opt(s, "id source", member.id_source.name());
+        if member.sssd().is_some() {
+            let (lo, hi) = member.sssd_range;
+            opt(s, "sssd id range", format!("{lo}-{hi}"));
+        }
+        let _ = writeln!(
+            s,
+            "\t# domain SIDs get their Unix ids from: {}",
+            member.id_source_in_use()
+        );
     }
     let _ = match g.keytab() {
         Some(p) => writeln!(s, "\t# Kerberos: on, keytab {}", p.display()),

@@ -112,10 +112,13 @@ impl WinbindIds {
     }
 }
 
-/// The member's id source: winbindd, when `idmap config` says winbind maps its ids
-/// ([`crate::config::member::MemberOptions::winbindd_socket`]).
+/// The member's id source: winbindd, when `idmap config` (or `id source = winbind`) says
+/// winbind maps its ids ([`crate::config::member::MemberOptions::winbindd_socket`]); else sssd
+/// when it is the source ([`crate::sssd_ids::id_source`]).
 pub fn id_source(m: &crate::config::member::MemberOptions) -> Option<std::sync::Arc<dyn IdSource>> {
-    let dir = m.winbindd_socket()?;
+    let Some(dir) = m.winbindd_socket() else {
+        return crate::sssd_ids::id_source(m);
+    };
     let ids = WinbindIds::new(&dir);
     if !ids.socket.exists() {
         tracing::warn!(
@@ -274,7 +277,7 @@ fn round_trip(
 }
 
 /// Socket timeouts for what is left until `deadline`.
-fn timed(s: &UnixStream, deadline: Instant) -> io::Result<()> {
+pub(crate) fn timed(s: &UnixStream, deadline: Instant) -> io::Result<()> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time"));
@@ -284,7 +287,11 @@ fn timed(s: &UnixStream, deadline: Instant) -> io::Result<()> {
 }
 
 /// `read_exact`, giving up at `deadline` however slowly the bytes trickle in.
-fn read_exact_by(s: &mut UnixStream, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
+pub(crate) fn read_exact_by(
+    s: &mut UnixStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> io::Result<()> {
     let mut got = 0;
     while got < buf.len() {
         timed(s, deadline)?;

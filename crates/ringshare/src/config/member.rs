@@ -30,6 +30,38 @@ pub struct IdmapDomain {
     pub base_rid: u32,
 }
 
+/// `id source`: who gives domain SIDs their Unix ids (ringshare's own option; Samba has none,
+/// as its smbd always asks winbindd).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IdSourceChoice {
+    /// `auto`: winbindd when there are `idmap config` lines (a winbind member), sssd's NSS
+    /// responder when `security = ads` has none (an sssd member).
+    #[default]
+    Auto,
+    /// `winbind`: winbindd's socket.
+    Winbind,
+    /// `sssd`: sssd's NSS responder (/var/lib/sss/pipes/nss).
+    Sssd,
+    /// `none`: no source; domain SIDs that no rid range maps get no POSIX ACL entries.
+    None,
+}
+
+impl IdSourceChoice {
+    /// The value as smb.conf spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IdSourceChoice::Auto => "auto",
+            IdSourceChoice::Winbind => "winbind",
+            IdSourceChoice::Sssd => "sssd",
+            IdSourceChoice::None => "none",
+        }
+    }
+}
+
+/// sssd's default id range with `ldap_id_mapping = True` (`ldap_idmap_range_min` to
+/// `ldap_idmap_range_max`, sssd-ad(5) and sssd-ldap(5)).
+pub const SSSD_DEFAULT_RANGE: (u32, u32) = (200_000, 2_000_200_000);
+
 /// What the member options hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberOptions {
@@ -41,6 +73,11 @@ pub struct MemberOptions {
     pub separator: char,
     /// `winbindd socket directory`: where winbindd's socket is (the id source).
     pub winbindd_socket_dir: Option<String>,
+    /// `id source`.
+    pub id_source: IdSourceChoice,
+    /// `sssd id range`: the ids sssd gives domain SIDs (its `ldap_idmap_range_min` -
+    /// `ldap_idmap_range_max`): a file's ids in it are asked of sssd when its ACL is read.
+    pub sssd_range: (u32, u32),
 }
 
 impl Default for MemberOptions {
@@ -51,6 +88,8 @@ impl Default for MemberOptions {
             use_default_domain: false,
             separator: '\\',
             winbindd_socket_dir: None,
+            id_source: IdSourceChoice::Auto,
+            sssd_range: SSSD_DEFAULT_RANGE,
         }
     }
 }
@@ -114,6 +153,24 @@ pub(super) fn apply(m: &mut MemberOptions, key: &str, value: &str) -> Result<boo
                 .ok_or_else(|| format!("'{key}' expects yes or no, got '{value}'"))?;
         }
         "winbindd socket directory" => m.winbindd_socket_dir = Some(value.trim().to_string()),
+        "id source" => {
+            m.id_source = match value.trim().to_ascii_lowercase().as_str() {
+                "auto" => IdSourceChoice::Auto,
+                "winbind" => IdSourceChoice::Winbind,
+                "sssd" => IdSourceChoice::Sssd,
+                "none" => IdSourceChoice::None,
+                _ => {
+                    return Err(format!(
+                        "'{key}' expects auto, winbind, sssd or none, got '{value}'"
+                    ))
+                }
+            }
+        }
+        "sssd id range" => {
+            m.sssd_range = parse_range(value).ok_or_else(|| {
+                format!("'{key}' expects 'low - high' (two ids, low ≤ high), got '{value}'")
+            })?
+        }
         "winbind separator" => {
             let mut c = value.trim().chars();
             match (c.next(), c.next()) {
@@ -164,12 +221,15 @@ impl MemberOptions {
                 })
             })
             .collect();
-        let id_ranges = self
-            .idmap
-            .iter()
-            .filter(|d| d.backend != "rid")
-            .filter_map(|d| d.range)
-            .collect();
+        let id_ranges = if self.sssd().is_some() {
+            vec![self.sssd_range]
+        } else {
+            self.idmap
+                .iter()
+                .filter(|d| d.backend != "rid")
+                .filter_map(|d| d.range)
+                .collect()
+        };
         Some(DomainMember {
             workgroup: workgroup.to_ascii_uppercase(),
             separator: self.separator,
@@ -181,8 +241,14 @@ impl MemberOptions {
 
     /// Where winbindd listens, when it is the member's id source: `security = ads` with
     /// `idmap config` lines (winbind's; an sssd member has none and maps ids its own way).
+    /// `id source = winbind` says so whatever the rest.
     pub fn winbindd_socket(&self) -> Option<std::path::PathBuf> {
-        if self.security != Security::Ads || self.idmap.is_empty() {
+        let winbind = match self.id_source {
+            IdSourceChoice::Winbind => true,
+            IdSourceChoice::Auto => self.security == Security::Ads && !self.idmap.is_empty(),
+            IdSourceChoice::Sssd | IdSourceChoice::None => false,
+        };
+        if !winbind {
             return None;
         }
         let dir = self
@@ -190,6 +256,31 @@ impl MemberOptions {
             .as_deref()
             .unwrap_or(crate::winbind_ids::DEFAULT_SOCKET_DIR);
         Some(std::path::PathBuf::from(dir))
+    }
+}
+
+impl MemberOptions {
+    /// Whether sssd's NSS responder is the member's id source: `id source = sssd`, or `auto`
+    /// with `security = ads` and no `idmap config` line (an sssd member, joined with `realm
+    /// join` or `adcli join`; sssd maps ids its own way).
+    pub fn sssd(&self) -> Option<()> {
+        let sssd = match self.id_source {
+            IdSourceChoice::Sssd => true,
+            IdSourceChoice::Auto => self.security == Security::Ads && self.idmap.is_empty(),
+            IdSourceChoice::Winbind | IdSourceChoice::None => false,
+        };
+        sssd.then_some(())
+    }
+
+    /// The id source testparm names: `winbind`, `sssd` or `none`.
+    pub fn id_source_in_use(&self) -> &'static str {
+        if self.winbindd_socket().is_some() {
+            "winbind"
+        } else if self.sssd().is_some() {
+            "sssd"
+        } else {
+            "none"
+        }
     }
 }
 
@@ -240,6 +331,8 @@ mod tests {
             ..MemberOptions::default()
         };
         assert_eq!(m.winbindd_socket(), None, "no idmap config: sssd's member");
+        assert_eq!(m.id_source_in_use(), "sssd");
+        assert_eq!(m.member("rsad").unwrap().id_ranges, [SSSD_DEFAULT_RANGE]);
         for (k, v) in [
             ("idmap config * : backend", "autorid"),
             ("idmap config * : range", "200000-2999999"),
@@ -257,11 +350,34 @@ mod tests {
     }
 
     #[test]
+    fn the_id_source_is_winbind_with_idmap_lines_sssd_without_or_what_id_source_says() {
+        let mut m = MemberOptions::default();
+        assert_eq!(m.id_source_in_use(), "none", "security = user");
+        m.security = Security::Ads;
+        assert_eq!(m.id_source_in_use(), "sssd");
+        assert!(apply(&mut m, "sssd id range", "10000 - 99999").unwrap());
+        assert_eq!(m.member("rsad").unwrap().id_ranges, [(10_000, 99_999)]);
+        assert!(apply(&mut m, "idmap config * : backend", "tdb").unwrap());
+        assert!(apply(&mut m, "idmap config * : range", "3000-7999").unwrap());
+        assert_eq!(m.id_source_in_use(), "winbind");
+        assert_eq!(m.member("rsad").unwrap().id_ranges, [(3000, 7999)]);
+        assert!(apply(&mut m, "id source", "SSSD").unwrap());
+        assert_eq!(m.id_source_in_use(), "sssd");
+        assert_eq!(m.winbindd_socket(), None);
+        assert!(apply(&mut m, "id source", "none").unwrap());
+        assert_eq!(m.id_source_in_use(), "none");
+        assert!(apply(&mut m, "id source", "winbind").unwrap());
+        assert_eq!(m.id_source_in_use(), "winbind");
+    }
+
+    #[test]
     fn bad_member_values_are_refused_with_what_was_expected() {
         let mut m = MemberOptions::default();
         assert!(apply(&mut m, "idmap config rsad : range", "9-1").is_err());
         assert!(apply(&mut m, "idmap config rsad", "x").is_err());
         assert!(apply(&mut m, "winbind separator", "ab").is_err());
         assert!(security("domain").unwrap_err().contains("not supported"));
+        assert!(apply(&mut m, "id source", "ldap").is_err());
+        assert!(apply(&mut m, "sssd id range", "2-1").is_err());
     }
 }

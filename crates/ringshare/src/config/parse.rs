@@ -287,6 +287,9 @@ fn classify(key: &str) -> Option<Opt> {
     if key.starts_with("idmap config ")
         || key == "winbind use default domain"
         || key == "winbind separator"
+        || key == "winbindd socket directory"
+        || key == "id source"
+        || key == "sssd id range"
     {
         return Some(Opt::Member);
     }
