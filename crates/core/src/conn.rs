@@ -73,6 +73,9 @@ pub(crate) struct ConnCore {
     pub peer_ip: Option<std::net::IpAddr>,
     /// The member just run asks for its answer to wait until then ([`crate::backoff`]).
     pub hold_reply_until_ms: Option<u64>,
+    /// The open the member just run named by its FileId ([`handles::find`]): the file a
+    /// related member after it works on when this one made none ([MS-SMB2] 3.3.5.2.7.2).
+    pub named_file: Option<(u64, u64)>,
     pub negotiated: Option<Negotiated>,
     /// True once an SMB2 NEGOTIATE answered with 0x02FF (the client must negotiate again).
     pub wildcard_sent: bool,
@@ -225,6 +228,10 @@ pub(crate) struct Reply {
     pub tree_id: Option<u32>,
     /// Close the connection after this reply (e.g. a failed negotiate).
     pub disconnect: bool,
+    /// A READ's data that its client asked to get compressed
+    /// ([`compress::read_asks`]): compressed when the reply is alone in its frame
+    /// and compressing pays.
+    pub compress: bool,
 }
 
 impl Reply {
@@ -248,6 +255,7 @@ impl Reply {
             session_id: None,
             tree_id: None,
             disconnect: false,
+            compress: false,
         }
     }
 }
@@ -293,6 +301,8 @@ struct Job {
     last_session: u64,
     last_tree: u32,
     last_file: Option<(u64, u64)>,
+    /// The open the member being answered named ([`ConnCore::named_file`]).
+    named_file: Option<(u64, u64)>,
     /// The error later related members inherit: a failed CREATE, or a chain
     /// whose first member was marked related ([MS-SMB2] 3.3.5.2.7.2).
     related_error: Option<NtStatus>,
@@ -317,6 +327,7 @@ struct BuiltReply {
     data_headroom: usize,
     file: Option<FileRange>,
     sign_key: Option<SigningKey>,
+    compress: bool,
 }
 
 /// An operation that went async.
@@ -383,6 +394,7 @@ impl Connection {
                 server,
                 peer_ip: crate::peers::ip_of(&peer),
                 hold_reply_until_ms: None,
+                named_file: None,
                 peer,
                 negotiated: None,
                 wildcard_sent: false,
@@ -742,6 +754,7 @@ impl Connection {
             last_session: 0,
             last_tree: 0,
             last_file: None,
+            named_file: None,
             related_error: None,
             encrypted,
             seal: None,
@@ -763,6 +776,10 @@ impl Connection {
             Cont::Flush(c) => cmd::flush::finish(&mut self.core, c, done),
         };
         let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
+        // READ, WRITE and FLUSH name their file: a related member after them uses it.
+        if let Some(named) = job.named_file.take() {
+            job.last_file = Some(named);
+        }
         self.push_reply(&mut job, &hdr, r0.session_id, reply);
         self.run(job);
     }
@@ -824,7 +841,9 @@ impl Connection {
                 .then(|| CloseRequest::decode(req.msg).ok())
                 .flatten()
                 .and_then(|c| handles::resolve(&req, c.file_id).ok());
+            self.core.named_file = None;
             let outcome = self.dispatch(&req);
+            job.named_file = self.core.named_file.take();
             job.last_session = session_id;
             job.last_tree = tree_id;
             match outcome {
@@ -930,8 +949,8 @@ impl Connection {
         }
         if reply.file_id.is_some() {
             job.last_file = reply.file_id;
-        } else if !related {
-            job.last_file = None;
+        } else {
+            job.last_file = job.named_file.take().or(job.last_file.filter(|_| related));
         }
         if let Some(sid) = reply.session_id {
             job.last_session = sid;
@@ -981,9 +1000,7 @@ impl Connection {
         if hdr.command == Command::CREATE {
             job.related_error = Some(status);
         }
-        if !related {
-            job.last_file = None;
-        }
+        job.last_file = job.named_file.take().or(job.last_file.filter(|_| related));
         let reply = Reply::with_status(status, Vec::new());
         self.push_reply(job, hdr, session_id, reply);
     }
@@ -1214,6 +1231,7 @@ impl Connection {
             data_headroom: reply.data_headroom,
             file: reply.file,
             sign_key,
+            compress: reply.compress,
         });
     }
 
@@ -1257,13 +1275,10 @@ impl Connection {
     /// Frame and sign the replies of a finished job.
     fn finish(&mut self, mut job: Job) {
         // (A WRITE alone in its frame may have taken the frame.)
-        let compress = match (job.members.as_slice(), job.replies.as_slice()) {
-            ([(start, end)], [_]) => job
-                .frame
-                .get(*start..*end)
-                .is_some_and(|req| compress::read_asks_compressed(&self.core, req)),
-            _ => false,
-        };
+        let compress = matches!(
+            (job.members.as_slice(), job.replies.as_slice()),
+            ([_], [r]) if r.compress
+        );
         let built = if job.replies.is_empty() {
             None
         } else {

@@ -199,3 +199,22 @@ fn a_tree_whose_share_does_not_admit_the_re_authenticated_user_refuses_its_reque
         "a refused tree can still be left"
     );
 }
+
+#[test]
+fn a_request_naming_an_unknown_session_leaves_the_real_session_working() {
+    // smbtorture smb2.session-id: a signed QUERY_INFO with another session id, then the
+    // session's own CLOSE.
+    let mut c = Client::with(Options {
+        dialect: ringshare_wire::consts::Dialect::SMB2_0_2,
+        signing: ringshare_core::SigningPolicy::Required,
+    });
+    assert!(c.signing.is_some(), "a signed session");
+    c.put_file("sessid.tst", b"x");
+    let f = c.create("sessid.tst", GENERIC_READ, D::OPEN, 0).unwrap();
+    let real = c.session_id;
+    c.session_id = real + 1234;
+    let r = c.query_info(f, 1, 18, 0, 4096);
+    assert_eq!(r.status(), NtStatus::USER_SESSION_DELETED);
+    c.session_id = real;
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+}

@@ -44,6 +44,8 @@ pub(crate) struct ReadCont {
     offset: u64,
     session_id: u64,
     open_id: u64,
+    /// The READ asked for a compressed response, on a connection that agreed to compression.
+    compress: bool,
 }
 
 /// The 16-byte READ response body for `data_len` bytes sent after it, in a
@@ -143,6 +145,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             offset: rr.offset,
             session_id: req.session_id,
             open_id,
+            compress: crate::conn::compress::read_asks(core, rr.flags),
         }),
     })
 }
@@ -185,5 +188,6 @@ pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<R
     let mut r = Reply::ok(head(core, n));
     r.data = Some(buf);
     r.data_headroom = c.headroom;
+    r.compress = c.compress;
     Ok(r)
 }

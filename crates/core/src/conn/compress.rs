@@ -6,10 +6,8 @@
 
 use ringshare_compress::{self as codec, CompressOptions};
 use ringshare_wire::codec::HEADER_LEN;
-use ringshare_wire::consts::{Command, CompressionAlgorithm, CompressionFlags, ReadFlags};
-use ringshare_wire::file::ReadRequest;
+use ringshare_wire::consts::{CompressionAlgorithm, CompressionFlags, ReadFlags};
 use ringshare_wire::framing;
-use ringshare_wire::header::{self, Header, Protocol};
 use ringshare_wire::NtStatus;
 
 use super::{handles, ConnCore, Connection};
@@ -86,16 +84,6 @@ pub(crate) fn read_asks(core: &ConnCore, flags: ReadFlags) -> bool {
     flags.contains(ReadFlags::REQUEST_COMPRESSED) && agreed(core).is_some()
 }
 
-/// Whether `request`, a job's only member, is a READ asking for a compressed
-/// response on a connection that negotiated compression.
-pub(crate) fn read_asks_compressed(core: &ConnCore, request: &[u8]) -> bool {
-    agreed(core).is_some()
-        && header::protocol_of(request) == Protocol::Smb2
-        && Header::decode(request).is_ok_and(|h| h.command == Command::READ && !h.is_response())
-        && ReadRequest::decode(request)
-            .is_ok_and(|r| r.flags.contains(ReadFlags::REQUEST_COMPRESSED))
-}
-
 /// How this connection compresses what it sends: the first negotiated
 /// algorithm the server has a compressor for, chained (with Pattern_V1 for
 /// runs) when both chained compression and Pattern_V1 were agreed.
@@ -145,7 +133,7 @@ impl Connection {
     }
 
     /// The frame of a finished job whose one reply answers a READ that asked
-    /// for compression ([`read_asks_compressed`]): compressed in place of the
+    /// for compression ([`read_asks`]): compressed in place of the
     /// plain one when it pays.
     /// `room` is the room for a transform header after the transport header
     /// (the frame is sealed after this, by `send_frame`: compress, then

@@ -26,6 +26,7 @@ pub(crate) fn resolve(req: &Req<'_>, fid: FileId) -> Result<(u64, u64), NtStatus
 /// lock is held only for the lookup.
 pub(crate) fn find(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<Arc<Open>, NtStatus> {
     let (persistent, volatile) = resolve(req, fid)?;
+    core.named_file = Some((persistent, volatile));
     let sref = core.session_or_deleted(req.session_id)?;
     let open = {
         let session = lock(&sref);
