@@ -6,7 +6,9 @@
 #                                    samba-testsuite; samba-ad-dc, winbind and libnss-winbind
 #                                    for the AD member test), the reference every comparison runs
 #                                    against: on Debian 12 from bookworm-backports, pinned to
-#                                    Samba's packages (scripts/lib/samba-reference.sh), and
+#                                    Samba's packages (scripts/lib/samba-reference.sh), sssd
+#                                    (sssd-common, sssd-ldap, libnss-sss, adcli: the AD member
+#                                    test's second member; scripts/lib/sssd-member.sh), and
 #                                    what the package test needs (dpkg-dev for
 #                                    scripts/build-deb.sh, systemd for systemd-analyze),
 #                                    prometheus (the metrics test scrapes with it) and
@@ -42,6 +44,9 @@ if [ "$want_test" -eq 1 ]; then
     # shellcheck source=scripts/lib/samba-reference.sh
     . "$(dirname "$0")/lib/samba-reference.sh"
     samba_reference_install "$SUDO"
+    # shellcheck source=scripts/lib/sssd-member.sh
+    . "$(dirname "$0")/lib/sssd-member.sh"
+    sssd_member_install "$SUDO"
 fi
 # Where systemd runs, the etcd-server package starts a single-member etcd on 2379; the tests do
 # not use it and it is not wanted on a build machine.

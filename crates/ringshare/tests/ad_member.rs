@@ -20,10 +20,19 @@
 //!   domain group set with smbcacls becomes the same POSIX ACL entries on both servers (ringshare
 //!   asks winbindd over its socket), so the kernel itself lets a member read and denies a
 //!   non-member; over SMB the member reads and the non-member is denied on both, with tickets
-//!   and over NTLM (whose token's domain SIDs ringshare asks winbind for).
+//!   and over NTLM (whose token's domain SIDs ringshare asks winbind for);
+//! - a second member without winbind (`rig.sh sssd`: joined with `adcli join`, sssd answering
+//!   NSS with `ldap_id_mapping`, ringshare with no idmap config, so its id source is sssd): a
+//!   domain user's ticket writes a file owned by sssd's uid for them, and an ACE for a domain
+//!   group set with smbcacls becomes a POSIX ACL entry for sssd's gid of the group (asked of
+//!   sssd's NSS responder), so the kernel lets a member read and denies a non-member;
+//!   `smbcacls --numeric` shows the SIDs back. (Samba's smbd is not asked there: as an ADS
+//!   member it needs winbindd, and winbind's idmap_sss cannot be installed beside Samba 4.22 on
+//!   Debian 12: docs/kerberos.md.)
 //!
-//! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient and krb5-user; skipped with a
-//! message otherwise. About 40 s, most of it provisioning the domain.
+//! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient, krb5-user, sssd-common,
+//! sssd-ldap, adcli and libnss-sss; skipped with a message otherwise. About 45 s, most of it
+//! provisioning the domain.
 
 mod common;
 
@@ -69,6 +78,19 @@ fn tools_or_skip(test: &str) -> bool {
     ]
     .iter()
     .any(|p| Path::new(p).exists());
+    let nss_sss = [
+        "/lib/x86_64-linux-gnu/libnss_sss.so.2",
+        "/lib/libnss_sss.so.2",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
+    if !nss_sss {
+        if std::env::var_os("CI").is_some() {
+            panic!("libnss_sss is not installed but CI is set: apt-get install -y libnss-sss");
+        }
+        eprintln!("\n!!!!!!!! SKIPPED {test}: libnss_sss not found (apt-get install -y libnss-sss) !!!!!!!!\n");
+        return false;
+    }
     if !nss_winbind {
         if std::env::var_os("CI").is_some() {
             panic!(
@@ -89,6 +111,8 @@ fn tools_or_skip(test: &str) -> bool {
             ("kinit", "krb5-user"),
             ("ip", "iproute2"),
             ("getfacl", "acl"),
+            ("sssd", "sssd-common"),
+            ("adcli", "adcli"),
         ],
     )
 }
@@ -129,6 +153,32 @@ impl Rig {
             "rig.sh autorid failed:\n{}",
             text(&out)
         );
+    }
+
+    /// The second member, with sssd and no winbind (tests/ad/rig.sh sssd).
+    fn sssd(&self) {
+        let out = Command::new("bash")
+            .arg(RIG)
+            .arg("sssd")
+            .arg(self.dir.path())
+            .arg(ringshare_bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rig.sh sssd");
+        assert!(out.status.success(), "rig.sh sssd failed:\n{}", text(&out));
+    }
+
+    /// `sh -c script` where the sssd member's tools work (its NSS is sssd's).
+    fn sssd_member(&self, script: &str) -> Output {
+        Command::new("bash")
+            .arg(RIG)
+            .arg("sssd-member")
+            .arg(self.dir.path())
+            .args(["sh", "-c", script])
+            .env("KRB5_CONFIG", self.path("krb5.conf"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run a command beside the sssd member")
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -186,8 +236,17 @@ impl Rig {
     }
 
     fn uid_gid(&self, name: &str) -> (u32, u32) {
-        let out = self.member(None, &format!("getent passwd '{name}'"));
-        let t = text(&out);
+        Rig::ids_in(&self.member(None, &format!("getent passwd '{name}'")), name)
+    }
+
+    /// The uid and primary gid the sssd member's NSS gives `name`.
+    fn sssd_uid_gid(&self, name: &str) -> (u32, u32) {
+        Rig::ids_in(&self.sssd_member(&format!("getent passwd '{name}'")), name)
+    }
+
+    /// The uid and gid of `getent passwd`'s line in `out`.
+    fn ids_in(out: &Output, name: &str) -> (u32, u32) {
+        let t = text(out);
         let f: Vec<&str> = t.trim().split(':').collect();
         assert!(f.len() > 3, "getent passwd {name}: {t}");
         (f[2].parse().unwrap(), f[3].parse().unwrap())
@@ -229,6 +288,8 @@ fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
     a_rotated_machine_password_keeps_old_and_new_tickets_working(&rig);
     rig.autorid();
     with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(&rig);
+    rig.sssd();
+    an_sssd_member_gives_domain_sids_in_acls_the_ids_sssd_gives(&rig);
     let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
     assert!(
         log.contains("domain_user=\"RSAD\\\\rsalice\""),
@@ -540,11 +601,15 @@ fn posix_entries(path: &Path) -> Vec<String> {
 /// own check: the POSIX ACL alone decides, no server in between.
 fn kernel_lets_read(rig: &Rig, user: &str, path: &Path) -> bool {
     let (uid, gid) = rig.uid_gid(user);
-    let script = format!(
+    rig.member(None, &read_as(uid, gid, path)).status.success()
+}
+
+/// A script that reads `path` as `uid` and `gid` with the groups NSS gives that user.
+fn read_as(uid: u32, gid: u32, path: &Path) -> String {
+    format!(
         "setpriv --reuid={uid} --regid={gid} --init-groups cat {} >/dev/null 2>&1",
         path.display()
-    );
-    rig.member(None, &script).status.success()
+    )
 }
 
 fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(rig: &Rig) {
@@ -659,4 +724,95 @@ fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(
     );
     assert!(shown[1].contains(&proj), "the ACE reads back: {}", shown[1]);
     assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
+}
+
+/// The sssd member (rig.sh sssd: no winbind, no idmap config; ringshare's id source is sssd's
+/// NSS responder): the same questions as the autorid step, answered with sssd's ids.
+fn an_sssd_member_gives_domain_sids_in_acls_the_ids_sssd_gives(rig: &Rig) {
+    let host = "rssssd.ad.rs.test";
+    let share = rig.path("sssd-share");
+    let alice = rig.sssd_uid_gid("RSAD\\rsalice");
+    let group = text(&rig.sssd_member("getent group 'RSAD\\rsproj'"));
+    let proj_gid: u32 = group
+        .split(':')
+        .nth(2)
+        .and_then(|g| g.parse().ok())
+        .unwrap_or_else(|| panic!("getent group RSAD\\rsproj beside sssd: {group}"));
+    // sssd's ldap_id_mapping slices, not winbind's ranges: nothing ringshare could compute.
+    assert!(
+        alice.0 >= 200_000 && proj_gid >= 200_000 && alice.0 != rig.uid_gid("RSAD\\rsalice").0,
+        "sssd's ids: RSAD\\rsalice {alice:?}, RSAD\\rsproj {proj_gid}"
+    );
+    let ringshare_log = || {
+        let log = std::fs::read_to_string(rig.path("ringshare-sssd.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    };
+    let out = rig.smbclient("rsalice", host, "put /etc/hostname owned.txt");
+    assert!(out.contains("putting file"), "{out}\n{}", ringshare_log());
+    assert_eq!(
+        owner_of(&share.join("owned.txt")),
+        alice,
+        "the file belongs to sssd's uid and primary gid of RSAD\\rsalice"
+    );
+    let dom = rig.domain_sid();
+    let proj = text(&rig.member(None, "wbinfo -n 'RSAD\\rsproj'"));
+    let proj = proj
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let alice_sid = text(&rig.member(None, "wbinfo -n 'RSAD\\rsalice'"));
+    let alice_sid = alice_sid
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(proj.starts_with(&dom) && alice_sid.starts_with(&dom));
+    let put = format!("put {} sssd.txt", rig.path("secret.txt").display());
+    assert!(rig
+        .smbclient("rsalice", host, &put)
+        .contains("putting file"));
+    let set = format!(
+        "smbcacls //{host}/share sssd.txt --use-kerberos=required \
+         --set 'ACL:{alice_sid}:ALLOWED/0x0/FULL,ACL:{proj}:ALLOWED/0x0/READ' 2>&1"
+    );
+    let out = rig.member(Some("rsalice"), &set);
+    assert!(
+        out.status.success(),
+        "smbcacls --set: {}\n{}",
+        text(&out),
+        ringshare_log()
+    );
+    let file = share.join("sssd.txt");
+    let entries = posix_entries(&file);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.starts_with(&format!("group:{proj_gid}:r"))),
+        "the group's ACE is a POSIX ACL entry for sssd's gid {proj_gid}: {entries:?}\n{}",
+        ringshare_log()
+    );
+    for (user, reads) in [("RSAD\\rscarol", true), ("RSAD\\rsbob", false)] {
+        let (uid, gid) = rig.sssd_uid_gid(user);
+        assert_eq!(
+            rig.sssd_member(&read_as(uid, gid, &file)).status.success(),
+            reads,
+            "the kernel alone lets {user} read: {reads} ({entries:?})"
+        );
+    }
+    let carol = rig.smbclient("rscarol", host, "get sssd.txt /dev/stdout");
+    assert!(carol.contains("for rsproj only"), "rscarol reads: {carol}");
+    let bob = rig.smbclient("rsbob", host, "get sssd.txt /dev/stdout");
+    assert!(
+        bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
+        "rsbob is denied: {bob}"
+    );
+    let get = format!("smbcacls //{host}/share sssd.txt --use-kerberos=required --numeric 2>&1");
+    let shown = text(&rig.member(Some("rsalice"), &get));
+    assert!(
+        shown.contains(&format!("ACL:{proj}:0/0x0/0x001200a9"))
+            && shown.contains(&format!("OWNER:{alice_sid}")),
+        "the ACE and the owner read back as SIDs: {shown}"
+    );
 }

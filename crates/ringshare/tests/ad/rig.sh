@@ -16,15 +16,23 @@
 #                                 ringshare stopped, `idmap config * : backend = autorid`
 #                                 (1000000-19999999) instead of tdb and rid, winbind's caches
 #                                 emptied, and the three started again
+#   rig.sh sssd DIR RINGSHARE_BIN a second member, RSSSSD, without winbind: joined with `adcli
+#                                 join` (keytab DIR/sssd/krb5.keytab), sssd answering NSS
+#                                 (names RSAD\user, ids by ldap_id_mapping), and ringshare on
+#                                 rssssd.ad.rs.test (127.0.0.5) with no idmap config (its id
+#                                 source: sssd), reading DIR/ringshare-sssd.conf
 #   rig.sh member DIR CMD...      run CMD where the member's tools work (its netns, its
 #                                 /run/samba and an nsswitch.conf with winbind)
+#   rig.sh sssd-member DIR CMD... run CMD where the sssd member's tools work (its netns; its
+#                                 own /var/lib/sss, /run, krb5.conf and an nsswitch.conf with
+#                                 sss, in a mount namespace: the machine's are not touched)
 #   rig.sh dc DIR CMD...          run CMD beside the DC
 #   rig.sh down DIR               stop everything the rig started and remove its netns
 #
 # Addresses in the netns: DC 127.0.0.2 (dc1.ad.rs.test), Samba member 127.0.0.3
 # (rsmember.ad.rs.test), ringshare 127.0.0.4 (rsalt.ad.rs.test). Nothing outside DIR,
 # /etc/netns/NS and the netns is touched. Needs root, samba-ad-dc, winbind, libnss-winbind,
-# smbclient, krb5-user.
+# smbclient, krb5-user (and for `sssd`: sssd-common, sssd-ldap, adcli, libnss-sss).
 set -euo pipefail
 
 cmd=${1:?usage: rig.sh up|member|dc|down DIR ...}
@@ -52,6 +60,14 @@ in_ns() {
 }
 in_member() { in_ns "$DIR/member-run" "$DIR/nsswitch.conf" "$@"; }
 in_dc() { in_ns "$DIR/dc-run" "" "$@"; }
+# The sssd member's mount namespace: sssd's paths are fixed at build time (/var/lib/sss for its
+# pipes, caches and database, /run/sssd.pid), so the rig's own are mounted over them.
+in_sssd() {
+    ip netns exec "$(ns)" unshare -m sh -c '
+        mount --bind "$1/lib" /var/lib/sss && mount --bind "$1/nsswitch.conf" /etc/nsswitch.conf &&
+        mount --bind "$2" /etc/krb5.conf && mount -t tmpfs rs-sssd-run /run &&
+        shift 2 && exec "$@"' sh "$DIR/sssd" "$KRB5_CONFIG" "$@"
+}
 
 # Start a daemon in the background beside the DC or the member (WHERE: dc|member), its output
 # in DIR/NAME.log.
@@ -242,6 +258,90 @@ autorid() {
     echo "rig: member on idmap autorid"
 }
 
+# The sssd member: RSSSSD joined with adcli, sssd, and ringshare on 127.0.0.5 (its id source:
+# sssd, as it has no idmap config). sssd's id provider is `ldap` with the AD schema: Debian 12's
+# sssd-ad (2.8) cannot be installed beside Samba 4.22's libraries (samba-libs Breaks sssd-ad <<
+# 2.9.4); the ids are the same ldap_id_mapping slices `id_provider = ad` gives.
+sssd_member() {
+    local bin=${1:?RINGSHARE_BIN} S="$DIR/sssd" n
+    n=$(ns)
+    mkdir -p "$S" "$DIR/sssd-share"
+    chmod 1777 "$DIR/sssd-share"
+    install -d -m 0755 "$S/lib" "$S/lib/pipes" "$S/lib/mc" "$S/lib/pubconf" "$S/lib/gpo_cache"
+    install -d -m 0700 "$S/lib/db" "$S/lib/pipes/private" "$S/lib/secrets"
+    ip netns exec "$n" ip addr add 127.0.0.5/8 dev lo
+    echo "127.0.0.5 rssssd.ad.rs.test rssssd" >>"/etc/netns/$n/hosts"
+    echo "$ADMINPASS" | ip netns exec "$n" adcli join --domain=ad.rs.test --domain-realm=$REALM \
+        --domain-controller=dc1.ad.rs.test --computer-name=RSSSSD \
+        --host-fqdn=rssssd.ad.rs.test --host-keytab="$S/krb5.keytab" \
+        --login-user=Administrator --stdin-password --service-name=host --service-name=cifs \
+        >"$DIR/adcli.log" 2>&1 || { cat "$DIR/adcli.log" >&2; return 1; }
+    sed -E 's/^(passwd|group):.*/\1: files sss/' /etc/nsswitch.conf >"$S/nsswitch.conf"
+    # Names as winbind spells them (RSAD\user), so both members know users by the same names.
+    install -m 0600 /dev/null "$S/sssd.conf"
+    cat >"$S/sssd.conf" <<EOF
+[sssd]
+domains = $DOMAIN
+services = nss
+
+[nss]
+
+[domain/$DOMAIN]
+id_provider = ldap
+auth_provider = none
+sudo_provider = none
+autofs_provider = none
+ldap_uri = ldap://dc1.ad.rs.test
+ldap_schema = ad
+ldap_id_mapping = True
+ldap_sasl_mech = GSSAPI
+ldap_sasl_authid = RSSSSD\$@$REALM
+ldap_krb5_keytab = $S/krb5.keytab
+ldap_search_base = DC=ad,DC=rs,DC=test
+ldap_referrals = false
+krb5_realm = $REALM
+krb5_server = dc1.ad.rs.test
+cache_credentials = false
+use_fully_qualified_names = True
+EOF
+    cat >>"$S/sssd.conf" <<'EOF'
+full_name_format = %2$s\%1$s
+re_expression = (((?P<domain>[^\\]+)\\(?P<name>.+$))|((?P<name>[^@]+)@(?P<domain>.+$))|(^(?P<name>[^@\\]+)$))
+EOF
+    spawn sssd sssd-member sssd -i -c "$S/sssd.conf" --logger=stderr -d 2
+    for _ in $(seq 1 100); do
+        in_sssd getent passwd "$DOMAIN\\rsalice" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    in_sssd getent passwd "$DOMAIN\\rsalice" >/dev/null || {
+        echo "rig: sssd does not answer for $DOMAIN\\rsalice" >&2
+        tail -20 "$DIR/sssd.log" >&2
+        return 1
+    }
+    # ringshare as an sssd member is configured: no idmap config, the keytab adcli wrote.
+    cat >"$DIR/ringshare-sssd.conf" <<EOF
+[global]
+	listen = 127.0.0.5:445
+	control socket = $DIR/ringshare-sssd.sock
+	workgroup = $DOMAIN
+	realm = $REALM
+	security = ads
+	netbios name = RSSSSD
+	kerberos method = dedicated keytab
+	dedicated keytab file = $S/krb5.keytab
+	smb passwd file = $DIR/ringshare-sssd-smbpasswd
+	vfs objects = acl_xattr
+[share]
+	path = $DIR/sssd-share
+	read only = no
+EOF
+    touch "$DIR/ringshare-sssd-smbpasswd"
+    spawn ringshare-sssd sssd-member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve \
+        --threads 1 --config "$DIR/ringshare-sssd.conf"
+    wait_port 127.0.0.5 445 "ringshare (sssd member)"
+    echo "rig: sssd member up"
+}
+
 down() {
     [ -f "$NS_FILE" ] || return 0
     local n
@@ -254,8 +354,8 @@ down() {
         sleep 0.5
     done
     # The wrappers that started them run outside it (a stopped one would hold on forever).
-    pkill -CONT -f "rig.sh member $DIR " 2>/dev/null || true
-    pkill -KILL -f "rig.sh member $DIR " 2>/dev/null || true
+    pkill -CONT -f "rig.sh (sssd-)?member $DIR " 2>/dev/null || true
+    pkill -KILL -f "rig.sh (sssd-)?member $DIR " 2>/dev/null || true
     ip netns del "$n" 2>/dev/null || true
     rm -rf "/etc/netns/$n" "$NS_FILE"
 }
@@ -266,7 +366,9 @@ up)
     up "$@"
     ;;
 autorid) autorid "$@" ;;
+sssd) sssd_member "$@" ;;
 member) in_member "$@" ;;
+sssd-member) in_sssd "$@" ;;
 dc) in_dc "$@" ;;
 down) down ;;
 *)
