@@ -138,34 +138,31 @@ impl Rig {
         rig
     }
 
-    /// The member's second configuration: idmap autorid (tests/ad/rig.sh autorid).
-    fn autorid(&self) {
+    /// `rig.sh STEP DIR RINGSHARE_BIN`, which must succeed.
+    fn step(&self, step: &str) {
         let out = Command::new("bash")
             .arg(RIG)
-            .arg("autorid")
+            .arg(step)
             .arg(self.dir.path())
             .arg(ringshare_bin())
             .stdin(Stdio::null())
             .output()
-            .expect("run rig.sh autorid");
+            .unwrap_or_else(|e| panic!("run rig.sh {step}: {e}"));
         assert!(
             out.status.success(),
-            "rig.sh autorid failed:\n{}",
+            "rig.sh {step} failed:\n{}",
             text(&out)
         );
     }
 
+    /// The member's second configuration: idmap autorid (tests/ad/rig.sh autorid).
+    fn autorid(&self) {
+        self.step("autorid");
+    }
+
     /// The second member, with sssd and no winbind (tests/ad/rig.sh sssd).
     fn sssd(&self) {
-        let out = Command::new("bash")
-            .arg(RIG)
-            .arg("sssd")
-            .arg(self.dir.path())
-            .arg(ringshare_bin())
-            .stdin(Stdio::null())
-            .output()
-            .expect("run rig.sh sssd");
-        assert!(out.status.success(), "rig.sh sssd failed:\n{}", text(&out));
+        self.step("sssd");
     }
 
     /// `sh -c script` where the sssd member's tools work (its NSS is sssd's).
@@ -225,6 +222,15 @@ impl Rig {
         let script = format!("echo '{password}' | kinit {user}@AD.RS.TEST >/dev/null");
         let out = self.member(Some(user), &script);
         assert!(out.status.success(), "kinit {user}: {}", text(&out));
+    }
+
+    /// The SID winbind names for `name` (`wbinfo -n`), empty if none.
+    fn sid_of(&self, name: &str) -> String {
+        let out = text(&self.member(None, &format!("wbinfo -n '{name}'")));
+        out.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
     }
 
     fn domain_sid(&self) -> String {
@@ -316,13 +322,8 @@ fn a_domain_users_ticket_writes_a_file_owned_by_their_mapped_uid(rig: &Rig) {
 
 fn an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(rig: &Rig) {
     let dom = rig.domain_sid();
-    let group = text(&rig.member(None, "wbinfo -n 'RSAD\\rsproj'"));
-    let proj = group
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(proj.starts_with(&dom), "wbinfo -n RSAD\\rsproj: {group}");
+    let proj = rig.sid_of("RSAD\\rsproj");
+    assert!(proj.starts_with(&dom), "wbinfo -n RSAD\\rsproj: {proj}");
     let alice = format!("{dom}-{}", rig.uid_gid("RSAD\\rsalice").0 - 100_000);
     std::fs::write(rig.path("secret.txt"), "for rsproj only\n").unwrap();
     let mut shown = Vec::new();
@@ -580,6 +581,19 @@ fn a_rotated_machine_password_keeps_old_and_new_tickets_working(rig: &Rig) {
     }
 }
 
+/// rsalice puts secret.txt on HOST as `name` and sets its ACL with smbcacls: full control for
+/// her (`alice`), read for the group `proj`. The output of both, failing if either failed.
+fn put_with_group_ace(rig: &Rig, host: &str, name: &str, alice: &str, proj: &str) -> Output {
+    let script = format!(
+        "smbclient //{host}/share --use-kerberos=required -c 'put {} {name}' 2>&1 | \
+         grep -q 'putting file' || {{ echo 'smbclient put {name} failed'; exit 1; }}; \
+         smbcacls //{host}/share {name} --use-kerberos=required \
+         --set 'ACL:{alice}:ALLOWED/0x0/FULL,ACL:{proj}:ALLOWED/0x0/READ' 2>&1",
+        rig.path("secret.txt").display()
+    );
+    rig.member(Some("rsalice"), &script)
+}
+
 /// The named entries (`user:ID:perms`, `group:ID:perms`) and `other::` of a file's POSIX ACL.
 fn posix_entries(path: &Path) -> Vec<String> {
     let out = Command::new("getfacl")
@@ -614,21 +628,10 @@ fn read_as(uid: u32, gid: u32, path: &Path) -> String {
 
 fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(rig: &Rig) {
     let dom = rig.domain_sid();
-    let proj_out = text(&rig.member(None, "wbinfo -n 'RSAD\\rsproj'"));
-    let proj = proj_out
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let alice_out = text(&rig.member(None, "wbinfo -n 'RSAD\\rsalice'"));
-    let alice = alice_out
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let (proj, alice) = (rig.sid_of("RSAD\\rsproj"), rig.sid_of("RSAD\\rsalice"));
     assert!(
         proj.starts_with(&dom) && alice.starts_with(&dom),
-        "{proj_out} {alice_out}"
+        "{proj} {alice}"
     );
     let proj_gid = text(&rig.member(None, &format!("wbinfo --sid-to-gid={proj}")));
     let proj_gid: u32 = proj_gid.trim().parse().expect("wbinfo --sid-to-gid");
@@ -639,17 +642,10 @@ fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(
     let mut shown = Vec::new();
     let mut acls = Vec::new();
     for (server, host, share) in SERVERS {
-        let put = format!("put {} autorid.txt", rig.path("secret.txt").display());
-        let out = rig.smbclient("rsalice", host, &put);
-        assert!(out.contains("putting file"), "{server}: {out}");
-        let set = format!(
-            "smbcacls //{host}/share autorid.txt --use-kerberos=required \
-             --set 'ACL:{alice}:ALLOWED/0x0/FULL,ACL:{proj}:ALLOWED/0x0/READ' 2>&1"
-        );
-        let out = rig.member(Some("rsalice"), &set);
+        let out = put_with_group_ace(rig, host, "autorid.txt", &alice, &proj);
         assert!(
             out.status.success(),
-            "{server}: smbcacls --set: {}\n{}",
+            "{server}: {}\n{}",
             text(&out),
             rig.log_tail()
         );
@@ -756,34 +752,13 @@ fn an_sssd_member_gives_domain_sids_in_acls_the_ids_sssd_gives(rig: &Rig) {
         "the file belongs to sssd's uid and primary gid of RSAD\\rsalice"
     );
     let dom = rig.domain_sid();
-    let proj = text(&rig.member(None, "wbinfo -n 'RSAD\\rsproj'"));
-    let proj = proj
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let alice_sid = text(&rig.member(None, "wbinfo -n 'RSAD\\rsalice'"));
-    let alice_sid = alice_sid
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(proj.starts_with(&dom) && alice_sid.starts_with(&dom));
-    let put = format!("put {} sssd.txt", rig.path("secret.txt").display());
-    assert!(rig
-        .smbclient("rsalice", host, &put)
-        .contains("putting file"));
-    let set = format!(
-        "smbcacls //{host}/share sssd.txt --use-kerberos=required \
-         --set 'ACL:{alice_sid}:ALLOWED/0x0/FULL,ACL:{proj}:ALLOWED/0x0/READ' 2>&1"
-    );
-    let out = rig.member(Some("rsalice"), &set);
+    let (proj, alice_sid) = (rig.sid_of("RSAD\\rsproj"), rig.sid_of("RSAD\\rsalice"));
     assert!(
-        out.status.success(),
-        "smbcacls --set: {}\n{}",
-        text(&out),
-        ringshare_log()
+        proj.starts_with(&dom) && alice_sid.starts_with(&dom),
+        "{proj} {alice_sid}"
     );
+    let out = put_with_group_ace(rig, host, "sssd.txt", &alice_sid, &proj);
+    assert!(out.status.success(), "{}\n{}", text(&out), ringshare_log());
     let file = share.join("sssd.txt");
     let entries = posix_entries(&file);
     assert!(
