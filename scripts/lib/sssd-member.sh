@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # What the AD member test's second member needs (crates/ringshare/tests/ad/rig.sh sssd): sssd
-# answering NSS (sssd-common, sssd-ldap, libnss-sss, libsss-nss-idmap0) and adcli to join. The
+# answering NSS (sssd-common, sssd-ldap, libnss-sss, libsss-nss-idmap0), adcli to join, and
+# winbind's idmap_sss (shipped by sssd-common) for Samba's smbd beside it. The
 # machine's own name service and logins stay as they were: libnss-sss adds sss to
 # /etc/nsswitch.conf and libpam-sss (a dependency of sssd-common) adds pam_sss to PAM when
 # installed; both are put back as they were (the test mounts an nsswitch.conf with sss in a

@@ -26,9 +26,9 @@
 //!   domain user's ticket writes a file owned by sssd's uid for them, and an ACE for a domain
 //!   group set with smbcacls becomes a POSIX ACL entry for sssd's gid of the group (asked of
 //!   sssd's NSS responder), so the kernel lets a member read and denies a non-member;
-//!   `smbcacls --numeric` shows the SIDs back. (Samba's smbd is not asked there: as an ADS
-//!   member it needs winbindd, and winbind's idmap_sss cannot be installed beside Samba 4.22 on
-//!   Debian 12: docs/kerberos.md.)
+//!   `smbcacls --numeric` shows the SIDs back; Samba's smbd on the same kind of member (its
+//!   winbindd with `idmap config * : backend = sss`, sssd's idmap module) writes the same
+//!   group entries and shows the same descriptor.
 //!
 //! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient, krb5-user, sssd-common,
 //! sssd-ldap, adcli and libnss-sss; skipped with a message otherwise. About 45 s, most of it
@@ -581,6 +581,15 @@ fn a_rotated_machine_password_keeps_old_and_new_tickets_working(rig: &Rig) {
     }
 }
 
+/// The entries of `id` and `other::` among a file's POSIX ACL entries.
+fn of_id(entries: &[String], id: u32) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.contains(&format!(":{id}:")) || e.starts_with("other:"))
+        .cloned()
+        .collect()
+}
+
 /// rsalice puts secret.txt on HOST as `name` and sets its ACL with smbcacls: full control for
 /// her (`alice`), read for the group `proj`. The output of both, failing if either failed.
 fn put_with_group_ace(rig: &Rig, host: &str, name: &str, alice: &str, proj: &str) -> Output {
@@ -706,13 +715,7 @@ fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(
     }
     // The entries of the group's id, and what everyone else gets, are the same on both (Samba
     // leaves out a named entry for the owner's own id; ringshare's mapping keeps it).
-    let of_group = |entries: &[String]| -> Vec<String> {
-        entries
-            .iter()
-            .filter(|e| e.contains(&format!(":{proj_gid}:")) || e.starts_with("other:"))
-            .cloned()
-            .collect()
-    };
+    let of_group = |entries: &[String]| of_id(entries, proj_gid);
     assert_eq!(
         of_group(&acls[0]),
         of_group(&acls[1]),
@@ -722,11 +725,17 @@ fn with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(
     assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
 }
 
-/// The sssd member (rig.sh sssd: no winbind, no idmap config; ringshare's id source is sssd's
-/// NSS responder): the same questions as the autorid step, answered with sssd's ids.
+/// The sssd members' two servers: Samba's smbd (winbindd with idmap_sss) and ringshare (its id
+/// source sssd itself), by host name and shared directory.
+const SSSD_SERVERS: [(&str, &str, &str); 2] = [
+    ("samba", "rssmbsss.ad.rs.test", "sssd-samba-share"),
+    ("ringshare", "rssssd.ad.rs.test", "sssd-share"),
+];
+
+/// The sssd member (rig.sh sssd: no idmap config; ringshare's id source is sssd's NSS
+/// responder; Samba's smbd beside it takes sssd's ids through winbindd's idmap_sss): the same
+/// questions as the autorid step, answered with sssd's ids, alike on both.
 fn an_sssd_member_gives_domain_sids_in_acls_the_ids_sssd_gives(rig: &Rig) {
-    let host = "rssssd.ad.rs.test";
-    let share = rig.path("sssd-share");
     let alice = rig.sssd_uid_gid("RSAD\\rsalice");
     let group = text(&rig.sssd_member("getent group 'RSAD\\rsproj'"));
     let proj_gid: u32 = group
@@ -744,50 +753,77 @@ fn an_sssd_member_gives_domain_sids_in_acls_the_ids_sssd_gives(rig: &Rig) {
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(15)..].join("\n")
     };
-    let out = rig.smbclient("rsalice", host, "put /etc/hostname owned.txt");
-    assert!(out.contains("putting file"), "{out}\n{}", ringshare_log());
-    assert_eq!(
-        owner_of(&share.join("owned.txt")),
-        alice,
-        "the file belongs to sssd's uid and primary gid of RSAD\\rsalice"
-    );
     let dom = rig.domain_sid();
     let (proj, alice_sid) = (rig.sid_of("RSAD\\rsproj"), rig.sid_of("RSAD\\rsalice"));
     assert!(
         proj.starts_with(&dom) && alice_sid.starts_with(&dom),
         "{proj} {alice_sid}"
     );
-    let out = put_with_group_ace(rig, host, "sssd.txt", &alice_sid, &proj);
-    assert!(out.status.success(), "{}\n{}", text(&out), ringshare_log());
-    let file = share.join("sssd.txt");
-    let entries = posix_entries(&file);
-    assert!(
-        entries
-            .iter()
-            .any(|e| e.starts_with(&format!("group:{proj_gid}:r"))),
-        "the group's ACE is a POSIX ACL entry for sssd's gid {proj_gid}: {entries:?}\n{}",
-        ringshare_log()
-    );
-    for (user, reads) in [("RSAD\\rscarol", true), ("RSAD\\rsbob", false)] {
-        let (uid, gid) = rig.sssd_uid_gid(user);
-        assert_eq!(
-            rig.sssd_member(&read_as(uid, gid, &file)).status.success(),
-            reads,
-            "the kernel alone lets {user} read: {reads} ({entries:?})"
+    let (mut acls, mut shown) = (Vec::new(), Vec::new());
+    for (server, host, share) in SSSD_SERVERS {
+        let share = rig.path(share);
+        let out = rig.smbclient("rsalice", host, "put /etc/hostname owned.txt");
+        assert!(
+            out.contains("putting file"),
+            "{server}: {out}\n{}",
+            ringshare_log()
         );
+        assert_eq!(
+            owner_of(&share.join("owned.txt")),
+            alice,
+            "{server}: the file belongs to sssd's uid and primary gid of RSAD\\rsalice"
+        );
+        let out = put_with_group_ace(rig, host, "sssd.txt", &alice_sid, &proj);
+        assert!(
+            out.status.success(),
+            "{server}: {}\n{}",
+            text(&out),
+            ringshare_log()
+        );
+        let file = share.join("sssd.txt");
+        let entries = posix_entries(&file);
+        assert!(
+            entries
+                .iter()
+                .any(|e| e.starts_with(&format!("group:{proj_gid}:r"))),
+            "{server}: the group's ACE is a POSIX ACL entry for sssd's gid {proj_gid}: \
+             {entries:?}\n{}",
+            ringshare_log()
+        );
+        for (user, reads) in [("RSAD\\rscarol", true), ("RSAD\\rsbob", false)] {
+            let (uid, gid) = rig.sssd_uid_gid(user);
+            assert_eq!(
+                rig.sssd_member(&read_as(uid, gid, &file)).status.success(),
+                reads,
+                "{server}: the kernel alone lets {user} read: {reads} ({entries:?})"
+            );
+        }
+        let carol = rig.smbclient("rscarol", host, "get sssd.txt /dev/stdout");
+        assert!(
+            carol.contains("for rsproj only"),
+            "{server}: rscarol reads: {carol}"
+        );
+        let bob = rig.smbclient("rsbob", host, "get sssd.txt /dev/stdout");
+        assert!(
+            bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
+            "{server}: rsbob is denied: {bob}"
+        );
+        let get =
+            format!("smbcacls //{host}/share sssd.txt --use-kerberos=required --numeric 2>&1");
+        shown.push(text(&rig.member(Some("rsalice"), &get)));
+        acls.push(entries);
     }
-    let carol = rig.smbclient("rscarol", host, "get sssd.txt /dev/stdout");
-    assert!(carol.contains("for rsproj only"), "rscarol reads: {carol}");
-    let bob = rig.smbclient("rsbob", host, "get sssd.txt /dev/stdout");
     assert!(
-        bob.contains("NT_STATUS_ACCESS_DENIED") && !bob.contains("for rsproj only"),
-        "rsbob is denied: {bob}"
+        shown[1].contains(&format!("ACL:{proj}:0/0x0/0x001200a9"))
+            && shown[1].contains(&format!("OWNER:{alice_sid}")),
+        "the ACE and the owner read back as SIDs: {}",
+        shown[1]
     );
-    let get = format!("smbcacls //{host}/share sssd.txt --use-kerberos=required --numeric 2>&1");
-    let shown = text(&rig.member(Some("rsalice"), &get));
-    assert!(
-        shown.contains(&format!("ACL:{proj}:0/0x0/0x001200a9"))
-            && shown.contains(&format!("OWNER:{alice_sid}")),
-        "the ACE and the owner read back as SIDs: {shown}"
+    assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
+    let of_group = |entries: &[String]| of_id(entries, proj_gid);
+    assert_eq!(
+        of_group(&acls[0]),
+        of_group(&acls[1]),
+        "both servers wrote the group's POSIX ACL entries alike: {acls:?}"
     );
 }

@@ -20,7 +20,10 @@
 #                                 join` (keytab DIR/sssd/krb5.keytab), sssd answering NSS
 #                                 (names RSAD\user, ids by ldap_id_mapping), and ringshare on
 #                                 rssssd.ad.rs.test (127.0.0.5) with no idmap config (its id
-#                                 source: sssd), reading DIR/ringshare-sssd.conf
+#                                 source: sssd), reading DIR/ringshare-sssd.conf; beside it
+#                                 Samba's smbd on rssmbsss.ad.rs.test (127.0.0.6, joined with
+#                                 `net ads join`), its winbindd taking sssd's ids (`idmap
+#                                 config * : backend = sss`)
 #   rig.sh member DIR CMD...      run CMD where the member's tools work (its netns, its
 #                                 /run/samba and an nsswitch.conf with winbind)
 #   rig.sh sssd-member DIR CMD... run CMD where the sssd member's tools work (its netns; its
@@ -61,11 +64,12 @@ in_ns() {
 in_member() { in_ns "$DIR/member-run" "$DIR/nsswitch.conf" "$@"; }
 in_dc() { in_ns "$DIR/dc-run" "" "$@"; }
 # The sssd member's mount namespace: sssd's paths are fixed at build time (/var/lib/sss for its
-# pipes, caches and database, /run/sssd.pid), so the rig's own are mounted over them.
+# pipes, caches and database, /run/sssd.pid), so the rig's own are mounted over them (and
+# over /run, where the sssd member's winbindd puts its socket, /run/samba/winbindd).
 in_sssd() {
     ip netns exec "$(ns)" unshare -m sh -c '
         mount --bind "$1/lib" /var/lib/sss && mount --bind "$1/nsswitch.conf" /etc/nsswitch.conf &&
-        mount --bind "$2" /etc/krb5.conf && mount -t tmpfs rs-sssd-run /run &&
+        mount --bind "$2" /etc/krb5.conf && mount --bind "$1/run" /run &&
         shift 2 && exec "$@"' sh "$DIR/sssd" "$KRB5_CONFIG" "$@"
 }
 
@@ -267,7 +271,8 @@ sssd_member() {
     n=$(ns)
     mkdir -p "$S" "$DIR/sssd-share"
     chmod 1777 "$DIR/sssd-share"
-    install -d -m 0755 "$S/lib" "$S/lib/pipes" "$S/lib/mc" "$S/lib/pubconf" "$S/lib/gpo_cache"
+    install -d -m 0755 "$S/lib" "$S/lib/pipes" "$S/lib/mc" "$S/lib/pubconf" "$S/lib/gpo_cache" \
+        "$S/run"
     install -d -m 0700 "$S/lib/db" "$S/lib/pipes/private" "$S/lib/secrets"
     ip netns exec "$n" ip addr add 127.0.0.5/8 dev lo
     echo "127.0.0.5 rssssd.ad.rs.test rssssd" >>"/etc/netns/$n/hosts"
@@ -339,6 +344,49 @@ EOF
     spawn ringshare-sssd sssd-member env RINGSHARE_LOG="${RIG_LOG:-info}" "$bin" serve \
         --threads 1 --config "$DIR/ringshare-sssd.conf"
     wait_port 127.0.0.5 445 "ringshare (sssd member)"
+    # Samba's smbd on an sssd member, for comparison: Samba needs winbindd for `security =
+    # ads`, and takes sssd's ids through it with `idmap config * : backend = sss` (idmap_sss,
+    # shipped by sssd-common); its own computer account, RSSMBSSS, joined with `net ads join`
+    # (Samba keeps its machine password in secrets.tdb, which adcli does not write).
+    local M="$DIR/sssd-samba"
+    mkdir -p "$M"/{state,cache,lock,private,log} "$DIR/sssd-samba-share" "$S/run/samba"
+    chmod 1777 "$DIR/sssd-samba-share"
+    ip netns exec "$n" ip addr add 127.0.0.6/8 dev lo
+    echo "127.0.0.6 rssmbsss.ad.rs.test rssmbsss" >>"/etc/netns/$n/hosts"
+    cat >"$M/smb.conf" <<EOF2
+[global]
+	workgroup = $DOMAIN
+	realm = $REALM
+	security = ads
+	netbios name = RSSMBSSS
+	interfaces = 127.0.0.6/8
+	bind interfaces only = yes
+	kerberos method = secrets and keytab
+	idmap config * : backend = sss
+	idmap config * : range = 200000-2147483647
+	winbind use default domain = no
+	state directory = $M/state
+	cache directory = $M/cache
+	lock directory = $M/lock
+	private dir = $M/private
+	pid directory = $M
+	ncalrpc dir = $M/ncalrpc
+	log file = $M/log/log.%m
+	vfs objects = acl_xattr
+[share]
+	path = $DIR/sssd-samba-share
+	read only = no
+EOF2
+    in_sssd net ads join -U "administrator%$ADMINPASS" -s "$M/smb.conf" >"$DIR/join-sssd-samba.log" 2>&1 ||
+        { cat "$DIR/join-sssd-samba.log" >&2; return 1; }
+    in_dc samba-tool spn add cifs/rssmbsss.ad.rs.test 'RSSMBSSS$' -s "$DIR/dc/etc/smb.conf"
+    spawn winbindd-sssd sssd-member winbindd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    for _ in $(seq 1 100); do
+        in_sssd wbinfo -p >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    spawn smbd-sssd sssd-member smbd -F --no-process-group --debug-stdout -s "$M/smb.conf"
+    wait_port 127.0.0.6 445 "Samba's smbd (sssd member)"
     echo "rig: sssd member up"
 }
 
