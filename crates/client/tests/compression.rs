@@ -130,6 +130,39 @@ fn zeros_go_as_a_pattern_and_random_data_goes_plain() {
 }
 
 #[test]
+fn after_a_read_that_did_not_compress_the_next_reads_of_that_open_go_plain_until_one_tries_again() {
+    let mut p = Pair::ready(
+        compressing(&[A::LZ77, A::PATTERN_V1]),
+        SigningPolicy::IfRequired,
+    );
+    let g = p.open("r.bin");
+    write(&mut p, g, &random(MIB));
+    read(&mut p, g, MIB);
+    assert_eq!(
+        header::protocol_of(&p.received[0]),
+        Protocol::Smb2,
+        "random: plain"
+    );
+    // The file becomes zeros: the open still skips compression for a while
+    // (ringshare_core's SKIP_AFTER_MISS, 16 READs), then tries again.
+    write(&mut p, g, &vec![0u8; MIB]);
+    for i in 0..16 {
+        assert_eq!(read(&mut p, g, MIB), vec![0u8; MIB]);
+        assert!(p.received[0].len() > MIB, "read {i} skipped compression");
+    }
+    assert_eq!(read(&mut p, g, MIB), vec![0u8; MIB]);
+    assert!(
+        p.received[0].len() < 256,
+        "tried again: {}",
+        p.received[0].len()
+    );
+    // Another open of the same file is not held back by it.
+    let h = p.open("r.bin");
+    assert_eq!(read(&mut p, h, MIB), vec![0u8; MIB]);
+    assert!(p.received[0].len() < 256);
+}
+
+#[test]
 fn compression_composes_with_signing_and_with_encryption() {
     let data = text(MIB);
     let mut signed = compressing(&[A::LZ4, A::PATTERN_V1]);

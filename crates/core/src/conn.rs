@@ -230,8 +230,8 @@ pub(crate) struct Reply {
     pub disconnect: bool,
     /// A READ's data that its client asked to get compressed
     /// ([`compress::read_asks`]): compressed when the reply is alone in its frame
-    /// and compressing pays.
-    pub compress: bool,
+    /// and compressing pays; the open learns whether it did.
+    pub compress: Option<Arc<crate::state::Open>>,
 }
 
 impl Reply {
@@ -255,7 +255,7 @@ impl Reply {
             session_id: None,
             tree_id: None,
             disconnect: false,
-            compress: false,
+            compress: None,
         }
     }
 }
@@ -327,7 +327,7 @@ struct BuiltReply {
     data_headroom: usize,
     file: Option<FileRange>,
     sign_key: Option<SigningKey>,
-    compress: bool,
+    compress: Option<Arc<crate::state::Open>>,
 }
 
 /// An operation that went async.
@@ -1275,10 +1275,10 @@ impl Connection {
     /// Frame and sign the replies of a finished job.
     fn finish(&mut self, mut job: Job) {
         // (A WRITE alone in its frame may have taken the frame.)
-        let compress = matches!(
-            (job.members.as_slice(), job.replies.as_slice()),
-            ([_], [r]) if r.compress
-        );
+        let compress = match (job.members.as_slice(), job.replies.as_mut_slice()) {
+            ([_], [r]) => r.compress.take(),
+            _ => None,
+        };
         let built = if job.replies.is_empty() {
             None
         } else {
@@ -1314,10 +1314,9 @@ impl Connection {
             }));
             return;
         }
-        let frame = if compress {
-            self.compress_reply(frame, seal_room(job.encrypted))
-        } else {
-            frame
+        let frame = match compress {
+            Some(open) => self.compress_reply(frame, seal_room(job.encrypted), &open),
+            None => frame,
         };
         self.send_frame(frame, job.encrypted, job.seal.take());
     }

@@ -264,6 +264,11 @@ pub(crate) struct OpenState {
     /// When this open last marked its writes for the kernel's echo of them
     /// ([`crate::notify::wrote`]), in monotonic ms.
     pub kernel_marked_ms: u64,
+    /// READs asking for compression that go plain before one tries again, and
+    /// how many tries in a row did not pay (random or already compressed
+    /// data): [`crate::conn::compress::skips`].
+    pub compress_skip: u32,
+    pub compress_misses: u32,
 }
 
 /// A bucket of [`OpenState::lock_sequences`] that holds no valid number

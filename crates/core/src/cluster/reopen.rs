@@ -106,6 +106,8 @@ pub(crate) fn open_from(
             watch: None,
             notify_on_close: h.notify_on_close,
             kernel_marked_ms: 0,
+            compress_skip: 0,
+            compress_misses: 0,
             posix_rename: h.posix_rename,
         }),
         stream: None,

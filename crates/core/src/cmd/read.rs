@@ -9,6 +9,8 @@
 //! to its end, as [MS-FSA] 2.1.5.2 does for synchronous I/O; Samba does this for
 //! every open and smbtorture (smb2.read.position, samba3 target) expects it.
 
+use std::sync::Arc;
+
 use ringshare_wire::file::{ReadRequest, ReadResponse};
 use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::NtStatus;
@@ -19,6 +21,7 @@ use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
 use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
+use crate::state::Open;
 
 /// READs up to this long are read into memory even when they could be
 /// spliced: a splice runs in an io_uring worker thread, and for small reads that
@@ -44,8 +47,9 @@ pub(crate) struct ReadCont {
     offset: u64,
     session_id: u64,
     open_id: u64,
-    /// The READ asked for a compressed response, on a connection that agreed to compression.
-    compress: bool,
+    /// The READ asked for a compressed response, on a connection that agreed to compression:
+    /// its open (which learns whether compressing paid).
+    compress: Option<Arc<Open>>,
 }
 
 /// The 16-byte READ response body for `data_len` bytes sent after it, in a
@@ -94,10 +98,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         now_ms: core.now.mono_ms,
     };
     let writers = arbiter::io_check(&core.server, open.key, &open.entry, io)?;
+    let compress =
+        crate::conn::compress::read_asks(core, rr.flags) && !crate::conn::compress::skips(&open);
     let (node, open_id) = (open.node.clone(), open.id);
     if rr.length as usize > SPLICE_ONLY_ABOVE
         && splice_allowed(core, req, writers)
-        && !crate::conn::compress::read_asks(core, rr.flags)
+        && !compress
         && node.shared_fd().is_some()
     {
         // The reply header carries the length, so it must be known now.
@@ -145,7 +151,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             offset: rr.offset,
             session_id: req.session_id,
             open_id,
-            compress: crate::conn::compress::read_asks(core, rr.flags),
+            compress: compress.then(|| open.clone()),
         }),
     })
 }

@@ -51,7 +51,7 @@ impl Connection {
             data_headroom: 0,
             file: None,
             sign_key,
-            compress: false,
+            compress: None,
         });
         if let cmd::AsyncWork::Notify(n) = &mut work {
             // Queued on its watcher; if changes are there already, its answer
@@ -111,7 +111,7 @@ impl Connection {
                 data_headroom: reply.data_headroom,
                 file: None,
                 sign_key,
-                compress: false,
+                compress: None,
             }],
             seal_room(encrypted),
             &mut self.core.spare,

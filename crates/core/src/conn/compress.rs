@@ -12,6 +12,7 @@ use ringshare_wire::NtStatus;
 
 use super::{handles, ConnCore, Connection};
 use crate::io::Frame;
+use crate::state::Open;
 
 /// What SMB2_COMPRESSION_CAPABILITIES agreed on: Connection.CompressionIds
 /// (in the server's order of preference) and
@@ -96,6 +97,31 @@ fn send_options(c: &Compression, plain_prefix: usize) -> Option<CompressOptions>
     })
 }
 
+/// READs of one open that go plain after a compressed READ of it did not pay,
+/// before one is tried again: random or already compressed data costs a sample
+/// and a copy out of the page cache for nothing, while a plain READ may splice.
+/// Each miss in a row doubles it, up to [`SKIP_MAX`]; a READ that compresses
+/// ends the streak.
+pub(crate) const SKIP_AFTER_MISS: u32 = 16;
+pub(crate) const SKIP_MAX: u32 = 256;
+
+/// The plain READs after the `misses`-th try in a row that did not pay.
+fn skip_after(misses: u32) -> u32 {
+    SKIP_AFTER_MISS
+        .saturating_mul(1 << misses.saturating_sub(1).min(8))
+        .min(SKIP_MAX)
+}
+
+/// Does this READ of `open` skip compression it asked for ([`SKIP_AFTER_MISS`])?
+pub(crate) fn skips(open: &Open) -> bool {
+    let mut st = crate::server::lock(&open.state);
+    if st.compress_skip == 0 {
+        return false;
+    }
+    st.compress_skip -= 1;
+    true
+}
+
 /// Compress `msg` (one signed SMB2 message whose first `plain_prefix` bytes
 /// stay plain) for a connection that agreed on `c`, when it pays
 /// ([`codec::compress_if_it_pays`]). `None`: send `msg`.
@@ -138,7 +164,7 @@ impl Connection {
     /// `room` is the room for a transform header after the transport header
     /// (the frame is sealed after this, by `send_frame`: compress, then
     /// encrypt, as [MS-SMB2] 3.1.4.4 orders it).
-    pub(super) fn compress_reply(&mut self, frame: Frame, room: usize) -> Frame {
+    pub(super) fn compress_reply(&mut self, frame: Frame, room: usize, open: &Open) -> Frame {
         let Some(c) = agreed(&self.core) else {
             return frame;
         };
@@ -146,6 +172,17 @@ impl Connection {
         let packed = bytes
             .get(4 + room..)
             .and_then(|msg| compress_if_it_pays(c, msg, READ_PLAIN_PREFIX));
+        {
+            let mut st = crate::server::lock(&open.state);
+            st.compress_misses = match packed {
+                Some(_) => 0,
+                None => st.compress_misses.saturating_add(1),
+            };
+            st.compress_skip = match st.compress_misses {
+                0 => 0,
+                m => skip_after(m),
+            };
+        }
         let Some(packed) = packed else {
             return Frame::One(bytes);
         };
@@ -167,6 +204,13 @@ mod tests {
     use CompressionAlgorithm as A;
 
     const SERVER: [A; 5] = crate::config::DEFAULT_COMPRESSION;
+
+    #[test]
+    fn each_miss_in_a_row_doubles_the_plain_reads_up_to_the_most() {
+        let got: Vec<u32> = (1..=7).map(skip_after).collect();
+        assert_eq!(got, [16, 32, 64, 128, 256, 256, 256]);
+        assert_eq!(skip_after(u32::MAX), SKIP_MAX);
+    }
 
     #[test]
     fn the_server_picks_its_own_order_among_what_the_client_offers() {

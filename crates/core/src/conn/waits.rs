@@ -202,7 +202,7 @@ impl Connection {
                 data_headroom: 0,
                 file: None,
                 sign_key: None,
-                compress: false,
+                compress: None,
             }],
             seal_room(encrypted),
             &mut self.core.spare,

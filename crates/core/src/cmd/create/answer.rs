@@ -221,6 +221,8 @@ pub(super) fn new_open(
         watch: None,
         notify_on_close: 0,
         kernel_marked_ms: 0,
+        compress_skip: 0,
+        compress_misses: 0,
         posix_rename,
     };
     Open {

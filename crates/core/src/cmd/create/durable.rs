@@ -401,6 +401,8 @@ fn rejoined(old: &Open, req: &crate::conn::Req<'_>, durability: Durability) -> O
             watch: None,
             notify_on_close: s.notify_on_close,
             kernel_marked_ms: 0,
+            compress_skip: 0,
+            compress_misses: 0,
             posix_rename: s.posix_rename,
         }
     };
