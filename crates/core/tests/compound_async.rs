@@ -373,30 +373,19 @@ fn a_new_session_on_the_same_connection_ending_the_previous_one_completes_its_ch
     assert_eq!(cleanup.hdr.async_id(), interim.hdr.async_id());
 }
 
-fn flush_msg(c: &mut Client, f: FileId) -> Vec<u8> {
-    let tree = c.tree_id;
-    c.message(Command::FLUSH, tree, |o| {
-        use ringshare_wire::WriteExt;
-        o.put_u16(24);
-        o.put_u16(0);
-        o.put_u32(0);
-        f.write(o);
-    })
-}
-
 #[test]
 fn a_related_member_works_on_the_file_the_member_before_it_named() {
     // [MS-SMB2] 3.3.5.2.7.2; smbtorture 4.22 smb2.compound_async.flush_close and flush_flush.
     let mut c = Client::new();
     c.put_file("flushed", b"data");
     let f = c.create("flushed", GENERIC_ALL, D::OPEN, 0).unwrap();
-    let m1 = flush_msg(&mut c, f);
-    let m2 = flush_msg(&mut c, FileId::ANY);
+    let m1 = c.flush_msg(f);
+    let m2 = c.flush_msg(FileId::ANY);
     let rs = c.compound(vec![m1, m2], true);
     let got: Vec<_> = rs.iter().map(|r| r.status()).collect();
     assert_eq!(got, [NtStatus::SUCCESS, NtStatus::SUCCESS], "flush, flush");
 
-    let m1 = flush_msg(&mut c, f);
+    let m1 = c.flush_msg(f);
     let m2 = c.close_msg(FileId::ANY, 0);
     let rs = c.compound(vec![m1, m2], true);
     let got: Vec<_> = rs.iter().map(|r| r.status()).collect();
@@ -407,7 +396,7 @@ fn a_related_member_works_on_the_file_the_member_before_it_named() {
         "the close closed it"
     );
     // A failed member's FileId is used all the same: the related CLOSE fails as it did.
-    let m1 = flush_msg(&mut c, f);
+    let m1 = c.flush_msg(f);
     let m2 = c.close_msg(FileId::ANY, 0);
     let rs = c.compound(vec![m1, m2], true);
     let got: Vec<_> = rs.iter().map(|r| r.status()).collect();

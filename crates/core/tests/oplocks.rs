@@ -55,6 +55,22 @@ fn open(
     rs.remove(0)
 }
 
+/// A SET_INFO renaming `f` to `to`, replacing what is there.
+fn rename_msg(c: &mut Client, f: FileId, to: &str) -> Vec<u8> {
+    let tree = c.tree_id;
+    let info = rename_info(to, true);
+    c.message(Command::SET_INFO, tree, |o| {
+        ringshare_wire::info::SetInfoRequest {
+            info_type: ringshare_wire::consts::InfoType::FILE,
+            info_class: 10,
+            additional_information: 0,
+            file_id: f,
+            buffer: &info,
+        }
+        .encode(o)
+    })
+}
+
 /// The oplock level and FileId of a successful CREATE.
 struct Created {
     oplock_level: OplockLevel,
@@ -411,18 +427,7 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
     ))
     .file_id;
     a.breaks();
-    let tree = b.tree_id;
-    let info = rename_info("dst.txt", true);
-    let m = b.message(Command::SET_INFO, tree, |o| {
-        ringshare_wire::info::SetInfoRequest {
-            info_type: ringshare_wire::consts::InfoType::FILE,
-            info_class: 10,
-            additional_information: 0,
-            file_id: fb,
-            buffer: &info,
-        }
-        .encode(o)
-    });
+    let m = rename_msg(&mut b, fb, "dst.txt");
     let rs = b.send_frame(m);
     assert_eq!(rs[0].status(), NtStatus::PENDING, "the rename waits");
     let got = a.breaks();
@@ -445,20 +450,17 @@ fn rename_waits_until_other_clients_give_up_handle_caching() {
     );
 }
 
-/// A SET_INFO renaming `f` to `to`, replacing what is there.
-fn rename_msg(c: &mut Client, f: FileId, to: &str) -> Vec<u8> {
-    let tree = c.tree_id;
-    let info = rename_info(to, true);
-    c.message(Command::SET_INFO, tree, |o| {
-        ringshare_wire::info::SetInfoRequest {
-            info_type: ringshare_wire::consts::InfoType::FILE,
-            info_class: 10,
-            additional_information: 0,
-            file_id: f,
-            buffer: &info,
-        }
-        .encode(o)
-    })
+/// `dst.dat` opened with an RWH lease of key 2.
+fn open_dst(c: &mut Client) -> FileId {
+    created(&open(
+        c,
+        "dst.dat",
+        ALL,
+        7,
+        LEASE,
+        Some(lease_v2(2, R | W | H)),
+    ))
+    .file_id
 }
 
 #[test]
@@ -474,15 +476,7 @@ fn a_rename_onto_an_open_file_breaks_its_handle_caching_and_waits_for_its_holder
         Some(lease_v2(1, R | W | H)),
     ))
     .file_id;
-    let dst = created(&open(
-        &mut b,
-        "dst.dat",
-        ALL,
-        7,
-        LEASE,
-        Some(lease_v2(2, R | W | H)),
-    ))
-    .file_id;
+    let dst = open_dst(&mut b);
 
     // The holder keeps its handle: H is broken, and then the rename is refused.
     let m = rename_msg(&mut a, src, "dst.dat");
@@ -515,15 +509,7 @@ fn a_rename_onto_an_open_file_breaks_its_handle_caching_and_waits_for_its_holder
 
     // The holder opens it again with H and closes it when told: the rename goes through.
     assert_eq!(b.close(dst).status(), NtStatus::SUCCESS);
-    let dst = created(&open(
-        &mut b,
-        "dst.dat",
-        ALL,
-        7,
-        LEASE,
-        Some(lease_v2(2, R | W | H)),
-    ))
-    .file_id;
+    let dst = open_dst(&mut b);
     let m = rename_msg(&mut a, src, "dst.dat");
     assert_eq!(a.send_frame(m)[0].status(), NtStatus::PENDING);
     assert_eq!(b.breaks().len(), 1);
@@ -564,18 +550,7 @@ fn a_break_a_request_causes_on_its_own_connection_goes_out_before_the_next_reply
         LEASE,
         Some(lease_v2(2, R | H)),
     ));
-    let tree = a.tree_id;
-    let info = rename_info("dst.txt", true);
-    let rename = a.message(Command::SET_INFO, tree, |o| {
-        ringshare_wire::info::SetInfoRequest {
-            info_type: ringshare_wire::consts::InfoType::FILE,
-            info_class: 10,
-            additional_information: 0,
-            file_id: f1,
-            buffer: &info,
-        }
-        .encode(o)
-    });
+    let rename = rename_msg(&mut a, f1, "dst.txt");
     let create = a.create_msg_caching("dst.txt", READ, 7, D::OPEN, NONE, None);
     a.conn.receive(a.now, rename);
     a.conn.receive(a.now, create);

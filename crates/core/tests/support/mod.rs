@@ -769,8 +769,16 @@ impl Client {
     }
 
     pub fn flush(&mut self, f: FileId) -> Resp {
+        let mut m = self.flush_msg(f);
+        self.sign(&mut m);
+        let mut rs = self.send_frame(m);
+        assert!(!rs.is_empty(), "no response to FLUSH");
+        rs.remove(0)
+    }
+
+    pub fn flush_msg(&mut self, f: FileId) -> Vec<u8> {
         let tree = self.tree_id;
-        self.call(Command::FLUSH, tree, |o| {
+        self.message(Command::FLUSH, tree, |o| {
             o.put_u16(24);
             o.put_u16(0);
             o.put_u32(0);
