@@ -22,7 +22,9 @@
 #                                    libkrb5-dev and python3-dev build pykrb5 for smbprotocol)
 #                                    and dissect.util from PyPI in ~/.cache/ringshare/venv-compress
 #                                    (the independent decompressors ringshare-compress's
-#                                    differential test checks its streams against)
+#                                    differential test checks its streams against) and
+#                                    btrfs-progs (mkfs.btrfs and read-only subvolume snapshots on
+#                                    a loop-mounted image, for Previous Versions, issue 31)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -31,7 +33,7 @@ SUDO=""
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(python3 python3-venv acl attr
     prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
-    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev)
+    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
