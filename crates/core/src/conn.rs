@@ -1109,7 +1109,7 @@ impl Connection {
             return Err(NtStatus::ACCESS_DENIED);
         }
         if tree_ipc && cmd_id != Command::TREE_DISCONNECT && cmd::pipe::wants(req) {
-            return cmd::pipe::handle(&mut self.core, req).map(Handled::Reply);
+            return cmd::pipe::handle(&mut self.core, req);
         }
         match cmd_id {
             Command::TREE_DISCONNECT => {

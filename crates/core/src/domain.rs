@@ -39,6 +39,8 @@ pub(crate) enum DomainAnswer {
     /// The id source was asked about the SIDs or ids a request named: its answers are in the
     /// [`SidMap`]'s cache (Ok), or it could not answer (why).
     Ids(Result<(), String>),
+    /// NSS's answers to an lsarpc call's questions ([`crate::ipc`]).
+    Names(crate::lookup::NameAnswers),
 }
 
 /// What a domain member asks its domain; the server binary answers through winbind.

@@ -65,6 +65,17 @@ pub trait Accounts: Send + Sync {
     fn group(&self, name: &str) -> Option<u32>;
     /// The name of group `gid` (Samba's `%G`).
     fn group_name(&self, gid: u32) -> Option<String>;
+    /// The name of the Unix user of uid `uid` (lsarpc's names). The default knows none.
+    fn user_name(&self, uid: u32) -> Option<String> {
+        let _ = uid;
+        None
+    }
+    /// The uid of Unix user `name` (lsarpc's SIDs); unlike [`Accounts::user`], never whom
+    /// the name would act as. The default knows none.
+    fn unix_user(&self, name: &str) -> Option<u32> {
+        let _ = name;
+        None
+    }
     /// Whether the account of uid `uid` is in group `gid` (primary or
     /// supplementary). The default knows no memberships.
     fn member(&self, uid: u32, gid: u32) -> bool {

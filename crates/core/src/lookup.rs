@@ -60,6 +60,12 @@ pub enum Lookup {
         kdcs: Arc<dyn Kdcs>,
         request: KdcRequest,
     },
+    /// The names of Unix ids and the ids of names, for an lsarpc call ([`Accounts::user_name`],
+    /// [`Accounts::group_name`], [`Accounts::unix_user`], [`Accounts::group`]).
+    Names {
+        accounts: Arc<dyn Accounts>,
+        queries: Vec<NameQuery>,
+    },
     /// The Unix ids of domain SIDs and the SIDs of Unix ids ([`IdSource`]; either list may be
     /// empty).
     Ids {
@@ -80,6 +86,54 @@ pub enum LookupDone {
     Kdc(Result<Vec<u8>, String>),
     /// The id source's answers, or why it gave none.
     Ids(Result<IdAnswers, String>),
+    /// What NSS answered about the ids and names asked.
+    Names(NameAnswers),
+}
+
+/// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameQuery {
+    /// The user name of a uid.
+    Uid(u32),
+    /// The group name of a gid.
+    Gid(u32),
+    /// The uid of a user name.
+    User(String),
+    /// The gid of a group name.
+    Group(String),
+}
+
+/// NSS's answers ([`NameQuery`]): None where it knows no such id or name.
+#[derive(Debug, Clone, Default)]
+pub struct NameAnswers {
+    pub users: std::collections::HashMap<u32, Option<String>>,
+    pub groups: std::collections::HashMap<u32, Option<String>>,
+    pub user_ids: std::collections::HashMap<String, Option<u32>>,
+    pub group_ids: std::collections::HashMap<String, Option<u32>>,
+}
+
+impl NameAnswers {
+    /// Ask `accounts` every question of `queries`.
+    pub fn ask(accounts: &dyn Accounts, queries: &[NameQuery]) -> NameAnswers {
+        let mut a = NameAnswers::default();
+        for q in queries {
+            match q {
+                NameQuery::Uid(u) => {
+                    a.users.insert(*u, accounts.user_name(*u));
+                }
+                NameQuery::Gid(g) => {
+                    a.groups.insert(*g, accounts.group_name(*g));
+                }
+                NameQuery::User(n) => {
+                    a.user_ids.insert(n.clone(), accounts.unix_user(n));
+                }
+                NameQuery::Group(n) => {
+                    a.group_ids.insert(n.clone(), accounts.group(n));
+                }
+            }
+        }
+        a
+    }
 }
 
 impl LookupRequest {
@@ -112,6 +166,9 @@ impl LookupRequest {
             }
             Lookup::Ids { source, sids, ids } => {
                 LookupDone::Ids(ask_ids(source.as_ref(), sids, ids))
+            }
+            Lookup::Names { accounts, queries } => {
+                LookupDone::Names(NameAnswers::ask(accounts.as_ref(), queries))
             }
         }
     }
@@ -195,6 +252,9 @@ impl fmt::Debug for LookupRequest {
                 sids.len(),
                 ids
             ),
+            Lookup::Names { queries, .. } => {
+                write!(f, "Lookup {{ id: {}, names of {queries:?} }}", self.id)
+            }
             Lookup::Kdc { request, .. } => write!(
                 f,
                 "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",

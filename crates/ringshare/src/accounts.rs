@@ -148,6 +148,17 @@ impl Accounts for NssAccounts {
             .map(|g| g.name)
     }
 
+    fn user_name(&self, uid: u32) -> Option<String> {
+        User::from_uid(Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map(|u| u.name)
+    }
+
+    fn unix_user(&self, name: &str) -> Option<u32> {
+        lookup(name).ok().flatten().map(|u| u.uid.as_raw())
+    }
+
     fn member(&self, uid: u32, gid: u32) -> bool {
         let Ok(Some(u)) = User::from_uid(Uid::from_raw(uid)) else {
             return false;

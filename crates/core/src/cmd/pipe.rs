@@ -11,9 +11,10 @@ use ringshare_wire::ioctl::{IoctlRequest, IoctlResponse};
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
-use crate::ipc::{Pipe, ServerFacts, ShareEntry, ShareKind};
+use crate::conn::{Asked, ConnCore, DomainAnswer, Handled, LookupCont, Reply, Req};
+use crate::ipc::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind};
 use crate::limits;
+use crate::lookup::Lookup;
 use crate::server::lock;
 use crate::state::PipeOpen;
 
@@ -76,20 +77,52 @@ fn pipe_of(
     Ok(Arc::clone(p))
 }
 
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     use ringshare_wire::consts::Command as C;
     match req.hdr.command {
-        C::CREATE => create(core, req),
-        C::CLOSE => close(core, req),
-        C::READ => read(core, req),
+        C::CREATE => create(core, req).map(Handled::Reply),
+        C::CLOSE => close(core, req).map(Handled::Reply),
+        C::READ => read(core, req).map(Handled::Reply),
         C::WRITE => write(core, req),
         C::IOCTL => transceive(core, req),
         C::FLUSH => {
             let mut b = Vec::with_capacity(4);
             b.extend_from_slice(&[4, 0, 0, 0]);
-            Ok(Reply::ok(b))
+            Ok(Handled::Reply(Reply::ok(b)))
         }
         _ => Err(NtStatus::NOT_SUPPORTED),
+    }
+}
+
+/// Give `data` to the pipe, or NSS's answers to the call that waited for them
+/// (this request asked, and runs again); a call that needs NSS parks the
+/// request for the driver's lookup threads (Err holds the lookup to ask).
+fn feed(
+    core: &mut ConnCore,
+    pipe: &mut Pipe,
+    data: &[u8],
+    facts: &ServerFacts,
+) -> Result<Result<(), Handled>, NtStatus> {
+    let answers = match core.domain_answer.take() {
+        Some(DomainAnswer::Names(a)) => Some(a),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    };
+    let progress = match answers {
+        Some(a) if pipe.waits() => pipe.resume(facts, &a)?,
+        _ => pipe.write(data, facts)?,
+    };
+    match progress {
+        Progress::Done => Ok(Ok(())),
+        Progress::Needs(queries) => Ok(Err(Handled::Lookup {
+            ask: Lookup::Names {
+                accounts: core.server.accounts.clone(),
+                queries,
+            },
+            cont: LookupCont::Again(Asked::Names),
+        })),
     }
 }
 
@@ -161,19 +194,21 @@ fn close(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     Ok(Reply::ok(out))
 }
 
-fn write(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+fn write(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let w = WriteRequest::decode(req.msg).map_err(|e| e.status())?;
     let facts = facts(core);
     let p = pipe_of(core, req, w.file_id)?;
     let mut p = lock(&p);
-    let n = p.pipe.write(w.data, &facts)?;
+    if let Err(parked) = feed(core, &mut p.pipe, w.data, &facts)? {
+        return Ok(parked);
+    }
     let mut out = Vec::with_capacity(16);
     WriteResponse {
-        count: n as u32,
+        count: w.data.len() as u32,
         remaining: 0,
     }
     .encode(&mut out);
-    Ok(Reply::ok(out))
+    Ok(Handled::Reply(Reply::ok(out)))
 }
 
 fn read(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
@@ -199,13 +234,16 @@ fn read(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     Ok(reply)
 }
 
-fn transceive(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+fn transceive(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let i = IoctlRequest::decode(req.msg).map_err(|e| e.status())?;
     let facts = facts(core);
     let p = pipe_of(core, req, i.file_id)?;
     let mut p = lock(&p);
     let max = (i.max_output_response as usize).min(limits::IO_SIZE_MAX as usize);
-    let (out, more) = p.pipe.transceive(i.input, max, &facts)?;
+    if let Err(parked) = feed(core, &mut p.pipe, i.input, &facts)? {
+        return Ok(parked);
+    }
+    let (out, more) = p.pipe.read(max);
     let resp = IoctlResponse {
         ctl_code: i.ctl_code,
         file_id: i.file_id,
@@ -215,12 +253,12 @@ fn transceive(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     };
     let mut body = vec![0u8; 64];
     resp.encode(&mut body);
-    Ok(Reply::with_status(
+    Ok(Handled::Reply(Reply::with_status(
         if more {
             NtStatus::BUFFER_OVERFLOW
         } else {
             NtStatus::SUCCESS
         },
         body.split_off(64),
-    ))
+    )))
 }

@@ -421,9 +421,10 @@ pub(crate) fn resume(
 ) -> Result<Reply, NtStatus> {
     let found = match done {
         LookupDone::Account(a) => a,
-        LookupDone::DomainNtlm(_) | LookupDone::Kdc(_) | LookupDone::Ids(_) => {
-            Err(AccountError::Lookup("not an account's answer".into()))
-        }
+        LookupDone::DomainNtlm(_)
+        | LookupDone::Kdc(_)
+        | LookupDone::Ids(_)
+        | LookupDone::Names(_) => Err(AccountError::Lookup("not an account's answer".into())),
     };
     let account = account_from(core, &fin, found);
     let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);

@@ -31,6 +31,8 @@ pub(crate) enum Asked {
     Kdc(KdcRequest),
     /// The id source's answer about a descriptor's SIDs or ids (SET_INFO, CREATE, QUERY_INFO).
     Ids,
+    /// NSS's answers to an lsarpc call (a pipe WRITE or FSCTL_PIPE_TRANSCEIVE).
+    Names,
 }
 
 /// A job parked on a lookup.
@@ -99,6 +101,8 @@ impl Connection {
                         DomainAnswer::Ids(Err(why))
                     }
                     (Asked::Ids, _) => DomainAnswer::Ids(Err("no answer".into())),
+                    (Asked::Names, LookupDone::Names(a)) => DomainAnswer::Names(a),
+                    (Asked::Names, _) => DomainAnswer::Names(Default::default()),
                 };
                 self.core.domain_answer = Some(answer);
                 let mut job = job;

@@ -7,11 +7,17 @@
 //! answered by a BIND_ACK, then REQUEST/RESPONSE pairs, carried by SMB2
 //! WRITE/READ or by one FSCTL_PIPE_TRANSCEIVE.
 //!
-//! Only what listing shares needs is served; anything else gets a DCE/RPC
-//! fault, never a dropped connection. No RPC authentication is offered: the
-//! pipes reveal share names and comments, which any authenticated (or, if
-//! configured, guest) SMB session may see.
+//! ACL editors translate SIDs to names and back through `lsarpc` ([`lsa`]):
+//! a call that needs NSS parks its request until the driver's lookup threads
+//! answer ([`Progress::Needs`]).
+//!
+//! Only what listing shares and naming SIDs need is served; anything else gets
+//! a DCE/RPC fault, never a dropped connection. No RPC authentication is
+//! offered: the pipes reveal share names and comments, and the names of Unix
+//! accounts, which any authenticated (or, if configured, guest) SMB session
+//! may see.
 
+mod lsa;
 mod ndr;
 mod srvsvc;
 
@@ -20,6 +26,7 @@ use std::collections::VecDeque;
 use ringshare_wire::codec::Reader;
 use ringshare_wire::NtStatus;
 
+use crate::lookup::{NameAnswers, NameQuery};
 pub(crate) use srvsvc::{ShareEntry, ShareKind};
 
 /// What the services need to know about the server.
@@ -35,6 +42,16 @@ pub(crate) struct ServerFacts {
 pub(crate) enum Service {
     Srvsvc,
     Wkssvc,
+    Lsarpc,
+}
+
+/// How a write to a pipe went.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// All taken; answers are queued for reading.
+    Done,
+    /// A call waits for NSS's answers to these ([`Pipe::resume`]).
+    Needs(Vec<NameQuery>),
 }
 
 impl Service {
@@ -50,6 +67,11 @@ impl Service {
                 uuid([0x6bff_d098, 0xa112_3610, 0x9833_46c3, 0xf87e_345a]),
                 1,
             ),
+            // 12345778-1234-abcd-ef00-0123456789ab v0.0
+            Service::Lsarpc => (
+                uuid([0x1234_5778, 0x1234_abcd, 0xef00_0123, 0x4567_89ab]),
+                0,
+            ),
         }
     }
 
@@ -57,6 +79,7 @@ impl Service {
         match self {
             Service::Srvsvc => "\\PIPE\\srvsvc",
             Service::Wkssvc => "\\PIPE\\wkssvc",
+            Service::Lsarpc => "\\PIPE\\lsass",
         }
     }
 }
@@ -113,6 +136,12 @@ pub(crate) struct Pipe {
     frag_max: u16,
     /// Stub bytes of a request being reassembled, with its call id and opnum.
     pending: Option<(u32, u16, Vec<u8>)>,
+    /// lsarpc's policy handles.
+    lsa: lsa::State,
+    /// A call waiting for NSS: call id, context id, opnum and stub.
+    waiting: Option<(u32, u16, u16, Vec<u8>)>,
+    /// What the waiting call needs to know.
+    needs: Vec<NameQuery>,
 }
 
 impl Pipe {
@@ -127,6 +156,8 @@ impl Pipe {
             Service::Srvsvc
         } else if n.eq_ignore_ascii_case("wkssvc") {
             Service::Wkssvc
+        } else if n.eq_ignore_ascii_case("lsarpc") {
+            Service::Lsarpc
         } else {
             return None;
         };
@@ -137,6 +168,9 @@ impl Pipe {
             contexts: Vec::new(),
             frag_max: FRAG_SIZE_DEFAULT,
             pending: None,
+            lsa: lsa::State::default(),
+            waiting: None,
+            needs: Vec::new(),
         })
     }
 
@@ -145,13 +179,41 @@ impl Pipe {
         self.output.len()
     }
 
-    /// The client writes: whole PDUs are processed and their answers queued.
-    pub fn write(&mut self, data: &[u8], facts: &ServerFacts) -> Result<usize, NtStatus> {
+    /// The client writes: whole PDUs are processed and their answers queued,
+    /// until a call needs NSS (then the rest waits for [`Pipe::resume`]).
+    pub fn write(&mut self, data: &[u8], facts: &ServerFacts) -> Result<Progress, NtStatus> {
         if self.input.len() + data.len() > REQUEST_SIZE_MAX + 64 {
             return Err(NtStatus::INVALID_PARAMETER);
         }
         self.input.extend_from_slice(data);
-        while self.input.len() >= 16 {
+        if self.waiting.is_some() {
+            // Taken; processed when the waiting call has its answers.
+            return Ok(Progress::Done);
+        }
+        self.take_input(facts)
+    }
+
+    /// Whether a call waits for NSS's answers.
+    pub fn waits(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// The waiting call goes on with NSS's `answers` (what they lack is not
+    /// found), then the PDUs written meanwhile.
+    pub fn resume(
+        &mut self,
+        facts: &ServerFacts,
+        answers: &NameAnswers,
+    ) -> Result<Progress, NtStatus> {
+        if let Some((call_id, ctx_id, opnum, stub)) = self.waiting.take() {
+            self.needs.clear();
+            self.answer(call_id, ctx_id, opnum, &stub, facts, (answers, true));
+        }
+        self.take_input(facts)
+    }
+
+    fn take_input(&mut self, facts: &ServerFacts) -> Result<Progress, NtStatus> {
+        while self.input.len() >= 16 && self.waiting.is_none() {
             let frag_len = usize::from(u16::from_le_bytes([self.input[8], self.input[9]]));
             if frag_len < 16 {
                 return Err(NtStatus::INVALID_PARAMETER);
@@ -162,7 +224,10 @@ impl Pipe {
             let pdu: Vec<u8> = self.input.drain(..frag_len).collect();
             self.process(&pdu, facts);
         }
-        Ok(data.len())
+        if self.waiting.is_some() {
+            return Ok(Progress::Needs(self.needs.clone()));
+        }
+        Ok(Progress::Done)
     }
 
     /// The client reads up to `max` bytes; `true` when more remain (the read
@@ -173,7 +238,9 @@ impl Pipe {
         (out, !self.output.is_empty())
     }
 
-    /// FSCTL_PIPE_TRANSCEIVE: write then read in one exchange.
+    /// FSCTL_PIPE_TRANSCEIVE: write then read in one exchange (calls that need NSS
+    /// answer nothing yet).
+    #[cfg(test)]
     pub fn transceive(
         &mut self,
         input: &[u8],
@@ -182,6 +249,34 @@ impl Pipe {
     ) -> Result<(Vec<u8>, bool), NtStatus> {
         self.write(input, facts)?;
         Ok(self.read(max_out))
+    }
+
+    /// Answers the stub of a whole request, or makes it wait for NSS.
+    fn answer(
+        &mut self,
+        call_id: u32,
+        ctx_id: u16,
+        opnum: u16,
+        stub: &[u8],
+        facts: &ServerFacts,
+        answers: (&NameAnswers, bool),
+    ) {
+        let answer = match self.service {
+            Service::Srvsvc => srvsvc::call(opnum, stub, facts),
+            Service::Wkssvc => srvsvc::wkssvc_call(opnum, stub, facts),
+            Service::Lsarpc => match lsa::call(opnum, stub, facts, &mut self.lsa, answers) {
+                Ok(a) => a,
+                Err(lsa::Needs(q)) => {
+                    self.waiting = Some((call_id, ctx_id, opnum, stub.to_vec()));
+                    self.needs = q;
+                    return;
+                }
+            },
+        };
+        match answer {
+            Some(out) => self.respond(call_id, ctx_id, &out),
+            None => self.fault(call_id, ctx_id, FAULT_OP_RANGE),
+        }
     }
 
     fn process(&mut self, pdu: &[u8], facts: &ServerFacts) {
@@ -320,14 +415,8 @@ impl Pipe {
             self.fault(call_id, ctx_id, FAULT_PROTO);
             return;
         }
-        let answer = match self.service {
-            Service::Srvsvc => srvsvc::call(opnum, &stub, facts),
-            Service::Wkssvc => srvsvc::wkssvc_call(opnum, &stub, facts),
-        };
-        match answer {
-            Some(out) => self.respond(call_id, ctx_id, &out),
-            None => self.fault(call_id, ctx_id, FAULT_OP_RANGE),
-        }
+        let none = NameAnswers::default();
+        self.answer(call_id, ctx_id, opnum, &stub, facts, (&none, false));
     }
 
     /// Queue a RESPONSE, cut into fragments the client can take.

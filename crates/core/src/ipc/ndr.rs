@@ -39,6 +39,34 @@ impl NdrWriter {
         self.u32(r);
     }
 
+    pub fn u16(&mut self, v: u16) {
+        while !self.buf.len().is_multiple_of(2) {
+            self.buf.push(0);
+        }
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// A unique pointer: a fresh referent id, or null.
+    pub fn opt_ptr(&mut self, present: bool) {
+        if present {
+            self.ptr();
+        } else {
+            self.u32(0);
+        }
+    }
+
+    /// The varying UTF-16 buffer an RPC_UNICODE_STRING points to (no NUL), with `max` units
+    /// of room.
+    pub fn counted_chars(&mut self, s: &str, extra: u32) {
+        let units: Vec<u16> = s.encode_utf16().collect();
+        self.u32(units.len() as u32 + extra);
+        self.u32(0);
+        self.u32(units.len() as u32);
+        for u in units {
+            self.buf.extend_from_slice(&u.to_le_bytes());
+        }
+    }
+
     /// A conformant varying string with its terminating NUL.
     pub fn string(&mut self, s: &str) {
         let units: Vec<u16> = s.encode_utf16().chain(std::iter::once(0)).collect();
@@ -71,6 +99,36 @@ impl<'a> NdrReader<'a> {
     pub fn u32(&mut self) -> Result<u32, WireError> {
         self.align4()?;
         self.r.u32()
+    }
+
+    pub fn u16(&mut self) -> Result<u16, WireError> {
+        self.r.align(2)?;
+        self.r.u16()
+    }
+
+    pub fn u8(&mut self) -> Result<u8, WireError> {
+        self.r.u8()
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        self.r.bytes(n)
+    }
+
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.r.remaining()
+    }
+
+    /// The UTF-16 buffer of an RPC_UNICODE_STRING (its deferred part), `len` bytes long.
+    pub fn counted_chars(&mut self, len: u16) -> Result<String, WireError> {
+        let max = self.u32()?;
+        let offset = self.u32()?;
+        let actual = self.u32()?;
+        if offset != 0 || actual > max || actual != u32::from(len / 2) {
+            return Err(WireError::Invalid("NDR counted string"));
+        }
+        let bytes = self.r.bytes(actual as usize * 2)?;
+        decode_utf16le(bytes)
     }
 
     /// A conformant varying string (after its pointer, if any).

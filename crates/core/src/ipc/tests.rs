@@ -82,10 +82,11 @@ fn bound_srvsvc() -> Pipe {
 }
 
 #[test]
-fn only_srvsvc_and_wkssvc_pipes_open() {
+fn only_srvsvc_wkssvc_and_lsarpc_pipes_open() {
     assert!(Pipe::open("srvsvc").is_some());
     assert!(Pipe::open("\\PIPE\\wkssvc").is_some());
-    assert!(Pipe::open("lsarpc").is_none());
+    assert!(Pipe::open("lsarpc").is_some());
+    assert!(Pipe::open("samr").is_none());
     assert!(Pipe::open("../etc").is_none());
 }
 

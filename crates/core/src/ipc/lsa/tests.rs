@@ -1,0 +1,122 @@
+use super::*;
+use crate::ipc::ShareEntry;
+
+fn facts() -> ServerFacts {
+    ServerFacts {
+        netbios_name: "RS".into(),
+        workgroup: "WORKGROUP".into(),
+        comment: String::new(),
+        shares: Vec::<ShareEntry>::new(),
+    }
+}
+
+fn open(state: &mut State) -> [u8; 20] {
+    let none = NameAnswers::default();
+    let out = call(44, &[], &facts(), state, (&none, false))
+        .ok()
+        .flatten()
+        .unwrap();
+    assert_eq!(out.len(), 24);
+    assert_eq!(&out[20..], &[0; 4], "STATUS_SUCCESS");
+    out[..20].try_into().unwrap()
+}
+
+/// A LookupSids2 request for `sids` on handle `h`.
+fn lookup_sids2(h: &[u8; 20], sids: &[Sid]) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(h);
+    w.u32(sids.len() as u32);
+    w.ptr();
+    w.u32(sids.len() as u32);
+    for _ in sids {
+        w.ptr();
+    }
+    for s in sids {
+        put_sid(&mut w, s);
+    }
+    w.u32(0); // TranslatedNames: no entries
+    w.u32(0);
+    w.u16(1); // LookupLevel
+    w.u32(0); // MappedCount
+    w.u32(0); // LookupOptions
+    w.u32(2); // ClientRevision
+    w.buf
+}
+
+fn utf16(s: &str) -> Vec<u8> {
+    s.encode_utf16().flat_map(|u| u.to_le_bytes()).collect()
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn a_unix_user_sid_is_named_after_nss_answers_and_everyone_at_once() {
+    let mut state = State::default();
+    let h = open(&mut state);
+    let req = lookup_sids2(&h, &[Sid::unix_user(1001), Sid::everyone()]);
+    let none = NameAnswers::default();
+    let Err(Needs(q)) = call(57, &req, &facts(), &mut state, (&none, false)) else {
+        panic!("NSS must be asked first")
+    };
+    assert_eq!(q, vec![NameQuery::Uid(1001)]);
+    let mut a = NameAnswers::default();
+    a.users.insert(1001, Some("alice".into()));
+    let out = call(57, &req, &facts(), &mut state, (&a, true))
+        .ok()
+        .flatten()
+        .unwrap();
+    assert!(contains(&out, &utf16("Unix User")));
+    assert!(contains(&out, &utf16("alice")));
+    assert!(contains(&out, &utf16("Everyone")));
+    assert_eq!(
+        &out[out.len() - 8..],
+        &[2, 0, 0, 0, 0, 0, 0, 0],
+        "2 mapped, SUCCESS"
+    );
+}
+
+#[test]
+fn a_lookup_on_a_handle_the_pipe_did_not_open_is_invalid_handle() {
+    let mut state = State::default();
+    let req = lookup_sids2(&[7; 20], &[Sid::everyone()]);
+    let none = NameAnswers::default();
+    let out = call(57, &req, &facts(), &mut state, (&none, false))
+        .ok()
+        .flatten()
+        .unwrap();
+    assert_eq!(
+        &out[out.len() - 4..],
+        &NtStatus::INVALID_HANDLE.0.to_le_bytes()
+    );
+}
+
+#[test]
+fn truncated_or_hostile_requests_get_a_status_never_a_panic() {
+    let mut state = State::default();
+    let h = open(&mut state);
+    let good = lookup_sids2(&h, &[Sid::unix_group(5), Sid::builtin_administrators()]);
+    let none = NameAnswers::default();
+    for op in [0u16, 7, 14, 15, 46, 57, 58, 68, 76, 77] {
+        for n in 0..good.len() {
+            let _ = call(op, &good[..n], &facts(), &mut state, (&none, true));
+        }
+    }
+    // The loop's truncated Close took the handle: open another.
+    let h = open(&mut state);
+    let mut bad = lookup_sids2(&h, &[Sid::unix_group(5)]);
+    bad[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
+    let out = call(57, &bad, &facts(), &mut state, (&none, true))
+        .ok()
+        .flatten()
+        .unwrap();
+    assert_eq!(
+        &out[out.len() - 4..],
+        &NtStatus::INVALID_PARAMETER.0.to_le_bytes()
+    );
+    assert!(matches!(
+        call(99, &good, &facts(), &mut state, (&none, true)),
+        Ok(None)
+    ));
+}
