@@ -24,6 +24,7 @@ pub mod negotiate;
 pub mod security;
 pub mod session;
 pub mod smb1;
+pub mod snapshot;
 pub mod status;
 pub mod transform;
 pub mod tree;
