@@ -20,6 +20,7 @@ use crate::lookup::{NameAnswers, NameQuery};
 
 /// SID_NAME_USE ([MS-LSAT] 2.2.13).
 const USE_USER: u16 = 1;
+const USE_GROUP: u16 = 2;
 const USE_DOMAIN: u16 = 3;
 const USE_ALIAS: u16 = 4;
 const USE_WELL_KNOWN: u16 = 5;
@@ -184,11 +185,11 @@ const BUILTIN: &[(u32, &str)] = &[
 /// SIDs of authorities 1 (World) and 3 (Creator), whose domain has no name.
 const WORLD_AND_CREATOR: &[(&str, &str)] = &[
     ("S-1-1-0", "Everyone"),
-    ("S-1-3-0", "CREATOR OWNER"),
-    ("S-1-3-1", "CREATOR GROUP"),
-    ("S-1-3-2", "CREATOR OWNER SERVER"),
-    ("S-1-3-3", "CREATOR GROUP SERVER"),
-    ("S-1-3-4", "OWNER RIGHTS"),
+    ("S-1-3-0", "Creator Owner"),
+    ("S-1-3-1", "Creator Group"),
+    ("S-1-3-2", "Creator Owner Server"),
+    ("S-1-3-3", "Creator Group Server"),
+    ("S-1-3-4", "Owner Rights"),
 ];
 
 const UNIX_USERS: &str = "Unix User";
@@ -210,7 +211,7 @@ fn name_of(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Nam
         }
         (22, [2, gid]) => {
             let n = names.group_name(*gid).unwrap_or_else(|| gid.to_string());
-            Some(in_domain(UNIX_GROUPS, "S-1-22-2", n, USE_ALIAS))
+            Some(in_domain(UNIX_GROUPS, "S-1-22-2", n, USE_GROUP))
         }
         (5, [32]) => Some(in_domain(
             "BUILTIN",
@@ -225,7 +226,7 @@ fn name_of(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Nam
         (5, [rid]) => NT_AUTHORITY
             .iter()
             .find(|(r, _)| r == rid)
-            .map(|(_, n)| in_domain("NT AUTHORITY", "S-1-5", n.to_string(), USE_WELL_KNOWN)),
+            .map(|(_, n)| in_domain("NT Authority", "S-1-5", n.to_string(), USE_WELL_KNOWN)),
         (1 | 3, _) => {
             let text = s.to_string();
             let (_, n) = WORLD_AND_CREATOR.iter().find(|(t, _)| *t == text)?;
@@ -300,13 +301,13 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
             return named("BUILTIN", "S-1-5-32", n, USE_ALIAS, s);
         }
     }
-    if is("NT AUTHORITY") {
+    if is("NT Authority") {
         if let Some((rid, n)) = NT_AUTHORITY
             .iter()
             .find(|(_, n)| n.eq_ignore_ascii_case(name))
         {
             let s = sid(&format!("S-1-5-{rid}"));
-            return named("NT AUTHORITY", "S-1-5", n, USE_WELL_KNOWN, s);
+            return named("NT Authority", "S-1-5", n, USE_WELL_KNOWN, s);
         }
     }
     if name.is_empty() {
@@ -367,6 +368,8 @@ impl Domains {
 
 /// The fixed part of an RPC_UNICODE_STRING: lengths in bytes and a pointer to its buffer.
 fn unicode_head(w: &mut NdrWriter, s: &str) {
+    // The structure holds a pointer: 4-byte aligned.
+    w.align4();
     let bytes = (s.encode_utf16().count() * 2) as u16;
     w.u16(bytes);
     w.u16(bytes);
@@ -512,6 +515,7 @@ fn query_info(stub: &[u8], facts: &ServerFacts, state: &State) -> Vec<u8> {
 
 /// The fixed part of a string with room for its NUL (Samba's lsa_StringLarge).
 fn large_head(w: &mut NdrWriter, s: &str) {
+    w.align4();
     let bytes = (s.encode_utf16().count() * 2) as u16;
     w.u16(bytes);
     w.u16(bytes + 2);
