@@ -45,8 +45,8 @@ pub(crate) struct State {
 /// Why a call could not finish yet: NSS must be asked these first.
 pub(crate) struct Needs(pub Vec<NameQuery>);
 
-/// One lsarpc call: the NDR reply stub, `Ok(None)` for an opnum not served (a fault), or
-/// what NSS must be asked first. `answers` holds what was asked for this call; `last` says
+/// One lsarpc call: the NDR reply stub, or the DCE/RPC fault to answer (an opnum not
+/// served, a Close of a handle the pipe does not have), or what NSS must be asked first. `answers` holds what was asked for this call; `last` says
 /// it was (so what it lacks is not found).
 pub(crate) fn call(
     opnum: u16,
@@ -54,24 +54,27 @@ pub(crate) fn call(
     facts: &ServerFacts,
     state: &mut State,
     (answers, last): (&NameAnswers, bool),
-) -> Result<Option<Vec<u8>>, Needs> {
+) -> Result<Result<Vec<u8>, u32>, Needs> {
     let mut names = Resolver {
         answers,
         last,
         missing: Vec::new(),
     };
     let out = match opnum {
-        0 => close(stub, state),
+        0 => match close(stub, state) {
+            Some(out) => out,
+            None => return Ok(Err(super::FAULT_CONTEXT_MISMATCH)),
+        },
         6 | 44 => open_policy(state),
         7 | 46 => query_info(stub, facts, state),
         15 | 57 | 76 => lookup_sids(opnum, stub, facts, state, &mut names),
         14 | 58 | 68 | 77 => lookup_names(opnum, stub, facts, state, &mut names),
-        _ => return Ok(None),
+        _ => return Ok(Err(super::FAULT_OP_RANGE)),
     };
     if !names.missing.is_empty() {
         return Err(Needs(names.missing));
     }
-    Ok(Some(out))
+    Ok(Ok(out))
 }
 
 /// Answers from NSS, and the questions this call still has to ask.
@@ -286,6 +289,17 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
             }
         }
     }
+    // `BUILTIN`, `BUILTIN\` and a NULL or empty name are the BUILTIN domain (Windows
+    // Server 2003 and later; smbtorture rpc.lsa.lookupnames).
+    if full.is_empty() || (is("BUILTIN") && domain.is_some() && name.is_empty()) {
+        return named(
+            "BUILTIN",
+            "S-1-5-32",
+            "BUILTIN",
+            USE_DOMAIN,
+            sid("S-1-5-32"),
+        );
+    }
     if is("BUILTIN") {
         if name.eq_ignore_ascii_case("BUILTIN") {
             return named(
@@ -438,23 +452,16 @@ fn open_policy(state: &mut State) -> Vec<u8> {
     status_only(&mut w, NtStatus::SUCCESS)
 }
 
-fn close(stub: &[u8], state: &mut State) -> Vec<u8> {
+/// LsarClose; `None` for a handle the pipe does not have (closed already, or never
+/// opened): the RPC runtime's fault nca_s_fault_context_mismatch, as Windows and Samba
+/// answer it (smbtorture rpc.lsa.lookupnames closes a handle twice).
+fn close(stub: &[u8], state: &mut State) -> Option<Vec<u8>> {
+    let h = get_handle(&mut NdrReader::new(stub)).ok()?;
+    let i = state.handles.iter().position(|x| *x == h)?;
+    state.handles.remove(i);
     let mut w = NdrWriter::new();
-    let h = get_handle(&mut NdrReader::new(stub));
-    match h
-        .ok()
-        .and_then(|h| state.handles.iter().position(|x| *x == h))
-    {
-        Some(i) => {
-            state.handles.remove(i);
-            w.buf.extend_from_slice(&[0; 20]);
-            status_only(&mut w, NtStatus::SUCCESS)
-        }
-        None => {
-            w.buf.extend_from_slice(&[0; 20]);
-            status_only(&mut w, NtStatus::INVALID_HANDLE)
-        }
-    }
+    w.buf.extend_from_slice(&[0; 20]);
+    Some(status_only(&mut w, NtStatus::SUCCESS))
 }
 
 /// The policy handle a call starts with is one this pipe opened.

@@ -115,7 +115,10 @@ const PTYPE_ALTER_CONTEXT_RESP: u8 = 15;
 const PFC_FIRST_FRAG: u8 = 0x01;
 const PFC_LAST_FRAG: u8 = 0x02;
 /// nca_s_op_rng_error: the operation number is not served.
-const FAULT_OP_RANGE: u32 = 0x1c01_0002;
+pub(crate) const FAULT_OP_RANGE: u32 = 0x1c01_0002;
+/// nca_s_fault_context_mismatch ([MS-RPCE] 3.1.1.5.5, RPC_SS_CONTEXT_MISMATCH): a
+/// context handle the server does not have.
+pub(crate) const FAULT_CONTEXT_MISMATCH: u32 = 0x1c00_001a;
 /// nca_s_proto_error.
 const FAULT_PROTO: u32 = 0x1c01_000b;
 /// A request larger than this (reassembled) is refused.
@@ -262,8 +265,8 @@ impl Pipe {
         answers: (&NameAnswers, bool),
     ) {
         let answer = match self.service {
-            Service::Srvsvc => srvsvc::call(opnum, stub, facts),
-            Service::Wkssvc => srvsvc::wkssvc_call(opnum, stub, facts),
+            Service::Srvsvc => srvsvc::call(opnum, stub, facts).ok_or(FAULT_OP_RANGE),
+            Service::Wkssvc => srvsvc::wkssvc_call(opnum, stub, facts).ok_or(FAULT_OP_RANGE),
             Service::Lsarpc => match lsa::call(opnum, stub, facts, &mut self.lsa, answers) {
                 Ok(a) => a,
                 Err(lsa::Needs(q)) => {
@@ -274,8 +277,8 @@ impl Pipe {
             },
         };
         match answer {
-            Some(out) => self.respond(call_id, ctx_id, &out),
-            None => self.fault(call_id, ctx_id, FAULT_OP_RANGE),
+            Ok(out) => self.respond(call_id, ctx_id, &out),
+            Err(code) => self.fault(call_id, ctx_id, code),
         }
     }
 

@@ -14,7 +14,7 @@ fn open(state: &mut State) -> [u8; 20] {
     let none = NameAnswers::default();
     let out = call(44, &[], &facts(), state, (&none, false))
         .ok()
-        .flatten()
+        .and_then(Result::ok)
         .unwrap();
     assert_eq!(out.len(), 24);
     assert_eq!(&out[20..], &[0; 4], "STATUS_SUCCESS");
@@ -65,7 +65,7 @@ fn a_unix_user_sid_is_named_after_nss_answers_and_everyone_at_once() {
     a.users.insert(1001, Some("alice".into()));
     let out = call(57, &req, &facts(), &mut state, (&a, true))
         .ok()
-        .flatten()
+        .and_then(Result::ok)
         .unwrap();
     assert!(contains(&out, &utf16("Unix User")));
     assert!(contains(&out, &utf16("alice")));
@@ -84,7 +84,7 @@ fn a_lookup_on_a_handle_the_pipe_did_not_open_is_invalid_handle() {
     let none = NameAnswers::default();
     let out = call(57, &req, &facts(), &mut state, (&none, false))
         .ok()
-        .flatten()
+        .and_then(Result::ok)
         .unwrap();
     assert_eq!(
         &out[out.len() - 4..],
@@ -109,7 +109,7 @@ fn truncated_or_hostile_requests_get_a_status_never_a_panic() {
     bad[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
     let out = call(57, &bad, &facts(), &mut state, (&none, true))
         .ok()
-        .flatten()
+        .and_then(Result::ok)
         .unwrap();
     assert_eq!(
         &out[out.len() - 4..],
@@ -117,6 +117,35 @@ fn truncated_or_hostile_requests_get_a_status_never_a_panic() {
     );
     assert!(matches!(
         call(99, &good, &facts(), &mut state, (&none, true)),
-        Ok(None)
+        Ok(Err(crate::ipc::FAULT_OP_RANGE))
     ));
+}
+
+#[test]
+fn closing_a_handle_twice_is_the_context_mismatch_fault() {
+    let mut state = State::default();
+    let h = open(&mut state);
+    let none = NameAnswers::default();
+    let first = call(0, &h, &facts(), &mut state, (&none, true));
+    assert!(matches!(first, Ok(Ok(_))));
+    let again = call(0, &h, &facts(), &mut state, (&none, true));
+    assert!(matches!(again, Ok(Err(crate::ipc::FAULT_CONTEXT_MISMATCH))));
+}
+
+#[test]
+fn builtin_with_an_empty_account_and_an_empty_name_are_the_builtin_domain() {
+    let mut names = Resolver {
+        answers: &NameAnswers::default(),
+        last: true,
+        missing: Vec::new(),
+    };
+    for asked in ["BUILTIN\\", "", "BUILTIN", "builtin\\"] {
+        let (s, n) = sid_of(asked, &facts(), &mut names).expect(asked);
+        assert_eq!(
+            (s.to_string(), n.kind),
+            ("S-1-5-32".to_string(), USE_DOMAIN),
+            "{asked:?}"
+        );
+    }
+    assert!(sid_of("NOSUCH\\", &facts(), &mut names).is_none());
 }
