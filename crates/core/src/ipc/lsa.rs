@@ -577,6 +577,83 @@ fn read_sids(r: &mut NdrReader<'_>) -> Result<Vec<Sid>, WireError> {
     Ok(sids)
 }
 
+/// What a lookup translated: each item's (SID_NAME_USE, result, index in the referenced
+/// domain list), the referenced domains, and how many items were mapped.
+struct Translated<U> {
+    domains: Domains,
+    found: Vec<(u16, U, i32)>,
+    mapped: u32,
+}
+
+impl<U> Translated<U> {
+    /// Translate `items` with `map`; an item it does not map is `unknown(item)`,
+    /// SID_NAME_UNKNOWN with no domain.
+    fn of<T>(
+        items: &[T],
+        mut map: impl FnMut(&T) -> Option<(U, Named)>,
+        unknown: impl Fn(&T) -> U,
+    ) -> Translated<U> {
+        let mut t = Translated {
+            domains: Domains::default(),
+            found: Vec::with_capacity(items.len()),
+            mapped: 0,
+        };
+        for item in items {
+            match map(item) {
+                Some((u, n)) => {
+                    t.mapped += 1;
+                    let i = t.domains.index(&n.domain, &n.domain_sid);
+                    t.found.push((n.kind, u, i));
+                }
+                None => t.found.push((USE_UNKNOWN, unknown(item), -1)),
+            }
+        }
+        t
+    }
+
+    /// The referenced domains, then the translations' count and, when there are any,
+    /// the conformant array of them: `entry` writes each fixed part, `deferred` what
+    /// follows the array. Then MappedCount and the status.
+    fn encode(
+        &self,
+        mut entry: impl FnMut(&mut NdrWriter, &(u16, U, i32)),
+        mut deferred: impl FnMut(&mut NdrWriter, &(u16, U, i32)),
+    ) -> Vec<u8> {
+        let mut w = NdrWriter::new();
+        self.domains.encode(&mut w);
+        w.u32(self.found.len() as u32);
+        w.opt_ptr(!self.found.is_empty());
+        if !self.found.is_empty() {
+            w.u32(self.found.len() as u32);
+            for f in &self.found {
+                entry(&mut w, f);
+            }
+            for f in &self.found {
+                deferred(&mut w, f);
+            }
+        }
+        w.u32(self.mapped);
+        status_only(&mut w, mapped_status(self.mapped, self.found.len() as u32))
+    }
+}
+
+/// A lookup's arguments: the policy handle (except for `no_handle`, the opnum of the
+/// form without one), then what `read` takes. `Err`: the whole answer of a lookup that
+/// failed before translating anything.
+fn lookup_args<T>(
+    opnum: u16,
+    no_handle: u16,
+    stub: &[u8],
+    state: &State,
+    read: fn(&mut NdrReader<'_>) -> Result<Vec<T>, WireError>,
+) -> Result<Vec<T>, Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    if opnum != no_handle {
+        check_handle(&mut r, state).map_err(lookup_failed)?;
+    }
+    read(&mut r).map_err(|_| lookup_failed(NtStatus::INVALID_PARAMETER))
+}
+
 fn lookup_sids(
     opnum: u16,
     stub: &[u8],
@@ -584,48 +661,26 @@ fn lookup_sids(
     state: &State,
     names: &mut Resolver<'_>,
 ) -> Vec<u8> {
-    let mut r = NdrReader::new(stub);
-    if opnum != 76 {
-        if let Err(st) = check_handle(&mut r, state) {
-            return lookup_failed(st);
-        }
-    }
-    let Ok(sids) = read_sids(&mut r) else {
-        return lookup_failed(NtStatus::INVALID_PARAMETER);
+    let sids = match lookup_args(opnum, 76, stub, state, read_sids) {
+        Ok(sids) => sids,
+        Err(failed) => return failed,
     };
-    let mut domains = Domains::default();
-    let mut found = Vec::with_capacity(sids.len());
-    let mut mapped = 0;
-    for s in &sids {
-        match name_of(s, facts, names) {
-            Some(n) => {
-                mapped += 1;
-                let i = domains.index(&n.domain, &n.domain_sid);
-                found.push((n.kind, n.name, i));
-            }
-            None => found.push((USE_UNKNOWN, s.to_string(), -1)),
-        }
-    }
-    let mut w = NdrWriter::new();
-    domains.encode(&mut w);
-    w.u32(found.len() as u32);
-    w.opt_ptr(!found.is_empty());
-    if !found.is_empty() {
-        w.u32(found.len() as u32);
-        for (kind, name, i) in &found {
+    let t = Translated::of(
+        &sids,
+        |s| name_of(s, facts, names).map(|n| (n.name.clone(), n)),
+        Sid::to_string,
+    );
+    t.encode(
+        |w, (kind, name, i)| {
             w.u16(*kind);
-            unicode_head(&mut w, name);
+            unicode_head(w, name);
             w.u32(*i as u32);
             if opnum != 15 {
                 w.u32(0); // Flags
             }
-        }
-        for (_, name, _) in &found {
-            w.counted_chars(name, 0);
-        }
-    }
-    w.u32(mapped);
-    status_only(&mut w, mapped_status(mapped, sids.len() as u32))
+        },
+        |w, (_, name, _)| w.counted_chars(name, 0),
+    )
 }
 
 /// The names of a LookupNames call (Count, then the conformant array of RPC_UNICODE_STRING).
@@ -666,37 +721,21 @@ fn lookup_names(
     state: &State,
     names: &mut Resolver<'_>,
 ) -> Vec<u8> {
-    let mut r = NdrReader::new(stub);
-    if opnum != 77 {
-        if let Err(st) = check_handle(&mut r, state) {
-            return lookup_failed(st);
-        }
-    }
-    let Ok(asked) = read_names(&mut r) else {
-        return lookup_failed(NtStatus::INVALID_PARAMETER);
+    let asked = match lookup_args(opnum, 77, stub, state, read_names) {
+        Ok(asked) => asked,
+        Err(failed) => return failed,
     };
-    let mut domains = Domains::default();
-    let mut found = Vec::with_capacity(asked.len());
-    let mut mapped = 0;
-    for name in &asked {
-        match sid_of(name, facts, names) {
-            Some((s, n)) => {
-                mapped += 1;
-                let i = domains.index(&n.domain, &n.domain_sid);
-                found.push((n.kind, Some(s), i));
-            }
-            None => found.push((USE_UNKNOWN, None, -1)),
-        }
-    }
-    let mut w = NdrWriter::new();
-    domains.encode(&mut w);
-    w.u32(found.len() as u32);
-    w.opt_ptr(!found.is_empty());
-    if !found.is_empty() {
-        w.u32(found.len() as u32);
-        for (kind, s, i) in &found {
+    let t = Translated::of(
+        &asked,
+        |name| sid_of(name, facts, names).map(|(s, n)| (Some(s), n)),
+        |_| None,
+    );
+    // LookupNames3/4 give whole SIDs (deferred after the array); the older forms a RID.
+    let whole_sids = opnum == 68 || opnum == 77;
+    t.encode(
+        |w, (kind, s, i)| {
             w.u16(*kind);
-            if opnum == 68 || opnum == 77 {
+            if whole_sids {
                 w.opt_ptr(s.is_some());
             } else {
                 // LSA_TRANSLATED_SID(_EX): the RID; a domain's own SID has none.
@@ -710,17 +749,13 @@ fn lookup_names(
             if opnum != 14 {
                 w.u32(0); // Flags
             }
-        }
-        if opnum == 68 || opnum == 77 {
-            for (_, s, _) in &found {
-                if let Some(s) = s {
-                    put_sid(&mut w, s);
-                }
+        },
+        |w, (_, s, _)| {
+            if let (true, Some(s)) = (whole_sids, s) {
+                put_sid(w, s);
             }
-        }
-    }
-    w.u32(mapped);
-    status_only(&mut w, mapped_status(mapped, asked.len() as u32))
+        },
+    )
 }
 
 #[cfg(test)]
