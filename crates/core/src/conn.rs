@@ -316,6 +316,17 @@ struct Job {
     arrived_us: u64,
 }
 
+impl Job {
+    /// The file a related member after the one just answered works on ([MS-SMB2]
+    /// 3.3.5.2.7.2): the open it `made` (a CREATE), else the one it named, else, for a
+    /// related member, the one it inherited; an unrelated member that named none leaves
+    /// none.
+    fn settle_last_file(&mut self, made: Option<(u64, u64)>, related: bool) {
+        let named = self.named_file.take();
+        self.last_file = made.or(named).or(self.last_file.filter(|_| related));
+    }
+}
+
 /// The session, tree and (for a related member) file id a job's member runs with.
 type MemberIds = (u64, u32, Option<(u64, u64)>);
 
@@ -776,10 +787,7 @@ impl Connection {
             Cont::Flush(c) => cmd::flush::finish(&mut self.core, c, done),
         };
         let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
-        // READ, WRITE and FLUSH name their file: a related member after them uses it.
-        if let Some(named) = job.named_file.take() {
-            job.last_file = Some(named);
-        }
+        job.settle_last_file(None, hdr.is_related());
         self.push_reply(&mut job, &hdr, r0.session_id, reply);
         self.run(job);
     }
@@ -947,11 +955,7 @@ impl Connection {
         if hdr.command == Command::LOGOFF && !reply.status.is_error() {
             self.async_ops.retain(|_, op| op.session_id != session_id);
         }
-        if reply.file_id.is_some() {
-            job.last_file = reply.file_id;
-        } else {
-            job.last_file = job.named_file.take().or(job.last_file.filter(|_| related));
-        }
+        job.settle_last_file(reply.file_id, related);
         if let Some(sid) = reply.session_id {
             job.last_session = sid;
         }
@@ -1000,7 +1004,7 @@ impl Connection {
         if hdr.command == Command::CREATE {
             job.related_error = Some(status);
         }
-        job.last_file = job.named_file.take().or(job.last_file.filter(|_| related));
+        job.settle_last_file(None, related);
         let reply = Reply::with_status(status, Vec::new());
         self.push_reply(job, hdr, session_id, reply);
     }
