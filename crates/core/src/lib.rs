@@ -52,6 +52,8 @@ pub use config::DEFAULT_COMPRESSION;
 pub use conn::{Connection, WRITE_SPLICE_LEN_MIN};
 pub use identity::{Account, AccountError, Accounts, InheritOwner, ProcessAccounts, ShareRules};
 pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
+#[doc(hidden)]
+pub use ipc::FuzzPipe;
 pub use lookup::{Kdcs, Lookup, LookupDone, LookupRequest};
 /// The per-file state (crates/files), as the modules here name it.
 pub use ringshare_files as files;

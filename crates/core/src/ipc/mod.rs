@@ -17,6 +17,7 @@
 //! accounts, which any authenticated (or, if configured, guest) SMB session
 //! may see.
 
+mod fuzz;
 mod lsa;
 mod ndr;
 mod srvsvc;
@@ -27,6 +28,7 @@ use ringshare_wire::codec::Reader;
 use ringshare_wire::NtStatus;
 
 use crate::lookup::{NameAnswers, NameQuery};
+pub use fuzz::FuzzPipe;
 pub(crate) use srvsvc::{ShareEntry, ShareKind};
 
 /// What the services need to know about the server.
@@ -55,7 +57,7 @@ pub(crate) enum Progress {
 }
 
 impl Service {
-    fn interface(self) -> ([u8; 16], u16) {
+    pub(crate) fn interface(self) -> ([u8; 16], u16) {
         match self {
             // 4b324fc8-1670-01d3-1278-5a47bf6ee188 v3.0
             Service::Srvsvc => (
@@ -99,7 +101,7 @@ const fn uuid(g: [u32; 4]) -> [u8; 16] {
 }
 
 /// NDR 2.0 transfer syntax: 8a885d04-1ceb-11c9-9fe8-08002b104860 v2.
-const NDR20: [u8; 16] = uuid([0x8a88_5d04, 0x1ceb_11c9, 0x9fe8_0800, 0x2b10_4860]);
+pub(crate) const NDR20: [u8; 16] = uuid([0x8a88_5d04, 0x1ceb_11c9, 0x9fe8_0800, 0x2b10_4860]);
 /// Bind-time feature negotiation syntaxes start with these 8 bytes
 /// (6cb71c2c-9812-4540-...), [MS-RPCE] 3.3.1.5.3.
 const BIND_TIME_FEATURES: [u8; 8] = [0x2c, 0x1c, 0xb7, 0x6c, 0x12, 0x98, 0x40, 0x45];

@@ -21,7 +21,7 @@ fn facts() -> ServerFacts {
     }
 }
 
-fn pdu(ptype: u8, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
+pub(crate) fn pdu(ptype: u8, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
     let mut p = vec![5, 0, ptype, flags, 0x10, 0, 0, 0];
     p.extend_from_slice(&((16 + body.len()) as u16).to_le_bytes());
     p.extend_from_slice(&[0, 0]);
@@ -30,7 +30,7 @@ fn pdu(ptype: u8, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
     p
 }
 
-fn bind_body(iface: [u8; 16], major: u16, syntax: [u8; 16], syntax_ver: u32) -> Vec<u8> {
+pub(crate) fn bind_body(iface: [u8; 16], major: u16, syntax: [u8; 16], syntax_ver: u32) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&4280u16.to_le_bytes());
     b.extend_from_slice(&4280u16.to_le_bytes());
@@ -45,7 +45,7 @@ fn bind_body(iface: [u8; 16], major: u16, syntax: [u8; 16], syntax_ver: u32) -> 
     b
 }
 
-fn request_body(opnum: u16, stub: &[u8]) -> Vec<u8> {
+pub(crate) fn request_body(opnum: u16, stub: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&(stub.len() as u32).to_le_bytes());
     b.extend_from_slice(&0u16.to_le_bytes());
@@ -55,7 +55,7 @@ fn request_body(opnum: u16, stub: &[u8]) -> Vec<u8> {
 }
 
 /// Split queued output into PDUs: (ptype, flags, body).
-fn pdus(out: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
+pub(crate) fn pdus(out: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
     let mut v = Vec::new();
     let mut rest = out;
     while rest.len() >= 16 {

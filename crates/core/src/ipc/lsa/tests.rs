@@ -149,3 +149,94 @@ fn builtin_with_an_empty_account_and_an_empty_name_are_the_builtin_domain() {
     }
     assert!(sid_of("NOSUCH\\", &facts(), &mut names).is_none());
 }
+
+/// A LookupNames3 request for `names` on handle `h`.
+fn lookup_names3(h: &[u8; 20], names: &[&str]) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(h);
+    w.u32(names.len() as u32);
+    w.u32(names.len() as u32);
+    for n in names {
+        unicode_head(&mut w, n);
+    }
+    for n in names {
+        w.counted_chars(n, 0);
+    }
+    w.u32(0); // TranslatedSids: no entries
+    w.u32(0);
+    w.u16(1); // LookupLevel
+    w.u32(0); // MappedCount
+    w.u32(0); // LookupOptions
+    w.u32(2); // ClientRevision
+    w.buf
+}
+
+/// The `rpc_pipe` fuzz target's seeds (fuzz/corpus/rpc_pipe): a BIND to lsarpc, then
+/// OpenPolicy2, QueryInformationPolicy class 5, LookupSids2, LookupNames3 and Close twice,
+/// each write a piece of `[service 0][u16 read size][u16 len][bytes]...`; and the same
+/// calls in one write. Written by `cargo test -p ringshare-core -- --ignored
+/// write_rpc_pipe_fuzz_corpus`.
+#[test]
+#[ignore]
+fn write_rpc_pipe_fuzz_corpus() {
+    use crate::ipc::tests::{bind_body, pdu, request_body};
+    let mut state = State::default();
+    let h = open(&mut state);
+    let (iface, major) = super::super::Service::Lsarpc.interface();
+    let mut query5 = h.to_vec();
+    query5.extend_from_slice(&5u16.to_le_bytes());
+    let sids = [
+        Sid::unix_user(1000),
+        Sid::unix_group(1001),
+        Sid::everyone(),
+        sid("S-1-5-32-544"),
+    ];
+    let calls: Vec<(u16, Vec<u8>)> = vec![
+        (44, Vec::new()),
+        (46, query5),
+        (57, lookup_sids2(&h, &sids)),
+        (
+            68,
+            lookup_names3(&h, &["u1", "BUILTIN\\Administrators", "", "BUILTIN\\"]),
+        ),
+        (0, h.to_vec()),
+        (0, h.to_vec()),
+    ];
+    let mut writes = vec![pdu(
+        11,
+        3,
+        1,
+        &bind_body(iface, major, super::super::NDR20, 2),
+    )];
+    for (i, (opnum, stub)) in calls.into_iter().enumerate() {
+        writes.push(pdu(0, 3, 2 + i as u32, &request_body(opnum, &stub)));
+    }
+    let seed = |pieces: &[Vec<u8>]| {
+        let mut s = vec![0u8];
+        s.extend_from_slice(&4280u16.to_le_bytes());
+        for p in pieces {
+            s.extend_from_slice(&(p.len() as u16).to_le_bytes());
+            s.extend_from_slice(p);
+        }
+        s
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/rpc_pipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("lsarpc-calls"), seed(&writes)).unwrap();
+    std::fs::write(dir.join("lsarpc-one-write"), seed(&[writes.concat()])).unwrap();
+    // Each seed, played as the target plays it, gets the BIND_ACK and six answers, the
+    // last a fault (the second Close).
+    for name in ["lsarpc-calls", "lsarpc-one-write"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let mut p = crate::ipc::FuzzPipe::new(bytes[0]);
+        let mut rest = &bytes[3..];
+        let mut out = Vec::new();
+        while rest.len() >= 2 {
+            let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+            out.extend(p.write(&rest[2..2 + n], 4280));
+            rest = &rest[2 + n..];
+        }
+        let types: Vec<u8> = crate::ipc::tests::pdus(&out).iter().map(|p| p.0).collect();
+        assert_eq!(types, [12, 2, 2, 2, 2, 2, 3], "{name}");
+    }
+}

@@ -1,0 +1,86 @@
+//! The `rpc_pipe` fuzz target's way in (fuzz/fuzz_targets/rpc_pipe.rs): the named
+//! pipes' DCE/RPC layer and the services behind it, without a connection.
+
+use super::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind};
+use crate::lookup::{NameAnswers, NameQuery};
+
+/// One pipe of a service, fed what a client writes.
+#[doc(hidden)]
+pub struct FuzzPipe {
+    pipe: Pipe,
+    facts: ServerFacts,
+}
+
+impl FuzzPipe {
+    /// A pipe of `lsarpc` (`which` 0), `srvsvc` (1) or `wkssvc` (else).
+    pub fn new(which: u8) -> FuzzPipe {
+        let name = match which {
+            0 => "lsarpc",
+            1 => "srvsvc",
+            _ => "wkssvc",
+        };
+        let share = |name: &str, kind| ShareEntry {
+            name: name.into(),
+            comment: "a share".into(),
+            kind,
+        };
+        FuzzPipe {
+            pipe: Pipe::open(name).expect("a served pipe"),
+            facts: ServerFacts {
+                netbios_name: "RS".into(),
+                workgroup: "WORKGROUP".into(),
+                comment: "ringshare".into(),
+                shares: vec![
+                    share("data", ShareKind::Disk),
+                    share("IPC$", ShareKind::Ipc),
+                ],
+            },
+        }
+    }
+
+    /// Write `data` as a client does; NSS's questions are answered (even ids and names
+    /// starting with `u` are known, the rest not), as often as calls ask; then everything
+    /// queued is read in pieces of at most `max` bytes (returned). The pipe's errors are
+    /// statuses.
+    pub fn write(&mut self, data: &[u8], max: usize) -> Vec<u8> {
+        let mut progress = self.pipe.write(data, &self.facts);
+        while let Ok(Progress::Needs(queries)) = progress {
+            assert!(self.pipe.waits(), "a call that needs NSS waits");
+            progress = self.pipe.resume(&self.facts, &answers(&queries));
+        }
+        let max = max.max(1);
+        let mut read = Vec::new();
+        loop {
+            let (out, more) = self.pipe.read(max);
+            assert!(out.len() <= max, "a read returns at most what was asked");
+            read.extend_from_slice(&out);
+            if !more {
+                return read;
+            }
+        }
+    }
+}
+
+/// NSS as the harness has it.
+fn answers(queries: &[NameQuery]) -> NameAnswers {
+    let mut a = NameAnswers::default();
+    let known = |id: u32| (id % 2 == 0).then(|| format!("u{id}"));
+    let id_of = |n: &str| n.starts_with('u').then(|| 1000 + n.len() as u32);
+    for q in queries {
+        match q {
+            NameQuery::Uid(u) => {
+                a.users.insert(*u, known(*u));
+            }
+            NameQuery::Gid(g) => {
+                a.groups.insert(*g, known(*g));
+            }
+            NameQuery::User(n) => {
+                a.user_ids.insert(n.clone(), id_of(n));
+            }
+            NameQuery::Group(n) => {
+                a.group_ids.insert(n.clone(), id_of(n));
+            }
+        }
+    }
+    a
+}
