@@ -24,7 +24,9 @@
 #                                    (the independent decompressors ringshare-compress's
 #                                    differential test checks its streams against) and
 #                                    btrfs-progs (mkfs.btrfs and read-only subvolume snapshots on
-#                                    a loop-mounted image, for Previous Versions, issue 31)
+#                                    a loop-mounted image, for Previous Versions, issue 31) and
+#                                    wsdd (its discovery mode is the independent WS-Discovery
+#                                    client of tests/wsd.rs; its own service is disabled)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -33,7 +35,7 @@ SUDO=""
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(python3 python3-venv acl attr
     prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
-    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs)
+    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs wsdd)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,6 +56,8 @@ fi
 # not use it and it is not wanted on a build machine.
 if [ "$want_test" -eq 1 ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
     $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
+    # Likewise wsdd, which would announce the machine on its networks.
+    $SUDO systemctl disable --now wsdd >/dev/null 2>&1 || true
 fi
 if [ "$want_test" -eq 1 ]; then
     venv="$HOME/.cache/ringshare/venv-compress"

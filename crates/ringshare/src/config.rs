@@ -317,6 +317,9 @@ pub struct Global {
     /// `multicast dns register` (Samba's option, default yes): Time Machine
     /// shares are announced through Avahi ([`crate::mdns`]).
     pub multicast_dns_register: bool,
+    /// `wsd` (ringshare extension; Samba leaves this to wsdd): the server
+    /// announces itself to Windows by WS-Discovery ([`crate::wsd`]). Default yes.
+    pub wsd: bool,
     /// `zerocopy send` (ringshare extension): `auto` (default), `yes` or `no`.
     pub zerocopy_send: ZerocopySend,
     /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
@@ -417,6 +420,7 @@ impl Default for Global {
             multishot_receive: false,
             kernel_change_notify: true,
             multicast_dns_register: true,
+            wsd: true,
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             multi_channel: true,
@@ -839,6 +843,15 @@ mod tests {
         assert!(c.shares[0].change_notify);
         let c = parse_str("[s]\npath = /tmp\nchange notify = no\n", path).unwrap();
         assert!(!c.shares[0].change_notify);
+    }
+
+    #[test]
+    fn ws_discovery_is_on_by_default_and_wsd_no_turns_it_off() {
+        let path = Path::new("test.conf");
+        assert!(parse_str("[s]\npath = /tmp\n", path).unwrap().global.wsd);
+        let off = parse_str("[global]\nwsd = no\n[s]\npath = /tmp\n", path).unwrap();
+        assert!(!off.global.wsd);
+        assert!(parse_str("[global]\nwsd = maybe\n[s]\npath = /tmp\n", path).is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod testparm;
 pub mod users;
 pub mod winbind;
 pub mod winbind_ids;
+pub mod wsd;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.
 pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -510,6 +510,8 @@ pub fn serve(
         .map_err(|e| err(format!("signal handler: {e}")))?;
     // Time Machine shares announced while the server runs (dropped at the end).
     let _announced = crate::mdns::announce(&cfg);
+    // WS-Discovery for Windows while the server runs (Bye when dropped at the end).
+    let _discovery = crate::wsd::start(&cfg, &listen);
     let first = Mutex::new(Some(listeners));
     // The sockets are bound and listening (connections queue from here): ready for systemd.
     crate::sdnotify::ready(&format!(

@@ -230,6 +230,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         multishot_receive,
         kernel_change_notify,
         multicast_dns_register,
+        wsd,
         zerocopy_send,
         send_timeout_secs,
         multi_channel,
@@ -392,6 +393,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     opt(s, "pin cpus", yes_no(*pin_cpus));
     opt(s, "kernel change notify", yes_no(*kernel_change_notify));
     opt(s, "multicast dns register", yes_no(*multicast_dns_register));
+    opt(s, "wsd", yes_no(*wsd));
     opt(s, "log level", log_level);
 }
 

@@ -124,6 +124,7 @@ fn check_debian_file(original: &Path) {
         "\tlisten = 0.0.0.0:445",
         "\tuse sendfile = yes",
         "\tdeadtime = 15",
+        "\twsd = yes",
         "[homes]",
         "\tpath = %H",
         "\tcomment = Home Directories",

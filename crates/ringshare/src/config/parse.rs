@@ -197,6 +197,7 @@ enum Opt {
     MultishotReceive,
     KernelChangeNotify,
     MulticastDnsRegister,
+    Wsd,
     LocalKdc,
     ZerocopySend,
     SendTimeout,
@@ -309,6 +310,7 @@ fn classify(key: &str) -> Option<Opt> {
         "multishot receive" => Opt::MultishotReceive,
         "kernel change notify" => Opt::KernelChangeNotify,
         "multicast dns register" => Opt::MulticastDnsRegister,
+        "wsd" => Opt::Wsd,
         "local kdc" => Opt::LocalKdc,
         "zerocopy send" => Opt::ZerocopySend,
         "send timeout" => Opt::SendTimeout,
@@ -850,6 +852,7 @@ impl<'a> Parser<'a> {
             Opt::MulticastDnsRegister => {
                 self.global.multicast_dns_register = self.bool_value(line, key, value)?;
             }
+            Opt::Wsd => self.global.wsd = self.bool_value(line, key, value)?,
             Opt::LocalKdc => self.global.local_kdc = self.bool_value(line, key, value)?,
             Opt::ZerocopySend => {
                 self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {
