@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::wsd::xml::escape as xml_escape;
 
 /// Where Avahi reads service files.
 const AVAHI_SERVICES: &str = "/etc/avahi/services";
@@ -29,19 +30,6 @@ impl Drop for Announcement {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
-}
-
-fn xml_escape(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '&' => "&amp;".to_string(),
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '"' => "&quot;".to_string(),
-            '\'' => "&apos;".to_string(),
-            c => c.to_string(),
-        })
-        .collect()
 }
 
 /// The Avahi service group announcing `port` for SMB and the Time Machine
