@@ -15,67 +15,23 @@
 //!   read back as the domain's SIDs. The domain's SID is learnt from the PACs of its users (each
 //!   logon states it); until a user of the domain has logged on, its ids read as Unix SIDs.
 //!
-//! This module knows nothing of connections or sessions: it is configuration and mappings.
+//! This module knows nothing of connections, sessions or the lookups that ask the domain
+//! ([`crate::lookup`], above it): it is configuration and mappings.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
+use ringshare_auth::DomainNtlm;
 
 use ringshare_wire::security::{Ace, AceBody, SecurityDescriptor, Sid};
 
 use crate::sidcache::{is_domain_sid, sids_in, IdAnswers, IdCache, Xid};
-
-/// The answer to what a request asked, kept for the member that asked until it runs again: the
-/// domain's to an NTLM response ([`WithDomain`] gives it to the exchange), a KDC's to an IAKerb
-/// client's request (given to the exchange before it steps), or the id source's to a
-/// descriptor's SIDs or ids.
-pub(crate) enum DomainAnswer {
-    Ntlm(DomainNtlmRequest, Result<[u8; 16], String>),
-    Kdc(
-        ringshare_auth::krb5::iakerb::KdcRequest,
-        Result<Vec<u8>, String>,
-    ),
-    /// The id source was asked about the SIDs or ids a request named: its answers are in the
-    /// [`SidMap`]'s cache (Ok), or it could not answer (why).
-    Ids(Result<(), String>),
-    /// NSS's answers to an lsarpc call's questions ([`crate::ipc`]).
-    Names(crate::lookup::NameAnswers),
-}
 
 /// What a domain member asks its domain; the server binary answers through winbind.
 pub trait DomainLogons: Send + Sync {
     /// Check a domain user's NTLMv2 response: the NTLMv2 session base key when the domain
     /// accepts it, or why not (as the domain said it).
     fn ntlm(&self, request: &DomainNtlm<'_>) -> Result<[u8; 16], String>;
-}
-
-/// The local accounts, with the users of `workgroup` checked by the domain: the domain was
-/// asked before the exchange went on, away from the I/O thread, and `answer` is what it said
-/// ([`crate::lookup`]). A response of the workgroup without its answer is refused.
-pub(crate) struct WithDomain<'a> {
-    pub local: &'a dyn UserLookup,
-    pub workgroup: &'a str,
-    pub answer: Option<&'a DomainAnswer>,
-}
-
-impl UserLookup for WithDomain<'_> {
-    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        self.local.nt_hash(user)
-    }
-
-    fn uid(&self, user: &str) -> Option<u32> {
-        self.local.uid(user)
-    }
-
-    fn domain_ntlm(&self, r: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
-        r.domain
-            .eq_ignore_ascii_case(self.workgroup)
-            .then(|| match self.answer {
-                Some(DomainAnswer::Ntlm(asked, answer)) if asked.is(r) => answer.clone(),
-                _ => Err("the domain was not asked".into()),
-            })
-    }
 }
 
 /// `idmap config DOMAIN : backend = rid` with its range.

@@ -18,6 +18,7 @@ mod decide;
 mod deliver;
 pub mod domain;
 mod durable;
+mod exchange;
 mod fileinfo;
 pub mod fruit;
 mod fsmap;

@@ -10,17 +10,63 @@
 //! [`LookupRequest::run`] away from its ring (a thread of its lookup pool) and hands the answer
 //! back with [`crate::Connection::complete_lookup`], as it does file I/O with `complete_io`.
 //! Meanwhile the connection's other requests, and every other connection of the ring, go on.
+//! The answer is kept for the request that asked ([`DomainAnswer`]) until it runs again.
 
 use std::fmt;
 use std::sync::Arc;
 
 use ringshare_auth::krb5::iakerb::KdcRequest;
-use ringshare_auth::DomainNtlmRequest;
+use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
 
 use crate::domain::DomainLogons;
 use crate::identity::{Account, AccountError, Accounts};
 
 use crate::sidcache::{IdAnswers, IdSource, Xid};
+
+/// The answer to what a request asked, kept for the member that asked until it runs again: the
+/// domain's to an NTLM response ([`WithDomain`] gives it to the exchange), a KDC's to an IAKerb
+/// client's request (given to the exchange before it steps), or the id source's to a
+/// descriptor's SIDs or ids.
+pub(crate) enum DomainAnswer {
+    Ntlm(DomainNtlmRequest, Result<[u8; 16], String>),
+    Kdc(
+        ringshare_auth::krb5::iakerb::KdcRequest,
+        Result<Vec<u8>, String>,
+    ),
+    /// The id source was asked about the SIDs or ids a request named: its answers are in the
+    /// [`SidMap`]'s cache (Ok), or it could not answer (why).
+    Ids(Result<(), String>),
+    /// NSS's answers to an lsarpc call's questions ([`crate::ipc`]).
+    Names(NameAnswers),
+}
+
+/// The local accounts, with the users of `workgroup` checked by the domain: the domain was
+/// asked before the exchange went on, away from the I/O thread, and `answer` is what it said
+/// (this module). A response of the workgroup without its answer is refused.
+pub(crate) struct WithDomain<'a> {
+    pub local: &'a dyn UserLookup,
+    pub workgroup: &'a str,
+    pub answer: Option<&'a DomainAnswer>,
+}
+
+impl UserLookup for WithDomain<'_> {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        self.local.nt_hash(user)
+    }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.local.uid(user)
+    }
+
+    fn domain_ntlm(&self, r: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
+        r.domain
+            .eq_ignore_ascii_case(self.workgroup)
+            .then(|| match self.answer {
+                Some(DomainAnswer::Ntlm(asked, answer)) if asked.is(r) => answer.clone(),
+                _ => Err("the domain was not asked".into()),
+            })
+    }
+}
 
 /// How the server reaches the KDCs of its realm, for IAKerb clients that cannot (the binary:
 /// the `kdc =` lines of krb5.conf, over UDP and TCP).

@@ -1,5 +1,5 @@
 //! Closing an open ([MS-SMB2] 3.3.5.10 and the close steps of logoff, tree disconnect and
-//! connection loss). Finding one from a request's FileId is [`crate::conn::handles`].
+//! connection loss). Finding one from a request's FileId is [`crate::exchange::handles`].
 //!
 //! Closing removes the open's share-mode entry and byte-range locks from its
 //! [`FileEntry`]; when the last open of a file whose delete is pending goes,

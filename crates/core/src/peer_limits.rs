@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use crate::conn::ConnCore;
+use crate::exchange::ConnCore;
 use crate::loglimit::{log_summaries, LogKind};
 use crate::peers::PeerIp;
 use crate::server::ServerState;

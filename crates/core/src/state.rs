@@ -266,7 +266,7 @@ pub(crate) struct OpenState {
     pub kernel_marked_ms: u64,
     /// READs asking for compression that go plain before one tries again, and
     /// how many tries in a row did not pay (random or already compressed
-    /// data): [`crate::conn::compress::skips`].
+    /// data): [`crate::exchange::compress::skips`].
     pub compress_skip: u32,
     pub compress_misses: u32,
 }

@@ -9,8 +9,8 @@ use ringshare_wire::consts::{CloseFlags, FileAttributes};
 use ringshare_wire::create::{CloseRequest, CloseResponse};
 use ringshare_wire::NtStatus;
 
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::opens;
 use crate::server::lock;

@@ -25,16 +25,16 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{FileAttr, FsError, RelPath, Share, Who};
+use ringshare_vfs::{FileAttr, RelPath, Who};
 use ringshare_wire::consts::{CreateAction, FileAttributes, LeaseFlags, LeaseState, OplockLevel};
 use ringshare_wire::create::{CreateContext, CreateRequest, CreateResponse};
 use ringshare_wire::security::Sid;
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::cmd::Handled;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::oplock;
-use crate::fsmap::status_of;
 use crate::limits;
 use crate::server::{lock, ServerState, ShareDef};
 use crate::state::{SessionRef, TreeKind};
@@ -311,62 +311,6 @@ pub(crate) fn file_id_shown(core: &ConnCore, share: &ShareDef, attr: &FileAttr) 
         0
     } else {
         fileinfo::file_id(attr)
-    }
-}
-
-/// Resolve a parsed name: exactly when it exists, else component by component
-/// case-insensitively. Returns the path as stored (the last component as given
-/// when it does not exist) and the file's attributes when it exists.
-pub(crate) fn resolve_path(
-    backend: &dyn Share,
-    who: &ringshare_vfs::Who,
-    path: &RelPath,
-) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
-    match backend.stat(who, path) {
-        Ok(a) => return Ok((path.clone(), Some(a))),
-        Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
-        Err(e) => return Err(status_of(e)),
-    }
-    let comps = path.components();
-    let mut cur = RelPath::root();
-    for (i, comp) in comps.iter().enumerate() {
-        let last = i + 1 == comps.len();
-        match find_stored_name(backend, who, &cur, comp) {
-            Ok(stored) => cur = cur.join(&stored).map_err(status_of)?,
-            Err(FsError::NotFound) if last => {
-                let p = cur.join(comp).map_err(status_of)?;
-                return Ok((p, None));
-            }
-            Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {
-                return Err(NtStatus::OBJECT_PATH_NOT_FOUND)
-            }
-            Err(e) => return Err(status_of(e)),
-        }
-    }
-    match backend.stat(who, &cur) {
-        Ok(a) => Ok((cur, Some(a))),
-        Err(FsError::NotFound) => Ok((cur, None)),
-        Err(FsError::PathNotFound | FsError::NotADirectory) => Err(NtStatus::OBJECT_PATH_NOT_FOUND),
-        Err(e) => Err(status_of(e)),
-    }
-}
-
-/// The name `comp` has in directory `dir` as stored: the same name in another
-/// case, or the file whose 8.3 short name it is ([MS-FSCC] 2.1.5.2.1: clients
-/// open, delete and rename files by the short names directory listings gave
-/// them; smbtorture smb2.name-mangling.mangle).
-fn find_stored_name(
-    backend: &dyn Share,
-    who: &ringshare_vfs::Who,
-    dir: &RelPath,
-    comp: &str,
-) -> Result<String, FsError> {
-    match backend.find_name_case_insensitive(who, dir, comp) {
-        Err(FsError::NotFound) if crate::shortname::may_be_derived(comp) => backend
-            .find_name_matching(who, dir, &|n| {
-                n != comp && crate::shortname::short_name(n).eq_ignore_ascii_case(comp)
-            }),
-        other => other,
     }
 }
 

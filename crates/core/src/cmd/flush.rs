@@ -6,8 +6,9 @@
 use ringshare_wire::file::{FlushRequest, FlushResponse};
 use ringshare_wire::NtStatus;
 
-use crate::conn::handles;
-use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
+use crate::cmd::{Cont, Handled};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};

@@ -11,7 +11,9 @@
 use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::NtStatus;
 
-use crate::conn::{Asked, ConnCore, DomainAnswer, Handled, LookupCont};
+use crate::cmd::{Asked, Handled, LookupCont};
+use crate::exchange::ConnCore;
+use crate::lookup::DomainAnswer;
 use crate::lookup::Lookup;
 use crate::sidcache::Xid;
 

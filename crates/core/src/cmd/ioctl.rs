@@ -41,8 +41,8 @@ use ringshare_wire::ioctl::{
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::arbiter;
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access::{
     FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
 };

@@ -23,8 +23,9 @@ use ringshare_wire::NtStatus;
 
 use crate::arbiter;
 use crate::cmd::AsyncWork;
-use crate::conn::handles;
-use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::cmd::Handled;
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::locks::{self, ByteRangeLock};
 use crate::limits;
 use crate::server::lock;

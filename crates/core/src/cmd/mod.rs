@@ -1,10 +1,22 @@
 //! One module per SMB2 command, each opening with the [MS-SMB2] section it
 //! implements. A module exposes `handle(core, req)`; commands that need file
-//! I/O also expose a continuation type and `finish`.
+//! I/O also expose a continuation type and `finish`. What a command returns
+//! ([`Handled`]) and how a parked one goes on ([`Cont`], [`LookupCont`],
+//! [`AsyncWork`]) are here.
+//!
+//! The commands know nothing of the connection driver ([`crate::conn`]): they work on
+//! [`crate::exchange`] (the request, its reply, the connection's state), and the driver
+//! dispatches to them.
 
+use std::sync::Arc;
+
+use ringshare_auth::krb5::iakerb::KdcRequest;
+use ringshare_auth::DomainNtlmRequest;
+use ringshare_vfs::Node;
 use ringshare_wire::NtStatus;
 
-use crate::conn::{ConnCore, Reply};
+use crate::exchange::{ConnCore, Reply};
+use crate::io::IoOp;
 
 pub(crate) mod close;
 pub(crate) mod create;
@@ -21,11 +33,60 @@ pub(crate) mod pipe;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
 pub(crate) mod read;
+pub(crate) mod resolve;
 pub(crate) mod session_setup;
 pub(crate) mod set_info;
 pub(crate) mod stream;
 pub(crate) mod tree;
 pub(crate) mod write;
+
+/// The continuation of a command waiting for file I/O.
+pub(crate) enum Cont {
+    Read(read::ReadCont),
+    Write(write::WriteCont),
+    Flush(flush::FlushCont),
+}
+
+/// What a command module returns.
+pub(crate) enum Handled {
+    Reply(Reply),
+    Io {
+        node: Arc<dyn Node>,
+        op: IoOp,
+        cont: Cont,
+    },
+    /// Go async: send STATUS_PENDING now, finish later.
+    Async(AsyncWork),
+    /// Ask something away from the I/O thread ([`crate::lookup`]), then go on.
+    Lookup {
+        ask: crate::lookup::Lookup,
+        cont: LookupCont,
+    },
+    /// A CREATE waits for other clients to acknowledge oplock or lease
+    /// breaks: the connection parks its job and asks again.
+    WaitForBreaks,
+}
+
+/// How a parked request goes on once its answer is in.
+pub(crate) enum LookupCont {
+    /// The member runs again with the answer at hand ([`crate::lookup::DomainAnswer`]): it asked before it
+    /// changed anything.
+    Again(Asked),
+    /// A logon whose exchange ended goes on with the account it acts as.
+    Logon(Box<session_setup::Finishing>),
+}
+
+/// What a SESSION_SETUP leg asked before it runs again.
+pub(crate) enum Asked {
+    /// The domain's check of an NTLM response.
+    Ntlm(DomainNtlmRequest),
+    /// A KDC's answer to an IAKerb client's request.
+    Kdc(KdcRequest),
+    /// The id source's answer about a descriptor's SIDs or ids (SET_INFO, CREATE, QUERY_INFO).
+    Ids,
+    /// NSS's answers to an lsarpc call (a pipe WRITE or FSCTL_PIPE_TRANSCEIVE).
+    Names,
+}
 
 /// Work of a request that went async.
 pub(crate) enum AsyncWork {

@@ -12,8 +12,8 @@ use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest, NegotiateRes
 use ringshare_wire::smb1::Smb1Negotiate;
 use ringshare_wire::NtStatus;
 
-use crate::conn::{compress, handles};
-use crate::conn::{ConnCore, Negotiated, Reply, Req};
+use crate::exchange::{compress, handles};
+use crate::exchange::{ConnCore, Negotiated, Reply, Req};
 use crate::server::{EncryptPolicy, SigningPolicy};
 
 /// Dialects we implement, highest first.

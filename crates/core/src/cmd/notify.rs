@@ -13,8 +13,9 @@ use ringshare_wire::misc::ChangeNotifyRequest;
 use ringshare_wire::NtStatus;
 
 use crate::cmd::AsyncWork;
-use crate::conn::handles;
-use crate::conn::{ConnCore, Handled, Reply, Req};
+use crate::cmd::Handled;
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::notify::{self, Answer, Watcher};
 
 /// FILE_LIST_DIRECTORY: the access CHANGE_NOTIFY needs on the directory.

@@ -7,8 +7,8 @@ use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::NtStatus;
 
 use crate::arbiter;
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::oplock::LeaseId;
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {

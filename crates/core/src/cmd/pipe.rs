@@ -10,10 +10,12 @@ use ringshare_wire::file::{ReadRequest, ReadResponse, WriteRequest, WriteRespons
 use ringshare_wire::ioctl::{IoctlRequest, IoctlResponse};
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::conn::handles;
-use crate::conn::{Asked, ConnCore, DomainAnswer, Handled, LookupCont, Reply, Req};
+use crate::cmd::{Asked, Handled, LookupCont};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::ipc::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind};
 use crate::limits;
+use crate::lookup::DomainAnswer;
 use crate::lookup::Lookup;
 use crate::server::lock;
 use crate::state::PipeOpen;

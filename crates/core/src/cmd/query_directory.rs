@@ -24,8 +24,8 @@ use ringshare_wire::fscc::dir_info::dir_class_fixed_size;
 use ringshare_wire::fscc::{encode_dir_entry, name_matches, DirEntryChain, FileInfoClass};
 use ringshare_wire::NtStatus;
 
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::access::FILE_LIST_DIRECTORY;
 use crate::fsmap::status_of;

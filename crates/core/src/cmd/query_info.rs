@@ -37,8 +37,8 @@ use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::{NtStatus, WriteExt};
 
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
 use crate::fsmap::status_of;

@@ -16,8 +16,9 @@ use ringshare_wire::transform::TRANSFORM_HEADER_LEN;
 use ringshare_wire::NtStatus;
 
 use crate::arbiter;
-use crate::conn::handles;
-use crate::conn::{ConnCore, Cont, Handled, Reply, Req};
+use crate::cmd::{Cont, Handled};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access;
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
@@ -98,8 +99,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         now_ms: core.now.mono_ms,
     };
     let writers = arbiter::io_check(&core.server, open.key, &open.entry, io)?;
-    let compress =
-        crate::conn::compress::read_asks(core, rr.flags) && !crate::conn::compress::skips(&open);
+    let compress = crate::exchange::compress::read_asks(core, rr.flags)
+        && !crate::exchange::compress::skips(&open);
     let (node, open_id) = (open.node.clone(), open.id);
     if rr.length as usize > SPLICE_ONLY_ABOVE
         && splice_allowed(core, req, writers)

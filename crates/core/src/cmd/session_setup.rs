@@ -24,10 +24,12 @@ use ringshare_wire::session::{LogoffRequest, SessionSetupRequest, SessionSetupRe
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::logon_user::{kerberos_user, DomainUser};
-use crate::conn::{signature_ok, Asked, ConnCore, DomainAnswer, Handled, LookupCont, Reply, Req};
+use crate::cmd::{Asked, Handled, LookupCont};
+use crate::exchange::{signature_ok, ConnCore, Reply, Req};
 use crate::identity::{Account, AccountError};
 use crate::limits;
 use crate::loglimit::{FailedLogon, LogKind};
+use crate::lookup::DomainAnswer;
 use crate::lookup::{Lookup, LookupDone};
 use crate::peers::PeerIp;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
@@ -125,7 +127,7 @@ pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u6
 }
 
 /// `logon_waits`: a SESSION_SETUP of this session waits for a lookup
-/// ([`crate::conn::LookupCont`]); another is not accepted meanwhile.
+/// ([`crate::cmd::LookupCont`]); another is not accepted meanwhile.
 pub(crate) fn handle(
     core: &mut ConnCore,
     req: &Req<'_>,
@@ -143,7 +145,7 @@ pub(crate) fn handle(
         domain_question(core, req.hdr.session_id, setup.security_buffer)
     {
         // The domain checks the response before the exchange changes anything; the request
-        // then runs again with the answer ([`crate::conn::LookupCont::Again`]).
+        // then runs again with the answer ([`crate::cmd::LookupCont::Again`]).
         return Ok(Handled::Lookup {
             ask: Lookup::DomainNtlm {
                 logons,
@@ -754,7 +756,7 @@ fn auth_leg(
     }
     let step = match &member {
         Some(m) => {
-            let lookup = crate::domain::WithDomain {
+            let lookup = crate::lookup::WithDomain {
                 local: users.as_ref(),
                 workgroup: &m.workgroup,
                 answer: answer.as_ref(),

@@ -21,9 +21,9 @@ use ringshare_wire::info::{SetInfoRequest, SetInfoResponse};
 use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WireError};
 
-use crate::cmd::create::resolve_path;
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::cmd::resolve::resolve_path;
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_DIRECTORY, ATTR_READONLY, SETTABLE_ATTRIBUTES};
 use crate::files::access::{
     DELETE, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA, WRITE_DAC, WRITE_OWNER,

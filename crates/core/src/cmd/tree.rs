@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ringshare_vfs::{OpenOptions, RelPath};
 
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::identity::Account;
 use crate::identity::{self, TreeIdentity};
 use crate::limits;

@@ -3,37 +3,12 @@
 //! descriptor's domain SIDs (or the SIDs of a file's ids). The request's job waits here while the driver asks, away from the I/O thread;
 //! the connection's other jobs go on meanwhile.
 
-use ringshare_auth::krb5::iakerb::KdcRequest;
-use ringshare_auth::DomainNtlmRequest;
 use ringshare_wire::header::Header;
 
 use super::{Connection, Job};
-use crate::cmd;
+use crate::cmd::{self, Asked, LookupCont};
 use crate::io::{Now, Output};
-use crate::lookup::{Lookup, LookupDone, LookupRequest};
-
-/// How a parked request goes on once its answer is in.
-pub(crate) enum LookupCont {
-    /// The member runs again with the answer at hand ([`DomainAnswer`]): it asked before it
-    /// changed anything.
-    Again(Asked),
-    /// A logon whose exchange ended goes on with the account it acts as.
-    Logon(Box<cmd::session_setup::Finishing>),
-}
-
-pub(crate) use crate::domain::DomainAnswer;
-
-/// What a SESSION_SETUP leg asked before it runs again.
-pub(crate) enum Asked {
-    /// The domain's check of an NTLM response.
-    Ntlm(DomainNtlmRequest),
-    /// A KDC's answer to an IAKerb client's request.
-    Kdc(KdcRequest),
-    /// The id source's answer about a descriptor's SIDs or ids (SET_INFO, CREATE, QUERY_INFO).
-    Ids,
-    /// NSS's answers to an lsarpc call (a pipe WRITE or FSCTL_PIPE_TRANSCEIVE).
-    Names,
-}
+use crate::lookup::{DomainAnswer, Lookup, LookupDone, LookupRequest};
 
 /// A job parked on a lookup.
 pub(super) struct Parked {

@@ -13,7 +13,7 @@ use super::request::Asked;
 use super::stream::Made;
 use super::At;
 use crate::arbiter;
-use crate::conn::{ConnCore, Req};
+use crate::exchange::{ConnCore, Req};
 use crate::files::access;
 use crate::files::oplock::{self, Route};
 use crate::server::{lock, FileEntry, FileKey, ShareEntry};

@@ -19,7 +19,7 @@ use super::durable;
 use super::request::Asked;
 use super::stream::Made;
 use super::{client_guid, file_id_shown, lease_context, response_body, At, TreeView};
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_READONLY};
 use crate::files::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::files::oplock;

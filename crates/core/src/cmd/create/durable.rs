@@ -191,11 +191,11 @@ pub(crate) fn decide(
 /// (ACCESS_DENIED) and a lease key that matches on another name
 /// (INVALID_PARAMETER), as Windows and Samba answer.
 pub(crate) fn reconnect(
-    core: &mut crate::conn::ConnCore,
-    req: &crate::conn::Req<'_>,
+    core: &mut crate::exchange::ConnCore,
+    req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
-) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
 
     let (file_id, create_guid) = match ask {
@@ -295,12 +295,12 @@ fn requested_lease_key(
 /// which hands it over, or a persistent open taken over from a dead node, whose record names
 /// the node keeping it; else OBJECT_NAME_NOT_FOUND.
 fn reconnect_elsewhere(
-    core: &mut crate::conn::ConnCore,
-    req: &crate::conn::Req<'_>,
+    core: &mut crate::exchange::ConnCore,
+    req: &crate::exchange::Req<'_>,
     sref: &crate::state::SessionRef,
     file_id: ringshare_wire::FileId,
     wanted: &Reconnect<'_>,
-) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use crate::cluster::handover::{take_over_from, Landing};
     use ringshare_wire::NtStatus;
     let server = core.server.clone();
@@ -383,7 +383,7 @@ fn reroute(
 
 /// The parked open again, on the request's tree, with its state kept (a new channel sequence,
 /// no directory cursor or watch).
-fn rejoined(old: &Open, req: &crate::conn::Req<'_>, durability: Durability) -> Open {
+fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) -> Open {
     let state = {
         let s = lock(&old.state);
         crate::state::OpenState {
@@ -430,15 +430,15 @@ fn rejoined(old: &Open, req: &crate::conn::Req<'_>, durability: Durability) -> O
 /// one (`lease` and `lease_key`). An open that cannot join is closed.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
-    core: &crate::conn::ConnCore,
-    req: &crate::conn::Req<'_>,
+    core: &crate::exchange::ConnCore,
+    req: &crate::exchange::Req<'_>,
     sref: &crate::state::SessionRef,
     open: Open,
     level: u8,
     lease: Option<&crate::files::oplock::Grant>,
     lease_key: Option<[u8; 16]>,
     file_id: ringshare_wire::FileId,
-) -> Result<crate::conn::Reply, ringshare_wire::NtStatus> {
+) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::NtStatus;
     let server = &core.server;
@@ -467,7 +467,7 @@ pub(crate) fn finish(
         lock(&server.durables).remember(g, req.session_id, open.id);
     }
     session.opens.insert(open.id, Arc::new(open));
-    let mut r = crate::conn::Reply::ok(body);
+    let mut r = crate::exchange::Reply::ok(body);
     r.file_id = Some((file_id.persistent, file_id.volatile));
     Ok(r)
 }
@@ -479,12 +479,12 @@ pub(crate) fn finish(
 /// is durable and that level could have made it so); without the flag,
 /// DUPLICATE_OBJECTID. `None`: no such open, an ordinary CREATE follows.
 pub(crate) fn replay(
-    core: &mut crate::conn::ConnCore,
-    req: &crate::conn::Req<'_>,
+    core: &mut crate::exchange::ConnCore,
+    req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     create_guid: [u8; 16],
     retry: bool,
-) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
+) -> Result<Option<crate::exchange::Reply>, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::create::{tag, ContextTag, CreateContext, DurableHandleRequestV2};
     use ringshare_wire::NtStatus;
@@ -577,7 +577,7 @@ pub(crate) fn replay(
         contexts,
     );
     tracing::debug!(id = open.id, "replayed CREATE answered from its open");
-    let mut r = crate::conn::Reply::ok(body);
+    let mut r = crate::exchange::Reply::ok(body);
     r.file_id = Some((open.persistent_id, open.id));
     Ok(Some(r))
 }
@@ -590,11 +590,11 @@ pub(crate) fn replay(
 /// DH2C would bring it (the same checks) and is answered as the original
 /// CREATE was. `None`: no such open.
 fn replay_parked(
-    core: &mut crate::conn::ConnCore,
-    req: &crate::conn::Req<'_>,
+    core: &mut crate::exchange::ConnCore,
+    req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     (client_guid, create_guid): ([u8; 16], [u8; 16]),
-) -> Result<Option<crate::conn::Reply>, ringshare_wire::NtStatus> {
+) -> Result<Option<crate::exchange::Reply>, ringshare_wire::NtStatus> {
     let file_id = lock(&core.server.durables)
         .replayable(&(client_guid, create_guid))
         .map(|p| ringshare_wire::FileId {

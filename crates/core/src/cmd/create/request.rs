@@ -11,7 +11,7 @@ use ringshare_wire::NtStatus;
 
 use super::durable;
 use super::TreeView;
-use crate::conn::ConnCore;
+use crate::exchange::ConnCore;
 use crate::fileinfo::SETTABLE_ATTRIBUTES;
 use crate::files::access::{self, DELETE};
 use crate::files::oplock::{self, LeaseId};

@@ -6,7 +6,8 @@ use ringshare_wire::consts::CreateDisposition;
 use ringshare_wire::NtStatus;
 
 use super::request::Asked;
-use super::{resolve_path, TreeView};
+use super::TreeView;
+use crate::cmd::resolve::resolve_path;
 use crate::fileinfo::{self, ATTR_READONLY};
 use crate::files::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
 use crate::server::{lock, ServerState};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ringshare_wire::consts::Dialect;
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::conn::{ConnCore, Req};
+use crate::exchange::{ConnCore, Req};
 use crate::notify;
 use crate::server::{lock, IoSizes, ServerState};
 use crate::state::{Open, TreeKind};

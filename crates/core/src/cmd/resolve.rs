@@ -1,0 +1,64 @@
+//! A parsed name as the backend stores it ([MS-FSCC] 2.1.5.2): found exactly, else component
+//! by component case-insensitively or by the 8.3 short name a listing gave. CREATE and a
+//! SET_INFO rename's target both resolve names so.
+
+use ringshare_vfs::{FileAttr, FsError, RelPath, Share};
+use ringshare_wire::NtStatus;
+
+use crate::fsmap::status_of;
+
+/// Resolve a parsed name: exactly when it exists, else component by component
+/// case-insensitively. Returns the path as stored (the last component as given
+/// when it does not exist) and the file's attributes when it exists.
+pub(crate) fn resolve_path(
+    backend: &dyn Share,
+    who: &ringshare_vfs::Who,
+    path: &RelPath,
+) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
+    match backend.stat(who, path) {
+        Ok(a) => return Ok((path.clone(), Some(a))),
+        Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
+        Err(e) => return Err(status_of(e)),
+    }
+    let comps = path.components();
+    let mut cur = RelPath::root();
+    for (i, comp) in comps.iter().enumerate() {
+        let last = i + 1 == comps.len();
+        match find_stored_name(backend, who, &cur, comp) {
+            Ok(stored) => cur = cur.join(&stored).map_err(status_of)?,
+            Err(FsError::NotFound) if last => {
+                let p = cur.join(comp).map_err(status_of)?;
+                return Ok((p, None));
+            }
+            Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {
+                return Err(NtStatus::OBJECT_PATH_NOT_FOUND)
+            }
+            Err(e) => return Err(status_of(e)),
+        }
+    }
+    match backend.stat(who, &cur) {
+        Ok(a) => Ok((cur, Some(a))),
+        Err(FsError::NotFound) => Ok((cur, None)),
+        Err(FsError::PathNotFound | FsError::NotADirectory) => Err(NtStatus::OBJECT_PATH_NOT_FOUND),
+        Err(e) => Err(status_of(e)),
+    }
+}
+
+/// The name `comp` has in directory `dir` as stored: the same name in another
+/// case, or the file whose 8.3 short name it is ([MS-FSCC] 2.1.5.2.1: clients
+/// open, delete and rename files by the short names directory listings gave
+/// them; smbtorture smb2.name-mangling.mangle).
+fn find_stored_name(
+    backend: &dyn Share,
+    who: &ringshare_vfs::Who,
+    dir: &RelPath,
+    comp: &str,
+) -> Result<String, FsError> {
+    match backend.find_name_case_insensitive(who, dir, comp) {
+        Err(FsError::NotFound) if crate::shortname::may_be_derived(comp) => backend
+            .find_name_matching(who, dir, &|n| {
+                n != comp && crate::shortname::short_name(n).eq_ignore_ascii_case(comp)
+            }),
+        other => other,
+    }
+}
