@@ -105,6 +105,35 @@ pub fn access_fd(fd: BorrowedFd<'_>, mode: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes `len` bytes of `src` at `src_offset` share their storage with
+/// `dst` at `dst_offset` (`ioctl(dst, FICLONERANGE)`, Linux 4.5): a block
+/// clone, no data moved. `len` 0 means "to the end of `src`", as the kernel
+/// defines it; callers wanting nothing must not call. Errors are the
+/// kernel's: `EINVAL` for ranges not aligned to the file system's block
+/// size (or overlapping in one file), `EOPNOTSUPP` where the file system
+/// does not share extents, `EXDEV` across file systems, `EROFS`, `ENOSPC`.
+pub fn clone_range(
+    dst: BorrowedFd<'_>,
+    src: BorrowedFd<'_>,
+    src_offset: u64,
+    len: u64,
+    dst_offset: u64,
+) -> io::Result<()> {
+    let arg = libc::file_clone_range {
+        src_fd: i64::from(src.as_raw_fd()),
+        src_offset,
+        src_length: len,
+        dest_offset: dst_offset,
+    };
+    // SAFETY: both descriptors are borrowed, hence open for the call; the
+    // kernel only reads `arg`, which lives until the call returns.
+    let r = unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONERANGE, &arg) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -380,6 +380,12 @@ pub trait Share: Send + Sync + fmt::Debug {
         let _ = (who, path);
         Ok(true)
     }
+    /// The block size [`Node::clone_range`] aligns to when the share's file
+    /// system clones blocks (btrfs; xfs with reflink), asked once when the
+    /// share is set up; `None` where it does not. The default: `None`.
+    fn clone_block_size(&self) -> Option<u64> {
+        None
+    }
     /// Whether files of this share can have named data streams (the POSIX
     /// backend: the share's filesystem takes `user.` xattrs). The default: no.
     fn streams_supported(&self) -> bool {
@@ -588,6 +594,25 @@ pub trait Node: Send + Sync + fmt::Debug {
         len: u64,
     ) -> FsResult<u64> {
         copy_through_buffer(self, src, src_offset, dst_offset, len)
+    }
+
+    /// Make `len` bytes (`len` > 0) of `src` at `src_offset` appear in this
+    /// file at `dst_offset` by sharing their storage (a block clone, Linux's
+    /// `FICLONERANGE`), as this node's user; the file grows when the range
+    /// ends past its end. All or nothing. `Other(EOPNOTSUPP)` where the
+    /// storage cannot share blocks (the default), `InvalidName` (EINVAL) for
+    /// ranges not aligned to [`Share::clone_block_size`] (a source range may
+    /// end unaligned at the source's end of file), past the source's end, or
+    /// overlapping within one file.
+    fn clone_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<()> {
+        let _ = (src, src_offset, dst_offset, len);
+        Err(FsError::Other(EOPNOTSUPP))
     }
 
     /// Zero `len` bytes at `offset` and release their storage where the

@@ -103,6 +103,9 @@ struct State {
     used_bytes: u64,
     capacity_bytes: u64,
     faults: Vec<Fault>,
+    /// Set by [`MemShare::with_block_cloning`]: [`Node::clone_range`]
+    /// works, aligned to [`BLOCK_SIZE`].
+    clones: bool,
 }
 
 impl State {
@@ -341,6 +344,7 @@ impl MemShare {
             used_bytes: 0,
             capacity_bytes: MEM_CAPACITY_BYTES_DEFAULT,
             faults: Vec::new(),
+            clones: false,
         };
         let root = st.new_inode(FileKind::Directory, 0o755);
         debug_assert_eq!(root, ROOT_INO);
@@ -353,6 +357,14 @@ impl MemShare {
     /// Make this handle read-only (or writable). Other clones keep their mode.
     pub fn with_read_only(mut self, read_only: bool) -> MemShare {
         self.read_only = read_only;
+        self
+    }
+
+    /// Make the tree clone blocks (as btrfs does), or not (the default): a
+    /// clone here copies the bytes, with the kernel's checks of a clone
+    /// (alignment to [`BLOCK_SIZE`], the source's end, overlap in a file).
+    pub fn with_block_cloning(self, clones: bool) -> MemShare {
+        lock(&self.state).clones = clones;
         self
     }
 
@@ -441,6 +453,10 @@ impl MemShare {
 }
 
 impl Share for MemShare {
+    fn clone_block_size(&self) -> Option<u64> {
+        (lock(&self.state).clones && !self.read_only).then_some(BLOCK_SIZE)
+    }
+
     /// Files and directories made here belong to `who` (no permission is
     /// checked: the in-memory share serves tests of the protocol).
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
@@ -721,6 +737,43 @@ impl Node for MemNode {
 
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         None
+    }
+
+    /// A copy, checked as Linux checks `FICLONERANGE`.
+    fn clone_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<()> {
+        if !lock(&self.state).clones {
+            return Err(FsError::Other(crate::EOPNOTSUPP));
+        }
+        self.check_data_write()?;
+        if len == 0 {
+            return Ok(());
+        }
+        let from = src.stat()?;
+        let (Some(src_end), Some(dst_end)) =
+            (src_offset.checked_add(len), dst_offset.checked_add(len))
+        else {
+            return Err(FsError::InvalidName);
+        };
+        let aligned = |n: u64| n.is_multiple_of(BLOCK_SIZE);
+        let same = from.ino == self.ino && from.dev == MEM_DEV;
+        if !aligned(src_offset)
+            || !aligned(dst_offset)
+            || (!aligned(len) && src_end != from.size)
+            || src_end > from.size
+            || (same && src_offset < dst_end && dst_offset < src_end)
+        {
+            return Err(FsError::InvalidName);
+        }
+        match crate::copy_through_buffer(self, src, src_offset, dst_offset, len)? {
+            n if n == len => Ok(()),
+            _ => Err(FsError::Io),
+        }
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {

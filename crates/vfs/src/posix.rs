@@ -234,6 +234,32 @@ fn user_xattrs_supported(fd: BorrowedFd<'_>) -> bool {
     }
 }
 
+/// btrfs's `f_type`: it always shares extents.
+const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
+
+/// Whether the file system of directory `fd` clones blocks, and its block
+/// size: two unnamed temporary files (`O_TMPFILE`) in it, the second made a
+/// clone of the first (`FICLONE`; both empty, so nothing is shared): xfs
+/// answers per its reflink feature, file systems without clones
+/// `EOPNOTSUPP`. Where no temporary file can be made there (read-only, no
+/// `O_TMPFILE`), btrfs is taken to clone and anything else not to.
+fn clone_block_size(fd: BorrowedFd<'_>) -> Option<u64> {
+    let fs = rustix::fs::fstatfs(fd).ok()?;
+    let block = u64::try_from(fs.f_bsize).ok().filter(|b| *b > 0)?;
+    let tmp = || {
+        rustix::fs::openat(
+            fd,
+            ".",
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+    };
+    match (tmp(), tmp()) {
+        (Ok(a), Ok(b)) => rustix::fs::ioctl_ficlone(&b, &a).ok().map(|()| block),
+        _ => (fs.f_type as u64 == BTRFS_SUPER_MAGIC).then_some(block),
+    }
+}
+
 fn proc_path(fd: BorrowedFd<'_>, name: Option<&str>) -> String {
     match name {
         Some(n) => format!("/proc/self/fd/{}/{}", fd.as_raw_fd(), n),
@@ -438,6 +464,9 @@ pub struct PosixShare {
     /// The root's file system takes `user.` xattrs (probed once, by
     /// [`user_xattrs_supported`]): files can have named streams.
     streams: bool,
+    /// The root's file system clones blocks, of this size (probed once, by
+    /// [`clone_block_size`]).
+    clone_block: Option<u64>,
 }
 
 impl fmt::Debug for PosixShare {
@@ -460,6 +489,7 @@ impl PosixShare {
         let st = statx_fd(fd.as_fd())?;
         let root_fs = fs_kind(fd.as_fd(), &st);
         let streams = user_xattrs_supported(fd.as_fd());
+        let clone_block = clone_block_size(fd.as_fd());
         Ok(PosixShare {
             root: fd,
             root_path: root.to_path_buf(),
@@ -467,6 +497,7 @@ impl PosixShare {
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
             root_fs,
             streams,
+            clone_block,
         })
     }
 
@@ -948,6 +979,11 @@ impl Share for PosixShare {
     /// streams live (Samba's `streams_xattr` format).
     fn streams_supported(&self) -> bool {
         self.streams
+    }
+
+    /// Probed once at set-up; a read-only share clones nothing.
+    fn clone_block_size(&self) -> Option<u64> {
+        self.clone_block.filter(|_| !self.read_only)
     }
 
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {

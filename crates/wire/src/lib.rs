@@ -12,6 +12,7 @@ pub mod compression;
 pub mod consts;
 pub mod create;
 pub mod dir;
+pub mod dup_extents;
 pub mod file;
 pub mod framing;
 pub mod fscc;

@@ -6,6 +6,8 @@
 //!   FSCTL_SRV_COPYCHUNK_WRITE (3.3.5.15.6): server-side copy, the source
 //!   found by its resume key among the opens of the same user on this
 //!   connection, the data moved by the backend ([`Node::copy_range`]);
+//! - FSCTL_DUPLICATE_EXTENTS_TO_FILE(_EX) ([MS-FSA] 2.1.5.10.4/5): block
+//!   cloning where the share's file system shares extents ([`dup_extents`]);
 //! - FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA, FSCTL_QUERY_ALLOCATED_RANGES
 //!   ([MS-FSA] 2.1.5.10.34, 2.1.5.10.37, 2.1.5.10.22): the sparse flag is the
 //!   FILE_ATTRIBUTE_SPARSE_FILE bit of the stored DOS attributes; a file
@@ -27,6 +29,8 @@
 //!
 //! The copy and hole calls are synchronous backend calls bounded by the
 //! copychunk limits (16 MiB per request).
+
+mod dup_extents;
 
 use std::sync::{Arc, Mutex};
 
@@ -80,6 +84,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Fsctl::SRV_REQUEST_RESUME_KEY => request_resume_key(core, req, &ir),
         Fsctl::SRV_COPYCHUNK => copychunk(core, req, &ir, true),
         Fsctl::SRV_COPYCHUNK_WRITE => copychunk(core, req, &ir, false),
+        Fsctl::DUPLICATE_EXTENTS_TO_FILE | Fsctl::DUPLICATE_EXTENTS_TO_FILE_EX => {
+            dup_extents::duplicate_extents(core, req, &ir)
+        }
         Fsctl::SET_SPARSE => set_sparse(core, req, &ir),
         Fsctl::SET_ZERO_DATA => set_zero_data(core, req, &ir),
         Fsctl::QUERY_ALLOCATED_RANGES => query_allocated_ranges(core, req, &ir),

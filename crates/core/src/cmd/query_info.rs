@@ -552,6 +552,11 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
             if open.share.has_streams() {
                 flags |= FILE_NAMED_STREAMS;
             }
+            // Block cloning (FSCTL_DUPLICATE_EXTENTS_TO_FILE) where the
+            // share's file system shares extents.
+            if open.share.backend.clone_block_size().is_some() {
+                flags |= ringshare_wire::fscc::FILE_SUPPORTS_BLOCK_REFCOUNTING;
+            }
             let v = FileFsAttributeInformation {
                 file_system_attributes: flags,
                 maximum_component_name_length: u32::try_from(st.name_max).unwrap_or(255).min(255),

@@ -633,6 +633,46 @@ impl Node for PosixNode {
         Ok(done)
     }
 
+    /// `ioctl(FICLONERANGE)` as the node's user, on this thread (a clone
+    /// changes extent maps only: no data is read or written).
+    fn clone_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<()> {
+        self.act()?;
+        self.check_data_write()?;
+        if len == 0 {
+            // FICLONERANGE would read 0 as "to the end of the source".
+            return Ok(());
+        }
+        let Some(src_fd) = src.fd() else {
+            return Err(FsError::Other(crate::EOPNOTSUPP));
+        };
+        loop {
+            match ringshare_engine::sys::clone_range(
+                self.fd.as_fd(),
+                src_fd,
+                src_offset,
+                len,
+                dst_offset,
+            ) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(Errno::INTR.raw_os_error()) => continue,
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(Errno::IO.raw_os_error());
+                    return Err(if errno == Errno::XDEV.raw_os_error() {
+                        FsError::CrossDevice
+                    } else {
+                        FsError::from_errno(errno)
+                    });
+                }
+            }
+        }
+    }
+
     /// `fallocate(PUNCH_HOLE | KEEP_SIZE)`; zeros are written where the
     /// filesystem cannot punch.
     fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
