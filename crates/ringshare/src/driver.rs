@@ -194,6 +194,9 @@ struct Conn {
     zc: Zc,
     send_queue: VecDeque<SendItem>,
     sending: bool,
+    /// Listed in the worker's `flush_due`: its queued replies go out when the
+    /// current batch of completions has been handled.
+    flush_listed: bool,
     /// File bytes the send in flight must deliver (a `send_file`), if any.
     sending_file: Option<usize>,
     /// When the send in flight started (monotonic ms).
@@ -278,6 +281,9 @@ struct Worker {
     metrics: Option<Arc<Metrics>>,
     /// Answers of the lookup pool for this ring's connections.
     inbox: Arc<lookups::Inbox>,
+    /// Connections with replies to send once this loop iteration has handled
+    /// every completion that came (see [`Worker::flush_due`]).
+    flush_due: Vec<u32>,
 }
 
 /// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
@@ -378,6 +384,7 @@ pub fn run_worker(
         inotify_read_at: None,
         metrics: None,
         inbox,
+        flush_due: Vec::new(),
     };
     if let Some(all) = &w.shared.ring_metrics {
         let m = Arc::new(Metrics::new(clock::mono_us));
@@ -418,7 +425,25 @@ impl Worker {
             self.answer_lookups();
             self.fire_timers();
             self.deliver_mail();
+            self.flush_due();
         }
+    }
+
+    /// Sends what the connections queued during this iteration: every
+    /// request that arrived with the completions of one wait is answered
+    /// before the replies go out, in as few sends as the queue allows,
+    /// instead of the first reply of a burst alone and the rest after it.
+    /// (The early flush: nothing waits past the end of the batch.)
+    fn flush_due(&mut self) {
+        let mut due = std::mem::take(&mut self.flush_due);
+        for &slot in &due {
+            if let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) {
+                c.flush_listed = false;
+            }
+            self.flush_sends(slot);
+        }
+        due.clear();
+        self.flush_due = due;
     }
 
     /// Let connections that got notices from other connections send them.
@@ -606,6 +631,7 @@ impl Worker {
             zc,
             send_queue: VecDeque::new(),
             sending: false,
+            flush_listed: false,
             sending_file: None,
             send_since: 0,
             closing: false,
@@ -965,11 +991,17 @@ impl Worker {
         self.arm_recv(slot);
     }
 
-    /// Act on everything the core queued for a connection.
+    /// Act on everything the core queued for a connection: its file I/O
+    /// starts now, its replies go out at the end of the iteration.
     fn drain(&mut self, slot: u32) {
         self.take_outputs(slot);
         self.start_reads(slot);
-        self.flush_sends(slot);
+        if let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) {
+            if !c.flush_listed {
+                c.flush_listed = true;
+                self.flush_due.push(slot);
+            }
+        }
     }
 
     /// Moves what the core queued into the connection's send queue and its
