@@ -5,7 +5,8 @@
 //! blocking sockets and `poll`:
 //!
 //! - joins 239.255.255.250:3702 (and [ff02::c]:3702 where the interface has
-//!   IPv6) on the interfaces the server is reached on ([`links`]);
+//!   IPv6) on the interfaces the server is reached on ([`links`]), when it
+//!   listens on port 445 (the only port Windows' Network folder uses);
 //! - multicasts Hello at start and Bye at stop (SIGTERM), twice each, as
 //!   SOAP-over-UDP repeats multicast messages;
 //! - answers a Probe for `wsdp:Device` / `pub:Computer` (or for no type) with
@@ -408,10 +409,18 @@ impl State {
 }
 
 /// Start WS-Discovery for `cfg` (see the module), listening where `listen` says the server
-/// is reached; `None` when it is off or there is nothing to announce on (logged).
+/// is reached; `None` when it is off, when no `listen` address is on port 445 (the only one
+/// Windows' Network folder uses), or when there is nothing to announce on (logged).
 pub fn start(cfg: &Config, listen: &[SocketAddr]) -> Option<Service> {
     let g = &cfg.global;
     if !g.wsd {
+        return None;
+    }
+    if !listen.iter().any(|a| a.port() == 445) {
+        tracing::info!(
+            "WS-Discovery off: Windows reaches SMB on port 445 only, and the server does not \
+             listen there"
+        );
         return None;
     }
     let all = match ringshare_engine::net::interface_addrs() {

@@ -80,15 +80,14 @@ impl Identity {
 }
 
 fn format_uuid(b: &[u8; 16]) -> String {
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    let mut s = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push_str(&format!("{byte:02x}"));
+    }
+    s
 }
 
 /// The name-based UUID (version 5, RFC 4122) of `name` in the DNS name space, as

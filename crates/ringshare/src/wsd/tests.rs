@@ -230,3 +230,17 @@ fn the_metadata_is_served_only_for_a_get_posted_to_the_endpoint_path() {
         );
     }
 }
+
+#[test]
+fn a_server_not_on_port_445_or_with_wsd_no_is_not_announced() {
+    let on =
+        crate::config::parse_str("[s]\npath = /tmp\n", std::path::Path::new("t.conf")).unwrap();
+    assert!(start(&on, &["0.0.0.0:4450".parse().unwrap()]).is_none());
+    assert!(start(&on, &["127.0.0.1:445".parse().unwrap()]).is_none());
+    let off = crate::config::parse_str(
+        "[global]\nwsd = no\n[s]\npath = /tmp\n",
+        std::path::Path::new("t.conf"),
+    )
+    .unwrap();
+    assert!(start(&off, &["0.0.0.0:445".parse().unwrap()]).is_none());
+}
