@@ -42,8 +42,8 @@ use ringshare_wire::ioctl::IoctlRequest;
 use ringshare_wire::{FileId, NtStatus};
 
 use super::{is_sparse, note_written, open_ref, response, OpenRef};
-use crate::conn::handles;
-use crate::conn::{ConnCore, Reply, Req};
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access::{FILE_APPEND_DATA, FILE_READ_DATA, FILE_WRITE_DATA};
 use crate::fsmap::status_of;
 use crate::server::lock;
