@@ -33,6 +33,10 @@
 #                   Samba's documented behaviour where it differs from Windows)
 #   TORTURE_EXTRA   extra smbtorture arguments for both servers, split on spaces
 #   KEEP_SHARES=1   leave the share directories in /dev/shm for inspection
+#   SHARE_ROOT      where the share directories go instead of /dev/shm (a mounted btrfs image for
+#                   the block-cloning tests: scripts/clone-conformance.sh)
+#   SAMBA_VFS_OBJECTS  smbd's `vfs objects` on the main share (default streams_xattr acl_xattr;
+#                   "btrfs streams_xattr acl_xattr" for FSCTL_DUPLICATE_EXTENTS_TO_FILE)
 #
 # Needs: root, and Samba 4.22's `samba smbclient samba-testsuite` packages (the reference;
 # scripts/install-deps.sh --test installs them, from bookworm-backports on Debian 12).
@@ -135,7 +139,7 @@ fi
 
 # ---- state and cleanup ----
 WORK=$(mktemp -d /tmp/ringshare-conformance.XXXXXX)
-SHM=/dev/shm/ringshare-conformance-$$
+SHM=${SHARE_ROOT:-/dev/shm}/ringshare-conformance-$$
 CREATED_USER=0
 RS_PID=
 SMBD_PID=

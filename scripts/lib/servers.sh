@@ -133,7 +133,7 @@ lib_samba_start() {
     path = $dir
     read only = no
     browseable = yes
-    vfs objects = streams_xattr acl_xattr
+    vfs objects = ${SAMBA_VFS_OBJECTS:-streams_xattr acl_xattr}
     ea support = yes
     store dos attributes = yes
 $extra
