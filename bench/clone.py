@@ -21,13 +21,15 @@ from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 from smbprotocol.open import (Open, CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
                               ImpersonationLevel, ShareAccess)
-from smbprotocol.ioctl import SMB2IOCTLRequest, IOCTLFlags
+from smbprotocol.ioctl import CtlCode, SMB2IOCTLRequest, SMB2IOCTLResponse, IOCTLFlags
 from smbprotocol.file_info import FileEndOfFileInformation, FileInformationClass, InfoType
 
 MIB = 1 << 20
 DUP = 0x00098344
 RESUME_KEY = 0x00140078
 COPYCHUNK_WRITE = 0x001480F2
+# smbprotocol's CtlCode enum has no FSCTL_DUPLICATE_EXTENTS_TO_FILE; its field takes only members.
+CtlCode.FSCTL_DUPLICATE_EXTENTS_TO_FILE = DUP
 
 
 def cpu_model():
@@ -85,7 +87,7 @@ def sha(f, size):
     h = hashlib.sha256()
     off = 0
     while off < size:
-        n = min(8 * MIB, size - off)
+        n = min(MIB, size - off)
         h.update(f.read(off, n))
         off += n
     return h.hexdigest()
@@ -104,7 +106,7 @@ def main():
     tree.connect()
     count = Counter(conn)
     src = open_file(tree, "src", True)
-    piece = os.urandom(8 * MIB)
+    piece = os.urandom(MIB)
     for off in range(0, size, len(piece)):
         src.write(piece[: min(len(piece), size - off)], off)
     want = sha(src, size)
@@ -118,7 +120,9 @@ def main():
             ioctl(tree, dst.file_id, DUP, buf, 0)
         elif m == "copychunk":
             out = ioctl(tree, src.file_id, RESUME_KEY, b"", 32)
-            key = out["buffer"].get_value()[:24]
+            resp = SMB2IOCTLResponse()
+            resp.unpack(out["data"].get_value())
+            key = resp["buffer"].get_value()[:24]
             chunk, per_req = MIB, 16
             off = 0
             while off < size:
