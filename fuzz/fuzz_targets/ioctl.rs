@@ -1,9 +1,11 @@
 //! IOCTL/FSCTL payloads ([MS-SMB2] 2.2.31.x, [MS-FSCC] 2.3): the inputs the
 //! server decodes and the outputs the client decodes, with round trips.
-//! Input: [u32 LE CtlCode][payload].
+//! Input: [u32 LE CtlCode][payload]. Block cloning's
+//! SMB2_DUPLICATE_EXTENTS_DATA(_EX) too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use ringshare_wire::dup_extents::DuplicateExtents;
 use ringshare_wire::ioctl::{
     FileAllocatedRangeBuffer, FileZeroDataInformation, NetworkInterfaceInfo, SrvCopychunkCopy,
     SrvCopychunkResponse, SrvRequestResumeKeyResponse, ValidateNegotiateInfoRequest,
@@ -32,6 +34,8 @@ const FSCTL_SRV_REQUEST_RESUME_KEY: u32 = 0x0014_0078;
 const FSCTL_QUERY_NETWORK_INTERFACE_INFO: u32 = 0x0014_01FC;
 const FSCTL_QUERY_ALLOCATED_RANGES: u32 = 0x0009_40CF;
 const FSCTL_SET_ZERO_DATA: u32 = 0x0009_80C8;
+const FSCTL_DUPLICATE_EXTENTS_TO_FILE: u32 = 0x0009_8344;
+const FSCTL_DUPLICATE_EXTENTS_TO_FILE_EX: u32 = 0x0009_83E8;
 
 fuzz_target!(|data: &[u8]| {
     let Some((ctl, p)) = data.split_first_chunk::<4>() else {
@@ -64,6 +68,14 @@ fuzz_target!(|data: &[u8]| {
             let _ = FileAllocatedRangeBuffer::decode_list(p);
         }
         FSCTL_SET_ZERO_DATA => round_trip!(FileZeroDataInformation, p),
+        FSCTL_DUPLICATE_EXTENTS_TO_FILE => round_trip!(DuplicateExtents, p),
+        FSCTL_DUPLICATE_EXTENTS_TO_FILE_EX => {
+            if let Ok(d) = DuplicateExtents::decode_ex(p) {
+                let mut out = Vec::new();
+                d.encode_ex(&mut out);
+                assert_eq!(DuplicateExtents::decode_ex(&out).as_ref(), Ok(&d));
+            }
+        }
         _ => {}
     }
 });
