@@ -861,13 +861,11 @@ impl Worker {
                         }
                     };
                     if c.buf.len() >= 4 + len {
-                        c.last_frame_large = len > DIRECT_FRAME_MIN;
-                        // Cut into a buffer the connection had spare (its
-                        // last frames come back to it): no allocation.
-                        let mut frame = c.conn.spare_buf(len);
-                        frame.extend_from_slice(&c.buf[4..4 + len]);
-                        c.buf.drain(..4 + len);
-                        c.conn.receive(t, frame);
+                        if !cut_complete_frames(c, t) {
+                            tracing::debug!(peer = ?slot, "bad or oversized frame header; closing");
+                            self.close(slot);
+                            return;
+                        }
                     } else if len > DIRECT_FRAME_MIN {
                         if c.multishot {
                             // The rest goes into a buffer of its own (or a
@@ -1431,6 +1429,38 @@ impl Worker {
             );
         }
     }
+}
+
+/// Feeds the core every complete frame at the front of the connection's
+/// receive buffer (at least one is there), each cut into a buffer the
+/// connection had spare (its last frames come back to it: no allocation),
+/// and then drops them from the buffer at once: a receive that brought a
+/// burst of small requests moves what follows them once, not once per frame.
+/// False when a frame header is bad or too long (the connection must close).
+fn cut_complete_frames(c: &mut Conn, t: Now) -> bool {
+    let mut off = 0;
+    let mut ok = true;
+    while let Some(hdr) = c.buf.get(off..off + 4) {
+        let hdr = [hdr[0], hdr[1], hdr[2], hdr[3]];
+        let len = match framing::frame_len(hdr) {
+            // The limit may grow with a frame just fed (a logon): asked each time.
+            Ok(l) if l <= c.conn.frame_len_max() => l,
+            _ => {
+                ok = false;
+                break;
+            }
+        };
+        let Some(body) = c.buf.get(off + 4..off + 4 + len) else {
+            break;
+        };
+        c.last_frame_large = len > DIRECT_FRAME_MIN;
+        let mut frame = c.conn.spare_buf(len);
+        frame.extend_from_slice(body);
+        off += 4 + len;
+        c.conn.receive(t, frame);
+    }
+    c.buf.drain(..off);
+    ok
 }
 
 /// Asks the connection's multishot receive, if one is armed, to end (once).

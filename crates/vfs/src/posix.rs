@@ -21,6 +21,7 @@ use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rustix::fs::{
@@ -598,16 +599,12 @@ impl PosixShare {
     ) -> FsResult<Fresh> {
         let st = statx_fd(fd.as_fd()).map_err(errno_to_fs)?;
         let kind = kind_of(st.stx_mode);
-        if kind == FileKind::File {
-            // Opened O_NONBLOCK so that a FIFO cannot hang the open; regular files go back
-            // to blocking mode so io_uring punts to its workers instead of returning EAGAIN.
-            if !path_only {
-                // F_SETFL only touches the status flags; none but O_NONBLOCK was set.
-                rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(errno_to_fs)?;
-            }
-        } else if kind == FileKind::Other && (readable || writable) {
+        if kind == FileKind::Other && (readable || writable) {
             return Err(FsError::AccessDenied);
         }
+        // Opened O_NONBLOCK so that a FIFO cannot hang the open; a regular file goes
+        // back to blocking mode before its first I/O (`PosixNode::io_fd`).
+        let nonblocking = kind == FileKind::File && !path_only;
         let FsKind {
             in_memory,
             fuse,
@@ -629,6 +626,7 @@ impl PosixShare {
                 in_memory,
                 fuse,
                 dos_kept,
+                nonblocking: AtomicBool::new(nonblocking),
             },
             attr: attr_from_statx(&st, None),
         })

@@ -22,6 +22,12 @@ pub struct PosixNode {
     /// The device whose entries' DOS attributes may be kept
     /// ([`super::doscache`]), when the node's file system allows it.
     pub(super) dos_kept: Option<u64>,
+    /// The regular file was opened `O_NONBLOCK` (so that a FIFO put in its
+    /// place cannot hang the open) and is still in that mode: the flag is
+    /// cleared the first time the descriptor is handed out for I/O
+    /// ([`PosixNode::io_fd`]), not at every open, since most opens (a
+    /// CREATE, a QUERY_INFO and a CLOSE) never do any.
+    pub(super) nonblocking: AtomicBool,
 }
 
 impl fmt::Debug for PosixNode {
@@ -37,6 +43,22 @@ impl fmt::Debug for PosixNode {
 }
 
 impl PosixNode {
+    /// Puts a regular file opened `O_NONBLOCK` back into blocking mode before
+    /// its descriptor is used for I/O: with `O_NONBLOCK` io_uring would answer
+    /// a READ or WRITE that must wait with `EAGAIN` instead of handing it to
+    /// its workers, and a splice would not wait for its pipe. (Plain `pread`,
+    /// `fgetxattr` and `fstat` on a regular file do not look at the flag.)
+    pub(super) fn io_fd(&self) {
+        if self.nonblocking.load(Ordering::Relaxed) {
+            // F_SETFL only touches the status flags; none but O_NONBLOCK was set.
+            // It fails only on a bad descriptor, which the node's own is not;
+            // should it fail, it is tried again at the next I/O.
+            if rustix::fs::fcntl_setfl(&*self.fd, OFlags::empty()).is_ok() {
+                self.nonblocking.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// The calling thread acts as the node's user for what follows.
     pub(super) fn act(&self) -> FsResult<()> {
         act(&self.who)
@@ -253,6 +275,7 @@ impl Node for PosixNode {
     }
 
     fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.io_fd();
         Some(self.fd.as_fd())
     }
 
@@ -260,6 +283,7 @@ impl Node for PosixNode {
         if self.path_only {
             None
         } else {
+            self.io_fd();
             Some(Arc::clone(&self.fd))
         }
     }

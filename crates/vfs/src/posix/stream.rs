@@ -262,6 +262,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
             in_memory: base.in_memory,
             fuse: base.fuse,
             dos_kept: base.dos_kept,
+            nonblocking: AtomicBool::new(base.nonblocking.load(Ordering::Relaxed)),
         },
         names: RwLock::new((name.to_string(), xattr)),
         write,
