@@ -801,6 +801,11 @@ impl Worker {
     /// Cuts the complete frames received and feeds them to the core, starts
     /// the receive of a large frame's rest, and receives on.
     fn cut_frames(&mut self, slot: u32, gen: u32, t: Now) {
+        // How far the small frames fed so far reach into the receive buffer:
+        // they are dropped from it at once when the next frame is not all
+        // there (not once per frame, which moved the rest of a burst down
+        // every time).
+        let mut cut = 0;
         loop {
             // Only `self.conns` borrowed (not `conn_mut`): the pool and pipes are used below.
             let Some(c) = conn_in(&mut self.conns, slot, gen) else {
@@ -848,10 +853,11 @@ impl Worker {
                     c.conn.receive(t, f);
                 }
                 Rx::Small => {
-                    if c.buf.len() < 4 {
+                    let Some(hdr) = c.buf.get(cut..cut + 4) else {
+                        c.buf.drain(..cut);
                         break;
-                    }
-                    let hdr = [c.buf[0], c.buf[1], c.buf[2], c.buf[3]];
+                    };
+                    let hdr = [hdr[0], hdr[1], hdr[2], hdr[3]];
                     let len = match framing::frame_len(hdr) {
                         Ok(l) if l <= c.conn.frame_len_max() => l,
                         _ => {
@@ -860,12 +866,20 @@ impl Worker {
                             return;
                         }
                     };
-                    if c.buf.len() >= 4 + len {
-                        if !cut_complete_frames(c, t) {
-                            tracing::debug!(peer = ?slot, "bad or oversized frame header; closing");
-                            self.close(slot);
-                            return;
-                        }
+                    if let Some(body) = c.buf.get(cut + 4..cut + 4 + len) {
+                        c.last_frame_large = len > DIRECT_FRAME_MIN;
+                        // Cut into a buffer the connection had spare (its
+                        // last frames come back to it): no allocation.
+                        let mut frame = c.conn.spare_buf(len);
+                        frame.extend_from_slice(body);
+                        cut += 4 + len;
+                        c.conn.receive(t, frame);
+                    } else if cut > 0 {
+                        // The frames fed leave the buffer at once; this one
+                        // is looked at again from its front.
+                        c.buf.drain(..cut);
+                        cut = 0;
+                        continue;
                     } else if len > DIRECT_FRAME_MIN {
                         if c.multishot {
                             // The rest goes into a buffer of its own (or a
@@ -1429,38 +1443,6 @@ impl Worker {
             );
         }
     }
-}
-
-/// Feeds the core every complete frame at the front of the connection's
-/// receive buffer (at least one is there), each cut into a buffer the
-/// connection had spare (its last frames come back to it: no allocation),
-/// and then drops them from the buffer at once: a receive that brought a
-/// burst of small requests moves what follows them once, not once per frame.
-/// False when a frame header is bad or too long (the connection must close).
-fn cut_complete_frames(c: &mut Conn, t: Now) -> bool {
-    let mut off = 0;
-    let mut ok = true;
-    while let Some(hdr) = c.buf.get(off..off + 4) {
-        let hdr = [hdr[0], hdr[1], hdr[2], hdr[3]];
-        let len = match framing::frame_len(hdr) {
-            // The limit may grow with a frame just fed (a logon): asked each time.
-            Ok(l) if l <= c.conn.frame_len_max() => l,
-            _ => {
-                ok = false;
-                break;
-            }
-        };
-        let Some(body) = c.buf.get(off + 4..off + 4 + len) else {
-            break;
-        };
-        c.last_frame_large = len > DIRECT_FRAME_MIN;
-        let mut frame = c.conn.spare_buf(len);
-        frame.extend_from_slice(body);
-        off += 4 + len;
-        c.conn.receive(t, frame);
-    }
-    c.buf.drain(..off);
-    ok
 }
 
 /// Asks the connection's multishot receive, if one is armed, to end (once).
