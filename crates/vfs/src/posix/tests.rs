@@ -417,32 +417,8 @@ fn is_nonblocking(fd: BorrowedFd<'_>) -> bool {
 }
 
 #[test]
-fn a_regular_file_leaves_non_blocking_mode_when_its_descriptor_is_first_handed_out_for_io() {
-    let dir = std::env::temp_dir().join(format!("ringshare-vfs-nonblock-{}", std::process::id()));
-    std::fs::create_dir(&dir).unwrap();
-    let _guard = Tmp(dir.clone());
-    std::fs::write(dir.join("f"), b"abc").unwrap();
-    let share = PosixShare::new(&dir).unwrap();
-    let path = RelPath::from_components(["f"]).unwrap();
-    let opened = share
-        .open(&crate::server_who(), &path, &OpenOptions::read_existing())
-        .unwrap();
-    // A CREATE, QUERY_INFO and CLOSE that do no I/O never pay for the fcntl.
-    assert!(opened.node.stat().is_ok());
-    let Some(raw) = opened.node.fd() else {
-        panic!("a POSIX file has a descriptor");
-    };
-    // Handed out (for io_uring, a splice or a copy): blocking from then on.
-    assert!(!is_nonblocking(raw));
-    let shared = opened.node.shared_fd().unwrap();
-    assert!(!is_nonblocking(shared.as_fd()));
-    let mut buf = [0u8; 3];
-    assert_eq!(opened.node.read_at(&mut buf, 0).unwrap(), 3);
-}
-
-#[test]
 fn a_regular_file_is_opened_non_blocking_until_it_does_io() {
-    let dir = std::env::temp_dir().join(format!("ringshare-vfs-nonblock2-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("ringshare-vfs-nonblock-{}", std::process::id()));
     std::fs::create_dir(&dir).unwrap();
     let _guard = Tmp(dir.clone());
     std::fs::write(dir.join("f"), b"abc").unwrap();
@@ -454,7 +430,12 @@ fn a_regular_file_is_opened_non_blocking_until_it_does_io() {
     let fresh = share
         .node(&crate::server_who(), fd, true, false, false)
         .unwrap();
+    // A CREATE, QUERY_INFO and CLOSE that do no I/O never pay for the fcntl.
+    assert!(fresh.node.stat().is_ok());
     assert!(is_nonblocking(fresh.node.fd.as_fd()));
-    fresh.node.shared_fd().unwrap();
-    assert!(!is_nonblocking(fresh.node.fd.as_fd()));
+    // Handed out (for io_uring, a splice or a copy): blocking from then on.
+    let shared = fresh.node.shared_fd().unwrap();
+    assert!(!is_nonblocking(shared.as_fd()));
+    let mut buf = [0u8; 3];
+    assert_eq!(fresh.node.read_at(&mut buf, 0).unwrap(), 3);
 }
