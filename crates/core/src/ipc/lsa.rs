@@ -291,7 +291,9 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
     }
     // `BUILTIN`, `BUILTIN\` and a NULL or empty name are the BUILTIN domain (Windows
     // Server 2003 and later; smbtorture rpc.lsa.lookupnames).
-    if full.is_empty() || (is("BUILTIN") && domain.is_some() && name.is_empty()) {
+    let builtin_domain = is("BUILTIN")
+        && (name.eq_ignore_ascii_case("BUILTIN") || (domain.is_some() && name.is_empty()));
+    if full.is_empty() || builtin_domain {
         return named(
             "BUILTIN",
             "S-1-5-32",
@@ -301,15 +303,6 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
         );
     }
     if is("BUILTIN") {
-        if name.eq_ignore_ascii_case("BUILTIN") {
-            return named(
-                "BUILTIN",
-                "S-1-5-32",
-                "BUILTIN",
-                USE_DOMAIN,
-                sid("S-1-5-32"),
-            );
-        }
         if let Some((rid, n)) = BUILTIN.iter().find(|(_, n)| n.eq_ignore_ascii_case(name)) {
             let s = sid(&format!("S-1-5-32-{rid}"));
             return named("BUILTIN", "S-1-5-32", n, USE_ALIAS, s);

@@ -34,13 +34,7 @@ fn lookup_sids2(h: &[u8; 20], sids: &[Sid]) -> Vec<u8> {
     for s in sids {
         put_sid(&mut w, s);
     }
-    w.u32(0); // TranslatedNames: no entries
-    w.u32(0);
-    w.u16(1); // LookupLevel
-    w.u32(0); // MappedCount
-    w.u32(0); // LookupOptions
-    w.u32(2); // ClientRevision
-    w.buf
+    lookup_tail(w) // TranslatedNames: no entries
 }
 
 fn utf16(s: &str) -> Vec<u8> {
@@ -162,7 +156,13 @@ fn lookup_names3(h: &[u8; 20], names: &[&str]) -> Vec<u8> {
     for n in names {
         w.counted_chars(n, 0);
     }
-    w.u32(0); // TranslatedSids: no entries
+    lookup_tail(w) // TranslatedSids: no entries
+}
+
+/// What LookupSids2 and LookupNames3 requests end with: an empty translated
+/// list, LookupLevel 1, MappedCount 0, LookupOptions 0, ClientRevision 2.
+fn lookup_tail(mut w: NdrWriter) -> Vec<u8> {
+    w.u32(0); // the translated list: no entries
     w.u32(0);
     w.u16(1); // LookupLevel
     w.u32(0); // MappedCount
