@@ -21,10 +21,6 @@ const SYNCHRONIZE: u32 = 0x0010_0000;
 const BLOCK_REFCOUNTING: u32 = 0x0800_0000;
 const BLOCK: u64 = 4096;
 
-fn pattern(len: usize, from: usize) -> Vec<u8> {
-    (from..from + len).map(|i| (i % 251) as u8).collect()
-}
-
 /// A client of a server whose share clones blocks (or not).
 fn client(clones: bool) -> Client {
     let mem = MemShare::new().with_block_cloning(clones);

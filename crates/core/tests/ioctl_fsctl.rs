@@ -30,11 +30,6 @@ const SYNCHRONIZE: u32 = 0x0010_0000;
 const ATTR_SPARSE_FILE: u32 = 0x200;
 const DIRECTORY_FILE: u32 = 0x1;
 
-/// Bytes whose value tells their offset.
-fn pattern(len: usize, from: usize) -> Vec<u8> {
-    (from..from + len).map(|i| (i % 251) as u8).collect()
-}
-
 fn output(r: &Resp) -> Vec<u8> {
     IoctlResponse::decode(&r.msg)
         .expect("an IOCTL response body")

@@ -93,6 +93,12 @@ impl Accounts for TestAccounts {
     }
 }
 
+/// `len` bytes whose value tells their offset (from `from`): a copy put in
+/// the wrong place reads back different.
+pub fn pattern(len: usize, from: usize) -> Vec<u8> {
+    (from..from + len).map(|i| (i % 251) as u8).collect()
+}
+
 /// The test server over `config`.
 pub fn server_for(config: ServerConfig) -> Arc<ServerState> {
     ServerState::with_accounts(config, Arc::new(Users), Arc::new(TestAccounts))
