@@ -50,9 +50,9 @@ pub(crate) fn posix_view(node: &dyn Node, attr: &FileAttr) -> Result<PosixView, 
 }
 
 /// A descriptor ringshare stored in its own xattr before it mapped to POSIX
-/// ACLs, if the file still has one.
-fn legacy(node: &dyn Node) -> Option<SecurityDescriptor> {
-    let bytes = node.legacy_security_descriptor().ok().flatten()?;
+/// ACLs, if the file still has one (`seen`: the file as just stat'ed, if it was).
+fn legacy(node: &dyn Node, seen: Option<&FileAttr>) -> Option<SecurityDescriptor> {
+    let bytes = node.legacy_security_descriptor(seen).ok().flatten()?;
     SecurityDescriptor::decode(&bytes).ok()
 }
 
@@ -74,7 +74,7 @@ pub(crate) fn descriptor(
     share: &ShareDef,
     (sids, now_ms): (&SidMap, u64),
 ) -> Result<SecurityDescriptor, NtStatus> {
-    if let Some(sd) = legacy(node) {
+    if let Some(sd) = legacy(node, Some(attr)) {
         return Ok(sd);
     }
     let view = posix_view(node, attr)?;
@@ -114,7 +114,7 @@ pub(crate) fn enforced(
     attr: &FileAttr,
     share: &ShareDef,
 ) -> Result<Option<(SecurityDescriptor, Kept)>, NtStatus> {
-    if let Some(sd) = legacy(node) {
+    if let Some(sd) = legacy(node, Some(attr)) {
         return Ok(Some((sd, Kept::Legacy)));
     }
     if !share.nt_acl_xattr {
@@ -212,7 +212,12 @@ pub(crate) fn set(
             .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
         node.set_nt_acl_blob(Some(&blob)).map_err(status_of)?;
     }
-    if node.legacy_security_descriptor().ok().flatten().is_some() {
+    if node
+        .legacy_security_descriptor(None)
+        .ok()
+        .flatten()
+        .is_some()
+    {
         // The descriptor lives in its new place now.
         let _ = node.remove_legacy_security_descriptor();
     }
@@ -295,7 +300,7 @@ fn map_generic_rights(sd: &mut SecurityDescriptor) {
 /// opened the file may set its ACL; otherwise it stays, still shown and
 /// enforced, for someone who may.
 pub(crate) fn migrate(node: &dyn Node, share: &ShareDef, ids: &Ids<'_>, now_filetime: u64) {
-    let Some(old) = legacy(node) else {
+    let Some(old) = legacy(node, None) else {
         return;
     };
     let info = SecurityInformation::DACL;

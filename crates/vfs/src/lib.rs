@@ -686,9 +686,12 @@ pub trait Node: Send + Sync + fmt::Debug {
     }
 
     /// A security descriptor (self-relative bytes) older ringshare stored in
-    /// its own `user.ringshare.ntacl` xattr, to be migrated. The default:
+    /// its own `user.ringshare.ntacl` xattr, to be migrated. `seen`: the file
+    /// as stat'ed just before, if the caller did (a backend may then answer
+    /// from what it read while the file has not changed since). The default:
     /// none.
-    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+    fn legacy_security_descriptor(&self, seen: Option<&FileAttr>) -> FsResult<Option<Vec<u8>>> {
+        let _ = seen;
         Ok(None)
     }
 
@@ -868,8 +871,11 @@ macro_rules! forward_file_metadata {
         fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> $crate::FsResult<()> {
             self.$file.set_nt_acl_blob(blob)
         }
-        fn legacy_security_descriptor(&self) -> $crate::FsResult<Option<Vec<u8>>> {
-            self.$file.legacy_security_descriptor()
+        fn legacy_security_descriptor(
+            &self,
+            seen: Option<&$crate::FileAttr>,
+        ) -> $crate::FsResult<Option<Vec<u8>>> {
+            self.$file.legacy_security_descriptor(seen)
         }
         fn remove_legacy_security_descriptor(&self) -> $crate::FsResult<()> {
             self.$file.remove_legacy_security_descriptor()

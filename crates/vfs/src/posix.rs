@@ -415,6 +415,17 @@ fn stamp_on(st: &Statx, dev: u64) -> Option<doscache::Stamp> {
     })
 }
 
+/// What [`doscache`] checks a file by, when `a` (stat'ed with its change
+/// time, as every [`FileAttr`] of this backend is) is on device `dev`.
+fn stamp_of(a: &FileAttr, dev: u64) -> Option<doscache::Stamp> {
+    (a.dev == dev).then_some(doscache::Stamp {
+        dev,
+        ino: a.ino,
+        ctime: a.ctime,
+        btime: a.btime,
+    })
+}
+
 /// A path's parent directory: the share root's fd, borrowed, or one opened
 /// for the call.
 enum ParentFd<'a> {

@@ -2,6 +2,10 @@
 //! change time stays the same: a listing of a directory whose entries have not
 //! changed then costs one `statx` per entry instead of a `statx` and a
 //! `getxattrat` (the attribute's lookup was as dear as the stat: issue 34).
+//! The same is kept of one more xattr every open asks for and almost no file
+//! has: older ringshare's security descriptor (`user.ringshare.ntacl`), whose
+//! absence is kept so that an open of an unchanged file does not ask again
+//! (one system call of six per CREATE+QUERY_INFO+CLOSE).
 //!
 //! Why the change time says enough: on the file systems this is used on
 //! ([`keeps_ctime`]: tmpfs, ext2/3/4, XFS, Btrfs), setting or removing an xattr
@@ -97,16 +101,14 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// A kept value, 32 bytes: times as `i64` nanoseconds (years 1678 to 2262;
-/// a file with a time outside is not kept), `i64::MIN` for none.
+/// A kept value with the change and birth time it holds for, as `i64`
+/// nanoseconds (years 1678 to 2262; a file with a time outside is not kept),
+/// `i64::MIN` for none. For the DOS attributes 32 bytes.
 #[derive(Debug, Clone, Copy)]
-struct Kept {
+struct Kept<V> {
     ctime: i64,
     btime: i64,
-    create_time: i64,
-    /// The attributes, and whether there was a value at all.
-    attributes: u32,
-    some: bool,
+    value: V,
 }
 
 const NONE: i64 = i64::MIN;
@@ -122,19 +124,25 @@ fn widen(t: i64) -> Option<UnixNanos> {
     (t != NONE).then_some(UnixNanos::from(t))
 }
 
-type Map = HashMap<Key, Kept, BuildHasherDefault<KeyHasher>>;
-
-/// One thread's kept values (each I/O thread has its own: no lock on the
-/// way of a listing).
-#[derive(Default)]
-pub(super) struct DosCache {
-    map: Map,
+/// Values by file, each kept while the file's change and birth times stay
+/// what they were when it was stat'ed before the value was read. Each I/O
+/// thread has its own (no lock on the way of a listing or an open).
+pub(super) struct StampMap<V> {
+    map: HashMap<Key, Kept<V>, BuildHasherDefault<KeyHasher>>,
 }
 
-impl DosCache {
+impl<V> Default for StampMap<V> {
+    fn default() -> Self {
+        StampMap {
+            map: HashMap::default(),
+        }
+    }
+}
+
+impl<V: Copy> StampMap<V> {
     /// The value kept for the file `s` describes, if it has not changed
     /// since (`None`: not kept, read it).
-    pub(super) fn get(&self, s: &Stamp) -> Option<Option<DosInfo>> {
+    pub(super) fn get(&self, s: &Stamp) -> Option<V> {
         let k = self.map.get(&Key {
             dev: s.dev,
             ino: s.ino,
@@ -142,16 +150,14 @@ impl DosCache {
         if Some(k.ctime) != narrow(Some(s.ctime)) || Some(k.btime) != narrow(s.btime) {
             return None;
         }
-        Some(k.some.then(|| DosInfo {
-            attributes: k.attributes,
-            create_time: widen(k.create_time),
-        }))
+        Some(k.value)
     }
 
-    /// Keeps `dos`, read after the file was stat'ed as `s`, unless the file
-    /// changed less than [`SETTLED_NANOS`] before `now` (then whatever was
-    /// kept for it goes).
-    pub(super) fn put(&mut self, s: &Stamp, dos: Option<DosInfo>, now: UnixNanos) {
+    /// Keeps `value` (`None`: one that cannot be kept), read after the file
+    /// was stat'ed as `s`, unless the file changed less than
+    /// [`SETTLED_NANOS`] before `now`; whatever was kept for the file goes
+    /// when the new value is not kept.
+    pub(super) fn put(&mut self, s: &Stamp, value: Option<V>, now: UnixNanos) {
         let key = Key {
             dev: s.dev,
             ino: s.ino,
@@ -163,9 +169,7 @@ impl DosCache {
             Some(Kept {
                 ctime: narrow(Some(s.ctime))?,
                 btime: narrow(s.btime)?,
-                create_time: narrow(dos.and_then(|d| d.create_time))?,
-                attributes: dos.map_or(0, |d| d.attributes),
-                some: dos.is_some(),
+                value: value?,
             })
         })();
         let Some(kept) = kept else {
@@ -179,18 +183,61 @@ impl DosCache {
     }
 }
 
+/// A file's DOS attributes as kept: the creation time narrowed as the
+/// stamp's times are, and whether there was a value at all.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DosKept {
+    create_time: i64,
+    attributes: u32,
+    some: bool,
+}
+
+/// The `user.DOSATTRIB` values read lately.
+pub(super) type DosCache = StampMap<DosKept>;
+
+impl DosKept {
+    fn of(dos: Option<DosInfo>) -> Option<DosKept> {
+        Some(DosKept {
+            create_time: narrow(dos.and_then(|d| d.create_time))?,
+            attributes: dos.map_or(0, |d| d.attributes),
+            some: dos.is_some(),
+        })
+    }
+
+    fn info(self) -> Option<DosInfo> {
+        self.some.then(|| DosInfo {
+            attributes: self.attributes,
+            create_time: widen(self.create_time),
+        })
+    }
+}
+
 thread_local! {
     static CACHE: RefCell<DosCache> = RefCell::new(DosCache::default());
+    static NO_LEGACY_SD: RefCell<StampMap<()>> = RefCell::new(StampMap::default());
 }
 
-/// [`DosCache::get`] on this thread's cache.
+/// The DOS attributes kept for the file `s` describes, on this thread.
 pub(super) fn get(s: &Stamp) -> Option<Option<DosInfo>> {
-    CACHE.with(|c| c.borrow().get(s))
+    CACHE.with(|c| c.borrow().get(s).map(DosKept::info))
 }
 
-/// [`DosCache::put`] on this thread's cache.
+/// Keeps `dos`, read after the file was stat'ed as `s`, on this thread.
 pub(super) fn put(s: &Stamp, dos: Option<DosInfo>, now: UnixNanos) {
-    CACHE.with(|c| c.borrow_mut().put(s, dos, now));
+    CACHE.with(|c| c.borrow_mut().put(s, DosKept::of(dos), now));
+}
+
+/// Whether a read on this thread found no legacy descriptor
+/// (`user.ringshare.ntacl`) on the file `s` describes, and it has not changed
+/// since: most files never had one, and an open asks.
+pub(super) fn known_without_legacy_sd(s: &Stamp) -> bool {
+    NO_LEGACY_SD.with(|c| c.borrow().get(s).is_some())
+}
+
+/// Records what a read of the legacy descriptor, after the file was stat'ed
+/// as `s`, found (`found`: one was there, which is never kept).
+pub(super) fn put_legacy_sd_read(s: &Stamp, found: bool, now: UnixNanos) {
+    NO_LEGACY_SD.with(|c| c.borrow_mut().put(s, (!found).then_some(()), now));
 }
 
 /// Now, as nanoseconds since the Unix epoch (the file system's clock for
@@ -224,45 +271,59 @@ mod tests {
         })
     }
 
+    /// What the map keeps for `dos` (or does not: `None`).
+    fn kept(dos: Option<DosInfo>) -> Option<DosKept> {
+        DosKept::of(dos)
+    }
+
+    /// The DOS attributes kept for `s`.
+    fn got(c: &DosCache, s: &Stamp) -> Option<Option<DosInfo>> {
+        c.get(s).map(DosKept::info)
+    }
+
     #[test]
     fn a_value_is_reused_while_the_files_change_time_stays_the_same() {
         let mut c = DosCache::default();
         let s = stamp(1, 10);
-        assert_eq!(c.get(&s), None);
-        c.put(&s, info(0x22), HOUR);
-        assert_eq!(c.get(&s), Some(info(0x22)));
-        c.put(&stamp(2, 10), None, HOUR);
-        assert_eq!(c.get(&stamp(2, 10)), Some(None), "no value is kept too");
+        assert_eq!(got(&c, &s), None);
+        c.put(&s, kept(info(0x22)), HOUR);
+        assert_eq!(got(&c, &s), Some(info(0x22)));
+        c.put(&stamp(2, 10), kept(None), HOUR);
+        assert_eq!(got(&c, &stamp(2, 10)), Some(None), "no value is kept too");
     }
 
     #[test]
     fn a_file_whose_change_time_or_birth_time_moved_is_read_again() {
         let mut c = DosCache::default();
-        c.put(&stamp(1, 10), info(0x20), HOUR);
-        assert_eq!(c.get(&stamp(1, 11)), None);
+        c.put(&stamp(1, 10), kept(info(0x20)), HOUR);
+        assert_eq!(got(&c, &stamp(1, 11)), None);
         let reborn = Stamp {
             btime: Some(2),
             ..stamp(1, 10)
         };
-        assert_eq!(c.get(&reborn), None, "a new file with the old inode number");
+        assert_eq!(
+            got(&c, &reborn),
+            None,
+            "a new file with the old inode number"
+        );
         let other_device = Stamp {
             dev: 8,
             ..stamp(1, 10)
         };
-        assert_eq!(c.get(&other_device), None);
+        assert_eq!(got(&c, &other_device), None);
     }
 
     #[test]
     fn a_file_changed_in_the_last_two_seconds_is_not_kept_and_drops_what_was() {
         let mut c = DosCache::default();
         let now = HOUR;
-        c.put(&stamp(1, now - SETTLED_NANOS + 1), info(0x20), now);
-        assert_eq!(c.get(&stamp(1, now - SETTLED_NANOS + 1)), None);
-        c.put(&stamp(2, 10), info(0x20), now);
+        c.put(&stamp(1, now - SETTLED_NANOS + 1), kept(info(0x20)), now);
+        assert_eq!(got(&c, &stamp(1, now - SETTLED_NANOS + 1)), None);
+        c.put(&stamp(2, 10), kept(info(0x20)), now);
         // The same change time seen again while it is recent: the kept
         // value cannot be told apart from a newer one, so it goes.
-        c.put(&stamp(2, 10), info(0x21), 10 + SETTLED_NANOS / 2);
-        assert_eq!(c.get(&stamp(2, 10)), None);
+        c.put(&stamp(2, 10), kept(info(0x21)), 10 + SETTLED_NANOS / 2);
+        assert_eq!(got(&c, &stamp(2, 10)), None);
     }
 
     #[test]
@@ -270,19 +331,19 @@ mod tests {
         let mut c = DosCache::default();
         let n = FILES_MAX as u64;
         for ino in 0..n {
-            c.put(&stamp(ino, 10), info(0x20), HOUR);
+            c.put(&stamp(ino, 10), kept(info(0x20)), HOUR);
         }
-        assert_eq!(c.get(&stamp(0, 10)), Some(info(0x20)));
-        c.put(&stamp(1, 10), info(0x21), HOUR);
+        assert_eq!(got(&c, &stamp(0, 10)), Some(info(0x20)));
+        c.put(&stamp(1, 10), kept(info(0x21)), HOUR);
         assert_eq!(
-            c.get(&stamp(1, 10)),
+            got(&c, &stamp(1, 10)),
             Some(info(0x21)),
             "a kept file is replaced"
         );
-        assert_eq!(c.get(&stamp(0, 10)), Some(info(0x20)));
-        c.put(&stamp(n, 10), info(0x22), HOUR);
-        assert_eq!(c.get(&stamp(n, 10)), Some(info(0x22)));
-        assert_eq!(c.get(&stamp(0, 10)), None, "the rest went");
+        assert_eq!(got(&c, &stamp(0, 10)), Some(info(0x20)));
+        c.put(&stamp(n, 10), kept(info(0x22)), HOUR);
+        assert_eq!(got(&c, &stamp(n, 10)), Some(info(0x22)));
+        assert_eq!(got(&c, &stamp(0, 10)), None, "the rest went");
     }
 
     #[test]
@@ -292,13 +353,13 @@ mod tests {
             attributes: 0x20,
             create_time: Some(-5),
         });
-        c.put(&stamp(1, 10), dos, HOUR);
-        assert_eq!(c.get(&stamp(1, 10)), Some(dos));
+        c.put(&stamp(1, 10), kept(dos), HOUR);
+        assert_eq!(got(&c, &stamp(1, 10)), Some(dos));
         let far = Some(DosInfo {
             attributes: 0x20,
             create_time: Some(UnixNanos::from(i64::MAX) + 1),
         });
-        c.put(&stamp(1, 10), far, HOUR);
-        assert_eq!(c.get(&stamp(1, 10)), None);
+        c.put(&stamp(1, 10), kept(far), HOUR);
+        assert_eq!(got(&c, &stamp(1, 10)), None);
     }
 }

@@ -488,14 +488,24 @@ impl Node for PosixNode {
         })
     }
 
-    fn legacy_security_descriptor(&self) -> FsResult<Option<Vec<u8>>> {
+    fn legacy_security_descriptor(&self, seen: Option<&FileAttr>) -> FsResult<Option<Vec<u8>>> {
         self.act()?;
-        match self.xattr_bytes(LEGACY_NTACL_XATTR) {
+        // Most files never had one, and every open asks: a read that found
+        // none is kept while the file's change time stays ([`doscache`]).
+        let stamp = seen.and_then(|a| stamp_of(a, self.dos_kept?));
+        if stamp.is_some_and(|s| doscache::known_without_legacy_sd(&s)) {
+            return Ok(None);
+        }
+        let r = match self.xattr_bytes(LEGACY_NTACL_XATTR) {
             Err(FsError::AccessDenied) => {
                 as_server(&self.who, || self.xattr_bytes(LEGACY_NTACL_XATTR))
             }
             r => r,
+        };
+        if let (Some(s), Ok(found)) = (stamp, &r) {
+            doscache::put_legacy_sd_read(&s, found.is_some(), doscache::now());
         }
+        r
     }
 
     fn remove_legacy_security_descriptor(&self) -> FsResult<()> {

@@ -409,6 +409,59 @@ fn a_kept_dos_value_is_used_until_another_program_sets_the_attribute_again() {
     assert_eq!(via_path.dos_attributes, Some(0x04));
 }
 
+#[test]
+fn a_file_found_without_a_legacy_descriptor_is_not_asked_again_until_its_change_time_moves() {
+    if !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let dir = PathBuf::from(format!(
+        "/dev/shm/ringshare-vfs-nolegacy-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).unwrap();
+    let _guard = Tmp(dir.clone());
+    std::fs::write(dir.join("f"), b"abc").unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let path = RelPath::from_components(["f"]).unwrap();
+    let node = share
+        .open(&crate::server_who(), &path, &OpenOptions::read_existing())
+        .unwrap()
+        .node;
+    let before = node.stat().unwrap();
+    // Just written: read, and nothing kept.
+    assert_eq!(
+        node.legacy_security_descriptor(Some(&before)).unwrap(),
+        None
+    );
+    // As if that read had come two seconds after the file's last change.
+    let stamp = stamp_of(&before, share.root_fs.dos_kept.expect("tmpfs")).unwrap();
+    doscache::put_legacy_sd_read(&stamp, false, before.ctime + 3_000_000_000);
+    // Older ringshare's descriptor appears (the change time moves with it).
+    let sd = [
+        1u8, 0, 4, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    rustix::fs::setxattr(dir.join("f"), LEGACY_NTACL_XATTR, &sd, XattrFlags::empty()).unwrap();
+    // Asked with the file as it was: kept, no read (what it held then).
+    assert_eq!(
+        node.legacy_security_descriptor(Some(&before)).unwrap(),
+        None
+    );
+    // Asked with the file as it is now: read, and found.
+    let after = node.stat().unwrap();
+    assert_ne!(after.ctime, before.ctime);
+    assert_eq!(
+        node.legacy_security_descriptor(Some(&after))
+            .unwrap()
+            .as_deref(),
+        Some(&sd[..])
+    );
+    assert_eq!(
+        node.legacy_security_descriptor(None).unwrap().as_deref(),
+        Some(&sd[..]),
+        "asked without a stat: always read"
+    );
+}
+
 /// Whether `fd`'s file description is in non-blocking mode.
 fn is_nonblocking(fd: BorrowedFd<'_>) -> bool {
     rustix::fs::fcntl_getfl(fd)
