@@ -153,7 +153,7 @@ pub(crate) struct Req0 {
 impl Connection {
     pub fn new(server: Arc<ServerState>, peer: String, entropy: Box<dyn Entropy>) -> Connection {
         let conn_id = server.new_connection_id();
-        let mailbox = server.open_mailbox(conn_id, &peer);
+        let mailbox = server.mail.open_mailbox(conn_id, &peer);
         Connection {
             core: ConnCore {
                 conn_id,
@@ -344,6 +344,7 @@ impl Connection {
         self.last_request_ms = now.mono_ms;
         self.core
             .server
+            .mail
             .note_accepted(self.core.conn_id, now.filetime);
     }
 
@@ -397,7 +398,7 @@ impl Connection {
         self.waiting.clear();
         // Answers still to come find nothing to go on with.
         self.lookups.clear();
-        self.core.server.close_mailbox(self.core.conn_id);
+        self.core.server.mail.close_mailbox(self.core.conn_id);
     }
 
     /// One direct-TCP frame payload (without the 4-byte header).
@@ -1127,7 +1128,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.core.server.close_mailbox(self.core.conn_id);
+        self.core.server.mail.close_mailbox(self.core.conn_id);
     }
 }
 

@@ -16,14 +16,16 @@ impl ServerState {
                 }
             }
             let notice = Notice::from(b);
-            if self.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
+            if self.mail.post(route.conn_id, notice.clone()) || notice == Notice::Retry {
                 continue;
             }
             let channels = self
                 .find_session(route.session_id)
                 .map(|s| lock(&s).channels.clone())
                 .unwrap_or_default();
-            let delivered = channels.into_iter().any(|c| self.post(c, notice.clone()));
+            let delivered = channels
+                .into_iter()
+                .any(|c| self.mail.post(c, notice.clone()));
             if !delivered {
                 tracing::debug!(session = route.session_id, "no connection left for a break");
             }

@@ -117,7 +117,7 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
         lock(&server.unsent_parks).push((key, persistent, id));
     }
     // The scavenger's timer may have to run sooner now.
-    server.wake_drivers();
+    server.mail.wake_drivers();
     if let Some(old) = evicted {
         tracing::warn!(
             "{} disconnected durable opens kept (the most): closing the one nearest its timeout",

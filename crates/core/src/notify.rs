@@ -308,7 +308,10 @@ fn release(reg: &Registry, st: &mut WatchState) {
 /// gone loses its requests and the next one is told.
 fn wake(server: &ServerState, w: &Watcher, mut head: (u64, u64)) {
     loop {
-        if server.post(head.0, Notice::Notify { async_id: head.1 }) {
+        if server
+            .mail
+            .post(head.0, Notice::Notify { async_id: head.1 })
+        {
             return;
         }
         let mut st = lock(&w.state);

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
@@ -21,29 +21,18 @@ use ringshare_auth::UserLookup;
 use ringshare_vfs::RelPath;
 
 use crate::link::{ClusterLink, Home};
+
+mod mail;
+
 use crate::state::{Session, SessionRef};
+pub use mail::ConnStatus;
+pub(crate) use mail::{Mail, Mailbox, Notice};
 
 pub use crate::config::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ShareDef, ShareSet, ShareTemplate,
     SigningPolicy,
 };
 pub use crate::files::{FileEntry, FileKey, ShareEntry};
-
-/// One TCP connection, as `status` shows it ([`crate::status`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConnStatus {
-    pub id: u64,
-    /// The client's address (`ip:port`).
-    pub peer: String,
-    /// The negotiated dialect (0x0202 … 0x0311); 0 before NEGOTIATE.
-    pub dialect: u16,
-    /// Signing algorithm (`HMAC-SHA256`, `AES-128-CMAC`, `AES-128-GMAC`).
-    pub signing: &'static str,
-    /// Cipher sessions encrypt with, when the client can encrypt.
-    pub cipher: Option<&'static str>,
-    /// When it was accepted (FILETIME).
-    pub since: u64,
-}
 
 /// Shared state of the whole server.
 pub struct ServerState {
@@ -65,14 +54,8 @@ pub struct ServerState {
     next_connection: AtomicU64,
     /// Which file each lease is on (a lease key names one file).
     pub(crate) lease_files: Mutex<HashMap<crate::files::oplock::LeaseId, FileKey>>,
-    /// Oplock and lease break notifications posted, for metrics.
-    pub(crate) breaks_posted: AtomicU64,
-    /// Each live connection's mailbox, by connection id.
-    pub(crate) mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
-    /// Counts every notice posted (drivers compare it to see whether to look).
-    mail_posted: AtomicU64,
-    /// Wakes the drivers' threads after a notice was posted.
-    mail_waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// The mail between connections ([`Mail`]).
+    pub(crate) mail: Mail,
     /// Durable opens whose connection went ([`crate::durable`]).
     pub(crate) durables: Mutex<crate::files::parked::Durables<Arc<crate::state::Open>>>,
     /// Directories watched by CHANGE_NOTIFY ([`crate::notify`]).
@@ -112,81 +95,6 @@ pub struct ServerState {
     /// Every authenticator accepted, for the whole process (a replay may come on any
     /// connection).
     pub(crate) replay_cache: Arc<ringshare_auth::krb5::replay::ReplayCache>,
-}
-
-/// What one connection asks another to send: a break notification for an
-/// open or lease the other connection's client holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Notice {
-    /// [MS-SMB2] 2.2.23.1 to the client of `session_id`.
-    OplockBreak {
-        session_id: u64,
-        file_id: ringshare_wire::FileId,
-        level: u8,
-    },
-    /// [MS-SMB2] 2.2.23.2 to the client of `session_id`.
-    LeaseBreak {
-        session_id: u64,
-        notification: ringshare_wire::misc::LeaseBreakNotification,
-    },
-    /// A break this connection's requests wait for may have ended: try them again.
-    Retry,
-    /// Session `session_id` was ended from another connection (a new
-    /// session named it as PreviousSessionId): its waiting requests end.
-    SessionEnded { session_id: u64 },
-    /// A CHANGE_NOTIFY of this connection, waiting with this async id, may
-    /// have an answer now ([`crate::notify`]).
-    Notify { async_id: u64 },
-    /// The server's shares were replaced (a reload): look at every tree.
-    SharesChanged,
-    /// Close the connection (a fenced cluster node drops its clients).
-    Drop,
-}
-
-impl From<crate::files::oplock::Break> for Notice {
-    fn from(b: crate::files::oplock::Break) -> Notice {
-        use crate::files::oplock::Break;
-        match b {
-            Break::Oplock {
-                session_id,
-                file_id,
-                level,
-            } => Notice::OplockBreak {
-                session_id,
-                file_id,
-                level,
-            },
-            Break::Lease {
-                session_id,
-                notification,
-            } => Notice::LeaseBreak {
-                session_id,
-                notification,
-            },
-            Break::Retry => Notice::Retry,
-        }
-    }
-}
-
-/// A connection's inbox of notices from other connections (they may run on
-/// other threads), and what `status` shows of it.
-#[derive(Debug, Default)]
-pub(crate) struct Mailbox {
-    pending: AtomicBool,
-    notices: Mutex<Vec<Notice>>,
-    facts: Mutex<ConnStatus>,
-}
-
-impl Mailbox {
-    pub fn has_mail(&self) -> bool {
-        self.pending.load(Ordering::Acquire)
-    }
-
-    pub fn take(&self) -> Vec<Notice> {
-        let mut n = lock(&self.notices);
-        self.pending.store(false, Ordering::Release);
-        std::mem::take(&mut *n)
-    }
 }
 
 impl fmt::Debug for ServerState {
@@ -237,10 +145,7 @@ impl ServerState {
             sessions: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
             lease_files: Mutex::new(HashMap::new()),
-            breaks_posted: AtomicU64::new(0),
-            mailboxes: Mutex::new(HashMap::new()),
-            mail_posted: AtomicU64::new(0),
-            mail_waker: RwLock::new(None),
+            mail: Mail::default(),
             durables: Mutex::new(Default::default()),
             notify: Default::default(),
             write_times_shown: AtomicUsize::new(0),
@@ -288,9 +193,8 @@ impl ServerState {
     /// passed as the same `Arc`, so its trees are left alone.
     pub fn replace_shares(&self, set: ShareSet) {
         *self.shares.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
-        let conns: Vec<u64> = lock(&self.mailboxes).keys().copied().collect();
-        for id in conns {
-            self.post(id, Notice::SharesChanged);
+        for id in self.mail.connections() {
+            self.mail.post(id, Notice::SharesChanged);
         }
     }
 
@@ -395,88 +299,13 @@ impl ServerState {
     /// Called (from any thread) after a notice was posted to a connection, so
     /// that the thread running it looks at its mail ([`ServerState::mail_posted`]).
     pub fn set_mail_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
-        *self.mail_waker.write().unwrap_or_else(|e| e.into_inner()) = Some(wake);
+        self.mail.set_waker(wake);
     }
 
     /// How many notices were ever posted: when it changed, some connection
     /// may have mail ([`crate::Connection::has_mail`]).
     pub fn mail_posted(&self) -> u64 {
-        self.mail_posted.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn open_mailbox(&self, conn_id: u64, peer: &str) -> Arc<Mailbox> {
-        let m = Arc::new(Mailbox::default());
-        *lock(&m.facts) = ConnStatus {
-            id: conn_id,
-            peer: peer.to_string(),
-            ..Default::default()
-        };
-        lock(&self.mailboxes).insert(conn_id, Arc::clone(&m));
-        m
-    }
-
-    /// Record when connection `conn_id` was accepted (FILETIME), for `status`.
-    pub(crate) fn note_accepted(&self, conn_id: u64, filetime: u64) {
-        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
-            lock(&m.facts).since = filetime;
-        }
-    }
-
-    /// Record what connection `conn_id` negotiated, for `status`.
-    pub(crate) fn note_negotiated(
-        &self,
-        conn_id: u64,
-        dialect: u16,
-        signing: &'static str,
-        cipher: Option<&'static str>,
-    ) {
-        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
-            let mut f = lock(&m.facts);
-            (f.dialect, f.signing, f.cipher) = (dialect, signing, cipher);
-        }
-    }
-
-    /// Every live connection, for `status`.
-    pub(crate) fn connection_facts(&self) -> Vec<ConnStatus> {
-        let boxes: Vec<Arc<Mailbox>> = lock(&self.mailboxes).values().cloned().collect();
-        let mut v: Vec<_> = boxes.iter().map(|m| lock(&m.facts).clone()).collect();
-        v.sort_by_key(|c| c.id);
-        v
-    }
-
-    pub(crate) fn close_mailbox(&self, conn_id: u64) {
-        lock(&self.mailboxes).remove(&conn_id);
-    }
-
-    /// Leave a notice for connection `conn_id`; false when it is gone.
-    pub(crate) fn post(&self, conn_id: u64, notice: Notice) -> bool {
-        let Some(m) = lock(&self.mailboxes).get(&conn_id).cloned() else {
-            return false;
-        };
-        if matches!(
-            notice,
-            Notice::OplockBreak { .. } | Notice::LeaseBreak { .. }
-        ) {
-            self.breaks_posted.fetch_add(1, Ordering::Relaxed);
-        }
-        lock(&m.notices).push(notice);
-        m.pending.store(true, Ordering::Release);
-        self.mail_posted.fetch_add(1, Ordering::AcqRel);
-        self.wake_drivers();
-        true
-    }
-
-    /// Wake the drivers' threads, so that they look at their mail and their
-    /// timers again (a disconnected durable open's timeout is one).
-    pub(crate) fn wake_drivers(&self) {
-        let wake = self
-            .mail_waker
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(w) = wake {
-            w();
-        }
+        self.mail.posted()
     }
 
     /// A server-wide unique id for a new connection (its channel id).

@@ -174,21 +174,19 @@ impl ServerState {
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         let opens = sessions.iter().map(|s| lock(s).opens.len() as u64).sum();
         Gauges {
-            connections: lock(&self.mailboxes).len() as u64,
+            connections: self.mail.connection_count() as u64,
             sessions: sessions.len() as u64,
             opens,
             leases: lock(&self.lease_files).len() as u64,
             disconnected_durable_opens: lock(&self.durables).len() as u64,
-            breaks_posted: self
-                .breaks_posted
-                .load(std::sync::atomic::Ordering::Relaxed),
+            breaks_posted: self.mail.breaks_posted(),
         }
     }
 
     /// Who uses the server now ([`crate::status`]).
     pub fn status(&self) -> Status {
         let mut st = Status {
-            connections: self.connection_facts(),
+            connections: self.mail.connection_facts(),
             ..Status::default()
         };
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();

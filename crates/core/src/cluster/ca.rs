@@ -330,7 +330,7 @@ impl ServerState {
             open,
             share: share_name,
         });
-        self.wake_drivers();
+        self.mail.wake_drivers();
         if let Some(old) = evicted {
             crate::opens::close_open(self, old.open, false);
         }

@@ -73,12 +73,8 @@ impl ServerState {
     /// Close every client connection (a node that is fenced stops
     /// acknowledging anything: its clients reconnect to another node).
     pub fn drop_all_connections(&self) {
-        let conns: Vec<u64> = crate::server::lock(&self.mailboxes)
-            .keys()
-            .copied()
-            .collect();
-        for id in conns {
-            self.post(id, Notice::Drop);
+        for id in self.mail.connections() {
+            self.mail.post(id, Notice::Drop);
         }
     }
 

@@ -124,6 +124,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
         core.wildcard_sent = true;
     } else {
         core.server
+            .mail
             .note_negotiated(core.conn_id, dialect.0, "HMAC-SHA256", None);
         core.negotiated = Some(Negotiated {
             dialect,
@@ -283,6 +284,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Cipher::Aes256Gcm => "AES-256-GCM",
     });
     core.server
+        .mail
         .note_negotiated(core.conn_id, dialect.0, signing, cipher_name);
     let mut reply = Reply::ok(body);
     reply.preauth_connection = dialect == Dialect::SMB3_1_1;

@@ -1082,7 +1082,7 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
     core.sessions.remove(&previous);
     // Its connections answer what waits on it (CHANGE_NOTIFY: NOTIFY_CLEANUP).
     for conn_id in channels {
-        server.post(
+        server.mail.post(
             conn_id,
             crate::server::Notice::SessionEnded { session_id: id },
         );
