@@ -66,7 +66,7 @@ pub(crate) fn admit(
                 e.grants.held = IoGrant(io);
             }
             if let (Some(lid), oplock::LEVEL_LEASE) = (ask.wish.lease, g.level) {
-                server.set_lease_file(lid, key);
+                server.files.set_lease_file(lid, key);
             }
             Ok(Some(g))
         }
@@ -316,7 +316,7 @@ pub(crate) fn ack_lease(
         now_ms,
     };
     let l = cluster::ask_for(server, node, call, Answer::level)?;
-    if let Some(e) = server.existing_file_entry(key) {
+    if let Some(e) = server.files.existing(key) {
         shadow::lease_now(&mut lock(&e), id, l);
     }
     Ok(l)

@@ -119,7 +119,7 @@ pub(crate) fn admit_decided(
                         ask.route,
                     );
                     if let (Some(lid), oplock::LEVEL_LEASE) = (wish.lease, g.level) {
-                        server.set_lease_file(lid, key);
+                        server.files.set_lease_file(lid, key);
                     }
                     Some(g)
                 })
@@ -168,7 +168,7 @@ pub(crate) fn close_here(
         let mut e = lock(entry);
         let gone = remove_open(&mut e, owner);
         if let Some(gone) = gone {
-            server.forget_lease(gone, key);
+            server.files.forget_lease(gone, key);
         }
         oplock::wake_waiters(&mut e, &mut wakes);
         let was_pending = e.delete_pending;
@@ -396,7 +396,8 @@ pub(crate) fn ack_lease_here(
     now_ms: u64,
 ) -> Result<u32, NtStatus> {
     let entry = server
-        .existing_file_entry(key)
+        .files
+        .existing(key)
         .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let mut breaks = Vec::new();
     let r = {
@@ -429,7 +430,7 @@ fn open_streams_allow(
         return Ok(());
     }
     for (_, key) in &e.streams {
-        if let Some(se) = server.existing_file_entry(*key) {
+        if let Some(se) = server.files.existing(*key) {
             access::check_sharing(&lock(&se).opens, DELETE, 7)?;
         }
     }

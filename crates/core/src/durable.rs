@@ -99,7 +99,7 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
     let share = open.share.name.clone();
     let create_guid = lock(&open.state).create_guid;
     if let Some(g) = create_guid {
-        lock(&server.durables).forget(g, open.id);
+        lock(&server.files.durables).forget(g, open.id);
     }
     let p = Parked {
         expires_ms: now_ms.saturating_add(durability.timeout_ms),
@@ -110,7 +110,7 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
         share,
     };
     let (key, persistent, id) = (p.open.key, p.open.persistent_id, p.open.id);
-    let evicted = lock(&server.durables).park(p);
+    let evicted = lock(&server.files.durables).park(p);
     if server.home_of(key) != crate::link::Home::Here {
         // The file's home learns it is disconnected (soon, not under the
         // session's lock): another open that would break it closes it.
@@ -130,13 +130,13 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
 impl ServerState {
     /// When the scavenger must next run ([`ServerState::expire_durables`]).
     pub fn durables_deadline(&self) -> Option<u64> {
-        lock(&self.durables).next_expiry()
+        lock(&self.files.durables).next_expiry()
     }
 
     /// The scavenger: close every disconnected durable open whose timeout
     /// passed, releasing its share modes, locks and lease.
     pub fn expire_durables(&self, now_ms: u64) {
-        let expired = lock(&self.durables).take_expired(now_ms);
+        let expired = lock(&self.files.durables).take_expired(now_ms);
         for p in expired {
             tracing::debug!(id = p.open.id, "durable open timed out");
             crate::opens::close_open(self, p.open, false);
@@ -145,7 +145,7 @@ impl ServerState {
 
     /// How many disconnected durable opens the server keeps.
     pub fn parked_durables(&self) -> usize {
-        lock(&self.durables).len()
+        lock(&self.files.durables).len()
     }
 }
 
@@ -181,7 +181,7 @@ pub(crate) fn take_matching(
     r: &Reconnect<'_>,
 ) -> Result<Parked, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
-    let mut t = lock(&server.durables);
+    let mut t = lock(&server.files.durables);
     let p = t
         .get(file_id.persistent)
         .filter(|p| p.open.id == file_id.volatile)
@@ -232,7 +232,7 @@ pub(crate) fn take_matching(
 
 /// Take these parked opens (by FileId) out of the table.
 pub(crate) fn take_parked(server: &ServerState, ids: &[(u64, u64)]) -> Vec<Parked> {
-    let mut t = lock(&server.durables);
+    let mut t = lock(&server.files.durables);
     let mut out = Vec::new();
     for (p, v) in ids {
         if t.get(*p).is_some_and(|x| x.open.id == *v) {

@@ -42,7 +42,7 @@ pub(crate) fn close_open(
         notify::end(server, &w, ringshare_wire::NtStatus::NOTIFY_CLEANUP);
     }
     if let Some(g) = create_guid {
-        lock(&server.durables).forget(g, open.id);
+        lock(&server.files.durables).forget(g, open.id);
     }
     let delete_on_close = lock(&open.state).delete_on_close;
     let crate::decide::Closed {
@@ -112,8 +112,8 @@ pub(crate) fn close_open(
         if remove {
             remove_file(server, &share, &who, &path, is_dir);
         }
-        server.drop_file_entry_if_unused(key);
-        server.drop_file_entry_if_unused(key.base());
+        server.files.drop_if_unused(key);
+        server.files.drop_if_unused(key.base());
         return attr;
     }
     if remove {
@@ -130,7 +130,7 @@ pub(crate) fn close_open(
             }],
         );
     }
-    server.drop_file_entry_if_unused(key);
+    server.files.drop_if_unused(key);
     attr
 }
 

@@ -12,21 +12,22 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
 
 use ringshare_auth::UserLookup;
-use ringshare_vfs::RelPath;
 
 use crate::link::{ClusterLink, Home};
 
 mod mail;
+mod table;
 
 use crate::state::{Session, SessionRef};
 pub use mail::ConnStatus;
 pub(crate) use mail::{Mail, Mailbox, Notice};
+pub(crate) use table::FileTable;
 
 pub use crate::config::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ShareDef, ShareSet, ShareTemplate,
@@ -44,25 +45,18 @@ pub struct ServerState {
     users: RwLock<Arc<dyn UserLookup + Send + Sync>>,
     /// Unix accounts the users act as.
     pub accounts: Arc<dyn crate::identity::Accounts>,
-    pub(crate) files: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
-    next_owner: AtomicU64,
+    /// The open files ([`FileTable`]).
+    pub(crate) files: FileTable,
     /// What FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; the driver fills it
     /// at start-up (the core cannot look at the machine).
     interfaces: RwLock<Vec<NetworkInterfaceInfo>>,
     /// GlobalSessionTable ([MS-SMB2] 3.3.1.5): every session by SessionId.
     pub(crate) sessions: Mutex<HashMap<u64, SessionRef>>,
     next_connection: AtomicU64,
-    /// Which file each lease is on (a lease key names one file).
-    pub(crate) lease_files: Mutex<HashMap<crate::files::oplock::LeaseId, FileKey>>,
     /// The mail between connections ([`Mail`]).
     pub(crate) mail: Mail,
-    /// Durable opens whose connection went ([`crate::durable`]).
-    pub(crate) durables: Mutex<crate::files::parked::Durables<Arc<crate::state::Open>>>,
     /// Directories watched by CHANGE_NOTIFY ([`crate::notify`]).
     pub(crate) notify: crate::watch::Registry,
-    /// Open files whose write time is not the disk's now
-    /// ([`crate::writetime`]); 0 lets listings skip looking.
-    pub(crate) write_times_shown: AtomicUsize,
     /// Rate limits of the log lines peers cause ([`crate::loglimit`]).
     pub(crate) log_limit: crate::loglimit::LogLimiter,
     /// Failed logons by address ([`crate::backoff`]).
@@ -139,16 +133,12 @@ impl ServerState {
             shares: RwLock::new(Arc::new(shares)),
             users: RwLock::new(users),
             accounts,
-            files: Mutex::new(HashMap::new()),
-            next_owner: AtomicU64::new(1),
+            files: FileTable::default(),
             interfaces: RwLock::new(Vec::new()),
             sessions: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
-            lease_files: Mutex::new(HashMap::new()),
             mail: Mail::default(),
-            durables: Mutex::new(Default::default()),
             notify: Default::default(),
-            write_times_shown: AtomicUsize::new(0),
             log_limit: Default::default(),
             logon_backoff,
             cluster: std::sync::OnceLock::new(),
@@ -278,24 +268,6 @@ impl ServerState {
             .clone()
     }
 
-    /// The file a lease is on.
-    pub(crate) fn lease_file(&self, id: crate::files::oplock::LeaseId) -> Option<FileKey> {
-        lock(&self.lease_files).get(&id).copied()
-    }
-
-    /// Record the file a lease is on (taken with the file's entry locked).
-    pub(crate) fn set_lease_file(&self, id: crate::files::oplock::LeaseId, key: FileKey) {
-        lock(&self.lease_files).insert(id, key);
-    }
-
-    /// The lease is gone from file `key` with the last open there that named it.
-    pub(crate) fn forget_lease(&self, id: crate::files::oplock::LeaseId, key: FileKey) {
-        let mut m = lock(&self.lease_files);
-        if m.get(&id) == Some(&key) {
-            m.remove(&id);
-        }
-    }
-
     /// Called (from any thread) after a notice was posted to a connection, so
     /// that the thread running it looks at its mail ([`ServerState::mail_posted`]).
     pub fn set_mail_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
@@ -353,15 +325,10 @@ impl ServerState {
             .clone()
     }
 
-    /// A server-wide unique id for an open (lock and share-mode owner).
-    pub fn new_owner_id(&self) -> u64 {
-        self.next_owner.fetch_add(1, Ordering::Relaxed)
-    }
-
     /// Make open and connection ids from `base` up (a cluster node's number
     /// in their top bits).
     pub(crate) fn set_id_base(&self, base: u64) {
-        self.next_owner.fetch_max(base, Ordering::Relaxed);
+        self.files.set_owner_base(base);
         self.next_connection.fetch_max(base, Ordering::Relaxed);
     }
 
@@ -399,64 +366,6 @@ impl ServerState {
                 Home::Node(n) if n == c.node() => Home::Here,
                 h => h,
             },
-        }
-    }
-
-    /// The entry of a file, created empty when absent.
-    pub fn file_entry(&self, key: FileKey) -> Arc<Mutex<FileEntry>> {
-        let mut files = lock(&self.files);
-        files.entry(key).or_default().clone()
-    }
-
-    /// Whether a file or directory strictly below directory `dir` of share
-    /// `share` is open (a rename of `dir` would move it).
-    pub fn opens_below(&self, share: &str, dir: &RelPath) -> bool {
-        let n = dir.components().len();
-        lock(&self.files).values().any(|e| {
-            let e = lock(e);
-            !e.opens.is_empty()
-                && e.share == share
-                && e.path.components().len() > n
-                && e.path.components()[..n] == *dir.components()
-        })
-    }
-
-    /// The entry of a file if some open has it.
-    pub fn existing_file_entry(&self, key: FileKey) -> Option<Arc<Mutex<FileEntry>>> {
-        lock(&self.files).get(&key).cloned()
-    }
-
-    /// Give the entry under `from` (a renamed stream's) the key `to`, with
-    /// the leases on it: false, and nothing changed, when `to` has an entry.
-    pub fn rekey_file_entry(&self, from: FileKey, to: FileKey) -> bool {
-        {
-            let mut files = lock(&self.files);
-            if files.contains_key(&to) {
-                return false;
-            }
-            let Some(e) = files.remove(&from) else {
-                return false;
-            };
-            files.insert(to, e);
-        }
-        for k in lock(&self.lease_files).values_mut() {
-            if *k == from {
-                *k = to;
-            }
-        }
-        true
-    }
-
-    /// Forget a file's entry when no open is left on it.
-    pub fn drop_file_entry_if_unused(&self, key: FileKey) {
-        let mut files = lock(&self.files);
-        if let Some(e) = files.get(&key) {
-            let e = lock(e);
-            if e.opens.is_empty() {
-                e.write_time.forget(&self.write_times_shown);
-                drop(e);
-                files.remove(&key);
-            }
         }
     }
 }

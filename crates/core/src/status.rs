@@ -177,8 +177,8 @@ impl ServerState {
             connections: self.mail.connection_count() as u64,
             sessions: sessions.len() as u64,
             opens,
-            leases: lock(&self.lease_files).len() as u64,
-            disconnected_durable_opens: lock(&self.durables).len() as u64,
+            leases: self.files.lease_count() as u64,
+            disconnected_durable_opens: lock(&self.files.durables).len() as u64,
             breaks_posted: self.mail.breaks_posted(),
         }
     }
@@ -225,7 +225,7 @@ impl ServerState {
                 st.opens.push(open_status(sid, &o));
             }
         }
-        let files: Vec<_> = lock(&self.files).values().cloned().collect();
+        let files = self.files.all();
         for e in files {
             let e = lock(&e);
             for l in e.locks.iter() {
@@ -239,7 +239,7 @@ impl ServerState {
                 });
             }
         }
-        st.disconnected_durable_opens = lock(&self.durables).len();
+        st.disconnected_durable_opens = lock(&self.files.durables).len();
         st.sessions.sort_by_key(|s| s.id);
         st.trees.sort_by_key(|t| (t.session_id, t.tree_id));
         st.opens.sort_by_key(|o| (o.session_id, o.file_id.1));

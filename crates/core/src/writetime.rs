@@ -44,7 +44,7 @@ fn persist(node: &dyn Node, t: Option<UnixNanos>) {
 /// `attr` (just read from the disk) with the write time clients should
 /// see (see the module's text).
 pub(crate) fn apply(server: &ServerState, open: &Open, attr: &mut FileAttr, now_ms: u64) {
-    if server.write_times_shown.load(Ordering::Acquire) == 0 {
+    if server.files.write_times_shown.load(Ordering::Acquire) == 0 {
         // No open file shows a write time of its own: nothing to look up.
         return;
     }
@@ -65,7 +65,7 @@ pub(crate) fn wrote(server: &ServerState, open: &Open, now: Now) {
     };
     let mut e = lock(&open.entry);
     e.write_time.wrote(open.id, now.mono_ms, nanos(now), disk);
-    e.write_time.count(&server.write_times_shown);
+    e.write_time.count(&server.files.write_times_shown);
 }
 
 /// FLUSH or a SET_INFO that shows a written handle's update at once.
@@ -78,17 +78,17 @@ pub(crate) fn immediate(open: &Open, now: Now) {
 pub(crate) fn set_sticky(server: &ServerState, open: &Open, t: UnixNanos) {
     let mut e = lock(&open.entry);
     e.write_time.set_sticky(open.id, t);
-    e.write_time.count(&server.write_times_shown);
+    e.write_time.count(&server.files.write_times_shown);
 }
 
 /// The write time to list for the file `attr` describes, if an open of it
 /// shows its own (a listing only looks: nothing is written).
 pub(crate) fn listed(server: &ServerState, attr: &mut FileAttr, now_ms: u64) {
-    if server.write_times_shown.load(Ordering::Acquire) == 0 {
+    if server.files.write_times_shown.load(Ordering::Acquire) == 0 {
         return;
     }
     let key = server.file_key(attr);
-    if let Some(e) = server.existing_file_entry(key) {
+    if let Some(e) = server.files.existing(key) {
         if let Some(t) = lock(&e).write_time.peek(now_ms) {
             attr.mtime = t;
         }

@@ -145,7 +145,11 @@ pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16
     } else {
         match server.home_of(rec.state.key) {
             Home::Node(n) => n,
-            Home::Here if lock(&server.durables).get(file_id.persistent).is_some() => {
+            Home::Here
+                if lock(&server.files.durables)
+                    .get(file_id.persistent)
+                    .is_some() =>
+            {
                 return Ok(None)
             }
             Home::Here | Home::Unavailable => return Err(NtStatus::FILE_NOT_AVAILABLE),
@@ -213,7 +217,10 @@ impl ServerState {
 
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus> {
         let h = &rec.state;
-        if lock(&self.durables).get(rec.file_id.persistent).is_some() {
+        if lock(&self.files.durables)
+            .get(rec.file_id.persistent)
+            .is_some()
+        {
             return Ok(());
         }
         let share = self
@@ -222,7 +229,7 @@ impl ServerState {
             .cloned()
             .ok_or(NtStatus::BAD_NETWORK_NAME)?;
         let who = rec.who.clone().ok_or(NtStatus::ACCESS_DENIED)?;
-        let entry = self.file_entry(h.key);
+        let entry = self.files.entry(h.key);
         let id = rec.file_id.volatile;
         {
             let mut e = lock(&entry);
@@ -274,7 +281,7 @@ impl ServerState {
                     route: DISCONNECTED,
                     ..l.clone()
                 });
-                self.set_lease_file(l.id, h.key);
+                self.files.set_lease_file(l.id, h.key);
             }
         }
         let node = super::reopen::reopen(self, &share, &who, h);
@@ -282,7 +289,7 @@ impl ServerState {
             Ok(n) => n,
             Err(s) => {
                 crate::decide::remove_open(&mut lock(&entry), id);
-                self.drop_file_entry_if_unused(h.key);
+                self.files.drop_if_unused(h.key);
                 return Err(s);
             }
         };
@@ -322,7 +329,7 @@ impl ServerState {
             from = rec.keeper,
             "a dead node's persistent open is kept here until its client reconnects"
         );
-        let evicted = lock(&self.durables).park(Parked {
+        let evicted = lock(&self.files.durables).park(Parked {
             expires_ms: now_ms.saturating_add(durability.timeout_ms),
             persistent_id: open.persistent_id,
             open_id: open.id,

@@ -70,7 +70,7 @@ fn done(entry: &Mutex<FileEntry>) {
 
 /// On the node holding a grant: give back the parts `clear` names.
 pub(crate) fn give_back(server: &ServerState, key: FileKey, clear: u8) {
-    if let Some(e) = server.existing_file_entry(key) {
+    if let Some(e) = server.files.existing(key) {
         lock(&e).grants.held.0 &= !clear;
     }
 }

@@ -77,7 +77,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
         // transfer.
         let gone = crate::decide::remove_open(&mut lock(&open.entry), open.id);
         if let Some(id) = gone {
-            server.forget_lease(id, open.key);
+            server.files.forget_lease(id, open.key);
         }
     }
     tracing::info!(
@@ -86,7 +86,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     );
     let key = open.key;
     drop(open);
-    server.drop_file_entry_if_unused(key);
+    server.files.drop_if_unused(key);
     Ok(h)
 }
 
@@ -168,7 +168,7 @@ pub(crate) fn transfer(
             if let Some(l) = &t.lease {
                 e.leases.retain(|x| x.id != l.id);
                 e.leases.push(l.clone());
-                server.set_lease_file(l.id, key);
+                server.files.set_lease_file(l.id, key);
             }
             super::shadow::locked(&mut e, t.locks.iter().copied());
             e.delete_pending |= t.delete_pending;
@@ -281,9 +281,9 @@ pub(crate) fn take_over_from(
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
     };
-    let id = server.new_owner_id();
+    let id = server.files.new_owner_id();
     let route = landing.route;
-    let entry = server.file_entry(h.key);
+    let entry = server.files.entry(h.key);
     if lock(&entry).opens.is_empty() {
         let mut e = lock(&entry);
         e.share = share.name.clone();
@@ -303,7 +303,7 @@ pub(crate) fn take_over_from(
                 ?s,
                 "the file's home did not move a handed-over durable open"
             );
-            server.drop_file_entry_if_unused(h.key);
+            server.files.drop_if_unused(h.key);
             close_at_home(file_id.volatile);
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
@@ -360,7 +360,7 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
     let notes = std::mem::take(&mut *lock(&server.unsent_parks));
     let mut left = Vec::new();
     for (key, persistent, id) in notes {
-        let who = match lock(&server.durables).get(persistent) {
+        let who = match lock(&server.files.durables).get(persistent) {
             Some(p) if p.open.id == id => p.open.who.clone(),
             _ => continue,
         };

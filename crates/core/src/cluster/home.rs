@@ -37,11 +37,11 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             owner,
             delete_on_close,
         } => {
-            let Some(entry) = server.existing_file_entry(key) else {
+            let Some(entry) = server.files.existing(key) else {
                 return Answer::Refused(NtStatus::FILE_CLOSED);
             };
             let (c, lease_gone) = decide::close_here(server, key, &entry, owner, delete_on_close);
-            server.drop_file_entry_if_unused(key);
+            server.files.drop_if_unused(key);
             Answer::Closed(c, lease_gone)
         }
         Call::Lock {
@@ -51,11 +51,11 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             max,
             ..
         } => lock_ranges(server, key, owner, asks, max as usize, now_ms),
-        Call::RetryLock(key, l) => match server.existing_file_entry(key) {
+        Call::RetryLock(key, l) => match server.files.existing(key) {
             Some(entry) => Answer::Flag(crate::server::lock(&entry).locks.try_lock(l)),
             None => Answer::Refused(NtStatus::FILE_CLOSED),
         },
-        Call::Unlock { key, owner, ranges } => match server.existing_file_entry(key) {
+        Call::Unlock { key, owner, ranges } => match server.files.existing(key) {
             Some(entry) => match decide::unlock_ranges_here(&entry, owner, ranges.into_iter()) {
                 Ok(()) => Answer::Done,
                 Err(s) => Answer::Refused(s),
@@ -82,12 +82,12 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             io_check(server, key, io)
         }
         Call::Changed { key, owner, .. } => {
-            if let Some(entry) = server.existing_file_entry(key) {
+            if let Some(entry) = server.files.existing(key) {
                 decide::changed_here(server, &entry, owner, now_ms);
             }
             Answer::Done
         }
-        Call::DeletePending(key, set) => match server.existing_file_entry(key) {
+        Call::DeletePending(key, set) => match server.files.existing(key) {
             Some(entry) => {
                 let was = crate::server::lock(&entry).delete_pending;
                 let (now, _) = decide::delete_pending_here(&entry, set);
@@ -100,19 +100,19 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             owner,
             conn_id,
             ..
-        } => match server.existing_file_entry(key) {
+        } => match server.files.existing(key) {
             Some(entry) => Answer::Flag(decide::rename_waits_here(
                 server, &entry, owner, conn_id, now_ms,
             )),
             None => Answer::Refused(NtStatus::FILE_CLOSED),
         },
         Call::Moved(key, to) => {
-            if let Some(entry) = server.existing_file_entry(key) {
+            if let Some(entry) = server.files.existing(key) {
                 crate::server::lock(&entry).path = to;
             }
             Answer::Done
         }
-        Call::AckOplock { key, owner, level } => match server.existing_file_entry(key) {
+        Call::AckOplock { key, owner, level } => match server.files.existing(key) {
             Some(entry) => match decide::ack_oplock_here(server, &entry, owner, level) {
                 Ok(l) => Answer::Level(u32::from(l)),
                 Err(s) => Answer::Refused(s),
@@ -126,7 +126,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             }
         }
         Call::Transfer(key, moved) => {
-            let Some(entry) = server.existing_file_entry(key) else {
+            let Some(entry) = server.files.existing(key) else {
                 return Answer::Refused(NtStatus::OBJECT_NAME_NOT_FOUND);
             };
             match super::handover::transfer_here(server, key, &entry, &moved) {
@@ -174,7 +174,7 @@ fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
 
 /// An open asked of the file's home: admitted (with the node's I/O grant), to wait, or refused.
 fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64) -> Answer {
-    let entry = server.file_entry(key);
+    let entry = server.files.entry(key);
     let open = OpenAsk {
         owner: ask.owner,
         persistent_id: ask.persistent_id,
@@ -191,7 +191,7 @@ fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64)
     };
     let r = admit_here(server, key, &entry, &open);
     if !matches!(r, Ok(Some(_))) {
-        server.drop_file_entry_if_unused(key);
+        server.files.drop_if_unused(key);
     }
     match r {
         Ok(Some(g)) => {
@@ -212,7 +212,7 @@ fn lock_ranges(
     max: usize,
     now_ms: u64,
 ) -> Answer {
-    let Some(entry) = server.existing_file_entry(key) else {
+    let Some(entry) = server.files.existing(key) else {
         return Answer::Refused(NtStatus::FILE_CLOSED);
     };
     let asks: Vec<LockAsk> = asks
@@ -231,7 +231,7 @@ fn lock_ranges(
 
 /// A READ or WRITE checked against the file's locks at its home, with the node's I/O grant.
 fn io_check(server: &ServerState, key: FileKey, io: IoAsk) -> Answer {
-    let Some(entry) = server.existing_file_entry(key) else {
+    let Some(entry) = server.files.existing(key) else {
         return Answer::Refused(NtStatus::FILE_CLOSED);
     };
     let owner = io.owner;

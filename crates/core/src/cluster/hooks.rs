@@ -42,7 +42,7 @@ impl ClusterHooks for Hooks {
         match node.map(|n| ask(server, n, call)) {
             Some(Ok(Answer::Closed(closed, lease_gone))) => {
                 if let Some(id) = lease_gone {
-                    server.forget_lease(id, key);
+                    server.files.forget_lease(id, key);
                 }
                 closed
             }

@@ -89,7 +89,7 @@ impl ServerState {
         let mut left = Vec::new();
         for u in pending {
             let closed = match self.home_of(u.key) {
-                Home::Here => Some(self.existing_file_entry(u.key).map(|e| {
+                Home::Here => Some(self.files.existing(u.key).map(|e| {
                     crate::decide::close_here(self, u.key, &e, u.owner, u.delete_on_close).0
                 })),
                 Home::Node(n) => {
@@ -109,7 +109,7 @@ impl ServerState {
             match closed {
                 None => left.push(u),
                 Some(c) => {
-                    self.drop_file_entry_if_unused(u.key);
+                    self.files.drop_if_unused(u.key);
                     let share = self.shares().share(&u.share).cloned();
                     if let (Some(c), Some(s)) = (c.filter(|c| c.remove), share) {
                         crate::opens::remove_file(self, &s, &u.who, &c.path, c.is_dir);

@@ -34,13 +34,9 @@ pub(crate) fn records(
     let (me, n) = (link.node(), link.partitions());
     // This node's opens: those it made, and dead nodes' persistent opens it
     // keeps (made elsewhere, parked here: crate::cluster::ca).
-    let kept = lock(&server.durables).open_ids();
+    let kept = lock(&server.files.durables).open_ids();
     let mine = |owner: u64| node_of(owner) == me || kept.contains(&owner);
-    let mut entries: Vec<_> = lock(&server.files)
-        .iter()
-        .filter(|(k, _)| parts.contains(&partition_of(**k, n)))
-        .map(|(k, e)| (*k, e.clone()))
-        .collect();
+    let mut entries = server.files.keyed(|k| parts.contains(&partition_of(k, n)));
     let order = |k: &FileKey| (k.dev, k.ino, k.stream);
     entries.retain(|(k, _)| after.is_none_or(|a| order(k) > order(&a)));
     entries.sort_by_key(|(k, _)| order(k));
@@ -92,7 +88,7 @@ pub(crate) fn records(
         out.push(rec);
     }
     for key in emptied {
-        server.drop_file_entry_if_unused(key);
+        server.files.drop_if_unused(key);
     }
     (out, next)
 }
@@ -137,7 +133,7 @@ impl ServerState {
 
     /// Take one node's record of a file into its entry here.
     fn merge(&self, r: Record) -> usize {
-        let entry = self.file_entry(r.key);
+        let entry = self.files.entry(r.key);
         let mut e = lock(&entry);
         if e.opens.is_empty() {
             e.share = r.share;
@@ -180,10 +176,7 @@ impl ServerState {
         // node keeps them for their clients (take_over_persistent).
         let kept = self.persistent_of(node);
         let gone = |id: u64| node_of(id) == node && !kept.contains(&id);
-        let entries: Vec<_> = lock(&self.files)
-            .iter()
-            .map(|(k, e)| (*k, e.clone()))
-            .collect();
+        let entries = self.files.keyed(|_| true);
         let mut forgotten = 0;
         let mut wakes = Vec::new();
         let mut emptied = Vec::new();
@@ -226,7 +219,7 @@ impl ServerState {
                 .collect();
             e.leases.retain(|l| used.contains(&l.id));
             for id in leases {
-                self.forget_lease(id, key);
+                self.files.forget_lease(id, key);
             }
             e.waiters.retain(|c| !gone(*c));
             crate::files::oplock::wake_waiters(&mut e, &mut wakes);
@@ -240,7 +233,7 @@ impl ServerState {
         }
         self.send_breaks(wakes);
         for (key, remove) in emptied {
-            self.drop_file_entry_if_unused(key);
+            self.files.drop_if_unused(key);
             let Some((share, path, is_dir, who)) = remove else {
                 continue;
             };

@@ -99,13 +99,9 @@ pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
     match notice {
         Break::Lease { notification, .. } => {
             // The lease's client is the connection's; the key names it.
-            let ids: Vec<(LeaseId, crate::server::FileKey)> = lock(&server.lease_files)
-                .iter()
-                .filter(|(id, _)| id.key == notification.lease_key)
-                .map(|(id, k)| (*id, *k))
-                .collect();
+            let ids = server.files.leases_keyed(notification.lease_key);
             for (id, key) in ids {
-                if let Some(e) = server.existing_file_entry(key) {
+                if let Some(e) = server.files.existing(key) {
                     lease_now(&mut lock(&e), id, notification.new_lease_state.0);
                 }
             }
@@ -114,7 +110,7 @@ pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
             // Rare (a break of an oplock held through another node's
             // file): the entry is found by looking at each.
             let owner = file_id.volatile;
-            let entries: Vec<_> = lock(&server.files).values().cloned().collect();
+            let entries = server.files.all();
             for e in entries {
                 oplock_now(&mut lock(&e), owner, *level);
             }

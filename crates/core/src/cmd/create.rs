@@ -131,7 +131,7 @@ pub(crate) fn create(
         // ([`durable::replay`]) until this one is answered.
         let client_guid = client_guid(core);
         let waits = matches!(r, Ok(None));
-        lock(&core.server.durables).set_pending(
+        lock(&core.server.files.durables).set_pending(
             (client_guid, create_guid),
             waits,
             core.now.mono_ms,

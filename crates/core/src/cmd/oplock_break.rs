@@ -39,7 +39,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 client_guid: core.negotiated.as_ref().map_or([0; 16], |n| n.client_guid),
                 key: lease_key,
             };
-            let file = core.server.lease_file(id);
+            let file = core.server.files.lease_file(id);
             tracing::debug!(
                 key = ?lease_key,
                 file = ?file,

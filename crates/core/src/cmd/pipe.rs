@@ -131,7 +131,7 @@ fn feed(
 fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let c = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let pipe = Pipe::open(&c.name).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
-    let id = core.server.new_owner_id();
+    let id = core.server.files.new_owner_id();
     let sref = core.session_or_deleted(req.session_id)?;
     let mut session = lock(&sref);
     if session.pipes.len() >= limits::PIPES_PER_SESSION_MAX {

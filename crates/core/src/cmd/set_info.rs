@@ -409,7 +409,7 @@ fn rename(
     };
     if open.is_dir
         && !lock(&open.state).posix_rename
-        && server.opens_below(&share_name, &source_path)
+        && server.files.opens_below(&share_name, &source_path)
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -439,7 +439,8 @@ fn rename(
     // passes all three).
     if let (Some(pa), false) = (pattr, open.is_dir) {
         let held = server
-            .existing_file_entry(server.file_key(&pa))
+            .files
+            .existing(server.file_key(&pa))
             .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
@@ -511,7 +512,7 @@ fn target_is_open(
     (now_ms, conn_id): (u64, u64),
 ) -> Result<bool, NtStatus> {
     let key = server.file_key(target);
-    let Some(entry) = server.existing_file_entry(key) else {
+    let Some(entry) = server.files.existing(key) else {
         return Ok(false);
     };
     if lock(&entry).opens.is_empty() {

@@ -155,7 +155,7 @@ pub(crate) fn rename(
             if !r.replace_if_exists {
                 return Err(NtStatus::OBJECT_NAME_COLLISION);
             }
-            if server.existing_file_entry(new_key).is_some() {
+            if server.files.existing(new_key).is_some() {
                 return Err(NtStatus::SHARING_VIOLATION);
             }
             if t.size > 0 {
@@ -166,12 +166,12 @@ pub(crate) fn rename(
     if lock(&open.entry).opens.len() > 1 {
         return Err(NtStatus::SHARING_VIOLATION);
     }
-    if !same && !server.rekey_file_entry(key, new_key) {
+    if !same && !server.files.rekey(key, new_key) {
         return Err(NtStatus::SHARING_VIOLATION);
     }
     if let Err(e) = file.rename_stream(&from, &to, r.replace_if_exists) {
         if !same {
-            server.rekey_file_entry(new_key, key);
+            server.files.rekey(new_key, key);
         }
         return Err(status_of(e));
     }

@@ -69,7 +69,7 @@ fn note_use(server: &ServerState, open: &Open, req: &Req<'_>) {
         }
     };
     if let Some(g) = forget {
-        lock(&server.durables).forget(g, open.id);
+        lock(&server.files.durables).forget(g, open.id);
     }
 }
 

@@ -48,15 +48,15 @@ pub(super) fn admit(
     made: Made,
 ) -> Result<Option<Admitted>, NtStatus> {
     let server = at.server;
-    let id = server.new_owner_id();
-    let persistent_id = server.new_owner_id();
+    let id = server.files.new_owner_id();
+    let persistent_id = server.files.new_owner_id();
     let key = match &made.stream_name {
         Some(n) => server.file_key(&made.attr).stream(n),
         None => server.file_key(&made.attr),
     };
     if let Some(lid) = asked.lease_id {
         // A lease key names one file ([MS-SMB2] 3.3.5.9.8).
-        if server.lease_file(lid).is_some_and(|k| k != key) {
+        if server.files.lease_file(lid).is_some_and(|k| k != key) {
             drop(node);
             made.undo(at);
             return Err(NtStatus::INVALID_PARAMETER);
@@ -72,16 +72,16 @@ pub(super) fn admit(
     let file_entry = made
         .stream_name
         .as_ref()
-        .map(|_| server.file_entry(key.base()));
+        .map(|_| server.files.entry(key.base()));
     if let Some(fe) = &file_entry {
         if lock(fe).delete_pending {
             drop(node);
             made.undo(at);
-            server.drop_file_entry_if_unused(key.base());
+            server.files.drop_if_unused(key.base());
             return Err(NtStatus::DELETE_PENDING);
         }
     }
-    let entry = server.file_entry(key);
+    let entry = server.files.entry(key);
     let granted = made.granted;
     let wish = oplock::Wish {
         retry,
@@ -113,9 +113,9 @@ pub(super) fn admit(
         // It waits (`Ok(None)`) or is refused.
         other => {
             drop(node);
-            server.drop_file_entry_if_unused(key);
+            server.files.drop_if_unused(key);
             if file_entry.is_some() {
-                server.drop_file_entry_if_unused(key.base());
+                server.files.drop_if_unused(key.base());
             }
             return other.map(|_| None);
         }
@@ -154,14 +154,14 @@ impl Admitted {
     pub(super) fn leave(&self, at: &At<'_>, s: NtStatus) -> NtStatus {
         let (server, key, id) = (at.server, self.key, self.id);
         arbiter::withdraw(server, key, &self.entry, id, &at.tree.who);
-        server.drop_file_entry_if_unused(key);
+        server.files.drop_if_unused(key);
         if let Some(fe) = &self.file_entry {
             {
                 let mut b = lock(fe);
                 b.opens.retain(|o| o.owner != id);
                 b.streams.retain(|(o, _)| *o != id);
             }
-            server.drop_file_entry_if_unused(key.base());
+            server.files.drop_if_unused(key.base());
         }
         s
     }

@@ -273,7 +273,7 @@ pub(super) fn install(
     }
     if let durable::Ask::V2 { create_guid, .. } = ask {
         let client_guid = client_guid(core);
-        lock(&server.durables).remember((client_guid, create_guid), req.session_id, id);
+        lock(&server.files.durables).remember((client_guid, create_guid), req.session_id, id);
     }
     session.opens.insert(id, Arc::new(open));
     drop(session);

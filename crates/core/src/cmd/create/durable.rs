@@ -464,7 +464,7 @@ pub(crate) fn finish(
     tracing::debug!(id = open.id, "durable open reconnected");
     let create_guid = lock(&open.state).create_guid;
     if let Some(g) = create_guid {
-        lock(&server.durables).remember(g, req.session_id, open.id);
+        lock(&server.files.durables).remember(g, req.session_id, open.id);
     }
     session.opens.insert(open.id, Arc::new(open));
     let mut r = crate::exchange::Reply::ok(body);
@@ -495,11 +495,11 @@ pub(crate) fn replay(
     // answer; Windows says ACCESS_DENIED).
     if req.hdr.is_replay()
         && !retry
-        && lock(&server.durables).waits(&(client_guid, create_guid), core.now.mono_ms)
+        && lock(&server.files.durables).waits(&(client_guid, create_guid), core.now.mono_ms)
     {
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
-    let live = lock(&server.durables).created(&(client_guid, create_guid));
+    let live = lock(&server.files.durables).created(&(client_guid, create_guid));
     let Some((session_id, open)) = live.and_then(|(session_id, open_id)| {
         server
             .find_session(session_id)
@@ -595,7 +595,7 @@ fn replay_parked(
     cr: &ringshare_wire::create::CreateRequest<'_>,
     (client_guid, create_guid): ([u8; 16], [u8; 16]),
 ) -> Result<Option<crate::exchange::Reply>, ringshare_wire::NtStatus> {
-    let file_id = lock(&core.server.durables)
+    let file_id = lock(&core.server.files.durables)
         .replayable(&(client_guid, create_guid))
         .map(|p| ringshare_wire::FileId {
             persistent: p.open.persistent_id,
