@@ -1010,7 +1010,7 @@ impl Connection {
         if status != NtStatus::USER_SESSION_DELETED || !req_hdr.is_signed() {
             return None;
         }
-        let s = self.core.server.find_session(session_id)?;
+        let s = self.core.server.sessions.find(session_id)?;
         let key = lock(&s).signing_key.clone();
         key
     }

@@ -20,7 +20,8 @@ impl ServerState {
                 continue;
             }
             let channels = self
-                .find_session(route.session_id)
+                .sessions
+                .find(route.session_id)
                 .map(|s| lock(&s).channels.clone())
                 .unwrap_or_default();
             let delivered = channels

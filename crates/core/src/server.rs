@@ -10,7 +10,6 @@
 //! on the path of an ordinary request (connections reach their sessions
 //! through their own channel table).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -22,11 +21,12 @@ use ringshare_auth::UserLookup;
 use crate::link::{ClusterLink, Home};
 
 mod mail;
+mod sessions;
 mod table;
 
-use crate::state::{Session, SessionRef};
 pub use mail::ConnStatus;
 pub(crate) use mail::{Mail, Mailbox, Notice};
+pub(crate) use sessions::SessionTable;
 pub(crate) use table::FileTable;
 
 pub use crate::config::{
@@ -51,7 +51,7 @@ pub struct ServerState {
     /// at start-up (the core cannot look at the machine).
     interfaces: RwLock<Vec<NetworkInterfaceInfo>>,
     /// GlobalSessionTable ([MS-SMB2] 3.3.1.5): every session by SessionId.
-    pub(crate) sessions: Mutex<HashMap<u64, SessionRef>>,
+    pub(crate) sessions: SessionTable,
     next_connection: AtomicU64,
     /// The mail between connections ([`Mail`]).
     pub(crate) mail: Mail,
@@ -135,7 +135,7 @@ impl ServerState {
             accounts,
             files: FileTable::default(),
             interfaces: RwLock::new(Vec::new()),
-            sessions: Mutex::new(HashMap::new()),
+            sessions: SessionTable::default(),
             next_connection: AtomicU64::new(1),
             mail: Mail::default(),
             notify: Default::default(),
@@ -285,31 +285,9 @@ impl ServerState {
         self.next_connection.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Put a new session in the GlobalSessionTable; `None` when the id is taken.
-    pub(crate) fn insert_session(&self, session: Session) -> Option<SessionRef> {
-        let mut table = lock(&self.sessions);
-        if table.contains_key(&session.id) {
-            return None;
-        }
-        let id = session.id;
-        let r = Arc::new(Mutex::new(session));
-        table.insert(id, Arc::clone(&r));
-        Some(r)
-    }
-
-    /// The session with this id, from any connection.
-    pub(crate) fn find_session(&self, id: u64) -> Option<SessionRef> {
-        lock(&self.sessions).get(&id).cloned()
-    }
-
-    /// Forget a session (logoff, failed first setup, last channel gone).
-    pub(crate) fn remove_session(&self, id: u64) {
-        lock(&self.sessions).remove(&id);
-    }
-
     /// How many sessions the server holds.
     pub fn session_count(&self) -> usize {
-        lock(&self.sessions).len()
+        self.sessions.count()
     }
 
     /// Set the network interfaces clients are told about.

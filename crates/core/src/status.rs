@@ -171,7 +171,7 @@ fn hex(bytes: &[u8]) -> String {
 impl ServerState {
     /// How many connections, sessions, opens and leases the server holds.
     pub fn gauges(&self) -> Gauges {
-        let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
+        let sessions: Vec<_> = self.sessions.all();
         let opens = sessions.iter().map(|s| lock(s).opens.len() as u64).sum();
         Gauges {
             connections: self.mail.connection_count() as u64,
@@ -189,7 +189,7 @@ impl ServerState {
             connections: self.mail.connection_facts(),
             ..Status::default()
         };
-        let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
+        let sessions: Vec<_> = self.sessions.all();
         for sref in sessions {
             let (opens, sid) = {
                 let s = lock(&sref);

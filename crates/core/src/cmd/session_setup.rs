@@ -77,7 +77,7 @@ fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
             continue;
         }
         let session = Session::new(id, dialect.0, core.conn_id);
-        let Some(sref) = core.server.insert_session(session) else {
+        let Some(sref) = core.server.sessions.insert(session) else {
             continue;
         };
         let preauth = (dialect == Dialect::SMB3_1_1)
@@ -122,7 +122,7 @@ pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u6
     if let Some((id, opens)) = gone {
         // Durable opens wait for their client to reconnect ([MS-SMB2] 3.3.7.1).
         crate::durable::park_or_close_all(server, opens, now_ms);
-        server.remove_session(id);
+        server.sessions.remove(id);
     }
 }
 
@@ -514,7 +514,7 @@ fn end_session(server: &ServerState, sref: &SessionRef) {
         (s.id, crate::opens::take_where(&mut s, |_| true))
     };
     crate::opens::close_all(server, opens);
-    server.remove_session(id);
+    server.sessions.remove(id);
 }
 
 /// [MS-SMB2] 3.3.5.5 (binding) and 3.3.5.5.2: add this connection as a
@@ -535,7 +535,8 @@ fn bind(
     // a client binding from a 2.x connection still checks the answer with it.
     let proven = core
         .server
-        .find_session(req.hdr.session_id)
+        .sessions
+        .find(req.hdr.session_id)
         .and_then(|s| lock(&s).signing_key.clone())
         .filter(|k| req.hdr.is_signed() && signature_ok(k, req));
     match bind_checked(core, req, dialect, token) {
@@ -558,7 +559,8 @@ fn bind_checked(
     // GlobalSessionTable, not this connection's table: the session lives elsewhere.
     let sref = core
         .server
-        .find_session(session_id)
+        .sessions
+        .find(session_id)
         .ok_or(NtStatus::USER_SESSION_DELETED)?;
     let continuing = match core.sessions.get(&session_id) {
         Some(ch) if ch.binding => true,
@@ -1060,7 +1062,7 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
         return;
     };
     let user = lock(&sref).user.clone();
-    let Some(old) = server.find_session(previous) else {
+    let Some(old) = server.sessions.find(previous) else {
         return;
     };
     {
@@ -1078,7 +1080,7 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
         (s.id, channels, crate::opens::take_where(&mut s, |_| true))
     };
     crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
-    server.remove_session(id);
+    server.sessions.remove(id);
     core.sessions.remove(&previous);
     // Its connections answer what waits on it (CHANGE_NOTIFY: NOTIFY_CLEANUP).
     for conn_id in channels {
@@ -1120,7 +1122,7 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     // Durable opens outlive a LOGOFF too, as on Samba (smbtorture
     // smb2.durable-open.reopen4): the client may reconnect them.
     crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
-    server.remove_session(req.session_id);
+    server.sessions.remove(req.session_id);
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);
     b.put_u16(0);

@@ -502,7 +502,8 @@ pub(crate) fn replay(
     let live = lock(&server.files.durables).created(&(client_guid, create_guid));
     let Some((session_id, open)) = live.and_then(|(session_id, open_id)| {
         server
-            .find_session(session_id)
+            .sessions
+            .find(session_id)
             .and_then(|s| lock(&s).opens.get(&open_id).cloned())
             .map(|o| (session_id, o))
     }) else {
