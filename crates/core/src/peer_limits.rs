@@ -39,13 +39,6 @@ impl ServerState {
     }
 }
 
-impl ServerState {
-    /// `failed logon backoff` as a reload sets it (0 = off).
-    pub fn set_failed_logon_backoff(&self, after: u32) {
-        self.logon_backoff.set_after(after);
-    }
-}
-
 impl ConnCore {
     /// Whether a line of `kind` about this connection's peer may be logged now.
     pub(crate) fn log_ok(&self, kind: LogKind) -> bool {
@@ -59,7 +52,7 @@ impl ConnCore {
     /// ([`ConnCore::hold_reply_until_ms`]).
     pub(crate) fn logon_ended(&mut self, failed: bool) {
         let now = self.now.mono_ms;
-        let backoff = &self.server.logon_backoff;
+        let backoff = &self.server.logons.backoff;
         let delay = backoff.delay_ms(self.peer_ip, now);
         if failed {
             backoff.failed(self.peer_ip, now);

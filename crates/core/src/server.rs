@@ -20,10 +20,12 @@ use ringshare_auth::UserLookup;
 
 use crate::link::{ClusterLink, Home};
 
+mod logons;
 mod mail;
 mod sessions;
 mod table;
 
+pub(crate) use logons::Logons;
 pub use mail::ConnStatus;
 pub(crate) use mail::{Mail, Mailbox, Notice};
 pub(crate) use sessions::SessionTable;
@@ -41,10 +43,6 @@ pub struct ServerState {
     pub config: ServerConfig,
     /// The shares offered now ([`ServerState::shares`]).
     shares: RwLock<Arc<ShareSet>>,
-    /// The users who may log on now ([`ServerState::users`]).
-    users: RwLock<Arc<dyn UserLookup + Send + Sync>>,
-    /// Unix accounts the users act as.
-    pub accounts: Arc<dyn crate::identity::Accounts>,
     /// The open files ([`FileTable`]).
     pub(crate) files: FileTable,
     /// What FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; the driver fills it
@@ -59,8 +57,6 @@ pub struct ServerState {
     pub(crate) notify: crate::watch::Registry,
     /// Rate limits of the log lines peers cause ([`crate::loglimit`]).
     pub(crate) log_limit: crate::loglimit::LogLimiter,
-    /// Failed logons by address ([`crate::backoff`]).
-    pub(crate) logon_backoff: crate::backoff::LogonBackoff,
     /// The cluster this server is a node of ([`crate::cluster`]).
     pub(crate) cluster: std::sync::OnceLock<Arc<dyn ClusterLink>>,
     /// What the per-file operations ask of the cluster layer (set with [`Self::cluster`]).
@@ -72,23 +68,8 @@ pub struct ServerState {
     /// Durable opens of files homed elsewhere parked since the homes were
     /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
     pub(crate) unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
-    /// Kerberos: the keytab and realm tickets are accepted with, when configured
-    /// ([`ServerState::set_kerberos`]).
-    kerberos: RwLock<Option<Arc<ringshare_auth::krb5::acceptor::AcceptorConfig>>>,
-    /// `security = ads`: the member-server rules ([`ServerState::set_domain`]).
-    domain: RwLock<Option<Arc<crate::domain::DomainMember>>>,
-    /// How a domain member asks its domain (winbind), when it can ([`ServerState::set_domain_logons`]).
-    domain_logons: RwLock<Option<Arc<dyn crate::domain::DomainLogons>>>,
-    /// How IAKerb clients' KDC requests reach the realm's KDCs ([`ServerState::set_kdcs`]).
-    kdcs: RwLock<Option<Arc<dyn crate::lookup::Kdcs>>>,
-    /// Who maps domain SIDs the rid ranges do not to Unix ids (winbind;
-    /// [`ServerState::set_id_source`]).
-    id_source: RwLock<Option<Arc<dyn crate::sidcache::IdSource>>>,
-    /// Domain SIDs and the rid ranges their ids come from ([`crate::domain::SidMap`]).
-    pub(crate) sid_map: crate::domain::SidMap,
-    /// Every authenticator accepted, for the whole process (a replay may come on any
-    /// connection).
-    pub(crate) replay_cache: Arc<ringshare_auth::krb5::replay::ReplayCache>,
+    /// Who may log on and whom they act as ([`Logons`]).
+    pub(crate) logons: Logons,
 }
 
 impl fmt::Debug for ServerState {
@@ -100,16 +81,6 @@ impl fmt::Debug for ServerState {
 }
 
 impl ServerState {
-    /// The accounts and domain SIDs NT ACLs are mapped with ([`crate::ntsd`]), at `now_ms`
-    /// (monotonic: the id source's answers expire).
-    pub(crate) fn ids(&self, now_ms: u64) -> crate::ntsd::Ids<'_> {
-        crate::ntsd::Ids {
-            groups: crate::identity::Membership(self.accounts.as_ref()),
-            sids: &self.sid_map,
-            now_ms,
-        }
-    }
-
     /// A server whose users all act as the server process
     /// ([`crate::identity::ProcessAccounts`]).
     pub fn new(config: ServerConfig, users: Arc<dyn UserLookup + Send + Sync>) -> Arc<ServerState> {
@@ -127,12 +98,10 @@ impl ServerState {
             homes: config.homes.take(),
             guest_enabled: config.guest_enabled,
         };
-        let logon_backoff = crate::backoff::LogonBackoff::new(config.failed_logon_backoff);
+        let logons = Logons::new(users, accounts, config.failed_logon_backoff);
         Arc::new(ServerState {
             config,
             shares: RwLock::new(Arc::new(shares)),
-            users: RwLock::new(users),
-            accounts,
             files: FileTable::default(),
             interfaces: RwLock::new(Vec::new()),
             sessions: SessionTable::default(),
@@ -140,19 +109,12 @@ impl ServerState {
             mail: Mail::default(),
             notify: Default::default(),
             log_limit: Default::default(),
-            logon_backoff,
+            logons,
             cluster: std::sync::OnceLock::new(),
             cluster_hooks: std::sync::OnceLock::new(),
             unsent_closes: Mutex::new(Vec::new()),
             unsent_parks: Mutex::new(Vec::new()),
             notify_peers: Mutex::new(Vec::new()),
-            kerberos: RwLock::new(None),
-            domain: RwLock::new(None),
-            domain_logons: RwLock::new(None),
-            kdcs: RwLock::new(None),
-            sid_map: Default::default(),
-            id_source: RwLock::new(None),
-            replay_cache: Default::default(),
         })
     }
 
@@ -170,11 +132,6 @@ impl ServerState {
             .any(|s| s.continuous_availability)
     }
 
-    /// The users who may log on now.
-    pub fn users(&self) -> Arc<dyn UserLookup + Send + Sync> {
-        Arc::clone(&self.users.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
     /// Offer these shares from now on (a reload). Every connection then
     /// looks at its tree connects: one whose share is gone is disconnected
     /// (its opens closed; its requests answered NETWORK_NAME_DELETED), one
@@ -188,84 +145,49 @@ impl ServerState {
         }
     }
 
-    /// Let these users log on from now on (a reload); sessions already set
-    /// up stay as they are.
+    /// Let these users log on from now on (a reload): [`Logons::replace_users`].
     pub fn replace_users(&self, users: Arc<dyn UserLookup + Send + Sync>) {
-        *self.users.write().unwrap_or_else(|e| e.into_inner()) = users;
+        self.logons.replace_users(users);
     }
 
-    /// Accept Kerberos tickets with this keytab and realm from now on (None: NTLM only). At
-    /// start, on reload and when the keytab file changes; logons in progress keep theirs.
+    /// The users who may log on now.
+    pub fn users(&self) -> Arc<dyn UserLookup + Send + Sync> {
+        self.logons.users()
+    }
+
+    /// Accept Kerberos tickets with this keytab and realm from now on: [`Logons::set_kerberos`].
     pub fn set_kerberos(&self, k: Option<ringshare_auth::krb5::acceptor::AcceptorConfig>) {
-        *self.kerberos.write().unwrap_or_else(|e| e.into_inner()) = k.map(Arc::new);
+        self.logons.set_kerberos(k);
     }
 
-    /// Act as a member of an Active Directory domain (`security = ads`) from now on, or not
-    /// (None). At start and on reload.
+    /// Act as a member of a domain from now on, or not: [`Logons::set_domain`].
     pub fn set_domain(&self, d: Option<crate::domain::DomainMember>) {
-        self.sid_map
-            .set_ranges(d.as_ref().map(|d| d.rid_ranges.clone()).unwrap_or_default());
-        self.sid_map
-            .set_id_ranges(d.as_ref().map(|d| d.id_ranges.clone()).unwrap_or_default());
-        *self.domain.write().unwrap_or_else(|e| e.into_inner()) = d.map(Arc::new);
+        self.logons.set_domain(d);
     }
 
-    /// Check domain users' NTLM responses with `d` from now on (None: domain users can log on
-    /// with Kerberos only).
+    /// Check domain users' NTLM responses with `d` from now on: [`Logons::set_domain_logons`].
     pub fn set_domain_logons(&self, d: Option<Arc<dyn crate::domain::DomainLogons>>) {
-        *self
-            .domain_logons
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = d;
+        self.logons.set_domain_logons(d);
     }
 
     /// How the domain is asked, when the server is a member that can.
     pub fn domain_logons(&self) -> Option<Arc<dyn crate::domain::DomainLogons>> {
-        self.domain_logons
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.logons.domain_logons()
     }
 
-    /// Relay IAKerb clients' KDC requests with `k` from now on (None: IAKerb logons are
-    /// refused).
+    /// Relay IAKerb clients' KDC requests with `k` from now on: [`Logons::set_kdcs`].
     pub fn set_kdcs(&self, k: Option<Arc<dyn crate::lookup::Kdcs>>) {
-        *self.kdcs.write().unwrap_or_else(|e| e.into_inner()) = k;
+        self.logons.set_kdcs(k);
     }
 
-    /// Ask `s` for the ids of domain SIDs (and the SIDs of ids) that no rid range maps, from now
-    /// on (None: such SIDs get no POSIX ACL entries).
+    /// Ask `s` for the ids of unmapped domain SIDs from now on: [`Logons::set_id_source`].
     pub fn set_id_source(&self, s: Option<Arc<dyn crate::sidcache::IdSource>>) {
-        *self.id_source.write().unwrap_or_else(|e| e.into_inner()) = s;
+        self.logons.set_id_source(s);
     }
 
-    /// The id source, when there is one.
-    pub fn id_source(&self) -> Option<Arc<dyn crate::sidcache::IdSource>> {
-        self.id_source
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// How the realm's KDCs are reached, when they can be.
-    pub fn kdcs(&self) -> Option<Arc<dyn crate::lookup::Kdcs>> {
-        self.kdcs.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// The member-server rules, when the server is a domain member.
-    pub fn domain(&self) -> Option<Arc<crate::domain::DomainMember>> {
-        self.domain
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// The Kerberos acceptor's configuration, when Kerberos is on.
-    pub fn kerberos(&self) -> Option<Arc<ringshare_auth::krb5::acceptor::AcceptorConfig>> {
-        self.kerberos
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// `failed logon backoff` as a reload sets it (0 = off).
+    pub fn set_failed_logon_backoff(&self, after: u32) {
+        self.logons.set_failed_logon_backoff(after);
     }
 
     /// Called (from any thread) after a notice was posted to a connection, so

@@ -69,11 +69,11 @@ pub(crate) fn before_inherit(
     who: &ringshare_vfs::Who,
     path: &ringshare_vfs::RelPath,
 ) -> Result<(), NtStatus> {
-    if core.server.id_source().is_none() || core.server.domain().is_none() {
+    if core.server.logons.id_source().is_none() || core.server.logons.domain().is_none() {
         return Ok(());
     }
     let server = core.server.clone();
-    let ids = server.ids(core.now.mono_ms);
+    let ids = server.logons.ids(core.now.mono_ms);
     // A parent that cannot be read is the inheritance's to report, after the file is made.
     let Ok(Some(parent_sd)) = crate::ntsd::parent_descriptor(share, who, path, &ids) else {
         return Ok(());
@@ -94,15 +94,15 @@ pub(crate) fn before_set(
         Some(Err(_)) => return Err(NO_ANSWER),
         None => {}
     }
-    let Some(source) = core.server.id_source() else {
+    let Some(source) = core.server.logons.id_source() else {
         return Ok(());
     };
-    if core.server.domain().is_none() {
+    if core.server.logons.domain().is_none() {
         return Ok(());
     }
     let now = core.now.mono_ms;
-    let sids = core.server.sid_map.unknown_sids(sd, now);
-    let ids = core.server.sid_map.unknown_of(ids, now);
+    let sids = core.server.logons.sid_map.unknown_sids(sd, now);
+    let ids = core.server.logons.sid_map.unknown_of(ids, now);
     if sids.is_empty() && ids.is_empty() {
         return Ok(());
     }
@@ -129,10 +129,10 @@ pub(crate) fn before_read(core: &mut ConnCore, sd: &SecurityDescriptor) -> Resul
     if answered(core).is_some() {
         return Ok(());
     }
-    let Some(source) = core.server.id_source() else {
+    let Some(source) = core.server.logons.id_source() else {
         return Ok(());
     };
-    let ids: Vec<Xid> = core.server.sid_map.unknown_ids(sd, core.now.mono_ms);
+    let ids: Vec<Xid> = core.server.logons.sid_map.unknown_ids(sd, core.now.mono_ms);
     if ids.is_empty() {
         return Ok(());
     }

@@ -81,7 +81,7 @@ fn response_body(
     multi_channel: bool,
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
-    let hint = spnego::negotiate_hint_for(core.server.kerberos().is_some());
+    let hint = spnego::negotiate_hint_for(core.server.logons.kerberos().is_some());
     let io = handles::io_sizes_for(core, Some(dialect));
     let resp = NegotiateResponse {
         security_mode: server_security_mode(core),

@@ -120,7 +120,7 @@ fn feed(
         Progress::Done => Ok(Ok(())),
         Progress::Needs(queries) => Ok(Err(Handled::Lookup {
             ask: Lookup::Names {
-                accounts: core.server.accounts.clone(),
+                accounts: core.server.logons.accounts.clone(),
                 queries,
             },
             cont: LookupCont::Again(Asked::Names),

@@ -601,7 +601,7 @@ fn security(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let attr = open.node.stat_without_dos().map_err(status_of)?;
-    let sids = (&core.server.sid_map, core.now.mono_ms);
+    let sids = (&core.server.logons.sid_map, core.now.mono_ms);
     let mut sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
     // Ids of the other idmap backends' ranges the id source must name first.
     crate::cmd::ids::before_read(core, &sd)?;

@@ -349,8 +349,8 @@ fn domain_question(
     if session_id == 0 {
         return None;
     }
-    let member = core.server.domain()?;
-    let logons = core.server.domain_logons()?;
+    let member = core.server.logons.domain()?;
+    let logons = core.server.logons.domain_logons()?;
     let asked = core
         .sessions
         .get(&session_id)?
@@ -372,8 +372,8 @@ fn kdc_question(
     ringshare_auth::krb5::iakerb::KdcRequest,
     Arc<dyn crate::lookup::Kdcs>,
 )> {
-    let kdcs = core.server.kdcs()?;
-    let config = core.server.kerberos()?;
+    let kdcs = core.server.logons.kdcs()?;
+    let config = core.server.logons.kerberos()?;
     let exchange = core
         .sessions
         .get(&session_id)
@@ -401,13 +401,14 @@ fn ask_account(core: &mut ConnCore, fin: Finishing) -> Handled {
     let no_pac = fin.domain.as_ref().is_some_and(|d| d.sids.is_empty()) && !fin.guest;
     let domain_ids = core
         .server
+        .logons
         .id_source()
         .filter(|_| no_pac)
-        .map(|s| (s, core.server.sid_map.id_ranges()))
+        .map(|s| (s, core.server.logons.sid_map.id_ranges()))
         .filter(|(_, r)| !r.is_empty());
     Handled::Lookup {
         ask: Lookup::Account {
-            accounts: Arc::clone(&core.server.accounts),
+            accounts: Arc::clone(&core.server.logons.accounts),
             names,
             domain_ids,
         },
@@ -459,6 +460,7 @@ fn account_from(
             // Those winbind gave with the account (NTLM on a non-rid member).
             let computed =
                 core.server
+                    .logons
                     .sid_map
                     .sids_of(a.who.uid(), a.who.groups(), core.now.mono_ms);
             for s in a.sids.iter().cloned().chain(computed) {
@@ -721,18 +723,19 @@ fn auth_leg(
     let challenge: [u8; 8] = core.random_bytes();
     let cfg = ntlm_config(core);
     let now = core.now.filetime;
-    let users = core.server.users();
+    let users = core.server.logons.users();
     let member = core
         .server
+        .logons
         .domain()
-        .filter(|_| core.server.domain_logons().is_some());
+        .filter(|_| core.server.logons.domain_logons().is_some());
     let (answer, kdc_answer) = match core.domain_answer.take() {
         Some(DomainAnswer::Kdc(request, reply)) => (None, Some((request, reply))),
         ntlm => (ntlm, None),
     };
-    let kerberos = core.server.kerberos().map(|config| Kerberos {
+    let kerberos = core.server.logons.kerberos().map(|config| Kerberos {
         config,
-        replay: Arc::clone(&core.server.replay_cache),
+        replay: Arc::clone(&core.server.logons.replay_cache),
         now_unix: (FileTime(now).to_unix_nanos() / 1_000_000_000) as i64,
         fresh: Fresh {
             subkey: core.random_bytes(),
@@ -771,7 +774,7 @@ fn auth_leg(
         ch.auth = None;
     }
     // Who a finished logon acts as ([`kerberos_user`]).
-    Ok(step.and_then(|s| kerberos_user(s, member.as_deref(), &core.server.sid_map)))
+    Ok(step.and_then(|s| kerberos_user(s, member.as_deref(), &core.server.logons.sid_map)))
 }
 
 /// The signing algorithm sessions of this connection use.

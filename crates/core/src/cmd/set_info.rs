@@ -259,10 +259,10 @@ fn set_security(
     if !info.is_empty() {
         // Domain SIDs the id source must place first, and the SIDs of the file's ids the
         // stored descriptor will show ([`crate::cmd::ids`]).
-        let current = match core.server.id_source() {
+        let current = match core.server.logons.id_source() {
             Some(_) => {
                 let attr = open.node.stat_without_dos().map_err(status_of)?;
-                let sids = (&core.server.sid_map, core.now.mono_ms);
+                let sids = (&core.server.logons.sid_map, core.now.mono_ms);
                 let sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
                 crate::cmd::ids::unix_ids(&sd)
             }
@@ -270,7 +270,7 @@ fn set_security(
         };
         crate::cmd::ids::before_set(core, &given, &current)?;
         let server = &core.server;
-        let ids = server.ids(core.now.mono_ms);
+        let ids = server.logons.ids(core.now.mono_ms);
         crate::ntsd::set(
             open.node.as_ref(),
             &open.share,

@@ -62,7 +62,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             return Err(NtStatus::ACCESS_DENIED);
         }
         let ident = identity::for_tree(
-            server.accounts.as_ref(),
+            server.logons.accounts.as_ref(),
             &name,
             &user,
             &account,
@@ -174,7 +174,7 @@ pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::
                 sids: Default::default(),
             }),
             TreeKind::Disk(share) => identity::for_tree(
-                server.accounts.as_ref(),
+                server.logons.accounts.as_ref(),
                 &share.name,
                 &user,
                 &account,
@@ -273,7 +273,7 @@ pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<
             Ok(None) => {}
             Ok(Some((src, made))) => {
                 let ident = identity::for_tree(
-                    server.accounts.as_ref(),
+                    server.logons.accounts.as_ref(),
                     &name,
                     &user,
                     &account,
@@ -329,7 +329,7 @@ fn find_share(
     let Some(homes) = &set.homes else {
         return Err(NtStatus::BAD_NETWORK_NAME);
     };
-    match server.accounts.user(name) {
+    match server.logons.accounts.user(name) {
         Ok(a) if !a.home.is_empty() => Ok((Arc::clone(homes), Some(a))),
         _ => Err(NtStatus::BAD_NETWORK_NAME),
     }
@@ -350,6 +350,7 @@ fn made_for(
         return Ok(share);
     };
     let group = server
+        .logons
         .accounts
         .group_name(account.who.gid())
         .unwrap_or_else(|| account.who.gid().to_string());

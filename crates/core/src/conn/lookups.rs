@@ -68,7 +68,7 @@ impl Connection {
                     (Asked::Kdc(r), LookupDone::Kdc(a)) => DomainAnswer::Kdc(r, a),
                     (Asked::Kdc(r), _) => DomainAnswer::Kdc(r, Err("no answer".into())),
                     (Asked::Ids, LookupDone::Ids(Ok(a))) => {
-                        self.core.server.sid_map.remember(&a, now.mono_ms);
+                        self.core.server.logons.sid_map.remember(&a, now.mono_ms);
                         DomainAnswer::Ids(Ok(()))
                     }
                     (Asked::Ids, LookupDone::Ids(Err(why))) => {

@@ -114,7 +114,7 @@ fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAt
     }
     if file_created && share.nt_acl_xattr && !asked.dacl_given() {
         // The parent's inheritable ACEs make the new file's NT ACL.
-        let ids = server.ids(now.mono_ms);
+        let ids = server.logons.ids(now.mono_ms);
         let is_dir = made.file_is_dir;
         crate::ntsd::inherit(
             share,
@@ -177,7 +177,7 @@ fn store_initial_sd(
     if info.is_empty() {
         return Ok(());
     }
-    let ids = server.ids(now.mono_ms);
+    let ids = server.logons.ids(now.mono_ms);
     let from = crate::ntsd::From::Client;
     match crate::ntsd::set(node, share, given, info, from, &ids, now.filetime) {
         Err(NtStatus::NOT_SUPPORTED) => Ok(()),

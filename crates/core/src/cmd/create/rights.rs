@@ -69,7 +69,7 @@ pub(super) fn check(
     let granted = granted & if maximum { rights | wanted } else { !0 };
     if let Some((_, crate::ntsd::Kept::Legacy)) = kept {
         if rights & access::WRITE_DAC != 0 {
-            let ids = at.server.ids(now.mono_ms);
+            let ids = at.server.logons.ids(now.mono_ms);
             crate::ntsd::migrate(node.as_ref(), share, &ids, now.filetime);
         }
     }
