@@ -27,7 +27,7 @@ use ringshare_vfs::RelPath;
 /// The node to ask about `key`: `None` when it is decided here; FILE_NOT_AVAILABLE when no
 /// node decides for it now.
 pub(crate) fn home(server: &ServerState, key: FileKey) -> Result<Option<u16>, NtStatus> {
-    match server.home_of(key) {
+    match server.node.home_of(key) {
         Home::Here => Ok(None),
         Home::Node(n) => Ok(Some(n)),
         Home::Unavailable => {
@@ -148,7 +148,7 @@ pub(crate) fn close(
         Ok(Some(node)) => Some(node),
         Err(_) => None,
     };
-    match server.cluster_hooks() {
+    match server.node.hooks() {
         Some(h) => h.close_elsewhere(server, node, key, entry, owner, delete_on_close, who),
         // (A file is homed elsewhere only on a cluster node, which has the hooks.)
         None => close_here(server, key, entry, owner, delete_on_close).0,
@@ -332,7 +332,7 @@ pub(crate) fn delete_pending(
     entry: &Mutex<FileEntry>,
     set: Option<bool>,
 ) -> Result<(bool, bool), NtStatus> {
-    match (home(server, key)?, server.cluster_hooks()) {
+    match (home(server, key)?, server.node.hooks()) {
         (Some(node), Some(h)) => h.delete_pending_at(server, node, key, entry, set),
         _ => Ok(delete_pending_here(entry, set)),
     }

@@ -10,7 +10,7 @@ impl ServerState {
     /// holder's connection is gone, to another channel of its session.
     pub(crate) fn send_breaks(&self, breaks: crate::files::oplock::Breaks) {
         for (route, b) in breaks {
-            if let Some(h) = self.cluster_hooks() {
+            if let Some(h) = self.node.hooks() {
                 if h.forward_break(self, route, &b) {
                     continue;
                 }

@@ -111,10 +111,10 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
     };
     let (key, persistent, id) = (p.open.key, p.open.persistent_id, p.open.id);
     let evicted = lock(&server.files.durables).park(p);
-    if server.home_of(key) != crate::link::Home::Here {
+    if server.node.home_of(key) != crate::link::Home::Here {
         // The file's home learns it is disconnected (soon, not under the
         // session's lock): another open that would break it closes it.
-        lock(&server.unsent_parks).push((key, persistent, id));
+        lock(&server.node.unsent_parks).push((key, persistent, id));
     }
     // The scavenger's timer may have to run sooner now.
     server.mail.wake_drivers();

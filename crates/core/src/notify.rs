@@ -191,7 +191,7 @@ pub(crate) fn arm(
     let first = reg.armed.fetch_add(1, Ordering::AcqRel) == 0;
     drop(dirs);
     if first {
-        if let Some(h) = server.cluster_hooks() {
+        if let Some(h) = server.node.hooks() {
             h.watching(server, true);
         }
     }
@@ -246,7 +246,7 @@ pub(crate) fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     }
     kernel::drop_refs(server, w.id, w.root);
     if last {
-        if let Some(h) = server.cluster_hooks() {
+        if let Some(h) = server.node.hooks() {
             h.watching(server, false);
         }
     }
@@ -434,7 +434,7 @@ fn take(reg: &Registry, w: &Watcher, st: &mut WatchState, max_len: u32) -> Answe
 /// file entry locked). The changes of one call land together in each
 /// watcher's buffer (a rename's OLD_NAME and NEW_NAME are never split).
 pub(crate) fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
-    if let Some(h) = server.cluster_hooks() {
+    if let Some(h) = server.node.hooks() {
         h.changes(server, share, changes);
     }
     if !server.notify.local() {

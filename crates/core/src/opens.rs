@@ -31,7 +31,7 @@ pub(crate) fn close_open(
     } else {
         None
     };
-    if let Some(h) = server.cluster_hooks() {
+    if let Some(h) = server.node.hooks() {
         h.open_closed(server, &open);
     }
     let (create_guid, on_close, watch) = {

@@ -12,22 +12,22 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use ringshare_wire::ioctl::NetworkInterfaceInfo;
 
 use ringshare_auth::UserLookup;
 
-use crate::link::{ClusterLink, Home};
-
 mod logons;
 mod mail;
+mod node;
 mod sessions;
 mod table;
 
 pub(crate) use logons::Logons;
 pub use mail::ConnStatus;
 pub(crate) use mail::{Mail, Mailbox, Notice};
+pub(crate) use node::{ClusterHooks, NodeState};
 pub(crate) use sessions::SessionTable;
 pub(crate) use table::FileTable;
 
@@ -57,17 +57,8 @@ pub struct ServerState {
     pub(crate) notify: crate::watch::Registry,
     /// Rate limits of the log lines peers cause ([`crate::loglimit`]).
     pub(crate) log_limit: crate::loglimit::LogLimiter,
-    /// The cluster this server is a node of ([`crate::cluster`]).
-    pub(crate) cluster: std::sync::OnceLock<Arc<dyn ClusterLink>>,
-    /// What the per-file operations ask of the cluster layer (set with [`Self::cluster`]).
-    pub(crate) cluster_hooks: std::sync::OnceLock<&'static dyn ClusterHooks>,
-    /// Other cluster nodes with CHANGE_NOTIFY watchers ([`crate::cluster::notify`]).
-    pub(crate) notify_peers: Mutex<Vec<u16>>,
-    /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
-    pub(crate) unsent_closes: Mutex<Vec<crate::link::UnsentClose>>,
-    /// Durable opens of files homed elsewhere parked since the homes were
-    /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
-    pub(crate) unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
+    /// This server as a cluster node ([`NodeState`]).
+    pub(crate) node: NodeState,
     /// Who may log on and whom they act as ([`Logons`]).
     pub(crate) logons: Logons,
 }
@@ -110,11 +101,7 @@ impl ServerState {
             notify: Default::default(),
             log_limit: Default::default(),
             logons,
-            cluster: std::sync::OnceLock::new(),
-            cluster_hooks: std::sync::OnceLock::new(),
-            unsent_closes: Mutex::new(Vec::new()),
-            unsent_parks: Mutex::new(Vec::new()),
-            notify_peers: Mutex::new(Vec::new()),
+            node: NodeState::default(),
         })
     }
 
@@ -231,86 +218,6 @@ impl ServerState {
         self.files.set_owner_base(base);
         self.next_connection.fetch_max(base, Ordering::Relaxed);
     }
-
-    /// The cluster this server is a node of.
-    pub(crate) fn cluster(&self) -> Option<&Arc<dyn ClusterLink>> {
-        self.cluster.get()
-    }
-
-    /// The cluster layer's hooks, on a cluster node ([`ClusterHooks`]).
-    pub(crate) fn cluster_hooks(&self) -> Option<&'static dyn ClusterHooks> {
-        self.cluster_hooks.get().copied()
-    }
-
-    /// The key of the file `attr` describes: (device, inode) on a single
-    /// server; on a cluster node the device is the cluster file system's,
-    /// the same on every node ([`crate::link::CLUSTER_DEV`]: every share of a cluster
-    /// node is on the cluster file system, whose device number each node
-    /// numbers its own way).
-    pub fn file_key(&self, attr: &ringshare_vfs::FileAttr) -> FileKey {
-        let key = FileKey::of(attr);
-        match self.cluster.get() {
-            Some(_) => FileKey {
-                dev: crate::link::CLUSTER_DEV,
-                ..key
-            },
-            None => key,
-        }
-    }
-
-    /// The home of file `key` now ([`Home::Here`] outside a cluster).
-    pub(crate) fn home_of(&self, key: FileKey) -> Home {
-        match self.cluster.get() {
-            None => Home::Here,
-            Some(c) => match c.home(crate::link::partition_of(key, c.partitions())) {
-                Home::Node(n) if n == c.node() => Home::Here,
-                h => h,
-            },
-        }
-    }
-}
-
-/// What the per-file operations below the cluster layer (crate::decide, crate::opens,
-/// crate::durable, crate::notify, crate::deliver) ask of it (issue 30): they never name the
-/// cluster, which sets these when the server joins one (crate::cluster::hooks). Without a
-/// cluster nothing is asked: every file is homed here.
-pub(crate) trait ClusterHooks: Send + Sync {
-    /// Close open `owner` of file `key` at its home, node `node` (`None`: no node decides for
-    /// the file now; the close is sent again later). `entry` is this node's shadow entry.
-    #[allow(clippy::too_many_arguments)]
-    fn close_elsewhere(
-        &self,
-        server: &ServerState,
-        node: Option<u16>,
-        key: FileKey,
-        entry: &Mutex<FileEntry>,
-        owner: u64,
-        delete_on_close: bool,
-        who: &ringshare_vfs::Who,
-    ) -> crate::link::Closed;
-    /// Whether the delete of file `key` is pending at its home, node `node` (with `set`, made
-    /// so or not first): (pending, newly pending).
-    fn delete_pending_at(
-        &self,
-        server: &ServerState,
-        node: u16,
-        key: FileKey,
-        entry: &Mutex<FileEntry>,
-        set: Option<bool>,
-    ) -> Result<(bool, bool), ringshare_wire::NtStatus>;
-    /// `open` closed: the record of a persistent open goes.
-    fn open_closed(&self, server: &ServerState, open: &crate::state::Open);
-    /// Send a break for another node's connection there: true when it was another node's.
-    fn forward_break(
-        &self,
-        server: &ServerState,
-        route: crate::files::oplock::Route,
-        notice: &crate::files::oplock::Break,
-    ) -> bool;
-    /// Changes made through this node on `share`, for the other nodes' watchers.
-    fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[crate::watch::Change<'_>]);
-    /// This node's first CHANGE_NOTIFY watcher was armed (`true`) or its last one ended.
-    fn watching(&self, server: &ServerState, watching: bool);
 }
 
 pub use crate::sync::lock;

@@ -87,7 +87,7 @@ pub(crate) fn listed(server: &ServerState, attr: &mut FileAttr, now_ms: u64) {
     if server.files.write_times_shown.load(Ordering::Acquire) == 0 {
         return;
     }
-    let key = server.file_key(attr);
+    let key = server.node.file_key(attr);
     if let Some(e) = server.files.existing(key) {
         if let Some(t) = lock(&e).write_time.peek(now_ms) {
             attr.mtime = t;

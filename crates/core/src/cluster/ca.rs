@@ -30,12 +30,12 @@ use crate::state::Open;
 
 /// `open`'s durability when it is a persistent open of a cluster node.
 fn persistent(server: &ServerState, open: &Open) -> Option<Durability> {
-    server.cluster()?;
+    server.node.link()?;
     lock(&open.state).durable.clone().filter(|d| d.persistent)
 }
 
 fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaRecord> {
-    let link = server.cluster()?;
+    let link = server.node.link()?;
     let state = super::reopen::state_of(open, &lock(&open.state), d);
     let (lease, locks) = {
         let e = lock(&open.entry);
@@ -69,7 +69,7 @@ pub(crate) fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
     let Some(d) = persistent(server, open) else {
         return Ok(());
     };
-    let (Some(link), Some(rec)) = (server.cluster(), record_of(server, open, &d)) else {
+    let (Some(link), Some(rec)) = (server.node.link(), record_of(server, open, &d)) else {
         return Ok(());
     };
     link.ca_put(open.persistent_id, msg::encode_ca(&rec))
@@ -89,7 +89,7 @@ pub(crate) fn forget(server: &ServerState, open: &Open) {
     if persistent(server, open).is_none() {
         return;
     }
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return;
     };
     // (A record naming a dead keeper is this open's when the takeover that
@@ -120,7 +120,7 @@ pub(crate) fn forget(server: &ServerState, open: &Open) {
 /// (the file's home is not known, or it is this node and its takeover has not run). `None`:
 /// no record, or this node keeps it.
 pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtStatus> {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return Ok(None);
     };
     let rec = match link.ca_get(file_id.persistent) {
@@ -143,7 +143,7 @@ pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16
     let node = if link.members().contains(&rec.keeper) {
         rec.keeper
     } else {
-        match server.home_of(rec.state.key) {
+        match server.node.home_of(rec.state.key) {
             Home::Node(n) => n,
             Home::Here
                 if lock(&server.files.durables)
@@ -161,7 +161,7 @@ pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16
 /// The records of persistent opens kept by nodes in `gone` or by no live
 /// node (none without a store). An error when they cannot be read (logged).
 pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord>, NtStatus> {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return Ok(Vec::new());
     };
     if !server.persistent_handles() {
@@ -193,14 +193,15 @@ impl ServerState {
         gained: &[u32],
         now_ms: u64,
     ) -> Result<usize, NtStatus> {
-        let Some(link) = self.cluster() else {
+        let Some(link) = self.node.link() else {
             return Ok(0);
         };
         let n = link.partitions();
         let mut taken = 0;
         for rec in orphans(self, gone)? {
             let key = rec.state.key;
-            let mine = gained.contains(&partition_of(key, n)) || self.home_of(key) == Home::Here;
+            let mine =
+                gained.contains(&partition_of(key, n)) || self.node.home_of(key) == Home::Here;
             if !mine {
                 continue;
             }
@@ -352,7 +353,7 @@ impl ServerState {
         orphans(self, &[node])
             .unwrap_or_default()
             .into_iter()
-            .filter(|r| r.keeper == node && self.home_of(r.state.key) == Home::Here)
+            .filter(|r| r.keeper == node && self.node.home_of(r.state.key) == Home::Here)
             .map(|r| r.file_id.volatile)
             .collect()
     }

@@ -31,7 +31,7 @@ pub(crate) fn after_revoking<T>(
     take: impl Fn(u16) -> u8,
     decide: impl FnOnce() -> T,
 ) -> Result<T, NtStatus> {
-    if server.cluster().is_none() {
+    if server.node.link().is_none() {
         return Ok(decide());
     }
     revoke(server, key, entry, take)?;

@@ -36,14 +36,14 @@ use crate::state::{Open, SessionRef, TreeKind};
 /// The live node other than this one that keeps open `volatile` (made
 /// there), if this is a cluster node.
 pub(crate) fn holder(server: &ServerState, volatile: u64) -> Option<u16> {
-    let link = server.cluster()?;
+    let link = server.node.link()?;
     let node = node_of(volatile);
     (node != link.node() && link.members().contains(&node)).then_some(node)
 }
 
 /// Whether file `key` is decided by another node now.
 pub(crate) fn homed_elsewhere(server: &ServerState, key: FileKey) -> bool {
-    server.cluster().is_some() && server.home_of(key) != Home::Here
+    server.node.link().is_some() && server.node.home_of(key) != Home::Here
 }
 
 /// At the node keeping the open: give it up if the reconnect may have it.
@@ -155,7 +155,7 @@ pub(crate) fn transfer(
     entry: &Mutex<crate::server::FileEntry>,
     moved: Moved,
 ) -> Result<Transferred, NtStatus> {
-    let node = match server.home_of(key) {
+    let node = match server.node.home_of(key) {
         Home::Here => return transfer_here(server, key, entry, &moved),
         Home::Node(n) => n,
         Home::Unavailable => return Err(NtStatus::FILE_NOT_AVAILABLE),
@@ -188,7 +188,7 @@ pub(crate) fn transfer(
 /// FILE_NOT_AVAILABLE instead, and the client tries again. A name that does
 /// not stat is left to the keeper to refuse.
 fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &str) -> bool {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return true;
     };
     let Ok(path) = crate::path::parse_smb_path(name) else {
@@ -197,7 +197,7 @@ fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &st
     let Ok(attr) = share.backend.stat(who, &path) else {
         return true;
     };
-    match server.home_of(server.file_key(&attr)) {
+    match server.node.home_of(server.node.file_key(&attr)) {
         Home::Here => true,
         Home::Node(n) => link.members().contains(&n),
         Home::Unavailable => false,
@@ -264,7 +264,7 @@ pub(crate) fn take_over_from(
     };
     // From here the open is this node's to finish or to close.
     let close_at_home = |owner: u64| {
-        lock(&server.unsent_closes).push(super::UnsentClose {
+        lock(&server.node.unsent_closes).push(super::UnsentClose {
             key: h.key,
             owner,
             delete_on_close: false,
@@ -357,15 +357,15 @@ pub(crate) fn take_over_from(
 /// reconnected meanwhile is left alone; a home that cannot be reached is
 /// told at the next call.
 pub(crate) fn tell_homes_of_parked(server: &ServerState) {
-    let notes = std::mem::take(&mut *lock(&server.unsent_parks));
+    let notes = std::mem::take(&mut *lock(&server.node.unsent_parks));
     let mut left = Vec::new();
     for (key, persistent, id) in notes {
         let who = match lock(&server.files.durables).get(persistent) {
             Some(p) if p.open.id == id => p.open.who.clone(),
             _ => continue,
         };
-        let Home::Node(node) = server.home_of(key) else {
-            if server.home_of(key) == Home::Unavailable {
+        let Home::Node(node) = server.node.home_of(key) else {
+            if server.node.home_of(key) == Home::Unavailable {
                 left.push((key, persistent, id));
             }
             continue;
@@ -381,7 +381,7 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
             Err(_) => left.push((key, persistent, id)),
         }
     }
-    lock(&server.unsent_parks).extend(left);
+    lock(&server.node.unsent_parks).extend(left);
 }
 
 /// At a file's home: the disconnected opens `ids` (FileIds) kept by other

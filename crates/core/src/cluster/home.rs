@@ -26,7 +26,7 @@ pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
     let Some(key) = key_of(&call) else {
         return Answer::Refused(NtStatus::INVALID_PARAMETER);
     };
-    if server.home_of(key) != Home::Here {
+    if server.node.home_of(key) != Home::Here {
         // The partition moved (or this node is fenced): the caller asks again.
         return Answer::Refused(NtStatus::FILE_NOT_AVAILABLE);
     }

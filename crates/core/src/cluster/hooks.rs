@@ -55,7 +55,7 @@ impl ClusterHooks for Hooks {
                     ?key,
                     "a file's home did not take a close; sent again later"
                 );
-                lock(&server.unsent_closes).push(UnsentClose {
+                lock(&server.node.unsent_closes).push(UnsentClose {
                     key,
                     owner,
                     delete_on_close,
@@ -110,7 +110,7 @@ impl ClusterHooks for Hooks {
 /// connection is another node's (the break went, or is lost with that
 /// node), false when it is this node's to post.
 fn forward(server: &ServerState, route: Route, notice: &Break) -> bool {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return false;
     };
     let node = node_of(route.conn_id);

@@ -60,11 +60,9 @@ impl ServerState {
             return Err(JoinError::NodeZero);
         }
         let start = link.id_start() & ((1 << NODE_SHIFT) - 1);
-        // The hooks first: a file is homed elsewhere only once the link is set.
-        let _ = self.cluster_hooks.set(&hooks::Hooks);
-        self.cluster
-            .set(link)
-            .map_err(|_| JoinError::AlreadyJoined)?;
+        if !self.node.join(link, &hooks::Hooks) {
+            return Err(JoinError::AlreadyJoined);
+        }
 
         self.set_id_base((u64::from(node) << NODE_SHIFT) | start.max(1));
         Ok(())
@@ -85,10 +83,10 @@ impl ServerState {
     /// the file, as the close would have. Returns how many still wait.
     pub fn resend_closes(&self) -> usize {
         handover::tell_homes_of_parked(self);
-        let pending = std::mem::take(&mut *crate::server::lock(&self.unsent_closes));
+        let pending = std::mem::take(&mut *crate::server::lock(&self.node.unsent_closes));
         let mut left = Vec::new();
         for u in pending {
-            let closed = match self.home_of(u.key) {
+            let closed = match self.node.home_of(u.key) {
                 Home::Here => Some(self.files.existing(u.key).map(|e| {
                     crate::decide::close_here(self, u.key, &e, u.owner, u.delete_on_close).0
                 })),
@@ -117,7 +115,7 @@ impl ServerState {
                 }
             }
         }
-        let mut unsent = crate::server::lock(&self.unsent_closes);
+        let mut unsent = crate::server::lock(&self.node.unsent_closes);
         unsent.extend(left);
         unsent.len()
     }
@@ -138,7 +136,7 @@ impl ServerState {
                 Ok(Some(msg::Message::Answer(answer).encode()))
             }
             msg::Message::Post(p) => {
-                if node_of(p.route.conn_id) != self.cluster.get().map_or(0, |c| c.node()) {
+                if node_of(p.route.conn_id) != self.node.link().map_or(0, |c| c.node()) {
                     return Err(WireError::Invalid("notice for another node's connection"));
                 }
                 shadow::break_passes(self, &p.notice);
@@ -164,7 +162,7 @@ pub(crate) fn ask(
     node: u16,
     call: msg::Call,
 ) -> Result<msg::Answer, NtStatus> {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
     let answer = link.call(node, msg::Message::Call(call).encode())?;

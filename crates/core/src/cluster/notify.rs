@@ -13,10 +13,10 @@ use crate::server::{lock, ServerState, ShareDef};
 
 /// Send changes made through this node to the nodes that watch.
 pub(crate) fn forward(server: &ServerState, share: &ShareDef, changes: &[notify::Change<'_>]) {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return;
     };
-    let peers = lock(&server.notify_peers).clone();
+    let peers = lock(&server.node.notify_peers).clone();
     if peers.is_empty() {
         return;
     }
@@ -40,7 +40,7 @@ pub(crate) fn forward(server: &ServerState, share: &ShareDef, changes: &[notify:
 
 /// This node's first watcher was armed (`true`) or its last one ended.
 pub(crate) fn watching(server: &ServerState, watching: bool) {
-    if let Some(link) = server.cluster() {
+    if let Some(link) = server.node.link() {
         let me = link.node();
         let others: Vec<u16> = link.members().into_iter().filter(|n| *n != me).collect();
         tell(server, &others, watching);
@@ -48,7 +48,7 @@ pub(crate) fn watching(server: &ServerState, watching: bool) {
 }
 
 fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return;
     };
     let msg = Message::Interest {
@@ -106,7 +106,7 @@ pub(crate) fn received(server: &ServerState, share: &str, changes: &[Change]) {
 
 /// Node `from` has watchers now (or no longer).
 pub(crate) fn interest(server: &ServerState, from: u16, watching: bool) {
-    let mut peers = lock(&server.notify_peers);
+    let mut peers = lock(&server.node.notify_peers);
     peers.retain(|n| *n != from);
     if watching {
         peers.push(from);

@@ -28,7 +28,7 @@ pub(crate) fn records(
     parts: &[u32],
     after: Option<FileKey>,
 ) -> (Vec<Record>, Option<FileKey>) {
-    let Some(link) = server.cluster() else {
+    let Some(link) = server.node.link() else {
         return (Vec::new(), None);
     };
     let (me, n) = (link.node(), link.partitions());
@@ -99,7 +99,7 @@ impl ServerState {
     /// node's entries (which hold its own opens already). Returns the
     /// opens taken in, or the node that did not answer.
     pub fn rebuild(&self, parts: &[u32]) -> Result<usize, u16> {
-        let Some(link) = self.cluster() else {
+        let Some(link) = self.node.link() else {
             return Ok(0);
         };
         let me = link.node();

@@ -53,7 +53,7 @@ pub(crate) fn reopen(
         .map_err(crate::fsmap::status_of)?;
     let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
     let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
-    if server.file_key(&attr) != h.key {
+    if server.node.file_key(&attr) != h.key {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     Ok(node)

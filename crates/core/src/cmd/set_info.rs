@@ -440,7 +440,7 @@ fn rename(
     if let (Some(pa), false) = (pattr, open.is_dir) {
         let held = server
             .files
-            .existing(server.file_key(&pa))
+            .existing(server.node.file_key(&pa))
             .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
         if held {
             return Err(NtStatus::SHARING_VIOLATION);
@@ -511,7 +511,7 @@ fn target_is_open(
     renaming: u64,
     (now_ms, conn_id): (u64, u64),
 ) -> Result<bool, NtStatus> {
-    let key = server.file_key(target);
+    let key = server.node.file_key(target);
     let Some(entry) = server.files.existing(key) else {
         return Ok(false);
     };

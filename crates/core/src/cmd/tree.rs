@@ -407,7 +407,7 @@ fn share_caps(core: &ConnCore, ca: bool, share_type: ShareType) -> ShareCapabili
     if share_type != ShareType::DISK {
         return c;
     }
-    if core.server.cluster().is_some() {
+    if core.server.node.link().is_some() {
         c |= ShareCapabilities::SCALEOUT;
     }
     if ca && core.dialect().is_some_and(|d| d.0 >= 0x0300) {

@@ -51,8 +51,8 @@ pub(super) fn admit(
     let id = server.files.new_owner_id();
     let persistent_id = server.files.new_owner_id();
     let key = match &made.stream_name {
-        Some(n) => server.file_key(&made.attr).stream(n),
-        None => server.file_key(&made.attr),
+        Some(n) => server.node.file_key(&made.attr).stream(n),
+        None => server.node.file_key(&made.attr),
     };
     if let Some(lid) = asked.lease_id {
         // A lease key names one file ([MS-SMB2] 3.3.5.9.8).

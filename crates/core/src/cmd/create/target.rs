@@ -50,7 +50,7 @@ pub(super) fn resolve(
     }
     let granted = match &existing {
         Some(a) => check_existing(a, asked, || {
-            if let Some(e) = server.files.existing(server.file_key(a)) {
+            if let Some(e) = server.files.existing(server.node.file_key(a)) {
                 if lock(&e).delete_pending {
                     return true;
                 }
