@@ -1,6 +1,9 @@
 //! Authentication for ringshare: NTLMSSP ([MS-NLMP]), Kerberos 5 ([MS-KILE], RFC 4120/4121), SPNEGO
 //! ([MS-SPNG], RFC 4178) and Samba's smbpasswd user file.
 //!
+//! **Invariant:** this crate knows nothing about connections, shares or open files: a logon step
+//! is bytes in, bytes and a user out (below it only wire and crypto).
+//!
 //! Sans-I/O: challenges, client randomness and the time are parameters; only
 //! [`smbpasswd::SmbPasswd::load`] and [`smbpasswd::SmbPasswd::save`] touch the filesystem.
 #![forbid(unsafe_code)]

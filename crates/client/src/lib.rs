@@ -1,5 +1,8 @@
 //! A sans-I/O SMB 2/3 client connection, the core of `ringshare bench`.
 //!
+//! **Invariant:** this crate knows nothing of the server's core: it shares only the wire,
+//! auth, crypto and compression crates with it, and does no I/O.
+//!
 //! [`ClientConn`] mirrors the server's `Connection`: it opens no socket and
 //! reads no clock. The driver moves bytes: [`ClientConn::take_output`] hands
 //! over the frames to send (direct-TCP framed, signed or encrypted), and

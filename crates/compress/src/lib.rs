@@ -1,5 +1,8 @@
 //! SMB 3.1.1 compression ([MS-SMB2] 2.2.42, 3.1.4.4, 3.3.5.2.x; [MS-XCA]).
 //!
+//! **Invariant:** this crate knows nothing about connections or sessions: a message is
+//! bytes in, bytes out (below it only wire).
+//!
 //! Codecs, each written from its specification: [`lz77`] (plain LZ77,
 //! "XPRESS", [MS-XCA] 2.3-2.4), [`lznt1`] ([MS-XCA] 2.5), [`huffman`]
 //! (LZ77+Huffman, [MS-XCA] 2.1-2.2), [`pattern`]

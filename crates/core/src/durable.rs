@@ -15,7 +15,7 @@
 //! as Samba and Windows do.
 //!
 //! Everything the server keeps about parked opens is in one table
-//! ([`crate::files::parked::Durables`], `ServerState::durables`), one
+//! ([`crate::files::parked::Durables`], `ServerState::files.durables`), one
 //! table behind one mutex: the place a later cluster build writes elsewhere.
 //! Durable opens do not outlive the process (as in Samba) except persistent ones on a
 //! cluster ([`crate::cluster::ca`]). The CREATE's side (contexts, reconnect, replay) is

@@ -1,5 +1,11 @@
 //! Sans-I/O SMB2/3 server core.
 //!
+//! **Invariant:** sans-I/O (below); the per-file rules are crates/files', not here.
+//! Inside, the layers of docs/architecture.md ("Layers inside crates/core"): the server's
+//! tables (`ServerState` and its parts, server/*.rs) < per-file operations < the cluster
+//! layer < exchange < cmd < conn, each naming nothing of a later one
+//! (`scripts/core-cycles.sh --acyclic crates/core/src`).
+//!
 //! [`Connection`] takes frames and time in and gives frames and file-I/O
 //! requests out ([`Output`]). It opens no socket, reads no clock and has no
 //! `unsafe`; the driver in the `ringshare` binary runs it on io_uring, and tests

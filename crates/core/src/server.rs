@@ -1,14 +1,18 @@
-//! State shared by every connection on every ring: configuration, shares,
-//! users, and the table of open files (share modes, delete-on-close,
-//! byte-range locks).
+//! State shared by every connection on every ring. `ServerState` owns the
+//! configuration snapshot (the configuration, the shares offered now, the
+//! network interfaces) and a few parts, each with its own methods in a
+//! module here: the open files ([`FileTable`]), the sessions
+//! ([`SessionTable`]), the mail between connections ([`Mail`]), logons and
+//! identity ([`Logons`]) and this server as a cluster node ([`NodeState`]).
+//! docs/architecture.md ("Layers inside crates/core") shows who uses which.
 //!
-//! Lock order: `ServerState::files` (the map) before any `FileEntry` mutex;
-//! never hold a `FileEntry` mutex while taking the map lock. The lease map
-//! and the mailboxes are taken after a `FileEntry` mutex, never before one.
-//! `ServerState::sessions` (the GlobalSessionTable) is taken only to create,
-//! bind or forget a session, never while a `Session` mutex is held and never
-//! on the path of an ordinary request (connections reach their sessions
-//! through their own channel table).
+//! Lock order: the file table's map before any `FileEntry` mutex; never hold
+//! a `FileEntry` mutex while taking the map lock. The lease map and the
+//! mailboxes are taken after a `FileEntry` mutex, never before one. The
+//! session table is taken only to create, bind or forget a session, never
+//! while a `Session` mutex is held and never on the path of an ordinary
+//! request (connections reach their sessions through their own channel
+//! table).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,8 @@
 //! SMB 2/3 message signing, key derivation, preauthentication integrity and encryption.
 //!
+//! **Invariant:** this crate knows nothing about connections or sessions and names no other
+//! ringshare crate: callers hand it keys and bytes.
+//!
 //! Everything here is a pure function of its inputs: no clocks, no randomness, no I/O.
 //! Specification references are to [MS-SMB2] unless noted.
 #![forbid(unsafe_code)]

@@ -29,7 +29,7 @@ pub struct WriteTime {
     sticky: Option<UnixNanos>,
     pending: Option<Pending>,
     opens: Vec<(u64, u8)>,
-    /// Counted in `ServerState::write_times_shown`.
+    /// Counted in `FileTable::write_times_shown` (crates/core).
     counted: bool,
 }
 

@@ -1,5 +1,8 @@
 //! The `ringshare` binary's library half: configuration, command line and user management,
 //! kept out of `main.rs` so that they can be tested.
+//!
+//! **Invariant:** no crate names this one: it is where the sans-I/O core meets sockets,
+//! clocks, threads and configuration files.
 #![forbid(unsafe_code)]
 
 pub mod accounts;

@@ -1,5 +1,8 @@
 //! Filesystem backends for ringshare.
 //!
+//! **Invariant:** this crate knows nothing about SMB messages, sessions or connections: it
+//! is paths, nodes and the user's credentials in, file data and attributes out.
+//!
 //! The server core knows shares only through the [`Share`] trait and open files
 //! only through [`Node`]. Two implementations:
 //! - [`posix::PosixShare`]: a directory on a local filesystem. Every lookup is

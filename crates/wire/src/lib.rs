@@ -1,5 +1,8 @@
 //! SMB2/3 wire codec for ringshare.
 //!
+//! **Invariant:** this crate knows nothing about connections, sessions, shares or files,
+//! and names no other ringshare crate: a message is bytes in, a typed value out.
+//!
 //! Everything here is pure: bytes in, typed values out, and back. Decoding goes
 //! through the bounds-checked [`codec::Reader`]; offset/length pairs are followed
 //! only through it, so no decoder can index out of bounds or panic on hostile
