@@ -111,7 +111,7 @@ impl ServerState {
 
     /// The shares offered now.
     pub fn shares(&self) -> Arc<ShareSet> {
-        Arc::clone(&self.shares.read().unwrap_or_else(|e| e.into_inner()))
+        snapshot(&self.shares)
     }
 
     /// Whether the server offers persistent handles (SMB2_GLOBAL_CAP_PERSISTENT_HANDLES):
@@ -130,7 +130,7 @@ impl ServerState {
     /// the share's new user rules. A share that did not change should be
     /// passed as the same `Arc`, so its trees are left alone.
     pub fn replace_shares(&self, set: ShareSet) {
-        *self.shares.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+        replace(&self.shares, Arc::new(set));
         for id in self.mail.connections() {
             self.mail.post(id, Notice::SharesChanged);
         }
@@ -205,15 +205,12 @@ impl ServerState {
 
     /// Set the network interfaces clients are told about.
     pub fn set_interfaces(&self, list: Vec<NetworkInterfaceInfo>) {
-        *self.interfaces.write().unwrap_or_else(|e| e.into_inner()) = list;
+        replace(&self.interfaces, list);
     }
 
     /// The network interfaces clients are told about.
     pub fn interfaces(&self) -> Vec<NetworkInterfaceInfo> {
-        self.interfaces
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        snapshot(&self.interfaces)
     }
 
     /// Make open and connection ids from `base` up (a cluster node's number
@@ -225,3 +222,4 @@ impl ServerState {
 }
 
 pub use crate::sync::lock;
+use crate::sync::{replace, snapshot};
