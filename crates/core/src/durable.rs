@@ -147,6 +147,12 @@ impl ServerState {
     pub fn parked_durables(&self) -> usize {
         lock(&self.files.durables).len()
     }
+
+    /// How many of them are persistent (on a cluster node only these outlive it: their
+    /// records let another node take them over).
+    pub fn parked_persistent(&self) -> usize {
+        lock(&self.files.durables).persistent_len()
+    }
 }
 
 /// How long a version 2 durable open whose client asked for no particular

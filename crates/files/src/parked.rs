@@ -234,6 +234,14 @@ impl<O> Durables<O> {
         self.parked.is_empty()
     }
 
+    /// How many of them are persistent ([`Durability::persistent`]).
+    pub fn persistent_len(&self) -> usize {
+        self.parked
+            .values()
+            .filter(|p| p.durability.persistent)
+            .count()
+    }
+
     /// The open ids (FileId.Volatile) of the parked opens.
     pub fn open_ids(&self) -> std::collections::HashSet<u64> {
         self.parked.values().map(|p| p.open_id).collect()

@@ -535,7 +535,7 @@ pub fn serve(
     let now_ms = shared.started.elapsed().as_millis() as u64;
     shared.server.log_limit_flush(now_ms);
     if let Some(node) = cluster_node {
-        node.leave();
+        node.leave(&shared.server);
     }
     result.map_err(|e| err(format!("I/O thread failed: {e}")))?;
     let _ = writeln!(out, "ringshare: stopped");

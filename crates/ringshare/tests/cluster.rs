@@ -749,35 +749,118 @@ fn killing_the_etcd_leader_fails_no_smb_request() {
     );
 }
 
+/// A clean stop is a planned hand-over, not a fence (issue 33): node 3, stopped with SIGTERM
+/// while its client holds persistent opens (data written, a lock) of a file homed on node 3
+/// and of one homed on node 1, gives its partitions up and has its opens kept by the
+/// survivors before it exits; its log says each step and has no error; its client comes back
+/// through node 2 without ever being told the open is gone; the survivors decide for node 3's
+/// files well within the lease's TTL.
 #[test]
-fn a_node_stopped_with_sigterm_leaves_at_once_and_logs_a_departure_not_a_fence() {
+fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
     let name = "sigterm";
     if !etcd_available(name) {
         return;
     }
-    let mut cl = Cluster::start(name);
+    let mut cl = Cluster::start_with(name, "\tcontinuous availability = yes\n");
     let files = cl.files_homed_on_each("stop");
+    let held = cl.files_homed_on_each("stopca");
+    let mut c = cl.client(3);
+    let mut persistent = Vec::new();
+    for (i, f) in [&held[2], &held[0]].into_iter().enumerate() {
+        let guid = 70 + i as u8;
+        let (fid, _) =
+            opened(c.call(Command::CREATE, &durable_create_as(f, guid, None, true))).unwrap();
+        let data = format!("acknowledged before node 3 stopped: {f}");
+        c.write(fid, 0, data.as_bytes()).unwrap();
+        assert_eq!(
+            status(c.call(Command::LOCK, &lock_body(fid, 0, 10, 0x12))),
+            NtStatus::SUCCESS
+        );
+        persistent.push((f.clone(), guid, fid, data));
+    }
+
     let t = Instant::now();
-    let exit = cl.nodes[2].signal_and_wait(libc::SIGTERM, Duration::from_secs(10));
+    let exit = cl.nodes[2].signal_and_wait(libc::SIGTERM, Duration::from_secs(15));
+    let stopped = t.elapsed();
     let log = cl.nodes[2].log();
     assert!(exit.is_some_and(|e| e.success()), "node 3 stops: {log}");
-    assert!(log.contains("left the cluster (stopping)"), "{log}");
+    for step in [
+        "node 3 is stopping: it takes no more clients and decides nothing",
+        "node 3 left the cluster (stopping)",
+        "node 3: its 2 persistent opens are kept by the other nodes now",
+    ] {
+        assert!(log.contains(step), "the step '{step}' is logged: {log}");
+    }
     assert!(
-        !log.contains("fenced") && !log.contains("ERROR"),
-        "a stop is a departure, not a fence: {log}"
+        !log.contains("fenced") && !log.contains("ERROR") && !log.contains("not handed over"),
+        "a stop is a hand-over, not a fence: {log}"
     );
-    // Its partitions went at its stop: a survivor decides for its file well before the
-    // lease's TTL would have let it.
+    // When it has exited, the record of each of its persistent opens names a live keeper.
+    let mut e = cl.etcd.client();
+    for (f, _, fid, _) in &persistent {
+        let key = format!("/ringshare/{name}/ca/{:016x}", fid.persistent);
+        let rec = e
+            .get(key.as_bytes(), Instant::now() + Duration::from_secs(5))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{f}: its record stays"));
+        let keeper = ringshare_core::cluster::record_keeper(&rec.value);
+        assert!(
+            matches!(keeper, Some(1 | 2)),
+            "{f}: kept by {keeper:?} when node 3 had exited: {log}"
+        );
+    }
+    // Its partitions went at its stop: a survivor decides for a file node 3 was home of.
     let mut a = cl.client(1);
-    let (_, took) = within(Duration::from_secs(8), || {
+    let (_, decided) = within(Duration::from_secs(8), || {
         let h = open(&mut a, &files[2], ALL, 0).ok()?;
         a.close(h).ok()
     })
     .expect("a survivor decides for the file node 3 was home of");
+    let took = t.elapsed();
     eprintln!(
-        "[{name}] node 3 stopped with SIGTERM in {:?}; node 1 opened its file {took:?} later",
-        t.elapsed() - took
+        "[{name}] SIGTERM: node 3 handed over and exited in {stopped:?}; node 1 decided for \
+         its file {decided:?} later, {took:?} after the signal (lease TTL: 6 s)"
     );
+    assert!(
+        took < Duration::from_secs(6),
+        "{took:?}: not before the lease's TTL"
+    );
+    // Its client comes back through node 2 (DH2C): the same open, its data and its lock,
+    // never told the open is gone on the way.
+    let mut back_client = cl.client(2);
+    for (f, guid, fid, data) in persistent {
+        let mut waits = 0;
+        let (back, t) = within(Duration::from_secs(5), || {
+            let body = durable_create_as(&f, guid, Some(fid), true);
+            match opened(back_client.call(Command::CREATE, &body)) {
+                Ok((h, _)) => Some(h),
+                Err(NtStatus::FILE_NOT_AVAILABLE) => {
+                    waits += 1;
+                    None
+                }
+                Err(s) => panic!("{f}: {s:?} (a give-up)"),
+            }
+        })
+        .unwrap_or_else(|| panic!("{f}: not back through node 2"));
+        eprintln!(
+            "[{name}] persistent open of {f} back through node 2 in {t:?} \
+             ({waits} FILE_NOT_AVAILABLE before)"
+        );
+        assert_eq!(back.persistent, fid.persistent);
+        assert_eq!(back_client.read(back, 0, 128).unwrap(), data.as_bytes());
+        let (fa, _) = within(Duration::from_secs(5), || match open(&mut a, &f, READ, 7) {
+            Err(NtStatus::FILE_NOT_AVAILABLE) => None,
+            other => Some(other.unwrap()),
+        })
+        .expect("node 1 knows the file's home");
+        assert_eq!(
+            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
+            NtStatus::LOCK_NOT_GRANTED,
+            "{f}: its lock outlived node 3"
+        );
+        a.close(fa).unwrap();
+        back_client.close(back).unwrap();
+    }
 }
 
 /// Try `f` every 50 ms until it gives `Some`, within `limit`.

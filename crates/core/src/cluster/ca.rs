@@ -181,6 +181,28 @@ pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord
     }
 }
 
+/// The node a persistent open's record (as stored in etcd) names as its keeper; `None` for
+/// bytes that are no such record.
+pub fn record_keeper(record: &[u8]) -> Option<u16> {
+    msg::decode_ca(record).ok().map(|r| r.keeper)
+}
+
+impl ServerState {
+    /// How many persistent opens' records name `node` as their keeper: a stopping node waits
+    /// for none to be left (the other nodes have taken them over, crates/ringshare's
+    /// `Node::leave`). An error when they cannot be read.
+    pub fn persistent_opens_kept_by(&self, node: u16) -> Result<usize, NtStatus> {
+        let Some(link) = self.node.link() else {
+            return Ok(0);
+        };
+        let all = link.ca_all()?;
+        Ok(all
+            .iter()
+            .filter(|b| record_keeper(b) == Some(node))
+            .count())
+    }
+}
+
 impl ServerState {
     /// After nodes `gone` left (or partitions `gained` were rebuilt here):
     /// the persistent opens their nodes kept, of files homed here (or in

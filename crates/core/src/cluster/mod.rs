@@ -28,6 +28,7 @@ mod reclaim;
 mod reopen;
 pub(crate) mod shadow;
 
+pub use ca::record_keeper;
 pub use msg::MESSAGE_MAX;
 
 use std::sync::Arc;

@@ -24,6 +24,9 @@ pub use peer::Stats;
 const PARTITIONS: u32 = 256;
 /// How often the partition table is read again from the coordinator.
 const REFRESH: Duration = Duration::from_millis(100);
+/// The longest a stop spends handing this node's partitions and persistent opens over
+/// ([`Node::leave`]) before the process exits anyway.
+const STOP_LIMIT: Duration = Duration::from_secs(10);
 /// The longest a `cluster takeover command` may run.
 const TAKEOVER_LIMIT: Duration = Duration::from_secs(20);
 
@@ -469,26 +472,95 @@ pub fn start(
 }
 
 impl Node {
-    /// Leave the cluster (the server is stopping): this node's partitions go to the others at
-    /// once, and its lease is revoked so that they forget it without waiting for its TTL. A
-    /// planned departure, said as such (INFO), not a fence.
-    pub fn leave(self) {
+    /// Leave the cluster (the server is stopping, after its I/O threads closed every client
+    /// connection, parking the durable opens): a planned hand-over, said step by step (INFO).
+    /// Nothing is decided here from the first step on; the partitions are released in etcd and
+    /// the lease revoked at once, so that the other nodes take the partitions and this node's
+    /// persistent opens over (the takeover a death starts, without the TTL's wait); the stop
+    /// waits, within [`STOP_LIMIT`], until every persistent open's record names the live node
+    /// that keeps it now. What could not be handed over is said (WARN).
+    pub fn leave(self, server: &ServerState) {
+        let t = Instant::now();
+        let me = self.link.node;
         self.link.leaving.store(true, Ordering::Release);
-        let held = self
-            .link
-            .owners
-            .iter()
-            .filter(|o| o.load(Ordering::Acquire) == u32::from(self.link.node))
-            .count();
-        if let Some(c) = lock(&self.link.coordinator).take() {
-            match c.leave() {
-                Ok(()) => tracing::info!(
-                    "cluster: node {} left the cluster (stopping): its {held} partitions went \
-                     to the other nodes",
-                    self.link.node
-                ),
-                Err(e) => tracing::warn!("cluster: leaving: {e}"),
+        let mut held = 0;
+        for o in &self.link.owners {
+            if o.swap(0, Ordering::AcqRel) == u32::from(me) {
+                held += 1;
             }
+        }
+        let others = self.link.members().iter().filter(|n| **n != me).count();
+        // (Every client connection is closed: each of its persistent opens is parked.)
+        let persistent = server.parked_persistent();
+        tracing::info!(
+            "cluster: node {me} is stopping: it takes no more clients and decides nothing; its \
+             {held} partitions and {persistent} persistent opens go to the other {others} nodes"
+        );
+        let Some(c) = lock(&self.link.coordinator).take() else {
+            return;
+        };
+        if let Err(e) = c.leave() {
+            tracing::warn!(
+                "cluster: node {me} could not leave through etcd ({e}): the other nodes take \
+                 its {held} partitions and {persistent} persistent opens over only when its \
+                 lease lapses (6 s)"
+            );
+            return;
+        }
+        tracing::info!(
+            "cluster: node {me} left the cluster (stopping): its {held} partitions went to the \
+             other nodes"
+        );
+        let lost = server.parked_durables().saturating_sub(persistent);
+        if lost > 0 {
+            tracing::info!(
+                "cluster: node {me}: its {lost} disconnected durable opens that are not \
+                 persistent end with it (only a continuously available share's persistent opens \
+                 move to another node); their clients open their files again"
+            );
+        }
+        if persistent == 0 {
+            return;
+        }
+        if others == 0 {
+            tracing::info!(
+                "cluster: node {me} was the last node: its {persistent} persistent opens stay \
+                 recorded in etcd for the next node that joins"
+            );
+            return;
+        }
+        self.wait_persistent_handed_over(server, t, persistent);
+    }
+
+    /// Wait (within [`STOP_LIMIT`] of `t`) until no persistent open's record names this node:
+    /// the other nodes, seeing it gone, have taken them over.
+    fn wait_persistent_handed_over(&self, server: &ServerState, t: Instant, persistent: usize) {
+        let me = self.link.node;
+        loop {
+            let left = server.persistent_opens_kept_by(me);
+            if left == Ok(0) {
+                tracing::info!(
+                    "cluster: node {me}: its {persistent} persistent opens are kept by the other \
+                     nodes now, for their clients to reconnect there ({:?} after the stop began)",
+                    t.elapsed()
+                );
+                return;
+            }
+            if t.elapsed() >= STOP_LIMIT {
+                let what = match left {
+                    Ok(n) => format!("{n} of its {persistent} persistent opens were"),
+                    Err(s) => format!(
+                        "its persistent opens' records could not be read ({s:?}): its \
+                         {persistent} persistent opens may not have been"
+                    ),
+                };
+                tracing::warn!(
+                    "cluster: node {me}: {what} not handed over within {STOP_LIMIT:?}; the other \
+                     nodes take them over from their records in etcd when they see this node gone"
+                );
+                return;
+            }
+            std::thread::sleep(REFRESH);
         }
     }
 }
