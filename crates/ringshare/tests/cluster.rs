@@ -387,18 +387,7 @@ fn durable_opens_move_between_nodes(cl: &Cluster) {
             NtStatus::SUCCESS
         );
         let (fc, _) = opened(c.wait_for(mid)).unwrap();
-        assert_eq!(
-            status(c.call(Command::LOCK, &lock_body(fc, 0, 10, 0x12))),
-            NtStatus::LOCK_NOT_GRANTED,
-            "home {home}: the lock moved with the open"
-        );
-        b.close(back).unwrap();
-        assert_eq!(
-            status(c.call(Command::LOCK, &lock_body(fc, 0, 10, 0x12))),
-            NtStatus::SUCCESS,
-            "home {home}"
-        );
-        c.close(fc).unwrap();
+        lock_refused_until_closed(&mut b, back, &mut c, fc, &format!("home {home}"));
     }
 }
 
@@ -765,19 +754,7 @@ fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
     let files = cl.files_homed_on_each("stop");
     let held = cl.files_homed_on_each("stopca");
     let mut c = cl.client(3);
-    let mut persistent = Vec::new();
-    for (i, f) in [&held[2], &held[0]].into_iter().enumerate() {
-        let guid = 70 + i as u8;
-        let (fid, _) =
-            opened(c.call(Command::CREATE, &durable_create_as(f, guid, None, true))).unwrap();
-        let data = format!("acknowledged before node 3 stopped: {f}");
-        c.write(fid, 0, data.as_bytes()).unwrap();
-        assert_eq!(
-            status(c.call(Command::LOCK, &lock_body(fid, 0, 10, 0x12))),
-            NtStatus::SUCCESS
-        );
-        persistent.push((f.clone(), guid, fid, data));
-    }
+    let persistent = hold_persistent(&mut c, [&held[2], &held[0]], 70, "stopped");
 
     let t = Instant::now();
     let exit = cl.nodes[2].signal_and_wait(libc::SIGTERM, Duration::from_secs(15));
@@ -846,20 +823,7 @@ fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
             "[{name}] persistent open of {f} back through node 2 in {t:?} \
              ({waits} FILE_NOT_AVAILABLE before)"
         );
-        assert_eq!(back.persistent, fid.persistent);
-        assert_eq!(back_client.read(back, 0, 128).unwrap(), data.as_bytes());
-        let (fa, _) = within(Duration::from_secs(5), || match open(&mut a, &f, READ, 7) {
-            Err(NtStatus::FILE_NOT_AVAILABLE) => None,
-            other => Some(other.unwrap()),
-        })
-        .expect("node 1 knows the file's home");
-        assert_eq!(
-            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
-            NtStatus::LOCK_NOT_GRANTED,
-            "{f}: its lock outlived node 3"
-        );
-        a.close(fa).unwrap();
-        back_client.close(back).unwrap();
+        its_data_and_lock_are_back(&mut back_client, back, &mut a, (&f, fid, &data));
     }
 }
 
@@ -914,19 +878,7 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
     let _ = fk;
     // Persistent opens of node 3's client, of a file homed on node 1 and of
     // one homed on node 3, each with acknowledged data and a lock.
-    let mut persistent = Vec::new();
-    for (i, f) in [&ca_files[0], &ca_files[2]].into_iter().enumerate() {
-        let guid = 60 + i as u8;
-        let (fid, _) =
-            opened(c.call(Command::CREATE, &durable_create_as(f, guid, None, true))).unwrap();
-        let data = format!("acknowledged before node 3 died: {f}");
-        c.write(fid, 0, data.as_bytes()).unwrap();
-        assert_eq!(
-            status(c.call(Command::LOCK, &lock_body(fid, 0, 10, 0x12))),
-            NtStatus::SUCCESS
-        );
-        persistent.push((f.clone(), guid, fid, data));
-    }
+    let persistent = hold_persistent(&mut c, [&ca_files[0], &ca_files[2]], 60, "died");
 
     cl.nodes[2]
         .signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
@@ -1014,28 +966,75 @@ fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their
             )
         });
         eprintln!("[{name}] persistent open of {f} reconnected through node 2 after {t:?}");
-        assert_eq!(back.persistent, fid.persistent);
-        assert_eq!(back_client.read(back, 0, 128).unwrap(), data.as_bytes());
-        // (Node 1 may still see node 3 as the home of a partition node 2
-        // took over: FILE_NOT_AVAILABLE for a moment.)
-        let (fa, _) = within(Duration::from_secs(5), || match open(&mut a, &f, READ, 7) {
-            Err(NtStatus::FILE_NOT_AVAILABLE) => None,
-            other => Some(other.unwrap()),
-        })
-        .expect("node 1 knows the new home");
-        assert_eq!(
-            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
-            NtStatus::LOCK_NOT_GRANTED,
-            "{f}: its lock outlived node 3"
-        );
-        back_client.close(back).unwrap();
-        assert_eq!(
-            status(a.call(Command::LOCK, &lock_body(fa, 0, 10, 0x12))),
-            NtStatus::SUCCESS,
-            "{f}"
-        );
-        a.close(fa).unwrap();
+        its_data_and_lock_are_back(&mut back_client, back, &mut a, (&f, fid, &data));
     }
+}
+
+/// Persistent opens (DH2Q, CreateGuids from `guid`) of `files` by client `c`, each with
+/// acknowledged data and bytes 0..10 locked: (name, CreateGuid, FileId, data) of each.
+fn hold_persistent<'a>(
+    c: &mut Raw,
+    files: impl IntoIterator<Item = &'a String>,
+    guid: u8,
+    before: &str,
+) -> Vec<(String, u8, FileId, String)> {
+    let mut held = Vec::new();
+    for (i, f) in files.into_iter().enumerate() {
+        let guid = guid + i as u8;
+        let (fid, _) =
+            opened(c.call(Command::CREATE, &durable_create_as(f, guid, None, true))).unwrap();
+        let data = format!("acknowledged before node 3 {before}: {f}");
+        c.write(fid, 0, data.as_bytes()).unwrap();
+        assert_eq!(
+            status(c.call(Command::LOCK, &lock_body(fid, 0, 10, 0x12))),
+            NtStatus::SUCCESS
+        );
+        held.push((f.clone(), guid, fid, data));
+    }
+    held
+}
+
+/// A persistent open of [`hold_persistent`]'s, reconnected by `back_client` as `back`, is the
+/// same open with its data, and its lock refuses client `a` until it is closed.
+fn its_data_and_lock_are_back(
+    back_client: &mut Raw,
+    back: FileId,
+    a: &mut Raw,
+    (f, fid, data): (&str, FileId, &str),
+) {
+    assert_eq!(back.persistent, fid.persistent);
+    assert_eq!(back_client.read(back, 0, 128).unwrap(), data.as_bytes());
+    // (Node 1 may still see node 3 as the home of a partition node 2
+    // took over: FILE_NOT_AVAILABLE for a moment.)
+    let (fa, _) = within(Duration::from_secs(5), || match open(a, f, READ, 7) {
+        Err(NtStatus::FILE_NOT_AVAILABLE) => None,
+        other => Some(other.unwrap()),
+    })
+    .expect("node 1 knows the new home");
+    lock_refused_until_closed(back_client, back, a, fa, f);
+}
+
+/// `holder`'s open `held` keeps bytes 0..10 locked: `other`'s open `fo` may not lock them
+/// until `held` is closed, then may (and is closed).
+fn lock_refused_until_closed(
+    holder: &mut Raw,
+    held: FileId,
+    other: &mut Raw,
+    fo: FileId,
+    what: &str,
+) {
+    assert_eq!(
+        status(other.call(Command::LOCK, &lock_body(fo, 0, 10, 0x12))),
+        NtStatus::LOCK_NOT_GRANTED,
+        "{what}: the lock is the open's still"
+    );
+    holder.close(held).unwrap();
+    assert_eq!(
+        status(other.call(Command::LOCK, &lock_body(fo, 0, 10, 0x12))),
+        NtStatus::SUCCESS,
+        "{what}: after its close"
+    );
+    other.close(fo).unwrap();
 }
 
 /// Node 3's client opens a file homed on node 1 and one homed on node 3
