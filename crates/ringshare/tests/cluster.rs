@@ -827,6 +827,37 @@ fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
     }
 }
 
+/// A stop that cannot leave through etcd (every member gone) does not hang and is not said
+/// as a fence: node 3 exits within the stop's bound (10 s) with a WARN saying what it could
+/// not hand over, and no error.
+#[test]
+fn a_node_stopped_while_etcd_is_gone_exits_within_ten_seconds_and_says_what_was_not_handed_over() {
+    let name = "sigtermnoetcd";
+    if !etcd_available(name) {
+        return;
+    }
+    let mut cl = Cluster::start_with(name, "\tcontinuous availability = yes\n");
+    let held = cl.files_homed_on_each("gone");
+    let mut c = cl.client(3);
+    hold_persistent(&mut c, [&held[2]], 80, "stopped");
+    for i in 0..3 {
+        cl.etcd.kill(i);
+    }
+    let t = Instant::now();
+    let exit = cl.nodes[2].signal_and_wait(libc::SIGTERM, Duration::from_secs(15));
+    let took = t.elapsed();
+    let log = cl.nodes[2].log();
+    eprintln!("[{name}] etcd gone: node 3 exited {took:?} after SIGTERM");
+    assert!(exit.is_some_and(|e| e.success()), "node 3 stops: {log}");
+    assert!(took < Duration::from_secs(10), "{took:?}: {log}");
+    assert!(
+        log.contains("node 3 could not leave through etcd")
+            && log.contains("and 1 persistent opens over only when its lease lapses"),
+        "what was not handed over is said: {log}"
+    );
+    assert!(!log.contains("ERROR"), "a stop, not a fence: {log}");
+}
+
 /// Try `f` every 50 ms until it gives `Some`, within `limit`.
 fn within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<(T, Duration)> {
     let t = Instant::now();
