@@ -88,9 +88,36 @@ pub struct ShareDef {
     /// The identity of the share's directory, found at the first change
     /// notification that needs it ([`crate::notify::root_key`]).
     pub root_key: std::sync::OnceLock<Option<FileKey>>,
+    /// `vfs objects` lists `shadow_copy2`: Previous Versions, from these
+    /// snapshots ([`crate::shadow`]).
+    pub shadow: Option<Arc<crate::shadow::ShadowCopy>>,
 }
 
 impl ShareDef {
+    /// This share under another name and on another backend (a `[homes]`
+    /// or `%U` share made for a user, a snapshot of the share), with its
+    /// other settings.
+    pub fn with_backend(&self, name: &str, backend: Arc<dyn Share>) -> ShareDef {
+        ShareDef {
+            name: name.to_string(),
+            comment: self.comment.clone(),
+            backend,
+            read_only: self.read_only,
+            guest_ok: self.guest_ok,
+            encrypt: self.encrypt,
+            rules: self.rules.clone(),
+            template: None,
+            nt_acl_xattr: self.nt_acl_xattr,
+            durable_handles: self.durable_handles,
+            continuous_availability: self.continuous_availability,
+            change_notify: self.change_notify,
+            streams: self.streams,
+            fruit: self.fruit.clone(),
+            root_key: Default::default(),
+            shadow: self.shadow.clone(),
+        }
+    }
+
     /// Named streams are on for this share and its files can have them.
     pub fn has_streams(&self) -> bool {
         self.streams && self.backend.streams_supported()

@@ -45,6 +45,7 @@ pub mod path;
 mod peer_limits;
 pub mod peers;
 pub mod server;
+pub mod shadow;
 mod shortname;
 pub mod sidcache;
 mod spare;

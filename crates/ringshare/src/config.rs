@@ -47,6 +47,7 @@ mod cluster;
 mod fruit;
 pub mod member;
 mod parse;
+mod shadow;
 
 pub use cluster::ClusterOptions;
 
@@ -477,6 +478,9 @@ pub struct ShareConfig {
     /// `vfs objects` lists `fruit`: Apple's extensions, with the share's
     /// (and [global]'s) `fruit:` options.
     pub fruit: Option<ringshare_core::fruit::Fruit>,
+    /// `vfs objects` lists `shadow_copy2`: Previous Versions from the
+    /// share's snapshots, with its (and [global]'s) `shadow:` options.
+    pub shadow: Option<ringshare_core::shadow::ShadowCopy>,
     /// `comment`; default empty.
     pub comment: String,
     /// `browseable` (also `browsable`); default yes.
@@ -600,6 +604,7 @@ impl Config {
                 change_notify: true,
                 streams: true,
                 fruit: None,
+                shadow: None,
                 comment: String::new(),
                 browseable: true,
                 smb_encrypt: None,

@@ -92,6 +92,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         change_notify: s.change_notify,
         streams: s.streams,
         fruit: s.fruit.clone().map(Arc::new),
+        shadow: s.shadow.clone().map(Arc::new),
     })
 }
 

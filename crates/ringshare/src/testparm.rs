@@ -19,6 +19,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use ringshare_core::fruit::{Fruit, Metadata, Resource};
+use ringshare_core::shadow::{ShadowCopy, SnapSort};
 use ringshare_core::{InheritOwner, ShareRules};
 
 use crate::config::{
@@ -415,6 +416,9 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
     if share.acl_xattr {
         vfs.push("acl_xattr");
     }
+    if share.shadow.is_some() {
+        vfs.push("shadow_copy2");
+    }
     opt(s, "vfs objects", vfs.join(" "));
     opt(s, "durable handles", yes_no(share.durable_handles));
     opt(
@@ -437,6 +441,23 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
     if let Some(f) = &share.fruit {
         render_fruit(s, f);
     }
+    if let Some(sc) = &share.shadow {
+        render_shadow(s, sc);
+    }
+}
+
+fn render_shadow(s: &mut String, sc: &ShadowCopy) {
+    opt(s, "shadow:snapdir", sc.snapdir.to_slash_path());
+    opt(s, "shadow:format", sc.format.as_str());
+    let sort = match sc.sort {
+        SnapSort::Desc => "desc",
+        SnapSort::Asc => "asc",
+        SnapSort::Unsorted => "none",
+    };
+    opt(s, "shadow:sort", sort);
+    opt(s, "shadow:localtime", "no");
+    opt(s, "shadow:snapdirseverywhere", yes_no(sc.everywhere));
+    opt(s, "shadow:crossmountpoints", "no");
 }
 
 fn render_rules(s: &mut String, r: &ShareRules) {

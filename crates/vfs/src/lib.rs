@@ -394,6 +394,16 @@ pub trait Share: Send + Sync + fmt::Debug {
     fn streams_supported(&self) -> bool {
         false
     }
+    /// A read-only share rooted at the directory `dir` of this one (a
+    /// snapshot's directory, for Previous Versions): `dir` is found beneath
+    /// this share's root as `who`, and every path of the view is resolved
+    /// beneath `dir`, so nothing outside it is reachable through the view;
+    /// every change through it fails with [`FsError::ReadOnly`]. The
+    /// default: not offered ([`FsError::AccessDenied`]).
+    fn read_only_view(&self, who: &Who, dir: &RelPath) -> FsResult<std::sync::Arc<dyn Share>> {
+        let _ = (who, dir);
+        Err(FsError::AccessDenied)
+    }
 }
 
 /// Most data bytes one named stream holds: the xattr that stores it takes

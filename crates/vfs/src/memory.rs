@@ -295,6 +295,9 @@ impl State {
 pub struct MemShare {
     state: Arc<Mutex<State>>,
     read_only: bool,
+    /// Where this handle's root is in the tree: empty, or the directory a
+    /// [`Share::read_only_view`] was made of.
+    root: RelPath,
 }
 
 impl fmt::Debug for MemShare {
@@ -351,6 +354,7 @@ impl MemShare {
         MemShare {
             state: Arc::new(Mutex::new(st)),
             read_only: false,
+            root: RelPath::root(),
         }
     }
 
@@ -416,6 +420,19 @@ impl MemShare {
         lock(&self.state).faults.clear();
     }
 
+    /// `path` of this handle as a path of the whole tree.
+    fn under(&self, path: &RelPath) -> RelPath {
+        if self.root.is_root() {
+            return path.clone();
+        }
+        let mut full = self.root.clone();
+        for c in path.components() {
+            // Each was validated already, and a longer path is still one.
+            full = full.join(c).unwrap_or_else(|_| full.clone());
+        }
+        full
+    }
+
     fn check_writable(&self) -> FsResult<()> {
         if self.read_only {
             Err(FsError::ReadOnly)
@@ -453,6 +470,20 @@ impl MemShare {
 }
 
 impl Share for MemShare {
+    fn read_only_view(&self, _who: &Who, dir: &RelPath) -> FsResult<Arc<dyn Share>> {
+        let root = self.under(dir);
+        let st = lock(&self.state);
+        st.lookup(&root).and_then(|ino| match st.inode(ino)?.kind {
+            FileKind::Directory => Ok(()),
+            _ => Err(FsError::NotADirectory),
+        })?;
+        Ok(Arc::new(MemShare {
+            state: Arc::clone(&self.state),
+            read_only: true,
+            root,
+        }))
+    }
+
     fn clone_block_size(&self) -> Option<u64> {
         (lock(&self.state).clones && !self.read_only).then_some(BLOCK_SIZE)
     }
@@ -460,6 +491,7 @@ impl Share for MemShare {
     /// Files and directories made here belong to `who` (no permission is
     /// checked: the in-memory share serves tests of the protocol).
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        let path = &self.under(path);
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Open, &[path])?;
         let truncates = matches!(opts.mode, OpenMode::Truncate | OpenMode::TruncateOrCreate);
@@ -540,6 +572,7 @@ impl Share for MemShare {
     }
 
     fn stat(&self, _who: &Who, path: &RelPath) -> FsResult<FileAttr> {
+        let path = &self.under(path);
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Stat, &[path])?;
         let ino = st.lookup(path)?;
@@ -548,6 +581,7 @@ impl Share for MemShare {
 
     fn unlink(&self, _who: &Who, path: &RelPath) -> FsResult<()> {
         self.check_writable()?;
+        let path = &self.under(path);
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Unlink, &[path])?;
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
@@ -566,6 +600,7 @@ impl Share for MemShare {
 
     fn rmdir(&self, _who: &Who, path: &RelPath) -> FsResult<()> {
         self.check_writable()?;
+        let path = &self.under(path);
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Unlink, &[path])?;
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
@@ -588,6 +623,7 @@ impl Share for MemShare {
 
     fn rename(&self, _who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
         self.check_writable()?;
+        let (from, to) = (&self.under(from), &self.under(to));
         let mut st = lock(&self.state);
         st.take_fault(FaultOp::Rename, &[from, to])?;
         let (Some(from_parent), Some(from_name), Some(to_parent), Some(to_name)) =
@@ -656,7 +692,7 @@ impl Share for MemShare {
         name: &str,
     ) -> FsResult<String> {
         let st = lock(&self.state);
-        let d = st.lookup_dir(dir)?;
+        let d = st.lookup_dir(&self.under(dir))?;
         let children = &st.inode(d)?.children;
         if children.contains_key(name) {
             return Ok(name.to_string());
@@ -676,7 +712,7 @@ impl Share for MemShare {
         matches: &dyn Fn(&str) -> bool,
     ) -> FsResult<String> {
         let st = lock(&self.state);
-        let d = st.lookup_dir(dir)?;
+        let d = st.lookup_dir(&self.under(dir))?;
         let children = &st.inode(d)?.children;
         children
             .keys()

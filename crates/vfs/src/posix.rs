@@ -498,13 +498,18 @@ impl PosixShare {
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
+        Ok(PosixShare::rooted_at(fd, root.to_path_buf())?)
+    }
+
+    /// A writable share whose root is the directory `fd` (`O_PATH`), found at `root_path`.
+    fn rooted_at(fd: OwnedFd, root_path: PathBuf) -> Result<PosixShare, Errno> {
         let st = statx_fd(fd.as_fd())?;
         let root_fs = fs_kind(fd.as_fd(), &st);
         let streams = user_xattrs_supported(fd.as_fd());
         let clone_block = clone_block_size(fd.as_fd());
         Ok(PosixShare {
             root: fd,
-            root_path: root.to_path_buf(),
+            root_path,
             read_only: false,
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
             root_fs,
@@ -988,6 +993,18 @@ impl Share for PosixShare {
     /// streams live (Samba's `streams_xattr` format).
     fn streams_supported(&self) -> bool {
         self.streams
+    }
+
+    /// The view's root is opened `O_PATH` beneath this root as `who`; its
+    /// paths are then resolved with `RESOLVE_BENEATH` of that directory.
+    fn read_only_view(&self, who: &Who, dir: &RelPath) -> FsResult<Arc<dyn Share>> {
+        act(who)?;
+        let fd = self
+            .openat2(dir, OFlags::PATH | OFlags::DIRECTORY, 0)
+            .map_err(|e| self.lookup_error(dir, e))?;
+        let view = PosixShare::rooted_at(fd, self.root_path.join(dir.to_slash_path()))
+            .map_err(errno_to_fs)?;
+        Ok(Arc::new(view.with_read_only(true)))
     }
 
     /// Probed once at set-up; a read-only share clones nothing.

@@ -86,6 +86,7 @@ pub fn server_compressing(
             change_notify: true,
             streams: true,
             fruit: None,
+            shadow: None,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

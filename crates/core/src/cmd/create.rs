@@ -7,7 +7,9 @@
 //!
 //! 1. durable reconnect and replay ([`reconnect_or_replay`]: 3.3.5.9.7,
 //!    3.3.5.9.10, 3.3.5.9.12), then the session and tree ([`tree_of`]);
-//! 2. the request's fields, name, stream and contexts ([`request`]);
+//! 2. a snapshot's file (Previous Versions) is opened on a read-only view of
+//!    the snapshot ([`snapshot`]); the request's fields, name, stream and
+//!    contexts ([`request`]);
 //! 3. the name resolved (exact, then case-insensitively per component) and
 //!    what the disposition does with it ([`target`]);
 //! 4. open or create on the backend, *without* truncating ([`open`]), then
@@ -46,6 +48,7 @@ pub(crate) mod durable;
 mod open;
 mod request;
 mod rights;
+mod snapshot;
 mod stream;
 mod target;
 
@@ -234,14 +237,22 @@ fn create_or_wait(
     retry: bool,
     dh2q: &mut Option<[u8; 16]>,
 ) -> Result<Option<Reply>, NtStatus> {
-    let cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
+    let mut cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let ask = durable::ask(&cr, core.dialect().map_or(0, |d| d.0))?;
     if let Some(r) = reconnect_or_replay(core, req, &cr, ask, retry, dh2q)? {
         return Ok(Some(r));
     }
     let server = core.server.clone();
     let (sref, tree, owner) = tree_of(core, req)?;
-    let mut asked = request::check(core, &cr, &tree, ask)?;
+    let (tree, in_snapshot) = match snapshot::view_of(&mut cr, &tree)? {
+        Some(view) => (view, true),
+        None => (tree, false),
+    };
+    let mut asked = request::check(core, &cr, &tree, ask).map_err(|e| match e {
+        // `@GMT-…\..\..`: above the snapshot's root, as Samba answers.
+        NtStatus::OBJECT_PATH_SYNTAX_BAD if in_snapshot => NtStatus::OBJECT_PATH_NOT_FOUND,
+        e => e,
+    })?;
     if let (false, Some(sd)) = (retry, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.

@@ -16,7 +16,9 @@
 //!   2.1.5.10.32): nothing is compressed; setting COMPRESSION_FORMAT_NONE
 //!   succeeds, other formats are STATUS_NOT_SUPPORTED (as Windows Server 2016
 //!   ReFS and Samba answer);
-//! - FSCTL_GET_REPARSE_POINT (nothing is a reparse point).
+//! - FSCTL_GET_REPARSE_POINT (nothing is a reparse point);
+//! - FSCTL_SRV_ENUMERATE_SNAPSHOTS (3.3.5.15.1) on a `shadow_copy2` share
+//!   ([`snapshots`]).
 //!
 //! - FSCTL_QUERY_NETWORK_INTERFACE_INFO (3.3.5.15.11) from the list the
 //!   driver gives [`crate::ServerState::set_interfaces`];
@@ -31,6 +33,7 @@
 //! copychunk limits (16 MiB per request).
 
 mod dup_extents;
+mod snapshots;
 
 use std::sync::{Arc, Mutex};
 
@@ -102,12 +105,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Fsctl::PIPE_TRANSCEIVE | Fsctl::PIPE_PEEK | Fsctl::PIPE_WAIT => {
             Err(NtStatus::NOT_SUPPORTED)
         }
-        Fsctl::SRV_ENUMERATE_SNAPSHOTS => {
-            // No Previous Versions yet: Samba 4.22 without `shadow_copy2`
-            // answers this (smbclient 4.22's `allinfo` asks for every file).
-            handles::find(core, req, ir.file_id)?;
-            Err(NtStatus::INVALID_DEVICE_REQUEST)
-        }
+        Fsctl::SRV_ENUMERATE_SNAPSHOTS => snapshots::enumerate(core, req, &ir),
         c if (c.0 >> 16) == DEVICE_FILE_SYSTEM => {
             handles::find(core, req, ir.file_id)?;
             Err(NtStatus::INVALID_DEVICE_REQUEST)

@@ -366,23 +366,7 @@ fn made_for(
         tracing::info!(share = %name, user = %user, "refusing a tree connect: {path}: {e}");
         NtStatus::BAD_NETWORK_NAME
     })?;
-    Ok(Arc::new(ShareDef {
-        name: name.to_string(),
-        comment: share.comment.clone(),
-        backend,
-        read_only: share.read_only,
-        guest_ok: share.guest_ok,
-        encrypt: share.encrypt,
-        rules: share.rules.clone(),
-        template: None,
-        nt_acl_xattr: share.nt_acl_xattr,
-        durable_handles: share.durable_handles,
-        continuous_availability: share.continuous_availability,
-        root_key: Default::default(),
-        change_notify: share.change_notify,
-        streams: share.streams,
-        fruit: share.fruit.clone(),
-    }))
+    Ok(Arc::new(share.with_backend(name, backend)))
 }
 
 pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {

@@ -220,6 +220,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             change_notify: true,
             streams: true,
             fruit: None,
+            shadow: None,
             encrypt,
         })
     };

@@ -234,6 +234,8 @@ enum Opt {
     ChangeNotify,
     /// `fruit:<name>` (vfs_fruit's options).
     Fruit,
+    /// `shadow:<name>` (vfs_shadow_copy2's options).
+    Shadow,
     /// Known, meaningless for ringshare: accepted without a warning at
     /// start, and listed by `ringshare testparm` with the reason.
     Ignored(&'static str),
@@ -258,6 +260,7 @@ impl Opt {
                 | Opt::ContinuousAvailability
                 | Opt::ChangeNotify
                 | Opt::Fruit
+                | Opt::Shadow
                 | Opt::SmbEncrypt
                 | Opt::Ignored(_)
                 | Opt::Refused(_)
@@ -281,6 +284,9 @@ const WHY_DOS: &str = "ringshare always keeps DOS attributes in the `user.DOSATT
 fn classify(key: &str) -> Option<Opt> {
     if key.starts_with("fruit:") {
         return Some(Opt::Fruit);
+    }
+    if key.starts_with("shadow:") {
+        return Some(Opt::Shadow);
     }
     if key.starts_with("cluster ") {
         return Some(Opt::Cluster);
@@ -436,6 +442,10 @@ struct ShareDraft {
     fruit: Option<bool>,
     /// `fruit:` options as written (checked when read).
     fruit_params: Vec<(String, String)>,
+    /// `vfs objects = ... shadow_copy2 ...`.
+    shadow: Option<bool>,
+    /// `shadow:` options as written (checked when read).
+    shadow_params: Vec<(String, String)>,
     durable_handles: Option<bool>,
     continuous_availability: Option<bool>,
     change_notify: Option<bool>,
@@ -1115,14 +1125,17 @@ impl<'a> Parser<'a> {
                 draft.change_notify = Some(self.bool_value(line, key, value)?);
             }
             Opt::Fruit => {
-                let mut scratch = ringshare_core::fruit::Fruit::default();
-                match super::fruit::apply(&mut scratch, key, value) {
-                    Ok(None) => {}
-                    Ok(Some(w)) => self.warn(line, w),
-                    Err(e) => return Err(self.err(line, e)),
-                }
+                let checked = super::fruit::apply(&mut Default::default(), key, value);
+                self.checked_module_option(line, checked)?;
                 draft
                     .fruit_params
+                    .push((key.to_string(), value.to_string()));
+            }
+            Opt::Shadow => {
+                let checked = super::shadow::apply(&mut Default::default(), key, value);
+                self.checked_module_option(line, checked)?;
+                draft
+                    .shadow_params
                     .push((key.to_string(), value.to_string()));
             }
             Opt::SmbEncrypt => draft.smb_encrypt = Some(self.encrypt_value(line, key, value)?),
@@ -1135,11 +1148,13 @@ impl<'a> Parser<'a> {
             }
             Opt::VfsObjects => {
                 let (mut acl_xattr, mut streams, mut fruit) = (false, false, false);
+                let mut shadow = false;
                 for module in parse_list(value) {
                     match module.as_str() {
                         "acl_xattr" => acl_xattr = true,
                         "streams_xattr" => streams = true,
                         "fruit" => fruit = true,
+                        "shadow_copy2" => shadow = true,
                         // catia maps characters macOS uses that Windows
                         // forbids; not there yet.
                         "catia" => self.note_ignored(
@@ -1157,10 +1172,28 @@ impl<'a> Parser<'a> {
                 draft.acl_xattr = Some(acl_xattr);
                 draft.streams = Some(streams);
                 draft.fruit = Some(fruit);
+                draft.shadow = Some(shadow);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// A vfs module's option (`fruit:`, `shadow:`) checked on a scratch copy of the
+    /// module's settings when read, for its line; applied when the share is resolved.
+    fn checked_module_option(
+        &mut self,
+        line: usize,
+        checked: Result<Option<String>, String>,
+    ) -> Result<(), ConfigError> {
+        match checked {
+            Ok(None) => Ok(()),
+            Ok(Some(w)) => {
+                self.warn(line, w);
+                Ok(())
+            }
+            Err(e) => Err(self.err(line, e)),
+        }
     }
 
     fn encrypt_value(
@@ -1266,6 +1299,17 @@ impl<'a> Parser<'a> {
             }
         }
         let defaults = &self.defaults;
+        let shadow = d.shadow.or(defaults.shadow).unwrap_or(false).then(|| {
+            let mut s = ringshare_core::shadow::ShadowCopy::default();
+            for (k, v) in defaults.shadow_params.iter().chain(&d.shadow_params) {
+                // Checked when read.
+                let _ = super::shadow::apply(&mut s, k, v);
+            }
+            s
+        });
+        if let (Some(s), false) = (&shadow, templated) {
+            super::shadow::check_root(s, &d.name, &path).map_err(|m| self.err(d.line, m))?;
+        }
         let mut rules = ShareRules {
             valid_users: d
                 .valid_users
@@ -1309,6 +1353,7 @@ impl<'a> Parser<'a> {
                 }
                 f
             }),
+            shadow,
         })
     }
 }

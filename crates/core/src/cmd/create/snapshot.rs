@@ -1,0 +1,75 @@
+//! A CREATE of a file as it was in a snapshot (Previous Versions, [MS-SMB2]
+//! 3.3.5.9: an `@GMT-…` component of the name, or the TWrp create context,
+//! 2.2.13.2.7, which wins), on a `shadow_copy2` share ([`crate::shadow`]).
+//!
+//! The token is taken out of the name and the CREATE goes on, unchanged,
+//! on a view of the share whose root is the snapshot's directory
+//! ([`ringshare_vfs::Share::read_only_view`]): the view's root is found
+//! beneath the share's root as the user, and every name of the CREATE (and
+//! of later requests on the open: a listing, a rename, a delete) is
+//! resolved beneath that root by the backend (openat2 RESOLVE_BENEATH on
+//! POSIX), so neither a crafted token nor `..` reaches anything outside
+//! that one snapshot. The view is read-only: whatever would change a file
+//! fails with MEDIA_WRITE_PROTECTED, as on Samba.
+
+use std::sync::Arc;
+
+use ringshare_vfs::FsError;
+use ringshare_wire::create::{decode_u64_context, ContextTag, CreateRequest};
+use ringshare_wire::snapshot::GmtToken;
+use ringshare_wire::NtStatus;
+
+use super::TreeView;
+use crate::fsmap::status_of;
+use crate::shadow::split_token;
+
+/// The snapshot a CREATE names, if its share has snapshots: the tree it
+/// then works on is the snapshot's view, and `cr`'s name loses its token.
+/// `Ok(None)`: no snapshot is named (or the share has none), `tree` as is.
+pub(super) fn view_of(
+    cr: &mut CreateRequest<'_>,
+    tree: &TreeView,
+) -> Result<Option<TreeView>, NtStatus> {
+    let Some(shadow) = tree.share.shadow.as_deref() else {
+        return Ok(None);
+    };
+    let twrp = match cr.context(ContextTag::TimewarpToken) {
+        Some(c) => {
+            let ft = decode_u64_context(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+            Some(GmtToken::from_filetime(ft).ok_or(NtStatus::INVALID_PARAMETER)?)
+        }
+        None => None,
+    };
+    let named = split_token(&cr.name).map(|(t, rest)| {
+        cr.name = rest;
+        t
+    });
+    let Some(token) = twrp.or(named) else {
+        return Ok(None);
+    };
+    let dir = shadow
+        .snapshot_dir(token)
+        .ok_or(NtStatus::OBJECT_PATH_NOT_FOUND)?;
+    let backend = tree
+        .share
+        .backend
+        .read_only_view(&tree.who, &dir)
+        .map_err(|e| match e {
+            FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory => {
+                NtStatus::OBJECT_PATH_NOT_FOUND
+            }
+            e => status_of(e),
+        })?;
+    let mut share = tree.share.with_backend(&tree.share.name, backend);
+    // Within a snapshot, names are not looked up in snapshots again.
+    share.shadow = None;
+    Ok(Some(TreeView {
+        share: Arc::new(share),
+        read_only: tree.read_only,
+        maximal: tree.maximal,
+        who: tree.who.clone(),
+        admin: tree.admin,
+        domain_sids: Arc::clone(&tree.domain_sids),
+        authenticated: tree.authenticated,
+    }))
+}

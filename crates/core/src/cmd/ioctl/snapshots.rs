@@ -1,0 +1,63 @@
+//! FSCTL_SRV_ENUMERATE_SNAPSHOTS ([MS-SMB2] 3.3.5.15.1): the `@GMT-…` tokens
+//! of a `shadow_copy2` share's snapshots ([`crate::shadow`]), read from its
+//! snapshot directory as the open's user through the backend, in
+//! `shadow:sort`'s order, and sized as Samba 4.22 sizes the answer
+//! ([`ringshare_wire::snapshot::encode_snapshot_array`]). A share without
+//! `shadow_copy2` answers INVALID_DEVICE_REQUEST, as Samba without it does
+//! (smbclient 4.22's `allinfo` asks for every file).
+
+use ringshare_vfs::{FsError, OpenOptions, Who};
+use ringshare_wire::ioctl::IoctlRequest;
+use ringshare_wire::snapshot::{encode_snapshot_array, GmtToken};
+use ringshare_wire::NtStatus;
+
+use crate::exchange::handles;
+use crate::exchange::{ConnCore, Reply, Req};
+use crate::fsmap::status_of;
+use crate::server::{lock, ShareDef};
+use crate::shadow::ShadowCopy;
+use crate::state::TreeKind;
+
+pub(super) fn enumerate(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    ir: &IoctlRequest<'_>,
+) -> Result<Reply, NtStatus> {
+    let open = handles::find(core, req, ir.file_id)?;
+    // The tree's share: an open of a snapshot's file lives on a view of
+    // the snapshot, whose own snapshot directory is not the share's.
+    let share = {
+        let sref = core.session_or_deleted(req.session_id)?;
+        let session = lock(&sref);
+        match session.trees.get(&req.tree_id).map(|t| &t.kind) {
+            Some(TreeKind::Disk(s)) => std::sync::Arc::clone(s),
+            _ => return Err(NtStatus::INVALID_DEVICE_REQUEST),
+        }
+    };
+    let Some(shadow) = share.shadow.as_deref() else {
+        return Err(NtStatus::INVALID_DEVICE_REQUEST);
+    };
+    let snapshots = list(&share, &open.who, shadow)?;
+    let out = encode_snapshot_array(&snapshots, ir.max_output_response)?;
+    Ok(Reply::ok(super::response(ir, &out)))
+}
+
+/// The share's snapshots, as `who` sees its snapshot directory: none when
+/// there is no such directory.
+pub(crate) fn list(
+    share: &ShareDef,
+    who: &Who,
+    shadow: &ShadowCopy,
+) -> Result<Vec<GmtToken>, NtStatus> {
+    let opts = OpenOptions {
+        directory: true,
+        ..OpenOptions::read_existing()
+    };
+    let dir = match share.backend.open(who, &shadow.snapdir, &opts) {
+        Ok(o) => o.node,
+        Err(FsError::NotFound | FsError::PathNotFound) => return Ok(Vec::new()),
+        Err(e) => return Err(status_of(e)),
+    };
+    let names = dir.list_names().map_err(status_of)?;
+    Ok(shadow.snapshots(names))
+}
