@@ -747,14 +747,11 @@ fn killing_the_etcd_leader_fails_no_smb_request() {
 #[test]
 fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
     let name = "sigterm";
-    if !etcd_available(name) {
+    let Some(mut cl) = ca_cluster(name) else {
         return;
-    }
-    let mut cl = Cluster::start_with(name, "\tcontinuous availability = yes\n");
+    };
     let files = cl.files_homed_on_each("stop");
-    let held = cl.files_homed_on_each("stopca");
-    let mut c = cl.client(3);
-    let persistent = hold_persistent(&mut c, [&held[2], &held[0]], 70, "stopped");
+    let (_c, persistent) = node3_holds_persistent(&cl, "stopca", &[3, 1], 70);
 
     let t = Instant::now();
     let exit = cl.nodes[2].signal_and_wait(libc::SIGTERM, Duration::from_secs(15));
@@ -833,13 +830,10 @@ fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
 #[test]
 fn a_node_stopped_while_etcd_is_gone_exits_within_ten_seconds_and_says_what_was_not_handed_over() {
     let name = "sigtermnoetcd";
-    if !etcd_available(name) {
+    let Some(mut cl) = ca_cluster(name) else {
         return;
-    }
-    let mut cl = Cluster::start_with(name, "\tcontinuous availability = yes\n");
-    let held = cl.files_homed_on_each("gone");
-    let mut c = cl.client(3);
-    hold_persistent(&mut c, [&held[2]], 80, "stopped");
+    };
+    let _held = node3_holds_persistent(&cl, "gone", &[3], 80);
     for i in 0..3 {
         cl.etcd.kill(i);
     }
@@ -858,6 +852,27 @@ fn a_node_stopped_while_etcd_is_gone_exits_within_ten_seconds_and_says_what_was_
     assert!(!log.contains("ERROR"), "a stop, not a fence: {log}");
 }
 
+/// [`Cluster::start`] with its share continuously available (persistent opens outlive their
+/// node); `None` without etcd (a SKIPPED line).
+fn ca_cluster(name: &str) -> Option<Cluster> {
+    etcd_available(name).then(|| Cluster::start_with(name, "\tcontinuous availability = yes\n"))
+}
+
+/// A client of node 3 holds persistent opens of files (made now, named `tag`-…) homed on the
+/// nodes `homes` ([`hold_persistent`], before node 3 is stopped).
+fn node3_holds_persistent(
+    cl: &Cluster,
+    tag: &str,
+    homes: &[u16],
+    guid: u8,
+) -> (Raw, Vec<(String, u8, FileId, String)>) {
+    let homed = cl.files_homed_on_each(tag);
+    let mut c = cl.client(3);
+    let files = homes.iter().map(|n| &homed[usize::from(*n) - 1]);
+    let held = hold_persistent(&mut c, files, guid, "stopped");
+    (c, held)
+}
+
 /// Try `f` every 50 ms until it gives `Some`, within `limit`.
 fn within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<(T, Duration)> {
     let t = Instant::now();
@@ -873,11 +888,10 @@ fn within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<(T, Du
 #[test]
 fn after_a_node_is_killed_the_survivors_decide_within_ten_seconds_and_keep_their_own_state() {
     let name = "nodekill";
-    if !etcd_available(name) {
-        return;
-    }
     // Its share is continuously available: persistent opens outlive node 3.
-    let mut cl = Cluster::start_with(name, "\tcontinuous availability = yes\n");
+    let Some(mut cl) = ca_cluster(name) else {
+        return;
+    };
     let homed = cl.files_homed_on_each("k");
     let (on1, on3) = (&homed[0], &homed[2]);
     let (mut a, mut b, mut c) = (cl.client(1), cl.client(2), cl.client(3));
