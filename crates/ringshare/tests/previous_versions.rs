@@ -18,6 +18,8 @@ use common::TempDir;
 use twin::{must, Accounts, Net, Running, PASS};
 
 const USER: &str = "rstwrp";
+/// The tests share the account `USER`: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const OLD: &str = "@GMT-2026.11.01-10.00.00";
 const NEWER: &str = "@GMT-2026.11.02-10.00.00";
 
@@ -53,39 +55,53 @@ impl Drop for Btrfs {
     }
 }
 
-/// The share: a subvolume holding `file.txt`, `subdir/hardlink` (a hard link of it) and a
-/// stream `st` of 3 bytes, with two read-only snapshots taken as `file.txt` changed.
-fn lay_out(share: &Path) {
-    let s = share.to_str().unwrap();
-    must("btrfs", &["-q", "subvolume", "create", s]);
-    fs::create_dir(share.join(".snapshots")).unwrap();
+/// The share's files: `file.txt`, `subdir/hardlink` (a hard link of it) and a stream `st` of 3
+/// bytes on it, owned by the user; `snapshot(name)` is called as `file.txt` changes, to take
+/// the snapshots `OLD` then `NEWER`.
+fn lay_out(share: &Path, snapshot: impl Fn(&str)) {
+    fs::create_dir_all(share.join(".snapshots")).unwrap();
     fs::create_dir(share.join("subdir")).unwrap();
     let file = share.join("file.txt");
-    let snapshot = |name: &str| {
-        let to = share.join(".snapshots").join(name);
-        must(
-            "btrfs",
-            &["-q", "subvolume", "snapshot", "-r", s, to.to_str().unwrap()],
-        );
-    };
     fs::write(&file, "old content\n").unwrap();
     fs::hard_link(&file, share.join("subdir/hardlink")).unwrap();
     // streams_xattr's layout: the data and a NUL.
+    let stream = ["-n", "user.DosStream.st:$DATA", "-v", "0x61626300"];
     must(
         "setfattr",
-        &[
-            "-n",
-            "user.DosStream.st:$DATA",
-            "-v",
-            "0x61626300",
-            file.to_str().unwrap(),
-        ],
+        &[&stream[..], &[file.to_str().unwrap()]].concat(),
     );
-    must("chown", &["-R", &format!("{USER}:{USER}"), s]);
+    must(
+        "chown",
+        &["-R", &format!("{USER}:{USER}"), share.to_str().unwrap()],
+    );
     snapshot(OLD);
     fs::write(&file, "newer content\n").unwrap();
     snapshot(NEWER);
     fs::write(&file, "current content\n").unwrap();
+}
+
+/// Read-only btrfs snapshots of the subvolume `share`.
+fn btrfs_snapshot(share: &Path, name: &str) {
+    let to = share.join(".snapshots").join(name);
+    let (s, to) = (share.to_str().unwrap(), to.to_str().unwrap());
+    must("btrfs", &["-q", "subvolume", "snapshot", "-r", s, to]);
+}
+
+/// A snapshot as a plain directory (snapper's layout on a file system without snapshots): a
+/// copy of the share's files, hard links and xattrs kept, writable by the user on disk.
+fn copied_snapshot(share: &Path, name: &str) {
+    let to = share.join(".snapshots").join(name);
+    fs::create_dir(&to).unwrap();
+    let (s, t) = (share.display(), to.display());
+    must(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "cd {s} && cp -a --parents file.txt subdir {t}/ && chown -R {USER}:{USER} {t}"
+            ),
+        ],
+    );
 }
 
 fn smbclient(srv: &Running, conf: &Path, cmds: &str) -> String {
@@ -204,54 +220,41 @@ fn twrp(srv: &Running, conf: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
-    let test = "previous versions on btrfs";
-    if !twin::root_and_tools_or_skip(
-        test,
-        &[
-            "smbd",
-            "smbclient",
-            "smbtorture",
-            "smbpasswd",
-            "mkfs.btrfs",
-            "btrfs",
-            "losetup",
-            "setfattr",
-        ],
-    ) {
-        return;
-    }
-    let tmp = TempDir::new("twrp");
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
-    let fsys = Btrfs::new(tmp.path());
-    let share = fsys.mnt.join("share");
-    lay_out(&share);
+/// What Samba (first) and ringshare (second) answered on `share` with the share's extra
+/// `shadow:` lines: smbclient's questions and smb2.twrp's outcomes.
+fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String>; 2]) {
     let section = format!(
         "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = shadow_copy2 streams_xattr\n\
-         \tshadow:snapdir = .snapshots\n",
+         \tshadow:snapdir = .snapshots\n{shadow_lines}",
         share.display()
     );
-    let conf = twin::client_conf(&tmp.path().join("client"));
+    let conf = twin::client_conf(&tmp.join("client"));
     let mut seen = Vec::new();
     let mut torture = Vec::new();
     for kind in ["samba", "ringshare"] {
-        let base = tmp.path().join(format!("{kind}-state"));
+        let base = tmp.join(format!("{kind}-state"));
         let srv = if kind == "samba" {
             twin::start_samba(&base, Net::Loopback, "", &section, &[USER])
         } else {
             twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
         };
-        seen.push(ask(&srv, &conf, tmp.path()));
+        seen.push(ask(&srv, &conf, tmp));
         torture.push(twrp(&srv, &conf));
     }
-    let (samba, ours) = (&seen[0], &seen[1]);
-    eprintln!("samba: {samba:#?}\nringshare: {ours:#?}");
+    eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
     eprintln!(
         "smb2.twrp samba: {:?}\nsmb2.twrp ringshare: {:?}",
         torture[0], torture[1]
     );
+    let ringshare = seen.pop().unwrap();
+    let samba = seen.pop().unwrap();
+    let t1 = torture.pop().unwrap();
+    ([samba, ringshare], [torture.pop().unwrap(), t1])
+}
+
+/// The answers both give alike, and ringshare's own: the old contents, the refused writes and
+/// the refused escape.
+fn assert_alike(samba: &Seen, ours: &Seen) {
     assert_eq!(samba.snapshots.len(), 2, "{samba:?}");
     assert!(samba.snapshots[0].starts_with(NEWER), "{samba:?}");
     assert_eq!(ours.snapshots, samba.snapshots, "allinfo's snapshots");
@@ -264,10 +267,15 @@ fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
     assert_ne!(ours.escape, fs::read_to_string("/etc/hostname").unwrap());
     assert!(ours.escape.starts_with("NT_STATUS_"), "{}", ours.escape);
     assert_eq!(ours.escape, samba.escape);
-    // smb2.twrp: Samba passes stream, openroot and listdir here (its write test fails on
-    // btrfs's read-only snapshots: docs/conformance.md); every test Samba passes passes here.
-    let passed = |t: &[String]| t.iter().filter(|l| l.starts_with("success ")).count();
-    assert!(passed(&torture[0]) >= 3, "samba: {:?}", torture[0]);
+}
+
+/// Every smb2.twrp test Samba passes (at least `least` of them) passes on ringshare.
+fn assert_twrp_alike(torture: &[Vec<String>; 2], least: usize) {
+    let passed = torture[0]
+        .iter()
+        .filter(|l| l.starts_with("success "))
+        .count();
+    assert!(passed >= least, "samba: {:?}", torture[0]);
     for line in &torture[0] {
         if let Some(name) = line.strip_prefix("success ") {
             assert!(
@@ -277,4 +285,62 @@ fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
             );
         }
     }
+}
+
+fn tools_or_skip(test: &str, more: &[&str]) -> bool {
+    let tools = ["smbd", "smbclient", "smbtorture", "smbpasswd", "setfattr"];
+    twin::root_and_tools_or_skip(test, &[&tools[..], more].concat())
+}
+
+#[test]
+fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
+    if !tools_or_skip(
+        "previous versions on btrfs",
+        &["mkfs.btrfs", "btrfs", "losetup"],
+    ) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = TempDir::new("twrp");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
+    let fsys = Btrfs::new(tmp.path());
+    let share = fsys.mnt.join("share");
+    must(
+        "btrfs",
+        &["-q", "subvolume", "create", share.to_str().unwrap()],
+    );
+    lay_out(&share, |name| btrfs_snapshot(&share, name));
+    // The share is a subvolume: Samba finds the snapdir at its root, as ringshare does.
+    let ([samba, ours], torture) = both(tmp.path(), &share, "");
+    assert_alike(&samba, &ours);
+    // Samba passes stream, openroot and listdir here; its write test fails at the open's
+    // MaximalAccess on a read-only btrfs snapshot, as ringshare's does.
+    assert_twrp_alike(&torture, 3);
+}
+
+#[test]
+fn previous_versions_on_plain_directories_answer_as_samba_with_shadow_copy2() {
+    if !tools_or_skip("previous versions on plain directories", &[]) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = TempDir::new("twrp-plain");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
+    let share = tmp.path().join("share");
+    fs::create_dir(&share).unwrap();
+    lay_out(&share, |name| copied_snapshot(&share, name));
+    // Not a mount point: both look for the snapdir at the share root only with
+    // snapdirseverywhere. Only ringshare keeps the snapshot's files unchanged here.
+    let ([samba, ours], torture) = both(tmp.path(), &share, "\tshadow:snapdirseverywhere = yes\n");
+    assert_alike(&samba, &ours);
+    assert!(!share.join(".snapshots").join(OLD).join("new.txt").exists());
+    assert_eq!(
+        fs::read_to_string(share.join(".snapshots").join(OLD).join("file.txt")).unwrap(),
+        "old content\n"
+    );
+    // As on btrfs: stream, openroot and listdir pass on Samba; its write test fails at the
+    // open's MaximalAccess for this user (no WRITE_DAC or WRITE_OWNER), as ringshare's does.
+    assert_twrp_alike(&torture, 3);
 }
