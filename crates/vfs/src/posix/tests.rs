@@ -492,3 +492,70 @@ fn a_regular_file_is_opened_non_blocking_until_it_does_io() {
     let mut buf = [0u8; 3];
     assert_eq!(fresh.node.read_at(&mut buf, 0).unwrap(), 3);
 }
+
+/// A snapshot's view (Previous Versions) reaches nothing outside its directory: a symlink in it
+/// that climbs to the live share is not followed, `..` does not parse, and nothing in it
+/// changes, though the directory is writable on disk.
+#[test]
+fn a_read_only_view_is_confined_to_its_directory_and_changes_nothing() {
+    let dir = std::env::temp_dir().join(format!("ringshare-vfs-view-{}", std::process::id()));
+    let snap = dir.join(".snapshots/@GMT-2026.11.01-10.00.00");
+    std::fs::create_dir_all(&snap).unwrap();
+    let _guard = Tmp(dir.clone());
+    std::fs::write(dir.join("live.txt"), b"live").unwrap();
+    std::fs::write(snap.join("f"), b"old").unwrap();
+    std::os::unix::fs::symlink("../../live.txt", snap.join("out")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", snap.join("abs")).unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let who = crate::server_who();
+    let at = RelPath::from_components([".snapshots", "@GMT-2026.11.01-10.00.00"]).unwrap();
+    let view = share.read_only_view(&who, &at).unwrap();
+    let path = |n: &str| RelPath::from_components([n]).unwrap();
+    let node = view
+        .open(&who, &path("f"), &OpenOptions::read_existing())
+        .unwrap()
+        .node;
+    let mut buf = [0u8; 8];
+    assert_eq!(node.read_at(&mut buf, 0).unwrap(), 3);
+    for link in ["out", "abs"] {
+        let err = view
+            .open(&who, &path(link), &OpenOptions::read_existing())
+            .unwrap_err();
+        assert_eq!(err, FsError::Escapes, "{link}");
+    }
+    assert!(RelPath::from_components([".."]).is_err());
+    let write = OpenOptions {
+        write: true,
+        ..OpenOptions::read_existing()
+    };
+    assert_eq!(
+        view.open(&who, &path("f"), &write).unwrap_err(),
+        FsError::ReadOnly
+    );
+    let create = OpenOptions {
+        mode: OpenMode::OpenOrCreate,
+        ..OpenOptions::read_existing()
+    };
+    assert_eq!(
+        view.open(&who, &path("new"), &create).unwrap_err(),
+        FsError::ReadOnly
+    );
+    assert_eq!(
+        view.unlink(&who, &path("f")).unwrap_err(),
+        FsError::ReadOnly
+    );
+    assert_eq!(
+        view.rename(&who, &path("f"), &path("g"), false)
+            .unwrap_err(),
+        FsError::ReadOnly
+    );
+    assert_eq!(node.set_len(0).unwrap_err(), FsError::ReadOnly);
+    assert_eq!(std::fs::read(snap.join("f")).unwrap(), b"old");
+    assert!(!snap.join("new").exists());
+    // A directory that is not there is no view.
+    let missing = RelPath::from_components([".snapshots", "@GMT-2020.01.01-00.00.00"]).unwrap();
+    assert_eq!(
+        share.read_only_view(&who, &missing).unwrap_err(),
+        FsError::NotFound
+    );
+}
