@@ -7,6 +7,23 @@ impl Drop for Tmp {
     }
 }
 
+/// A share of a new directory on /dev/shm (tmpfs: it keeps change times)
+/// holding a file `f`, removed with the guard; `None` without /dev/shm.
+fn shm_share_with_f(tag: &str) -> Option<(PathBuf, Tmp, PosixShare)> {
+    if !Path::new("/dev/shm").is_dir() {
+        return None;
+    }
+    let dir = PathBuf::from(format!(
+        "/dev/shm/ringshare-vfs-{tag}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).unwrap();
+    let guard = Tmp(dir.clone());
+    std::fs::write(dir.join("f"), b"abc").unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    Some((dir, guard, share))
+}
+
 #[test]
 fn files_on_tmpfs_are_in_memory_and_procfs_is_not() {
     if !Path::new("/dev/shm").is_dir() {
@@ -352,17 +369,9 @@ fn times_convert_both_ways_including_before_the_epoch() {
 
 #[test]
 fn a_kept_dos_value_is_used_until_another_program_sets_the_attribute_again() {
-    if !Path::new("/dev/shm").is_dir() {
+    let Some((dir, _guard, share)) = shm_share_with_f("doskept") else {
         return;
-    }
-    let dir = PathBuf::from(format!(
-        "/dev/shm/ringshare-vfs-doskept-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir(&dir).unwrap();
-    let _guard = Tmp(dir.clone());
-    std::fs::write(dir.join("f"), b"abc").unwrap();
-    let share = PosixShare::new(&dir).unwrap();
+    };
     let root = share
         .open(
             &crate::server_who(),
@@ -411,17 +420,9 @@ fn a_kept_dos_value_is_used_until_another_program_sets_the_attribute_again() {
 
 #[test]
 fn a_file_found_without_a_legacy_descriptor_is_not_asked_again_until_its_change_time_moves() {
-    if !Path::new("/dev/shm").is_dir() {
+    let Some((dir, _guard, share)) = shm_share_with_f("nolegacy") else {
         return;
-    }
-    let dir = PathBuf::from(format!(
-        "/dev/shm/ringshare-vfs-nolegacy-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir(&dir).unwrap();
-    let _guard = Tmp(dir.clone());
-    std::fs::write(dir.join("f"), b"abc").unwrap();
-    let share = PosixShare::new(&dir).unwrap();
+    };
     let path = RelPath::from_components(["f"]).unwrap();
     let node = share
         .open(&crate::server_who(), &path, &OpenOptions::read_existing())
