@@ -290,6 +290,7 @@ lib_row() { # server row
     read256k) lib_bench "$s" "seq-read 256k" seq-read --file big --io-size 256k --queue-depth 16 ;;
     read) lib_bench "$s" "seq-read 1m" seq-read --file big --io-size 1m --queue-depth 16 ;;
     read4m) lib_bench "$s" "seq-read 4m" seq-read --file big --io-size 4m --queue-depth 8 ;;
+    rand4k) lib_bench "$s" "rand-read 4k qd32" rand-read --file big --io-size 4k --queue-depth 32 ;;
     new)
         lib_fresh rsnew.bin
         lib_bench "$s" "seq-write 1m new file" seq-write --file rsnew.bin --file-size 2g --bytes 2g --io-size 1m --queue-depth 16
