@@ -13,9 +13,11 @@
 # The lowest version accepted as the reference.
 SAMBA_REFERENCE_MIN=2:4.22
 # What the tests run: smbd, smbclient/smbcacls/smbpasswd/testparm, smbtorture; and for the AD
-# member test (crates/ringshare/tests/ad_member.rs) a domain controller, winbindd and its NSS module.
-SAMBA_REFERENCE_PKGS=(samba smbclient samba-testsuite samba-ad-dc winbind libnss-winbind
-    python3-samba)
+# member test (crates/ringshare/tests/ad_member.rs) a domain controller, winbindd and its NSS module;
+# samba-ad-provision (the schema files `samba-tool domain provision` reads) is only recommended by
+# samba-ad-dc, and recommends are not installed.
+SAMBA_REFERENCE_PKGS=(samba smbclient samba-testsuite samba-ad-dc samba-ad-provision winbind
+    libnss-winbind python3-samba)
 SAMBA_BACKPORTS_SOURCES=/etc/apt/sources.list.d/ringshare-bookworm-backports.sources
 SAMBA_BACKPORTS_PREFS=/etc/apt/preferences.d/ringshare-samba-backports
 # Every binary package that bookworm-backports builds from Samba's source (samba 4.22 builds
