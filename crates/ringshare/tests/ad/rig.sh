@@ -90,7 +90,7 @@ wait_port() {
         sleep 0.1
     done
     echo "rig: $what did not listen on $addr:$port; its log:" >&2
-    tail -20 "$DIR"/*.log >&2 || true
+    tail -n 20 "$DIR"/*.log >&2 || true
     return 1
 }
 
@@ -101,7 +101,9 @@ up() {
     ip netns add "$n"
     ip netns exec "$n" ip link set lo up
     for a in 2 3 4; do ip netns exec "$n" ip addr add "127.0.0.$a/8" dev lo; done
-    mkdir -p "/etc/netns/$n" "$DIR"/{dc-run,member-run}
+    # /run/samba is where the daemons' private runs are mounted (in_ns); systemd makes it when
+    # Samba's services start, and a machine where they never ran has none.
+    mkdir -p "/etc/netns/$n" "$DIR"/{dc-run,member-run} /run/samba
     cat >"/etc/netns/$n/hosts" <<EOF
 127.0.0.1 localhost
 127.0.0.2 dc1.ad.rs.test dc1
@@ -320,7 +322,7 @@ EOF
     done
     in_sssd getent passwd "$DOMAIN\\rsalice" >/dev/null || {
         echo "rig: sssd does not answer for $DOMAIN\\rsalice" >&2
-        tail -20 "$DIR/sssd.log" >&2
+        tail -n 20 "$DIR/sssd.log" >&2
         return 1
     }
     # ringshare as an sssd member is configured: no idmap config, the keytab adcli wrote.
