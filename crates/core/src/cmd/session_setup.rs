@@ -551,6 +551,53 @@ fn bind(
     }
 }
 
+/// Whether a new channel may bind to session `s` ([MS-SMB2] 3.3.5.5), the
+/// checks in the order Windows makes them: `(dialect, algorithm, cipher)` are
+/// this connection's.
+fn may_bind(
+    core: &ConnCore,
+    req: &Req<'_>,
+    s: &Session,
+    (dialect, algorithm, cipher): (Dialect, SignAlg, Option<ringshare_crypto::encrypt::Cipher>),
+) -> Result<(), NtStatus> {
+    // The checks in the order Windows makes them ([MS-SMB2]
+    // 3.3.5.5; the signing-algorithm ones are Windows behaviour that
+    // smbtorture's bind_negative tests check): AES-GMAC on one side
+    // only, then the dialect family, the signature, the dialect, the
+    // cipher. A client bound from another ClientGuid is accepted, as
+    // Windows does (one process holds every session here).
+    let session_alg = s.signing_key.as_ref().map(SigningKey::algorithm);
+    let gmac = |a: Option<SignAlg>| a == Some(SignAlg::AesGmac);
+    if gmac(session_alg) && algorithm != SignAlg::AesGmac {
+        return Err(NtStatus::REQUEST_OUT_OF_SEQUENCE);
+    }
+    if algorithm == SignAlg::AesGmac && session_alg.is_some() && !gmac(session_alg) {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if dialect.0 < Dialect::SMB3_0.0 || !core.server.config.multi_channel {
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    if !req.hdr.is_signed() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if s.dialect != dialect.0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if s.encrypt_key.as_ref().map(|k| k.cipher()) != cipher {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if !s.valid {
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    if s.is_guest || s.is_anonymous {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if s.channels.len() >= limits::CHANNELS_PER_SESSION_MAX {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    Ok(())
+}
+
 fn bind_checked(
     core: &mut ConnCore,
     req: &Req<'_>,
@@ -578,41 +625,7 @@ fn bind_checked(
             return Err(NtStatus::USER_SESSION_DELETED);
         }
         if !continuing {
-            // The checks in the order Windows makes them ([MS-SMB2]
-            // 3.3.5.5; the signing-algorithm ones are Windows behaviour that
-            // smbtorture's bind_negative tests check): AES-GMAC on one side
-            // only, then the dialect family, the signature, the dialect, the
-            // cipher. A client bound from another ClientGuid is accepted, as
-            // Windows does (one process holds every session here).
-            let session_alg = s.signing_key.as_ref().map(SigningKey::algorithm);
-            let gmac = |a: Option<SignAlg>| a == Some(SignAlg::AesGmac);
-            if gmac(session_alg) && algorithm != SignAlg::AesGmac {
-                return Err(NtStatus::REQUEST_OUT_OF_SEQUENCE);
-            }
-            if algorithm == SignAlg::AesGmac && session_alg.is_some() && !gmac(session_alg) {
-                return Err(NtStatus::NOT_SUPPORTED);
-            }
-            if dialect.0 < Dialect::SMB3_0.0 || !core.server.config.multi_channel {
-                return Err(NtStatus::REQUEST_NOT_ACCEPTED);
-            }
-            if !req.hdr.is_signed() {
-                return Err(NtStatus::INVALID_PARAMETER);
-            }
-            if s.dialect != dialect.0 {
-                return Err(NtStatus::INVALID_PARAMETER);
-            }
-            if s.encrypt_key.as_ref().map(|k| k.cipher()) != cipher {
-                return Err(NtStatus::INVALID_PARAMETER);
-            }
-            if !s.valid {
-                return Err(NtStatus::REQUEST_NOT_ACCEPTED);
-            }
-            if s.is_guest || s.is_anonymous {
-                return Err(NtStatus::NOT_SUPPORTED);
-            }
-            if s.channels.len() >= limits::CHANNELS_PER_SESSION_MAX {
-                return Err(NtStatus::INSUFFICIENT_RESOURCES);
-            }
+            may_bind(core, req, &s, (dialect, algorithm, cipher))?;
         }
         let key = s.signing_key.clone().ok_or(NtStatus::NOT_SUPPORTED)?;
         (key, s.user.clone())
