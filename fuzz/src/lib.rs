@@ -89,6 +89,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             change_notify: true,
             streams: true,
             fruit: None,
+            shadow: None,
             encrypt,
         })
     };
