@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::sync::lock;
+use crate::sync::{lock, replace, snapshot};
 
 /// One TCP connection, as `status` shows it ([`crate::status`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl Mail {
     /// Called (from any thread) after a notice was posted to a connection, so
     /// that the thread running it looks at its mail ([`Mail::posted`]).
     pub fn set_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
-        *self.waker.write().unwrap_or_else(|e| e.into_inner()) = Some(wake);
+        replace(&self.waker, Some(wake));
     }
 
     /// How many notices were ever posted: when it changed, some connection
@@ -211,8 +211,7 @@ impl Mail {
     /// Wake the drivers' threads, so that they look at their mail and their
     /// timers again (a disconnected durable open's timeout is one).
     pub fn wake_drivers(&self) {
-        let wake = self.waker.read().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(w) = wake {
+        if let Some(w) = snapshot(&self.waker) {
             w();
         }
     }
