@@ -245,7 +245,7 @@ fn create_or_wait(
     let server = core.server.clone();
     let (sref, tree, owner) = tree_of(core, req)?;
     let (tree, in_snapshot) = match snapshot::view_of(&mut cr, &tree)? {
-        Some(view) => (view, true),
+        Some(share) => (TreeView { share, ..tree }, true),
         None => (tree, false),
     };
     let mut asked = request::check(core, &cr, &tree, ask).map_err(|e| match e {

@@ -21,15 +21,17 @@ use ringshare_wire::NtStatus;
 
 use super::TreeView;
 use crate::fsmap::status_of;
+use crate::server::ShareDef;
 use crate::shadow::split_token;
 
-/// The snapshot a CREATE names, if its share has snapshots: the tree it
-/// then works on is the snapshot's view, and `cr`'s name loses its token.
-/// `Ok(None)`: no snapshot is named (or the share has none), `tree` as is.
+/// The snapshot a CREATE names, if its share has snapshots: the share the
+/// CREATE then works on is the snapshot's view, and `cr`'s name loses its
+/// token. `Ok(None)`: no snapshot is named (or the share has none), `tree`'s
+/// share as is.
 pub(super) fn view_of(
     cr: &mut CreateRequest<'_>,
     tree: &TreeView,
-) -> Result<Option<TreeView>, NtStatus> {
+) -> Result<Option<Arc<ShareDef>>, NtStatus> {
     let Some(shadow) = tree.share.shadow.as_deref() else {
         return Ok(None);
     };
@@ -63,13 +65,5 @@ pub(super) fn view_of(
     let mut share = tree.share.with_backend(&tree.share.name, backend);
     // Within a snapshot, names are not looked up in snapshots again.
     share.shadow = None;
-    Ok(Some(TreeView {
-        share: Arc::new(share),
-        read_only: tree.read_only,
-        maximal: tree.maximal,
-        who: tree.who.clone(),
-        admin: tree.admin,
-        domain_sids: Arc::clone(&tree.domain_sids),
-        authenticated: tree.authenticated,
-    }))
+    Ok(Some(Arc::new(share)))
 }
