@@ -166,6 +166,9 @@ def main():
             # Cut while writes are in flight: from another thread, soon.
             cutter = threading.Thread(target=lambda: (time.sleep(0.01), cut_server_side(args.port)))
             cutter.start()
+        if written == CHUNKS - 1 and cutter is not None and cuts == 0:
+            # The writes outran the cut: the last chunk goes after it, so one write meets it.
+            cutter.join()
         off = written * CHUNK
         try:
             f.write(data[off : off + CHUNK], off)
