@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use ringshare_core::cluster::{ClusterLink, Home};
+use ringshare_core::cluster::{ClusterLink, ClusterNode, Home};
 use ringshare_fuzz::{guest_server, length_prefixed};
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::NtStatus;

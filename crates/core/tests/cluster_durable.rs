@@ -9,7 +9,7 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
-use ringshare_core::cluster::node_of;
+use ringshare_core::cluster::{node_of, ClusterNode};
 use ringshare_wire::consts::{
     AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
     ImpersonationLevel, OplockLevel, ShareAccess,

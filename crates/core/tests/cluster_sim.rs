@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use cluster_support::*;
+use ringshare_core::cluster::{ClusterNode, Reclaim};
 use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::{Command, CreateDisposition as D};

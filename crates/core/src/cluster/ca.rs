@@ -187,11 +187,28 @@ pub fn record_keeper(record: &[u8]) -> Option<u16> {
     msg::decode_ca(record).ok().map(|r| r.keeper)
 }
 
-impl ServerState {
+/// What the cluster layer offers the driver of persistent opens' records (continuously
+/// available shares): how many a node keeps, taking over those gone nodes kept.
+pub trait PersistentOpens {
     /// How many persistent opens' records name `node` as their keeper: a stopping node waits
     /// for none to be left (the other nodes have taken them over, crates/ringshare's
     /// `Node::leave`). An error when they cannot be read.
-    pub fn persistent_opens_kept_by(&self, node: u16) -> Result<usize, NtStatus> {
+    fn persistent_opens_kept_by(&self, node: u16) -> Result<usize, NtStatus>;
+    /// After nodes `gone` left (or partitions `gained` were rebuilt here):
+    /// the persistent opens their nodes kept, of files homed here (or in
+    /// `gained`), become this node's disconnected opens (see the module
+    /// notes). Returns how many; an error when the records could not be
+    /// read (nothing was taken over: call again).
+    fn take_over_persistent(
+        &self,
+        gone: &[u16],
+        gained: &[u32],
+        now_ms: u64,
+    ) -> Result<usize, NtStatus>;
+}
+
+impl PersistentOpens for ServerState {
+    fn persistent_opens_kept_by(&self, node: u16) -> Result<usize, NtStatus> {
         let Some(link) = self.node.link() else {
             return Ok(0);
         };
@@ -201,15 +218,7 @@ impl ServerState {
             .filter(|b| record_keeper(b) == Some(node))
             .count())
     }
-}
-
-impl ServerState {
-    /// After nodes `gone` left (or partitions `gained` were rebuilt here):
-    /// the persistent opens their nodes kept, of files homed here (or in
-    /// `gained`), become this node's disconnected opens (see the module
-    /// notes). Returns how many; an error when the records could not be
-    /// read (nothing was taken over: call again).
-    pub fn take_over_persistent(
+    fn take_over_persistent(
         &self,
         gone: &[u16],
         gained: &[u32],
@@ -237,7 +246,16 @@ impl ServerState {
         }
         Ok(taken)
     }
+}
 
+pub(crate) trait CaHere {
+    fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus>;
+    /// The volatile ids of the persistent opens node `node` kept of files
+    /// homed here: [`ServerState::forget_node`] leaves them in place.
+    fn persistent_of(&self, node: u16) -> Vec<u64>;
+}
+
+impl CaHere for ServerState {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus> {
         let h = &rec.state;
         if lock(&self.files.durables)
@@ -366,10 +384,7 @@ impl ServerState {
         }
         Ok(())
     }
-
-    /// The volatile ids of the persistent opens node `node` kept of files
-    /// homed here: [`ServerState::forget_node`] leaves them in place.
-    pub(crate) fn persistent_of(&self, node: u16) -> Vec<u64> {
+    fn persistent_of(&self, node: u16) -> Vec<u64> {
         // (Unreadable: they leave the table now and are put back by
         // take_over_persistent, which is tried until it reads them.)
         orphans(self, &[node])

@@ -28,8 +28,10 @@ mod reclaim;
 mod reopen;
 pub(crate) mod shadow;
 
-pub use ca::record_keeper;
+pub use ca::{record_keeper, PersistentOpens};
 pub use msg::MESSAGE_MAX;
+pub use notify::AnnounceWatchers;
+pub use reclaim::Reclaim;
 
 use std::sync::Arc;
 
@@ -52,10 +54,33 @@ pub enum JoinError {
     AlreadyJoined,
 }
 
-impl ServerState {
+/// What a server does as a node of a cluster: joining, dropping its clients when fenced,
+/// resending closes, and serving what other nodes send. (`ServerState` is crates/state's:
+/// the cluster layer offers its methods as traits, this one, [`Reclaim`],
+/// [`PersistentOpens`] and [`AnnounceWatchers`].)
+pub trait ClusterNode {
     /// Serve as one node of a cluster from now on. Call it before the first
     /// connection: ids made before it do not name this node.
-    pub fn join_cluster(&self, link: Arc<dyn ClusterLink>) -> Result<(), JoinError> {
+    fn join_cluster(&self, link: Arc<dyn ClusterLink>) -> Result<(), JoinError>;
+    /// Close every client connection (a node that is fenced stops
+    /// acknowledging anything: its clients reconnect to another node).
+    fn drop_all_connections(&self);
+    /// Send again the closes no home took (call it after the partition
+    /// table changed): each goes to its file's home now; one that finds no
+    /// such open there (it was forgotten, or closed already) is done. A
+    /// late close that was its file's last with the delete pending removes
+    /// the file, as the close would have. Returns how many still wait.
+    fn resend_closes(&self) -> usize;
+    /// A message from another node: the answer to send back for a call,
+    /// `None` for a notice. An undecodable message is an error (the
+    /// transport closes that peer's connection and logs it).
+    /// `now_ms` is this node's monotonic clock: a home decides break
+    /// deadlines by its own clock, never by the caller's.
+    fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError>;
+}
+
+impl ClusterNode for ServerState {
+    fn join_cluster(&self, link: Arc<dyn ClusterLink>) -> Result<(), JoinError> {
         let node = link.node();
         if node == 0 {
             return Err(JoinError::NodeZero);
@@ -68,21 +93,12 @@ impl ServerState {
         self.set_id_base((u64::from(node) << NODE_SHIFT) | start.max(1));
         Ok(())
     }
-
-    /// Close every client connection (a node that is fenced stops
-    /// acknowledging anything: its clients reconnect to another node).
-    pub fn drop_all_connections(&self) {
+    fn drop_all_connections(&self) {
         for id in self.mail.connections() {
             self.mail.post(id, Notice::Drop);
         }
     }
-
-    /// Send again the closes no home took (call it after the partition
-    /// table changed): each goes to its file's home now; one that finds no
-    /// such open there (it was forgotten, or closed already) is done. A
-    /// late close that was its file's last with the delete pending removes
-    /// the file, as the close would have. Returns how many still wait.
-    pub fn resend_closes(&self) -> usize {
+    fn resend_closes(&self) -> usize {
         handover::tell_homes_of_parked(self);
         let pending = std::mem::take(&mut *crate::server::lock(&self.node.unsent_closes));
         let mut left = Vec::new();
@@ -120,17 +136,7 @@ impl ServerState {
         unsent.extend(left);
         unsent.len()
     }
-
-    /// A message from another node: the answer to send back for a call,
-    /// `None` for a notice. An undecodable message is an error (the
-    /// transport closes that peer's connection and logs it).
-    /// `now_ms` is this node's monotonic clock: a home decides break
-    /// deadlines by its own clock, never by the caller's.
-    pub fn cluster_receive(
-        &self,
-        message: &[u8],
-        now_ms: u64,
-    ) -> Result<Option<Vec<u8>>, WireError> {
+    fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError> {
         match msg::Message::decode(message)? {
             msg::Message::Call(call) => {
                 let answer = home::serve(self, call, now_ms);

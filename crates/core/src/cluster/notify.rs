@@ -72,9 +72,14 @@ fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
     }
 }
 
-impl ServerState {
+/// What the cluster layer offers the driver when nodes joined.
+pub trait AnnounceWatchers {
     /// Nodes that joined: tell them whether this node has watchers.
-    pub fn announce_watchers(&self, nodes: &[u16]) {
+    fn announce_watchers(&self, nodes: &[u16]);
+}
+
+impl AnnounceWatchers for ServerState {
+    fn announce_watchers(&self, nodes: &[u16]) {
         if self.notify.local() {
             tell(self, nodes, true);
         }

@@ -6,6 +6,7 @@
 //! ([`ServerState::rebuild`]). The dead node's opens are gone with it, as
 //! its clients' connections are.
 
+use super::ca::CaHere;
 use super::msg::{Answer, Call, Record};
 use super::{node_of, partition_of};
 use crate::files::locks::ByteRangeLock;
@@ -93,12 +94,24 @@ pub(crate) fn records(
     (out, next)
 }
 
-impl ServerState {
+/// What the cluster layer offers the driver when partitions' homes change: rebuilding the
+/// entries of partitions this node became the home of, forgetting a node that is gone.
+pub trait Reclaim {
     /// This node became the home of partitions `parts`: ask every other
     /// live node for its opens of their files and merge them into this
     /// node's entries (which hold its own opens already). Returns the
     /// opens taken in, or the node that did not answer.
-    pub fn rebuild(&self, parts: &[u32]) -> Result<usize, u16> {
+    fn rebuild(&self, parts: &[u32]) -> Result<usize, u16>;
+    /// Node `node` is gone (its lease lapsed; its clients' connections died
+    /// with it): its opens, locks, leases and waiting requests leave every
+    /// file homed here, and opens that waited on them try again. A file
+    /// whose delete was pending goes when the gone opens were its last, as
+    /// when those clients' connections end on a single server.
+    fn forget_node(&self, node: u16) -> usize;
+}
+
+impl Reclaim for ServerState {
+    fn rebuild(&self, parts: &[u32]) -> Result<usize, u16> {
         let Some(link) = self.node.link() else {
             return Ok(0);
         };
@@ -130,47 +143,7 @@ impl ServerState {
         }
         Ok(taken)
     }
-
-    /// Take one node's record of a file into its entry here.
-    fn merge(&self, r: Record) -> usize {
-        let entry = self.files.entry(r.key);
-        let mut e = lock(&entry);
-        if e.opens.is_empty() {
-            e.share = r.share;
-            e.path = r.path;
-            e.is_dir = r.is_dir;
-        }
-        e.delete_pending |= r.delete_pending;
-        let mut taken = 0;
-        for o in r.opens {
-            if !e.opens.iter().any(|x| x.owner == o.owner) {
-                e.opens.push(o);
-                taken += 1;
-            }
-        }
-        for l in r.locks {
-            e.locks.try_lock(l);
-        }
-        for mut l in r.leases {
-            if !e.leases.iter().any(|x| x.id == l.id) {
-                // A break the dead home had in flight ended at its target.
-                l.breaking_to = None;
-                l.required = 0;
-                l.break_deadline_ms = 0;
-                e.leases.push(l);
-            }
-        }
-        taken
-    }
-}
-
-impl ServerState {
-    /// Node `node` is gone (its lease lapsed; its clients' connections died
-    /// with it): its opens, locks, leases and waiting requests leave every
-    /// file homed here, and opens that waited on them try again. A file
-    /// whose delete was pending goes when the gone opens were its last, as
-    /// when those clients' connections end on a single server.
-    pub fn forget_node(&self, node: u16) -> usize {
+    fn forget_node(&self, node: u16) -> usize {
         super::notify::interest(self, node, false);
         // Its persistent opens stay (continuously available shares): this
         // node keeps them for their clients (take_over_persistent).
@@ -248,5 +221,43 @@ impl ServerState {
             }
         }
         forgotten
+    }
+}
+
+pub(crate) trait ReclaimHere {
+    /// Take one node's record of a file into its entry here.
+    fn merge(&self, r: Record) -> usize;
+}
+
+impl ReclaimHere for ServerState {
+    fn merge(&self, r: Record) -> usize {
+        let entry = self.files.entry(r.key);
+        let mut e = lock(&entry);
+        if e.opens.is_empty() {
+            e.share = r.share;
+            e.path = r.path;
+            e.is_dir = r.is_dir;
+        }
+        e.delete_pending |= r.delete_pending;
+        let mut taken = 0;
+        for o in r.opens {
+            if !e.opens.iter().any(|x| x.owner == o.owner) {
+                e.opens.push(o);
+                taken += 1;
+            }
+        }
+        for l in r.locks {
+            e.locks.try_lock(l);
+        }
+        for mut l in r.leases {
+            if !e.leases.iter().any(|x| x.id == l.id) {
+                // A break the dead home had in flight ended at its target.
+                l.breaking_to = None;
+                l.required = 0;
+                l.break_deadline_ms = 0;
+                e.leases.push(l);
+            }
+        }
+        taken
     }
 }

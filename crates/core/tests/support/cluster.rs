@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use ringshare_core::cluster::{ClusterLink, Home};
+use ringshare_core::cluster::{ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim};
 use ringshare_core::{ServerConfig, ServerState};
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::CreateDisposition as D;

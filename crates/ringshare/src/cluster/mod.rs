@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use ringshare_cluster::{ClusterConfig, Coordinator, Event};
-use ringshare_core::cluster::{ClusterLink, Home};
+use ringshare_core::cluster::{
+    AnnounceWatchers, ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim,
+};
 use ringshare_core::ServerState;
 use ringshare_wire::NtStatus;
 

@@ -1,0 +1,249 @@
+//! Durable opens: opens that outlive their connection ([MS-SMB2] 3.3.5.9.6,
+//! 3.3.5.9.7, 3.3.5.9.10, 3.3.5.9.12, 3.3.7.1; resilient opens, 3.3.5.15.9).
+//!
+//! A durable open is an ordinary [`Open`] whose state carries a
+//! [`Durability`]. When its session ends without LOGOFF, TREE_DISCONNECT or
+//! CLOSE (the connection went, or a new session named it as the previous
+//! one), the open is *parked* here instead of closed: it keeps its place in
+//! the file's share-mode table, its byte-range locks, its oplock or lease,
+//! delete-on-close and position, and its route is [`DISCONNECTED`] so that
+//! nothing is sent to it. A reconnect (DHnC, DH2C) on a new connection takes
+//! it back under the same FileId; the scavenger closes it when its timeout
+//! passes ([`ServerState::expire_durables`], driven by the driver's timer);
+//! an open by someone else that would have to break its oplock or lease
+//! closes it first (crate::cluster::home's `purge_for_open`, with [`take_parked`]),
+//! as Samba and Windows do.
+//!
+//! Everything the server keeps about parked opens is in one table
+//! ([`crate::files::parked::Durables`], `ServerState::files.durables`), one
+//! table behind one mutex: the place a later cluster build writes elsewhere.
+//! Durable opens do not outlive the process (as in Samba) except persistent ones on a
+//! cluster (`crate::cluster::ca` (crates/core)). The CREATE's side (contexts, reconnect, replay) is
+//! `crate::cmd::create::durable` (crates/core).
+//!
+//! Lock order: a `Session` mutex, then the table, then a `FileEntry`
+//! mutex; never the other way round.
+
+use std::sync::Arc;
+
+use crate::server::{lock, ServerState};
+use crate::state::Open;
+
+pub use crate::files::oplock::DISCONNECTED;
+pub use crate::files::parked::{Durability, Kind, Owner};
+
+/// A parked open ([`crate::files::parked`]).
+pub type Parked = crate::files::parked::Parked<Arc<Open>>;
+
+/// Who a session's durable opens belong to.
+pub fn owner_of(session: &crate::state::Session) -> Owner {
+    Owner {
+        uid: session.account.as_ref().map_or(u32::MAX, |a| a.who.uid()),
+        user: session.user.to_lowercase(),
+    }
+}
+
+/// The session's opens go with the session (its last channel went, or a new
+/// session named it as the previous one): durable ones are parked, the
+/// others closed ([MS-SMB2] 3.3.7.1).
+pub fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now_ms: u64) {
+    for open in opens {
+        // An open that is to delete its file does so now, as on Samba.
+        let durability = {
+            let st = lock(&open.state);
+            st.durable.clone().filter(|_| !st.delete_on_close)
+        }
+        .filter(|_| {
+            crate::decide::delete_pending(server, open.key, &open.entry, None)
+                .is_ok_and(|(pending, _)| !pending)
+        })
+        .filter(|d| crate::files::parked::may_keep(d, &lock(&open.entry), open.id));
+        match durability {
+            Some(d) => park(server, open, d, now_ms),
+            None => {
+                crate::opens::close_open(server, open, false);
+            }
+        }
+    }
+}
+
+/// Park one open: its share-mode entry stays, routed nowhere.
+fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u64) {
+    // Nobody is left to answer: its change-notify watch ends.
+    crate::notify::end_open(server, &open);
+    {
+        let mut e = lock(&open.entry);
+        for s in e.opens.iter_mut().filter(|s| s.owner == open.id) {
+            s.caching.route = DISCONNECTED;
+        }
+        let lease = e
+            .opens
+            .iter()
+            .find(|s| s.owner == open.id)
+            .and_then(|s| s.caching.lease);
+        // A lease shared with opens still connected keeps their route.
+        let still_routed = e.opens.iter().any(|s| {
+            s.caching.lease == lease && lease.is_some() && s.caching.route != DISCONNECTED
+        });
+        if let (Some(id), false) = (lease, still_routed) {
+            for l in e.leases.iter_mut().filter(|l| l.id == id) {
+                l.route = DISCONNECTED;
+            }
+        }
+    }
+    tracing::debug!(
+        id = open.id,
+        timeout_ms = durability.timeout_ms,
+        "durable open kept after its connection went"
+    );
+    let share = open.share.name.clone();
+    let create_guid = lock(&open.state).create_guid;
+    if let Some(g) = create_guid {
+        lock(&server.files.durables).forget(g, open.id);
+    }
+    let p = Parked {
+        expires_ms: now_ms.saturating_add(durability.timeout_ms),
+        persistent_id: open.persistent_id,
+        open_id: open.id,
+        durability,
+        open,
+        share,
+    };
+    let (key, persistent, id) = (p.open.key, p.open.persistent_id, p.open.id);
+    let evicted = lock(&server.files.durables).park(p);
+    if server.node.home_of(key) != crate::link::Home::Here {
+        // The file's home learns it is disconnected (soon, not under the
+        // session's lock): another open that would break it closes it.
+        lock(&server.node.unsent_parks).push((key, persistent, id));
+    }
+    // The scavenger's timer may have to run sooner now.
+    server.mail.wake_drivers();
+    if let Some(old) = evicted {
+        tracing::warn!(
+            "{} disconnected durable opens kept (the most): closing the one nearest its timeout",
+            crate::limits::DISCONNECTED_OPENS_MAX
+        );
+        crate::opens::close_open(server, old.open, false);
+    }
+}
+
+impl ServerState {
+    /// When the scavenger must next run ([`ServerState::expire_durables`]).
+    pub fn durables_deadline(&self) -> Option<u64> {
+        lock(&self.files.durables).next_expiry()
+    }
+
+    /// The scavenger: close every disconnected durable open whose timeout
+    /// passed, releasing its share modes, locks and lease.
+    pub fn expire_durables(&self, now_ms: u64) {
+        let expired = lock(&self.files.durables).take_expired(now_ms);
+        for p in expired {
+            tracing::debug!(id = p.open.id, "durable open timed out");
+            crate::opens::close_open(self, p.open, false);
+        }
+    }
+
+    /// How many disconnected durable opens the server keeps.
+    pub fn parked_durables(&self) -> usize {
+        lock(&self.files.durables).len()
+    }
+
+    /// How many of them are persistent (on a cluster node only these outlive it: their
+    /// records let another node take them over).
+    pub fn parked_persistent(&self) -> usize {
+        lock(&self.files.durables).persistent_len()
+    }
+}
+
+/// How long a version 2 durable open whose client asked for no particular
+/// time (Timeout 0) is kept: 60 s, as Windows Server 2012 and Samba.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// The longest a client may have a version 2 durable open kept: Samba's
+/// 300 s (longer requests are cut to it).
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+
+/// What a reconnect names and who asks ([`take_matching`]).
+pub struct Reconnect<'a> {
+    /// DH2C's CreateGuid (`None` for DHnC).
+    pub create_guid: Option<[u8; 16]>,
+    /// The lease key of the reconnect's lease context, if any.
+    pub lease_key: Option<[u8; 16]>,
+    pub client_guid: [u8; 16],
+    /// The name in the CREATE (without `::$DATA`).
+    pub name: &'a str,
+    pub share: &'a str,
+    pub owner: &'a Owner,
+}
+
+/// Take the parked open `file_id` out of the table if the reconnect
+/// `r` may have it (every check with the table locked; the open leaves it
+/// only when all pass). Anything that does not match gets
+/// OBJECT_NAME_NOT_FOUND and learns nothing, except another user
+/// (ACCESS_DENIED) and a lease key that matches on another name
+/// (INVALID_PARAMETER), as Windows and Samba answer.
+pub fn take_matching(
+    server: &ServerState,
+    file_id: ringshare_wire::FileId,
+    r: &Reconnect<'_>,
+) -> Result<Parked, ringshare_wire::NtStatus> {
+    use ringshare_wire::NtStatus;
+    let mut t = lock(&server.files.durables);
+    let p = t
+        .get(file_id.persistent)
+        .filter(|p| p.open.id == file_id.volatile)
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let d = &p.durability;
+    // DHnC reconnects any durable open (a version 2 one too, as on
+    // Samba: smbtorture smb2.durable-v2-open.reopen2b); DH2C one whose
+    // CreateGuid (zero for DHnQ) it names.
+    // The ClientGuid matters only through a lease's key (an open with an
+    // oplock may come back from a client with another ClientGuid, as
+    // Windows and Samba allow: smbtorture smb2.durable-v2-open.reopen1a).
+    if r.create_guid.is_some_and(|g| g != d.create_guid) {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    let held_lease = {
+        let e = lock(&p.open.entry);
+        e.opens
+            .iter()
+            .find(|s| s.owner == p.open.id)
+            .and_then(|s| s.caching.lease)
+    };
+    match (held_lease, r.lease_key) {
+        (None, None) => {}
+        (Some(l), Some(key)) if l.key == key && l.client_guid == r.client_guid => {
+            let path = lock(&p.open.state).path.clone();
+            let same_name = crate::path::parse_smb_path(r.name).is_ok_and(|n| {
+                n.to_slash_path()
+                    .eq_ignore_ascii_case(&path.to_slash_path())
+            });
+            if !same_name {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+        }
+        _ => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+    }
+    if !p.share.eq_ignore_ascii_case(r.share) {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    if d.owner != *r.owner {
+        tracing::info!(
+            user = %r.owner.user,
+            "refusing to reconnect another user's durable open"
+        );
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(t.take(file_id.persistent).expect("looked up above"))
+}
+
+/// Take these parked opens (by FileId) out of the table.
+pub fn take_parked(server: &ServerState, ids: &[(u64, u64)]) -> Vec<Parked> {
+    let mut t = lock(&server.files.durables);
+    let mut out = Vec::new();
+    for (p, v) in ids {
+        if t.get(*p).is_some_and(|x| x.open.id == *v) {
+            out.extend(t.take(*p));
+        }
+    }
+    out
+}

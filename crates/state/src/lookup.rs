@@ -1,0 +1,396 @@
+//! Questions the core cannot answer without waiting on another process or server: whether the
+//! domain accepts a user's NTLM response (winbind asks a domain controller), which Unix account a
+//! user name is (NSS, which may ask winbindd, sssd or an LDAP server), and what the realm's KDC
+//! answers to a KDC request an IAKerb client asked the server to relay, and which Unix ids the
+//! domain SIDs of a descriptor are, or which SIDs a file's ids are (the id source, winbind:
+//! [`crate::sidcache`]).
+//!
+//! The core never waits for them on an I/O thread. A command that needs one parks its request
+//! and queues `Output::Lookup` (crates/core); the driver runs
+//! [`LookupRequest::run`] away from its ring (a thread of its lookup pool) and hands the answer
+//! back with `crate::Connection::complete_lookup` (crates/core), as it does file I/O with `complete_io`.
+//! Meanwhile the connection's other requests, and every other connection of the ring, go on.
+//! The answer is kept for the request that asked ([`DomainAnswer`]) until it runs again.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ringshare_auth::krb5::iakerb::KdcRequest;
+use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
+
+use crate::domain::DomainLogons;
+use crate::identity::{Account, AccountError, Accounts};
+
+use crate::sidcache::{IdAnswers, IdSource, Xid};
+
+/// The answer to what a request asked, kept for the member that asked until it runs again: the
+/// domain's to an NTLM response ([`WithDomain`] gives it to the exchange), a KDC's to an IAKerb
+/// client's request (given to the exchange before it steps), or the id source's to a
+/// descriptor's SIDs or ids.
+pub enum DomainAnswer {
+    Ntlm(DomainNtlmRequest, Result<[u8; 16], String>),
+    Kdc(
+        ringshare_auth::krb5::iakerb::KdcRequest,
+        Result<Vec<u8>, String>,
+    ),
+    /// The id source was asked about the SIDs or ids a request named: its answers are in the
+    /// [`SidMap`]'s cache (Ok), or it could not answer (why).
+    Ids(Result<(), String>),
+    /// NSS's answers to an lsarpc call's questions ([`crate::ipc`]).
+    Names(NameAnswers),
+}
+
+/// The local accounts, with the users of `workgroup` checked by the domain: the domain was
+/// asked before the exchange went on, away from the I/O thread, and `answer` is what it said
+/// (this module). A response of the workgroup without its answer is refused.
+pub struct WithDomain<'a> {
+    pub local: &'a dyn UserLookup,
+    pub workgroup: &'a str,
+    pub answer: Option<&'a DomainAnswer>,
+}
+
+impl UserLookup for WithDomain<'_> {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        self.local.nt_hash(user)
+    }
+
+    fn uid(&self, user: &str) -> Option<u32> {
+        self.local.uid(user)
+    }
+
+    fn domain_ntlm(&self, r: &DomainNtlm<'_>) -> Option<Result<[u8; 16], String>> {
+        r.domain
+            .eq_ignore_ascii_case(self.workgroup)
+            .then(|| match self.answer {
+                Some(DomainAnswer::Ntlm(asked, answer)) if asked.is(r) => answer.clone(),
+                _ => Err("the domain was not asked".into()),
+            })
+    }
+}
+
+/// How the server reaches the KDCs of its realm, for IAKerb clients that cannot (the binary:
+/// the `kdc =` lines of krb5.conf, over UDP and TCP).
+pub trait Kdcs: Send + Sync {
+    /// Send `request` to a KDC of `realm`; its reply, or why there is none.
+    fn exchange(&self, realm: &str, request: &[u8]) -> Result<Vec<u8>, String>;
+}
+
+/// The id source and the idmap ranges of the ids it is asked about ([`Lookup::Account`]).
+pub type DomainIds = (Arc<dyn IdSource>, Vec<(u32, u32)>);
+
+/// A question and who answers it.
+pub struct LookupRequest {
+    pub id: u64,
+    pub ask: Lookup,
+}
+
+/// What to look up.
+pub enum Lookup {
+    /// Ask the domain whether it accepts an NTLMv2 response ([`DomainLogons::ntlm`]).
+    DomainNtlm {
+        logons: Arc<dyn DomainLogons>,
+        request: DomainNtlmRequest,
+    },
+    /// The account of the first of `names` that has one ([`Accounts::user`]; the names are
+    /// tried in order while the answer is "no such user").
+    Account {
+        accounts: Arc<dyn Accounts>,
+        names: Vec<String>,
+        /// A domain user without a PAC (an NTLM logon) on a member whose ids winbind maps:
+        /// the SIDs of the account's ids in these idmap ranges join its token
+        /// ([`IdSource::sids_of`]).
+        domain_ids: Option<DomainIds>,
+    },
+    /// Relay an IAKerb client's KDC request to a KDC of the server's realm ([`Kdcs::exchange`]).
+    Kdc {
+        kdcs: Arc<dyn Kdcs>,
+        request: KdcRequest,
+    },
+    /// The names of Unix ids and the ids of names, for an lsarpc call ([`Accounts::user_name`],
+    /// [`Accounts::group_name`], [`Accounts::unix_user`], [`Accounts::group`]).
+    Names {
+        accounts: Arc<dyn Accounts>,
+        queries: Vec<NameQuery>,
+    },
+    /// The Unix ids of domain SIDs and the SIDs of Unix ids ([`IdSource`]; either list may be
+    /// empty).
+    Ids {
+        source: Arc<dyn IdSource>,
+        sids: Vec<ringshare_wire::security::Sid>,
+        ids: Vec<Xid>,
+    },
+}
+
+/// The answer to a [`LookupRequest`].
+#[derive(Debug, Clone)]
+pub enum LookupDone {
+    /// The NTLMv2 session base key, or why the domain refused.
+    DomainNtlm(Result<[u8; 16], String>),
+    /// The account, or why there is none.
+    Account(Result<Account, AccountError>),
+    /// The KDC's reply, or why there is none.
+    Kdc(Result<Vec<u8>, String>),
+    /// The id source's answers, or why it gave none.
+    Ids(Result<IdAnswers, String>),
+    /// What NSS answered about the ids and names asked.
+    Names(NameAnswers),
+}
+
+/// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameQuery {
+    /// The user name of a uid.
+    Uid(u32),
+    /// The group name of a gid.
+    Gid(u32),
+    /// The uid of a user name.
+    User(String),
+    /// The gid of a group name.
+    Group(String),
+}
+
+/// NSS's answers ([`NameQuery`]): None where it knows no such id or name.
+#[derive(Debug, Clone, Default)]
+pub struct NameAnswers {
+    pub users: std::collections::HashMap<u32, Option<String>>,
+    pub groups: std::collections::HashMap<u32, Option<String>>,
+    pub user_ids: std::collections::HashMap<String, Option<u32>>,
+    pub group_ids: std::collections::HashMap<String, Option<u32>>,
+}
+
+impl NameAnswers {
+    /// Ask `accounts` every question of `queries`.
+    pub fn ask(accounts: &dyn Accounts, queries: &[NameQuery]) -> NameAnswers {
+        let mut a = NameAnswers::default();
+        for q in queries {
+            match q {
+                NameQuery::Uid(u) => {
+                    a.users.insert(*u, accounts.user_name(*u));
+                }
+                NameQuery::Gid(g) => {
+                    a.groups.insert(*g, accounts.group_name(*g));
+                }
+                NameQuery::User(n) => {
+                    a.user_ids.insert(n.clone(), accounts.unix_user(n));
+                }
+                NameQuery::Group(n) => {
+                    a.group_ids.insert(n.clone(), accounts.group(n));
+                }
+            }
+        }
+        a
+    }
+}
+
+impl LookupRequest {
+    /// Ask, waiting for the answer: call it where waiting stalls no client (the driver's lookup
+    /// threads), or in tests.
+    pub fn run(&self) -> LookupDone {
+        match &self.ask {
+            Lookup::DomainNtlm { logons, request } => {
+                LookupDone::DomainNtlm(logons.ntlm(&request.as_request()))
+            }
+            Lookup::Account {
+                accounts,
+                names,
+                domain_ids,
+            } => {
+                let mut answer = Err(AccountError::NoSuchUser);
+                for name in names {
+                    answer = accounts.user(name);
+                    if !matches!(answer, Err(AccountError::NoSuchUser)) {
+                        break;
+                    }
+                }
+                if let (Ok(a), Some((source, ranges))) = (&mut answer, domain_ids) {
+                    add_domain_sids(a, source.as_ref(), ranges);
+                }
+                LookupDone::Account(answer)
+            }
+            Lookup::Kdc { kdcs, request } => {
+                LookupDone::Kdc(kdcs.exchange(&request.realm, &request.request))
+            }
+            Lookup::Ids { source, sids, ids } => {
+                LookupDone::Ids(ask_ids(source.as_ref(), sids, ids))
+            }
+            Lookup::Names { accounts, queries } => {
+                LookupDone::Names(NameAnswers::ask(accounts.as_ref(), queries))
+            }
+        }
+    }
+}
+
+/// Add to `a`'s token the SIDs `source` gives its uid and groups that lie in `ranges`. A source
+/// that cannot answer leaves the token as it was (logged): the logon goes on, and the POSIX ACL
+/// still decides what the kernel grants.
+fn add_domain_sids(a: &mut Account, source: &dyn IdSource, ranges: &[(u32, u32)]) {
+    let in_range = |id: u32| ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&id));
+    let mut ids: Vec<Xid> = Vec::new();
+    let uid = a.who.uid();
+    if in_range(uid) {
+        ids.push(Xid::Uid(uid));
+    }
+    for &g in std::iter::once(&a.who.gid()).chain(a.who.groups()) {
+        if in_range(g) && !ids.contains(&Xid::Gid(g)) {
+            ids.push(Xid::Gid(g));
+        }
+    }
+    if ids.is_empty() {
+        return;
+    }
+    match source.sids_of(&ids) {
+        Ok(found) => {
+            let mut sids = a.sids.to_vec();
+            for s in found.into_iter().flatten() {
+                if !sids.contains(&s) {
+                    sids.push(s);
+                }
+            }
+            a.sids = sids.into();
+        }
+        Err(why) => tracing::warn!(
+            "the id source (winbind) gave no SIDs for {}'s ids: {why}",
+            a.name
+        ),
+    }
+}
+
+/// Ask `source` about `sids` and `ids`; answers that do not match the questions one for one are
+/// no answer.
+fn ask_ids(
+    source: &dyn IdSource,
+    sids: &[ringshare_wire::security::Sid],
+    ids: &[Xid],
+) -> Result<IdAnswers, String> {
+    let mut a = IdAnswers::default();
+    if !sids.is_empty() {
+        let got = source.ids_of(sids)?;
+        if got.len() != sids.len() {
+            return Err(format!("{} answers for {} SIDs", got.len(), sids.len()));
+        }
+        a.sids = sids.iter().cloned().zip(got).collect();
+    }
+    if !ids.is_empty() {
+        let got = source.sids_of(ids)?;
+        if got.len() != ids.len() {
+            return Err(format!("{} answers for {} ids", got.len(), ids.len()));
+        }
+        a.ids = ids.iter().copied().zip(got).collect();
+    }
+    Ok(a)
+}
+
+impl fmt::Debug for LookupRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.ask {
+            Lookup::DomainNtlm { request, .. } => write!(
+                f,
+                "Lookup {{ id: {}, domain NTLM of {}\\{} }}",
+                self.id, request.domain, request.user
+            ),
+            Lookup::Account { names, .. } => {
+                write!(f, "Lookup {{ id: {}, account of {names:?} }}", self.id)
+            }
+            Lookup::Ids { sids, ids, .. } => write!(
+                f,
+                "Lookup {{ id: {}, ids of {} SIDs and SIDs of {:?} }}",
+                self.id,
+                sids.len(),
+                ids
+            ),
+            Lookup::Names { queries, .. } => {
+                write!(f, "Lookup {{ id: {}, names of {queries:?} }}", self.id)
+            }
+            Lookup::Kdc { request, .. } => write!(
+                f,
+                "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",
+                self.id,
+                request.realm,
+                request.request.len()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringshare_wire::security::Sid;
+
+    /// winbind with autorid: the user's uid and two of their groups are domain ids.
+    struct Winbind;
+
+    impl IdSource for Winbind {
+        fn ids_of(&self, sids: &[Sid]) -> Result<Vec<Option<Xid>>, String> {
+            Ok(vec![None; sids.len()])
+        }
+
+        fn sids_of(&self, ids: &[Xid]) -> Result<Vec<Option<Sid>>, String> {
+            Ok(ids
+                .iter()
+                .map(|x| match x {
+                    Xid::Uid(1_101_104) => "S-1-5-21-1-2-3-1104".parse().ok(),
+                    Xid::Gid(1_101_106) => "S-1-5-21-1-2-3-1106".parse().ok(),
+                    Xid::Gid(1_100_513) => "S-1-5-21-1-2-3-513".parse().ok(),
+                    _ => None,
+                })
+                .collect())
+        }
+    }
+
+    struct Nss;
+
+    impl Accounts for Nss {
+        fn user(&self, name: &str) -> Result<Account, AccountError> {
+            Ok(Account {
+                name: name.to_string(),
+                who: Arc::new(ringshare_engine::creds::Creds::new(
+                    1_101_104,
+                    1_100_513,
+                    vec![1_100_513, 1_101_106, 100],
+                )),
+                home: String::new(),
+                sids: Default::default(),
+            })
+        }
+
+        fn group(&self, _: &str) -> Option<u32> {
+            None
+        }
+
+        fn group_name(&self, _: u32) -> Option<String> {
+            None
+        }
+    }
+
+    #[test]
+    fn an_ntlm_domain_users_token_gets_the_sids_winbind_gives_their_ids() {
+        let ask = |domain_ids| LookupRequest {
+            id: 1,
+            ask: Lookup::Account {
+                accounts: Arc::new(Nss),
+                names: vec!["RSAD\\rscarol".into()],
+                domain_ids,
+            },
+        };
+        let source: Arc<dyn IdSource> = Arc::new(Winbind);
+        let LookupDone::Account(Ok(a)) = ask(Some((source, vec![(1_000_000, 19_999_999)]))).run()
+        else {
+            panic!("an account")
+        };
+        let sids: Vec<String> = a.sids.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            sids,
+            [
+                "S-1-5-21-1-2-3-1104",
+                "S-1-5-21-1-2-3-513",
+                "S-1-5-21-1-2-3-1106"
+            ],
+            "the user's, then their groups' (gid 100 is local: not asked)"
+        );
+        let LookupDone::Account(Ok(a)) = ask(None).run() else {
+            panic!("an account")
+        };
+        assert!(a.sids.is_empty(), "not asked without an id source");
+    }
+}

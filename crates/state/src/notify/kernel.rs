@@ -1,0 +1,709 @@
+//! Changes made on the disk by other programs, for CHANGE_NOTIFY watchers
+//! ([`crate::notify`], of which this is the kernel part).
+//!
+//! The driver owns an inotify descriptor and implements [`KernelWatch`]; the
+//! core asks for one kernel watch per watched directory (shared by all its
+//! watchers, dropped with the last) and is handed the events the driver read
+//! ([`ServerState::kernel_events`]). Events are held [`HOLD_MS`] before they
+//! are reported, and an event for a name ringshare itself changed in that
+//! directory shortly before (an "echo" of its own change, which it reported
+//! already) is dropped: an own change marks the name; a mark lives until
+//! [`ECHO_MS`] after the first event it hides (or after the sweep that
+//! first sees it, for a change the kernel reported nothing of). Another
+//! program changing the same name within that window is not reported
+//! (docs/limits.md). A WATCH_TREE watcher also kernel-watches the
+//! directories below its own ([`TREE_DIRS_MAX`] at most), found when it is
+//! made and as new ones are reported.
+
+use std::collections::HashMap;
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::notify::{self, filter, Change};
+use crate::server::{lock, FileKey, ServerState};
+pub use crate::watch::Kernel;
+use crate::watch::{DirAt, KDir};
+
+pub use crate::watch::{KernelEvent, KernelWatch};
+
+/// inotify mask bits (the kernel's ABI, linux/inotify.h).
+pub mod mask {
+    pub const MODIFY: u32 = 0x0000_0002;
+    pub const ATTRIB: u32 = 0x0000_0004;
+    pub const MOVED_FROM: u32 = 0x0000_0040;
+    pub const MOVED_TO: u32 = 0x0000_0080;
+    pub const CREATE: u32 = 0x0000_0100;
+    pub const DELETE: u32 = 0x0000_0200;
+    pub const DELETE_SELF: u32 = 0x0000_0400;
+    pub const MOVE_SELF: u32 = 0x0000_0800;
+    pub const Q_OVERFLOW: u32 = 0x0000_4000;
+    pub const IGNORED: u32 = 0x0000_8000;
+    pub const ISDIR: u32 = 0x4000_0000;
+    /// What a watch asks for. Writes are seen as they happen (MODIFY), not
+    /// at the close of every descriptor opened for writing (CLOSE_WRITE):
+    /// a client that opens files read-write and closes them unwritten costs
+    /// no event (bench/notify-overhead).
+    pub const WATCHED: u32 =
+        MODIFY | ATTRIB | MOVED_FROM | MOVED_TO | CREATE | DELETE | DELETE_SELF | MOVE_SELF;
+}
+
+/// How long events wait before they are reported (so that ringshare's own
+/// change, made just before, has marked its name).
+pub const HOLD_MS: u64 = 100;
+/// How long a mark of an own change hides the kernel's events for that name.
+pub const ECHO_MS: u64 = 2000;
+/// Directories below its own one WATCH_TREE watcher kernel-watches at most.
+pub const TREE_DIRS_MAX: usize = 4096;
+/// Marks kept server-wide; past it an own change is not marked (its kernel
+/// echo may then be reported too).
+const ECHO_MAX: usize = 262_144;
+/// How often unmatched marks are stamped and expired ones dropped.
+const SWEEP_MS: u64 = 1000;
+/// Events held at once; past it they are dropped and every watcher gets
+/// NOTIFY_ENUM_DIR.
+const HELD_MAX: usize = 65536;
+
+impl ServerState {
+    /// Let the core watch directories through the kernel (the driver calls
+    /// this once, at start; `kernel change notify = no` leaves it out).
+    pub fn set_kernel_watch(&self, watch: Arc<dyn KernelWatch>) {
+        lock(&self.notify.kernel).watch = Some(watch);
+    }
+
+    /// Events the driver read; reported from [`ServerState::kernel_tick`]
+    /// once held for [`HOLD_MS`].
+    pub fn kernel_events(&self, now_ms: u64, events: Vec<KernelEvent>) {
+        let overflow = {
+            let mut k = lock(&self.notify.kernel);
+            for e in events {
+                k.held.push_back((now_ms + HOLD_MS, e));
+            }
+            let over = k.held.len() > HELD_MAX;
+            if over {
+                k.held.clear();
+            }
+            over
+        };
+        if overflow {
+            tracing::warn!(
+                "more than {HELD_MAX} disk changes waiting; watchers are told to re-read"
+            );
+            notify::overflow_all(self);
+        }
+        self.kernel_tick(now_ms);
+    }
+
+    /// When held events are due (the driver's worker 0 wakes then).
+    pub fn kernel_deadline(&self) -> Option<u64> {
+        if self.notify.kernel_dirs.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        lock(&self.notify.kernel).held.front().map(|(t, _)| *t)
+    }
+
+    /// Report the held events that are due.
+    pub fn kernel_tick(&self, now_ms: u64) {
+        let (batches, overflow, ended) = {
+            let mut k = lock(&self.notify.kernel);
+            if k.held.front().is_none_or(|(t, _)| *t > now_ms) {
+                return;
+            }
+            if now_ms >= k.next_sweep_ms {
+                k.next_sweep_ms = now_ms + SWEEP_MS;
+                let mut marks = 0;
+                for d in k.dirs.values_mut() {
+                    for until in d.echo.values_mut() {
+                        until.get_or_insert(now_ms + ECHO_MS);
+                    }
+                    d.echo.retain(|_, until| until.is_some_and(|t| t >= now_ms));
+                    marks += d.echo.len();
+                }
+                k.marks = marks;
+            }
+            let mut due = Vec::new();
+            while k.held.front().is_some_and(|(t, _)| *t <= now_ms) {
+                if let Some((_, e)) = k.held.pop_front() {
+                    due.push(e);
+                }
+            }
+            let r = map_events(&mut k, due, now_ms);
+            self.notify
+                .kernel_dirs
+                .store(k.dirs.len(), Ordering::Release);
+            r
+        };
+        if overflow {
+            notify::overflow_all(self);
+        }
+        for at in ended {
+            notify::overflow_dir(self, &at.0, &at.1);
+        }
+        for (root, changes) in batches {
+            let list: Vec<Change<'_>> = changes
+                .iter()
+                .map(|(action, f, path)| Change {
+                    action: *action,
+                    filter: *f,
+                    path,
+                    stream: None,
+                })
+                .collect();
+            notify::report_at(self, root, &list, false);
+        }
+    }
+}
+
+/// Changes of one share root: (action, filter, path).
+type Batch = (FileKey, Vec<(u32, u32, ringshare_vfs::RelPath)>);
+
+/// Turn due kernel events into changes; also whether the kernel queue
+/// overflowed and which directories went away or moved.
+fn map_events(
+    k: &mut Kernel,
+    due: Vec<KernelEvent>,
+    now_ms: u64,
+) -> (Vec<Batch>, bool, Vec<DirAt>) {
+    let mut out: Vec<Batch> = Vec::new();
+    let mut overflow = false;
+    let mut ended = Vec::new();
+    let mut i = 0;
+    while i < due.len() {
+        let e = &due[i];
+        i += 1;
+        if e.mask & mask::Q_OVERFLOW != 0 {
+            overflow = true;
+            continue;
+        }
+        if e.mask & mask::IGNORED != 0 {
+            // The directory is gone (or unmounted): so is what was kept for it.
+            if let Some(list) = k.by_wd.remove(&e.wd) {
+                for at in list {
+                    remove_dir(k, &at);
+                }
+            }
+            continue;
+        }
+        let Some(list) = k.by_wd.get(&e.wd) else {
+            continue;
+        };
+        if e.mask & (mask::DELETE_SELF | mask::MOVE_SELF) != 0 {
+            ended.extend(list.iter().cloned());
+            continue;
+        }
+        let Some(name) = e.name.as_deref() else {
+            continue;
+        };
+        let is_move = e.mask & (mask::MOVED_FROM | mask::MOVED_TO) != 0;
+        // The common case, an echo of ringshare's own change: dropped
+        // before anything is built.
+        if !is_move {
+            let dirs = &mut k.dirs;
+            let all_echoed = list.iter().all(|at| {
+                dirs.get_mut(at)
+                    .and_then(|d| d.echo.get_mut(name))
+                    .is_some_and(|until| *until.get_or_insert(now_ms + ECHO_MS) >= now_ms)
+            });
+            if all_echoed {
+                continue;
+            }
+        }
+        let list = list.clone();
+        let name = name.to_owned();
+        let f = notify::name_filter(e.mask & mask::ISDIR != 0);
+        // A move within the watched directories: MOVED_FROM then MOVED_TO
+        // with the same cookie.
+        let pair = (e.mask & mask::MOVED_FROM != 0)
+            .then(|| due.get(i))
+            .flatten()
+            .filter(|n| n.mask & mask::MOVED_TO != 0 && n.cookie == e.cookie)
+            .cloned();
+        let mut changes: Vec<(DirAt, u32, u32, String)> = Vec::new();
+        for at in &list {
+            if let Some(to) = &pair {
+                let same = to.wd == e.wd;
+                changes.push((
+                    at.clone(),
+                    if same {
+                        notify::OLD_NAME
+                    } else {
+                        notify::REMOVED
+                    },
+                    f,
+                    name.clone(),
+                ));
+                if let (Some(to_list), Some(to_name)) = (k.by_wd.get(&to.wd), &to.name) {
+                    for to_at in to_list.iter().filter(|t| t.0 == at.0) {
+                        let action = if same {
+                            notify::NEW_NAME
+                        } else {
+                            notify::ADDED
+                        };
+                        changes.push((to_at.clone(), action, f, to_name.clone()));
+                    }
+                }
+                continue;
+            }
+            let (action, fl) = if e.mask & mask::CREATE != 0 || e.mask & mask::MOVED_TO != 0 {
+                (notify::ADDED, f)
+            } else if e.mask & (mask::DELETE | mask::MOVED_FROM) != 0 {
+                (notify::REMOVED, f)
+            } else if e.mask & mask::MODIFY != 0 {
+                (notify::MODIFIED, filter::LAST_WRITE | filter::SIZE)
+            } else if e.mask & mask::ATTRIB != 0 {
+                let f = filter::ATTRIBUTES
+                    | filter::LAST_WRITE
+                    | filter::LAST_ACCESS
+                    | filter::CREATION
+                    | filter::EA
+                    | filter::SECURITY;
+                (notify::MODIFIED, f)
+            } else {
+                continue;
+            };
+            changes.push((at.clone(), action, fl, name.clone()));
+        }
+        if pair.is_some() {
+            i += 1;
+        }
+        for (at, action, fl, name) in changes {
+            let echoed = k
+                .dirs
+                .get_mut(&at)
+                .and_then(|d| d.echo.get_mut(&name))
+                .is_some_and(|until| *until.get_or_insert(now_ms + ECHO_MS) >= now_ms);
+            if echoed {
+                continue;
+            }
+            let mut parts = at.1.clone();
+            parts.push(name);
+            let Ok(path) = ringshare_vfs::RelPath::from_components(parts) else {
+                continue;
+            };
+            match out.iter_mut().find(|(r, _)| *r == at.0) {
+                Some((_, v)) => v.push((action, fl, path)),
+                None => out.push((at.0, vec![(action, fl, path)])),
+            }
+        }
+    }
+    (out, overflow, ended)
+}
+
+/// A watcher of the directory at `at` wants the kernel watch (made with the
+/// first). False when there is none (no kernel watching, a backend without
+/// descriptors, or the kernel refused).
+pub fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'_>>, wid: u64) -> bool {
+    let mut k = lock(&server.notify.kernel);
+    let Some(watch) = k.watch.clone() else {
+        return false;
+    };
+    if let Some(d) = k.dirs.get_mut(at) {
+        if !d.refs.contains(&wid) {
+            d.refs.push(wid);
+        }
+        return true;
+    }
+    let Some(fd) = dir else {
+        return false;
+    };
+    let Some(wd) = watch.add(fd) else {
+        return false;
+    };
+    k.dirs.insert(
+        at.clone(),
+        KDir {
+            wd: Some(wd),
+            refs: vec![wid],
+            echo: HashMap::new(),
+        },
+    );
+    k.by_wd.entry(wd).or_default().push(at.clone());
+    server.notify.kernel_dirs.fetch_add(1, Ordering::AcqRel);
+    true
+}
+
+/// Watcher `wid` ends: it lets go of every kernel watch it asked for.
+pub fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
+    let mut k = lock(&server.notify.kernel);
+    k.tree_counts.remove(&wid);
+    k.tree_whos.remove(&wid);
+    if let Some(r) = k.roots.get_mut(&root) {
+        r.1 -= 1;
+        if r.1 == 0 {
+            k.roots.remove(&root);
+        }
+    }
+    let gone: Vec<DirAt> = k
+        .dirs
+        .iter_mut()
+        .filter_map(|(at, d)| {
+            d.refs.retain(|w| *w != wid);
+            d.refs.is_empty().then(|| at.clone())
+        })
+        .collect();
+    for at in gone {
+        forget_dir(server, &mut k, &at);
+    }
+}
+
+/// Remember the share of `root` while watcher(s) use it.
+pub fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
+    let mut k = lock(&server.notify.kernel);
+    k.roots
+        .entry(root)
+        .or_insert_with(|| (Arc::clone(share), 0))
+        .1 += 1;
+}
+
+/// Kernel-watch the directories below `top` for WATCH_TREE watcher `wid`,
+/// breadth first, up to [`TREE_DIRS_MAX`]. The walk, and every later
+/// directory opened for the watcher, runs as `who`, the watcher's user: a
+/// directory that user may not read is not walked or watched.
+pub fn watch_tree(
+    server: &ServerState,
+    root: FileKey,
+    top: &[String],
+    wid: u64,
+    who: &ringshare_vfs::Who,
+) {
+    lock(&server.notify.kernel)
+        .tree_whos
+        .insert(wid, Arc::clone(who));
+    let Some(share) = kernel_share(server, root) else {
+        return;
+    };
+    let mut queue = std::collections::VecDeque::from([top.to_vec()]);
+    let mut first = true;
+    while let Some(dir) = queue.pop_front() {
+        let Ok(path) = ringshare_vfs::RelPath::from_components(dir.clone()) else {
+            continue;
+        };
+        let Ok(opened) = share.open(who, &path, &open_dir()) else {
+            continue;
+        };
+        // The top directory is watched through the watcher's own open.
+        if !std::mem::take(&mut first) && !watch_subdir(server, root, &dir, &opened, wid) {
+            return;
+        }
+        let Ok(entries) = opened.node.read_dir() else {
+            continue;
+        };
+        for e in entries.into_iter().filter(|e| e.attr.is_dir()) {
+            let mut p = dir.clone();
+            p.push(e.name);
+            queue.push_back(p);
+        }
+    }
+}
+
+fn open_dir() -> ringshare_vfs::OpenOptions {
+    ringshare_vfs::OpenOptions {
+        directory: true,
+        ..ringshare_vfs::OpenOptions::read_existing()
+    }
+}
+
+fn kernel_share(server: &ServerState, root: FileKey) -> Option<Arc<dyn ringshare_vfs::Share>> {
+    let k = lock(&server.notify.kernel);
+    k.watch.as_ref()?;
+    k.roots.get(&root).map(|(s, _)| Arc::clone(s))
+}
+
+/// A directory appeared at `path` below WATCH_TREE watchers `wids`: it is
+/// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories),
+/// opened as each watcher's user.
+pub fn dir_appeared(server: &ServerState, root: FileKey, path: &[String], wids: &[u64]) {
+    let Some(share) = kernel_share(server, root) else {
+        return;
+    };
+    let Ok(rel) = ringshare_vfs::RelPath::from_components(path.to_vec()) else {
+        return;
+    };
+    for &wid in wids {
+        let Some(who) = lock(&server.notify.kernel).tree_whos.get(&wid).cloned() else {
+            continue;
+        };
+        if let Ok(opened) = share.open(&who, &rel, &open_dir()) {
+            watch_subdir(server, root, path, &opened, wid);
+        }
+    }
+}
+
+/// Kernel-watch the directory open as `opened` at `path` for WATCH_TREE
+/// watcher `wid`; false once the watcher has [`TREE_DIRS_MAX`] of them.
+fn watch_subdir(
+    server: &ServerState,
+    root: FileKey,
+    path: &[String],
+    opened: &ringshare_vfs::Opened,
+    wid: u64,
+) -> bool {
+    {
+        let mut k = lock(&server.notify.kernel);
+        let n = k.tree_counts.entry(wid).or_default();
+        if *n >= TREE_DIRS_MAX {
+            if !k.tree_warned {
+                k.tree_warned = true;
+                tracing::warn!(
+                    "a WATCH_TREE change notification covers more than {TREE_DIRS_MAX} directories; \
+                     changes other programs make in the rest are not reported"
+                );
+            }
+            return false;
+        }
+        *n += 1;
+    }
+    add_ref(server, &(root, path.to_vec()), opened.node.fd(), wid);
+    true
+}
+
+/// Forget what was kept for the directory at `at` (its marks, its place in
+/// its watchers' WATCH_TREE counts); its watch descriptor is the caller's.
+fn remove_dir(k: &mut Kernel, at: &DirAt) -> Option<KDir> {
+    let d = k.dirs.remove(at)?;
+    k.marks = k.marks.saturating_sub(d.echo.len());
+    for w in &d.refs {
+        if let Some(n) = k.tree_counts.get_mut(w) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    Some(d)
+}
+
+/// Drop the kernel watch of a directory nobody asks for any more.
+fn forget_dir(server: &ServerState, k: &mut Kernel, at: &DirAt) {
+    let Some(wd) = remove_dir(k, at).map(|d| d.wd) else {
+        return;
+    };
+    server.notify.kernel_dirs.fetch_sub(1, Ordering::AcqRel);
+    if let Some(wd) = wd {
+        let last = k.by_wd.get_mut(&wd).is_none_or(|l| {
+            l.retain(|x| x != at);
+            l.is_empty()
+        });
+        if last {
+            k.by_wd.remove(&wd);
+            if let Some(w) = k.watch.clone() {
+                w.remove(wd);
+            }
+        }
+    }
+}
+
+/// ringshare changed `name` in the directory at `at`: the kernel's events
+/// for it are its own echo.
+pub fn mark(server: &ServerState, root: FileKey, parent: &[String], name: &str) {
+    let mut guard = lock(&server.notify.kernel);
+    let k = &mut *guard;
+    let full = k.marks >= ECHO_MAX;
+    // A few kernel-watched directories (the usual case) are scanned, which
+    // spares building a key for every close.
+    let d = if k.dirs.len() <= 16 {
+        k.dirs
+            .iter_mut()
+            .find(|((r, p), _)| *r == root && p.as_slice() == parent)
+            .map(|(_, d)| d)
+    } else {
+        k.dirs.get_mut(&(root, parent.to_vec()))
+    };
+    if let Some(d) = d {
+        if let Some(until) = d.echo.get_mut(name) {
+            *until = None;
+        } else if !full {
+            d.echo.insert(name.to_owned(), None);
+            k.marks += 1;
+        }
+    }
+}
+
+/// A directory moved from `from` to `to` (paths under one root): its kernel
+/// watches (and those below it) follow.
+pub fn moved(server: &ServerState, root: FileKey, from: &[String], to: &[String]) {
+    let mut k = lock(&server.notify.kernel);
+    let keys: Vec<DirAt> = k
+        .dirs
+        .keys()
+        .filter(|(r, p)| *r == root && p.starts_with(from))
+        .cloned()
+        .collect();
+    for old in keys {
+        let mut new = to.to_vec();
+        new.extend_from_slice(&old.1[from.len()..]);
+        let new = (root, new);
+        if let Some(d) = k.dirs.remove(&old) {
+            if let Some(wd) = d.wd {
+                if let Some(l) = k.by_wd.get_mut(&wd) {
+                    for x in l.iter_mut().filter(|x| **x == old) {
+                        *x = new.clone();
+                    }
+                }
+            }
+            k.dirs.insert(new, d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(wd: i32, mask: u32, cookie: u32, name: &str) -> KernelEvent {
+        KernelEvent {
+            wd,
+            mask,
+            cookie,
+            name: Some(name.into()),
+        }
+    }
+
+    fn kernel_with(dirs: &[(i32, &[&str])]) -> Kernel {
+        let mut k = Kernel::default();
+        for (wd, p) in dirs {
+            let at = (
+                FileKey {
+                    dev: 1,
+                    ino: 1,
+                    stream: 0,
+                },
+                p.iter().map(|s| s.to_string()).collect(),
+            );
+            k.dirs.insert(
+                at.clone(),
+                KDir {
+                    wd: Some(*wd),
+                    refs: vec![1],
+                    echo: HashMap::new(),
+                },
+            );
+            k.by_wd.entry(*wd).or_default().push(at);
+        }
+        k
+    }
+
+    /// Mark `name` in directory `d` of [`kernel_with`] as ringshare's own.
+    fn mark_echo(k: &mut Kernel, name: &str) {
+        let at = (
+            FileKey {
+                dev: 1,
+                ino: 1,
+                stream: 0,
+            },
+            vec!["d".to_string()],
+        );
+        k.dirs.get_mut(&at).unwrap().echo.insert(name.into(), None);
+    }
+
+    fn actions(b: &[Batch]) -> Vec<(u32, String)> {
+        b.iter()
+            .flat_map(|(_, v)| v.iter().map(|(a, _, p)| (*a, p.to_slash_path())))
+            .collect()
+    }
+
+    #[test]
+    fn a_move_in_one_directory_pairs_into_old_and_new_names() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        let (b, over, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::MOVED_FROM, 7, "a"),
+                ev(1, mask::MOVED_TO, 7, "b"),
+            ],
+            0,
+        );
+        assert!(!over);
+        let got = actions(&b);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].0, notify::OLD_NAME);
+        assert!(got[0].1.ends_with("d/a"), "{got:?}");
+        assert_eq!(got[1].0, notify::NEW_NAME);
+    }
+
+    #[test]
+    fn a_move_between_watched_directories_is_removed_then_added() {
+        let mut k = kernel_with(&[(1, &["x"]), (2, &["y"])]);
+        let (b, _, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::MOVED_FROM, 9, "f"),
+                ev(2, mask::MOVED_TO, 9, "f"),
+            ],
+            0,
+        );
+        let got = actions(&b);
+        assert_eq!(got[0].0, notify::REMOVED);
+        assert_eq!(got[1].0, notify::ADDED);
+        assert!(got[1].1.ends_with("y/f"));
+    }
+
+    #[test]
+    fn names_ringshare_changed_itself_are_not_reported_again_but_others_are() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        mark_echo(&mut k, "mine");
+        let (b, _, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::CREATE, 0, "mine"),
+                ev(1, mask::CREATE, 0, "theirs"),
+            ],
+            0,
+        );
+        let got = actions(&b);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].1.ends_with("d/theirs"));
+    }
+
+    #[test]
+    fn a_write_by_another_program_is_modified_and_ringshares_own_is_its_echo() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        mark_echo(&mut k, "ours");
+        let (b, _, _) = map_events(
+            &mut k,
+            vec![
+                ev(1, mask::MODIFY, 0, "ours"),
+                ev(1, mask::MODIFY, 0, "theirs"),
+            ],
+            0,
+        );
+        let got = actions(&b);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, notify::MODIFIED);
+        assert!(got[0].1.ends_with("d/theirs"));
+    }
+
+    #[test]
+    fn a_kernel_queue_overflow_and_a_removed_directory_are_flagged() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        let (_, over, ended) = map_events(
+            &mut k,
+            vec![
+                KernelEvent {
+                    wd: -1,
+                    mask: mask::Q_OVERFLOW,
+                    cookie: 0,
+                    name: None,
+                },
+                KernelEvent {
+                    wd: 1,
+                    mask: mask::DELETE_SELF,
+                    cookie: 0,
+                    name: None,
+                },
+            ],
+            0,
+        );
+        assert!(over);
+        assert_eq!(ended.len(), 1);
+    }
+
+    #[test]
+    fn a_mark_hides_events_for_two_seconds_after_the_first_it_hides_then_lets_them_through() {
+        let mut k = kernel_with(&[(1, &["d"])]);
+        mark_echo(&mut k, "n");
+        let seen = |k: &mut Kernel, t: u64| {
+            actions(&map_events(k, vec![ev(1, mask::ATTRIB, 0, "n")], t).0).len()
+        };
+        assert_eq!(seen(&mut k, 10_000), 0);
+        assert_eq!(seen(&mut k, 10_000 + ECHO_MS), 0);
+        assert_eq!(seen(&mut k, 10_001 + ECHO_MS), 1);
+    }
+}

@@ -1,0 +1,218 @@
+//! Closing an open ([MS-SMB2] 3.3.5.10 and the close steps of logoff, tree disconnect and
+//! connection loss). Finding one from a request's FileId is `crate::exchange::handles` (crates/core).
+//!
+//! Closing removes the open's share-mode entry and byte-range locks from its
+//! [`FileEntry`]; when the last open of a file whose delete is pending goes,
+//! the file is removed at the path the entry holds now (renames keep it current).
+
+use std::sync::Arc;
+
+use ringshare_vfs::FileAttr;
+
+use crate::notify;
+use crate::server::{lock, ServerState};
+use crate::state::{Open, Session};
+
+/// Close one open (already removed from its session). Returns the file's
+/// attributes as they were just before the close, when `want_attr`.
+pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Option<FileAttr> {
+    tracing::trace!(
+        id = open.id,
+        access = open.access,
+        share_access = open.share_access,
+        "close"
+    );
+    let attr = if want_attr {
+        open.node.stat().ok()
+    } else {
+        None
+    };
+    if let Some(h) = server.node.hooks() {
+        h.open_closed(server, &open);
+    }
+    let (create_guid, on_close, watch) = {
+        let mut st = lock(&open.state);
+        (st.create_guid, st.notify_on_close, st.watch.take())
+    };
+    if let Some(w) = watch {
+        notify::end(server, &w, ringshare_wire::NtStatus::NOTIFY_CLEANUP);
+    }
+    if let Some(g) = create_guid {
+        lock(&server.files.durables).forget(g, open.id);
+    }
+    let delete_on_close = lock(&open.state).delete_on_close;
+    let crate::decide::Closed {
+        remove,
+        last_open,
+        path,
+        is_dir,
+        newly_pending,
+    } = crate::decide::close(
+        server,
+        open.key,
+        &open.entry,
+        open.id,
+        delete_on_close,
+        &open.who,
+    );
+    if newly_pending && is_dir {
+        notify::dir_delete_pending(server, &open.share, &path, open.key);
+    }
+    let share = Arc::clone(&open.share);
+    let who = Arc::clone(&open.who);
+    let mut key = open.key;
+    let stream = open.stream.as_ref().map(|s| {
+        let (name, now) = lock(&s.now).clone();
+        key = now;
+        (name, Arc::clone(&s.file_entry), s.afp)
+    });
+    // fruit: an AfpInfo placeholder nothing was stored in goes at its last
+    // close; a resource fork that holds data is not deleted (macOS).
+    let removal = stream.as_ref().and_then(|(name, _, afp)| {
+        let fruit = open.share.fruit.as_deref();
+        crate::fruit::afp::at_close(fruit, open.node.as_ref(), name, *afp, remove, last_open)
+    });
+    let id = open.id;
+    // Let the backend close the file before it is removed (a request on
+    // another channel may still hold the open for a moment; its I/O finishes
+    // on the node it holds).
+    drop(open);
+    if let Some((name, file_entry, _)) = stream {
+        let path = lock(&file_entry).path.clone();
+        let change = if let Some(how) = removal {
+            remove_stream(&share, &who, &path, &name, how)
+                .then_some((notify::REMOVED_STREAM, notify::filter::STREAM_NAME))
+        } else {
+            // Written: one MODIFIED_STREAM at the close, as files.
+            let f = notify::filter::STREAM_SIZE | notify::filter::STREAM_WRITE;
+            (on_close != 0).then_some((notify::MODIFIED_STREAM, f))
+        };
+        if let Some((action, filter)) = change {
+            notify::stream_changed(server, &share, &path, &name, action, filter);
+        }
+        // The stream's invisible open of its file goes with it; the file
+        // goes too when its delete was pending on this alone.
+        let mut wakes = Vec::new();
+        let (remove, path, is_dir) = {
+            let mut e = lock(&file_entry);
+            e.opens.retain(|s| s.owner != id);
+            e.streams.retain(|(o, _)| *o != id);
+            crate::files::oplock::wake_waiters(&mut e, &mut wakes);
+            (
+                e.delete_pending && e.opens.is_empty(),
+                e.path.clone(),
+                e.is_dir,
+            )
+        };
+        server.send_breaks(wakes);
+        if remove {
+            remove_file(server, &share, &who, &path, is_dir);
+        }
+        server.files.drop_if_unused(key);
+        server.files.drop_if_unused(key.base());
+        return attr;
+    }
+    if remove {
+        remove_file(server, &share, &who, &path, is_dir);
+    } else if on_close != 0 {
+        notify::report(
+            server,
+            &share,
+            &[notify::Change {
+                action: notify::MODIFIED,
+                filter: on_close,
+                path: &path,
+                stream: None,
+            }],
+        );
+    }
+    server.files.drop_if_unused(key);
+    attr
+}
+
+/// Remove the file or directory at `path` (its delete was pending and its
+/// last open closed) and tell watchers.
+pub fn remove_file(
+    server: &ServerState,
+    share: &Arc<crate::server::ShareDef>,
+    who: &ringshare_vfs::Who,
+    path: &ringshare_vfs::RelPath,
+    is_dir: bool,
+) {
+    let r = if is_dir {
+        share.backend.rmdir(who, path)
+    } else {
+        share.backend.unlink(who, path)
+    };
+    // fruit: the file's AppleDouble `._` file (its resource fork) goes with it.
+    if r.is_ok() && !is_dir && crate::fruit::keeps_appledouble(share) {
+        if let Some(ad) = crate::fruit::adouble::sidecar(path) {
+            let _ = share.backend.unlink(who, &ad);
+        }
+    }
+    match r {
+        Ok(()) => notify::report(
+            server,
+            share,
+            &[notify::Change {
+                action: notify::REMOVED,
+                filter: notify::name_filter(is_dir),
+                path,
+                stream: None,
+            }],
+        ),
+        Err(e) => {
+            tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}")
+        }
+    }
+}
+
+/// Remove named stream `name` of the file at `path` (its delete was
+/// pending and its last open closed); true when it was removed.
+fn remove_stream(
+    share: &crate::server::ShareDef,
+    who: &ringshare_vfs::Who,
+    path: &ringshare_vfs::RelPath,
+    name: &str,
+    how: crate::fruit::afp::Removal,
+) -> bool {
+    let mut opts = ringshare_vfs::OpenOptions::read_existing();
+    opts.read = false;
+    let r = share
+        .backend
+        .open(who, path, &opts)
+        .and_then(|f| match how {
+            crate::fruit::afp::Removal::Stream => f.node.remove_stream(name),
+            crate::fruit::afp::Removal::Netatalk => f.node.set_netatalk_metadata(None),
+            crate::fruit::afp::Removal::AppleDouble => match crate::fruit::adouble::sidecar(path) {
+                Some(ad) => share.backend.unlink(who, &ad),
+                None => Ok(()),
+            },
+        });
+    if let Err(e) = &r {
+        tracing::debug!(path = %path.to_slash_path(), stream = name, "delete on close failed: {e}");
+    }
+    r.is_ok()
+}
+
+/// Take every open of a session for which `pick` is true out of it (under
+/// the session's lock), to be closed with [`close_all`] after the lock is
+/// released: a close may ask a file's home on another node, or etcd.
+pub fn take_where(session: &mut Session, pick: impl Fn(&Open) -> bool) -> Vec<Arc<Open>> {
+    let ids: Vec<u64> = session
+        .opens
+        .iter()
+        .filter(|(_, o)| pick(o))
+        .map(|(id, _)| *id)
+        .collect();
+    ids.into_iter()
+        .filter_map(|id| session.opens.remove(&id))
+        .collect()
+}
+
+/// Close opens taken out of their session ([`take_where`]).
+pub fn close_all(server: &ServerState, opens: Vec<Arc<Open>>) {
+    for open in opens {
+        close_open(server, open, false);
+    }
+}

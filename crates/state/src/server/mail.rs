@@ -1,0 +1,218 @@
+//! The mail between connections: each live connection's mailbox of notices
+//! from the others (break notifications, retries, ended sessions, …), what
+//! `status` shows of each connection, and the waker that tells the drivers'
+//! threads to look. It knows nothing of files, sessions or the cluster: it
+//! carries [`Notice`]s from whoever posts them to the connection they name.
+//!
+//! Lock order: the mailbox map is taken after a `FileEntry` mutex, never
+//! before one, and before a mailbox's own mutexes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::sync::{lock, replace, snapshot};
+
+/// One TCP connection, as `status` shows it ([`crate::status`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnStatus {
+    pub id: u64,
+    /// The client's address (`ip:port`).
+    pub peer: String,
+    /// The negotiated dialect (0x0202 … 0x0311); 0 before NEGOTIATE.
+    pub dialect: u16,
+    /// Signing algorithm (`HMAC-SHA256`, `AES-128-CMAC`, `AES-128-GMAC`).
+    pub signing: &'static str,
+    /// Cipher sessions encrypt with, when the client can encrypt.
+    pub cipher: Option<&'static str>,
+    /// When it was accepted (FILETIME).
+    pub since: u64,
+}
+
+/// What one connection asks another to send: a break notification for an
+/// open or lease the other connection's client holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// [MS-SMB2] 2.2.23.1 to the client of `session_id`.
+    OplockBreak {
+        session_id: u64,
+        file_id: ringshare_wire::FileId,
+        level: u8,
+    },
+    /// [MS-SMB2] 2.2.23.2 to the client of `session_id`.
+    LeaseBreak {
+        session_id: u64,
+        notification: ringshare_wire::misc::LeaseBreakNotification,
+    },
+    /// A break this connection's requests wait for may have ended: try them again.
+    Retry,
+    /// Session `session_id` was ended from another connection (a new
+    /// session named it as PreviousSessionId): its waiting requests end.
+    SessionEnded { session_id: u64 },
+    /// A CHANGE_NOTIFY of this connection, waiting with this async id, may
+    /// have an answer now ([`crate::notify`]).
+    Notify { async_id: u64 },
+    /// The server's shares were replaced (a reload): look at every tree.
+    SharesChanged,
+    /// Close the connection (a fenced cluster node drops its clients).
+    Drop,
+}
+
+impl From<crate::files::oplock::Break> for Notice {
+    fn from(b: crate::files::oplock::Break) -> Notice {
+        use crate::files::oplock::Break;
+        match b {
+            Break::Oplock {
+                session_id,
+                file_id,
+                level,
+            } => Notice::OplockBreak {
+                session_id,
+                file_id,
+                level,
+            },
+            Break::Lease {
+                session_id,
+                notification,
+            } => Notice::LeaseBreak {
+                session_id,
+                notification,
+            },
+            Break::Retry => Notice::Retry,
+        }
+    }
+}
+
+/// A connection's inbox of notices from other connections (they may run on
+/// other threads), and what `status` shows of it.
+#[derive(Debug, Default)]
+pub struct Mailbox {
+    pending: AtomicBool,
+    notices: Mutex<Vec<Notice>>,
+    facts: Mutex<ConnStatus>,
+}
+
+impl Mailbox {
+    pub fn has_mail(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    pub fn take(&self) -> Vec<Notice> {
+        let mut n = lock(&self.notices);
+        self.pending.store(false, Ordering::Release);
+        std::mem::take(&mut *n)
+    }
+}
+
+/// Every live connection's mailbox, by connection id, and the counts and
+/// waker around them ([`crate::server::ServerState::mail`]).
+#[derive(Default)]
+pub struct Mail {
+    /// Each live connection's mailbox, by connection id.
+    mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
+    /// Counts every notice posted (drivers compare it to see whether to look).
+    posted: AtomicU64,
+    /// Wakes the drivers' threads after a notice was posted.
+    waker: RwLock<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// Oplock and lease break notifications posted, for metrics.
+    breaks_posted: AtomicU64,
+}
+
+impl Mail {
+    /// Called (from any thread) after a notice was posted to a connection, so
+    /// that the thread running it looks at its mail ([`Mail::posted`]).
+    pub fn set_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+        replace(&self.waker, Some(wake));
+    }
+
+    /// How many notices were ever posted: when it changed, some connection
+    /// may have mail (`crate::Connection::has_mail` (crates/core)).
+    pub fn posted(&self) -> u64 {
+        self.posted.load(Ordering::Acquire)
+    }
+
+    /// How many oplock and lease break notifications were posted.
+    pub fn breaks_posted(&self) -> u64 {
+        self.breaks_posted.load(Ordering::Relaxed)
+    }
+
+    pub fn open_mailbox(&self, conn_id: u64, peer: &str) -> Arc<Mailbox> {
+        let m = Arc::new(Mailbox::default());
+        *lock(&m.facts) = ConnStatus {
+            id: conn_id,
+            peer: peer.to_string(),
+            ..Default::default()
+        };
+        lock(&self.mailboxes).insert(conn_id, Arc::clone(&m));
+        m
+    }
+
+    /// Record when connection `conn_id` was accepted (FILETIME), for `status`.
+    pub fn note_accepted(&self, conn_id: u64, filetime: u64) {
+        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
+            lock(&m.facts).since = filetime;
+        }
+    }
+
+    /// Record what connection `conn_id` negotiated, for `status`.
+    pub fn note_negotiated(
+        &self,
+        conn_id: u64,
+        dialect: u16,
+        signing: &'static str,
+        cipher: Option<&'static str>,
+    ) {
+        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
+            let mut f = lock(&m.facts);
+            (f.dialect, f.signing, f.cipher) = (dialect, signing, cipher);
+        }
+    }
+
+    /// Every live connection, for `status`.
+    pub fn connection_facts(&self) -> Vec<ConnStatus> {
+        let boxes: Vec<Arc<Mailbox>> = lock(&self.mailboxes).values().cloned().collect();
+        let mut v: Vec<_> = boxes.iter().map(|m| lock(&m.facts).clone()).collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    /// The ids of every live connection.
+    pub fn connections(&self) -> Vec<u64> {
+        lock(&self.mailboxes).keys().copied().collect()
+    }
+
+    /// How many connections are live.
+    pub fn connection_count(&self) -> usize {
+        lock(&self.mailboxes).len()
+    }
+
+    pub fn close_mailbox(&self, conn_id: u64) {
+        lock(&self.mailboxes).remove(&conn_id);
+    }
+
+    /// Leave a notice for connection `conn_id`; false when it is gone.
+    pub fn post(&self, conn_id: u64, notice: Notice) -> bool {
+        let Some(m) = lock(&self.mailboxes).get(&conn_id).cloned() else {
+            return false;
+        };
+        if matches!(
+            notice,
+            Notice::OplockBreak { .. } | Notice::LeaseBreak { .. }
+        ) {
+            self.breaks_posted.fetch_add(1, Ordering::Relaxed);
+        }
+        lock(&m.notices).push(notice);
+        m.pending.store(true, Ordering::Release);
+        self.posted.fetch_add(1, Ordering::AcqRel);
+        self.wake_drivers();
+        true
+    }
+
+    /// Wake the drivers' threads, so that they look at their mail and their
+    /// timers again (a disconnected durable open's timeout is one).
+    pub fn wake_drivers(&self) {
+        if let Some(w) = snapshot(&self.waker) {
+            w();
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! This server as a node of a cluster: the link to the other nodes, the
+//! hooks the per-file operations call through (they never name the
+//! cluster), and what the cluster layer keeps between messages (the nodes
+//! with CHANGE_NOTIFY watchers, closes and parks no home took yet). Outside
+//! a cluster it is empty and every file is homed here. The cluster layer
+//! (crate::cluster) fills it when the server joins one.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::files::FileKey;
+use crate::link::{ClusterLink, Home};
+use crate::server::ServerState;
+use crate::server::{FileEntry, ShareDef};
+
+/// The server's part as a cluster node ([`crate::server::ServerState::node`]).
+#[derive(Default)]
+pub struct NodeState {
+    /// The cluster this server is a node of (`crate::cluster` (crates/core)).
+    link: OnceLock<Arc<dyn ClusterLink>>,
+    /// What the per-file operations ask of the cluster layer (set with the link).
+    hooks: OnceLock<&'static dyn ClusterHooks>,
+    /// Other cluster nodes with CHANGE_NOTIFY watchers (`crate::cluster::notify` (crates/core)).
+    pub notify_peers: Mutex<Vec<u16>>,
+    /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
+    pub unsent_closes: Mutex<Vec<crate::link::UnsentClose>>,
+    /// Durable opens of files homed elsewhere parked since the homes were
+    /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
+    pub unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
+}
+
+impl NodeState {
+    /// Become a node of the cluster `link` reaches, with the cluster layer's
+    /// `hooks`: false when the server is a node already. The hooks first: a
+    /// file is homed elsewhere only once the link is set.
+    pub fn join(&self, link: Arc<dyn ClusterLink>, hooks: &'static dyn ClusterHooks) -> bool {
+        let _ = self.hooks.set(hooks);
+        self.link.set(link).is_ok()
+    }
+
+    /// The cluster this server is a node of.
+    pub fn link(&self) -> Option<&Arc<dyn ClusterLink>> {
+        self.link.get()
+    }
+
+    /// The cluster layer's hooks, on a cluster node ([`ClusterHooks`]).
+    pub fn hooks(&self) -> Option<&'static dyn ClusterHooks> {
+        self.hooks.get().copied()
+    }
+
+    /// The key of the file `attr` describes: (device, inode) on a single
+    /// server; on a cluster node the device is the cluster file system's,
+    /// the same on every node ([`crate::link::CLUSTER_DEV`]: every share of a cluster
+    /// node is on the cluster file system, whose device number each node
+    /// numbers its own way).
+    pub fn file_key(&self, attr: &ringshare_vfs::FileAttr) -> FileKey {
+        let key = FileKey::of(attr);
+        match self.link.get() {
+            Some(_) => FileKey {
+                dev: crate::link::CLUSTER_DEV,
+                ..key
+            },
+            None => key,
+        }
+    }
+
+    /// The home of file `key` now ([`Home::Here`] outside a cluster).
+    pub fn home_of(&self, key: FileKey) -> Home {
+        match self.link.get() {
+            None => Home::Here,
+            Some(c) => match c.home(crate::link::partition_of(key, c.partitions())) {
+                Home::Node(n) if n == c.node() => Home::Here,
+                h => h,
+            },
+        }
+    }
+}
+
+/// What the per-file operations below the cluster layer (crate::decide, crate::opens,
+/// crate::durable, crate::notify, crate::deliver) ask of it (issue 30): they never name the
+/// cluster, which sets these when the server joins one (crate::cluster::hooks). Without a
+/// cluster nothing is asked: every file is homed here.
+pub trait ClusterHooks: Send + Sync {
+    /// Close open `owner` of file `key` at its home, node `node` (`None`: no node decides for
+    /// the file now; the close is sent again later). `entry` is this node's shadow entry.
+    #[allow(clippy::too_many_arguments)]
+    fn close_elsewhere(
+        &self,
+        server: &ServerState,
+        node: Option<u16>,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        delete_on_close: bool,
+        who: &ringshare_vfs::Who,
+    ) -> crate::link::Closed;
+    /// Whether the delete of file `key` is pending at its home, node `node` (with `set`, made
+    /// so or not first): (pending, newly pending).
+    fn delete_pending_at(
+        &self,
+        server: &ServerState,
+        node: u16,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        set: Option<bool>,
+    ) -> Result<(bool, bool), ringshare_wire::NtStatus>;
+    /// `open` closed: the record of a persistent open goes.
+    fn open_closed(&self, server: &ServerState, open: &crate::state::Open);
+    /// Send a break for another node's connection there: true when it was another node's.
+    fn forward_break(
+        &self,
+        server: &ServerState,
+        route: crate::files::oplock::Route,
+        notice: &crate::files::oplock::Break,
+    ) -> bool;
+    /// Changes made through this node on `share`, for the other nodes' watchers.
+    fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[crate::watch::Change<'_>]);
+    /// This node's first CHANGE_NOTIFY watcher was armed (`true`) or its last one ended.
+    fn watching(&self, server: &ServerState, watching: bool);
+}
