@@ -9,7 +9,7 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
-use ringshare_core::cluster::{node_of, ClusterNode};
+use ringshare_core::cluster::{node_of, ClusterNode, Reclaim};
 use ringshare_wire::consts::{
     AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
     ImpersonationLevel, OplockLevel, ShareAccess,
@@ -428,7 +428,12 @@ fn a_persistent_open_outlives_its_node_with_its_lock_and_data_and_reconnects_on_
 /// leaves a persistent open of vm.vhdx with acknowledged data: the
 /// cluster, the open's lease and its FileId.
 fn persistent_open_on_its_files_home() -> (Cluster, Lease, FileId) {
-    let cl = ca_cluster(1);
+    persistent_open_of_a_file_homed_on(1)
+}
+
+/// [`persistent_open_on_its_files_home`] with the files homed on node `home`.
+fn persistent_open_of_a_file_homed_on(home: u16) -> (Cluster, Lease, FileId) {
+    let cl = ca_cluster(home);
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
     let l = lease_v2(8, RH);
     let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
@@ -445,6 +450,42 @@ fn back_with_its_data_and_closed(cl: &Cluster, b: &mut Client, r: &Resp, f: File
     assert_eq!(read_data(&b.read(back, 0, 64)), b"acknowledged");
     assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}
+
+#[test]
+fn a_reconnect_through_a_node_that_saw_the_keeper_die_before_the_files_home_did_is_told_to_try_again(
+) {
+    // Node 1 keeps a persistent open of a file homed on node 3 and dies. Node 2 has seen it go,
+    // node 3 not yet (etcd reaches them hundreds of milliseconds apart): node 2 asks the file's
+    // home, node 3, for the open; node 3, for which the record's keeper still lives, does not
+    // have it. The kill loop (crates/ringshare/tests/cluster_kill) heard OBJECT_NAME_NOT_FOUND
+    // three times in a row in that instant and the client would have dropped its handle: it is
+    // FILE_NOT_AVAILABLE, and once node 3 has seen the death and taken the open over it is back.
+    let (cl, l, f) = persistent_open_of_a_file_homed_on(3);
+    cl.bus.unseen.lock().unwrap().insert(3, [1].into());
+    cl.bus.down.lock().unwrap().insert(1);
+    cl.nodes[1].forget_node(1);
+    let reconnect = vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut b, "vm.vhdx", reconnect.clone());
+    assert_eq!(
+        r.status(),
+        NtStatus::FILE_NOT_AVAILABLE,
+        "node 3 has not seen node 1 go"
+    );
+    // A reconnect that could not have the open is told it is gone all the same.
+    let wrong = vec![rqls(&l), dh2c_flags(f, 9, PERSISTENT)];
+    let r = create(&mut b, "vm.vhdx", wrong);
+    assert_eq!(
+        r.status(),
+        NtStatus::OBJECT_NAME_NOT_FOUND,
+        "another CreateGuid"
+    );
+    cl.bus.unseen.lock().unwrap().clear();
+    cl.nodes[2].forget_node(1);
+    cl.take_over(1, 3, &[]);
+    let r = create(&mut b, "vm.vhdx", reconnect);
+    back_with_its_data_and_closed(&cl, &mut b, &r, f);
 }
 
 #[test]

@@ -23,7 +23,7 @@ use ringshare_wire::{FileId, NtStatus};
 
 use super::msg::{self, CaRecord};
 use super::{partition_of, Home};
-use crate::durable::{Durability, Owner, Parked, DISCONNECTED};
+use crate::durable::{Durability, Owner, Parked, Reconnect, DISCONNECTED};
 use crate::files::oplock::{self, Lease};
 use crate::server::{lock, ServerState, ShareEntry};
 use crate::state::Open;
@@ -156,6 +156,41 @@ pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16
         }
     };
     Ok((node != link.node()).then_some(node))
+}
+
+/// Whether a reconnect refused as not found (OBJECT_NAME_NOT_FOUND) names a persistent open
+/// that is not gone: its record, read again now, is still there for this FileId and would let
+/// this reconnect have it (its CreateGuid, share, user, and lease key and ClientGuid when it has
+/// a lease), or cannot be read. Such an open is between nodes (issue 33's kill loop): the
+/// node asked had not yet seen its keeper die while this one had (etcd reaches nodes hundreds
+/// of milliseconds apart), or it was being taken over (its record naming the new keeper a
+/// moment before the open is parked there), or it moved on meanwhile; the client is told to try
+/// again (FILE_NOT_AVAILABLE). An open is gone when its record is: closed, or expired.
+pub(crate) fn still_kept(server: &ServerState, file_id: FileId, wanted: &Reconnect<'_>) -> bool {
+    let Some(link) = server.node.link() else {
+        return false;
+    };
+    let rec = match link.ca_get(file_id.persistent) {
+        Ok(Some(rec)) => rec,
+        Ok(None) => return false,
+        Err(_) => return true,
+    };
+    let Ok(rec) = msg::decode_ca(&rec) else {
+        return false;
+    };
+    let lease_matches = match (&rec.lease, wanted.lease_key) {
+        (None, None) => true,
+        (Some(l), Some(key)) => l.id.key == key && l.id.client_guid == wanted.client_guid,
+        _ => false,
+    };
+    rec.file_id == file_id
+        && wanted
+            .create_guid
+            .is_none_or(|g| g == rec.state.durable_create_guid)
+        && rec.share.eq_ignore_ascii_case(wanted.share)
+        && rec.uid == wanted.owner.uid
+        && rec.user == wanted.owner.user
+        && lease_matches
 }
 
 /// The records of persistent opens kept by nodes in `gone` or by no live

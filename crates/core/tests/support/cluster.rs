@@ -27,6 +27,9 @@ pub struct Bus {
     /// change (etcd's watch reaches nodes one by one).
     pub views: Mutex<HashMap<u16, Vec<u16>>>,
     pub down: Mutex<HashSet<u16>>,
+    /// Dead nodes a node has not seen go yet (it still counts them as members: etcd reaches
+    /// nodes one by one, hundreds of milliseconds apart).
+    pub unseen: Mutex<HashMap<u16, HashSet<u16>>>,
     /// The record store refuses writes (an etcd that timed out).
     pub ca_refused: std::sync::atomic::AtomicBool,
     pub now_ms: AtomicU64,
@@ -77,11 +80,13 @@ impl ClusterLink for Link {
 
     fn members(&self) -> Vec<u16> {
         let down = self.bus.down.lock().unwrap();
+        let unseen = self.bus.unseen.lock().unwrap();
+        let unseen = unseen.get(&self.node);
         let nodes = self.bus.nodes.lock().unwrap();
         nodes
             .keys()
             .copied()
-            .filter(|n| !down.contains(n))
+            .filter(|n| !down.contains(n) || unseen.is_some_and(|u| u.contains(n)))
             .collect()
     }
 
@@ -145,6 +150,7 @@ impl Cluster {
             owners: Mutex::new(vec![home; PARTS as usize]),
             views: Mutex::new(HashMap::new()),
             down: Mutex::new(HashSet::new()),
+            unseen: Mutex::new(HashMap::new()),
             now_ms: AtomicU64::new(1_000),
             calls: Mutex::new(HashMap::new()),
             posts: Mutex::new(HashMap::new()),

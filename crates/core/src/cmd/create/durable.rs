@@ -327,6 +327,12 @@ fn reconnect_elsewhere(
             _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
         };
     }
+    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
+        && crate::cluster::ca::still_kept(&server, file_id, wanted)
+    {
+        // Between nodes, not gone (issue 33): the client tries again.
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
     let t = taken?;
     finish(
         core,
