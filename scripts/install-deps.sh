@@ -71,3 +71,12 @@ if ! command -v cargo >/dev/null 2>&1; then
     # shellcheck disable=SC1091
     . "$HOME/.cargo/env"
 fi
+# The SMB-over-QUIC interop test's client (crates/ringshare/tests/quic.rs): the smb-rs harness,
+# a cargo workspace of its own (smb needs Rust 1.89), built once here (3 to 4 minutes cold, 2
+# cores) so that the test only finds it up to date.
+if [ "$want_test" -eq 1 ]; then
+    root=$(cd "$(dirname "$0")/.." && pwd)
+    (cd "$root/interop/smb-rs" &&
+        CARGO_TARGET_DIR="${INTEROP_TARGET:-$root/target/interop-smb-rs}" cargo build --release --quiet) ||
+        echo "install-deps: the smb-rs harness did not build; tests/quic.rs will print SKIPPED" >&2
+fi

@@ -161,6 +161,7 @@ impl Connection {
                 user_logged_on: false,
                 server,
                 peer_ip: crate::peers::ip_of(&peer),
+                transport: Default::default(),
                 hold_reply_until_ms: None,
                 named_file: None,
                 peer,
@@ -203,6 +204,14 @@ impl Connection {
     /// Server-wide id of this connection (the channel id sessions record).
     pub fn id(&self) -> u64 {
         self.core.conn_id
+    }
+
+    /// What carries this connection (TCP unless said): over QUIC only
+    /// dialect 3.1.1 is negotiated ([MS-SMB2] 2.1), and `status` shows it.
+    pub fn set_transport(&mut self, transport: crate::server::Transport) {
+        self.core.transport = transport;
+        let id = self.core.conn_id;
+        self.core.server.mail.note_transport(id, transport);
     }
 
     /// Lets the core queue [`Output::SendFile`] for unsigned, unencrypted

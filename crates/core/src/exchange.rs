@@ -49,6 +49,8 @@ pub(crate) struct Negotiated {
 pub(crate) struct ConnCore {
     pub server: Arc<ServerState>,
     pub peer: String,
+    /// TCP or QUIC ([`crate::Connection::set_transport`]).
+    pub transport: crate::server::Transport,
     /// The peer's address, which log limits and the logon backoff go by.
     pub peer_ip: Option<std::net::IpAddr>,
     /// The member just run asks for its answer to wait until then ([`crate::backoff`]).

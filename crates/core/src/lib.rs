@@ -48,5 +48,5 @@ use ringshare_state::{
 };
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
-    SigningPolicy,
+    SigningPolicy, Transport,
 };

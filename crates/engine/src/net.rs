@@ -238,3 +238,53 @@ mod interface_tests {
         assert!(lo.index > 0);
     }
 }
+
+/// A non-blocking UDP socket bound to `addr` (SMB over QUIC): the ring polls
+/// it, and datagrams are taken with [`recv_datagram`] until none is left.
+/// IPv6 sockets are v6-only.
+pub fn udp_bind(addr: SocketAddr) -> io::Result<OwnedFd> {
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let fd = rnet::socket_with(
+        family,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    rnet::bind(&fd, &addr)?;
+    Ok(fd)
+}
+
+/// One datagram from a non-blocking UDP socket into `buf`: its length and
+/// sender, `None` when none is waiting. A datagram longer than `buf` is cut
+/// (and its length is `buf.len()`).
+pub fn recv_datagram(fd: impl AsFd, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
+    match rnet::recvfrom(fd, buf, rnet::RecvFlags::DONTWAIT) {
+        Ok((n, _, Some(from))) => Ok(SocketAddr::try_from(from).ok().map(|a| (n, a))),
+        Ok((_, _, None)) => Ok(None),
+        Err(rustix::io::Errno::AGAIN) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sends one datagram without waiting (`EAGAIN` is an error: the caller
+/// counts it as a lost packet, which QUIC recovers from).
+pub fn send_datagram(fd: impl AsFd, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
+    Ok(rnet::sendto(fd, buf, rnet::SendFlags::DONTWAIT, &to)?)
+}
+
+/// A connected pair of Unix stream sockets: one end stands for a QUIC
+/// stream where the driver expects a TCP socket.
+pub fn stream_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(rnet::socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
+}

@@ -26,6 +26,8 @@ use quinn_proto::{
 };
 
 pub use cert::Identity;
+/// The endpoint configuration [`server_config`] builds.
+pub use quinn_proto::ServerConfig;
 
 /// The ALPN protocol id of SMB over QUIC.
 pub const ALPN: &[u8] = b"smb";

@@ -47,6 +47,7 @@ mod cluster;
 mod fruit;
 pub mod member;
 mod parse;
+pub mod quic;
 mod shadow;
 
 pub use cluster::ClusterOptions;
@@ -360,6 +361,15 @@ pub struct Global {
     /// `metrics listen` (ringshare extension): where Prometheus scrapes
     /// `/metrics`, e.g. `127.0.0.1:9445`. Default none (off).
     pub metrics_listen: Option<SocketAddr>,
+    /// `server smb transports` naming `quic` (or `quic:PORT`): SMB over
+    /// QUIC on this UDP port. Default none (TCP only).
+    pub quic_port: Option<u16>,
+    /// `tls certfile`, `tls keyfile` (PEM): the certificate QUIC presents;
+    /// without them a self-signed one is made on first start (docs/quic.md).
+    pub tls_certfile: Option<PathBuf>,
+    pub tls_keyfile: Option<PathBuf>,
+    /// `tls cafile`: read and checked, not used yet (no client certificates).
+    pub tls_cafile: Option<PathBuf>,
     /// `failed logon backoff` (ringshare extension): after this many failed
     /// logons from one address, answers to its logons wait, longer with each
     /// failure ([`ringshare_core::backoff`]). `no` (0, the default) is off,
@@ -434,6 +444,10 @@ impl Default for Global {
             control_socket: Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
             control_group: None,
             metrics_listen: None,
+            quic_port: None,
+            tls_certfile: None,
+            tls_keyfile: None,
+            tls_cafile: None,
             failed_logon_backoff: 0,
             cluster: ClusterOptions::default(),
         }

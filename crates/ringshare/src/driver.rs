@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use ringshare_core::idmap::IdMap;
 use ringshare_core::metrics::Metrics;
-use ringshare_core::{Connection, IoDone, IoOp, IoRequest, Now, Output, SendFile};
+use ringshare_core::{Connection, IoDone, IoOp, IoRequest, Now, Output, SendFile, Transport};
 use ringshare_engine::{net, Completion, Ring, RingConfig, SharedFd};
 use ringshare_vfs::{FsError, Who};
 
@@ -41,9 +41,13 @@ pub use clock::OsEntropy;
 mod inline_io;
 mod lookups;
 pub use lookups::LookupPool;
+mod quic;
+pub use quic::QuicListen;
 mod shared;
 pub use shared::Shared;
+mod bufpool;
 mod write_pipes;
+use bufpool::BufPool;
 use inline_io::{in_place, run_here};
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
 
@@ -284,41 +288,8 @@ struct Worker {
     /// Connections with replies to send once this loop iteration has handled
     /// every completion that came (see [`Worker::flush_due`]).
     flush_due: Vec<u32>,
-}
-
-/// Idle large buffers, reused so that a 1 MiB READ or WRITE does not map,
-/// fault in and unmap fresh memory every time.
-#[derive(Default)]
-struct BufPool {
-    bufs: Vec<Vec<u8>>,
-    bytes: usize,
-}
-
-impl BufPool {
-    /// An empty buffer with room for at least `cap` bytes.
-    fn take(&mut self, cap: usize) -> Vec<u8> {
-        if cap >= POOL_BUF_MIN {
-            // The most recently used buffer that fits: it is the likeliest to
-            // still be in the CPU cache.
-            if let Some(i) = self.bufs.iter().rposition(|b| b.capacity() >= cap) {
-                let b = self.bufs.swap_remove(i);
-                self.bytes -= b.capacity();
-                return b;
-            }
-        }
-        Vec::with_capacity(cap)
-    }
-
-    /// Keep a buffer for later if it is large and the pool has room.
-    fn give(&mut self, mut b: Vec<u8>) {
-        let cap = b.capacity();
-        if cap < POOL_BUF_MIN || self.bytes + cap > POOL_BYTES_MAX {
-            return;
-        }
-        b.clear();
-        self.bytes += cap;
-        self.bufs.push(b);
-    }
+    /// Worker 0, with `server smb transports` naming quic: SMB over QUIC.
+    quic: Option<quic::QuicSide>,
 }
 
 /// Run one worker until the server stops.
@@ -385,6 +356,7 @@ pub fn run_worker(
         metrics: None,
         inbox,
         flush_due: Vec::new(),
+        quic: None,
     };
     if let Some(all) = &w.shared.ring_metrics {
         let m = Arc::new(Metrics::new(clock::mono_us));
@@ -397,6 +369,11 @@ pub fn run_worker(
     }
     if let (0, Some(ino)) = (index, &w.shared.inotify) {
         w.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
+    }
+    if let Some(l) = crate::lock(&w.shared.quic).take() {
+        let q = quic::QuicSide::new(l);
+        q.arm(&mut w.ring);
+        w.quic = Some(q);
     }
     w.run()
 }
@@ -490,11 +467,13 @@ impl Worker {
             })
             .flatten()
             .chain(scavenge)
+            .chain(self.quic.as_ref().and_then(|q| q.deadline_ms(now_ms)))
             .min()?;
         Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
     }
 
     fn fire_timers(&mut self) {
+        self.quic_timers();
         let t = self.clock;
         if self.index == 0 {
             // Closes nothing (one look at the table) when none is due.
@@ -567,6 +546,7 @@ impl Worker {
             KIND_SEND => self.on_send(slot, gen, c),
             KIND_IO => self.on_io(c),
             KIND_NOTIFY => self.read_disk_changes(),
+            quic::KIND_QUIC_UDP..=quic::KIND_QUIC_SEND => self.on_quic(kind, slot, c),
             KIND_TIMER if !self.shared.stopping.load(Ordering::SeqCst) => {
                 self.rearm_accept(slot);
             }
@@ -582,20 +562,46 @@ impl Worker {
     }
 
     fn accept(&mut self, fd: OwnedFd) {
-        let max = self.shared.max_connections;
-        let count = self.shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
-        if max > 0 && count > max {
-            self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+        if !self.take_place() {
+            let max = self.shared.max_connections;
             peer::refused(&self.shared.server, &fd, max, self.clock.mono_ms);
             return;
         }
         let _ = net::set_nodelay(&fd, true);
         let peer = peer_name(&fd);
+        self.admit_counted(fd, peer, Transport::Tcp);
+    }
+
+    /// A connection over QUIC (the far end of its stream's socket pair),
+    /// counted against `max connections` like an accepted one; false if refused.
+    fn admit(&mut self, fd: OwnedFd, peer: String, transport: Transport) -> bool {
+        if !self.take_place() {
+            let max = self.shared.max_connections;
+            tracing::warn!(%peer, "connection refused: max connections ({max}) reached");
+            return false;
+        }
+        self.admit_counted(fd, peer, transport);
+        true
+    }
+
+    /// Counts a new connection in, unless `max connections` are there already.
+    fn take_place(&self) -> bool {
+        let max = self.shared.max_connections;
+        let count = self.shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+        if max > 0 && count > max {
+            self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Starts serving a connection already counted.
+    fn admit_counted(&mut self, fd: OwnedFd, peer: String, transport: Transport) {
         let zc = match self.shared.zerocopy_send {
             ZerocopySend::No => Zc::Off,
             ZerocopySend::Yes => Zc::Forced,
             // Within this host the kernel copies into the receiving socket anyway.
-            ZerocopySend::Auto if is_local(&fd) => Zc::Off,
+            ZerocopySend::Auto if transport == Transport::Quic || is_local(&fd) => Zc::Off,
             ZerocopySend::Auto => Zc::Auto,
         };
         tracing::debug!(worker = self.index, %peer, "connection accepted");
@@ -614,6 +620,9 @@ impl Worker {
         self.ring.register_fd(&fd);
         let mut conn = Connection::new(self.shared.server.clone(), peer, Box::new(OsEntropy));
         conn.set_send_file(self.shared.send_file);
+        if transport != Transport::Tcp {
+            conn.set_transport(transport);
+        }
         if let Some(m) = &self.metrics {
             conn.set_metrics(m.clone());
         }
@@ -1425,6 +1434,9 @@ impl Worker {
                 self.multishot_arrivals,
                 self.recv_bufs_exhausted
             );
+        }
+        if let Some(q) = self.quic.as_ref().filter(|q| q.send_drops() > 0) {
+            tracing::debug!("QUIC datagrams the socket did not take: {}", q.send_drops());
         }
         if ringshare_engine::creds::enabled() {
             tracing::info!(

@@ -20,6 +20,7 @@ pub mod logging;
 pub mod logwriter;
 pub mod mdns;
 pub mod metrics;
+pub mod quic;
 pub mod reload;
 pub mod sdnotify;
 pub mod serve;

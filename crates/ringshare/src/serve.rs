@@ -425,6 +425,7 @@ pub fn serve(
     };
     let listen = listen_addrs(&cfg)?;
     let listeners = bind_all(&listen)?;
+    let quic = crate::quic::listen(&cfg, &listen)?;
     server.set_interfaces(advertised_interfaces(&listen));
     let cluster_node = if cfg.global.cluster.enabled() {
         on_cluster_filesystem(&cfg)?;
@@ -505,6 +506,7 @@ pub fn serve(
         ring_metrics,
         inotify,
         lookups: driver::LookupPool::start(),
+        quic: Mutex::new(quic),
     });
     shared.wake_on_mail();
     install_signal_handler(shared.clone(), reloader)

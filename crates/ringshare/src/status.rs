@@ -104,6 +104,7 @@ pub fn text(st: &Status) -> String {
             vec![
                 c.id.to_string(),
                 c.peer.clone(),
+                c.transport.name().to_string(),
                 dialect(c.dialect),
                 if c.signing.is_empty() { "-" } else { c.signing }.to_string(),
                 c.cipher.unwrap_or("-").to_string(),
@@ -116,6 +117,7 @@ pub fn text(st: &Status) -> String {
         &[
             "ID",
             "Client",
+            "Transport",
             "Dialect",
             "Signing",
             "Cipher",
@@ -246,6 +248,7 @@ pub fn json(st: &Status) -> Value {
         "connections": st.connections.iter().map(|c| json!({
             "id": c.id,
             "client": c.peer,
+            "transport": c.transport.name(),
             "dialect": dialect(c.dialect),
             "signing": (!c.signing.is_empty()).then_some(c.signing),
             "cipher": c.cipher,

@@ -244,6 +244,10 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         control_socket,
         control_group,
         metrics_listen,
+        quic_port,
+        tls_certfile,
+        tls_keyfile,
+        tls_cafile,
         failed_logon_backoff,
         cluster,
         realm,
@@ -270,6 +274,26 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     opt(s, "server string", server_string);
     let listen: Vec<String> = listen.iter().map(|a| a.to_string()).collect();
     opt(s, "listen", listen.join(", "));
+    match quic_port {
+        Some(443) => opt(s, "server smb transports", "tcp, quic"),
+        Some(p) => opt(s, "server smb transports", format!("tcp, quic:{p}")),
+        None => opt(s, "server smb transports", "tcp"),
+    }
+    for (name, file) in [
+        ("tls certfile", tls_certfile),
+        ("tls keyfile", tls_keyfile),
+        ("tls cafile", tls_cafile),
+    ] {
+        match file {
+            Some(f) => opt(s, name, f.display()),
+            None => {
+                let _ = writeln!(s, "\t# {name} = (none)");
+            }
+        }
+    }
+    if quic_port.is_some() && tls_certfile.is_none() {
+        s.push_str("\t# QUIC: a self-signed certificate is made on first start, kept beside the smb passwd file\n");
+    }
     opt(s, "interfaces", list(interfaces));
     opt(s, "bind interfaces only", yes_no(*bind_interfaces_only));
     opt(s, "server min protocol", server_min_protocol);

@@ -30,7 +30,7 @@ mod sessions;
 mod table;
 
 pub use logons::Logons;
-pub use mail::ConnStatus;
+pub use mail::{ConnStatus, Transport};
 pub use mail::{Mail, Mailbox, Notice};
 pub use node::{ClusterHooks, NodeState};
 pub use sessions::SessionTable;

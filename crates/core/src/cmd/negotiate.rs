@@ -14,7 +14,7 @@ use ringshare_wire::NtStatus;
 
 use crate::exchange::{compress, handles};
 use crate::exchange::{ConnCore, Negotiated, Reply, Req};
-use crate::server::{EncryptPolicy, SigningPolicy};
+use crate::server::{EncryptPolicy, SigningPolicy, Transport};
 
 /// Dialects we implement, highest first.
 const DIALECTS: [Dialect; 5] = [
@@ -34,7 +34,10 @@ fn server_security_mode(core: &ConnCore) -> SecurityMode {
 }
 
 fn allowed(core: &ConnCore, d: Dialect) -> bool {
-    d.0 >= core.server.config.dialect_min && d.0 <= core.server.config.dialect_max
+    d.0 >= core.server.config.dialect_min
+        && d.0 <= core.server.config.dialect_max
+        // [MS-SMB2] 2.1: "SMB2 dialect 3.1.1 allows operation over QUIC".
+        && (core.transport == Transport::Tcp || d == Dialect::SMB3_1_1)
 }
 
 /// The server's capabilities for dialect `d`; `multi_channel`: the server

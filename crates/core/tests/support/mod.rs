@@ -302,8 +302,20 @@ impl Client {
         dialect: Dialect,
         client_guid: [u8; 16],
     ) -> Client {
+        let mut c = Client::fresh(server, mem, dialect, client_guid);
+        c.negotiate(dialect);
+        c
+    }
+
+    /// A connection of the same server that has not negotiated yet.
+    pub fn fresh(
+        server: Arc<ServerState>,
+        mem: MemShare,
+        dialect: Dialect,
+        client_guid: [u8; 16],
+    ) -> Client {
         let conn = Connection::new(server.clone(), "test".into(), Box::new(CountingEntropy(42)));
-        let mut c = Client {
+        Client {
             conn,
             mem,
             now: Now {
@@ -322,13 +334,24 @@ impl Client {
             client_guid,
             preauth: None,
             server,
-        };
-        c.negotiate(dialect);
-        c
+        }
     }
 
     fn negotiate(&mut self, dialect: Dialect) {
-        let contexts = if dialect == Dialect::SMB3_1_1 {
+        let (m, r) = self.negotiate_offering(vec![dialect]);
+        assert_eq!(r.status(), NtStatus::SUCCESS, "negotiate");
+        if dialect == Dialect::SMB3_1_1 {
+            let mut p = PreauthHash::zero();
+            p.update(&m);
+            p.update(&r.msg);
+            self.preauth = Some(p);
+        }
+    }
+
+    /// Sends a NEGOTIATE offering `dialects` (with a preauth context when
+    /// 3.1.1 is among them): the request sent and the response.
+    pub fn negotiate_offering(&mut self, dialects: Vec<Dialect>) -> (Vec<u8>, Resp) {
+        let contexts = if dialects.contains(&Dialect::SMB3_1_1) {
             vec![NegotiateContext::PreauthIntegrity {
                 hash_algorithms: vec![HashAlgorithm::SHA_512],
                 salt: vec![1; 32],
@@ -341,20 +364,13 @@ impl Client {
             capabilities: Capabilities::empty(),
             client_guid: self.client_guid,
             client_start_time: 0,
-            dialects: vec![dialect],
+            dialects,
             contexts,
         };
         let m = self.message(Command::NEGOTIATE, 0, |o| req.encode(o));
         let mut rs = self.send_frame(m.clone());
         assert!(!rs.is_empty(), "no response to NEGOTIATE");
-        let r = rs.remove(0);
-        assert_eq!(r.status(), NtStatus::SUCCESS, "negotiate");
-        if dialect == Dialect::SMB3_1_1 {
-            let mut p = PreauthHash::zero();
-            p.update(&m);
-            p.update(&r.msg);
-            self.preauth = Some(p);
-        }
+        (m, rs.remove(0))
     }
 
     pub fn session_setup(&mut self) {

@@ -163,6 +163,14 @@ enum Rule {
 }
 
 /// What a normalised key means.
+/// Which of the `tls …file` options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TlsFile {
+    Cert,
+    Key,
+    Ca,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Opt {
     // [global] options.
@@ -178,6 +186,8 @@ enum Opt {
     LogLevel,
     SmbPasswdFile,
     Listen,
+    SmbTransports,
+    TlsFile(TlsFile),
     NetbiosName,
     Workgroup,
     ServerString,
@@ -338,6 +348,10 @@ fn classify(key: &str) -> Option<Opt> {
         "metrics listen" => Opt::MetricsListen,
         "failed logon backoff" => Opt::FailedLogonBackoff,
         "listen" => Opt::Listen,
+        "server smb transports" => Opt::SmbTransports,
+        "tls certfile" => Opt::TlsFile(TlsFile::Cert),
+        "tls keyfile" => Opt::TlsFile(TlsFile::Key),
+        "tls cafile" => Opt::TlsFile(TlsFile::Ca),
         "netbios name" => Opt::NetbiosName,
         "workgroup" => Opt::Workgroup,
         "server string" => Opt::ServerString,
@@ -933,6 +947,21 @@ impl<'a> Parser<'a> {
                     return Err(self.err(line, format!("'{key}' needs a file name")));
                 }
                 self.global.smb_passwd_file = self.base.join(value);
+            }
+            Opt::SmbTransports => {
+                self.global.quic_port =
+                    super::quic::parse_transports(value).map_err(|m| self.err(line, m))?;
+            }
+            Opt::TlsFile(which) => {
+                if value.is_empty() {
+                    return Err(self.err(line, format!("'{key}' needs a file name")));
+                }
+                let path = Some(self.base.join(value));
+                match which {
+                    TlsFile::Cert => self.global.tls_certfile = path,
+                    TlsFile::Key => self.global.tls_keyfile = path,
+                    TlsFile::Ca => self.global.tls_cafile = path,
+                }
             }
             Opt::Listen => {
                 let mut addrs = Vec::new();

@@ -206,6 +206,8 @@ pub struct ServerConfig {
     pub import_users: Option<PathBuf>,
     /// Environment variables of the server process (e.g. libfaketime's, to move its clock).
     pub env: Vec<(String, String)>,
+    /// SMB over QUIC too, on the UDP port of the same number as the TCP one.
+    pub quic: bool,
 }
 
 impl Default for ServerConfig {
@@ -222,6 +224,7 @@ impl Default for ServerConfig {
             extra_users: &[],
             import_users: None,
             env: Vec::new(),
+            quic: false,
         }
     }
 }
@@ -271,7 +274,7 @@ impl Server {
                  \tserver smb encrypt = {encrypt}\n\
                  \tlog level = 2\n\
                  \tcontrol socket = {control}\n\
-                 {extra}\
+                 {quic}{extra}\
                  \n\
                  [{SHARE}]\n\
                  \tpath = {share}\n\
@@ -288,6 +291,11 @@ impl Server {
                 guest_ok = if cfg.guest_ok { "yes" } else { "no" },
                 extra = cfg.extra_global,
                 control = control.display(),
+                quic = if cfg.quic {
+                    format!("\tserver smb transports = tcp, quic:{port}\n")
+                } else {
+                    String::new()
+                },
             );
             std::fs::write(&conf, text).expect("write ringshare.conf");
         };

@@ -13,12 +13,32 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::sync::{lock, replace, snapshot};
 
-/// One TCP connection, as `status` shows it ([`crate::status`]).
+/// What carries a connection's SMB2 messages ([MS-SMB2] 2.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Direct TCP (a 4-byte header per message).
+    #[default]
+    Tcp,
+    /// One QUIC stream carrying the same bytes as direct TCP: dialect 3.1.1 only.
+    Quic,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Quic => "quic",
+        }
+    }
+}
+
+/// One connection, as `status` shows it ([`crate::status`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConnStatus {
     pub id: u64,
     /// The client's address (`ip:port`).
     pub peer: String,
+    pub transport: Transport,
     /// The negotiated dialect (0x0202 … 0x0311); 0 before NEGOTIATE.
     pub dialect: u16,
     /// Signing algorithm (`HMAC-SHA256`, `AES-128-CMAC`, `AES-128-GMAC`).
@@ -151,6 +171,13 @@ impl Mail {
     pub fn note_accepted(&self, conn_id: u64, filetime: u64) {
         if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
             lock(&m.facts).since = filetime;
+        }
+    }
+
+    /// Record what carries connection `conn_id`, for `status`.
+    pub fn note_transport(&self, conn_id: u64, transport: Transport) {
+        if let Some(m) = lock(&self.mailboxes).get(&conn_id) {
+            lock(&m.facts).transport = transport;
         }
     }
 

@@ -1,0 +1,328 @@
+//! SMB over QUIC on the ring: the UDP socket, the QUIC endpoint
+//! (crates/quic, sans-I/O) and, for each connection's SMB stream, a pair of
+//! Unix stream sockets whose far end is admitted like an accepted TCP socket
+//! ([`Worker::admit`]): the stream's bytes take exactly the TCP path (frames
+//! cut, WRITE payloads spliced, READ data sent from the file) and the
+//! connection is marked QUIC in the core. Everything runs on the thread of
+//! worker 0 (no extra thread): the socket is polled by the ring and read
+//! until empty, the pair's ends are received from and sent to by the ring,
+//! and QUIC's timers are part of the ring's wait.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ringshare_core::Transport;
+use ringshare_engine::{net, Completion, SharedFd};
+use ringshare_quic::{ConnId, Event, ReadState, Server};
+
+use super::{token, Worker};
+
+pub(super) const KIND_QUIC_UDP: u64 = 7;
+pub(super) const KIND_QUIC_RECV: u64 = 8;
+pub(super) const KIND_QUIC_SEND: u64 = 9;
+
+/// Bytes moved from a QUIC stream into its pair (or back) per operation.
+const PAIR_CHUNK: usize = 256 * 1024;
+/// Datagrams taken from the socket per readiness, before others get a turn.
+const DATAGRAMS_PER_POLL: usize = 1024;
+/// The largest UDP payload read (QUIC packets are at most ~1500 bytes here).
+const DATAGRAM_MAX: usize = 65_535;
+
+/// What `serve` hands worker 0: the bound UDP socket and the endpoint's configuration.
+pub struct QuicListen {
+    pub socket: OwnedFd,
+    pub config: Arc<ringshare_quic::ServerConfig>,
+    pub limits: ringshare_quic::Limits,
+}
+
+/// One SMB stream and the near end of its socket pair.
+struct Link {
+    conn: ConnId,
+    fd: SharedFd,
+    /// Stream bytes on their way into the pair (a send in flight when `sending`).
+    to_smb: Vec<u8>,
+    sending: bool,
+    /// The client ended its stream: the pair's write side is shut once `to_smb` is out.
+    ended: bool,
+    /// Bytes the SMB side wrote, not yet taken by the stream (flow control).
+    from_smb: Vec<u8>,
+}
+
+/// Worker 0's QUIC side.
+pub(super) struct QuicSide {
+    server: Server,
+    udp: SharedFd,
+    links: HashMap<u32, Link>,
+    by_conn: HashMap<ConnId, u32>,
+    next_link: u32,
+    datagram: Vec<u8>,
+    out: Vec<u8>,
+    /// When the endpoint next wants `handle_timeout`.
+    pub(super) deadline: Option<Instant>,
+    /// Datagrams the socket would not take at once (dropped: QUIC resends).
+    send_drops: u64,
+}
+
+impl QuicSide {
+    pub(super) fn new(l: QuicListen) -> QuicSide {
+        QuicSide {
+            server: Server::new(l.config, l.limits),
+            udp: Arc::new(l.socket),
+            links: HashMap::new(),
+            by_conn: HashMap::new(),
+            next_link: 1,
+            datagram: vec![0; DATAGRAM_MAX],
+            out: Vec::with_capacity(DATAGRAM_MAX),
+            deadline: None,
+            send_drops: 0,
+        }
+    }
+
+    pub(super) fn arm(&self, ring: &mut ringshare_engine::Ring) {
+        ring.poll_readable(&self.udp, token(KIND_QUIC_UDP, 0, 0));
+    }
+
+    pub(super) fn send_drops(&self) -> u64 {
+        self.send_drops
+    }
+
+    /// The endpoint's deadline on the worker's clock (`now_ms` is now).
+    pub(super) fn deadline_ms(&self, now_ms: u64) -> Option<u64> {
+        let d = self.deadline?;
+        let wait = d.saturating_duration_since(Instant::now());
+        Some(now_ms + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX / 2))
+    }
+}
+
+impl Worker {
+    /// A completion of one of the QUIC side's operations.
+    pub(super) fn on_quic(&mut self, kind: u64, link: u32, mut comp: Completion) {
+        let now = Instant::now();
+        match kind {
+            KIND_QUIC_UDP => {
+                let Some(q) = self.quic.as_mut() else {
+                    return;
+                };
+                for _ in 0..DATAGRAMS_PER_POLL {
+                    match net::recv_datagram(&*q.udp, &mut q.datagram) {
+                        Ok(Some((n, from))) => q.server.handle(now, from, None, &q.datagram[..n]),
+                        Ok(None) => break,
+                        // An ICMP error for an earlier send, reported here: go on.
+                        Err(e) => tracing::trace!("QUIC socket: {e}"),
+                    }
+                }
+                q.arm(&mut self.ring);
+            }
+            KIND_QUIC_RECV => {
+                let buf = comp.take_buf().unwrap_or_default();
+                let Some(l) = self.quic.as_mut().and_then(|q| q.links.get_mut(&link)) else {
+                    return;
+                };
+                match comp.result {
+                    Ok(n) if n > 0 => {
+                        l.from_smb = buf;
+                        self.pair_to_stream(link, now);
+                    }
+                    // The SMB side closed the connection (or the pair failed).
+                    _ => self.end_link(link, now),
+                }
+            }
+            KIND_QUIC_SEND => {
+                let mut buf = comp.take_buf().unwrap_or_default();
+                let Some(l) = self.quic.as_mut().and_then(|q| q.links.get_mut(&link)) else {
+                    return;
+                };
+                l.sending = false;
+                if comp.result.is_err() {
+                    self.end_link(link, now);
+                } else {
+                    buf.clear();
+                    l.to_smb = buf;
+                    self.stream_to_pair(link, now);
+                }
+            }
+            _ => {}
+        }
+        self.quic_pump(now);
+    }
+
+    /// The SMB side is done with a link: its QUIC connection closes.
+    fn end_link(&mut self, link: u32, now: Instant) {
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        if let Some(conn) = q.links.get(&link).map(|l| l.conn) {
+            q.server.close(now, conn);
+        }
+        self.forget_link(link);
+    }
+
+    /// Runs QUIC's timers when due (from `fire_timers`).
+    pub(super) fn quic_timers(&mut self) {
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        if q.deadline.is_some_and(|d| d <= now) {
+            q.server.handle_timeout(now);
+            self.quic_pump(now);
+        }
+    }
+
+    /// Acts on the endpoint's events and sends what it has to send.
+    fn quic_pump(&mut self, now: Instant) {
+        while let Some(ev) = self.quic.as_mut().and_then(|q| q.server.poll_event()) {
+            match ev {
+                Event::Opened { id, remote } => self.open_link(id, remote, now),
+                Event::Readable(id) => {
+                    if let Some(link) = self.link_of(id) {
+                        self.stream_to_pair(link, now);
+                    }
+                }
+                Event::Writable(id) => {
+                    if let Some(link) = self.link_of(id) {
+                        self.pair_to_stream(link, now);
+                    }
+                }
+                Event::Closed { id, reason } => {
+                    tracing::debug!(conn = id, "QUIC connection ended: {reason}");
+                    if let Some(link) = self.link_of(id) {
+                        self.forget_link(link);
+                    }
+                }
+            }
+        }
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        while let Some(t) = q.server.poll_transmit(now, 1, &mut q.out) {
+            if let Err(e) = net::send_datagram(&*q.udp, &q.out[..t.size], t.destination) {
+                q.send_drops += 1;
+                tracing::trace!(to = %t.destination, "QUIC datagram not sent: {e}");
+            }
+        }
+        q.deadline = q.server.poll_timeout();
+    }
+
+    fn link_of(&self, id: ConnId) -> Option<u32> {
+        self.quic.as_ref()?.by_conn.get(&id).copied()
+    }
+
+    /// The client opened its SMB stream: a socket pair, its far end admitted
+    /// as a connection of this worker.
+    fn open_link(&mut self, id: ConnId, remote: SocketAddr, now: Instant) {
+        let (near, far) = match net::stream_pair() {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(%remote, "QUIC connection refused: no socket pair ({e})");
+                if let Some(q) = self.quic.as_mut() {
+                    q.server.close(now, id);
+                }
+                return;
+            }
+        };
+        if !self.admit(far, remote.to_string(), Transport::Quic) {
+            if let Some(q) = self.quic.as_mut() {
+                q.server.close(now, id);
+            }
+            return;
+        }
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        let link = q.next_link;
+        q.next_link = q.next_link.wrapping_add(1).max(1);
+        q.by_conn.insert(id, link);
+        q.links.insert(
+            link,
+            Link {
+                conn: id,
+                fd: Arc::new(near),
+                to_smb: Vec::new(),
+                sending: false,
+                ended: false,
+                from_smb: Vec::new(),
+            },
+        );
+        tracing::debug!(%remote, "SMB over QUIC connection");
+        self.arm_pair_recv(link);
+        self.stream_to_pair(link, now);
+    }
+
+    /// Moves what the stream has into the pair, one send at a time.
+    fn stream_to_pair(&mut self, link: u32, now: Instant) {
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        let Some(l) = q.links.get_mut(&link) else {
+            return;
+        };
+        if l.sending || l.ended {
+            return;
+        }
+        let mut buf = std::mem::take(&mut l.to_smb);
+        let state = q.server.read(now, l.conn, &mut buf, PAIR_CHUNK);
+        if let ReadState::Ended(_) = state {
+            l.ended = true;
+        }
+        if !buf.is_empty() {
+            l.sending = true;
+            let fd = l.fd.clone();
+            self.ring.send(&fd, buf, 0, token(KIND_QUIC_SEND, 0, link));
+        } else {
+            l.to_smb = buf;
+        }
+        if l.ended {
+            // The SMB side reads what was sent, then the end of the stream.
+            let _ = rustix::net::shutdown(&*l.fd, rustix::net::Shutdown::Write);
+        }
+    }
+
+    /// Offers what the SMB side wrote to the stream; receives more once
+    /// all of it was taken.
+    fn pair_to_stream(&mut self, link: u32, now: Instant) {
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        let Some(l) = q.links.get_mut(&link) else {
+            return;
+        };
+        if l.from_smb.is_empty() {
+            return;
+        }
+        let Some(n) = q.server.write(now, l.conn, &l.from_smb) else {
+            self.end_link(link, now);
+            return;
+        };
+        l.from_smb.drain(..n);
+        if l.from_smb.is_empty() {
+            self.arm_pair_recv(link);
+        }
+    }
+
+    fn arm_pair_recv(&mut self, link: u32) {
+        let Some(l) = self.quic.as_mut().and_then(|q| q.links.get_mut(&link)) else {
+            return;
+        };
+        let mut buf = std::mem::take(&mut l.from_smb);
+        buf.clear();
+        buf.reserve(PAIR_CHUNK);
+        let fd = l.fd.clone();
+        self.ring.recv(&fd, buf, token(KIND_QUIC_RECV, 0, link));
+    }
+
+    /// Drops a link: the pair's near end is shut, so the SMB side sees the
+    /// end of its stream and closes its connection.
+    fn forget_link(&mut self, link: u32) {
+        let Some(q) = self.quic.as_mut() else {
+            return;
+        };
+        if let Some(l) = q.links.remove(&link) {
+            q.by_conn.remove(&l.conn);
+            let _ = rustix::net::shutdown(&*l.fd, rustix::net::Shutdown::Both);
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `serve`'s side of SMB over QUIC: the certificate (`tls certfile` and
+//! `tls keyfile`, or a self-signed one made on first start and kept beside
+//! the `smb passwd file`, as Samba 4.23 makes its own), the bound UDP
+//! socket, and the endpoint's configuration for worker 0 (driver/quic.rs).
+
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use ringshare_engine::net;
+use ringshare_quic::{cert, Identity, Limits};
+
+use crate::config::Config;
+use crate::driver::QuicListen;
+use crate::serve::ServeError;
+
+fn err(msg: impl Into<String>) -> ServeError {
+    ServeError(msg.into())
+}
+
+/// Where the self-signed certificate and its key are kept: a `tls`
+/// directory beside the `smb passwd file` (the server's state).
+pub fn self_signed_paths(cfg: &Config) -> (PathBuf, PathBuf) {
+    let dir = cfg
+        .global
+        .smb_passwd_file
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("tls");
+    (dir.join("cert.pem"), dir.join("key.pem"))
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, ServeError> {
+    std::fs::read(path).map_err(|e| err(format!("{what} {}: {e}", path.display())))
+}
+
+/// The names a self-signed certificate is made for: the host's name, the
+/// specific addresses QUIC listens on, and the loopback names.
+fn names(addr: SocketAddr) -> Vec<String> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mut n: Vec<String> = [host.trim().to_ascii_lowercase(), "localhost".into()]
+        .into_iter()
+        .filter(|h| !h.is_empty())
+        .collect();
+    if !addr.ip().is_unspecified() {
+        n.push(addr.ip().to_string());
+    }
+    for ip in ["127.0.0.1", "::1"] {
+        if !n.iter().any(|x| x == ip) {
+            n.push(ip.into());
+        }
+    }
+    n
+}
+
+/// The configured certificate, or the self-signed one (made now if there is none yet).
+fn identity(cfg: &Config, addr: SocketAddr) -> Result<(Identity, PathBuf), ServeError> {
+    let g = &cfg.global;
+    let (cert_path, key_path) = match (&g.tls_certfile, &g.tls_keyfile) {
+        (Some(c), Some(k)) => (c.clone(), k.clone()),
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(err("'tls certfile' and 'tls keyfile' go together: set both, or neither for a self-signed certificate"));
+        }
+        (None, None) => {
+            let (c, k) = self_signed_paths(cfg);
+            if !c.exists() || !k.exists() {
+                make_self_signed(&c, &k, &names(addr))?;
+            }
+            (c, k)
+        }
+    };
+    let id = Identity::from_pem(
+        &read(&cert_path, "tls certfile")?,
+        &read(&key_path, "tls keyfile")?,
+    )
+    .map_err(|e| {
+        err(format!(
+            "{} / {}: {e}",
+            cert_path.display(),
+            key_path.display()
+        ))
+    })?;
+    Ok((id, cert_path))
+}
+
+fn make_self_signed(cert_path: &Path, key_path: &Path, names: &[String]) -> Result<(), ServeError> {
+    let (c, k) = cert::self_signed(names).map_err(err)?;
+    if let Some(dir) = cert_path.parent() {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| err(format!("{}: {e}", dir.display())))?;
+    }
+    let write = |path: &Path, text: &str, mode: u32| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| err(format!("{}: {e}", path.display())))
+    };
+    write(key_path, &k, 0o600)?;
+    write(cert_path, &c, 0o644)?;
+    tracing::info!(
+        "made a self-signed certificate for SMB over QUIC: {} (names: {})",
+        cert_path.display(),
+        names.join(", ")
+    );
+    Ok(())
+}
+
+/// SMB over QUIC as the configuration asks (`server smb transports`):
+/// the certificate loaded or made, the UDP socket bound on the first
+/// `listen` address's IP; `None` when QUIC is off.
+pub fn listen(cfg: &Config, listen: &[SocketAddr]) -> Result<Option<QuicListen>, ServeError> {
+    let Some(port) = cfg.global.quic_port else {
+        return Ok(None);
+    };
+    let ip = listen
+        .first()
+        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), SocketAddr::ip);
+    let addr = SocketAddr::new(ip, port);
+    let (id, cert_path) = identity(cfg, addr)?;
+    if let Some(ca) = &cfg.global.tls_cafile {
+        read(ca, "tls cafile")?;
+        tracing::warn!(
+            "tls cafile {}: client certificates are not asked for yet (docs/quic.md)",
+            ca.display()
+        );
+    }
+    let fingerprint = id.fingerprint();
+    let limits = Limits::default();
+    let config = ringshare_quic::server_config(id, &limits).map_err(err)?;
+    let socket = net::udp_bind(addr).map_err(|e| {
+        err(format!(
+            "cannot listen for QUIC on udp {addr}: {e} (port 443 needs root or CAP_NET_BIND_SERVICE; choose another with `server smb transports = tcp, quic:PORT`)"
+        ))
+    })?;
+    tracing::info!(
+        "SMB over QUIC on udp {addr}; certificate {} SHA-256 {fingerprint}",
+        cert_path.display()
+    );
+    Ok(Some(QuicListen {
+        socket,
+        config,
+        limits,
+    }))
+}
