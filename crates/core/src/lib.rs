@@ -1,10 +1,10 @@
 //! Sans-I/O SMB2/3 server core.
 //!
-//! **Invariant:** sans-I/O (below); the per-file rules are crates/files', and the server's
-//! tables and per-file operations crates/state's (re-exported here under their old names),
-//! not here. Inside, the layers of docs/architecture.md ("Layers inside crates/core"): the
-//! cluster layer (`cluster`, `arbiter`) < exchange < cmd < conn, each naming nothing of a
-//! later one (`scripts/core-cycles.sh --acyclic crates/core/src`).
+//! **Invariant:** sans-I/O (below); the per-file rules are crates/files', the server's
+//! tables and per-file operations crates/state's and the cluster layer crates/cluster-home's
+//! (both re-exported here under their old names), not here. Inside, the layers of
+//! docs/architecture.md ("Layers inside crates/core"): exchange < cmd < conn, each naming
+//! nothing of a later one (`scripts/core-cycles.sh --acyclic crates/core/src`).
 //!
 //! [`Connection`] takes frames and time in and gives frames and file-I/O
 //! requests out ([`Output`]). It opens no socket, reads no clock and has no
@@ -13,8 +13,6 @@
 #![forbid(unsafe_code)]
 
 mod acl;
-mod arbiter;
-pub mod cluster;
 mod cmd;
 mod conn;
 pub mod credits;
@@ -35,6 +33,9 @@ pub use io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 #[doc(hidden)]
 pub use ipc::FuzzPipe;
 pub use lookup::{Kdcs, Lookup, LookupDone, LookupRequest};
+use ringshare_cluster_home::arbiter;
+/// The cluster layer (crates/cluster-home), under the names the modules here have always used.
+pub use ringshare_cluster_home::cluster;
 /// The per-file state (crates/files), as the modules here name it.
 pub use ringshare_files as files;
 /// The server's tables and per-file operations (crates/state), under the names the modules
@@ -43,9 +44,7 @@ pub use ringshare_state::{
     backoff, domain, fruit, identity, idmap, limits, loglimit, lookup, path, peers, server, shadow,
     sidcache, status,
 };
-use ringshare_state::{
-    config, decide, durable, fileinfo, fsmap, ipc, link, notify, ntsd, opens, state, watch,
-};
+use ringshare_state::{config, durable, fileinfo, fsmap, ipc, notify, ntsd, opens, state};
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
     SigningPolicy, Transport,

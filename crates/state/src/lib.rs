@@ -1,5 +1,5 @@
 //! The SMB server's tables and the per-file operations on them (issue 30), below the
-//! cluster layer and the protocol core (crates/core).
+//! cluster layer (crates/cluster-home) and the protocol core (crates/core).
 //!
 //! **Invariant:** this crate knows nothing of connections, commands, sockets or clocks, nor
 //! of the cluster layer: it is sans-I/O (no socket, no clock read, no `unsafe`), and the

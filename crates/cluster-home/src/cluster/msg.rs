@@ -14,17 +14,17 @@ use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::Break;
 use crate::files::oplock::{self, Grant, LeaseId, Route, Wish};
 use crate::files::{FileKey, ShareEntry};
-pub(crate) use crate::link::Closed;
+pub use crate::link::Closed;
 
 mod codec;
-pub(crate) use codec::{decode_ca, encode_ca, record_len};
+pub use codec::{decode_ca, encode_ca, record_len};
 
 /// The largest message a node accepts (a CREATE's path is the largest part).
 pub const MESSAGE_MAX: usize = 64 * 1024;
 
 /// An open asked of a file's home ([`crate::arbiter::OpenAsk`], owned).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Ask {
+pub struct Ask {
     pub owner: u64,
     pub persistent_id: u64,
     pub route: Route,
@@ -44,11 +44,11 @@ pub(crate) struct Ask {
 /// The most supplementary groups a user sent between nodes has: a user
 /// with more is sent as unknown (its home then leaves a delete-pending
 /// file that a dead node's open of it was the last of, and says so).
-pub(crate) const WHO_GROUPS_MAX: usize = 1024;
+pub const WHO_GROUPS_MAX: usize = 1024;
 
 /// A decision asked of a file's home.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Call {
+pub enum Call {
     Admit(FileKey, Box<Ask>),
     Close {
         key: FileKey,
@@ -138,7 +138,7 @@ pub(crate) enum Call {
 
 /// A home's answer.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// The open joined the file; the caching it got; the I/O grant its
     /// node holds now.
     Admitted(Grant, u8),
@@ -197,14 +197,14 @@ impl Answer {
 
 /// A break for a connection of the node that receives it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Post {
+pub struct Post {
     pub route: Route,
     pub notice: Break,
 }
 
 /// A change made through a node, for the watchers of the others.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Change {
+pub struct Change {
     pub action: u32,
     pub filter: u32,
     pub path: RelPath,
@@ -213,7 +213,7 @@ pub(crate) struct Change {
 
 /// Any message between nodes.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Message {
+pub enum Message {
     Call(Call),
     Answer(Answer),
     Post(Post),
@@ -231,7 +231,7 @@ pub(crate) enum Message {
 
 /// What node B asks of the node keeping a disconnected open.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct GiveUpAsk {
+pub struct GiveUpAsk {
     pub file_id: FileId,
     /// DH2C's CreateGuid (`None` for DHnC).
     pub create_guid: Option<[u8; 16]>,
@@ -246,7 +246,7 @@ pub(crate) struct GiveUpAsk {
 
 /// A disconnected open's state, handed to the node its client came back to.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct HandOver {
+pub struct HandOver {
     pub key: FileKey,
     pub path: RelPath,
     pub is_dir: bool,
@@ -273,7 +273,7 @@ pub(crate) struct HandOver {
 
 /// What the file's home holds for an open it moved to its new id.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Transferred {
+pub struct Transferred {
     pub open: ShareEntry,
     pub lease: Option<oplock::Lease>,
     pub locks: Vec<ByteRangeLock>,
@@ -284,7 +284,7 @@ pub(crate) struct Transferred {
 
 /// An open's move at its file's home ([`Call::Transfer`]).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Moved {
+pub struct Moved {
     pub from: u64,
     pub to: u64,
     pub route: Route,
@@ -293,7 +293,7 @@ pub(crate) struct Moved {
 
 /// One file's state as one node holds it: that node's opens of it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Record {
+pub struct Record {
     pub key: FileKey,
     pub share: String,
     pub path: RelPath,
@@ -306,7 +306,7 @@ pub(crate) struct Record {
 
 /// A persistent open's record.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CaRecord {
+pub struct CaRecord {
     /// The node keeping the open (where a reconnect is handed it from).
     pub keeper: u16,
     pub file_id: FileId,

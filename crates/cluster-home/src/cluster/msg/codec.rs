@@ -901,7 +901,7 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Break, WireError> {
 }
 
 /// How many bytes `rec` takes in a message.
-pub(crate) fn record_len(rec: &Record) -> usize {
+pub fn record_len(rec: &Record) -> usize {
     let mut o = Vec::new();
     put_record(&mut o, rec);
     o.len()
@@ -1067,7 +1067,7 @@ fn get_handover(r: &mut Reader<'_>) -> Result<HandOver, WireError> {
 }
 
 /// A persistent open's record in etcd ([`super::ca`]).
-pub(crate) fn encode_ca(rec: &CaRecord) -> Vec<u8> {
+pub fn encode_ca(rec: &CaRecord) -> Vec<u8> {
     let mut o = Vec::with_capacity(256);
     o.put_u8(CA_RECORD_VERSION);
     o.put_u16(rec.keeper);
@@ -1087,7 +1087,7 @@ pub(crate) fn encode_ca(rec: &CaRecord) -> Vec<u8> {
 }
 
 /// [`encode_ca`]'s inverse; anything else (another version, a cut) is refused.
-pub(crate) fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
+pub fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
     if b.len() > MESSAGE_MAX {
         return Err(WireError::Invalid("CA record too long"));
     }

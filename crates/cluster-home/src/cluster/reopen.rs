@@ -21,7 +21,7 @@ fn kind_code(k: Kind) -> u8 {
     }
 }
 
-pub(crate) fn kind_of(code: u8) -> Result<Kind, NtStatus> {
+pub fn kind_of(code: u8) -> Result<Kind, NtStatus> {
     match code {
         1 => Ok(Kind::V1),
         2 => Ok(Kind::V2),
@@ -32,7 +32,7 @@ pub(crate) fn kind_of(code: u8) -> Result<Kind, NtStatus> {
 
 /// Open the file of open `h` again as `who` on `share`: the same file (its
 /// key), or OBJECT_NAME_NOT_FOUND (renamed over or replaced meanwhile).
-pub(crate) fn reopen(
+pub fn reopen(
     server: &ServerState,
     share: &ShareDef,
     who: &Who,
@@ -60,7 +60,7 @@ pub(crate) fn reopen(
 }
 
 /// Where an open rebuilt from a [`HandOver`] lives now.
-pub(crate) struct Place {
+pub struct Place {
     pub id: u64,
     pub persistent_id: u64,
     pub tree_id: u32,
@@ -69,7 +69,7 @@ pub(crate) struct Place {
 }
 
 /// The open `h` describes, at `place`, on file `node` (entry `entry`).
-pub(crate) fn open_from(
+pub fn open_from(
     h: HandOver,
     place: Place,
     who: Who,
@@ -115,7 +115,7 @@ pub(crate) fn open_from(
 }
 
 /// What another node needs to carry on open `open` (state `st`, durability `d`).
-pub(crate) fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver {
+pub fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver {
     HandOver {
         key: open.key,
         path: st.path.clone(),

@@ -15,7 +15,7 @@ use crate::files::oplock::{self, Caching, Grant, Lease, LeaseId};
 use crate::server::{lock, FileEntry, ServerState, ShareEntry};
 
 /// The home admitted `ask` with `g`.
-pub(crate) fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
+pub fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
     if e.opens.is_empty() {
         e.share = ask.share.to_string();
         e.path = ask.path.clone();
@@ -59,12 +59,12 @@ pub(crate) fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
 
 /// Open `owner` closed: its share-mode entry, locks and (when no other
 /// open of this node names it) its lease go.
-pub(crate) fn closed(e: &mut FileEntry, owner: u64) {
+pub fn closed(e: &mut FileEntry, owner: u64) {
     crate::decide::remove_open(e, owner);
 }
 
 /// The home granted these locks.
-pub(crate) fn locked(e: &mut FileEntry, locks: impl IntoIterator<Item = ByteRangeLock>) {
+pub fn locked(e: &mut FileEntry, locks: impl IntoIterator<Item = ByteRangeLock>) {
     for l in locks {
         if !e.locks.try_lock(l) {
             tracing::debug!(?l, "a granted lock overlaps this node's record");
@@ -73,21 +73,21 @@ pub(crate) fn locked(e: &mut FileEntry, locks: impl IntoIterator<Item = ByteRang
 }
 
 /// The home took these locks away.
-pub(crate) fn unlocked(e: &mut FileEntry, owner: u64, ranges: &[Result<(u64, u64), NtStatus>]) {
+pub fn unlocked(e: &mut FileEntry, owner: u64, ranges: &[Result<(u64, u64), NtStatus>]) {
     for (offset, length) in ranges.iter().map_while(|r| r.ok()) {
         e.locks.unlock(offset, length, owner);
     }
 }
 
 /// An oplock of `owner` is now at `level`.
-pub(crate) fn oplock_now(e: &mut FileEntry, owner: u64, level: u8) {
+pub fn oplock_now(e: &mut FileEntry, owner: u64, level: u8) {
     if let Some(o) = e.opens.iter_mut().find(|o| o.owner == owner) {
         o.caching.level = level;
     }
 }
 
 /// Lease `id` is now at `state`.
-pub(crate) fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
+pub fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
     if let Some(l) = e.leases.iter_mut().find(|l| l.id == id) {
         l.state = state;
     }
@@ -95,7 +95,7 @@ pub(crate) fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
 
 /// A break for a connection of this node passes by from the file's home:
 /// record its target state in the shadow entry.
-pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
+pub fn break_passes(server: &ServerState, notice: &Break) {
     match notice {
         Break::Lease { notification, .. } => {
             // The lease's client is the connection's; the key names it.

@@ -14,7 +14,7 @@ fn key(n: u64) -> FileKey {
 }
 
 /// One message of every kind, with every optional part present.
-pub(crate) fn samples() -> Vec<Message> {
+pub fn samples() -> Vec<Message> {
     let route = Route {
         conn_id: (1 << 48) | 7,
         session_id: 99,

@@ -13,7 +13,7 @@ use crate::files::locks::ByteRangeLock;
 use crate::server::{lock, FileKey, ServerState};
 
 /// Records a page of [`records`] holds at most.
-pub(crate) const RECORDS_PER_PAGE: usize = 100;
+pub const RECORDS_PER_PAGE: usize = 100;
 
 /// The encoded size a page of records stays within (after its first
 /// record), well below the message size limit.
@@ -24,7 +24,7 @@ const PAGE_BYTES: usize = super::MESSAGE_MAX / 2;
 /// the last key looked at when more follow. Entries here keep only this
 /// node's opens from now on (the old home hands the others' over to the
 /// new one, which has them from their own nodes).
-pub(crate) fn records(
+pub fn records(
     server: &ServerState,
     parts: &[u32],
     after: Option<FileKey>,
@@ -224,7 +224,7 @@ impl Reclaim for ServerState {
     }
 }
 
-pub(crate) trait ReclaimHere {
+pub trait ReclaimHere {
     /// Take one node's record of a file into its entry here.
     fn merge(&self, r: Record) -> usize;
 }

@@ -15,7 +15,7 @@ use crate::state::Open;
 use crate::watch::Change;
 
 /// The cluster layer's [`ClusterHooks`].
-pub(crate) struct Hooks;
+pub struct Hooks;
 
 impl ClusterHooks for Hooks {
     fn close_elsewhere(

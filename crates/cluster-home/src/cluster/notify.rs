@@ -12,7 +12,7 @@ use crate::notify;
 use crate::server::{lock, ServerState, ShareDef};
 
 /// Send changes made through this node to the nodes that watch.
-pub(crate) fn forward(server: &ServerState, share: &ShareDef, changes: &[notify::Change<'_>]) {
+pub fn forward(server: &ServerState, share: &ShareDef, changes: &[notify::Change<'_>]) {
     let Some(link) = server.node.link() else {
         return;
     };
@@ -39,7 +39,7 @@ pub(crate) fn forward(server: &ServerState, share: &ShareDef, changes: &[notify:
 }
 
 /// This node's first watcher was armed (`true`) or its last one ended.
-pub(crate) fn watching(server: &ServerState, watching: bool) {
+pub fn watching(server: &ServerState, watching: bool) {
     if let Some(link) = server.node.link() {
         let me = link.node();
         let others: Vec<u16> = link.members().into_iter().filter(|n| *n != me).collect();
@@ -87,7 +87,7 @@ impl AnnounceWatchers for ServerState {
 }
 
 /// Another node's changes, for this node's watchers.
-pub(crate) fn received(server: &ServerState, share: &str, changes: &[Change]) {
+pub fn received(server: &ServerState, share: &str, changes: &[Change]) {
     if !server.notify.local() {
         return;
     }
@@ -110,7 +110,7 @@ pub(crate) fn received(server: &ServerState, share: &str, changes: &[Change]) {
 }
 
 /// Node `from` has watchers now (or no longer).
-pub(crate) fn interest(server: &ServerState, from: u16, watching: bool) {
+pub fn interest(server: &ServerState, from: u16, watching: bool) {
     let mut peers = lock(&server.node.notify_peers);
     peers.retain(|n| *n != from);
     if watching {

@@ -17,16 +17,16 @@
 //! [`crate::arbiter`], its front for commands. Inside it, [`msg`] (the messages and their
 //! encoding) imports none of the other modules; this module, on top, dispatches what arrives.
 
-pub(crate) mod ca;
-pub(crate) mod grant;
-pub(crate) mod handover;
-pub(crate) mod home;
+pub mod ca;
+pub mod grant;
+pub mod handover;
+pub mod home;
 mod hooks;
-pub(crate) mod msg;
-pub(crate) mod notify;
+pub mod msg;
+pub mod notify;
 mod reclaim;
 mod reopen;
-pub(crate) mod shadow;
+pub mod shadow;
 
 pub use ca::{record_keeper, PersistentOpens};
 pub use msg::MESSAGE_MAX;
@@ -39,7 +39,7 @@ use ringshare_wire::{NtStatus, WireError};
 
 use crate::server::{Notice, ServerState};
 
-pub(crate) use crate::link::UnsentClose;
+pub use crate::link::UnsentClose;
 pub use crate::link::{ClusterLink, Home};
 
 pub use crate::files::{owner_node as node_of, NODE_SHIFT};
@@ -164,11 +164,7 @@ impl ClusterNode for ServerState {
 }
 
 /// Ask `node`, the home of a file, for a decision.
-pub(crate) fn ask(
-    server: &ServerState,
-    node: u16,
-    call: msg::Call,
-) -> Result<msg::Answer, NtStatus> {
+pub fn ask(server: &ServerState, node: u16, call: msg::Call) -> Result<msg::Answer, NtStatus> {
     let Some(link) = server.node.link() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
@@ -184,7 +180,7 @@ pub(crate) fn ask(
 
 /// [`ask`] for the answer `pick` takes; a refusal is its status, any other
 /// answer is [`unexpected`].
-pub(crate) fn ask_for<T>(
+pub fn ask_for<T>(
     server: &ServerState,
     node: u16,
     call: msg::Call,
@@ -197,7 +193,7 @@ pub(crate) fn ask_for<T>(
 }
 
 /// An answer a call does not expect: the home runs another version.
-pub(crate) fn unexpected(answer: &msg::Answer) -> NtStatus {
+pub fn unexpected(answer: &msg::Answer) -> NtStatus {
     tracing::warn!(?answer, "a file's home answered unexpectedly");
     NtStatus::INTERNAL_ERROR
 }

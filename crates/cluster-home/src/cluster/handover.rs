@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use ringshare_vfs::Who;
 use ringshare_wire::{FileId, NtStatus};
 
-pub(crate) use super::msg::Moved;
+pub use super::msg::Moved;
 use super::msg::{Answer, Call, GiveUpAsk, HandOver, Transferred};
 use super::reopen::{kind_of, open_from, reopen, state_of, Place};
 use super::{node_of, Home};
@@ -35,19 +35,19 @@ use crate::state::{Open, SessionRef, TreeKind};
 
 /// The live node other than this one that keeps open `volatile` (made
 /// there), if this is a cluster node.
-pub(crate) fn holder(server: &ServerState, volatile: u64) -> Option<u16> {
+pub fn holder(server: &ServerState, volatile: u64) -> Option<u16> {
     let link = server.node.link()?;
     let node = node_of(volatile);
     (node != link.node() && link.members().contains(&node)).then_some(node)
 }
 
 /// Whether file `key` is decided by another node now.
-pub(crate) fn homed_elsewhere(server: &ServerState, key: FileKey) -> bool {
+pub fn homed_elsewhere(server: &ServerState, key: FileKey) -> bool {
     server.node.link().is_some() && server.node.home_of(key) != Home::Here
 }
 
 /// At the node keeping the open: give it up if the reconnect may have it.
-pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStatus> {
+pub fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStatus> {
     let owner = Owner {
         uid: ask.uid,
         user: ask.user.clone(),
@@ -93,7 +93,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
 /// At the file's home: open `from` becomes open `to` (of node
 /// `node_of(to)`), routed to `route`, acting as `who`. Other nodes first
 /// give back the I/O grants an open of its kind on that node makes wrong.
-pub(crate) fn transfer_here(
+pub fn transfer_here(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<crate::server::FileEntry>,
@@ -149,7 +149,7 @@ pub(crate) fn transfer_here(
 /// Move open `moved.from` of file `key` to `moved.to` at the file's home
 /// (here, or asked of it); on this node's record of a file homed elsewhere
 /// the open is then recorded as the home answered.
-pub(crate) fn transfer(
+pub fn transfer(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<crate::server::FileEntry>,
@@ -206,7 +206,7 @@ fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &st
 
 /// Where a reconnect taken over from another node lands: the session's tree, the
 /// connection its breaks go to, and the request's channel sequence.
-pub(crate) struct Landing<'a> {
+pub struct Landing<'a> {
     pub sref: &'a SessionRef,
     pub tree_id: u32,
     pub route: Route,
@@ -215,7 +215,7 @@ pub(crate) struct Landing<'a> {
 
 /// A durable open taken over from another node, ready to join the session: the open, its
 /// oplock level, its lease and the lease key the reconnect named, and its new FileId.
-pub(crate) struct TakenOver {
+pub struct TakenOver {
     pub open: Open,
     pub level: u8,
     pub lease: Option<crate::files::oplock::Grant>,
@@ -224,8 +224,8 @@ pub(crate) struct TakenOver {
 }
 
 /// On node B: take over `file_id`, kept by node `node`, for the session and tree of
-/// `landing` (the caller answers the CREATE with it, [`crate::cmd::create::durable::finish`]).
-pub(crate) fn take_over_from(
+/// `landing` (the caller answers the CREATE with it, `crate::cmd::create::durable::finish` (crates/core)).
+pub fn take_over_from(
     server: &Arc<ServerState>,
     landing: &Landing<'_>,
     node: u16,
@@ -356,7 +356,7 @@ pub(crate) fn take_over_from(
 /// ([`close_parked_elsewhere`]), as a single server does. An open
 /// reconnected meanwhile is left alone; a home that cannot be reached is
 /// told at the next call.
-pub(crate) fn tell_homes_of_parked(server: &ServerState) {
+pub fn tell_homes_of_parked(server: &ServerState) {
     let notes = std::mem::take(&mut *lock(&server.node.unsent_parks));
     let mut left = Vec::new();
     for (key, persistent, id) in notes {
@@ -386,7 +386,7 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
 
 /// At a file's home: the disconnected opens `ids` (FileIds) kept by other
 /// nodes are in a new open's way; their nodes close them.
-pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
+pub fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
     let mut nodes: Vec<u16> = ids.iter().map(|(_, v)| node_of(*v)).collect();
     nodes.sort_unstable();
     nodes.dedup();
@@ -407,7 +407,7 @@ pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
 }
 
 /// At the node keeping them: close these parked opens (FileIds).
-pub(crate) fn close_parked(server: &ServerState, ids: &[(u64, u64)]) {
+pub fn close_parked(server: &ServerState, ids: &[(u64, u64)]) {
     for p in durable::take_parked(server, ids) {
         tracing::debug!(
             id = p.open.id,

@@ -19,7 +19,7 @@ use crate::files::oplock::{self, Grant};
 use crate::server::{lock, FileEntry, FileKey, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
-pub(crate) fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
+pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
     if let Some(answer) = serve_anywhere(server, &call) {
         return answer;
     }
@@ -279,7 +279,7 @@ fn key_of(call: &Call) -> Option<FileKey> {
 /// closed first ([`purge_for_open`]). On a cluster node, other nodes
 /// first give back the I/O grants this open makes wrong (an open that may
 /// write, or that may cache, ends theirs).
-pub(crate) fn admit_here(
+pub fn admit_here(
     server: &ServerState,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
@@ -302,7 +302,7 @@ pub(crate) fn admit_here(
 
 /// [`crate::decide::lock_ranges`] on the file's entry here. On a cluster node, every
 /// node first gives back the "no byte-range locks" part of its I/O grant.
-pub(crate) fn lock_ranges_here(
+pub fn lock_ranges_here(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,

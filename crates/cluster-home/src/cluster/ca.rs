@@ -65,7 +65,7 @@ fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaReco
 
 /// Store the record of `open` as it is now, if it is a persistent open of
 /// a cluster node (before the answer that made or changed it).
-pub(crate) fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
+pub fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
     let Some(d) = persistent(server, open) else {
         return Ok(());
     };
@@ -85,7 +85,7 @@ pub(crate) fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
 /// `open` closed: its record goes, if it still names this node's open
 /// (a copy left on a node that lost it, after fencing, must not remove the
 /// record of the open its client took elsewhere).
-pub(crate) fn forget(server: &ServerState, open: &Open) {
+pub fn forget(server: &ServerState, open: &Open) {
     if persistent(server, open).is_none() {
         return;
     }
@@ -119,7 +119,7 @@ pub(crate) fn forget(server: &ServerState, open: &Open) {
 /// cannot be read, or the record names a keeper that died and no live node has the open yet
 /// (the file's home is not known, or it is this node and its takeover has not run). `None`:
 /// no record, or this node keeps it.
-pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtStatus> {
+pub fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtStatus> {
     let Some(link) = server.node.link() else {
         return Ok(None);
     };
@@ -166,7 +166,7 @@ pub(crate) fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16
 /// of milliseconds apart), or it was being taken over (its record naming the new keeper a
 /// moment before the open is parked there), or it moved on meanwhile; the client is told to try
 /// again (FILE_NOT_AVAILABLE). An open is gone when its record is: closed, or expired.
-pub(crate) fn still_kept(server: &ServerState, file_id: FileId, wanted: &Reconnect<'_>) -> bool {
+pub fn still_kept(server: &ServerState, file_id: FileId, wanted: &Reconnect<'_>) -> bool {
     let Some(link) = server.node.link() else {
         return false;
     };
@@ -195,7 +195,7 @@ pub(crate) fn still_kept(server: &ServerState, file_id: FileId, wanted: &Reconne
 
 /// The records of persistent opens kept by nodes in `gone` or by no live
 /// node (none without a store). An error when they cannot be read (logged).
-pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord>, NtStatus> {
+pub fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord>, NtStatus> {
     let Some(link) = server.node.link() else {
         return Ok(Vec::new());
     };
@@ -283,7 +283,7 @@ impl PersistentOpens for ServerState {
     }
 }
 
-pub(crate) trait CaHere {
+pub trait CaHere {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus>;
     /// The volatile ids of the persistent opens node `node` kept of files
     /// homed here: [`ServerState::forget_node`] leaves them in place.

@@ -18,13 +18,13 @@ use ringshare_wire::NtStatus;
 
 use super::msg::{Answer, Call};
 use crate::files::grant;
-pub(crate) use crate::files::grant::{forget, give, local_io, IoGrant};
+pub use crate::files::grant::{forget, give, local_io, IoGrant};
 use crate::server::{lock, FileEntry, FileKey, ServerState};
 
 /// At the home: `decide`, after taking back from every node the parts of
 /// its grant `take(node)` names (nothing to do outside a cluster); no grant
 /// is given until the decision is made.
-pub(crate) fn after_revoking<T>(
+pub fn after_revoking<T>(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -69,7 +69,7 @@ fn done(entry: &Mutex<FileEntry>) {
 }
 
 /// On the node holding a grant: give back the parts `clear` names.
-pub(crate) fn give_back(server: &ServerState, key: FileKey, clear: u8) {
+pub fn give_back(server: &ServerState, key: FileKey, clear: u8) {
     if let Some(e) = server.files.existing(key) {
         lock(&e).grants.held.0 &= !clear;
     }

@@ -25,7 +25,7 @@ use crate::cluster::grant::{self, IoGrant};
 use crate::cluster::msg::{self, Answer, Call};
 use crate::cluster::{self, shadow};
 use crate::decide::{self, home};
-pub(crate) use crate::decide::{delete_pending, IoAsk, LockAsk, Locked, OpenAsk};
+pub use crate::decide::{delete_pending, IoAsk, LockAsk, Locked, OpenAsk};
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Grant, LeaseId};
 use crate::server::{lock, FileEntry, FileKey, ServerState};
@@ -35,7 +35,7 @@ use crate::server::{lock, FileEntry, FileKey, ServerState};
 /// wait for breaks (sent; the connection is woken to try again);
 /// `Err(status)` when the file refuses it (DELETE_PENDING, a sharing
 /// violation, streams open that do not share delete).
-pub(crate) fn admit(
+pub fn admit(
     server: &ServerState,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
@@ -78,7 +78,7 @@ pub(crate) fn admit(
 
 /// An admitted open leaves before it was ever used (its CREATE failed
 /// after [`admit`]): a close that asked for nothing (it holds no locks).
-pub(crate) fn withdraw(
+pub fn withdraw(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -90,7 +90,7 @@ pub(crate) fn withdraw(
 
 /// Open `owner` locks these ranges of file `key`, all or none: a lock
 /// first breaks other opens' read caching. At most `max` locks per open.
-pub(crate) fn lock_ranges(
+pub fn lock_ranges(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -129,7 +129,7 @@ pub(crate) fn lock_ranges(
 }
 
 /// A waiting lock tries its range again: true when it is now held.
-pub(crate) fn retry_lock(
+pub fn retry_lock(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -155,7 +155,7 @@ pub(crate) fn retry_lock(
 /// that is refused (a bad element: its status) or that it does not hold
 /// (RANGE_NOT_LOCKED) ends the request, and those before it stay unlocked
 /// ([MS-SMB2] 3.3.5.14.1 processes the elements in order).
-pub(crate) fn unlock_ranges(
+pub fn unlock_ranges(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -181,7 +181,7 @@ pub(crate) fn unlock_ranges(
 /// May this I/O happen (no other open's byte-range lock covers it:
 /// FILE_LOCK_CONFLICT otherwise)? `Ok(writers)`: whether an open of the
 /// file (this one too) may write it.
-pub(crate) fn io_check(
+pub fn io_check(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -221,7 +221,7 @@ pub(crate) fn io_check(
 
 /// Open `owner` changed the file other than by a WRITE (its size): other
 /// opens' read caching breaks.
-pub(crate) fn changed(
+pub fn changed(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -243,7 +243,7 @@ pub(crate) fn changed(
 /// Before open `owner` renames its file: others give up caching handles.
 /// True when the rename must wait for their acknowledgments (connection
 /// `conn_id` is woken to try again).
-pub(crate) fn rename_waits(
+pub fn rename_waits(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -266,7 +266,7 @@ pub(crate) fn rename_waits(
 }
 
 /// The file now lives at `to` (a rename): where its last close removes it.
-pub(crate) fn moved(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
+pub fn moved(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
     lock(entry).path = to.clone();
     if let Ok(Some(node)) = home(server, key) {
         if let Err(s) = cluster::ask(server, node, Call::Moved(key, to.clone())) {
@@ -277,7 +277,7 @@ pub(crate) fn moved(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>
 
 /// Open `owner` acknowledges an oplock break to `level`: the level it now
 /// holds. Opens waiting on the file try again.
-pub(crate) fn ack_oplock(
+pub fn ack_oplock(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -299,7 +299,7 @@ pub(crate) fn ack_oplock(
 
 /// Lease `id` on file `key` is acknowledged at `state`: the state it now
 /// has. Opens waiting on the file try again.
-pub(crate) fn ack_lease(
+pub fn ack_lease(
     server: &ServerState,
     key: FileKey,
     id: LeaseId,
