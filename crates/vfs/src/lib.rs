@@ -127,9 +127,24 @@ impl std::error::Error for FsError {}
 pub type FsResult<T> = Result<T, FsError>;
 
 /// A validated path relative to the share root. Empty = the root itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+///
+/// The components are shared: a clone (the file table keeps the path of every open file, a
+/// close hands it back, the admission records it) costs a reference count, not a copy of each
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RelPath {
-    components: Vec<String>,
+    components: Arc<[String]>,
+}
+
+impl Default for RelPath {
+    /// The share root; every root shares one (empty) list, so that an entry made empty
+    /// (the file table's, before its first open names the file) allocates nothing for it.
+    fn default() -> Self {
+        static ROOT: std::sync::OnceLock<Arc<[String]>> = std::sync::OnceLock::new();
+        RelPath {
+            components: Arc::clone(ROOT.get_or_init(|| Arc::from(Vec::new()))),
+        }
+    }
 }
 
 impl RelPath {
@@ -145,18 +160,19 @@ impl RelPath {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut components = Vec::new();
-        for p in parts {
-            let p: String = p.into();
+        // A `Vec<String>` is collected in place (no second vector).
+        let components: Vec<String> = parts.into_iter().map(Into::into).collect();
+        for p in &components {
             if p.is_empty() || p == "." || p == ".." || p.contains('/') || p.contains('\0') {
                 return Err(FsError::InvalidName);
             }
             if p.len() > 255 {
                 return Err(FsError::NameTooLong);
             }
-            components.push(p);
         }
-        Ok(RelPath { components })
+        Ok(RelPath {
+            components: Arc::from(components),
+        })
     }
 
     pub fn components(&self) -> &[String] {
@@ -178,14 +194,14 @@ impl RelPath {
             None
         } else {
             Some(RelPath {
-                components: self.components[..self.components.len() - 1].to_vec(),
+                components: Arc::from(&self.components[..self.components.len() - 1]),
             })
         }
     }
 
     /// `self` joined with one more validated component.
     pub fn join(&self, name: &str) -> FsResult<RelPath> {
-        let mut c = self.components.clone();
+        let mut c = self.components.to_vec();
         c.push(name.to_string());
         RelPath::from_components(c)
     }
@@ -193,6 +209,37 @@ impl RelPath {
     /// `a/b/c` form, for logs and for the POSIX backend.
     pub fn to_slash_path(&self) -> String {
         self.components.join("/")
+    }
+
+    /// `f` of the `a/b/c` form (`.` for the root), built on the stack when it is short: the
+    /// POSIX backend's path for a system call, without an allocation per call.
+    pub fn with_slash_path<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        const STACK: usize = 512;
+        match &self.components[..] {
+            [] => f("."),
+            [one] => f(one),
+            parts => {
+                let len = parts.iter().map(|p| p.len() + 1).sum::<usize>() - 1;
+                if len > STACK {
+                    return f(&self.to_slash_path());
+                }
+                let mut buf = [0u8; STACK];
+                let mut at = 0;
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        buf[at] = b'/';
+                        at += 1;
+                    }
+                    buf[at..at + p.len()].copy_from_slice(p.as_bytes());
+                    at += p.len();
+                }
+                // Whole UTF-8 components joined by '/': valid UTF-8.
+                match std::str::from_utf8(&buf[..at]) {
+                    Ok(joined) => f(joined),
+                    Err(_) => f(&self.to_slash_path()),
+                }
+            }
+        }
     }
 }
 
@@ -1065,4 +1112,32 @@ pub fn copy_through_buffer<N: Node + ?Sized>(
         done += n as u64;
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RelPath;
+
+    #[test]
+    fn a_path_handed_to_a_system_call_is_its_slash_form_whatever_its_length() {
+        let root = RelPath::root();
+        assert_eq!(root.with_slash_path(str::to_string), ".");
+        let one = RelPath::from_components(["f.txt"]).unwrap();
+        assert_eq!(one.with_slash_path(str::to_string), "f.txt");
+        let three = RelPath::from_components(["a", "b c", "d\u{e9}.txt"]).unwrap();
+        assert_eq!(three.with_slash_path(str::to_string), "a/b c/d\u{e9}.txt");
+        // Past the stack buffer: built on the heap, the same form.
+        let long = RelPath::from_components(vec!["x".repeat(200); 4]).unwrap();
+        assert_eq!(long.with_slash_path(str::to_string), long.to_slash_path());
+        assert_eq!(long.to_slash_path().len(), 803);
+    }
+
+    #[test]
+    fn a_cloned_path_shares_its_components() {
+        let p = RelPath::from_components(["a", "b"]).unwrap();
+        let q = p.clone();
+        assert!(std::ptr::eq(p.components(), q.components()));
+        assert_eq!(p.parent().unwrap().components(), ["a"]);
+        assert_eq!(p.join("c").unwrap().to_slash_path(), "a/b/c");
+    }
 }

@@ -538,29 +538,26 @@ impl PosixShare {
     }
 
     fn openat2(&self, path: &RelPath, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
-        let p = if path.is_root() {
-            ".".to_string()
-        } else {
-            path.to_slash_path()
-        };
-        let mut last = Errno::AGAIN;
-        for _ in 0..OPENAT2_RETRIES_MAX {
-            match rustix::fs::openat2(
-                &self.root,
-                p.as_str(),
-                flags | OFlags::CLOEXEC,
-                Mode::from_raw_mode(mode & 0o7777),
-                RESOLVE,
-            ) {
-                // EAGAIN: a rename raced with a RESOLVE_BENEATH lookup.
-                Err(e @ (Errno::INTR | Errno::AGAIN)) => last = e,
-                r => return r,
+        path.with_slash_path(|p| {
+            let mut last = Errno::AGAIN;
+            for _ in 0..OPENAT2_RETRIES_MAX {
+                match rustix::fs::openat2(
+                    &self.root,
+                    p,
+                    flags | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(mode & 0o7777),
+                    RESOLVE,
+                ) {
+                    // EAGAIN: a rename raced with a RESOLVE_BENEATH lookup.
+                    Err(e @ (Errno::INTR | Errno::AGAIN)) => last = e,
+                    r => return r,
+                }
             }
-        }
-        Err(if last == Errno::AGAIN {
-            Errno::BUSY
-        } else {
-            last
+            Err(if last == Errno::AGAIN {
+                Errno::BUSY
+            } else {
+                last
+            })
         })
     }
 

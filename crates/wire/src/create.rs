@@ -400,6 +400,17 @@ impl<'a> CreateResponse<'a> {
         })
     }
 
+    /// At least the length [`Self::encode`] appends: the fixed part, and each context's own
+    /// fixed part, name and data with the padding before each.
+    pub fn body_len_max(&self) -> usize {
+        let contexts: usize = self
+            .contexts
+            .iter()
+            .map(|c| 8 + 16 + 8 + c.name.len() + 8 + c.data.len())
+            .sum();
+        CREATE_RESP_BUFFER_AT - HEADER_LEN + contexts
+    }
+
     /// Append the body; the header is at `out[out.len() - 64..]`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let hdr = header_start(out);
@@ -859,6 +870,13 @@ mod tests {
             (NtStatus::SUCCESS, AccessMask::FILE_ALL_ACCESS)
         );
         assert_eq!(&msg[64 + 80..64 + 84], &152u32.to_le_bytes());
+        assert!(msg.len() - 64 <= resp.body_len_max(), "{}", msg.len());
+        let odd = CreateResponse {
+            contexts: vec![CreateContext::new(b"ABC", vec![1; 13]); 3],
+            ..resp
+        };
+        let msg = test_msg(Command::CREATE, |v| odd.encode(v));
+        assert!(msg.len() - 64 <= odd.body_len_max(), "{}", msg.len());
     }
 
     #[test]

@@ -103,6 +103,20 @@ impl<'a> QueryInfoResponse<'a> {
     pub fn encode_head(out: &mut Vec<u8>, buffer_len: usize) {
         encode_output_buffer_response_head(out, buffer_len);
     }
+
+    /// Length of the fixed part.
+    pub const HEAD_LEN: usize = 8;
+
+    /// Write the fixed part over the first [`Self::HEAD_LEN`] bytes of `body`, whose buffer is
+    /// the rest (a body built with room in front, so that the buffer is not copied).
+    pub fn fill_head(body: &mut [u8]) {
+        let mut head = [0u8; Self::HEAD_LEN];
+        let buffer_len = body.len() - Self::HEAD_LEN;
+        head[..2].copy_from_slice(&Self::STRUCTURE_SIZE.to_le_bytes());
+        head[2..4].copy_from_slice(&to_u16(OUTPUT_BUFFER_RESPONSE_AT).to_le_bytes());
+        head[4..].copy_from_slice(&to_u32(buffer_len).to_le_bytes());
+        body[..Self::HEAD_LEN].copy_from_slice(&head);
+    }
 }
 
 /// SMB2 SET_INFO request ([MS-SMB2] 2.2.39).
@@ -172,6 +186,17 @@ mod tests {
     use super::*;
     use crate::codec::{assert_prefixes_fail, test_msg};
     use crate::consts::{Command, SecurityInformation};
+
+    #[test]
+    fn a_head_filled_in_place_is_the_head_encode_appends() {
+        let buffer = [7u8; 40];
+        let mut appended = Vec::new();
+        QueryInfoResponse { buffer: &buffer }.encode(&mut appended);
+        let mut in_place = vec![0u8; QueryInfoResponse::HEAD_LEN];
+        in_place.extend_from_slice(&buffer);
+        QueryInfoResponse::fill_head(&mut in_place);
+        assert_eq!(in_place, appended);
+    }
 
     const FID: FileId = FileId {
         persistent: 9,

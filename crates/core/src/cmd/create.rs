@@ -190,6 +190,7 @@ struct TreeView {
 fn tree_of(
     core: &ConnCore,
     req: &Req<'_>,
+    ask: durable::Ask,
 ) -> Result<(SessionRef, TreeView, durable::Owner), NtStatus> {
     let sref = core.session_or_deleted(req.session_id)?;
     let session = lock(&sref);
@@ -215,7 +216,14 @@ fn tree_of(
         domain_sids: Arc::clone(&tree.sids),
         authenticated: !(session.is_guest || session.is_anonymous),
     };
-    let owner = durable::owner_of(&session);
+    // Only a durable open keeps its owner: no copy of the user's name for the others.
+    let owner = match ask {
+        durable::Ask::None => durable::Owner {
+            uid: u32::MAX,
+            user: String::new(),
+        },
+        _ => durable::owner_of(&session),
+    };
     drop(session);
     Ok((sref, view, owner))
 }
@@ -243,7 +251,7 @@ fn create_or_wait(
         return Ok(Some(r));
     }
     let server = core.server.clone();
-    let (sref, tree, owner) = tree_of(core, req)?;
+    let (sref, tree, owner) = tree_of(core, req, ask)?;
     let (tree, in_snapshot) = match snapshot::view_of(&mut cr, &tree)? {
         Some(share) => (TreeView { share, ..tree }, true),
         None => (tree, false),
@@ -349,7 +357,11 @@ pub(crate) fn response_body(
         file_id,
         contexts,
     };
-    let mut body = vec![0u8; 64];
+    // The encoder places its offsets after a header in front of the body: room for one, taken
+    // off in place (one allocation, no copy into a second vector).
+    let mut body = Vec::with_capacity(64 + resp.body_len_max());
+    body.resize(64, 0);
     resp.encode(&mut body);
-    body.split_off(64)
+    body.drain(..64);
+    body
 }

@@ -63,16 +63,20 @@ const NAME_MIN: usize = 8;
 const ALL_MIN: usize = 104;
 const STREAM_MIN: usize = 32;
 
-/// An answer: the bytes and the smallest OutputBufferLength the class accepts.
+/// An answer: the response body, the class's bytes after room for the response's fixed part
+/// (filled in once the status is known, so that the bytes are not copied), and the smallest
+/// OutputBufferLength the class accepts.
 struct Answer {
-    bytes: Vec<u8>,
+    body: Vec<u8>,
     fixed: usize,
 }
 
 fn answer(fixed: usize, f: impl FnOnce(&mut Vec<u8>)) -> Result<Answer, NtStatus> {
-    let mut bytes = Vec::with_capacity(fixed);
-    f(&mut bytes);
-    Ok(Answer { bytes, fixed })
+    // The fixed part, the class's fixed part, and the byte an empty buffer is padded with.
+    let mut body = Vec::with_capacity(QueryInfoResponse::HEAD_LEN + fixed + 1);
+    body.resize(QueryInfoResponse::HEAD_LEN, 0);
+    f(&mut body);
+    Ok(Answer { body, fixed })
 }
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
@@ -110,15 +114,18 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if limit < a.fixed {
         return Err(NtStatus::INFO_LENGTH_MISMATCH);
     }
-    if a.bytes.len() > limit {
-        let mut b = a.bytes;
-        b.truncate(limit);
-        return Ok(Reply::with_status(
-            NtStatus::BUFFER_OVERFLOW,
-            output_buffer_body(&b),
-        ));
+    let mut body = a.body;
+    let status = if body.len() - QueryInfoResponse::HEAD_LEN > limit {
+        body.truncate(QueryInfoResponse::HEAD_LEN + limit);
+        NtStatus::BUFFER_OVERFLOW
+    } else {
+        NtStatus::SUCCESS
+    };
+    QueryInfoResponse::fill_head(&mut body);
+    if body.len() == QueryInfoResponse::HEAD_LEN {
+        body.push(0);
     }
-    Ok(Reply::ok(output_buffer_body(&a.bytes)))
+    Ok(Reply::with_status(status, body))
 }
 
 /// `\dir\file` (FileAllInformation) or `dir\file` (normalized name).

@@ -33,15 +33,15 @@ pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened
     let (share, who, path) = (&at.tree.share, &at.tree.who, at.path);
     let backend: &dyn Share = share.backend.as_ref();
     let existing = &target.existing;
-    let parent_mode = match (existing, path.parent()) {
-        (None, Some(parent)) if share.rules.inherit_permissions => {
-            backend.stat(who, &parent).ok().map(|a| a.mode)
-        }
-        _ => None,
+    // Only a new file asks about its parent (and only then is the parent's path made).
+    let parent = || existing.is_none().then(|| path.parent()).flatten();
+    let parent_mode = match share.rules.inherit_permissions.then(parent).flatten() {
+        Some(parent) => backend.stat(who, &parent).ok().map(|a| a.mode),
+        None => None,
     };
-    let parent_default_acl = match (existing, path.parent()) {
-        (None, Some(parent)) if share.rules.inherit_acls => has_default_acl(backend, who, &parent),
-        _ => false,
+    let parent_default_acl = match share.rules.inherit_acls.then(parent).flatten() {
+        Some(parent) => has_default_acl(backend, who, &parent),
+        None => false,
     };
     let want_dir = asked.want_dir;
     let create_mode = identity::new_mode(
