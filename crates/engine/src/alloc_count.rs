@@ -14,13 +14,25 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The system allocator, counting `alloc`/`realloc` calls of threads inside [`count`].
+/// The system allocator, counting `alloc`/`realloc` calls of threads inside [`count`], and the
+/// bytes each thread holds ([`held_bytes`]).
 pub struct CountingAllocator;
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static ALLOCS: Cell<u64> = const { Cell::new(0) };
     static ENROLLED: Cell<bool> = const { Cell::new(false) };
+    static HELD: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Bytes allocated minus bytes freed by this thread so far (what a structure built on this
+/// thread holds is the change across building it). Zero without [`CountingAllocator`].
+pub fn held_bytes() -> isize {
+    HELD.with(Cell::get)
+}
+
+fn hold(bytes: isize) {
+    let _ = HELD.try_with(|h| h.set(h.get() + bytes));
 }
 
 /// Allocations of every thread that called [`enroll_thread`].
@@ -55,23 +67,27 @@ pub fn enrolled_allocations() -> u64 {
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         bump();
+        hold(layout.size() as isize);
         // SAFETY: forwarded under the same contract.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         bump();
+        hold(layout.size() as isize);
         // SAFETY: forwarded under the same contract.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        hold(-(layout.size() as isize));
         // SAFETY: forwarded under the same contract.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         bump();
+        hold(new_size as isize - layout.size() as isize);
         // SAFETY: forwarded under the same contract.
         unsafe { System.realloc(ptr, layout, new_size) }
     }

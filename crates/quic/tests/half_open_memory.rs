@@ -4,33 +4,10 @@
 mod common;
 use common::*;
 
-/// Counts the bytes this thread holds allocated.
-struct Counting;
-
-thread_local! {
-    static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
-}
-
-// SAFETY: only counts, and hands every call to the system allocator unchanged.
-unsafe impl std::alloc::GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
-        let _ = HELD.try_with(|h| h.set(h.get() + l.size() as isize));
-        // SAFETY: the caller's layout, passed on.
-        unsafe { std::alloc::System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
-        let _ = HELD.try_with(|h| h.set(h.get() - l.size() as isize));
-        // SAFETY: `p` came from `alloc` above with this layout.
-        unsafe { std::alloc::System.dealloc(p, l) }
-    }
-}
+use ringshare_engine::alloc_count::{held_bytes as held, CountingAllocator};
 
 #[global_allocator]
-static A: Counting = Counting;
-
-fn held() -> isize {
-    HELD.with(|h| h.get())
-}
+static A: CountingAllocator = CountingAllocator;
 
 #[test]
 fn a_half_open_connection_holds_under_32_kib() {
