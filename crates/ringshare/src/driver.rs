@@ -47,7 +47,7 @@ mod shared;
 pub use shared::Shared;
 mod bufpool;
 mod write_pipes;
-use bufpool::BufPool;
+use bufpool::{give_back, read_buf, BufPool};
 use inline_io::{in_place, run_here};
 use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
 
@@ -1462,27 +1462,6 @@ fn end_multishot(ring: &mut Ring, c: &mut Conn, slot: u32) {
     if c.multishot && !c.multishot_ending {
         c.multishot_ending = true;
         ring.cancel(token(KIND_RECV, c.gen, slot));
-    }
-}
-
-/// A buffer for a READ of `cap` bytes: a large one from the worker's pool,
-/// a small one from the connection's spare buffers (its sent replies).
-fn read_buf(pool: &mut BufPool, conn: &mut Connection, cap: usize) -> Vec<u8> {
-    if cap < POOL_BUF_MIN {
-        conn.spare_buf(cap)
-    } else {
-        pool.take(cap)
-    }
-}
-
-/// A buffer the driver is done with goes back where it can serve again: a
-/// large one (READ data, a large frame) to the worker's pool, a small one
-/// (a reply, a request frame) to its connection, which builds its next
-/// replies in it.
-fn give_back(pool: &mut BufPool, conn: Option<&mut Connection>, b: Vec<u8>) {
-    match conn {
-        Some(conn) if b.capacity() < POOL_BUF_MIN => conn.recycle(b),
-        _ => pool.give(b),
     }
 }
 
