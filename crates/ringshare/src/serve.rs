@@ -424,8 +424,11 @@ pub fn serve(
         None => None,
     };
     let listen = listen_addrs(&cfg)?;
-    let listeners = bind_all(&listen)?;
+    // QUIC's certificate is made (or read) and its UDP socket bound before
+    // the TCP port opens: a client that finds the port open finds the
+    // certificate on disk too.
     let quic = crate::quic::listen(&cfg, &listen)?;
+    let listeners = bind_all(&listen)?;
     server.set_interfaces(advertised_interfaces(&listen));
     let cluster_node = if cfg.global.cluster.enabled() {
         on_cluster_filesystem(&cfg)?;
