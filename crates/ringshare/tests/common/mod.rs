@@ -90,8 +90,36 @@ impl Drop for TempDir {
     }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago: bind port 0, read it, close.
+/// A port on 127.0.0.1 that was free a moment ago.
+///
+/// Chosen below the kernel's ephemeral range (`ip_local_port_range`), where
+/// the outgoing connections of everything else running (etcd clients,
+/// smbclient, other tests) take their local ports: a port of that range
+/// found free here may be some connection's by the time a server binds it
+/// (seen: a cluster node's `cluster address` "already in use"). Free for
+/// both TCP and UDP (QUIC listens on the SMB port number).
 pub fn free_port() -> u16 {
+    use std::hash::BuildHasher;
+    use std::net::UdpSocket;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static TRIES: AtomicU64 = AtomicU64::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    const FROM: u16 = 10_000;
+    if low > FROM + 1000 {
+        let seed = std::collections::hash_map::RandomState::new();
+        for _ in 0..1000 {
+            let n = seed.hash_one((std::process::id(), TRIES.fetch_add(1, Ordering::Relaxed)));
+            let port = FROM + (n % u64::from(low - FROM)) as u16;
+            let tcp = TcpListener::bind((Ipv4Addr::LOCALHOST, port));
+            let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port));
+            if tcp.is_ok() && udp.is_ok() {
+                return port;
+            }
+        }
+    }
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local addr").port()
 }
