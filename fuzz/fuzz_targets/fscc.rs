@@ -2,7 +2,8 @@
 //! query classes a client decodes), the filesystem classes, and directory
 //! listings; every class with an encoder must round-trip.
 //! Input: [InfoType][class][buffer]; InfoType 1 = file, 2 = filesystem,
-//! 0x80 = a QUERY_DIRECTORY output buffer of that class.
+//! 4 = quota (class 0: an SMB2_QUERY_QUOTA_INFO, else a FILE_QUOTA_INFORMATION
+//! list), 0x80 = a QUERY_DIRECTORY output buffer of that class.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -65,6 +66,24 @@ fn fs_class(class: FsInfoClass, buf: &[u8]) {
     }
 }
 
+/// A quota query's input buffer or a list of quota entries: bounded by the buffer, and a
+/// decoded value survives its own encoding.
+fn quota(class: u8, buf: &[u8]) {
+    if class == 0 {
+        if let Ok(q) = f::QueryQuotaInfo::decode(buf) {
+            assert!(q.sids.len() <= buf.len() / 16, "more SIDs than fit");
+            let mut out = Vec::new();
+            q.encode(&mut out);
+            assert_eq!(f::QueryQuotaInfo::decode(&out).ok(), Some(q));
+        }
+    } else if let Ok(list) = f::FileQuotaInformation::decode_list(buf) {
+        assert!(list.len() <= buf.len() / 48, "more entries than fit");
+        let mut out = Vec::new();
+        f::FileQuotaInformation::encode_list(&list, &mut out);
+        assert_eq!(f::FileQuotaInformation::decode_list(&out).ok(), Some(list));
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let [info_type, class, buf @ ..] = data else {
         return;
@@ -72,6 +91,7 @@ fuzz_target!(|data: &[u8]| {
     match info_type {
         1 => file_class(FileInfoClass(*class), buf),
         2 => fs_class(FsInfoClass(*class), buf),
+        4 => quota(*class, buf),
         0x80 => {
             if let Ok(entries) = decode_dir_entries(FileInfoClass(*class), buf) {
                 assert!(entries.len() <= buf.len() / 8, "more entries than fit");

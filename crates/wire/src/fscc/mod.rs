@@ -15,12 +15,14 @@
 //!   QUERY_DIRECTORY output buffer.
 //! * [`fs_info`] - [MS-FSCC] 2.5 filesystem classes.
 //! * [`notify`] - [MS-FSCC] 2.7.1 FILE_NOTIFY_INFORMATION chains.
+//! * [`quota`] - SMB2_QUERY_QUOTA_INFO and the [MS-FSCC] 2.4.41 quota lists.
 //! * [`wildcard`] - [`name_matches`].
 
 pub mod dir_info;
 pub mod file_info;
 pub mod fs_info;
 pub mod notify;
+pub mod quota;
 pub mod wildcard;
 
 pub use dir_info::{
@@ -29,6 +31,9 @@ pub use dir_info::{
 pub use file_info::*;
 pub use fs_info::*;
 pub use notify::*;
+pub use quota::{
+    decode_get_quota_list, encode_get_quota_list, FileQuotaInformation, QueryQuotaInfo,
+};
 pub use wildcard::name_matches;
 
 use crate::codec::Reader;
