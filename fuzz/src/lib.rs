@@ -90,6 +90,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             streams: true,
             fruit: None,
             shadow: None,
+            quota: None,
             encrypt,
         })
     };

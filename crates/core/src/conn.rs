@@ -177,6 +177,7 @@ impl Connection {
                 metrics: None,
                 domain_answer: None,
                 ids_wanted: None,
+                quota_handles: Default::default(),
             },
             credits: CreditWindow::new(),
             outputs: VecDeque::new(),

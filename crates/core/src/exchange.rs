@@ -90,6 +90,8 @@ pub(crate) struct ConnCore {
     pub domain_answer: Option<DomainAnswer>,
     /// What a command returning [`crate::cmd::ids::ASK_IDS`] asks the id source.
     pub ids_wanted: Option<crate::lookup::Lookup>,
+    /// This connection's quota handles (crate::cmd::quota).
+    pub quota_handles: crate::quota::QuotaHandles,
 }
 
 impl ConnCore {

@@ -299,6 +299,10 @@ pub struct Global {
     pub smb_encrypt: EncryptPolicy,
     /// `guest account`; default `nobody`.
     pub guest_account: String,
+    /// `get quota command` and `set quota command` (Samba's): the programs that read and set
+    /// quotas (crate::quota). Default none.
+    pub get_quota_command: Option<String>,
+    pub set_quota_command: Option<String>,
     /// `use sendfile`: unsigned, unencrypted READ data goes from the file to the socket,
     /// and WRITE payloads from the socket to the file, by splice, never through user
     /// memory. Server-wide in ringshare. Default yes (Samba's default is no); see
@@ -426,6 +430,8 @@ impl Default for Global {
             map_to_guest: MapToGuest::Never,
             smb_encrypt: EncryptPolicy::IfRequired,
             guest_account: "nobody".to_string(),
+            get_quota_command: None,
+            set_quota_command: None,
             use_sendfile: true,
             pin_cpus: false,
             multishot_receive: false,

@@ -21,6 +21,7 @@ pub mod logwriter;
 pub mod mdns;
 pub mod metrics;
 pub mod quic;
+pub mod quota;
 pub mod reload;
 pub mod sdnotify;
 pub mod serve;

@@ -93,6 +93,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         streams: s.streams,
         fruit: s.fruit.clone().map(Arc::new),
         shadow: s.shadow.clone().map(Arc::new),
+        quota: crate::quota::source(&cfg.global, s),
     })
 }
 

@@ -226,6 +226,8 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         map_to_guest,
         smb_encrypt,
         guest_account,
+        get_quota_command,
+        set_quota_command,
         use_sendfile,
         pin_cpus,
         multishot_receive,
@@ -313,6 +315,12 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     };
     opt(s, "map to guest", guest);
     opt(s, "guest account", guest_account);
+    for (key, cmd) in [
+        ("get quota command", get_quota_command),
+        ("set quota command", set_quota_command),
+    ] {
+        opt(s, key, cmd.as_deref().unwrap_or(""));
+    }
     opt(s, "smb passwd file", smb_passwd_file.display());
     opt(s, "realm", realm);
     let method = match kerberos_method {

@@ -91,6 +91,9 @@ pub struct ShareDef {
     /// `vfs objects` lists `shadow_copy2`: Previous Versions, from these
     /// snapshots ([`crate::shadow`]).
     pub shadow: Option<Arc<crate::shadow::ShadowCopy>>,
+    /// Where the share's quotas come from (`get quota command`): the free space a user is
+    /// shown honours their quota ([`crate::quota`]).
+    pub quota: Option<Arc<dyn crate::quota::QuotaSource>>,
 }
 
 impl ShareDef {
@@ -115,6 +118,7 @@ impl ShareDef {
             fruit: self.fruit.clone(),
             root_key: Default::default(),
             shadow: self.shadow.clone(),
+            quota: self.quota.clone(),
         }
     }
 

@@ -41,6 +41,7 @@ pub mod ntsd;
 pub mod opens;
 pub mod path;
 pub mod peers;
+pub mod quota;
 pub mod server;
 pub mod shadow;
 pub mod sidcache;

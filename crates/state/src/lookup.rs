@@ -38,6 +38,8 @@ pub enum DomainAnswer {
     Ids(Result<(), String>),
     /// NSS's answers to an lsarpc call's questions ([`crate::ipc`]).
     Names(NameAnswers),
+    /// A quota source's answer ([`crate::quota`]), or why there is none.
+    Quota(Result<crate::quota::QuotaDone, String>),
 }
 
 /// The local accounts, with the users of `workgroup` checked by the domain: the domain was
@@ -119,6 +121,12 @@ pub enum Lookup {
         sids: Vec<ringshare_wire::security::Sid>,
         ids: Vec<Xid>,
     },
+    /// A share's quotas ([`crate::quota::QuotaSource`]: a `get quota command` is a program
+    /// the server runs).
+    Quota {
+        source: Arc<dyn crate::quota::QuotaSource>,
+        ask: crate::quota::QuotaAsk,
+    },
 }
 
 /// The answer to a [`LookupRequest`].
@@ -134,6 +142,8 @@ pub enum LookupDone {
     Ids(Result<IdAnswers, String>),
     /// What NSS answered about the ids and names asked.
     Names(NameAnswers),
+    /// What the quota source answered.
+    Quota(crate::quota::QuotaDone),
 }
 
 /// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
@@ -216,6 +226,7 @@ impl LookupRequest {
             Lookup::Names { accounts, queries } => {
                 LookupDone::Names(NameAnswers::ask(accounts.as_ref(), queries))
             }
+            Lookup::Quota { source, ask } => LookupDone::Quota(ask.run(source)),
         }
     }
 }
@@ -300,6 +311,9 @@ impl fmt::Debug for LookupRequest {
             ),
             Lookup::Names { queries, .. } => {
                 write!(f, "Lookup {{ id: {}, names of {queries:?} }}", self.id)
+            }
+            Lookup::Quota { ask, .. } => {
+                write!(f, "Lookup {{ id: {}, quota: {ask:?} }}", self.id)
             }
             Lookup::Kdc { request, .. } => write!(
                 f,

@@ -15,6 +15,8 @@ impl NtStatus {
     pub const BUFFER_OVERFLOW: NtStatus = NtStatus(0x8000_0005);
     pub const NO_MORE_FILES: NtStatus = NtStatus(0x8000_0006);
     pub const NO_MORE_EAS: NtStatus = NtStatus(0x8000_0012);
+    /// STATUS_NO_MORE_ENTRIES: a listing (quotas) has nothing more.
+    pub const NO_MORE_ENTRIES: NtStatus = NtStatus(0x8000_001A);
     pub const INVALID_EA_NAME: NtStatus = NtStatus(0x8000_0013);
     pub const EA_LIST_INCONSISTENT: NtStatus = NtStatus(0x8000_0014);
     pub const STOPPED_ON_SYMLINK: NtStatus = NtStatus(0x8000_002D);
@@ -162,6 +164,7 @@ impl NtStatus {
             NtStatus::BUFFER_OVERFLOW => "BUFFER_OVERFLOW",
             NtStatus::NO_MORE_FILES => "NO_MORE_FILES",
             NtStatus::NO_MORE_EAS => "NO_MORE_EAS",
+            NtStatus::NO_MORE_ENTRIES => "NO_MORE_ENTRIES",
             NtStatus::INVALID_EA_NAME => "INVALID_EA_NAME",
             NtStatus::EA_LIST_INCONSISTENT => "EA_LIST_INCONSISTENT",
             NtStatus::STOPPED_ON_SYMLINK => "STOPPED_ON_SYMLINK",

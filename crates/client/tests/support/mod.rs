@@ -87,6 +87,7 @@ pub fn server_compressing(
             streams: true,
             fruit: None,
             shadow: None,
+            quota: None,
         })],
         start_filetime: 133_000_000_000_000_000,
         handshake_timeout_ms: 30_000,

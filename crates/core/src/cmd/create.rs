@@ -252,6 +252,7 @@ fn create_or_wait(
     }
     let server = core.server.clone();
     let (sref, tree, owner) = tree_of(core, req, ask)?;
+    let quota_file = crate::cmd::quota::fake_file(&mut cr, tree.who.uid())?;
     let (tree, in_snapshot) = match snapshot::view_of(&mut cr, &tree)? {
         Some(share) => (TreeView { share, ..tree }, true),
         None => (tree, false),
@@ -292,7 +293,11 @@ fn create_or_wait(
     let (body, settled) = answer::response(core, &cr, &at, &mut asked, &adm, changed, owner);
     let report = answer::report(&at, &adm.made, asked.truncate);
     let open = answer::new_open(core, req, tree, &asked, target.path, adm, settled);
-    answer::install(core, req, &sref, open, asked.durable, report, body)
+    let reply = answer::install(core, req, &sref, open, asked.durable, report, body)?;
+    Ok(match reply {
+        Some(r) if quota_file => Some(crate::cmd::quota::fake_file_opened(core, r)),
+        r => r,
+    })
 }
 
 /// The ClientGuid the connection negotiated (zeros before NEGOTIATE).

@@ -32,10 +32,17 @@ pub(crate) fn parked(
 ) -> Result<Handled, NtStatus> {
     match r {
         Err(ASK_IDS) => match core.ids_wanted.take() {
-            Some(ask) => Ok(Handled::Lookup {
-                ask,
-                cont: LookupCont::Again(Asked::Ids),
-            }),
+            Some(ask) => {
+                // A QUERY_INFO asks a share's quota source the same way (cmd/quota.rs).
+                let asked = match ask {
+                    Lookup::Quota { .. } => Asked::Quota,
+                    _ => Asked::Ids,
+                };
+                Ok(Handled::Lookup {
+                    ask,
+                    cont: LookupCont::Again(asked),
+                })
+            }
             None => Err(NtStatus::INTERNAL_ERROR),
         },
         r => {

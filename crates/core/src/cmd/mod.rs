@@ -32,6 +32,7 @@ pub(crate) mod oplock_break;
 pub(crate) mod pipe;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
+pub(crate) mod quota;
 pub(crate) mod read;
 pub(crate) mod resolve;
 pub(crate) mod session_setup;
@@ -86,6 +87,8 @@ pub(crate) enum Asked {
     Ids,
     /// NSS's answers to an lsarpc call (a pipe WRITE or FSCTL_PIPE_TRANSCEIVE).
     Names,
+    /// A quota source's answer (QUERY_INFO).
+    Quota,
 }
 
 /// Work of a request that went async.

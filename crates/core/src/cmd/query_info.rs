@@ -1,7 +1,9 @@
 //! [MS-SMB2] 3.3.5.20 Receiving an SMB2 QUERY_INFO Request: file classes
 //! ([MS-FSCC] 2.4, [MS-FSA] 2.1.5.12), file system classes ([MS-FSCC] 2.5,
 //! [MS-FSA] 2.1.5.13) and security descriptors: the one stored with the file,
-//! else one built from POSIX owner, group and mode. Quotas are not supported.
+//! else one built from POSIX owner, group and mode. Quotas (SMB2_0_INFO_QUOTA,
+//! FileFsControlInformation, and the free space shown under a user's quota) come from the
+//! share's quota source (cmd/quota.rs).
 //!
 //! Sizes: an OutputBufferLength below a class's minimum is
 //! INFO_LENGTH_MISMATCH; a variable part (names, streams) that does not fit is
@@ -103,14 +105,35 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 core.aapl.negotiated && open.share.fruit.is_some(),
             ),
         )?,
-        InfoType::FILESYSTEM => fs_info(&open, FsInfoClass(q.info_class), read_only)?,
+        InfoType::FILESYSTEM => {
+            let class = FsInfoClass(q.info_class);
+            if let (FsInfoClass::CONTROL, Some(source)) = (class, open.share.quota.clone()) {
+                let c = crate::cmd::quota::fs_control(core, &open, source)?;
+                return finish(
+                    answer(FileFsControlInformation::SIZE, |o| c.encode(o))?,
+                    limit,
+                );
+            }
+            let limited = if matches!(class, FsInfoClass::SIZE | FsInfoClass::FULL_SIZE) {
+                crate::cmd::quota::limited_space(core, &open)?
+            } else {
+                None
+            };
+            fs_info(&open, class, read_only, limited)?
+        }
         InfoType::SECURITY => {
             let nfs = core.aapl.negotiated && open.share.fruit.as_ref().is_some_and(|f| f.nfs_aces);
             return security(core, &open, q.additional_information, limit, nfs);
         }
-        InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::QUOTA => return crate::cmd::quota::query(core, &open, &q),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
+    finish(a, limit)
+}
+
+/// The reply carrying answer `a` in at most `limit` bytes: INFO_LENGTH_MISMATCH below the
+/// class's fixed size, BUFFER_OVERFLOW with what fits when its variable part does not.
+fn finish(a: Answer, limit: usize) -> Result<Reply, NtStatus> {
     if limit < a.fixed {
         return Err(NtStatus::INFO_LENGTH_MISMATCH);
     }
@@ -493,10 +516,22 @@ pub(crate) fn apply_eas(node: &dyn Node, eas: &[(String, Vec<u8>)]) -> Result<()
 /// errno E2BIG: a value larger than the filesystem holds in an xattr.
 const E2BIG: i32 = 7;
 
-fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, NtStatus> {
+/// `limited`: what a quota leaves the user (FileFsSizeInformation and
+/// FileFsFullSizeInformation show it, as Samba does, caller and actual alike).
+fn fs_info(
+    open: &Open,
+    class: FsInfoClass,
+    read_only: bool,
+    limited: Option<crate::quota::Shown>,
+) -> Result<Answer, NtStatus> {
     let backend = &open.share.backend;
     let sector: u32 = 512;
     let stat = || backend.statfs().map_err(status_of);
+    if let Some(s) = limited {
+        // What a quota leaves: caller and actual alike, as Samba shows them.
+        let units = (s.total, s.available, s.available);
+        return sizes(class, units, s.sectors_per_unit, s.bytes_per_sector);
+    }
     match class {
         FsInfoClass::VOLUME => {
             let st = stat()?;
@@ -516,24 +551,8 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
             let spu = u32::try_from(st.block_size / u64::from(sector))
                 .unwrap_or(1)
                 .max(1);
-            if class == FsInfoClass::SIZE {
-                let v = FileFsSizeInformation {
-                    total_allocation_units: st.total_blocks,
-                    available_allocation_units: st.avail_blocks,
-                    sectors_per_allocation_unit: spu,
-                    bytes_per_sector: sector,
-                };
-                answer(FileFsSizeInformation::SIZE, |o| v.encode(o))
-            } else {
-                let v = FileFsFullSizeInformation {
-                    total_allocation_units: st.total_blocks,
-                    caller_available_allocation_units: st.avail_blocks,
-                    actual_available_allocation_units: st.free_blocks,
-                    sectors_per_allocation_unit: spu,
-                    bytes_per_sector: sector,
-                };
-                answer(FileFsFullSizeInformation::SIZE, |o| v.encode(o))
-            }
+            let units = (st.total_blocks, st.avail_blocks, st.free_blocks);
+            sizes(class, units, spu, sector)
         }
         FsInfoClass::DEVICE => answer(FileFsDeviceInformation::SIZE, |o| {
             FileFsDeviceInformation {
@@ -558,6 +577,10 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
             }
             if open.share.has_streams() {
                 flags |= FILE_NAMED_STREAMS;
+            }
+            // Quotas where the share has a source (Samba says so always; smbcquotas asks).
+            if open.share.quota.is_some() {
+                flags |= FILE_VOLUME_QUOTAS;
             }
             // Block cloning (FSCTL_DUPLICATE_EXTENTS_TO_FILE) where the
             // share's file system shares extents.
@@ -585,6 +608,34 @@ fn fs_info(open: &Open, class: FsInfoClass, read_only: bool) -> Result<Answer, N
         }),
         FsInfoClass::OBJECT_ID | FsInfoClass::CONTROL => Err(NtStatus::NOT_SUPPORTED),
         _ => Err(NtStatus::INVALID_INFO_CLASS),
+    }
+}
+
+/// FileFsSizeInformation (`class` SIZE) or FileFsFullSizeInformation of (total, available to
+/// the caller, actually available) allocation units of `spu` sectors of `sector` bytes.
+fn sizes(
+    class: FsInfoClass,
+    (total, caller, actual): (u64, u64, u64),
+    spu: u32,
+    sector: u32,
+) -> Result<Answer, NtStatus> {
+    if class == FsInfoClass::SIZE {
+        let v = FileFsSizeInformation {
+            total_allocation_units: total,
+            available_allocation_units: caller,
+            sectors_per_allocation_unit: spu,
+            bytes_per_sector: sector,
+        };
+        answer(FileFsSizeInformation::SIZE, |o| v.encode(o))
+    } else {
+        let v = FileFsFullSizeInformation {
+            total_allocation_units: total,
+            caller_available_allocation_units: caller,
+            actual_available_allocation_units: actual,
+            sectors_per_allocation_unit: spu,
+            bytes_per_sector: sector,
+        };
+        answer(FileFsFullSizeInformation::SIZE, |o| v.encode(o))
     }
 }
 

@@ -427,7 +427,8 @@ pub(crate) fn resume(
         LookupDone::DomainNtlm(_)
         | LookupDone::Kdc(_)
         | LookupDone::Ids(_)
-        | LookupDone::Names(_) => Err(AccountError::Lookup("not an account's answer".into())),
+        | LookupDone::Names(_)
+        | LookupDone::Quota(_) => Err(AccountError::Lookup("not an account's answer".into())),
     };
     let account = account_from(core, &fin, found);
     let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);

@@ -7,15 +7,16 @@
 //! or delete with an empty value; FILE_WRITE_EA). Security descriptors: the parts
 //! given are merged into the file's descriptor and stored with it (the
 //! backend's `set_security_descriptor`); they are not applied to access
-//! checks. File system and quota settings: NOT_SUPPORTED.
+//! checks. Quotas and FileFsControlInformation on a quota handle (cmd/quota.rs); other file
+//! system settings: NOT_SUPPORTED.
 
 use ringshare_vfs::{FsError, SetTimes};
 use ringshare_wire::consts::{InfoType, SecurityInformation};
 use ringshare_wire::fscc::{
     FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
     FileDispositionInformationEx, FileEndOfFileInformation, FileInfoClass, FileModeInformation,
-    FilePositionInformation, FileRenameInformation, TimeChange, FILE_DISPOSITION_DELETE,
-    FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE, FILE_DISPOSITION_ON_CLOSE,
+    FilePositionInformation, FileRenameInformation, FsInfoClass, TimeChange,
+    FILE_DISPOSITION_DELETE, FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE, FILE_DISPOSITION_ON_CLOSE,
 };
 use ringshare_wire::info::{SetInfoRequest, SetInfoResponse};
 use ringshare_wire::security::SecurityDescriptor;
@@ -96,7 +97,11 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
             )?;
             notify::modified(&server, &open, notify::filter::SECURITY);
         }
-        InfoType::FILESYSTEM | InfoType::QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        InfoType::FILESYSTEM if FsInfoClass(s.info_class) == FsInfoClass::CONTROL => {
+            crate::cmd::quota::set_fs(core, &open, s.buffer, read_only)?;
+        }
+        InfoType::QUOTA => crate::cmd::quota::set_user(core, &open, s.buffer)?,
+        InfoType::FILESYSTEM => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     Ok(Reply::ok(ok_body()))

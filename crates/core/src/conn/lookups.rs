@@ -78,6 +78,8 @@ impl Connection {
                     (Asked::Ids, _) => DomainAnswer::Ids(Err("no answer".into())),
                     (Asked::Names, LookupDone::Names(a)) => DomainAnswer::Names(a),
                     (Asked::Names, _) => DomainAnswer::Names(Default::default()),
+                    (Asked::Quota, LookupDone::Quota(a)) => DomainAnswer::Quota(Ok(a)),
+                    (Asked::Quota, _) => DomainAnswer::Quota(Err("no answer".into())),
                 };
                 self.core.domain_answer = Some(answer);
                 let mut job = job;

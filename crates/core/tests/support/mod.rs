@@ -221,6 +221,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             streams: true,
             fruit: None,
             shadow: None,
+            quota: None,
             encrypt,
         })
     };

@@ -193,6 +193,8 @@ enum Opt {
     ServerString,
     MapToGuest,
     GuestAccount,
+    /// `get quota command`, `set quota command` (true).
+    QuotaCommand(bool),
     ServerRole,
     Security,
     /// `idmap config DOMAIN : …`, `winbind use default domain`, `winbind separator`.
@@ -357,6 +359,8 @@ fn classify(key: &str) -> Option<Opt> {
         "server string" => Opt::ServerString,
         "map to guest" => Opt::MapToGuest,
         "guest account" => Opt::GuestAccount,
+        "get quota command" => Opt::QuotaCommand(false),
+        "set quota command" => Opt::QuotaCommand(true),
         "server role" => Opt::ServerRole,
         "realm" => Opt::Realm,
         "kerberos method" => Opt::KerberosMethod,
@@ -1052,6 +1056,15 @@ impl<'a> Parser<'a> {
                     return Err(self.err(line, "'guest account' needs a user name"));
                 }
                 self.global.guest_account = value.to_string();
+            }
+            Opt::QuotaCommand(set) => {
+                let g = &mut self.global;
+                let to = if set {
+                    &mut g.set_quota_command
+                } else {
+                    &mut g.get_quota_command
+                };
+                *to = (!value.is_empty()).then(|| value.to_string());
             }
             Opt::ServerRole => {
                 let v = normalize_key(value);

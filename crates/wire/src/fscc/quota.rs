@@ -112,9 +112,7 @@ fn chained(buf: &[u8], at: usize, fixed: usize) -> Result<(&[u8], Option<usize>)
     let len = fixed
         .checked_add(sid_len)
         .ok_or(WireError::Invalid("SidLength"))?;
-    let bytes = entry
-        .get(..len)
-        .ok_or(WireError::BadOffset("SidLength"))?;
+    let bytes = entry.get(..len).ok_or(WireError::BadOffset("SidLength"))?;
     if next == 0 {
         return Ok((bytes, None));
     }
@@ -296,10 +294,7 @@ mod tests {
         let mut start = vec![0u8; 16];
         start[8..12].copy_from_slice(&12u32.to_le_bytes());
         start[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(
-            QueryQuotaInfo::decode(&start).is_err(),
-            "start SID outside"
-        );
+        assert!(QueryQuotaInfo::decode(&start).is_err(), "start SID outside");
     }
 
     #[test]
