@@ -22,7 +22,7 @@ fn config() -> Arc<ringshare_quic::ServerConfig> {
         .get_or_init(|| {
             let (c, k) = cert::self_signed(&["localhost".into()]).unwrap();
             let id = Identity::from_pem(c.as_bytes(), k.as_bytes()).unwrap();
-            server_config(id, &limits()).unwrap()
+            server_config(id, &limits(), Default::default()).unwrap()
         })
         .clone()
 }

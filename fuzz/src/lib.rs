@@ -119,6 +119,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
+        smb_encryption_over_quic: false,
         compression: ringshare_core::DEFAULT_COMPRESSION.to_vec(),
         homes: None,
     };

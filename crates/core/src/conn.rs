@@ -852,7 +852,9 @@ impl Connection {
         self.verify_signature(req, false)?;
         // [MS-SMB2] 3.3.5.2.9: a session that must be encrypted takes only
         // encrypted requests.
-        if session_encrypt && !req.encrypted {
+        // Over a trusted QUIC transport ([`ConnCore::transport_secure`]) it need not be.
+        let insecure = !req.encrypted && !self.core.transport_secure();
+        if session_encrypt && insecure {
             return Err(NtStatus::ACCESS_DENIED);
         }
         match cmd_id {
@@ -873,7 +875,7 @@ impl Connection {
         };
         // [MS-SMB2] 3.3.5.2.11: a tree whose share requires encryption takes only
         // encrypted requests.
-        if tree_encrypt && !req.encrypted {
+        if tree_encrypt && insecure {
             return Err(NtStatus::ACCESS_DENIED);
         }
         self.check_channel_sequence(req)?;

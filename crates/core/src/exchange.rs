@@ -43,6 +43,10 @@ pub(crate) struct Negotiated {
     pub cipher: Option<Cipher>,
     /// 3.1.1: what SMB2_COMPRESSION_CAPABILITIES agreed on (empty: none).
     pub compression: compress::Compression,
+    /// Connection.AcceptTransportSecurity ([MS-SMB2] 3.3.5.4): over QUIC, the
+    /// client offered SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY and the server
+    /// agreed; no SMB encryption is asked for on this connection.
+    pub transport_security: bool,
 }
 
 /// Connection-level state the command modules work on.
@@ -97,6 +101,21 @@ pub(crate) struct ConnCore {
 impl ConnCore {
     pub fn dialect(&self) -> Option<Dialect> {
         self.negotiated.as_ref().map(|n| n.dialect)
+    }
+
+    /// The transport encrypts and the client trusts it (QUIC with
+    /// SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY agreed): SMB encryption is not
+    /// asked for, nor unencrypted requests refused, on this connection.
+    pub fn transport_secure(&self) -> bool {
+        self.negotiated
+            .as_ref()
+            .is_some_and(|n| n.transport_security)
+    }
+
+    /// An `smb encrypt` policy as it applies on this connection
+    /// ([`EncryptPolicy::over_secure_transport`]).
+    pub fn encrypt_policy(&self, p: crate::server::EncryptPolicy) -> crate::server::EncryptPolicy {
+        p.over_secure_transport(self.transport_secure())
     }
 
     /// The session a request names, when this connection is a bound channel

@@ -24,12 +24,7 @@ impl Identity {
     /// Reads a PEM certificate chain and a PEM private key (PKCS#8, PKCS#1
     /// or SEC1).
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Identity, String> {
-        let chain = CertificateDer::pem_slice_iter(cert_pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("not a PEM certificate: {e}"))?;
-        if chain.is_empty() {
-            return Err("no CERTIFICATE block in the file".into());
-        }
+        let chain = certificates_from_pem(cert_pem)?;
         let key = PrivateKeyDer::from_pem_slice(key_pem)
             .map_err(|e| format!("not a PEM private key: {e}"))?;
         Ok(Identity { chain, key })
@@ -42,10 +37,26 @@ impl Identity {
     }
 }
 
+/// The certificates of a PEM file (at least one).
+pub fn certificates_from_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a PEM certificate: {e}"))?;
+    if certs.is_empty() {
+        return Err("no CERTIFICATE block in the file".into());
+    }
+    Ok(certs)
+}
+
 /// SHA-256 of a DER certificate as colon-separated upper-case hex.
 pub fn fingerprint(der: &[u8]) -> String {
-    let d = Sha256::digest(der);
-    d.iter()
+    colon_hex(&Sha256::digest(der))
+}
+
+/// Bytes as colon-separated upper-case hex (`7F:01:…`).
+pub fn colon_hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
         .map(|b| format!("{b:02X}"))
         .collect::<Vec<_>>()
         .join(":")

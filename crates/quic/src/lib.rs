@@ -11,6 +11,7 @@
 //! refused. It never touches a socket or a clock.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod cert;
 
 use std::collections::{HashMap, VecDeque};
@@ -25,6 +26,7 @@ use quinn_proto::{
     StreamId, TransportConfig, VarInt, WriteError,
 };
 
+pub use access::{Access, ClientCertificate};
 pub use cert::Identity;
 /// The endpoint configuration [`server_config`] builds.
 pub use quinn_proto::ServerConfig;
@@ -77,6 +79,10 @@ pub enum Event {
     Writable(ConnId),
     /// The connection is over (after `Opened` only). `reason` for the log.
     Closed { id: ConnId, reason: String },
+    /// A handshake the server ended: TLS refused it (a client certificate
+    /// refused or missing, another ALPN). `reason` for the log (the caller
+    /// rate-limits it per address).
+    Refused { remote: SocketAddr, reason: String },
 }
 
 /// One datagram (or a GSO batch of `segment_size` each) to send.
@@ -100,16 +106,22 @@ pub enum ReadState {
 
 /// Builds the rustls and QUIC configuration: TLS 1.3 only, ALPN `smb`,
 /// no 0-RTT (early data size 0), one bidirectional stream per connection,
-/// no unidirectional streams, no QUIC datagrams.
+/// no unidirectional streams, no QUIC datagrams; client certificates as
+/// `access` asks ([`access`]).
 pub fn server_config(
     identity: Identity,
     limits: &Limits,
+    access: Access,
 ) -> Result<Arc<quinn_proto::ServerConfig>, String> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_no_client_auth()
+        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = match access.verifier(provider)? {
+        Some(v) => builder.with_client_cert_verifier(v),
+        None => builder.with_no_client_auth(),
+    };
+    let mut tls = builder
         .with_single_cert(identity.chain, identity.key)
         .map_err(|e| format!("certificate and key: {e}"))?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
@@ -249,6 +261,13 @@ impl Server {
                     }
                     Err(e) => {
                         tracing::debug!(%remote, "QUIC: connection attempt failed: {}", e.cause);
+                        // TLS refused the ClientHello (another ALPN).
+                        if refused_by_tls(&e.cause) {
+                            self.events.push_back(Event::Refused {
+                                remote,
+                                reason: e.cause.to_string(),
+                            });
+                        }
                         if let Some(t) = e.response {
                             self.respond(t, buf);
                         }
@@ -340,7 +359,14 @@ impl Server {
                     if c.handshaking {
                         c.handshaking = false;
                         self.handshaking -= 1;
-                        tracing::debug!(remote = %c.q.remote_address(), "QUIC handshake failed: {reason}");
+                        let remote = c.q.remote_address();
+                        tracing::debug!(%remote, "QUIC handshake failed: {reason}");
+                        if refused_by_tls(&reason) {
+                            self.events.push_back(Event::Refused {
+                                remote,
+                                reason: reason.to_string(),
+                            });
+                        }
                     }
                     if std::mem::take(&mut c.opened) {
                         self.events.push_back(Event::Closed {
@@ -504,6 +530,13 @@ impl Server {
             .ok()?
             .server_name
     }
+}
+
+/// The server's TLS ended the handshake (a TLS alert it sent: a crypto
+/// error code, 0x100 to 0x1ff, RFC 9001 4.8), not the client or a timeout.
+fn refused_by_tls(reason: &quinn_proto::ConnectionError) -> bool {
+    matches!(reason, quinn_proto::ConnectionError::TransportError(e)
+        if (0x100..0x200).contains(&u64::from(e.code)))
 }
 
 fn transmit(t: &quinn_proto::Transmit) -> Transmit {

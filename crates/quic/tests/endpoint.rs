@@ -126,6 +126,12 @@ fn a_client_asking_for_another_alpn_is_refused_and_the_server_serves_on() {
     let bad = c.connect(now, client_config(&root, b"h3"));
     let events = pump(&mut s, &mut c, &mut now);
     assert!(opened(&events).is_none());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Refused { remote, .. } if *remote == c.addr)),
+        "the refusal is reported for the log: {events:?}"
+    );
     assert!(c.conn(bad).is_closed(), "the handshake failed");
     assert_eq!(s.counts().1, 0, "no handshake left counted");
     let good = c.connect(now, client_config(&root, ALPN));

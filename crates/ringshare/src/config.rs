@@ -372,8 +372,12 @@ pub struct Global {
     /// without them a self-signed one is made on first start (docs/quic.md).
     pub tls_certfile: Option<PathBuf>,
     pub tls_keyfile: Option<PathBuf>,
-    /// `tls cafile`: read and checked, not used yet (no client certificates).
+    /// `tls cafile` (PEM): the CAs client certificates must chain to
+    /// (`quic client certificate`).
     pub tls_cafile: Option<PathBuf>,
+    /// `server smb encryption over quic`, `quic client certificate` and its
+    /// allow and deny lists ([`quic::QuicOptions`]).
+    pub quic: quic::QuicOptions,
     /// `failed logon backoff` (ringshare extension): after this many failed
     /// logons from one address, answers to its logons wait, longer with each
     /// failure ([`ringshare_core::backoff`]). `no` (0, the default) is off,
@@ -454,6 +458,7 @@ impl Default for Global {
             tls_certfile: None,
             tls_keyfile: None,
             tls_cafile: None,
+            quic: Default::default(),
             failed_logon_backoff: 0,
             cluster: ClusterOptions::default(),
         }

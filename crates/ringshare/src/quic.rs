@@ -8,7 +8,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ringshare_engine::net;
-use ringshare_quic::{cert, Identity, Limits};
+use ringshare_quic::{cert, Access, ClientCertificate, Identity, Limits};
 
 use crate::config::Config;
 use crate::driver::QuicListen;
@@ -111,6 +111,35 @@ fn make_self_signed(cert_path: &Path, key_path: &Path, names: &[String]) -> Resu
     Ok(())
 }
 
+/// What client certificates must be (`quic client certificate`, its lists,
+/// and the CAs of `tls cafile`).
+fn access(cfg: &Config) -> Result<Access, ServeError> {
+    let q = &cfg.global.quic;
+    let roots = match &cfg.global.tls_cafile {
+        Some(ca) => cert::certificates_from_pem(&read(ca, "tls cafile")?)
+            .map_err(|e| err(format!("tls cafile {}: {e}", ca.display())))?,
+        None => Vec::new(),
+    };
+    if q.client_certificate == ClientCertificate::No && !(q.allow.is_empty() && q.deny.is_empty()) {
+        tracing::warn!("'quic client certificate allow' and 'deny' apply only with 'quic client certificate = optional' or 'required'");
+    }
+    if q.client_certificate != ClientCertificate::No {
+        tracing::info!(
+            "SMB over QUIC: client certificates {} (CAs of tls cafile: {}; allow entries: {}, deny entries: {})",
+            q.client_certificate.name(),
+            roots.len(),
+            q.allow.len(),
+            q.deny.len()
+        );
+    }
+    Ok(Access {
+        mode: q.client_certificate,
+        roots,
+        allow: q.allow.clone(),
+        deny: q.deny.clone(),
+    })
+}
+
 /// SMB over QUIC as the configuration asks (`server smb transports`):
 /// the certificate loaded or made, the UDP socket bound on the first
 /// `listen` address's IP; `None` when QUIC is off.
@@ -123,16 +152,10 @@ pub fn listen(cfg: &Config, listen: &[SocketAddr]) -> Result<Option<QuicListen>,
         .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), SocketAddr::ip);
     let addr = SocketAddr::new(ip, port);
     let (id, cert_path) = identity(cfg, addr)?;
-    if let Some(ca) = &cfg.global.tls_cafile {
-        read(ca, "tls cafile")?;
-        tracing::warn!(
-            "tls cafile {}: client certificates are not asked for yet (docs/quic.md)",
-            ca.display()
-        );
-    }
+    let access = access(cfg)?;
     let fingerprint = id.fingerprint();
     let limits = Limits::default();
-    let config = ringshare_quic::server_config(id, &limits).map_err(err)?;
+    let config = ringshare_quic::server_config(id, &limits, access).map_err(err)?;
     let socket = net::udp_bind(addr).map_err(|e| {
         err(format!(
             "cannot listen for QUIC on udp {addr}: {e} (port 443 needs root or CAP_NET_BIND_SERVICE; choose another with `server smb transports = tcp, quic:PORT`)"

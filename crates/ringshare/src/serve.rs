@@ -172,6 +172,7 @@ pub fn server_config(
         io_sizes: IoSizes::new(g.smb2_max_read, g.smb2_max_write, g.smb2_max_trans),
         guest_account: g.guest_account.clone(),
         failed_logon_backoff: g.failed_logon_backoff,
+        smb_encryption_over_quic: g.quic.smb_encryption_over_quic,
         homes,
     })
 }

@@ -250,6 +250,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         tls_certfile,
         tls_keyfile,
         tls_cafile,
+        quic,
         failed_logon_backoff,
         cluster,
         realm,
@@ -292,6 +293,9 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
                 let _ = writeln!(s, "\t# {name} = (none)");
             }
         }
+    }
+    for (name, value) in quic.lines() {
+        opt(s, name, value);
     }
     if quic_port.is_some() && tls_certfile.is_none() {
         s.push_str("\t# QUIC: a self-signed certificate is made on first start, kept beside the smb passwd file\n");

@@ -37,6 +37,19 @@ pub enum EncryptPolicy {
     Required,
 }
 
+impl EncryptPolicy {
+    /// The policy on a connection whose transport security the server
+    /// accepted (SMB over QUIC with SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY,
+    /// [MS-SMB2] 2.2.3.1.5): the transport encrypts already, so nothing is
+    /// asked beyond encrypting when the client does (as Samba 4.23 does).
+    pub fn over_secure_transport(self, secure: bool) -> EncryptPolicy {
+        match self {
+            EncryptPolicy::Desired | EncryptPolicy::Required if secure => EncryptPolicy::IfRequired,
+            p => p,
+        }
+    }
+}
+
 /// Opens the directory of a share made per user (a `[homes]` share, or a
 /// `path` with `%U`-style substitutions) as a backend.
 pub type OpenShare = dyn Fn(&str) -> std::io::Result<Arc<dyn Share>> + Send + Sync;
@@ -186,6 +199,11 @@ pub struct ServerConfig {
     /// `failed logon backoff`: after this many failed logons from one
     /// address, answers to its logons wait ([`crate::backoff`]); 0 = off.
     pub failed_logon_backoff: u32,
+    /// `server smb encryption over quic` (Samba 4.23's words; off here by
+    /// default, as Windows' DisableSmbEncryptionOnSecureConnection): SMB
+    /// encryption is asked for over QUIC too, even when the client offers
+    /// to trust the transport's (SMB2_TRANSPORT_CAPABILITIES).
+    pub smb_encryption_over_quic: bool,
     /// `server smb compression` and `server smb compression algorithms`: the
     /// algorithms an SMB 3.1.1 NEGOTIATE may agree on, in the server's order
     /// of preference (the first the server can compress with is what it sends

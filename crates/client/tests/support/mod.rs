@@ -98,6 +98,7 @@ pub fn server_compressing(
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
+        smb_encryption_over_quic: false,
         compression,
         homes: None,
     };

@@ -6,6 +6,7 @@ use ringshare_crypto::encrypt::Cipher;
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_wire::consts::{
     Capabilities, CipherId, Command, Dialect, HashAlgorithm, SecurityMode, SigningAlgorithm,
+    TransportCapabilityFlags,
 };
 use ringshare_wire::header::Header;
 use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest, NegotiateResponse};
@@ -140,6 +141,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             signing_algorithm: None,
             cipher: None,
             compression: Default::default(),
+            transport_security: false,
         });
     }
     let mut hdr = Header::response_to(&Header::request(Command::NEGOTIATE, 0), NtStatus::SUCCESS);
@@ -175,6 +177,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut cipher = None;
     let mut cipher_ctx = None;
     let mut agreed = compress::Compression::default();
+    let mut transport_security = false;
     // `server smb encrypt = off` everywhere: no cipher is offered.
     let offer = core.server.config.encrypt != EncryptPolicy::Off
         || core
@@ -230,6 +233,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                     let server = &core.server.config.compression;
                     compression = Some(compress::negotiate(server, *flags, algorithms)?);
                 }
+                // [MS-SMB2] 3.3.5.4: only over QUIC, and unless `server smb
+                // encryption over quic` asks for SMB encryption there too.
+                NegotiateContext::Transport { flags } => {
+                    transport_security = core.transport == Transport::Quic
+                        && flags
+                            .contains(TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY)
+                        && !core.server.config.smb_encryption_over_quic;
+                }
                 _ => {}
             }
         }
@@ -253,6 +264,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             contexts.push(compress::response_context(&c));
             agreed = c;
         }
+        if transport_security {
+            contexts.push(NegotiateContext::Transport {
+                flags: TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY,
+            });
+        }
     }
     let multi_channel =
         core.server.config.multi_channel && neg.capabilities.contains(Capabilities::MULTI_CHANNEL);
@@ -268,6 +284,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         signing_algorithm,
         cipher,
         compression: agreed,
+        transport_security,
     });
     if dialect == Dialect::SMB3_1_1 {
         let mut p = PreauthHash::zero();

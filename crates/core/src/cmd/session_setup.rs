@@ -696,7 +696,7 @@ fn bind_checked(
                 s.channels.push(core.conn_id);
                 s.encrypt_key.is_some()
                     && matches!(
-                        core.server.config.encrypt,
+                        core.encrypt_policy(core.server.config.encrypt),
                         EncryptPolicy::Desired | EncryptPolicy::Required
                     )
             };
@@ -916,7 +916,10 @@ fn finish(
     };
     // [MS-SMB2] 3.3.5.5.3: Session.EncryptData from the server's policy.
     let can_encrypt = session.encrypt_key.is_some() && !anonymous;
-    if encrypt == EncryptPolicy::Required && !can_encrypt {
+    // Over a trusted QUIC transport nothing more is asked for on this
+    // connection; the session keeps the server's policy for its other channels.
+    let asked = core.encrypt_policy(encrypt);
+    if asked == EncryptPolicy::Required && !can_encrypt {
         if core.log_ok(LogKind::RefusedLogon) {
             tracing::info!(
                 peer = %core.peer,
@@ -933,7 +936,7 @@ fn finish(
         return refuse(core, session_id, Some(valid), NtStatus::ACCESS_DENIED);
     }
     let encrypt_data =
-        can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
+        can_encrypt && matches!(asked, EncryptPolicy::Desired | EncryptPolicy::Required);
     session.encrypt_required = can_encrypt && encrypt == EncryptPolicy::Required;
     act_for(&mut session, who);
     session.valid = true;
@@ -1024,7 +1027,7 @@ fn reauthenticated(
     }
     let encrypt_data = session.encrypt_key.is_some()
         && matches!(
-            core.server.config.encrypt,
+            core.encrypt_policy(core.server.config.encrypt),
             EncryptPolicy::Desired | EncryptPolicy::Required
         );
     drop(session);

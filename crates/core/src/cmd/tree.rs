@@ -76,7 +76,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
         })?;
         // [MS-SMB2] 3.3.5.7: a share that requires encryption refuses a session
         // that cannot encrypt.
-        if share.encrypt == EncryptPolicy::Required && !can_encrypt {
+        if core.encrypt_policy(share.encrypt) == EncryptPolicy::Required && !can_encrypt {
             if core.log_ok(LogKind::RefusedTree) {
                 tracing::info!(share = %share.name, peer = %core.peer, "tree connect refused: the share requires encryption and this session cannot encrypt");
             }
@@ -113,8 +113,11 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     if session.trees.len() >= limits::TREES_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
-    let encrypt_data =
-        can_encrypt && matches!(encrypt, EncryptPolicy::Desired | EncryptPolicy::Required);
+    let encrypt_data = can_encrypt
+        && matches!(
+            core.encrypt_policy(encrypt),
+            EncryptPolicy::Desired | EncryptPolicy::Required
+        );
     let id = session.next_tree_id;
     session.next_tree_id = session.next_tree_id.wrapping_add(1).max(1);
     let maximal_access = if read_only {

@@ -185,7 +185,8 @@ impl Connection {
         };
         let encrypt = {
             let s = lock(&ch.session);
-            s.encrypt_key.is_some() && (ch.client_encrypts || s.encrypt_required)
+            s.encrypt_key.is_some()
+                && (ch.client_encrypts || (s.encrypt_required && !self.core.transport_secure()))
         };
         let hdr = Header {
             command: Command::OPLOCK_BREAK,

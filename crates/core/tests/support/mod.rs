@@ -250,6 +250,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
+        smb_encryption_over_quic: false,
         compression: ringshare_core::DEFAULT_COMPRESSION.to_vec(),
         homes: None,
     }
@@ -339,7 +340,12 @@ impl Client {
     }
 
     fn negotiate(&mut self, dialect: Dialect) {
-        let (m, r) = self.negotiate_offering(vec![dialect]);
+        self.negotiate_adding(dialect, Vec::new());
+    }
+
+    /// NEGOTIATE of `dialect` with the contexts `extra` too; the response.
+    pub fn negotiate_adding(&mut self, dialect: Dialect, extra: Vec<NegotiateContext>) -> Resp {
+        let (m, r) = self.negotiate_offering_with(vec![dialect], extra);
         assert_eq!(r.status(), NtStatus::SUCCESS, "negotiate");
         if dialect == Dialect::SMB3_1_1 {
             let mut p = PreauthHash::zero();
@@ -347,12 +353,22 @@ impl Client {
             p.update(&r.msg);
             self.preauth = Some(p);
         }
+        r
     }
 
     /// Sends a NEGOTIATE offering `dialects` (with a preauth context when
     /// 3.1.1 is among them): the request sent and the response.
     pub fn negotiate_offering(&mut self, dialects: Vec<Dialect>) -> (Vec<u8>, Resp) {
-        let contexts = if dialects.contains(&Dialect::SMB3_1_1) {
+        self.negotiate_offering_with(dialects, Vec::new())
+    }
+
+    /// [`Client::negotiate_offering`] with the contexts `extra` after the preauth one.
+    pub fn negotiate_offering_with(
+        &mut self,
+        dialects: Vec<Dialect>,
+        extra: Vec<NegotiateContext>,
+    ) -> (Vec<u8>, Resp) {
+        let mut contexts = if dialects.contains(&Dialect::SMB3_1_1) {
             vec![NegotiateContext::PreauthIntegrity {
                 hash_algorithms: vec![HashAlgorithm::SHA_512],
                 salt: vec![1; 32],
@@ -360,6 +376,7 @@ impl Client {
         } else {
             Vec::new()
         };
+        contexts.extend(extra);
         let req = NegotiateRequest {
             security_mode: SecurityMode::SIGNING_ENABLED,
             capabilities: Capabilities::empty(),

@@ -9,7 +9,7 @@ pub use quinn_proto::{
     Event as QEvent, VarInt,
 };
 pub use ringshare_quic::*;
-pub use rustls::pki_types::CertificateDer;
+pub use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 pub use std::net::SocketAddr;
 pub use std::sync::Arc;
 pub use std::time::{Duration, Instant};
@@ -18,24 +18,91 @@ pub const SERVER: &str = "127.0.0.1:4443";
 pub const CLIENT: &str = "127.0.0.1:50000";
 
 pub fn server_with(limits: Limits) -> (Server, CertificateDer<'static>) {
+    server_with_access(limits, Access::default())
+}
+
+/// A server asking for client certificates as `access` says.
+pub fn server_with_access(limits: Limits, access: Access) -> (Server, CertificateDer<'static>) {
     let (c, k) = cert::self_signed(&["localhost".into(), "127.0.0.1".into()]).unwrap();
     let id = Identity::from_pem(c.as_bytes(), k.as_bytes()).unwrap();
     let leaf = id.chain[0].clone();
-    let cfg = server_config(id, &limits).unwrap();
+    let cfg = server_config(id, &limits, access).unwrap();
     (Server::new(cfg, limits), leaf)
 }
 
 pub fn client_config(root: &CertificateDer<'static>, alpn: &[u8]) -> ClientConfig {
+    client_config_as(root, alpn, None)
+}
+
+/// A client certificate (chain, leaf first) and its key.
+pub struct ClientCert {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}
+
+/// A client configuration presenting `cert`, if any.
+pub fn client_config_as(
+    root: &CertificateDer<'static>,
+    alpn: &[u8],
+    cert: Option<&ClientCert>,
+) -> ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(root.clone()).unwrap();
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let mut tls = match cert {
+        Some(c) => builder
+            .with_client_auth_cert(c.chain.clone(), c.key.clone_key())
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
     tls.alpn_protocols = vec![alpn.to_vec()];
     ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls).unwrap()))
+}
+
+/// A certificate authority that issues client certificates.
+pub struct Ca {
+    pub cert: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+impl Ca {
+    pub fn new(name: &str) -> Ca {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        p.distinguished_name.push(rcgen::DnType::CommonName, name);
+        p.distinguished_name
+            .push(rcgen::DnType::OrganizationName, "Example");
+        Ca {
+            cert: p.self_signed(&key).unwrap(),
+            key,
+        }
+    }
+
+    pub fn der(&self) -> CertificateDer<'static> {
+        self.cert.der().clone()
+    }
+
+    /// A client certificate (EKU client authentication) for `who`.
+    pub fn issue(&self, who: &str) -> ClientCert {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, who);
+        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
+        ClientCert {
+            chain: vec![cert.der().clone()],
+            key: PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        }
+    }
 }
 
 /// A client endpoint with its connections and a clock shared with the server.

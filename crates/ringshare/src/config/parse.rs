@@ -188,6 +188,8 @@ enum Opt {
     Listen,
     SmbTransports,
     TlsFile(TlsFile),
+    /// QUIC's other options ([`super::quic::QuicOptions`]).
+    Quic(super::quic::QuicOpt),
     NetbiosName,
     Workgroup,
     ServerString,
@@ -294,6 +296,9 @@ const WHY_DOS: &str = "ringshare always keeps DOS attributes in the `user.DOSATT
      (Samba's `store dos attributes = yes`) and maps none of them to mode bits";
 
 fn classify(key: &str) -> Option<Opt> {
+    if let Some(q) = super::quic::QuicOpt::classify(key) {
+        return Some(Opt::Quic(q));
+    }
     if key.starts_with("fruit:") {
         return Some(Opt::Fruit);
     }
@@ -955,6 +960,12 @@ impl<'a> Parser<'a> {
             Opt::SmbTransports => {
                 self.global.quic_port =
                     super::quic::parse_transports(value).map_err(|m| self.err(line, m))?;
+            }
+            Opt::Quic(which) => {
+                self.global
+                    .quic
+                    .set(which, key, value)
+                    .map_err(|m| self.err(line, m))?;
             }
             Opt::TlsFile(which) => {
                 if value.is_empty() {

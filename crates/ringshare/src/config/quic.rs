@@ -1,5 +1,97 @@
 //! `server smb transports` in Samba 4.23's words, and what SMB over QUIC
-//! needs around it (`tls certfile`, `tls keyfile`, `tls cafile`).
+//! needs around it (`tls certfile`, `tls keyfile`, `tls cafile`, `server smb
+//! encryption over quic`, `quic client certificate` and its lists).
+
+use ringshare_quic::access::{parse_rules, Rule};
+use ringshare_quic::ClientCertificate;
+
+/// QUIC's options besides the transports and the `tls` files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuicOptions {
+    /// `server smb encryption over quic` (Samba 4.23's words): SMB
+    /// encryption is asked for inside QUIC too. Default no here (Windows'
+    /// default; Samba's is yes): a client offering to trust the transport
+    /// (SMB2_TRANSPORT_CAPABILITIES) is not asked to encrypt twice.
+    pub smb_encryption_over_quic: bool,
+    /// `quic client certificate = no | optional | required` (ringshare
+    /// extension, Windows Server 2025's client access control).
+    pub client_certificate: ClientCertificate,
+    /// `quic client certificate allow` / `deny`: `sha256:HEX` and
+    /// `issuer:NAME` entries separated by `;`.
+    pub allow: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+/// Which of [`QuicOptions`] a key sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuicOpt {
+    EncryptionOverQuic,
+    ClientCertificate,
+    Allow,
+    Deny,
+}
+
+impl QuicOpt {
+    pub fn classify(key: &str) -> Option<QuicOpt> {
+        Some(match key {
+            "server smb encryption over quic" => QuicOpt::EncryptionOverQuic,
+            "quic client certificate" => QuicOpt::ClientCertificate,
+            "quic client certificate allow" => QuicOpt::Allow,
+            "quic client certificate deny" => QuicOpt::Deny,
+            _ => return None,
+        })
+    }
+}
+
+impl QuicOptions {
+    /// Sets option `which` from its value; the reason when it is not one.
+    pub fn set(&mut self, which: QuicOpt, key: &str, value: &str) -> Result<(), String> {
+        match which {
+            QuicOpt::EncryptionOverQuic => {
+                self.smb_encryption_over_quic = super::parse_bool(value)
+                    .ok_or_else(|| format!("'{key}' expects yes or no, got '{value}'"))?;
+            }
+            QuicOpt::ClientCertificate => {
+                self.client_certificate = ClientCertificate::parse(value).ok_or_else(|| {
+                    format!("'{key}' expects no, optional or required, got '{value}'")
+                })?;
+            }
+            QuicOpt::Allow => {
+                self.allow = parse_rules(value).map_err(|e| format!("'{key}': {e}"))?
+            }
+            QuicOpt::Deny => self.deny = parse_rules(value).map_err(|e| format!("'{key}': {e}"))?,
+        }
+        Ok(())
+    }
+
+    /// The options as `ringshare testparm` lists them.
+    pub fn lines(&self) -> Vec<(&'static str, String)> {
+        let list = |rules: &[Rule]| {
+            rules
+                .iter()
+                .map(Rule::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        vec![
+            (
+                "server smb encryption over quic",
+                if self.smb_encryption_over_quic {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            ),
+            (
+                "quic client certificate",
+                self.client_certificate.name().into(),
+            ),
+            ("quic client certificate allow", list(&self.allow)),
+            ("quic client certificate deny", list(&self.deny)),
+        ]
+    }
+}
 
 /// The UDP port QUIC listens on when `quic` is named without one (Samba's
 /// and Windows' default).
@@ -80,6 +172,44 @@ mod tests {
         assert_eq!(parse_transports("+quic:1443, -nbt"), Ok(Some(1443)));
         assert_eq!(parse_transports("+QUIC"), Ok(Some(443)));
         assert_eq!(parse_transports("tcp, quic, -quic"), Ok(None));
+    }
+
+    #[test]
+    fn quic_options_read_their_values_and_refuse_others_with_a_reason() {
+        let mut o = QuicOptions::default();
+        assert!(!o.smb_encryption_over_quic, "off by default, as on Windows");
+        let set = |o: &mut QuicOptions, key: &str, value: &str| {
+            o.set(QuicOpt::classify(key).unwrap(), key, value)
+        };
+        set(&mut o, "server smb encryption over quic", "yes").unwrap();
+        set(&mut o, "quic client certificate", "Optional").unwrap();
+        set(
+            &mut o,
+            "quic client certificate allow",
+            "issuer:CN=Staff CA; sha256:",
+        )
+        .unwrap_err();
+        let fp = "AB:".repeat(31) + "AB";
+        set(
+            &mut o,
+            "quic client certificate deny",
+            &format!("sha256:{fp}"),
+        )
+        .unwrap();
+        set(
+            &mut o,
+            "quic client certificate allow",
+            "issuer:CN=Staff CA, O=Example",
+        )
+        .unwrap();
+        assert!(o.smb_encryption_over_quic);
+        assert_eq!(o.client_certificate, ClientCertificate::Optional);
+        assert_eq!((o.allow.len(), o.deny.len()), (1, 1));
+        let e = set(&mut o, "quic client certificate", "maybe").unwrap_err();
+        assert!(e.contains("optional"), "{e}");
+        let e = set(&mut o, "quic client certificate deny", "sha1:00").unwrap_err();
+        assert!(e.contains("sha256:HEX"), "{e}");
+        assert_eq!(QuicOpt::classify("quic client certificates"), None);
     }
 
     #[test]

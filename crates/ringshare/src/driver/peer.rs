@@ -40,3 +40,12 @@ pub(super) fn refused(server: &ServerState, fd: &OwnedFd, max: usize, now_ms: u6
         );
     }
 }
+
+/// A QUIC handshake the server's TLS refused (a client certificate refused
+/// or missing, another ALPN): one line, within the peer's log budget.
+pub(super) fn quic_refused(server: &ServerState, remote: SocketAddr, reason: &str, now_ms: u64) {
+    let ip = Some(remote.ip().to_canonical());
+    if server.log_admit(ip, LogKind::RefusedConnection, now_ms) {
+        tracing::warn!("refusing a connection from {remote} over QUIC: {reason}");
+    }
+}

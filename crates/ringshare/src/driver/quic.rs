@@ -187,6 +187,14 @@ impl Worker {
                         self.pair_to_stream(link, now);
                     }
                 }
+                Event::Refused { remote, reason } => {
+                    super::peer::quic_refused(
+                        &self.shared.server,
+                        remote,
+                        &reason,
+                        self.clock.mono_ms,
+                    );
+                }
                 Event::Closed { id, reason } => {
                     tracing::debug!(conn = id, "QUIC connection ended: {reason}");
                     if let Some(link) = self.link_of(id) {
