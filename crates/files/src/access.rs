@@ -28,12 +28,12 @@ pub const FILE_GENERIC_EXECUTE: u32 = 0x0012_00A0;
 pub const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
 
 /// Bits a DesiredAccess may carry; anything else is refused with ACCESS_DENIED.
-pub const VALID_DESIRED_ACCESS: u32 =
+pub(crate) const VALID_DESIRED_ACCESS: u32 =
     FILE_ALL_ACCESS | ACCESS_SYSTEM_SECURITY | MAXIMUM_ALLOWED | 0xF000_0000;
 
-pub const SHARE_READ: u32 = 1;
-pub const SHARE_WRITE: u32 = 2;
-pub const SHARE_DELETE: u32 = 4;
+pub(crate) const SHARE_READ: u32 = 1;
+pub(crate) const SHARE_WRITE: u32 = 2;
+pub(crate) const SHARE_DELETE: u32 = 4;
 
 /// Access bits that take part in share-mode checks ([MS-FSA] 2.1.5.1.2.1).
 const SHARING_BITS: u32 =
@@ -140,7 +140,7 @@ pub fn check_sharing(opens: &[ShareEntry], access: u32, share_access: u32) -> Re
 
 /// True when a new open with `access` and `share_access` cannot coexist
 /// with the existing open `e`.
-pub fn sharing_conflict(e: &ShareEntry, access: u32, share_access: u32) -> bool {
+pub(crate) fn sharing_conflict(e: &ShareEntry, access: u32, share_access: u32) -> bool {
     if access & SHARING_BITS == 0 || e.access & SHARING_BITS == 0 {
         return false;
     }

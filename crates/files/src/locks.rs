@@ -131,7 +131,7 @@ impl LockList {
     }
 
     /// True when open `owner` holds a lock.
-    pub fn held_by(&self, owner: OwnerId) -> bool {
+    pub(crate) fn held_by(&self, owner: OwnerId) -> bool {
         self.locks.iter().any(|l| l.owner == owner)
     }
 

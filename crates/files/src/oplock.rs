@@ -53,7 +53,7 @@ const H: u32 = LeaseState::HANDLE_CACHING.0;
 const W: u32 = LeaseState::WRITE_CACHING.0;
 
 /// How long a break waits for its acknowledgment (Windows' OplockBreakTimeout).
-pub const BREAK_TIMEOUT_MS: u64 = 35_000;
+pub(crate) const BREAK_TIMEOUT_MS: u64 = 35_000;
 /// How often a waiting request looks again on its own, for the breaks that
 /// end by timing out; acknowledgments and closes wake it at once
 /// ([`wake_waiters`]).
@@ -275,7 +275,7 @@ pub fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<(u64, u64)> {
 /// After a WRITE, byte-range LOCK or size change through open `owner`:
 /// LEVEL_II oplocks (the writer's own too) and the R leases of other keys
 /// break to nothing, without waiting for anyone.
-pub fn before_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
+pub(crate) fn before_change(e: &mut FileEntry, owner: u64, now_ms: u64, breaks: &mut Breaks) {
     expire(e, now_ms);
     let mine = lease_of(e, owner);
     for o in e.opens.iter_mut() {

@@ -8,7 +8,7 @@ use ringshare_vfs::UnixNanos;
 
 /// How long after a handle's first write the new write time shows
 /// (Samba's `smbd:writetimeupdatedelay` default).
-pub const DELAY_MS: u64 = 2000;
+pub(crate) const DELAY_MS: u64 = 2000;
 
 const MODIFIED: u8 = 1;
 const ON_CLOSE: u8 = 2;

@@ -16,13 +16,13 @@ use crate::peers::Table;
 use crate::sync::lock;
 
 /// Failures are forgotten after this long without one (milliseconds).
-pub const FORGET_MS: u64 = 10 * 60_000;
+pub(crate) const FORGET_MS: u64 = 10 * 60_000;
 /// The first wait (milliseconds); each further failure doubles it.
-pub const DELAY_FIRST_MS: u64 = 500;
+pub(crate) const DELAY_FIRST_MS: u64 = 500;
 /// The longest wait (milliseconds).
-pub const DELAY_MAX_MS: u64 = 5_000;
+pub(crate) const DELAY_MAX_MS: u64 = 5_000;
 /// Addresses tracked at most.
-pub const ADDRESSES_MAX: usize = 4096;
+pub(crate) const ADDRESSES_MAX: usize = 4096;
 
 #[derive(Clone, Copy)]
 struct Failures {
@@ -46,7 +46,7 @@ impl LogonBackoff {
     }
 
     /// Turn it on (after `after` failures) or off (0).
-    pub fn set_after(&self, after: u32) {
+    pub(crate) fn set_after(&self, after: u32) {
         self.after.store(after, Ordering::Relaxed);
     }
 

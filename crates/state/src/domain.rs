@@ -48,13 +48,13 @@ pub struct RidRange {
 
 impl RidRange {
     /// The Unix id of RID `rid`, if it falls in the range.
-    pub fn id_of(&self, rid: u32) -> Option<u32> {
+    pub(crate) fn id_of(&self, rid: u32) -> Option<u32> {
         let id = u64::from(self.low) + u64::from(rid.checked_sub(self.base_rid)?);
         (id <= u64::from(self.high)).then_some(id as u32)
     }
 
     /// The RID of Unix id `id`, if it falls in the range.
-    pub fn rid_of(&self, id: u32) -> Option<u32> {
+    pub(crate) fn rid_of(&self, id: u32) -> Option<u32> {
         if id < self.low || id > self.high {
             return None;
         }
@@ -119,13 +119,13 @@ const DOMAINS_MAX: usize = 1024;
 
 impl SidMap {
     /// Replace the rid ranges (start, reload).
-    pub fn set_ranges(&self, ranges: Vec<RidRange>) {
+    pub(crate) fn set_ranges(&self, ranges: Vec<RidRange>) {
         *self.ranges.write().unwrap_or_else(|e| e.into_inner()) = ranges;
     }
 
     /// Replace the other backends' ranges and forget the id source's answers (start, reload:
     /// `net cache flush` then `ringshare reload` makes both ask winbind again).
-    pub fn set_id_ranges(&self, ranges: Vec<(u32, u32)>) {
+    pub(crate) fn set_id_ranges(&self, ranges: Vec<(u32, u32)>) {
         *self.id_ranges.write().unwrap_or_else(|e| e.into_inner()) = ranges;
         self.cache
             .write()
@@ -225,7 +225,7 @@ impl SidMap {
     }
 
     /// Whether any domain maps to Unix ids through rid arithmetic.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         !self
             .ranges
             .read()
@@ -240,7 +240,7 @@ impl SidMap {
 
     /// The Unix id of a domain SID: by a rid range (one number that serves as both uid and
     /// gid, as winbind's rid backend maps it), else as the id source answered.
-    pub fn id_of(&self, sid: &Sid, now_ms: u64) -> Option<Xid> {
+    pub(crate) fn id_of(&self, sid: &Sid, now_ms: u64) -> Option<Xid> {
         if let Some(id) = self.rid_id_of(sid) {
             return Some(Xid::Both(id));
         }
@@ -252,7 +252,7 @@ impl SidMap {
     }
 
     /// The id a rid range gives a domain SID.
-    pub fn rid_id_of(&self, sid: &Sid) -> Option<u32> {
+    pub(crate) fn rid_id_of(&self, sid: &Sid) -> Option<u32> {
         let (rid, domain) = split(sid)?;
         let domains = self.domains.read().unwrap_or_else(|e| e.into_inner());
         let name = domains.iter().find(|(_, s)| **s == domain)?.0;
@@ -296,7 +296,7 @@ impl SidMap {
 
     /// The domain SID of the uid (`gid` false) or gid `id`: by a rid range, else as the id
     /// source answered.
-    pub fn sid_of_id(&self, gid: bool, id: u32, now_ms: u64) -> Option<Sid> {
+    pub(crate) fn sid_of_id(&self, gid: bool, id: u32, now_ms: u64) -> Option<Sid> {
         self.sid_of(id).or_else(|| {
             self.cache
                 .read()
@@ -312,7 +312,7 @@ impl SidMap {
     /// becomes the Unix user and the Unix group of that id when the id serves as both (winbind's
     /// rid and autorid backends give each SID one such id, and Samba writes a `user:` and a
     /// `group:` entry for it), else the Unix user or group it is.
-    pub fn to_unix(&self, sd: &SecurityDescriptor, now_ms: u64) -> SecurityDescriptor {
+    pub(crate) fn to_unix(&self, sd: &SecurityDescriptor, now_ms: u64) -> SecurityDescriptor {
         let mut out = sd.clone();
         if !self.is_active() && !self.has_answers() {
             return out;
@@ -348,7 +348,7 @@ impl SidMap {
     /// Unix users and groups whose ids a rid range holds, or whose SIDs the id source gave, are
     /// the domain's SIDs again, and an ACE that then repeats the one before it (the `user:` and
     /// `group:` entries of one id) is shown once.
-    pub fn to_domain(&self, sd: &mut SecurityDescriptor, now_ms: u64) {
+    pub(crate) fn to_domain(&self, sd: &mut SecurityDescriptor, now_ms: u64) {
         if !self.is_active() && !self.has_answers() {
             return;
         }

@@ -143,7 +143,7 @@ const DACL_CONTROL: u16 = SE_DACL_PRESENT
 /// 2.4.6; SET_INFO of [MS-SMB2] 3.3.5.21.3). An owner or group `given` lacks is
 /// kept. A DACL selected but not present in `given` becomes a NULL DACL, as on
 /// Windows (smbtorture smb2.create.nulldacl). SACLs are not stored.
-pub fn merge_security_descriptor(
+pub(crate) fn merge_security_descriptor(
     mut current: SecurityDescriptor,
     given: &SecurityDescriptor,
     info: SecurityInformation,

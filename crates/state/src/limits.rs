@@ -7,7 +7,7 @@
 pub const IO_SIZE_MAX: u32 = 8 * 1024 * 1024;
 /// Smallest MaxReadSize / MaxWriteSize / MaxTransactSize configuration may
 /// set (64 KiB, what SMB 2.0.2 uses).
-pub const IO_SIZE_MIN: u32 = 64 * 1024;
+pub(crate) const IO_SIZE_MIN: u32 = 64 * 1024;
 /// Largest direct-TCP frame we accept: an 8 MiB write plus headers and a compound's slack.
 pub const PDU_SIZE_MAX: usize = IO_SIZE_MAX as usize + 64 * 1024;
 /// Largest frame accepted before a session is established (NEGOTIATE/SESSION_SETUP).
@@ -20,7 +20,7 @@ pub const CREDITS_MAX: u16 = 8192;
 pub const CREDITS_GRANT_PER_RESPONSE_MAX: u16 = CREDITS_MAX;
 /// Credit charge the largest payload needs (8 MiB / 64 KiB); a request may
 /// be charged more (the credit window bounds it).
-pub const CREDIT_CHARGE_MAX: u16 = (IO_SIZE_MAX / 65536) as u16;
+pub(crate) const CREDIT_CHARGE_MAX: u16 = (IO_SIZE_MAX / 65536) as u16;
 /// Sessions per connection.
 pub const SESSIONS_PER_CONNECTION_MAX: usize = 64;
 /// Channels (connections) bound to one session (multichannel).
@@ -38,24 +38,24 @@ pub const LOCK_ELEMENTS_MAX: usize = 1024;
 /// Outstanding async operations (blocking locks, change notify) per connection.
 pub const ASYNC_OPS_PER_CONNECTION_MAX: usize = 512;
 /// Characters in one path name component.
-pub const NAME_CHARS_MAX: usize = 255;
+pub(crate) const NAME_CHARS_MAX: usize = 255;
 /// Characters in one path.
-pub const PATH_CHARS_MAX: usize = 32767;
+pub(crate) const PATH_CHARS_MAX: usize = 32767;
 /// QUERY_DIRECTORY / QUERY_INFO output buffer we fill at most.
 pub const OUTPUT_BUFFER_MAX: u32 = IO_SIZE_MAX;
 /// Durable opens kept after their connection went, server-wide; past it the
 /// one nearest its timeout is closed (with a log line).
-pub const DISCONNECTED_OPENS_MAX: usize = ringshare_files::parked::OPENS_MAX;
+pub(crate) const DISCONNECTED_OPENS_MAX: usize = ringshare_files::parked::OPENS_MAX;
 /// Directory handles watched by CHANGE_NOTIFY, server-wide; past it a new
 /// watch gets INSUFFICIENT_RESOURCES.
-pub const NOTIFY_WATCHERS_MAX: usize = 65536;
+pub(crate) const NOTIFY_WATCHERS_MAX: usize = 65536;
 /// Bytes of changes one watched handle keeps between requests (or its first
 /// request's OutputBufferLength if smaller); past it they are dropped and
 /// the next request gets NOTIFY_ENUM_DIR.
-pub const NOTIFY_BUFFER_BYTES_MAX: usize = 64 * 1024;
+pub(crate) const NOTIFY_BUFFER_BYTES_MAX: usize = 64 * 1024;
 /// Bytes of changes kept by all watched handles together; the handle whose
 /// change would cross it drops its buffer (NOTIFY_ENUM_DIR).
-pub const NOTIFY_BUFFERED_BYTES_MAX: usize = 64 * 1024 * 1024;
+pub(crate) const NOTIFY_BUFFERED_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// How often a blocked lock is retried, in milliseconds.
 pub const BLOCKING_LOCK_RETRY_MS: u64 = 10;
 

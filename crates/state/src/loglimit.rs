@@ -26,11 +26,11 @@ use crate::peers::{PeerIp, Table};
 use crate::sync::lock;
 
 /// Lines of one kind logged per address per window.
-pub const LINES_PER_WINDOW: u32 = 10;
+pub(crate) const LINES_PER_WINDOW: u32 = 10;
 /// The window (milliseconds).
-pub const WINDOW_MS: u64 = 60_000;
+pub(crate) const WINDOW_MS: u64 = 60_000;
 /// (address, kind) pairs tracked at most.
-pub const TRACKED_MAX: usize = 4096;
+pub(crate) const TRACKED_MAX: usize = 4096;
 /// Ended windows are swept at most this often (milliseconds).
 const SWEEP_EVERY_MS: u64 = 1_000;
 
@@ -105,7 +105,7 @@ impl fmt::Display for Summary {
 }
 
 /// Characters of a user name a failed-logon line shows at most.
-pub const USER_CHARS_SHOWN: usize = 64;
+pub(crate) const USER_CHARS_SHOWN: usize = 64;
 
 /// The line a failed logon leaves, in one format for fail2ban
 /// (packaging/fail2ban/filter.d/ringshare.conf, docs/security.md):
@@ -257,7 +257,7 @@ impl LogLimiter {
 }
 
 /// Log the summaries, each at the level of the lines it stands for.
-pub fn log_summaries(out: &[Summary]) {
+pub(crate) fn log_summaries(out: &[Summary]) {
     for s in out {
         if s.kind.is_warning() {
             tracing::warn!("{s}");

@@ -257,7 +257,7 @@ pub fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
 
 /// The open `open` is going away (closed or parked): end its watch with
 /// NOTIFY_CLEANUP.
-pub fn end_open(server: &ServerState, open: &crate::state::Open) {
+pub(crate) fn end_open(server: &ServerState, open: &crate::state::Open) {
     let w = lock(&open.state).watch.take();
     if let Some(w) = w {
         end(server, &w, NtStatus::NOTIFY_CLEANUP);
@@ -553,7 +553,7 @@ pub fn wrote(
 
 /// Every watcher's changes were lost (the kernel's queue overflowed): each
 /// next answer is NOTIFY_ENUM_DIR.
-pub fn overflow_all(server: &ServerState) {
+pub(crate) fn overflow_all(server: &ServerState) {
     let all: Vec<Arc<Watcher>> = server
         .notify
         .dirs_read()
@@ -565,7 +565,7 @@ pub fn overflow_all(server: &ServerState) {
 
 /// The watchers of the directory at `path` lost track of it (another
 /// program deleted or moved it): NOTIFY_ENUM_DIR.
-pub fn overflow_dir(server: &ServerState, root: &FileKey, path: &[String]) {
+pub(crate) fn overflow_dir(server: &ServerState, root: &FileKey, path: &[String]) {
     overflow(server, &watchers_at(server, root, path));
 }
 
@@ -612,7 +612,7 @@ fn append(reg: &Registry, w: &Watcher, st: &mut WatchState, action: u32, name: &
 
 /// A directory was renamed from `from` to `to`: watchers on it and below it
 /// follow it.
-pub fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath, to: &RelPath) {
+pub(crate) fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath, to: &RelPath) {
     let reg = &server.notify;
     if !reg.active() {
         return;

@@ -36,7 +36,7 @@ pub struct Ids<'a> {
 }
 
 /// The POSIX facts of a node as the mapping wants them.
-pub fn posix_view(node: &dyn Node, attr: &FileAttr) -> Result<PosixView, NtStatus> {
+pub(crate) fn posix_view(node: &dyn Node, attr: &FileAttr) -> Result<PosixView, NtStatus> {
     let acls = node.posix_acls().map_err(status_of)?;
     let kind = if attr.is_dir() { 0o040000 } else { 0o100000 };
     Ok(PosixView {

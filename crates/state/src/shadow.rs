@@ -39,7 +39,7 @@ pub struct SnapFormat {
 }
 
 /// Samba's default `shadow:format`.
-pub const DEFAULT_FORMAT: &str = "@GMT-%Y.%m.%d-%H.%M.%S";
+pub(crate) const DEFAULT_FORMAT: &str = "@GMT-%Y.%m.%d-%H.%M.%S";
 
 impl SnapFormat {
     /// Parses a format; the error says what is wrong with it.

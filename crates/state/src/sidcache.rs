@@ -66,7 +66,7 @@ pub const POSITIVE_MS: u64 = 604_800_000;
 /// "No id" is kept this long: winbind's `idmap negative cache time` default (120 s).
 pub const NEGATIVE_MS: u64 = 120_000;
 /// The most SIDs (and, apart, ids) kept; past it the expired go, then the oldest half.
-pub const CACHE_MAX: usize = 16_384;
+pub(crate) const CACHE_MAX: usize = 16_384;
 
 struct Entry<T> {
     value: Option<T>,
@@ -76,7 +76,7 @@ struct Entry<T> {
 
 /// The id source's answers, by SID and by id.
 #[derive(Default)]
-pub struct IdCache {
+pub(crate) struct IdCache {
     by_sid: HashMap<Sid, Entry<Xid>>,
     /// (is a gid, id) → its SID.
     by_id: HashMap<(bool, u32), Entry<Sid>>,
@@ -148,7 +148,7 @@ impl IdCache {
 
     /// What the source said of `sid`: `Some(None)` for "no id", `None` when not asked (or the
     /// answer expired).
-    pub fn id_of(&self, sid: &Sid, now_ms: u64) -> Option<Option<Xid>> {
+    pub(crate) fn id_of(&self, sid: &Sid, now_ms: u64) -> Option<Option<Xid>> {
         get(&self.by_sid, sid, now_ms).copied()
     }
 
@@ -166,7 +166,8 @@ impl IdCache {
         self.by_id.clear();
     }
 
-    /// How many SIDs and ids are kept.
+    /// How many SIDs and ids are kept (the tests look).
+    #[cfg(test)]
     pub fn len(&self) -> (usize, usize) {
         (self.by_sid.len(), self.by_id.len())
     }
@@ -174,7 +175,7 @@ impl IdCache {
 
 /// Whether `sid` is a domain account's (S-1-5-21-…, the only SIDs winbind maps that the server
 /// cannot place itself): Everyone, creator SIDs, BUILTIN and Unix SIDs are not asked about.
-pub fn is_domain_sid(sid: &Sid) -> bool {
+pub(crate) fn is_domain_sid(sid: &Sid) -> bool {
     sid.authority == [0, 0, 0, 0, 0, 5]
         && sid.sub_authorities.first() == Some(&21)
         && sid.sub_authorities.len() >= 5

@@ -127,7 +127,7 @@ pub struct Gauges {
 
 /// A lease state ([MS-SMB2] 2.2.13.2.8) as letters in the usual order
 /// (`RWH`, as Windows and Samba's smbstatus write it).
-pub fn lease_letters(state: u32) -> String {
+pub(crate) fn lease_letters(state: u32) -> String {
     let mut s = String::new();
     for (bit, c) in [(1, 'R'), (4, 'W'), (2, 'H')] {
         if state & bit != 0 {

@@ -90,7 +90,7 @@ pub struct WatchState {
 }
 
 impl WatchState {
-    pub fn has_news(&self) -> bool {
+    pub(crate) fn has_news(&self) -> bool {
         self.end.is_some() || self.overflow || !self.buf.is_empty()
     }
 }

@@ -195,7 +195,7 @@ pub fn still_kept(server: &ServerState, file_id: FileId, wanted: &Reconnect<'_>)
 
 /// The records of persistent opens kept by nodes in `gone` or by no live
 /// node (none without a store). An error when they cannot be read (logged).
-pub fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord>, NtStatus> {
+pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord>, NtStatus> {
     let Some(link) = server.node.link() else {
         return Ok(Vec::new());
     };
@@ -283,7 +283,7 @@ impl PersistentOpens for ServerState {
     }
 }
 
-pub trait CaHere {
+pub(crate) trait CaHere {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus>;
     /// The volatile ids of the persistent opens node `node` kept of files
     /// homed here: [`ServerState::forget_node`] leaves them in place.

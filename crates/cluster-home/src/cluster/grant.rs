@@ -24,7 +24,7 @@ use crate::server::{lock, FileEntry, FileKey, ServerState};
 /// At the home: `decide`, after taking back from every node the parts of
 /// its grant `take(node)` names (nothing to do outside a cluster); no grant
 /// is given until the decision is made.
-pub fn after_revoking<T>(
+pub(crate) fn after_revoking<T>(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,

@@ -47,7 +47,7 @@ pub fn homed_elsewhere(server: &ServerState, key: FileKey) -> bool {
 }
 
 /// At the node keeping the open: give it up if the reconnect may have it.
-pub fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStatus> {
+pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStatus> {
     let owner = Owner {
         uid: ask.uid,
         user: ask.user.clone(),
@@ -93,7 +93,7 @@ pub fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStat
 /// At the file's home: open `from` becomes open `to` (of node
 /// `node_of(to)`), routed to `route`, acting as `who`. Other nodes first
 /// give back the I/O grants an open of its kind on that node makes wrong.
-pub fn transfer_here(
+pub(crate) fn transfer_here(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<crate::server::FileEntry>,
@@ -356,7 +356,7 @@ pub fn take_over_from(
 /// ([`close_parked_elsewhere`]), as a single server does. An open
 /// reconnected meanwhile is left alone; a home that cannot be reached is
 /// told at the next call.
-pub fn tell_homes_of_parked(server: &ServerState) {
+pub(crate) fn tell_homes_of_parked(server: &ServerState) {
     let notes = std::mem::take(&mut *lock(&server.node.unsent_parks));
     let mut left = Vec::new();
     for (key, persistent, id) in notes {
@@ -386,7 +386,7 @@ pub fn tell_homes_of_parked(server: &ServerState) {
 
 /// At a file's home: the disconnected opens `ids` (FileIds) kept by other
 /// nodes are in a new open's way; their nodes close them.
-pub fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
+pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
     let mut nodes: Vec<u16> = ids.iter().map(|(_, v)| node_of(*v)).collect();
     nodes.sort_unstable();
     nodes.dedup();
@@ -407,7 +407,7 @@ pub fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
 }
 
 /// At the node keeping them: close these parked opens (FileIds).
-pub fn close_parked(server: &ServerState, ids: &[(u64, u64)]) {
+pub(crate) fn close_parked(server: &ServerState, ids: &[(u64, u64)]) {
     for p in durable::take_parked(server, ids) {
         tracing::debug!(
             id = p.open.id,

@@ -279,7 +279,7 @@ fn key_of(call: &Call) -> Option<FileKey> {
 /// closed first ([`purge_for_open`]). On a cluster node, other nodes
 /// first give back the I/O grants this open makes wrong (an open that may
 /// write, or that may cache, ends theirs).
-pub fn admit_here(
+pub(crate) fn admit_here(
     server: &ServerState,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
@@ -302,7 +302,7 @@ pub fn admit_here(
 
 /// [`crate::decide::lock_ranges`] on the file's entry here. On a cluster node, every
 /// node first gives back the "no byte-range locks" part of its I/O grant.
-pub fn lock_ranges_here(
+pub(crate) fn lock_ranges_here(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,

@@ -180,7 +180,7 @@ pub fn ask(server: &ServerState, node: u16, call: msg::Call) -> Result<msg::Answ
 
 /// [`ask`] for the answer `pick` takes; a refusal is its status, any other
 /// answer is [`unexpected`].
-pub fn ask_for<T>(
+pub(crate) fn ask_for<T>(
     server: &ServerState,
     node: u16,
     call: msg::Call,

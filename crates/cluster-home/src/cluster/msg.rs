@@ -44,7 +44,7 @@ pub struct Ask {
 /// The most supplementary groups a user sent between nodes has: a user
 /// with more is sent as unknown (its home then leaves a delete-pending
 /// file that a dead node's open of it was the last of, and says so).
-pub const WHO_GROUPS_MAX: usize = 1024;
+pub(crate) const WHO_GROUPS_MAX: usize = 1024;
 
 /// A decision asked of a file's home.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,7 @@ use crate::files::locks::ByteRangeLock;
 use crate::server::{lock, FileKey, ServerState};
 
 /// Records a page of [`records`] holds at most.
-pub const RECORDS_PER_PAGE: usize = 100;
+pub(crate) const RECORDS_PER_PAGE: usize = 100;
 
 /// The encoded size a page of records stays within (after its first
 /// record), well below the message size limit.
@@ -224,7 +224,7 @@ impl Reclaim for ServerState {
     }
 }
 
-pub trait ReclaimHere {
+pub(crate) trait ReclaimHere {
     /// Take one node's record of a file into its entry here.
     fn merge(&self, r: Record) -> usize;
 }

@@ -69,7 +69,7 @@ pub struct Place {
 }
 
 /// The open `h` describes, at `place`, on file `node` (entry `entry`).
-pub fn open_from(
+pub(crate) fn open_from(
     h: HandOver,
     place: Place,
     who: Who,
@@ -115,7 +115,7 @@ pub fn open_from(
 }
 
 /// What another node needs to carry on open `open` (state `st`, durability `d`).
-pub fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver {
+pub(crate) fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver {
     HandOver {
         key: open.key,
         path: st.path.clone(),

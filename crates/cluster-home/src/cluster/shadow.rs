@@ -80,14 +80,14 @@ pub fn unlocked(e: &mut FileEntry, owner: u64, ranges: &[Result<(u64, u64), NtSt
 }
 
 /// An oplock of `owner` is now at `level`.
-pub fn oplock_now(e: &mut FileEntry, owner: u64, level: u8) {
+pub(crate) fn oplock_now(e: &mut FileEntry, owner: u64, level: u8) {
     if let Some(o) = e.opens.iter_mut().find(|o| o.owner == owner) {
         o.caching.level = level;
     }
 }
 
 /// Lease `id` is now at `state`.
-pub fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
+pub(crate) fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
     if let Some(l) = e.leases.iter_mut().find(|l| l.id == id) {
         l.state = state;
     }
@@ -95,7 +95,7 @@ pub fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
 
 /// A break for a connection of this node passes by from the file's home:
 /// record its target state in the shadow entry.
-pub fn break_passes(server: &ServerState, notice: &Break) {
+pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
     match notice {
         Break::Lease { notification, .. } => {
             // The lease's client is the connection's; the key names it.

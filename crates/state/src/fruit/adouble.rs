@@ -148,7 +148,7 @@ pub fn open(
 
 /// `AFP_Resource` read and written in a `._` file; the file's metadata.
 #[derive(Debug)]
-pub struct ForkNode {
+pub(crate) struct ForkNode {
     ad: Box<dyn Node>,
     file: Arc<dyn Node>,
 }

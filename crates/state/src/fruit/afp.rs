@@ -50,7 +50,7 @@ pub fn kind(fruit: Option<&Fruit>, name: &str) -> Afp {
 
 /// The AfpInfo a file without metadata shows: signature, version, backup
 /// time "never", nothing else.
-pub fn default_info() -> [u8; AFP_INFO_SIZE] {
+pub(crate) fn default_info() -> [u8; AFP_INFO_SIZE] {
     let mut b = [0u8; AFP_INFO_SIZE];
     b[0..4].copy_from_slice(b"AFP\0");
     b[4..8].copy_from_slice(&[0, 0, 1, 0]);
@@ -257,7 +257,7 @@ impl Node for InfoNode {
 /// How a stream closing with `remove` (its delete pending, its last
 /// open gone) is removed on a `fruit` share: `None` to keep it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removal {
+pub(crate) enum Removal {
     /// The stream itself.
     Stream,
     /// The file's Netatalk metadata.
@@ -270,7 +270,7 @@ pub enum Removal {
 /// Netatalk metadata goes when its delete is due; an AfpInfo stream also
 /// when the last open leaves no 60 bytes stored (a placeholder); a resource
 /// fork only when it is empty.
-pub fn at_close(
+pub(crate) fn at_close(
     fruit: Option<&Fruit>,
     node: &dyn Node,
     name: &str,

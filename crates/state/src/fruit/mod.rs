@@ -38,20 +38,20 @@ pub fn zero_ids(aapl: &Aapl, share: &crate::config::ShareDef) -> bool {
 
 /// AAPL command codes and bits (Apple's names).
 pub mod aapl {
-    pub const SERVER_QUERY: u32 = 1;
+    pub(crate) const SERVER_QUERY: u32 = 1;
     /// Request bitmap: server caps, volume caps, model string.
-    pub const SERVER_CAPS: u64 = 0x01;
-    pub const VOLUME_CAPS: u64 = 0x02;
-    pub const MODEL_INFO: u64 = 0x04;
+    pub(crate) const SERVER_CAPS: u64 = 0x01;
+    pub(crate) const VOLUME_CAPS: u64 = 0x02;
+    pub(crate) const MODEL_INFO: u64 = 0x04;
     /// Server caps.
-    pub const SUPPORTS_READ_DIR_ATTR: u64 = 0x01;
-    pub const SUPPORTS_OSX_COPYFILE: u64 = 0x02;
-    pub const UNIX_BASED: u64 = 0x04;
-    pub const SUPPORTS_NFS_ACE: u64 = 0x08;
+    pub(crate) const SUPPORTS_READ_DIR_ATTR: u64 = 0x01;
+    pub(crate) const SUPPORTS_OSX_COPYFILE: u64 = 0x02;
+    pub(crate) const UNIX_BASED: u64 = 0x04;
+    pub(crate) const SUPPORTS_NFS_ACE: u64 = 0x08;
     /// Volume caps.
     pub const SUPPORTS_RESOLVE_ID: u64 = 0x01;
     pub const CASE_SENSITIVE: u64 = 0x02;
-    pub const FULL_SYNC: u64 = 0x04;
+    pub(crate) const FULL_SYNC: u64 = 0x04;
 }
 
 /// The AAPL context's answer to a kAAPL_SERVER_QUERY `request` (24 bytes:

@@ -96,7 +96,7 @@ pub fn finder_info(b: &[u8]) -> Option<[u8; 32]> {
 /// A blob holding `finder`: `old` with its Finder info replaced when it is
 /// valid (Netatalk's entries kept), else a new one as Samba writes it, its
 /// create, modify and access dates `born` (seconds since the Unix epoch).
-pub fn with_finder_info(old: Option<&[u8]>, finder: &[u8; 32], born: i64) -> Vec<u8> {
+pub(crate) fn with_finder_info(old: Option<&[u8]>, finder: &[u8; 32], born: i64) -> Vec<u8> {
     if let Some((b, off)) = old.and_then(|b| {
         let (_, off, _) = entries(b)?.into_iter().find(|e| e.0 == ID_FINDER)?;
         Some((b, off))

@@ -122,7 +122,7 @@ fn sid(s: &str) -> Sid {
 
 /// The SID this server's account domain answers with: ringshare keeps no SAM, so it is
 /// derived from the NetBIOS name (S-1-5-21-a-b-c), the same on every start.
-pub fn account_domain_sid(netbios_name: &str) -> Sid {
+pub(crate) fn account_domain_sid(netbios_name: &str) -> Sid {
     // FNV-1a over the upper-case name, three rounds with different seeds.
     let mut parts = [0u32; 3];
     for (i, p) in parts.iter_mut().enumerate() {

@@ -101,7 +101,7 @@ const fn uuid(g: [u32; 4]) -> [u8; 16] {
 }
 
 /// NDR 2.0 transfer syntax: 8a885d04-1ceb-11c9-9fe8-08002b104860 v2.
-pub const NDR20: [u8; 16] = uuid([0x8a88_5d04, 0x1ceb_11c9, 0x9fe8_0800, 0x2b10_4860]);
+pub(crate) const NDR20: [u8; 16] = uuid([0x8a88_5d04, 0x1ceb_11c9, 0x9fe8_0800, 0x2b10_4860]);
 /// Bind-time feature negotiation syntaxes start with these 8 bytes
 /// (6cb71c2c-9812-4540-...), [MS-RPCE] 3.3.1.5.3.
 const BIND_TIME_FEATURES: [u8; 8] = [0x2c, 0x1c, 0xb7, 0x6c, 0x12, 0x98, 0x40, 0x45];
@@ -117,10 +117,10 @@ const PTYPE_ALTER_CONTEXT_RESP: u8 = 15;
 const PFC_FIRST_FRAG: u8 = 0x01;
 const PFC_LAST_FRAG: u8 = 0x02;
 /// nca_s_op_rng_error: the operation number is not served.
-pub const FAULT_OP_RANGE: u32 = 0x1c01_0002;
+pub(crate) const FAULT_OP_RANGE: u32 = 0x1c01_0002;
 /// nca_s_fault_context_mismatch ([MS-RPCE] 3.1.1.5.5, RPC_SS_CONTEXT_MISMATCH): a
 /// context handle the server does not have.
-pub const FAULT_CONTEXT_MISMATCH: u32 = 0x1c00_001a;
+pub(crate) const FAULT_CONTEXT_MISMATCH: u32 = 0x1c00_001a;
 /// nca_s_proto_error.
 const FAULT_PROTO: u32 = 0x1c01_000b;
 /// A request larger than this (reassembled) is refused.

@@ -8,7 +8,7 @@ use ringshare_wire::WireError;
 
 /// Builds an NDR stub.
 #[derive(Default)]
-pub struct NdrWriter {
+pub(crate) struct NdrWriter {
     pub buf: Vec<u8>,
     next_referent: u32,
 }
@@ -21,7 +21,7 @@ impl NdrWriter {
         }
     }
 
-    pub fn align4(&mut self) {
+    pub(crate) fn align4(&mut self) {
         while !self.buf.len().is_multiple_of(4) {
             self.buf.push(0);
         }
@@ -47,7 +47,7 @@ impl NdrWriter {
     }
 
     /// A unique pointer: a fresh referent id, or null.
-    pub fn opt_ptr(&mut self, present: bool) {
+    pub(crate) fn opt_ptr(&mut self, present: bool) {
         if present {
             self.ptr();
         } else {
@@ -57,7 +57,7 @@ impl NdrWriter {
 
     /// The varying UTF-16 buffer an RPC_UNICODE_STRING points to (no NUL), with `max` units
     /// of room.
-    pub fn counted_chars(&mut self, s: &str, extra: u32) {
+    pub(crate) fn counted_chars(&mut self, s: &str, extra: u32) {
         let units: Vec<u16> = s.encode_utf16().collect();
         self.u32(units.len() as u32 + extra);
         self.u32(0);
@@ -81,7 +81,7 @@ impl NdrWriter {
 }
 
 /// Reads an NDR stub (request side).
-pub struct NdrReader<'a> {
+pub(crate) struct NdrReader<'a> {
     r: Reader<'a>,
 }
 
@@ -92,7 +92,7 @@ impl<'a> NdrReader<'a> {
         }
     }
 
-    pub fn align4(&mut self) -> Result<(), WireError> {
+    pub(crate) fn align4(&mut self) -> Result<(), WireError> {
         self.r.align(4)
     }
 
@@ -120,7 +120,7 @@ impl<'a> NdrReader<'a> {
     }
 
     /// The UTF-16 buffer of an RPC_UNICODE_STRING (its deferred part), `len` bytes long.
-    pub fn counted_chars(&mut self, len: u16) -> Result<String, WireError> {
+    pub(crate) fn counted_chars(&mut self, len: u16) -> Result<String, WireError> {
         let max = self.u32()?;
         let offset = self.u32()?;
         let actual = self.u32()?;
@@ -148,7 +148,7 @@ impl<'a> NdrReader<'a> {
     }
 
     /// A unique pointer to a string: `None` when null.
-    pub fn unique_string(&mut self) -> Result<Option<String>, WireError> {
+    pub(crate) fn unique_string(&mut self) -> Result<Option<String>, WireError> {
         match self.u32()? {
             0 => Ok(None),
             _ => self.string().map(Some),

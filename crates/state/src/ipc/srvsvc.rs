@@ -88,7 +88,7 @@ pub fn call(opnum: u16, stub: &[u8], facts: &ServerFacts) -> Option<Vec<u8>> {
 }
 
 /// One wkssvc call.
-pub fn wkssvc_call(opnum: u16, stub: &[u8], facts: &ServerFacts) -> Option<Vec<u8>> {
+pub(crate) fn wkssvc_call(opnum: u16, stub: &[u8], facts: &ServerFacts) -> Option<Vec<u8>> {
     match opnum {
         0 => Some(wksta_get_info(stub, facts)),
         _ => None,

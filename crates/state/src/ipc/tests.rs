@@ -30,7 +30,7 @@ pub fn pdu(ptype: u8, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
     p
 }
 
-pub fn bind_body(iface: [u8; 16], major: u16, syntax: [u8; 16], syntax_ver: u32) -> Vec<u8> {
+pub(crate) fn bind_body(iface: [u8; 16], major: u16, syntax: [u8; 16], syntax_ver: u32) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&4280u16.to_le_bytes());
     b.extend_from_slice(&4280u16.to_le_bytes());
@@ -45,7 +45,7 @@ pub fn bind_body(iface: [u8; 16], major: u16, syntax: [u8; 16], syntax_ver: u32)
     b
 }
 
-pub fn request_body(opnum: u16, stub: &[u8]) -> Vec<u8> {
+pub(crate) fn request_body(opnum: u16, stub: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&(stub.len() as u32).to_le_bytes());
     b.extend_from_slice(&0u16.to_le_bytes());
@@ -55,7 +55,7 @@ pub fn request_body(opnum: u16, stub: &[u8]) -> Vec<u8> {
 }
 
 /// Split queued output into PDUs: (ptype, flags, body).
-pub fn pdus(out: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
+pub(crate) fn pdus(out: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
     let mut v = Vec::new();
     let mut rest = out;
     while rest.len() >= 16 {

@@ -29,16 +29,16 @@ pub use crate::watch::{KernelEvent, KernelWatch};
 
 /// inotify mask bits (the kernel's ABI, linux/inotify.h).
 pub mod mask {
-    pub const MODIFY: u32 = 0x0000_0002;
+    pub(crate) const MODIFY: u32 = 0x0000_0002;
     pub const ATTRIB: u32 = 0x0000_0004;
-    pub const MOVED_FROM: u32 = 0x0000_0040;
-    pub const MOVED_TO: u32 = 0x0000_0080;
+    pub(crate) const MOVED_FROM: u32 = 0x0000_0040;
+    pub(crate) const MOVED_TO: u32 = 0x0000_0080;
     pub const CREATE: u32 = 0x0000_0100;
     pub const DELETE: u32 = 0x0000_0200;
-    pub const DELETE_SELF: u32 = 0x0000_0400;
-    pub const MOVE_SELF: u32 = 0x0000_0800;
-    pub const Q_OVERFLOW: u32 = 0x0000_4000;
-    pub const IGNORED: u32 = 0x0000_8000;
+    pub(crate) const DELETE_SELF: u32 = 0x0000_0400;
+    pub(crate) const MOVE_SELF: u32 = 0x0000_0800;
+    pub(crate) const Q_OVERFLOW: u32 = 0x0000_4000;
+    pub(crate) const IGNORED: u32 = 0x0000_8000;
     pub const ISDIR: u32 = 0x4000_0000;
     /// What a watch asks for. Writes are seen as they happen (MODIFY), not
     /// at the close of every descriptor opened for writing (CLOSE_WRITE):
@@ -292,7 +292,12 @@ fn map_events(
 /// A watcher of the directory at `at` wants the kernel watch (made with the
 /// first). False when there is none (no kernel watching, a backend without
 /// descriptors, or the kernel refused).
-pub fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'_>>, wid: u64) -> bool {
+pub(crate) fn add_ref(
+    server: &ServerState,
+    at: &DirAt,
+    dir: Option<BorrowedFd<'_>>,
+    wid: u64,
+) -> bool {
     let mut k = lock(&server.notify.kernel);
     let Some(watch) = k.watch.clone() else {
         return false;
@@ -323,7 +328,7 @@ pub fn add_ref(server: &ServerState, at: &DirAt, dir: Option<BorrowedFd<'_>>, wi
 }
 
 /// Watcher `wid` ends: it lets go of every kernel watch it asked for.
-pub fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
+pub(crate) fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
     let mut k = lock(&server.notify.kernel);
     k.tree_counts.remove(&wid);
     k.tree_whos.remove(&wid);
@@ -347,7 +352,7 @@ pub fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
 }
 
 /// Remember the share of `root` while watcher(s) use it.
-pub fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
+pub(crate) fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
     let mut k = lock(&server.notify.kernel);
     k.roots
         .entry(root)
@@ -412,7 +417,7 @@ fn kernel_share(server: &ServerState, root: FileKey) -> Option<Arc<dyn ringshare
 /// A directory appeared at `path` below WATCH_TREE watchers `wids`: it is
 /// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories),
 /// opened as each watcher's user.
-pub fn dir_appeared(server: &ServerState, root: FileKey, path: &[String], wids: &[u64]) {
+pub(crate) fn dir_appeared(server: &ServerState, root: FileKey, path: &[String], wids: &[u64]) {
     let Some(share) = kernel_share(server, root) else {
         return;
     };

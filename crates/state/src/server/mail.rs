@@ -141,7 +141,7 @@ pub struct Mail {
 impl Mail {
     /// Called (from any thread) after a notice was posted to a connection, so
     /// that the thread running it looks at its mail ([`Mail::posted`]).
-    pub fn set_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+    pub(crate) fn set_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
         replace(&self.waker, Some(wake));
     }
 
@@ -196,7 +196,7 @@ impl Mail {
     }
 
     /// Every live connection, for `status`.
-    pub fn connection_facts(&self) -> Vec<ConnStatus> {
+    pub(crate) fn connection_facts(&self) -> Vec<ConnStatus> {
         let boxes: Vec<Arc<Mailbox>> = lock(&self.mailboxes).values().cloned().collect();
         let mut v: Vec<_> = boxes.iter().map(|m| lock(&m.facts).clone()).collect();
         v.sort_by_key(|c| c.id);
@@ -209,7 +209,7 @@ impl Mail {
     }
 
     /// How many connections are live.
-    pub fn connection_count(&self) -> usize {
+    pub(crate) fn connection_count(&self) -> usize {
         lock(&self.mailboxes).len()
     }
 

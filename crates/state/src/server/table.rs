@@ -50,7 +50,7 @@ impl FileTable {
     }
 
     /// Number opens from `base` up (a cluster node's number in their top bits).
-    pub fn set_owner_base(&self, base: u64) {
+    pub(crate) fn set_owner_base(&self, base: u64) {
         self.next_owner.fetch_max(base, Ordering::Relaxed);
     }
 
@@ -154,7 +154,7 @@ impl FileTable {
     }
 
     /// How many leases are held.
-    pub fn lease_count(&self) -> usize {
+    pub(crate) fn lease_count(&self) -> usize {
         lock(&self.leases).len()
     }
 }

@@ -349,24 +349,24 @@ fn get_ask(r: &mut Reader<'_>) -> Result<Ask, WireError> {
 }
 
 mod tag {
-    pub const ADMIT: u8 = 1;
+    pub(crate) const ADMIT: u8 = 1;
     pub const CLOSE: u8 = 2;
     pub const LOCK: u8 = 3;
-    pub const RETRY_LOCK: u8 = 4;
+    pub(crate) const RETRY_LOCK: u8 = 4;
     pub const UNLOCK: u8 = 5;
     pub const IO: u8 = 6;
-    pub const CHANGED: u8 = 7;
+    pub(crate) const CHANGED: u8 = 7;
     pub const DELETE_PENDING: u8 = 8;
     pub const RENAME: u8 = 9;
-    pub const MOVED: u8 = 10;
-    pub const ACK_OPLOCK: u8 = 11;
-    pub const ACK_LEASE: u8 = 12;
-    pub const RECLAIM: u8 = 13;
-    pub const REVOKE: u8 = 14;
-    pub const GIVE_UP: u8 = 15;
-    pub const TRANSFER: u8 = 16;
-    pub const CLOSE_PARKED: u8 = 17;
-    pub const INTEREST: u8 = 18;
+    pub(crate) const MOVED: u8 = 10;
+    pub(crate) const ACK_OPLOCK: u8 = 11;
+    pub(crate) const ACK_LEASE: u8 = 12;
+    pub(crate) const RECLAIM: u8 = 13;
+    pub(crate) const REVOKE: u8 = 14;
+    pub(crate) const GIVE_UP: u8 = 15;
+    pub(crate) const TRANSFER: u8 = 16;
+    pub(crate) const CLOSE_PARKED: u8 = 17;
+    pub(crate) const INTEREST: u8 = 18;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -677,18 +677,18 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
 }
 
 mod answer {
-    pub const ADMITTED: u8 = 1;
+    pub(crate) const ADMITTED: u8 = 1;
     pub const WAIT: u8 = 2;
-    pub const REFUSED: u8 = 3;
-    pub const DONE: u8 = 4;
-    pub const CLOSED: u8 = 5;
-    pub const FLAG: u8 = 6;
+    pub(crate) const REFUSED: u8 = 3;
+    pub(crate) const DONE: u8 = 4;
+    pub(crate) const CLOSED: u8 = 5;
+    pub(crate) const FLAG: u8 = 6;
     pub const IO: u8 = 7;
     pub const LEVEL: u8 = 8;
     pub const PENDING: u8 = 9;
-    pub const RECORDS: u8 = 10;
-    pub const GIVEN_UP: u8 = 11;
-    pub const TRANSFERRED: u8 = 12;
+    pub(crate) const RECORDS: u8 = 10;
+    pub(crate) const GIVEN_UP: u8 = 11;
+    pub(crate) const TRANSFERRED: u8 = 12;
 }
 
 fn put_answer(o: &mut Vec<u8>, a: &Answer) {
@@ -839,7 +839,7 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
 
 mod notice {
     pub const OPLOCK_BREAK: u8 = 1;
-    pub const LEASE_BREAK: u8 = 2;
+    pub(crate) const LEASE_BREAK: u8 = 2;
     pub const RETRY: u8 = 3;
 }
 
