@@ -41,7 +41,7 @@ pub fn admit(
     entry: &Arc<Mutex<FileEntry>>,
     ask: &OpenAsk<'_>,
 ) -> Result<Option<Grant>, NtStatus> {
-    let Some(node) = home(server, key)? else {
+    let Some(node) = home(&server.node, key)? else {
         return cluster::home::admit_here(server, key, entry, ask);
     };
     let owned = msg::Ask {
@@ -58,7 +58,7 @@ pub fn admit(
         now_ms: ask.now_ms,
         who: ask.who.cloned(),
     };
-    match cluster::ask(server, node, Call::Admit(key, Box::new(owned)))? {
+    match cluster::ask(&server.node, node, Call::Admit(key, Box::new(owned)))? {
         Answer::Admitted(g, io) => {
             {
                 let mut e = lock(entry);
@@ -99,7 +99,7 @@ pub fn lock_ranges(
     max: usize,
     now_ms: u64,
 ) -> Locked {
-    let node = match home(server, key) {
+    let node = match home(&server.node, key) {
         Ok(None) => {
             return cluster::home::lock_ranges_here(server, key, entry, owner, asks, max, now_ms)
         }
@@ -113,7 +113,7 @@ pub fn lock_ranges(
         max: max.min(u32::MAX as usize) as u32,
         now_ms,
     };
-    match cluster::ask(server, node, call) {
+    match cluster::ask(&server.node, node, call) {
         Ok(Answer::Done) => {
             let granted = asks.iter().filter_map(|a| a.lock.ok());
             shadow::locked(&mut lock(entry), granted);
@@ -135,11 +135,11 @@ pub fn retry_lock(
     entry: &Mutex<FileEntry>,
     l: ByteRangeLock,
 ) -> bool {
-    match home(server, key) {
+    match home(&server.node, key) {
         Ok(None) => lock(entry).locks.try_lock(l),
         Ok(Some(node)) => {
             let held = matches!(
-                cluster::ask(server, node, Call::RetryLock(key, l)),
+                cluster::ask(&server.node, node, Call::RetryLock(key, l)),
                 Ok(Answer::Flag(true))
             );
             if held {
@@ -162,7 +162,7 @@ pub fn unlock_ranges(
     owner: u64,
     ranges: impl Iterator<Item = Result<(u64, u64), NtStatus>>,
 ) -> Result<(), NtStatus> {
-    let Some(node) = home(server, key)? else {
+    let Some(node) = home(&server.node, key)? else {
         return decide::unlock_ranges_here(entry, owner, ranges);
     };
     let ranges: Vec<_> = ranges.collect();
@@ -171,7 +171,7 @@ pub fn unlock_ranges(
         owner,
         ranges: ranges.clone(),
     };
-    cluster::ask_for(server, node, call, |a| {
+    cluster::ask_for(&server.node, node, call, |a| {
         matches!(a, Answer::Done).then_some(())
     })?;
     shadow::unlocked(&mut lock(entry), owner, &ranges);
@@ -187,7 +187,7 @@ pub fn io_check(
     entry: &Mutex<FileEntry>,
     io: IoAsk,
 ) -> Result<bool, NtStatus> {
-    let Some(node) = home(server, key)? else {
+    let Some(node) = home(&server.node, key)? else {
         return decide::io_check_here(server, entry, io);
     };
     // With an I/O grant, this node decides (no network).
@@ -203,7 +203,7 @@ pub fn io_check(
         change: io.change,
         now_ms: io.now_ms,
     };
-    let (conflict, writers, grant) = cluster::ask_for(server, node, call, |a| match a {
+    let (conflict, writers, grant) = cluster::ask_for(&server.node, node, call, |a| match a {
         Answer::Io {
             conflict,
             writers,
@@ -228,11 +228,11 @@ pub fn changed(
     owner: u64,
     now_ms: u64,
 ) {
-    match home(server, key) {
+    match home(&server.node, key) {
         Ok(None) => decide::changed_here(server, entry, owner, now_ms),
         Ok(Some(node)) => {
             let call = Call::Changed { key, owner, now_ms };
-            if let Err(s) = cluster::ask(server, node, call) {
+            if let Err(s) = cluster::ask(&server.node, node, call) {
                 tracing::warn!(?key, %s, "a file's home did not hear of a change");
             }
         }
@@ -251,7 +251,7 @@ pub fn rename_waits(
     conn_id: u64,
     now_ms: u64,
 ) -> Result<bool, NtStatus> {
-    let Some(node) = home(server, key)? else {
+    let Some(node) = home(&server.node, key)? else {
         return Ok(decide::rename_waits_here(
             server, entry, owner, conn_id, now_ms,
         ));
@@ -262,14 +262,14 @@ pub fn rename_waits(
         conn_id,
         now_ms,
     };
-    cluster::ask_for(server, node, call, Answer::flag)
+    cluster::ask_for(&server.node, node, call, Answer::flag)
 }
 
 /// The file now lives at `to` (a rename): where its last close removes it.
 pub fn moved(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
     lock(entry).path = to.clone();
-    if let Ok(Some(node)) = home(server, key) {
-        if let Err(s) = cluster::ask(server, node, Call::Moved(key, to.clone())) {
+    if let Ok(Some(node)) = home(&server.node, key) {
+        if let Err(s) = cluster::ask(&server.node, node, Call::Moved(key, to.clone())) {
             tracing::warn!(?key, %s, "a file's home did not hear of a rename");
         }
     }
@@ -284,11 +284,11 @@ pub fn ack_oplock(
     owner: u64,
     level: u8,
 ) -> Result<u8, NtStatus> {
-    let Some(node) = home(server, key)? else {
+    let Some(node) = home(&server.node, key)? else {
         return decide::ack_oplock_here(server, entry, owner, level);
     };
     let l = cluster::ask_for(
-        server,
+        &server.node,
         node,
         Call::AckOplock { key, owner, level },
         Answer::level,
@@ -306,7 +306,7 @@ pub fn ack_lease(
     state: u32,
     now_ms: u64,
 ) -> Result<u32, NtStatus> {
-    let Some(node) = home(server, key)? else {
+    let Some(node) = home(&server.node, key)? else {
         return decide::ack_lease_here(server, key, id, state, now_ms);
     };
     let call = Call::AckLease {
@@ -315,7 +315,7 @@ pub fn ack_lease(
         state,
         now_ms,
     };
-    let l = cluster::ask_for(server, node, call, Answer::level)?;
+    let l = cluster::ask_for(&server.node, node, call, Answer::level)?;
     if let Some(e) = server.files.existing(key) {
         shadow::lease_now(&mut lock(&e), id, l);
     }

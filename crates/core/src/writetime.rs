@@ -20,7 +20,7 @@ use ringshare_vfs::{FileAttr, Node, SetTimes, UnixNanos};
 use std::sync::atomic::Ordering;
 
 use crate::io::Now;
-use crate::server::{lock, ServerState};
+use crate::server::{lock, FileTable, ServerState};
 use crate::state::Open;
 
 pub(crate) fn nanos(now: Now) -> UnixNanos {
@@ -43,8 +43,8 @@ fn persist(node: &dyn Node, t: Option<UnixNanos>) {
 
 /// `attr` (just read from the disk) with the write time clients should
 /// see (see the module's text).
-pub(crate) fn apply(server: &ServerState, open: &Open, attr: &mut FileAttr, now_ms: u64) {
-    if server.files.write_times_shown.load(Ordering::Acquire) == 0 {
+pub(crate) fn apply(files: &FileTable, open: &Open, attr: &mut FileAttr, now_ms: u64) {
+    if files.write_times_shown.load(Ordering::Acquire) == 0 {
         // No open file shows a write time of its own: nothing to look up.
         return;
     }
@@ -56,7 +56,7 @@ pub(crate) fn apply(server: &ServerState, open: &Open, attr: &mut FileAttr, now_
 }
 
 /// A WRITE (or a server-side copy or zeroing into the file) on `open`.
-pub(crate) fn wrote(server: &ServerState, open: &Open, now: Now) {
+pub(crate) fn wrote(files: &FileTable, open: &Open, now: Now) {
     let needs = lock(&open.entry).write_time.needs_base();
     let disk = if needs {
         open.node.stat_without_dos().ok().map(|a| a.mtime)
@@ -65,7 +65,7 @@ pub(crate) fn wrote(server: &ServerState, open: &Open, now: Now) {
     };
     let mut e = lock(&open.entry);
     e.write_time.wrote(open.id, now.mono_ms, nanos(now), disk);
-    e.write_time.count(&server.files.write_times_shown);
+    e.write_time.count(&files.write_times_shown);
 }
 
 /// FLUSH or a SET_INFO that shows a written handle's update at once.
@@ -75,10 +75,10 @@ pub(crate) fn immediate(open: &Open, now: Now) {
 }
 
 /// SET_INFO FileBasicInformation set the write time.
-pub(crate) fn set_sticky(server: &ServerState, open: &Open, t: UnixNanos) {
+pub(crate) fn set_sticky(files: &FileTable, open: &Open, t: UnixNanos) {
     let mut e = lock(&open.entry);
     e.write_time.set_sticky(open.id, t);
-    e.write_time.count(&server.files.write_times_shown);
+    e.write_time.count(&files.write_times_shown);
 }
 
 /// The write time to list for the file `attr` describes, if an open of it

@@ -21,13 +21,13 @@ use crate::files::locks::{ByteRangeLock, Intent};
 use crate::files::oplock::{self, Grant, LeaseId, Route, Wish};
 pub use crate::link::Closed;
 use crate::link::Home;
-use crate::server::{lock, FileEntry, FileKey, ServerState, ShareEntry};
+use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState, ShareEntry};
 use ringshare_vfs::RelPath;
 
 /// The node to ask about `key`: `None` when it is decided here; FILE_NOT_AVAILABLE when no
 /// node decides for it now.
-pub fn home(server: &ServerState, key: FileKey) -> Result<Option<u16>, NtStatus> {
-    match server.node.home_of(key) {
+pub fn home(here: &NodeState, key: FileKey) -> Result<Option<u16>, NtStatus> {
+    match here.home_of(key) {
         Home::Here => Ok(None),
         Home::Node(n) => Ok(Some(n)),
         Home::Unavailable => {
@@ -143,7 +143,7 @@ pub fn close(
     delete_on_close: bool,
     who: &ringshare_vfs::Who,
 ) -> Closed {
-    let node = match home(server, key) {
+    let node = match home(&server.node, key) {
         Ok(None) => return close_here(server, key, entry, owner, delete_on_close).0,
         Ok(Some(node)) => Some(node),
         Err(_) => None,
@@ -327,7 +327,7 @@ pub fn delete_pending(
     entry: &Mutex<FileEntry>,
     set: Option<bool>,
 ) -> Result<(bool, bool), NtStatus> {
-    match (home(server, key)?, server.node.hooks()) {
+    match (home(&server.node, key)?, server.node.hooks()) {
         (Some(node), Some(h)) => h.delete_pending_at(server, node, key, entry, set),
         _ => Ok(delete_pending_here(entry, set)),
     }

@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use crate::server::{lock, ServerState};
+use crate::server::{lock, FileTable, ServerState};
 use crate::state::Open;
 
 pub use crate::files::oplock::DISCONNECTED;
@@ -182,12 +182,12 @@ pub struct Reconnect<'a> {
 /// (ACCESS_DENIED) and a lease key that matches on another name
 /// (INVALID_PARAMETER), as Windows and Samba answer.
 pub fn take_matching(
-    server: &ServerState,
+    files: &FileTable,
     file_id: ringshare_wire::FileId,
     r: &Reconnect<'_>,
 ) -> Result<Parked, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
-    let mut t = lock(&server.files.durables);
+    let mut t = lock(&files.durables);
     let p = t
         .get(file_id.persistent)
         .filter(|p| p.open.id == file_id.volatile)
@@ -237,8 +237,8 @@ pub fn take_matching(
 }
 
 /// Take these parked opens (by FileId) out of the table.
-pub fn take_parked(server: &ServerState, ids: &[(u64, u64)]) -> Vec<Parked> {
-    let mut t = lock(&server.files.durables);
+pub fn take_parked(files: &FileTable, ids: &[(u64, u64)]) -> Vec<Parked> {
+    let mut t = lock(&files.durables);
     let mut out = Vec::new();
     for (p, v) in ids {
         if t.get(*p).is_some_and(|x| x.open.id == *v) {

@@ -32,7 +32,7 @@ use ringshare_wire::NtStatus;
 pub mod kernel;
 
 use crate::limits;
-use crate::server::{lock, FileKey, Notice, ServerState, ShareDef};
+use crate::server::{lock, FileKey, Mail, Notice, ServerState, ShareDef};
 use crate::watch::{Dirs, Records, WatchState};
 pub use crate::watch::{Registry, Watcher};
 
@@ -197,14 +197,14 @@ pub fn arm(
     }
     // Changes other programs make there (and below it, for WATCH_TREE),
     // through the kernel.
-    kernel::use_root(server, root, &open.share.backend);
-    kernel::add_ref(server, &(root, path.clone()), open.node.fd(), w.id);
+    kernel::use_root(&server.notify, root, &open.share.backend);
+    kernel::add_ref(&server.notify, &(root, path.clone()), open.node.fd(), w.id);
     if tree {
-        kernel::watch_tree(server, root, &path, w.id, &open.who);
+        kernel::watch_tree(&server.notify, root, &path, w.id, &open.who);
     }
     if lock(&w.state).end.is_some() {
         // Ended meanwhile (closed on another channel): let go again.
-        kernel::drop_refs(server, w.id, root);
+        kernel::drop_refs(&server.notify, w.id, root);
     }
     Ok(w)
 }
@@ -244,14 +244,14 @@ pub fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             st.told = tell.is_some();
         }
     }
-    kernel::drop_refs(server, w.id, w.root);
+    kernel::drop_refs(&server.notify, w.id, w.root);
     if last {
         if let Some(h) = server.node.hooks() {
             h.watching(server, false);
         }
     }
     if let Some(head) = tell {
-        wake(server, w, head);
+        wake(&server.mail, w, head);
     }
 }
 
@@ -274,7 +274,7 @@ pub fn dir_delete_pending(server: &ServerState, share: &ShareDef, path: &RelPath
     let Some(root) = root_key(share) else {
         return;
     };
-    for w in watchers_at(server, &root, path.components()) {
+    for w in watchers_at(&server.notify, &root, path.components()) {
         if w.dir == dir {
             end(server, &w, NtStatus::DELETE_PENDING);
         }
@@ -282,10 +282,8 @@ pub fn dir_delete_pending(server: &ServerState, share: &ShareDef, path: &RelPath
 }
 
 /// The watchers of the directory at `path` under share root `root`.
-fn watchers_at(server: &ServerState, root: &FileKey, path: &[String]) -> Vec<Arc<Watcher>> {
-    server
-        .notify
-        .dirs_read()
+fn watchers_at(reg: &Registry, root: &FileKey, path: &[String]) -> Vec<Arc<Watcher>> {
+    reg.dirs_read()
         .get(root)
         .and_then(|m| m.get(path))
         .cloned()
@@ -301,12 +299,9 @@ fn release(reg: &Registry, st: &mut WatchState) {
 
 /// Tell the connection of a waiting request to look; a connection that is
 /// gone loses its requests and the next one is told.
-fn wake(server: &ServerState, w: &Watcher, mut head: (u64, u64)) {
+fn wake(mail: &Mail, w: &Watcher, mut head: (u64, u64)) {
     loop {
-        if server
-            .mail
-            .post(head.0, Notice::Notify { async_id: head.1 })
-        {
+        if mail.post(head.0, Notice::Notify { async_id: head.1 }) {
             return;
         }
         let mut st = lock(&w.state);
@@ -335,18 +330,18 @@ pub fn queue(server: &ServerState, w: &Arc<Watcher>, conn_id: u64, async_id: u64
         })
     };
     if let Some(head) = tell {
-        wake(server, w, head);
+        wake(&server.mail, w, head);
     }
 }
 
 /// A request that has not gone async yet: answered now when no earlier
 /// request waits and there is news.
-pub fn answer_now(server: &ServerState, w: &Watcher, max_len: u32) -> Option<Answer> {
+pub fn answer_now(reg: &Registry, w: &Watcher, max_len: u32) -> Option<Answer> {
     let mut st = lock(&w.state);
     if !st.pending.is_empty() || !st.has_news() {
         return None;
     }
-    Some(take(&server.notify, w, &mut st, max_len))
+    Some(take(reg, w, &mut st, max_len))
 }
 
 /// Poll a waiting request: `Some` when it is at the head of its watcher's
@@ -378,7 +373,7 @@ pub fn poll(
         (answer, tell)
     };
     if let Some(head) = tell {
-        wake(server, w, head);
+        wake(&server.mail, w, head);
     }
     Some(answer)
 }
@@ -402,7 +397,7 @@ pub fn unqueue(server: &ServerState, w: &Arc<Watcher>, conn_id: u64, async_id: u
         next
     };
     if let Some(head) = tell {
-        wake(server, w, head);
+        wake(&server.mail, w, head);
     }
 }
 
@@ -511,10 +506,10 @@ pub fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'_>], ow
         }
     }
     for (w, head) in wakes {
-        wake(server, &w, head);
+        wake(&server.mail, &w, head);
     }
     for (path, wids) in appeared {
-        kernel::dir_appeared(server, root, &path, &wids);
+        kernel::dir_appeared(&server.notify, root, &path, &wids);
     }
 }
 
@@ -522,7 +517,7 @@ pub fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'_>], ow
 fn mark(server: &ServerState, root: FileKey, path: &RelPath) {
     let parts = path.components();
     if let Some((name, parent)) = parts.split_last() {
-        kernel::mark(server, root, parent, name);
+        kernel::mark(&server.notify, root, parent, name);
     }
 }
 
@@ -566,7 +561,7 @@ pub(crate) fn overflow_all(server: &ServerState) {
 /// The watchers of the directory at `path` lost track of it (another
 /// program deleted or moved it): NOTIFY_ENUM_DIR.
 pub(crate) fn overflow_dir(server: &ServerState, root: &FileKey, path: &[String]) {
-    overflow(server, &watchers_at(server, root, path));
+    overflow(server, &watchers_at(&server.notify, root, path));
 }
 
 fn overflow(server: &ServerState, list: &[Arc<Watcher>]) {
@@ -583,7 +578,7 @@ fn overflow(server: &ServerState, list: &[Arc<Watcher>]) {
             head
         };
         if let Some(head) = tell {
-            wake(server, w, head);
+            wake(&server.mail, w, head);
         }
     }
 }
@@ -621,7 +616,7 @@ pub(crate) fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath
         return;
     };
     if reg.kernel_dirs.load(Ordering::Acquire) != 0 {
-        kernel::moved(server, root, from.components(), to.components());
+        kernel::moved(&server.notify, root, from.components(), to.components());
     }
     let mut dirs = reg.dirs_write();
     let Some(by_path) = dirs.get_mut(&root) else {

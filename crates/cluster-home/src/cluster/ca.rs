@@ -25,17 +25,17 @@ use super::msg::{self, CaRecord};
 use super::{partition_of, Home};
 use crate::durable::{Durability, Owner, Parked, Reconnect, DISCONNECTED};
 use crate::files::oplock::{self, Lease};
-use crate::server::{lock, ServerState, ShareEntry};
+use crate::server::{lock, NodeState, ServerState, ShareEntry};
 use crate::state::Open;
 
 /// `open`'s durability when it is a persistent open of a cluster node.
-fn persistent(server: &ServerState, open: &Open) -> Option<Durability> {
-    server.node.link()?;
+fn persistent(here: &NodeState, open: &Open) -> Option<Durability> {
+    here.link()?;
     lock(&open.state).durable.clone().filter(|d| d.persistent)
 }
 
-fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaRecord> {
-    let link = server.node.link()?;
+fn record_of(here: &NodeState, open: &Open, d: &Durability) -> Option<CaRecord> {
+    let link = here.link()?;
     let state = super::reopen::state_of(open, &lock(&open.state), d);
     let (lease, locks) = {
         let e = lock(&open.entry);
@@ -66,10 +66,10 @@ fn record_of(server: &ServerState, open: &Open, d: &Durability) -> Option<CaReco
 /// Store the record of `open` as it is now, if it is a persistent open of
 /// a cluster node (before the answer that made or changed it).
 pub fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
-    let Some(d) = persistent(server, open) else {
+    let Some(d) = persistent(&server.node, open) else {
         return Ok(());
     };
-    let (Some(link), Some(rec)) = (server.node.link(), record_of(server, open, &d)) else {
+    let (Some(link), Some(rec)) = (server.node.link(), record_of(&server.node, open, &d)) else {
         return Ok(());
     };
     link.ca_put(open.persistent_id, msg::encode_ca(&rec))
@@ -86,7 +86,7 @@ pub fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
 /// (a copy left on a node that lost it, after fencing, must not remove the
 /// record of the open its client took elsewhere).
 pub fn forget(server: &ServerState, open: &Open) {
-    if persistent(server, open).is_none() {
+    if persistent(&server.node, open).is_none() {
         return;
     }
     let Some(link) = server.node.link() else {
@@ -166,8 +166,8 @@ pub fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtSt
 /// of milliseconds apart), or it was being taken over (its record naming the new keeper a
 /// moment before the open is parked there), or it moved on meanwhile; the client is told to try
 /// again (FILE_NOT_AVAILABLE). An open is gone when its record is: closed, or expired.
-pub fn still_kept(server: &ServerState, file_id: FileId, wanted: &Reconnect<'_>) -> bool {
-    let Some(link) = server.node.link() else {
+pub fn still_kept(here: &NodeState, file_id: FileId, wanted: &Reconnect<'_>) -> bool {
+    let Some(link) = here.link() else {
         return false;
     };
     let rec = match link.ca_get(file_id.persistent) {
@@ -360,7 +360,7 @@ impl CaHere for ServerState {
                 self.files.set_lease_file(l.id, h.key);
             }
         }
-        let node = super::reopen::reopen(self, &share, &who, h);
+        let node = super::reopen::reopen(&self.node, &share, &who, h);
         let node = match node {
             Ok(n) => n,
             Err(s) => {

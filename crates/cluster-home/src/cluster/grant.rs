@@ -51,7 +51,7 @@ fn revoke(
 ) -> Result<(), NtStatus> {
     let targets = grant::start_revoking(&mut lock(entry), take);
     for (node, clear) in targets {
-        match super::ask(server, node, Call::Revoke { key, clear }) {
+        match super::ask(&server.node, node, Call::Revoke { key, clear }) {
             Ok(Answer::Done) => grant::given_back(&mut lock(entry), node, clear),
             other => {
                 tracing::warn!(node, ?other, ?key, "a node did not give back its I/O grant");

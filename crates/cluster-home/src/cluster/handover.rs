@@ -30,20 +30,20 @@ use super::reopen::{kind_of, open_from, reopen, state_of, Place};
 use super::{node_of, Home};
 use crate::durable::{self, Durability, Owner, Reconnect};
 use crate::files::oplock::Route;
-use crate::server::{lock, FileKey, ServerState, ShareDef};
+use crate::server::{lock, FileKey, NodeState, ServerState, ShareDef};
 use crate::state::{Open, SessionRef, TreeKind};
 
 /// The live node other than this one that keeps open `volatile` (made
 /// there), if this is a cluster node.
-pub fn holder(server: &ServerState, volatile: u64) -> Option<u16> {
-    let link = server.node.link()?;
+pub fn holder(here: &NodeState, volatile: u64) -> Option<u16> {
+    let link = here.link()?;
     let node = node_of(volatile);
     (node != link.node() && link.members().contains(&node)).then_some(node)
 }
 
 /// Whether file `key` is decided by another node now.
-pub fn homed_elsewhere(server: &ServerState, key: FileKey) -> bool {
-    server.node.link().is_some() && server.node.home_of(key) != Home::Here
+pub fn homed_elsewhere(here: &NodeState, key: FileKey) -> bool {
+    here.link().is_some() && here.home_of(key) != Home::Here
 }
 
 /// At the node keeping the open: give it up if the reconnect may have it.
@@ -60,7 +60,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
         share: &ask.share,
         owner: &owner,
     };
-    let parked = match durable::take_matching(server, ask.file_id, &wanted) {
+    let parked = match durable::take_matching(&server.files, ask.file_id, &wanted) {
         Ok(p) => p,
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
             // A persistent open this node (its file's home) is still to take over from a
@@ -72,7 +72,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     };
     let open = parked.open;
     let h = state_of(&open, &lock(&open.state), &parked.durability);
-    if homed_elsewhere(server, open.key) {
+    if homed_elsewhere(&server.node, open.key) {
         // This node's record of the open goes; the home keeps it for the
         // transfer.
         let gone = crate::decide::remove_open(&mut lock(&open.entry), open.id);
@@ -160,7 +160,11 @@ pub fn transfer(
         Home::Node(n) => n,
         Home::Unavailable => return Err(NtStatus::FILE_NOT_AVAILABLE),
     };
-    match super::ask(server, node, Call::Transfer(key, Box::new(moved.clone())))? {
+    match super::ask(
+        &server.node,
+        node,
+        Call::Transfer(key, Box::new(moved.clone())),
+    )? {
         Answer::Transferred(t) => {
             let mut e = lock(entry);
             crate::decide::remove_open(&mut e, moved.from);
@@ -257,7 +261,7 @@ pub fn take_over_from(
         uid: wanted.owner.uid,
         user: wanted.owner.user.clone(),
     };
-    let h = match super::ask(&server, node, Call::GiveUp(Box::new(ask)))? {
+    let h = match super::ask(&server.node, node, Call::GiveUp(Box::new(ask)))? {
         Answer::GivenUp(h) => *h,
         Answer::Refused(s) => return Err(s),
         a => return Err(super::unexpected(&a)),
@@ -272,7 +276,7 @@ pub fn take_over_from(
             who: who.clone(),
         });
     };
-    let reopened = reopen(&server, &share, &who, &h);
+    let reopened = reopen(&server.node, &share, &who, &h);
     let fs_node = match reopened {
         Ok(n) => n,
         Err(s) => {
@@ -376,7 +380,7 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
             route: durable::DISCONNECTED,
             who: Some(who),
         };
-        match super::ask(server, node, Call::Transfer(key, Box::new(moved))) {
+        match super::ask(&server.node, node, Call::Transfer(key, Box::new(moved))) {
             Ok(_) => {}
             Err(_) => left.push((key, persistent, id)),
         }
@@ -396,7 +400,7 @@ pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
             .copied()
             .filter(|(_, v)| node_of(*v) == node)
             .collect();
-        if let Err(s) = super::ask(server, node, Call::CloseParked(mine)) {
+        if let Err(s) = super::ask(&server.node, node, Call::CloseParked(mine)) {
             tracing::warn!(
                 node,
                 ?s,
@@ -408,7 +412,7 @@ pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
 
 /// At the node keeping them: close these parked opens (FileIds).
 pub(crate) fn close_parked(server: &ServerState, ids: &[(u64, u64)]) {
-    for p in durable::take_parked(server, ids) {
+    for p in durable::take_parked(&server.files, ids) {
         tracing::debug!(
             id = p.open.id,
             "closing a disconnected durable open another node's open would have to break"

@@ -328,9 +328,9 @@ fn purge_for_open(server: &ServerState, entry: &Mutex<FileEntry>, wish: &oplock:
     // On a cluster node, some may be kept by the nodes their clients used.
     let (here, elsewhere): (Vec<_>, Vec<_>) = ids
         .into_iter()
-        .partition(|(_, v)| super::handover::holder(server, *v).is_none());
+        .partition(|(_, v)| super::handover::holder(&server.node, *v).is_none());
     super::handover::close_parked_elsewhere(server, &elsewhere);
-    let gone = crate::durable::take_parked(server, &here);
+    let gone = crate::durable::take_parked(&server.files, &here);
     for p in gone {
         tracing::debug!(
             id = p.open.id,

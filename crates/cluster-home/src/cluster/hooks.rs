@@ -10,7 +10,7 @@ use super::msg::{self, Answer, Call};
 use super::{ask, ask_for, node_of, shadow, UnsentClose};
 use crate::files::oplock::{Break, Route};
 use crate::link::Closed;
-use crate::server::{lock, ClusterHooks, FileEntry, FileKey, ServerState, ShareDef};
+use crate::server::{lock, ClusterHooks, FileEntry, FileKey, NodeState, ServerState, ShareDef};
 use crate::state::Open;
 use crate::watch::Change;
 
@@ -39,7 +39,7 @@ impl ClusterHooks for Hooks {
             owner,
             delete_on_close,
         };
-        match node.map(|n| ask(server, n, call)) {
+        match node.map(|n| ask(&server.node, n, call)) {
             Some(Ok(Answer::Closed(closed, lease_gone))) => {
                 if let Some(id) = lease_gone {
                     server.files.forget_lease(id, key);
@@ -81,10 +81,15 @@ impl ClusterHooks for Hooks {
         entry: &Mutex<FileEntry>,
         set: Option<bool>,
     ) -> Result<(bool, bool), NtStatus> {
-        let (was, now) = ask_for(server, node, Call::DeletePending(key, set), |a| match a {
-            Answer::Pending { was, now } => Some((*was, *now)),
-            _ => None,
-        })?;
+        let (was, now) = ask_for(
+            &server.node,
+            node,
+            Call::DeletePending(key, set),
+            |a| match a {
+                Answer::Pending { was, now } => Some((*was, *now)),
+                _ => None,
+            },
+        )?;
         lock(entry).delete_pending = now;
         Ok((now, now && !was))
     }
@@ -94,11 +99,11 @@ impl ClusterHooks for Hooks {
     }
 
     fn forward_break(&self, server: &ServerState, route: Route, notice: &Break) -> bool {
-        forward(server, route, notice)
+        forward(&server.node, route, notice)
     }
 
     fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
-        super::notify::forward(server, share, changes);
+        super::notify::forward(&server.node, share, changes);
     }
 
     fn watching(&self, server: &ServerState, watching: bool) {
@@ -109,8 +114,8 @@ impl ClusterHooks for Hooks {
 /// Send a break for a connection of another node there: true when the
 /// connection is another node's (the break went, or is lost with that
 /// node), false when it is this node's to post.
-fn forward(server: &ServerState, route: Route, notice: &Break) -> bool {
-    let Some(link) = server.node.link() else {
+fn forward(here: &NodeState, route: Route, notice: &Break) -> bool {
+    let Some(link) = here.link() else {
         return false;
     };
     let node = node_of(route.conn_id);

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use ringshare_wire::{NtStatus, WireError};
 
-use crate::server::{Notice, ServerState};
+use crate::server::{NodeState, Notice, ServerState};
 
 pub use crate::link::UnsentClose;
 pub use crate::link::{ClusterLink, Home};
@@ -113,7 +113,7 @@ impl ClusterNode for ServerState {
                         owner: u.owner,
                         delete_on_close: u.delete_on_close,
                     };
-                    match ask(self, n, call) {
+                    match ask(&self.node, n, call) {
                         Ok(msg::Answer::Closed(closed, _)) => Some(Some(closed)),
                         Ok(msg::Answer::Refused(NtStatus::FILE_CLOSED)) => Some(None),
                         _ => None,
@@ -164,8 +164,8 @@ impl ClusterNode for ServerState {
 }
 
 /// Ask `node`, the home of a file, for a decision.
-pub fn ask(server: &ServerState, node: u16, call: msg::Call) -> Result<msg::Answer, NtStatus> {
-    let Some(link) = server.node.link() else {
+pub fn ask(here: &NodeState, node: u16, call: msg::Call) -> Result<msg::Answer, NtStatus> {
+    let Some(link) = here.link() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
     let answer = link.call(node, msg::Message::Call(call).encode())?;
@@ -181,12 +181,12 @@ pub fn ask(server: &ServerState, node: u16, call: msg::Call) -> Result<msg::Answ
 /// [`ask`] for the answer `pick` takes; a refusal is its status, any other
 /// answer is [`unexpected`].
 pub(crate) fn ask_for<T>(
-    server: &ServerState,
+    here: &NodeState,
     node: u16,
     call: msg::Call,
     pick: impl FnOnce(&msg::Answer) -> Option<T>,
 ) -> Result<T, NtStatus> {
-    match ask(server, node, call)? {
+    match ask(here, node, call)? {
         msg::Answer::Refused(s) => Err(s),
         a => pick(&a).ok_or_else(|| unexpected(&a)),
     }

@@ -9,14 +9,14 @@
 
 use super::msg::{Change, Message};
 use crate::notify;
-use crate::server::{lock, ServerState, ShareDef};
+use crate::server::{lock, NodeState, ServerState, ShareDef};
 
 /// Send changes made through this node to the nodes that watch.
-pub fn forward(server: &ServerState, share: &ShareDef, changes: &[notify::Change<'_>]) {
-    let Some(link) = server.node.link() else {
+pub fn forward(here: &NodeState, share: &ShareDef, changes: &[notify::Change<'_>]) {
+    let Some(link) = here.link() else {
         return;
     };
-    let peers = lock(&server.node.notify_peers).clone();
+    let peers = lock(&here.notify_peers).clone();
     if peers.is_empty() {
         return;
     }
@@ -63,7 +63,7 @@ fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
         // a post.
         let asked = || {
             let call = super::msg::Call::Interest { from: link.node() };
-            super::ask(server, *n, call).is_ok()
+            super::ask(&server.node, *n, call).is_ok()
         };
         if watching && asked() {
             continue;

@@ -124,7 +124,7 @@ impl Reclaim for ServerState {
                     parts: parts.to_vec(),
                     after,
                 };
-                match super::ask(self, node, call) {
+                match super::ask(&self.node, node, call) {
                     Ok(Answer::Records { records, next }) => {
                         for r in records {
                             taken += self.merge(r);

@@ -10,7 +10,7 @@ use ringshare_wire::NtStatus;
 
 use super::msg::HandOver;
 use crate::durable::{Durability, Kind};
-use crate::server::{ServerState, ShareDef};
+use crate::server::{NodeState, ShareDef};
 use crate::state::{Open, OpenState};
 
 fn kind_code(k: Kind) -> u8 {
@@ -33,7 +33,7 @@ pub fn kind_of(code: u8) -> Result<Kind, NtStatus> {
 /// Open the file of open `h` again as `who` on `share`: the same file (its
 /// key), or OBJECT_NAME_NOT_FOUND (renamed over or replaced meanwhile).
 pub fn reopen(
-    server: &ServerState,
+    here: &NodeState,
     share: &ShareDef,
     who: &Who,
     h: &HandOver,
@@ -53,7 +53,7 @@ pub fn reopen(
         .map_err(crate::fsmap::status_of)?;
     let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
     let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
-    if server.node.file_key(&attr) != h.key {
+    if here.file_key(&attr) != h.key {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     Ok(node)

@@ -58,7 +58,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         n.flags.0 & ringshare_wire::consts::ChangeNotifyFlags::WATCH_TREE.0 != 0,
         n.output_buffer_length,
     )?;
-    if let Some(a) = notify::answer_now(&core.server, &watcher, n.output_buffer_length) {
+    if let Some(a) = notify::answer_now(&core.server.notify, &watcher, n.output_buffer_length) {
         return answer(a).map(Handled::Reply);
     }
     Ok(Handled::Async(AsyncWork::Notify(PendingNotify {

@@ -191,7 +191,7 @@ fn file_info(
         open.node.stat_without_dos()
     }
     .map_err(status_of)?;
-    crate::writetime::apply(server, open, &mut attr, now_ms);
+    crate::writetime::apply(&server.files, open, &mut attr, now_ms);
     // Asked of the file's home only by the classes that show it.
     let delete_pending =
         || crate::arbiter::delete_pending(server, open.key, &open.entry, None).map(|(p, _)| p);

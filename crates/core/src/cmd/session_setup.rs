@@ -1023,7 +1023,7 @@ fn reauthenticated(
         && (session.is_guest, session.is_anonymous) == (who.guest, who.anonymous);
     act_for(&mut session, who);
     if !same {
-        crate::cmd::tree::follow_new_user(&core.server, &mut session);
+        crate::cmd::tree::follow_new_user(core.server.logons.accounts.as_ref(), &mut session);
     }
     let encrypt_data = session.encrypt_key.is_some()
         && matches!(

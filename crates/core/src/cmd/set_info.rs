@@ -331,7 +331,7 @@ fn set_basic(server: &ServerState, open: &Open, b: &FileBasicInformation) -> Res
     if changed != 0 {
         open.node.set_times(&times).map_err(status_of)?;
         if let Some(t) = times.mtime {
-            writetime::set_sticky(server, open, t);
+            writetime::set_sticky(&server.files, open, t);
         }
     }
     if attrs != 0 {

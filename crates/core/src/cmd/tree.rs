@@ -10,8 +10,8 @@ use std::sync::Arc;
 use ringshare_vfs::{OpenOptions, RelPath};
 
 use crate::exchange::{ConnCore, Reply, Req};
-use crate::identity::Account;
 use crate::identity::{self, TreeIdentity};
+use crate::identity::{Account, Accounts};
 use crate::limits;
 use crate::loglimit::LogKind;
 use crate::server::{lock, EncryptPolicy};
@@ -83,7 +83,14 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             return Err(NtStatus::ACCESS_DENIED);
         }
         let source = Arc::clone(&share);
-        let share = made_for(&server, share, &name, &user, &account, home_of.as_ref())?;
+        let share = made_for(
+            server.logons.accounts.as_ref(),
+            share,
+            &name,
+            &user,
+            &account,
+            home_of.as_ref(),
+        )?;
         // The user must be able to enter the share's directory (Samba
         // changes into it as the user and answers BAD_NETWORK_NAME when it
         // cannot).
@@ -164,7 +171,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
 /// is, as there, only a tree connect's concern). A tree whose share does not
 /// admit the new user refuses every request but TREE_DISCONNECT. Opens keep
 /// acting as the user who opened them.
-pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::Session) {
+pub(crate) fn follow_new_user(accounts: &dyn Accounts, session: &mut crate::state::Session) {
     let Some((account, user, _)) = acting_user(session) else {
         return;
     };
@@ -177,7 +184,7 @@ pub(crate) fn follow_new_user(server: &ServerState, session: &mut crate::state::
                 sids: Default::default(),
             }),
             TreeKind::Disk(share) => identity::for_tree(
-                server.logons.accounts.as_ref(),
+                accounts,
                 &share.name,
                 &user,
                 &account,
@@ -255,7 +262,7 @@ pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<
                 return Ok(None);
             }
             let made = made_for(
-                server,
+                server.logons.accounts.as_ref(),
                 Arc::clone(&src),
                 &name,
                 &user,
@@ -342,7 +349,7 @@ fn find_share(
 /// its path with the substitutions made (`%H` of a `[homes]` share is the
 /// home of the account it is named after) and opened; a fixed share as it is.
 fn made_for(
-    server: &ServerState,
+    accounts: &dyn Accounts,
     share: Arc<ShareDef>,
     name: &str,
     user: &str,
@@ -352,9 +359,7 @@ fn made_for(
     let Some(template) = &share.template else {
         return Ok(share);
     };
-    let group = server
-        .logons
-        .accounts
+    let group = accounts
         .group_name(account.who.gid())
         .unwrap_or_else(|| account.who.gid().to_string());
     let subst = identity::Subst {

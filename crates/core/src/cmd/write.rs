@@ -146,7 +146,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         }
     }
     if first_write {
-        crate::writetime::wrote(&core.server, &open, core.now);
+        crate::writetime::wrote(&core.server.files, &open, core.now);
     }
     let through = open
         .share

@@ -9,7 +9,7 @@ use ringshare_wire::{FileId, NtStatus};
 
 use crate::exchange::{ConnCore, Req};
 use crate::notify;
-use crate::server::{lock, IoSizes, ServerState};
+use crate::server::{lock, FileTable, IoSizes};
 use crate::state::{Open, TreeKind};
 
 /// The volatile id a request names: its own FileId, or the related compound's
@@ -37,7 +37,7 @@ pub(crate) fn find(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<Ar
         Arc::clone(open)
     };
     if core.dialect().is_some_and(|d| d.0 >= Dialect::SMB3_0.0) {
-        note_use(&core.server, &open, req);
+        note_use(&core.server.files, &open, req);
     }
     Ok(open)
 }
@@ -47,7 +47,7 @@ pub(crate) fn find(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<Ar
 /// checked and counted before, by the connection), and a replay of the
 /// CREATE that made it no longer finds it (Open.IsReplayEligible), unless
 /// the open is persistent (it stays eligible: 3.3.5.9.10, 3.3.5.21).
-fn note_use(server: &ServerState, open: &Open, req: &Req<'_>) {
+fn note_use(files: &FileTable, open: &Open, req: &Req<'_>) {
     use ringshare_wire::consts::Command;
     let forget = {
         let mut st = lock(&open.state);
@@ -69,7 +69,7 @@ fn note_use(server: &ServerState, open: &Open, req: &Req<'_>) {
         }
     };
     if let Some(g) = forget {
-        lock(&server.files.durables).forget(g, open.id);
+        lock(&files.durables).forget(g, open.id);
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::notify::{self, filter, Change};
 use crate::server::{lock, FileKey, ServerState};
 pub use crate::watch::Kernel;
-use crate::watch::{DirAt, KDir};
+use crate::watch::{DirAt, KDir, Registry};
 
 pub use crate::watch::{KernelEvent, KernelWatch};
 
@@ -292,13 +292,8 @@ fn map_events(
 /// A watcher of the directory at `at` wants the kernel watch (made with the
 /// first). False when there is none (no kernel watching, a backend without
 /// descriptors, or the kernel refused).
-pub(crate) fn add_ref(
-    server: &ServerState,
-    at: &DirAt,
-    dir: Option<BorrowedFd<'_>>,
-    wid: u64,
-) -> bool {
-    let mut k = lock(&server.notify.kernel);
+pub(crate) fn add_ref(hub: &Registry, at: &DirAt, dir: Option<BorrowedFd<'_>>, wid: u64) -> bool {
+    let mut k = lock(&hub.kernel);
     let Some(watch) = k.watch.clone() else {
         return false;
     };
@@ -323,13 +318,13 @@ pub(crate) fn add_ref(
         },
     );
     k.by_wd.entry(wd).or_default().push(at.clone());
-    server.notify.kernel_dirs.fetch_add(1, Ordering::AcqRel);
+    hub.kernel_dirs.fetch_add(1, Ordering::AcqRel);
     true
 }
 
 /// Watcher `wid` ends: it lets go of every kernel watch it asked for.
-pub(crate) fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
-    let mut k = lock(&server.notify.kernel);
+pub(crate) fn drop_refs(hub: &Registry, wid: u64, root: FileKey) {
+    let mut k = lock(&hub.kernel);
     k.tree_counts.remove(&wid);
     k.tree_whos.remove(&wid);
     if let Some(r) = k.roots.get_mut(&root) {
@@ -347,13 +342,13 @@ pub(crate) fn drop_refs(server: &ServerState, wid: u64, root: FileKey) {
         })
         .collect();
     for at in gone {
-        forget_dir(server, &mut k, &at);
+        forget_dir(hub, &mut k, &at);
     }
 }
 
 /// Remember the share of `root` while watcher(s) use it.
-pub(crate) fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
-    let mut k = lock(&server.notify.kernel);
+pub(crate) fn use_root(hub: &Registry, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
+    let mut k = lock(&hub.kernel);
     k.roots
         .entry(root)
         .or_insert_with(|| (Arc::clone(share), 0))
@@ -365,16 +360,14 @@ pub(crate) fn use_root(server: &ServerState, root: FileKey, share: &Arc<dyn ring
 /// directory opened for the watcher, runs as `who`, the watcher's user: a
 /// directory that user may not read is not walked or watched.
 pub fn watch_tree(
-    server: &ServerState,
+    hub: &Registry,
     root: FileKey,
     top: &[String],
     wid: u64,
     who: &ringshare_vfs::Who,
 ) {
-    lock(&server.notify.kernel)
-        .tree_whos
-        .insert(wid, Arc::clone(who));
-    let Some(share) = kernel_share(server, root) else {
+    lock(&hub.kernel).tree_whos.insert(wid, Arc::clone(who));
+    let Some(share) = kernel_share(hub, root) else {
         return;
     };
     let mut queue = std::collections::VecDeque::from([top.to_vec()]);
@@ -387,7 +380,7 @@ pub fn watch_tree(
             continue;
         };
         // The top directory is watched through the watcher's own open.
-        if !std::mem::take(&mut first) && !watch_subdir(server, root, &dir, &opened, wid) {
+        if !std::mem::take(&mut first) && !watch_subdir(hub, root, &dir, &opened, wid) {
             return;
         }
         let Ok(entries) = opened.node.read_dir() else {
@@ -408,8 +401,8 @@ fn open_dir() -> ringshare_vfs::OpenOptions {
     }
 }
 
-fn kernel_share(server: &ServerState, root: FileKey) -> Option<Arc<dyn ringshare_vfs::Share>> {
-    let k = lock(&server.notify.kernel);
+fn kernel_share(hub: &Registry, root: FileKey) -> Option<Arc<dyn ringshare_vfs::Share>> {
+    let k = lock(&hub.kernel);
     k.watch.as_ref()?;
     k.roots.get(&root).map(|(s, _)| Arc::clone(s))
 }
@@ -417,19 +410,19 @@ fn kernel_share(server: &ServerState, root: FileKey) -> Option<Arc<dyn ringshare
 /// A directory appeared at `path` below WATCH_TREE watchers `wids`: it is
 /// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories),
 /// opened as each watcher's user.
-pub(crate) fn dir_appeared(server: &ServerState, root: FileKey, path: &[String], wids: &[u64]) {
-    let Some(share) = kernel_share(server, root) else {
+pub(crate) fn dir_appeared(hub: &Registry, root: FileKey, path: &[String], wids: &[u64]) {
+    let Some(share) = kernel_share(hub, root) else {
         return;
     };
     let Ok(rel) = ringshare_vfs::RelPath::from_components(path.to_vec()) else {
         return;
     };
     for &wid in wids {
-        let Some(who) = lock(&server.notify.kernel).tree_whos.get(&wid).cloned() else {
+        let Some(who) = lock(&hub.kernel).tree_whos.get(&wid).cloned() else {
             continue;
         };
         if let Ok(opened) = share.open(&who, &rel, &open_dir()) {
-            watch_subdir(server, root, path, &opened, wid);
+            watch_subdir(hub, root, path, &opened, wid);
         }
     }
 }
@@ -437,14 +430,14 @@ pub(crate) fn dir_appeared(server: &ServerState, root: FileKey, path: &[String],
 /// Kernel-watch the directory open as `opened` at `path` for WATCH_TREE
 /// watcher `wid`; false once the watcher has [`TREE_DIRS_MAX`] of them.
 fn watch_subdir(
-    server: &ServerState,
+    hub: &Registry,
     root: FileKey,
     path: &[String],
     opened: &ringshare_vfs::Opened,
     wid: u64,
 ) -> bool {
     {
-        let mut k = lock(&server.notify.kernel);
+        let mut k = lock(&hub.kernel);
         let n = k.tree_counts.entry(wid).or_default();
         if *n >= TREE_DIRS_MAX {
             if !k.tree_warned {
@@ -458,7 +451,7 @@ fn watch_subdir(
         }
         *n += 1;
     }
-    add_ref(server, &(root, path.to_vec()), opened.node.fd(), wid);
+    add_ref(hub, &(root, path.to_vec()), opened.node.fd(), wid);
     true
 }
 
@@ -476,11 +469,11 @@ fn remove_dir(k: &mut Kernel, at: &DirAt) -> Option<KDir> {
 }
 
 /// Drop the kernel watch of a directory nobody asks for any more.
-fn forget_dir(server: &ServerState, k: &mut Kernel, at: &DirAt) {
+fn forget_dir(hub: &Registry, k: &mut Kernel, at: &DirAt) {
     let Some(wd) = remove_dir(k, at).map(|d| d.wd) else {
         return;
     };
-    server.notify.kernel_dirs.fetch_sub(1, Ordering::AcqRel);
+    hub.kernel_dirs.fetch_sub(1, Ordering::AcqRel);
     if let Some(wd) = wd {
         let last = k.by_wd.get_mut(&wd).is_none_or(|l| {
             l.retain(|x| x != at);
@@ -497,8 +490,8 @@ fn forget_dir(server: &ServerState, k: &mut Kernel, at: &DirAt) {
 
 /// ringshare changed `name` in the directory at `at`: the kernel's events
 /// for it are its own echo.
-pub fn mark(server: &ServerState, root: FileKey, parent: &[String], name: &str) {
-    let mut guard = lock(&server.notify.kernel);
+pub fn mark(hub: &Registry, root: FileKey, parent: &[String], name: &str) {
+    let mut guard = lock(&hub.kernel);
     let k = &mut *guard;
     let full = k.marks >= ECHO_MAX;
     // A few kernel-watched directories (the usual case) are scanned, which
@@ -523,8 +516,8 @@ pub fn mark(server: &ServerState, root: FileKey, parent: &[String], name: &str) 
 
 /// A directory moved from `from` to `to` (paths under one root): its kernel
 /// watches (and those below it) follow.
-pub fn moved(server: &ServerState, root: FileKey, from: &[String], to: &[String]) {
-    let mut k = lock(&server.notify.kernel);
+pub fn moved(hub: &Registry, root: FileKey, from: &[String], to: &[String]) {
+    let mut k = lock(&hub.kernel);
     let keys: Vec<DirAt> = k
         .dirs
         .keys()

@@ -221,7 +221,7 @@ pub(crate) fn reconnect(
         share: &share_name,
         owner: &owner,
     };
-    let parked = match take_matching(&server, file_id, &wanted) {
+    let parked = match take_matching(&server.files, file_id, &wanted) {
         Ok(p) => p,
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
             return reconnect_elsewhere(core, req, &sref, file_id, &wanted)
@@ -313,7 +313,7 @@ fn reconnect_elsewhere(
         },
         channel_sequence: req.hdr.channel_sequence(),
     };
-    let holder = crate::cluster::handover::holder(&server, file_id.volatile);
+    let holder = crate::cluster::handover::holder(&server.node, file_id.volatile);
     let mut taken = Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     if let Some(node) = holder {
         taken = take_over_from(&server, &landing, node, file_id, wanted);
@@ -328,7 +328,7 @@ fn reconnect_elsewhere(
         };
     }
     if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
-        && crate::cluster::ca::still_kept(&server, file_id, wanted)
+        && crate::cluster::ca::still_kept(&server.node, file_id, wanted)
     {
         // Between nodes, not gone (issue 33): the client tries again.
         return Err(NtStatus::FILE_NOT_AVAILABLE);
@@ -370,7 +370,7 @@ fn reroute(
         });
         (caching, lease)
     };
-    if crate::cluster::handover::homed_elsewhere(server, old.key) {
+    if crate::cluster::handover::homed_elsewhere(&server.node, old.key) {
         let moved = crate::cluster::handover::Moved {
             from: old.id,
             to: old.id,
