@@ -20,7 +20,7 @@ use support::*;
 /// A file of a FUSE-like file system: a read that asks past the end gets
 /// the file's bytes repeated to fill it, as io_uring on ceph-fuse does.
 #[derive(Debug)]
-struct FuseNode(Box<dyn Node>);
+struct FuseNode(std::sync::Arc<dyn Node>);
 
 impl Node for FuseNode {
     fn reads_within_size(&self) -> bool {
@@ -83,7 +83,7 @@ struct FuseShare(MemShare);
 impl Share for FuseShare {
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
         let mut o = self.0.open(who, path, opts)?;
-        o.node = Box::new(FuseNode(o.node));
+        o.node = std::sync::Arc::new(FuseNode(o.node));
         Ok(o)
     }
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {

@@ -118,3 +118,41 @@ pub struct FileEntry {
     /// (elsewhere) ([`grant`]).
     pub grants: grant::Grants,
 }
+
+impl FileEntry {
+    /// Whether the entry's vectors are small enough to serve another file
+    /// again (one that held many opens or locks gives its room back).
+    pub fn worth_keeping(&self) -> bool {
+        const ROOM_MAX: usize = 16;
+        self.opens.capacity() <= ROOM_MAX
+            && self.leases.capacity() <= ROOM_MAX
+            && self.waiters.capacity() <= ROOM_MAX
+            && self.streams.capacity() <= ROOM_MAX
+            && self.share.capacity() <= 256
+    }
+
+    /// Empty, as a new entry is, but keeping the room its vectors and share
+    /// name have: the file table serves the next file opened with it (no
+    /// allocation for the entry, its first open or its share's name).
+    pub fn reset(&mut self) {
+        fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
+            let mut v = std::mem::take(v);
+            v.clear();
+            v
+        }
+        let opens = keep(&mut self.opens);
+        let leases = keep(&mut self.leases);
+        let waiters = keep(&mut self.waiters);
+        let streams = keep(&mut self.streams);
+        let mut share = std::mem::take(&mut self.share);
+        share.clear();
+        *self = FileEntry {
+            opens,
+            share,
+            leases,
+            waiters,
+            streams,
+            ..FileEntry::default()
+        };
+    }
+}

@@ -94,7 +94,8 @@ pub fn admit_decided(
                 .and_then(|()| open_streams_allow(server, &e, wish.access, wish.truncate))
                 .map(|()| {
                     if e.opens.is_empty() {
-                        e.share = ask.share.to_string();
+                        e.share.clear(); // keeps its room (a reused entry)
+                        e.share.push_str(ask.share);
                         e.path = ask.path.clone();
                         e.is_dir = ask.is_dir;
                     }

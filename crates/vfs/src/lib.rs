@@ -336,7 +336,7 @@ impl OpenOptions {
 
 /// What `Share::open` returns.
 pub struct Opened {
-    pub node: Box<dyn Node>,
+    pub node: Arc<dyn Node>,
     /// True when this open created the file or directory.
     pub created: bool,
     /// True when an existing file was truncated.

@@ -531,7 +531,7 @@ impl Share for MemShare {
                 let node = self.make_node(&mut st, ino, path, opts.read, opts.write)?;
                 let dir = kind == FileKind::Directory;
                 Ok(Opened {
-                    node: Box::new(node),
+                    node: Arc::new(node),
                     created: false,
                     truncated,
                     attr: None,
@@ -559,7 +559,7 @@ impl Share for MemShare {
                 let node = self.make_node(&mut st, ino, path, opts.read, opts.write)?;
                 let dir = kind == FileKind::Directory;
                 Ok(Opened {
-                    node: Box::new(node),
+                    node: Arc::new(node),
                     created: true,
                     truncated: false,
                     attr: None,

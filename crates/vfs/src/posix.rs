@@ -454,7 +454,7 @@ impl Fresh {
         let read = n.readable || (n.kind == FileKind::Directory && !n.path_only);
         let write = n.writable;
         Opened {
-            node: Box::new(self.node),
+            node: Arc::new(self.node),
             created,
             truncated,
             attr: Some(self.attr),

@@ -94,7 +94,13 @@ impl Drop for Tree {
     }
 }
 
-fn open(share: &PosixShare, who: &Who, path: &str, read: bool, write: bool) -> Box<dyn Node> {
+fn open(
+    share: &PosixShare,
+    who: &Who,
+    path: &str,
+    read: bool,
+    write: bool,
+) -> std::sync::Arc<dyn Node> {
     let mut o = OpenOptions::read_existing();
     (o.read, o.write) = (read, write);
     share.open(who, &p(path), &o).unwrap().node

@@ -39,7 +39,7 @@ fn stream_err(node: &dyn Node, name: &str, mode: OpenMode, write: bool) -> FsErr
 }
 
 /// A new stream `name` of `node` holding `data`, open for writing.
-fn new_stream(node: &dyn Node, name: &str, data: &[u8]) -> Box<dyn Node> {
+fn new_stream(node: &dyn Node, name: &str, data: &[u8]) -> std::sync::Arc<dyn Node> {
     let s = stream(node, name, OpenMode::CreateNew, true).node;
     if !data.is_empty() {
         assert_eq!(s.write_at(data, 0).unwrap(), data.len());

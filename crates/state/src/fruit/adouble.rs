@@ -105,7 +105,7 @@ pub fn open(
     file: &Arc<dyn Node>,
     create: bool,
     write: bool,
-) -> FsResult<(Box<dyn Node>, bool)> {
+) -> FsResult<(Arc<dyn Node>, bool)> {
     let ad_path = sidecar(path).ok_or(FsError::NotFound)?;
     let mode = file.stat_without_dos()?.mode & 0o666;
     let mut opts = OpenOptions::read_existing();
@@ -138,7 +138,7 @@ pub fn open(
         }
     };
     Ok((
-        Box::new(ForkNode {
+        Arc::new(ForkNode {
             ad,
             file: Arc::clone(file),
         }),
@@ -149,7 +149,7 @@ pub fn open(
 /// `AFP_Resource` read and written in a `._` file; the file's metadata.
 #[derive(Debug)]
 pub(crate) struct ForkNode {
-    ad: Box<dyn Node>,
+    ad: Arc<dyn Node>,
     file: Arc<dyn Node>,
 }
 

@@ -100,9 +100,9 @@ pub struct InfoNode {
 
 impl InfoNode {
     /// Over the `AFP_AfpInfo` stream's node.
-    pub fn new(inner: Box<dyn Node>) -> InfoNode {
+    pub fn new(inner: Arc<dyn Node>) -> InfoNode {
         InfoNode {
-            inner: Arc::from(inner),
+            inner,
             netatalk: false,
         }
     }

@@ -16,11 +16,12 @@ use ringshare_vfs::RelPath;
 
 use crate::files::oplock::LeaseId;
 use crate::files::{FileEntry, FileKey};
+use crate::idmap::IdMap;
 use crate::sync::lock;
 
 /// The open files of the server ([`crate::server::ServerState::files`]).
 pub struct FileTable {
-    entries: Mutex<HashMap<FileKey, Arc<Mutex<FileEntry>>>>,
+    entries: Mutex<Entries>,
     /// Which file each lease is on (a lease key names one file).
     leases: Mutex<HashMap<LeaseId, FileKey>>,
     next_owner: AtomicU64,
@@ -31,10 +32,24 @@ pub struct FileTable {
     pub write_times_shown: AtomicUsize,
 }
 
+/// The map of open files, and emptied entries kept to serve the next files
+/// opened (under the same lock: taking one costs nothing more than the map).
+#[derive(Default)]
+struct Entries {
+    /// Keyed by device and inode numbers the file system gave (and a keyed
+    /// hash of a stream's name): not numbers a client picks, so the id
+    /// maps' one-multiplication hash serves ([`crate::idmap`]).
+    map: IdMap<FileKey, Arc<Mutex<FileEntry>>>,
+    spare: Vec<Arc<Mutex<FileEntry>>>,
+}
+
+/// How many emptied entries the table keeps for reuse.
+const SPARE_ENTRIES_MAX: usize = 256;
+
 impl Default for FileTable {
     fn default() -> FileTable {
         FileTable {
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(Entries::default()),
             leases: Mutex::new(HashMap::new()),
             next_owner: AtomicU64::new(1),
             durables: Mutex::new(Default::default()),
@@ -57,22 +72,26 @@ impl FileTable {
     /// The entry of a file, created empty when absent.
     pub fn entry(&self, key: FileKey) -> Arc<Mutex<FileEntry>> {
         let mut files = lock(&self.entries);
-        files.entry(key).or_default().clone()
+        let Entries { map, spare } = &mut *files;
+        map.entry(key)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .clone()
     }
 
     /// The entry of a file if some open has it.
     pub fn existing(&self, key: FileKey) -> Option<Arc<Mutex<FileEntry>>> {
-        lock(&self.entries).get(&key).cloned()
+        lock(&self.entries).map.get(&key).cloned()
     }
 
     /// Every entry.
     pub fn all(&self) -> Vec<Arc<Mutex<FileEntry>>> {
-        lock(&self.entries).values().cloned().collect()
+        lock(&self.entries).map.values().cloned().collect()
     }
 
     /// The entries whose key `pick` takes, with their keys.
     pub fn keyed(&self, pick: impl Fn(FileKey) -> bool) -> Vec<(FileKey, Arc<Mutex<FileEntry>>)> {
         lock(&self.entries)
+            .map
             .iter()
             .filter(|(k, _)| pick(**k))
             .map(|(k, e)| (*k, e.clone()))
@@ -83,7 +102,7 @@ impl FileTable {
     /// `share` is open (a rename of `dir` would move it).
     pub fn opens_below(&self, share: &str, dir: &RelPath) -> bool {
         let n = dir.components().len();
-        lock(&self.entries).values().any(|e| {
+        lock(&self.entries).map.values().any(|e| {
             let e = lock(e);
             !e.opens.is_empty()
                 && e.share == share
@@ -97,13 +116,13 @@ impl FileTable {
     pub fn rekey(&self, from: FileKey, to: FileKey) -> bool {
         {
             let mut files = lock(&self.entries);
-            if files.contains_key(&to) {
+            if files.map.contains_key(&to) {
                 return false;
             }
-            let Some(e) = files.remove(&from) else {
+            let Some(e) = files.map.remove(&from) else {
                 return false;
             };
-            files.insert(to, e);
+            files.map.insert(to, e);
         }
         for k in lock(&self.leases).values_mut() {
             if *k == from {
@@ -116,12 +135,21 @@ impl FileTable {
     /// Forget a file's entry when no open is left on it.
     pub fn drop_if_unused(&self, key: FileKey) {
         let mut files = lock(&self.entries);
-        if let Some(e) = files.get(&key) {
+        if let Some(e) = files.map.get(&key) {
             let e = lock(e);
             if e.opens.is_empty() {
                 e.write_time.forget(&self.write_times_shown);
                 drop(e);
-                files.remove(&key);
+                let Entries { map, spare } = &mut *files;
+                if let Some(mut e) = map.remove(&key) {
+                    // Kept for the next file only when nothing else holds it.
+                    if let Some(entry) = Arc::get_mut(&mut e).and_then(|m| m.get_mut().ok()) {
+                        if spare.len() < SPARE_ENTRIES_MAX && entry.worth_keeping() {
+                            entry.reset();
+                            spare.push(e);
+                        }
+                    }
+                }
             }
         }
     }
@@ -156,5 +184,66 @@ impl FileTable {
     /// How many leases are held.
     pub(crate) fn lease_count(&self) -> usize {
         lock(&self.leases).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::ShareEntry;
+
+    fn key(n: u64) -> FileKey {
+        FileKey {
+            dev: 1,
+            ino: n,
+            stream: 0,
+        }
+    }
+
+    fn open_on(t: &FileTable, k: FileKey, share: &str) -> Arc<Mutex<FileEntry>> {
+        let e = t.entry(k);
+        {
+            let mut g = lock(&e);
+            g.share.push_str(share);
+            g.delete_pending = true;
+            g.waiters.push(7);
+            g.opens.push(ShareEntry {
+                owner: 1,
+                access: 1,
+                share_access: 7,
+                caching: Default::default(),
+                who: None,
+            });
+        }
+        e
+    }
+
+    #[test]
+    fn a_file_entry_given_up_serves_the_next_file_empty() {
+        let t = FileTable::default();
+        let e = open_on(&t, key(1), "docs");
+        let first = Arc::as_ptr(&e);
+        lock(&e).opens.clear();
+        drop(e);
+        t.drop_if_unused(key(1));
+        assert!(t.existing(key(1)).is_none());
+        let next = t.entry(key(2));
+        assert_eq!(Arc::as_ptr(&next), first, "the emptied entry serves again");
+        let g = lock(&next);
+        assert!(g.opens.is_empty() && g.opens.capacity() > 0, "room kept");
+        assert!(g.share.is_empty() && g.share.capacity() > 0);
+        assert!(!g.delete_pending && g.waiters.is_empty());
+        assert!(g.path.components().is_empty());
+    }
+
+    #[test]
+    fn a_file_entry_someone_still_holds_is_not_served_again() {
+        let t = FileTable::default();
+        let e = open_on(&t, key(1), "docs");
+        lock(&e).opens.clear();
+        t.drop_if_unused(key(1));
+        let next = t.entry(key(2));
+        assert!(!Arc::ptr_eq(&next, &e), "a held entry stays its holder's");
+        assert_eq!(lock(&e).share, "docs", "and unchanged");
     }
 }

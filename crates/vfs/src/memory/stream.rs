@@ -139,7 +139,7 @@ pub(super) fn open(node: &MemNode, name: &str, mode: OpenMode, write: bool) -> F
         write,
     };
     Ok(Opened {
-        node: Box::new(stream),
+        node: Arc::new(stream),
         created,
         truncated,
         attr: None,

@@ -24,7 +24,7 @@
 //! written back with `XATTR_REPLACE`, so a stream removed meanwhile stays
 //! removed ([`FsError::NotFound`]).
 
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::*;
 use crate::{
@@ -269,7 +269,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
         lock_index,
     };
     Ok(Opened {
-        node: Box::new(node),
+        node: Arc::new(node),
         created,
         truncated,
         attr: None,

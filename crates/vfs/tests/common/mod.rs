@@ -94,7 +94,7 @@ pub fn mkdir(share: &dyn Share, path: &str) {
     assert!(o.created);
 }
 
-pub fn write_file(share: &dyn Share, path: &str, data: &[u8]) -> Box<dyn Node> {
+pub fn write_file(share: &dyn Share, path: &str, data: &[u8]) -> std::sync::Arc<dyn Node> {
     let o = open(share, path, file_opts(OpenMode::TruncateOrCreate)).expect("create file");
     assert_eq!(o.node.write_at(data, 0).expect("write"), data.len());
     o.node

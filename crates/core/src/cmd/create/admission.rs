@@ -123,7 +123,8 @@ pub(super) fn admit(
     if let Some(fe) = &file_entry {
         let mut b = lock(fe);
         if b.opens.is_empty() {
-            b.share = at.tree.share.name.clone();
+            b.share.clear(); // keeps its room (a reused entry)
+            b.share.push_str(&at.tree.share.name);
             b.path = at.path.clone();
             b.is_dir = made.file_is_dir;
         }

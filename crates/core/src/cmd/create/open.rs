@@ -58,7 +58,7 @@ pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened
     })?;
     let created = opened.created;
     let (read, write) = (opened.read, opened.write);
-    let node: Arc<dyn Node> = Arc::from(opened.node);
+    let node: Arc<dyn Node> = opened.node;
     // The metadata the open read, if the backend has it; the DOS attributes
     // of an existing file are those the lookup just read when the open
     // found the same file, and a new file has none yet.

@@ -146,13 +146,13 @@ pub(super) fn open_named(
         stream_name: Some(s.name),
         ..file
     };
-    Ok((Arc::from(s.node), made))
+    Ok((s.node, made))
 }
 
 /// A named stream opened for CREATE: its node, its name as stored, and
 /// whether this open made it.
 struct StreamOpened {
-    node: Box<dyn Node>,
+    node: Arc<dyn Node>,
     name: String,
     created: bool,
 }
@@ -176,7 +176,7 @@ fn open_stream(
         let exists = afp::netatalk_exists(file.as_ref()).map_err(status_of)?;
         may_take(exists, disposition, read_only)?;
         return Ok(StreamOpened {
-            node: Box::new(afp::InfoNode::netatalk(Arc::clone(file))),
+            node: Arc::new(afp::InfoNode::netatalk(Arc::clone(file))),
             name: crate::fruit::AFPINFO_STREAM.to_string(),
             created: !exists,
         });
@@ -205,7 +205,7 @@ fn open_stream(
     })?;
     Ok(StreamOpened {
         node: match afp {
-            Afp::Info => Box::new(afp::InfoNode::new(opened.node)),
+            Afp::Info => Arc::new(afp::InfoNode::new(opened.node)),
             _ => opened.node,
         },
         name,
