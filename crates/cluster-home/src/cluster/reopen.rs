@@ -51,7 +51,7 @@ pub fn reopen(
         .backend
         .open(who, &h.path, &opts)
         .map_err(crate::fsmap::status_of)?;
-    let node: Arc<dyn ringshare_vfs::Node> = Arc::from(o.node);
+    let node: Arc<dyn ringshare_vfs::Node> = o.node;
     let attr = node.stat_without_dos().map_err(crate::fsmap::status_of)?;
     if here.file_key(&attr) != h.key {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);

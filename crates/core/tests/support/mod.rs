@@ -259,7 +259,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
 impl Client {
     /// The node at share path `path` (its components), opened as the server: what is on the
     /// share, whatever the client may see.
-    pub fn server_node(&self, path: &[&str]) -> Box<dyn ringshare_vfs::Node> {
+    pub fn server_node(&self, path: &[&str]) -> std::sync::Arc<dyn ringshare_vfs::Node> {
         self.mem
             .open(
                 &ringshare_vfs::server_who(),

@@ -403,7 +403,7 @@ mod tests {
         let p = RelPath::from_components(["d.txt"]).unwrap();
         let mut o = OpenOptions::read_existing();
         (o.mode, o.write) = (OpenMode::CreateNew, true);
-        let file: Arc<dyn Node> = Arc::from(m.open(&who, &p, &o).unwrap().node);
+        let file: Arc<dyn Node> = m.open(&who, &p, &o).unwrap().node;
         assert_eq!(
             open(&m, &who, &p, &file, false, true).err(),
             Some(FsError::NotFound)
@@ -481,7 +481,7 @@ mod tests {
         let p = RelPath::from_components(["t"]).unwrap();
         let mut o = OpenOptions::read_existing();
         (o.mode, o.write) = (OpenMode::CreateNew, true);
-        let file: Arc<dyn Node> = Arc::from(m.open(&who, &p, &o).unwrap().node);
+        let file: Arc<dyn Node> = m.open(&who, &p, &o).unwrap().node;
         let ad = m.open(&who, &sidecar(&p).unwrap(), &o).unwrap().node;
         ad.write_at(&macos_appledouble(b"fork bytes"), 0).unwrap();
         let fork = convert(&m, &who, &p, &file, &super::super::Fruit::default()).unwrap();

@@ -177,7 +177,6 @@ pub fn dir_attr(
         .and_then(|p| share.backend.open(who, p, &opts).ok())
         .map(|o| o.node);
     if let (Some(node), Some(path)) = (node, path) {
-        let node: std::sync::Arc<dyn ringshare_vfs::Node> = std::sync::Arc::from(node);
         if let Ok(access) = node.access() {
             let may_delete = share.backend.may_delete(who, &path).unwrap_or(false);
             max_access = crate::files::access::rights_of(access, attr.is_dir(), may_delete);
