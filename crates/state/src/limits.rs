@@ -41,8 +41,6 @@ pub const ASYNC_OPS_PER_CONNECTION_MAX: usize = 512;
 pub(crate) const NAME_CHARS_MAX: usize = 255;
 /// Characters in one path.
 pub(crate) const PATH_CHARS_MAX: usize = 32767;
-/// QUERY_DIRECTORY / QUERY_INFO output buffer we fill at most.
-pub const OUTPUT_BUFFER_MAX: u32 = IO_SIZE_MAX;
 /// Durable opens kept after their connection went, server-wide; past it the
 /// one nearest its timeout is closed (with a log line).
 pub(crate) const DISCONNECTED_OPENS_MAX: usize = ringshare_files::parked::OPENS_MAX;
