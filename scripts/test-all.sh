@@ -20,6 +20,7 @@ scripts/core-cycles.sh --acyclic crates/files/src
 scripts/core-cycles.sh --acyclic crates/state/src
 scripts/core-cycles.sh --acyclic crates/cluster-home/src
 scripts/core-cycles.sh --acyclic crates/core/src
+scripts/server-parts.py --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
 scripts/fuzz.sh

@@ -28,7 +28,7 @@ use crate::decide::{self, home};
 pub use crate::decide::{delete_pending, IoAsk, LockAsk, Locked, OpenAsk};
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Grant, LeaseId};
-use crate::server::{lock, FileEntry, FileKey, ServerState};
+use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState};
 
 /// Admit an open of `key` (whose entry is `entry`): `Ok(Some(grant))` when
 /// it joined the file's opens with that caching; `Ok(None)` when it must
@@ -130,16 +130,16 @@ pub fn lock_ranges(
 
 /// A waiting lock tries its range again: true when it is now held.
 pub fn retry_lock(
-    server: &ServerState,
+    here: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     l: ByteRangeLock,
 ) -> bool {
-    match home(&server.node, key) {
+    match home(here, key) {
         Ok(None) => lock(entry).locks.try_lock(l),
         Ok(Some(node)) => {
             let held = matches!(
-                cluster::ask(&server.node, node, Call::RetryLock(key, l)),
+                cluster::ask(here, node, Call::RetryLock(key, l)),
                 Ok(Answer::Flag(true))
             );
             if held {
@@ -156,13 +156,13 @@ pub fn retry_lock(
 /// (RANGE_NOT_LOCKED) ends the request, and those before it stay unlocked
 /// ([MS-SMB2] 3.3.5.14.1 processes the elements in order).
 pub fn unlock_ranges(
-    server: &ServerState,
+    here: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
     ranges: impl Iterator<Item = Result<(u64, u64), NtStatus>>,
 ) -> Result<(), NtStatus> {
-    let Some(node) = home(&server.node, key)? else {
+    let Some(node) = home(here, key)? else {
         return decide::unlock_ranges_here(entry, owner, ranges);
     };
     let ranges: Vec<_> = ranges.collect();
@@ -171,7 +171,7 @@ pub fn unlock_ranges(
         owner,
         ranges: ranges.clone(),
     };
-    cluster::ask_for(&server.node, node, call, |a| {
+    cluster::ask_for(here, node, call, |a| {
         matches!(a, Answer::Done).then_some(())
     })?;
     shadow::unlocked(&mut lock(entry), owner, &ranges);
@@ -266,10 +266,10 @@ pub fn rename_waits(
 }
 
 /// The file now lives at `to` (a rename): where its last close removes it.
-pub fn moved(server: &ServerState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
+pub fn moved(here: &NodeState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
     lock(entry).path = to.clone();
-    if let Ok(Some(node)) = home(&server.node, key) {
-        if let Err(s) = cluster::ask(&server.node, node, Call::Moved(key, to.clone())) {
+    if let Ok(Some(node)) = home(here, key) {
+        if let Err(s) = cluster::ask(here, node, Call::Moved(key, to.clone())) {
             tracing::warn!(?key, %s, "a file's home did not hear of a rename");
         }
     }

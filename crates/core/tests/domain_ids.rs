@@ -89,7 +89,7 @@ impl TestIds {
 fn member() -> (Client, Arc<TestIds>) {
     let mem = ringshare_vfs::memory::MemShare::new();
     let server = server(&mem, ringshare_core::SigningPolicy::IfRequired);
-    server.set_domain(Some(DomainMember {
+    server.logons.set_domain(Some(DomainMember {
         workgroup: "RSAD".into(),
         separator: '\\',
         default_domain: false,
@@ -97,7 +97,7 @@ fn member() -> (Client, Arc<TestIds>) {
         id_ranges: vec![(200_000, 2_999_999)],
     }));
     let ids = Arc::new(TestIds::default());
-    server.set_id_source(Some(ids.clone()));
+    server.logons.set_id_source(Some(ids.clone()));
     let mut c = Client::on(server, mem, Options::default());
     c.hold_lookups = true;
     (c, ids)

@@ -60,13 +60,13 @@ impl Kdcs for CapturedKdc {
 fn iakerb_client(kdc: Arc<CapturedKdc>) -> Client {
     let mem = ringshare_vfs::memory::MemShare::new();
     let server = server(&mem, ringshare_core::SigningPolicy::IfRequired);
-    server.set_kerberos(Some(AcceptorConfig {
+    server.logons.set_kerberos(Some(AcceptorConfig {
         keytab: Arc::new(Keytab::parse(&unhex(KEYTAB)).unwrap()),
         realm: "RS.TEST".into(),
         skew_secs: 300,
         allow_rc4: false,
     }));
-    server.set_kdcs(Some(kdc));
+    server.logons.set_kdcs(Some(kdc));
     let mut c = Client::negotiated(server, mem, SmbDialect::SMB3_1_1, [7; 16]);
     c.hold_lookups = true;
     c.now.filetime = (CAPTURED_AT as u64 + 11_644_473_600) * 10_000_000;

@@ -147,14 +147,14 @@ fn an_answer_for_a_connection_that_went_is_dropped() {
 
 fn member_server(mem: &ringshare_vfs::memory::MemShare) -> Arc<ringshare_core::ServerState> {
     let s = server(mem, ringshare_core::SigningPolicy::IfRequired);
-    s.set_domain(Some(DomainMember {
+    s.logons.set_domain(Some(DomainMember {
         workgroup: "RSAD".into(),
         separator: '\\',
         default_domain: false,
         rid_ranges: Vec::new(),
         id_ranges: Vec::new(),
     }));
-    s.set_domain_logons(Some(Arc::new(Domain("d0main-pw"))));
+    s.logons.set_domain_logons(Some(Arc::new(Domain("d0main-pw"))));
     s
 }
 

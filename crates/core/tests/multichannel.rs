@@ -380,7 +380,7 @@ fn logoff_on_one_channel_ends_the_session_on_the_other() {
     // Signed with a's channel key: the request was signed with it, and a
     // client takes an unsigned answer to a signed request for a forgery.
     assert!(w.hdr.is_signed() && verify_response(&skey, &w));
-    assert_eq!(a.conn_server().session_count(), 0);
+    assert_eq!(a.conn_server().sessions.count(), 0);
 }
 
 #[test]
@@ -396,7 +396,7 @@ fn losing_one_channel_keeps_the_session_and_its_opens_on_the_other() {
     assert_eq!(read_data(&b.read(f, 0, 64)), b"still open");
     b.conn.shutdown(b.now);
     assert_eq!(
-        b.conn_server().session_count(),
+        b.conn_server().sessions.count(),
         0,
         "the last channel ends the session"
     );

@@ -425,7 +425,7 @@ impl Worker {
 
     /// Let connections that got notices from other connections send them.
     fn deliver_mail(&mut self) {
-        let posted = self.shared.server.mail_posted();
+        let posted = self.shared.server.mail.posted();
         if posted == self.mail_seen {
             return;
         }

@@ -263,7 +263,7 @@ impl ringshare_core::Kdcs for ServerKdcs {
         match local {
             Some(l) if realm.eq_ignore_ascii_case(l.realm()) => {
                 let server = self.server.upgrade().ok_or("the server is stopping")?;
-                l.answer(server.users().as_ref(), request)
+                l.answer(server.logons.users().as_ref(), request)
             }
             _ => self.remote.exchange(realm, request),
         }

@@ -107,7 +107,7 @@ impl Reloader {
                 }
             )
         });
-        self.server.set_kerberos(k);
+        self.server.logons.set_kerberos(k);
         *crate::lock(&self.keytab_seen) = seen;
         what
     }
@@ -219,7 +219,7 @@ impl Reloader {
             .collect();
         // Everything checked: apply.
         let user_count = users.entries().len();
-        self.server.replace_users(Arc::new(users));
+        self.server.logons.replace_users(Arc::new(users));
         self.server.replace_shares(set);
         if let Some(k) = self.install_keytab(keytab) {
             summary.push(k);
@@ -231,19 +231,19 @@ impl Reloader {
                 None => "not a domain member".to_string(),
             });
         }
-        match (&member, self.server.domain_logons().is_some()) {
+        match (&member, self.server.logons.domain_logons().is_some()) {
             (Some(_), false) => self
                 .server
-                .set_domain_logons(crate::winbind::domain_logons(next.source.as_deref())),
-            (None, true) => self.server.set_domain_logons(None),
+                .logons.set_domain_logons(crate::winbind::domain_logons(next.source.as_deref())),
+            (None, true) => self.server.logons.set_domain_logons(None),
             _ => {}
         }
-        self.server.set_domain(member);
+        self.server.logons.set_domain(member);
         self.server
-            .set_id_source(crate::winbind_ids::id_source(&next.global.member));
+            .logons.set_id_source(crate::winbind_ids::id_source(&next.global.member));
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
             let n = next.global.failed_logon_backoff;
-            self.server.set_failed_logon_backoff(n);
+            self.server.logons.set_failed_logon_backoff(n);
             summary.push(format!("failed logon backoff: {n}"));
         }
         if next.global.log_level != current.global.log_level {

@@ -21,7 +21,7 @@ use crate::files::locks::{ByteRangeLock, Intent};
 use crate::files::oplock::{self, Grant, LeaseId, Route, Wish};
 pub use crate::link::Closed;
 use crate::link::Home;
-use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState, ShareEntry};
+use crate::server::{lock, FileEntry, FileKey, FileTable, NodeState, ServerState, ShareEntry};
 use ringshare_vfs::RelPath;
 
 /// The node to ask about `key`: `None` when it is decided here; FILE_NOT_AVAILABLE when no
@@ -91,7 +91,7 @@ pub fn admit_decided(
             Ok(None)
         } else {
             access::check_sharing(&e.opens, sharing_access(wish), wish.share_access)
-                .and_then(|()| open_streams_allow(server, &e, wish.access, wish.truncate))
+                .and_then(|()| open_streams_allow(&server.files, &e, wish.access, wish.truncate))
                 .map(|()| {
                     if e.opens.is_empty() {
                         e.share.clear(); // keeps its room (a reused entry)
@@ -323,13 +323,13 @@ pub fn changed_here(server: &ServerState, entry: &Mutex<FileEntry>, owner: u64, 
 /// when the file is homed here; else by its home, through the cluster layer
 /// ([`crate::server::ClusterHooks::delete_pending_at`]).
 pub fn delete_pending(
-    server: &ServerState,
+    node: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     set: Option<bool>,
 ) -> Result<(bool, bool), NtStatus> {
-    match (home(&server.node, key)?, server.node.hooks()) {
-        (Some(node), Some(h)) => h.delete_pending_at(server, node, key, entry, set),
+    match (home(node, key)?, node.hooks()) {
+        (Some(at), Some(h)) => h.delete_pending_at(node, at, key, entry, set),
         _ => Ok(delete_pending_here(entry, set)),
     }
 }
@@ -411,7 +411,7 @@ pub fn ack_lease_here(
 /// delete ([MS-FSA] 2.1.5.1.2: the streams go with the file), and an
 /// overwrite, which removes the streams, none open.
 fn open_streams_allow(
-    server: &ServerState,
+    files: &FileTable,
     e: &FileEntry,
     access: u32,
     overwrite: bool,
@@ -426,7 +426,7 @@ fn open_streams_allow(
         return Ok(());
     }
     for (_, key) in &e.streams {
-        if let Some(se) = server.files.existing(*key) {
+        if let Some(se) = files.existing(*key) {
             access::check_sharing(&lock(&se).opens, DELETE, 7)?;
         }
     }

@@ -11,7 +11,7 @@ impl ServerState {
     pub fn send_breaks(&self, breaks: crate::files::oplock::Breaks) {
         for (route, b) in breaks {
             if let Some(h) = self.node.hooks() {
-                if h.forward_break(self, route, &b) {
+                if h.forward_break(&self.node, route, &b) {
                     continue;
                 }
             }

@@ -54,7 +54,7 @@ pub fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now_ms: u6
             st.durable.clone().filter(|_| !st.delete_on_close)
         }
         .filter(|_| {
-            crate::decide::delete_pending(server, open.key, &open.entry, None)
+            crate::decide::delete_pending(&server.node, open.key, &open.entry, None)
                 .is_ok_and(|(pending, _)| !pending)
         })
         .filter(|d| crate::files::parked::may_keep(d, &lock(&open.entry), open.id));

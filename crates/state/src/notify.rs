@@ -192,7 +192,7 @@ pub fn arm(
     drop(dirs);
     if first {
         if let Some(h) = server.node.hooks() {
-            h.watching(server, true);
+            h.watching(&server.node, true);
         }
     }
     // Changes other programs make there (and below it, for WATCH_TREE),
@@ -247,7 +247,7 @@ pub fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     kernel::drop_refs(&server.notify, w.id, w.root);
     if last {
         if let Some(h) = server.node.hooks() {
-            h.watching(server, false);
+            h.watching(&server.node, false);
         }
     }
     if let Some(head) = tell {
@@ -319,7 +319,7 @@ fn wake(mail: &Mail, w: &Watcher, mut head: (u64, u64)) {
 /// A request on `w` went async with id `async_id` on connection `conn_id`:
 /// queue it. If it is at the head and the watcher has news, its connection is
 /// told (the request was answered at once otherwise).
-pub fn queue(server: &ServerState, w: &Arc<Watcher>, conn_id: u64, async_id: u64) {
+pub fn queue(mail: &Mail, w: &Arc<Watcher>, conn_id: u64, async_id: u64) {
     let tell = {
         let mut st = lock(&w.state);
         st.pending.push_back((conn_id, async_id));
@@ -330,7 +330,7 @@ pub fn queue(server: &ServerState, w: &Arc<Watcher>, conn_id: u64, async_id: u64
         })
     };
     if let Some(head) = tell {
-        wake(&server.mail, w, head);
+        wake(mail, w, head);
     }
 }
 
@@ -380,7 +380,7 @@ pub fn poll(
 
 /// A waiting request was cancelled (or its connection is closing): it leaves
 /// the queue; buffered changes stay for the next request.
-pub fn unqueue(server: &ServerState, w: &Arc<Watcher>, conn_id: u64, async_id: u64) {
+pub fn unqueue(mail: &Mail, w: &Arc<Watcher>, conn_id: u64, async_id: u64) {
     let tell = {
         let mut st = lock(&w.state);
         let was_head = st.pending.front() == Some(&(conn_id, async_id));
@@ -397,7 +397,7 @@ pub fn unqueue(server: &ServerState, w: &Arc<Watcher>, conn_id: u64, async_id: u
         next
     };
     if let Some(head) = tell {
-        wake(&server.mail, w, head);
+        wake(mail, w, head);
     }
 }
 
@@ -425,7 +425,7 @@ fn take(reg: &Registry, w: &Watcher, st: &mut WatchState, max_len: u32) -> Answe
 /// watcher's buffer (a rename's OLD_NAME and NEW_NAME are never split).
 pub fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
     if let Some(h) = server.node.hooks() {
-        h.changes(server, share, changes);
+        h.changes(&server.node, share, changes);
     }
     if !server.notify.local() {
         return;
@@ -441,7 +441,7 @@ pub fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'_>], ow
     let reg = &server.notify;
     if own && reg.kernel_dirs.load(Ordering::Acquire) != 0 {
         for c in changes {
-            mark(server, root, c.path);
+            mark(reg, root, c.path);
         }
     }
     let mut wakes: Vec<(Arc<Watcher>, (u64, u64))> = Vec::new();
@@ -514,10 +514,10 @@ pub fn report_at(server: &ServerState, root: FileKey, changes: &[Change<'_>], ow
 }
 
 /// Note that ringshare changed `path` (see [`crate::notify::kernel`]).
-fn mark(server: &ServerState, root: FileKey, path: &RelPath) {
+fn mark(reg: &crate::watch::Registry, root: FileKey, path: &RelPath) {
     let parts = path.components();
     if let Some((name, parent)) = parts.split_last() {
-        kernel::mark(&server.notify, root, parent, name);
+        kernel::mark(reg, root, parent, name);
     }
 }
 
@@ -530,19 +530,19 @@ const WRITE_MARK_EVERY_MS: u64 = 1000;
 /// for its file are not news. Marked at the first write and again every
 /// second while writes go on, so a long copy is never reported twice.
 pub fn wrote(
-    server: &ServerState,
+    reg: &crate::watch::Registry,
     open: &crate::state::Open,
     st: &mut crate::state::OpenState,
     now_ms: u64,
 ) {
-    if server.notify.kernel_dirs.load(Ordering::Acquire) == 0
+    if reg.kernel_dirs.load(Ordering::Acquire) == 0
         || (st.kernel_marked_ms != 0 && now_ms < st.kernel_marked_ms + WRITE_MARK_EVERY_MS)
     {
         return;
     }
     st.kernel_marked_ms = now_ms.max(1);
     if let Some(root) = root_key(&open.share) {
-        mark(server, root, &st.path);
+        mark(reg, root, &st.path);
     }
 }
 
@@ -607,8 +607,12 @@ fn append(reg: &Registry, w: &Watcher, st: &mut WatchState, action: u32, name: &
 
 /// A directory was renamed from `from` to `to`: watchers on it and below it
 /// follow it.
-pub(crate) fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath, to: &RelPath) {
-    let reg = &server.notify;
+pub(crate) fn dir_renamed(
+    reg: &crate::watch::Registry,
+    share: &ShareDef,
+    from: &RelPath,
+    to: &RelPath,
+) {
     if !reg.active() {
         return;
     }
@@ -616,7 +620,7 @@ pub(crate) fn dir_renamed(server: &ServerState, share: &ShareDef, from: &RelPath
         return;
     };
     if reg.kernel_dirs.load(Ordering::Acquire) != 0 {
-        kernel::moved(&server.notify, root, from.components(), to.components());
+        kernel::moved(reg, root, from.components(), to.components());
     }
     let mut dirs = reg.dirs_write();
     let Some(by_path) = dirs.get_mut(&root) else {
@@ -717,6 +721,6 @@ pub fn renamed(server: &ServerState, share: &ShareDef, from: &RelPath, to: &RelP
         ],
     );
     if is_dir {
-        dir_renamed(server, share, from, to);
+        dir_renamed(&server.notify, share, from, to);
     }
 }

@@ -28,7 +28,7 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
         None
     };
     if let Some(h) = server.node.hooks() {
-        h.open_closed(server, &open);
+        h.open_closed(&server.node, &open);
     }
     let (create_guid, on_close, watch) = {
         let mut st = lock(&open.state);

@@ -137,71 +137,9 @@ impl ServerState {
         }
     }
 
-    /// Let these users log on from now on (a reload): [`Logons::replace_users`].
-    pub fn replace_users(&self, users: Arc<dyn UserLookup + Send + Sync>) {
-        self.logons.replace_users(users);
-    }
-
-    /// The users who may log on now.
-    pub fn users(&self) -> Arc<dyn UserLookup + Send + Sync> {
-        self.logons.users()
-    }
-
-    /// Accept Kerberos tickets with this keytab and realm from now on: [`Logons::set_kerberos`].
-    pub fn set_kerberos(&self, k: Option<ringshare_auth::krb5::acceptor::AcceptorConfig>) {
-        self.logons.set_kerberos(k);
-    }
-
-    /// Act as a member of a domain from now on, or not: [`Logons::set_domain`].
-    pub fn set_domain(&self, d: Option<crate::domain::DomainMember>) {
-        self.logons.set_domain(d);
-    }
-
-    /// Check domain users' NTLM responses with `d` from now on: [`Logons::set_domain_logons`].
-    pub fn set_domain_logons(&self, d: Option<Arc<dyn crate::domain::DomainLogons>>) {
-        self.logons.set_domain_logons(d);
-    }
-
-    /// How the domain is asked, when the server is a member that can.
-    pub fn domain_logons(&self) -> Option<Arc<dyn crate::domain::DomainLogons>> {
-        self.logons.domain_logons()
-    }
-
-    /// Relay IAKerb clients' KDC requests with `k` from now on: [`Logons::set_kdcs`].
-    pub fn set_kdcs(&self, k: Option<Arc<dyn crate::lookup::Kdcs>>) {
-        self.logons.set_kdcs(k);
-    }
-
-    /// Ask `s` for the ids of unmapped domain SIDs from now on: [`Logons::set_id_source`].
-    pub fn set_id_source(&self, s: Option<Arc<dyn crate::sidcache::IdSource>>) {
-        self.logons.set_id_source(s);
-    }
-
-    /// `failed logon backoff` as a reload sets it (0 = off).
-    pub fn set_failed_logon_backoff(&self, after: u32) {
-        self.logons.set_failed_logon_backoff(after);
-    }
-
-    /// Called (from any thread) after a notice was posted to a connection, so
-    /// that the thread running it looks at its mail ([`ServerState::mail_posted`]).
-    pub fn set_mail_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
-        self.mail.set_waker(wake);
-    }
-
-    /// How many notices were ever posted: when it changed, some connection
-    /// may have mail (`crate::Connection::has_mail` (crates/core)).
-    pub fn mail_posted(&self) -> u64 {
-        self.mail.posted()
-    }
-
     /// A server-wide unique id for a new connection (its channel id).
     pub fn new_connection_id(&self) -> u64 {
         self.next_connection.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// How many sessions the server holds.
-    pub fn session_count(&self) -> usize {
-        self.sessions.count()
     }
 
     /// Set the network interfaces clients are told about.

@@ -65,11 +65,11 @@ fn record_of(here: &NodeState, open: &Open, d: &Durability) -> Option<CaRecord> 
 
 /// Store the record of `open` as it is now, if it is a persistent open of
 /// a cluster node (before the answer that made or changed it).
-pub fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
-    let Some(d) = persistent(&server.node, open) else {
+pub fn store(here: &NodeState, open: &Open) -> Result<(), NtStatus> {
+    let Some(d) = persistent(here, open) else {
         return Ok(());
     };
-    let (Some(link), Some(rec)) = (server.node.link(), record_of(&server.node, open, &d)) else {
+    let (Some(link), Some(rec)) = (here.link(), record_of(here, open, &d)) else {
         return Ok(());
     };
     link.ca_put(open.persistent_id, msg::encode_ca(&rec))
@@ -85,11 +85,11 @@ pub fn store(server: &ServerState, open: &Open) -> Result<(), NtStatus> {
 /// `open` closed: its record goes, if it still names this node's open
 /// (a copy left on a node that lost it, after fencing, must not remove the
 /// record of the open its client took elsewhere).
-pub fn forget(server: &ServerState, open: &Open) {
-    if persistent(&server.node, open).is_none() {
+pub fn forget(here: &NodeState, open: &Open) {
+    if persistent(here, open).is_none() {
         return;
     }
-    let Some(link) = server.node.link() else {
+    let Some(link) = here.link() else {
         return;
     };
     // (A record naming a dead keeper is this open's when the takeover that
@@ -399,7 +399,7 @@ impl CaHere for ServerState {
         let share_name = open.share.name.clone();
         let open = Arc::new(open);
         // This node keeps it now.
-        let _ = store(self, &open);
+        let _ = store(&self.node, &open);
         tracing::info!(
             id,
             from = rec.keeper,

@@ -19,22 +19,22 @@ use ringshare_wire::NtStatus;
 use super::msg::{Answer, Call};
 use crate::files::grant;
 pub use crate::files::grant::{forget, give, local_io, IoGrant};
-use crate::server::{lock, FileEntry, FileKey, ServerState};
+use crate::server::{lock, FileEntry, FileKey, FileTable, NodeState};
 
 /// At the home: `decide`, after taking back from every node the parts of
 /// its grant `take(node)` names (nothing to do outside a cluster); no grant
 /// is given until the decision is made.
 pub(crate) fn after_revoking<T>(
-    server: &ServerState,
+    here: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     take: impl Fn(u16) -> u8,
     decide: impl FnOnce() -> T,
 ) -> Result<T, NtStatus> {
-    if server.node.link().is_none() {
+    if here.link().is_none() {
         return Ok(decide());
     }
-    revoke(server, key, entry, take)?;
+    revoke(here, key, entry, take)?;
     let r = decide();
     done(entry);
     Ok(r)
@@ -44,14 +44,14 @@ pub(crate) fn after_revoking<T>(
 /// [`IoGrant`]) and wait for each to confirm. No grant is given meanwhile;
 /// call [`done`] after the decision.
 fn revoke(
-    server: &ServerState,
+    here: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     take: impl Fn(u16) -> u8,
 ) -> Result<(), NtStatus> {
     let targets = grant::start_revoking(&mut lock(entry), take);
     for (node, clear) in targets {
-        match super::ask(&server.node, node, Call::Revoke { key, clear }) {
+        match super::ask(here, node, Call::Revoke { key, clear }) {
             Ok(Answer::Done) => grant::given_back(&mut lock(entry), node, clear),
             other => {
                 tracing::warn!(node, ?other, ?key, "a node did not give back its I/O grant");
@@ -69,8 +69,8 @@ fn done(entry: &Mutex<FileEntry>) {
 }
 
 /// On the node holding a grant: give back the parts `clear` names.
-pub fn give_back(server: &ServerState, key: FileKey, clear: u8) {
-    if let Some(e) = server.files.existing(key) {
+pub fn give_back(files: &FileTable, key: FileKey, clear: u8) {
+    if let Some(e) = files.existing(key) {
         lock(&e).grants.held.0 &= !clear;
     }
 }

@@ -94,7 +94,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
 /// `node_of(to)`), routed to `route`, acting as `who`. Other nodes first
 /// give back the I/O grants an open of its kind on that node makes wrong.
 pub(crate) fn transfer_here(
-    server: &ServerState,
+    here: &NodeState,
     key: FileKey,
     entry: &Mutex<crate::server::FileEntry>,
     moved: &Moved,
@@ -117,7 +117,7 @@ pub(crate) fn transfer_here(
         t
     };
     let take = |n| if n == asker { 0 } else { take };
-    super::grant::after_revoking(server, key, entry, take, || {
+    super::grant::after_revoking(here, key, entry, take, || {
         let mut e = lock(entry);
         let o = e
             .opens
@@ -156,7 +156,7 @@ pub fn transfer(
     moved: Moved,
 ) -> Result<Transferred, NtStatus> {
     let node = match server.node.home_of(key) {
-        Home::Here => return transfer_here(server, key, entry, &moved),
+        Home::Here => return transfer_here(&server.node, key, entry, &moved),
         Home::Node(n) => n,
         Home::Unavailable => return Err(NtStatus::FILE_NOT_AVAILABLE),
     };
@@ -191,8 +191,8 @@ pub fn transfer(
 /// the open (the move fails, the open is closed): the reconnect is
 /// FILE_NOT_AVAILABLE instead, and the client tries again. A name that does
 /// not stat is left to the keeper to refuse.
-fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &str) -> bool {
-    let Some(link) = server.node.link() else {
+fn home_can_take_it(here: &NodeState, share: &ShareDef, who: &Who, name: &str) -> bool {
+    let Some(link) = here.link() else {
         return true;
     };
     let Ok(path) = crate::path::parse_smb_path(name) else {
@@ -201,7 +201,7 @@ fn home_can_take_it(server: &ServerState, share: &ShareDef, who: &Who, name: &st
     let Ok(attr) = share.backend.stat(who, &path) else {
         return true;
     };
-    match server.node.home_of(server.node.file_key(&attr)) {
+    match here.home_of(here.file_key(&attr)) {
         Home::Here => true,
         Home::Node(n) => link.members().contains(&n),
         Home::Unavailable => false,
@@ -248,7 +248,7 @@ pub fn take_over_from(
         };
         (Arc::clone(share), tree.who.clone())
     };
-    if !home_can_take_it(&server, &share, &who, wanted.name) {
+    if !home_can_take_it(&server.node, &share, &who, wanted.name) {
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
     let ask = GiveUpAsk {
@@ -329,7 +329,7 @@ pub fn take_over_from(
         replay_eligible: replay,
     };
     let open = open_from(h, place, who, fs_node, entry, share, durability);
-    if let Err(s) = super::ca::store(&server, &open) {
+    if let Err(s) = super::ca::store(&server.node, &open) {
         // Its record still names the node that gave it up: close it.
         crate::opens::close_open(&server, Arc::new(open), false);
         return Err(s);
@@ -390,7 +390,7 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
 
 /// At a file's home: the disconnected opens `ids` (FileIds) kept by other
 /// nodes are in a new open's way; their nodes close them.
-pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
+pub(crate) fn close_parked_elsewhere(here: &NodeState, ids: &[(u64, u64)]) {
     let mut nodes: Vec<u16> = ids.iter().map(|(_, v)| node_of(*v)).collect();
     nodes.sort_unstable();
     nodes.dedup();
@@ -400,7 +400,7 @@ pub(crate) fn close_parked_elsewhere(server: &ServerState, ids: &[(u64, u64)]) {
             .copied()
             .filter(|(_, v)| node_of(*v) == node)
             .collect();
-        if let Err(s) = super::ask(&server.node, node, Call::CloseParked(mine)) {
+        if let Err(s) = super::ask(here, node, Call::CloseParked(mine)) {
             tracing::warn!(
                 node,
                 ?s,

@@ -129,7 +129,7 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             let Some(entry) = server.files.existing(key) else {
                 return Answer::Refused(NtStatus::OBJECT_NAME_NOT_FOUND);
             };
-            match super::handover::transfer_here(server, key, &entry, &moved) {
+            match super::handover::transfer_here(&server.node, key, &entry, &moved) {
                 Ok(mut t) => {
                     t.grant = grant::give(&mut lock(&entry), node_of(moved.to)).0;
                     Answer::Transferred(Box::new(t))
@@ -153,7 +153,7 @@ fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
             Answer::Records { records, next }
         }
         Call::Revoke { key, clear } => {
-            grant::give_back(server, *key, *clear);
+            grant::give_back(&server.files, *key, *clear);
             Answer::Done
         }
         Call::CloseParked(ids) => {
@@ -294,7 +294,7 @@ pub(crate) fn admit_here(
         take |= IoGrant::NO_FOREIGN_CACHING;
     }
     let take = |n| if n == asker { 0 } else { take };
-    grant::after_revoking(server, key, entry, take, || {
+    grant::after_revoking(&server.node, key, entry, take, || {
         purge_for_open(server, entry, ask.wish);
         decide::admit_decided(server, key, entry, ask)
     })?
@@ -312,7 +312,7 @@ pub(crate) fn lock_ranges_here(
     now_ms: u64,
 ) -> Locked {
     let take = |_| IoGrant::NO_LOCKS;
-    grant::after_revoking(server, key, entry, take, || {
+    grant::after_revoking(&server.node, key, entry, take, || {
         decide::lock_decided(server, entry, owner, asks, max, now_ms)
     })
     .unwrap_or_else(Locked::Refused)
@@ -329,7 +329,7 @@ fn purge_for_open(server: &ServerState, entry: &Mutex<FileEntry>, wish: &oplock:
     let (here, elsewhere): (Vec<_>, Vec<_>) = ids
         .into_iter()
         .partition(|(_, v)| super::handover::holder(&server.node, *v).is_none());
-    super::handover::close_parked_elsewhere(server, &elsewhere);
+    super::handover::close_parked_elsewhere(&server.node, &elsewhere);
     let gone = crate::durable::take_parked(&server.files, &here);
     for p in gone {
         tracing::debug!(

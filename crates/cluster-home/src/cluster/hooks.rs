@@ -75,39 +75,34 @@ impl ClusterHooks for Hooks {
 
     fn delete_pending_at(
         &self,
-        server: &ServerState,
+        here: &NodeState,
         node: u16,
         key: FileKey,
         entry: &Mutex<FileEntry>,
         set: Option<bool>,
     ) -> Result<(bool, bool), NtStatus> {
-        let (was, now) = ask_for(
-            &server.node,
-            node,
-            Call::DeletePending(key, set),
-            |a| match a {
-                Answer::Pending { was, now } => Some((*was, *now)),
-                _ => None,
-            },
-        )?;
+        let (was, now) = ask_for(here, node, Call::DeletePending(key, set), |a| match a {
+            Answer::Pending { was, now } => Some((*was, *now)),
+            _ => None,
+        })?;
         lock(entry).delete_pending = now;
         Ok((now, now && !was))
     }
 
-    fn open_closed(&self, server: &ServerState, open: &Open) {
-        super::ca::forget(server, open);
+    fn open_closed(&self, here: &NodeState, open: &Open) {
+        super::ca::forget(here, open);
     }
 
-    fn forward_break(&self, server: &ServerState, route: Route, notice: &Break) -> bool {
-        forward(&server.node, route, notice)
+    fn forward_break(&self, here: &NodeState, route: Route, notice: &Break) -> bool {
+        forward(here, route, notice)
     }
 
-    fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
-        super::notify::forward(&server.node, share, changes);
+    fn changes(&self, here: &NodeState, share: &ShareDef, changes: &[Change<'_>]) {
+        super::notify::forward(here, share, changes);
     }
 
-    fn watching(&self, server: &ServerState, watching: bool) {
-        super::notify::watching(server, watching);
+    fn watching(&self, here: &NodeState, watching: bool) {
+        super::notify::watching(here, watching);
     }
 }
 

@@ -146,7 +146,7 @@ impl ClusterNode for ServerState {
                 if node_of(p.route.conn_id) != self.node.link().map_or(0, |c| c.node()) {
                     return Err(WireError::Invalid("notice for another node's connection"));
                 }
-                shadow::break_passes(self, &p.notice);
+                shadow::break_passes(&self.files, &p.notice);
                 self.send_breaks(vec![(p.route, p.notice)]);
                 Ok(None)
             }

@@ -39,16 +39,16 @@ pub fn forward(here: &NodeState, share: &ShareDef, changes: &[notify::Change<'_>
 }
 
 /// This node's first watcher was armed (`true`) or its last one ended.
-pub fn watching(server: &ServerState, watching: bool) {
-    if let Some(link) = server.node.link() {
+pub fn watching(here: &NodeState, watching: bool) {
+    if let Some(link) = here.link() {
         let me = link.node();
         let others: Vec<u16> = link.members().into_iter().filter(|n| *n != me).collect();
-        tell(server, &others, watching);
+        tell(here, &others, watching);
     }
 }
 
-fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
-    let Some(link) = server.node.link() else {
+fn tell(here: &NodeState, nodes: &[u16], watching: bool) {
+    let Some(link) = here.link() else {
         return;
     };
     let msg = Message::Interest {
@@ -63,7 +63,7 @@ fn tell(server: &ServerState, nodes: &[u16], watching: bool) {
         // a post.
         let asked = || {
             let call = super::msg::Call::Interest { from: link.node() };
-            super::ask(&server.node, *n, call).is_ok()
+            super::ask(here, *n, call).is_ok()
         };
         if watching && asked() {
             continue;
@@ -81,7 +81,7 @@ pub trait AnnounceWatchers {
 impl AnnounceWatchers for ServerState {
     fn announce_watchers(&self, nodes: &[u16]) {
         if self.notify.local() {
-            tell(self, nodes, true);
+            tell(&self.node, nodes, true);
         }
     }
 }

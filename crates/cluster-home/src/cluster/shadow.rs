@@ -12,7 +12,7 @@ use crate::decide::OpenAsk;
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::Break;
 use crate::files::oplock::{self, Caching, Grant, Lease, LeaseId};
-use crate::server::{lock, FileEntry, ServerState, ShareEntry};
+use crate::server::{lock, FileEntry, FileTable, ShareEntry};
 
 /// The home admitted `ask` with `g`.
 pub fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
@@ -95,13 +95,13 @@ pub(crate) fn lease_now(e: &mut FileEntry, id: LeaseId, state: u32) {
 
 /// A break for a connection of this node passes by from the file's home:
 /// record its target state in the shadow entry.
-pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
+pub(crate) fn break_passes(files: &FileTable, notice: &Break) {
     match notice {
         Break::Lease { notification, .. } => {
             // The lease's client is the connection's; the key names it.
-            let ids = server.files.leases_keyed(notification.lease_key);
+            let ids = files.leases_keyed(notification.lease_key);
             for (id, key) in ids {
-                if let Some(e) = server.files.existing(key) {
+                if let Some(e) = files.existing(key) {
                     lease_now(&mut lock(&e), id, notification.new_lease_state.0);
                 }
             }
@@ -110,7 +110,7 @@ pub(crate) fn break_passes(server: &ServerState, notice: &Break) {
             // Rare (a break of an oplock held through another node's
             // file): the entry is found by looking at each.
             let owner = file_id.volatile;
-            let entries = server.files.all();
+            let entries = files.all();
             for e in entries {
                 oplock_now(&mut lock(&e), owner, *level);
             }

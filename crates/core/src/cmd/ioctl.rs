@@ -271,7 +271,7 @@ fn note_written(server: &crate::server::ServerState, open: &OpenRef, now: crate:
     {
         let mut st = lock(&open.open.state);
         st.notify_on_close |= crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
-        crate::notify::wrote(server, &open.open, &mut st, now.mono_ms);
+        crate::notify::wrote(&server.notify, &open.open, &mut st, now.mono_ms);
     }
     crate::writetime::wrote(&server.files, &open.open, now);
 }

@@ -75,7 +75,7 @@ fn record(server: &crate::ServerState, open: &crate::state::Open, sequence: Opti
             .get_or_insert_with(|| Box::new([crate::state::NO_LOCK_SEQUENCE; 64]))[i] = n;
     }
     // A record not stored is logged; the lock holds on this node.
-    let _ = crate::cluster::ca::store(server, open);
+    let _ = crate::cluster::ca::store(&server.node, open);
 }
 
 fn ok_body() -> Vec<u8> {
@@ -112,7 +112,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 Err(NtStatus::INVALID_PARAMETER)
             }
         });
-        arbiter::unlock_ranges(&core.server, open.key, &open.entry, owner, ranges)?;
+        arbiter::unlock_ranges(&core.server.node, open.key, &open.entry, owner, ranges)?;
         record(&core.server, &open, sequence);
         return Ok(Handled::Reply(Reply::ok(ok_body())));
     }
@@ -173,7 +173,7 @@ pub(crate) fn poll(
     let Some(open) = handles::by_id(core, session_id, p.open_id) else {
         return Some(Err(NtStatus::RANGE_NOT_LOCKED));
     };
-    if arbiter::retry_lock(&core.server, open.key, &open.entry, p.lock) {
+    if arbiter::retry_lock(&core.server.node, open.key, &open.entry, p.lock) {
         record(&core.server, &open, p.sequence);
         return Some(Ok(Reply::ok(ok_body())));
     }

@@ -48,7 +48,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if open.access & FILE_LIST_DIRECTORY == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if crate::arbiter::delete_pending(&core.server, open.key, &open.entry, None)?.0 {
+    if crate::arbiter::delete_pending(&core.server.node, open.key, &open.entry, None)?.0 {
         return Err(NtStatus::DELETE_PENDING);
     }
     let watcher = notify::arm(
@@ -72,7 +72,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
 /// The request went async as `async_id`: it joins its watcher's queue.
 pub(crate) fn queued(core: &ConnCore, p: &mut PendingNotify, async_id: u64) {
     p.async_id = async_id;
-    notify::queue(&core.server, &p.watcher, core.conn_id, async_id);
+    notify::queue(&core.server.mail, &p.watcher, core.conn_id, async_id);
 }
 
 /// Answered when it is the oldest request on its watcher and there is news.
@@ -89,7 +89,7 @@ pub(crate) fn poll(core: &ConnCore, p: &PendingNotify) -> Option<Result<Reply, N
 
 /// Cancelled (or answered some other way): it leaves the queue.
 pub(crate) fn cancel(core: &ConnCore, p: &PendingNotify) {
-    notify::unqueue(&core.server, &p.watcher, core.conn_id, p.async_id);
+    notify::unqueue(&core.server.mail, &p.watcher, core.conn_id, p.async_id);
 }
 
 fn answer(a: Answer) -> Result<Reply, NtStatus> {

@@ -193,8 +193,9 @@ fn file_info(
     .map_err(status_of)?;
     crate::writetime::apply(&server.files, open, &mut attr, now_ms);
     // Asked of the file's home only by the classes that show it.
-    let delete_pending =
-        || crate::arbiter::delete_pending(server, open.key, &open.entry, None).map(|(p, _)| p);
+    let delete_pending = || {
+        crate::arbiter::delete_pending(&server.node, open.key, &open.entry, None).map(|(p, _)| p)
+    };
     match class {
         FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {
             fileinfo::basic(&attr).encode(o)

@@ -375,7 +375,7 @@ fn set_disposition(
         lock(&open.state).delete_on_close = delete;
     } else {
         let (_, newly) =
-            crate::arbiter::delete_pending(server, open.key, &open.entry, Some(delete))?;
+            crate::arbiter::delete_pending(&server.node, open.key, &open.entry, Some(delete))?;
         if newly && open.is_dir {
             let path = lock(&open.entry).path.clone();
             notify::dir_delete_pending(server, &open.share, &path, open.key);
@@ -492,7 +492,7 @@ fn rename(
             }
         }
     }
-    crate::arbiter::moved(server, open.key, &open.entry, &target);
+    crate::arbiter::moved(&server.node, open.key, &open.entry, &target);
     {
         let mut st = lock(&open.state);
         st.path = target.clone();

@@ -95,7 +95,7 @@ pub(crate) fn set_position(
         st.position = end;
         if wrote {
             st.notify_on_close |= notify::filter::LAST_WRITE | notify::filter::SIZE;
-            notify::wrote(&core.server, &open, &mut st, core.now.mono_ms);
+            notify::wrote(&core.server.notify, &open, &mut st, core.now.mono_ms);
         }
     }
 }

@@ -52,7 +52,7 @@ impl Shared {
     /// connections' mail.
     pub fn wake_on_mail(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
-        self.server.set_mail_waker(Arc::new(move || {
+        self.server.mail.set_waker(Arc::new(move || {
             if let Some(s) = weak.upgrade() {
                 for w in crate::lock(&s.wakers).iter() {
                     let _ = w.wake();

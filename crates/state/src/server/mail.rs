@@ -141,7 +141,7 @@ pub struct Mail {
 impl Mail {
     /// Called (from any thread) after a notice was posted to a connection, so
     /// that the thread running it looks at its mail ([`Mail::posted`]).
-    pub(crate) fn set_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+    pub fn set_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
         replace(&self.waker, Some(wake));
     }
 

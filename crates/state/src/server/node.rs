@@ -97,23 +97,23 @@ pub trait ClusterHooks: Send + Sync {
     /// so or not first): (pending, newly pending).
     fn delete_pending_at(
         &self,
-        server: &ServerState,
+        here: &NodeState,
         node: u16,
         key: FileKey,
         entry: &Mutex<FileEntry>,
         set: Option<bool>,
     ) -> Result<(bool, bool), ringshare_wire::NtStatus>;
     /// `open` closed: the record of a persistent open goes.
-    fn open_closed(&self, server: &ServerState, open: &crate::state::Open);
+    fn open_closed(&self, here: &NodeState, open: &crate::state::Open);
     /// Send a break for another node's connection there: true when it was another node's.
     fn forward_break(
         &self,
-        server: &ServerState,
+        here: &NodeState,
         route: crate::files::oplock::Route,
         notice: &crate::files::oplock::Break,
     ) -> bool;
     /// Changes made through this node on `share`, for the other nodes' watchers.
-    fn changes(&self, server: &ServerState, share: &ShareDef, changes: &[crate::watch::Change<'_>]);
+    fn changes(&self, here: &NodeState, share: &ShareDef, changes: &[crate::watch::Change<'_>]);
     /// This node's first CHANGE_NOTIFY watcher was armed (`true`) or its last one ended.
-    fn watching(&self, server: &ServerState, watching: bool);
+    fn watching(&self, here: &NodeState, watching: bool);
 }

@@ -259,7 +259,7 @@ pub(super) fn install(
     body: Vec<u8>,
 ) -> Result<Option<Reply>, NtStatus> {
     let server = &core.server;
-    if crate::cluster::ca::store(server, &open).is_err() {
+    if crate::cluster::ca::store(&server.node, &open).is_err() {
         opens::close_open(server, Arc::new(open), false);
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
