@@ -32,8 +32,8 @@ use ringshare_wire::consts::{
     AccessMask, Capabilities, Channel, CipherId, CloseFlags, Command, CreateDisposition,
     CreateOptions, Dialect, FileAttributes, HashAlgorithm, HeaderFlags, ImpersonationLevel,
     InfoType, OplockLevel, QueryDirectoryFlags, QueryInfoFlags, ReadFlags, SecurityMode,
-    SessionFlags, SessionSetupFlags, ShareAccess, ShareFlags, SigningAlgorithm, TreeConnectFlags,
-    WriteFlags,
+    SessionFlags, SessionSetupFlags, ShareAccess, ShareFlags, SigningAlgorithm, TransportCapabilityFlags,
+    TreeConnectFlags, WriteFlags,
 };
 use ringshare_wire::create::{CloseRequest, ContextTag, CreateRequest, CreateResponse};
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
@@ -51,6 +51,9 @@ use ringshare_wire::tree::{TreeConnectRequest, TreeConnectResponse};
 use ringshare_wire::{FileId, NtStatus, WriteExt};
 
 mod compress;
+mod options;
+
+pub use options::ClientOptions;
 
 use crate::credits::{charge_for, Credits};
 use crate::error::{ClientError, SmbError};
@@ -65,63 +68,6 @@ const FRAME_HDR: usize = framing::FRAME_HEADER_LEN;
 /// Bytes of a frame [`ClientConn::receive_read_head`] needs: the SMB2
 /// header and the fixed part of a READ response.
 pub const READ_HEAD_LEN: usize = READ_RESPONSE_DATA_OFFSET;
-
-/// How to connect.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    pub user: String,
-    pub domain: String,
-    pub password: String,
-    /// The share as `\\server\share`.
-    pub share_unc: String,
-    /// Dialects offered (the server picks one).
-    pub dialects: Vec<Dialect>,
-    /// Require signing (SecurityMode SIGNING_REQUIRED; every request signed).
-    pub sign: bool,
-    /// Encrypt every request after the session is set up (SMB 3.x).
-    pub encrypt: bool,
-    /// Credits to hold (available + in flight); the server may grant fewer.
-    pub credits_target: u16,
-    /// Seed for the client GUID, preauth salt, NTLM client challenge and
-    /// random session key.
-    pub seed: u64,
-    /// The wall clock as a FILETIME (NTLMv2 timestamps, the Kerberos authenticator's time).
-    pub now_filetime: u64,
-    /// Log on with this Kerberos service ticket (from a credential cache) instead of NTLM.
-    pub kerberos: Option<ringshare_auth::krb5::ccache::Credential>,
-    /// Log on with tokens made elsewhere (another GSS implementation), relayed as they are.
-    pub relay: Option<ringshare_auth::gss::Relay>,
-    /// 3.1.1: offer these compression algorithms (chained); when the server
-    /// agrees, WRITEs go compressed when it pays and READs ask for compressed
-    /// responses. Empty (the default): no compression.
-    pub compression: Vec<ringshare_wire::consts::CompressionAlgorithm>,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            user: String::new(),
-            domain: String::new(),
-            password: String::new(),
-            share_unc: String::new(),
-            dialects: vec![
-                Dialect::SMB2_0_2,
-                Dialect::SMB2_1,
-                Dialect::SMB3_0,
-                Dialect::SMB3_0_2,
-                Dialect::SMB3_1_1,
-            ],
-            sign: false,
-            encrypt: false,
-            credits_target: 512,
-            seed: 0x5EED,
-            now_filetime: 133_500_000_000_000_000,
-            kerberos: None,
-            relay: None,
-            compression: Vec::new(),
-        }
-    }
-}
 
 /// What a further channel of a session needs from its first connection
 /// ([`ClientConn::channel_binding`]).
@@ -268,6 +214,8 @@ pub struct ClientConn {
     channels_made: u16,
     /// Compression: what was agreed, the last decompressed frame, wire bytes.
     zip: compress::State,
+    /// The server accepted transport-level security (SMB over QUIC).
+    transport_security: bool,
 }
 
 impl ClientConn {
@@ -305,6 +253,7 @@ impl ClientConn {
             binding: None,
             channels_made: 0,
             zip: Default::default(),
+            transport_security: false,
         };
         c.client_guid = c.random_bytes();
         c.send_negotiate();
@@ -391,6 +340,10 @@ impl ClientConn {
     /// Requests are signed.
     pub fn is_signing(&self) -> bool {
         self.signs_requests()
+    }
+    /// The server accepted transport-level security (SMB over QUIC).
+    pub fn transport_security(&self) -> bool {
+        self.transport_security
     }
     /// Requests are encrypted.
     pub fn is_encrypting(&self) -> bool {
@@ -1176,6 +1129,11 @@ impl ClientConn {
                 ],
             });
             contexts.extend(compress::offer(&self.opts.compression));
+            if self.opts.transport_security {
+                contexts.push(NegotiateContext::Transport {
+                    flags: TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY,
+                });
+            }
         }
         let mut security_mode = SecurityMode::SIGNING_ENABLED;
         if self.opts.sign {
@@ -1243,6 +1201,10 @@ impl ClientConn {
                     NegotiateContext::Compression { flags, algorithms } => {
                         self.zip
                             .agreed(&self.opts.compression, *flags, algorithms)?;
+                    }
+                    NegotiateContext::Transport { flags } => {
+                        self.transport_security = self.opts.transport_security
+                            && flags.contains(TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY);
                     }
                     _ => {}
                 }

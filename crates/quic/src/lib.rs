@@ -13,6 +13,7 @@
 
 pub mod access;
 pub mod cert;
+pub mod client;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};

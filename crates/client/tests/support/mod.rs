@@ -58,8 +58,21 @@ pub fn server_compressing(
     signing: SigningPolicy,
     compression: Vec<ringshare_wire::consts::CompressionAlgorithm>,
 ) -> Arc<ServerState> {
+    state(server_config(signing, compression))
+}
+
+/// A server of this configuration (users: alice, password secret).
+pub fn state(config: ServerConfig) -> Arc<ServerState> {
+    ServerState::new(config, Arc::new(Users))
+}
+
+/// The configuration of [`server_compressing`]'s server.
+pub fn server_config(
+    signing: SigningPolicy,
+    compression: Vec<ringshare_wire::consts::CompressionAlgorithm>,
+) -> ServerConfig {
     let mem = MemShare::new();
-    let config = ServerConfig {
+    ServerConfig {
         dialect_min: 0x0202,
         dialect_max: 0x0311,
         signing,
@@ -101,8 +114,7 @@ pub fn server_compressing(
         smb_encryption_over_quic: false,
         compression,
         homes: None,
-    };
-    ServerState::new(config, Arc::new(Users))
+    }
 }
 
 pub fn options(dialect: Dialect) -> ClientOptions {
