@@ -23,7 +23,10 @@ SETTLE=${SETTLE:-4}
 
 PIDS=()
 SERVERS=()
-declare -A PORT_OF PID_OF
+declare -A PORT_OF PID_OF CERT_OF
+# QUIC=1: ringshare servers also serve SMB over QUIC on the UDP port of their TCP port's number
+# (rows *-quic), with the self-signed certificate they make at start (CERT_OF).
+QUIC=${QUIC:-0}
 
 lib_cleanup() {
     local p
@@ -103,10 +106,13 @@ lib_start_ringshare() { # name bin port dir
     local name=$1 bin=$2 port=$3 b=$4 pid
     mkdir -p "$b"
     port_free "$port" || { echo "port $port is taken" >&2; return 1; }
+    local quic=""
+    [ "$QUIC" = 1 ] && quic="server smb transports = tcp, quic:$port"
     cat >"$b/rs.conf" <<EOF
 [global]
 smb passwd file = $b/smbpasswd
 listen = $HOST:$port
+$quic
 [share]
 path = $DATA
 read only = no
@@ -117,6 +123,8 @@ EOF
     PIDS+=("$pid")
     wait_port "$port" "$pid" || { cat "$b/log" >&2; return 1; }
     SERVERS+=("$name"); PORT_OF[$name]=$port; PID_OF[$name]=$pid
+    [ "$QUIC" = 1 ] && CERT_OF[$name]=$b/tls/cert.pem
+    return 0
 }
 
 # Starts the installed smbd as server NAME on PORT, its files in DIR, with the share's extra
@@ -290,6 +298,18 @@ lib_row() { # server row
     read256k) lib_bench "$s" "seq-read 256k" seq-read --file big --io-size 256k --queue-depth 16 ;;
     read) lib_bench "$s" "seq-read 1m" seq-read --file big --io-size 1m --queue-depth 16 ;;
     read4m) lib_bench "$s" "seq-read 4m" seq-read --file big --io-size 4m --queue-depth 8 ;;
+    # SMB over QUIC (ringshare servers started with QUIC=1; others have no row) and, to compare
+    # with, TCP with SMB encryption (AES-128-GCM, the client's first choice).
+    read-quic)
+        [ -n "${CERT_OF[$s]:-}" ] || return 0
+        lib_bench "$s" "seq-read 1m quic" seq-read --file big --io-size 1m --queue-depth 16 \
+            --transport quic --server-cert "${CERT_OF[$s]}" ;;
+    over-quic)
+        [ -n "${CERT_OF[$s]:-}" ] || return 0
+        lib_bench "$s" "seq-write 1m overwrite quic" seq-write --file rsover.bin --file-size 2g \
+            --io-size 1m --queue-depth 16 --transport quic --server-cert "${CERT_OF[$s]}" ;;
+    read-enc) lib_bench "$s" "seq-read 1m encrypted" seq-read --file big --io-size 1m --queue-depth 16 --encrypt ;;
+    over-enc) lib_bench "$s" "seq-write 1m overwrite encrypted" seq-write --file rsover.bin --file-size 2g --io-size 1m --queue-depth 16 --encrypt ;;
     rand4k) lib_bench "$s" "rand-read 4k qd32" rand-read --file big --io-size 4k --queue-depth 32 ;;
     new)
         lib_fresh rsnew.bin

@@ -32,8 +32,8 @@ use ringshare_wire::consts::{
     AccessMask, Capabilities, Channel, CipherId, CloseFlags, Command, CreateDisposition,
     CreateOptions, Dialect, FileAttributes, HashAlgorithm, HeaderFlags, ImpersonationLevel,
     InfoType, OplockLevel, QueryDirectoryFlags, QueryInfoFlags, ReadFlags, SecurityMode,
-    SessionFlags, SessionSetupFlags, ShareAccess, ShareFlags, SigningAlgorithm, TransportCapabilityFlags,
-    TreeConnectFlags, WriteFlags,
+    SessionFlags, SessionSetupFlags, ShareAccess, ShareFlags, SigningAlgorithm,
+    TransportCapabilityFlags, TreeConnectFlags, WriteFlags,
 };
 use ringshare_wire::create::{CloseRequest, ContextTag, CreateRequest, CreateResponse};
 use ringshare_wire::dir::{QueryDirectoryRequest, QueryDirectoryResponse};
@@ -1204,7 +1204,9 @@ impl ClientConn {
                     }
                     NegotiateContext::Transport { flags } => {
                         self.transport_security = self.opts.transport_security
-                            && flags.contains(TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY);
+                            && flags.contains(
+                                TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY,
+                            );
                     }
                     _ => {}
                 }

@@ -40,7 +40,10 @@ fn over_tcp_or_without_the_offer_a_client_that_cannot_encrypt_is_refused() {
     for (transport, offer) in [(Transport::Tcp, true), (Transport::Quic, false)] {
         let mut p = pair(transport, offer);
         let e = p.pump().expect_err("refused");
-        assert!(e.to_string().contains("ACCESS_DENIED"), "{transport:?} {offer}: {e}");
+        assert!(
+            e.to_string().contains("ACCESS_DENIED"),
+            "{transport:?} {offer}: {e}"
+        );
         assert!(!p.client.transport_security());
     }
 }

@@ -18,8 +18,8 @@ use std::time::Instant;
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{
-    ClientConfig, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event as QEvent,
-    ReadError, StreamEvent, StreamId, TransportConfig, VarInt, WriteError,
+    ClientConfig, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event as QEvent, ReadError,
+    StreamEvent, StreamId, TransportConfig, VarInt, WriteError,
 };
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};

@@ -13,7 +13,8 @@ const CLIENT: &str = "127.0.0.1:50001";
 
 /// Moves datagrams both ways and fires due timers until nothing moves.
 fn pump(s: &mut Server, c: &mut Client, now: &mut Instant, events: &mut Vec<Event>) {
-    let (saddr, caddr): (SocketAddr, SocketAddr) = (SERVER.parse().unwrap(), CLIENT.parse().unwrap());
+    let (saddr, caddr): (SocketAddr, SocketAddr) =
+        (SERVER.parse().unwrap(), CLIENT.parse().unwrap());
     let mut buf = Vec::new();
     for _ in 0..100_000 {
         let mut moved = false;
@@ -35,7 +36,10 @@ fn pump(s: &mut Server, c: &mut Client, now: &mut Instant, events: &mut Vec<Even
             events.push(e);
         }
         if !moved {
-            let next = [s.poll_timeout(), c.poll_timeout()].into_iter().flatten().min();
+            let next = [s.poll_timeout(), c.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
             match next {
                 Some(t) if t <= *now + Duration::from_millis(50) => {
                     *now = t.max(*now);
@@ -138,14 +142,18 @@ fn a_client_refuses_a_server_whose_certificate_it_does_not_trust() {
 #[test]
 fn a_trust_is_read_from_a_fingerprint_or_a_certificate_file() {
     let hex = "7F:01".to_string() + &":AA".repeat(30);
-    assert!(matches!(Trust::parse(&format!("sha256:{hex}")), Ok(Trust::Fingerprint(f)) if f[0] == 0x7f && f[31] == 0xaa));
+    assert!(
+        matches!(Trust::parse(&format!("sha256:{hex}")), Ok(Trust::Fingerprint(f)) if f[0] == 0x7f && f[31] == 0xaa)
+    );
     assert!(Trust::parse("sha256:7F01").is_err());
     let (c, _) = ringshare_quic::cert::self_signed(&["localhost".into()]).unwrap();
     let dir = std::env::temp_dir().join(format!("rs-quic-trust-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pem = dir.join("c.pem");
     std::fs::write(&pem, &c).unwrap();
-    let der = ringshare_quic::cert::certificates_from_pem(c.as_bytes()).unwrap().remove(0);
+    let der = ringshare_quic::cert::certificates_from_pem(c.as_bytes())
+        .unwrap()
+        .remove(0);
     assert!(matches!(Trust::parse(pem.to_str().unwrap()), Ok(Trust::Root(d)) if d == der));
     let der_file = dir.join("c.der");
     std::fs::write(&der_file, der.as_ref()).unwrap();

@@ -420,3 +420,29 @@ fn a_flood_of_half_open_handshakes_leaves_tcp_and_quic_clients_served() {
         took.as_secs_f64()
     );
 }
+
+#[test]
+fn ringshare_bench_over_quic_writes_and_reads_back_verified_data() {
+    let srv = quic_server("");
+    let pem = srv.passwd_file().parent().unwrap().join("tls/cert.pem");
+    let fp = ringshare_quic::cert::fingerprint(&server_certificate(&srv));
+    let size = ["--io-size", "1m", "--file-size", "16m", "--bytes", "32m"];
+    let quic = |trust: &str| ["--transport", "quic", "--server-cert", trust].map(String::from);
+    let run = |args: &[&str], trust: &str| {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend(quic(trust));
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        bench(&srv, &all)
+    };
+    let pem = pem.to_str().unwrap();
+    let (ok, out) = run(&[&["seq-write", "--verify"][..], &size].concat(), pem);
+    assert!(ok && out.contains("errors          0"), "{out}");
+    assert!(out.contains("dialect 3.1.1"), "{out}");
+    let fp_arg = format!("sha256:{fp}");
+    let (ok, out) = run(&[&["seq-read", "--verify"][..], &size].concat(), &fp_arg);
+    assert!(ok && out.contains("errors          0"), "{out}");
+    // A certificate the client does not trust ends the handshake.
+    let wrong = format!("sha256:{}", "00".repeat(32));
+    let (ok, out) = run(&["echo", "--duration", "1s"], &wrong);
+    assert!(!ok && out.contains("not the one trusted"), "{out}");
+}

@@ -15,6 +15,7 @@
 pub mod hist;
 mod logon;
 pub mod pattern;
+mod quic;
 mod reconnect;
 pub mod report;
 pub mod watch;
@@ -97,12 +98,35 @@ impl Workload {
     }
 }
 
+/// How the bench reaches the server.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchTransport {
+    /// Direct TCP (port 445 by default).
+    Tcp,
+    /// SMB over QUIC ([MS-SMB2] 2.1; UDP, port 443 by default): TLS 1.3,
+    /// ALPN `smb`, the server's certificate trusted as `--server-cert`
+    /// says; SMB2_TRANSPORT_CAPABILITIES offered, as Windows does.
+    Quic,
+}
+
 /// `ringshare bench //HOST[:PORT]/SHARE -U USER%PASS [WORKLOAD] [options]`
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct BenchArgs {
-    /// The share: //HOST[:PORT]/SHARE (port 445 by default).
+    /// The share: //HOST[:PORT]/SHARE (port 445 by default; 443 with
+    /// `--transport quic`).
     #[arg(value_name = "//HOST[:PORT]/SHARE")]
     pub target: String,
+
+    /// tcp, or quic (SMB over QUIC).
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub transport: BenchTransport,
+
+    /// `--transport quic`: trust the server's certificate as this file (PEM
+    /// or DER; the server's self-signed certificate, or its CA; the name
+    /// is checked) or as `sha256:HEX` (the certificate's SHA-256, as the
+    /// server logs it at start).
+    #[arg(long, value_name = "FILE|sha256:HEX")]
+    pub server_cert: Option<String>,
 
     /// Credentials: [DOMAIN\]USER%PASSWORD.
     #[arg(short = 'U', long = "user", value_name = "USER%PASS")]
@@ -290,8 +314,14 @@ fn parse_dialect(s: &str) -> Result<u16, String> {
     })
 }
 
-/// Split `//HOST[:PORT]/SHARE` into (host, port, share).
+/// Split `//HOST[:PORT]/SHARE` into (host, port, share): port 445 when
+/// none is given.
 pub fn parse_target(t: &str) -> Result<(String, u16, String), String> {
+    parse_target_or(t, 445)
+}
+
+/// [`parse_target`] with another default port.
+fn parse_target_or(t: &str, default_port: u16) -> Result<(String, u16, String), String> {
     let bad = || format!("{t:?} is not //HOST[:PORT]/SHARE");
     let rest = t
         .strip_prefix("//")
@@ -307,7 +337,7 @@ pub fn parse_target(t: &str) -> Result<(String, u16, String), String> {
             h.trim_start_matches('[').trim_end_matches(']').to_string(),
             p.parse::<u16>().map_err(|_| bad())?,
         ),
-        _ => (hostport.to_string(), 445),
+        _ => (hostport.to_string(), default_port),
     };
     Ok((host, port, share.to_string()))
 }
@@ -329,6 +359,8 @@ pub(crate) struct Shared {
     pub user: String,
     pub password: String,
     pub dialects: Vec<Dialect>,
+    /// `--transport quic`: how the server's certificate is trusted.
+    pub trust: Option<ringshare_quic::client::Trust>,
     /// Threads done with setup (connected, files opened and filled).
     pub ready: AtomicUsize,
     /// A thread failed during setup.
@@ -381,7 +413,28 @@ pub(crate) struct ThreadResult {
 /// Run the benchmark; the report goes to `out`. Returns whether the run
 /// was clean (no errors).
 pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
-    let (host, port, share) = parse_target(&args.target)?;
+    let quic = args.transport == BenchTransport::Quic;
+    let (host, port, share) = parse_target_or(&args.target, if quic { 443 } else { 445 })?;
+    let trust = match (&args.server_cert, quic) {
+        (Some(c), true) => Some(ringshare_quic::client::Trust::parse(c)?),
+        (None, true) => {
+            return Err("--transport quic needs --server-cert FILE or sha256:HEX".into())
+        }
+        (Some(_), false) => return Err("--server-cert goes with --transport quic".into()),
+        (None, false) => None,
+    };
+    if quic && (matches!(args.workload, Workload::Reconnect | Workload::Logon) || args.watchers > 0)
+    {
+        return Err(format!(
+            "--transport quic: not with {}{}",
+            args.workload.name(),
+            if args.watchers > 0 {
+                " or --watchers"
+            } else {
+                ""
+            }
+        ));
+    }
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {host}: {e}"))?
@@ -416,6 +469,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         user,
         password,
         dialects,
+        trust,
         ready: AtomicUsize::new(0),
         failed: AtomicBool::new(false),
         go: AtomicBool::new(false),

@@ -24,10 +24,13 @@ use ringshare_wire::consts::{CompressionAlgorithm, CreateDisposition, InfoType};
 use ringshare_wire::{framing, FileId, NtStatus};
 
 use super::hist::Histogram;
+use super::quic::QuicPipe;
 use super::{pattern, report, Shared, ThreadResult, Workload};
 
 const KIND_RECV: u64 = 1;
 const KIND_SEND: u64 = 2;
+/// `--transport quic`: a connection's UDP socket is readable.
+const KIND_UDP: u64 = 3;
 
 const TAG_OPEN: u64 = 1 << 40;
 const TAG_FILL: u64 = 2 << 40;
@@ -161,6 +164,9 @@ struct Conn {
     bytes: u64,
     /// Wire bytes (in, out) when the measurement started.
     wire_at_go: Option<(u64, u64)>,
+    /// `--transport quic`: the QUIC connection carrying the SMB bytes (`fd`
+    /// is its UDP socket).
+    quic: Option<Box<QuicPipe>>,
 }
 
 fn token(kind: u64, idx: usize) -> u64 {
@@ -188,6 +194,7 @@ pub(crate) fn client_options(sh: &Shared, idx: usize) -> ClientOptions {
             .compress
             .map(|a| vec![a, CompressionAlgorithm::PATTERN_V1])
             .unwrap_or_default(),
+        transport_security: sh.trust.is_some(),
     }
 }
 
@@ -283,7 +290,8 @@ impl Conn {
     /// only headers and stays small. Signed or sealed ones are copied (the
     /// signature or cipher covers the data).
     fn write(&mut self, sh: &Shared, tag: u64, offset: u64, len: usize) -> Result<(), ClientError> {
-        if !self.smb.can_write_apart() {
+        // Over QUIC every byte is copied into the stream anyway.
+        if !self.smb.can_write_apart() || self.quic.is_some() {
             if self.wbuf.len() < len {
                 self.wbuf.resize(len, 0);
             }
@@ -318,6 +326,11 @@ impl Conn {
         let mut buf = self.spare.take().unwrap_or_default();
         self.smb.take_output_with_gaps(&mut buf, &mut self.gaps);
         self.sending = true;
+        if let Some(q) = self.quic.as_mut() {
+            // No WRITE goes apart over QUIC (`write`): the output is whole.
+            q.queue(buf);
+            return Ok(());
+        }
         if self.gaps.is_empty() {
             ring.send(&self.fd, buf, 0, token);
             return Ok(());
@@ -800,6 +813,40 @@ impl Conn {
         Ok(true)
     }
 
+    /// `--transport quic`: timers, output into the stream, the stream's
+    /// bytes through `on_recv`, datagrams out. True when bytes moved.
+    fn quic_exchange(&mut self, sh: &Shared, stats: &mut ThreadResult) -> Result<bool, String> {
+        let now = Instant::now();
+        let mut moved = false;
+        loop {
+            let Some(q) = self.quic.as_mut() else {
+                return Ok(moved);
+            };
+            let mut buf = self.rbuf.take().unwrap_or_default();
+            let (got, all_out) = match q.exchange(now, &mut buf) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.rbuf = Some(buf);
+                    return Err(e);
+                }
+            };
+            if all_out && self.sending {
+                self.sending = false;
+                let mut out = std::mem::take(&mut q.out);
+                out.clear();
+                self.spare = Some(out);
+                moved = true;
+            }
+            if got == 0 {
+                self.rbuf = Some(buf);
+                q.transmit(now);
+                return Ok(moved);
+            }
+            moved = true;
+            self.on_recv(sh, buf, stats)?;
+        }
+    }
+
     fn busy(&self) -> bool {
         self.smb.requests_in_flight() > 0
             || self.sending
@@ -809,13 +856,22 @@ impl Conn {
 }
 
 fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
-    let stream =
-        TcpStream::connect(sh.addr).map_err(|e| format!("cannot connect to {}: {e}", sh.addr))?;
-    stream
-        .set_nodelay(true)
-        .map_err(|e| format!("TCP_NODELAY: {e}"))?;
-    let fd: OwnedFd = stream.into();
-    let _ = net::set_socket_buffers(&fd, Some(4 << 20), Some(4 << 20));
+    let (fd, quic) = match &sh.trust {
+        Some(trust) => {
+            let q = QuicPipe::connect(sh.addr, &sh.host, trust)?;
+            (q.udp.clone(), Some(Box::new(q)))
+        }
+        None => {
+            let stream = TcpStream::connect(sh.addr)
+                .map_err(|e| format!("cannot connect to {}: {e}", sh.addr))?;
+            stream
+                .set_nodelay(true)
+                .map_err(|e| format!("TCP_NODELAY: {e}"))?;
+            let fd: OwnedFd = stream.into();
+            let _ = net::set_socket_buffers(&fd, Some(4 << 20), Some(4 << 20));
+            (Arc::new(fd), None)
+        }
+    };
     let opts = client_options(sh, idx);
     let seed = opts.seed;
     let io = sh.args.io_size as usize;
@@ -831,7 +887,8 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
     let channel = sh.args.channels > 1 && idx > 0;
     Ok(Conn {
         idx,
-        fd: Arc::new(fd),
+        fd,
+        quic,
         smb: ClientConn::new(opts.clone()),
         phase: if channel {
             Phase::Unbound
@@ -913,6 +970,36 @@ fn bind_channels(conns: &mut [Conn]) -> Result<(), String> {
     Ok(())
 }
 
+/// The QUIC connections' exchanges (`Conn::quic_exchange`); how long the
+/// ring may then wait: not at all when bytes moved (the loop has work),
+/// else until the nearest QUIC timer, at most 50 ms.
+fn quic_exchange_all(
+    sh: &Shared,
+    conns: &mut [Conn],
+    stats: &mut ThreadResult,
+) -> Result<Duration, String> {
+    let mut wait = Duration::from_millis(50);
+    let now = Instant::now();
+    for c in conns.iter_mut().filter(|c| c.quic.is_some()) {
+        if c.phase == Phase::Unbound {
+            continue;
+        }
+        match c.quic_exchange(sh, stats) {
+            Ok(true) => wait = Duration::ZERO,
+            Ok(false) => {}
+            Err(e) if matches!(c.phase, Phase::Running | Phase::Draining) => {
+                sh.error(format!("connection {}: {e}", c.idx));
+                c.phase = Phase::Done;
+            }
+            Err(e) => return Err(format!("connection {} ({:?}): {e}", c.idx, c.phase)),
+        }
+        if let Some(d) = c.quic.as_mut().and_then(|q| q.deadline()) {
+            wait = wait.min(d.saturating_duration_since(now));
+        }
+    }
+    Ok(wait)
+}
+
 /// Run this thread's connections until the main thread says stop.
 pub(crate) fn run(sh: Arc<Shared>, idxs: Vec<usize>) -> Result<ThreadResult, String> {
     let out = run_inner(&sh, idxs);
@@ -934,7 +1021,9 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         conns.push(connect(sh, idx)?);
     }
     for (i, c) in conns.iter_mut().enumerate() {
-        if let Some(b) = c.rbuf.take() {
+        if c.quic.is_some() {
+            ring.poll_readable(&c.fd, token(KIND_UDP, i));
+        } else if let Some(b) = c.rbuf.take() {
             ring.recv(&c.fd, b, token(KIND_RECV, i));
         }
     }
@@ -978,6 +1067,11 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
         }
         bind_channels(&mut conns)?;
         if conns.iter().all(|c| c.phase == Phase::Done) {
+            for c in conns.iter_mut() {
+                if let Some(q) = c.quic.as_mut() {
+                    q.close(Instant::now());
+                }
+            }
             stats.per_conn = conns.iter().map(|c| (c.idx, c.bytes)).collect();
             for c in &conns {
                 let ((i0, o0), (i1, o1)) = (c.wire_at_go.unwrap_or_default(), c.smb.wire_bytes());
@@ -993,7 +1087,8 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
                 c.start_send(&mut ring, token(KIND_SEND, i))?;
             }
         }
-        ring.submit_and_wait(1, Some(Duration::from_millis(50)))
+        let wait = quic_exchange_all(sh, &mut conns, &mut stats)?;
+        ring.submit_and_wait(usize::from(!wait.is_zero()), Some(wait))
             .map_err(|e| format!("io_uring: {e}"))?;
         while let Some(mut comp) = ring.next_completion() {
             let kind = comp.user_data >> 32;
@@ -1030,6 +1125,14 @@ fn run_inner(sh: &Shared, idxs: Vec<usize>) -> Result<ThreadResult, String> {
                     c.sent(&mut comp);
                     if let Err(e) = comp.result {
                         return Err(format!("send on connection {}: {e}", c.idx));
+                    }
+                }
+                KIND_UDP => {
+                    if let Some(q) = c.quic.as_mut() {
+                        q.on_readable(Instant::now());
+                        if c.phase != Phase::Done {
+                            ring.poll_readable(&c.fd, token(KIND_UDP, i));
+                        }
                     }
                 }
                 _ => {}
