@@ -18,7 +18,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{
-    ClientConfig, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event as QEvent, ReadError,
+    ClientConfig, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event as QEvent,
     StreamEvent, StreamId, TransportConfig, VarInt, WriteError,
 };
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -286,32 +286,9 @@ impl Client {
                 ReadState::Open(0)
             };
         };
-        let (mut got, mut ended) = (0, false);
-        match self.q.recv_stream(sid).read(true) {
-            Ok(mut chunks) => {
-                while got < max {
-                    match chunks.next(max - got) {
-                        Ok(Some(chunk)) => {
-                            got += chunk.bytes.len();
-                            out.extend_from_slice(&chunk.bytes);
-                        }
-                        Ok(None) | Err(ReadError::Reset(_)) => {
-                            ended = true;
-                            break;
-                        }
-                        Err(ReadError::Blocked) => break,
-                    }
-                }
-                let _ = chunks.finalize();
-            }
-            Err(_) => ended = true,
-        }
+        let r = crate::read_stream(&mut self.q, sid, out, max);
         self.run_events();
-        if ended {
-            ReadState::Ended(got)
-        } else {
-            ReadState::Open(got)
-        }
+        r
     }
 
     /// Queues bytes on the SMB stream; how many were taken (0: flow control

@@ -461,38 +461,9 @@ impl Server {
         let Some(sid) = c.stream else {
             return ReadState::Open(0);
         };
-        let mut got = 0;
-        let mut ended = false;
-        let mut stream = c.q.recv_stream(sid);
-        match stream.read(true) {
-            Ok(mut chunks) => {
-                while got < max {
-                    match chunks.next(max - got) {
-                        Ok(Some(chunk)) => {
-                            got += chunk.bytes.len();
-                            out.extend_from_slice(&chunk.bytes);
-                        }
-                        Ok(None) => {
-                            ended = true;
-                            break;
-                        }
-                        Err(ReadError::Blocked) => break,
-                        Err(ReadError::Reset(_)) => {
-                            ended = true;
-                            break;
-                        }
-                    }
-                }
-                let _ = chunks.finalize();
-            }
-            Err(_) => ended = true,
-        }
+        let r = read_stream(&mut c.q, sid, out, max);
         self.process(ch, now);
-        if ended {
-            ReadState::Ended(got)
-        } else {
-            ReadState::Open(got)
-        }
+        r
     }
 
     /// Queues bytes on connection `id`'s SMB stream; returns how many were
@@ -530,6 +501,41 @@ impl Server {
             .downcast::<HandshakeData>()
             .ok()?
             .server_name
+    }
+}
+
+/// Appends up to `max` bytes of stream `sid` to `out` (ended: finished or
+/// reset by the peer, or gone).
+fn read_stream(
+    q: &mut quinn_proto::Connection,
+    sid: StreamId,
+    out: &mut Vec<u8>,
+    max: usize,
+) -> ReadState {
+    let (mut got, mut ended) = (0, false);
+    match q.recv_stream(sid).read(true) {
+        Ok(mut chunks) => {
+            while got < max {
+                match chunks.next(max - got) {
+                    Ok(Some(chunk)) => {
+                        got += chunk.bytes.len();
+                        out.extend_from_slice(&chunk.bytes);
+                    }
+                    Ok(None) | Err(ReadError::Reset(_)) => {
+                        ended = true;
+                        break;
+                    }
+                    Err(ReadError::Blocked) => break,
+                }
+            }
+            let _ = chunks.finalize();
+        }
+        Err(_) => ended = true,
+    }
+    if ended {
+        ReadState::Ended(got)
+    } else {
+        ReadState::Open(got)
     }
 }
 
