@@ -44,7 +44,9 @@ pub use ringshare_state::{
     backoff, domain, fruit, identity, idmap, limits, loglimit, lookup, path, peers, quota, server,
     shadow, sidcache, status,
 };
-use ringshare_state::{config, durable, fileinfo, fsmap, ipc, notify, ntsd, opens, state};
+use ringshare_state::{
+    config, dirlease, durable, fileinfo, fsmap, ipc, notify, ntsd, opens, state,
+};
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
     SigningPolicy, Transport,

@@ -100,6 +100,11 @@ pub struct FileEntry {
     /// Set by delete-on-close or a disposition SET_INFO; the file goes when the
     /// last open closes.
     pub delete_pending: bool,
+    /// The ParentLeaseKey of the open that made the delete pending, if its
+    /// lease named one: at the removal, the parent directory's lease of that
+    /// key is not broken when the last closer named it too (Samba 4.22;
+    /// smbtorture smb2.dirlease.unlink_*).
+    pub delete_parent_key: Option<[u8; 16]>,
     /// The share (by name) and path where the file lives now (renames update it).
     pub share: String,
     pub path: RelPath,

@@ -33,7 +33,11 @@
 //!   not beside an oplock; opens with the same lease key count as one;
 //! - a break not acknowledged within [`BREAK_TIMEOUT_MS`] leaves the holder
 //!   with nothing;
-//! - directories get no oplock or lease (directory leasing is not offered).
+//! - directories get no oplock; a directory lease is R or RH (never W:
+//!   [MS-SMB2] 3.3.5.9.11), granted when the connection negotiated
+//!   directory leasing, and broken to nothing, without waiting, when
+//!   something inside the directory changes ([`break_dir_leases`]) except
+//!   for the lease whose key the changing open named as its parent's.
 
 use ringshare_wire::consts::{LeaseBreakFlags, LeaseFlags, LeaseState};
 use ringshare_wire::misc::LeaseBreakNotification;
@@ -376,8 +380,8 @@ pub fn grant(
         let (Some(req), Some(id)) = (lease_req, lease_id) else {
             return Grant::default();
         };
-        let mut want = req.state.0 & (R | H | W);
-        if want & R == 0 || is_dir || has_locks {
+        let mut want = req.state.0 & if is_dir { R | H } else { R | H | W };
+        if want & R == 0 || has_locks {
             want = 0;
         }
         if others {
@@ -543,6 +547,48 @@ pub fn ack_lease(
     Ok(state)
 }
 
+/// Something inside directory `e` changed (an entry made, removed, renamed,
+/// linked or changed): its leases break to nothing, without waiting for
+/// anyone, except the lease whose key is `except` (the ParentLeaseKey the
+/// changing open sent: its client knows of the change). `now_ms` is `None`
+/// where no clock is at hand (a close): the break's deadline then starts at
+/// the next look at the directory's entry. [MS-SMB2] 3.3.4.7; Samba 4.22
+/// breaks RH (and R) to none.
+pub fn break_dir_leases(
+    e: &mut FileEntry,
+    except: Option<[u8; 16]>,
+    now_ms: Option<u64>,
+    breaks: &mut Breaks,
+) {
+    for l in e.leases.iter_mut() {
+        if Some(l.id.key) == except {
+            continue;
+        }
+        if l.breaking_to.is_some() {
+            // The break in flight goes on to nothing after its acknowledgment.
+            l.required = 0;
+            continue;
+        }
+        if l.state & (R | H) == 0 {
+            continue;
+        }
+        if start_lease_break(l, 0, now_ms.unwrap_or(0), breaks, true) && now_ms.is_none() {
+            l.break_deadline_ms = DEADLINE_UNSET;
+        }
+    }
+}
+
+/// The ParentLeaseKey open `owner`'s lease names, if it has a lease that
+/// names one.
+pub fn parent_key_of(e: &FileEntry, owner: u64) -> Option<[u8; 16]> {
+    let id = lease_of(e, owner)?;
+    e.leases.iter().find(|l| l.id == id)?.parent_key
+}
+
+/// A break deadline not set yet (the break started where no clock was at
+/// hand): [`expire`] sets it at its first look.
+const DEADLINE_UNSET: u64 = u64::MAX;
+
 /// An open left the file: a lease no open names any more goes with it.
 /// Returns the lease that went, if one did.
 pub fn after_close(e: &mut FileEntry, lease: Option<LeaseId>) -> Option<LeaseId> {
@@ -576,7 +622,9 @@ fn expire(e: &mut FileEntry, now_ms: u64) {
     }
     for l in e.leases.iter_mut() {
         if let Some(to) = l.breaking_to {
-            if l.break_deadline_ms <= now_ms {
+            if l.break_deadline_ms == DEADLINE_UNSET {
+                l.break_deadline_ms = now_ms + BREAK_TIMEOUT_MS;
+            } else if l.break_deadline_ms <= now_ms {
                 tracing::info!(to, "lease break not acknowledged in time");
                 l.state = 0;
                 l.breaking_to = None;

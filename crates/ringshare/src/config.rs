@@ -331,6 +331,10 @@ pub struct Global {
     /// `send timeout` (ringshare extension, seconds): a connection whose peer takes no
     /// reply data for this long is closed. Default 60.
     pub send_timeout_secs: u32,
+    /// `smb3 directory leases` (Samba 4.22's option): `yes`, `no` or `auto`
+    /// (`None`, the default: on, except on a cluster node, where a change
+    /// made through another node does not break the leases yet).
+    pub smb3_directory_leases: Option<bool>,
     /// `server multi channel support`: SMB 3 clients may bind several
     /// connections to one session. Default yes (as in Samba 4.15 and later).
     pub multi_channel: bool,
@@ -444,6 +448,7 @@ impl Default for Global {
             wsd: true,
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
+            smb3_directory_leases: None,
             multi_channel: true,
             disable_lock_sequence_checking: false,
             compression: true,
@@ -882,6 +887,21 @@ mod tests {
         let off = parse_str("[global]\nwsd = no\n[s]\npath = /tmp\n", path).unwrap();
         assert!(!off.global.wsd);
         assert!(parse_str("[global]\nwsd = maybe\n[s]\npath = /tmp\n", path).is_err());
+    }
+
+    #[test]
+    fn smb3_directory_leases_is_auto_by_default_and_takes_auto_yes_or_no() {
+        let path = Path::new("test.conf");
+        let conf = |v: &str| {
+            let text = format!("[global]\nsmb3 directory leases = {v}\n[s]\npath = /tmp\n");
+            parse_str(&text, path).map(|c| c.global.smb3_directory_leases)
+        };
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert_eq!(d.global.smb3_directory_leases, None);
+        assert_eq!(conf("Auto").unwrap(), None);
+        assert_eq!(conf("yes").unwrap(), Some(true));
+        assert_eq!(conf("no").unwrap(), Some(false));
+        assert!(conf("sometimes").is_err());
     }
 
     #[test]

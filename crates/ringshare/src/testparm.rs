@@ -240,6 +240,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         compression,
         compression_algorithms,
         disable_lock_sequence_checking,
+        smb3_directory_leases,
         smb2_max_read,
         smb2_max_write,
         smb2_max_trans,
@@ -419,6 +420,8 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         "smb2 disable lock sequence checking",
         yes_no(*disable_lock_sequence_checking),
     );
+    let dl = smb3_directory_leases.map_or("auto", yes_no);
+    opt(s, "smb3 directory leases", dl);
     opt(s, "use sendfile", yes_no(*use_sendfile));
     let zc = match zerocopy_send {
         ZerocopySend::No => "no",

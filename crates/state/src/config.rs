@@ -192,6 +192,10 @@ pub struct ServerConfig {
     /// sessions ([MS-SMB2] 3.3.5.14; off with Samba's `smb2 disable lock
     /// sequence checking`).
     pub lock_sequence_checking: bool,
+    /// `smb3 directory leases` (Samba 4.22's option): 3.x NEGOTIATE offers
+    /// SMB2_GLOBAL_CAP_DIRECTORY_LEASING to clients that ask, and their
+    /// directory opens may get R or RH leases (`crate::dirlease`).
+    pub directory_leases: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize for SMB 2.1 and later.
     pub io_sizes: IoSizes,
     /// `guest account`: the Unix account guest and anonymous sessions act as.

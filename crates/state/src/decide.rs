@@ -121,6 +121,9 @@ pub fn admit_decided(
                     );
                     if let (Some(lid), oplock::LEVEL_LEASE) = (wish.lease, g.level) {
                         server.files.set_lease_file(lid, key);
+                        if ask.is_dir {
+                            server.files.note_dir_lease(key);
+                        }
                     }
                     Some(g)
                 })
@@ -167,9 +170,15 @@ pub fn close_here(
     let mut wakes = Vec::new();
     let closed = {
         let mut e = lock(entry);
+        if delete_on_close {
+            e.delete_parent_key = oplock::parent_key_of(&e, owner);
+        }
         let gone = remove_open(&mut e, owner);
         if let Some(gone) = gone {
             server.files.forget_lease(gone, key);
+            if e.is_dir && e.leases.is_empty() {
+                server.files.forget_dir_lease(key);
+            }
         }
         oplock::wake_waiters(&mut e, &mut wakes);
         let was_pending = e.delete_pending;

@@ -24,6 +24,7 @@ pub mod backoff;
 pub mod config;
 pub mod decide;
 pub mod deliver;
+pub mod dirlease;
 pub mod domain;
 pub mod durable;
 pub mod fileinfo;

@@ -41,6 +41,7 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
         lock(&server.files.durables).forget(g, open.id);
     }
     let delete_on_close = lock(&open.state).delete_on_close;
+    let except = dir_lease_kept(&open, delete_on_close);
     let crate::decide::Closed {
         remove,
         last_open,
@@ -106,14 +107,14 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
         };
         server.send_breaks(wakes);
         if remove {
-            remove_file(server, &share, &who, &path, is_dir);
+            remove_file(server, &share, &who, &path, is_dir, None);
         }
         server.files.drop_if_unused(key);
         server.files.drop_if_unused(key.base());
         return attr;
     }
     if remove {
-        remove_file(server, &share, &who, &path, is_dir);
+        remove_file(server, &share, &who, &path, is_dir, except);
     } else if on_close != 0 {
         notify::report(
             server,
@@ -130,14 +131,27 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
     attr
 }
 
+/// The directory lease a removal by this close would leave alone: the
+/// ParentLeaseKey of the closing open's lease, when the open that made the
+/// delete pending named the same (this one, with `delete_on_close`); else
+/// none, and every lease on the directory breaks (Samba 4.22, smbtorture
+/// smb2.dirlease.unlink_*).
+fn dir_lease_kept(open: &Open, delete_on_close: bool) -> Option<[u8; 16]> {
+    let e = lock(&open.entry);
+    let closer = crate::files::oplock::parent_key_of(&e, open.id)?;
+    (delete_on_close || e.delete_parent_key == Some(closer)).then_some(closer)
+}
+
 /// Remove the file or directory at `path` (its delete was pending and its
-/// last open closed) and tell watchers.
+/// last open closed), tell watchers and break the leases on its directory
+/// but `except`'s.
 pub fn remove_file(
     server: &ServerState,
     share: &Arc<crate::server::ShareDef>,
     who: &ringshare_vfs::Who,
     path: &ringshare_vfs::RelPath,
     is_dir: bool,
+    except: Option<[u8; 16]>,
 ) {
     let r = if is_dir {
         share.backend.rmdir(who, path)
@@ -151,16 +165,19 @@ pub fn remove_file(
         }
     }
     match r {
-        Ok(()) => notify::report(
-            server,
-            share,
-            &[notify::Change {
-                action: notify::REMOVED,
-                filter: notify::name_filter(is_dir),
-                path,
-                stream: None,
-            }],
-        ),
+        Ok(()) => {
+            notify::report(
+                server,
+                share,
+                &[notify::Change {
+                    action: notify::REMOVED,
+                    filter: notify::name_filter(is_dir),
+                    path,
+                    stream: None,
+                }],
+            );
+            crate::dirlease::entry_changed(server, &share.name, path, except, None);
+        }
         Err(e) => {
             tracing::debug!(path = %path.to_slash_path(), "delete on close failed: {e}")
         }

@@ -404,6 +404,12 @@ pub trait Share: Send + Sync + fmt::Debug {
     fn rmdir(&self, who: &Who, path: &RelPath) -> FsResult<()>;
     /// Rename; fails with `Exists` when `to` exists and `replace` is false.
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()>;
+    /// Make `to` a hard link of the file `from`; fails with `Exists` when
+    /// `to` exists. The default: not offered (`AccessDenied`).
+    fn link(&self, who: &Who, from: &RelPath, to: &RelPath) -> FsResult<()> {
+        let _ = (who, from, to);
+        Err(FsError::AccessDenied)
+    }
     /// Filesystem figures.
     fn statfs(&self) -> FsResult<FsStat>;
     /// Look up `name` in directory `dir` case-insensitively and return the name as stored,

@@ -886,6 +886,29 @@ impl Share for PosixShare {
         })
     }
 
+    fn link(&self, who: &Who, from: &RelPath, to: &RelPath) -> FsResult<()> {
+        self.check_writable()?;
+        act(who)?;
+        if from.is_root() || to.is_root() {
+            return Err(FsError::AccessDenied);
+        }
+        let (from_parent, from_name) = self.open_parent(from)?;
+        let (to_parent, to_name) = self.open_parent(to)?;
+        // No AT_SYMLINK_FOLLOW: a symlink is linked as itself, never followed
+        // out of the share; both parents were resolved beneath the root.
+        rustix::fs::linkat(
+            &from_parent,
+            from_name,
+            &to_parent,
+            to_name,
+            AtFlags::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::XDEV => FsError::CrossDevice,
+            e => errno_to_fs(e),
+        })
+    }
+
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
         self.check_writable()?;
         act(who)?;

@@ -108,6 +108,7 @@ pub fn server_config(
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
         lock_sequence_checking: true,
+        directory_leases: true,
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,

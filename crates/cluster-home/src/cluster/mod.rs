@@ -127,7 +127,7 @@ impl ClusterNode for ServerState {
                     self.files.drop_if_unused(u.key);
                     let share = self.shares().share(&u.share).cloned();
                     if let (Some(c), Some(s)) = (c.filter(|c| c.remove), share) {
-                        crate::opens::remove_file(self, &s, &u.who, &c.path, c.is_dir);
+                        crate::opens::remove_file(self, &s, &u.who, &c.path, c.is_dir, None);
                     }
                 }
             }

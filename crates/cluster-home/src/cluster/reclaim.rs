@@ -211,7 +211,7 @@ impl Reclaim for ServerState {
                 continue;
             };
             match (self.shares().share(&share).cloned(), who.flatten()) {
-                (Some(s), Some(who)) => crate::opens::remove_file(self, &s, &who, &path, is_dir),
+                (Some(s), Some(who)) => crate::opens::remove_file(self, &s, &who, &path, is_dir, None),
                 (_, who) => tracing::warn!(
                     share,
                     ?path,

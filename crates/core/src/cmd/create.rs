@@ -291,7 +291,7 @@ fn create_or_wait(
     };
     let changed = change::apply(&at, core.now, &asked, &adm)?;
     let (body, settled) = answer::response(core, &cr, &at, &mut asked, &adm, changed, owner);
-    let report = answer::report(&at, &adm.made, asked.truncate);
+    let report = answer::report(&at, &adm, asked.truncate, core.now.mono_ms);
     let open = answer::new_open(core, req, tree, &asked, target.path, adm, settled);
     let reply = answer::install(core, req, &sref, open, asked.durable, report, body)?;
     Ok(match reply {

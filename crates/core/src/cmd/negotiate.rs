@@ -41,29 +41,40 @@ fn allowed(core: &ConnCore, d: Dialect) -> bool {
         && (core.transport == Transport::Tcp || d == Dialect::SMB3_1_1)
 }
 
-/// The server's capabilities for dialect `d`; `multi_channel`: the server
-/// supports multichannel and the client offered it ([MS-SMB2] 3.3.5.4).
+/// The server's capabilities for dialect `d`; `client`: what the client
+/// offered. Multichannel when the server supports it and the client offered
+/// it ([MS-SMB2] 3.3.5.4); directory leasing from 3.0 on under `smb3
+/// directory leases` when the client offered it (as Samba 4.22 answers).
 fn capabilities_for(
     core: &ConnCore,
     d: Dialect,
     cipher: Option<Cipher>,
-    multi_channel: bool,
+    client: Capabilities,
 ) -> Capabilities {
-    // Leases from 2.1 on ([MS-SMB2] 3.3.5.4); directory leasing is not offered.
+    let multi_channel =
+        core.server.config.multi_channel && client.contains(Capabilities::MULTI_CHANNEL);
+    let three = d.0 >= Dialect::SMB3_0.0 && d != Dialect::WILDCARD;
+    // Leases from 2.1 on ([MS-SMB2] 3.3.5.4).
     let mut c = if d == Dialect::SMB2_0_2 {
         Capabilities::empty()
     } else {
         Capabilities::LARGE_MTU | Capabilities::LEASING
     };
+    if three
+        && core.server.config.directory_leases
+        && client.contains(Capabilities::DIRECTORY_LEASING)
+    {
+        c.insert(Capabilities::DIRECTORY_LEASING);
+    }
     // 3.0/3.0.2 announce encryption with the capability; 3.1.1 with the context.
     if cipher.is_some() && (d == Dialect::SMB3_0 || d == Dialect::SMB3_0_2) {
         c.insert(Capabilities::ENCRYPTION);
     }
-    if multi_channel && d.0 >= Dialect::SMB3_0.0 && d != Dialect::WILDCARD {
+    if multi_channel && three {
         c.insert(Capabilities::MULTI_CHANNEL);
     }
     // Persistent handles from 3.0 on, when a share is continuously available.
-    if d.0 >= Dialect::SMB3_0.0 && d != Dialect::WILDCARD && core.server.persistent_handles() {
+    if three && core.server.persistent_handles() {
         c.insert(Capabilities::PERSISTENT_HANDLES);
     }
     c
@@ -82,7 +93,7 @@ fn response_body(
     core: &ConnCore,
     dialect: Dialect,
     cipher: Option<Cipher>,
-    multi_channel: bool,
+    client: Capabilities,
     contexts: Vec<NegotiateContext>,
 ) -> Vec<u8> {
     let hint = spnego::negotiate_hint_for(core.server.logons.kerberos().is_some());
@@ -94,7 +105,7 @@ fn response_body(
         capabilities: if dialect == Dialect::WILDCARD {
             Capabilities::LARGE_MTU
         } else {
-            capabilities_for(core, dialect, cipher, multi_channel)
+            capabilities_for(core, dialect, cipher, client)
         },
         max_transact_size: io.trans,
         max_read_size: io.read,
@@ -123,7 +134,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
         } else {
             return None;
         };
-    let body = response_body(core, dialect, None, false, Vec::new());
+    let body = response_body(core, dialect, None, Capabilities::empty(), Vec::new());
     if dialect == Dialect::WILDCARD {
         core.wildcard_sent = true;
     } else {
@@ -136,7 +147,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             client_capabilities: 0,
             client_security_mode: 0,
             server_security_mode: server_security_mode(core).0,
-            server_capabilities: capabilities_for(core, dialect, None, false).0,
+            server_capabilities: capabilities_for(core, dialect, None, Capabilities::empty()).0,
             client_dialects: vec![Dialect::SMB2_0_2.0],
             signing_algorithm: None,
             cipher: None,
@@ -270,16 +281,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             });
         }
     }
-    let multi_channel =
-        core.server.config.multi_channel && neg.capabilities.contains(Capabilities::MULTI_CHANNEL);
-    let body = response_body(core, dialect, cipher, multi_channel, contexts);
+    let body = response_body(core, dialect, cipher, neg.capabilities, contexts);
     core.negotiated = Some(Negotiated {
         dialect,
         client_guid: neg.client_guid,
         client_capabilities: neg.capabilities.0,
         client_security_mode: neg.security_mode.0,
         server_security_mode: server_security_mode(core).0,
-        server_capabilities: capabilities_for(core, dialect, cipher, multi_channel).0,
+        server_capabilities: capabilities_for(core, dialect, cipher, neg.capabilities).0,
         client_dialects: neg.dialects.iter().map(|d| d.0).collect(),
         signing_algorithm,
         cipher,

@@ -10,7 +10,9 @@
 //! checks. Quotas and FileFsControlInformation on a quota handle (cmd/quota.rs); other file
 //! system settings: NOT_SUPPORTED.
 
-use ringshare_vfs::{FsError, SetTimes};
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::{FsError, RelPath, SetTimes};
 use ringshare_wire::consts::{InfoType, SecurityInformation};
 use ringshare_wire::fscc::{
     FileAllocationInformation, FileBasicInformation, FileDispositionInformation,
@@ -23,6 +25,7 @@ use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WireError};
 
 use crate::cmd::resolve::resolve_path;
+use crate::dirlease;
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_DIRECTORY, ATTR_READONLY, SETTABLE_ATTRIBUTES};
@@ -33,7 +36,7 @@ use crate::fsmap::status_of;
 use crate::io::Now;
 use crate::notify;
 use crate::path::parse_smb_path;
-use crate::server::{lock, ServerState};
+use crate::server::{lock, FileEntry, ServerState};
 use crate::state::Open;
 use crate::writetime;
 
@@ -129,17 +132,12 @@ fn set_file(
             // time itself was set.
             writetime::immediate(open, when.0);
             notify::modified(server, open, changed);
+            if changed != 0 {
+                entry_changed(server, open, when.0.mono_ms);
+            }
             Ok(())
         }
-        FileInfoClass::RENAME => rename(
-            server,
-            (when.0.mono_ms, when.1),
-            open,
-            &FileRenameInformation::decode(buf).map_err(|e| match e {
-                WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
-                _ => NtStatus::INFO_LENGTH_MISMATCH,
-            })?,
-        ),
+        FileInfoClass::RENAME => rename(server, (when.0.mono_ms, when.1), open, &name_info(buf)?),
         FileInfoClass::DISPOSITION => {
             let d = FileDispositionInformation::decode(buf).map_err(bad)?;
             set_disposition(server, open, d.delete_pending, false, false)
@@ -174,6 +172,7 @@ fn set_file(
             open.node.set_len(v.end_of_file).map_err(status_of)?;
             writetime::immediate(open, when.0);
             notify::modified(server, open, notify::filter::SIZE);
+            entry_changed(server, open, when.0.mono_ms);
             Ok(())
         }
         FileInfoClass::ALLOCATION => {
@@ -191,6 +190,7 @@ fn set_file(
             if v.allocation_size < size {
                 open.node.set_len(v.allocation_size).map_err(status_of)?;
                 notify::modified(server, open, notify::filter::SIZE);
+                entry_changed(server, open, when.0.mono_ms);
             }
             open.node
                 .set_allocation(v.allocation_size)
@@ -221,10 +221,10 @@ fn set_file(
             notify::modified(server, open, notify::filter::EA);
             Ok(())
         }
-        FileInfoClass::LINK
-        | FileInfoClass::VALID_DATA_LENGTH
-        | FileInfoClass::SHORT_NAME
-        | FileInfoClass::RENAME_EX => Err(NtStatus::NOT_SUPPORTED),
+        FileInfoClass::LINK => link(server, (when.0.mono_ms, when.1), open, &name_info(buf)?),
+        FileInfoClass::VALID_DATA_LENGTH | FileInfoClass::SHORT_NAME | FileInfoClass::RENAME_EX => {
+            Err(NtStatus::NOT_SUPPORTED)
+        }
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
 }
@@ -371,6 +371,11 @@ fn set_disposition(
             return Err(NtStatus::CANNOT_DELETE);
         }
     }
+    if delete {
+        // Who made the delete pending: see FileEntry::delete_parent_key.
+        let mut e = lock(&open.entry);
+        e.delete_parent_key = crate::files::oplock::parent_key_of(&e, open.id);
+    }
     if on_close {
         lock(&open.state).delete_on_close = delete;
     } else {
@@ -418,18 +423,15 @@ fn rename(
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let name = r.file_name.strip_prefix('\\').unwrap_or(&r.file_name);
-    let target = parse_smb_path(name)?;
-    let (Some(tparent), Some(tname)) = (target.parent(), target.file_name()) else {
-        return Err(NtStatus::OBJECT_NAME_INVALID);
-    };
     let backend = open.share.backend.clone();
     let who = &open.who;
-    let (tparent, pattr) = resolve_path(backend.as_ref(), who, &tparent)?;
-    if !pattr.as_ref().is_some_and(|a| a.is_dir()) {
-        return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
-    }
-    let target = tparent.join(tname).map_err(status_of)?;
+    let Target {
+        parent: tparent,
+        name: tname,
+        path: target,
+        parent_attr: pattr,
+    } = target_of(open, r)?;
+    let tname = tname.as_str();
     let source = lock(&open.entry).path.clone();
     if source.is_root() {
         return Err(NtStatus::ACCESS_DENIED);
@@ -442,13 +444,23 @@ fn rename(
     // Windows and Samba); a directory does (smb2.notify-inotify renames one
     // while another client watches its parent, opened with DELETE: Samba
     // passes all three).
+    // The handle caching of such a directory's leases is broken first, and
+    // the rename waits for that: a client that closes the handle it only
+    // kept cached lets the rename through (smbtorture 4.22
+    // smb2.dirlease.rename_dst_parent, as Samba).
     if let (Some(pa), false) = (pattr, open.is_dir) {
-        let held = server
-            .files
-            .existing(server.node.file_key(&pa))
-            .is_some_and(|e| lock(&e).opens.iter().any(|o| o.access & DELETE != 0));
-        if held {
-            return Err(NtStatus::SHARING_VIOLATION);
+        let pkey = server.node.file_key(&pa);
+        let deleting = |e: &Arc<Mutex<FileEntry>>| {
+            let e = lock(e);
+            e.opens.iter().any(|o| o.access & DELETE != 0)
+        };
+        if let Some(pe) = server.files.existing(pkey).filter(deleting) {
+            if crate::arbiter::rename_waits(server, pkey, &pe, open.id, conn_id, now_ms)? {
+                return Err(WAIT);
+            }
+            if deleting(&pe) {
+                return Err(NtStatus::SHARING_VIOLATION);
+            }
         }
     }
     // Other clients give up caching handles of the file first.
@@ -502,6 +514,109 @@ fn rename(
         }
     }
     notify::renamed(server, &open.share, &source, &target, open.is_dir);
+    // The leases of both directories break (of one, within one directory).
+    let except = dirlease::parent_key(open);
+    let share = &open.share.name;
+    dirlease::entry_changed(server, share, &source, except, Some(now_ms));
+    if source.parent() != target.parent() {
+        dirlease::entry_changed(server, share, &target, except, Some(now_ms));
+    }
+    Ok(())
+}
+
+/// FileRenameInformation or FileLinkInformation (the same layout).
+fn name_info(buf: &[u8]) -> Result<FileRenameInformation, NtStatus> {
+    FileRenameInformation::decode(buf).map_err(|e| match e {
+        WireError::BadName => NtStatus::OBJECT_NAME_INVALID,
+        _ => NtStatus::INFO_LENGTH_MISMATCH,
+    })
+}
+
+/// Where a rename or link puts the file: its directory (found
+/// case-insensitively, as the open's user), the name and the path.
+struct Target {
+    parent: RelPath,
+    name: String,
+    path: RelPath,
+    parent_attr: Option<ringshare_vfs::FileAttr>,
+}
+
+fn target_of(open: &Open, r: &FileRenameInformation) -> Result<Target, NtStatus> {
+    let name = r.file_name.strip_prefix('\\').unwrap_or(&r.file_name);
+    let target = parse_smb_path(name)?;
+    let (Some(tparent), Some(tname)) = (target.parent(), target.file_name()) else {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    };
+    let backend = open.share.backend.as_ref();
+    let (parent, parent_attr) = resolve_path(backend, &open.who, &tparent)?;
+    if !parent_attr.as_ref().is_some_and(|a| a.is_dir()) {
+        return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
+    }
+    let path = parent.join(tname).map_err(status_of)?;
+    Ok(Target {
+        parent,
+        name: tname.to_string(),
+        path,
+        parent_attr,
+    })
+}
+
+/// [MS-FSA] 2.1.5.14.6 FileLinkInformation (the SMB2 form has the layout of
+/// FileRenameInformation): a new name for the open's file in a directory of
+/// the share, made with linkat as the open's user (the kernel decides).
+/// Not of a directory (FILE_IS_A_DIRECTORY) or a stream (INVALID_PARAMETER),
+/// as Samba answers. Watchers hear ADDED; the new name's directory's leases
+/// break but the one the open's lease names as its parent's (Samba 4.22,
+/// smbtorture smb2.dirlease.hardlink).
+fn link(
+    server: &ServerState,
+    (now_ms, conn_id): (u64, u64),
+    open: &Open,
+    r: &FileRenameInformation,
+) -> Result<(), NtStatus> {
+    if r.root_directory != 0 || open.stream.is_some() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if open.is_dir {
+        return Err(NtStatus::FILE_IS_A_DIRECTORY);
+    }
+    let (backend, who) = (open.share.backend.clone(), &open.who);
+    let Target {
+        parent: tparent,
+        name: tname,
+        path: target,
+        ..
+    } = target_of(open, r)?;
+    let tname = tname.as_str();
+    let source = lock(&open.entry).path.clone();
+    match backend.find_name_case_insensitive(who, &tparent, tname) {
+        Ok(stored) => {
+            if !r.replace_if_exists {
+                return Err(NtStatus::OBJECT_NAME_COLLISION);
+            }
+            let existing = tparent.join(&stored).map_err(status_of)?;
+            let a = backend.stat(who, &existing).map_err(status_of)?;
+            if a.is_dir() {
+                return Err(NtStatus::FILE_IS_A_DIRECTORY);
+            }
+            if target_is_open(server, &a, open.id, (now_ms, conn_id))? {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            backend.unlink(who, &existing).map_err(status_of)?;
+        }
+        Err(FsError::NotFound) => {}
+        Err(e) => return Err(status_of(e)),
+    }
+    backend.link(who, &source, &target).map_err(status_of)?;
+    let change = notify::Change {
+        action: notify::ADDED,
+        filter: notify::filter::FILE_NAME,
+        path: &target,
+        stream: None,
+    };
+    notify::report(server, &open.share, &[change]);
+    let except = dirlease::parent_key(open);
+    dirlease::entry_changed(server, &open.share.name, &target, except, Some(now_ms));
     Ok(())
 }
 
@@ -528,6 +643,16 @@ fn target_is_open(
     }
     let open = !lock(&entry).opens.is_empty();
     Ok(open)
+}
+
+/// The file of `open` changed (attributes, times, size): the leases on its
+/// directory break, but the one its lease names as its parent's.
+fn entry_changed(server: &ServerState, open: &Open, now_ms: u64) {
+    if server.files.any_dir_leased() {
+        let path = lock(&open.entry).path.clone();
+        let except = dirlease::parent_key(open);
+        dirlease::entry_changed(server, &open.share.name, &path, except, Some(now_ms));
+    }
 }
 
 /// A size change breaks the read caching of the file's other opens.

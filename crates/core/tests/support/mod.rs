@@ -169,6 +169,8 @@ pub struct Client {
     /// 3.1.1: the connection's preauth hash after NEGOTIATE.
     pub preauth: Option<PreauthHash>,
     pub server: Arc<ServerState>,
+    /// The capabilities NEGOTIATE offers (none unless a test sets them).
+    pub offer: Capabilities,
 }
 
 pub fn server(mem: &MemShare, signing: SigningPolicy) -> Arc<ServerState> {
@@ -247,6 +249,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
         idle_timeout_ms: 15 * 60_000,
         multi_channel: true,
         lock_sequence_checking: true,
+        directory_leases: true,
         io_sizes: Default::default(),
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
@@ -336,7 +339,20 @@ impl Client {
             client_guid,
             preauth: None,
             server,
+            offer: Capabilities::empty(),
         }
+    }
+
+    /// A logged-on 3.1.1 client of the same server that offers directory
+    /// leasing (SMB2_GLOBAL_CAP_DIRECTORY_LEASING).
+    pub fn leasing_dirs(server: Arc<ServerState>, mem: MemShare, client_guid: [u8; 16]) -> Client {
+        let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, client_guid);
+        c.offer = Capabilities::DIRECTORY_LEASING;
+        c.negotiate(Dialect::SMB3_1_1);
+        c.session_setup();
+        c.tree_id = c.tree_connect("share");
+        c.ro_tree_id = c.tree_connect("ro");
+        c
     }
 
     fn negotiate(&mut self, dialect: Dialect) {
@@ -379,7 +395,7 @@ impl Client {
         contexts.extend(extra);
         let req = NegotiateRequest {
             security_mode: SecurityMode::SIGNING_ENABLED,
-            capabilities: Capabilities::empty(),
+            capabilities: self.offer,
             client_guid: self.client_guid,
             client_start_time: 0,
             dialects,
@@ -1003,6 +1019,20 @@ pub fn output_buffer(r: &Resp) -> Vec<u8> {
 }
 
 // ---- leases, breaks, renames: shared by the oplock, cluster and durable tests ----
+
+/// Oplock and lease levels and the access masks lease tests open with.
+#[allow(dead_code)]
+pub mod caching {
+    /// RequestedOplockLevel asking for a lease.
+    pub const LEASE: u8 = 0xFF;
+    pub const R: u32 = 1;
+    pub const H: u32 = 2;
+    pub const W: u32 = 4;
+    /// FILE_GENERIC_READ.
+    pub const READ: u32 = 0x0012_0089;
+    /// FILE_ALL_ACCESS.
+    pub const ALL: u32 = 0x001F_01FF;
+}
 
 /// A version-2 lease request: key `key` repeated, state `state` (R=1, H=2, W=4).
 pub fn lease_v2(key: u8, state: u32) -> ringshare_wire::create::Lease {

@@ -216,6 +216,7 @@ enum Opt {
     ZerocopySend,
     SendTimeout,
     MultiChannel,
+    Smb3DirectoryLeases,
     Compression,
     CompressionAlgorithms,
     DisableLockSequenceChecking,
@@ -341,6 +342,7 @@ fn classify(key: &str) -> Option<Opt> {
         "server smb compression" => Opt::Compression,
         "server smb compression algorithms" => Opt::CompressionAlgorithms,
         "smb2 disable lock sequence checking" => Opt::DisableLockSequenceChecking,
+        "smb3 directory leases" => Opt::Smb3DirectoryLeases,
         "max connections" => Opt::MaxConnections,
         "smb2 max read" => Opt::Smb2MaxRead,
         "smb2 max write" => Opt::Smb2MaxWrite,
@@ -917,6 +919,12 @@ impl<'a> Parser<'a> {
                     }
                 }
                 self.global.compression_algorithms = algs;
+            }
+            Opt::Smb3DirectoryLeases if value.eq_ignore_ascii_case("auto") => {
+                self.global.smb3_directory_leases = None;
+            }
+            Opt::Smb3DirectoryLeases => {
+                self.global.smb3_directory_leases = Some(self.bool_value(line, key, value)?);
             }
             Opt::DisableLockSequenceChecking => {
                 self.global.disable_lock_sequence_checking = self.bool_value(line, key, value)?;

@@ -24,6 +24,10 @@ pub struct FileTable {
     entries: Mutex<Entries>,
     /// Which file each lease is on (a lease key names one file).
     leases: Mutex<HashMap<LeaseId, FileKey>>,
+    /// Directories some lease was granted on (`crate::dirlease`), and how
+    /// many: 0 lets a change skip looking.
+    dir_leases: Mutex<Vec<FileKey>>,
+    dir_leased: AtomicUsize,
     next_owner: AtomicU64,
     /// Durable opens whose connection went ([`crate::durable`]).
     pub durables: Mutex<crate::files::parked::Durables<Arc<crate::state::Open>>>,
@@ -51,6 +55,8 @@ impl Default for FileTable {
         FileTable {
             entries: Mutex::new(Entries::default()),
             leases: Mutex::new(HashMap::new()),
+            dir_leases: Mutex::new(Vec::new()),
+            dir_leased: AtomicUsize::new(0),
             next_owner: AtomicU64::new(1),
             durables: Mutex::new(Default::default()),
             write_times_shown: AtomicUsize::new(0),
@@ -178,6 +184,41 @@ impl FileTable {
             .iter()
             .filter(|(id, _)| id.key == lease_key)
             .map(|(id, k)| (*id, *k))
+            .collect()
+    }
+
+    /// A lease was granted on directory `key` (taken with its entry locked).
+    pub(crate) fn note_dir_lease(&self, key: FileKey) {
+        let mut dirs = lock(&self.dir_leases);
+        if !dirs.contains(&key) {
+            dirs.push(key);
+            self.dir_leased.store(dirs.len(), Ordering::Release);
+        }
+    }
+
+    /// Directory `key`'s last lease went (taken with its entry locked, as
+    /// [`FileTable::note_dir_lease`] is, so the two never cross).
+    pub(crate) fn forget_dir_lease(&self, key: FileKey) {
+        let mut dirs = lock(&self.dir_leases);
+        dirs.retain(|k| *k != key);
+        self.dir_leased.store(dirs.len(), Ordering::Release);
+    }
+
+    /// Whether some directory may hold a lease (a quick look).
+    pub fn any_dir_leased(&self) -> bool {
+        self.dir_leased.load(Ordering::Acquire) != 0
+    }
+
+    /// The entries of the directories that hold leases now, with their
+    /// keys. Takes no entry lock while the list is locked (an entry's lock
+    /// comes first).
+    pub(crate) fn leased_dirs(&self) -> Vec<(FileKey, Arc<Mutex<FileEntry>>)> {
+        if self.dir_leased.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        let keys = lock(&self.dir_leases).clone();
+        keys.into_iter()
+            .filter_map(|k| self.existing(k).map(|e| (k, e)))
             .collect()
     }
 

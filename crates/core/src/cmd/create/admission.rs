@@ -62,9 +62,14 @@ pub(super) fn admit(
             return Err(NtStatus::INVALID_PARAMETER);
         }
     }
-    // A directory gets no oplock and no lease (directory leasing is not
-    // offered), once its lease key was checked (smbtorture smb2.lease.request).
-    let (requested, lease_req, lease_id) = if made.is_dir {
+    // A directory gets no oplock, and a lease only through a version 2
+    // lease context on a connection that negotiated directory leasing
+    // ([MS-SMB2] 3.3.5.9.11), once its lease key was checked (smbtorture
+    // smb2.lease.request).
+    let dir_lease = asked.lease_req.as_ref().is_some_and(|l| l.v2.is_some())
+        && asked.requested == oplock::LEVEL_LEASE
+        && directory_leasing(core);
+    let (requested, lease_req, lease_id) = if made.is_dir && !dir_lease {
         (oplock::LEVEL_NONE, None, None)
     } else {
         (asked.requested, asked.lease_req.as_ref(), asked.lease_id)
@@ -166,4 +171,12 @@ impl Admitted {
         }
         s
     }
+}
+
+/// Whether the connection negotiated SMB2_GLOBAL_CAP_DIRECTORY_LEASING.
+fn directory_leasing(core: &ConnCore) -> bool {
+    let cap = ringshare_wire::consts::Capabilities::DIRECTORY_LEASING.0;
+    core.negotiated
+        .as_ref()
+        .is_some_and(|n| n.server_capabilities & cap != 0)
 }

@@ -17,8 +17,8 @@ use super::admission::Admitted;
 use super::change::Changed;
 use super::durable;
 use super::request::Asked;
-use super::stream::Made;
 use super::{client_guid, file_id_shown, lease_context, response_body, At, TreeView};
+use crate::dirlease;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo::{self, ATTR_READONLY};
 use crate::files::access::{FILE_APPEND_DATA, FILE_WRITE_DATA};
@@ -60,9 +60,7 @@ pub(super) fn response(
         core.aapl.readdir_attr |= on.readdir_attr;
         core.aapl.copyfile |= on.copyfile;
     }
-    // A directory's lease request is not answered (no lease was granted).
-    let lease_req = asked.lease_req.as_ref().filter(|_| !made.is_dir);
-    if let (Some(l), oplock::LEVEL_LEASE) = (lease_req, grant.level) {
+    if let (Some(l), oplock::LEVEL_LEASE) = (asked.lease_req.as_ref(), grant.level) {
         contexts.push(lease_response(l, grant));
     }
     let persistent_handles = core.negotiated.as_ref().is_some_and(|n| {
@@ -97,17 +95,25 @@ pub(super) fn response(
 }
 
 /// What watchers of the directory hear of a CREATE, once the open is in
-/// place: the changes, the share and the path.
+/// place: the changes, the share and the path; and whether the directory's
+/// leases break (but the one the open named as its parent's).
 pub(super) struct Report {
     share: Arc<ShareDef>,
     path: RelPath,
     changes: Vec<(u32, u32, Option<String>)>,
+    watched: bool,
+    parent_key: Option<[u8; 16]>,
+    now_ms: u64,
 }
 
-/// What this CREATE changed, for watchers of its directory (none while
-/// nobody watches).
-pub(super) fn report(at: &At<'_>, made: &Made, truncate: bool) -> Option<Report> {
-    if !at.server.notify.active() {
+/// What this CREATE changed, for watchers of its directory and the leases
+/// on it (none while nobody watches and no directory is leased). Samba
+/// 4.22 breaks the directory's leases where it tells watchers of a file
+/// made or overwritten (smbtorture smb2.dirlease).
+pub(super) fn report(at: &At<'_>, adm: &Admitted, truncate: bool, now_ms: u64) -> Option<Report> {
+    let made = &adm.made;
+    let watched = at.server.notify.active();
+    if !watched && !at.server.files.any_dir_leased() {
         return None;
     }
     let stream = made.stream_name.as_deref();
@@ -122,6 +128,9 @@ pub(super) fn report(at: &At<'_>, made: &Made, truncate: bool) -> Option<Report>
         share: Arc::clone(&at.tree.share),
         path: at.path.clone(),
         changes,
+        watched,
+        parent_key: adm.grant.parent_key,
+        now_ms,
     })
 }
 
@@ -156,6 +165,11 @@ fn changes(
 
 impl Report {
     fn send(&self, server: &ServerState) {
+        let (share, path) = (&self.share.name, &self.path);
+        dirlease::entry_changed(server, share, path, self.parent_key, Some(self.now_ms));
+        if !self.watched {
+            return;
+        }
         let cs: Vec<notify::Change<'_>> = self
             .changes
             .iter()
