@@ -7,6 +7,7 @@
 //! `CI` is set.
 
 mod cluster_kill;
+mod cluster_stall;
 mod common;
 #[path = "../../cluster/tests/support/etcd_cluster.rs"]
 mod etcd_cluster;

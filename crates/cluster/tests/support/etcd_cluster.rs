@@ -161,6 +161,11 @@ impl EtcdCluster {
             .expect("a leader among the members")
     }
 
+    /// The process id of member `i`, while it runs.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].as_ref().map(std::process::Child::id)
+    }
+
     pub fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.members[i].take() {
             let _ = c.kill();
