@@ -17,4 +17,6 @@ pub mod cluster;
 
 /// The per-file state (crates/files), as the modules here name it.
 use ringshare_files as files;
-use ringshare_state::{decide, durable, fsmap, link, notify, opens, path, server, state, watch};
+use ringshare_state::{
+    decide, durable, fsmap, link, lookup, notify, opens, path, server, state, watch,
+};

@@ -177,6 +177,7 @@ impl Connection {
                 metrics: None,
                 domain_answer: None,
                 ids_wanted: None,
+                cluster_posts: Vec::new(),
                 quota_handles: Default::default(),
             },
             credits: CreditWindow::new(),
@@ -406,8 +407,9 @@ impl Connection {
             }
         }
         self.waiting.clear();
-        // Answers still to come find nothing to go on with.
-        self.lookups.clear();
+        // Answers still to come find nothing to go on with (an open made for a CREATE that
+        // waits for its record closes).
+        self.abandon_lookups();
         self.core.server.mail.close_mailbox(self.core.conn_id);
     }
 
@@ -577,6 +579,9 @@ impl Connection {
         self.run_job(job);
         if self.mailbox.has_mail() {
             self.send_mail();
+        }
+        if !self.core.cluster_posts.is_empty() {
+            self.post_to_cluster();
         }
     }
 
@@ -894,7 +899,7 @@ impl Connection {
                 let r = cmd::create::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)
             }
-            Command::CLOSE => cmd::close::handle(&mut self.core, req).map(Handled::Reply),
+            Command::CLOSE => cmd::close::handle(&mut self.core, req),
             Command::FLUSH => cmd::flush::handle(&mut self.core, req),
             Command::READ => cmd::read::handle(&mut self.core, req),
             Command::WRITE => cmd::write::handle(&mut self.core, req),

@@ -94,6 +94,9 @@ pub(crate) struct ConnCore {
     pub domain_answer: Option<DomainAnswer>,
     /// What a command returning [`crate::cmd::ids::ASK_IDS`] asks the id source.
     pub ids_wanted: Option<crate::lookup::Lookup>,
+    /// Questions to the cluster's store whose answer nobody waits for (the record of an open
+    /// that closed before it was answered goes): asked as lookups after the request.
+    pub cluster_posts: Vec<crate::lookup::ClusterAsk>,
     /// This connection's quota handles (crate::cmd::quota).
     pub quota_handles: crate::quota::QuotaHandles,
 }

@@ -80,6 +80,12 @@ fn rqls(l: &Lease) -> CreateContext<'static> {
 }
 
 fn create(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Resp {
+    let m = create_msg(c, name, contexts);
+    c.send_frame(m).remove(0)
+}
+
+/// The CREATE request [`create`] sends.
+fn create_msg(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Vec<u8> {
     let req = CreateRequest {
         security_flags: 0,
         requested_oplock_level: OplockLevel(LEASE),
@@ -94,8 +100,7 @@ fn create(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> 
         contexts,
     };
     let tree = c.tree_id;
-    let m = c.message(Command::CREATE, tree, |o| req.encode(o));
-    c.send_frame(m).remove(0)
+    c.message(Command::CREATE, tree, |o| req.encode(o))
 }
 
 /// The FileId, oplock level and lease state a CREATE got, and whether
@@ -560,4 +565,67 @@ fn a_reconnect_while_a_dead_nodes_persistent_open_is_taken_over_is_told_to_try_a
     back_with_its_data_and_closed(&cl, &mut b, &r, f);
     let r = create(&mut b, "vm.vhdx", reconnect);
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "closed: gone");
+}
+
+/// Answer the lookups `c` held (the driver's lookup threads do it later, elsewhere): the
+/// responses that come out then.
+fn answer_held(c: &mut Client) -> Vec<Resp> {
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    c.pump()
+}
+
+/// Issue 33, item 2: a persistent open's record is asked of the cluster's store as a lookup,
+/// away from the I/O thread. The CREATE that makes the open, a LOCK that changes it and the
+/// CLOSE that removes it each wait for it (the record is there before the CREATE is answered
+/// and gone before the CLOSE is), and the connection answers its other requests meanwhile.
+#[test]
+fn a_persistent_opens_record_is_stored_while_its_connection_answers_other_requests() {
+    let cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    a.hold_lookups = true;
+    let records = || cl.bus.ca.lock().unwrap().len();
+    let tree = a.tree_id;
+    let m = create_msg(&mut a, "kept.txt", vec![dh2q_flags(5, PERSISTENT)]);
+    let waiting = a.send_frame(m);
+    assert!(waiting.is_empty(), "no answer before the record is stored");
+    assert_eq!((a.held_lookups.len(), records()), (1, 0));
+    // Meanwhile another file is opened, written and closed on the same connection.
+    let other = a
+        .create("other.txt", ALL, D::OPEN_IF, 0)
+        .expect("answered meanwhile");
+    assert_eq!(a.write(other, 0, b"meanwhile").status(), NtStatus::SUCCESS);
+    assert_eq!(a.close(other).status(), NtStatus::SUCCESS);
+    let answered = answer_held(&mut a);
+    assert_eq!(records(), 1, "its record");
+    assert_eq!(durable_flags(&answered[0]), Some(PERSISTENT));
+    let (f, ..) = opened(&answered[0]);
+
+    let waiting = a.call_all(Command::LOCK, tree, |o| {
+        o.extend_from_slice(&48u16.to_le_bytes());
+        o.extend_from_slice(&1u16.to_le_bytes());
+        o.extend_from_slice(&0u32.to_le_bytes());
+        f.write(o);
+        o.extend_from_slice(&0u64.to_le_bytes());
+        o.extend_from_slice(&10u64.to_le_bytes());
+        o.extend_from_slice(&(EXCLUSIVE | FAIL_IMMEDIATELY).to_le_bytes());
+        o.extend_from_slice(&0u32.to_le_bytes());
+    });
+    assert!(waiting.is_empty(), "the LOCK waits for its record");
+    assert_eq!(answer_held(&mut a)[0].status(), NtStatus::SUCCESS);
+
+    let close = ringshare_wire::create::CloseRequest {
+        flags: ringshare_wire::consts::CloseFlags(0),
+        file_id: f,
+    };
+    let waiting = a.call_all(Command::CLOSE, tree, |o| close.encode(o));
+    assert!(
+        waiting.is_empty(),
+        "the CLOSE waits for its record's removal"
+    );
+    assert_eq!(records(), 1);
+    assert_eq!(answer_held(&mut a)[0].status(), NtStatus::SUCCESS);
+    assert_eq!(records(), 0, "gone with the open");
 }

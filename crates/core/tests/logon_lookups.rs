@@ -154,7 +154,8 @@ fn member_server(mem: &ringshare_vfs::memory::MemShare) -> Arc<ringshare_core::S
         rid_ranges: Vec::new(),
         id_ranges: Vec::new(),
     }));
-    s.logons.set_domain_logons(Some(Arc::new(Domain("d0main-pw"))));
+    s.logons
+        .set_domain_logons(Some(Arc::new(Domain("d0main-pw"))));
     s
 }
 

@@ -234,13 +234,15 @@ impl Reloader {
         match (&member, self.server.logons.domain_logons().is_some()) {
             (Some(_), false) => self
                 .server
-                .logons.set_domain_logons(crate::winbind::domain_logons(next.source.as_deref())),
+                .logons
+                .set_domain_logons(crate::winbind::domain_logons(next.source.as_deref())),
             (None, true) => self.server.logons.set_domain_logons(None),
             _ => {}
         }
         self.server.logons.set_domain(member);
         self.server
-            .logons.set_id_source(crate::winbind_ids::id_source(&next.global.member));
+            .logons
+            .set_id_source(crate::winbind_ids::id_source(&next.global.member));
         if next.global.failed_logon_backoff != current.global.failed_logon_backoff {
             let n = next.global.failed_logon_backoff;
             self.server.logons.set_failed_logon_backoff(n);

@@ -379,9 +379,13 @@ pub fn serve(
         );
     }
     if member.is_some() {
-        server.logons.set_domain_logons(crate::winbind::domain_logons(cfg.source.as_deref()));
+        server
+            .logons
+            .set_domain_logons(crate::winbind::domain_logons(cfg.source.as_deref()));
     }
-    server.logons.set_id_source(crate::winbind_ids::id_source(&cfg.global.member));
+    server
+        .logons
+        .set_id_source(crate::winbind_ids::id_source(&cfg.global.member));
     server.logons.set_domain(member);
     // IAKerb clients' KDC requests go to the built-in KDC (`local kdc = yes`), else to the KDCs
     // krb5.conf names for the server's realm (only that realm's), from the lookup threads.

@@ -127,6 +127,10 @@ pub enum Lookup {
         source: Arc<dyn crate::quota::QuotaSource>,
         ask: crate::quota::QuotaAsk,
     },
+    /// What a cluster node asks etcd (a persistent open's record stored or removed: a
+    /// consensus write, which waits for an election while the etcd leader is gone), bounded
+    /// where it is carried ([`ClusterAsk`]).
+    Cluster(ClusterAsk),
 }
 
 /// The answer to a [`LookupRequest`].
@@ -144,6 +148,26 @@ pub enum LookupDone {
     Names(NameAnswers),
     /// What the quota source answered.
     Quota(crate::quota::QuotaDone),
+    /// Whether the cluster's store did what it was asked.
+    Cluster(Result<(), ringshare_wire::NtStatus>),
+}
+
+impl LookupDone {
+    /// The cluster's answer ([`Lookup::Cluster`]); another answer is an error.
+    pub fn cluster(self) -> Result<(), ringshare_wire::NtStatus> {
+        match self {
+            LookupDone::Cluster(r) => r,
+            _ => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
+        }
+    }
+}
+
+/// A cluster node's question to etcd ([`Lookup::Cluster`]): what it is (for the log) and the
+/// call that asks it, which waits for the answer within its own bound (crates/cluster-home
+/// makes it; the driver's `ClusterLink` carries it).
+pub struct ClusterAsk {
+    pub what: String,
+    pub run: Box<dyn Fn() -> Result<(), ringshare_wire::NtStatus> + Send + Sync>,
 }
 
 /// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
@@ -227,6 +251,7 @@ impl LookupRequest {
                 LookupDone::Names(NameAnswers::ask(accounts.as_ref(), queries))
             }
             Lookup::Quota { source, ask } => LookupDone::Quota(ask.run(source)),
+            Lookup::Cluster(ask) => LookupDone::Cluster((ask.run)()),
         }
     }
 }
@@ -315,6 +340,7 @@ impl fmt::Debug for LookupRequest {
             Lookup::Quota { ask, .. } => {
                 write!(f, "Lookup {{ id: {}, quota: {ask:?} }}", self.id)
             }
+            Lookup::Cluster(ask) => write!(f, "Lookup {{ id: {}, {} }}", self.id, ask.what),
             Lookup::Kdc { request, .. } => write!(
                 f,
                 "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",

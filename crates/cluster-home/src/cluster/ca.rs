@@ -25,6 +25,7 @@ use super::msg::{self, CaRecord};
 use super::{partition_of, Home};
 use crate::durable::{Durability, Owner, Parked, Reconnect, DISCONNECTED};
 use crate::files::oplock::{self, Lease};
+use crate::lookup::ClusterAsk;
 use crate::server::{lock, NodeState, ServerState, ShareEntry};
 use crate::state::Open;
 
@@ -66,47 +67,81 @@ fn record_of(here: &NodeState, open: &Open, d: &Durability) -> Option<CaRecord> 
 /// Store the record of `open` as it is now, if it is a persistent open of
 /// a cluster node (before the answer that made or changed it).
 pub fn store(here: &NodeState, open: &Open) -> Result<(), NtStatus> {
-    let Some(d) = persistent(here, open) else {
-        return Ok(());
-    };
-    let (Some(link), Some(rec)) = (here.link(), record_of(here, open, &d)) else {
-        return Ok(());
-    };
-    link.ca_put(open.persistent_id, msg::encode_ca(&rec))
-        .inspect_err(|s| {
-            tracing::warn!(
-                ?s,
-                id = open.id,
-                "a persistent open's record was not stored"
-            )
-        })
+    match to_store(here, open) {
+        Some(ask) => (ask.run)(),
+        None => Ok(()),
+    }
+}
+
+/// [`store`] as a question asked away from the I/O thread (a lookup; the request waits for
+/// its answer, its thread does not): `None` when `open` has no record to store.
+pub fn to_store(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
+    let d = persistent(here, open)?;
+    let (link, rec) = (here.link()?, record_of(here, open, &d)?);
+    let (link, id, open_id, rec) = (
+        Arc::clone(link),
+        open.persistent_id,
+        open.id,
+        msg::encode_ca(&rec),
+    );
+    Some(ClusterAsk {
+        what: format!("the record of persistent open {id:#x} stored"),
+        run: Box::new(move || {
+            link.ca_put(id, rec.clone()).inspect_err(|s| {
+                tracing::warn!(
+                    ?s,
+                    id = open_id,
+                    "a persistent open's record was not stored"
+                )
+            })
+        }),
+    })
 }
 
 /// `open` closed: its record goes, if it still names this node's open
 /// (a copy left on a node that lost it, after fencing, must not remove the
 /// record of the open its client took elsewhere).
 pub fn forget(here: &NodeState, open: &Open) {
-    if persistent(here, open).is_none() {
-        return;
+    if let Some(ask) = to_forget(here, open) {
+        let _ = (ask.run)();
     }
-    let Some(link) = here.link() else {
-        return;
-    };
-    // (A record naming a dead keeper is this open's when the takeover that
-    // made it this node's could not store its own.)
-    let ours = match link.ca_get(open.persistent_id) {
-        Ok(Some(b)) => msg::decode_ca(&b).is_ok_and(|r| {
-            r.file_id.volatile == open.id
-                && (r.keeper == link.node() || !link.members().contains(&r.keeper))
+}
+
+/// [`forget`] as a question asked away from the I/O thread (a CLOSE waits for its answer,
+/// its thread does not), taken from the close of `open` that follows: the open is no longer
+/// durable, so that close does not remove the record itself, on the I/O thread. `None` when
+/// `open` has no record.
+pub fn take_forget(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
+    let ask = to_forget(here, open)?;
+    lock(&open.state).durable = None;
+    Some(ask)
+}
+
+/// The removal of `open`'s record, if it has one, as a question ([`forget`]).
+fn to_forget(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
+    persistent(here, open)?;
+    let (link, id, open_id) = (Arc::clone(here.link()?), open.persistent_id, open.id);
+    Some(ClusterAsk {
+        what: format!("the record of persistent open {id:#x} removed"),
+        run: Box::new(move || {
+            // (A record naming a dead keeper is this open's when the takeover that
+            // made it this node's could not store its own.)
+            let ours = match link.ca_get(id) {
+                Ok(Some(b)) => msg::decode_ca(&b).is_ok_and(|r| {
+                    r.file_id.volatile == open_id
+                        && (r.keeper == link.node() || !link.members().contains(&r.keeper))
+                }),
+                Ok(None) => false,
+                // Not known: removed (a record left behind would bring back an open
+                // that is closed).
+                Err(_) => true,
+            };
+            if ours {
+                link.ca_delete(id);
+            }
+            Ok(())
         }),
-        Ok(None) => false,
-        // Not known: removed (a record left behind would bring back an open
-        // that is closed).
-        Err(_) => true,
-    };
-    if ours {
-        link.ca_delete(open.persistent_id);
-    }
+    })
 }
 
 /// The live node other than this one that keeps persistent open `file_id`

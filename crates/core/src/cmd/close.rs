@@ -9,13 +9,16 @@ use ringshare_wire::consts::{CloseFlags, FileAttributes};
 use ringshare_wire::create::{CloseRequest, CloseResponse};
 use ringshare_wire::NtStatus;
 
+use crate::cmd::{Handled, LookupCont};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::opens;
 use crate::server::lock;
 
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+/// CLOSE: its reply, after a persistent open's record is removed away from the I/O thread
+/// ([`crate::cluster::ca::take_forget`]; the reply waits for it, the thread does not).
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
     let volatile = handles::find(core, req, cr.file_id)?.id;
     let server = core.server.clone();
@@ -25,6 +28,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .remove(&volatile)
         .ok_or(NtStatus::FILE_CLOSED)?;
     let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
+    let forget = crate::cluster::ca::take_forget(&server.node, &open);
+    let closed = (open.persistent_id, open.id);
     // A written handle's write time is settled (and written to the disk)
     // before the attributes are read for the reply.
     crate::writetime::closing(&open, core.now);
@@ -46,5 +51,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     let mut body = Vec::with_capacity(60);
     resp.encode(&mut body);
-    Ok(Reply::ok(body))
+    let reply = Reply::ok(body);
+    Ok(match forget {
+        Some(ask) => Handled::Lookup {
+            ask: crate::lookup::Lookup::Cluster(ask),
+            cont: LookupCont::Answer {
+                reply,
+                closed: Some(closed),
+            },
+        },
+        None => Handled::Reply(reply),
+    })
 }

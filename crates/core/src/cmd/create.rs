@@ -43,6 +43,7 @@ use crate::state::{SessionRef, TreeKind};
 
 mod admission;
 mod answer;
+pub(crate) use answer::{abandon, resume, Installing};
 mod change;
 pub(crate) mod durable;
 mod open;
@@ -55,9 +56,19 @@ mod target;
 /// CREATE: its reply, or [`Handled::WaitForBreaks`] while other clients
 /// have yet to acknowledge the breaks it caused.
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
-    Ok(match create(core, req, false)? {
-        Some(reply) => Handled::Reply(reply),
-        None => Handled::WaitForBreaks,
+    let mut parked = None;
+    Ok(match create(core, req, false, Some(&mut parked)) {
+        Ok(Some(reply)) => Handled::Reply(reply),
+        Ok(None) => Handled::WaitForBreaks,
+        // A persistent open's record is stored away from the I/O thread first.
+        Err(answer::ASK_RECORD) => match parked {
+            Some((ask, fin)) => Handled::Lookup {
+                ask,
+                cont: crate::cmd::LookupCont::Create(fin),
+            },
+            None => return Err(NtStatus::INTERNAL_ERROR),
+        },
+        Err(s) => return Err(s),
     })
 }
 
@@ -118,22 +129,25 @@ pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>,
     if req.hdr.command == ringshare_wire::consts::Command::SET_INFO {
         return crate::cmd::set_info::handle(core, req);
     }
-    create(core, req, true)
+    create(core, req, true, None)
 }
 
-/// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again).
-pub(crate) fn create(
+/// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again). With `parked`,
+/// a persistent open's record is stored away from the I/O thread: Err([`answer::ASK_RECORD`])
+/// and `parked` holds the question and the open ([`answer::install`]).
+fn create(
     core: &mut ConnCore,
     req: &Req<'_>,
     retry: bool,
+    parked: Option<&mut Option<answer::Parked>>,
 ) -> Result<Option<Reply>, NtStatus> {
     let mut dh2q = None;
-    let r = create_or_wait(core, req, retry, &mut dh2q);
+    let r = create_or_wait(core, req, retry, &mut dh2q, parked);
     if let Some(create_guid) = dh2q {
         // A replay of a DH2Q CREATE that waits for breaks is told so
         // ([`durable::replay`]) until this one is answered.
         let client_guid = client_guid(core);
-        let waits = matches!(r, Ok(None));
+        let waits = matches!(r, Ok(None) | Err(answer::ASK_RECORD));
         lock(&core.server.files.durables).set_pending(
             (client_guid, create_guid),
             waits,
@@ -244,6 +258,7 @@ fn create_or_wait(
     req: &Req<'_>,
     retry: bool,
     dh2q: &mut Option<[u8; 16]>,
+    parked: Option<&mut Option<answer::Parked>>,
 ) -> Result<Option<Reply>, NtStatus> {
     let mut cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let ask = durable::ask(&cr, core.dialect().map_or(0, |d| d.0))?;
@@ -293,11 +308,16 @@ fn create_or_wait(
     let (body, settled) = answer::response(core, &cr, &at, &mut asked, &adm, changed, owner);
     let report = answer::report(&at, &adm, asked.truncate, core.now.mono_ms);
     let open = answer::new_open(core, req, tree, &asked, target.path, adm, settled);
-    let reply = answer::install(core, req, &sref, open, asked.durable, report, body)?;
-    Ok(match reply {
-        Some(r) if quota_file => Some(crate::cmd::quota::fake_file_opened(core, r)),
-        r => r,
-    })
+    let fin = answer::Installing {
+        sref,
+        session_id: req.session_id,
+        open,
+        ask: asked.durable,
+        report,
+        body,
+        quota_file,
+    };
+    answer::install(core, fin, parked)
 }
 
 /// The ClientGuid the connection negotiated (zeros before NEGOTIATE).

@@ -23,7 +23,7 @@ use ringshare_wire::NtStatus;
 
 use crate::arbiter;
 use crate::cmd::AsyncWork;
-use crate::cmd::Handled;
+use crate::cmd::{Handled, LookupCont};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::locks::{self, ByteRangeLock};
@@ -67,15 +67,39 @@ fn sequence_of(
 
 /// Remember that the request with this bucket and number succeeded; the
 /// record of a persistent open on a cluster node is stored again with its
-/// locks as they are now, before the answer.
+/// locks as they are now, before the answer (here: a blocking lock granted later).
 fn record(server: &crate::ServerState, open: &crate::state::Open, sequence: Option<(usize, u8)>) {
+    // A record not stored is logged; the lock holds on this node.
+    remember(open, sequence);
+    if let Some(ask) = crate::cluster::ca::to_store(&server.node, open) {
+        let _ = (ask.run)();
+    }
+}
+
+/// [`record`] for a LOCK answered now: the record is stored away from the I/O thread and the
+/// LOCK answered once it is ([`LookupCont::Answer`]).
+fn granted(core: &ConnCore, open: &crate::state::Open, sequence: Option<(usize, u8)>) -> Handled {
+    let reply = Reply::ok(ok_body());
+    remember(open, sequence);
+    match crate::cluster::ca::to_store(&core.server.node, open) {
+        Some(ask) => Handled::Lookup {
+            ask: crate::lookup::Lookup::Cluster(ask),
+            cont: LookupCont::Answer {
+                reply,
+                closed: None,
+            },
+        },
+        None => Handled::Reply(reply),
+    }
+}
+
+/// Note the lock sequence of the request that succeeded.
+fn remember(open: &crate::state::Open, sequence: Option<(usize, u8)>) {
     if let Some((i, n)) = sequence {
         let mut st = lock(&open.state);
         st.lock_sequences
             .get_or_insert_with(|| Box::new([crate::state::NO_LOCK_SEQUENCE; 64]))[i] = n;
     }
-    // A record not stored is logged; the lock holds on this node.
-    let _ = crate::cluster::ca::store(&server.node, open);
 }
 
 fn ok_body() -> Vec<u8> {
@@ -113,8 +137,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             }
         });
         arbiter::unlock_ranges(&core.server.node, open.key, &open.entry, owner, ranges)?;
-        record(&core.server, &open, sequence);
-        return Ok(Handled::Reply(Reply::ok(ok_body())));
+        return Ok(granted(core, &open, sequence));
     }
     let many = lr.locks.len() > 1;
     for el in &lr.locks {
@@ -151,10 +174,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         max,
         core.now.mono_ms,
     ) {
-        arbiter::Locked::Granted => {
-            record(&core.server, &open, sequence);
-            Ok(Handled::Reply(Reply::ok(ok_body())))
-        }
+        arbiter::Locked::Granted => Ok(granted(core, &open, sequence)),
         arbiter::Locked::Wait(l) => Ok(Handled::Async(AsyncWork::Lock(PendingLock {
             retry_at_ms,
             open_id: owner,

@@ -75,6 +75,15 @@ pub(crate) enum LookupCont {
     Again(Asked),
     /// A logon whose exchange ended goes on with the account it acts as.
     Logon(Box<session_setup::Finishing>),
+    /// A CREATE whose persistent open's record is being stored is answered once it is.
+    Create(Box<create::Installing>),
+    /// A request that waits for the cluster's store (a persistent open's record removed at its
+    /// CLOSE, `closed`; stored again at a LOCK) is answered `reply` once it did (an error
+    /// there is logged where it is asked).
+    Answer {
+        reply: crate::exchange::Reply,
+        closed: Option<(u64, u64)>,
+    },
 }
 
 /// What a SESSION_SETUP leg asked before it runs again.

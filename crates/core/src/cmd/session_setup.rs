@@ -428,7 +428,8 @@ pub(crate) fn resume(
         | LookupDone::Kdc(_)
         | LookupDone::Ids(_)
         | LookupDone::Names(_)
-        | LookupDone::Quota(_) => Err(AccountError::Lookup("not an account's answer".into())),
+        | LookupDone::Quota(_)
+        | LookupDone::Cluster(_) => Err(AccountError::Lookup("not an account's answer".into())),
     };
     let account = account_from(core, &fin, found);
     let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);

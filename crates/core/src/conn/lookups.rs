@@ -57,6 +57,7 @@ impl Connection {
             return;
         };
         if self.closing {
+            p.abandon(&self.core);
             return;
         }
         let job = p.job;
@@ -88,10 +89,19 @@ impl Connection {
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
             }
-            LookupCont::Logon(fin) => {
-                let answered = cmd::session_setup::resume(&mut self.core, *fin, done);
+            cont => {
+                let (answered, closed) = match cont {
+                    LookupCont::Logon(fin) => {
+                        (cmd::session_setup::resume(&mut self.core, *fin, done), None)
+                    }
+                    LookupCont::Create(fin) => {
+                        (cmd::create::resume(&mut self.core, *fin, done), None)
+                    }
+                    LookupCont::Answer { reply, closed } => (Ok(reply), closed),
+                    LookupCont::Again(_) => return,
+                };
                 let (hdr, session_id, related) = (&p.hdr, p.session_id, p.related);
-                let Some(job) = self.member_done(job, hdr, session_id, related, None, answered)
+                let Some(job) = self.member_done(job, hdr, session_id, related, closed, answered)
                 else {
                     return;
                 };
@@ -100,6 +110,26 @@ impl Connection {
                     None => self.run(job),
                 }
             }
+        }
+    }
+
+    /// The connection went: answers still to come find nothing to go on with, and an open
+    /// made for a CREATE that waits for its record closes (no client will hear of it).
+    pub(super) fn abandon_lookups(&mut self) {
+        for (_, p) in std::mem::take(&mut self.lookups) {
+            p.abandon(&self.core);
+        }
+    }
+
+    /// Ask the cluster's store what nobody waits for ([`crate::exchange::ConnCore::cluster_posts`]):
+    /// lookups no request is parked on (their answers find nothing to go on with).
+    pub(super) fn post_to_cluster(&mut self) {
+        for ask in std::mem::take(&mut self.core.cluster_posts) {
+            let id = self.next_io_id;
+            self.next_io_id += 1;
+            let ask = Lookup::Cluster(ask);
+            self.outputs
+                .push_back(Output::Lookup(LookupRequest { id, ask }));
         }
     }
 
@@ -115,11 +145,20 @@ impl Connection {
 }
 
 impl Parked {
-    /// The session whose SESSION_SETUP waits.
+    /// The session whose SESSION_SETUP waits (0: a request of the cluster's store, which
+    /// holds no logon up).
     fn session(&self) -> u64 {
         match &self.cont {
             LookupCont::Logon(fin) => fin.session_id(),
             LookupCont::Again(_) => self.session_id,
+            LookupCont::Create(_) | LookupCont::Answer { .. } => 0,
+        }
+    }
+
+    /// Its request will not go on: what it made goes ([`cmd::create::abandon`]).
+    fn abandon(self, core: &crate::exchange::ConnCore) {
+        if let LookupCont::Create(fin) = self.cont {
+            cmd::create::abandon(core, *fin);
         }
     }
 }

@@ -5,14 +5,16 @@
 //! A few threads take questions from one queue, ask, and leave each answer in the inbox of the
 //! worker whose connection asked, then wake that worker's ring (its eventfd). The worker hands
 //! the answers to their connections on its next loop iteration. A slow or stopped winbindd
-//! delays only the logons that need it; every other request on every ring goes on.
+//! delays only the logons that need it; every other request on every ring goes on. A cluster
+//! node's questions to etcd (persistent opens' records) have a thread of their own, which asks
+//! them in order.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ringshare_core::{LookupDone, LookupRequest};
+use ringshare_core::{Lookup, LookupDone, LookupRequest};
 use ringshare_engine::Waker;
 
 use super::Worker;
@@ -49,11 +51,21 @@ struct Question {
     inbox: Arc<Inbox>,
 }
 
-/// The queue and its threads.
+/// Questions waiting, and the threads' wake-up.
+#[derive(Default)]
+struct Queue {
+    waiting: Mutex<VecDeque<Question>>,
+    ready: Condvar,
+}
+
+/// The queues and their threads.
 #[derive(Default)]
 pub struct LookupPool {
-    queue: Mutex<VecDeque<Question>>,
-    ready: Condvar,
+    queue: Queue,
+    /// A cluster node's questions to its store (persistent opens' records in etcd): one thread
+    /// asks them in the order the rings asked, so that two writes of one open's record (a LOCK
+    /// and the UNLOCK after it, the CLOSE that removes it) land in that order.
+    cluster: Queue,
 }
 
 impl LookupPool {
@@ -61,11 +73,15 @@ impl LookupPool {
     /// threads take its credentials: the server's own, never a user's).
     pub fn start() -> Arc<LookupPool> {
         let pool = Arc::new(LookupPool::default());
-        for i in 0..LOOKUP_THREADS {
+        for i in 0..=LOOKUP_THREADS {
             let p = Arc::clone(&pool);
+            let (name, cluster) = match i {
+                LOOKUP_THREADS => ("ringshare-cluster-store".to_string(), true),
+                _ => (format!("ringshare-lookup-{i}"), false),
+            };
             let spawned = std::thread::Builder::new()
-                .name(format!("ringshare-lookup-{i}"))
-                .spawn(move || p.serve());
+                .name(name)
+                .spawn(move || p.serve(if cluster { &p.cluster } else { &p.queue }));
             if let Err(e) = spawned {
                 tracing::error!("cannot start a lookup thread: {e}");
             }
@@ -75,26 +91,30 @@ impl LookupPool {
 
     /// Ask `req` for connection `slot`/`gen`; its answer goes to `inbox`.
     pub fn ask(&self, req: LookupRequest, slot: u32, gen: u32, inbox: &Arc<Inbox>) {
-        crate::lock(&self.queue).push_back(Question {
+        let queue = match req.ask {
+            Lookup::Cluster(_) => &self.cluster,
+            _ => &self.queue,
+        };
+        crate::lock(&queue.waiting).push_back(Question {
             req,
             slot,
             gen,
             inbox: Arc::clone(inbox),
         });
-        self.ready.notify_one();
+        queue.ready.notify_one();
     }
 
-    fn serve(&self) {
+    fn serve(&self, queue: &Queue) {
         loop {
             let q = {
-                let mut queue = crate::lock(&self.queue);
+                let mut waiting = crate::lock(&queue.waiting);
                 loop {
-                    if let Some(q) = queue.pop_front() {
+                    if let Some(q) = waiting.pop_front() {
                         break q;
                     }
-                    queue = self
+                    waiting = queue
                         .ready
-                        .wait(queue)
+                        .wait(waiting)
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
             };

@@ -257,46 +257,118 @@ pub(super) fn new_open(
     }
 }
 
+/// An open made and about to be answered ([`install`]), kept while its record is stored.
+pub(crate) struct Installing {
+    pub(super) sref: SessionRef,
+    pub(super) session_id: u64,
+    pub(super) open: Open,
+    pub(super) ask: durable::Ask,
+    pub(super) report: Option<Report>,
+    pub(super) body: Vec<u8>,
+    /// The quota file was opened ([`crate::cmd::quota::fake_file_opened`]).
+    pub(super) quota_file: bool,
+}
+
+/// Never on the wire: the CREATE waits for its persistent open's record ([`Parked`];
+/// [`super::handle`] parks it).
+pub(crate) const ASK_RECORD: NtStatus = NtStatus(0xE1D5_0002);
+
+/// The question a CREATE waits for (its open's record stored) and the open it answers with.
+pub(crate) type Parked = (crate::lookup::Lookup, Box<Installing>);
+
 /// Put the open in its session and answer: a persistent open's record is
 /// in etcd before the client hears of it ([`crate::cluster::ca`]; without
 /// it, no open: the node refuses rather than promise what it cannot keep);
 /// a session logged off on another channel meanwhile gets no open; a DH2Q
 /// open is remembered for replays (3.3.5.9.10). Watchers hear of the
 /// changes last.
+///
+/// With `parked`, the record is stored away from the I/O thread (Err([`ASK_RECORD`]) with
+/// `parked` set; the request goes on in [`resume`]); a CREATE run again after breaks stores it
+/// here.
 pub(super) fn install(
-    core: &ConnCore,
-    req: &Req<'_>,
-    sref: &SessionRef,
-    open: Open,
-    ask: durable::Ask,
-    report: Option<Report>,
-    body: Vec<u8>,
+    core: &mut ConnCore,
+    fin: Installing,
+    parked: Option<&mut Option<Parked>>,
 ) -> Result<Option<Reply>, NtStatus> {
-    let server = &core.server;
-    if crate::cluster::ca::store(&server.node, &open).is_err() {
-        opens::close_open(server, Arc::new(open), false);
+    let fin = match (
+        crate::cluster::ca::to_store(&core.server.node, &fin.open),
+        parked,
+    ) {
+        (Some(ask), Some(parked)) => {
+            *parked = Some((crate::lookup::Lookup::Cluster(ask), Box::new(fin)));
+            return Err(ASK_RECORD);
+        }
+        (Some(ask), None) => stored_or_closed(core, fin, (ask.run)())?,
+        (None, _) => fin,
+    };
+    finish(core, fin).map(Some)
+}
+
+/// The record of a parked CREATE's open is stored (`done`): the CREATE is answered. A DH2Q
+/// CREATE no longer waits for replays ([`super::create`] marked it pending).
+pub(crate) fn resume(
+    core: &mut ConnCore,
+    fin: Installing,
+    done: crate::lookup::LookupDone,
+) -> Result<Reply, NtStatus> {
+    if let durable::Ask::V2 { create_guid, .. } = fin.ask {
+        let guids = (client_guid(core), create_guid);
+        lock(&core.server.files.durables).set_pending(guids, false, core.now.mono_ms);
+    }
+    let fin = stored_or_closed(core, fin, done.cluster())?;
+    finish(core, fin)
+}
+
+/// A parked CREATE whose connection went: its open, which no client will hear of, closes.
+pub(crate) fn abandon(core: &ConnCore, fin: Installing) {
+    opens::close_open(&core.server, Arc::new(fin.open), false);
+}
+
+/// The open, if its record was stored; if not, it closes and the CREATE fails.
+fn stored_or_closed(
+    core: &mut ConnCore,
+    fin: Installing,
+    stored: Result<(), NtStatus>,
+) -> Result<Installing, NtStatus> {
+    if stored.is_err() {
+        // Its record may have been stored all the same (etcd's answer lost): it goes, away
+        // from the I/O thread too (etcd does not answer now).
+        if let Some(forget) = crate::cluster::ca::take_forget(&core.server.node, &fin.open) {
+            core.cluster_posts.push(forget);
+        }
+        abandon(core, fin);
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
-    let (id, persistent_id) = (open.id, open.persistent_id);
-    let mut session = lock(sref);
+    Ok(fin)
+}
+
+/// The open goes into its session and the CREATE is answered.
+fn finish(core: &mut ConnCore, fin: Installing) -> Result<Reply, NtStatus> {
+    let server = &core.server;
+    let (id, persistent_id) = (fin.open.id, fin.open.persistent_id);
+    let mut session = lock(&fin.sref);
     if session.closed {
         // Logged off on another channel while the file was being opened.
         drop(session);
-        opens::close_open(server, Arc::new(open), false);
+        opens::close_open(server, Arc::new(fin.open), false);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
-    if let durable::Ask::V2 { create_guid, .. } = ask {
+    if let durable::Ask::V2 { create_guid, .. } = fin.ask {
         let client_guid = client_guid(core);
-        lock(&server.files.durables).remember((client_guid, create_guid), req.session_id, id);
+        lock(&server.files.durables).remember((client_guid, create_guid), fin.session_id, id);
     }
-    session.opens.insert(id, Arc::new(open));
+    session.opens.insert(id, Arc::new(fin.open));
     drop(session);
-    if let Some(r) = report {
+    if let Some(r) = fin.report {
         r.send(server);
     }
-    let mut r = Reply::ok(body);
+    let mut r = Reply::ok(fin.body);
     r.file_id = Some((persistent_id, id));
-    Ok(Some(r))
+    Ok(match fin.quota_file {
+        true => crate::cmd::quota::fake_file_opened(core, r),
+        false => r,
+    })
 }
 
 /// MxAc and QFid answers; every other context is ignored ([MS-SMB2] 3.3.5.9:
