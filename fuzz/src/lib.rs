@@ -120,6 +120,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
         guest_account: "nobody".into(),
         failed_logon_backoff: 0,
         smb_encryption_over_quic: false,
+        directory_leases: true,
         compression: ringshare_core::DEFAULT_COMPRESSION.to_vec(),
         homes: None,
     };
