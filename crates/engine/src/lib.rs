@@ -68,6 +68,7 @@ pub mod runtime;
 mod setup;
 mod slab;
 pub mod sys;
+pub mod udp;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;

@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ringshare_engine::{net, SharedFd};
+use ringshare_engine::{net, udp, SharedFd};
 use ringshare_quic::client::{client_config, Client, ClientEvent, Trust};
 use ringshare_quic::ReadState;
 
@@ -21,6 +21,8 @@ const STREAM_WINDOW: u32 = 16 << 20;
 const DATAGRAM_MAX: usize = 65_535;
 /// Datagrams taken from the socket per readiness, before the loop goes on.
 const DATAGRAMS_PER_POLL: usize = 1024;
+/// Datagrams sent in one `sendmsg` (`UDP_SEGMENT`), as the server does.
+const GSO_SEGMENTS: usize = 32;
 
 /// One connection's QUIC side.
 pub(crate) struct QuicPipe {
@@ -35,6 +37,8 @@ pub(crate) struct QuicPipe {
     tx: Vec<u8>,
     /// Datagrams the socket would not take at once (QUIC resends them).
     pub(crate) send_drops: u64,
+    /// The kernel takes `UDP_SEGMENT` batches.
+    gso: bool,
 }
 
 impl QuicPipe {
@@ -53,6 +57,8 @@ impl QuicPipe {
         let udp = net::udp_bind(SocketAddr::new(any, 0))
             .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
         let _ = net::set_socket_buffers(&udp, Some(4 << 20), Some(4 << 20));
+        // Without it datagrams come one at a time.
+        let _ = udp::enable_gro(&udp);
         let cfg = client_config(trust, STREAM_WINDOW)?;
         let client = Client::connect(Instant::now(), cfg, server, host)?;
         let mut p = QuicPipe {
@@ -64,6 +70,7 @@ impl QuicPipe {
             datagram: vec![0; DATAGRAM_MAX],
             tx: Vec::with_capacity(DATAGRAM_MAX),
             send_drops: 0,
+            gso: true,
         };
         p.transmit(Instant::now());
         Ok(p)
@@ -72,8 +79,12 @@ impl QuicPipe {
     /// The socket is readable: every datagram waiting goes in.
     pub(crate) fn on_readable(&mut self, now: Instant) {
         for _ in 0..DATAGRAMS_PER_POLL {
-            match net::recv_datagram(&*self.udp, &mut self.datagram) {
-                Ok(Some((n, from))) => self.client.handle(now, from, &self.datagram[..n]),
+            match udp::recv_gro(&*self.udp, &mut self.datagram) {
+                Ok(Some((n, from, segment))) => {
+                    for d in self.datagram[..n].chunks(segment.unwrap_or(n).max(1)) {
+                        self.client.handle(now, from, d);
+                    }
+                }
                 Ok(None) => break,
                 // An ICMP error for an earlier send (the server is not there yet).
                 Err(_) => {}
@@ -118,10 +129,16 @@ impl QuicPipe {
 
     /// Sends what QUIC has to send now.
     pub(crate) fn transmit(&mut self, now: Instant) {
-        while let Some(t) = self.client.poll_transmit(now, 1, &mut self.tx) {
-            if net::send_datagram(&*self.udp, &self.tx[..t.size], self.server).is_err() {
-                self.send_drops += 1;
-            }
+        let batch = if self.gso { GSO_SEGMENTS } else { 1 };
+        while let Some(t) = self.client.poll_transmit(now, batch, &mut self.tx) {
+            let bytes = &self.tx[..t.size];
+            self.send_drops += udp::send_batch(
+                &*self.udp,
+                bytes,
+                self.server,
+                t.segment_size,
+                &mut self.gso,
+            );
         }
     }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ringshare_core::Transport;
-use ringshare_engine::{net, Completion, SharedFd};
+use ringshare_engine::{net, udp, Completion, SharedFd};
 use ringshare_quic::{ConnId, Event, ReadState, Server};
 
 use super::{token, Worker};
@@ -28,8 +28,12 @@ pub(super) const KIND_QUIC_SEND: u64 = 9;
 const PAIR_CHUNK: usize = 256 * 1024;
 /// Datagrams taken from the socket per readiness, before others get a turn.
 const DATAGRAMS_PER_POLL: usize = 1024;
-/// The largest UDP payload read (QUIC packets are at most ~1500 bytes here).
+/// The largest UDP payload read: QUIC packets are at most ~1500 bytes, but
+/// with `UDP_GRO` one read brings several.
 const DATAGRAM_MAX: usize = 65_535;
+/// Datagrams of one connection sent in one `sendmsg` (`UDP_SEGMENT`): 32
+/// of QUIC's 1,452 bytes stay under the 64 KiB a send may carry.
+const GSO_SEGMENTS: usize = 32;
 
 /// What `serve` hands worker 0: the bound UDP socket and the endpoint's configuration.
 pub struct QuicListen {
@@ -64,10 +68,15 @@ pub(super) struct QuicSide {
     pub(super) deadline: Option<Instant>,
     /// Datagrams the socket would not take at once (dropped: QUIC resends).
     send_drops: u64,
+    /// The kernel takes `UDP_SEGMENT` batches (until a send says otherwise).
+    gso: bool,
 }
 
 impl QuicSide {
     pub(super) fn new(l: QuicListen) -> QuicSide {
+        if let Err(e) = udp::enable_gro(&l.socket) {
+            tracing::info!("SMB over QUIC: no UDP_GRO ({e}): datagrams are read one at a time");
+        }
         QuicSide {
             server: Server::new(l.config, l.limits),
             udp: Arc::new(l.socket),
@@ -78,6 +87,7 @@ impl QuicSide {
             out: Vec::with_capacity(DATAGRAM_MAX),
             deadline: None,
             send_drops: 0,
+            gso: true,
         }
     }
 
@@ -87,6 +97,27 @@ impl QuicSide {
 
     pub(super) fn send_drops(&self) -> u64 {
         self.send_drops
+    }
+
+    /// Sends what `poll_transmit` wrote into `out`: a `UDP_SEGMENT` batch
+    /// in one call, or datagram by datagram once the kernel refused one.
+    fn send(&mut self, t: &ringshare_quic::Transmit) {
+        let was = self.gso;
+        let bytes = &self.out[..t.size];
+        let lost = udp::send_batch(
+            &*self.udp,
+            bytes,
+            t.destination,
+            t.segment_size,
+            &mut self.gso,
+        );
+        if was && !self.gso {
+            tracing::info!("SMB over QUIC: no UDP_SEGMENT: one datagram per send");
+        }
+        if lost > 0 {
+            self.send_drops += lost;
+            tracing::trace!(to = %t.destination, "{lost} QUIC datagram(s) not sent");
+        }
     }
 
     /// The endpoint's deadline on the worker's clock (`now_ms` is now).
@@ -107,8 +138,13 @@ impl Worker {
                     return;
                 };
                 for _ in 0..DATAGRAMS_PER_POLL {
-                    match net::recv_datagram(&*q.udp, &mut q.datagram) {
-                        Ok(Some((n, from))) => q.server.handle(now, from, None, &q.datagram[..n]),
+                    match udp::recv_gro(&*q.udp, &mut q.datagram) {
+                        Ok(Some((n, from, segment))) => {
+                            // Coalesced by UDP_GRO: datagrams of `segment` bytes each.
+                            for d in q.datagram[..n].chunks(segment.unwrap_or(n).max(1)) {
+                                q.server.handle(now, from, None, d);
+                            }
+                        }
                         Ok(None) => break,
                         // An ICMP error for an earlier send, reported here: go on.
                         Err(e) => tracing::trace!("QUIC socket: {e}"),
@@ -206,11 +242,9 @@ impl Worker {
         let Some(q) = self.quic.as_mut() else {
             return;
         };
-        while let Some(t) = q.server.poll_transmit(now, 1, &mut q.out) {
-            if let Err(e) = net::send_datagram(&*q.udp, &q.out[..t.size], t.destination) {
-                q.send_drops += 1;
-                tracing::trace!(to = %t.destination, "QUIC datagram not sent: {e}");
-            }
+        let batch = if q.gso { GSO_SEGMENTS } else { 1 };
+        while let Some(t) = q.server.poll_transmit(now, batch, &mut q.out) {
+            q.send(&t);
         }
         q.deadline = q.server.poll_timeout();
     }
