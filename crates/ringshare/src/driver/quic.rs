@@ -332,14 +332,21 @@ impl Worker {
         let Some(l) = q.links.get_mut(&link) else {
             return;
         };
-        if l.from_smb.is_empty() {
-            return;
+        // Written until a write takes nothing: quinn-proto announces
+        // `Writable` only after a write it refused, never after one it took
+        // in part, so stopping after a partial write could wait forever.
+        let mut at = 0;
+        while at < l.from_smb.len() {
+            match q.server.write(now, l.conn, &l.from_smb[at..]) {
+                Some(0) => break,
+                Some(n) => at += n,
+                None => {
+                    self.end_link(link, now);
+                    return;
+                }
+            }
         }
-        let Some(n) = q.server.write(now, l.conn, &l.from_smb) else {
-            self.end_link(link, now);
-            return;
-        };
-        l.from_smb.drain(..n);
+        l.from_smb.drain(..at);
         if l.from_smb.is_empty() {
             self.arm_pair_recv(link);
         }
