@@ -332,6 +332,11 @@ impl Worker {
         let Some(l) = q.links.get_mut(&link) else {
             return;
         };
+        // Empty: the pair's receive is in flight (it holds the buffer), and
+        // a second one armed beside it would overwrite what the first brings.
+        if l.from_smb.is_empty() {
+            return;
+        }
         // Written until a write takes nothing: quinn-proto announces
         // `Writable` only after a write it refused, never after one it took
         // in part, so stopping after a partial write could wait forever.
