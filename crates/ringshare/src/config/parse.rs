@@ -792,6 +792,19 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// `auto` (`None`) or a yes/no value (`zerocopy send`, `smb3 directory leases`).
+    fn auto_or_bool_value(
+        &self,
+        line: usize,
+        key: &str,
+        value: &str,
+    ) -> Result<Option<bool>, ConfigError> {
+        if value.eq_ignore_ascii_case("auto") {
+            return Ok(None);
+        }
+        self.bool_value(line, key, value).map(Some)
+    }
+
     /// A timeout in whole seconds, 1 to 3600 (`send timeout`, `handshake timeout`).
     fn seconds_value(&self, line: usize, key: &str, value: &str) -> Result<u32, ConfigError> {
         value
@@ -890,12 +903,10 @@ impl<'a> Parser<'a> {
             Opt::Wsd => self.global.wsd = self.bool_value(line, key, value)?,
             Opt::LocalKdc => self.global.local_kdc = self.bool_value(line, key, value)?,
             Opt::ZerocopySend => {
-                self.global.zerocopy_send = if value.eq_ignore_ascii_case("auto") {
-                    ZerocopySend::Auto
-                } else if self.bool_value(line, key, value)? {
-                    ZerocopySend::Yes
-                } else {
-                    ZerocopySend::No
+                self.global.zerocopy_send = match self.auto_or_bool_value(line, key, value)? {
+                    None => ZerocopySend::Auto,
+                    Some(true) => ZerocopySend::Yes,
+                    Some(false) => ZerocopySend::No,
                 };
             }
             Opt::SendTimeout => {
@@ -920,11 +931,8 @@ impl<'a> Parser<'a> {
                 }
                 self.global.compression_algorithms = algs;
             }
-            Opt::Smb3DirectoryLeases if value.eq_ignore_ascii_case("auto") => {
-                self.global.smb3_directory_leases = None;
-            }
             Opt::Smb3DirectoryLeases => {
-                self.global.smb3_directory_leases = Some(self.bool_value(line, key, value)?);
+                self.global.smb3_directory_leases = self.auto_or_bool_value(line, key, value)?;
             }
             Opt::DisableLockSequenceChecking => {
                 self.global.disable_lock_sequence_checking = self.bool_value(line, key, value)?;
