@@ -45,6 +45,7 @@ use ringshare_wire::consts::CompressionAlgorithm;
 
 mod cluster;
 mod fruit;
+mod keys;
 pub mod member;
 mod parse;
 pub mod quic;
