@@ -192,6 +192,15 @@ wire_enum! {
 }
 
 impl Dialect {
+    /// Every dialect a client can negotiate, lowest first (not the wildcard).
+    pub const ALL: [Dialect; 5] = [
+        Dialect::SMB2_0_2,
+        Dialect::SMB2_1,
+        Dialect::SMB3_0,
+        Dialect::SMB3_0_2,
+        Dialect::SMB3_1_1,
+    ];
+
     /// The dialect as people write it (`3.1.1`); `None` for the wildcard
     /// and values this crate does not know.
     pub fn version(self) -> Option<&'static str> {

@@ -434,13 +434,7 @@ mod tests {
             capabilities: Capabilities::DFS | Capabilities::LEASING | Capabilities::ENCRYPTION,
             client_guid: [7; 16],
             client_start_time: 0,
-            dialects: vec![
-                Dialect::SMB2_0_2,
-                Dialect::SMB2_1,
-                Dialect::SMB3_0,
-                Dialect::SMB3_0_2,
-                Dialect::SMB3_1_1,
-            ],
+            dialects: Dialect::ALL.to_vec(),
             contexts: all_contexts(),
         }
     }

@@ -18,13 +18,7 @@ use ringshare_wire::{framing, FileId};
 pub const GENERIC_READ_WRITE: u32 = 0xC000_0000;
 pub const NON_DIRECTORY: u32 = 0x40;
 
-pub const ALL_DIALECTS: [Dialect; 5] = [
-    Dialect::SMB2_0_2,
-    Dialect::SMB2_1,
-    Dialect::SMB3_0,
-    Dialect::SMB3_0_2,
-    Dialect::SMB3_1_1,
-];
+pub const ALL_DIALECTS: [Dialect; 5] = Dialect::ALL;
 
 struct Users;
 

@@ -444,13 +444,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     pattern::set_data(args.data);
     let dialects = match args.dialect {
         Some(d) => vec![Dialect(d)],
-        None => vec![
-            Dialect::SMB2_0_2,
-            Dialect::SMB2_1,
-            Dialect::SMB3_0,
-            Dialect::SMB3_0_2,
-            Dialect::SMB3_1_1,
-        ],
+        None => Dialect::ALL.to_vec(),
     };
     if args.channels > 1 && args.dialect.is_some_and(|d| d < 0x0300) {
         return Err("--channels needs SMB 3 (multichannel binds SMB 3 sessions)".into());
