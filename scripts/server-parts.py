@@ -143,9 +143,7 @@ def uses(fn):
     """(parts, methods called on the server, functions the server is handed to, conn use)."""
     parts, methods, handed = set(), set(), set()
     body = fn["body"]
-    conn = False
-    for m in re.finditer(r"\b\w+(?:\.\w+)*\.server\b(?!\s*:)", body):
-        conn = True
+    conn = re.search(r"\b\w+(?:\.\w+)*\.server\b(?!\s*:)", body) is not None
     names = set(fn["vars"])
     pats = [re.escape(v) for v in names] + [r"\w+\.server"]
     for pat in pats:
@@ -153,7 +151,6 @@ def uses(fn):
             if pat == "self" and m.group(1) != "self":
                 continue
             field = m.group(3)
-            after = body[m.end():m.end() + 1]
             if field and field in PARTS:
                 parts.add(field)
             elif field and field in ("clone",):
@@ -179,7 +176,6 @@ def uses(fn):
                     handed.add(cm.group(1) if cm else "?")
                 else:
                     handed.add("=")
-            del after
     return parts, methods, handed, conn
 
 
