@@ -240,7 +240,7 @@ mod interface_tests {
 }
 
 /// A non-blocking UDP socket bound to `addr` (SMB over QUIC): the ring polls
-/// it, and datagrams are taken with [`recv_datagram`] until none is left.
+/// it, and datagrams are taken with [`crate::udp::recv_gro`] until none is left.
 /// IPv6 sockets are v6-only.
 pub fn udp_bind(addr: SocketAddr) -> io::Result<OwnedFd> {
     let family = match addr {
@@ -258,24 +258,6 @@ pub fn udp_bind(addr: SocketAddr) -> io::Result<OwnedFd> {
     }
     rnet::bind(&fd, &addr)?;
     Ok(fd)
-}
-
-/// One datagram from a non-blocking UDP socket into `buf`: its length and
-/// sender, `None` when none is waiting. A datagram longer than `buf` is cut
-/// (and its length is `buf.len()`).
-pub fn recv_datagram(fd: impl AsFd, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-    match rnet::recvfrom(fd, buf, rnet::RecvFlags::DONTWAIT) {
-        Ok((n, _, Some(from))) => Ok(SocketAddr::try_from(from).ok().map(|a| (n, a))),
-        Ok((_, _, None)) => Ok(None),
-        Err(rustix::io::Errno::AGAIN) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Sends one datagram without waiting (`EAGAIN` is an error: the caller
-/// counts it as a lost packet, which QUIC recovers from).
-pub fn send_datagram(fd: impl AsFd, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
-    Ok(rnet::sendto(fd, buf, rnet::SendFlags::DONTWAIT, &to)?)
 }
 
 /// A connected pair of Unix stream sockets: one end stands for a QUIC

@@ -3,8 +3,7 @@
 //! size in a control message) and send with `UDP_SEGMENT` (one `sendmsg`
 //! carries a batch that the kernel, or the NIC, cuts into datagrams of one
 //! size). Both are non-blocking calls made after the ring said the socket
-//! is ready, as [`crate::net::recv_datagram`] and
-//! [`crate::net::send_datagram`] are.
+//! is ready; without the options they read and send one datagram at a time.
 
 use std::io;
 use std::mem::{size_of, zeroed};
