@@ -23,7 +23,7 @@ use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::cmd::{self, Cont, Handled};
 use crate::credits::CreditWindow;
-use crate::exchange::{handles, signature_ok, ConnCore, FileRange, Reply, Req};
+use crate::exchange::{handles, signature_ok, ConnCore, FileRange, RareReply, Reply, Req};
 use crate::idmap::IdMap;
 use crate::io::{Entropy, Frame, IoDone, IoOp, IoRequest, Now, Output, SendFile};
 use crate::limits;
@@ -640,9 +640,10 @@ impl Connection {
                     return;
                 }
                 Ok(Handled::Async(work)) => {
-                    self.go_async(&mut job, hdr, session_id, work);
+                    self.go_async(&mut job, hdr, session_id, *work);
                 }
-                Ok(Handled::Lookup { ask, cont }) => {
+                Ok(Handled::Lookup(parked)) => {
+                    let cmd::Parked { ask, cont } = *parked;
                     self.park_on_lookup(job, hdr, idx, session_id, related, ask, cont);
                     return;
                 }
@@ -729,13 +730,15 @@ impl Connection {
             self.async_ops.retain(|_, op| op.session_id != session_id);
         }
         job.settle_last_file(reply.file_id, related);
-        if let Some(sid) = reply.session_id {
-            job.last_session = sid;
+        if let Some(rare) = &reply.rare {
+            if let Some(sid) = rare.session_id {
+                job.last_session = sid;
+            }
+            if let Some(t) = rare.tree_id {
+                job.last_tree = t;
+            }
         }
-        if let Some(t) = reply.tree_id {
-            job.last_tree = t;
-        }
-        let disconnect = reply.disconnect;
+        let disconnect = reply.disconnects();
         self.push_reply(job, hdr, session_id, reply);
         disconnect
     }
@@ -825,7 +828,7 @@ impl Connection {
                         .filter(|k| req.hdr.is_signed() && signature_ok(k, req));
                     if let Some(k) = key {
                         let mut r = Reply::with_status(NtStatus::USER_SESSION_DELETED, Vec::new());
-                        r.sign_key = Some(k);
+                        r.rare().sign_key = Some(k);
                         return Ok(Handled::Reply(r));
                     }
                 }
@@ -936,69 +939,29 @@ impl Connection {
         // The response echoes the request's SessionId and TreeId (for related
         // members that is 0xFFFF...: clients match responses by them), except
         // that SESSION_SETUP and TREE_CONNECT carry the ids they created.
-        if reply.seal.is_some() && job.encrypted.is_some() {
-            job.seal = reply.seal.clone();
-        }
+        let rare = reply.rare.map(|b| *b);
         let mut hdr = Header::response_to(req_hdr, reply.status);
-        if let Some(sid) = reply.session_id {
-            hdr.session_id = sid;
-        }
-        if let (HeaderId::Sync { process_id, .. }, Some(tree_id)) = (req_hdr.id, reply.tree_id) {
-            hdr.id = HeaderId::Sync {
-                process_id,
-                tree_id,
-            };
-        }
         hdr.credits = self.grant(req_hdr);
         let body = if reply.body.is_empty() {
             error_body()
         } else {
             reply.body
         };
-        let sign_key = match reply.sign_key {
-            _ if job.encrypted.is_some() => None,
-            Some(k) => Some(k),
+        let sign_key = match rare {
+            Some(rare) => self.rare_reply(
+                job,
+                req_hdr,
+                session_id,
+                reply.status,
+                &mut hdr,
+                &body,
+                rare,
+            ),
+            None if job.encrypted.is_some() => None,
             None => self
-                .response_signing_key(
-                    req_hdr,
-                    reply.session_id.unwrap_or(session_id),
-                    reply.sign_with_session,
-                    reply.status,
-                )
+                .response_signing_key(req_hdr, session_id, None, reply.status)
                 .or_else(|| self.session_deleted_key(req_hdr, session_id, reply.status)),
         };
-        if reply.preauth_session.is_some() || reply.preauth_connection {
-            // The hash covers the response as sent: signed when it is (a
-            // binding's interim responses are).
-            let mut bytes = Vec::with_capacity(64 + body.len());
-            let mut signed_hdr = hdr.clone();
-            if sign_key.is_some() {
-                signed_hdr.flags.insert(HeaderFlags::SIGNED);
-            }
-            signed_hdr.encode(&mut bytes);
-            bytes.extend_from_slice(&body);
-            if let Some(key) = &sign_key {
-                let nonce = NonceInfo {
-                    message_id: hdr.message_id,
-                    server_to_client: true,
-                    cancel: false,
-                };
-                let sig = key.sign(&[&bytes], nonce);
-                header::patch_signature(&mut bytes, 0, &sig);
-            }
-            if let Some(p) = reply
-                .preauth_session
-                .and_then(|sid| self.core.sessions.get_mut(&sid))
-                .and_then(|c| c.preauth.as_mut())
-            {
-                p.update(&bytes);
-            }
-            if reply.preauth_connection {
-                if let Some(p) = self.core.preauth.as_mut() {
-                    p.update(&bytes);
-                }
-            }
-        }
         debug_assert!(
             reply.file.is_none() || (sign_key.is_none() && job.encrypted.is_none()),
             "file data goes out unsigned and in clear only"
@@ -1012,6 +975,81 @@ impl Connection {
             sign_key,
             compress: reply.compress,
         });
+    }
+
+    /// What a reply's rare fields ask of its header, its signing key and the preauth hashes
+    /// (SESSION_SETUP, NEGOTIATE, LOGOFF, TREE_CONNECT): the key it is signed with.
+    #[allow(clippy::too_many_arguments)]
+    fn rare_reply(
+        &mut self,
+        job: &mut Job,
+        req_hdr: &Header,
+        session_id: u64,
+        status: NtStatus,
+        hdr: &mut Header,
+        body: &[u8],
+        rare: RareReply,
+    ) -> Option<SigningKey> {
+        // The response echoes the request's SessionId and TreeId (for related
+        // members that is 0xFFFF...: clients match responses by them), except
+        // that SESSION_SETUP and TREE_CONNECT carry the ids they created.
+        if rare.seal.is_some() && job.encrypted.is_some() {
+            job.seal = rare.seal;
+        }
+        if let Some(sid) = rare.session_id {
+            hdr.session_id = sid;
+        }
+        if let (HeaderId::Sync { process_id, .. }, Some(tree_id)) = (req_hdr.id, rare.tree_id) {
+            hdr.id = HeaderId::Sync {
+                process_id,
+                tree_id,
+            };
+        }
+        let sign_key = match rare.sign_key {
+            _ if job.encrypted.is_some() => None,
+            Some(k) => Some(k),
+            None => self
+                .response_signing_key(
+                    req_hdr,
+                    rare.session_id.unwrap_or(session_id),
+                    rare.sign_with_session,
+                    status,
+                )
+                .or_else(|| self.session_deleted_key(req_hdr, session_id, status)),
+        };
+        if rare.preauth_session.is_some() || rare.preauth_connection {
+            // The hash covers the response as sent: signed when it is (a
+            // binding's interim responses are).
+            let mut bytes = Vec::with_capacity(64 + body.len());
+            let mut signed_hdr = hdr.clone();
+            if sign_key.is_some() {
+                signed_hdr.flags.insert(HeaderFlags::SIGNED);
+            }
+            signed_hdr.encode(&mut bytes);
+            bytes.extend_from_slice(body);
+            if let Some(key) = &sign_key {
+                let nonce = NonceInfo {
+                    message_id: hdr.message_id,
+                    server_to_client: true,
+                    cancel: false,
+                };
+                let sig = key.sign(&[&bytes], nonce);
+                header::patch_signature(&mut bytes, 0, &sig);
+            }
+            if let Some(p) = rare
+                .preauth_session
+                .and_then(|sid| self.core.sessions.get_mut(&sid))
+                .and_then(|c| c.preauth.as_mut())
+            {
+                p.update(&bytes);
+            }
+            if rare.preauth_connection {
+                if let Some(p) = self.core.preauth.as_mut() {
+                    p.update(&bytes);
+                }
+            }
+        }
+        sign_key
     }
 
     /// A signed request for a session this connection is not a channel of

@@ -214,26 +214,11 @@ pub(crate) struct Reply {
     /// File data the driver sends straight from the file (an unsigned READ
     /// that is alone in its frame): node, offset, length.
     pub file: Option<FileRange>,
-    /// 3.1.1 SESSION_SETUP: add the response to this session's preauth hash.
-    pub preauth_session: Option<u64>,
-    /// 3.1.1 NEGOTIATE: add the response to the connection's preauth hash.
-    pub preauth_connection: bool,
-    /// Sign the response with this session's key even if it is not yet valid
-    /// (the final SESSION_SETUP response).
-    pub sign_with_session: Option<u64>,
-    /// Seal with this key and nonce counter (LOGOFF of an encrypted session: the
-    /// session is gone by the time the frame is encrypted).
-    pub seal: Option<(Arc<CipherKey>, u64)>,
-    /// Sign with this key (LOGOFF: the session is gone by the time the reply is built).
-    pub sign_key: Option<SigningKey>,
     /// A FileId this command produced, for related compounds (CREATE).
     pub file_id: Option<(u64, u64)>,
-    /// SESSION_SETUP creates the session; the header must carry the new id.
-    pub session_id: Option<u64>,
-    /// TREE_CONNECT creates the tree; the header must carry the new id.
-    pub tree_id: Option<u32>,
-    /// Close the connection after this reply (e.g. a failed negotiate).
-    pub disconnect: bool,
+    /// What only the session, negotiate, logoff and tree commands set (kept
+    /// out of line: every reply is moved several times on its way out).
+    pub rare: Option<Box<RareReply>>,
     /// A READ's data that its client asked to get compressed
     /// ([`compress::read_asks`]): compressed when the reply is alone in its frame
     /// and compressing pays; the open learns whether it did.
@@ -252,18 +237,44 @@ impl Reply {
             data: None,
             data_headroom: 0,
             file: None,
-            seal: None,
-            preauth_session: None,
-            preauth_connection: false,
-            sign_with_session: None,
-            sign_key: None,
             file_id: None,
-            session_id: None,
-            tree_id: None,
-            disconnect: false,
+            rare: None,
             compress: None,
         }
     }
+
+    /// The reply's rare fields, made on first use.
+    pub fn rare(&mut self) -> &mut RareReply {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// The connection closes after this reply.
+    pub fn disconnects(&self) -> bool {
+        self.rare.as_ref().is_some_and(|r| r.disconnect)
+    }
+}
+
+/// The fields of a [`Reply`] that few commands set.
+#[derive(Default)]
+pub(crate) struct RareReply {
+    /// 3.1.1 SESSION_SETUP: add the response to this session's preauth hash.
+    pub preauth_session: Option<u64>,
+    /// 3.1.1 NEGOTIATE: add the response to the connection's preauth hash.
+    pub preauth_connection: bool,
+    /// Sign the response with this session's key even if it is not yet valid
+    /// (the final SESSION_SETUP response).
+    pub sign_with_session: Option<u64>,
+    /// Seal with this key and nonce counter (LOGOFF of an encrypted session: the
+    /// session is gone by the time the frame is encrypted).
+    pub seal: Option<(Arc<CipherKey>, u64)>,
+    /// Sign with this key (LOGOFF: the session is gone by the time the reply is built).
+    pub sign_key: Option<SigningKey>,
+    /// SESSION_SETUP creates the session; the header must carry the new id.
+    pub session_id: Option<u64>,
+    /// TREE_CONNECT creates the tree; the header must carry the new id.
+    pub tree_id: Option<u32>,
+    /// Close the connection after this reply (e.g. a failed negotiate).
+    pub disconnect: bool,
 }
 
 /// The request's signature verifies with `key` ([MS-SMB2] 3.3.5.2.4).

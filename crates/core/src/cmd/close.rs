@@ -53,13 +53,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     resp.encode(&mut body);
     let reply = Reply::ok(body);
     Ok(match forget {
-        Some(ask) => Handled::Lookup {
-            ask: crate::lookup::Lookup::Cluster(ask),
-            cont: LookupCont::Answer {
+        Some(ask) => Handled::lookup(
+            crate::lookup::Lookup::Cluster(ask),
+            LookupCont::Answer {
                 reply,
                 closed: Some(closed),
             },
-        },
+        ),
         None => Handled::Reply(reply),
     })
 }

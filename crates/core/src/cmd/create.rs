@@ -62,10 +62,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         Ok(None) => Handled::WaitForBreaks,
         // A persistent open's record is stored away from the I/O thread first.
         Err(answer::ASK_RECORD) => match parked {
-            Some((ask, fin)) => Handled::Lookup {
-                ask,
-                cont: crate::cmd::LookupCont::Create(fin),
-            },
+            Some((ask, fin)) => Handled::lookup(ask, crate::cmd::LookupCont::Create(fin)),
             None => return Err(NtStatus::INTERNAL_ERROR),
         },
         Err(s) => return Err(s),

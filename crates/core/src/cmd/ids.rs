@@ -38,10 +38,7 @@ pub(crate) fn parked(
                     Lookup::Quota { .. } => Asked::Quota,
                     _ => Asked::Ids,
                 };
-                Ok(Handled::Lookup {
-                    ask,
-                    cont: LookupCont::Again(asked),
-                })
+                Ok(Handled::lookup(ask, LookupCont::Again(asked)))
             }
             None => Err(NtStatus::INTERNAL_ERROR),
         },

@@ -215,7 +215,7 @@ fn response(ir: &IoctlRequest<'_>, output: &[u8]) -> Vec<u8> {
 fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Reply, NtStatus> {
     let drop_connection = || {
         let mut r = Reply::with_status(NtStatus::ACCESS_DENIED, Vec::new());
-        r.disconnect = true;
+        r.rare().disconnect = true;
         Ok(r)
     };
     let Some(n) = core.negotiated.clone() else {

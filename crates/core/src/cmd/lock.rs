@@ -82,13 +82,13 @@ fn granted(core: &ConnCore, open: &crate::state::Open, sequence: Option<(usize, 
     let reply = Reply::ok(ok_body());
     remember(open, sequence);
     match crate::cluster::ca::to_store(&core.server.node, open) {
-        Some(ask) => Handled::Lookup {
-            ask: crate::lookup::Lookup::Cluster(ask),
-            cont: LookupCont::Answer {
+        Some(ask) => Handled::lookup(
+            crate::lookup::Lookup::Cluster(ask),
+            LookupCont::Answer {
                 reply,
                 closed: None,
             },
-        },
+        ),
         None => Handled::Reply(reply),
     }
 }
@@ -175,12 +175,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         core.now.mono_ms,
     ) {
         arbiter::Locked::Granted => Ok(granted(core, &open, sequence)),
-        arbiter::Locked::Wait(l) => Ok(Handled::Async(AsyncWork::Lock(PendingLock {
+        arbiter::Locked::Wait(l) => Ok(Handled::Async(Box::new(AsyncWork::Lock(PendingLock {
             retry_at_ms,
             open_id: owner,
             lock: l,
             sequence,
-        }))),
+        })))),
         arbiter::Locked::Refused(status) => Err(status),
     }
 }

@@ -167,7 +167,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if core.negotiated.is_some() {
         // A second NEGOTIATE on a negotiated connection: [MS-SMB2] 3.3.5.4 says disconnect.
         let mut r = Reply::with_status(NtStatus::INVALID_PARAMETER, Vec::new());
-        r.disconnect = true;
+        r.rare().disconnect = true;
         return Ok(r);
     }
     let neg = NegotiateRequest::decode(req.msg).map_err(|e| e.status())?;
@@ -180,7 +180,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .find(|d| allowed(core, *d) && neg.dialects.contains(d))
     else {
         let mut r = Reply::with_status(NtStatus::NOT_SUPPORTED, Vec::new());
-        r.disconnect = true;
+        r.rare().disconnect = true;
         return Ok(r);
     };
     let mut contexts = Vec::new();
@@ -316,6 +316,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         .mail
         .note_negotiated(core.conn_id, dialect.0, signing, cipher_name);
     let mut reply = Reply::ok(body);
-    reply.preauth_connection = dialect == Dialect::SMB3_1_1;
+    reply.rare().preauth_connection = dialect == Dialect::SMB3_1_1;
     Ok(reply)
 }

@@ -61,12 +61,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if let Some(a) = notify::answer_now(&core.server.notify, &watcher, n.output_buffer_length) {
         return answer(a).map(Handled::Reply);
     }
-    Ok(Handled::Async(AsyncWork::Notify(PendingNotify {
+    Ok(Handled::Async(Box::new(AsyncWork::Notify(PendingNotify {
         open_id: open.id,
         watcher,
         max_len: n.output_buffer_length,
         async_id: 0,
-    })))
+    }))))
 }
 
 /// The request went async as `async_id`: it joins its watcher's queue.

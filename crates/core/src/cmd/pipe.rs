@@ -118,13 +118,13 @@ fn feed(
     };
     match progress {
         Progress::Done => Ok(Ok(())),
-        Progress::Needs(queries) => Ok(Err(Handled::Lookup {
-            ask: Lookup::Names {
+        Progress::Needs(queries) => Ok(Err(Handled::lookup(
+            Lookup::Names {
                 accounts: core.server.logons.accounts.clone(),
                 queries,
             },
-            cont: LookupCont::Again(Asked::Names),
-        })),
+            LookupCont::Again(Asked::Names),
+        ))),
     }
 }
 

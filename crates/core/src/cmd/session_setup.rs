@@ -53,8 +53,8 @@ fn more_processing(session_id: u64, dialect: Dialect, token: &[u8]) -> Reply {
         NtStatus::MORE_PROCESSING_REQUIRED,
         body(SessionFlags::empty(), token),
     );
-    r.session_id = Some(session_id);
-    r.preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
+    r.rare().session_id = Some(session_id);
+    r.rare().preauth_session = (dialect == Dialect::SMB3_1_1).then_some(session_id);
     r
 }
 
@@ -146,24 +146,24 @@ pub(crate) fn handle(
     {
         // The domain checks the response before the exchange changes anything; the request
         // then runs again with the answer ([`crate::cmd::LookupCont::Again`]).
-        return Ok(Handled::Lookup {
-            ask: Lookup::DomainNtlm {
+        return Ok(Handled::lookup(
+            Lookup::DomainNtlm {
                 logons,
                 request: request.clone(),
             },
-            cont: LookupCont::Again(Asked::Ntlm(request)),
-        });
+            LookupCont::Again(Asked::Ntlm(request)),
+        ));
     }
     if let Some((request, kdcs)) = kdc_question(core, req.hdr.session_id, setup.security_buffer) {
         // An IAKerb client's KDC request: a KDC of the realm answers it away from the I/O
         // thread, and the request runs again with the reply at hand.
-        return Ok(Handled::Lookup {
-            ask: Lookup::Kdc {
+        return Ok(Handled::lookup(
+            Lookup::Kdc {
                 kdcs,
                 request: request.clone(),
             },
-            cont: LookupCont::Again(Asked::Kdc(request)),
-        });
+            LookupCont::Again(Asked::Kdc(request)),
+        ));
     }
     if setup.flags.contains(SessionSetupFlags::BINDING) && req.hdr.session_id != 0 {
         return bind(core, req, dialect, setup.security_buffer).map(Handled::Reply);
@@ -179,7 +179,7 @@ pub(crate) fn handle(
         Ok((ServerStep::Continue(token), _)) => {
             let mut r = more_processing(session_id, dialect, &token);
             if reauth {
-                r.sign_with_session = Some(session_id);
+                r.rare().sign_with_session = Some(session_id);
             }
             Ok(Handled::Reply(r))
         }
@@ -307,7 +307,7 @@ fn leg_failed(core: &mut ConnCore, session_id: u64, e: AuthError) -> Result<Hand
         ch.signing_key.clone()
     });
     let mut r = Reply::with_status(status, Vec::new());
-    r.sign_key = key;
+    r.rare().sign_key = key;
     Ok(Handled::Reply(r))
 }
 
@@ -406,14 +406,14 @@ fn ask_account(core: &mut ConnCore, fin: Finishing) -> Handled {
         .filter(|_| no_pac)
         .map(|s| (s, core.server.logons.sid_map.id_ranges()))
         .filter(|(_, r)| !r.is_empty());
-    Handled::Lookup {
-        ask: Lookup::Account {
+    Handled::lookup(
+        Lookup::Account {
             accounts: Arc::clone(&core.server.logons.accounts),
             names,
             domain_ids,
         },
-        cont: LookupCont::Logon(Box::new(fin)),
-    }
+        LookupCont::Logon(Box::new(fin)),
+    )
 }
 
 /// The logon `fin` goes on with the answer to [`ask_account`].
@@ -546,7 +546,7 @@ fn bind(
     match bind_checked(core, req, dialect, token) {
         Err(status) if proven.is_some() => {
             let mut r = Reply::with_status(status, Vec::new());
-            r.sign_key = proven;
+            r.rare().sign_key = proven;
             Ok(r)
         }
         other => other,
@@ -661,7 +661,7 @@ fn bind_checked(
             // The request was signed with Session.SigningKey and so is the
             // interim response: the channel has no key of its own yet
             // (clients refuse an unsigned response to a signed request).
-            r.sign_key = Some(session_key);
+            r.rare().sign_key = Some(session_key);
             Ok(r)
         }
         Ok((ServerStep::Done { token, result }, domain_user)) => {
@@ -709,9 +709,9 @@ fn bind_checked(
                 flags.insert(SessionFlags::ENCRYPT_DATA);
             }
             let mut r = Reply::ok(body(flags, &token));
-            r.session_id = Some(session_id);
+            r.rare().session_id = Some(session_id);
             // Signed with the new Channel.SigningKey.
-            r.sign_with_session = Some(session_id);
+            r.rare().sign_with_session = Some(session_id);
             Ok(r)
         }
         Err(e) => {
@@ -958,11 +958,11 @@ fn finish(
         flags.insert(SessionFlags::ENCRYPT_DATA);
     }
     let mut r = Reply::ok(body(flags, token));
-    r.session_id = Some(session_id);
+    r.rare().session_id = Some(session_id);
     // The final response is signed when the session can sign and either the
     // dialect is 3.1.1 or signing is required ([MS-SMB2] 3.3.5.5.3).
     if can_sign && (dialect == Dialect::SMB3_1_1 || signing_required) {
-        r.sign_with_session = Some(session_id);
+        r.rare().sign_with_session = Some(session_id);
     }
     Ok(r)
 }
@@ -1040,8 +1040,8 @@ fn reauthenticated(
         flags.insert(SessionFlags::ENCRYPT_DATA);
     }
     let mut r = Reply::ok(body(flags, token));
-    r.session_id = Some(session_id);
-    r.sign_with_session = Some(session_id);
+    r.rare().session_id = Some(session_id);
+    r.rare().sign_with_session = Some(session_id);
     r
 }
 
@@ -1149,8 +1149,8 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     b.put_u16(0);
     let mut r = Reply::ok(b);
     if signing_required || req.hdr.is_signed() {
-        r.sign_key = ch.signing_key.clone();
+        r.rare().sign_key = ch.signing_key.clone();
     }
-    r.seal = seal;
+    r.rare().seal = seal;
     Ok(r)
 }

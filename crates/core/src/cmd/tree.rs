@@ -159,7 +159,7 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     let mut body = Vec::with_capacity(16);
     resp.encode(&mut body);
     let mut r = Reply::ok(body);
-    r.tree_id = Some(id);
+    r.rare().tree_id = Some(id);
     Ok(r)
 }
 
