@@ -52,6 +52,22 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             ContextTag::DurableHandleReconnectV2 => drop(DurableHandleReconnectV2::decode(d)),
+            // The POSIX context: its mode in, and (a client reads) the open's POSIX
+            // information out, and FILE_POSIX_INFORMATION with a listing entry of its class.
+            ContextTag::Posix => {
+                let _ = ringshare_wire::posix::decode_create_mode(d);
+                if let Ok(cc) = ringshare_wire::posix::PosixCc::decode(d) {
+                    let mut out = Vec::new();
+                    cc.encode(&mut out);
+                    assert_eq!(ringshare_wire::posix::PosixCc::decode(&out).as_ref(), Ok(&cc));
+                }
+                if let Ok(i) = ringshare_wire::posix::FilePosixInfo::decode(d) {
+                    let mut out = Vec::new();
+                    i.encode(&mut out);
+                    assert_eq!(ringshare_wire::posix::FilePosixInfo::decode(&out).as_ref(), Ok(&i));
+                }
+                let _ = ringshare_wire::posix::decode_dir_entry(d);
+            }
             _ => {}
         }
     }

@@ -19,6 +19,8 @@ fuzz_target!(|data: &[u8]| {
     // One context's Data on its own, typed by the first two bytes.
     if let Some((ty, rest)) = list.split_first_chunk::<2>() {
         let ty = ringshare_wire::consts::NegotiateContextType(u16::from_le_bytes(*ty));
+        // The SMB3 POSIX extensions' context: a list of 16-byte ids, or invalid.
+        let _ = ringshare_wire::posix::negotiate_offers_posix(rest);
         if let Ok(c) = NegotiateContext::decode_data(ty, rest) {
             let mut out = Vec::new();
             c.encode_data(&mut out);

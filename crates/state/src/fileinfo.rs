@@ -129,6 +129,7 @@ pub fn dir_entry_info(name: &str, a: &FileAttr) -> DirEntryInfo {
         short_name: String::new(),
         name: name.to_string(),
         apple: None,
+        posix: None,
     }
 }
 

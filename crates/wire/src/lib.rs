@@ -25,6 +25,7 @@ pub mod ioctl;
 pub mod lock;
 pub mod misc;
 pub mod negotiate;
+pub mod posix;
 pub mod security;
 pub mod session;
 pub mod smb1;

@@ -23,6 +23,7 @@ impl NtStatus {
     pub const UNSUCCESSFUL: NtStatus = NtStatus(0xC000_0001);
     pub const NOT_IMPLEMENTED: NtStatus = NtStatus(0xC000_0002);
     pub const INVALID_INFO_CLASS: NtStatus = NtStatus(0xC000_0003);
+    pub const INVALID_LEVEL: NtStatus = NtStatus(0xC000_0148);
     pub const INFO_LENGTH_MISMATCH: NtStatus = NtStatus(0xC000_0004);
     pub const INVALID_HANDLE: NtStatus = NtStatus(0xC000_0008);
     pub const INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D);
@@ -171,6 +172,7 @@ impl NtStatus {
             NtStatus::UNSUCCESSFUL => "UNSUCCESSFUL",
             NtStatus::NOT_IMPLEMENTED => "NOT_IMPLEMENTED",
             NtStatus::INVALID_INFO_CLASS => "INVALID_INFO_CLASS",
+            NtStatus::INVALID_LEVEL => "INVALID_LEVEL",
             NtStatus::INFO_LENGTH_MISMATCH => "INFO_LENGTH_MISMATCH",
             NtStatus::INVALID_HANDLE => "INVALID_HANDLE",
             NtStatus::INVALID_PARAMETER => "INVALID_PARAMETER",

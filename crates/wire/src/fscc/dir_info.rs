@@ -62,6 +62,36 @@ pub struct DirEntryInfo {
     /// sent with ShortNameLength 24, and the Unix mode in Reserved2. The
     /// caller puts the maximal access in `ea_size`.
     pub apple: Option<AppleDirAttr>,
+    /// What the POSIX class (FilePosixInformation, [`crate::posix`]) adds;
+    /// an entry of that class needs it.
+    pub posix: Option<PosixEntry>,
+}
+
+/// The fields of a POSIX-class entry beyond those of the other classes (its
+/// inode is `file_id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PosixEntry {
+    pub device: u32,
+    pub cc: crate::posix::PosixCc,
+}
+
+impl DirEntryInfo {
+    /// The entry as FILE_POSIX_INFORMATION, if it has its POSIX fields.
+    pub fn posix_info(&self) -> Option<crate::posix::FilePosixInfo> {
+        let p = self.posix.as_ref()?;
+        Some(crate::posix::FilePosixInfo {
+            creation_time: self.creation_time.0,
+            last_access_time: self.last_access_time.0,
+            last_write_time: self.last_write_time.0,
+            change_time: self.change_time.0,
+            end_of_file: self.end_of_file,
+            allocation_size: self.allocation_size,
+            file_attributes: self.file_attributes.0,
+            inode: self.file_id,
+            device: p.device,
+            cc: p.cc.clone(),
+        })
+    }
 }
 
 /// What a directory entry carries for macOS in place of a short name.
@@ -82,12 +112,17 @@ pub fn dir_class_fixed_size(class: FileInfoClass) -> Option<usize> {
         FileInfoClass::ID_FULL_DIRECTORY => 80,
         FileInfoClass::ID_EXTD_DIRECTORY => 88,
         FileInfoClass::NAMES => 12,
+        // Its smallest: two SIDs without sub-authorities.
+        FileInfoClass::POSIX => 8 + crate::posix::FilePosixInfo::MIN_LEN + 4,
         _ => return None,
     })
 }
 
 /// Bytes one entry takes (unpadded), or `None` for an unsupported class.
 pub fn dir_entry_len(class: FileInfoClass, e: &DirEntryInfo) -> Option<usize> {
+    if class == FileInfoClass::POSIX {
+        return Some(crate::posix::dir_entry_len(&e.posix_info()?, &e.name));
+    }
     Some(dir_class_fixed_size(class)? + utf16_len(&e.name))
 }
 
@@ -102,6 +137,13 @@ pub fn encode_dir_entry(
     out: &mut Vec<u8>,
 ) -> Option<usize> {
     dir_class_fixed_size(class)?;
+    if class == FileInfoClass::POSIX {
+        return Some(crate::posix::encode_dir_entry(
+            &e.posix_info()?,
+            &e.name,
+            out,
+        ));
+    }
     let start = out.len();
     let name_len = to_u32(utf16_len(&e.name));
     out.put_u32(0); // NextEntryOffset
@@ -259,6 +301,9 @@ pub fn decode_dir_entry(
     entry: &[u8],
 ) -> Result<(DirEntryInfo, usize), WireError> {
     let fixed = dir_class_fixed_size(class).ok_or(WireError::Invalid("FileInformationClass"))?;
+    if class == FileInfoClass::POSIX {
+        return decode_posix_entry(entry);
+    }
     let mut r = Reader::new(entry);
     let mut e = DirEntryInfo::default();
     r.skip(4)?; // NextEntryOffset
@@ -311,6 +356,29 @@ pub fn decode_dir_entry(
     Ok((e, fixed + name_len))
 }
 
+/// One entry of the POSIX class, as [`decode_dir_entry`] gives it.
+fn decode_posix_entry(entry: &[u8]) -> Result<(DirEntryInfo, usize), WireError> {
+    let (p, name, _) = crate::posix::decode_dir_entry(entry)?;
+    let used = crate::posix::dir_entry_len(&p, &name);
+    let e = DirEntryInfo {
+        creation_time: FileTime(p.creation_time),
+        last_access_time: FileTime(p.last_access_time),
+        last_write_time: FileTime(p.last_write_time),
+        change_time: FileTime(p.change_time),
+        end_of_file: p.end_of_file,
+        allocation_size: p.allocation_size,
+        file_attributes: FileAttributes(p.file_attributes),
+        file_id: p.inode,
+        name,
+        posix: Some(PosixEntry {
+            device: p.device,
+            cc: p.cc,
+        }),
+        ..DirEntryInfo::default()
+    };
+    Ok((e, used))
+}
+
 /// Decode a whole QUERY_DIRECTORY output buffer of `class` (client side).
 /// Entries must not overlap and NextEntryOffset must stay inside the buffer.
 pub fn decode_dir_entries(
@@ -357,7 +425,40 @@ mod tests {
             short_name: String::new(),
             name: name.into(),
             apple: None,
+            posix: None,
         }
+    }
+
+    #[test]
+    fn posix_entries_chain_and_decode_back_and_need_their_posix_fields() {
+        let mut out = Vec::new();
+        let mut chain = DirEntryChain::new(&out, 4096);
+        assert!(!chain.push(&mut out, FileInfoClass::POSIX, &sample("none")));
+        let posix = PosixEntry {
+            device: 9,
+            cc: crate::posix::PosixCc {
+                nlinks: 1,
+                reparse_tag: 0,
+                mode: 0o644,
+                owner: crate::security::Sid::unix_user(1),
+                group: crate::security::Sid::unix_group(2),
+            },
+        };
+        let entries: Vec<DirEntryInfo> = ["a", "bee"]
+            .iter()
+            .map(|n| DirEntryInfo {
+                file_index: 0,
+                posix: Some(posix.clone()),
+                ..sample(n)
+            })
+            .collect();
+        for e in &entries {
+            assert!(chain.push(&mut out, FileInfoClass::POSIX, e));
+        }
+        assert_eq!(
+            decode_dir_entries(FileInfoClass::POSIX, &out).unwrap(),
+            entries
+        );
     }
 
     /// What survives a round trip through `class`.

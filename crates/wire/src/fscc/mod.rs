@@ -264,6 +264,8 @@ named_classes!(FileInfoClass {
     DISPOSITION_EX = 64, "FileDispositionInformationEx";
     /// Set.
     RENAME_EX = 65, "FileRenameInformationEx";
+    /// Query and QUERY_DIRECTORY, on a POSIX open only (the SMB3 POSIX extensions, [`crate::posix`]).
+    POSIX = 100, "FilePosixInformation";
 });
 
 named_classes!(FsInfoClass {
