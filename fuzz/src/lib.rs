@@ -87,6 +87,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             continuous_availability: false,
             root_key: Default::default(),
             change_notify: true,
+            smb3_unix_extensions: true,
             streams: true,
             fruit: None,
             shadow: None,
@@ -121,6 +122,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
         failed_logon_backoff: 0,
         smb_encryption_over_quic: false,
         directory_leases: true,
+        posix_extensions: true,
         compression: ringshare_core::DEFAULT_COMPRESSION.to_vec(),
         homes: None,
     };

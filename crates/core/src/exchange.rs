@@ -47,6 +47,9 @@ pub(crate) struct Negotiated {
     /// client offered SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY and the server
     /// agreed; no SMB encryption is asked for on this connection.
     pub transport_security: bool,
+    /// 3.1.1: the client offered the SMB3 POSIX extensions and `smb3 unix
+    /// extensions` is on in `[global]`: the server answered their context.
+    pub posix: bool,
 }
 
 /// Connection-level state the command modules work on.

@@ -336,6 +336,10 @@ pub struct Global {
     /// (`None`, the default: on, except on a cluster node, where a change
     /// made through another node does not break the leases yet).
     pub smb3_directory_leases: Option<bool>,
+    /// `smb3 unix extensions` as `[global]` sets it (Samba's share option, default no):
+    /// NEGOTIATE answers a client offering the SMB3 POSIX extensions only when it is on,
+    /// as Samba reads the global value there; each share has its own value too.
+    pub smb3_unix_extensions: bool,
     /// `server multi channel support`: SMB 3 clients may bind several
     /// connections to one session. Default yes (as in Samba 4.15 and later).
     pub multi_channel: bool,
@@ -450,6 +454,7 @@ impl Default for Global {
             zerocopy_send: ZerocopySend::Auto,
             send_timeout_secs: 60,
             smb3_directory_leases: None,
+            smb3_unix_extensions: false,
             multi_channel: true,
             disable_lock_sequence_checking: false,
             compression: true,
@@ -501,6 +506,10 @@ pub struct ShareConfig {
     /// `change notify` (Samba's option): CHANGE_NOTIFY works on the share;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does. Default yes.
     pub change_notify: bool,
+    /// `smb3 unix extensions` (Samba's option): a CREATE carrying the POSIX
+    /// context makes a POSIX open (mode given, POSIX information answered,
+    /// case-sensitive names). Default no, as in Samba 4.22.
+    pub smb3_unix_extensions: bool,
     /// Files have named data streams, kept as Samba's `streams_xattr` keeps
     /// them: when `vfs objects` lists `streams_xattr` (or `fruit`, which
     /// needs it), or is not given at all; a `vfs objects` line without it
@@ -633,6 +642,7 @@ impl Config {
                 durable_handles: true,
                 continuous_availability: false,
                 change_notify: true,
+                smb3_unix_extensions: false,
                 streams: true,
                 fruit: None,
                 shadow: None,
@@ -879,6 +889,26 @@ mod tests {
         assert!(c.shares[0].change_notify);
         let c = parse_str("[s]\npath = /tmp\nchange notify = no\n", path).unwrap();
         assert!(!c.shares[0].change_notify);
+    }
+
+    #[test]
+    fn smb3_unix_extensions_is_off_by_default_and_global_sets_the_shares_default() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert!(!d.global.smb3_unix_extensions);
+        assert!(!d.shares[0].smb3_unix_extensions);
+        let c = parse_str(
+            "[global]\nsmb3 unix extensions = yes\n[s]\npath = /tmp\n[t]\npath = /tmp\nsmb3 unix extensions = no\n",
+            path,
+        )
+        .unwrap();
+        assert!(c.global.smb3_unix_extensions);
+        assert!(c.shares[0].smb3_unix_extensions);
+        assert!(!c.shares[1].smb3_unix_extensions);
+        // Set in a share only: that share, but NEGOTIATE goes by [global] (as Samba).
+        let s = parse_str("[s]\npath = /tmp\nsmb3 unix extensions = yes\n", path).unwrap();
+        assert!(!s.global.smb3_unix_extensions);
+        assert!(s.shares[0].smb3_unix_extensions);
     }
 
     #[test]

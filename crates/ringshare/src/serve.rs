@@ -90,6 +90,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         continuous_availability: s.continuous_availability,
         root_key: Default::default(),
         change_notify: s.change_notify,
+        smb3_unix_extensions: s.smb3_unix_extensions,
         streams: s.streams,
         fruit: s.fruit.clone().map(Arc::new),
         shadow: s.shadow.clone().map(Arc::new),
@@ -167,6 +168,7 @@ pub fn server_config(
         // `auto`: off on a cluster node (a change through another node does
         // not break the leases yet; Samba turns them off there too).
         directory_leases: g.smb3_directory_leases.unwrap_or(!g.cluster.enabled()),
+        posix_extensions: g.smb3_unix_extensions,
         compression: if g.compression {
             g.compression_algorithms.clone()
         } else {

@@ -241,6 +241,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
         compression_algorithms,
         disable_lock_sequence_checking,
         smb3_directory_leases,
+        smb3_unix_extensions,
         smb2_max_read,
         smb2_max_write,
         smb2_max_trans,
@@ -422,6 +423,7 @@ pub(crate) fn render_global(s: &mut String, g: &Global) {
     );
     let dl = smb3_directory_leases.map_or("auto", yes_no);
     opt(s, "smb3 directory leases", dl);
+    opt(s, "smb3 unix extensions", yes_no(*smb3_unix_extensions));
     opt(s, "use sendfile", yes_no(*use_sendfile));
     let zc = match zerocopy_send {
         ZerocopySend::No => "no",
@@ -466,6 +468,11 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
         yes_no(share.continuous_availability),
     );
     opt(s, "change notify", yes_no(share.change_notify));
+    opt(
+        s,
+        "smb3 unix extensions",
+        yes_no(share.smb3_unix_extensions),
+    );
     match share.smb_encrypt {
         Some(p) => opt(s, "smb encrypt", encrypt(p)),
         // Shown, as a comment so that the output keeps the share following [global].

@@ -107,6 +107,10 @@ pub struct ShareDef {
     /// Where the share's quotas come from (`get quota command`): the free space a user is
     /// shown honours their quota ([`crate::quota`]).
     pub quota: Option<Arc<dyn crate::quota::QuotaSource>>,
+    /// `smb3 unix extensions` (Samba's share option, default no): a CREATE
+    /// with the POSIX context on a connection that negotiated the extensions
+    /// makes a POSIX open ([`ringshare_wire::posix`]).
+    pub smb3_unix_extensions: bool,
 }
 
 impl ShareDef {
@@ -128,6 +132,7 @@ impl ShareDef {
             continuous_availability: self.continuous_availability,
             change_notify: self.change_notify,
             streams: self.streams,
+            smb3_unix_extensions: self.smb3_unix_extensions,
             fruit: self.fruit.clone(),
             root_key: Default::default(),
             shadow: self.shadow.clone(),
@@ -196,6 +201,10 @@ pub struct ServerConfig {
     /// SMB2_GLOBAL_CAP_DIRECTORY_LEASING to clients that ask, and their
     /// directory opens may get R or RH leases (`crate::dirlease`).
     pub directory_leases: bool,
+    /// `smb3 unix extensions` in `[global]` (Samba reads the global value at
+    /// NEGOTIATE): a 3.1.1 NEGOTIATE offering the POSIX extensions is answered
+    /// with their context.
+    pub posix_extensions: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize for SMB 2.1 and later.
     pub io_sizes: IoSizes,
     /// `guest account`: the Unix account guest and anonymous sessions act as.

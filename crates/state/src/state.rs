@@ -203,6 +203,9 @@ pub struct Open {
     /// Set for an open of a named stream: `node`, `key` and `entry` are the
     /// stream's.
     pub stream: Option<Box<StreamOf>>,
+    /// A POSIX open (the SMB3 POSIX extensions): its names are matched
+    /// case-sensitively and it may ask for FILE_POSIX_INFORMATION.
+    pub posix: bool,
 }
 
 /// What an open of a named stream knows of its file.

@@ -111,6 +111,8 @@ pub(crate) fn open_from(
             posix_rename: h.posix_rename,
         }),
         stream: None,
+        // A POSIX open handed over from another node is not POSIX here (not in its record yet).
+        posix: false,
     }
 }
 

@@ -30,6 +30,7 @@ pub(crate) mod negotiate;
 pub(crate) mod notify;
 pub(crate) mod oplock_break;
 pub(crate) mod pipe;
+pub(crate) mod posix;
 pub(crate) mod query_directory;
 pub(crate) mod query_info;
 pub(crate) mod quota;

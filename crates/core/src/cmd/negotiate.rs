@@ -5,8 +5,8 @@ use ringshare_auth::spnego;
 use ringshare_crypto::encrypt::Cipher;
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_wire::consts::{
-    Capabilities, CipherId, Command, Dialect, HashAlgorithm, SecurityMode, SigningAlgorithm,
-    TransportCapabilityFlags,
+    Capabilities, CipherId, Command, Dialect, HashAlgorithm, NegotiateContextType, SecurityMode,
+    SigningAlgorithm, TransportCapabilityFlags,
 };
 use ringshare_wire::header::Header;
 use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest, NegotiateResponse};
@@ -153,6 +153,7 @@ pub(crate) fn handle_smb1(core: &mut ConnCore, frame: &[u8]) -> Option<Vec<u8>> 
             cipher: None,
             compression: Default::default(),
             transport_security: false,
+            posix: false,
         });
     }
     let mut hdr = Header::response_to(&Header::request(Command::NEGOTIATE, 0), NtStatus::SUCCESS);
@@ -189,6 +190,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let mut cipher_ctx = None;
     let mut agreed = compress::Compression::default();
     let mut transport_security = false;
+    let mut posix = false;
     // `server smb encrypt = off` everywhere: no cipher is offered.
     let offer = core.server.config.encrypt != EncryptPolicy::Off
         || core
@@ -252,6 +254,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                             .contains(TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY)
                         && !core.server.config.smb_encryption_over_quic;
                 }
+                // The SMB3 POSIX extensions, under `smb3 unix extensions` (read
+                // in [global], as Samba does; not looked at while it is off).
+                NegotiateContext::Unknown { context_type, data }
+                    if *context_type == NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE
+                        && core.server.config.posix_extensions =>
+                {
+                    posix |= ringshare_wire::posix::negotiate_offers_posix(data)
+                        .map_err(|_| NtStatus::INVALID_PARAMETER)?;
+                }
                 _ => {}
             }
         }
@@ -280,6 +291,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 flags: TransportCapabilityFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY,
             });
         }
+        if posix {
+            contexts.push(NegotiateContext::Unknown {
+                context_type: NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE,
+                data: ringshare_wire::create::tag::POSIX.to_vec(),
+            });
+        }
     }
     let body = response_body(core, dialect, cipher, neg.capabilities, contexts);
     core.negotiated = Some(Negotiated {
@@ -294,6 +311,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         cipher,
         compression: agreed,
         transport_security,
+        posix,
     });
     if dialect == Dialect::SMB3_1_1 {
         let mut p = PreauthHash::zero();

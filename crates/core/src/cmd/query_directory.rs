@@ -48,6 +48,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = handles::find(core, req, q.file_id)?;
+    // The POSIX class: on a POSIX open only (Samba's INVALID_LEVEL otherwise).
+    let posix = class == FileInfoClass::POSIX;
+    if posix && !open.posix {
+        return Err(NtStatus::INVALID_LEVEL);
+    }
     let zero_ids = crate::fruit::zero_ids(&core.aapl, &open.share);
     // Apple's attributes in FileIdBothDirectoryInformation after AAPL.
     let apple = match &open.share.fruit {
@@ -128,6 +133,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         let mut info = fileinfo::dir_entry_info(name, &attr);
         if zero_ids {
             info.file_id = 0;
+        }
+        if posix {
+            let mut p = crate::cmd::posix::entry(&core.server, &attr);
+            // The share root's `..` (the root again) has no owner to show: Samba sends
+            // NULL SIDs for it.
+            if name == ".." && lock(&open.entry).path.is_root() {
+                p.cc.owner = ringshare_wire::security::Sid::null();
+                p.cc.group = ringshare_wire::security::Sid::null();
+            }
+            info.posix = Some(p);
         }
         if let Some(f) = apple {
             let dir = lock(&open.entry).path.clone();

@@ -181,7 +181,12 @@ fn file_info(
             | FileInfoClass::ALL
             | FileInfoClass::NETWORK_OPEN
             | FileInfoClass::ATTRIBUTE_TAG
+            | FileInfoClass::POSIX
     );
+    // FILE_POSIX_INFORMATION: on a POSIX open only (Samba's INVALID_LEVEL otherwise).
+    if class == FileInfoClass::POSIX && !open.posix {
+        return Err(NtStatus::INVALID_LEVEL);
+    }
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -325,6 +330,10 @@ fn file_info(
                 }
                 .encode(o)
             })
+        }
+        FileInfoClass::POSIX => {
+            let info = crate::cmd::posix::info(server, &attr, shown_id(&attr));
+            answer(0, |o| info.encode(o))
         }
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }

@@ -8,15 +8,31 @@ use ringshare_wire::NtStatus;
 use crate::fsmap::status_of;
 
 /// Resolve a parsed name: exactly when it exists, else component by component
-/// case-insensitively. Returns the path as stored (the last component as given
-/// when it does not exist) and the file's attributes when it exists.
+/// case-insensitively, or with `exact` (a POSIX open: names are case-sensitive,
+/// as on Samba) not at all. Returns the path as stored (the last component as
+/// given when it does not exist) and the file's attributes when it exists.
 pub(crate) fn resolve_path(
     backend: &dyn Share,
     who: &ringshare_vfs::Who,
     path: &RelPath,
+    exact: bool,
 ) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
     match backend.stat(who, path) {
         Ok(a) => return Ok((path.clone(), Some(a))),
+        Err(FsError::NotFound) if exact => {
+            // Missing: the name, or a directory on its way.
+            let parent_is_dir = match path.parent() {
+                Some(p) => backend.stat(who, &p).is_ok_and(|a| a.is_dir()),
+                None => true,
+            };
+            if !parent_is_dir {
+                return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
+            }
+            return Ok((path.clone(), None));
+        }
+        Err(FsError::PathNotFound | FsError::NotADirectory) if exact => {
+            return Err(NtStatus::OBJECT_PATH_NOT_FOUND)
+        }
         Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
         Err(e) => return Err(status_of(e)),
     }

@@ -548,7 +548,7 @@ fn target_of(open: &Open, r: &FileRenameInformation) -> Result<Target, NtStatus>
         return Err(NtStatus::OBJECT_NAME_INVALID);
     };
     let backend = open.share.backend.as_ref();
-    let (parent, parent_attr) = resolve_path(backend, &open.who, &tparent)?;
+    let (parent, parent_attr) = resolve_path(backend, &open.who, &tparent, open.posix)?;
     if !parent_attr.as_ref().is_some_and(|a| a.is_dir()) {
         return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
     }

@@ -106,6 +106,8 @@ pub(super) enum Opt {
     /// `continuous availability` (per share).
     ContinuousAvailability,
     ChangeNotify,
+    /// `smb3 unix extensions` (per share; the `[global]` value also rules NEGOTIATE).
+    Smb3UnixExtensions,
     /// `fruit:<name>` (vfs_fruit's options).
     Fruit,
     /// `shadow:<name>` (vfs_shadow_copy2's options).
@@ -133,6 +135,7 @@ impl Opt {
                 | Opt::DurableHandles
                 | Opt::ContinuousAvailability
                 | Opt::ChangeNotify
+                | Opt::Smb3UnixExtensions
                 | Opt::Fruit
                 | Opt::Shadow
                 | Opt::SmbEncrypt
@@ -259,6 +262,7 @@ pub(super) fn classify(key: &str) -> Option<Opt> {
         "durable handles" => Opt::DurableHandles,
         "continuous availability" => Opt::ContinuousAvailability,
         "change notify" => Opt::ChangeNotify,
+        "smb3 unix extensions" => Opt::Smb3UnixExtensions,
         "passdb backend" => Opt::Ignored(WHY_PASSDB),
         "log file" | "max log size" | "logging" | "syslog" | "syslog only" => Opt::Ignored(WHY_LOG),
         "disable netbios" | "wins support" | "local master" | "domain master"

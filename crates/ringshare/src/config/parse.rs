@@ -173,6 +173,7 @@ struct ShareDraft {
     durable_handles: Option<bool>,
     continuous_availability: Option<bool>,
     change_notify: Option<bool>,
+    smb3_unix_extensions: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -892,6 +893,9 @@ impl<'a> Parser<'a> {
             Opt::ChangeNotify => {
                 draft.change_notify = Some(self.bool_value(line, key, value)?);
             }
+            Opt::Smb3UnixExtensions => {
+                draft.smb3_unix_extensions = Some(self.bool_value(line, key, value)?);
+            }
             Opt::Fruit => {
                 let checked = super::fruit::apply(&mut Default::default(), key, value);
                 self.checked_module_option(line, checked)?;
@@ -996,6 +1000,7 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
+        self.global.smb3_unix_extensions = self.defaults.smb3_unix_extensions.unwrap_or(false);
         let drafts = std::mem::take(&mut self.shares);
         let mut shares = Vec::with_capacity(drafts.len());
         for d in drafts {
@@ -1112,6 +1117,10 @@ impl<'a> Parser<'a> {
                 .or(defaults.continuous_availability)
                 .unwrap_or(false),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
+            smb3_unix_extensions: d
+                .smb3_unix_extensions
+                .or(defaults.smb3_unix_extensions)
+                .unwrap_or(false),
             streams: d.streams.or(defaults.streams).unwrap_or(true),
             fruit: d.fruit.or(defaults.fruit).unwrap_or(false).then(|| {
                 let mut f = ringshare_core::fruit::Fruit::default();

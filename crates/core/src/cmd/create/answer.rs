@@ -63,6 +63,11 @@ pub(super) fn response(
     if let (Some(l), oplock::LEVEL_LEASE) = (asked.lease_req.as_ref(), grant.level) {
         contexts.push(lease_response(l, grant));
     }
+    if asked.posix.is_some() {
+        let mut data = Vec::new();
+        crate::cmd::posix::cc(at.server, attr).encode(&mut data);
+        contexts.push(CreateContext::new(ringshare_wire::create::tag::POSIX, data));
+    }
     let persistent_handles = core.negotiated.as_ref().is_some_and(|n| {
         n.server_capabilities & ringshare_wire::consts::Capabilities::PERSISTENT_HANDLES.0 != 0
     });
@@ -254,6 +259,7 @@ pub(super) fn new_open(
         share,
         state: Mutex::new(state),
         stream,
+        posix: asked.posix.is_some(),
     }
 }
 

@@ -428,6 +428,7 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
         state: std::sync::Mutex::new(state),
         // Streams are never made durable.
         stream: None,
+        posix: old.posix,
     }
 }
 

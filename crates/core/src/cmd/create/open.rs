@@ -44,13 +44,16 @@ pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened
         None => false,
     };
     let want_dir = asked.want_dir;
-    let create_mode = identity::new_mode(
-        &share.rules,
-        want_dir,
-        !want_dir,
-        parent_mode,
-        parent_default_acl,
-    );
+    let create_mode = match asked.posix {
+        Some(wire) => crate::cmd::posix::create_mode(&share.rules, want_dir, wire),
+        None => identity::new_mode(
+            &share.rules,
+            want_dir,
+            !want_dir,
+            parent_mode,
+            parent_default_acl,
+        ),
+    };
     let opts = options(asked, target, create_mode);
     let opened = backend.open(who, path, &opts).map_err(|e| match e {
         FsError::NotFound if target.create => NtStatus::OBJECT_PATH_NOT_FOUND,

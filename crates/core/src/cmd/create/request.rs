@@ -66,6 +66,8 @@ pub(super) struct Asked {
     pub attrs_asked: u32,
     /// What the durable-handle contexts ask.
     pub durable: durable::Ask,
+    /// The POSIX context's wire mode: a POSIX open ([`crate::cmd::posix`]).
+    pub posix: Option<u32>,
 }
 
 /// Check a CREATE's fields, name and contexts, in the order their errors
@@ -119,6 +121,19 @@ pub(super) fn check(
         client_guid: super::client_guid(core),
         key: l.key,
     });
+    // The POSIX context counts on a connection that negotiated the extensions, on a share
+    // with `smb3 unix extensions` (as Samba); 4 bytes exactly, else INVALID_PARAMETER.
+    let posix = match cr.context(ContextTag::Posix) {
+        Some(c)
+            if share.smb3_unix_extensions && core.negotiated.as_ref().is_some_and(|n| n.posix) =>
+        {
+            Some(
+                ringshare_wire::posix::decode_create_mode(&c.data)
+                    .map_err(|_| NtStatus::INVALID_PARAMETER)?,
+            )
+        }
+        _ => None,
+    };
     let disposition = cr.create_disposition;
     Ok(Asked {
         disposition,
@@ -148,6 +163,7 @@ pub(super) fn check(
         ),
         attrs_asked: cr.file_attributes.0 & SETTABLE_ATTRIBUTES,
         durable,
+        posix,
     })
 }
 
@@ -293,6 +309,7 @@ impl Asked {
             truncate: false,
             attrs_asked: 0,
             durable: durable::Ask::None,
+            posix: None,
         }
     }
 }

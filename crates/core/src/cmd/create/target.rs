@@ -42,7 +42,12 @@ pub(super) fn resolve(
     {
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
-    let (path, existing) = resolve_path(share.backend.as_ref(), &tree.who, &asked.path)?;
+    let (path, existing) = resolve_path(
+        share.backend.as_ref(),
+        &tree.who,
+        &asked.path,
+        asked.posix.is_some(),
+    )?;
     let stream = asked.named.is_some();
     let (mode, create) = disposition(existing.is_some(), asked.disposition, stream)?;
     if tree.read_only && (create || (asked.truncate && !stream)) {

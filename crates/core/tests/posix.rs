@@ -1,0 +1,159 @@
+//! The SMB3 POSIX extensions (`smb3 unix extensions`): NEGOTIATE answers their context only
+//! under the option and for 3.1.1, a bad context is INVALID_PARAMETER, a POSIX CREATE makes the
+//! file with the mode it gives and answers its POSIX information, and FILE_POSIX_INFORMATION
+//! and the POSIX listing class are for POSIX opens only (INVALID_LEVEL otherwise), as Samba 4.22
+//! answers (compared with it in crates/ringshare/tests/posix.rs).
+
+mod support;
+
+use ringshare_vfs::memory::MemShare;
+use ringshare_wire::codec::decode_output_buffer_response;
+use ringshare_wire::consts::{CreateDisposition as D, Dialect, NegotiateContextType};
+use ringshare_wire::create::{tag, ContextTag, CreateContext, CreateResponse};
+use ringshare_wire::fscc::dir_info::decode_dir_entries;
+use ringshare_wire::fscc::FileInfoClass;
+use ringshare_wire::negotiate::{NegotiateContext, NegotiateResponse};
+use ringshare_wire::posix::{FilePosixInfo, PosixCc};
+use ringshare_wire::NtStatus;
+use support::*;
+
+const DIRECTORY: u32 = 0x1;
+
+fn posix_offer(data: &[u8]) -> NegotiateContext {
+    NegotiateContext::Unknown {
+        context_type: NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE,
+        data: data.to_vec(),
+    }
+}
+
+/// A 3.1.1 client of a server with the option `on` that offered the extensions; whether the
+/// server answered their context.
+fn client(on: bool) -> (Client, bool) {
+    let mem = MemShare::new();
+    let server = server_with(&mem, |c| c.posix_extensions = on);
+    let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, [7; 16]);
+    let r = c.negotiate_adding(Dialect::SMB3_1_1, vec![posix_offer(tag::POSIX)]);
+    let answered = NegotiateResponse::decode(&r.msg)
+        .expect("negotiate")
+        .contexts
+        .iter()
+        .any(|x| x == &posix_offer(tag::POSIX));
+    c.session_setup();
+    c.tree_id = c.tree_connect("share");
+    (c, answered)
+}
+
+fn posix_create(c: &mut Client, name: &str, mode: &[u8], options: u32) -> Resp {
+    let tree = c.tree_id;
+    let ctx = vec![CreateContext::new(tag::POSIX, mode.to_vec())];
+    let mut m = c.create_msg_ctx(tree, name, 0x1F01FF, 7, D::OPEN_IF, options, 0, ctx);
+    c.sign(&mut m);
+    c.send_frame(m).remove(0)
+}
+
+#[test]
+fn negotiate_answers_the_posix_context_only_under_smb3_unix_extensions() {
+    assert!(client(true).1);
+    assert!(!client(false).1);
+}
+
+#[test]
+fn a_posix_negotiate_context_of_a_bad_length_is_invalid_parameter() {
+    let mem = MemShare::new();
+    let server = server_with(&mem, |c| c.posix_extensions = true);
+    let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, [7; 16]);
+    let (_, r) = c.negotiate_offering_with(vec![Dialect::SMB3_1_1], vec![posix_offer(b"01234")]);
+    assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
+    // An unknown variant is no error, only not agreed to.
+    let mem = MemShare::new();
+    let server = server_with(&mem, |c| c.posix_extensions = true);
+    let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, [7; 16]);
+    let r = c.negotiate_adding(Dialect::SMB3_1_1, vec![posix_offer(&[0x30; 16])]);
+    let ctxs = NegotiateResponse::decode(&r.msg).unwrap().contexts;
+    assert!(!ctxs
+        .iter()
+        .any(|x| x.context_type() == NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE));
+}
+
+#[test]
+fn a_posix_create_makes_the_file_with_its_mode_and_answers_its_posix_information() {
+    let (mut c, _) = client(true);
+    let r = posix_create(&mut c, "f", &0o640u32.to_le_bytes(), 0);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let resp = CreateResponse::decode(&r.msg).unwrap();
+    let cc = resp
+        .contexts
+        .iter()
+        .find(|x| x.tag() == ContextTag::Posix)
+        .expect("a POSIX context in the answer");
+    let cc = PosixCc::decode(&cc.data).unwrap();
+    assert_eq!((cc.mode, cc.nlinks), (0o640, 1));
+    // FILE_POSIX_INFORMATION on the POSIX open.
+    let q = c.query_info(resp.file_id, 1, FileInfoClass::POSIX.0, 0, 4096);
+    assert_eq!(q.status(), NtStatus::SUCCESS);
+    let info = FilePosixInfo::decode(decode_output_buffer_response(&q.msg).unwrap()).unwrap();
+    assert_eq!(info.cc, cc);
+    c.close(resp.file_id);
+    // A directory: its type in bits 12-15 of the mode.
+    let d = posix_create(&mut c, "d", &0o750u32.to_le_bytes(), DIRECTORY);
+    let resp = CreateResponse::decode(&d.msg).unwrap();
+    let cc = PosixCc::decode(&resp.contexts[0].data).unwrap();
+    assert_eq!(cc.mode, 0o10750);
+    // The POSIX listing class on the POSIX open of the directory.
+    let l = c.query_directory(resp.file_id, FileInfoClass::POSIX.0, 0, "*", 65536);
+    assert_eq!(l.status(), NtStatus::SUCCESS);
+    let entries = decode_dir_entries(
+        FileInfoClass::POSIX,
+        decode_output_buffer_response(&l.msg).unwrap(),
+    )
+    .unwrap();
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, [".", ".."]);
+    assert_eq!(entries[0].posix.as_ref().unwrap().cc.mode, 0o10750);
+}
+
+#[test]
+fn posix_information_on_a_non_posix_open_is_invalid_level() {
+    let (mut c, _) = client(true);
+    let f = c.create("plain", 0x1F01FF, D::CREATE, 0).unwrap();
+    let q = c.query_info(f, 1, FileInfoClass::POSIX.0, 0, 4096);
+    assert_eq!(q.status(), NtStatus::INVALID_LEVEL);
+    let d = c.create("dir", 0x1F01FF, D::CREATE, DIRECTORY).unwrap();
+    let l = c.query_directory(d, FileInfoClass::POSIX.0, 0, "*", 65536);
+    assert_eq!(l.status(), NtStatus::INVALID_LEVEL);
+}
+
+#[test]
+fn a_posix_create_context_of_a_bad_length_is_invalid_parameter() {
+    let (mut c, _) = client(true);
+    for bad in [&b""[..], b"000", b"00000"] {
+        let r = posix_create(&mut c, "f", bad, 0);
+        assert_eq!(r.status(), NtStatus::INVALID_PARAMETER, "{bad:?}");
+    }
+}
+
+#[test]
+fn without_the_negotiated_extensions_the_posix_context_is_ignored() {
+    let (mut c, _) = client(false);
+    let r = posix_create(&mut c, "f", b"00000", 0);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let resp = CreateResponse::decode(&r.msg).unwrap();
+    assert!(resp.contexts.iter().all(|x| x.tag() != ContextTag::Posix));
+}
+
+#[test]
+fn a_posix_open_matches_names_case_sensitively() {
+    let (mut c, _) = client(true);
+    let f = c.create("File.txt", 0x1F01FF, D::CREATE, 0).unwrap();
+    c.close(f);
+    let tree = c.tree_id;
+    let ctx = vec![CreateContext::new(tag::POSIX, vec![0; 4])];
+    let mut m = c.create_msg_ctx(tree, "file.TXT", 0x120089, 7, D::OPEN, 0, 0, ctx);
+    c.sign(&mut m);
+    assert_eq!(
+        c.send_frame(m).remove(0).status(),
+        NtStatus::OBJECT_NAME_NOT_FOUND
+    );
+    // Without the context the same name is found in another case.
+    assert!(c.create("file.TXT", 0x120089, D::OPEN, 0).is_ok());
+}

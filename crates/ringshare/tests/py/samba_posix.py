@@ -1,0 +1,102 @@
+"""What a client of the SMB3 POSIX extensions sees, through Samba's own python bindings
+(python3-samba's libsmb, as Samba's python/samba/tests/smb3unix.py uses them): the negotiate
+context, the POSIX create context (mode in, the open's POSIX information out),
+FILE_POSIX_INFORMATION and the POSIX listing class, and case-sensitive POSIX opens. One line per
+answer, times and inode numbers left out, so that two servers' outputs compare line by line
+(crates/ringshare/tests/posix.rs).
+
+Usage: samba_posix.py HOST PORT SHARE USER PASSWORD CLIENT_CONF
+"""
+import sys
+from samba.samba3 import libsmb_samba_internal as libsmb
+from samba.samba3 import param as s3param
+from samba import credentials, NTSTATUSError
+from samba.dcerpc import security, smb3posix
+from samba.ndr import ndr_unpack
+
+host, port, share, user, pw, conf = sys.argv[1:7]
+lp = s3param.get_context()
+lp.load(conf)
+lp.set("smb ports", port)
+lp.set("client min protocol", "SMB3_11")
+creds = credentials.Credentials()
+creds.guess(lp)
+creds.set_username(user)
+creds.set_password(pw)
+
+def out(*a):
+    print(*a, flush=True)
+
+def status(e):
+    return "0x%08x" % (e.args[0] & 0xffffffff)
+
+c = libsmb.Conn(host, share, lp, creds, posix=True)
+out("have_posix", c.have_posix())
+try:
+    libsmb.Conn(host, share, lp, creds, negotiate_contexts=[(0x100, b'01234')])
+    out("bad negotiate length: OK")
+except NTSTATUSError as e:
+    out("bad negotiate length:", status(e))
+c2 = libsmb.Conn(host, share, lp, creds, negotiate_contexts=[(0x100, b'0123456789012345')])
+out("unknown variant have_posix", c2.have_posix())
+
+def ctx(mode):
+    return [(libsmb.SMB2_CREATE_TAG_POSIX, mode.to_bytes(4, 'little'))]
+
+def show_cc(what, cc_out):
+    for name, data in cc_out:
+        if name == libsmb.SMB2_CREATE_TAG_POSIX:
+            cc = ndr_unpack(smb3posix.smb3_posix_cc_info, data)
+            out(what, "cc nlinks=%d tag=%d mode=0%o owner=%s group=%s" % (
+                cc.nlinks, cc.reparse_tag, cc.posix_mode, cc.owner, cc.group))
+
+try:
+    c.create_ex("", CreateContexts=[(libsmb.SMB2_CREATE_TAG_POSIX, b'00000')])
+    out("bad create context length: OK")
+except NTSTATUSError as e:
+    out("bad create context length:", status(e))
+
+for name, mode, opts in [("pf640", 0o640, 0), ("pf4777", 0o4777, 0), ("pd750", 0o750, libsmb.FILE_DIRECTORY_FILE), ("pd3777", 0o3777, libsmb.FILE_DIRECTORY_FILE)]:
+    f, _, cc_out = c.create_ex(name, DesiredAccess=security.SEC_STD_ALL | security.SEC_FILE_ALL,
+                               CreateDisposition=libsmb.FILE_CREATE, CreateOptions=opts,
+                               CreateContexts=ctx(mode))
+    show_cc("create %s 0%o" % (name, mode), cc_out)
+    info = c.qfileinfo(f, libsmb.FSCC_FILE_POSIX_INFORMATION)
+    keep = {k: v for k, v in info.items() if k not in ("ino", "dev", "atime", "btime", "ctime", "mtime")}
+    out("qfileinfo %s" % name, sorted(keep.items()))
+    c.close(f)
+
+# An existing file, opened with a POSIX context of mode 0.
+f, _, cc_out = c.create_ex("File.txt", CreateContexts=ctx(0))
+show_cc("open File.txt", cc_out)
+c.close(f)
+# FILE_POSIX_INFORMATION on a non-POSIX open.
+f = c.create("File.txt")
+try:
+    c.qfileinfo(f, libsmb.FSCC_FILE_POSIX_INFORMATION)
+    out("qfileinfo on a non-POSIX open: OK")
+except NTSTATUSError as e:
+    out("qfileinfo on a non-POSIX open:", status(e))
+c.close(f)
+# Case: a POSIX open by another case.
+try:
+    f, _, _ = c.create_ex("file.TXT", CreateContexts=ctx(0))
+    out("POSIX open by another case: OK")
+    c.close(f)
+except NTSTATUSError as e:
+    out("POSIX open by another case:", status(e))
+f = c.create("file.TXT")
+out("non-POSIX open by another case: OK")
+c.close(f)
+for e in sorted(c.list("", info_level=libsmb.SMB2_FIND_POSIX_INFORMATION), key=lambda e: e['name']):
+    keep = {k: v for k, v in e.items() if k not in ("ino", "dev", "atime", "btime", "ctime", "mtime", "allocation_size", "short_name", "name")}
+    out("list", e['name'], sorted(keep.items()))
+try:
+    c2.list("", info_level=libsmb.SMB2_FIND_POSIX_INFORMATION)
+    out("posix listing without POSIX: OK")
+except NTSTATUSError as e:
+    out("posix listing without POSIX:", status(e))
+for name in ["pf640", "pf4777"]:
+    c.unlink(name)
+for name in ["pd750", "pd3777"]:
+    c.rmdir(name)
