@@ -187,9 +187,7 @@ fn smbcacls_shows_and_sets_the_posix_acl_as_samba_does() {
     );
     let mut results = Vec::new();
     for kind in ["samba", "ringshare"] {
-        let root = tmp.path().join(kind);
-        fs::create_dir_all(&root).unwrap();
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        let root = twin::server_root(tmp.path(), kind);
         layout(&root);
         let base = tmp.path().join(format!("{kind}-state"));
         let srv = if kind == "samba" {

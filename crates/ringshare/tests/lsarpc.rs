@@ -73,10 +73,8 @@ fn rpcclient_and_smbcacls_show_the_same_names_from_ringshare_as_from_samba() {
     );
     let mut results = Vec::new();
     for kind in ["samba", "ringshare"] {
-        let root = tmp.path().join(kind);
+        let root = twin::server_root(tmp.path(), kind);
         let s = root.join("share");
-        fs::create_dir_all(&root).unwrap();
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
         make(&s, "root", "root", 0o777, true);
         make(&s.join("xfile"), XAVIER, GROUP, 0o644, false);
         let base = tmp.path().join(format!("{kind}-state"));

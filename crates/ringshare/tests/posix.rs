@@ -180,9 +180,7 @@ fn posix_clients_get_the_answers_samba_gives() {
     fs::write(&upload, "data\n").unwrap();
     let mut results = Vec::new();
     for kind in ["samba", "ringshare"] {
-        let root = tmp.path().join(kind);
-        fs::create_dir_all(&root).unwrap();
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        let root = twin::server_root(tmp.path(), kind);
         layout(&root);
         let shares = format!(
             "[share]\n\tpath = {}/share\n\tread only = no\n",

@@ -143,6 +143,14 @@ pub fn make(path: &Path, owner: &str, group: &str, mode: u32, dir: bool) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// `TMP/KIND` (`samba` or `ringshare`), made searchable by everyone: where one server's tree is.
+pub fn server_root(tmp: &Path, kind: &str) -> PathBuf {
+    let root = tmp.join(kind);
+    fs::create_dir_all(&root).unwrap();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+    root
+}
+
 /// `owner:group mode` of a path on disk.
 pub fn who_owns(path: &Path) -> String {
     let m = fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
