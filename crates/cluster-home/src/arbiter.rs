@@ -16,6 +16,7 @@
 //! it; it depends on the cluster's modules and on crate::decide below them, and nothing of the
 //! cluster layer or below names it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ringshare_vfs::RelPath;
@@ -23,12 +24,13 @@ use ringshare_wire::NtStatus;
 
 use crate::cluster::grant::{self, IoGrant};
 use crate::cluster::msg::{self, Answer, Call};
-use crate::cluster::{self, shadow};
+use crate::cluster::{self, shadow, HomeClose};
 use crate::decide::{self, home};
-pub use crate::decide::{delete_pending, IoAsk, LockAsk, Locked, OpenAsk};
+pub use crate::decide::{delete_pending, Closed, IoAsk, LockAsk, Locked, OpenAsk};
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Grant, LeaseId};
-use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState};
+use crate::lookup::HomeAsk;
+use crate::server::{lock, FileEntry, FileKey, FileTable, NodeState, ServerState};
 
 /// Admit an open of `key` (whose entry is `entry`): `Ok(Some(grant))` when
 /// it joined the file's opens with that caching; `Ok(None)` when it must
@@ -44,21 +46,119 @@ pub fn admit(
     let Some(node) = home(&server.node, key)? else {
         return cluster::home::admit_here(server, key, entry, ask);
     };
-    let owned = msg::Ask {
+    let call = Call::Admit(key, Box::new(msg::Ask::of(ask)));
+    admitted(
+        &server.files,
+        key,
+        entry,
+        ask,
+        cluster::ask(&server.node, node, call),
+    )
+}
+
+/// A decision made here at once, or to be asked of the file's home by a call carried away
+/// from the I/O thread (the request waits for its answer, the thread does not).
+pub enum Decision<T, P = Asking> {
+    Made(T),
+    /// The call, and what its answer needs.
+    Ask(HomeAsk, P),
+}
+
+/// An open asked of its file's home away from the I/O thread ([`admit_or_ask`]): if its
+/// request goes away before the answer is in ([`Asking::withdraw`]), the open the home may
+/// admit meanwhile is closed there.
+pub struct Asking {
+    withdrawn: Arc<AtomicBool>,
+    key: FileKey,
+    owner: u64,
+    share: String,
+    who: Option<ringshare_vfs::Who>,
+}
+
+impl Asking {
+    /// The request that asked went (its connection closed): the open is closed at the file's
+    /// home, by the question itself when its answer is still to come (it admitted the open),
+    /// and by a close sent until a home takes it ([`crate::cluster::ClusterNode::resend_closes`]:
+    /// one that finds no such open is done), which reaches the home after its answer when the
+    /// answer came first.
+    pub fn withdraw(self, here: &NodeState) {
+        self.withdrawn.store(true, Ordering::SeqCst);
+        if let Some(who) = self.who {
+            lock(&here.unsent_closes).push(cluster::UnsentClose {
+                key: self.key,
+                owner: self.owner,
+                delete_on_close: false,
+                share: self.share,
+                who,
+            });
+        }
+    }
+}
+
+/// [`admit`], its call to the file's home (when the file is homed on another node) carried
+/// away from the I/O thread: [`Decision::Ask`], whose answer [`admit_answered`] takes.
+pub fn admit_or_ask(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Decision<Result<Option<Grant>, NtStatus>> {
+    let node = match home(&server.node, key) {
+        Ok(None) => return Decision::Made(cluster::home::admit_here(server, key, entry, ask)),
+        Ok(Some(node)) => node,
+        Err(s) => return Decision::Made(Err(s)),
+    };
+    let Some(link) = server.node.link().cloned() else {
+        return Decision::Made(Err(NtStatus::INTERNAL_ERROR));
+    };
+    let asking = Asking {
+        withdrawn: Arc::default(),
+        key,
         owner: ask.owner,
-        persistent_id: ask.persistent_id,
-        route: ask.route,
-        wish: ask.wish.clone(),
-        requested: ask.requested,
-        lease_req: ask.lease_req.cloned(),
         share: ask.share.to_string(),
-        path: ask.path.clone(),
-        is_dir: ask.is_dir,
-        conn_id: ask.conn_id,
-        now_ms: ask.now_ms,
         who: ask.who.cloned(),
     };
-    match cluster::ask(&server.node, node, Call::Admit(key, Box::new(owned)))? {
+    let (withdrawn, owner) = (Arc::clone(&asking.withdrawn), ask.owner);
+    let message = msg::Message::Call(Call::Admit(key, Box::new(msg::Ask::of(ask)))).encode();
+    let run = move || {
+        let answer = link.call(node, message.clone());
+        let admitted = matches!(cluster::answer_of(answer.clone()), Ok(Answer::Admitted(..)));
+        if admitted && withdrawn.load(Ordering::SeqCst) {
+            let close = Call::Close {
+                key,
+                owner,
+                delete_on_close: false,
+            };
+            let _ = link.call(node, msg::Message::Call(close).encode());
+        }
+        answer
+    };
+    let run = Box::new(run);
+    Decision::Ask(HomeAsk { node, run }, asking)
+}
+
+/// The home answered the call [`admit_or_ask`] made for `ask` (the bytes that came back, or
+/// why none did): [`admit`]'s result.
+pub fn admit_answered(
+    files: &FileTable,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+    answer: Result<Vec<u8>, NtStatus>,
+) -> Result<Option<Grant>, NtStatus> {
+    admitted(files, key, entry, ask, cluster::answer_of(answer))
+}
+
+/// The home's answer to an open it was asked for: the shadow entry and the node's I/O grant
+/// follow it.
+fn admitted(
+    files: &FileTable,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+    answer: Result<Answer, NtStatus>,
+) -> Result<Option<Grant>, NtStatus> {
+    match answer? {
         Answer::Admitted(g, io) => {
             {
                 let mut e = lock(entry);
@@ -66,7 +166,7 @@ pub fn admit(
                 e.grants.held = IoGrant(io);
             }
             if let (Some(lid), oplock::LEVEL_LEASE) = (ask.wish.lease, g.level) {
-                server.files.set_lease_file(lid, key);
+                files.set_lease_file(lid, key);
             }
             Ok(Some(g))
         }
@@ -86,6 +186,44 @@ pub fn withdraw(
     who: &ringshare_vfs::Who,
 ) {
     decide::close(server, key, entry, owner, false, who);
+}
+
+/// Open `owner` of `key` closes (crate::decide::close), its call to the file's home (when the
+/// file is homed on another node) carried away from the I/O thread: [`Decision::Ask`], whose
+/// answer [`close_answered`] takes. The shadow entry lets the open go at once.
+pub fn close_or_ask(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    delete_on_close: bool,
+    who: &ringshare_vfs::Who,
+) -> Decision<Closed, HomeClose> {
+    let Ok(Some(node)) = home(&server.node, key) else {
+        return Decision::Made(decide::close(
+            server,
+            key,
+            entry,
+            owner,
+            delete_on_close,
+            who,
+        ));
+    };
+    let c = HomeClose::new(key, entry, owner, delete_on_close, who);
+    match cluster::to_ask(&server.node, node, c.call()) {
+        Ok(ask) => Decision::Ask(ask, c),
+        Err(s) => Decision::Made(c.answered(server, Err(s))),
+    }
+}
+
+/// The home answered the close [`close_or_ask`] asked (the bytes that came back, or why none
+/// did): what the close leaves.
+pub fn close_answered(
+    server: &ServerState,
+    c: HomeClose,
+    answer: Result<Vec<u8>, NtStatus>,
+) -> Closed {
+    c.answered(server, cluster::answer_of(answer))
 }
 
 /// Open `owner` locks these ranges of file `key`, all or none: a lock

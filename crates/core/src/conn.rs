@@ -178,6 +178,7 @@ impl Connection {
                 domain_answer: None,
                 ids_wanted: None,
                 cluster_posts: Vec::new(),
+                create_waits: None,
                 quota_handles: Default::default(),
             },
             credits: CreditWindow::new(),

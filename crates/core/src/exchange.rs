@@ -100,6 +100,9 @@ pub(crate) struct ConnCore {
     /// Questions to the cluster's store whose answer nobody waits for (the record of an open
     /// that closed before it was answered goes): asked as lookups after the request.
     pub cluster_posts: Vec<crate::lookup::ClusterAsk>,
+    /// The CREATE (its MessageId) parked on its file's home that was told to wait for breaks:
+    /// run again, it goes async at once ([`crate::cmd::create::handle`]).
+    pub create_waits: Option<u64>,
     /// This connection's quota handles (crate::cmd::quota).
     pub quota_handles: crate::quota::QuotaHandles,
 }

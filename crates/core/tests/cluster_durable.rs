@@ -567,16 +567,6 @@ fn a_reconnect_while_a_dead_nodes_persistent_open_is_taken_over_is_told_to_try_a
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "closed: gone");
 }
 
-/// Answer the lookups `c` held (the driver's lookup threads do it later, elsewhere): the
-/// responses that come out then.
-fn answer_held(c: &mut Client) -> Vec<Resp> {
-    for req in std::mem::take(&mut c.held_lookups) {
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
-    c.pump()
-}
-
 /// Issue 33, item 2: a persistent open's record is asked of the cluster's store as a lookup,
 /// away from the I/O thread. The CREATE that makes the open, a LOCK that changes it and the
 /// CLOSE that removes it each wait for it (the record is there before the CREATE is answered

@@ -453,6 +453,91 @@ fn a_close_no_home_could_take_is_sent_again_until_one_does() {
     assert_eq!(cl.nodes[0].resend_closes(), 0);
 }
 
+/// Issue 33, item 2: a CREATE of a file homed on another node asks the home away from the I/O
+/// thread (a lookup the driver's threads carry): nothing is asked on the thread, the CREATE is
+/// answered once the home's answer is in, and the connection takes other requests meanwhile
+/// (here a second CREATE, parked beside the first). Their CLOSEs likewise.
+#[test]
+fn a_create_and_close_of_a_file_homed_on_another_node_wait_for_the_home_not_their_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    a.hold_lookups = true;
+    for name in ["f.txt", "g.txt"] {
+        let m = a.create_msg_caching(name, READ, 1, D::OPEN_IF, 0, None);
+        assert!(
+            a.send_frame(m).is_empty(),
+            "{name}: no answer before the home's"
+        );
+    }
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (2, 0),
+        "both CREATEs wait for their call, which the thread did not make"
+    );
+    let answered = answer_held(&mut a);
+    let status: Vec<NtStatus> = answered.iter().map(|r| r.status()).collect();
+    assert_eq!(status, [NtStatus::SUCCESS; 2]);
+    assert_eq!(cl.calls_to(3), 2);
+    assert_eq!(
+        open(&mut b, "f.txt", WRITE, 7),
+        Err(NtStatus::SHARING_VIOLATION),
+        "the home holds a's open"
+    );
+    let calls = cl.calls_to(3);
+    let ids: Vec<FileId> = answered
+        .iter()
+        .map(|r| CreateResponse::decode(&r.msg).expect("create").file_id)
+        .collect();
+    for f in ids {
+        let m = a.close_msg(f, 0);
+        assert!(
+            a.send_frame(m).is_empty(),
+            "no CLOSE answered before the home's"
+        );
+    }
+    assert_eq!((a.held_lookups.len(), cl.calls_to(3)), (2, calls));
+    let closed = answer_held(&mut a);
+    let status: Vec<NtStatus> = closed.iter().map(|r| r.status()).collect();
+    assert_eq!(status, [NtStatus::SUCCESS; 2]);
+    let fb = open(&mut b, "f.txt", WRITE, 7).expect("a's open is closed at the home");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+}
+
+/// A connection that goes while its CREATE waits for the file's home leaves no open there:
+/// before the home answered (the call closes what it admitted) or after (the close is sent
+/// again until the home takes it).
+#[test]
+fn a_create_whose_connection_goes_while_the_home_is_asked_leaves_no_open_at_the_home() {
+    for answered_first in [false, true] {
+        let cl = Cluster::new(3, 3);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        a.hold_lookups = true;
+        let m = a.create_msg_caching("f.txt", READ, 1, D::OPEN_IF, 0, None);
+        assert!(a.send_frame(m).is_empty());
+        let [held] = std::mem::take(&mut a.held_lookups)
+            .try_into()
+            .expect("one call");
+        if answered_first {
+            held.run();
+        }
+        a.conn.shutdown(a.now);
+        if !answered_first {
+            held.run();
+        }
+        let what = format!("answered before the connection went: {answered_first}");
+        if answered_first {
+            assert_eq!(
+                open(&mut b, "f.txt", WRITE, 7),
+                Err(NtStatus::SHARING_VIOLATION),
+                "{what}: the home admitted it before the close"
+            );
+        }
+        assert_eq!(cl.nodes[0].resend_closes(), 0, "{what}");
+        let fb = open(&mut b, "f.txt", WRITE, 7).expect("a's open is gone at the home");
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS, "{what}");
+    }
+}
+
 #[test]
 fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let cl = Cluster::new(3, 1);

@@ -131,6 +131,9 @@ pub enum Lookup {
     /// consensus write, which waits for an election while the etcd leader is gone), bounded
     /// where it is carried ([`ClusterAsk`]).
     Cluster(ClusterAsk),
+    /// A call to the home of a file homed on another node (its share modes, leases, locks
+    /// decided there), bounded where it is carried (the peer connection's 2 s) ([`HomeAsk`]).
+    Home(HomeAsk),
 }
 
 /// The answer to a [`LookupRequest`].
@@ -150,6 +153,8 @@ pub enum LookupDone {
     Quota(crate::quota::QuotaDone),
     /// Whether the cluster's store did what it was asked.
     Cluster(Result<(), ringshare_wire::NtStatus>),
+    /// What a file's home answered (the encoded message), or why it did not.
+    Home(Result<Vec<u8>, ringshare_wire::NtStatus>),
 }
 
 impl LookupDone {
@@ -157,6 +162,14 @@ impl LookupDone {
     pub fn cluster(self) -> Result<(), ringshare_wire::NtStatus> {
         match self {
             LookupDone::Cluster(r) => r,
+            _ => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
+        }
+    }
+
+    /// A file's home's answer ([`Lookup::Home`]); another answer is an error.
+    pub fn home(self) -> Result<Vec<u8>, ringshare_wire::NtStatus> {
+        match self {
+            LookupDone::Home(r) => r,
             _ => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
         }
     }
@@ -168,6 +181,14 @@ impl LookupDone {
 pub struct ClusterAsk {
     pub what: String,
     pub run: Box<dyn Fn() -> Result<(), ringshare_wire::NtStatus> + Send + Sync>,
+}
+
+/// A call to a file's home ([`Lookup::Home`]): the node asked, and the call that asks it and
+/// waits for its answer within its own bound (crates/cluster-home makes it; the driver's
+/// `ClusterLink` carries it).
+pub struct HomeAsk {
+    pub node: u16,
+    pub run: Box<dyn Fn() -> Result<Vec<u8>, ringshare_wire::NtStatus> + Send + Sync>,
 }
 
 /// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
@@ -252,6 +273,7 @@ impl LookupRequest {
             }
             Lookup::Quota { source, ask } => LookupDone::Quota(ask.run(source)),
             Lookup::Cluster(ask) => LookupDone::Cluster((ask.run)()),
+            Lookup::Home(ask) => LookupDone::Home((ask.run)()),
         }
     }
 }
@@ -341,6 +363,11 @@ impl fmt::Debug for LookupRequest {
                 write!(f, "Lookup {{ id: {}, quota: {ask:?} }}", self.id)
             }
             Lookup::Cluster(ask) => write!(f, "Lookup {{ id: {}, {} }}", self.id, ask.what),
+            Lookup::Home(ask) => write!(
+                f,
+                "Lookup {{ id: {}, a call to node {} }}",
+                self.id, ask.node
+            ),
             Lookup::Kdc { request, .. } => write!(
                 f,
                 "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",

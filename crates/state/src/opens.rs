@@ -16,6 +16,25 @@ use crate::state::{Open, Session};
 /// Close one open (already removed from its session). Returns the file's
 /// attributes as they were just before the close, when `want_attr`.
 pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Option<FileAttr> {
+    let c = closing(server, open, want_attr);
+    let o = &c.open;
+    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
+    closed_open(server, c, closed)
+}
+
+/// An open on its way out: what its close asks of the file's entry (its share-mode entry
+/// removed, and delete-on-close), and what it does after ([`closed_open`]).
+pub struct Closing {
+    pub open: Arc<Open>,
+    attr: Option<FileAttr>,
+    pub delete_on_close: bool,
+    except: Option<[u8; 16]>,
+    on_close: u32,
+}
+
+/// [`close_open`]'s steps before the file's entry is told: its watch, its replay record,
+/// its persistent record (the cluster's hook) go.
+pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closing {
     tracing::trace!(
         id = open.id,
         access = open.access,
@@ -42,20 +61,37 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
     }
     let delete_on_close = lock(&open.state).delete_on_close;
     let except = dir_lease_kept(&open, delete_on_close);
+    Closing {
+        open,
+        attr,
+        delete_on_close,
+        except,
+        on_close,
+    }
+}
+
+/// [`close_open`]'s steps after the file's entry (here or at its home) took the close
+/// (`closed`): a delete pending on the file's last open happens, a stream's file lets it go,
+/// watchers hear of what changed. The file's attributes from before, when asked.
+pub fn closed_open(
+    server: &ServerState,
+    c: Closing,
+    closed: crate::decide::Closed,
+) -> Option<FileAttr> {
+    let Closing {
+        open,
+        attr,
+        except,
+        on_close,
+        ..
+    } = c;
     let crate::decide::Closed {
         remove,
         last_open,
         path,
         is_dir,
         newly_pending,
-    } = crate::decide::close(
-        server,
-        open.key,
-        &open.entry,
-        open.id,
-        delete_on_close,
-        &open.who,
-    );
+    } = closed;
     if newly_pending && is_dir {
         notify::dir_delete_pending(server, &open.share, &path, open.key);
     }

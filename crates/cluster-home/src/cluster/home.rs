@@ -175,20 +175,7 @@ fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
 /// An open asked of the file's home: admitted (with the node's I/O grant), to wait, or refused.
 fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64) -> Answer {
     let entry = server.files.entry(key);
-    let open = OpenAsk {
-        owner: ask.owner,
-        persistent_id: ask.persistent_id,
-        route: ask.route,
-        wish: &ask.wish,
-        requested: ask.requested,
-        lease_req: ask.lease_req.as_ref(),
-        share: &ask.share,
-        path: &ask.path,
-        is_dir: ask.is_dir,
-        conn_id: ask.conn_id,
-        now_ms,
-        who: ask.who.as_ref(),
-    };
+    let open = ask.open_ask(now_ms);
     let r = admit_here(server, key, &entry, &open);
     if !matches!(r, Ok(Some(_))) {
         server.files.drop_if_unused(key);

@@ -28,49 +28,12 @@ impl ClusterHooks for Hooks {
         delete_on_close: bool,
         who: &ringshare_vfs::Who,
     ) -> Closed {
-        // The shadow entry lets the open go whatever the home answers.
-        let (path, is_dir, share) = {
-            let mut e = lock(entry);
-            shadow::closed(&mut e, owner);
-            (e.path.clone(), e.is_dir, e.share.clone())
+        let c = HomeClose::new(key, entry, owner, delete_on_close, who);
+        let answer = match node {
+            Some(n) => ask(&server.node, n, c.call()),
+            None => Err(NtStatus::FILE_NOT_AVAILABLE),
         };
-        let call = Call::Close {
-            key,
-            owner,
-            delete_on_close,
-        };
-        match node.map(|n| ask(&server.node, n, call)) {
-            Some(Ok(Answer::Closed(closed, lease_gone))) => {
-                if let Some(id) = lease_gone {
-                    server.files.forget_lease(id, key);
-                }
-                closed
-            }
-            other => {
-                // The home is gone, busy rebuilding or did not answer: the close
-                // is sent again until a home takes it (the home that rebuilds
-                // the file's state may have this open from before the close).
-                tracing::warn!(
-                    ?other,
-                    ?key,
-                    "a file's home did not take a close; sent again later"
-                );
-                lock(&server.node.unsent_closes).push(UnsentClose {
-                    key,
-                    owner,
-                    delete_on_close,
-                    share,
-                    who: who.clone(),
-                });
-                Closed {
-                    remove: false,
-                    last_open: false,
-                    path,
-                    is_dir,
-                    newly_pending: false,
-                }
-            }
-        }
+        c.answered(server, answer)
     }
 
     fn delete_pending_at(
@@ -103,6 +66,92 @@ impl ClusterHooks for Hooks {
 
     fn watching(&self, here: &NodeState, watching: bool) {
         super::notify::watching(here, watching);
+    }
+}
+
+/// A close of an open of a file homed on another node, on its way to the home: what its
+/// answer needs. The shadow entry lets the open go at once, whatever the home answers.
+pub struct HomeClose {
+    key: FileKey,
+    owner: u64,
+    delete_on_close: bool,
+    share: String,
+    who: ringshare_vfs::Who,
+    path: ringshare_vfs::RelPath,
+    is_dir: bool,
+}
+
+impl HomeClose {
+    /// Open `owner` of `key` (whose shadow entry is `entry`) closes.
+    pub fn new(
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        delete_on_close: bool,
+        who: &ringshare_vfs::Who,
+    ) -> HomeClose {
+        let mut e = lock(entry);
+        shadow::closed(&mut e, owner);
+        HomeClose {
+            key,
+            owner,
+            delete_on_close,
+            share: e.share.clone(),
+            who: who.clone(),
+            path: e.path.clone(),
+            is_dir: e.is_dir,
+        }
+    }
+
+    /// The call to the file's home.
+    pub fn call(&self) -> Call {
+        Call::Close {
+            key: self.key,
+            owner: self.owner,
+            delete_on_close: self.delete_on_close,
+        }
+    }
+
+    /// What the close leaves, from the home's answer; a home that is gone, busy rebuilding
+    /// or did not answer has the close sent again until a home takes it (the home that
+    /// rebuilds the file's state may have this open from before the close).
+    pub fn answered(self, server: &ServerState, answer: Result<Answer, NtStatus>) -> Closed {
+        match answer {
+            Ok(Answer::Closed(closed, lease_gone)) => {
+                if let Some(id) = lease_gone {
+                    server.files.forget_lease(id, self.key);
+                }
+                closed
+            }
+            other => {
+                tracing::warn!(
+                    ?other,
+                    key = ?self.key,
+                    "a file's home did not take a close; sent again later"
+                );
+                let (path, is_dir) = (self.path.clone(), self.is_dir);
+                self.withdraw(&server.node);
+                Closed {
+                    remove: false,
+                    last_open: false,
+                    path,
+                    is_dir,
+                    newly_pending: false,
+                }
+            }
+        }
+    }
+
+    /// The close is sent again until a home takes it ([`super::ClusterNode::resend_closes`]):
+    /// its answer did not come, or will reach nobody (the request's connection went).
+    pub fn withdraw(self, here: &NodeState) {
+        lock(&here.unsent_closes).push(UnsentClose {
+            key: self.key,
+            owner: self.owner,
+            delete_on_close: self.delete_on_close,
+            share: self.share,
+            who: self.who,
+        });
     }
 }
 

@@ -29,6 +29,7 @@ mod reopen;
 pub mod shadow;
 
 pub use ca::{record_keeper, PersistentOpens};
+pub use hooks::HomeClose;
 pub use msg::MESSAGE_MAX;
 pub use notify::AnnounceWatchers;
 pub use reclaim::Reclaim;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 
 use ringshare_wire::{NtStatus, WireError};
 
+use crate::lookup::HomeAsk;
 use crate::server::{NodeState, Notice, ServerState};
 
 pub use crate::link::UnsentClose;
@@ -168,11 +170,27 @@ pub fn ask(here: &NodeState, node: u16, call: msg::Call) -> Result<msg::Answer, 
     let Some(link) = here.link() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
-    let answer = link.call(node, msg::Message::Call(call).encode())?;
-    match msg::Message::decode(&answer) {
+    answer_of(link.call(node, msg::Message::Call(call).encode()))
+}
+
+/// [`ask`] carried away from the I/O thread: the call as a question the driver's lookup pool
+/// asks ([`crate::lookup::Lookup::Home`]; the request waits for its answer, which
+/// [`answer_of`] reads, and the thread does not).
+pub fn to_ask(here: &NodeState, node: u16, call: msg::Call) -> Result<HomeAsk, NtStatus> {
+    let link = Arc::clone(here.link().ok_or(NtStatus::INTERNAL_ERROR)?);
+    let message = msg::Message::Call(call).encode();
+    Ok(HomeAsk {
+        node,
+        run: Box::new(move || link.call(node, message.clone())),
+    })
+}
+
+/// The answer to a call, as it came back from the file's home (or why none came).
+pub fn answer_of(answer: Result<Vec<u8>, NtStatus>) -> Result<msg::Answer, NtStatus> {
+    match msg::Message::decode(&answer?) {
         Ok(msg::Message::Answer(a)) => Ok(a),
         _ => {
-            tracing::warn!(node, "a node answered a call with something else");
+            tracing::warn!("a node answered a call with something else");
             Err(NtStatus::INTERNAL_ERROR)
         }
     }

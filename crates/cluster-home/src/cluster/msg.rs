@@ -41,6 +41,44 @@ pub struct Ask {
     pub who: Option<ringshare_vfs::Who>,
 }
 
+impl Ask {
+    /// `ask`, owned, to travel to the file's home.
+    pub fn of(ask: &crate::decide::OpenAsk<'_>) -> Ask {
+        Ask {
+            owner: ask.owner,
+            persistent_id: ask.persistent_id,
+            route: ask.route,
+            wish: ask.wish.clone(),
+            requested: ask.requested,
+            lease_req: ask.lease_req.cloned(),
+            share: ask.share.to_string(),
+            path: ask.path.clone(),
+            is_dir: ask.is_dir,
+            conn_id: ask.conn_id,
+            now_ms: ask.now_ms,
+            who: ask.who.cloned(),
+        }
+    }
+
+    /// The open asked, decided at `now_ms` (the home's clock).
+    pub fn open_ask(&self, now_ms: u64) -> crate::decide::OpenAsk<'_> {
+        crate::decide::OpenAsk {
+            owner: self.owner,
+            persistent_id: self.persistent_id,
+            route: self.route,
+            wish: &self.wish,
+            requested: self.requested,
+            lease_req: self.lease_req.as_ref(),
+            share: &self.share,
+            path: &self.path,
+            is_dir: self.is_dir,
+            conn_id: self.conn_id,
+            now_ms,
+            who: self.who.as_ref(),
+        }
+    }
+}
+
 /// The most supplementary groups a user sent between nodes has: a user
 /// with more is sent as unknown (its home then leaves a delete-pending
 /// file that a dead node's open of it was the last of, and says so).

@@ -56,17 +56,113 @@ mod target;
 /// CREATE: its reply, or [`Handled::WaitForBreaks`] while other clients
 /// have yet to acknowledge the breaks it caused.
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+    if core.create_waits == Some(req.hdr.message_id) {
+        // Its file's home said so while it was parked ([`admitted`]).
+        core.create_waits = None;
+        return Ok(Handled::WaitForBreaks);
+    }
     let mut parked = None;
     Ok(match create(core, req, false, Some(&mut parked)) {
         Ok(Some(reply)) => Handled::Reply(reply),
         Ok(None) => Handled::WaitForBreaks,
-        // A persistent open's record is stored away from the I/O thread first.
-        Err(answer::ASK_RECORD) => match parked {
-            Some((ask, fin)) => Handled::lookup(ask, crate::cmd::LookupCont::Create(fin)),
-            None => return Err(NtStatus::INTERNAL_ERROR),
-        },
+        // The file's home is asked, or a persistent open's record stored, away from the I/O
+        // thread first.
+        Err(PARKED) => return parked_on(parked),
         Err(s) => return Err(s),
     })
+}
+
+/// Never on the wire: the CREATE waits for a question asked away from the I/O thread (its
+/// file's home's admission, or its persistent open's record) ([`answer::Parked`]; [`super::handle`]
+/// parks it).
+pub(crate) const PARKED: NtStatus = NtStatus(0xE1D5_0002);
+
+/// The question a CREATE parked on ([`PARKED`]), as the connection parks it.
+fn parked_on(parked: Option<answer::Parked>) -> Result<Handled, NtStatus> {
+    match parked {
+        Some((ask, cont)) => Ok(Handled::lookup(ask, cont)),
+        None => Err(NtStatus::INTERNAL_ERROR),
+    }
+}
+
+/// A CREATE parked while its file's home decides whether the open may join the file's
+/// entry (a file homed on another node; [`admission::Joining`]): the request as it came, what
+/// it opened and asked, and the open on its way in. It goes on in [`admitted`].
+pub(crate) struct AtHome {
+    request: PendingCreate,
+    session_id: u64,
+    opening: Opening,
+    joining: admission::Joining,
+}
+
+/// What a CREATE keeps for its steps after admission ([`go_on`]).
+struct Opening {
+    sref: SessionRef,
+    tree: TreeView,
+    owner: durable::Owner,
+    quota_file: bool,
+    asked: request::Asked,
+    /// The path as stored.
+    path: RelPath,
+}
+
+/// The file's home answered a parked CREATE (`done`): it goes on as it would have with the
+/// answer at hand (answered; waiting for breaks, [`Handled::WaitForBreaks`]; or parked again,
+/// for its persistent open's record).
+pub(crate) fn admitted(
+    core: &mut ConnCore,
+    fin: AtHome,
+    done: crate::lookup::LookupDone,
+) -> Result<Handled, NtStatus> {
+    let AtHome {
+        request,
+        session_id,
+        opening,
+        joining,
+    } = fin;
+    let req = request.req(session_id);
+    let server = core.server.clone();
+    let at = At {
+        server: &server,
+        tree: &opening.tree,
+        path: &opening.path,
+    };
+    let adm = joining.answered(&at, &opening.asked, done.home());
+    let dh2q = match opening.asked.durable {
+        durable::Ask::V2 { create_guid, .. } => Some(create_guid),
+        _ => None,
+    };
+    let mut parked = None;
+    let r = match adm {
+        Ok(Some(adm)) => match CreateRequest::decode(req.msg) {
+            Ok(cr) => go_on(core, &req, &cr, opening, adm, Some(&mut parked)),
+            Err(e) => Err(e.status()),
+        },
+        Ok(None) => Ok(None),
+        Err(s) => Err(s),
+    };
+    if let Some(create_guid) = dh2q {
+        pending(core, create_guid, matches!(r, Ok(None) | Err(PARKED)));
+    }
+    match r {
+        Ok(Some(reply)) => Ok(Handled::Reply(reply)),
+        Ok(None) => Ok(Handled::WaitForBreaks),
+        Err(PARKED) => parked_on(parked),
+        Err(s) => Err(s),
+    }
+}
+
+/// A parked CREATE whose connection went: the open on its way in leaves.
+pub(crate) fn abandon_admission(core: &ConnCore, fin: AtHome) {
+    fin.joining.abandon(&core.server);
+}
+
+/// Whether a replay of DH2Q CREATE `create_guid` is told that it is pending
+/// ([`durable::replay`]): while it waits for breaks or for a question asked away from the
+/// I/O thread.
+fn pending(core: &ConnCore, create_guid: [u8; 16], waits: bool) {
+    let guids = (client_guid(core), create_guid);
+    lock(&core.server.files.durables).set_pending(guids, waits, core.now.mono_ms);
 }
 
 /// A CREATE (or a SET_INFO rename) gone async while breaks it caused are
@@ -91,6 +187,21 @@ impl PendingCreate {
             retry_at_ms: now_ms + oplock::BREAK_RETRY_MS,
         }
     }
+
+    /// The request again, on session `session_id`.
+    fn req(&self, session_id: u64) -> Req<'_> {
+        Req {
+            hdr: self.hdr.clone(),
+            msg: &self.msg,
+            msg_offset: 0,
+            detached: None,
+            session_id,
+            tree_id: self.tree_id,
+            related_file_id: self.related_file_id,
+            sole: false,
+            encrypted: self.encrypted,
+        }
+    }
 }
 
 /// Try a pending CREATE again: `Some` when it no longer waits.
@@ -99,17 +210,7 @@ pub(crate) fn poll(
     session_id: u64,
     p: &mut PendingCreate,
 ) -> Option<Result<Reply, NtStatus>> {
-    let req = Req {
-        hdr: p.hdr.clone(),
-        msg: &p.msg,
-        msg_offset: 0,
-        detached: None,
-        session_id,
-        tree_id: p.tree_id,
-        related_file_id: p.related_file_id,
-        sole: false,
-        encrypted: p.encrypted,
-    };
+    let req = p.req(session_id);
     match retry(core, &req) {
         Ok(Some(r)) => Some(Ok(r)),
         Ok(None) => {
@@ -130,8 +231,9 @@ pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>,
 }
 
 /// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again). With `parked`,
-/// a persistent open's record is stored away from the I/O thread: Err([`answer::ASK_RECORD`])
-/// and `parked` holds the question and the open ([`answer::install`]).
+/// the file's home (a file homed on another node) is asked and a persistent open's record
+/// stored away from the I/O thread: Err([`PARKED`]) and `parked` holds the question
+/// and how the CREATE goes on ([`admission::admit`], [`answer::install`]).
 fn create(
     core: &mut ConnCore,
     req: &Req<'_>,
@@ -143,13 +245,7 @@ fn create(
     if let Some(create_guid) = dh2q {
         // A replay of a DH2Q CREATE that waits for breaks is told so
         // ([`durable::replay`]) until this one is answered.
-        let client_guid = client_guid(core);
-        let waits = matches!(r, Ok(None) | Err(answer::ASK_RECORD));
-        lock(&core.server.files.durables).set_pending(
-            (client_guid, create_guid),
-            waits,
-            core.now.mono_ms,
-        );
+        pending(core, create_guid, matches!(r, Ok(None) | Err(PARKED)));
     }
     r
 }
@@ -269,7 +365,7 @@ fn create_or_wait(
         Some(share) => (TreeView { share, ..tree }, true),
         None => (tree, false),
     };
-    let mut asked = request::check(core, &cr, &tree, ask).map_err(|e| match e {
+    let asked = request::check(core, &cr, &tree, ask).map_err(|e| match e {
         // `@GMT-…\..\..`: above the snapshot's root, as Samba answers.
         NtStatus::OBJECT_PATH_SYNTAX_BAD if in_snapshot => NtStatus::OBJECT_PATH_NOT_FOUND,
         e => e,
@@ -298,21 +394,67 @@ fn create_or_wait(
     open::refuse_nonempty_dir(&asked, &opened)?;
     let aapl_on = core.aapl.negotiated;
     let (node, made) = stream::open_named(&at, aapl_on, &asked, opened, rights)?;
-    let Some(adm) = admission::admit(core, req, retry, &at, &asked, node, made)? else {
-        return Ok(None);
+    let mut home = None;
+    let asking = parked.is_some().then_some(&mut home);
+    let admitted = admission::admit(core, req, retry, &at, &asked, node, made, asking);
+    let opening = Opening {
+        sref,
+        tree,
+        owner,
+        quota_file,
+        asked,
+        path: target.path,
+    };
+    let adm = match admitted {
+        Ok(Some(adm)) => adm,
+        Ok(None) => return Ok(None),
+        Err(PARKED) => {
+            let (Some((ask, joining)), Some(parked)) = (home, parked) else {
+                return Err(NtStatus::INTERNAL_ERROR);
+            };
+            let fin = AtHome {
+                request: PendingCreate::new(req, 0),
+                session_id: req.session_id,
+                opening,
+                joining,
+            };
+            *parked = Some((ask, crate::cmd::LookupCont::Admit(Box::new(fin))));
+            return Err(PARKED);
+        }
+        Err(s) => return Err(s),
+    };
+    go_on(core, req, &cr, opening, adm, parked)
+}
+
+/// Steps 6 and 7 of an open that holds its place in its file's entry: the file changed as
+/// asked ([`change`]), the answer, and the open put in its session ([`answer`]).
+fn go_on(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    cr: &CreateRequest<'_>,
+    o: Opening,
+    adm: admission::Admitted,
+    parked: Option<&mut Option<answer::Parked>>,
+) -> Result<Option<Reply>, NtStatus> {
+    let server = core.server.clone();
+    let mut asked = o.asked;
+    let at = At {
+        server: &server,
+        tree: &o.tree,
+        path: &o.path,
     };
     let changed = change::apply(&at, core.now, &asked, &adm)?;
-    let (body, settled) = answer::response(core, &cr, &at, &mut asked, &adm, changed, owner);
+    let (body, settled) = answer::response(core, cr, &at, &mut asked, &adm, changed, o.owner);
     let report = answer::report(&at, &adm, asked.truncate, core.now.mono_ms);
-    let open = answer::new_open(core, req, tree, &asked, target.path, adm, settled);
+    let open = answer::new_open(core, req, o.tree, &asked, o.path, adm, settled);
     let fin = answer::Installing {
-        sref,
+        sref: o.sref,
         session_id: req.session_id,
         open,
         ask: asked.durable,
         report,
         body,
-        quota_file,
+        quota_file: o.quota_file,
     };
     answer::install(core, fin, parked)
 }

@@ -88,6 +88,11 @@ pub(crate) enum LookupCont {
     Again(Asked),
     /// A logon whose exchange ended goes on with the account it acts as.
     Logon(Box<session_setup::Finishing>),
+    /// A CREATE of a file homed on another node goes on once the home answered whether the
+    /// open may join the file's entry.
+    Admit(Box<create::AtHome>),
+    /// A CLOSE of an open of a file homed on another node is answered once the home took it.
+    Close(Box<close::AtHome>),
     /// A CREATE whose persistent open's record is being stored is answered once it is.
     Create(Box<create::Installing>),
     /// A request that waits for the cluster's store (a persistent open's record removed at its

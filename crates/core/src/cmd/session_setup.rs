@@ -429,7 +429,8 @@ pub(crate) fn resume(
         | LookupDone::Ids(_)
         | LookupDone::Names(_)
         | LookupDone::Quota(_)
-        | LookupDone::Cluster(_) => Err(AccountError::Lookup("not an account's answer".into())),
+        | LookupDone::Cluster(_)
+        | LookupDone::Home(_) => Err(AccountError::Lookup("not an account's answer".into())),
     };
     let account = account_from(core, &fin, found);
     let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);

@@ -57,7 +57,20 @@ impl Connection {
             return;
         };
         if self.closing {
-            p.abandon(&self.core);
+            match p.cont {
+                // The home took the close: it finishes (a pending delete happens), unanswered.
+                LookupCont::Close(fin) => {
+                    if let Ok(cmd::Handled::Lookup(parked)) =
+                        cmd::close::answered(&self.core, *fin, done)
+                    {
+                        if let Lookup::Cluster(forget) = parked.ask {
+                            self.core.cluster_posts.push(forget);
+                        }
+                    }
+                }
+                _ => p.abandon(&mut self.core),
+            }
+            self.post_to_cluster();
             return;
         }
         let job = p.job;
@@ -89,6 +102,41 @@ impl Connection {
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
             }
+            cont @ (LookupCont::Admit(_) | LookupCont::Close(_)) => {
+                let (handled, closed) = match cont {
+                    LookupCont::Admit(fin) => {
+                        (cmd::create::admitted(&mut self.core, *fin, done), None)
+                    }
+                    LookupCont::Close(fin) => {
+                        let ids = fin.ids;
+                        (cmd::close::answered(&self.core, *fin, done), Some(ids))
+                    }
+                    _ => return,
+                };
+                let mut job = job;
+                match handled {
+                    Ok(cmd::Handled::Lookup(parked)) => {
+                        let cmd::Parked { ask, cont } = *parked;
+                        let (member, session_id, related) = (p.member, p.session_id, p.related);
+                        self.park_on_lookup(job, p.hdr, member, session_id, related, ask, cont);
+                    }
+                    Ok(cmd::Handled::WaitForBreaks) => {
+                        // Run again, the CREATE goes async as one told to wait at once does.
+                        self.core.create_waits = Some(p.hdr.message_id);
+                        job.next = p.member;
+                        self.run(job);
+                        self.core.create_waits = None;
+                    }
+                    answered => {
+                        let answered = answered.and_then(|h| match h {
+                            cmd::Handled::Reply(r) => Ok(r),
+                            _ => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
+                        });
+                        let (hdr, session_id, related) = (&p.hdr, p.session_id, p.related);
+                        self.answered_after_lookup(job, hdr, session_id, related, closed, answered);
+                    }
+                }
+            }
             cont => {
                 let (answered, closed) = match cont {
                     LookupCont::Logon(fin) => {
@@ -98,18 +146,29 @@ impl Connection {
                         (cmd::create::resume(&mut self.core, *fin, done), None)
                     }
                     LookupCont::Answer { reply, closed } => (Ok(reply), closed),
-                    LookupCont::Again(_) => return,
+                    LookupCont::Again(_) | LookupCont::Admit(_) | LookupCont::Close(_) => return,
                 };
-                let (hdr, session_id, related) = (&p.hdr, p.session_id, p.related);
-                let Some(job) = self.member_done(job, hdr, session_id, related, closed, answered)
-                else {
-                    return;
-                };
-                match self.core.hold_reply_until_ms.take() {
-                    Some(until) => self.hold(job, until),
-                    None => self.run(job),
-                }
+                self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
             }
+        }
+    }
+
+    /// A parked request is answered: its reply goes with its job's, and the job goes on.
+    fn answered_after_lookup(
+        &mut self,
+        job: Job,
+        hdr: &Header,
+        session_id: u64,
+        related: bool,
+        closed: Option<(u64, u64)>,
+        answered: Result<crate::exchange::Reply, ringshare_wire::NtStatus>,
+    ) {
+        let Some(job) = self.member_done(job, hdr, session_id, related, closed, answered) else {
+            return;
+        };
+        match self.core.hold_reply_until_ms.take() {
+            Some(until) => self.hold(job, until),
+            None => self.run(job),
         }
     }
 
@@ -117,8 +176,9 @@ impl Connection {
     /// made for a CREATE that waits for its record closes (no client will hear of it).
     pub(super) fn abandon_lookups(&mut self) {
         for (_, p) in std::mem::take(&mut self.lookups) {
-            p.abandon(&self.core);
+            p.abandon(&mut self.core);
         }
+        self.post_to_cluster();
     }
 
     /// Ask the cluster's store what nobody waits for ([`crate::exchange::ConnCore::cluster_posts`]):
@@ -151,14 +211,20 @@ impl Parked {
         match &self.cont {
             LookupCont::Logon(fin) => fin.session_id(),
             LookupCont::Again(_) => self.session_id,
-            LookupCont::Create(_) | LookupCont::Answer { .. } => 0,
+            LookupCont::Create(_)
+            | LookupCont::Admit(_)
+            | LookupCont::Close(_)
+            | LookupCont::Answer { .. } => 0,
         }
     }
 
     /// Its request will not go on: what it made goes ([`cmd::create::abandon`]).
-    fn abandon(self, core: &crate::exchange::ConnCore) {
-        if let LookupCont::Create(fin) = self.cont {
-            cmd::create::abandon(core, *fin);
+    fn abandon(self, core: &mut crate::exchange::ConnCore) {
+        match self.cont {
+            LookupCont::Create(fin) => cmd::create::abandon(core, *fin),
+            LookupCont::Admit(fin) => cmd::create::abandon_admission(core, *fin),
+            LookupCont::Close(fin) => cmd::close::abandon(core, *fin),
+            _ => {}
         }
     }
 }

@@ -22,6 +22,10 @@ use super::Worker;
 /// Threads asking at once: NSS and winbind calls of several logons overlap (winbind's own
 /// `ntlm_auth` pool holds up to 8 helpers).
 const LOOKUP_THREADS: usize = 4;
+/// Threads carrying calls to files' homes on other nodes (CREATEs of files homed elsewhere):
+/// each waits for its peer's answer, at most the peer connection's 2 s, so a stopped peer
+/// holds a thread per call to it for that long; the calls of a node's clients overlap.
+const HOME_CALL_THREADS: usize = 8;
 /// A lookup slower than this is logged (winbindd or the directory behind NSS is struggling).
 const LOOKUP_SLOW: Duration = Duration::from_secs(2);
 
@@ -66,6 +70,9 @@ pub struct LookupPool {
     /// asks them in the order the rings asked, so that two writes of one open's record (a LOCK
     /// and the UNLOCK after it, the CLOSE that removes it) land in that order.
     cluster: Queue,
+    /// Calls to files' homes on other nodes ([`Lookup::Home`]): threads of their own, so that
+    /// a stopped peer holds up neither logons nor the cluster's store.
+    home: Queue,
 }
 
 impl LookupPool {
@@ -73,15 +80,19 @@ impl LookupPool {
     /// threads take its credentials: the server's own, never a user's).
     pub fn start() -> Arc<LookupPool> {
         let pool = Arc::new(LookupPool::default());
-        for i in 0..=LOOKUP_THREADS {
+        for i in 0..=LOOKUP_THREADS + HOME_CALL_THREADS {
             let p = Arc::clone(&pool);
-            let (name, cluster) = match i {
-                LOOKUP_THREADS => ("ringshare-cluster-store".to_string(), true),
-                _ => (format!("ringshare-lookup-{i}"), false),
+            let (name, queue): (String, fn(&LookupPool) -> &Queue) = match i {
+                i if i < LOOKUP_THREADS => (format!("ringshare-lookup-{i}"), |p| &p.queue),
+                LOOKUP_THREADS => ("ringshare-cluster-store".to_string(), |p| &p.cluster),
+                i => (
+                    format!("ringshare-home-call-{}", i - LOOKUP_THREADS - 1),
+                    |p| &p.home,
+                ),
             };
             let spawned = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || p.serve(if cluster { &p.cluster } else { &p.queue }));
+                .spawn(move || p.serve(queue(&p)));
             if let Err(e) = spawned {
                 tracing::error!("cannot start a lookup thread: {e}");
             }
@@ -93,6 +104,7 @@ impl LookupPool {
     pub fn ask(&self, req: LookupRequest, slot: u32, gen: u32, inbox: &Arc<Inbox>) {
         let queue = match req.ask {
             Lookup::Cluster(_) => &self.cluster,
+            Lookup::Home(_) => &self.home,
             _ => &self.queue,
         };
         crate::lock(&queue.waiting).push_back(Question {

@@ -5,7 +5,10 @@
 //! persistent opens meanwhile: each needs its record in etcd before its CREATE is answered,
 //! so theirs wait for etcd's election (printed, not bounded), and on the old code the I/O
 //! thread waited with them, stalling everyone (measured on main before the change: the
-//! figures in docs/cluster.md, "No I/O thread waits on the network").
+//! figures in docs/cluster.md, "No I/O thread waits on the network"). Two more clients of
+//! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
+//! that it held, the other opens it again and again, each request waiting for node 2 (at most
+//! 2 s); the other clients' requests do not wait with them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,6 +78,44 @@ fn persistent(mut c: Raw, file: String, first_guid: u8, stop: Arc<AtomicBool>) -
         }
     }
     format!("{ok} made, {refused} FILE_NOT_AVAILABLE, longest CREATE {longest:?}")
+}
+
+/// A client of node 1 working on `file`, homed on node 2, once `stopped` is set (node 2
+/// stopped): with `held` (its open of the file), it closes it (the CLOSE must succeed);
+/// without, it opens the file (and closes what it got) until `stop`. What it heard: how long
+/// the CLOSE took, or how many CREATEs were answered SUCCESS or FILE_NOT_AVAILABLE (anything
+/// else fails the test) and the longest.
+fn homed_elsewhere(
+    mut c: Raw,
+    file: String,
+    held: Option<FileId>,
+    stopped: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) -> String {
+    while !stopped.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    if let Some(h) = held {
+        c.close(h)
+            .expect("a CLOSE while the file's home is stopped succeeds");
+        return format!("CLOSE answered in {:?}", t.elapsed());
+    }
+    let (mut ok, mut refused, mut longest) = (0, 0, Duration::ZERO);
+    while !stop.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        let made = open(&mut c, &file, ALL, 7);
+        longest = longest.max(t.elapsed());
+        match made {
+            Ok(h) => {
+                ok += 1;
+                c.close(h).expect("close");
+            }
+            Err(NtStatus::FILE_NOT_AVAILABLE) => refused += 1,
+            Err(s) => panic!("{file}, homed on the stopped node 2: {s:?}"),
+        }
+    }
+    format!("CREATEs: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -165,6 +206,19 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             persistent(c, f, 1 + 120 * i as u8, stop)
         }));
     }
+    // Two clients of node 1 work on a file homed on node 2 once node 2 stops: one closes its
+    // open of it, the other opens it.
+    let elsewhere = files_homed_on(&cl, 2, "elsewhere", 1).remove(0);
+    let peer_stop = Arc::new(AtomicBool::new(false));
+    let mut remote = Vec::new();
+    for close in [true, false] {
+        let mut c = cl.client(1);
+        let held = close.then(|| open(&mut c, &elsewhere, ALL, 7).expect("a file homed on node 2"));
+        let (f, peer_stop, stop) = (elsewhere.clone(), peer_stop.clone(), stop.clone());
+        remote.push(thread::spawn(move || {
+            homed_elsewhere(c, f, held, peer_stop, stop)
+        }));
+    }
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
     thread::sleep(Duration::from_millis(2_000));
@@ -175,11 +229,16 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     // Node 2 stops (for less than its lease: it is not taken over).
     let peer_stopped = Instant::now();
     signal(cl.nodes[1].pid(), rustix::process::Signal::STOP);
+    peer_stop.store(true, Ordering::Relaxed);
     thread::sleep(Duration::from_millis(2_000));
     let peer_resumed = Instant::now();
     signal(cl.nodes[1].pid(), rustix::process::Signal::CONT);
 
     stop.store(true, Ordering::Relaxed);
+    let remote: Vec<String> = remote
+        .into_iter()
+        .map(|t| t.join().expect("a client of a file homed on node 2 failed"))
+        .collect();
     for t in measuring {
         t.join().expect("a measured client failed");
     }
@@ -195,7 +254,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          p99 {p_before:?} (max {max_before:?}, {n_before} requests) before; \
          {p_etcd:?} (max {max_etcd:?}, {n_etcd}) with etcd member {leader} (the leader) stopped (etcd took no write for {stall:?}); \
          {p_peer:?} (max {max_peer:?}, {n_peer}) with node 2 stopped; \
-         persistent opens meanwhile: {made:?}"
+         persistent opens meanwhile: {made:?}; the clients of a file homed on node 2: {remote:?}"
     );
     assert!(
         p_etcd <= bound(p_before),

@@ -33,11 +33,38 @@ pub(super) struct Admitted {
     pub grant: oplock::Grant,
 }
 
+/// An open on its way into its file's entry: what admission asks, and what the open holds
+/// meanwhile (kept while the file's home is asked, away from the I/O thread).
+pub(crate) struct Joining {
+    node: Arc<dyn Node>,
+    made: Made,
+    id: u64,
+    persistent_id: u64,
+    key: FileKey,
+    entry: Arc<Mutex<FileEntry>>,
+    file_entry: Option<Arc<Mutex<FileEntry>>>,
+    wish: oplock::Wish,
+    requested: u8,
+    /// The lease asked for is asked of the entry (not for a directory without directory
+    /// leasing).
+    leased: bool,
+    route: Route,
+    now_ms: u64,
+    /// The call to the file's home under way, when one is.
+    asking: Option<arbiter::Asking>,
+}
+
+/// The question a CREATE waits for (its file's home's admission) and the open on its way in.
+pub(super) type AskingHome = (crate::lookup::Lookup, Joining);
+
 /// Join the file's entry: `None` while other clients have yet to
 /// acknowledge the breaks this open caused (it waits, and leaves the entry
 /// as it found it); an error when it may not open the file now. A stream
 /// open also keeps its file open (an invisible open that conflicts with
-/// nothing): the file is not removed or renamed under it.
+/// nothing): the file is not removed or renamed under it. With `parked`, a file homed on
+/// another node is asked away from the I/O thread: Err([`super::PARKED`]), `parked`
+/// holding the question and the open, which goes on in [`Joining::answered`].
+#[allow(clippy::too_many_arguments)]
 pub(super) fn admit(
     core: &ConnCore,
     req: &Req<'_>,
@@ -46,7 +73,36 @@ pub(super) fn admit(
     asked: &Asked,
     node: Arc<dyn Node>,
     made: Made,
+    parked: Option<&mut Option<AskingHome>>,
 ) -> Result<Option<Admitted>, NtStatus> {
+    let mut j = joining(core, req, retry, at, asked, node, made)?;
+    let r = match parked {
+        Some(parked) => {
+            match arbiter::admit_or_ask(at.server, j.key, &j.entry, &j.open_ask(at, asked)) {
+                arbiter::Decision::Made(r) => r,
+                arbiter::Decision::Ask(ask, asking) => {
+                    j.asking = Some(asking);
+                    *parked = Some((crate::lookup::Lookup::Home(ask), j));
+                    return Err(super::PARKED);
+                }
+            }
+        }
+        None => arbiter::admit(at.server, j.key, &j.entry, &j.open_ask(at, asked)),
+    };
+    j.decided(at, r)
+}
+
+/// What admission asks of the file's entry, once the lease key and a stream's file's
+/// delete-pending are checked.
+fn joining(
+    core: &ConnCore,
+    req: &Req<'_>,
+    retry: bool,
+    at: &At<'_>,
+    asked: &Asked,
+    node: Arc<dyn Node>,
+    made: Made,
+) -> Result<Joining, NtStatus> {
     let server = at.server;
     let id = server.files.new_owner_id();
     let persistent_id = server.files.new_owner_id();
@@ -69,10 +125,10 @@ pub(super) fn admit(
     let dir_lease = asked.lease_req.as_ref().is_some_and(|l| l.v2.is_some())
         && asked.requested == oplock::LEVEL_LEASE
         && directory_leasing(core);
-    let (requested, lease_req, lease_id) = if made.is_dir && !dir_lease {
-        (oplock::LEVEL_NONE, None, None)
-    } else {
-        (asked.requested, asked.lease_req.as_ref(), asked.lease_id)
+    let leased = !made.is_dir || dir_lease;
+    let (requested, lease_id) = match leased {
+        true => (asked.requested, asked.lease_id),
+        false => (oplock::LEVEL_NONE, None),
     };
     let file_entry = made
         .stream_name
@@ -96,53 +152,7 @@ pub(super) fn admit(
         delete_only: granted == access::DELETE && requested == oplock::LEVEL_NONE,
         lease: lease_id,
     };
-    let open_ask = arbiter::OpenAsk {
-        owner: id,
-        persistent_id,
-        route: Route {
-            conn_id: core.conn_id,
-            session_id: req.session_id,
-        },
-        wish: &wish,
-        requested,
-        lease_req,
-        share: &at.tree.share.name,
-        path: at.path,
-        is_dir: made.is_dir,
-        conn_id: core.conn_id,
-        now_ms: core.now.mono_ms,
-        who: Some(&at.tree.who),
-    };
-    let grant = match arbiter::admit(server, key, &entry, &open_ask) {
-        Ok(Some(g)) => g,
-        // It waits (`Ok(None)`) or is refused.
-        other => {
-            drop(node);
-            server.files.drop_if_unused(key);
-            if file_entry.is_some() {
-                server.files.drop_if_unused(key.base());
-            }
-            return other.map(|_| None);
-        }
-    };
-    if let Some(fe) = &file_entry {
-        let mut b = lock(fe);
-        if b.opens.is_empty() {
-            b.share.clear(); // keeps its room (a reused entry)
-            b.share.push_str(&at.tree.share.name);
-            b.path = at.path.clone();
-            b.is_dir = made.file_is_dir;
-        }
-        b.opens.push(ShareEntry {
-            owner: id,
-            access: 0,
-            share_access: 7,
-            caching: Default::default(),
-            who: None,
-        });
-        b.streams.push((id, key));
-    }
-    Ok(Some(Admitted {
+    Ok(Joining {
         node,
         made,
         id,
@@ -150,8 +160,121 @@ pub(super) fn admit(
         key,
         entry,
         file_entry,
-        grant,
-    }))
+        wish,
+        requested,
+        leased,
+        route: Route {
+            conn_id: core.conn_id,
+            session_id: req.session_id,
+        },
+        now_ms: core.now.mono_ms,
+        asking: None,
+    })
+}
+
+impl Joining {
+    /// What the file's entry is asked.
+    fn open_ask<'a>(&'a self, at: &'a At<'_>, asked: &'a Asked) -> arbiter::OpenAsk<'a> {
+        arbiter::OpenAsk {
+            owner: self.id,
+            persistent_id: self.persistent_id,
+            route: self.route,
+            wish: &self.wish,
+            requested: self.requested,
+            lease_req: asked.lease_req.as_ref().filter(|_| self.leased),
+            share: &at.tree.share.name,
+            path: at.path,
+            is_dir: self.made.is_dir,
+            conn_id: self.route.conn_id,
+            now_ms: self.now_ms,
+            who: Some(&at.tree.who),
+        }
+    }
+
+    /// The file's home answered (`answer`, as it came back, or why none did): as
+    /// [`admit`]'s result.
+    pub(super) fn answered(
+        self,
+        at: &At<'_>,
+        asked: &Asked,
+        answer: Result<Vec<u8>, NtStatus>,
+    ) -> Result<Option<Admitted>, NtStatus> {
+        let (files, key) = (&at.server.files, self.key);
+        let r = arbiter::admit_answered(files, key, &self.entry, &self.open_ask(at, asked), answer);
+        self.decided(at, r)
+    }
+
+    /// The request that waited for the file's home went: the open the home may have admitted
+    /// is closed there ([`arbiter::Asking::withdraw`]).
+    pub(super) fn abandon(self, server: &crate::ServerState) {
+        if let Some(a) = self.asking {
+            a.withdraw(&server.node);
+        }
+        drop(self.node);
+        server.files.drop_if_unused(self.key);
+        if self.file_entry.is_some() {
+            server.files.drop_if_unused(self.key.base());
+        }
+    }
+
+    /// The entry decided `r`: the open joined it (a stream's file keeps it too), waits, or
+    /// is refused.
+    fn decided(
+        self,
+        at: &At<'_>,
+        r: Result<Option<oplock::Grant>, NtStatus>,
+    ) -> Result<Option<Admitted>, NtStatus> {
+        let server = at.server;
+        let Joining {
+            node,
+            made,
+            id,
+            persistent_id,
+            key,
+            entry,
+            file_entry,
+            ..
+        } = self;
+        let grant = match r {
+            Ok(Some(g)) => g,
+            // It waits (`Ok(None)`) or is refused.
+            other => {
+                drop(node);
+                server.files.drop_if_unused(key);
+                if file_entry.is_some() {
+                    server.files.drop_if_unused(key.base());
+                }
+                return other.map(|_| None);
+            }
+        };
+        if let Some(fe) = &file_entry {
+            let mut b = lock(fe);
+            if b.opens.is_empty() {
+                b.share.clear(); // keeps its room (a reused entry)
+                b.share.push_str(&at.tree.share.name);
+                b.path = at.path.clone();
+                b.is_dir = made.file_is_dir;
+            }
+            b.opens.push(ShareEntry {
+                owner: id,
+                access: 0,
+                share_access: 7,
+                caching: Default::default(),
+                who: None,
+            });
+            b.streams.push((id, key));
+        }
+        Ok(Some(Admitted {
+            node,
+            made,
+            id,
+            persistent_id,
+            key,
+            entry,
+            file_entry,
+            grant,
+        }))
+    }
 }
 
 impl Admitted {

@@ -275,12 +275,8 @@ pub(crate) struct Installing {
     pub(super) quota_file: bool,
 }
 
-/// Never on the wire: the CREATE waits for its persistent open's record ([`Parked`];
-/// [`super::handle`] parks it).
-pub(crate) const ASK_RECORD: NtStatus = NtStatus(0xE1D5_0002);
-
-/// The question a CREATE waits for (its open's record stored) and the open it answers with.
-pub(crate) type Parked = (crate::lookup::Lookup, Box<Installing>);
+/// The question a CREATE waits for and how it goes on with the answer.
+pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
 
 /// Put the open in its session and answer: a persistent open's record is
 /// in etcd before the client hears of it ([`crate::cluster::ca`]; without
@@ -289,7 +285,7 @@ pub(crate) type Parked = (crate::lookup::Lookup, Box<Installing>);
 /// open is remembered for replays (3.3.5.9.10). Watchers hear of the
 /// changes last.
 ///
-/// With `parked`, the record is stored away from the I/O thread (Err([`ASK_RECORD`]) with
+/// With `parked`, the record is stored away from the I/O thread (Err([`super::PARKED`]) with
 /// `parked` set; the request goes on in [`resume`]); a CREATE run again after breaks stores it
 /// here.
 pub(super) fn install(
@@ -302,8 +298,9 @@ pub(super) fn install(
         parked,
     ) {
         (Some(ask), Some(parked)) => {
-            *parked = Some((crate::lookup::Lookup::Cluster(ask), Box::new(fin)));
-            return Err(ASK_RECORD);
+            let cont = crate::cmd::LookupCont::Create(Box::new(fin));
+            *parked = Some((crate::lookup::Lookup::Cluster(ask), cont));
+            return Err(super::PARKED);
         }
         (Some(ask), None) => stored_or_closed(core, fin, (ask.run)())?,
         (None, _) => fin,
@@ -319,8 +316,7 @@ pub(crate) fn resume(
     done: crate::lookup::LookupDone,
 ) -> Result<Reply, NtStatus> {
     if let durable::Ask::V2 { create_guid, .. } = fin.ask {
-        let guids = (client_guid(core), create_guid);
-        lock(&core.server.files.durables).set_pending(guids, false, core.now.mono_ms);
+        super::pending(core, create_guid, false);
     }
     let fin = stored_or_closed(core, fin, done.cluster())?;
     finish(core, fin)
