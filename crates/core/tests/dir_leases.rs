@@ -6,10 +6,16 @@
 
 mod support;
 
+use std::sync::Arc;
+
+use ringshare_core::notify_kernel::{mask, KernelEvent, KernelWatch, HOLD_MS};
 use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;
+use ringshare_vfs::posix::PosixShare;
 use ringshare_wire::consts::{Capabilities, CreateDisposition as D, LeaseBreakFlags, LeaseFlags};
-use ringshare_wire::create::{ContextTag, CreateResponse, Lease};
+use ringshare_wire::create::{
+    tag, ContextTag, CreateContext, CreateResponse, DurableHandleRequestV2, Lease,
+};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::negotiate::NegotiateResponse;
 use ringshare_wire::{FileId, NtStatus};
@@ -206,4 +212,160 @@ fn another_open_of_the_directory_keeps_its_lease() {
     let r = open(&mut b, "d", READ, D::OPEN, Some(lease_v2(2, R | H)));
     assert_eq!(granted_lease(&r).state.0, R | H);
     assert!(a.breaks().is_empty());
+}
+
+// ---- Changes other programs make on the disk (the kernel's watch) ----
+
+/// The driver's kernel watch, as the core sees it: the watch descriptors
+/// live now (an add is one more, a remove one fewer).
+#[derive(Default)]
+struct Watches {
+    live: std::sync::Mutex<Vec<i32>>,
+    next: std::sync::atomic::AtomicI32,
+}
+
+impl KernelWatch for Watches {
+    fn add(&self, _dir: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
+        let wd = 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.live.lock().unwrap().push(wd);
+        Some(wd)
+    }
+    fn remove(&self, wd: i32) {
+        self.live.lock().unwrap().retain(|w| *w != wd);
+    }
+}
+
+impl Watches {
+    fn live(&self) -> Vec<i32> {
+        self.live.lock().unwrap().clone()
+    }
+}
+
+struct Disk(std::path::PathBuf);
+
+impl Drop for Disk {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Two clients of a server whose share is a real directory holding `d`,
+/// with kernel watches `Watches`.
+fn pair_on_disk(name: &str) -> (Client, Client, Arc<Watches>, Disk) {
+    let p = std::env::temp_dir().join(format!("rs-dirlease-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(p.join("d")).unwrap();
+    let disk = Disk(p);
+    let backend = Arc::new(PosixShare::new(&disk.0).unwrap());
+    let server = server_on(backend, SigningPolicy::IfRequired);
+    let watches = Arc::new(Watches::default());
+    server.set_kernel_watch(watches.clone());
+    let a = Client::leasing_dirs(server.clone(), MemShare::new(), [1; 16]);
+    let b = Client::leasing_dirs(server, MemShare::new(), [2; 16]);
+    (a, b, watches, disk)
+}
+
+/// The kernel reports `mask` for `name` in the directory watched as `wd`;
+/// the core takes it once it was held [`HOLD_MS`].
+fn kernel_reports(c: &mut Client, wd: i32, mask: u32, name: &str) {
+    let event = KernelEvent {
+        wd,
+        mask,
+        cookie: 0,
+        name: Some(name.into()),
+    };
+    c.server.kernel_events(c.now.mono_ms, vec![event]);
+    c.now.mono_ms += HOLD_MS;
+    c.server.kernel_tick(c.now.mono_ms);
+}
+
+#[test]
+fn a_change_another_program_makes_in_a_leased_directory_breaks_its_lease_to_none() {
+    for m in [
+        mask::CREATE,
+        mask::DELETE,
+        mask::ATTRIB,
+        mask::MODIFY,
+        mask::MOVED_TO,
+    ] {
+        let (mut a, _b, watches, _disk) = pair_on_disk(&format!("other-{m}"));
+        let d = lease_dir(&mut a, 1);
+        let [wd] = watches.live()[..] else {
+            panic!(
+                "one kernel watch for the leased directory: {:?}",
+                watches.live()
+            );
+        };
+        kernel_reports(&mut a, wd, m, "theirs.txt");
+        assert_eq!(one_break(&mut a), ([1; 16], R | H, 0, true), "mask {m:#x}");
+        assert_eq!(a.close(d).status(), NtStatus::SUCCESS);
+        assert!(watches.live().is_empty(), "the watch goes with the lease");
+    }
+}
+
+#[test]
+fn the_kernel_echo_of_a_change_through_smb_keeps_the_parent_lease_key_holders_lease() {
+    let (mut a, mut b, watches, _disk) = pair_on_disk("echo");
+    lease_dir(&mut a, 1);
+    lease_dir(&mut b, 2);
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch, shared: {:?}", watches.live());
+    };
+    let r = open(
+        &mut a,
+        "d\\mine.txt",
+        ALL,
+        D::CREATE,
+        Some(lease_with_parent(3, R, 1)),
+    );
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(one_break(&mut b), ([2; 16], R | H, 0, true));
+    // What the kernel saw of that create is ringshare's own change.
+    kernel_reports(&mut a, wd, mask::CREATE, "mine.txt");
+    kernel_reports(&mut a, wd, mask::ATTRIB, "mine.txt");
+    assert!(a.breaks().is_empty(), "the creator's lease stays");
+    assert!(b.breaks().is_empty(), "no second break");
+    // Another program's change is nobody's own.
+    kernel_reports(&mut a, wd, mask::CREATE, "theirs.txt");
+    assert_eq!(one_break(&mut a), ([1; 16], R | H, 0, true));
+}
+
+#[test]
+fn a_leased_directory_keeps_no_kernel_watch_or_entry_once_its_durable_open_expired() {
+    let (mut a, _b, watches, _disk) = pair_on_disk("durable");
+    let contexts = vec![
+        CreateContext::new(tag::REQUEST_LEASE, lease_v2(1, R | H).encode()),
+        CreateContext::new(
+            tag::DURABLE_HANDLE_REQUEST_V2,
+            DurableHandleRequestV2 {
+                timeout: 30_000,
+                flags: 0,
+                create_guid: [9; 16],
+            }
+            .encode(),
+        ),
+    ];
+    let tree = a.tree_id;
+    let mut m = a.create_msg_ctx(tree, "d", READ, 7, D::OPEN, DIRECTORY, 0, contexts);
+    m[64 + 3] = 0xFF; // RequestedOplockLevel: a lease
+    let r = a.send_frame(m).remove(0);
+    assert_eq!(granted_lease(&r).state.0, R | H);
+    let cr = CreateResponse::decode(&r.msg).unwrap();
+    assert!(
+        cr.contexts
+            .iter()
+            .any(|c| c.tag() == ContextTag::DurableHandleRequestV2),
+        "a durable directory open"
+    );
+    assert_eq!(watches.live().len(), 1);
+    a.conn.shutdown(a.now);
+    let server = a.server.clone();
+    assert_eq!(server.parked_durables(), 1);
+    assert!(server.files.any_dir_leased(), "kept while the open is");
+    assert_eq!(watches.live().len(), 1);
+    server.expire_durables(a.now.mono_ms + 30_000);
+    assert_eq!(server.parked_durables(), 0);
+    assert!(!server.files.any_dir_leased(), "no leased directory listed");
+    assert_eq!(server.files.dir_lease_watches(), 0);
+    assert!(watches.live().is_empty(), "no kernel watch left");
 }

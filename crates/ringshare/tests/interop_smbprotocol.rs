@@ -262,3 +262,98 @@ fn a_durable_handle_survives_a_connection_cut_from_the_server_side() {
     );
     eprintln!("{out}");
 }
+
+/// A client holding a directory lease (RH) learns of changes other programs
+/// make in the directory on the server's disk: each breaks the lease to
+/// none, as a change through SMB does. Its own change through SMB (naming
+/// the directory's lease as its ParentLeaseKey) keeps it, the kernel's echo
+/// of that change included. `tests/py/smbprotocol_dirlease.py` holds the
+/// lease; `touch`, `rm` and `mv` change the directory.
+#[test]
+fn a_directory_lease_breaks_when_a_local_program_changes_the_directory_but_not_for_the_holders_own_change(
+) {
+    let test = "a directory lease breaks when a local program changes the directory";
+    if skipped(test) {
+        return;
+    }
+    let server = server();
+    let dir = server.share_dir.join("leased-local");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The share's user makes files in it (the test may run as root).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.join("old.txt"), b"x").unwrap();
+    std::fs::write(dir.join("gone.txt"), b"x").unwrap();
+    let mut py = Command::new("timeout")
+        .arg("120")
+        .arg(python())
+        .arg(common::py::script("smbprotocol_dirlease.py"))
+        .args(["--port", &server.port.to_string()])
+        .args(["--user", USER, "--password", PASSWORD])
+        .args(["--share", &server.share, "--dir", "leased-local"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start python");
+    let mut to = py.stdin.take().unwrap();
+    let mut from = std::io::BufReader::new(py.stdout.take().unwrap());
+    let mut ask = |line: &str| -> String {
+        use std::io::{BufRead, Write};
+        writeln!(to, "{line}").expect("python reads");
+        let mut got = String::new();
+        from.read_line(&mut got).expect("python answers");
+        got.trim().to_string()
+    };
+    // Breaks come within a few hundred ms (the kernel's events are held 100 ms).
+    let breaks_within_5s = |ask: &mut dyn FnMut(&str) -> String| -> String {
+        for _ in 0..25 {
+            let got = ask("breaks 200");
+            if got != "BREAKS" {
+                return got;
+            }
+        }
+        "BREAKS".to_string()
+    };
+    let local = |args: &[&str]| {
+        let ok = Command::new(args[0])
+            .args(&args[1..])
+            .current_dir(&server.share_dir)
+            .status()
+            .expect("run a local program")
+            .success();
+        assert!(ok, "{args:?}");
+    };
+
+    assert_eq!(ask("lease 1"), "LEASED 3", "an RH lease on the directory");
+    assert_eq!(ask("create mine.txt"), "CREATED");
+    assert_eq!(
+        ask("breaks 800"),
+        "BREAKS",
+        "the holder's own change (and its kernel echo) breaks nothing"
+    );
+    local(&["touch", "leased-local/new.txt"]);
+    assert_eq!(breaks_within_5s(&mut ask), "BREAKS 1:3:0", "a file made");
+
+    assert_eq!(ask("lease 2"), "LEASED 3");
+    local(&["touch", "-d", "2001-01-01", "leased-local/old.txt"]);
+    assert_eq!(breaks_within_5s(&mut ask), "BREAKS 2:3:0", "times set");
+
+    assert_eq!(ask("lease 3"), "LEASED 3");
+    local(&["rm", "leased-local/gone.txt"]);
+    assert_eq!(breaks_within_5s(&mut ask), "BREAKS 3:3:0", "a file removed");
+
+    assert_eq!(ask("lease 4"), "LEASED 3");
+    local(&["mv", "leased-local/mine.txt", "moved-out.txt"]);
+    assert_eq!(
+        breaks_within_5s(&mut ask),
+        "BREAKS 4:3:0",
+        "a file renamed out"
+    );
+
+    assert_eq!(ask("quit"), "");
+    assert!(py.wait().expect("python ends").success());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(server.share_dir.join("moved-out.txt"));
+}

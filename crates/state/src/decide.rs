@@ -175,10 +175,7 @@ pub fn close_here(
         }
         let gone = remove_open(&mut e, owner);
         if let Some(gone) = gone {
-            server.files.forget_lease(gone, key);
-            if e.is_dir && e.leases.is_empty() {
-                server.files.forget_dir_lease(key);
-            }
+            server.lease_left(gone, key);
         }
         oplock::wake_waiters(&mut e, &mut wakes);
         let was_pending = e.delete_pending;

@@ -11,11 +11,24 @@
 //! (`FileTable::note_dir_lease`); a change with none listed costs one atomic
 //! load. A change is matched to its directory by share name and path, as the
 //! directory's entry records them (renames keep them current).
+//!
+//! Changes other programs make on the disk break them too: a leased
+//! directory has a kernel watch ([`crate::notify::kernel`], the one
+//! CHANGE_NOTIFY uses, shared with its watchers) from its first lease to
+//! its last, and the kernel's events for it break its leases as a change
+//! through SMB does (`crate::notify::kernel`'s `break_dir_leases`). ringshare's own changes mark their
+//! names there, as they do for CHANGE_NOTIFY, so their kernel echo breaks
+//! nothing: the lease a change through SMB spared (its ParentLeaseKey's)
+//! stays; the others were broken already.
+
+use std::os::fd::BorrowedFd;
 
 use ringshare_vfs::RelPath;
 
-use crate::files::oplock;
-use crate::server::{lock, ServerState};
+use crate::files::oplock::{self, LeaseId};
+use crate::files::FileKey;
+use crate::notify::kernel;
+use crate::server::{lock, ServerState, ShareDef};
 use crate::state::Open;
 
 /// The entry at `path` of share `share` was made, removed or changed: break
@@ -62,4 +75,35 @@ pub fn dir_changed(
 pub fn parent_key(open: &Open) -> Option<[u8; 16]> {
     let e = lock(&open.entry);
     oplock::parent_key_of(&e, open.id)
+}
+
+/// A lease was granted on directory `key` of `share` at `path`, open as
+/// `dir`: the directory gets its kernel watch (with its first lease; none
+/// when the driver watches nothing: `kernel change notify = no`).
+pub fn watch(
+    server: &ServerState,
+    share: &ShareDef,
+    path: &RelPath,
+    key: FileKey,
+    dir: Option<BorrowedFd<'_>>,
+) {
+    let Some(root) = crate::notify::root_key(share) else {
+        return;
+    };
+    let at = (root, path.components().to_vec());
+    server
+        .files
+        .watch_dir_lease(key, || kernel::add_lease_ref(&server.notify, &at, dir));
+}
+
+impl ServerState {
+    /// Lease `id` left file `key` with the last open that named it (a
+    /// close, a durable open's expiry, a withdrawn CREATE, a hand-over to
+    /// another node): a directory whose last lease it was leaves the list
+    /// of leased directories, and lets go of its kernel watch.
+    pub fn lease_left(&self, id: LeaseId, key: FileKey) {
+        if let Some(watch) = self.files.forget_lease(id, key) {
+            kernel::drop_lease_ref(&self.notify, watch);
+        }
+    }
 }

@@ -102,9 +102,12 @@ pub enum Answer {
 
 impl Registry {
     /// True when some directory is watched, here or (on a cluster node) on
-    /// another node: producers check this first.
+    /// another node, or kernel-watched (a leased directory's watch: own
+    /// changes mark their names there): producers check this first.
     pub fn active(&self) -> bool {
-        self.armed.load(Ordering::Acquire) != 0 || self.remote.load(Ordering::Acquire) != 0
+        self.armed.load(Ordering::Acquire) != 0
+            || self.remote.load(Ordering::Acquire) != 0
+            || self.kernel_dirs.load(Ordering::Acquire) != 0
     }
 
     /// True when some directory is watched through this node.
@@ -427,7 +430,8 @@ pub fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
     if let Some(h) = server.node.hooks() {
         h.changes(&server.node, share, changes);
     }
-    if !server.notify.local() {
+    let reg = &server.notify;
+    if !reg.local() && reg.kernel_dirs.load(Ordering::Acquire) == 0 {
         return;
     }
     if let Some(root) = root_key(share) {

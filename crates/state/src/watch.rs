@@ -101,7 +101,8 @@ pub type DirAt = (FileKey, Vec<String>);
 pub struct KDir {
     pub wd: Option<i32>,
     /// The watchers (by id) that asked for the kernel watch: of this
-    /// directory, or WATCH_TREE ones above it.
+    /// directory, or WATCH_TREE ones above it; and the id a leased
+    /// directory's watch is held by ([`crate::dirlease`]).
     pub refs: Vec<u64>,
     /// Names ringshare changed here lately, with when the mark ends (None:
     /// not yet stamped: it ends [`crate::notify::kernel::ECHO_MS`] after the first event it hides

@@ -77,7 +77,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
         // transfer.
         let gone = crate::decide::remove_open(&mut lock(&open.entry), open.id);
         if let Some(id) = gone {
-            server.files.forget_lease(id, open.key);
+            server.lease_left(id, open.key);
         }
     }
     tracing::info!(

@@ -119,7 +119,7 @@ impl HomeClose {
         match answer {
             Ok(Answer::Closed(closed, lease_gone)) => {
                 if let Some(id) = lease_gone {
-                    server.files.forget_lease(id, self.key);
+                    server.lease_left(id, self.key);
                 }
                 closed
             }

@@ -192,7 +192,7 @@ impl Reclaim for ServerState {
                 .collect();
             e.leases.retain(|l| used.contains(&l.id));
             for id in leases {
-                self.files.forget_lease(id, key);
+                self.lease_left(id, key);
             }
             e.waiters.retain(|c| !gone(*c));
             crate::files::oplock::wake_waiters(&mut e, &mut wakes);

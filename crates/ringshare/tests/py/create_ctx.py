@@ -16,12 +16,15 @@ def ctx(name, data):
     return c
 
 
-def lease_ctx(key, state):
-    """RqLs version 2 with lease key `key` (16 bytes) and `state` (R=1, H=2, W=4)."""
+def lease_ctx(key, state, parent=None):
+    """RqLs version 2 with lease key `key` (16 bytes) and `state` (R=1, H=2, W=4); `parent`:
+    the ParentLeaseKey (16 bytes), if any."""
     lease = SMB2CreateRequestLeaseV2()
     lease["lease_key"] = key
     lease["lease_state"] = state
-    lease["parent_lease_key"] = b"\0" * 16
+    if parent is not None:
+        lease["lease_flags"] = 4  # SMB2_LEASE_FLAG_PARENT_LEASE_KEY_SET
+    lease["parent_lease_key"] = parent or b"\0" * 16
     lease["epoch"] = b"\0\0"
     return ctx(CreateContextName.SMB2_CREATE_REQUEST_LEASE_V2, lease)
 

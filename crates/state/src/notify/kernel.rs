@@ -3,7 +3,8 @@
 //!
 //! The driver owns an inotify descriptor and implements [`KernelWatch`]; the
 //! core asks for one kernel watch per watched directory (shared by all its
-//! watchers, dropped with the last) and is handed the events the driver read
+//! watchers, and by its leases when it is a leased directory:
+//! [`crate::dirlease`]; dropped with the last) and is handed the events the driver read
 //! ([`ServerState::kernel_events`]). Events are held [`HOLD_MS`] before they
 //! are reported, and an event for a name ringshare itself changed in that
 //! directory shortly before (an "echo" of its own change, which it reported
@@ -29,10 +30,10 @@ pub use crate::watch::{KernelEvent, KernelWatch};
 
 /// inotify mask bits (the kernel's ABI, linux/inotify.h).
 pub mod mask {
-    pub(crate) const MODIFY: u32 = 0x0000_0002;
+    pub const MODIFY: u32 = 0x0000_0002;
     pub const ATTRIB: u32 = 0x0000_0004;
     pub(crate) const MOVED_FROM: u32 = 0x0000_0040;
-    pub(crate) const MOVED_TO: u32 = 0x0000_0080;
+    pub const MOVED_TO: u32 = 0x0000_0080;
     pub const CREATE: u32 = 0x0000_0100;
     pub const DELETE: u32 = 0x0000_0200;
     pub(crate) const DELETE_SELF: u32 = 0x0000_0400;
@@ -102,9 +103,15 @@ impl ServerState {
         lock(&self.notify.kernel).held.front().map(|(t, _)| *t)
     }
 
-    /// Report the held events that are due.
+    /// Report the held events that are due, and break the leases of the
+    /// leased directories they changed.
     pub fn kernel_tick(&self, now_ms: u64) {
-        let (batches, overflow, ended) = {
+        let Mapped {
+            batches,
+            overflow,
+            ended,
+            touched,
+        } = {
             let mut k = lock(&self.notify.kernel);
             if k.held.front().is_none_or(|(t, _)| *t > now_ms) {
                 return;
@@ -133,6 +140,7 @@ impl ServerState {
                 .store(k.dirs.len(), Ordering::Release);
             r
         };
+        break_dir_leases(self, &touched, overflow, now_ms);
         if overflow {
             notify::overflow_all(self);
         }
@@ -154,19 +162,47 @@ impl ServerState {
     }
 }
 
+/// The kernel reported changes in the directories whose watches are held
+/// by `watches` (or lost changes: `all`): their leases break to nothing,
+/// every one (another program's change is nobody's own).
+fn break_dir_leases(server: &ServerState, watches: &[u64], all: bool, now_ms: u64) {
+    if watches.is_empty() && !all {
+        return;
+    }
+    let mut breaks = Vec::new();
+    for entry in server.files.dirs_watched_by(watches, all) {
+        let mut e = lock(&entry);
+        if e.is_dir {
+            crate::files::oplock::break_dir_leases(&mut e, None, Some(now_ms), &mut breaks);
+        }
+    }
+    server.send_breaks(breaks);
+}
+
 /// Changes of one share root: (action, filter, path).
 type Batch = (FileKey, Vec<(u32, u32, ringshare_vfs::RelPath)>);
 
-/// Turn due kernel events into changes; also whether the kernel queue
-/// overflowed and which directories went away or moved.
-fn map_events(
-    k: &mut Kernel,
-    due: Vec<KernelEvent>,
-    now_ms: u64,
-) -> (Vec<Batch>, bool, Vec<DirAt>) {
+/// What due kernel events come to.
+#[derive(Default)]
+struct Mapped {
+    /// The changes, by share root.
+    batches: Vec<Batch>,
+    /// The kernel's queue overflowed: changes were lost.
+    overflow: bool,
+    /// Directories that went away or moved.
+    ended: Vec<DirAt>,
+    /// The ids holding the kernel watches of the directories something
+    /// changed in (or that ended): the leased directories among them break
+    /// their leases ([`break_dir_leases`]).
+    touched: Vec<u64>,
+}
+
+/// Turn due kernel events into changes.
+fn map_events(k: &mut Kernel, due: Vec<KernelEvent>, now_ms: u64) -> Mapped {
     let mut out: Vec<Batch> = Vec::new();
     let mut overflow = false;
     let mut ended = Vec::new();
+    let mut touched: Vec<u64> = Vec::new();
     let mut i = 0;
     while i < due.len() {
         let e = &due[i];
@@ -188,6 +224,9 @@ fn map_events(
             continue;
         };
         if e.mask & (mask::DELETE_SELF | mask::MOVE_SELF) != 0 {
+            for at in list {
+                touched.extend(k.dirs.get(at).map_or(&[][..], |d| &d.refs[..]));
+            }
             ended.extend(list.iter().cloned());
             continue;
         }
@@ -275,6 +314,7 @@ fn map_events(
             if echoed {
                 continue;
             }
+            touched.extend(k.dirs.get(&at).map_or(&[][..], |d| &d.refs[..]));
             let mut parts = at.1.clone();
             parts.push(name);
             let Ok(path) = ringshare_vfs::RelPath::from_components(parts) else {
@@ -286,7 +326,14 @@ fn map_events(
             }
         }
     }
-    (out, overflow, ended)
+    touched.sort_unstable();
+    touched.dedup();
+    Mapped {
+        batches: out,
+        overflow,
+        ended,
+        touched,
+    }
 }
 
 /// A watcher of the directory at `at` wants the kernel watch (made with the
@@ -333,16 +380,38 @@ pub(crate) fn drop_refs(hub: &Registry, wid: u64, root: FileKey) {
             k.roots.remove(&root);
         }
     }
+    let_go(hub, &mut k, wid);
+}
+
+/// A leased directory's kernel watch, for the lease holders of the
+/// directory at `at` open as `dir` ([`crate::dirlease`]): the id it is held
+/// by, or none (no kernel watching, no descriptor, or the kernel refused).
+pub(crate) fn add_lease_ref(
+    hub: &Registry,
+    at: &DirAt,
+    dir: Option<BorrowedFd<'_>>,
+) -> Option<u64> {
+    let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
+    add_ref(hub, at, dir, id).then_some(id)
+}
+
+/// The kernel watch a leased directory held by `id` goes (its last lease went).
+pub(crate) fn drop_lease_ref(hub: &Registry, id: u64) {
+    let_go(hub, &mut lock(&hub.kernel), id);
+}
+
+/// `id` lets go of every kernel watch it held; a watch nobody holds goes.
+fn let_go(hub: &Registry, k: &mut Kernel, id: u64) {
     let gone: Vec<DirAt> = k
         .dirs
         .iter_mut()
         .filter_map(|(at, d)| {
-            d.refs.retain(|w| *w != wid);
+            d.refs.retain(|w| *w != id);
             d.refs.is_empty().then(|| at.clone())
         })
         .collect();
     for at in gone {
-        forget_dir(hub, &mut k, &at);
+        forget_dir(hub, k, &at);
     }
 }
 
@@ -600,7 +669,11 @@ mod tests {
     #[test]
     fn a_move_in_one_directory_pairs_into_old_and_new_names() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let (b, over, _) = map_events(
+        let Mapped {
+            batches: b,
+            overflow: over,
+            ..
+        } = map_events(
             &mut k,
             vec![
                 ev(1, mask::MOVED_FROM, 7, "a"),
@@ -619,14 +692,15 @@ mod tests {
     #[test]
     fn a_move_between_watched_directories_is_removed_then_added() {
         let mut k = kernel_with(&[(1, &["x"]), (2, &["y"])]);
-        let (b, _, _) = map_events(
+        let b = map_events(
             &mut k,
             vec![
                 ev(1, mask::MOVED_FROM, 9, "f"),
                 ev(2, mask::MOVED_TO, 9, "f"),
             ],
             0,
-        );
+        )
+        .batches;
         let got = actions(&b);
         assert_eq!(got[0].0, notify::REMOVED);
         assert_eq!(got[1].0, notify::ADDED);
@@ -637,14 +711,15 @@ mod tests {
     fn names_ringshare_changed_itself_are_not_reported_again_but_others_are() {
         let mut k = kernel_with(&[(1, &["d"])]);
         mark_echo(&mut k, "mine");
-        let (b, _, _) = map_events(
+        let b = map_events(
             &mut k,
             vec![
                 ev(1, mask::CREATE, 0, "mine"),
                 ev(1, mask::CREATE, 0, "theirs"),
             ],
             0,
-        );
+        )
+        .batches;
         let got = actions(&b);
         assert_eq!(got.len(), 1);
         assert!(got[0].1.ends_with("d/theirs"));
@@ -654,14 +729,15 @@ mod tests {
     fn a_write_by_another_program_is_modified_and_ringshares_own_is_its_echo() {
         let mut k = kernel_with(&[(1, &["d"])]);
         mark_echo(&mut k, "ours");
-        let (b, _, _) = map_events(
+        let b = map_events(
             &mut k,
             vec![
                 ev(1, mask::MODIFY, 0, "ours"),
                 ev(1, mask::MODIFY, 0, "theirs"),
             ],
             0,
-        );
+        )
+        .batches;
         let got = actions(&b);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0, notify::MODIFIED);
@@ -671,7 +747,11 @@ mod tests {
     #[test]
     fn a_kernel_queue_overflow_and_a_removed_directory_are_flagged() {
         let mut k = kernel_with(&[(1, &["d"])]);
-        let (_, over, ended) = map_events(
+        let Mapped {
+            overflow: over,
+            ended,
+            ..
+        } = map_events(
             &mut k,
             vec![
                 KernelEvent {
@@ -698,7 +778,7 @@ mod tests {
         let mut k = kernel_with(&[(1, &["d"])]);
         mark_echo(&mut k, "n");
         let seen = |k: &mut Kernel, t: u64| {
-            actions(&map_events(k, vec![ev(1, mask::ATTRIB, 0, "n")], t).0).len()
+            actions(&map_events(k, vec![ev(1, mask::ATTRIB, 0, "n")], t).batches).len()
         };
         assert_eq!(seen(&mut k, 10_000), 0);
         assert_eq!(seen(&mut k, 10_000 + ECHO_MS), 0);

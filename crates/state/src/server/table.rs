@@ -24,9 +24,10 @@ pub struct FileTable {
     entries: Mutex<Entries>,
     /// Which file each lease is on (a lease key names one file).
     leases: Mutex<HashMap<LeaseId, FileKey>>,
-    /// Directories some lease was granted on (`crate::dirlease`), and how
+    /// Directories some lease was granted on (`crate::dirlease`), each
+    /// with the id its kernel watch is held by (if it has one), and how
     /// many: 0 lets a change skip looking.
-    dir_leases: Mutex<Vec<FileKey>>,
+    dir_leases: Mutex<Vec<(FileKey, Option<u64>)>>,
     dir_leased: AtomicUsize,
     next_owner: AtomicU64,
     /// Durable opens whose connection went ([`crate::durable`]).
@@ -170,12 +171,27 @@ impl FileTable {
         lock(&self.leases).insert(id, key);
     }
 
-    /// The lease is gone from file `key` with the last open there that named it.
-    pub fn forget_lease(&self, id: LeaseId, key: FileKey) {
+    /// The lease is gone from file `key` with the last open there that
+    /// named it. Every path by which an open ends comes here (through
+    /// `ServerState::lease_left`): when it was the last lease of a leased
+    /// directory, the directory leaves the list, and the id its kernel watch
+    /// is held by (to be let go) is returned.
+    pub(crate) fn forget_lease(&self, id: LeaseId, key: FileKey) -> Option<u64> {
         let mut m = lock(&self.leases);
         if m.get(&id) == Some(&key) {
             m.remove(&id);
         }
+        if self.dir_leased.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut dirs = lock(&self.dir_leases);
+        let at = dirs.iter().position(|(k, _)| *k == key)?;
+        if m.values().any(|k| *k == key) {
+            return None;
+        }
+        let (_, watch) = dirs.swap_remove(at);
+        self.dir_leased.store(dirs.len(), Ordering::Release);
+        watch
     }
 
     /// The leases with this key (one per client), with the files they are on.
@@ -190,18 +206,21 @@ impl FileTable {
     /// A lease was granted on directory `key` (taken with its entry locked).
     pub(crate) fn note_dir_lease(&self, key: FileKey) {
         let mut dirs = lock(&self.dir_leases);
-        if !dirs.contains(&key) {
-            dirs.push(key);
+        if !dirs.iter().any(|(k, _)| *k == key) {
+            dirs.push((key, None));
             self.dir_leased.store(dirs.len(), Ordering::Release);
         }
     }
 
-    /// Directory `key`'s last lease went (taken with its entry locked, as
-    /// [`FileTable::note_dir_lease`] is, so the two never cross).
-    pub(crate) fn forget_dir_lease(&self, key: FileKey) {
+    /// Give leased directory `key` a kernel watch, made by `watch` (which
+    /// returns the id it is held by) unless it has one or is no longer
+    /// leased: the list's lock is held meanwhile, so a watch is never made
+    /// for a directory whose last lease just went.
+    pub(crate) fn watch_dir_lease(&self, key: FileKey, watch: impl FnOnce() -> Option<u64>) {
         let mut dirs = lock(&self.dir_leases);
-        dirs.retain(|k| *k != key);
-        self.dir_leased.store(dirs.len(), Ordering::Release);
+        if let Some((_, w @ None)) = dirs.iter_mut().find(|(k, _)| *k == key) {
+            *w = watch();
+        }
     }
 
     /// Whether some directory may hold a lease (a quick look).
@@ -216,10 +235,32 @@ impl FileTable {
         if self.dir_leased.load(Ordering::Acquire) == 0 {
             return Vec::new();
         }
-        let keys = lock(&self.dir_leases).clone();
+        let keys: Vec<FileKey> = lock(&self.dir_leases).iter().map(|(k, _)| *k).collect();
         keys.into_iter()
             .filter_map(|k| self.existing(k).map(|e| (k, e)))
             .collect()
+    }
+
+    /// The entries of the leased directories whose kernel watches are held
+    /// by one of `watches` (all that have a watch when `all`).
+    pub(crate) fn dirs_watched_by(&self, watches: &[u64], all: bool) -> Vec<Arc<Mutex<FileEntry>>> {
+        if self.dir_leased.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        let keys: Vec<FileKey> = lock(&self.dir_leases)
+            .iter()
+            .filter(|(_, w)| w.is_some_and(|w| all || watches.contains(&w)))
+            .map(|(k, _)| *k)
+            .collect();
+        keys.into_iter().filter_map(|k| self.existing(k)).collect()
+    }
+
+    /// How many leased directories have a kernel watch (docs/limits.md).
+    pub fn dir_lease_watches(&self) -> usize {
+        lock(&self.dir_leases)
+            .iter()
+            .filter(|(_, w)| w.is_some())
+            .count()
     }
 
     /// How many leases are held.

@@ -247,6 +247,11 @@ impl Joining {
                 return other.map(|_| None);
             }
         };
+        if made.is_dir && grant.level == oplock::LEVEL_LEASE {
+            // Changes other programs make in it break its leases too.
+            let share = &at.tree.share;
+            crate::dirlease::watch(server, share, at.path, key, node.fd());
+        }
         if let Some(fe) = &file_entry {
             let mut b = lock(fe);
             if b.opens.is_empty() {
