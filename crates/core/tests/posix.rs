@@ -157,3 +157,34 @@ fn a_posix_open_matches_names_case_sensitively() {
     // Without the context the same name is found in another case.
     assert!(c.create("file.TXT", 0x120089, D::OPEN, 0).is_ok());
 }
+
+#[test]
+fn a_posix_name_may_hold_what_a_windows_name_may_not_and_is_listed() {
+    let (mut c, _) = client(true);
+    let r = posix_create(&mut c, "a<b?:c\\d ", &0o644u32.to_le_bytes(), 0);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    c.close(CreateResponse::decode(&r.msg).unwrap().file_id);
+    assert_eq!(
+        c.create("a<b?", 0x120089, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_INVALID)
+    );
+    let tree = c.tree_id;
+    let ctx = vec![CreateContext::new(tag::POSIX, vec![0; 4])];
+    let mut m = c.create_msg_ctx(tree, "", 0x120089, 7, D::OPEN, DIRECTORY, 0, ctx);
+    c.sign(&mut m);
+    let d = c.send_frame(m).remove(0);
+    assert_eq!(d.status(), NtStatus::SUCCESS);
+    let d = CreateResponse::decode(&d.msg).unwrap().file_id;
+    let l = c.query_directory(d, FileInfoClass::POSIX.0, 0, "*", 65536);
+    let entries = decode_dir_entries(
+        FileInfoClass::POSIX,
+        decode_output_buffer_response(&l.msg).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        entries.iter().any(|e| e.name == "a<b?:c\\d "),
+        "{entries:?}"
+    );
+    let root = entries.iter().find(|e| e.name == "..").unwrap();
+    assert_eq!((root.file_id, root.posix.as_ref().unwrap().device), (0, 0));
+}

@@ -20,6 +20,30 @@ use crate::limits;
 /// control characters). `\` is the separator and never reaches a component.
 const FORBIDDEN: &[char] = &['"', '*', '/', ':', '<', '>', '?', '|'];
 
+/// A POSIX open's name (the SMB3 POSIX extensions), as Samba's POSIX pathnames take it: `/`
+/// separates (repeated ones count once, a trailing one is dropped, a leading one is
+/// INVALID_PARAMETER), `..` takes back a component, and a component may hold any character but
+/// NUL (`a `, `.a`, `<`, `?`, `\`, `:`: no stream part).
+pub fn parse_posix_path(name: &str) -> Result<RelPath, NtStatus> {
+    if name.starts_with('/') {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if name.chars().count() > limits::PATH_CHARS_MAX {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    let mut parts = Vec::new();
+    for comp in name.split('/').filter(|c| !c.is_empty()) {
+        if comp == ".." {
+            if parts.pop().is_none() {
+                return Err(NtStatus::OBJECT_PATH_SYNTAX_BAD);
+            }
+            continue;
+        }
+        parts.push(check_posix_component(comp)?);
+    }
+    RelPath::from_components(parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
+}
+
 /// Turn a decoded CREATE/rename name into a share-relative path.
 pub fn parse_smb_path(name: &str) -> Result<RelPath, NtStatus> {
     if name.is_empty() {
@@ -105,6 +129,21 @@ pub fn parse_create_name(name: &str, streams: bool) -> Result<(RelPath, StreamPa
     Ok((path, StreamPart::Named(sname.to_string())))
 }
 
+/// Check one component of a POSIX open's name (also its listings' names): not empty, not `.`,
+/// at most 255 characters, no NUL (a `/` is a separator).
+pub fn check_posix_component(comp: &str) -> Result<&str, NtStatus> {
+    if comp.is_empty() || comp == "." || comp.contains('\0') {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    if comp == ".." {
+        return Err(NtStatus::OBJECT_PATH_SYNTAX_BAD);
+    }
+    if comp.chars().count() > limits::NAME_CHARS_MAX {
+        return Err(NtStatus::OBJECT_NAME_INVALID);
+    }
+    Ok(comp)
+}
+
 /// Check one name component (also used for QUERY_DIRECTORY results and rename targets).
 pub fn check_component(comp: &str) -> Result<&str, NtStatus> {
     if comp.is_empty() {
@@ -131,6 +170,30 @@ pub fn check_component(comp: &str) -> Result<&str, NtStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_posix_name_may_hold_what_windows_names_may_not() {
+        for n in ["a ", "a.", ".a", "<", "a?b", "x:y", "a|b\\c*"] {
+            assert!(
+                parse_smb_path(n).is_err() || n == "a " || n == "a." || n == ".a",
+                "{n}"
+            );
+            assert!(parse_posix_path(n).is_ok(), "{n}");
+        }
+        assert_eq!(
+            parse_posix_path("d//x:y/").unwrap().components(),
+            ["d", "x:y"]
+        );
+        // A backslash is a character of the name.
+        assert_eq!(parse_posix_path(" \\ ").unwrap().components(), [" \\ "]);
+        assert_eq!(
+            parse_posix_path("d/e/../f").unwrap().components(),
+            ["d", "f"]
+        );
+        assert!(parse_posix_path("a\0b").is_err());
+        assert!(parse_posix_path("..").is_err());
+        assert_eq!(parse_posix_path("/a"), Err(NtStatus::INVALID_PARAMETER));
+    }
 
     #[test]
     fn empty_name_is_the_share_root() {

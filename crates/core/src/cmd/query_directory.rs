@@ -138,9 +138,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             let mut p = crate::cmd::posix::entry(&core.server, &attr);
             // The share root's `..` (the root again) has no owner to show: Samba sends
             // NULL SIDs for it.
+            // (nor inode and device: 0, as Samba's smb3unix.py test_share_root_null_sids_fid).
             if name == ".." && lock(&open.entry).path.is_root() {
                 p.cc.owner = ringshare_wire::security::Sid::null();
                 p.cc.group = ringshare_wire::security::Sid::null();
+                p.device = 0;
+                info.file_id = 0;
             }
             info.posix = Some(p);
         }
@@ -197,7 +200,13 @@ fn list(open: &Open, pattern: &str) -> Result<Vec<(String, Option<FileAttr>)>, N
         }
     }
     for name in open.node.list_names().map_err(status_of)? {
-        if check_component(&name).is_ok() && name_matches(pattern, &name) {
+        // A POSIX open lists every name (as Samba); others those Windows can represent.
+        let shown = if open.posix {
+            crate::path::check_posix_component(&name).is_ok()
+        } else {
+            check_component(&name).is_ok()
+        };
+        if shown && name_matches(pattern, &name) {
             out.push((name, None));
         }
     }

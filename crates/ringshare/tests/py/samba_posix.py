@@ -91,6 +91,31 @@ c.close(f)
 for e in sorted(c.list("", info_level=libsmb.SMB2_FIND_POSIX_INFORMATION), key=lambda e: e['name']):
     keep = {k: v for k, v in e.items() if k not in ("ino", "dev", "atime", "btime", "ctime", "mtime", "allocation_size", "short_name", "name")}
     out("list", e['name'], sorted(keep.items()))
+    if e['name'] == '..':
+        out("list .. ino=%d dev=%d" % (e['ino'], e['dev']))
+# Names Windows refuses, fine on a POSIX open (Samba's test_posix_reserved_char), each made
+# and removed by delete-on-close.
+for fname in ['a ', 'a  ', '. ', '.  ', 'a.', '.a', ' \\ ', '>', '<?', 'x:y']:
+    try:
+        f, _, _ = c.create_ex(fname, CreateDisposition=libsmb.FILE_CREATE,
+                              DesiredAccess=security.SEC_STD_DELETE, CreateContexts=ctx(0o744))
+        c.delete_on_close(f, True)
+        c.close(f)
+        out("POSIX name %r: OK" % fname)
+    except NTSTATUSError as e:
+        out("POSIX name %r:" % fname, status(e))
+# A Windows open and a POSIX open both set delete-on-close; the Windows close removes the
+# file (Samba's test_delete_on_close).
+w = libsmb.Conn(host, share, lp, creds)
+fw = w.create("doc", DesiredAccess=security.SEC_FILE_WRITE_ATTRIBUTE | security.SEC_STD_DELETE,
+              ShareAccess=7, CreateDisposition=libsmb.FILE_CREATE)
+fp, _, _ = c.create_ex("doc", DesiredAccess=security.SEC_FILE_WRITE_ATTRIBUTE | security.SEC_STD_DELETE,
+                       ShareAccess=7, CreateDisposition=libsmb.FILE_OPEN, CreateContexts=ctx(0o600))
+w.delete_on_close(fw, 1)
+c.delete_on_close(fp, 1)
+w.close(fw)
+out("after the Windows close, listed:", [e['name'] for e in w.list('', mask='doc')])
+c.close(fp)
 try:
     c2.list("", info_level=libsmb.SMB2_FIND_POSIX_INFORMATION)
     out("posix listing without POSIX: OK")

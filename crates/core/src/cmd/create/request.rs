@@ -90,7 +90,31 @@ pub(super) fn check(
         _ => None,
     };
     let fruit = share.fruit.as_deref();
-    let name = parse_name(cr, share.has_streams(), fruit, want_dir, want_file)?;
+    // The POSIX context counts on a connection that negotiated the extensions, on a share
+    // with `smb3 unix extensions` (as Samba); 4 bytes exactly, else INVALID_PARAMETER.
+    let posix = match cr.context(ContextTag::Posix) {
+        Some(c)
+            if share.smb3_unix_extensions && core.negotiated.as_ref().is_some_and(|n| n.posix) =>
+        {
+            Some(
+                ringshare_wire::posix::decode_create_mode(&c.data)
+                    .map_err(|_| NtStatus::INVALID_PARAMETER)?,
+            )
+        }
+        _ => None,
+    };
+    let name = match posix {
+        // A POSIX name: any character but `/` and NUL, no stream part.
+        Some(_) => {
+            dir_disposition(cr, want_dir)?;
+            Name {
+                path: crate::path::parse_posix_path(&cr.name)?,
+                stream: None,
+                want_file,
+            }
+        }
+        None => parse_name(cr, share.has_streams(), fruit, want_dir, want_file)?,
+    };
     // SecD: the security descriptor a new file gets ([MS-SMB2] 2.2.13.2.2).
     let sd_given = cr
         .context(ContextTag::SdBuffer)
@@ -121,19 +145,6 @@ pub(super) fn check(
         client_guid: super::client_guid(core),
         key: l.key,
     });
-    // The POSIX context counts on a connection that negotiated the extensions, on a share
-    // with `smb3 unix extensions` (as Samba); 4 bytes exactly, else INVALID_PARAMETER.
-    let posix = match cr.context(ContextTag::Posix) {
-        Some(c)
-            if share.smb3_unix_extensions && core.negotiated.as_ref().is_some_and(|n| n.posix) =>
-        {
-            Some(
-                ringshare_wire::posix::decode_create_mode(&c.data)
-                    .map_err(|_| NtStatus::INVALID_PARAMETER)?,
-            )
-        }
-        _ => None,
-    };
     let disposition = cr.create_disposition;
     Ok(Asked {
         disposition,
@@ -231,6 +242,16 @@ fn parse_name(
     if let (Some(n), Some(f)) = (&named, fruit) {
         crate::fruit::check_afp_stream(f, n)?;
     }
+    dir_disposition(cr, want_dir)?;
+    Ok(Name {
+        path,
+        stream: named,
+        want_file,
+    })
+}
+
+/// A directory is only opened or created ([MS-FSA] 2.1.5.1).
+fn dir_disposition(cr: &CreateRequest<'_>, want_dir: bool) -> Result<(), NtStatus> {
     if want_dir
         && !matches!(
             cr.create_disposition,
@@ -239,11 +260,7 @@ fn parse_name(
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    Ok(Name {
-        path,
-        stream: named,
-        want_file,
-    })
+    Ok(())
 }
 
 /// The oplock level and lease a CREATE asks for ([MS-SMB2] 3.3.5.9.8,
