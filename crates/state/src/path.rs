@@ -31,15 +31,26 @@ pub fn parse_posix_path(name: &str) -> Result<RelPath, NtStatus> {
     if name.chars().count() > limits::PATH_CHARS_MAX {
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
+    let comps = name.split('/').filter(|c| !c.is_empty());
+    path_of(comps, check_posix_component)
+}
+
+/// The path of components `comps`, each checked by `check`: `..` takes back the component
+/// before it, by name (as Samba; the backend then resolves the result beneath the share root).
+/// Above the root it is a syntax error.
+fn path_of<'a>(
+    comps: impl Iterator<Item = &'a str>,
+    check: fn(&str) -> Result<&str, NtStatus>,
+) -> Result<RelPath, NtStatus> {
     let mut parts = Vec::new();
-    for comp in name.split('/').filter(|c| !c.is_empty()) {
+    for comp in comps {
         if comp == ".." {
             if parts.pop().is_none() {
                 return Err(NtStatus::OBJECT_PATH_SYNTAX_BAD);
             }
             continue;
         }
-        parts.push(check_posix_component(comp)?);
+        parts.push(check(comp)?);
     }
     RelPath::from_components(parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
 }
@@ -66,20 +77,7 @@ pub fn parse_smb_path(name: &str) -> Result<RelPath, NtStatus> {
     }
     // One trailing separator names the same object ("dir\").
     let trimmed = name.strip_suffix('\\').unwrap_or(name);
-    let mut parts = Vec::new();
-    for comp in trimmed.split('\\') {
-        // `..` takes back the component before it, by name (as Samba; the
-        // backend then resolves the result beneath the share root). Above
-        // the root it is a syntax error.
-        if comp == ".." {
-            if parts.pop().is_none() {
-                return Err(NtStatus::OBJECT_PATH_SYNTAX_BAD);
-            }
-            continue;
-        }
-        parts.push(check_component(comp)?);
-    }
-    RelPath::from_components(parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
+    path_of(trimmed.split('\\'), check_component)
 }
 
 /// The stream part of a name ([MS-FSCC] 2.1.5.4).
