@@ -1405,6 +1405,14 @@ impl Worker {
             return;
         };
         c.conn.shutdown(self.clock);
+        // What the core still asks of the cluster's store as the connection goes (the record
+        // of a persistent open whose CLOSE was waiting for the file's home, removed) is asked
+        // all the same: its answer finds no connection and is dropped.
+        while let Some(out) = c.conn.poll_output() {
+            if let Output::Lookup(req) = out {
+                self.shared.lookups.ask(req, slot, c.gen, &self.inbox);
+            }
+        }
         // Ops still in the ring hold their own fd clones; their completions
         // find a different generation (or nothing) and are ignored.
         self.ring.cancel(token(KIND_RECV, c.gen, slot));

@@ -8,7 +8,9 @@
 //! figures in docs/cluster.md, "No I/O thread waits on the network"). Two more clients of
 //! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
 //! that it held, the other opens it again and again, each request waiting for node 2 (at most
-//! 2 s); the other clients' requests do not wait with them.
+//! 2 s); the other clients' requests do not wait with them. A third holds a persistent open of
+//! that file, sends its CLOSE and goes while the CLOSE waits: the open's record leaves etcd all
+//! the same.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -118,6 +120,37 @@ fn homed_elsewhere(
     format!("CREATEs: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
 }
 
+/// A client of node 1 holding persistent open `held` of a file homed on node 2: once
+/// `stopped` is set (node 2 stopped) it sends the CLOSE and goes (its connection ends while
+/// the CLOSE waits for the file's home).
+fn closes_and_goes(mut c: Raw, held: FileId, stopped: Arc<AtomicBool>) {
+    while !stopped.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let mut body = vec![24, 0, 0, 0, 0, 0, 0, 0];
+    put_file_id(&mut body, held);
+    let hdr = c.header(Command::CLOSE);
+    c.send_frame(&Raw::message(&hdr, &body))
+        .expect("send the CLOSE");
+    thread::sleep(Duration::from_millis(300));
+}
+
+/// The etcd record of persistent open `id` is gone within 5 s.
+fn record_goes(cl: &Cluster, name: &str, id: FileId) -> bool {
+    let key = format!("/ringshare/{name}/ca/{:016x}", id.persistent);
+    let mut e = cl.etcd.client();
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if e.get(key.as_bytes(), Instant::now() + Duration::from_secs(2))
+            .is_ok_and(|r| r.is_none())
+        {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -219,6 +252,18 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             homed_elsewhere(c, f, held, peer_stop, stop)
         }));
     }
+    // A third holds a persistent open of it, closes it once node 2 stops and goes at once.
+    let mut c = cl.client(1);
+    let goes = opened(c.call(
+        Command::CREATE,
+        &durable_create_as(&elsewhere, 250, None, true),
+    ))
+    .expect("a persistent open of a file homed on node 2")
+    .0;
+    let going = {
+        let peer_stop = peer_stop.clone();
+        thread::spawn(move || closes_and_goes(c, goes, peer_stop))
+    };
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
     thread::sleep(Duration::from_millis(2_000));
@@ -235,6 +280,10 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     signal(cl.nodes[1].pid(), rustix::process::Signal::CONT);
 
     stop.store(true, Ordering::Relaxed);
+    going
+        .join()
+        .expect("the client that closed and went failed");
+    let record_gone = record_goes(&cl, name, goes);
     let remote: Vec<String> = remote
         .into_iter()
         .map(|t| t.join().expect("a client of a file homed on node 2 failed"))
@@ -255,6 +304,11 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          {p_etcd:?} (max {max_etcd:?}, {n_etcd}) with etcd member {leader} (the leader) stopped (etcd took no write for {stall:?}); \
          {p_peer:?} (max {max_peer:?}, {n_peer}) with node 2 stopped; \
          persistent opens meanwhile: {made:?}; the clients of a file homed on node 2: {remote:?}"
+    );
+    assert!(
+        record_gone,
+        "a persistent open closed by a client that went while the CLOSE waited for the file's \
+         home keeps no record in etcd"
     );
     assert!(
         p_etcd <= bound(p_before),
