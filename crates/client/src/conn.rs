@@ -1139,7 +1139,10 @@ impl ClientConn {
         if self.opts.sign {
             security_mode.insert(SecurityMode::SIGNING_REQUIRED);
         }
-        let mut capabilities = Capabilities::LARGE_MTU | Capabilities::MULTI_CHANNEL;
+        // Directory leasing is offered (as Windows does); a directory lease
+        // is asked for only through `create_leased`.
+        let mut capabilities =
+            Capabilities::LARGE_MTU | Capabilities::MULTI_CHANNEL | Capabilities::DIRECTORY_LEASING;
         if self.opts.encrypt || self.binding.as_ref().is_some_and(|b| b.cipher.is_some()) {
             capabilities.insert(Capabilities::ENCRYPTION);
         }

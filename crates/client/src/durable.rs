@@ -24,10 +24,11 @@ pub struct Durable {
 
 const RWH: u32 = 7;
 
-fn lease_context(key: [u8; 16]) -> CreateContext<'static> {
+/// A version 2 lease request of key `key` for `state` (R 1, H 2, W 4).
+pub(crate) fn lease_context(key: [u8; 16], state: u32) -> CreateContext<'static> {
     let lease = Lease {
         key,
-        state: LeaseState(RWH),
+        state: LeaseState(state),
         flags: LeaseFlags::empty(),
         duration: 0,
         v2: Some(LeaseV2 {
@@ -39,6 +40,30 @@ fn lease_context(key: [u8; 16]) -> CreateContext<'static> {
 }
 
 impl ClientConn {
+    /// CREATE `name` asking for a version 2 lease of key `lease_key` and
+    /// `state` (on a directory: R or RH, granted when the server offered
+    /// directory leasing; this client offers it).
+    pub fn create_leased(
+        &mut self,
+        tag: u64,
+        name: &str,
+        access: u32,
+        disposition: CreateDisposition,
+        options: u32,
+        (lease_key, state): ([u8; 16], u32),
+    ) -> Result<u64, ClientError> {
+        let contexts = vec![lease_context(lease_key, state)];
+        let req = create_request(
+            name,
+            access,
+            disposition,
+            options,
+            OplockLevel(0xFF),
+            contexts,
+        );
+        self.request(tag, Command::CREATE, 1, |o| req.encode(o))
+    }
+
     /// CREATE `name` (a file) with a read-write-handle lease and DH2Q
     /// (SMB 3.x). Whether the server made it durable is in the reply
     /// ([`crate::Reply::Create`]'s `durable`).
@@ -56,7 +81,7 @@ impl ClientConn {
             create_guid: d.create_guid,
         };
         let contexts = vec![
-            lease_context(d.lease_key),
+            lease_context(d.lease_key, RWH),
             CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, dh2q.encode()),
         ];
         let req = create_request(name, access, disposition, 0x40, OplockLevel(0xFF), contexts);
@@ -78,7 +103,7 @@ impl ClientConn {
             flags: 0,
         };
         let contexts = vec![
-            lease_context(d.lease_key),
+            lease_context(d.lease_key, RWH),
             CreateContext::new(tag::DURABLE_HANDLE_RECONNECT_V2, dh2c.encode()),
         ];
         let req = create_request(

@@ -7,7 +7,12 @@ mod common;
 use common::{bench, bench_as, Server, ServerConfig, PASSWORD, SHARE, USER};
 
 fn errors_field(json: &str) -> Option<u64> {
-    let i = json.find("\"errors\"")?;
+    json_u64(json, "errors")
+}
+
+/// The number of field `name` in the JSON `json`.
+fn json_u64(json: &str, name: &str) -> Option<u64> {
+    let i = json.find(&format!("\"{name}\""))?;
     json[i..].split([':', ',', '}']).nth(1)?.trim().parse().ok()
 }
 
@@ -155,6 +160,48 @@ fn many_connections_and_metadata_storms_see_no_errors() {
         &["echo", "--queue-depth", "64", "--duration", "1s", "--json"],
     );
     assert!(ok, "{out}");
+}
+
+#[test]
+fn a_client_holding_a_directory_lease_lists_the_directory_again_and_again_without_errors() {
+    let server = Server::start(&ServerConfig::default(), |dir| {
+        std::fs::create_dir(dir.join("many")).unwrap();
+        for i in 0..300 {
+            std::fs::write(dir.join(format!("many/f{i}")), b"").unwrap();
+        }
+    });
+    let args = [
+        "list",
+        "--dir",
+        "many",
+        "--duration",
+        "2s",
+        "--json",
+        "--dir-lease",
+    ];
+    let (ok, out, status) = std::thread::scope(|s| {
+        let run = s.spawn(|| bench(&server, &args));
+        // Meanwhile the server shows the directory's open and its lease.
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        let socket = server.control_socket();
+        let o = std::process::Command::new(common::ringshare_bin())
+            .args(["status", "--json", "--socket", socket.to_str().unwrap()])
+            .output()
+            .expect("ringshare status");
+        let (ok, out) = run.join().unwrap();
+        (ok, out, String::from_utf8_lossy(&o.stdout).into_owned())
+    });
+    assert!(ok, "{out}");
+    let st: serde_json::Value = serde_json::from_str(&status).expect("status --json");
+    let open = st["opens"]
+        .as_array()
+        .and_then(|a| a.iter().find(|o| o["path"] == "many"))
+        .unwrap_or_else(|| panic!("the listed directory is open: {st:#}"));
+    assert_eq!(open["oplock"], "lease", "{open:#}");
+    assert_eq!(open["lease"]["state"], "RH", "{open:#}");
+    assert_eq!(errors_field(&out), Some(0), "{out}");
+    // Listed more than once on its one handle (each listing is several requests).
+    assert!(json_u64(&out, "requests").is_some_and(|n| n > 10), "{out}");
 }
 
 #[test]

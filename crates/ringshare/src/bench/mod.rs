@@ -214,6 +214,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME", default_value = "")]
     pub dir: String,
 
+    /// `list`: open `--dir` with an RH directory lease (a lease key per
+    /// connection) and keep it open, listing it from the start again and
+    /// again (a client holding the lease that asks anyway).
+    #[arg(long)]
+    pub dir_lease: bool,
+
     /// `metadata`: open each file with DELETE_ON_CLOSE, so that every pass
     /// creates and deletes it (changes for watchers to report).
     #[arg(long)]

@@ -474,6 +474,18 @@ impl Conn {
                 }
             },
             Workload::List => match slot.stage {
+                0 if sh.args.dir_lease => {
+                    let mut key = [0u8; 16];
+                    key[..8].copy_from_slice(&(self.idx as u64 + 1).to_le_bytes());
+                    self.smb.create_leased(
+                        tag,
+                        &sh.args.dir,
+                        DIR_LIST_ACCESS,
+                        CreateDisposition::OPEN,
+                        DIRECTORY_FILE,
+                        (key, 3), // R | H
+                    )?;
+                }
                 0 => {
                     self.smb.create(
                         tag,
@@ -649,7 +661,9 @@ impl Conn {
                         chain_next = Some(2);
                     }
                     (Err(e), Workload::List) if e.status == NtStatus::NO_MORE_FILES => {
-                        chain_next = Some(3);
+                        // Listed to the end: close, or (holding the directory's
+                        // lease) list it again from the start on the same handle.
+                        chain_next = Some(if sh.args.dir_lease { 1 } else { 3 });
                     }
                     (Ok(_), _) => chain_next = Some(0),
                     (Err(e), _) => {
