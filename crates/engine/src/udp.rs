@@ -96,6 +96,32 @@ pub fn recv_gro(fd: impl AsFd, buf: &mut [u8]) -> io::Result<Option<Received>> {
     Ok(Some((n as usize, sender, segment)))
 }
 
+/// Takes what waits on `fd`, at most `max` receives into `buf` (each one
+/// datagram, or several of one sender coalesced by `UDP_GRO`), and hands
+/// each datagram to `each` with its sender; stops early when nothing is
+/// left. A receive error (an ICMP error for an earlier send, reported
+/// here) is passed over. Returns how many receives failed so.
+pub fn recv_each(
+    fd: impl AsFd,
+    buf: &mut [u8],
+    max: usize,
+    mut each: impl FnMut(SocketAddr, &[u8]),
+) -> usize {
+    let mut errors = 0;
+    for _ in 0..max {
+        match recv_gro(&fd, buf) {
+            Ok(Some((n, from, segment))) => {
+                for d in buf[..n].chunks(segment.unwrap_or(n).max(1)) {
+                    each(from, d);
+                }
+            }
+            Ok(None) => break,
+            Err(_) => errors += 1,
+        }
+    }
+    errors
+}
+
 /// Sends `buf` to `to` without waiting: as datagrams of `segment` bytes
 /// each (the last may be shorter) in one call (`UDP_SEGMENT`) when
 /// `segment` is given and shorter than `buf`, else as one datagram.

@@ -78,18 +78,15 @@ impl QuicPipe {
 
     /// The socket is readable: every datagram waiting goes in.
     pub(crate) fn on_readable(&mut self, now: Instant) {
-        for _ in 0..DATAGRAMS_PER_POLL {
-            match udp::recv_gro(&*self.udp, &mut self.datagram) {
-                Ok(Some((n, from, segment))) => {
-                    for d in self.datagram[..n].chunks(segment.unwrap_or(n).max(1)) {
-                        self.client.handle(now, from, d);
-                    }
-                }
-                Ok(None) => break,
-                // An ICMP error for an earlier send (the server is not there yet).
-                Err(_) => {}
-            }
-        }
+        // A receive error is an ICMP error for an earlier send (the server
+        // is not there yet): passed over.
+        let client = &mut self.client;
+        udp::recv_each(
+            &*self.udp,
+            &mut self.datagram,
+            DATAGRAMS_PER_POLL,
+            |from, d| client.handle(now, from, d),
+        );
     }
 
     /// Runs due timers, offers the pending output to the stream and reads

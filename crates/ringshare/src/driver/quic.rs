@@ -137,18 +137,15 @@ impl Worker {
                 let Some(q) = self.quic.as_mut() else {
                     return;
                 };
-                for _ in 0..DATAGRAMS_PER_POLL {
-                    match udp::recv_gro(&*q.udp, &mut q.datagram) {
-                        Ok(Some((n, from, segment))) => {
-                            // Coalesced by UDP_GRO: datagrams of `segment` bytes each.
-                            for d in q.datagram[..n].chunks(segment.unwrap_or(n).max(1)) {
-                                q.server.handle(now, from, None, d);
-                            }
-                        }
-                        Ok(None) => break,
-                        // An ICMP error for an earlier send, reported here: go on.
-                        Err(e) => tracing::trace!("QUIC socket: {e}"),
-                    }
+                let server = &mut q.server;
+                let errors =
+                    udp::recv_each(&*q.udp, &mut q.datagram, DATAGRAMS_PER_POLL, |from, d| {
+                        server.handle(now, from, None, d)
+                    });
+                if errors > 0 {
+                    tracing::trace!(
+                        "QUIC socket: {errors} receive error(s) (ICMP for earlier sends)"
+                    );
                 }
                 q.arm(&mut self.ring);
             }
