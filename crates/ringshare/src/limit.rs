@@ -1,6 +1,7 @@
 //! `ringshare limit`: the plain file-to-socket sender that bounds what any file server can do
 //! on this machine, the sink it sends to, and the plain receiver that writes what it receives
-//! into a new file (the write side: [`recv`]).
+//! into a new file (the write side: [`recv`]); and the plain-QUIC pair, the anchor for SMB over
+//! QUIC ([`quic`]).
 //!
 //! On loopback the receiver's TCP work is charged to the sender, so even a perfect server
 //! spends CPU per GiB sent. The floor is a sender with no protocol at all: `send` moves a whole
@@ -22,13 +23,14 @@ use std::time::Instant;
 use clap::{Args, Subcommand, ValueEnum};
 use rustix::pipe::SpliceFlags;
 
+pub mod quic;
 pub mod recv;
 use recv::RecvMode;
 
 const GIB: f64 = (1u64 << 30) as f64;
 const MIB: usize = 1 << 20;
 
-/// `ringshare limit sink|send|recv ...`
+/// `ringshare limit sink|send|recv|quic-send|quic-recv ...`
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct LimitArgs {
     /// Which end to run.
@@ -84,6 +86,30 @@ pub enum LimitCommand {
         #[arg(long)]
         keep: bool,
     },
+    /// Plain QUIC, the server's side: serve one connection (crates/quic's endpoint, a fresh
+    /// self-signed certificate) and send the bytes its stream asks for from a buffer.
+    QuicSend {
+        /// UDP address to listen on (port 0: any free port, announced on standard error with
+        /// the certificate's SHA-256).
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: SocketAddr,
+    },
+    /// Plain QUIC, the client's side: connect to a quic-send, ask for SIZE bytes, read and
+    /// discard them.
+    QuicRecv {
+        /// The sender's certificate: sha256:HEX (as quic-send announces it) or a file.
+        #[arg(long, value_name = "TRUST")]
+        trust: String,
+        /// Bytes to ask for.
+        #[arg(long, value_name = "SIZE", default_value = "2g", value_parser = parse_size)]
+        bytes: usize,
+        /// Check every byte against what the sender sends (costs receiver CPU).
+        #[arg(long)]
+        verify: bool,
+        /// Where the sender listens.
+        #[arg(value_name = "ADDR:PORT")]
+        addr: SocketAddr,
+    },
 }
 
 /// How `send` moves the file's bytes to the socket.
@@ -119,9 +145,9 @@ impl Mode {
 /// What one end measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Report {
-    /// `"sink"`, `"send"` or `"recv"`.
+    /// `"sink"`, `"send"`, `"recv"`, `"quic-send"` or `"quic-recv"`.
     pub role: &'static str,
-    /// The sender's or receiver's mode; `None` for the sink.
+    /// The sender's or receiver's mode (`"quic"` for the QUIC pair); `None` for the sink.
     pub mode: Option<&'static str>,
     /// Bytes received or sent.
     pub bytes: u64,
@@ -308,6 +334,15 @@ pub fn send_file(
 /// Runs `ringshare limit`; the result line goes to `out`.
 pub fn run(args: LimitArgs, out: &mut dyn Write) -> Result<(), String> {
     let report = match args.command {
+        LimitCommand::QuicSend { listen } => quic::send(listen, |addr, fingerprint| {
+            eprintln!("ringshare limit quic-send: listening on {addr} {fingerprint}")
+        })?,
+        LimitCommand::QuicRecv {
+            trust,
+            bytes,
+            verify,
+            addr,
+        } => quic::recv(addr, &trust, bytes as u64, verify)?,
         LimitCommand::Sink { listen, buf } => {
             let l = TcpListener::bind(listen).map_err(|e| format!("listen on {listen}: {e}"))?;
             let local = l.local_addr().map_err(|e| e.to_string())?;

@@ -1,4 +1,5 @@
-//! `ringshare limit`: the sink receives every byte the sender moves, in every mode.
+//! `ringshare limit`: the sink receives every byte the sender moves, in every mode; the plain-QUIC
+//! pair moves every byte unaltered.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -104,4 +105,58 @@ fn sink_receives_exactly_the_file_in_every_mode_blocking_or_not() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_plain_quic_receiver_gets_every_byte_the_sender_sends_unaltered() {
+    let mut sender = Command::new(BIN)
+        .args(["limit", "quic-send", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start quic-send");
+    let mut err = BufReader::new(sender.stderr.take().expect("quic-send stderr"));
+    let mut announce = String::new();
+    err.read_line(&mut announce)
+        .expect("quic-send announces its address and certificate");
+    let mut words = announce.split_whitespace().rev();
+    let trust = words.next().expect("fingerprint").to_string();
+    let addr = words.next().expect("address").to_string();
+    assert!(trust.starts_with("sha256:"), "{announce}");
+    // 64 MiB and a piece: the sender's 1 MiB buffer wraps 64 times and ends mid-way.
+    let len: u64 = (64 << 20) + 12_345;
+    let recv = Command::new(BIN)
+        .args(["limit", "quic-recv", "--verify", "--trust", &trust])
+        .args(["--bytes", &len.to_string(), &addr])
+        .output()
+        .expect("run quic-recv");
+    assert!(
+        recv.status.success(),
+        "quic-recv failed: {}",
+        String::from_utf8_lossy(&recv.stderr)
+    );
+    let status = sender.wait().expect("quic-send exits");
+    let mut out = String::new();
+    sender
+        .stdout
+        .take()
+        .expect("quic-send stdout")
+        .read_to_string(&mut out)
+        .expect("quic-send output");
+    let mut rest = String::new();
+    let _ = err.read_to_string(&mut rest);
+    assert!(status.success(), "quic-send failed: {rest}");
+    let recv = String::from_utf8_lossy(&recv.stdout).trim().to_string();
+    for (line, role) in [(out.trim(), "quic-send"), (recv.as_str(), "quic-recv")] {
+        assert_eq!(field(line, "role"), Some(role), "{line}");
+        assert_eq!(
+            field(line, "bytes"),
+            Some(len.to_string().as_str()),
+            "{line}"
+        );
+        let cpu: f64 = field(line, "cpu_s_per_gib")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("cpu_s_per_gib missing in {line}"));
+        assert!(cpu > 0.0, "{line}");
+    }
 }

@@ -15,7 +15,7 @@
 pub mod hist;
 mod logon;
 pub mod pattern;
-mod quic;
+pub(crate) mod quic;
 mod reconnect;
 pub mod report;
 pub mod watch;
