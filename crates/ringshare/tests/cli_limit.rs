@@ -12,6 +12,28 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
 }
 
+/// Starts a listening end (`args`); returns it, its standard error and the line it announces
+/// its address with.
+fn start_listener(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+    String,
+) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {args:?}: {e}"));
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut announce = String::new();
+    err.read_line(&mut announce)
+        .unwrap_or_else(|e| panic!("{args:?} announces its address: {e}"));
+    (child, err, announce)
+}
+
 /// Runs a sink and a sender of `file` in `mode`; returns (sink line, send line).
 fn run_pair(
     mode: &str,
@@ -19,16 +41,8 @@ fn run_pair(
     chunk: &str,
     nonblocking: bool,
 ) -> (String, String) {
-    let mut sink = Command::new(BIN)
-        .args(["limit", "sink", "--listen", "127.0.0.1:0", "--buf", "64k"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start sink");
-    let mut err = BufReader::new(sink.stderr.take().expect("sink stderr"));
-    let mut announce = String::new();
-    err.read_line(&mut announce)
-        .expect("sink announces its address");
+    let (mut sink, _err, announce) =
+        start_listener(&["limit", "sink", "--listen", "127.0.0.1:0", "--buf", "64k"]);
     let addr = announce
         .trim()
         .rsplit(' ')
@@ -109,16 +123,8 @@ fn sink_receives_exactly_the_file_in_every_mode_blocking_or_not() {
 
 #[test]
 fn the_plain_quic_receiver_gets_every_byte_the_sender_sends_unaltered() {
-    let mut sender = Command::new(BIN)
-        .args(["limit", "quic-send", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start quic-send");
-    let mut err = BufReader::new(sender.stderr.take().expect("quic-send stderr"));
-    let mut announce = String::new();
-    err.read_line(&mut announce)
-        .expect("quic-send announces its address and certificate");
+    let (mut sender, mut err, announce) =
+        start_listener(&["limit", "quic-send", "--listen", "127.0.0.1:0"]);
     let mut words = announce.split_whitespace().rev();
     let trust = words.next().expect("fingerprint").to_string();
     let addr = words.next().expect("address").to_string();
