@@ -206,6 +206,30 @@ impl Drop for Running {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        end_rpc_helpers(&self.conf);
+    }
+}
+
+/// Samba 4.22's smbd starts its RPC helpers (samba-dcerpcd and the rpcd_* it runs) on demand,
+/// in a session of their own: ending smbd's group leaves them running. Ends every process
+/// started with `--configfile=CONF`.
+fn end_rpc_helpers(conf: &Path) {
+    let arg = format!("--configfile={}", conf.display());
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(p.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).any(|a| a == arg.as_bytes()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+        }
     }
 }
 
