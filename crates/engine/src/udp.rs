@@ -96,6 +96,26 @@ pub fn recv_gro(fd: impl AsFd, buf: &mut [u8]) -> io::Result<Option<Received>> {
     Ok(Some((n as usize, sender, segment)))
 }
 
+/// The largest UDP payload one receive takes: QUIC packets are at most
+/// ~1,500 bytes, but with `UDP_GRO` one receive brings several.
+pub const DATAGRAM_MAX: usize = 65_535;
+/// Receives taken from a socket per readiness ([`recv_each`]'s `max`), before
+/// the rest of the loop gets a turn.
+pub const RECEIVES_PER_POLL: usize = 1024;
+/// Datagrams of one connection sent in one `sendmsg` (`UDP_SEGMENT`): 32 of
+/// QUIC's 1,452 bytes stay under the 64 KiB a send may carry.
+pub const GSO_SEGMENTS: usize = 32;
+
+/// How many datagrams a batch for [`send_batch`] may hold: [`GSO_SEGMENTS`]
+/// while the kernel takes `UDP_SEGMENT` batches (`gso`), else one.
+pub fn batch_len(gso: bool) -> usize {
+    if gso {
+        GSO_SEGMENTS
+    } else {
+        1
+    }
+}
+
 /// Takes what waits on `fd`, at most `max` receives into `buf` (each one
 /// datagram, or several of one sender coalesced by `UDP_GRO`), and hands
 /// each datagram to `each` with its sender; stops early when nothing is

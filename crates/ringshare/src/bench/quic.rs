@@ -17,12 +17,6 @@ use ringshare_quic::ReadState;
 /// Bytes of the SMB stream the server may send ahead of what was read
 /// (the connection's window is twice that): room for 16 READs of 1 MiB.
 const STREAM_WINDOW: u32 = 16 << 20;
-/// The largest UDP payload read.
-const DATAGRAM_MAX: usize = 65_535;
-/// Datagrams taken from the socket per readiness, before the loop goes on.
-const DATAGRAMS_PER_POLL: usize = 1024;
-/// Datagrams sent in one `sendmsg` (`UDP_SEGMENT`), as the server does.
-const GSO_SEGMENTS: usize = 32;
 
 /// One connection's QUIC side.
 pub(crate) struct QuicPipe {
@@ -67,8 +61,8 @@ impl QuicPipe {
             server,
             out: Vec::new(),
             out_at: 0,
-            datagram: vec![0; DATAGRAM_MAX],
-            tx: Vec::with_capacity(DATAGRAM_MAX),
+            datagram: vec![0; udp::DATAGRAM_MAX],
+            tx: Vec::with_capacity(udp::DATAGRAM_MAX),
             send_drops: 0,
             gso: true,
         };
@@ -84,7 +78,7 @@ impl QuicPipe {
         udp::recv_each(
             &*self.udp,
             &mut self.datagram,
-            DATAGRAMS_PER_POLL,
+            udp::RECEIVES_PER_POLL,
             |from, d| client.handle(now, from, d),
         );
     }
@@ -126,7 +120,7 @@ impl QuicPipe {
 
     /// Sends what QUIC has to send now.
     pub(crate) fn transmit(&mut self, now: Instant) {
-        let batch = if self.gso { GSO_SEGMENTS } else { 1 };
+        let batch = udp::batch_len(self.gso);
         while let Some(t) = self.client.poll_transmit(now, batch, &mut self.tx) {
             let bytes = &self.tx[..t.size];
             self.send_drops += udp::send_batch(

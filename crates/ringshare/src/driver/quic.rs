@@ -26,14 +26,6 @@ pub(super) const KIND_QUIC_SEND: u64 = 9;
 
 /// Bytes moved from a QUIC stream into its pair (or back) per operation.
 const PAIR_CHUNK: usize = 256 * 1024;
-/// Datagrams taken from the socket per readiness, before others get a turn.
-const DATAGRAMS_PER_POLL: usize = 1024;
-/// The largest UDP payload read: QUIC packets are at most ~1500 bytes, but
-/// with `UDP_GRO` one read brings several.
-const DATAGRAM_MAX: usize = 65_535;
-/// Datagrams of one connection sent in one `sendmsg` (`UDP_SEGMENT`): 32
-/// of QUIC's 1,452 bytes stay under the 64 KiB a send may carry.
-const GSO_SEGMENTS: usize = 32;
 
 /// What `serve` hands worker 0: the bound UDP socket and the endpoint's configuration.
 pub struct QuicListen {
@@ -83,8 +75,8 @@ impl QuicSide {
             links: HashMap::new(),
             by_conn: HashMap::new(),
             next_link: 1,
-            datagram: vec![0; DATAGRAM_MAX],
-            out: Vec::with_capacity(DATAGRAM_MAX),
+            datagram: vec![0; udp::DATAGRAM_MAX],
+            out: Vec::with_capacity(udp::DATAGRAM_MAX),
             deadline: None,
             send_drops: 0,
             gso: true,
@@ -138,10 +130,12 @@ impl Worker {
                     return;
                 };
                 let server = &mut q.server;
-                let errors =
-                    udp::recv_each(&*q.udp, &mut q.datagram, DATAGRAMS_PER_POLL, |from, d| {
-                        server.handle(now, from, None, d)
-                    });
+                let errors = udp::recv_each(
+                    &*q.udp,
+                    &mut q.datagram,
+                    udp::RECEIVES_PER_POLL,
+                    |from, d| server.handle(now, from, None, d),
+                );
                 if errors > 0 {
                     tracing::trace!(
                         "QUIC socket: {errors} receive error(s) (ICMP for earlier sends)"
@@ -239,7 +233,7 @@ impl Worker {
         let Some(q) = self.quic.as_mut() else {
             return;
         };
-        let batch = if q.gso { GSO_SEGMENTS } else { 1 };
+        let batch = udp::batch_len(q.gso);
         while let Some(t) = q.server.poll_transmit(now, batch, &mut q.out) {
             q.send(&t);
         }

@@ -25,13 +25,6 @@ use ringshare_quic::{cert, Access, Event, Identity, Limits, ReadState, Server};
 use super::{cpu_now, Report, MIB};
 use crate::bench::quic::QuicPipe;
 
-/// Datagrams taken from the socket per wake-up, as the server's driver does.
-const DATAGRAMS_PER_POLL: usize = 1024;
-/// The largest UDP payload read (several datagrams with `UDP_GRO`).
-const DATAGRAM_MAX: usize = 65_535;
-/// Datagrams sent in one `sendmsg` (`UDP_SEGMENT`), as the server does.
-const GSO_SEGMENTS: usize = 32;
-
 /// Waits until `fd` is readable or `deadline` (QUIC's next timer) has come.
 fn wait(fd: impl AsFd, deadline: Option<Instant>) -> Result<(), String> {
     let mut fds = [rustix::event::PollFd::new(
@@ -70,7 +63,10 @@ pub fn send(listen: SocketAddr, announce: impl FnOnce(SocketAddr, &str)) -> Resu
     announce(local, &fingerprint);
     let mut server = Server::new(config, limits);
     let data: Vec<u8> = (0..MIB as u64).map(expected).collect();
-    let (mut datagram, mut tx) = (vec![0; DATAGRAM_MAX], Vec::with_capacity(DATAGRAM_MAX));
+    let (mut datagram, mut tx) = (
+        vec![0; udp::DATAGRAM_MAX],
+        Vec::with_capacity(udp::DATAGRAM_MAX),
+    );
     let mut gso = true;
     // Datagrams the socket would not take (dropped: QUIC resends them).
     let mut drops = 0u64;
@@ -82,7 +78,7 @@ pub fn send(listen: SocketAddr, announce: impl FnOnce(SocketAddr, &str)) -> Resu
     loop {
         wait(&sock, server.poll_timeout())?;
         let now = Instant::now();
-        udp::recv_each(&sock, &mut datagram, DATAGRAMS_PER_POLL, |from, d| {
+        udp::recv_each(&sock, &mut datagram, udp::RECEIVES_PER_POLL, |from, d| {
             server.handle(now, from, None, d)
         });
         server.handle_timeout(now);
@@ -132,7 +128,7 @@ pub fn send(listen: SocketAddr, announce: impl FnOnce(SocketAddr, &str)) -> Resu
                 }
             }
         }
-        let batch = if gso { GSO_SEGMENTS } else { 1 };
+        let batch = udp::batch_len(gso);
         while let Some(t) = server.poll_transmit(now, batch, &mut tx) {
             drops += udp::send_batch(
                 &sock,
