@@ -937,10 +937,7 @@ impl Connection {
         if let Some(m) = &self.core.metrics {
             frame::reply_sent(m, req_hdr.command, &reply, job.arrived_us);
         }
-        // The response echoes the request's SessionId and TreeId (for related
-        // members that is 0xFFFF...: clients match responses by them), except
-        // that SESSION_SETUP and TREE_CONNECT carry the ids they created.
-        let rare = reply.rare.map(|b| *b);
+        let mut rare = reply.rare.map(|b| *b);
         let mut hdr = Header::response_to(req_hdr, reply.status);
         hdr.credits = self.grant(req_hdr);
         let body = if reply.body.is_empty() {
@@ -948,21 +945,13 @@ impl Connection {
         } else {
             reply.body
         };
-        let sign_key = match rare {
-            Some(rare) => self.rare_reply(
-                job,
-                req_hdr,
-                session_id,
-                reply.status,
-                &mut hdr,
-                &body,
-                rare,
-            ),
-            None if job.encrypted.is_some() => None,
-            None => self
-                .response_signing_key(req_hdr, session_id, None, reply.status)
-                .or_else(|| self.session_deleted_key(req_hdr, session_id, reply.status)),
-        };
+        if let Some(r) = rare.as_mut() {
+            rare_header(job, req_hdr, &mut hdr, r);
+        }
+        let sign_key = self.reply_key(job, req_hdr, session_id, reply.status, rare.as_mut());
+        if let Some(r) = &rare {
+            self.preauth_hashes(&hdr, &body, sign_key.as_ref(), r);
+        }
         debug_assert!(
             reply.file.is_none() || (sign_key.is_none() && job.encrypted.is_none()),
             "file data goes out unsigned and in clear only"
@@ -978,79 +967,73 @@ impl Connection {
         });
     }
 
-    /// What a reply's rare fields ask of its header, its signing key and the preauth hashes
-    /// (SESSION_SETUP, NEGOTIATE, LOGOFF, TREE_CONNECT): the key it is signed with.
-    #[allow(clippy::too_many_arguments)]
-    fn rare_reply(
-        &mut self,
-        job: &mut Job,
+    /// The key a reply is signed with: none inside an encrypted frame; else the one its
+    /// command set (LOGOFF), or its session's (the one SESSION_SETUP made or names), or the
+    /// deleted session's for USER_SESSION_DELETED.
+    fn reply_key(
+        &self,
+        job: &Job,
         req_hdr: &Header,
         session_id: u64,
         status: NtStatus,
-        hdr: &mut Header,
-        body: &[u8],
-        rare: RareReply,
+        rare: Option<&mut RareReply>,
     ) -> Option<SigningKey> {
-        // The response echoes the request's SessionId and TreeId (for related
-        // members that is 0xFFFF...: clients match responses by them), except
-        // that SESSION_SETUP and TREE_CONNECT carry the ids they created.
-        if rare.seal.is_some() && job.encrypted.is_some() {
-            job.seal = rare.seal;
+        if job.encrypted.is_some() {
+            return None;
         }
-        if let Some(sid) = rare.session_id {
-            hdr.session_id = sid;
-        }
-        if let (HeaderId::Sync { process_id, .. }, Some(tree_id)) = (req_hdr.id, rare.tree_id) {
-            hdr.id = HeaderId::Sync {
-                process_id,
-                tree_id,
-            };
-        }
-        let sign_key = match rare.sign_key {
-            _ if job.encrypted.is_some() => None,
-            Some(k) => Some(k),
-            None => self
-                .response_signing_key(
-                    req_hdr,
-                    rare.session_id.unwrap_or(session_id),
-                    rare.sign_with_session,
-                    status,
-                )
-                .or_else(|| self.session_deleted_key(req_hdr, session_id, status)),
+        let (set, sid, forced) = match rare {
+            Some(r) => (
+                r.sign_key.take(),
+                r.session_id.unwrap_or(session_id),
+                r.sign_with_session,
+            ),
+            None => (None, session_id, None),
         };
-        if rare.preauth_session.is_some() || rare.preauth_connection {
-            // The hash covers the response as sent: signed when it is (a
-            // binding's interim responses are).
-            let mut bytes = Vec::with_capacity(64 + body.len());
-            let mut signed_hdr = hdr.clone();
-            if sign_key.is_some() {
-                signed_hdr.flags.insert(HeaderFlags::SIGNED);
-            }
-            signed_hdr.encode(&mut bytes);
-            bytes.extend_from_slice(body);
-            if let Some(key) = &sign_key {
-                let nonce = NonceInfo {
-                    message_id: hdr.message_id,
-                    server_to_client: true,
-                    cancel: false,
-                };
-                let sig = key.sign(&[&bytes], nonce);
-                header::patch_signature(&mut bytes, 0, &sig);
-            }
-            if let Some(p) = rare
-                .preauth_session
-                .and_then(|sid| self.core.sessions.get_mut(&sid))
-                .and_then(|c| c.preauth.as_mut())
-            {
+        set.or_else(|| self.response_signing_key(req_hdr, sid, forced, status))
+            .or_else(|| self.session_deleted_key(req_hdr, session_id, status))
+    }
+
+    /// 3.1.1 NEGOTIATE and SESSION_SETUP: the response as sent (signed when it is: a
+    /// binding's interim responses are) goes into the connection's or the session's preauth
+    /// hash.
+    fn preauth_hashes(
+        &mut self,
+        hdr: &Header,
+        body: &[u8],
+        sign_key: Option<&SigningKey>,
+        rare: &RareReply,
+    ) {
+        if rare.preauth_session.is_none() && !rare.preauth_connection {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(64 + body.len());
+        let mut signed_hdr = hdr.clone();
+        if sign_key.is_some() {
+            signed_hdr.flags.insert(HeaderFlags::SIGNED);
+        }
+        signed_hdr.encode(&mut bytes);
+        bytes.extend_from_slice(body);
+        if let Some(key) = sign_key {
+            let nonce = NonceInfo {
+                message_id: hdr.message_id,
+                server_to_client: true,
+                cancel: false,
+            };
+            let sig = key.sign(&[&bytes], nonce);
+            header::patch_signature(&mut bytes, 0, &sig);
+        }
+        if let Some(p) = rare
+            .preauth_session
+            .and_then(|sid| self.core.sessions.get_mut(&sid))
+            .and_then(|c| c.preauth.as_mut())
+        {
+            p.update(&bytes);
+        }
+        if rare.preauth_connection {
+            if let Some(p) = self.core.preauth.as_mut() {
                 p.update(&bytes);
             }
-            if rare.preauth_connection {
-                if let Some(p) = self.core.preauth.as_mut() {
-                    p.update(&bytes);
-                }
-            }
         }
-        sign_key
     }
 
     /// A signed request for a session this connection is not a channel of
@@ -1220,5 +1203,26 @@ fn allowed_when_expired(cmd: Command, msg: &[u8]) -> bool {
                     .all(|e| e.flags.contains(ringshare_wire::consts::LockFlags::UNLOCK))
         }),
         _ => false,
+    }
+}
+
+/// What a reply's rare fields change in its header and frame: the response echoes the
+/// request's SessionId and TreeId (for related members that is 0xFFFF...: clients match
+/// responses by them), except that SESSION_SETUP and TREE_CONNECT carry the ids they created;
+/// a LOGOFF of an encrypted session seals its frame with the key it kept.
+fn rare_header(job: &mut Job, req_hdr: &Header, hdr: &mut Header, rare: &mut RareReply) {
+    if job.encrypted.is_some() {
+        if let Some(seal) = rare.seal.take() {
+            job.seal = Some(seal);
+        }
+    }
+    if let Some(sid) = rare.session_id {
+        hdr.session_id = sid;
+    }
+    if let (HeaderId::Sync { process_id, .. }, Some(tree_id)) = (req_hdr.id, rare.tree_id) {
+        hdr.id = HeaderId::Sync {
+            process_id,
+            tree_id,
+        };
     }
 }
