@@ -172,6 +172,16 @@ fn joining(
     })
 }
 
+/// An open that does not join its file's entry lets go of the file (`node`) and of the
+/// entry made for it, and of its file's entry too when it is a stream's (`stream`).
+fn leave_entries(server: &crate::ServerState, node: Arc<dyn Node>, key: FileKey, stream: bool) {
+    drop(node);
+    server.files.drop_if_unused(key);
+    if stream {
+        server.files.drop_if_unused(key.base());
+    }
+}
+
 impl Joining {
     /// What the file's entry is asked.
     fn open_ask<'a>(&'a self, at: &'a At<'_>, asked: &'a Asked) -> arbiter::OpenAsk<'a> {
@@ -210,11 +220,7 @@ impl Joining {
         if let Some(a) = self.asking {
             a.withdraw(&server.node);
         }
-        drop(self.node);
-        server.files.drop_if_unused(self.key);
-        if self.file_entry.is_some() {
-            server.files.drop_if_unused(self.key.base());
-        }
+        leave_entries(server, self.node, self.key, self.file_entry.is_some());
     }
 
     /// The entry decided `r`: the open joined it (a stream's file keeps it too), waits, or
@@ -239,11 +245,7 @@ impl Joining {
             Ok(Some(g)) => g,
             // It waits (`Ok(None)`) or is refused.
             other => {
-                drop(node);
-                server.files.drop_if_unused(key);
-                if file_entry.is_some() {
-                    server.files.drop_if_unused(key.base());
-                }
+                leave_entries(server, node, key, file_entry.is_some());
                 return other.map(|_| None);
             }
         };
