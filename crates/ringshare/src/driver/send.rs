@@ -1,0 +1,134 @@
+//! Sending: a connection's queued frames go out in order, consecutive in-memory ones
+//! in one `sendmsg`, an unsigned READ response's file data spliced from the page cache.
+
+use super::*;
+
+impl Worker {
+    pub(super) fn flush_sends(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.sending {
+            return;
+        }
+        let Some(front) = c.send_queue.front_mut() else {
+            if c.closing && c.io_in_flight == 0 {
+                self.close(slot);
+            } else if c.closing {
+                // File I/O still runs (a file system that stopped answering):
+                // the client learns now that the connection is over.
+                let _ = rustix::net::shutdown(&c.fd, rustix::net::Shutdown::Both);
+            }
+            return;
+        };
+        c.sending = true;
+        c.send_since = self.clock.mono_ms;
+        let tok = token(KIND_SEND, c.gen, slot);
+        let fd = c.fd.clone();
+        if let SendItem::File {
+            head,
+            file,
+            offset,
+            len,
+            who,
+        } = front
+        {
+            let (head, file, offset, len) = (std::mem::take(head), file.clone(), *offset, *len);
+            let who = who.take();
+            c.send_queue.pop_front();
+            c.sending_file = Some(len);
+            self.ring
+                .send_file(&fd, head, &file, offset, len, who.as_ref(), tok);
+            return;
+        }
+        // A lone in-memory part goes out by itself (no list to build).
+        if !matches!(c.send_queue.get(1), Some(SendItem::Bytes(_))) {
+            if let Some(SendItem::Bytes(p)) = c.send_queue.pop_front() {
+                c.sending_bytes = p.len();
+                if p.len() >= ZC_SEND_MIN && c.zc != Zc::Off {
+                    self.zc_sends[0] += 1;
+                    self.ring.send_zc(&fd, p, 0, tok);
+                } else {
+                    self.ring.send(&fd, p, 0, tok);
+                }
+                return;
+            }
+        }
+        // Consecutive in-memory parts go out in one sendmsg, listed in the
+        // list the last batch came back in.
+        let mut parts = std::mem::take(&mut c.spare_parts);
+        while parts.len() < SEND_BATCH_PARTS_MAX {
+            match c.send_queue.front() {
+                Some(SendItem::Bytes(_)) => {}
+                _ => break,
+            }
+            if let Some(SendItem::Bytes(b)) = c.send_queue.pop_front() {
+                parts.push(b);
+            }
+        }
+        c.sending_bytes = parts.iter().map(Vec::len).sum();
+        self.ring.send_vectored(&fd, parts, tok);
+    }
+
+    pub(super) fn on_send(&mut self, slot: u32, gen: u32, mut comp: Completion) {
+        self.zc_sends[1] += u64::from(comp.zc_copied);
+        let buf = comp.take_buf();
+        let mut bufs = comp.bufs.take().unwrap_or_default();
+        // (If the connection is gone, its large buffers still serve others.)
+        let mut c = conn_in(&mut self.conns, slot, gen);
+        for b in buf.into_iter().chain(bufs.drain(..)) {
+            give_back(&mut self.pool, c.as_mut().map(|c| &mut c.conn), b);
+        }
+        let Some(c) = c else {
+            return;
+        };
+        if bufs.capacity() > 0 {
+            c.spare_parts = bufs;
+        }
+        if comp.zc_copied && c.zc == Zc::Auto {
+            tracing::debug!("zero-copy send was copied by the kernel on this connection; plain sends from now on");
+            c.zc = Zc::Off;
+        }
+        c.sending = false;
+        c.sending_bytes = 0;
+        let owed = c.sending_file.take();
+        match comp.result {
+            Err(e) => {
+                tracing::debug!("send failed: {e}");
+                self.close(slot);
+                return;
+            }
+            Ok(n) => {
+                if let Some(len) = owed.filter(|len| n < *len) {
+                    // The file shrank after the core sized the reply: the frame
+                    // length is on the wire, so fill it up (as a concurrent
+                    // truncate would read: zeros).
+                    tracing::debug!(
+                        sent = n,
+                        promised = len,
+                        "file shrank under a READ; padding"
+                    );
+                    c.send_queue.push_front(SendItem::Bytes(vec![0u8; len - n]));
+                }
+            }
+        }
+        // Starts waiting READs (one may complete at once, read in this
+        // thread) and sends what is queued.
+        self.drain(slot);
+    }
+}
+
+/// A send-file frame as a queue item; read into memory if the node has no
+/// descriptor (a backend the core should not have offered it for).
+pub(super) fn file_item(sf: SendFile) -> SendItem {
+    match sf.node.shared_fd() {
+        Some(file) => SendItem::File {
+            head: sf.head,
+            file,
+            offset: sf.offset,
+            len: sf.len,
+            who: sf.node.who().cloned(),
+        },
+        None => SendItem::Bytes(sf.to_bytes()),
+    }
+}
