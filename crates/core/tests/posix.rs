@@ -188,3 +188,75 @@ fn a_posix_name_may_hold_what_a_windows_name_may_not_and_is_listed() {
     let root = entries.iter().find(|e| e.name == "..").unwrap();
     assert_eq!((root.file_id, root.posix.as_ref().unwrap().device), (0, 0));
 }
+
+/// A POSIX open of `name` with DELETE, sharing everything.
+fn posix_open(c: &mut Client, name: &str, disposition: D) -> ringshare_wire::FileId {
+    let tree = c.tree_id;
+    let ctx = vec![CreateContext::new(
+        tag::POSIX,
+        0o600u32.to_le_bytes().to_vec(),
+    )];
+    let mut m = c.create_msg_ctx(tree, name, 0x110080, 7, disposition, 0, 0, ctx);
+    c.sign(&mut m);
+    let r = c.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::SUCCESS, "{name}");
+    CreateResponse::decode(&r.msg).unwrap().file_id
+}
+
+fn set_delete_on_close(c: &mut Client, f: ringshare_wire::FileId) {
+    const FILE_DISPOSITION_INFORMATION: u8 = 13;
+    let r = c.set_info(f, 1, FILE_DISPOSITION_INFORMATION, &[1]);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+}
+
+fn listed(c: &mut Client, name: &str) -> bool {
+    match c.create(name, 0x80, D::OPEN, 0) {
+        Ok(f) => {
+            c.close(f);
+            true
+        }
+        Err(s) => {
+            assert_eq!(s, NtStatus::OBJECT_NAME_NOT_FOUND);
+            false
+        }
+    }
+}
+
+#[test]
+fn a_delete_pending_file_goes_at_the_close_that_leaves_only_posix_opens() {
+    let (mut c, _) = client(true);
+    // A Windows open sets it; a POSIX open remains: the Windows close removes the file.
+    let w = c.create("doc", 0x110080, D::CREATE, 0).unwrap();
+    let p = posix_open(&mut c, "doc", D::OPEN);
+    set_delete_on_close(&mut c, w);
+    c.close(w);
+    assert!(!listed(&mut c, "doc"));
+    // The name is free; the POSIX open's close leaves the new file alone.
+    let n = c.create("doc", 0x80, D::CREATE, 0).unwrap();
+    c.close(n);
+    set_delete_on_close(&mut c, p);
+    c.close(p);
+    assert!(listed(&mut c, "doc"));
+    // Two POSIX opens: the deleter's close removes it at once.
+    let p1 = posix_open(&mut c, "pdoc", D::CREATE);
+    let p2 = posix_open(&mut c, "pdoc", D::OPEN);
+    set_delete_on_close(&mut c, p1);
+    c.close(p1);
+    assert!(!listed(&mut c, "pdoc"));
+    c.close(p2);
+}
+
+#[test]
+fn a_windows_open_keeps_a_file_a_posix_open_deleted_until_it_closes() {
+    let (mut c, _) = client(true);
+    let p = posix_open(&mut c, "wdoc", D::CREATE);
+    let w = c.create("wdoc", 0x80, D::OPEN, 0).unwrap();
+    set_delete_on_close(&mut c, p);
+    c.close(p);
+    assert_eq!(
+        c.create("wdoc", 0x80, D::OPEN, 0),
+        Err(NtStatus::DELETE_PENDING)
+    );
+    c.close(w);
+    assert!(!listed(&mut c, "wdoc"));
+}

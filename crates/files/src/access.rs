@@ -166,6 +166,7 @@ mod tests {
             access,
             share_access,
             who: None,
+            posix: false,
         }
     }
 

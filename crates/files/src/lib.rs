@@ -90,6 +90,9 @@ pub struct ShareEntry {
     /// `None` for pipes' and streams' base-file holds (and for opens whose
     /// user had too many groups to send between nodes).
     pub who: Option<ringshare_vfs::Who>,
+    /// A POSIX open (SMB3 POSIX extensions): it does not keep a
+    /// delete-pending file from going ([`FileEntry::removable`]).
+    pub posix: bool,
 }
 
 /// Server-wide state of one open file.
@@ -100,6 +103,9 @@ pub struct FileEntry {
     /// Set by delete-on-close or a disposition SET_INFO; the file goes when the
     /// last open closes.
     pub delete_pending: bool,
+    /// The file's name was removed while POSIX opens of it remained
+    /// ([`FileEntry::removable`]): nothing removes by its old name again.
+    pub unlinked: bool,
     /// The ParentLeaseKey of the open that made the delete pending, if its
     /// lease named one: at the removal, the parent directory's lease of that
     /// key is not broken when the last closer named it too (Samba 4.22;
@@ -125,6 +131,16 @@ pub struct FileEntry {
 }
 
 impl FileEntry {
+    /// Whether the file goes now: its delete is pending, it was not removed
+    /// already, and no open but POSIX ones remains (Samba 4.22 removes it at
+    /// the close that leaves only POSIX opens; they keep their handles to the
+    /// nameless file). Marks it removed when so.
+    pub fn removable(&mut self) -> bool {
+        let remove = self.delete_pending && !self.unlinked && self.opens.iter().all(|o| o.posix);
+        self.unlinked |= remove;
+        remove
+    }
+
     /// Whether the entry's vectors are small enough to serve another file
     /// again (one that held many opens or locks gives its room back).
     pub fn worth_keeping(&self) -> bool {

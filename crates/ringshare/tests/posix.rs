@@ -4,8 +4,9 @@
 //! - `tests/py/samba_posix.py` through Samba's own python bindings (python3-samba's libsmb, as
 //!   Samba's smb3unix.py tests use them): the negotiate context (and its bad lengths), the POSIX
 //!   create context (mode in, the open's POSIX information out, bad lengths),
-//!   FILE_POSIX_INFORMATION, the POSIX listing class, INVALID_LEVEL on a non-POSIX open and
-//!   case-sensitive POSIX opens;
+//!   FILE_POSIX_INFORMATION, the POSIX listing class, INVALID_LEVEL on a non-POSIX open,
+//!   case-sensitive POSIX opens, and delete-on-close with POSIX and Windows opens together
+//!   (the file goes at the close that leaves only POSIX opens);
 //! - smbclient 4.22's `posix` mode (it negotiates the extensions and sends the POSIX context,
 //!   mode 0, with every open): put, mkdir, a differently cased get, rename and delete, and the
 //!   modes the new files got on disk.
@@ -120,10 +121,7 @@ fn smbclient(srv: &Running, conf: &Path, root: &Path, upload: &Path) -> String {
 /// Samba's answers with the one difference ringshare has everywhere, not only here: a file
 /// without stored DOS attributes (`user.DOSATTRIB`: File.txt, made locally, and what smbclient's
 /// POSIX creates made, which Samba makes without them) is NORMAL on Samba 4.22 and ARCHIVE on
-/// ringshare (docs/architecture.md, "DOS attributes"). And one this work has not reached yet:
-/// POSIX delete-on-close (Samba removes a file whose delete is pending once its last non-POSIX
-/// open closes; ringshare waits for the POSIX open too: docs/limits.md). Everything else must be
-/// equal.
+/// ringshare (docs/architecture.md, "DOS attributes"). Everything else must be equal.
 fn known_differences(samba: &str) -> String {
     let mut out = String::new();
     for line in samba.lines() {
@@ -134,8 +132,6 @@ fn known_differences(samba: &str) -> String {
                 .replace(" N ", " A ")
         } else if line == "attributes:  (80)" {
             "attributes: A (20)".to_string()
-        } else if line == "after the Windows close, listed: []" {
-            "after the Windows close, listed: ['doc']".to_string()
         } else {
             line.to_string()
         };

@@ -57,6 +57,8 @@ pub struct OpenAsk<'a> {
     pub now_ms: u64,
     /// The open's user (kept with its share-mode entry).
     pub who: Option<&'a ringshare_vfs::Who>,
+    /// A POSIX open ([`ShareEntry::posix`]).
+    pub posix: bool,
 }
 
 /// The access a new open is checked with against the other opens' share modes
@@ -109,6 +111,7 @@ pub fn admit_decided(
                             ..Default::default()
                         },
                         who: ask.who.cloned(),
+                        posix: ask.posix,
                     });
                     let g = oplock::grant(
                         &mut e,
@@ -183,7 +186,7 @@ pub fn close_here(
             e.delete_pending = true;
         }
         let closed = Closed {
-            remove: e.delete_pending && e.opens.is_empty(),
+            remove: e.removable(),
             last_open: e.opens.is_empty(),
             path: e.path.clone(),
             is_dir: e.is_dir,

@@ -135,11 +135,7 @@ pub fn closed_open(
             e.opens.retain(|s| s.owner != id);
             e.streams.retain(|(o, _)| *o != id);
             crate::files::oplock::wake_waiters(&mut e, &mut wakes);
-            (
-                e.delete_pending && e.opens.is_empty(),
-                e.path.clone(),
-                e.is_dir,
-            )
+            (e.removable(), e.path.clone(), e.is_dir)
         };
         server.send_breaks(wakes);
         if remove {

@@ -370,6 +370,7 @@ impl CaHere for ServerState {
                             ..Default::default()
                         },
                         who: Some(who.clone()),
+                        posix: false,
                     });
                     for l in &rec.locks {
                         if !e.locks.try_lock(*l) {

@@ -75,6 +75,9 @@ impl Ask {
             conn_id: self.conn_id,
             now_ms,
             who: self.who.as_ref(),
+            // Not carried between nodes: a POSIX open decided at another
+            // node's home counts as a Windows one there (docs/limits.md).
+            posix: false,
         }
     }
 }

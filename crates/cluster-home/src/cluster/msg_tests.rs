@@ -83,6 +83,7 @@ pub fn samples() -> Vec<Message> {
                 file_id: (1, 2),
             },
             who: ask.who.clone(),
+            posix: false,
         }],
         locks: vec![l],
         leases: vec![oplock::Lease {

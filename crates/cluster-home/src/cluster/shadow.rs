@@ -34,6 +34,7 @@ pub fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
             ..Default::default()
         },
         who: ask.who.cloned(),
+        posix: ask.posix,
     });
     if let Some(id) = lease {
         match e.leases.iter_mut().find(|l| l.id == id) {

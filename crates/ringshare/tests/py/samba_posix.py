@@ -1,7 +1,8 @@
 """What a client of the SMB3 POSIX extensions sees, through Samba's own python bindings
 (python3-samba's libsmb, as Samba's python/samba/tests/smb3unix.py uses them): the negotiate
 context, the POSIX create context (mode in, the open's POSIX information out),
-FILE_POSIX_INFORMATION and the POSIX listing class, and case-sensitive POSIX opens. One line per
+FILE_POSIX_INFORMATION and the POSIX listing class, case-sensitive POSIX opens, and delete-on-close
+with POSIX and Windows opens together. One line per
 answer, times and inode numbers left out, so that two servers' outputs compare line by line
 (crates/ringshare/tests/posix.rs).
 
@@ -115,7 +116,40 @@ w.delete_on_close(fw, 1)
 c.delete_on_close(fp, 1)
 w.close(fw)
 out("after the Windows close, listed:", [e['name'] for e in w.list('', mask='doc')])
+# The name is free again while the POSIX open of the removed file remains: a new file takes it,
+# and the POSIX open's close leaves the new file alone.
+fn = w.create("doc", DesiredAccess=security.SEC_FILE_WRITE_ATTRIBUTE, CreateDisposition=libsmb.FILE_CREATE)
+w.close(fn)
 c.close(fp)
+out("the POSIX open closed, new doc listed:", [e['name'] for e in w.list('', mask='doc')])
+w.unlink("doc")
+# Two POSIX opens: the one that set delete-on-close closes first; the file goes at once.
+def pxopen(name, disp):
+    f, _, _ = c.create_ex(name, DesiredAccess=security.SEC_FILE_WRITE_ATTRIBUTE | security.SEC_STD_DELETE,
+                          ShareAccess=7, CreateDisposition=disp, CreateContexts=ctx(0o600))
+    return f
+p1 = pxopen("pdoc", libsmb.FILE_CREATE)
+p2 = pxopen("pdoc", libsmb.FILE_OPEN)
+c.delete_on_close(p1, 1)
+c.close(p1)
+out("POSIX deleter closed, a POSIX open left, listed:", [e['name'] for e in w.list('', mask='pdoc')])
+c.close(p2)
+out("both POSIX opens closed, listed:", [e['name'] for e in w.list('', mask='pdoc')])
+# A POSIX open sets delete-on-close and closes while a Windows open remains: the file stays
+# until the Windows open closes.
+p1 = pxopen("wdoc", libsmb.FILE_CREATE)
+fw = w.create("wdoc", DesiredAccess=security.SEC_FILE_READ_ATTRIBUTE, ShareAccess=7)
+c.delete_on_close(p1, 1)
+c.close(p1)
+out("POSIX deleter closed, a Windows open left, listed:", [e['name'] for e in w.list('', mask='wdoc')])
+try:
+    f = w.create("wdoc", DesiredAccess=security.SEC_FILE_READ_ATTRIBUTE, ShareAccess=7)
+    out("open of it meanwhile: OK")
+    w.close(f)
+except NTSTATUSError as e:
+    out("open of it meanwhile:", status(e))
+w.close(fw)
+out("the Windows open closed, listed:", [e['name'] for e in w.list('', mask='wdoc')])
 try:
     c2.list("", info_level=libsmb.SMB2_FIND_POSIX_INFORMATION)
     out("posix listing without POSIX: OK")

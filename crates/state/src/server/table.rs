@@ -295,6 +295,7 @@ mod tests {
                 share_access: 7,
                 caching: Default::default(),
                 who: None,
+                posix: false,
             });
         }
         e

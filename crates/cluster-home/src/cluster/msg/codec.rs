@@ -955,6 +955,7 @@ fn get_share_entry(r: &mut Reader<'_>) -> Result<ShareEntry, WireError> {
             file_id: (r.u64()?, r.u64()?),
         },
         who: get_who(r)?,
+        posix: false,
     })
 }
 

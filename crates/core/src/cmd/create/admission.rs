@@ -198,6 +198,7 @@ impl Joining {
             conn_id: self.route.conn_id,
             now_ms: self.now_ms,
             who: Some(&at.tree.who),
+            posix: asked.posix.is_some(),
         }
     }
 
@@ -268,6 +269,7 @@ impl Joining {
                 share_access: 7,
                 caching: Default::default(),
                 who: None,
+                posix: false,
             });
             b.streams.push((id, key));
         }
