@@ -243,6 +243,17 @@ mod interface_tests {
 /// it, and datagrams are taken with [`crate::udp::recv_gro`] until none is left.
 /// IPv6 sockets are v6-only.
 pub fn udp_bind(addr: SocketAddr) -> io::Result<OwnedFd> {
+    udp_socket(addr, false)
+}
+
+/// [`udp_bind`] with `SO_REUSEPORT`: one of several sockets of the same
+/// address and port, one per I/O thread, among which the kernel spreads
+/// senders by a hash of their addresses.
+pub fn udp_bind_reuseport(addr: SocketAddr) -> io::Result<OwnedFd> {
+    udp_socket(addr, true)
+}
+
+fn udp_socket(addr: SocketAddr, reuseport: bool) -> io::Result<OwnedFd> {
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::INET,
         SocketAddr::V6(_) => AddressFamily::INET6,
@@ -255,6 +266,9 @@ pub fn udp_bind(addr: SocketAddr) -> io::Result<OwnedFd> {
     )?;
     if addr.is_ipv6() {
         sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    if reuseport {
+        sockopt::set_socket_reuseport(&fd, true)?;
     }
     rnet::bind(&fd, &addr)?;
     Ok(fd)

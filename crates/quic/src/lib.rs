@@ -14,6 +14,7 @@
 pub mod access;
 pub mod cert;
 pub mod client;
+pub mod steer;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -23,12 +24,14 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::{HandshakeData, QuicServerConfig};
 use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event as QEvent, ReadError, StreamEvent,
-    StreamId, TransportConfig, VarInt, WriteError,
+    ConnectionHandle, DatagramEvent, Dir, Event as QEvent, ReadError, StreamEvent, StreamId,
+    TransportConfig, VarInt, WriteError,
 };
 
 pub use access::{Access, ClientCertificate};
 pub use cert::Identity;
+/// A thread's endpoint configuration ([`steer::Steering::endpoint_config`]).
+pub use quinn_proto::EndpointConfig;
 /// The endpoint configuration [`server_config`] builds.
 pub use quinn_proto::ServerConfig;
 
@@ -54,6 +57,17 @@ impl Default for Limits {
             handshakes_max: 1024,
             stream_window: 4 * 1024 * 1024,
             idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl Limits {
+    /// The limits of one of `threads` endpoints that share these: the
+    /// half-open handshakes divided among them (at least 16 each).
+    pub fn per_thread(self, threads: usize) -> Limits {
+        Limits {
+            handshakes_max: (self.handshakes_max / threads.max(1)).max(16),
+            ..self
         }
     }
 }
@@ -180,12 +194,17 @@ pub struct Server {
 
 impl Server {
     pub fn new(config: Arc<quinn_proto::ServerConfig>, limits: Limits) -> Server {
-        let endpoint = quinn_proto::Endpoint::new(
-            Arc::new(EndpointConfig::default()),
-            Some(config.clone()),
-            true,
-            None,
-        );
+        Server::with_endpoint(config, limits, Arc::new(EndpointConfig::default()))
+    }
+
+    /// An endpoint with the endpoint configuration `endpoint`: one of
+    /// several threads' ([`steer::Steering::endpoint_config`]).
+    pub fn with_endpoint(
+        config: Arc<quinn_proto::ServerConfig>,
+        limits: Limits,
+        endpoint: Arc<EndpointConfig>,
+    ) -> Server {
+        let endpoint = quinn_proto::Endpoint::new(endpoint, Some(config.clone()), true, None);
         Server {
             endpoint,
             config,

@@ -42,7 +42,7 @@ mod inline_io;
 mod lookups;
 pub use lookups::LookupPool;
 mod quic;
-pub use quic::QuicListen;
+pub use quic::{QuicListen, QuicShared};
 mod shared;
 pub use shared::Shared;
 mod bufpool;
@@ -292,7 +292,7 @@ struct Worker {
     /// Connections with replies to send once this loop iteration has handled
     /// every completion that came (see [`Worker::flush_due`]).
     flush_due: Vec<u32>,
-    /// Worker 0, with `server smb transports` naming quic: SMB over QUIC.
+    /// With `server smb transports` naming quic: SMB over QUIC.
     quic: Option<quic::QuicSide>,
 }
 
@@ -374,7 +374,12 @@ pub fn run_worker(
     if let (0, Some(ino)) = (index, &w.shared.inotify) {
         w.ring.poll_readable(ino.fd(), token(KIND_NOTIFY, 0, 0));
     }
-    if let Some(l) = crate::lock(&w.shared.quic).take() {
+    let listen = w
+        .shared
+        .quic
+        .as_ref()
+        .and_then(|q| q.take(index, w.ring.waker()));
+    if let Some(l) = listen {
         let q = quic::QuicSide::new(l);
         q.arm(&mut w.ring);
         w.quic = Some(q);
@@ -406,6 +411,7 @@ impl Worker {
             self.answer_lookups();
             self.fire_timers();
             self.deliver_mail();
+            self.quic_mail();
             self.flush_due();
         }
     }
@@ -788,8 +794,13 @@ impl Worker {
                 self.recv_bufs_exhausted
             );
         }
-        if let Some(q) = self.quic.as_ref().filter(|q| q.send_drops() > 0) {
-            tracing::debug!("QUIC datagrams the socket did not take: {}", q.send_drops());
+        if let Some(q) = self.quic.as_ref() {
+            tracing::debug!(
+                worker = self.index,
+                "QUIC datagrams the socket did not take: {}; handed to other workers: {}",
+                q.send_drops(),
+                q.forwarded
+            );
         }
         if ringshare_engine::creds::enabled() {
             tracing::info!(

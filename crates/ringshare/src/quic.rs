@@ -1,17 +1,20 @@
 //! `serve`'s side of SMB over QUIC: the certificate (`tls certfile` and
 //! `tls keyfile`, or a self-signed one made on first start and kept beside
 //! the `smb passwd file`, as Samba 4.23 makes its own), the bound UDP
-//! socket, and the endpoint's configuration for worker 0 (driver/quic.rs).
+//! sockets (one per I/O thread, `SO_REUSEPORT`), and the endpoints'
+//! configuration (driver/quic.rs).
 
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ringshare_engine::net;
+use ringshare_quic::steer::Steering;
 use ringshare_quic::{cert, Access, ClientCertificate, Identity, Limits};
 
 use crate::config::Config;
-use crate::driver::QuicListen;
+use crate::driver::{QuicListen, QuicShared};
 use crate::serve::ServeError;
 
 fn err(msg: impl Into<String>) -> ServeError {
@@ -141,9 +144,13 @@ fn access(cfg: &Config) -> Result<Access, ServeError> {
 }
 
 /// SMB over QUIC as the configuration asks (`server smb transports`):
-/// the certificate loaded or made, the UDP socket bound on the first
-/// `listen` address's IP; `None` when QUIC is off.
-pub fn listen(cfg: &Config, listen: &[SocketAddr]) -> Result<Option<QuicListen>, ServeError> {
+/// the certificate loaded or made, a UDP socket for each of `threads` I/O
+/// threads bound on the first `listen` address's IP; `None` when QUIC is off.
+pub fn listen(
+    cfg: &Config,
+    listen: &[SocketAddr],
+    threads: usize,
+) -> Result<Option<QuicShared>, ServeError> {
     let Some(port) = cfg.global.quic_port else {
         return Ok(None);
     };
@@ -154,20 +161,44 @@ pub fn listen(cfg: &Config, listen: &[SocketAddr]) -> Result<Option<QuicListen>,
     let (id, cert_path) = identity(cfg, addr)?;
     let access = access(cfg)?;
     let fingerprint = id.fingerprint();
-    let limits = Limits::default();
+    let limits = Limits::default().per_thread(threads);
     let config = ringshare_quic::server_config(id, &limits, access).map_err(err)?;
-    let socket = net::udp_bind(addr).map_err(|e| {
-        err(format!(
-            "cannot listen for QUIC on udp {addr}: {e} (port 443 needs root or CAP_NET_BIND_SERVICE; choose another with `server smb transports = tcp, quic:PORT`)"
-        ))
-    })?;
+    let sockets = bind(addr, threads)?;
     tracing::info!(
         "SMB over QUIC on udp {addr}; certificate {} SHA-256 {fingerprint}",
         cert_path.display()
     );
-    Ok(Some(QuicListen {
-        socket,
-        config,
-        limits,
-    }))
+    let steering = Steering::new(threads);
+    let listens = sockets
+        .into_iter()
+        .enumerate()
+        .map(|(i, socket)| QuicListen {
+            socket,
+            config: config.clone(),
+            limits: limits.clone(),
+            endpoint: steering.endpoint_config(i),
+        })
+        .collect();
+    Ok(Some(QuicShared::new(listens, steering)))
+}
+
+/// `threads` UDP sockets on `addr`, one `SO_REUSEPORT` group (all bound
+/// before any datagram is read, so the kernel's spread does not change).
+fn bind(addr: SocketAddr, threads: usize) -> Result<Vec<OwnedFd>, ServeError> {
+    let refused = |e: std::io::Error| {
+        err(format!(
+            "cannot listen for QUIC on udp {addr}: {e} (port 443 needs root or CAP_NET_BIND_SERVICE; choose another with `server smb transports = tcp, quic:PORT`)"
+        ))
+    };
+    let first = net::udp_bind_reuseport(addr).map_err(refused)?;
+    // Port 0: the others join the port the first one was given.
+    let bound = match rustix::net::getsockname(&first).map(SocketAddr::try_from) {
+        Ok(Ok(a)) => a,
+        _ => addr,
+    };
+    let mut all = vec![first];
+    for _ in 1..threads.max(1) {
+        all.push(net::udp_bind_reuseport(bound).map_err(refused)?);
+    }
+    Ok(all)
 }

@@ -438,7 +438,11 @@ pub fn serve(
     // QUIC's certificate is made (or read) and its UDP socket bound before
     // the TCP port opens: a client that finds the port open finds the
     // certificate on disk too.
-    let quic = crate::quic::listen(&cfg, &listen)?;
+    let threads = threads
+        .map(|t| t as usize)
+        .unwrap_or_else(runtime::available_cores)
+        .max(1);
+    let quic = crate::quic::listen(&cfg, &listen, threads)?;
     let listeners = bind_all(&listen)?;
     server.set_interfaces(advertised_interfaces(&listen));
     let cluster_node = if cfg.global.cluster.enabled() {
@@ -449,10 +453,6 @@ pub fn serve(
     } else {
         None
     };
-    let threads = threads
-        .map(|t| t as usize)
-        .unwrap_or_else(runtime::available_cores)
-        .max(1);
 
     for a in &listen {
         for s in &cfg.shares {
@@ -520,7 +520,7 @@ pub fn serve(
         ring_metrics,
         inotify,
         lookups: driver::LookupPool::start(),
-        quic: Mutex::new(quic),
+        quic,
     });
     shared.wake_on_mail();
     install_signal_handler(shared.clone(), reloader)

@@ -254,6 +254,51 @@ impl Probe {
         }
     }
 
+    /// Drives connection `c` until `done(c)` (Ok) or it is lost or 5 s pass (the reason).
+    fn drive(
+        &mut self,
+        ch: ConnectionHandle,
+        c: &mut Connection,
+        mut done: impl FnMut(&Connection) -> bool,
+    ) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut buf = vec![0u8; 65_535];
+        loop {
+            self.send(c);
+            while let Some(ev) = c.poll() {
+                if let quinn_proto::Event::ConnectionLost { reason } = ev {
+                    return Err(reason.to_string());
+                }
+            }
+            if done(c) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now > deadline {
+                return Err("no answer in 5 s".into());
+            }
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+            if let Ok((n, from)) = self.sock.recv_from(&mut buf) {
+                let mut out = Vec::new();
+                let data = BytesMut::from(&buf[..n]);
+                if let Some(DatagramEvent::ConnectionEvent(h, ev)) =
+                    self.ep.handle(now, from, None, None, data, &mut out)
+                {
+                    if h == ch {
+                        c.handle_event(ev);
+                    }
+                }
+                while let Some(ev) = c.poll_endpoint_events() {
+                    if let Some(back) = self.ep.handle_event(ch, ev) {
+                        c.handle_event(back);
+                    }
+                }
+            }
+        }
+    }
+
     /// Sends the first datagram (an Initial) of `n` connections and never
     /// answers: half-open handshakes. Paced by what comes back (at most 64
     /// unanswered at a time, 20 ms at most for an answer). Returns the
@@ -317,6 +362,48 @@ fn at_the_socket_another_alpn_is_refused_with_a_log_line_and_smb_gets_in() {
         probe.sock.local_addr().unwrap()
     );
     wait_for(|| srv.log().contains(&line), &srv, &line);
+}
+
+#[test]
+fn a_quic_connection_whose_client_changes_port_keeps_being_served_by_every_io_thread() {
+    // Three I/O threads, each with its own socket on the QUIC port: a datagram from a new
+    // client port lands on whichever socket the kernel's hash picks (2 in 3 times another
+    // thread's than the connection's), and must still reach the connection.
+    let srv = Server::start(
+        &ServerConfig {
+            quic: true,
+            threads: Some(3),
+            ..Default::default()
+        },
+        |_| {},
+    );
+    let root = server_certificate(&srv);
+    let mut probe = Probe::new(srv.port);
+    let (ch, mut c) = probe.connect(client_config(&root, b"smb", None));
+    probe
+        .drive(ch, &mut c, |c| !c.is_handshaking())
+        .expect("the handshake");
+    for hop in 0..12 {
+        // The client's address changes (a NAT rebinding): a new socket, a new port.
+        probe.sock = UdpSocket::bind("127.0.0.1:0").expect("udp socket");
+        probe
+            .sock
+            .set_read_timeout(Some(Duration::from_millis(10)))
+            .unwrap();
+        let acks = c.stats().frame_rx.acks;
+        c.ping();
+        probe
+            .drive(ch, &mut c, |c| c.stats().frame_rx.acks > acks)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "ping {hop} from port {}: {e}\n{}",
+                    probe.sock.local_addr().unwrap().port(),
+                    srv.log()
+                )
+            });
+    }
+    // The server checked each new path (RFC 9000 9.3): its challenges came to the new ports.
+    assert!(c.stats().frame_rx.path_challenge >= 12, "{:?}", c.stats());
 }
 
 /// Waits up to 5 s for `cond` (a line the server logs).

@@ -3,19 +3,26 @@
 //! Unix stream sockets whose far end is admitted like an accepted TCP socket
 //! ([`Worker::admit`]): the stream's bytes take exactly the TCP path (frames
 //! cut, WRITE payloads spliced, READ data sent from the file) and the
-//! connection is marked QUIC in the core. Everything runs on the thread of
-//! worker 0 (no extra thread): the socket is polled by the ring and read
-//! until empty, the pair's ends are received from and sent to by the ring,
-//! and QUIC's timers are part of the ring's wait.
+//! connection is marked QUIC in the core. Every worker has its own UDP
+//! socket on the QUIC port (`SO_REUSEPORT`: the kernel spreads clients over
+//! them by their addresses) and its own endpoint; no extra thread: the
+//! socket is polled by the ring and read until empty, the pair's ends are
+//! received from and sent to by the ring, and QUIC's timers are part of the
+//! ring's wait. A datagram that reaches another worker's socket than its
+//! connection's (the client's address changed: QUIC connection migration)
+//! is handed to the right worker, which its connection id names
+//! (`ringshare_quic::steer`), through that worker's [`QuicMail`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use ringshare_core::Transport;
-use ringshare_engine::{net, udp, Completion, SharedFd};
+use ringshare_engine::{net, udp, Completion, SharedFd, Waker};
+use ringshare_quic::steer::Steering;
 use ringshare_quic::{ConnId, Event, ReadState, Server};
 
 use super::{token, Worker};
@@ -27,11 +34,80 @@ pub(super) const KIND_QUIC_SEND: u64 = 9;
 /// Bytes moved from a QUIC stream into its pair (or back) per operation.
 const PAIR_CHUNK: usize = 256 * 1024;
 
-/// What `serve` hands worker 0: the bound UDP socket and the endpoint's configuration.
+/// Datagrams waiting in one worker's [`QuicMail`]; more are dropped (QUIC
+/// sends them again).
+const MAIL_MAX: usize = 1024;
+
+/// What `serve` hands one worker: its bound UDP socket and its endpoint's configuration.
 pub struct QuicListen {
     pub socket: OwnedFd,
     pub config: Arc<ringshare_quic::ServerConfig>,
     pub limits: ringshare_quic::Limits,
+    pub endpoint: Arc<ringshare_quic::EndpointConfig>,
+}
+
+/// SMB over QUIC as every worker sees it: each one's socket and endpoint
+/// configuration (taken at start), the connection-id steering, and each
+/// one's mail of datagrams other workers received for its connections.
+pub struct QuicShared {
+    pub listens: Mutex<Vec<Option<QuicListen>>>,
+    pub steering: Steering,
+    mail: Vec<QuicMail>,
+}
+
+/// Datagrams for one worker's connections that reached another worker's socket.
+#[derive(Default)]
+struct QuicMail {
+    queue: Mutex<Vec<(SocketAddr, Vec<u8>)>>,
+    /// Something was queued since the worker last took the queue.
+    pending: AtomicBool,
+    /// The worker's ring, set when it starts.
+    waker: OnceLock<Waker>,
+    /// Dropped because the queue was full or the worker had not started.
+    dropped: AtomicU64,
+}
+
+impl QuicShared {
+    /// One [`QuicListen`] per worker, in worker order.
+    pub fn new(listens: Vec<QuicListen>, steering: Steering) -> QuicShared {
+        QuicShared {
+            mail: (0..listens.len()).map(|_| QuicMail::default()).collect(),
+            listens: Mutex::new(listens.into_iter().map(Some).collect()),
+            steering,
+        }
+    }
+
+    /// Worker `index`'s socket and endpoint (once), its mail now addressed to `waker`.
+    pub(super) fn take(&self, index: usize, waker: Waker) -> Option<QuicListen> {
+        let l = crate::lock(&self.listens).get_mut(index)?.take()?;
+        if let Some(m) = self.mail.get(index) {
+            let _ = m.waker.set(waker);
+        }
+        Some(l)
+    }
+
+    /// Leaves `datagram` (from `from`) in worker `to`'s mail and wakes it
+    /// if its mail was empty.
+    fn forward(&self, to: usize, from: SocketAddr, datagram: &[u8]) {
+        let Some(m) = self.mail.get(to) else {
+            return;
+        };
+        let Some(waker) = m.waker.get() else {
+            m.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        {
+            let mut q = crate::lock(&m.queue);
+            if q.len() >= MAIL_MAX {
+                m.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            q.push((from, datagram.to_vec()));
+        }
+        if !m.pending.swap(true, Ordering::AcqRel) {
+            let _ = waker.wake();
+        }
+    }
 }
 
 /// One SMB stream and the near end of its socket pair.
@@ -47,9 +123,13 @@ struct Link {
     from_smb: Vec<u8>,
 }
 
-/// Worker 0's QUIC side.
+/// A worker's QUIC side.
 pub(super) struct QuicSide {
     server: Server,
+    /// Datagrams taken from this worker's mail (kept for their buffers).
+    mail: Vec<(SocketAddr, Vec<u8>)>,
+    /// Datagrams handed to other workers (logged at exit).
+    pub(super) forwarded: u64,
     udp: SharedFd,
     links: HashMap<u32, Link>,
     by_conn: HashMap<ConnId, u32>,
@@ -70,7 +150,9 @@ impl QuicSide {
             tracing::info!("SMB over QUIC: no UDP_GRO ({e}): datagrams are read one at a time");
         }
         QuicSide {
-            server: Server::new(l.config, l.limits),
+            server: Server::with_endpoint(l.config, l.limits, l.endpoint),
+            mail: Vec::new(),
+            forwarded: 0,
             udp: Arc::new(l.socket),
             links: HashMap::new(),
             by_conn: HashMap::new(),
@@ -129,12 +211,19 @@ impl Worker {
                 let Some(q) = self.quic.as_mut() else {
                     return;
                 };
-                let server = &mut q.server;
+                let (server, forwarded) = (&mut q.server, &mut q.forwarded);
+                let (shared, me) = (self.shared.quic.as_ref(), self.index);
                 let errors = udp::recv_each(
                     &*q.udp,
                     &mut q.datagram,
                     udp::RECEIVES_PER_POLL,
-                    |from, d| server.handle(now, from, None, d),
+                    |from, d| match shared.and_then(|s| Some((s, s.steering.worker_of(d)?))) {
+                        Some((s, to)) if to != me => {
+                            s.forward(to, from, d);
+                            *forwarded += 1;
+                        }
+                        _ => server.handle(now, from, None, d),
+                    },
                 );
                 if errors > 0 {
                     tracing::trace!(
@@ -172,6 +261,25 @@ impl Worker {
                 }
             }
             _ => {}
+        }
+        self.quic_pump(now);
+    }
+
+    /// Handles the datagrams other workers received for this one's connections.
+    pub(super) fn quic_mail(&mut self) {
+        let (Some(q), Some(shared)) = (self.quic.as_mut(), self.shared.quic.as_ref()) else {
+            return;
+        };
+        let Some(m) = shared.mail.get(self.index) else {
+            return;
+        };
+        if !m.pending.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        std::mem::swap(&mut *crate::lock(&m.queue), &mut q.mail);
+        let now = Instant::now();
+        for (from, d) in q.mail.drain(..) {
+            q.server.handle(now, from, None, &d);
         }
         self.quic_pump(now);
     }

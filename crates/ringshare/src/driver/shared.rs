@@ -42,8 +42,8 @@ pub struct Shared {
     pub inotify: Option<Arc<kernel_notify::Inotify>>,
     /// Where logons' NSS and winbind questions are asked.
     pub lookups: Arc<LookupPool>,
-    /// SMB over QUIC (`server smb transports`), taken by worker 0.
-    pub quic: Mutex<Option<super::QuicListen>>,
+    /// SMB over QUIC (`server smb transports`): a socket and endpoint per worker.
+    pub quic: Option<super::QuicShared>,
 }
 
 impl Shared {

@@ -236,6 +236,8 @@ pub struct ServerConfig {
     pub env: Vec<(String, String)>,
     /// SMB over QUIC too, on the UDP port of the same number as the TCP one.
     pub quic: bool,
+    /// `serve --threads N` (default: one per CPU).
+    pub threads: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -253,6 +255,7 @@ impl Default for ServerConfig {
             import_users: None,
             env: Vec::new(),
             quic: false,
+            threads: None,
         }
     }
 }
@@ -286,6 +289,7 @@ impl Server {
         let share_dir = tmp.path().join("share");
         std::fs::create_dir_all(&share_dir).expect("create share dir");
         setup(&share_dir);
+        let threads = cfg.threads;
         let passwd = tmp.path().join("smbpasswd");
         let conf = tmp.path().join("ringshare.conf");
         let control = tmp.path().join("control.sock");
@@ -344,11 +348,15 @@ impl Server {
             &cfg.env,
             |port| {
                 write_conf(port);
-                vec![
+                let mut args = vec![
                     "serve".into(),
                     "--config".into(),
                     conf.display().to_string(),
-                ]
+                ];
+                if let Some(n) = threads {
+                    args.extend(["--threads".into(), n.to_string()]);
+                }
+                args
             },
         )
     }
