@@ -528,6 +528,20 @@ fn ringshare_bench_over_quic_writes_and_reads_back_verified_data() {
     let fp_arg = format!("sha256:{fp}");
     let (ok, out) = run(&[&["seq-read", "--verify"][..], &size].concat(), &fp_arg);
     assert!(ok && out.contains("errors          0"), "{out}");
+    // Multichannel over QUIC: two QUIC connections, the second bound to the first's session;
+    // both carry READs.
+    let (ok, out) = run(
+        &[&["seq-read", "--verify", "--channels", "2"][..], &size].concat(),
+        &fp_arg,
+    );
+    assert!(ok && out.contains("errors          0"), "{out}");
+    for ch in ["channel 0: ", "channel 1: "] {
+        let bytes: u64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix(ch)?.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {ch:?} line: {out}"));
+        assert!(bytes > 0, "{ch} carried nothing: {out}");
+    }
     // A certificate the client does not trust ends the handshake.
     let wrong = format!("sha256:{}", "00".repeat(32));
     let (ok, out) = run(&["echo", "--duration", "1s"], &wrong);
