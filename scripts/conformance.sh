@@ -18,6 +18,8 @@
 #   --fruit         only the macOS suites (vfs.fruit, vfs.fruit_netatalk, vfs.fruit_file_id,
 #                   vfs.fruit_timemachine), each on a share with the fruit options Samba's own
 #                   selftest gives it (see extra_shares below)
+#   --rpc           only the DCE/RPC suites over named pipes (rpc.lsa.lookupsids,
+#                   rpc.lsa.lookupnames: names in ACL editors), run as ncacn_np:127.0.0.1
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -60,7 +62,9 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
     smb2.ioctl-on-stream smb2.fileid smb2.timestamps
     smb2.dirlease smb2.durable-v2-regressions smb2.name-mangling smb2.stream-inherit-perms
-    smb2.winattr2 smb2.openattr smb2.winattr)
+    smb2.winattr2 smb2.openattr smb2.winattr rpc.lsa.lookupsids rpc.lsa.lookupnames)
+# DCE/RPC over the IPC$ named pipes: `--rpc` (the target is ncacn_np:HOST, not a share).
+RPC_SUITES=(rpc.lsa.lookupsids rpc.lsa.lookupnames)
 # Change notification: `--notify`.
 NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 # Named streams: `--streams`.
@@ -97,6 +101,7 @@ while [ $# -gt 0 ]; do
     --notify) SUITES=("${NOTIFY_SUITES[@]}") ;;
     --streams) SUITES=("${STREAMS_SUITES[@]}") ;;
     --fruit) SUITES=("${FRUIT_SUITES[@]}") ;;
+    --rpc) SUITES=("${RPC_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2
@@ -146,7 +151,7 @@ SMBD_PID=
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
     lib_stop_tree "$RS_PID"
-    lib_stop_tree "$SMBD_PID"
+    LIB_SAMBA_PID=$SMBD_PID lib_samba_stop "$WORK/samba"
     if [ "$CREATED_USER" = 1 ]; then
         userdel "$TORTURE_USER" >/dev/null 2>&1
     fi
@@ -277,6 +282,15 @@ ensure_server() {
     esac
 }
 
+# torture_target SUITE SHARE: what smbtorture is pointed at: a binding over the named pipes (on
+# the SMB port -p gives) for the DCE/RPC suites, the share for the others.
+torture_target() {
+    case "$1" in
+    rpc.*) echo ncacn_np:127.0.0.1 ;;
+    *) echo "//127.0.0.1/$2" ;;
+    esac
+}
+
 # resume_after_crash SERVER SUITE LOG SHARE [OPTION...]: runs each test of SUITE that LOG has no
 # result for, alone, on SHARE with the smbtorture OPTIONs, appending to LOG. Test names may hold
 # spaces: one per line.
@@ -292,7 +306,7 @@ resume_after_crash() {
         echo "# resuming after a crash: $t alone" >>"$log"
         # shellcheck disable=SC2086
         { (cd "$WORK" && timeout -k 10 "$SUITE_TIMEOUT" smbtorture -s "$CLIENT_CONF" \
-            "//127.0.0.1/$share" -U "$TORTURE_USER%$TORTURE_PASS" -p "$port" --fullname \
+            "$(torture_target "$suite" "$share")" -U "$TORTURE_USER%$TORTURE_PASS" -p "$port" --fullname \
             --target="$TORTURE_TARGET" "$@" $TORTURE_EXTRA "$t") >>"$log" 2>&1 </dev/null; } 2>/dev/null
         trc=$?
         echo "# $t -> rc $trc" >>"$log"
@@ -337,7 +351,8 @@ run_suite() {
     fi
     if [ "$server" = samba ]; then port=$SAMBA_PORT; else port=$RS_PORT; fi
     # shellcheck disable=SC2206
-    local cmd=(smbtorture -s "$CLIENT_CONF" "//127.0.0.1/$share" -U "$TORTURE_USER%$TORTURE_PASS"
+    local cmd=(smbtorture -s "$CLIENT_CONF" "$(torture_target "$torture" "$share")"
+        -U "$TORTURE_USER%$TORTURE_PASS"
         -p "$port" --fullname --target="$TORTURE_TARGET" "${opts[@]}" $TORTURE_EXTRA "$torture")
     t0=$(date +%s)
     # (the braces keep bash's "Aborted" notice about a crashed smbtorture off the terminal; the

@@ -69,6 +69,22 @@ lib_stop_tree() {
     return 0
 }
 
+# lib_samba_stop BASE: stops the smbd lib_samba_start started in BASE and the RPC helpers it
+# started on demand (samba-dcerpcd, rpcd_*: Samba 4.22 runs them in a session of their own, so
+# they are not smbd's descendants), found by their --configfile.
+lib_samba_stop() {
+    local base=$1
+    lib_stop_tree "$LIB_SAMBA_PID"
+    LIB_SAMBA_PID=
+    pkill -TERM -f -- "--configfile=$base/smb.conf" 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        pgrep -f -- "--configfile=$base/smb.conf" >/dev/null || return 0
+        sleep 0.1
+    done
+    pkill -KILL -f -- "--configfile=$base/smb.conf" 2>/dev/null
+    return 0
+}
+
 # lib_client_conf DIR: writes DIR/smb.conf, a private client configuration that keeps smbclient
 # and smbtorture away from the machine's /etc/samba/smb.conf and state directories.
 # Prints the file's path.
