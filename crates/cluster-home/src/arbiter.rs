@@ -134,7 +134,14 @@ pub fn admit_or_ask(
         answer
     };
     let run = Box::new(run);
-    Decision::Ask(HomeAsk { node, run }, asking)
+    Decision::Ask(
+        HomeAsk {
+            node,
+            order: cluster::order_of(key),
+            run,
+        },
+        asking,
+    )
 }
 
 /// The home answered the call [`admit_or_ask`] made for `ask` (the bytes that came back, or
@@ -227,8 +234,10 @@ pub fn close_answered(
 }
 
 /// Open `owner` locks these ranges of file `key`, all or none: a lock
-/// first breaks other opens' read caching. At most `max` locks per open.
-pub fn lock_ranges(
+/// first breaks other opens' read caching. At most `max` locks per open. The call to the
+/// file's home (when the file is homed on another node) is carried away from the I/O thread:
+/// [`Decision::Ask`], whose answer [`lock_answered`] takes.
+pub fn lock_or_ask(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
@@ -236,13 +245,15 @@ pub fn lock_ranges(
     asks: &[LockAsk],
     max: usize,
     now_ms: u64,
-) -> Locked {
+) -> Decision<Locked, ()> {
     let node = match home(&server.node, key) {
         Ok(None) => {
-            return cluster::home::lock_ranges_here(server, key, entry, owner, asks, max, now_ms)
+            return Decision::Made(cluster::home::lock_ranges_here(
+                server, key, entry, owner, asks, max, now_ms,
+            ))
         }
         Ok(Some(node)) => node,
-        Err(s) => return Locked::Refused(s),
+        Err(s) => return Decision::Made(Locked::Refused(s)),
     };
     let call = Call::Lock {
         key,
@@ -251,10 +262,27 @@ pub fn lock_ranges(
         max: max.min(u32::MAX as usize) as u32,
         now_ms,
     };
-    match cluster::ask(&server.node, node, call) {
+    match cluster::to_ask(&server.node, node, call) {
+        Ok(ask) => Decision::Ask(ask, ()),
+        Err(s) => Decision::Made(Locked::Refused(s)),
+    }
+}
+
+/// The home answered the LOCK [`lock_or_ask`] asked for open `owner` (the bytes that came
+/// back, or why none did): the locks granted join the shadow entry while the open is there.
+pub fn lock_answered(
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    asks: &[LockAsk],
+    answer: Result<Vec<u8>, NtStatus>,
+) -> Locked {
+    match cluster::answer_of(answer) {
         Ok(Answer::Done) => {
-            let granted = asks.iter().filter_map(|a| a.lock.ok());
-            shadow::locked(&mut lock(entry), granted);
+            let mut e = lock(entry);
+            // A close of the open ran meanwhile: the home frees its locks with it.
+            if e.opens.iter().any(|o| o.owner == owner) {
+                shadow::locked(&mut e, asks.iter().filter_map(|a| a.lock.ok()));
+            }
             Locked::Granted
         }
         Ok(Answer::Wait) => match asks {
@@ -289,31 +317,57 @@ pub fn retry_lock(
     }
 }
 
+/// The (offset, length) ranges an UNLOCK names, in order (a bad element: its status).
+pub type Ranges = Vec<Result<(u64, u64), NtStatus>>;
+
 /// Open `owner` unlocks these (offset, length) ranges, in order; the first
 /// that is refused (a bad element: its status) or that it does not hold
 /// (RANGE_NOT_LOCKED) ends the request, and those before it stay unlocked
-/// ([MS-SMB2] 3.3.5.14.1 processes the elements in order).
-pub fn unlock_ranges(
+/// ([MS-SMB2] 3.3.5.14.1 processes the elements in order). The call to the file's home (when
+/// the file is homed on another node) is carried away from the I/O thread: [`Decision::Ask`],
+/// whose answer [`unlock_answered`] takes.
+pub fn unlock_or_ask(
     here: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
-    ranges: impl Iterator<Item = Result<(u64, u64), NtStatus>>,
-) -> Result<(), NtStatus> {
-    let Some(node) = home(here, key)? else {
-        return decide::unlock_ranges_here(entry, owner, ranges);
+    ranges: Ranges,
+) -> Decision<Result<(), NtStatus>, Ranges> {
+    let node = match home(here, key) {
+        Ok(None) => {
+            let ranges = ranges.into_iter();
+            return Decision::Made(decide::unlock_ranges_here(entry, owner, ranges));
+        }
+        Ok(Some(node)) => node,
+        Err(s) => return Decision::Made(Err(s)),
     };
-    let ranges: Vec<_> = ranges.collect();
     let call = Call::Unlock {
         key,
         owner,
         ranges: ranges.clone(),
     };
-    cluster::ask_for(here, node, call, |a| {
-        matches!(a, Answer::Done).then_some(())
-    })?;
-    shadow::unlocked(&mut lock(entry), owner, &ranges);
-    Ok(())
+    match cluster::to_ask(here, node, call) {
+        Ok(ask) => Decision::Ask(ask, ranges),
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
+/// The home answered the UNLOCK [`unlock_or_ask`] asked for open `owner`: the ranges leave
+/// the shadow entry.
+pub fn unlock_answered(
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    ranges: &[Result<(u64, u64), NtStatus>],
+    answer: Result<Vec<u8>, NtStatus>,
+) -> Result<(), NtStatus> {
+    match cluster::answer_of(answer)? {
+        Answer::Done => {
+            shadow::unlocked(&mut lock(entry), owner, ranges);
+            Ok(())
+        }
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
 }
 
 /// May this I/O happen (no other open's byte-range lock covers it:

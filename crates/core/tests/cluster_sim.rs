@@ -538,6 +538,79 @@ fn a_create_whose_connection_goes_while_the_home_is_asked_leaves_no_open_at_the_
     }
 }
 
+/// Issue 33, item 2: a LOCK and an UNLOCK of a file homed on another node ask the home away
+/// from the I/O thread: no call is made on it, each is answered once the home's answer is in,
+/// and the connection answers other requests meanwhile. A blocking lock the home says must
+/// wait goes async (STATUS_PENDING) when the answer is in, and is granted after the unlock,
+/// or cancelled, as before.
+#[test]
+fn a_lock_and_unlock_of_a_file_homed_on_another_node_wait_for_the_home_not_their_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "f.txt", ALL, 7).expect("a");
+    let fb = open(&mut b, "f.txt", ALL, 7).expect("b");
+    assert_eq!(a.write(fa, 0, &[1; 200]).status(), NtStatus::SUCCESS);
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    let m = a.lock_msg(fa, &[(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert!(
+        a.send_frame(m).is_empty(),
+        "no LOCK answer before the home's"
+    );
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (1, calls),
+        "the LOCK waits for its call, which the thread did not make"
+    );
+    assert_eq!(
+        a.read(fa, 150, 10).status(),
+        NtStatus::SUCCESS,
+        "the connection answers a READ while its LOCK waits"
+    );
+    let locked = answer_held(&mut a);
+    let status: Vec<NtStatus> = locked.iter().map(|r| r.status()).collect();
+    assert_eq!(status, [NtStatus::SUCCESS]);
+    assert_eq!(
+        b.write(fb, 50, b"x").status(),
+        NtStatus::FILE_LOCK_CONFLICT,
+        "the home holds a's lock"
+    );
+    // b's blocking lock: the home says wait, and the LOCK goes async then.
+    b.hold_lookups = true;
+    for cancel in [true, false] {
+        let m = b.lock_msg(fb, &[(10, 1, EXCLUSIVE)]);
+        assert!(b.send_frame(m).is_empty(), "no answer before the home's");
+        let interim = answer_held(&mut b);
+        assert_eq!(interim.len(), 1);
+        assert_eq!(
+            interim[0].status(),
+            NtStatus::PENDING,
+            "a blocking lock waits"
+        );
+        if cancel {
+            let rs = b.cancel_async(&interim[0]);
+            let status: Vec<NtStatus> = rs.iter().map(|r| r.status()).collect();
+            assert_eq!(status, [NtStatus::CANCELLED], "a waiting lock is cancelled");
+        }
+    }
+    let m = a.lock_msg(fa, &[(0, 100, UNLOCK)]);
+    assert!(
+        a.send_frame(m).is_empty(),
+        "no UNLOCK answer before the home's"
+    );
+    assert_eq!(a.held_lookups.len(), 1);
+    let unlocked = answer_held(&mut a);
+    let status: Vec<NtStatus> = unlocked.iter().map(|r| r.status()).collect();
+    assert_eq!(status, [NtStatus::SUCCESS]);
+    let fin = cl.tick(1_000, &mut [&mut b]);
+    let status: Vec<NtStatus> = fin[0].iter().map(|r| r.status()).collect();
+    assert_eq!(status, [NtStatus::SUCCESS], "granted after the unlock");
+    assert_eq!(a.write(fa, 10, b"y").status(), NtStatus::FILE_LOCK_CONFLICT);
+    b.hold_lookups = false;
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    assert_eq!(a.write(fa, 10, b"y").status(), NtStatus::SUCCESS);
+}
+
 #[test]
 fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let cl = Cluster::new(3, 1);
@@ -1097,19 +1170,7 @@ impl World {
         flags: u32,
     ) -> NtStatus {
         let f = self.handles[client][handle];
-        let c = &mut self.clients[client];
-        let tree = c.tree_id;
-        let m = c.message(Command::LOCK, tree, |o| {
-            use ringshare_wire::WriteExt;
-            o.put_u16(48);
-            o.put_u16(1);
-            o.put_u32(0);
-            f.write(o);
-            o.put_u64(offset);
-            o.put_u64(length);
-            o.put_u32(flags);
-            o.put_u32(0);
-        });
+        let m = self.clients[client].lock_msg(f, &[(offset, length, flags)]);
         self.answer(client, m)
     }
 }

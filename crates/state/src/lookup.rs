@@ -188,6 +188,10 @@ pub struct ClusterAsk {
 /// `ClusterLink` carries it).
 pub struct HomeAsk {
     pub node: u16,
+    /// Calls with the same order (of the file they are about; 0: none) are carried one after
+    /// another, in the order they were asked: a LOCK, the UNLOCK after it and a CLOSE of the
+    /// file reach its home in the order they were sent.
+    pub order: u64,
     pub run: Box<dyn Fn() -> Result<Vec<u8>, ringshare_wire::NtStatus> + Send + Sync>,
 }
 

@@ -202,6 +202,15 @@ fn lock_ranges(
     let Some(entry) = server.files.existing(key) else {
         return Answer::Refused(NtStatus::FILE_CLOSED);
     };
+    // The open closed before its LOCK arrived (its connection ended while the LOCK was on its
+    // way): a lock granted now would outlive it.
+    if !crate::server::lock(&entry)
+        .opens
+        .iter()
+        .any(|o| o.owner == owner)
+    {
+        return Answer::Refused(NtStatus::FILE_CLOSED);
+    }
     let asks: Vec<LockAsk> = asks
         .into_iter()
         .map(|(lock, fail_immediately)| LockAsk {
@@ -239,7 +248,8 @@ fn io_check(server: &ServerState, key: FileKey, io: IoAsk) -> Answer {
     }
 }
 
-fn key_of(call: &Call) -> Option<FileKey> {
+/// The file a call is about (`None`: a call asked of any node).
+pub(crate) fn key_of(call: &Call) -> Option<FileKey> {
     Some(match call {
         Call::Admit(key, _)
         | Call::Close { key, .. }

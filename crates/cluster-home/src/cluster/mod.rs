@@ -175,14 +175,25 @@ pub fn ask(here: &NodeState, node: u16, call: msg::Call) -> Result<msg::Answer, 
 
 /// [`ask`] carried away from the I/O thread: the call as a question the driver's lookup pool
 /// asks ([`crate::lookup::Lookup::Home`]; the request waits for its answer, which
-/// [`answer_of`] reads, and the thread does not).
+/// [`answer_of`] reads, and the thread does not), after this node's calls asked before it
+/// about the same file ([`order_of`]).
 pub fn to_ask(here: &NodeState, node: u16, call: msg::Call) -> Result<HomeAsk, NtStatus> {
     let link = Arc::clone(here.link().ok_or(NtStatus::INTERNAL_ERROR)?);
+    let order = home::key_of(&call).map_or(0, order_of);
     let message = msg::Message::Call(call).encode();
     Ok(HomeAsk {
         node,
+        order,
         run: Box::new(move || link.call(node, message.clone())),
     })
+}
+
+/// The order of this node's calls about file `key` ([`HomeAsk::order`]: carried one after
+/// another, in the order asked): a LOCK, the UNLOCK after it, a CLOSE and a CREATE of the file
+/// again reach its home in the order its clients sent them, as when the I/O thread waited for
+/// each. (A file's streams go with it.)
+pub fn order_of(key: crate::server::FileKey) -> u64 {
+    key.ino.max(1)
 }
 
 /// The answer to a call, as it came back from the file's home (or why none came).

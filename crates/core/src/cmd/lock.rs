@@ -21,7 +21,9 @@ use ringshare_wire::consts::LockFlags;
 use ringshare_wire::lock::{LockRequest, LockResponse};
 use ringshare_wire::NtStatus;
 
-use crate::arbiter;
+use std::sync::Arc;
+
+use crate::arbiter::{self, Decision};
 use crate::cmd::AsyncWork;
 use crate::cmd::{Handled, LookupCont};
 use crate::exchange::handles;
@@ -29,6 +31,7 @@ use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::locks::{self, ByteRangeLock};
 use crate::limits;
 use crate::server::lock;
+use crate::state::Open;
 
 const SHARED: u32 = LockFlags::SHARED_LOCK.bits();
 const EXCLUSIVE: u32 = LockFlags::EXCLUSIVE_LOCK.bits();
@@ -46,11 +49,7 @@ pub(crate) struct PendingLock {
 
 /// The lock-sequence bucket (0-based) and number a LOCK names, when the
 /// server checks them for this open ([MS-SMB2] 3.3.5.14).
-fn sequence_of(
-    core: &ConnCore,
-    lr: &LockRequest,
-    open: &crate::state::Open,
-) -> Option<(usize, u8)> {
+fn sequence_of(core: &ConnCore, lr: &LockRequest, open: &Open) -> Option<(usize, u8)> {
     let dialect = core.dialect()?.0;
     let index = lr.lock_sequence_index as usize;
     if dialect == ringshare_wire::consts::Dialect::SMB2_0_2.0
@@ -68,7 +67,7 @@ fn sequence_of(
 /// Remember that the request with this bucket and number succeeded; the
 /// record of a persistent open on a cluster node is stored again with its
 /// locks as they are now, before the answer (here: a blocking lock granted later).
-fn record(server: &crate::ServerState, open: &crate::state::Open, sequence: Option<(usize, u8)>) {
+fn record(server: &crate::ServerState, open: &Open, sequence: Option<(usize, u8)>) {
     // A record not stored is logged; the lock holds on this node.
     remember(open, sequence);
     if let Some(ask) = crate::cluster::ca::to_store(&server.node, open) {
@@ -78,7 +77,7 @@ fn record(server: &crate::ServerState, open: &crate::state::Open, sequence: Opti
 
 /// [`record`] for a LOCK answered now: the record is stored away from the I/O thread and the
 /// LOCK answered once it is ([`LookupCont::Answer`]).
-fn granted(core: &ConnCore, open: &crate::state::Open, sequence: Option<(usize, u8)>) -> Handled {
+fn granted(core: &ConnCore, open: &Open, sequence: Option<(usize, u8)>) -> Handled {
     let reply = Reply::ok(ok_body());
     remember(open, sequence);
     match crate::cluster::ca::to_store(&core.server.node, open) {
@@ -94,7 +93,7 @@ fn granted(core: &ConnCore, open: &crate::state::Open, sequence: Option<(usize, 
 }
 
 /// Note the lock sequence of the request that succeeded.
-fn remember(open: &crate::state::Open, sequence: Option<(usize, u8)>) {
+fn remember(open: &Open, sequence: Option<(usize, u8)>) {
     if let Some((i, n)) = sequence {
         let mut st = lock(&open.state);
         st.lock_sequences
@@ -113,7 +112,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if lr.locks.len() > limits::LOCK_ELEMENTS_MAX {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
     let open = handles::find(core, req, lr.file_id)?;
     let owner = open.id;
     let sequence = sequence_of(core, &lr, &open);
@@ -136,8 +134,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 Err(NtStatus::INVALID_PARAMETER)
             }
         });
-        arbiter::unlock_ranges(&core.server.node, open.key, &open.entry, owner, ranges)?;
-        return Ok(granted(core, &open, sequence));
+        let ranges = ranges.collect();
+        let node = &core.server.node;
+        return match arbiter::unlock_or_ask(node, open.key, &open.entry, owner, ranges) {
+            Decision::Made(done) => done.map(|()| granted(core, &open, sequence)),
+            Decision::Ask(ask, ranges) => Ok(at_home(ask, open, sequence, Asked::Unlock(ranges))),
+        };
     }
     let many = lr.locks.len() > 1;
     for el in &lr.locks {
@@ -165,19 +167,76 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         })
         .collect();
     let max = limits::LOCKS_PER_OPEN_MAX;
-    match arbiter::lock_ranges(
-        &core.server,
-        open.key,
-        &open.entry,
-        owner,
-        &asks,
-        max,
-        core.now.mono_ms,
-    ) {
-        arbiter::Locked::Granted => Ok(granted(core, &open, sequence)),
+    let now = core.now.mono_ms;
+    let (key, entry) = (open.key, &open.entry);
+    match arbiter::lock_or_ask(&core.server, key, entry, owner, &asks, max, now) {
+        Decision::Made(locked) => decided(core, &open, sequence, locked),
+        Decision::Ask(ask, ()) => Ok(at_home(ask, open, sequence, Asked::Lock(asks))),
+    }
+}
+
+/// A LOCK or UNLOCK parked while its file's home (another node) decides ([`answered`]).
+pub(crate) struct AtHome {
+    open: Arc<Open>,
+    sequence: Option<(usize, u8)>,
+    asked: Asked,
+}
+
+/// What a parked LOCK asked of the home.
+enum Asked {
+    Lock(Vec<arbiter::LockAsk>),
+    Unlock(arbiter::Ranges),
+}
+
+fn at_home(
+    ask: crate::lookup::HomeAsk,
+    open: Arc<Open>,
+    sequence: Option<(usize, u8)>,
+    asked: Asked,
+) -> Handled {
+    Handled::lookup(
+        crate::lookup::Lookup::Home(ask),
+        LookupCont::Lock(Box::new(AtHome {
+            open,
+            sequence,
+            asked,
+        })),
+    )
+}
+
+/// The file's home answered a parked LOCK or UNLOCK: it is answered as one decided at once
+/// would be (a lock that must wait goes async; a persistent open's record is stored first).
+pub(crate) fn answered(
+    core: &ConnCore,
+    fin: AtHome,
+    done: crate::lookup::LookupDone,
+) -> Result<Handled, NtStatus> {
+    let (open, answer) = (&fin.open, done.home());
+    match &fin.asked {
+        Asked::Unlock(ranges) => {
+            arbiter::unlock_answered(&open.entry, open.id, ranges, answer)?;
+            Ok(granted(core, open, fin.sequence))
+        }
+        Asked::Lock(asks) => {
+            let locked = arbiter::lock_answered(&open.entry, open.id, asks, answer);
+            decided(core, open, fin.sequence, locked)
+        }
+    }
+}
+
+/// The LOCK's answer once its locks are decided: granted, waiting (async, retried every
+/// [`limits::BLOCKING_LOCK_RETRY_MS`]) or refused.
+fn decided(
+    core: &ConnCore,
+    open: &Open,
+    sequence: Option<(usize, u8)>,
+    locked: arbiter::Locked,
+) -> Result<Handled, NtStatus> {
+    match locked {
+        arbiter::Locked::Granted => Ok(granted(core, open, sequence)),
         arbiter::Locked::Wait(l) => Ok(Handled::Async(Box::new(AsyncWork::Lock(PendingLock {
-            retry_at_ms,
-            open_id: owner,
+            retry_at_ms: core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS,
+            open_id: open.id,
             lock: l,
             sequence,
         })))),

@@ -93,6 +93,8 @@ pub(crate) enum LookupCont {
     Admit(Box<create::AtHome>),
     /// A CLOSE of an open of a file homed on another node is answered once the home took it.
     Close(Box<close::AtHome>),
+    /// A LOCK or UNLOCK of a file homed on another node goes on once the home decided it.
+    Lock(Box<lock::AtHome>),
     /// A CREATE whose persistent open's record is being stored is answered once it is.
     Create(Box<create::Installing>),
     /// A request that waits for the cluster's store (a persistent open's record removed at its

@@ -102,8 +102,9 @@ impl Connection {
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
             }
-            cont @ (LookupCont::Admit(_) | LookupCont::Close(_)) => {
+            cont @ (LookupCont::Admit(_) | LookupCont::Close(_) | LookupCont::Lock(_)) => {
                 let (handled, closed) = match cont {
+                    LookupCont::Lock(fin) => (cmd::lock::answered(&self.core, *fin, done), None),
                     LookupCont::Admit(fin) => {
                         (cmd::create::admitted(&mut self.core, *fin, done), None)
                     }
@@ -119,6 +120,11 @@ impl Connection {
                         let cmd::Parked { ask, cont } = *parked;
                         let (member, session_id, related) = (p.member, p.session_id, p.related);
                         self.park_on_lookup(job, p.hdr, member, session_id, related, ask, cont);
+                    }
+                    Ok(cmd::Handled::Async(work)) => {
+                        // A blocking lock that must wait: STATUS_PENDING, as one told so at once.
+                        self.go_async(&mut job, p.hdr, p.session_id, *work);
+                        self.run(job);
                     }
                     Ok(cmd::Handled::WaitForBreaks) => {
                         // Run again, the CREATE goes async as one told to wait at once does.
@@ -146,7 +152,10 @@ impl Connection {
                         (cmd::create::resume(&mut self.core, *fin, done), None)
                     }
                     LookupCont::Answer { reply, closed } => (Ok(reply), closed),
-                    LookupCont::Again(_) | LookupCont::Admit(_) | LookupCont::Close(_) => return,
+                    LookupCont::Again(_)
+                    | LookupCont::Admit(_)
+                    | LookupCont::Close(_)
+                    | LookupCont::Lock(_) => return,
                 };
                 self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
             }
@@ -214,6 +223,7 @@ impl Parked {
             LookupCont::Create(_)
             | LookupCont::Admit(_)
             | LookupCont::Close(_)
+            | LookupCont::Lock(_)
             | LookupCont::Answer { .. } => 0,
         }
     }

@@ -847,18 +847,13 @@ impl Client {
 
     pub fn lock(&mut self, f: FileId, elements: &[(u64, u64, u32)]) -> Resp {
         let tree = self.tree_id;
-        self.call(Command::LOCK, tree, |o| {
-            o.put_u16(48);
-            o.put_u16(elements.len() as u16);
-            o.put_u32(0);
-            f.write(o);
-            for (off, len, flags) in elements {
-                o.put_u64(*off);
-                o.put_u64(*len);
-                o.put_u32(*flags);
-                o.put_u32(0);
-            }
-        })
+        self.call(Command::LOCK, tree, |o| lock_body(o, f, elements))
+    }
+
+    /// A LOCK of these (offset, length, flags) elements, not sent.
+    pub fn lock_msg(&mut self, f: FileId, elements: &[(u64, u64, u32)]) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::LOCK, tree, |o| lock_body(o, f, elements))
     }
 
     pub fn query_directory(
@@ -1132,5 +1127,19 @@ impl Client {
         };
         let tree = self.tree_id;
         self.call(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
+    }
+}
+
+/// A LOCK request's body: these (offset, length, flags) elements of `f`.
+fn lock_body(o: &mut Vec<u8>, f: FileId, elements: &[(u64, u64, u32)]) {
+    o.put_u16(48);
+    o.put_u16(elements.len() as u16);
+    o.put_u32(0);
+    f.write(o);
+    for (off, len, flags) in elements {
+        o.put_u64(*off);
+        o.put_u64(*len);
+        o.put_u32(*flags);
+        o.put_u32(0);
     }
 }

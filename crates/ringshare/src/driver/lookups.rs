@@ -7,9 +7,11 @@
 //! the answers to their connections on its next loop iteration. A slow or stopped winbindd
 //! delays only the logons that need it; every other request on every ring goes on. A cluster
 //! node's questions to etcd (persistent opens' records) have a thread of their own, which asks
-//! them in order.
+//! them in order. Calls to files' homes on other nodes have threads of their own too; those
+//! about one file are asked one after another, in the order the rings asked them
+//! (`HomeAsk::order`).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -22,9 +24,10 @@ use super::Worker;
 /// Threads asking at once: NSS and winbind calls of several logons overlap (winbind's own
 /// `ntlm_auth` pool holds up to 8 helpers).
 const LOOKUP_THREADS: usize = 4;
-/// Threads carrying calls to files' homes on other nodes (CREATEs of files homed elsewhere):
-/// each waits for its peer's answer, at most the peer connection's 2 s, so a stopped peer
-/// holds a thread per call to it for that long; the calls of a node's clients overlap.
+/// Threads carrying calls to files' homes on other nodes (the CREATEs, CLOSEs, LOCKs and
+/// UNLOCKs of files homed elsewhere): each waits for its peer's answer, at most the peer
+/// connection's 2 s, so a stopped peer holds a thread per call to it for that long; the calls
+/// of a node's clients overlap, those about one file go one after another.
 const HOME_CALL_THREADS: usize = 8;
 /// A lookup slower than this is logged (winbindd or the directory behind NSS is struggling).
 const LOOKUP_SLOW: Duration = Duration::from_secs(2);
@@ -55,11 +58,44 @@ struct Question {
     inbox: Arc<Inbox>,
 }
 
+impl Question {
+    /// Its order ([`ringshare_core::lookup::HomeAsk::order`]): questions of one order are
+    /// asked one after another, in the order they came.
+    fn order(&self) -> Option<u64> {
+        match &self.req.ask {
+            Lookup::Home(h) if h.order != 0 => Some(h.order),
+            _ => None,
+        }
+    }
+}
+
 /// Questions waiting, and the threads' wake-up.
 #[derive(Default)]
 struct Queue {
-    waiting: Mutex<VecDeque<Question>>,
+    waiting: Mutex<Waiting>,
     ready: Condvar,
+}
+
+/// The questions not yet taken, and the orders of those being asked.
+#[derive(Default)]
+struct Waiting {
+    questions: VecDeque<Question>,
+    asking: HashSet<u64>,
+}
+
+impl Waiting {
+    /// The first question whose order has none being asked (it is then being asked).
+    fn take(&mut self) -> Option<Question> {
+        let at = self
+            .questions
+            .iter()
+            .position(|q| q.order().is_none_or(|o| !self.asking.contains(&o)))?;
+        let q = self.questions.remove(at)?;
+        if let Some(o) = q.order() {
+            self.asking.insert(o);
+        }
+        Some(q)
+    }
 }
 
 /// The queues and their threads.
@@ -107,7 +143,7 @@ impl LookupPool {
             Lookup::Home(_) => &self.home,
             _ => &self.queue,
         };
-        crate::lock(&queue.waiting).push_back(Question {
+        crate::lock(&queue.waiting).questions.push_back(Question {
             req,
             slot,
             gen,
@@ -121,7 +157,7 @@ impl LookupPool {
             let q = {
                 let mut waiting = crate::lock(&queue.waiting);
                 loop {
-                    if let Some(q) = waiting.pop_front() {
+                    if let Some(q) = waiting.take() {
                         break q;
                     }
                     waiting = queue
@@ -135,6 +171,11 @@ impl LookupPool {
             let took = started.elapsed();
             if took > LOOKUP_SLOW {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
+            }
+            if let Some(o) = q.order() {
+                // The next question of this order may be asked now, by any thread.
+                crate::lock(&queue.waiting).asking.remove(&o);
+                queue.ready.notify_all();
             }
             crate::lock(&q.inbox.answers).push((q.slot, q.gen, q.req.id, done));
             q.inbox.any.store(true, Ordering::Release);

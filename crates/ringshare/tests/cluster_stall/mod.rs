@@ -5,12 +5,12 @@
 //! persistent opens meanwhile: each needs its record in etcd before its CREATE is answered,
 //! so theirs wait for etcd's election (printed, not bounded), and on the old code the I/O
 //! thread waited with them, stalling everyone (measured on main before the change: the
-//! figures in docs/cluster.md, "No I/O thread waits on the network"). Two more clients of
+//! figures in docs/cluster.md, "No I/O thread waits on the network"). Three more clients of
 //! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
-//! that it held, the other opens it again and again, each request waiting for node 2 (at most
-//! 2 s); the other clients' requests do not wait with them. A third holds a persistent open of
-//! that file, sends its CLOSE and goes while the CLOSE waits: the open's record leaves etcd all
-//! the same.
+//! that it held, one opens it again and again, one locks and unlocks bytes of its open of it
+//! again and again, each request waiting for node 2 (at most 2 s); the other clients'
+//! requests do not wait with them. A fourth holds a persistent open of that file, sends its
+//! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,15 +82,25 @@ fn persistent(mut c: Raw, file: String, first_guid: u8, stop: Arc<AtomicBool>) -
     format!("{ok} made, {refused} FILE_NOT_AVAILABLE, longest CREATE {longest:?}")
 }
 
+/// What a client of node 1 does with a file homed on node 2 while node 2 is stopped.
+#[derive(Clone, Copy)]
+enum Remote {
+    /// Closes the open of it it held (the CLOSE must succeed).
+    Close(FileId),
+    /// Opens it (and closes what it got) again and again.
+    Open,
+    /// Locks and unlocks bytes 0..10 of the open of it it holds, again and again.
+    Lock(FileId),
+}
+
 /// A client of node 1 working on `file`, homed on node 2, once `stopped` is set (node 2
-/// stopped): with `held` (its open of the file), it closes it (the CLOSE must succeed);
-/// without, it opens the file (and closes what it got) until `stop`. What it heard: how long
-/// the CLOSE took, or how many CREATEs were answered SUCCESS or FILE_NOT_AVAILABLE (anything
-/// else fails the test) and the longest.
+/// stopped), until `stop`. What it heard: how long the CLOSE took, or how many CREATEs or
+/// LOCKs were answered SUCCESS or FILE_NOT_AVAILABLE (anything else fails the test) and the
+/// longest.
 fn homed_elsewhere(
     mut c: Raw,
     file: String,
-    held: Option<FileId>,
+    work: Remote,
     stopped: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 ) -> String {
@@ -98,7 +108,7 @@ fn homed_elsewhere(
         thread::sleep(Duration::from_millis(10));
     }
     let t = Instant::now();
-    if let Some(h) = held {
+    if let Remote::Close(h) = work {
         c.close(h)
             .expect("a CLOSE while the file's home is stopped succeeds");
         return format!("CLOSE answered in {:?}", t.elapsed());
@@ -106,18 +116,33 @@ fn homed_elsewhere(
     let (mut ok, mut refused, mut longest) = (0, 0, Duration::ZERO);
     while !stop.load(Ordering::Relaxed) {
         let t = Instant::now();
-        let made = open(&mut c, &file, ALL, 7);
+        let done = match work {
+            Remote::Lock(h) => match status(c.call(Command::LOCK, &lock_body(h, 0, 10, 0x12))) {
+                NtStatus::SUCCESS => {
+                    let unlocked = status(c.call(Command::LOCK, &lock_body(h, 0, 10, 4)));
+                    assert!(
+                        [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&unlocked),
+                        "an UNLOCK of {file}, homed on the stopped node 2: {unlocked:?}"
+                    );
+                    Ok(())
+                }
+                s => Err(s),
+            },
+            _ => open(&mut c, &file, ALL, 7).map(|h| c.close(h).expect("close")),
+        };
         longest = longest.max(t.elapsed());
-        match made {
-            Ok(h) => {
-                ok += 1;
-                c.close(h).expect("close");
-            }
+        match done {
+            Ok(()) => ok += 1,
             Err(NtStatus::FILE_NOT_AVAILABLE) => refused += 1,
             Err(s) => panic!("{file}, homed on the stopped node 2: {s:?}"),
         }
     }
-    format!("CREATEs: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
+    let what = if matches!(work, Remote::Lock(_)) {
+        "LOCKs"
+    } else {
+        "CREATEs"
+    };
+    format!("{what}: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
 }
 
 /// A client of node 1 holding persistent open `held` of a file homed on node 2: once
@@ -239,17 +264,22 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             persistent(c, f, 1 + 120 * i as u8, stop)
         }));
     }
-    // Two clients of node 1 work on a file homed on node 2 once node 2 stops: one closes its
-    // open of it, the other opens it.
+    // Three clients of node 1 work on a file homed on node 2 once node 2 stops: one closes its
+    // open of it, one opens it, one locks and unlocks it.
     let elsewhere = files_homed_on(&cl, 2, "elsewhere", 1).remove(0);
     let peer_stop = Arc::new(AtomicBool::new(false));
     let mut remote = Vec::new();
-    for close in [true, false] {
+    for i in 0..3 {
         let mut c = cl.client(1);
-        let held = close.then(|| open(&mut c, &elsewhere, ALL, 7).expect("a file homed on node 2"));
+        let mut held = || open(&mut c, &elsewhere, ALL, 7).expect("a file homed on node 2");
+        let work = match i {
+            0 => Remote::Close(held()),
+            1 => Remote::Open,
+            _ => Remote::Lock(held()),
+        };
         let (f, peer_stop, stop) = (elsewhere.clone(), peer_stop.clone(), stop.clone());
         remote.push(thread::spawn(move || {
-            homed_elsewhere(c, f, held, peer_stop, stop)
+            homed_elsewhere(c, f, work, peer_stop, stop)
         }));
     }
     // A third holds a persistent open of it, closes it once node 2 stops and goes at once.
