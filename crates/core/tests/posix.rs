@@ -260,3 +260,77 @@ fn a_windows_open_keeps_a_file_a_posix_open_deleted_until_it_closes() {
     c.close(w);
     assert!(!listed(&mut c, "wdoc"));
 }
+
+fn rename(c: &mut Client, f: ringshare_wire::FileId, to: &str, replace: bool) -> NtStatus {
+    const FILE_RENAME_INFORMATION: u8 = 10;
+    c.set_info(f, 1, FILE_RENAME_INFORMATION, &rename_info(to, replace))
+        .status()
+}
+
+#[test]
+fn a_posix_rename_may_take_a_name_differing_only_in_case_from_another() {
+    let (mut c, _) = client(true);
+    for n in ["rc", "other", "win"] {
+        let f = c.create(n, 0x80, D::CREATE, 0).unwrap();
+        c.close(f);
+    }
+    let w = c.create("win", 0x110080, D::OPEN, 0).unwrap();
+    assert_eq!(
+        rename(&mut c, w, "RC", false),
+        NtStatus::OBJECT_NAME_COLLISION
+    );
+    let p = posix_open(&mut c, "other", D::OPEN);
+    assert_eq!(rename(&mut c, p, "RC", false), NtStatus::SUCCESS);
+    c.close(p);
+    // Both names are there, each its own file.
+    let f = posix_open(&mut c, "rc", D::OPEN);
+    c.close(f);
+    let f = posix_open(&mut c, "RC", D::OPEN);
+    c.close(f);
+    assert!(!listed(&mut c, "other"));
+}
+
+#[test]
+fn a_posix_open_of_a_directory_renames_it_over_posix_opens_below_which_follow_it() {
+    let (mut c, _) = client(true);
+    let f = c.create("d", 0x80, D::CREATE, DIRECTORY).unwrap();
+    c.close(f);
+    let f = c.create("d\\f", 0x80, D::CREATE, 0).unwrap();
+    c.close(f);
+    let pd = posix_open(&mut c, "d", D::OPEN);
+    // A Windows open below keeps the name.
+    let w = c.create("d\\f", 0x80, D::OPEN, 0).unwrap();
+    assert_eq!(rename(&mut c, pd, "d2", false), NtStatus::ACCESS_DENIED);
+    c.close(w);
+    // A POSIX open below does not, for a POSIX open of the directory only.
+    let pf = posix_open(&mut c, "d/f", D::OPEN);
+    let wd = c.create("d", 0x110080, D::OPEN, 0).unwrap();
+    assert_eq!(rename(&mut c, wd, "d2", false), NtStatus::ACCESS_DENIED);
+    c.close(wd);
+    assert_eq!(rename(&mut c, pd, "d2", false), NtStatus::SUCCESS);
+    c.close(pd);
+    // The open below is where its file is now: its delete-on-close removes it there.
+    set_delete_on_close(&mut c, pf);
+    c.close(pf);
+    assert!(!listed(&mut c, "d2\\f"));
+}
+
+#[test]
+fn a_file_only_posix_opens_hold_may_be_replaced_by_a_rename() {
+    let (mut c, _) = client(true);
+    for n in ["src", "dst"] {
+        let f = c.create(n, 0x80, D::CREATE, 0).unwrap();
+        c.close(f);
+    }
+    let s = c.create("src", 0x110080, D::OPEN, 0).unwrap();
+    let w = c.create("dst", 0x80, D::OPEN, 0).unwrap();
+    assert_eq!(rename(&mut c, s, "dst", true), NtStatus::ACCESS_DENIED);
+    c.close(w);
+    let p = posix_open(&mut c, "dst", D::OPEN);
+    assert_eq!(rename(&mut c, s, "dst", true), NtStatus::SUCCESS);
+    c.close(s);
+    // The replaced file's POSIX open removes nothing by the name it had.
+    set_delete_on_close(&mut c, p);
+    c.close(p);
+    assert!(listed(&mut c, "dst"));
+}

@@ -6,7 +6,8 @@
 //!   create context (mode in, the open's POSIX information out, bad lengths),
 //!   FILE_POSIX_INFORMATION, the POSIX listing class, INVALID_LEVEL on a non-POSIX open,
 //!   case-sensitive POSIX opens, and delete-on-close with POSIX and Windows opens together
-//!   (the file goes at the close that leaves only POSIX opens);
+//!   (the file goes at the close that leaves only POSIX opens), and POSIX renames by
+//!   smbclient's `posix` mode while the probe holds other opens;
 //! - smbclient 4.22's `posix` mode (it negotiates the extensions and sends the POSIX context,
 //!   mode 0, with every open): put, mkdir, a differently cased get, rename and delete, and the
 //!   modes the new files got on disk.

@@ -409,7 +409,8 @@ fn rename(
     // A file whose streams are open keeps its name (their opens hold it,
     // smbtorture smb2.streams.basefile-rename-with-open-stream); so does a
     // directory with files open below it (Windows), unless macOS renames it
-    // (fruit's POSIX rename).
+    // (fruit's POSIX rename); a POSIX open of it minds only the Windows opens
+    // below (Samba 4.22's have_file_open_below).
     let (share_name, source_path) = {
         let e = lock(&open.entry);
         if !e.streams.is_empty() {
@@ -419,7 +420,9 @@ fn rename(
     };
     if open.is_dir
         && !lock(&open.state).posix_rename
-        && server.files.opens_below(&share_name, &source_path)
+        && server
+            .files
+            .opens_below(&share_name, &source_path, open.posix)
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -467,8 +470,14 @@ fn rename(
     if crate::arbiter::rename_waits(server, open.key, &open.entry, open.id, conn_id, now_ms)? {
         return Err(WAIT);
     }
-    // Another file already holds the name (case-insensitively)?
-    match backend.find_name_case_insensitive(who, &tparent, tname) {
+    // Another file already holds the name (case-insensitively; for a POSIX
+    // open, exactly)?
+    let holder = match open.posix {
+        true => backend.stat(who, &target).map(|_| tname.to_string()),
+        false => backend.find_name_case_insensitive(who, &tparent, tname),
+    };
+    let mut replaced = None;
+    match holder {
         Ok(stored) => {
             let existing = tparent.join(&stored).map_err(status_of)?;
             if existing != source {
@@ -482,6 +491,7 @@ fn rename(
                 if target_is_open(server, &a, open.id, (now_ms, conn_id))? {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
+                replaced = Some(server.node.file_key(&a));
                 if existing != target {
                     backend.unlink(who, &existing).map_err(status_of)?;
                 }
@@ -493,6 +503,10 @@ fn rename(
     backend
         .rename(who, &source, &target, r.replace_if_exists)
         .map_err(status_of)?;
+    // The POSIX opens of the file replaced keep it without a name.
+    if let Some(e) = replaced.and_then(|k| server.files.existing(k)) {
+        lock(&e).unlinked = true;
+    }
     // fruit: the file's AppleDouble `._` file (its resource fork) follows.
     if !open.is_dir && crate::fruit::keeps_appledouble(&open.share) {
         let ads =
@@ -505,6 +519,9 @@ fn rename(
         }
     }
     crate::arbiter::moved(&server.node, open.key, &open.entry, &target);
+    if open.is_dir {
+        server.files.moved_below(&open.share.name, &source, &target);
+    }
     {
         let mut st = lock(&open.state);
         st.path = target.clone();
@@ -635,14 +652,15 @@ fn target_is_open(
     let Some(entry) = server.files.existing(key) else {
         return Ok(false);
     };
-    if lock(&entry).opens.is_empty() {
+    // POSIX opens do not keep a file from being replaced (Samba 4.22).
+    let windows_open = || lock(&entry).opens.iter().any(|o| !o.posix);
+    if !windows_open() {
         return Ok(false);
     }
     if crate::arbiter::rename_waits(server, key, &entry, renaming, conn_id, now_ms)? {
         return Err(WAIT);
     }
-    let open = !lock(&entry).opens.is_empty();
-    Ok(open)
+    Ok(windows_open())
 }
 
 /// The file of `open` changed (attributes, times, size): the leases on its

@@ -106,16 +106,34 @@ impl FileTable {
     }
 
     /// Whether a file or directory strictly below directory `dir` of share
-    /// `share` is open (a rename of `dir` would move it).
-    pub fn opens_below(&self, share: &str, dir: &RelPath) -> bool {
+    /// `share` is open (a rename of `dir` would move it); with `but_posix`,
+    /// by other than POSIX opens.
+    pub fn opens_below(&self, share: &str, dir: &RelPath, but_posix: bool) -> bool {
         let n = dir.components().len();
         lock(&self.entries).map.values().any(|e| {
             let e = lock(e);
-            !e.opens.is_empty()
+            e.opens.iter().any(|o| !(but_posix && o.posix))
                 && e.share == share
                 && e.path.components().len() > n
                 && e.path.components()[..n] == *dir.components()
         })
+    }
+
+    /// Directory `from` of share `share` is now `to`: the entries of files
+    /// below it (a POSIX or macOS rename moved them while open) name where
+    /// they are now.
+    pub fn moved_below(&self, share: &str, from: &RelPath, to: &RelPath) {
+        let n = from.components().len();
+        for e in lock(&self.entries).map.values() {
+            let mut e = lock(e);
+            let p = e.path.components();
+            if e.share == share && p.len() > n && p[..n] == *from.components() {
+                let rest = p[n..].to_vec();
+                if let Ok(now) = RelPath::from_components(to.components().iter().chain(&rest)) {
+                    e.path = now;
+                }
+            }
+        }
     }
 
     /// Give the entry under `from` (a renamed stream's) the key `to`, with
