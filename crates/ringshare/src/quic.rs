@@ -4,7 +4,7 @@
 //! sockets (one per I/O thread, `SO_REUSEPORT`), and the endpoints'
 //! configuration (driver/quic.rs).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -39,25 +39,29 @@ fn read(path: &Path, what: &str) -> Result<Vec<u8>, ServeError> {
 
 /// The names a self-signed certificate is made for: the host's name, the
 /// specific addresses QUIC listens on, and the loopback names.
-fn names(addr: SocketAddr) -> Vec<String> {
+fn names(addrs: &[SocketAddr]) -> Vec<String> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let mut n: Vec<String> = [host.trim().to_ascii_lowercase(), "localhost".into()]
         .into_iter()
         .filter(|h| !h.is_empty())
         .collect();
-    if !addr.ip().is_unspecified() {
-        n.push(addr.ip().to_string());
-    }
-    for ip in ["127.0.0.1", "::1"] {
-        if !n.iter().any(|x| x == ip) {
-            n.push(ip.into());
+    let specific = addrs
+        .iter()
+        .map(SocketAddr::ip)
+        .filter(|ip| !ip.is_unspecified());
+    for ip in specific
+        .map(|ip| ip.to_string())
+        .chain(["127.0.0.1".into(), "::1".into()])
+    {
+        if !n.contains(&ip) {
+            n.push(ip);
         }
     }
     n
 }
 
 /// The configured certificate, or the self-signed one (made now if there is none yet).
-fn identity(cfg: &Config, addr: SocketAddr) -> Result<(Identity, PathBuf), ServeError> {
+fn identity(cfg: &Config, addrs: &[SocketAddr]) -> Result<(Identity, PathBuf), ServeError> {
     let g = &cfg.global;
     let (cert_path, key_path) = match (&g.tls_certfile, &g.tls_keyfile) {
         (Some(c), Some(k)) => (c.clone(), k.clone()),
@@ -67,7 +71,7 @@ fn identity(cfg: &Config, addr: SocketAddr) -> Result<(Identity, PathBuf), Serve
         (None, None) => {
             let (c, k) = self_signed_paths(cfg);
             if !c.exists() || !k.exists() {
-                make_self_signed(&c, &k, &names(addr))?;
+                make_self_signed(&c, &k, &names(addrs))?;
             }
             (c, k)
         }
@@ -144,8 +148,9 @@ fn access(cfg: &Config) -> Result<Access, ServeError> {
 }
 
 /// SMB over QUIC as the configuration asks (`server smb transports`):
-/// the certificate loaded or made, a UDP socket for each of `threads` I/O
-/// threads bound on the first `listen` address's IP; `None` when QUIC is off.
+/// the certificate loaded or made, and for each of `threads` I/O threads a
+/// UDP socket on each address TCP listens on (their IPs, the QUIC port);
+/// `None` when QUIC is off.
 pub fn listen(
     cfg: &Config,
     listen: &[SocketAddr],
@@ -154,26 +159,34 @@ pub fn listen(
     let Some(port) = cfg.global.quic_port else {
         return Ok(None);
     };
-    let ip = listen
-        .first()
-        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), SocketAddr::ip);
-    let addr = SocketAddr::new(ip, port);
-    let (id, cert_path) = identity(cfg, addr)?;
+    let addrs = quic_addrs(listen, port);
+    let (id, cert_path) = identity(cfg, &addrs)?;
     let access = access(cfg)?;
     let fingerprint = id.fingerprint();
     let limits = Limits::default().per_thread(threads);
     let config = ringshare_quic::server_config(id, &limits, access).map_err(err)?;
-    let sockets = bind(addr, threads)?;
+    let mut per_thread: Vec<Vec<(Option<IpAddr>, OwnedFd)>> =
+        (0..threads.max(1)).map(|_| Vec::new()).collect();
+    let mut bound_addrs = Vec::new();
+    for addr in addrs {
+        let (bound, sockets) = bind(addr, threads)?;
+        let local = (!bound.ip().is_unspecified()).then_some(bound.ip());
+        for (mine, socket) in per_thread.iter_mut().zip(sockets) {
+            mine.push((local, socket));
+        }
+        bound_addrs.push(bound.to_string());
+    }
     tracing::info!(
-        "SMB over QUIC on udp {addr}; certificate {} SHA-256 {fingerprint}",
+        "SMB over QUIC on udp {}; certificate {} SHA-256 {fingerprint}",
+        bound_addrs.join(" "),
         cert_path.display()
     );
     let steering = Steering::new(threads);
-    let listens = sockets
+    let listens = per_thread
         .into_iter()
         .enumerate()
-        .map(|(i, socket)| QuicListen {
-            socket,
+        .map(|(i, sockets)| QuicListen {
+            sockets,
             config: config.clone(),
             limits: limits.clone(),
             endpoint: steering.endpoint_config(i),
@@ -182,16 +195,40 @@ pub fn listen(
     Ok(Some(QuicShared::new(listens, steering)))
 }
 
+/// The addresses QUIC listens on: each IP TCP listens on, once, with the
+/// QUIC port (an unspecified IP of a family covers that family's others).
+fn quic_addrs(listen: &[SocketAddr], port: u16) -> Vec<SocketAddr> {
+    let mut ips: Vec<IpAddr> = Vec::new();
+    for ip in listen.iter().map(SocketAddr::ip) {
+        if !ips.contains(&ip) {
+            ips.push(ip);
+        }
+    }
+    if ips.is_empty() {
+        ips.push(Ipv4Addr::UNSPECIFIED.into());
+    }
+    let covered = |ip: &IpAddr| {
+        !ip.is_unspecified()
+            && ips
+                .iter()
+                .any(|o| o.is_unspecified() && o.is_ipv4() == ip.is_ipv4())
+    };
+    ips.iter()
+        .filter(|ip| !covered(ip))
+        .map(|ip| SocketAddr::new(*ip, port))
+        .collect()
+}
+
 /// `threads` UDP sockets on `addr`, one `SO_REUSEPORT` group (all bound
-/// before any datagram is read, so the kernel's spread does not change).
-fn bind(addr: SocketAddr, threads: usize) -> Result<Vec<OwnedFd>, ServeError> {
+/// before any datagram is read, so the kernel's spread does not change),
+/// and the address they were bound to (port 0: the one the first got).
+fn bind(addr: SocketAddr, threads: usize) -> Result<(SocketAddr, Vec<OwnedFd>), ServeError> {
     let refused = |e: std::io::Error| {
         err(format!(
             "cannot listen for QUIC on udp {addr}: {e} (port 443 needs root or CAP_NET_BIND_SERVICE; choose another with `server smb transports = tcp, quic:PORT`)"
         ))
     };
     let first = net::udp_bind_reuseport(addr).map_err(refused)?;
-    // Port 0: the others join the port the first one was given.
     let bound = match rustix::net::getsockname(&first).map(SocketAddr::try_from) {
         Ok(Ok(a)) => a,
         _ => addr,
@@ -200,5 +237,27 @@ fn bind(addr: SocketAddr, threads: usize) -> Result<Vec<OwnedFd>, ServeError> {
     for _ in 1..threads.max(1) {
         all.push(net::udp_bind_reuseport(bound).map_err(refused)?);
     }
-    Ok(all)
+    Ok((bound, all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn quic_listens_on_each_address_tcp_listens_on_once() {
+        let got = quic_addrs(
+            &[a("10.0.0.1:445"), a("10.0.0.2:445"), a("10.0.0.1:4445")],
+            443,
+        );
+        assert_eq!(got, vec![a("10.0.0.1:443"), a("10.0.0.2:443")]);
+        // An unspecified address covers the specific ones of its family only.
+        let got = quic_addrs(&[a("0.0.0.0:445"), a("10.0.0.1:445"), a("[::1]:445")], 443);
+        assert_eq!(got, vec![a("0.0.0.0:443"), a("[::1]:443")]);
+        assert_eq!(quic_addrs(&[], 443), vec![a("0.0.0.0:443")]);
+    }
 }

@@ -187,6 +187,13 @@ impl Probe {
         }
     }
 
+    /// A probe whose socket is connected to `server`: it receives only what comes from there.
+    fn connected_to(server: SocketAddr) -> Probe {
+        let p = Probe::new(server.port());
+        p.sock.connect(server).expect("connect the udp socket");
+        Probe { server, ..p }
+    }
+
     fn connect(&mut self, cfg: ClientConfig) -> (ConnectionHandle, Connection) {
         self.ep
             .connect(Instant::now(), cfg, self.server, "localhost")
@@ -404,6 +411,38 @@ fn a_quic_connection_whose_client_changes_port_keeps_being_served_by_every_io_th
     }
     // The server checked each new path (RFC 9000 9.3): its challenges came to the new ports.
     assert!(c.stats().frame_rx.path_challenge >= 12, "{:?}", c.stats());
+}
+
+#[test]
+fn quic_listens_on_every_address_and_answers_from_the_one_each_client_reached() {
+    // TCP on 127.0.0.1 and 127.0.0.2 (both loopback): QUIC on both too. A client whose socket is
+    // connected to one address hears only what comes from that address: its handshake ends
+    // only if the server answers from the address it was sent to.
+    let srv = Server::start(
+        &ServerConfig {
+            quic: true,
+            extra_global: "\tinterfaces = 127.0.0.1 127.0.0.2\n\tbind interfaces only = yes\n",
+            ..Default::default()
+        },
+        |_| {},
+    );
+    let root = server_certificate(&srv);
+    for ip in [[127, 0, 0, 2], [127, 0, 0, 1]] {
+        let to = SocketAddr::from((ip, srv.port));
+        let mut probe = Probe::connected_to(to);
+        let (ch, mut c) = probe.connect(client_config(&root, b"smb", None));
+        probe
+            .drive(ch, &mut c, |c| !c.is_handshaking())
+            .unwrap_or_else(|e| panic!("handshake with {to}: {e}\n{}", srv.log()));
+    }
+    assert!(
+        srv.log().contains(&format!(
+            "SMB over QUIC on udp 127.0.0.1:{p} 127.0.0.2:{p}",
+            p = srv.port
+        )),
+        "{}",
+        srv.log()
+    );
 }
 
 /// Waits up to 5 s for `cond` (a line the server logs).

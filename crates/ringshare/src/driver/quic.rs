@@ -14,7 +14,7 @@
 //! (`ringshare_quic::steer`), through that worker's [`QuicMail`].
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,9 +38,11 @@ const PAIR_CHUNK: usize = 256 * 1024;
 /// sends them again).
 const MAIL_MAX: usize = 1024;
 
-/// What `serve` hands one worker: its bound UDP socket and its endpoint's configuration.
+/// What `serve` hands one worker: its bound UDP sockets (one per address
+/// QUIC listens on, with that address's IP when it is a specific one) and
+/// its endpoint's configuration.
 pub struct QuicListen {
-    pub socket: OwnedFd,
+    pub sockets: Vec<(Option<IpAddr>, OwnedFd)>,
     pub config: Arc<ringshare_quic::ServerConfig>,
     pub limits: ringshare_quic::Limits,
     pub endpoint: Arc<ringshare_quic::EndpointConfig>,
@@ -55,10 +57,13 @@ pub struct QuicShared {
     mail: Vec<QuicMail>,
 }
 
+/// A datagram, who sent it and the local IP it came to (of a socket bound to one).
+type Received = (SocketAddr, Option<IpAddr>, Vec<u8>);
+
 /// Datagrams for one worker's connections that reached another worker's socket.
 #[derive(Default)]
 struct QuicMail {
-    queue: Mutex<Vec<(SocketAddr, Vec<u8>)>>,
+    queue: Mutex<Vec<Received>>,
     /// Something was queued since the worker last took the queue.
     pending: AtomicBool,
     /// The worker's ring, set when it starts.
@@ -88,7 +93,7 @@ impl QuicShared {
 
     /// Leaves `datagram` (from `from`) in worker `to`'s mail and wakes it
     /// if its mail was empty.
-    fn forward(&self, to: usize, from: SocketAddr, datagram: &[u8]) {
+    fn forward(&self, to: usize, from: SocketAddr, local: Option<IpAddr>, datagram: &[u8]) {
         let Some(m) = self.mail.get(to) else {
             return;
         };
@@ -102,7 +107,7 @@ impl QuicShared {
                 m.dropped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            q.push((from, datagram.to_vec()));
+            q.push((from, local, datagram.to_vec()));
         }
         if !m.pending.swap(true, Ordering::AcqRel) {
             let _ = waker.wake();
@@ -127,10 +132,11 @@ struct Link {
 pub(super) struct QuicSide {
     server: Server,
     /// Datagrams taken from this worker's mail (kept for their buffers).
-    mail: Vec<(SocketAddr, Vec<u8>)>,
+    mail: Vec<Received>,
     /// Datagrams handed to other workers (logged at exit).
     pub(super) forwarded: u64,
-    udp: SharedFd,
+    /// The sockets, each with its local IP when bound to a specific one.
+    udp: Vec<(Option<IpAddr>, SharedFd)>,
     links: HashMap<u32, Link>,
     by_conn: HashMap<ConnId, u32>,
     next_link: u32,
@@ -146,14 +152,20 @@ pub(super) struct QuicSide {
 
 impl QuicSide {
     pub(super) fn new(l: QuicListen) -> QuicSide {
-        if let Err(e) = udp::enable_gro(&l.socket) {
-            tracing::info!("SMB over QUIC: no UDP_GRO ({e}): datagrams are read one at a time");
+        for (_, socket) in &l.sockets {
+            if let Err(e) = udp::enable_gro(socket) {
+                tracing::info!("SMB over QUIC: no UDP_GRO ({e}): datagrams are read one at a time");
+            }
         }
         QuicSide {
             server: Server::with_endpoint(l.config, l.limits, l.endpoint),
             mail: Vec::new(),
             forwarded: 0,
-            udp: Arc::new(l.socket),
+            udp: l
+                .sockets
+                .into_iter()
+                .map(|(ip, fd)| (ip, Arc::new(fd)))
+                .collect(),
             links: HashMap::new(),
             by_conn: HashMap::new(),
             next_link: 1,
@@ -165,8 +177,17 @@ impl QuicSide {
         }
     }
 
+    /// Asks the ring to say when each socket has datagrams.
     pub(super) fn arm(&self, ring: &mut ringshare_engine::Ring) {
-        ring.poll_readable(&self.udp, token(KIND_QUIC_UDP, 0, 0));
+        for i in 0..self.udp.len() {
+            self.arm_socket(ring, i);
+        }
+    }
+
+    fn arm_socket(&self, ring: &mut ringshare_engine::Ring, i: usize) {
+        if let Some((_, fd)) = self.udp.get(i) {
+            ring.poll_readable(fd, token(KIND_QUIC_UDP, 0, i as u32));
+        }
     }
 
     pub(super) fn send_drops(&self) -> u64 {
@@ -174,17 +195,20 @@ impl QuicSide {
     }
 
     /// Sends what `poll_transmit` wrote into `out`: a `UDP_SEGMENT` batch
-    /// in one call, or datagram by datagram once the kernel refused one.
+    /// in one call, or datagram by datagram once the kernel refused one;
+    /// from the socket of the local IP the connection's datagrams came to.
     fn send(&mut self, t: &ringshare_quic::Transmit) {
+        let Some((_, fd)) = self
+            .udp
+            .iter()
+            .find(|(ip, _)| *ip == t.src_ip)
+            .or(self.udp.first())
+        else {
+            return;
+        };
         let was = self.gso;
         let bytes = &self.out[..t.size];
-        let lost = udp::send_batch(
-            &*self.udp,
-            bytes,
-            t.destination,
-            t.segment_size,
-            &mut self.gso,
-        );
+        let lost = udp::send_batch(&**fd, bytes, t.destination, t.segment_size, &mut self.gso);
         if was && !self.gso {
             tracing::info!("SMB over QUIC: no UDP_SEGMENT: one datagram per send");
         }
@@ -211,26 +235,28 @@ impl Worker {
                 let Some(q) = self.quic.as_mut() else {
                     return;
                 };
+                let socket = link as usize;
+                let Some((local, fd)) = q.udp.get(socket).cloned() else {
+                    return;
+                };
                 let (server, forwarded) = (&mut q.server, &mut q.forwarded);
                 let (shared, me) = (self.shared.quic.as_ref(), self.index);
-                let errors = udp::recv_each(
-                    &*q.udp,
-                    &mut q.datagram,
-                    udp::RECEIVES_PER_POLL,
-                    |from, d| match shared.and_then(|s| Some((s, s.steering.worker_of(d)?))) {
-                        Some((s, to)) if to != me => {
-                            s.forward(to, from, d);
-                            *forwarded += 1;
+                let errors =
+                    udp::recv_each(&*fd, &mut q.datagram, udp::RECEIVES_PER_POLL, |from, d| {
+                        match shared.and_then(|s| Some((s, s.steering.worker_of(d)?))) {
+                            Some((s, to)) if to != me => {
+                                s.forward(to, from, local, d);
+                                *forwarded += 1;
+                            }
+                            _ => server.handle(now, from, local, d),
                         }
-                        _ => server.handle(now, from, None, d),
-                    },
-                );
+                    });
                 if errors > 0 {
                     tracing::trace!(
                         "QUIC socket: {errors} receive error(s) (ICMP for earlier sends)"
                     );
                 }
-                q.arm(&mut self.ring);
+                q.arm_socket(&mut self.ring, socket);
             }
             KIND_QUIC_RECV => {
                 let buf = comp.take_buf().unwrap_or_default();
@@ -278,8 +304,8 @@ impl Worker {
         }
         std::mem::swap(&mut *crate::lock(&m.queue), &mut q.mail);
         let now = Instant::now();
-        for (from, d) in q.mail.drain(..) {
-            q.server.handle(now, from, None, &d);
+        for (from, local, d) in q.mail.drain(..) {
+            q.server.handle(now, from, local, &d);
         }
         self.quic_pump(now);
     }
