@@ -25,8 +25,8 @@ pub mod message;
 pub mod pattern;
 
 pub use message::{
-    compress_if_it_pays, compress_message, decompress_message, size_limit, CompressOptions,
-    Disconnect,
+    compress_holes_if_it_pays, compress_if_it_pays, compress_message, decompress_message,
+    size_limit, CompressOptions, Disconnect,
 };
 pub use ringshare_wire::consts::CompressionAlgorithm;
 

@@ -171,7 +171,7 @@ pub fn compress_message(msg: &[u8], opts: &CompressOptions) -> Option<Vec<u8>> {
         return None;
     }
     let out = if opts.chained {
-        compress_chained(msg.len(), plain, data, opts.algorithm)?
+        compress_chained(msg.len(), plain, data, opts.algorithm, &[])?
     } else {
         let mut out = Vec::with_capacity(msg.len());
         let header = compression::UnchainedHeader {
@@ -199,12 +199,94 @@ pub const COMPRESS_MIN: usize = 4096;
 /// sample, so random data costs ~12 KiB of LZ4 work and nothing more), and
 /// the result saves at least 1/16 of the message. `None`: send `msg` as it is.
 pub fn compress_if_it_pays(msg: &[u8], opts: &CompressOptions) -> Option<Vec<u8>> {
+    compress_holes_if_it_pays(msg, opts, &[])
+}
+
+/// [`compress_if_it_pays`] for data whose `holes` (`(start, len)` in the
+/// data after the plain prefix, in order, not overlapping) are known to be
+/// zeros without looking at them (holes of a sparse file, found with
+/// SEEK_DATA/SEEK_HOLE): chained, each hole of [`pattern::MIN_RUN`] bytes or
+/// more is a Pattern_V1 payload and is never scanned nor sampled; each part
+/// between holes is sampled and compressed on its own (NONE when it does not
+/// look compressible). Unchained, or without holes, the rule of
+/// [`compress_if_it_pays`].
+pub fn compress_holes_if_it_pays(
+    msg: &[u8],
+    opts: &CompressOptions,
+    holes: &[(usize, usize)],
+) -> Option<Vec<u8>> {
     let data = msg.get(opts.plain_prefix..)?;
-    if data.len() < COMPRESS_MIN || !crate::worth_compressing(data) {
+    let holes = if opts.chained { holes } else { &[] };
+    if data.len() < COMPRESS_MIN || u32::try_from(msg.len()).is_err() {
         return None;
     }
-    let out = compress_message(msg, opts)?;
+    let out = if holes.is_empty() {
+        if !crate::worth_compressing(data) {
+            return None;
+        }
+        compress_message(msg, opts)?
+    } else {
+        let (plain, data) = msg.split_at(opts.plain_prefix);
+        compress_chained(msg.len(), plain, data, opts.algorithm, holes)?
+    };
     (out.len() + msg.len() / 16 <= msg.len()).then_some(out)
+}
+
+/// A chained message being built: each payload after the first is not
+/// flagged CHAINED in its header ([MS-SMB2] 2.2.42.2.1).
+struct Chain {
+    out: Vec<u8>,
+    first: bool,
+}
+
+impl Chain {
+    fn put(&mut self, alg: CompressionAlgorithm, original: Option<u32>, bytes: &[u8]) {
+        compression::encode_chained_payload(&mut self.out, alg, self.first, original, bytes);
+        self.first = false;
+    }
+
+    fn pattern(&mut self, byte: u8, len: usize) -> Option<()> {
+        self.put(
+            CompressionAlgorithm::PATTERN_V1,
+            None,
+            &pattern::encode(byte, len)?,
+        );
+        Some(())
+    }
+
+    /// `data` as today's chained layout: Pattern_V1 for a leading and a
+    /// trailing run of [`pattern::MIN_RUN`] bytes or more, the algorithm
+    /// for the rest (NONE when it does not shrink, or when `sample` and
+    /// [`crate::worth_compressing`] says it will not).
+    fn data(&mut self, data: &[u8], alg: CompressionAlgorithm, sample: bool) -> Option<()> {
+        let (lead_byte, mut lead) = pattern::leading_run(data);
+        if lead < pattern::MIN_RUN {
+            lead = 0;
+        }
+        let (trail_byte, mut trail) = pattern::trailing_run(&data[lead..]);
+        if trail < pattern::MIN_RUN {
+            trail = 0;
+        }
+        let middle = &data[lead..data.len() - trail];
+        if lead > 0 {
+            self.pattern(lead_byte, lead)?;
+        }
+        if !middle.is_empty() {
+            let mut packed = Vec::with_capacity(middle.len());
+            if (!sample || crate::worth_compressing(middle))
+                && crate::compress_into(alg, middle, &mut packed)
+                && packed.len() + 4 < middle.len()
+            {
+                self.put(alg, Some(middle.len() as u32), &packed);
+            } else {
+                self.put(CompressionAlgorithm::NONE, None, middle);
+            }
+        }
+        if trail > 0 {
+            self.pattern(trail_byte, trail)?;
+        }
+        Some(())
+    }
 }
 
 fn compress_chained(
@@ -212,49 +294,32 @@ fn compress_chained(
     plain: &[u8],
     data: &[u8],
     alg: CompressionAlgorithm,
+    holes: &[(usize, usize)],
 ) -> Option<Vec<u8>> {
-    let (lead_byte, mut lead) = pattern::leading_run(data);
-    if lead < pattern::MIN_RUN {
-        lead = 0;
-    }
-    let (trail_byte, mut trail) = pattern::trailing_run(&data[lead..]);
-    if trail < pattern::MIN_RUN {
-        trail = 0;
-    }
-    let middle = &data[lead..data.len() - trail];
-    let mut out = Vec::with_capacity(total);
-    compression::encode_chained_header(&mut out, total as u32);
-    let mut first = true;
-    let mut put = |out: &mut Vec<u8>, a, original: Option<u32>, bytes: &[u8]| {
-        compression::encode_chained_payload(out, a, first, original, bytes);
-        first = false;
+    let mut c = Chain {
+        out: Vec::with_capacity(total),
+        first: true,
     };
+    compression::encode_chained_header(&mut c.out, total as u32);
     if !plain.is_empty() {
-        put(&mut out, CompressionAlgorithm::NONE, None, plain);
+        c.put(CompressionAlgorithm::NONE, None, plain);
     }
-    if lead > 0 {
-        put(
-            &mut out,
-            CompressionAlgorithm::PATTERN_V1,
-            None,
-            &pattern::encode(lead_byte, lead)?,
-        );
-    }
-    if !middle.is_empty() {
-        let mut packed = Vec::with_capacity(middle.len());
-        if crate::compress_into(alg, middle, &mut packed) && packed.len() + 4 < middle.len() {
-            put(&mut out, alg, Some(middle.len() as u32), &packed);
-        } else {
-            put(&mut out, CompressionAlgorithm::NONE, None, middle);
+    let sample = !holes.is_empty();
+    let mut pos = 0;
+    for &(start, len) in holes {
+        let end = start.checked_add(len)?;
+        if len < pattern::MIN_RUN || start < pos || end > data.len() {
+            continue;
         }
+        debug_assert!(data[start..end].iter().all(|&b| b == 0), "a hole is zeros");
+        if start > pos {
+            c.data(&data[pos..start], alg, sample)?;
+        }
+        c.pattern(0, len)?;
+        pos = end;
     }
-    if trail > 0 {
-        put(
-            &mut out,
-            CompressionAlgorithm::PATTERN_V1,
-            None,
-            &pattern::encode(trail_byte, trail)?,
-        );
+    if pos < data.len() {
+        c.data(&data[pos..], alg, sample)?;
     }
-    Some(out)
+    Some(c.out)
 }

@@ -190,3 +190,65 @@ fn chained_payloads_must_add_up_to_the_announced_size() {
 fn size_limit_is_256_plus_header_plus_the_largest_maximum() {
     assert_eq!(size_limit(1 << 20, 8 << 20, 65536), 256 + 64 + (8 << 20));
 }
+
+/// The payload algorithms of a chained message.
+fn chained_algorithms(c: &[u8]) -> Vec<A> {
+    let compression::CompressedMessage::Chained { payloads, .. } = compression::parse(c).unwrap()
+    else {
+        panic!("not chained");
+    };
+    payloads.iter().map(|p| p.algorithm).collect()
+}
+
+#[test]
+fn holes_in_the_middle_become_pattern_v1_and_the_parts_between_go_to_the_algorithm() {
+    // text | hole | random | hole | text with a 10-byte "hole" (too short
+    // for Pattern_V1: it stays data) | hole at the end, the holes given by
+    // the caller (a sparse file's map), never scanned.
+    let mut data = common::text(20_000, 3);
+    let hole1 = (data.len(), 300_000);
+    data.resize(data.len() + 300_000, 0);
+    data.extend(common::Rng(5).bytes(30_000));
+    let hole2 = (data.len(), 200_000);
+    data.resize(data.len() + 200_000, 0);
+    data.extend(common::text(5_000, 6));
+    let short = (data.len(), 10);
+    data.resize(data.len() + 10, 0);
+    data.extend(common::text(7_000, 7));
+    let hole3 = (data.len(), 4096);
+    data.resize(data.len() + 4096, 0);
+    let msg = message(&data);
+    let opts = CompressOptions {
+        algorithm: A::LZ4,
+        plain_prefix: 80,
+        chained: true,
+    };
+    let holes = [hole1, hole2, short, hole3];
+    let c = ringshare_compress::compress_holes_if_it_pays(&msg, &opts, &holes).expect("pays");
+    assert_eq!(
+        chained_algorithms(&c),
+        [
+            A::NONE,
+            A::LZ4,
+            A::PATTERN_V1,
+            A::NONE,
+            A::PATTERN_V1,
+            A::LZ4,
+            A::PATTERN_V1
+        ]
+    );
+    assert_eq!(decompress_message(&c, &ALL, limit()).unwrap(), msg);
+    // A message that is one hole: header and one Pattern_V1 payload.
+    let zeros = message(&vec![0u8; 1 << 20]);
+    let c = ringshare_compress::compress_holes_if_it_pays(&zeros, &opts, &[(0, 1 << 20)]).unwrap();
+    assert_eq!(chained_algorithms(&c), [A::NONE, A::PATTERN_V1]);
+    assert!(c.len() < 120, "{}", c.len());
+    assert_eq!(decompress_message(&c, &ALL, limit()).unwrap(), zeros);
+    // Unchained, holes cannot be Pattern_V1: the ordinary rule.
+    let plain = CompressOptions {
+        chained: false,
+        ..opts
+    };
+    let c = ringshare_compress::compress_holes_if_it_pays(&msg, &plain, &holes).unwrap();
+    assert_eq!(decompress_message(&c, &ALL, limit()).unwrap(), msg);
+}

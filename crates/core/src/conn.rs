@@ -95,7 +95,7 @@ struct BuiltReply {
     data_headroom: usize,
     file: Option<FileRange>,
     sign_key: Option<SigningKey>,
-    compress: Option<Arc<crate::state::Open>>,
+    compress: Option<Box<crate::exchange::compress::CompressAsk>>,
 }
 
 /// An operation that went async.
@@ -553,7 +553,16 @@ impl Connection {
             return;
         };
         let result = match cont {
-            Cont::Read(c) => cmd::read::finish(&mut self.core, c, done),
+            // A sparse READ reads its data ranges one after another.
+            Cont::Read(c) => match cmd::read::finish(&mut self.core, c, done) {
+                Ok(Handled::Io { node, op, cont }) => {
+                    self.park_on_io(job, hdr, r0.session_id, node, op, cont);
+                    return;
+                }
+                Ok(Handled::Reply(r)) => Ok(r),
+                Ok(_) => Err(NtStatus::INTERNAL_ERROR),
+                Err(s) => Err(s),
+            },
             Cont::Write(c) => cmd::write::finish(&mut self.core, c, done),
             Cont::Flush(c) => cmd::flush::finish(&mut self.core, c, done),
         };
@@ -1116,7 +1125,7 @@ impl Connection {
             return;
         }
         let frame = match compress {
-            Some(open) => self.compress_reply(frame, seal_room(job.encrypted), &open),
+            Some(ask) => self.compress_reply(frame, seal_room(job.encrypted), &ask),
             None => frame,
         };
         self.send_frame(frame, job.encrypted, job.seal.take());

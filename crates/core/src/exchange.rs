@@ -228,7 +228,7 @@ pub(crate) struct Reply {
     /// A READ's data that its client asked to get compressed
     /// ([`compress::read_asks`]): compressed when the reply is alone in its frame
     /// and compressing pays; the open learns whether it did.
-    pub compress: Option<Arc<crate::state::Open>>,
+    pub compress: Option<Box<compress::CompressAsk>>,
 }
 
 impl Reply {

@@ -369,6 +369,15 @@ pub struct DirEntry {
     pub attr: FileAttr,
 }
 
+/// What [`Node::read_map`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadMap {
+    /// The file's size.
+    pub size: u64,
+    /// The ranges `(offset, length)` holding data; `None`: all of it.
+    pub data: Option<Vec<(u64, u64)>>,
+}
+
 /// Filesystem-wide figures (statvfs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FsStat {
@@ -698,6 +707,20 @@ pub trait Node: Send + Sync + fmt::Debug {
             vec![(offset, end - offset)]
         } else {
             Vec::new()
+        })
+    }
+
+    /// For a READ that sends holes without reading them (a compressed READ:
+    /// holes go as Pattern_V1): the file's size now and the parts of
+    /// `offset .. offset+len` (clipped to it and to the end of file) that hold
+    /// data, in order and not touching; `data: None` when the backend knows
+    /// cheaply that the range is all data or cannot tell, and the READ reads
+    /// it all. Runs as the node's user. The default: [`Node::size`] and `None`.
+    fn read_map(&self, offset: u64, len: u64) -> FsResult<ReadMap> {
+        let _ = (offset, len);
+        Ok(ReadMap {
+            size: self.size()?,
+            data: None,
         })
     }
 

@@ -151,6 +151,8 @@ pub struct Pair {
     /// does; `heads_taken` counts the frames it took.
     pub read_heads: Option<usize>,
     pub heads_taken: usize,
+    /// Bytes the server asked its file system to read (every READ I/O).
+    pub file_bytes_read: u64,
     buf: Vec<u8>,
     gaps: Vec<Gap>,
 }
@@ -178,6 +180,7 @@ impl Pair {
             gaps_seen: Vec::new(),
             read_heads: None,
             heads_taken: 0,
+            file_bytes_read: 0,
             buf: Vec::new(),
             gaps: Vec::new(),
         }
@@ -332,6 +335,9 @@ impl Pair {
                         }
                     }
                     Output::Io(req) => {
+                        if let ringshare_core::IoOp::Read { len, .. } = req.op {
+                            self.file_bytes_read += len as u64;
+                        }
                         let done = req.run_blocking();
                         self.server.complete_io(self.now, req.id, done);
                     }

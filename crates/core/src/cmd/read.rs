@@ -24,6 +24,8 @@ use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 use crate::state::Open;
 
+mod sparse;
+
 /// READs up to this long are read into memory even when they could be
 /// spliced: a splice runs in an io_uring worker thread, and for small reads that
 /// hop costs more than the copy it saves (4 KiB random reads measured 4-5x
@@ -51,6 +53,9 @@ pub(crate) struct ReadCont {
     /// The READ asked for a compressed response, on a connection that agreed to compression:
     /// its open (which learns whether compressing paid).
     compress: Option<Arc<Open>>,
+    /// A compressed READ of a range with holes: the data ranges read one
+    /// after another, the holes never read ([`sparse`]).
+    sparse: Option<Box<sparse::Sparse>>,
 }
 
 /// The 16-byte READ response body for `data_len` bytes sent after it, in a
@@ -118,6 +123,32 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
     }
+    // Alone in its frame, the reply can be laid out around the data in place.
+    let headroom = match (req.sole, req.encrypted) {
+        (false, _) => 0,
+        (true, false) => READ_HEADROOM,
+        // Also the transform header: the reply is sealed where it lies.
+        (true, true) => READ_HEADROOM + TRANSFORM_HEADER_LEN,
+    };
+    let base = ReadCont {
+        len: rr.length,
+        headroom,
+        min_count: rr.minimum_count,
+        offset: rr.offset,
+        session_id: req.session_id,
+        open_id,
+        compress: compress.then(|| open.clone()),
+        sparse: None,
+    };
+    // Holes go as Pattern_V1 payloads: found, not read.
+    let base = if compress && crate::exchange::compress::sends_patterns(core) {
+        match sparse::start(core, &node, base)? {
+            Ok(handled) => return Ok(handled),
+            Err(base) => base,
+        }
+    } else {
+        base
+    };
     // On a file system whose io_uring reads must not come up short (FUSE:
     // [`ringshare_vfs::Node::reads_within_size`]), ask for no more than the
     // file holds now.
@@ -131,13 +162,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     } else {
         rr.length
     };
-    // Alone in its frame, the reply can be laid out around the data in place.
-    let headroom = match (req.sole, req.encrypted) {
-        (false, _) => 0,
-        (true, false) => READ_HEADROOM,
-        // Also the transform header: the reply is sealed where it lies.
-        (true, true) => READ_HEADROOM + TRANSFORM_HEADER_LEN,
-    };
     Ok(Handled::Io {
         node,
         op: IoOp::Read {
@@ -145,15 +169,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             len: len as usize,
             headroom,
         },
-        cont: Cont::Read(ReadCont {
-            len,
-            headroom,
-            min_count: rr.minimum_count,
-            offset: rr.offset,
-            session_id: req.session_id,
-            open_id,
-            compress: compress.then(|| open.clone()),
-        }),
+        cont: Cont::Read(ReadCont { len, ..base }),
     })
 }
 
@@ -175,12 +191,32 @@ fn splice_allowed(core: &ConnCore, req: &Req<'_>, writers: bool) -> bool {
             .is_none()
 }
 
-pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<Reply, NtStatus> {
+/// The READ's I/O is done: its reply, or (a sparse READ with data ranges
+/// left) the next read.
+pub(crate) fn finish(
+    core: &mut ConnCore,
+    mut c: ReadCont,
+    done: IoDone,
+) -> Result<Handled, NtStatus> {
     let buf = match done {
         IoDone::Read(Ok(d)) => d,
         IoDone::Read(Err(e)) => return Err(status_of(e)),
         _ => return Err(NtStatus::INTERNAL_ERROR),
     };
+    if let Some(s) = c.sparse.take() {
+        return sparse::step(core, c, *s, buf);
+    }
+    reply(core, c, buf, Vec::new()).map(Handled::Reply)
+}
+
+/// The reply to a READ whose data (after `c.headroom` bytes) is `buf`;
+/// `holes` are zeros in it that were not read.
+fn reply(
+    core: &mut ConnCore,
+    c: ReadCont,
+    buf: Vec<u8>,
+    holes: Vec<(usize, usize)>,
+) -> Result<Reply, NtStatus> {
     let n = buf.len().saturating_sub(c.headroom);
     if (n == 0 && c.len > 0) || n < c.min_count as usize {
         return Err(NtStatus::END_OF_FILE);
@@ -195,6 +231,8 @@ pub(crate) fn finish(core: &mut ConnCore, c: ReadCont, done: IoDone) -> Result<R
     let mut r = Reply::ok(head(core, n));
     r.data = Some(buf);
     r.data_headroom = c.headroom;
-    r.compress = c.compress;
+    r.compress = c
+        .compress
+        .map(|open| Box::new(crate::exchange::compress::CompressAsk { open, holes }));
     Ok(r)
 }

@@ -7,10 +7,11 @@ use ringshare_compress as codec;
 use ringshare_wire::framing;
 
 use super::Connection;
-use crate::exchange::compress::{agreed, compress_if_it_pays, skip_after, READ_PLAIN_PREFIX};
+use crate::exchange::compress::{
+    agreed, compress_if_it_pays, skip_after, CompressAsk, READ_PLAIN_PREFIX,
+};
 use crate::exchange::handles;
 use crate::io::Frame;
-use crate::state::Open;
 
 impl Connection {
     /// A received message that starts `0xFC 'SMB'` (after decryption, if it
@@ -43,16 +44,19 @@ impl Connection {
     /// `room` is the room for a transform header after the transport header
     /// (the frame is sealed after this, by `send_frame`: compress, then
     /// encrypt, as [MS-SMB2] 3.1.4.4 orders it).
-    pub(super) fn compress_reply(&mut self, frame: Frame, room: usize, open: &Open) -> Frame {
+    pub(super) fn compress_reply(&mut self, frame: Frame, room: usize, ask: &CompressAsk) -> Frame {
         let Some(c) = agreed(&self.core) else {
             return frame;
         };
         let bytes = frame.into_bytes();
-        let packed = bytes
-            .get(4 + room..)
-            .and_then(|msg| compress_if_it_pays(c, msg, READ_PLAIN_PREFIX));
+        let msg = bytes.get(4 + room..).unwrap_or_default();
+        // Too short to try (the end of a file): says nothing of the data.
+        if msg.len() < READ_PLAIN_PREFIX + codec::message::COMPRESS_MIN {
+            return Frame::One(bytes);
+        }
+        let packed = compress_if_it_pays(c, msg, READ_PLAIN_PREFIX, &ask.holes);
         {
-            let mut st = crate::server::lock(&open.state);
+            let mut st = crate::server::lock(&ask.open.state);
             st.compress_misses = match packed {
                 Some(_) => 0,
                 None => st.compress_misses.saturating_add(1),

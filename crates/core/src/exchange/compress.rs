@@ -4,6 +4,8 @@
 //! (crates/core/src/conn/compress.rs). The codecs and the message format are in
 //! `ringshare_compress`.
 
+use std::sync::Arc;
+
 use ringshare_compress::{self as codec, CompressOptions};
 use ringshare_wire::codec::HEADER_LEN;
 use ringshare_wire::consts::{CompressionAlgorithm, CompressionFlags, ReadFlags};
@@ -83,6 +85,24 @@ pub(crate) fn read_asks(core: &ConnCore, flags: ReadFlags) -> bool {
     flags.contains(ReadFlags::REQUEST_COMPRESSED) && agreed(core).is_some()
 }
 
+/// A READ reply its client asked to have compressed ([`read_asks`]): the
+/// open, which learns whether compressing paid, and the holes of the file in
+/// the reply's data (`(start, len)` from the data's first byte), zeros the
+/// server did not read, sent as Pattern_V1 without being scanned.
+pub(crate) struct CompressAsk {
+    pub open: Arc<Open>,
+    pub holes: Vec<(usize, usize)>,
+}
+
+/// Does this connection send zero runs as Pattern_V1 (chained compression
+/// and Pattern_V1 agreed)? Only then are a compressed READ's holes found
+/// and left unread.
+pub(crate) fn sends_patterns(core: &ConnCore) -> bool {
+    agreed(core)
+        .and_then(|c| send_options(c, 0))
+        .is_some_and(|o| o.chained)
+}
+
 /// How this connection compresses what it sends: the first negotiated
 /// algorithm the server has a compressor for, chained (with Pattern_V1 for
 /// runs) when both chained compression and Pattern_V1 were agreed.
@@ -121,14 +141,16 @@ pub(crate) fn skips(open: &Open) -> bool {
 }
 
 /// Compress `msg` (one signed SMB2 message whose first `plain_prefix` bytes
-/// stay plain) for a connection that agreed on `c`, when it pays
-/// ([`codec::compress_if_it_pays`]). `None`: send `msg`.
+/// stay plain, and whose data after them has zeros at `holes`) for a
+/// connection that agreed on `c`, when it pays
+/// ([`codec::compress_holes_if_it_pays`]). `None`: send `msg`.
 pub(crate) fn compress_if_it_pays(
     c: &Compression,
     msg: &[u8],
     plain_prefix: usize,
+    holes: &[(usize, usize)],
 ) -> Option<Vec<u8>> {
-    codec::compress_if_it_pays(msg, &send_options(c, plain_prefix)?)
+    codec::compress_holes_if_it_pays(msg, &send_options(c, plain_prefix)?, holes)
 }
 
 #[cfg(test)]
@@ -219,15 +241,15 @@ mod tests {
                 x as u8
             })
             .collect();
-        assert!(compress_if_it_pays(&c, &message(&random), READ_PLAIN_PREFIX).is_none());
+        assert!(compress_if_it_pays(&c, &message(&random), READ_PLAIN_PREFIX, &[]).is_none());
         let text = b"the quick brown fox jumps over the lazy dog; ".repeat(1500);
         let m = message(&text);
-        let packed = compress_if_it_pays(&c, &m, READ_PLAIN_PREFIX).unwrap();
+        let packed = compress_if_it_pays(&c, &m, READ_PLAIN_PREFIX, &[]).unwrap();
         assert!(packed.len() * 4 < m.len());
         let back = codec::decompress_message(&packed, &c.ids, 1 << 20).unwrap();
         assert_eq!(back, m);
         let zeros = message(&vec![0u8; 1 << 20]);
-        let packed = compress_if_it_pays(&c, &zeros, READ_PLAIN_PREFIX).unwrap();
+        let packed = compress_if_it_pays(&c, &zeros, READ_PLAIN_PREFIX, &[]).unwrap();
         assert!(packed.len() < 200, "{}", packed.len());
         assert_eq!(
             codec::decompress_message(&packed, &c.ids, 2 << 20).unwrap(),

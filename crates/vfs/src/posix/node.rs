@@ -736,34 +736,31 @@ impl Node for PosixNode {
             return Err(FsError::IsADirectory);
         }
         let size = self.stat()?.size;
+        data_ranges(
+            self.fd.as_fd(),
+            offset,
+            offset.saturating_add(len).min(size),
+        )
+    }
+
+    /// One `fstat`; a file whose allocated blocks cover its size
+    /// (`st_blocks * 512 >= st_size`: no holes, or preallocated space that
+    /// hides them) is all data without an `lseek`. Otherwise SEEK_DATA /
+    /// SEEK_HOLE over the range. Data written but not yet allocated
+    /// (delayed allocation on ext4, xfs, btrfs; tmpfs pages) is data to
+    /// SEEK_DATA and counts in `st_blocks`.
+    fn read_map(&self, offset: u64, len: u64) -> FsResult<crate::ReadMap> {
+        self.act()?;
+        let st = rustix::fs::fstat(self.fd.as_fd()).map_err(errno_to_fs)?;
+        let size = st.st_size as u64;
+        let blocks = (st.st_blocks as u64).saturating_mul(512);
         let end = offset.saturating_add(len).min(size);
-        let mut out = Vec::new();
-        let mut pos = offset;
-        while pos < end {
-            let data = match rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Data(pos)) {
-                Ok(d) => d,
-                Err(Errno::NXIO) => break,
-                Err(e) if is_unsupported(e) || e == Errno::INVAL => {
-                    out.push((pos, end - pos));
-                    break;
-                }
-                Err(e) => return Err(fd_errno_to_fs(e)),
-            };
-            if data >= end {
-                break;
-            }
-            let hole = match rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Hole(data)) {
-                Ok(h) => h.min(end),
-                Err(Errno::NXIO) => end,
-                Err(e) => return Err(fd_errno_to_fs(e)),
-            };
-            if hole <= data {
-                break;
-            }
-            out.push((data, hole - data));
-            pos = hole;
-        }
-        Ok(out)
+        let data = if blocks >= size || end <= offset {
+            None
+        } else {
+            Some(data_ranges(self.fd.as_fd(), offset, end)?)
+        };
+        Ok(crate::ReadMap { size, data })
     }
 
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
@@ -843,4 +840,37 @@ impl Node for PosixNode {
         out.sort_unstable();
         Ok(out)
     }
+}
+
+/// The ranges `(offset, length)` of `offset .. end` holding data, by
+/// `lseek(SEEK_DATA)` / `lseek(SEEK_HOLE)` on `fd`; a filesystem without them
+/// reports the whole range as data.
+fn data_ranges(fd: BorrowedFd<'_>, offset: u64, end: u64) -> FsResult<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    let mut pos = offset;
+    while pos < end {
+        let data = match rustix::fs::seek(fd, rustix::fs::SeekFrom::Data(pos)) {
+            Ok(d) => d,
+            Err(Errno::NXIO) => break,
+            Err(e) if is_unsupported(e) || e == Errno::INVAL => {
+                out.push((pos, end - pos));
+                break;
+            }
+            Err(e) => return Err(fd_errno_to_fs(e)),
+        };
+        if data >= end {
+            break;
+        }
+        let hole = match rustix::fs::seek(fd, rustix::fs::SeekFrom::Hole(data)) {
+            Ok(h) => h.min(end),
+            Err(Errno::NXIO) => end,
+            Err(e) => return Err(fd_errno_to_fs(e)),
+        };
+        if hole <= data {
+            break;
+        }
+        out.push((data, hole - data));
+        pos = hole;
+    }
+    Ok(out)
 }
