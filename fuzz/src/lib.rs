@@ -88,6 +88,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             root_key: Default::default(),
             change_notify: true,
             smb3_unix_extensions: true,
+            compress_data: false,
             streams: true,
             fruit: None,
             shadow: None,

@@ -447,7 +447,7 @@ impl ClientConn {
         let charge = self.charge_for(len as usize);
         let req = ReadRequest {
             padding: 0x50,
-            flags: if self.zip.on() {
+            flags: if self.zip.on() && !self.zip.reads_plain {
                 ReadFlags::REQUEST_COMPRESSED
             } else {
                 ReadFlags(0)
@@ -1423,6 +1423,7 @@ impl ClientConn {
         if resp.share_flags.contains(ShareFlags::ENCRYPT_DATA) && self.encrypt_key.is_some() {
             self.encrypting = true;
         }
+        self.zip.share_compresses = resp.share_flags.contains(ShareFlags::COMPRESS_DATA);
         self.phase = Phase::Ready;
         events.push(Event::Ready);
         Ok(())

@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use ringshare_client::{ClientOptions, Reply};
 use ringshare_core::{Connection, Frame, Output, SigningPolicy};
 use ringshare_wire::consts::{
@@ -13,7 +15,7 @@ use ringshare_wire::consts::{
 use ringshare_wire::header::{self, Header, Protocol};
 use ringshare_wire::negotiate::{NegotiateContext, NegotiateRequest};
 use ringshare_wire::{FileId, NtStatus};
-use support::{options, server, server_compressing, Pair};
+use support::{options, random, server, server_compressing, Pair};
 
 const MIB: usize = 1 << 20;
 
@@ -40,18 +42,6 @@ fn text(len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-fn random(len: usize) -> Vec<u8> {
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn write(p: &mut Pair, f: FileId, data: &[u8]) {
@@ -209,6 +199,53 @@ fn without_compression_asked_or_agreed_reads_and_writes_go_plain() {
             .iter()
             .all(|r| header::protocol_of(r) != Protocol::Compressed));
     }
+}
+
+/// A pair on a share with `compress data` (or without), the client
+/// offering `algs` and not asking for compressed READs itself.
+fn on_share_compressing_data(compress_data: bool, algs: &[A]) -> Pair {
+    let mut config = support::server_config(
+        SigningPolicy::IfRequired,
+        ringshare_core::DEFAULT_COMPRESSION.to_vec(),
+    );
+    Arc::get_mut(&mut config.shares[0])
+        .expect("a new share")
+        .compress_data = compress_data;
+    let mut p = Pair::on(support::state(config), compressing(algs));
+    p.pump().unwrap();
+    assert!(p.client.is_ready());
+    p.client.ask_compressed_reads(false);
+    p
+}
+
+#[test]
+fn a_share_with_compress_data_compresses_reads_the_client_did_not_ask_to_compress() {
+    let data = text(MIB);
+    let noise = random(MIB);
+    let mut p = on_share_compressing_data(true, &[A::LZ4, A::PATTERN_V1]);
+    assert!(p.client.share_compresses_data());
+    let f = p.open("c.txt");
+    write(&mut p, f, &data);
+    assert_eq!(read(&mut p, f, MIB), data);
+    let got = &p.received[0];
+    assert_eq!(header::protocol_of(got), Protocol::Compressed);
+    assert!(got.len() < MIB / 2, "{}", got.len());
+    // Only when it pays: random data goes plain.
+    let g = p.open("r.bin");
+    write(&mut p, g, &noise);
+    assert_eq!(read(&mut p, g, MIB), noise);
+    assert_eq!(header::protocol_of(&p.received[0]), Protocol::Smb2);
+
+    // Without the option, a READ that does not ask goes plain; without
+    // compression agreed, the share does not say it compresses.
+    let mut p = on_share_compressing_data(false, &[A::LZ4, A::PATTERN_V1]);
+    assert!(!p.client.share_compresses_data());
+    let f = p.open("c.txt");
+    write(&mut p, f, &data);
+    assert_eq!(read(&mut p, f, MIB), data);
+    assert_eq!(header::protocol_of(&p.received[0]), Protocol::Smb2);
+    let p = on_share_compressing_data(true, &[]);
+    assert!(!p.client.is_compressing() && !p.client.share_compresses_data());
 }
 
 #[test]

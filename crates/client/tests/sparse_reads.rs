@@ -20,7 +20,7 @@ use ringshare_wire::compression::{self, CompressedMessage};
 use ringshare_wire::consts::{CompressionAlgorithm as A, Dialect};
 use ringshare_wire::header::{self, Protocol};
 use ringshare_wire::FileId;
-use support::{options, server_config, state, Pair};
+use support::{options, random, server_config, state, Pair};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1 << 20;
@@ -48,18 +48,6 @@ fn text(len: usize, seed: u32) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-fn random(len: usize) -> Vec<u8> {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Write the sparse file, punch a 1000-byte "hole" (smaller than a page:

@@ -510,6 +510,10 @@ pub struct ShareConfig {
     /// context makes a POSIX open (mode given, POSIX information answered,
     /// case-sensitive names). Default no, as in Samba 4.22.
     pub smb3_unix_extensions: bool,
+    /// `compress data` (Windows' `Set-SmbShare -CompressData`; Samba 4.22
+    /// and ksmbd have none): READ responses of the share are compressed
+    /// when compression was agreed and it pays, asked or not. Default no.
+    pub compress_data: bool,
     /// Files have named data streams, kept as Samba's `streams_xattr` keeps
     /// them: when `vfs objects` lists `streams_xattr` (or `fruit`, which
     /// needs it), or is not given at all; a `vfs objects` line without it
@@ -643,6 +647,7 @@ impl Config {
                 continuous_availability: false,
                 change_notify: true,
                 smb3_unix_extensions: false,
+                compress_data: false,
                 streams: true,
                 fruit: None,
                 shadow: None,
@@ -909,6 +914,23 @@ mod tests {
         let s = parse_str("[s]\npath = /tmp\nsmb3 unix extensions = yes\n", path).unwrap();
         assert!(!s.global.smb3_unix_extensions);
         assert!(s.shares[0].smb3_unix_extensions);
+    }
+
+    #[test]
+    fn compress_data_is_off_by_default_and_set_per_share_or_in_global() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert!(!d.shares[0].compress_data);
+        let c = parse_str(
+            "[global]\ncompress data = yes\n[s]\npath = /tmp\n[t]\npath = /tmp\ncompress data = no\n",
+            path,
+        )
+        .unwrap();
+        assert!(c.shares[0].compress_data);
+        assert!(!c.shares[1].compress_data);
+        let text = crate::testparm::render(&c);
+        assert!(text.contains("compress data = yes"), "{text}");
+        assert!(text.contains("compress data = no"), "{text}");
     }
 
     #[test]

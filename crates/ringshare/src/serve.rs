@@ -91,6 +91,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         root_key: Default::default(),
         change_notify: s.change_notify,
         smb3_unix_extensions: s.smb3_unix_extensions,
+        compress_data: s.compress_data,
         streams: s.streams,
         fruit: s.fruit.clone().map(Arc::new),
         shadow: s.shadow.clone().map(Arc::new),

@@ -473,6 +473,7 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
         "smb3 unix extensions",
         yes_no(share.smb3_unix_extensions),
     );
+    opt(s, "compress data", yes_no(share.compress_data));
     match share.smb_encrypt {
         Some(p) => opt(s, "smb encrypt", encrypt(p)),
         // Shown, as a comment so that the output keeps the share following [global].

@@ -111,6 +111,12 @@ pub struct ShareDef {
     /// with the POSIX context on a connection that negotiated the extensions
     /// makes a POSIX open ([`ringshare_wire::posix`]).
     pub smb3_unix_extensions: bool,
+    /// `compress data` (Windows' `Set-SmbShare -CompressData`; Samba 4.22
+    /// and ksmbd have no such option), default no: TREE_CONNECT answers
+    /// SMB2_SHAREFLAG_COMPRESS_DATA on a connection that agreed on
+    /// compression, and READs are compressed (when it pays) whether or not
+    /// they ask ([MS-SMB2] 2.2.10, 3.3.5.12).
+    pub compress_data: bool,
 }
 
 impl ShareDef {
@@ -133,6 +139,7 @@ impl ShareDef {
             change_notify: self.change_notify,
             streams: self.streams,
             smb3_unix_extensions: self.smb3_unix_extensions,
+            compress_data: self.compress_data,
             fruit: self.fruit.clone(),
             root_key: Default::default(),
             shadow: self.shadow.clone(),

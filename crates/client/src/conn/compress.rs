@@ -27,6 +27,11 @@ pub(super) struct State {
     /// Bytes of frames received and sent (direct-TCP header included).
     pub wire_in: u64,
     pub wire_out: u64,
+    /// READs do not set SMB2_READFLAG_REQUEST_COMPRESSED
+    /// ([`ClientConn::ask_compressed_reads`]).
+    pub reads_plain: bool,
+    /// The share answered SMB2_SHAREFLAG_COMPRESS_DATA (TreeConnect.CompressData).
+    pub share_compresses: bool,
 }
 
 impl State {
@@ -115,6 +120,19 @@ impl ClientConn {
     /// Compression was negotiated on this connection.
     pub fn is_compressing(&self) -> bool {
         self.zip.on()
+    }
+
+    /// Whether READs set SMB2_READFLAG_REQUEST_COMPRESSED when compression
+    /// was agreed (they do unless told not to: a client that leaves it to
+    /// the share's `compress data`).
+    pub fn ask_compressed_reads(&mut self, ask: bool) {
+        self.zip.reads_plain = !ask;
+    }
+
+    /// The share's TREE_CONNECT answer carried SMB2_SHAREFLAG_COMPRESS_DATA
+    /// (TreeConnect.CompressData, [MS-SMB2] 2.2.10).
+    pub fn share_compresses_data(&self) -> bool {
+        self.zip.share_compresses
     }
 
     /// Bytes received and sent so far, frames whole (the direct-TCP

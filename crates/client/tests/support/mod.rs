@@ -92,6 +92,7 @@ pub fn server_config(
             root_key: Default::default(),
             change_notify: true,
             smb3_unix_extensions: false,
+            compress_data: false,
             streams: true,
             fruit: None,
             shadow: None,
@@ -353,4 +354,17 @@ impl Pair {
             }
         }
     }
+}
+
+/// Bytes that do not compress (xorshift).
+pub fn random(len: usize) -> Vec<u8> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
 }

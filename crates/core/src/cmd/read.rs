@@ -104,7 +104,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         now_ms: core.now.mono_ms,
     };
     let writers = arbiter::io_check(&core.server, open.key, &open.entry, io)?;
-    let compress = crate::exchange::compress::read_asks(core, rr.flags)
+    let compress = crate::exchange::compress::read_asks(core, rr.flags, open.share.compress_data)
         && !crate::exchange::compress::skips(&open);
     let (node, open_id) = (open.node.clone(), open.id);
     if rr.length as usize > SPLICE_ONLY_ABOVE

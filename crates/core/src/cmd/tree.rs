@@ -113,6 +113,10 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
     };
     let read_only = ident.read_only;
     let ca = matches!(&kind, TreeKind::Disk(s) if s.continuous_availability);
+    // [MS-SMB2] 2.2.10: the share asks for compressed data, on a connection
+    // that can compress.
+    let compress_data = matches!(&kind, TreeKind::Disk(s) if s.compress_data)
+        && crate::exchange::compress::agreed(core).is_some();
     let mut session = lock(&sref);
     if session.closed {
         return Err(NtStatus::USER_SESSION_DELETED);
@@ -152,6 +156,10 @@ pub(crate) fn connect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtSta
             ShareFlags::ENCRYPT_DATA
         } else {
             ShareFlags::MANUAL_CACHING
+        } | if compress_data {
+            ShareFlags::COMPRESS_DATA
+        } else {
+            ShareFlags::empty()
         },
         capabilities: share_caps(core, ca, share_type),
         maximal_access: AccessMask(maximal_access),

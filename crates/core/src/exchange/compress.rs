@@ -78,11 +78,12 @@ pub(crate) fn agreed(core: &ConnCore) -> Option<&Compression> {
         .filter(|c| !c.ids.is_empty())
 }
 
-/// A READ asking for a compressed response on a connection that negotiated
-/// compression ([MS-SMB2] 3.3.5.12: Request.CompressReply): its data must be
-/// read into memory, not spliced.
-pub(crate) fn read_asks(core: &ConnCore, flags: ReadFlags) -> bool {
-    flags.contains(ReadFlags::REQUEST_COMPRESSED) && agreed(core).is_some()
+/// A READ whose response is to be compressed on a connection that negotiated
+/// compression ([MS-SMB2] 3.3.5.12: Request.CompressReply): it asks with
+/// SMB2_READFLAG_REQUEST_COMPRESSED, or its share has `compress data`
+/// (Share.CompressData). Its data must be read into memory, not spliced.
+pub(crate) fn read_asks(core: &ConnCore, flags: ReadFlags, share_compresses: bool) -> bool {
+    (share_compresses || flags.contains(ReadFlags::REQUEST_COMPRESSED)) && agreed(core).is_some()
 }
 
 /// A READ reply its client asked to have compressed ([`read_asks`]): the

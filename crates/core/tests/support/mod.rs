@@ -221,6 +221,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             root_key: Default::default(),
             change_notify: true,
             smb3_unix_extensions: true,
+            compress_data: false,
             streams: true,
             fruit: None,
             shadow: None,

@@ -108,6 +108,8 @@ pub(super) enum Opt {
     ChangeNotify,
     /// `smb3 unix extensions` (per share; the `[global]` value also rules NEGOTIATE).
     Smb3UnixExtensions,
+    /// `compress data` (per share).
+    CompressData,
     /// `fruit:<name>` (vfs_fruit's options).
     Fruit,
     /// `shadow:<name>` (vfs_shadow_copy2's options).
@@ -136,6 +138,7 @@ impl Opt {
                 | Opt::ContinuousAvailability
                 | Opt::ChangeNotify
                 | Opt::Smb3UnixExtensions
+                | Opt::CompressData
                 | Opt::Fruit
                 | Opt::Shadow
                 | Opt::SmbEncrypt
@@ -263,6 +266,7 @@ pub(super) fn classify(key: &str) -> Option<Opt> {
         "continuous availability" => Opt::ContinuousAvailability,
         "change notify" => Opt::ChangeNotify,
         "smb3 unix extensions" => Opt::Smb3UnixExtensions,
+        "compress data" => Opt::CompressData,
         "passdb backend" => Opt::Ignored(WHY_PASSDB),
         "log file" | "max log size" | "logging" | "syslog" | "syslog only" => Opt::Ignored(WHY_LOG),
         "disable netbios" | "wins support" | "local master" | "domain master"

@@ -174,6 +174,7 @@ struct ShareDraft {
     continuous_availability: Option<bool>,
     change_notify: Option<bool>,
     smb3_unix_extensions: Option<bool>,
+    compress_data: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -896,6 +897,9 @@ impl<'a> Parser<'a> {
             Opt::Smb3UnixExtensions => {
                 draft.smb3_unix_extensions = Some(self.bool_value(line, key, value)?);
             }
+            Opt::CompressData => {
+                draft.compress_data = Some(self.bool_value(line, key, value)?);
+            }
             Opt::Fruit => {
                 let checked = super::fruit::apply(&mut Default::default(), key, value);
                 self.checked_module_option(line, checked)?;
@@ -1121,6 +1125,7 @@ impl<'a> Parser<'a> {
                 .smb3_unix_extensions
                 .or(defaults.smb3_unix_extensions)
                 .unwrap_or(false),
+            compress_data: d.compress_data.or(defaults.compress_data).unwrap_or(false),
             streams: d.streams.or(defaults.streams).unwrap_or(true),
             fruit: d.fruit.or(defaults.fruit).unwrap_or(false).then(|| {
                 let mut f = ringshare_core::fruit::Fruit::default();
