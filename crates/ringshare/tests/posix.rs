@@ -14,8 +14,8 @@
 //!
 //! Samba shows its own passdb accounts by their S-1-5-21 SIDs, ringshare by S-1-22-1-uid (as in
 //! acls.rs): the comparison maps the former to the latter. Root only (accounts, namespaces).
-//! Symlinks and special files are left out of the layout: Samba shows them as reparse points,
-//! which ringshare does not yet (docs/conformance.md).
+//! The layout holds symlinks and special files made here: a POSIX client sees them as reparse
+//! points (IO_REPARSE_TAG_SYMLINK, IO_REPARSE_TAG_NFS) on both servers.
 
 mod common;
 mod twin;
@@ -37,6 +37,23 @@ fn layout(root: &Path) {
     make(&s.join("File.txt"), USER, "root", 0o644, false);
     fs::write(s.join("File.txt"), "hi\n").unwrap();
     make(&s.join("Dir"), USER, USER, 0o755, true);
+    // Symlinks (to a file, to nowhere, out of the share), a FIFO, devices and a socket.
+    std::os::unix::fs::symlink("File.txt", s.join("lnk")).unwrap();
+    std::os::unix::fs::symlink("nowhere", s.join("dangle")).unwrap();
+    std::os::unix::fs::symlink("/etc", s.join("out")).unwrap();
+    for args in [
+        &["fifo", "p"][..],
+        &["chr", "c", "1", "3"],
+        &["blk", "b", "7", "0"],
+    ] {
+        let ok = Command::new("mknod")
+            .arg(s.join(args[0]))
+            .args(&args[1..])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mknod {args:?}");
+    }
+    drop(std::os::unix::net::UnixListener::bind(s.join("sock")).unwrap());
 }
 
 /// The python probe's lines.

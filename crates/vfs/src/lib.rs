@@ -252,7 +252,18 @@ pub enum FileKind {
     File,
     Directory,
     Symlink,
-    Other,
+    /// A FIFO, socket or device (never opened for I/O), which.
+    Other(Special),
+}
+
+/// What a [`FileKind::Other`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    Fifo,
+    CharDevice,
+    BlockDevice,
+    Socket,
+    Unknown,
 }
 
 /// Metadata of one file or directory.

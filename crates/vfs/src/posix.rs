@@ -34,7 +34,7 @@ use ringshare_engine::creds;
 
 use crate::{
     check_ea, ea_name_is_reserved, ea_name_is_valid, FileAttr, FileKind, FsError, FsResult, FsStat,
-    Node, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, UnixNanos, Who,
+    Node, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, Special, UnixNanos, Who,
 };
 
 /// Name of the xattr holding DOS attributes.
@@ -150,7 +150,11 @@ fn kind_of(mode: u16) -> FileKind {
         rustix::fs::FileType::RegularFile => FileKind::File,
         rustix::fs::FileType::Directory => FileKind::Directory,
         rustix::fs::FileType::Symlink => FileKind::Symlink,
-        _ => FileKind::Other,
+        rustix::fs::FileType::Fifo => FileKind::Other(Special::Fifo),
+        rustix::fs::FileType::CharacterDevice => FileKind::Other(Special::CharDevice),
+        rustix::fs::FileType::BlockDevice => FileKind::Other(Special::BlockDevice),
+        rustix::fs::FileType::Socket => FileKind::Other(Special::Socket),
+        _ => FileKind::Other(Special::Unknown),
     }
 }
 
@@ -612,7 +616,7 @@ impl PosixShare {
     ) -> FsResult<Fresh> {
         let st = statx_fd(fd.as_fd()).map_err(errno_to_fs)?;
         let kind = kind_of(st.stx_mode);
-        if kind == FileKind::Other && (readable || writable) {
+        if matches!(kind, FileKind::Other(_)) && (readable || writable) {
             return Err(FsError::AccessDenied);
         }
         // Opened O_NONBLOCK so that a FIFO cannot hang the open; a regular file goes

@@ -308,7 +308,7 @@ fn opening_a_fifo_does_not_hang_and_is_refused_for_io() {
         s.stat(&ringshare_vfs::server_who(), &p("fifo"))
             .unwrap()
             .kind,
-        FileKind::Other
+        FileKind::Other(ringshare_vfs::Special::Fifo)
     );
 }
 

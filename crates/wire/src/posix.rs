@@ -30,6 +30,11 @@ pub const TYPE_FIFO: u32 = 5;
 pub const TYPE_SOCKET: u32 = 6;
 /// A type with no wire number.
 pub const TYPE_UNKNOWN: u32 = 0xFFFF_FFFF;
+
+/// The reparse tags a POSIX client sees special files with ([MS-FSCC] 2.1.2.1):
+/// a symlink, and a FIFO, socket or device (the NFS tag, as Samba 4.22 shows them).
+pub const IO_REPARSE_TAG_SYMLINK: u32 = 0xA000_000C;
+pub const IO_REPARSE_TAG_NFS: u32 = 0x8000_0014;
 /// Permission, setuid, setgid and sticky bits.
 pub const PERM_MASK: u32 = 0o7777;
 const TYPE_SHIFT: u32 = 12;

@@ -16,7 +16,8 @@
 //! security descriptors; Samba shows its own passdb users by their S-1-5-21
 //! SIDs).
 
-use ringshare_vfs::{FileAttr, FileKind};
+use ringshare_vfs::{FileAttr, FileKind, Special};
+use ringshare_wire::consts::FileAttributes;
 use ringshare_wire::fscc::dir_info::PosixEntry;
 use ringshare_wire::posix::{self, FilePosixInfo, PosixCc};
 use ringshare_wire::security::Sid;
@@ -31,7 +32,30 @@ fn wire_type(k: FileKind) -> u32 {
         FileKind::File => posix::TYPE_FILE,
         FileKind::Directory => posix::TYPE_DIR,
         FileKind::Symlink => posix::TYPE_SYMLINK,
-        FileKind::Other => posix::TYPE_UNKNOWN,
+        FileKind::Other(Special::Fifo) => posix::TYPE_FIFO,
+        FileKind::Other(Special::CharDevice) => posix::TYPE_CHARDEV,
+        FileKind::Other(Special::BlockDevice) => posix::TYPE_BLKDEV,
+        FileKind::Other(Special::Socket) => posix::TYPE_SOCKET,
+        FileKind::Other(Special::Unknown) => posix::TYPE_UNKNOWN,
+    }
+}
+
+/// The reparse tag a POSIX client sees a file of kind `k` with: a symlink's, or
+/// the NFS one for FIFOs, sockets and devices (Samba 4.22); none for others.
+pub(crate) fn reparse_tag(k: FileKind) -> Option<u32> {
+    match k {
+        FileKind::Symlink => Some(posix::IO_REPARSE_TAG_SYMLINK),
+        FileKind::Other(_) => Some(posix::IO_REPARSE_TAG_NFS),
+        FileKind::File | FileKind::Directory => None,
+    }
+}
+
+/// The attributes a POSIX client sees: a file with a reparse tag is
+/// REPARSE_POINT alone (Samba 4.22), others as any client sees them.
+fn attributes(attr: &FileAttr) -> u32 {
+    match reparse_tag(attr.kind) {
+        Some(_) => FileAttributes::REPARSE_POINT.0,
+        None => fileinfo::attributes(attr),
     }
 }
 
@@ -48,7 +72,7 @@ fn sid_of(server: &ServerState, group: bool, id: u32) -> Sid {
 pub(crate) fn cc(server: &ServerState, attr: &FileAttr) -> PosixCc {
     PosixCc {
         nlinks: u32::try_from(attr.nlink).unwrap_or(u32::MAX),
-        reparse_tag: 0,
+        reparse_tag: reparse_tag(attr.kind).unwrap_or(0),
         mode: posix::mode_to_wire(wire_type(attr.kind), attr.mode),
         owner: sid_of(server, false, attr.uid),
         group: sid_of(server, true, attr.gid),
@@ -76,7 +100,7 @@ pub(crate) fn info(server: &ServerState, attr: &FileAttr, file_id: u64) -> FileP
         change_time: ch.0,
         end_of_file: eof,
         allocation_size: alloc,
-        file_attributes: fileinfo::attributes(attr),
+        file_attributes: attributes(attr),
         inode: file_id,
         device: e.device,
         cc: e.cc,
@@ -112,5 +136,52 @@ mod tests {
         assert_eq!(create_mode(&rules, true, 0o777), 0o1755);
         // The type bits a client may send are dropped.
         assert_eq!(create_mode(&rules, false, 0o10600), 0o604);
+    }
+
+    #[test]
+    fn symlinks_and_special_files_are_reparse_points_with_their_type_in_the_mode() {
+        let kinds = [
+            (
+                FileKind::Symlink,
+                posix::IO_REPARSE_TAG_SYMLINK,
+                posix::TYPE_SYMLINK,
+            ),
+            (
+                FileKind::Other(Special::Fifo),
+                posix::IO_REPARSE_TAG_NFS,
+                posix::TYPE_FIFO,
+            ),
+            (
+                FileKind::Other(Special::CharDevice),
+                posix::IO_REPARSE_TAG_NFS,
+                posix::TYPE_CHARDEV,
+            ),
+            (
+                FileKind::Other(Special::BlockDevice),
+                posix::IO_REPARSE_TAG_NFS,
+                posix::TYPE_BLKDEV,
+            ),
+            (
+                FileKind::Other(Special::Socket),
+                posix::IO_REPARSE_TAG_NFS,
+                posix::TYPE_SOCKET,
+            ),
+        ];
+        for (kind, tag, wire) in kinds {
+            let attr = FileAttr {
+                kind,
+                ..FileAttr::default()
+            };
+            assert_eq!(reparse_tag(kind), Some(tag), "{kind:?}");
+            assert_eq!(wire_type(kind), wire, "{kind:?}");
+            assert_eq!(
+                attributes(&attr),
+                FileAttributes::REPARSE_POINT.0,
+                "{kind:?}"
+            );
+        }
+        let file = FileAttr::default();
+        assert_eq!(reparse_tag(file.kind), None);
+        assert_eq!(attributes(&file), fileinfo::attributes(&file));
     }
 }

@@ -134,6 +134,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         if zero_ids {
             info.file_id = 0;
         }
+        // A POSIX open's listing, of any class, shows symlinks and special files as
+        // reparse points (Samba 4.22; [MS-FSCC] puts the tag in EaSize where no
+        // ReparsePointTag field is).
+        if let Some(tag) = crate::cmd::posix::reparse_tag(attr.kind).filter(|_| open.posix) {
+            info.file_attributes = ringshare_wire::consts::FileAttributes::REPARSE_POINT;
+            (info.ea_size, info.reparse_tag) = (tag, tag);
+        }
         if posix {
             let mut p = crate::cmd::posix::entry(&core.server, &attr);
             // The share root's `..` (the root again) has no owner to show: Samba sends
