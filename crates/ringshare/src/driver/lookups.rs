@@ -143,13 +143,23 @@ impl LookupPool {
             Lookup::Home(_) => &self.home,
             _ => &self.queue,
         };
-        crate::lock(&queue.waiting).questions.push_back(Question {
+        let q = Question {
             req,
             slot,
             gen,
             inbox: Arc::clone(inbox),
-        });
-        queue.ready.notify_one();
+        };
+        // A question that must wait for an earlier one of its order wakes nobody: the thread
+        // that asks the earlier one takes it next.
+        let takeable = {
+            let mut waiting = crate::lock(&queue.waiting);
+            let takeable = q.order().is_none_or(|o| !waiting.asking.contains(&o));
+            waiting.questions.push_back(q);
+            takeable
+        };
+        if takeable {
+            queue.ready.notify_one();
+        }
     }
 
     fn serve(&self, queue: &Queue) {
@@ -173,9 +183,17 @@ impl LookupPool {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
             }
             if let Some(o) = q.order() {
-                // The next question of this order may be asked now, by any thread.
-                crate::lock(&queue.waiting).asking.remove(&o);
-                queue.ready.notify_all();
+                // The next question of this order may be asked now. This thread takes a
+                // question when it loops; one more thread is woken when another is waiting
+                // (not all of them: on a stream of calls about one file, every answer woke
+                // every home-call thread).
+                let mut waiting = crate::lock(&queue.waiting);
+                waiting.asking.remove(&o);
+                let more = waiting.questions.iter().any(|w| w.order() == Some(o));
+                drop(waiting);
+                if more {
+                    queue.ready.notify_one();
+                }
             }
             crate::lock(&q.inbox.answers).push((q.slot, q.gen, q.req.id, done));
             q.inbox.any.store(true, Ordering::Release);
