@@ -182,6 +182,29 @@ fn holes_are_sent_as_patterns_without_being_read(dir: &Path) {
         "holes at start, middle and end"
     );
 
+    // Forty 4 KiB data ranges with 4 KiB holes between: more ranges than one
+    // READ reads in turn, so the span is read whole; the holes still go as
+    // Pattern_V1.
+    let path = dir.join("fragmented.bin");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut frag = vec![0u8; 320 * KIB as usize];
+    for i in 0..40u64 {
+        let data = text(PAGE as usize, 10 + i as u32);
+        file.write_all_at(&data, i * 2 * PAGE).unwrap();
+        frag[(i * 2 * PAGE) as usize..][..PAGE as usize].copy_from_slice(&data);
+    }
+    file.set_len(320 * KIB).unwrap();
+    let g = p.open("fragmented.bin");
+    let (data, frame, read) = read_at(&mut p, g, 0, 320 * KIB);
+    assert!(data == frag, "fragmented: the data differs from the file's");
+    assert_eq!(read, 79 * PAGE, "one read from the first data to the last");
+    assert_eq!(
+        zero_patterns(&frame).len(),
+        40,
+        "{:?}",
+        zero_patterns(&frame)
+    );
+
     // Allocated zeros are not holes: read whole, and still a Pattern_V1.
     let z = p.open("zeros.bin");
     let (data, frame, read) = read_at(&mut p, z, 0, MIB);

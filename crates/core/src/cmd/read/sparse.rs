@@ -18,6 +18,12 @@ use crate::exchange::ConnCore;
 use crate::fsmap::status_of;
 use crate::io::IoOp;
 
+/// Data ranges one READ reads one after another, at most: a file with more
+/// in the range (small holes between small data) has the span from its
+/// first data to its last read whole, holes included, in one read; the
+/// holes still go as Pattern_V1 without being scanned.
+const RANGES_MAX: usize = 16;
+
 /// A READ whose holes are not read: what is left to read.
 pub(crate) struct Sparse {
     node: Arc<dyn Node>,
@@ -27,6 +33,8 @@ pub(crate) struct Sparse {
     next: usize,
     /// Bytes of the reply (the READ clipped to the file's size).
     n: usize,
+    /// The holes `(start, len)` from the READ's offset, for the compressor.
+    holes: Vec<(usize, usize)>,
     /// The reply's buffer: headroom, then the data from the READ's offset
     /// (`None` until the first range is read: that read's buffer becomes it).
     buf: Option<Vec<u8>>,
@@ -43,18 +51,25 @@ pub(super) fn start(
     let map = node
         .read_map(c.offset, u64::from(c.len))
         .map_err(status_of)?;
-    let Some(data) = map.data else {
+    let Some(mut data) = map.data else {
         return Ok(Err(c));
     };
     let n = map.size.saturating_sub(c.offset).min(u64::from(c.len)) as usize;
     if n == 0 || n < c.min_count as usize {
         return Err(NtStatus::END_OF_FILE);
     }
+    let holes = holes_between(&data, c.offset, n);
+    if let (true, Some(&(first, _)), Some(&(last, len))) =
+        (data.len() > RANGES_MAX, data.first(), data.last())
+    {
+        data = vec![(first, last + len - first)];
+    }
     let s = Sparse {
         node: node.clone(),
         data,
         next: 0,
         n,
+        holes,
         buf: None,
     };
     if s.data.is_empty() {
@@ -116,8 +131,6 @@ pub(super) fn step(
     if (read as u64) < len {
         // The file shrank meanwhile: the reply ends where its data did.
         s.n = read + (offset - c.offset) as usize;
-        s.data.truncate(s.next);
-        s.data[s.next - 1].1 = read as u64;
     } else if s.next < s.data.len() {
         s.buf = Some(buf);
         return Ok(read_next(c, s));
@@ -126,19 +139,31 @@ pub(super) fn step(
     done(core, c, s, buf)
 }
 
-/// The reply, the holes between the data ranges marked for Pattern_V1.
-fn done(core: &mut ConnCore, c: ReadCont, s: Sparse, buf: Vec<u8>) -> Result<Handled, NtStatus> {
-    let mut holes = Vec::with_capacity(s.data.len() + 1);
+/// The holes `(start, len)` around `data` in the `n` bytes from `offset`.
+fn holes_between(data: &[(u64, u64)], offset: u64, n: usize) -> Vec<(usize, usize)> {
+    let mut holes = Vec::with_capacity(data.len() + 1);
     let mut pos = 0usize;
-    for &(offset, len) in &s.data {
-        let start = (offset - c.offset) as usize;
+    for &(at, len) in data {
+        let start = (at - offset) as usize;
         if start > pos {
             holes.push((pos, start - pos));
         }
         pos = start + len as usize;
     }
-    if s.n > pos {
-        holes.push((pos, s.n - pos));
+    if n > pos {
+        holes.push((pos, n - pos));
     }
+    holes
+}
+
+/// The reply, the holes marked for Pattern_V1 (those within it, when the
+/// file shrank meanwhile).
+fn done(core: &mut ConnCore, c: ReadCont, s: Sparse, buf: Vec<u8>) -> Result<Handled, NtStatus> {
+    let holes = s
+        .holes
+        .iter()
+        .filter(|&&(start, _)| start < s.n)
+        .map(|&(start, len)| (start, len.min(s.n - start)))
+        .collect();
     reply(core, c, buf, holes).map(Handled::Reply)
 }
