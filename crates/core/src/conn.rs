@@ -392,12 +392,13 @@ impl Connection {
         let ids: Vec<u64> = self.core.sessions.keys().copied().collect();
         for id in ids {
             if let Some(ch) = self.core.sessions.remove(&id) {
-                cmd::session_setup::leave_channel(
+                let asks = cmd::session_setup::leave_channel(
                     &self.core.server,
                     &ch.session,
                     self.core.conn_id,
                     self.core.now.mono_ms,
                 );
+                self.core.post_closes(asks);
             }
         }
         // Waiting CHANGE_NOTIFYs leave their watchers' queues (the handle

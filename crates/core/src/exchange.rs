@@ -97,9 +97,11 @@ pub(crate) struct ConnCore {
     pub domain_answer: Option<DomainAnswer>,
     /// What a command returning [`crate::cmd::ids::ASK_IDS`] asks the id source.
     pub ids_wanted: Option<crate::lookup::Lookup>,
-    /// Questions to the cluster's store whose answer nobody waits for (the record of an open
-    /// that closed before it was answered goes): asked as lookups after the request.
-    pub cluster_posts: Vec<crate::lookup::ClusterAsk>,
+    /// Questions to the cluster whose answer nobody waits for (the record of an open that
+    /// closed before it was answered goes from the cluster's store; the closes of a logoff, a
+    /// tree disconnect or a connection's end reach the homes of files homed elsewhere): asked
+    /// as lookups after the request.
+    pub cluster_posts: Vec<crate::lookup::Lookup>,
     /// The CREATE (its MessageId) parked on its file's home that was told to wait for breaks:
     /// run again, it goes async at once ([`crate::cmd::create::handle`]).
     pub create_waits: Option<u64>,
@@ -108,6 +110,14 @@ pub(crate) struct ConnCore {
 }
 
 impl ConnCore {
+    /// The calls that close opens of files homed elsewhere, whose answers nobody waits for
+    /// (a logoff, a tree disconnect, a connection's end: [`crate::opens::close_all`]): asked
+    /// after the request ([`ConnCore::cluster_posts`]).
+    pub(crate) fn post_closes(&mut self, asks: Vec<crate::lookup::HomeAsk>) {
+        let asks = asks.into_iter().map(crate::lookup::Lookup::Home);
+        self.cluster_posts.extend(asks);
+    }
+
     pub fn dialect(&self) -> Option<Dialect> {
         self.negotiated.as_ref().map(|n| n.dialect)
     }

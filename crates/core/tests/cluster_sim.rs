@@ -611,6 +611,61 @@ fn a_lock_and_unlock_of_a_file_homed_on_another_node_wait_for_the_home_not_their
     assert_eq!(a.write(fa, 10, b"y").status(), NtStatus::SUCCESS);
 }
 
+/// Issue 33, item 2: the closes of a logoff, a tree disconnect and a connection's end of an
+/// open of a file homed on another node are calls nobody waits for: the LOGOFF or
+/// TREE_DISCONNECT is answered at once and no call is made on the I/O thread; once the call is
+/// carried the home has taken the close, and a delete pending on the file's last open happened
+/// (the file is gone).
+#[test]
+fn a_logoff_tree_disconnect_or_connection_end_closes_at_the_home_without_waiting_for_it() {
+    for how in ["LOGOFF", "TREE_DISCONNECT", "the connection's end"] {
+        let cl = Cluster::new(3, 3);
+        let mut a = cl.client(1);
+        let fa = open(&mut a, "gone.txt", ALL, 7).expect("a");
+        assert_eq!(set_delete(&mut a, fa), NtStatus::SUCCESS);
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        let empty = |o: &mut Vec<u8>| {
+            use ringshare_wire::WriteExt;
+            o.put_u16(4);
+            o.put_u16(0);
+        };
+        let answered = match how {
+            "LOGOFF" => a.call(Command::LOGOFF, 0, empty).status(),
+            "TREE_DISCONNECT" => {
+                let tree = a.tree_id;
+                a.call(Command::TREE_DISCONNECT, tree, empty).status()
+            }
+            _ => {
+                a.conn.shutdown(a.now);
+                a.pump();
+                NtStatus::SUCCESS
+            }
+        };
+        assert_eq!(answered, NtStatus::SUCCESS, "{how}");
+        assert_eq!(
+            (a.held_lookups.len(), cl.calls_to(3)),
+            (1, calls),
+            "{how}: the close waits for its call, which the thread did not make"
+        );
+        assert!(
+            cl.exists("gone.txt"),
+            "{how}: the home has not had the close"
+        );
+        answer_held(&mut a);
+        assert_eq!(cl.calls_to(3), calls + 1, "{how}");
+        assert!(
+            !cl.exists("gone.txt"),
+            "{how}: its last close removed the file"
+        );
+        assert_eq!(
+            cl.nodes[0].resend_closes(),
+            0,
+            "{how}: nothing left to send"
+        );
+    }
+}
+
 #[test]
 fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let cl = Cluster::new(3, 1);

@@ -45,8 +45,15 @@ pub fn owner_of(session: &crate::state::Session) -> Owner {
 
 /// The session's opens go with the session (its last channel went, or a new
 /// session named it as the previous one): durable ones are parked, the
-/// others closed ([MS-SMB2] 3.3.7.1).
-pub fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now_ms: u64) {
+/// others closed ([MS-SMB2] 3.3.7.1); the calls that close those of files homed on another
+/// node are returned, to be asked ([`crate::opens::close_all`]).
+#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
+pub fn park_or_close_all(
+    server: &Arc<ServerState>,
+    opens: Vec<Arc<Open>>,
+    now_ms: u64,
+) -> Vec<crate::lookup::HomeAsk> {
+    let mut asks = Vec::new();
     for open in opens {
         // An open that is to delete its file does so now, as on Samba.
         let durability = {
@@ -60,11 +67,10 @@ pub fn park_or_close_all(server: &ServerState, opens: Vec<Arc<Open>>, now_ms: u6
         .filter(|d| crate::files::parked::may_keep(d, &lock(&open.entry), open.id));
         match durability {
             Some(d) => park(server, open, d, now_ms),
-            None => {
-                crate::opens::close_open(server, open, false);
-            }
+            None => asks.extend(crate::opens::close_posted(server, open)),
         }
     }
+    asks
 }
 
 /// Park one open: its share-mode entry stays, routed nowhere.

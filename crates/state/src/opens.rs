@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use ringshare_vfs::FileAttr;
 
+use crate::lookup::HomeAsk;
 use crate::notify;
 use crate::server::{lock, ServerState};
 use crate::state::{Open, Session};
@@ -259,9 +260,37 @@ pub fn take_where(session: &mut Session, pick: impl Fn(&Open) -> bool) -> Vec<Ar
         .collect()
 }
 
-/// Close opens taken out of their session ([`take_where`]).
-pub fn close_all(server: &ServerState, opens: Vec<Arc<Open>>) {
-    for open in opens {
-        close_open(server, open, false);
+/// Close opens taken out of their session ([`take_where`]) by a logoff, a tree disconnect or
+/// the end of a session or connection, whose closes nobody waits for: an open of a file homed
+/// on another node is closed there by a call returned to be carried away from the I/O thread
+/// ([`crate::lookup::Lookup::Home`], [`crate::server::ClusterHooks::close_posted`]), which
+/// finishes the close when the home took it; the others close now.
+#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
+pub fn close_all(server: &Arc<ServerState>, opens: Vec<Arc<Open>>) -> Vec<HomeAsk> {
+    opens
+        .into_iter()
+        .filter_map(|open| close_posted(server, open))
+        .collect()
+}
+
+/// [`close_all`] for one open.
+#[must_use = "the call that closes an open of a file homed elsewhere is to be asked"]
+pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Option<HomeAsk> {
+    let c = closing(server, open, false);
+    let o = Arc::clone(&c.open);
+    if let (Ok(Some(node)), Some(h)) = (
+        crate::decide::home(&server.node, o.key),
+        server.node.hooks(),
+    ) {
+        let (s, delete_on_close) = (Arc::clone(server), c.delete_on_close);
+        let then = Box::new(move |closed| {
+            closed_open(&s, c, closed);
+        });
+        let (key, entry, who) = (o.key, &o.entry, &o.who);
+        return h.close_posted(server, node, key, entry, o.id, delete_on_close, who, then);
     }
+    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
+    drop(o);
+    closed_open(server, c, closed);
+    None
 }

@@ -2,7 +2,7 @@
 //! set by [`ServerState::join_cluster`], so that crate::decide, crate::opens, crate::durable,
 //! crate::notify and crate::deliver never name the cluster.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ringshare_wire::NtStatus;
 
@@ -10,6 +10,7 @@ use super::msg::{self, Answer, Call};
 use super::{ask, ask_for, node_of, shadow, UnsentClose};
 use crate::files::oplock::{Break, Route};
 use crate::link::Closed;
+use crate::lookup::HomeAsk;
 use crate::server::{lock, ClusterHooks, FileEntry, FileKey, NodeState, ServerState, ShareDef};
 use crate::state::Open;
 use crate::watch::Change;
@@ -34,6 +35,42 @@ impl ClusterHooks for Hooks {
             None => Err(NtStatus::FILE_NOT_AVAILABLE),
         };
         c.answered(server, answer)
+    }
+
+    fn close_posted(
+        &self,
+        server: &Arc<ServerState>,
+        node: u16,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        delete_on_close: bool,
+        who: &ringshare_vfs::Who,
+        then: Box<dyn FnOnce(Closed) + Send>,
+    ) -> Option<HomeAsk> {
+        let c = HomeClose::new(key, entry, owner, delete_on_close, who);
+        let ask = match super::to_ask(&server.node, node, c.call()) {
+            Ok(ask) => ask,
+            Err(s) => {
+                then(c.answered(server, Err(s)));
+                return None;
+            }
+        };
+        // Run once, by the thread that carries the call: the close finishes there, and its
+        // answer is only logged (HomeClose::answered).
+        let rest = Mutex::new(Some((c, then)));
+        let (server, call) = (Arc::clone(server), ask.run);
+        let run = move || {
+            let answer = call();
+            if let Some((c, then)) = lock(&rest).take() {
+                then(c.answered(&server, super::answer_of(answer.clone())));
+            }
+            answer
+        };
+        Some(HomeAsk {
+            run: Box::new(run),
+            ..ask
+        })
     }
 
     fn delete_pending_at(

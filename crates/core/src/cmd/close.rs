@@ -90,7 +90,8 @@ pub(crate) fn answered(
 /// after the request, [`ConnCore::cluster_posts`]).
 pub(crate) fn abandon(core: &mut ConnCore, fin: AtHome) {
     fin.home.withdraw(&core.server.node);
-    core.cluster_posts.extend(fin.forget);
+    core.cluster_posts
+        .extend(fin.forget.map(crate::lookup::Lookup::Cluster));
 }
 
 /// The CLOSE's answer (with the file's attributes from before the close, when asked), once

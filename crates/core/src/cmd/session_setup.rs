@@ -30,7 +30,7 @@ use crate::identity::{Account, AccountError};
 use crate::limits;
 use crate::loglimit::{FailedLogon, LogKind};
 use crate::lookup::DomainAnswer;
-use crate::lookup::{Lookup, LookupDone};
+use crate::lookup::{HomeAsk, Lookup, LookupDone};
 use crate::peers::PeerIp;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
@@ -102,14 +102,22 @@ fn new_session(core: &mut ConnCore, dialect: Dialect) -> u64 {
 /// session that never became valid leaves the server too.
 fn abandon(core: &mut ConnCore, session_id: u64) {
     if let Some(ch) = core.sessions.remove(&session_id) {
-        leave_channel(&core.server, &ch.session, core.conn_id, core.now.mono_ms);
+        let asks = leave_channel(&core.server, &ch.session, core.conn_id, core.now.mono_ms);
+        core.post_closes(asks);
     }
 }
 
 /// Connection `conn_id` leaves a session (it closed, or its setup failed).
 /// The session ends with its last channel, or at once when it never became
-/// valid: its opens are closed and it leaves the GlobalSessionTable.
-pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u64, now_ms: u64) {
+/// valid: its opens are closed and it leaves the GlobalSessionTable. The calls that close opens
+/// of files homed elsewhere are returned, to be asked ([`ConnCore::post_closes`]).
+#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
+pub(crate) fn leave_channel(
+    server: &Arc<ServerState>,
+    sref: &SessionRef,
+    conn_id: u64,
+    now_ms: u64,
+) -> Vec<HomeAsk> {
     let gone = {
         let mut s = lock(sref);
         s.channels.retain(|c| *c != conn_id);
@@ -119,11 +127,13 @@ pub(crate) fn leave_channel(server: &ServerState, sref: &SessionRef, conn_id: u6
         }
         gone.then(|| (s.id, crate::opens::take_where(&mut s, |_| true)))
     };
-    if let Some((id, opens)) = gone {
-        // Durable opens wait for their client to reconnect ([MS-SMB2] 3.3.7.1).
-        crate::durable::park_or_close_all(server, opens, now_ms);
-        server.sessions.remove(id);
-    }
+    let Some((id, opens)) = gone else {
+        return Vec::new();
+    };
+    // Durable opens wait for their client to reconnect ([MS-SMB2] 3.3.7.1).
+    let asks = crate::durable::park_or_close_all(server, opens, now_ms);
+    server.sessions.remove(id);
+    asks
 }
 
 /// `logon_waits`: a SESSION_SETUP of this session waits for a lookup
@@ -302,9 +312,13 @@ fn leg_failed(core: &mut ConnCore, session_id: u64, e: AuthError) -> Result<Hand
     // client knows.
     // The channel stays in this connection's table until its next
     // request, which then gets USER_SESSION_DELETED signed with it.
-    let key = core.sessions.get(&session_id).and_then(|ch| {
-        end_session(&core.server, &ch.session);
-        ch.signing_key.clone()
+    let ended = core.sessions.get(&session_id).map(|ch| {
+        let asks = end_session(&core.server, &ch.session);
+        (asks, ch.signing_key.clone())
+    });
+    let key = ended.and_then(|(asks, key)| {
+        core.post_closes(asks);
+        key
     });
     let mut r = Reply::with_status(status, Vec::new());
     r.rare().sign_key = key;
@@ -510,16 +524,19 @@ fn act_for(session: &mut Session, who: Who) {
     session.is_anonymous = who.anonymous;
 }
 
-/// End a session everywhere: every channel finds it gone, its files close.
-fn end_session(server: &ServerState, sref: &SessionRef) {
+/// End a session everywhere: every channel finds it gone, its files close (the calls that
+/// close those homed elsewhere are returned, to be asked).
+#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
+fn end_session(server: &Arc<ServerState>, sref: &SessionRef) -> Vec<HomeAsk> {
     let (id, opens) = {
         let mut s = lock(sref);
         s.closed = true;
         s.channels.clear();
         (s.id, crate::opens::take_where(&mut s, |_| true))
     };
-    crate::opens::close_all(server, opens);
+    let asks = crate::opens::close_all(server, opens);
     server.sessions.remove(id);
+    asks
 }
 
 /// [MS-SMB2] 3.3.5.5 (binding) and 3.3.5.5.2: add this connection as a
@@ -1101,7 +1118,8 @@ fn end_previous_session(core: &mut ConnCore, session_id: u64, previous: u64) {
         let channels = std::mem::take(&mut s.channels);
         (s.id, channels, crate::opens::take_where(&mut s, |_| true))
     };
-    crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
+    let asks = crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
+    core.post_closes(asks);
     server.sessions.remove(id);
     core.sessions.remove(&previous);
     // Its connections answer what waits on it (CHANGE_NOTIFY: NOTIFY_CLEANUP).
@@ -1143,7 +1161,8 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     };
     // Durable opens outlive a LOGOFF too, as on Samba (smbtorture
     // smb2.durable-open.reopen4): the client may reconnect them.
-    crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
+    let asks = crate::durable::park_or_close_all(&server, opens, core.now.mono_ms);
+    core.post_closes(asks);
     server.sessions.remove(req.session_id);
     let mut b = Vec::with_capacity(4);
     b.put_u16(4);

@@ -323,7 +323,7 @@ pub(crate) fn follow_new_shares(server: &ServerState, sref: &SessionRef) -> Vec<
 
 /// Disconnect a tree as TREE_DISCONNECT does: its opens and pipes are
 /// closed. False when the session has no such tree.
-pub(crate) fn drop_tree(server: &ServerState, sref: &SessionRef, tree_id: u32) -> bool {
+pub(crate) fn drop_tree(core: &mut ConnCore, sref: &SessionRef, tree_id: u32) -> bool {
     let opens = {
         let mut session = lock(sref);
         if session.trees.remove(&tree_id).is_none() {
@@ -332,7 +332,8 @@ pub(crate) fn drop_tree(server: &ServerState, sref: &SessionRef, tree_id: u32) -
         session.pipes.retain(|_, p| lock(p).tree_id != tree_id);
         crate::opens::take_where(&mut session, |o| o.tree_id == tree_id)
     };
-    crate::opens::close_all(server, opens);
+    let asks = crate::opens::close_all(&core.server, opens);
+    core.post_closes(asks);
     true
 }
 
@@ -387,9 +388,8 @@ fn made_for(
 
 pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     TreeDisconnectRequest::decode(req.msg).map_err(|e| e.status())?;
-    let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
-    if !drop_tree(&server, &sref, req.tree_id) {
+    if !drop_tree(core, &sref, req.tree_id) {
         return Err(NtStatus::NETWORK_NAME_DELETED);
     }
     let mut b = Vec::with_capacity(4);

@@ -195,7 +195,8 @@ impl Connection {
             let opens = crate::opens::take_where(&mut lock(&sref), |o| {
                 !waiting.iter().any(|(_, open)| *open == o.id)
             });
-            crate::opens::close_all(&server, opens);
+            let asks = crate::opens::close_all(&server, opens);
+            self.core.post_closes(asks);
         }
         for (id, _) in waiting {
             self.poll_async(id);

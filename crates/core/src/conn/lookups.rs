@@ -63,8 +63,8 @@ impl Connection {
                     if let Ok(cmd::Handled::Lookup(parked)) =
                         cmd::close::answered(&self.core, *fin, done)
                     {
-                        if let Lookup::Cluster(forget) = parked.ask {
-                            self.core.cluster_posts.push(forget);
+                        if let Lookup::Cluster(_) = parked.ask {
+                            self.core.cluster_posts.push(parked.ask);
                         }
                     }
                 }
@@ -190,13 +190,12 @@ impl Connection {
         self.post_to_cluster();
     }
 
-    /// Ask the cluster's store what nobody waits for ([`crate::exchange::ConnCore::cluster_posts`]):
+    /// Ask the cluster what nobody waits for ([`crate::exchange::ConnCore::cluster_posts`]):
     /// lookups no request is parked on (their answers find nothing to go on with).
     pub(super) fn post_to_cluster(&mut self) {
         for ask in std::mem::take(&mut self.core.cluster_posts) {
             let id = self.next_io_id;
             self.next_io_id += 1;
-            let ask = Lookup::Cluster(ask);
             self.outputs
                 .push_back(Output::Lookup(LookupRequest { id, ask }));
         }

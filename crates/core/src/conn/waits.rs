@@ -75,7 +75,7 @@ impl Connection {
         for (session_id, sref) in sessions {
             for tree_id in cmd::tree::follow_new_shares(&self.core.server, &sref) {
                 self.cleanup_notifies(session_id, super::asyncs::NotifyScope::Tree(tree_id));
-                let _ = cmd::tree::drop_tree(&self.core.server, &sref, tree_id);
+                let _ = cmd::tree::drop_tree(&mut self.core, &sref, tree_id);
             }
         }
     }

@@ -93,6 +93,23 @@ pub trait ClusterHooks: Send + Sync {
         delete_on_close: bool,
         who: &ringshare_vfs::Who,
     ) -> crate::link::Closed;
+    /// A close nobody waits for (a logoff's, a tree disconnect's, a connection's end) of open
+    /// `owner` of file `key`, homed on node `node`: the call that closes it there, to be
+    /// carried away from the I/O thread ([`crate::lookup::Lookup::Home`]), which runs `then`
+    /// with what the close leaves where it runs, once the home answered. `None` when the call
+    /// cannot be made: `then` ran (the close is sent again later).
+    #[allow(clippy::too_many_arguments)]
+    fn close_posted(
+        &self,
+        server: &Arc<ServerState>,
+        node: u16,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        delete_on_close: bool,
+        who: &ringshare_vfs::Who,
+        then: Box<dyn FnOnce(crate::link::Closed) + Send>,
+    ) -> Option<crate::lookup::HomeAsk>;
     /// Whether the delete of file `key` is pending at its home, node `node` (with `set`, made
     /// so or not first): (pending, newly pending).
     fn delete_pending_at(

@@ -337,7 +337,8 @@ fn stored_or_closed(
         // Its record may have been stored all the same (etcd's answer lost): it goes, away
         // from the I/O thread too (etcd does not answer now).
         if let Some(forget) = crate::cluster::ca::take_forget(&core.server.node, &fin.open) {
-            core.cluster_posts.push(forget);
+            core.cluster_posts
+                .push(crate::lookup::Lookup::Cluster(forget));
         }
         abandon(core, fin);
         return Err(NtStatus::FILE_NOT_AVAILABLE);
