@@ -11,7 +11,7 @@
 //! about one file are asked one after another, in the order the rings asked them
 //! (`HomeAsk::order`).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +28,11 @@ const LOOKUP_THREADS: usize = 4;
 /// UNLOCKs of files homed elsewhere): each waits for its peer's answer, at most the peer
 /// connection's 2 s, so a stopped peer holds a thread per call to it for that long; the calls
 /// of a node's clients overlap, those about one file go one after another.
-const HOME_CALL_THREADS: usize = 8;
+const HOME_CALL_THREADS: usize = 16;
+/// Calls to one peer carried at once: a stopped peer holds at most these threads (for up to
+/// 2 s each); calls to the other nodes have the rest, and those to it wait their turn.
+const HOME_CALLS_PER_PEER: usize = 8;
+const _: () = assert!(HOME_CALLS_PER_PEER < HOME_CALL_THREADS);
 /// A lookup slower than this is logged (winbindd or the directory behind NSS is struggling).
 const LOOKUP_SLOW: Duration = Duration::from_secs(2);
 
@@ -58,12 +62,26 @@ struct Question {
     inbox: Arc<Inbox>,
 }
 
-impl Question {
+/// What decides when a waiting question may be taken ([`Waiting::take`]).
+trait Turn {
     /// Its order ([`ringshare_core::lookup::HomeAsk::order`]): questions of one order are
     /// asked one after another, in the order they came.
+    fn order(&self) -> Option<u64>;
+    /// The node a call to a file's home goes to: at most [`HOME_CALLS_PER_PEER`] at once.
+    fn peer(&self) -> Option<u16>;
+}
+
+impl Turn for Question {
     fn order(&self) -> Option<u64> {
         match &self.req.ask {
             Lookup::Home(h) if h.order != 0 => Some(h.order),
+            _ => None,
+        }
+    }
+
+    fn peer(&self) -> Option<u16> {
+        match &self.req.ask {
+            Lookup::Home(h) => Some(h.node),
             _ => None,
         }
     }
@@ -72,29 +90,69 @@ impl Question {
 /// Questions waiting, and the threads' wake-up.
 #[derive(Default)]
 struct Queue {
-    waiting: Mutex<Waiting>,
+    waiting: Mutex<Waiting<Question>>,
     ready: Condvar,
 }
 
-/// The questions not yet taken, and the orders of those being asked.
-#[derive(Default)]
-struct Waiting {
-    questions: VecDeque<Question>,
+/// The questions not yet taken, the orders of those being asked and how many calls each peer
+/// is being asked.
+struct Waiting<Q> {
+    questions: VecDeque<Q>,
     asking: HashSet<u64>,
+    peers: HashMap<u16, usize>,
 }
 
-impl Waiting {
-    /// The first question whose order has none being asked (it is then being asked).
-    fn take(&mut self) -> Option<Question> {
-        let at = self
-            .questions
-            .iter()
-            .position(|q| q.order().is_none_or(|o| !self.asking.contains(&o)))?;
+impl<Q> Default for Waiting<Q> {
+    fn default() -> Self {
+        Waiting {
+            questions: VecDeque::new(),
+            asking: HashSet::new(),
+            peers: HashMap::new(),
+        }
+    }
+}
+
+impl<Q: Turn> Waiting<Q> {
+    /// The first question whose order has none being asked and whose peer is asked fewer than
+    /// [`HOME_CALLS_PER_PEER`] calls (it is then being asked, until [`Waiting::done`]).
+    fn take(&mut self) -> Option<Q> {
+        let at = self.questions.iter().position(|q| self.takeable(q))?;
         let q = self.questions.remove(at)?;
         if let Some(o) = q.order() {
             self.asking.insert(o);
         }
+        if let Some(n) = q.peer() {
+            *self.peers.entry(n).or_default() += 1;
+        }
         Some(q)
+    }
+
+    /// Whether `q` may be taken now: no question of its order is being asked, and its peer is
+    /// asked fewer than [`HOME_CALLS_PER_PEER`] calls.
+    fn takeable(&self, q: &Q) -> bool {
+        q.order().is_none_or(|o| !self.asking.contains(&o))
+            && q.peer()
+                .is_none_or(|n| self.peers.get(&n).copied().unwrap_or(0) < HOME_CALLS_PER_PEER)
+    }
+
+    /// `q`, taken, was asked: the questions it held back may be taken. True when one of them
+    /// waits (of its order or its peer).
+    fn done(&mut self, q: &Q) -> bool {
+        if let Some(o) = q.order() {
+            self.asking.remove(&o);
+        }
+        if let Some(n) = q.peer() {
+            if let Some(c) = self.peers.get_mut(&n) {
+                *c -= 1;
+                if *c == 0 {
+                    self.peers.remove(&n);
+                }
+            }
+        }
+        let (order, peer) = (q.order(), q.peer());
+        self.questions.iter().any(|w| {
+            (order.is_some() && w.order() == order) || (peer.is_some() && w.peer() == peer)
+        })
     }
 }
 
@@ -149,11 +207,12 @@ impl LookupPool {
             gen,
             inbox: Arc::clone(inbox),
         };
-        // A question that must wait for an earlier one of its order wakes nobody: the thread
-        // that asks the earlier one takes it next.
+        // A question that cannot be taken now (an earlier one of its order is being asked, or
+        // its peer has its share of calls under way) wakes nobody: the thread that asks what
+        // holds it back wakes one when it is done.
         let takeable = {
             let mut waiting = crate::lock(&queue.waiting);
-            let takeable = q.order().is_none_or(|o| !waiting.asking.contains(&o));
+            let takeable = waiting.takeable(&q);
             waiting.questions.push_back(q);
             takeable
         };
@@ -182,18 +241,11 @@ impl LookupPool {
             if took > LOOKUP_SLOW {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
             }
-            if let Some(o) = q.order() {
-                // The next question of this order may be asked now. This thread takes a
-                // question when it loops; one more thread is woken when another is waiting
-                // (not all of them: on a stream of calls about one file, every answer woke
-                // every home-call thread).
-                let mut waiting = crate::lock(&queue.waiting);
-                waiting.asking.remove(&o);
-                let more = waiting.questions.iter().any(|w| w.order() == Some(o));
-                drop(waiting);
-                if more {
-                    queue.ready.notify_one();
-                }
+            if crate::lock(&queue.waiting).done(&q) {
+                // A question it held back may be asked now. This thread takes a question when it
+                // loops; one more thread is woken (not all of them: on a stream of calls about
+                // one file, every answer woke every home-call thread).
+                queue.ready.notify_one();
             }
             crate::lock(&q.inbox.answers).push((q.slot, q.gen, q.req.id, done));
             q.inbox.any.store(true, Ordering::Release);
@@ -217,5 +269,57 @@ impl Worker {
                 self.drain(slot);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call to `peer` about the file of order `order`.
+    #[derive(Debug, PartialEq)]
+    struct Call(u16, u64);
+
+    impl Turn for Call {
+        fn order(&self) -> Option<u64> {
+            Some(self.1)
+        }
+        fn peer(&self) -> Option<u16> {
+            Some(self.0)
+        }
+    }
+
+    /// Issue 33: a stopped peer holds at most its share of the home-call threads; a call to a
+    /// live node queued behind many calls to it is taken while they wait, and calls about one
+    /// file wait for the one before.
+    #[test]
+    fn calls_to_a_live_node_are_taken_while_a_stopped_node_holds_its_share_of_the_threads() {
+        let mut w = Waiting::default();
+        for i in 0..HOME_CALL_THREADS as u64 * 2 {
+            w.questions.push_back(Call(3, 100 + i));
+        }
+        w.questions.push_back(Call(2, 1));
+        w.questions.push_back(Call(2, 1));
+        w.questions.push_back(Call(2, 2));
+        let mut taken = Vec::new();
+        while let Some(q) = w.take() {
+            taken.push(q);
+        }
+        let to_3 = taken.iter().filter(|c| c.0 == 3).count();
+        assert_eq!(to_3, HOME_CALLS_PER_PEER, "node 3 holds its share");
+        let to_2: Vec<&Call> = taken.iter().filter(|c| c.0 == 2).collect();
+        assert_eq!(
+            to_2,
+            [&Call(2, 1), &Call(2, 2)],
+            "one call per file at once"
+        );
+        // The first call about file 1 is answered: the second may go.
+        let first = taken.iter().position(|c| *c == Call(2, 1)).unwrap();
+        assert!(w.done(&taken.remove(first)));
+        assert_eq!(w.take(), Some(Call(2, 1)));
+        // One call to node 3 ends: the next to it may go, in the order they came.
+        assert!(w.done(&taken.remove(0)));
+        assert_eq!(w.take(), Some(Call(3, 100 + HOME_CALLS_PER_PEER as u64)));
+        assert_eq!(w.take(), None);
     }
 }

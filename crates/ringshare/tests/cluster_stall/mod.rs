@@ -10,7 +10,11 @@
 //! that it held, one opens it again and again, one locks and unlocks bytes of its open of it
 //! again and again, each request waiting for node 2 (at most 2 s); the other clients'
 //! requests do not wait with them. A fourth holds a persistent open of that file, sends its
-//! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same.
+//! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same. Ten more
+//! open files of their own homed on node 2 meanwhile, more calls to it than the driver carries
+//! to one node at once, while one more client of node 1 opens, writes, reads and closes a file
+//! homed on node 3: its calls to node 3 are answered as fast as before (a stopped node holds
+//! only its share of the threads that carry calls to files' homes).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +26,8 @@ use super::*;
 const CLIENTS: usize = 8;
 /// Clients making persistent opens (their CREATEs wait for etcd).
 const PERSISTENT_CLIENTS: usize = 2;
+/// Clients opening files of their own homed on node 2 while it is stopped.
+const CROWD: usize = 10;
 
 /// When each CREATE+WRITE+READ+CLOSE of the measured clients started and how long it took.
 type Samples = Arc<Mutex<Vec<(Instant, Duration)>>>;
@@ -282,7 +288,22 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             homed_elsewhere(c, f, work, peer_stop, stop)
         }));
     }
-    // A third holds a persistent open of it, closes it once node 2 stops and goes at once.
+    // Ten more open files of their own homed on node 2 once it stops: more calls to it than
+    // the driver carries to one node at once (8), so that the calls to node 3 of a client
+    // measured meanwhile would wait for threads they hold, if they could hold them all.
+    for f in files_homed_on(&cl, 2, "crowd", CROWD) {
+        let (c, peer_stop, stop) = (cl.client(1), peer_stop.clone(), stop.clone());
+        remote.push(thread::spawn(move || {
+            homed_elsewhere(c, f, Remote::Open, peer_stop, stop)
+        }));
+    }
+    let far: Samples = Arc::default();
+    let farther = {
+        let f = files_homed_on(&cl, 3, "far", 1).remove(0);
+        let (c, stop, far) = (cl.client(1), stop.clone(), far.clone());
+        thread::spawn(move || measured(c, f, stop, far))
+    };
+    // A fourth holds a persistent open of it, closes it once node 2 stops and goes at once.
     let mut c = cl.client(1);
     let goes = opened(c.call(
         Command::CREATE,
@@ -321,6 +342,9 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     for t in measuring {
         t.join().expect("a measured client failed");
     }
+    farther
+        .join()
+        .expect("the client of a file homed on node 3 failed");
     let made: Vec<String> = making
         .into_iter()
         .map(|t| t.join().expect("a persistent client failed"))
@@ -328,12 +352,16 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     let (p_before, max_before, n_before) = p99(&samples, before, etcd_stopped);
     let (p_etcd, max_etcd, n_etcd) = p99(&samples, etcd_stopped, etcd_resumed);
     let (p_peer, max_peer, n_peer) = p99(&samples, peer_stopped, peer_resumed);
+    let (far_before, _, far_n_before) = p99(&far, before, etcd_stopped);
+    let (far_peer, far_max, far_n) = p99(&far, peer_stopped, peer_resumed);
     eprintln!(
         "[{name}] {CLIENTS} clients' CREATE+WRITE+READ+CLOSE of files homed on their node: \
          p99 {p_before:?} (max {max_before:?}, {n_before} requests) before; \
          {p_etcd:?} (max {max_etcd:?}, {n_etcd}) with etcd member {leader} (the leader) stopped (etcd took no write for {stall:?}); \
          {p_peer:?} (max {max_peer:?}, {n_peer}) with node 2 stopped; \
-         persistent opens meanwhile: {made:?}; the clients of a file homed on node 2: {remote:?}"
+         persistent opens meanwhile: {made:?}; the clients of files homed on node 2: {remote:?}; \
+         a client of node 1 on a file homed on node 3: p99 {far_before:?} ({far_n_before} requests) \
+         before, {far_peer:?} (max {far_max:?}, {far_n}) with node 2 stopped"
     );
     assert!(
         record_gone,
@@ -347,5 +375,9 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     assert!(
         p_peer <= bound(p_before),
         "node 2 stopped: p99 {p_peer:?} against {p_before:?} before"
+    );
+    assert!(
+        far_peer <= bound(far_before),
+        "node 2 stopped: calls to node 3 p99 {far_peer:?} against {far_before:?} before"
     );
 }
