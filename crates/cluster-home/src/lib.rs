@@ -18,5 +18,5 @@ pub mod cluster;
 /// The per-file state (crates/files), as the modules here name it.
 use ringshare_files as files;
 use ringshare_state::{
-    decide, durable, fsmap, link, lookup, notify, opens, path, server, state, watch,
+    decide, dirlease, durable, fsmap, link, lookup, notify, opens, path, server, state, watch,
 };

@@ -674,12 +674,7 @@ fn an_old_home_that_hands_a_partition_over_keeps_only_its_own_opens() {
     let fb = open(&mut b, "f.txt", READ, 1).unwrap();
     // Node 2 joins the partitions' homes (a planned move, node 1 alive).
     let parts: Vec<u32> = (0..PARTS).collect();
-    cl.bus
-        .owners
-        .lock()
-        .unwrap()
-        .iter_mut()
-        .for_each(|o| *o = 2);
+    home_all(&cl, 2);
     assert_eq!(cl.nodes[1].rebuild(&parts), Ok(1), "a's open, from node 1");
     let mut c = cl.client(3);
     assert_eq!(
@@ -702,12 +697,7 @@ fn opens_of_files_whose_home_is_unavailable_are_refused_and_others_go_on() {
     let mut a = cl.client(1);
     let fa = open(&mut a, "f.txt", ALL, 7).expect("home up");
     cl.bus.down.lock().unwrap().insert(3);
-    cl.bus
-        .owners
-        .lock()
-        .unwrap()
-        .iter_mut()
-        .for_each(|o| *o = 0);
+    home_all(&cl, 0);
     assert_eq!(
         open(&mut a, "f.txt", READ, 7),
         Err(NtStatus::FILE_NOT_AVAILABLE)
@@ -716,12 +706,7 @@ fn opens_of_files_whose_home_is_unavailable_are_refused_and_others_go_on() {
     // The open closes here whatever its home says.
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
     // Node 1 takes the partitions over: its files are decided there now.
-    cl.bus
-        .owners
-        .lock()
-        .unwrap()
-        .iter_mut()
-        .for_each(|o| *o = 1);
+    home_all(&cl, 1);
     let fa = open(&mut a, "f.txt", ALL, 0).expect("decided by node 1");
     let mut b = cl.client(2);
     assert_eq!(
@@ -772,13 +757,28 @@ fn a_change_made_through_one_node_reaches_a_watcher_on_another() {
         .collect();
     assert_eq!(got, vec![(1, "made-on-node-2.txt".to_string())], "ADDED");
     // Once a's watch ends, the other nodes stop sending changes to node 1.
-    let before = cl.posts_to(1);
-    b.put_file("w\\sent.txt", b"");
-    assert!(cl.posts_to(1) > before, "node 1 watches: changes are sent");
+    let posts = posts_to_1(&cl, || b.put_file("w\\sent.txt", b""));
+    assert!(posts > 0, "node 1 watches: changes are sent");
     assert_eq!(a.close(d).status(), NtStatus::SUCCESS);
+    let posts = posts_to_1(&cl, || b.put_file("w\\later.txt", b""));
+    assert_eq!(posts, 0, "no watcher on node 1: nothing sent");
+}
+
+/// Every partition's home is node `n` now (0: none).
+fn home_all(cl: &Cluster, n: u16) {
+    cl.bus
+        .owners
+        .lock()
+        .unwrap()
+        .iter_mut()
+        .for_each(|o| *o = n);
+}
+
+/// The messages posted to node 1 while `f` runs.
+fn posts_to_1(cl: &Cluster, f: impl FnOnce()) -> u64 {
     let before = cl.posts_to(1);
-    b.put_file("w\\later.txt", b"");
-    assert_eq!(cl.posts_to(1), before, "no watcher on node 1: nothing sent");
+    f();
+    cl.posts_to(1) - before
 }
 
 #[test]
@@ -1295,4 +1295,197 @@ fn random_schedules_on_three_nodes_decide_as_one_server_does() {
         );
     }
     eprintln!("decisions compared: {statuses:?}");
+}
+
+// ---- Directory leases across nodes ----
+
+/// FILE_DIRECTORY_FILE.
+const DIRECTORY: u32 = 0x1;
+
+/// A version-2 lease request of key `key` repeated naming parent lease key
+/// `parent` repeated.
+fn lease_under(key: u8, state: u32, parent: u8) -> Lease {
+    let mut l = lease_v2(key, state);
+    l.flags = ringshare_wire::consts::LeaseFlags::PARENT_LEASE_KEY_SET;
+    if let Some(v) = l.v2.as_mut() {
+        v.parent_key = [parent; 16];
+    }
+    l
+}
+
+/// `c` opens directory `d` with an RH lease of key `key` repeated (a lease
+/// broken to none comes back to RH); the handle stays open.
+fn lease_dir(c: &mut Client, key: u8) -> FileId {
+    let m = c.create_msg_caching("d", READ, 7, D::OPEN, 0xFF, Some(lease_v2(key, R | H)));
+    let r = c.send_frame(m).remove(0);
+    assert_eq!(granted_lease(&r).state.0, R | H);
+    CreateResponse::decode(&r.msg).expect("create").file_id
+}
+
+/// `c` was sent one lease break, of key `key` repeated, from RH to none;
+/// it acknowledges it.
+fn broken_to_none(c: &mut Client, key: u8, what: &str) {
+    let got = c.breaks();
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("{what}: one lease break: {got:?}");
+    };
+    assert_eq!(
+        (n.lease_key, n.current_lease_state.0, n.new_lease_state.0),
+        ([key; 16], R | H, 0),
+        "{what}"
+    );
+    assert_eq!(c.ack_lease(key, 0).status(), NtStatus::SUCCESS, "{what}");
+}
+
+/// `c` (whose directory lease has key `parent`) opens `name` naming that
+/// lease as its parent's.
+fn open_under(c: &mut Client, name: &str, disp: D, parent: u8) -> FileId {
+    let m = c.create_msg_caching(name, ALL, 7, disp, 0xFF, Some(lease_under(9, R, parent)));
+    let r = c.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::SUCCESS, "{name}");
+    CreateResponse::decode(&r.msg).expect("create").file_id
+}
+
+/// FileBasicInformation setting only the attributes.
+fn attributes_info(attributes: u32) -> Vec<u8> {
+    let mut b = vec![0; 32];
+    b.extend_from_slice(&attributes.to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b
+}
+
+/// Clients of nodes `na` and `nb` offering directory leasing (client
+/// guids of their node numbers), and a directory `d` the second made.
+fn leasing_pair(cl: &Cluster, na: u16, nb: u16) -> (Client, Client) {
+    let client = |n: u16| {
+        let s = cl.nodes[usize::from(n) - 1].clone();
+        Client::leasing_dirs(s, cl.mem.clone(), [n as u8; 16])
+    };
+    let (a, mut b) = (client(na), client(nb));
+    let f = b.create("d", READ, D::CREATE, DIRECTORY).expect("mkdir");
+    assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+    (a, b)
+}
+
+/// A change a client makes inside directory `d`.
+type Step = dyn Fn(&mut Client);
+
+#[test]
+fn a_change_through_another_node_breaks_a_directory_lease_but_the_changers_parent_lease() {
+    for home in HOMES {
+        let cl = Cluster::new(3, home);
+        let (mut a, mut b) = leasing_pair(&cl, 1, 2);
+        let f = b.create("e", READ, D::CREATE, DIRECTORY).expect("mkdir");
+        assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+        b.put_file("d\\moved.txt", b"x");
+        b.put_file("e\\back.txt", b"x");
+        let da = lease_dir(&mut a, 1);
+        let db = lease_dir(&mut b, 2);
+        let steps: [(&str, &Step); 5] = [
+            ("a create", &|b: &mut Client| {
+                let f = open_under(b, "d\\new.txt", D::CREATE, 2);
+                assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+            }),
+            ("attributes set", &|b: &mut Client| {
+                let f = open_under(b, "d\\new.txt", D::OPEN, 2);
+                let info = attributes_info(0x2);
+                assert_eq!(b.set_info(f, 1, 4, &info).status(), NtStatus::SUCCESS);
+                assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+            }),
+            ("a removal", &|b: &mut Client| {
+                let f = open_under(b, "d\\new.txt", D::OPEN, 2);
+                assert_eq!(set_delete(b, f), NtStatus::SUCCESS);
+                assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+            }),
+            ("a rename out", &|b: &mut Client| {
+                let f = open_under(b, "d\\moved.txt", D::OPEN, 2);
+                let info = rename_info("e\\moved.txt", false);
+                assert_eq!(b.set_info(f, 1, 10, &info).status(), NtStatus::SUCCESS);
+                assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+            }),
+            ("a rename in", &|b: &mut Client| {
+                let f = open_under(b, "e\\back.txt", D::OPEN, 2);
+                let info = rename_info("d\\back.txt", false);
+                assert_eq!(b.set_info(f, 1, 10, &info).status(), NtStatus::SUCCESS);
+                assert_eq!(b.close(f).status(), NtStatus::SUCCESS);
+            }),
+        ];
+        for (what, step) in steps {
+            let what = format!("{what} through node 2, home {home}");
+            step(&mut b);
+            broken_to_none(&mut a, 1, &what);
+            assert!(
+                b.breaks().is_empty(),
+                "{what}: the changer's parent lease stays"
+            );
+            // The leases come back to RH on another open of the directory.
+            lease_dir(&mut a, 1);
+            lease_dir(&mut b, 2);
+            assert!(a.breaks().is_empty() && b.breaks().is_empty(), "{what}");
+        }
+        assert_eq!(a.close(da).status(), NtStatus::SUCCESS);
+        assert_eq!(b.close(db).status(), NtStatus::SUCCESS);
+    }
+}
+
+#[test]
+fn a_directory_lease_follows_its_home_through_a_death_and_a_move_and_goes_with_its_close() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = leasing_pair(&cl, 1, 2);
+    let mut handles = vec![lease_dir(&mut a, 1)];
+    // Node 3, d's home, dies: node 2 rebuilds a's lease and decides for it.
+    cl.kill(3, 2);
+    let mut c = cl.client(1);
+    c.put_file("d\\by-node-1.txt", b"");
+    broken_to_none(
+        &mut a,
+        1,
+        "a create through node 1, home 2 after node 3 died",
+    );
+    handles.push(lease_dir(&mut a, 1));
+    b.put_file("d\\by-node-2.txt", b"");
+    broken_to_none(&mut a, 1, "a create through node 2, d's home now");
+    handles.push(lease_dir(&mut a, 1));
+    // A planned move to node 1: node 2 lets go of d's leases (its own
+    // client's too), so a change is broken once, by node 1.
+    let db = lease_dir(&mut b, 2);
+    home_all(&cl, 1);
+    let parts: Vec<u32> = (0..PARTS).collect();
+    assert_eq!(cl.nodes[0].rebuild(&parts), Ok(1), "b's open, from node 2");
+    c.put_file("d\\after-the-move.txt", b"");
+    broken_to_none(
+        &mut a,
+        1,
+        "a create through node 1 after the move to node 1",
+    );
+    broken_to_none(&mut b, 2, "the same create, for b on node 2");
+    assert!(
+        a.breaks().is_empty() && b.breaks().is_empty(),
+        "one break each"
+    );
+    // The last lease of d goes: nothing more is sent to node 1.
+    for h in handles {
+        assert_eq!(a.close(h).status(), NtStatus::SUCCESS);
+    }
+    assert_eq!(b.close(db).status(), NtStatus::SUCCESS);
+    let posts = posts_to_1(&cl, || b.put_file("d\\unleased.txt", b""));
+    assert_eq!(posts, 0, "node 1 wants no changes now");
+}
+
+#[test]
+fn a_dead_nodes_directory_leases_are_released_at_the_home() {
+    let cl = Cluster::new(3, 1);
+    let (mut c, mut b) = leasing_pair(&cl, 3, 2);
+    lease_dir(&mut c, 3);
+    let posts = posts_to_1(&cl, || b.put_file("d\\leased.txt", b""));
+    assert!(posts > 0, "node 1 decides for d's lease");
+    drop(c);
+    assert_eq!(cl.kill(3, 1), 0, "node 3 was the home of nothing");
+    let posts = posts_to_1(&cl, || b.put_file("d\\unleased.txt", b""));
+    assert_eq!(posts, 0, "node 3's lease went with it");
+    // A new lease on d is decided and broken as before.
+    let mut a = Client::leasing_dirs(cl.nodes[0].clone(), cl.mem.clone(), [1; 16]);
+    lease_dir(&mut a, 1);
+    b.put_file("d\\again.txt", b"");
+    broken_to_none(&mut a, 1, "a create through node 2 after node 3 died");
 }

@@ -84,6 +84,7 @@ pub fn admit_decided(
 ) -> Result<Option<Grant>, NtStatus> {
     let wish = ask.wish;
     let mut breaks = Vec::new();
+    let mut listed = false;
     let joined = {
         let mut e = lock(entry);
         if e.delete_pending {
@@ -124,15 +125,18 @@ pub fn admit_decided(
                     );
                     if let (Some(lid), oplock::LEVEL_LEASE) = (wish.lease, g.level) {
                         server.files.set_lease_file(lid, key);
-                        if ask.is_dir {
-                            server.files.note_dir_lease(key);
-                        }
+                        listed = ask.is_dir && server.files.note_dir_lease(key);
                     }
                     Some(g)
                 })
         }
     };
     server.send_breaks(breaks);
+    if listed {
+        // The first lease of a directory this node decides for: the other
+        // nodes send it their changes from before this open's answer.
+        crate::notify::tell_wants(server);
+    }
     joined
 }
 

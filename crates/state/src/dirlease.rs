@@ -48,8 +48,27 @@ pub fn entry_changed(
 }
 
 /// Something inside directory `dir` of share `share` changed: break its
-/// leases but `except`'s.
+/// leases but `except`'s. On a cluster node the change is also sent to the
+/// nodes that want changes (among them the homes of leased directories:
+/// a directory's leases are decided by its home, as a file's are).
 pub fn dir_changed(
+    server: &ServerState,
+    share: &str,
+    dir: &RelPath,
+    except: Option<[u8; 16]>,
+    now_ms: Option<u64>,
+) {
+    dir_changed_here(server, share, dir, except, now_ms);
+    if server.notify.remote() {
+        if let Some(h) = server.node.hooks() {
+            h.dir_changed(&server.node, share, dir, except);
+        }
+    }
+}
+
+/// [`dir_changed`] for the leases of this node's table only: a change made
+/// through another node arrives here.
+pub fn dir_changed_here(
     server: &ServerState,
     share: &str,
     dir: &RelPath,
@@ -103,7 +122,38 @@ impl ServerState {
     /// of leased directories, and lets go of its kernel watch.
     pub fn lease_left(&self, id: LeaseId, key: FileKey) {
         if let Some(watch) = self.files.forget_lease(id, key) {
+            self.dir_unlisted(watch);
+        }
+    }
+
+    /// Directory `key` is no longer this node's to decide for (its home is
+    /// another node now): its leases are another node's to break.
+    pub fn dir_moved(&self, key: FileKey) {
+        if let Some(watch) = self.files.unlist_dir(key) {
+            self.dir_unlisted(watch);
+        }
+    }
+
+    /// A directory left the list of leased directories: its kernel watch
+    /// (if it had one) goes; without listed directories or watchers the
+    /// other nodes are told that this node no longer wants their changes.
+    fn dir_unlisted(&self, watch: Option<u64>) {
+        if let Some(watch) = watch {
             kernel::drop_lease_ref(&self.notify, watch);
+        }
+        if !self.files.any_dir_leased() {
+            crate::notify::tell_wants(self);
+        }
+    }
+
+    /// Directory `key`, whose leases this node took over as its new home,
+    /// is listed: the other nodes are told (and have noted, before this
+    /// returns) that this node wants their changes, so that a change made
+    /// through them breaks its leases. (A lease granted here lists its
+    /// directory in `crate::decide`, with the entry locked.)
+    pub fn dir_listed(&self, key: FileKey) {
+        if self.files.note_dir_lease(key) {
+            crate::notify::tell_wants(self);
         }
     }
 }

@@ -115,7 +115,13 @@ impl Registry {
         self.armed.load(Ordering::Acquire) != 0
     }
 
-    /// How many other cluster nodes have watchers.
+    /// True when some other cluster node wants this node's changes (it has
+    /// watchers, or is the home of leased directories).
+    pub fn remote(&self) -> bool {
+        self.remote.load(Ordering::Acquire) != 0
+    }
+
+    /// How many other cluster nodes want this node's changes.
     pub fn set_remote(&self, nodes: usize) {
         self.remote.store(nodes, Ordering::Release);
     }
@@ -194,9 +200,7 @@ pub fn arm(
     let first = reg.armed.fetch_add(1, Ordering::AcqRel) == 0;
     drop(dirs);
     if first {
-        if let Some(h) = server.node.hooks() {
-            h.watching(&server.node, true);
-        }
+        tell_wants(server);
     }
     // Changes other programs make there (and below it, for WATCH_TREE),
     // through the kernel.
@@ -210,6 +214,31 @@ pub fn arm(
         kernel::drop_refs(&server.notify, w.id, root);
     }
     Ok(w)
+}
+
+/// On a cluster node, tell the other nodes whether this node wants the
+/// changes made through them (it has CHANGE_NOTIFY watchers, or is the home
+/// of leased directories: `crate::dirlease`), when that is not what they
+/// were last told. Told in order (one telling at a time), and what is told
+/// is what holds when it is told: a watcher that ended while its first
+/// telling was under way is told next. Returns once the others noted a
+/// `true` (or were posted it, for a node that did not answer).
+pub fn tell_wants(server: &ServerState) {
+    let Some(h) = server.node.hooks() else {
+        return;
+    };
+    let mut told = lock(&server.node.told_wants);
+    let wants = server.notify.local() || server.files.any_dir_leased();
+    if *told != wants {
+        *told = wants;
+        h.watching(&server.node, wants);
+    }
+}
+
+/// Whether the other nodes were last told that this node wants their
+/// changes (a node that joins is told so).
+pub fn wants(server: &ServerState) -> bool {
+    *lock(&server.node.told_wants)
 }
 
 /// The watch of a directory open ends (the open is closed, parked as
@@ -249,9 +278,7 @@ pub fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
     }
     kernel::drop_refs(&server.notify, w.id, w.root);
     if last {
-        if let Some(h) = server.node.hooks() {
-            h.watching(&server.node, false);
-        }
+        tell_wants(server);
     }
     if let Some(head) = tell {
         wake(&server.mail, w, head);

@@ -104,6 +104,16 @@ impl ClusterHooks for Hooks {
     fn watching(&self, here: &NodeState, watching: bool) {
         super::notify::watching(here, watching);
     }
+
+    fn dir_changed(
+        &self,
+        here: &NodeState,
+        share: &str,
+        dir: &ringshare_vfs::RelPath,
+        except: Option<[u8; 16]>,
+    ) {
+        super::notify::forward_dir_change(here, share, dir, except);
+    }
 }
 
 /// A close of an open of a file homed on another node, on its way to the home: what its

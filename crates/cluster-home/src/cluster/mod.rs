@@ -160,6 +160,10 @@ impl ClusterNode for ServerState {
                 notify::interest(self, from, watching);
                 Ok(None)
             }
+            msg::Message::DirChanged { share, dir, except } => {
+                crate::dirlease::dir_changed_here(self, &share, &dir, except, Some(now_ms));
+                Ok(None)
+            }
             msg::Message::Answer(_) => Err(WireError::Invalid("answer without a call")),
         }
     }

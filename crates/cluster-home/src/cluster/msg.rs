@@ -170,8 +170,9 @@ pub enum Call {
     /// Asked of a node by a file's home: close these disconnected durable
     /// opens (FileIds) of yours; a new open would have to break them.
     CloseParked(Vec<(u64, u64)>),
-    /// Node `from` armed its first CHANGE_NOTIFY watcher: send it your
-    /// changes (answered once noted, before the watcher's interim).
+    /// Node `from` armed its first CHANGE_NOTIFY watcher or was granted its
+    /// first directory lease: send it your changes (answered once noted,
+    /// before the watcher's interim or the lease's CREATE answer).
     Interest {
         from: u16,
     },
@@ -263,10 +264,20 @@ pub enum Message {
         share: String,
         changes: Vec<Change>,
     },
-    /// Node `from` has (or no longer has) CHANGE_NOTIFY watchers.
+    /// Node `from` wants the other nodes' changes (it has CHANGE_NOTIFY
+    /// watchers or is the home of leased directories), or no longer does.
     Interest {
         from: u16,
         watching: bool,
+    },
+    /// Something inside directory `dir` of share `share` changed through the
+    /// sending node: the receiving node breaks the leases on it it is the
+    /// home of, except the lease of key `except` (the changing open's
+    /// ParentLeaseKey).
+    DirChanged {
+        share: String,
+        dir: RelPath,
+        except: Option<[u8; 16]>,
     },
 }
 

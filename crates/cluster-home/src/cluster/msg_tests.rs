@@ -310,6 +310,16 @@ pub fn samples() -> Vec<Message> {
                 from: 2,
                 watching: true,
             },
+            Message::DirChanged {
+                share: "share".into(),
+                dir: RelPath::from_components(["d"]).unwrap(),
+                except: Some([7; 16]),
+            },
+            Message::DirChanged {
+                share: "share".into(),
+                dir: RelPath::root(),
+                except: None,
+            },
         ])
         .collect()
 }

@@ -1,26 +1,25 @@
-//! CHANGE_NOTIFY across nodes: a change made through one node reaches the
-//! watchers of every node. A node with watchers tells the others so
-//! ([`super::msg::Message::Interest`], when its first watcher is armed and
-//! its last one ends, and to a node that joins); a node that changes
-//! something sends the change to the nodes that watch (a post each, not
-//! waited for), and they report it to their watchers as their own changes
-//! (so that their kernel's echo of it, when they share the directory, is
-//! not reported twice).
+//! CHANGE_NOTIFY and directory leases across nodes: a change made through
+//! one node reaches the watchers of every node, and breaks the leases of
+//! the directory it was made in wherever that directory's home is (a
+//! directory's leases are decided by its home, as a file's are). A node
+//! with watchers or leased directories (of which it is the home) tells the
+//! others that it wants their changes ([`super::msg::Message::Interest`],
+//! when its first watcher is armed or directory leased, when its last one
+//! ends, and to a node that joins); a node that changes something sends the
+//! change to the nodes that want it (a post each, not waited for): they
+//! report it to their watchers as their own changes (so that their
+//! kernel's echo of it, when they share the directory, is neither reported
+//! twice nor breaks a lease the change spared), and break the leases of its
+//! directory but the one the changing open named as its parent's
+//! ([`super::msg::Message::DirChanged`]).
 
 use super::msg::{Change, Message};
 use crate::notify;
 use crate::server::{lock, NodeState, ServerState, ShareDef};
 
-/// Send changes made through this node to the nodes that watch.
+/// Send changes made through this node to the nodes that want them.
 pub fn forward(here: &NodeState, share: &ShareDef, changes: &[notify::Change<'_>]) {
-    let Some(link) = here.link() else {
-        return;
-    };
-    let peers = lock(&here.notify_peers).clone();
-    if peers.is_empty() {
-        return;
-    }
-    let msg = Message::Changes {
+    post_to_wanting(here, || Message::Changes {
         share: share.name.clone(),
         changes: changes
             .iter()
@@ -31,14 +30,43 @@ pub fn forward(here: &NodeState, share: &ShareDef, changes: &[notify::Change<'_>
                 stream: c.stream.map(str::to_string),
             })
             .collect(),
+    });
+}
+
+/// Send a change inside directory `dir` of `share` made through this node
+/// to the nodes that want changes: those that decide for a leased `dir`
+/// break its leases but `except`'s.
+pub fn forward_dir_change(
+    here: &NodeState,
+    share: &str,
+    dir: &ringshare_vfs::RelPath,
+    except: Option<[u8; 16]>,
+) {
+    post_to_wanting(here, || Message::DirChanged {
+        share: share.to_string(),
+        dir: dir.clone(),
+        except,
+    });
+}
+
+/// Post the message `msg` makes to each node that wants this node's
+/// changes (made only when there is one).
+fn post_to_wanting(here: &NodeState, msg: impl FnOnce() -> Message) {
+    let Some(link) = here.link() else {
+        return;
+    };
+    let peers = lock(&here.notify_peers).clone();
+    if peers.is_empty() {
+        return;
     }
-    .encode();
+    let msg = msg().encode();
     for n in peers {
         link.post(n, msg.clone());
     }
 }
 
-/// This node's first watcher was armed (`true`) or its last one ended.
+/// This node wants the other nodes' changes now (`true`: its first watcher
+/// was armed or directory leased) or no longer does.
 pub fn watching(here: &NodeState, watching: bool) {
     if let Some(link) = here.link() {
         let me = link.node();
@@ -80,15 +108,16 @@ pub trait AnnounceWatchers {
 
 impl AnnounceWatchers for ServerState {
     fn announce_watchers(&self, nodes: &[u16]) {
-        if self.notify.local() {
+        if notify::wants(self) {
             tell(&self.node, nodes, true);
         }
     }
 }
 
-/// Another node's changes, for this node's watchers.
+/// Another node's changes, for this node's watchers (and, where this node
+/// kernel-watches directories, marked as its own: their echo is dropped).
 pub fn received(server: &ServerState, share: &str, changes: &[Change]) {
-    if !server.notify.local() {
+    if !server.notify.active() {
         return;
     }
     let Some(share) = server.shares().share(share).cloned() else {

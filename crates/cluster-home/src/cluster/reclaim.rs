@@ -45,6 +45,10 @@ pub fn records(
     let mut out = Vec::new();
     let mut bytes = 0;
     let mut emptied = Vec::new();
+    // Leases of other nodes' opens that leave this node's entries, and the
+    // files looked at: their leases are the new home's to decide now.
+    let mut left = Vec::new();
+    let mut moved = Vec::new();
     for (key, entry) in entries {
         if out.len() == RECORDS_PER_PAGE || bytes > PAGE_BYTES {
             // Full: the caller asks again for the files after the last one
@@ -53,6 +57,7 @@ pub fn records(
             break;
         }
         last = Some(key);
+        moved.push(key);
         let mut e = lock(&entry);
         // The new home gives I/O grants anew; the old one's are void.
         e.grants = Default::default();
@@ -69,6 +74,12 @@ pub fn records(
             e.locks.release_owner(o);
         }
         let used: Vec<_> = e.opens.iter().filter_map(|o| o.caching.lease).collect();
+        left.extend(
+            e.leases
+                .iter()
+                .filter(|l| !used.contains(&l.id))
+                .map(|l| (l.id, key)),
+        );
         e.leases.retain(|l| used.contains(&l.id));
         e.waiters.retain(|c| mine(*c));
         if e.opens.is_empty() {
@@ -87,6 +98,12 @@ pub fn records(
         };
         bytes += super::msg::record_len(&rec);
         out.push(rec);
+    }
+    for (id, key) in left {
+        server.lease_left(id, key);
+    }
+    for key in moved {
+        server.dir_moved(key);
     }
     for key in emptied {
         server.files.drop_if_unused(key);
@@ -141,6 +158,7 @@ impl Reclaim for ServerState {
                 }
             }
         }
+        self.list_leased_dirs(parts);
         Ok(taken)
     }
     fn forget_node(&self, node: u16) -> usize {
@@ -227,6 +245,10 @@ impl Reclaim for ServerState {
 pub(crate) trait ReclaimHere {
     /// Take one node's record of a file into its entry here.
     fn merge(&self, r: Record) -> usize;
+    /// The directories of `parts` with leases (rebuilt here, or this
+    /// node's own opens') are this node's to break now: listed, and the
+    /// other nodes told to send this node their changes.
+    fn list_leased_dirs(&self, parts: &[u32]);
 }
 
 impl ReclaimHere for ServerState {
@@ -255,9 +277,26 @@ impl ReclaimHere for ServerState {
                 l.breaking_to = None;
                 l.required = 0;
                 l.break_deadline_ms = 0;
+                self.files.set_lease_file(l.id, r.key);
                 e.leases.push(l);
             }
         }
         taken
+    }
+
+    fn list_leased_dirs(&self, parts: &[u32]) {
+        let Some(link) = self.node.link() else {
+            return;
+        };
+        let n = link.partitions();
+        for (key, entry) in self.files.keyed(|k| parts.contains(&partition_of(k, n))) {
+            let leased = {
+                let e = lock(&entry);
+                e.is_dir && !e.leases.is_empty()
+            };
+            if leased {
+                self.dir_listed(key);
+            }
+        }
     }
 }

@@ -664,9 +664,10 @@ fn target_is_open(
 }
 
 /// The file of `open` changed (attributes, times, size): the leases on its
-/// directory break, but the one its lease names as its parent's.
+/// directory break, but the one its lease names as its parent's (here, and
+/// at the directory's home when that is another node that wants changes).
 fn entry_changed(server: &ServerState, open: &Open, now_ms: u64) {
-    if server.files.any_dir_leased() {
+    if server.files.any_dir_leased() || server.notify.remote() {
         let path = lock(&open.entry).path.clone();
         let except = dirlease::parent_key(open);
         dirlease::entry_changed(server, &open.share.name, &path, except, Some(now_ms));

@@ -19,8 +19,13 @@ pub struct NodeState {
     link: OnceLock<Arc<dyn ClusterLink>>,
     /// What the per-file operations ask of the cluster layer (set with the link).
     hooks: OnceLock<&'static dyn ClusterHooks>,
-    /// Other cluster nodes with CHANGE_NOTIFY watchers (`crate::cluster::notify` (crates/core)).
+    /// Other cluster nodes that want this node's changes: they have
+    /// CHANGE_NOTIFY watchers or are homes of leased directories
+    /// (`crate::cluster::notify` (crates/core)).
     pub notify_peers: Mutex<Vec<u16>>,
+    /// Whether the other nodes were last told that this node wants theirs
+    /// ([`crate::notify::tell_wants`]; held while they are told).
+    pub told_wants: Mutex<bool>,
     /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
     pub unsent_closes: Mutex<Vec<crate::link::UnsentClose>>,
     /// Durable opens of files homed elsewhere parked since the homes were
@@ -131,6 +136,17 @@ pub trait ClusterHooks: Send + Sync {
     ) -> bool;
     /// Changes made through this node on `share`, for the other nodes' watchers.
     fn changes(&self, here: &NodeState, share: &ShareDef, changes: &[crate::watch::Change<'_>]);
-    /// This node's first CHANGE_NOTIFY watcher was armed (`true`) or its last one ended.
+    /// This node wants the changes made through the other nodes (`true`: its first
+    /// CHANGE_NOTIFY watcher was armed or its first directory lease listed; answered once
+    /// the others noted it), or no longer does.
     fn watching(&self, here: &NodeState, watching: bool);
+    /// Something inside directory `dir` of `share` changed through this node: the nodes
+    /// that want changes break the leases on it they decide for, but `except`'s.
+    fn dir_changed(
+        &self,
+        here: &NodeState,
+        share: &str,
+        dir: &ringshare_vfs::RelPath,
+        except: Option<[u8; 16]>,
+    );
 }

@@ -193,8 +193,8 @@ impl FileTable {
     /// named it. Every path by which an open ends comes here (through
     /// `ServerState::lease_left`): when it was the last lease of a leased
     /// directory, the directory leaves the list, and the id its kernel watch
-    /// is held by (to be let go) is returned.
-    pub(crate) fn forget_lease(&self, id: LeaseId, key: FileKey) -> Option<u64> {
+    /// is held by (to be let go), if it had one, is returned.
+    pub(crate) fn forget_lease(&self, id: LeaseId, key: FileKey) -> Option<Option<u64>> {
         let mut m = lock(&self.leases);
         if m.get(&id) == Some(&key) {
             m.remove(&id);
@@ -202,14 +202,26 @@ impl FileTable {
         if self.dir_leased.load(Ordering::Acquire) == 0 {
             return None;
         }
-        let mut dirs = lock(&self.dir_leases);
-        let at = dirs.iter().position(|(k, _)| *k == key)?;
         if m.values().any(|k| *k == key) {
             return None;
         }
+        // The lease map stays locked: a lease granted meanwhile lists the
+        // directory again after this.
+        self.unlist_dir(key)
+    }
+
+    /// Directory `key` leaves the list of leased directories (its last
+    /// lease went, or its home is another node now); the id its kernel
+    /// watch was held by, if it had one. `None`: it was not listed.
+    pub(crate) fn unlist_dir(&self, key: FileKey) -> Option<Option<u64>> {
+        if self.dir_leased.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut dirs = lock(&self.dir_leases);
+        let at = dirs.iter().position(|(k, _)| *k == key)?;
         let (_, watch) = dirs.swap_remove(at);
         self.dir_leased.store(dirs.len(), Ordering::Release);
-        watch
+        Some(watch)
     }
 
     /// The leases with this key (one per client), with the files they are on.
@@ -221,13 +233,16 @@ impl FileTable {
             .collect()
     }
 
-    /// A lease was granted on directory `key` (taken with its entry locked).
-    pub(crate) fn note_dir_lease(&self, key: FileKey) {
+    /// A lease was granted on directory `key` (taken with its entry
+    /// locked): true when it was not listed yet.
+    pub(crate) fn note_dir_lease(&self, key: FileKey) -> bool {
         let mut dirs = lock(&self.dir_leases);
-        if !dirs.iter().any(|(k, _)| *k == key) {
-            dirs.push((key, None));
-            self.dir_leased.store(dirs.len(), Ordering::Release);
+        if dirs.iter().any(|(k, _)| *k == key) {
+            return false;
         }
+        dirs.push((key, None));
+        self.dir_leased.store(dirs.len(), Ordering::Release);
+        true
     }
 
     /// Give leased directory `key` a kernel watch, made by `watch` (which

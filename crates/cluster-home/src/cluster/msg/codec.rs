@@ -23,6 +23,7 @@ const ANSWER: u8 = 2;
 const POST: u8 = 3;
 const CHANGES: u8 = 4;
 const INTEREST: u8 = 5;
+const DIR_CHANGED: u8 = 6;
 
 impl Message {
     pub fn encode(&self) -> Vec<u8> {
@@ -63,6 +64,12 @@ impl Message {
                 o.put_u16(*from);
                 put_bool(&mut o, *watching);
             }
+            Message::DirChanged { share, dir, except } => {
+                o.put_u8(DIR_CHANGED);
+                put_str(&mut o, share);
+                put_path(&mut o, dir);
+                put_opt(&mut o, *except, |o, k| o.put_bytes(&k));
+            }
         }
         o
     }
@@ -96,6 +103,11 @@ impl Message {
             INTEREST => Message::Interest {
                 from: r.u16()?,
                 watching: get_bool(&mut r)?,
+            },
+            DIR_CHANGED => Message::DirChanged {
+                share: get_str(&mut r)?,
+                dir: get_path(&mut r)?,
+                except: get_opt(&mut r, |r| r.array())?,
             },
             _ => return Err(WireError::Invalid("unknown cluster message")),
         };
