@@ -62,6 +62,7 @@ fn fs_class(class: FsInfoClass, buf: &[u8]) {
         FsInfoClass::FULL_SIZE => round_trip!(f::FileFsFullSizeInformation, buf),
         FsInfoClass::OBJECT_ID => round_trip!(f::FileFsObjectIdInformation, buf),
         FsInfoClass::SECTOR_SIZE => round_trip!(f::FileFsSectorSizeInformation, buf),
+        FsInfoClass::POSIX => round_trip!(ringshare_wire::posix::FsPosixInfo, buf),
         _ => {}
     }
 }

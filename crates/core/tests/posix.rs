@@ -334,3 +334,30 @@ fn a_file_only_posix_opens_hold_may_be_replaced_by_a_rename() {
     c.close(p);
     assert!(listed(&mut c, "dst"));
 }
+
+#[test]
+fn a_posix_open_gets_the_file_system_s_posix_information_and_others_invalid_info_class() {
+    use ringshare_wire::posix::FsPosixInfo;
+    const FILESYSTEM: u8 = 2;
+    let (mut c, _) = client(true);
+    let tree = c.tree_id;
+    let ctx = vec![CreateContext::new(tag::POSIX, vec![0; 4])];
+    let mut m = c.create_msg_ctx(tree, "", 0x120089, 7, D::OPEN, DIRECTORY, 0, ctx);
+    c.sign(&mut m);
+    let p = CreateResponse::decode(&c.send_frame(m).remove(0).msg)
+        .unwrap()
+        .file_id;
+    let q = c.query_info(p, FILESYSTEM, 100, 0, 4096);
+    assert_eq!(q.status(), NtStatus::SUCCESS);
+    let out = decode_output_buffer_response(&q.msg).unwrap();
+    assert_eq!(out.len(), FsPosixInfo::SIZE);
+    let info = FsPosixInfo::decode(out).unwrap();
+    // MemShare's figures: 4 KiB blocks, 2^20 file nodes, some in use.
+    assert_eq!((info.block_size, info.optimal_transfer_size), (4096, 4096));
+    assert_eq!(info.total_file_nodes, 1 << 20);
+    assert!(info.free_file_nodes < info.total_file_nodes && info.free_file_nodes > 0);
+    assert_eq!(info.blocks_available, info.user_blocks_available);
+    let w = c.create("", 0x80, D::OPEN, 0).unwrap();
+    let q = c.query_info(w, FILESYSTEM, 100, 0, 4096);
+    assert_eq!(q.status(), NtStatus::INVALID_INFO_CLASS);
+}

@@ -393,6 +393,8 @@ pub struct ReadMap {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FsStat {
     pub block_size: u64,
+    /// The preferred I/O size (statvfs's f_bsize).
+    pub io_size: u64,
     pub total_blocks: u64,
     pub free_blocks: u64,
     pub avail_blocks: u64,

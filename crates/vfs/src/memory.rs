@@ -671,6 +671,7 @@ impl Share for MemShare {
         let free = st.capacity_bytes.saturating_sub(st.used_bytes) / BLOCK_SIZE;
         Ok(FsStat {
             block_size: BLOCK_SIZE,
+            io_size: BLOCK_SIZE,
             total_blocks: st.capacity_bytes / BLOCK_SIZE,
             free_blocks: free,
             avail_blocks: free,

@@ -1003,6 +1003,7 @@ impl Share for PosixShare {
             } else {
                 s.f_bsize
             },
+            io_size: s.f_bsize,
             total_blocks: s.f_blocks,
             free_blocks: s.f_bfree,
             avail_blocks: s.f_bavail,

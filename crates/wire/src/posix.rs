@@ -189,6 +189,49 @@ impl FilePosixInfo {
     }
 }
 
+/// FSCC_FS_POSIX_INFORMATION (QUERY_INFO of the file system, class 100), Samba's
+/// layout: the file system's statvfs(3) figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FsPosixInfo {
+    pub optimal_transfer_size: u32,
+    pub block_size: u32,
+    pub total_blocks: u64,
+    pub blocks_available: u64,
+    pub user_blocks_available: u64,
+    pub total_file_nodes: u64,
+    pub free_file_nodes: u64,
+    pub fs_identifier: u64,
+}
+
+impl FsPosixInfo {
+    pub const SIZE: usize = 56;
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u32(self.optimal_transfer_size);
+        out.put_u32(self.block_size);
+        out.put_u64(self.total_blocks);
+        out.put_u64(self.blocks_available);
+        out.put_u64(self.user_blocks_available);
+        out.put_u64(self.total_file_nodes);
+        out.put_u64(self.free_file_nodes);
+        out.put_u64(self.fs_identifier);
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(buf);
+        Ok(FsPosixInfo {
+            optimal_transfer_size: r.u32()?,
+            block_size: r.u32()?,
+            total_blocks: r.u64()?,
+            blocks_available: r.u64()?,
+            user_blocks_available: r.u64()?,
+            total_file_nodes: r.u64()?,
+            free_file_nodes: r.u64()?,
+            fs_identifier: r.u64()?,
+        })
+    }
+}
+
 /// Bytes a directory entry of the POSIX class takes (unpadded).
 pub fn dir_entry_len(info: &FilePosixInfo, name: &str) -> usize {
     8 + info.encoded_len() + 4 + utf16_len(name)

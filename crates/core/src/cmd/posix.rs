@@ -107,6 +107,22 @@ pub(crate) fn info(server: &ServerState, attr: &FileAttr, file_id: u64) -> FileP
     }
 }
 
+/// FSCC_FS_POSIX_INFORMATION of the share's file system, as Samba fills it
+/// from statvfs(3) (the fragment size as BlockSize, f_bsize as the optimal
+/// transfer size).
+pub(crate) fn fs_info(st: &ringshare_vfs::FsStat) -> posix::FsPosixInfo {
+    posix::FsPosixInfo {
+        optimal_transfer_size: u32::try_from(st.io_size).unwrap_or(u32::MAX),
+        block_size: u32::try_from(st.block_size).unwrap_or(u32::MAX),
+        total_blocks: st.total_blocks,
+        blocks_available: st.free_blocks,
+        user_blocks_available: st.avail_blocks,
+        total_file_nodes: st.total_files,
+        free_file_nodes: st.free_files,
+        fs_identifier: st.fs_id,
+    }
+}
+
 /// The permission bits a POSIX create makes a file or directory with: the
 /// context's, under the share's mask and force mode (Samba's
 /// `apply_conf_file_mask` / `apply_conf_dir_mask`).

@@ -37,6 +37,7 @@ use ringshare_vfs::{ea_name_is_reserved, ea_name_is_valid, FileAttr, FsError, No
 use ringshare_wire::consts::{Dialect, InfoType, QueryInfoFlags, SecurityInformation};
 use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
+use ringshare_wire::posix::FsPosixInfo;
 use ringshare_wire::{NtStatus, WriteExt};
 
 use crate::exchange::handles;
@@ -617,6 +618,11 @@ fn fs_info(
             .encode(o)
         }),
         FsInfoClass::OBJECT_ID | FsInfoClass::CONTROL => Err(NtStatus::NOT_SUPPORTED),
+        // On other opens INVALID_INFO_CLASS, as Samba answers it.
+        FsInfoClass::POSIX if open.posix => {
+            let v = crate::cmd::posix::fs_info(&stat()?);
+            answer(FsPosixInfo::SIZE, |o| v.encode(o))
+        }
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
 }

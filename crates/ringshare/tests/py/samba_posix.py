@@ -200,6 +200,18 @@ for d in ["pdir", "pdir2"]:
             rm(n)
         except NTSTATUSError:
             pass
+# FSCC_FS_POSIX_INFORMATION (Samba's test_posix_fs_info): the figures that do not move while
+# the test runs (both shares are on one file system), and on a connection without POSIX.
+fs = c.get_posix_fs_info()
+out("posix fs info:", sorted((k, v) for k, v in fs.items()
+                             if not k.startswith(("free", "blocks_avail", "user_blocks"))))
+out("posix fs info free figures:", sorted((k, v > 0) for k, v in fs.items()
+                                          if k.startswith(("free", "blocks_avail", "user_blocks"))))
+try:
+    c2.get_posix_fs_info()
+    out("posix fs info without POSIX: OK")
+except NTSTATUSError as e:
+    out("posix fs info without POSIX:", status(e))
 try:
     c2.list("", info_level=libsmb.SMB2_FIND_POSIX_INFORMATION)
     out("posix listing without POSIX: OK")

@@ -291,6 +291,8 @@ named_classes!(FsInfoClass {
     VOLUME_FLAGS = 10, "FileFsVolumeFlagsInformation";
     /// Query.
     SECTOR_SIZE = 11, "FileFsSectorSizeInformation";
+    /// Query, on a POSIX open (SMB3 POSIX extensions; [`crate::posix::FsPosixInfo`]).
+    POSIX = 100, "FSCC_FS_POSIX_INFORMATION";
 });
 
 /// Read a `u32` byte length followed by that many bytes of UTF-16LE.
