@@ -32,7 +32,7 @@ use ringshare_wire::NtStatus;
 pub mod kernel;
 
 use crate::limits;
-use crate::server::{lock, FileKey, Mail, Notice, ServerState, ShareDef};
+use crate::server::{lock, FileKey, Mail, NodeState, Notice, ServerState, ShareDef};
 use crate::watch::{Dirs, Records, WatchState};
 pub use crate::watch::{Registry, Watcher};
 
@@ -237,8 +237,8 @@ pub fn tell_wants(server: &ServerState) {
 
 /// Whether the other nodes were last told that this node wants their
 /// changes (a node that joins is told so).
-pub fn wants(server: &ServerState) -> bool {
-    *lock(&server.node.told_wants)
+pub fn wants(node: &NodeState) -> bool {
+    *lock(&node.told_wants)
 }
 
 /// The watch of a directory open ends (the open is closed, parked as

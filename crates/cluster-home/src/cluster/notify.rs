@@ -108,7 +108,7 @@ pub trait AnnounceWatchers {
 
 impl AnnounceWatchers for ServerState {
     fn announce_watchers(&self, nodes: &[u16]) {
-        if notify::wants(self) {
+        if notify::wants(&self.node) {
             tell(&self.node, nodes, true);
         }
     }
