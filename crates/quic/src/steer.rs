@@ -39,9 +39,22 @@ const LONG_HANDSHAKE: u8 = 2;
 /// How connection ids map to threads; one per server, cloned to each thread.
 #[derive(Clone)]
 pub struct Steering {
+    spread: Spread,
+    endpoint: EndpointConfig,
+}
+
+/// The keyed hash that names a connection id's thread.
+#[derive(Clone)]
+struct Spread {
     workers: usize,
     key: RandomState,
-    endpoint: EndpointConfig,
+}
+
+impl Spread {
+    /// The thread `cid` names.
+    fn thread_of(&self, cid: &[u8]) -> usize {
+        (self.key.hash_one(cid) % self.workers as u64) as usize
+    }
 }
 
 impl Steering {
@@ -50,34 +63,21 @@ impl Steering {
     /// shares (a reset made by one thread is recognised by all).
     pub fn new(workers: usize) -> Steering {
         Steering {
-            workers: workers.max(1),
-            key: RandomState::new(),
+            spread: Spread {
+                workers: workers.max(1),
+                key: RandomState::new(),
+            },
             endpoint: EndpointConfig::default(),
         }
-    }
-
-    /// The number of threads.
-    pub fn workers(&self) -> usize {
-        self.workers
-    }
-
-    /// The thread `cid` names.
-    fn thread_of(&self, cid: &[u8]) -> usize {
-        (self.key.hash_one(cid) % self.workers as u64) as usize
     }
 
     /// The endpoint configuration of thread `worker`: the shared reset key,
     /// and ids that name `worker`.
     pub fn endpoint_config(&self, worker: usize) -> Arc<EndpointConfig> {
         let mut cfg = self.endpoint.clone();
-        if self.workers > 1 {
-            let me = self.clone();
-            cfg.cid_generator(move || {
-                Box::new(WorkerIds {
-                    steering: me.clone(),
-                    worker,
-                })
-            });
+        if self.spread.workers > 1 {
+            let spread = self.spread.clone();
+            cfg.cid_generator(move || Box::new(WorkerIds::new(&spread, worker)));
         }
         Arc::new(cfg)
     }
@@ -86,7 +86,7 @@ impl Steering {
     /// destination id is one the server issued; `None` for a datagram any
     /// thread may take (an Initial, 0-RTT, version negotiation, garbage).
     pub fn worker_of(&self, datagram: &[u8]) -> Option<usize> {
-        if self.workers < 2 {
+        if self.spread.workers < 2 {
             return None;
         }
         let first = *datagram.first()?;
@@ -101,25 +101,36 @@ impl Steering {
             }
             datagram.get(6..6 + CID_LEN)?
         };
-        Some(self.thread_of(cid))
+        Some(self.spread.thread_of(cid))
     }
 }
 
 /// The id generator of one thread's endpoint.
 struct WorkerIds {
-    steering: Steering,
+    spread: Spread,
     worker: usize,
+    /// The system's random source (aws-lc-rs's, as TLS uses).
+    rng: &'static dyn rustls::crypto::SecureRandom,
+}
+
+impl WorkerIds {
+    fn new(spread: &Spread, worker: usize) -> WorkerIds {
+        WorkerIds {
+            spread: spread.clone(),
+            worker,
+            rng: rustls::crypto::aws_lc_rs::default_provider().secure_random,
+        }
+    }
 }
 
 impl ConnectionIdGenerator for WorkerIds {
     fn generate_cid(&mut self) -> ConnectionId {
-        let rng = rustls::crypto::aws_lc_rs::default_provider().secure_random;
         let mut id = [0u8; CID_LEN];
         // Each draw names one of `workers` threads evenly: the loop ends after
         // about `workers` draws. A failing system random source has nothing
         // better to offer than another try; after 4,096 the id is used as it is.
         for _ in 0..4096 {
-            if rng.fill(&mut id).is_ok() && self.steering.thread_of(&id) == self.worker {
+            if self.rng.fill(&mut id).is_ok() && self.spread.thread_of(&id) == self.worker {
                 break;
             }
         }
@@ -127,7 +138,7 @@ impl ConnectionIdGenerator for WorkerIds {
     }
 
     fn validate(&self, cid: &ConnectionId) -> Result<(), InvalidCid> {
-        if cid.len() == CID_LEN && self.steering.thread_of(cid) == self.worker {
+        if cid.len() == CID_LEN && self.spread.thread_of(cid) == self.worker {
             Ok(())
         } else {
             Err(InvalidCid)
@@ -167,10 +178,7 @@ mod tests {
     fn the_ids_a_thread_issues_steer_its_packets_back_to_it() {
         let s = Steering::new(3);
         for worker in 0..3 {
-            let mut g = WorkerIds {
-                steering: s.clone(),
-                worker,
-            };
+            let mut g = WorkerIds::new(&s.spread, worker);
             for _ in 0..50 {
                 let cid = g.generate_cid();
                 assert_eq!(cid.len(), CID_LEN);
@@ -186,10 +194,7 @@ mod tests {
     fn ids_of_one_thread_are_spread_over_every_byte_value() {
         // The thread is not a field of the id: the first bytes of one thread's ids vary.
         let s = Steering::new(2);
-        let mut g = WorkerIds {
-            steering: s,
-            worker: 1,
-        };
+        let mut g = WorkerIds::new(&s.spread, 1);
         let firsts: std::collections::HashSet<u8> = (0..200).map(|_| g.generate_cid()[0]).collect();
         assert!(firsts.len() > 100, "{} distinct first bytes", firsts.len());
     }
