@@ -795,9 +795,15 @@ impl Worker {
             );
         }
         if let Some(q) = self.quic.as_ref() {
+            let lost = self
+                .shared
+                .quic
+                .as_ref()
+                .map_or(0, |s| s.mail_dropped(self.index));
             tracing::debug!(
                 worker = self.index,
-                "QUIC datagrams the socket did not take: {}; handed to other workers: {}",
+                "QUIC datagrams the socket did not take: {}; handed to other workers: {}; \
+                 for this worker's connections but dropped (its queue full): {lost}",
                 q.send_drops(),
                 q.forwarded
             );

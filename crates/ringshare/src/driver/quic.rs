@@ -91,6 +91,13 @@ impl QuicShared {
         Some(l)
     }
 
+    /// Datagrams for worker `index`'s connections that other workers dropped.
+    pub(super) fn mail_dropped(&self, index: usize) -> u64 {
+        self.mail
+            .get(index)
+            .map_or(0, |m| m.dropped.load(Ordering::Relaxed))
+    }
+
     /// Leaves `datagram` (from `from`) in worker `to`'s mail and wakes it
     /// if its mail was empty.
     fn forward(&self, to: usize, from: SocketAddr, local: Option<IpAddr>, datagram: &[u8]) {
