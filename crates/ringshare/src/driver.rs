@@ -47,6 +47,7 @@ mod shared;
 pub use shared::Shared;
 mod bufpool;
 mod file_io;
+mod mailbox;
 mod recv;
 mod send;
 mod write_pipes;
@@ -325,7 +326,7 @@ pub fn run_worker(
         tracing::info!("this kernel has no io_uring provided-buffer rings (Linux 5.19); receiving with one buffer per connection");
     }
     crate::lock(&shared.wakers).push(ring.waker());
-    let inbox = lookups::Inbox::new(ring.waker());
+    let inbox = lookups::inbox(ring.waker());
     let listeners = match first_listeners {
         Some(l) => l,
         None => shared

@@ -12,13 +12,13 @@
 //! (`HomeAsk::order`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ringshare_core::{Lookup, LookupDone, LookupRequest};
 use ringshare_engine::Waker;
 
+use super::mailbox::Mailbox;
 use super::Worker;
 
 /// Threads asking at once: NSS and winbind calls of several logons overlap (winbind's own
@@ -36,23 +36,14 @@ const _: () = assert!(HOME_CALLS_PER_PEER < HOME_CALL_THREADS);
 /// A lookup slower than this is logged (winbindd or the directory behind NSS is struggling).
 const LOOKUP_SLOW: Duration = Duration::from_secs(2);
 
-/// Answers waiting for one worker: (connection slot, its generation, lookup id, answer).
-pub struct Inbox {
-    answers: Mutex<Vec<(u32, u32, u64, LookupDone)>>,
-    /// Answers were left since the worker last looked (so that its loop, which looks every
-    /// iteration, takes the lock only then).
-    any: AtomicBool,
-    waker: Waker,
-}
+/// Where a worker's answers are left: (slot, generation, request id, answer), unbounded.
+pub type Inbox = Mailbox<(u32, u32, u64, LookupDone)>;
 
-impl Inbox {
-    pub fn new(waker: Waker) -> Arc<Inbox> {
-        Arc::new(Inbox {
-            answers: Mutex::new(Vec::new()),
-            any: AtomicBool::new(false),
-            waker,
-        })
-    }
+/// A worker's inbox, addressed to its ring.
+pub fn inbox(waker: Waker) -> Arc<Inbox> {
+    let b = Mailbox::new(usize::MAX);
+    b.set_waker(waker);
+    Arc::new(b)
 }
 
 struct Question {
@@ -247,9 +238,7 @@ impl LookupPool {
                 // one file, every answer woke every home-call thread).
                 queue.ready.notify_one();
             }
-            crate::lock(&q.inbox.answers).push((q.slot, q.gen, q.req.id, done));
-            q.inbox.any.store(true, Ordering::Release);
-            let _ = q.inbox.waker.wake();
+            q.inbox.post((q.slot, q.gen, q.req.id, done));
         }
     }
 }
@@ -258,10 +247,10 @@ impl Worker {
     /// Hand the answers in this worker's inbox to their connections (a connection gone since
     /// is skipped: its slot's generation moved on).
     pub(super) fn answer_lookups(&mut self) {
-        if !self.inbox.any.swap(false, Ordering::Acquire) {
+        let mut answers = Vec::new();
+        if !self.inbox.take_into(&mut answers) {
             return;
         }
-        let answers = std::mem::take(&mut *crate::lock(&self.inbox.answers));
         let t = self.clock;
         for (slot, gen, id, done) in answers {
             if let Some(c) = self.conn_mut(slot, gen) {

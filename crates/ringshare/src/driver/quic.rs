@@ -16,13 +16,14 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ringshare_core::Transport;
 use ringshare_engine::{net, udp, Completion, SharedFd, Waker};
 use ringshare_quic::steer::Steering;
+
+use super::mailbox::Mailbox;
 use ringshare_quic::{ConnId, Event, ReadState, Server};
 
 use super::{token, Worker};
@@ -61,22 +62,13 @@ pub struct QuicShared {
 type Received = (SocketAddr, Option<IpAddr>, Vec<u8>);
 
 /// Datagrams for one worker's connections that reached another worker's socket.
-#[derive(Default)]
-struct QuicMail {
-    queue: Mutex<Vec<Received>>,
-    /// Something was queued since the worker last took the queue.
-    pending: AtomicBool,
-    /// The worker's ring, set when it starts.
-    waker: OnceLock<Waker>,
-    /// Dropped because the queue was full or the worker had not started.
-    dropped: AtomicU64,
-}
+type QuicMail = Mailbox<Received>;
 
 impl QuicShared {
     /// One [`QuicListen`] per worker, in worker order.
     pub fn new(listens: Vec<QuicListen>, steering: Steering) -> QuicShared {
         QuicShared {
-            mail: (0..listens.len()).map(|_| QuicMail::default()).collect(),
+            mail: (0..listens.len()).map(|_| Mailbox::new(MAIL_MAX)).collect(),
             listens: Mutex::new(listens.into_iter().map(Some).collect()),
             steering,
         }
@@ -86,38 +78,21 @@ impl QuicShared {
     pub(super) fn take(&self, index: usize, waker: Waker) -> Option<QuicListen> {
         let l = crate::lock(&self.listens).get_mut(index)?.take()?;
         if let Some(m) = self.mail.get(index) {
-            let _ = m.waker.set(waker);
+            m.set_waker(waker);
         }
         Some(l)
     }
 
     /// Datagrams for worker `index`'s connections that other workers dropped.
     pub(super) fn mail_dropped(&self, index: usize) -> u64 {
-        self.mail
-            .get(index)
-            .map_or(0, |m| m.dropped.load(Ordering::Relaxed))
+        self.mail.get(index).map_or(0, Mailbox::dropped)
     }
 
     /// Leaves `datagram` (from `from`) in worker `to`'s mail and wakes it
     /// if its mail was empty.
     fn forward(&self, to: usize, from: SocketAddr, local: Option<IpAddr>, datagram: &[u8]) {
-        let Some(m) = self.mail.get(to) else {
-            return;
-        };
-        let Some(waker) = m.waker.get() else {
-            m.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        {
-            let mut q = crate::lock(&m.queue);
-            if q.len() >= MAIL_MAX {
-                m.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            q.push((from, local, datagram.to_vec()));
-        }
-        if !m.pending.swap(true, Ordering::AcqRel) {
-            let _ = waker.wake();
+        if let Some(m) = self.mail.get(to) {
+            m.post((from, local, datagram.to_vec()));
         }
     }
 }
@@ -306,10 +281,9 @@ impl Worker {
         let Some(m) = shared.mail.get(self.index) else {
             return;
         };
-        if !m.pending.swap(false, Ordering::AcqRel) {
+        if !m.take_into(&mut q.mail) {
             return;
         }
-        std::mem::swap(&mut *crate::lock(&m.queue), &mut q.mail);
         let now = Instant::now();
         for (from, local, d) in q.mail.drain(..) {
             q.server.handle(now, from, local, &d);
