@@ -294,27 +294,41 @@ pub fn lock_answered(
     }
 }
 
-/// A waiting lock tries its range again: true when it is now held.
-pub fn retry_lock(
+/// A waiting lock tries its range again: `Made(true)` when it is now held. The call to the
+/// file's home (when the file is homed on another node) is carried away from the I/O thread:
+/// [`Decision::Ask`], whose answer [`retry_answered`] takes.
+pub fn retry_lock_or_ask(
     here: &NodeState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     l: ByteRangeLock,
-) -> bool {
+) -> Decision<bool, ()> {
     match home(here, key) {
-        Ok(None) => lock(entry).locks.try_lock(l),
-        Ok(Some(node)) => {
-            let held = matches!(
-                cluster::ask(here, node, Call::RetryLock(key, l)),
-                Ok(Answer::Flag(true))
-            );
-            if held {
-                shadow::locked(&mut lock(entry), [l]);
-            }
-            held
-        }
-        Err(_) => false,
+        Ok(None) => Decision::Made(lock(entry).locks.try_lock(l)),
+        Ok(Some(node)) => match cluster::to_ask(here, node, Call::RetryLock(key, l)) {
+            Ok(ask) => Decision::Ask(ask, ()),
+            Err(_) => Decision::Made(false),
+        },
+        Err(_) => Decision::Made(false),
     }
+}
+
+/// The home answered the retry [`retry_lock_or_ask`] asked: true when the lock is held now
+/// (it joins the shadow entry while its open is there; a close of the open that ran
+/// meanwhile reaches the home after the retry and frees it there).
+pub fn retry_answered(
+    entry: &Mutex<FileEntry>,
+    l: ByteRangeLock,
+    answer: Result<Vec<u8>, NtStatus>,
+) -> bool {
+    let held = matches!(cluster::answer_of(answer), Ok(Answer::Flag(true)));
+    if held {
+        let mut e = lock(entry);
+        if e.opens.iter().any(|o| o.owner == l.owner) {
+            shadow::locked(&mut e, [l]);
+        }
+    }
+    held
 }
 
 /// The (offset, length) ranges an UNLOCK names, in order (a bad element: its status).

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::arbiter::{self, Decision};
 use crate::cmd::AsyncWork;
-use crate::cmd::{Handled, LookupCont};
+use crate::cmd::{Handled, LookupCont, Polled};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::locks::{self, ByteRangeLock};
@@ -45,6 +45,33 @@ pub(crate) struct PendingLock {
     lock: ByteRangeLock,
     /// The lock-sequence bucket and number to record when granted.
     sequence: Option<(usize, u8)>,
+    /// The lookup under way: its file's home (another node) asked again, or, once granted,
+    /// its persistent open's record stored. Not tried again meanwhile.
+    asking: Option<u64>,
+    /// The lock is held (its record is being stored): it succeeds.
+    granted: bool,
+    /// A CANCEL came while its home was asked: it ends with the answer (cancelled unless
+    /// the home granted it meanwhile).
+    cancelled: bool,
+}
+
+impl PendingLock {
+    pub(crate) fn deadline_ms(&self) -> Option<u64> {
+        self.asking.is_none().then_some(self.retry_at_ms)
+    }
+
+    pub(crate) fn asked(&mut self, id: u64) {
+        self.asking = Some(id);
+    }
+
+    pub(crate) fn asks(&self, id: u64) -> bool {
+        self.asking == Some(id)
+    }
+
+    pub(crate) fn cancel_when_answered(&mut self) -> bool {
+        self.cancelled |= self.asking.is_some();
+        self.asking.is_some()
+    }
 }
 
 /// The lock-sequence bucket (0-based) and number a LOCK names, when the
@@ -64,19 +91,10 @@ fn sequence_of(core: &ConnCore, lr: &LockRequest, open: &Open) -> Option<(usize,
         .then_some((index - 1, lr.lock_sequence_number))
 }
 
-/// Remember that the request with this bucket and number succeeded; the
-/// record of a persistent open on a cluster node is stored again with its
-/// locks as they are now, before the answer (here: a blocking lock granted later).
-fn record(server: &crate::ServerState, open: &Open, sequence: Option<(usize, u8)>) {
-    // A record not stored is logged; the lock holds on this node.
-    remember(open, sequence);
-    if let Some(ask) = crate::cluster::ca::to_store(&server.node, open) {
-        let _ = (ask.run)();
-    }
-}
-
-/// [`record`] for a LOCK answered now: the record is stored away from the I/O thread and the
-/// LOCK answered once it is ([`LookupCont::Answer`]).
+/// A LOCK succeeded: its lock sequence is remembered, and the record of a persistent open on
+/// a cluster node is stored again with its locks as they are now, away from the I/O thread;
+/// the LOCK is answered once it is ([`LookupCont::Answer`]; a record not stored is logged and
+/// the lock holds on this node).
 fn granted(core: &ConnCore, open: &Open, sequence: Option<(usize, u8)>) -> Handled {
     let reply = Reply::ok(ok_body());
     remember(open, sequence);
@@ -239,25 +257,68 @@ fn decided(
             open_id: open.id,
             lock: l,
             sequence,
+            asking: None,
+            granted: false,
+            cancelled: false,
         })))),
         arbiter::Locked::Refused(status) => Err(status),
     }
 }
 
-pub(crate) fn poll(
+/// Try a waiting lock again: at once when its file is homed here, else by asking the home
+/// away from the I/O thread ([`retried`] takes the answer).
+pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) -> Polled {
+    if p.asking.is_some() {
+        return Polled::Wait;
+    }
+    let Some(open) = handles::by_id(core, session_id, p.open_id) else {
+        return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
+    };
+    match arbiter::retry_lock_or_ask(&core.server.node, open.key, &open.entry, p.lock) {
+        Decision::Made(true) => held(core, &open, p),
+        Decision::Made(false) => {
+            p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
+            Polled::Wait
+        }
+        Decision::Ask(ask, ()) => Polled::Ask(crate::lookup::Lookup::Home(ask)),
+    }
+}
+
+/// The answer to what a waiting lock asked ([`poll`]) is in: the home's to its retry, or,
+/// once granted, the store's to its record.
+pub(crate) fn retried(
     core: &mut ConnCore,
     session_id: u64,
     p: &mut PendingLock,
-) -> Option<Result<Reply, NtStatus>> {
-    let Some(open) = handles::by_id(core, session_id, p.open_id) else {
-        return Some(Err(NtStatus::RANGE_NOT_LOCKED));
-    };
-    if arbiter::retry_lock(&core.server.node, open.key, &open.entry, p.lock) {
-        record(&core.server, &open, p.sequence);
-        return Some(Ok(Reply::ok(ok_body())));
+    done: crate::lookup::LookupDone,
+) -> Polled {
+    p.asking = None;
+    if p.granted {
+        return Polled::Done(Ok(Reply::ok(ok_body())));
     }
-    p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
-    None
+    // Its open closed meanwhile: the close reaches the home after the retry, and frees the
+    // lock there if it was granted.
+    let Some(open) = handles::by_id(core, session_id, p.open_id) else {
+        return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
+    };
+    if arbiter::retry_answered(&open.entry, p.lock, done.home()) {
+        held(core, &open, p)
+    } else if p.cancelled {
+        Polled::Done(Err(NtStatus::CANCELLED))
+    } else {
+        p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
+        Polled::Wait
+    }
+}
+
+/// A waiting lock is held: it succeeds once its persistent open's record is stored ([`granted`]).
+fn held(core: &ConnCore, open: &Open, p: &mut PendingLock) -> Polled {
+    p.granted = true;
+    match granted(core, open, p.sequence) {
+        Handled::Lookup(parked) => Polled::Ask(parked.ask),
+        Handled::Reply(reply) => Polled::Done(Ok(reply)),
+        _ => Polled::Done(Err(NtStatus::INTERNAL_ERROR)),
+    }
 }
 
 /// A waiting lock holds nothing, so cancelling it has nothing to undo.

@@ -131,26 +131,73 @@ pub(crate) enum AsyncWork {
 }
 
 impl AsyncWork {
-    /// When to poll next (monotonic ms); `None` = only on cancel/close.
+    /// When to poll next (monotonic ms); `None` = only on cancel/close, or when the answer to
+    /// its question is in ([`Polled::Ask`]).
     pub fn deadline_ms(&self) -> Option<u64> {
         match self {
-            AsyncWork::Lock(p) => Some(p.retry_at_ms),
+            AsyncWork::Lock(p) => p.deadline_ms(),
             AsyncWork::Notify(_) => None,
             AsyncWork::Create(p) => Some(p.retry_at_ms),
         }
     }
+
+    /// Its question ([`Polled::Ask`]) went out as lookup `id`.
+    pub fn asked(&mut self, id: u64) {
+        if let AsyncWork::Lock(p) = self {
+            p.asked(id);
+        }
+    }
+
+    /// Whether it waits for the answer to lookup `id`.
+    pub fn asks(&self, id: u64) -> bool {
+        matches!(self, AsyncWork::Lock(p) if p.asks(id))
+    }
+
+    /// A CANCEL came: true when it ends with the answer to its question instead (a lock its
+    /// file's home may be granting now), not at once.
+    pub fn cancel_when_answered(&mut self) -> bool {
+        match self {
+            AsyncWork::Lock(p) => p.cancel_when_answered(),
+            _ => false,
+        }
+    }
 }
 
-/// Try again: `Some` when the operation finished (successfully or not).
-pub(crate) fn poll_async(
+/// What trying an async operation again came to.
+pub(crate) enum Polled {
+    /// Not yet: it is tried again at its deadline.
+    Wait,
+    /// Finished (successfully or not): its final reply.
+    Done(Result<Reply, NtStatus>),
+    /// It asks this away from the I/O thread, and goes on with the answer ([`answered_async`]).
+    Ask(crate::lookup::Lookup),
+}
+
+impl From<Option<Result<Reply, NtStatus>>> for Polled {
+    fn from(done: Option<Result<Reply, NtStatus>>) -> Polled {
+        done.map_or(Polled::Wait, Polled::Done)
+    }
+}
+
+/// Try again.
+pub(crate) fn poll_async(core: &mut ConnCore, session_id: u64, work: &mut AsyncWork) -> Polled {
+    match work {
+        AsyncWork::Lock(p) => lock::poll(core, session_id, p),
+        AsyncWork::Notify(p) => notify::poll(core, p).into(),
+        AsyncWork::Create(p) => create::poll(core, session_id, p).into(),
+    }
+}
+
+/// The answer to the question an async operation asked ([`Polled::Ask`]) is in.
+pub(crate) fn answered_async(
     core: &mut ConnCore,
     session_id: u64,
     work: &mut AsyncWork,
-) -> Option<Result<Reply, NtStatus>> {
+    done: crate::lookup::LookupDone,
+) -> Polled {
     match work {
-        AsyncWork::Lock(p) => lock::poll(core, session_id, p),
-        AsyncWork::Notify(p) => notify::poll(core, p),
-        AsyncWork::Create(p) => create::poll(core, session_id, p),
+        AsyncWork::Lock(p) => lock::retried(core, session_id, p, done),
+        _ => Polled::Wait,
     }
 }
 

@@ -8,7 +8,9 @@ use ringshare_wire::NtStatus;
 
 use super::{build_frame, error_body, seal_room, AsyncOp, BuiltReply, Connection, Job, Reply};
 use crate::cmd;
+use crate::io::Output;
 use crate::limits;
+use crate::lookup::LookupRequest;
 use crate::server::lock;
 
 impl Connection {
@@ -75,12 +77,48 @@ impl Connection {
         let Some(mut op) = self.async_ops.remove(&async_id) else {
             return;
         };
-        match cmd::poll_async(&mut self.core, op.session_id, &mut op.work) {
-            Some(result) => {
+        let polled = cmd::poll_async(&mut self.core, op.session_id, &mut op.work);
+        self.polled(async_id, op, polled);
+    }
+
+    /// The answer to lookup `id` is in, and no parked request waits for it: an async
+    /// operation that asked it ([`cmd::Polled::Ask`]) goes on, if one did.
+    pub(super) fn async_answered(&mut self, id: u64, done: crate::lookup::LookupDone) {
+        if self.closing {
+            return;
+        }
+        let Some(async_id) = self
+            .async_ops
+            .iter()
+            .find(|(_, op)| op.work.asks(id))
+            .map(|(aid, _)| *aid)
+        else {
+            return;
+        };
+        let Some(mut op) = self.async_ops.remove(&async_id) else {
+            return;
+        };
+        let polled = cmd::answered_async(&mut self.core, op.session_id, &mut op.work, done);
+        self.polled(async_id, op, polled);
+    }
+
+    /// What trying `op` came to: its final reply, another wait, or a question asked away
+    /// from the I/O thread (it waits for the answer, the thread does not).
+    fn polled(&mut self, async_id: u64, mut op: AsyncOp, polled: cmd::Polled) {
+        match polled {
+            cmd::Polled::Done(result) => {
                 let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
                 self.send_async_final(op, reply);
             }
-            None => {
+            cmd::Polled::Wait => {
+                self.async_ops.insert(async_id, op);
+            }
+            cmd::Polled::Ask(ask) => {
+                let id = self.next_io_id;
+                self.next_io_id += 1;
+                self.outputs
+                    .push_back(Output::Lookup(LookupRequest { id, ask }));
+                op.work.asked(id);
                 self.async_ops.insert(async_id, op);
             }
         }
@@ -133,8 +171,9 @@ impl Connection {
                 .map(|(id, _)| *id),
         };
         if let Some(aid) = target {
-            if let Some(op) = self.async_ops.remove(&aid) {
-                if op.session_id != hdr.session_id {
+            if let Some(mut op) = self.async_ops.remove(&aid) {
+                // A lock whose home is being asked ends with the answer.
+                if op.session_id != hdr.session_id || op.work.cancel_when_answered() {
                     self.async_ops.insert(aid, op);
                     return;
                 }

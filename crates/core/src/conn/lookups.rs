@@ -54,6 +54,7 @@ impl Connection {
     pub fn complete_lookup(&mut self, now: Now, id: u64, done: LookupDone) {
         self.core.now = now;
         let Some(p) = self.lookups.remove(&id) else {
+            self.async_answered(id, done);
             return;
         };
         if self.closing {

@@ -14,7 +14,10 @@
 //! open files of their own homed on node 2 meanwhile, more calls to it than the driver carries
 //! to one node at once, while one more client of node 1 opens, writes, reads and closes a file
 //! homed on node 3: its calls to node 3 are answered as fast as before (a stopped node holds
-//! only its share of the threads that carry calls to files' homes).
+//! only its share of the threads that carry calls to files' homes). And one more client of
+//! node 1 waits in a blocking LOCK of bytes of that file held by a client of node 3
+//! throughout: its retries, every 10 ms, ask node 2 (each up to 2 s while it is stopped), and
+//! it is granted once the holder unlocks, after the stall.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -315,6 +318,17 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         let peer_stop = peer_stop.clone();
         thread::spawn(move || closes_and_goes(c, goes, peer_stop))
     };
+    // A client of node 3 holds bytes 100..110 of it; one of node 1 waits for them.
+    let (mut holder, mut waiter) = (cl.client(3), cl.client(1));
+    let held = open(&mut holder, &elsewhere, ALL, 7).expect("the holder's open");
+    let exclusive = lock_body(held, 100, 10, 0x12);
+    assert_eq!(
+        status(holder.call(Command::LOCK, &exclusive)),
+        NtStatus::SUCCESS
+    );
+    let waits = open(&mut waiter, &elsewhere, ALL, 7).expect("the waiter's open");
+    let blocking = send(&mut waiter, Command::LOCK, &lock_body(waits, 100, 10, 2));
+    interim(&mut waiter, blocking);
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
     thread::sleep(Duration::from_millis(2_000));
@@ -335,6 +349,22 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         .join()
         .expect("the client that closed and went failed");
     let record_gone = record_goes(&cl, name, goes);
+    let unlock = lock_body(held, 100, 10, 4);
+    let unlocked = Instant::now();
+    assert_eq!(
+        status(holder.call(Command::LOCK, &unlock)),
+        NtStatus::SUCCESS
+    );
+    let frame = read_frame(&mut waiter.sock)
+        .expect("the waiter's connection")
+        .expect("the blocking LOCK's answer");
+    let (h, _) = split_responses(&frame).remove(0);
+    assert_eq!(
+        (h.message_id, h.status),
+        (blocking, NtStatus::SUCCESS),
+        "the blocking lock is granted once its range is free"
+    );
+    let granted = unlocked.elapsed();
     let remote: Vec<String> = remote
         .into_iter()
         .map(|t| t.join().expect("a client of a file homed on node 2 failed"))
@@ -361,7 +391,8 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          {p_peer:?} (max {max_peer:?}, {n_peer}) with node 2 stopped; \
          persistent opens meanwhile: {made:?}; the clients of files homed on node 2: {remote:?}; \
          a client of node 1 on a file homed on node 3: p99 {far_before:?} ({far_n_before} requests) \
-         before, {far_peer:?} (max {far_max:?}, {far_n}) with node 2 stopped"
+         before, {far_peer:?} (max {far_max:?}, {far_n}) with node 2 stopped; \
+         the blocking LOCK of a file homed on node 2, waiting throughout, granted {granted:?} after the unlock"
     );
     assert!(
         record_gone,
