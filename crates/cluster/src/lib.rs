@@ -26,13 +26,15 @@
 //! [`etcd::MAX_RESPONSE`], malformed answers are errors, and the event channel is bounded.
 //!
 //! # Keys (under `/ringshare/<cluster>/`)
-//! * `nodes/<id>` = `{"addr": "<private address>"}`, bound to the node's lease. Its
+//! * `nodes/<id>` = `{"addr": "<private address>", "public": ["<client address>", …]}`, bound
+//!   to the node's lease (`public`: the addresses clients reach it on, for Witness). Its
 //!   `create_revision` is the node's **incarnation**: a restarted node with the same id is a
 //!   different incarnation and owns none of the old one's partitions.
 //! * `parts/<p>` = `{"owner": "<id>", "inc": <incarnation>}`, not bound to any lease (ownership
 //!   outlives the owner until someone takes it over). Its `mod_revision` is the **fencing
 //!   token**: it grows on every change of owner of that partition (etcd revisions are global and
 //!   monotonic), so (p, token) orders every owner of p.
+//! * `drain/<id>` = `{}`: the node is drained ([`set_drained`]): Witness moves its clients away.
 //!
 //! # Placement, claims, hand-over
 //! The preferred owner of p is the live node with the highest rendezvous score
@@ -129,6 +131,8 @@ pub struct ClusterConfig {
     pub margin: Duration,
     /// How often the cluster state is read (default 500 ms).
     pub poll: Duration,
+    /// The addresses clients reach this node on (published in its record, for Witness).
+    pub public: Vec<String>,
 }
 
 impl ClusterConfig {
@@ -148,6 +152,7 @@ impl ClusterConfig {
             partitions: 256,
             margin: Duration::from_secs(1),
             poll: Duration::from_millis(500),
+            public: Vec::new(),
         }
     }
 
@@ -200,6 +205,26 @@ pub struct Member {
     pub addr: String,
     /// `create_revision` of its `nodes/<id>` key.
     pub incarnation: i64,
+    /// The addresses its clients reach it on.
+    pub public: Vec<String>,
+}
+
+/// Marks node `node` of `cluster` drained (`on`) or not, in etcd at `endpoints`: every node's
+/// Witness service tells the clients of a drained node to move ([`Coordinator::drained`]).
+pub fn set_drained(endpoints: &[String], cluster: &str, node: &str, on: bool) -> Result<(), Error> {
+    let mut etcd = Etcd::new(endpoints, Duration::from_secs(1))?;
+    let key = format!("/ringshare/{cluster}/drain/{node}").into_bytes();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let op = if on {
+        Op::Put {
+            key,
+            value: b"{}".to_vec(),
+            lease: 0,
+        }
+    } else {
+        Op::Delete { key }
+    };
+    etcd.txn(&[], &[op], &[], deadline).map(|_| ())
 }
 
 /// The preferred owner of partition `p` among `nodes`: highest rendezvous score, ties by id.
@@ -231,6 +256,8 @@ struct Part {
 struct View {
     members: BTreeMap<String, Member>,
     parts: Vec<Option<Part>>,
+    /// Nodes with a `drain/<id>` key.
+    drained: BTreeSet<String>,
 }
 
 struct Shared {
@@ -305,8 +332,9 @@ impl Coordinator {
         let (lease, ttl) = etcd.lease_grant(cfg.ttl.as_secs() as i64, deadline)?;
         let fence_at = sent + Duration::from_secs(ttl as u64).saturating_sub(cfg.margin);
         let key = format!("{prefix}nodes/{}", cfg.node_id).into_bytes();
-        let value = serde_json::to_vec(&json!({"addr": cfg.node_addr.to_string()}))
-            .map_err(|e| Error::Config(e.to_string()))?;
+        let value =
+            serde_json::to_vec(&json!({"addr": cfg.node_addr.to_string(), "public": cfg.public}))
+                .map_err(|e| Error::Config(e.to_string()))?;
         let put = Op::Put {
             key: key.clone(),
             value,
@@ -338,6 +366,7 @@ impl Coordinator {
             view: Mutex::new(View {
                 members: BTreeMap::new(),
                 parts: vec![None; cfg.partitions as usize],
+                drained: BTreeSet::new(),
             }),
             cfg,
             prefix,
@@ -410,6 +439,11 @@ impl Coordinator {
             return Vec::new();
         }
         lock(&self.sh.view).members.values().cloned().collect()
+    }
+
+    /// The nodes drained ([`set_drained`]) as of the last poll.
+    pub fn drained(&self) -> BTreeSet<String> {
+        lock(&self.sh.view).drained.clone()
     }
 
     /// Owner and fencing token of `p` as of the last poll (`None` when unowned, out of range or
@@ -584,8 +618,10 @@ fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
     let mut v = View {
         members: BTreeMap::new(),
         parts: vec![None; partitions as usize],
+        drained: BTreeSet::new(),
     };
     let nodes = format!("{prefix}nodes/");
+    let drain = format!("{prefix}drain/");
     let parts = format!("{prefix}parts/");
     for kv in kvs {
         let Ok(key) = std::str::from_utf8(&kv.key) else {
@@ -597,14 +633,23 @@ fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
             let addr = field("addr")
                 .and_then(|a| a.as_str().map(String::from))
                 .unwrap_or_default();
+            let public = field("public")
+                .and_then(|a| {
+                    let list = a.as_array()?.iter().take(64);
+                    Some(list.filter_map(|x| x.as_str().map(String::from)).collect())
+                })
+                .unwrap_or_default();
             v.members.insert(
                 id.to_string(),
                 Member {
                     id: id.to_string(),
                     addr,
                     incarnation: kv.create_revision,
+                    public,
                 },
             );
+        } else if let Some(id) = key.strip_prefix(&drain) {
+            v.drained.insert(id.to_string());
         } else if let Some(p) = key.strip_prefix(&parts).and_then(|p| p.parse::<u32>().ok()) {
             if let Some(slot) = v.parts.get_mut(p as usize) {
                 // An unreadable record counts as owned by nobody alive: it is taken over after

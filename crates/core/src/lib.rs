@@ -47,6 +47,10 @@ pub use ringshare_state::{
 use ringshare_state::{
     config, dirlease, durable, fileinfo, fsmap, ipc, notify, ntsd, opens, state,
 };
+/// DCE/RPC over TCP for the cluster's Witness service (crates/ringshare/src/witness.rs).
+pub mod rpc {
+    pub use ringshare_state::ipc::{epm, witness, Call, Pipe, ServerFacts, Service};
+}
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,
     SigningPolicy, Transport,

@@ -51,7 +51,7 @@ mod parse;
 pub mod quic;
 mod shadow;
 
-pub use cluster::ClusterOptions;
+pub use cluster::{ClusterOptions, WITNESS_PORT};
 
 use parse::*;
 pub use parse::{normalize_key, parse_bool};
@@ -744,6 +744,32 @@ fn default_netbios_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn witness_is_on_in_a_cluster_with_its_ports_and_turns_off_with_cluster_witness_no() {
+        let path = Path::new("/x");
+        let c = parse_str("[s]\npath = /tmp\n", path)
+            .unwrap()
+            .global
+            .cluster;
+        assert!(!c.witness_off);
+        assert_eq!((c.witness_port, c.endpoint_mapper_port), (None, None));
+        let text = "[global]\ncluster witness = no\ncluster witness port = 6000\n\
+                    cluster endpoint mapper port = 0\n[s]\npath = /tmp\n";
+        let c = parse_str(text, path).unwrap().global.cluster;
+        assert!(c.witness_off);
+        assert_eq!(
+            (c.witness_port, c.endpoint_mapper_port),
+            (Some(6000), Some(0))
+        );
+        for bad in [
+            "cluster witness = maybe",
+            "cluster witness port = 0",
+            "cluster witness port = x",
+        ] {
+            assert!(parse_str(&format!("[global]\n{bad}\n[s]\npath = /tmp\n"), path).is_err());
+        }
+    }
 
     #[test]
     fn keys_are_normalised_for_case_underscores_and_blanks() {

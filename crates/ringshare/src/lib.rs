@@ -31,6 +31,7 @@ pub mod testparm;
 pub mod users;
 pub mod winbind;
 pub mod winbind_ids;
+pub mod witness;
 pub mod wsd;
 
 /// Lock a mutex, taking the data even if a panicking thread poisoned it.

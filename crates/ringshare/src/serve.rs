@@ -261,6 +261,25 @@ pub fn advertised_interfaces(listen: &[SocketAddr]) -> Vec<NetworkInterfaceInfo>
         .collect()
 }
 
+/// The addresses clients reach this node on, as its cluster record and the
+/// Witness service say them: the `listen` addresses when they are specific,
+/// else those FSCTL_QUERY_NETWORK_INTERFACE_INFO reports.
+fn public_ips(listen: &[SocketAddr]) -> Vec<std::net::IpAddr> {
+    let mut ips: Vec<std::net::IpAddr> = listen
+        .iter()
+        .map(SocketAddr::ip)
+        .filter(|ip| !ip.is_unspecified())
+        .collect();
+    if ips.is_empty() {
+        ips = advertised_interfaces(listen)
+            .iter()
+            .map(|i| i.addr.ip())
+            .collect();
+    }
+    ips.dedup();
+    ips
+}
+
 /// Bind every listen address once, to report a clear error before threads start.
 fn bind_all(addrs: &[SocketAddr]) -> Result<Vec<OwnedFd>, ServeError> {
     addrs
@@ -448,8 +467,10 @@ pub fn serve(
     server.set_interfaces(advertised_interfaces(&listen));
     let cluster_node = if cfg.global.cluster.enabled() {
         on_cluster_filesystem(&cfg)?;
-        let node = crate::cluster::start(&cfg.global.cluster, &server, started)
+        let public = public_ips(&listen);
+        let node = crate::cluster::start(&cfg.global.cluster, &server, started, &public)
             .map_err(|e| err(e.to_string()))?;
+        crate::witness::start(&cfg, &listen, node.membership());
         Some(node)
     } else {
         None

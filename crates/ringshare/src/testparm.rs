@@ -585,6 +585,9 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         secret_file,
         filesystem,
         takeover_command,
+        witness_off,
+        witness_port,
+        endpoint_mapper_port,
     } = c;
     let Some(name) = name else {
         s.push_str("\t# cluster name = (none: a single server)\n");
@@ -605,6 +608,17 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
     if let Some(f) = takeover_command {
         opt(s, "cluster takeover command", f.display());
     }
+    opt(s, "cluster witness", yes_no(!witness_off));
+    opt(
+        s,
+        "cluster witness port",
+        witness_port.unwrap_or(crate::config::WITNESS_PORT),
+    );
+    opt(
+        s,
+        "cluster endpoint mapper port",
+        endpoint_mapper_port.unwrap_or(135),
+    );
 }
 
 #[cfg(test)]

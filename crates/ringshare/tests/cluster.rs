@@ -8,6 +8,7 @@
 
 mod cluster_kill;
 mod cluster_stall;
+mod cluster_witness;
 mod common;
 #[path = "../../cluster/tests/support/etcd_cluster.rs"]
 mod etcd_cluster;
@@ -57,6 +58,8 @@ struct Cluster {
     takeovers: PathBuf,
     /// Each node's network namespace (scripts/cluster-ceph.sh), if any.
     netns: Option<Vec<String>>,
+    /// Each node's Witness port and endpoint mapper port.
+    witness_ports: Vec<(u16, u16)>,
     _tmp: TempDir,
 }
 
@@ -67,6 +70,11 @@ impl Cluster {
 
     /// [`Cluster::start`] with more `[global]` lines (share defaults too).
     fn start_with(name: &str, more: &str) -> Cluster {
+        Cluster::start_on(name, more, None)
+    }
+
+    /// [`Cluster::start_with`] with node n on `hosts[n - 1]` (all on 127.0.0.1 when `None`).
+    fn start_on(name: &str, more: &str, hosts: Option<Vec<String>>) -> Cluster {
         // The server acts as the user: the user needs a Unix account.
         common::ensure_unix_account(USER_A.0);
         let etcd = EtcdCluster::start(name);
@@ -120,14 +128,18 @@ impl Cluster {
             Some(v)
         };
         let hosts = list("RINGSHARE_CLUSTER_ADDRESSES")
+            .or(hosts)
             .unwrap_or_else(|| vec!["127.0.0.1".into(); usize::from(NODES)]);
         let netns = list("RINGSHARE_CLUSTER_NETNS");
         let mut nodes = Vec::new();
         let mut cluster_ports = Vec::new();
+        let mut witness_ports = Vec::new();
         for n in 1..=NODES {
             let i = usize::from(n) - 1;
             let port = free_port();
             cluster_ports.push(port);
+            let (wport, eport) = (free_port(), free_port());
+            witness_ports.push((wport, eport));
             let mount = &mounts[i];
             let host = &hosts[i];
             let extra = format!(
@@ -135,6 +147,7 @@ impl Cluster {
                  \tcluster address = {host}:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {fs}\n\
                  \tcluster takeover command = {takeover}\n\
+                 \tcluster witness port = {wport}\n\tcluster endpoint mapper port = {eport}\n\
                  \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n{more}",
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
@@ -159,6 +172,7 @@ impl Cluster {
             share,
             takeovers,
             netns,
+            witness_ports,
             _tmp: tmp,
         };
         let t = Instant::now();

@@ -372,6 +372,32 @@ pub struct Node {
     pub stats: Arc<Stats>,
 }
 
+/// The live nodes with the addresses their clients reach them on, and the
+/// drained nodes, as the coordinator last read them (`None`: fenced, or
+/// not joined).
+pub type Membership = (Vec<(u16, Vec<std::net::IpAddr>)>, Vec<u16>);
+
+impl Node {
+    /// What the Witness service reads the membership through.
+    pub fn membership(&self) -> impl Fn() -> Option<Membership> + Send + 'static {
+        let link = self.link.clone();
+        move || {
+            let guard = lock(&link.coordinator);
+            let c = guard.as_ref().filter(|c| !c.is_fenced())?;
+            let live = c
+                .membership()
+                .into_iter()
+                .filter_map(|m| {
+                    let ips = m.public.iter().filter_map(|a| a.parse().ok()).collect();
+                    Some((m.id.parse().ok()?, ips))
+                })
+                .collect();
+            let drained = c.drained().iter().filter_map(|d| d.parse().ok()).collect();
+            Some((live, drained))
+        }
+    }
+}
+
 /// Why this node could not join.
 #[derive(Debug)]
 pub struct StartError(pub String);
@@ -384,10 +410,12 @@ impl std::fmt::Display for StartError {
 
 /// Join the cluster `opts` names and serve as its node `opts.node`.
 /// `started` is the driver's clock origin (the core's monotonic time).
+/// `public`: the addresses clients reach this node on (its record says them, for Witness).
 pub fn start(
     opts: &ClusterOptions,
     server: &Arc<ServerState>,
     started: Instant,
+    public: &[std::net::IpAddr],
 ) -> Result<Node, StartError> {
     let e = |m: String| StartError(m);
     let (Some(name), Some(addr), Some(secret_file)) = (&opts.name, opts.address, &opts.secret_file)
@@ -397,7 +425,8 @@ pub fn start(
     let secret = read_secret(secret_file).map_err(e)?;
     let listener =
         TcpListener::bind(addr).map_err(|x| e(format!("cluster address {addr}: {x}")))?;
-    let cfg = ClusterConfig::new(name, &opts.node.to_string(), addr, opts.etcd.clone());
+    let mut cfg = ClusterConfig::new(name, &opts.node.to_string(), addr, opts.etcd.clone());
+    cfg.public = public.iter().map(ToString::to_string).collect();
     let link = Arc::new(Link {
         node: opts.node,
         owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),

@@ -26,7 +26,19 @@ pub struct ClusterOptions {
     /// with a dead node's number as its argument before they decide for its
     /// files again: on CephFS it evicts that node's session (docs/cluster.md).
     pub takeover_command: Option<PathBuf>,
+    /// `cluster witness = no` turns the Witness service ([MS-SWN],
+    /// crate::witness) off; it runs on every cluster node otherwise.
+    pub witness_off: bool,
+    /// `cluster witness port`: the TCP port of the Witness service (default
+    /// [`WITNESS_PORT`]).
+    pub witness_port: Option<u16>,
+    /// `cluster endpoint mapper port`: where the endpoint mapper answers
+    /// which port Witness is on (default 135; 0: none).
+    pub endpoint_mapper_port: Option<u16>,
 }
+
+/// The Witness service's TCP port unless `cluster witness port` says another.
+pub const WITNESS_PORT: u16 = 5040;
 
 impl ClusterOptions {
     /// Whether this node is part of a cluster.
@@ -96,6 +108,26 @@ pub(super) fn apply(
         "secret file" => c.secret_file = Some(base.join(value)),
         "filesystem" => c.filesystem = Some(base.join(value)),
         "takeover command" => c.takeover_command = Some(base.join(value)),
+        "witness" => {
+            c.witness_off = match value.to_ascii_lowercase().as_str() {
+                "yes" | "true" | "1" => false,
+                "no" | "false" | "0" => true,
+                _ => return Err(format!("'{key}' expects yes or no, got '{value}'")),
+            }
+        }
+        "witness port" | "endpoint mapper port" => {
+            let port = value
+                .parse::<u16>()
+                .map_err(|_| format!("'{key}' expects a port number, got '{value}'"))?;
+            if name == "witness port" {
+                if port == 0 {
+                    return Err(format!("'{key}' expects a port from 1 to 65535"));
+                }
+                c.witness_port = Some(port);
+            } else {
+                c.endpoint_mapper_port = Some(port);
+            }
+        }
         _ => return Err(format!("unknown option '{key}'")),
     }
     Ok(())

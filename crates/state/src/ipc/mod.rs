@@ -17,10 +17,12 @@
 //! accounts, which any authenticated (or, if configured, guest) SMB session
 //! may see.
 
+pub mod epm;
 mod fuzz;
 mod lsa;
 mod ndr;
 mod srvsvc;
+pub mod witness;
 
 use std::collections::VecDeque;
 
@@ -45,6 +47,20 @@ pub enum Service {
     Srvsvc,
     Wkssvc,
     Lsarpc,
+    /// [MS-SWN] over TCP: its calls are answered by the caller ([`Pipe::take_call`]).
+    Witness,
+    /// The endpoint mapper ([C706] appendix O, ept_map) on TCP 135, answered by the caller.
+    Epmapper,
+}
+
+/// A whole request of a service its caller answers ([`Service::Witness`],
+/// [`Service::Epmapper`]): answer it with [`Pipe::reply`], now or later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub call_id: u32,
+    pub ctx_id: u16,
+    pub opnum: u16,
+    pub stub: Vec<u8>,
 }
 
 /// How a write to a pipe went.
@@ -74,21 +90,33 @@ impl Service {
                 uuid([0x1234_5778, 0x1234_abcd, 0xef00_0123, 0x4567_89ab]),
                 0,
             ),
+            // ccd8c074-d0e5-4a40-92b4-d074faa6ba28 v1.1
+            Service::Witness => (
+                uuid([0xccd8_c074, 0xd0e5_4a40, 0x92b4_d074, 0xfaa6_ba28]),
+                1,
+            ),
+            // e1af8308-5d1f-11c9-91a4-08002b14a0fa v3.0
+            Service::Epmapper => (
+                uuid([0xe1af_8308, 0x5d1f_11c9, 0x91a4_0800, 0x2b14_a0fa]),
+                3,
+            ),
         }
     }
 
+    /// The secondary address of a BIND_ACK on a named pipe.
     fn pipe_name(self) -> &'static str {
         match self {
             Service::Srvsvc => "\\PIPE\\srvsvc",
             Service::Wkssvc => "\\PIPE\\wkssvc",
             Service::Lsarpc => "\\PIPE\\lsass",
+            Service::Witness | Service::Epmapper => "",
         }
     }
 }
 
 /// A UUID in its NDR (mixed-endian) byte order from the four 32-bit groups of
 /// its text form `aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`.
-const fn uuid(g: [u32; 4]) -> [u8; 16] {
+pub(crate) const fn uuid(g: [u32; 4]) -> [u8; 16] {
     let a = g[0].to_le_bytes();
     let b = ((g[1] >> 16) as u16).to_le_bytes();
     let c = (g[1] as u16).to_le_bytes();
@@ -147,6 +175,10 @@ pub struct Pipe {
     waiting: Option<(u32, u16, u16, Vec<u8>)>,
     /// What the waiting call needs to know.
     needs: Vec<NameQuery>,
+    /// The BIND_ACK's secondary address: the pipe's name, or a TCP port.
+    sec_addr: String,
+    /// Requests the caller answers ([`Service::Witness`], [`Service::Epmapper`]).
+    calls: VecDeque<Call>,
 }
 
 impl Pipe {
@@ -166,7 +198,17 @@ impl Pipe {
         } else {
             return None;
         };
-        Some(Pipe {
+        Some(Pipe::new(service, service.pipe_name().to_string()))
+    }
+
+    /// A connection-oriented DCE/RPC association over TCP (ncacn_ip_tcp) to
+    /// `service` on `port`.
+    pub fn tcp(service: Service, port: u16) -> Pipe {
+        Pipe::new(service, port.to_string())
+    }
+
+    fn new(service: Service, sec_addr: String) -> Pipe {
+        Pipe {
             service,
             input: Vec::new(),
             output: VecDeque::new(),
@@ -176,7 +218,22 @@ impl Pipe {
             lsa: lsa::State::default(),
             waiting: None,
             needs: Vec::new(),
-        })
+            sec_addr,
+            calls: VecDeque::new(),
+        }
+    }
+
+    /// The next whole request of a service its caller answers.
+    pub fn take_call(&mut self) -> Option<Call> {
+        self.calls.pop_front()
+    }
+
+    /// Answers `call`: a RESPONSE with this stub, or a FAULT with this status.
+    pub fn reply(&mut self, call: &Call, answer: Result<Vec<u8>, u32>) {
+        match answer {
+            Ok(out) => self.respond(call.call_id, call.ctx_id, &out),
+            Err(code) => self.fault(call.call_id, call.ctx_id, code),
+        }
     }
 
     /// Bytes waiting to be read.
@@ -277,6 +334,15 @@ impl Pipe {
                     return;
                 }
             },
+            Service::Witness | Service::Epmapper => {
+                self.calls.push_back(Call {
+                    call_id,
+                    ctx_id,
+                    opnum,
+                    stub: stub.to_vec(),
+                });
+                return;
+            }
         };
         match answer {
             Ok(out) => self.respond(call_id, ctx_id, &out),
@@ -367,7 +433,7 @@ impl Pipe {
         let assoc_group = if assoc == 0 { 0x0001_2345 } else { assoc };
         out.extend_from_slice(&assoc_group.to_le_bytes());
         if is_bind {
-            let name = self.service.pipe_name();
+            let name = self.sec_addr.as_str();
             out.extend_from_slice(&((name.len() + 1) as u16).to_le_bytes());
             out.extend_from_slice(name.as_bytes());
             out.push(0);
