@@ -72,9 +72,38 @@ pub enum Command {
         #[arg(value_name = "PATH", required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Drain a cluster node (its clients are told by Witness to move to another node) or
+    /// undrain it.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Measure the plain file-to-socket sender (the floor for a file server's CPU per GiB).
     #[command(hide = true)]
     Limit(crate::limit::LimitArgs),
+}
+
+/// `ringshare cluster drain|undrain NODE --config FILE`
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum ClusterCommand {
+    /// Mark node NODE drained in etcd: every node's Witness service sends its registered
+    /// clients CLIENT_MOVE to a live node, and stops offering it as available. It keeps
+    /// serving the clients it has.
+    Drain {
+        /// The configuration of a cluster node.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The node's number (`cluster node`).
+        #[arg(value_name = "NODE")]
+        node: u16,
+    },
+    /// Undo `drain`.
+    Undrain {
+        /// The configuration of a cluster node.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The node's number (`cluster node`).
+        #[arg(value_name = "NODE")]
+        node: u16,
+    },
 }
 
 /// `ringshare serve [PATH] [--config FILE] ...`

@@ -3,7 +3,7 @@
 use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
-use ringshare::cli::{self, Command, UserCommand};
+use ringshare::cli::{self, ClusterCommand, Command, UserCommand};
 use ringshare::testparm::TestparmError;
 use ringshare::{serve, users};
 
@@ -87,6 +87,23 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("ringshare cluster-home: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Cluster(c) => {
+            let (config, node, on) = match c {
+                ClusterCommand::Drain { config, node } => (config, node, true),
+                ClusterCommand::Undrain { config, node } => (config, node, false),
+            };
+            match ringshare::cluster::set_drained(&config, node, on) {
+                Ok(()) => {
+                    let what = if on { "drained" } else { "no longer drained" };
+                    println!("ringshare cluster: node {node} is {what}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ringshare cluster: {e}");
                     ExitCode::FAILURE
                 }
             }

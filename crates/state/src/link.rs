@@ -73,6 +73,11 @@ pub trait ClusterLink: Send + Sync {
     fn ca_all(&self) -> Result<Vec<Vec<u8>>, NtStatus> {
         Ok(Vec::new())
     }
+    /// Whether this node serves the Witness service ([MS-SWN]): its shares then say
+    /// SMB2_SHARE_CAP_CLUSTER.
+    fn witness(&self) -> bool {
+        false
+    }
 }
 
 /// The device number of every file's key on a cluster node.

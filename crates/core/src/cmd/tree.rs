@@ -400,15 +400,18 @@ pub(crate) fn disconnect(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, Nt
 
 /// A share's capabilities in TREE_CONNECT's answer: every node of a cluster
 /// serves it at once (SCALEOUT, as Samba marks its clustered shares); a
-/// continuously available share says so from SMB 3.0 on. CLUSTER (Witness)
-/// is not offered: it is not built.
+/// continuously available share says so from SMB 3.0 on; CLUSTER when the
+/// node serves Witness (`cluster witness`, docs/cluster.md).
 fn share_caps(core: &ConnCore, ca: bool, share_type: ShareType) -> ShareCapabilities {
     let mut c = ShareCapabilities::empty();
     if share_type != ShareType::DISK {
         return c;
     }
-    if core.server.node.link().is_some() {
+    if let Some(link) = core.server.node.link() {
         c |= ShareCapabilities::SCALEOUT;
+        if link.witness() {
+            c |= ShareCapabilities::CLUSTER;
+        }
     }
     if ca && core.dialect().is_some_and(|d| d.0 >= 0x0300) {
         c |= ShareCapabilities::CONTINUOUS_AVAILABILITY;

@@ -63,6 +63,8 @@ struct Link {
     /// `cluster takeover command`: run for each node that left, before its
     /// opens are forgotten and its partitions taken.
     takeover: Option<std::path::PathBuf>,
+    /// The node serves Witness (`cluster witness`, crate::witness).
+    witness: bool,
 }
 
 impl ClusterLink for Link {
@@ -142,6 +144,10 @@ impl ClusterLink for Link {
 
     fn ca_all(&self) -> Result<Vec<Vec<u8>>, NtStatus> {
         self.ca.all()
+    }
+
+    fn witness(&self) -> bool {
+        self.witness
     }
 }
 
@@ -441,6 +447,7 @@ pub fn start(
         peers: std::sync::OnceLock::new(),
         ca: ca::Store::new(name, &opts.etcd),
         takeover: opts.takeover_command.clone(),
+        witness: !opts.witness_off,
     });
     let stats = Arc::new(Stats::default());
     let me = peer::Identity {
@@ -756,6 +763,21 @@ fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 /// `ringshare cluster-home --config FILE PATH...`: for each file, its
 /// partition and the node etcd says owns it now.
+/// `ringshare cluster drain|undrain NODE --config FILE`: records in etcd whether node `node`
+/// of the cluster `config` names is drained (every node's Witness service reads it).
+pub fn set_drained(config: &std::path::Path, node: u16, on: bool) -> Result<(), String> {
+    let cfg = crate::config::load(config).map_err(|e| e.to_string())?;
+    let c = &cfg.global.cluster;
+    let Some(name) = &c.name else {
+        return Err(format!("{} names no cluster", config.display()));
+    };
+    if node == 0 {
+        return Err("node numbers start at 1".into());
+    }
+    ringshare_cluster::set_drained(&c.etcd, name, &node.to_string(), on)
+        .map_err(|e| format!("etcd: {e}"))
+}
+
 pub fn print_homes(
     config: &std::path::Path,
     paths: &[std::path::PathBuf],

@@ -3,8 +3,9 @@
 //! node 1's Witness port through its endpoint mapper, lists the cluster's
 //! interfaces, registers for node 3's address and holds an AsyncNotify,
 //! which is answered when node 3 is killed (its etcd lease lapses) and when
-//! it is back. Each node on its own loopback address, as clients tell nodes
-//! apart by address.
+//! it is back; a second registration, for node 2's address, is told to move
+//! (CLIENT_MOVE) when `ringshare cluster drain 2` runs. Each node on its own
+//! loopback address, as clients tell nodes apart by address.
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -83,15 +84,49 @@ fn lapse_watch(cl: &Cluster, n: u16) -> mpsc::Receiver<Instant> {
     rx
 }
 
+/// `ringshare cluster drain|undrain 2` with node 1's configuration; when it returned.
+fn drain(cl: &Cluster, verb: &str) -> Instant {
+    let out = Command::new(common::ringshare_bin())
+        .args(["cluster", verb, "2", "--config"])
+        .arg(cl.nodes[0].conf())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Instant::now()
+}
+
+/// The share capabilities TREE_CONNECT answers.
+fn share_caps(c: &mut Raw) -> u32 {
+    let req = ringshare_wire::tree::TreeConnectRequest {
+        flags: ringshare_wire::consts::TreeConnectFlags::empty(),
+        path: "\\\\server\\share".into(),
+        extension: None,
+    };
+    let mut body = Vec::new();
+    req.encode(&mut body);
+    match c.call(ringshare_wire::consts::Command::TREE_CONNECT, &body) {
+        Outcome::Reply(_, m) => {
+            u32::from_le_bytes(m[HEADER_LEN + 8..HEADER_LEN + 12].try_into().unwrap())
+        }
+        o => panic!("TREE_CONNECT: {o:?}"),
+    }
+}
+
 #[test]
-fn a_witness_client_hears_that_a_killed_node_went_and_came_back_within_two_seconds() {
+fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_one_says_move() {
     let name = "witness";
     if !etcd_available(name) {
         return;
     }
     let hosts = HOSTS.iter().map(|h| h.to_string()).collect();
     let mut cl = Cluster::start_on(name, "\tnetbios name = WITNESSLAB\n", Some(hosts));
-    let client = Client::start(HOSTS[0], cl.witness_ports[0].1, &[HOSTS[2]]);
+    // A share of a node that serves Witness says SCALEOUT and CLUSTER.
+    assert_eq!(share_caps(&mut cl.client(1)), 0x20 | 0x40);
+    let client = Client::start(HOSTS[0], cl.witness_ports[0].1, &[HOSTS[2], HOSTS[1]]);
     let mut seen = Vec::new();
     let (_, port) = client.expect("PORT ", Duration::from_secs(10), &mut seen);
     assert_eq!(
@@ -99,7 +134,16 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_within_two_secon
         format!("PORT {}", cl.witness_ports[0].0),
         "the endpoint mapper's answer"
     );
-    client.expect("REGISTERED 127.0.0.4", Duration::from_secs(10), &mut seen);
+    // Both registrations, in either order (one thread each).
+    let mut registered: Vec<String> = (0..2)
+        .map(|_| {
+            client
+                .expect("REGISTERED ", Duration::from_secs(10), &mut seen)
+                .1
+        })
+        .collect();
+    registered.sort();
+    assert_eq!(registered, ["REGISTERED 127.0.0.3", "REGISTERED 127.0.0.4"]);
     // Every node's address, available; node 1's own not offered as a witness (flags: IPv4
     // valid 1, witness interface 4).
     let mut list: Vec<&String> = seen.iter().filter(|l| l.starts_with("LIST ")).collect();
@@ -140,4 +184,25 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_within_two_secon
         after_lapse <= Duration::from_secs(2),
         "{after_lapse:?} after the lapse"
     );
+
+    // Drained: its registered client is told to go to node 1; undrained, nothing more.
+    let mut kept = cl.client(2);
+    let drained = drain(&cl, "drain");
+    let (t_move, mv) = client.expect("EVENT 127.0.0.3", Duration::from_secs(10), &mut seen);
+    assert_eq!(mv, "EVENT 127.0.0.3 CLIENT_MOVE 127.0.0.2");
+    let after_drain = t_move.saturating_duration_since(drained);
+    drain(&cl, "undrain");
+    eprintln!("[{name}] CLIENT_MOVE {after_drain:?} after `ringshare cluster drain 2` returned");
+    assert!(
+        after_drain <= Duration::from_secs(2),
+        "{after_drain:?} after the drain"
+    );
+    // The drained node kept serving the client it had (node 3's partitions may still be
+    // moving back to it: FILE_NOT_AVAILABLE is "try again").
+    let f = when_available("an open through the drained node", || {
+        open(&mut kept, "after-drain.txt", ALL, 7)
+    });
+    kept.write(f, 0, b"kept")
+        .expect("write through the drained node");
+    assert_eq!(kept.read(f, 0, 4).expect("read"), b"kept");
 }
