@@ -331,6 +331,35 @@ pub fn retry_answered(
     held
 }
 
+/// Whether the file's delete is pending; with `set`, make it so (or not) first
+/// ([`delete_pending`]). The call to the file's home (when the file is homed on another node)
+/// is carried away from the I/O thread: [`Decision::Ask`], whose answer
+/// [`delete_pending_answered`] takes.
+pub fn delete_pending_or_ask(
+    here: &NodeState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    set: Option<bool>,
+) -> Decision<Result<(bool, bool), NtStatus>, ()> {
+    match home(here, key) {
+        Ok(None) => Decision::Made(Ok(decide::delete_pending_here(entry, set))),
+        Ok(Some(node)) => match cluster::to_ask(here, node, Call::DeletePending(key, set)) {
+            Ok(ask) => Decision::Ask(ask, ()),
+            Err(s) => Decision::Made(Err(s)),
+        },
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
+/// The home answered the question [`delete_pending_or_ask`] asked: `Ok((pending, newly))`, the
+/// shadow entry following it.
+pub fn delete_pending_answered(
+    entry: &Mutex<FileEntry>,
+    answer: Result<Vec<u8>, NtStatus>,
+) -> Result<(bool, bool), NtStatus> {
+    shadow::delete_pending(entry, cluster::answer_of(answer))
+}
+
 /// The (offset, length) ranges an UNLOCK names, in order (a bad element: its status).
 pub type Ranges = Vec<Result<(u64, u64), NtStatus>>;
 

@@ -928,8 +928,7 @@ impl Connection {
                 cmd::ids::parked(&mut self.core, r)
             }
             Command::SET_INFO => {
-                let r = cmd::set_info::handle(&mut self.core, req)
-                    .map(|r| r.map_or(Handled::WaitForBreaks, Handled::Reply));
+                let r = cmd::set_info::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)
             }
             Command::OPLOCK_BREAK => {

@@ -9,6 +9,8 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::create::CreateResponse;
 use ringshare_wire::NtStatus;
 use support::*;
 
@@ -120,4 +122,83 @@ fn a_blocking_locks_retries_ask_the_home_without_holding_the_io_thread() {
         NtStatus::SUCCESS,
         "the home freed the closed open's lock"
     );
+}
+
+const READ: u32 = 0x0012_0089;
+
+/// A SET_INFO that sets or clears the delete pending of a file homed on another node
+/// (FileDispositionInformation, and the Ex form) waits for the home, not its connection: no
+/// answer and no call before the held call is carried, a READ answered meanwhile; once carried
+/// the home has it (an open through another node is refused DELETE_PENDING, or admitted again
+/// once cleared) and the file goes with its last close. A delete-on-close, set by the Ex form
+/// or asked by a CREATE, is the open's own and asks nothing until its close.
+#[test]
+fn a_delete_pending_set_on_a_file_homed_on_another_node_waits_for_the_home_not_its_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "gone.txt", ALL, 7).expect("a");
+    assert_eq!(a.write(fa, 0, b"data").status(), NtStatus::SUCCESS);
+    // FileDispositionInformation (13) set, then cleared; FileDispositionInformationEx (64)
+    // with FILE_DISPOSITION_DELETE.
+    for (class, buf, pending) in [
+        (13, vec![1], true),
+        (13, vec![0], false),
+        (64, vec![1, 0, 0, 0], true),
+    ] {
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        let m = a.set_info_msg(fa, 1, class, &buf);
+        assert!(
+            a.send_frame(m).is_empty(),
+            "no SET_INFO answer before the home's"
+        );
+        assert_eq!(
+            (a.held_lookups.len(), cl.calls_to(3)),
+            (1, calls),
+            "the SET_INFO waits for its call, which the thread did not make"
+        );
+        assert_eq!(
+            a.read(fa, 0, 4).status(),
+            NtStatus::SUCCESS,
+            "the connection answers a READ meanwhile"
+        );
+        assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+        a.hold_lookups = false;
+        let seen = open(&mut b, "gone.txt", READ, 7);
+        match (pending, seen) {
+            (true, seen) => assert_eq!(seen, Err(NtStatus::DELETE_PENDING), "class {class}"),
+            (false, Ok(fb)) => assert_eq!(b.close(fb).status(), NtStatus::SUCCESS),
+            (false, Err(s)) => panic!("cleared, yet {s:?}"),
+        }
+    }
+    // FILE_DISPOSITION_DELETE | FILE_DISPOSITION_ON_CLOSE: the open's own, no call.
+    let fc = open(&mut a, "kept.txt", ALL, 7).expect("kept");
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    assert_eq!(
+        a.set_info(fc, 1, 64, &[9, 0, 0, 0]).status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!((a.held_lookups.len(), cl.calls_to(3)), (0, calls));
+    // A CREATE's delete-on-close (FILE_DELETE_ON_CLOSE) is the open's own too: its one call is
+    // the admission's, carried away from the thread; the close carries the delete.
+    let tree = a.tree_id;
+    let m = a.create_msg(tree, "doc.txt", ALL, 7, D::OPEN_IF, 0x1000);
+    assert!(
+        a.send_frame(m).is_empty(),
+        "the CREATE waits for its admission"
+    );
+    assert_eq!((a.held_lookups.len(), cl.calls_to(3)), (1, calls));
+    let made = answer_held(&mut a);
+    assert_eq!(statuses(&made), [NtStatus::SUCCESS]);
+    assert_eq!(cl.calls_to(3), calls + 1, "the admission, nothing more");
+    let fd = CreateResponse::decode(&made[0].msg)
+        .expect("create")
+        .file_id;
+    a.hold_lookups = false;
+    assert_eq!(a.close(fd).status(), NtStatus::SUCCESS);
+    assert!(!cl.exists("doc.txt"), "deleted at its close");
+    assert!(cl.exists("gone.txt"), "a holds it");
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    assert!(!cl.exists("gone.txt"), "its last close deleted it");
 }

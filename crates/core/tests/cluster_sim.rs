@@ -209,7 +209,7 @@ fn a_rename_waits_until_a_handle_lease_on_another_node_is_given_up() {
         let fb = open(&mut b, "old.txt", ALL, 7).expect("b opens with DELETE");
         let info = rename_info("new.txt", true);
         let r = b.call_all(Command::SET_INFO, b.tree_id, |o| {
-            set_info_body(o, fb, &info)
+            set_info_body(o, fb, 1, 10, &info)
         });
         assert_eq!(r[0].status(), NtStatus::PENDING, "home {home}");
         let got = a.breaks();
@@ -220,19 +220,6 @@ fn a_rename_waits_until_a_handle_lease_on_another_node_is_given_up() {
         assert_eq!(fin[0].status(), NtStatus::SUCCESS, "renamed, home {home}");
         assert!(cl.exists("new.txt") && !cl.exists("old.txt"));
     }
-}
-
-fn set_info_body(o: &mut Vec<u8>, f: FileId, buf: &[u8]) {
-    use ringshare_wire::WriteExt;
-    o.put_u16(33);
-    o.put_u8(1);
-    o.put_u8(10);
-    o.put_u32(buf.len() as u32);
-    o.put_u16(96);
-    o.put_u16(0);
-    o.put_u32(0);
-    f.write(o);
-    o.put_bytes(buf);
 }
 
 #[test]

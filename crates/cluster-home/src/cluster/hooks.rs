@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use ringshare_wire::NtStatus;
 
 use super::msg::{self, Answer, Call};
-use super::{ask, ask_for, node_of, shadow, UnsentClose};
+use super::{ask, node_of, shadow, UnsentClose};
 use crate::files::oplock::{Break, Route};
 use crate::link::Closed;
 use crate::lookup::HomeAsk;
@@ -81,12 +81,7 @@ impl ClusterHooks for Hooks {
         entry: &Mutex<FileEntry>,
         set: Option<bool>,
     ) -> Result<(bool, bool), NtStatus> {
-        let (was, now) = ask_for(here, node, Call::DeletePending(key, set), |a| match a {
-            Answer::Pending { was, now } => Some((*was, *now)),
-            _ => None,
-        })?;
-        lock(entry).delete_pending = now;
-        Ok((now, now && !was))
+        shadow::delete_pending(entry, ask(here, node, Call::DeletePending(key, set)))
     }
 
     fn open_closed(&self, here: &NodeState, open: &Open) {

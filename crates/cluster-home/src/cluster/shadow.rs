@@ -14,6 +14,22 @@ use crate::files::oplock::Break;
 use crate::files::oplock::{self, Caching, Grant, Lease, LeaseId};
 use crate::server::{lock, FileEntry, FileTable, ShareEntry};
 
+/// The home's answer about the file's delete pending (asked, or set first): the entry follows
+/// it. `Ok((pending, newly))` as [`crate::decide::delete_pending`].
+pub fn delete_pending(
+    e: &std::sync::Mutex<FileEntry>,
+    answer: Result<super::msg::Answer, NtStatus>,
+) -> Result<(bool, bool), NtStatus> {
+    match answer? {
+        super::msg::Answer::Pending { was, now } => {
+            lock(e).delete_pending = now;
+            Ok((now, now && !was))
+        }
+        super::msg::Answer::Refused(s) => Err(s),
+        a => Err(super::unexpected(&a)),
+    }
+}
+
 /// The home admitted `ask` with `g`.
 pub fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
     if e.opens.is_empty() {

@@ -225,7 +225,12 @@ pub(crate) fn poll(
 /// a SET_INFO rename): its reply, or `None` while it still waits.
 pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
     if req.hdr.command == ringshare_wire::consts::Command::SET_INFO {
-        return crate::cmd::set_info::handle(core, req);
+        // Only a rename waits for breaks; it asks no lookup.
+        return match crate::cmd::set_info::handle(core, req)? {
+            Handled::Reply(r) => Ok(Some(r)),
+            Handled::WaitForBreaks => Ok(None),
+            _ => Err(NtStatus::INTERNAL_ERROR),
+        };
     }
     create(core, req, true, None)
 }

@@ -95,6 +95,9 @@ pub(crate) enum LookupCont {
     Close(Box<close::AtHome>),
     /// A LOCK or UNLOCK of a file homed on another node goes on once the home decided it.
     Lock(Box<lock::AtHome>),
+    /// A SET_INFO of a delete pending of a file homed on another node is answered once the
+    /// home set it.
+    Disposition(Box<set_info::AtHome>),
     /// A CREATE whose persistent open's record is being stored is answered once it is.
     Create(Box<create::Installing>),
     /// A request that waits for the cluster's store (a persistent open's record removed at its

@@ -24,7 +24,9 @@ use ringshare_wire::info::{SetInfoRequest, SetInfoResponse};
 use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WireError};
 
+use crate::arbiter;
 use crate::cmd::resolve::resolve_path;
+use crate::cmd::{Handled, LookupCont};
 use crate::dirlease;
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
@@ -60,16 +62,17 @@ fn bad(_: WireError) -> NtStatus {
 /// returns inside this module (a rename); never a status on the wire.
 const WAIT: NtStatus = NtStatus::PENDING;
 
-/// SET_INFO: its reply, or `None` while a rename waits for other clients to
-/// acknowledge breaks of their handle caching.
-pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
+/// SET_INFO: its reply; [`Handled::WaitForBreaks`] while a rename waits for other clients to
+/// acknowledge breaks of their handle caching; a question to the file's home (another node)
+/// when it sets a delete pending ([`disposed`] goes on with the answer).
+pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     match set_info(core, req) {
-        Err(WAIT) => Ok(None),
-        other => other.map(Some),
+        Err(WAIT) => Ok(Handled::WaitForBreaks),
+        other => other,
     }
 }
 
-fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
+fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
     if s.buffer.len() > handles::io_sizes(core).trans as usize {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -78,6 +81,12 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let server = core.server.clone();
     let open = handles::find(core, req, s.file_id)?;
     match s.info_type {
+        InfoType::FILE if is_disposition(FileInfoClass(s.info_class)) => {
+            if read_only {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            return disposition(&server, &open, FileInfoClass(s.info_class), s.buffer);
+        }
         InfoType::FILE => set_file(
             &server,
             (core.now, core.conn_id),
@@ -107,7 +116,7 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
         InfoType::FILESYSTEM => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
-    Ok(Reply::ok(ok_body()))
+    Ok(Handled::Reply(Reply::ok(ok_body())))
 }
 
 /// `when`: now and this connection's id (a rename may wait).
@@ -138,21 +147,6 @@ fn set_file(
             Ok(())
         }
         FileInfoClass::RENAME => rename(server, (when.0.mono_ms, when.1), open, &name_info(buf)?),
-        FileInfoClass::DISPOSITION => {
-            let d = FileDispositionInformation::decode(buf).map_err(bad)?;
-            set_disposition(server, open, d.delete_pending, false, false)
-        }
-        FileInfoClass::DISPOSITION_EX => {
-            let d = FileDispositionInformationEx::decode(buf).map_err(bad)?;
-            let delete = d.flags & FILE_DISPOSITION_DELETE != 0;
-            set_disposition(
-                server,
-                open,
-                delete,
-                d.flags & FILE_DISPOSITION_ON_CLOSE != 0,
-                d.flags & FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE != 0,
-            )
-        }
         FileInfoClass::END_OF_FILE => {
             let v = FileEndOfFileInformation::decode(buf).map_err(bad)?;
             if open.access & FILE_WRITE_DATA == 0 {
@@ -348,14 +342,41 @@ fn set_basic(server: &ServerState, open: &Open, b: &FileBasicInformation) -> Res
     Ok(changed)
 }
 
-/// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form).
+fn is_disposition(class: FileInfoClass) -> bool {
+    class == FileInfoClass::DISPOSITION || class == FileInfoClass::DISPOSITION_EX
+}
+
+/// FileDispositionInformation or FileDispositionInformationEx ([`set_disposition`]).
+fn disposition(
+    server: &ServerState,
+    open: &Arc<Open>,
+    class: FileInfoClass,
+    buf: &[u8],
+) -> Result<Handled, NtStatus> {
+    if class == FileInfoClass::DISPOSITION {
+        let d = FileDispositionInformation::decode(buf).map_err(bad)?;
+        return set_disposition(server, open, d.delete_pending, false, false);
+    }
+    let d = FileDispositionInformationEx::decode(buf).map_err(bad)?;
+    set_disposition(
+        server,
+        open,
+        d.flags & FILE_DISPOSITION_DELETE != 0,
+        d.flags & FILE_DISPOSITION_ON_CLOSE != 0,
+        d.flags & FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE != 0,
+    )
+}
+
+/// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form). The delete pending is
+/// the file's home's: when that is another node, the request parks while it is asked away
+/// from the I/O thread ([`disposed`]).
 fn set_disposition(
     server: &ServerState,
-    open: &Open,
+    open: &Arc<Open>,
     delete: bool,
     on_close: bool,
     ignore_readonly: bool,
-) -> Result<(), NtStatus> {
+) -> Result<Handled, NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -378,15 +399,48 @@ fn set_disposition(
     }
     if on_close {
         lock(&open.state).delete_on_close = delete;
-    } else {
-        let (_, newly) =
-            crate::arbiter::delete_pending(&server.node, open.key, &open.entry, Some(delete))?;
-        if newly && open.is_dir {
-            let path = lock(&open.entry).path.clone();
-            notify::dir_delete_pending(server, &open.share, &path, open.key);
-        }
+        return Ok(Handled::Reply(Reply::ok(ok_body())));
     }
-    Ok(())
+    let (node, key) = (&server.node, open.key);
+    match arbiter::delete_pending_or_ask(node, key, &open.entry, Some(delete)) {
+        arbiter::Decision::Made(set) => pending_set(server, open, set),
+        arbiter::Decision::Ask(ask, ()) => Ok(Handled::lookup(
+            crate::lookup::Lookup::Home(ask),
+            LookupCont::Disposition(Box::new(AtHome {
+                open: Arc::clone(open),
+            })),
+        )),
+    }
+}
+
+/// A SET_INFO of a delete pending parked while its file's home (another node) sets it.
+pub(crate) struct AtHome {
+    open: Arc<Open>,
+}
+
+/// The file's home answered a parked SET_INFO of a delete pending: it is answered as one
+/// decided at once would be.
+pub(crate) fn disposed(
+    core: &ConnCore,
+    fin: AtHome,
+    done: crate::lookup::LookupDone,
+) -> Result<Handled, NtStatus> {
+    let set = arbiter::delete_pending_answered(&fin.open.entry, done.home());
+    pending_set(&core.server, &fin.open, set)
+}
+
+/// The delete pending is set (or not): a directory's watchers below hear that it newly is.
+fn pending_set(
+    server: &ServerState,
+    open: &Open,
+    set: Result<(bool, bool), NtStatus>,
+) -> Result<Handled, NtStatus> {
+    let (_, newly) = set?;
+    if newly && open.is_dir {
+        let path = lock(&open.entry).path.clone();
+        notify::dir_delete_pending(server, &open.share, &path, open.key);
+    }
+    Ok(Handled::Reply(Reply::ok(ok_body())))
 }
 
 /// [MS-FSA] 2.1.5.14.11 FileRenameInformation. The target is a share-relative

@@ -103,9 +103,15 @@ impl Connection {
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
             }
-            cont @ (LookupCont::Admit(_) | LookupCont::Close(_) | LookupCont::Lock(_)) => {
+            cont @ (LookupCont::Admit(_)
+            | LookupCont::Close(_)
+            | LookupCont::Lock(_)
+            | LookupCont::Disposition(_)) => {
                 let (handled, closed) = match cont {
                     LookupCont::Lock(fin) => (cmd::lock::answered(&self.core, *fin, done), None),
+                    LookupCont::Disposition(fin) => {
+                        (cmd::set_info::disposed(&self.core, *fin, done), None)
+                    }
                     LookupCont::Admit(fin) => {
                         (cmd::create::admitted(&mut self.core, *fin, done), None)
                     }
@@ -156,7 +162,8 @@ impl Connection {
                     LookupCont::Again(_)
                     | LookupCont::Admit(_)
                     | LookupCont::Close(_)
-                    | LookupCont::Lock(_) => return,
+                    | LookupCont::Lock(_)
+                    | LookupCont::Disposition(_) => return,
                 };
                 self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
             }
@@ -224,6 +231,7 @@ impl Parked {
             | LookupCont::Admit(_)
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
+            | LookupCont::Disposition(_)
             | LookupCont::Answer { .. } => 0,
         }
     }

@@ -911,15 +911,15 @@ impl Client {
     pub fn set_info(&mut self, f: FileId, info_type: u8, class: u8, buf: &[u8]) -> Resp {
         let tree = self.tree_id;
         self.call(Command::SET_INFO, tree, |o| {
-            o.put_u16(33);
-            o.put_u8(info_type);
-            o.put_u8(class);
-            o.put_u32(buf.len() as u32);
-            o.put_u16(96);
-            o.put_u16(0);
-            o.put_u32(0);
-            f.write(o);
-            o.put_bytes(buf);
+            set_info_body(o, f, info_type, class, buf)
+        })
+    }
+
+    /// A SET_INFO, not sent.
+    pub fn set_info_msg(&mut self, f: FileId, info_type: u8, class: u8, buf: &[u8]) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::SET_INFO, tree, |o| {
+            set_info_body(o, f, info_type, class, buf)
         })
     }
 
@@ -1143,4 +1143,17 @@ fn lock_body(o: &mut Vec<u8>, f: FileId, elements: &[(u64, u64, u32)]) {
         o.put_u32(*flags);
         o.put_u32(0);
     }
+}
+
+/// A SET_INFO request's body: `buf` of class `class` of `info_type` for `f`.
+pub fn set_info_body(o: &mut Vec<u8>, f: FileId, info_type: u8, class: u8, buf: &[u8]) {
+    o.put_u16(33);
+    o.put_u8(info_type);
+    o.put_u8(class);
+    o.put_u32(buf.len() as u32);
+    o.put_u16(96);
+    o.put_u16(0);
+    o.put_u32(0);
+    f.write(o);
+    o.put_bytes(buf);
 }

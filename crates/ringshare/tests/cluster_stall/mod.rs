@@ -8,7 +8,8 @@
 //! figures in docs/cluster.md, "No I/O thread waits on the network"). Three more clients of
 //! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
 //! that it held, one opens it again and again, one locks and unlocks bytes of its open of it
-//! again and again, each request waiting for node 2 (at most 2 s); the other clients'
+//! again and again (and one more sets and clears the delete pending of a file of its own homed
+//! there), each request waiting for node 2 (at most 2 s); the other clients'
 //! requests do not wait with them. A fourth holds a persistent open of that file, sends its
 //! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same. Ten more
 //! open files of their own homed on node 2 meanwhile, more calls to it than the driver carries
@@ -100,6 +101,8 @@ enum Remote {
     Open,
     /// Locks and unlocks bytes 0..10 of the open of it it holds, again and again.
     Lock(FileId),
+    /// Sets and clears the delete pending of the open of it it holds, again and again.
+    Dispose(FileId),
 }
 
 /// A client of node 1 working on `file`, homed on node 2, once `stopped` is set (node 2
@@ -137,6 +140,13 @@ fn homed_elsewhere(
                 }
                 s => Err(s),
             },
+            Remote::Dispose(h) => {
+                let set = |c: &mut Raw, on: u8| {
+                    let s = status(c.call(Command::SET_INFO, &set_info_body(h, 13, &[on])));
+                    (s == NtStatus::SUCCESS).then_some(()).ok_or(s)
+                };
+                set(&mut c, 1).and_then(|()| set(&mut c, 0))
+            }
             _ => open(&mut c, &file, ALL, 7).map(|h| c.close(h).expect("close")),
         };
         longest = longest.max(t.elapsed());
@@ -146,10 +156,10 @@ fn homed_elsewhere(
             Err(s) => panic!("{file}, homed on the stopped node 2: {s:?}"),
         }
     }
-    let what = if matches!(work, Remote::Lock(_)) {
-        "LOCKs"
-    } else {
-        "CREATEs"
+    let what = match work {
+        Remote::Lock(_) => "LOCKs",
+        Remote::Dispose(_) => "delete pendings set and cleared",
+        _ => "CREATEs",
     };
     format!("{what}: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
 }
@@ -291,6 +301,14 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             homed_elsewhere(c, f, work, peer_stop, stop)
         }));
     }
+    // One more sets and clears the delete pending of its own file homed on node 2.
+    let doomed = files_homed_on(&cl, 2, "doomed", 1).remove(0);
+    let mut c = cl.client(1);
+    let work = Remote::Dispose(open(&mut c, &doomed, ALL, 7).expect("a file homed on node 2"));
+    remote.push({
+        let (peer_stop, stop) = (peer_stop.clone(), stop.clone());
+        thread::spawn(move || homed_elsewhere(c, doomed, work, peer_stop, stop))
+    });
     // Ten more open files of their own homed on node 2 once it stops: more calls to it than
     // the driver carries to one node at once (8), so that the calls to node 3 of a client
     // measured meanwhile would wait for threads they hold, if they could hold them all.
