@@ -181,6 +181,7 @@ fn populate(mem: &MemShare) {
             non_directory: !directory,
             create_mode: if directory { 0o755 } else { 0o644 },
             best_effort: false,
+            no_follow: false,
         };
         let path = RelPath::from_components(path.iter().copied()).expect("a valid path");
         mem.open(&ringshare_vfs::server_who(), &path, &opts)

@@ -19,9 +19,9 @@ pub const READ_MAX: usize = 256;
 
 const VALID_ATTRIB: u32 = 0x01;
 const VALID_CREATE_TIME: u32 = 0x10;
-/// READONLY, HIDDEN, SYSTEM, DIRECTORY, ARCHIVE, SPARSE, OFFLINE: what Samba
-/// takes from a stored value.
-const KEPT: u32 = 0x01 | 0x02 | 0x04 | 0x10 | 0x20 | 0x200 | 0x1000;
+/// READONLY, HIDDEN, SYSTEM, DIRECTORY, ARCHIVE, SPARSE, REPARSE_POINT, OFFLINE: what
+/// Samba takes from a stored value.
+const KEPT: u32 = 0x01 | 0x02 | 0x04 | 0x10 | 0x20 | 0x200 | 0x400 | 0x1000;
 /// FILETIME of the Unix epoch.
 const EPOCH_FILETIME: i128 = 116_444_736_000_000_000;
 

@@ -329,6 +329,9 @@ pub struct OpenOptions {
     /// instead of failing; [`Opened::read`] and [`Opened::write`] say what
     /// was had. For MAXIMUM_ALLOWED opens.
     pub best_effort: bool,
+    /// The last component is never followed: a symlink, FIFO, socket or device there is
+    /// opened itself, for its metadata only (an SMB3 POSIX open, as Samba opens them).
+    pub no_follow: bool,
 }
 
 impl OpenOptions {
@@ -341,6 +344,7 @@ impl OpenOptions {
             non_directory: false,
             create_mode: 0o644,
             best_effort: false,
+            no_follow: false,
         }
     }
 }
@@ -837,6 +841,39 @@ pub trait Node: Send + Sync + fmt::Debug {
         Err(FsError::Other(EOPNOTSUPP))
     }
 
+    /// The reparse data buffer ([MS-FSCC] 2.1.2.2/2.1.2.3) a client stored on this file with
+    /// FSCTL_SET_REPARSE_POINT, as stored (Samba's `user.SmbReparse` xattr), read as the
+    /// node's user. `None` when there is none. The default stores none.
+    fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// A symlink node's target, as stored (never followed). The default: none to read,
+    /// `Other(EOPNOTSUPP)`.
+    fn link_target(&self) -> FsResult<Vec<u8>> {
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// A device node's major and minor numbers. The default: `Other(EOPNOTSUPP)`.
+    fn device_numbers(&self) -> FsResult<(u32, u32)> {
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
+    /// [`Node::reparse_point`] of entry `name` of this directory (a symlink's own, never its
+    /// target's), for listings. The default: none.
+    fn entry_reparse_point(&self, name: &str) -> FsResult<Option<Vec<u8>>> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Store (or with `None` remove) this file's reparse data buffer, and with it set (clear)
+    /// [`ATTR_REPARSE_POINT`] in its stored DOS attributes, as the node's user. The default
+    /// cannot: `Other(EOPNOTSUPP)`.
+    fn set_reparse_point(&self, value: Option<&[u8]>) -> FsResult<()> {
+        let _ = value;
+        Err(FsError::Other(EOPNOTSUPP))
+    }
+
     /// This file's (or directory's) named data streams, in a stable order
     /// (the backend's own: the POSIX one lists as the file system lists
     /// xattrs, the in-memory one in the order created); never the default
@@ -994,6 +1031,12 @@ macro_rules! forward_file_metadata {
         fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> $crate::FsResult<()> {
             self.$file.set_netatalk_metadata(value)
         }
+        fn reparse_point(&self) -> $crate::FsResult<Option<Vec<u8>>> {
+            self.$file.reparse_point()
+        }
+        fn set_reparse_point(&self, value: Option<&[u8]>) -> $crate::FsResult<()> {
+            self.$file.set_reparse_point(value)
+        }
         fn list_streams(&self) -> $crate::FsResult<Vec<$crate::StreamInfo>> {
             self.$file.list_streams()
         }
@@ -1045,12 +1088,20 @@ pub fn ea_name_is_valid(name: &str) -> bool {
 /// inheritance, streams, netatalk's Finder info): hidden from clients and
 /// not settable by them, as Samba hides them, so a share Samba served shows
 /// the same EAs through ringshare.
-pub const SAMBA_PRIVATE_EA_NAMES: [&str; 4] = [
+pub const SAMBA_PRIVATE_EA_NAMES: [&str; 5] = [
     "DOSATTRIB",
+    "SmbReparse",
     "SAMBA_PAI",
     "SAMBA_STREAMS",
     "org.netatalk.Metadata",
 ];
+/// FILE_ATTRIBUTE_REPARSE_POINT ([MS-FSCC] 2.6): kept in the stored DOS attributes of a file
+/// with a reparse data buffer ([`Node::set_reparse_point`]); a client cannot set or clear it
+/// through its attributes.
+pub const ATTR_REPARSE_POINT: u32 = 0x0000_0400;
+/// Samba's xattr holding a file's reparse data buffer (`SAMBA_XATTR_REPARSE_ATTRIB`).
+pub const REPARSE_XATTR: &str = "user.SmbReparse";
+
 /// Prefix of Samba's `streams_xattr` stream names.
 pub const SAMBA_STREAM_EA_PREFIX: &str = "DosStream.";
 

@@ -83,6 +83,8 @@ struct Inode {
     ntacl: Option<Vec<u8>>,
     /// Netatalk's `org.netatalk.Metadata` value.
     netatalk: Option<Vec<u8>>,
+    /// The reparse data buffer a client stored.
+    reparse: Option<Vec<u8>>,
     acl_access: Option<PosixAcl>,
     acl_default: Option<PosixAcl>,
     /// Extended attributes (upper-case name, value) in the order first set.
@@ -192,6 +194,7 @@ impl State {
                 dos: None,
                 ntacl: None,
                 netatalk: None,
+                reparse: None,
                 acl_access: None,
                 acl_default: None,
                 eas: Vec::new(),
@@ -903,7 +906,8 @@ impl Node for MemNode {
         let mut st = lock(&self.state);
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
-        i.dos = Some(attrs);
+        let reparse = i.dos.unwrap_or(0) & crate::ATTR_REPARSE_POINT;
+        i.dos = Some((attrs & !crate::ATTR_REPARSE_POINT) | reparse);
         i.ctime = now;
         Ok(())
     }
@@ -939,6 +943,40 @@ impl Node for MemNode {
         let now = st.now();
         let i = st.inode_mut(self.ino)?;
         i.ntacl = blob.map(<[u8]>::to_vec);
+        i.ctime = now;
+        Ok(())
+    }
+
+    fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
+        let st = lock(&self.state);
+        Ok(st.inode(self.ino)?.reparse.clone())
+    }
+
+    fn entry_reparse_point(&self, name: &str) -> FsResult<Option<Vec<u8>>> {
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        let st = lock(&self.state);
+        let ino = st
+            .inode(self.ino)?
+            .children
+            .get(name)
+            .copied()
+            .ok_or(FsError::NotFound)?;
+        Ok(st.inode(ino)?.reparse.clone())
+    }
+
+    fn set_reparse_point(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.check_writable_share()?;
+        let mut st = lock(&self.state);
+        let now = st.now();
+        let i = st.inode_mut(self.ino)?;
+        let dos = i.dos.unwrap_or(0x20);
+        i.dos = Some(match value {
+            Some(_) => (dos | crate::ATTR_REPARSE_POINT) & !0x80,
+            None => dos & !crate::ATTR_REPARSE_POINT,
+        });
+        i.reparse = value.map(<[u8]>::to_vec);
         i.ctime = now;
         Ok(())
     }

@@ -789,10 +789,41 @@ impl PosixShare {
         if opts.mode == OpenMode::CreateNew {
             return create_excl()?.ok_or(FsError::Exists);
         }
+        if opts.no_follow {
+            // Looked at first without opening it for I/O: a symlink, FIFO, socket or device
+            // is opened itself, for its metadata; a file or directory is opened below, never
+            // through a symlink put there meanwhile (O_NOFOLLOW).
+            match self.openat2(path, OFlags::PATH | OFlags::NOFOLLOW, 0) {
+                Ok(fd) => {
+                    let fresh = self.node(who, fd, false, false, true)?;
+                    match fresh.node.kind {
+                        FileKind::Symlink => {
+                            return Ok(Opened {
+                                node: Arc::new(link::LinkNode(fresh.node)),
+                                created: false,
+                                truncated: false,
+                                attr: Some(fresh.attr),
+                                read: false,
+                                write: false,
+                            })
+                        }
+                        FileKind::Other(_) => return Ok(fresh.opened(false, false)),
+                        _ => {}
+                    }
+                }
+                Err(Errno::NOENT) if creates => {}
+                Err(e) => return Err(self.lookup_error(path, e)),
+            }
+        }
         let flags = if truncates {
             base | OFlags::TRUNC
         } else {
             base
+        };
+        let flags = if opts.no_follow {
+            flags | OFlags::NOFOLLOW
+        } else {
+            flags
         };
         for _ in 0..CREATE_RACE_RETRIES_MAX {
             match self.openat2(path, flags, 0) {
@@ -1091,6 +1122,7 @@ impl PosixShare {
 }
 
 mod doscache;
+mod link;
 mod node;
 mod stream;
 #[cfg(test)]

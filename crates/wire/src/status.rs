@@ -136,6 +136,8 @@ impl NtStatus {
     pub const FILE_IS_OFFLINE: NtStatus = NtStatus(0xC000_0267);
     pub const VOLUME_DISMOUNTED: NtStatus = NtStatus(0xC000_026E);
     pub const NOT_A_REPARSE_POINT: NtStatus = NtStatus(0xC000_0275);
+    pub const IO_REPARSE_TAG_MISMATCH: NtStatus = NtStatus(0xC000_0277);
+    pub const IO_REPARSE_DATA_INVALID: NtStatus = NtStatus(0xC000_0278);
     pub const IO_REPARSE_TAG_NOT_HANDLED: NtStatus = NtStatus(0xC000_0279);
     pub const DIRECTORY_IS_A_REPARSE_POINT: NtStatus = NtStatus(0xC000_0281);
     pub const DUPLICATE_OBJECTID: NtStatus = NtStatus(0xC000_022A);
@@ -283,6 +285,8 @@ impl NtStatus {
             NtStatus::FILE_IS_OFFLINE => "FILE_IS_OFFLINE",
             NtStatus::VOLUME_DISMOUNTED => "VOLUME_DISMOUNTED",
             NtStatus::NOT_A_REPARSE_POINT => "NOT_A_REPARSE_POINT",
+            NtStatus::IO_REPARSE_TAG_MISMATCH => "IO_REPARSE_TAG_MISMATCH",
+            NtStatus::IO_REPARSE_DATA_INVALID => "IO_REPARSE_DATA_INVALID",
             NtStatus::IO_REPARSE_TAG_NOT_HANDLED => "IO_REPARSE_TAG_NOT_HANDLED",
             NtStatus::DIRECTORY_IS_A_REPARSE_POINT => "DIRECTORY_IS_A_REPARSE_POINT",
             NtStatus::OBJECTID_NOT_FOUND => "OBJECTID_NOT_FOUND",

@@ -46,6 +46,7 @@ pub fn reopen(
         non_directory: !h.is_dir,
         create_mode: 0,
         best_effort: false,
+        no_follow: false,
     };
     let o = share
         .backend

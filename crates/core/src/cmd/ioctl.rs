@@ -16,7 +16,9 @@
 //!   2.1.5.10.32): nothing is compressed; setting COMPRESSION_FORMAT_NONE
 //!   succeeds, other formats are STATUS_NOT_SUPPORTED (as Windows Server 2016
 //!   ReFS and Samba answer);
-//! - FSCTL_GET_REPARSE_POINT (nothing is a reparse point);
+//! - FSCTL_SET_REPARSE_POINT, FSCTL_GET_REPARSE_POINT, FSCTL_DELETE_REPARSE_POINT: a
+//!   client's reparse data buffer stored with a regular file, as Samba 4.22 stores it
+//!   ([`reparse`]);
 //! - FSCTL_SRV_ENUMERATE_SNAPSHOTS (3.3.5.15.1) on a `shadow_copy2` share
 //!   ([`snapshots`]).
 //!
@@ -33,6 +35,7 @@
 //! copychunk limits (16 MiB per request).
 
 mod dup_extents;
+mod reparse;
 mod snapshots;
 
 use std::sync::{Arc, Mutex};
@@ -95,10 +98,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         Fsctl::QUERY_ALLOCATED_RANGES => query_allocated_ranges(core, req, &ir),
         Fsctl::GET_COMPRESSION => get_compression(core, req, &ir),
         Fsctl::SET_COMPRESSION => set_compression(core, req, &ir),
-        Fsctl::GET_REPARSE_POINT => {
-            handles::find(core, req, ir.file_id)?;
-            Err(NtStatus::NOT_A_REPARSE_POINT)
-        }
+        Fsctl::GET_REPARSE_POINT => reparse::get(core, req, &ir),
+        Fsctl::SET_REPARSE_POINT => reparse::set(core, req, &ir),
+        Fsctl::DELETE_REPARSE_POINT => reparse::delete(core, req, &ir),
         Fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interfaces(core, &ir),
         Fsctl::CREATE_OR_GET_OBJECT_ID | Fsctl::GET_OBJECT_ID => object_id(core, req, &ir),
         Fsctl::LMR_REQUEST_RESILIENCY => request_resiliency(core, req, &ir),

@@ -35,6 +35,7 @@ pub(crate) mod query_directory;
 pub(crate) mod query_info;
 pub(crate) mod quota;
 pub(crate) mod read;
+pub(crate) mod reparse;
 pub(crate) mod resolve;
 pub(crate) mod session_setup;
 pub(crate) mod set_info;

@@ -22,6 +22,7 @@ use ringshare_wire::fscc::dir_info::PosixEntry;
 use ringshare_wire::posix::{self, FilePosixInfo, PosixCc};
 use ringshare_wire::security::Sid;
 
+use crate::cmd::reparse;
 use crate::fileinfo;
 use crate::identity::ShareRules;
 use crate::server::ServerState;
@@ -68,31 +69,43 @@ fn sid_of(server: &ServerState, group: bool, id: u32) -> Sid {
     }
 }
 
-/// The POSIX part of a CREATE's answer (and of the information classes).
-pub(crate) fn cc(server: &ServerState, attr: &FileAttr) -> PosixCc {
+/// The POSIX part of a CREATE's answer (and of the information classes); `stored`: the
+/// reparse data buffer a client stored with the file ([`crate::cmd::reparse::stored`]), whose
+/// tag and type it then shows (Samba 4.22).
+pub(crate) fn cc(server: &ServerState, attr: &FileAttr, stored: Option<&[u8]>) -> PosixCc {
+    let kind = reparse_tag(attr.kind);
+    let (tag, wire) = match stored.filter(|_| kind.is_none()) {
+        Some(b) => (reparse::tag(b), reparse::posix_type(b)),
+        None => (kind.unwrap_or(0), wire_type(attr.kind)),
+    };
     PosixCc {
         nlinks: u32::try_from(attr.nlink).unwrap_or(u32::MAX),
-        reparse_tag: reparse_tag(attr.kind).unwrap_or(0),
-        mode: posix::mode_to_wire(wire_type(attr.kind), attr.mode),
+        reparse_tag: tag,
+        mode: posix::mode_to_wire(wire, attr.mode),
         owner: sid_of(server, false, attr.uid),
         group: sid_of(server, true, attr.gid),
     }
 }
 
 /// The POSIX fields a listing entry of the POSIX class carries.
-pub(crate) fn entry(server: &ServerState, attr: &FileAttr) -> PosixEntry {
+pub(crate) fn entry(server: &ServerState, attr: &FileAttr, stored: Option<&[u8]>) -> PosixEntry {
     PosixEntry {
         // Samba sends st_dev cut to 32 bits.
         device: attr.dev as u32,
-        cc: cc(server, attr),
+        cc: cc(server, attr, stored),
     }
 }
 
 /// FILE_POSIX_INFORMATION of a file; `file_id`: the id shown for it.
-pub(crate) fn info(server: &ServerState, attr: &FileAttr, file_id: u64) -> FilePosixInfo {
+pub(crate) fn info(
+    server: &ServerState,
+    attr: &FileAttr,
+    stored: Option<&[u8]>,
+    file_id: u64,
+) -> FilePosixInfo {
     let [c, la, lw, ch] = fileinfo::times(attr);
     let (eof, alloc) = fileinfo::sizes(attr);
-    let e = entry(server, attr);
+    let e = entry(server, attr, stored);
     FilePosixInfo {
         creation_time: c.0,
         last_access_time: la.0,

@@ -141,8 +141,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             info.file_attributes = ringshare_wire::consts::FileAttributes::REPARSE_POINT;
             (info.ea_size, info.reparse_tag) = (tag, tag);
         }
+        // A regular file with a reparse data buffer a client stored shows its tag there too,
+        // to every client (Samba 4.22).
+        let stored = crate::cmd::reparse::stored_entry(open.node.as_ref(), name, &attr);
+        if let Some(b) = &stored {
+            let tag = crate::cmd::reparse::tag(b);
+            (info.ea_size, info.reparse_tag) = (tag, tag);
+        }
         if posix {
-            let mut p = crate::cmd::posix::entry(&core.server, &attr);
+            let mut p = crate::cmd::posix::entry(&core.server, &attr, stored.as_deref());
             // The share root's `..` (the root again) has no owner to show: Samba sends
             // NULL SIDs for it.
             // (nor inode and device: 0, as Samba's smb3unix.py test_share_root_null_sids_fid).

@@ -303,13 +303,25 @@ fn file_info(
         FileInfoClass::NETWORK_OPEN => answer(FileNetworkOpenInformation::SIZE, |o| {
             fileinfo::network_open(&attr).encode(o)
         }),
-        FileInfoClass::ATTRIBUTE_TAG => answer(FileAttributeTagInformation::SIZE, |o| {
-            FileAttributeTagInformation {
-                file_attributes: FileAttributes(fileinfo::attributes(&attr)),
-                reparse_tag: 0,
-            }
-            .encode(o)
-        }),
+        FileInfoClass::ATTRIBUTE_TAG => {
+            // A symlink or special file (a POSIX open's) is a reparse point by its kind,
+            // a regular file by the buffer a client stored.
+            let (attributes, tag) = match crate::cmd::posix::reparse_tag(attr.kind) {
+                Some(tag) => (FileAttributes::REPARSE_POINT.0, tag),
+                None => {
+                    let stored = crate::cmd::reparse::stored(open.node.as_ref(), &attr);
+                    let tag = stored.as_deref().map_or(0, crate::cmd::reparse::tag);
+                    (fileinfo::attributes(&attr), tag)
+                }
+            };
+            answer(FileAttributeTagInformation::SIZE, |o| {
+                FileAttributeTagInformation {
+                    file_attributes: FileAttributes(attributes),
+                    reparse_tag: tag,
+                }
+                .encode(o)
+            })
+        }
         FileInfoClass::NORMALIZED_NAME => {
             if dialect != Some(Dialect::SMB3_1_1) {
                 return Err(NtStatus::NOT_SUPPORTED);
@@ -333,7 +345,8 @@ fn file_info(
             })
         }
         FileInfoClass::POSIX => {
-            let info = crate::cmd::posix::info(server, &attr, shown_id(&attr));
+            let stored = crate::cmd::reparse::stored(open.node.as_ref(), &attr);
+            let info = crate::cmd::posix::info(server, &attr, stored.as_deref(), shown_id(&attr));
             answer(0, |o| info.encode(o))
         }
         _ => Err(NtStatus::INVALID_INFO_CLASS),

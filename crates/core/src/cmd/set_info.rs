@@ -245,6 +245,13 @@ fn set_security(
     }
     let mut given =
         SecurityDescriptor::decode(buf).map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
+    // A POSIX open's chmod: the mode alone changes, whatever else the descriptor says (Samba
+    // 4.22); the kernel decides whether the user may.
+    if open.posix && info.contains(SecurityInformation::DACL) {
+        if let Some(mode) = crate::fruit::nfs::posix_chmod(&given) {
+            return open.node.set_mode(mode).map_err(status_of);
+        }
+    }
     // macOS sets a file's mode through an NFS ACE ([`crate::fruit::nfs`]).
     let mode = if nfs && info.contains(SecurityInformation::DACL) {
         let (mode, only_nfs) = crate::fruit::nfs::take(&mut given);

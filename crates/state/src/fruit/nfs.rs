@@ -87,6 +87,22 @@ pub fn take(sd: &mut SecurityDescriptor) -> (Option<u32>, bool) {
     (mode, had_nfs && dacl.aces.is_empty())
 }
 
+/// The mode a POSIX open's SET_INFO asks for by a DACL of exactly one ACE for
+/// S-1-5-88-3-MODE (SMB3 POSIX chmod, as smbclient and Linux's cifs client send it and
+/// Samba 4.22 takes it; permission bits only); `None` for any other descriptor.
+pub fn posix_chmod(sd: &SecurityDescriptor) -> Option<u32> {
+    match sd.dacl.as_ref().map(|d| d.aces.as_slice()) {
+        Some([ace]) => match &ace.body {
+            AceBody::MaskSid { sid, .. } => match nfs_of(sid) {
+                Some((MODE, m)) => Some(m & 0o777),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +113,19 @@ mod tests {
             dacl: Some(Acl::new(aces)),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_posix_chmod_is_a_dacl_of_one_mode_ace_and_nothing_else() {
+        let mode = |m| deny_nothing(nfs_sid(MODE, m).unwrap());
+        assert_eq!(posix_chmod(&sd_with(vec![mode(0o4750)])), Some(0o750));
+        assert_eq!(posix_chmod(&sd_with(vec![mode(0o600), mode(0o600)])), None);
+        assert_eq!(
+            posix_chmod(&sd_with(vec![deny_nothing(nfs_sid(USERS, 0o600).unwrap())])),
+            None
+        );
+        assert_eq!(posix_chmod(&sd_with(Vec::new())), None);
+        assert_eq!(posix_chmod(&SecurityDescriptor::default()), None);
     }
 
     #[test]

@@ -85,17 +85,30 @@ impl PosixNode {
     /// else the attributes the file shows (ARCHIVE, or DIRECTORY) and the
     /// creation time it shows (birth time, else the older of mtime and
     /// ctime), so nothing a client sees changes.
-    fn write_dos(&self, attrs: Option<u32>, create_time: Option<UnixNanos>) -> FsResult<()> {
+    /// Store the DOS attributes `attrs` (or keep those stored) and the creation time
+    /// `create_time` (or keep it). The stored [`crate::ATTR_REPARSE_POINT`] stays as it is unless
+    /// `reparse` sets or clears it: a client's attributes never carry it.
+    fn write_dos(
+        &self,
+        attrs: Option<u32>,
+        create_time: Option<UnixNanos>,
+        reparse: Option<bool>,
+    ) -> FsResult<()> {
         self.act()?;
         let now = read_dos_fd(&self.who, self.fd.as_fd());
-        let attributes =
-            attrs
-                .or(now.map(|d| d.attributes))
-                .unwrap_or(if self.kind == FileKind::Directory {
-                    0x10
-                } else {
-                    0x20
-                });
+        let stored = now.map(|d| d.attributes);
+        let attributes = attrs
+            .map(|a| a & !crate::ATTR_REPARSE_POINT)
+            .or(stored)
+            .unwrap_or(if self.kind == FileKind::Directory {
+                0x10
+            } else {
+                0x20
+            });
+        let attributes = match reparse.or(stored.map(|a| a & crate::ATTR_REPARSE_POINT != 0)) {
+            Some(true) => (attributes | crate::ATTR_REPARSE_POINT) & !0x80,
+            _ => attributes & !crate::ATTR_REPARSE_POINT,
+        };
         let create_time = match create_time.or(now.and_then(|d| d.create_time)) {
             Some(t) => t,
             None => {
@@ -376,7 +389,7 @@ impl Node for PosixNode {
         self.check_writable_share()?;
         if let Some(t) = times.btime {
             // POSIX has no way to set a birth time: kept in user.DOSATTRIB.
-            self.write_dos(None, Some(t))?;
+            self.write_dos(None, Some(t), None)?;
         }
         if times.atime.is_none() && times.mtime.is_none() {
             return Ok(());
@@ -526,6 +539,58 @@ impl Node for PosixNode {
         }
     }
 
+    fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
+        self.act()?;
+        self.xattr_bytes(crate::REPARSE_XATTR)
+    }
+
+    fn link_target(&self) -> FsResult<Vec<u8>> {
+        self.act()?;
+        if self.kind != FileKind::Symlink {
+            return Err(FsError::InvalidName);
+        }
+        // An O_PATH | O_NOFOLLOW descriptor of the link: its target by the empty path.
+        let target = rustix::fs::readlinkat(&self.fd, "", Vec::new()).map_err(fd_errno_to_fs)?;
+        Ok(target.into_bytes())
+    }
+
+    fn device_numbers(&self) -> FsResult<(u32, u32)> {
+        self.act()?;
+        let st = statx_fd(self.fd.as_fd()).map_err(fd_errno_to_fs)?;
+        Ok((st.stx_rdev_major, st.stx_rdev_minor))
+    }
+
+    fn entry_reparse_point(&self, name: &str) -> FsResult<Option<Vec<u8>>> {
+        self.act()?;
+        if self.kind != FileKind::Directory {
+            return Err(FsError::NotADirectory);
+        }
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+            return Err(FsError::InvalidName);
+        }
+        // A reparse data buffer holds at most 8 + 65,535 bytes (its length is a u16).
+        let mut buf = vec![0u8; 8 + usize::from(u16::MAX)];
+        let path = proc_path(self.fd.as_fd(), Some(name));
+        match rustix::fs::lgetxattr(path, crate::REPARSE_XATTR, &mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Err(e) if e == Errno::NODATA || is_unsupported(e) || is_refusal(e) => Ok(None),
+            Err(e) => Err(fd_errno_to_fs(e)),
+        }
+    }
+
+    fn set_reparse_point(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.check_writable_share()?;
+        self.act()?;
+        match value {
+            Some(v) => self.xattr_set(crate::REPARSE_XATTR, v)?,
+            None => self.xattr_remove(crate::REPARSE_XATTR)?,
+        }
+        self.write_dos(None, None, Some(value.is_some()))
+    }
+
     fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
         self.act()?;
         let mut out: Vec<(String, Vec<u8>)> = Vec::new();
@@ -576,7 +641,7 @@ impl Node for PosixNode {
 
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.check_writable_share()?;
-        self.write_dos(Some(attrs), None)
+        self.write_dos(Some(attrs), None, None)
     }
 
     fn set_mode(&self, mode: u32) -> FsResult<()> {

@@ -1,4 +1,5 @@
 use super::*;
+use std::os::unix::fs::PermissionsExt;
 
 struct Tmp(PathBuf);
 impl Drop for Tmp {
@@ -559,4 +560,93 @@ fn a_read_only_view_is_confined_to_its_directory_and_changes_nothing() {
         share.read_only_view(&who, &missing).unwrap_err(),
         FsError::NotFound
     );
+}
+
+#[test]
+fn a_reparse_point_is_kept_in_samba_smbreparse_with_its_attribute_and_survives_attribute_sets() {
+    let Some(dir) = xattr_dir("reparse") else {
+        return;
+    };
+    let _guard = Tmp(dir.clone());
+    std::fs::write(dir.join("f"), b"data").unwrap();
+    let share = PosixShare::new(&dir).unwrap();
+    let who = crate::server_who();
+    let f = RelPath::from_components(["f"]).unwrap();
+    let write = OpenOptions {
+        write: true,
+        ..OpenOptions::read_existing()
+    };
+    let node = share.open(&who, &f, &write).unwrap().node;
+    let buffer = [0x25, 0, 0, 0x80, 2, 0, 0, 0, b'h', b'i'];
+    node.set_reparse_point(Some(&buffer)).unwrap();
+    assert_eq!(node.reparse_point().unwrap().as_deref(), Some(&buffer[..]));
+    let mut raw = [0u8; 64];
+    let n = rustix::fs::getxattr(dir.join("f"), "user.SmbReparse", &mut raw).unwrap();
+    assert_eq!(&raw[..n], &buffer);
+    let root = share
+        .open(&who, &RelPath::root(), &OpenOptions::read_existing())
+        .unwrap()
+        .node;
+    assert_eq!(
+        root.entry_reparse_point("f").unwrap().as_deref(),
+        Some(&buffer[..])
+    );
+    let attrs = |n: &dyn Node| n.stat().unwrap().dos_attributes;
+    assert_eq!(attrs(node.as_ref()), Some(0x20 | crate::ATTR_REPARSE_POINT));
+    // A client's attributes neither clear nor set it.
+    node.set_dos_attributes(0x21).unwrap();
+    assert_eq!(attrs(node.as_ref()), Some(0x21 | crate::ATTR_REPARSE_POINT));
+    node.set_reparse_point(None).unwrap();
+    assert_eq!(attrs(node.as_ref()), Some(0x21));
+    assert_eq!(node.reparse_point().unwrap(), None);
+    node.set_dos_attributes(0x20 | crate::ATTR_REPARSE_POINT)
+        .unwrap();
+    assert_eq!(attrs(node.as_ref()), Some(0x20));
+    // Not an EA a client sees.
+    node.set_reparse_point(Some(&buffer)).unwrap();
+    assert!(node.list_eas().unwrap().is_empty());
+}
+
+#[test]
+fn a_symlink_opened_itself_shows_its_target_and_changes_nothing_it_points_to() {
+    let Some(dir) = xattr_dir("nofollow") else {
+        return;
+    };
+    let _guard = Tmp(dir.clone());
+    let outside = dir.with_extension("outside");
+    std::fs::write(&outside, b"secret").unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let share_dir = dir.join("share");
+    std::fs::create_dir(&share_dir).unwrap();
+    std::os::unix::fs::symlink(&outside, share_dir.join("out")).unwrap();
+    let share = PosixShare::new(&share_dir).unwrap();
+    let who = crate::server_who();
+    let out = RelPath::from_components(["out"]).unwrap();
+    let opts = OpenOptions {
+        read: false,
+        no_follow: true,
+        ..OpenOptions::read_existing()
+    };
+    let opened = share.open(&who, &out, &opts).unwrap();
+    let node = opened.node;
+    assert_eq!(node.stat().unwrap().kind, FileKind::Symlink);
+    assert_eq!(
+        node.link_target().unwrap(),
+        outside.as_os_str().as_encoded_bytes()
+    );
+    assert!(node.set_mode(0o600).is_err());
+    assert!(node.set_reparse_point(Some(&[0; 8])).is_err());
+    assert!(node.set_ea("X", Some(b"1")).is_err());
+    node.set_dos_attributes(0x21).unwrap();
+    assert!(node.set_times(&SetTimes::default()).is_err());
+    assert!(node.read_at(&mut [0; 4], 0).is_err());
+    let meta = std::fs::metadata(&outside).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    let mut raw = [0u8; 64];
+    assert!(rustix::fs::getxattr(&outside, "user.DOSATTRIB", &mut raw).is_err());
+    // Without `no_follow` the open follows (here: out of the share, refused).
+    assert!(share
+        .open(&who, &out, &OpenOptions::read_existing())
+        .is_err());
+    let _ = std::fs::remove_file(&outside);
 }

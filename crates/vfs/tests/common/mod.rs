@@ -62,6 +62,7 @@ pub fn file_opts(mode: OpenMode) -> OpenOptions {
         non_directory: false,
         create_mode: 0o644,
         best_effort: false,
+        no_follow: false,
     }
 }
 
@@ -75,6 +76,7 @@ pub fn dir_opts(mode: OpenMode) -> OpenOptions {
         non_directory: false,
         create_mode: 0o755,
         best_effort: false,
+        no_follow: false,
     }
 }
 

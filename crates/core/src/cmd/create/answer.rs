@@ -65,7 +65,8 @@ pub(super) fn response(
     }
     if asked.posix.is_some() {
         let mut data = Vec::new();
-        crate::cmd::posix::cc(at.server, attr).encode(&mut data);
+        let stored = crate::cmd::reparse::stored(adm.node.as_ref(), attr);
+        crate::cmd::posix::cc(at.server, attr, stored.as_deref()).encode(&mut data);
         contexts.push(CreateContext::new(ringshare_wire::create::tag::POSIX, data));
     }
     let persistent_handles = core.negotiated.as_ref().is_some_and(|n| {

@@ -102,6 +102,7 @@ fn options(asked: &Asked, target: &Target, create_mode: u32) -> OpenOptions {
             non_directory: false,
             create_mode,
             best_effort: false,
+            no_follow: false,
         }
     } else {
         let granted = target.granted;
@@ -113,6 +114,8 @@ fn options(asked: &Asked, target: &Target, create_mode: u32) -> OpenOptions {
             non_directory: asked.want_file,
             create_mode,
             best_effort: asked.maximum,
+            // A POSIX open opens a symlink or special file itself (Samba 4.22).
+            no_follow: asked.posix.is_some(),
         }
     }
 }
