@@ -267,3 +267,101 @@ fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> (Arc<Ctx>, SocketAddr) {
+        let ctx = Arc::new(Ctx {
+            view: RwLock::new(Arc::new(View::default())),
+            witness_port: 5040,
+            connections: AtomicUsize::new(0),
+            last_refusal_log: AtomicU64::new(0),
+            base: Instant::now(),
+        });
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = ctx.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                accept(&c, Service::Witness, s);
+            }
+        });
+        (ctx, addr)
+    }
+
+    fn pdu(ptype: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
+        let mut p = vec![5, 0, ptype, 3, 0x10, 0, 0, 0];
+        p.extend_from_slice(&((16 + body.len()) as u16).to_le_bytes());
+        p.extend_from_slice(&[0, 0]);
+        p.extend_from_slice(&call_id.to_le_bytes());
+        p.extend_from_slice(body);
+        p
+    }
+
+    fn read_pdu(s: &mut TcpStream) -> Option<Vec<u8>> {
+        let mut hdr = [0u8; 16];
+        s.read_exact(&mut hdr).ok()?;
+        let len = usize::from(u16::from_le_bytes([hdr[8], hdr[9]]));
+        let mut rest = vec![0u8; len - 16];
+        s.read_exact(&mut rest).ok()?;
+        Some([&hdr[..], &rest].concat())
+    }
+
+    fn closes(s: &mut TcpStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        match s.read(&mut [0u8; 64]) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        }
+    }
+
+    #[test]
+    fn bad_pdus_get_a_fault_or_a_closed_connection_and_connections_are_capped() {
+        let (ctx, addr) = server();
+        // A fragment length shorter than a header: the connection is closed.
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut bad = pdu(0, 1, &[]);
+        bad[8] = 8;
+        s.write_all(&bad).unwrap();
+        assert!(closes(&mut s));
+        // Bound, then an operation Witness does not have: a fault, and the connection stays.
+        let mut s = TcpStream::connect(addr).unwrap();
+        let (uuid, major) = Service::Witness.interface();
+        let mut bind = Vec::new();
+        bind.extend_from_slice(&[0xb8, 0x10, 0xb8, 0x10, 0, 0, 0, 0, 1, 0, 0, 0]);
+        bind.extend_from_slice(&[0, 0, 1, 0]);
+        bind.extend_from_slice(&uuid);
+        bind.extend_from_slice(&u32::from(major).to_le_bytes());
+        // NDR 2.0 transfer syntax 8a885d04-1ceb-11c9-9fe8-08002b104860.
+        bind.extend_from_slice(&[
+            0x04, 0x5d, 0x88, 0x8a, 0xeb, 0x1c, 0xc9, 0x11, 0x9f, 0xe8, 0x08, 0x00, 0x2b, 0x10,
+            0x48, 0x60,
+        ]);
+        bind.extend_from_slice(&2u32.to_le_bytes());
+        s.write_all(&pdu(11, 1, &bind)).unwrap();
+        assert_eq!(read_pdu(&mut s).unwrap()[2], 12, "BIND_ACK");
+        s.write_all(&pdu(0, 2, &[0, 0, 0, 0, 0, 0, 9, 0])).unwrap();
+        let fault = read_pdu(&mut s).unwrap();
+        assert_eq!(
+            (fault[2], &fault[24..28]),
+            (3, &0x1c01_0002u32.to_le_bytes()[..])
+        );
+        // More connections than the cap: the one past it is closed at once.
+        let held: Vec<TcpStream> = (0..CONNECTIONS_MAX - 1)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        let t = Instant::now();
+        while ctx.connections.load(Ordering::Acquire) < CONNECTIONS_MAX {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "connections not counted"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut over = TcpStream::connect(addr).unwrap();
+        assert!(closes(&mut over));
+        drop(held);
+    }
+}
