@@ -333,8 +333,9 @@ pub struct Global {
     /// reply data for this long is closed. Default 60.
     pub send_timeout_secs: u32,
     /// `smb3 directory leases` (Samba 4.22's option): `yes`, `no` or `auto`
-    /// (`None`, the default: on, except on a cluster node, where a change
-    /// made through another node does not break the leases yet).
+    /// (`None`, the default: on, also on a cluster node, where a change made
+    /// through another node breaks them at the directory's home; Samba's
+    /// `auto` is off there).
     pub smb3_directory_leases: Option<bool>,
     /// `smb3 unix extensions` as `[global]` sets it (Samba's share option, default no):
     /// NEGOTIATE answers a client offering the SMB3 POSIX extensions only when it is on,

@@ -166,9 +166,9 @@ pub fn server_config(
         idle_timeout_ms: u64::from(g.deadtime_minutes) * 60_000,
         multi_channel: g.multi_channel,
         lock_sequence_checking: !g.disable_lock_sequence_checking,
-        // `auto`: off on a cluster node (a change through another node does
-        // not break the leases yet; Samba turns them off there too).
-        directory_leases: g.smb3_directory_leases.unwrap_or(!g.cluster.enabled()),
+        // `auto`: on, also on a cluster node (a change through another node breaks
+        // them at the directory's home: docs/cluster.md; Samba turns them off there).
+        directory_leases: g.smb3_directory_leases.unwrap_or(true),
         posix_extensions: g.smb3_unix_extensions,
         compression: if g.compression {
             g.compression_algorithms.clone()

@@ -6,6 +6,7 @@
 //! private connections. Without `etcd`: a SKIPPED line, or a failure when
 //! `CI` is set.
 
+mod cluster_dirlease;
 mod cluster_kill;
 mod cluster_stall;
 mod cluster_witness;
@@ -700,6 +701,7 @@ fn three_nodes_decide_share_modes_leases_locks_delete_and_rename_together() {
     assert_eq!(changes[0].action, 1, "ADDED");
     assert_eq!(changes[0].file_name, "made-on-node-2.txt");
 
+    cluster_dirlease::directory_leases_break_across_nodes(&cl, &mut a, &mut b);
     durable_opens_move_between_nodes(&cl);
     // No node dropped another's connection for a bad frame (a node that
     // joined a moment ago is refused until the others see it in etcd).
