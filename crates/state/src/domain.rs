@@ -103,6 +103,9 @@ pub struct SidMap {
     /// Ranges of the other idmap backends.
     id_ranges: RwLock<Vec<(u32, u32)>>,
     cache: RwLock<IdCache>,
+    /// The server's own account domain ([`crate::localsam`]), whose RIDs are Unix ids by
+    /// arithmetic.
+    account: RwLock<Option<Sid>>,
 }
 
 impl std::fmt::Debug for SidMap {
@@ -224,6 +227,18 @@ impl SidMap {
             .is_empty()
     }
 
+    /// The server's own account domain from now on ([`crate::localsam`]): its SIDs in a
+    /// descriptor a client sets are the Unix users and groups of their RIDs.
+    pub fn set_account_domain(&self, sid: Sid) {
+        *self.account.write().unwrap_or_else(|e| e.into_inner()) = Some(sid);
+    }
+
+    /// The Unix id of a SID of the server's own account domain.
+    fn account_id_of(&self, sid: &Sid) -> Option<Xid> {
+        let account = self.account.read().unwrap_or_else(|e| e.into_inner());
+        crate::localsam::id_of(account.as_ref()?, sid)
+    }
+
     /// Whether any domain maps to Unix ids through rid arithmetic.
     pub(crate) fn is_active(&self) -> bool {
         !self
@@ -314,10 +329,15 @@ impl SidMap {
     /// `group:` entry for it), else the Unix user or group it is.
     pub(crate) fn to_unix(&self, sd: &SecurityDescriptor, now_ms: u64) -> SecurityDescriptor {
         let mut out = sd.clone();
-        if !self.is_active() && !self.has_answers() {
+        let local = self
+            .account
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if !local && !self.is_active() && !self.has_answers() {
             return out;
         }
-        let id_of = |s: &Sid| self.id_of(s, now_ms);
+        let id_of = |s: &Sid| self.account_id_of(s).or_else(|| self.id_of(s, now_ms));
         if let Some(u) = out.owner.as_ref().and_then(id_of).and_then(Xid::uid) {
             out.owner = Some(Sid::unix_user(u));
         }

@@ -35,6 +35,7 @@ pub mod idmap;
 pub mod ipc;
 pub mod limits;
 pub mod link;
+pub mod localsam;
 pub mod loglimit;
 pub mod lookup;
 pub mod notify;

@@ -95,6 +95,9 @@ impl ServerState {
             guest_enabled: config.guest_enabled,
         };
         let logons = Logons::new(users, accounts, config.failed_logon_backoff);
+        logons
+            .sid_map
+            .set_account_domain(crate::localsam::account_domain_sid(&config.netbios_name));
         Arc::new(ServerState {
             config,
             shares: RwLock::new(Arc::new(shares)),
