@@ -1,12 +1,12 @@
 //! The named pipes' DCE/RPC layer and the services behind them (lsarpc, srvsvc,
-//! wkssvc): what a client writes to a pipe on IPC$, without a connection
+//! samr, wkssvc): what a client writes to a pipe on IPC$, without a connection
 //! (`ringshare_core::FuzzPipe`).
 //!
 //! Input: `[service][u16 LE read size][u16 len][bytes]...`: service 0 lsarpc, 1
-//! srvsvc, else wkssvc; each piece is one write, NSS's questions answered by a
+//! srvsvc, 2 samr, else wkssvc; each piece is one write, NSS's questions answered by a
 //! fixed rule, then the output read in pieces of the read size (0 means 4280).
-//! Seeds (a BIND and each lsarpc call): `cargo test -p ringshare-core -- --ignored
-//! write_rpc_pipe_fuzz_corpus`.
+//! Seeds (a BIND and each lsarpc call; a BIND and the samr calls): `cargo test -p
+//! ringshare-state -- --ignored write_rpc_pipe_fuzz_corpus write_samr_fuzz_corpus`.
 //!
 //! Invariants: no panic; a call that asks NSS waits until answered; no read
 //! returns more than asked.

@@ -25,6 +25,11 @@ pub trait UserLookup {
     fn uid(&self, _user: &str) -> Option<u32> {
         None
     }
+    /// The accounts of the user database in its order, each with whether it is disabled (the
+    /// `samr` pipe lists them); trust accounts are left out. The default lists none.
+    fn accounts(&self) -> Vec<(String, bool)> {
+        Vec::new()
+    }
     /// A domain member's check of an NTLMv2 response by the domain (winbind asks a domain
     /// controller): None when `request.domain` is not a domain this lookup answers for (the user
     /// is then one of the local accounts); otherwise the NTLMv2 session base key when the domain

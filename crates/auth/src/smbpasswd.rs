@@ -347,6 +347,14 @@ impl crate::UserLookup for SmbPasswd {
     fn uid(&self, user: &str) -> Option<u32> {
         self.get(user).map(|e| e.uid)
     }
+
+    fn accounts(&self) -> Vec<(String, bool)> {
+        self.entries
+            .iter()
+            .filter(|e| !e.is_trust_account())
+            .map(|e| (e.name.clone(), e.disabled()))
+            .collect()
+    }
 }
 
 #[cfg(test)]

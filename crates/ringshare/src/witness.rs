@@ -197,6 +197,7 @@ fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
         workgroup: String::new(),
         comment: String::new(),
         shares: Vec::new(),
+        users: Vec::new(),
     };
     let mut salt = [0u8; 12];
     let _ = getrandom::fill(&mut salt);

@@ -13,7 +13,7 @@ use ringshare_wire::{FileId, NtStatus};
 use crate::cmd::{Asked, Handled, LookupCont};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
-use crate::ipc::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind};
+use crate::ipc::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind, UserEntry};
 use crate::limits;
 use crate::lookup::DomainAnswer;
 use crate::lookup::Lookup;
@@ -44,6 +44,14 @@ fn facts(core: &ConnCore) -> ServerFacts {
         workgroup: c.workgroup.clone(),
         comment: "ringshare".into(),
         shares,
+        users: core
+            .server
+            .logons
+            .users()
+            .accounts()
+            .into_iter()
+            .map(|(name, disabled)| UserEntry { name, disabled })
+            .collect(),
     }
 }
 

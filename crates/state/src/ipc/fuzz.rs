@@ -1,7 +1,7 @@
 //! The `rpc_pipe` fuzz target's way in (fuzz/fuzz_targets/rpc_pipe.rs): the named
 //! pipes' DCE/RPC layer and the services behind it, without a connection.
 
-use super::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind};
+use super::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind, UserEntry};
 use crate::lookup::{NameAnswers, NameQuery};
 
 /// One pipe of a service, fed what a client writes.
@@ -12,11 +12,12 @@ pub struct FuzzPipe {
 }
 
 impl FuzzPipe {
-    /// A pipe of `lsarpc` (`which` 0), `srvsvc` (1) or `wkssvc` (else).
+    /// A pipe of `lsarpc` (`which` 0), `srvsvc` (1), `samr` (2) or `wkssvc` (else).
     pub fn new(which: u8) -> FuzzPipe {
         let name = match which {
             0 => "lsarpc",
             1 => "srvsvc",
+            2 => "samr",
             _ => "wkssvc",
         };
         let share = |name: &str, kind| ShareEntry {
@@ -34,6 +35,13 @@ impl FuzzPipe {
                     share("data", ShareKind::Disk),
                     share("IPC$", ShareKind::Ipc),
                 ],
+                users: ["u1", "u22", "nobody", "uDisabled"]
+                    .iter()
+                    .map(|n| UserEntry {
+                        name: n.to_string(),
+                        disabled: n.ends_with("Disabled"),
+                    })
+                    .collect(),
             },
         }
     }

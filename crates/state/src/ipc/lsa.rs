@@ -14,17 +14,20 @@
 use ringshare_wire::security::Sid;
 use ringshare_wire::{NtStatus, WireError};
 
+pub use super::local::Needs;
+use super::local::{self, Resolver};
 use super::ndr::{NdrReader, NdrWriter};
 use super::ServerFacts;
-use crate::lookup::{NameAnswers, NameQuery};
+use crate::localsam;
+use crate::lookup::NameAnswers;
 
 /// SID_NAME_USE ([MS-LSAT] 2.2.13).
-const USE_USER: u16 = 1;
-const USE_GROUP: u16 = 2;
+pub(super) const USE_USER: u16 = 1;
+pub(super) const USE_GROUP: u16 = 2;
 const USE_DOMAIN: u16 = 3;
-const USE_ALIAS: u16 = 4;
+pub(super) const USE_ALIAS: u16 = 4;
 const USE_WELL_KNOWN: u16 = 5;
-const USE_UNKNOWN: u16 = 8;
+pub(super) const USE_UNKNOWN: u16 = 8;
 
 /// STATUS_SOME_NOT_MAPPED: some names (or SIDs) were translated, not all.
 const SOME_NOT_MAPPED: NtStatus = NtStatus(0x0000_0107);
@@ -42,9 +45,6 @@ pub struct State {
     next: u32,
 }
 
-/// Why a call could not finish yet: NSS must be asked these first.
-pub struct Needs(pub Vec<NameQuery>);
-
 /// One lsarpc call: the NDR reply stub, or the DCE/RPC fault to answer (an opnum not
 /// served, a Close of a handle the pipe does not have), or what NSS must be asked first. `answers` holds what was asked for this call; `last` says
 /// it was (so what it lacks is not found).
@@ -55,11 +55,7 @@ pub fn call(
     state: &mut State,
     (answers, last): (&NameAnswers, bool),
 ) -> Result<Result<Vec<u8>, u32>, Needs> {
-    let mut names = Resolver {
-        answers,
-        last,
-        missing: Vec::new(),
-    };
+    let mut names = Resolver::new((answers, last));
     let out = match opnum {
         0 => match close(stub, state) {
             Some(out) => out,
@@ -71,69 +67,12 @@ pub fn call(
         14 | 58 | 68 | 77 => lookup_names(opnum, stub, facts, state, &mut names),
         _ => return Ok(Err(super::FAULT_OP_RANGE)),
     };
-    if !names.missing.is_empty() {
-        return Err(Needs(names.missing));
-    }
+    names.finish()?;
     Ok(Ok(out))
-}
-
-/// Answers from NSS, and the questions this call still has to ask.
-struct Resolver<'a> {
-    answers: &'a NameAnswers,
-    last: bool,
-    missing: Vec<NameQuery>,
-}
-
-impl Resolver<'_> {
-    fn ask<T: Clone>(&mut self, found: Option<&Option<T>>, q: NameQuery) -> Option<T> {
-        match found {
-            Some(v) => v.clone(),
-            None => {
-                if !self.last && !self.missing.contains(&q) {
-                    self.missing.push(q);
-                }
-                None
-            }
-        }
-    }
-
-    fn user_name(&mut self, uid: u32) -> Option<String> {
-        self.ask(self.answers.users.get(&uid), NameQuery::Uid(uid))
-    }
-
-    fn group_name(&mut self, gid: u32) -> Option<String> {
-        self.ask(self.answers.groups.get(&gid), NameQuery::Gid(gid))
-    }
-
-    fn user(&mut self, name: &str) -> Option<u32> {
-        let q = NameQuery::User(name.to_string());
-        self.ask(self.answers.user_ids.get(name), q)
-    }
-
-    fn group(&mut self, name: &str) -> Option<u32> {
-        let q = NameQuery::Group(name.to_string());
-        self.ask(self.answers.group_ids.get(name), q)
-    }
 }
 
 fn sid(s: &str) -> Sid {
     s.parse().unwrap_or_else(|_| Sid::null())
-}
-
-/// The SID this server's account domain answers with: ringshare keeps no SAM, so it is
-/// derived from the NetBIOS name (S-1-5-21-a-b-c), the same on every start.
-pub(crate) fn account_domain_sid(netbios_name: &str) -> Sid {
-    // FNV-1a over the upper-case name, three rounds with different seeds.
-    let mut parts = [0u32; 3];
-    for (i, p) in parts.iter_mut().enumerate() {
-        let mut h: u32 = 0x811c_9dc5 ^ (i as u32).wrapping_mul(0x0100_0193);
-        for b in netbios_name.to_uppercase().bytes() {
-            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
-        *p = h;
-    }
-    let subs = [21, parts[0], parts[1], parts[2]];
-    Sid::from_parts(5, &subs).unwrap_or_else(Sid::null)
 }
 
 /// A name, the domain it belongs to (name, SID) and what it is.
@@ -198,8 +137,85 @@ const WORLD_AND_CREATOR: &[(&str, &str)] = &[
 const UNIX_USERS: &str = "Unix User";
 const UNIX_GROUPS: &str = "Unix Group";
 
+/// The RID of a BUILTIN alias.
+pub(super) fn builtin_rid(name: &str) -> Option<u32> {
+    BUILTIN
+        .iter()
+        .find(|(_, n)| n.eq_ignore_ascii_case(name))
+        .map(|(r, _)| *r)
+}
+
+/// The name of a BUILTIN alias.
+pub(super) fn builtin_name(rid: u32) -> Option<&'static str> {
+    BUILTIN.iter().find(|(r, _)| *r == rid).map(|(_, n)| *n)
+}
+
+/// The group every account of the user database is in (`SERVER\None`).
+pub(super) const RID_NONE: u32 = 513;
+
+/// A SID of the account domain (`SERVER\name`, as the samr pipe names the user database's
+/// accounts, or `SERVER\None`): `Ok(None)` for one that names nothing, `Err` for a SID
+/// of another domain.
+fn local_name(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Result<Option<Named>, ()> {
+    let account = localsam::account_domain_sid(&facts.netbios_name);
+    let Some(rid) = localsam::rid_in(&account, s) else {
+        return Err(());
+    };
+    let named = |name: String, kind| Named {
+        domain: facts.netbios_name.clone(),
+        domain_sid: account.clone(),
+        name,
+        kind,
+    };
+    if rid == RID_NONE {
+        return Ok(Some(named("None".into(), USE_GROUP)));
+    }
+    let Some(all) = local::locals(facts, names) else {
+        return Ok(None);
+    };
+    Ok(all
+        .into_iter()
+        .find(|l| l.rid == rid)
+        .map(|l| named(l.name, USE_USER)))
+}
+
+/// The SID of `name` when it is an account of the user database or `None`, as the samr
+/// pipe gives it.
+fn local_sid(name: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(Sid, Named)> {
+    let listed = name.eq_ignore_ascii_case("None")
+        || facts
+            .users
+            .iter()
+            .any(|u| u.name.eq_ignore_ascii_case(name));
+    if !listed {
+        return None;
+    }
+    let account = localsam::account_domain_sid(&facts.netbios_name);
+    let (rid, name, kind) = if name.eq_ignore_ascii_case("None") {
+        (RID_NONE, "None".to_string(), USE_GROUP)
+    } else {
+        let all = local::locals(facts, names)?;
+        let l = all
+            .into_iter()
+            .find(|l| l.name.eq_ignore_ascii_case(name))?;
+        (l.rid, l.name, USE_USER)
+    };
+    let mut s = account.clone();
+    s.sub_authorities.push(rid);
+    let named = Named {
+        domain: facts.netbios_name.clone(),
+        domain_sid: account,
+        name,
+        kind,
+    };
+    Some((s, named))
+}
+
 /// The name of `s`, if it has one.
 fn name_of(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Named> {
+    if let Ok(local) = local_name(s, facts, names) {
+        return local;
+    }
     let subs = s.sub_authorities.as_slice();
     let in_domain = |domain: &str, dsid: &str, name: String, kind| Named {
         domain: domain.to_string(),
@@ -242,7 +258,7 @@ fn name_of(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Nam
                 kind: USE_WELL_KNOWN,
             })
         }
-        _ if *s == account_domain_sid(&facts.netbios_name) => Some(Named {
+        _ if *s == localsam::account_domain_sid(&facts.netbios_name) => Some(Named {
             domain: facts.netbios_name.clone(),
             domain_sid: s.clone(),
             name: facts.netbios_name.clone(),
@@ -320,6 +336,12 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
     if name.is_empty() {
         return None;
     }
+    let own_name = domain.is_none_or(|d| d.eq_ignore_ascii_case(&facts.netbios_name));
+    if own_name {
+        if let Some(found) = local_sid(name, facts, names) {
+            return Some(found);
+        }
+    }
     if is(UNIX_USERS) || ours {
         if let Some(uid) = names.user(name) {
             return named(UNIX_USERS, "S-1-22-1", name, USE_USER, Sid::unix_user(uid));
@@ -374,7 +396,7 @@ impl Domains {
 }
 
 /// The fixed part of an RPC_UNICODE_STRING: lengths in bytes and a pointer to its buffer.
-fn unicode_head(w: &mut NdrWriter, s: &str) {
+pub(super) fn unicode_head(w: &mut NdrWriter, s: &str) {
     // The structure holds a pointer: 4-byte aligned.
     w.align4();
     let bytes = (s.encode_utf16().count() * 2) as u16;
@@ -384,7 +406,7 @@ fn unicode_head(w: &mut NdrWriter, s: &str) {
 }
 
 /// An RPC_SID (the deferred part of a PRPC_SID): conformance, then the SID.
-fn put_sid(w: &mut NdrWriter, s: &Sid) {
+pub(super) fn put_sid(w: &mut NdrWriter, s: &Sid) {
     w.u32(s.sub_authorities.len() as u32);
     w.buf.push(s.revision);
     w.buf.push(s.sub_authorities.len() as u8);
@@ -394,7 +416,7 @@ fn put_sid(w: &mut NdrWriter, s: &Sid) {
     }
 }
 
-fn get_sid(r: &mut NdrReader<'_>) -> Result<Sid, WireError> {
+pub(super) fn get_sid(r: &mut NdrReader<'_>) -> Result<Sid, WireError> {
     let count = r.u32()?;
     let revision = r.u8()?;
     let n = r.u8()?;
@@ -416,7 +438,7 @@ fn get_sid(r: &mut NdrReader<'_>) -> Result<Sid, WireError> {
     })
 }
 
-fn get_handle(r: &mut NdrReader<'_>) -> Result<[u8; 16], WireError> {
+pub(super) fn get_handle(r: &mut NdrReader<'_>) -> Result<[u8; 16], WireError> {
     let _attributes = r.u32()?;
     r.bytes(16)?
         .try_into()
@@ -480,7 +502,7 @@ fn query_info(stub: &[u8], facts: &ServerFacts, state: &State) -> Vec<u8> {
     };
     // (name, SID): the account domain is this server's; a standalone server's primary
     // domain is its workgroup, with no SID.
-    let account = account_domain_sid(&facts.netbios_name);
+    let account = localsam::account_domain_sid(&facts.netbios_name);
     let (name, domain_sid) = match class {
         5 => (facts.netbios_name.as_str(), Some(&account)),
         3 | 12 => (facts.workgroup.as_str(), None),
@@ -543,7 +565,7 @@ fn mapped_status(mapped: u32, total: u32) -> NtStatus {
 }
 
 /// The SIDs of an LSAPR_SID_ENUM_BUFFER.
-fn read_sids(r: &mut NdrReader<'_>) -> Result<Vec<Sid>, WireError> {
+pub(super) fn read_sids(r: &mut NdrReader<'_>) -> Result<Vec<Sid>, WireError> {
     let n = r.u32()?;
     let p = r.u32()?;
     if n > LOOKUP_MAX || (n > 0 && p == 0) {

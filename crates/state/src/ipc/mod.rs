@@ -7,9 +7,10 @@
 //! answered by a BIND_ACK, then REQUEST/RESPONSE pairs, carried by SMB2
 //! WRITE/READ or by one FSCTL_PIPE_TRANSCEIVE.
 //!
-//! ACL editors translate SIDs to names and back through `lsarpc` ([`lsa`]):
-//! a call that needs NSS parks its request until the driver's lookup threads
-//! answer ([`Progress::Needs`]).
+//! ACL editors translate SIDs to names and back through `lsarpc` ([`lsa`]),
+//! and Windows' object picker lists the server's accounts through `samr`
+//! ([`samr`], read-only): a call that needs NSS parks its request until the
+//! driver's lookup threads answer ([`Progress::Needs`]).
 //!
 //! Only what listing shares and naming SIDs need is served; anything else gets
 //! a DCE/RPC fault, never a dropped connection. No RPC authentication is
@@ -19,8 +20,10 @@
 
 pub mod epm;
 mod fuzz;
+mod local;
 mod lsa;
 mod ndr;
+mod samr;
 mod srvsvc;
 pub mod witness;
 
@@ -39,6 +42,16 @@ pub struct ServerFacts {
     pub workgroup: String,
     pub comment: String,
     pub shares: Vec<ShareEntry>,
+    /// The accounts of the user database (the smbpasswd file), in its order: what `samr`
+    /// lists and `lsarpc` names as `SERVER\name`.
+    pub users: Vec<UserEntry>,
+}
+
+/// An account of the user database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEntry {
+    pub name: String,
+    pub disabled: bool,
 }
 
 /// The services we serve.
@@ -51,6 +64,7 @@ pub enum Service {
     Witness,
     /// The endpoint mapper ([C706] appendix O, ept_map) on TCP 135, answered by the caller.
     Epmapper,
+    Samr,
 }
 
 /// A whole request of a service its caller answers ([`Service::Witness`],
@@ -100,6 +114,11 @@ impl Service {
                 uuid([0xe1af_8308, 0x5d1f_11c9, 0x91a4_0800, 0x2b14_a0fa]),
                 3,
             ),
+            // 12345778-1234-abcd-ef00-0123456789ac v1.0
+            Service::Samr => (
+                uuid([0x1234_5778, 0x1234_abcd, 0xef00_0123, 0x4567_89ac]),
+                1,
+            ),
         }
     }
 
@@ -108,7 +127,7 @@ impl Service {
         match self {
             Service::Srvsvc => "\\PIPE\\srvsvc",
             Service::Wkssvc => "\\PIPE\\wkssvc",
-            Service::Lsarpc => "\\PIPE\\lsass",
+            Service::Lsarpc | Service::Samr => "\\PIPE\\lsass",
             Service::Witness | Service::Epmapper => "",
         }
     }
@@ -151,6 +170,8 @@ pub(crate) const FAULT_OP_RANGE: u32 = 0x1c01_0002;
 pub(crate) const FAULT_CONTEXT_MISMATCH: u32 = 0x1c00_001a;
 /// nca_s_proto_error.
 const FAULT_PROTO: u32 = 0x1c01_000b;
+/// nca_s_fault_ndr (RPC_X_BAD_STUB_DATA): a request stub that does not decode.
+pub(crate) const FAULT_NDR: u32 = 0x0000_06f7;
 /// A request larger than this (reassembled) is refused.
 const REQUEST_SIZE_MAX: usize = 64 * 1024;
 /// Output waiting to be read is bounded by the responses we build (share lists).
@@ -171,6 +192,8 @@ pub struct Pipe {
     pending: Option<(u32, u16, Vec<u8>)>,
     /// lsarpc's policy handles.
     lsa: lsa::State,
+    /// samr's handles.
+    samr: samr::State,
     /// A call waiting for NSS: call id, context id, opnum and stub.
     waiting: Option<(u32, u16, u16, Vec<u8>)>,
     /// What the waiting call needs to know.
@@ -195,6 +218,8 @@ impl Pipe {
             Service::Wkssvc
         } else if n.eq_ignore_ascii_case("lsarpc") {
             Service::Lsarpc
+        } else if n.eq_ignore_ascii_case("samr") {
+            Service::Samr
         } else {
             return None;
         };
@@ -216,6 +241,7 @@ impl Pipe {
             frag_max: FRAG_SIZE_DEFAULT,
             pending: None,
             lsa: lsa::State::default(),
+            samr: samr::State::default(),
             waiting: None,
             needs: Vec::new(),
             sec_addr,
@@ -324,16 +350,10 @@ impl Pipe {
         answers: (&NameAnswers, bool),
     ) {
         let answer = match self.service {
-            Service::Srvsvc => srvsvc::call(opnum, stub, facts).ok_or(FAULT_OP_RANGE),
-            Service::Wkssvc => srvsvc::wkssvc_call(opnum, stub, facts).ok_or(FAULT_OP_RANGE),
-            Service::Lsarpc => match lsa::call(opnum, stub, facts, &mut self.lsa, answers) {
-                Ok(a) => a,
-                Err(lsa::Needs(q)) => {
-                    self.waiting = Some((call_id, ctx_id, opnum, stub.to_vec()));
-                    self.needs = q;
-                    return;
-                }
-            },
+            Service::Srvsvc => Ok(srvsvc::call(opnum, stub, facts).ok_or(FAULT_OP_RANGE)),
+            Service::Wkssvc => Ok(srvsvc::wkssvc_call(opnum, stub, facts).ok_or(FAULT_OP_RANGE)),
+            Service::Lsarpc => lsa::call(opnum, stub, facts, &mut self.lsa, answers),
+            Service::Samr => samr::call(opnum, stub, facts, &mut self.samr, answers),
             Service::Witness | Service::Epmapper => {
                 self.calls.push_back(Call {
                     call_id,
@@ -341,6 +361,14 @@ impl Pipe {
                     opnum,
                     stub: stub.to_vec(),
                 });
+                return;
+            }
+        };
+        let answer = match answer {
+            Ok(a) => a,
+            Err(local::Needs(q)) => {
+                self.waiting = Some((call_id, ctx_id, opnum, stub.to_vec()));
+                self.needs = q;
                 return;
             }
         };

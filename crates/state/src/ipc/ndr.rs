@@ -27,6 +27,12 @@ impl NdrWriter {
         }
     }
 
+    pub(crate) fn align8(&mut self) {
+        while !self.buf.len().is_multiple_of(8) {
+            self.buf.push(0);
+        }
+    }
+
     pub fn u32(&mut self, v: u32) {
         self.align4();
         self.buf.extend_from_slice(&v.to_le_bytes());

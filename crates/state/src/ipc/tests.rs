@@ -18,6 +18,7 @@ fn facts() -> ServerFacts {
                 kind: ShareKind::Ipc,
             },
         ],
+        users: Vec::new(),
     }
 }
 
@@ -82,11 +83,12 @@ fn bound_srvsvc() -> Pipe {
 }
 
 #[test]
-fn only_srvsvc_wkssvc_and_lsarpc_pipes_open() {
+fn only_srvsvc_wkssvc_lsarpc_and_samr_pipes_open() {
     assert!(Pipe::open("srvsvc").is_some());
     assert!(Pipe::open("\\PIPE\\wkssvc").is_some());
     assert!(Pipe::open("lsarpc").is_some());
-    assert!(Pipe::open("samr").is_none());
+    assert!(Pipe::open("samr").is_some());
+    assert!(Pipe::open("netlogon").is_none());
     assert!(Pipe::open("../etc").is_none());
 }
 
@@ -310,4 +312,38 @@ fn hostile_pdus_never_panic() {
             let _ = p.read(1 << 16);
         }
     }
+}
+
+/// Write the `rpc_pipe` fuzz target's seeds `NAME-calls` (each PDU of `writes` one write) and
+/// `NAME-one-write` (all in one) for pipe `service` into fuzz/corpus/rpc_pipe, then play each
+/// as the target does: the PDU types each answered.
+pub(crate) fn write_seeds(service: u8, name: &str, writes: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let seed = |pieces: &[Vec<u8>]| {
+        let mut s = vec![service];
+        s.extend_from_slice(&4280u16.to_le_bytes());
+        for p in pieces {
+            s.extend_from_slice(&(p.len() as u16).to_le_bytes());
+            s.extend_from_slice(p);
+        }
+        s
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/rpc_pipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = [format!("{name}-calls"), format!("{name}-one-write")];
+    std::fs::write(dir.join(&files[0]), seed(writes)).unwrap();
+    std::fs::write(dir.join(&files[1]), seed(&[writes.concat()])).unwrap();
+    let mut played = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        let mut p = crate::ipc::FuzzPipe::new(bytes[0]);
+        let mut rest = &bytes[3..];
+        let mut out = Vec::new();
+        while rest.len() >= 2 {
+            let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+            out.extend(p.write(&rest[2..2 + n], 4280));
+            rest = &rest[2 + n..];
+        }
+        played.push(pdus(&out).iter().map(|p| p.0).collect());
+    }
+    played
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::ipc::ShareEntry;
+use crate::lookup::NameQuery;
 
 fn facts() -> ServerFacts {
     ServerFacts {
@@ -7,6 +8,7 @@ fn facts() -> ServerFacts {
         workgroup: "WORKGROUP".into(),
         comment: String::new(),
         shares: Vec::<ShareEntry>::new(),
+        users: Vec::new(),
     }
 }
 
@@ -128,11 +130,8 @@ fn closing_a_handle_twice_is_the_context_mismatch_fault() {
 
 #[test]
 fn builtin_with_an_empty_account_and_an_empty_name_are_the_builtin_domain() {
-    let mut names = Resolver {
-        answers: &NameAnswers::default(),
-        last: true,
-        missing: Vec::new(),
-    };
+    let none = NameAnswers::default();
+    let mut names = Resolver::new((&none, true));
     for asked in ["BUILTIN\\", "", "BUILTIN", "builtin\\"] {
         let (s, n) = sid_of(asked, &facts(), &mut names).expect(asked);
         assert_eq!(
@@ -211,32 +210,9 @@ fn write_rpc_pipe_fuzz_corpus() {
     for (i, (opnum, stub)) in calls.into_iter().enumerate() {
         writes.push(pdu(0, 3, 2 + i as u32, &request_body(opnum, &stub)));
     }
-    let seed = |pieces: &[Vec<u8>]| {
-        let mut s = vec![0u8];
-        s.extend_from_slice(&4280u16.to_le_bytes());
-        for p in pieces {
-            s.extend_from_slice(&(p.len() as u16).to_le_bytes());
-            s.extend_from_slice(p);
-        }
-        s
-    };
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/rpc_pipe");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("lsarpc-calls"), seed(&writes)).unwrap();
-    std::fs::write(dir.join("lsarpc-one-write"), seed(&[writes.concat()])).unwrap();
     // Each seed, played as the target plays it, gets the BIND_ACK and six answers, the
     // last a fault (the second Close).
-    for name in ["lsarpc-calls", "lsarpc-one-write"] {
-        let bytes = std::fs::read(dir.join(name)).unwrap();
-        let mut p = crate::ipc::FuzzPipe::new(bytes[0]);
-        let mut rest = &bytes[3..];
-        let mut out = Vec::new();
-        while rest.len() >= 2 {
-            let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
-            out.extend(p.write(&rest[2..2 + n], 4280));
-            rest = &rest[2 + n..];
-        }
-        let types: Vec<u8> = crate::ipc::tests::pdus(&out).iter().map(|p| p.0).collect();
-        assert_eq!(types, [12, 2, 2, 2, 2, 2, 3], "{name}");
+    for types in crate::ipc::tests::write_seeds(0, "lsarpc", &writes) {
+        assert_eq!(types, [12, 2, 2, 2, 2, 2, 3]);
     }
 }

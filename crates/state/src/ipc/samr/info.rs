@@ -1,0 +1,303 @@
+//! The information classes of samr's query calls: QueryInformationDomain(2)
+//! (samr_DomainInfo), QueryInformationUser(2) (samr_UserInfo) and the password policy of
+//! GetUserPwInfo / GetDomPwInfo, with the values a standalone Samba 4.22 answers for an
+//! account of its `smbpasswd` passdb (no policies set: no expiry, no lockout, a minimum
+//! password length of 5).
+
+use ringshare_wire::NtStatus;
+
+use super::super::lsa;
+use super::super::ndr::{NdrReader, NdrWriter};
+use super::{failed, handle, Call, Domain, Handle, Local, Reply, State, RID_NONE};
+use crate::ipc::ServerFacts;
+
+/// NTTIME "never" as Samba writes it for times that do not apply (0x7fff...: year 30828).
+const NEVER: u64 = 0x7fff_ffff_ffff_ffff;
+/// A relative time of "never" (a policy of -1: unix_to_nt_time_abs gives 0x8000...).
+const NEVER_RELATIVE: u64 = 0x8000_0000_0000_0000;
+/// Samba's default `min password length`.
+const MIN_PASSWORD_LENGTH: u16 = 5;
+/// samr_Role: Samba answers ROLE_DOMAIN_PDC (3) for its own SAM.
+const ROLE: u32 = 3;
+/// DOMAIN_SERVER_ENABLED.
+const SERVER_ENABLED: u32 = 1;
+/// The domain's modification count: ringshare's user database keeps none.
+const SEQUENCE: u64 = 1;
+/// SAMR_FIELD_* bits Samba sets in UserAllInformation (account name to code page).
+const FIELDS_PRESENT: u32 = 0x00ff_ffff;
+/// Logon hours: 168 units a week, all allowed.
+const UNITS_PER_WEEK: u16 = 168;
+
+/// One member of an info structure, as NDR lays it out.
+enum Field<'a> {
+    /// An lsa_String (its buffer deferred).
+    Str(&'a str),
+    /// An lsa_BinaryString with nothing in it.
+    NoBinary,
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    /// An 8-byte NTTIME or hyper (the structure is then 8-aligned).
+    U64(u64),
+    /// samr_LogonHours (its bits deferred).
+    Hours,
+}
+
+/// Write a structure: its scalars, then what its pointers point to.
+fn put(w: &mut NdrWriter, fields: &[Field<'_>]) {
+    if fields.iter().any(|f| matches!(f, Field::U64(_))) {
+        w.align8();
+    }
+    for f in fields {
+        match f {
+            Field::Str(s) => lsa::unicode_head(w, s),
+            Field::NoBinary => {
+                w.u32(0);
+                w.u32(0);
+            }
+            Field::U8(v) => w.buf.push(*v),
+            Field::U16(v) => w.u16(*v),
+            Field::U32(v) => w.u32(*v),
+            Field::U64(v) => {
+                w.align8();
+                w.buf.extend_from_slice(&v.to_le_bytes());
+            }
+            Field::Hours => {
+                w.align4();
+                w.u16(UNITS_PER_WEEK);
+                w.ptr();
+            }
+        }
+    }
+    for f in fields {
+        match f {
+            Field::Str(s) => w.counted_chars(s, 0),
+            Field::Hours => {
+                let n = u32::from(UNITS_PER_WEEK / 8);
+                w.u32(1260);
+                w.u32(0);
+                w.u32(n);
+                w.buf.extend(std::iter::repeat_n(0xFF, n as usize));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// QueryInformationDomain (8) / 2 (46).
+pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) -> Reply {
+    let mut r = NdrReader::new(stub);
+    let d = match handle(&mut r, state) {
+        Ok(Handle::Domain(d)) => *d,
+        Ok(_) => return failed(4, NtStatus::INVALID_HANDLE),
+        Err(st) => return failed(4, st),
+    };
+    let Ok(level) = r.u16() else {
+        return Err(super::super::FAULT_NDR);
+    };
+    let facts = call.facts;
+    let users = match (d, level) {
+        (Domain::Account, 2 | 11) => match call.locals() {
+            Some(l) => l.iter().filter(|l| !l.disabled).count() as u32,
+            None => return Ok(Vec::new()),
+        },
+        _ => 0,
+    };
+    let general = [
+        Field::U64(NEVER_RELATIVE), // force_logoff_time
+        Field::Str(&facts.comment), // oem_information
+        Field::Str(&facts.workgroup),
+        Field::Str(&facts.netbios_name), // primary
+        Field::U64(SEQUENCE),
+        Field::U32(SERVER_ENABLED),
+        Field::U32(ROLE),
+        Field::U32(1), // unknown3
+        Field::U32(users),
+        Field::U32(0), // groups
+        Field::U32(0), // aliases
+    ];
+    let lockout = [
+        Field::U64(NEVER_RELATIVE),
+        Field::U64(NEVER_RELATIVE),
+        Field::U16(0),
+    ];
+    let fields: Vec<Field<'_>> = match level {
+        1 => vec![
+            Field::U16(MIN_PASSWORD_LENGTH),
+            Field::U16(0),
+            Field::U32(0),
+            Field::U64(NEVER_RELATIVE),
+            Field::U64(0),
+        ],
+        2 => general.into_iter().collect(),
+        3 => vec![Field::U64(NEVER_RELATIVE)],
+        4 => vec![Field::Str(&facts.comment)],
+        5 | 6 => vec![Field::Str(&facts.netbios_name)],
+        7 => vec![Field::U32(ROLE)],
+        8 => vec![Field::U64(SEQUENCE), Field::U64(0)],
+        9 => vec![Field::U32(SERVER_ENABLED)],
+        // The general part's strings follow the whole structure: one list.
+        11 => general.into_iter().chain(lockout).collect(),
+        12 => lockout.into_iter().collect(),
+        13 => vec![Field::U64(SEQUENCE), Field::U64(0), Field::U64(0)],
+        _ => return failed(4, NtStatus::INVALID_INFO_CLASS),
+    };
+    let mut w = NdrWriter::new();
+    w.ptr();
+    w.u16(level);
+    put(&mut w, &fields);
+    w.u32(0);
+    Ok(w.buf)
+}
+
+/// The strings of an account that Samba fills from its defaults (`logon home`, `logon
+/// path`).
+struct UserText {
+    home: String,
+    profile: String,
+}
+
+/// QueryInformationUser (36) / 2 (47): the classes that show an account (not its password
+/// hashes, level 18, nor the write-only ones).
+pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
+    let mut r = NdrReader::new(stub);
+    let u: &Local = match super::user(&mut r, state) {
+        Ok(u) => u,
+        Err(st) => return failed(4, st),
+    };
+    let Ok(level) = r.u16() else {
+        return Err(super::super::FAULT_NDR);
+    };
+    let text = UserText {
+        home: format!("\\\\{}\\{}", facts.netbios_name, u.name),
+        profile: format!("\\\\{}\\{}\\profile", facts.netbios_name, u.name),
+    };
+    let Some(fields) = user_fields(level, u, &text) else {
+        let st = if level == 18 {
+            NtStatus::ACCESS_DENIED
+        } else {
+            NtStatus::INVALID_INFO_CLASS
+        };
+        return failed(4, st);
+    };
+    let mut w = NdrWriter::new();
+    w.ptr();
+    w.u16(level);
+    put(&mut w, &fields);
+    w.u32(0);
+    Ok(w.buf)
+}
+
+/// The members of user information class `level` ([MS-SAMR] 2.2.6.29).
+fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Field<'a>>> {
+    use Field::*;
+    let name = Str(&u.name);
+    let acb = U32(u.acb());
+    Some(match level {
+        1 => vec![name, Str(""), U32(RID_NONE), Str(""), Str("")],
+        2 => vec![Str(""), Str(""), U16(0), U16(0)],
+        3 => vec![
+            name,
+            Str(""),
+            U32(u.rid),
+            U32(RID_NONE),
+            Str(&t.home),
+            Str(""),
+            Str(""),
+            Str(&t.profile),
+            Str(""),
+            U64(0),     // last logon
+            U64(NEVER), // last logoff
+            U64(0),     // last password change
+            U64(0),     // allow password change
+            U64(NEVER), // force password change
+            Hours,
+            U16(0),
+            U16(0),
+            acb,
+        ],
+        4 => vec![Hours],
+        5 => vec![
+            name,
+            Str(""),
+            U32(u.rid),
+            U32(RID_NONE),
+            Str(&t.home),
+            Str(""),
+            Str(""),
+            Str(&t.profile),
+            Str(""),
+            Str(""),
+            U64(0),
+            U64(NEVER),
+            Hours,
+            U16(0),
+            U16(0),
+            U64(0),     // last password change
+            U64(NEVER), // account expiry
+            acb,
+        ],
+        6 => vec![name, Str("")],
+        7 => vec![name],
+        8 | 11 | 13 | 14 => vec![Str("")],
+        9 => vec![U32(RID_NONE)],
+        10 => vec![Str(&t.home), Str("")],
+        12 => vec![Str(&t.profile)],
+        16 => vec![acb],
+        17 => vec![U64(NEVER)],
+        20 => vec![NoBinary],
+        21 => vec![
+            U64(0),     // last logon
+            U64(NEVER), // last logoff
+            U64(0),     // last password change
+            U64(NEVER), // account expiry
+            U64(0),     // allow password change
+            U64(NEVER), // force password change
+            name,
+            Str(""), // full name
+            Str(&t.home),
+            Str(""), // home drive
+            Str(""), // logon script
+            Str(&t.profile),
+            Str(""), // description
+            Str(""), // workstations
+            Str(""), // comment
+            NoBinary,
+            NoBinary,
+            NoBinary,
+            Str(""), // private data
+            U32(0),  // buf_count
+            U32(0),  // buffer
+            U32(u.rid),
+            U32(RID_NONE),
+            acb,
+            U32(FIELDS_PRESENT),
+            Hours,
+            U16(0), // bad password count
+            U16(0), // logon count
+            U16(0), // country code
+            U16(0), // code page
+            U8(0),
+            U8(0),
+            U8(0),
+            U8(0),
+        ],
+        _ => return None,
+    })
+}
+
+/// GetUserPwInfo (44, `user`) and GetDomPwInfo (56): the minimum password length and the
+/// password properties.
+pub(super) fn pw_info(stub: &[u8], state: &State, user: bool) -> Reply {
+    let mut r = NdrReader::new(stub);
+    if user {
+        if let Err(st) = super::user(&mut r, state) {
+            return failed(8, st);
+        }
+    }
+    let mut w = NdrWriter::new();
+    w.u16(MIN_PASSWORD_LENGTH);
+    w.u32(0);
+    w.u32(0);
+    Ok(w.buf)
+}

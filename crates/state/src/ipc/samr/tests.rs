@@ -1,0 +1,424 @@
+use super::*;
+use crate::ipc::UserEntry;
+use crate::lookup::{NameAnswers, NameQuery};
+
+fn facts() -> ServerFacts {
+    let user = |name: &str, disabled| UserEntry {
+        name: name.into(),
+        disabled,
+    };
+    ServerFacts {
+        netbios_name: "RS".into(),
+        workgroup: "WORKGROUP".into(),
+        comment: "ringshare".into(),
+        shares: Vec::new(),
+        users: vec![
+            user("alice", false),
+            user("bob", true),
+            user("ghost", false),
+        ],
+    }
+}
+
+/// NSS: alice is uid 1012, bob 1013, ghost has no Unix account.
+fn nss(queries: &[NameQuery]) -> NameAnswers {
+    let mut a = NameAnswers::default();
+    for q in queries {
+        if let NameQuery::User(n) = q {
+            let uid = match n.as_str() {
+                "alice" => Some(1012),
+                "bob" => Some(1013),
+                _ => None,
+            };
+            a.user_ids.insert(n.clone(), uid);
+        }
+    }
+    a
+}
+
+/// A call as the pipe makes it: NSS asked when the call needs it, then the call again.
+fn run(opnum: u16, stub: &[u8], state: &mut State) -> Result<Vec<u8>, u32> {
+    let none = NameAnswers::default();
+    match call(opnum, stub, &facts(), state, (&none, false)) {
+        Ok(reply) => reply,
+        Err(Needs(q)) => {
+            assert!(!q.is_empty());
+            let answers = nss(&q);
+            match call(opnum, stub, &facts(), state, (&answers, true)) {
+                Ok(reply) => reply,
+                Err(_) => panic!("a call asks NSS once"),
+            }
+        }
+    }
+}
+
+fn status(out: &[u8]) -> u32 {
+    u32::from_le_bytes(out[out.len() - 4..].try_into().unwrap())
+}
+
+fn account_sid() -> Sid {
+    localsam::account_domain_sid("RS")
+}
+
+/// Connect2 with no system name, then OpenDomain of `sid`: the domain handle.
+fn open_domain(state: &mut State, sid: &Sid) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.u32(0);
+    w.u32(0x0200_0000);
+    let out = run(57, &w.buf, state).unwrap();
+    assert_eq!((out.len(), status(&out)), (24, 0));
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&out[..20]);
+    w.u32(0x0200_0000);
+    lsa::put_sid(&mut w, sid);
+    let out = run(7, &w.buf, state).unwrap();
+    assert_eq!((out.len(), status(&out)), (24, 0));
+    out[..20].to_vec()
+}
+
+/// (idx, name) of a samr_SamArray reply after its resume handle.
+fn sam_entries(out: &[u8]) -> (u32, Vec<(u32, String)>) {
+    let mut r = NdrReader::new(out);
+    let resume = r.u32().unwrap();
+    r.u32().unwrap();
+    let n = r.u32().unwrap();
+    let mut heads = Vec::new();
+    if r.u32().unwrap() != 0 {
+        assert_eq!(r.u32().unwrap(), n);
+        for _ in 0..n {
+            let idx = r.u32().unwrap();
+            let len = r.u16().unwrap();
+            r.u16().unwrap();
+            r.u32().unwrap();
+            heads.push((idx, len));
+        }
+    }
+    let entries = heads
+        .into_iter()
+        .map(|(idx, len)| (idx, r.counted_chars(len).unwrap()))
+        .collect();
+    assert_eq!(r.u32().unwrap(), n, "num_entries");
+    (resume, entries)
+}
+
+#[test]
+fn the_account_domain_lists_the_user_database_with_samba_algorithmic_rids() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u32(0); // resume
+    w.u32(0); // acct_flags
+    w.u32(0xffff);
+    let out = run(13, &w.buf, &mut state).unwrap();
+    assert_eq!(status(&out), 0);
+    let (resume, entries) = sam_entries(&out);
+    // uid × 2 + 1000; ghost has no Unix account and is not listed.
+    assert_eq!(
+        entries,
+        vec![(3024, "alice".to_string()), (3026, "bob".to_string())]
+    );
+    assert_eq!(resume, 2);
+    // Only the disabled ones (ACB_DISABLED).
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u32(0);
+    w.u32(ACB_DISABLED);
+    w.u32(0xffff);
+    let (_, entries) = sam_entries(&run(13, &w.buf, &mut state).unwrap());
+    assert_eq!(entries, vec![(3026, "bob".to_string())]);
+}
+
+#[test]
+fn builtin_and_the_account_domain_are_the_two_domains() {
+    let mut state = State::default();
+    let mut w = NdrWriter::new();
+    w.u32(0);
+    w.u32(0x0200_0000);
+    let out = run(57, &w.buf, &mut state).unwrap();
+    let connect = out[..20].to_vec();
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&connect);
+    w.u32(0);
+    w.u32(0xffff);
+    let (_, entries) = sam_entries(&run(6, &w.buf, &mut state).unwrap());
+    assert_eq!(
+        entries,
+        vec![(0, "RS".to_string()), (1, "Builtin".to_string())]
+    );
+    for (name, sid) in [
+        ("rs", Some(account_sid())),
+        ("BUILTIN", Some("S-1-5-32".parse().unwrap())),
+        ("WORKGROUP", None),
+    ] {
+        let mut w = NdrWriter::new();
+        w.buf.extend_from_slice(&connect);
+        lsa::unicode_head(&mut w, name);
+        w.counted_chars(name, 0);
+        let out = run(5, &w.buf, &mut state).unwrap();
+        match sid {
+            Some(sid) => {
+                let mut r = NdrReader::new(&out[4..]);
+                assert_eq!(lsa::get_sid(&mut r).unwrap(), sid);
+                assert_eq!(status(&out), 0);
+            }
+            None => assert_eq!((out.len(), status(&out)), (8, NO_SUCH_DOMAIN.0)),
+        }
+    }
+}
+
+fn lookup_names_stub(dom: &[u8], names: &[&str]) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(dom);
+    w.u32(names.len() as u32);
+    w.u32(1000);
+    w.u32(0);
+    w.u32(names.len() as u32);
+    for n in names {
+        lsa::unicode_head(&mut w, n);
+    }
+    for n in names {
+        w.counted_chars(n, 0);
+    }
+    w.buf
+}
+
+fn samr_ids(r: &mut NdrReader<'_>) -> Vec<u32> {
+    let n = r.u32().unwrap();
+    if r.u32().unwrap() == 0 {
+        return Vec::new();
+    }
+    assert_eq!(r.u32().unwrap(), n);
+    (0..n).map(|_| r.u32().unwrap()).collect()
+}
+
+#[test]
+fn names_and_rids_translate_both_ways_and_unknown_ones_are_not_mapped() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let out = run(
+        17,
+        &lookup_names_stub(&dom, &["ALICE", "None", "ghost", "x"]),
+        &mut state,
+    )
+    .unwrap();
+    let mut r = NdrReader::new(&out);
+    assert_eq!(samr_ids(&mut r), vec![3024, 513, 0, 0]);
+    assert_eq!(samr_ids(&mut r), vec![1, 2, 8, 8]);
+    assert_eq!(status(&out), SOME_NOT_MAPPED.0);
+    let out = run(17, &lookup_names_stub(&dom, &["x"]), &mut state).unwrap();
+    assert_eq!(status(&out), NtStatus::NONE_MAPPED.0);
+
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    for v in [3, 1000, 0, 3] {
+        w.u32(v);
+    }
+    for rid in [3026, 513, 3025] {
+        w.u32(rid);
+    }
+    let out = run(18, &w.buf, &mut state).unwrap();
+    let mut r = NdrReader::new(&out);
+    assert_eq!(r.u32().unwrap(), 3);
+    r.u32().unwrap();
+    assert_eq!(r.u32().unwrap(), 3);
+    let mut lens = Vec::new();
+    for _ in 0..3 {
+        let len = r.u16().unwrap();
+        r.u16().unwrap();
+        let p = r.u32().unwrap();
+        lens.push((len, p != 0));
+    }
+    assert_eq!(lens[2], (0, false), "an unknown RID has no name");
+    assert_eq!(r.counted_chars(lens[0].0).unwrap(), "bob");
+    assert_eq!(r.counted_chars(lens[1].0).unwrap(), "None");
+    assert_eq!(samr_ids(&mut r), vec![1, 2, 8]);
+    assert_eq!(status(&out), SOME_NOT_MAPPED.0);
+
+    // Builtin's aliases by name.
+    let builtin = open_domain(&mut state, &"S-1-5-32".parse().unwrap());
+    let out = run(
+        17,
+        &lookup_names_stub(&builtin, &["administrators"]),
+        &mut state,
+    )
+    .unwrap();
+    let mut r = NdrReader::new(&out);
+    assert_eq!((samr_ids(&mut r), samr_ids(&mut r)), (vec![544], vec![4]));
+}
+
+#[test]
+fn user_information_shows_the_account_its_rid_and_group() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u32(0x0002_011b);
+    w.u32(3026);
+    let out = run(34, &w.buf, &mut state).unwrap();
+    assert_eq!(status(&out), 0);
+    let user = out[..20].to_vec();
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&user);
+    w.u16(21);
+    let out = run(36, &w.buf, &mut state).unwrap();
+    assert_eq!(status(&out), 0);
+    // UserAllInformation ([MS-SAMR] 2.2.6.6) at offset 8: six times, nine strings, three
+    // binary strings, one string, buf_count, buffer; then rid, primary group, flags.
+    let at = |o: usize| u32::from_le_bytes(out[o..o + 4].try_into().unwrap());
+    assert_eq!(u16::from_le_bytes([out[4], out[5]]), 21);
+    assert_eq!(
+        (at(168), at(172), at(176)),
+        (3026, 513, ACB_NORMAL | ACB_DISABLED)
+    );
+    let name: Vec<u8> = "bob".encode_utf16().flat_map(u16::to_le_bytes).collect();
+    assert!(out.windows(name.len()).any(|w| w == name));
+    // Level 18 (password hashes) is refused.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&user);
+    w.u16(18);
+    let out = run(36, &w.buf, &mut state).unwrap();
+    assert_eq!(status(&out), NtStatus::ACCESS_DENIED.0);
+    // A RID that is no account.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u32(0x0002_011b);
+    w.u32(3028);
+    assert_eq!(
+        status(&run(34, &w.buf, &mut state).unwrap()),
+        NO_SUCH_USER.0
+    );
+}
+
+#[test]
+fn calls_that_change_accounts_are_refused_with_their_out_parameters() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    lsa::unicode_head(&mut w, "eve");
+    w.counted_chars("eve", 0);
+    w.u32(0x000f_07ff);
+    // CreateUser: a handle and a RID, zero; CreateUser2 also the access granted.
+    for (opnum, len) in [
+        (12u16, 28usize),
+        (50, 32),
+        (9, 4),
+        (37, 4),
+        (35, 24),
+        (55, 4),
+    ] {
+        let out = run(opnum, &w.buf, &mut state).unwrap();
+        assert_eq!((opnum, out.len()), (opnum, len));
+        assert_eq!(status(&out), NtStatus::ACCESS_DENIED.0, "opnum {opnum}");
+    }
+    assert_eq!(
+        run(200, &w.buf, &mut state),
+        Err(crate::ipc::FAULT_OP_RANGE)
+    );
+}
+
+#[test]
+fn closed_and_foreign_handles_are_invalid() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let out = run(1, &dom, &mut state).unwrap();
+    assert_eq!(out, vec![0; 24]);
+    let out = run(1, &dom, &mut state).unwrap();
+    assert_eq!(status(&out), NtStatus::INVALID_HANDLE.0);
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u32(0);
+    w.u32(0);
+    w.u32(0xffff);
+    assert_eq!(
+        status(&run(13, &w.buf, &mut state).unwrap()),
+        NtStatus::INVALID_HANDLE.0
+    );
+    // A stub cut short is a fault, not a panic.
+    assert_eq!(
+        run(7, &dom[..10], &mut state).map(|o| status(&o)),
+        Ok(NtStatus::INVALID_PARAMETER.0)
+    );
+}
+
+/// The `rpc_pipe` fuzz target's samr seeds (fuzz/corpus/rpc_pipe/samr-*): a BIND to samr,
+/// then Connect2, OpenDomain, EnumerateUsers, LookupNames, LookupIds, OpenUser,
+/// QueryUserInfo 21, QueryDomainInfo 2, QueryDisplayInfo 1, CreateUser (refused) and
+/// CloseHandle. Written by `cargo test -p ringshare-state -- --ignored
+/// write_samr_fuzz_corpus`.
+#[test]
+#[ignore]
+fn write_samr_fuzz_corpus() {
+    use crate::ipc::tests::{bind_body, pdu, request_body, write_seeds};
+    // The handles a fresh pipe gives: the server's, the domain's, the user's.
+    let mut ids = State::default();
+    let [connect, dom, user] =
+        [Handle::Connect, Handle::Connect, Handle::Connect].map(|h| ids.open(h).unwrap());
+    let handle = |id: [u8; 16]| {
+        let mut w = NdrWriter::new();
+        w.u32(0);
+        w.buf.extend_from_slice(&id);
+        w
+    };
+    let mut open = handle(connect);
+    open.u32(0x0200_0000);
+    lsa::put_sid(&mut open, &account_sid());
+    let mut enum_users = handle(dom);
+    for v in [0, 0, 0xffff] {
+        enum_users.u32(v);
+    }
+    let mut rids = handle(dom);
+    for v in [2, 1000, 0, 2, 3004, 513] {
+        rids.u32(v);
+    }
+    // The harness's NSS: `u1` is uid 1002, RID 3004.
+    let mut open_user = handle(dom);
+    open_user.u32(0x0002_011b);
+    open_user.u32(3004);
+    let mut user_info = handle(user);
+    user_info.u16(21);
+    let mut dom_info = handle(dom);
+    dom_info.u16(2);
+    let mut display = handle(dom);
+    display.u16(1);
+    for v in [0, 100, 0xffff] {
+        display.u32(v);
+    }
+    let mut create = handle(dom);
+    lsa::unicode_head(&mut create, "eve");
+    create.counted_chars("eve", 0);
+    create.u32(0x000f_07ff);
+    let mut connect2 = NdrWriter::new();
+    connect2.u32(0);
+    connect2.u32(0x0200_0000);
+    let calls: Vec<(u16, Vec<u8>)> = vec![
+        (57, connect2.buf),
+        (7, open.buf),
+        (13, enum_users.buf),
+        (
+            17,
+            lookup_names_stub(&handle(dom).buf, &["u1", "None", "x"]),
+        ),
+        (18, rids.buf),
+        (34, open_user.buf),
+        (36, user_info.buf),
+        (8, dom_info.buf),
+        (40, display.buf),
+        (12, create.buf),
+        (1, handle(user).buf),
+    ];
+    let (iface, major) = crate::ipc::Service::Samr.interface();
+    let mut writes = vec![pdu(
+        11,
+        3,
+        1,
+        &bind_body(iface, major, crate::ipc::NDR20, 2),
+    )];
+    for (i, (opnum, stub)) in calls.into_iter().enumerate() {
+        writes.push(pdu(0, 3, 2 + i as u32, &request_body(opnum, &stub)));
+    }
+    for types in write_seeds(2, "samr", &writes) {
+        assert_eq!(types, [12, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+    }
+}
