@@ -705,7 +705,16 @@ fn read_names(r: &mut NdrReader<'_>) -> Result<Vec<String>, WireError> {
         return Err(WireError::Invalid("name count"));
     }
     let count = r.u32()?;
-    if count != n || count as usize * 8 > r.remaining() {
+    if count != n {
+        return Err(WireError::Invalid("name array"));
+    }
+    read_unicode_array(r, n)
+}
+
+/// `n` RPC_UNICODE_STRINGs of a conformant array (after its counts): their fixed parts, then
+/// their buffers; a NULL buffer is the empty name.
+pub(super) fn read_unicode_array(r: &mut NdrReader<'_>, n: u32) -> Result<Vec<String>, WireError> {
+    if n as usize * 8 > r.remaining() {
         return Err(WireError::Invalid("name array"));
     }
     let mut heads = Vec::with_capacity(n as usize);

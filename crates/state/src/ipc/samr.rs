@@ -200,6 +200,20 @@ fn domain(r: &mut NdrReader<'_>, state: &State) -> Result<Domain, NtStatus> {
     }
 }
 
+/// A call on a domain handle: the reader after the handle and the domain, or the reply of a
+/// call whose handle is not one (`zeros` bytes of out parameters, then the status).
+fn domain_call<'a>(
+    stub: &'a [u8],
+    state: &State,
+    zeros: usize,
+) -> Result<(NdrReader<'a>, Domain), Reply> {
+    let mut r = NdrReader::new(stub);
+    match domain(&mut r, state) {
+        Ok(d) => Ok((r, d)),
+        Err(st) => Err(failed(zeros, st)),
+    }
+}
+
 /// The user handle a call starts with.
 pub(super) fn user<'s>(r: &mut NdrReader<'_>, state: &'s State) -> Result<&'s Local, NtStatus> {
     match handle(r, state)? {
@@ -292,8 +306,8 @@ fn close(stub: &[u8], state: &mut State) -> Reply {
     }
 }
 
-/// An lsa_String passed by reference: its fixed part, then its buffer (when present).
-fn read_lsa_string(r: &mut NdrReader<'_>) -> Result<String, WireError> {
+/// An lsa_String passed by reference: its fixed part, then its buffer; None when it has none.
+fn read_lsa_string(r: &mut NdrReader<'_>) -> Result<Option<String>, WireError> {
     let len = r.u16()?;
     let size = r.u16()?;
     let p = r.u32()?;
@@ -301,9 +315,9 @@ fn read_lsa_string(r: &mut NdrReader<'_>) -> Result<String, WireError> {
         return Err(WireError::Invalid("lsa_String"));
     }
     if p == 0 {
-        return Ok(String::new());
+        return Ok(None);
     }
-    r.counted_chars(len)
+    r.counted_chars(len).map(Some)
 }
 
 /// LookupDomainInSamServer (5): the SID of the account domain (the NetBIOS name) or
@@ -313,8 +327,11 @@ fn lookup_domain(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     if let Err(st) = handle(&mut r, state) {
         return failed(4, st);
     }
-    let Ok(name) = read_lsa_string(&mut r) else {
-        return Err(super::FAULT_NDR);
+    let name = match read_lsa_string(&mut r) {
+        Ok(Some(name)) => name,
+        // A name without a buffer (smbtorture rpc.samr, as Samba answers it).
+        Ok(None) => return failed(4, NtStatus::INVALID_PARAMETER),
+        Err(_) => return Err(super::FAULT_NDR),
     };
     let d = if name.eq_ignore_ascii_case(&facts.netbios_name) {
         Domain::Account
@@ -438,10 +455,9 @@ fn alias_membership(stub: &[u8], state: &State) -> Reply {
 
 /// OpenGroup (19): `None` (513) in the account domain.
 fn open_group(stub: &[u8], state: &mut State) -> Reply {
-    let mut r = NdrReader::new(stub);
-    let d = match domain(&mut r, state) {
-        Ok(d) => d,
-        Err(st) => return failed(20, st),
+    let (mut r, d) = match domain_call(stub, state, 20) {
+        Ok(call) => call,
+        Err(reply) => return reply,
     };
     let Ok((_access, rid)) = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))() else {
         return Err(super::FAULT_NDR);
@@ -469,10 +485,9 @@ fn groups_for_user(stub: &[u8], state: &State) -> Reply {
 
 /// RidToSid (65): the SID of a RID of the domain.
 fn rid_to_sid(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
-    let mut r = NdrReader::new(stub);
-    let d = match domain(&mut r, state) {
-        Ok(d) => d,
-        Err(st) => return failed(4, st),
+    let (mut r, d) = match domain_call(stub, state, 4) {
+        Ok(call) => call,
+        Err(reply) => return reply,
     };
     let Ok(rid) = r.u32() else {
         return Err(super::FAULT_NDR);
@@ -519,10 +534,9 @@ impl Call<'_, '_> {
     /// EnumerateUsersInDomain (13): the accounts (whose flags share a bit with the asked
     /// ones, when asked), RID as index, from the resume handle on.
     fn enum_users(&mut self, stub: &[u8], state: &State) -> Reply {
-        let mut r = NdrReader::new(stub);
-        let d = match domain(&mut r, state) {
-            Ok(d) => d,
-            Err(st) => return failed(16, st),
+        let (mut r, d) = match domain_call(stub, state, 16) {
+            Ok(call) => call,
+            Err(reply) => return reply,
         };
         let Ok((from, flags)) = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))() else {
             return Err(super::FAULT_NDR);
@@ -555,31 +569,11 @@ impl Call<'_, '_> {
 
     /// LookupNamesInDomain (17): RIDs and SID_NAME_USE of names of the domain.
     fn lookup_names(&mut self, stub: &[u8], state: &State) -> Reply {
-        let mut r = NdrReader::new(stub);
-        let d = match domain(&mut r, state) {
-            Ok(d) => d,
-            Err(st) => return failed(16, st),
+        let (mut r, d) = match domain_call(stub, state, 16) {
+            Ok(call) => call,
+            Err(reply) => return reply,
         };
-        let asked = (|| {
-            let n = lookup_count(&mut r)?;
-            let mut heads = Vec::with_capacity(n as usize);
-            for _ in 0..n {
-                let (len, size, p) = (r.u16()?, r.u16()?, r.u32()?);
-                if len > size || len % 2 != 0 {
-                    return Err(WireError::Invalid("lsa_String"));
-                }
-                heads.push((len, p != 0));
-            }
-            let mut names = Vec::with_capacity(heads.len());
-            for (len, present) in heads {
-                names.push(if present {
-                    r.counted_chars(len)?
-                } else {
-                    String::new()
-                });
-            }
-            Ok(names)
-        })();
+        let asked = lookup_count(&mut r).and_then(|n| lsa::read_unicode_array(&mut r, n));
         let Ok(asked) = asked else {
             return Err(super::FAULT_NDR);
         };
@@ -610,10 +604,9 @@ impl Call<'_, '_> {
 
     /// LookupIdsInDomain (18): names and SID_NAME_USE of RIDs of the domain.
     fn lookup_rids(&mut self, stub: &[u8], state: &State) -> Reply {
-        let mut r = NdrReader::new(stub);
-        let d = match domain(&mut r, state) {
-            Ok(d) => d,
-            Err(st) => return failed(16, st),
+        let (mut r, d) = match domain_call(stub, state, 16) {
+            Ok(call) => call,
+            Err(reply) => return reply,
         };
         let asked = (|| {
             let n = lookup_count(&mut r)?;
@@ -663,10 +656,9 @@ impl Call<'_, '_> {
 
     /// OpenUser (34): a handle of an account of the account domain, by RID.
     fn open_user(&mut self, stub: &[u8], state: &mut State) -> Reply {
-        let mut r = NdrReader::new(stub);
-        let d = match domain(&mut r, state) {
-            Ok(d) => d,
-            Err(st) => return failed(20, st),
+        let (mut r, d) = match domain_call(stub, state, 20) {
+            Ok(call) => call,
+            Err(reply) => return reply,
         };
         let Ok((_access, rid)) = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))() else {
             return Err(super::FAULT_NDR);
@@ -685,10 +677,9 @@ impl Call<'_, '_> {
     /// from `start_idx`; levels 2 (machines) and 3 (groups) none, as a standalone Samba
     /// without trust accounts or group mappings.
     fn display_info(&mut self, stub: &[u8], state: &State) -> Reply {
-        let mut r = NdrReader::new(stub);
-        let d = match domain(&mut r, state) {
-            Ok(d) => d,
-            Err(st) => return failed(16, st),
+        let (mut r, d) = match domain_call(stub, state, 16) {
+            Ok(call) => call,
+            Err(reply) => return reply,
         };
         let args = (|| Ok::<_, WireError>((r.u16()?, r.u32()?, r.u32()?, r.u32()?)))();
         let Ok((level, start, max_entries, _buf_size)) = args else {

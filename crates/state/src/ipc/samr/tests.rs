@@ -165,6 +165,13 @@ fn builtin_and_the_account_domain_are_the_two_domains() {
             None => assert_eq!((out.len(), status(&out)), (8, NO_SUCH_DOMAIN.0)),
         }
     }
+    // A name without a buffer.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&connect);
+    w.u32(0);
+    w.u32(0);
+    let out = run(5, &w.buf, &mut state).unwrap();
+    assert_eq!(status(&out), NtStatus::INVALID_PARAMETER.0);
 }
 
 fn lookup_names_stub(dom: &[u8], names: &[&str]) -> Vec<u8> {
