@@ -56,6 +56,10 @@ fn answers(srv: &Running, rid_a: u32, rid_b: u32) -> Vec<(String, String)> {
         format!("queryusergroups {rid_b:#x}"),
         format!("lookupnames {A} RSTWIN\\\\{B}"),
         format!("lookupsids {dom}-{rid_a} {dom}-513 {dom}"),
+        // Every class rpcclient decodes (it shows 7, 9 and 16; the others decode or fail).
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 20]
+            .map(|l| format!("queryuser {rid_a:#x} {l}"))
+            .join("; "),
     ];
     let mut out: Vec<(String, String)> = cmds
         .iter()

@@ -126,6 +126,8 @@ pub fn call(
         36 | 47 => info::query_user(stub, facts, state),
         39 => groups_for_user(stub, state),
         40 | 48 | 51 => call.display_info(stub, state),
+        41 | 49 => call.display_index(stub, state),
+        45 => remove_from_foreign(stub, state),
         44 => info::pw_info(stub, state, true),
         56 => info::pw_info(stub, state, false),
         65 => rid_to_sid(stub, facts, state),
@@ -151,8 +153,9 @@ pub(super) struct Call<'a, 'b> {
     pub names: &'a mut Resolver<'b>,
 }
 
-/// `zeros` bytes of zeroed out parameters, then `status`: how a call that failed answers.
-fn failed(zeros: usize, status: NtStatus) -> Reply {
+/// `zeros` bytes of zeroed out parameters, then `status`: how a call that failed (or has
+/// nothing to give back) answers.
+fn zeroed(zeros: usize, status: NtStatus) -> Reply {
     let mut out = vec![0u8; zeros];
     out.extend_from_slice(&status.0.to_le_bytes());
     Ok(out)
@@ -164,10 +167,9 @@ fn refused(opnum: u16) -> Option<Reply> {
     let zeros = match opnum {
         // SetSecurity, SetDomainInfo, SetGroupInfo, AddGroupMember, DeleteGroupMember,
         // SetMemberAttributesOfGroup, SetAliasInfo, AddAliasMember, DeleteAliasMember,
-        // SetUserInfo, ChangePasswordUser, RemoveMemberFromForeignDomain,
-        // AddMultipleMembersToAlias, RemoveMultipleMembersFromAlias, OemChangePasswordUser2,
+        // SetUserInfo, ChangePasswordUser, AddMultipleMembersToAlias, RemoveMultipleMembersFromAlias, OemChangePasswordUser2,
         // ChangePasswordUser2, SetUserInfo2, SetDsrmPassword.
-        2 | 9 | 21 | 22 | 24 | 26 | 29 | 31 | 32 | 37 | 38 | 45 | 52 | 53 | 54 | 55 | 58 | 66 => 0,
+        2 | 9 | 21 | 22 | 24 | 26 | 29 | 31 | 32 | 37 | 38 | 52 | 53 | 54 | 55 | 58 | 66 => 0,
         // CreateDomainGroup, CreateUser, CreateDomAlias: a handle and a RID.
         10 | 12 | 14 => 24,
         // DeleteDomainGroup, DeleteDomAlias, DeleteUser: the handle back.
@@ -178,7 +180,7 @@ fn refused(opnum: u16) -> Option<Reply> {
         63 => 8,
         _ => return None,
     };
-    Some(failed(zeros, NtStatus::ACCESS_DENIED))
+    Some(zeroed(zeros, NtStatus::ACCESS_DENIED))
 }
 
 /// A policy handle (attributes, then the 16 bytes we gave).
@@ -210,7 +212,7 @@ fn domain_call<'a>(
     let mut r = NdrReader::new(stub);
     match domain(&mut r, state) {
         Ok(d) => Ok((r, d)),
-        Err(st) => Err(failed(zeros, st)),
+        Err(st) => Err(zeroed(zeros, st)),
     }
 }
 
@@ -226,7 +228,7 @@ pub(super) fn user<'s>(r: &mut NdrReader<'_>, state: &'s State) -> Result<&'s Lo
 fn handle_reply(state: &mut State, h: Result<Handle, NtStatus>) -> Reply {
     let h = match h {
         Ok(h) => h,
-        Err(st) => return failed(20, st),
+        Err(st) => return zeroed(20, st),
     };
     match state.open(h) {
         Some(id) => {
@@ -235,7 +237,7 @@ fn handle_reply(state: &mut State, h: Result<Handle, NtStatus>) -> Reply {
             out.extend_from_slice(&0u32.to_le_bytes());
             Ok(out)
         }
-        None => failed(20, NtStatus::INSUFFICIENT_RESOURCES),
+        None => zeroed(20, NtStatus::INSUFFICIENT_RESOURCES),
     }
 }
 
@@ -300,14 +302,16 @@ fn close(stub: &[u8], state: &mut State) -> Reply {
     match state.handles.iter().position(|(h, _)| *h == id) {
         Some(i) => {
             state.handles.remove(i);
-            failed(20, NtStatus::SUCCESS)
+            zeroed(20, NtStatus::SUCCESS)
         }
-        None => failed(20, NtStatus::INVALID_HANDLE),
+        None => zeroed(20, NtStatus::INVALID_HANDLE),
     }
 }
 
 /// An lsa_String passed by reference: its fixed part, then its buffer; None when it has none.
 fn read_lsa_string(r: &mut NdrReader<'_>) -> Result<Option<String>, WireError> {
+    // The structure holds a pointer: 4-byte aligned.
+    r.align4()?;
     let len = r.u16()?;
     let size = r.u16()?;
     let p = r.u32()?;
@@ -325,12 +329,12 @@ fn read_lsa_string(r: &mut NdrReader<'_>) -> Result<Option<String>, WireError> {
 fn lookup_domain(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
     if let Err(st) = handle(&mut r, state) {
-        return failed(4, st);
+        return zeroed(4, st);
     }
     let name = match read_lsa_string(&mut r) {
         Ok(Some(name)) => name,
         // A name without a buffer (smbtorture rpc.samr, as Samba answers it).
-        Ok(None) => return failed(4, NtStatus::INVALID_PARAMETER),
+        Ok(None) => return zeroed(4, NtStatus::INVALID_PARAMETER),
         Err(_) => return Err(super::FAULT_NDR),
     };
     let d = if name.eq_ignore_ascii_case(&facts.netbios_name) {
@@ -338,7 +342,7 @@ fn lookup_domain(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     } else if name.eq_ignore_ascii_case("Builtin") {
         Domain::Builtin
     } else {
-        return failed(4, NO_SUCH_DOMAIN);
+        return zeroed(4, NO_SUCH_DOMAIN);
     };
     let mut w = NdrWriter::new();
     w.ptr();
@@ -375,7 +379,7 @@ fn resume(r: &mut NdrReader<'_>) -> Result<u32, NtStatus> {
 fn enum_domains(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
     if let Err(st) = handle(&mut r, state) {
-        return failed(16, st);
+        return zeroed(16, st);
     }
     let Ok(from) = resume(&mut r) else {
         return Err(super::FAULT_NDR);
@@ -393,8 +397,8 @@ fn open_domain(stub: &[u8], facts: &ServerFacts, state: &mut State) -> Reply {
     let mut r = NdrReader::new(stub);
     match handle(&mut r, state) {
         Ok(Handle::Connect) => {}
-        Ok(_) => return failed(20, NtStatus::INVALID_HANDLE),
-        Err(st) => return failed(20, st),
+        Ok(_) => return zeroed(20, NtStatus::INVALID_HANDLE),
+        Err(st) => return zeroed(20, st),
     }
     let sid = (|| {
         r.u32()?; // access mask
@@ -415,7 +419,7 @@ fn open_domain(stub: &[u8], facts: &ServerFacts, state: &mut State) -> Reply {
 fn enum_empty(stub: &[u8], state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
     if let Err(st) = domain(&mut r, state) {
-        return failed(16, st);
+        return zeroed(16, st);
     }
     let Ok(from) = resume(&mut r) else {
         return Err(super::FAULT_NDR);
@@ -442,7 +446,7 @@ fn ids(w: &mut NdrWriter, ids: &[u32]) {
 fn alias_membership(stub: &[u8], state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
     if let Err(st) = domain(&mut r, state) {
-        return failed(8, st);
+        return zeroed(8, st);
     }
     if lsa::read_sids(&mut r).is_err() {
         return Err(super::FAULT_NDR);
@@ -467,10 +471,23 @@ fn open_group(stub: &[u8], state: &mut State) -> Reply {
     handle_reply(state, h)
 }
 
+/// RemoveMemberFromForeignDomain (45): no alias has members, so there is nothing to remove
+/// (success, as Samba answers it; smbtorture rpc.samr).
+fn remove_from_foreign(stub: &[u8], state: &State) -> Reply {
+    let mut r = NdrReader::new(stub);
+    if let Err(st) = domain(&mut r, state) {
+        return zeroed(0, st);
+    }
+    if lsa::get_sid(&mut r).is_err() {
+        return Err(super::FAULT_NDR);
+    }
+    zeroed(0, NtStatus::SUCCESS)
+}
+
 /// GetGroupsForUser (39): `None`, the group every account is in.
 fn groups_for_user(stub: &[u8], state: &State) -> Reply {
     if let Err(st) = user(&mut NdrReader::new(stub), state) {
-        return failed(4, st);
+        return zeroed(4, st);
     }
     let mut w = NdrWriter::new();
     w.ptr();
@@ -664,7 +681,7 @@ impl Call<'_, '_> {
             return Err(super::FAULT_NDR);
         };
         if d != Domain::Account || rid < localsam::RID_BASE {
-            return failed(20, NO_SUCH_USER);
+            return zeroed(20, NO_SUCH_USER);
         }
         let Some(locals) = self.locals() else {
             return Ok(Vec::new());
@@ -673,9 +690,18 @@ impl Call<'_, '_> {
         handle_reply(state, found.map(Handle::User).ok_or(NO_SUCH_USER))
     }
 
-    /// QueryDisplayInformation (40), 2 (48) and 3 (51): level 1 (users) lists the accounts
-    /// from `start_idx`; levels 2 (machines) and 3 (groups) none, as a standalone Samba
-    /// without trust accounts or group mappings.
+    /// What QueryDisplayInformation level `level` lists in domain `d`: the users for levels
+    /// 1 (general) and 4 (ASCII names); none for 2 (machines), 3 and 5 (groups), as a
+    /// standalone Samba without trust accounts or group mappings. None while NSS is asked.
+    fn display_list(&mut self, d: Domain, level: u16) -> Option<Vec<Local>> {
+        match (d, level) {
+            (Domain::Account, 1 | 4) => self.locals(),
+            _ => Some(Vec::new()),
+        }
+    }
+
+    /// QueryDisplayInformation (40), 2 (48) and 3 (51): the accounts of [`Self::display_list`]
+    /// from `start_idx`.
     fn display_info(&mut self, stub: &[u8], state: &State) -> Reply {
         let (mut r, d) = match domain_call(stub, state, 16) {
             Ok(call) => call,
@@ -685,44 +711,58 @@ impl Call<'_, '_> {
         let Ok((level, start, max_entries, _buf_size)) = args else {
             return Err(super::FAULT_NDR);
         };
-        if !(1..=3).contains(&level) {
-            return failed(16, NtStatus::INVALID_INFO_CLASS);
+        if !(1..=5).contains(&level) {
+            // No samr_DispInfo arm to answer with.
+            return Err(super::FAULT_NDR);
         }
-        let all = match (d, level) {
-            (Domain::Account, 1) => match self.locals() {
-                Some(l) => l,
-                None => return Ok(Vec::new()),
-            },
-            _ => Vec::new(),
+        let Some(all) = self.display_list(d, level) else {
+            return Ok(Vec::new());
         };
-        if start as usize > all.len() {
-            return failed(16, NtStatus::NO_MORE_ENTRIES);
-        }
-        let rest = &all[start as usize..];
-        let n = rest.len().min(max_entries as usize).min(ENUM_MAX);
-        let status = if n < rest.len() {
-            MORE_ENTRIES
-        } else {
-            NtStatus::SUCCESS
+        let (rest, status) = match all.get(start as usize..) {
+            Some(rest) => {
+                let n = rest.len().min(max_entries as usize).min(ENUM_MAX);
+                let st = if n < rest.len() {
+                    MORE_ENTRIES
+                } else {
+                    NtStatus::SUCCESS
+                };
+                (&rest[..n], st)
+            }
+            None => (&[][..], NtStatus::NO_MORE_ENTRIES),
         };
         let mut w = NdrWriter::new();
-        let size = (n * 40) as u32;
+        let size = (rest.len() * 40) as u32;
         w.u32(size); // total_size
         w.u32(size); // returned_size
         w.u16(level);
-        w.u32(n as u32);
-        w.opt_ptr(n > 0);
-        if n > 0 {
-            w.u32(n as u32);
-            for (i, l) in rest[..n].iter().enumerate() {
+        w.u32(rest.len() as u32);
+        w.opt_ptr(!rest.is_empty());
+        if !rest.is_empty() {
+            w.u32(rest.len() as u32);
+            for (i, l) in rest.iter().enumerate() {
                 w.u32(start + i as u32 + 1);
+                if level == 4 {
+                    // lsa_AsciiStringLarge: length, size with the NUL, pointer.
+                    let len = l.name.len() as u16;
+                    w.u16(len);
+                    w.u16(len + 1);
+                    w.ptr();
+                    continue;
+                }
                 w.u32(l.rid);
                 w.u32(l.acb());
                 lsa::unicode_head(&mut w, &l.name);
                 lsa::unicode_head(&mut w, ""); // description
                 lsa::unicode_head(&mut w, ""); // full name
             }
-            for l in &rest[..n] {
+            for l in rest {
+                if level == 4 {
+                    w.u32(l.name.len() as u32 + 1);
+                    w.u32(0);
+                    w.u32(l.name.len() as u32);
+                    w.buf.extend_from_slice(l.name.as_bytes());
+                    continue;
+                }
                 w.counted_chars(&l.name, 0);
                 w.counted_chars("", 0);
                 w.counted_chars("", 0);
@@ -730,6 +770,35 @@ impl Call<'_, '_> {
         }
         w.u32(status.0);
         Ok(w.buf)
+    }
+
+    /// GetDisplayEnumerationIndex (41) and 2 (49): where an account stands in what
+    /// QueryDisplayInformation lists; STATUS_NO_MORE_ENTRIES for a name it does not list.
+    fn display_index(&mut self, stub: &[u8], state: &State) -> Reply {
+        let (mut r, d) = match domain_call(stub, state, 4) {
+            Ok(call) => call,
+            Err(reply) => return reply,
+        };
+        let args = (|| Ok::<_, WireError>((r.u16()?, read_lsa_string(&mut r)?)))();
+        let Ok((level, name)) = args else {
+            return Err(super::FAULT_NDR);
+        };
+        if !(1..=5).contains(&level) {
+            return zeroed(4, NtStatus::INVALID_INFO_CLASS);
+        }
+        let Some(all) = self.display_list(d, level) else {
+            return Ok(Vec::new());
+        };
+        let name = name.unwrap_or_default();
+        match all.iter().position(|l| l.name.eq_ignore_ascii_case(&name)) {
+            Some(i) => {
+                let mut w = NdrWriter::new();
+                w.u32(i as u32);
+                w.u32(0);
+                Ok(w.buf)
+            }
+            None => zeroed(4, NtStatus::NO_MORE_ENTRIES),
+        }
     }
 }
 

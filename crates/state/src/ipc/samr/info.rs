@@ -8,7 +8,7 @@ use ringshare_wire::NtStatus;
 
 use super::super::lsa;
 use super::super::ndr::{NdrReader, NdrWriter};
-use super::{failed, handle, Call, Domain, Handle, Local, Reply, State, RID_NONE};
+use super::{handle, zeroed, Call, Domain, Handle, Local, Reply, State, RID_NONE};
 use crate::ipc::ServerFacts;
 
 /// NTTIME "never" as Samba writes it for times that do not apply (0x7fff...: year 30828).
@@ -37,15 +37,17 @@ enum Field<'a> {
     U8(u8),
     U16(u16),
     U32(u32),
-    /// An 8-byte NTTIME or hyper (the structure is then 8-aligned).
-    U64(u64),
+    /// An NTTIME, dlong or udlong: 8 bytes, 4-aligned (OLD_LARGE_INTEGER, two longs).
+    Time(u64),
+    /// A hyper: 8 bytes, 8-aligned (the structure then is too).
+    Hyper(u64),
     /// samr_LogonHours (its bits deferred).
     Hours,
 }
 
 /// Write a structure: its scalars, then what its pointers point to.
 fn put(w: &mut NdrWriter, fields: &[Field<'_>]) {
-    if fields.iter().any(|f| matches!(f, Field::U64(_))) {
+    if fields.iter().any(|f| matches!(f, Field::Hyper(_))) {
         w.align8();
     }
     for f in fields {
@@ -58,7 +60,11 @@ fn put(w: &mut NdrWriter, fields: &[Field<'_>]) {
             Field::U8(v) => w.buf.push(*v),
             Field::U16(v) => w.u16(*v),
             Field::U32(v) => w.u32(*v),
-            Field::U64(v) => {
+            Field::Time(v) => {
+                w.align4();
+                w.buf.extend_from_slice(&v.to_le_bytes());
+            }
+            Field::Hyper(v) => {
                 w.align8();
                 w.buf.extend_from_slice(&v.to_le_bytes());
             }
@@ -89,8 +95,8 @@ pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) 
     let mut r = NdrReader::new(stub);
     let d = match handle(&mut r, state) {
         Ok(Handle::Domain(d)) => *d,
-        Ok(_) => return failed(4, NtStatus::INVALID_HANDLE),
-        Err(st) => return failed(4, st),
+        Ok(_) => return zeroed(4, NtStatus::INVALID_HANDLE),
+        Err(st) => return zeroed(4, st),
     };
     let Ok(level) = r.u16() else {
         return Err(super::super::FAULT_NDR);
@@ -104,11 +110,11 @@ pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) 
         _ => 0,
     };
     let general = [
-        Field::U64(NEVER_RELATIVE), // force_logoff_time
-        Field::Str(&facts.comment), // oem_information
+        Field::Time(NEVER_RELATIVE), // force_logoff_time
+        Field::Str(&facts.comment),  // oem_information
         Field::Str(&facts.workgroup),
         Field::Str(&facts.netbios_name), // primary
-        Field::U64(SEQUENCE),
+        Field::Time(SEQUENCE),
         Field::U32(SERVER_ENABLED),
         Field::U32(ROLE),
         Field::U32(1), // unknown3
@@ -117,8 +123,8 @@ pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) 
         Field::U32(0), // aliases
     ];
     let lockout = [
-        Field::U64(NEVER_RELATIVE),
-        Field::U64(NEVER_RELATIVE),
+        Field::Hyper(NEVER_RELATIVE),
+        Field::Hyper(NEVER_RELATIVE),
         Field::U16(0),
     ];
     let fields: Vec<Field<'_>> = match level {
@@ -126,21 +132,21 @@ pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) 
             Field::U16(MIN_PASSWORD_LENGTH),
             Field::U16(0),
             Field::U32(0),
-            Field::U64(NEVER_RELATIVE),
-            Field::U64(0),
+            Field::Time(NEVER_RELATIVE),
+            Field::Time(0),
         ],
         2 => general.into_iter().collect(),
-        3 => vec![Field::U64(NEVER_RELATIVE)],
+        3 => vec![Field::Time(NEVER_RELATIVE)],
         4 => vec![Field::Str(&facts.comment)],
         5 | 6 => vec![Field::Str(&facts.netbios_name)],
         7 => vec![Field::U32(ROLE)],
-        8 => vec![Field::U64(SEQUENCE), Field::U64(0)],
+        8 => vec![Field::Hyper(SEQUENCE), Field::Time(0)],
         9 => vec![Field::U32(SERVER_ENABLED)],
         // The general part's strings follow the whole structure: one list.
         11 => general.into_iter().chain(lockout).collect(),
         12 => lockout.into_iter().collect(),
-        13 => vec![Field::U64(SEQUENCE), Field::U64(0), Field::U64(0)],
-        _ => return failed(4, NtStatus::INVALID_INFO_CLASS),
+        13 => vec![Field::Hyper(SEQUENCE), Field::Time(0), Field::Hyper(0)],
+        _ => return zeroed(4, NtStatus::INVALID_INFO_CLASS),
     };
     let mut w = NdrWriter::new();
     w.ptr();
@@ -163,7 +169,7 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
     let mut r = NdrReader::new(stub);
     let u: &Local = match super::user(&mut r, state) {
         Ok(u) => u,
-        Err(st) => return failed(4, st),
+        Err(st) => return zeroed(4, st),
     };
     let Ok(level) = r.u16() else {
         return Err(super::super::FAULT_NDR);
@@ -178,7 +184,7 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
         } else {
             NtStatus::INVALID_INFO_CLASS
         };
-        return failed(4, st);
+        return zeroed(4, st);
     };
     let mut w = NdrWriter::new();
     w.ptr();
@@ -186,6 +192,22 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
     put(&mut w, &fields);
     w.u32(0);
     Ok(w.buf)
+}
+
+/// What UserLogonInformation (3) and UserAccountInformation (5) start with: names, RIDs,
+/// home, logon script and profile.
+fn logon_head<'a>(u: &'a Local, t: &'a UserText) -> [Field<'a>; 8] {
+    use Field::*;
+    [
+        Str(&u.name),
+        Str(""), // full name
+        U32(u.rid),
+        U32(RID_NONE),
+        Str(&t.home),
+        Str(""), // home drive
+        Str(""), // logon script
+        Str(&t.profile),
+    ]
 }
 
 /// The members of user information class `level` ([MS-SAMR] 2.2.6.29).
@@ -196,47 +218,39 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
     Some(match level {
         1 => vec![name, Str(""), U32(RID_NONE), Str(""), Str("")],
         2 => vec![Str(""), Str(""), U16(0), U16(0)],
-        3 => vec![
-            name,
-            Str(""),
-            U32(u.rid),
-            U32(RID_NONE),
-            Str(&t.home),
-            Str(""),
-            Str(""),
-            Str(&t.profile),
-            Str(""),
-            U64(0),     // last logon
-            U64(NEVER), // last logoff
-            U64(0),     // last password change
-            U64(0),     // allow password change
-            U64(NEVER), // force password change
-            Hours,
-            U16(0),
-            U16(0),
-            acb,
-        ],
+        // Workstations, then the times.
+        3 => logon_head(u, t)
+            .into_iter()
+            .chain([
+                Str(""),
+                Time(0),     // last logon
+                Time(NEVER), // last logoff
+                Time(0),     // last password change
+                Time(0),     // allow password change
+                Time(NEVER), // force password change
+                Hours,
+                U16(0),
+                U16(0),
+                acb,
+            ])
+            .collect(),
         4 => vec![Hours],
-        5 => vec![
-            name,
-            Str(""),
-            U32(u.rid),
-            U32(RID_NONE),
-            Str(&t.home),
-            Str(""),
-            Str(""),
-            Str(&t.profile),
-            Str(""),
-            Str(""),
-            U64(0),
-            U64(NEVER),
-            Hours,
-            U16(0),
-            U16(0),
-            U64(0),     // last password change
-            U64(NEVER), // account expiry
-            acb,
-        ],
+        // Description and workstations, then the times.
+        5 => logon_head(u, t)
+            .into_iter()
+            .chain([
+                Str(""),
+                Str(""),
+                Time(0),
+                Time(NEVER),
+                Hours,
+                U16(0),
+                U16(0),
+                Time(0),     // last password change
+                Time(NEVER), // account expiry
+                acb,
+            ])
+            .collect(),
         6 => vec![name, Str("")],
         7 => vec![name],
         8 | 11 | 13 | 14 => vec![Str("")],
@@ -244,15 +258,15 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
         10 => vec![Str(&t.home), Str("")],
         12 => vec![Str(&t.profile)],
         16 => vec![acb],
-        17 => vec![U64(NEVER)],
+        17 => vec![Time(NEVER)],
         20 => vec![NoBinary],
         21 => vec![
-            U64(0),     // last logon
-            U64(NEVER), // last logoff
-            U64(0),     // last password change
-            U64(NEVER), // account expiry
-            U64(0),     // allow password change
-            U64(NEVER), // force password change
+            Time(0),     // last logon
+            Time(NEVER), // last logoff
+            Time(0),     // last password change
+            Time(NEVER), // account expiry
+            Time(0),     // allow password change
+            Time(NEVER), // force password change
             name,
             Str(""), // full name
             Str(&t.home),
@@ -292,7 +306,7 @@ pub(super) fn pw_info(stub: &[u8], state: &State, user: bool) -> Reply {
     let mut r = NdrReader::new(stub);
     if user {
         if let Err(st) = super::user(&mut r, state) {
-            return failed(8, st);
+            return zeroed(8, st);
         }
     }
     let mut w = NdrWriter::new();

@@ -429,3 +429,48 @@ fn write_samr_fuzz_corpus() {
         assert_eq!(types, [12, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
     }
 }
+
+#[test]
+fn display_information_lists_users_at_levels_1_and_4_and_finds_their_index() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let display = |state: &mut State, level: u16, start: u32| {
+        let mut w = NdrWriter::new();
+        w.buf.extend_from_slice(&dom);
+        w.u16(level);
+        for v in [start, 100, 0xffff] {
+            w.u32(v);
+        }
+        run(40, &w.buf, state).unwrap()
+    };
+    // Level 4: idx, then lsa_AsciiStringLarge; the names' bytes follow.
+    let out = display(&mut state, 4, 0);
+    assert_eq!(status(&out), 0);
+    let mut r = NdrReader::new(&out[8..]);
+    assert_eq!((r.u16().unwrap(), r.u32().unwrap()), (4, 2));
+    assert!(out.windows(5).any(|w| w == b"alice"));
+    // Level 3 (groups): none, with its union arm; past the end: NO_MORE_ENTRIES.
+    let out = display(&mut state, 3, 0);
+    assert_eq!((out.len(), status(&out)), (24, 0));
+    let out = display(&mut state, 1, 5);
+    assert_eq!(status(&out), NtStatus::NO_MORE_ENTRIES.0);
+    assert_eq!(display_status(&mut state, &dom, "BOB"), (1, 0));
+    assert_eq!(
+        display_status(&mut state, &dom, "zzzzzzzz"),
+        (0, NtStatus::NO_MORE_ENTRIES.0)
+    );
+}
+
+/// GetDisplayEnumerationIndex level 1 of `name`: (idx, status).
+fn display_status(state: &mut State, dom: &[u8], name: &str) -> (u32, u32) {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(dom);
+    w.u16(1);
+    lsa::unicode_head(&mut w, name);
+    w.counted_chars(name, 0);
+    let out = run(41, &w.buf, state).unwrap();
+    (
+        u32::from_le_bytes(out[..4].try_into().unwrap()),
+        status(&out),
+    )
+}
