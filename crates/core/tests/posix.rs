@@ -361,3 +361,80 @@ fn a_posix_open_gets_the_file_system_s_posix_information_and_others_invalid_info
     let q = c.query_info(w, FILESYSTEM, 100, 0, 4096);
     assert_eq!(q.status(), NtStatus::INVALID_INFO_CLASS);
 }
+
+/// Two 3.1.1 clients (client guids 1 and 2) of one server with the extensions on, both
+/// having offered them.
+fn posix_pair() -> (Client, Client) {
+    let mem = MemShare::new();
+    let server = server_with(&mem, |c| c.posix_extensions = true);
+    let client = |guid: u8| {
+        let mut c = Client::fresh(server.clone(), mem.clone(), Dialect::SMB3_1_1, [guid; 16]);
+        c.negotiate_adding(Dialect::SMB3_1_1, vec![posix_offer(tag::POSIX)]);
+        c.session_setup();
+        c.tree_id = c.tree_connect("share");
+        c
+    };
+    (client(1), client(2))
+}
+
+#[test]
+fn a_rename_replacing_a_file_breaks_the_handle_leases_of_its_posix_opens_first() {
+    use ringshare_wire::misc::OplockBreak;
+    const R: u32 = 1;
+    const H: u32 = 2;
+    let (mut a, mut b) = posix_pair();
+    for n in ["src", "dst"] {
+        let f = a.create(n, 0x80, D::CREATE, 0).unwrap();
+        a.close(f);
+    }
+    // b holds dst through a POSIX open with an RH lease.
+    let tree = b.tree_id;
+    let ctx = vec![
+        CreateContext::new(tag::POSIX, 0o600u32.to_le_bytes().to_vec()),
+        CreateContext::new(tag::REQUEST_LEASE, lease_v2(9, R | H).encode()),
+    ];
+    let req = ringshare_wire::create::CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: ringshare_wire::consts::OplockLevel(0xFF),
+        impersonation_level: ringshare_wire::consts::ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: ringshare_wire::consts::AccessMask(0x120089),
+        file_attributes: ringshare_wire::consts::FileAttributes(0),
+        share_access: ringshare_wire::consts::ShareAccess(7),
+        create_disposition: D::OPEN,
+        create_options: ringshare_wire::consts::CreateOptions(0),
+        name: "dst".to_string(),
+        contexts: ctx,
+    };
+    let m = b.message(ringshare_wire::consts::Command::CREATE, tree, |o| {
+        req.encode(o)
+    });
+    let r = b.send_frame(m).remove(0);
+    assert_eq!(granted_lease(&r).state.0, R | H);
+    let held = CreateResponse::decode(&r.msg).unwrap().file_id;
+    // a's rename over it waits until b gives up caching its handle (Samba 4.22's
+    // rename_dst_check), then replaces the file b still holds.
+    let s = a.create("src", 0x110080, D::OPEN, 0).unwrap();
+    let m = a.set_info_msg(s, 1, 10, &rename_info("dst", true));
+    assert_eq!(
+        a.send_frame(m)[0].status(),
+        NtStatus::PENDING,
+        "the rename waits"
+    );
+    let got = b.breaks();
+    let [OplockBreak::LeaseBreakNotification(n)] = got.as_slice() else {
+        panic!("one lease break: {got:?}");
+    };
+    assert_eq!((n.current_lease_state.0, n.new_lease_state.0), (R | H, R));
+    assert_eq!(b.ack_lease(9, R).status(), NtStatus::SUCCESS);
+    let fin = a.tick(10);
+    assert_eq!(fin.len(), 1);
+    assert_eq!(
+        fin[0].status(),
+        NtStatus::SUCCESS,
+        "replaced over the POSIX open"
+    );
+    a.close(s);
+    b.close(held);
+    assert!(!listed(&mut a, "src"));
+}

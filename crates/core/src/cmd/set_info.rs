@@ -713,15 +713,13 @@ fn target_is_open(
     let Some(entry) = server.files.existing(key) else {
         return Ok(false);
     };
-    // POSIX opens do not keep a file from being replaced (Samba 4.22).
-    let windows_open = || lock(&entry).opens.iter().any(|o| !o.posix);
-    if !windows_open() {
-        return Ok(false);
-    }
+    // Every open's handle caching is given up first, a POSIX open's too (Samba 4.22's
+    // rename_dst_check); then POSIX opens do not keep the file from being replaced.
     if crate::arbiter::rename_waits(server, key, &entry, renaming, conn_id, now_ms)? {
         return Err(WAIT);
     }
-    Ok(windows_open())
+    let windows_open = lock(&entry).opens.iter().any(|o| !o.posix);
+    Ok(windows_open)
 }
 
 /// The file of `open` changed (attributes, times, size): the leases on its
