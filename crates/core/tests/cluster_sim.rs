@@ -775,7 +775,6 @@ fn a_message_from_another_node_that_does_not_decode_is_refused_without_harm() {
     let s = &cl.nodes[0];
     for bad in [
         &[][..],
-        &[9][..],
         &[1, 1, 0, 0][..],
         &[
             1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -784,6 +783,7 @@ fn a_message_from_another_node_that_does_not_decode_is_refused_without_harm() {
     ] {
         assert!(s.cluster_receive(bad, 0).is_err(), "{bad:?}");
     }
+    // (A kind this build does not know, `[9]`, is answered: cluster_levels.rs.)
     // A lock call claiming 65535 ranges in a short message.
     let mut m = vec![1u8, 3];
     m.extend_from_slice(&[0; 32]);

@@ -52,6 +52,13 @@ pub trait ClusterLink: Send + Sync {
     fn id_start(&self) -> u64 {
         1
     }
+    /// The protocol level `node` speaks, as it advertised it (etcd's membership record; 1
+    /// for a node that advertises none, the builds before levels): messages above it are not
+    /// sent to it (crates/cluster-home's `msg::Message::level`; docs/cluster.md, "Upgrading a
+    /// cluster").
+    fn level_of(&self, _node: u16) -> u16 {
+        1
+    }
     /// Send `message` to `node` and wait for its answer (a bounded wait:
     /// an error status when the node does not answer).
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;

@@ -55,6 +55,9 @@ pub enum LogKind {
     /// A connection to the cluster address refused or closed (not a
     /// member, no proof of the cluster secret, a bad frame).
     ClusterPeer,
+    /// A message from another node of a kind this build does not know (a newer node's that
+    /// should not have been sent at this node's level): answered "not supported" or dropped.
+    ClusterUnknown,
 }
 
 impl LogKind {
@@ -68,6 +71,7 @@ impl LogKind {
             LogKind::RefusedConnection => "refusing a connection",
             LogKind::ClosedConnection => "closing a connection",
             LogKind::ClusterPeer => "cluster: closing a connection from",
+            LogKind::ClusterUnknown => "cluster: a message of a kind this node does not know",
         }
     }
 
@@ -75,7 +79,10 @@ impl LogKind {
     fn is_warning(self) -> bool {
         matches!(
             self,
-            LogKind::FailedLogon | LogKind::RefusedConnection | LogKind::ClusterPeer
+            LogKind::FailedLogon
+                | LogKind::RefusedConnection
+                | LogKind::ClusterPeer
+                | LogKind::ClusterUnknown
         )
     }
 }

@@ -169,7 +169,7 @@ pub fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtSt
             return Err(NtStatus::FILE_NOT_AVAILABLE);
         }
     };
-    let Ok(rec) = msg::decode_ca(&rec) else {
+    let Some(rec) = readable(&rec) else {
         return Ok(None);
     };
     if rec.file_id != file_id {
@@ -210,7 +210,7 @@ pub fn still_kept(here: &NodeState, file_id: FileId, wanted: &Reconnect<'_>) -> 
         Ok(None) => return false,
         Err(_) => return true,
     };
-    let Ok(rec) = msg::decode_ca(&rec) else {
+    let Some(rec) = readable(&rec) else {
         return false;
     };
     let lease_matches = match (&rec.lease, wanted.lease_key) {
@@ -241,12 +241,32 @@ pub(crate) fn orphans(server: &ServerState, gone: &[u16]) -> Result<Vec<CaRecord
     match link.ca_all() {
         Ok(all) => Ok(all
             .iter()
-            .filter_map(|b| msg::decode_ca(b).ok())
+            .filter_map(|b| readable(b))
             .filter(|r| gone.contains(&r.keeper) || !members.contains(&r.keeper))
             .collect()),
         Err(s) => {
             tracing::warn!(?s, "the persistent opens' records could not be read");
             Err(s)
+        }
+    }
+}
+
+/// A persistent open's record as this build reads it; `None` (and a log line, once per process)
+/// for one it cannot: another version's (a newer node's, docs/cluster.md "Upgrading a
+/// cluster"), or damaged. It is skipped, never misread.
+fn readable(record: &[u8]) -> Option<CaRecord> {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    match msg::decode_ca(record) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::warn!(
+                    ?e,
+                    "a persistent open's record this build cannot read (another version's) is \
+                     skipped (said once)"
+                );
+            }
+            None
         }
     }
 }

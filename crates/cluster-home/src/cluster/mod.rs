@@ -75,7 +75,10 @@ pub trait ClusterNode {
     fn resend_closes(&self) -> usize;
     /// A message from another node: the answer to send back for a call,
     /// `None` for a notice. An undecodable message is an error (the
-    /// transport closes that peer's connection and logs it).
+    /// transport closes that peer's connection and logs it); one of a kind
+    /// this build does not know ([`msg::UNKNOWN_KIND`], a newer node's) is
+    /// answered `Refused(NOT_SUPPORTED)` with a rate-limited log line (the
+    /// transport drops the answer to a notice) and the connection stays.
     /// `now_ms` is this node's monotonic clock: a home decides break
     /// deadlines by its own clock, never by the caller's.
     fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError>;
@@ -139,7 +142,24 @@ impl ClusterNode for ServerState {
         unsent.len()
     }
     fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError> {
-        match msg::Message::decode(message)? {
+        let m = match msg::Message::decode(message) {
+            Err(e) if e == msg::UNKNOWN_KIND => {
+                // A newer node's, sent above this node's level: "not supported".
+                let kind = ringshare_state::loglimit::LogKind::ClusterUnknown;
+                if self.log_admit(None, kind, now_ms) {
+                    tracing::warn!(
+                        "{}: answered NOT_SUPPORTED (a newer node sent it above this node's \
+                         level {})",
+                        kind.what(),
+                        msg::LEVEL
+                    );
+                }
+                let no = msg::Answer::Refused(NtStatus::NOT_SUPPORTED);
+                return Ok(Some(msg::Message::Answer(no).encode()));
+            }
+            m => m?,
+        };
+        match m {
             msg::Message::Call(call) => {
                 let answer = home::serve(self, call, now_ms);
                 Ok(Some(msg::Message::Answer(answer).encode()))
@@ -167,6 +187,16 @@ impl ClusterNode for ServerState {
             msg::Message::Answer(_) => Err(WireError::Invalid("answer without a call")),
         }
     }
+}
+
+/// The cluster's level: the lowest of its members' ([`ClusterLink::level_of`]); what every
+/// node reads.
+pub fn cluster_level(link: &dyn ClusterLink) -> u16 {
+    link.members()
+        .into_iter()
+        .map(|n| link.level_of(n))
+        .min()
+        .unwrap_or(msg::LEVEL)
 }
 
 /// Ask `node`, the home of a file, for a decision.

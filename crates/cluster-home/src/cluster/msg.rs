@@ -8,7 +8,7 @@
 
 use ringshare_vfs::{RelPath, Who};
 use ringshare_wire::create::Lease;
-use ringshare_wire::{FileId, NtStatus};
+use ringshare_wire::{FileId, NtStatus, WireError};
 
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::Break;
@@ -21,6 +21,20 @@ pub use codec::{decode_ca, encode_ca, record_len};
 
 /// The largest message a node accepts (a CREATE's path is the largest part).
 pub const MESSAGE_MAX: usize = 64 * 1024;
+
+/// The protocol level this build speaks (docs/cluster.md, "Upgrading a cluster"): a node
+/// sends another only what the other's level reads ([`Message::level`]). Level 1 is what
+/// every node reads, a node that advertises no level included (the builds before levels);
+/// level 2 adds [`Message::DirChanged`].
+pub const LEVEL: u16 = 2;
+/// The level of a node that advertises none.
+pub const BASE_LEVEL: u16 = 1;
+
+/// [`Message::decode`]'s error for a message (or a call, answer or notice in it) of a kind
+/// this build does not know: a newer node's. It is answered, never a reason to close the
+/// connection ([`crate::cluster::ClusterNode::cluster_receive`]).
+pub const UNKNOWN_KIND: WireError =
+    WireError::Invalid("a cluster message of a kind this node does not know");
 
 /// An open asked of a file's home ([`crate::arbiter::OpenAsk`], owned).
 #[derive(Debug, Clone, PartialEq)]
@@ -279,6 +293,16 @@ pub enum Message {
         dir: RelPath,
         except: Option<[u8; 16]>,
     },
+}
+
+impl Message {
+    /// The lowest protocol level that reads this message.
+    pub fn level(&self) -> u16 {
+        match self {
+            Message::DirChanged { .. } => 2,
+            _ => BASE_LEVEL,
+        }
+    }
 }
 
 /// What node B asks of the node keeping a disconnected open.

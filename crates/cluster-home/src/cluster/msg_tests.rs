@@ -372,3 +372,71 @@ fn write_cluster_fuzz_corpus() {
         std::fs::write(dir.join(format!("sample-{i:02}")), framed).unwrap();
     }
 }
+
+#[test]
+fn a_level_one_message_as_the_builds_before_levels_encode_it_decodes() {
+    // Bytes as e9524d6 (the last build without levels) encodes them: an
+    // Interest, a "try again" notice, a call to close parked opens.
+    let interest = [5, 3, 0, 1];
+    let retry = [3, 7, 0, 0, 0, 0, 0, 1, 0, 99, 0, 0, 0, 0, 0, 0, 0, 3];
+    let mut close_parked = vec![1, 17, 1, 0];
+    close_parked.extend_from_slice(&[8, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        Message::decode(&interest),
+        Ok(Message::Interest {
+            from: 3,
+            watching: true
+        })
+    );
+    let route = Route {
+        conn_id: (1 << 48) | 7,
+        session_id: 99,
+    };
+    assert_eq!(
+        Message::decode(&retry),
+        Ok(Message::Post(Post {
+            route,
+            notice: Break::Retry
+        }))
+    );
+    assert_eq!(
+        Message::decode(&close_parked),
+        Ok(Message::Call(Call::CloseParked(vec![(8, 9)])))
+    );
+    for m in [&interest[..], &retry[..], &close_parked[..]] {
+        assert_eq!(Message::decode(m).map(|m| m.level()), Ok(BASE_LEVEL));
+    }
+}
+
+#[test]
+fn a_message_of_a_kind_this_build_does_not_know_yields_unknown_kind() {
+    let route = [7, 0, 0, 0, 0, 0, 1, 0, 99, 0, 0, 0, 0, 0, 0, 0];
+    let mut notice = vec![3];
+    notice.extend_from_slice(&route);
+    notice.push(0xEE);
+    for (what, m) in [
+        ("a message", vec![0xEE, 1, 2, 3]),
+        ("a call", vec![1, 0xEE, 0, 0]),
+        ("an answer", vec![2, 0xEE]),
+        ("a notice", notice),
+    ] {
+        assert_eq!(Message::decode(&m), Err(UNKNOWN_KIND), "{what}");
+    }
+    // A known kind cut short, or with a bad field, is malformed, not unknown.
+    for m in [&[5u8, 3][..], &[5, 3, 0, 2], &[1, 17, 1]] {
+        let e = Message::decode(m).expect_err("malformed");
+        assert_ne!(e, UNKNOWN_KIND, "{m:?}");
+    }
+}
+
+#[test]
+fn only_dir_changed_needs_level_two_and_this_build_speaks_it() {
+    for m in samples() {
+        let want = match &m {
+            Message::DirChanged { .. } => 2,
+            _ => BASE_LEVEL,
+        };
+        assert_eq!(m.level(), want, "{m:?}");
+        assert!(m.level() <= LEVEL);
+    }
+}

@@ -59,8 +59,11 @@ fn post_to_wanting(here: &NodeState, msg: impl FnOnce() -> Message) {
     if peers.is_empty() {
         return;
     }
-    let msg = msg().encode();
-    for n in peers {
+    let msg = msg();
+    let level = msg.level();
+    let msg = msg.encode();
+    // A node of a lower level does not read it (docs/cluster.md, "Upgrading a cluster").
+    for n in peers.into_iter().filter(|n| link.level_of(*n) >= level) {
         link.post(n, msg.clone());
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use ringshare_core::cluster::{ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim};
+use ringshare_core::cluster::{msg, ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim};
 use ringshare_core::{ServerConfig, ServerState};
 use ringshare_vfs::memory::MemShare;
 use ringshare_wire::consts::CreateDisposition as D;
@@ -39,6 +39,11 @@ pub struct Bus {
     pub posts: Mutex<HashMap<u16, u64>>,
     /// The persistent opens' records (etcd's `ca/` keys).
     pub ca: Mutex<HashMap<u64, Vec<u8>>>,
+    /// The protocol level of a node that runs an older build (the others speak this
+    /// build's, `msg::LEVEL`): a message above it reaching it fails the test.
+    pub levels: Mutex<HashMap<u16, u16>>,
+    /// The kind (first byte) of every notice each node received, in order.
+    pub kinds: Mutex<HashMap<u16, Vec<u8>>>,
 }
 
 pub struct Link {
@@ -47,6 +52,22 @@ pub struct Link {
 }
 
 impl Bus {
+    /// The protocol level node `node` speaks.
+    pub fn level(&self, node: u16) -> u16 {
+        let levels = self.levels.lock().unwrap();
+        levels.get(&node).copied().unwrap_or(msg::LEVEL)
+    }
+
+    /// A message sent to `node` is one its level reads.
+    fn readable_by(&self, node: u16, message: &[u8]) {
+        let m = msg::Message::decode(message).expect("a message this build reads");
+        let level = self.level(node);
+        assert!(
+            m.level() <= level,
+            "a level-{level} node {node} was sent {m:?}"
+        );
+    }
+
     pub fn server(&self, node: u16) -> Option<Arc<ServerState>> {
         if self.down.lock().unwrap().contains(&node) {
             return None;
@@ -90,8 +111,13 @@ impl ClusterLink for Link {
             .collect()
     }
 
+    fn level_of(&self, node: u16) -> u16 {
+        self.bus.level(node)
+    }
+
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
         let server = self.bus.server(node).ok_or(NtStatus::IO_TIMEOUT)?;
+        self.bus.readable_by(node, &message);
         *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
         let now = self.bus.now_ms.load(Ordering::Relaxed);
         match server.cluster_receive(&message, now) {
@@ -102,7 +128,11 @@ impl ClusterLink for Link {
 
     fn post(&self, node: u16, message: Vec<u8>) {
         if let Some(server) = self.bus.server(node) {
+            self.bus.readable_by(node, &message);
             *self.bus.posts.lock().unwrap().entry(node).or_default() += 1;
+            let mut kinds = self.bus.kinds.lock().unwrap();
+            kinds.entry(node).or_default().push(message[0]);
+            drop(kinds);
             let now = self.bus.now_ms.load(Ordering::Relaxed);
             assert_eq!(server.cluster_receive(&message, now), Ok(None));
         }
@@ -156,6 +186,8 @@ impl Cluster {
             posts: Mutex::new(HashMap::new()),
             ca: Mutex::new(HashMap::new()),
             ca_refused: std::sync::atomic::AtomicBool::new(false),
+            levels: Mutex::new(HashMap::new()),
+            kinds: Mutex::new(HashMap::new()),
         });
         let nodes = (1..=n)
             .map(|node| {

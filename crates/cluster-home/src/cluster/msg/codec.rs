@@ -11,7 +11,7 @@ use ringshare_wire::{FileId, NtStatus, Reader, WireError, WriteExt};
 
 use super::{
     Answer, Ask, CaRecord, Call, Change, Closed, GiveUpAsk, HandOver, Message, Moved, Post, Record,
-    Transferred, MESSAGE_MAX, WHO_GROUPS_MAX,
+    Transferred, MESSAGE_MAX, UNKNOWN_KIND, WHO_GROUPS_MAX,
 };
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::Break;
@@ -109,7 +109,7 @@ impl Message {
                 dir: get_path(&mut r)?,
                 except: get_opt(&mut r, |r| r.array())?,
             },
-            _ => return Err(WireError::Invalid("unknown cluster message")),
+            _ => return Err(UNKNOWN_KIND),
         };
         if !r.is_empty() {
             return Err(WireError::Invalid("cluster message has trailing bytes"));
@@ -684,7 +684,7 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             }
             Call::CloseParked(ids)
         }
-        _ => return Err(WireError::Invalid("unknown cluster call")),
+        _ => return Err(UNKNOWN_KIND),
     })
 }
 
@@ -845,7 +845,7 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
                 grant: r.u8()?,
             }))
         }
-        _ => return Err(WireError::Invalid("unknown cluster answer")),
+        _ => return Err(UNKNOWN_KIND),
     })
 }
 
@@ -908,7 +908,7 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Break, WireError> {
             }
         }
         notice::RETRY => Break::Retry,
-        _ => return Err(WireError::Invalid("unknown cluster notice")),
+        _ => return Err(UNKNOWN_KIND),
     })
 }
 
