@@ -26,10 +26,14 @@
 //! [`etcd::MAX_RESPONSE`], malformed answers are errors, and the event channel is bounded.
 //!
 //! # Keys (under `/ringshare/<cluster>/`)
-//! * `nodes/<id>` = `{"addr": "<private address>", "public": ["<client address>", …]}`, bound
-//!   to the node's lease (`public`: the addresses clients reach it on, for Witness). Its
-//!   `create_revision` is the node's **incarnation**: a restarted node with the same id is a
-//!   different incarnation and owns none of the old one's partitions.
+//! * `nodes/<id>` = `{"addr": "<private address>", "public": ["<client address>", …],
+//!   "level": <protocol level>}`, bound to the node's lease (`public`: the addresses clients
+//!   reach it on, for Witness). Its `create_revision` is the node's **incarnation**: a
+//!   restarted node with the same id is a different incarnation and owns none of the old one's
+//!   partitions. `level` is the protocol level the node speaks (docs/cluster.md, "Upgrading a
+//!   cluster"); a record without it is a build's before levels, level 1. Readers ignore fields
+//!   they do not know, so a newer build may add some; a record whose meaning changes gets a new
+//!   key space.
 //! * `parts/<p>` = `{"owner": "<id>", "inc": <incarnation>}`, not bound to any lease (ownership
 //!   outlives the owner until someone takes it over). Its `mod_revision` is the **fencing
 //!   token**: it grows on every change of owner of that partition (etcd revisions are global and
@@ -133,6 +137,8 @@ pub struct ClusterConfig {
     pub poll: Duration,
     /// The addresses clients reach this node on (published in its record, for Witness).
     pub public: Vec<String>,
+    /// The protocol level this node speaks, advertised in its membership record (default 1).
+    pub level: u16,
 }
 
 impl ClusterConfig {
@@ -153,6 +159,7 @@ impl ClusterConfig {
             margin: Duration::from_secs(1),
             poll: Duration::from_millis(500),
             public: Vec::new(),
+            level: 1,
         }
     }
 
@@ -207,6 +214,8 @@ pub struct Member {
     pub incarnation: i64,
     /// The addresses its clients reach it on.
     pub public: Vec<String>,
+    /// The protocol level it advertised (1 when its record has none: a build before levels).
+    pub level: u16,
 }
 
 /// Marks node `node` of `cluster` drained (`on`) or not, in etcd at `endpoints`: every node's
@@ -332,9 +341,11 @@ impl Coordinator {
         let (lease, ttl) = etcd.lease_grant(cfg.ttl.as_secs() as i64, deadline)?;
         let fence_at = sent + Duration::from_secs(ttl as u64).saturating_sub(cfg.margin);
         let key = format!("{prefix}nodes/{}", cfg.node_id).into_bytes();
-        let value =
-            serde_json::to_vec(&json!({"addr": cfg.node_addr.to_string(), "public": cfg.public}))
-                .map_err(|e| Error::Config(e.to_string()))?;
+        let value = serde_json::to_vec(
+            &json!({"addr": cfg.node_addr.to_string(), "public": cfg.public,
+                "level": cfg.level}),
+        )
+        .map_err(|e| Error::Config(e.to_string()))?;
         let put = Op::Put {
             key: key.clone(),
             value,
@@ -613,6 +624,17 @@ fn worker_loop(sh: &Shared, mut etcd: Etcd) {
     }
 }
 
+/// The live members of cluster `cluster` as etcd has them now, read without joining (for
+/// `ringshare cluster nodes`).
+pub fn members(endpoints: &[String], cluster: &str) -> Result<Vec<Member>, Error> {
+    let mut etcd = Etcd::new(endpoints, Duration::from_secs(2))?;
+    let prefix = format!("/ringshare/{cluster}/");
+    let nodes = format!("{prefix}nodes/");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (_, kvs) = etcd.range_prefix(nodes.as_bytes(), deadline)?;
+    Ok(read_view(&prefix, 0, kvs).members.into_values().collect())
+}
+
 /// Reads the polled keys into a view: members and partition owners.
 fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
     let mut v = View {
@@ -639,6 +661,11 @@ fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
                     Some(list.filter_map(|x| x.as_str().map(String::from)).collect())
                 })
                 .unwrap_or_default();
+            let level = field("level")
+                .and_then(|l| l.as_u64())
+                .and_then(|l| u16::try_from(l).ok())
+                .filter(|l| *l >= 1)
+                .unwrap_or(1);
             v.members.insert(
                 id.to_string(),
                 Member {
@@ -646,6 +673,7 @@ fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
                     addr,
                     incarnation: kv.create_revision,
                     public,
+                    level,
                 },
             );
         } else if let Some(id) = key.strip_prefix(&drain) {
@@ -910,16 +938,52 @@ mod tests {
         }
     }
 
-    #[test]
-    fn odd_records_in_etcd_are_read_as_unowned_or_ignored_never_a_panic() {
-        let kv = |k: &[u8], v: &[u8]| KeyValue {
+    /// A key as etcd gives it (created at revision 5, changed at 9).
+    fn kv(k: &[u8], v: &[u8]) -> KeyValue {
+        KeyValue {
             key: k.to_vec(),
             value: v.to_vec(),
             create_revision: 5,
             mod_revision: 9,
             version: 1,
             lease: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn a_membership_record_without_a_level_is_level_one_and_unknown_fields_are_ignored() {
+        let v = read_view(
+            "/ringshare/c/",
+            1,
+            vec![
+                // As the builds before levels write it.
+                kv(b"/ringshare/c/nodes/1", b"{\"addr\": \"10.0.0.1:7000\"}"),
+                kv(
+                    b"/ringshare/c/nodes/2",
+                    b"{\"addr\": \"10.0.0.2:7000\", \"level\": 2}",
+                ),
+                // A later build's record, with a field this one does not know.
+                kv(
+                    b"/ringshare/c/nodes/3",
+                    b"{\"addr\": \"10.0.0.3:7000\", \"level\": 9, \"zone\": \"b\"}",
+                ),
+                kv(
+                    b"/ringshare/c/nodes/4",
+                    b"{\"addr\": \"x\", \"level\": 70000}",
+                ),
+                kv(b"/ringshare/c/nodes/5", b"{\"addr\": \"x\", \"level\": 0}"),
+            ],
+        );
+        let level = |n: &str| v.members[n].level;
+        assert_eq!(
+            [level("1"), level("2"), level("3"), level("4"), level("5")],
+            [1, 2, 9, 1, 1]
+        );
+        assert_eq!(v.members["3"].addr, "10.0.0.3:7000");
+    }
+
+    #[test]
+    fn odd_records_in_etcd_are_read_as_unowned_or_ignored_never_a_panic() {
         let v = read_view(
             "/ringshare/c/",
             4,

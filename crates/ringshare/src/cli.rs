@@ -73,7 +73,7 @@ pub enum Command {
         paths: Vec<PathBuf>,
     },
     /// Drain a cluster node (its clients are told by Witness to move to another node) or
-    /// undrain it.
+    /// undrain it; list the nodes with their protocol levels.
     #[command(subcommand)]
     Cluster(ClusterCommand),
     /// Measure the plain file-to-socket sender (the floor for a file server's CPU per GiB).
@@ -103,6 +103,13 @@ pub enum ClusterCommand {
         /// The node's number (`cluster node`).
         #[arg(value_name = "NODE")]
         node: u16,
+    },
+    /// The live nodes with the protocol level each speaks, and the cluster's level (the
+    /// lowest), as etcd has them now.
+    Nodes {
+        /// The configuration of a cluster node.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
     },
 }
 

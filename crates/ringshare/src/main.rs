@@ -95,6 +95,15 @@ fn main() -> ExitCode {
             let (config, node, on) = match c {
                 ClusterCommand::Drain { config, node } => (config, node, true),
                 ClusterCommand::Undrain { config, node } => (config, node, false),
+                ClusterCommand::Nodes { config } => {
+                    return match ringshare::cluster::print_nodes(&config, &mut io::stdout()) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(e) => {
+                            eprintln!("ringshare cluster nodes: {e}");
+                            ExitCode::FAILURE
+                        }
+                    };
+                }
             };
             match ringshare::cluster::set_drained(&config, node, on) {
                 Ok(()) => {

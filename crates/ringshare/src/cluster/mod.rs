@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ringshare_cluster::{ClusterConfig, Coordinator, Event};
 use ringshare_core::cluster::{
-    AnnounceWatchers, ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim,
+    msg, AnnounceWatchers, ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim,
 };
 use ringshare_core::ServerState;
 use ringshare_wire::NtStatus;
@@ -43,6 +43,8 @@ struct Link {
     rebuilding: Vec<AtomicBool>,
     /// Private address of each live node.
     addrs: RwLock<HashMap<u16, SocketAddr>>,
+    /// The protocol level each live node advertises (docs/cluster.md, "Upgrading a cluster").
+    levels: RwLock<HashMap<u16, u16>>,
     /// Incarnation of each live node as last seen (a node that left, or
     /// came back as a new incarnation, is forgotten by the homes here).
     incarnations: Mutex<HashMap<u16, i64>>,
@@ -110,6 +112,16 @@ impl ClusterLink for Link {
             m.push(self.node);
         }
         m
+    }
+
+    fn level_of(&self, node: u16) -> u16 {
+        if node == self.node {
+            return msg::LEVEL;
+        }
+        read(&self.levels)
+            .get(&node)
+            .copied()
+            .unwrap_or(msg::BASE_LEVEL)
     }
 
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
@@ -190,6 +202,11 @@ impl Link {
             .filter_map(|m| Some((m.id.parse().ok()?, m.addr.parse().ok()?)))
             .collect();
         *self.addrs.write().unwrap_or_else(|e| e.into_inner()) = addrs;
+        let levels: HashMap<u16, u16> = members
+            .iter()
+            .filter_map(|m| Some((m.id.parse().ok()?, m.level)))
+            .collect();
+        *self.levels.write().unwrap_or_else(|e| e.into_inner()) = levels;
         let now: HashMap<u16, i64> = members
             .iter()
             .filter_map(|m| Some((m.id.parse().ok()?, m.incarnation)))
@@ -433,11 +450,13 @@ pub fn start(
         TcpListener::bind(addr).map_err(|x| e(format!("cluster address {addr}: {x}")))?;
     let mut cfg = ClusterConfig::new(name, &opts.node.to_string(), addr, opts.etcd.clone());
     cfg.public = public.iter().map(ToString::to_string).collect();
+    cfg.level = msg::LEVEL;
     let link = Arc::new(Link {
         node: opts.node,
         owners: (0..PARTITIONS).map(|_| AtomicU32::new(0)).collect(),
         rebuilding: (0..PARTITIONS).map(|_| AtomicBool::new(false)).collect(),
         addrs: RwLock::new(HashMap::new()),
+        levels: RwLock::new(HashMap::new()),
         incarnations: Mutex::new(HashMap::new()),
         fenced: AtomicBool::new(false),
         leaving: AtomicBool::new(false),
@@ -453,11 +472,15 @@ pub fn start(
     let me = peer::Identity {
         node: opts.node,
         secret: secret.into(),
+        level: msg::LEVEL,
     };
     let resolver = link.clone();
     let peers = peer::Peers::new(
         me.clone(),
-        Box::new(move |n| read(&resolver.addrs).get(&n).copied()),
+        Box::new(move |n| {
+            let addr = read(&resolver.addrs).get(&n).copied()?;
+            Some((addr, resolver.level_of(n)))
+        }),
         stats.clone(),
     );
     let _ = link.peers.set(peers);
@@ -812,6 +835,36 @@ pub fn print_homes(
             |n| format!("node {n}"),
         );
         let _ = writeln!(out, "{}: partition {p}, home {home}", path.display());
+    }
+    Ok(())
+}
+
+/// `ringshare cluster nodes`: each live node of the cluster `config` names, with the protocol
+/// level it speaks, and the cluster's level (the lowest: what every node reads), as etcd has
+/// them now (docs/cluster.md, "Upgrading a cluster").
+pub fn print_nodes(config: &std::path::Path, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let cfg = crate::config::load(config).map_err(|e| e.to_string())?;
+    let c = &cfg.global.cluster;
+    let Some(name) = &c.name else {
+        return Err(format!("{} names no cluster", config.display()));
+    };
+    let members = ringshare_cluster::members(&c.etcd, name).map_err(|e| e.to_string())?;
+    let level = members.iter().map(|m| m.level).min();
+    let _ = match level {
+        Some(l) => writeln!(
+            out,
+            "cluster {name}: level {l} (the lowest of its {} nodes'; this build speaks {})",
+            members.len(),
+            msg::LEVEL
+        ),
+        None => writeln!(out, "cluster {name}: no live node"),
+    };
+    for m in &members {
+        let _ = writeln!(
+            out,
+            "node {}  {}  level {}  incarnation {}",
+            m.id, m.addr, m.level, m.incarnation
+        );
     }
     Ok(())
 }

@@ -2,11 +2,17 @@
 //! with the cluster secret, bounded, one TCP connection per concurrent call.
 //!
 //! Handshake (initiator I, acceptor A; nonces of 16 random bytes):
-//!   I → A  `RSCL` | version u16 | node_I u16 | nonce_I
-//!   A → I  `RSCL` | version u16 | node_A u16 | nonce_A | HMAC(secret, "accept" …)
+//!   I → A  `RSCL` | level u16 | node_I u16 | nonce_I
+//!   A → I  `RSCL` | level u16 | node_A u16 | nonce_A | HMAC(secret, "accept" …)
 //!   I → A  HMAC(secret, "initiate" …)
 //! Both MACs cover both nonces and both node numbers, so each side proves
-//! it holds the secret, on this connection only. The session key is
+//! it holds the secret, on this connection only. The level (the field was
+//! a version, 1, in the builds before levels, which refuse any other) is
+//! the protocol level the connection speaks (docs/cluster.md, "Upgrading a
+//! cluster"): I proposes the lower of its own and the one A advertises in
+//! etcd; A agrees to the lower of that and its own; I refuses an agreement
+//! below its proposal (A is not what etcd says). From level 2 on both MACs
+//! cover the two levels too. The session key is
 //! HMAC(secret, "session" | nonce_I | nonce_A). Then every frame is
 //!   len u32 | seq u64 | kind u8 | payload | HMAC(session key, direction | seq | kind | payload)
 //! with `seq` counting 0, 1, 2… per direction: a frame replayed, reordered,
@@ -32,7 +38,6 @@ use ringshare_crypto::{ct_eq, hmac_sha256};
 use ringshare_wire::NtStatus;
 
 const MAGIC: &[u8; 4] = b"RSCL";
-const VERSION: u16 = 1;
 const HELLO_LEN: usize = 4 + 2 + 2 + 16;
 const MAC_LEN: usize = 32;
 /// The longest frame body accepted: a message and its framing.
@@ -53,11 +58,12 @@ const POST_QUEUE: usize = 4096;
 /// Connections from other nodes served at once.
 const INBOUND_MAX: usize = 256;
 
-/// This node's secret and number.
+/// This node's secret, number and protocol level.
 #[derive(Clone)]
 pub struct Identity {
     pub node: u16,
     pub secret: Arc<[u8]>,
+    pub level: u16,
 }
 
 /// Counters for status and tests.
@@ -134,30 +140,49 @@ fn bad(what: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, what)
 }
 
-fn hello(node: u16, nonce: &[u8; 16]) -> [u8; HELLO_LEN] {
+fn hello(level: u16, node: u16, nonce: &[u8; 16]) -> [u8; HELLO_LEN] {
     let mut h = [0u8; HELLO_LEN];
     h[..4].copy_from_slice(MAGIC);
-    h[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    h[4..6].copy_from_slice(&level.to_le_bytes());
     h[6..8].copy_from_slice(&node.to_le_bytes());
     h[8..].copy_from_slice(nonce);
     h
 }
 
-fn read_hello(s: &mut TcpStream) -> std::io::Result<(u16, [u8; 16])> {
+/// A hello: the level it names, the node, the nonce.
+fn read_hello(s: &mut TcpStream) -> std::io::Result<(u16, u16, [u8; 16])> {
     let mut h = [0u8; HELLO_LEN];
     s.read_exact(&mut h)?;
-    if &h[..4] != MAGIC || u16::from_le_bytes([h[4], h[5]]) != VERSION {
-        return Err(bad(
-            "not a ringshare cluster node (or another version)".into()
-        ));
+    let level = u16::from_le_bytes([h[4], h[5]]);
+    if &h[..4] != MAGIC || level == 0 {
+        return Err(bad("not a ringshare cluster node".into()));
     }
     let mut nonce = [0u8; 16];
     nonce.copy_from_slice(&h[8..]);
-    Ok((u16::from_le_bytes([h[6], h[7]]), nonce))
+    Ok((level, u16::from_le_bytes([h[6], h[7]]), nonce))
 }
 
-fn proof(secret: &[u8], who: &[u8], ni: &[u8; 16], na: &[u8; 16], i: u16, a: u16) -> [u8; 32] {
-    hmac_sha256(secret, &[who, ni, na, &i.to_le_bytes(), &a.to_le_bytes()])
+/// The levels a connection's proofs cover: the proposed and the agreed one.
+#[derive(Clone, Copy)]
+struct Levels {
+    proposed: u16,
+    agreed: u16,
+}
+
+fn proof(
+    secret: &[u8],
+    who: &[u8],
+    (ni, na): (&[u8; 16], &[u8; 16]),
+    (i, a): (u16, u16),
+    l: Levels,
+) -> [u8; 32] {
+    let (i, a) = (i.to_le_bytes(), a.to_le_bytes());
+    if l.agreed < 2 {
+        // As the builds before levels prove it.
+        return hmac_sha256(secret, &[who, ni, na, &i, &a]);
+    }
+    let (p, g) = (l.proposed.to_le_bytes(), l.agreed.to_le_bytes());
+    hmac_sha256(secret, &[who, ni, na, &i, &a, &p, &g])
 }
 
 fn nonce() -> [u8; 16] {
@@ -168,26 +193,43 @@ fn nonce() -> [u8; 16] {
     n
 }
 
-/// Connect to `node` at `addr` and prove both sides hold the secret.
-fn connect(me: &Identity, node: u16, addr: SocketAddr) -> std::io::Result<Conn> {
+/// Connect to `node` at `addr`, which advertises protocol level `level`, and prove both
+/// sides hold the secret.
+fn connect(me: &Identity, node: u16, (addr, level): (SocketAddr, u16)) -> std::io::Result<Conn> {
     let mut s = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(CALL_TIMEOUT))?;
     s.set_write_timeout(Some(CALL_TIMEOUT))?;
     let ni = nonce();
-    s.write_all(&hello(me.node, &ni))?;
-    let (peer, na) = read_hello(&mut s)?;
+    let proposed = me.level.min(level).max(1);
+    s.write_all(&hello(proposed, me.node, &ni))?;
+    let (agreed, peer, na) = read_hello(&mut s)?;
     if peer != node {
         return Err(bad(format!("{addr} is node {peer}, not {node}")));
     }
+    if agreed != proposed {
+        return Err(bad(format!(
+            "node {node} at {addr} answered level {agreed} to {proposed} (etcd says it speaks {level})"
+        )));
+    }
+    let l = Levels { proposed, agreed };
     let mut mac = [0u8; MAC_LEN];
     s.read_exact(&mut mac)?;
-    if !ct_eq(&mac, &proof(&me.secret, b"accept", &ni, &na, me.node, node)) {
+    if !ct_eq(
+        &mac,
+        &proof(&me.secret, b"accept", (&ni, &na), (me.node, node), l),
+    ) {
         return Err(bad(format!(
             "node {node} at {addr} does not hold the cluster secret"
         )));
     }
-    s.write_all(&proof(&me.secret, b"initiate", &ni, &na, me.node, node))?;
+    s.write_all(&proof(
+        &me.secret,
+        b"initiate",
+        (&ni, &na),
+        (me.node, node),
+        l,
+    ))?;
     Ok(Conn {
         stream: s,
         key: hmac_sha256(&me.secret, &[b"session", &ni, &na]),
@@ -206,19 +248,21 @@ fn accept(
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(CALL_TIMEOUT))?;
     s.set_write_timeout(Some(CALL_TIMEOUT))?;
-    let (peer, ni) = read_hello(&mut s)?;
+    let (proposed, peer, ni) = read_hello(&mut s)?;
     if !is_member(peer) || peer == me.node {
         return Err(bad(format!("node {peer} is not a member of the cluster")));
     }
+    let l = Levels {
+        proposed,
+        agreed: proposed.min(me.level),
+    };
     let na = nonce();
-    s.write_all(&hello(me.node, &na))?;
-    s.write_all(&proof(&me.secret, b"accept", &ni, &na, peer, me.node))?;
+    s.write_all(&hello(l.agreed, me.node, &na))?;
+    let nodes = (peer, me.node);
+    s.write_all(&proof(&me.secret, b"accept", (&ni, &na), nodes, l))?;
     let mut mac = [0u8; MAC_LEN];
     s.read_exact(&mut mac)?;
-    if !ct_eq(
-        &mac,
-        &proof(&me.secret, b"initiate", &ni, &na, peer, me.node),
-    ) {
+    if !ct_eq(&mac, &proof(&me.secret, b"initiate", (&ni, &na), nodes, l)) {
         return Err(bad(format!("node {peer} does not hold the cluster secret")));
     }
     // Idle connections stay: a call may come at any time.
@@ -309,7 +353,8 @@ fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::
         let answer = handler(&msg).map_err(|e| bad(format!("node {node} sent {e}")))?;
         match (kind, answer) {
             (CALL, Some(a)) => c.send(ANSWER, &a)?,
-            (POST, None) => {}
+            // (The answer to a notice of a kind this node does not know is dropped.)
+            (POST, _) => {}
             (k, _) => return Err(bad(format!("node {node} sent a frame of kind {k}"))),
         }
     }
@@ -318,8 +363,8 @@ fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::
 /// Calls and posts to other nodes.
 pub struct Peers {
     me: Identity,
-    /// A node's private address now (from etcd's membership).
-    resolve: Box<dyn Fn(u16) -> Option<SocketAddr> + Send + Sync>,
+    /// A node's private address and protocol level now (from etcd's membership).
+    resolve: Box<dyn Fn(u16) -> Option<(SocketAddr, u16)> + Send + Sync>,
     idle: Mutex<HashMap<u16, Vec<Conn>>>,
     posts: Mutex<HashMap<u16, SyncSender<Vec<u8>>>>,
     pub stats: Arc<Stats>,
@@ -328,7 +373,7 @@ pub struct Peers {
 impl Peers {
     pub fn new(
         me: Identity,
-        resolve: Box<dyn Fn(u16) -> Option<SocketAddr> + Send + Sync>,
+        resolve: Box<dyn Fn(u16) -> Option<(SocketAddr, u16)> + Send + Sync>,
         stats: Arc<Stats>,
     ) -> Arc<Peers> {
         Arc::new(Peers {
@@ -441,3 +486,7 @@ impl Peers {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+#[path = "peer_tests.rs"]
+mod tests;
