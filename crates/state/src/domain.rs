@@ -239,6 +239,15 @@ impl SidMap {
         crate::localsam::id_of(account.as_ref()?, sid)
     }
 
+    /// The Unix user a SID names, for quotas: S-1-22-1-uid, a SID of the server's own account
+    /// domain ([`crate::localsam`], as LookupNames answers for the accounts of the user
+    /// database), else a domain SID a rid range or the id source maps.
+    pub fn uid_of(&self, sid: &Sid, now_ms: u64) -> Option<u32> {
+        sid.unix_uid()
+            .or_else(|| self.account_id_of(sid).and_then(Xid::uid))
+            .or_else(|| self.id_of(sid, now_ms).and_then(Xid::uid))
+    }
+
     /// Whether any domain maps to Unix ids through rid arithmetic.
     pub(crate) fn is_active(&self) -> bool {
         !self

@@ -194,8 +194,14 @@ pub(crate) fn query(
         return fill(left, input.return_single, max);
     }
     let who = open.who.clone();
-    let uids =
-        (!input.sids.is_empty()).then(|| input.sids.iter().filter_map(|s| s.unix_uid()).collect());
+    let (map, now_ms) = (&core.server.logons.sid_map, core.now.mono_ms);
+    let uids = (!input.sids.is_empty()).then(|| {
+        input
+            .sids
+            .iter()
+            .filter_map(|s| map.uid_of(s, now_ms))
+            .collect()
+    });
     let found = match asked(core, source, || QuotaAsk::Users { who, uids })? {
         Ok(QuotaDone::Users(found)) => found,
         _ => Vec::new(),
@@ -219,7 +225,8 @@ pub(crate) fn set_user(core: &mut ConnCore, open: &Open, buf: &[u8]) -> Result<(
     let list = FileQuotaInformation::decode_list(buf).map_err(|_| NtStatus::UNSUCCESSFUL)?;
     let e = list.first().ok_or(NtStatus::UNSUCCESSFUL)?;
     // A SID that is no Unix user's is id -1, as Samba passes it.
-    let id = e.sid.unix_uid().map_or(-1, i64::from);
+    let map = &core.server.logons.sid_map;
+    let id = map.uid_of(&e.sid, core.now.mono_ms).map_or(-1, i64::from);
     let quota = DiskQuota {
         soft: limit_in_blocks(e.quota_threshold, 1024),
         hard: limit_in_blocks(e.quota_limit, 1024),
