@@ -454,8 +454,11 @@ fn ipc_create_opens_the_rpc_pipes_and_refuses_other_names() {
     assert!(c
         .create_on(ipc, "lsarpc", GENERIC_READ, SHARE_ALL, D::OPEN, 0)
         .is_ok());
+    assert!(c
+        .create_on(ipc, "samr", GENERIC_READ, SHARE_ALL, D::OPEN, 0)
+        .is_ok());
     assert_eq!(
-        c.create_on(ipc, "samr", GENERIC_READ, SHARE_ALL, D::OPEN, 0),
+        c.create_on(ipc, "spoolss", GENERIC_READ, SHARE_ALL, D::OPEN, 0),
         Err(NtStatus::OBJECT_NAME_NOT_FOUND)
     );
 }
