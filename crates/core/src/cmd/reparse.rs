@@ -5,7 +5,7 @@
 //! [`ringshare_vfs::Node::set_reparse_point`]), so a share moved between the two keeps its
 //! reparse points.
 
-use ringshare_vfs::{FileAttr, FileKind, Node, Special, ATTR_REPARSE_POINT};
+use ringshare_vfs::{FileAttr, FileKind, FsResult, Node, Special, ATTR_REPARSE_POINT};
 use ringshare_wire::posix;
 use ringshare_wire::NtStatus;
 
@@ -51,16 +51,18 @@ pub(crate) fn may_hold(attr: &FileAttr) -> bool {
             .is_some_and(|d| d & ATTR_REPARSE_POINT != 0)
 }
 
-/// The buffer stored with `node`, whose metadata is `attr`, if it holds a well-formed one
-/// (one that cannot be read counts as none).
-pub(crate) fn stored(node: &dyn Node, attr: &FileAttr) -> Option<Vec<u8>> {
+/// The buffer stored with `node`, whose metadata is `attr`, if it holds a well-formed one; a
+/// failed read is the backend's error (the FSCTLs answer it).
+pub(crate) fn read(node: &dyn Node, attr: &FileAttr) -> FsResult<Option<Vec<u8>>> {
     if !may_hold(attr) {
-        return None;
+        return Ok(None);
     }
-    node.reparse_point()
-        .ok()
-        .flatten()
-        .filter(|b| check(b).is_ok())
+    Ok(node.reparse_point()?.filter(|b| check(b).is_ok()))
+}
+
+/// [`read`], a buffer that cannot be read counting as none (what a file shows).
+pub(crate) fn stored(node: &dyn Node, attr: &FileAttr) -> Option<Vec<u8>> {
+    read(node, attr).ok().flatten()
 }
 
 /// [`stored`] of entry `name` (metadata `attr`) of directory `dir`, for a listing.

@@ -5,7 +5,7 @@
 //! tag until the buffer is deleted. Nothing is ever followed: a stored buffer is data the
 //! client reads back.
 
-use ringshare_vfs::{FileKind, Special};
+use ringshare_vfs::{FileAttr, FileKind, Special};
 use ringshare_wire::ioctl::IoctlRequest;
 use ringshare_wire::NtStatus;
 
@@ -16,14 +16,12 @@ use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access::{FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA};
 use crate::fsmap::status_of;
 
-/// The buffer stored with the open's file, if it is a regular file that holds one.
-fn stored(open: &OpenRef) -> Result<Option<Vec<u8>>, NtStatus> {
+/// The open's file's metadata (DOS attributes included), and the buffer stored with it if it
+/// is a regular file that holds one.
+fn stored(open: &OpenRef) -> Result<(FileAttr, Option<Vec<u8>>), NtStatus> {
     let attr = open.node.stat().map_err(status_of)?;
-    if !reparse::may_hold(&attr) {
-        return Ok(None);
-    }
-    let b = open.node.reparse_point().map_err(status_of)?;
-    Ok(b.filter(|b| reparse::check(b).is_ok()))
+    let b = reparse::read(open.node.as_ref(), &attr).map_err(status_of)?;
+    Ok((attr, b))
 }
 
 /// The open may change the file's reparse point: it holds FILE_WRITE_DATA or
@@ -46,7 +44,8 @@ pub(super) fn get(
     let open = open_ref(core, req, ir.file_id)?;
     // A symlink or special file (reached by a POSIX open, which opens them themselves) shows
     // the buffer that stands for it; a regular file the one a client stored.
-    let b = match open.node.stat().map_err(status_of)?.kind {
+    let (attr, stored) = stored(&open)?;
+    let b = match attr.kind {
         FileKind::Symlink => Some(reparse::symlink_buffer(
             &open.node.link_target().map_err(status_of)?,
         )),
@@ -59,7 +58,7 @@ pub(super) fn get(
             };
             reparse::special_buffer(kind, numbers)
         }
-        _ => stored(&open)?,
+        _ => stored,
     };
     let b = b.ok_or(NtStatus::NOT_A_REPARSE_POINT)?;
     if (ir.max_output_response as usize) < b.len() {
@@ -76,11 +75,12 @@ pub(super) fn set(
     let open = open_ref(core, req, ir.file_id)?;
     may_change(core, req, &open)?;
     // Directories, symlinks and special files do not take one here (Samba 4.22).
-    if open.node.stat().map_err(status_of)?.kind != FileKind::File {
+    let (attr, old) = stored(&open)?;
+    if attr.kind != FileKind::File {
         return Err(NtStatus::ACCESS_DENIED);
     }
     let (tag, _) = reparse::check(ir.input)?;
-    if stored(&open)?.is_some_and(|old| reparse::tag(&old) != tag) {
+    if old.is_some_and(|old| reparse::tag(&old) != tag) {
         return Err(NtStatus::IO_REPARSE_TAG_MISMATCH);
     }
     open.node
@@ -97,7 +97,7 @@ pub(super) fn delete(
 ) -> Result<Reply, NtStatus> {
     let open = open_ref(core, req, ir.file_id)?;
     may_change(core, req, &open)?;
-    let old = stored(&open)?.ok_or(NtStatus::NOT_A_REPARSE_POINT)?;
+    let old = stored(&open)?.1.ok_or(NtStatus::NOT_A_REPARSE_POINT)?;
     let (tag, data) = reparse::check(ir.input)?;
     if !data.is_empty() {
         return Err(NtStatus::IO_REPARSE_DATA_INVALID);
