@@ -31,7 +31,17 @@ fn posix_offer(data: &[u8]) -> NegotiateContext {
 fn client(on: bool) -> (Client, bool) {
     let mem = MemShare::new();
     let server = server_with(&mem, |c| c.posix_extensions = on);
-    let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, [7; 16]);
+    offering(server, mem, 7)
+}
+
+/// A 3.1.1 client (client guid `guid` repeated) of `server` that offered the extensions and
+/// connected to `share`; whether the server answered their context.
+fn offering(
+    server: std::sync::Arc<ringshare_core::ServerState>,
+    mem: MemShare,
+    guid: u8,
+) -> (Client, bool) {
+    let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, [guid; 16]);
     let r = c.negotiate_adding(Dialect::SMB3_1_1, vec![posix_offer(tag::POSIX)]);
     let answered = NegotiateResponse::decode(&r.msg)
         .expect("negotiate")
@@ -367,13 +377,7 @@ fn a_posix_open_gets_the_file_system_s_posix_information_and_others_invalid_info
 fn posix_pair() -> (Client, Client) {
     let mem = MemShare::new();
     let server = server_with(&mem, |c| c.posix_extensions = true);
-    let client = |guid: u8| {
-        let mut c = Client::fresh(server.clone(), mem.clone(), Dialect::SMB3_1_1, [guid; 16]);
-        c.negotiate_adding(Dialect::SMB3_1_1, vec![posix_offer(tag::POSIX)]);
-        c.session_setup();
-        c.tree_id = c.tree_connect("share");
-        c
-    };
+    let client = |guid: u8| offering(server.clone(), mem.clone(), guid).0;
     (client(1), client(2))
 }
 
