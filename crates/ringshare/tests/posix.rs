@@ -244,4 +244,5 @@ fn posix_clients_get_the_answers_samba_gives() {
     // The comparison saw POSIX answers, not two failures alike.
     assert!(ours.contains("have_posix True"), "{ours}");
     assert!(ours.contains("cc nlinks=1"), "{ours}");
+    assert!(ours.contains("get of lnk: 0c0000a0"), "{ours}");
 }

@@ -9,28 +9,11 @@ answer, times and inode numbers left out, so that two servers' outputs compare l
 Usage: samba_posix.py HOST PORT SHARE USER PASSWORD CLIENT_CONF
 """
 import subprocess
-import sys
 from samba.samba3 import libsmb_samba_internal as libsmb
-from samba.samba3 import param as s3param
-from samba import credentials, NTSTATUSError
+from samba import NTSTATUSError
 from samba.dcerpc import security, smb3posix
 from samba.ndr import ndr_unpack
-
-host, port, share, user, pw, conf = sys.argv[1:7]
-lp = s3param.get_context()
-lp.load(conf)
-lp.set("smb ports", port)
-lp.set("client min protocol", "SMB3_11")
-creds = credentials.Credentials()
-creds.guess(lp)
-creds.set_username(user)
-creds.set_password(pw)
-
-def out(*a):
-    print(*a, flush=True)
-
-def status(e):
-    return "0x%08x" % (e.args[0] & 0xffffffff)
+from samba_probe import host, port, share, user, pw, conf, lp, creds, out, status, ctx
 
 c = libsmb.Conn(host, share, lp, creds, posix=True)
 out("have_posix", c.have_posix())
@@ -42,8 +25,6 @@ except NTSTATUSError as e:
 c2 = libsmb.Conn(host, share, lp, creds, negotiate_contexts=[(0x100, b'0123456789012345')])
 out("unknown variant have_posix", c2.have_posix())
 
-def ctx(mode):
-    return [(libsmb.SMB2_CREATE_TAG_POSIX, mode.to_bytes(4, 'little'))]
 
 def show_cc(what, cc_out):
     for name, data in cc_out:

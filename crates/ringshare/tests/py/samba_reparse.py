@@ -9,35 +9,11 @@ for S-1-5-88-3-MODE. One line per answer, so that two servers' outputs compare l
 Usage: samba_reparse.py HOST PORT SHARE USER PASSWORD CLIENT_CONF
 """
 import faulthandler
-import sys
 faulthandler.enable()
 from samba.samba3 import libsmb_samba_internal as libsmb
-from samba.samba3 import param as s3param
-from samba import credentials, NTSTATUSError, reparse_symlink
+from samba import NTSTATUSError, reparse_symlink
 from samba.dcerpc import security
-
-host, port, share, user, pw, conf = sys.argv[1:7]
-lp = s3param.get_context()
-lp.load(conf)
-lp.set("smb ports", port)
-lp.set("client min protocol", "SMB3_11")
-creds = credentials.Credentials()
-creds.guess(lp)
-creds.set_username(user)
-creds.set_password(pw)
-
-
-def out(*a):
-    print(*a, flush=True)
-
-
-def status(e):
-    return "0x%08x" % (e.args[0] & 0xffffffff)
-
-
-def ctx(mode):
-    return [(libsmb.SMB2_CREATE_TAG_POSIX, mode.to_bytes(4, 'little'))]
-
+from samba_probe import host, share, lp, creds, out, status, ctx
 
 def attempt(what, f):
     """`what`: OK (and what `f` gave, if anything) or the status it failed with."""
