@@ -91,6 +91,17 @@ fn put(w: &mut NdrWriter, fields: &[Field<'_>]) {
 }
 
 /// QueryInformationDomain (8) / 2 (46).
+/// The answer of a query of information `level`: a pointer to the union (its level, then
+/// `fields`), and STATUS_SUCCESS.
+fn info_reply(level: u16, fields: &[Field<'_>]) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.ptr();
+    w.u16(level);
+    put(&mut w, fields);
+    w.u32(0);
+    w.buf
+}
+
 pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
     let d = match handle(&mut r, state) {
@@ -148,12 +159,7 @@ pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) 
         13 => vec![Field::Hyper(SEQUENCE), Field::Time(0), Field::Hyper(0)],
         _ => return zeroed(4, NtStatus::INVALID_INFO_CLASS),
     };
-    let mut w = NdrWriter::new();
-    w.ptr();
-    w.u16(level);
-    put(&mut w, &fields);
-    w.u32(0);
-    Ok(w.buf)
+    Ok(info_reply(level, &fields))
 }
 
 /// The strings of an account that Samba fills from its defaults (`logon home`, `logon
@@ -186,12 +192,7 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
         };
         return zeroed(4, st);
     };
-    let mut w = NdrWriter::new();
-    w.ptr();
-    w.u16(level);
-    put(&mut w, &fields);
-    w.u32(0);
-    Ok(w.buf)
+    Ok(info_reply(level, &fields))
 }
 
 /// What UserLogonInformation (3) and UserAccountInformation (5) start with: names, RIDs,
