@@ -119,7 +119,7 @@ pub fn admit_or_ask(
         who: ask.who.cloned(),
     };
     let (withdrawn, owner) = (Arc::clone(&asking.withdrawn), ask.owner);
-    let message = msg::Message::Call(Call::Admit(key, Box::new(msg::Ask::of(ask)))).encode();
+    let message = cluster::call_bytes(&*link, node, Call::Admit(key, Box::new(msg::Ask::of(ask))));
     let run = move || {
         let answer = link.call(node, message.clone());
         let admitted = matches!(cluster::answer_of(answer.clone()), Ok(Answer::Admitted(..)));

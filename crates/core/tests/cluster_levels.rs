@@ -1,7 +1,8 @@
 //! Nodes of different builds in one cluster (issue 33, rolling upgrades; docs/cluster.md,
 //! "Upgrading a cluster"): the in-memory cluster of cluster_sim.rs with some nodes said to
 //! speak an older protocol level. The bus fails a test when a node is sent a message above
-//! its level; these tests show what a mixed cluster does instead, and what it loses.
+//! its level; these tests show what a mixed cluster does instead, and what it loses (a
+//! directory lease's break below level 2, a POSIX open's flag at a home below level 3).
 
 #[path = "support/cluster.rs"]
 mod cluster_support;
@@ -105,4 +106,36 @@ fn a_message_of_an_unknown_kind_is_answered_not_supported_and_the_node_serves_on
     let mut c = cl.client(2);
     c.put_file("after.txt", b"x");
     assert!(cl.bus.calls.lock().unwrap().get(&1).copied().unwrap_or(0) > 0);
+}
+
+#[test]
+fn a_home_of_level_two_is_sent_a_posix_open_as_a_windows_one_and_keeps_its_deleted_file() {
+    use support::posix::*;
+    let cl = Cluster::with(2, 1, |c| c.posix_extensions = true);
+    // Node 1, every file's home, runs a level-2 build: the bus fails the test if node 2
+    // sends it the level-3 admission of a POSIX open.
+    cl.bus.levels.lock().unwrap().insert(1, 2);
+    let mut a = offering(cl.nodes[0].clone(), cl.mem.clone(), 1).0;
+    let mut b = offering(cl.nodes[1].clone(), cl.mem.clone(), 2).0;
+    let w = a.create("doc", 0x110080, D::CREATE, 0).unwrap();
+    let p = posix_open(&mut b, "doc", D::OPEN);
+    set_delete_on_close(&mut a, w);
+    a.close(w);
+    // What the mixed cluster loses: the old home counts b's open as a Windows one, so the
+    // file stays, delete pending, until b closes it.
+    assert_eq!(
+        a.create("doc", 0x80, D::OPEN, 0),
+        Err(NtStatus::DELETE_PENDING)
+    );
+    b.close(p);
+    assert!(!listed(&mut a, "doc"));
+
+    // Node 1 upgraded: the same opens answer as on one node.
+    cl.bus.levels.lock().unwrap().clear();
+    let w = a.create("doc", 0x110080, D::CREATE, 0).unwrap();
+    let p = posix_open(&mut b, "doc", D::OPEN);
+    set_delete_on_close(&mut a, w);
+    a.close(w);
+    assert!(!listed(&mut a, "doc"));
+    b.close(p);
 }

@@ -12,19 +12,13 @@ use ringshare_wire::consts::{CreateDisposition as D, Dialect, NegotiateContextTy
 use ringshare_wire::create::{tag, ContextTag, CreateContext, CreateResponse};
 use ringshare_wire::fscc::dir_info::decode_dir_entries;
 use ringshare_wire::fscc::FileInfoClass;
-use ringshare_wire::negotiate::{NegotiateContext, NegotiateResponse};
+use ringshare_wire::negotiate::NegotiateResponse;
 use ringshare_wire::posix::{FilePosixInfo, PosixCc};
 use ringshare_wire::NtStatus;
+use support::posix::*;
 use support::*;
 
 const DIRECTORY: u32 = 0x1;
-
-fn posix_offer(data: &[u8]) -> NegotiateContext {
-    NegotiateContext::Unknown {
-        context_type: NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE,
-        data: data.to_vec(),
-    }
-}
 
 /// A 3.1.1 client of a server with the option `on` that offered the extensions; whether the
 /// server answered their context.
@@ -32,25 +26,6 @@ fn client(on: bool) -> (Client, bool) {
     let mem = MemShare::new();
     let server = server_with(&mem, |c| c.posix_extensions = on);
     offering(server, mem, 7)
-}
-
-/// A 3.1.1 client (client guid `guid` repeated) of `server` that offered the extensions and
-/// connected to `share`; whether the server answered their context.
-fn offering(
-    server: std::sync::Arc<ringshare_core::ServerState>,
-    mem: MemShare,
-    guid: u8,
-) -> (Client, bool) {
-    let mut c = Client::fresh(server, mem, Dialect::SMB3_1_1, [guid; 16]);
-    let r = c.negotiate_adding(Dialect::SMB3_1_1, vec![posix_offer(tag::POSIX)]);
-    let answered = NegotiateResponse::decode(&r.msg)
-        .expect("negotiate")
-        .contexts
-        .iter()
-        .any(|x| x == &posix_offer(tag::POSIX));
-    c.session_setup();
-    c.tree_id = c.tree_connect("share");
-    (c, answered)
 }
 
 fn posix_create(c: &mut Client, name: &str, mode: &[u8], options: u32) -> Resp {
@@ -199,39 +174,6 @@ fn a_posix_name_may_hold_what_a_windows_name_may_not_and_is_listed() {
     assert_eq!((root.file_id, root.posix.as_ref().unwrap().device), (0, 0));
 }
 
-/// A POSIX open of `name` with DELETE, sharing everything.
-fn posix_open(c: &mut Client, name: &str, disposition: D) -> ringshare_wire::FileId {
-    let tree = c.tree_id;
-    let ctx = vec![CreateContext::new(
-        tag::POSIX,
-        0o600u32.to_le_bytes().to_vec(),
-    )];
-    let mut m = c.create_msg_ctx(tree, name, 0x110080, 7, disposition, 0, 0, ctx);
-    c.sign(&mut m);
-    let r = c.send_frame(m).remove(0);
-    assert_eq!(r.status(), NtStatus::SUCCESS, "{name}");
-    CreateResponse::decode(&r.msg).unwrap().file_id
-}
-
-fn set_delete_on_close(c: &mut Client, f: ringshare_wire::FileId) {
-    const FILE_DISPOSITION_INFORMATION: u8 = 13;
-    let r = c.set_info(f, 1, FILE_DISPOSITION_INFORMATION, &[1]);
-    assert_eq!(r.status(), NtStatus::SUCCESS);
-}
-
-fn listed(c: &mut Client, name: &str) -> bool {
-    match c.create(name, 0x80, D::OPEN, 0) {
-        Ok(f) => {
-            c.close(f);
-            true
-        }
-        Err(s) => {
-            assert_eq!(s, NtStatus::OBJECT_NAME_NOT_FOUND);
-            false
-        }
-    }
-}
-
 #[test]
 fn a_delete_pending_file_goes_at_the_close_that_leaves_only_posix_opens() {
     let (mut c, _) = client(true);
@@ -269,12 +211,6 @@ fn a_windows_open_keeps_a_file_a_posix_open_deleted_until_it_closes() {
     );
     c.close(w);
     assert!(!listed(&mut c, "wdoc"));
-}
-
-fn rename(c: &mut Client, f: ringshare_wire::FileId, to: &str, replace: bool) -> NtStatus {
-    const FILE_RENAME_INFORMATION: u8 = 10;
-    c.set_info(f, 1, FILE_RENAME_INFORMATION, &rename_info(to, replace))
-        .status()
 }
 
 #[test]

@@ -204,7 +204,14 @@ pub fn ask(here: &NodeState, node: u16, call: msg::Call) -> Result<msg::Answer, 
     let Some(link) = here.link() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
-    answer_of(link.call(node, msg::Message::Call(call).encode()))
+    answer_of(link.call(node, call_bytes(&**link, node, call)))
+}
+
+/// `call` encoded as `node`'s protocol level reads it ([`msg::Message::lowered`]).
+pub fn call_bytes(link: &dyn ClusterLink, node: u16, call: msg::Call) -> Vec<u8> {
+    msg::Message::Call(call)
+        .lowered(link.level_of(node))
+        .encode()
 }
 
 /// [`ask`] carried away from the I/O thread: the call as a question the driver's lookup pool
@@ -214,7 +221,7 @@ pub fn ask(here: &NodeState, node: u16, call: msg::Call) -> Result<msg::Answer, 
 pub fn to_ask(here: &NodeState, node: u16, call: msg::Call) -> Result<HomeAsk, NtStatus> {
     let link = Arc::clone(here.link().ok_or(NtStatus::INTERNAL_ERROR)?);
     let order = home::key_of(&call).map_or(0, order_of);
-    let message = msg::Message::Call(call).encode();
+    let message = call_bytes(&*link, node, call);
     Ok(HomeAsk {
         node,
         order,

@@ -25,8 +25,9 @@ pub const MESSAGE_MAX: usize = 64 * 1024;
 /// The protocol level this build speaks (docs/cluster.md, "Upgrading a cluster"): a node
 /// sends another only what the other's level reads ([`Message::level`]). Level 1 is what
 /// every node reads, a node that advertises no level included (the builds before levels);
-/// level 2 adds [`Message::DirChanged`].
-pub const LEVEL: u16 = 2;
+/// level 2 adds [`Message::DirChanged`]; level 3 carries a POSIX open's flag to its file's
+/// home ([`Ask::posix`], sent as its own call kind).
+pub const LEVEL: u16 = 3;
 /// The level of a node that advertises none.
 pub const BASE_LEVEL: u16 = 1;
 
@@ -53,6 +54,10 @@ pub struct Ask {
     /// The open's user (`None` when it has more groups than a message
     /// carries, [`WHO_GROUPS_MAX`]).
     pub who: Option<ringshare_vfs::Who>,
+    /// A POSIX open ([`crate::files::ShareEntry::posix`]): sent only to a home of level 3 or
+    /// more (a call kind of its own); an older home gets the call without it
+    /// ([`Message::lowered`]) and counts the open as a Windows one.
+    pub posix: bool,
 }
 
 impl Ask {
@@ -71,6 +76,7 @@ impl Ask {
             conn_id: ask.conn_id,
             now_ms: ask.now_ms,
             who: ask.who.cloned(),
+            posix: ask.posix,
         }
     }
 
@@ -89,9 +95,7 @@ impl Ask {
             conn_id: self.conn_id,
             now_ms,
             who: self.who.as_ref(),
-            // Not carried between nodes: a POSIX open decided at another
-            // node's home counts as a Windows one there (docs/limits.md).
-            posix: false,
+            posix: self.posix,
         }
     }
 }
@@ -300,8 +304,20 @@ impl Message {
     pub fn level(&self) -> u16 {
         match self {
             Message::DirChanged { .. } => 2,
+            Message::Call(Call::Admit(_, a)) if a.posix => 3,
             _ => BASE_LEVEL,
         }
+    }
+
+    /// The message as a node of protocol level `level` reads it: a POSIX open's admission
+    /// without its flag below level 3 (the bytes such a node has always read). A message
+    /// that has no lower form ([`Message::DirChanged`]) is unchanged: its sender skips
+    /// nodes below [`Message::level`].
+    pub fn lowered(mut self, level: u16) -> Message {
+        if let Message::Call(Call::Admit(_, a)) = &mut self {
+            a.posix &= level >= 3;
+        }
+        self
     }
 }
 

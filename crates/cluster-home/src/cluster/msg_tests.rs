@@ -57,6 +57,7 @@ pub fn samples() -> Vec<Message> {
             1002,
             vec![5, 7, 1002],
         ))),
+        posix: false,
     };
     let l = ByteRangeLock {
         offset: 10,
@@ -101,6 +102,13 @@ pub fn samples() -> Vec<Message> {
     let ask_who = ask.who.clone();
     let calls = vec![
         Call::Admit(key(1), Box::new(ask.clone())),
+        Call::Admit(
+            key(2),
+            Box::new(Ask {
+                posix: true,
+                ..ask.clone()
+            }),
+        ),
         Call::Close {
             key: key(1),
             owner: ask.owner,
@@ -430,13 +438,45 @@ fn a_message_of_a_kind_this_build_does_not_know_yields_unknown_kind() {
 }
 
 #[test]
-fn only_dir_changed_needs_level_two_and_this_build_speaks_it() {
+fn dir_changed_needs_level_two_a_posix_admit_level_three_and_this_build_speaks_both() {
     for m in samples() {
         let want = match &m {
             Message::DirChanged { .. } => 2,
+            Message::Call(Call::Admit(_, a)) if a.posix => 3,
             _ => BASE_LEVEL,
         };
         assert_eq!(m.level(), want, "{m:?}");
         assert!(m.level() <= LEVEL);
+        // Lowered to a level that reads it, it is unchanged.
+        assert_eq!(m.clone().lowered(m.level()), m);
     }
+}
+
+#[test]
+fn a_posix_admit_lowered_below_level_three_is_the_admit_older_nodes_read() {
+    let Some(Message::Call(Call::Admit(k, ask))) = samples()
+        .into_iter()
+        .find(|m| matches!(m, Message::Call(Call::Admit(_, a)) if a.posix))
+    else {
+        panic!("a POSIX admit among the samples");
+    };
+    let posix = Message::Call(Call::Admit(k, ask.clone()));
+    let windows = Message::Call(Call::Admit(
+        k,
+        Box::new(Ask {
+            posix: false,
+            ..*ask
+        }),
+    ));
+    // Level 3: a call kind of its own (19), the same fields after it.
+    let (p, w) = (posix.encode(), windows.encode());
+    assert_eq!((p[1], w[1]), (19, 1));
+    assert_eq!(p[2..], w[2..]);
+    // Below: byte for byte what a level-2 node has always read.
+    for level in [BASE_LEVEL, 2] {
+        let lowered = posix.clone().lowered(level);
+        assert_eq!(lowered.encode(), w, "level {level}");
+        assert!(lowered.level() <= level);
+    }
+    assert_eq!(posix.clone().lowered(3).encode(), p);
 }

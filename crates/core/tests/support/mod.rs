@@ -1016,6 +1016,8 @@ pub fn output_buffer(r: &Resp) -> Vec<u8> {
     r.msg[off..off + len].to_vec()
 }
 
+pub mod posix;
+
 // ---- leases, breaks, renames: shared by the oplock, cluster and durable tests ----
 
 /// Oplock and lease levels and the access masks lease tests open with.

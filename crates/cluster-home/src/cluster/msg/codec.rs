@@ -336,7 +336,7 @@ fn get_who(r: &mut Reader<'_>) -> Result<Option<ringshare_vfs::Who>, WireError> 
     })
 }
 
-fn get_ask(r: &mut Reader<'_>) -> Result<Ask, WireError> {
+fn get_ask(r: &mut Reader<'_>, posix: bool) -> Result<Ask, WireError> {
     Ok(Ask {
         owner: r.u64()?,
         persistent_id: r.u64()?,
@@ -357,6 +357,7 @@ fn get_ask(r: &mut Reader<'_>) -> Result<Ask, WireError> {
         conn_id: r.u64()?,
         now_ms: r.u64()?,
         who: get_who(r)?,
+        posix,
     })
 }
 
@@ -379,12 +380,18 @@ mod tag {
     pub(crate) const TRANSFER: u8 = 16;
     pub(crate) const CLOSE_PARKED: u8 = 17;
     pub(crate) const INTEREST: u8 = 18;
+    /// [`super::Call::Admit`] of a POSIX open (level 3; the same fields as ADMIT).
+    pub(crate) const ADMIT_POSIX: u8 = 19;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
     match c {
         Call::Admit(key, ask) => {
-            o.put_u8(tag::ADMIT);
+            o.put_u8(if ask.posix {
+                tag::ADMIT_POSIX
+            } else {
+                tag::ADMIT
+            });
             put_key(o, *key);
             put_ask(o, ask);
         }
@@ -563,7 +570,8 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
 
 fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
     Ok(match r.u8()? {
-        tag::ADMIT => Call::Admit(get_key(r)?, Box::new(get_ask(r)?)),
+        tag::ADMIT => Call::Admit(get_key(r)?, Box::new(get_ask(r, false)?)),
+        tag::ADMIT_POSIX => Call::Admit(get_key(r)?, Box::new(get_ask(r, true)?)),
         tag::CLOSE => Call::Close {
             key: get_key(r)?,
             owner: r.u64()?,
