@@ -922,7 +922,10 @@ impl Connection {
             Command::QUERY_DIRECTORY => {
                 cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply)
             }
-            Command::CHANGE_NOTIFY => cmd::notify::handle(&mut self.core, req),
+            Command::CHANGE_NOTIFY => {
+                let r = cmd::notify::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::QUERY_INFO => {
                 let r = cmd::query_info::handle(&mut self.core, req).map(Handled::Reply);
                 cmd::ids::parked(&mut self.core, r)

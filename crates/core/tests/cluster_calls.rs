@@ -202,3 +202,71 @@ fn a_delete_pending_set_on_a_file_homed_on_another_node_waits_for_the_home_not_i
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
     assert!(!cl.exists("gone.txt"), "its last close deleted it");
 }
+
+/// The delete pending shown by FileStandardInformation (5) or FileAllInformation (18): its
+/// byte in the answer.
+fn pending_byte(class: u8, r: &Resp) -> u8 {
+    output_buffer(r)[if class == 5 { 20 } else { 60 }]
+}
+
+/// A QUERY_INFO of FileStandardInformation or FileAllInformation, and a CHANGE_NOTIFY on a
+/// directory, read the delete pending of a file homed on another node from its home, away from
+/// the I/O thread: no answer and no call before the held call is carried, a READ answered
+/// meanwhile, then the answer a query at once would have given (pending when a client of another
+/// node set it: asked, not taken from what this node knows; clear once it cleared it).
+#[test]
+fn a_delete_pending_read_of_a_file_homed_on_another_node_waits_for_the_home_not_its_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "q.txt", ALL, 7).expect("a");
+    assert_eq!(a.write(fa, 0, b"data").status(), NtStatus::SUCCESS);
+    let fb = open(&mut b, "q.txt", ALL, 7).expect("b");
+    for (set, class) in [(1u8, 5u8), (1, 18), (0, 5), (0, 18)] {
+        assert_eq!(b.set_info(fb, 1, 13, &[set]).status(), NtStatus::SUCCESS);
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        let m = a.query_info_msg(fa, 1, class, 4096);
+        assert!(
+            a.send_frame(m).is_empty(),
+            "no QUERY_INFO answer before the home's (class {class})"
+        );
+        assert_eq!(
+            (a.held_lookups.len(), cl.calls_to(3)),
+            (1, calls),
+            "the QUERY_INFO waits for its call, which the thread did not make"
+        );
+        assert_eq!(
+            a.read(fa, 0, 4).status(),
+            NtStatus::SUCCESS,
+            "the connection answers a READ meanwhile"
+        );
+        let r = answer_held(&mut a);
+        assert_eq!(statuses(&r), [NtStatus::SUCCESS], "class {class}");
+        assert_eq!(cl.calls_to(3), calls + 1, "one call");
+        assert_eq!(pending_byte(class, &r[0]), set, "class {class}, set {set}");
+        a.hold_lookups = false;
+    }
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+
+    // CHANGE_NOTIFY on a directory whose delete is pending: DELETE_PENDING once the home said
+    // so; cleared, the watch waits for changes (STATUS_PENDING).
+    let da = a.create("w", ALL, D::OPEN_IF, 1).expect("a's directory");
+    let db = b.create("w", ALL, D::OPEN_IF, 1).expect("b's directory");
+    for (set, status) in [(1u8, NtStatus::DELETE_PENDING), (0, NtStatus::PENDING)] {
+        assert_eq!(b.set_info(db, 1, 13, &[set]).status(), NtStatus::SUCCESS);
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        let mut m = a.change_notify_msg(da, 0x17, false, 4096);
+        a.sign(&mut m);
+        assert!(a.send_frame(m).is_empty(), "no answer before the home's");
+        assert_eq!((a.held_lookups.len(), cl.calls_to(3)), (1, calls));
+        assert_eq!(statuses(&answer_held(&mut a)), [status], "set {set}");
+        a.hold_lookups = false;
+    }
+    b.put_file("w\\made.txt", b"");
+    assert!(
+        statuses(&a.pump()).contains(&NtStatus::SUCCESS),
+        "the watch that waited hears the change"
+    );
+}

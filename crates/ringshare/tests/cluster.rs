@@ -460,6 +460,19 @@ fn set_info_body(f: FileId, class: u8, buf: &[u8]) -> Vec<u8> {
     b
 }
 
+/// A QUERY_INFO of file class `class` (SMB2_0_INFO_FILE), its answer at most 4096 bytes.
+fn query_info_body(f: FileId, class: u8) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&41u16.to_le_bytes());
+    b.push(1);
+    b.push(class);
+    b.extend_from_slice(&4096u32.to_le_bytes());
+    b.extend_from_slice(&[0; 16]);
+    put_file_id(&mut b, f);
+    b.push(0);
+    b
+}
+
 fn rename_info(to: &str) -> Vec<u8> {
     let name = utf16(to);
     let mut b = vec![0u8; 16];

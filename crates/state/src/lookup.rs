@@ -40,6 +40,9 @@ pub enum DomainAnswer {
     Names(NameAnswers),
     /// A quota source's answer ([`crate::quota`]), or why there is none.
     Quota(Result<crate::quota::QuotaDone, String>),
+    /// A file's home's answer to what a request asked before it changed anything (a delete
+    /// pending read: [`Lookup::Home`]), or why it gave none.
+    Home(Result<Vec<u8>, ringshare_wire::NtStatus>),
 }
 
 /// The local accounts, with the users of `workgroup` checked by the domain: the domain was

@@ -36,6 +36,8 @@ pub(crate) fn parked(
                 // A QUERY_INFO asks a share's quota source the same way (cmd/quota.rs).
                 let asked = match ask {
                     Lookup::Quota { .. } => Asked::Quota,
+                    // A read of a file's home (cmd/pending.rs).
+                    Lookup::Home(_) => Asked::Home,
                     _ => Asked::Ids,
                 };
                 Ok(Handled::lookup(ask, LookupCont::Again(asked)))

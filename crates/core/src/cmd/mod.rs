@@ -29,6 +29,7 @@ pub(crate) mod logon_user;
 pub(crate) mod negotiate;
 pub(crate) mod notify;
 pub(crate) mod oplock_break;
+pub(crate) mod pending;
 pub(crate) mod pipe;
 pub(crate) mod posix;
 pub(crate) mod query_directory;
@@ -122,6 +123,9 @@ pub(crate) enum Asked {
     Names,
     /// A quota source's answer (QUERY_INFO).
     Quota,
+    /// A file's home's answer to a read that changes nothing there (the delete pending a
+    /// QUERY_INFO or a CHANGE_NOTIFY shows or checks: [`pending`]).
+    Home,
 }
 
 /// Work of a request that went async.

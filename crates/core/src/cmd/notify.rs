@@ -48,7 +48,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if open.access & FILE_LIST_DIRECTORY == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if crate::arbiter::delete_pending(&core.server.node, open.key, &open.entry, None)?.0 {
+    // Asked of the directory's home (another node) away from the I/O thread: cmd/pending.rs.
+    if crate::cmd::pending::delete_pending(core, &open)? {
         return Err(NtStatus::DELETE_PENDING);
     }
     let watcher = notify::arm(

@@ -95,17 +95,17 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return full_ea(&open, &q, limit);
     }
     let a = match q.info_type {
-        InfoType::FILE => file_info(
-            &core.server,
-            &open,
-            FileInfoClass(q.info_class),
-            dialect,
-            (
+        InfoType::FILE => {
+            let server = core.server.clone();
+            let how = (
                 core.now.mono_ms,
                 crate::fruit::zero_ids(&core.aapl, &open.share),
                 core.aapl.negotiated && open.share.fruit.is_some(),
-            ),
-        )?,
+            );
+            let pending = || crate::cmd::pending::delete_pending(core, &open);
+            let class = FileInfoClass(q.info_class);
+            file_info(&server, &open, class, dialect, how, pending)?
+        }
         InfoType::FILESYSTEM => {
             let class = FsInfoClass(q.info_class);
             if let (FsInfoClass::CONTROL, Some(source)) = (class, open.share.quota.clone()) {
@@ -172,6 +172,7 @@ fn file_info(
     class: FileInfoClass,
     dialect: Option<Dialect>,
     (now_ms, zero_ids, apple): (u64, bool, bool),
+    delete_pending: impl FnOnce() -> Result<bool, NtStatus>,
 ) -> Result<Answer, NtStatus> {
     // The file id shown: 0 after AAPL on a `fruit:zero_file_id` share.
     let shown_id = |a: &FileAttr| if zero_ids { 0 } else { fileinfo::file_id(a) };
@@ -191,6 +192,12 @@ fn file_info(
     if needs_attr_access && open.access & FILE_READ_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    // Asked of the file's home only by the classes that show it, before the file is read (the
+    // request may park and run again: cmd/pending.rs).
+    let pending = match class {
+        FileInfoClass::STANDARD | FileInfoClass::ALL => delete_pending()?,
+        _ => false,
+    };
     let mut attr: FileAttr = if needs_attr_access {
         open.node.stat()
     } else {
@@ -198,20 +205,13 @@ fn file_info(
     }
     .map_err(status_of)?;
     crate::writetime::apply(&server.files, open, &mut attr, now_ms);
-    // Asked of the file's home only by the classes that show it.
-    let delete_pending = || {
-        crate::arbiter::delete_pending(&server.node, open.key, &open.entry, None).map(|(p, _)| p)
-    };
     match class {
         FileInfoClass::BASIC => answer(FileBasicInformation::SIZE, |o| {
             fileinfo::basic(&attr).encode(o)
         }),
-        FileInfoClass::STANDARD => {
-            let pending = delete_pending()?;
-            answer(FileStandardInformation::SIZE, |o| {
-                fileinfo::standard(&attr, pending).encode(o)
-            })
-        }
+        FileInfoClass::STANDARD => answer(FileStandardInformation::SIZE, |o| {
+            fileinfo::standard(&attr, pending).encode(o)
+        }),
         FileInfoClass::INTERNAL => answer(8, |o| {
             FileInternalInformation {
                 index_number: shown_id(&attr),
@@ -253,7 +253,7 @@ fn file_info(
             };
             let all = FileAllInformation {
                 basic: fileinfo::basic(&attr),
-                standard: fileinfo::standard(&attr, delete_pending()?),
+                standard: fileinfo::standard(&attr, pending),
                 internal: FileInternalInformation {
                     index_number: shown_id(&attr),
                 },

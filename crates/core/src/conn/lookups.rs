@@ -95,6 +95,7 @@ impl Connection {
                     (Asked::Names, _) => DomainAnswer::Names(Default::default()),
                     (Asked::Quota, LookupDone::Quota(a)) => DomainAnswer::Quota(Ok(a)),
                     (Asked::Quota, _) => DomainAnswer::Quota(Err("no answer".into())),
+                    (Asked::Home, done) => DomainAnswer::Home(done.home()),
                 };
                 self.core.domain_answer = Some(answer);
                 let mut job = job;

@@ -894,17 +894,15 @@ impl Client {
     ) -> Resp {
         let tree = self.tree_id;
         self.call(Command::QUERY_INFO, tree, |o| {
-            o.put_u16(41);
-            o.put_u8(info_type);
-            o.put_u8(class);
-            o.put_u32(out_len);
-            o.put_u16(0);
-            o.put_u16(0);
-            o.put_u32(0);
-            o.put_u32(additional);
-            o.put_u32(0);
-            f.write(o);
-            o.put_u8(0);
+            query_info_body(o, f, info_type, class, additional, out_len)
+        })
+    }
+
+    /// A QUERY_INFO request (unsigned), for sending without waiting for its answer.
+    pub fn query_info_msg(&mut self, f: FileId, info_type: u8, class: u8, out_len: u32) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::QUERY_INFO, tree, |o| {
+            query_info_body(o, f, info_type, class, 0, out_len)
         })
     }
 
@@ -1158,4 +1156,26 @@ pub fn set_info_body(o: &mut Vec<u8>, f: FileId, info_type: u8, class: u8, buf: 
     o.put_u32(0);
     f.write(o);
     o.put_bytes(buf);
+}
+
+/// The body of a QUERY_INFO request.
+fn query_info_body(
+    o: &mut Vec<u8>,
+    f: FileId,
+    info_type: u8,
+    class: u8,
+    additional: u32,
+    out_len: u32,
+) {
+    o.put_u16(41);
+    o.put_u8(info_type);
+    o.put_u8(class);
+    o.put_u32(out_len);
+    o.put_u16(0);
+    o.put_u16(0);
+    o.put_u32(0);
+    o.put_u32(additional);
+    o.put_u32(0);
+    f.write(o);
+    o.put_u8(0);
 }

@@ -9,7 +9,8 @@
 //! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
 //! that it held, one opens it again and again, one locks and unlocks bytes of its open of it
 //! again and again (and one more sets and clears the delete pending of a file of its own homed
-//! there), each request waiting for node 2 (at most 2 s); the other clients'
+//! there, and one more asks FileStandardInformation of its open of another such file), each
+//! request waiting for node 2 (at most 2 s); the other clients'
 //! requests do not wait with them. A fourth holds a persistent open of that file, sends its
 //! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same. Ten more
 //! open files of their own homed on node 2 meanwhile, more calls to it than the driver carries
@@ -103,6 +104,9 @@ enum Remote {
     Lock(FileId),
     /// Sets and clears the delete pending of the open of it it holds, again and again.
     Dispose(FileId),
+    /// Asks FileStandardInformation (its delete pending is the home's) of the open of it it
+    /// holds, again and again.
+    Query(FileId),
 }
 
 /// A client of node 1 working on `file`, homed on node 2, once `stopped` is set (node 2
@@ -147,6 +151,10 @@ fn homed_elsewhere(
                 };
                 set(&mut c, 1).and_then(|()| set(&mut c, 0))
             }
+            Remote::Query(h) => {
+                let s = status(c.call(Command::QUERY_INFO, &query_info_body(h, 5)));
+                (s == NtStatus::SUCCESS).then_some(()).ok_or(s)
+            }
             _ => open(&mut c, &file, ALL, 7).map(|h| c.close(h).expect("close")),
         };
         longest = longest.max(t.elapsed());
@@ -159,6 +167,7 @@ fn homed_elsewhere(
     let what = match work {
         Remote::Lock(_) => "LOCKs",
         Remote::Dispose(_) => "delete pendings set and cleared",
+        Remote::Query(_) => "QUERY_INFOs (FileStandardInformation)",
         _ => "CREATEs",
     };
     format!("{what}: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
@@ -301,14 +310,18 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             homed_elsewhere(c, f, work, peer_stop, stop)
         }));
     }
-    // One more sets and clears the delete pending of its own file homed on node 2.
-    let doomed = files_homed_on(&cl, 2, "doomed", 1).remove(0);
-    let mut c = cl.client(1);
-    let work = Remote::Dispose(open(&mut c, &doomed, ALL, 7).expect("a file homed on node 2"));
-    remote.push({
+    // One more sets and clears the delete pending of its own file homed on node 2, and one more
+    // asks FileStandardInformation of its own.
+    let own = files_homed_on(&cl, 2, "doomed", 2);
+    for (i, f) in own.into_iter().enumerate() {
+        let mut c = cl.client(1);
+        let h = open(&mut c, &f, ALL, 7).expect("a file homed on node 2");
+        let work = [Remote::Dispose(h), Remote::Query(h)][i];
         let (peer_stop, stop) = (peer_stop.clone(), stop.clone());
-        thread::spawn(move || homed_elsewhere(c, doomed, work, peer_stop, stop))
-    });
+        remote.push(thread::spawn(move || {
+            homed_elsewhere(c, f, work, peer_stop, stop)
+        }));
+    }
     // Ten more open files of their own homed on node 2 once it stops: more calls to it than
     // the driver carries to one node at once (8), so that the calls to node 3 of a client
     // measured meanwhile would wait for threads they hold, if they could hold them all.
