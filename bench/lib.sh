@@ -215,6 +215,27 @@ TOML
     SERVERS+=("$name"); PORT_OF[$name]=$port; PID_OF[$name]=$pid
 }
 
+# Starts, from port PORT0 on, each ringshare binary LABEL=PATH under its label, then with SMBD=1
+# smbd (default vfs) and smbd-io_uring, then with ROCKET=1 rocketsmbd; their files under $BASE.
+# bench/rows and bench/profile start their servers this way.
+lib_start_servers() { # port0 smbd rocket LABEL=PATH...
+    local port=$1 smbd=$2 rocket=$3 spec name
+    shift 3
+    for spec in "$@"; do
+        name=${spec%%=*}
+        lib_start_ringshare "$name" "${spec#*=}" "$port" "$BASE/$name" || exit 1
+        port=$((port + 1))
+    done
+    if [ "$smbd" = 1 ]; then
+        lib_start_smbd smbd "$port" "$BASE/smbd" "" || exit 1
+        lib_start_smbd smbd-io_uring $((port + 1)) "$BASE/smbd-io_uring" "vfs objects = io_uring" || exit 1
+        port=$((port + 2))
+    fi
+    if [ "$rocket" = 1 ]; then
+        lib_start_rocketsmbd rocketsmbd "$port" "$BASE/rocketsmbd" || exit 1
+    fi
+}
+
 # One `ringshare bench` run against SERVER; its JSON line goes to $RESULTS under LABEL.
 lib_bench() { # server label workload extra-args...
     local s=$1 label=$2 w=$3 line
