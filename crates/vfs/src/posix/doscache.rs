@@ -12,10 +12,16 @@
 //! sets the inode's change time, whoever does it (ringshare, Samba, `setfattr`),
 //! and nothing can set it back. A value is kept with the change time the file
 //! had when it was stat'ed before the read, so a value can only be newer than
-//! its change time says, never older. Two changes can share a change time on a
-//! file system with coarse timestamps (one clock tick), so a file changed in the
-//! last [`SETTLED_NANOS`] is always read afresh and never kept: after that, any
-//! further change gets a later time. Files are keyed by device and inode and
+//! its change time says, never older. Two changes can share a change time while
+//! the kernel's timestamp clock has not moved on (one tick, at most 10 ms) or,
+//! on a file system that keeps whole seconds (ext4 with 128-byte inodes), within
+//! the second; so a file changed lately is always read afresh and never kept:
+//! for [`SETTLED_NANOS`] when its change time is a whole second, for
+//! [`SETTLED_FINE_NANOS`] when it has a fraction (its file system keeps finer
+//! times than seconds, so only the tick is left). After that, any further
+//! change gets a later time. (A file made and opened at once, as an Explorer
+//! copy or a build does, is then read afresh for 50 ms, not 2 s: issue 34's
+//! metadata row read the attribute of every file it had made in its first 2 s.) Files are keyed by device and inode and
 //! also checked by birth time, so an inode number reused by a new file is not
 //! taken for the old one.
 //!
@@ -33,8 +39,23 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use crate::dosattrib::DosInfo;
 use crate::UnixNanos;
 
-/// How long ago a file must have last changed for its value to be kept.
+/// How long ago a file whose change time is a whole second must have last
+/// changed for its value to be kept: its file system may keep only seconds.
 pub(super) const SETTLED_NANOS: UnixNanos = 2_000_000_000;
+
+/// The same for a change time with a fraction of a second: five ticks of the
+/// slowest kernel clock (HZ=100).
+pub(super) const SETTLED_FINE_NANOS: UnixNanos = 50_000_000;
+
+/// Whether a file last changed at `ctime` may have its value kept at `now`.
+fn settled(ctime: UnixNanos, now: UnixNanos) -> bool {
+    let wait = if ctime % 1_000_000_000 == 0 {
+        SETTLED_NANOS
+    } else {
+        SETTLED_FINE_NANOS
+    };
+    ctime <= now - wait
+}
 
 /// Files kept per thread; a full cache is emptied (65,536 files, about 6 MiB
 /// with the table's room).
@@ -154,16 +175,16 @@ impl<V: Copy> StampMap<V> {
     }
 
     /// Keeps `value` (`None`: one that cannot be kept), read after the file
-    /// was stat'ed as `s`, unless the file changed less than
-    /// [`SETTLED_NANOS`] before `now`; whatever was kept for the file goes
-    /// when the new value is not kept.
+    /// was stat'ed as `s`, unless the file changed too lately before `now`
+    /// ([`settled`]); whatever was kept for the file goes when the new value
+    /// is not kept.
     pub(super) fn put(&mut self, s: &Stamp, value: Option<V>, now: UnixNanos) {
         let key = Key {
             dev: s.dev,
             ino: s.ino,
         };
         let kept = (|| {
-            if s.ctime > now - SETTLED_NANOS {
+            if !settled(s.ctime, now) {
                 return None;
             }
             Some(Kept {
@@ -314,16 +335,36 @@ mod tests {
     }
 
     #[test]
-    fn a_file_changed_in_the_last_two_seconds_is_not_kept_and_drops_what_was() {
+    fn a_file_changed_in_the_last_50_ms_is_not_kept_and_drops_what_was() {
         let mut c = DosCache::default();
-        let now = HOUR;
-        c.put(&stamp(1, now - SETTLED_NANOS + 1), kept(info(0x20)), now);
-        assert_eq!(got(&c, &stamp(1, now - SETTLED_NANOS + 1)), None);
+        let now = HOUR + 500_000_000;
+        let recent = now - SETTLED_FINE_NANOS + 1;
+        c.put(&stamp(1, recent), kept(info(0x20)), now);
+        assert_eq!(got(&c, &stamp(1, recent)), None);
+        let settled = now - SETTLED_FINE_NANOS - 1;
+        c.put(&stamp(1, settled), kept(info(0x20)), now);
+        assert_eq!(got(&c, &stamp(1, settled)), Some(info(0x20)));
         c.put(&stamp(2, 10), kept(info(0x20)), now);
         // The same change time seen again while it is recent: the kept
         // value cannot be told apart from a newer one, so it goes.
-        c.put(&stamp(2, 10), kept(info(0x21)), 10 + SETTLED_NANOS / 2);
+        c.put(&stamp(2, 10), kept(info(0x21)), 10 + SETTLED_FINE_NANOS / 2);
         assert_eq!(got(&c, &stamp(2, 10)), None);
+    }
+
+    #[test]
+    fn a_file_whose_change_time_is_a_whole_second_waits_two_seconds() {
+        // Its file system may keep only seconds: a change later in the same
+        // second would get the same time.
+        let mut c = DosCache::default();
+        let whole = HOUR;
+        c.put(
+            &stamp(1, whole),
+            kept(info(0x20)),
+            whole + SETTLED_NANOS / 2,
+        );
+        assert_eq!(got(&c, &stamp(1, whole)), None);
+        c.put(&stamp(1, whole), kept(info(0x20)), whole + SETTLED_NANOS);
+        assert_eq!(got(&c, &stamp(1, whole)), Some(info(0x20)));
     }
 
     #[test]
