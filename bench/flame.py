@@ -169,10 +169,11 @@ def main():
     row = json.loads(row_json) if row_json not in ("-", "") else {}
     # The measured cost of the row, spread over the categories by their share of samples.
     unit, cost = None, None
-    if row.get("requests") and row.get("server_cpu_s"):
-        unit, cost = "us/request", row["server_cpu_s"] / row["requests"] * 1e6
-    elif row.get("server_cpu_s_per_gib"):
+    # Rows that move bytes by GiB (as bench/rows reports them), the others by request.
+    if row.get("server_cpu_s_per_gib"):
         unit, cost = "s/GiB", row["server_cpu_s_per_gib"]
+    elif row.get("requests") and row.get("server_cpu_s"):
+        unit, cost = "us/request", row["server_cpu_s"] / row["requests"] * 1e6
     budget = {"title": title, "samples": total, "unit": unit, "cost": cost, "categories": {}}
     print("%s: %d samples of the server%s" % (title, total,
           "; measured %.3f %s" % (cost, unit) if cost else ""))
