@@ -5,7 +5,8 @@ CPU per request or per GiB.
 
 Usage: flame.py PERF_SCRIPT_OUTPUT PIDS_FILE ROW_JSON OUT_PREFIX TITLE
 
-PERF_SCRIPT_OUTPUT  `perf script -F pid,tid,comm,ip,sym,dso` of the run (samples of every CPU)
+PERF_SCRIPT_OUTPUT  `perf script -F pid,tid,comm,ip,sym,dso` of the run (samples of every CPU),
+                    or a .folded file this script wrote (PIDS_FILE then unused): budgets again
 PIDS_FILE           the server's process ids, one a line (its process and every child seen
                     during the run: smbd forks one per connection); samples of other processes
                     (the client, other work on the machine) are left out
@@ -119,7 +120,7 @@ def svg(folded, title, path):
     def walk(node, x, depth):
         for name, (n, kids) in sorted(node.items()):
             w = n / total * width
-            if w >= 0.3:
+            if w >= 1.0:
                 boxes.append((x, depth, w, name, n))
                 depth_max[0] = max(depth_max[0], depth)
                 walk(kids, x, depth + 1)
@@ -146,13 +147,28 @@ def svg(folded, title, path):
         f.write("\n".join(out) + "\n")
 
 
+def parse_folded(path):
+    """Yields the samples of a .folded file this script wrote (to budget a profile again)."""
+    for line in open(path):
+        stack, n = line.rsplit(" ", 1)
+        names = stack.split(";")
+        frames = [(f[:-4], "[kernel.kallsyms]") if f.endswith("_[k]") else (f, "")
+                  for f in reversed(names[1:])]
+        for _ in range(int(n)):
+            yield names[0], frames
+
+
 def main():
     script, pids_file, row_json, prefix, title = sys.argv[1:6]
-    pids = {int(x) for x in open(pids_file).read().split() if x.strip().isdigit()}
     folded = Counter()
     cats = Counter()
     selfs = defaultdict(Counter)
-    for comm, frames in parse(script, pids):
+    if script.endswith(".folded"):
+        samples = parse_folded(script)
+    else:
+        pids = {int(x) for x in open(pids_file).read().split() if x.strip().isdigit()}
+        samples = parse(script, pids)
+    for comm, frames in samples:
         stack = []
         for sym, dso in reversed(frames):
             k = "_[k]" if dso in KERNEL_DSOS else ""
@@ -170,7 +186,7 @@ def main():
     # The measured cost of the row, spread over the categories by their share of samples.
     unit, cost = None, None
     # Rows that move bytes by GiB (as bench/rows reports them), the others by request.
-    if row.get("server_cpu_s_per_gib"):
+    if row.get("server_cpu_s_per_gib") and row.get("workload") in ("seq-read", "seq-write", "same-file"):
         unit, cost = "s/GiB", row["server_cpu_s_per_gib"]
     elif row.get("requests") and row.get("server_cpu_s"):
         unit, cost = "us/request", row["server_cpu_s"] / row["requests"] * 1e6
