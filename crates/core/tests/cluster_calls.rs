@@ -11,7 +11,7 @@ mod support;
 use cluster_support::*;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::CreateResponse;
-use ringshare_wire::NtStatus;
+use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
 const ALL: u32 = 0x001F_01FF;
@@ -126,6 +126,28 @@ fn a_blocking_locks_retries_ask_the_home_without_holding_the_io_thread() {
 
 const READ: u32 = 0x0012_0089;
 
+/// Request `m` (`what`), sent by `a` of node 1 about a file homed on node 3, waits for the home
+/// and not its connection: no answer, its call held (the thread made none), and a READ of `f`
+/// answered meanwhile. The lookups stay held until the caller answers them.
+fn waits_for_the_home(cl: &Cluster, a: &mut Client, m: Vec<u8>, f: FileId, what: &str) {
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    assert!(
+        a.send_frame(m).is_empty(),
+        "no {what} answer before the home's"
+    );
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (1, calls),
+        "the {what} waits for its call, which the thread did not make"
+    );
+    assert_eq!(
+        a.read(f, 0, 4).status(),
+        NtStatus::SUCCESS,
+        "the connection answers a READ meanwhile"
+    );
+}
+
 /// A SET_INFO that sets or clears the delete pending of a file homed on another node
 /// (FileDispositionInformation, and the Ex form) waits for the home, not its connection: no
 /// answer and no call before the held call is carried, a READ answered meanwhile; once carried
@@ -145,23 +167,8 @@ fn a_delete_pending_set_on_a_file_homed_on_another_node_waits_for_the_home_not_i
         (13, vec![0], false),
         (64, vec![1, 0, 0, 0], true),
     ] {
-        a.hold_lookups = true;
-        let calls = cl.calls_to(3);
         let m = a.set_info_msg(fa, 1, class, &buf);
-        assert!(
-            a.send_frame(m).is_empty(),
-            "no SET_INFO answer before the home's"
-        );
-        assert_eq!(
-            (a.held_lookups.len(), cl.calls_to(3)),
-            (1, calls),
-            "the SET_INFO waits for its call, which the thread did not make"
-        );
-        assert_eq!(
-            a.read(fa, 0, 4).status(),
-            NtStatus::SUCCESS,
-            "the connection answers a READ meanwhile"
-        );
+        waits_for_the_home(&cl, &mut a, m, fa, "SET_INFO");
         assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
         a.hold_lookups = false;
         let seen = open(&mut b, "gone.txt", READ, 7);
@@ -223,23 +230,9 @@ fn a_delete_pending_read_of_a_file_homed_on_another_node_waits_for_the_home_not_
     let fb = open(&mut b, "q.txt", ALL, 7).expect("b");
     for (set, class) in [(1u8, 5u8), (1, 18), (0, 5), (0, 18)] {
         assert_eq!(b.set_info(fb, 1, 13, &[set]).status(), NtStatus::SUCCESS);
-        a.hold_lookups = true;
         let calls = cl.calls_to(3);
         let m = a.query_info_msg(fa, 1, class, 4096);
-        assert!(
-            a.send_frame(m).is_empty(),
-            "no QUERY_INFO answer before the home's (class {class})"
-        );
-        assert_eq!(
-            (a.held_lookups.len(), cl.calls_to(3)),
-            (1, calls),
-            "the QUERY_INFO waits for its call, which the thread did not make"
-        );
-        assert_eq!(
-            a.read(fa, 0, 4).status(),
-            NtStatus::SUCCESS,
-            "the connection answers a READ meanwhile"
-        );
+        waits_for_the_home(&cl, &mut a, m, fa, &format!("QUERY_INFO of class {class}"));
         let r = answer_held(&mut a);
         assert_eq!(statuses(&r), [NtStatus::SUCCESS], "class {class}");
         assert_eq!(cl.calls_to(3), calls + 1, "one call");
