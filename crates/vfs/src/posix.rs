@@ -1075,7 +1075,7 @@ impl Share for PosixShare {
             if n == name {
                 return true;
             }
-            if n.to_lowercase() == wanted && best.as_deref().is_none_or(|b| n < b) {
+            if lowercases_to(n, &wanted) && best.as_deref().is_none_or(|b| n < b) {
                 best = Some(n.to_string());
             }
             false
@@ -1091,6 +1091,20 @@ impl Share for PosixShare {
     ) -> FsResult<String> {
         self.scan_dir(who, dir, matches)?.ok_or(FsError::NotFound)
     }
+}
+
+/// Whether `name.to_lowercase() == lower`, without making a lowercase copy
+/// of an ASCII name: a new name's case-insensitive look checks every entry of
+/// its directory, and an allocation per entry was most of that look's own time.
+fn lowercases_to(name: &str, lower: &str) -> bool {
+    if name.is_ascii() && lower.is_ascii() {
+        return name.len() == lower.len()
+            && name
+                .bytes()
+                .zip(lower.bytes())
+                .all(|(a, b)| a.to_ascii_lowercase() == b);
+    }
+    name.to_lowercase() == lower
 }
 
 impl PosixShare {

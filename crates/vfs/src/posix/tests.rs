@@ -650,3 +650,19 @@ fn a_symlink_opened_itself_shows_its_target_and_changes_nothing_it_points_to() {
         .is_err());
     let _ = std::fs::remove_file(&outside);
 }
+
+#[test]
+fn a_name_matches_its_lowercase_form_whatever_its_case_and_script() {
+    assert!(lowercases_to("Report.DOCX", "report.docx"));
+    assert!(!lowercases_to("Report.DOCX", "report.doc"));
+    assert!(
+        !lowercases_to("Report.DOCX", "reporT.docx"),
+        "the second side is lowercase already"
+    );
+    assert!(lowercases_to("ÄRGER.txt", "ärger.txt"));
+    assert!(!lowercases_to("ÄRGER.txt", "arger.txt"));
+    assert!(!lowercases_to("Arger.txt", "ärger.txt"));
+    for (name, other) in [("İx", "i̇x"), ("ΟΔΟΣ", "οδος"), ("Straße", "strasse")] {
+        assert_eq!(lowercases_to(name, other), name.to_lowercase() == other);
+    }
+}
