@@ -344,6 +344,18 @@ impl SessionSecurity {
         )
     }
 
+    /// Seals (or unseals: RC4 is its own inverse) client-to-server `data` in place. [MS-NLMP]
+    /// 3.4.3 SEAL: the data takes the direction's RC4 stream first, then the signature of the
+    /// plaintext (`verify_client_to_server`, `sign_client_to_server`) continues it.
+    pub fn seal_client_to_server(&mut self, data: &mut [u8]) {
+        self.client_seal.apply(data);
+    }
+
+    /// Seals (or unseals) server-to-client `data` in place, before its signature is made.
+    pub fn seal_server_to_client(&mut self, data: &mut [u8]) {
+        self.server_seal.apply(data);
+    }
+
     /// Check a client-to-server signature (constant-time).
     pub fn verify_client_to_server(&mut self, msg: &[u8], signature: &[u8]) -> bool {
         let want = self.sign_client_to_server(msg);

@@ -23,6 +23,7 @@ mod fuzz;
 mod local;
 mod lsa;
 mod ndr;
+pub mod rpcauth;
 mod samr;
 mod srvsvc;
 pub mod witness;
@@ -161,6 +162,7 @@ const PTYPE_BIND_ACK: u8 = 12;
 const PTYPE_BIND_NAK: u8 = 13;
 const PTYPE_ALTER_CONTEXT: u8 = 14;
 const PTYPE_ALTER_CONTEXT_RESP: u8 = 15;
+const PTYPE_AUTH3: u8 = 16;
 const PFC_FIRST_FRAG: u8 = 0x01;
 const PFC_LAST_FRAG: u8 = 0x02;
 /// nca_s_op_rng_error: the operation number is not served.
@@ -202,6 +204,10 @@ pub struct Pipe {
     sec_addr: String,
     /// Requests the caller answers ([`Service::Witness`], [`Service::Epmapper`]).
     calls: VecDeque<Call>,
+    /// The association's authentication, on pipes that take one ([`Pipe::with_auth`]).
+    auth: Option<Box<rpcauth::Auth>>,
+    /// Why the association ends, after what is queued is read ([`Pipe::closed`]).
+    closed: Option<String>,
 }
 
 impl Pipe {
@@ -246,7 +252,21 @@ impl Pipe {
             needs: Vec::new(),
             sec_addr,
             calls: VecDeque::new(),
+            auth: None,
+            closed: None,
         }
+    }
+
+    /// This pipe takes DCE/RPC authentication (NTLMSSP) as `acceptor` says ([`rpcauth`]).
+    pub fn with_auth(mut self, acceptor: rpcauth::Acceptor) -> Pipe {
+        self.auth = Some(Box::new(rpcauth::Auth::new(acceptor)));
+        self
+    }
+
+    /// Why the association must end (a call failed its authentication check and was answered
+    /// with a fault): the caller sends what is queued, then closes the connection.
+    pub fn closed(&self) -> Option<&str> {
+        self.closed.as_deref()
     }
 
     /// The next whole request of a service its caller answers.
@@ -301,7 +321,7 @@ impl Pipe {
     }
 
     fn take_input(&mut self, facts: &ServerFacts) -> Result<Progress, NtStatus> {
-        while self.input.len() >= 16 && self.waiting.is_none() {
+        while self.input.len() >= 16 && self.waiting.is_none() && self.closed.is_none() {
             let frag_len = usize::from(u16::from_le_bytes([self.input[8], self.input[9]]));
             if frag_len < 16 {
                 return Err(NtStatus::INVALID_PARAMETER);
@@ -380,36 +400,87 @@ impl Pipe {
 
     fn process(&mut self, pdu: &[u8], facts: &ServerFacts) {
         let call_id = u32::from_le_bytes([pdu[12], pdu[13], pdu[14], pdu[15]]);
-        // rpc_vers 5.0, little-endian integers, no authentication.
-        let well_formed =
-            pdu[0] == 5 && pdu[1] == 0 && pdu[4] & 0xF0 == 0x10 && pdu[10..12] == [0, 0];
-        if !well_formed {
+        // rpc_vers 5.0, little-endian integers; an auth trailer only where authentication is
+        // taken.
+        let well_formed = pdu[0] == 5 && pdu[1] == 0 && pdu[4] & 0xF0 == 0x10;
+        let split = rpcauth::split(pdu).ok().filter(|(_, t)| {
+            well_formed && (t.is_none() || self.auth.is_some())
+        });
+        let Some((body_end, trailer)) = split else {
             self.fault(call_id, 0, FAULT_PROTO);
             return;
-        }
-        let body = &pdu[16..];
+        };
+        let body = &pdu[16..body_end];
         match pdu[2] {
             PTYPE_BIND | PTYPE_ALTER_CONTEXT => {
-                let ack = if pdu[2] == PTYPE_BIND {
-                    PTYPE_BIND_ACK
-                } else {
-                    PTYPE_ALTER_CONTEXT_RESP
+                let is_bind = pdu[2] == PTYPE_BIND;
+                let verifier = match (&trailer, self.auth.as_mut()) {
+                    (Some(t), Some(a)) => match a.bind(t, is_bind) {
+                        rpcauth::Leg::Answer(v) => v,
+                        rpcauth::Leg::Refuse(why) => {
+                            tracing::info!("rpc: a bind refused: {why}");
+                            self.nak_or_fault(is_bind, call_id);
+                            return;
+                        }
+                    },
+                    _ => Vec::new(),
                 };
-                match self.bind(body, ack == PTYPE_BIND_ACK) {
-                    Some(ack_body) => {
-                        self.queue(ack, PFC_FIRST_FRAG | PFC_LAST_FRAG, call_id, &ack_body)
+                let (ack, ok) = if is_bind {
+                    (PTYPE_BIND_ACK, self.bind(body, true))
+                } else {
+                    (PTYPE_ALTER_CONTEXT_RESP, self.bind(body, false))
+                };
+                match ok {
+                    Some(mut ack_body) => {
+                        let auth_len = verifier.len().saturating_sub(8) as u16;
+                        ack_body.extend_from_slice(&verifier);
+                        let len = (16 + ack_body.len()) as u16;
+                        let mut h = header(ack, PFC_FIRST_FRAG | PFC_LAST_FRAG, len, call_id);
+                        h[10..12].copy_from_slice(&auth_len.to_le_bytes());
+                        self.output.extend(h);
+                        self.output.extend(ack_body);
                     }
-                    // bind_nak: reason 0 (not specified), no protocol versions.
-                    None => self.queue(
-                        PTYPE_BIND_NAK,
-                        PFC_FIRST_FRAG | PFC_LAST_FRAG,
-                        call_id,
-                        &[0, 0, 0],
-                    ),
+                    None => self.nak_or_fault(true, call_id),
                 }
             }
-            PTYPE_REQUEST => self.request(pdu[3], call_id, body, facts),
+            PTYPE_AUTH3 => match (&trailer, self.auth.as_mut()) {
+                (Some(t), Some(a)) => {
+                    if let Err(why) = a.auth3(t) {
+                        tracing::info!("rpc: an AUTH3 refused: {why}");
+                    }
+                }
+                _ => self.fault(call_id, 0, FAULT_PROTO),
+            },
+            PTYPE_REQUEST => {
+                let checked = match self.auth.as_mut() {
+                    None => Ok(body.to_vec()),
+                    Some(a) => a.request(pdu, body_end, trailer.as_ref()),
+                };
+                match checked {
+                    Ok(body) => self.request(pdu[3], call_id, &body, facts),
+                    Err(why) => {
+                        tracing::warn!("rpc: a call refused: {why}");
+                        self.fault(call_id, 0, rpcauth::FAULT_ACCESS_DENIED);
+                        self.closed = Some(format!("access denied: {why}"));
+                    }
+                }
+            }
             _ => self.fault(call_id, 0, FAULT_PROTO),
+        }
+    }
+
+    /// A refused BIND gets a bind_nak (reason 0, not specified; no protocol versions), a
+    /// refused ALTER_CONTEXT a fault.
+    fn nak_or_fault(&mut self, is_bind: bool, call_id: u32) {
+        if is_bind {
+            self.queue(
+                PTYPE_BIND_NAK,
+                PFC_FIRST_FRAG | PFC_LAST_FRAG,
+                call_id,
+                &[0, 0, 0],
+            );
+        } else {
+            self.fault(call_id, 0, rpcauth::FAULT_ACCESS_DENIED);
         }
     }
 
@@ -520,7 +591,8 @@ impl Pipe {
 
     /// Queue a RESPONSE, cut into fragments the client can take.
     fn respond(&mut self, call_id: u32, ctx_id: u16, stub: &[u8]) {
-        let room = usize::from(self.frag_max) - 24;
+        let overhead = self.auth.as_ref().map_or(0, |a| a.overhead());
+        let room = usize::from(self.frag_max) - 24 - overhead;
         let chunks: Vec<&[u8]> = if stub.is_empty() {
             vec![&[][..]]
         } else {
@@ -540,7 +612,13 @@ impl Pipe {
             body.extend_from_slice(&ctx_id.to_le_bytes());
             body.extend_from_slice(&[0, 0]);
             body.extend_from_slice(chunk);
-            self.queue(PTYPE_RESPONSE, flags, call_id, &body);
+            match self.auth.as_mut().filter(|a| a.level() >= rpcauth::LEVEL_PKT) {
+                Some(a) => {
+                    let pdu = a.response(flags, call_id, &body);
+                    self.output.extend(pdu);
+                }
+                None => self.queue(PTYPE_RESPONSE, flags, call_id, &body),
+            }
         }
     }
 
@@ -556,13 +634,18 @@ impl Pipe {
 
     fn queue(&mut self, ptype: u8, flags: u8, call_id: u32, body: &[u8]) {
         let len = (16 + body.len()) as u16;
-        let hdr = [5, 0, ptype, flags, 0x10, 0, 0, 0];
-        self.output.extend(hdr);
-        self.output.extend(len.to_le_bytes());
-        self.output.extend([0, 0]);
-        self.output.extend(call_id.to_le_bytes());
+        self.output.extend(header(ptype, flags, len, call_id));
         self.output.extend(body);
     }
+}
+
+/// A PDU's 16-byte header: version 5.0, little-endian, no auth_length.
+fn header(ptype: u8, flags: u8, frag_len: u16, call_id: u32) -> Vec<u8> {
+    let mut h = vec![5, 0, ptype, flags, 0x10, 0, 0, 0];
+    h.extend_from_slice(&frag_len.to_le_bytes());
+    h.extend_from_slice(&[0, 0]);
+    h.extend_from_slice(&call_id.to_le_bytes());
+    h
 }
 
 #[cfg(test)]

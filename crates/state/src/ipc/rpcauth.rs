@@ -1,0 +1,291 @@
+//! DCE/RPC authentication of a connection-oriented association ([MS-RPCE] 2.2.2.11, 3.3.1.5.2):
+//! the auth_verifier (sec_trailer and auth_value) at the end of a PDU, the NTLMSSP legs (BIND →
+//! BIND_ACK with the CHALLENGE, then AUTH3 or ALTER_CONTEXT with the AUTHENTICATE), and per-PDU
+//! protection: at packet integrity (levels 4 and 5) the NTLMSSP signature covers the whole PDU up
+//! to the signature (header, body, padding, sec_trailer); at privacy (6) the stub and its padding
+//! are also sealed ([MS-NLMP] 3.4.3).
+//!
+//! Only pipes made with [`super::Pipe::with_auth`] (the TCP services) take an auth trailer; the
+//! named pipes of IPC$ ride on their SMB session's authentication and answer a trailer with a
+//! fault, as before. A call that fails its check gets nca_s_fault_access_denied and the
+//! association ends ([`super::Pipe::closed`]), as Samba's dcesrv does.
+
+use std::sync::Arc;
+
+use ringshare_auth::ntlm::{NtlmServer, ServerConfig, SessionSecurity};
+use ringshare_auth::UserLookup;
+
+/// RPC_C_AUTHN_WINNT: NTLMSSP.
+pub const AUTHN_WINNT: u8 = 10;
+/// RPC_C_AUTHN_LEVEL_CONNECT: authenticated at BIND, nothing per PDU.
+pub const LEVEL_CONNECT: u8 = 2;
+/// RPC_C_AUTHN_LEVEL_PKT: for connection-oriented RPC the same as integrity.
+pub const LEVEL_PKT: u8 = 4;
+/// RPC_C_AUTHN_LEVEL_PKT_PRIVACY: signed and sealed.
+pub const LEVEL_PRIVACY: u8 = 6;
+/// nca_s_fault_access_denied.
+pub const FAULT_ACCESS_DENIED: u32 = 5;
+/// The NTLMSSP signature's length.
+const SIG_LEN: usize = 16;
+/// The sec_trailer's length.
+const TRAILER_LEN: usize = 8;
+
+/// What a pipe that takes authentication knows: whose passwords, the names its CHALLENGE gives,
+/// the least level a call needs, and this association's challenge and time.
+pub struct Acceptor {
+    pub users: Arc<dyn UserLookup + Send + Sync>,
+    pub names: ServerConfig,
+    /// Calls below this level are refused ([`LEVEL_PKT`] for Witness; 0: anonymous allowed).
+    pub min_level: u8,
+    /// The server challenge (random, per association).
+    pub challenge: [u8; 8],
+    /// Now, in 100 ns since 1601 (the CHALLENGE's timestamp).
+    pub now_filetime: u64,
+}
+
+/// A PDU's sec_trailer and auth_value.
+pub(super) struct Trailer<'a> {
+    auth_type: u8,
+    level: u8,
+    pad: u8,
+    ctx_id: u32,
+    value: &'a [u8],
+}
+
+/// Where a PDU's body ends (its sec_trailer begins), and the trailer if auth_length says one is
+/// there; Err when auth_length does not fit the PDU.
+pub(super) fn split(pdu: &[u8]) -> Result<(usize, Option<Trailer<'_>>), ()> {
+    let auth_len = usize::from(u16::from_le_bytes([pdu[10], pdu[11]]));
+    if auth_len == 0 {
+        return Ok((pdu.len(), None));
+    }
+    let at = pdu
+        .len()
+        .checked_sub(auth_len + TRAILER_LEN)
+        .filter(|&at| at >= 16)
+        .ok_or(())?;
+    let t = &pdu[at..];
+    Ok((
+        at,
+        Some(Trailer {
+            auth_type: t[0],
+            level: t[1],
+            pad: t[2],
+            ctx_id: u32::from_le_bytes([t[4], t[5], t[6], t[7]]),
+            value: &t[TRAILER_LEN..],
+        }),
+    ))
+}
+
+enum State {
+    /// No auth trailer seen.
+    None,
+    /// CHALLENGE sent; the AUTHENTICATE is awaited.
+    Challenged(Box<NtlmServer>, u8, u32),
+    /// Authenticated: the keys, the level and the auth_context_id every PDU must carry.
+    Done(Box<SessionSecurity>, u8, u32),
+    /// The authentication failed: every call is refused.
+    Failed,
+}
+
+/// One association's authentication.
+pub(super) struct Auth {
+    acceptor: Acceptor,
+    state: State,
+}
+
+/// What a BIND's or ALTER_CONTEXT's auth trailer asks.
+pub(super) enum Leg {
+    /// Answer with this verifier (sec_trailer and token; empty: none).
+    Answer(Vec<u8>),
+    /// Refuse the BIND (bind_nak), for this reason.
+    Refuse(String),
+}
+
+impl Auth {
+    pub(super) fn new(acceptor: Acceptor) -> Auth {
+        Auth {
+            acceptor,
+            state: State::None,
+        }
+    }
+
+    /// The level every request and response is protected at (0: none).
+    pub(super) fn level(&self) -> u8 {
+        match self.state {
+            State::Done(_, level, _) => level,
+            _ => 0,
+        }
+    }
+
+    /// A BIND or ALTER_CONTEXT with an auth trailer: the first leg (NEGOTIATE → CHALLENGE) or,
+    /// in an ALTER_CONTEXT, the third (AUTHENTICATE).
+    pub(super) fn bind(&mut self, t: &Trailer<'_>, is_bind: bool) -> Leg {
+        match (&self.state, is_bind) {
+            (State::None, true) => {}
+            (State::Challenged(..), false) => {
+                return match self.authenticate(t) {
+                    Ok(()) => Leg::Answer(Vec::new()),
+                    Err(why) => Leg::Refuse(why),
+                };
+            }
+            (State::Done(_, level, ctx), false) if t.level == *level && t.ctx_id == *ctx => {
+                return Leg::Answer(Vec::new());
+            }
+            _ => return Leg::Refuse("an auth trailer out of sequence".into()),
+        }
+        if t.auth_type != AUTHN_WINNT {
+            self.state = State::Failed;
+            return Leg::Refuse(format!(
+                "authentication type {} (only NTLMSSP, 10, is served)",
+                t.auth_type
+            ));
+        }
+        if !(LEVEL_CONNECT..=LEVEL_PRIVACY).contains(&t.level) {
+            self.state = State::Failed;
+            return Leg::Refuse(format!("authentication level {}", t.level));
+        }
+        let a = &self.acceptor;
+        let mut ntlm = NtlmServer::new(&a.names, a.challenge, a.now_filetime);
+        match ntlm.challenge(t.value) {
+            Ok(token) => {
+                let out = verifier(t.auth_type, t.level, 0, t.ctx_id, &token);
+                self.state = State::Challenged(Box::new(ntlm), t.level, t.ctx_id);
+                Leg::Answer(out)
+            }
+            Err(e) => {
+                self.state = State::Failed;
+                Leg::Refuse(format!("NTLMSSP NEGOTIATE: {e}"))
+            }
+        }
+    }
+
+    /// AUTH3: the third leg; no answer, a failure refuses the calls that follow.
+    pub(super) fn auth3(&mut self, t: &Trailer<'_>) -> Result<(), String> {
+        self.authenticate(t)
+    }
+
+    fn authenticate(&mut self, t: &Trailer<'_>) -> Result<(), String> {
+        let State::Challenged(mut ntlm, level, ctx) = std::mem::replace(&mut self.state, State::Failed)
+        else {
+            return Err("an AUTHENTICATE out of sequence".into());
+        };
+        if t.auth_type != AUTHN_WINNT || t.level != level || t.ctx_id != ctx {
+            return Err("the AUTHENTICATE's trailer differs from the BIND's".into());
+        }
+        let done = ntlm
+            .authenticate(t.value, self.acceptor.users.as_ref())
+            .map_err(|e| e.to_string())?;
+        if done.user.is_empty() {
+            return Err("an anonymous NTLMSSP logon".into());
+        }
+        let sec = ntlm
+            .session_security()
+            .ok_or("no NTLMSSP session keys")?
+            .clone();
+        tracing::debug!(user = %done.user, level, "rpc: an association authenticated with NTLMSSP");
+        self.state = State::Done(Box::new(sec), level, ctx);
+        Ok(())
+    }
+
+    /// A REQUEST PDU's body (header stripped; stub unsealed, its padding dropped) when its
+    /// protection is what the association's authentication asks; else why not.
+    pub(super) fn request(
+        &mut self,
+        pdu: &[u8],
+        body_end: usize,
+        t: Option<&Trailer<'_>>,
+    ) -> Result<Vec<u8>, String> {
+        let min = self.acceptor.min_level;
+        let (sec, level, ctx) = match &mut self.state {
+            State::None if t.is_none() && min == 0 => return Ok(pdu[16..body_end].to_vec()),
+            State::None if t.is_none() => {
+                return Err(format!(
+                    "an unauthenticated call (level {min}, packet integrity, is needed)"
+                ))
+            }
+            State::Done(sec, level, ctx) => (sec, *level, *ctx),
+            State::Failed => return Err("a call after its authentication failed".into()),
+            _ => return Err("a call before its authentication finished".into()),
+        };
+        if level < min {
+            return Err(format!(
+                "a call at authentication level {level} (level {min}, packet integrity, is needed)"
+            ));
+        }
+        if level < LEVEL_PKT {
+            return match t {
+                None => Ok(pdu[16..body_end].to_vec()),
+                Some(_) => Err("an auth trailer at connect level".into()),
+            };
+        }
+        let Some(t) = t else {
+            return Err("a call without its signature".into());
+        };
+        if t.auth_type != AUTHN_WINNT || t.level != level || t.ctx_id != ctx {
+            return Err("a call whose auth trailer differs from its BIND's".into());
+        }
+        let pad = usize::from(t.pad);
+        if t.value.len() != SIG_LEN || body_end < 24 + pad || pad >= 16 {
+            return Err("a call with a malformed auth trailer".into());
+        }
+        let signed = pdu.len() - SIG_LEN;
+        let mut copy = pdu[..signed].to_vec();
+        if level == LEVEL_PRIVACY {
+            sec.seal_client_to_server(&mut copy[24..body_end]);
+        }
+        if !sec.verify_client_to_server(&copy, t.value) {
+            self.state = State::Failed;
+            return Err("a call whose signature does not verify".into());
+        }
+        copy.truncate(body_end - pad);
+        copy.drain(..16);
+        Ok(copy)
+    }
+
+    /// A RESPONSE fragment (`body`: its 8-byte header and stub) as a whole PDU, signed, and
+    /// sealed at privacy.
+    pub(super) fn response(&mut self, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
+        let State::Done(sec, level, ctx) = &mut self.state else {
+            unreachable!("only an authenticated association protects its responses")
+        };
+        let pad = (16 - (body.len() - 8) % 16) % 16;
+        let len = 16 + body.len() + pad + TRAILER_LEN + SIG_LEN;
+        let mut pdu = super::header(super::PTYPE_RESPONSE, flags, len as u16, call_id);
+        pdu[10..12].copy_from_slice(&(SIG_LEN as u16).to_le_bytes());
+        pdu.extend_from_slice(body);
+        pdu.resize(16 + body.len() + pad, 0);
+        pdu.extend_from_slice(&verifier(AUTHN_WINNT, *level, pad as u8, *ctx, &[]));
+        let signature = if *level == LEVEL_PRIVACY {
+            let plain = pdu.clone();
+            let end = plain.len() - TRAILER_LEN;
+            sec.seal_server_to_client(&mut pdu[24..end]);
+            sec.sign_server_to_client(&plain)
+        } else {
+            sec.sign_server_to_client(&pdu)
+        };
+        pdu.extend_from_slice(&signature);
+        pdu
+    }
+
+    /// Room a RESPONSE fragment's verifier (trailer, signature and up to 15 bytes of padding)
+    /// takes.
+    pub(super) fn overhead(&self) -> usize {
+        if self.level() >= LEVEL_PKT {
+            TRAILER_LEN + SIG_LEN + 15
+        } else {
+            0
+        }
+    }
+}
+
+/// A sec_trailer followed by `token`.
+pub(super) fn verifier(auth_type: u8, level: u8, pad: u8, ctx_id: u32, token: &[u8]) -> Vec<u8> {
+    let mut v = vec![auth_type, level, pad, 0];
+    v.extend_from_slice(&ctx_id.to_le_bytes());
+    v.extend_from_slice(token);
+    v
+}
+
+#[cfg(test)]
+mod tests;
