@@ -49,7 +49,7 @@ use ringshare_state::{
 };
 /// DCE/RPC over TCP for the cluster's Witness service (crates/ringshare/src/witness.rs).
 pub mod rpc {
-    pub use ringshare_state::ipc::{epm, witness, Call, Pipe, ServerFacts, Service};
+    pub use ringshare_state::ipc::{epm, rpcauth, witness, Call, Pipe, ServerFacts, Service};
 }
 pub use server::{
     EncryptPolicy, IoSizes, OpenShare, ServerConfig, ServerState, ShareDef, ShareTemplate,

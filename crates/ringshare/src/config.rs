@@ -753,12 +753,13 @@ mod tests {
             .unwrap()
             .global
             .cluster;
-        assert!(!c.witness_off);
+        assert!(!c.witness_off && !c.witness_anonymous);
         assert_eq!((c.witness_port, c.endpoint_mapper_port), (None, None));
         let text = "[global]\ncluster witness = no\ncluster witness port = 6000\n\
-                    cluster endpoint mapper port = 0\n[s]\npath = /tmp\n";
+                    cluster endpoint mapper port = 0\ncluster witness anonymous = yes\n\
+                    [s]\npath = /tmp\n";
         let c = parse_str(text, path).unwrap().global.cluster;
-        assert!(c.witness_off);
+        assert!(c.witness_off && c.witness_anonymous);
         assert_eq!(
             (c.witness_port, c.endpoint_mapper_port),
             (Some(6000), Some(0))

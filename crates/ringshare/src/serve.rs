@@ -470,7 +470,9 @@ pub fn serve(
         let public = public_ips(&listen);
         let node = crate::cluster::start(&cfg.global.cluster, &server, started, &public)
             .map_err(|e| err(e.to_string()))?;
-        crate::witness::start(&cfg, &listen, node.membership());
+        let s = server.clone();
+        let users = Box::new(move || s.logons.users());
+        crate::witness::start(&cfg, &listen, node.membership(), users);
         Some(node)
     } else {
         None

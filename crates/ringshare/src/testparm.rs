@@ -586,6 +586,7 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         filesystem,
         takeover_command,
         witness_off,
+        witness_anonymous,
         witness_port,
         endpoint_mapper_port,
     } = c;
@@ -609,6 +610,7 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         opt(s, "cluster takeover command", f.display());
     }
     opt(s, "cluster witness", yes_no(!witness_off));
+    opt(s, "cluster witness anonymous", yes_no(*witness_anonymous));
     opt(
         s,
         "cluster witness port",

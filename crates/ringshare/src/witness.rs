@@ -11,7 +11,9 @@
 //! one thread per listener and one per connection (at most
 //! [`CONNECTIONS_MAX`]), each waking every [`TICK`] to answer held calls from
 //! the membership a feed thread reads from the coordinator every [`TICK`].
-//! No RPC authentication is offered (docs/cluster.md, Witness).
+//! Witness calls need NTLMSSP at packet integrity or privacy (the PDU layer's
+//! [`ringshare_core::rpc::rpcauth`], the accounts SMB logons use) unless `cluster witness
+//! anonymous = yes`; the endpoint mapper is anonymous (docs/cluster.md, Witness).
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
@@ -20,6 +22,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use ringshare_auth::ntlm::ServerConfig;
+use ringshare_auth::UserLookup;
+use ringshare_core::rpc::rpcauth::{Acceptor, LEVEL_PKT};
 use ringshare_core::rpc::witness::{
     timeout_answer, Interface, NodeState, Outcome, Registrations, View,
 };
@@ -44,7 +49,16 @@ struct Ctx {
     /// When a refused connection was last logged (seconds since `base`).
     last_refusal_log: AtomicU64,
     base: Instant,
+    /// The accounts SMB logons use now (a reload may change them).
+    users: Users,
+    /// The names an NTLMSSP CHALLENGE gives (workgroup, NetBIOS name).
+    names: ServerConfig,
+    /// `cluster witness anonymous = yes`: Witness calls need no authentication.
+    anonymous: bool,
 }
+
+/// Where a connection finds the accounts when it starts.
+pub type Users = Box<dyn Fn() -> Arc<dyn UserLookup + Send + Sync> + Send + Sync>;
 
 /// Starts the Witness service (and the endpoint mapper) of this cluster
 /// node on the addresses `listen` names, unless `cluster witness = no`. A
@@ -53,6 +67,7 @@ pub fn start(
     cfg: &Config,
     listen: &[SocketAddr],
     membership: impl Fn() -> Option<Membership> + Send + 'static,
+    users: Users,
 ) {
     let opts = &cfg.global.cluster;
     if opts.witness_off {
@@ -69,6 +84,13 @@ pub fn start(
         connections: AtomicUsize::new(0),
         last_refusal_log: AtomicU64::new(0),
         base: Instant::now(),
+        users,
+        names: ServerConfig {
+            netbios_domain: cfg.global.workgroup.to_ascii_uppercase(),
+            netbios_computer: cfg.global.netbios_name.to_ascii_uppercase(),
+            ..ServerConfig::default()
+        },
+        anonymous: opts.witness_anonymous,
     });
     let feed = ctx.clone();
     if let Err(e) = std::thread::Builder::new()
@@ -191,7 +213,22 @@ fn accept(ctx: &Arc<Ctx>, service: Service, s: TcpStream) {
 fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
     s.set_read_timeout(Some(TICK)).map_err(|e| e.to_string())?;
     let local = s.local_addr().map_err(|e| e.to_string())?;
-    let mut pipe = Pipe::tcp(service, local.port());
+    let mut challenge = [0u8; 8];
+    getrandom::fill(&mut challenge).map_err(|e| format!("no random challenge ({e})"))?;
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut pipe = Pipe::tcp(service, local.port()).with_auth(Acceptor {
+        users: (ctx.users)(),
+        names: ctx.names.clone(),
+        // The endpoint mapper is anonymous, as Samba's.
+        min_level: match service {
+            Service::Witness if !ctx.anonymous => LEVEL_PKT,
+            _ => 0,
+        },
+        challenge,
+        now_filetime: (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000,
+    });
     let facts = ServerFacts {
         netbios_name: String::new(),
         workgroup: String::new(),
@@ -263,6 +300,9 @@ fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
         if !out.is_empty() {
             s.write_all(&out).map_err(|e| e.to_string())?;
         }
+        if let Some(why) = pipe.closed() {
+            return Err(why.to_string());
+        }
         if held.is_empty() && last_input.elapsed() > IDLE {
             return Err(format!("idle for {IDLE:?}"));
         }
@@ -280,6 +320,9 @@ mod tests {
             connections: AtomicUsize::new(0),
             last_refusal_log: AtomicU64::new(0),
             base: Instant::now(),
+            users: Box::new(|| Arc::new(ringshare_auth::smbpasswd::SmbPasswd::default())),
+            names: ServerConfig::default(),
+            anonymous: true,
         });
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();

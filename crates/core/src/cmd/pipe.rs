@@ -13,6 +13,7 @@ use ringshare_wire::{FileId, NtStatus};
 use crate::cmd::{Asked, Handled, LookupCont};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
+use crate::ipc::rpcauth::Acceptor;
 use crate::ipc::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind, UserEntry};
 use crate::limits;
 use crate::lookup::DomainAnswer;
@@ -138,7 +139,17 @@ fn feed(
 
 fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let c = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
-    let pipe = Pipe::open(&c.name).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    // A BIND may carry NTLMSSP (smbtorture's `sign`/`seal` bindings do): taken with the
+    // accounts SMB logons use, though the pipe needs none (its SMB session is authenticated).
+    let pipe = Pipe::open(&c.name)
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?
+        .with_auth(Acceptor {
+            users: core.server.logons.users(),
+            names: crate::cmd::session_setup::ntlm_config(core),
+            min_level: 0,
+            challenge: core.random_bytes(),
+            now_filetime: core.now.filetime,
+        });
     let id = core.server.files.new_owner_id();
     let sref = core.session_or_deleted(req.session_id)?;
     let mut session = lock(&sref);

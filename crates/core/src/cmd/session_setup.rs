@@ -35,7 +35,7 @@ use crate::peers::PeerIp;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
 
-fn ntlm_config(core: &ConnCore) -> NtlmConfig {
+pub(crate) fn ntlm_config(core: &ConnCore) -> NtlmConfig {
     let c = &core.server.config;
     NtlmConfig {
         netbios_domain: c.workgroup.clone(),

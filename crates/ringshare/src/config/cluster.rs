@@ -29,6 +29,10 @@ pub struct ClusterOptions {
     /// `cluster witness = no` turns the Witness service ([MS-SWN],
     /// crate::witness) off; it runs on every cluster node otherwise.
     pub witness_off: bool,
+    /// `cluster witness anonymous = yes` lets Witness calls in without DCE/RPC authentication
+    /// (tests, clients that cannot authenticate); by default a call needs NTLMSSP at packet
+    /// integrity or privacy, as Samba's rpcd_witness asks ([MS-SWN] section 7).
+    pub witness_anonymous: bool,
     /// `cluster witness port`: the TCP port of the Witness service (default
     /// [`WITNESS_PORT`]).
     pub witness_port: Option<u16>,
@@ -108,11 +112,16 @@ pub(super) fn apply(
         "secret file" => c.secret_file = Some(base.join(value)),
         "filesystem" => c.filesystem = Some(base.join(value)),
         "takeover command" => c.takeover_command = Some(base.join(value)),
-        "witness" => {
-            c.witness_off = match value.to_ascii_lowercase().as_str() {
-                "yes" | "true" | "1" => false,
-                "no" | "false" | "0" => true,
+        "witness" | "witness anonymous" => {
+            let yes = match value.to_ascii_lowercase().as_str() {
+                "yes" | "true" | "1" => true,
+                "no" | "false" | "0" => false,
                 _ => return Err(format!("'{key}' expects yes or no, got '{value}'")),
+            };
+            if name == "witness" {
+                c.witness_off = !yes;
+            } else {
+                c.witness_anonymous = yes;
             }
         }
         "witness port" | "endpoint mapper port" => {

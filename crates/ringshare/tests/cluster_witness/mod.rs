@@ -1,6 +1,7 @@
 //! The Witness service (issue 33, item 4; [MS-SWN]): a python client
-//! (tests/py/witness_client.py, DCE/RPC over TCP with hand-built NDR) finds
-//! node 1's Witness port through its endpoint mapper, lists the cluster's
+//! (tests/py/witness_client.py, hand-built NDR; Witness calls through python
+//! impacket's DCE/RPC over TCP, NTLMSSP at packet privacy) finds node 1's
+//! Witness port through its (anonymous) endpoint mapper, lists the cluster's
 //! interfaces, registers for node 3's address and holds an AsyncNotify,
 //! which is answered when node 3 is killed (its etcd lease lapses) and when
 //! it is back; a second registration, for node 2's address, is told to move
@@ -22,10 +23,12 @@ struct Client {
 }
 
 impl Client {
-    fn start(host: &str, epm_port: u16, register: &[&str]) -> Client {
+    /// A client of `host`'s Witness, as `user` (`NAME%PASSWORD`, sealed) or anonymous.
+    fn start(host: &str, epm_port: u16, user: Option<&str>, register: &[&str]) -> Client {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/witness_client.py");
         let mut child = Command::new("python3")
             .arg(script)
+            .args(user.map(|u| ["--user", u]).into_iter().flatten())
             .args([host, &epm_port.to_string(), "WITNESSLAB"])
             .args(register)
             .stdout(Stdio::piped())
@@ -117,9 +120,9 @@ fn share_caps(c: &mut Raw) -> u32 {
 }
 
 /// smbtorture's rpc.witness tests that need no MS-CMRP (clusapi) against node 1's Witness port,
-/// anonymous (`-U%`: with a user smbtorture binds with NTLMSSP at packet integrity, which is
-/// not served); srvsvc, which they also ask, over SMB on node 1's port. Panics with the output
-/// of those that do not report success. Without smbtorture: a SKIPPED line. AsyncNotify and
+/// as a user (NTLMSSP) with the binding's `sign` (packet integrity) and `seal` (privacy);
+/// srvsvc, which they also ask, over SMB on node 1's port. Panics with the output of those
+/// that do not report success. Without smbtorture: a SKIPPED line. AsyncNotify and
 /// AsyncNotify_timeouts are left out: they toggle a cluster resource through clusapi (a Windows
 /// failover cluster's; smbtorture 4.22 crashes in AsyncNotify when its bind fails, and
 /// AsyncNotify_timeouts then waits on a registration whose timeout 0 means no limit).
@@ -129,14 +132,18 @@ fn smbtorture_witness(cl: &Cluster) {
         return;
     };
     let t = Instant::now();
-    let binding = format!("ncacn_ip_tcp:{}[{}]", HOSTS[0], cl.witness_ports[0].0);
     let tests = ["GetInterfaceList", "Register", "UnRegister", "RegisterEx"];
+    let user = format!("{}%{}", USER_A.0, USER_A.1);
     let mut failed = Vec::new();
-    for test in tests {
+    for (test, protection) in tests.iter().flat_map(|t| [(t, "sign"), (t, "seal")]) {
+        let binding = format!(
+            "ncacn_ip_tcp:{}[{},{protection},ntlm]",
+            HOSTS[0], cl.witness_ports[0].0
+        );
         let name = format!("rpc.witness.witness.{test}");
         let full = format!("rpc.witness.witness.witness.{test}");
         let out = Command::new("timeout")
-            .args(["60", "smbtorture", &binding, "-U%"])
+            .args(["60", "smbtorture", &binding, "-U", &user])
             .arg("--option=torture:net_name=WITNESSLAB")
             .arg(format!("--option=smb ports={}", cl.nodes[0].port))
             .args(["--fullname", &name])
@@ -146,12 +153,12 @@ fn smbtorture_witness(cl: &Cluster) {
         let text = String::from_utf8_lossy(&out.stdout).to_string()
             + &String::from_utf8_lossy(&out.stderr);
         if !text.lines().any(|l| l.trim() == format!("success: {full}")) {
-            failed.push(format!("--- {name} ---\n{text}"));
+            failed.push(format!("--- {name} [{protection}] ---\n{text}"));
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
     eprintln!(
-        "[witness] smbtorture rpc.witness {tests:?} passed in {:?}",
+        "[witness] smbtorture rpc.witness {tests:?}, each signed and sealed, passed in {:?}",
         t.elapsed()
     );
 }
@@ -166,7 +173,23 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     let mut cl = Cluster::start_on(name, "\tnetbios name = WITNESSLAB\n", Some(hosts));
     // A share of a node that serves Witness says SCALEOUT and CLUSTER.
     assert_eq!(share_caps(&mut cl.client(1)), 0x20 | 0x40);
-    let client = Client::start(HOSTS[0], cl.witness_ports[0].1, &[HOSTS[2], HOSTS[1]]);
+    // Witness wants packet integrity: an anonymous client and a wrong password are refused.
+    let epm = cl.witness_ports[0].1;
+    let t = Instant::now();
+    let bad = format!("{}%not-the-password", USER_A.0);
+    for user in [None, Some(bad.as_str())] {
+        let refused = Client::start(HOSTS[0], epm, user, &[]);
+        let (_, why) = refused.expect("REFUSED ", Duration::from_secs(10), &mut Vec::new());
+        eprintln!("[{name}] {user:?}: {why}");
+        // nca_s_fault_access_denied: impacket names it, the hand-built client gives the number.
+        assert!(
+            why.contains("rpc_s_access_denied") || why.contains("fault 0x00000005"),
+            "{why}"
+        );
+    }
+    eprintln!("[{name}] both refusals took {:?}", t.elapsed());
+    let user = format!("{}%{}", USER_A.0, USER_A.1);
+    let client = Client::start(HOSTS[0], epm, Some(&user), &[HOSTS[2], HOSTS[1]]);
     let mut seen = Vec::new();
     let (_, port) = client.expect("PORT ", Duration::from_secs(10), &mut seen);
     assert_eq!(

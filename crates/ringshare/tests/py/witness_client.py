@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""A Witness ([MS-SWN]) client over DCE/RPC on TCP, NDR built by hand (the
-standard library only): it asks the endpoint mapper of HOST (at EPM_PORT)
-for the Witness port, lists the interfaces, registers (RegisterEx) for each
-IP given and holds an AsyncNotify per registration, each on a connection of
-its own. It prints one line per event as it arrives:
+"""A Witness ([MS-SWN]) client over DCE/RPC on TCP, NDR built by hand: it
+asks the endpoint mapper of HOST (at EPM_PORT, anonymous) for the Witness
+port, lists the interfaces, registers (RegisterEx) for each IP given and holds
+an AsyncNotify per registration, each on a connection of its own. Witness
+connections are anonymous (hand-built PDUs, the standard library only), or,
+with --user USER%PASSWORD, python impacket's DCE/RPC bound with NTLMSSP at
+RPC_C_AUTHN_LEVEL_PKT_PRIVACY (every PDU signed, every stub sealed). It prints
+one line per event as it arrives:
 
   LIST <ip> <state> <flags>            (GetInterfaceList, once)
   REGISTERED <ip>
   EVENT <ip> RESOURCE_CHANGE <state> <name>
   EVENT <ip> CLIENT_MOVE <ip>,<ip>...
 
-usage: witness_client.py HOST EPM_PORT NETNAME IP [IP...]
+  REFUSED <why>                        (the first Witness call failed)
+
+usage: witness_client.py [--user USER%PASSWORD] HOST EPM_PORT NETNAME IP [IP...]
 """
 
 import socket
@@ -76,6 +81,37 @@ class Rpc:
         return out
 
 
+class SealedRpc:
+    """A Witness association through impacket, NTLMSSP at packet privacy."""
+
+    def __init__(self, host, port, user, password):
+        from impacket.dcerpc.v5 import rpcrt, transport
+        from impacket.uuid import uuidtup_to_bin
+
+        t = transport.DCERPCTransportFactory("ncacn_ip_tcp:%s[%d]" % (host, port))
+        t.set_credentials(user, password, "", "", "")
+        # The socket's timeout is the connect timeout: AsyncNotify is held for long.
+        t.set_connect_timeout(600)
+        self.dce = t.get_dce_rpc()
+        self.dce.set_auth_type(rpcrt.RPC_C_AUTHN_WINNT)
+        self.dce.set_auth_level(rpcrt.RPC_C_AUTHN_LEVEL_PKT_PRIVACY)
+        self.dce.connect()
+        self.dce.bind(uuidtup_to_bin(("ccd8c074-d0e5-4a40-92b4-d074faa6ba28", "1.1")))
+
+    def call(self, opnum, stub):
+        self.dce.call(opnum, stub)
+        return self.dce.recv()
+
+
+CREDS = None
+
+
+def witness(host, port):
+    if CREDS is None:
+        return Rpc(host, port, WITNESS)
+    return SealedRpc(host, port, CREDS[0], CREDS[1])
+
+
 def pad4(b):
     return b + b"\0" * (-len(b) % 4)
 
@@ -130,7 +166,7 @@ def interface_list(c):
 
 
 def watch(host, port, netname, ip):
-    c = Rpc(host, port, WITNESS)
+    c = witness(host, port)
     stub = struct.pack("<I", 0x00020000) + ndr_string(netname, 0x20000) + struct.pack("<I", 0)
     stub += ndr_string(ip, 0x20004) + ndr_string("PYCLIENT", 0x20008) + struct.pack("<II", 0, 0)
     out = c.call(4, stub)
@@ -158,11 +194,20 @@ def watch(host, port, netname, ip):
 
 
 def main():
-    host, epm_port, netname = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    global CREDS
+    args = sys.argv[1:]
+    if args[0] == "--user":
+        CREDS = args[1].split("%", 1)
+        args = args[2:]
+    host, epm_port, netname = args[0], int(args[1]), args[2]
     port = witness_port(host, epm_port)
     say("PORT %d" % port)
-    interface_list(Rpc(host, port, WITNESS))
-    threads = [threading.Thread(target=watch, args=(host, port, netname, ip), daemon=True) for ip in sys.argv[4:]]
+    try:
+        interface_list(witness(host, port))
+    except Exception as e:  # noqa: BLE001 - any refusal is reported as such
+        say("REFUSED %s" % str(e).replace("\n", " "))
+        return
+    threads = [threading.Thread(target=watch, args=(host, port, netname, ip), daemon=True) for ip in args[3:]]
     for t in threads:
         t.start()
     for t in threads:

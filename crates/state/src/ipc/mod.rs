@@ -403,9 +403,9 @@ impl Pipe {
         // rpc_vers 5.0, little-endian integers; an auth trailer only where authentication is
         // taken.
         let well_formed = pdu[0] == 5 && pdu[1] == 0 && pdu[4] & 0xF0 == 0x10;
-        let split = rpcauth::split(pdu).ok().filter(|(_, t)| {
-            well_formed && (t.is_none() || self.auth.is_some())
-        });
+        let split = rpcauth::split(pdu)
+            .ok()
+            .filter(|(_, t)| well_formed && (t.is_none() || self.auth.is_some()));
         let Some((body_end, trailer)) = split else {
             self.fault(call_id, 0, FAULT_PROTO);
             return;
@@ -612,7 +612,11 @@ impl Pipe {
             body.extend_from_slice(&ctx_id.to_le_bytes());
             body.extend_from_slice(&[0, 0]);
             body.extend_from_slice(chunk);
-            match self.auth.as_mut().filter(|a| a.level() >= rpcauth::LEVEL_PKT) {
+            match self
+                .auth
+                .as_mut()
+                .filter(|a| a.level() >= rpcauth::LEVEL_PKT)
+            {
                 Some(a) => {
                     let pdu = a.response(flags, call_id, &body);
                     self.output.extend(pdu);

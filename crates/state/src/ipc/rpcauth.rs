@@ -166,7 +166,8 @@ impl Auth {
     }
 
     fn authenticate(&mut self, t: &Trailer<'_>) -> Result<(), String> {
-        let State::Challenged(mut ntlm, level, ctx) = std::mem::replace(&mut self.state, State::Failed)
+        let State::Challenged(mut ntlm, level, ctx) =
+            std::mem::replace(&mut self.state, State::Failed)
         else {
             return Err("an AUTHENTICATE out of sequence".into());
         };
