@@ -268,6 +268,12 @@ impl ServerAuth {
                 .is_some_and(|m| crate::krb5::is_krb5_oid(m))
     }
 
+    /// The NTLMSSP signing and sealing state of an exchange NTLM finished (raw or in SPNEGO),
+    /// its sequence numbers past the mechListMICs: what DCE/RPC protects its PDUs with.
+    pub fn ntlm_security(&mut self) -> Option<&mut ntlm::SessionSecurity> {
+        self.ntlm.session_security()
+    }
+
     /// Announce a different NTLMSSP Version field (for replaying captured exchanges).
     pub fn set_ntlm_version(&mut self, version: [u8; 8]) {
         self.ntlm.set_version(version);

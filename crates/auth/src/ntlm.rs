@@ -276,6 +276,8 @@ pub struct SessionSecurity {
     server_sign: [u8; 16],
     client_seal: Rc4,
     server_seal: Rc4,
+    /// The sealing keys, for [`SessionSecurity::reset_seal`].
+    seal_keys: [[u8; 16]; 2],
     client_seq: u32,
     server_seq: u32,
 }
@@ -292,13 +294,18 @@ impl SessionSecurity {
         } else {
             5
         };
-        let seal = |magic: &[u8]| Rc4::new(&md5(&[&k[..seal_len], magic]));
+        let seal = |magic: &[u8]| md5(&[&k[..seal_len], magic]);
+        let seal_keys = [
+            seal(b"session key to client-to-server sealing key magic constant\0"),
+            seal(b"session key to server-to-client sealing key magic constant\0"),
+        ];
         SessionSecurity {
             key_exch: negotiated & KEY_EXCH != 0,
             client_sign: sign(b"session key to client-to-server signing key magic constant\0"),
             server_sign: sign(b"session key to server-to-client signing key magic constant\0"),
-            client_seal: seal(b"session key to client-to-server sealing key magic constant\0"),
-            server_seal: seal(b"session key to server-to-client sealing key magic constant\0"),
+            client_seal: Rc4::new(&seal_keys[0]),
+            server_seal: Rc4::new(&seal_keys[1]),
+            seal_keys,
             client_seq: 0,
             server_seq: 0,
         }
@@ -342,6 +349,14 @@ impl SessionSecurity {
             seq,
             msg,
         )
+    }
+
+    /// Both directions' RC4 streams start again from their keys; the sequence numbers go on.
+    /// What SPNEGO does once its mechListMICs are exchanged (Samba's `ntlmssp_sign_reset`
+    /// without resetting the sequence numbers), before DCE/RPC protects PDUs with the keys.
+    pub fn reset_seal(&mut self) {
+        self.client_seal = Rc4::new(&self.seal_keys[0]);
+        self.server_seal = Rc4::new(&self.seal_keys[1]);
     }
 
     /// Seals (or unseals: RC4 is its own inverse) client-to-server `data` in place. [MS-NLMP]

@@ -120,7 +120,8 @@ fn share_caps(c: &mut Raw) -> u32 {
 }
 
 /// smbtorture's rpc.witness tests that need no MS-CMRP (clusapi) against node 1's Witness port,
-/// as a user (NTLMSSP) with the binding's `sign` (packet integrity) and `seal` (privacy);
+/// as a user (SPNEGO with NTLMSSP, smbtorture's default) with the binding's `sign` (packet
+/// integrity) and `seal` (privacy);
 /// srvsvc, which they also ask, over SMB on node 1's port. Panics with the output of those
 /// that do not report success. Without smbtorture: a SKIPPED line. AsyncNotify and
 /// AsyncNotify_timeouts are left out: they toggle a cluster resource through clusapi (a Windows
@@ -137,7 +138,7 @@ fn smbtorture_witness(cl: &Cluster) {
     let mut failed = Vec::new();
     for (test, protection) in tests.iter().flat_map(|t| [(t, "sign"), (t, "seal")]) {
         let binding = format!(
-            "ncacn_ip_tcp:{}[{},{protection},ntlm]",
+            "ncacn_ip_tcp:{}[{},{protection}]",
             HOSTS[0], cl.witness_ports[0].0
         );
         let name = format!("rpc.witness.witness.{test}");

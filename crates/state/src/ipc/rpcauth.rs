@@ -1,22 +1,28 @@
 //! DCE/RPC authentication of a connection-oriented association ([MS-RPCE] 2.2.2.11, 3.3.1.5.2):
 //! the auth_verifier (sec_trailer and auth_value) at the end of a PDU, the NTLMSSP legs (BIND →
-//! BIND_ACK with the CHALLENGE, then AUTH3 or ALTER_CONTEXT with the AUTHENTICATE), and per-PDU
+//! BIND_ACK with the CHALLENGE, then AUTH3 or ALTER_CONTEXT with the AUTHENTICATE; raw, type
+//! 10, or in SPNEGO, type 9, whose final negTokenResp the ALTER_CONTEXT_RESP carries: the
+//! exchange is crates/auth's SESSION_SETUP one, [`ServerAuth`]), and per-PDU
 //! protection: at packet integrity (levels 4 and 5) the NTLMSSP signature covers the whole PDU up
 //! to the signature (header, body, padding, sec_trailer); at privacy (6) the stub and its padding
 //! are also sealed ([MS-NLMP] 3.4.3).
 //!
-//! Only pipes made with [`super::Pipe::with_auth`] (the TCP services) take an auth trailer; the
-//! named pipes of IPC$ ride on their SMB session's authentication and answer a trailer with a
-//! fault, as before. A call that fails its check gets nca_s_fault_access_denied and the
+//! Only pipes made with [`super::Pipe::with_auth`] take an auth trailer: the TCP services, and the
+//! named pipes of IPC$ (which need none: they ride on their SMB session's authentication, but
+//! smbtorture's `sign`/`seal` bindings bind them with NTLMSSP too). Kerberos (type 16, or in
+//! SPNEGO) is not served: its per-message tokens are not built. A call that fails its check gets nca_s_fault_access_denied and the
 //! association ends ([`super::Pipe::closed`]), as Samba's dcesrv does.
 
 use std::sync::Arc;
 
-use ringshare_auth::ntlm::{NtlmServer, ServerConfig, SessionSecurity};
+use ringshare_auth::gss::{ServerAuth, ServerStep};
+use ringshare_auth::ntlm::{AuthKind, ServerConfig, SessionSecurity};
 use ringshare_auth::UserLookup;
 
 /// RPC_C_AUTHN_WINNT: NTLMSSP.
 pub const AUTHN_WINNT: u8 = 10;
+/// RPC_C_AUTHN_GSS_NEGOTIATE: SPNEGO (served when it picks NTLMSSP).
+pub const AUTHN_GSS_NEGOTIATE: u8 = 9;
 /// RPC_C_AUTHN_LEVEL_CONNECT: authenticated at BIND, nothing per PDU.
 pub const LEVEL_CONNECT: u8 = 2;
 /// RPC_C_AUTHN_LEVEL_PKT: for connection-oriented RPC the same as integrity.
@@ -80,10 +86,11 @@ pub(super) fn split(pdu: &[u8]) -> Result<(usize, Option<Trailer<'_>>), ()> {
 enum State {
     /// No auth trailer seen.
     None,
-    /// CHALLENGE sent; the AUTHENTICATE is awaited.
-    Challenged(Box<NtlmServer>, u8, u32),
-    /// Authenticated: the keys, the level and the auth_context_id every PDU must carry.
-    Done(Box<SessionSecurity>, u8, u32),
+    /// CHALLENGE sent; the AUTHENTICATE is awaited: the exchange, its type, level and
+    /// auth_context_id.
+    Challenged(Box<ServerAuth>, u8, u8, u32),
+    /// Authenticated: the keys, and the type, level and auth_context_id every PDU must carry.
+    Done(Box<SessionSecurity>, u8, u8, u32),
     /// The authentication failed: every call is refused.
     Failed,
 }
@@ -113,7 +120,7 @@ impl Auth {
     /// The level every request and response is protected at (0: none).
     pub(super) fn level(&self) -> u8 {
         match self.state {
-            State::Done(_, level, _) => level,
+            State::Done(_, _, level, _) => level,
             _ => 0,
         }
     }
@@ -125,19 +132,22 @@ impl Auth {
             (State::None, true) => {}
             (State::Challenged(..), false) => {
                 return match self.authenticate(t) {
-                    Ok(()) => Leg::Answer(Vec::new()),
+                    Ok(token) if token.is_empty() => Leg::Answer(Vec::new()),
+                    Ok(token) => Leg::Answer(verifier(t.auth_type, t.level, 0, t.ctx_id, &token)),
                     Err(why) => Leg::Refuse(why),
                 };
             }
-            (State::Done(_, level, ctx), false) if t.level == *level && t.ctx_id == *ctx => {
+            (State::Done(_, ty, level, ctx), false)
+                if t.auth_type == *ty && t.level == *level && t.ctx_id == *ctx =>
+            {
                 return Leg::Answer(Vec::new());
             }
             _ => return Leg::Refuse("an auth trailer out of sequence".into()),
         }
-        if t.auth_type != AUTHN_WINNT {
+        if t.auth_type != AUTHN_WINNT && t.auth_type != AUTHN_GSS_NEGOTIATE {
             self.state = State::Failed;
             return Leg::Refuse(format!(
-                "authentication type {} (only NTLMSSP, 10, is served)",
+                "authentication type {} (NTLMSSP, 10, and SPNEGO, 9, are served)",
                 t.auth_type
             ));
         }
@@ -146,47 +156,60 @@ impl Auth {
             return Leg::Refuse(format!("authentication level {}", t.level));
         }
         let a = &self.acceptor;
-        let mut ntlm = NtlmServer::new(&a.names, a.challenge, a.now_filetime);
-        match ntlm.challenge(t.value) {
-            Ok(token) => {
+        let mut exchange = ServerAuth::new(&a.names, a.challenge, a.now_filetime);
+        match exchange.step(t.value, a.users.as_ref()) {
+            Ok(ServerStep::Continue(token)) => {
                 let out = verifier(t.auth_type, t.level, 0, t.ctx_id, &token);
-                self.state = State::Challenged(Box::new(ntlm), t.level, t.ctx_id);
+                self.state = State::Challenged(Box::new(exchange), t.auth_type, t.level, t.ctx_id);
                 Leg::Answer(out)
+            }
+            Ok(ServerStep::Done { .. }) => {
+                self.state = State::Failed;
+                Leg::Refuse("an exchange that ended at its first leg".into())
             }
             Err(e) => {
                 self.state = State::Failed;
-                Leg::Refuse(format!("NTLMSSP NEGOTIATE: {e}"))
+                Leg::Refuse(format!("the BIND's token: {e}"))
             }
         }
     }
 
     /// AUTH3: the third leg; no answer, a failure refuses the calls that follow.
     pub(super) fn auth3(&mut self, t: &Trailer<'_>) -> Result<(), String> {
-        self.authenticate(t)
+        self.authenticate(t).map(|_| ())
     }
 
-    fn authenticate(&mut self, t: &Trailer<'_>) -> Result<(), String> {
-        let State::Challenged(mut ntlm, level, ctx) =
+    /// The last leg: the token to send back (SPNEGO's final negTokenResp; empty for NTLMSSP).
+    fn authenticate(&mut self, t: &Trailer<'_>) -> Result<Vec<u8>, String> {
+        let State::Challenged(mut exchange, ty, level, ctx) =
             std::mem::replace(&mut self.state, State::Failed)
         else {
             return Err("an AUTHENTICATE out of sequence".into());
         };
-        if t.auth_type != AUTHN_WINNT || t.level != level || t.ctx_id != ctx {
+        if t.auth_type != ty || t.level != level || t.ctx_id != ctx {
             return Err("the AUTHENTICATE's trailer differs from the BIND's".into());
         }
-        let done = ntlm
-            .authenticate(t.value, self.acceptor.users.as_ref())
+        let step = exchange
+            .step(t.value, self.acceptor.users.as_ref())
             .map_err(|e| e.to_string())?;
-        if done.user.is_empty() {
-            return Err("an anonymous NTLMSSP logon".into());
+        let ServerStep::Done { token, result } = step else {
+            return Err("an exchange longer than NTLMSSP's".into());
+        };
+        if result.kind == AuthKind::Anonymous || result.kerberos.is_some() {
+            return Err("an anonymous or Kerberos logon (per-PDU keys only for NTLMSSP)".into());
         }
-        let sec = ntlm
-            .session_security()
+        let mut sec = exchange
+            .ntlm_security()
             .ok_or("no NTLMSSP session keys")?
             .clone();
-        tracing::debug!(user = %done.user, level, "rpc: an association authenticated with NTLMSSP");
-        self.state = State::Done(Box::new(sec), level, ctx);
-        Ok(())
+        if ty == AUTHN_GSS_NEGOTIATE {
+            // The mechListMICs used the RC4 streams; SPNEGO starts them again (sequence
+            // numbers go on), as Samba's gensec_spnego does.
+            sec.reset_seal();
+        }
+        tracing::debug!(user = %result.user, level, "rpc: an association authenticated");
+        self.state = State::Done(Box::new(sec), ty, level, ctx);
+        Ok(token)
     }
 
     /// A REQUEST PDU's body (header stripped; stub unsealed, its padding dropped) when its
@@ -198,14 +221,14 @@ impl Auth {
         t: Option<&Trailer<'_>>,
     ) -> Result<Vec<u8>, String> {
         let min = self.acceptor.min_level;
-        let (sec, level, ctx) = match &mut self.state {
+        let (sec, ty, level, ctx) = match &mut self.state {
             State::None if t.is_none() && min == 0 => return Ok(pdu[16..body_end].to_vec()),
             State::None if t.is_none() => {
                 return Err(format!(
                     "an unauthenticated call (level {min}, packet integrity, is needed)"
                 ))
             }
-            State::Done(sec, level, ctx) => (sec, *level, *ctx),
+            State::Done(sec, ty, level, ctx) => (sec, *ty, *level, *ctx),
             State::Failed => return Err("a call after its authentication failed".into()),
             _ => return Err("a call before its authentication finished".into()),
         };
@@ -223,7 +246,7 @@ impl Auth {
         let Some(t) = t else {
             return Err("a call without its signature".into());
         };
-        if t.auth_type != AUTHN_WINNT || t.level != level || t.ctx_id != ctx {
+        if t.auth_type != ty || t.level != level || t.ctx_id != ctx {
             return Err("a call whose auth trailer differs from its BIND's".into());
         }
         let pad = usize::from(t.pad);
@@ -247,7 +270,7 @@ impl Auth {
     /// A RESPONSE fragment (`body`: its 8-byte header and stub) as a whole PDU, signed, and
     /// sealed at privacy.
     pub(super) fn response(&mut self, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
-        let State::Done(sec, level, ctx) = &mut self.state else {
+        let State::Done(sec, ty, level, ctx) = &mut self.state else {
             unreachable!("only an authenticated association protects its responses")
         };
         let pad = (16 - (body.len() - 8) % 16) % 16;
@@ -256,7 +279,7 @@ impl Auth {
         pdu[10..12].copy_from_slice(&(SIG_LEN as u16).to_le_bytes());
         pdu.extend_from_slice(body);
         pdu.resize(16 + body.len() + pad, 0);
-        pdu.extend_from_slice(&verifier(AUTHN_WINNT, *level, pad as u8, *ctx, &[]));
+        pdu.extend_from_slice(&verifier(*ty, *level, pad as u8, *ctx, &[]));
         let signature = if *level == LEVEL_PRIVACY {
             let plain = pdu.clone();
             let end = plain.len() - TRAILER_LEN;

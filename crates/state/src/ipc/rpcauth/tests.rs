@@ -224,10 +224,12 @@ fn witness_refuses_unauthenticated_and_connect_level_calls_unless_anonymous_is_a
 fn a_bind_with_another_auth_type_or_a_bad_trailer_is_refused_without_a_panic() {
     let (uuid, major) = Service::Witness.interface();
     let body = bind_body(uuid, major, NDR20, 2);
-    // SPNEGO (9): bind_nak.
-    let mut p = witness(LEVEL_PKT);
-    let b = with_verifier(11, 1, &body, &verifier(9, 6, 0, 1, b"token"));
-    assert_eq!(p.transceive(&b, 65536, &facts()).unwrap().0[2], 13);
+    // Kerberos (16), and SPNEGO (9) whose token is not one: bind_nak.
+    for ty in [16, AUTHN_GSS_NEGOTIATE] {
+        let mut p = witness(LEVEL_PKT);
+        let b = with_verifier(11, 1, &body, &verifier(ty, 6, 0, 1, b"token"));
+        assert_eq!(p.transceive(&b, 65536, &facts()).unwrap().0[2], 13);
+    }
     // auth_length past the PDU: a fault.
     let mut p = witness(LEVEL_PKT);
     let mut b = with_verifier(11, 1, &body, &verifier(10, 6, 0, 1, b"x"));
