@@ -3,7 +3,8 @@
 //! (`ringshare_core::FuzzPipe`).
 //!
 //! Input: `[service][u16 LE read size][u16 len][bytes]...`: service 0 lsarpc, 1
-//! srvsvc, 2 samr, else wkssvc; each piece is one write, NSS's questions answered by a
+//! srvsvc, 2 samr, else wkssvc (each taking NTLMSSP and SPNEGO binds, user u1, as IPC$'s
+//! pipes do: the auth trailer and the signed and sealed PDUs are parsed); each piece is one write, NSS's questions answered by a
 //! fixed rule, then the output read in pieces of the read size (0 means 4280).
 //! Seeds (a BIND and each lsarpc call; a BIND and the samr calls): `cargo test -p
 //! ringshare-state -- --ignored write_rpc_pipe_fuzz_corpus write_samr_fuzz_corpus`.

@@ -1,6 +1,9 @@
 //! The `rpc_pipe` fuzz target's way in (fuzz/fuzz_targets/rpc_pipe.rs): the named
 //! pipes' DCE/RPC layer and the services behind it, without a connection.
 
+use std::sync::Arc;
+
+use super::rpcauth::Acceptor;
 use super::{Pipe, Progress, ServerFacts, ShareEntry, ShareKind, UserEntry};
 use crate::lookup::{NameAnswers, NameQuery};
 
@@ -26,7 +29,17 @@ impl FuzzPipe {
             kind,
         };
         FuzzPipe {
-            pipe: Pipe::open(name).expect("a served pipe"),
+            // As IPC$'s pipes are opened: NTLMSSP binds taken (user u1, password u1), none
+            // needed; the challenge and time fixed, so a recorded exchange replays.
+            pipe: Pipe::open(name)
+                .expect("a served pipe")
+                .with_auth(Acceptor {
+                    users: Arc::new(FuzzUser),
+                    names: Default::default(),
+                    min_level: 0,
+                    challenge: [7; 8],
+                    now_filetime: 133_000_000_000_000_000,
+                }),
             facts: ServerFacts {
                 netbios_name: "RS".into(),
                 workgroup: "WORKGROUP".into(),
@@ -91,4 +104,13 @@ fn answers(queries: &[NameQuery]) -> NameAnswers {
         }
     }
     a
+}
+
+/// One account, u1 with password u1.
+struct FuzzUser;
+
+impl ringshare_auth::UserLookup for FuzzUser {
+    fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
+        (user == "u1").then(|| ringshare_auth::nt_hash("u1"))
+    }
 }
