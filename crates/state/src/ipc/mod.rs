@@ -14,9 +14,10 @@
 //!
 //! Only what listing shares and naming SIDs need is served; anything else gets
 //! a DCE/RPC fault, never a dropped connection. No RPC authentication is
-//! offered: the pipes reveal share names and comments, and the names of Unix
-//! accounts, which any authenticated (or, if configured, guest) SMB session
-//! may see.
+//! needed on IPC$ (NTLMSSP binds are taken, [`rpcauth`]): the pipes reveal
+//! share names and comments, and the names of Unix accounts, which any
+//! authenticated (or, if configured, guest) SMB session may see. Witness over
+//! TCP needs packet integrity ([`rpcauth`]).
 
 pub mod epm;
 mod fuzz;
