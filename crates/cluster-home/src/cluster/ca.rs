@@ -37,7 +37,10 @@ fn persistent(here: &NodeState, open: &Open) -> Option<Durability> {
 
 fn record_of(here: &NodeState, open: &Open, d: &Durability) -> Option<CaRecord> {
     let link = here.link()?;
-    let state = super::reopen::state_of(open, &lock(&open.state), d);
+    let mut state = super::reopen::state_of(open, &lock(&open.state), d);
+    // Stored as a POSIX open's record only when every node reads it (docs/cluster.md,
+    // "Upgrading a cluster").
+    state.posix &= super::cluster_level(&**link) >= 3;
     let (lease, locks) = {
         let e = lock(&open.entry);
         let lease = e
@@ -390,7 +393,7 @@ impl CaHere for ServerState {
                             ..Default::default()
                         },
                         who: Some(who.clone()),
-                        posix: false,
+                        posix: h.posix,
                     });
                     for l in &rec.locks {
                         if !e.locks.try_lock(*l) {

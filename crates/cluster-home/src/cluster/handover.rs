@@ -260,6 +260,8 @@ pub fn take_over_from(
         share: wanted.share.to_string(),
         uid: wanted.owner.uid,
         user: wanted.owner.user.clone(),
+        // Lowered for a keeper of an older level (super::ask).
+        posix: true,
     };
     let h = match super::ask(&server.node, node, Call::GiveUp(Box::new(ask)))? {
         Answer::GivenUp(h) => *h,
@@ -312,6 +314,11 @@ pub fn take_over_from(
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
     };
+    // The home's answer does not carry the flag (a Transferred's entry): this node's record
+    // of the open takes it from the hand-over.
+    if let Some(o) = lock(&entry).opens.iter_mut().find(|o| o.owner == id) {
+        o.posix = h.posix;
+    }
     let durability = Durability {
         kind: kind_of(h.kind)?,
         timeout_ms: h.timeout_ms,

@@ -145,12 +145,26 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
     }
 }
 
+/// The level a call asked at: 3 when it asked for POSIX flags, else one below.
+fn asked_at(posix: bool) -> u16 {
+    if posix {
+        3
+    } else {
+        2
+    }
+}
+
 /// The calls asked of any node, not of a file's home; `None` for the others.
 fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
     Some(match call {
-        Call::Reclaim { parts, after } => {
+        Call::Reclaim {
+            parts,
+            after,
+            posix,
+        } => {
             let (records, next) = super::reclaim::records(server, parts, *after);
-            Answer::Records { records, next }
+            // An asker that does not read the POSIX flags gets the records it always read.
+            Answer::Records { records, next }.lowered(asked_at(*posix))
         }
         Call::Revoke { key, clear } => {
             grant::give_back(&server.files, *key, *clear);
@@ -165,7 +179,7 @@ fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
             Answer::Done
         }
         Call::GiveUp(ask) => match super::handover::give_up(server, ask) {
-            Ok(h) => Answer::GivenUp(Box::new(h)),
+            Ok(h) => Answer::GivenUp(Box::new(h)).lowered(asked_at(ask.posix)),
             Err(s) => Answer::Refused(s),
         },
         _ => return None,

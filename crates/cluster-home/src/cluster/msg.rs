@@ -179,6 +179,9 @@ pub enum Call {
     Reclaim {
         parts: Vec<u32>,
         after: Option<FileKey>,
+        /// The asker reads records that carry their opens' POSIX flags (level 3; call
+        /// kind RECLAIM_POSIX): without it they come as Windows opens.
+        posix: bool,
     },
     /// Asked of the node keeping a disconnected durable open: give it up
     /// to the asking node ([`super::handover`]).
@@ -305,20 +308,63 @@ impl Message {
         match self {
             Message::DirChanged { .. } => 2,
             Message::Call(Call::Admit(_, a)) if a.posix => 3,
+            Message::Call(Call::GiveUp(a)) if a.posix => 3,
+            Message::Call(Call::Reclaim { posix: true, .. }) => 3,
+            Message::Answer(Answer::GivenUp(h)) if h.posix => 3,
+            Message::Answer(Answer::Records { records, .. }) if any_posix(records) => 3,
             _ => BASE_LEVEL,
         }
     }
 
-    /// The message as a node of protocol level `level` reads it: a POSIX open's admission
-    /// without its flag below level 3 (the bytes such a node has always read). A message
-    /// that has no lower form ([`Message::DirChanged`]) is unchanged: its sender skips
-    /// nodes below [`Message::level`].
-    pub fn lowered(mut self, level: u16) -> Message {
-        if let Message::Call(Call::Admit(_, a)) = &mut self {
-            a.posix &= level >= 3;
+    /// The message as a node of protocol level `level` reads it: below level 3 a POSIX
+    /// open's admission, hand-over or record without its flag, and a call that asks for
+    /// them without asking (the bytes such a node has always read). A message that has no
+    /// lower form ([`Message::DirChanged`]) is unchanged: its sender skips nodes below
+    /// [`Message::level`].
+    pub fn lowered(self, level: u16) -> Message {
+        match self {
+            Message::Call(c) => Message::Call(c.lowered(level)),
+            Message::Answer(a) => Message::Answer(a.lowered(level)),
+            m => m,
+        }
+    }
+}
+
+impl Call {
+    /// The call as a node of `level` reads it ([`Message::lowered`]).
+    pub fn lowered(mut self, level: u16) -> Call {
+        let posix = level >= 3;
+        match &mut self {
+            Call::Admit(_, a) => a.posix &= posix,
+            Call::GiveUp(a) => a.posix &= posix,
+            Call::Reclaim { posix: p, .. } => *p &= posix,
+            _ => {}
         }
         self
     }
+}
+
+impl Answer {
+    /// The answer as a node of `level` reads it ([`Message::lowered`]): the asker's call
+    /// says whether it reads level 3 (GIVE_UP_POSIX, RECLAIM_POSIX).
+    pub fn lowered(mut self, level: u16) -> Answer {
+        let posix = level >= 3;
+        match &mut self {
+            Answer::GivenUp(h) => h.posix &= posix,
+            Answer::Records { records, .. } if !posix => {
+                for o in records.iter_mut().flat_map(|r| r.opens.iter_mut()) {
+                    o.posix = false;
+                }
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
+/// Whether one of `records`' opens is a POSIX one.
+pub(crate) fn any_posix(records: &[Record]) -> bool {
+    records.iter().flat_map(|r| &r.opens).any(|o| o.posix)
 }
 
 /// What node B asks of the node keeping a disconnected open.
@@ -334,6 +380,9 @@ pub struct GiveUpAsk {
     pub share: String,
     pub uid: u32,
     pub user: String,
+    /// The asker reads a POSIX open's hand-over (level 3; call kind GIVE_UP_POSIX): without
+    /// it a POSIX open is handed over as a Windows one.
+    pub posix: bool,
 }
 
 /// A disconnected open's state, handed to the node its client came back to.
@@ -361,6 +410,9 @@ pub struct HandOver {
     pub lock_sequences: Option<[u8; 64]>,
     pub notify_on_close: u32,
     pub posix_rename: bool,
+    /// A POSIX open (`Open::posix`): sent only to an asker that reads it (answer kind
+    /// GIVEN_UP_POSIX) and stored only at a cluster level of 3 or more (CA record version 2).
+    pub posix: bool,
 }
 
 /// What the file's home holds for an open it moved to its new id.

@@ -167,6 +167,12 @@ pub fn samples() -> Vec<Message> {
         Call::Reclaim {
             parts: vec![1, 5, 200],
             after: Some(key(4)),
+            posix: false,
+        },
+        Call::Reclaim {
+            parts: vec![2],
+            after: None,
+            posix: true,
         },
         Call::GiveUp(Box::new(GiveUpAsk {
             file_id: FileId {
@@ -180,6 +186,21 @@ pub fn samples() -> Vec<Message> {
             share: "share".into(),
             uid: 1001,
             user: "alice".into(),
+            posix: false,
+        })),
+        Call::GiveUp(Box::new(GiveUpAsk {
+            file_id: FileId {
+                persistent: 1,
+                volatile: 2,
+            },
+            create_guid: None,
+            lease_key: None,
+            client_guid: [3; 16],
+            name: "f".into(),
+            share: "share".into(),
+            uid: 1001,
+            user: "alice".into(),
+            posix: true,
         })),
         Call::Transfer(
             key(9),
@@ -194,6 +215,14 @@ pub fn samples() -> Vec<Message> {
         Call::Interest { from: 3 },
     ];
     let moved_open = record.opens[0].clone();
+    // A POSIX open beside a Windows one in a record, and a POSIX open's hand-over.
+    let mut posix_record = record.clone();
+    posix_record.opens.push(ShareEntry {
+        owner: 77,
+        posix: true,
+        ..record.opens[0].clone()
+    });
+    let posix_handover = handover(true);
     let moved_lease = record.leases[0].clone();
     let answers = vec![
         Answer::Admitted(
@@ -232,29 +261,15 @@ pub fn samples() -> Vec<Message> {
             now: true,
         },
         Answer::Records {
-            records: vec![record],
+            records: vec![record.clone()],
             next: Some(key(9)),
         },
-        Answer::GivenUp(Box::new(HandOver {
-            key: key(9),
-            path: RelPath::from_components(["dir", "f.txt"]).unwrap(),
-            is_dir: false,
-            access: 0x0012_019f,
-            share_access: 3,
-            create_options: 0x40,
-            position: 77,
-            mode: 2,
-            kind: 2,
-            timeout_ms: 60_000,
-            durable_create_guid: [8; 16],
-            durable_client_guid: [3; 16],
-            persistent: true,
-            create_guid: Some(([3; 16], [8; 16])),
-            create_action: 2,
-            lock_sequences: Some([0xFF; 64]),
-            notify_on_close: 0x10,
-            posix_rename: true,
-        })),
+        Answer::Records {
+            records: vec![posix_record],
+            next: None,
+        },
+        Answer::GivenUp(Box::new(posix_handover.clone())),
+        Answer::GivenUp(Box::new(handover(false))),
         Answer::Transferred(Box::new(Transferred {
             open: moved_open,
             lease: Some(moved_lease),
@@ -330,6 +345,31 @@ pub fn samples() -> Vec<Message> {
             },
         ])
         .collect()
+}
+
+/// A disconnected open's state as handed over; `posix`: of a POSIX open.
+fn handover(posix: bool) -> HandOver {
+    HandOver {
+        key: key(9),
+        path: RelPath::from_components(["dir", "f.txt"]).unwrap(),
+        is_dir: false,
+        access: 0x0012_019f,
+        share_access: 3,
+        create_options: 0x40,
+        position: 77,
+        mode: 2,
+        kind: 2,
+        timeout_ms: 60_000,
+        durable_create_guid: [8; 16],
+        durable_client_guid: [3; 16],
+        persistent: true,
+        create_guid: Some(([3; 16], [8; 16])),
+        create_action: 2,
+        lock_sequences: Some([0xFF; 64]),
+        notify_on_close: 0x10,
+        posix_rename: true,
+        posix,
+    }
 }
 
 #[test]
@@ -438,18 +478,54 @@ fn a_message_of_a_kind_this_build_does_not_know_yields_unknown_kind() {
 }
 
 #[test]
-fn dir_changed_needs_level_two_a_posix_admit_level_three_and_this_build_speaks_both() {
+fn each_message_needs_the_level_that_added_it_and_lowers_to_what_level_two_reads() {
     for m in samples() {
         let want = match &m {
             Message::DirChanged { .. } => 2,
             Message::Call(Call::Admit(_, a)) if a.posix => 3,
+            Message::Call(Call::GiveUp(a)) if a.posix => 3,
+            Message::Call(Call::Reclaim { posix: true, .. }) => 3,
+            Message::Answer(Answer::GivenUp(h)) if h.posix => 3,
+            Message::Answer(Answer::Records { records, .. })
+                if records.iter().any(|r| r.opens.iter().any(|o| o.posix)) =>
+            {
+                3
+            }
             _ => BASE_LEVEL,
         };
         assert_eq!(m.level(), want, "{m:?}");
         assert!(m.level() <= LEVEL);
-        // Lowered to a level that reads it, it is unchanged.
+        // Lowered to a level that reads it, it is unchanged; to level 2, it is one a
+        // level-2 node reads.
         assert_eq!(m.clone().lowered(m.level()), m);
+        assert!(m.clone().lowered(2).level() <= 2, "{m:?}");
     }
+}
+
+#[test]
+fn a_posix_open_s_persistent_record_is_version_two_and_a_windows_one_s_still_version_one() {
+    let rec = |posix| CaRecord {
+        keeper: 2,
+        file_id: FileId {
+            persistent: 1,
+            volatile: 2,
+        },
+        share: "share".into(),
+        uid: 1001,
+        user: "alice".into(),
+        who: None,
+        state: handover(posix),
+        lease: None,
+        locks: Vec::new(),
+    };
+    let (w, p) = (encode_ca(&rec(false)), encode_ca(&rec(true)));
+    assert_eq!((w[0], p[0]), (1, 2));
+    assert_eq!(w[1..], p[1..], "the same fields");
+    assert_eq!(decode_ca(&w), Ok(rec(false)));
+    assert_eq!(decode_ca(&p), Ok(rec(true)));
+    let mut other = p.clone();
+    other[0] = 3;
+    assert!(decode_ca(&other).is_err());
 }
 
 #[test]

@@ -140,6 +140,8 @@ impl Reclaim for ServerState {
                 let call = Call::Reclaim {
                     parts: parts.to_vec(),
                     after,
+                    // Lowered for a node of an older level (super::ask).
+                    posix: true,
                 };
                 match super::ask(&self.node, node, call) {
                     Ok(Answer::Records { records, next }) => {

@@ -112,8 +112,7 @@ pub(crate) fn open_from(
             posix_rename: h.posix_rename,
         }),
         stream: None,
-        // A POSIX open handed over from another node is not POSIX here (not in its record yet).
-        posix: false,
+        posix: h.posix,
     }
 }
 
@@ -138,5 +137,6 @@ pub(crate) fn state_of(open: &Open, st: &OpenState, d: &Durability) -> HandOver 
         lock_sequences: st.lock_sequences.as_deref().copied(),
         notify_on_close: st.notify_on_close,
         posix_rename: st.posix_rename,
+        posix: open.posix,
     }
 }

@@ -1088,6 +1088,19 @@ impl Client {
                 )]
             })
             .unwrap_or_default();
+        self.create_msg_caching_ctx(name, access, share, disposition, level, contexts)
+    }
+
+    /// [`Client::create_msg_caching`] with any create contexts.
+    pub fn create_msg_caching_ctx(
+        &mut self,
+        name: &str,
+        access: u32,
+        share: u32,
+        disposition: CreateDisposition,
+        level: u8,
+        contexts: Vec<CreateContext<'static>>,
+    ) -> Vec<u8> {
         let req = CreateRequest {
             security_flags: 0,
             requested_oplock_level: OplockLevel(level),

@@ -382,6 +382,10 @@ mod tag {
     pub(crate) const INTEREST: u8 = 18;
     /// [`super::Call::Admit`] of a POSIX open (level 3; the same fields as ADMIT).
     pub(crate) const ADMIT_POSIX: u8 = 19;
+    /// [`super::Call::GiveUp`] by a node that reads a POSIX open's hand-over (level 3).
+    pub(crate) const GIVE_UP_POSIX: u8 = 20;
+    /// [`super::Call::Reclaim`] by a node that reads the opens' POSIX flags (level 3).
+    pub(crate) const RECLAIM_POSIX: u8 = 21;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -525,8 +529,16 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             put_key(o, *key);
             o.put_u8(*clear);
         }
-        Call::Reclaim { parts, after } => {
-            o.put_u8(tag::RECLAIM);
+        Call::Reclaim {
+            parts,
+            after,
+            posix,
+        } => {
+            o.put_u8(if *posix {
+                tag::RECLAIM_POSIX
+            } else {
+                tag::RECLAIM
+            });
             o.put_u16(parts.len().min(u16::MAX as usize) as u16);
             for p in parts.iter().take(u16::MAX as usize) {
                 o.put_u32(*p);
@@ -538,7 +550,11 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             o.put_u16(*from);
         }
         Call::GiveUp(a) => {
-            o.put_u8(tag::GIVE_UP);
+            o.put_u8(if a.posix {
+                tag::GIVE_UP_POSIX
+            } else {
+                tag::GIVE_UP
+            });
             o.put_u64(a.file_id.persistent);
             o.put_u64(a.file_id.volatile);
             put_opt(o, a.create_guid, |o, g| o.put_bytes(&g));
@@ -569,7 +585,8 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
 }
 
 fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
-    Ok(match r.u8()? {
+    let kind = r.u8()?;
+    Ok(match kind {
         tag::ADMIT => Call::Admit(get_key(r)?, Box::new(get_ask(r, false)?)),
         tag::ADMIT_POSIX => Call::Admit(get_key(r)?, Box::new(get_ask(r, true)?)),
         tag::CLOSE => Call::Close {
@@ -650,7 +667,7 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             key: get_key(r)?,
             clear: r.u8()?,
         },
-        tag::RECLAIM => {
+        tag::RECLAIM | tag::RECLAIM_POSIX => {
             let n = get_count(r, 4)?;
             let mut parts = Vec::with_capacity(n);
             for _ in 0..n {
@@ -659,10 +676,11 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             Call::Reclaim {
                 parts,
                 after: get_opt(r, get_key)?,
+                posix: kind == tag::RECLAIM_POSIX,
             }
         }
         tag::INTEREST => Call::Interest { from: r.u16()? },
-        tag::GIVE_UP => Call::GiveUp(Box::new(GiveUpAsk {
+        tag::GIVE_UP | tag::GIVE_UP_POSIX => Call::GiveUp(Box::new(GiveUpAsk {
             file_id: FileId {
                 persistent: r.u64()?,
                 volatile: r.u64()?,
@@ -674,6 +692,7 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             share: get_str(r)?,
             uid: r.u32()?,
             user: get_str(r)?,
+            posix: kind == tag::GIVE_UP_POSIX,
         })),
         tag::TRANSFER => Call::Transfer(
             get_key(r)?,
@@ -709,6 +728,10 @@ mod answer {
     pub(crate) const RECORDS: u8 = 10;
     pub(crate) const GIVEN_UP: u8 = 11;
     pub(crate) const TRANSFERRED: u8 = 12;
+    /// [`super::Answer::Records`] whose opens each carry their POSIX flag (level 3).
+    pub(crate) const RECORDS_POSIX: u8 = 13;
+    /// [`super::Answer::GivenUp`] of a POSIX open (level 3; the same fields as GIVEN_UP).
+    pub(crate) const GIVEN_UP_POSIX: u8 = 14;
 }
 
 fn put_answer(o: &mut Vec<u8>, a: &Answer) {
@@ -762,15 +785,24 @@ fn put_answer(o: &mut Vec<u8>, a: &Answer) {
             put_bool(o, *now);
         }
         Answer::Records { records, next } => {
-            o.put_u8(answer::RECORDS);
+            let posix = super::any_posix(records);
+            o.put_u8(if posix {
+                answer::RECORDS_POSIX
+            } else {
+                answer::RECORDS
+            });
             o.put_u16(records.len().min(u16::MAX as usize) as u16);
             for rec in records.iter().take(u16::MAX as usize) {
-                put_record(o, rec);
+                put_record(o, rec, posix);
             }
             put_opt(o, *next, put_key);
         }
         Answer::GivenUp(h) => {
-            o.put_u8(answer::GIVEN_UP);
+            o.put_u8(if h.posix {
+                answer::GIVEN_UP_POSIX
+            } else {
+                answer::GIVEN_UP
+            });
             put_handover(o, h);
         }
         Answer::Transferred(t) => {
@@ -825,18 +857,19 @@ fn get_answer(r: &mut Reader<'_>) -> Result<Answer, WireError> {
             was: get_bool(r)?,
             now: get_bool(r)?,
         },
-        answer::RECORDS => {
+        kind @ (answer::RECORDS | answer::RECORDS_POSIX) => {
             let n = get_count(r, 24)?;
             let mut records = Vec::with_capacity(n);
             for _ in 0..n {
-                records.push(get_record(r)?);
+                records.push(get_record(r, kind == answer::RECORDS_POSIX)?);
             }
             Answer::Records {
                 records,
                 next: get_opt(r, get_key)?,
             }
         }
-        answer::GIVEN_UP => Answer::GivenUp(Box::new(get_handover(r)?)),
+        answer::GIVEN_UP => Answer::GivenUp(Box::new(get_handover(r, false)?)),
+        answer::GIVEN_UP_POSIX => Answer::GivenUp(Box::new(get_handover(r, true)?)),
         answer::TRANSFERRED => {
             let open = get_share_entry(r)?;
             let lease = get_opt(r, get_lease)?;
@@ -923,11 +956,12 @@ fn get_notice(r: &mut Reader<'_>) -> Result<Break, WireError> {
 /// How many bytes `rec` takes in a message.
 pub fn record_len(rec: &Record) -> usize {
     let mut o = Vec::new();
-    put_record(&mut o, rec);
+    put_record(&mut o, rec, true);
     o.len()
 }
 
-fn put_record(o: &mut Vec<u8>, rec: &Record) {
+/// A record; `posix`: each open followed by its POSIX flag (RECORDS_POSIX).
+fn put_record(o: &mut Vec<u8>, rec: &Record, posix: bool) {
     put_key(o, rec.key);
     put_str(o, &rec.share);
     put_path(o, &rec.path);
@@ -936,6 +970,9 @@ fn put_record(o: &mut Vec<u8>, rec: &Record) {
     o.put_u16(rec.opens.len().min(u16::MAX as usize) as u16);
     for s in rec.opens.iter().take(u16::MAX as usize) {
         put_share_entry(o, s);
+        if posix {
+            put_bool(o, s.posix);
+        }
     }
     o.put_u16(rec.locks.len().min(u16::MAX as usize) as u16);
     for l in rec.locks.iter().take(u16::MAX as usize) {
@@ -1006,7 +1043,7 @@ fn get_lease(r: &mut Reader<'_>) -> Result<oplock::Lease, WireError> {
     })
 }
 
-fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
+fn get_record(r: &mut Reader<'_>, posix: bool) -> Result<Record, WireError> {
     let key = get_key(r)?;
     let share = get_str(r)?;
     let path = get_path(r)?;
@@ -1016,7 +1053,9 @@ fn get_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
     let n = get_count(r, 8 + 4 + 4 + 1 + 1 + 1 + 16 + 16 + 1)?;
     let mut opens = Vec::with_capacity(n);
     for _ in 0..n {
-        opens.push(get_share_entry(r)?);
+        let mut s = get_share_entry(r)?;
+        s.posix = posix && get_bool(r)?;
+        opens.push(s);
     }
     let n = get_count(r, 25)?;
     let mut locks = Vec::with_capacity(n);
@@ -1064,7 +1103,8 @@ fn put_handover(o: &mut Vec<u8>, h: &HandOver) {
     put_bool(o, h.posix_rename);
 }
 
-fn get_handover(r: &mut Reader<'_>) -> Result<HandOver, WireError> {
+/// A hand-over; `posix`: of a POSIX open (told by its answer kind or record version).
+fn get_handover(r: &mut Reader<'_>, posix: bool) -> Result<HandOver, WireError> {
     Ok(HandOver {
         key: get_key(r)?,
         path: get_path(r)?,
@@ -1084,13 +1124,18 @@ fn get_handover(r: &mut Reader<'_>) -> Result<HandOver, WireError> {
         lock_sequences: get_opt(r, |r| r.array())?,
         notify_on_close: r.u32()?,
         posix_rename: get_bool(r)?,
+        posix,
     })
 }
 
 /// A persistent open's record in etcd ([`super::ca`]).
 pub fn encode_ca(rec: &CaRecord) -> Vec<u8> {
     let mut o = Vec::with_capacity(256);
-    o.put_u8(CA_RECORD_VERSION);
+    o.put_u8(if rec.state.posix {
+        CA_RECORD_VERSION_POSIX
+    } else {
+        CA_RECORD_VERSION
+    });
     o.put_u16(rec.keeper);
     o.put_u64(rec.file_id.persistent);
     o.put_u64(rec.file_id.volatile);
@@ -1113,9 +1158,11 @@ pub fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
         return Err(WireError::Invalid("CA record too long"));
     }
     let mut r = Reader::new(b);
-    if r.u8()? != CA_RECORD_VERSION {
-        return Err(WireError::Invalid("CA record of another version"));
-    }
+    let posix = match r.u8()? {
+        CA_RECORD_VERSION => false,
+        CA_RECORD_VERSION_POSIX => true,
+        _ => return Err(WireError::Invalid("CA record of another version")),
+    };
     let keeper = r.u16()?;
     let file_id = FileId {
         persistent: r.u64()?,
@@ -1125,7 +1172,7 @@ pub fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
     let uid = r.u32()?;
     let user = get_str(&mut r)?;
     let who = get_who(&mut r)?;
-    let state = get_handover(&mut r)?;
+    let state = get_handover(&mut r, posix)?;
     let lease = get_opt(&mut r, get_lease)?;
     let n = get_count(&mut r, 25)?;
     let mut locks = Vec::with_capacity(n);
@@ -1149,3 +1196,6 @@ pub fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
 }
 
 const CA_RECORD_VERSION: u8 = 1;
+/// A POSIX open's record: the same fields (written only at a cluster level of 3 or more, whose
+/// nodes all read it; an older node skips it as a record of another version).
+const CA_RECORD_VERSION_POSIX: u8 = 2;
