@@ -26,14 +26,15 @@ impl Client {
     /// A client of `host`'s Witness, as `user` (`NAME%PASSWORD`, sealed) or anonymous.
     fn start(host: &str, epm_port: u16, user: Option<&str>, register: &[&str]) -> Client {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/witness_client.py");
-        let mut child = Command::new("python3")
+        // Debian's python, whose python3-impacket scripts/install-deps.sh --test installs.
+        let mut child = Command::new("/usr/bin/python3")
             .arg(script)
             .args(user.map(|u| ["--user", u]).into_iter().flatten())
             .args([host, &epm_port.to_string(), "WITNESSLAB"])
             .args(register)
             .stdout(Stdio::piped())
             .spawn()
-            .expect("python3");
+            .expect("/usr/bin/python3");
         let out = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
