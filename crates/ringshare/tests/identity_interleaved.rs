@@ -90,9 +90,13 @@ fn two_users_alternating_on_one_io_thread_each_get_only_their_own_files() {
         .filter_map(|l| l.split("acting as users: ").nth(1))
         .filter_map(|r| r.split(' ').next()?.parse::<u64>().ok())
         .sum();
-    // Each request of the other user switched the one thread.
+    // Each user's turn of a round switched the one thread to that user at
+    // least once (two per round). More switches happen where a request also
+    // acts as the server: the DOS attributes of the other user's 0600 file,
+    // which the user may not read, are read as the server, and once kept
+    // (crates/vfs/src/posix/doscache.rs) they are not read again.
     assert!(
-        switches >= 4 * 200,
+        switches >= 2 * 200,
         "only {switches} credential switches:\n{log}"
     );
 }
