@@ -257,6 +257,25 @@ pub fn render(source: &Source) -> String {
         header(&mut o, name, "gauge", help);
         let _ = writeln!(o, "{name} {v}");
     }
+    if let Some(link) = source.server.node.link() {
+        let l = crate::status::Levels::of(link.as_ref());
+        let levels = [
+            (
+                "ringshare_cluster_node_level",
+                "The protocol level this cluster node speaks (docs/cluster.md).",
+                l.own,
+            ),
+            (
+                "ringshare_cluster_level",
+                "The cluster's level as this node sees it: the lowest of its live members'.",
+                l.cluster,
+            ),
+        ];
+        for (name, help, v) in levels {
+            header(&mut o, name, "gauge", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+    }
     let per_ring = [
         (
             "ringshare_ring_enters_total",

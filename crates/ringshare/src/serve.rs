@@ -319,10 +319,17 @@ fn control_handler(
     server: Arc<ServerState>,
     reloader: Arc<crate::reload::Reloader>,
 ) -> Arc<crate::control::Handler> {
+    use crate::status::Levels;
     Arc::new(move |request: &str| match request {
-        "status" => Ok(crate::status::text(&server.status())),
+        "status" => {
+            let levels = server.node.link().map(|l| Levels::of(l.as_ref()).text());
+            Ok(levels.unwrap_or_default() + &crate::status::text(&server.status()))
+        }
         "status json" => {
-            let v = crate::status::json(&server.status());
+            let mut v = crate::status::json(&server.status());
+            if let (Some(l), Some(o)) = (server.node.link(), v.as_object_mut()) {
+                o.insert("cluster".into(), Levels::of(l.as_ref()).json());
+            }
             Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n")
         }
         "reload" => reloader.reload(),

@@ -9,6 +9,60 @@ use ringshare_wire::consts::Dialect;
 use ringshare_wire::fscc::FileTime;
 use serde_json::{json, Value};
 
+/// A cluster node's protocol levels (docs/cluster.md "Upgrading a cluster"): its own, each
+/// live member's as etcd advertises it, and the cluster's (the lowest, as `ringshare cluster
+/// nodes` computes it), as this node sees them now.
+pub struct Levels {
+    pub node: u16,
+    pub own: u16,
+    pub cluster: u16,
+    /// (node, level) of each live member, this node included, by node number.
+    pub members: Vec<(u16, u16)>,
+}
+
+impl Levels {
+    /// What `link` (a cluster node's view of its members) says.
+    pub fn of(link: &dyn ringshare_core::cluster::ClusterLink) -> Levels {
+        let mut members: Vec<(u16, u16)> = link
+            .members()
+            .into_iter()
+            .map(|n| (n, link.level_of(n)))
+            .collect();
+        members.sort_unstable();
+        Levels {
+            node: link.node(),
+            own: link.level_of(link.node()),
+            cluster: ringshare_core::cluster::cluster_level(link),
+            members,
+        }
+    }
+
+    /// The line `ringshare status` starts with on a cluster node.
+    pub fn text(&self) -> String {
+        let each: Vec<String> = self
+            .members
+            .iter()
+            .map(|(n, l)| format!("node {n} level {l}"))
+            .collect();
+        format!(
+            "cluster node {}: level {}; cluster level {} (the lowest of {})\n",
+            self.node,
+            self.own,
+            self.cluster,
+            each.join(", ")
+        )
+    }
+
+    pub fn json(&self) -> Value {
+        json!({
+            "node": self.node,
+            "level": self.own,
+            "cluster_level": self.cluster,
+            "members": self.members.iter().map(|(n, l)| json!({"node": n, "level": l})).collect::<Vec<_>>(),
+        })
+    }
+}
+
 /// A dialect as people write it (`3.1.1`); `-` before NEGOTIATE.
 fn dialect(d: u16) -> String {
     match Dialect(d).version() {

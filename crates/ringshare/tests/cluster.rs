@@ -9,6 +9,7 @@
 mod cluster_dirlease;
 mod cluster_kill;
 mod cluster_stall;
+mod cluster_upgrade;
 mod cluster_witness;
 mod common;
 #[path = "../../cluster/tests/support/etcd_cluster.rs"]
@@ -71,11 +72,18 @@ impl Cluster {
 
     /// [`Cluster::start`] with more `[global]` lines (share defaults too).
     fn start_with(name: &str, more: &str) -> Cluster {
-        Cluster::start_on(name, more, None)
+        Cluster::start_on(name, more, None, None)
     }
 
-    /// [`Cluster::start_with`] with node n on `hosts[n - 1]` (all on 127.0.0.1 when `None`).
-    fn start_on(name: &str, more: &str, hosts: Option<Vec<String>>) -> Cluster {
+    /// [`Cluster::start_with`] with node n on `hosts[n - 1]` (all on 127.0.0.1 when `None`),
+    /// every node running the binary `old` (another release's, which knows no Witness options)
+    /// when given.
+    fn start_on(
+        name: &str,
+        more: &str,
+        hosts: Option<Vec<String>>,
+        old: Option<&std::path::Path>,
+    ) -> Cluster {
         // The server acts as the user: the user needs a Unix account.
         common::ensure_unix_account(USER_A.0);
         let etcd = EtcdCluster::start(name);
@@ -147,23 +155,30 @@ impl Cluster {
                 "\tcluster name = {name}\n\tcluster node = {n}\n\
                  \tcluster address = {host}:{port}\n\tcluster etcd = {etcd}\n\
                  \tcluster secret file = {secret}\n\tcluster filesystem = {fs}\n\
-                 \tcluster takeover command = {takeover}\n\
-                 \tcluster witness port = {wport}\n\tcluster endpoint mapper port = {eport}\n\
+                 \tcluster takeover command = {takeover}\n{witness}\
                  \tcontrol socket = no\n\tlog level = 2\n\tkernel change notify = no\n{more}",
+                witness = if old.is_some() {
+                    String::new()
+                } else {
+                    witness_lines(wport, eport)
+                },
                 etcd = etcd.urls.join(", "),
                 secret = secret.display(),
                 fs = mount.display(),
                 takeover = takeover.display(),
             );
             let dir = TempDir::new(&format!("cluster-{name}-n{n}"));
-            nodes.push(Rig::start_at(
+            let mut rig = Rig::prepare_at(
                 dir,
                 mount.join(&sub),
                 &extra,
                 &["--threads", "1"],
                 host,
                 netns.as_ref().map(|ns: &Vec<String>| ns[i].as_str()),
-            ));
+            );
+            rig.bin = old.map(std::path::Path::to_path_buf);
+            rig.spawn();
+            nodes.push(rig);
         }
         let c = Cluster {
             name: name.to_string(),
@@ -247,6 +262,11 @@ impl Cluster {
             .map(|f| f.expect("a file homed on every node"))
             .collect()
     }
+}
+
+/// The `[global]` lines of a node's Witness ports (options the builds before Witness refuse).
+fn witness_lines(port: u16, mapper: u16) -> String {
+    format!("\tcluster witness port = {port}\n\tcluster endpoint mapper port = {mapper}\n")
 }
 
 fn lease(key: u8, state: u32) -> Lease {
@@ -1068,6 +1088,19 @@ fn a_node_killed_at_a_random_moment_gives_every_persistent_handle_back_and_never
         .and_then(|r| r.parse().ok())
         .unwrap_or(2);
     cluster_kill::run("killloop", runs);
+}
+
+/// A cluster of the previous release's binary is upgraded one node at a time with clients
+/// writing throughout: nothing lost, no answer but success or try-again, level 1 until the
+/// last old node is gone and 2 then (cluster_upgrade's notes; scripts/cluster-upgrade.sh).
+#[test]
+#[ignore = "needs the previous release's binary: scripts/cluster-upgrade.sh (about 40 s)"]
+fn a_cluster_of_the_previous_release_upgraded_one_node_at_a_time_loses_nothing() {
+    let old = std::env::var_os("RINGSHARE_OLD_BIN")
+        .expect("RINGSHARE_OLD_BIN: the previous release's ringshare (scripts/cluster-upgrade.sh)");
+    // "this": a control run, this build upgraded to itself.
+    let old = (old != "this").then_some(std::path::Path::new(&old));
+    cluster_upgrade::run("upgrade", old);
 }
 
 /// Persistent opens (DH2Q, CreateGuids from `guid`) of `files` by client `c`, each with

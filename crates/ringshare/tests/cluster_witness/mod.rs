@@ -172,7 +172,7 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         return;
     }
     let hosts = HOSTS.iter().map(|h| h.to_string()).collect();
-    let mut cl = Cluster::start_on(name, "\tnetbios name = WITNESSLAB\n", Some(hosts));
+    let mut cl = Cluster::start_on(name, "\tnetbios name = WITNESSLAB\n", Some(hosts), None);
     // A share of a node that serves Witness says SCALEOUT and CLUSTER.
     assert_eq!(share_caps(&mut cl.client(1)), 0x20 | 0x40);
     // Witness wants packet integrity: an anonymous client and a wrong password are refused.

@@ -55,6 +55,8 @@ pub struct Rig {
     pub share_dir: PathBuf,
     /// More `serve` arguments (`--threads 1`).
     pub args: Vec<String>,
+    /// The binary to run instead of this build's (another release's: scripts/cluster-upgrade.sh).
+    pub bin: Option<PathBuf>,
     conf: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -95,6 +97,20 @@ impl Rig {
         host: &str,
         netns: Option<&str>,
     ) -> Rig {
+        let mut rig = Rig::prepare_at(tmp, share_dir, extra_global, args, host, netns);
+        rig.spawn();
+        rig
+    }
+
+    /// [`Rig::start_at`] without starting the process ([`Rig::spawn`] does).
+    pub fn prepare_at(
+        tmp: TempDir,
+        share_dir: PathBuf,
+        extra_global: &str,
+        args: &[&str],
+        host: &str,
+        netns: Option<&str>,
+    ) -> Rig {
         let conf = tmp.path().join("ringshare.conf");
         let passwd = tmp.path().join("smbpasswd");
         let port = free_port();
@@ -115,19 +131,18 @@ impl Rig {
         }
         let _ = std::fs::set_permissions(&share_dir, std::fs::Permissions::from_mode(0o777));
         let log = tmp.path().join("serve.log");
-        let mut rig = Rig {
+        Rig {
             port,
             host: host.to_string(),
             netns: netns.map(str::to_string),
             share_dir,
             args: args.iter().map(|a| a.to_string()).collect(),
+            bin: None,
             conf,
             log,
             child: None,
             tmp,
-        };
-        rig.spawn();
-        rig
+        }
     }
 
     /// Start the process (again) with the same configuration and port.
@@ -140,13 +155,17 @@ impl Rig {
             .expect("open log");
         let err = out.try_clone().expect("dup log");
         // nsenter joins the namespace and execs the server (same pid).
+        let bin = self
+            .bin
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(ringshare_bin()));
         let mut cmd = match &self.netns {
             Some(ns) => {
                 let mut c = Process::new("nsenter");
-                c.arg(format!("--net=/run/netns/{ns}")).arg(ringshare_bin());
+                c.arg(format!("--net=/run/netns/{ns}")).arg(&bin);
                 c
             }
-            None => Process::new(ringshare_bin()),
+            None => Process::new(&bin),
         };
         let mut child = cmd
             .arg("serve")
@@ -184,6 +203,11 @@ impl Rig {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The directory holding its configuration and log.
+    pub fn dir(&self) -> &Path {
+        self.tmp.path()
     }
 
     /// The server's configuration file.
