@@ -253,28 +253,25 @@ pub fn render(source: &Source) -> String {
             g.disconnected_durable_opens,
         ),
     ];
-    for (name, help, v) in gauges {
-        header(&mut o, name, "gauge", help);
-        let _ = writeln!(o, "{name} {v}");
-    }
-    if let Some(link) = source.server.node.link() {
+    // On a cluster node: its protocol level and the cluster's (docs/cluster.md).
+    let levels = source.server.node.link().map(|link| {
         let l = crate::status::Levels::of(link.as_ref());
-        let levels = [
+        [
             (
                 "ringshare_cluster_node_level",
-                "The protocol level this cluster node speaks (docs/cluster.md).",
-                l.own,
+                "The protocol level this cluster node speaks.",
+                u64::from(l.own),
             ),
             (
                 "ringshare_cluster_level",
                 "The cluster's level as this node sees it: the lowest of its live members'.",
-                l.cluster,
+                u64::from(l.cluster),
             ),
-        ];
-        for (name, help, v) in levels {
-            header(&mut o, name, "gauge", help);
-            let _ = writeln!(o, "{name} {v}");
-        }
+        ]
+    });
+    for (name, help, v) in gauges.into_iter().chain(levels.into_iter().flatten()) {
+        header(&mut o, name, "gauge", help);
+        let _ = writeln!(o, "{name} {v}");
     }
     let per_ring = [
         (

@@ -168,17 +168,14 @@ impl Cluster {
                 takeover = takeover.display(),
             );
             let dir = TempDir::new(&format!("cluster-{name}-n{n}"));
-            let mut rig = Rig::prepare_at(
+            nodes.push(Rig::start_at(
                 dir,
                 mount.join(&sub),
                 &extra,
                 &["--threads", "1"],
-                host,
-                netns.as_ref().map(|ns: &Vec<String>| ns[i].as_str()),
-            );
-            rig.bin = old.map(std::path::Path::to_path_buf);
-            rig.spawn();
-            nodes.push(rig);
+                (host, netns.as_ref().map(|ns: &Vec<String>| ns[i].as_str())),
+                old,
+            ));
         }
         let c = Cluster {
             name: name.to_string(),

@@ -298,17 +298,7 @@ fn plain_writer(sh: &Shared, w: u16, files: Vec<String>) -> Vec<Written> {
 /// `ringshare cluster nodes` (this build's) against `conf`: its text, the cluster's level and
 /// each node's.
 fn levels(conf: &Path) -> (String, u16, BTreeMap<u16, u16>) {
-    let out = std::process::Command::new(common::ringshare_bin())
-        .args(["cluster", "nodes", "--config"])
-        .arg(conf)
-        .output()
-        .expect("ringshare cluster nodes");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "cluster nodes: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = cli(&["cluster", "nodes"], conf);
     let word_after = |line: &str, w: &str| -> Option<u16> {
         let mut it = line.split_whitespace();
         it.find(|x| x.trim_end_matches(':') == w)?;
@@ -327,20 +317,21 @@ fn levels(conf: &Path) -> (String, u16, BTreeMap<u16, u16>) {
     (text, cluster, nodes)
 }
 
-/// The first line of `ringshare status --config conf`.
-fn status_line(conf: &Path) -> String {
+/// What `ringshare ARGS --config conf` (this build's) prints; panics when it fails.
+fn cli(args: &[&str], conf: &Path) -> String {
     let out = std::process::Command::new(common::ringshare_bin())
-        .args(["status", "--config"])
+        .args(args)
+        .arg("--config")
         .arg(conf)
         .output()
-        .expect("ringshare status");
+        .expect("run ringshare");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "status: {text}{}",
+        "ringshare {args:?}: {text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    text.lines().next().unwrap_or_default().to_string()
+    text
 }
 
 /// Node `n` (stopped) runs this build from now on, with the Witness ports the old build's
@@ -450,7 +441,8 @@ pub fn run(name: &str, old: Option<&Path>) {
         assert_eq!(level, want, "the cluster's level after step {n}: {text}");
         // The node just upgraded says the same of itself: its level, and the cluster's as it
         // sees it (1 while a peer is old: it sends them only what level 1 reads).
-        let status = status_line(cl.nodes[usize::from(n) - 1].conf());
+        let status = cli(&["status"], cl.nodes[usize::from(n) - 1].conf());
+        let status = status.lines().next().unwrap_or_default();
         eprintln!("[{name}] ringshare status of node {n}: {status}");
         assert!(
             status.starts_with(&format!(

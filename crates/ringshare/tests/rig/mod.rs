@@ -84,32 +84,26 @@ impl Rig {
         extra_global: &str,
         args: &[&str],
     ) -> Rig {
-        Rig::start_at(tmp, share_dir, extra_global, args, "127.0.0.1", None)
+        Rig::start_at(
+            tmp,
+            share_dir,
+            extra_global,
+            args,
+            ("127.0.0.1", None),
+            None,
+        )
     }
 
     /// [`Rig::start_on_with`] listening on `host`, run in the network
-    /// namespace `netns` (a name under /run/netns) when given.
+    /// namespace `netns` (a name under /run/netns) when given, running the binary `bin`
+    /// ([`Rig::bin`]) when given.
     pub fn start_at(
         tmp: TempDir,
         share_dir: PathBuf,
         extra_global: &str,
         args: &[&str],
-        host: &str,
-        netns: Option<&str>,
-    ) -> Rig {
-        let mut rig = Rig::prepare_at(tmp, share_dir, extra_global, args, host, netns);
-        rig.spawn();
-        rig
-    }
-
-    /// [`Rig::start_at`] without starting the process ([`Rig::spawn`] does).
-    pub fn prepare_at(
-        tmp: TempDir,
-        share_dir: PathBuf,
-        extra_global: &str,
-        args: &[&str],
-        host: &str,
-        netns: Option<&str>,
+        (host, netns): (&str, Option<&str>),
+        bin: Option<&Path>,
     ) -> Rig {
         let conf = tmp.path().join("ringshare.conf");
         let passwd = tmp.path().join("smbpasswd");
@@ -131,18 +125,20 @@ impl Rig {
         }
         let _ = std::fs::set_permissions(&share_dir, std::fs::Permissions::from_mode(0o777));
         let log = tmp.path().join("serve.log");
-        Rig {
+        let mut rig = Rig {
             port,
             host: host.to_string(),
             netns: netns.map(str::to_string),
             share_dir,
             args: args.iter().map(|a| a.to_string()).collect(),
-            bin: None,
+            bin: bin.map(Path::to_path_buf),
             conf,
             log,
             child: None,
             tmp,
-        }
+        };
+        rig.spawn();
+        rig
     }
 
     /// Start the process (again) with the same configuration and port.
