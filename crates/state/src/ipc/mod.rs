@@ -426,12 +426,12 @@ impl Pipe {
                     },
                     _ => Vec::new(),
                 };
-                let (ack, ok) = if is_bind {
-                    (PTYPE_BIND_ACK, self.bind(body, true))
+                let ack = if is_bind {
+                    PTYPE_BIND_ACK
                 } else {
-                    (PTYPE_ALTER_CONTEXT_RESP, self.bind(body, false))
+                    PTYPE_ALTER_CONTEXT_RESP
                 };
-                match ok {
+                match self.bind(body, is_bind) {
                     Some(mut ack_body) => {
                         let auth_len = verifier.len().saturating_sub(8) as u16;
                         ack_body.extend_from_slice(&verifier);
