@@ -46,6 +46,7 @@ use waits::Waiting;
 
 /// A frame being processed: its members, their replies so far, and where the
 /// chain stands.
+#[derive(Default)]
 struct Job {
     frame: Vec<u8>,
     /// (start, end) of each member in `frame`.
@@ -74,6 +75,21 @@ struct Job {
 }
 
 impl Job {
+    /// Back to the state a new frame's job starts from, keeping its lists' room.
+    fn clear(&mut self) {
+        let (mut members, mut replies) = (
+            std::mem::take(&mut self.members),
+            std::mem::take(&mut self.replies),
+        );
+        members.clear();
+        replies.clear();
+        *self = Job {
+            members,
+            replies,
+            ..Job::default()
+        };
+    }
+
     /// The file a related member after the one just answered works on ([MS-SMB2]
     /// 3.3.5.2.7.2): the open it `made` (a CREATE), else the one it named, else, for a
     /// related member, the one it inherited; an unrelated member that named none leaves
@@ -114,7 +130,7 @@ pub struct Connection {
     core: ConnCore,
     credits: CreditWindow,
     outputs: VecDeque<Output>,
-    parked: IdMap<u64, (Job, Header, Cont, Req0)>,
+    parked: IdMap<u64, (Box<Job>, Header, Cont, Req0)>,
     /// Jobs parked on a lookup, by its id (ids shared with `parked`).
     lookups: IdMap<u64, lookups::Parked>,
     next_io_id: u64,
@@ -129,17 +145,17 @@ pub struct Connection {
     /// (monotonic ms), for the handshake and idle timeouts.
     accepted_ms: Option<u64>,
     last_request_ms: u64,
-    /// Empty vectors of the last finished job, reused by the next one.
-    /// (Several jobs can be parked on I/O at once: one pair per job, up to
-    /// [`SPARE_JOB_VECS_MAX`].)
-    spare_members: Vec<Vec<(usize, usize)>>,
-    spare_replies: Vec<Vec<BuiltReply>>,
+    /// Finished jobs, emptied, reused by the next frames: a job is built in place
+    /// and moved as a pointer (no allocation or copy of it per request). Several
+    /// jobs can be parked on I/O at once: up to [`SPARE_JOBS_MAX`] are kept.
+    #[allow(clippy::vec_box)] // the boxes are what is reused: a job moves as a pointer
+    spare_jobs: Vec<Box<Job>>,
     /// A job whose answer waits, and the frames behind it.
     held: held::Held,
 }
 
-/// Emptied member and reply lists a connection keeps for its next jobs.
-const SPARE_JOB_VECS_MAX: usize = 64;
+/// Emptied jobs a connection keeps for its next frames.
+const SPARE_JOBS_MAX: usize = 64;
 /// A list longer than this (a long compound's) is not kept, so that a
 /// client cannot make a connection hold 64 lists of 64 replies.
 const SPARE_JOB_VEC_CAPACITY_MAX: usize = 8;
@@ -193,8 +209,7 @@ impl Connection {
             closing: false,
             accepted_ms: None,
             last_request_ms: 0,
-            spare_members: Vec::new(),
-            spare_replies: Vec::new(),
+            spare_jobs: Vec::new(),
             held: Default::default(),
         }
     }
@@ -508,14 +523,13 @@ impl Connection {
         encrypted: Option<u64>,
         detached: Option<usize>,
     ) {
-        // The vectors of the last finished job serve again (no allocation per request).
-        let mut members = self.spare_members.pop().unwrap_or_default();
-        members.clear();
+        // A finished job serves again (no allocation per request).
+        let mut job = self.spare_jobs.pop().unwrap_or_default();
         let mut pos = base;
         for m in header::split_compound(&frame[base..]) {
             match m {
                 Ok(slice) => {
-                    members.push((pos, pos + slice.len()));
+                    job.members.push((pos, pos + slice.len()));
                     pos += slice.len();
                 }
                 Err(e) => {
@@ -523,27 +537,15 @@ impl Connection {
                     return;
                 }
             }
-            if members.len() > limits::COMPOUND_COMMANDS_MAX {
+            if job.members.len() > limits::COMPOUND_COMMANDS_MAX {
                 self.disconnect("compound chain too long");
                 return;
             }
         }
-        let job = Job {
-            frame,
-            members,
-            next: 0,
-            charged: 0,
-            replies: self.spare_replies.pop().unwrap_or_default(),
-            last_session: 0,
-            last_tree: 0,
-            last_file: None,
-            named_file: None,
-            related_error: None,
-            encrypted,
-            seal: None,
-            detached,
-            arrived_us: self.core.metrics.as_ref().map_or(0, |m| m.now_us()),
-        };
+        job.frame = frame;
+        job.encrypted = encrypted;
+        job.detached = detached;
+        job.arrived_us = self.core.metrics.as_ref().map_or(0, |m| m.now_us());
         self.run(job);
     }
 
@@ -586,7 +588,7 @@ impl Connection {
     /// the break notifications the job's requests posted to this very
     /// connection, before anything a later request answers (a client reads
     /// the break of its own rename before the reply to its next CREATE).
-    fn run(&mut self, job: Job) {
+    fn run(&mut self, job: Box<Job>) {
         self.run_job(job);
         if self.mailbox.has_mail() {
             self.send_mail();
@@ -596,7 +598,7 @@ impl Connection {
         }
     }
 
-    fn run_job(&mut self, mut job: Job) {
+    fn run_job(&mut self, mut job: Box<Job>) {
         while job.next < job.members.len() {
             if self.closing {
                 return;
@@ -759,13 +761,13 @@ impl Connection {
     /// the connection closes (None).
     fn member_done(
         &mut self,
-        mut job: Job,
+        mut job: Box<Job>,
         hdr: &Header,
         session_id: u64,
         related: bool,
         closing: Option<(u64, u64)>,
         answered: Result<Reply, NtStatus>,
-    ) -> Option<Job> {
+    ) -> Option<Box<Job>> {
         match answered {
             Ok(reply) => {
                 if self.member_replied(&mut job, hdr, session_id, related, closing, reply) {
@@ -1086,7 +1088,7 @@ impl Connection {
     }
 
     /// Frame and sign the replies of a finished job.
-    fn finish(&mut self, mut job: Job) {
+    fn finish(&mut self, mut job: Box<Job>) {
         // (A WRITE alone in its frame may have taken the frame.)
         let compress = match (job.members.as_slice(), job.replies.as_mut_slice()) {
             ([_], [r]) => r.compress.take(),
@@ -1101,19 +1103,15 @@ impl Connection {
                 &mut self.core.spare,
             ))
         };
-        let (members, mut replies) = (
-            std::mem::take(&mut job.members),
-            std::mem::take(&mut job.replies),
-        );
-        if self.spare_members.len() < SPARE_JOB_VECS_MAX
-            && members.capacity() <= SPARE_JOB_VEC_CAPACITY_MAX
-            && replies.capacity() <= SPARE_JOB_VEC_CAPACITY_MAX
-        {
-            replies.clear();
-            self.spare_members.push(members);
-            self.spare_replies.push(replies);
-        }
         self.core.spare.give(std::mem::take(&mut job.frame));
+        let (encrypted, seal) = (job.encrypted, job.seal.take());
+        if self.spare_jobs.len() < SPARE_JOBS_MAX
+            && job.members.capacity() <= SPARE_JOB_VEC_CAPACITY_MAX
+            && job.replies.capacity() <= SPARE_JOB_VEC_CAPACITY_MAX
+        {
+            job.clear();
+            self.spare_jobs.push(job);
+        }
         let Some((frame, file)) = built else {
             return;
         };
@@ -1128,10 +1126,10 @@ impl Connection {
             return;
         }
         let frame = match compress {
-            Some(ask) => self.compress_reply(frame, seal_room(job.encrypted), &ask),
+            Some(ask) => self.compress_reply(frame, seal_room(encrypted), &ask),
             None => frame,
         };
-        self.send_frame(frame, job.encrypted, job.seal.take());
+        self.send_frame(frame, encrypted, seal);
     }
 
     /// Queue a built frame, encrypting it for `encrypted`'s session first: the

@@ -15,7 +15,7 @@ const LATER_BYTES_MAX: usize = 16 << 20;
 /// The job set aside (with the time it goes on) and the frames behind it.
 #[derive(Default)]
 pub(super) struct Held {
-    job: Option<(u64, Job)>,
+    job: Option<(u64, Box<Job>)>,
     later: VecDeque<Vec<u8>>,
     later_bytes: usize,
 }
@@ -34,7 +34,7 @@ impl Held {
 impl Connection {
     /// The member just run asked for its answer to wait: the job goes on at
     /// `until_ms`.
-    pub(super) fn hold(&mut self, job: Job, until_ms: u64) {
+    pub(super) fn hold(&mut self, job: Box<Job>, until_ms: u64) {
         self.held.job = Some((until_ms, job));
     }
 

@@ -12,7 +12,7 @@ use crate::lookup::{DomainAnswer, Lookup, LookupDone, LookupRequest};
 
 /// A job parked on a lookup.
 pub(super) struct Parked {
-    job: Job,
+    job: Box<Job>,
     hdr: Header,
     /// The member's index in the job, its session and whether it was related.
     member: usize,
@@ -26,7 +26,7 @@ impl Connection {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn park_on_lookup(
         &mut self,
-        job: Job,
+        job: Box<Job>,
         hdr: Header,
         member: usize,
         session_id: u64,
@@ -174,7 +174,7 @@ impl Connection {
     /// A parked request is answered: its reply goes with its job's, and the job goes on.
     fn answered_after_lookup(
         &mut self,
-        job: Job,
+        job: Box<Job>,
         hdr: &Header,
         session_id: u64,
         related: bool,

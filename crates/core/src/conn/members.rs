@@ -88,7 +88,7 @@ impl Connection {
     /// only member).
     pub(super) fn park_on_io(
         &mut self,
-        mut job: Job,
+        mut job: Box<Job>,
         hdr: Header,
         session_id: u64,
         node: Arc<dyn Node>,

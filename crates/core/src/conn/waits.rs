@@ -13,7 +13,7 @@ use crate::server::lock;
 
 /// A job parked on a CREATE that waits for break acknowledgments.
 pub(super) struct Waiting {
-    pub(super) job: Job,
+    pub(super) job: Box<Job>,
     pub(super) hdr: Header,
     pub(super) session_id: u64,
     pub(super) tree_id: u32,
