@@ -479,7 +479,12 @@ pub fn serve(
             .map_err(|e| err(e.to_string()))?;
         let s = server.clone();
         let users = Box::new(move || s.logons.users());
-        crate::witness::start(&cfg, &listen, node.membership(), users);
+        let s = server.clone();
+        let keytab = Box::new(move || {
+            let replay = Arc::clone(&s.logons.replay_cache);
+            s.logons.kerberos().map(|k| (k, replay))
+        });
+        crate::witness::start(&cfg, &listen, node.membership(), users, keytab);
         Some(node)
     } else {
         None

@@ -11,9 +11,9 @@
 //! one thread per listener and one per connection (at most
 //! [`CONNECTIONS_MAX`]), each waking every [`TICK`] to answer held calls from
 //! the membership a feed thread reads from the coordinator every [`TICK`].
-//! Witness calls need NTLMSSP at packet integrity or privacy (the PDU layer's
-//! [`ringshare_core::rpc::rpcauth`], the accounts SMB logons use) unless `cluster witness
-//! anonymous = yes`; the endpoint mapper is anonymous (docs/cluster.md, Witness).
+//! Witness calls need NTLMSSP or Kerberos at packet integrity or privacy (the PDU layer's
+//! [`ringshare_core::rpc::rpcauth`], the accounts and keytab SMB logons use) unless `cluster
+//! witness anonymous = yes`; the endpoint mapper is anonymous (docs/cluster.md, Witness).
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use ringshare_auth::gss::Kerberos;
+use ringshare_auth::krb5::acceptor::{AcceptorConfig, Fresh};
+use ringshare_auth::krb5::replay::ReplayCache;
 use ringshare_auth::ntlm::ServerConfig;
 use ringshare_auth::UserLookup;
 use ringshare_core::rpc::rpcauth::{Acceptor, LEVEL_PKT};
@@ -51,6 +54,8 @@ struct Ctx {
     base: Instant,
     /// The accounts SMB logons use now (a reload may change them).
     users: Users,
+    /// The Kerberos acceptor SMB logons use now.
+    keytab: Keytab,
     /// The names an NTLMSSP CHALLENGE gives (workgroup, NetBIOS name).
     names: ServerConfig,
     /// `cluster witness anonymous = yes`: Witness calls need no authentication.
@@ -60,6 +65,10 @@ struct Ctx {
 /// Where a connection finds the accounts when it starts.
 pub type Users = Box<dyn Fn() -> Arc<dyn UserLookup + Send + Sync> + Send + Sync>;
 
+/// Where a connection finds the Kerberos acceptor (keytab, realm) and the process's replay
+/// cache when it starts: those of SMB logons; None when Kerberos is off.
+pub type Keytab = Box<dyn Fn() -> Option<(Arc<AcceptorConfig>, Arc<ReplayCache>)> + Send + Sync>;
+
 /// Starts the Witness service (and the endpoint mapper) of this cluster
 /// node on the addresses `listen` names, unless `cluster witness = no`. A
 /// port that cannot be bound is a WARN, not a failure to serve.
@@ -68,6 +77,7 @@ pub fn start(
     listen: &[SocketAddr],
     membership: impl Fn() -> Option<Membership> + Send + 'static,
     users: Users,
+    keytab: Keytab,
 ) {
     let opts = &cfg.global.cluster;
     if opts.witness_off {
@@ -85,6 +95,7 @@ pub fn start(
         last_refusal_log: AtomicU64::new(0),
         base: Instant::now(),
         users,
+        keytab,
         names: ServerConfig {
             netbios_domain: cfg.global.workgroup.to_ascii_uppercase(),
             netbios_computer: cfg.global.netbios_name.to_ascii_uppercase(),
@@ -213,11 +224,21 @@ fn accept(ctx: &Arc<Ctx>, service: Service, s: TcpStream) {
 fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
     s.set_read_timeout(Some(TICK)).map_err(|e| e.to_string())?;
     let local = s.local_addr().map_err(|e| e.to_string())?;
-    let mut challenge = [0u8; 8];
-    getrandom::fill(&mut challenge).map_err(|e| format!("no random challenge ({e})"))?;
+    let mut random = [0u8; 8 + 32 + 4];
+    getrandom::fill(&mut random).map_err(|e| format!("no random challenge ({e})"))?;
+    let (challenge, fresh) = random.split_at(8);
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
+    let kerberos = (ctx.keytab)().map(|(config, replay)| Kerberos {
+        config,
+        replay,
+        now_unix: unix.as_secs() as i64,
+        fresh: Fresh {
+            subkey: fresh[..32].try_into().expect("32 bytes"),
+            seq: u32::from_le_bytes(fresh[32..].try_into().expect("4 bytes")) & 0x7fff_ffff,
+        },
+    });
     let mut pipe = Pipe::tcp(service, local.port()).with_auth(Acceptor {
         users: (ctx.users)(),
         names: ctx.names.clone(),
@@ -226,8 +247,9 @@ fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
             Service::Witness if !ctx.anonymous => LEVEL_PKT,
             _ => 0,
         },
-        challenge,
+        challenge: challenge.try_into().expect("8 bytes"),
         now_filetime: (unix.as_nanos() / 100) as u64 + 116_444_736_000_000_000,
+        kerberos,
     });
     let facts = ServerFacts {
         netbios_name: String::new(),
@@ -321,6 +343,7 @@ mod tests {
             last_refusal_log: AtomicU64::new(0),
             base: Instant::now(),
             users: Box::new(|| Arc::new(ringshare_auth::smbpasswd::SmbPasswd::default())),
+            keytab: Box::new(|| None),
             names: ServerConfig::default(),
             anonymous: true,
         });

@@ -1446,3 +1446,59 @@ fn a_reload_turns_the_local_kdc_on_and_off() {
     let (logon, _) = local_kdc_logon(&server, USER, PASSWORD);
     assert!(logon.is_err(), "{logon:?}");
 }
+
+/// smbtorture binds IPC$'s srvsvc pipe with DCE-style Kerberos (auth type 16, Debian's Samba
+/// over MIT GSS) at packet integrity and at privacy, with a ticket for host/fs.rs.test: the
+/// BIND's AP-REQ is answered with an AP-REP, the AUTH3's AP-REP is checked, and every request and
+/// response carries an RFC 4121 MIC or a DCE-style Wrap token (a bind_nak on main).
+#[test]
+fn smbtorture_binds_a_pipe_with_dce_style_kerberos_signed_and_sealed() {
+    let test = "smbtorture_binds_a_pipe_with_dce_style_kerberos_signed_and_sealed";
+    if !tools_or_skip(test) || !smbtorture_or_skip(test) {
+        return;
+    }
+    let kdc = Kdc::start();
+    // Samba's DCE/RPC client asks for a ticket to host/NAME.
+    kdc.admin("addprinc -randkey host/fs.rs.test");
+    kdc.admin(&format!(
+        "ktadd -k {} host/fs.rs.test",
+        kdc.keytab().display()
+    ));
+    kdc.kinit();
+    let server = kerberos_server(&kdc);
+    let hosts = kdc.hosts_file();
+    let t = Instant::now();
+    for protection in ["sign", "seal"] {
+        let mut c = where_fs_rs_test_resolves(&kdc, &hosts, "timeout");
+        c.args(["60", "smbtorture"])
+            .arg("-s")
+            .arg(server.client_conf())
+            .arg(format!("ncacn_np:fs.rs.test[krb5,{protection}]"))
+            .arg(format!("--option=smb ports={}", server.port))
+            .arg(format!("-U{USER}%{PASSWORD}"))
+            .args(["--use-kerberos=required", "-d", "3"])
+            .arg("rpc.srvsvc.srvsvc (admin access).NetSrvGetInfo")
+            .stdin(Stdio::null());
+        let out = c.output().expect("run smbtorture");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.lines().any(|l| l.starts_with("success: ")) && !text.contains("failure: "),
+            "[{protection}] {text}\n{}",
+            server.log()
+        );
+        // The association was Kerberos, at integrity (5) or privacy (6).
+        let level = if protection == "sign" { 5 } else { 6 };
+        let line =
+            format!("association authenticated (Kerberos) user={USER}@{REALM} level={level}");
+        assert!(
+            server.log().contains(&line),
+            "no {line:?}:\n{}",
+            server.log()
+        );
+    }
+    eprintln!(
+        "[{test}] srvsvc signed and sealed over Kerberos in {:?}",
+        t.elapsed()
+    );
+}

@@ -102,6 +102,10 @@ pub struct Accepted {
     pub seq: u32,
     /// The GSS token to send back (an AP-REP), empty when the client asked for none.
     pub token: Vec<u8>,
+    /// The initiator's initial sequence number (the authenticator's), if it gave one.
+    pub initiator_seq: Option<u32>,
+    /// The ticket's session key and its type (a DCE-style client's AP-REP is encrypted with it).
+    pub ticket_key: (Vec<u8>, i32),
     /// The ticket's auth time and end time (Unix seconds).
     pub auth_time: i64,
     /// When the ticket ends; the session ends with it.
@@ -278,10 +282,12 @@ fn open_authenticator(
     Ok(auth)
 }
 
-/// Step 4: the GSS checksum (RFC 4121 4.1.1): no channel bindings (SMB over TCP has none), no
-/// DCE style; returns the GSS flags and the checksum's bytes.
+/// Step 4: the GSS checksum (RFC 4121 4.1.1): no channel bindings (SMB and DCE/RPC over TCP
+/// have none), DCE style exactly when `dce` (a DCE/RPC bind, [`accept_dce`]); returns the GSS
+/// flags and the checksum's bytes.
 fn check_gss_checksum(
     auth: &picky_krb::data_types::AuthenticatorInner,
+    dce: bool,
 ) -> Result<(u32, Vec<u8>), AuthError> {
     let ck = auth
         .cksum
@@ -307,8 +313,13 @@ fn check_gss_checksum(
         ));
     }
     let flags = u32::from_le_bytes([c[20], c[21], c[22], c[23]]);
-    if flags & GSS_C_DCE_STYLE != 0 {
+    if flags & GSS_C_DCE_STYLE != 0 && !dce {
         return Err(refused("DCE-style Kerberos is not used by SMB"));
+    }
+    if dce && flags & (GSS_C_DCE_STYLE | GSS_C_MUTUAL_FLAG) != GSS_C_DCE_STYLE | GSS_C_MUTUAL_FLAG {
+        return Err(refused(
+            "a DCE/RPC bind's ticket without the DCE-style and mutual flags",
+        ));
     }
     Ok((flags, c.clone()))
 }
@@ -367,8 +378,7 @@ fn ap_rep(
             cipher: ExplicitContextTag2::from(OctetStringAsn1::from(cipher)),
         }),
     });
-    let der = picky_asn1_der::to_vec(&rep).map_err(|_| refused("encoding AP-REP"))?;
-    Ok(gss_wrap(TOK_AP_REP, &der))
+    picky_asn1_der::to_vec(&rep).map_err(|_| refused("encoding AP-REP"))
 }
 
 /// Accept a GSS Kerberos token (an AP-REQ) at Unix time `now`.
@@ -383,6 +393,79 @@ pub fn accept(
     if tok_id != TOK_AP_REQ {
         return Err(AuthError::Malformed("Kerberos token is not an AP-REQ"));
     }
+    let mut acc = accept_ap_req(cfg, msg, now, fresh, replay, false)?;
+    if !acc.token.is_empty() {
+        acc.token = gss_wrap(TOK_AP_REP, &acc.token);
+    }
+    Ok(acc)
+}
+
+/// Accept the AP-REQ of a DCE/RPC bind (RFC 4121 with GSS_C_DCE_STYLE, [MS-KILE] 3.4.5.1,
+/// [MS-RPCE] 3.3.1.5.2): the AP-REQ raw or GSS-framed, the DCE-style and mutual flags set;
+/// the AP-REP in [`Accepted::token`] is raw (no GSS framing), and the client's own AP-REP
+/// comes next ([`check_dce_ap_rep`]).
+pub fn accept_dce(
+    cfg: &AcceptorConfig,
+    token: &[u8],
+    now: i64,
+    fresh: &Fresh,
+    replay: &ReplayCache,
+) -> Result<Accepted, AuthError> {
+    let msg = match gss_unwrap(token) {
+        Ok((TOK_AP_REQ, msg)) => msg,
+        Ok(_) => return Err(AuthError::Malformed("Kerberos token is not an AP-REQ")),
+        Err(_) => token,
+    };
+    accept_ap_req(cfg, msg, now, fresh, replay, true)
+}
+
+/// The DCE-style third leg: the client's AP-REP, encrypted with the ticket's session key,
+/// gives back the sequence number of ours ([MS-KILE] 3.4.5.1; what Windows and Heimdal check).
+pub fn check_dce_ap_rep(
+    cfg: &AcceptorConfig,
+    acc: &Accepted,
+    token: &[u8],
+) -> Result<(), AuthError> {
+    let msg = match gss_unwrap(token) {
+        Ok((TOK_AP_REP, msg)) => msg,
+        Ok(_) => return Err(AuthError::Malformed("Kerberos token is not an AP-REP")),
+        Err(_) => token,
+    };
+    let rep: ApRep = der(msg, "AP-REP")?;
+    let rep = rep.0;
+    if int(&rep.pvno.0)? != 5 || int(&rep.msg_type.0)? != 15 {
+        return Err(AuthError::Malformed("not a Kerberos 5 AP-REP"));
+    }
+    let (key, key_type) = &acc.ticket_key;
+    let plain = cfg
+        .cipher(i64::from(*key_type))?
+        .decrypt(key, USAGE_AP_REP, &rep.enc_part.0.cipher.0 .0)
+        .ok_or_else(|| {
+            refused("the client's AP-REP does not decrypt with the ticket's session key")
+        })?;
+    let part: EncApRepPart = der(&plain, "EncAPRepPart")?;
+    let seq = match &part.0.seq_number.0 {
+        Some(s) => int(&s.0)?,
+        None => return Err(refused("the client's AP-REP has no sequence number")),
+    };
+    if seq != i64::from(acc.seq) {
+        return Err(refused(format!(
+            "the client's AP-REP gives sequence number {seq}, ours was {}",
+            acc.seq
+        )));
+    }
+    Ok(())
+}
+
+/// An AP-REQ (its DER, no GSS framing) accepted; `dce`: a DCE/RPC bind's.
+fn accept_ap_req(
+    cfg: &AcceptorConfig,
+    msg: &[u8],
+    now: i64,
+    fresh: &Fresh,
+    replay: &ReplayCache,
+    dce: bool,
+) -> Result<Accepted, AuthError> {
     let req: ApReq = der(msg, "AP-REQ")?;
     let req = req.0;
     if int(&req.pvno.0)? != 5 || int(&req.msg_type.0)? != 14 {
@@ -395,7 +478,7 @@ pub fn accept(
         principal(&opened.part.cname.0).join("/"),
         realm_of(&opened.part.crealm.0)
     );
-    accept_opened(cfg, &req, opened, now, fresh, replay).map_err(|e| match e {
+    accept_opened(cfg, &req, opened, now, fresh, replay, dce).map_err(|e| match e {
         AuthError::Kerberos(why) => AuthError::Kerberos(format!("{why} (ticket of {who})")),
         other => other,
     })
@@ -409,11 +492,12 @@ fn accept_opened(
     now: i64,
     fresh: &Fresh,
     replay: &ReplayCache,
+    dce: bool,
 ) -> Result<Accepted, AuthError> {
     let part = &opened.part;
     let (auth_time, end_time) = check_ticket(part, now, cfg.skew_secs)?;
     let auth = open_authenticator(cfg, req, part, now, cfg.skew_secs)?;
-    let (gss_flags, gss_checksum) = check_gss_checksum(&auth)?;
+    let (gss_flags, gss_checksum) = check_gss_checksum(&auth, dce)?;
     let client = principal(&part.cname.0);
     let client_realm = realm_of(&part.crealm.0);
     let pac = match find_pac(part.authorization_data.0.as_ref().map(|a| &a.0))? {
@@ -437,6 +521,11 @@ fn accept_opened(
         Seen::Full => return Err(refused("replay cache full; refusing until entries expire")),
     }
     let ticket_key = &part.key.0;
+    let initiator_seq = match &auth.seq_number.0 {
+        // Kerberos sequence numbers are 32-bit; a negative INTEGER is one of the upper half.
+        Some(s) => Some(int(&s.0)? as u32),
+        None => None,
+    };
     let mutual =
         bit(&req.ap_options.0 .0, AP_MUTUAL_REQUIRED) || gss_flags & GSS_C_MUTUAL_FLAG != 0;
     let initiator = auth.subkey.0.as_ref().map_or(ticket_key, |k| &k.0);
@@ -484,6 +573,11 @@ fn accept_opened(
         initiator_key,
         seq: fresh.seq,
         token,
+        initiator_seq,
+        ticket_key: (
+            ticket_key.key_value.0 .0.clone(),
+            int(&ticket_key.key_type.0)? as i32,
+        ),
         auth_time,
         end_time,
         pac,

@@ -15,6 +15,7 @@
 
 pub mod acceptor;
 pub mod ccache;
+pub mod dce;
 pub mod domain;
 pub mod iakerb;
 pub mod initiator;
@@ -316,6 +317,8 @@ pub(crate) fn bit(b: &picky_asn1::bit_string::BitString, i: usize) -> bool {
         .is_some_and(|byte| byte & (0x80 >> (i % 8)) != 0)
 }
 
+#[cfg(test)]
+mod acceptor_dce_tests;
 #[cfg(test)]
 mod acceptor_rc4_tests;
 #[cfg(test)]

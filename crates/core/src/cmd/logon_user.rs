@@ -118,6 +118,8 @@ mod tests {
             initiator_key: (vec![2; 32], 18),
             seq: 1,
             token: Vec::new(),
+            initiator_seq: None,
+            ticket_key: (vec![3; 32], 18),
             auth_time: 0,
             end_time: 0,
             pac: None,

@@ -139,8 +139,9 @@ fn feed(
 
 fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let c = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
-    // A BIND may carry NTLMSSP (smbtorture's `sign`/`seal` bindings do): taken with the
-    // accounts SMB logons use, though the pipe needs none (its SMB session is authenticated).
+    // A BIND may carry NTLMSSP or Kerberos (smbtorture's `sign`/`seal` bindings do): taken with
+    // the accounts and keytab SMB logons use, though the pipe needs none (its SMB session is
+    // authenticated).
     let pipe = Pipe::open(&c.name)
         .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?
         .with_auth(Acceptor {
@@ -149,6 +150,7 @@ fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
             min_level: 0,
             challenge: core.random_bytes(),
             now_filetime: core.now.filetime,
+            kerberos: crate::cmd::session_setup::kerberos(core),
         });
     let id = core.server.files.new_owner_id();
     let sref = core.session_or_deleted(req.session_id)?;

@@ -766,15 +766,7 @@ fn auth_leg(
         Some(DomainAnswer::Kdc(request, reply)) => (None, Some((request, reply))),
         ntlm => (ntlm, None),
     };
-    let kerberos = core.server.logons.kerberos().map(|config| Kerberos {
-        config,
-        replay: Arc::clone(&core.server.logons.replay_cache),
-        now_unix: (FileTime(now).to_unix_nanos() / 1_000_000_000) as i64,
-        fresh: Fresh {
-            subkey: core.random_bytes(),
-            seq: u32::from_le_bytes(core.random_bytes()) & 0x7fff_ffff,
-        },
-    });
+    let kerberos = kerberos(core);
     let ch = core
         .sessions
         .get_mut(&session_id)
@@ -1173,4 +1165,19 @@ pub(crate) fn logoff(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     }
     r.rare().seal = seal;
     Ok(r)
+}
+
+/// What an exchange accepts Kerberos tickets with (the keytab, the process's replay cache, now
+/// and fresh key material), when Kerberos is on: SESSION_SETUP's, and IPC$ pipes' DCE/RPC binds.
+pub(crate) fn kerberos(core: &mut ConnCore) -> Option<Kerberos> {
+    let now = core.now.filetime;
+    core.server.logons.kerberos().map(|config| Kerberos {
+        config,
+        replay: Arc::clone(&core.server.logons.replay_cache),
+        now_unix: (FileTime(now).to_unix_nanos() / 1_000_000_000) as i64,
+        fresh: Fresh {
+            subkey: core.random_bytes(),
+            seq: u32::from_le_bytes(core.random_bytes()) & 0x7fff_ffff,
+        },
+    })
 }

@@ -39,6 +39,7 @@ impl FuzzPipe {
                     min_level: 0,
                     challenge: [7; 8],
                     now_filetime: 133_000_000_000_000_000,
+                    kerberos: None,
                 }),
             facts: ServerFacts {
                 netbios_name: "RS".into(),

@@ -416,7 +416,7 @@ impl Pipe {
             PTYPE_BIND | PTYPE_ALTER_CONTEXT => {
                 let is_bind = pdu[2] == PTYPE_BIND;
                 let verifier = match (&trailer, self.auth.as_mut()) {
-                    (Some(t), Some(a)) => match a.bind(t, is_bind) {
+                    (Some(t), Some(a)) => match a.bind(t, is_bind, pdu[3]) {
                         rpcauth::Leg::Answer(v) => v,
                         rpcauth::Leg::Refuse(why) => {
                             tracing::info!("rpc: a bind refused: {why}");
@@ -436,7 +436,15 @@ impl Pipe {
                         let auth_len = verifier.len().saturating_sub(8) as u16;
                         ack_body.extend_from_slice(&verifier);
                         let len = (16 + ack_body.len()) as u16;
-                        let mut h = header(ack, PFC_FIRST_FRAG | PFC_LAST_FRAG, len, call_id);
+                        let signing = self.auth.as_ref().is_some_and(|a| a.header_signing());
+                        let flags = PFC_FIRST_FRAG
+                            | PFC_LAST_FRAG
+                            | if signing {
+                                rpcauth::PFC_SUPPORT_HEADER_SIGN
+                            } else {
+                                0
+                            };
+                        let mut h = header(ack, flags, len, call_id);
                         h[10..12].copy_from_slice(&auth_len.to_le_bytes());
                         self.output.extend(h);
                         self.output.extend(ack_body);
@@ -618,10 +626,13 @@ impl Pipe {
                 .as_mut()
                 .filter(|a| a.level() >= rpcauth::LEVEL_PKT)
             {
-                Some(a) => {
-                    let pdu = a.response(flags, call_id, &body);
-                    self.output.extend(pdu);
-                }
+                Some(a) => match a.response(flags, call_id, &body) {
+                    Some(pdu) => self.output.extend(pdu),
+                    None => {
+                        self.closed = Some("a response could not be protected".into());
+                        return;
+                    }
+                },
                 None => self.queue(PTYPE_RESPONSE, flags, call_id, &body),
             }
         }

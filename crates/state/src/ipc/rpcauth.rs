@@ -9,13 +9,21 @@
 //!
 //! Only pipes made with [`super::Pipe::with_auth`] take an auth trailer: the TCP services, and the
 //! named pipes of IPC$ (which need none: they ride on their SMB session's authentication, but
-//! smbtorture's `sign`/`seal` bindings bind them with NTLMSSP too). Kerberos (type 16, or in
-//! SPNEGO) is not served: its per-message tokens are not built. A call that fails its check gets nca_s_fault_access_denied and the
-//! association ends ([`super::Pipe::closed`]), as Samba's dcesrv does.
+//! smbtorture's `sign`/`seal` bindings bind them with NTLMSSP too). Kerberos (type 16) is DCE
+//! style ([MS-RPCE] 3.3.1.5.2, RFC 4121 with GSS_C_DCE_STYLE): the BIND's AP-REQ is accepted by
+//! crates/auth's acceptor (keytab, replay cache, PAC) and answered with a raw AP-REP in the
+//! BIND_ACK, the client's own AP-REP comes in the AUTH3 (or an ALTER_CONTEXT), and PDUs carry
+//! RFC 4121 MIC tokens (integrity) or DCE-style Wrap tokens (privacy; [`DceSecurity`]) over the
+//! stub, and over the PDU's header and sec_trailer too when the BIND asked for header signing
+//! (PFC_SUPPORT_HEADER_SIGN, echoed in the BIND_ACK). Kerberos inside SPNEGO (type 9) is not
+//! served. A call that fails its check gets nca_s_fault_access_denied and the association
+//! ends ([`super::Pipe::closed`]), as Samba's dcesrv does.
 
 use std::sync::Arc;
 
-use ringshare_auth::gss::{ServerAuth, ServerStep};
+use ringshare_auth::gss::{Kerberos, ServerAuth, ServerStep};
+use ringshare_auth::krb5::acceptor::{self, Accepted};
+use ringshare_auth::krb5::dce::{self, DceSecurity};
 use ringshare_auth::ntlm::{AuthKind, ServerConfig, SessionSecurity};
 use ringshare_auth::UserLookup;
 
@@ -23,6 +31,10 @@ use ringshare_auth::UserLookup;
 pub const AUTHN_WINNT: u8 = 10;
 /// RPC_C_AUTHN_GSS_NEGOTIATE: SPNEGO (served when it picks NTLMSSP).
 pub const AUTHN_GSS_NEGOTIATE: u8 = 9;
+/// RPC_C_AUTHN_GSS_KERBEROS: DCE-style Kerberos.
+pub const AUTHN_GSS_KERBEROS: u8 = 16;
+/// PFC_SUPPORT_HEADER_SIGN: the BIND offers, and the BIND_ACK accepts, header signing.
+pub const PFC_SUPPORT_HEADER_SIGN: u8 = 0x04;
 /// RPC_C_AUTHN_LEVEL_CONNECT: authenticated at BIND, nothing per PDU.
 pub const LEVEL_CONNECT: u8 = 2;
 /// RPC_C_AUTHN_LEVEL_PKT: for connection-oriented RPC the same as integrity.
@@ -47,6 +59,9 @@ pub struct Acceptor {
     pub challenge: [u8; 8],
     /// Now, in 100 ns since 1601 (the CHALLENGE's timestamp).
     pub now_filetime: u64,
+    /// Kerberos tickets are accepted with this (the SMB logons' keytab and replay cache) when
+    /// set; None: Kerberos binds are refused.
+    pub kerberos: Option<Kerberos>,
 }
 
 /// A PDU's sec_trailer and auth_value.
@@ -89,16 +104,26 @@ enum State {
     /// CHALLENGE sent; the AUTHENTICATE is awaited: the exchange, its type, level and
     /// auth_context_id.
     Challenged(Box<ServerAuth>, u8, u8, u32),
+    /// Kerberos: the AP-REP sent; the client's AP-REP is awaited, at this level and context.
+    Replied(Box<Accepted>, u8, u32),
     /// Authenticated: the keys, and the type, level and auth_context_id every PDU must carry.
-    Done(Box<SessionSecurity>, u8, u8, u32),
+    Done(Keys, u8, u8, u32),
     /// The authentication failed: every call is refused.
     Failed,
+}
+
+/// The per-PDU keys of an authenticated association.
+enum Keys {
+    Ntlm(Box<SessionSecurity>),
+    Krb(Box<DceSecurity>),
 }
 
 /// One association's authentication.
 pub(super) struct Auth {
     acceptor: Acceptor,
     state: State,
+    /// Header signing was negotiated (Kerberos only: NTLMSSP signs the whole PDU anyway).
+    header_signing: bool,
 }
 
 /// What a BIND's or ALTER_CONTEXT's auth trailer asks.
@@ -114,7 +139,13 @@ impl Auth {
         Auth {
             acceptor,
             state: State::None,
+            header_signing: false,
         }
+    }
+
+    /// Whether the BIND_ACK says PFC_SUPPORT_HEADER_SIGN.
+    pub(super) fn header_signing(&self) -> bool {
+        self.header_signing
     }
 
     /// The level every request and response is protected at (0: none).
@@ -125,12 +156,16 @@ impl Auth {
         }
     }
 
-    /// A BIND or ALTER_CONTEXT with an auth trailer: the first leg (NEGOTIATE → CHALLENGE) or,
-    /// in an ALTER_CONTEXT, the third (AUTHENTICATE).
-    pub(super) fn bind(&mut self, t: &Trailer<'_>, is_bind: bool) -> Leg {
+    /// A BIND or ALTER_CONTEXT (whose pfc_flags are `pfc`) with an auth trailer: the first leg
+    /// (NEGOTIATE → CHALLENGE; AP-REQ → AP-REP) or, in an ALTER_CONTEXT, the third
+    /// (AUTHENTICATE; the client's AP-REP).
+    pub(super) fn bind(&mut self, t: &Trailer<'_>, is_bind: bool, pfc: u8) -> Leg {
         match (&self.state, is_bind) {
+            (State::None, true) if t.auth_type == AUTHN_GSS_KERBEROS => {
+                return self.kerberos_bind(t, pfc & PFC_SUPPORT_HEADER_SIGN != 0);
+            }
             (State::None, true) => {}
-            (State::Challenged(..), false) => {
+            (State::Challenged(..) | State::Replied(..), false) => {
                 return match self.authenticate(t) {
                     Ok(token) if token.is_empty() => Leg::Answer(Vec::new()),
                     Ok(token) => Leg::Answer(verifier(t.auth_type, t.level, 0, t.ctx_id, &token)),
@@ -147,7 +182,8 @@ impl Auth {
         if t.auth_type != AUTHN_WINNT && t.auth_type != AUTHN_GSS_NEGOTIATE {
             self.state = State::Failed;
             return Leg::Refuse(format!(
-                "authentication type {} (NTLMSSP, 10, and SPNEGO, 9, are served)",
+                "authentication type {} (NTLMSSP, 10, SPNEGO with NTLMSSP, 9, and Kerberos, 16, \
+                 are served)",
                 t.auth_type
             ));
         }
@@ -179,11 +215,51 @@ impl Auth {
         self.authenticate(t).map(|_| ())
     }
 
-    /// The last leg: the token to send back (SPNEGO's final negTokenResp; empty for NTLMSSP).
+    /// A Kerberos BIND: its AP-REQ accepted DCE style, the raw AP-REP to send back.
+    fn kerberos_bind(&mut self, t: &Trailer<'_>, header_signing: bool) -> Leg {
+        self.state = State::Failed;
+        let Some(k) = &self.acceptor.kerberos else {
+            return Leg::Refuse("a Kerberos bind, and Kerberos is not configured".into());
+        };
+        if !(LEVEL_CONNECT..=LEVEL_PRIVACY).contains(&t.level) {
+            return Leg::Refuse(format!("authentication level {}", t.level));
+        }
+        let acc = match acceptor::accept_dce(&k.config, t.value, k.now_unix, &k.fresh, &k.replay) {
+            Ok(acc) => acc,
+            Err(e) => return Leg::Refuse(format!("the BIND's Kerberos ticket: {e}")),
+        };
+        if acc.key_etype == ringshare_auth::krb5::etype::RC4_HMAC {
+            return Leg::Refuse(format!(
+                "a Kerberos bind of {} with an RC4-HMAC session key (AES only for DCE/RPC)",
+                acc.client_name()
+            ));
+        }
+        let out = verifier(t.auth_type, t.level, 0, t.ctx_id, &acc.token);
+        self.header_signing = header_signing;
+        self.state = State::Replied(Box::new(acc), t.level, t.ctx_id);
+        Leg::Answer(out)
+    }
+
+    /// The last leg: the token to send back (SPNEGO's final negTokenResp; empty for NTLMSSP
+    /// and Kerberos).
     fn authenticate(&mut self, t: &Trailer<'_>) -> Result<Vec<u8>, String> {
-        let State::Challenged(mut exchange, ty, level, ctx) =
-            std::mem::replace(&mut self.state, State::Failed)
-        else {
+        let state = std::mem::replace(&mut self.state, State::Failed);
+        if let State::Replied(acc, level, ctx) = state {
+            if t.auth_type != AUTHN_GSS_KERBEROS || t.level != level || t.ctx_id != ctx {
+                return Err("the client's AP-REP's trailer differs from the BIND's".into());
+            }
+            let k = self
+                .acceptor
+                .kerberos
+                .as_ref()
+                .ok_or("Kerberos state lost")?;
+            acceptor::check_dce_ap_rep(&k.config, &acc, t.value).map_err(|e| e.to_string())?;
+            let sec = DceSecurity::new(&acc).map_err(|e| e.to_string())?;
+            tracing::debug!(user = %acc.client_name(), level, "rpc: an association authenticated (Kerberos)");
+            self.state = State::Done(Keys::Krb(Box::new(sec)), AUTHN_GSS_KERBEROS, level, ctx);
+            return Ok(Vec::new());
+        }
+        let State::Challenged(mut exchange, ty, level, ctx) = state else {
             return Err("an AUTHENTICATE out of sequence".into());
         };
         if t.auth_type != ty || t.level != level || t.ctx_id != ctx {
@@ -208,7 +284,7 @@ impl Auth {
             sec.reset_seal();
         }
         tracing::debug!(user = %result.user, level, "rpc: an association authenticated");
-        self.state = State::Done(Box::new(sec), ty, level, ctx);
+        self.state = State::Done(Keys::Ntlm(Box::new(sec)), ty, level, ctx);
         Ok(token)
     }
 
@@ -250,17 +326,33 @@ impl Auth {
             return Err("a call whose auth trailer differs from its BIND's".into());
         }
         let pad = usize::from(t.pad);
-        if t.value.len() != SIG_LEN || body_end < 24 + pad || pad >= 16 {
+        if t.value.len() != sec.sig_len(level) || body_end < 24 + pad || pad >= 16 {
             return Err("a call with a malformed auth trailer".into());
         }
-        let signed = pdu.len() - SIG_LEN;
+        let signed = pdu.len() - t.value.len();
         let mut copy = pdu[..signed].to_vec();
-        if level == LEVEL_PRIVACY {
-            sec.seal_client_to_server(&mut copy[24..body_end]);
-        }
-        if !sec.verify_client_to_server(&copy, t.value) {
+        let checked = match sec {
+            Keys::Ntlm(sec) => {
+                if level == LEVEL_PRIVACY {
+                    sec.seal_client_to_server(&mut copy[24..body_end]);
+                }
+                sec.verify_client_to_server(&copy, t.value)
+                    .then_some(())
+                    .ok_or_else(|| "a call whose signature does not verify".to_string())
+            }
+            Keys::Krb(sec) => {
+                let (before, payload, after) = parts(&mut copy, body_end, self.header_signing);
+                if level == LEVEL_PRIVACY {
+                    sec.unwrap(before, payload, after, t.value)
+                } else {
+                    sec.verify_mic(&[before, &payload[..], after].concat(), t.value)
+                }
+                .map_err(|e| e.to_string())
+            }
+        };
+        if let Err(why) = checked {
             self.state = State::Failed;
-            return Err("a call whose signature does not verify".into());
+            return Err(why);
         }
         copy.truncate(body_end - pad);
         copy.drain(..16);
@@ -268,38 +360,81 @@ impl Auth {
     }
 
     /// A RESPONSE fragment (`body`: its 8-byte header and stub) as a whole PDU, signed, and
-    /// sealed at privacy.
-    pub(super) fn response(&mut self, flags: u8, call_id: u32, body: &[u8]) -> Vec<u8> {
+    /// sealed at privacy; None when its token cannot be made (the association then ends).
+    pub(super) fn response(&mut self, flags: u8, call_id: u32, body: &[u8]) -> Option<Vec<u8>> {
         let State::Done(sec, ty, level, ctx) = &mut self.state else {
             unreachable!("only an authenticated association protects its responses")
         };
+        let sig_len = sec.sig_len(*level);
         let pad = (16 - (body.len() - 8) % 16) % 16;
-        let len = 16 + body.len() + pad + TRAILER_LEN + SIG_LEN;
+        let len = 16 + body.len() + pad + TRAILER_LEN + sig_len;
         let mut pdu = super::header(super::PTYPE_RESPONSE, flags, len as u16, call_id);
-        pdu[10..12].copy_from_slice(&(SIG_LEN as u16).to_le_bytes());
+        pdu[10..12].copy_from_slice(&(sig_len as u16).to_le_bytes());
         pdu.extend_from_slice(body);
         pdu.resize(16 + body.len() + pad, 0);
         pdu.extend_from_slice(&verifier(*ty, *level, pad as u8, *ctx, &[]));
-        let signature = if *level == LEVEL_PRIVACY {
-            let plain = pdu.clone();
-            let end = plain.len() - TRAILER_LEN;
-            sec.seal_server_to_client(&mut pdu[24..end]);
-            sec.sign_server_to_client(&plain)
-        } else {
-            sec.sign_server_to_client(&pdu)
+        let body_end = pdu.len() - TRAILER_LEN;
+        let signature = match sec {
+            Keys::Ntlm(sec) if *level == LEVEL_PRIVACY => {
+                let plain = pdu.clone();
+                sec.seal_server_to_client(&mut pdu[24..body_end]);
+                sec.sign_server_to_client(&plain).to_vec()
+            }
+            Keys::Ntlm(sec) => sec.sign_server_to_client(&pdu).to_vec(),
+            Keys::Krb(sec) => {
+                let (before, payload, after) = parts(&mut pdu, body_end, self.header_signing);
+                let token = if *level == LEVEL_PRIVACY {
+                    sec.wrap(before, payload, after)
+                } else {
+                    sec.make_mic(&[before, &payload[..], after].concat())
+                };
+                match token {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::warn!("rpc: a response not protected: {e}");
+                        return None;
+                    }
+                }
+            }
         };
         pdu.extend_from_slice(&signature);
-        pdu
+        Some(pdu)
     }
 
     /// Room a RESPONSE fragment's verifier (trailer, signature and up to 15 bytes of padding)
     /// takes.
     pub(super) fn overhead(&self) -> usize {
-        if self.level() >= LEVEL_PKT {
-            TRAILER_LEN + SIG_LEN + 15
-        } else {
-            0
+        match &self.state {
+            State::Done(sec, _, level, _) if *level >= LEVEL_PKT => {
+                TRAILER_LEN + sec.sig_len(*level) + 15
+            }
+            _ => 0,
         }
+    }
+}
+
+impl Keys {
+    /// The length of a PDU's signature (auth_value) at `level`.
+    fn sig_len(&self, level: u8) -> usize {
+        match self {
+            Keys::Ntlm(_) => SIG_LEN,
+            Keys::Krb(_) if level == LEVEL_PRIVACY => dce::WRAP_LEN,
+            Keys::Krb(_) => dce::MIC_LEN,
+        }
+    }
+}
+
+/// A request or response PDU (without its signature) whose stub and padding end at `body_end`:
+/// what a Kerberos token signs before the payload, the payload (stub and padding: sealed at
+/// privacy), and what it signs after (the sec_trailer); the header and trailer only with
+/// header signing.
+fn parts(pdu: &mut [u8], body_end: usize, header_signing: bool) -> (&[u8], &mut [u8], &[u8]) {
+    let (head, rest) = pdu.split_at_mut(24);
+    let (payload, trailer) = rest.split_at_mut(body_end - 24);
+    if header_signing {
+        (head, payload, trailer)
+    } else {
+        (&[], payload, &[])
     }
 }
 

@@ -39,6 +39,7 @@ fn witness(min_level: u8) -> Pipe {
         min_level,
         challenge: [7; 8],
         now_filetime: 133_000_000_000_000_000,
+        kerberos: None,
     })
 }
 
