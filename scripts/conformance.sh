@@ -340,6 +340,9 @@ run_suite() {
         opts=(--option=torture:localdir="$SHM/$server-fruit_tm")
         ;;
     vfs.fruit_file_id) share=fruit_zero ;;
+    # A standalone server's SAM domain is its NetBIOS name (RSREF on both servers); the
+    # rpc.samr suites look up smbtorture's workgroup.
+    rpc.samr*) opts=(--workgroup=RSREF) ;;
     esac
     if [ "$share" != "$SHARE" ]; then
         reset_share "$server" "${share/$NO_STREAMS_SHARE/nostreams}"

@@ -185,6 +185,8 @@ lib_ringshare_start() {
 # ringshare server for ringshare's scripts; generated, do not edit
 [global]
     listen = 127.0.0.1:$port
+    # the private smbd's name too: a standalone server's SAM domain is named by it
+    netbios name = RSREF
     smb passwd file = $base/smbpasswd
     server signing = auto
     server min protocol = SMB2_02

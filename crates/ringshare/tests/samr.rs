@@ -60,6 +60,22 @@ fn answers(srv: &Running, rid_a: u32, rid_b: u32) -> Vec<(String, String)> {
         [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 20]
             .map(|l| format!("queryuser {rid_a:#x} {l}"))
             .join("; "),
+        // QuerySecurity: Samba's default descriptors of the server, the domain and a user.
+        "samquerysecobj".to_string(),
+        "samquerysecobj -d".to_string(),
+        format!("samquerysecobj {rid_a:#x}"),
+        // Groups and aliases: None alone, without members; no alias opens.
+        [1, 2, 3, 4, 5, 6]
+            .map(|l| format!("querygroup 513 {l}"))
+            .join("; "),
+        "querygroupmem 513; querygroup 512; querygroupmem 514".to_string(),
+        "queryaliasmem builtin 544; queryaliasmem domain 513".to_string(),
+        // Access masks: a handle opened without the right a call needs, an open asking for
+        // more than Everyone may, and an account created (refused) by an ordinary user.
+        format!("queryuser {rid_a:#x} 16 0x1; queryuser {rid_a:#x} 16 0x10"),
+        format!("queryuser {rid_b:#x} 21 0xf07ff; queryusergroups {rid_b:#x} 0x10"),
+        "querygroup 513 1 0x10; querygroupmem 513 0x1; querygroupmem 513 0x10".to_string(),
+        "createdomuser rs_samr_new".to_string(),
     ];
     let mut out: Vec<(String, String)> = cmds
         .iter()

@@ -158,6 +158,12 @@ fn create(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     if session.pipes.len() >= limits::PIPES_PER_SESSION_MAX {
         return Err(NtStatus::INSUFFICIENT_RESOURCES);
     }
+    // samr's rights depend on who opens it (root is granted everything, as on Samba).
+    let uid = session.trees.get(&req.tree_id).map(|t| t.who.uid());
+    let pipe = match uid {
+        Some(uid) => pipe.opened_by(uid),
+        None => pipe,
+    };
     session.pipes.insert(
         id,
         Arc::new(Mutex::new(PipeOpen {

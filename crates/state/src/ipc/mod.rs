@@ -258,6 +258,16 @@ impl Pipe {
         }
     }
 
+    /// The pipe is opened by the user `uid` of an SMB session: samr grants root every right
+    /// and lets an account's own object allow it a few more ([`samr::Caller`]).
+    pub fn opened_by(mut self, uid: u32) -> Pipe {
+        self.samr.caller = samr::Caller {
+            root: uid == 0,
+            rid: crate::localsam::user_rid(uid),
+        };
+        self
+    }
+
     /// This pipe takes DCE/RPC authentication (NTLMSSP) as `acceptor` says ([`rpcauth`]).
     pub fn with_auth(mut self, acceptor: rpcauth::Acceptor) -> Pipe {
         self.auth = Some(Box::new(rpcauth::Auth::new(acceptor)));

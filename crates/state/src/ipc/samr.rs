@@ -12,9 +12,15 @@
 //!
 //! Everything that would change an account, a group, a domain or a password is refused with
 //! STATUS_ACCESS_DENIED (with its out parameters zeroed); calls not served get a DCE/RPC
-//! fault.
+//! fault. Each handle holds the rights its open granted, and a call its handle's rights do
+//! not cover is STATUS_ACCESS_DENIED ([`access`]), as Samba answers an ordinary user.
 
+mod access;
+mod groups;
 mod info;
+
+pub use access::Caller;
+use access::Object;
 
 use ringshare_wire::security::Sid;
 use ringshare_wire::{NtStatus, WireError};
@@ -62,21 +68,50 @@ enum Handle {
     Group(u32),
 }
 
+impl Handle {
+    /// The handle type the first four bytes of a policy handle hold (Samba's `samr_handle`:
+    /// a handle given back with another type is no handle of the pipe).
+    fn wire_type(&self) -> u32 {
+        match self {
+            Handle::Connect => 0,
+            Handle::Domain(_) => 1,
+            Handle::User(_) => 2,
+            Handle::Group(_) => 3,
+        }
+    }
+}
+
+/// A policy handle as a client sends it: its type, then the 16 bytes of its id.
+type HandleId = (u32, [u8; 16]);
+
+/// What a call on a handle the pipe does not have answers: no status but the fault
+/// nca_s_fault_context_mismatch (Samba's), which [`zeroed`] turns this status into.
+const CONTEXT_MISMATCH: NtStatus = NtStatus(0xC003_0005);
+
 impl Local {
     fn acb(&self) -> u32 {
         ACB_NORMAL | if self.disabled { ACB_DISABLED } else { 0 }
     }
 }
 
-/// The pipe's handles.
+/// An open handle: what it is a handle of, and the rights its open granted.
+struct Open {
+    id: [u8; 16],
+    what: Handle,
+    granted: u32,
+}
+
+/// The pipe's handles, and who opened the pipe.
 #[derive(Default)]
 pub struct State {
-    handles: Vec<([u8; 16], Handle)>,
+    handles: Vec<Open>,
     next: u32,
+    /// Who calls (root is never held to a handle's rights).
+    pub caller: Caller,
 }
 
 impl State {
-    fn open(&mut self, h: Handle) -> Option<[u8; 16]> {
+    fn open(&mut self, what: Handle, granted: u32) -> Option<[u8; 16]> {
         if self.handles.len() >= HANDLES_MAX {
             return None;
         }
@@ -85,12 +120,22 @@ impl State {
         id[..4].copy_from_slice(&self.next.to_le_bytes());
         id[4..8].copy_from_slice(b"SAMR");
         id[8..16].copy_from_slice(&(0x5249_4e47_5341_4d52u64 ^ u64::from(self.next)).to_le_bytes());
-        self.handles.push((id, h));
+        self.handles.push(Open { id, what, granted });
         Some(id)
     }
 
-    fn get(&self, id: &[u8; 16]) -> Option<&Handle> {
-        self.handles.iter().find(|(h, _)| h == id).map(|(_, h)| h)
+    /// The open handle `id` names: same id and type, and not all zeros.
+    fn get(&self, id: &HandleId) -> Option<&Open> {
+        self.position(id).map(|i| &self.handles[i])
+    }
+
+    fn position(&self, id: &HandleId) -> Option<usize> {
+        if *id == (0, [0; 16]) {
+            return None;
+        }
+        self.handles
+            .iter()
+            .position(|o| o.id == id.1 && o.what.wire_type() == id.0)
     }
 }
 
@@ -112,6 +157,7 @@ pub fn call(
         // Connect, Connect2, Connect3, Connect4, Connect5.
         0 | 57 | 61 | 62 | 64 => connect(opnum, stub, state),
         1 => close(stub, state),
+        3 => query_security(stub, facts, state),
         5 => lookup_domain(stub, facts, state),
         6 => enum_domains(stub, facts, state),
         7 => open_domain(stub, facts, state),
@@ -121,7 +167,12 @@ pub fn call(
         16 => alias_membership(stub, state),
         17 => call.lookup_names(stub, state),
         18 => call.lookup_rids(stub, state),
-        19 => open_group(stub, state),
+        19 => groups::open_group(stub, state),
+        20 => groups::query_group(stub, state),
+        25 => groups::group_members(stub, state),
+        27 => groups::open_alias(stub, state),
+        28 => groups::query_alias(stub, state),
+        33 => groups::alias_members(stub, state),
         34 => call.open_user(stub, state),
         36 | 47 => info::query_user(stub, facts, state),
         39 => groups_for_user(stub, state),
@@ -154,8 +205,11 @@ pub(super) struct Call<'a, 'b> {
 }
 
 /// `zeros` bytes of zeroed out parameters, then `status`: how a call that failed (or has
-/// nothing to give back) answers.
+/// nothing to give back) answers; [`CONTEXT_MISMATCH`] is the fault instead.
 fn zeroed(zeros: usize, status: NtStatus) -> Reply {
+    if status == CONTEXT_MISMATCH {
+        return Err(super::FAULT_CONTEXT_MISMATCH);
+    }
     let mut out = vec![0u8; zeros];
     out.extend_from_slice(&status.0.to_le_bytes());
     Ok(out)
@@ -183,56 +237,104 @@ fn refused(opnum: u16) -> Option<Reply> {
     Some(zeroed(zeros, NtStatus::ACCESS_DENIED))
 }
 
-/// A policy handle (attributes, then the 16 bytes we gave).
-pub(super) fn get_handle(r: &mut NdrReader<'_>) -> Result<[u8; 16], WireError> {
-    lsa::get_handle(r)
+/// A policy handle (its type, then the 16 bytes we gave).
+fn get_handle(r: &mut NdrReader<'_>) -> Result<HandleId, WireError> {
+    let kind = r.u32()?;
+    let id = r.bytes(16)?;
+    Ok((
+        kind,
+        id.try_into()
+            .map_err(|_| WireError::Invalid("policy handle"))?,
+    ))
 }
 
-/// The handle a call starts with, if this pipe has it.
-fn handle<'s>(r: &mut NdrReader<'_>, state: &'s State) -> Result<&'s Handle, NtStatus> {
-    let id = get_handle(r).map_err(|_| NtStatus::INVALID_PARAMETER)?;
-    state.get(&id).ok_or(NtStatus::INVALID_HANDLE)
+/// The handle a call starts with.
+fn handle_id(r: &mut NdrReader<'_>) -> Result<HandleId, NtStatus> {
+    get_handle(r).map_err(|_| NtStatus::INVALID_PARAMETER)
+}
+
+/// The handle `id` of this pipe (else the fault [`CONTEXT_MISMATCH`]), if `pick` takes its
+/// kind (else STATUS_INVALID_HANDLE) and
+/// its rights cover `needed` (else STATUS_ACCESS_DENIED), as Samba checks them in this order.
+fn find<'s, T>(
+    id: &HandleId,
+    state: &'s State,
+    needed: u32,
+    pick: impl FnOnce(&'s Handle) -> Option<T>,
+) -> Result<T, NtStatus> {
+    let open = state.get(id).ok_or(CONTEXT_MISMATCH)?;
+    let found = pick(&open.what).ok_or(NtStatus::INVALID_HANDLE)?;
+    access::check(state.caller, open.granted, needed)?;
+    Ok(found)
+}
+
+/// The server handle a call starts with.
+fn server(r: &mut NdrReader<'_>, state: &State, needed: u32) -> Result<(), NtStatus> {
+    find(&handle_id(r)?, state, needed, |h| {
+        matches!(h, Handle::Connect).then_some(())
+    })
+}
+
+/// Domain handle `id`.
+fn domain_of(id: &HandleId, state: &State, needed: u32) -> Result<Domain, NtStatus> {
+    find(id, state, needed, |h| match h {
+        Handle::Domain(d) => Some(*d),
+        _ => None,
+    })
 }
 
 /// The domain handle a call starts with.
-fn domain(r: &mut NdrReader<'_>, state: &State) -> Result<Domain, NtStatus> {
-    match handle(r, state)? {
-        Handle::Domain(d) => Ok(*d),
-        _ => Err(NtStatus::INVALID_HANDLE),
-    }
+fn domain(r: &mut NdrReader<'_>, state: &State, needed: u32) -> Result<Domain, NtStatus> {
+    domain_of(&handle_id(r)?, state, needed)
 }
 
-/// A call on a domain handle: the reader after the handle and the domain, or the reply of a
-/// call whose handle is not one (`zeros` bytes of out parameters, then the status).
+/// A call on a domain handle that needs `needed` of it: the reader after the handle and the
+/// domain, or the reply of a call whose handle is not one or lacks the rights (`zeros` bytes
+/// of out parameters, then the status).
 fn domain_call<'a>(
     stub: &'a [u8],
     state: &State,
+    needed: u32,
     zeros: usize,
 ) -> Result<(NdrReader<'a>, Domain), Reply> {
     let mut r = NdrReader::new(stub);
-    match domain(&mut r, state) {
+    match domain(&mut r, state, needed) {
         Ok(d) => Ok((r, d)),
         Err(st) => Err(zeroed(zeros, st)),
     }
 }
 
-/// The user handle a call starts with.
-pub(super) fn user<'s>(r: &mut NdrReader<'_>, state: &'s State) -> Result<&'s Local, NtStatus> {
-    match handle(r, state)? {
-        Handle::User(u) => Ok(u),
-        _ => Err(NtStatus::INVALID_HANDLE),
-    }
+/// User handle `id`.
+pub(super) fn user_of<'s>(
+    id: &HandleId,
+    state: &'s State,
+    needed: u32,
+) -> Result<&'s Local, NtStatus> {
+    find(id, state, needed, |h| match h {
+        Handle::User(u) => Some(u),
+        _ => None,
+    })
 }
 
-/// A reply of a new handle (or of none, with `status`).
-fn handle_reply(state: &mut State, h: Result<Handle, NtStatus>) -> Reply {
-    let h = match h {
+/// The user handle a call starts with.
+pub(super) fn user<'s>(
+    r: &mut NdrReader<'_>,
+    state: &'s State,
+    needed: u32,
+) -> Result<&'s Local, NtStatus> {
+    user_of(&handle_id(r)?, state, needed)
+}
+
+/// A reply of a new handle with the rights granted (or of none, with `status`).
+fn handle_reply(state: &mut State, h: Result<(Handle, u32), NtStatus>) -> Reply {
+    let (h, granted) = match h {
         Ok(h) => h,
         Err(st) => return zeroed(20, st),
     };
-    match state.open(h) {
+    let kind = h.wire_type();
+    match state.open(h, granted) {
         Some(id) => {
-            let mut out = vec![0u8; 4];
+            let mut out = kind.to_le_bytes().to_vec();
             out.extend_from_slice(&id);
             out.extend_from_slice(&0u32.to_le_bytes());
             Ok(out)
@@ -253,7 +355,7 @@ fn domain_sid(d: Domain, facts: &ServerFacts) -> Sid {
 /// Connect5 also answers ConnectInfo level 1 (SAMR_CONNECT_AFTER_W2K, no features), as Samba.
 fn connect(opnum: u16, stub: &[u8], state: &mut State) -> Reply {
     let mut r = NdrReader::new(stub);
-    let parsed = (|| -> Result<(), WireError> {
+    let parsed = (|| -> Result<u32, WireError> {
         match r.u32()? {
             0 => {}
             // Connect's system name is a pointer to one character; the others' a string.
@@ -267,7 +369,7 @@ fn connect(opnum: u16, stub: &[u8], state: &mut State) -> Reply {
         if opnum == 61 || opnum == 62 {
             r.u32()?; // unknown / client version
         }
-        r.u32()?; // access mask
+        let access = r.u32()?;
         if opnum == 64 {
             let level = r.u32()?;
             if level != 1 || r.u32()? != 1 {
@@ -276,12 +378,17 @@ fn connect(opnum: u16, stub: &[u8], state: &mut State) -> Reply {
             r.u32()?;
             r.u32()?;
         }
-        Ok(())
+        Ok(access)
     })();
-    if parsed.is_err() {
+    let Ok(desired) = parsed else {
         return Err(super::FAULT_NDR);
-    }
-    let reply = handle_reply(state, Ok(Handle::Connect))?;
+    };
+    let granted = if opnum == 0 {
+        Ok(access::connect0(state.caller, desired))
+    } else {
+        access::grant(&access::SAM, state.caller, desired, 0)
+    };
+    let reply = handle_reply(state, granted.map(|g| (Handle::Connect, g)))?;
     if opnum != 64 {
         return Ok(reply);
     }
@@ -293,19 +400,60 @@ fn connect(opnum: u16, stub: &[u8], state: &mut State) -> Reply {
     Ok(out)
 }
 
-/// CloseHandle (1): the handle back zeroed; one this pipe does not have is
-/// STATUS_INVALID_HANDLE (Samba's answer).
+/// CloseHandle (1): the handle back zeroed; one this pipe does not have is the fault
+/// nca_s_fault_context_mismatch (Samba's answer).
 fn close(stub: &[u8], state: &mut State) -> Reply {
     let Ok(id) = get_handle(&mut NdrReader::new(stub)) else {
         return Err(super::FAULT_NDR);
     };
-    match state.handles.iter().position(|(h, _)| *h == id) {
+    match state.position(&id) {
         Some(i) => {
             state.handles.remove(i);
             zeroed(20, NtStatus::SUCCESS)
         }
-        None => zeroed(20, NtStatus::INVALID_HANDLE),
+        None => Err(super::FAULT_CONTEXT_MISMATCH),
     }
+}
+
+/// QuerySecurity (3): the security descriptor of the object a handle is of (Samba's default
+/// descriptors, [`access::descriptor`]; `sec_info` is not looked at, as there), behind a
+/// sec_desc_buf pointer; a handle opened without READ_CONTROL is STATUS_ACCESS_DENIED.
+fn query_security(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
+    let mut r = NdrReader::new(stub);
+    let object = handle_id(&mut r).and_then(|id| {
+        find(&id, state, access::READ_CONTROL, |h| {
+            Some(match h {
+                Handle::Connect => Object::Server,
+                Handle::Domain(_) => Object::Domain,
+                Handle::User(u) => Object::User(account_sid(facts, u.rid)),
+                Handle::Group(rid) => Object::Group(account_sid(facts, *rid)),
+            })
+        })
+    });
+    let object = match object {
+        Ok(o) => o,
+        Err(st) => return zeroed(4, st),
+    };
+    if r.u32().is_err() {
+        return Err(super::FAULT_NDR);
+    }
+    let sd = access::descriptor(&object);
+    let mut w = NdrWriter::new();
+    w.ptr();
+    w.u32(sd.len() as u32);
+    w.ptr();
+    w.u32(sd.len() as u32);
+    w.buf.extend_from_slice(&sd);
+    w.align4();
+    w.u32(0);
+    Ok(w.buf)
+}
+
+/// The SID of RID `rid` of the account domain.
+fn account_sid(facts: &ServerFacts, rid: u32) -> Sid {
+    let mut sid = domain_sid(Domain::Account, facts);
+    sid.sub_authorities.push(rid);
+    sid
 }
 
 /// An lsa_String passed by reference: its fixed part, then its buffer; None when it has none.
@@ -328,7 +476,7 @@ fn read_lsa_string(r: &mut NdrReader<'_>) -> Result<Option<String>, WireError> {
 /// `Builtin`.
 fn lookup_domain(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    if let Err(st) = handle(&mut r, state) {
+    if let Err(st) = server(&mut r, state, access::SAM_LOOKUP_DOMAIN) {
         return zeroed(4, st);
     }
     let name = match read_lsa_string(&mut r) {
@@ -378,8 +526,8 @@ fn resume(r: &mut NdrReader<'_>) -> Result<u32, NtStatus> {
 /// EnumerateDomainsInSamServer (6): the account domain and `Builtin`.
 fn enum_domains(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    if let Err(st) = handle(&mut r, state) {
-        return zeroed(16, st);
+    if let Err(st) = server(&mut r, state, access::SAM_ENUM_DOMAINS) {
+        return zeroed(12, st);
     }
     let Ok(from) = resume(&mut r) else {
         return Err(super::FAULT_NDR);
@@ -395,31 +543,30 @@ fn enum_domains(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
 /// OpenDomain (7): a handle of the account domain or of `Builtin`, by SID.
 fn open_domain(stub: &[u8], facts: &ServerFacts, state: &mut State) -> Reply {
     let mut r = NdrReader::new(stub);
-    match handle(&mut r, state) {
-        Ok(Handle::Connect) => {}
-        Ok(_) => return zeroed(20, NtStatus::INVALID_HANDLE),
-        Err(st) => return zeroed(20, st),
+    if let Err(st) = server(&mut r, state, 0) {
+        return zeroed(20, st);
     }
-    let sid = (|| {
-        r.u32()?; // access mask
-        lsa::get_sid(&mut r)
-    })();
-    let Ok(sid) = sid else {
+    let args = (|| Ok::<_, WireError>((r.u32()?, lsa::get_sid(&mut r)?)))();
+    let Ok((desired, sid)) = args else {
         return Err(super::FAULT_NDR);
     };
-    let d = [Domain::Account, Domain::Builtin]
-        .into_iter()
-        .find(|d| domain_sid(*d, facts) == sid)
-        .ok_or(NO_SUCH_DOMAIN);
-    handle_reply(state, d.map(Handle::Domain))
+    // The rights first, then the domain (Samba's order).
+    let d = access::grant(&access::DOMAIN, state.caller, desired, 0).and_then(|granted| {
+        [Domain::Account, Domain::Builtin]
+            .into_iter()
+            .find(|d| domain_sid(*d, facts) == sid)
+            .map(|d| (Handle::Domain(d), granted))
+            .ok_or(NO_SUCH_DOMAIN)
+    });
+    handle_reply(state, d)
 }
 
 /// EnumerateGroupsInDomain (11) and EnumerateAliasesInDomain (15): none, as a standalone
 /// Samba without group mappings lists.
 fn enum_empty(stub: &[u8], state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    if let Err(st) = domain(&mut r, state) {
-        return zeroed(16, st);
+    if let Err(st) = domain(&mut r, state, access::DOMAIN_ENUM_ACCOUNTS) {
+        return zeroed(12, st);
     }
     let Ok(from) = resume(&mut r) else {
         return Err(super::FAULT_NDR);
@@ -445,7 +592,7 @@ fn ids(w: &mut NdrWriter, ids: &[u32]) {
 /// GetAliasMembership (16): no account is in an alias (Samba without group mappings).
 fn alias_membership(stub: &[u8], state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    if let Err(st) = domain(&mut r, state) {
+    if let Err(st) = domain(&mut r, state, access::DOMAIN_LOOKUP_ALIAS) {
         return zeroed(8, st);
     }
     if lsa::read_sids(&mut r).is_err() {
@@ -457,25 +604,11 @@ fn alias_membership(stub: &[u8], state: &State) -> Reply {
     Ok(w.buf)
 }
 
-/// OpenGroup (19): `None` (513) in the account domain.
-fn open_group(stub: &[u8], state: &mut State) -> Reply {
-    let (mut r, d) = match domain_call(stub, state, 20) {
-        Ok(call) => call,
-        Err(reply) => return reply,
-    };
-    let Ok((_access, rid)) = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))() else {
-        return Err(super::FAULT_NDR);
-    };
-    let found = d == Domain::Account && rid == RID_NONE;
-    let h = found.then_some(Handle::Group(rid)).ok_or(NO_SUCH_GROUP);
-    handle_reply(state, h)
-}
-
 /// RemoveMemberFromForeignDomain (45): no alias has members, so there is nothing to remove
 /// (success, as Samba answers it; smbtorture rpc.samr).
 fn remove_from_foreign(stub: &[u8], state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    if let Err(st) = domain(&mut r, state) {
+    if let Err(st) = domain(&mut r, state, access::DOMAIN_OPEN_ACCOUNT) {
         return zeroed(0, st);
     }
     if lsa::get_sid(&mut r).is_err() {
@@ -486,7 +619,7 @@ fn remove_from_foreign(stub: &[u8], state: &State) -> Reply {
 
 /// GetGroupsForUser (39): `None`, the group every account is in.
 fn groups_for_user(stub: &[u8], state: &State) -> Reply {
-    if let Err(st) = user(&mut NdrReader::new(stub), state) {
+    if let Err(st) = user(&mut NdrReader::new(stub), state, access::USER_GET_GROUPS) {
         return zeroed(4, st);
     }
     let mut w = NdrWriter::new();
@@ -502,7 +635,7 @@ fn groups_for_user(stub: &[u8], state: &State) -> Reply {
 
 /// RidToSid (65): the SID of a RID of the domain.
 fn rid_to_sid(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
-    let (mut r, d) = match domain_call(stub, state, 4) {
+    let (mut r, d) = match domain_call(stub, state, 0, 4) {
         Ok(call) => call,
         Err(reply) => return reply,
     };
@@ -551,7 +684,8 @@ impl Call<'_, '_> {
     /// EnumerateUsersInDomain (13): the accounts (whose flags share a bit with the asked
     /// ones, when asked), RID as index, from the resume handle on.
     fn enum_users(&mut self, stub: &[u8], state: &State) -> Reply {
-        let (mut r, d) = match domain_call(stub, state, 16) {
+        // The resume handle, the array's pointer and the entry count, zeroed on a refusal.
+        let (mut r, d) = match domain_call(stub, state, access::DOMAIN_ENUM_ACCOUNTS, 12) {
             Ok(call) => call,
             Err(reply) => return reply,
         };
@@ -586,7 +720,7 @@ impl Call<'_, '_> {
 
     /// LookupNamesInDomain (17): RIDs and SID_NAME_USE of names of the domain.
     fn lookup_names(&mut self, stub: &[u8], state: &State) -> Reply {
-        let (mut r, d) = match domain_call(stub, state, 16) {
+        let (mut r, d) = match domain_call(stub, state, 0, 16) {
             Ok(call) => call,
             Err(reply) => return reply,
         };
@@ -621,7 +755,7 @@ impl Call<'_, '_> {
 
     /// LookupIdsInDomain (18): names and SID_NAME_USE of RIDs of the domain.
     fn lookup_rids(&mut self, stub: &[u8], state: &State) -> Reply {
-        let (mut r, d) = match domain_call(stub, state, 16) {
+        let (mut r, d) = match domain_call(stub, state, 0, 16) {
             Ok(call) => call,
             Err(reply) => return reply,
         };
@@ -673,12 +807,22 @@ impl Call<'_, '_> {
 
     /// OpenUser (34): a handle of an account of the account domain, by RID.
     fn open_user(&mut self, stub: &[u8], state: &mut State) -> Reply {
-        let (mut r, d) = match domain_call(stub, state, 20) {
+        let (mut r, d) = match domain_call(stub, state, access::DOMAIN_OPEN_ACCOUNT, 20) {
             Ok(call) => call,
             Err(reply) => return reply,
         };
-        let Ok((_access, rid)) = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))() else {
+        let Ok((desired, rid)) = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))() else {
             return Err(super::FAULT_NDR);
+        };
+        // The account's own SID may do a little more to its object.
+        let own = if state.caller.rid == Some(rid) && d == Domain::Account {
+            access::USER_SELF
+        } else {
+            0
+        };
+        let granted = match access::grant(&access::USER, state.caller, desired, own) {
+            Ok(g) => g,
+            Err(st) => return zeroed(20, st),
         };
         if d != Domain::Account || rid < localsam::RID_BASE {
             return zeroed(20, NO_SUCH_USER);
@@ -687,7 +831,12 @@ impl Call<'_, '_> {
             return Ok(Vec::new());
         };
         let found = locals.into_iter().find(|l| l.rid == rid);
-        handle_reply(state, found.map(Handle::User).ok_or(NO_SUCH_USER))
+        handle_reply(
+            state,
+            found
+                .map(|u| (Handle::User(u), granted))
+                .ok_or(NO_SUCH_USER),
+        )
     }
 
     /// What QueryDisplayInformation level `level` lists in domain `d`: the users for levels
@@ -703,9 +852,10 @@ impl Call<'_, '_> {
     /// QueryDisplayInformation (40), 2 (48) and 3 (51): the accounts of [`Self::display_list`]
     /// from `start_idx`.
     fn display_info(&mut self, stub: &[u8], state: &State) -> Reply {
-        let (mut r, d) = match domain_call(stub, state, 16) {
-            Ok(call) => call,
-            Err(reply) => return reply,
+        let mut r = NdrReader::new(stub);
+        let id = match handle_id(&mut r) {
+            Ok(id) => id,
+            Err(st) => return zeroed(16, st),
         };
         let args = (|| Ok::<_, WireError>((r.u16()?, r.u32()?, r.u32()?, r.u32()?)))();
         let Ok((level, start, max_entries, _buf_size)) = args else {
@@ -715,6 +865,20 @@ impl Call<'_, '_> {
             // No samr_DispInfo arm to answer with.
             return Err(super::FAULT_NDR);
         }
+        let d = match domain_of(&id, state, access::DOMAIN_ENUM_ACCOUNTS) {
+            Ok(d) => d,
+            Err(st) => {
+                // Both sizes 0, then the union of the asked level with no entries.
+                let mut w = NdrWriter::new();
+                w.u32(0);
+                w.u32(0);
+                w.u16(level);
+                w.u32(0);
+                w.u32(0);
+                w.u32(st.0);
+                return Ok(w.buf);
+            }
+        };
         let Some(all) = self.display_list(d, level) else {
             return Ok(Vec::new());
         };
@@ -775,7 +939,7 @@ impl Call<'_, '_> {
     /// GetDisplayEnumerationIndex (41) and 2 (49): where an account stands in what
     /// QueryDisplayInformation lists; STATUS_NO_MORE_ENTRIES for a name it does not list.
     fn display_index(&mut self, stub: &[u8], state: &State) -> Reply {
-        let (mut r, d) = match domain_call(stub, state, 4) {
+        let (mut r, d) = match domain_call(stub, state, access::DOMAIN_ENUM_ACCOUNTS, 4) {
             Ok(call) => call,
             Err(reply) => return reply,
         };

@@ -8,7 +8,11 @@ use ringshare_wire::NtStatus;
 
 use super::super::lsa;
 use super::super::ndr::{NdrReader, NdrWriter};
-use super::{handle, zeroed, Call, Domain, Handle, Local, Reply, State, RID_NONE};
+use super::access::{
+    DOMAIN_LOOKUP_INFO_1, DOMAIN_LOOKUP_INFO_2, USER_GET_ATTRIBUTES, USER_GET_LOCALE,
+    USER_GET_LOGONINFO, USER_GET_NAME_ETC,
+};
+use super::{domain_of, handle_id, user_of, zeroed, Call, Domain, Local, Reply, State, RID_NONE};
 use crate::ipc::ServerFacts;
 
 /// NTTIME "never" as Samba writes it for times that do not apply (0x7fff...: year 30828).
@@ -29,7 +33,7 @@ const FIELDS_PRESENT: u32 = 0x00ff_ffff;
 const UNITS_PER_WEEK: u16 = 168;
 
 /// One member of an info structure, as NDR lays it out.
-enum Field<'a> {
+pub(super) enum Field<'a> {
     /// An lsa_String (its buffer deferred).
     Str(&'a str),
     /// An lsa_BinaryString with nothing in it.
@@ -93,7 +97,7 @@ fn put(w: &mut NdrWriter, fields: &[Field<'_>]) {
 /// QueryInformationDomain (8) / 2 (46).
 /// The answer of a query of information `level`: a pointer to the union (its level, then
 /// `fields`), and STATUS_SUCCESS.
-fn info_reply(level: u16, fields: &[Field<'_>]) -> Vec<u8> {
+pub(super) fn info_reply(level: u16, fields: &[Field<'_>]) -> Vec<u8> {
     let mut w = NdrWriter::new();
     w.ptr();
     w.u16(level);
@@ -104,13 +108,23 @@ fn info_reply(level: u16, fields: &[Field<'_>]) -> Vec<u8> {
 
 pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    let d = match handle(&mut r, state) {
-        Ok(Handle::Domain(d)) => *d,
-        Ok(_) => return zeroed(4, NtStatus::INVALID_HANDLE),
-        Err(st) => return zeroed(4, st),
+    let Ok((id, level)) = handle_id(&mut r).map(|id| (id, r.u16())) else {
+        return zeroed(4, NtStatus::INVALID_PARAMETER);
     };
-    let Ok(level) = r.u16() else {
+    let Ok(level) = level else {
         return Err(super::super::FAULT_NDR);
+    };
+    // The rights each class needs (Samba's): an unknown class is refused before the handle
+    // is looked at.
+    let needed = match level {
+        1 | 12 => DOMAIN_LOOKUP_INFO_1,
+        11 => DOMAIN_LOOKUP_INFO_1 | DOMAIN_LOOKUP_INFO_2,
+        2..=10 | 13 => DOMAIN_LOOKUP_INFO_2,
+        _ => return zeroed(4, NtStatus::INVALID_INFO_CLASS),
+    };
+    let d = match domain_of(&id, state, needed) {
+        Ok(d) => d,
+        Err(st) => return zeroed(4, st),
     };
     let facts = call.facts;
     let users = match (d, level) {
@@ -173,12 +187,18 @@ struct UserText {
 /// hashes, level 18, nor the write-only ones).
 pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Reply {
     let mut r = NdrReader::new(stub);
-    let u: &Local = match super::user(&mut r, state) {
+    let Ok((id, level)) = handle_id(&mut r).map(|id| (id, r.u16())) else {
+        return zeroed(4, NtStatus::INVALID_PARAMETER);
+    };
+    let Ok(level) = level else {
+        return Err(super::super::FAULT_NDR);
+    };
+    let Some(needed) = user_rights(level) else {
+        return zeroed(4, NtStatus::INVALID_INFO_CLASS);
+    };
+    let u: &Local = match user_of(&id, state, needed) {
         Ok(u) => u,
         Err(st) => return zeroed(4, st),
-    };
-    let Ok(level) = r.u16() else {
-        return Err(super::super::FAULT_NDR);
     };
     let text = UserText {
         home: format!("\\\\{}\\{}", facts.netbios_name, u.name),
@@ -193,6 +213,20 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
         return zeroed(4, st);
     };
     Ok(info_reply(level, &fields))
+}
+
+/// The rights QueryInformationUser class `level` needs of its handle (Samba's); None for a
+/// class it refuses before looking at the handle.
+fn user_rights(level: u16) -> Option<u32> {
+    let all = USER_GET_NAME_ETC | USER_GET_LOCALE | USER_GET_LOGONINFO | USER_GET_ATTRIBUTES;
+    Some(match level {
+        1 | 6..=9 | 13 => USER_GET_NAME_ETC,
+        2 => USER_GET_LOCALE | USER_GET_NAME_ETC,
+        3 | 5 => all,
+        4 | 10..=12 | 14 => USER_GET_LOGONINFO,
+        16..=18 | 20 | 21 => USER_GET_ATTRIBUTES,
+        _ => return None,
+    })
 }
 
 /// What UserLogonInformation (3) and UserAccountInformation (5) start with: names, RIDs,
@@ -306,7 +340,7 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
 pub(super) fn pw_info(stub: &[u8], state: &State, user: bool) -> Reply {
     let mut r = NdrReader::new(stub);
     if user {
-        if let Err(st) = super::user(&mut r, state) {
+        if let Err(st) = super::user(&mut r, state, USER_GET_ATTRIBUTES) {
             return zeroed(8, st);
         }
     }

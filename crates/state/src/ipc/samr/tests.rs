@@ -329,18 +329,40 @@ fn calls_that_change_accounts_are_refused_with_their_out_parameters() {
 fn closed_and_foreign_handles_are_invalid() {
     let mut state = State::default();
     let dom = open_domain(&mut state, &account_sid());
+    // The same id with another handle type is no handle of the pipe (Samba's policy handles
+    // hold their type: smbtorture rpc.samr.handletype): the fault context mismatch.
+    let mut as_user = dom.clone();
+    as_user[0] = 2;
+    assert_eq!(
+        run(
+            34,
+            &[&as_user[..], &[0, 0, 0, 2, 0xd0, 0x0b, 0, 0][..]].concat(),
+            &mut state
+        ),
+        Err(crate::ipc::FAULT_CONTEXT_MISMATCH)
+    );
+    // A domain handle where a user handle belongs: STATUS_INVALID_HANDLE.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u16(21);
+    assert_eq!(
+        status(&run(36, &w.buf, &mut state).unwrap()),
+        NtStatus::INVALID_HANDLE.0
+    );
     let out = run(1, &dom, &mut state).unwrap();
     assert_eq!(out, vec![0; 24]);
-    let out = run(1, &dom, &mut state).unwrap();
-    assert_eq!(status(&out), NtStatus::INVALID_HANDLE.0);
+    assert_eq!(
+        run(1, &dom, &mut state),
+        Err(crate::ipc::FAULT_CONTEXT_MISMATCH)
+    );
     let mut w = NdrWriter::new();
     w.buf.extend_from_slice(&dom);
     w.u32(0);
     w.u32(0);
     w.u32(0xffff);
     assert_eq!(
-        status(&run(13, &w.buf, &mut state).unwrap()),
-        NtStatus::INVALID_HANDLE.0
+        run(13, &w.buf, &mut state),
+        Err(crate::ipc::FAULT_CONTEXT_MISMATCH)
     );
     // A stub cut short is a fault, not a panic.
     assert_eq!(
@@ -360,11 +382,15 @@ fn write_samr_fuzz_corpus() {
     use crate::ipc::tests::{bind_body, pdu, request_body, write_seeds};
     // The handles a fresh pipe gives: the server's, the domain's, the user's.
     let mut ids = State::default();
-    let [connect, dom, user] =
-        [Handle::Connect, Handle::Connect, Handle::Connect].map(|h| ids.open(h).unwrap());
+    let [connect, dom, user, group] = [0; 4].map(|_| ids.open(Handle::Connect, 0).unwrap());
+    // A handle as given: its type (server 0, domain 1, user 2, group 3), then its id.
     let handle = |id: [u8; 16]| {
+        let kind = [connect, dom, user, group]
+            .iter()
+            .position(|h| *h == id)
+            .unwrap_or(0);
         let mut w = NdrWriter::new();
-        w.u32(0);
+        w.u32(kind as u32);
         w.buf.extend_from_slice(&id);
         w
     };
@@ -399,8 +425,25 @@ fn write_samr_fuzz_corpus() {
     let mut connect2 = NdrWriter::new();
     connect2.u32(0);
     connect2.u32(0x0200_0000);
+    // Connect2 asking for SAMR_ACCESS_SHUTDOWN_SERVER: refused.
+    let mut shutdown = NdrWriter::new();
+    shutdown.u32(0);
+    shutdown.u32(2);
+    let mut security = handle(user);
+    security.u32(4);
+    let mut open_group = handle(dom);
+    open_group.u32(0x0200_0000);
+    open_group.u32(513);
+    let mut group_info = handle(group);
+    group_info.u16(1);
+    let mut open_alias = handle(dom);
+    open_alias.u32(0x0200_0000);
+    open_alias.u32(544);
+    let mut alias_info = handle(group);
+    alias_info.u16(1);
     let calls: Vec<(u16, Vec<u8>)> = vec![
         (57, connect2.buf),
+        (57, shutdown.buf),
         (7, open.buf),
         (13, enum_users.buf),
         (
@@ -413,6 +456,13 @@ fn write_samr_fuzz_corpus() {
         (8, dom_info.buf),
         (40, display.buf),
         (12, create.buf),
+        (3, security.buf),
+        (19, open_group.buf),
+        (20, group_info.buf),
+        (25, handle(group).buf),
+        (27, open_alias.buf),
+        (28, alias_info.buf),
+        (33, handle(group).buf),
         (1, handle(user).buf),
     ];
     let (iface, major) = crate::ipc::Service::Samr.interface();
@@ -426,7 +476,8 @@ fn write_samr_fuzz_corpus() {
         writes.push(pdu(0, 3, 2 + i as u32, &request_body(opnum, &stub)));
     }
     for types in write_seeds(2, "samr", &writes) {
-        assert_eq!(types, [12, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(types[0], 12);
+        assert_eq!(types[1..], [2; 19]);
     }
 }
 
@@ -473,4 +524,210 @@ fn display_status(state: &mut State, dom: &[u8], name: &str) -> (u32, u32) {
         u32::from_le_bytes(out[..4].try_into().unwrap()),
         status(&out),
     )
+}
+
+/// Connect2 asking for `access`: the status and the handle.
+fn connect2(state: &mut State, access: u32) -> (u32, Vec<u8>) {
+    let mut w = NdrWriter::new();
+    w.u32(0);
+    w.u32(access);
+    let out = run(57, &w.buf, state).unwrap();
+    (status(&out), out[..20].to_vec())
+}
+
+/// The status of a call of `opnum` on `handle` followed by `args`.
+fn on(state: &mut State, opnum: u16, handle: &[u8], args: &[u32]) -> (u32, Vec<u8>) {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(handle);
+    for a in args {
+        w.u32(*a);
+    }
+    let out = run(opnum, &w.buf, state).unwrap();
+    (status(&out), out)
+}
+
+/// LookupDomain of `name` on a server handle: its status.
+fn lookup_domain_status(state: &mut State, connect: &[u8], name: &str) -> u32 {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(connect);
+    lsa::unicode_head(&mut w, name);
+    w.counted_chars(name, 0);
+    status(&run(5, &w.buf, state).unwrap())
+}
+
+#[test]
+fn an_open_asking_for_more_than_everyone_may_is_refused_except_to_root() {
+    const DENIED: u32 = NtStatus::ACCESS_DENIED.0;
+    let mut state = State::default();
+    // SAMR_ACCESS_CONNECT_TO_SERVER and ENUM_DOMAINS are Everyone's; SHUTDOWN_SERVER, GENERIC_ALL
+    // and an undefined bit are not (smbtorture rpc.samr.accessmask against Samba).
+    assert_eq!(connect2(&mut state, 1).0, 0);
+    assert_eq!(connect2(&mut state, 0x10).0, 0);
+    for refused in [2, 0x40, 0x1000_0000, 0x0004_0000] {
+        assert_eq!(connect2(&mut state, refused).0, DENIED, "{refused:#x}");
+    }
+    let mut root = State {
+        caller: Caller {
+            root: true,
+            rid: None,
+        },
+        ..State::default()
+    };
+    for mask in [2, 0x40, 0x1000_0000] {
+        assert_eq!(connect2(&mut root, mask).0, 0, "{mask:#x}");
+    }
+    // A domain opened for all its rights: refused to a user, granted to root.
+    for (st, want) in [(&mut state, DENIED), (&mut root, 0)] {
+        let (_, connect) = connect2(st, 0x0200_0000);
+        let mut w = NdrWriter::new();
+        w.buf.extend_from_slice(&connect);
+        w.u32(0x000f_07ff);
+        lsa::put_sid(&mut w, &account_sid());
+        assert_eq!(status(&run(7, &w.buf, st).unwrap()), want);
+    }
+}
+
+#[test]
+fn a_call_its_handle_was_not_opened_for_is_access_denied_except_to_root() {
+    const DENIED: u32 = NtStatus::ACCESS_DENIED.0;
+    let mut state = State::default();
+    // Opened for SAMR_ACCESS_ENUM_DOMAINS only: EnumDomains yes, LookupDomain no.
+    let (_, enum_only) = connect2(&mut state, 0x10);
+    assert_eq!(on(&mut state, 6, &enum_only, &[0, 0xffff]).0, 0);
+    assert_eq!(lookup_domain_status(&mut state, &enum_only, "RS"), DENIED);
+    let (_, lookup_only) = connect2(&mut state, 0x20);
+    assert_eq!(lookup_domain_status(&mut state, &lookup_only, "RS"), 0);
+    assert_eq!(on(&mut state, 6, &lookup_only, &[0, 0xffff]).0, DENIED);
+    // A domain opened for DOMAIN_LOOKUP_INFO_2 alone: class 2 yes, enumerating users no.
+    let (_, connect) = connect2(&mut state, 0x0200_0000);
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&connect);
+    w.u32(4);
+    lsa::put_sid(&mut w, &account_sid());
+    let dom = run(7, &w.buf, &mut state).unwrap()[..20].to_vec();
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    w.u16(2);
+    assert_eq!(status(&run(8, &w.buf, &mut state).unwrap()), 0);
+    assert_eq!(on(&mut state, 13, &dom, &[0, 0, 0xffff]).0, DENIED);
+    // Root is not held to its handle's rights (Samba's root_mode()).
+    state.caller.root = true;
+    assert_eq!(lookup_domain_status(&mut state, &enum_only, "RS"), 0);
+    assert_eq!(on(&mut state, 13, &dom, &[0, 0, 0xffff]).0, 0);
+}
+
+/// The ACEs of a QuerySecurity reply: (SID, mask) each.
+fn descriptor_aces(out: &[u8]) -> Vec<(String, u32)> {
+    let mut r = NdrReader::new(out);
+    assert_ne!(r.u32().unwrap(), 0);
+    let len = r.u32().unwrap() as usize;
+    assert_ne!(r.u32().unwrap(), 0);
+    assert_eq!(r.u32().unwrap() as usize, len);
+    let sd = ringshare_wire::security::SecurityDescriptor::decode(r.bytes(len).unwrap()).unwrap();
+    assert_eq!((sd.owner.clone(), sd.group.clone()), (None, None));
+    assert_eq!(sd.control, 0x8004, "DACL present, self-relative");
+    sd.dacl
+        .unwrap()
+        .aces
+        .iter()
+        .map(|a| (a.sid().unwrap().to_string(), a.mask().unwrap().0))
+        .collect()
+}
+
+#[test]
+fn query_security_answers_samba_default_descriptors() {
+    let mut state = State::default();
+    let (_, connect) = connect2(&mut state, 0x0200_0000);
+    let (st, out) = on(&mut state, 3, &connect, &[4]);
+    assert_eq!(st, 0);
+    let admins = |m| {
+        vec![
+            ("S-1-5-32-544".to_string(), m),
+            ("S-1-5-32-548".to_string(), m),
+        ]
+    };
+    let mut want = vec![("S-1-1-0".to_string(), 0x20031)];
+    want.extend(admins(0xf003f));
+    assert_eq!(descriptor_aces(&out), want);
+    let dom = open_domain(&mut state, &account_sid());
+    let mut want = vec![("S-1-1-0".to_string(), 0x20385)];
+    want.extend(admins(0xf07ff));
+    assert_eq!(descriptor_aces(&on(&mut state, 3, &dom, &[4]).1), want);
+    // A user's: its own SID may change its password (rpcclient samquerysecobj on Samba 4.22).
+    let (st, user) = on(&mut state, 34, &dom, &[0x0200_0000, 3024]);
+    assert_eq!(st, 0);
+    let mut want = vec![("S-1-1-0".to_string(), 0x2035b)];
+    want.extend(admins(0xf07ff));
+    want.push((format!("{}-3024", account_sid()), 0x20044));
+    assert_eq!(
+        descriptor_aces(&on(&mut state, 3, &user[..20], &[4]).1),
+        want
+    );
+    // Without READ_CONTROL: refused, with a NULL descriptor.
+    let (_, no_read) = connect2(&mut state, 0x10);
+    assert_eq!(
+        on(&mut state, 3, &no_read, &[4]),
+        (
+            NtStatus::ACCESS_DENIED.0,
+            vec![0, 0, 0, 0, 0x22, 0, 0, 0xc0]
+        )
+    );
+}
+
+#[test]
+fn none_is_the_only_group_it_has_no_members_and_no_alias_opens() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    assert_eq!(
+        on(&mut state, 19, &dom, &[0x0200_0000, 512]).0,
+        NO_SUCH_GROUP.0
+    );
+    let (st, group) = on(&mut state, 19, &dom, &[0x0200_0000, 513]);
+    assert_eq!(st, 0);
+    let group = group[..20].to_vec();
+    // Class 4: the description; class 3: the attributes.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&group);
+    w.u16(4);
+    let out = run(20, &w.buf, &mut state).unwrap();
+    let mut r = NdrReader::new(&out);
+    r.u32().unwrap();
+    assert_eq!(r.u16().unwrap(), 4);
+    r.align4().unwrap();
+    let len = r.u16().unwrap();
+    r.u16().unwrap();
+    r.u32().unwrap();
+    assert_eq!(r.counted_chars(len).unwrap(), "Ordinary Users");
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&group);
+    w.u16(6);
+    assert_eq!(
+        status(&run(20, &w.buf, &mut state).unwrap()),
+        NtStatus::INVALID_INFO_CLASS.0
+    );
+    // QueryGroupMember: count 0, no arrays.
+    let (st, members) = on(&mut state, 25, &group, &[]);
+    assert_eq!((st, &members[4..16]), (0, &[0u8; 12][..]));
+    // Builtin has no groups (ACCESS_DENIED, as Samba); its aliases do not open.
+    let builtin = open_domain(&mut state, &Sid::from_parts(5, &[32]).unwrap());
+    assert_eq!(
+        on(&mut state, 19, &builtin, &[0x0200_0000, 513]).0,
+        NtStatus::ACCESS_DENIED.0
+    );
+    assert_eq!(
+        on(&mut state, 27, &builtin, &[0x0200_0000, 544]).0,
+        0xC000_0151
+    );
+    // A group handle is no alias handle.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&group);
+    w.u16(1);
+    assert_eq!(
+        status(&run(28, &w.buf, &mut state).unwrap()),
+        NtStatus::INVALID_HANDLE.0
+    );
+    assert_eq!(
+        on(&mut state, 33, &group, &[]).0,
+        NtStatus::INVALID_HANDLE.0
+    );
 }
