@@ -21,20 +21,21 @@ const NO_SUCH_ALIAS: NtStatus = NtStatus(0xC000_0151);
 const NONE_NAME: &str = "None";
 const NONE_DESCRIPTION: &str = "Ordinary Users";
 
-/// The access mask and RID of an OpenGroup or OpenAlias, after the domain handle.
-fn access_and_rid(r: &mut NdrReader<'_>) -> Result<(u32, u32), WireError> {
-    Ok((r.u32()?, r.u32()?))
+/// The domain, access mask and RID of an OpenGroup or OpenAlias (its domain handle needs
+/// SAMR_DOMAIN_ACCESS_OPEN_ACCOUNT), or the reply of one whose handle does not do.
+fn open_args(stub: &[u8], state: &State) -> Result<(Domain, u32, u32), Reply> {
+    let (mut r, d) = domain_call(stub, state, DOMAIN_OPEN_ACCOUNT, 20)?;
+    let args = (|| Ok::<_, WireError>((r.u32()?, r.u32()?)))();
+    let (desired, rid) = args.map_err(|_| Err(super::super::FAULT_NDR))?;
+    Ok((d, desired, rid))
 }
 
 /// OpenGroup (19): the rights first, then the domain (only the account domain has groups:
 /// STATUS_ACCESS_DENIED in `Builtin`, as Samba), then the group (`None` only).
 pub(super) fn open_group(stub: &[u8], state: &mut State) -> Reply {
-    let (mut r, d) = match domain_call(stub, state, DOMAIN_OPEN_ACCOUNT, 20) {
-        Ok(call) => call,
+    let (d, desired, rid) = match open_args(stub, state) {
+        Ok(args) => args,
         Err(reply) => return reply,
-    };
-    let Ok((desired, rid)) = access_and_rid(&mut r) else {
-        return Err(super::super::FAULT_NDR);
     };
     let h = access::grant(&access::GROUP, state.caller, desired, 0).and_then(|granted| {
         if d != Domain::Account {
@@ -101,12 +102,9 @@ pub(super) fn group_members(stub: &[u8], state: &State) -> Reply {
 
 /// OpenAlias (27): the rights are checked, then no alias is found.
 pub(super) fn open_alias(stub: &[u8], state: &mut State) -> Reply {
-    let (mut r, _) = match domain_call(stub, state, DOMAIN_OPEN_ACCOUNT, 20) {
-        Ok(call) => call,
+    let desired = match open_args(stub, state) {
+        Ok((_, desired, _)) => desired,
         Err(reply) => return reply,
-    };
-    let Ok((desired, _rid)) = access_and_rid(&mut r) else {
-        return Err(super::super::FAULT_NDR);
     };
     let h = access::grant(&access::ALIAS, state.caller, desired, 0).and(Err(NO_SUCH_ALIAS));
     handle_reply(state, h)
