@@ -163,6 +163,37 @@ fn many_connections_and_metadata_storms_see_no_errors() {
 }
 
 #[test]
+fn a_list_of_files_gives_each_metadata_connection_its_own() {
+    let server = Server::start(&ServerConfig::default(), |_| {});
+    let (ok, out) = bench(
+        &server,
+        &[
+            "metadata",
+            "--file",
+            "one,two,three",
+            "--connections",
+            "3",
+            "--duration",
+            "300ms",
+            "--json",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(errors_field(&out), Some(0), "{out}");
+    let mut names: Vec<String> = std::fs::read_dir(&server.share_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["one", "three", "two"],
+        "one file per connection, by the list"
+    );
+}
+
+#[test]
 fn a_client_holding_a_directory_lease_lists_the_directory_again_and_again_without_errors() {
     let server = Server::start(&ServerConfig::default(), |dir| {
         std::fs::create_dir(dir.join("many")).unwrap();

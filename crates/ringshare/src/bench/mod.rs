@@ -206,7 +206,8 @@ pub struct BenchArgs {
     pub seed: u64,
 
     /// Use this existing file (all connections) instead of rsbench-N.dat; with
-    /// `metadata`, open and close this one file again and again.
+    /// `metadata`, open and close this one file again and again. A comma-separated
+    /// list gives each connection its own: connection i takes the i-th (modulo its length).
     #[arg(long, value_name = "NAME")]
     pub file: Option<String>,
 

@@ -214,12 +214,21 @@ impl Conn {
     }
 
     fn shared_file(sh: &Shared) -> bool {
-        sh.args.workload == Workload::SameFile || sh.args.file.is_some()
+        sh.args.workload == Workload::SameFile
+            || sh.args.file.as_deref().is_some_and(|f| !f.contains(','))
+    }
+
+    /// `--file`'s name for this connection: of a comma-separated list, the one at its index
+    /// (modulo the list's length).
+    fn given_file<'a>(&self, sh: &'a Shared) -> Option<&'a str> {
+        let list = sh.args.file.as_deref()?;
+        let n = list.split(',').count();
+        list.split(',').nth(self.idx % n)
     }
 
     fn file_name(&self, sh: &Shared) -> String {
-        match (&sh.args.file, sh.args.workload) {
-            (Some(f), _) => f.clone(),
+        match (self.given_file(sh), sh.args.workload) {
+            (Some(f), _) => f.to_string(),
             (None, Workload::SameFile) => "rsbench-shared.dat".to_string(),
             (None, _) => format!("rsbench-{}.dat", self.idx),
         }
@@ -442,8 +451,8 @@ impl Conn {
                     self.meta_k += 1;
                     // `--file`: that one file again and again (a cluster's
                     // cost of a file homed on a chosen node).
-                    let name = match &sh.args.file {
-                        Some(f) => f.clone(),
+                    let name = match self.given_file(sh) {
+                        Some(f) => f.to_string(),
                         None => format!("rsmeta-{}-{k}", self.idx),
                     };
                     // DELETE and FILE_DELETE_ON_CLOSE.
