@@ -567,6 +567,85 @@ fn a_reconnect_while_a_dead_nodes_persistent_open_is_taken_over_is_told_to_try_a
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "closed: gone");
 }
 
+#[test]
+fn a_persistent_open_taken_over_from_a_dead_node_stays_whole_once_that_node_number_starts_again() {
+    // Issue 33 (scripts/cluster-upgrade.sh): alice's persistent open of a file homed on node 1
+    // is kept by node 1, which dies; node 3 takes the file and the open over and alice
+    // reconnects through node 3. Node 1 starts again (a new process: its open ids start from
+    // the beginning again) and takes its partitions back. Alice's open goes on: her writes
+    // succeed, her lock holds at the file's new home also when the new node 1's first open of
+    // the file comes and goes, and after another disconnect she gets it back through node 2.
+    // Her other open, not reconnected before node 1 came back, comes back through node 2
+    // under the FileId node 1 gave it.
+    let mut cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(8, RH);
+    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+    let (f, ..) = opened(&r);
+    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(&mut a, f), NtStatus::SUCCESS);
+    let l2 = lease_v2(9, RH);
+    let r = create(
+        &mut a,
+        "db.vhdx",
+        vec![rqls(&l2), dh2q_flags(9, PERSISTENT)],
+    );
+    let (f2, ..) = opened(&r);
+    assert_eq!(a.write(f2, 0, b"second").status(), NtStatus::SUCCESS);
+    let (_, parts) = cl.die(1, 3);
+    cl.take_over(1, 3, &parts);
+    let reconnect = |f| vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+    let mut b = client_as(&cl, 3, 1, "alice", "secret");
+    let (back, ..) = opened(&create(&mut b, "vm.vhdx", reconnect(f)));
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    cl.restart(1, &parts);
+    assert_eq!(
+        b.write(back, 0, b"after").status(),
+        NtStatus::SUCCESS,
+        "written after node 1 came back"
+    );
+    let mut carol = client_as(&cl, 2, 3, "carol", "carols");
+    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    assert_eq!(
+        lock_status(&mut carol, fc),
+        NtStatus::LOCK_NOT_GRANTED,
+        "alice's lock at the file's home, node 1 again"
+    );
+    let mut dave = client_as(&cl, 1, 4, "carol", "carols");
+    let fd = dave.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    assert_eq!(dave.close(fd).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        lock_status(&mut carol, fc),
+        NtStatus::LOCK_NOT_GRANTED,
+        "still alice's once the new node 1's first open closed"
+    );
+    assert_eq!(b.write(back, 5, b"!").status(), NtStatus::SUCCESS);
+    b.conn.shutdown(b.now);
+    let mut c = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut c, "vm.vhdx", reconnect(back));
+    let (again, ..) = opened(&r);
+    assert_eq!(
+        again.persistent, f.persistent,
+        "the same open, through node 2"
+    );
+    assert_eq!(read_data(&c.read(again, 0, 64)), b"after!ledged");
+    assert_eq!(c.close(again).status(), NtStatus::SUCCESS);
+    assert_eq!(carol.close(fc).status(), NtStatus::SUCCESS);
+    let r = create(
+        &mut c,
+        "db.vhdx",
+        vec![rqls(&l2), dh2c_flags(f2, 9, PERSISTENT)],
+    );
+    let (second, ..) = opened(&r);
+    assert_eq!(
+        second.persistent, f2.persistent,
+        "the other open, through node 2"
+    );
+    assert_eq!(read_data(&c.read(second, 0, 64)), b"second");
+    assert_eq!(c.close(second).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "both records gone");
+}
+
 /// Issue 33, item 2: a persistent open's record is asked of the cluster's store as a lookup,
 /// away from the I/O thread. The CREATE that makes the open, a LOCK that changes it and the
 /// CLOSE that removes it each wait for it (the record is there before the CREATE is answered

@@ -194,9 +194,12 @@ pub fn take_matching(
 ) -> Result<Parked, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
     let mut t = lock(&files.durables);
+    // A persistent open is named by its FileId's persistent part alone ([MS-SMB2] 3.3.5.9.12,
+    // as Samba looks it up): its volatile part changes when a cluster node takes it over from
+    // a dead one (crates/cluster-home cluster/ca.rs), before its client learns the new one.
     let p = t
         .get(file_id.persistent)
-        .filter(|p| p.open.id == file_id.volatile)
+        .filter(|p| p.open.id == file_id.volatile || p.durability.persistent)
         .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let d = &p.durability;
     // DHnC reconnects any durable open (a version 2 one too, as on

@@ -24,6 +24,7 @@ use ringshare_wire::{FileId, NtStatus};
 use super::msg::{self, CaRecord};
 use super::{partition_of, Home};
 use crate::durable::{Durability, Owner, Parked, Reconnect, DISCONNECTED};
+use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Lease};
 use crate::lookup::ClusterAsk;
 use crate::server::{lock, NodeState, ServerState, ShareEntry};
@@ -175,7 +176,8 @@ pub fn keeper(server: &ServerState, file_id: FileId) -> Result<Option<u16>, NtSt
     let Some(rec) = readable(&rec) else {
         return Ok(None);
     };
-    if rec.file_id != file_id {
+    // (Its volatile part may be a dead keeper's: the open has a new one, [`renamed`].)
+    if rec.file_id.persistent != file_id.persistent {
         return Ok(None);
     }
     let node = if link.members().contains(&rec.keeper) {
@@ -221,7 +223,7 @@ pub fn still_kept(here: &NodeState, file_id: FileId, wanted: &Reconnect<'_>) -> 
         (Some(l), Some(key)) => l.id.key == key && l.id.client_guid == wanted.client_guid,
         _ => false,
     };
-    rec.file_id == file_id
+    rec.file_id.persistent == file_id.persistent
         && wanted
             .create_guid
             .is_none_or(|g| g == rec.state.durable_create_guid)
@@ -341,6 +343,48 @@ impl PersistentOpens for ServerState {
     }
 }
 
+/// The id a dead node's persistent open taken over here goes by (issue 33): `id`, one of this
+/// node's, once its record naming this node as keeper and `id` is stored. Open ids name the node
+/// that made them (`node_of`: the homes' grants, a reclaim's hand-over of a node's opens, a
+/// reconnect's first guess at the keeper), and the dead node's number comes back with a new
+/// process numbering its opens from the start again: under its old id the open would be taken
+/// for that node's. `None` when etcd does not take the record: the open keeps the id its record
+/// still names (a reconnect through another node moves the open from the id it reads there,
+/// [`id_of`]).
+fn renamed(here: &NodeState, rec: &CaRecord, id: u64) -> Option<u64> {
+    let link = here.link()?;
+    let mut moved = rec.clone();
+    moved.keeper = link.node();
+    moved.file_id.volatile = id;
+    for l in &mut moved.locks {
+        l.owner = id;
+    }
+    match link.ca_put(rec.file_id.persistent, msg::encode_ca(&moved)) {
+        Ok(()) => Some(id),
+        Err(s) => {
+            tracing::warn!(
+                ?s,
+                was = rec.file_id.volatile,
+                "a persistent open taken over keeps its dead node's id (its record was not stored)"
+            );
+            None
+        }
+    }
+}
+
+/// The volatile id persistent open `file_id` goes by at the node keeping it, as its record
+/// names it (a dead node's open taken over has a new one its client learns only when it
+/// reconnects, [`renamed`]); `file_id`'s own when there is no readable record.
+pub fn id_of(here: &NodeState, file_id: FileId) -> u64 {
+    let rec = here
+        .link()
+        .and_then(|link| link.ca_get(file_id.persistent).ok().flatten());
+    rec.as_deref()
+        .and_then(readable)
+        .filter(|r| r.file_id.persistent == file_id.persistent)
+        .map_or(file_id.volatile, |r| r.file_id.volatile)
+}
+
 pub(crate) trait CaHere {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus>;
     /// The volatile ids of the persistent opens node `node` kept of files
@@ -364,7 +408,11 @@ impl CaHere for ServerState {
             .ok_or(NtStatus::BAD_NETWORK_NAME)?;
         let who = rec.who.clone().ok_or(NtStatus::ACCESS_DENIED)?;
         let entry = self.files.entry(h.key);
-        let id = rec.file_id.volatile;
+        let was = rec.file_id.volatile;
+        let id = match renamed(&self.node, rec, self.files.new_owner_id()) {
+            Some(id) => id,
+            None => was,
+        };
         {
             let mut e = lock(&entry);
             if e.opens.is_empty() {
@@ -373,9 +421,14 @@ impl CaHere for ServerState {
                 e.is_dir = h.is_dir;
             }
             let lease = rec.lease.as_ref().map(|l| l.id);
-            match e.opens.iter_mut().find(|o| o.owner == id) {
+            match e.opens.iter_mut().find(|o| o.owner == was) {
                 // Kept in the table when its node went (forget_node).
-                Some(o) => o.caching.route = DISCONNECTED,
+                Some(o) => {
+                    o.owner = id;
+                    o.caching.file_id.1 = id;
+                    o.caching.route = DISCONNECTED;
+                    e.locks.rekey_owner(was, id);
+                }
                 None => {
                     e.opens.push(ShareEntry {
                         owner: id,
@@ -396,7 +449,8 @@ impl CaHere for ServerState {
                         posix: h.posix,
                     });
                     for l in &rec.locks {
-                        if !e.locks.try_lock(*l) {
+                        let l = ByteRangeLock { owner: id, ..*l };
+                        if !e.locks.try_lock(l) {
                             tracing::warn!(
                                 ?l,
                                 "a dead node's persistent open's lock overlaps another"
@@ -460,6 +514,7 @@ impl CaHere for ServerState {
         // This node keeps it now.
         let _ = store(&self.node, &open);
         tracing::info!(
+            was,
             id,
             from = rec.keeper,
             "a dead node's persistent open is kept here until its client reconnects"

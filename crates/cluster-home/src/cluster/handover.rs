@@ -268,6 +268,13 @@ pub fn take_over_from(
         Answer::Refused(s) => return Err(s),
         a => return Err(super::unexpected(&a)),
     };
+    // The id the open goes by at its file's home: a persistent open a node took over from a
+    // dead one has a new one there, which its record names (super::ca::renamed).
+    let was = if h.persistent && node_of(file_id.volatile) != node {
+        super::ca::id_of(&server.node, file_id)
+    } else {
+        file_id.volatile
+    };
     // From here the open is this node's to finish or to close.
     let close_at_home = |owner: u64| {
         lock(&server.node.unsent_closes).push(super::UnsentClose {
@@ -283,7 +290,7 @@ pub fn take_over_from(
         Ok(n) => n,
         Err(s) => {
             tracing::warn!(?s, path = ?h.path, "a handed-over durable open's file did not open again");
-            close_at_home(file_id.volatile);
+            close_at_home(was);
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
     };
@@ -297,7 +304,7 @@ pub fn take_over_from(
         e.is_dir = h.is_dir;
     }
     let moved = Moved {
-        from: file_id.volatile,
+        from: was,
         to: id,
         route,
         who: Some(who.clone()),
@@ -310,7 +317,7 @@ pub fn take_over_from(
                 "the file's home did not move a handed-over durable open"
             );
             server.files.drop_if_unused(h.key);
-            close_at_home(file_id.volatile);
+            close_at_home(was);
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
     };
@@ -347,11 +354,7 @@ pub fn take_over_from(
         persistent: file_id.persistent,
         volatile: id,
     };
-    tracing::info!(
-        from = file_id.volatile,
-        id,
-        "durable open taken over from node {node}"
-    );
+    tracing::info!(from = was, id, "durable open taken over from node {node}");
     Ok(TakenOver {
         open,
         level: t.open.caching.level,

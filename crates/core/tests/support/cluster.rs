@@ -165,6 +165,8 @@ pub struct Cluster {
     pub mem: MemShare,
     pub bus: Arc<Bus>,
     pub nodes: Vec<Arc<ServerState>>,
+    /// How each node's configuration differs from the default (a restarted node's too).
+    change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync>,
 }
 
 impl Cluster {
@@ -173,7 +175,11 @@ impl Cluster {
     }
 
     /// [`Cluster::new`] with each node's configuration changed by `change`.
-    pub fn with(n: u16, home: u16, change: impl Fn(&mut ServerConfig)) -> Cluster {
+    pub fn with(
+        n: u16,
+        home: u16,
+        change: impl Fn(&mut ServerConfig) + Send + Sync + 'static,
+    ) -> Cluster {
         let mem = MemShare::new();
         let bus = Arc::new(Bus {
             nodes: Mutex::new(HashMap::new()),
@@ -189,19 +195,31 @@ impl Cluster {
             levels: Mutex::new(HashMap::new()),
             kinds: Mutex::new(HashMap::new()),
         });
+        let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)
-            .map(|node| {
-                let s = server_with(&mem, &change);
-                let link = Link {
-                    node,
-                    bus: bus.clone(),
-                };
-                s.join_cluster(Arc::new(link)).expect("join");
-                bus.nodes.lock().unwrap().insert(node, Arc::downgrade(&s));
-                s
-            })
+            .map(|node| start(&mem, &bus, node, &*change))
             .collect();
-        Cluster { mem, bus, nodes }
+        Cluster {
+            mem,
+            bus,
+            nodes,
+            change,
+        }
+    }
+
+    /// Node `node`, dead, starts again: a new process with the same node number and nothing
+    /// of the old one's state (its open ids are numbered from the start again). It is a
+    /// member once more and takes back the partitions `parts` from their homes, rebuilding
+    /// their files' state from the other nodes' opens (the old homes hand theirs over).
+    pub fn restart(&mut self, node: u16, parts: &[u32]) {
+        let s = start(&self.mem, &self.bus, node, &*self.change);
+        self.nodes[usize::from(node) - 1] = s.clone();
+        self.bus.down.lock().unwrap().remove(&node);
+        for p in parts {
+            self.bus.owners.lock().unwrap()[*p as usize] = node;
+        }
+        s.rebuild(parts)
+            .expect("every live node hands over its opens");
     }
 
     /// A logged-on client of node `node` (1-based).
@@ -297,6 +315,23 @@ impl Cluster {
         self.bus.now_ms.fetch_add(ms, Ordering::Relaxed);
         clients.iter_mut().map(|c| c.tick(ms)).collect()
     }
+}
+
+/// Node `node`'s server core, joined to the cluster of `bus` over `mem`.
+fn start(
+    mem: &MemShare,
+    bus: &Arc<Bus>,
+    node: u16,
+    change: &dyn Fn(&mut ServerConfig),
+) -> Arc<ServerState> {
+    let s = server_with(mem, change);
+    let link = Link {
+        node,
+        bus: bus.clone(),
+    };
+    s.join_cluster(Arc::new(link)).expect("join");
+    bus.nodes.lock().unwrap().insert(node, Arc::downgrade(&s));
+    s
 }
 
 /// Answer the lookups `c` held (the driver's lookup threads do it later, elsewhere): the

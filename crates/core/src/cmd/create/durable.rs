@@ -237,6 +237,11 @@ pub(crate) fn reconnect(
     let open = rejoined(&old, req, parked.durability);
     drop(old);
     let lease_key = lease_key.and(caching.lease.map(|l| l.key));
+    // (A persistent open taken over from a dead node has a new volatile id.)
+    let file_id = ringshare_wire::FileId {
+        persistent: file_id.persistent,
+        volatile: open.id,
+    };
     finish(
         core,
         req,
