@@ -1097,7 +1097,7 @@ fn a_cluster_of_the_previous_release_upgraded_one_node_at_a_time_loses_nothing()
         .expect("RINGSHARE_OLD_BIN: the previous release's ringshare (scripts/cluster-upgrade.sh)");
     // "this": a control run, this build upgraded to itself.
     let old = (old != "this").then_some(std::path::Path::new(&old));
-    cluster_upgrade::run("upgrade", old);
+    cluster_upgrade::run("upgrade", old, NODES, cluster_upgrade::BETWEEN);
 }
 
 /// Persistent opens (DH2Q, CreateGuids from `guid`) of `files` by client `c`, each with

@@ -186,7 +186,7 @@ pub fn transfer(
 
 /// Whether the home of file `name` (as this node sees it) can move an open
 /// once its keeper has given it up: this node is the home, or a live node
-/// is. While the file's partition is between homes — its home died and
+/// is and says so itself. While the file's partition is between homes — its home died and
 /// this node has not yet seen the survivor's claim — a give-up would lose
 /// the open (the move fails, the open is closed): the reconnect is
 /// FILE_NOT_AVAILABLE instead, and the client tries again. A name that does
@@ -201,9 +201,22 @@ fn home_can_take_it(here: &NodeState, share: &ShareDef, who: &Who, name: &str) -
     let Ok(attr) = share.backend.stat(who, &path) else {
         return true;
     };
-    match here.home_of(here.file_key(&attr)) {
+    let key = here.file_key(&attr);
+    match here.home_of(key) {
         Home::Here => true,
-        Home::Node(n) => link.members().contains(&n),
+        // The node this one takes for the home says so itself: while partitions move (a node
+        // stopping, or starting again and taking its partitions back) views differ by hundreds
+        // of milliseconds, and an open given up to a move its home refuses is lost (issue 33:
+        // a persistent handle not back in 20 s in scripts/cluster-upgrade.sh).
+        Home::Node(n) => {
+            link.members().contains(&n)
+                && match super::ask(here, n, Call::DeletePending(key, None)) {
+                    Ok(Answer::Pending { .. }) => true,
+                    // No entry there: the keeper decides (as before this question).
+                    Ok(Answer::Refused(s)) => s == NtStatus::FILE_CLOSED,
+                    _ => false,
+                }
+        }
         Home::Unavailable => false,
     }
 }
