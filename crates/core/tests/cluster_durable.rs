@@ -677,6 +677,58 @@ fn a_persistent_open_taken_over_from_a_dead_node_stays_whole_once_that_node_numb
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "both records gone");
 }
 
+#[test]
+fn a_persistent_open_kept_under_a_restarted_nodes_number_joins_its_files_entry_at_that_node() {
+    // What an older build leaves while a cluster is upgraded (it kept a dead node's ids), and
+    // this one when etcd refused the takeover's record: node 3 keeps alice's persistent open
+    // under node 1's id, reconnected there, its record naming node 3. Node 1 starts again and
+    // takes its partitions back; node 3 leaves the open out of what it hands back (the id is
+    // node 1's), and node 1 takes it from its record: her writes go on, her lock holds.
+    let mut cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(8, RH);
+    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+    let (f, ..) = opened(&r);
+    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(&mut a, f), NtStatus::SUCCESS);
+    let refused = |on| {
+        cl.bus
+            .ca_refused
+            .store(on, std::sync::atomic::Ordering::Relaxed)
+    };
+    refused(true);
+    let (_, parts) = cl.die(1, 3);
+    cl.take_over(1, 3, &parts);
+    refused(false);
+    let mut b = client_as(&cl, 3, 1, "alice", "secret");
+    let r = create(
+        &mut b,
+        "vm.vhdx",
+        vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
+    );
+    let (back, ..) = opened(&r);
+    assert_eq!(node_of(back.volatile), 1, "node 1's id, kept");
+    let more = b.lock(back, &[(20, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert_eq!(
+        more.status(),
+        NtStatus::SUCCESS,
+        "its record names node 3 now"
+    );
+    cl.restart(1, &parts);
+    assert_eq!(b.write(back, 0, b"after").status(), NtStatus::SUCCESS);
+    let mut carol = client_as(&cl, 2, 3, "carol", "carols");
+    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    assert_eq!(
+        lock_status(&mut carol, fc),
+        NtStatus::LOCK_NOT_GRANTED,
+        "alice's lock at node 1"
+    );
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"afterwledged");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::SUCCESS, "closed");
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}
+
 /// Issue 33, item 2: a persistent open's record is asked of the cluster's store as a lookup,
 /// away from the I/O thread. The CREATE that makes the open, a LOCK that changes it and the
 /// CLOSE that removes it each wait for it (the record is there before the CREATE is answered

@@ -350,9 +350,14 @@ impl PersistentOpens for ServerState {
 /// process numbering its opens from the start again: under its old id the open would be taken
 /// for that node's. `None` when etcd does not take the record: the open keeps the id its record
 /// still names (a reconnect through another node moves the open from the id it reads there,
-/// [`id_of`]).
+/// [`id_of`]); also while a node of a level below 4 serves.
 fn renamed(here: &NodeState, rec: &CaRecord, id: u64) -> Option<u64> {
     let link = here.link()?;
+    // Only when every node finds it under the new id (level 4; before, a reconnect through a
+    // node of an older build looked for the FileId the client had, and heard "gone").
+    if super::cluster_level(&**link) < 4 {
+        return None;
+    }
     let mut moved = rec.clone();
     moved.keeper = link.node();
     moved.file_id.volatile = id;
@@ -385,6 +390,125 @@ pub fn id_of(here: &NodeState, file_id: FileId) -> u64 {
         .map_or(file_id.volatile, |r| r.file_id.volatile)
 }
 
+/// Put persistent open `rec` into file entry `e` as open `id` with its byte-range locks, its
+/// breaks going to `route`.
+fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oplock::Route) {
+    let h = &rec.state;
+    if e.opens.is_empty() {
+        e.share = rec.share.clone();
+        e.path = h.path.clone();
+        e.is_dir = h.is_dir;
+    }
+    let lease = rec.lease.as_ref().map(|l| l.id);
+    e.opens.push(ShareEntry {
+        owner: id,
+        access: h.access,
+        share_access: h.share_access,
+        caching: oplock::Caching {
+            level: if lease.is_some() {
+                oplock::LEVEL_LEASE
+            } else {
+                oplock::LEVEL_NONE
+            },
+            lease,
+            route,
+            file_id: (rec.file_id.persistent, id),
+            ..Default::default()
+        },
+        who: rec.who.clone(),
+        posix: h.posix,
+    });
+    for l in &rec.locks {
+        let l = ByteRangeLock { owner: id, ..*l };
+        if !e.locks.try_lock(l) {
+            tracing::warn!(?l, "a persistent open's lock overlaps another");
+        }
+    }
+}
+
+/// The lease of persistent open `rec`, if it has one, into file entry `e` in state `state`, its
+/// breaks going to `route`.
+fn lease_back(
+    server: &ServerState,
+    e: &mut crate::server::FileEntry,
+    rec: &CaRecord,
+    route: oplock::Route,
+    state: u32,
+) {
+    if let Some(l) = &rec.lease {
+        e.leases.retain(|x| x.id != l.id);
+        e.leases.push(Lease {
+            state,
+            breaking_to: None,
+            required: 0,
+            break_deadline_ms: 0,
+            route,
+            ..l.clone()
+        });
+        server.files.set_lease_file(l.id, rec.state.key);
+    }
+}
+
+/// At a node that started again and rebuilt partitions `parts` (mixed builds while a cluster is
+/// upgraded, docs/cluster.md): the persistent opens a live node of an older build keeps under
+/// this node's number join their files' entries here from their records. That build took them
+/// over from this node's last life keeping their ids (before [`renamed`]) and, once their
+/// clients reconnected there, leaves them out of the opens it hands back, as this node's own:
+/// without them their writes got FILE_CLOSED and their locks were gone. Their breaks go to
+/// their keeper (which drops those for no connection of its: a conflicting open then waits for
+/// the break's timeout), their lease as last recorded. Returns how many.
+pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) -> usize {
+    let Some(link) = server.node.link() else {
+        return 0;
+    };
+    if !server.persistent_handles() {
+        return 0;
+    }
+    let (me, n, members) = (link.node(), link.partitions(), link.members());
+    let all = match link.ca_all() {
+        Ok(all) => all,
+        Err(s) => {
+            tracing::warn!(?s, "the persistent opens' records could not be read");
+            return 0;
+        }
+    };
+    let mut taken = 0;
+    for rec in all.iter().filter_map(|b| readable(b)) {
+        let id = rec.file_id.volatile;
+        let kept_elsewhere = rec.keeper != me && members.contains(&rec.keeper);
+        if !kept_elsewhere
+            || super::node_of(id) != me
+            || !parts.contains(&partition_of(rec.state.key, n))
+        {
+            continue;
+        }
+        let entry = server.files.entry(rec.state.key);
+        let mut e = lock(&entry);
+        if e.opens.iter().any(|o| o.owner == id) {
+            continue;
+        }
+        let route = oplock::Route {
+            conn_id: u64::from(rec.keeper) << crate::files::NODE_SHIFT,
+            session_id: 0,
+        };
+        enter(&mut e, &rec, id, route);
+        lease_back(
+            server,
+            &mut e,
+            &rec,
+            route,
+            rec.lease.as_ref().map_or(0, |l| l.state),
+        );
+        tracing::info!(
+            id,
+            keeper = rec.keeper,
+            "a persistent open an older node keeps under this node's number joins its file's entry"
+        );
+        taken += 1;
+    }
+    taken
+}
+
 pub(crate) trait CaHere {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus>;
     /// The volatile ids of the persistent opens node `node` kept of files
@@ -415,12 +539,6 @@ impl CaHere for ServerState {
         };
         {
             let mut e = lock(&entry);
-            if e.opens.is_empty() {
-                e.share = rec.share.clone();
-                e.path = h.path.clone();
-                e.is_dir = h.is_dir;
-            }
-            let lease = rec.lease.as_ref().map(|l| l.id);
             match e.opens.iter_mut().find(|o| o.owner == was) {
                 // Kept in the table when its node went (forget_node).
                 Some(o) => {
@@ -429,49 +547,10 @@ impl CaHere for ServerState {
                     o.caching.route = DISCONNECTED;
                     e.locks.rekey_owner(was, id);
                 }
-                None => {
-                    e.opens.push(ShareEntry {
-                        owner: id,
-                        access: h.access,
-                        share_access: h.share_access,
-                        caching: oplock::Caching {
-                            level: if lease.is_some() {
-                                oplock::LEVEL_LEASE
-                            } else {
-                                oplock::LEVEL_NONE
-                            },
-                            lease,
-                            route: DISCONNECTED,
-                            file_id: (rec.file_id.persistent, id),
-                            ..Default::default()
-                        },
-                        who: Some(who.clone()),
-                        posix: h.posix,
-                    });
-                    for l in &rec.locks {
-                        let l = ByteRangeLock { owner: id, ..*l };
-                        if !e.locks.try_lock(l) {
-                            tracing::warn!(
-                                ?l,
-                                "a dead node's persistent open's lock overlaps another"
-                            );
-                        }
-                    }
-                }
+                None => enter(&mut e, rec, id, DISCONNECTED),
             }
-            if let Some(l) = &rec.lease {
-                // Back without caching: breaks since the record are not in it.
-                e.leases.retain(|x| x.id != l.id);
-                e.leases.push(Lease {
-                    state: 0,
-                    breaking_to: None,
-                    required: 0,
-                    break_deadline_ms: 0,
-                    route: DISCONNECTED,
-                    ..l.clone()
-                });
-                self.files.set_lease_file(l.id, h.key);
-            }
+            // Back without caching: breaks since the record are not in it.
+            lease_back(self, &mut e, rec, DISCONNECTED, 0);
         }
         let node = super::reopen::reopen(&self.node, &share, &who, h);
         let node = match node {

@@ -26,8 +26,11 @@ pub const MESSAGE_MAX: usize = 64 * 1024;
 /// sends another only what the other's level reads ([`Message::level`]). Level 1 is what
 /// every node reads, a node that advertises no level included (the builds before levels);
 /// level 2 adds [`Message::DirChanged`]; level 3 carries a POSIX open's flag to its file's
-/// home ([`Ask::posix`], sent as its own call kind).
-pub const LEVEL: u16 = 3;
+/// home ([`Ask::posix`], sent as its own call kind); level 4 (no new message) lets a node
+/// that takes a dead node's persistent open over give it an id of its own
+/// (`crate::cluster::ca`): every node then finds a persistent open by its FileId's
+/// persistent part, and moves it from the id its record names.
+pub const LEVEL: u16 = 4;
 /// The level of a node that advertises none.
 pub const BASE_LEVEL: u16 = 1;
 

@@ -160,6 +160,7 @@ impl Reclaim for ServerState {
                 }
             }
         }
+        taken += super::ca::adopt_kept_under_my_number(self, parts);
         self.list_leased_dirs(parts);
         Ok(taken)
     }
