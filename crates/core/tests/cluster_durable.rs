@@ -598,6 +598,29 @@ fn a_reconnect_while_a_dead_nodes_persistent_open_is_taken_over_is_told_to_try_a
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND, "closed: gone");
 }
 
+/// Client `a`'s persistent open of vm.vhdx with a lease (key 8, read and handle caching),
+/// acknowledged data and bytes 0..10 locked: the lease and the FileId.
+fn locked_persistent_open(a: &mut Client) -> (Lease, FileId) {
+    let l = lease_v2(8, RH);
+    let r = create(a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+    let (f, ..) = opened(&r);
+    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(a, f), NtStatus::SUCCESS);
+    (l, f)
+}
+
+/// Once node 1 is back: alice's open `back` (client `b`) is written, and carol, through node
+/// 2, finds alice's lock at the file's home; carol's client and open.
+fn written_and_still_locked(cl: &Cluster, b: &mut Client, back: FileId) -> (Client, FileId) {
+    let w = b.write(back, 0, b"after").status();
+    assert_eq!(w, NtStatus::SUCCESS, "written after node 1 came back");
+    let mut carol = client_as(cl, 2, 3, "carol", "carols");
+    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    let l = lock_status(&mut carol, fc);
+    assert_eq!(l, NtStatus::LOCK_NOT_GRANTED, "alice's lock at its home");
+    (carol, fc)
+}
+
 #[test]
 fn a_persistent_open_taken_over_from_a_dead_node_stays_whole_once_that_node_number_starts_again() {
     // Issue 33 (scripts/cluster-upgrade.sh): alice's persistent open of a file homed on node 1
@@ -610,11 +633,7 @@ fn a_persistent_open_taken_over_from_a_dead_node_stays_whole_once_that_node_numb
     // under the FileId node 1 gave it.
     let mut cl = ca_cluster(1);
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
-    let l = lease_v2(8, RH);
-    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
-    let (f, ..) = opened(&r);
-    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
-    assert_eq!(lock_status(&mut a, f), NtStatus::SUCCESS);
+    let (l, f) = locked_persistent_open(&mut a);
     let l2 = lease_v2(9, RH);
     let r = create(
         &mut a,
@@ -630,18 +649,7 @@ fn a_persistent_open_taken_over_from_a_dead_node_stays_whole_once_that_node_numb
     let (back, ..) = opened(&create(&mut b, "vm.vhdx", reconnect(f)));
     assert_eq!(back.persistent, f.persistent, "the same open");
     cl.restart(1, &parts);
-    assert_eq!(
-        b.write(back, 0, b"after").status(),
-        NtStatus::SUCCESS,
-        "written after node 1 came back"
-    );
-    let mut carol = client_as(&cl, 2, 3, "carol", "carols");
-    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
-    assert_eq!(
-        lock_status(&mut carol, fc),
-        NtStatus::LOCK_NOT_GRANTED,
-        "alice's lock at the file's home, node 1 again"
-    );
+    let (mut carol, fc) = written_and_still_locked(&cl, &mut b, back);
     let mut dave = client_as(&cl, 1, 4, "carol", "carols");
     let fd = dave.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
     assert_eq!(dave.close(fd).status(), NtStatus::SUCCESS);
@@ -653,27 +661,17 @@ fn a_persistent_open_taken_over_from_a_dead_node_stays_whole_once_that_node_numb
     assert_eq!(b.write(back, 5, b"!").status(), NtStatus::SUCCESS);
     b.conn.shutdown(b.now);
     let mut c = client_as(&cl, 2, 1, "alice", "secret");
-    let r = create(&mut c, "vm.vhdx", reconnect(back));
-    let (again, ..) = opened(&r);
-    assert_eq!(
-        again.persistent, f.persistent,
-        "the same open, through node 2"
-    );
-    assert_eq!(read_data(&c.read(again, 0, 64)), b"after!ledged");
-    assert_eq!(c.close(again).status(), NtStatus::SUCCESS);
+    // Back through node 2 with `data`, then closed.
+    let mut back_with = |name: &str, ctx: Vec<CreateContext<'static>>, was: FileId, data: &[u8]| {
+        let (again, ..) = opened(&create(&mut c, name, ctx));
+        assert_eq!(again.persistent, was.persistent, "{name}: the same open");
+        assert_eq!(read_data(&c.read(again, 0, 64)), data);
+        assert_eq!(c.close(again).status(), NtStatus::SUCCESS);
+    };
+    back_with("vm.vhdx", reconnect(back), f, b"after!ledged");
     assert_eq!(carol.close(fc).status(), NtStatus::SUCCESS);
-    let r = create(
-        &mut c,
-        "db.vhdx",
-        vec![rqls(&l2), dh2c_flags(f2, 9, PERSISTENT)],
-    );
-    let (second, ..) = opened(&r);
-    assert_eq!(
-        second.persistent, f2.persistent,
-        "the other open, through node 2"
-    );
-    assert_eq!(read_data(&c.read(second, 0, 64)), b"second");
-    assert_eq!(c.close(second).status(), NtStatus::SUCCESS);
+    let other = vec![rqls(&l2), dh2c_flags(f2, 9, PERSISTENT)];
+    back_with("db.vhdx", other, f2, b"second");
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "both records gone");
 }
 
@@ -686,11 +684,7 @@ fn a_persistent_open_kept_under_a_restarted_nodes_number_joins_its_files_entry_a
     // node 1's), and node 1 takes it from its record: her writes go on, her lock holds.
     let mut cl = ca_cluster(1);
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
-    let l = lease_v2(8, RH);
-    let r = create(&mut a, "vm.vhdx", vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
-    let (f, ..) = opened(&r);
-    assert_eq!(a.write(f, 0, b"acknowledged").status(), NtStatus::SUCCESS);
-    assert_eq!(lock_status(&mut a, f), NtStatus::SUCCESS);
+    let (l, f) = locked_persistent_open(&mut a);
     let refused = |on| {
         cl.bus
             .ca_refused
@@ -715,14 +709,7 @@ fn a_persistent_open_kept_under_a_restarted_nodes_number_joins_its_files_entry_a
         "its record names node 3 now"
     );
     cl.restart(1, &parts);
-    assert_eq!(b.write(back, 0, b"after").status(), NtStatus::SUCCESS);
-    let mut carol = client_as(&cl, 2, 3, "carol", "carols");
-    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
-    assert_eq!(
-        lock_status(&mut carol, fc),
-        NtStatus::LOCK_NOT_GRANTED,
-        "alice's lock at node 1"
-    );
+    let (mut carol, fc) = written_and_still_locked(&cl, &mut b, back);
     assert_eq!(read_data(&b.read(back, 0, 64)), b"afterwledged");
     assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
     assert_eq!(lock_status(&mut carol, fc), NtStatus::SUCCESS, "closed");

@@ -429,7 +429,7 @@ fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oploc
 /// The lease of persistent open `rec`, if it has one, into file entry `e` in state `state`, its
 /// breaks going to `route`.
 fn lease_back(
-    server: &ServerState,
+    files: &crate::server::FileTable,
     e: &mut crate::server::FileEntry,
     rec: &CaRecord,
     route: oplock::Route,
@@ -445,7 +445,7 @@ fn lease_back(
             route,
             ..l.clone()
         });
-        server.files.set_lease_file(l.id, rec.state.key);
+        files.set_lease_file(l.id, rec.state.key);
     }
 }
 
@@ -493,7 +493,7 @@ pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) ->
         };
         enter(&mut e, &rec, id, route);
         lease_back(
-            server,
+            &server.files,
             &mut e,
             &rec,
             route,
@@ -550,7 +550,7 @@ impl CaHere for ServerState {
                 None => enter(&mut e, rec, id, DISCONNECTED),
             }
             // Back without caching: breaks since the record are not in it.
-            lease_back(self, &mut e, rec, DISCONNECTED, 0);
+            lease_back(&self.files, &mut e, rec, DISCONNECTED, 0);
         }
         let node = super::reopen::reopen(&self.node, &share, &who, h);
         let node = match node {
