@@ -12,7 +12,7 @@ use picky_krb::data_types::{EncApRepPart, EncApRepPartInner, EncryptedData};
 use picky_krb::messages::{ApRep, ApRepInner};
 
 use super::acceptor::{accept_dce, check_dce_ap_rep, AcceptorConfig};
-use super::keytab::{Keytab, KeytabEntry};
+use super::keytab::Keytab;
 use super::replay::ReplayCache;
 use super::testkdc::{refusal, Mint, FRESH, NOW};
 use super::{cipher, gss_unwrap, int_asn1, kerberos_time};
@@ -22,15 +22,7 @@ const DCE_STYLE: u32 = 0x1000;
 
 fn cfg(key: &[u8]) -> AcceptorConfig {
     AcceptorConfig {
-        keytab: Arc::new(Keytab {
-            entries: vec![KeytabEntry {
-                components: vec!["host".into(), "fs.rs.test".into()],
-                realm: "RS.TEST".into(),
-                kvno: 2,
-                enctype: 18,
-                key: key.to_vec(),
-            }],
-        }),
+        keytab: Arc::new(Keytab::one_aes256(&["host", "fs.rs.test"], "RS.TEST", key)),
         realm: "RS.TEST".into(),
         skew_secs: 300,
         allow_rc4: false,
@@ -133,4 +125,62 @@ fn dce_style_is_refused_for_smb_and_required_for_a_bind_as_is_the_right_key() {
         )
         .is_err());
     }
+}
+
+/// A DCE/RPC PDU: header (rpc_vers 5.0, first and last fragment, little-endian), `body`, and
+/// the auth verifier (type 16, privacy, pad `pad`, context 0, `token`).
+fn pdu(ptype: u8, call_id: u32, body: &[u8], pad: u8, token: &[u8]) -> Vec<u8> {
+    let len = 16 + body.len() + 8 + token.len();
+    let mut p = vec![5, 0, ptype, 3, 0x10, 0, 0, 0];
+    p.extend_from_slice(&(len as u16).to_le_bytes());
+    p.extend_from_slice(&(token.len() as u16).to_le_bytes());
+    p.extend_from_slice(&call_id.to_le_bytes());
+    p.extend_from_slice(body);
+    p.extend_from_slice(&[16, 6, pad, 0, 0, 0, 0, 0]);
+    p.extend_from_slice(token);
+    p
+}
+
+/// Writes fuzz/corpus/rpc_pipe/srvsvc-kerberos-sealed: srvsvc (service 1) bound with DCE-style
+/// Kerberos at privacy with a ticket for host/fs.rs.test (the fuzz harness's keytab, now and
+/// fresh keys: crates/state/src/ipc/fuzz.rs), the AUTH3 with the client's AP-REP, and a sealed
+/// NetrServerGetInfo (opnum 21, level 101). crates/state's rpcauth tests replay it.
+#[test]
+#[ignore]
+fn write_rpc_pipe_kerberos_fuzz_seed() {
+    let m = dce_mint();
+    let framed = m.ap_req();
+    let (_, raw) = gss_unwrap(&framed).unwrap();
+    let srvsvc = crate::unhex("c84f324b7016d30112785a47bf6ee188");
+    let ndr = crate::unhex("045d888aeb1cc9119fe808002b104860");
+    let mut bind = Vec::new();
+    bind.extend_from_slice(&4280u16.to_le_bytes());
+    bind.extend_from_slice(&4280u16.to_le_bytes());
+    bind.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0]);
+    bind.extend_from_slice(&srvsvc);
+    bind.extend_from_slice(&3u32.to_le_bytes());
+    bind.extend_from_slice(&ndr);
+    bind.extend_from_slice(&2u32.to_le_bytes());
+    let auth3 = pdu(16, 2, &[0; 4], 0, &client_ap_rep(&m.session_key, FRESH.seq));
+    // The request: alloc_hint, context 0, opnum 21; the stub (no server name, level 101) and 8
+    // bytes of padding, sealed with the acceptor subkey; the client's sequence numbers start
+    // at its authenticator's (77).
+    let mut client =
+        super::dce::DceSecurity::initiator(&FRESH.subkey, 18, 77, u64::from(FRESH.seq));
+    let mut payload = [0u8; 16];
+    payload[4..8].copy_from_slice(&101u32.to_le_bytes());
+    let token = client.wrap(&[], &mut payload, &[]).unwrap();
+    let mut req = vec![8, 0, 0, 0, 0, 0, 21, 0];
+    req.extend_from_slice(&payload);
+    let request = pdu(0, 3, &req, 8, &token);
+    let mut seed = vec![1u8, 0, 0];
+    for p in [pdu(11, 1, &bind, 0, raw), auth3, request] {
+        seed.extend_from_slice(&(p.len() as u16).to_le_bytes());
+        seed.extend_from_slice(&p);
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/corpus/rpc_pipe/srvsvc-kerberos-sealed"
+    );
+    std::fs::write(path, seed).unwrap();
 }

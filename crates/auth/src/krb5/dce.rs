@@ -106,6 +106,21 @@ impl DceSecurity {
         })
     }
 
+    /// The client's side of an association on `key` (tests and fuzz seeds: what a client
+    /// sends), its first sequence number `send_seq`, the acceptor's `recv_seq`.
+    #[cfg(test)]
+    pub(crate) fn initiator(key: &[u8], etype: i32, send_seq: u64, recv_seq: u64) -> Self {
+        DceSecurity {
+            key: key.to_vec(),
+            etype,
+            initiator_key: (key.to_vec(), etype),
+            send_seq,
+            recv_seq,
+            me: INITIATOR,
+            peer: ACCEPTOR,
+        }
+    }
+
     /// The key a client's token with these flags was made with.
     fn client_key(&self, flags: u8) -> Result<(&[u8], i32), AuthError> {
         if flags & mic::FLAG_SENT_BY_ACCEPTOR != self.peer.sent_by {

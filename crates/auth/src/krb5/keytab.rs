@@ -58,6 +58,23 @@ pub struct Keytab {
     pub entries: Vec<KeytabEntry>,
 }
 
+impl Keytab {
+    /// A keytab of one AES-256 key (kvno 2) of `components` (`["host", "fs.rs.test"]`) in
+    /// `realm`: the DCE-style tests' and the rpc_pipe fuzz harness's.
+    #[doc(hidden)]
+    pub fn one_aes256(components: &[&str], realm: &str, key: &[u8]) -> Keytab {
+        Keytab {
+            entries: vec![KeytabEntry {
+                components: components.iter().map(|c| c.to_string()).collect(),
+                realm: realm.into(),
+                kvno: 2,
+                enctype: 18,
+                key: key.to_vec(),
+            }],
+        }
+    }
+}
+
 fn bad(what: &'static str) -> AuthError {
     AuthError::Malformed(what)
 }

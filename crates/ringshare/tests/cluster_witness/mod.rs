@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use super::*;
+use common::kdc::{where_fs_rs_test_resolves, Kdc, REALM};
 
 const HOSTS: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
 
@@ -25,11 +26,38 @@ struct Client {
 impl Client {
     /// A client of `host`'s Witness, as `user` (`NAME%PASSWORD`, sealed) or anonymous.
     fn start(host: &str, epm_port: u16, user: Option<&str>, register: &[&str]) -> Client {
+        let opts: Vec<&str> = user.map(|u| ["--user", u]).into_iter().flatten().collect();
+        Client::start_with(
+            Command::new("/usr/bin/python3"),
+            &opts,
+            host,
+            epm_port,
+            register,
+        )
+    }
+
+    /// A client of `host`'s Witness that binds with Kerberos (in SPNEGO, sealed) with the
+    /// ticket for host/fs.rs.test in `kdc`'s cache.
+    fn kerberos(kdc: &Kdc, host: &str, epm_port: u16, register: &[&str]) -> Client {
+        let mut c = Command::new("/usr/bin/python3");
+        // impacket takes the cache's path, without MIT's "FILE:".
+        kdc.env(&mut c)
+            .env("KRB5CCNAME", kdc.dir.path().join("ccache"));
+        Client::start_with(c, &["--krb", "fs.rs.test"], host, epm_port, register)
+    }
+
+    /// `python` (Debian's, with python3-impacket) running the client with `opts`.
+    fn start_with(
+        mut python: Command,
+        opts: &[&str],
+        host: &str,
+        epm_port: u16,
+        register: &[&str],
+    ) -> Client {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/witness_client.py");
-        // Debian's python, whose python3-impacket scripts/install-deps.sh --test installs.
-        let mut child = Command::new("/usr/bin/python3")
+        let mut child = python
             .arg(script)
-            .args(user.map(|u| ["--user", u]).into_iter().flatten())
+            .args(opts)
             .args([host, &epm_port.to_string(), "WITNESSLAB"])
             .args(register)
             .stdout(Stdio::piped())
@@ -128,7 +156,7 @@ fn share_caps(c: &mut Raw) -> u32 {
 /// AsyncNotify_timeouts are left out: they toggle a cluster resource through clusapi (a Windows
 /// failover cluster's; smbtorture 4.22 crashes in AsyncNotify when its bind fails, and
 /// AsyncNotify_timeouts then waits on a registration whose timeout 0 means no limit).
-fn smbtorture_witness(cl: &Cluster) {
+fn smbtorture_witness(cl: &Cluster, kdc: Option<&Kdc>) {
     let Ok(_) = Command::new("smbtorture").arg("--version").output() else {
         eprintln!("!!!!!!!! SKIPPED smbtorture rpc.witness: no smbtorture !!!!!!!!");
         return;
@@ -137,15 +165,39 @@ fn smbtorture_witness(cl: &Cluster) {
     let tests = ["GetInterfaceList", "Register", "UnRegister", "RegisterEx"];
     let user = format!("{}%{}", USER_A.0, USER_A.1);
     let mut failed = Vec::new();
-    for (test, protection) in tests.iter().flat_map(|t| [(t, "sign"), (t, "seal")]) {
+    // With a KDC, each also over Kerberos (krb5: auth type 16; in SPNEGO: 9), named
+    // fs.rs.test (node 1's address in a private mount namespace, for the ticket's name).
+    let mut runs: Vec<(&str, &str)> = Vec::new();
+    for t in &tests {
+        runs.extend([(*t, "sign"), (*t, "seal")]);
+        if kdc.is_some() {
+            runs.extend([(*t, "krb5,sign"), (*t, "krb5,seal"), (*t, "spnego,seal")]);
+        }
+    }
+    let hosts = kdc.map(|k| k.hosts_file_for(HOSTS[0]));
+    for (test, protection) in runs {
+        let krb = protection.contains("krb5") || protection.contains("spnego");
+        let host = if krb { "fs.rs.test" } else { HOSTS[0] };
         let binding = format!(
-            "ncacn_ip_tcp:{}[{},{protection}]",
-            HOSTS[0], cl.witness_ports[0].0
+            "ncacn_ip_tcp:{host}[{},{protection}]",
+            cl.witness_ports[0].0
         );
         let name = format!("rpc.witness.witness.{test}");
         let full = format!("rpc.witness.witness.witness.{test}");
-        let out = Command::new("timeout")
-            .args(["60", "smbtorture", &binding, "-U", &user])
+        let mut c = match (krb, kdc, &hosts) {
+            (true, Some(kdc), Some(hosts)) => {
+                let mut c = where_fs_rs_test_resolves(kdc, hosts, "timeout");
+                c.args(["60", "smbtorture", &binding, "--use-kerberos=required"])
+                    .arg(format!("-U{}%{}", common::USER, common::PASSWORD));
+                c
+            }
+            _ => {
+                let mut c = Command::new("timeout");
+                c.args(["60", "smbtorture", &binding, "-U", &user]);
+                c
+            }
+        };
+        let out = c
             .arg("--option=torture:net_name=WITNESSLAB")
             .arg(format!("--option=smb ports={}", cl.nodes[0].port))
             .args(["--fullname", &name])
@@ -160,7 +212,9 @@ fn smbtorture_witness(cl: &Cluster) {
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
     eprintln!(
-        "[witness] smbtorture rpc.witness {tests:?}, each signed and sealed, passed in {:?}",
+        "[witness] smbtorture rpc.witness {tests:?}, each signed and sealed (with Kerberos too: \
+         {}), passed in {:?}",
+        kdc.is_some(),
         t.elapsed()
     );
 }
@@ -171,8 +225,18 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     if !etcd_available(name) {
         return;
     }
+    // Kerberos: every node takes tickets for host/fs.rs.test from an MIT KDC (RS.TEST).
+    let kdc = kerberos_kdc(name);
+    let mut global = "\tnetbios name = WITNESSLAB\n".to_string();
+    if let Some(k) = &kdc {
+        global += &format!(
+            "\trealm = {REALM}\n\tkerberos method = dedicated keytab\n\
+             \tdedicated keytab file = {}\n",
+            k.keytab().display()
+        );
+    }
     let hosts = HOSTS.iter().map(|h| h.to_string()).collect();
-    let mut cl = Cluster::start_on(name, "\tnetbios name = WITNESSLAB\n", Some(hosts), None);
+    let mut cl = Cluster::start_on(name, &global, Some(hosts), None);
     // A share of a node that serves Witness says SCALEOUT and CLUSTER.
     assert_eq!(share_caps(&mut cl.client(1)), 0x20 | 0x40);
     // Witness wants packet integrity: an anonymous client and a wrong password are refused.
@@ -223,7 +287,16 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         "{seen:?}"
     );
 
-    smbtorture_witness(&cl);
+    // A client that binds with Kerberos (impacket: in SPNEGO, DCE style, sealed) registers too.
+    let krb_client = kdc.as_ref().map(|kdc| {
+        kdc.run("kvno", &["host/fs.rs.test"]);
+        let c = Client::kerberos(kdc, HOSTS[0], epm, &[HOSTS[2]]);
+        let (_, reg) = c.expect("REGISTERED ", Duration::from_secs(10), &mut Vec::new());
+        assert_eq!(reg, "REGISTERED 127.0.0.4");
+        c
+    });
+
+    smbtorture_witness(&cl, kdc.as_ref());
 
     let lapsed = lapse_watch(&cl, 3);
     let killed = Instant::now();
@@ -232,6 +305,13 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         .expect("node 3 died");
     let (t_down, down) = client.expect("EVENT 127.0.0.4", Duration::from_secs(20), &mut seen);
     assert_eq!(down, "EVENT 127.0.0.4 RESOURCE_CHANGE 255 127.0.0.4");
+    if let Some(c) = &krb_client {
+        let (_, down) = c.expect("EVENT 127.0.0.4", Duration::from_secs(5), &mut Vec::new());
+        assert_eq!(
+            down, "EVENT 127.0.0.4 RESOURCE_CHANGE 255 127.0.0.4",
+            "over Kerberos"
+        );
+    }
     let lapse = lapsed
         .recv_timeout(Duration::from_secs(5))
         .expect("node 3's record lapsed");
@@ -272,4 +352,45 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     kept.write(f, 0, b"kept")
         .expect("write through the drained node");
     assert_eq!(kept.read(f, 0, 4).expect("read"), b"kept");
+    // A ticket made with a key the nodes' keytab lacks (the service's key changed at the KDC):
+    // the bind is refused (bind_nak) and the node says why.
+    if let Some(kdc) = &kdc {
+        kdc.admin("cpw -randkey host/fs.rs.test");
+        kdc.kinit();
+        kdc.run("kvno", &["host/fs.rs.test"]);
+        let refused = Client::kerberos(kdc, HOSTS[0], epm, &[]);
+        let (_, why) = refused.expect("REFUSED ", Duration::from_secs(10), &mut Vec::new());
+        eprintln!("[{name}] a ticket of a key the keytab lacks: {why}");
+        let log = cl.nodes[0].log();
+        assert!(
+            log.contains("rpc: a bind refused: the BIND's Kerberos ticket")
+                && log.contains("no key in the keytab for host/fs.rs.test"),
+            "{log}"
+        );
+    }
+}
+
+/// An MIT KDC for RS.TEST whose host/fs.rs.test keys are in its keytab, the user's TGT in its
+/// cache; None (the Kerberos part skipped) without the KDC's tools.
+fn kerberos_kdc(test: &str) -> Option<Kdc> {
+    let tools = [
+        ("krb5kdc", "krb5-kdc"),
+        ("kadmin.local", "krb5-admin-server"),
+        ("kvno", "krb5-user"),
+    ];
+    if !common::root_and_commands_or_skip(test, &tools) {
+        return None;
+    }
+    // The KDC's user logs on to SMB as the Unix account of its name (smbtorture's srvsvc).
+    common::ensure_unix_account(common::USER);
+    let kdc = Kdc::start();
+    // impacket asks for host/NAME; smbtorture for Witness's cifs/ service, its name in capitals
+    // (principal names are case-sensitive at the KDC; the keytab's keys are tried whatever the
+    // ticket's name).
+    for p in ["host/fs.rs.test", "cifs/FS.RS.TEST"] {
+        kdc.admin(&format!("addprinc -randkey {p}"));
+        kdc.admin(&format!("ktadd -k {} {p}", kdc.keytab().display()));
+    }
+    kdc.kinit();
+    Some(kdc)
 }

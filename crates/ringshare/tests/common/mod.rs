@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
 
+pub mod kdc;
 pub mod py;
 
 /// How long a server gets to accept connections after it was started.

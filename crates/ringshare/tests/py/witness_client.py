@@ -5,7 +5,9 @@ port, lists the interfaces, registers (RegisterEx) for each IP given and holds
 an AsyncNotify per registration, each on a connection of its own. Witness
 connections are anonymous (hand-built PDUs, the standard library only), or,
 with --user USER%PASSWORD, python impacket's DCE/RPC bound with NTLMSSP at
-RPC_C_AUTHN_LEVEL_PKT_PRIVACY (every PDU signed, every stub sealed). It prints
+RPC_C_AUTHN_LEVEL_PKT_PRIVACY (every PDU signed, every stub sealed), or with
+--krb NAME bound with Kerberos (in SPNEGO) for host/NAME from the ticket cache
+KRB5CCNAME names. It prints
 one line per event as it arrives:
 
   LIST <ip> <state> <flags>            (GetInterfaceList, once)
@@ -15,7 +17,7 @@ one line per event as it arrives:
 
   REFUSED <why>                        (the first Witness call failed)
 
-usage: witness_client.py [--user USER%PASSWORD] HOST EPM_PORT NETNAME IP [IP...]
+usage: witness_client.py [--user USER%PASSWORD | --krb NAME] HOST EPM_PORT NETNAME IP [IP...]
 """
 
 import socket
@@ -82,18 +84,27 @@ class Rpc:
 
 
 class SealedRpc:
-    """A Witness association through impacket, NTLMSSP at packet privacy."""
+    """A Witness association through impacket at packet privacy: NTLMSSP, or with --krb NAME
+    Kerberos in SPNEGO (impacket's only Kerberos binding: auth type 9, DCE style) with a ticket
+    for host/NAME from the credential cache KRB5CCNAME names (no KDC is asked)."""
 
     def __init__(self, host, port, user, password):
         from impacket.dcerpc.v5 import rpcrt, transport
         from impacket.uuid import uuidtup_to_bin
 
         t = transport.DCERPCTransportFactory("ncacn_ip_tcp:%s[%d]" % (host, port))
-        t.set_credentials(user, password, "", "", "")
         # The socket's timeout is the connect timeout: AsyncNotify is held for long.
         t.set_connect_timeout(600)
+        if KRB_NAME is not None:
+            t.set_credentials("", "", "", "", "")
+            t.setRemoteName(KRB_NAME)
+            t.set_kerberos(True)
+            kind = rpcrt.RPC_C_AUTHN_GSS_NEGOTIATE
+        else:
+            t.set_credentials(user, password, "", "", "")
+            kind = rpcrt.RPC_C_AUTHN_WINNT
         self.dce = t.get_dce_rpc()
-        self.dce.set_auth_type(rpcrt.RPC_C_AUTHN_WINNT)
+        self.dce.set_auth_type(kind)
         self.dce.set_auth_level(rpcrt.RPC_C_AUTHN_LEVEL_PKT_PRIVACY)
         self.dce.connect()
         self.dce.bind(uuidtup_to_bin(("ccd8c074-d0e5-4a40-92b4-d074faa6ba28", "1.1")))
@@ -104,6 +115,7 @@ class SealedRpc:
 
 
 CREDS = None
+KRB_NAME = None
 
 
 def witness(host, port):
@@ -194,10 +206,13 @@ def watch(host, port, netname, ip):
 
 
 def main():
-    global CREDS
+    global CREDS, KRB_NAME
     args = sys.argv[1:]
     if args[0] == "--user":
         CREDS = args[1].split("%", 1)
+        args = args[2:]
+    elif args[0] == "--krb":
+        CREDS, KRB_NAME = ("", ""), args[1]
         args = args[2:]
     host, epm_port, netname = args[0], int(args[1]), args[2]
     port = witness_port(host, epm_port)

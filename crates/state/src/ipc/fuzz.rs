@@ -29,8 +29,9 @@ impl FuzzPipe {
             kind,
         };
         FuzzPipe {
-            // As IPC$'s pipes are opened: NTLMSSP binds taken (user u1, password u1), none
-            // needed; the challenge and time fixed, so a recorded exchange replays.
+            // As IPC$'s pipes are opened: NTLMSSP binds taken (user u1, password u1), and
+            // Kerberos ones (host/fs.rs.test's key fixed, [`kerberos`]), none needed; the
+            // challenge, time and fresh keys fixed, so a recorded exchange replays.
             pipe: Pipe::open(name)
                 .expect("a served pipe")
                 .with_auth(Acceptor {
@@ -39,7 +40,7 @@ impl FuzzPipe {
                     min_level: 0,
                     challenge: [7; 8],
                     now_filetime: 133_000_000_000_000_000,
-                    kerberos: None,
+                    kerberos: Some(kerberos()),
                 }),
             facts: ServerFacts {
                 netbios_name: "RS".into(),
@@ -113,5 +114,32 @@ struct FuzzUser;
 impl ringshare_auth::UserLookup for FuzzUser {
     fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
         (user == "u1").then(|| ringshare_auth::nt_hash("u1"))
+    }
+}
+
+/// The Kerberos acceptor of the harness: host/fs.rs.test@RS.TEST's AES-256 key is 32 bytes of
+/// 0x42, now is 1_795_000_000, the acceptor subkey 32 bytes of 0xa5 and its sequence number 9
+/// (the auth crate's test tickets: its ignored test `write_rpc_pipe_kerberos_fuzz_seed` writes
+/// fuzz/corpus/rpc_pipe/srvsvc-kerberos-sealed with them); a new replay cache each pipe.
+fn kerberos() -> ringshare_auth::gss::Kerberos {
+    use ringshare_auth::krb5::acceptor::{AcceptorConfig, Fresh};
+    use ringshare_auth::krb5::keytab::Keytab;
+    ringshare_auth::gss::Kerberos {
+        config: Arc::new(AcceptorConfig {
+            keytab: Arc::new(Keytab::one_aes256(
+                &["host", "fs.rs.test"],
+                "RS.TEST",
+                &[0x42; 32],
+            )),
+            realm: "RS.TEST".into(),
+            skew_secs: 300,
+            allow_rc4: false,
+        }),
+        replay: Default::default(),
+        now_unix: 1_795_000_000,
+        fresh: Fresh {
+            subkey: [0xa5; 32],
+            seq: 9,
+        },
     }
 }

@@ -24,7 +24,9 @@ use std::sync::Arc;
 use ringshare_auth::gss::{Kerberos, ServerAuth, ServerStep};
 use ringshare_auth::krb5::acceptor::{self, Accepted};
 use ringshare_auth::krb5::dce::{self, DceSecurity};
+use ringshare_auth::krb5::is_krb5_oid;
 use ringshare_auth::ntlm::{AuthKind, ServerConfig, SessionSecurity};
+use ringshare_auth::spnego::{self, neg_state, NegToken, NegTokenResp};
 use ringshare_auth::UserLookup;
 
 /// RPC_C_AUTHN_WINNT: NTLMSSP.
@@ -104,12 +106,33 @@ enum State {
     /// CHALLENGE sent; the AUTHENTICATE is awaited: the exchange, its type, level and
     /// auth_context_id.
     Challenged(Box<ServerAuth>, u8, u8, u32),
-    /// Kerberos: the AP-REP sent; the client's AP-REP is awaited, at this level and context.
-    Replied(Box<Accepted>, u8, u32),
+    /// Kerberos: the AP-REP sent; the client's AP-REP is awaited.
+    Replied(Box<Replied>),
     /// Authenticated: the keys, and the type, level and auth_context_id every PDU must carry.
     Done(Keys, u8, u8, u32),
     /// The authentication failed: every call is refused.
     Failed,
+}
+
+/// A Kerberos bind answered: the ticket, the trailer's type, level and context, and for SPNEGO
+/// (type 9) the MechTypeList as the client sent it (what mechListMICs cover).
+struct Replied {
+    acc: Accepted,
+    ty: u8,
+    level: u8,
+    ctx: u32,
+    mech_types: Option<Vec<u8>>,
+}
+
+/// The Kerberos mechanism a SPNEGO NegTokenInit puts first, with its AP-REQ: (the mechanism's
+/// OID, the AP-REQ, the MechTypeList's DER). None: not SPNEGO with Kerberos first (NTLMSSP's
+/// exchange takes it).
+fn spnego_kerberos(token: &[u8]) -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let Ok(NegToken::Init(init)) = spnego::decode(token) else {
+        return None;
+    };
+    let first = init.mech_types.first().filter(|m| is_krb5_oid(m))?;
+    Some((first.clone(), init.mech_token?, init.mech_types_der))
 }
 
 /// The per-PDU keys of an authenticated association.
@@ -162,7 +185,15 @@ impl Auth {
     pub(super) fn bind(&mut self, t: &Trailer<'_>, is_bind: bool, pfc: u8) -> Leg {
         match (&self.state, is_bind) {
             (State::None, true) if t.auth_type == AUTHN_GSS_KERBEROS => {
-                return self.kerberos_bind(t, pfc & PFC_SUPPORT_HEADER_SIGN != 0);
+                return self.kerberos_bind(t, t.value, None, pfc & PFC_SUPPORT_HEADER_SIGN != 0);
+            }
+            (State::None, true) if t.auth_type == AUTHN_GSS_NEGOTIATE => {
+                if let Some((mech, ap_req, mechs)) =
+                    spnego_kerberos(t.value).filter(|_| self.acceptor.kerberos.is_some())
+                {
+                    let signing = pfc & PFC_SUPPORT_HEADER_SIGN != 0;
+                    return self.kerberos_bind(t, &ap_req, Some((mech, mechs)), signing);
+                }
             }
             (State::None, true) => {}
             (State::Challenged(..) | State::Replied(..), false) => {
@@ -215,8 +246,16 @@ impl Auth {
         self.authenticate(t).map(|_| ())
     }
 
-    /// A Kerberos BIND: its AP-REQ accepted DCE style, the raw AP-REP to send back.
-    fn kerberos_bind(&mut self, t: &Trailer<'_>, header_signing: bool) -> Leg {
+    /// A Kerberos BIND: its AP-REQ accepted DCE style, the raw AP-REP to send back (in a
+    /// NegTokenResp, accept-incomplete, for SPNEGO: `spnego` has the mechanism's OID and the
+    /// MechTypeList).
+    fn kerberos_bind(
+        &mut self,
+        t: &Trailer<'_>,
+        ap_req: &[u8],
+        spnego: Option<(Vec<u8>, Vec<u8>)>,
+        header_signing: bool,
+    ) -> Leg {
         self.state = State::Failed;
         let Some(k) = &self.acceptor.kerberos else {
             return Leg::Refuse("a Kerberos bind, and Kerberos is not configured".into());
@@ -224,7 +263,7 @@ impl Auth {
         if !(LEVEL_CONNECT..=LEVEL_PRIVACY).contains(&t.level) {
             return Leg::Refuse(format!("authentication level {}", t.level));
         }
-        let acc = match acceptor::accept_dce(&k.config, t.value, k.now_unix, &k.fresh, &k.replay) {
+        let acc = match acceptor::accept_dce(&k.config, ap_req, k.now_unix, &k.fresh, &k.replay) {
             Ok(acc) => acc,
             Err(e) => return Leg::Refuse(format!("the BIND's Kerberos ticket: {e}")),
         };
@@ -234,9 +273,27 @@ impl Auth {
                 acc.client_name()
             ));
         }
-        let out = verifier(t.auth_type, t.level, 0, t.ctx_id, &acc.token);
+        let (token, mech_types) = match spnego {
+            Some((mech, mechs)) => (
+                spnego::encode_resp(&NegTokenResp {
+                    neg_state: Some(neg_state::ACCEPT_INCOMPLETE),
+                    supported_mech: Some(mech),
+                    response_token: Some(acc.token.clone()),
+                    mech_list_mic: None,
+                }),
+                Some(mechs),
+            ),
+            None => (acc.token.clone(), None),
+        };
+        let out = verifier(t.auth_type, t.level, 0, t.ctx_id, &token);
         self.header_signing = header_signing;
-        self.state = State::Replied(Box::new(acc), t.level, t.ctx_id);
+        self.state = State::Replied(Box::new(Replied {
+            acc,
+            ty: t.auth_type,
+            level: t.level,
+            ctx: t.ctx_id,
+            mech_types,
+        }));
         Leg::Answer(out)
     }
 
@@ -244,20 +301,8 @@ impl Auth {
     /// and Kerberos).
     fn authenticate(&mut self, t: &Trailer<'_>) -> Result<Vec<u8>, String> {
         let state = std::mem::replace(&mut self.state, State::Failed);
-        if let State::Replied(acc, level, ctx) = state {
-            if t.auth_type != AUTHN_GSS_KERBEROS || t.level != level || t.ctx_id != ctx {
-                return Err("the client's AP-REP's trailer differs from the BIND's".into());
-            }
-            let k = self
-                .acceptor
-                .kerberos
-                .as_ref()
-                .ok_or("Kerberos state lost")?;
-            acceptor::check_dce_ap_rep(&k.config, &acc, t.value).map_err(|e| e.to_string())?;
-            let sec = DceSecurity::new(&acc).map_err(|e| e.to_string())?;
-            tracing::debug!(user = %acc.client_name(), level, "rpc: an association authenticated (Kerberos)");
-            self.state = State::Done(Keys::Krb(Box::new(sec)), AUTHN_GSS_KERBEROS, level, ctx);
-            return Ok(Vec::new());
+        if let State::Replied(r) = state {
+            return self.kerberos_done(*r, t);
         }
         let State::Challenged(mut exchange, ty, level, ctx) = state else {
             return Err("an AUTHENTICATE out of sequence".into());
@@ -326,7 +371,7 @@ impl Auth {
             return Err("a call whose auth trailer differs from its BIND's".into());
         }
         let pad = usize::from(t.pad);
-        if t.value.len() != sec.sig_len(level) || body_end < 24 + pad || pad >= 16 {
+        if !sec.takes_sig_len(level, t.value.len()) || body_end < 24 + pad || pad >= 16 {
             return Err("a call with a malformed auth trailer".into());
         }
         let signed = pdu.len() - t.value.len();
@@ -357,6 +402,60 @@ impl Auth {
         copy.truncate(body_end - pad);
         copy.drain(..16);
         Ok(copy)
+    }
+
+    /// The Kerberos third leg: the client's AP-REP (in a NegTokenResp for SPNEGO, with the
+    /// client's mechListMIC when it sends one); for SPNEGO the final NegTokenResp to send back
+    /// (accept-completed, with our mechListMIC when the client sent one).
+    fn kerberos_done(&mut self, r: Replied, t: &Trailer<'_>) -> Result<Vec<u8>, String> {
+        if t.auth_type != r.ty || t.level != r.level || t.ctx_id != r.ctx {
+            return Err("the client's AP-REP's trailer differs from the BIND's".into());
+        }
+        let k = self
+            .acceptor
+            .kerberos
+            .as_ref()
+            .ok_or("Kerberos state lost")?;
+        let (ap_rep, client_mic) = match &r.mech_types {
+            None => (t.value.to_vec(), None),
+            Some(_) => match spnego::decode(t.value) {
+                Ok(NegToken::Resp(resp)) => (
+                    resp.response_token
+                        .ok_or("a NegTokenResp without the client's AP-REP")?,
+                    resp.mech_list_mic,
+                ),
+                _ => return Err("the third leg is not a SPNEGO NegTokenResp".into()),
+            },
+        };
+        acceptor::check_dce_ap_rep(&k.config, &r.acc, &ap_rep).map_err(|e| e.to_string())?;
+        let mut sec = DceSecurity::new(&r.acc).map_err(|e| e.to_string())?;
+        let token = match (&r.mech_types, client_mic) {
+            (None, _) => Vec::new(),
+            (Some(mechs), mic) => {
+                let our_mic = match mic {
+                    Some(mic) => {
+                        sec.verify_mic(mechs, &mic)
+                            .map_err(|e| format!("mechListMIC: {e}"))?;
+                        Some(sec.make_mic(mechs).map_err(|e| e.to_string())?)
+                    }
+                    None => None,
+                };
+                spnego::encode_resp(&NegTokenResp {
+                    neg_state: Some(neg_state::ACCEPT_COMPLETED),
+                    supported_mech: None,
+                    response_token: None,
+                    mech_list_mic: our_mic,
+                })
+            }
+        };
+        tracing::debug!(
+            user = %r.acc.client_name(),
+            level = r.level,
+            auth_type = r.ty,
+            "rpc: an association authenticated (Kerberos)"
+        );
+        self.state = State::Done(Keys::Krb(Box::new(sec)), r.ty, r.level, r.ctx);
+        Ok(token)
     }
 
     /// A RESPONSE fragment (`body`: its 8-byte header and stub) as a whole PDU, signed, and
@@ -414,7 +513,19 @@ impl Auth {
 }
 
 impl Keys {
-    /// The length of a PDU's signature (auth_value) at `level`.
+    /// Whether a client's signature may be `len` bytes long at `level`: a Wrap token's filler
+    /// (EC) is up to a block long (MIT and Windows send 16 bytes of it, impacket as many as
+    /// the stub needs to fill its last block: often none).
+    fn takes_sig_len(&self, level: u8, len: usize) -> bool {
+        match self {
+            Keys::Krb(_) if level == LEVEL_PRIVACY => {
+                (dce::WRAP_LEN - 16..=dce::WRAP_LEN).contains(&len)
+            }
+            _ => len == self.sig_len(level),
+        }
+    }
+
+    /// The length of our signature (auth_value) at `level`.
     fn sig_len(&self, level: u8) -> usize {
         match self {
             Keys::Ntlm(_) => SIG_LEN,

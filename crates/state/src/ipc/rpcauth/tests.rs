@@ -241,3 +241,48 @@ fn a_bind_with_another_auth_type_or_a_bad_trailer_is_refused_without_a_panic() {
     let b = with_verifier(11, 1, &body, &verifier(10, 6, 0, 1, b"x"));
     assert_eq!(p.transceive(&b, 65536, &facts()).unwrap().0[2], 3);
 }
+
+/// The fuzz seed of a Kerberos-sealed srvsvc call (written by crates/auth's ignored test
+/// `write_rpc_pipe_kerberos_fuzz_seed` with the harness's keytab) through the harness's pipe:
+/// a BIND_ACK with the AP-REP, nothing for the AUTH3, a sealed RESPONSE; the same call with a
+/// changed byte in its Wrap token, or sent twice, gets nca_s_fault_access_denied.
+#[test]
+fn a_kerberos_sealed_call_recorded_for_the_fuzzer_is_answered_and_a_changed_or_replayed_one_refused(
+) {
+    let seed = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/corpus/rpc_pipe/srvsvc-kerberos-sealed"
+    ))
+    .unwrap();
+    let mut pieces = Vec::new();
+    let mut rest = &seed[3..];
+    while rest.len() >= 2 {
+        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+        pieces.push(rest[2..2 + n].to_vec());
+        rest = &rest[2 + n..];
+    }
+    assert_eq!(pieces.len(), 3);
+    let bound = || {
+        let mut p = crate::ipc::FuzzPipe::new(1);
+        let ack = pdus(&p.write(&pieces[0], 65536));
+        assert_eq!(ack[0].0, 12, "a BIND_ACK");
+        assert!(
+            p.write(&pieces[1], 65536).is_empty(),
+            "no answer to an AUTH3"
+        );
+        p
+    };
+    let mut p = bound();
+    let out = pdus(&p.write(&pieces[2], 65536));
+    assert_eq!(out[0].0, 2, "a RESPONSE");
+    // Sent again: its sequence number is behind.
+    let out = pdus(&p.write(&pieces[2], 65536));
+    assert_eq!(out[0].0, 3, "a FAULT");
+    assert_eq!(out[0].2[8..12], FAULT_ACCESS_DENIED.to_le_bytes());
+    let mut changed = pieces[2].clone();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    let out = pdus(&bound().write(&changed, 65536));
+    assert_eq!(out[0].0, 3, "a FAULT");
+    assert_eq!(out[0].2[8..12], FAULT_ACCESS_DENIED.to_le_bytes());
+}
