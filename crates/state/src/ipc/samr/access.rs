@@ -15,14 +15,15 @@ use ringshare_wire::consts::{AccessMask, SecurityInformation};
 use ringshare_wire::security::{Ace, Acl, SecurityDescriptor, Sid};
 use ringshare_wire::NtStatus;
 
-/// MAXIMUM_ALLOWED and the four generic rights.
-const MAXIMUM_ALLOWED: u32 = 0x0200_0000;
+use crate::files::access::MAXIMUM_ALLOWED;
+/// READ_CONTROL, which QuerySecurity needs.
+pub(super) use crate::files::access::READ_CONTROL;
+
+/// The four generic rights.
 const GENERIC_ALL: u32 = 0x1000_0000;
 const GENERIC_EXECUTE: u32 = 0x2000_0000;
 const GENERIC_WRITE: u32 = 0x4000_0000;
 const GENERIC_READ: u32 = 0x8000_0000;
-/// READ_CONTROL, which QuerySecurity needs.
-pub(super) const READ_CONTROL: u32 = 0x0002_0000;
 
 /// SAMR_ACCESS_* of a server (connect) handle.
 pub(super) const SAM_ENUM_DOMAINS: u32 = 0x10;
