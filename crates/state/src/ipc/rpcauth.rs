@@ -15,8 +15,8 @@
 //! BIND_ACK, the client's own AP-REP comes in the AUTH3 (or an ALTER_CONTEXT), and PDUs carry
 //! RFC 4121 MIC tokens (integrity) or DCE-style Wrap tokens (privacy; [`DceSecurity`]) over the
 //! stub, and over the PDU's header and sec_trailer too when the BIND asked for header signing
-//! (PFC_SUPPORT_HEADER_SIGN, echoed in the BIND_ACK). Kerberos inside SPNEGO (type 9) is not
-//! served. A call that fails its check gets nca_s_fault_access_denied and the association
+//! (PFC_SUPPORT_HEADER_SIGN, echoed in the BIND_ACK). Kerberos inside SPNEGO (type 9, what
+//! impacket sends) runs the same legs in negTokenResps, with mechListMICs checked and given. A call that fails its check gets nca_s_fault_access_denied and the association
 //! ends ([`super::Pipe::closed`]), as Samba's dcesrv does.
 
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use ringshare_auth::UserLookup;
 
 /// RPC_C_AUTHN_WINNT: NTLMSSP.
 pub const AUTHN_WINNT: u8 = 10;
-/// RPC_C_AUTHN_GSS_NEGOTIATE: SPNEGO (served when it picks NTLMSSP).
+/// RPC_C_AUTHN_GSS_NEGOTIATE: SPNEGO (served when it picks NTLMSSP or Kerberos).
 pub const AUTHN_GSS_NEGOTIATE: u8 = 9;
 /// RPC_C_AUTHN_GSS_KERBEROS: DCE-style Kerberos.
 pub const AUTHN_GSS_KERBEROS: u8 = 16;
