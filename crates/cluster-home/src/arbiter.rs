@@ -429,7 +429,16 @@ pub fn io_check(
     if let Some(writers) = grant::local_io(&lock(entry), io.owner, io.write, io.change) {
         return Ok(writers);
     }
-    let call = Call::Io {
+    let answer = cluster::ask(&server.node, node, io_call(key, io));
+    if let Ok(Answer::Io { grant, .. }) = &answer {
+        lock(entry).grants.held = IoGrant(*grant);
+    }
+    io_decided(answer?)
+}
+
+/// The call asking the home about an I/O.
+fn io_call(key: FileKey, io: IoAsk) -> Call {
+    Call::Io {
         key,
         owner: io.owner,
         offset: io.offset,
@@ -437,21 +446,74 @@ pub fn io_check(
         write: io.write,
         change: io.change,
         now_ms: io.now_ms,
-    };
-    let (conflict, writers, grant) = cluster::ask_for(&server.node, node, call, |a| match a {
-        Answer::Io {
-            conflict,
-            writers,
-            grant,
-        } => Some((*conflict, *writers, *grant)),
-        _ => None,
-    })?;
-    lock(entry).grants.held = IoGrant(grant);
-    if conflict {
-        Err(NtStatus::FILE_LOCK_CONFLICT)
-    } else {
-        Ok(writers)
     }
+}
+
+/// What the home's answer to an I/O check says of the I/O.
+fn io_decided(answer: Answer) -> Result<bool, NtStatus> {
+    match answer {
+        Answer::Io { conflict: true, .. } => Err(NtStatus::FILE_LOCK_CONFLICT),
+        Answer::Io { writers, .. } => Ok(writers),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// Whether [`io_check`] decides this I/O without a call (the file is homed here, or this
+/// node holds the I/O grant it needs): a WRITE whose payload the driver would receive apart
+/// may be received so only then (a parked request cannot keep it).
+pub fn io_decided_here(
+    here: &NodeState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    io: IoAsk,
+) -> bool {
+    match home(here, key) {
+        Ok(None) => true,
+        Ok(Some(_)) => grant::local_io(&lock(entry), io.owner, io.write, io.change).is_some(),
+        Err(_) => false,
+    }
+}
+
+/// [`io_check`], its call to the file's home (a file homed on another node, and no I/O grant
+/// here that decides it) carried away from the I/O thread: [`Decision::Ask`], whose answer
+/// [`io_check_answered`] takes. The grant the answer brings is kept as the answer comes in,
+/// on the thread that carried the call (as when the I/O thread carried it): a revocation the
+/// home sends after it answered finds it there and takes it back.
+pub fn io_check_or_ask(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    io: IoAsk,
+) -> Decision<Result<bool, NtStatus>, ()> {
+    let node = match home(&server.node, key) {
+        Ok(None) => return Decision::Made(decide::io_check_here(server, entry, io)),
+        Ok(Some(node)) => node,
+        Err(s) => return Decision::Made(Err(s)),
+    };
+    if let Some(writers) = grant::local_io(&lock(entry), io.owner, io.write, io.change) {
+        return Decision::Made(Ok(writers));
+    }
+    match cluster::to_ask(&server.node, node, io_call(key, io)) {
+        Ok(mut ask) => {
+            let (run, entry) = (ask.run, Arc::clone(entry));
+            ask.run = Box::new(move || {
+                let answer = run();
+                if let Ok(Answer::Io { grant, .. }) = cluster::answer_of(answer.clone()) {
+                    lock(&entry).grants.held = IoGrant(grant);
+                }
+                answer
+            });
+            Decision::Ask(ask, ())
+        }
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
+/// The home answered the I/O check [`io_check_or_ask`] asked: `Ok(writers)`, or
+/// FILE_LOCK_CONFLICT (or why the home gave no answer).
+pub fn io_check_answered(answer: Result<Vec<u8>, NtStatus>) -> Result<bool, NtStatus> {
+    io_decided(cluster::answer_of(answer)?)
 }
 
 /// Open `owner` changed the file other than by a WRITE (its size): other

@@ -268,13 +268,26 @@ impl Connection {
             return None;
         }
         // Only into a file (a named stream or resource fork has no
-        // descriptor to splice into: its WRITE is read whole).
+        // descriptor to splice into: its WRITE is read whole), and only when
+        // its byte-range lock check needs no call to the file's home (a WRITE
+        // that waits for one runs again later, when the pipe is gone:
+        // cmd/io_check.rs).
         let session = self.core.session(hdr.session_id)?;
-        let spliceable = crate::server::lock(&session)
+        let open = crate::server::lock(&session)
             .opens
             .get(&wr.file_id.volatile)
-            .is_some_and(|o| o.stream.is_none());
-        spliceable.then_some(n)
+            .filter(|o| o.stream.is_none())
+            .cloned()?;
+        let io = crate::arbiter::IoAsk {
+            owner: open.id,
+            offset: wr.offset,
+            length: n as u64,
+            write: true,
+            change: true,
+            now_ms: self.core.now.mono_ms,
+        };
+        crate::arbiter::io_decided_here(&self.core.server.node, open.key, &open.entry, io)
+            .then_some(n)
     }
 
     /// A WRITE frame whose payload (`payload_len` bytes) the driver received
@@ -917,8 +930,14 @@ impl Connection {
             }
             Command::CLOSE => cmd::close::handle(&mut self.core, req),
             Command::FLUSH => cmd::flush::handle(&mut self.core, req),
-            Command::READ => cmd::read::handle(&mut self.core, req),
-            Command::WRITE => cmd::write::handle(&mut self.core, req),
+            Command::READ => {
+                let r = cmd::read::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
+            Command::WRITE => {
+                let r = cmd::write::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::LOCK => cmd::lock::handle(&mut self.core, req),
             Command::IOCTL => cmd::ioctl::handle(&mut self.core, req).map(Handled::Reply),
             Command::QUERY_DIRECTORY => {

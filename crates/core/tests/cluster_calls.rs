@@ -9,7 +9,7 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
-use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::create::CreateResponse;
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
@@ -262,4 +262,135 @@ fn a_delete_pending_read_of_a_file_homed_on_another_node_waits_for_the_home_not_
         statuses(&a.pump()).contains(&NtStatus::SUCCESS),
         "the watch that waited hears the change"
     );
+}
+
+/// A WRITE message of `data` at `offset`, charged one credit per 64 KiB (unsigned: sent
+/// without waiting for its answer, or offered to be received apart).
+fn write_msg(c: &mut Client, f: FileId, offset: u64, data: &[u8]) -> Vec<u8> {
+    let tree = c.tree_id;
+    let mut m = c.message(Command::WRITE, tree, |o| write_body(o, f, offset, data));
+    c.charge(&mut m, data.len());
+    m
+}
+
+/// A READ or a WRITE of a file homed on another node that no I/O grant of this node decides
+/// (a client of another node holds a byte-range lock on it) asks the home away from the I/O
+/// thread: no answer and no call before the held call is carried, another request answered
+/// meanwhile, then the home's answer (SUCCESS with the data, or FILE_LOCK_CONFLICT on the
+/// locked range); alone, in a compound, and related to the CREATE before it. A large WRITE that
+/// would have to ask is not received apart (its pipe would not outlive its parking). Once the
+/// lock is gone the answer brings a grant, kept: the next READ and WRITE ask nothing, and a
+/// large WRITE may be received apart again.
+#[test]
+fn a_read_and_a_write_no_grant_decides_wait_for_the_home_not_their_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "rw.txt", ALL, 7).expect("a");
+    assert_eq!(a.write(fa, 0, b"0123456789").status(), NtStatus::SUCCESS);
+    let fb = open(&mut b, "rw.txt", ALL, 7).expect("b");
+    let locked = [(100, 10, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    assert_eq!(b.lock(fb, &locked).status(), NtStatus::SUCCESS);
+
+    a.hold_lookups = true;
+    for (write, offset, status) in [
+        (false, 0, NtStatus::SUCCESS),
+        (false, 100, NtStatus::FILE_LOCK_CONFLICT),
+        (true, 0, NtStatus::SUCCESS),
+        (true, 100, NtStatus::FILE_LOCK_CONFLICT),
+    ] {
+        let calls = cl.calls_to(3);
+        let m = if write {
+            write_msg(&mut a, fa, offset, b"abcd")
+        } else {
+            a.read_msg(fa, offset, 4)
+        };
+        assert!(
+            a.send_frame(m).is_empty(),
+            "no answer before the home's (write {write}, offset {offset})"
+        );
+        assert_eq!(
+            (a.held_lookups.len(), cl.calls_to(3)),
+            (1, calls),
+            "it waits for its call, which the thread did not make"
+        );
+        assert_eq!(
+            a.query_info(fa, 1, 4, 0, 4096).status(),
+            NtStatus::SUCCESS,
+            "the connection answers a QUERY_INFO meanwhile"
+        );
+        let r = answer_held(&mut a);
+        assert_eq!(statuses(&r), [status], "write {write}, offset {offset}");
+        assert_eq!(cl.calls_to(3), calls + 1, "one call");
+        if !write && status == NtStatus::SUCCESS {
+            assert_eq!(read_data(&r[0]), b"0123");
+        }
+    }
+    // A compound READ + WRITE: each asks in turn, the frame answered once both are in.
+    let (m1, m2) = (a.read_msg(fa, 0, 10), write_msg(&mut a, fa, 4, b"EF"));
+    assert!(a.compound(vec![m1, m2], false).is_empty());
+    assert_eq!(a.held_lookups.len(), 1, "the READ asks first");
+    let calls = cl.calls_to(3);
+    assert!(answer_held(&mut a).is_empty(), "then the WRITE asks");
+    assert_eq!((a.held_lookups.len(), cl.calls_to(3)), (1, calls + 1));
+    let r = answer_held(&mut a);
+    assert_eq!(statuses(&r), [NtStatus::SUCCESS; 2]);
+    assert_eq!(read_data(&r[0]), b"abcd456789", "the earlier WRITE landed");
+    // A related CREATE + WRITE + CLOSE: the WRITE writes the file the CREATE opened.
+    let tree = a.tree_id;
+    let mut msgs = vec![a.create_msg(tree, "rw.txt", ALL, 7, D::OPEN, 0)];
+    msgs.push(write_msg(&mut a, FileId::ANY, 6, b"GH"));
+    msgs.push(a.close_msg(FileId::ANY, 0));
+    let mut out = a.compound(msgs, true);
+    while out.is_empty() && !a.held_lookups.is_empty() {
+        out = answer_held(&mut a);
+    }
+    assert_eq!(statuses(&out), [NtStatus::SUCCESS; 3]);
+
+    // A large WRITE that must ask is received whole, and waits for the home as a small one.
+    a.conn.set_send_file(true);
+    let big = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
+    let m = write_msg(&mut a, fa, 4096, &big);
+    let head = &m[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
+    assert_eq!(
+        a.conn.detachable_write(head, m.len()),
+        None,
+        "the home is asked"
+    );
+    assert!(a.send_frame(m).is_empty());
+    assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+
+    // The lock gone, the next answer brings a grant: the READ and WRITE after it ask nothing.
+    a.hold_lookups = false;
+    assert_eq!(b.lock(fb, &[(100, 10, UNLOCK)]).status(), NtStatus::SUCCESS);
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    a.hold_lookups = true;
+    let m = a.read_msg(fa, 0, 4);
+    assert!(a.send_frame(m).is_empty(), "asked: no grant yet");
+    assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+    let calls = cl.calls_to(3);
+    assert_eq!(
+        read_data(&a.read(fa, 0, 10)),
+        b"abcdEFGH89",
+        "the related WRITE landed"
+    );
+    assert_eq!(
+        read_data(&a.read(fa, 4096, 4)),
+        [7; 4],
+        "the large WRITE landed"
+    );
+    assert_eq!(a.write(fa, 0, b"x").status(), NtStatus::SUCCESS);
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (0, calls),
+        "decided here"
+    );
+    let m = write_msg(&mut a, fa, 0, &big);
+    let head = &m[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
+    assert_eq!(
+        a.conn.detachable_write(head, m.len()),
+        Some(big.len()),
+        "with the grant, a large WRITE may be received apart again"
+    );
+    a.hold_lookups = false;
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
 }

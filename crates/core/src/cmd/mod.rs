@@ -23,6 +23,7 @@ pub(crate) mod create;
 pub(crate) mod echo;
 pub(crate) mod flush;
 pub(crate) mod ids;
+pub(crate) mod io_check;
 pub(crate) mod ioctl;
 pub(crate) mod lock;
 pub(crate) mod logon_user;

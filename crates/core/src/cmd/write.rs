@@ -132,7 +132,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         change: true,
         now_ms: core.now.mono_ms,
     };
-    arbiter::io_check(&core.server, open.key, &open.entry, io)?;
+    // Asked of the file's home away from the I/O thread when no grant decides it (the WRITE
+    // parks and runs again with its frame: cmd/io_check.rs); a payload received apart cannot
+    // wait so.
+    crate::cmd::io_check::io_check(core, &open, io, req.detached.is_none())?;
     {
         let mut e = lock(&open.entry);
         if !e.write_time.needs_base() {

@@ -1,0 +1,47 @@
+//! The byte-range lock check of a READ or a WRITE (issue 33): for a file homed on another node
+//! when this node holds no I/O grant that decides it, the check is the home's. The request
+//! changed nothing before it asked, so it parks while the home is asked, away from the I/O
+//! thread ([`crate::lookup::Lookup::Home`], carried by the driver's home-call threads), and
+//! runs again with the answer at hand, as a request that asks the id source does
+//! ([`crate::cmd::ids::parked`]). The grant the answer brings is kept when it comes in
+//! ([`arbiter::io_check_or_ask`]), so the READs and WRITEs after it decide here.
+//!
+//! A WRITE whose payload the driver received apart (in a pipe it holds only while the core
+//! looks at the WRITE) cannot park: the driver is told to receive such a WRITE whole when the
+//! check would need the home ([`crate::Connection::detachable_write`]); one whose grant went
+//! while its payload came in asks on the I/O thread, as before.
+
+use ringshare_wire::NtStatus;
+
+use crate::arbiter::{self, Decision, IoAsk};
+use crate::cmd::ids::ASK_IDS;
+use crate::exchange::ConnCore;
+use crate::lookup::{DomainAnswer, Lookup};
+use crate::state::Open;
+
+/// May `io` of `open` happen: `Ok(writers)` (whether an open of the file may write it), or
+/// FILE_LOCK_CONFLICT; decided here, or the home's answer when this request asked and runs
+/// again; else Err([`ASK_IDS`]) with the question to the home in [`ConnCore::ids_wanted`]
+/// (the request parks and runs again when it is answered). `may_park`: false for a request
+/// that cannot run again (its check is then the blocking call).
+pub(crate) fn io_check(
+    core: &mut ConnCore,
+    open: &Open,
+    io: IoAsk,
+    may_park: bool,
+) -> Result<bool, NtStatus> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Home(answer)) => return arbiter::io_check_answered(answer),
+        other => core.domain_answer = other,
+    }
+    if !may_park {
+        return arbiter::io_check(&core.server, open.key, &open.entry, io);
+    }
+    match arbiter::io_check_or_ask(&core.server, open.key, &open.entry, io) {
+        Decision::Made(r) => r,
+        Decision::Ask(ask, ()) => {
+            core.ids_wanted = Some(Lookup::Home(ask));
+            Err(ASK_IDS)
+        }
+    }
+}
