@@ -768,3 +768,35 @@ fn a_persistent_opens_record_is_stored_while_its_connection_answers_other_reques
     assert_eq!(answer_held(&mut a)[0].status(), NtStatus::SUCCESS);
     assert_eq!(records(), 0, "gone with the open");
 }
+
+/// Issue 33, item 2: a connection's end looks at whether a durable open's file, homed on
+/// another node, is delete-pending away from the I/O thread: the open is parked at once and no
+/// call is made on the thread; once the call is carried, an open whose file's delete is
+/// pending (set through it by a FileDispositionInformation before the end) is closed (no longer
+/// parked, the file gone with it), one whose file's is not stays parked for its client.
+#[test]
+fn a_connection_ends_look_at_a_durable_opens_delete_pending_does_not_hold_the_io_thread() {
+    for pending in [true, false] {
+        let cl = Cluster::new(3, 3);
+        let name = format!("pending-{pending}.txt");
+        let mut a = client_as(&cl, 1, 1, "alice", "secret");
+        let l = lease_v2(7, RWH);
+        let (f, _, _, durable) = opened(&create(&mut a, &name, vec![rqls(&l), dh2q(7)]));
+        assert!(durable);
+        if pending {
+            assert_eq!(a.set_info(f, 1, 13, &[1]).status(), NtStatus::SUCCESS);
+        }
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        a.conn.shutdown(a.now);
+        a.pump();
+        assert_eq!(cl.calls_to(3), calls, "no call made on the I/O thread");
+        assert_eq!(cl.nodes[0].parked_durables(), 1, "parked meanwhile");
+        assert!(!a.held_lookups.is_empty(), "the look is a lookup");
+        answer_held(&mut a);
+        assert!(cl.calls_to(3) > calls, "the look reached the home");
+        let kept = usize::from(!pending);
+        assert_eq!(cl.nodes[0].parked_durables(), kept, "pending {pending}");
+        assert_eq!(cl.exists(&name), !pending, "pending {pending}");
+    }
+}

@@ -60,17 +60,63 @@ pub fn park_or_close_all(
             let st = lock(&open.state);
             st.durable.clone().filter(|_| !st.delete_on_close)
         }
-        .filter(|_| {
-            crate::decide::delete_pending(&server.node, open.key, &open.entry, None)
-                .is_ok_and(|(pending, _)| !pending)
-        })
         .filter(|d| crate::files::parked::may_keep(d, &lock(&open.entry), open.id));
-        match durability {
-            Some(d) => park(server, open, d, now_ms),
-            None => asks.extend(crate::opens::close_posted(server, open)),
+        // So does one whose file's delete is pending: the home's to say. A file homed on
+        // another node is asked away from the I/O thread, the open parked meanwhile.
+        let Some(d) = durability else {
+            asks.extend(crate::opens::close_posted(server, open));
+            continue;
+        };
+        match (
+            crate::decide::home(&server.node, open.key),
+            server.node.hooks(),
+        ) {
+            (Ok(Some(node)), Some(_)) => {
+                let (key, entry) = (open.key, Arc::clone(&open.entry));
+                let ids = (open.persistent_id, open.id);
+                park(server, open, d, now_ms);
+                asks.extend(pending_asked(server, node, key, entry, ids));
+            }
+            (Ok(_), _) if !crate::decide::delete_pending_here(&open.entry, None).0 => {
+                park(server, open, d, now_ms)
+            }
+            _ => asks.extend(crate::opens::close_posted(server, open)),
         }
     }
     asks
+}
+
+/// The look at whether file `key` of a parked open (`ids`: its persistent and volatile ids)
+/// is delete-pending, asked of its home, node `node`, away from the I/O thread: when it is (or
+/// the home gave no answer, as when the look was made at once), the thread that carried the
+/// call takes the open back out of the parked ones, if it is still there (not reconnected
+/// meanwhile), and closes it there.
+fn pending_asked(
+    server: &Arc<ServerState>,
+    node: u16,
+    key: crate::server::FileKey,
+    entry: Arc<std::sync::Mutex<crate::server::FileEntry>>,
+    (persistent, id): (u64, u64),
+) -> Option<crate::lookup::HomeAsk> {
+    let hooks = server.node.hooks()?;
+    let then = {
+        let server = Arc::clone(server);
+        Box::new(move |pending: Result<bool, ringshare_wire::NtStatus>| {
+            if pending == Ok(false) {
+                return;
+            }
+            let parked = {
+                let mut t = lock(&server.files.durables);
+                let ours = t.get(persistent).is_some_and(|p| p.open_id == id);
+                ours.then(|| t.take(persistent)).flatten()
+            };
+            if let Some(p) = parked {
+                tracing::debug!(id, "a parked open's file is delete-pending: closed");
+                crate::opens::close_open(&server, p.open, false);
+            }
+        })
+    };
+    hooks.delete_pending_posted(&server.node, node, key, entry, then)
 }
 
 /// Park one open: its share-mode entry stays, routed nowhere.

@@ -84,6 +84,38 @@ impl ClusterHooks for Hooks {
         shadow::delete_pending(entry, ask(here, node, Call::DeletePending(key, set)))
     }
 
+    fn delete_pending_posted(
+        &self,
+        here: &NodeState,
+        node: u16,
+        key: FileKey,
+        entry: Arc<Mutex<FileEntry>>,
+        then: Box<dyn FnOnce(Result<bool, NtStatus>) + Send>,
+    ) -> Option<HomeAsk> {
+        let ask = match super::to_ask(here, node, Call::DeletePending(key, None)) {
+            Ok(ask) => ask,
+            Err(s) => {
+                then(Err(s));
+                return None;
+            }
+        };
+        // Run once, by the thread that carries the call.
+        let rest = Mutex::new(Some(then));
+        let call = ask.run;
+        let run = move || {
+            let answer = call();
+            if let Some(then) = lock(&rest).take() {
+                let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
+                then(pending.map(|(p, _)| p));
+            }
+            answer
+        };
+        Some(HomeAsk {
+            run: Box::new(run),
+            ..ask
+        })
+    }
+
     fn open_closed(&self, here: &NodeState, open: &Open) {
         super::ca::forget(here, open);
     }

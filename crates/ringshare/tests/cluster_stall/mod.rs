@@ -13,7 +13,10 @@
 //! there, and one more asks FileStandardInformation of its open of another such file), each
 //! request waiting for node 2 (at most 2 s); the other clients'
 //! requests do not wait with them. A fourth holds a persistent open of that file, sends its
-//! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same. Ten more
+//! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same. A fifth
+//! holds a persistent open of a file of its own homed on node 2 whose delete it set pending,
+//! and goes: node 1's look at that delete pending waits for node 2, not its I/O thread, and the
+//! open is not kept (its record leaves etcd). Ten more
 //! open files of their own homed on node 2 meanwhile, more calls to it than the driver carries
 //! to one node at once, while one more client of node 1 opens, writes, reads and closes a file
 //! homed on node 3: its calls to node 3 are answered as fast as before (a stopped node holds
@@ -204,6 +207,17 @@ fn closes_and_goes(mut c: Raw, held: FileId, stopped: Arc<AtomicBool>) {
     thread::sleep(Duration::from_millis(300));
 }
 
+/// A client of node 1 holding persistent open `held` of a file homed on node 2, whose delete
+/// it set pending: once `stopped` is set (node 2 stopped) its connection ends, and node 1 looks
+/// at whether the open's file is delete-pending before it keeps the open for a reconnect (a
+/// call to node 2, up to 2 s).
+fn pends_and_goes(c: Raw, stopped: Arc<AtomicBool>) {
+    while !stopped.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    drop(c);
+}
+
 /// The etcd record of persistent open `id` is gone within 5 s.
 fn record_goes(cl: &Cluster, name: &str, id: FileId) -> bool {
     let key = format!("/ringshare/{name}/ca/{:016x}", id.persistent);
@@ -371,6 +385,22 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         let peer_stop = peer_stop.clone();
         thread::spawn(move || closes_and_goes(c, goes, peer_stop))
     };
+    // A fifth holds a persistent open of a file of its own homed on node 2, sets its delete
+    // pending, and goes once node 2 stops: the look at the delete pending waits for node 2.
+    let pended = files_homed_on(&cl, 2, "pended", 1).remove(0);
+    let mut c = cl.client(1);
+    let pends = opened(c.call(
+        Command::CREATE,
+        &durable_create_as(&pended, 251, None, true),
+    ))
+    .expect("a persistent open of a file homed on node 2")
+    .0;
+    let set = c.call(Command::SET_INFO, &set_info_body(pends, 13, &[1]));
+    assert_eq!(status(set), NtStatus::SUCCESS, "its delete set pending");
+    let pending_goes = {
+        let peer_stop = peer_stop.clone();
+        thread::spawn(move || pends_and_goes(c, peer_stop))
+    };
     // A client of node 3 holds bytes 100..110 of it; one of node 1 waits for them.
     let (mut holder, mut waiter) = (cl.client(3), cl.client(1));
     let held = open(&mut holder, &elsewhere, ALL, 7).expect("the holder's open");
@@ -402,6 +432,10 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         .join()
         .expect("the client that closed and went failed");
     let record_gone = record_goes(&cl, name, goes);
+    pending_goes
+        .join()
+        .expect("the client that set a delete pending and went failed");
+    let pended_gone = record_goes(&cl, name, pends);
     let unlock = lock_body(held, 100, 10, 4);
     let unlocked = Instant::now();
     assert_eq!(
@@ -455,6 +489,11 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         record_gone,
         "a persistent open closed by a client that went while the CLOSE waited for the file's \
          home keeps no record in etcd"
+    );
+    assert!(
+        pended_gone,
+        "a persistent open whose file's delete is pending is not kept after its connection \
+         ended: its record leaves etcd"
     );
     assert!(
         p_etcd <= bound(p_before),

@@ -125,6 +125,18 @@ pub trait ClusterHooks: Send + Sync {
         entry: &Mutex<FileEntry>,
         set: Option<bool>,
     ) -> Result<(bool, bool), ringshare_wire::NtStatus>;
+    /// Whether the delete of file `key` is pending at its home, node `node`, asked away from the
+    /// I/O thread ([`crate::lookup::Lookup::Home`]): the call, whose carrier runs `then` with the
+    /// answer (`entry`, this node's shadow entry, follows it). `None` when the call cannot be
+    /// made: `then` ran with why.
+    fn delete_pending_posted(
+        &self,
+        here: &NodeState,
+        node: u16,
+        key: FileKey,
+        entry: Arc<Mutex<FileEntry>>,
+        then: Box<dyn FnOnce(Result<bool, ringshare_wire::NtStatus>) + Send>,
+    ) -> Option<crate::lookup::HomeAsk>;
     /// `open` closed: the record of a persistent open goes.
     fn open_closed(&self, here: &NodeState, open: &crate::state::Open);
     /// Send a break for another node's connection there: true when it was another node's.
