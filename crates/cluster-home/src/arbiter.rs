@@ -572,39 +572,55 @@ pub fn moved(here: &NodeState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelP
     }
 }
 
-/// Open `owner` acknowledges an oplock break to `level`: the level it now
-/// holds. Opens waiting on the file try again.
-pub fn ack_oplock(
+/// Open `owner` acknowledges an oplock break to `level`: the level it now holds. Opens waiting
+/// on the file try again. The call to the file's home (a file homed on another node) is
+/// carried away from the I/O thread: [`Decision::Ask`], whose answer [`ack_oplock_answered`]
+/// takes.
+pub fn ack_oplock_or_ask(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
     level: u8,
+) -> Decision<Result<u8, NtStatus>, ()> {
+    match home(&server.node, key) {
+        Ok(None) => Decision::Made(decide::ack_oplock_here(server, entry, owner, level)),
+        Ok(Some(node)) => {
+            match cluster::to_ask(&server.node, node, Call::AckOplock { key, owner, level }) {
+                Ok(ask) => Decision::Ask(ask, ()),
+                Err(s) => Decision::Made(Err(s)),
+            }
+        }
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
+/// The home answered the acknowledgment [`ack_oplock_or_ask`] asked: the level open `owner`
+/// now holds, the shadow entry following it.
+pub fn ack_oplock_answered(
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    answer: Result<Vec<u8>, NtStatus>,
 ) -> Result<u8, NtStatus> {
-    let Some(node) = home(&server.node, key)? else {
-        return decide::ack_oplock_here(server, entry, owner, level);
-    };
-    let l = cluster::ask_for(
-        &server.node,
-        node,
-        Call::AckOplock { key, owner, level },
-        Answer::level,
-    )?;
+    let l = level_of(cluster::answer_of(answer)?)?;
     shadow::oplock_now(&mut lock(entry), owner, l as u8);
     Ok(l as u8)
 }
 
-/// Lease `id` on file `key` is acknowledged at `state`: the state it now
-/// has. Opens waiting on the file try again.
-pub fn ack_lease(
+/// Lease `id` on file `key` is acknowledged at `state`: the state it now has. Opens waiting on
+/// the file try again. The call to the file's home (a file homed on another node) is carried
+/// away from the I/O thread: [`Decision::Ask`], whose answer [`ack_lease_answered`] takes.
+pub fn ack_lease_or_ask(
     server: &ServerState,
     key: FileKey,
     id: LeaseId,
     state: u32,
     now_ms: u64,
-) -> Result<u32, NtStatus> {
-    let Some(node) = home(&server.node, key)? else {
-        return decide::ack_lease_here(server, key, id, state, now_ms);
+) -> Decision<Result<u32, NtStatus>, ()> {
+    let node = match home(&server.node, key) {
+        Ok(None) => return Decision::Made(decide::ack_lease_here(server, key, id, state, now_ms)),
+        Ok(Some(node)) => node,
+        Err(s) => return Decision::Made(Err(s)),
     };
     let call = Call::AckLease {
         key,
@@ -612,9 +628,31 @@ pub fn ack_lease(
         state,
         now_ms,
     };
-    let l = cluster::ask_for(&server.node, node, call, Answer::level)?;
-    if let Some(e) = server.files.existing(key) {
+    match cluster::to_ask(&server.node, node, call) {
+        Ok(ask) => Decision::Ask(ask, ()),
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
+/// The home answered the acknowledgment [`ack_lease_or_ask`] asked: the state lease `id` of
+/// file `key` now has, the shadow entry following it.
+pub fn ack_lease_answered(
+    files: &FileTable,
+    key: FileKey,
+    id: LeaseId,
+    answer: Result<Vec<u8>, NtStatus>,
+) -> Result<u32, NtStatus> {
+    let l = level_of(cluster::answer_of(answer)?)?;
+    if let Some(e) = files.existing(key) {
         shadow::lease_now(&mut lock(&e), id, l);
     }
     Ok(l)
+}
+
+/// The level (or lease state) an acknowledgment's answer gives, or the home's refusal.
+fn level_of(answer: Answer) -> Result<u32, NtStatus> {
+    match answer {
+        Answer::Refused(s) => Err(s),
+        a => a.level().ok_or_else(|| cluster::unexpected(&a)),
+    }
 }

@@ -956,10 +956,15 @@ impl Connection {
                 cmd::ids::parked(&mut self.core, r)
             }
             Command::OPLOCK_BREAK => {
-                let r = cmd::oplock_break::handle(&mut self.core, req);
+                // Asked of the file's home away from the I/O thread when it is another node
+                // (the acknowledgment parks and runs again with the answer).
+                let r = cmd::oplock_break::handle(&mut self.core, req).map(Handled::Reply);
+                let r = cmd::ids::parked(&mut self.core, r);
                 // An acknowledgment may end what a waiting CREATE waits for.
-                self.retry_waiting_creates();
-                r.map(Handled::Reply)
+                if !matches!(r, Ok(Handled::Lookup(_))) {
+                    self.retry_waiting_creates();
+                }
+                r
             }
             _ => Err(NtStatus::INVALID_PARAMETER),
         }

@@ -394,3 +394,86 @@ fn a_read_and_a_write_no_grant_decides_wait_for_the_home_not_their_connection() 
     a.hold_lookups = false;
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
 }
+
+/// An acknowledgment (unsigned) of an oplock break of `f` to `level`.
+fn ack_oplock_msg(c: &mut Client, f: FileId, level: u8) -> Vec<u8> {
+    let body = ringshare_wire::misc::OplockBreak::Oplock {
+        oplock_level: ringshare_wire::consts::OplockLevel(level),
+        file_id: f,
+    };
+    let tree = c.tree_id;
+    c.message(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
+}
+
+/// An acknowledgment (unsigned) of a break of the lease with key `key` repeated, at `state`.
+fn ack_lease_msg(c: &mut Client, key: u8, state: u32) -> Vec<u8> {
+    let body = ringshare_wire::misc::OplockBreak::LeaseAck {
+        flags: 0,
+        lease_key: [key; 16],
+        lease_state: ringshare_wire::consts::LeaseState(state),
+        lease_duration: 0,
+    };
+    let tree = c.tree_id;
+    c.message(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
+}
+
+/// An oplock break's and a lease break's acknowledgment of a file homed on another node ask
+/// the home away from the I/O thread: no answer and no call before the held call is carried,
+/// a QUERY_INFO answered meanwhile, then the level the home gives; the CREATE of a client of
+/// another node that waited for the break goes on once the home has the acknowledgment.
+#[test]
+fn a_break_acknowledgment_of_a_file_homed_on_another_node_waits_for_the_home_not_its_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    for lease in [false, true] {
+        let name = format!("acked-{lease}.txt");
+        let (level, ctx) = if lease {
+            (0xFF, Some(lease_v2(5, 7)))
+        } else {
+            (9, None)
+        };
+        let m = a.create_msg_caching(&name, ALL, 7, D::OPEN_IF, level, ctx);
+        let r = a.send_frame(m).remove(0);
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+        let fa = CreateResponse::decode(&r.msg).expect("create").file_id;
+        let m = b.create_msg_caching(&name, READ, 7, D::OPEN, 0, None);
+        let interim = b.send_frame(m);
+        assert_eq!(
+            statuses(&interim),
+            [NtStatus::PENDING],
+            "b waits for the break"
+        );
+        assert_eq!(a.breaks().len(), 1, "a is told (lease {lease})");
+
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        let m = if lease {
+            ack_lease_msg(&mut a, 5, 1 | 2)
+        } else {
+            ack_oplock_msg(&mut a, fa, 1)
+        };
+        assert!(a.send_frame(m).is_empty(), "no answer before the home's");
+        assert_eq!(
+            (a.held_lookups.len(), cl.calls_to(3)),
+            (1, calls),
+            "the acknowledgment waits for its call, which the thread did not make"
+        );
+        assert_eq!(
+            a.query_info(fa, 1, 4, 0, 4096).status(),
+            NtStatus::SUCCESS,
+            "the connection answers a QUERY_INFO meanwhile"
+        );
+        let r = answer_held(&mut a);
+        assert_eq!(statuses(&r), [NtStatus::SUCCESS], "lease {lease}");
+        assert_eq!(cl.calls_to(3), calls + 1, "one call");
+        a.hold_lookups = false;
+        let mut fin = Vec::new();
+        for _ in 0..5 {
+            fin.extend(b.tick(10));
+        }
+        assert_eq!(statuses(&fin), [NtStatus::SUCCESS], "b's CREATE goes on");
+        let fb = CreateResponse::decode(&fin[0].msg).expect("create").file_id;
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+        assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    }
+}

@@ -378,7 +378,7 @@ pub fn rename_waits_here(
     wait
 }
 
-/// `crate::arbiter::ack_oplock` (crates/core) on the file's entry here.
+/// `crate::arbiter::ack_oplock_or_ask` (crates/core) on the file's entry here.
 pub fn ack_oplock_here(
     server: &ServerState,
     entry: &Mutex<FileEntry>,
@@ -396,7 +396,7 @@ pub fn ack_oplock_here(
     r
 }
 
-/// `crate::arbiter::ack_lease` (crates/core) on the file's entry here.
+/// `crate::arbiter::ack_lease_or_ask` (crates/core) on the file's entry here.
 pub fn ack_lease_here(
     server: &ServerState,
     key: FileKey,

@@ -6,10 +6,36 @@ use ringshare_wire::consts::{LeaseState, OplockLevel};
 use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::NtStatus;
 
-use crate::arbiter;
+use crate::arbiter::{self, Decision};
+use crate::cmd::ids::ASK_IDS;
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::oplock::LeaseId;
+use crate::lookup::{DomainAnswer, Lookup};
+
+/// The home's answer when this request asked it and runs again ([`crate::cmd::ids::parked`]).
+fn home_answer(core: &mut ConnCore) -> Option<Result<Vec<u8>, NtStatus>> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Home(answer)) => Some(answer),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
+}
+
+/// An acknowledgment decided here, or Err([`ASK_IDS`]) with its call to the file's home (a
+/// file homed on another node) in [`ConnCore::ids_wanted`]: the request parks and runs again
+/// with the answer, away from the I/O thread. It changed nothing before it asked.
+fn made<T>(core: &mut ConnCore, d: Decision<Result<T, NtStatus>, ()>) -> Result<T, NtStatus> {
+    match d {
+        Decision::Made(r) => r,
+        Decision::Ask(ask, ()) => {
+            core.ids_wanted = Some(Lookup::Home(ask));
+            Err(ASK_IDS)
+        }
+    }
+}
 
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStatus> {
     let mut body = Vec::with_capacity(36);
@@ -19,8 +45,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             file_id,
         } => {
             let open = handles::find(core, req, file_id)?;
-            let level =
-                arbiter::ack_oplock(&core.server, open.key, &open.entry, open.id, oplock_level.0)?;
+            let level = match home_answer(core) {
+                Some(a) => arbiter::ack_oplock_answered(&open.entry, open.id, a)?,
+                None => {
+                    let (key, entry, id) = (open.key, &open.entry, open.id);
+                    let d =
+                        arbiter::ack_oplock_or_ask(&core.server, key, entry, id, oplock_level.0);
+                    made(core, d)?
+                }
+            };
             OplockBreak::Oplock {
                 oplock_level: OplockLevel(level),
                 file_id,
@@ -47,8 +80,15 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 "lease break acknowledgment"
             );
             let file = file.ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
-            let state =
-                arbiter::ack_lease(&core.server, file, id, lease_state.0, core.now.mono_ms)?;
+            let state = match home_answer(core) {
+                Some(a) => arbiter::ack_lease_answered(&core.server.files, file, id, a)?,
+                None => {
+                    let now_ms = core.now.mono_ms;
+                    let d =
+                        arbiter::ack_lease_or_ask(&core.server, file, id, lease_state.0, now_ms);
+                    made(core, d)?
+                }
+            };
             OplockBreak::LeaseAck {
                 flags: 0,
                 lease_key,

@@ -5,18 +5,19 @@
 //! persistent opens meanwhile: each needs its record in etcd before its CREATE is answered,
 //! so theirs wait for etcd's election (printed, not bounded), and on the old code the I/O
 //! thread waited with them, stalling everyone (measured on main before the change: the
-//! figures in docs/cluster.md, "No I/O thread waits on the network"). Three more clients of
+//! figures in docs/cluster.md, "No I/O thread waits on the network"). Four more clients of
 //! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
 //! that it held, one opens it again and again, one locks and unlocks bytes of its open of it
-//! again and again, one writes and reads other bytes of its open of it again and again, a lock
-//! of another node's client on the file leaving node 1 no grant to decide them (and one more sets and clears the delete pending of a file of its own homed
-//! there, and one more asks FileStandardInformation of its open of another such file), each
-//! request waiting for node 2 (at most 2 s); the other clients'
-//! requests do not wait with them. A fourth holds a persistent open of that file, sends its
-//! CLOSE and goes while the CLOSE waits: the open's record leaves etcd all the same. A fifth
-//! holds a persistent open of a file of its own homed on node 2 whose delete it set pending,
-//! and goes: node 1's look at that delete pending waits for node 2, not its I/O thread, and the
-//! open is not kept (its record leaves etcd). Ten more
+//! again and again, one writes and reads other bytes of its open of it again and again (a lock
+//! of another node's client on the file leaves node 1 no grant to decide them); and one more
+//! sets and clears the delete pending of a file of its own homed there, one more asks
+//! FileStandardInformation of its open of another such file, and one more acknowledges a lease
+//! break of a third (the break came before the stop), each request waiting for node 2 (at most
+//! 2 s); the other clients' requests do not wait with them. A fifth holds a persistent open of
+//! that file, sends its CLOSE and goes while the CLOSE waits: the open's record leaves etcd all
+//! the same. A sixth holds a persistent open of a file of its own homed on node 2 whose delete
+//! it set pending, and goes: node 1's look at that delete pending waits for node 2, not its I/O
+//! thread, and the open is not kept (its record leaves etcd). Ten more
 //! open files of their own homed on node 2 meanwhile, more calls to it than the driver carries
 //! to one node at once, while one more client of node 1 opens, writes, reads and closes a file
 //! homed on node 3: its calls to node 3 are answered as fast as before (a stopped node holds
@@ -373,7 +374,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         let (c, stop, far) = (cl.client(1), stop.clone(), far.clone());
         thread::spawn(move || measured(c, f, stop, far))
     };
-    // A fourth holds a persistent open of it, closes it once node 2 stops and goes at once.
+    // A fifth holds a persistent open of it, closes it once node 2 stops and goes at once.
     let mut c = cl.client(1);
     let goes = opened(c.call(
         Command::CREATE,
@@ -385,7 +386,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         let peer_stop = peer_stop.clone();
         thread::spawn(move || closes_and_goes(c, goes, peer_stop))
     };
-    // A fifth holds a persistent open of a file of its own homed on node 2, sets its delete
+    // A sixth holds a persistent open of a file of its own homed on node 2, sets its delete
     // pending, and goes once node 2 stops: the look at the delete pending waits for node 2.
     let pended = files_homed_on(&cl, 2, "pended", 1).remove(0);
     let mut c = cl.client(1);
@@ -400,6 +401,32 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     let pending_goes = {
         let peer_stop = peer_stop.clone();
         thread::spawn(move || pends_and_goes(c, peer_stop))
+    };
+    // One more holds a lease on a file of its own homed on node 2, broken by a client of node 3's
+    // open of it; it acknowledges the break once node 2 stops (the acknowledgment is node 2's).
+    let acked = files_homed_on(&cl, 2, "acked", 1).remove(0);
+    let (mut leased, mut breaker) = (cl.client(1), cl.client(3));
+    let rwh = create(&acked, ALL, 7, Some(lease(40, R | W | H)));
+    let (_, state) = opened(leased.call(Command::CREATE, &rwh)).expect("a lease");
+    assert_eq!(state, R | W | H);
+    let breaking = send(
+        &mut breaker,
+        Command::CREATE,
+        &create(&acked, WRITE, 7, None),
+    );
+    interim(&mut breaker, breaking);
+    let OplockBreak::LeaseBreakNotification(_) = next_break(&mut leased) else {
+        panic!("a lease break");
+    };
+    let acking = {
+        let peer_stop = peer_stop.clone();
+        thread::spawn(move || {
+            while !peer_stop.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(10));
+            }
+            let t = Instant::now();
+            (ack_lease(&mut leased, 40, R | H), t.elapsed())
+        })
     };
     // A client of node 3 holds bytes 100..110 of it; one of node 1 waits for them.
     let (mut holder, mut waiter) = (cl.client(3), cl.client(1));
@@ -452,6 +479,12 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         "the blocking lock is granted once its range is free"
     );
     let granted = unlocked.elapsed();
+    let (acked_status, acked_in) = acking.join().expect("the acknowledging client failed");
+    assert!(
+        [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&acked_status),
+        "a lease break acknowledgment while the file's home is stopped: {acked_status:?}"
+    );
+    drop(breaker);
     let remote: Vec<String> = remote
         .into_iter()
         .map(|t| t.join().expect("a client of a file homed on node 2 failed"))
@@ -479,7 +512,8 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          persistent opens meanwhile: {made:?}; the clients of files homed on node 2: {remote:?}; \
          a client of node 1 on a file homed on node 3: p99 {far_before:?} ({far_n_before} requests) \
          before, {far_peer:?} (max {far_max:?}, {far_n}) with node 2 stopped; \
-         the blocking LOCK of a file homed on node 2, waiting throughout, granted {granted:?} after the unlock"
+         the blocking LOCK of a file homed on node 2, waiting throughout, granted {granted:?} after the unlock; \
+         a lease break acknowledgment of a file homed on node 2: {acked_status:?} in {acked_in:?}"
     );
     assert!(
         n_before > 0 && far_n_before > 0,
