@@ -800,3 +800,124 @@ fn a_connection_ends_look_at_a_durable_opens_delete_pending_does_not_hold_the_io
         assert_eq!(cl.exists(&name), !pending, "pending {pending}");
     }
 }
+
+/// Moves of opens at node `node` (the file's home) fail while `on`.
+fn moves_fail(cl: &Cluster, node: u16, on: bool) {
+    let mut m = cl.bus.moves_fail.lock().unwrap();
+    if on {
+        m.insert(node);
+    } else {
+        m.remove(&node);
+    }
+}
+
+#[test]
+fn a_move_refused_after_the_keeper_gave_the_open_up_keeps_it_for_the_next_reconnect() {
+    // Issue 33 (scripts/cluster-upgrade.sh, step 3): alice's persistent open of a file homed on
+    // node 3 is parked on node 1; her client reconnects through node 2, node 1 gives the open
+    // up, and the file's home does not move it (its partitions are moving). The open was closed
+    // then, its record still naming node 1, and every later reconnect heard FILE_NOT_AVAILABLE
+    // until the client gave up. Now node 2 keeps it (its record names node 2), the reconnect
+    // is told to try again, her lock holds meanwhile, a reconnect through node 2 that fails
+    // again keeps it again, and once the home moves opens the reconnect through node 3 has
+    // node 2 give it up and gets it back with its data and lock.
+    let cl = ca_cluster(3);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let (l, f) = locked_persistent_open(&mut a);
+    a.conn.shutdown(a.now);
+    assert_eq!(cl.nodes[0].parked_durables(), 1);
+    moves_fail(&cl, 3, true);
+    let reconnect = || vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut b, "vm.vhdx", reconnect());
+    assert_eq!(r.status(), NtStatus::FILE_NOT_AVAILABLE, "try again");
+    assert_eq!(cl.nodes[0].parked_durables(), 0, "node 1 gave it up");
+    assert_eq!(cl.nodes[1].parked_durables(), 1, "node 2 keeps it");
+    let mut carol = client_as(&cl, 3, 3, "carol", "carols");
+    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    assert_eq!(
+        lock_status(&mut carol, fc),
+        NtStatus::LOCK_NOT_GRANTED,
+        "alice's lock holds while node 2 keeps her open"
+    );
+    let r = create(&mut b, "vm.vhdx", reconnect());
+    assert_eq!(r.status(), NtStatus::FILE_NOT_AVAILABLE, "failed again");
+    assert_eq!(cl.nodes[1].parked_durables(), 1, "kept again");
+    moves_fail(&cl, 3, false);
+    let mut c = client_as(&cl, 3, 1, "alice", "secret");
+    let (back, level, lease, _) = opened(&create(&mut c, "vm.vhdx", reconnect()));
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(node_of(back.volatile), 3, "now node 3's");
+    assert_eq!((level, lease.is_some()), (LEASE, true), "with its lease");
+    assert_eq!(cl.nodes[1].parked_durables(), 0, "node 2 gave it up");
+    assert_eq!(read_data(&c.read(back, 0, 64)), b"acknowledged");
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::LOCK_NOT_GRANTED);
+    assert_eq!(c.lock(back, &[(0, 10, UNLOCK)]).status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::SUCCESS, "unlocked");
+    assert_eq!(c.close(back).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}
+
+#[test]
+fn a_durable_open_kept_after_a_failed_move_comes_back_through_that_node_once_its_home_moves_it() {
+    // The same for a durable open that is not persistent (no record): node 2 keeps it after
+    // the failed move, with its lease; once the home moves opens, alice's reconnect through
+    // node 2 gets it back with its data and her lock (which held at the home meanwhile).
+    let cl = Cluster::new(3, 3);
+    let f = left_on(&cl, 1, "doc.txt", 7);
+    moves_fail(&cl, 3, true);
+    let reconnect = || vec![rqls(&lease_v2(7, RWH)), dh2c(f, 7)];
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut b, "doc.txt", reconnect());
+    assert_eq!(r.status(), NtStatus::FILE_NOT_AVAILABLE, "try again");
+    assert_eq!(
+        (cl.nodes[0].parked_durables(), cl.nodes[1].parked_durables()),
+        (0, 1),
+        "node 2 keeps it"
+    );
+    moves_fail(&cl, 3, false);
+    let (back, level, lease, _) = opened(&create(&mut b, "doc.txt", reconnect()));
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(node_of(back.volatile), 2, "now node 2's own");
+    assert_eq!((level, lease.is_some()), (LEASE, true), "with its lease");
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"before ");
+    // Carol's open breaks alice's write caching, at her new connection; then alice's lock is
+    // in carol's way.
+    let mut carol = client_as(&cl, 3, 3, "carol", "carols");
+    let m = carol.create_msg_caching("doc.txt", ALL, 7, D::OPEN, 0, None);
+    assert_eq!(carol.send_frame(m)[0].status(), NtStatus::PENDING);
+    assert_eq!(b.breaks().len(), 1, "alice is told");
+    assert_eq!(b.ack_lease(7, RH).status(), NtStatus::SUCCESS);
+    let fin = carol.tick(10);
+    let (fc, ..) = opened(&fin[0]);
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::LOCK_NOT_GRANTED);
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::SUCCESS, "closed");
+}
+
+#[test]
+fn a_persistent_open_kept_after_a_failed_move_is_taken_over_when_that_node_dies() {
+    // Node 2 keeps alice's persistent open after its move failed, and dies: its record names
+    // node 2, so the file's home takes it over as any dead node's, and alice gets it back
+    // through node 1 with her data and lock.
+    let cl = ca_cluster(3);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let (l, f) = locked_persistent_open(&mut a);
+    a.conn.shutdown(a.now);
+    moves_fail(&cl, 3, true);
+    let reconnect = || vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+    let mut b = client_as(&cl, 2, 1, "alice", "secret");
+    let r = create(&mut b, "vm.vhdx", reconnect());
+    assert_eq!(r.status(), NtStatus::FILE_NOT_AVAILABLE);
+    moves_fail(&cl, 3, false);
+    cl.kill(2, 3);
+    let mut c = client_as(&cl, 1, 1, "alice", "secret");
+    let (back, ..) = opened(&create(&mut c, "vm.vhdx", reconnect()));
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(read_data(&c.read(back, 0, 64)), b"acknowledged");
+    let mut carol = client_as(&cl, 3, 3, "carol", "carols");
+    let fc = carol.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::LOCK_NOT_GRANTED);
+    assert_eq!(c.close(back).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}

@@ -390,6 +390,30 @@ pub fn id_of(here: &NodeState, file_id: FileId) -> u64 {
         .map_or(file_id.volatile, |r| r.file_id.volatile)
 }
 
+/// Persistent open `persistent_id`'s record as etcd has it now (`None`: none, unreadable, or
+/// not to be read).
+pub(crate) fn record(here: &NodeState, persistent_id: u64) -> Option<CaRecord> {
+    let b = here.link()?.ca_get(persistent_id).ok().flatten()?;
+    readable(&b).filter(|r| r.file_id.persistent == persistent_id)
+}
+
+/// Persistent open `rec` as open `id` of file entry `e`, routed nowhere, with its byte-range
+/// locks and its lease (without caching: breaks since the record are not in it), unless `e`
+/// holds open `id` already: a node that keeps the open after its move failed
+/// (`super::handover`).
+pub(crate) fn enter_kept(
+    files: &crate::server::FileTable,
+    e: &mut crate::server::FileEntry,
+    rec: &CaRecord,
+    id: u64,
+) {
+    if e.opens.iter().any(|o| o.owner == id) {
+        return;
+    }
+    enter(e, rec, id, DISCONNECTED);
+    lease_back(files, e, rec, DISCONNECTED, 0);
+}
+
 /// Put persistent open `rec` into file entry `e` as open `id` with its byte-range locks, its
 /// breaks going to `route`.
 fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oplock::Route) {
@@ -512,7 +536,8 @@ pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) ->
 pub(crate) trait CaHere {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus>;
     /// The volatile ids of the persistent opens node `node` kept of files
-    /// homed here: [`ServerState::forget_node`] leaves them in place.
+    /// homed here, and of those a live node keeps under `node`'s number:
+    /// [`ServerState::forget_node`] leaves them in place.
     fn persistent_of(&self, node: u16) -> Vec<u64>;
 }
 
@@ -613,12 +638,25 @@ impl CaHere for ServerState {
         Ok(())
     }
     fn persistent_of(&self, node: u16) -> Vec<u64> {
+        let Some(link) = self.node.link() else {
+            return Vec::new();
+        };
+        if !self.persistent_handles() {
+            return Vec::new();
+        }
+        let members = link.members();
         // (Unreadable: they leave the table now and are put back by
         // take_over_persistent, which is tried until it reads them.)
-        orphans(self, &[node])
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|r| r.keeper == node && self.node.home_of(r.state.key) == Home::Here)
+        let all = link.ca_all().unwrap_or_default();
+        all.iter()
+            .filter_map(|b| readable(b))
+            .filter(|r| self.node.home_of(r.state.key) == Home::Here)
+            // Its own, and those a live node keeps under its number: given up to a node whose
+            // move of them failed (`super::handover`), or taken over by an older build.
+            .filter(|r| {
+                r.keeper == node
+                    || (super::node_of(r.file_id.volatile) == node && members.contains(&r.keeper))
+            })
             .map(|r| r.file_id.volatile)
             .collect()
     }

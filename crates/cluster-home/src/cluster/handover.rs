@@ -16,8 +16,13 @@
 //!
 //! When A is dead its disconnected opens went with it: the reconnect gets
 //! OBJECT_NAME_NOT_FOUND, as on Windows and Samba without continuous
-//! availability. A step that fails after A gave the open up closes it at
-//! the home (sent again until a home takes it), so nothing lingers.
+//! availability. Once A gave the open up it is B's: when the home does not
+//! move it (partitions moving, the home stopping or not holding it under
+//! the id B asked for), B keeps it as a disconnected durable open of its
+//! own ([`keep`]; a persistent open's record names B) and the reconnect is
+//! FILE_NOT_AVAILABLE; the next reconnect through B moves it first
+//! ([`move_kept`]), one through another node has B give it up. Only a real
+//! end closes it: its file gone, its record gone, its timeout.
 
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +76,7 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
         Err(s) => return Err(s),
     };
     let open = parked.open;
+    lock(&server.node.unmoved).remove(&(parked.persistent_id, open.id));
     let h = state_of(&open, &lock(&open.state), &parked.durability);
     if homed_elsewhere(&server.node, open.key) {
         // This node's record of the open goes; the home keeps it for the
@@ -222,12 +228,14 @@ fn home_can_take_it(here: &NodeState, share: &ShareDef, who: &Who, name: &str) -
 }
 
 /// Where a reconnect taken over from another node lands: the session's tree, the
-/// connection its breaks go to, and the request's channel sequence.
+/// connection its breaks go to, the request's channel sequence, and this node's clock (an open
+/// kept after a failed move is parked from then).
 pub struct Landing<'a> {
     pub sref: &'a SessionRef,
     pub tree_id: u32,
     pub route: Route,
     pub channel_sequence: u16,
+    pub now_ms: u64,
 }
 
 /// A durable open taken over from another node, ready to join the session: the open, its
@@ -240,6 +248,19 @@ pub struct TakenOver {
     pub file_id: FileId,
 }
 
+/// The share and user of `landing`'s tree.
+fn tree_of(landing: &Landing<'_>) -> Result<(Arc<ShareDef>, Who), NtStatus> {
+    let session = lock(landing.sref);
+    let tree = session
+        .trees
+        .get(&landing.tree_id)
+        .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
+    let TreeKind::Disk(share) = &tree.kind else {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    };
+    Ok((Arc::clone(share), tree.who.clone()))
+}
+
 /// On node B: take over `file_id`, kept by node `node`, for the session and tree of
 /// `landing` (the caller answers the CREATE with it, `crate::cmd::create::durable::finish` (crates/core)).
 pub fn take_over_from(
@@ -249,18 +270,7 @@ pub fn take_over_from(
     file_id: FileId,
     wanted: &Reconnect<'_>,
 ) -> Result<TakenOver, NtStatus> {
-    let server = server.clone();
-    let (share, who) = {
-        let session = lock(landing.sref);
-        let tree = session
-            .trees
-            .get(&landing.tree_id)
-            .ok_or(NtStatus::NETWORK_NAME_DELETED)?;
-        let TreeKind::Disk(share) = &tree.kind else {
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-        };
-        (Arc::clone(share), tree.who.clone())
-    };
+    let (share, who) = tree_of(landing)?;
     if !home_can_take_it(&server.node, &share, &who, wanted.name) {
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
@@ -282,56 +292,93 @@ pub fn take_over_from(
         a => return Err(super::unexpected(&a)),
     };
     // The id the open goes by at its file's home: a persistent open a node took over from a
-    // dead one has a new one there, which its record names (super::ca::renamed).
+    // dead one (or kept after a failed move) has another there, which its record names
+    // (super::ca::renamed).
     let was = if h.persistent && node_of(file_id.volatile) != node {
         super::ca::id_of(&server.node, file_id)
     } else {
         file_id.volatile
     };
-    // From here the open is this node's to finish or to close.
-    let close_at_home = |owner: u64| {
-        lock(&server.node.unsent_closes).push(super::UnsentClose {
-            key: h.key,
-            owner,
-            delete_on_close: false,
-            share: share.name.clone(),
-            who: who.clone(),
-        });
-    };
-    let reopened = reopen(&server.node, &share, &who, &h);
-    let fs_node = match reopened {
+    // From here the open is this node's to move, to keep, or (once really gone) to close.
+    let reopened = match reopen(&server.node, &share, &who, &h) {
         Ok(n) => n,
         Err(s) => {
             tracing::warn!(?s, path = ?h.path, "a handed-over durable open's file did not open again");
-            close_at_home(was);
+            close_at_home(server, &h, was, &share, &who);
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
     };
+    let given = Given {
+        h,
+        was,
+        node: reopened,
+        share,
+        who,
+    };
+    settle(server, landing, given, file_id, wanted, node)
+}
+
+/// An open a keeper gave up (or this node kept after a failed move), reopened here: its state,
+/// the id its file's home holds it by, the file, the share and the user it acts as.
+struct Given {
+    h: HandOver,
+    was: u64,
+    node: Arc<dyn ringshare_vfs::Node>,
+    share: Arc<ShareDef>,
+    who: Who,
+}
+
+/// The open `given` is this node's: close it at its file's home (sent again until a home takes
+/// it). Only for an open that is really gone (its file is).
+fn close_at_home(server: &ServerState, h: &HandOver, was: u64, share: &ShareDef, who: &Who) {
+    lock(&server.node.unsent_closes).push(super::UnsentClose {
+        key: h.key,
+        owner: was,
+        delete_on_close: false,
+        share: share.name.clone(),
+        who: who.clone(),
+    });
+}
+
+/// Move `given` to a new id of this node at its file's home and make it the session's; when
+/// the move fails, keep it ([`keep`]) and answer FILE_NOT_AVAILABLE (try again). `from`: the
+/// node that gave it up (for the log).
+fn settle(
+    server: &Arc<ServerState>,
+    landing: &Landing<'_>,
+    given: Given,
+    file_id: FileId,
+    wanted: &Reconnect<'_>,
+    from: u16,
+) -> Result<TakenOver, NtStatus> {
+    let (h, was) = (&given.h, given.was);
     let id = server.files.new_owner_id();
-    let route = landing.route;
     let entry = server.files.entry(h.key);
     if lock(&entry).opens.is_empty() {
         let mut e = lock(&entry);
-        e.share = share.name.clone();
+        e.share = given.share.name.clone();
         e.path = h.path.clone();
         e.is_dir = h.is_dir;
     }
     let moved = Moved {
         from: was,
         to: id,
-        route,
-        who: Some(who.clone()),
+        route: landing.route,
+        who: Some(given.who.clone()),
     };
-    let t = match transfer(&server, h.key, &entry, moved) {
+    let t = match transfer(server, h.key, &entry, moved) {
         Ok(t) => t,
         Err(s) => {
             tracing::warn!(
                 ?s,
-                "the file's home did not move a handed-over durable open"
+                from = was,
+                to = id,
+                home = ?server.node.home_of(h.key),
+                path = ?h.path,
+                "the file's home did not move a handed-over durable open: kept here for the next reconnect"
             );
-            server.files.drop_if_unused(h.key);
-            close_at_home(was);
-            return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+            drop(entry);
+            return keep(server, given, file_id, wanted, (landing.now_ms, from), s);
         }
     };
     // The home's answer does not carry the flag (a Transferred's entry): this node's record
@@ -339,14 +386,14 @@ pub fn take_over_from(
     if let Some(o) = lock(&entry).opens.iter_mut().find(|o| o.owner == id) {
         o.posix = h.posix;
     }
-    let durability = Durability {
-        kind: kind_of(h.kind)?,
-        timeout_ms: h.timeout_ms,
-        create_guid: h.durable_create_guid,
-        client_guid: h.durable_client_guid,
-        owner: wanted.owner.clone(),
-        persistent: h.persistent,
-    };
+    let Given {
+        h,
+        node: fs_node,
+        share,
+        who,
+        ..
+    } = given;
+    let durability = durability_of(&h, wanted.owner)?;
     let replay = h.create_guid.is_some();
     let place = Place {
         id,
@@ -358,7 +405,7 @@ pub fn take_over_from(
     let open = open_from(h, place, who, fs_node, entry, share, durability);
     if let Err(s) = super::ca::store(&server.node, &open) {
         // Its record still names the node that gave it up: close it.
-        crate::opens::close_open(&server, Arc::new(open), false);
+        crate::opens::close_open(server, Arc::new(open), false);
         return Err(s);
     }
     let lease = t.lease.as_ref().map(crate::files::oplock::Grant::of_lease);
@@ -367,7 +414,7 @@ pub fn take_over_from(
         persistent: file_id.persistent,
         volatile: id,
     };
-    tracing::info!(from = was, id, "durable open taken over from node {node}");
+    tracing::info!(from = was, id, "durable open taken over from node {from}");
     Ok(TakenOver {
         open,
         level: t.open.caching.level,
@@ -375,6 +422,250 @@ pub fn take_over_from(
         lease_key,
         file_id: new_id,
     })
+}
+
+/// The durability open `h` carries, its owner `owner`.
+fn durability_of(h: &HandOver, owner: &Owner) -> Result<Durability, NtStatus> {
+    Ok(Durability {
+        kind: kind_of(h.kind)?,
+        timeout_ms: h.timeout_ms,
+        create_guid: h.durable_create_guid,
+        client_guid: h.durable_client_guid,
+        owner: owner.clone(),
+        persistent: h.persistent,
+    })
+}
+
+/// The move of `given` failed (`why`) after its keeper gave it up (issue 33): this node keeps
+/// it as a disconnected durable open of its own, under the id the file's home holds it by
+/// (`given.was`), for its timeout, and the reconnect is told FILE_NOT_AVAILABLE. Its entry here
+/// holds it (for a file homed elsewhere the shadow a new home's reclaim reads; for a file
+/// homed here the home's own entry, which a reclaim may have rebuilt without it) with its
+/// locks and lease from its record; its record names this node. The next reconnect through
+/// this node moves it first ([`move_kept`]); one through another node finds this node by the
+/// record and has it give the open up as any keeper does. If this node dies meanwhile the
+/// record lets the file's home take the open over (`super::ca`). A non-persistent open has no
+/// record: a home that no longer holds it (OBJECT_NAME_NOT_FOUND) has let it go, and so does
+/// this node.
+fn keep(
+    server: &Arc<ServerState>,
+    given: Given,
+    file_id: FileId,
+    wanted: &Reconnect<'_>,
+    (now_ms, from): (u64, u16),
+    why: NtStatus,
+) -> Result<TakenOver, NtStatus> {
+    let Given {
+        h,
+        was,
+        node,
+        share,
+        who,
+    } = given;
+    // A persistent open is gone when its record is (closed or expired); one whose record
+    // cannot be read now is kept, its record left as it is.
+    let rec = match (h.persistent, server.node.link()) {
+        (true, Some(link)) => match link.ca_get(file_id.persistent) {
+            Ok(None) => Ok(None),
+            Ok(Some(_)) => super::ca::record(&server.node, file_id.persistent)
+                .map(Some)
+                .ok_or(()),
+            Err(_) => Err(()),
+        },
+        _ => Ok(None),
+    };
+    let gone = match &rec {
+        Ok(None) => h.persistent || why == NtStatus::OBJECT_NAME_NOT_FOUND,
+        Ok(Some(_)) | Err(_) => false,
+    };
+    if gone {
+        tracing::warn!(
+            ?why,
+            id = was,
+            "a handed-over durable open whose move failed is gone"
+        );
+        if let Some(e) = server.files.existing(h.key) {
+            if homed_elsewhere(&server.node, h.key) {
+                crate::decide::remove_open(&mut lock(&e), was);
+            }
+        }
+        server.files.drop_if_unused(h.key);
+        close_at_home(server, &h, was, &share, &who);
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    let rec = rec.ok().flatten();
+    if let Some(r) = rec
+        .as_ref()
+        .filter(|r| !still_its(&server.node, r, was, from))
+    {
+        // Another node has taken it over meanwhile (the file's home, seeing the node that gave it
+        // up gone): this copy goes, and the client finds that node by the record.
+        tracing::info!(
+            id = was,
+            keeper = r.keeper,
+            "a handed-over durable open whose move failed is kept by another node now"
+        );
+        if let Some(e) = server.files.existing(h.key) {
+            if homed_elsewhere(&server.node, h.key) {
+                crate::decide::remove_open(&mut lock(&e), was);
+            }
+        }
+        server.files.drop_if_unused(h.key);
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
+    let store = rec.is_some();
+    let entry = server.files.entry(h.key);
+    {
+        let mut e = lock(&entry);
+        if e.opens.is_empty() {
+            e.share = share.name.clone();
+            e.path = h.path.clone();
+            e.is_dir = h.is_dir;
+        }
+        match &rec {
+            Some(rec) => super::ca::enter_kept(&server.files, &mut e, rec, was),
+            None => enter_unrecorded(&mut e, &h, was, file_id.persistent, &who, wanted),
+        }
+    }
+    let durability = durability_of(&h, wanted.owner)?;
+    let place = Place {
+        id: was,
+        persistent_id: file_id.persistent,
+        tree_id: 0,
+        channel_sequence: 0,
+        replay_eligible: false,
+    };
+    let open = Arc::new(open_from(
+        h,
+        place,
+        who,
+        node,
+        entry,
+        share,
+        durability.clone(),
+    ));
+    // Its record names this node now (if etcd does not take it, it still names the node that
+    // gave the open up, and only a reconnect through this node finds it).
+    if store {
+        let _ = super::ca::store(&server.node, &open);
+    }
+    lock(&server.node.unmoved).insert((open.persistent_id, was));
+    tracing::info!(
+        id = was,
+        "a handed-over durable open whose move failed is kept here until its client reconnects"
+    );
+    let evicted = lock(&server.files.durables).park(durable::Parked {
+        expires_ms: now_ms.saturating_add(durability.timeout_ms),
+        persistent_id: open.persistent_id,
+        open_id: was,
+        share: open.share.name.clone(),
+        durability,
+        open,
+    });
+    server.mail.wake_drivers();
+    if let Some(old) = evicted {
+        crate::opens::close_open(server, old.open, false);
+    }
+    Err(NtStatus::FILE_NOT_AVAILABLE)
+}
+
+/// Whether persistent open record `r` still describes the open node `from` gave up as `was`
+/// (it names that id, and as keeper `from`, this node, or a node gone): not one another node
+/// has taken over since.
+fn still_its(here: &NodeState, r: &super::msg::CaRecord, was: u64, from: u16) -> bool {
+    let Some(link) = here.link() else {
+        return true;
+    };
+    r.file_id.volatile == was
+        && (r.keeper == from || r.keeper == link.node() || !link.members().contains(&r.keeper))
+}
+
+/// A durable open without a record (not persistent) as open `id` of entry `e`, routed
+/// nowhere: its share modes, and its lease as the reconnect names it (the keeper checked it
+/// matches) without caching. Its byte-range locks are at its file's home only.
+fn enter_unrecorded(
+    e: &mut crate::server::FileEntry,
+    h: &HandOver,
+    id: u64,
+    persistent_id: u64,
+    who: &Who,
+    wanted: &Reconnect<'_>,
+) {
+    use crate::files::oplock;
+    if e.opens.iter().any(|o| o.owner == id) {
+        return;
+    }
+    let lease = wanted.lease_key.map(|key| oplock::LeaseId {
+        client_guid: wanted.client_guid,
+        key,
+    });
+    e.opens.push(crate::server::ShareEntry {
+        owner: id,
+        access: h.access,
+        share_access: h.share_access,
+        caching: oplock::Caching {
+            level: if lease.is_some() {
+                oplock::LEVEL_LEASE
+            } else {
+                oplock::LEVEL_NONE
+            },
+            lease,
+            route: durable::DISCONNECTED,
+            file_id: (persistent_id, id),
+            ..Default::default()
+        },
+        who: Some(who.clone()),
+        posix: h.posix,
+    });
+    if let Some(id) = lease.filter(|id| !e.leases.iter().any(|l| l.id == *id)) {
+        e.leases.push(oplock::Lease {
+            id,
+            state: 0,
+            breaking_to: None,
+            required: 0,
+            break_deadline_ms: 0,
+            epoch: 0,
+            v2: h.kind == 2,
+            parent_key: None,
+            route: durable::DISCONNECTED,
+        });
+    }
+}
+
+/// Whether parked open `parked` is one this node keeps after its move failed ([`keep`]).
+pub fn unmoved(here: &NodeState, parked: &durable::Parked) -> bool {
+    lock(&here.unmoved).contains(&(parked.persistent_id, parked.open.id))
+}
+
+/// A reconnect through this node of an open it keeps after its move failed ([`unmoved`],
+/// taken out of the table by the reconnect's checks): the move again, from the id the file's
+/// home holds it by to a new one of this node's; kept again (FILE_NOT_AVAILABLE) if it fails.
+pub fn move_kept(
+    server: &Arc<ServerState>,
+    landing: &Landing<'_>,
+    parked: durable::Parked,
+    wanted: &Reconnect<'_>,
+) -> Result<TakenOver, NtStatus> {
+    let open = parked.open;
+    let was = open.id;
+    lock(&server.node.unmoved).remove(&(parked.persistent_id, was));
+    let (share, who) = tree_of(landing)?;
+    let h = state_of(&open, &lock(&open.state), &parked.durability);
+    let file_id = FileId {
+        persistent: open.persistent_id,
+        volatile: was,
+    };
+    let given = Given {
+        h,
+        was,
+        node: Arc::clone(&open.node),
+        share,
+        who,
+    };
+    // (Its entry here keeps holding it: the move's answer replaces it, or it is kept again.)
+    drop(open);
+    let me = server.node.link().map_or(0, |l| l.node());
+    settle(server, landing, given, file_id, wanted, me)
 }
 
 /// Tell the homes of files homed elsewhere which of this node's durable

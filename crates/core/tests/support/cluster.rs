@@ -44,6 +44,9 @@ pub struct Bus {
     pub levels: Mutex<HashMap<u16, u16>>,
     /// The kind (first byte) of every notice each node received, in order.
     pub kinds: Mutex<HashMap<u16, Vec<u8>>>,
+    /// Nodes whose moves of opens (`Transfer` calls) fail as a call that timed out: a home
+    /// between partitions' moves, stopping, or cut off.
+    pub moves_fail: Mutex<HashSet<u16>>,
 }
 
 pub struct Link {
@@ -118,6 +121,14 @@ impl ClusterLink for Link {
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
         let server = self.bus.server(node).ok_or(NtStatus::IO_TIMEOUT)?;
         self.bus.readable_by(node, &message);
+        if self.bus.moves_fail.lock().unwrap().contains(&node)
+            && matches!(
+                msg::Message::decode(&message),
+                Ok(msg::Message::Call(msg::Call::Transfer(..)))
+            )
+        {
+            return Err(NtStatus::IO_TIMEOUT);
+        }
         *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
         let now = self.bus.now_ms.load(Ordering::Relaxed);
         match server.cluster_receive(&message, now) {
@@ -194,6 +205,7 @@ impl Cluster {
             ca_refused: std::sync::atomic::AtomicBool::new(false),
             levels: Mutex::new(HashMap::new()),
             kinds: Mutex::new(HashMap::new()),
+            moves_fail: Mutex::new(HashSet::new()),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)

@@ -31,6 +31,10 @@ pub struct NodeState {
     /// Durable opens of files homed elsewhere parked since the homes were
     /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
     pub unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
+    /// Disconnected durable opens this node keeps because their move to it failed after their
+    /// keeper gave them up (persistent id, the id the file's home holds them by): a reconnect
+    /// through this node moves them first (`crate::cluster::handover` (crates/cluster-home)).
+    pub unmoved: Mutex<std::collections::HashSet<(u64, u64)>>,
 }
 
 impl NodeState {

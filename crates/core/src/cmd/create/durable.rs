@@ -228,6 +228,21 @@ pub(crate) fn reconnect(
         }
         Err(s) => return Err(s),
     };
+    if crate::cluster::handover::unmoved(&server.node, &parked) {
+        // Kept here after its move to this node failed: moved now (or kept again).
+        let landing = landing_of(core, req, &sref);
+        let t = crate::cluster::handover::move_kept(&server, &landing, parked, &wanted)?;
+        return finish(
+            core,
+            req,
+            &sref,
+            t.open,
+            t.level,
+            t.lease.as_ref(),
+            t.lease_key,
+            t.file_id,
+        );
+    }
     let old = parked.open;
     let route = Route {
         conn_id: core.conn_id,
@@ -296,6 +311,25 @@ fn requested_lease_key(
         .map(|l| l.key))
 }
 
+/// Where a durable open taken over from another node (or moved here) lands: this request's
+/// session, tree and connection.
+fn landing_of<'a>(
+    core: &crate::exchange::ConnCore,
+    req: &crate::exchange::Req<'_>,
+    sref: &'a crate::state::SessionRef,
+) -> crate::cluster::handover::Landing<'a> {
+    crate::cluster::handover::Landing {
+        sref,
+        tree_id: req.tree_id,
+        route: Route {
+            conn_id: core.conn_id,
+            session_id: req.session_id,
+        },
+        channel_sequence: req.hdr.channel_sequence(),
+        now_ms: core.now.mono_ms,
+    }
+}
+
 /// An open not parked here: kept by another node of the cluster (the volatile id says which),
 /// which hands it over, or a persistent open taken over from a dead node, whose record names
 /// the node keeping it; else OBJECT_NAME_NOT_FOUND.
@@ -306,18 +340,10 @@ fn reconnect_elsewhere(
     file_id: ringshare_wire::FileId,
     wanted: &Reconnect<'_>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
-    use crate::cluster::handover::{take_over_from, Landing};
+    use crate::cluster::handover::take_over_from;
     use ringshare_wire::NtStatus;
     let server = core.server.clone();
-    let landing = Landing {
-        sref,
-        tree_id: req.tree_id,
-        route: Route {
-            conn_id: core.conn_id,
-            session_id: req.session_id,
-        },
-        channel_sequence: req.hdr.channel_sequence(),
-    };
+    let landing = landing_of(core, req, sref);
     let holder = crate::cluster::handover::holder(&server.node, file_id.volatile);
     let mut taken = Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     if let Some(node) = holder {
