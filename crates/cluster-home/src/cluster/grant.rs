@@ -50,7 +50,13 @@ fn revoke(
     take: impl Fn(u16) -> u8,
 ) -> Result<(), NtStatus> {
     let targets = grant::start_revoking(&mut lock(entry), take);
+    let me = here.link().map(|l| l.node());
     for (node, clear) in targets {
+        if Some(node) == me {
+            // (Never given: `super::home`'s grant_for. A node does not call itself.)
+            grant::given_back(&mut lock(entry), node, clear);
+            continue;
+        }
         match super::ask(here, node, Call::Revoke { key, clear }) {
             Ok(Answer::Done) => grant::given_back(&mut lock(entry), node, clear),
             other => {

@@ -119,6 +119,11 @@ impl ClusterLink for Link {
     }
 
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
+        // A node's peer layer does not connect to itself (its acceptor refuses the node as
+        // not another member): nothing may ask itself.
+        if node == self.node {
+            return Err(NtStatus::IO_TIMEOUT);
+        }
         let server = self.bus.server(node).ok_or(NtStatus::IO_TIMEOUT)?;
         self.bus.readable_by(node, &message);
         if self.bus.moves_fail.lock().unwrap().contains(&node)
