@@ -921,3 +921,53 @@ fn a_persistent_open_kept_after_a_failed_move_is_taken_over_when_that_node_dies(
     assert_eq!(c.close(back).status(), NtStatus::SUCCESS);
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
 }
+
+#[test]
+fn a_reconnect_moves_the_id_a_restarted_keeper_gave_an_open_of_its_last_life() {
+    // Issue 33 (scripts/cluster-upgrade.sh step 3, traced in the nodes' logs): alice's
+    // persistent open was made by node 2; node 2 died and node 3 kept the open under node 2's id
+    // (an older build does; here etcd refuses the record of a new one), and alice reconnected
+    // there. Node 2 started again; then node 3 died, and node 2, the file's home now, took the
+    // open over under an id of its own. Her reconnect through node 1 has node 2 give it up: the
+    // move is asked for the id its record names, not the one her FileId carries, which bears
+    // node 2's number too (the home refused that one, OBJECT_NAME_NOT_FOUND, and the open was
+    // lost). She gets it back at once, with her data and lock.
+    let mut cl = ca_cluster(3);
+    let mut a = client_as(&cl, 2, 1, "alice", "secret");
+    let (l, f) = locked_persistent_open(&mut a);
+    let refused = |cl: &Cluster, on| {
+        cl.bus
+            .ca_refused
+            .store(on, std::sync::atomic::Ordering::Relaxed)
+    };
+    refused(&cl, true);
+    cl.kill(2, 3);
+    refused(&cl, false);
+    let reconnect = |f| vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+    let mut b = client_as(&cl, 3, 1, "alice", "secret");
+    let (back, ..) = opened(&create(&mut b, "vm.vhdx", reconnect(f)));
+    assert_eq!(back.volatile, f.volatile, "node 2's id, kept");
+    let more = b.lock(back, &[(20, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert_eq!(more.status(), NtStatus::SUCCESS, "its record names node 3");
+    cl.restart(2, &[]);
+    // (The new node 2 numbers its opens from the start again: a few go by first, as in a
+    // process that served for a while, so its id for alice's open is not her old one.)
+    let mut d = client_as(&cl, 2, 4, "carol", "carols");
+    for _ in 0..3 {
+        let fd = d.create("other.txt", ALL, D::OPEN_IF, 0).expect("opened");
+        assert_eq!(d.close(fd).status(), NtStatus::SUCCESS);
+    }
+    let (_, parts) = cl.die(3, 2);
+    cl.take_over(3, 2, &parts);
+    let mut c = client_as(&cl, 1, 1, "alice", "secret");
+    let r = create(&mut c, "vm.vhdx", reconnect(f));
+    let (again, ..) = opened(&r);
+    assert_eq!(again.persistent, f.persistent, "the same open");
+    let fc = d.create("vm.vhdx", ALL, D::OPEN, 0).expect("shared");
+    assert_eq!(
+        lock_status(&mut d, fc),
+        NtStatus::LOCK_NOT_GRANTED,
+        "her lock"
+    );
+    back_with_its_data_and_closed(&cl, &mut c, &r, f);
+}

@@ -293,8 +293,11 @@ pub fn take_over_from(
     };
     // The id the open goes by at its file's home: a persistent open a node took over from a
     // dead one (or kept after a failed move) has another there, which its record names
-    // (super::ca::renamed).
-    let was = if h.persistent && node_of(file_id.volatile) != node {
+    // (super::ca::renamed). Also when the keeper's number is the one the client's id bears: a
+    // node that started again took over an open of its last life under a new id (issue 33,
+    // scripts/cluster-upgrade.sh step 3: the move asked for the old id, the home refused it
+    // OBJECT_NAME_NOT_FOUND, and the open was lost).
+    let was = if h.persistent {
         super::ca::id_of(&server.node, file_id)
     } else {
         file_id.volatile
@@ -494,10 +497,7 @@ fn keep(
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     let rec = rec.ok().flatten();
-    if let Some(r) = rec
-        .as_ref()
-        .filter(|r| !still_its(&server.node, r, was, from))
-    {
+    if let Some(r) = rec.as_ref().filter(|r| !still_its(&server.node, r, from)) {
         // Another node has taken it over meanwhile (the file's home, seeing the node that gave it
         // up gone): this copy goes, and the client finds that node by the record.
         tracing::info!(
@@ -514,6 +514,8 @@ fn keep(
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
     let store = rec.is_some();
+    // The home holds it by the id its record names (the one the move asked for, read from it).
+    let was = rec.as_ref().map_or(was, |r| r.file_id.volatile);
     let entry = server.files.entry(h.key);
     {
         let mut e = lock(&entry);
@@ -569,15 +571,13 @@ fn keep(
     Err(NtStatus::FILE_NOT_AVAILABLE)
 }
 
-/// Whether persistent open record `r` still describes the open node `from` gave up as `was`
-/// (it names that id, and as keeper `from`, this node, or a node gone): not one another node
-/// has taken over since.
-fn still_its(here: &NodeState, r: &super::msg::CaRecord, was: u64, from: u16) -> bool {
+/// Whether persistent open record `r` still describes the open node `from` gave up (it names
+/// as keeper `from`, this node, or a node gone): not one another node has taken over since.
+fn still_its(here: &NodeState, r: &super::msg::CaRecord, from: u16) -> bool {
     let Some(link) = here.link() else {
         return true;
     };
-    r.file_id.volatile == was
-        && (r.keeper == from || r.keeper == link.node() || !link.members().contains(&r.keeper))
+    r.keeper == from || r.keeper == link.node() || !link.members().contains(&r.keeper)
 }
 
 /// A durable open without a record (not persistent) as open `id` of entry `e`, routed
