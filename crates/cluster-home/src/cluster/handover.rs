@@ -307,7 +307,7 @@ pub fn take_over_from(
         Ok(n) => n,
         Err(s) => {
             tracing::warn!(?s, path = ?h.path, "a handed-over durable open's file did not open again");
-            close_at_home(server, &h, was, &share, &who);
+            close_at_home(&server.node, &h, was, &share, &who);
             return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
         }
     };
@@ -333,8 +333,8 @@ struct Given {
 
 /// The open `given` is this node's: close it at its file's home (sent again until a home takes
 /// it). Only for an open that is really gone (its file is).
-fn close_at_home(server: &ServerState, h: &HandOver, was: u64, share: &ShareDef, who: &Who) {
-    lock(&server.node.unsent_closes).push(super::UnsentClose {
+fn close_at_home(here: &NodeState, h: &HandOver, was: u64, share: &ShareDef, who: &Who) {
+    lock(&here.unsent_closes).push(super::UnsentClose {
         key: h.key,
         owner: was,
         delete_on_close: false,
@@ -493,7 +493,7 @@ fn keep(
             }
         }
         server.files.drop_if_unused(h.key);
-        close_at_home(server, &h, was, &share, &who);
+        close_at_home(&server.node, &h, was, &share, &who);
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     let rec = rec.ok().flatten();

@@ -16,7 +16,7 @@ use crate::decide::{self, IoAsk, LockAsk, Locked, OpenAsk};
 use crate::files::access;
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Grant};
-use crate::server::{lock, FileEntry, FileKey, ServerState};
+use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
 pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
@@ -131,7 +131,7 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             };
             match super::handover::transfer_here(&server.node, key, &entry, &moved) {
                 Ok(mut t) => {
-                    t.grant = grant_for(server, &entry, moved.to).0;
+                    t.grant = grant_for(&server.node, &entry, moved.to).0;
                     Answer::Transferred(Box::new(t))
                 }
                 Err(s) => Answer::Refused(s),
@@ -191,9 +191,9 @@ fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
 /// by this node's last life (docs/cluster.md "Upgrading a cluster"); recorded as this node's,
 /// the grant was one no revocation could take back (this node does not call itself), and every
 /// later move or lock of the file failed (FILE_NOT_AVAILABLE) for good.
-fn grant_for(server: &ServerState, entry: &Mutex<FileEntry>, owner: u64) -> IoGrant {
+fn grant_for(here: &NodeState, entry: &Mutex<FileEntry>, owner: u64) -> IoGrant {
     let node = node_of(owner);
-    if server.node.link().is_some_and(|l| l.node() == node) {
+    if here.link().is_some_and(|l| l.node() == node) {
         return IoGrant::default();
     }
     grant::give(&mut lock(entry), node)
@@ -209,7 +209,7 @@ fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64)
     }
     match r {
         Ok(Some(g)) => {
-            let io = grant_for(server, &entry, ask.owner);
+            let io = grant_for(&server.node, &entry, ask.owner);
             Answer::Admitted(g, io.0)
         }
         Ok(None) => Answer::Wait,
@@ -259,7 +259,7 @@ fn io_check(server: &ServerState, key: FileKey, io: IoAsk) -> Answer {
     };
     let owner = io.owner;
     let r = decide::io_check_here(server, &entry, io);
-    let grant = grant_for(server, &entry, owner).0;
+    let grant = grant_for(&server.node, &entry, owner).0;
     match r {
         Ok(writers) => Answer::Io {
             conflict: false,
