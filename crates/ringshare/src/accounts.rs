@@ -159,6 +159,13 @@ impl Accounts for NssAccounts {
         lookup(name).ok().flatten().map(|u| u.uid.as_raw())
     }
 
+    fn passwd(&self, name: &str) -> Option<(String, String)> {
+        lookup(name)
+            .ok()
+            .flatten()
+            .map(|u| (u.name, u.gecos.to_string_lossy().into_owned()))
+    }
+
     fn member(&self, uid: u32, gid: u32) -> bool {
         let Ok(Some(u)) = User::from_uid(Uid::from_raw(uid)) else {
             return false;

@@ -257,6 +257,7 @@ fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
         comment: String::new(),
         shares: Vec::new(),
         users: Vec::new(),
+        guest_account: String::new(),
     };
     let mut salt = [0u8; 12];
     let _ = getrandom::fill(&mut salt);

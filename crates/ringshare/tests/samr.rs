@@ -21,12 +21,20 @@ const B: &str = "rs_samr_b";
 /// A Unix account that is in neither server's user database.
 const X: &str = "rs_samr_x";
 const GROUP: &str = "rs_samr_g";
+/// A Unix account made the `guest account` of both servers (its GECOS as chfn writes it).
+const GUEST: &str = "rs_samr_guest";
+/// The account the guest test logs on as (its full name in its GECOS field).
+const C: &str = "rs_samr_c";
 
 fn rpcclient(srv: &Running, cmds: &str) -> String {
+    rpcclient_as(srv, A, cmds)
+}
+
+fn rpcclient_as(srv: &Running, user: &str, cmds: &str) -> String {
     let out = srv
         .command("rpcclient")
         .args(["--use-kerberos=off", "-U"])
-        .arg(format!("{A}%{}", twin::PASS))
+        .arg(format!("{user}%{}", twin::PASS))
         .args(["ncacn_np:127.0.0.1", "-c", cmds])
         .output()
         .expect("run rpcclient");
@@ -35,7 +43,11 @@ fn rpcclient(srv: &Running, cmds: &str) -> String {
 
 /// The account domain's SID, from `lookupdomain`.
 fn domain_sid(srv: &Running) -> String {
-    let out = rpcclient(srv, "lookupdomain RSTWIN");
+    domain_sid_as(srv, A)
+}
+
+fn domain_sid_as(srv: &Running, user: &str) -> String {
+    let out = rpcclient_as(srv, user, "lookupdomain RSTWIN");
     out.split_whitespace()
         .find(|w| w.starts_with("S-1-5-21-"))
         .unwrap_or_else(|| panic!("{}: no domain SID in {out}", srv.name))
@@ -193,4 +205,107 @@ fn rpcclient_lists_the_same_accounts_and_rids_from_ringshare_as_from_samba_and_a
         "samba"
     );
     assert_eq!(access(ours), access(samba), "ringshare");
+}
+
+/// What both servers answer for the guest account (RID 501, 0x1f5), the domain SID written
+/// `DOMSID`: named by RID and by SID, not found by name in the domain, listed nowhere, opened
+/// and shown (the queryuser lines without times), its groups and descriptor; the Guests
+/// alias and group are none.
+fn guest_answers(srv: &Running, guest: &str) -> Vec<(String, String)> {
+    let dom = domain_sid_as(srv, C);
+    let cmds = [
+        "samlookuprids domain 501 500".to_string(),
+        format!("samlookupnames domain {guest} Guest"),
+        format!("lookupsids {dom}-501"),
+        format!("lookupnames {guest} RSTWIN\\\\{guest}"),
+        "enumdomusers; querydispinfo".to_string(),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 20]
+            .map(|l| format!("queryuser 0x1f5 {l}"))
+            .join("; "),
+        "queryusergroups 0x1f5".to_string(),
+        "samquerysecobj 0x1f5".to_string(),
+        "queryuser 0x1f5 16 0x1; queryuser 0x1f5 16 0x10".to_string(),
+        "queryaliasmem builtin 546; querygroup 514; querygroupmem 514".to_string(),
+    ];
+    let mut out: Vec<(String, String)> = cmds
+        .iter()
+        .map(|c| (c.clone(), rpcclient_as(srv, C, c).replace(&dom, "DOMSID")))
+        .collect();
+    // The guest and C (its full name, the GECOS field): the lines without times.
+    for rid in [501, uid(C) * 2 + 1000] {
+        let cmd = format!("queryuser {rid:#x}");
+        let user = rpcclient_as(srv, C, &cmd);
+        let kept: Vec<&str> = user.lines().filter(|l| !l.contains("Time")).collect();
+        out.push((cmd, kept.join("\n")));
+    }
+    out
+}
+
+#[test]
+fn rid_501_is_the_guest_account_on_ringshare_as_on_samba_by_default_and_when_configured() {
+    if !twin::root_and_tools_or_skip(
+        "rid_501_is_the_guest_account_on_ringshare_as_on_samba",
+        &[
+            "rpcclient",
+            "smbd",
+            "smbpasswd",
+            "unshare",
+            "nsenter",
+            "usermod",
+        ],
+    ) {
+        return;
+    }
+    let tmp = TempDir::new("samr-guest");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = Accounts::create(&[], &[(C, &[]), (GUEST, &[])], None);
+    twin::must("usermod", &["-c", "Guest Person,room 2,,", GUEST]);
+    twin::must("usermod", &["-c", "Carol Tester", C]);
+    // Samba's default `guest account` is nobody; ringshare's too.
+    for guest in ["nobody", GUEST] {
+        let mut results = Vec::new();
+        for kind in ["samba", "ringshare"] {
+            let root = twin::server_root(tmp.path(), &format!("{kind}-{guest}"));
+            make(&root.join("share"), "root", "root", 0o777, true);
+            let shares = format!("[share]\n\tpath = {}/share\n", root.display());
+            let base = tmp.path().join(format!("{kind}-{guest}-state"));
+            let mut global = String::new();
+            if guest != "nobody" {
+                global = format!("\tguest account = {guest}\n");
+            }
+            let srv = if kind == "samba" {
+                global += &format!(
+                    "\tpassdb backend = smbpasswd:{}/private/smbpasswd\n",
+                    base.display()
+                );
+                twin::start_samba(&base, Net::Own, &global, &shares, &[C])
+            } else {
+                global += "\tnetbios name = RSTWIN\n";
+                twin::start_ringshare(&base, Net::Own, &global, &shares, &[C])
+            };
+            results.push(guest_answers(&srv, guest));
+        }
+        let (samba, ours) = (&results[0], &results[1]);
+        assert!(
+            samba[0].1.contains(&format!("rid 0x1f5: {guest} (1)")),
+            "samba names RID 501 by its guest account: {:?}",
+            samba[0]
+        );
+        let [.., guest_user, c_user] = samba.as_slice() else {
+            unreachable!()
+        };
+        if guest == GUEST {
+            assert!(
+                guest_user.1.contains("Full Name   :\tGuest Person\n"),
+                "{guest_user:?}"
+            );
+        }
+        assert!(
+            c_user.1.contains("Full Name   :\tCarol Tester\n"),
+            "{c_user:?}"
+        );
+        for ((cmd, s), (_, o)) in samba.iter().zip(ours) {
+            assert_eq!(s, o, "{guest}: {cmd}");
+        }
+    }
 }

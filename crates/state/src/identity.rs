@@ -76,6 +76,12 @@ pub trait Accounts: Send + Sync {
         let _ = name;
         None
     }
+    /// The name NSS gives Unix user `name` and its GECOS field (what Samba's passdb takes an
+    /// account's full name from). The default knows none.
+    fn passwd(&self, name: &str) -> Option<(String, String)> {
+        let _ = name;
+        None
+    }
     /// Whether the account of uid `uid` is in group `gid` (primary or
     /// supplementary). The default knows no memberships.
     fn member(&self, uid: u32, gid: u32) -> bool {

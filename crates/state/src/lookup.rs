@@ -209,6 +209,9 @@ pub enum NameQuery {
     User(String),
     /// The gid of a group name.
     Group(String),
+    /// The name NSS gives a user name and its GECOS field (samr's full name of the
+    /// account).
+    Passwd(String),
 }
 
 /// NSS's answers ([`NameQuery`]): None where it knows no such id or name.
@@ -218,6 +221,7 @@ pub struct NameAnswers {
     pub groups: std::collections::HashMap<u32, Option<String>>,
     pub user_ids: std::collections::HashMap<String, Option<u32>>,
     pub group_ids: std::collections::HashMap<String, Option<u32>>,
+    pub passwd: std::collections::HashMap<String, Option<(String, String)>>,
 }
 
 impl NameAnswers {
@@ -237,6 +241,9 @@ impl NameAnswers {
                 }
                 NameQuery::Group(n) => {
                     a.group_ids.insert(n.clone(), accounts.group(n));
+                }
+                NameQuery::Passwd(n) => {
+                    a.passwd.insert(n.clone(), accounts.passwd(n));
                 }
             }
         }

@@ -53,6 +53,7 @@ fn facts(core: &ConnCore) -> ServerFacts {
             .into_iter()
             .map(|(name, disabled)| UserEntry { name, disabled })
             .collect(),
+        guest_account: c.guest_account.clone(),
     }
 }
 

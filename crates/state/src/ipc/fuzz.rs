@@ -57,6 +57,7 @@ impl FuzzPipe {
                         disabled: n.ends_with("Disabled"),
                     })
                     .collect(),
+                guest_account: "uGuest".into(),
             },
         }
     }
@@ -102,6 +103,10 @@ fn answers(queries: &[NameQuery]) -> NameAnswers {
             }
             NameQuery::Group(n) => {
                 a.group_ids.insert(n.clone(), id_of(n));
+            }
+            NameQuery::Passwd(n) => {
+                let entry = id_of(n).map(|_| (n.clone(), format!("{n} U,,,")));
+                a.passwd.insert(n.clone(), entry);
             }
         }
     }

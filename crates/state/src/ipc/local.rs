@@ -69,6 +69,24 @@ impl<'a> Resolver<'a> {
         let q = NameQuery::Group(name.to_string());
         self.ask(self.answers.group_ids.get(name), q)
     }
+
+    /// The name NSS gives Unix user `name`, and its full name ([`full_name`] of its GECOS
+    /// field).
+    pub(crate) fn passwd(&mut self, name: &str) -> Option<(String, String)> {
+        let q = NameQuery::Passwd(name.to_string());
+        self.ask(self.answers.passwd.get(name), q)
+            .map(|(name, gecos)| (name, full_name(&gecos).to_string()))
+    }
+}
+
+/// The full name in a GECOS field, as Samba's passdb takes it: the whole field, unless it
+/// has the four comma-separated parts chfn(1) writes, then the first.
+pub(crate) fn full_name(gecos: &str) -> &str {
+    if gecos.matches(',').count() == 3 {
+        gecos.split(',').next().unwrap_or_default()
+    } else {
+        gecos
+    }
 }
 
 /// An account of the user database, as the account domain shows it.
@@ -78,6 +96,11 @@ pub(crate) struct Local {
     /// Its algorithmic RID ([`localsam::user_rid`] of the uid NSS gives its name).
     pub rid: u32,
     pub disabled: bool,
+    /// Its full name (filled in where samr shows it: OpenUser, QueryDisplayInformation; empty
+    /// elsewhere).
+    pub full_name: String,
+    /// The guest account (RID 501): no home or profile, as Samba shows it.
+    pub guest: bool,
 }
 
 /// The accounts of the user database that have a Unix account, in its order; None while NSS
@@ -90,8 +113,33 @@ pub(crate) fn locals(facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Ve
                 name: u.name.clone(),
                 rid,
                 disabled: u.disabled,
+                full_name: String::new(),
+                guest: false,
             });
         }
     }
     (!names.pending()).then_some(out)
+}
+
+/// RID 501 of the account domain: the guest account (DOMAIN_USER_RID_GUEST).
+pub(crate) const RID_GUEST: u32 = 501;
+
+/// The guest account ([`ServerFacts::guest_account`]) when NSS knows it: Samba's passdb
+/// answers for RID 501 with it, by the name NSS gives, though it lists it nowhere. The outer
+/// None while NSS has not answered (the call then asks, [`Resolver::finish`]).
+pub(crate) fn guest(facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Option<Local>> {
+    if facts.guest_account.is_empty() {
+        return Some(None);
+    }
+    let found = names.passwd(&facts.guest_account);
+    if names.pending() {
+        return None;
+    }
+    Some(found.map(|(name, full_name)| Local {
+        name,
+        rid: RID_GUEST,
+        disabled: false,
+        full_name,
+        guest: true,
+    }))
 }

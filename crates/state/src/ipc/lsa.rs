@@ -154,7 +154,7 @@ pub(super) fn builtin_name(rid: u32) -> Option<&'static str> {
 pub(super) const RID_NONE: u32 = 513;
 
 /// A SID of the account domain (`SERVER\name`, as the samr pipe names the user database's
-/// accounts, or `SERVER\None`): `Ok(None)` for one that names nothing, `Err` for a SID
+/// accounts and the guest account, or `SERVER\None`): `Ok(None)` for one that names nothing, `Err` for a SID
 /// of another domain.
 fn local_name(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Result<Option<Named>, ()> {
     let account = localsam::account_domain_sid(&facts.netbios_name);
@@ -169,6 +169,11 @@ fn local_name(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Result<
     };
     if rid == RID_NONE {
         return Ok(Some(named("None".into(), USE_GROUP)));
+    }
+    if rid == local::RID_GUEST {
+        // Samba's passdb names RID 501 by its guest account.
+        let guest = local::guest(facts, names).flatten();
+        return Ok(guest.map(|g| named(g.name, USE_USER)));
     }
     let Some(all) = local::locals(facts, names) else {
         return Ok(None);

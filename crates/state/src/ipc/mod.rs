@@ -47,6 +47,9 @@ pub struct ServerFacts {
     /// The accounts of the user database (the smbpasswd file), in its order: what `samr`
     /// lists and `lsarpc` names as `SERVER\name`.
     pub users: Vec<UserEntry>,
+    /// `guest account` (Samba's default `nobody`): the account samr and lsarpc answer for
+    /// RID 501 of the account domain when NSS knows it, as Samba's passdb does.
+    pub guest_account: String,
 }
 
 /// An account of the user database.

@@ -25,7 +25,7 @@ use access::Object;
 use ringshare_wire::security::Sid;
 use ringshare_wire::{NtStatus, WireError};
 
-use super::local::{locals, Local, Needs, Resolver};
+use super::local::{self, locals, Local, Needs, Resolver};
 use super::lsa;
 use super::ndr::{NdrReader, NdrWriter};
 use super::ServerFacts;
@@ -681,6 +681,22 @@ impl Call<'_, '_> {
         locals(self.facts, self.names)
     }
 
+    /// [`Self::locals`] with their full names, from NSS as Samba's passdb has them (asked
+    /// with the uids: the pipe asks NSS once).
+    fn named_locals(&mut self) -> Option<Vec<Local>> {
+        let full: Vec<Option<(String, String)>> = (self.facts.users.iter())
+            .map(|u| self.names.passwd(&u.name))
+            .collect();
+        let mut all = self.locals()?;
+        for l in &mut all {
+            let at = self.facts.users.iter().position(|u| u.name == l.name);
+            if let Some((_, f)) = at.and_then(|i| full[i].clone()) {
+                l.full_name = f;
+            }
+        }
+        Some(all)
+    }
+
     /// EnumerateUsersInDomain (13): the accounts (whose flags share a bit with the asked
     /// ones, when asked), RID as index, from the resume handle on.
     fn enum_users(&mut self, stub: &[u8], state: &State) -> Reply {
@@ -766,7 +782,7 @@ impl Call<'_, '_> {
         let Ok(asked) = asked else {
             return Err(super::FAULT_NDR);
         };
-        let locals = match d {
+        let mut locals = match d {
             Domain::Account if asked.iter().any(|r| *r >= localsam::RID_BASE) => {
                 match self.locals() {
                     Some(l) => l,
@@ -775,6 +791,12 @@ impl Call<'_, '_> {
             }
             _ => Vec::new(),
         };
+        if d == Domain::Account && asked.contains(&local::RID_GUEST) {
+            match local::guest(self.facts, self.names) {
+                Some(guest) => locals.extend(guest),
+                None => return Ok(Vec::new()),
+            }
+        }
         let found: Vec<Option<(String, u32)>> =
             asked.iter().map(|rid| rid_name(d, *rid, &locals)).collect();
         let mapped = found.iter().filter(|f| f.is_some()).count();
@@ -824,13 +846,18 @@ impl Call<'_, '_> {
             Ok(g) => g,
             Err(st) => return zeroed(20, st),
         };
-        if d != Domain::Account || rid < localsam::RID_BASE {
+        if d != Domain::Account || (rid < localsam::RID_BASE && rid != local::RID_GUEST) {
             return zeroed(20, NO_SUCH_USER);
         }
-        let Some(locals) = self.locals() else {
+        let found = if rid == local::RID_GUEST {
+            local::guest(self.facts, self.names)
+        } else {
+            self.named_locals()
+                .map(|l| l.into_iter().find(|l| l.rid == rid))
+        };
+        let Some(found) = found else {
             return Ok(Vec::new());
         };
-        let found = locals.into_iter().find(|l| l.rid == rid);
         handle_reply(
             state,
             found
@@ -844,7 +871,8 @@ impl Call<'_, '_> {
     /// standalone Samba without trust accounts or group mappings. None while NSS is asked.
     fn display_list(&mut self, d: Domain, level: u16) -> Option<Vec<Local>> {
         match (d, level) {
-            (Domain::Account, 1 | 4) => self.locals(),
+            (Domain::Account, 1) => self.named_locals(),
+            (Domain::Account, 4) => self.locals(),
             _ => Some(Vec::new()),
         }
     }
@@ -917,7 +945,7 @@ impl Call<'_, '_> {
                 w.u32(l.acb());
                 lsa::unicode_head(&mut w, &l.name);
                 lsa::unicode_head(&mut w, ""); // description
-                lsa::unicode_head(&mut w, ""); // full name
+                lsa::unicode_head(&mut w, &l.full_name);
             }
             for l in rest {
                 if level == 4 {
@@ -929,7 +957,7 @@ impl Call<'_, '_> {
                 }
                 w.counted_chars(&l.name, 0);
                 w.counted_chars("", 0);
-                w.counted_chars("", 0);
+                w.counted_chars(&l.full_name, 0);
             }
         }
         w.u32(status.0);

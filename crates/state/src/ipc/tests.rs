@@ -19,6 +19,7 @@ fn facts() -> ServerFacts {
             },
         ],
         users: Vec::new(),
+        guest_account: "nobody".into(),
     }
 }
 

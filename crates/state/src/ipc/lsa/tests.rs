@@ -9,6 +9,7 @@ fn facts() -> ServerFacts {
         comment: String::new(),
         shares: Vec::<ShareEntry>::new(),
         users: Vec::new(),
+        guest_account: "nobody".into(),
     }
 }
 
@@ -71,6 +72,36 @@ fn a_unix_user_sid_is_named_after_nss_answers_and_everyone_at_once() {
         &[2, 0, 0, 0, 0, 0, 0, 0],
         "2 mapped, SUCCESS"
     );
+}
+
+#[test]
+fn rid_501_of_the_account_domain_is_named_by_the_guest_account() {
+    let mut state = State::default();
+    let h = open(&mut state);
+    let mut guest = localsam::account_domain_sid("RS");
+    guest.sub_authorities.push(501);
+    let req = lookup_sids2(&h, &[guest]);
+    let none = NameAnswers::default();
+    let Err(Needs(q)) = call(57, &req, &facts(), &mut state, (&none, false)) else {
+        panic!("NSS must be asked first")
+    };
+    assert_eq!(q, vec![NameQuery::Passwd("nobody".into())]);
+    let mut a = NameAnswers::default();
+    a.passwd
+        .insert("nobody".into(), Some(("nobody".into(), "nobody".into())));
+    let out = call(57, &req, &facts(), &mut state, (&a, true))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap();
+    assert!(contains(&out, &utf16("nobody")));
+    assert_eq!(&out[out.len() - 8..], &[1, 0, 0, 0, 0, 0, 0, 0], "1 mapped");
+    // Unknown to NSS: not mapped.
+    a.passwd.insert("nobody".into(), None);
+    let out = call(57, &req, &facts(), &mut state, (&a, true))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap();
+    assert!(!contains(&out, &utf16("nobody")));
 }
 
 #[test]

@@ -25,6 +25,7 @@ fn facts() -> ServerFacts {
         comment: String::new(),
         shares: Vec::new(),
         users: Vec::new(),
+        guest_account: "nobody".into(),
     }
 }
 

@@ -200,9 +200,17 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
         Ok(u) => u,
         Err(st) => return zeroed(4, st),
     };
-    let text = UserText {
-        home: format!("\\\\{}\\{}", facts.netbios_name, u.name),
-        profile: format!("\\\\{}\\{}\\profile", facts.netbios_name, u.name),
+    // Samba fills `logon home` and `logon path` for its passdb's accounts, not for the guest.
+    let text = if u.guest {
+        UserText {
+            home: String::new(),
+            profile: String::new(),
+        }
+    } else {
+        UserText {
+            home: format!("\\\\{}\\{}", facts.netbios_name, u.name),
+            profile: format!("\\\\{}\\{}\\profile", facts.netbios_name, u.name),
+        }
     };
     let Some(fields) = user_fields(level, u, &text) else {
         let st = if level == 18 {
@@ -235,7 +243,7 @@ fn logon_head<'a>(u: &'a Local, t: &'a UserText) -> [Field<'a>; 8] {
     use Field::*;
     [
         Str(&u.name),
-        Str(""), // full name
+        Str(&u.full_name),
         U32(u.rid),
         U32(RID_NONE),
         Str(&t.home),
@@ -251,7 +259,7 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
     let name = Str(&u.name);
     let acb = U32(u.acb());
     Some(match level {
-        1 => vec![name, Str(""), U32(RID_NONE), Str(""), Str("")],
+        1 => vec![name, Str(&u.full_name), U32(RID_NONE), Str(""), Str("")],
         2 => vec![Str(""), Str(""), U16(0), U16(0)],
         // Workstations, then the times.
         3 => logon_head(u, t)
@@ -286,9 +294,10 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
                 acb,
             ])
             .collect(),
-        6 => vec![name, Str("")],
+        6 => vec![name, Str(&u.full_name)],
         7 => vec![name],
-        8 | 11 | 13 | 14 => vec![Str("")],
+        8 => vec![Str(&u.full_name)],
+        11 | 13 | 14 => vec![Str("")],
         9 => vec![U32(RID_NONE)],
         10 => vec![Str(&t.home), Str("")],
         12 => vec![Str(&t.profile)],
@@ -303,7 +312,7 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
             Time(0),     // allow password change
             Time(NEVER), // force password change
             name,
-            Str(""), // full name
+            Str(&u.full_name),
             Str(&t.home),
             Str(""), // home drive
             Str(""), // logon script

@@ -17,20 +17,36 @@ fn facts() -> ServerFacts {
             user("bob", true),
             user("ghost", false),
         ],
+        guest_account: "nobody".into(),
     }
 }
 
-/// NSS: alice is uid 1012, bob 1013, ghost has no Unix account.
+/// NSS: alice is uid 1012 (full name "Alice Liddell", as chfn writes it), bob 1013, nobody
+/// 65534 (GECOS "Kernel Overflow User"), ghost has no Unix account.
 fn nss(queries: &[NameQuery]) -> NameAnswers {
     let mut a = NameAnswers::default();
     for q in queries {
-        if let NameQuery::User(n) = q {
-            let uid = match n.as_str() {
-                "alice" => Some(1012),
-                "bob" => Some(1013),
-                _ => None,
-            };
-            a.user_ids.insert(n.clone(), uid);
+        match q {
+            NameQuery::User(n) => {
+                let uid = match n.as_str() {
+                    "alice" => Some(1012),
+                    "bob" => Some(1013),
+                    "nobody" => Some(65534),
+                    _ => None,
+                };
+                a.user_ids.insert(n.clone(), uid);
+            }
+            NameQuery::Passwd(n) => {
+                let gecos = match n.as_str() {
+                    "alice" => Some("Alice Liddell,room 1,,"),
+                    "bob" => Some(""),
+                    "nobody" => Some("Kernel Overflow User"),
+                    _ => None,
+                };
+                a.passwd
+                    .insert(n.clone(), gecos.map(|g| (n.clone(), g.to_string())));
+            }
+            _ => {}
         }
     }
     a
@@ -38,13 +54,23 @@ fn nss(queries: &[NameQuery]) -> NameAnswers {
 
 /// A call as the pipe makes it: NSS asked when the call needs it, then the call again.
 fn run(opnum: u16, stub: &[u8], state: &mut State) -> Result<Vec<u8>, u32> {
+    run_with(&facts(), opnum, stub, state)
+}
+
+/// [`run`] on a server with these facts.
+fn run_with(
+    facts: &ServerFacts,
+    opnum: u16,
+    stub: &[u8],
+    state: &mut State,
+) -> Result<Vec<u8>, u32> {
     let none = NameAnswers::default();
-    match call(opnum, stub, &facts(), state, (&none, false)) {
+    match call(opnum, stub, facts, state, (&none, false)) {
         Ok(reply) => reply,
         Err(Needs(q)) => {
             assert!(!q.is_empty());
             let answers = nss(&q);
-            match call(opnum, stub, &facts(), state, (&answers, true)) {
+            match call(opnum, stub, facts, state, (&answers, true)) {
                 Ok(reply) => reply,
                 Err(_) => panic!("a call asks NSS once"),
             }
@@ -730,4 +756,88 @@ fn none_is_the_only_group_it_has_no_members_and_no_alias_opens() {
         on(&mut state, 33, &group, &[]).0,
         NtStatus::INVALID_HANDLE.0
     );
+}
+
+/// OpenUser of `rid` on domain handle `dom` (GENERIC_READ | USER_READ_*): its status and
+/// the user handle.
+fn open_user(facts: &ServerFacts, state: &mut State, dom: &[u8], rid: u32) -> (u32, Vec<u8>) {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(dom);
+    w.u32(0x0002_011b);
+    w.u32(rid);
+    let out = run_with(facts, 34, &w.buf, state).unwrap();
+    (status(&out), out[..20].to_vec())
+}
+
+/// QueryInformationUser `level` of user handle `user`.
+fn query_user(state: &mut State, user: &[u8], level: u16) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(user);
+    w.u16(level);
+    run(36, &w.buf, state).unwrap()
+}
+
+fn has_utf16(out: &[u8], s: &str) -> bool {
+    let s: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    out.windows(s.len()).any(|w| w == s)
+}
+
+#[test]
+fn rid_501_is_the_guest_account_by_name_and_open_without_home_or_profile() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let (st, user) = open_user(&facts(), &mut state, &dom, 501);
+    assert_eq!(st, 0);
+    let out = query_user(&mut state, &user, 21);
+    assert_eq!(status(&out), 0);
+    let at = |o: usize| u32::from_le_bytes(out[o..o + 4].try_into().unwrap());
+    assert_eq!((at(168), at(172), at(176)), (501, 513, ACB_NORMAL));
+    assert!(has_utf16(&out, "nobody") && has_utf16(&out, "Kernel Overflow User"));
+    assert!(!has_utf16(&out, "\\\\RS\\"), "no logon home or profile");
+    // UserFullNameInformation (8): the GECOS field.
+    assert!(has_utf16(
+        &query_user(&mut state, &user, 8),
+        "Kernel Overflow User"
+    ));
+    // Named by RID, not found by name (Samba's passdb: NONE_MAPPED), listed nowhere.
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    for v in [2, 1000, 0, 2] {
+        w.u32(v);
+    }
+    w.u32(501);
+    w.u32(500);
+    let out = run(18, &w.buf, &mut state).unwrap();
+    assert!(has_utf16(&out, "nobody"));
+    assert_eq!(status(&out), SOME_NOT_MAPPED.0);
+    let out = run(17, &lookup_names_stub(&dom, &["nobody"]), &mut state).unwrap();
+    assert_eq!(status(&out), NtStatus::NONE_MAPPED.0);
+    let mut w = NdrWriter::new();
+    w.buf.extend_from_slice(&dom);
+    for v in [0, 0, 0xffff] {
+        w.u32(v);
+    }
+    let (_, entries) = sam_entries(&run(13, &w.buf, &mut state).unwrap());
+    assert!(entries.iter().all(|(rid, _)| *rid != 501));
+    // A guest account NSS does not know: no such user, as Samba.
+    let mut other = facts();
+    other.guest_account = "no_such_guest".into();
+    let (st, _) = open_user(&other, &mut state, &dom, 501);
+    assert_eq!(st, NO_SUCH_USER.0);
+}
+
+#[test]
+fn an_account_full_name_is_its_gecos_up_to_the_first_comma_of_a_chfn_field() {
+    let mut state = State::default();
+    let dom = open_domain(&mut state, &account_sid());
+    let (st, alice) = open_user(&facts(), &mut state, &dom, 3024);
+    assert_eq!(st, 0);
+    for level in [1, 6, 8, 21] {
+        let out = query_user(&mut state, &alice, level);
+        assert_eq!(status(&out), 0, "level {level}");
+        assert!(has_utf16(&out, "Alice Liddell"), "level {level}");
+        assert!(!has_utf16(&out, "room 1"), "level {level}");
+    }
+    assert_eq!(local::full_name("A B,1,2,3"), "A B");
+    assert_eq!(local::full_name("A, B"), "A, B");
 }
