@@ -280,9 +280,6 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
         None => (None, full),
     };
     let is = |d: &str| domain.is_none_or(|x| x.eq_ignore_ascii_case(d));
-    let ours = domain.is_none_or(|d| {
-        d.eq_ignore_ascii_case(&facts.netbios_name) || d.eq_ignore_ascii_case(&facts.workgroup)
-    });
     let named = |dom: &str, dsid: &str, n: &str, kind, s: Sid| {
         Some((
             s,
@@ -347,12 +344,14 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
             return Some(found);
         }
     }
-    if is(UNIX_USERS) || ours {
+    // A Unix account outside the user database is found bare or as `Unix User\name`, not as
+    // `SERVER\name` or `WORKGROUP\name` (Samba 4.22: UNKNOWN).
+    if is(UNIX_USERS) {
         if let Some(uid) = names.user(name) {
             return named(UNIX_USERS, "S-1-22-1", name, USE_USER, Sid::unix_user(uid));
         }
     }
-    if is(UNIX_GROUPS) || ours {
+    if is(UNIX_GROUPS) {
         if let Some(gid) = names.group(name) {
             return named(
                 UNIX_GROUPS,

@@ -33,11 +33,14 @@ const FIELDS_PRESENT: u32 = 0x00ff_ffff;
 const UNITS_PER_WEEK: u16 = 168;
 
 /// One member of an info structure, as NDR lays it out.
+#[derive(Clone, Copy)]
 pub(super) enum Field<'a> {
     /// An lsa_String (its buffer deferred).
     Str(&'a str),
     /// An lsa_BinaryString with nothing in it.
     NoBinary,
+    /// A NULL lsa_String (no buffer, as a value Samba never set).
+    NoStr,
     U8(u8),
     U16(u16),
     U32(u32),
@@ -57,7 +60,7 @@ fn put(w: &mut NdrWriter, fields: &[Field<'_>]) {
     for f in fields {
         match f {
             Field::Str(s) => lsa::unicode_head(w, s),
-            Field::NoBinary => {
+            Field::NoBinary | Field::NoStr => {
                 w.u32(0);
                 w.u32(0);
             }
@@ -181,6 +184,9 @@ pub(super) fn query_domain(stub: &[u8], call: &mut Call<'_, '_>, state: &State) 
 struct UserText {
     home: String,
     profile: String,
+    /// The home drive: empty, or NULL for the guest account (Samba sets `logon drive` only
+    /// for its passdb's accounts).
+    drive: Field<'static>,
 }
 
 /// QueryInformationUser (36) / 2 (47): the classes that show an account (not its password
@@ -205,11 +211,13 @@ pub(super) fn query_user(stub: &[u8], facts: &ServerFacts, state: &State) -> Rep
         UserText {
             home: String::new(),
             profile: String::new(),
+            drive: Field::NoStr,
         }
     } else {
         UserText {
             home: format!("\\\\{}\\{}", facts.netbios_name, u.name),
             profile: format!("\\\\{}\\{}\\profile", facts.netbios_name, u.name),
+            drive: Field::Str(""),
         }
     };
     let Some(fields) = user_fields(level, u, &text) else {
@@ -247,7 +255,7 @@ fn logon_head<'a>(u: &'a Local, t: &'a UserText) -> [Field<'a>; 8] {
         U32(u.rid),
         U32(RID_NONE),
         Str(&t.home),
-        Str(""), // home drive
+        t.drive,
         Str(""), // logon script
         Str(&t.profile),
     ]
@@ -299,7 +307,7 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
         8 => vec![Str(&u.full_name)],
         11 | 13 | 14 => vec![Str("")],
         9 => vec![U32(RID_NONE)],
-        10 => vec![Str(&t.home), Str("")],
+        10 => vec![Str(&t.home), t.drive],
         12 => vec![Str(&t.profile)],
         16 => vec![acb],
         17 => vec![Time(NEVER)],
@@ -314,7 +322,7 @@ fn user_fields<'a>(level: u16, u: &'a Local, t: &'a UserText) -> Option<Vec<Fiel
             name,
             Str(&u.full_name),
             Str(&t.home),
-            Str(""), // home drive
+            t.drive,
             Str(""), // logon script
             Str(&t.profile),
             Str(""), // description
