@@ -19,7 +19,8 @@
 #                   vfs.fruit_timemachine), each on a share with the fruit options Samba's own
 #                   selftest gives it (see extra_shares below)
 #   --rpc           only the DCE/RPC suites over named pipes (rpc.lsa.lookupsids,
-#                   rpc.lsa.lookupnames: names in ACL editors), run as ncacn_np:127.0.0.1
+#                   rpc.lsa.lookupnames: names in ACL editors; rpc.samr.handletype: the
+#                   object picker's samr), run as ncacn_np:127.0.0.1
 #   --out DIR       where logs, summary.tsv and tests.tsv go
 #                   (default: target/conformance/YYYYmmdd-HHMMSS in the repository)
 #   --no-samba      skip the Samba reference run
@@ -62,9 +63,10 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
     smb2.ioctl-on-stream smb2.fileid smb2.timestamps
     smb2.dirlease smb2.durable-v2-regressions smb2.name-mangling smb2.stream-inherit-perms
-    smb2.winattr2 smb2.openattr smb2.winattr rpc.lsa.lookupsids rpc.lsa.lookupnames)
+    smb2.winattr2 smb2.openattr smb2.winattr rpc.lsa.lookupsids rpc.lsa.lookupnames
+    rpc.samr.handletype)
 # DCE/RPC over the IPC$ named pipes: `--rpc` (the target is ncacn_np:HOST, not a share).
-RPC_SUITES=(rpc.lsa.lookupsids rpc.lsa.lookupnames)
+RPC_SUITES=(rpc.lsa.lookupsids rpc.lsa.lookupnames rpc.samr.handletype)
 # Change notification: `--notify`.
 NOTIFY_SUITES=(smb2.notify smb2.notify-inotify)
 # Named streams: `--streams`.
