@@ -20,6 +20,24 @@ use crate::limits;
 /// control characters). `\` is the separator and never reaches a component.
 const FORBIDDEN: &[char] = &['"', '*', '/', ':', '<', '>', '?', '|'];
 
+/// The bytes of a component's UTF-8 that are refused: control characters and
+/// [`FORBIDDEN`]. All are ASCII, and no byte of a character beyond ASCII is
+/// below 0x80, so a component is checked byte by byte.
+const REFUSED_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    let mut i = 0;
+    while i < FORBIDDEN.len() {
+        t[FORBIDDEN[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// A POSIX open's name (the SMB3 POSIX extensions), as Samba's POSIX pathnames take it: `/`
 /// separates (repeated ones count once, a trailing one is dropped, a leading one is
 /// INVALID_PARAMETER), `..` takes back a component, and a component may hold any character but
@@ -42,7 +60,7 @@ fn path_of<'a>(
     comps: impl Iterator<Item = &'a str>,
     check: fn(&str) -> Result<&str, NtStatus>,
 ) -> Result<RelPath, NtStatus> {
-    let mut parts = Vec::new();
+    let mut parts = Vec::with_capacity(4);
     for comp in comps {
         if comp == ".." {
             if parts.pop().is_none() {
@@ -52,7 +70,7 @@ fn path_of<'a>(
         }
         parts.push(check(comp)?);
     }
-    RelPath::from_components(parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
+    RelPath::from_strs(&parts).map_err(|_| NtStatus::OBJECT_NAME_INVALID)
 }
 
 /// Turn a decoded CREATE/rename name into a share-relative path.
@@ -60,7 +78,8 @@ pub fn parse_smb_path(name: &str) -> Result<RelPath, NtStatus> {
     if name.is_empty() {
         return Ok(RelPath::root());
     }
-    if name.chars().count() > limits::PATH_CHARS_MAX {
+    // No more characters than bytes: counted only when it could matter.
+    if name.len() > limits::PATH_CHARS_MAX && name.chars().count() > limits::PATH_CHARS_MAX {
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
     // `/` separates components as `\` does (as Samba takes it; Windows
@@ -77,6 +96,11 @@ pub fn parse_smb_path(name: &str) -> Result<RelPath, NtStatus> {
     }
     // One trailing separator names the same object ("dir\").
     let trimmed = name.strip_suffix('\\').unwrap_or(name);
+    if !trimmed.contains('\\') {
+        // One component (most names): no list of components to build first.
+        let comp = check_component(trimmed)?;
+        return RelPath::from_strs(&[comp]).map_err(|_| NtStatus::OBJECT_NAME_INVALID);
+    }
     path_of(trimmed.split('\\'), check_component)
 }
 
@@ -153,13 +177,10 @@ pub fn check_component(comp: &str) -> Result<&str, NtStatus> {
     if comp == "." {
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
-    if comp.chars().count() > limits::NAME_CHARS_MAX {
+    if comp.len() > limits::NAME_CHARS_MAX && comp.chars().count() > limits::NAME_CHARS_MAX {
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
-    if comp
-        .chars()
-        .any(|c| (c as u32) < 0x20 || FORBIDDEN.contains(&c))
-    {
+    if comp.bytes().any(|b| REFUSED_BYTE[usize::from(b)]) {
         return Err(NtStatus::OBJECT_NAME_INVALID);
     }
     Ok(comp)
@@ -168,6 +189,24 @@ pub fn check_component(comp: &str) -> Result<&str, NtStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_component_is_refused_exactly_for_control_and_forbidden_characters() {
+        for c in (0u32..0x300).filter_map(char::from_u32) {
+            let comp = format!("a{c}b");
+            let refused = (c as u32) < 0x20 || FORBIDDEN.contains(&c);
+            match c {
+                '\\' => continue, // the separator
+                _ => assert_eq!(check_component(&comp).is_err(), refused, "{c:?}"),
+            }
+        }
+        assert!(check_component("名前ü\u{1F600}").is_ok());
+        // 255 characters of two bytes each: 510 bytes, one name too many for the backend.
+        let long = "é".repeat(255);
+        assert!(check_component(&long).is_ok());
+        assert!(parse_smb_path(&long).is_err());
+        assert!(check_component(&"é".repeat(256)).is_err());
+    }
 
     #[test]
     fn a_posix_name_may_hold_what_windows_names_may_not() {

@@ -147,6 +147,18 @@ impl Default for RelPath {
     }
 }
 
+/// One component of a [`RelPath`]: not empty, not `.` or `..`, no `/` or NUL
+/// (`InvalidName`), at most 255 bytes (`NameTooLong`).
+fn check_component(p: &str) -> FsResult<()> {
+    if p.is_empty() || p == "." || p == ".." || p.contains(['/', '\0']) {
+        return Err(FsError::InvalidName);
+    }
+    if p.len() > 255 {
+        return Err(FsError::NameTooLong);
+    }
+    Ok(())
+}
+
 impl RelPath {
     /// The share root.
     pub fn root() -> RelPath {
@@ -163,15 +175,22 @@ impl RelPath {
         // A `Vec<String>` is collected in place (no second vector).
         let components: Vec<String> = parts.into_iter().map(Into::into).collect();
         for p in &components {
-            if p.is_empty() || p == "." || p == ".." || p.contains('/') || p.contains('\0') {
-                return Err(FsError::InvalidName);
-            }
-            if p.len() > 255 {
-                return Err(FsError::NameTooLong);
-            }
+            check_component(p)?;
         }
         Ok(RelPath {
             components: Arc::from(components),
+        })
+    }
+
+    /// [`RelPath::from_components`] from borrowed names: checked as they are, then
+    /// copied once into the path's own list (no vector of owned names first; every
+    /// CREATE makes one).
+    pub fn from_strs(parts: &[&str]) -> FsResult<RelPath> {
+        for p in parts {
+            check_component(p)?;
+        }
+        Ok(RelPath {
+            components: parts.iter().map(|p| (*p).to_owned()).collect(),
         })
     }
 
