@@ -414,6 +414,27 @@ pub(crate) fn enter_kept(
     lease_back(files, e, rec, DISCONNECTED, 0);
 }
 
+/// The caching of a durable open put back into its file's entry without a client (taken over,
+/// or kept after a move failed): its lease, if it has one, with no state until the client is
+/// back; its breaks going to `route`.
+pub(super) fn caching_of(
+    lease: Option<oplock::LeaseId>,
+    route: oplock::Route,
+    file_id: (u64, u64),
+) -> oplock::Caching {
+    oplock::Caching {
+        level: if lease.is_some() {
+            oplock::LEVEL_LEASE
+        } else {
+            oplock::LEVEL_NONE
+        },
+        lease,
+        route,
+        file_id,
+        ..Default::default()
+    }
+}
+
 /// Put persistent open `rec` into file entry `e` as open `id` with its byte-range locks, its
 /// breaks going to `route`.
 fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oplock::Route) {
@@ -428,17 +449,7 @@ fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oploc
         owner: id,
         access: h.access,
         share_access: h.share_access,
-        caching: oplock::Caching {
-            level: if lease.is_some() {
-                oplock::LEVEL_LEASE
-            } else {
-                oplock::LEVEL_NONE
-            },
-            lease,
-            route,
-            file_id: (rec.file_id.persistent, id),
-            ..Default::default()
-        },
+        caching: caching_of(lease, route, (rec.file_id.persistent, id)),
         who: rec.who.clone(),
         posix: h.posix,
     });

@@ -603,17 +603,7 @@ fn enter_unrecorded(
         owner: id,
         access: h.access,
         share_access: h.share_access,
-        caching: oplock::Caching {
-            level: if lease.is_some() {
-                oplock::LEVEL_LEASE
-            } else {
-                oplock::LEVEL_NONE
-            },
-            lease,
-            route: durable::DISCONNECTED,
-            file_id: (persistent_id, id),
-            ..Default::default()
-        },
+        caching: super::ca::caching_of(lease, durable::DISCONNECTED, (persistent_id, id)),
         who: Some(who.clone()),
         posix: h.posix,
     });
