@@ -53,7 +53,7 @@ pub(super) fn response(
     let (share, made, grant) = (&at.tree.share, &adm.made, &adm.grant);
     let attr = &changed.attr;
     let mut contexts = response_contexts(cr, attr, made.maximal, file_id_shown(core, share, attr));
-    if let Some((reply, on)) = asked.aapl.take() {
+    if let Some((reply, on)) = asked.aapl.take().map(|b| *b) {
         contexts.push(CreateContext::new(ringshare_wire::create::tag::AAPL, reply));
         // Once on, it stays on for the connection.
         core.aapl.negotiated = true;

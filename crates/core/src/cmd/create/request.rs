@@ -40,9 +40,10 @@ pub(super) struct Asked {
     /// `file:stream`: the stream's name as given.
     pub named: Option<String>,
     /// The AAPL answer and what it turns on, on a `fruit` share.
-    pub aapl: Option<(Vec<u8>, Aapl)>,
+    /// (Boxed, as the SecD: rare, and an `Asked` moves several times per CREATE.)
+    pub aapl: Option<Box<(Vec<u8>, Aapl)>>,
     /// SecD: the descriptor a new file gets.
-    pub sd_given: Option<SecurityDescriptor>,
+    pub sd_given: Option<Box<SecurityDescriptor>>,
     /// DesiredAccess granted against the tree's MaximalAccess.
     pub granted: u32,
     /// DesiredAccess with generic rights mapped, MAXIMUM_ALLOWED left out.
@@ -84,9 +85,11 @@ pub(super) fn check(
     // AAPL (Apple's context, on a `fruit` share): every CREATE carrying it
     // is answered, as Samba does ([`crate::fruit`]).
     let aapl = match (&share.fruit, cr.context(ContextTag::Aapl)) {
-        (Some(f), Some(c)) if f.aapl => {
-            Some(crate::fruit::server_query(f, &c.data, share.has_streams())?)
-        }
+        (Some(f), Some(c)) if f.aapl => Some(Box::new(crate::fruit::server_query(
+            f,
+            &c.data,
+            share.has_streams(),
+        )?)),
         _ => None,
     };
     let fruit = share.fruit.as_deref();
@@ -118,7 +121,7 @@ pub(super) fn check(
     // SecD: the security descriptor a new file gets ([MS-SMB2] 2.2.13.2.2).
     let sd_given = cr
         .context(ContextTag::SdBuffer)
-        .map(|c| SecurityDescriptor::decode(&c.data))
+        .map(|c| SecurityDescriptor::decode(&c.data).map(Box::new))
         .transpose()
         .map_err(|_| NtStatus::INVALID_SECURITY_DESCR)?;
     let granted = access::granted_access(cr.desired_access.0, tree.maximal)?;
