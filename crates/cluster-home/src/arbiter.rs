@@ -47,13 +47,11 @@ pub fn admit(
         return cluster::home::admit_here(server, key, entry, ask);
     };
     let call = Call::Admit(key, Box::new(msg::Ask::of(ask)));
-    admitted(
-        &server.files,
-        key,
-        entry,
-        ask,
-        cluster::ask(&server.node, node, call),
-    )
+    let answer = cluster::ask(&server.node, node, call);
+    if let Ok(Answer::Admitted(_, io)) = &answer {
+        lock(entry).grants.held = IoGrant(*io);
+    }
+    admitted(&server.files, key, entry, ask, answer)
 }
 
 /// A decision made here at once, or to be asked of the file's home by a call carried away
@@ -120,9 +118,20 @@ pub fn admit_or_ask(
     };
     let (withdrawn, owner) = (Arc::clone(&asking.withdrawn), ask.owner);
     let message = cluster::call_bytes(&*link, node, Call::Admit(key, Box::new(msg::Ask::of(ask))));
+    let entry = Arc::clone(entry);
     let run = move || {
         let answer = link.call(node, message.clone());
-        let admitted = matches!(cluster::answer_of(answer.clone()), Ok(Answer::Admitted(..)));
+        let admitted = match cluster::answer_of(answer.clone()) {
+            Ok(Answer::Admitted(_, io)) => {
+                // Kept as the answer comes in, on the thread that carried the call (as the
+                // I/O thread did when it carried it): a revocation the home sends after it
+                // answered, before the CREATE runs again, finds the grant here and takes it
+                // back, and the CREATE does not store it again.
+                lock(&entry).grants.held = IoGrant(io);
+                true
+            }
+            _ => false,
+        };
         if admitted && withdrawn.load(Ordering::SeqCst) {
             let close = Call::Close {
                 key,
@@ -156,8 +165,8 @@ pub fn admit_answered(
     admitted(files, key, entry, ask, cluster::answer_of(answer))
 }
 
-/// The home's answer to an open it was asked for: the shadow entry and the node's I/O grant
-/// follow it.
+/// The home's answer to an open it was asked for: the shadow entry follows it (the node's
+/// I/O grant it brings was kept as the answer came in: [`admit`], [`admit_or_ask`]).
 fn admitted(
     files: &FileTable,
     key: FileKey,
@@ -166,12 +175,8 @@ fn admitted(
     answer: Result<Answer, NtStatus>,
 ) -> Result<Option<Grant>, NtStatus> {
     match answer? {
-        Answer::Admitted(g, io) => {
-            {
-                let mut e = lock(entry);
-                shadow::admitted(&mut e, ask, &g);
-                e.grants.held = IoGrant(io);
-            }
+        Answer::Admitted(g, _) => {
+            shadow::admitted(&mut lock(entry), ask, &g);
             if let (Some(lid), oplock::LEVEL_LEASE) = (ask.wish.lease, g.level) {
                 files.set_lease_file(lid, key);
             }

@@ -477,3 +477,43 @@ fn a_break_acknowledgment_of_a_file_homed_on_another_node_waits_for_the_home_not
         assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
     }
 }
+
+/// The I/O grant an open's admission brings is kept when the home's answer comes in, on the
+/// thread that carried the call, not when the I/O thread takes the answer later: a revocation
+/// the home sent in between (a client of another node took a byte-range lock) is not undone,
+/// so a READ of the locked range asks the home and meets the lock.
+#[test]
+fn a_revocation_between_an_admissions_answer_and_its_create_running_again_is_not_undone() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fb = open(&mut b, "late.txt", ALL, 7).expect("b");
+    assert_eq!(b.write(fb, 0, b"0123456789").status(), NtStatus::SUCCESS);
+
+    a.hold_lookups = true;
+    let m = a.create_msg_caching("late.txt", ALL, 7, D::OPEN, 0, None);
+    assert!(a.send_frame(m).is_empty(), "the CREATE asks the home");
+    assert_eq!(a.held_lookups.len(), 1);
+    let req = a.held_lookups.remove(0);
+    let done = req.run();
+    // The home answered (admitted, with an I/O grant: no locks on the file); before the
+    // CREATE runs again, a client of node 2 locks a range, and the home takes the grant back.
+    let locked = [(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    assert_eq!(b.lock(fb, &locked).status(), NtStatus::SUCCESS);
+    a.conn.complete_lookup(a.now, req.id, done);
+    let r = a.pump();
+    assert_eq!(statuses(&r), [NtStatus::SUCCESS], "the CREATE admitted");
+    let fa = CreateResponse::decode(&r[0].msg).expect("create").file_id;
+    a.hold_lookups = false;
+
+    let calls = cl.calls_to(3);
+    assert_eq!(
+        a.read(fa, 0, 4).status(),
+        NtStatus::FILE_LOCK_CONFLICT,
+        "the revoked grant stays revoked: the home is asked and the lock is met"
+    );
+    assert_eq!(cl.calls_to(3), calls + 1, "asked of the home");
+    assert_eq!(b.lock(fb, &[(0, 10, UNLOCK)]).status(), NtStatus::SUCCESS);
+    assert_eq!(read_data(&a.read(fa, 0, 4)), b"0123");
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+}
