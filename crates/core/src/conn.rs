@@ -193,6 +193,7 @@ impl Connection {
                 metrics: None,
                 domain_answer: None,
                 ids_wanted: None,
+                home_kept: None,
                 cluster_posts: Vec::new(),
                 create_waits: None,
                 quota_handles: Default::default(),
@@ -939,7 +940,12 @@ impl Connection {
                 cmd::ids::parked(&mut self.core, r)
             }
             Command::LOCK => cmd::lock::handle(&mut self.core, req),
-            Command::IOCTL => cmd::ioctl::handle(&mut self.core, req).map(Handled::Reply),
+            Command::IOCTL => {
+                // A copychunk's or a set-zero-data's lock check may ask the file's home (the
+                // request parks and runs again: cmd/io_check.rs).
+                let r = cmd::ioctl::handle(&mut self.core, req).map(Handled::Reply);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::QUERY_DIRECTORY => {
                 cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply)
             }

@@ -517,3 +517,170 @@ fn a_revocation_between_an_admissions_answer_and_its_create_running_again_is_not
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
     assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
 }
+
+const FSCTL_SRV_REQUEST_RESUME_KEY: u32 = 0x0014_0078;
+const FSCTL_SRV_COPYCHUNK: u32 = 0x0014_40F2;
+const FSCTL_SET_ZERO_DATA: u32 = 0x0009_80C8;
+
+/// An FSCTL IOCTL message of `input` on `f` (sent without waiting for its answer).
+fn fsctl_msg(c: &mut Client, f: FileId, ctl: u32, input: &[u8], max_out: u32) -> Vec<u8> {
+    let tree = c.tree_id;
+    c.message(Command::IOCTL, tree, |o| {
+        o.extend_from_slice(&57u16.to_le_bytes());
+        o.extend_from_slice(&0u16.to_le_bytes());
+        o.extend_from_slice(&ctl.to_le_bytes());
+        f.write(o);
+        for v in [120, input.len() as u32, 0, 0, 0, max_out, 1, 0] {
+            o.extend_from_slice(&v.to_le_bytes());
+        }
+        o.extend_from_slice(input);
+    })
+}
+
+/// A copychunk of `chunks` (source offset, target offset, length) from the open whose resume
+/// key is `key`.
+fn copychunk_msg(
+    c: &mut Client,
+    dst: FileId,
+    key: [u8; 24],
+    chunks: &[(u64, u64, u32)],
+) -> Vec<u8> {
+    use ringshare_wire::ioctl::{SrvCopychunk, SrvCopychunkCopy};
+    let mut input = Vec::new();
+    SrvCopychunkCopy {
+        source_key: key,
+        chunks: chunks
+            .iter()
+            .map(|&(s, t, l)| SrvCopychunk {
+                source_offset: s,
+                target_offset: t,
+                length: l,
+            })
+            .collect(),
+    }
+    .encode(&mut input);
+    fsctl_msg(c, dst, FSCTL_SRV_COPYCHUNK, &input, 12)
+}
+
+/// The chunks a copychunk's answer says it wrote.
+fn chunks_written(r: &Resp) -> u32 {
+    use ringshare_wire::ioctl::{IoctlResponse, SrvCopychunkResponse};
+    let out = IoctlResponse::decode(&r.msg).expect("an IOCTL response");
+    SrvCopychunkResponse::decode(out.output)
+        .expect("a copychunk response")
+        .chunks_written
+}
+
+/// Carry the held lookups, one at a time, until an answer comes out: how many calls that took.
+fn answer_all_held(cl: &Cluster, c: &mut Client) -> (Vec<Resp>, u64) {
+    let calls = cl.calls_to(3);
+    let mut out = Vec::new();
+    while out.is_empty() && !c.held_lookups.is_empty() {
+        assert_eq!(c.held_lookups.len(), 1, "one question at a time");
+        out = answer_held(c);
+    }
+    (out, cl.calls_to(3) - calls)
+}
+
+/// A copychunk's and an FSCTL_SET_ZERO_DATA's byte-range lock checks of files homed on another
+/// node that no I/O grant decides (a client of node 2 holds locks on both files) ask the home
+/// away from the I/O thread: unanswered and no call until the held call is carried, a
+/// QUERY_INFO answered meanwhile. A copychunk of two chunks asks its four checks (source and
+/// destination of each) one after another, each once (the answers kept while it runs again),
+/// and copies only once all are in; a chunk whose destination is locked ends the copy there
+/// (FILE_LOCK_CONFLICT, the chunks before it written, nothing of it). A set-zero-data asks
+/// once: SUCCESS and zeros, or FILE_LOCK_CONFLICT on the locked range.
+#[test]
+fn a_copychunk_and_a_set_zero_data_no_grant_decides_wait_for_the_home_not_their_connection() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let src = open(&mut a, "cc-src.bin", ALL, 7).expect("src");
+    let dst = open(&mut a, "cc-dst.bin", ALL, 7).expect("dst");
+    let data: Vec<u8> = (0..64u8).collect();
+    assert_eq!(a.write(src, 0, &data).status(), NtStatus::SUCCESS);
+    assert_eq!(a.write(dst, 0, &[b'x'; 2048]).status(), NtStatus::SUCCESS);
+    let r = a.ioctl(src, FSCTL_SRV_REQUEST_RESUME_KEY, &[], 32, 1);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let out = ringshare_wire::ioctl::IoctlResponse::decode(&r.msg).expect("ioctl");
+    let key: [u8; 24] = out.output[..24].try_into().unwrap();
+    let (bs, bd) = (
+        open(&mut b, "cc-src.bin", ALL, 7).expect("b src"),
+        open(&mut b, "cc-dst.bin", ALL, 7).expect("b dst"),
+    );
+    let locked = [(1000, 10, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    assert_eq!(b.lock(bs, &locked).status(), NtStatus::SUCCESS);
+    assert_eq!(b.lock(bd, &locked).status(), NtStatus::SUCCESS);
+
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    let m = copychunk_msg(&mut a, dst, key, &[(0, 0, 8), (8, 8, 8)]);
+    assert!(a.send_frame(m).is_empty(), "no answer before the home's");
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (1, calls),
+        "it waits for its call, which the thread did not make"
+    );
+    assert_eq!(
+        a.query_info(src, 1, 4, 0, 4096).status(),
+        NtStatus::SUCCESS,
+        "the connection answers a QUERY_INFO meanwhile"
+    );
+    let (r, asked) = answer_all_held(&cl, &mut a);
+    assert_eq!(statuses(&r), [NtStatus::SUCCESS]);
+    assert_eq!(chunks_written(&r[0]), 2);
+    assert_eq!(asked, 4, "each chunk's source and destination asked once");
+    a.hold_lookups = false;
+    assert_eq!(
+        read_data(&a.read(dst, 0, 20)),
+        [&data[..16], b"xxxx"].concat()
+    );
+
+    // The second chunk's destination is locked: the first is written, the second not.
+    a.hold_lookups = true;
+    let m = copychunk_msg(&mut a, dst, key, &[(16, 16, 8), (24, 1000, 8)]);
+    assert!(a.send_frame(m).is_empty());
+    let (r, asked) = answer_all_held(&cl, &mut a);
+    assert_eq!(statuses(&r), [NtStatus::FILE_LOCK_CONFLICT]);
+    assert_eq!(chunks_written(&r[0]), 1);
+    assert_eq!(asked, 4);
+    a.hold_lookups = false;
+    assert_eq!(read_data(&a.read(dst, 16, 8)), &data[16..24]);
+    assert_eq!(b.read(bd, 1000, 8).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        read_data(&b.read(bd, 1000, 8)),
+        b"xxxxxxxx",
+        "nothing of it"
+    );
+
+    // FSCTL_SET_ZERO_DATA: SUCCESS and zeros outside the lock, FILE_LOCK_CONFLICT in it.
+    for (from, status) in [
+        (100i64, NtStatus::SUCCESS),
+        (1000, NtStatus::FILE_LOCK_CONFLICT),
+    ] {
+        let mut input = Vec::new();
+        ringshare_wire::ioctl::FileZeroDataInformation {
+            file_offset: from,
+            beyond_final_zero: from + 8,
+        }
+        .encode(&mut input);
+        a.hold_lookups = true;
+        let calls = cl.calls_to(3);
+        let m = fsctl_msg(&mut a, dst, FSCTL_SET_ZERO_DATA, &input, 0);
+        assert!(a.send_frame(m).is_empty(), "no answer before the home's");
+        assert_eq!((a.held_lookups.len(), cl.calls_to(3)), (1, calls));
+        let (r, asked) = answer_all_held(&cl, &mut a);
+        assert_eq!(
+            (statuses(&r), asked),
+            (vec![status], 1),
+            "zero data at {from}"
+        );
+    }
+    a.hold_lookups = false;
+    assert_eq!(read_data(&a.read(dst, 100, 8)), [0; 8]);
+    assert_eq!(read_data(&b.read(bd, 1000, 8)), b"xxxxxxxx");
+    for (c, f) in [(&mut a, [src, dst]), (&mut b, [bs, bd])] {
+        for f in f {
+            assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+        }
+    }
+}

@@ -43,6 +43,10 @@ pub enum DomainAnswer {
     /// A file's home's answer to what a request asked before it changed anything (a delete
     /// pending read: [`Lookup::Home`]), or why it gave none.
     Home(Result<Vec<u8>, ringshare_wire::NtStatus>),
+    /// A file's home's answers to the questions a request that may ask more than one asked
+    /// before it changed anything (each a [`Lookup::Home`], the request parked and ran again
+    /// for each), by the tag the request gave each question.
+    Homes(Vec<(u64, Result<Vec<u8>, ringshare_wire::NtStatus>)>),
 }
 
 /// The local accounts, with the users of `workgroup` checked by the domain: the domain was

@@ -36,16 +36,26 @@ pub(crate) fn parked(
                 // A QUERY_INFO asks a share's quota source the same way (cmd/quota.rs).
                 let asked = match ask {
                     Lookup::Quota { .. } => Asked::Quota,
-                    // A read of a file's home (cmd/pending.rs).
-                    Lookup::Home(_) => Asked::Home,
+                    // A read of a file's home (cmd/pending.rs), or one of several
+                    // (cmd/io_check.rs).
+                    Lookup::Home(_) => match core.home_kept.take() {
+                        Some((tag, kept)) => Asked::Homes(tag, kept),
+                        None => Asked::Home,
+                    },
                     _ => Asked::Ids,
                 };
+                core.home_kept = None;
                 Ok(Handled::lookup(ask, LookupCont::Again(asked)))
             }
             None => Err(NtStatus::INTERNAL_ERROR),
         },
         r => {
             core.ids_wanted = None;
+            core.home_kept = None;
+            // The answers kept for this request are not another's.
+            if let Some(DomainAnswer::Homes(_)) = core.domain_answer {
+                core.domain_answer = None;
+            }
             r
         }
     }

@@ -45,3 +45,49 @@ pub(crate) fn io_check(
         }
     }
 }
+
+/// [`io_check`] for a request that may make several checks, each of which may ask the home
+/// (a copychunk's source and destination, chunk after chunk): the answers of the checks that
+/// asked are kept, each by its question's tag (the file and the I/O), while the request parks
+/// for the next one and runs again ([`crate::cmd::Asked::Homes`]), so that each check asks
+/// once. A check whose answer is kept takes it; one decided here (a grant a kept answer
+/// brought) asks nothing.
+pub(crate) fn io_check_kept(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bool, NtStatus> {
+    let tag = tag_of(open, &io);
+    let kept = match core.domain_answer.take() {
+        Some(DomainAnswer::Homes(kept)) => kept,
+        other => {
+            core.domain_answer = other;
+            Vec::new()
+        }
+    };
+    let answer = kept.iter().find(|(t, _)| *t == tag).map(|(_, a)| a.clone());
+    if let Some(answer) = answer {
+        core.domain_answer = Some(DomainAnswer::Homes(kept));
+        return arbiter::io_check_answered(answer);
+    }
+    match arbiter::io_check_or_ask(&core.server, open.key, &open.entry, io) {
+        Decision::Made(r) => {
+            if !kept.is_empty() {
+                core.domain_answer = Some(DomainAnswer::Homes(kept));
+            }
+            r
+        }
+        Decision::Ask(ask, ()) => {
+            core.ids_wanted = Some(Lookup::Home(ask));
+            core.home_kept = Some((tag, kept));
+            Err(ASK_IDS)
+        }
+    }
+}
+
+/// The tag of an I/O check's question: its file, open and range, and whether it writes.
+fn tag_of(open: &Open, io: &IoAsk) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (
+        open.key, io.owner, io.offset, io.length, io.write, io.change,
+    )
+        .hash(&mut h);
+    h.finish()
+}

@@ -38,7 +38,7 @@ mod dup_extents;
 mod reparse;
 mod snapshots;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ringshare_vfs::Node;
 use ringshare_wire::consts::{Dialect, Fsctl, IoctlFlags};
@@ -51,13 +51,14 @@ use ringshare_wire::ioctl::{
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::arbiter;
+use crate::cmd::io_check::io_check_kept;
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access::{
     FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
 };
 use crate::fsmap::status_of;
-use crate::server::{lock, FileEntry};
+use crate::server::lock;
 
 /// Device type of file system FSCTLs (FILE_DEVICE_FILE_SYSTEM).
 const DEVICE_FILE_SYSTEM: u32 = 0x0009;
@@ -262,7 +263,6 @@ fn validate_negotiate(core: &mut ConnCore, ir: &IoctlRequest<'_>) -> Result<Repl
 struct OpenRef {
     id: u64,
     node: Arc<dyn Node>,
-    entry: Arc<Mutex<FileEntry>>,
     access: u32,
     is_dir: bool,
     open: Arc<crate::state::Open>,
@@ -300,7 +300,6 @@ impl OpenRef {
         OpenRef {
             id: o.id,
             node: Arc::clone(&o.node),
-            entry: Arc::clone(&o.entry),
             access: o.access,
             is_dir: o.is_dir,
             open: o,
@@ -414,8 +413,9 @@ fn copychunk(
             Err(s) => with_body(s, SrvCopychunkResponse::default()),
         };
     }
+    let refused = lock_checks(core, &src, &dst, &cc.chunks)?;
     let mut done = SrvCopychunkResponse::default();
-    for c in &cc.chunks {
+    for (i, c) in cc.chunks.iter().enumerate() {
         let len = u64::from(c.length);
         if c.source_offset.checked_add(len).is_none() || c.target_offset.checked_add(len).is_none()
         {
@@ -425,19 +425,12 @@ fn copychunk(
         if c.source_offset + len > src_size {
             return with_body(NtStatus::INVALID_VIEW_SIZE, done);
         }
-        let (src_io, dst_io) = (
-            src.io(c.source_offset, len, false, core.now.mono_ms),
-            dst.io(c.target_offset, len, true, core.now.mono_ms),
-        );
-        let server = &core.server;
-        let checked = arbiter::io_check(server, src.open.key, &src.entry, src_io)
-            .and_then(|_| arbiter::io_check(server, dst.open.key, &dst.entry, dst_io));
-        match checked {
-            Ok(_) => {}
-            Err(NtStatus::FILE_LOCK_CONFLICT) => {
+        match refused {
+            Some((at, NtStatus::FILE_LOCK_CONFLICT)) if at == i => {
                 return with_body(NtStatus::FILE_LOCK_CONFLICT, done)
             }
-            Err(s) => return Err(s),
+            Some((at, s)) if at == i => return Err(s),
+            _ => {}
         }
         match dst
             .node
@@ -452,6 +445,39 @@ fn copychunk(
         note_written(&core.server, &dst, core.now);
     }
     with_body(NtStatus::SUCCESS, done)
+}
+
+/// The byte-range lock checks of a copychunk's chunks, source then destination, all before
+/// anything is copied: a check may ask the file's home, the request parking for the answer and
+/// running again (Err([`crate::cmd::ids::ASK_IDS`]), cmd/io_check.rs), which must then find
+/// nothing copied yet. The first chunk refused, and why (the copy stops there, as when each
+/// chunk was checked just before it was copied).
+fn lock_checks(
+    core: &mut ConnCore,
+    src: &OpenRef,
+    dst: &OpenRef,
+    chunks: &[ringshare_wire::ioctl::SrvCopychunk],
+) -> Result<Option<(usize, NtStatus)>, NtStatus> {
+    for (i, c) in chunks.iter().enumerate() {
+        let len = u64::from(c.length);
+        if c.source_offset.checked_add(len).is_none() || c.target_offset.checked_add(len).is_none()
+        {
+            break;
+        }
+        let now = core.now.mono_ms;
+        let (src_io, dst_io) = (
+            src.io(c.source_offset, len, false, now),
+            dst.io(c.target_offset, len, true, now),
+        );
+        let checked = io_check_kept(core, &src.open, src_io)
+            .and_then(|_| io_check_kept(core, &dst.open, dst_io));
+        match checked {
+            Ok(_) => {}
+            Err(crate::cmd::ids::ASK_IDS) => return Err(crate::cmd::ids::ASK_IDS),
+            Err(s) => return Ok(Some((i, s))),
+        }
+    }
+    Ok(None)
 }
 
 /// The DOS attributes as stored, without the bits the server computes.
@@ -523,7 +549,9 @@ fn set_zero_data(
         return Ok(Reply::ok(response(ir, &[])));
     }
     let io = open.io(offset, end - offset, true, core.now.mono_ms);
-    arbiter::io_check(&core.server, open.open.key, &open.entry, io)?;
+    // Asked of the file's home away from the I/O thread when no grant decides it (the request
+    // changed nothing yet: it parks and runs again, cmd/io_check.rs).
+    crate::cmd::io_check::io_check(core, &open.open, io, true)?;
     // A non-sparse file keeps reporting the range as allocated (see
     // `query_allocated_ranges`), whatever the backend did with the storage.
     open.node

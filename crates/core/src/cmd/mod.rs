@@ -127,6 +127,10 @@ pub(crate) enum Asked {
     /// A file's home's answer to a read that changes nothing there (the delete pending a
     /// QUERY_INFO or a CHANGE_NOTIFY shows or checks: [`pending`]).
     Home,
+    /// A file's home's answer to one of the questions of a request that may ask more than
+    /// one (the tag of this one, and the answers kept from the earlier ones:
+    /// [`crate::cmd::io_check::io_check_kept`]).
+    Homes(u64, Vec<(u64, Result<Vec<u8>, ringshare_wire::NtStatus>)>),
 }
 
 /// Work of a request that went async.

@@ -96,6 +96,10 @@ impl Connection {
                     (Asked::Quota, LookupDone::Quota(a)) => DomainAnswer::Quota(Ok(a)),
                     (Asked::Quota, _) => DomainAnswer::Quota(Err("no answer".into())),
                     (Asked::Home, done) => DomainAnswer::Home(done.home()),
+                    (Asked::Homes(tag, mut kept), done) => {
+                        kept.push((tag, done.home()));
+                        DomainAnswer::Homes(kept)
+                    }
                 };
                 self.core.domain_answer = Some(answer);
                 let mut job = job;
