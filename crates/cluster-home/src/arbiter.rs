@@ -567,6 +567,66 @@ pub fn rename_waits(
     cluster::ask_for(&server.node, node, call, Answer::flag)
 }
 
+/// [`rename_waits`], its call to the file's home (a file homed on another node) carried away
+/// from the I/O thread: [`Decision::Ask`], whose answer [`rename_waits_answered`] takes.
+pub fn rename_waits_or_ask(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    conn_id: u64,
+    now_ms: u64,
+) -> Decision<Result<bool, NtStatus>, ()> {
+    let node = match home(&server.node, key) {
+        Ok(None) => {
+            let waits = decide::rename_waits_here(server, entry, owner, conn_id, now_ms);
+            return Decision::Made(Ok(waits));
+        }
+        Ok(Some(node)) => node,
+        Err(s) => return Decision::Made(Err(s)),
+    };
+    let call = Call::Rename {
+        key,
+        owner,
+        conn_id,
+        now_ms,
+    };
+    match cluster::to_ask(&server.node, node, call) {
+        Ok(ask) => Decision::Ask(ask, ()),
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
+/// The home answered the question [`rename_waits_or_ask`] asked: whether the rename waits.
+pub fn rename_waits_answered(answer: Result<Vec<u8>, NtStatus>) -> Result<bool, NtStatus> {
+    match cluster::answer_of(answer)? {
+        Answer::Flag(waits) => Ok(waits),
+        Answer::Refused(s) => Err(s),
+        a => Err(cluster::unexpected(&a)),
+    }
+}
+
+/// [`moved`], its call to the file's home (a file homed on another node) posted: the call,
+/// which nobody waits for (the home's calls about one file are carried in the order asked).
+pub fn moved_posted(
+    here: &NodeState,
+    key: FileKey,
+    entry: &Mutex<FileEntry>,
+    to: &RelPath,
+) -> Option<HomeAsk> {
+    lock(entry).path = to.clone();
+    let Ok(Some(node)) = home(here, key) else {
+        return None;
+    };
+    match cluster::to_ask(here, node, Call::Moved(key, to.clone())) {
+        Ok(ask) => Some(ask),
+        Err(s) => {
+            tracing::warn!(?key, %s, "a file's home did not hear of a rename");
+            None
+        }
+    }
+}
+
 /// The file now lives at `to` (a rename): where its last close removes it.
 pub fn moved(here: &NodeState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
     lock(entry).path = to.clone();

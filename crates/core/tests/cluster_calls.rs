@@ -684,3 +684,66 @@ fn a_copychunk_and_a_set_zero_data_no_grant_decides_wait_for_the_home_not_their_
         }
     }
 }
+
+/// A rename of a file homed on another node asks the home whether it waits for breaks away
+/// from the I/O thread: unanswered and no call until the held call is carried, a QUERY_INFO
+/// answered meanwhile, then SUCCESS, the home told of the new name by a call nobody waits for
+/// (a delete set pending later removes the file by its new name). A rename that would replace
+/// a file this client holds open asks twice, the file's home and then the replaced file's,
+/// each once (the answers kept while it runs again), and is ACCESS_DENIED.
+#[test]
+fn a_rename_of_a_file_homed_on_another_node_asks_each_question_once_away_from_the_io_thread() {
+    let cl = Cluster::new(3, 3);
+    let mut a = cl.client(1);
+    let f = open(&mut a, "mv-from.txt", ALL, 7).expect("from");
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    let m = a.set_info_msg(f, 1, 10, &rename_info("mv-to.txt", false));
+    assert!(a.send_frame(m).is_empty(), "no answer before the home's");
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (1, calls),
+        "it waits for its call, which the thread did not make"
+    );
+    assert_eq!(
+        a.query_info(f, 1, 4, 0, 4096).status(),
+        NtStatus::SUCCESS,
+        "the connection answers a QUERY_INFO meanwhile"
+    );
+    assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+    assert_eq!(cl.calls_to(3), calls + 1, "one call");
+    assert_eq!(
+        a.held_lookups.len(),
+        1,
+        "the home is told the new name by a post"
+    );
+    assert!(answer_held(&mut a).is_empty());
+    a.hold_lookups = false;
+    assert!(cl.exists("mv-to.txt") && !cl.exists("mv-from.txt"));
+
+    let g = open(&mut a, "mv-other.txt", ALL, 7).expect("other");
+    a.hold_lookups = true;
+    let m = a.set_info_msg(f, 1, 10, &rename_info("mv-other.txt", true));
+    assert!(a.send_frame(m).is_empty());
+    let (r, asked) = answer_all_held(&cl, &mut a);
+    assert_eq!(
+        statuses(&r),
+        [NtStatus::ACCESS_DENIED],
+        "the file replaced is open"
+    );
+    assert_eq!(
+        asked, 2,
+        "the file's home and the replaced file's, each once"
+    );
+    a.hold_lookups = false;
+
+    assert_eq!(a.set_info(f, 1, 13, &[1]).status(), NtStatus::SUCCESS);
+    for h in [f, g] {
+        assert_eq!(a.close(h).status(), NtStatus::SUCCESS);
+    }
+    assert!(
+        !cl.exists("mv-to.txt"),
+        "removed by its new name at its home"
+    );
+    assert!(cl.exists("mv-other.txt"));
+}

@@ -226,7 +226,7 @@ pub(crate) fn poll(
 pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
     if req.hdr.command == ringshare_wire::consts::Command::SET_INFO {
         // Only a rename waits for breaks; it asks no lookup.
-        return match crate::cmd::set_info::handle(core, req)? {
+        return match crate::cmd::set_info::handle_again(core, req)? {
             Handled::Reply(r) => Ok(Some(r)),
             Handled::WaitForBreaks => Ok(None),
             _ => Err(NtStatus::INTERNAL_ERROR),

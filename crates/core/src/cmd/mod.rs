@@ -22,6 +22,7 @@ pub(crate) mod close;
 pub(crate) mod create;
 pub(crate) mod echo;
 pub(crate) mod flush;
+pub(crate) mod home_asks;
 pub(crate) mod ids;
 pub(crate) mod io_check;
 pub(crate) mod ioctl;

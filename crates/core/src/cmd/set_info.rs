@@ -25,6 +25,7 @@ use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WireError};
 
 use crate::arbiter;
+use crate::cmd::home_asks::HomeAsks;
 use crate::cmd::resolve::resolve_path;
 use crate::cmd::{Handled, LookupCont};
 use crate::dirlease;
@@ -65,14 +66,25 @@ const WAIT: NtStatus = NtStatus::PENDING;
 /// SET_INFO: its reply; [`Handled::WaitForBreaks`] while a rename waits for other clients to
 /// acknowledge breaks of their handle caching; a question to the file's home (another node)
 /// when it sets a delete pending ([`disposed`] goes on with the answer).
+/// A rename's questions to a file's home park it ([`HomeAsks`]).
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
-    match set_info(core, req) {
+    handle_parking(core, req, true)
+}
+
+/// [`handle`] for a rename run again after it waited for breaks: it cannot park, and asks a
+/// file's home on the I/O thread.
+pub(crate) fn handle_again(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+    handle_parking(core, req, false)
+}
+
+fn handle_parking(core: &mut ConnCore, req: &Req<'_>, may_park: bool) -> Result<Handled, NtStatus> {
+    match set_info(core, req, may_park) {
         Err(WAIT) => Ok(Handled::WaitForBreaks),
         other => other,
     }
 }
 
-fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
+fn set_info(core: &mut ConnCore, req: &Req<'_>, may_park: bool) -> Result<Handled, NtStatus> {
     let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
     if s.buffer.len() > handles::io_sizes(core).trans as usize {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -87,14 +99,19 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
             }
             return disposition(&server, &open, FileInfoClass(s.info_class), s.buffer);
         }
-        InfoType::FILE => set_file(
-            &server,
-            (core.now, core.conn_id),
-            &open,
-            FileInfoClass(s.info_class),
-            s.buffer,
-            read_only,
-        )?,
+        InfoType::FILE => {
+            let mut asks = HomeAsks::of(core, may_park);
+            let r = set_file(
+                &server,
+                (core.now, core.conn_id),
+                &open,
+                (FileInfoClass(s.info_class), s.buffer),
+                read_only,
+                &mut asks,
+            );
+            asks.done(core);
+            r?
+        }
         InfoType::SECURITY => {
             if read_only {
                 return Err(NtStatus::ACCESS_DENIED);
@@ -124,9 +141,9 @@ fn set_file(
     server: &ServerState,
     when: (Now, u64),
     open: &Open,
-    class: FileInfoClass,
-    buf: &[u8],
+    (class, buf): (FileInfoClass, &[u8]),
     read_only: bool,
+    asks: &mut HomeAsks,
 ) -> Result<(), NtStatus> {
     let handle_local = matches!(class, FileInfoClass::POSITION | FileInfoClass::MODE);
     if read_only && !handle_local {
@@ -146,7 +163,10 @@ fn set_file(
             }
             Ok(())
         }
-        FileInfoClass::RENAME => rename(server, (when.0.mono_ms, when.1), open, &name_info(buf)?),
+        FileInfoClass::RENAME => {
+            let r = name_info(buf)?;
+            rename(server, (when.0.mono_ms, when.1), open, &r, asks)
+        }
         FileInfoClass::END_OF_FILE => {
             let v = FileEndOfFileInformation::decode(buf).map_err(bad)?;
             if open.access & FILE_WRITE_DATA == 0 {
@@ -215,7 +235,10 @@ fn set_file(
             notify::modified(server, open, notify::filter::EA);
             Ok(())
         }
-        FileInfoClass::LINK => link(server, (when.0.mono_ms, when.1), open, &name_info(buf)?),
+        FileInfoClass::LINK => {
+            let r = name_info(buf)?;
+            link(server, (when.0.mono_ms, when.1), open, &r, asks)
+        }
         FileInfoClass::VALID_DATA_LENGTH | FileInfoClass::SHORT_NAME | FileInfoClass::RENAME_EX => {
             Err(NtStatus::NOT_SUPPORTED)
         }
@@ -457,6 +480,7 @@ fn rename(
     (now_ms, conn_id): (u64, u64),
     open: &Open,
     r: &FileRenameInformation,
+    asks: &mut HomeAsks,
 ) -> Result<(), NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
@@ -519,7 +543,7 @@ fn rename(
             e.opens.iter().any(|o| o.access & DELETE != 0)
         };
         if let Some(pe) = server.files.existing(pkey).filter(deleting) {
-            if crate::arbiter::rename_waits(server, pkey, &pe, open.id, conn_id, now_ms)? {
+            if asks.rename_waits(server, pkey, &pe, open.id, (conn_id, now_ms))? {
                 return Err(WAIT);
             }
             if deleting(&pe) {
@@ -528,7 +552,7 @@ fn rename(
         }
     }
     // Other clients give up caching handles of the file first.
-    if crate::arbiter::rename_waits(server, open.key, &open.entry, open.id, conn_id, now_ms)? {
+    if asks.rename_waits(server, open.key, &open.entry, open.id, (conn_id, now_ms))? {
         return Err(WAIT);
     }
     // Another file already holds the name (case-insensitively; for a POSIX
@@ -549,7 +573,7 @@ fn rename(
                 if a.is_dir() {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
-                if target_is_open(server, &a, open.id, (now_ms, conn_id))? {
+                if target_is_open(server, &a, open.id, (now_ms, conn_id), asks)? {
                     return Err(NtStatus::ACCESS_DENIED);
                 }
                 replaced = Some(server.node.file_key(&a));
@@ -579,7 +603,8 @@ fn rename(
             }
         }
     }
-    crate::arbiter::moved(&server.node, open.key, &open.entry, &target);
+    // The home hears of it by a call nobody waits for.
+    asks.moved(server, open.key, &open.entry, &target);
     if open.is_dir {
         server.files.moved_below(&open.share.name, &source, &target);
     }
@@ -651,6 +676,7 @@ fn link(
     (now_ms, conn_id): (u64, u64),
     open: &Open,
     r: &FileRenameInformation,
+    asks: &mut HomeAsks,
 ) -> Result<(), NtStatus> {
     if r.root_directory != 0 || open.stream.is_some() {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -677,7 +703,7 @@ fn link(
             if a.is_dir() {
                 return Err(NtStatus::FILE_IS_A_DIRECTORY);
             }
-            if target_is_open(server, &a, open.id, (now_ms, conn_id))? {
+            if target_is_open(server, &a, open.id, (now_ms, conn_id), asks)? {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             backend.unlink(who, &existing).map_err(status_of)?;
@@ -708,6 +734,7 @@ fn target_is_open(
     target: &ringshare_vfs::FileAttr,
     renaming: u64,
     (now_ms, conn_id): (u64, u64),
+    asks: &mut HomeAsks,
 ) -> Result<bool, NtStatus> {
     let key = server.node.file_key(target);
     let Some(entry) = server.files.existing(key) else {
@@ -715,7 +742,7 @@ fn target_is_open(
     };
     // Every open's handle caching is given up first, a POSIX open's too (Samba 4.22's
     // rename_dst_check); then POSIX opens do not keep the file from being replaced.
-    if crate::arbiter::rename_waits(server, key, &entry, renaming, conn_id, now_ms)? {
+    if asks.rename_waits(server, key, &entry, renaming, (conn_id, now_ms))? {
         return Err(WAIT);
     }
     let windows_open = lock(&entry).opens.iter().any(|o| !o.posix);

@@ -1,0 +1,105 @@
+//! A request that may ask a file's home more than one question before it changes anything (a
+//! rename asks whether it waits of the parent directory's home, of the file's and of the
+//! replaced file's): each question parks the request ([`crate::lookup::Lookup::Home`]) and it
+//! runs again with every answer it was given so far, kept by the question's tag
+//! ([`crate::cmd::Asked::Homes`]), so that each question is asked once. A request run again
+//! after breaks (it cannot park) asks on the I/O thread, as before.
+
+use std::sync::Mutex;
+
+use ringshare_wire::NtStatus;
+
+use crate::arbiter::{self, Decision};
+use crate::cmd::ids::ASK_IDS;
+use crate::exchange::ConnCore;
+use crate::lookup::{DomainAnswer, HomeAsk, Lookup};
+use crate::server::{FileEntry, FileKey, ServerState};
+
+type Kept = Vec<(u64, Result<Vec<u8>, NtStatus>)>;
+
+/// The home's answers a request was given, and the question it asks next.
+pub(crate) struct HomeAsks {
+    kept: Kept,
+    may_park: bool,
+    wanted: Option<(u64, HomeAsk)>,
+    posts: Vec<Lookup>,
+}
+
+impl HomeAsks {
+    /// The answers kept for the request `core` runs (none the first time); `may_park`: false
+    /// for a request that cannot run again (its questions are blocking calls).
+    pub(crate) fn of(core: &mut ConnCore, may_park: bool) -> HomeAsks {
+        let kept = match core.domain_answer.take() {
+            Some(DomainAnswer::Homes(kept)) => kept,
+            other => {
+                core.domain_answer = other;
+                Vec::new()
+            }
+        };
+        HomeAsks {
+            kept,
+            may_park,
+            wanted: None,
+            posts: Vec::new(),
+        }
+    }
+
+    /// Whether a rename by open `owner` waits for breaks of `key`'s handle caching
+    /// ([`arbiter::rename_waits`]): the kept answer, or Err([`ASK_IDS`]) with the question.
+    pub(crate) fn rename_waits(
+        &mut self,
+        server: &ServerState,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        owner: u64,
+        (conn_id, now_ms): (u64, u64),
+    ) -> Result<bool, NtStatus> {
+        if !self.may_park {
+            return arbiter::rename_waits(server, key, entry, owner, conn_id, now_ms);
+        }
+        let tag = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            ("rename", key, owner).hash(&mut h);
+            h.finish()
+        };
+        if let Some((_, answer)) = self.kept.iter().find(|(t, _)| *t == tag) {
+            return arbiter::rename_waits_answered(answer.clone());
+        }
+        match arbiter::rename_waits_or_ask(server, key, entry, owner, conn_id, now_ms) {
+            Decision::Made(r) => r,
+            Decision::Ask(ask, ()) => {
+                self.wanted = Some((tag, ask));
+                Err(ASK_IDS)
+            }
+        }
+    }
+
+    /// The file of `key` now lives at `to` ([`arbiter::moved`]): the home is told by a call
+    /// nobody waits for (posted after the request), or on the I/O thread when the request
+    /// cannot park.
+    pub(crate) fn moved(
+        &mut self,
+        server: &ServerState,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        to: &ringshare_vfs::RelPath,
+    ) {
+        if !self.may_park {
+            return arbiter::moved(&server.node, key, entry, to);
+        }
+        if let Some(ask) = arbiter::moved_posted(&server.node, key, entry, to) {
+            self.posts.push(Lookup::Home(ask));
+        }
+    }
+
+    /// The request ran: its question, if it asks one, goes to `core` with the answers kept
+    /// (the request parks: [`crate::cmd::ids::parked`]); its posts are posted.
+    pub(crate) fn done(self, core: &mut ConnCore) {
+        if let Some((tag, ask)) = self.wanted {
+            core.ids_wanted = Some(Lookup::Home(ask));
+            core.home_kept = Some((tag, self.kept));
+        }
+        core.cluster_posts.extend(self.posts);
+    }
+}
