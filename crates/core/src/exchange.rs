@@ -100,7 +100,7 @@ pub(crate) struct ConnCore {
     /// With a [`crate::lookup::Lookup::Home`] in `ids_wanted`: the tag of its question and the
     /// answers the request was given before, kept for it when it runs again
     /// ([`crate::cmd::Asked::Homes`]).
-    pub home_kept: Option<(u64, Vec<(u64, Result<Vec<u8>, NtStatus>)>)>,
+    pub home_kept: Option<(u64, crate::lookup::HomeAnswers)>,
     /// Questions to the cluster whose answer nobody waits for (the record of an open that
     /// closed before it was answered goes from the cluster's store; the closes of a logoff, a
     /// tree disconnect or a connection's end reach the homes of files homed elsewhere): asked

@@ -46,8 +46,12 @@ pub enum DomainAnswer {
     /// A file's home's answers to the questions a request that may ask more than one asked
     /// before it changed anything (each a [`Lookup::Home`], the request parked and ran again
     /// for each), by the tag the request gave each question.
-    Homes(Vec<(u64, Result<Vec<u8>, ringshare_wire::NtStatus>)>),
+    Homes(HomeAnswers),
 }
+
+/// A file's home's answers to a request's questions, each by the tag the request gave it
+/// ([`DomainAnswer::Homes`]).
+pub type HomeAnswers = Vec<(u64, Result<Vec<u8>, ringshare_wire::NtStatus>)>;
 
 /// The local accounts, with the users of `workgroup` checked by the domain: the domain was
 /// asked before the exchange went on, away from the I/O thread, and `answer` is what it said

@@ -12,14 +12,12 @@ use ringshare_wire::NtStatus;
 use crate::arbiter::{self, Decision};
 use crate::cmd::ids::ASK_IDS;
 use crate::exchange::ConnCore;
-use crate::lookup::{DomainAnswer, HomeAsk, Lookup};
+use crate::lookup::{DomainAnswer, HomeAnswers, HomeAsk, Lookup};
 use crate::server::{FileEntry, FileKey, ServerState};
-
-type Kept = Vec<(u64, Result<Vec<u8>, NtStatus>)>;
 
 /// The home's answers a request was given, and the question it asks next.
 pub(crate) struct HomeAsks {
-    kept: Kept,
+    kept: HomeAnswers,
     may_park: bool,
     wanted: Option<(u64, HomeAsk)>,
     posts: Vec<Lookup>,

@@ -131,7 +131,7 @@ pub(crate) enum Asked {
     /// A file's home's answer to one of the questions of a request that may ask more than
     /// one (the tag of this one, and the answers kept from the earlier ones:
     /// [`crate::cmd::io_check::io_check_kept`]).
-    Homes(u64, Vec<(u64, Result<Vec<u8>, ringshare_wire::NtStatus>)>),
+    Homes(u64, crate::lookup::HomeAnswers),
 }
 
 /// Work of a request that went async.
