@@ -11,7 +11,8 @@
 //! again and again, one writes and reads other bytes of its open of it again and again (a lock
 //! of another node's client on the file leaves node 1 no grant to decide them); and one more
 //! sets and clears the delete pending of a file of its own homed there, one more asks
-//! FileStandardInformation of its open of another such file, and one more acknowledges a lease
+//! FileStandardInformation of its open of another such file, one more renames a third there
+//! and back again and again, and one more acknowledges a lease
 //! break of a third (the break came before the stop), each request waiting for node 2 (at most
 //! 2 s); the other clients' requests do not wait with them. A fifth holds a persistent open of
 //! that file, sends its CLOSE and goes while the CLOSE waits: the open's record leaves etcd all
@@ -115,6 +116,18 @@ enum Remote {
     /// WRITEs and READs bytes 20..25 of the open of it it holds, again and again, while
     /// another node's client holds a byte-range lock on it (no I/O grant decides them here).
     Io(FileId),
+    /// Renames the open of it it holds to its name with "-b" and back, again and again (the
+    /// file's home says whether a rename waits for breaks).
+    Rename(FileId),
+}
+
+/// A FileRenameInformation buffer naming `to` (not replacing).
+fn rename_to(to: &str) -> Vec<u8> {
+    let name: Vec<u8> = to.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let mut b = vec![0u8; 20];
+    b[16..20].copy_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(&name);
+    b
 }
 
 /// A client of node 1 working on `file`, homed on node 2, once `stopped` is set (node 2
@@ -163,6 +176,19 @@ fn homed_elsewhere(
                 let s = status(c.call(Command::QUERY_INFO, &query_info_body(h, 5)));
                 (s == NtStatus::SUCCESS).then_some(()).ok_or(s)
             }
+            Remote::Rename(h) => {
+                let mv = |c: &mut Raw, to: &str| {
+                    let s =
+                        status(c.call(Command::SET_INFO, &set_info_body(h, 10, &rename_to(to))));
+                    (s == NtStatus::SUCCESS).then_some(()).ok_or(s)
+                };
+                let moved = format!("{file}-b");
+                mv(&mut c, &moved).and_then(|()| {
+                    let back = mv(&mut c, &file);
+                    assert_eq!(back, Ok(()), "{file} renamed back");
+                    back
+                })
+            }
             Remote::Io(h) => {
                 let s = |o: Outcome| o.status().unwrap_or(NtStatus::INTERNAL_ERROR);
                 match c.write(h, 20, b"homed") {
@@ -188,6 +214,7 @@ fn homed_elsewhere(
         Remote::Dispose(_) => "delete pendings set and cleared",
         Remote::Query(_) => "QUERY_INFOs (FileStandardInformation)",
         Remote::Io(_) => "WRITE+READs",
+        Remote::Rename(_) => "renames there and back",
         _ => "CREATEs",
     };
     format!("{what}: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, longest {longest:?}")
@@ -347,13 +374,13 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             homed_elsewhere(c, f, work, peer_stop, stop)
         }));
     }
-    // One more sets and clears the delete pending of its own file homed on node 2, and one more
-    // asks FileStandardInformation of its own.
-    let own = files_homed_on(&cl, 2, "doomed", 2);
+    // One more sets and clears the delete pending of its own file homed on node 2, one more
+    // asks FileStandardInformation of its own, and one more renames its own there and back.
+    let own = files_homed_on(&cl, 2, "doomed", 3);
     for (i, f) in own.into_iter().enumerate() {
         let mut c = cl.client(1);
         let h = open(&mut c, &f, ALL, 7).expect("a file homed on node 2");
-        let work = [Remote::Dispose(h), Remote::Query(h)][i];
+        let work = [Remote::Dispose(h), Remote::Query(h), Remote::Rename(h)][i];
         let (peer_stop, stop) = (peer_stop.clone(), stop.clone());
         remote.push(thread::spawn(move || {
             homed_elsewhere(c, f, work, peer_stop, stop)
