@@ -155,6 +155,18 @@ impl FileEntry {
     /// Empty, as a new entry is, but keeping the room its vectors and share
     /// name have: the file table serves the next file opened with it (no
     /// allocation for the entry, its first open or its share's name).
+    /// Names an entry no open holds yet: the share (by name) and path the file is opened
+    /// at, and its kind. An entry in use keeps its name (renames update it). The share's
+    /// name is copied into the string [`FileEntry::reset`] kept.
+    pub fn name_if_unused(&mut self, share: &str, path: &RelPath, is_dir: bool) {
+        if self.opens.is_empty() {
+            self.share.clear();
+            self.share.push_str(share);
+            self.path = path.clone();
+            self.is_dir = is_dir;
+        }
+    }
+
     pub fn reset(&mut self) {
         fn keep<T>(v: &mut Vec<T>) -> Vec<T> {
             let mut v = std::mem::take(v);

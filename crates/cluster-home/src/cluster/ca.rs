@@ -439,11 +439,7 @@ pub(super) fn caching_of(
 /// breaks going to `route`.
 fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oplock::Route) {
     let h = &rec.state;
-    if e.opens.is_empty() {
-        e.share = rec.share.clone();
-        e.path = h.path.clone();
-        e.is_dir = h.is_dir;
-    }
+    e.name_if_unused(&rec.share, &h.path, h.is_dir);
     let lease = rec.lease.as_ref().map(|l| l.id);
     e.opens.push(ShareEntry {
         owner: id,
@@ -597,16 +593,14 @@ impl CaHere for ServerState {
                 return Err(s);
             }
         };
+        let owner = Owner {
+            uid: rec.uid,
+            user: rec.user.clone(),
+        };
+        // A record is of a persistent open, whatever its state says.
         let durability = Durability {
-            kind: super::reopen::kind_of(h.kind)?,
-            timeout_ms: h.timeout_ms,
-            create_guid: h.durable_create_guid,
-            client_guid: h.durable_client_guid,
-            owner: Owner {
-                uid: rec.uid,
-                user: rec.user.clone(),
-            },
             persistent: true,
+            ..super::reopen::durability_of(h, &owner)?
         };
         let place = super::reopen::Place {
             id,

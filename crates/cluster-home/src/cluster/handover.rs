@@ -31,9 +31,9 @@ use ringshare_wire::{FileId, NtStatus};
 
 pub use super::msg::Moved;
 use super::msg::{Answer, Call, GiveUpAsk, HandOver, Transferred};
-use super::reopen::{kind_of, open_from, reopen, state_of, Place};
+use super::reopen::{durability_of, open_from, reopen, state_of, Place};
 use super::{node_of, Home};
-use crate::durable::{self, Durability, Owner, Reconnect};
+use crate::durable::{self, Owner, Reconnect};
 use crate::files::oplock::Route;
 use crate::server::{lock, FileKey, NodeState, ServerState, ShareDef};
 use crate::state::{Open, SessionRef, TreeKind};
@@ -357,12 +357,7 @@ fn settle(
     let (h, was) = (&given.h, given.was);
     let id = server.files.new_owner_id();
     let entry = server.files.entry(h.key);
-    if lock(&entry).opens.is_empty() {
-        let mut e = lock(&entry);
-        e.share = given.share.name.clone();
-        e.path = h.path.clone();
-        e.is_dir = h.is_dir;
-    }
+    lock(&entry).name_if_unused(&given.share.name, &h.path, h.is_dir);
     let moved = Moved {
         from: was,
         to: id,
@@ -424,18 +419,6 @@ fn settle(
         lease,
         lease_key,
         file_id: new_id,
-    })
-}
-
-/// The durability open `h` carries, its owner `owner`.
-fn durability_of(h: &HandOver, owner: &Owner) -> Result<Durability, NtStatus> {
-    Ok(Durability {
-        kind: kind_of(h.kind)?,
-        timeout_ms: h.timeout_ms,
-        create_guid: h.durable_create_guid,
-        client_guid: h.durable_client_guid,
-        owner: owner.clone(),
-        persistent: h.persistent,
     })
 }
 
@@ -519,11 +502,7 @@ fn keep(
     let entry = server.files.entry(h.key);
     {
         let mut e = lock(&entry);
-        if e.opens.is_empty() {
-            e.share = share.name.clone();
-            e.path = h.path.clone();
-            e.is_dir = h.is_dir;
-        }
+        e.name_if_unused(&share.name, &h.path, h.is_dir);
         match &rec {
             Some(rec) => super::ca::enter_kept(&server.files, &mut e, rec, was),
             None => enter_unrecorded(&mut e, &h, was, file_id.persistent, &who, wanted),

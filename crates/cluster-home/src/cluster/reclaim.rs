@@ -258,11 +258,7 @@ impl ReclaimHere for ServerState {
     fn merge(&self, r: Record) -> usize {
         let entry = self.files.entry(r.key);
         let mut e = lock(&entry);
-        if e.opens.is_empty() {
-            e.share = r.share;
-            e.path = r.path;
-            e.is_dir = r.is_dir;
-        }
+        e.name_if_unused(&r.share, &r.path, r.is_dir);
         e.delete_pending |= r.delete_pending;
         let mut taken = 0;
         for o in r.opens {

@@ -9,7 +9,7 @@ use ringshare_vfs::{OpenMode, OpenOptions, Who};
 use ringshare_wire::NtStatus;
 
 use super::msg::HandOver;
-use crate::durable::{Durability, Kind};
+use crate::durable::{Durability, Kind, Owner};
 use crate::server::{NodeState, ShareDef};
 use crate::state::{Open, OpenState};
 
@@ -67,6 +67,18 @@ pub struct Place {
     pub tree_id: u32,
     pub channel_sequence: u16,
     pub replay_eligible: bool,
+}
+
+/// The durability open `h` carries, its owner `owner`.
+pub(super) fn durability_of(h: &HandOver, owner: &Owner) -> Result<Durability, NtStatus> {
+    Ok(Durability {
+        kind: kind_of(h.kind)?,
+        timeout_ms: h.timeout_ms,
+        create_guid: h.durable_create_guid,
+        client_guid: h.durable_client_guid,
+        owner: owner.clone(),
+        persistent: h.persistent,
+    })
 }
 
 /// The open `h` describes, at `place`, on file `node` (entry `entry`).

@@ -32,11 +32,7 @@ pub fn delete_pending(
 
 /// The home admitted `ask` with `g`.
 pub fn admitted(e: &mut FileEntry, ask: &OpenAsk<'_>, g: &Grant) {
-    if e.opens.is_empty() {
-        e.share = ask.share.to_string();
-        e.path = ask.path.clone();
-        e.is_dir = ask.is_dir;
-    }
+    e.name_if_unused(ask.share, ask.path, ask.is_dir);
     let lease = ask.wish.lease.filter(|_| g.level == oplock::LEVEL_LEASE);
     e.opens.push(ShareEntry {
         owner: ask.owner,
