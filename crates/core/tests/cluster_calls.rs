@@ -405,18 +405,6 @@ fn ack_oplock_msg(c: &mut Client, f: FileId, level: u8) -> Vec<u8> {
     c.message(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
 }
 
-/// An acknowledgment (unsigned) of a break of the lease with key `key` repeated, at `state`.
-fn ack_lease_msg(c: &mut Client, key: u8, state: u32) -> Vec<u8> {
-    let body = ringshare_wire::misc::OplockBreak::LeaseAck {
-        flags: 0,
-        lease_key: [key; 16],
-        lease_state: ringshare_wire::consts::LeaseState(state),
-        lease_duration: 0,
-    };
-    let tree = c.tree_id;
-    c.message(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
-}
-
 /// An oplock break's and a lease break's acknowledgment of a file homed on another node ask
 /// the home away from the I/O thread: no answer and no call before the held call is carried,
 /// a QUERY_INFO answered meanwhile, then the level the home gives; the CREATE of a client of
@@ -448,7 +436,7 @@ fn a_break_acknowledgment_of_a_file_homed_on_another_node_waits_for_the_home_not
         a.hold_lookups = true;
         let calls = cl.calls_to(3);
         let m = if lease {
-            ack_lease_msg(&mut a, 5, 1 | 2)
+            a.ack_lease_msg(5, 1 | 2)
         } else {
             ack_oplock_msg(&mut a, fa, 1)
         };
@@ -545,20 +533,7 @@ fn copychunk_msg(
     key: [u8; 24],
     chunks: &[(u64, u64, u32)],
 ) -> Vec<u8> {
-    use ringshare_wire::ioctl::{SrvCopychunk, SrvCopychunkCopy};
-    let mut input = Vec::new();
-    SrvCopychunkCopy {
-        source_key: key,
-        chunks: chunks
-            .iter()
-            .map(|&(s, t, l)| SrvCopychunk {
-                source_offset: s,
-                target_offset: t,
-                length: l,
-            })
-            .collect(),
-    }
-    .encode(&mut input);
+    let input = copychunk_input(key, chunks);
     fsctl_msg(c, dst, FSCTL_SRV_COPYCHUNK, &input, 12)
 }
 

@@ -5,8 +5,8 @@ mod support;
 
 use ringshare_wire::consts::CreateDisposition;
 use ringshare_wire::ioctl::{
-    FileAllocatedRangeBuffer, FileZeroDataInformation, IoctlResponse, SrvCopychunk,
-    SrvCopychunkCopy, SrvCopychunkResponse, SrvRequestResumeKeyResponse,
+    FileAllocatedRangeBuffer, FileZeroDataInformation, IoctlResponse, SrvCopychunkResponse,
+    SrvRequestResumeKeyResponse,
 };
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
@@ -50,23 +50,6 @@ fn resume_key(c: &mut Client, f: FileId) -> [u8; 24] {
     SrvRequestResumeKeyResponse::decode(&out)
         .unwrap()
         .resume_key
-}
-
-fn copy_input(key: [u8; 24], chunks: &[(u64, u64, u32)]) -> Vec<u8> {
-    let mut b = Vec::new();
-    SrvCopychunkCopy {
-        source_key: key,
-        chunks: chunks
-            .iter()
-            .map(|&(s, t, l)| SrvCopychunk {
-                source_offset: s,
-                target_offset: t,
-                length: l,
-            })
-            .collect(),
-    }
-    .encode(&mut b);
-    b
 }
 
 fn copy(
@@ -155,7 +138,7 @@ fn copychunk_copies_each_chunk_and_reports_the_totals() {
     let (src, dst) = src_and_dst(&mut c, 8192);
     let key = resume_key(&mut c, src);
     // Two chunks: the second one appends the first half again.
-    let input = copy_input(key, &[(0, 0, 4096), (0, 4096, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096), (0, 4096, 4096)]);
     let (st, resp) = copy(&mut c, dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::SUCCESS);
     assert_eq!(
@@ -176,7 +159,7 @@ fn copychunk_within_one_file_behaves_as_read_then_write() {
     let mut c = Client::new();
     let (src, _dst) = src_and_dst(&mut c, 4096);
     let key = resume_key(&mut c, src);
-    let input = copy_input(key, &[(0, 2040, 2048)]);
+    let input = copychunk_input(key, &[(0, 2040, 2048)]);
     let (st, _) = copy(&mut c, src, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::SUCCESS);
     let got = read_all(&mut c, src, 4096);
@@ -199,7 +182,12 @@ fn copychunk_over_the_limits_answers_invalid_parameter_carrying_the_limits() {
         vec![(0, 0, 1 << 20); 17],
         vec![(0, 0, 1); 257],
     ] {
-        let (st, resp) = copy(&mut c, dst, FSCTL_SRV_COPYCHUNK, &copy_input(key, &chunks));
+        let (st, resp) = copy(
+            &mut c,
+            dst,
+            FSCTL_SRV_COPYCHUNK,
+            &copychunk_input(key, &chunks),
+        );
         assert_eq!(st, NtStatus::INVALID_PARAMETER, "{} chunks", chunks.len());
         assert_eq!(resp, Some(limits));
     }
@@ -211,7 +199,7 @@ fn copychunk_over_the_limits_answers_invalid_parameter_carrying_the_limits() {
 fn copychunk_with_an_unknown_key_is_object_name_not_found() {
     let mut c = Client::new();
     let (_src, dst) = src_and_dst(&mut c, 4096);
-    let input = copy_input(*b"deadbeefdeadbeefdeadbeef", &[(0, 0, 4096)]);
+    let input = copychunk_input(*b"deadbeefdeadbeefdeadbeef", &[(0, 0, 4096)]);
     assert_eq!(
         copy(&mut c, dst, FSCTL_SRV_COPYCHUNK, &input).0,
         NtStatus::OBJECT_NAME_NOT_FOUND
@@ -224,7 +212,7 @@ fn copychunk_of_a_closed_source_is_object_name_not_found() {
     let (src, dst) = src_and_dst(&mut c, 4096);
     let key = resume_key(&mut c, src);
     assert_eq!(c.close(src).status(), NtStatus::SUCCESS);
-    let input = copy_input(key, &[(0, 0, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096)]);
     assert_eq!(
         copy(&mut c, dst, FSCTL_SRV_COPYCHUNK, &input).0,
         NtStatus::OBJECT_NAME_NOT_FOUND
@@ -243,17 +231,17 @@ fn copychunk_checks_read_on_the_source_and_write_and_read_on_the_destination() {
     let write_exec_dst = open(&mut c, "dst", FILE_WRITE_DATA | FILE_EXECUTE | SYNCHRONIZE);
 
     let key = resume_key(&mut c, write_only_src);
-    let input = copy_input(key, &[(0, 0, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096)]);
     let (st, _) = copy(&mut c, all_dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::ACCESS_DENIED, "source not readable");
     let exec_only_src = open(&mut c, "src", FILE_EXECUTE | FILE_READ_ATTRIBUTES);
     let key = resume_key(&mut c, exec_only_src);
-    let input = copy_input(key, &[(0, 0, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096)]);
     let (st, _) = copy(&mut c, all_dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::SUCCESS, "execute is enough on the source");
 
     let key = resume_key(&mut c, all_src);
-    let input = copy_input(key, &[(0, 0, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096)]);
     let (st, _) = copy(&mut c, read_exec_dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::ACCESS_DENIED, "destination not writable");
     let (st, _) = copy(&mut c, write_exec_dst, FSCTL_SRV_COPYCHUNK, &input);
@@ -272,7 +260,7 @@ fn copychunk_past_the_source_end_is_invalid_view_size_after_the_chunks_before_it
     let mut c = Client::new();
     let (src, dst) = src_and_dst(&mut c, 8192);
     let key = resume_key(&mut c, src);
-    let input = copy_input(key, &[(0, 0, 4096), (4096, 4096, 8192)]);
+    let input = copychunk_input(key, &[(0, 0, 4096), (4096, 4096, 8192)]);
     let (st, resp) = copy(&mut c, dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::INVALID_VIEW_SIZE);
     assert_eq!(
@@ -294,7 +282,7 @@ fn copychunk_over_a_range_another_open_locked_is_a_lock_conflict_with_a_response
     // Exclusive lock (flags 2) on the source range by another open.
     assert_eq!(c.lock(other, &[(0, 4096, 2)]).status(), NtStatus::SUCCESS);
     let key = resume_key(&mut c, src);
-    let input = copy_input(key, &[(0, 0, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096)]);
     let (st, resp) = copy(&mut c, dst, FSCTL_SRV_COPYCHUNK, &input);
     assert_eq!(st, NtStatus::FILE_LOCK_CONFLICT);
     assert_eq!(resp, Some(SrvCopychunkResponse::default()));
@@ -346,7 +334,7 @@ fn copychunk_finds_a_source_opened_on_another_tree_of_the_session() {
         &mut c,
         dst,
         FSCTL_SRV_COPYCHUNK,
-        &copy_input(key, &[(0, 0, 4096)]),
+        &copychunk_input(key, &[(0, 0, 4096)]),
     );
     assert_eq!(st, NtStatus::SUCCESS);
     assert_eq!(read_all(&mut c, dst, 4096), pattern(4096, 0));
@@ -357,7 +345,7 @@ fn copychunk_with_no_room_for_the_response_is_invalid_parameter() {
     let mut c = Client::new();
     let (src, dst) = src_and_dst(&mut c, 4096);
     let key = resume_key(&mut c, src);
-    let input = copy_input(key, &[(0, 0, 4096)]);
+    let input = copychunk_input(key, &[(0, 0, 4096)]);
     let r = c.ioctl(dst, FSCTL_SRV_COPYCHUNK, &input, 11, IS_FSCTL);
     assert_eq!(r.status(), NtStatus::INVALID_PARAMETER);
 }

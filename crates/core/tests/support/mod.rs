@@ -93,6 +93,26 @@ impl Accounts for TestAccounts {
     }
 }
 
+/// An FSCTL_SRV_COPYCHUNK(_WRITE) input: from the open whose resume key is `key`, the chunks
+/// (source offset, target offset, length).
+pub fn copychunk_input(key: [u8; 24], chunks: &[(u64, u64, u32)]) -> Vec<u8> {
+    use ringshare_wire::ioctl::{SrvCopychunk, SrvCopychunkCopy};
+    let mut b = Vec::new();
+    SrvCopychunkCopy {
+        source_key: key,
+        chunks: chunks
+            .iter()
+            .map(|&(s, t, l)| SrvCopychunk {
+                source_offset: s,
+                target_offset: t,
+                length: l,
+            })
+            .collect(),
+    }
+    .encode(&mut b);
+    b
+}
+
 /// `len` bytes whose value tells their offset (from `from`): a copy put in
 /// the wrong place reads back different.
 pub fn pattern(len: usize, from: usize) -> Vec<u8> {
@@ -1133,14 +1153,18 @@ impl Client {
 
     /// Acknowledge a lease break of the lease with key `key` repeated.
     pub fn ack_lease(&mut self, key: u8, state: u32) -> Resp {
-        let body = ringshare_wire::misc::OplockBreak::LeaseAck {
-            flags: 0,
-            lease_key: [key; 16],
-            lease_state: ringshare_wire::consts::LeaseState(state),
-            lease_duration: 0,
-        };
         let tree = self.tree_id;
-        self.call(Command::OPLOCK_BREAK, tree, |o| body.encode(o))
+        self.call(Command::OPLOCK_BREAK, tree, |o| {
+            lease_ack(key, state).encode(o)
+        })
+    }
+
+    /// The same acknowledgment as a message (unsigned), for sending without waiting.
+    pub fn ack_lease_msg(&mut self, key: u8, state: u32) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::OPLOCK_BREAK, tree, |o| {
+            lease_ack(key, state).encode(o)
+        })
     }
 }
 
@@ -1191,4 +1215,14 @@ fn query_info_body(
     o.put_u32(0);
     f.write(o);
     o.put_u8(0);
+}
+
+/// A lease break acknowledgment of the lease with key `key` repeated, at `state`.
+fn lease_ack(key: u8, state: u32) -> ringshare_wire::misc::OplockBreak {
+    ringshare_wire::misc::OplockBreak::LeaseAck {
+        flags: 0,
+        lease_key: [key; 16],
+        lease_state: ringshare_wire::consts::LeaseState(state),
+        lease_duration: 0,
+    }
 }
