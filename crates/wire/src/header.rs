@@ -1,7 +1,7 @@
 //! The 64-byte SMB2 packet header ([MS-SMB2] 2.2.1), sync and async forms,
 //! and splitting a compound chain at `NextCommand` ([MS-SMB2] 3.3.5.2.7).
 
-use crate::codec::{Reader, WriteExt, HEADER_LEN};
+use crate::codec::{Reader, HEADER_LEN};
 use crate::consts::{Command, HeaderFlags};
 use crate::{NtStatus, WireError};
 
@@ -211,33 +211,43 @@ impl Header {
 
     /// Append the 64-byte header.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let mut flags = self.flags;
-        match self.id {
-            HeaderId::Async { .. } => flags.insert(HeaderFlags::ASYNC_COMMAND),
-            HeaderId::Sync { .. } => flags.remove(HeaderFlags::ASYNC_COMMAND),
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The header's 64 bytes, laid out in one array (one copy into a frame, not a length check
+    /// per field).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        fn put<const N: usize>(h: &mut [u8; HEADER_LEN], off: usize, v: [u8; N]) {
+            h[off..off + N].copy_from_slice(&v);
         }
-        out.reserve(HEADER_LEN);
-        out.put_bytes(&SMB2_MAGIC);
-        out.put_u16(64);
-        out.put_u16(self.credit_charge);
-        out.put_u32(self.status.0);
-        out.put_u16(self.command.0);
-        out.put_u16(self.credits);
-        out.put_u32(flags.0);
-        out.put_u32(self.next_command);
-        out.put_u64(self.message_id);
+        let mut flags = self.flags;
+        let mut h = [0u8; HEADER_LEN];
+        put(&mut h, 0, SMB2_MAGIC);
+        put(&mut h, 4, 64u16.to_le_bytes());
+        put(&mut h, 6, self.credit_charge.to_le_bytes());
+        put(&mut h, 8, self.status.0.to_le_bytes());
+        put(&mut h, 12, self.command.0.to_le_bytes());
+        put(&mut h, 14, self.credits.to_le_bytes());
+        put(&mut h, 20, self.next_command.to_le_bytes());
+        put(&mut h, 24, self.message_id.to_le_bytes());
         match self.id {
-            HeaderId::Async { async_id } => out.put_u64(async_id),
+            HeaderId::Async { async_id } => {
+                flags.insert(HeaderFlags::ASYNC_COMMAND);
+                put(&mut h, 32, async_id.to_le_bytes());
+            }
             HeaderId::Sync {
                 process_id,
                 tree_id,
             } => {
-                out.put_u32(process_id);
-                out.put_u32(tree_id);
+                flags.remove(HeaderFlags::ASYNC_COMMAND);
+                put(&mut h, 32, process_id.to_le_bytes());
+                put(&mut h, 36, tree_id.to_le_bytes());
             }
         }
-        out.put_u64(self.session_id);
-        out.put_bytes(&self.signature);
+        put(&mut h, 16, flags.0.to_le_bytes());
+        put(&mut h, 40, self.session_id.to_le_bytes());
+        put(&mut h, 48, self.signature);
+        h
     }
 
     /// SERVER_TO_REDIR is set.

@@ -43,6 +43,13 @@ pub(super) fn build_frame(
             }
         }
     }
+    if let [r] = replies.as_slice() {
+        if r.data.is_none() && r.file.is_none() {
+            if let Some(r) = replies.pop() {
+                return (Frame::One(build_alone(r, room, spare)), None);
+            }
+        }
+    }
     let n = replies.len();
     // A list only when some READ data stays in its own buffer.
     let mut parts: Vec<Vec<u8>> = Vec::new();
@@ -119,6 +126,34 @@ pub(super) fn build_frame(
     parts[0][..4].copy_from_slice(&hdr);
     parts.retain(|p| !p.is_empty());
     (Frame::Parts(parts), file)
+}
+
+/// A reply alone in its frame, its body its only part (most replies): the frame is the
+/// transport header, `room`, the SMB2 header and the body, signed as it lies (no padding, no
+/// NextCommand).
+fn build_alone(r: BuiltReply, room: usize, spare: &mut SpareBufs) -> Vec<u8> {
+    let len = 64 + r.body.len();
+    let mut buf = spare.take(4 + room + len);
+    buf.extend_from_slice(&framing::frame_header(room + len).unwrap_or([0, 0xff, 0xff, 0xff]));
+    buf.resize(4 + room, 0);
+    let mut hdr = r.hdr;
+    hdr.next_command = 0;
+    if r.sign_key.is_some() {
+        hdr.flags.insert(HeaderFlags::SIGNED);
+    }
+    buf.extend_from_slice(&hdr.to_bytes());
+    buf.extend_from_slice(&r.body);
+    spare.give(r.body);
+    if let Some(key) = r.sign_key {
+        let nonce = NonceInfo {
+            message_id: hdr.message_id,
+            server_to_client: true,
+            cancel: false,
+        };
+        let sig = key.sign(&[&buf[4 + room..]], nonce);
+        header::patch_signature(&mut buf, 4 + room, &sig);
+    }
+    buf
 }
 
 /// Bytes a frame leaves after its transport header for the transform header
