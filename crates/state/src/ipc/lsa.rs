@@ -351,13 +351,16 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
             return named(UNIX_USERS, "S-1-22-1", name, USE_USER, Sid::unix_user(uid));
         }
     }
+    // A Unix group, bare or as `Unix Group\name`, is a domain group as LookupSids names it
+    // (Samba 4.22's lookup_name: SID_NAME_DOM_GRP for a group no group mapping names; the
+    // user database maps none here, so every Unix group is one).
     if is(UNIX_GROUPS) {
         if let Some(gid) = names.group(name) {
             return named(
                 UNIX_GROUPS,
                 "S-1-22-2",
                 name,
-                USE_ALIAS,
+                USE_GROUP,
                 Sid::unix_group(gid),
             );
         }

@@ -174,6 +174,28 @@ fn builtin_with_an_empty_account_and_an_empty_name_are_the_builtin_domain() {
     assert!(sid_of("NOSUCH\\", &facts(), &mut names).is_none());
 }
 
+#[test]
+fn a_unix_group_name_bare_or_qualified_is_a_domain_group_as_its_sid_is() {
+    let mut a = NameAnswers::default();
+    a.user_ids.insert("staff".into(), None);
+    a.group_ids.insert("staff".into(), Some(50));
+    a.groups.insert(50, Some("staff".into()));
+    let mut names = Resolver::new((&a, true));
+    for asked in ["staff", "Unix Group\\staff", "unix group\\staff"] {
+        let (s, n) = sid_of(asked, &facts(), &mut names).expect(asked);
+        assert_eq!(
+            (s.to_string(), n.domain.as_str(), n.kind),
+            ("S-1-22-2-50".to_string(), "Unix Group", USE_GROUP),
+            "{asked:?}"
+        );
+    }
+    // LookupSids names the SID with the same type.
+    let named = name_of(&Sid::unix_group(50), &facts(), &mut names).unwrap();
+    assert_eq!((named.name.as_str(), named.kind), ("staff", USE_GROUP));
+    // Under the server's own name it is no account (Samba: UNKNOWN).
+    assert!(sid_of("RS\\staff", &facts(), &mut names).is_none());
+}
+
 /// A LookupNames3 request for `names` on handle `h`.
 fn lookup_names3(h: &[u8; 20], names: &[&str]) -> Vec<u8> {
     let mut w = NdrWriter::new();
