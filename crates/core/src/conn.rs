@@ -569,19 +569,21 @@ impl Connection {
         let Some((mut job, hdr, cont, r0)) = self.parked.remove(&id) else {
             return;
         };
-        let result = match cont {
-            // A sparse READ reads its data ranges one after another.
-            Cont::Read(c) => match cmd::read::finish(&mut self.core, c, done) {
-                Ok(Handled::Io { node, op, cont }) => {
-                    self.park_on_io(job, hdr, r0.session_id, node, op, cont);
-                    return;
-                }
-                Ok(Handled::Reply(r)) => Ok(r),
-                Ok(_) => Err(NtStatus::INTERNAL_ERROR),
-                Err(s) => Err(s),
-            },
+        let handled = match cont {
+            Cont::Read(c) => cmd::read::finish(&mut self.core, c, done),
             Cont::Write(c) => cmd::write::finish(&mut self.core, c, done),
-            Cont::Flush(c) => cmd::flush::finish(&mut self.core, c, done),
+            Cont::Flush(c) => cmd::flush::finish(&mut self.core, c, done).map(Handled::Reply),
+        };
+        let result = match handled {
+            // A sparse READ reads its data ranges one after another; a WRITE that goes
+            // through is synced after it is written.
+            Ok(Handled::Io { node, op, cont }) => {
+                self.park_on_io(job, hdr, r0.session_id, node, op, cont);
+                return;
+            }
+            Ok(Handled::Reply(r)) => Ok(r),
+            Ok(_) => Err(NtStatus::INTERNAL_ERROR),
+            Err(s) => Err(s),
         };
         let reply = result.unwrap_or_else(|s| Reply::with_status(s, Vec::new()));
         job.settle_last_file(None, hdr.is_related());

@@ -10,8 +10,18 @@
 //! A handle with FILE_APPEND_DATA and not FILE_WRITE_DATA writes where the
 //! request says, as Windows and Samba 4.22 do over SMB2 (smbtorture 4.22
 //! smb2.rw.append): the access decides whether it may write, not where.
+//!
+//! A write that goes through (on a continuously available share, with
+//! SMB2_WRITEFLAG_WRITE_THROUGH, with SMB2_WRITEFLAG_WRITE_UNBUFFERED from 3.0.2 on, or
+//! through an open whose mode has FILE_WRITE_THROUGH, as Samba 4.22 with its default `strict
+//! sync` does) is answered once a second I/O request, an fsync, completed after the write:
+//! the I/O thread does not wait for it (the driver puts it on the ring).
 
+use std::sync::Arc;
+
+use ringshare_vfs::Node;
 use ringshare_wire::codec::HEADER_LEN;
+use ringshare_wire::consts::{Dialect, WriteFlags};
 use ringshare_wire::file::{WriteRequest, WriteResponse};
 use ringshare_wire::NtStatus;
 
@@ -35,9 +45,28 @@ pub(crate) struct WriteCont {
     offset: u64,
     session_id: u64,
     open_id: u64,
-    /// On a continuously available share: the file, synced before the
-    /// answer (writes go through to stable storage).
-    through: Option<std::sync::Arc<dyn ringshare_vfs::Node>>,
+    /// A write that goes through: the file, synced (a second I/O request)
+    /// before the answer.
+    through: Option<Arc<dyn Node>>,
+    /// Set once the write is done and its sync asked: the bytes written.
+    written: Option<usize>,
+}
+
+/// FILE_WRITE_THROUGH in an open's mode ([MS-FSCC] 2.4.26): from its create options, or set
+/// with FileModeInformation.
+const MODE_WRITE_THROUGH: u32 = 0x0000_0002;
+
+/// Whether the write must reach stable storage before it is answered ([MS-SMB2] 3.3.5.13,
+/// [MS-FSA] 2.1.5.3).
+fn goes_through(core: &ConnCore, open: &crate::state::Open, flags: WriteFlags) -> bool {
+    open.share.continuous_availability
+        || flags.contains(WriteFlags::WRITE_THROUGH)
+        || (flags.contains(WriteFlags::WRITE_UNBUFFERED)
+            && core
+                .negotiated
+                .as_ref()
+                .is_some_and(|n| n.dialect >= Dialect::SMB3_0_2))
+        || lock(&open.state).mode & MODE_WRITE_THROUGH != 0
 }
 
 /// The WRITE response body, in a reused buffer.
@@ -151,10 +180,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if first_write {
         crate::writetime::wrote(&core.server.files, &open, core.now);
     }
-    let through = open
-        .share
-        .continuous_availability
-        .then(|| open.node.clone());
+    let through = goes_through(core, &open, wr.flags).then(|| open.node.clone());
     if req.detached.is_some() {
         return Ok(Handled::Io {
             node: open.node.clone(),
@@ -164,6 +190,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 session_id: req.session_id,
                 open_id: open.id,
                 through: through.clone(),
+                written: None,
             }),
         });
     }
@@ -186,28 +213,39 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             session_id: req.session_id,
             open_id: open.id,
             through,
+            written: None,
         }),
     })
 }
 
-pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<Reply, NtStatus> {
-    match done {
-        IoDone::Write(Ok(n)) => {
-            if let Some(node) = &c.through {
-                // Acknowledged means on stable storage (a blocking fsync on
-                // this thread: docs/cluster.md, "Limits").
-                node.sync().map_err(status_of)?;
+/// The write (or, after it, its sync) completed: answer, or ask for the sync first.
+pub(crate) fn finish(core: &mut ConnCore, c: WriteCont, done: IoDone) -> Result<Handled, NtStatus> {
+    let n = match (done, c.written) {
+        (IoDone::Write(Ok(n)), None) => match &c.through {
+            // Acknowledged means on stable storage: the fsync is one more request the
+            // driver completes (on the ring), not a wait of this thread.
+            Some(node) => {
+                return Ok(Handled::Io {
+                    node: node.clone(),
+                    op: IoOp::Sync,
+                    cont: Cont::Write(WriteCont {
+                        written: Some(n),
+                        ..c
+                    }),
+                })
             }
-            handles::set_position(
-                core,
-                c.session_id,
-                c.open_id,
-                c.offset.saturating_add(n as u64),
-                true,
-            );
-            Ok(Reply::ok(response(core, n)))
-        }
-        IoDone::Write(Err(e)) => Err(status_of(e)),
-        _ => Err(NtStatus::INTERNAL_ERROR),
-    }
+            None => n,
+        },
+        (IoDone::Sync(Ok(())), Some(n)) => n,
+        (IoDone::Write(Err(e)) | IoDone::Sync(Err(e)), _) => return Err(status_of(e)),
+        _ => return Err(NtStatus::INTERNAL_ERROR),
+    };
+    handles::set_position(
+        core,
+        c.session_id,
+        c.open_id,
+        c.offset.saturating_add(n as u64),
+        true,
+    );
+    Ok(Handled::Reply(Reply::ok(response(core, n))))
 }
