@@ -103,8 +103,8 @@ pub(crate) struct ConnCore {
     pub home_kept: Option<(u64, crate::lookup::HomeAnswers)>,
     /// Questions to the cluster whose answer nobody waits for (the record of an open that
     /// closed before it was answered goes from the cluster's store; the closes of a logoff, a
-    /// tree disconnect or a connection's end reach the homes of files homed elsewhere): asked
-    /// as lookups after the request.
+    /// tree disconnect or a connection's end reach the homes of files homed elsewhere and
+    /// remove persistent opens' records): asked as lookups after the request.
     pub cluster_posts: Vec<crate::lookup::Lookup>,
     /// The CREATE (its MessageId) parked on its file's home that was told to wait for breaks:
     /// run again, it goes async at once ([`crate::cmd::create::handle`]).
@@ -114,11 +114,11 @@ pub(crate) struct ConnCore {
 }
 
 impl ConnCore {
-    /// The calls that close opens of files homed elsewhere, whose answers nobody waits for
-    /// (a logoff, a tree disconnect, a connection's end: [`crate::opens::close_all`]): asked
-    /// after the request ([`ConnCore::cluster_posts`]).
-    pub(crate) fn post_closes(&mut self, asks: Vec<crate::lookup::HomeAsk>) {
-        let asks = asks.into_iter().map(crate::lookup::Lookup::Home);
+    /// What closes whose answers nobody waits for (a logoff, a tree disconnect, a connection's
+    /// end: [`crate::opens::close_all`]) ask of the cluster: the calls that close opens of
+    /// files homed elsewhere, the removal of persistent opens' records. Asked after the
+    /// request ([`ConnCore::cluster_posts`]).
+    pub(crate) fn post_closes(&mut self, asks: Vec<crate::lookup::Lookup>) {
         self.cluster_posts.extend(asks);
     }
 

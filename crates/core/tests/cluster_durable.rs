@@ -801,6 +801,128 @@ fn a_connection_ends_look_at_a_durable_opens_delete_pending_does_not_hold_the_io
     }
 }
 
+/// Issue 33, item 2: a persistent open closed otherwise than by its CLOSE — a TREE_DISCONNECT,
+/// a LOGOFF or its connection's end (its file's delete pending: otherwise those keep it for
+/// its client), its timeout once parked — has its record removed away from the I/O thread:
+/// the removal is a lookup nobody waits for (the cluster's store thread carries it after what
+/// was asked of the store before), the request is answered at once and the record is still in
+/// the store until the lookup is carried. Meanwhile a DH2C through another node is told to try
+/// again (FILE_NOT_AVAILABLE: the record is there, and an open is gone when its record is), never
+/// given the open (its keeper, alive, no longer has it), and the connection answers another
+/// request. Then the record is gone, and the same DH2C is told the open is.
+#[test]
+fn a_persistent_open_closed_without_its_close_has_its_record_removed_away_from_the_io_thread() {
+    for how in [
+        "TREE_DISCONNECT",
+        "LOGOFF",
+        "the connection's end",
+        "its timeout",
+    ] {
+        let cl = ca_cluster(1);
+        let records = || cl.bus.ca.lock().unwrap().len();
+        let mut a = client_as(&cl, 1, 1, "alice", "secret");
+        let name = format!("{how}.txt");
+        let l = lease_v2(8, RH);
+        let r = create(&mut a, &name, vec![rqls(&l), dh2q_flags(8, PERSISTENT)]);
+        let (f, ..) = opened(&r);
+        assert_eq!(records(), 1, "{how}: its record");
+        if how == "LOGOFF" || how == "the connection's end" {
+            assert_eq!(a.set_info(f, 1, 13, &[1]).status(), NtStatus::SUCCESS);
+        }
+        let other_tree = a.tree_connect("share");
+        let empty = |o: &mut Vec<u8>| o.extend_from_slice(&[4, 0, 0, 0]);
+        a.hold_lookups = true;
+        match how {
+            "TREE_DISCONNECT" => {
+                let tree = a.tree_id;
+                let r = a.call(Command::TREE_DISCONNECT, tree, empty);
+                assert_eq!(r.status(), NtStatus::SUCCESS, "{how}: answered at once");
+            }
+            "LOGOFF" => {
+                let r = a.call(Command::LOGOFF, 0, empty);
+                assert_eq!(r.status(), NtStatus::SUCCESS, "{how}: answered at once");
+            }
+            "the connection's end" => {
+                a.conn.shutdown(a.now);
+                a.pump();
+            }
+            _ => {
+                a.conn.shutdown(a.now);
+                a.pump();
+                assert_eq!(cl.nodes[0].parked_persistent(), 1, "kept for its client");
+                let due = cl.nodes[0].durables_deadline().expect("a timeout");
+                let posted = cl.nodes[0].expire_durables(due);
+                a.held_lookups.extend(
+                    posted
+                        .into_iter()
+                        .map(|ask| ringshare_core::LookupRequest { id: 0, ask }),
+                );
+                assert_eq!(cl.nodes[0].parked_persistent(), 0, "closed at its timeout");
+            }
+        }
+        assert_eq!(a.held_lookups.len(), 1, "{how}: the removal is a lookup");
+        assert_eq!(records(), 1, "{how}: not removed on the I/O thread");
+        let mut b = client_as(&cl, 2, 1, "alice", "secret");
+        let reconnect = vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)];
+        let r = create(&mut b, &name, reconnect.clone());
+        assert_eq!(
+            r.status(),
+            NtStatus::FILE_NOT_AVAILABLE,
+            "{how}: a reconnect meanwhile is told to try again"
+        );
+        if how == "TREE_DISCONNECT" {
+            let g = a.create_on(other_tree, "other.txt", ALL, 7, D::OPEN_IF, 0);
+            assert!(g.is_ok(), "{how}: answered meanwhile");
+        } else if how == "LOGOFF" {
+            (a.session_id, a.signing) = (0, None);
+            let r = a.call(Command::ECHO, 0, empty);
+            assert_eq!(r.status(), NtStatus::SUCCESS, "{how}: answered meanwhile");
+        }
+        if how == "its timeout" {
+            for req in std::mem::take(&mut a.held_lookups) {
+                req.run();
+            }
+        } else {
+            answer_held(&mut a);
+        }
+        assert_eq!(records(), 0, "{how}: gone with the open");
+        let r = create(&mut b, &name, reconnect);
+        assert_eq!(
+            r.status(),
+            NtStatus::OBJECT_NAME_NOT_FOUND,
+            "{how}: then the open is gone"
+        );
+        let deleted = how == "LOGOFF" || how == "the connection's end";
+        assert_eq!(cl.exists(&name), !deleted, "{how}");
+    }
+}
+
+/// A connection that goes while its CREATE of a persistent open waits for the open's record:
+/// the open is closed, and its record's removal is asked after the store (the cluster's store
+/// thread asks both, in order), so the record stored after the close goes too (it used to be
+/// removed, on the I/O thread, before the store ran, and stayed, naming a closed open).
+#[test]
+fn a_connection_that_goes_while_its_create_waits_for_the_record_leaves_no_record() {
+    let cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    a.hold_lookups = true;
+    let m = create_msg(&mut a, "left.txt", vec![dh2q_flags(5, PERSISTENT)]);
+    assert!(
+        a.send_frame(m).is_empty(),
+        "the CREATE waits for its record"
+    );
+    assert_eq!(a.held_lookups.len(), 1, "the record's store");
+    a.conn.shutdown(a.now);
+    a.pump();
+    assert_eq!(a.held_lookups.len(), 2, "then the record's removal");
+    answer_held(&mut a);
+    assert!(
+        cl.bus.ca.lock().unwrap().is_empty(),
+        "no record of a closed open"
+    );
+    assert_eq!(cl.nodes[0].parked_persistent(), 0);
+}
+
 /// Moves of opens at node `node` (the file's home) fail while `on`.
 fn moves_fail(cl: &Cluster, node: u16, on: bool) {
     let mut m = cl.bus.moves_fail.lock().unwrap();

@@ -487,8 +487,14 @@ impl Worker {
         self.quic_timers();
         let t = self.clock;
         if self.index == 0 {
-            // Closes nothing (one look at the table) when none is due.
-            self.shared.server.expire_durables(t.mono_ms);
+            // Closes nothing (one look at the table) when none is due. What the closes ask of
+            // the cluster (a persistent open's record removed, the close at a file's home) is
+            // carried by the lookup threads, no connection waiting: an answer finds no
+            // connection at slot u32::MAX and is dropped.
+            for ask in self.shared.server.expire_durables(t.mono_ms) {
+                let req = ringshare_core::LookupRequest { id: 0, ask };
+                self.shared.lookups.ask(req, u32::MAX, 0, &self.inbox);
+            }
             self.shared.server.kernel_tick(t.mono_ms);
             self.shared.server.log_limit_tick(t.mono_ms);
             if self.inotify_read_at.is_some_and(|at| at <= t.mono_ms) {

@@ -26,6 +26,7 @@
 
 use std::sync::Arc;
 
+use crate::lookup::Lookup;
 use crate::server::{lock, FileTable, ServerState};
 use crate::state::Open;
 
@@ -45,14 +46,15 @@ pub fn owner_of(session: &crate::state::Session) -> Owner {
 
 /// The session's opens go with the session (its last channel went, or a new
 /// session named it as the previous one): durable ones are parked, the
-/// others closed ([MS-SMB2] 3.3.7.1); the calls that close those of files homed on another
-/// node are returned, to be asked ([`crate::opens::close_all`]).
-#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
+/// others closed ([MS-SMB2] 3.3.7.1); what the closes ask of the cluster (the calls that close
+/// opens of files homed on another node, the removal of persistent opens' records) is
+/// returned, to be asked away from the I/O thread ([`crate::opens::close_all`]).
+#[must_use = "the closes' questions to the cluster are to be asked"]
 pub fn park_or_close_all(
     server: &Arc<ServerState>,
     opens: Vec<Arc<Open>>,
     now_ms: u64,
-) -> Vec<crate::lookup::HomeAsk> {
+) -> Vec<Lookup> {
     let mut asks = Vec::new();
     for open in opens {
         // An open that is to delete its file does so now, as on Samba.
@@ -74,11 +76,11 @@ pub fn park_or_close_all(
             (Ok(Some(node)), Some(_)) => {
                 let (key, entry) = (open.key, Arc::clone(&open.entry));
                 let ids = (open.persistent_id, open.id);
-                park(server, open, d, now_ms);
-                asks.extend(pending_asked(server, node, key, entry, ids));
+                asks.extend(park(server, open, d, now_ms));
+                asks.extend(pending_asked(server, node, key, entry, ids).map(Lookup::Home));
             }
             (Ok(_), _) if !crate::decide::delete_pending_here(&open.entry, None).0 => {
-                park(server, open, d, now_ms)
+                asks.extend(park(server, open, d, now_ms))
             }
             _ => asks.extend(crate::opens::close_posted(server, open)),
         }
@@ -119,8 +121,15 @@ fn pending_asked(
     hooks.delete_pending_posted(&server.node, node, key, entry, then)
 }
 
-/// Park one open: its share-mode entry stays, routed nowhere.
-fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u64) {
+/// Park one open: its share-mode entry stays, routed nowhere. What the close of an open it
+/// evicted asks of the cluster is returned ([`crate::opens::close_posted`]).
+#[must_use = "the evicted open's questions to the cluster are to be asked"]
+fn park(
+    server: &Arc<ServerState>,
+    open: Arc<Open>,
+    durability: Durability,
+    now_ms: u64,
+) -> Vec<Lookup> {
     // Nobody is left to answer: its change-notify watch ends.
     crate::notify::end_open(server, &open);
     {
@@ -175,8 +184,9 @@ fn park(server: &ServerState, open: Arc<Open>, durability: Durability, now_ms: u
             "{} disconnected durable opens kept (the most): closing the one nearest its timeout",
             crate::limits::DISCONNECTED_OPENS_MAX
         );
-        crate::opens::close_open(server, old.open, false);
+        return crate::opens::close_posted(server, old.open);
     }
+    Vec::new()
 }
 
 impl ServerState {
@@ -186,13 +196,19 @@ impl ServerState {
     }
 
     /// The scavenger: close every disconnected durable open whose timeout
-    /// passed, releasing its share modes, locks and lease.
-    pub fn expire_durables(&self, now_ms: u64) {
+    /// passed, releasing its share modes, locks and lease. What the closes ask of the cluster
+    /// (a persistent open's record removed, the close at the home of a file homed on another
+    /// node) is returned, to be asked away from the I/O thread that runs the scavenger
+    /// ([`crate::opens::close_posted`]).
+    #[must_use = "the closes' questions to the cluster are to be asked"]
+    pub fn expire_durables(self: &Arc<Self>, now_ms: u64) -> Vec<Lookup> {
         let expired = lock(&self.files.durables).take_expired(now_ms);
+        let mut asks = Vec::new();
         for p in expired {
             tracing::debug!(id = p.open.id, "durable open timed out");
-            crate::opens::close_open(self, p.open, false);
+            asks.extend(crate::opens::close_posted(self, p.open));
         }
+        asks
     }
 
     /// How many disconnected durable opens the server keeps.

@@ -9,15 +9,21 @@ use std::sync::Arc;
 
 use ringshare_vfs::FileAttr;
 
-use crate::lookup::HomeAsk;
+use crate::lookup::Lookup;
 use crate::notify;
 use crate::server::{lock, ServerState};
 use crate::state::{Open, Session};
 
 /// Close one open (already removed from its session). Returns the file's
 /// attributes as they were just before the close, when `want_attr`.
+///
+/// For a thread that may wait: a persistent open's record is removed here, and the close of a
+/// file homed on another node is a call made here. An I/O thread closes with [`close_posted`].
 pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Option<FileAttr> {
-    let c = closing(server, open, want_attr);
+    let mut c = closing(server, open, want_attr);
+    if let Some(forget) = c.forget.take() {
+        let _ = (forget.run)();
+    }
     let o = &c.open;
     let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
     closed_open(server, c, closed)
@@ -31,6 +37,9 @@ pub struct Closing {
     pub delete_on_close: bool,
     except: Option<[u8; 16]>,
     on_close: u32,
+    /// A persistent open's record, removed after (`ClusterHooks::open_closed`): asked by the
+    /// caller, away from the I/O thread.
+    pub forget: Option<crate::lookup::ClusterAsk>,
 }
 
 /// [`close_open`]'s steps before the file's entry is told: its watch, its replay record,
@@ -47,9 +56,10 @@ pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closin
     } else {
         None
     };
-    if let Some(h) = server.node.hooks() {
-        h.open_closed(&server.node, &open);
-    }
+    let forget = server
+        .node
+        .hooks()
+        .and_then(|h| h.open_closed(&server.node, &open));
     let (create_guid, on_close, watch) = {
         let mut st = lock(&open.state);
         (st.create_guid, st.notify_on_close, st.watch.take())
@@ -68,6 +78,7 @@ pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closin
         delete_on_close,
         except,
         on_close,
+        forget,
     }
 }
 
@@ -261,22 +272,27 @@ pub fn take_where(session: &mut Session, pick: impl Fn(&Open) -> bool) -> Vec<Ar
 }
 
 /// Close opens taken out of their session ([`take_where`]) by a logoff, a tree disconnect or
-/// the end of a session or connection, whose closes nobody waits for: an open of a file homed
-/// on another node is closed there by a call returned to be carried away from the I/O thread
-/// ([`crate::lookup::Lookup::Home`], [`crate::server::ClusterHooks::close_posted`]), which
-/// finishes the close when the home took it; the others close now.
-#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
-pub fn close_all(server: &Arc<ServerState>, opens: Vec<Arc<Open>>) -> Vec<HomeAsk> {
+/// the end of a session or connection, whose closes nobody waits for: what they ask of the
+/// cluster is returned, to be asked away from the I/O thread ([`close_posted`]); the rest of
+/// each close happens now.
+#[must_use = "the closes' questions to the cluster are to be asked"]
+pub fn close_all(server: &Arc<ServerState>, opens: Vec<Arc<Open>>) -> Vec<Lookup> {
     opens
         .into_iter()
-        .filter_map(|open| close_posted(server, open))
+        .flat_map(|open| close_posted(server, open))
         .collect()
 }
 
-/// [`close_all`] for one open.
-#[must_use = "the call that closes an open of a file homed elsewhere is to be asked"]
-pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Option<HomeAsk> {
-    let c = closing(server, open, false);
+/// [`close_all`] for one open: what its close asks of the cluster, returned to be asked away
+/// from the I/O thread, nobody waiting for the answers. The removal of a persistent open's
+/// record ([`Lookup::Cluster`], carried after what was asked of the cluster's store before it,
+/// on one thread in order); an open of a file homed on another node is closed there by a call
+/// ([`Lookup::Home`], [`crate::server::ClusterHooks::close_posted`]) which finishes the close
+/// when the home took it. The others close now.
+#[must_use = "the close's questions to the cluster are to be asked"]
+pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Vec<Lookup> {
+    let mut c = closing(server, open, false);
+    let mut asks: Vec<Lookup> = c.forget.take().map(Lookup::Cluster).into_iter().collect();
     let o = Arc::clone(&c.open);
     if let (Ok(Some(node)), Some(h)) = (
         crate::decide::home(&server.node, o.key),
@@ -287,10 +303,12 @@ pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Option<HomeAs
             closed_open(&s, c, closed);
         });
         let (key, entry, who) = (o.key, &o.entry, &o.who);
-        return h.close_posted(server, node, key, entry, o.id, delete_on_close, who, then);
+        let home = h.close_posted(server, node, key, entry, o.id, delete_on_close, who, then);
+        asks.extend(home.map(Lookup::Home));
+        return asks;
     }
     let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
     drop(o);
     closed_open(server, c, closed);
-    None
+    asks
 }

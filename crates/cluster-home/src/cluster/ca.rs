@@ -3,7 +3,7 @@
 //! `continuous availability = yes` has its record — the open, its user,
 //! its lease key and its byte-range locks — stored in etcd before the
 //! CREATE (or the LOCK that changed its locks) is answered ([`store`]),
-//! and removed when it closes ([`forget`]). Its writes go through to
+//! and removed when it closes ([`take_forget`]). Its writes go through to
 //! stable storage (crates/core/src/cmd/write.rs).
 //!
 //! When its node dies, the file's home keeps the open in the file's
@@ -102,26 +102,19 @@ pub fn to_store(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
     })
 }
 
-/// `open` closed: its record goes, if it still names this node's open
-/// (a copy left on a node that lost it, after fencing, must not remove the
-/// record of the open its client took elsewhere).
-pub fn forget(here: &NodeState, open: &Open) {
-    if let Some(ask) = to_forget(here, open) {
-        let _ = (ask.run)();
-    }
-}
-
-/// [`forget`] as a question asked away from the I/O thread (a CLOSE waits for its answer,
-/// its thread does not), taken from the close of `open` that follows: the open is no longer
-/// durable, so that close does not remove the record itself, on the I/O thread. `None` when
-/// `open` has no record.
+/// `open` closes: its record goes, if it still names this node's open (a copy left on a node
+/// that lost it, after fencing, must not remove the record of the open its client took
+/// elsewhere), by a question asked away from the I/O thread (a CLOSE waits for its answer,
+/// its thread does not; the other closes post it: `crate::opens::closing`), taken from the
+/// close of `open` that follows: the open is no longer durable, so that close does not ask it
+/// again. `None` when `open` has no record.
 pub fn take_forget(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
     let ask = to_forget(here, open)?;
     lock(&open.state).durable = None;
     Some(ask)
 }
 
-/// The removal of `open`'s record, if it has one, as a question ([`forget`]).
+/// The removal of `open`'s record, if it has one, as a question ([`take_forget`]).
 fn to_forget(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
     persistent(here, open)?;
     let (link, id, open_id) = (Arc::clone(here.link()?), open.persistent_id, open.id);

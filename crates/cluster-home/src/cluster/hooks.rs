@@ -116,8 +116,8 @@ impl ClusterHooks for Hooks {
         })
     }
 
-    fn open_closed(&self, here: &NodeState, open: &Open) {
-        super::ca::forget(here, open);
+    fn open_closed(&self, here: &NodeState, open: &Open) -> Option<crate::lookup::ClusterAsk> {
+        super::ca::take_forget(here, open)
     }
 
     fn forward_break(&self, here: &NodeState, route: Route, notice: &Break) -> bool {

@@ -30,7 +30,7 @@ use crate::identity::{Account, AccountError};
 use crate::limits;
 use crate::loglimit::{FailedLogon, LogKind};
 use crate::lookup::DomainAnswer;
-use crate::lookup::{HomeAsk, Lookup, LookupDone};
+use crate::lookup::{Lookup, LookupDone};
 use crate::peers::PeerIp;
 use crate::server::{lock, EncryptPolicy, ServerState, SigningPolicy};
 use crate::state::{Channel, Session, SessionRef};
@@ -109,15 +109,15 @@ fn abandon(core: &mut ConnCore, session_id: u64) {
 
 /// Connection `conn_id` leaves a session (it closed, or its setup failed).
 /// The session ends with its last channel, or at once when it never became
-/// valid: its opens are closed and it leaves the GlobalSessionTable. The calls that close opens
-/// of files homed elsewhere are returned, to be asked ([`ConnCore::post_closes`]).
-#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
+/// valid: its opens are closed and it leaves the GlobalSessionTable. What the closes ask of the
+/// cluster is returned, to be asked ([`ConnCore::post_closes`]).
+#[must_use = "the closes' questions to the cluster are to be asked"]
 pub(crate) fn leave_channel(
     server: &Arc<ServerState>,
     sref: &SessionRef,
     conn_id: u64,
     now_ms: u64,
-) -> Vec<HomeAsk> {
+) -> Vec<Lookup> {
     let gone = {
         let mut s = lock(sref);
         s.channels.retain(|c| *c != conn_id);
@@ -524,10 +524,10 @@ fn act_for(session: &mut Session, who: Who) {
     session.is_anonymous = who.anonymous;
 }
 
-/// End a session everywhere: every channel finds it gone, its files close (the calls that
-/// close those homed elsewhere are returned, to be asked).
-#[must_use = "the calls that close opens of files homed elsewhere are to be asked"]
-fn end_session(server: &Arc<ServerState>, sref: &SessionRef) -> Vec<HomeAsk> {
+/// End a session everywhere: every channel finds it gone, its files close (what the closes
+/// ask of the cluster is returned, to be asked).
+#[must_use = "the closes' questions to the cluster are to be asked"]
+fn end_session(server: &Arc<ServerState>, sref: &SessionRef) -> Vec<Lookup> {
     let (id, opens) = {
         let mut s = lock(sref);
         s.closed = true;

@@ -25,7 +25,10 @@
 //! only its share of the threads that carry calls to files' homes). And one more client of
 //! node 1 waits in a blocking LOCK of bytes of that file held by a client of node 3
 //! throughout: its retries, every 10 ms, ask node 2 (each up to 2 s while it is stopped), and
-//! it is granted once the holder unlocks, after the stall.
+//! it is granted once the holder unlocks, after the stall. And one more client of node 1
+//! holding persistent opens of files of its own homed on node 1 disconnects their tree once
+//! etcd's leader stops: the removal of their records waits for etcd, not its I/O thread, and
+//! the records leave etcd afterwards.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -246,6 +249,43 @@ fn pends_and_goes(c: Raw, stopped: Arc<AtomicBool>) {
     drop(c);
 }
 
+/// Persistent opens a client of node 1 holds in its tree.
+const TREE_PERSISTENT: usize = 4;
+
+/// A client of node 1 holding persistent opens of files homed on node 1: once `stopped` is set
+/// (etcd's leader stopped) it disconnects their tree, which closes them and removes their
+/// records from etcd (before issue 33's change, on its I/O thread). How long the
+/// TREE_DISCONNECT took.
+fn disconnects_tree(mut c: Raw, stopped: Arc<AtomicBool>) -> Duration {
+    while !stopped.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    let s = status(c.call(Command::TREE_DISCONNECT, &[4, 0, 0, 0]));
+    assert_eq!(s, NtStatus::SUCCESS, "the TREE_DISCONNECT");
+    t.elapsed()
+}
+
+/// A client of node 1 with [`TREE_PERSISTENT`] persistent opens of files homed on node 1, which
+/// disconnects their tree once `stopped` is set ([`disconnects_tree`]): the opens' FileIds, and
+/// the client's thread.
+fn parts_once_etcd_stops(
+    cl: &Cluster,
+    stopped: Arc<AtomicBool>,
+) -> (Vec<FileId>, thread::JoinHandle<Duration>) {
+    let mut c = cl.client(1);
+    let held = files_homed_on(cl, 1, "parted", TREE_PERSISTENT)
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let guid = 230 + i as u8;
+            let made = opened(c.call(Command::CREATE, &durable_create_as(f, guid, None, true)));
+            made.expect("a persistent open of a file homed on node 1").0
+        })
+        .collect();
+    (held, thread::spawn(move || disconnects_tree(c, stopped)))
+}
+
 /// The etcd record of persistent open `id` is gone within 5 s.
 fn record_goes(cl: &Cluster, name: &str, id: FileId) -> bool {
     let key = format!("/ringshare/{name}/ca/{:016x}", id.persistent);
@@ -290,8 +330,12 @@ fn signal(pid: u32, s: rustix::process::Signal) {
 /// Stop the etcd leader (SIGSTOP) for 3 s, then let it go on: the member, when it stopped and
 /// went on, and how long etcd took no write meanwhile (the other members' election). A busy
 /// machine may have moved the leadership between the question and the stop (no write waited
-/// then): the next leader is stopped instead, up to three times.
-fn stop_the_etcd_leader(cl: &Cluster) -> (usize, Instant, Instant, Duration) {
+/// then): the next leader is stopped instead, up to three times. `stopped` is set at the first
+/// stop.
+fn stop_the_etcd_leader(
+    cl: &Cluster,
+    stopped_flag: &AtomicBool,
+) -> (usize, Instant, Instant, Duration) {
     for _ in 0..3 {
         let leader = cl.etcd.leader();
         let pid = cl.etcd.pid(leader).expect("the leader runs");
@@ -303,6 +347,7 @@ fn stop_the_etcd_leader(cl: &Cluster) -> (usize, Instant, Instant, Duration) {
             ringshare_cluster::etcd::Etcd::new(&others, Duration::from_secs(1)).unwrap();
         let stopped = Instant::now();
         signal(pid, rustix::process::Signal::STOP);
+        stopped_flag.store(true, Ordering::Relaxed);
         // The first write the others take after the stop.
         let stall = loop {
             let at = Instant::now() + Duration::from_secs(3);
@@ -466,12 +511,16 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     let waits = open(&mut waiter, &elsewhere, ALL, 7).expect("the waiter's open");
     let blocking = send(&mut waiter, Command::LOCK, &lock_body(waits, 100, 10, 2));
     interim(&mut waiter, blocking);
+    // One more holds persistent opens of files of its own homed on node 1 and disconnects their
+    // tree once etcd's leader stops: their records go, asked of etcd away from the I/O thread.
+    let etcd_stop = Arc::new(AtomicBool::new(false));
+    let (parted, parting) = parts_once_etcd_stops(&cl, etcd_stop.clone());
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
     thread::sleep(Duration::from_millis(2_000));
 
     // The etcd leader stops: persistent opens wait for a new leader.
-    let (leader, etcd_stopped, etcd_resumed, stall) = stop_the_etcd_leader(&cl);
+    let (leader, etcd_stopped, etcd_resumed, stall) = stop_the_etcd_leader(&cl, &etcd_stop);
 
     // Node 2 stops (for less than its lease: it is not taken over).
     let peer_stopped = Instant::now();
@@ -490,6 +539,10 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         .join()
         .expect("the client that set a delete pending and went failed");
     let pended_gone = record_goes(&cl, name, pends);
+    let parted_in = parting
+        .join()
+        .expect("the client that disconnected its tree failed");
+    let parted_gone = parted.iter().all(|id| record_goes(&cl, name, *id));
     let unlock = lock_body(held, 100, 10, 4);
     let unlocked = Instant::now();
     assert_eq!(
@@ -540,7 +593,9 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          a client of node 1 on a file homed on node 3: p99 {far_before:?} ({far_n_before} requests) \
          before, {far_peer:?} (max {far_max:?}, {far_n}) with node 2 stopped; \
          the blocking LOCK of a file homed on node 2, waiting throughout, granted {granted:?} after the unlock; \
-         a lease break acknowledgment of a file homed on node 2: {acked_status:?} in {acked_in:?}"
+         a lease break acknowledgment of a file homed on node 2: {acked_status:?} in {acked_in:?}; \
+         a TREE_DISCONNECT closing {TREE_PERSISTENT} persistent opens with etcd's leader stopped: \
+         answered in {parted_in:?}, their records gone afterwards: {parted_gone}"
     );
     assert!(
         n_before > 0 && far_n_before > 0,
@@ -555,6 +610,10 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         pended_gone,
         "a persistent open whose file's delete is pending is not kept after its connection \
          ended: its record leaves etcd"
+    );
+    assert!(
+        parted_gone,
+        "the persistent opens a TREE_DISCONNECT closed keep no record in etcd"
     );
     assert!(
         p_etcd <= bound(p_before),

@@ -141,8 +141,14 @@ pub trait ClusterHooks: Send + Sync {
         entry: Arc<Mutex<FileEntry>>,
         then: Box<dyn FnOnce(Result<bool, ringshare_wire::NtStatus>) + Send>,
     ) -> Option<crate::lookup::HomeAsk>;
-    /// `open` closed: the record of a persistent open goes.
-    fn open_closed(&self, here: &NodeState, open: &crate::state::Open);
+    /// `open` closes: the removal of a persistent open's record, to be asked (on the cluster's
+    /// store thread, after what was asked of the store before it: a LOCK's record stored),
+    /// not run here. `None` when it has no record.
+    fn open_closed(
+        &self,
+        here: &NodeState,
+        open: &crate::state::Open,
+    ) -> Option<crate::lookup::ClusterAsk>;
     /// Send a break for another node's connection there: true when it was another node's.
     fn forward_break(
         &self,

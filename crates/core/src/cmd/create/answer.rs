@@ -323,9 +323,12 @@ pub(crate) fn resume(
     finish(core, fin)
 }
 
-/// A parked CREATE whose connection went: its open, which no client will hear of, closes.
-pub(crate) fn abandon(core: &ConnCore, fin: Installing) {
-    opens::close_open(&core.server, Arc::new(fin.open), false);
+/// A parked CREATE whose connection went: its open, which no client will hear of, closes. Its
+/// record's removal is posted, so the cluster's store thread asks it after the store the
+/// CREATE waited for: a record stored after the close is removed all the same.
+pub(crate) fn abandon(core: &mut ConnCore, fin: Installing) {
+    let asks = opens::close_posted(&core.server, Arc::new(fin.open));
+    core.post_closes(asks);
 }
 
 /// The open, if its record was stored; if not, it closes and the CREATE fails.
@@ -349,15 +352,16 @@ fn stored_or_closed(
 
 /// The open goes into its session and the CREATE is answered.
 fn finish(core: &mut ConnCore, fin: Installing) -> Result<Reply, NtStatus> {
-    let server = &core.server;
     let (id, persistent_id) = (fin.open.id, fin.open.persistent_id);
     let mut session = lock(&fin.sref);
     if session.closed {
         // Logged off on another channel while the file was being opened.
         drop(session);
-        opens::close_open(server, Arc::new(fin.open), false);
+        let asks = opens::close_posted(&core.server, Arc::new(fin.open));
+        core.post_closes(asks);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
+    let server = &core.server;
     if let durable::Ask::V2 { create_guid, .. } = fin.ask {
         let client_guid = client_guid(core);
         lock(&server.files.durables).remember((client_guid, create_guid), fin.session_id, id);
