@@ -32,28 +32,6 @@ use crate::files::oplock::{self, Grant, LeaseId};
 use crate::lookup::HomeAsk;
 use crate::server::{lock, FileEntry, FileKey, FileTable, NodeState, ServerState};
 
-/// Admit an open of `key` (whose entry is `entry`): `Ok(Some(grant))` when
-/// it joined the file's opens with that caching; `Ok(None)` when it must
-/// wait for breaks (sent; the connection is woken to try again);
-/// `Err(status)` when the file refuses it (DELETE_PENDING, a sharing
-/// violation, streams open that do not share delete).
-pub fn admit(
-    server: &ServerState,
-    key: FileKey,
-    entry: &Arc<Mutex<FileEntry>>,
-    ask: &OpenAsk<'_>,
-) -> Result<Option<Grant>, NtStatus> {
-    let Some(node) = home(&server.node, key)? else {
-        return cluster::home::admit_here(server, key, entry, ask);
-    };
-    let call = Call::Admit(key, Box::new(msg::Ask::of(ask)));
-    let answer = cluster::ask(&server.node, node, call);
-    if let Ok(Answer::Admitted(_, io)) = &answer {
-        lock(entry).grants.held = IoGrant(*io);
-    }
-    admitted(&server.files, key, entry, ask, answer)
-}
-
 /// A decision made here at once, or to be asked of the file's home by a call carried away
 /// from the I/O thread (the request waits for its answer, the thread does not).
 pub enum Decision<T, P = Asking> {
@@ -93,8 +71,12 @@ impl Asking {
     }
 }
 
-/// [`admit`], its call to the file's home (when the file is homed on another node) carried
-/// away from the I/O thread: [`Decision::Ask`], whose answer [`admit_answered`] takes.
+/// Admit an open of `key` (whose entry is `entry`): `Ok(Some(grant))` when it joined the
+/// file's opens with that caching; `Ok(None)` when it must wait for breaks (sent; the
+/// connection is woken to try again); `Err(status)` when the file refuses it (DELETE_PENDING,
+/// a sharing violation, streams open that do not share delete). The call to the file's home
+/// (when the file is homed on another node) is carried away from the I/O thread:
+/// [`Decision::Ask`], whose answer [`admit_answered`] takes.
 pub fn admit_or_ask(
     server: &ServerState,
     key: FileKey,
@@ -154,7 +136,7 @@ pub fn admit_or_ask(
 }
 
 /// The home answered the call [`admit_or_ask`] made for `ask` (the bytes that came back, or
-/// why none did): [`admit`]'s result.
+/// why none did): [`admit_or_ask`]'s result.
 pub fn admit_answered(
     files: &FileTable,
     key: FileKey,
@@ -166,7 +148,7 @@ pub fn admit_answered(
 }
 
 /// The home's answer to an open it was asked for: the shadow entry follows it (the node's
-/// I/O grant it brings was kept as the answer came in: [`admit`], [`admit_or_ask`]).
+/// I/O grant it brings was kept as the answer came in: [`admit_or_ask`]).
 fn admitted(
     files: &FileTable,
     key: FileKey,
@@ -189,7 +171,7 @@ fn admitted(
 }
 
 /// An admitted open leaves before it was ever used (its CREATE failed
-/// after [`admit`]): a close that asked for nothing (it holds no locks).
+/// after [`admit_or_ask`]): a close that asked for nothing (it holds no locks).
 pub fn withdraw(
     server: &ServerState,
     key: FileKey,
@@ -542,33 +524,10 @@ pub fn changed(
     }
 }
 
-/// Before open `owner` renames its file: others give up caching handles.
-/// True when the rename must wait for their acknowledgments (connection
-/// `conn_id` is woken to try again).
-pub fn rename_waits(
-    server: &ServerState,
-    key: FileKey,
-    entry: &Mutex<FileEntry>,
-    owner: u64,
-    conn_id: u64,
-    now_ms: u64,
-) -> Result<bool, NtStatus> {
-    let Some(node) = home(&server.node, key)? else {
-        return Ok(decide::rename_waits_here(
-            server, entry, owner, conn_id, now_ms,
-        ));
-    };
-    let call = Call::Rename {
-        key,
-        owner,
-        conn_id,
-        now_ms,
-    };
-    cluster::ask_for(&server.node, node, call, Answer::flag)
-}
-
-/// [`rename_waits`], its call to the file's home (a file homed on another node) carried away
-/// from the I/O thread: [`Decision::Ask`], whose answer [`rename_waits_answered`] takes.
+/// Before open `owner` renames its file: others give up caching handles. True when the
+/// rename must wait for their acknowledgments (connection `conn_id` is woken to try again).
+/// The call to the file's home (a file homed on another node) is carried away from the I/O
+/// thread: [`Decision::Ask`], whose answer [`rename_waits_answered`] takes.
 pub fn rename_waits_or_ask(
     server: &ServerState,
     key: FileKey,
@@ -606,8 +565,9 @@ pub fn rename_waits_answered(answer: Result<Vec<u8>, NtStatus>) -> Result<bool, 
     }
 }
 
-/// [`moved`], its call to the file's home (a file homed on another node) posted: the call,
-/// which nobody waits for (the home's calls about one file are carried in the order asked).
+/// The file now lives at `to` (a rename): where its last close removes it. The call that
+/// tells the file's home (a file homed on another node) is posted: nobody waits for it (the
+/// home's calls about one file are carried in the order asked).
 pub fn moved_posted(
     here: &NodeState,
     key: FileKey,
@@ -623,16 +583,6 @@ pub fn moved_posted(
         Err(s) => {
             tracing::warn!(?key, %s, "a file's home did not hear of a rename");
             None
-        }
-    }
-}
-
-/// The file now lives at `to` (a rename): where its last close removes it.
-pub fn moved(here: &NodeState, key: FileKey, entry: &Mutex<FileEntry>, to: &RelPath) {
-    lock(entry).path = to.clone();
-    if let Ok(Some(node)) = home(here, key) {
-        if let Err(s) = cluster::ask(here, node, Call::Moved(key, to.clone())) {
-            tracing::warn!(?key, %s, "a file's home did not hear of a rename");
         }
     }
 }

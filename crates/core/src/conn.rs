@@ -431,11 +431,10 @@ impl Connection {
             }
         }
         // Waiting CHANGE_NOTIFYs leave their watchers' queues (the handle
-        // may live on, on another channel).
-        for (_, op) in std::mem::take(&mut self.async_ops) {
-            if let cmd::AsyncWork::Notify(n) = &op.work {
-                cmd::notify::cancel(&self.core, n);
-            }
+        // may live on, on another channel); a CREATE run again that waits for its file's home
+        // or its record lets go of what it holds.
+        for (_, mut op) in std::mem::take(&mut self.async_ops) {
+            cmd::cancel_async(&mut self.core, op.session_id, &mut op.work);
         }
         self.waiting.clear();
         // Answers still to come find nothing to go on with (an open made for a CREATE that
@@ -704,6 +703,7 @@ impl Connection {
                         tree_id,
                         related_file_id,
                         member: (start, end),
+                        index: idx,
                         sole,
                         related,
                         retry_at_ms: self.core.now.mono_ms + crate::files::oplock::BREAK_RETRY_MS,
@@ -756,7 +756,7 @@ impl Connection {
             self.cleanup_notifies(session_id, asyncs::NotifyScope::Session);
         }
         if hdr.command == Command::LOGOFF && !reply.status.is_error() {
-            self.async_ops.retain(|_, op| op.session_id != session_id);
+            self.end_async_ops(session_id);
         }
         job.settle_last_file(reply.file_id, related);
         if let Some(rare) = &reply.rare {

@@ -9,6 +9,7 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
+use ringshare_core::cluster::ClusterNode;
 use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::create::CreateResponse;
 use ringshare_wire::{FileId, NtStatus};
@@ -721,4 +722,280 @@ fn a_rename_of_a_file_homed_on_another_node_asks_each_question_once_away_from_th
         "removed by its new name at its home"
     );
     assert!(cl.exists("mv-other.txt"));
+}
+
+/// SMB2_DHANDLE_FLAG_PERSISTENT.
+const PERSISTENT: u32 = 2;
+const LEASE: u8 = 0xFF;
+const RELATED: FileId = FileId {
+    persistent: u64::MAX,
+    volatile: u64::MAX,
+};
+
+/// A cluster of three nodes whose share is continuously available, every file homed on node 3.
+fn ca_cluster() -> Cluster {
+    Cluster::with(3, 3, |c| {
+        std::sync::Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    })
+}
+
+/// A client of node `node` on a dialect with persistent handles (ClientGuid `guid`).
+fn ca_client(cl: &Cluster, node: u16, guid: u8) -> Client {
+    let s = cl.nodes[usize::from(node) - 1].clone();
+    let dialect = ringshare_wire::consts::Dialect::SMB3_1_1;
+    let mut c = Client::negotiated(s, cl.mem.clone(), dialect, [guid; 16]);
+    assert_eq!(c.log_on("alice", "secret", 0), NtStatus::SUCCESS);
+    c.tree_id = c.tree_connect("share");
+    c
+}
+
+/// A CREATE of `name` asking for a persistent handle with CreateGuid `guid`; a replay of it
+/// (SMB2_FLAGS_REPLAY_OPERATION) with `replay`.
+fn persistent_create_msg(c: &mut Client, name: &str, guid: u8, replay: bool) -> Vec<u8> {
+    use ringshare_wire::create::{tag, CreateContext, DurableHandleRequestV2};
+    let dh2q = DurableHandleRequestV2 {
+        timeout: 0,
+        flags: PERSISTENT,
+        create_guid: [guid; 16],
+    };
+    let ctx = CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, dh2q.encode());
+    let mut m = c.create_msg_caching_ctx(name, ALL, 7, D::OPEN_IF, 0, vec![ctx]);
+    if replay {
+        let flags = u32::from_le_bytes(m[16..20].try_into().unwrap()) | 0x2000_0000;
+        m[16..20].copy_from_slice(&flags.to_le_bytes());
+        c.sign(&mut m);
+    }
+    m
+}
+
+/// The flags of a CREATE answer's DH2Q response, if any.
+fn durable_flags(r: &Resp) -> Option<u32> {
+    use ringshare_wire::create::ContextTag;
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    cr.contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .map(|c| u32::from_le_bytes(c.data[4..8].try_into().unwrap()))
+}
+
+/// `b` opens `name` with a read, write and handle lease `key`; what `a` sends (`send`) waits
+/// for its break (STATUS_PENDING when it goes async, nothing when it waits inside a compound);
+/// `b` acknowledges it while `a`'s lookups are held. `a` runs `m` again (woken, or at its
+/// time) and must not call the home on its thread: no answer, one held call, none made. The
+/// interim responses, and `b`'s open.
+fn runs_again_after_a_break(
+    cl: &Cluster,
+    (a, b): (&mut Client, &mut Client),
+    name: &str,
+    key: u8,
+    send: impl FnOnce(&mut Client) -> Vec<Resp>,
+) -> (Vec<Resp>, FileId) {
+    let mb = b.create_msg_caching(name, ALL, 7, D::OPEN_IF, LEASE, Some(lease_v2(key, 7)));
+    let r = b.send_frame(mb).remove(0);
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let fb = CreateResponse::decode(&r.msg).expect("create").file_id;
+    let interim = send(a);
+    assert_eq!(b.breaks().len(), 1, "b is told to give up its lease");
+    a.hold_lookups = true;
+    assert_eq!(b.ack_lease(key, 1).status(), NtStatus::SUCCESS);
+    let calls = cl.calls_to(3);
+    let mut r = a.pump();
+    r.extend(a.tick(1_000));
+    assert!(r.is_empty(), "{name}: no answer before the home's");
+    assert_eq!(
+        (a.held_lookups.len(), cl.calls_to(3)),
+        (1, calls),
+        "{name}: run again, it waits for its call, which the thread did not make"
+    );
+    assert!(
+        a.tick(1_000).is_empty() && a.held_lookups.len() == 1,
+        "{name}: not run again while its question is out"
+    );
+    (interim, fb)
+}
+
+/// A CREATE run again after it waited for a break (here a client of node 2 acknowledged it)
+/// asks its file's home whether the open may join, and stores its persistent open's record,
+/// away from the I/O thread, as a fresh CREATE does: no answer and no call until the held
+/// call is carried, the connection answering a QUERY_INFO meanwhile and a replay of it told to
+/// try again (FILE_NOT_AVAILABLE) while it waits; then the record is stored, and only then is
+/// the client told SUCCESS. A CANCEL while the home is asked answers CANCELLED at once, and the
+/// open the home admitted meanwhile is closed there; a CANCEL while the record is stored comes
+/// too late (the open is made: SUCCESS once stored). A LOGOFF while the home is asked ends it
+/// unanswered, its open closed at the home too.
+#[test]
+fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from_the_io_thread() {
+    let cl = ca_cluster();
+    let (mut a, mut b) = (ca_client(&cl, 1, 1), ca_client(&cl, 2, 2));
+    let other = open(&mut a, "again-other.txt", ALL, 7).expect("other");
+    let m = persistent_create_msg(&mut a, "again.txt", 1, false);
+    let (interim, fb) =
+        runs_again_after_a_break(&cl, (&mut a, &mut b), "again.txt", 5, |a| a.send_frame(m));
+    assert_eq!(statuses(&interim), [NtStatus::PENDING]);
+    assert_eq!(
+        a.query_info(other, 1, 4, 0, 4096).status(),
+        NtStatus::SUCCESS,
+        "the connection answers a QUERY_INFO meanwhile"
+    );
+    let replay = |a: &mut Client| {
+        let m = persistent_create_msg(a, "again.txt", 1, true);
+        statuses(&a.send_frame(m))
+    };
+    assert_eq!(replay(&mut a), [NtStatus::FILE_NOT_AVAILABLE], "pending");
+    let calls = cl.calls_to(3);
+    assert!(answer_held(&mut a).is_empty(), "admitted: its record next");
+    assert_eq!(cl.calls_to(3), calls + 1, "the home asked once");
+    assert_eq!(a.held_lookups.len(), 1, "the record's store, held");
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "not stored yet");
+    assert_eq!(replay(&mut a), [NtStatus::FILE_NOT_AVAILABLE], "pending");
+    let r = answer_held(&mut a);
+    assert_eq!(statuses(&r), [NtStatus::SUCCESS]);
+    assert_eq!(durable_flags(&r[0]), Some(PERSISTENT));
+    assert_eq!(
+        cl.bus.ca.lock().unwrap().len(),
+        1,
+        "stored before the client heard of it"
+    );
+    a.hold_lookups = false;
+    let fa = CreateResponse::decode(&r[0].msg).expect("create").file_id;
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "gone with the open");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+
+    // A CANCEL while the home is asked: CANCELLED at once; the home's answer finds nothing.
+    let m = persistent_create_msg(&mut a, "again.txt", 2, false);
+    let (interim, fb) =
+        runs_again_after_a_break(&cl, (&mut a, &mut b), "again.txt", 6, |a| a.send_frame(m));
+    assert_eq!(
+        statuses(&a.cancel_async(&interim[0])),
+        [NtStatus::CANCELLED]
+    );
+    assert!(answer_held(&mut a).is_empty() && a.held_lookups.is_empty());
+    a.hold_lookups = false;
+    assert_eq!(cl.nodes[0].resend_closes(), 0, "the home took the close");
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "no record");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    let only = open(&mut b, "again.txt", ALL, 0).expect("nothing of a's open is left");
+    assert_eq!(b.close(only).status(), NtStatus::SUCCESS);
+
+    // A CANCEL while the record is stored comes too late: SUCCESS once stored.
+    let m = persistent_create_msg(&mut a, "again.txt", 3, false);
+    let (interim, fb) =
+        runs_again_after_a_break(&cl, (&mut a, &mut b), "again.txt", 7, |a| a.send_frame(m));
+    assert!(answer_held(&mut a).is_empty() && a.held_lookups.len() == 1);
+    assert!(
+        a.cancel_async(&interim[0]).is_empty(),
+        "it waits for the store"
+    );
+    let r = answer_held(&mut a);
+    assert_eq!(statuses(&r), [NtStatus::SUCCESS]);
+    assert_eq!(cl.bus.ca.lock().unwrap().len(), 1);
+    a.hold_lookups = false;
+    let fa = CreateResponse::decode(&r[0].msg).expect("create").file_id;
+    for (c, f) in [(&mut a, fa), (&mut b, fb)] {
+        assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    }
+
+    // A LOGOFF while the home is asked: unanswered, and its open closed at the home.
+    let mut c = ca_client(&cl, 1, 3);
+    let m = persistent_create_msg(&mut c, "again.txt", 4, false);
+    let (_, fb) =
+        runs_again_after_a_break(&cl, (&mut c, &mut b), "again.txt", 8, |c| c.send_frame(m));
+    let empty = |o: &mut Vec<u8>| {
+        use ringshare_wire::WriteExt;
+        o.put_u16(4);
+        o.put_u16(0);
+    };
+    assert_eq!(
+        c.call(Command::LOGOFF, 0, empty).status(),
+        NtStatus::SUCCESS
+    );
+    assert!(answer_held(&mut c).is_empty() && c.held_lookups.is_empty());
+    assert_eq!(cl.nodes[0].resend_closes(), 0, "the home took the close");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    let only = open(&mut b, "again.txt", ALL, 0).expect("nothing of c's open is left");
+    assert_eq!(b.close(only).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty());
+}
+
+/// A CREATE inside a compound (a related QUERY_INFO after it) that waited for a break is run
+/// again the same way: its job parks on the home's question and then on its record's store,
+/// the thread makes neither call, and the compound is answered once the record is stored.
+#[test]
+fn a_compounds_create_run_again_after_breaks_parks_its_job_on_the_home_and_the_store() {
+    let cl = ca_cluster();
+    let (mut a, mut b) = (ca_client(&cl, 1, 1), ca_client(&cl, 2, 2));
+    let create = persistent_create_msg(&mut a, "again-compound.txt", 1, false);
+    let query = a.query_info_msg(RELATED, 1, 4, 4096);
+    let m = |a: &mut Client| a.compound(vec![create, query], true);
+    let (interim, fb) = runs_again_after_a_break(&cl, (&mut a, &mut b), "again-compound.txt", 5, m);
+    assert!(
+        interim.is_empty(),
+        "inside a compound it waits without going async"
+    );
+    assert!(answer_held(&mut a).is_empty(), "admitted: its record next");
+    assert_eq!(a.held_lookups.len(), 1);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "not stored yet");
+    let r = answer_held(&mut a);
+    assert_eq!(statuses(&r), [NtStatus::SUCCESS, NtStatus::SUCCESS]);
+    assert_eq!(cl.bus.ca.lock().unwrap().len(), 1);
+    a.hold_lookups = false;
+    let fa = CreateResponse::decode(&r[0].msg).expect("create").file_id;
+    for (c, f) in [(&mut a, fa), (&mut b, fb)] {
+        assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    }
+    assert!(cl.bus.ca.lock().unwrap().is_empty());
+}
+
+/// A rename run again after it waited for a break of another client's handle caching asks
+/// the file's home away from the I/O thread, as a fresh rename does: no answer and no call
+/// until the held call is carried, a QUERY_INFO answered meanwhile, then SUCCESS and the home
+/// told the new name by a post. A CANCEL while the home is asked answers CANCELLED at once,
+/// and the file keeps its name.
+#[test]
+fn a_rename_run_again_after_breaks_asks_its_home_away_from_the_io_thread() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let f = open(&mut a, "mv-again.txt", ALL, 7).expect("a");
+    let m = a.set_info_msg(f, 1, 10, &rename_info("mv-again-to.txt", false));
+    let (interim, fb) = runs_again_after_a_break(&cl, (&mut a, &mut b), "mv-again.txt", 5, |a| {
+        a.send_frame(m)
+    });
+    assert_eq!(statuses(&interim), [NtStatus::PENDING]);
+    assert_eq!(
+        a.query_info(f, 1, 4, 0, 4096).status(),
+        NtStatus::SUCCESS,
+        "the connection answers a QUERY_INFO meanwhile"
+    );
+    let calls = cl.calls_to(3);
+    assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+    assert_eq!(cl.calls_to(3), calls + 1, "one call");
+    assert_eq!(
+        a.held_lookups.len(),
+        1,
+        "the home told the new name by a post"
+    );
+    assert!(answer_held(&mut a).is_empty());
+    a.hold_lookups = false;
+    assert!(cl.exists("mv-again-to.txt") && !cl.exists("mv-again.txt"));
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+
+    // A CANCEL while the home is asked: CANCELLED at once, the file keeps its name.
+    let m = a.set_info_msg(f, 1, 10, &rename_info("mv-again.txt", false));
+    let (interim, fb) =
+        runs_again_after_a_break(&cl, (&mut a, &mut b), "mv-again-to.txt", 6, |a| {
+            a.send_frame(m)
+        });
+    assert_eq!(
+        statuses(&a.cancel_async(&interim[0])),
+        [NtStatus::CANCELLED]
+    );
+    assert!(answer_held(&mut a).is_empty() && a.held_lookups.is_empty());
+    a.hold_lookups = false;
+    assert!(cl.exists("mv-again-to.txt") && !cl.exists("mv-again.txt"));
+    for (c, h) in [(&mut a, f), (&mut b, fb)] {
+        assert_eq!(c.close(h).status(), NtStatus::SUCCESS);
+    }
 }

@@ -74,7 +74,7 @@ fn sharing_access(wish: &Wish) -> u32 {
     }
 }
 
-/// `crate::arbiter::admit` (crates/core) decided on the file's entry here (after the parked opens in its
+/// `crate::arbiter::admit_or_ask` (crates/cluster-home) decided on the file's entry here (after the parked opens in its
 /// way were closed and other nodes gave back their I/O grants: `crate::cluster::home` (crates/core)).
 pub fn admit_decided(
     server: &ServerState,
@@ -357,7 +357,7 @@ pub fn delete_pending_here(entry: &Mutex<FileEntry>, set: Option<bool>) -> (bool
     (e.delete_pending, e.delete_pending && !was)
 }
 
-/// `crate::arbiter::rename_waits` (crates/core) on the file's entry here.
+/// `crate::arbiter::rename_waits_or_ask` (crates/cluster-home) on the file's entry here.
 pub fn rename_waits_here(
     server: &ServerState,
     entry: &Mutex<FileEntry>,

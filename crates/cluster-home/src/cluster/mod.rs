@@ -248,20 +248,6 @@ pub fn answer_of(answer: Result<Vec<u8>, NtStatus>) -> Result<msg::Answer, NtSta
     }
 }
 
-/// [`ask`] for the answer `pick` takes; a refusal is its status, any other
-/// answer is [`unexpected`].
-pub(crate) fn ask_for<T>(
-    here: &NodeState,
-    node: u16,
-    call: msg::Call,
-    pick: impl FnOnce(&msg::Answer) -> Option<T>,
-) -> Result<T, NtStatus> {
-    match ask(here, node, call)? {
-        msg::Answer::Refused(s) => Err(s),
-        a => pick(&a).ok_or_else(|| unexpected(&a)),
-    }
-}
-
 /// An answer a call does not expect: the home runs another version.
 pub fn unexpected(answer: &msg::Answer) -> NtStatus {
     tracing::warn!(?answer, "a file's home answered unexpectedly");

@@ -23,7 +23,8 @@
 //!
 //! Oplocks and leases are granted and broken by [`crate::files::oplock`]: an open
 //! that must wait for another client to acknowledge a break is answered
-//! later ([`Handled::WaitForBreaks`]; the connection retries it).
+//! later ([`Handled::WaitForBreaks`]; the connection retries it, [`retry`], and the retry
+//! parks on its questions to the file's home and the cluster's store as a fresh CREATE does).
 
 use std::sync::Arc;
 
@@ -33,7 +34,7 @@ use ringshare_wire::create::{CreateContext, CreateRequest, CreateResponse};
 use ringshare_wire::security::Sid;
 use ringshare_wire::{FileId, NtStatus};
 
-use crate::cmd::Handled;
+use crate::cmd::{Handled, LookupCont, Polled};
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::oplock;
@@ -61,12 +62,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         core.create_waits = None;
         return Ok(Handled::WaitForBreaks);
     }
+    create_parking(core, req, false)
+}
+
+/// [`create`], its result as the connection takes it: the file's home is asked, or a
+/// persistent open's record stored, away from the I/O thread ([`Handled::Lookup`]).
+fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Handled, NtStatus> {
     let mut parked = None;
-    Ok(match create(core, req, false, Some(&mut parked)) {
+    Ok(match create(core, req, retry, &mut parked) {
         Ok(Some(reply)) => Handled::Reply(reply),
         Ok(None) => Handled::WaitForBreaks,
-        // The file's home is asked, or a persistent open's record stored, away from the I/O
-        // thread first.
         Err(PARKED) => return parked_on(parked),
         Err(s) => return Err(s),
     })
@@ -135,7 +140,7 @@ pub(crate) fn admitted(
     let mut parked = None;
     let r = match adm {
         Ok(Some(adm)) => match CreateRequest::decode(req.msg) {
-            Ok(cr) => go_on(core, &req, &cr, opening, adm, Some(&mut parked)),
+            Ok(cr) => go_on(core, &req, &cr, opening, adm, &mut parked),
             Err(e) => Err(e.status()),
         },
         Ok(None) => Ok(None),
@@ -152,8 +157,12 @@ pub(crate) fn admitted(
     }
 }
 
-/// A parked CREATE whose connection went: the open on its way in leaves.
+/// A parked CREATE whose connection went (or that was cancelled or logged off): the open on
+/// its way in leaves, and a DH2Q replay is no longer told that it is pending.
 pub(crate) fn abandon_admission(core: &ConnCore, fin: AtHome) {
+    if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
+        pending(core, create_guid, false);
+    }
     fin.joining.abandon(&core.server);
 }
 
@@ -174,6 +183,10 @@ pub(crate) struct PendingCreate {
     pub related_file_id: Option<(u64, u64)>,
     pub encrypted: bool,
     pub retry_at_ms: u64,
+    /// Run again, it asked something away from the I/O thread ([`Polled::Ask`]): how it goes
+    /// on with the answer (boxed: rare, and large), and the lookup's id once asked.
+    asking: Option<Box<LookupCont>>,
+    asked: Option<u64>,
 }
 
 impl PendingCreate {
@@ -185,7 +198,32 @@ impl PendingCreate {
             related_file_id: req.related_file_id,
             encrypted: req.encrypted,
             retry_at_ms: now_ms + oplock::BREAK_RETRY_MS,
+            asking: None,
+            asked: None,
         }
+    }
+
+    /// When to try it again: not while its question is out.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        self.asking.is_none().then_some(self.retry_at_ms)
+    }
+
+    /// Its question went out as lookup `id`.
+    pub fn asked(&mut self, id: u64) {
+        if self.asking.is_some() {
+            self.asked = Some(id);
+        }
+    }
+
+    /// Whether it waits for the answer to lookup `id`.
+    pub fn asks(&self, id: u64) -> bool {
+        self.asking.is_some() && self.asked == Some(id)
+    }
+
+    /// A CANCEL came: true when the CREATE ends with its answer instead (its open is made and
+    /// its record being stored: it is past cancelling, as a completed request is).
+    pub fn cancel_when_answered(&self) -> bool {
+        matches!(self.asking.as_deref(), Some(LookupCont::Create(_)))
     }
 
     /// The request again, on session `session_id`.
@@ -204,46 +242,100 @@ impl PendingCreate {
     }
 }
 
-/// Try a pending CREATE again: `Some` when it no longer waits.
-pub(crate) fn poll(
+/// Try a pending CREATE (or rename) again: done, waiting still, or asking its file's home or
+/// the cluster's store away from the I/O thread (it goes on in [`answered`]).
+pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingCreate) -> Polled {
+    if p.asking.is_some() {
+        // Its question is out: it goes on with the answer.
+        return Polled::Wait;
+    }
+    let r = {
+        let req = p.req(session_id);
+        retry(core, &req)
+    };
+    went_on(core, p, r)
+}
+
+/// The answer to the question a pending CREATE (or rename) asked when run again is in: it goes
+/// on as a fresh request parked on it would.
+pub(crate) fn answered(
     core: &mut ConnCore,
     session_id: u64,
     p: &mut PendingCreate,
-) -> Option<Result<Reply, NtStatus>> {
-    let req = p.req(session_id);
-    match retry(core, &req) {
-        Ok(Some(r)) => Some(Ok(r)),
-        Ok(None) => {
-            p.retry_at_ms = core.now.mono_ms + oplock::BREAK_RETRY_MS;
-            None
+    done: crate::lookup::LookupDone,
+) -> Polled {
+    p.asked = None;
+    let r = match p.asking.take().map(|b| *b) {
+        Some(LookupCont::Admit(fin)) => admitted(core, *fin, done),
+        Some(LookupCont::Create(fin)) => answer::resume(core, *fin, done).map(Handled::Reply),
+        Some(LookupCont::Again(asked)) => {
+            core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
+            let r = {
+                let req = p.req(session_id);
+                retry(core, &req)
+            };
+            // Taken by the request when it ran again; not kept for another.
+            core.domain_answer = None;
+            r
         }
-        Err(s) => Some(Err(s)),
+        Some(other) => {
+            crate::cmd::abandon(core, other);
+            Err(NtStatus::INTERNAL_ERROR)
+        }
+        None => return Polled::Wait,
+    };
+    went_on(core, p, r)
+}
+
+/// A pending CREATE (or rename) is cancelled, or its session or connection went: what its
+/// question holds goes ([`crate::cmd::abandon`]).
+pub(crate) fn cancel(core: &mut ConnCore, p: &mut PendingCreate) {
+    p.asked = None;
+    if let Some(cont) = p.asking.take() {
+        crate::cmd::abandon(core, *cont);
     }
 }
 
-/// Run again a request that waited for break acknowledgments (a CREATE or
-/// a SET_INFO rename): its reply, or `None` while it still waits.
-pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
+/// What running a pending CREATE (or rename) again came to, for its async operation.
+fn went_on(core: &ConnCore, p: &mut PendingCreate, r: Result<Handled, NtStatus>) -> Polled {
+    match r {
+        Ok(Handled::Reply(reply)) => Polled::Done(Ok(reply)),
+        Ok(Handled::WaitForBreaks) => {
+            p.retry_at_ms = core.now.mono_ms + oplock::BREAK_RETRY_MS;
+            Polled::Wait
+        }
+        Ok(Handled::Lookup(parked)) => {
+            let crate::cmd::Parked { ask, cont } = *parked;
+            p.asking = Some(Box::new(cont));
+            Polled::Ask(ask)
+        }
+        Ok(_) => Polled::Done(Err(NtStatus::INTERNAL_ERROR)),
+        Err(s) => Polled::Done(Err(s)),
+    }
+}
+
+/// Run again a request that waited for break acknowledgments (a CREATE or a SET_INFO rename):
+/// its reply, [`Handled::WaitForBreaks`] while it still waits, or [`Handled::Lookup`] when it
+/// asks its file's home (its admission, a rename's questions) or the cluster's store (a
+/// persistent open's record) away from the I/O thread, as a fresh request does.
+pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     if req.hdr.command == ringshare_wire::consts::Command::SET_INFO {
-        // Only a rename waits for breaks; it asks no lookup.
-        return match crate::cmd::set_info::handle_again(core, req)? {
-            Handled::Reply(r) => Ok(Some(r)),
-            Handled::WaitForBreaks => Ok(None),
-            _ => Err(NtStatus::INTERNAL_ERROR),
-        };
+        // Only a rename waits for breaks.
+        let r = crate::cmd::set_info::handle(core, req);
+        return crate::cmd::ids::parked(core, r);
     }
-    create(core, req, true, None)
+    create_parking(core, req, true)
 }
 
-/// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again). With `parked`,
-/// the file's home (a file homed on another node) is asked and a persistent open's record
-/// stored away from the I/O thread: Err([`PARKED`]) and `parked` holds the question
-/// and how the CREATE goes on ([`admission::admit`], [`answer::install`]).
+/// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again). The file's
+/// home (a file homed on another node) is asked and a persistent open's record stored away
+/// from the I/O thread: Err([`PARKED`]) and `parked` holds the question and how the CREATE
+/// goes on ([`admission::admit`], [`answer::install`]).
 fn create(
     core: &mut ConnCore,
     req: &Req<'_>,
     retry: bool,
-    parked: Option<&mut Option<answer::Parked>>,
+    parked: &mut Option<answer::Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let mut dh2q = None;
     let r = create_or_wait(core, req, retry, &mut dh2q, parked);
@@ -356,7 +448,7 @@ fn create_or_wait(
     req: &Req<'_>,
     retry: bool,
     dh2q: &mut Option<[u8; 16]>,
-    parked: Option<&mut Option<answer::Parked>>,
+    parked: &mut Option<answer::Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let mut cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let ask = durable::ask(&cr, core.dialect().map_or(0, |d| d.0))?;
@@ -400,8 +492,7 @@ fn create_or_wait(
     let aapl_on = core.aapl.negotiated;
     let (node, made) = stream::open_named(&at, aapl_on, &asked, opened, rights)?;
     let mut home = None;
-    let asking = parked.is_some().then_some(&mut home);
-    let admitted = admission::admit(core, req, retry, &at, &asked, node, made, asking);
+    let admitted = admission::admit(core, req, retry, &at, &asked, node, made, &mut home);
     let opening = Opening {
         sref,
         tree,
@@ -414,7 +505,7 @@ fn create_or_wait(
         Ok(Some(adm)) => adm,
         Ok(None) => return Ok(None),
         Err(PARKED) => {
-            let (Some((ask, joining)), Some(parked)) = (home, parked) else {
+            let Some((ask, joining)) = home else {
                 return Err(NtStatus::INTERNAL_ERROR);
             };
             let fin = AtHome {
@@ -423,7 +514,7 @@ fn create_or_wait(
                 opening,
                 joining,
             };
-            *parked = Some((ask, crate::cmd::LookupCont::Admit(Box::new(fin))));
+            *parked = Some((ask, LookupCont::Admit(Box::new(fin))));
             return Err(PARKED);
         }
         Err(s) => return Err(s),
@@ -439,7 +530,7 @@ fn go_on(
     cr: &CreateRequest<'_>,
     o: Opening,
     adm: admission::Admitted,
-    parked: Option<&mut Option<answer::Parked>>,
+    parked: &mut Option<answer::Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let server = core.server.clone();
     let mut asked = o.asked;

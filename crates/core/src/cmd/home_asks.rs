@@ -2,8 +2,8 @@
 //! rename asks whether it waits of the parent directory's home, of the file's and of the
 //! replaced file's): each question parks the request ([`crate::lookup::Lookup::Home`]) and it
 //! runs again with every answer it was given so far, kept by the question's tag
-//! ([`crate::cmd::Asked::Homes`]), so that each question is asked once. A request run again
-//! after breaks (it cannot park) asks on the I/O thread, as before.
+//! ([`crate::cmd::Asked::Homes`]), so that each question is asked once. A rename run again
+//! after it waited for breaks parks the same way ([`crate::cmd::create::retry`]).
 
 use std::sync::Mutex;
 
@@ -18,15 +18,13 @@ use crate::server::{FileEntry, FileKey, ServerState};
 /// The home's answers a request was given, and the question it asks next.
 pub(crate) struct HomeAsks {
     kept: HomeAnswers,
-    may_park: bool,
     wanted: Option<(u64, HomeAsk)>,
     posts: Vec<Lookup>,
 }
 
 impl HomeAsks {
-    /// The answers kept for the request `core` runs (none the first time); `may_park`: false
-    /// for a request that cannot run again (its questions are blocking calls).
-    pub(crate) fn of(core: &mut ConnCore, may_park: bool) -> HomeAsks {
+    /// The answers kept for the request `core` runs (none the first time).
+    pub(crate) fn of(core: &mut ConnCore) -> HomeAsks {
         let kept = match core.domain_answer.take() {
             Some(DomainAnswer::Homes(kept)) => kept,
             other => {
@@ -36,14 +34,13 @@ impl HomeAsks {
         };
         HomeAsks {
             kept,
-            may_park,
             wanted: None,
             posts: Vec::new(),
         }
     }
 
     /// Whether a rename by open `owner` waits for breaks of `key`'s handle caching
-    /// ([`arbiter::rename_waits`]): the kept answer, or Err([`ASK_IDS`]) with the question.
+    /// ([`arbiter::rename_waits_or_ask`]): the kept answer, or Err([`ASK_IDS`]) with the question.
     pub(crate) fn rename_waits(
         &mut self,
         server: &ServerState,
@@ -52,9 +49,6 @@ impl HomeAsks {
         owner: u64,
         (conn_id, now_ms): (u64, u64),
     ) -> Result<bool, NtStatus> {
-        if !self.may_park {
-            return arbiter::rename_waits(server, key, entry, owner, conn_id, now_ms);
-        }
         let tag = {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -73,9 +67,8 @@ impl HomeAsks {
         }
     }
 
-    /// The file of `key` now lives at `to` ([`arbiter::moved`]): the home is told by a call
-    /// nobody waits for (posted after the request), or on the I/O thread when the request
-    /// cannot park.
+    /// The file of `key` now lives at `to` ([`arbiter::moved_posted`]): the home is told by a call
+    /// nobody waits for (posted after the request).
     pub(crate) fn moved(
         &mut self,
         server: &ServerState,
@@ -83,9 +76,6 @@ impl HomeAsks {
         entry: &Mutex<FileEntry>,
         to: &ringshare_vfs::RelPath,
     ) {
-        if !self.may_park {
-            return arbiter::moved(&server.node, key, entry, to);
-        }
         if let Some(ask) = arbiter::moved_posted(&server.node, key, entry, to) {
             self.posts.push(Lookup::Home(ask));
         }

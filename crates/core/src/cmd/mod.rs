@@ -151,28 +151,36 @@ impl AsyncWork {
         match self {
             AsyncWork::Lock(p) => p.deadline_ms(),
             AsyncWork::Notify(_) => None,
-            AsyncWork::Create(p) => Some(p.retry_at_ms),
+            AsyncWork::Create(p) => p.deadline_ms(),
         }
     }
 
     /// Its question ([`Polled::Ask`]) went out as lookup `id`.
     pub fn asked(&mut self, id: u64) {
-        if let AsyncWork::Lock(p) = self {
-            p.asked(id);
+        match self {
+            AsyncWork::Lock(p) => p.asked(id),
+            AsyncWork::Create(p) => p.asked(id),
+            AsyncWork::Notify(_) => {}
         }
     }
 
     /// Whether it waits for the answer to lookup `id`.
     pub fn asks(&self, id: u64) -> bool {
-        matches!(self, AsyncWork::Lock(p) if p.asks(id))
+        match self {
+            AsyncWork::Lock(p) => p.asks(id),
+            AsyncWork::Create(p) => p.asks(id),
+            AsyncWork::Notify(_) => false,
+        }
     }
 
     /// A CANCEL came: true when it ends with the answer to its question instead (a lock its
-    /// file's home may be granting now), not at once.
+    /// file's home may be granting now; a CREATE whose open's record is being stored), not
+    /// at once.
     pub fn cancel_when_answered(&mut self) -> bool {
         match self {
             AsyncWork::Lock(p) => p.cancel_when_answered(),
-            _ => false,
+            AsyncWork::Create(p) => p.cancel_when_answered(),
+            AsyncWork::Notify(_) => false,
         }
     }
 }
@@ -198,7 +206,7 @@ pub(crate) fn poll_async(core: &mut ConnCore, session_id: u64, work: &mut AsyncW
     match work {
         AsyncWork::Lock(p) => lock::poll(core, session_id, p),
         AsyncWork::Notify(p) => notify::poll(core, p).into(),
-        AsyncWork::Create(p) => create::poll(core, session_id, p).into(),
+        AsyncWork::Create(p) => create::poll(core, session_id, p),
     }
 }
 
@@ -211,16 +219,61 @@ pub(crate) fn answered_async(
 ) -> Polled {
     match work {
         AsyncWork::Lock(p) => lock::retried(core, session_id, p, done),
-        _ => Polled::Wait,
+        AsyncWork::Create(p) => create::answered(core, session_id, p, done),
+        AsyncWork::Notify(_) => Polled::Wait,
     }
 }
 
-/// The operation was cancelled: undo what it holds.
-pub(crate) fn cancel_async(core: &mut ConnCore, session_id: u64, work: &AsyncWork) {
+/// The operation was cancelled (or its session or connection went): undo what it holds.
+pub(crate) fn cancel_async(core: &mut ConnCore, session_id: u64, work: &mut AsyncWork) {
     match work {
         AsyncWork::Lock(p) => lock::cancel(core, session_id, p),
         AsyncWork::Notify(p) => notify::cancel(core, p),
-        AsyncWork::Create(_) => {}
+        AsyncWork::Create(p) => create::cancel(core, p),
+    }
+}
+
+/// The answer a request that parked on `asked` runs again with ([`LookupCont::Again`]).
+pub(crate) fn answer_of(
+    core: &ConnCore,
+    asked: Asked,
+    done: crate::lookup::LookupDone,
+) -> crate::lookup::DomainAnswer {
+    use crate::lookup::{DomainAnswer, LookupDone};
+    match (asked, done) {
+        (Asked::Ntlm(r), LookupDone::DomainNtlm(a)) => DomainAnswer::Ntlm(r, a),
+        (Asked::Ntlm(r), _) => DomainAnswer::Ntlm(r, Err("no answer".into())),
+        (Asked::Kdc(r), LookupDone::Kdc(a)) => DomainAnswer::Kdc(r, a),
+        (Asked::Kdc(r), _) => DomainAnswer::Kdc(r, Err("no answer".into())),
+        (Asked::Ids, LookupDone::Ids(Ok(a))) => {
+            core.server.logons.sid_map.remember(&a, core.now.mono_ms);
+            DomainAnswer::Ids(Ok(()))
+        }
+        (Asked::Ids, LookupDone::Ids(Err(why))) => {
+            tracing::warn!("the id source (winbind) gave no answer: {why}");
+            DomainAnswer::Ids(Err(why))
+        }
+        (Asked::Ids, _) => DomainAnswer::Ids(Err("no answer".into())),
+        (Asked::Names, LookupDone::Names(a)) => DomainAnswer::Names(a),
+        (Asked::Names, _) => DomainAnswer::Names(Default::default()),
+        (Asked::Quota, LookupDone::Quota(a)) => DomainAnswer::Quota(Ok(a)),
+        (Asked::Quota, _) => DomainAnswer::Quota(Err("no answer".into())),
+        (Asked::Home, done) => DomainAnswer::Home(done.home()),
+        (Asked::Homes(tag, mut kept), done) => {
+            kept.push((tag, done.home()));
+            DomainAnswer::Homes(kept)
+        }
+    }
+}
+
+/// A parked request will not go on (its connection or session went, or it was cancelled):
+/// what it made goes ([`create::abandon`], [`create::abandon_admission`], [`close::abandon`]).
+pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
+    match cont {
+        LookupCont::Create(fin) => create::abandon(core, *fin),
+        LookupCont::Admit(fin) => create::abandon_admission(core, *fin),
+        LookupCont::Close(fin) => close::abandon(core, *fin),
+        _ => {}
     }
 }
 

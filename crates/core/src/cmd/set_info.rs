@@ -66,25 +66,16 @@ const WAIT: NtStatus = NtStatus::PENDING;
 /// SET_INFO: its reply; [`Handled::WaitForBreaks`] while a rename waits for other clients to
 /// acknowledge breaks of their handle caching; a question to the file's home (another node)
 /// when it sets a delete pending ([`disposed`] goes on with the answer).
-/// A rename's questions to a file's home park it ([`HomeAsks`]).
+/// A rename's questions to a file's home park it ([`HomeAsks`]), a fresh one's and one run
+/// again after it waited for breaks ([`crate::cmd::create::retry`]) alike.
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
-    handle_parking(core, req, true)
-}
-
-/// [`handle`] for a rename run again after it waited for breaks: it cannot park, and asks a
-/// file's home on the I/O thread.
-pub(crate) fn handle_again(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
-    handle_parking(core, req, false)
-}
-
-fn handle_parking(core: &mut ConnCore, req: &Req<'_>, may_park: bool) -> Result<Handled, NtStatus> {
-    match set_info(core, req, may_park) {
+    match set_info(core, req) {
         Err(WAIT) => Ok(Handled::WaitForBreaks),
         other => other,
     }
 }
 
-fn set_info(core: &mut ConnCore, req: &Req<'_>, may_park: bool) -> Result<Handled, NtStatus> {
+fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let s = SetInfoRequest::decode(req.msg).map_err(|e| e.status())?;
     if s.buffer.len() > handles::io_sizes(core).trans as usize {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -100,7 +91,7 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>, may_park: bool) -> Result<Handle
             return disposition(&server, &open, FileInfoClass(s.info_class), s.buffer);
         }
         InfoType::FILE => {
-            let mut asks = HomeAsks::of(core, may_park);
+            let mut asks = HomeAsks::of(core);
             let r = set_file(
                 &server,
                 (core.now, core.conn_id),

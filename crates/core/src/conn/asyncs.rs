@@ -24,7 +24,7 @@ impl Connection {
         if job.next < job.members.len() {
             // Only the last member of a compound may go async; Windows fails one
             // in the middle with INTERNAL_ERROR ([MS-SMB2] <159>), and so do we.
-            cmd::cancel_async(&mut self.core, session_id, &work);
+            cmd::cancel_async(&mut self.core, session_id, &mut work);
             let reply = Reply::with_status(NtStatus::INTERNAL_ERROR, Vec::new());
             self.push_reply(job, &hdr, session_id, reply);
             return;
@@ -79,6 +79,7 @@ impl Connection {
         };
         let polled = cmd::poll_async(&mut self.core, op.session_id, &mut op.work);
         self.polled(async_id, op, polled);
+        self.post_to_cluster();
     }
 
     /// The answer to lookup `id` is in, and no parked request waits for it: an async
@@ -100,6 +101,7 @@ impl Connection {
         };
         let polled = cmd::answered_async(&mut self.core, op.session_id, &mut op.work, done);
         self.polled(async_id, op, polled);
+        self.post_to_cluster();
     }
 
     /// What trying `op` came to: its final reply, another wait, or a question asked away
@@ -177,8 +179,9 @@ impl Connection {
                     self.async_ops.insert(aid, op);
                     return;
                 }
-                cmd::cancel_async(&mut self.core, op.session_id, &op.work);
+                cmd::cancel_async(&mut self.core, op.session_id, &mut op.work);
                 self.send_async_final(op, Reply::with_status(NtStatus::CANCELLED, Vec::new()));
+                self.post_to_cluster();
             }
         }
     }
@@ -206,8 +209,8 @@ impl Connection {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            if let Some(op) = self.async_ops.remove(&id) {
-                cmd::cancel_async(&mut self.core, op.session_id, &op.work);
+            if let Some(mut op) = self.async_ops.remove(&id) {
+                cmd::cancel_async(&mut self.core, op.session_id, &mut op.work);
                 self.send_async_final(op, Reply::with_status(NtStatus::NOTIFY_CLEANUP, Vec::new()));
             }
         }
@@ -240,6 +243,23 @@ impl Connection {
         for (id, _) in waiting {
             self.poll_async(id);
         }
+    }
+
+    /// Session `session_id` logged off: its async operations end unanswered, letting go of
+    /// what they hold (a CREATE run again that waits for its file's home or its record).
+    pub(super) fn end_async_ops(&mut self, session_id: u64) {
+        let ids: Vec<u64> = self
+            .async_ops
+            .iter()
+            .filter(|(_, op)| op.session_id == session_id)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(mut op) = self.async_ops.remove(&id) {
+                cmd::cancel_async(&mut self.core, op.session_id, &mut op.work);
+            }
+        }
+        self.post_to_cluster();
     }
 
     /// After a close or unlock, waiting locks may now succeed: retry them.

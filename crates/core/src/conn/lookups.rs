@@ -6,9 +6,9 @@
 use ringshare_wire::header::Header;
 
 use super::{Connection, Job};
-use crate::cmd::{self, Asked, LookupCont};
+use crate::cmd::{self, LookupCont};
 use crate::io::{Now, Output};
-use crate::lookup::{DomainAnswer, Lookup, LookupDone, LookupRequest};
+use crate::lookup::{Lookup, LookupDone, LookupRequest};
 
 /// A job parked on a lookup.
 pub(super) struct Parked {
@@ -77,30 +77,7 @@ impl Connection {
         let job = p.job;
         match p.cont {
             LookupCont::Again(asked) => {
-                let answer = match (asked, done) {
-                    (Asked::Ntlm(r), LookupDone::DomainNtlm(a)) => DomainAnswer::Ntlm(r, a),
-                    (Asked::Ntlm(r), _) => DomainAnswer::Ntlm(r, Err("no answer".into())),
-                    (Asked::Kdc(r), LookupDone::Kdc(a)) => DomainAnswer::Kdc(r, a),
-                    (Asked::Kdc(r), _) => DomainAnswer::Kdc(r, Err("no answer".into())),
-                    (Asked::Ids, LookupDone::Ids(Ok(a))) => {
-                        self.core.server.logons.sid_map.remember(&a, now.mono_ms);
-                        DomainAnswer::Ids(Ok(()))
-                    }
-                    (Asked::Ids, LookupDone::Ids(Err(why))) => {
-                        tracing::warn!("the id source (winbind) gave no answer: {why}");
-                        DomainAnswer::Ids(Err(why))
-                    }
-                    (Asked::Ids, _) => DomainAnswer::Ids(Err("no answer".into())),
-                    (Asked::Names, LookupDone::Names(a)) => DomainAnswer::Names(a),
-                    (Asked::Names, _) => DomainAnswer::Names(Default::default()),
-                    (Asked::Quota, LookupDone::Quota(a)) => DomainAnswer::Quota(Ok(a)),
-                    (Asked::Quota, _) => DomainAnswer::Quota(Err("no answer".into())),
-                    (Asked::Home, done) => DomainAnswer::Home(done.home()),
-                    (Asked::Homes(tag, mut kept), done) => {
-                        kept.push((tag, done.home()));
-                        DomainAnswer::Homes(kept)
-                    }
-                };
+                let answer = cmd::answer_of(&self.core, asked, done);
                 self.core.domain_answer = Some(answer);
                 let mut job = job;
                 job.next = p.member;
@@ -241,13 +218,8 @@ impl Parked {
         }
     }
 
-    /// Its request will not go on: what it made goes ([`cmd::create::abandon`]).
+    /// Its request will not go on: what it made goes ([`cmd::abandon`]).
     fn abandon(self, core: &mut crate::exchange::ConnCore) {
-        match self.cont {
-            LookupCont::Create(fin) => cmd::create::abandon(core, *fin),
-            LookupCont::Admit(fin) => cmd::create::abandon_admission(core, *fin),
-            LookupCont::Close(fin) => cmd::close::abandon(core, *fin),
-            _ => {}
-        }
+        cmd::abandon(core, self.cont);
     }
 }

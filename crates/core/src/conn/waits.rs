@@ -18,8 +18,9 @@ pub(super) struct Waiting {
     pub(super) session_id: u64,
     pub(super) tree_id: u32,
     pub(super) related_file_id: Option<(u64, u64)>,
-    /// (start, end) of the CREATE in the job's frame.
+    /// (start, end) of the CREATE in the job's frame, and its index among the job's members.
     pub(super) member: (usize, usize),
+    pub(super) index: usize,
     pub(super) sole: bool,
     pub(super) related: bool,
     pub(super) retry_at_ms: u64,
@@ -81,7 +82,8 @@ impl Connection {
     }
 
     /// Try the parked CREATEs whose time has come (all of them with `all`):
-    /// one that no longer waits is answered and its job goes on.
+    /// one that no longer waits is answered and its job goes on; one that asks its file's home
+    /// or the cluster's store parks on the question as a fresh request does.
     pub(super) fn retry_creates(&mut self, all: bool) {
         let now = self.core.now.mono_ms;
         let mut keep = Vec::new();
@@ -109,12 +111,19 @@ impl Connection {
                 cmd::create::retry(&mut self.core, &req)
             };
             let answered = match outcome {
-                Ok(None) => {
+                Ok(cmd::Handled::WaitForBreaks) => {
                     w.retry_at_ms = now + crate::files::oplock::BREAK_RETRY_MS;
                     keep.push(w);
                     continue;
                 }
-                Ok(Some(reply)) => Ok(reply),
+                Ok(cmd::Handled::Lookup(parked)) => {
+                    let cmd::Parked { ask, cont } = *parked;
+                    let (index, session_id, related) = (w.index, w.session_id, w.related);
+                    self.park_on_lookup(w.job, w.hdr, index, session_id, related, ask, cont);
+                    continue;
+                }
+                Ok(cmd::Handled::Reply(reply)) => Ok(reply),
+                Ok(_) => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
                 Err(status) => Err(status),
             };
             let Some(job) =
@@ -125,6 +134,7 @@ impl Connection {
             self.run(job);
         }
         self.waiting.extend(keep);
+        self.post_to_cluster();
     }
 
     /// After something that can end a break (an acknowledgment, a close):

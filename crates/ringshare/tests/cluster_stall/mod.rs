@@ -28,7 +28,11 @@
 //! it is granted once the holder unlocks, after the stall. And one more client of node 1
 //! holding persistent opens of files of its own homed on node 1 disconnects their tree once
 //! etcd's leader stops: the removal of their records waits for etcd, not its I/O thread, and
-//! the records leave etcd afterwards.
+//! the records leave etcd afterwards. And one more client of node 1 waits in a CREATE of a
+//! file of its own homed on node 2 for the break of a lease a client of node 3 holds on it,
+//! acknowledged only after the stall: the CREATE is run again every second, and when its
+//! client closes another file as node 2 stops; each run asks node 2 whether it may open now
+//! (up to 2 s while it is stopped).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -302,6 +306,20 @@ fn record_goes(cl: &Cluster, name: &str, id: FileId) -> bool {
     false
 }
 
+/// The final answer to request `mid` on `c`, which went async (its interim read).
+fn final_answer(c: &mut Raw, mid: u64) -> NtStatus {
+    loop {
+        let frame = read_frame(&mut c.sock)
+            .expect("open")
+            .expect("an answer within the read timeout");
+        for (h, _) in split_responses(&frame) {
+            if h.message_id == mid && h.status != NtStatus::PENDING {
+                return h.status;
+            }
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -500,6 +518,40 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             (ack_lease(&mut leased, 40, R | H), t.elapsed())
         })
     };
+    // One more waits in a CREATE of a file of its own homed on node 2 for the break of a lease
+    // a client of node 3 holds (acknowledged after the stall): run again every second, and
+    // when the client closes another file as node 2 stops (a close may end a break), the
+    // CREATE asks node 2 each time.
+    let waited = files_homed_on(&cl, 2, "waited", 1).remove(0);
+    let (mut lessee, mut opener) = (cl.client(3), cl.client(1));
+    let closed_later = open(&mut opener, &files[0], ALL, 7).expect("a local file");
+    let rwh = create(&waited, ALL, 7, Some(lease(41, R | W | H)));
+    let (_, state) = opened(lessee.call(Command::CREATE, &rwh)).expect("a lease");
+    assert_eq!(state, R | W | H);
+    let opening = send(
+        &mut opener,
+        Command::CREATE,
+        &create(&waited, WRITE, 7, None),
+    );
+    interim(&mut opener, opening);
+    let OplockBreak::LeaseBreakNotification(_) = next_break(&mut lessee) else {
+        panic!("a lease break");
+    };
+    let waiting = {
+        let peer_stop = peer_stop.clone();
+        thread::spawn(move || {
+            while !peer_stop.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(10));
+            }
+            let mut body = vec![24, 0, 0, 0, 0, 0, 0, 0];
+            put_file_id(&mut body, closed_later);
+            let hdr = opener.header(Command::CLOSE);
+            opener
+                .send_frame(&Raw::message(&hdr, &body))
+                .expect("send the CLOSE");
+            opener
+        })
+    };
     // A client of node 3 holds bytes 100..110 of it; one of node 1 waits for them.
     let (mut holder, mut waiter) = (cl.client(3), cl.client(1));
     let held = open(&mut holder, &elsewhere, ALL, 7).expect("the holder's open");
@@ -559,6 +611,13 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         "the blocking lock is granted once its range is free"
     );
     let granted = unlocked.elapsed();
+    let mut opener = waiting.join().expect("the waiting client failed");
+    let waited_acked = ack_lease(&mut lessee, 41, R | H);
+    let waited_answer = final_answer(&mut opener, opening);
+    assert!(
+        [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&waited_answer),
+        "a CREATE that waited for a break of a file homed on node 2: {waited_answer:?}"
+    );
     let (acked_status, acked_in) = acking.join().expect("the acknowledging client failed");
     assert!(
         [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&acked_status),
@@ -595,7 +654,9 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          the blocking LOCK of a file homed on node 2, waiting throughout, granted {granted:?} after the unlock; \
          a lease break acknowledgment of a file homed on node 2: {acked_status:?} in {acked_in:?}; \
          a TREE_DISCONNECT closing {TREE_PERSISTENT} persistent opens with etcd's leader stopped: \
-         answered in {parted_in:?}, their records gone afterwards: {parted_gone}"
+         answered in {parted_in:?}, their records gone afterwards: {parted_gone}; \
+         a CREATE that waited for a break of a file homed on node 2 throughout: {waited_answer:?} \
+         (the break acknowledged after the stall: {waited_acked:?})"
     );
     assert!(
         n_before > 0 && far_n_before > 0,

@@ -61,9 +61,9 @@ pub(super) type AskingHome = (crate::lookup::Lookup, Joining);
 /// acknowledge the breaks this open caused (it waits, and leaves the entry
 /// as it found it); an error when it may not open the file now. A stream
 /// open also keeps its file open (an invisible open that conflicts with
-/// nothing): the file is not removed or renamed under it. With `parked`, a file homed on
-/// another node is asked away from the I/O thread: Err([`super::PARKED`]), `parked`
-/// holding the question and the open, which goes on in [`Joining::answered`].
+/// nothing): the file is not removed or renamed under it. A file homed on another node is
+/// asked away from the I/O thread: Err([`super::PARKED`]), `parked` holding the question and
+/// the open, which goes on in [`Joining::answered`].
 #[allow(clippy::too_many_arguments)]
 pub(super) fn admit(
     core: &ConnCore,
@@ -73,21 +73,16 @@ pub(super) fn admit(
     asked: &Asked,
     node: Arc<dyn Node>,
     made: Made,
-    parked: Option<&mut Option<AskingHome>>,
+    parked: &mut Option<AskingHome>,
 ) -> Result<Option<Admitted>, NtStatus> {
     let mut j = joining(core, req, retry, at, asked, node, made)?;
-    let r = match parked {
-        Some(parked) => {
-            match arbiter::admit_or_ask(at.server, j.key, &j.entry, &j.open_ask(at, asked)) {
-                arbiter::Decision::Made(r) => r,
-                arbiter::Decision::Ask(ask, asking) => {
-                    j.asking = Some(asking);
-                    *parked = Some((crate::lookup::Lookup::Home(ask), j));
-                    return Err(super::PARKED);
-                }
-            }
+    let r = match arbiter::admit_or_ask(at.server, j.key, &j.entry, &j.open_ask(at, asked)) {
+        arbiter::Decision::Made(r) => r,
+        arbiter::Decision::Ask(ask, asking) => {
+            j.asking = Some(asking);
+            *parked = Some((crate::lookup::Lookup::Home(ask), j));
+            return Err(super::PARKED);
         }
-        None => arbiter::admit(at.server, j.key, &j.entry, &j.open_ask(at, asked)),
     };
     j.decided(at, r)
 }

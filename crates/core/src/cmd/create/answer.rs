@@ -286,26 +286,18 @@ pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
 /// open is remembered for replays (3.3.5.9.10). Watchers hear of the
 /// changes last.
 ///
-/// With `parked`, the record is stored away from the I/O thread (Err([`super::PARKED`]) with
-/// `parked` set; the request goes on in [`resume`]); a CREATE run again after breaks stores it
-/// here.
+/// The record is stored away from the I/O thread (Err([`super::PARKED`]) with `parked` set;
+/// the request goes on in [`resume`]).
 pub(super) fn install(
     core: &mut ConnCore,
     fin: Installing,
-    parked: Option<&mut Option<Parked>>,
+    parked: &mut Option<Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
-    let fin = match (
-        crate::cluster::ca::to_store(&core.server.node, &fin.open),
-        parked,
-    ) {
-        (Some(ask), Some(parked)) => {
-            let cont = crate::cmd::LookupCont::Create(Box::new(fin));
-            *parked = Some((crate::lookup::Lookup::Cluster(ask), cont));
-            return Err(super::PARKED);
-        }
-        (Some(ask), None) => stored_or_closed(core, fin, (ask.run)())?,
-        (None, _) => fin,
-    };
+    if let Some(ask) = crate::cluster::ca::to_store(&core.server.node, &fin.open) {
+        let cont = crate::cmd::LookupCont::Create(Box::new(fin));
+        *parked = Some((crate::lookup::Lookup::Cluster(ask), cont));
+        return Err(super::PARKED);
+    }
     finish(core, fin).map(Some)
 }
 
@@ -323,10 +315,14 @@ pub(crate) fn resume(
     finish(core, fin)
 }
 
-/// A parked CREATE whose connection went: its open, which no client will hear of, closes. Its
-/// record's removal is posted, so the cluster's store thread asks it after the store the
-/// CREATE waited for: a record stored after the close is removed all the same.
+/// A parked CREATE whose connection (or session) went: its open, which no client will hear
+/// of, closes, and a DH2Q replay is no longer told that it is pending. Its record's removal is
+/// posted, so the cluster's store thread asks it after the store the CREATE waited for: a
+/// record stored after the close is removed all the same.
 pub(crate) fn abandon(core: &mut ConnCore, fin: Installing) {
+    if let durable::Ask::V2 { create_guid, .. } = fin.ask {
+        super::pending(core, create_guid, false);
+    }
     let asks = opens::close_posted(&core.server, Arc::new(fin.open));
     core.post_closes(asks);
 }
@@ -340,10 +336,6 @@ fn stored_or_closed(
     if stored.is_err() {
         // Its record may have been stored all the same (etcd's answer lost): it goes, away
         // from the I/O thread too (etcd does not answer now).
-        if let Some(forget) = crate::cluster::ca::take_forget(&core.server.node, &fin.open) {
-            core.cluster_posts
-                .push(crate::lookup::Lookup::Cluster(forget));
-        }
         abandon(core, fin);
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
