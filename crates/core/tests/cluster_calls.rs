@@ -824,7 +824,8 @@ fn runs_again_after_a_break(
 /// the client told SUCCESS. A CANCEL while the home is asked answers CANCELLED at once, and the
 /// open the home admitted meanwhile is closed there; a CANCEL while the record is stored comes
 /// too late (the open is made: SUCCESS once stored). A LOGOFF while the home is asked ends it
-/// unanswered, its open closed at the home too.
+/// unanswered, its open closed at the home too; a LOGOFF while its record is stored closes
+/// its open, and the record, stored all the same, is removed by a question asked after it.
 #[test]
 fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from_the_io_thread() {
     let cl = ca_cluster();
@@ -918,6 +919,29 @@ fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from
     let only = open(&mut b, "again.txt", ALL, 0).expect("nothing of c's open is left");
     assert_eq!(b.close(only).status(), NtStatus::SUCCESS);
     assert!(cl.bus.ca.lock().unwrap().is_empty());
+
+    // A LOGOFF while the record is stored: its open closes, and the record, stored all the
+    // same, is removed by a question asked after the store's.
+    let mut c = ca_client(&cl, 1, 4);
+    let m = persistent_create_msg(&mut c, "again.txt", 5, false);
+    let (_, fb) =
+        runs_again_after_a_break(&cl, (&mut c, &mut b), "again.txt", 9, |c| c.send_frame(m));
+    assert!(answer_held(&mut c).is_empty() && c.held_lookups.len() == 1);
+    assert_eq!(
+        c.call(Command::LOGOFF, 0, empty).status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(
+        c.held_lookups.len(),
+        3,
+        "the store, then the record's removal and the close at the home, posted"
+    );
+    assert!(answer_held(&mut c).is_empty() && c.held_lookups.is_empty());
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "stored, then removed");
+    assert_eq!(cl.nodes[0].resend_closes(), 0, "the home took the close");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    let only = open(&mut b, "again.txt", ALL, 0).expect("nothing of c's open is left");
+    assert_eq!(b.close(only).status(), NtStatus::SUCCESS);
 }
 
 /// A CREATE inside a compound (a related QUERY_INFO after it) that waited for a break is run
