@@ -770,16 +770,6 @@ fn persistent_create_msg(c: &mut Client, name: &str, guid: u8, replay: bool) -> 
     m
 }
 
-/// The flags of a CREATE answer's DH2Q response, if any.
-fn durable_flags(r: &Resp) -> Option<u32> {
-    use ringshare_wire::create::ContextTag;
-    let cr = CreateResponse::decode(&r.msg).expect("create response");
-    cr.contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
-        .map(|c| u32::from_le_bytes(c.data[4..8].try_into().unwrap()))
-}
-
 /// `b` opens `name` with a read, write and handle lease `key`; what `a` sends (`send`) waits
 /// for its break (STATUS_PENDING when it goes async, nothing when it waits inside a compound);
 /// `b` acknowledges it while `a`'s lookups are held. `a` runs `m` again (woken, or at its

@@ -364,15 +364,6 @@ fn ca_cluster(home: u16) -> Cluster {
     })
 }
 
-/// The flags of a CREATE answer's DH2Q response, if any.
-fn durable_flags(r: &Resp) -> Option<u32> {
-    let cr = CreateResponse::decode(&r.msg).expect("create response");
-    cr.contexts
-        .iter()
-        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
-        .map(|c| u32::from_le_bytes(c.data[4..8].try_into().unwrap()))
-}
-
 #[test]
 fn a_continuously_available_share_says_so_and_grants_persistent_handles_recorded_until_closed() {
     let cl = ca_cluster(3);

@@ -1,7 +1,7 @@
 //! Laying replies out as frames: transport header, 8-byte aligned compound
 //! members, signatures, room for a transform header.
 
-use ringshare_crypto::sign::NonceInfo;
+use ringshare_crypto::sign::{NonceInfo, SigningKey};
 use ringshare_wire::consts::HeaderFlags;
 use ringshare_wire::framing;
 use ringshare_wire::header;
@@ -145,15 +145,21 @@ fn build_alone(r: BuiltReply, room: usize, spare: &mut SpareBufs) -> Vec<u8> {
     buf.extend_from_slice(&r.body);
     spare.give(r.body);
     if let Some(key) = r.sign_key {
-        let nonce = NonceInfo {
-            message_id: hdr.message_id,
-            server_to_client: true,
-            cancel: false,
-        };
-        let sig = key.sign(&[&buf[4 + room..]], nonce);
-        header::patch_signature(&mut buf, 4 + room, &sig);
+        sign_whole(&mut buf, room, hdr.message_id, &key);
     }
     buf
+}
+
+/// Sign the one message of a frame laid out as one piece, after its transport header and
+/// `room`.
+fn sign_whole(buf: &mut [u8], room: usize, message_id: u64, key: &SigningKey) {
+    let nonce = NonceInfo {
+        message_id,
+        server_to_client: true,
+        cancel: false,
+    };
+    let sig = key.sign(&[&buf[4 + room..]], nonce);
+    header::patch_signature(buf, 4 + room, &sig);
 }
 
 /// Bytes a frame leaves after its transport header for the transform header
@@ -189,13 +195,7 @@ fn build_in_place(r: BuiltReply, room: usize, spare: &mut SpareBufs) -> Vec<u8> 
     spare.give(front);
     spare.give(r.body);
     if let Some(key) = r.sign_key {
-        let nonce = NonceInfo {
-            message_id: hdr.message_id,
-            server_to_client: true,
-            cancel: false,
-        };
-        let sig = key.sign(&[&buf[4 + room..]], nonce);
-        header::patch_signature(&mut buf, 4 + room, &sig);
+        sign_whole(&mut buf, room, hdr.message_id, &key);
     }
     buf
 }

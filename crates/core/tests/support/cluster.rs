@@ -369,3 +369,13 @@ pub fn open(c: &mut Client, name: &str, access: u32, share: u32) -> Result<FileI
     }
     Ok(CreateResponse::decode(&r.msg).expect("create").file_id)
 }
+
+/// The flags of a CREATE answer's DH2Q response, if any.
+pub fn durable_flags(r: &Resp) -> Option<u32> {
+    use ringshare_wire::create::ContextTag;
+    let cr = CreateResponse::decode(&r.msg).expect("create response");
+    cr.contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
+        .map(|c| u32::from_le_bytes(c.data[4..8].try_into().unwrap()))
+}
