@@ -205,6 +205,55 @@ fn query_info_filesystem_attribute_names_the_file_system() {
     }
 }
 
+/// FileFsObjectIdInformation ([MS-FSCC] 2.5.6): the object id of the share's volume, the same
+/// from every handle of the share and from a server started again, another for another share,
+/// the one FSCTL_CREATE_OR_GET_OBJECT_ID gives as a file's BirthVolumeId (as Samba 4.22 does);
+/// no extended information (48 zero bytes); below 64 bytes INFO_LENGTH_MISMATCH ([MS-FSA]
+/// 2.1.5.13.8). smbtorture smb2.getinfo.fsinfo asks it.
+#[test]
+fn the_file_system_object_id_names_the_share_and_carries_no_extended_information() {
+    const OBJECT_ID: u8 = 8;
+    const CREATE_OR_GET_OBJECT_ID: u32 = 0x0009_00C0;
+    let volume_id = |c: &mut Client, f: FileId| {
+        let r = c.query_info(f, INFO_FS, OBJECT_ID, 0, 1024);
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+        let out = output_buffer(&r);
+        assert_eq!(out.len(), 64);
+        assert_eq!(out[16..], [0u8; 48], "no extended information");
+        out[..16].to_vec()
+    };
+    let mut c = Client::new();
+    c.put_file("a", b"");
+    let root = c.create("", LIST, D::OPEN, DIR).unwrap();
+    let file = c.create("a", GENERIC_READ, D::OPEN, 0).unwrap();
+    let id = volume_id(&mut c, root);
+    assert_ne!(id, [0u8; 16]);
+    assert_eq!(volume_id(&mut c, file), id, "every handle of the share");
+    let r = c.ioctl(file, CREATE_OR_GET_OBJECT_ID, &[], 64, 1);
+    let fsctl = ringshare_wire::ioctl::IoctlResponse::decode(&r.msg)
+        .unwrap()
+        .output
+        .to_vec();
+    assert_eq!(fsctl[16..32], id[..], "a file's BirthVolumeId");
+    for len in [0u32, 16, 63] {
+        assert_eq!(
+            c.query_info(root, INFO_FS, OBJECT_ID, 0, len).status(),
+            NtStatus::INFO_LENGTH_MISMATCH,
+            "{len} bytes"
+        );
+    }
+    let mut again = Client::new();
+    let root_again = again.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_eq!(
+        volume_id(&mut again, root_again),
+        id,
+        "a server started again"
+    );
+    again.tree_id = again.ro_tree_id;
+    let other = again.create("", LIST, D::OPEN, DIR).unwrap();
+    assert_ne!(volume_id(&mut again, other), id, "another share");
+}
+
 #[test]
 fn query_info_security_returns_the_asked_parts_or_the_size_needed() {
     let mut c = Client::new();

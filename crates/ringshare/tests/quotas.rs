@@ -2,8 +2,8 @@
 //! scripts in the same run: the free space a user is shown (smbclient's `du`,
 //! FileFsFullSizeInformation) honours their quota as Samba computes it, the scripts are asked
 //! the same questions (arguments, and as whom) by both servers, `smbcquotas -u/-L/-F/-S`
-//! shows and sets the same, and smbtorture's smb2.create.quota-fake-file passes for an
-//! administrator on both. The kernel here has no quota format on ext4 or xfs (docs/limits.md),
+//! shows and sets the same, and smbtorture's smb2.create.quota-fake-file and
+//! smb2.getinfo.fsinfo pass for an administrator on both. The kernel here has no quota format on ext4 or xfs (docs/limits.md),
 //! so the quotas come from the script. Real Unix accounts (useradd). Needs root, Samba's smbd,
 //! smbclient and smbpasswd.
 
@@ -212,17 +212,21 @@ fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
         .collect();
     sets.sort();
     seen.extend(sets);
-    seen.push(quota_fake_file(srv, conf));
+    // smb2.getinfo.fsinfo asks every file system class of the share's root, the quota one
+    // (FileFsControlInformation, an administrator's) and FileFsObjectIdInformation among them.
+    for test in ["smb2.create.quota-fake-file", "smb2.getinfo.fsinfo"] {
+        seen.push(torture_as_admin(srv, conf, test));
+    }
     seen
 }
 
-/// smbtorture's smb2.create.quota-fake-file as the administrator: its outcome line.
-fn quota_fake_file(srv: &Running, conf: &Path) -> String {
+/// smbtorture's `test` as the administrator: its outcome line.
+fn torture_as_admin(srv: &Running, conf: &Path, test: &str) -> String {
     let out = srv
         .command("smbtorture")
         .args(["-s", conf.to_str().unwrap(), "//127.0.0.1/share", "-U"])
         .arg(format!("{ADMIN}%{PASS}"))
-        .arg("smb2.create.quota-fake-file")
+        .arg(test)
         .output()
         .expect("run smbtorture");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -288,5 +292,13 @@ fn smbcquotas_lists_shows_and_sets_quotas_as_on_samba() {
         samba[1].contains("rsquota1 : 10240/ 102400/ 204800"),
         "{samba:?}"
     );
+    for test in ["quota-fake-file", "fsinfo"] {
+        assert!(
+            samba
+                .iter()
+                .any(|l| l.starts_with("success: ") && l.ends_with(test)),
+            "{samba:?}"
+        );
+    }
     assert_eq!(ours, samba);
 }

@@ -25,7 +25,8 @@
 //! - FSCTL_QUERY_NETWORK_INTERFACE_INFO (3.3.5.15.11) from the list the
 //!   driver gives [`crate::ServerState::set_interfaces`];
 //! - FSCTL_CREATE_OR_GET_OBJECT_ID / FSCTL_GET_OBJECT_ID: an object id
-//!   derived from the file's device and inode.
+//!   derived from the file's device and inode; its BirthVolumeId is the share's volume
+//!   object id (FileFsObjectIdInformation, `query_info::volume_object_id`).
 //!
 //! Pipe FSCTLs are answered in `cmd::pipe` on IPC$. Not served: the other server FSCTLs
 //! (STATUS_NOT_SUPPORTED); other file system FSCTLs are
@@ -190,8 +191,8 @@ fn object_id(core: &mut ConnCore, req: &Req<'_>, ir: &IoctlRequest<'_>) -> Resul
     let mut oid = [0u8; 16];
     oid[..8].copy_from_slice(&open.key.ino.to_le_bytes());
     oid[8..].copy_from_slice(&open.key.dev.to_le_bytes());
-    let mut volume = [0u8; 16];
-    volume[..8].copy_from_slice(&open.key.dev.to_le_bytes());
+    // The share's volume object id, as FileFsObjectIdInformation shows it (Samba 4.22 too).
+    let volume = crate::cmd::query_info::volume_object_id(&open.share.name);
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&oid); // ObjectId
     out.extend_from_slice(&volume); // BirthVolumeId

@@ -630,7 +630,18 @@ fn fs_info(
             }
             .encode(o)
         }),
-        FsInfoClass::OBJECT_ID | FsInfoClass::CONTROL => Err(NtStatus::NOT_SUPPORTED),
+        // No access is needed, as on Windows and Samba 4.22; below the 64 bytes
+        // INFO_LENGTH_MISMATCH ([MS-FSA] 2.1.5.13.8; Samba cuts with BUFFER_OVERFLOW).
+        FsInfoClass::OBJECT_ID => answer(FileFsObjectIdInformation::SIZE, |o| {
+            FileFsObjectIdInformation {
+                object_id: volume_object_id(&open.share.name),
+                // "No extended information written" ([MS-FSCC] 2.5.6): 48 zero bytes.
+                // (Samba puts its own magic and version here; ringshare claims none.)
+                extended_info: [0; 48],
+            }
+            .encode(o)
+        }),
+        FsInfoClass::CONTROL => Err(NtStatus::NOT_SUPPORTED),
         // On other opens INVALID_INFO_CLASS, as Samba answers it.
         FsInfoClass::POSIX if open.posix => {
             let v = crate::cmd::posix::fs_info(&stat()?);
@@ -638,6 +649,23 @@ fn fs_info(
         }
         _ => Err(NtStatus::INVALID_INFO_CLASS),
     }
+}
+
+/// The object id of share `share`'s volume (FileFsObjectIdInformation, and the BirthVolumeId
+/// of FSCTL_CREATE_OR_GET_OBJECT_ID): a GUID named by the share's name, as Samba 4.22 names it
+/// (though by another hash), so that it is the same from every handle, after a restart and on
+/// every node of a cluster, and differs between shares. The share's name is folded to lower
+/// case (share names are case-insensitive). An RFC 9562 version 8 GUID: the first 16 bytes of
+/// HMAC-SHA256 keyed with a fixed label, with the version and variant bits set (in the wire's
+/// byte order: Data3 is little-endian).
+pub(crate) fn volume_object_id(share: &str) -> [u8; 16] {
+    let name = share.to_lowercase();
+    let mac = ringshare_crypto::hmac_sha256(b"ringshare volume object id", &[name.as_bytes()]);
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&mac[..16]);
+    id[7] = (id[7] & 0x0f) | 0x80;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    id
 }
 
 /// FileFsSizeInformation (`class` SIZE) or FileFsFullSizeInformation of (total, available to
