@@ -12,6 +12,7 @@
 //! `RINGSHARE_SKIP_PY=1` to skip them instead.
 
 mod common;
+mod twin;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -352,8 +353,142 @@ fn a_directory_lease_breaks_when_a_local_program_changes_the_directory_but_not_f
         "a file renamed out"
     );
 
+    // A stream added as `streams_xattr` keeps it (the share's default).
+    assert_eq!(ask("lease 5"), "LEASED 3");
+    local(&[
+        "setfattr",
+        "-n",
+        "user.DosStream.local:$DATA",
+        "-v",
+        "0x7800",
+        "leased-local/old.txt",
+    ]);
+    assert_eq!(breaks_within_5s(&mut ask), "BREAKS 5:3:0", "a stream added");
+
     assert_eq!(ask("quit"), "");
     assert!(py.wait().expect("python ends").success());
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(server.share_dir.join("moved-out.txt"));
+}
+
+/// The account of the Samba comparison of directory leases.
+const TWIN_USER: &str = "rsdlstream";
+
+/// `tests/py/smbprotocol_dirlease.py` fed `commands` at once against `srv`: its answers.
+fn dirlease_transcript(srv: &twin::Running, commands: &[&str]) -> Vec<String> {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("60")
+        .arg(python())
+        .arg(common::py::script("smbprotocol_dirlease.py"))
+        .args(["--port", &srv.port.to_string()])
+        .args(["--user", TWIN_USER, "--password", twin::PASS])
+        .args(["--share", "share", "--dir", "dl"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("start python");
+    {
+        use std::io::Write;
+        let mut to = child.stdin.take().unwrap();
+        for c in commands {
+            writeln!(to, "{c}").expect("python reads");
+        }
+    }
+    let out = child.wait_with_output().expect("python ends");
+    assert!(
+        out.status.success(),
+        "{}: smbprotocol_dirlease.py failed: {}",
+        srv.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// A stream added to an entry of a directory breaks the directory's RH lease to none, through
+/// SMB as a file made there does, on ringshare as on Samba 4.22 (`smb3 directory leases = yes`,
+/// `streams_xattr`) in the same run: to a file that was there and to one the holder just made
+/// (naming its lease as its parent's, which breaks nothing on either). smbtorture 4.22's
+/// smb2.dirlease has no stream case. The stream's CREATE names no ParentLeaseKey, as Windows
+/// sends none for an open without a lease. `kernel change notify = no` on both, so that the
+/// break ringshare sends is the CREATE's and not the kernel watch's (which the test above
+/// checks with a stream a local program adds).
+#[test]
+fn a_stream_added_to_an_entry_breaks_the_directory_lease_as_on_samba() {
+    let test = "a stream added breaks the directory lease, as on samba";
+    if skipped(test)
+        || !twin::root_and_tools_or_skip(
+            test,
+            &["smbd", "smbpasswd", "timeout", "getfattr", "setfattr"],
+        )
+    {
+        return;
+    }
+    let tmp = common::TempDir::new("dirlease-stream");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = twin::Accounts::create(&[], &[(TWIN_USER, &[])], None);
+    let commands = [
+        "lease 1",
+        "create mine.txt",
+        "breaks 800",
+        "lease 2",
+        "stream old.txt:st",
+        "breaks 1500",
+        "lease 3",
+        "stream mine.txt:st2",
+        "breaks 1500",
+        "quit",
+    ];
+    let mut seen = Vec::new();
+    for kind in ["samba", "ringshare"] {
+        let share = tmp.path().join(format!("{kind}-share"));
+        std::fs::create_dir_all(share.join("dl")).unwrap();
+        std::fs::write(share.join("dl/old.txt"), b"x").unwrap();
+        twin::must(
+            "chown",
+            &[
+                "-R",
+                &format!("{TWIN_USER}:{TWIN_USER}"),
+                share.to_str().unwrap(),
+            ],
+        );
+        let section = format!(
+            "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = streams_xattr\n",
+            share.display()
+        );
+        // No kernel watch: the break is the SMB path's, not the kernel echo of the xattr set.
+        let global = "\tsmb3 directory leases = yes\n\tkernel change notify = no\n";
+        let base = tmp.path().join(format!("{kind}-state"));
+        let srv = if kind == "samba" {
+            twin::start_samba(&base, twin::Net::Loopback, global, &section, &[TWIN_USER])
+        } else {
+            twin::start_ringshare(&base, twin::Net::Loopback, global, &section, &[TWIN_USER])
+        };
+        let got = dirlease_transcript(&srv, &commands);
+        eprintln!("{kind}: {got:?}");
+        // The streams are where streams_xattr keeps them.
+        let xattr = Command::new("getfattr")
+            .args(["--only-values", "-n", "user.DosStream.st:$DATA"])
+            .arg(share.join("dl/old.txt"))
+            .output()
+            .expect("run getfattr");
+        assert!(xattr.stdout.starts_with(b"s"), "{kind}: {xattr:?}");
+        seen.push(got);
+    }
+    let want = [
+        "LEASED 3",
+        "CREATED",
+        "BREAKS",
+        "LEASED 3",
+        "STREAM",
+        "BREAKS 2:3:0",
+        "LEASED 3",
+        "STREAM",
+        "BREAKS 3:3:0",
+    ];
+    assert_eq!(seen[0], want, "samba");
+    assert_eq!(seen[1], seen[0], "ringshare as samba");
 }

@@ -1,6 +1,6 @@
 """Hold directory leases with python's smbprotocol, driven line by line.
 
-Run by crates/ringshare/tests/dir_leases_local.rs. Negotiates directory
+Run by crates/ringshare/tests/interop_smbprotocol.rs. Negotiates directory
 leasing (SMB2_GLOBAL_CAP_DIRECTORY_LEASING) and answers each command read
 from standard input with one line:
 
@@ -9,6 +9,9 @@ from standard input with one line:
                 `LEASED <granted state>`
   create NAME   make DIR\\NAME (and close it), naming the directory's lease
                 as its ParentLeaseKey: `CREATED`
+  stream NAME   add the stream NAME (`FILE:STREAM`) to an entry of DIR, write
+                a byte into it and close it, with no lease (so with no
+                ParentLeaseKey): `STREAM`
   breaks MS     wait MS milliseconds, then list the lease breaks received
                 since the last `breaks`: `BREAKS K:FROM:TO ...` (K the key's
                 first byte; nothing after BREAKS when none came)
@@ -147,6 +150,19 @@ def main():
             )
             f.close()
             print("CREATED", flush=True)
+        elif cmd == "stream":
+            f = Open(tree, f"{args.dir}\\{arg}")
+            f.create(
+                ImpersonationLevel.Impersonation,
+                FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                0,
+                ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                CreateDisposition.FILE_CREATE,
+                CreateOptions.FILE_NON_DIRECTORY_FILE,
+            )
+            f.write(b"s", 0)
+            f.close()
+            print("STREAM", flush=True)
         elif cmd == "breaks":
             time.sleep(int(arg) / 1000)
             print(" ".join(["BREAKS"] + got), flush=True)
