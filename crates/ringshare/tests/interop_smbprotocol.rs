@@ -371,6 +371,55 @@ fn a_directory_lease_breaks_when_a_local_program_changes_the_directory_but_not_f
     let _ = std::fs::remove_file(server.share_dir.join("moved-out.txt"));
 }
 
+/// Bytes of the server-side copy test's file: two FSCTL_SRV_COPYCHUNK_WRITE requests (16 chunks
+/// of 1 MiB, then 8 and one byte).
+const COPY_SIZE: u64 = (24 << 20) + 1;
+
+/// Server-side copy with python smbprotocol's high-level API: `smbclient.copyfile` asks for the
+/// source's resume key and copies with FSCTL_SRV_COPYCHUNK_WRITE (`tests/py/smbprotocol_copychunk.py`).
+/// The copy is the source byte for byte (read back over SMB and on disk), and what crossed the
+/// socket during the copy is a few requests, not the data: the same counter saw the data go out
+/// when the source was written.
+#[test]
+fn a_server_side_copy_by_smbprotocol_copies_the_file_without_its_bytes_crossing_the_wire() {
+    let test = "server-side copy with smbprotocol";
+    if skipped(test) {
+        return;
+    }
+    let py = python();
+    let server = server();
+    let mut cmd = Command::new(py);
+    cmd.arg(common::py::script("smbprotocol_copychunk.py"))
+        .args(["--port", &server.port.to_string()])
+        .args(["--user", USER, "--password", PASSWORD])
+        .args(["--share", &server.share])
+        .arg("--share-dir")
+        .arg(&server.share_dir)
+        .args(["--size", &COPY_SIZE.to_string()]);
+    let (ok, out) = run_bounded(&mut cmd, Duration::from_secs(60));
+    assert!(
+        ok && out.lines().any(|l| l == "OK"),
+        "{test}: smbprotocol run failed:\n{out}\n--- server log ---\n{}",
+        server.log()
+    );
+    eprintln!("{out}");
+    let figure = |prefix: &str, word: &str| -> u64 {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} line:\n{out}"));
+        let mut w = line.split_whitespace();
+        w.find(|x| *x == word);
+        w.next().and_then(|n| n.parse().ok()).expect(line)
+    };
+    assert!(
+        figure("write ", "sent") >= COPY_SIZE,
+        "the counter sees data written"
+    );
+    let wire = figure("copy ", "sent") + figure("copy ", "received");
+    assert!(wire < 16 << 10, "{wire} bytes on the wire for the copy");
+}
+
 /// The account of the Samba comparison of directory leases.
 const TWIN_USER: &str = "rsdlstream";
 
