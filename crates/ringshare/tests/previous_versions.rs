@@ -2,9 +2,10 @@
 //! `vfs objects = shadow_copy2` on the same share in the same run: a btrfs image on a loop
 //! device holds the share as a subvolume with `.snapshots/@GMT-…` read-only snapshots of it;
 //! `smbclient allinfo` lists the snapshots as Samba lists them, a file read from a snapshot has
-//! its old content, a write into a snapshot fails, a path leaving the snapshot is refused; then
-//! smbtorture's smb2.twrp runs against both servers. Needs root (losetup, mount), btrfs-progs,
-//! Samba's smbd, smbclient and smbtorture.
+//! its old content, a write into a snapshot fails, a path leaving the snapshot is refused, a
+//! file restored from a snapshot (smbclient `get` from it, `put` over the live file) has its old
+//! content again; then smbtorture's smb2.twrp runs against both servers. Needs root (losetup,
+//! mount), btrfs-progs, Samba's smbd, smbclient and smbtorture.
 
 mod common;
 mod twin;
@@ -143,6 +144,9 @@ struct Seen {
     write: String,
     mkdir: String,
     escape: String,
+    /// `file.txt` after its copy in `OLD` was restored over it: smbclient `get` from the
+    /// snapshot, then `put` back in one session, as a restore through Explorer copies it.
+    restored: String,
 }
 
 fn ask(srv: &Running, conf: &Path, dir: &Path) -> Seen {
@@ -172,6 +176,20 @@ fn ask(srv: &Running, conf: &Path, dir: &Path) -> Seen {
         )),
         mkdir: status(&smbclient(srv, conf, &format!("mkdir \"{OLD}\\newdir\""))),
         escape: get(&format!("{OLD}\\..\\..\\..\\etc\\hostname")),
+        restored: {
+            let copy = dir.join(format!("restore-{}", srv.name));
+            let _ = fs::remove_file(&copy);
+            let out = smbclient(
+                srv,
+                conf,
+                &format!(
+                    "get \"{OLD}\\file.txt\" {0}; put {0} file.txt",
+                    copy.display()
+                ),
+            );
+            assert_eq!(status(&out), "OK", "restore on {}: {out}", srv.name);
+            get("file.txt")
+        },
     }
 }
 
@@ -239,6 +257,9 @@ fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String
             twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
         };
         seen.push(ask(&srv, &conf, tmp));
+        // The restore changed the share's file; the next server and smb2.twrp see it as laid
+        // out.
+        fs::write(share.join("file.txt"), "current content\n").unwrap();
         torture.push(twrp(&srv, &conf));
     }
     eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
@@ -267,6 +288,11 @@ fn assert_alike(samba: &Seen, ours: &Seen) {
     assert_ne!(ours.escape, fs::read_to_string("/etc/hostname").unwrap());
     assert!(ours.escape.starts_with("NT_STATUS_"), "{}", ours.escape);
     assert_eq!(ours.escape, samba.escape);
+    assert_eq!(
+        ours.restored, "old content\n",
+        "file.txt restored from {OLD}"
+    );
+    assert_eq!(ours.restored, samba.restored);
 }
 
 /// Every smb2.twrp test Samba passes (at least `least` of them) passes on ringshare.
