@@ -331,6 +331,17 @@ impl Connection {
 
     /// Next thing for the driver to do.
     pub fn poll_output(&mut self) -> Option<Output> {
+        if self.outputs.is_empty() {
+            // What closes made while deciding a request left to ask of the cluster, nobody
+            // waiting (a parked persistent open a new open would have to break, closed at its
+            // file's home: its record's removal), is asked away from this thread.
+            let posted = self.core.server.node.take_posted();
+            if !posted.is_empty() {
+                let asks = posted.into_iter().map(crate::lookup::Lookup::Cluster);
+                self.core.cluster_posts.extend(asks);
+                self.post_to_cluster();
+            }
+        }
         self.outputs.pop_front()
     }
 

@@ -914,6 +914,131 @@ fn a_connection_that_goes_while_its_create_waits_for_the_record_leaves_no_record
     assert_eq!(cl.nodes[0].parked_persistent(), 0);
 }
 
+/// Issue 33, item 2: a persistent open reconnected through its own node that cannot join the
+/// new session (its file cannot be read back) is closed, and its record's removal is posted
+/// away from the I/O thread (it used to be an etcd read and delete on it): the CREATE answered
+/// at once with why, the removal a lookup nobody waits for, the record still in the store until
+/// it is carried, the connection answering another request meanwhile; then the record is gone.
+#[test]
+fn a_reconnected_persistent_open_that_cannot_join_has_its_record_removed_away_from_the_io_thread() {
+    let cl = ca_cluster(1);
+    let records = || cl.bus.ca.lock().unwrap().len();
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let l = lease_v2(8, RH);
+    let name = "unreadable.txt";
+    let (f, ..) = opened(&create(
+        &mut a,
+        name,
+        vec![rqls(&l), dh2q_flags(8, PERSISTENT)],
+    ));
+    a.conn.shutdown(a.now);
+    a.pump();
+    assert_eq!((cl.nodes[0].parked_persistent(), records()), (1, 1));
+    let mut b = client_as(&cl, 1, 1, "alice", "secret");
+    let path = ringshare_vfs::RelPath::from_components([name]).expect("path");
+    let (stat, io) = (
+        ringshare_vfs::memory::FaultOp::Stat,
+        ringshare_vfs::FsError::Io,
+    );
+    cl.mem.inject_fault(stat, Some(path), io, 1);
+    b.hold_lookups = true;
+    let r = create(&mut b, name, vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)]);
+    assert_ne!(
+        r.status(),
+        NtStatus::SUCCESS,
+        "its file cannot be read back"
+    );
+    assert_eq!(cl.nodes[0].parked_persistent(), 0, "closed");
+    assert_eq!(b.held_lookups.len(), 1, "the record's removal is a lookup");
+    assert_eq!(records(), 1, "not removed on the I/O thread");
+    let g = b.create("other.txt", ALL, D::OPEN_IF, 0);
+    assert!(g.is_ok(), "answered meanwhile");
+    answer_held(&mut b);
+    assert_eq!(records(), 0, "gone with the open");
+    let r = create(&mut b, name, vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)]);
+    assert_eq!(
+        r.status(),
+        NtStatus::OBJECT_NAME_NOT_FOUND,
+        "then the open is"
+    );
+}
+
+/// Issue 33, item 2: a parked persistent open that a new open would have to break (it shares
+/// nothing and holds a handle lease its disconnected client cannot give back) is closed at its
+/// file's home, and its record's removal is posted away from the thread that decides the new
+/// open. On the home's I/O thread (the new open's client uses the file's home): the CREATE is
+/// answered SUCCESS at once, the removal a lookup nobody waits for, the record still in the
+/// store until it is carried. Through another node, the home's peer connection thread (which
+/// may wait) removes it as it answers.
+#[test]
+fn a_parked_persistent_open_closed_for_a_new_open_has_its_record_removed_away_from_the_io_thread() {
+    for via in [1u16, 2] {
+        let cl = ca_cluster(1);
+        let records = || cl.bus.ca.lock().unwrap().len();
+        let mut a = client_as(&cl, 1, 1, "alice", "secret");
+        let req = CreateRequest {
+            security_flags: 0,
+            requested_oplock_level: OplockLevel(LEASE),
+            impersonation_level: ImpersonationLevel::IMPERSONATION,
+            smb_create_flags: 0,
+            desired_access: AccessMask(ALL),
+            file_attributes: FileAttributes(0),
+            share_access: ShareAccess(0),
+            create_disposition: D::OPEN_IF,
+            create_options: CreateOptions(0),
+            name: "x.txt".into(),
+            contexts: vec![rqls(&lease_v2(2, RH)), dh2q_flags(2, PERSISTENT)],
+        };
+        let tree = a.tree_id;
+        let m = a.message(Command::CREATE, tree, |o| req.encode(o));
+        let (f, ..) = opened(&a.send_frame(m).remove(0));
+        a.conn.shutdown(a.now);
+        a.pump();
+        assert_eq!(
+            (cl.nodes[0].parked_persistent(), records()),
+            (1, 1),
+            "via {via}"
+        );
+        let mut c = client_as(&cl, via, 3, "carol", "carols");
+        c.hold_lookups = true;
+        let m = c.create_msg_caching("x.txt", 0x0012_0089, 7, D::OPEN, 0, None);
+        let mut r = c.send_frame(m);
+        if via != 1 {
+            assert!(r.is_empty(), "via {via}: the home is asked");
+            assert_eq!(c.held_lookups.len(), 1, "via {via}: the call to the home");
+            r = answer_held(&mut c);
+            assert_eq!(records(), 0, "via {via}: removed by the home's peer thread");
+        }
+        assert_eq!(
+            statuses(&r),
+            [NtStatus::SUCCESS],
+            "via {via}: no break waited for"
+        );
+        assert_eq!(cl.nodes[0].parked_persistent(), 0, "via {via}: closed");
+        if via == 1 {
+            assert_eq!(c.held_lookups.len(), 1, "the record's removal is a lookup");
+            assert_eq!(records(), 1, "not removed on the I/O thread");
+            answer_held(&mut c);
+            assert_eq!(records(), 0, "gone with the open");
+        }
+        let mut b = client_as(&cl, 2, 1, "alice", "secret");
+        let r = create(
+            &mut b,
+            "x.txt",
+            vec![rqls(&lease_v2(2, RH)), dh2c_flags(f, 2, PERSISTENT)],
+        );
+        assert_eq!(
+            r.status(),
+            NtStatus::OBJECT_NAME_NOT_FOUND,
+            "via {via}: gone"
+        );
+    }
+}
+
+fn statuses(rs: &[Resp]) -> Vec<NtStatus> {
+    rs.iter().map(|r| r.status()).collect()
+}
+
 /// Moves of opens at node `node` (the file's home) fail while `on`.
 fn moves_fail(cl: &Cluster, node: u16, on: bool) {
     let mut m = cl.bus.moves_fail.lock().unwrap();

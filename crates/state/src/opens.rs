@@ -29,6 +29,22 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
     closed_open(server, c, closed)
 }
 
+/// [`close_open`] on a thread that may not wait for etcd (one deciding another request at the
+/// file's home): the removal of the open's record, if it is persistent, is returned, to be
+/// asked away from it; the rest of the close happens now.
+#[must_use = "the removal of a persistent open's record is to be asked"]
+pub fn close_record_posted(
+    server: &ServerState,
+    open: Arc<Open>,
+) -> Option<crate::lookup::ClusterAsk> {
+    let mut c = closing(server, open, false);
+    let forget = c.forget.take();
+    let o = &c.open;
+    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
+    closed_open(server, c, closed);
+    forget
+}
+
 /// An open on its way out: what its close asks of the file's entry (its share-mode entry
 /// removed, and delete-on-close), and what it does after ([`closed_open`]).
 pub struct Closing {

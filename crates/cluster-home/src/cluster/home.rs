@@ -204,6 +204,10 @@ fn admit(server: &ServerState, key: FileKey, ask: &super::msg::Ask, now_ms: u64)
     let entry = server.files.entry(key);
     let open = ask.open_ask(now_ms);
     let r = admit_here(server, key, &entry, &open);
+    // A peer connection's thread may wait: the records of the parked opens it closed go now.
+    for forget in server.node.take_posted() {
+        let _ = (forget.run)();
+    }
     if !matches!(r, Ok(Some(_))) {
         server.files.drop_if_unused(key);
     }
@@ -360,6 +364,10 @@ fn purge_for_open(server: &ServerState, entry: &Mutex<FileEntry>, wish: &oplock:
             id = p.open.id,
             "closing a disconnected durable open another open would have to break"
         );
-        crate::opens::close_open(server, p.open, false);
+        // A persistent open's record goes after, away from this thread (the I/O thread of the
+        // CREATE, or the peer connection's thread that answers it: `admit` asks it in place).
+        if let Some(forget) = crate::opens::close_record_posted(server, p.open) {
+            server.node.post(forget);
+        }
     }
 }

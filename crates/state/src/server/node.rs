@@ -5,6 +5,7 @@
 //! a cluster it is empty and every file is homed here. The cluster layer
 //! (crate::cluster) fills it when the server joins one.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::files::FileKey;
@@ -35,6 +36,14 @@ pub struct NodeState {
     /// keeper gave them up (persistent id, the id the file's home holds them by): a reconnect
     /// through this node moves them first (`crate::cluster::handover` (crates/cluster-home)).
     pub unmoved: Mutex<std::collections::HashSet<(u64, u64)>>,
+    /// What closes made while deciding another request (a parked open a new open would have
+    /// to break, closed at its file's home: crate::cluster::home's `purge_for_open`) ask of the
+    /// cluster, nobody waiting: the removal of a persistent open's record. An I/O thread
+    /// posts them after the request ([`NodeState::take_posted`], `Connection::poll_output`
+    /// (crates/core)); a thread that may wait (a peer connection's) asks them in place.
+    posted: Mutex<Vec<crate::lookup::ClusterAsk>>,
+    /// Whether `posted` may hold any (looked at without its lock on every poll).
+    posted_any: AtomicBool,
 }
 
 impl NodeState {
@@ -49,6 +58,23 @@ impl NodeState {
     /// The cluster this server is a node of.
     pub fn link(&self) -> Option<&Arc<dyn ClusterLink>> {
         self.link.get()
+    }
+
+    /// A question to the cluster nobody waits for, made while deciding a request on a thread
+    /// that may not wait for it: asked after the request, away from that thread.
+    pub fn post(&self, ask: crate::lookup::ClusterAsk) {
+        crate::server::lock(&self.posted).push(ask);
+        self.posted_any.store(true, Ordering::Release);
+    }
+
+    /// The questions [`NodeState::post`] left, to be asked (in order).
+    pub fn take_posted(&self) -> Vec<crate::lookup::ClusterAsk> {
+        if !self.posted_any.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        let mut posted = crate::server::lock(&self.posted);
+        self.posted_any.store(false, Ordering::Release);
+        std::mem::take(&mut *posted)
     }
 
     /// The cluster layer's hooks, on a cluster node ([`ClusterHooks`]).

@@ -465,10 +465,12 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
 
 /// A reconnected open (here or handed over from another node) joins the
 /// session: the CREATE answer, with the lease when the reconnect named
-/// one (`lease` and `lease_key`). An open that cannot join is closed.
+/// one (`lease` and `lease_key`). An open that cannot join (its file cannot be read back, or
+/// its session ended meanwhile) is closed; what that close asks of the cluster (a persistent
+/// open's record removed, the close at a file's home) is posted, away from the I/O thread.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
-    core: &crate::exchange::ConnCore,
+    core: &mut crate::exchange::ConnCore,
     req: &crate::exchange::Req<'_>,
     sref: &crate::state::SessionRef,
     open: Open,
@@ -479,11 +481,11 @@ pub(crate) fn finish(
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::NtStatus;
-    let server = &core.server;
     let attr = match open.node.stat().map_err(crate::fsmap::status_of) {
         Ok(a) => a,
         Err(s) => {
-            crate::opens::close_open(server, Arc::new(open), false);
+            let asks = crate::opens::close_posted(&core.server, Arc::new(open));
+            core.post_closes(asks);
             return Err(s);
         }
     };
@@ -496,9 +498,11 @@ pub(crate) fn finish(
     let mut session = lock(sref);
     if session.closed {
         drop(session);
-        crate::opens::close_open(server, Arc::new(open), false);
+        let asks = crate::opens::close_posted(&core.server, Arc::new(open));
+        core.post_closes(asks);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
+    let server = &core.server;
     tracing::debug!(id = open.id, "durable open reconnected");
     let create_guid = lock(&open.state).create_guid;
     if let Some(g) = create_guid {
