@@ -400,29 +400,6 @@ pub fn unlock_answered(
     }
 }
 
-/// May this I/O happen (no other open's byte-range lock covers it:
-/// FILE_LOCK_CONFLICT otherwise)? `Ok(writers)`: whether an open of the
-/// file (this one too) may write it.
-pub fn io_check(
-    server: &ServerState,
-    key: FileKey,
-    entry: &Mutex<FileEntry>,
-    io: IoAsk,
-) -> Result<bool, NtStatus> {
-    let Some(node) = home(&server.node, key)? else {
-        return decide::io_check_here(server, entry, io);
-    };
-    // With an I/O grant, this node decides (no network).
-    if let Some(writers) = grant::local_io(&lock(entry), io.owner, io.write, io.change) {
-        return Ok(writers);
-    }
-    let answer = cluster::ask(&server.node, node, io_call(key, io));
-    if let Ok(Answer::Io { grant, .. }) = &answer {
-        lock(entry).grants.held = IoGrant(*grant);
-    }
-    io_decided(answer?)
-}
-
 /// The call asking the home about an I/O.
 fn io_call(key: FileKey, io: IoAsk) -> Call {
     Call::Io {
@@ -446,9 +423,10 @@ fn io_decided(answer: Answer) -> Result<bool, NtStatus> {
     }
 }
 
-/// Whether [`io_check`] decides this I/O without a call (the file is homed here, or this
-/// node holds the I/O grant it needs): a WRITE whose payload the driver would receive apart
-/// may be received so only then (a parked request cannot keep it).
+/// Whether [`io_check_or_ask`] decides this I/O without a call (the file is homed here, or
+/// this node holds the I/O grant it needs): a WRITE whose payload the driver would receive
+/// apart is received so only then (its pipes are kept while it waits for the home only when
+/// the grant went while the payload came in).
 pub fn io_decided_here(
     here: &NodeState,
     key: FileKey,
@@ -462,8 +440,10 @@ pub fn io_decided_here(
     }
 }
 
-/// [`io_check`], its call to the file's home (a file homed on another node, and no I/O grant
-/// here that decides it) carried away from the I/O thread: [`Decision::Ask`], whose answer
+/// May this I/O happen (no other open's byte-range lock covers it: FILE_LOCK_CONFLICT
+/// otherwise)? `Ok(writers)`: whether an open of the file (this one too) may write it. Decided
+/// here when the file is homed here or this node's I/O grant decides it; else the call to the
+/// file's home is carried away from the I/O thread: [`Decision::Ask`], whose answer
 /// [`io_check_answered`] takes. The grant the answer brings is kept as the answer comes in,
 /// on the thread that carried the call (as when the I/O thread carried it): a revocation the
 /// home sends after it answered finds it there and takes it back.

@@ -246,9 +246,11 @@ impl Connection {
     /// [`WRITE_SPLICE_LEN_MIN`] bytes, when the driver may splice
     /// ([`Connection::set_send_file`]). The driver then receives the payload
     /// whole (into a pipe) and calls [`Connection::receive_detached`]; every
-    /// other check is made there, as for any request.
+    /// other check is made there, as for any request. Not while the driver
+    /// keeps another such payload for a WRITE that waits
+    /// ([`Connection::holds_payload`]): one at a time.
     pub fn detachable_write(&self, head: &[u8], frame_len: usize) -> Option<usize> {
-        let held = self.held.is_holding();
+        let held = self.held.is_holding() || self.holds_payload();
         if self.closing || held || !self.core.send_file || self.core.negotiated.is_none() {
             return None;
         }
@@ -271,7 +273,8 @@ impl Connection {
         // Only into a file (a named stream or resource fork has no
         // descriptor to splice into: its WRITE is read whole), and only when
         // its byte-range lock check needs no call to the file's home (a WRITE
-        // that waits for one runs again later, when the pipe is gone:
+        // that waits for one is better received whole than holding pipes;
+        // one whose grant goes while its payload comes in waits with them:
         // cmd/io_check.rs).
         let session = self.core.session(hdr.session_id)?;
         let open = crate::server::lock(&session)
@@ -294,8 +297,9 @@ impl Connection {
     /// A WRITE frame whose payload (`payload_len` bytes) the driver received
     /// apart, as [`Connection::detachable_write`] allowed: `head` is the
     /// message up to the payload. It is processed like any frame; if it is to
-    /// be written, the core asks for [`IoOp::WriteReceived`], else the
-    /// driver drops the payload.
+    /// be written, the core asks for [`IoOp::WriteReceived`]; while it waits
+    /// for its file's home, [`Connection::holds_payload`] says so and the
+    /// driver keeps the payload; else the driver drops it.
     pub fn receive_detached(&mut self, now: Now, head: Vec<u8>, payload_len: usize) {
         self.core.now = now;
         self.last_request_ms = now.mono_ms;

@@ -396,6 +396,135 @@ fn a_read_and_a_write_no_grant_decides_wait_for_the_home_not_their_connection() 
     assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
 }
 
+/// A WRITE whose payload was received apart (spliced into pipes the driver keeps) because this
+/// node's I/O grant decided it, and whose grant was taken back while the payload came in (a
+/// client of another node locked a range of the file), asks the file's home away from the I/O
+/// thread as a whole WRITE does: no answer and no call before the held call is carried, a
+/// QUERY_INFO answered meanwhile, the payload held by the driver (`holds_payload`) and no
+/// second WRITE received apart while it is. Then the home's answer: SUCCESS, the payload
+/// written; FILE_LOCK_CONFLICT on the locked range, the payload dropped. A CANCEL meanwhile does
+/// not end the wait (the WRITE is not async; SUCCESS with the answer); the connection's end
+/// lets the payload go.
+#[test]
+fn a_write_received_apart_whose_grant_went_meanwhile_waits_for_the_home_not_its_connection() {
+    use ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET;
+    let big: Vec<u8> = (0..ringshare_core::WRITE_SPLICE_LEN_MIN)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    for case in ["answered", "conflict", "cancel", "end"] {
+        let cl = Cluster::new(3, 3);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let fa = open(&mut a, "apart.bin", ALL, 7).expect("a");
+        assert_eq!(
+            a.write(fa, 0, b"x").status(),
+            NtStatus::SUCCESS,
+            "{case}: a grant"
+        );
+        // Another file whose grant stays: its large WRITEs may be received apart but while a
+        // payload is held.
+        let fo = open(&mut a, "other.bin", ALL, 7).expect("a's other");
+        assert_eq!(
+            a.write(fo, 0, b"x").status(),
+            NtStatus::SUCCESS,
+            "{case}: its grant"
+        );
+        let m2 = write_msg(&mut a, fo, 0, &big);
+        let head2 = m2[..WRITE_REQUEST_DATA_OFFSET].to_vec();
+        a.conn.set_send_file(true);
+        assert_eq!(a.conn.detachable_write(&head2, m2.len()), Some(big.len()));
+        let offset = 1 << 20;
+        let m = write_msg(&mut a, fa, offset, &big);
+        let head = m[..WRITE_REQUEST_DATA_OFFSET].to_vec();
+        let mid = u64::from_le_bytes(m[24..32].try_into().unwrap());
+        assert_eq!(
+            a.conn.detachable_write(&head, m.len()),
+            Some(big.len()),
+            "{case}: the grant decides it: received apart"
+        );
+        // While the payload comes in, a client of node 2 locks a range: the grant goes.
+        let fb = open(&mut b, "apart.bin", ALL, 7).expect("b");
+        let at = if case == "conflict" { offset + 10 } else { 0 };
+        assert_eq!(
+            b.lock(fb, &[(at, 1, EXCLUSIVE | FAIL_IMMEDIATELY)])
+                .status(),
+            NtStatus::SUCCESS
+        );
+        a.hold_lookups = true;
+        a.received_apart = Some(big.clone());
+        let calls = cl.calls_to(3);
+        a.conn.receive_detached(a.now, head.clone(), big.len());
+        assert!(a.pump().is_empty(), "{case}: no answer before the home's");
+        assert_eq!(
+            (a.held_lookups.len(), cl.calls_to(3)),
+            (1, calls),
+            "{case}: it waits for its call, which the thread did not make"
+        );
+        assert!(
+            a.conn.holds_payload(),
+            "{case}: the driver keeps the payload"
+        );
+        assert!(a.received_apart.is_some(), "{case}: not written yet");
+        assert_eq!(
+            a.conn.detachable_write(&head2, m2.len()),
+            None,
+            "{case}: one payload held at a time"
+        );
+        assert_eq!(
+            a.query_info(fa, 1, 4, 0, 4096).status(),
+            NtStatus::SUCCESS,
+            "{case}: the connection answers a QUERY_INFO meanwhile"
+        );
+        match case {
+            "end" => {
+                a.conn.shutdown(a.now);
+                assert!(!a.conn.holds_payload(), "the connection's end lets it go");
+                assert!(answer_held(&mut a).is_empty(), "the answer finds nothing");
+                assert!(a.received_apart.is_some(), "never written");
+                continue;
+            }
+            "cancel" => {
+                let mut h = ringshare_wire::header::Header::request(Command::CANCEL, mid);
+                h.session_id = a.session_id;
+                let mut c = Vec::new();
+                h.encode(&mut c);
+                ringshare_wire::misc::CancelRequest.encode(&mut c);
+                assert!(a.send_frame(c).is_empty(), "a CANCEL does not end the wait");
+                assert!(a.conn.holds_payload(), "still kept");
+            }
+            _ => {}
+        }
+        let r = answer_held(&mut a);
+        let (status, written) = if case == "conflict" {
+            (NtStatus::FILE_LOCK_CONFLICT, false)
+        } else {
+            (NtStatus::SUCCESS, true)
+        };
+        assert_eq!(statuses(&r), [status], "{case}");
+        assert_eq!(cl.calls_to(3), calls + 1, "{case}: one call");
+        assert!(
+            !a.conn.holds_payload(),
+            "{case}: the payload taken or let go"
+        );
+        assert_eq!(a.received_apart.is_none(), written, "{case}: written");
+        a.hold_lookups = false;
+        let back = a.read(fa, offset, 8);
+        if written {
+            assert_eq!(read_data(&back), &big[..8], "{case}: the payload landed");
+        } else {
+            assert_eq!(
+                back.status(),
+                NtStatus::END_OF_FILE,
+                "{case}: nothing written"
+            );
+        }
+        assert_eq!(
+            a.conn.detachable_write(&head2, m2.len()),
+            Some(big.len()),
+            "{case}: the payload gone, another may be received apart"
+        );
+    }
+}
+
 /// An acknowledgment (unsigned) of an oplock break of `f` to `level`.
 fn ack_oplock_msg(c: &mut Client, f: FileId, level: u8) -> Vec<u8> {
     let body = ringshare_wire::misc::OplockBreak::Oplock {

@@ -54,7 +54,9 @@ mod write_pipes;
 use bufpool::{give_back, read_buf, BufPool};
 use inline_io::{in_place, run_here};
 use send::file_item;
-use write_pipes::{detach_write, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite};
+use write_pipes::{
+    detach_write, drop_unheld_payload, keep_pipes, piece_len, read_exact_into, Pipe, PipedWrite,
+};
 
 use crate::config::ZerocopySend;
 use ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET;
@@ -221,8 +223,9 @@ struct Conn {
     spare_parts: Vec<Vec<u8>>,
     /// READs waiting for buffer room ([`READ_BYTES_HELD_MAX`]).
     reads_waiting: VecDeque<IoRequest>,
-    /// The pipes holding a WRITE payload while the core looks at the WRITE;
-    /// its `IoOp::WriteReceived` takes them, else they are dropped with their bytes.
+    /// The pipes holding a WRITE payload while the core looks at the WRITE, and
+    /// while it waits for its file's home (`Connection::holds_payload`); its
+    /// `IoOp::WriteReceived` takes them, else they are dropped with their bytes.
     pipe_loaded: Option<Vec<Pipe>>,
 }
 

@@ -6,10 +6,12 @@
 //! ([`crate::cmd::ids::parked`]). The grant the answer brings is kept when it comes in
 //! ([`arbiter::io_check_or_ask`]), so the READs and WRITEs after it decide here.
 //!
-//! A WRITE whose payload the driver received apart (in a pipe it holds only while the core
-//! looks at the WRITE) cannot park: the driver is told to receive such a WRITE whole when the
-//! check would need the home ([`crate::Connection::detachable_write`]); one whose grant went
-//! while its payload came in asks on the I/O thread, as before.
+//! A WRITE whose payload the driver received apart (spliced into pipes) parks the same way:
+//! the driver keeps the pipes while the WRITE waits ([`crate::Connection::holds_payload`]) and
+//! splices them into the file when it runs again, or drops them when it fails or its
+//! connection goes. The driver is told to receive a WRITE whole when the check would need the
+//! home ([`crate::Connection::detachable_write`]), so only one whose grant was taken back while
+//! its payload came in waits so, and a connection holds one such payload at a time.
 
 use ringshare_wire::NtStatus;
 
@@ -22,20 +24,11 @@ use crate::state::Open;
 /// May `io` of `open` happen: `Ok(writers)` (whether an open of the file may write it), or
 /// FILE_LOCK_CONFLICT; decided here, or the home's answer when this request asked and runs
 /// again; else Err([`ASK_IDS`]) with the question to the home in [`ConnCore::ids_wanted`]
-/// (the request parks and runs again when it is answered). `may_park`: false for a request
-/// that cannot run again (its check is then the blocking call).
-pub(crate) fn io_check(
-    core: &mut ConnCore,
-    open: &Open,
-    io: IoAsk,
-    may_park: bool,
-) -> Result<bool, NtStatus> {
+/// (the request parks and runs again when it is answered).
+pub(crate) fn io_check(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bool, NtStatus> {
     match core.domain_answer.take() {
         Some(DomainAnswer::Home(answer)) => return arbiter::io_check_answered(answer),
         other => core.domain_answer = other,
-    }
-    if !may_park {
-        return arbiter::io_check(&core.server, open.key, &open.entry, io);
     }
     match arbiter::io_check_or_ask(&core.server, open.key, &open.entry, io) {
         Decision::Made(r) => r,

@@ -552,7 +552,7 @@ fn set_zero_data(
     let io = open.io(offset, end - offset, true, core.now.mono_ms);
     // Asked of the file's home away from the I/O thread when no grant decides it (the request
     // changed nothing yet: it parks and runs again, cmd/io_check.rs).
-    crate::cmd::io_check::io_check(core, &open.open, io, true)?;
+    crate::cmd::io_check::io_check(core, &open.open, io)?;
     // A non-sparse file keeps reporting the range as allocated (see
     // `query_allocated_ranges`), whatever the backend did with the storage.
     open.node

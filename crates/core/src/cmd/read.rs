@@ -105,7 +105,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     };
     // Asked of the file's home away from the I/O thread when no grant decides it (the READ
     // parks and runs again: cmd/io_check.rs).
-    let writers = crate::cmd::io_check::io_check(core, &open, io, true)?;
+    let writers = crate::cmd::io_check::io_check(core, &open, io)?;
     let compress = crate::exchange::compress::read_asks(core, rr.flags, open.share.compress_data)
         && !crate::exchange::compress::skips(&open);
     let (node, open_id) = (open.node.clone(), open.id);

@@ -162,9 +162,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         now_ms: core.now.mono_ms,
     };
     // Asked of the file's home away from the I/O thread when no grant decides it (the WRITE
-    // parks and runs again with its frame: cmd/io_check.rs); a payload received apart cannot
-    // wait so.
-    crate::cmd::io_check::io_check(core, &open, io, req.detached.is_none())?;
+    // parks and runs again with its frame, or with its head while the driver keeps a payload
+    // received apart: cmd/io_check.rs).
+    crate::cmd::io_check::io_check(core, &open, io)?;
     {
         let mut e = lock(&open.entry);
         if !e.write_time.needs_base() {

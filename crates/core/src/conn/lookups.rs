@@ -191,6 +191,17 @@ impl Connection {
         }
     }
 
+    /// Whether a WRITE whose payload the driver received apart waits for a lookup (its byte-range
+    /// lock check, asked of the file's home after the I/O grant that let the payload be received
+    /// apart was taken back while it came in: cmd/io_check.rs). The driver keeps the payload
+    /// meanwhile ([`crate::IoOp::WriteReceived`] takes it when the WRITE runs again) and drops
+    /// it once this is false and nothing took it: the WRITE failed, or its connection went
+    /// ([`Connection::abandon_lookups`]). A CANCEL does not end the wait (the WRITE is not
+    /// async); the call's own bound (2 s) does.
+    pub fn holds_payload(&self) -> bool {
+        self.lookups.values().any(|p| p.job.detached.is_some())
+    }
+
     /// Lookups this connection waits for.
     pub(super) fn looking_up(&self) -> bool {
         !self.lookups.is_empty()

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use ringshare_auth::gss::ClientAuth;
 use ringshare_auth::UserLookup;
 use ringshare_core::{
-    Account, AccountError, Accounts, Connection, EncryptPolicy, Entropy, IoRequest, Now, Output,
-    ServerConfig, ServerState, ShareDef, SigningPolicy,
+    Account, AccountError, Accounts, Connection, EncryptPolicy, Entropy, IoDone, IoOp, IoRequest,
+    Now, Output, ServerConfig, ServerState, ShareDef, SigningPolicy,
 };
 use ringshare_crypto::preauth::PreauthHash;
 use ringshare_crypto::sign::{NonceInfo, SigningAlgorithm, SigningKey};
@@ -183,6 +183,9 @@ pub struct Client {
     /// (the driver answers them later, from another thread).
     pub hold_lookups: bool,
     pub held_lookups: Vec<ringshare_core::LookupRequest>,
+    /// The payload of a WRITE received apart ([`Connection::receive_detached`]) that the
+    /// driver holds: an [`IoOp::WriteReceived`] writes it (once), as the driver splices it.
+    pub received_apart: Option<Vec<u8>>,
     pub dialect: Dialect,
     /// The ClientGuid NEGOTIATE sent.
     pub client_guid: [u8; 16],
@@ -358,6 +361,7 @@ impl Client {
             closed: false,
             hold_lookups: false,
             held_lookups: Vec::new(),
+            received_apart: None,
             dialect,
             client_guid,
             preauth: None,
@@ -648,6 +652,13 @@ impl Client {
     }
 
     fn run_io(&mut self, req: IoRequest) {
+        if let IoOp::WriteReceived { offset, len } = req.op {
+            let data = self.received_apart.take().expect("a payload held");
+            assert_eq!(data.len(), len, "the payload received apart");
+            let done = IoDone::Write(req.node.write_at(&data, offset));
+            self.conn.complete_io(self.now, req.id, done);
+            return;
+        }
         let done = req.run_blocking();
         self.conn.complete_io(self.now, req.id, done);
     }

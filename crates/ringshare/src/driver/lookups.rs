@@ -19,6 +19,7 @@ use ringshare_core::{Lookup, LookupDone, LookupRequest};
 use ringshare_engine::Waker;
 
 use super::mailbox::Mailbox;
+use super::write_pipes::drop_unheld_payload;
 use super::Worker;
 
 /// Threads asking at once: NSS and winbind calls of several logons overlap (winbind's own
@@ -256,6 +257,10 @@ impl Worker {
             if let Some(c) = self.conn_mut(slot, gen) {
                 c.conn.complete_lookup(t, id, done);
                 self.drain(slot);
+                // A WRITE received apart that waited for its home and failed: its payload goes.
+                if let Some(c) = self.conn_mut(slot, gen) {
+                    drop_unheld_payload(c);
+                }
             }
         }
     }

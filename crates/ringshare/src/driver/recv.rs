@@ -183,10 +183,11 @@ impl Worker {
                     tracing::trace!(len, "WRITE payload in its pipe");
                     c.conn.receive_detached(t, head, len);
                     self.drain(slot);
-                    // Not taken by a WriteReceived: the WRITE failed, and its
-                    // payload goes with the pipe.
+                    // Not taken by a WriteReceived: kept while the WRITE waits
+                    // for its file's home, else it failed and its payload goes
+                    // with the pipes.
                     if let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) {
-                        c.pipe_loaded = None;
+                        drop_unheld_payload(c);
                     }
                     continue;
                 }

@@ -91,6 +91,10 @@ pub(super) fn detach_write(
     lists: &mut Vec<Vec<Pipe>>,
     len: usize,
 ) -> Option<Rx> {
+    // One payload at a time is kept for a WRITE that waits (the core says so too).
+    if c.pipe_loaded.is_some() {
+        return None;
+    }
     let head_end = WRITE_HEAD_LEN;
     let head = c.buf.get(4..head_end)?;
     let n = c.conn.detachable_write(head, len)?;
@@ -150,6 +154,17 @@ pub(super) fn detach_write(
         moving: 0,
         waited: false,
     })
+}
+
+/// The pipes of a WRITE payload received apart go (with their bytes) unless
+/// its WRITE waits for its file's home (`Connection::holds_payload`): it
+/// failed, or was written (its `IoOp::WriteReceived` took them). Held, they
+/// count in the worker's `pipes_live` (8 MiB: 8 pipes) until the WRITE runs
+/// again, within the home call's 2 s bound, or its connection goes.
+pub(super) fn drop_unheld_payload(c: &mut Conn) {
+    if c.pipe_loaded.is_some() && !c.conn.holds_payload() {
+        c.pipe_loaded = None;
+    }
 }
 
 /// Appends exactly `n` bytes read from `fd` (a pipe known to hold them) to `buf`.
