@@ -86,6 +86,16 @@ fn create(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> 
 
 /// The CREATE request [`create`] sends.
 fn create_msg(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Vec<u8> {
+    create_msg_sharing(c, name, 7, contexts)
+}
+
+/// [`create_msg`] sharing `share_access` only.
+fn create_msg_sharing(
+    c: &mut Client,
+    name: &str,
+    share_access: u32,
+    contexts: Vec<CreateContext<'static>>,
+) -> Vec<u8> {
     let req = CreateRequest {
         security_flags: 0,
         requested_oplock_level: OplockLevel(LEASE),
@@ -93,7 +103,7 @@ fn create_msg(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>)
         smb_create_flags: 0,
         desired_access: AccessMask(ALL),
         file_attributes: FileAttributes(0),
-        share_access: ShareAccess(7),
+        share_access: ShareAccess(share_access),
         create_disposition: D::OPEN_IF,
         create_options: CreateOptions(0),
         name: name.to_string(),
@@ -320,21 +330,7 @@ fn a_disconnected_open_kept_by_another_node_is_closed_when_a_new_open_would_have
     // Shares nothing, with a handle lease: a conflicting open must break
     // H, which a disconnected client cannot acknowledge.
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
-    let req = CreateRequest {
-        security_flags: 0,
-        requested_oplock_level: OplockLevel(LEASE),
-        impersonation_level: ImpersonationLevel::IMPERSONATION,
-        smb_create_flags: 0,
-        desired_access: AccessMask(ALL),
-        file_attributes: FileAttributes(0),
-        share_access: ShareAccess(0),
-        create_disposition: D::OPEN_IF,
-        create_options: CreateOptions(0),
-        name: "x.txt".into(),
-        contexts: vec![rqls(&lease_v2(2, RH)), dh2q(2)],
-    };
-    let tree = a.tree_id;
-    let m = a.message(Command::CREATE, tree, |o| req.encode(o));
+    let m = create_msg_sharing(&mut a, "x.txt", 0, vec![rqls(&lease_v2(2, RH)), dh2q(2)]);
     let (f, ..) = opened(&a.send_frame(m).remove(0));
     a.conn.shutdown(a.now);
     assert_eq!(cl.nodes[0].parked_durables(), 1);
@@ -976,21 +972,12 @@ fn a_parked_persistent_open_closed_for_a_new_open_has_its_record_removed_away_fr
         let cl = ca_cluster(1);
         let records = || cl.bus.ca.lock().unwrap().len();
         let mut a = client_as(&cl, 1, 1, "alice", "secret");
-        let req = CreateRequest {
-            security_flags: 0,
-            requested_oplock_level: OplockLevel(LEASE),
-            impersonation_level: ImpersonationLevel::IMPERSONATION,
-            smb_create_flags: 0,
-            desired_access: AccessMask(ALL),
-            file_attributes: FileAttributes(0),
-            share_access: ShareAccess(0),
-            create_disposition: D::OPEN_IF,
-            create_options: CreateOptions(0),
-            name: "x.txt".into(),
-            contexts: vec![rqls(&lease_v2(2, RH)), dh2q_flags(2, PERSISTENT)],
-        };
-        let tree = a.tree_id;
-        let m = a.message(Command::CREATE, tree, |o| req.encode(o));
+        let m = create_msg_sharing(
+            &mut a,
+            "x.txt",
+            0,
+            vec![rqls(&lease_v2(2, RH)), dh2q_flags(2, PERSISTENT)],
+        );
         let (f, ..) = opened(&a.send_frame(m).remove(0));
         a.conn.shutdown(a.now);
         a.pump();
