@@ -24,6 +24,11 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
     if let Some(forget) = c.forget.take() {
         let _ = (forget.run)();
     }
+    close_here(server, c)
+}
+
+/// The close decided on this node (the file's entry told, then what follows the close).
+fn close_here(server: &ServerState, c: Closing) -> Option<FileAttr> {
     let o = &c.open;
     let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
     closed_open(server, c, closed)
@@ -39,9 +44,7 @@ pub fn close_record_posted(
 ) -> Option<crate::lookup::ClusterAsk> {
     let mut c = closing(server, open, false);
     let forget = c.forget.take();
-    let o = &c.open;
-    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
-    closed_open(server, c, closed);
+    close_here(server, c);
     forget
 }
 
@@ -323,8 +326,7 @@ pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Vec<Lookup> {
         asks.extend(home.map(Lookup::Home));
         return asks;
     }
-    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
     drop(o);
-    closed_open(server, c, closed);
+    close_here(server, c);
     asks
 }
