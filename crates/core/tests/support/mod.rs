@@ -606,7 +606,10 @@ impl Client {
 
     /// Feed a frame and run the connection until it has nothing more to do.
     pub fn send_frame(&mut self, frame: Vec<u8>) -> Vec<Resp> {
-        self.conn.receive(self.now, frame);
+        // As the driver does: a frame is cut into a buffer the connection had spare.
+        let mut buf = self.conn.spare_buf(frame.len());
+        buf.extend_from_slice(&frame);
+        self.conn.receive(self.now, buf);
         self.pump()
     }
 
@@ -623,8 +626,17 @@ impl Client {
             };
             match o {
                 Output::SendFile(_) => unreachable!("turned into Send above"),
-                Output::Send(parts) => {
-                    let bytes: Vec<u8> = parts.concat();
+                Output::Send(frame) => {
+                    // As the driver does, each sent buffer goes back to the connection.
+                    let bufs = match frame {
+                        ringshare_core::Frame::One(b) => vec![b],
+                        ringshare_core::Frame::Parts(p) => p,
+                    };
+                    let bytes = if bufs.len() == 1 {
+                        std::borrow::Cow::Borrowed(&bufs[0][..])
+                    } else {
+                        std::borrow::Cow::Owned(bufs.concat())
+                    };
                     for m in header::split_compound(&bytes[4..]) {
                         let m = m.expect("well-formed response compound");
                         let hdr = Header::decode(m).expect("response header");
@@ -637,6 +649,12 @@ impl Client {
                             hdr,
                             msg: m[..len.min(m.len())].to_vec(),
                         });
+                    }
+                    drop(bytes);
+                    for b in bufs {
+                        if b.capacity() < 64 * 1024 {
+                            self.conn.recycle(b);
+                        }
                     }
                 }
                 Output::Io(req) => self.run_io(req),
