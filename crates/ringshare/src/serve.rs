@@ -94,9 +94,34 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         compress_data: s.compress_data,
         streams: s.streams,
         fruit: s.fruit.clone().map(Arc::new),
-        shadow: s.shadow.clone().map(Arc::new),
+        shadow: s
+            .shadow
+            .clone()
+            .map(|sc| Arc::new(open_snapshots(sc, &s.name))),
         quota: crate::quota::source(&cfg.global, s),
     })
+}
+
+/// A share's snapshot directory outside the share (`shadow:snapdir` absolute, or at a mount
+/// point above the share) opened read-only, each snapshot's view found beneath it as the
+/// user. A directory that cannot be opened leaves the share without snapshots, with a log line
+/// (Samba lists none either).
+fn open_snapshots(
+    mut sc: ringshare_core::shadow::ShadowCopy,
+    share: &str,
+) -> ringshare_core::shadow::ShadowCopy {
+    if let Some(base) = &mut sc.base {
+        match ringshare_vfs::posix::PosixShare::new(&base.dir) {
+            Ok(p) => base.opened = Some(Arc::new(p.with_read_only(true))),
+            Err(e) => tracing::warn!(
+                share,
+                dir = %base.dir.display(),
+                %e,
+                "the snapshot directory cannot be opened: no Previous Versions on this share"
+            ),
+        }
+    }
+    sc
 }
 
 /// The backend of a share made per user before a tree connect made it: it

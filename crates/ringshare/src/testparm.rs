@@ -494,7 +494,14 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
 }
 
 fn render_shadow(s: &mut String, sc: &ShadowCopy) {
-    opt(s, "shadow:snapdir", sc.snapdir.to_slash_path());
+    match &sc.base {
+        // Where the snapshots were found, and the share's root in each.
+        Some(b) => {
+            opt(s, "shadow:snapdir", b.dir.display());
+            opt(s, "shadow:snapsharepath", b.within.to_slash_path());
+        }
+        None => opt(s, "shadow:snapdir", sc.snapdir.to_slash_path()),
+    }
     opt(s, "shadow:format", sc.format.as_str());
     let sort = match sc.sort {
         SnapSort::Desc => "desc",
@@ -502,9 +509,13 @@ fn render_shadow(s: &mut String, sc: &ShadowCopy) {
         SnapSort::Unsorted => "none",
     };
     opt(s, "shadow:sort", sort);
-    opt(s, "shadow:localtime", "no");
+    opt(s, "shadow:localtime", yes_no(sc.localtime.is_some()));
     opt(s, "shadow:snapdirseverywhere", yes_no(sc.everywhere));
     opt(s, "shadow:crossmountpoints", "no");
+    if let Some(p) = &sc.prefix {
+        opt(s, "shadow:snapprefix", p.as_str());
+        opt(s, "shadow:delimiter", &sc.delimiter);
+    }
 }
 
 fn render_rules(s: &mut String, r: &ShareRules) {

@@ -370,3 +370,56 @@ fn previous_versions_on_plain_directories_answer_as_samba_with_shadow_copy2() {
     // open's MaximalAccess for this user (no WRITE_DAC or WRITE_OWNER), as ringshare's does.
     assert_twrp_alike(&torture, 3);
 }
+
+/// zfs-auto-snapshot's name of the snapshot taken at `token` (`@GMT-YYYY.MM.DD-HH.MM.00`).
+fn zfs_name(token: &str) -> String {
+    let t = token.trim_start_matches("@GMT-");
+    let (date, time) = t.split_once('-').unwrap();
+    format!(
+        "zfs-auto-snap_hourly-{}-{}",
+        date.replace('.', "-"),
+        &time.replace('.', "")[..4]
+    )
+}
+
+#[test]
+fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_samba() {
+    if !tools_or_skip("previous versions below a mount point", &[]) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = TempDir::new("twrp-zfs");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
+    // ZFS's layout: the data set's root (its mount point) holds the snapshots, each an image
+    // of the whole data set; the share is a directory two levels below.
+    let fsys = tmp.path().join("fs");
+    let share = fsys.join("data").join("share");
+    fs::create_dir_all(&share).unwrap();
+    let snapshots = fsys.join(".snapshots");
+    let copy_to = |token: &str| {
+        let to = snapshots.join(zfs_name(token)).join("data").join("share");
+        fs::create_dir_all(&to).unwrap();
+        let (s, t) = (share.display(), to.display());
+        must(
+            "sh",
+            &[
+                "-c",
+                &format!(
+                    "cd {s} && cp -a --parents file.txt subdir {t}/ && chown -R {USER}:{USER} {t}"
+                ),
+            ],
+        );
+    };
+    lay_out(&share, copy_to);
+    // A directory that is no snapshot: its name does not match the prefix.
+    fs::create_dir_all(snapshots.join("manual-2026-11-03-1000/data/share")).unwrap();
+    let lines = format!(
+        "\tshadow:mountpoint = {}\n\tshadow:snapprefix = ^zfs-auto-snap_\\(hourly\\)\\{{0,1\\}}\\(daily\\)\\{{0,1\\}}\n\
+         \tshadow:delimiter = -20\n\tshadow:format = -%Y-%m-%d-%H%M\n",
+        fsys.display()
+    );
+    let ([samba, ours], torture) = both(tmp.path(), &share, &lines);
+    assert_alike(&samba, &ours);
+    assert_twrp_alike(&torture, 3);
+}

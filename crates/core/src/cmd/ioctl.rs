@@ -37,7 +37,7 @@
 
 mod dup_extents;
 mod reparse;
-mod snapshots;
+pub(crate) mod snapshots;
 
 use std::sync::Arc;
 

@@ -1076,17 +1076,22 @@ impl<'a> Parser<'a> {
             }
         }
         let defaults = &self.defaults;
-        let shadow = d.shadow.or(defaults.shadow).unwrap_or(false).then(|| {
-            let mut s = ringshare_core::shadow::ShadowCopy::default();
-            for (k, v) in defaults.shadow_params.iter().chain(&d.shadow_params) {
-                // Checked when read.
-                let _ = super::shadow::apply(&mut s, k, v);
+        let shadow = match d.shadow.or(defaults.shadow).unwrap_or(false) {
+            true => {
+                let mut c = super::shadow::ShadowConf::default();
+                for (k, v) in defaults.shadow_params.iter().chain(&d.shadow_params) {
+                    // Checked when read.
+                    let _ = super::shadow::apply(&mut c, k, v);
+                }
+                let placed = match templated {
+                    true => super::shadow::check_templated(&c, &d.name),
+                    false => super::shadow::resolve(&mut c, &d.name, &path),
+                };
+                placed.map_err(|m| self.err(d.line, m))?;
+                Some(c.copy)
             }
-            s
-        });
-        if let (Some(s), false) = (&shadow, templated) {
-            super::shadow::check_root(s, &d.name, &path).map_err(|m| self.err(d.line, m))?;
-        }
+            false => None,
+        };
         let mut rules = ShareRules {
             valid_users: d
                 .valid_users

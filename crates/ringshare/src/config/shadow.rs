@@ -2,18 +2,50 @@
 //! defaults into [`ringshare_core::shadow::ShadowCopy`]. What ringshare does
 //! not do yet is refused, so that a share never starts showing other
 //! snapshots than the administrator configured (docs/limits.md).
+//!
+//! Where the snapshots are, in Samba's words: `shadow:snapdir` (relative to
+//! the mount point of the share's file system, or absolute) holds one
+//! directory per snapshot; each is an image of `shadow:basedir` (default: the
+//! mount point), so the share's root is found in it at the share's path below
+//! the base directory, or at `shadow:snapsharepath`. `shadow:mountpoint`
+//! names the mount point instead of finding it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use ringshare_core::shadow::{ShadowCopy, SnapFormat, SnapSort};
+use ringshare_core::shadow::{LocalZone, ShadowCopy, SnapBase, SnapFormat, SnapPrefix, SnapSort};
 use ringshare_vfs::RelPath;
 
 use super::parse::parse_bool;
 
+/// A share's `shadow:` options: the settings kept, and where the snapshots
+/// are until [`resolve`] has placed them.
+#[derive(Debug, Default)]
+pub(super) struct ShadowConf {
+    pub(super) copy: ShadowCopy,
+    /// An absolute `shadow:snapdir`.
+    snapdir_abs: Option<PathBuf>,
+    /// `shadow:mountpoint`.
+    mountpoint: Option<PathBuf>,
+    /// `shadow:basedir`.
+    basedir: Option<PathBuf>,
+    /// `shadow:snapsharepath`.
+    snapsharepath: Option<RelPath>,
+}
+
+impl ShadowConf {
+    /// Whether an option places the snapshots other than in the share's root.
+    fn places(&self) -> bool {
+        self.snapdir_abs.is_some()
+            || self.mountpoint.is_some()
+            || self.basedir.is_some()
+            || self.snapsharepath.is_some()
+    }
+}
+
 /// Apply `shadow:<name> = value` (the key normalized: lower case, `_` as a
-/// space) to `s`. `Ok(Some(warning))` for an option Samba does not know
+/// space) to `c`. `Ok(Some(warning))` for an option Samba does not know
 /// either, `Err` for a value refused, with the reason.
-pub(super) fn apply(s: &mut ShadowCopy, key: &str, value: &str) -> Result<Option<String>, String> {
+pub(super) fn apply(c: &mut ShadowConf, key: &str, value: &str) -> Result<Option<String>, String> {
     let name = key.strip_prefix("shadow:").unwrap_or(key);
     let flag =
         |v: &str| parse_bool(v).ok_or_else(|| format!("'{key}' expects yes or no, got '{v}'"));
@@ -22,21 +54,23 @@ pub(super) fn apply(s: &mut ShadowCopy, key: &str, value: &str) -> Result<Option
             "'{key} = {value}' is not supported by ringshare yet: {what} (docs/limits.md)"
         ))
     };
+    let s = &mut c.copy;
     match name {
+        "snapdir" if value.starts_with('/') => {
+            c.snapdir_abs = Some(absolute(key, value)?);
+        }
         "snapdir" => {
-            if value.starts_with('/') {
-                return not_yet("snapshots are looked for in a directory of the share");
-            }
-            let parts = value
-                .trim_end_matches('/')
-                .split('/')
-                .filter(|p| !p.is_empty());
-            s.snapdir = RelPath::from_components(parts)
-                .ok()
-                .filter(|p| !p.is_root())
-                .ok_or_else(|| {
-                    format!("'{key}' expects a directory of the share, got '{value}'")
-                })?;
+            s.snapdir = relative(key, value)?;
+            c.snapdir_abs = None;
+        }
+        "mountpoint" => c.mountpoint = Some(absolute(key, value)?),
+        "basedir" => c.basedir = Some(absolute(key, value)?),
+        "snapsharepath" => {
+            c.snapsharepath = Some(if value.trim_matches('/').is_empty() {
+                RelPath::root()
+            } else {
+                relative(key, value)?
+            })
         }
         "format" => {
             s.format = SnapFormat::parse(value).map_err(|e| format!("'{key}' {e}"))?;
@@ -50,116 +84,146 @@ pub(super) fn apply(s: &mut ShadowCopy, key: &str, value: &str) -> Result<Option
         }
         "snapdirseverywhere" => s.everywhere = flag(value)?,
         "localtime" => {
-            if flag(value)? {
-                return not_yet("snapshot names are read as UTC");
+            s.localtime = if flag(value)? {
+                // The server's zone (TZ, else /etc/localtime), read once, as smbd's mktime
+                // reads it.
+                let zone = jiff::tz::TimeZone::try_system()
+                    .map_err(|e| format!("'{key}': the server's time zone: {e}"))?;
+                Some(LocalZone(zone))
+            } else {
+                None
             }
+        }
+        "snapprefix" => {
+            s.prefix = Some(SnapPrefix::parse(value).map_err(|e| format!("'{key}' {e}"))?);
+        }
+        "delimiter" => {
+            if value.is_empty() {
+                return Err(format!("'{key}' expects some text"));
+            }
+            s.delimiter = value.to_string();
         }
         "crossmountpoints" => {
             if flag(value)? {
-                return not_yet("the snapshot directory is looked for at the share's root only");
+                return not_yet("the snapshot directory is looked for at one place per share");
             }
-        }
-        "basedir" | "mountpoint" | "snapsharepath" => {
-            return not_yet("the snapshot directory is a directory of the share, whose snapshots are of the share's root");
         }
         "sscanf" | "fixinodes" => {
             if flag(value)? {
                 return not_yet("snapshot names are read with shadow:format");
             }
         }
-        "snapprefix" | "delimiter" => {
-            return not_yet("snapshot names are read with shadow:format alone");
-        }
         _ => return Ok(Some(format!("unknown option '{key}' ignored"))),
     }
     Ok(None)
 }
 
-/// Where a relative `shadow:snapdir` is on Samba: at the mount point of the
-/// share's file system (a btrfs subvolume counts: its device differs from
-/// its parent's), or, with `shadow:snapdirseverywhere`, in any directory up
-/// to it. ringshare looks at the share's root: `Err` when Samba would look
-/// elsewhere, with what to change.
-pub(super) fn check_root(s: &ShadowCopy, share: &str, path: &Path) -> Result<(), String> {
-    if s.everywhere || is_mount_point(path) {
-        return Ok(());
+/// A path option that must be absolute.
+fn absolute(key: &str, value: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(value.trim_end_matches('/'));
+    if !p.is_absolute() || p.components().any(|c| c.as_os_str() == "..") {
+        return Err(format!("'{key}' expects an absolute path, got '{value}'"));
     }
-    Err(format!(
-        "share [{share}]: shadow:snapdir '{}' is taken relative to the mount point of the file \
-         system above '{}' (as Samba does), and ringshare looks for it at the share's root only: \
-         make the share's path the mount point (or a btrfs subvolume), or set \
-         shadow:snapdirseverywhere = yes with the snapshot directory in the share's root",
-        s.snapdir.to_slash_path(),
-        path.display()
-    ))
+    Ok(if p.as_os_str().is_empty() {
+        PathBuf::from("/")
+    } else {
+        p
+    })
 }
 
-/// `path` is the root of its file system (or of a btrfs subvolume): its
-/// device is not its parent's, or it is `/`.
-fn is_mount_point(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let (Ok(here), Ok(up)) = (std::fs::metadata(path), std::fs::metadata(path.join(".."))) else {
-        return false;
+/// A relative path option (no `..`, not empty).
+fn relative(key: &str, value: &str) -> Result<RelPath, String> {
+    let parts = value
+        .trim_end_matches('/')
+        .split('/')
+        .filter(|p| !p.is_empty());
+    RelPath::from_components(parts)
+        .ok()
+        .filter(|p| !p.is_root())
+        .ok_or_else(|| format!("'{key}' expects a relative directory, got '{value}'"))
+}
+
+/// Places the snapshots of share `share` (root `path`) as Samba does: in the
+/// share's root (`snapdir` a directory of the share whose root is the mount
+/// point, or `shadow:snapdirseverywhere`), or outside it
+/// ([`ShadowCopy::base`]; the server opens that directory). `Err` says what
+/// to change.
+pub(super) fn resolve(c: &mut ShadowConf, share: &str, path: &Path) -> Result<(), String> {
+    let s = &mut c.copy;
+    // Samba: an absolute snapdir disables snapdirseverywhere, which disables basedir and
+    // snapsharepath.
+    if s.everywhere && c.snapdir_abs.is_none() {
+        s.base = None;
+        return Ok(());
+    }
+    let root = std::fs::canonicalize(path)
+        .map_err(|e| format!("share [{share}]: path '{}': {e}", path.display()))?;
+    let mount = match &c.mountpoint {
+        Some(m) => m.clone(),
+        None => mount_point_of(&root),
     };
-    here.dev() != up.dev() || here.ino() == up.ino()
+    let snapshots = match &c.snapdir_abs {
+        Some(abs) => abs.clone(),
+        None => mount.join(s.snapdir.to_slash_path()),
+    };
+    let within = match &c.snapsharepath {
+        Some(p) => p.clone(),
+        None => {
+            let base = c.basedir.as_ref().unwrap_or(&mount);
+            let below = root.strip_prefix(base).map_err(|_| {
+                format!(
+                    "share [{share}]: its path '{}' is not below the snapshots' base directory \
+                     '{}' (shadow:basedir, or the mount point)",
+                    root.display(),
+                    base.display()
+                )
+            })?;
+            RelPath::from_components(below.iter().map(|c| c.to_string_lossy().into_owned()))
+                .map_err(|_| format!("share [{share}]: path '{}'", root.display()))?
+        }
+    };
+    s.base = if within.is_root() && snapshots == root.join(s.snapdir.to_slash_path()) {
+        // The share's root is the base: its snapdir is a directory of the share.
+        None
+    } else {
+        Some(SnapBase {
+            dir: snapshots,
+            within,
+            opened: None,
+        })
+    };
+    Ok(())
+}
+
+/// Whether `c` can be used by a share whose path is made per user (`%U`):
+/// only with the snapshots in each share's root.
+pub(super) fn check_templated(c: &ShadowConf, share: &str) -> Result<(), String> {
+    if c.places() {
+        return Err(format!(
+            "share [{share}]: shadow:snapdir (absolute), shadow:mountpoint, shadow:basedir and \
+             shadow:snapsharepath are not supported on a share whose path is made per user"
+        ));
+    }
+    Ok(())
+}
+
+/// The mount point of the file system holding `path` (a btrfs subvolume counts: its device
+/// differs from its parent's): `path` or the highest directory above it on the same device.
+fn mount_point_of(path: &Path) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let mut here = path.to_path_buf();
+    let Some(d) = dev(&here) else {
+        return here;
+    };
+    while let Some(up) = here.parent() {
+        if dev(up) != Some(d) {
+            break;
+        }
+        here = up.to_path_buf();
+    }
+    here
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shadow_options_set_their_fields_and_refuse_what_is_not_done_yet() {
-        let mut s = ShadowCopy::default();
-        assert_eq!(apply(&mut s, "shadow:snapdir", "snaps/daily/"), Ok(None));
-        assert_eq!(s.snapdir.to_slash_path(), "snaps/daily");
-        assert_eq!(apply(&mut s, "shadow:sort", "asc"), Ok(None));
-        assert_eq!(s.sort, SnapSort::Asc);
-        assert_eq!(apply(&mut s, "shadow:sort", "none"), Ok(None));
-        assert_eq!(s.sort, SnapSort::Unsorted);
-        assert_eq!(
-            apply(&mut s, "shadow:format", "snap_%Y%m%d_%H%M%S"),
-            Ok(None)
-        );
-        assert_eq!(s.format.as_str(), "snap_%Y%m%d_%H%M%S");
-        assert_eq!(apply(&mut s, "shadow:snapdirseverywhere", "yes"), Ok(None));
-        assert!(s.everywhere);
-        assert_eq!(apply(&mut s, "shadow:localtime", "no"), Ok(None));
-        assert_eq!(apply(&mut s, "shadow:crossmountpoints", "no"), Ok(None));
-        for (k, v) in [
-            ("shadow:snapdir", "/srv/snapshots"),
-            ("shadow:snapdir", "../elsewhere"),
-            ("shadow:snapdir", "/"),
-            ("shadow:format", "%Y.%m.%d"),
-            ("shadow:localtime", "yes"),
-            ("shadow:crossmountpoints", "yes"),
-            ("shadow:basedir", "/srv"),
-            ("shadow:mountpoint", "/srv"),
-            ("shadow:snapsharepath", "a/b"),
-            ("shadow:sscanf", "yes"),
-            ("shadow:snapprefix", "^daily"),
-            ("shadow:snapdirseverywhere", "maybe"),
-        ] {
-            assert!(apply(&mut s, k, v).is_err(), "{k} = {v}");
-        }
-        assert!(apply(&mut s, "shadow:colour", "blue").unwrap().is_some());
-    }
-
-    #[test]
-    fn a_snapdir_is_found_at_a_mount_point_or_everywhere_but_not_above_the_share() {
-        let dir = std::env::temp_dir();
-        let s = ShadowCopy::default();
-        assert!(check_root(&s, "s", Path::new("/")).is_ok());
-        let in_fs = dir.join(format!("shadow-root-{}", std::process::id()));
-        std::fs::create_dir_all(&in_fs).unwrap();
-        let refused = check_root(&s, "s", &in_fs);
-        let everywhere = ShadowCopy {
-            everywhere: true,
-            ..ShadowCopy::default()
-        };
-        let accepted = check_root(&everywhere, "s", &in_fs);
-        std::fs::remove_dir(&in_fs).unwrap();
-        assert!(refused.unwrap_err().contains("snapdirseverywhere"));
-        assert!(accepted.is_ok());
-    }
-}
+mod tests;

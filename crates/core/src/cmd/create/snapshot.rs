@@ -49,12 +49,22 @@ pub(super) fn view_of(
     let Some(token) = twrp.or(named) else {
         return Ok(None);
     };
+    // Made from the token, or found among the snapshot directory's entries (a prefix, a
+    // local time: shadow:snapprefix, shadow:localtime).
+    let names = || crate::cmd::ioctl::snapshots::names(&tree.share, &tree.who, shadow).ok();
     let dir = shadow
-        .snapshot_dir(token)
+        .name_of(token, names)
+        .and_then(|name| shadow.snapshot_dir(&name))
         .ok_or(NtStatus::OBJECT_PATH_NOT_FOUND)?;
-    let backend = tree
-        .share
-        .backend
+    // Beneath the share's root, or beneath the snapshot directory outside it.
+    let source = match &shadow.base {
+        Some(base) => base
+            .opened
+            .as_deref()
+            .ok_or(NtStatus::OBJECT_PATH_NOT_FOUND)?,
+        None => &*tree.share.backend,
+    };
+    let backend = source
         .read_only_view(&tree.who, &dir)
         .map_err(|e| match e {
             FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory => {

@@ -6,7 +6,7 @@
 //! `shadow_copy2` answers INVALID_DEVICE_REQUEST, as Samba without it does
 //! (smbclient 4.22's `allinfo` asks for every file).
 
-use ringshare_vfs::{FsError, OpenOptions, Who};
+use ringshare_vfs::{FsError, OpenOptions, RelPath, Who};
 use ringshare_wire::ioctl::IoctlRequest;
 use ringshare_wire::snapshot::{encode_snapshot_array, GmtToken};
 use ringshare_wire::NtStatus;
@@ -49,15 +49,31 @@ pub(crate) fn list(
     who: &Who,
     shadow: &ShadowCopy,
 ) -> Result<Vec<GmtToken>, NtStatus> {
+    Ok(shadow.snapshots(names(share, who, shadow)?))
+}
+
+/// The entries of the share's snapshot directory as `who` sees it (in the share, or outside
+/// it: [`crate::shadow::SnapBase`]): none when there is no such directory.
+pub(crate) fn names(
+    share: &ShareDef,
+    who: &Who,
+    shadow: &ShadowCopy,
+) -> Result<Vec<String>, NtStatus> {
     let opts = OpenOptions {
         directory: true,
         ..OpenOptions::read_existing()
     };
-    let dir = match share.backend.open(who, &shadow.snapdir, &opts) {
+    let opened = match &shadow.base {
+        Some(base) => match &base.opened {
+            Some(dir) => dir.open(who, &RelPath::root(), &opts),
+            None => return Ok(Vec::new()),
+        },
+        None => share.backend.open(who, &shadow.snapdir, &opts),
+    };
+    let dir = match opened {
         Ok(o) => o.node,
         Err(FsError::NotFound | FsError::PathNotFound) => return Ok(Vec::new()),
         Err(e) => return Err(status_of(e)),
     };
-    let names = dir.list_names().map_err(status_of)?;
-    Ok(shadow.snapshots(names))
+    dir.list_names().map_err(status_of)
 }
