@@ -12,49 +12,16 @@ mod twin;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use common::TempDir;
-use twin::{must, Accounts, Net, Running, PASS};
+use twin::{must, Accounts, Btrfs, Net, Running, PASS};
 
 const USER: &str = "rstwrp";
 /// The tests share the account `USER`: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const OLD: &str = "@GMT-2026.11.01-10.00.00";
 const NEWER: &str = "@GMT-2026.11.02-10.00.00";
-
-/// A btrfs file system on a loop device, mounted; unmounted and detached on drop.
-struct Btrfs {
-    mnt: PathBuf,
-    dev: String,
-}
-
-impl Btrfs {
-    fn new(dir: &Path) -> Btrfs {
-        let img = dir.join("img");
-        must("truncate", &["-s", "256M", img.to_str().unwrap()]);
-        must("mkfs.btrfs", &["-q", img.to_str().unwrap()]);
-        let out = Command::new("losetup")
-            .args(["-f", "--show", img.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "losetup: {out:?}");
-        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let mnt = dir.join("mnt");
-        fs::create_dir_all(&mnt).unwrap();
-        let b = Btrfs { mnt, dev };
-        must("mount", &[&b.dev, b.mnt.to_str().unwrap()]);
-        b
-    }
-}
-
-impl Drop for Btrfs {
-    fn drop(&mut self) {
-        twin::run("umount", &[self.mnt.to_str().unwrap()]);
-        twin::run("losetup", &["-d", &self.dev]);
-    }
-}
 
 /// The share's files: `file.txt`, `subdir/hardlink` (a hard link of it) and a stream `st` of 3
 /// bytes on it, owned by the user; `snapshot(name)` is called as `file.txt` changes, to take

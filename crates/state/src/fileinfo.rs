@@ -30,6 +30,7 @@ pub const ATTR_SYSTEM: u32 = 0x0000_0004;
 pub const ATTR_DIRECTORY: u32 = 0x0000_0010;
 pub const ATTR_ARCHIVE: u32 = 0x0000_0020;
 pub const ATTR_NORMAL: u32 = 0x0000_0080;
+pub const ATTR_COMPRESSED: u32 = 0x0000_0800;
 
 pub fn attributes(a: &FileAttr) -> u32 {
     let dir = a.is_dir();
@@ -38,7 +39,13 @@ pub fn attributes(a: &FileAttr) -> u32 {
         None if dir => 0,
         None => ATTR_ARCHIVE,
     };
-    let v = if dir { base | ATTR_DIRECTORY } else { base };
+    let mut v = if dir { base | ATTR_DIRECTORY } else { base };
+    // The file system's, never stored (a client cannot set it: [MS-FSA] 2.1.5.14.2).
+    if a.compressed {
+        v |= ATTR_COMPRESSED;
+    } else {
+        v &= !ATTR_COMPRESSED;
+    }
     if v == 0 {
         ATTR_NORMAL
     } else {

@@ -309,6 +309,9 @@ pub struct FileAttr {
     /// The creation time stored with them (a client may set it; POSIX
     /// cannot set a birth time), if any; read with the DOS attributes.
     pub create_time: Option<UnixNanos>,
+    /// The file system compresses the file's data (btrfs's `chattr +c`: statx's
+    /// `STATX_ATTR_COMPRESSED`), shown as FILE_ATTRIBUTE_COMPRESSED.
+    pub compressed: bool,
 }
 
 impl FileAttr {
@@ -487,6 +490,11 @@ pub trait Share: Send + Sync + fmt::Debug {
     fn clone_block_size(&self) -> Option<u64> {
         None
     }
+    /// Whether the share's file system compresses files it is asked to
+    /// ([`Node::set_compressed`]: btrfs), FILE_FILE_COMPRESSION. The default: no.
+    fn compresses(&self) -> bool {
+        false
+    }
     /// Whether files of this share can have named data streams (the POSIX
     /// backend: the share's filesystem takes `user.` xattrs). The default: no.
     fn streams_supported(&self) -> bool {
@@ -652,6 +660,21 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()>;
     /// Change permission bits.
     fn set_mode(&self, mode: u32) -> FsResult<()>;
+    /// Whether the file system is asked to compress this file's data (and, for a
+    /// directory, the files made in it), as this node's user. The default: never.
+    fn compressed(&self) -> FsResult<bool> {
+        Ok(false)
+    }
+    /// Ask the file system to compress this file's data, or not, as this node's user
+    /// (its owner may; [`Share::compresses`] says where it does). The default: only
+    /// "not compressed" (`Other(EOPNOTSUPP)` for compressed).
+    fn set_compressed(&self, on: bool) -> FsResult<()> {
+        if on {
+            Err(FsError::Other(EOPNOTSUPP))
+        } else {
+            Ok(())
+        }
+    }
     /// Give the file to a user (its owner uid). Backends that cannot (or a
     /// server without the privilege) report the error; callers may ignore it.
     fn set_owner(&self, _uid: u32) -> FsResult<()> {

@@ -289,6 +289,7 @@ impl State {
             btime: Some(i.btime),
             dos_attributes: i.dos,
             create_time: None,
+            compressed: false,
         })
     }
 }

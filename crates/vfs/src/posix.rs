@@ -180,6 +180,8 @@ fn attr_from_statx(st: &Statx, dos: Option<crate::dosattrib::DosInfo>) -> FileAt
         btime,
         dos_attributes: dos.map(|d| d.attributes),
         create_time: dos.and_then(|d| d.create_time),
+        compressed: (st.stx_attributes & st.stx_attributes_mask)
+            .contains(rustix::fs::StatxAttributes::COMPRESSED),
     }
 }
 
@@ -483,6 +485,8 @@ pub struct PosixShare {
     /// The root's file system clones blocks, of this size (probed once, by
     /// [`clone_block_size`]).
     clone_block: Option<u64>,
+    /// The root's file system is btrfs, which compresses a file whose `FS_COMPR_FL` is set.
+    compresses: bool,
 }
 
 impl fmt::Debug for PosixShare {
@@ -511,6 +515,8 @@ impl PosixShare {
         let root_fs = fs_kind(fd.as_fd(), &st);
         let streams = user_xattrs_supported(fd.as_fd());
         let clone_block = clone_block_size(fd.as_fd());
+        let compresses =
+            rustix::fs::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type as u64 == BTRFS_SUPER_MAGIC);
         Ok(PosixShare {
             root: fd,
             root_path,
@@ -519,6 +525,7 @@ impl PosixShare {
             root_fs,
             streams,
             clone_block,
+            compresses,
         })
     }
 
@@ -1061,6 +1068,11 @@ impl Share for PosixShare {
         let view = PosixShare::rooted_at(fd, self.root_path.join(dir.to_slash_path()))
             .map_err(errno_to_fs)?;
         Ok(Arc::new(view.with_read_only(true)))
+    }
+
+    /// btrfs (probed once at set-up); a read-only share changes nothing.
+    fn compresses(&self) -> bool {
+        self.compresses && !self.read_only
     }
 
     /// Probed once at set-up; a read-only share clones nothing.

@@ -13,7 +13,8 @@
 //!   FILE_ATTRIBUTE_SPARSE_FILE bit of the stored DOS attributes; a file
 //!   without it reports its whole range (up to end of file) as allocated;
 //! - FSCTL_GET_COMPRESSION / FSCTL_SET_COMPRESSION ([MS-FSA] 2.1.5.10.7,
-//!   2.1.5.10.32): nothing is compressed; setting COMPRESSION_FORMAT_NONE
+//!   2.1.5.10.32): btrfs's compression flag where the share's file system compresses
+//!   ([`ringshare_vfs::Share::compresses`]); elsewhere nothing is, and setting COMPRESSION_FORMAT_NONE
 //!   succeeds, other formats are STATUS_NOT_SUPPORTED (as Windows Server 2016
 //!   ReFS and Samba answer);
 //! - FSCTL_SET_REPARSE_POINT, FSCTL_GET_REPARSE_POINT, FSCTL_DELETE_REPARSE_POINT: a
@@ -611,23 +612,29 @@ fn query_allocated_ranges(
     Ok(Reply::with_status(status, response(ir, &out)))
 }
 
-/// [MS-FSA] 2.1.5.10.7: nothing is compressed.
+/// [MS-FSA] 2.1.5.10.7: LZNT1 for a file the file system compresses (btrfs's flag, as
+/// Samba's vfs_btrfs answers), else none.
 fn get_compression(
     core: &mut ConnCore,
     req: &Req<'_>,
     ir: &IoctlRequest<'_>,
 ) -> Result<Reply, NtStatus> {
-    handles::find(core, req, ir.file_id)?;
+    let open = open_ref(core, req, ir.file_id)?;
     if ir.max_output_response < 2 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    Ok(Reply::ok(response(
-        ir,
-        &COMPRESSION_FORMAT_NONE.to_le_bytes(),
-    )))
+    let compressed =
+        open.open.share.backend.compresses() && open.node.compressed().map_err(status_of)?;
+    let format = if compressed {
+        COMPRESSION_FORMAT_LZNT1
+    } else {
+        COMPRESSION_FORMAT_NONE
+    };
+    Ok(Reply::ok(response(ir, &format.to_le_bytes())))
 }
 
-/// [MS-FSA] 2.1.5.10.32: only "not compressed" can be set.
+/// [MS-FSA] 2.1.5.10.32: compressed (DEFAULT or LZNT1) where the file system compresses
+/// (btrfs), or not (NONE); elsewhere only NONE.
 fn set_compression(
     core: &mut ConnCore,
     req: &Req<'_>,
@@ -638,14 +645,24 @@ fn set_compression(
         [a, b, ..] => u16::from_le_bytes([*a, *b]),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
-    if open.access & (FILE_WRITE_DATA | FILE_WRITE_ATTRIBUTES) == 0 {
+    // FILE_WRITE_DATA, not FILE_WRITE_ATTRIBUTES as [MS-FSA] 2.1.5.10.32 would also take:
+    // Samba 4.22 (smbtorture smb2.ioctl.compress_perms, as Windows answers).
+    if open.access & FILE_WRITE_DATA == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    match format {
-        COMPRESSION_FORMAT_NONE => Ok(Reply::ok(response(ir, &[]))),
-        COMPRESSION_FORMAT_DEFAULT | COMPRESSION_FORMAT_LZNT1 => Err(NtStatus::NOT_SUPPORTED),
-        _ => Err(NtStatus::INVALID_PARAMETER),
+    let on = match format {
+        COMPRESSION_FORMAT_NONE => false,
+        COMPRESSION_FORMAT_DEFAULT | COMPRESSION_FORMAT_LZNT1 => true,
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    if !open.open.share.backend.compresses() {
+        return match on {
+            false => Ok(Reply::ok(response(ir, &[]))),
+            true => Err(NtStatus::NOT_SUPPORTED),
+        };
     }
+    open.node.set_compressed(on).map_err(status_of)?;
+    Ok(Reply::ok(response(ir, &[])))
 }
 
 /// An open as one end of macOS's copyfile.

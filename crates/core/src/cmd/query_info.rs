@@ -611,6 +611,11 @@ fn fs_info(
             if open.share.backend.clone_block_size().is_some() {
                 flags |= ringshare_wire::fscc::FILE_SUPPORTS_BLOCK_REFCOUNTING;
             }
+            // Files compressed on request (FSCTL_SET_COMPRESSION) where the file system
+            // compresses (btrfs, as Samba's vfs_btrfs says).
+            if open.share.backend.compresses() {
+                flags |= ringshare_wire::fscc::FILE_FILE_COMPRESSION;
+            }
             let v = FileFsAttributeInformation {
                 file_system_attributes: flags,
                 maximum_component_name_length: u32::try_from(st.name_max).unwrap_or(255).min(255),

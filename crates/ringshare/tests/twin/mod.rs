@@ -486,3 +486,35 @@ pub fn client_conf(dir: &Path) -> PathBuf {
     .unwrap();
     p
 }
+
+/// A btrfs file system on a loop device, mounted; unmounted and detached on drop.
+pub struct Btrfs {
+    pub mnt: PathBuf,
+    dev: String,
+}
+
+impl Btrfs {
+    pub fn new(dir: &Path) -> Btrfs {
+        let img = dir.join("img");
+        must("truncate", &["-s", "256M", img.to_str().unwrap()]);
+        must("mkfs.btrfs", &["-q", img.to_str().unwrap()]);
+        let out = Command::new("losetup")
+            .args(["-f", "--show", img.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "losetup: {out:?}");
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mnt = dir.join("mnt");
+        fs::create_dir_all(&mnt).unwrap();
+        let b = Btrfs { mnt, dev };
+        must("mount", &[&b.dev, b.mnt.to_str().unwrap()]);
+        b
+    }
+}
+
+impl Drop for Btrfs {
+    fn drop(&mut self) {
+        run("umount", &[self.mnt.to_str().unwrap()]);
+        run("losetup", &["-d", &self.dev]);
+    }
+}

@@ -59,6 +59,22 @@ impl PosixNode {
         }
     }
 
+    /// `f` on a descriptor the inode-flag ioctls take: the node's own, or, when it is `O_PATH`
+    /// (a stat-only open, a directory), one opened afresh through its `/proc` link, read-only
+    /// and non-blocking (the user needs no more than to open it so).
+    fn with_flags_fd<T>(&self, f: impl Fn(BorrowedFd<'_>) -> Result<T, Errno>) -> FsResult<T> {
+        if !self.path_only && self.kind != FileKind::Directory {
+            return f(self.fd.as_fd()).map_err(fd_errno_to_fs);
+        }
+        let fd = rustix::fs::open(
+            proc_path(self.fd.as_fd(), None),
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(fd_errno_to_fs)?;
+        f(fd.as_fd()).map_err(fd_errno_to_fs)
+    }
+
     /// The calling thread acts as the node's user for what follows.
     pub(super) fn act(&self) -> FsResult<()> {
         act(&self.who)
@@ -655,6 +671,24 @@ impl Node for PosixNode {
             }
             r => r.map_err(fd_errno_to_fs),
         }
+    }
+
+    fn compressed(&self) -> FsResult<bool> {
+        self.act()?;
+        let flags = self.with_flags_fd(|fd| rustix::fs::ioctl_getflags(fd))?;
+        Ok(flags.contains(rustix::fs::IFlags::COMPRESSED))
+    }
+
+    /// `FS_IOC_SETFLAGS` with `FS_COMPR_FL` set or cleared, as the node's user (the kernel lets
+    /// the owner), as Samba's vfs_btrfs does.
+    fn set_compressed(&self, on: bool) -> FsResult<()> {
+        self.act()?;
+        self.check_writable_share()?;
+        self.with_flags_fd(|fd| {
+            let mut flags = rustix::fs::ioctl_getflags(fd)?;
+            flags.set(rustix::fs::IFlags::COMPRESSED, on);
+            rustix::fs::ioctl_setflags(fd, flags)
+        })
     }
 
     /// As the server: the core decides who may give a file away (`inherit

@@ -23,6 +23,9 @@ pub(super) struct Changed {
     pub attr: FileAttr,
 }
 
+/// CreateOptions FILE_NO_COMPRESSION ([MS-SMB2] 2.2.13).
+const FILE_NO_COMPRESSION: u32 = 0x0000_8000;
+
 /// Change the file as the disposition and the contexts ask; on failure the
 /// open leaves the file's entry (and an EA failure removes what it made).
 pub(super) fn apply(
@@ -75,6 +78,17 @@ fn overwrite(at: &At<'_>, asked: &Asked, adm: &Admitted) -> Result<CreateAction,
     } else if created && is_dir && attrs_asked != 0 {
         node.set_dos_attributes(attrs_asked | fileinfo::ATTR_DIRECTORY)
             .map_err(|e| leave(status_of(e)))?;
+    }
+    // FILE_NO_COMPRESSION: a file or directory made in a compressed directory does not take
+    // its compression (btrfs passes it on), as on Samba with vfs_btrfs.
+    if created
+        && made.stream_name.is_none()
+        && asked.options & FILE_NO_COMPRESSION != 0
+        && at.tree.share.backend.compresses()
+    {
+        if let Err(e) = node.set_compressed(false) {
+            tracing::debug!(?e, "a new file's compression could not be turned off");
+        }
     }
     if let (true, false, Some(size)) = (created || truncate, is_dir, asked.alloc_given) {
         match node.set_allocation(size) {
