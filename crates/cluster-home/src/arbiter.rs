@@ -483,24 +483,34 @@ pub fn io_check_answered(answer: Result<Vec<u8>, NtStatus>) -> Result<bool, NtSt
     io_decided(cluster::answer_of(answer)?)
 }
 
-/// Open `owner` changed the file other than by a WRITE (its size): other
-/// opens' read caching breaks.
-pub fn changed(
+/// Open `owner` changed the file other than by a WRITE (its size): other opens' read caching
+/// breaks. Decided at once when the file is homed here; the call that tells the file's home
+/// (another node) is posted: nobody waits for it (its answer says nothing), and the home's
+/// calls about one file are carried in the order asked, so a later CLOSE or CREATE of the file
+/// reaches the home after it.
+pub fn changed_posted(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
     now_ms: u64,
-) {
+) -> Option<HomeAsk> {
     match home(&server.node, key) {
-        Ok(None) => decide::changed_here(server, entry, owner, now_ms),
+        Ok(None) => {
+            decide::changed_here(server, entry, owner, now_ms);
+            None
+        }
         Ok(Some(node)) => {
             let call = Call::Changed { key, owner, now_ms };
-            if let Err(s) = cluster::ask(&server.node, node, call) {
-                tracing::warn!(?key, %s, "a file's home did not hear of a change");
+            match cluster::to_ask(&server.node, node, call) {
+                Ok(ask) => Some(ask),
+                Err(s) => {
+                    tracing::warn!(?key, %s, "a file's home did not hear of a change");
+                    None
+                }
             }
         }
-        Err(_) => {}
+        Err(_) => None,
     }
 }
 
