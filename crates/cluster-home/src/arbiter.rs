@@ -49,9 +49,17 @@ pub struct Asking {
     owner: u64,
     share: String,
     who: Option<ringshare_vfs::Who>,
+    /// Asked of this node, the file's home, away from the I/O thread (its decision needed
+    /// calls to other nodes: [`cluster::home::admit_away`]): no shadow entry follows the answer.
+    here: bool,
 }
 
 impl Asking {
+    /// The open is decided here, the file's home, on a home-call thread (not on another node).
+    pub fn decided_here(&self) -> bool {
+        self.here
+    }
+
     /// The request that asked went (its connection closed): the open is closed at the file's
     /// home, by the question itself when its answer is still to come (it admitted the open),
     /// and by a close sent until a home takes it ([`crate::cluster::ClusterNode::resend_closes`]:
@@ -76,15 +84,16 @@ impl Asking {
 /// connection is woken to try again); `Err(status)` when the file refuses it (DELETE_PENDING,
 /// a sharing violation, streams open that do not share delete). The call to the file's home
 /// (when the file is homed on another node) is carried away from the I/O thread:
-/// [`Decision::Ask`], whose answer [`admit_answered`] takes.
+/// [`Decision::Ask`], whose answer [`admit_answered`] takes; so is the decision of a file homed
+/// here that must first call other nodes ([`Asking::decided_here`]).
 pub fn admit_or_ask(
-    server: &ServerState,
+    server: &Arc<ServerState>,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
     ask: &OpenAsk<'_>,
 ) -> Decision<Result<Option<Grant>, NtStatus>> {
     let node = match home(&server.node, key) {
-        Ok(None) => return Decision::Made(cluster::home::admit_here(server, key, entry, ask)),
+        Ok(None) => return admit_at_home(server, key, entry, ask),
         Ok(Some(node)) => node,
         Err(s) => return Decision::Made(Err(s)),
     };
@@ -97,6 +106,7 @@ pub fn admit_or_ask(
         owner: ask.owner,
         share: ask.share.to_string(),
         who: ask.who.cloned(),
+        here: false,
     };
     let (withdrawn, owner) = (Arc::clone(&asking.withdrawn), ask.owner);
     let message = cluster::call_bytes(&*link, node, Call::Admit(key, Box::new(msg::Ask::of(ask))));
@@ -135,16 +145,48 @@ pub fn admit_or_ask(
     )
 }
 
+/// [`admit_or_ask`] of a file homed here: decided on this (the I/O) thread unless deciding
+/// calls other nodes ([`cluster::home::admit_in_place`]); then a home-call thread decides it
+/// ([`cluster::home::admit_away`]) and the CREATE waits for that answer as for a peer's.
+fn admit_at_home(
+    server: &Arc<ServerState>,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Decision<Result<Option<Grant>, NtStatus>> {
+    if let Some(r) = cluster::home::admit_in_place(server, key, entry, ask) {
+        return Decision::Made(r);
+    }
+    let asking = Asking {
+        withdrawn: Arc::default(),
+        key,
+        owner: ask.owner,
+        share: ask.share.to_string(),
+        who: ask.who.cloned(),
+        here: true,
+    };
+    let withdrawn = Arc::clone(&asking.withdrawn);
+    match cluster::home::admit_away(server, key, entry, ask, withdrawn) {
+        Ok(call) => Decision::Ask(call, asking),
+        Err(s) => Decision::Made(Err(s)),
+    }
+}
+
 /// The home answered the call [`admit_or_ask`] made for `ask` (the bytes that came back, or
-/// why none did): [`admit_or_ask`]'s result.
+/// why none did): [`admit_or_ask`]'s result. `here`: asked of this node, the file's home
+/// ([`Asking::decided_here`]): the entry is the file's own, already decided.
 pub fn admit_answered(
     files: &FileTable,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
-    ask: &OpenAsk<'_>,
+    (ask, here): (&OpenAsk<'_>, bool),
     answer: Result<Vec<u8>, NtStatus>,
 ) -> Result<Option<Grant>, NtStatus> {
-    admitted(files, key, entry, ask, cluster::answer_of(answer))
+    let answer = cluster::answer_of(answer);
+    match (here, answer) {
+        (true, Ok(Answer::Admitted(g, _))) => Ok(Some(g)),
+        (_, answer) => admitted(files, key, entry, ask, answer),
+    }
 }
 
 /// The home's answer to an open it was asked for: the shadow entry follows it (the node's
@@ -223,21 +265,29 @@ pub fn close_answered(
 /// Open `owner` locks these ranges of file `key`, all or none: a lock
 /// first breaks other opens' read caching. At most `max` locks per open. The call to the
 /// file's home (when the file is homed on another node) is carried away from the I/O thread:
-/// [`Decision::Ask`], whose answer [`lock_answered`] takes.
+/// [`Decision::Ask`], whose answer [`lock_answered`] takes; so is the decision of a file homed
+/// here that must first take back other nodes' I/O grants (`Decision::Ask(_, true)`: decided
+/// here, on a home-call thread).
 pub fn lock_or_ask(
-    server: &ServerState,
+    server: &Arc<ServerState>,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
     asks: &[LockAsk],
     max: usize,
     now_ms: u64,
-) -> Decision<Locked, ()> {
+) -> Decision<Locked, bool> {
     let node = match home(&server.node, key) {
         Ok(None) => {
-            return Decision::Made(cluster::home::lock_ranges_here(
-                server, key, entry, owner, asks, max, now_ms,
-            ))
+            let here = cluster::home::lock_ranges_in_place(server, entry, owner, asks, max, now_ms);
+            if let Some(locked) = here {
+                return Decision::Made(locked);
+            }
+            // Other nodes hold grants the lock ends: a home-call thread takes them back.
+            return match cluster::home::lock_away(server, key, owner, asks, max, now_ms) {
+                Ok(call) => Decision::Ask(call, true),
+                Err(s) => Decision::Made(Locked::Refused(s)),
+            };
         }
         Ok(Some(node)) => node,
         Err(s) => return Decision::Made(Locked::Refused(s)),
@@ -250,20 +300,23 @@ pub fn lock_or_ask(
         now_ms,
     };
     match cluster::to_ask(&server.node, node, call) {
-        Ok(ask) => Decision::Ask(ask, ()),
+        Ok(ask) => Decision::Ask(ask, false),
         Err(s) => Decision::Made(Locked::Refused(s)),
     }
 }
 
 /// The home answered the LOCK [`lock_or_ask`] asked for open `owner` (the bytes that came
 /// back, or why none did): the locks granted join the shadow entry while the open is there.
+/// `here`: asked of this node, the file's home ([`lock_or_ask`]'s `Decision::Ask(_, true)`):
+/// the locks are in the file's own entry already.
 pub fn lock_answered(
     entry: &Mutex<FileEntry>,
-    owner: u64,
+    (owner, here): (u64, bool),
     asks: &[LockAsk],
     answer: Result<Vec<u8>, NtStatus>,
 ) -> Locked {
     match cluster::answer_of(answer) {
+        Ok(Answer::Done) if here => Locked::Granted,
         Ok(Answer::Done) => {
             let mut e = lock(entry);
             // A close of the open ran meanwhile: the home frees its locks with it.
@@ -483,24 +536,34 @@ pub fn io_check_answered(answer: Result<Vec<u8>, NtStatus>) -> Result<bool, NtSt
     io_decided(cluster::answer_of(answer)?)
 }
 
-/// Open `owner` changed the file other than by a WRITE (its size): other
-/// opens' read caching breaks.
-pub fn changed(
+/// Open `owner` changed the file other than by a WRITE (its size): other opens' read caching
+/// breaks. Decided at once when the file is homed here; the call that tells the file's home
+/// (another node) is posted: nobody waits for it (its answer says nothing), and the home's
+/// calls about one file are carried in the order asked, so a later CLOSE or CREATE of the file
+/// reaches the home after it.
+pub fn changed_posted(
     server: &ServerState,
     key: FileKey,
     entry: &Mutex<FileEntry>,
     owner: u64,
     now_ms: u64,
-) {
+) -> Option<HomeAsk> {
     match home(&server.node, key) {
-        Ok(None) => decide::changed_here(server, entry, owner, now_ms),
+        Ok(None) => {
+            decide::changed_here(server, entry, owner, now_ms);
+            None
+        }
         Ok(Some(node)) => {
             let call = Call::Changed { key, owner, now_ms };
-            if let Err(s) = cluster::ask(&server.node, node, call) {
-                tracing::warn!(?key, %s, "a file's home did not hear of a change");
+            match cluster::to_ask(&server.node, node, call) {
+                Ok(ask) => Some(ask),
+                Err(s) => {
+                    tracing::warn!(?key, %s, "a file's home did not hear of a change");
+                    None
+                }
             }
         }
-        Err(_) => {}
+        Err(_) => None,
     }
 }
 

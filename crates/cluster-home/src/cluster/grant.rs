@@ -40,6 +40,35 @@ pub(crate) fn after_revoking<T>(
     Ok(r)
 }
 
+/// [`after_revoking`] on a thread that must not wait for other nodes (a client's I/O thread):
+/// `None`, and nothing changed, when some other node holds a part `take` names (a call would
+/// be needed) or `decide` says so; else its decision, made with grants held back as there.
+pub(crate) fn in_place<T>(
+    here: &NodeState,
+    entry: &Mutex<FileEntry>,
+    take: impl Fn(u16) -> u8,
+    decide: impl FnOnce() -> Option<T>,
+) -> Option<T> {
+    let Some(me) = here.link().map(|l| l.node()) else {
+        return decide();
+    };
+    {
+        let mut e = lock(entry);
+        let targets = grant::start_revoking(&mut e, take);
+        if targets.iter().any(|(node, _)| *node != me) {
+            grant::revoked(&mut e);
+            return None;
+        }
+        for (node, clear) in targets {
+            // (Never given: `super::home`'s grant_for.)
+            grant::given_back(&mut e, node, clear);
+        }
+    }
+    let r = decide();
+    done(entry);
+    r
+}
+
 /// Take back from every node the parts `take(node)` names (bits of
 /// [`IoGrant`]) and wait for each to confirm. No grant is given meanwhile;
 /// call [`done`] after the decision.

@@ -3,7 +3,9 @@
 //! this node's entry of the file, with this node's clock. The two
 //! decisions that first take back other nodes' I/O grants are here too
 //! ([`admit_here`], [`lock_ranges_here`]): [`crate::arbiter`] runs them for
-//! a request of this node.
+//! a request of this node, on its I/O thread when they call no other node
+//! ([`admit_in_place`], [`lock_ranges_in_place`]), else on a home-call
+//! thread ([`admit_away`], [`lock_away`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +18,7 @@ use crate::decide::{self, IoAsk, LockAsk, Locked, OpenAsk};
 use crate::files::access;
 use crate::files::locks::ByteRangeLock;
 use crate::files::oplock::{self, Grant};
+use crate::lookup::HomeAsk;
 use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
@@ -306,13 +309,45 @@ pub(crate) fn key_of(call: &Call) -> Option<FileKey> {
 /// [`crate::decide::admit`] on the file's entry here: the parked opens in its way are
 /// closed first ([`purge_for_open`]). On a cluster node, other nodes
 /// first give back the I/O grants this open makes wrong (an open that may
-/// write, or that may cache, ends theirs).
+/// write, or that may cache, ends theirs). It may call other nodes: not on a client's I/O
+/// thread ([`admit_in_place`]).
 pub(crate) fn admit_here(
     server: &ServerState,
     key: FileKey,
     entry: &Arc<Mutex<FileEntry>>,
     ask: &OpenAsk<'_>,
 ) -> Result<Option<Grant>, NtStatus> {
+    let take = revoked_for(ask);
+    grant::after_revoking(&server.node, key, entry, take, || {
+        let in_the_way = oplock::parked_in_the_way(&lock(entry), ask.wish);
+        purge_for_open(server, in_the_way);
+        decide::admit_decided(server, key, entry, ask)
+    })?
+}
+
+/// [`admit_here`] on a client's I/O thread: `None`, and nothing changed, when deciding needs
+/// calls to other nodes (they hold I/O grants the open ends, or keep disconnected opens in its
+/// way): [`admit_away`] has it decided where a call may wait. The common case (neither) is
+/// decided here, with no more work than [`admit_here`]'s.
+pub fn admit_in_place(
+    server: &ServerState,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+) -> Option<Result<Option<Grant>, NtStatus>> {
+    grant::in_place(&server.node, entry, revoked_for(ask), || {
+        let in_the_way = oplock::parked_in_the_way(&lock(entry), ask.wish);
+        let elsewhere = |(_, v): &(u64, u64)| super::handover::holder(&server.node, *v).is_some();
+        if in_the_way.iter().any(elsewhere) {
+            return None;
+        }
+        purge_for_open(server, in_the_way);
+        Some(decide::admit_decided(server, key, entry, ask))
+    })
+}
+
+/// The parts of other nodes' I/O grants an open `ask` ends (none of the asker's node's own).
+fn revoked_for(ask: &OpenAsk<'_>) -> impl Fn(u16) -> u8 {
     let asker = node_of(ask.owner);
     let mut take = 0;
     if access::can_write(ask.wish.access) {
@@ -321,15 +356,59 @@ pub(crate) fn admit_here(
     if ask.requested != oplock::LEVEL_NONE || ask.lease_req.is_some() {
         take |= IoGrant::NO_FOREIGN_CACHING;
     }
-    let take = |n| if n == asker { 0 } else { take };
-    grant::after_revoking(&server.node, key, entry, take, || {
-        purge_for_open(server, entry, ask.wish);
-        decide::admit_decided(server, key, entry, ask)
-    })?
+    move |n| if n == asker { 0 } else { take }
+}
+
+/// An open of a client of this node, the file's home, that [`admit_in_place`] could not decide
+/// on the client's I/O thread: the call a home-call thread carries (addressed to this node; it
+/// reaches no peer connection) runs [`admit_here`] there, as a peer connection's thread runs it
+/// for another node's client, and answers as the home answers a peer ([`Answer::Admitted`] with
+/// no I/O grant: the asker's node is the home; [`Answer::Wait`]; [`Answer::Refused`]), which
+/// [`crate::arbiter::admit_answered`] reads without a shadow entry to follow (the entry is the
+/// file's own). `withdrawn`: the request went before the answer; an open admitted for it is
+/// closed again. The partition moved away meanwhile: FILE_NOT_AVAILABLE, as a peer's call.
+pub fn admit_away(
+    server: &Arc<ServerState>,
+    key: FileKey,
+    entry: &Arc<Mutex<FileEntry>>,
+    ask: &OpenAsk<'_>,
+    withdrawn: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<HomeAsk, NtStatus> {
+    let me = server.node.link().ok_or(NtStatus::INTERNAL_ERROR)?.node();
+    let (server, entry) = (Arc::clone(server), Arc::clone(entry));
+    let owned = super::msg::Ask::of(ask);
+    let run = move || {
+        if server.node.home_of(key) != Home::Here {
+            return Ok(answer_bytes(Answer::Refused(NtStatus::FILE_NOT_AVAILABLE)));
+        }
+        let open = owned.open_ask(owned.now_ms);
+        let answer = match admit_here(&server, key, &entry, &open) {
+            Ok(Some(g)) => {
+                if withdrawn.load(std::sync::atomic::Ordering::SeqCst) {
+                    decide::close_here(&server, key, &entry, owned.owner, false);
+                }
+                Answer::Admitted(g, 0)
+            }
+            Ok(None) => Answer::Wait,
+            Err(s) => Answer::Refused(s),
+        };
+        Ok(answer_bytes(answer))
+    };
+    Ok(HomeAsk {
+        node: me,
+        order: super::order_of(key),
+        run: Box::new(run),
+    })
+}
+
+/// `answer` as a peer's answer comes back ([`super::answer_of`] reads it).
+fn answer_bytes(answer: Answer) -> Vec<u8> {
+    super::msg::Message::Answer(answer).encode()
 }
 
 /// [`crate::decide::lock_ranges`] on the file's entry here. On a cluster node, every
-/// node first gives back the "no byte-range locks" part of its I/O grant.
+/// node first gives back the "no byte-range locks" part of its I/O grant. It may call other
+/// nodes: not on a client's I/O thread ([`lock_ranges_in_place`]).
 pub(crate) fn lock_ranges_here(
     server: &ServerState,
     key: FileKey,
@@ -346,10 +425,89 @@ pub(crate) fn lock_ranges_here(
     .unwrap_or_else(Locked::Refused)
 }
 
-/// Before a new open joins file `entry`: close the parked opens whose oplock
-/// or lease it would have to break ([`crate::files::oplock::parked_in_the_way`]).
-fn purge_for_open(server: &ServerState, entry: &Mutex<FileEntry>, wish: &oplock::Wish) {
-    let ids = oplock::parked_in_the_way(&lock(entry), wish);
+/// [`lock_ranges_here`] on a client's I/O thread: `None`, and nothing changed, when another
+/// node holds an I/O grant that says "no byte-range locks" (taking it back is a call):
+/// [`lock_away`] has it decided where a call may wait.
+pub fn lock_ranges_in_place(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    asks: &[LockAsk],
+    max: usize,
+    now_ms: u64,
+) -> Option<Locked> {
+    grant::in_place(
+        &server.node,
+        entry,
+        |_| IoGrant::NO_LOCKS,
+        || {
+            Some(decide::lock_decided(
+                server, entry, owner, asks, max, now_ms,
+            ))
+        },
+    )
+}
+
+/// A LOCK of a client of this node, the file's home, that [`lock_ranges_in_place`] could not
+/// decide on the client's I/O thread: a home-call thread runs [`lock_ranges_here`] (as
+/// [`admit_away`]), answering as the home answers a peer's LOCK. An open that closed before its
+/// LOCK is decided is refused FILE_CLOSED (as a peer's is), and locks granted to an open that
+/// closed while they were decided (its close, decided on its I/O thread, is not carried after
+/// this call as a peer's CLOSE is) go again: a lock never outlives its open.
+pub fn lock_away(
+    server: &Arc<ServerState>,
+    key: FileKey,
+    owner: u64,
+    asks: &[LockAsk],
+    max: usize,
+    now_ms: u64,
+) -> Result<HomeAsk, NtStatus> {
+    let me = server.node.link().ok_or(NtStatus::INTERNAL_ERROR)?.node();
+    let server = Arc::clone(server);
+    let wanted: Vec<_> = asks.iter().map(|a| (a.lock, a.fail_immediately)).collect();
+    let run = move || {
+        if server.node.home_of(key) != Home::Here {
+            return Ok(answer_bytes(Answer::Refused(NtStatus::FILE_NOT_AVAILABLE)));
+        }
+        let Some(entry) = server.files.existing(key) else {
+            return Ok(answer_bytes(Answer::Refused(NtStatus::FILE_CLOSED)));
+        };
+        let open = |e: &FileEntry| e.opens.iter().any(|o| o.owner == owner);
+        if !open(&lock(&entry)) {
+            return Ok(answer_bytes(Answer::Refused(NtStatus::FILE_CLOSED)));
+        }
+        let asks: Vec<LockAsk> = wanted
+            .iter()
+            .map(|(lock, fail_immediately)| LockAsk {
+                lock: *lock,
+                fail_immediately: *fail_immediately,
+            })
+            .collect();
+        let answer = match lock_ranges_here(&server, key, &entry, owner, &asks, max, now_ms) {
+            Locked::Granted => {
+                let mut e = lock(&entry);
+                if !open(&e) {
+                    e.locks.release_owner(owner);
+                    Answer::Refused(NtStatus::FILE_CLOSED)
+                } else {
+                    Answer::Done
+                }
+            }
+            Locked::Wait(_) => Answer::Wait,
+            Locked::Refused(s) => Answer::Refused(s),
+        };
+        Ok(answer_bytes(answer))
+    };
+    Ok(HomeAsk {
+        node: me,
+        order: super::order_of(key),
+        run: Box::new(run),
+    })
+}
+
+/// Before a new open joins its file: close the parked opens `ids` whose oplock or lease it
+/// would have to break ([`crate::files::oplock::parked_in_the_way`]).
+fn purge_for_open(server: &ServerState, ids: Vec<(u64, u64)>) {
     if ids.is_empty() {
         return;
     }
@@ -365,7 +523,9 @@ fn purge_for_open(server: &ServerState, entry: &Mutex<FileEntry>, wish: &oplock:
             "closing a disconnected durable open another open would have to break"
         );
         // A persistent open's record goes after, away from this thread (the I/O thread of the
-        // CREATE, or the peer connection's thread that answers it: `admit` asks it in place).
+        // CREATE, or the home-call thread that decides it for a client of this node: the
+        // connection posts it; the peer connection's thread that answers another node's CREATE:
+        // `admit` asks it in place).
         if let Some(forget) = crate::opens::close_record_posted(server, p.open) {
             server.node.post(forget);
         }

@@ -81,6 +81,21 @@ impl HomeAsks {
         }
     }
 
+    /// Open `owner` changed the file of `key` (its size; [`arbiter::changed_posted`]): other
+    /// opens' read caching breaks, at once here or by a call to the file's home nobody waits
+    /// for (posted after the request).
+    pub(crate) fn changed(
+        &mut self,
+        server: &ServerState,
+        key: FileKey,
+        entry: &Mutex<FileEntry>,
+        (owner, now_ms): (u64, u64),
+    ) {
+        if let Some(ask) = arbiter::changed_posted(server, key, entry, owner, now_ms) {
+            self.posts.push(Lookup::Home(ask));
+        }
+    }
+
     /// The request ran: its question, if it asks one, goes to `core` with the answers kept
     /// (the request parks: [`crate::cmd::ids::parked`]); its posts are posted.
     pub(crate) fn done(self, core: &mut ConnCore) {

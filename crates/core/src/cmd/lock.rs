@@ -189,7 +189,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let (key, entry) = (open.key, &open.entry);
     match arbiter::lock_or_ask(&core.server, key, entry, owner, &asks, max, now) {
         Decision::Made(locked) => decided(core, &open, sequence, locked),
-        Decision::Ask(ask, ()) => Ok(at_home(ask, open, sequence, Asked::Lock(asks))),
+        Decision::Ask(ask, here) => Ok(at_home(ask, open, sequence, Asked::Lock(asks, here))),
     }
 }
 
@@ -200,9 +200,10 @@ pub(crate) struct AtHome {
     asked: Asked,
 }
 
-/// What a parked LOCK asked of the home.
+/// What a parked LOCK asked of the home (true: of this node, the file's home, whose decision
+/// a home-call thread makes).
 enum Asked {
-    Lock(Vec<arbiter::LockAsk>),
+    Lock(Vec<arbiter::LockAsk>, bool),
     Unlock(arbiter::Ranges),
 }
 
@@ -235,8 +236,8 @@ pub(crate) fn answered(
             arbiter::unlock_answered(&open.entry, open.id, ranges, answer)?;
             Ok(granted(core, open, fin.sequence))
         }
-        Asked::Lock(asks) => {
-            let locked = arbiter::lock_answered(&open.entry, open.id, asks, answer);
+        Asked::Lock(asks, here) => {
+            let locked = arbiter::lock_answered(&open.entry, (open.id, *here), asks, answer);
             decided(core, open, fin.sequence, locked)
         }
     }

@@ -173,7 +173,7 @@ fn set_file(
             if afp_info && v.end_of_file > crate::fruit::afp::AFP_INFO_SIZE as u64 {
                 return Err(NtStatus::ALLOTTED_SPACE_EXCEEDED);
             }
-            break_caches(server, open, when.0.mono_ms);
+            break_caches(server, open, when.0.mono_ms, asks);
             open.node.set_len(v.end_of_file).map_err(status_of)?;
             writetime::immediate(open, when.0);
             notify::modified(server, open, notify::filter::SIZE);
@@ -188,7 +188,7 @@ fn set_file(
             if open.is_dir || v.allocation_size > i64::MAX as u64 {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            break_caches(server, open, when.0.mono_ms);
+            break_caches(server, open, when.0.mono_ms, asks);
             writetime::immediate(open, when.0);
             // A smaller allocation cuts the file ([MS-FSA] 2.1.5.14.1).
             let size = open.node.stat().map_err(status_of)?.size;
@@ -751,7 +751,8 @@ fn entry_changed(server: &ServerState, open: &Open, now_ms: u64) {
     }
 }
 
-/// A size change breaks the read caching of the file's other opens.
-fn break_caches(server: &ServerState, open: &Open, now_ms: u64) {
-    crate::arbiter::changed(server, open.key, &open.entry, open.id, now_ms);
+/// A size change breaks the read caching of the file's other opens (the call to a file's home
+/// on another node is posted: [`HomeAsks::changed`]).
+fn break_caches(server: &ServerState, open: &Open, now_ms: u64, asks: &mut HomeAsks) {
+    asks.changed(server, open.key, &open.entry, (open.id, now_ms));
 }

@@ -32,7 +32,10 @@
 //! file of its own homed on node 2 for the break of a lease a client of node 3 holds on it,
 //! acknowledged only after the stall: the CREATE is run again every second, and when its
 //! client closes another file as node 2 stops; each run asks node 2 whether it may open now
-//! (up to 2 s while it is stopped).
+//! (up to 2 s while it is stopped). And two more clients of node 1 open (for writing) and lock
+//! files homed on node 1 whose I/O grants a client of node 2 holds, once node 2 stops: each
+//! request must first take node 2's grant back, which a home-call thread tries (up to 2 s; the
+//! request then gets FILE_NOT_AVAILABLE), not their I/O thread.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -458,6 +461,24 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
             homed_elsewhere(c, f, Remote::Open, peer_stop, stop)
         }));
     }
+    // Two more work on files homed on node 1 (their own node) whose I/O grants a client of node
+    // 2 holds (its open of each, made now): once node 2 stops, one opens its file for writing
+    // again and again, one locks bytes of its open of the other: each must first take node 2's
+    // grant back, which a home-call thread tries (up to 2 s), not their I/O thread.
+    let mut granted_to_2 = cl.client(2);
+    let mut homeside = Vec::new();
+    for (i, f) in files_homed_on(&cl, 1, "granted", 2).into_iter().enumerate() {
+        open(&mut granted_to_2, &f, READ, 7).expect("node 2's open: its grant");
+        let mut c = cl.client(1);
+        let work = match i {
+            0 => Remote::Open,
+            _ => Remote::Lock(open(&mut c, &f, ALL, 7).expect("node 1's open")),
+        };
+        let (peer_stop, stop) = (peer_stop.clone(), stop.clone());
+        homeside.push(thread::spawn(move || {
+            homed_elsewhere(c, f, work, peer_stop, stop)
+        }));
+    }
     let far: Samples = Arc::default();
     let farther = {
         let f = files_homed_on(&cl, 3, "far", 1).remove(0);
@@ -628,6 +649,14 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         .into_iter()
         .map(|t| t.join().expect("a client of a file homed on node 2 failed"))
         .collect();
+    let homeside: Vec<String> = homeside
+        .into_iter()
+        .map(|t| {
+            t.join()
+                .expect("a client of a file whose grant node 2 holds failed")
+        })
+        .collect();
+    drop(granted_to_2);
     for t in measuring {
         t.join().expect("a measured client failed");
     }
@@ -649,6 +678,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          {p_etcd:?} (max {max_etcd:?}, {n_etcd}) with etcd member {leader} (the leader) stopped (etcd took no write for {stall:?}); \
          {p_peer:?} (max {max_peer:?}, {n_peer}) with node 2 stopped; \
          persistent opens meanwhile: {made:?}; the clients of files homed on node 2: {remote:?}; \
+         the clients of files homed on node 1 whose grants node 2 holds: {homeside:?}; \
          a client of node 1 on a file homed on node 3: p99 {far_before:?} ({far_n_before} requests) \
          before, {far_peer:?} (max {far_max:?}, {far_n}) with node 2 stopped; \
          the blocking LOCK of a file homed on node 2, waiting throughout, granted {granted:?} after the unlock; \

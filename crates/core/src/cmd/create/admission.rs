@@ -76,7 +76,7 @@ pub(super) fn admit(
     parked: &mut Option<AskingHome>,
 ) -> Result<Option<Admitted>, NtStatus> {
     let mut j = joining(core, req, retry, at, asked, node, made)?;
-    let r = match arbiter::admit_or_ask(at.server, j.key, &j.entry, &j.open_ask(at, asked)) {
+    let r = match arbiter::admit_or_ask(&core.server, j.key, &j.entry, &j.open_ask(at, asked)) {
         arbiter::Decision::Made(r) => r,
         arbiter::Decision::Ask(ask, asking) => {
             j.asking = Some(asking);
@@ -206,7 +206,12 @@ impl Joining {
         answer: Result<Vec<u8>, NtStatus>,
     ) -> Result<Option<Admitted>, NtStatus> {
         let (files, key) = (&at.server.files, self.key);
-        let r = arbiter::admit_answered(files, key, &self.entry, &self.open_ask(at, asked), answer);
+        let here = self
+            .asking
+            .as_ref()
+            .is_some_and(arbiter::Asking::decided_here);
+        let ask = (&self.open_ask(at, asked), here);
+        let r = arbiter::admit_answered(files, key, &self.entry, ask, answer);
         self.decided(at, r)
     }
 
