@@ -190,11 +190,18 @@ pub(crate) fn decide(
 /// match gets OBJECT_NAME_NOT_FOUND and learns nothing, except another user
 /// (ACCESS_DENIED) and a lease key that matches on another name
 /// (INVALID_PARAMETER), as Windows and Samba answer.
+///
+/// On a cluster node, an open not parked here (kept by another node, or a persistent open
+/// taken over from a dead one), and one kept here after its move failed, are taken over away
+/// from the I/O thread (issue 33): Err([`super::PARKED`]) with the job in `parked`
+/// ([`reconnect_elsewhere`]); the CREATE goes on in [`taken_over`]. `parked` `None` (a replay
+/// of a parked open's CREATE, [`replay_parked`]): only an open parked here, in place.
 pub(crate) fn reconnect(
     core: &mut crate::exchange::ConnCore,
     req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
+    parked: Option<&mut Option<super::answer::Parked>>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
 
@@ -221,20 +228,26 @@ pub(crate) fn reconnect(
         share: &share_name,
         owner: &owner,
     };
-    let parked = match take_matching(&server.files, file_id, &wanted) {
-        Ok(p) => p,
-        Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
-            return reconnect_elsewhere(core, req, &sref, file_id, &wanted)
+    let found = match (take_matching(&server.files, file_id, &wanted), parked) {
+        (Ok(p), parked) => (p, parked),
+        (Err(NtStatus::OBJECT_NAME_NOT_FOUND), Some(parked)) => {
+            return reconnect_elsewhere(core, req, &sref, (file_id, &wanted, None), parked)
         }
-        Err(s) => return Err(s),
+        (Err(s), _) => return Err(s),
     };
+    let (parked, asking) = found;
     if crate::cluster::handover::unmoved(&server.node, &parked) {
-        // Kept here after its move to this node failed: moved now (or kept again).
+        // Kept here after its move to this node failed: moved now (or kept again), away from
+        // the I/O thread when the request can park.
+        if let Some(asking) = asking {
+            let kept = (file_id, &wanted, Some(parked));
+            return reconnect_elsewhere(core, req, &sref, kept, asking);
+        }
         let landing = landing_of(core, req, &sref);
         let t = crate::cluster::handover::move_kept(&server, &landing, parked, &wanted)?;
         return finish(
             core,
-            req,
+            req.session_id,
             &sref,
             t.open,
             t.level,
@@ -259,7 +272,7 @@ pub(crate) fn reconnect(
     };
     finish(
         core,
-        req,
+        req.session_id,
         &sref,
         open,
         caching.level,
@@ -332,49 +345,95 @@ fn landing_of<'a>(
 
 /// An open not parked here: kept by another node of the cluster (the volatile id says which),
 /// which hands it over, or a persistent open taken over from a dead node, whose record names
-/// the node keeping it; else OBJECT_NAME_NOT_FOUND.
+/// the node keeping it; else OBJECT_NAME_NOT_FOUND (at once on a server that is no cluster
+/// node). With `kept`, an open this node keeps after its move failed, moved now. The takeover
+/// is one job carried away from the I/O thread ([`crate::cluster::takeover`]): the CREATE
+/// parks (Err([`super::PARKED`]), the job in `parked`) and goes on in [`taken_over`].
 fn reconnect_elsewhere(
     core: &mut crate::exchange::ConnCore,
     req: &crate::exchange::Req<'_>,
     sref: &crate::state::SessionRef,
-    file_id: ringshare_wire::FileId,
-    wanted: &Reconnect<'_>,
+    (file_id, wanted, kept): (
+        ringshare_wire::FileId,
+        &Reconnect<'_>,
+        Option<crate::durable::Parked>,
+    ),
+    parked: &mut Option<super::answer::Parked>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
-    use crate::cluster::handover::take_over_from;
-    use ringshare_wire::NtStatus;
-    let server = core.server.clone();
+    if core.server.node.link().is_none() {
+        return Err(ringshare_wire::NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
     let landing = landing_of(core, req, sref);
-    let holder = crate::cluster::handover::holder(&server.node, file_id.volatile);
-    let mut taken = Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-    if let Some(node) = holder {
-        taken = take_over_from(&server, &landing, node, file_id, wanted);
-    }
-    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND)) {
-        // A persistent open taken over from a dead node: its record names the node keeping it.
-        taken = match crate::cluster::ca::keeper(&server, file_id)? {
-            Some(node) if Some(node) != holder => {
-                take_over_from(&server, &landing, node, file_id, wanted)
-            }
-            _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-        };
-    }
-    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
-        && crate::cluster::ca::still_kept(&server.node, file_id, wanted)
-    {
-        // Between nodes, not gone (issue 33): the client tries again.
-        return Err(NtStatus::FILE_NOT_AVAILABLE);
-    }
+    let r = crate::cluster::takeover::Reconnecting {
+        file_id,
+        create_guid: wanted.create_guid,
+        lease_key: wanted.lease_key,
+        client_guid: wanted.client_guid,
+        name: wanted.name.to_string(),
+        share: wanted.share.to_string(),
+        owner: wanted.owner.clone(),
+        sref: Arc::clone(sref),
+        tree_id: landing.tree_id,
+        route: landing.route,
+        channel_sequence: landing.channel_sequence,
+        now_ms: landing.now_ms,
+        kept,
+    };
+    let (ask, takeover) = crate::cluster::takeover::to_ask(&core.server, r);
+    let fin = TakingOver {
+        session_id: req.session_id,
+        sref: Arc::clone(sref),
+        takeover,
+    };
+    *parked = Some((
+        crate::lookup::Lookup::Home(ask),
+        crate::cmd::LookupCont::Takeover(Box::new(fin)),
+    ));
+    Err(super::PARKED)
+}
+
+/// A reconnect parked while its open is taken over away from the I/O thread
+/// ([`reconnect_elsewhere`]): its session, and the takeover's slot.
+pub(crate) struct TakingOver {
+    session_id: u64,
+    sref: crate::state::SessionRef,
+    takeover: crate::cluster::takeover::Takeover,
+}
+
+/// The takeover of a parked reconnect was carried: the open joins the session and the CREATE
+/// is answered with it, or with why not (FILE_NOT_AVAILABLE while the open is between nodes).
+/// A session that ended meanwhile (a LOGOFF) gets no open: a persistent one stays parked here
+/// for a later reconnect, another closes ([`crate::cluster::takeover`]).
+pub(crate) fn taken_over(
+    core: &mut crate::exchange::ConnCore,
+    fin: TakingOver,
+) -> Result<crate::cmd::Handled, ringshare_wire::NtStatus> {
+    let (taken, asks) = fin.takeover.taken();
+    core.post_closes(asks);
     let t = taken?;
+    if lock(&fin.sref).closed {
+        let asks = crate::cluster::takeover::Takeover::keep(&core.server, t, core.now.mono_ms);
+        core.post_closes(asks);
+        return Err(ringshare_wire::NtStatus::USER_SESSION_DELETED);
+    }
     finish(
         core,
-        req,
-        sref,
+        fin.session_id,
+        &fin.sref,
         t.open,
         t.level,
         t.lease.as_ref(),
         t.lease_key,
         t.file_id,
     )
+    .map(crate::cmd::Handled::Reply)
+}
+
+/// A parked reconnect will not go on (its connection went): the persistent open its takeover
+/// brings is parked here for a later reconnect, another closes ([`crate::cluster::takeover`]).
+pub(crate) fn abandon_takeover(core: &mut crate::exchange::ConnCore, fin: TakingOver) {
+    let asks = fin.takeover.abandon();
+    core.post_closes(asks);
 }
 
 /// The parked open's oplock or lease now breaks to `route` (this connection), here and, for a
@@ -471,7 +530,7 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
     core: &mut crate::exchange::ConnCore,
-    req: &crate::exchange::Req<'_>,
+    session_id: u64,
     sref: &crate::state::SessionRef,
     open: Open,
     level: u8,
@@ -506,7 +565,7 @@ pub(crate) fn finish(
     tracing::debug!(id = open.id, "durable open reconnected");
     let create_guid = lock(&open.state).create_guid;
     if let Some(g) = create_guid {
-        lock(&server.files.durables).remember(g, req.session_id, open.id);
+        lock(&server.files.durables).remember(g, session_id, open.id);
     }
     session.opens.insert(open.id, Arc::new(open));
     let mut r = crate::exchange::Reply::ok(body);
@@ -654,7 +713,7 @@ fn replay_parked(
         file_id,
         create_guid,
     };
-    reconnect(core, req, cr, ask)?;
+    reconnect(core, req, cr, ask, None)?;
     // Now an open of this session: answered as a replay of its CREATE.
     replay(core, req, cr, create_guid, true)
 }
