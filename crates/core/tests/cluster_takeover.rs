@@ -337,3 +337,38 @@ fn a_cancelled_or_compounded_reconnect_is_answered_once_taken_over() {
     d.hold_lookups = false;
     assert_eq!(d.close(again).status(), NtStatus::SUCCESS);
 }
+
+/// A DH2C on node 1 of an open node 1 keeps parked, of a file homed on node 2: the home learns
+/// the open's new connection before the CREATE is answered, by a job carried away from the I/O
+/// thread (no call to node 2 while it is held; an ECHO answered meanwhile); then SUCCESS, and a
+/// break the home sends reaches the new connection. A connection that goes before the job is
+/// carried leaves the open parked on node 1 for the next reconnect.
+#[test]
+fn a_reconnect_on_the_opens_own_node_tells_its_files_home_away_from_the_io_thread() {
+    for goes in [false, true] {
+        let cl = Cluster::new(3, 2);
+        let (f, l) = left_on(&cl, 1, "doc.txt", 0);
+        assert_eq!(cl.nodes[0].parked_durables(), 1);
+        let mut b = alice(&cl, 1, 1);
+        let calls = cl.calls_to(2);
+        parked_reconnect(&mut b, "doc.txt", f, &l, 0);
+        assert_eq!(cl.calls_to(2), calls, "the home not asked on the thread");
+        assert_eq!(echo(&mut b), NtStatus::SUCCESS, "answered meanwhile");
+        if goes {
+            b.conn.shutdown(b.now);
+            assert!(answer_all(&mut b).is_empty(), "nobody to answer");
+            assert_eq!(cl.nodes[0].parked_durables(), 1, "parked again");
+            back_whole(&cl, 1, "doc.txt", f, &l, 0);
+            continue;
+        }
+        let back = file_id(&answer_all(&mut b)[0]);
+        b.hold_lookups = false;
+        assert_eq!(back, f, "the same FileId");
+        assert_eq!(cl.calls_to(2), calls + 1, "the home told once");
+        let mut carol = alice(&cl, 3, 3);
+        let m = carol.create_msg_caching("doc.txt", ALL, 7, D::OPEN, 0, None);
+        assert_eq!(carol.send_frame(m)[0].status(), NtStatus::PENDING);
+        assert_eq!(b.breaks().len(), 1, "the break reaches the new connection");
+        assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    }
+}

@@ -23,11 +23,11 @@ use std::sync::{Arc, Mutex};
 
 use ringshare_wire::{FileId, NtStatus};
 
-use super::handover::{holder, move_kept, take_over_from, Landing, TakenOver};
+use super::handover::{holder, move_kept, take_over_from, transfer, Landing, Moved, TakenOver};
 use crate::durable::{Owner, Parked, Reconnect};
 use crate::files::oplock::Route;
 use crate::lookup::{HomeAsk, Lookup, LookupRequest};
-use crate::server::{lock, ServerState};
+use crate::server::{lock, FileEntry, FileKey, ServerState};
 use crate::state::SessionRef;
 
 /// What a reconnect of an open kept elsewhere names and where it lands, owned (the job runs
@@ -107,10 +107,29 @@ pub fn take_over(server: &Arc<ServerState>, r: &Reconnecting) -> Result<TakenOve
     taken
 }
 
+/// A reconnect on this node of an open it kept parked, of a file homed on another node: the
+/// open as it rejoins (its route here changed to the reconnect's connection already), and the
+/// home's move that routes its breaks there too (same id), asked before the CREATE is answered
+/// (a break the home sent meanwhile to the parked open would close it).
+pub struct Rejoining {
+    pub open: TakenOver,
+    pub key: FileKey,
+    pub entry: Arc<Mutex<FileEntry>>,
+    pub moved: Moved,
+}
+
+/// What a job does.
+enum Job {
+    /// Take an open kept elsewhere over (or move one kept here after a failed move).
+    Take(Reconnecting),
+    /// Tell the home of a reconnected open's file its new connection.
+    Rejoin(Rejoining),
+}
+
 /// Where a takeover job is.
 enum State {
     /// Not yet carried.
-    Ready(Box<Reconnecting>),
+    Ready(Box<Job>),
     /// Being carried.
     Running,
     /// Carried: the open taken over, or why not.
@@ -124,6 +143,9 @@ pub struct Takeover {
     state: Arc<Mutex<State>>,
     server: Arc<ServerState>,
     now_ms: u64,
+    /// The open keeps the id its client knows ([`Rejoining`]): parked again, never closed, when
+    /// its CREATE will not answer with it.
+    same_id: bool,
 }
 
 /// The takeover of `r` as a job a home-call thread carries ([`take_over`], counted as a call
@@ -132,31 +154,51 @@ pub struct Takeover {
 pub fn to_ask(server: &Arc<ServerState>, r: Reconnecting) -> (HomeAsk, Takeover) {
     let node = super::node_of(r.file_id.volatile);
     let now_ms = r.now_ms;
-    let state = Arc::new(Mutex::new(State::Ready(Box::new(r))));
+    job_ask(server, Job::Take(r), (node, 0), now_ms)
+}
+
+/// [`Rejoining`] as a job a home-call thread carries: the home's move (`home`, the file's home
+/// as this node sees it), in order with this node's other calls about the file, and the slot
+/// its CREATE takes the open from.
+pub fn rejoin_ask(
+    server: &Arc<ServerState>,
+    r: Rejoining,
+    home: u16,
+    now_ms: u64,
+) -> (HomeAsk, Takeover) {
+    let order = super::order_of(r.key);
+    job_ask(server, Job::Rejoin(r), (home, order), now_ms)
+}
+
+fn job_ask(
+    server: &Arc<ServerState>,
+    job: Job,
+    (node, order): (u16, u64),
+    now_ms: u64,
+) -> (HomeAsk, Takeover) {
+    let same_id = matches!(job, Job::Rejoin(_));
+    let state = Arc::new(Mutex::new(State::Ready(Box::new(job))));
     let run = {
         let (server, state) = (Arc::clone(server), Arc::clone(&state));
         Box::new(move || {
-            carry(&server, &state);
+            carry(&server, &state, now_ms);
             Ok(Vec::new())
         })
     };
-    let ask = HomeAsk {
-        node,
-        order: 0,
-        run,
-    };
+    let ask = HomeAsk { node, order, run };
     let takeover = Takeover {
         state,
         server: Arc::clone(server),
         now_ms,
+        same_id,
     };
     (ask, takeover)
 }
 
 /// Carry the job of `state` (once): its result is left for its CREATE, or, when the CREATE
 /// went meanwhile, the open taken over is parked here.
-fn carry(server: &Arc<ServerState>, state: &Mutex<State>) {
-    let r = {
+fn carry(server: &Arc<ServerState>, state: &Mutex<State>, now_ms: u64) {
+    let job = {
         let mut s = lock(state);
         match std::mem::replace(&mut *s, State::Running) {
             State::Ready(r) => r,
@@ -166,16 +208,26 @@ fn carry(server: &Arc<ServerState>, state: &Mutex<State>) {
             }
         }
     };
-    let mut r = r;
-    let taken = match r.kept.take() {
-        Some(p) => move_kept(server, &r.landing(), p, &r.wanted()),
-        None => take_over(server, &r),
+    let (taken, same_id) = match *job {
+        Job::Take(mut r) => match r.kept.take() {
+            Some(p) => (move_kept(server, &r.landing(), p, &r.wanted()), false),
+            None => (take_over(server, &r), false),
+        },
+        Job::Rejoin(r) => {
+            if let Err(s) = transfer(server, r.key, &r.entry, r.moved) {
+                tracing::warn!(
+                    ?s,
+                    "the home of a reconnected durable open's file did not learn its new connection"
+                );
+            }
+            (Ok(r.open), true)
+        }
     };
     let mut s = lock(state);
     if matches!(*s, State::Abandoned) {
         drop(s);
         if let Ok(t) = taken {
-            for ask in keep_for_later(server, t, r.now_ms) {
+            for ask in keep_for_later(server, t, now_ms, same_id) {
                 // This thread may wait: what the park asks is asked here.
                 LookupRequest { id: 0, ask }.run();
             }
@@ -189,13 +241,13 @@ impl Takeover {
     /// The job's result, for its CREATE that runs on: the open taken over, or why not
     /// (FILE_NOT_AVAILABLE, try again, if it was not carried: what it held is let go as
     /// [`Takeover::abandon`] does, and the questions that asks are returned with it).
-    pub fn taken(self) -> (Result<TakenOver, NtStatus>, Vec<Lookup>) {
+    pub fn taken(&self) -> (Result<TakenOver, NtStatus>, Vec<Lookup>) {
         let done = std::mem::replace(&mut *lock(&self.state), State::Abandoned);
         match done {
             State::Done(r) => (r, Vec::new()),
             other => {
                 tracing::warn!("a reconnect's takeover was answered before it was carried");
-                let asks = let_go(&self.server, other, self.now_ms);
+                let asks = let_go(&self.server, other, self.now_ms, self.same_id);
                 (Err(NtStatus::FILE_NOT_AVAILABLE), asks)
             }
         }
@@ -209,46 +261,54 @@ impl Takeover {
     #[must_use = "the park's questions to the cluster are to be asked"]
     pub fn abandon(self) -> Vec<Lookup> {
         let done = std::mem::replace(&mut *lock(&self.state), State::Abandoned);
-        let_go(&self.server, done, self.now_ms)
+        let_go(&self.server, done, self.now_ms, self.same_id)
     }
 
     /// An open taken over whose CREATE cannot answer with it (its session ended meanwhile):
     /// parked here for a later reconnect, or closed, as [`Takeover::abandon`] does.
     #[must_use = "the park's questions to the cluster are to be asked"]
-    pub fn keep(server: &Arc<ServerState>, t: TakenOver, now_ms: u64) -> Vec<Lookup> {
-        keep_for_later(server, t, now_ms)
+    pub fn keep(self, t: TakenOver) -> Vec<Lookup> {
+        keep_for_later(&self.server, t, self.now_ms, self.same_id)
     }
 }
 
 /// What a takeover job whose CREATE will not go on holds goes ([`Takeover::abandon`]).
-fn let_go(server: &Arc<ServerState>, state: State, now_ms: u64) -> Vec<Lookup> {
+fn let_go(server: &Arc<ServerState>, state: State, now_ms: u64, same_id: bool) -> Vec<Lookup> {
     match state {
-        State::Done(Ok(t)) => keep_for_later(server, t, now_ms),
-        State::Ready(r) => match r.kept {
+        State::Done(Ok(t)) => keep_for_later(server, t, now_ms, same_id),
+        State::Ready(job) => match *job {
             // Not moved yet: parked again as it was (still kept after its failed move).
-            Some(p) => {
+            Job::Take(Reconnecting { kept: Some(p), .. }) => {
                 let evicted = lock(&server.files.durables).park(p);
                 evicted.map_or_else(Vec::new, |old| crate::opens::close_posted(server, old.open))
             }
-            None => Vec::new(),
+            Job::Take(_) => Vec::new(),
+            // Its home not told yet: parked again (its home still has it disconnected).
+            Job::Rejoin(r) => keep_for_later(server, r.open, now_ms, true),
         },
         State::Running | State::Done(Err(_)) | State::Abandoned => Vec::new(),
     }
 }
 
-/// Open `t`, taken over for a CREATE that will not answer with it: a persistent open is parked
+/// Open `t`, taken over for a CREATE that will not answer with it (`same_id`: one parked here
+/// that rejoins, under the id its client knows, which is parked again): a persistent open is parked
 /// on this node as a disconnected durable open (its connection's end would have left it so):
 /// its record names this node, so a later reconnect finds it through any node by its FileId's
 /// persistent part. Any other durable open is closed (at its file's home too: what that asks is
 /// returned): its client knows it by the FileId the keeper gave it, which no node answers to
 /// any more (the open has this node's id now), so parked it would only wait for its timeout.
-fn keep_for_later(server: &Arc<ServerState>, t: TakenOver, now_ms: u64) -> Vec<Lookup> {
+fn keep_for_later(
+    server: &Arc<ServerState>,
+    t: TakenOver,
+    now_ms: u64,
+    same_id: bool,
+) -> Vec<Lookup> {
     let open = Arc::new(t.open);
     let persistent = lock(&open.state)
         .durable
         .as_ref()
         .is_some_and(|d| d.persistent);
-    if !persistent {
+    if !persistent && !same_id {
         tracing::info!(
             id = open.id,
             "a durable open taken over for a reconnect that went is closed"

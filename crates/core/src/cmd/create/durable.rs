@@ -261,7 +261,8 @@ pub(crate) fn reconnect(
         conn_id: core.conn_id,
         session_id: req.session_id,
     };
-    let (caching, lease) = reroute(&server, &old, route);
+    let (caching, lease) = reroute(&old, route);
+    let home = home_to_tell(&server, &old, route);
     let open = rejoined(&old, req, parked.durability);
     drop(old);
     let lease_key = lease_key.and(caching.lease.map(|l| l.key));
@@ -270,15 +271,42 @@ pub(crate) fn reconnect(
         persistent: file_id.persistent,
         volatile: open.id,
     };
+    let t = crate::cluster::handover::TakenOver {
+        open,
+        level: caching.level,
+        lease,
+        lease_key,
+        file_id,
+    };
+    if let Some((node, key, entry, moved)) = home {
+        // The file's home learns the new connection before the CREATE is answered: away from
+        // the I/O thread when the request can park.
+        if let (Some(asking), true) = (asking, node != 0) {
+            let r = crate::cluster::takeover::Rejoining {
+                open: t,
+                key,
+                entry,
+                moved,
+            };
+            let job = crate::cluster::takeover::rejoin_ask(&server, r, node, core.now.mono_ms);
+            return park_takeover(req, &sref, job, asking);
+        }
+        if let Err(s) = crate::cluster::handover::transfer(&server, key, &entry, moved) {
+            tracing::warn!(
+                ?s,
+                "the home of a reconnected durable open's file did not learn its new connection"
+            );
+        }
+    }
     finish(
         core,
         req.session_id,
         &sref,
-        open,
-        caching.level,
-        lease.as_ref(),
-        lease_key,
-        file_id,
+        t.open,
+        t.level,
+        t.lease.as_ref(),
+        t.lease_key,
+        t.file_id,
     )
 }
 
@@ -379,7 +407,18 @@ fn reconnect_elsewhere(
         now_ms: landing.now_ms,
         kept,
     };
-    let (ask, takeover) = crate::cluster::takeover::to_ask(&core.server, r);
+    let job = crate::cluster::takeover::to_ask(&core.server, r);
+    park_takeover(req, sref, job, parked)
+}
+
+/// The reconnect parks on `job` (carried away from the I/O thread), and goes on in
+/// [`taken_over`].
+fn park_takeover(
+    req: &crate::exchange::Req<'_>,
+    sref: &crate::state::SessionRef,
+    (ask, takeover): (crate::lookup::HomeAsk, crate::cluster::takeover::Takeover),
+    parked: &mut Option<super::answer::Parked>,
+) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     let fin = TakingOver {
         session_id: req.session_id,
         sref: Arc::clone(sref),
@@ -412,7 +451,7 @@ pub(crate) fn taken_over(
     core.post_closes(asks);
     let t = taken?;
     if lock(&fin.sref).closed {
-        let asks = crate::cluster::takeover::Takeover::keep(&core.server, t, core.now.mono_ms);
+        let asks = fin.takeover.keep(t);
         core.post_closes(asks);
         return Err(ringshare_wire::NtStatus::USER_SESSION_DELETED);
     }
@@ -436,45 +475,58 @@ pub(crate) fn abandon_takeover(core: &mut crate::exchange::ConnCore, fin: Taking
     core.post_closes(asks);
 }
 
-/// The parked open's oplock or lease now breaks to `route` (this connection), here and, for a
-/// file homed on another node, at its home.
+/// The parked open's oplock or lease now breaks to `route` (this connection), here.
 fn reroute(
-    server: &ServerState,
     old: &Open,
     route: Route,
 ) -> (
     crate::files::oplock::Caching,
     Option<crate::files::oplock::Grant>,
 ) {
-    let (caching, lease) = {
-        let mut e = lock(&old.entry);
-        let mut caching = crate::files::oplock::Caching::default();
-        for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
-            s.caching.route = route;
-            caching = s.caching;
-        }
-        let lease = caching.lease.and_then(|id| {
-            let l = e.leases.iter_mut().find(|l| l.id == id)?;
-            l.route = route;
-            Some(crate::files::oplock::Grant::of_lease(l))
-        });
-        (caching, lease)
-    };
-    if crate::cluster::handover::homed_elsewhere(&server.node, old.key) {
-        let moved = crate::cluster::handover::Moved {
-            from: old.id,
-            to: old.id,
-            route,
-            who: Some(old.who.clone()),
-        };
-        if let Err(s) = crate::cluster::handover::transfer(server, old.key, &old.entry, moved) {
-            tracing::warn!(
-                ?s,
-                "the home of a reconnected durable open's file did not learn its new connection"
-            );
-        }
+    let mut e = lock(&old.entry);
+    let mut caching = crate::files::oplock::Caching::default();
+    for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
+        s.caching.route = route;
+        caching = s.caching;
     }
+    let lease = caching.lease.and_then(|id| {
+        let l = e.leases.iter_mut().find(|l| l.id == id)?;
+        l.route = route;
+        Some(crate::files::oplock::Grant::of_lease(l))
+    });
     (caching, lease)
+}
+
+/// For a file homed on another node: the home (0: none known now) and what tells it that the
+/// parked open's breaks go to `route` now (the file, its entry here, the move), which the
+/// CREATE waits for ([`crate::cluster::takeover::Rejoining`]).
+#[allow(clippy::type_complexity)]
+fn home_to_tell(
+    server: &ServerState,
+    old: &Open,
+    route: Route,
+) -> Option<(
+    u16,
+    crate::server::FileKey,
+    Arc<std::sync::Mutex<crate::server::FileEntry>>,
+    crate::cluster::handover::Moved,
+)> {
+    use crate::cluster::Home;
+    if !crate::cluster::handover::homed_elsewhere(&server.node, old.key) {
+        return None;
+    }
+    let node = match server.node.home_of(old.key) {
+        Home::Node(n) => n,
+        // No home to call (partitions moving): `transfer` says so at once, in place.
+        Home::Here | Home::Unavailable => 0,
+    };
+    let moved = crate::cluster::handover::Moved {
+        from: old.id,
+        to: old.id,
+        route,
+        who: Some(old.who.clone()),
+    };
+    Some((node, old.key, Arc::clone(&old.entry), moved))
 }
 
 /// The parked open again, on the request's tree, with its state kept (a new channel sequence,
