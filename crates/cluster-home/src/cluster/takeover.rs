@@ -132,8 +132,8 @@ enum State {
     Ready(Box<Job>),
     /// Being carried.
     Running,
-    /// Carried: the open taken over, or why not.
-    Done(Result<TakenOver, NtStatus>),
+    /// Carried: the open taken over, or why not (boxed: an open is large).
+    Done(Box<Result<TakenOver, NtStatus>>),
     /// Its CREATE will not go on: an open the job takes over is parked.
     Abandoned,
 }
@@ -234,7 +234,7 @@ fn carry(server: &Arc<ServerState>, state: &Mutex<State>, now_ms: u64) {
         }
         return;
     }
-    *s = State::Done(taken);
+    *s = State::Done(Box::new(taken));
 }
 
 impl Takeover {
@@ -244,7 +244,7 @@ impl Takeover {
     pub fn taken(&self) -> (Result<TakenOver, NtStatus>, Vec<Lookup>) {
         let done = std::mem::replace(&mut *lock(&self.state), State::Abandoned);
         match done {
-            State::Done(r) => (r, Vec::new()),
+            State::Done(r) => (*r, Vec::new()),
             other => {
                 tracing::warn!("a reconnect's takeover was answered before it was carried");
                 let asks = let_go(&self.server, other, self.now_ms, self.same_id);
@@ -275,7 +275,10 @@ impl Takeover {
 /// What a takeover job whose CREATE will not go on holds goes ([`Takeover::abandon`]).
 fn let_go(server: &Arc<ServerState>, state: State, now_ms: u64, same_id: bool) -> Vec<Lookup> {
     match state {
-        State::Done(Ok(t)) => keep_for_later(server, t, now_ms, same_id),
+        State::Done(r) => match *r {
+            Ok(t) => keep_for_later(server, t, now_ms, same_id),
+            Err(_) => Vec::new(),
+        },
         State::Ready(job) => match *job {
             // Not moved yet: parked again as it was (still kept after its failed move).
             Job::Take(Reconnecting { kept: Some(p), .. }) => {
@@ -286,7 +289,7 @@ fn let_go(server: &Arc<ServerState>, state: State, now_ms: u64, same_id: bool) -
             // Its home not told yet: parked again (its home still has it disconnected).
             Job::Rejoin(r) => keep_for_later(server, r.open, now_ms, true),
         },
-        State::Running | State::Done(Err(_)) | State::Abandoned => Vec::new(),
+        State::Running | State::Abandoned => Vec::new(),
     }
 }
 
