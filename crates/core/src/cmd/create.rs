@@ -350,20 +350,22 @@ fn create(
 /// Durable handles first ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12): a reconnect
 /// (`ask`) looks at nothing else of the request and is answered here, as
 /// is a replay of a DH2Q CREATE, from the open it made (3.3.5.9.10). `None`:
-/// the CREATE goes on to open; `dh2q` then gets a DH2Q context's CreateGuid.
+/// the CREATE goes on to open; `dh2q` then gets a DH2Q context's CreateGuid. A reconnect of
+/// an open kept by another node parks while it is taken over (Err([`PARKED`]), the job in
+/// `parked`: [`durable::reconnect`]).
 fn reconnect_or_replay(
     core: &mut ConnCore,
     req: &Req<'_>,
     cr: &CreateRequest<'_>,
     ask: durable::Ask,
     retry: bool,
-    dh2q: &mut Option<[u8; 16]>,
+    (dh2q, parked): (&mut Option<[u8; 16]>, &mut Option<answer::Parked>),
 ) -> Result<Option<Reply>, NtStatus> {
     if matches!(
         ask,
         durable::Ask::ReconnectV1 { .. } | durable::Ask::ReconnectV2 { .. }
     ) {
-        return durable::reconnect(core, req, cr, ask).map(Some);
+        return durable::reconnect(core, req, cr, ask, Some(parked)).map(Some);
     }
     if let durable::Ask::V2 { create_guid, .. } = ask {
         if let Some(r) = durable::replay(core, req, cr, create_guid, retry)? {
@@ -452,7 +454,7 @@ fn create_or_wait(
 ) -> Result<Option<Reply>, NtStatus> {
     let mut cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let ask = durable::ask(&cr, core.dialect().map_or(0, |d| d.0))?;
-    if let Some(r) = reconnect_or_replay(core, req, &cr, ask, retry, dh2q)? {
+    if let Some(r) = reconnect_or_replay(core, req, &cr, ask, retry, (dh2q, parked))? {
         return Ok(Some(r));
     }
     let server = core.server.clone();

@@ -104,6 +104,10 @@ pub(crate) enum LookupCont {
     Disposition(Box<set_info::AtHome>),
     /// A CREATE whose persistent open's record is being stored is answered once it is.
     Create(Box<create::Installing>),
+    /// A durable reconnect of an open kept by another node (or a persistent open taken over
+    /// from a dead one) is answered once the takeover, carried away from the I/O thread, is
+    /// done.
+    Takeover(Box<create::durable::TakingOver>),
     /// A request that waits for the cluster's store (a persistent open's record removed at its
     /// CLOSE, `closed`; stored again at a LOCK) is answered `reply` once it did (an error
     /// there is logged where it is asked).
@@ -267,12 +271,14 @@ pub(crate) fn answer_of(
 }
 
 /// A parked request will not go on (its connection or session went, or it was cancelled):
-/// what it made goes ([`create::abandon`], [`create::abandon_admission`], [`close::abandon`]).
+/// what it made goes ([`create::abandon`], [`create::abandon_admission`], [`close::abandon`],
+/// [`create::durable::abandon_takeover`]).
 pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
     match cont {
         LookupCont::Create(fin) => create::abandon(core, *fin),
         LookupCont::Admit(fin) => create::abandon_admission(core, *fin),
         LookupCont::Close(fin) => close::abandon(core, *fin),
+        LookupCont::Takeover(fin) => create::durable::abandon_takeover(core, *fin),
         _ => {}
     }
 }

@@ -88,7 +88,8 @@ impl Connection {
             cont @ (LookupCont::Admit(_)
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
-            | LookupCont::Disposition(_)) => {
+            | LookupCont::Disposition(_)
+            | LookupCont::Takeover(_)) => {
                 let (handled, closed) = match cont {
                     LookupCont::Lock(fin) => (cmd::lock::answered(&self.core, *fin, done), None),
                     LookupCont::Disposition(fin) => {
@@ -100,6 +101,9 @@ impl Connection {
                     LookupCont::Close(fin) => {
                         let ids = fin.ids;
                         (cmd::close::answered(&self.core, *fin, done), Some(ids))
+                    }
+                    LookupCont::Takeover(fin) => {
+                        (cmd::create::durable::taken_over(&mut self.core, *fin), None)
                     }
                     _ => return,
                 };
@@ -145,7 +149,8 @@ impl Connection {
                     | LookupCont::Admit(_)
                     | LookupCont::Close(_)
                     | LookupCont::Lock(_)
-                    | LookupCont::Disposition(_) => return,
+                    | LookupCont::Disposition(_)
+                    | LookupCont::Takeover(_) => return,
                 };
                 self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
             }
@@ -225,6 +230,7 @@ impl Parked {
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)
+            | LookupCont::Takeover(_)
             | LookupCont::Answer { .. } => 0,
         }
     }

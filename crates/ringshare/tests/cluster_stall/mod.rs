@@ -36,6 +36,9 @@
 //! files homed on node 1 whose I/O grants a client of node 2 holds, once node 2 stops: each
 //! request must first take node 2's grant back, which a home-call thread tries (up to 2 s; the
 //! request then gets FILE_NOT_AVAILABLE), not their I/O thread.
+//! And one more client of node 1 reconnects (DH2C) a durable
+//! open another client of node 1 left of a file homed on node 2, once node 2 stops: node 1
+//! tells the home the open's new connection before it answers (up to 2 s).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -254,6 +257,32 @@ fn pends_and_goes(c: Raw, stopped: Arc<AtomicBool>) {
         thread::sleep(Duration::from_millis(10));
     }
     drop(c);
+}
+
+/// A client of node 1 reconnecting (DH2C) durable open `left` (CreateGuid `guid`, of `file`,
+/// homed on node 2) that another client of node 1 left there: once `stopped` is set (node 2
+/// stopped) it reconnects, which tells the file's home the open's new connection (a call of up
+/// to 2 s while node 2 is stopped), and closes it. What the CREATE answered, and how long it
+/// took.
+fn reconnects(
+    mut c: Raw,
+    (file, guid, left): (String, u8, FileId),
+    stopped: Arc<AtomicBool>,
+) -> (NtStatus, Duration) {
+    while !stopped.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    let r = opened(c.call(Command::CREATE, &durable_create(&file, guid, Some(left))));
+    let took = t.elapsed();
+    match r {
+        Ok((back, _)) => {
+            assert_eq!(back, left, "the same open");
+            c.close(back).expect("close it");
+            (NtStatus::SUCCESS, took)
+        }
+        Err(s) => (s, took),
+    }
 }
 
 /// Persistent opens a client of node 1 holds in its tree.
@@ -584,6 +613,17 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     let waits = open(&mut waiter, &elsewhere, ALL, 7).expect("the waiter's open");
     let blocking = send(&mut waiter, Command::LOCK, &lock_body(waits, 100, 10, 2));
     interim(&mut waiter, blocking);
+    // One more leaves a durable open of a file of its own homed on node 2 on node 1; another
+    // client of node 1 reconnects it once node 2 stops (the home is told its new connection).
+    let rejoined = files_homed_on(&cl, 2, "rejoined", 1).remove(0);
+    let mut leaver = cl.client(1);
+    let (left, _) = opened(leaver.call(Command::CREATE, &durable_create(&rejoined, 252, None)))
+        .expect("a durable open of a file homed on node 2");
+    drop(leaver);
+    let reconnecting = {
+        let (c, peer_stop) = (cl.client(1), peer_stop.clone());
+        thread::spawn(move || reconnects(c, (rejoined, 252, left), peer_stop))
+    };
     // One more holds persistent opens of files of its own homed on node 1 and disconnects their
     // tree once etcd's leader stops: their records go, asked of etcd away from the I/O thread.
     let etcd_stop = Arc::new(AtomicBool::new(false));
@@ -639,6 +679,12 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&waited_answer),
         "a CREATE that waited for a break of a file homed on node 2: {waited_answer:?}"
     );
+    let (reconnected, reconnected_in) =
+        reconnecting.join().expect("the reconnecting client failed");
+    assert!(
+        [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&reconnected),
+        "a reconnect of a durable open of a file homed on node 2: {reconnected:?}"
+    );
     let (acked_status, acked_in) = acking.join().expect("the acknowledging client failed");
     assert!(
         [NtStatus::SUCCESS, NtStatus::FILE_NOT_AVAILABLE].contains(&acked_status),
@@ -686,7 +732,9 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
          a TREE_DISCONNECT closing {TREE_PERSISTENT} persistent opens with etcd's leader stopped: \
          answered in {parted_in:?}, their records gone afterwards: {parted_gone}; \
          a CREATE that waited for a break of a file homed on node 2 throughout: {waited_answer:?} \
-         (the break acknowledged after the stall: {waited_acked:?})"
+         (the break acknowledged after the stall: {waited_acked:?}); \
+         a DH2C on node 1 of a durable open of a file homed on node 2: {reconnected:?} in \
+         {reconnected_in:?}"
     );
     assert!(
         n_before > 0 && far_n_before > 0,

@@ -190,11 +190,18 @@ pub(crate) fn decide(
 /// match gets OBJECT_NAME_NOT_FOUND and learns nothing, except another user
 /// (ACCESS_DENIED) and a lease key that matches on another name
 /// (INVALID_PARAMETER), as Windows and Samba answer.
+///
+/// On a cluster node, an open not parked here (kept by another node, or a persistent open
+/// taken over from a dead one), and one kept here after its move failed, are taken over away
+/// from the I/O thread (issue 33): Err([`super::PARKED`]) with the job in `parked`
+/// ([`reconnect_elsewhere`]); the CREATE goes on in [`taken_over`]. `parked` `None` (a replay
+/// of a parked open's CREATE, [`replay_parked`]): only an open parked here, in place.
 pub(crate) fn reconnect(
     core: &mut crate::exchange::ConnCore,
     req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
+    parked: Option<&mut Option<super::answer::Parked>>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
 
@@ -221,20 +228,26 @@ pub(crate) fn reconnect(
         share: &share_name,
         owner: &owner,
     };
-    let parked = match take_matching(&server.files, file_id, &wanted) {
-        Ok(p) => p,
-        Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
-            return reconnect_elsewhere(core, req, &sref, file_id, &wanted)
+    let found = match (take_matching(&server.files, file_id, &wanted), parked) {
+        (Ok(p), parked) => (p, parked),
+        (Err(NtStatus::OBJECT_NAME_NOT_FOUND), Some(parked)) => {
+            return reconnect_elsewhere(core, req, &sref, (file_id, &wanted, None), parked)
         }
-        Err(s) => return Err(s),
+        (Err(s), _) => return Err(s),
     };
+    let (parked, asking) = found;
     if crate::cluster::handover::unmoved(&server.node, &parked) {
-        // Kept here after its move to this node failed: moved now (or kept again).
+        // Kept here after its move to this node failed: moved now (or kept again), away from
+        // the I/O thread when the request can park.
+        if let Some(asking) = asking {
+            let kept = (file_id, &wanted, Some(parked));
+            return reconnect_elsewhere(core, req, &sref, kept, asking);
+        }
         let landing = landing_of(core, req, &sref);
         let t = crate::cluster::handover::move_kept(&server, &landing, parked, &wanted)?;
         return finish(
             core,
-            req,
+            req.session_id,
             &sref,
             t.open,
             t.level,
@@ -248,7 +261,8 @@ pub(crate) fn reconnect(
         conn_id: core.conn_id,
         session_id: req.session_id,
     };
-    let (caching, lease) = reroute(&server, &old, route);
+    let (caching, lease) = reroute(&old, route);
+    let home = home_to_tell(&server, &old, route);
     let open = rejoined(&old, req, parked.durability);
     drop(old);
     let lease_key = lease_key.and(caching.lease.map(|l| l.key));
@@ -257,15 +271,42 @@ pub(crate) fn reconnect(
         persistent: file_id.persistent,
         volatile: open.id,
     };
-    finish(
-        core,
-        req,
-        &sref,
+    let t = crate::cluster::handover::TakenOver {
         open,
-        caching.level,
-        lease.as_ref(),
+        level: caching.level,
+        lease,
         lease_key,
         file_id,
+    };
+    if let Some((node, key, entry, moved)) = home {
+        // The file's home learns the new connection before the CREATE is answered: away from
+        // the I/O thread when the request can park.
+        if let (Some(asking), true) = (asking, node != 0) {
+            let r = crate::cluster::takeover::Rejoining {
+                open: t,
+                key,
+                entry,
+                moved,
+            };
+            let job = crate::cluster::takeover::rejoin_ask(&server, r, node, core.now.mono_ms);
+            return park_takeover(req, &sref, job, asking);
+        }
+        if let Err(s) = crate::cluster::handover::transfer(&server, key, &entry, moved) {
+            tracing::warn!(
+                ?s,
+                "the home of a reconnected durable open's file did not learn its new connection"
+            );
+        }
+    }
+    finish(
+        core,
+        req.session_id,
+        &sref,
+        t.open,
+        t.level,
+        t.lease.as_ref(),
+        t.lease_key,
+        t.file_id,
     )
 }
 
@@ -332,90 +373,160 @@ fn landing_of<'a>(
 
 /// An open not parked here: kept by another node of the cluster (the volatile id says which),
 /// which hands it over, or a persistent open taken over from a dead node, whose record names
-/// the node keeping it; else OBJECT_NAME_NOT_FOUND.
+/// the node keeping it; else OBJECT_NAME_NOT_FOUND (at once on a server that is no cluster
+/// node). With `kept`, an open this node keeps after its move failed, moved now. The takeover
+/// is one job carried away from the I/O thread ([`crate::cluster::takeover`]): the CREATE
+/// parks (Err([`super::PARKED`]), the job in `parked`) and goes on in [`taken_over`].
 fn reconnect_elsewhere(
     core: &mut crate::exchange::ConnCore,
     req: &crate::exchange::Req<'_>,
     sref: &crate::state::SessionRef,
-    file_id: ringshare_wire::FileId,
-    wanted: &Reconnect<'_>,
+    (file_id, wanted, kept): (
+        ringshare_wire::FileId,
+        &Reconnect<'_>,
+        Option<crate::durable::Parked>,
+    ),
+    parked: &mut Option<super::answer::Parked>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
-    use crate::cluster::handover::take_over_from;
-    use ringshare_wire::NtStatus;
-    let server = core.server.clone();
+    if core.server.node.link().is_none() {
+        return Err(ringshare_wire::NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
     let landing = landing_of(core, req, sref);
-    let holder = crate::cluster::handover::holder(&server.node, file_id.volatile);
-    let mut taken = Err(NtStatus::OBJECT_NAME_NOT_FOUND);
-    if let Some(node) = holder {
-        taken = take_over_from(&server, &landing, node, file_id, wanted);
-    }
-    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND)) {
-        // A persistent open taken over from a dead node: its record names the node keeping it.
-        taken = match crate::cluster::ca::keeper(&server, file_id)? {
-            Some(node) if Some(node) != holder => {
-                take_over_from(&server, &landing, node, file_id, wanted)
-            }
-            _ => Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-        };
-    }
-    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
-        && crate::cluster::ca::still_kept(&server.node, file_id, wanted)
-    {
-        // Between nodes, not gone (issue 33): the client tries again.
-        return Err(NtStatus::FILE_NOT_AVAILABLE);
-    }
+    let r = crate::cluster::takeover::Reconnecting {
+        file_id,
+        create_guid: wanted.create_guid,
+        lease_key: wanted.lease_key,
+        client_guid: wanted.client_guid,
+        name: wanted.name.to_string(),
+        share: wanted.share.to_string(),
+        owner: wanted.owner.clone(),
+        sref: Arc::clone(sref),
+        tree_id: landing.tree_id,
+        route: landing.route,
+        channel_sequence: landing.channel_sequence,
+        now_ms: landing.now_ms,
+        kept,
+    };
+    let job = crate::cluster::takeover::to_ask(&core.server, r);
+    park_takeover(req, sref, job, parked)
+}
+
+/// The reconnect parks on `job` (carried away from the I/O thread), and goes on in
+/// [`taken_over`].
+fn park_takeover(
+    req: &crate::exchange::Req<'_>,
+    sref: &crate::state::SessionRef,
+    (ask, takeover): (crate::lookup::HomeAsk, crate::cluster::takeover::Takeover),
+    parked: &mut Option<super::answer::Parked>,
+) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
+    let fin = TakingOver {
+        session_id: req.session_id,
+        sref: Arc::clone(sref),
+        takeover,
+    };
+    *parked = Some((
+        crate::lookup::Lookup::Home(ask),
+        crate::cmd::LookupCont::Takeover(Box::new(fin)),
+    ));
+    Err(super::PARKED)
+}
+
+/// A reconnect parked while its open is taken over away from the I/O thread
+/// ([`reconnect_elsewhere`]): its session, and the takeover's slot.
+pub(crate) struct TakingOver {
+    session_id: u64,
+    sref: crate::state::SessionRef,
+    takeover: crate::cluster::takeover::Takeover,
+}
+
+/// The takeover of a parked reconnect was carried: the open joins the session and the CREATE
+/// is answered with it, or with why not (FILE_NOT_AVAILABLE while the open is between nodes).
+/// A session that ended meanwhile (a LOGOFF) gets no open: a persistent one stays parked here
+/// for a later reconnect, another closes ([`crate::cluster::takeover`]).
+pub(crate) fn taken_over(
+    core: &mut crate::exchange::ConnCore,
+    fin: TakingOver,
+) -> Result<crate::cmd::Handled, ringshare_wire::NtStatus> {
+    let (taken, asks) = fin.takeover.taken();
+    core.post_closes(asks);
     let t = taken?;
+    if lock(&fin.sref).closed {
+        let asks = fin.takeover.keep(t);
+        core.post_closes(asks);
+        return Err(ringshare_wire::NtStatus::USER_SESSION_DELETED);
+    }
     finish(
         core,
-        req,
-        sref,
+        fin.session_id,
+        &fin.sref,
         t.open,
         t.level,
         t.lease.as_ref(),
         t.lease_key,
         t.file_id,
     )
+    .map(crate::cmd::Handled::Reply)
 }
 
-/// The parked open's oplock or lease now breaks to `route` (this connection), here and, for a
-/// file homed on another node, at its home.
+/// A parked reconnect will not go on (its connection went): the persistent open its takeover
+/// brings is parked here for a later reconnect, another closes ([`crate::cluster::takeover`]).
+pub(crate) fn abandon_takeover(core: &mut crate::exchange::ConnCore, fin: TakingOver) {
+    let asks = fin.takeover.abandon();
+    core.post_closes(asks);
+}
+
+/// The parked open's oplock or lease now breaks to `route` (this connection), here.
 fn reroute(
-    server: &ServerState,
     old: &Open,
     route: Route,
 ) -> (
     crate::files::oplock::Caching,
     Option<crate::files::oplock::Grant>,
 ) {
-    let (caching, lease) = {
-        let mut e = lock(&old.entry);
-        let mut caching = crate::files::oplock::Caching::default();
-        for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
-            s.caching.route = route;
-            caching = s.caching;
-        }
-        let lease = caching.lease.and_then(|id| {
-            let l = e.leases.iter_mut().find(|l| l.id == id)?;
-            l.route = route;
-            Some(crate::files::oplock::Grant::of_lease(l))
-        });
-        (caching, lease)
-    };
-    if crate::cluster::handover::homed_elsewhere(&server.node, old.key) {
-        let moved = crate::cluster::handover::Moved {
-            from: old.id,
-            to: old.id,
-            route,
-            who: Some(old.who.clone()),
-        };
-        if let Err(s) = crate::cluster::handover::transfer(server, old.key, &old.entry, moved) {
-            tracing::warn!(
-                ?s,
-                "the home of a reconnected durable open's file did not learn its new connection"
-            );
-        }
+    let mut e = lock(&old.entry);
+    let mut caching = crate::files::oplock::Caching::default();
+    for s in e.opens.iter_mut().filter(|s| s.owner == old.id) {
+        s.caching.route = route;
+        caching = s.caching;
     }
+    let lease = caching.lease.and_then(|id| {
+        let l = e.leases.iter_mut().find(|l| l.id == id)?;
+        l.route = route;
+        Some(crate::files::oplock::Grant::of_lease(l))
+    });
     (caching, lease)
+}
+
+/// For a file homed on another node: the home (0: none known now) and what tells it that the
+/// parked open's breaks go to `route` now (the file, its entry here, the move), which the
+/// CREATE waits for ([`crate::cluster::takeover::Rejoining`]).
+#[allow(clippy::type_complexity)]
+fn home_to_tell(
+    server: &ServerState,
+    old: &Open,
+    route: Route,
+) -> Option<(
+    u16,
+    crate::server::FileKey,
+    Arc<std::sync::Mutex<crate::server::FileEntry>>,
+    crate::cluster::handover::Moved,
+)> {
+    use crate::cluster::Home;
+    if !crate::cluster::handover::homed_elsewhere(&server.node, old.key) {
+        return None;
+    }
+    let node = match server.node.home_of(old.key) {
+        Home::Node(n) => n,
+        // No home to call (partitions moving): `transfer` says so at once, in place.
+        Home::Here | Home::Unavailable => 0,
+    };
+    let moved = crate::cluster::handover::Moved {
+        from: old.id,
+        to: old.id,
+        route,
+        who: Some(old.who.clone()),
+    };
+    Some((node, old.key, Arc::clone(&old.entry), moved))
 }
 
 /// The parked open again, on the request's tree, with its state kept (a new channel sequence,
@@ -471,7 +582,7 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
     core: &mut crate::exchange::ConnCore,
-    req: &crate::exchange::Req<'_>,
+    session_id: u64,
     sref: &crate::state::SessionRef,
     open: Open,
     level: u8,
@@ -506,7 +617,7 @@ pub(crate) fn finish(
     tracing::debug!(id = open.id, "durable open reconnected");
     let create_guid = lock(&open.state).create_guid;
     if let Some(g) = create_guid {
-        lock(&server.files.durables).remember(g, req.session_id, open.id);
+        lock(&server.files.durables).remember(g, session_id, open.id);
     }
     session.opens.insert(open.id, Arc::new(open));
     let mut r = crate::exchange::Reply::ok(body);
@@ -654,7 +765,7 @@ fn replay_parked(
         file_id,
         create_guid,
     };
-    reconnect(core, req, cr, ask)?;
+    reconnect(core, req, cr, ask, None)?;
     // Now an open of this session: answered as a replay of its CREATE.
     replay(core, req, cr, create_guid, true)
 }

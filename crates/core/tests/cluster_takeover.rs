@@ -1,0 +1,374 @@
+//! Issue 33 item 2: a durable reconnect (DH2C) of an open another node keeps, or of a
+//! persistent open taken over from a dead node, is taken over away from the I/O thread. The
+//! takeover (the look at the file's home, the keeper's give-up, the records read in etcd, the
+//! reopen, the home's move) is one job the driver's home-call threads carry; the CREATE parks
+//! meanwhile and is answered with its result. Here the job is a lookup the test client holds
+//! (`hold_lookups`) and carries when it chooses (`answer_held`): while it is held no call has
+//! been made, the keeper still has the open, and the connection answers other requests. A
+//! connection's end, a LOGOFF, a CANCEL and a compound around a parked reconnect leave the open
+//! whole for the next reconnect. Nodes are server cores on the in-memory bus of
+//! `support/cluster.rs`.
+
+#[path = "support/cluster.rs"]
+mod cluster_support;
+mod support;
+
+use cluster_support::*;
+use ringshare_core::cluster::node_of;
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
+    ImpersonationLevel, OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{
+    tag, CreateContext, CreateRequest, CreateResponse, DurableHandleReconnectV2,
+    DurableHandleRequestV2, Lease,
+};
+use ringshare_wire::{FileId, NtStatus};
+use support::*;
+
+const ALL: u32 = 0x001F_01FF;
+const RH: u32 = 1 | 2;
+const RWH: u32 = 1 | 4 | 2;
+const EXCLUSIVE: u32 = 2;
+const FAIL_IMMEDIATELY: u32 = 0x10;
+/// SMB2_DHANDLE_FLAG_PERSISTENT.
+const PERSISTENT: u32 = 2;
+/// The FileId of a related compound's previous open.
+const RELATED: FileId = FileId {
+    persistent: u64::MAX,
+    volatile: u64::MAX,
+};
+
+/// A client of node `node` logged on as alice, with ClientGuid `guid`.
+fn alice(cl: &Cluster, node: u16, guid: u8) -> Client {
+    let s = cl.nodes[usize::from(node) - 1].clone();
+    let mut c = Client::negotiated(s, cl.mem.clone(), Dialect::SMB3_1_1, [guid; 16]);
+    assert_eq!(c.log_on("alice", "secret", 0), NtStatus::SUCCESS);
+    c.tree_id = c.tree_connect("share");
+    c
+}
+
+fn dh2q(guid: u8, flags: u32) -> CreateContext<'static> {
+    let q = DurableHandleRequestV2 {
+        timeout: 0,
+        flags,
+        create_guid: [guid; 16],
+    };
+    CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, q.encode())
+}
+
+fn dh2c(f: FileId, guid: u8, flags: u32) -> CreateContext<'static> {
+    let c = DurableHandleReconnectV2 {
+        file_id: f,
+        create_guid: [guid; 16],
+        flags,
+    };
+    CreateContext::new(tag::DURABLE_HANDLE_RECONNECT_V2, c.encode())
+}
+
+fn rqls(l: &Lease) -> CreateContext<'static> {
+    CreateContext::new(tag::REQUEST_LEASE, l.encode())
+}
+
+/// A CREATE of `name` with a lease and `contexts`, opening it if it is there.
+fn create_msg(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Vec<u8> {
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(0xFF),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(ALL),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(7),
+        create_disposition: D::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts,
+    };
+    let tree = c.tree_id;
+    c.message(Command::CREATE, tree, |o| req.encode(o))
+}
+
+fn file_id(r: &Resp) -> FileId {
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    CreateResponse::decode(&r.msg).expect("create").file_id
+}
+
+fn echo(c: &mut Client) -> NtStatus {
+    let body = |o: &mut Vec<u8>| o.extend_from_slice(&[4, 0, 0, 0]);
+    c.call(Command::ECHO, 0, body).status()
+}
+
+/// Alice's durable open of `name` with data and a lock, left on node `node` when her
+/// connection went (a persistent one when `flags` says so): its FileId and lease.
+fn left_on(cl: &Cluster, node: u16, name: &str, flags: u32) -> (FileId, Lease) {
+    let mut a = alice(cl, node, 1);
+    let l = lease_v2(7, if flags == PERSISTENT { RH } else { RWH });
+    let m = create_msg(&mut a, name, vec![rqls(&l), dh2q(7, flags)]);
+    let f = file_id(&a.send_frame(m)[0]);
+    assert_eq!(a.write(f, 0, b"before").status(), NtStatus::SUCCESS);
+    let lock = [(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    assert_eq!(a.lock(f, &lock).status(), NtStatus::SUCCESS);
+    a.conn.shutdown(a.now);
+    a.pump();
+    (f, l)
+}
+
+/// The reconnect of `f` (with lease `l`) through client `b`, which holds its lookups: parked,
+/// no answer and one job held. Its message id.
+fn parked_reconnect(b: &mut Client, name: &str, f: FileId, l: &Lease, flags: u32) -> u64 {
+    b.hold_lookups = true;
+    let m = create_msg(b, name, vec![rqls(l), dh2c(f, 7, flags)]);
+    let mid = u64::from_le_bytes(m[24..32].try_into().unwrap());
+    assert!(
+        b.send_frame(m).is_empty(),
+        "answered at once: taken over on the I/O thread"
+    );
+    assert_eq!(b.held_lookups.len(), 1, "the takeover, one job");
+    mid
+}
+
+/// Carry what `c` holds, and what that asks in turn, until nothing is held: the responses.
+fn answer_all(c: &mut Client) -> Vec<Resp> {
+    let mut out = Vec::new();
+    while !c.held_lookups.is_empty() {
+        out.extend(answer_held(c));
+    }
+    out
+}
+
+/// A CA cluster of 3 nodes, files homed on node `home`.
+fn ca_cluster(home: u16) -> Cluster {
+    Cluster::with(3, home, |c| {
+        std::sync::Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    })
+}
+
+/// A reconnect of `f` through a fresh client of node `node` gets it back with its data, then
+/// closes it.
+fn back_whole(cl: &Cluster, node: u16, name: &str, f: FileId, l: &Lease, flags: u32) {
+    let mut c = alice(cl, node, 1);
+    let m = create_msg(&mut c, name, vec![rqls(l), dh2c(f, 7, flags)]);
+    let back = file_id(&c.send_frame(m)[0]);
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(node_of(back.volatile), node, "now node {node}'s");
+    assert_eq!(read_data(&c.read(back, 0, 64)), b"before");
+    assert_eq!(c.close(back).status(), NtStatus::SUCCESS);
+}
+
+/// Nothing is left of alice's open of `name`: no node keeps it parked, and a client of node
+/// 3 opens the file sharing nothing and locks its first bytes.
+fn closed_cleanly(cl: &Cluster, name: &str) {
+    for n in &cl.nodes {
+        assert_eq!(n.parked_durables(), 0, "nothing parked");
+    }
+    let mut c = alice(cl, 3, 9);
+    let f = open(&mut c, name, ALL, 0).expect("no open left in the way");
+    let lock = [(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    assert_eq!(c.lock(f, &lock).status(), NtStatus::SUCCESS, "no lock left");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+}
+
+/// A DH2C through node 2 of an open node 1 keeps (files homed on node 2): parked, no call made
+/// to node 1 while the job is held, the open still node 1's, and an ECHO and a CREATE on the
+/// same connection answered meanwhile; once carried, SUCCESS with the open and its data.
+#[test]
+fn a_reconnect_of_an_open_another_node_keeps_is_taken_over_away_from_the_io_thread() {
+    let cl = Cluster::new(3, 2);
+    let (f, l) = left_on(&cl, 1, "doc.txt", 0);
+    let mut b = alice(&cl, 2, 1);
+    let calls = cl.calls_to(1);
+    parked_reconnect(&mut b, "doc.txt", f, &l, 0);
+    assert_eq!(cl.calls_to(1), calls, "no give-up asked on the thread");
+    assert_eq!(
+        cl.nodes[0].parked_durables(),
+        1,
+        "node 1 keeps it meanwhile"
+    );
+    assert_eq!(echo(&mut b), NtStatus::SUCCESS, "answered meanwhile");
+    let other = b
+        .create("other.txt", ALL, D::OPEN_IF, 0)
+        .expect("meanwhile");
+    assert_eq!(b.close(other).status(), NtStatus::SUCCESS);
+    let answered = answer_all(&mut b);
+    let back = file_id(&answered[0]);
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(node_of(back.volatile), 2, "now node 2's");
+    assert_eq!(cl.nodes[0].parked_durables(), 0, "node 1 let it go");
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"before");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    closed_cleanly(&cl, "doc.txt");
+}
+
+/// A DH2C through node 2 of a persistent open whose node (1) died and which the file's home
+/// (3) took over: the record is read and the open taken over from node 3 by the job, not on
+/// the I/O thread (node 3 keeps it and is asked nothing while the job is held; an ECHO is
+/// answered meanwhile); then SUCCESS with its data, its record naming node 2.
+#[test]
+fn a_reconnect_of_a_persistent_open_taken_over_from_a_dead_node_parks_while_it_moves() {
+    let cl = ca_cluster(3);
+    let (f, l) = left_on(&cl, 1, "vm.vhdx", PERSISTENT);
+    cl.kill(1, 3);
+    assert_eq!(cl.nodes[2].parked_persistent(), 1, "node 3 keeps it");
+    let mut b = alice(&cl, 2, 1);
+    let calls = cl.calls_to(3);
+    parked_reconnect(&mut b, "vm.vhdx", f, &l, PERSISTENT);
+    assert_eq!(
+        cl.calls_to(3),
+        calls,
+        "nothing asked of node 3 on the thread"
+    );
+    assert_eq!(cl.nodes[2].parked_persistent(), 1, "still node 3's");
+    assert_eq!(echo(&mut b), NtStatus::SUCCESS, "answered meanwhile");
+    let answered = answer_all(&mut b);
+    b.hold_lookups = false;
+    let back = file_id(&answered[0]);
+    assert_eq!(back.persistent, f.persistent, "the same open");
+    assert_eq!(node_of(back.volatile), 2, "now node 2's");
+    assert_eq!(cl.nodes[2].parked_persistent(), 0, "node 3 let it go");
+    let record = cl.bus.ca.lock().unwrap().get(&f.persistent).cloned();
+    let keeper = record
+        .as_deref()
+        .and_then(ringshare_core::cluster::record_keeper);
+    assert_eq!(keeper, Some(2), "its record names node 2");
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"before");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}
+
+/// The connection of a parked reconnect of a persistent open node 1 keeps goes: before its job
+/// is carried, the job takes nothing (node 1 keeps the open); after it was carried but before
+/// its answer came in, the open taken over is parked on node 2, its record naming node 2.
+/// Either way the next reconnect (through node 3, by the FileId the client knows) has it back
+/// whole. A durable open that is not persistent, taken over so, is closed cleanly instead (its
+/// client's FileId no longer names it): nothing of it is left in another open's way.
+#[test]
+fn a_reconnect_whose_connection_goes_while_it_is_taken_over_leaves_the_open_whole_or_closed() {
+    for (flags, carried) in [
+        (PERSISTENT, false),
+        (PERSISTENT, true),
+        (0, false),
+        (0, true),
+    ] {
+        let cl = ca_cluster(2);
+        let (f, l) = left_on(&cl, 1, "doc.txt", flags);
+        let mut b = alice(&cl, 2, 1);
+        parked_reconnect(&mut b, "doc.txt", f, &l, flags);
+        let job = b.held_lookups.remove(0);
+        if carried {
+            job.run();
+        }
+        b.conn.shutdown(b.now);
+        assert!(answer_all(&mut b).is_empty(), "nobody to answer");
+        let keeper = if carried { 1 } else { 0 };
+        if !carried {
+            // Carried after the connection went: it takes nothing.
+            job.run();
+        }
+        match (flags, carried) {
+            (0, true) => {
+                closed_cleanly(&cl, "doc.txt");
+                continue;
+            }
+            _ => {
+                assert_eq!(cl.nodes[keeper].parked_durables(), 1, "kept whole");
+                assert_eq!(cl.nodes[1 - keeper].parked_durables(), 0);
+            }
+        }
+        back_whole(&cl, 3, "doc.txt", f, &l, flags);
+    }
+}
+
+/// A LOGOFF while a reconnect of a persistent open is parked: the open taken over does not join
+/// the ended session; it is parked on node 2 for the next reconnect, which has it back whole.
+#[test]
+fn a_reconnect_parked_across_a_logoff_leaves_the_open_for_the_next() {
+    let cl = ca_cluster(2);
+    let (f, l) = left_on(&cl, 1, "doc.txt", PERSISTENT);
+    let mut b = alice(&cl, 2, 1);
+    parked_reconnect(&mut b, "doc.txt", f, &l, PERSISTENT);
+    let body = |o: &mut Vec<u8>| o.extend_from_slice(&[4, 0, 0, 0]);
+    assert_eq!(b.call(Command::LOGOFF, 0, body).status(), NtStatus::SUCCESS);
+    let answered = answer_all(&mut b);
+    assert!(
+        answered.iter().all(|r| r.status() != NtStatus::SUCCESS),
+        "no open for an ended session"
+    );
+    assert_eq!(cl.nodes[0].parked_durables(), 0, "node 1 gave it up");
+    assert_eq!(cl.nodes[1].parked_durables(), 1, "kept by node 2");
+    back_whole(&cl, 3, "doc.txt", f, &l, PERSISTENT);
+}
+
+/// A CANCEL of a parked reconnect changes nothing (it is not async): SUCCESS once carried. A
+/// reconnect inside a compound (a related QUERY_INFO after it) parks its job the same way and
+/// the compound is answered whole once it is carried.
+#[test]
+fn a_cancelled_or_compounded_reconnect_is_answered_once_taken_over() {
+    let cl = Cluster::new(3, 2);
+    let (f, l) = left_on(&cl, 1, "doc.txt", 0);
+    let mut b = alice(&cl, 2, 1);
+    let mid = parked_reconnect(&mut b, "doc.txt", f, &l, 0);
+    let mut h = ringshare_wire::header::Header::request(Command::CANCEL, mid);
+    h.session_id = b.session_id;
+    let mut c = Vec::new();
+    h.encode(&mut c);
+    ringshare_wire::misc::CancelRequest.encode(&mut c);
+    assert!(b.send_frame(c).is_empty(), "a CANCEL does not end the wait");
+    let back = file_id(&answer_all(&mut b)[0]);
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"before");
+    b.conn.shutdown(b.now);
+    b.pump();
+    assert_eq!(cl.nodes[1].parked_durables(), 1, "parked again on node 2");
+
+    let mut d = alice(&cl, 3, 1);
+    d.hold_lookups = true;
+    let calls = cl.calls_to(2);
+    let create = create_msg(&mut d, "doc.txt", vec![rqls(&l), dh2c(back, 7, 0)]);
+    let query = d.query_info_msg(RELATED, 1, 5, 4096);
+    assert!(d.compound(vec![create, query], true).is_empty(), "parked");
+    assert_eq!((d.held_lookups.len(), cl.calls_to(2)), (1, calls));
+    let answered = answer_all(&mut d);
+    let statuses: Vec<NtStatus> = answered.iter().map(Resp::status).collect();
+    assert_eq!(statuses, [NtStatus::SUCCESS, NtStatus::SUCCESS]);
+    let again = file_id(&answered[0]);
+    assert_eq!(node_of(again.volatile), 3, "now node 3's");
+    d.hold_lookups = false;
+    assert_eq!(d.close(again).status(), NtStatus::SUCCESS);
+}
+
+/// A DH2C on node 1 of an open node 1 keeps parked, of a file homed on node 2: the home learns
+/// the open's new connection before the CREATE is answered, by a job carried away from the I/O
+/// thread (no call to node 2 while it is held; an ECHO answered meanwhile); then SUCCESS, and a
+/// break the home sends reaches the new connection. A connection that goes before the job is
+/// carried leaves the open parked on node 1 for the next reconnect.
+#[test]
+fn a_reconnect_on_the_opens_own_node_tells_its_files_home_away_from_the_io_thread() {
+    for goes in [false, true] {
+        let cl = Cluster::new(3, 2);
+        let (f, l) = left_on(&cl, 1, "doc.txt", 0);
+        assert_eq!(cl.nodes[0].parked_durables(), 1);
+        let mut b = alice(&cl, 1, 1);
+        let calls = cl.calls_to(2);
+        parked_reconnect(&mut b, "doc.txt", f, &l, 0);
+        assert_eq!(cl.calls_to(2), calls, "the home not asked on the thread");
+        assert_eq!(echo(&mut b), NtStatus::SUCCESS, "answered meanwhile");
+        if goes {
+            b.conn.shutdown(b.now);
+            assert!(answer_all(&mut b).is_empty(), "nobody to answer");
+            assert_eq!(cl.nodes[0].parked_durables(), 1, "parked again");
+            back_whole(&cl, 1, "doc.txt", f, &l, 0);
+            continue;
+        }
+        let back = file_id(&answer_all(&mut b)[0]);
+        b.hold_lookups = false;
+        assert_eq!(back, f, "the same FileId");
+        assert_eq!(cl.calls_to(2), calls + 1, "the home told once");
+        let mut carol = alice(&cl, 3, 3);
+        let m = carol.create_msg_caching("doc.txt", ALL, 7, D::OPEN, 0, None);
+        assert_eq!(carol.send_frame(m)[0].status(), NtStatus::PENDING);
+        assert_eq!(b.breaks().len(), 1, "the break reaches the new connection");
+        assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    }
+}
