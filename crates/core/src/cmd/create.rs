@@ -78,12 +78,15 @@ fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Han
 }
 
 /// Never on the wire: the CREATE waits for a question asked away from the I/O thread (its
-/// file's home's admission, or its persistent open's record) ([`answer::Parked`]; [`super::handle`]
+/// file's home's admission, or its persistent open's record) ([`Parked`]; [`super::handle`]
 /// parks it).
 pub(crate) const PARKED: NtStatus = NtStatus(0xE1D5_0002);
 
+/// The question a CREATE waits for and how it goes on with the answer.
+pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
+
 /// The question a CREATE parked on ([`PARKED`]), as the connection parks it.
-fn parked_on(parked: Option<answer::Parked>) -> Result<Handled, NtStatus> {
+fn parked_on(parked: Option<Parked>) -> Result<Handled, NtStatus> {
     match parked {
         Some((ask, cont)) => Ok(Handled::lookup(ask, cont)),
         None => Err(NtStatus::INTERNAL_ERROR),
@@ -335,7 +338,7 @@ fn create(
     core: &mut ConnCore,
     req: &Req<'_>,
     retry: bool,
-    parked: &mut Option<answer::Parked>,
+    parked: &mut Option<Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let mut dh2q = None;
     let r = create_or_wait(core, req, retry, &mut dh2q, parked);
@@ -359,7 +362,7 @@ fn reconnect_or_replay(
     cr: &CreateRequest<'_>,
     ask: durable::Ask,
     retry: bool,
-    (dh2q, parked): (&mut Option<[u8; 16]>, &mut Option<answer::Parked>),
+    (dh2q, parked): (&mut Option<[u8; 16]>, &mut Option<Parked>),
 ) -> Result<Option<Reply>, NtStatus> {
     if matches!(
         ask,
@@ -450,7 +453,7 @@ fn create_or_wait(
     req: &Req<'_>,
     retry: bool,
     dh2q: &mut Option<[u8; 16]>,
-    parked: &mut Option<answer::Parked>,
+    parked: &mut Option<Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let mut cr = CreateRequest::decode(req.msg).map_err(|e| e.status())?;
     let ask = durable::ask(&cr, core.dialect().map_or(0, |d| d.0))?;
@@ -532,7 +535,7 @@ fn go_on(
     cr: &CreateRequest<'_>,
     o: Opening,
     adm: admission::Admitted,
-    parked: &mut Option<answer::Parked>,
+    parked: &mut Option<Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let server = core.server.clone();
     let mut asked = o.asked;

@@ -276,9 +276,6 @@ pub(crate) struct Installing {
     pub(super) quota_file: bool,
 }
 
-/// The question a CREATE waits for and how it goes on with the answer.
-pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
-
 /// Put the open in its session and answer: a persistent open's record is
 /// in etcd before the client hears of it ([`crate::cluster::ca`]; without
 /// it, no open: the node refuses rather than promise what it cannot keep);
@@ -291,7 +288,7 @@ pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
 pub(super) fn install(
     core: &mut ConnCore,
     fin: Installing,
-    parked: &mut Option<Parked>,
+    parked: &mut Option<super::Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     if let Some(ask) = crate::cluster::ca::to_store(&core.server.node, &fin.open) {
         let cont = crate::cmd::LookupCont::Create(Box::new(fin));

@@ -201,7 +201,7 @@ pub(crate) fn reconnect(
     req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
-    parked: Option<&mut Option<super::answer::Parked>>,
+    parked: Option<&mut Option<super::Parked>>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
 
@@ -386,7 +386,7 @@ fn reconnect_elsewhere(
         &Reconnect<'_>,
         Option<crate::durable::Parked>,
     ),
-    parked: &mut Option<super::answer::Parked>,
+    parked: &mut Option<super::Parked>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     if core.server.node.link().is_none() {
         return Err(ringshare_wire::NtStatus::OBJECT_NAME_NOT_FOUND);
@@ -417,7 +417,7 @@ fn park_takeover(
     req: &crate::exchange::Req<'_>,
     sref: &crate::state::SessionRef,
     (ask, takeover): (crate::lookup::HomeAsk, crate::cluster::takeover::Takeover),
-    parked: &mut Option<super::answer::Parked>,
+    parked: &mut Option<super::Parked>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     let fin = TakingOver {
         session_id: req.session_id,
