@@ -245,16 +245,7 @@ pub(crate) fn reconnect(
         }
         let landing = landing_of(core, req, &sref);
         let t = crate::cluster::handover::move_kept(&server, &landing, parked, &wanted)?;
-        return finish(
-            core,
-            req.session_id,
-            &sref,
-            t.open,
-            t.level,
-            t.lease.as_ref(),
-            t.lease_key,
-            t.file_id,
-        );
+        return finish(core, req.session_id, &sref, t);
     }
     let old = parked.open;
     let route = Route {
@@ -298,16 +289,7 @@ pub(crate) fn reconnect(
             );
         }
     }
-    finish(
-        core,
-        req.session_id,
-        &sref,
-        t.open,
-        t.level,
-        t.lease.as_ref(),
-        t.lease_key,
-        t.file_id,
-    )
+    finish(core, req.session_id, &sref, t)
 }
 
 /// The reconnect's tree: a disk share's name and the session's owner, when the session has
@@ -455,17 +437,7 @@ pub(crate) fn taken_over(
         core.post_closes(asks);
         return Err(ringshare_wire::NtStatus::USER_SESSION_DELETED);
     }
-    finish(
-        core,
-        fin.session_id,
-        &fin.sref,
-        t.open,
-        t.level,
-        t.lease.as_ref(),
-        t.lease_key,
-        t.file_id,
-    )
-    .map(crate::cmd::Handled::Reply)
+    finish(core, fin.session_id, &fin.sref, t).map(crate::cmd::Handled::Reply)
 }
 
 /// A parked reconnect will not go on (its connection went): the persistent open its takeover
@@ -579,19 +551,22 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
 /// one (`lease` and `lease_key`). An open that cannot join (its file cannot be read back, or
 /// its session ended meanwhile) is closed; what that close asks of the cluster (a persistent
 /// open's record removed, the close at a file's home) is posted, away from the I/O thread.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
     core: &mut crate::exchange::ConnCore,
     session_id: u64,
     sref: &crate::state::SessionRef,
-    open: Open,
-    level: u8,
-    lease: Option<&crate::files::oplock::Grant>,
-    lease_key: Option<[u8; 16]>,
-    file_id: ringshare_wire::FileId,
+    taken: crate::cluster::handover::TakenOver,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::NtStatus;
+    let crate::cluster::handover::TakenOver {
+        open,
+        level,
+        lease,
+        lease_key,
+        file_id,
+    } = taken;
+    let lease = lease.as_ref();
     let attr = match open.node.stat().map_err(crate::fsmap::status_of) {
         Ok(a) => a,
         Err(s) => {
