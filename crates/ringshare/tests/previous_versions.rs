@@ -277,8 +277,14 @@ fn assert_snapshot_writes_refused(samba: &[String], ours: &[String]) {
 
 /// What Samba (first) and ringshare (second) answered on `share` with the share's extra
 /// `shadow:` lines: smbclient's questions, smb2.twrp's outcomes and the snapshot writes, each
-/// checked as [`assert_snapshot_writes_refused`] says; `OLD` is unchanged on disk after each.
-fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String>; 2]) {
+/// checked as [`assert_snapshot_writes_refused`] says; `OLD` (at `old_dir` on disk) is
+/// unchanged after each.
+fn both(
+    tmp: &Path,
+    share: &Path,
+    old_dir: &Path,
+    shadow_lines: &str,
+) -> ([Seen; 2], [Vec<String>; 2]) {
     let section = format!(
         "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = shadow_copy2 streams_xattr\n\
          \tshadow:snapdir = .snapshots\n{shadow_lines}",
@@ -300,9 +306,9 @@ fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String
         // out.
         fs::write(share.join("file.txt"), "current content\n").unwrap();
         torture.push(twrp(&srv, &conf));
-        let before = on_disk(&share.join(".snapshots").join(OLD));
+        let before = on_disk(old_dir);
         writes.push(snapshot_writes(&srv));
-        let after = on_disk(&share.join(".snapshots").join(OLD));
+        let after = on_disk(old_dir);
         assert_eq!(before, after, "{OLD} changed through {kind}");
     }
     eprintln!(
@@ -386,7 +392,8 @@ fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
     );
     lay_out(&share, |name| btrfs_snapshot(&share, name));
     // The share is a subvolume: Samba finds the snapdir at its root, as ringshare does.
-    let ([samba, ours], torture) = both(tmp.path(), &share, "");
+    let ([samba, ours], torture) =
+        both(tmp.path(), &share, &share.join(".snapshots").join(OLD), "");
     assert_alike(&samba, &ours);
     // Samba passes all four here (write: the open of the snapshot's file is granted for
     // writing, its WRITE and SET_INFOs refused), so does ringshare.
@@ -407,7 +414,12 @@ fn previous_versions_on_plain_directories_answer_as_samba_with_shadow_copy2() {
     lay_out(&share, |name| copied_snapshot(&share, name));
     // Not a mount point: both look for the snapdir at the share root only with
     // snapdirseverywhere. Only ringshare keeps the snapshot's files unchanged here.
-    let ([samba, ours], torture) = both(tmp.path(), &share, "\tshadow:snapdirseverywhere = yes\n");
+    let ([samba, ours], torture) = both(
+        tmp.path(),
+        &share,
+        &share.join(".snapshots").join(OLD),
+        "\tshadow:snapdirseverywhere = yes\n",
+    );
     assert_alike(&samba, &ours);
     assert!(!share.join(".snapshots").join(OLD).join("new.txt").exists());
     assert_eq!(
@@ -466,7 +478,8 @@ fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_
          \tshadow:delimiter = -20\n\tshadow:format = -%Y-%m-%d-%H%M\n",
         fsys.display()
     );
-    let ([samba, ours], torture) = both(tmp.path(), &share, &lines);
+    let old_dir = snapshots.join(zfs_name(OLD)).join("data").join("share");
+    let ([samba, ours], torture) = both(tmp.path(), &share, &old_dir, &lines);
     assert_alike(&samba, &ours);
-    assert_twrp_alike(&torture, 3);
+    assert_twrp_alike(&torture, 4);
 }
