@@ -1028,11 +1028,11 @@ impl Share for PosixShare {
         // In a snapshot, what the directory's permissions give (its file system may be
         // read-only: a btrfs snapshot), as Samba computes a snapshot's file's access; nothing
         // is deleted through it all the same.
-        if !kernel_allows(
+        let allowed = kernel_allows(
             parent,
             rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-        )? && !(self.snapshot && node::mode_allows(who, &dir, 3))
-        {
+        )? || (self.snapshot && node::mode_allows(who, &dir, 3));
+        if !allowed {
             return Ok(false);
         }
         let entry = rustix::fs::statx(
