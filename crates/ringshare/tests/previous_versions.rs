@@ -13,6 +13,7 @@ mod twin;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::Command;
 
 use common::py::{python, run_bounded, script};
 use common::TempDir;
