@@ -1,12 +1,14 @@
 #!/bin/bash
 # Server-side block clone vs copychunk vs read+write of one file through ringshare on a btrfs
-# image on a loop device (bench/clone.py with python smbprotocol), then what btrfs says the
-# copies share (`btrfs filesystem du`).
+# (or reflink xfs) image on a loop device (bench/clone.py with python smbprotocol), then what
+# the file system says the copies share: `btrfs filesystem du` on btrfs, and on either the
+# bytes of each file's extents `filefrag -v` flags shared.
 #
-# Usage: RINGSHARE_BIN=... PYTHON=.../bin/python bench/clone.sh [SIZE_MIB] [METHOD ...]
+# Usage: RINGSHARE_BIN=... PYTHON=.../bin/python [CLONE_FS=xfs] bench/clone.sh [SIZE_MIB] [METHOD ...]
 #   SIZE_MIB  default 1024; METHODs as bench/clone.py takes them (default all three)
-# Needs: root, btrfs-progs, losetup, useradd; PYTHON with smbprotocol (default
-# target/pyenv/bin/python, which the interop tests set up).
+#   CLONE_FS  btrfs (default) or xfs (made with `mkfs.xfs -m reflink=1`)
+# Needs: root, btrfs-progs or xfsprogs, losetup, useradd, filefrag (e2fsprogs); PYTHON with
+# smbprotocol (default target/pyenv/bin/python, which the interop tests set up).
 set -uo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$SCRIPT_DIR/.." && pwd)
@@ -30,7 +32,11 @@ trap cleanup EXIT
 getent passwd "$USER_NAME" >/dev/null ||
     { useradd --no-create-home --no-user-group --shell /usr/sbin/nologin "$USER_NAME" && CREATED=1; }
 truncate -s $((SIZE * 5 + 1024))M "$WORK/img"
-mkfs.btrfs -q "$WORK/img" >/dev/null || exit 1
+case "${CLONE_FS:-btrfs}" in
+btrfs) mkfs.btrfs -q "$WORK/img" >/dev/null || exit 1 ;;
+xfs) mkfs.xfs -q -m reflink=1 "$WORK/img" >/dev/null || exit 1 ;;
+*) echo "CLONE_FS: btrfs or xfs" >&2; exit 2 ;;
+esac
 LOOP=$(losetup -f --show "$WORK/img") || exit 1
 mkdir "$WORK/mnt" && mount "$LOOP" "$WORK/mnt" || exit 1
 mkdir "$WORK/mnt/share" && chown "$USER_NAME" "$WORK/mnt/share"
@@ -40,5 +46,16 @@ lib_ringshare_start "$BIN" "$WORK/rs" "$PORT" bench "$WORK/mnt/share" "$USER_NAM
 PID=$LIB_RINGSHARE_PID
 "$PY" "$SCRIPT_DIR/clone.py" 127.0.0.1 "$PORT" "$USER_NAME" "$PASS" bench "$SIZE" "$@" || exit 1
 sync
-echo "btrfs filesystem du -s (Total, Exclusive, Set shared):"
-btrfs filesystem du --raw "$WORK/mnt/share"/* | sed 's/^/  /'
+if [ "${CLONE_FS:-btrfs}" = btrfs ]; then
+    echo "btrfs filesystem du -s (Total, Exclusive, Set shared):"
+    btrfs filesystem du --raw "$WORK/mnt/share"/* | sed 's/^/  /'
+fi
+# shared<TAB>FILE<TAB>bytes in extents flagged shared<TAB>size (filefrag -v, in its blocks)
+for f in "$WORK/mnt/share"/*; do
+    filefrag -v "$f" | awk -v f="${f##*/}" '
+        /^File size of / { for (i = 1; i < NF; i++) {
+            if ($i == "is") size = $(i + 1)
+            if ($i == "of" && $(i + 2) == "bytes)") bs = $(i + 1) } }
+        /^ *[0-9]+:/ && /shared/ { n += $6 + 0 }
+        END { printf "shared\t%s\t%d\t%d\n", f, n * bs, size }'
+done

@@ -18,6 +18,9 @@
 #   --fruit         only the macOS suites (vfs.fruit, vfs.fruit_netatalk, vfs.fruit_file_id,
 #                   vfs.fruit_timemachine), each on a share with the fruit options Samba's own
 #                   selftest gives it (see extra_shares below)
+#   --twrp          only smb2.twrp (Previous Versions), on a share with `vfs objects =
+#                   shadow_copy2` whose snapshot is a plain directory `.snapshots/@GMT-…` laid out
+#                   before the suite runs (snapper's layout; see lay_out_twrp below)
 #   --rpc           only the DCE/RPC suites over named pipes (rpc.lsa.lookupsids,
 #                   rpc.lsa.lookupnames: names in ACL editors; rpc.samr.handletype: the
 #                   object picker's samr), run as ncacn_np:127.0.0.1
@@ -63,7 +66,7 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
     smb2.ioctl-on-stream smb2.fileid smb2.timestamps
     smb2.dirlease smb2.durable-v2-regressions smb2.name-mangling smb2.stream-inherit-perms
-    smb2.winattr2 smb2.openattr smb2.winattr rpc.lsa.lookupsids rpc.lsa.lookupnames
+    smb2.winattr2 smb2.openattr smb2.winattr smb2.twrp rpc.lsa.lookupsids rpc.lsa.lookupnames
     rpc.samr.handletype)
 # DCE/RPC over the IPC$ named pipes: `--rpc` (the target is ncacn_np:HOST, not a share).
 RPC_SUITES=(rpc.lsa.lookupsids rpc.lsa.lookupnames rpc.samr.handletype)
@@ -85,6 +88,10 @@ IDENTITY_SUITES=(smb2.acls smb2.sdread smb2.maximum_allowed smb2.delete-on-close
 # Sessions and multichannel (binding, channel signing, channel sequence): `--multichannel`.
 MULTICHANNEL_SUITES=(smb2.session smb2.multichannel)
 QUICK_SUITES=(smb2.connect smb2.read)
+# Previous Versions: `--twrp`; the share of its snapshot, and the snapshot smbtorture is told of.
+TWRP_SUITES=(smb2.twrp)
+TWRP_SHARE=twrp
+TWRP_SNAPSHOT=@GMT-2026.11.01-10.00.00
 
 usage() {
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -104,6 +111,7 @@ while [ $# -gt 0 ]; do
     --streams) SUITES=("${STREAMS_SUITES[@]}") ;;
     --fruit) SUITES=("${FRUIT_SUITES[@]}") ;;
     --rpc) SUITES=("${RPC_SUITES[@]}") ;;
+    --twrp) SUITES=("${TWRP_SUITES[@]}") ;;
     --out)
         [ $# -ge 2 ] || { echo "--out needs a directory" >&2; exit 2; }
         OUT=$2
@@ -135,7 +143,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 MISSING=()
-for tool in smbtorture smbd smbpasswd testparm ss setsid timeout useradd; do
+for tool in smbtorture smbd smbpasswd testparm ss setsid timeout useradd setfattr; do
     command -v "$tool" >/dev/null 2>&1 || MISSING+=("$tool")
 done
 if [ ${#MISSING[@]} -gt 0 ]; then
@@ -236,11 +244,36 @@ extra_shares() {
     fruit:resource = file
     fruit:metadata = stream
     fruit:zero_file_id = yes
+[$TWRP_SHARE]
+    path = $d-twrp
+    read only = no
+    vfs objects = shadow_copy2 streams_xattr
+    shadow:snapdir = .snapshots
+    shadow:snapdirseverywhere = yes
 EOF
 }
 
 # EXTRA_DIRS: the directories of extra_shares (suffixes of $SHM/SERVER).
-EXTRA_DIRS=(nostreams fruit fruit_stream fruit_tm fruit_zero)
+EXTRA_DIRS=(nostreams fruit fruit_stream fruit_tm fruit_zero twrp)
+
+# lay_out_twrp DIR: what smb2.twrp's tests open (the options run_suite gives it): file.txt with
+# a stream `st` of 3 bytes (streams_xattr's xattr: the data and a NUL), subdir/hardlink (a hard
+# link of it), and a snapshot TWRP_SNAPSHOT of both as a plain directory (a copy, hard link and
+# xattrs kept), all owned by the torture user. The file's mode gives its owner rwx: both servers
+# map that to full control (Samba's `acl map full control`), which smb2.twrp.write asks of the
+# snapshot's file (MaximalAccess with WRITE_DAC and WRITE_OWNER); with rw- the user lacks
+# WRITE_OWNER and the test fails at its first check on either server.
+lay_out_twrp() {
+    local dir=$1
+    mkdir -p "$dir/subdir" "$dir/.snapshots/$TWRP_SNAPSHOT" || return 1
+    printf 'snapshot content\n' >"$dir/file.txt"
+    chmod 0744 "$dir/file.txt"
+    ln "$dir/file.txt" "$dir/subdir/hardlink"
+    setfattr -n 'user.DosStream.st:$DATA' -v 0x61626300 "$dir/file.txt" || return 1
+    (cd "$dir" && cp -a --parents file.txt subdir ".snapshots/$TWRP_SNAPSHOT/") || return 1
+    printf 'live content\n' >"$dir/file.txt"
+    chown -R "$TORTURE_USER" "$dir"
+}
 
 # reset_share SERVER: empties the server's share directory. The directory itself stays: a server
 # may hold it open (ringshare resolves every path beneath a directory handle opened at start).
@@ -342,6 +375,11 @@ run_suite() {
         opts=(--option=torture:localdir="$SHM/$server-fruit_tm")
         ;;
     vfs.fruit_file_id) share=fruit_zero ;;
+    smb2.twrp)
+        share=$TWRP_SHARE
+        opts=(--option=torture:twrp_file=file.txt --option=torture:twrp_snapshot="$TWRP_SNAPSHOT"
+            --option=torture:twrp_stream=st --option=torture:twrp_stream_size=3)
+        ;;
     # A standalone server's SAM domain is its NetBIOS name (RSREF on both servers); the
     # rpc.samr suites look up smbtorture's workgroup.
     rpc.samr*) opts=(--workgroup=RSREF) ;;
@@ -351,6 +389,12 @@ run_suite() {
     fi
     if ! ensure_server "$server" >>"$OUT/$server/server-start.log" 2>&1; then
         echo "server did not start; see $OUT/$server/server-start.log" >"$log"
+        RESULT="0 0 0 0 0 255 0"
+        return
+    fi
+    # (after the server start, which empties extra_shares' directories)
+    if [ "$share" = "$TWRP_SHARE" ] && ! lay_out_twrp "$SHM/$server-twrp"; then
+        echo "could not lay out the snapshot share" >"$log"
         RESULT="0 0 0 0 0 255 0"
         return
     fi

@@ -25,6 +25,8 @@
 #                                    differential test checks its streams against) and
 #                                    btrfs-progs (mkfs.btrfs and read-only subvolume snapshots on
 #                                    a loop-mounted image, for Previous Versions, issue 31) and
+#                                    xfsprogs (mkfs.xfs -m reflink=1: block cloning on xfs,
+#                                    tests/block_clone.rs) and
 #                                    wsdd (its discovery mode is the independent WS-Discovery
 #                                    client of tests/wsd.rs; its own service is disabled) and
 #                                    python3-impacket (the sealed DCE/RPC client of the Witness
@@ -37,7 +39,7 @@ SUDO=""
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(python3 python3-venv acl attr
     prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
-    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs wsdd python3-impacket)
+    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs xfsprogs wsdd python3-impacket)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

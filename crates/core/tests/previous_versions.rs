@@ -234,14 +234,105 @@ fn a_snapshot_is_read_only_over_smb() {
         ),
         Err(NtStatus::MEDIA_WRITE_PROTECTED)
     );
-    // Delete-on-close through the view removes nothing.
-    let d = c
-        .create(&f, FILE_READ_DATA | DELETE, D::OPEN, 0x1000)
-        .unwrap();
-    c.close(d);
+    // A delete-on-close open is refused as Samba 4.22 refuses it.
+    assert_eq!(
+        c.create(&f, FILE_READ_DATA | DELETE, D::OPEN, 0x1000),
+        Err(NtStatus::MEDIA_WRITE_PROTECTED)
+    );
     assert_eq!(read_file(&mut c, &f).unwrap(), b"old one");
     assert!(c.server_sees(&[".snapshots", OLD, "f.txt"]));
     assert!(!c.server_sees(&[".snapshots", OLD, "new.txt"]));
+}
+
+/// As on Samba 4.22: a snapshot's file opened for writing is granted, and each change through
+/// the open is refused (the POSIX backend, with Samba beside it:
+/// crates/ringshare/tests/previous_versions.rs).
+#[test]
+fn a_snapshot_file_opened_for_writing_is_granted_and_nothing_changes_it() {
+    let mut c = client();
+    let f = format!("{OLD}\\f.txt");
+    let h = c
+        .create(&f, GENERIC_READ | GENERIC_WRITE, D::OPEN, 0)
+        .unwrap();
+    assert_eq!(
+        c.write(h, 0, b"xyz").status(),
+        NtStatus::MEDIA_WRITE_PROTECTED
+    );
+    let (file, security) = (1, 3);
+    let eof = FileInfoClass::END_OF_FILE.0;
+    for (what, info_type, class, buf, want) in [
+        (
+            "end of file",
+            file,
+            eof,
+            &0u64.to_le_bytes()[..],
+            NtStatus::MEDIA_WRITE_PROTECTED,
+        ),
+        (
+            "rename",
+            file,
+            FileInfoClass::RENAME.0,
+            &rename_to("g.txt")[..],
+            NtStatus::NOT_SAME_DEVICE,
+        ),
+        (
+            "link",
+            file,
+            FileInfoClass::LINK.0,
+            &rename_to("h.txt")[..],
+            NtStatus::NOT_SAME_DEVICE,
+        ),
+        (
+            "disposition",
+            file,
+            FileInfoClass::DISPOSITION.0,
+            &[1u8][..],
+            NtStatus::MEDIA_WRITE_PROTECTED,
+        ),
+        (
+            "security",
+            security,
+            0,
+            &[
+                1u8, 0, 4, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            ][..],
+            NtStatus::MEDIA_WRITE_PROTECTED,
+        ),
+    ] {
+        assert_eq!(
+            c.set_info(h, info_type, class, buf).status(),
+            want,
+            "{what}"
+        );
+    }
+    // FSCTL_SET_SPARSE and FSCTL_SET_ZERO_DATA.
+    for ctl in [0x0009_00C4, 0x0009_80C8] {
+        let input = [0u8; 16];
+        assert_eq!(
+            c.ioctl(h, ctl, &input, 0, IS_FSCTL).status(),
+            NtStatus::MEDIA_WRITE_PROTECTED,
+            "{ctl:#x}"
+        );
+    }
+    c.close(h);
+    assert_eq!(read_file(&mut c, &f).unwrap(), b"old one");
+    assert!(!c.server_sees(&[".snapshots", OLD, "g.txt"]));
+    assert!(!c.server_sees(&[".snapshots", OLD, "h.txt"]));
+    // A name not in the snapshot is not made by an open for writing.
+    assert_eq!(
+        c.create(&format!("{OLD}\\new.txt"), GENERIC_WRITE, D::OPEN_IF, 0),
+        Err(NtStatus::MEDIA_WRITE_PROTECTED)
+    );
+}
+
+/// FILE_RENAME_INFORMATION (and FILE_LINK_INFORMATION) of SMB2: ReplaceIfExists, reserved,
+/// RootDirectory, FileNameLength, FileName.
+fn rename_to(name: &str) -> Vec<u8> {
+    let n: Vec<u8> = name.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let mut b = vec![0u8; 16];
+    b.extend_from_slice(&(n.len() as u32).to_le_bytes());
+    b.extend_from_slice(&n);
+    b
 }
 
 #[test]

@@ -13,7 +13,9 @@ mod twin;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::Command;
 
+use common::py::{python, run_bounded, script};
 use common::TempDir;
 use twin::{must, Accounts, Btrfs, Net, Running, PASS};
 
@@ -31,6 +33,10 @@ fn lay_out(share: &Path, snapshot: impl Fn(&str)) {
     fs::create_dir(share.join("subdir")).unwrap();
     let file = share.join("file.txt");
     fs::write(&file, "old content\n").unwrap();
+    // rwx for its owner: full control on both servers (Samba's `acl map full control`), which
+    // smb2.twrp.write asks of the snapshot's file (MaximalAccess with WRITE_OWNER; rw- gives
+    // Samba's 0x17019F and the test fails at its first check on either server).
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o744)).unwrap();
     fs::hard_link(&file, share.join("subdir/hardlink")).unwrap();
     // streams_xattr's layout: the data and a NUL.
     let stream = ["-n", "user.DosStream.st:$DATA", "-v", "0x61626300"];
@@ -205,9 +211,81 @@ fn twrp(srv: &Running, conf: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Each way of changing `OLD`'s file.txt through an open made for writing (python smbprotocol,
+/// tests/py/smbprotocol_snapshot_writes.py): `what STATUS` lines.
+fn snapshot_writes(srv: &Running) -> Vec<String> {
+    let mut cmd = srv.command(python().to_str().unwrap());
+    cmd.arg(script("smbprotocol_snapshot_writes.py"))
+        .arg(srv.port.to_string())
+        .args([USER, PASS, "share", OLD, "file.txt", "st", "file.txt"]);
+    let (ok, out) = run_bounded(&mut cmd, std::time::Duration::from_secs(60));
+    assert!(ok, "snapshot writes against {}: {out}", srv.name);
+    let lines: Vec<String> = out.lines().map(String::from).collect();
+    assert_eq!(lines.last().map(String::as_str), Some("DONE"), "{out}");
+    lines
+}
+
+/// What is on disk in `dir` (names, sizes, modes, modification times, xattrs), to tell whether
+/// anything changed it.
+fn on_disk(dir: &Path) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("find . -printf '%p %s %m %T@\\n' | sort && getfattr -R -d -m - -e hex . 2>/dev/null")
+        .current_dir(dir)
+        .output()
+        .expect("find");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Samba 4.22 grants an open of a snapshot's file for writing and refuses each change through
+/// it; so does ringshare (each line's status: `what STATUS`). Where Samba refuses a change as
+/// MEDIA_WRITE_PROTECTED or NOT_SAME_DEVICE, ringshare answers the same; where Samba does not
+/// have the request at all (FileDispositionInformationEx, a short name, the valid data length,
+/// object ids, block cloning without vfs_btrfs) ringshare may refuse it otherwise, but refuses
+/// it.
+fn assert_snapshot_writes_refused(samba: &[String], ours: &[String]) {
+    let split = |l: &String| {
+        let (what, st) = l.rsplit_once(' ').unwrap_or((l.as_str(), ""));
+        (what.to_string(), st.to_string())
+    };
+    let samba: Vec<(String, String)> = samba.iter().map(split).collect();
+    let ours: Vec<(String, String)> = ours.iter().map(split).collect();
+    assert_eq!(
+        samba.iter().map(|l| &l.0).collect::<Vec<_>>(),
+        ours.iter().map(|l| &l.0).collect::<Vec<_>>(),
+        "the same requests on both: {ours:#?}"
+    );
+    let (protected, other_device) = ("0xc00000a2", "0xc00000d4");
+    for ((what, theirs), (_, st)) in samba.iter().zip(&ours) {
+        if what == "DONE" {
+            continue;
+        }
+        if what == "open for writing" {
+            assert_eq!(theirs, "SUCCESS", "Samba: {samba:#?}");
+            assert_eq!(st, "SUCCESS", "{what} on ringshare");
+            continue;
+        }
+        assert_ne!(st, "SUCCESS", "{what}: ringshare let it through");
+        if theirs == protected || theirs == other_device {
+            assert_eq!(
+                st, theirs,
+                "{what}: ringshare answered {st}, Samba {theirs}"
+            );
+        }
+    }
+}
+
 /// What Samba (first) and ringshare (second) answered on `share` with the share's extra
-/// `shadow:` lines: smbclient's questions and smb2.twrp's outcomes.
-fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String>; 2]) {
+/// `shadow:` lines: smbclient's questions, smb2.twrp's outcomes and the snapshot writes, each
+/// checked as [`assert_snapshot_writes_refused`] says; `OLD` (at `old_dir` on disk) is
+/// unchanged after each.
+fn both(
+    tmp: &Path,
+    share: &Path,
+    old_dir: &Path,
+    shadow_lines: &str,
+) -> ([Seen; 2], [Vec<String>; 2]) {
     let section = format!(
         "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = shadow_copy2 streams_xattr\n\
          \tshadow:snapdir = .snapshots\n{shadow_lines}",
@@ -216,6 +294,7 @@ fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String
     let conf = twin::client_conf(&tmp.join("client"));
     let mut seen = Vec::new();
     let mut torture = Vec::new();
+    let mut writes = Vec::new();
     for kind in ["samba", "ringshare"] {
         let base = tmp.join(format!("{kind}-state"));
         let srv = if kind == "samba" {
@@ -228,7 +307,16 @@ fn both(tmp: &Path, share: &Path, shadow_lines: &str) -> ([Seen; 2], [Vec<String
         // out.
         fs::write(share.join("file.txt"), "current content\n").unwrap();
         torture.push(twrp(&srv, &conf));
+        let before = on_disk(old_dir);
+        writes.push(snapshot_writes(&srv));
+        let after = on_disk(old_dir);
+        assert_eq!(before, after, "{OLD} changed through {kind}");
     }
+    eprintln!(
+        "snapshot writes samba: {:#?}\nringshare: {:#?}",
+        writes[0], writes[1]
+    );
+    assert_snapshot_writes_refused(&writes[0], &writes[1]);
     eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
     eprintln!(
         "smb2.twrp samba: {:?}\nsmb2.twrp ringshare: {:?}",
@@ -305,11 +393,12 @@ fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
     );
     lay_out(&share, |name| btrfs_snapshot(&share, name));
     // The share is a subvolume: Samba finds the snapdir at its root, as ringshare does.
-    let ([samba, ours], torture) = both(tmp.path(), &share, "");
+    let ([samba, ours], torture) =
+        both(tmp.path(), &share, &share.join(".snapshots").join(OLD), "");
     assert_alike(&samba, &ours);
-    // Samba passes stream, openroot and listdir here; its write test fails at the open's
-    // MaximalAccess on a read-only btrfs snapshot, as ringshare's does.
-    assert_twrp_alike(&torture, 3);
+    // Samba passes all four here (write: the open of the snapshot's file is granted for
+    // writing, its WRITE and SET_INFOs refused), so does ringshare.
+    assert_twrp_alike(&torture, 4);
 }
 
 #[test]
@@ -326,16 +415,20 @@ fn previous_versions_on_plain_directories_answer_as_samba_with_shadow_copy2() {
     lay_out(&share, |name| copied_snapshot(&share, name));
     // Not a mount point: both look for the snapdir at the share root only with
     // snapdirseverywhere. Only ringshare keeps the snapshot's files unchanged here.
-    let ([samba, ours], torture) = both(tmp.path(), &share, "\tshadow:snapdirseverywhere = yes\n");
+    let ([samba, ours], torture) = both(
+        tmp.path(),
+        &share,
+        &share.join(".snapshots").join(OLD),
+        "\tshadow:snapdirseverywhere = yes\n",
+    );
     assert_alike(&samba, &ours);
     assert!(!share.join(".snapshots").join(OLD).join("new.txt").exists());
     assert_eq!(
         fs::read_to_string(share.join(".snapshots").join(OLD).join("file.txt")).unwrap(),
         "old content\n"
     );
-    // As on btrfs: stream, openroot and listdir pass on Samba; its write test fails at the
-    // open's MaximalAccess for this user (no WRITE_DAC or WRITE_OWNER), as ringshare's does.
-    assert_twrp_alike(&torture, 3);
+    // As on btrfs: all four pass on Samba and on ringshare.
+    assert_twrp_alike(&torture, 4);
 }
 
 /// zfs-auto-snapshot's name of the snapshot taken at `token` (`@GMT-YYYY.MM.DD-HH.MM.00`).
@@ -386,7 +479,8 @@ fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_
          \tshadow:delimiter = -20\n\tshadow:format = -%Y-%m-%d-%H%M\n",
         fsys.display()
     );
-    let ([samba, ours], torture) = both(tmp.path(), &share, &lines);
+    let old_dir = snapshots.join(zfs_name(OLD)).join("data").join("share");
+    let ([samba, ours], torture) = both(tmp.path(), &share, &old_dir, &lines);
     assert_alike(&samba, &ours);
-    assert_twrp_alike(&torture, 3);
+    assert_twrp_alike(&torture, 4);
 }

@@ -510,6 +510,15 @@ pub trait Share: Send + Sync + fmt::Debug {
         let _ = (who, dir);
         Err(FsError::AccessDenied)
     }
+
+    /// This share is a snapshot's view ([`Share::read_only_view`]) that opens an existing file
+    /// asked for writing as Samba 4.22 opens it in a snapshot: granted, with the rights the
+    /// file's permissions give, its descriptor opened for reading only; every change through it
+    /// still fails ([`FsError::ReadOnly`]), and the server refuses the rest (a WRITE, SET_INFO,
+    /// FSCTLs) before they reach the file. The default: no.
+    fn is_snapshot(&self) -> bool {
+        false
+    }
 }
 
 /// Most data bytes one named stream holds: the xattr that stores it takes

@@ -299,6 +299,8 @@ impl State {
 pub struct MemShare {
     state: Arc<Mutex<State>>,
     read_only: bool,
+    /// A snapshot's view ([`Share::is_snapshot`]; read-only too).
+    snapshot: bool,
     /// Where this handle's root is in the tree: empty, or the directory a
     /// [`Share::read_only_view`] was made of.
     root: RelPath,
@@ -358,6 +360,7 @@ impl MemShare {
         MemShare {
             state: Arc::new(Mutex::new(st)),
             read_only: false,
+            snapshot: false,
             root: RelPath::root(),
         }
     }
@@ -484,12 +487,17 @@ impl Share for MemShare {
         Ok(Arc::new(MemShare {
             state: Arc::clone(&self.state),
             read_only: true,
+            snapshot: true,
             root,
         }))
     }
 
     fn clone_block_size(&self) -> Option<u64> {
         (lock(&self.state).clones && !self.read_only).then_some(BLOCK_SIZE)
+    }
+
+    fn is_snapshot(&self) -> bool {
+        self.snapshot
     }
 
     /// Files and directories made here belong to `who` (no permission is
@@ -503,9 +511,14 @@ impl Share for MemShare {
             opts.mode,
             OpenMode::CreateNew | OpenMode::OpenOrCreate | OpenMode::TruncateOrCreate
         );
-        if self.read_only && (opts.write || opts.mode == OpenMode::CreateNew || truncates) {
+        if self.read_only
+            && ((opts.write && !self.snapshot) || opts.mode == OpenMode::CreateNew || truncates)
+        {
             return Err(FsError::ReadOnly);
         }
+        // In a snapshot an existing file asked for writing is opened for reading only, as the
+        // POSIX backend opens it; a name not there is not made.
+        let write = opts.write && !self.snapshot;
         if opts.directory && opts.non_directory {
             return Err(FsError::InvalidName);
         }
@@ -532,7 +545,7 @@ impl Share for MemShare {
                     i.allocation = 0;
                     truncated = true;
                 }
-                let node = self.make_node(&mut st, ino, path, opts.read, opts.write)?;
+                let node = self.make_node(&mut st, ino, path, opts.read, write)?;
                 let dir = kind == FileKind::Directory;
                 Ok(Opened {
                     node: Arc::new(node),
@@ -540,7 +553,7 @@ impl Share for MemShare {
                     truncated,
                     attr: None,
                     read: dir || opts.read,
-                    write: !dir && opts.write,
+                    write: !dir && write,
                 })
             }
             Err(FsError::NotFound) if creates => {

@@ -475,6 +475,8 @@ pub struct PosixShare {
     root: OwnedFd,
     root_path: PathBuf,
     read_only: bool,
+    /// A snapshot's view ([`Share::is_snapshot`]; read-only too).
+    snapshot: bool,
     /// The root's device, and what its file system is; files on another device are asked
     /// afresh.
     root_dev: (u32, u32),
@@ -521,6 +523,7 @@ impl PosixShare {
             root: fd,
             root_path,
             read_only: false,
+            snapshot: false,
             root_dev: (st.stx_dev_major, st.stx_dev_minor),
             root_fs,
             streams,
@@ -647,6 +650,7 @@ impl PosixShare {
                 writable,
                 path_only,
                 read_only: self.read_only,
+                snapshot: self.snapshot,
                 in_memory,
                 fuse,
                 dos_kept,
@@ -880,14 +884,25 @@ impl PosixShare {
 impl Share for PosixShare {
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
         act(who)?;
-        if self.read_only
-            && (opts.write
-                || matches!(
-                    opts.mode,
-                    OpenMode::CreateNew | OpenMode::Truncate | OpenMode::TruncateOrCreate
-                ))
-        {
+        let changes = matches!(
+            opts.mode,
+            OpenMode::CreateNew | OpenMode::Truncate | OpenMode::TruncateOrCreate
+        );
+        if self.read_only && (changes || (opts.write && !self.snapshot)) {
             return Err(FsError::ReadOnly);
+        }
+        if self.snapshot && opts.write {
+            // Granted as Samba 4.22 grants it, the descriptor for reading only; nothing is
+            // made (OpenOrCreate of a name not there is a change).
+            let reading = OpenOptions {
+                write: false,
+                mode: OpenMode::Existing,
+                ..*opts
+            };
+            return match self.open(who, path, &reading) {
+                Err(FsError::NotFound) if opts.mode != OpenMode::Existing => Err(FsError::ReadOnly),
+                r => r,
+            };
         }
         if opts.directory && opts.non_directory {
             return Err(FsError::InvalidName);
@@ -1009,13 +1024,17 @@ impl Share for PosixShare {
         act(who)?;
         let (parent, name) = self.open_parent(path)?;
         let parent = parent.as_fd();
-        if !kernel_allows(
+        let dir = statx_fd(parent).map_err(errno_to_fs)?;
+        // In a snapshot, what the directory's permissions give (its file system may be
+        // read-only: a btrfs snapshot), as Samba computes a snapshot's file's access; nothing
+        // is deleted through it all the same.
+        let allowed = kernel_allows(
             parent,
             rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-        )? {
+        )? || (self.snapshot && node::mode_allows(who, &dir, 3));
+        if !allowed {
             return Ok(false);
         }
-        let dir = statx_fd(parent).map_err(errno_to_fs)?;
         let entry = rustix::fs::statx(
             parent,
             name,
@@ -1067,7 +1086,13 @@ impl Share for PosixShare {
             .map_err(|e| self.lookup_error(dir, e))?;
         let view = PosixShare::rooted_at(fd, self.root_path.join(dir.to_slash_path()))
             .map_err(errno_to_fs)?;
-        Ok(Arc::new(view.with_read_only(true)))
+        let mut view = view.with_read_only(true);
+        view.snapshot = true;
+        Ok(Arc::new(view))
+    }
+
+    fn is_snapshot(&self) -> bool {
+        self.snapshot
     }
 
     /// btrfs (probed once at set-up); a read-only share changes nothing.

@@ -472,6 +472,10 @@ fn create_or_wait(
         NtStatus::OBJECT_PATH_SYNTAX_BAD if in_snapshot => NtStatus::OBJECT_PATH_NOT_FOUND,
         e => e,
     })?;
+    if in_snapshot && asked.delete_on_close {
+        // Nothing in a snapshot is deleted; Samba 4.22 refuses such an open so.
+        return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+    }
     if let (false, Some(sd)) = (retry, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.

@@ -88,6 +88,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if ir.flags != IoctlFlags::IS_FSCTL {
         return Err(NtStatus::NOT_SUPPORTED);
     }
+    if changes_the_file(ir.ctl_code) {
+        // Into a file of a snapshot (an open granted write access there, as Samba 4.22 grants
+        // it): refused as Samba refuses it.
+        if handles::in_snapshot(handles::find(core, req, ir.file_id)?.as_ref()) {
+            return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+        }
+    }
     match ir.ctl_code {
         Fsctl::VALIDATE_NEGOTIATE_INFO => validate_negotiate(core, &ir),
         Fsctl::SRV_REQUEST_RESUME_KEY => request_resume_key(core, req, &ir),
@@ -117,6 +124,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         _ => Err(NtStatus::NOT_SUPPORTED),
     }
+}
+
+/// The FSCTLs that change the file they are sent on (a copy's or clone's target).
+fn changes_the_file(code: Fsctl) -> bool {
+    matches!(
+        code,
+        Fsctl::SRV_COPYCHUNK
+            | Fsctl::SRV_COPYCHUNK_WRITE
+            | Fsctl::DUPLICATE_EXTENTS_TO_FILE
+            | Fsctl::DUPLICATE_EXTENTS_TO_FILE_EX
+            | Fsctl::SET_SPARSE
+            | Fsctl::SET_ZERO_DATA
+            | Fsctl::SET_COMPRESSION
+            | Fsctl::SET_REPARSE_POINT
+            | Fsctl::DELETE_REPARSE_POINT
+    )
 }
 
 /// [MS-SMB2] 3.3.5.15.9 FSCTL_LMR_REQUEST_RESILIENCY: the open becomes

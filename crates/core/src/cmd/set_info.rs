@@ -83,6 +83,9 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let read_only = handles::tree_read_only(core, req);
     let server = core.server.clone();
     let open = handles::find(core, req, s.file_id)?;
+    if handles::in_snapshot(&open) {
+        snapshot_refusal(s.info_type, FileInfoClass(s.info_class))?;
+    }
     match s.info_type {
         InfoType::FILE if is_disposition(FileInfoClass(s.info_class)) => {
             if read_only {
@@ -125,6 +128,27 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }
     Ok(Handled::Reply(Reply::ok(ok_body())))
+}
+
+/// What a SET_INFO on an open of a file in a snapshot answers, as Samba 4.22 does: a rename
+/// or hard link (out of the snapshot's volume) NOT_SAME_DEVICE, any other change of the file
+/// (its size, allocation, attributes, times, EAs, delete disposition, short name, valid data
+/// length, security descriptor) MEDIA_WRITE_PROTECTED; only the handle's own position and mode
+/// may be set.
+fn snapshot_refusal(info_type: InfoType, class: FileInfoClass) -> Result<(), NtStatus> {
+    match info_type {
+        InfoType::FILE if matches!(class, FileInfoClass::POSITION | FileInfoClass::MODE) => Ok(()),
+        InfoType::FILE
+            if matches!(
+                class,
+                FileInfoClass::RENAME | FileInfoClass::RENAME_EX | FileInfoClass::LINK
+            ) =>
+        {
+            Err(NtStatus::NOT_SAME_DEVICE)
+        }
+        InfoType::FILE | InfoType::SECURITY => Err(NtStatus::MEDIA_WRITE_PROTECTED),
+        _ => Ok(()),
+    }
 }
 
 /// `when`: now and this connection's id (a rename may wait).

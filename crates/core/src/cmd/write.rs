@@ -115,6 +115,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if read_only || !access::can_write(open.access) {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    if handles::in_snapshot(&open) {
+        return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+    }
     if wr.offset > i64::MAX as u64 {
         return Err(NtStatus::INVALID_PARAMETER);
     }

@@ -110,6 +110,13 @@ pub(crate) fn tree_read_only(core: &ConnCore, req: &Req<'_>) -> bool {
     })
 }
 
+/// The open is of a file in a snapshot (Previous Versions): it may have been granted write
+/// access, as Samba 4.22 grants it, but nothing changes the file through it
+/// ([`ringshare_vfs::Share::is_snapshot`]); what would is MEDIA_WRITE_PROTECTED.
+pub(crate) fn in_snapshot(open: &Open) -> bool {
+    open.share.backend.is_snapshot()
+}
+
 /// The connection uses multi-credit requests ([MS-SMB2] 3.3.5.2.5).
 pub(crate) fn large_mtu(core: &ConnCore) -> bool {
     core.negotiated

@@ -15,6 +15,8 @@ pub struct PosixNode {
     /// Opened `O_PATH` (stat only): no I/O, xattrs and times through `/proc`.
     pub(super) path_only: bool,
     pub(super) read_only: bool,
+    /// In a snapshot's view ([`crate::Share::is_snapshot`]).
+    pub(super) snapshot: bool,
     /// On a file system that keeps files in memory ([`FsKind::in_memory`](super::FsKind)).
     pub(super) in_memory: bool,
     /// On a FUSE file system ([`Node::reads_within_size`]).
@@ -282,10 +284,19 @@ impl Node for PosixNode {
         use rustix::fs::Access;
         self.act()?;
         let fd = self.fd.as_fd();
-        let uid = statx_fd(fd).map_err(errno_to_fs)?.stx_uid;
+        let st = statx_fd(fd).map_err(errno_to_fs)?;
+        let uid = st.stx_uid;
+        let write = if self.snapshot {
+            // What the file's permissions give, as Samba computes a snapshot's file's access
+            // (nothing is written through it all the same): the kernel's answer, or on a
+            // read-only file system (a btrfs snapshot: EROFS whatever the mode) the mode's.
+            kernel_allows(fd, Access::WRITE_OK)? || mode_allows(&self.who, &st, 2)
+        } else {
+            !self.read_only && kernel_allows(fd, Access::WRITE_OK)?
+        };
         Ok(crate::Access {
             read: kernel_allows(fd, Access::READ_OK)?,
-            write: !self.read_only && kernel_allows(fd, Access::WRITE_OK)?,
+            write,
             execute: kernel_allows(fd, Access::EXEC_OK)?,
             owner: self.who.uid() == 0 || self.who.uid() == uid,
         })
@@ -972,4 +983,21 @@ fn data_ranges(fd: BorrowedFd<'_>, offset: u64, end: u64) -> FsResult<Vec<(u64, 
         pos = hole;
     }
     Ok(out)
+}
+
+/// Whether the mode bits of `st` give `who` all of `want` (4 read, 2 write, 1 execute) in the
+/// owner, group or other class, as the kernel picks it (POSIX ACL entries are not read): for a
+/// file on a read-only file system, which the kernel answers EROFS for whatever its mode.
+pub(super) fn mode_allows(who: &crate::Who, st: &rustix::fs::Statx, want: u32) -> bool {
+    let mode = u32::from(st.stx_mode);
+    let class = if who.uid() == 0 {
+        return true;
+    } else if who.uid() == st.stx_uid {
+        mode >> 6
+    } else if who.gid() == st.stx_gid || who.in_group(st.stx_gid) {
+        mode >> 3
+    } else {
+        mode
+    };
+    class & want == want
 }

@@ -204,9 +204,11 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
         mode,
         OpenMode::CreateNew | OpenMode::Truncate | OpenMode::TruncateOrCreate
     );
-    if write || changes {
+    if changes || (write && !base.snapshot) {
         share_writable(base.read_only)?;
     }
+    // In a snapshot, granted as Samba 4.22 grants it and written by nothing.
+    let write = write && !base.snapshot;
     base.act()?;
     let fd = base.fd.as_fd();
     // As a file opened for writing: the kernel must let the user write it.
@@ -259,6 +261,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
             writable: base.writable,
             path_only: base.path_only,
             read_only: base.read_only,
+            snapshot: base.snapshot,
             in_memory: base.in_memory,
             fuse: base.fuse,
             dos_kept: base.dos_kept,

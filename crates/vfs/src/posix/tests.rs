@@ -530,10 +530,36 @@ fn a_read_only_view_is_confined_to_its_directory_and_changes_nothing() {
         write: true,
         ..OpenOptions::read_existing()
     };
+    // A snapshot's file is opened for writing as Samba 4.22 opens it: granted, its descriptor
+    // for reading only, and nothing written through it.
+    assert!(view.is_snapshot());
+    let opened = view.open(&who, &path("f"), &write).unwrap();
+    assert!(!opened.write);
     assert_eq!(
-        view.open(&who, &path("f"), &write).unwrap_err(),
+        opened.node.write_at(b"new", 0).unwrap_err(),
         FsError::ReadOnly
     );
+    assert!(
+        opened.node.access().unwrap().write,
+        "the file's mode lets its owner write"
+    );
+    let write_or_create = OpenOptions {
+        mode: OpenMode::OpenOrCreate,
+        ..write
+    };
+    assert_eq!(
+        view.open(&who, &path("new"), &write_or_create).unwrap_err(),
+        FsError::ReadOnly
+    );
+    let overwrite = OpenOptions {
+        mode: OpenMode::Truncate,
+        ..write
+    };
+    assert_eq!(
+        view.open(&who, &path("f"), &overwrite).unwrap_err(),
+        FsError::ReadOnly
+    );
+    assert!(!share.is_snapshot());
     let create = OpenOptions {
         mode: OpenMode::OpenOrCreate,
         ..OpenOptions::read_existing()
