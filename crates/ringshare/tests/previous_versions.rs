@@ -64,8 +64,12 @@ fn btrfs_snapshot(share: &Path, name: &str) {
 /// A snapshot as a plain directory (snapper's layout on a file system without snapshots): a
 /// copy of the share's files, hard links and xattrs kept, writable by the user on disk.
 fn copied_snapshot(share: &Path, name: &str) {
-    let to = share.join(".snapshots").join(name);
-    fs::create_dir(&to).unwrap();
+    copy_into(share, &share.join(".snapshots").join(name));
+}
+
+/// The share's files copied into directory `to` (made with its parents), as the user's.
+fn copy_into(share: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
     let (s, t) = (share.display(), to.display());
     must(
         "sh",
@@ -76,6 +80,16 @@ fn copied_snapshot(share: &Path, name: &str) {
             ),
         ],
     );
+}
+
+/// What each test starts with, once its tools are there: the tests one at a time (they share
+/// `USER`), a directory anyone may enter, and the account.
+fn set_up(tag: &str) -> (std::sync::MutexGuard<'static, ()>, TempDir, Accounts) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = TempDir::new(tag);
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let accounts = Accounts::create(&[], &[(USER, &[])], None);
+    (one, tmp, accounts)
 }
 
 fn smbclient(srv: &Running, conf: &Path, cmds: &str) -> String {
@@ -381,10 +395,7 @@ fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
     ) {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = TempDir::new("twrp");
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
+    let (_one, tmp, _accounts) = set_up("twrp");
     let fsys = Btrfs::new(tmp.path());
     let share = fsys.mnt.join("share");
     must(
@@ -406,10 +417,7 @@ fn previous_versions_on_plain_directories_answer_as_samba_with_shadow_copy2() {
     if !tools_or_skip("previous versions on plain directories", &[]) {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = TempDir::new("twrp-plain");
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
+    let (_one, tmp, _accounts) = set_up("twrp-plain");
     let share = tmp.path().join("share");
     fs::create_dir(&share).unwrap();
     lay_out(&share, |name| copied_snapshot(&share, name));
@@ -447,31 +455,15 @@ fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_
     if !tools_or_skip("previous versions below a mount point", &[]) {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = TempDir::new("twrp-zfs");
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let _accounts = Accounts::create(&[], &[(USER, &[])], None);
+    let (_one, tmp, _accounts) = set_up("twrp-zfs");
     // ZFS's layout: the data set's root (its mount point) holds the snapshots, each an image
     // of the whole data set; the share is a directory two levels below.
     let fsys = tmp.path().join("fs");
     let share = fsys.join("data").join("share");
     fs::create_dir_all(&share).unwrap();
     let snapshots = fsys.join(".snapshots");
-    let copy_to = |token: &str| {
-        let to = snapshots.join(zfs_name(token)).join("data").join("share");
-        fs::create_dir_all(&to).unwrap();
-        let (s, t) = (share.display(), to.display());
-        must(
-            "sh",
-            &[
-                "-c",
-                &format!(
-                    "cd {s} && cp -a --parents file.txt subdir {t}/ && chown -R {USER}:{USER} {t}"
-                ),
-            ],
-        );
-    };
-    lay_out(&share, copy_to);
+    let image_of = |token: &str| snapshots.join(zfs_name(token)).join("data").join("share");
+    lay_out(&share, |token| copy_into(&share, &image_of(token)));
     // A directory that is no snapshot: its name does not match the prefix.
     fs::create_dir_all(snapshots.join("manual-2026-11-03-1000/data/share")).unwrap();
     let lines = format!(
@@ -479,8 +471,7 @@ fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_
          \tshadow:delimiter = -20\n\tshadow:format = -%Y-%m-%d-%H%M\n",
         fsys.display()
     );
-    let old_dir = snapshots.join(zfs_name(OLD)).join("data").join("share");
-    let ([samba, ours], torture) = both(tmp.path(), &share, &old_dir, &lines);
+    let ([samba, ours], torture) = both(tmp.path(), &share, &image_of(OLD), &lines);
     assert_alike(&samba, &ours);
     assert_twrp_alike(&torture, 4);
 }
