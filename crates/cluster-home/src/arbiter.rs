@@ -55,6 +55,18 @@ pub struct Asking {
 }
 
 impl Asking {
+    /// The question of open `ask` of file `key`, asked of another node or (`here`) of this one.
+    fn of(key: FileKey, ask: &OpenAsk<'_>, here: bool) -> Asking {
+        Asking {
+            withdrawn: Arc::default(),
+            key,
+            owner: ask.owner,
+            share: ask.share.to_string(),
+            who: ask.who.cloned(),
+            here,
+        }
+    }
+
     /// The open is decided here, the file's home, on a home-call thread (not on another node).
     pub fn decided_here(&self) -> bool {
         self.here
@@ -100,14 +112,7 @@ pub fn admit_or_ask(
     let Some(link) = server.node.link().cloned() else {
         return Decision::Made(Err(NtStatus::INTERNAL_ERROR));
     };
-    let asking = Asking {
-        withdrawn: Arc::default(),
-        key,
-        owner: ask.owner,
-        share: ask.share.to_string(),
-        who: ask.who.cloned(),
-        here: false,
-    };
+    let asking = Asking::of(key, ask, false);
     let (withdrawn, owner) = (Arc::clone(&asking.withdrawn), ask.owner);
     let message = cluster::call_bytes(&*link, node, Call::Admit(key, Box::new(msg::Ask::of(ask))));
     let entry = Arc::clone(entry);
@@ -157,14 +162,7 @@ fn admit_at_home(
     if let Some(r) = cluster::home::admit_in_place(server, key, entry, ask) {
         return Decision::Made(r);
     }
-    let asking = Asking {
-        withdrawn: Arc::default(),
-        key,
-        owner: ask.owner,
-        share: ask.share.to_string(),
-        who: ask.who.cloned(),
-        here: true,
-    };
+    let asking = Asking::of(key, ask, true);
     let withdrawn = Arc::clone(&asking.withdrawn);
     match cluster::home::admit_away(server, key, entry, ask, withdrawn) {
         Ok(call) => Decision::Ask(call, asking),
