@@ -861,15 +861,6 @@ const RELATED: FileId = FileId {
     volatile: u64::MAX,
 };
 
-/// A cluster of three nodes whose share is continuously available, every file homed on node 3.
-fn ca_cluster() -> Cluster {
-    Cluster::with(3, 3, |c| {
-        std::sync::Arc::get_mut(&mut c.shares[0])
-            .unwrap()
-            .continuous_availability = true;
-    })
-}
-
 /// A client of node `node` on a dialect with persistent handles (ClientGuid `guid`).
 fn ca_client(cl: &Cluster, node: u16, guid: u8) -> Client {
     let s = cl.nodes[usize::from(node) - 1].clone();
@@ -947,7 +938,7 @@ fn runs_again_after_a_break(
 /// its open, and the record, stored all the same, is removed by a question asked after it.
 #[test]
 fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from_the_io_thread() {
-    let cl = ca_cluster();
+    let cl = ca_cluster(3);
     let (mut a, mut b) = (ca_client(&cl, 1, 1), ca_client(&cl, 2, 2));
     let other = open(&mut a, "again-other.txt", ALL, 7).expect("other");
     let m = persistent_create_msg(&mut a, "again.txt", 1, false);
@@ -1068,7 +1059,7 @@ fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from
 /// the thread makes neither call, and the compound is answered once the record is stored.
 #[test]
 fn a_compounds_create_run_again_after_breaks_parks_its_job_on_the_home_and_the_store() {
-    let cl = ca_cluster();
+    let cl = ca_cluster(3);
     let (mut a, mut b) = (ca_client(&cl, 1, 1), ca_client(&cl, 2, 2));
     let create = persistent_create_msg(&mut a, "again-compound.txt", 1, false);
     let query = a.query_info_msg(RELATED, 1, 4, 4096);

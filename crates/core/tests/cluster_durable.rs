@@ -10,14 +10,8 @@ mod support;
 
 use cluster_support::*;
 use ringshare_core::cluster::{node_of, ClusterNode, Reclaim};
-use ringshare_wire::consts::{
-    AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
-    ImpersonationLevel, OplockLevel, ShareAccess,
-};
-use ringshare_wire::create::{
-    tag, ContextTag, CreateContext, CreateRequest, CreateResponse, DurableHandleReconnectV2,
-    DurableHandleRequestV2, Lease,
-};
+use ringshare_wire::consts::{Command, CreateDisposition as D, Dialect};
+use ringshare_wire::create::{ContextTag, CreateContext, CreateResponse, Lease};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -47,36 +41,8 @@ fn dh2q(guid: u8) -> CreateContext<'static> {
 /// SMB2_DHANDLE_FLAG_PERSISTENT.
 const PERSISTENT: u32 = 2;
 
-fn dh2q_flags(guid: u8, flags: u32) -> CreateContext<'static> {
-    CreateContext::new(
-        tag::DURABLE_HANDLE_REQUEST_V2,
-        DurableHandleRequestV2 {
-            timeout: 0,
-            flags,
-            create_guid: [guid; 16],
-        }
-        .encode(),
-    )
-}
-
 fn dh2c(f: FileId, guid: u8) -> CreateContext<'static> {
     dh2c_flags(f, guid, 0)
-}
-
-fn dh2c_flags(f: FileId, guid: u8, flags: u32) -> CreateContext<'static> {
-    CreateContext::new(
-        tag::DURABLE_HANDLE_RECONNECT_V2,
-        DurableHandleReconnectV2 {
-            file_id: f,
-            create_guid: [guid; 16],
-            flags,
-        }
-        .encode(),
-    )
-}
-
-fn rqls(l: &Lease) -> CreateContext<'static> {
-    CreateContext::new(tag::REQUEST_LEASE, l.encode())
 }
 
 fn create(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Resp {
@@ -86,31 +52,7 @@ fn create(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> 
 
 /// The CREATE request [`create`] sends.
 fn create_msg(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Vec<u8> {
-    create_msg_sharing(c, name, 7, contexts)
-}
-
-/// [`create_msg`] sharing `share_access` only.
-fn create_msg_sharing(
-    c: &mut Client,
-    name: &str,
-    share_access: u32,
-    contexts: Vec<CreateContext<'static>>,
-) -> Vec<u8> {
-    let req = CreateRequest {
-        security_flags: 0,
-        requested_oplock_level: OplockLevel(LEASE),
-        impersonation_level: ImpersonationLevel::IMPERSONATION,
-        smb_create_flags: 0,
-        desired_access: AccessMask(ALL),
-        file_attributes: FileAttributes(0),
-        share_access: ShareAccess(share_access),
-        create_disposition: D::OPEN_IF,
-        create_options: CreateOptions(0),
-        name: name.to_string(),
-        contexts,
-    };
-    let tree = c.tree_id;
-    c.message(Command::CREATE, tree, |o| req.encode(o))
+    lease_create_msg(c, name, 7, contexts)
 }
 
 /// The FileId, oplock level and lease state a CREATE got, and whether
@@ -330,7 +272,7 @@ fn a_disconnected_open_kept_by_another_node_is_closed_when_a_new_open_would_have
     // Shares nothing, with a handle lease: a conflicting open must break
     // H, which a disconnected client cannot acknowledge.
     let mut a = client_as(&cl, 1, 1, "alice", "secret");
-    let m = create_msg_sharing(&mut a, "x.txt", 0, vec![rqls(&lease_v2(2, RH)), dh2q(2)]);
+    let m = lease_create_msg(&mut a, "x.txt", 0, vec![rqls(&lease_v2(2, RH)), dh2q(2)]);
     let (f, ..) = opened(&a.send_frame(m).remove(0));
     a.conn.shutdown(a.now);
     assert_eq!(cl.nodes[0].parked_durables(), 1);
@@ -352,14 +294,6 @@ fn a_disconnected_open_kept_by_another_node_is_closed_when_a_new_open_would_have
 }
 
 /// A cluster whose share `share` is continuously available.
-fn ca_cluster(home: u16) -> Cluster {
-    Cluster::with(3, home, |c| {
-        std::sync::Arc::get_mut(&mut c.shares[0])
-            .unwrap()
-            .continuous_availability = true;
-    })
-}
-
 #[test]
 fn a_continuously_available_share_says_so_and_grants_persistent_handles_recorded_until_closed() {
     let cl = ca_cluster(3);
@@ -974,7 +908,7 @@ fn a_parked_persistent_open_closed_for_a_new_open_has_its_record_removed_away_fr
         let cl = ca_cluster(1);
         let records = || cl.bus.ca.lock().unwrap().len();
         let mut a = client_as(&cl, 1, 1, "alice", "secret");
-        let m = create_msg_sharing(
+        let m = lease_create_msg(
             &mut a,
             "x.txt",
             0,

@@ -15,14 +15,8 @@ mod support;
 
 use cluster_support::*;
 use ringshare_core::cluster::node_of;
-use ringshare_wire::consts::{
-    AccessMask, Command, CreateDisposition as D, CreateOptions, Dialect, FileAttributes,
-    ImpersonationLevel, OplockLevel, ShareAccess,
-};
-use ringshare_wire::create::{
-    tag, CreateContext, CreateRequest, CreateResponse, DurableHandleReconnectV2,
-    DurableHandleRequestV2, Lease,
-};
+use ringshare_wire::consts::{Command, CreateDisposition as D, Dialect};
+use ringshare_wire::create::{CreateContext, CreateResponse, Lease};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -48,45 +42,9 @@ fn alice(cl: &Cluster, node: u16, guid: u8) -> Client {
     c
 }
 
-fn dh2q(guid: u8, flags: u32) -> CreateContext<'static> {
-    let q = DurableHandleRequestV2 {
-        timeout: 0,
-        flags,
-        create_guid: [guid; 16],
-    };
-    CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, q.encode())
-}
-
-fn dh2c(f: FileId, guid: u8, flags: u32) -> CreateContext<'static> {
-    let c = DurableHandleReconnectV2 {
-        file_id: f,
-        create_guid: [guid; 16],
-        flags,
-    };
-    CreateContext::new(tag::DURABLE_HANDLE_RECONNECT_V2, c.encode())
-}
-
-fn rqls(l: &Lease) -> CreateContext<'static> {
-    CreateContext::new(tag::REQUEST_LEASE, l.encode())
-}
-
 /// A CREATE of `name` with a lease and `contexts`, opening it if it is there.
 fn create_msg(c: &mut Client, name: &str, contexts: Vec<CreateContext<'static>>) -> Vec<u8> {
-    let req = CreateRequest {
-        security_flags: 0,
-        requested_oplock_level: OplockLevel(0xFF),
-        impersonation_level: ImpersonationLevel::IMPERSONATION,
-        smb_create_flags: 0,
-        desired_access: AccessMask(ALL),
-        file_attributes: FileAttributes(0),
-        share_access: ShareAccess(7),
-        create_disposition: D::OPEN_IF,
-        create_options: CreateOptions(0),
-        name: name.to_string(),
-        contexts,
-    };
-    let tree = c.tree_id;
-    c.message(Command::CREATE, tree, |o| req.encode(o))
+    lease_create_msg(c, name, 7, contexts)
 }
 
 fn file_id(r: &Resp) -> FileId {
@@ -104,7 +62,7 @@ fn echo(c: &mut Client) -> NtStatus {
 fn left_on(cl: &Cluster, node: u16, name: &str, flags: u32) -> (FileId, Lease) {
     let mut a = alice(cl, node, 1);
     let l = lease_v2(7, if flags == PERSISTENT { RH } else { RWH });
-    let m = create_msg(&mut a, name, vec![rqls(&l), dh2q(7, flags)]);
+    let m = create_msg(&mut a, name, vec![rqls(&l), dh2q_flags(7, flags)]);
     let f = file_id(&a.send_frame(m)[0]);
     assert_eq!(a.write(f, 0, b"before").status(), NtStatus::SUCCESS);
     let lock = [(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)];
@@ -118,7 +76,7 @@ fn left_on(cl: &Cluster, node: u16, name: &str, flags: u32) -> (FileId, Lease) {
 /// no answer and one job held. Its message id.
 fn parked_reconnect(b: &mut Client, name: &str, f: FileId, l: &Lease, flags: u32) -> u64 {
     b.hold_lookups = true;
-    let m = create_msg(b, name, vec![rqls(l), dh2c(f, 7, flags)]);
+    let m = create_msg(b, name, vec![rqls(l), dh2c_flags(f, 7, flags)]);
     let mid = u64::from_le_bytes(m[24..32].try_into().unwrap());
     assert!(
         b.send_frame(m).is_empty(),
@@ -138,19 +96,11 @@ fn answer_all(c: &mut Client) -> Vec<Resp> {
 }
 
 /// A CA cluster of 3 nodes, files homed on node `home`.
-fn ca_cluster(home: u16) -> Cluster {
-    Cluster::with(3, home, |c| {
-        std::sync::Arc::get_mut(&mut c.shares[0])
-            .unwrap()
-            .continuous_availability = true;
-    })
-}
-
 /// A reconnect of `f` through a fresh client of node `node` gets it back with its data, then
 /// closes it.
 fn back_whole(cl: &Cluster, node: u16, name: &str, f: FileId, l: &Lease, flags: u32) {
     let mut c = alice(cl, node, 1);
-    let m = create_msg(&mut c, name, vec![rqls(l), dh2c(f, 7, flags)]);
+    let m = create_msg(&mut c, name, vec![rqls(l), dh2c_flags(f, 7, flags)]);
     let back = file_id(&c.send_frame(m)[0]);
     assert_eq!(back.persistent, f.persistent, "the same open");
     assert_eq!(node_of(back.volatile), node, "now node {node}'s");
@@ -325,7 +275,7 @@ fn a_cancelled_or_compounded_reconnect_is_answered_once_taken_over() {
     let mut d = alice(&cl, 3, 1);
     d.hold_lookups = true;
     let calls = cl.calls_to(2);
-    let create = create_msg(&mut d, "doc.txt", vec![rqls(&l), dh2c(back, 7, 0)]);
+    let create = create_msg(&mut d, "doc.txt", vec![rqls(&l), dh2c_flags(back, 7, 0)]);
     let query = d.query_info_msg(RELATED, 1, 5, 4096);
     assert!(d.compound(vec![create, query], true).is_empty(), "parked");
     assert_eq!((d.held_lookups.len(), cl.calls_to(2)), (1, calls));

@@ -10,8 +10,14 @@ use std::sync::{Arc, Mutex, Weak};
 use ringshare_core::cluster::{msg, ClusterLink, ClusterNode, Home, PersistentOpens, Reclaim};
 use ringshare_core::{ServerConfig, ServerState};
 use ringshare_vfs::memory::MemShare;
-use ringshare_wire::consts::CreateDisposition as D;
-use ringshare_wire::create::CreateResponse;
+use ringshare_wire::consts::{
+    AccessMask, Command, CreateDisposition as D, CreateOptions, FileAttributes, ImpersonationLevel,
+    OplockLevel, ShareAccess,
+};
+use ringshare_wire::create::{
+    tag, CreateContext, CreateRequest, CreateResponse, DurableHandleReconnectV2,
+    DurableHandleRequestV2, Lease,
+};
 use ringshare_wire::{FileId, NtStatus};
 
 use super::support::*;
@@ -378,4 +384,64 @@ pub fn durable_flags(r: &Resp) -> Option<u32> {
         .iter()
         .find(|c| c.tag() == ContextTag::DurableHandleRequestV2)
         .map(|c| u32::from_le_bytes(c.data[4..8].try_into().unwrap()))
+}
+
+/// A cluster of three nodes whose share is continuously available (persistent handles), every
+/// file homed on node `home`.
+pub fn ca_cluster(home: u16) -> Cluster {
+    Cluster::with(3, home, |c| {
+        Arc::get_mut(&mut c.shares[0])
+            .unwrap()
+            .continuous_availability = true;
+    })
+}
+
+/// A DH2Q create context with CreateGuid `[guid; 16]` and `flags`.
+pub fn dh2q_flags(guid: u8, flags: u32) -> CreateContext<'static> {
+    let q = DurableHandleRequestV2 {
+        timeout: 0,
+        flags,
+        create_guid: [guid; 16],
+    };
+    CreateContext::new(tag::DURABLE_HANDLE_REQUEST_V2, q.encode())
+}
+
+/// A DH2C create context reconnecting `f` with CreateGuid `[guid; 16]` and `flags`.
+pub fn dh2c_flags(f: FileId, guid: u8, flags: u32) -> CreateContext<'static> {
+    let c = DurableHandleReconnectV2 {
+        file_id: f,
+        create_guid: [guid; 16],
+        flags,
+    };
+    CreateContext::new(tag::DURABLE_HANDLE_RECONNECT_V2, c.encode())
+}
+
+/// A RqLs create context asking for lease `l`.
+pub fn rqls(l: &Lease) -> CreateContext<'static> {
+    CreateContext::new(tag::REQUEST_LEASE, l.encode())
+}
+
+/// A CREATE (open-if, all access, a lease level asked) of `name` sharing `share_access`, with
+/// `contexts`.
+pub fn lease_create_msg(
+    c: &mut Client,
+    name: &str,
+    share_access: u32,
+    contexts: Vec<CreateContext<'static>>,
+) -> Vec<u8> {
+    let req = CreateRequest {
+        security_flags: 0,
+        requested_oplock_level: OplockLevel(0xFF),
+        impersonation_level: ImpersonationLevel::IMPERSONATION,
+        smb_create_flags: 0,
+        desired_access: AccessMask(0x001F_01FF),
+        file_attributes: FileAttributes(0),
+        share_access: ShareAccess(share_access),
+        create_disposition: D::OPEN_IF,
+        create_options: CreateOptions(0),
+        name: name.to_string(),
+        contexts,
+    };
+    let tree = c.tree_id;
+    c.message(Command::CREATE, tree, |o| req.encode(o))
 }
