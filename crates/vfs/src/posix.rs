@@ -206,6 +206,8 @@ struct FsKind {
     fuse: bool,
     /// Its device, when the DOS attributes of its files may be kept ([`doscache`]).
     dos_kept: Option<u64>,
+    /// It is btrfs, which compresses a file whose `FS_COMPR_FL` is set ([`Share::compresses`]).
+    btrfs: bool,
 }
 
 const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -221,6 +223,7 @@ fn fs_kind(fd: BorrowedFd<'_>, st: &Statx) -> FsKind {
         dos_kept: t
             .filter(|&t| doscache::keeps_ctime(t))
             .map(|_| dev_of(st.stx_dev_major, st.stx_dev_minor)),
+        btrfs: t == Some(BTRFS_SUPER_MAGIC),
     }
 }
 
@@ -487,8 +490,6 @@ pub struct PosixShare {
     /// The root's file system clones blocks, of this size (probed once, by
     /// [`clone_block_size`]).
     clone_block: Option<u64>,
-    /// The root's file system is btrfs, which compresses a file whose `FS_COMPR_FL` is set.
-    compresses: bool,
 }
 
 impl fmt::Debug for PosixShare {
@@ -517,8 +518,6 @@ impl PosixShare {
         let root_fs = fs_kind(fd.as_fd(), &st);
         let streams = user_xattrs_supported(fd.as_fd());
         let clone_block = clone_block_size(fd.as_fd());
-        let compresses =
-            rustix::fs::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type as u64 == BTRFS_SUPER_MAGIC);
         Ok(PosixShare {
             root: fd,
             root_path,
@@ -528,7 +527,6 @@ impl PosixShare {
             root_fs,
             streams,
             clone_block,
-            compresses,
         })
     }
 
@@ -636,6 +634,7 @@ impl PosixShare {
             in_memory,
             fuse,
             dos_kept,
+            ..
         } = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
             self.root_fs
         } else {
@@ -1097,7 +1096,7 @@ impl Share for PosixShare {
 
     /// btrfs (probed once at set-up); a read-only share changes nothing.
     fn compresses(&self) -> bool {
-        self.compresses && !self.read_only
+        self.root_fs.btrfs && !self.read_only
     }
 
     /// Probed once at set-up; a read-only share clones nothing.
