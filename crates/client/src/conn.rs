@@ -103,6 +103,9 @@ pub enum Reply {
         end_of_file: u64,
         /// The server made the open durable (a DHnQ or DH2Q response).
         durable: bool,
+        /// The lease state granted (R 1, H 2, W 4), when the CREATE asked
+        /// for a lease and the server answered with one.
+        lease: Option<u32>,
     },
     /// The data: a range of the frame given to [`ClientConn::receive`].
     Read {
@@ -115,6 +118,8 @@ pub enum Reply {
     Flush,
     Echo,
     Logoff,
+    /// The server took a lease break acknowledgment.
+    LeaseBreakAck,
     /// The output buffer: a range of the frame given to `receive`.
     QueryInfo {
         buffer: Range<usize>,
@@ -142,6 +147,14 @@ pub enum Event {
         tag: u64,
         command: Command,
         result: Result<Reply, SmbError>,
+    },
+    /// The server breaks a lease this client holds ([MS-SMB2] 2.2.23.2): its
+    /// state becomes `new_state`; `ack_required` asks for
+    /// [`ClientConn::lease_break_ack`].
+    LeaseBreak {
+        lease_key: [u8; 16],
+        new_state: u32,
+        ack_required: bool,
     },
 }
 
@@ -953,9 +966,9 @@ impl ClientConn {
             return Err(ClientError::Malformed("a request from the server".into()));
         }
         if hdr.message_id == u64::MAX && hdr.command == Command::OPLOCK_BREAK {
-            // A break notification: we take no oplocks or leases; ignore it.
+            // A break notification: a lease's is told (this client takes no oplocks).
             self.credits.on_response(hdr.credits, None);
-            return Ok(());
+            return crate::durable::lease_break(msg, events);
         }
         let Some(p) = self.pending.get(&hdr.message_id).copied() else {
             return Err(ClientError::Malformed(format!(
@@ -1066,6 +1079,7 @@ impl ClientConn {
                             ContextTag::DurableHandleRequest | ContextTag::DurableHandleRequestV2
                         )
                     }),
+                    lease: crate::durable::lease_granted(&r.contexts),
                 }
             }
             Command::READ => Reply::Read {
@@ -1078,6 +1092,7 @@ impl ClientConn {
             Command::FLUSH => Reply::Flush,
             Command::ECHO => Reply::Echo,
             Command::LOGOFF => Reply::Logoff,
+            Command::OPLOCK_BREAK => Reply::LeaseBreakAck,
             Command::QUERY_INFO => Reply::QueryInfo {
                 buffer: range(QueryInfoResponse::decode(msg)?.buffer),
             },

@@ -2,13 +2,17 @@
 //! CREATE with DH2Q and a read-write-handle lease, and the DH2C that takes
 //! the open back on a new connection after the old one went.
 
-use ringshare_wire::consts::{Command, CreateDisposition, LeaseFlags, LeaseState, OplockLevel};
-use ringshare_wire::create::{
-    tag, CreateContext, DurableHandleReconnectV2, DurableHandleRequestV2, Lease, LeaseV2,
+use ringshare_wire::consts::{
+    Command, CreateDisposition, LeaseBreakFlags, LeaseFlags, LeaseState, OplockLevel,
 };
+use ringshare_wire::create::{
+    tag, ContextTag, CreateContext, DurableHandleReconnectV2, DurableHandleRequestV2, Lease,
+    LeaseV2,
+};
+use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::FileId;
 
-use crate::conn::{create_request, ClientConn};
+use crate::conn::{create_request, ClientConn, Event};
 use crate::error::ClientError;
 
 /// What makes an open durable and lets it be taken back: the lease key
@@ -39,7 +43,46 @@ pub(crate) fn lease_context(key: [u8; 16], state: u32) -> CreateContext<'static>
     CreateContext::new(tag::REQUEST_LEASE, lease.encode())
 }
 
+/// The lease state a CREATE response grants (its RqLs context), if any.
+pub(crate) fn lease_granted(contexts: &[CreateContext<'_>]) -> Option<u32> {
+    let c = contexts
+        .iter()
+        .find(|c| c.tag() == ContextTag::RequestLease)?;
+    Lease::decode(&c.data).ok().map(|l| l.state.0)
+}
+
+/// An unsolicited OPLOCK_BREAK: a lease break notification becomes an
+/// [`Event::LeaseBreak`]; an oplock break (this client asks for none) or an
+/// undecodable one is dropped.
+pub(crate) fn lease_break(msg: &[u8], events: &mut Vec<Event>) -> Result<(), ClientError> {
+    if let Ok(OplockBreak::LeaseBreakNotification(n)) = OplockBreak::decode(msg) {
+        events.push(Event::LeaseBreak {
+            lease_key: n.lease_key,
+            new_state: n.new_lease_state.0,
+            ack_required: n.flags.0 & LeaseBreakFlags::ACK_REQUIRED.0 != 0,
+        });
+    }
+    Ok(())
+}
+
 impl ClientConn {
+    /// Acknowledge a lease break ([MS-SMB2] 2.2.24.2): the lease of
+    /// `lease_key` is now `state`.
+    pub fn lease_break_ack(
+        &mut self,
+        tag: u64,
+        lease_key: [u8; 16],
+        state: u32,
+    ) -> Result<u64, ClientError> {
+        let ack = OplockBreak::LeaseAck {
+            flags: 0,
+            lease_key,
+            lease_state: LeaseState(state),
+            lease_duration: 0,
+        };
+        self.request(tag, Command::OPLOCK_BREAK, 1, |o| ack.encode(o))
+    }
+
     /// CREATE `name` asking for a version 2 lease of key `lease_key` and
     /// `state` (on a directory: R or RH, granted when the server offered
     /// directory leasing; this client offers it).

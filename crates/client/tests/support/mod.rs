@@ -267,6 +267,10 @@ impl Pair {
     pub fn pump(&mut self) -> Result<(), ClientError> {
         loop {
             let mut progressed = false;
+            // What other connections sent this one (a lease break), as the driver hands it.
+            if self.server.has_mail() {
+                self.server.handle_mail(self.now);
+            }
             if self.client.has_output() {
                 progressed = true;
                 let stream = self.stream();

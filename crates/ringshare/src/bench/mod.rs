@@ -12,6 +12,7 @@
 //! the others bind to the session and work on that same open; the report
 //! gives each channel's bytes.
 
+pub mod dircache;
 pub mod hist;
 mod logon;
 pub mod pattern;
@@ -215,11 +216,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME", default_value = "")]
     pub dir: String,
 
-    /// `list`: open `--dir` with an RH directory lease (a lease key per
-    /// connection) and keep it open, listing it from the start again and
-    /// again (a client holding the lease that asks anyway).
+    /// `list`: open `--dir` asking for an RH directory lease (a lease key per
+    /// connection) and trust it: list again only when the server breaks it
+    /// (then on a new open), as a client caching the listing does.
     #[arg(long)]
     pub dir_lease: bool,
+
+    /// `list`: one more connection creates a new file in `--dir` this many
+    /// times a second (removed afterwards), so that directory leases break.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub dir_changes: u32,
 
     /// `metadata`: open each file with DELETE_ON_CLOSE, so that every pass
     /// creates and deletes it (changes for watchers to report).
@@ -383,6 +389,8 @@ pub(crate) struct Shared {
     pub error_log: Mutex<Vec<String>>,
     /// The dialect, signing and encryption the first connection got.
     pub negotiated: Mutex<Option<report::Negotiated>>,
+    /// `list`: listings, directory changes and lease breaks.
+    pub dir: dircache::Counters,
 }
 
 impl Shared {
@@ -480,6 +488,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         errors: AtomicU64::new(0),
         error_log: Mutex::new(Vec::new()),
         negotiated: Mutex::new(None),
+        dir: dircache::Counters::new(),
         args,
     });
     if shared.args.workload == Workload::Reconnect {
@@ -516,6 +525,15 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
     } else {
         None
     };
+    let changer =
+        if shared.args.workload == Workload::List && !shared.failed.load(Ordering::Acquire) {
+            dircache::start_changer(&shared).inspect_err(|_| {
+                shared.failed.store(true, Ordering::Release);
+                shared.stop.store(true, Ordering::Release);
+            })?
+        } else {
+            None
+        };
     let cpu0 = CpuSample::take(shared.args.server_pid);
     let start = Instant::now();
     shared.go.store(true, Ordering::Release);
@@ -574,6 +592,10 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         Some(w) => Some(watch::finish(w)?),
         None => None,
     };
+    if let Some(c) = changer {
+        c.join()
+            .map_err(|_| "the directory changer panicked".to_string())??;
+    }
     if tty {
         eprint!("\r{:60}\r", "");
     }
@@ -598,6 +620,7 @@ pub fn run(args: BenchArgs, out: &mut dyn Write) -> Result<bool, String> {
         errors,
         error_log: &error_log,
         notify,
+        dir: (shared.args.workload == Workload::List).then(|| shared.dir.seen()),
         wire,
     };
     let mut text = if shared.args.json {

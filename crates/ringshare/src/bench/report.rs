@@ -112,6 +112,8 @@ pub struct Summary<'a> {
     pub error_log: &'a [String],
     /// What `--watchers` saw.
     pub notify: Option<super::watch::Seen>,
+    /// `list`: listings, directory changes and lease breaks.
+    pub dir: Option<super::dircache::Seen>,
     /// Bytes received and sent on the wire while measuring (frames whole).
     pub wire: (u64, u64),
 }
@@ -265,6 +267,25 @@ impl Summary<'_> {
                 n.enum_dirs
             );
         }
+        if let Some(d) = self.dir {
+            let _ = writeln!(
+                o,
+                "  listings        {} ({:.1}/s); {} directory changes, {} lease breaks{}",
+                d.listings,
+                d.listings as f64 / self.secs(),
+                d.changes,
+                d.breaks,
+                if d.breaks > 0 && d.break_after_ns.0 > 0 {
+                    format!(
+                        ", a break p50 {} p99 {} after its change was sent",
+                        ms(d.break_after_ns.0),
+                        ms(d.break_after_ns.1)
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
         if self.errors == 0 {
             let _ = writeln!(o, "  errors          0");
         } else {
@@ -284,7 +305,7 @@ impl Summary<'_> {
         let opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.6}"));
         let errors: Vec<String> = self.error_log.iter().map(|e| json_str(e)).collect();
         format!(
-            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"wire_per_data_byte\":{},\"errors\":{},\"error_log\":[{}]{}}}\n",
+            "{{\"target\":{},\"workload\":\"{}\",\"io_size\":{},\"queue_depth\":{},\"connections\":{},\"threads\":{},\"dialect\":\"{d}\",\"signing\":{s},\"encryption\":{e},\"elapsed_s\":{:.6},\"bytes\":{},\"requests\":{},\"gb_per_s\":{:.6},\"iops\":{:.3},\"latency_us\":{{\"p50\":{:.1},\"p99\":{:.1},\"p999\":{:.1},\"max\":{:.1}}},\"client_cpu_s\":{:.3},\"client_cpu_s_per_gib\":{},\"server_cpu_s\":{},\"server_cpu_s_per_gib\":{},\"wire_per_data_byte\":{},\"errors\":{},\"error_log\":[{}]{}{}}}\n",
             json_str(&a.target),
             a.workload.name(),
             self.io_size(),
@@ -313,6 +334,15 @@ impl Summary<'_> {
                 n.changes,
                 n.changes as f64 / self.secs().max(1e-9),
                 n.enum_dirs
+            )),
+            self.dir.map_or(String::new(), |d| format!(
+                ",\"listings\":{},\"listings_per_s\":{:.3},\"dir_changes\":{},\"dir_breaks\":{},\"break_after_us\":{{\"p50\":{:.1},\"p99\":{:.1}}}",
+                d.listings,
+                d.listings as f64 / self.secs(),
+                d.changes,
+                d.breaks,
+                d.break_after_ns.0 as f64 / 1e3,
+                d.break_after_ns.1 as f64 / 1e3
             )),
         )
     }

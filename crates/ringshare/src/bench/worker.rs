@@ -39,6 +39,8 @@ const TAG_SLOT: u64 = 3 << 40;
 /// reopen for reading only, as `smbclient get` or Explorer read a file.
 const TAG_CLOSE_RW: u64 = 4 << 40;
 const TAG_OPEN_RO: u64 = 5 << 40;
+/// A lease break's acknowledgment (`list --dir-lease`).
+const TAG_LEASE_ACK: u64 = 6 << 40;
 const TAG_KIND_MASK: u64 = 0xFF << 40;
 
 const GENERIC_READ_WRITE: u32 = 0xC000_0000;
@@ -123,6 +125,14 @@ struct Slot {
     offset: u64,
     stage: u8,
     file: FileId,
+    /// `list --dir-lease`: the open holds a read lease on the directory.
+    leased: bool,
+    /// `list --dir-lease`: listed under the lease; nothing is sent until the
+    /// lease breaks.
+    cached: bool,
+    /// `list --dir-lease`: the lease broke while the slot was listing; what
+    /// it lists now may be stale.
+    broken: bool,
 }
 
 struct Conn {
@@ -167,6 +177,13 @@ struct Conn {
     /// `--transport quic`: the QUIC connection carrying the SMB bytes (`fd`
     /// is its UDP socket).
     quic: Option<Box<QuicPipe>>,
+}
+
+/// The directory lease key of connection `idx` (`list --dir-lease`).
+fn dir_lease_key(idx: usize) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&(idx as u64 + 1).to_le_bytes());
+    key
 }
 
 fn token(kind: u64, idx: usize) -> u64 {
@@ -279,7 +296,7 @@ impl Conn {
             Phase::Running => {
                 let io = self.io_len(sh);
                 for i in 0..self.slots.len() {
-                    if self.slots[i].busy {
+                    if self.slots[i].busy || self.slots[i].cached {
                         continue;
                     }
                     if !self.smb.can_send(io) {
@@ -484,15 +501,13 @@ impl Conn {
             },
             Workload::List => match slot.stage {
                 0 if sh.args.dir_lease => {
-                    let mut key = [0u8; 16];
-                    key[..8].copy_from_slice(&(self.idx as u64 + 1).to_le_bytes());
                     self.smb.create_leased(
                         tag,
                         &sh.args.dir,
                         DIR_LIST_ACCESS,
                         CreateDisposition::OPEN,
                         DIRECTORY_FILE,
-                        (key, 3), // R | H
+                        (dir_lease_key(self.idx), 3), // R | H
                     )?;
                 }
                 0 => {
@@ -575,6 +590,11 @@ impl Conn {
                 command,
                 result,
             } => (tag, command, result),
+            Event::LeaseBreak {
+                lease_key,
+                new_state,
+                ack_required,
+            } => return self.lease_broken(sh, lease_key, new_state, ack_required),
         };
         match tag & TAG_KIND_MASK {
             TAG_OPEN => {
@@ -616,6 +636,11 @@ impl Conn {
                         NON_DIRECTORY_FILE,
                     )
                     .map_err(|e| e.to_string())?;
+            }
+            TAG_LEASE_ACK => {
+                if let Err(e) = result {
+                    sh.error(format!("lease break acknowledgment: {e}"));
+                }
             }
             TAG_OPEN_RO => {
                 let Reply::Create { file_id, .. } = result
@@ -660,8 +685,9 @@ impl Conn {
                         }
                     }
                     (Ok(Reply::Write { count }), _) => bytes = u64::from(*count),
-                    (Ok(Reply::Create { file_id, .. }), _) => {
+                    (Ok(Reply::Create { file_id, lease, .. }), _) => {
                         slot.file = *file_id;
+                        slot.leased = lease.is_some_and(|l| l & 1 != 0);
                         chain_next = Some(1);
                     }
                     (Ok(Reply::QueryInfo { .. }), _) => chain_next = Some(2),
@@ -670,9 +696,8 @@ impl Conn {
                         chain_next = Some(2);
                     }
                     (Err(e), Workload::List) if e.status == NtStatus::NO_MORE_FILES => {
-                        // Listed to the end: close, or (holding the directory's
-                        // lease) list it again from the start on the same handle.
-                        chain_next = Some(if sh.args.dir_lease { 1 } else { 3 });
+                        sh.dir.listed();
+                        chain_next = Some(self.listed(sh, &mut slot));
                     }
                     (Ok(_), _) => chain_next = Some(0),
                     (Err(e), _) => {
@@ -705,6 +730,59 @@ impl Conn {
                 self.slots[i] = slot;
             }
             _ => return Err("reply with an unknown tag".into()),
+        }
+        Ok(())
+    }
+
+    /// `list`: slot `slot` listed the directory to its end; its next stage.
+    /// Without `--dir-lease`: close (and open again). With it: while the
+    /// lease holds, nothing (the listing is cached; the close waits for the
+    /// break); after a break that came meanwhile, close and open with a new
+    /// lease; with no lease granted, list again at once on the same handle.
+    fn listed(&self, sh: &Shared, slot: &mut Slot) -> u8 {
+        if !sh.args.dir_lease {
+            return 3;
+        }
+        if slot.broken {
+            slot.broken = false;
+            return 3;
+        }
+        if slot.leased {
+            slot.cached = true;
+            return 3;
+        }
+        1
+    }
+
+    /// The server breaks the lease of `lease_key`: acknowledge if asked; the
+    /// slot holding it lists again on a new open (at once if its listing is
+    /// cached, after the listing under way otherwise).
+    fn lease_broken(
+        &mut self,
+        sh: &Shared,
+        lease_key: [u8; 16],
+        new_state: u32,
+        ack_required: bool,
+    ) -> Result<(), String> {
+        if sh.go.load(Ordering::Acquire) {
+            sh.dir.broken();
+        }
+        if ack_required {
+            self.smb
+                .lease_break_ack(TAG_LEASE_ACK, lease_key, new_state)
+                .map_err(|e| e.to_string())?;
+        }
+        if lease_key != dir_lease_key(self.idx) {
+            return Ok(());
+        }
+        for slot in self.slots.iter_mut() {
+            // A break that comes as a slot closes (stage 3) or before it opens
+            // again (stage 0, nothing sent) is its old open's.
+            if slot.cached {
+                slot.cached = false;
+            } else if slot.stage == 1 || slot.stage == 2 || (slot.busy && slot.stage == 0) {
+                slot.broken = true;
+            }
         }
         Ok(())
     }
@@ -954,6 +1032,9 @@ fn connect(sh: &Shared, idx: usize) -> Result<Conn, String> {
                 offset: 0,
                 stage: 0,
                 file: FileId::default(),
+                leased: false,
+                cached: false,
+                broken: false,
             };
             slots
         ],

@@ -392,6 +392,7 @@ impl Raw {
                         };
                     }
                     Event::Done { result, .. } => panic!("logon: {result:?}"),
+                    Event::LeaseBreak { .. } => {}
                 }
             }
         }
