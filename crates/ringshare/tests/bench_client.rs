@@ -194,13 +194,15 @@ fn a_list_of_files_gives_each_metadata_connection_its_own() {
 }
 
 #[test]
-fn a_client_holding_a_directory_lease_lists_the_directory_again_and_again_without_errors() {
+fn clients_caching_a_listing_under_a_directory_lease_list_again_once_per_change() {
     let server = Server::start(&ServerConfig::default(), |dir| {
         std::fs::create_dir(dir.join("many")).unwrap();
         for i in 0..300 {
             std::fs::write(dir.join(format!("many/f{i}")), b"").unwrap();
         }
     });
+    // Two clients hold RH leases on `many` and list it only after a break; a third
+    // connection adds a file to it 5 times a second.
     let args = [
         "list",
         "--dir",
@@ -209,10 +211,14 @@ fn a_client_holding_a_directory_lease_lists_the_directory_again_and_again_withou
         "2s",
         "--json",
         "--dir-lease",
+        "--dir-changes",
+        "5",
+        "--connections",
+        "2",
     ];
     let (ok, out, status) = std::thread::scope(|s| {
         let run = s.spawn(|| bench(&server, &args));
-        // Meanwhile the server shows the directory's open and its lease.
+        // Meanwhile the server shows the directory's opens and their leases.
         std::thread::sleep(std::time::Duration::from_millis(1000));
         let socket = server.control_socket();
         let o = std::process::Command::new(common::ringshare_bin())
@@ -231,8 +237,23 @@ fn a_client_holding_a_directory_lease_lists_the_directory_again_and_again_withou
     assert_eq!(open["oplock"], "lease", "{open:#}");
     assert_eq!(open["lease"]["state"], "RH", "{open:#}");
     assert_eq!(errors_field(&out), Some(0), "{out}");
-    // Listed more than once on its one handle (each listing is several requests).
-    assert!(json_u64(&out, "requests").is_some_and(|n| n > 10), "{out}");
+    let changes = json_u64(&out, "dir_changes").expect("dir_changes");
+    let breaks = json_u64(&out, "dir_breaks").expect("dir_breaks");
+    let listings = json_u64(&out, "listings").expect("listings");
+    assert!(changes >= 5, "the changer ran: {out}");
+    // Each change breaks each client's lease once (a change made while a client lists
+    // again, before its new lease, breaks nothing of its).
+    assert!(breaks >= changes && breaks <= 2 * changes, "{out}");
+    // Each client lists once at the start and once per break: no listing is asked while
+    // its lease holds.
+    assert!(listings >= changes && listings <= 2 + breaks, "{out}");
+    // The changer removed its files afterwards.
+    let left: Vec<_> = std::fs::read_dir(server.share_dir.join("many"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("rschange-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
