@@ -369,3 +369,120 @@ fn without_shadow_copy2_a_gmt_name_is_an_ordinary_name() {
         Err(NtStatus::OBJECT_PATH_NOT_FOUND)
     );
 }
+
+/// A share with `shadow:snapdirseverywhere`: the root's `.snapshots` holds OLD and NEWER of
+/// everything, and `vol` (a subvolume with snapshots of its own, as snapper makes them) holds
+/// OLD of itself in `vol/.snapshots`.
+fn nested_client() -> Client {
+    let mem = MemShare::new();
+    make(&mem, "f.txt", b"now");
+    make(&mem, "vol/v.txt", b"vol now");
+    make(&mem, "vol/deep/d.txt", b"deep now");
+    make(&mem, &format!(".snapshots/{OLD}/f.txt"), b"root old");
+    make(
+        &mem,
+        &format!(".snapshots/{OLD}/vol/v.txt"),
+        b"root's copy of vol",
+    );
+    make(
+        &mem,
+        &format!(".snapshots/{OLD}/vol/only-in-root.txt"),
+        b"root only",
+    );
+    make(
+        &mem,
+        &format!(".snapshots/{NEWER}/vol/v.txt"),
+        b"root newer",
+    );
+    make(&mem, &format!("vol/.snapshots/{OLD}/v.txt"), b"vol old");
+    make(
+        &mem,
+        &format!("vol/.snapshots/{OLD}/deep/d.txt"),
+        b"deep old",
+    );
+    let server = server_with(&mem, |cfg| {
+        for s in &mut cfg.shares {
+            Arc::get_mut(s).unwrap().shadow = Some(Arc::new(ShadowCopy {
+                everywhere: true,
+                ..ShadowCopy::default()
+            }));
+        }
+    });
+    Client::on(server, mem, Options::default())
+}
+
+#[test]
+fn with_snapdirseverywhere_a_path_is_found_in_its_nearest_directorys_snapshot_as_samba_finds_it() {
+    let mut c = nested_client();
+    // vol has OLD of its own: its files come from there, by the name the client gave.
+    assert_eq!(
+        read_file(&mut c, &format!("{OLD}\\vol\\v.txt")).unwrap(),
+        b"vol old"
+    );
+    assert_eq!(
+        read_file(&mut c, &format!("{OLD}\\vol\\deep\\d.txt")).unwrap(),
+        b"deep old"
+    );
+    // What vol's snapshot lacks is looked for further up, as Samba's shadow_copy2 does.
+    assert_eq!(
+        read_file(&mut c, &format!("{OLD}\\vol\\only-in-root.txt")).unwrap(),
+        b"root only"
+    );
+    // vol has no NEWER: the root's.
+    assert_eq!(
+        read_file(&mut c, &format!("{NEWER}\\vol\\v.txt")).unwrap(),
+        b"root newer"
+    );
+    assert_eq!(
+        read_file(&mut c, &format!("{OLD}\\f.txt")).unwrap(),
+        b"root old"
+    );
+    assert_eq!(
+        c.create(
+            &format!("{OLD}\\vol\\nothing.txt"),
+            GENERIC_READ,
+            D::OPEN,
+            0
+        ),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    let none = "@GMT-2020.01.01-00.00.00";
+    assert_eq!(
+        c.create(&format!("{none}\\vol\\v.txt"), GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_PATH_NOT_FOUND)
+    );
+    // Read-only as every snapshot.
+    assert_eq!(
+        c.create(&format!("{OLD}\\vol\\new.txt"), GENERIC_READ, D::CREATE, 0),
+        Err(NtStatus::MEDIA_WRITE_PROTECTED)
+    );
+    // The live files are untouched.
+    assert_eq!(
+        read_file(&mut c, "vol/v.txt".replace('/', "\\").as_str()).unwrap(),
+        b"vol now"
+    );
+}
+
+#[test]
+fn with_snapdirseverywhere_a_directory_enumerates_the_snapshots_nearest_to_it() {
+    let mut c = nested_client();
+    let snaps_of = |c: &mut Client, name: &str| {
+        let d = c
+            .create(name, GENERIC_READ, D::OPEN, DIRECTORY_FILE)
+            .unwrap();
+        let r = c.ioctl(d, FSCTL_SRV_ENUMERATE_SNAPSHOTS, &[], 65536, IS_FSCTL);
+        c.close(d);
+        assert_eq!(r.status(), NtStatus::SUCCESS, "{name}");
+        tokens(IoctlResponse::decode(&r.msg).unwrap().output)
+    };
+    assert_eq!(snaps_of(&mut c, ""), [NEWER, OLD]);
+    assert_eq!(snaps_of(&mut c, "vol"), [OLD]);
+    assert_eq!(snaps_of(&mut c, "vol\\deep"), [OLD]);
+    let f = c.create("f.txt", GENERIC_READ, D::OPEN, 0).unwrap();
+    let r = c.ioctl(f, FSCTL_SRV_ENUMERATE_SNAPSHOTS, &[], 65536, IS_FSCTL);
+    c.close(f);
+    assert_eq!(
+        tokens(IoctlResponse::decode(&r.msg).unwrap().output),
+        [NEWER, OLD]
+    );
+}

@@ -475,3 +475,122 @@ fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_
     assert_alike(&samba, &ours);
     assert_twrp_alike(&torture, 4);
 }
+
+/// The names `ls` shows (first word of each entry line), sorted, or the status.
+fn listed(text: &str) -> String {
+    let st = status(text);
+    if st != "OK" {
+        return st;
+    }
+    let mut names: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.trim_start().starts_with(char::is_numeric))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    names.sort();
+    names.join(" ")
+}
+
+/// snapper's layout of a share holding another subvolume: the share's `.snapshots` (in whose
+/// snapshots the nested subvolume is an empty directory) and the subvolume's own
+/// `vol/.snapshots`, taken at OLD only. With `shadow:snapdirseverywhere = yes` Samba finds each
+/// path in the snapshot of its nearest directory that has one; so does ringshare (before,
+/// it looked at the share's root only and showed the subvolume empty).
+#[test]
+fn previous_versions_of_a_nested_btrfs_subvolume_answer_as_samba_with_snapdirseverywhere() {
+    if !tools_or_skip(
+        "previous versions of a nested subvolume",
+        &["mkfs.btrfs", "btrfs", "losetup"],
+    ) {
+        return;
+    }
+    let (_one, tmp, _accounts) = set_up("twrp-nested");
+    let fsys = Btrfs::new(tmp.path());
+    let share = fsys.mnt.join("share");
+    let vol = share.join("vol");
+    for sv in [&share, &vol] {
+        must(
+            "btrfs",
+            &["-q", "subvolume", "create", sv.to_str().unwrap()],
+        );
+        fs::create_dir(sv.join(".snapshots")).unwrap();
+    }
+    let (file, v) = (share.join("file.txt"), vol.join("v.txt"));
+    fs::write(&file, "old content\n").unwrap();
+    fs::write(&v, "vol old\n").unwrap();
+    must(
+        "chown",
+        &["-R", &format!("{USER}:{USER}"), share.to_str().unwrap()],
+    );
+    let snap = |of: &Path, name: &str| {
+        let to = of.join(".snapshots").join(name);
+        let (s, t) = (of.to_str().unwrap(), to.to_str().unwrap());
+        must("btrfs", &["-q", "subvolume", "snapshot", "-r", s, t]);
+    };
+    snap(&vol, OLD);
+    snap(&share, OLD);
+    fs::write(&file, "newer content\n").unwrap();
+    fs::write(&v, "vol newer\n").unwrap();
+    snap(&share, NEWER);
+    fs::write(&file, "current content\n").unwrap();
+    fs::write(&v, "vol current\n").unwrap();
+    let section = format!(
+        "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = shadow_copy2\n\
+         \tshadow:snapdir = .snapshots\n\tshadow:snapdirseverywhere = yes\n",
+        share.display()
+    );
+    let conf = twin::client_conf(&tmp.path().join("client"));
+    let local = tmp.path().join("local.txt");
+    fs::write(&local, "x").unwrap();
+    let mut answers = Vec::new();
+    for kind in ["samba", "ringshare"] {
+        let base = tmp.path().join(format!("{kind}-state"));
+        let srv = if kind == "samba" {
+            twin::start_samba(&base, Net::Loopback, "", &section, &[USER])
+        } else {
+            twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
+        };
+        let snapshots = |name: &str| -> Vec<String> {
+            smbclient(&srv, &conf, &format!("allinfo \"{name}\""))
+                .lines()
+                .filter(|l| l.starts_with("@GMT-"))
+                .map(String::from)
+                .collect()
+        };
+        let get = |from: &str| {
+            let to = tmp.path().join(format!("got-{kind}"));
+            let _ = fs::remove_file(&to);
+            let out = smbclient(&srv, &conf, &format!("get \"{from}\" {}", to.display()));
+            fs::read_to_string(&to).unwrap_or_else(|_| status(&out))
+        };
+        let seen = vec![
+            format!("allinfo file.txt: {:?}", snapshots("file.txt")),
+            format!("allinfo vol\\v.txt: {:?}", snapshots("vol\\v.txt")),
+            format!("old vol\\v.txt: {:?}", get(&format!("{OLD}\\vol\\v.txt"))),
+            format!(
+                "newer vol\\v.txt: {:?}",
+                get(&format!("{NEWER}\\vol\\v.txt"))
+            ),
+            format!("old file.txt: {:?}", get(&format!("{OLD}\\file.txt"))),
+            format!("newer file.txt: {:?}", get(&format!("{NEWER}\\file.txt"))),
+            format!(
+                "ls old vol: {}",
+                listed(&smbclient(&srv, &conf, &format!("ls \"{OLD}\\vol\\*\"")))
+            ),
+            format!(
+                "put old vol: {}",
+                status(&smbclient(
+                    &srv,
+                    &conf,
+                    &format!("put {} \"{OLD}\\vol\\new.txt\"", local.display())
+                ))
+            ),
+        ];
+        answers.push(seen);
+    }
+    eprintln!("samba: {:#?}\nringshare: {:#?}", answers[0], answers[1]);
+    assert_eq!(answers[0], answers[1], "ringshare answers as Samba");
+    // What both answered is what the layout holds: vol's own snapshot for OLD.
+    assert_eq!(answers[1][2], "old vol\\v.txt: \"vol old\\n\"");
+    assert!(!vol.join(".snapshots").join(OLD).join("new.txt").exists());
+}

@@ -10,6 +10,9 @@ use ringshare_vfs::RelPath;
 use ringshare_wire::snapshot::GmtToken;
 
 mod bre;
+mod nearest;
+
+pub use nearest::NearestSnapshot;
 
 /// The order snapshots are listed in (`shadow:sort`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,9 +161,9 @@ pub struct ShadowCopy {
     pub format: SnapFormat,
     /// `shadow:sort`.
     pub sort: SnapSort,
-    /// `shadow:snapdirseverywhere`: the snapshot directory need not be at
-    /// the file system's mount point; ringshare looks for it at the share's
-    /// root only (not in the directories below it, as Samba also does).
+    /// `shadow:snapdirseverywhere`: any directory of the share may hold a
+    /// snapshot directory; a path is found in the nearest one's snapshot
+    /// ([`NearestSnapshot`]), from the path up to the share's root.
     pub everywhere: bool,
     /// `shadow:snapprefix`: a snapshot's name is this prefix (a POSIX basic regular
     /// expression, as Samba reads it), then `delimiter`, where the format starts.

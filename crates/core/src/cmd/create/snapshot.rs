@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::FsError;
+use ringshare_vfs::{FsError, RelPath};
 use ringshare_wire::create::{decode_u64_context, ContextTag, CreateRequest};
 use ringshare_wire::snapshot::GmtToken;
 use ringshare_wire::NtStatus;
@@ -22,7 +22,7 @@ use ringshare_wire::NtStatus;
 use super::TreeView;
 use crate::fsmap::status_of;
 use crate::server::ShareDef;
-use crate::shadow::split_token;
+use crate::shadow::{split_token, NearestSnapshot};
 
 /// The snapshot a CREATE names, if its share has snapshots: the share the
 /// CREATE then works on is the snapshot's view, and `cr`'s name loses its
@@ -49,6 +49,9 @@ pub(super) fn view_of(
     let Some(token) = twrp.or(named) else {
         return Ok(None);
     };
+    if shadow.everywhere && shadow.base.is_none() {
+        return nearest(cr, tree, shadow, token).map(Some);
+    }
     // Made from the token, or found among the snapshot directory's entries (a prefix, a
     // local time: shadow:snapprefix, shadow:localtime).
     let names = || crate::cmd::ioctl::snapshots::names(&tree.share, &tree.who, shadow).ok();
@@ -76,4 +79,29 @@ pub(super) fn view_of(
     // Within a snapshot, names are not looked up in snapshots again.
     share.shadow = None;
     Ok(Some(Arc::new(share)))
+}
+
+/// `shadow:snapdirseverywhere`: the snapshot as each directory of the share may hold it
+/// ([`NearestSnapshot`]), the CREATE's name unchanged (its token taken out). No directory from
+/// the name up to the root with that snapshot: OBJECT_PATH_NOT_FOUND, as a missing snapshot is.
+fn nearest(
+    cr: &CreateRequest<'_>,
+    tree: &TreeView,
+    shadow: &crate::shadow::ShadowCopy,
+    token: GmtToken,
+) -> Result<Arc<ShareDef>, NtStatus> {
+    let view = NearestSnapshot::new(
+        Arc::clone(&tree.share.backend),
+        tree.who.clone(),
+        shadow.clone(),
+        token,
+    );
+    let named = RelPath::from_components(cr.name.split(['\\', '/']).filter(|c| !c.is_empty()))
+        .unwrap_or_default();
+    if !view.exists_for(&named).map_err(status_of)? {
+        return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
+    }
+    let mut share = tree.share.with_backend(&tree.share.name, Arc::new(view));
+    share.shadow = None;
+    Ok(Arc::new(share))
 }

@@ -37,7 +37,12 @@ pub(super) fn enumerate(
     let Some(shadow) = share.shadow.as_deref() else {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     };
-    let snapshots = list(&share, &open.who, shadow)?;
+    let snapshots = if shadow.everywhere && shadow.base.is_none() {
+        let path = lock(&open.entry).path.clone();
+        shadow.snapshots(nearest_names(&share, &open.who, shadow, &path)?)
+    } else {
+        list(&share, &open.who, shadow)?
+    };
     let out = encode_snapshot_array(&snapshots, ir.max_output_response)?;
     Ok(Reply::ok(super::response(ir, &out)))
 }
@@ -76,4 +81,30 @@ pub(crate) fn names(
         Err(e) => return Err(status_of(e)),
     };
     dir.list_names().map_err(status_of)
+}
+
+/// `shadow:snapdirseverywhere`: the entries of the snapshot directory nearest to `path`, from
+/// the path itself (a directory's own) up to the share's root, as Samba's shadow_copy2 finds
+/// it; none when no directory on the way has one.
+fn nearest_names(
+    share: &ShareDef,
+    who: &Who,
+    shadow: &ShadowCopy,
+    path: &RelPath,
+) -> Result<Vec<String>, NtStatus> {
+    let opts = OpenOptions {
+        directory: true,
+        ..OpenOptions::read_existing()
+    };
+    let comps = path.components();
+    for i in (0..=comps.len()).rev() {
+        let dir = RelPath::from_components(comps[..i].iter().chain(shadow.snapdir.components()))
+            .map_err(status_of)?;
+        match share.backend.open(who, &dir, &opts) {
+            Ok(o) => return o.node.list_names().map_err(status_of),
+            Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
+            Err(e) => return Err(status_of(e)),
+        }
+    }
+    Ok(Vec::new())
 }

@@ -1,0 +1,188 @@
+//! `shadow:snapdirseverywhere = yes`: a snapshot's view of a share whose
+//! directories may each hold a snapshot directory of their own (a btrfs
+//! subvolume with snapper's `.snapshots` inside the share, a data set mounted
+//! below another), as Samba's shadow_copy2 finds them: a path is looked for
+//! in the snapshot of its nearest directory that has one, from the path itself
+//! up to the share's root (`a/b/f` in `a/b/.snapshots/S/f`, then
+//! `a/.snapshots/S/b/f`, then `.snapshots/S/a/b/f`), the first where it exists
+//! winning. Each directory's snapshot is a read-only view of its own
+//! ([`Share::read_only_view`], found beneath the share as the user), so
+//! nothing outside that one snapshot is reachable through it; every change
+//! fails with [`FsError::ReadOnly`]. Names stay the client's (`a\b\f`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ringshare_vfs::{
+    FileAttr, FsError, FsResult, FsStat, OpenOptions, Opened, RelPath, Share, Who,
+};
+use ringshare_wire::snapshot::GmtToken;
+
+use super::ShadowCopy;
+
+/// The snapshot of one time across the share's snapshot directories.
+pub struct NearestSnapshot {
+    live: Arc<dyn Share>,
+    who: Who,
+    shadow: ShadowCopy,
+    token: GmtToken,
+    /// Each directory's view of the snapshot (None: it has none), by its path.
+    views: Mutex<HashMap<RelPath, Option<Arc<dyn Share>>>>,
+}
+
+impl std::fmt::Debug for NearestSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NearestSnapshot")
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+/// The first error of a lookup that does not end the search: the path is not in that
+/// directory's snapshot, so the next one up is tried (Samba: ENOENT, ENOTDIR).
+fn not_here(e: &FsError) -> bool {
+    matches!(
+        e,
+        FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory
+    )
+}
+
+impl NearestSnapshot {
+    /// The snapshot `token` of `live` (a share with `shadow:snapdirseverywhere`), as `who`
+    /// sees it.
+    pub fn new(live: Arc<dyn Share>, who: Who, shadow: ShadowCopy, token: GmtToken) -> Self {
+        NearestSnapshot {
+            live,
+            who,
+            shadow,
+            token,
+            views: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether any directory from `path` up to the root has this snapshot.
+    pub fn exists_for(&self, path: &RelPath) -> FsResult<bool> {
+        for i in (0..=path.components().len()).rev() {
+            if self.view_at(&prefix(path, i))?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The view of this snapshot in directory `dir`'s snapshot directory, if it has one.
+    fn view_at(&self, dir: &RelPath) -> FsResult<Option<Arc<dyn Share>>> {
+        if let Some(v) = crate::sync::lock(&self.views).get(dir) {
+            return Ok(v.clone());
+        }
+        let snapdir = join_all(dir, &self.shadow.snapdir)?;
+        let names = || {
+            let opts = OpenOptions {
+                directory: true,
+                ..OpenOptions::read_existing()
+            };
+            let d = self.live.open(&self.who, &snapdir, &opts).ok()?;
+            d.node.list_names().ok()
+        };
+        let view = match self.shadow.name_of(self.token, names) {
+            None => None,
+            Some(name) => match self.live.read_only_view(&self.who, &snapdir.join(&name)?) {
+                Ok(v) => Some(v),
+                Err(e) if not_here(&e) => None,
+                Err(e) => return Err(e),
+            },
+        };
+        crate::sync::lock(&self.views).insert(dir.clone(), view.clone());
+        Ok(view)
+    }
+
+    /// Where `path` is: the view of the nearest directory whose snapshot has it, and the
+    /// path below that directory. When none has it, the outermost view there is (whose
+    /// answer then says what is missing); `PathNotFound` when no directory has the snapshot.
+    fn find(&self, path: &RelPath) -> FsResult<(Arc<dyn Share>, RelPath)> {
+        let mut outermost = None;
+        for i in (0..=path.components().len()).rev() {
+            let Some(view) = self.view_at(&prefix(path, i))? else {
+                continue;
+            };
+            let rest = RelPath::from_components(&path.components()[i..])?;
+            match view.stat(&self.who, &rest) {
+                Ok(_) => return Ok((view, rest)),
+                Err(e) if not_here(&e) => outermost = Some((view, rest)),
+                Err(e) => return Err(e),
+            }
+        }
+        outermost.ok_or(FsError::PathNotFound)
+    }
+}
+
+/// The first `n` components of `path`.
+fn prefix(path: &RelPath, n: usize) -> RelPath {
+    RelPath::from_components(&path.components()[..n]).unwrap_or_default()
+}
+
+/// `dir` joined with every component of `rel`.
+fn join_all(dir: &RelPath, rel: &RelPath) -> FsResult<RelPath> {
+    RelPath::from_components(dir.components().iter().chain(rel.components()))
+}
+
+impl Share for NearestSnapshot {
+    fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        let (view, rest) = self.find(path)?;
+        view.open(who, &rest, opts)
+    }
+
+    fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
+        let (view, rest) = self.find(path)?;
+        view.stat(who, &rest)
+    }
+
+    fn unlink(&self, _who: &Who, _path: &RelPath) -> FsResult<()> {
+        Err(FsError::ReadOnly)
+    }
+
+    fn rmdir(&self, _who: &Who, _path: &RelPath) -> FsResult<()> {
+        Err(FsError::ReadOnly)
+    }
+
+    fn rename(&self, _who: &Who, _from: &RelPath, _to: &RelPath, _replace: bool) -> FsResult<()> {
+        Err(FsError::ReadOnly)
+    }
+
+    fn link(&self, _who: &Who, _from: &RelPath, _to: &RelPath) -> FsResult<()> {
+        Err(FsError::ReadOnly)
+    }
+
+    fn statfs(&self) -> FsResult<FsStat> {
+        self.live.statfs()
+    }
+
+    fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
+        let (view, rest) = self.find(dir)?;
+        view.find_name_case_insensitive(who, &rest, name)
+    }
+
+    fn find_name_matching(
+        &self,
+        who: &Who,
+        dir: &RelPath,
+        matches: &dyn Fn(&str) -> bool,
+    ) -> FsResult<String> {
+        let (view, rest) = self.find(dir)?;
+        view.find_name_matching(who, &rest, matches)
+    }
+
+    fn may_delete(&self, who: &Who, path: &RelPath) -> FsResult<bool> {
+        // As the snapshot's own view answers (a delete is refused when tried).
+        let (view, rest) = self.find(path)?;
+        view.may_delete(who, &rest)
+    }
+
+    fn streams_supported(&self) -> bool {
+        self.live.streams_supported()
+    }
+
+    fn is_snapshot(&self) -> bool {
+        true
+    }
+}
