@@ -448,8 +448,8 @@ fn with_snapdirseverywhere_a_path_is_found_in_its_nearest_directorys_snapshot_as
     );
     let none = "@GMT-2020.01.01-00.00.00";
     assert_eq!(
-        c.create(&format!("{none}\\vol\\v.txt"), GENERIC_READ, D::OPEN, 0),
-        Err(NtStatus::OBJECT_PATH_NOT_FOUND)
+        c.create(&format!("{none}\\f.txt"), GENERIC_READ, D::OPEN, 0),
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND)
     );
     // Read-only as every snapshot.
     assert_eq!(

@@ -121,6 +121,17 @@ fn open_snapshots(
             ),
         }
     }
+    // shadow:snapdirseverywhere: those above the share's root.
+    sc.outer.retain_mut(|o| match ringshare_vfs::posix::PosixShare::new(&o.dir) {
+        Ok(p) => {
+            o.opened = Some(Arc::new(p.with_read_only(true)));
+            true
+        }
+        Err(e) => {
+            tracing::warn!(share, dir = %o.dir.display(), %e, "a snapshot directory above the share cannot be opened: its snapshots are not looked at");
+            false
+        }
+    });
     sc
 }
 

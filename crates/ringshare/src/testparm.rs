@@ -511,7 +511,16 @@ fn render_shadow(s: &mut String, sc: &ShadowCopy) {
     opt(s, "shadow:sort", sort);
     opt(s, "shadow:localtime", yes_no(sc.localtime.is_some()));
     opt(s, "shadow:snapdirseverywhere", yes_no(sc.everywhere));
-    opt(s, "shadow:crossmountpoints", "no");
+    opt(s, "shadow:crossmountpoints", yes_no(sc.crossmountpoints));
+    for o in &sc.outer {
+        // snapdirseverywhere: a snapshot directory above the share's root, found at start.
+        let _ = writeln!(
+            s,
+            "\t# snapshots above the share: {} (the share at '{}')",
+            o.dir.display(),
+            o.within.to_slash_path()
+        );
+    }
     if let Some(p) = &sc.prefix {
         opt(s, "shadow:snapprefix", p.as_str());
         opt(s, "shadow:delimiter", &sc.delimiter);

@@ -594,3 +594,81 @@ fn previous_versions_of_a_nested_btrfs_subvolume_answer_as_samba_with_snapdirsev
     assert_eq!(answers[1][2], "old vol\\v.txt: \"vol old\\n\"");
     assert!(!vol.join(".snapshots").join(OLD).join("new.txt").exists());
 }
+
+/// With `shadow:snapdirseverywhere` the snapshot directories above the share's root are looked
+/// at too, up to the mount point, and past it with `shadow:crossmountpoints`: a share two levels
+/// below `fs`, whose `.snapshots` hold images of all of `fs`. Named as the mount point, `fs` is
+/// found; with `fs/data` named instead, only `shadow:crossmountpoints = yes` reaches `fs`.
+#[test]
+fn with_snapdirseverywhere_snapshots_above_the_share_are_found_up_to_the_mount_point_or_past_it_as_samba(
+) {
+    if !tools_or_skip("previous versions above the share", &[]) {
+        return;
+    }
+    let (_one, tmp, _accounts) = set_up("twrp-above");
+    let fsys = tmp.path().join("fs");
+    let share = fsys.join("data").join("share");
+    fs::create_dir_all(&share).unwrap();
+    let image_of = |token: &str| {
+        fsys.join(".snapshots")
+            .join(token)
+            .join("data")
+            .join("share")
+    };
+    lay_out(&share, |token| copy_into(&share, &image_of(token)));
+    // No snapshot directory in the share: the nearest is above it (an empty one in the share
+    // would be the nearest, and list no snapshots, on both servers).
+    fs::remove_dir(share.join(".snapshots")).unwrap();
+    let everywhere = "\tshadow:snapdirseverywhere = yes\n";
+    let at = |mount: &Path, cross: &str| {
+        format!(
+            "{everywhere}\tshadow:mountpoint = {}\n\tshadow:crossmountpoints = {cross}\n",
+            mount.display()
+        )
+    };
+    for (mount, cross) in [(fsys.clone(), "no"), (fsys.join("data"), "yes")] {
+        let lines = at(&mount, cross);
+        let ([samba, ours], torture) = both(tmp.path(), &share, &image_of(OLD), &lines);
+        assert_alike(&samba, &ours);
+        assert_twrp_alike(&torture, 4);
+    }
+    // Below `fs` without crossing: neither server finds a snapshot.
+    let section = format!(
+        "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = shadow_copy2\n\
+         \tshadow:snapdir = .snapshots\n{}",
+        share.display(),
+        at(&fsys.join("data"), "no")
+    );
+    let conf = twin::client_conf(&tmp.path().join("client"));
+    for kind in ["samba", "ringshare"] {
+        let base = tmp.path().join(format!("{kind}-state-none"));
+        let srv = if kind == "samba" {
+            twin::start_samba(&base, Net::Loopback, "", &section, &[USER])
+        } else {
+            twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
+        };
+        let out = smbclient(
+            &srv,
+            &conf,
+            &format!("allinfo file.txt; get \"{OLD}\\file.txt\" /dev/null"),
+        );
+        // Samba 4.22 still lists `fs`'s snapshots here (its listing looks up to `/` whatever
+        // the mount point; only the files' lookup stops there), though none of their files
+        // opens; ringshare lists none it would not open, and answers as Samba does when it
+        // finds no snapshot directory.
+        let listed = out.lines().any(|l| l.starts_with("@GMT-"));
+        assert_eq!(listed, kind == "samba", "{kind}: {out}");
+        if kind == "ringshare" {
+            assert!(
+                out.contains("NT_STATUS_INVALID_PARAMETER getting shadow copy data"),
+                "{out}"
+            );
+        }
+        assert!(
+            out.contains(&format!(
+                "NT_STATUS_OBJECT_NAME_NOT_FOUND opening remote file \\{OLD}\\file.txt"
+            )),
+            "{kind}: {out}"
+        );
+    }
+}

@@ -176,6 +176,13 @@ pub struct ShadowCopy {
     /// `shadow:basedir` above the share's root, `shadow:snapsharepath`): set by the server
     /// with the directory opened. None: `snapdir` is a directory of the share.
     pub base: Option<SnapBase>,
+    /// `shadow:snapdirseverywhere`: the snapshot directories found at start in the directories
+    /// above the share's root, nearest first, up to the file system's mount point (or `/` with
+    /// `shadow:crossmountpoints`), each an image of its directory (the share at `within`);
+    /// looked at after the share's own directories. Opened by the server.
+    pub outer: Vec<SnapBase>,
+    /// `shadow:crossmountpoints`: `outer` went on past the file system's mount point.
+    pub crossmountpoints: bool,
 }
 
 impl Default for ShadowCopy {
@@ -192,6 +199,8 @@ impl Default for ShadowCopy {
             delimiter: DEFAULT_DELIMITER.to_string(),
             localtime: None,
             base: None,
+            outer: Vec::new(),
+            crossmountpoints: false,
         }
     }
 }

@@ -103,11 +103,7 @@ pub(super) fn apply(c: &mut ShadowConf, key: &str, value: &str) -> Result<Option
             }
             s.delimiter = value.to_string();
         }
-        "crossmountpoints" => {
-            if flag(value)? {
-                return not_yet("the snapshot directory is looked for at one place per share");
-            }
-        }
+        "crossmountpoints" => s.crossmountpoints = flag(value)?,
         "sscanf" | "fixinodes" => {
             if flag(value)? {
                 return not_yet("snapshot names are read with shadow:format");
@@ -154,6 +150,18 @@ pub(super) fn resolve(c: &mut ShadowConf, share: &str, path: &Path) -> Result<()
     // snapsharepath.
     if s.everywhere && c.snapdir_abs.is_none() {
         s.base = None;
+        // A share whose directory is not there yet has none above it either (its set-up says
+        // what is wrong with it).
+        s.outer = match std::fs::canonicalize(path) {
+            Ok(root) => {
+                let mount = c
+                    .mountpoint
+                    .clone()
+                    .unwrap_or_else(|| mount_point_of(&root));
+                outer_snapdirs(&root, &mount, s.crossmountpoints, &s.snapdir)
+            }
+            Err(_) => Vec::new(),
+        };
         return Ok(());
     }
     let root = std::fs::canonicalize(path)
@@ -193,6 +201,32 @@ pub(super) fn resolve(c: &mut ShadowConf, share: &str, path: &Path) -> Result<()
         })
     };
     Ok(())
+}
+
+/// `shadow:snapdirseverywhere`: the snapshot directories (`snapdir` in each) of the directories
+/// above the share's root `root`, nearest first, up to the mount point `mount` (with
+/// `shadow:crossmountpoints`, up to `/`), as Samba looks for them; those that exist now.
+fn outer_snapdirs(root: &Path, mount: &Path, cross: bool, snapdir: &RelPath) -> Vec<SnapBase> {
+    let mut found = Vec::new();
+    let mut here = root;
+    while let Some(up) = here.parent() {
+        if !cross && !up.starts_with(mount) {
+            break;
+        }
+        let dir = up.join(snapdir.to_slash_path());
+        let below = root.strip_prefix(up).ok().and_then(|b| {
+            RelPath::from_components(b.iter().map(|c| c.to_string_lossy().into_owned())).ok()
+        });
+        if let (true, Some(within)) = (dir.is_dir(), below) {
+            found.push(SnapBase {
+                dir,
+                within,
+                opened: None,
+            });
+        }
+        here = up;
+    }
+    found
 }
 
 /// Whether `c` can be used by a share whose path is made per user (`%U`):

@@ -5,7 +5,8 @@
 //! in the snapshot of its nearest directory that has one, from the path itself
 //! up to the share's root (`a/b/f` in `a/b/.snapshots/S/f`, then
 //! `a/.snapshots/S/b/f`, then `.snapshots/S/a/b/f`), the first where it exists
-//! winning. Each directory's snapshot is a read-only view of its own
+//! winning; then in the snapshot directories above the share's root the server
+//! found at start ([`ShadowCopy::outer`], nearest first). Each directory's snapshot is a read-only view of its own
 //! ([`Share::read_only_view`], found beneath the share as the user), so
 //! nothing outside that one snapshot is reachable through it; every change
 //! fails with [`FsError::ReadOnly`]. Names stay the client's (`a\b\f`).
@@ -28,6 +29,8 @@ pub struct NearestSnapshot {
     token: GmtToken,
     /// Each directory's view of the snapshot (None: it has none), by its path.
     views: Mutex<HashMap<RelPath, Option<Arc<dyn Share>>>>,
+    /// Each outer snapshot directory's view of it, by its place in [`ShadowCopy::outer`].
+    outer_views: Mutex<HashMap<usize, Option<Arc<dyn Share>>>>,
 }
 
 impl std::fmt::Debug for NearestSnapshot {
@@ -57,17 +60,42 @@ impl NearestSnapshot {
             shadow,
             token,
             views: Mutex::new(HashMap::new()),
+            outer_views: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Whether any directory from `path` up to the root has this snapshot.
-    pub fn exists_for(&self, path: &RelPath) -> FsResult<bool> {
-        for i in (0..=path.components().len()).rev() {
-            if self.view_at(&prefix(path, i))?.is_some() {
-                return Ok(true);
-            }
+    /// The view of this snapshot in the `k`th outer snapshot directory: the share's place in
+    /// it (`name/within`), if it has the snapshot.
+    fn outer_view(&self, k: usize) -> FsResult<Option<Arc<dyn Share>>> {
+        if let Some(v) = crate::sync::lock(&self.outer_views).get(&k) {
+            return Ok(v.clone());
         }
-        Ok(false)
+        let Some(dir) = self.shadow.outer.get(k).and_then(|b| b.opened.clone()) else {
+            return Ok(None);
+        };
+        let names = || {
+            let opts = OpenOptions {
+                directory: true,
+                ..OpenOptions::read_existing()
+            };
+            let d = dir.open(&self.who, &RelPath::root(), &opts).ok()?;
+            d.node.list_names().ok()
+        };
+        let view = match self.shadow.name_of(self.token, names) {
+            None => None,
+            Some(name) => {
+                let within = &self.shadow.outer[k].within;
+                let at =
+                    RelPath::from_components(std::iter::once(&name).chain(within.components()))?;
+                match dir.read_only_view(&self.who, &at) {
+                    Ok(v) => Some(v),
+                    Err(e) if not_here(&e) => None,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        crate::sync::lock(&self.outer_views).insert(k, view.clone());
+        Ok(view)
     }
 
     /// The view of this snapshot in directory `dir`'s snapshot directory, if it has one.
@@ -98,22 +126,38 @@ impl NearestSnapshot {
 
     /// Where `path` is: the view of the nearest directory whose snapshot has it, and the
     /// path below that directory. When none has it, the outermost view there is (whose
-    /// answer then says what is missing); `PathNotFound` when no directory has the snapshot.
+    /// answer then says what is missing); `NotFound` when no directory has the snapshot
+    /// (Samba: ENOENT).
     fn find(&self, path: &RelPath) -> FsResult<(Arc<dyn Share>, RelPath)> {
+        let inner = (0..=path.components().len()).rev().map(Place::Inner);
+        let outer = (0..self.shadow.outer.len()).map(Place::Outer);
         let mut outermost = None;
-        for i in (0..=path.components().len()).rev() {
-            let Some(view) = self.view_at(&prefix(path, i))? else {
+        for place in inner.chain(outer) {
+            let (view, rest) = match place {
+                Place::Inner(i) => (
+                    self.view_at(&prefix(path, i))?,
+                    RelPath::from_components(&path.components()[i..])?,
+                ),
+                Place::Outer(k) => (self.outer_view(k)?, path.clone()),
+            };
+            let Some(view) = view else {
                 continue;
             };
-            let rest = RelPath::from_components(&path.components()[i..])?;
             match view.stat(&self.who, &rest) {
                 Ok(_) => return Ok((view, rest)),
                 Err(e) if not_here(&e) => outermost = Some((view, rest)),
                 Err(e) => return Err(e),
             }
         }
-        outermost.ok_or(FsError::PathNotFound)
+        outermost.ok_or(FsError::NotFound)
     }
+}
+
+/// Where a path is looked for: in the snapshot of the share's directory of its first `n`
+/// components, or of the `k`th snapshot directory above the share's root.
+enum Place {
+    Inner(usize),
+    Outer(usize),
 }
 
 /// The first `n` components of `path`.

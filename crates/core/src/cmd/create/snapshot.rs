@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{FsError, RelPath};
+use ringshare_vfs::FsError;
 use ringshare_wire::create::{decode_u64_context, ContextTag, CreateRequest};
 use ringshare_wire::snapshot::GmtToken;
 use ringshare_wire::NtStatus;
@@ -50,7 +50,7 @@ pub(super) fn view_of(
         return Ok(None);
     };
     if shadow.everywhere && shadow.base.is_none() {
-        return nearest(cr, tree, shadow, token).map(Some);
+        return Ok(Some(nearest(tree, shadow, token)));
     }
     // Made from the token, or found among the snapshot directory's entries (a prefix, a
     // local time: shadow:snapprefix, shadow:localtime).
@@ -82,26 +82,16 @@ pub(super) fn view_of(
 }
 
 /// `shadow:snapdirseverywhere`: the snapshot as each directory of the share may hold it
-/// ([`NearestSnapshot`]), the CREATE's name unchanged (its token taken out). No directory from
-/// the name up to the root with that snapshot: OBJECT_PATH_NOT_FOUND, as a missing snapshot is.
-fn nearest(
-    cr: &CreateRequest<'_>,
-    tree: &TreeView,
-    shadow: &crate::shadow::ShadowCopy,
-    token: GmtToken,
-) -> Result<Arc<ShareDef>, NtStatus> {
+/// ([`NearestSnapshot`]), the CREATE's name unchanged (its token taken out). A name no
+/// directory's snapshot has is not found, as on Samba (OBJECT_NAME_NOT_FOUND for a file).
+fn nearest(tree: &TreeView, shadow: &crate::shadow::ShadowCopy, token: GmtToken) -> Arc<ShareDef> {
     let view = NearestSnapshot::new(
         Arc::clone(&tree.share.backend),
         tree.who.clone(),
         shadow.clone(),
         token,
     );
-    let named = RelPath::from_components(cr.name.split(['\\', '/']).filter(|c| !c.is_empty()))
-        .unwrap_or_default();
-    if !view.exists_for(&named).map_err(status_of)? {
-        return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
-    }
     let mut share = tree.share.with_backend(&tree.share.name, Arc::new(view));
     share.shadow = None;
-    Ok(Arc::new(share))
+    Arc::new(share)
 }

@@ -84,8 +84,10 @@ pub(crate) fn names(
 }
 
 /// `shadow:snapdirseverywhere`: the entries of the snapshot directory nearest to `path`, from
-/// the path itself (a directory's own) up to the share's root, as Samba's shadow_copy2 finds
-/// it; none when no directory on the way has one.
+/// the path itself (a directory's own) up to the share's root and then above it
+/// ([`ShadowCopy::outer`]), as Samba's shadow_copy2 finds it; INVALID_PARAMETER when no
+/// directory on the way has one, as Samba answers (an empty array would be 14 bytes, which
+/// smbclient refuses as a malformed answer).
 fn nearest_names(
     share: &ShareDef,
     who: &Who,
@@ -106,5 +108,11 @@ fn nearest_names(
             Err(e) => return Err(status_of(e)),
         }
     }
-    Ok(Vec::new())
+    match shadow.outer.iter().find_map(|b| b.opened.as_deref()) {
+        Some(dir) => match dir.open(who, &RelPath::root(), &opts) {
+            Ok(o) => o.node.list_names().map_err(status_of),
+            Err(e) => Err(status_of(e)),
+        },
+        None => Err(NtStatus::INVALID_PARAMETER),
+    }
 }

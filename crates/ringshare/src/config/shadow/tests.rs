@@ -42,7 +42,6 @@ fn shadow_options_set_their_fields_and_refuse_what_is_not_done_yet() {
         ("shadow:mountpoint", "relative"),
         ("shadow:snapsharepath", "a/../b"),
         ("shadow:format", "%H.%M.%S"),
-        ("shadow:crossmountpoints", "yes"),
         ("shadow:sscanf", "yes"),
         ("shadow:snapprefix", r"\(a\)\1"),
         ("shadow:delimiter", ""),
@@ -51,6 +50,8 @@ fn shadow_options_set_their_fields_and_refuse_what_is_not_done_yet() {
         assert!(apply(&mut c, k, v).is_err(), "{k} = {v}");
     }
     assert!(apply(&mut c, "shadow:colour", "blue").unwrap().is_some());
+    assert_eq!(apply(&mut c, "shadow:crossmountpoints", "yes"), Ok(None));
+    assert!(c.copy.crossmountpoints);
 }
 
 /// A directory tree for a layout: `<tmp>/fs/{.snapshots,data/share}`, with `fs` named as the
@@ -144,4 +145,42 @@ fn the_mount_point_of_a_directory_is_found_by_its_device() {
         PathBuf::from("/proc")
     );
     assert_eq!(mount_point_of(Path::new("/")), PathBuf::from("/"));
+}
+
+#[test]
+fn with_snapdirseverywhere_the_snapshot_directories_above_the_share_are_found_nearest_first_up_to_the_mount_point(
+) {
+    let t = Tree::new("outer");
+    for d in ["fs/.snapshots", "fs/data/.snapshots", ".snapshots"] {
+        std::fs::create_dir_all(t.0.join(d)).unwrap();
+    }
+    let found = |cross: &str| {
+        let mut c = conf(&[
+            ("shadow:snapdirseverywhere", "yes"),
+            ("shadow:mountpoint", &t.fs()),
+            ("shadow:crossmountpoints", cross),
+        ]);
+        resolve(&mut c, "s", &t.share()).unwrap();
+        assert!(c.copy.base.is_none());
+        c.copy
+            .outer
+            .iter()
+            .map(|o| {
+                let dir = o.dir.strip_prefix(&t.0).unwrap().display().to_string();
+                (dir, o.within.to_slash_path())
+            })
+            .collect::<Vec<_>>()
+    };
+    let near = [
+        ("fs/data/.snapshots".to_string(), "share".to_string()),
+        ("fs/.snapshots".to_string(), "data/share".to_string()),
+    ];
+    assert_eq!(found("no"), near);
+    // Past the mount point: the temporary directory's own `.snapshots` too.
+    let far = found("yes");
+    assert_eq!(far[..2], near);
+    assert_eq!(
+        far[2],
+        (".snapshots".to_string(), "fs/data/share".to_string())
+    );
 }
