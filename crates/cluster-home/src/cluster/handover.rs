@@ -740,18 +740,25 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
 }
 
 /// At a file's home: the disconnected opens `ids` (FileIds) kept by other
-/// nodes are in a new open's way; their nodes close them.
+/// nodes are in a new open's way; their nodes close them (asked of all at once,
+/// [`super::ask_all`]).
 pub(crate) fn close_parked_elsewhere(here: &NodeState, ids: &[(u64, u64)]) {
     let mut nodes: Vec<u16> = ids.iter().map(|(_, v)| node_of(*v)).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    for node in nodes {
-        let mine: Vec<(u64, u64)> = ids
-            .iter()
-            .copied()
-            .filter(|(_, v)| node_of(*v) == node)
-            .collect();
-        if let Err(s) = super::ask(here, node, Call::CloseParked(mine)) {
+    let calls: Vec<(u16, Call)> = nodes
+        .iter()
+        .map(|&node| {
+            let mine: Vec<(u64, u64)> = ids
+                .iter()
+                .copied()
+                .filter(|(_, v)| node_of(*v) == node)
+                .collect();
+            (node, Call::CloseParked(mine))
+        })
+        .collect();
+    for (node, answer) in nodes.into_iter().zip(super::ask_all(here, calls)) {
+        if let Err(s) = answer {
             tracing::warn!(
                 node,
                 ?s,

@@ -57,6 +57,8 @@ pub struct Bus {
     /// hears what a call that timed out says (FILE_NOT_AVAILABLE, the peer connection's), as
     /// from a keeper stopped (SIGSTOP) past the asker's 2 s and let go on.
     pub give_ups_late: Mutex<HashSet<u16>>,
+    /// Nodes that take this long (ms, wall clock) to answer each call, as a stopped or slow peer.
+    pub slow: Mutex<HashMap<u16, u64>>,
 }
 
 pub struct Link {
@@ -145,6 +147,10 @@ impl ClusterLink for Link {
             return Err(NtStatus::IO_TIMEOUT);
         }
         *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
+        let slow = self.bus.slow.lock().unwrap().get(&node).copied();
+        if let Some(ms) = slow {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let now = self.bus.now_ms.load(Ordering::Relaxed);
         let late = self.bus.give_ups_late.lock().unwrap().contains(&node)
             && matches!(
@@ -228,6 +234,7 @@ impl Cluster {
             kinds: Mutex::new(HashMap::new()),
             moves_fail: Mutex::new(HashSet::new()),
             give_ups_late: Mutex::new(HashSet::new()),
+            slow: Mutex::new(HashMap::new()),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)
