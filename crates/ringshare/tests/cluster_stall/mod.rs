@@ -816,3 +816,74 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
         "node 2 stopped: calls to node 3 p99 {far_peer:?} against {far_before:?} before"
     );
 }
+
+/// Issue 33 (docs/cluster.md, Limits): a durable open left on node 1 (its file homed on node 3)
+/// is reconnected through node 2 while node 1 is stopped (SIGSTOP): node 2's give-up call waits
+/// its 2 s and the reconnect is told FILE_NOT_AVAILABLE; node 1 goes on a second later and reads
+/// the call with node 2's close behind it. It does not carry it out: the open stays with node 1,
+/// and the client's next reconnects through node 2 end with the handle back and its data, with
+/// no answer but FILE_NOT_AVAILABLE or SUCCESS on the way. Before, node 1 gave the open up to
+/// nobody and the next reconnect was OBJECT_NAME_NOT_FOUND.
+#[test]
+fn a_keeper_stopped_while_asked_to_give_an_open_up_keeps_it_for_the_next_reconnect() {
+    let name = "lategive";
+    let Some(cl) = ca_cluster(name) else {
+        return;
+    };
+    let file = files_homed_on(&cl, 3, "kept", 1).remove(0);
+    let mut leaver = cl.client(1);
+    let (left, _) = opened(leaver.call(Command::CREATE, &durable_create(&file, 253, None)))
+        .expect("a durable open on node 1");
+    leaver.write(left, 0, b"kept").expect("write");
+    drop(leaver);
+    // Node 2's connection to node 1 in its pool: the give-up goes out on it at once.
+    let mut c = cl.client(2);
+    for f in files_homed_on(&cl, 1, "warm", 2) {
+        let h = open(&mut c, &f, ALL, 7).expect("a file homed on node 1");
+        c.close(h).expect("close");
+    }
+    thread::sleep(Duration::from_millis(500));
+    let keeper = cl.nodes[0].pid();
+    let stopped = Instant::now();
+    signal(keeper, rustix::process::Signal::STOP);
+    let first = opened(c.call(Command::CREATE, &durable_create(&file, 253, Some(left))));
+    let first_in = stopped.elapsed();
+    thread::sleep(Duration::from_millis(3_000).saturating_sub(stopped.elapsed()));
+    signal(keeper, rustix::process::Signal::CONT);
+    let resumed = Instant::now();
+    let mut heard = vec![first.map(|_| ()).err().unwrap_or(NtStatus::SUCCESS)];
+    let back = loop {
+        thread::sleep(Duration::from_millis(300));
+        match opened(c.call(Command::CREATE, &durable_create(&file, 253, Some(left)))) {
+            Ok((h, _)) => break h,
+            Err(s) => heard.push(s),
+        }
+        assert_eq!(
+            heard.last(),
+            Some(&NtStatus::FILE_NOT_AVAILABLE),
+            "a reconnect after node 1 went on: {heard:?}"
+        );
+        assert!(
+            resumed.elapsed() < Duration::from_secs(20),
+            "not back 20 s after node 1 went on: {heard:?}"
+        );
+    };
+    let back_in = resumed.elapsed();
+    eprintln!(
+        "[{name}] a reconnect through node 2 with the keeper (node 1) stopped: {:?} in \
+         {first_in:?}; back {back_in:?} after node 1 went on; answers heard before: {heard:?}",
+        heard[0]
+    );
+    assert_eq!(
+        heard[0],
+        NtStatus::FILE_NOT_AVAILABLE,
+        "the reconnect while the keeper is stopped: try again"
+    );
+    assert!(
+        heard.iter().all(|s| *s == NtStatus::FILE_NOT_AVAILABLE),
+        "only FILE_NOT_AVAILABLE before the handle is back: {heard:?}"
+    );
+    assert_eq!(back.persistent, left.persistent, "the same open");
+    assert_eq!(c.read(back, 0, 4).expect("read"), b"kept", "its data");
+    c.close(back).expect("close");
+}
