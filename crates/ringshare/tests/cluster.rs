@@ -105,7 +105,13 @@ impl Cluster {
         let takeover = match std::env::var("RINGSHARE_CLUSTER_TAKEOVER") {
             Ok(cmd) => PathBuf::from(cmd),
             Err(_) => {
-                let script = tmp.path().join("takeover");
+                // In a directory only root may enter, as an administrator's (the eviction's
+                // keyring is root's): a node that runs it as anyone else fails to.
+                let dir = tmp.path().join("root-only");
+                std::fs::create_dir(&dir).unwrap();
+                std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                    .unwrap();
+                let script = dir.join("takeover");
                 std::fs::write(
                     &script,
                     format!("#!/bin/sh\necho \"$1\" >> {}\n", takeovers.display()),

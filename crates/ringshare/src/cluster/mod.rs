@@ -302,6 +302,13 @@ impl Link {
     fn run_takeover_command(&self, node: u16) {
         let Some(cmd) = &self.takeover else { return };
         let t = Instant::now();
+        // As the server: this thread acts as a user after it took a dead node's persistent
+        // open over (it opened the file as that user), and a child inherits the thread's ids
+        // (on CephFS the eviction then could not run, or not read the cluster's keyring).
+        if let Err(e) = ringshare_engine::creds::act_as_server() {
+            tracing::error!("cluster: takeover command for node {node}: acting as the server: {e}");
+            return;
+        }
         let child = std::process::Command::new(cmd)
             .arg(node.to_string())
             .stdin(std::process::Stdio::null())

@@ -164,6 +164,17 @@ pub fn run(name: &str, runs: usize) {
         "failed runs:\n{}",
         fig.failures.join("\n")
     );
+    // Every survivor ran its takeover command for every kill, as root: a survivor that took a
+    // dead node's persistent open over acted as its user after (the command then ran as that
+    // user and failed: on CephFS no eviction).
+    for (i, rig) in cl.nodes.iter().enumerate() {
+        let log = rig.log();
+        let bad: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("ERROR") && l.contains("takeover command"))
+            .collect();
+        assert!(bad.is_empty(), "node {}: {bad:#?}", i + 1);
+    }
 }
 
 /// One kill of node `victim`: holders on every node, the kill at a random moment of their
