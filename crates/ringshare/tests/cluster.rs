@@ -206,6 +206,59 @@ impl Cluster {
         c
     }
 
+    /// How many takeover commands for node `n` the other nodes have run (done, failed or
+    /// killed), as their logs say.
+    fn takeovers_for(&self, n: u16) -> usize {
+        let done = format!("for node {n} done");
+        let other = [
+            format!("for node {n} failed"),
+            format!("for node {n} killed"),
+            format!("for node {n}: "),
+        ];
+        (1..=NODES)
+            .filter(|m| *m != n)
+            .map(|m| {
+                let log = self.nodes[usize::from(m) - 1].log();
+                log.lines()
+                    .filter(|l| l.contains("takeover command"))
+                    .filter(|l| l.contains(&done) || other.iter().any(|o| l.contains(o)))
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Start node `n` again after its kill (or cut), [`Cluster::remount_once_cut_off`] first.
+    /// When it was started.
+    fn start_again_after_death(&mut self, n: u16, before: usize) -> Instant {
+        self.remount_once_cut_off(n, before);
+        let t = Instant::now();
+        self.nodes[usize::from(n) - 1].spawn();
+        t
+    }
+
+    /// On CephFS (scripts/cluster-ceph.sh) the survivors' takeover commands evict a dead node's
+    /// mount, as a real site's would: once each survivor has run its command for node `n` (more
+    /// than `before` in all, [`Cluster::takeovers_for`]; a mount made sooner would be evicted by
+    /// the later one) its mount is made again (`RINGSHARE_CLUSTER_REMOUNT n`), as an
+    /// administrator does before starting such a node again. On one host: nothing.
+    fn remount_once_cut_off(&mut self, n: u16, before: usize) {
+        if let Ok(remount) = std::env::var("RINGSHARE_CLUSTER_REMOUNT") {
+            let survivors = usize::from(NODES) - 1;
+            let ran = within(Duration::from_secs(30), || {
+                (self.takeovers_for(n) >= before + survivors).then_some(())
+            });
+            assert!(
+                ran.is_some(),
+                "the survivors' takeover commands for node {n}"
+            );
+            let ok = std::process::Command::new(&remount)
+                .arg(n.to_string())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "{remount} {n}");
+        }
+    }
+
     /// A client logged on to node `n` (1-based).
     fn client(&self, n: u16) -> Raw {
         self.nodes[usize::from(n) - 1].login(USER_A)
@@ -876,6 +929,20 @@ fn a_node_stopped_with_sigterm_hands_its_files_over_and_logs_no_error() {
         );
         its_data_and_lock_are_back(&mut back_client, back, &mut a, (&f, fid, &data));
     }
+    // A stop is no death: the survivors do not cut node 3 off (on CephFS the takeover command
+    // evicts its mount, and it could not serve when started again: scripts/cluster-ceph.sh's run
+    // of cluster_upgrade's restart shows that).
+    for n in [0, 1] {
+        let log = cl.nodes[n].log();
+        assert!(
+            log.contains("node 3 stopped cleanly: its takeover command is not run")
+                && !log.contains("takeover command for node 3"),
+            "node {}: {log}",
+            n + 1
+        );
+    }
+    let ran = std::fs::read_to_string(&cl.takeovers).unwrap_or_default();
+    assert!(!ran.contains('3'), "takeover commands run for: {ran:?}");
 }
 
 /// A stop that cannot leave through etcd (every member gone) does not hang and is not said
