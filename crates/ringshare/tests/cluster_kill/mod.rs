@@ -117,6 +117,7 @@ pub fn run(name: &str, runs: usize) {
     for r in 1..=runs {
         fig.runs += 1;
         let victim = 1 + dice.below(u64::from(NODES)) as u16;
+        let takeovers = cl.takeovers_for(victim);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             one_run(&mut cl, name, r, victim, &mut dice, &mut fig)
         }));
@@ -134,7 +135,7 @@ pub fn run(name: &str, runs: usize) {
         let rig = &mut cl.nodes[usize::from(victim) - 1];
         if !rig.is_running() {
             let _ = rig.signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
-            rig.spawn();
+            cl.start_again_after_death(victim, takeovers);
         }
         let mut e = cl.etcd.client();
         wait_placed(&mut e, name, &["1", "2", "3"], Duration::from_secs(30));
