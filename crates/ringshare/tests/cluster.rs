@@ -206,59 +206,6 @@ impl Cluster {
         c
     }
 
-    /// How many takeover commands for node `n` the other nodes have run (done, failed or
-    /// killed), as their logs say.
-    fn takeovers_for(&self, n: u16) -> usize {
-        let done = format!("for node {n} done");
-        let other = [
-            format!("for node {n} failed"),
-            format!("for node {n} killed"),
-            format!("for node {n}: "),
-        ];
-        (1..=NODES)
-            .filter(|m| *m != n)
-            .map(|m| {
-                let log = self.nodes[usize::from(m) - 1].log();
-                log.lines()
-                    .filter(|l| l.contains("takeover command"))
-                    .filter(|l| l.contains(&done) || other.iter().any(|o| l.contains(o)))
-                    .count()
-            })
-            .sum()
-    }
-
-    /// Start node `n` again after its kill (or cut), [`Cluster::remount_once_cut_off`] first.
-    /// When it was started.
-    fn start_again_after_death(&mut self, n: u16, before: usize) -> Instant {
-        self.remount_once_cut_off(n, before);
-        let t = Instant::now();
-        self.nodes[usize::from(n) - 1].spawn();
-        t
-    }
-
-    /// On CephFS (scripts/cluster-ceph.sh) the survivors' takeover commands evict a dead node's
-    /// mount, as a real site's would: once each survivor has run its command for node `n` (more
-    /// than `before` in all, [`Cluster::takeovers_for`]; a mount made sooner would be evicted by
-    /// the later one) its mount is made again (`RINGSHARE_CLUSTER_REMOUNT n`), as an
-    /// administrator does before starting such a node again. On one host: nothing.
-    fn remount_once_cut_off(&mut self, n: u16, before: usize) {
-        if let Ok(remount) = std::env::var("RINGSHARE_CLUSTER_REMOUNT") {
-            let survivors = usize::from(NODES) - 1;
-            let ran = within(Duration::from_secs(30), || {
-                (self.takeovers_for(n) >= before + survivors).then_some(())
-            });
-            assert!(
-                ran.is_some(),
-                "the survivors' takeover commands for node {n}"
-            );
-            let ok = std::process::Command::new(&remount)
-                .arg(n.to_string())
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok, "{remount} {n}");
-        }
-    }
-
     /// A client logged on to node `n` (1-based).
     fn client(&self, n: u16) -> Raw {
         self.nodes[usize::from(n) - 1].login(USER_A)
