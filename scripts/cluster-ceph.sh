@@ -9,9 +9,18 @@
 # interface, and the tests' clients reach it at its own address. Each node's mount carries
 # client_metadata ringshare_node=N, and the nodes' `cluster takeover command` evicts the dead
 # node's CephFS session (`ceph tell mds.* client evict`) before the survivors decide for its
-# files, so nothing it still sends lands.
+# files, so nothing it still sends lands (a node stopped cleanly is not evicted).
 #
-#   sudo scripts/cluster-ceph.sh            # all five cluster tests
+# Every test of the cluster test binary runs, each on fresh mounts: those of cluster.rs and of
+# its modules (cluster_kill: the kill loop; cluster_stall; cluster_upgrade: a node stopped and
+# started again; cluster_witness: Witness over DCE/RPC to each node at its own address, a kill,
+# and `ringshare cluster drain`), and the nodecut test, which only this script can run. A test
+# that kills a node has its mount made again (`$W/remount N`, RINGSHARE_CLUSTER_REMOUNT) once
+# the survivors' evictions are done, before it starts the node again. The rolling upgrade from
+# the previous release (cluster.rs, ignored) runs only with OLD_BIN=/path/to/old/ringshare
+# (scripts/cluster-upgrade.sh builds one).
+#
+#   sudo scripts/cluster-ceph.sh            # every cluster test
 #   sudo scripts/cluster-ceph.sh after_a_node   # those whose names contain this
 #
 # Needs: apt-get install ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common etcd-server iproute2,
@@ -206,6 +215,7 @@ export RINGSHARE_CLUSTER_ADDRESSES="$NET.1,$NET.2,$NET.3"
 export RINGSHARE_CLUSTER_HOST="$HOST"
 export RINGSHARE_CLUSTER_LOGS="$W/log/nodes"
 export RINGSHARE_CLUSTER_REMOUNT="$W/remount"
+[ -n "${OLD_BIN:-}" ] && export RINGSHARE_OLD_BIN="$OLD_BIN"
 if [ -n "${CEPH_COMMAND:-}" ]; then
     # By hand: anything else against the three mounts (CEPH_COMMAND='bash' for a shell).
     say "running $CEPH_COMMAND (mounts: $RINGSHARE_CLUSTER_MOUNTS)"
@@ -218,6 +228,12 @@ failed=()
 tests=$(cargo test -p ringshare --test cluster -q -- --list 2>/dev/null | sed -n 's/: test$//p')
 for t in $tests; do
     case "$t" in *"$FILTER"*) ;; *) continue ;; esac
+    case "$t" in *previous_release*)
+        if [ -z "${OLD_BIN:-}" ]; then
+            say "skipped: $t (OLD_BIN=/path/to/the/previous/release/ringshare runs it)"
+            continue
+        fi ;;
+    esac
     mount_all
     if cargo test -p ringshare --test cluster -q -- --exact "$t" --include-ignored --nocapture; then
         say "passed: $t"

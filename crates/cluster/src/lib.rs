@@ -39,6 +39,11 @@
 //!   token**: it grows on every change of owner of that partition (etcd revisions are global and
 //!   monotonic), so (p, token) orders every owner of p.
 //! * `drain/<id>` = `{}`: the node is drained ([`set_drained`]): Witness moves its clients away.
+//! * `left/<id>` = `{"inc": <incarnation>}`: that incarnation of the node left cleanly
+//!   ([`Coordinator::leave`], written while it was still a member, before its lease was
+//!   revoked): it had stopped all its work first, so the others need not cut it off
+//!   ([`Coordinator::left_cleanly`]). Not bound to a lease; the next leave of that id
+//!   overwrites it.
 //!
 //! # Placement, claims, hand-over
 //! The preferred owner of p is the live node with the highest rendezvous score
@@ -267,6 +272,8 @@ struct View {
     parts: Vec<Option<Part>>,
     /// Nodes with a `drain/<id>` key.
     drained: BTreeSet<String>,
+    /// The incarnation each `left/<id>` names (the last that left cleanly).
+    left: BTreeMap<String, i64>,
 }
 
 struct Shared {
@@ -378,6 +385,7 @@ impl Coordinator {
                 members: BTreeMap::new(),
                 parts: vec![None; cfg.partitions as usize],
                 drained: BTreeSet::new(),
+                left: BTreeMap::new(),
             }),
             cfg,
             prefix,
@@ -457,6 +465,14 @@ impl Coordinator {
         lock(&self.sh.view).drained.clone()
     }
 
+    /// Whether incarnation `inc` of node `id` left cleanly ([`Coordinator::leave`] marked it in
+    /// `left/<id>` before revoking its lease), as of the last poll: its record and the mark are
+    /// read at one revision, so once the record is seen gone, the mark of a clean leave is seen
+    /// too. False for a node that died, was fenced, or is of a build without the mark.
+    pub fn left_cleanly(&self, id: &str, inc: i64) -> bool {
+        lock(&self.sh.view).left.get(id) == Some(&inc)
+    }
+
     /// Owner and fencing token of `p` as of the last poll (`None` when unowned, out of range or
     /// fenced). For this node's own partitions this is exact: see [`Coordinator::owned`].
     pub fn owner_of(&self, p: u32) -> Option<(String, i64)> {
@@ -493,9 +509,12 @@ impl Coordinator {
         Duration::from_millis(self.sh.max_renew_gap_ms.load(Ordering::Relaxed))
     }
 
-    /// Leaves gracefully: releases every partition (each reported lost first), then revokes the
-    /// lease. Partitions go to the others at once. Fails with `Fenced` when already fenced.
-    pub fn leave(mut self) -> Result<(), Error> {
+    /// Leaves gracefully: releases every partition (each reported lost first), marks this
+    /// incarnation as gone cleanly when `finished` (`left/<id>`, [`Coordinator::left_cleanly`]:
+    /// the node does nothing more, its I/O on the shared file system all done), then revokes
+    /// the lease. Partitions go to the others at once. Fails with `Fenced` when already fenced
+    /// (no mark then: the others treat it as a death, as they do without `finished`).
+    pub fn leave(mut self, finished: bool) -> Result<(), Error> {
         self.sh.stop_worker.store(true, Ordering::SeqCst);
         if let Some(w) = self.worker.take() {
             let _ = w.join();
@@ -525,6 +544,18 @@ impl Coordinator {
             if let Err(e) = txn_batches(&mut etcd, &items, &[], deadline) {
                 result = Err(e);
             }
+        }
+        if finished && result.is_ok() {
+            // Only while this incarnation is still a member: a node whose lease lapsed was
+            // (or is being) taken over as a dead one. Without the mark (etcd did not take it)
+            // the others take it for a death: they cut it off, which is safe, only needless.
+            let mark = Op::Put {
+                key: format!("{}left/{}", sh.prefix, sh.cfg.node_id).into_bytes(),
+                value: json!({ "inc": sh.inc }).to_string().into_bytes(),
+                lease: 0,
+            };
+            let alive = Compare::CreateRevisionEq(sh.node_key(&sh.cfg.node_id), sh.inc);
+            let _ = etcd.txn(&[alive], &[mark], &[], deadline);
         }
         // From here on this node acts for nothing: fence silently, stop renewing, revoke.
         sh.fenced.store(true, Ordering::SeqCst);
@@ -641,9 +672,11 @@ fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
         members: BTreeMap::new(),
         parts: vec![None; partitions as usize],
         drained: BTreeSet::new(),
+        left: BTreeMap::new(),
     };
     let nodes = format!("{prefix}nodes/");
     let drain = format!("{prefix}drain/");
+    let left = format!("{prefix}left/");
     let parts = format!("{prefix}parts/");
     for kv in kvs {
         let Ok(key) = std::str::from_utf8(&kv.key) else {
@@ -678,6 +711,10 @@ fn read_view(prefix: &str, partitions: u32, kvs: Vec<KeyValue>) -> View {
             );
         } else if let Some(id) = key.strip_prefix(&drain) {
             v.drained.insert(id.to_string());
+        } else if let Some(id) = key.strip_prefix(&left) {
+            if let Some(inc) = field("inc").and_then(|i| i.as_i64()) {
+                v.left.insert(id.to_string(), inc);
+            }
         } else if let Some(p) = key.strip_prefix(&parts).and_then(|p| p.parse::<u32>().ok()) {
             if let Some(slot) = v.parts.get_mut(p as usize) {
                 // An unreadable record counts as owned by nobody alive: it is taken over after

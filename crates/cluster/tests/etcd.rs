@@ -249,6 +249,8 @@ fn a_killed_node_s_partitions_go_to_survivors_within_ttl_plus_margin_with_higher
             assert!(after[p].1 > *token, "p{p}: token did not grow");
         }
     }
+    // A death is no clean leave: no mark for it.
+    assert_eq!(left_mark(&mut etcd, name, "n2"), None);
     let (mut a, mut b) = (nodes.remove(0), nodes.remove(0));
     assert_beliefs_match(&mut etcd, name, &mut [&mut a, &mut b]);
 }
@@ -390,6 +392,16 @@ fn losing_etcd_quorum_fences_every_node_within_the_ttl() {
     }
 }
 
+/// The incarnation `left/<id>` names (a clean leave's mark), if any.
+fn left_mark(etcd: &mut Etcd, cluster: &str, id: &str) -> Option<i64> {
+    let key = format!("/ringshare/{cluster}/left/{id}");
+    let kv = etcd
+        .get(key.as_bytes(), Instant::now() + Duration::from_secs(5))
+        .unwrap()?;
+    let v: serde_json::Value = serde_json::from_slice(&kv.value).unwrap();
+    v["inc"].as_i64()
+}
+
 #[test]
 fn a_node_that_leaves_hands_its_partitions_over_without_waiting_for_the_ttl() {
     let name = "leave";
@@ -409,6 +421,10 @@ fn a_node_that_leaves_hands_its_partitions_over_without_waiting_for_the_ttl() {
     let left = nodes[1].wait_line(|l| l.starts_with("left"), Duration::from_secs(5));
     assert_eq!(left.as_deref(), Some("left Ok(())"));
     assert!(nodes[1].believed().is_empty());
+    // The leave marked that incarnation as gone cleanly (the others cut it off only if not).
+    let joined = nodes[1].seen.iter().find_map(|l| l.strip_prefix("joined "));
+    let inc: i64 = joined.expect("n2's joined line").parse().unwrap();
+    assert_eq!(left_mark(&mut etcd, name, "n2"), Some(inc));
     let (mut a, mut b) = (nodes.remove(0), nodes.remove(1));
     assert_beliefs_match(&mut etcd, name, &mut [&mut a, &mut b]);
 }

@@ -283,15 +283,35 @@ fn home_can_take_it(here: &NodeState, share: &ShareDef, who: &Who, name: &str) -
         // of milliseconds, and an open given up to a move its home refuses is lost (issue 33:
         // a persistent handle not back in 20 s in scripts/cluster-upgrade.sh).
         Home::Node(n) => {
-            link.members().contains(&n)
-                && match super::ask(here, n, Call::DeletePending(key, None)) {
-                    Ok(Answer::Pending { .. }) => true,
-                    // No entry there: the keeper decides (as before this question).
-                    Ok(Answer::Refused(s)) => s == NtStatus::FILE_CLOSED,
-                    _ => false,
-                }
+            if !link.members().contains(&n) {
+                tracing::debug!(
+                    home = n,
+                    ?key,
+                    "a reconnect waits: the file's home is no member"
+                );
+                return false;
+            }
+            let answer = super::ask(here, n, Call::DeletePending(key, None));
+            let yes = match &answer {
+                Ok(Answer::Pending { .. }) => true,
+                // No entry there: the keeper decides (as before this question).
+                Ok(Answer::Refused(s)) => *s == NtStatus::FILE_CLOSED,
+                _ => false,
+            };
+            if !yes {
+                tracing::debug!(
+                    home = n,
+                    ?key,
+                    ?answer,
+                    "a reconnect waits: the file's home does not say so"
+                );
+            }
+            yes
         }
-        Home::Unavailable => false,
+        Home::Unavailable => {
+            tracing::debug!(?key, "a reconnect waits: no node decides for the file now");
+            false
+        }
     }
 }
 

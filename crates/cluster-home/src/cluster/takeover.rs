@@ -102,7 +102,20 @@ pub fn take_over(server: &Arc<ServerState>, r: &Reconnecting) -> Result<TakenOve
         && super::ca::still_kept(&server.node, file_id, &wanted)
     {
         // Between nodes, not gone (issue 33): the client tries again.
+        tracing::debug!(
+            persistent = file_id.persistent,
+            ?holder,
+            "a reconnect waits: its open's record is still there, no node gave the open up"
+        );
         return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
+    if let Err(s) = &taken {
+        tracing::debug!(
+            persistent = file_id.persistent,
+            ?holder,
+            ?s,
+            "a reconnect refused"
+        );
     }
     taken
 }

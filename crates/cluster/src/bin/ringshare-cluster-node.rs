@@ -83,7 +83,7 @@ fn main() {
                 c.max_renew_gap().as_millis()
             )),
             Ok(cmd) if cmd.trim() == "leave" => {
-                let r = c.leave();
+                let r = c.leave(true);
                 while let Ok(Event::PartitionLost { p }) = events.try_recv() {
                     say(&format!("lost {p}"));
                 }

@@ -223,11 +223,20 @@ impl Link {
             .filter(|(n, inc)| seen.get(n) != Some(inc) && **n != self.node)
             .map(|(n, _)| *n)
             .collect();
+        let left_cleanly = gone
+            .iter()
+            .filter(|n| {
+                seen.get(n)
+                    .is_some_and(|inc| c.left_cleanly(&n.to_string(), *inc))
+            })
+            .copied()
+            .collect();
         *seen = now;
         Changes {
             gained,
             gone,
             joined,
+            left_cleanly,
         }
     }
 
@@ -238,12 +247,10 @@ impl Link {
             mut gained,
             gone,
             joined,
+            left_cleanly,
         } = self.refresh();
         let Some(s) = server.upgrade() else { return };
-        let members = self.members();
-        for node in gone.iter().filter(|n| !members.contains(n)) {
-            self.run_takeover_command(*node);
-        }
+        self.cut_off(&gone, &left_cleanly);
         let mut gone_all = gone.clone();
         for node in gone {
             let n = s.forget_node(node);
@@ -276,6 +283,9 @@ impl Link {
                     std::thread::sleep(REFRESH);
                     let c = self.refresh();
                     gained.extend(c.gained);
+                    // (The node that did not answer, once gone: cut off before its
+                    // partitions are decided for.)
+                    self.cut_off(&c.gone, &c.left_cleanly);
                     for node in c.gone {
                         s.forget_node(node);
                         gone_all.push(node);
@@ -296,12 +306,37 @@ impl Link {
         s.resend_closes();
     }
 
+    /// Run the takeover command for each node of `gone` that is not a member now (not just
+    /// come back as a new incarnation), except those that `left_cleanly`: a node that stopped
+    /// cleanly finished its I/O before it left, so nothing of it can land late, and cutting it
+    /// off (on CephFS: evicting its mount) would only keep it from serving when it is started
+    /// again.
+    fn cut_off(&self, gone: &[u16], left_cleanly: &[u16]) {
+        let members = self.members();
+        for node in gone.iter().filter(|n| !members.contains(n)) {
+            if !left_cleanly.contains(node) {
+                self.run_takeover_command(*node);
+            } else if self.takeover.is_some() {
+                tracing::info!(
+                    "cluster: node {node} stopped cleanly: its takeover command is not run"
+                );
+            }
+        }
+    }
+
     /// Run `cluster takeover command NODE` (bounded: killed after
     /// [`TAKEOVER_LIMIT`]); its outcome is logged, and the takeover goes on
     /// whatever it is.
     fn run_takeover_command(&self, node: u16) {
         let Some(cmd) = &self.takeover else { return };
         let t = Instant::now();
+        // As the server: this thread acts as a user after it took a dead node's persistent
+        // open over (it opened the file as that user), and a child inherits the thread's ids
+        // (on CephFS the eviction then could not run, or not read the cluster's keyring).
+        if let Err(e) = ringshare_engine::creds::act_as_server() {
+            tracing::error!("cluster: takeover command for node {node}: acting as the server: {e}");
+            return;
+        }
         let child = std::process::Command::new(cmd)
             .arg(node.to_string())
             .stdin(std::process::Stdio::null())
@@ -386,6 +421,8 @@ struct Changes {
     gone: Vec<u16>,
     /// Nodes that joined (new incarnations included).
     joined: Vec<u16>,
+    /// Those of `gone` whose incarnation left cleanly (a stop: `Coordinator::left_cleanly`).
+    left_cleanly: Vec<u16>,
 }
 
 /// A running cluster node; dropping it leaves the cluster at once (as a
@@ -560,7 +597,16 @@ impl Node {
         let Some(c) = lock(&self.link.coordinator).take() else {
             return;
         };
-        if let Err(e) = c.leave() {
+        // Every I/O thread has stopped, its ring dropped: what it had in flight completed,
+        // unless the kernel did not give an operation back in time (leaked, still running).
+        let leaked = ringshare_engine::leaked_ops();
+        if leaked > 0 {
+            tracing::warn!(
+                "cluster: node {me}: {leaked} file system operations did not finish: the other \
+                 nodes take this stop for a death and cut this node off (takeover command)"
+            );
+        }
+        if let Err(e) = c.leave(leaked == 0) {
             tracing::warn!(
                 "cluster: node {me} could not leave through etcd ({e}): the other nodes take \
                  its {held} partitions and {persistent} persistent opens over only when its \

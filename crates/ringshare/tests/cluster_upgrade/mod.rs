@@ -70,10 +70,25 @@ impl Shared {
         *self.seen.lock().unwrap().entry((step, key)).or_default() += 1;
     }
 
-    fn waited(&self, d: Duration) {
+    /// Now, and the step under way (where a wait that starts now is counted).
+    fn since(&self) -> (Instant, usize) {
+        (Instant::now(), self.step.load(Ordering::Acquire))
+    }
+
+    /// A client waited from `since` (its time and step) until now for `what`: counted in the step
+    /// it began in (a reconnect that spans steps is not a stall of the step it ends in), and
+    /// said when it is long (which client, from which step to which).
+    fn waited(&self, (t, began): (Instant, usize), what: &str) {
+        let d = t.elapsed();
         let step = self.step.load(Ordering::Acquire);
+        if d >= Duration::from_secs(3) {
+            eprintln!(
+                "[upgrade] {what} waited {:.2} s, from step {began} to step {step}",
+                d.as_secs_f64()
+            );
+        }
         let mut s = self.stall.lock().unwrap();
-        let m = s.entry(step).or_default();
+        let m = s.entry(began).or_default();
         *m = (*m).max(d);
     }
 
@@ -174,7 +189,7 @@ fn persistent_writer(sh: &Shared, w: u16, files: Vec<String>) -> Vec<Written> {
             fid,
         ));
     }
-    let mut last = Instant::now();
+    let mut last = sh.since();
     let mut k = 0usize;
     while !sh.stop.load(Ordering::Acquire) {
         let (file, _, fid) = &mut held[k % 3];
@@ -182,8 +197,8 @@ fn persistent_writer(sh: &Shared, w: u16, files: Vec<String>) -> Vec<Written> {
         match c.write(*fid, file.acked * CHUNK as u64, &data) {
             Ok(_) => {
                 file.acked += 1;
-                sh.waited(last.elapsed());
-                last = Instant::now();
+                sh.waited(last, &format!("a write of {}", file.name));
+                last = sh.since();
                 k += 1;
                 thread::sleep(Duration::from_millis(20));
             }
@@ -205,8 +220,8 @@ fn persistent_writer(sh: &Shared, w: u16, files: Vec<String>) -> Vec<Written> {
                             }
                         }
                     }
-                    sh.waited(last.elapsed());
-                    last = Instant::now();
+                    sh.waited(last, &format!("the reconnects through node {node}"));
+                    last = sh.since();
                 } else {
                     thread::sleep(Duration::from_millis(100));
                 }
@@ -270,7 +285,7 @@ fn plain_writer(sh: &Shared, w: u16, files: Vec<String>) -> Vec<Written> {
         })
         .collect();
     let (mut node, mut c) = sh.login(w);
-    let mut last = Instant::now();
+    let mut last = sh.since();
     let mut k = 0usize;
     while !sh.stop.load(Ordering::Acquire) {
         if k % 60 == 59 {
@@ -290,8 +305,8 @@ fn plain_writer(sh: &Shared, w: u16, files: Vec<String>) -> Vec<Written> {
         match done {
             Ok(()) => {
                 file.acked += 1;
-                sh.waited(last.elapsed());
-                last = Instant::now();
+                sh.waited(last, &format!("a write of {}", file.name));
+                last = sh.since();
                 k += 1;
                 thread::sleep(Duration::from_millis(20));
             }
@@ -419,6 +434,7 @@ pub fn run(name: &str, old: Option<&Path>, steps: u16, between: Duration) {
         sh.step.store(usize::from(n), Ordering::Release);
         let t = Instant::now();
         sh.up.fetch_and(!(1 << (n - 1)), Ordering::AcqRel);
+        let takeovers = cl.takeovers_for(n);
         let exit =
             cl.nodes[usize::from(n) - 1].signal_and_wait(libc::SIGTERM, Duration::from_secs(15));
         let stopped = t.elapsed();
@@ -426,6 +442,11 @@ pub fn run(name: &str, old: Option<&Path>, steps: u16, between: Duration) {
             exit.is_some_and(|e| e.success()),
             "node {n} stops cleanly: {exit:?}"
         );
+        // A build before 'left/' marks no clean stop: the others take it for a death and cut
+        // it off (on CephFS: its mount evicted, made again here). This build's stop is clean.
+        if old.is_some() {
+            cl.remount_once_cut_off(n, takeovers);
+        }
         runs_this_build(&mut cl, n);
         let mut e = cl.etcd.client();
         wait_placed(&mut e, name, &["1", "2", "3"], Duration::from_secs(30));

@@ -6,7 +6,9 @@
 //! which is answered when node 3 is killed (its etcd lease lapses) and when
 //! it is back; a second registration, for node 2's address, is told to move
 //! (CLIENT_MOVE) when `ringshare cluster drain 2` runs. Each node on its own
-//! loopback address, as clients tell nodes apart by address.
+//! loopback address, as clients tell nodes apart by address (or, by
+//! scripts/cluster-ceph.sh, each in its own network namespace at its own address:
+//! the test takes the addresses the nodes listen on from the cluster).
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -15,6 +17,8 @@ use std::sync::mpsc;
 use super::*;
 use common::kdc::{where_fs_rs_test_resolves, Kdc, REALM};
 
+/// The nodes' addresses on loopback (scripts/cluster-ceph.sh's RINGSHARE_CLUSTER_ADDRESSES
+/// replace them).
 const HOSTS: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
 
 /// The client's output lines as they arrive, with their time.
@@ -174,10 +178,11 @@ fn smbtorture_witness(cl: &Cluster, kdc: Option<&Kdc>) {
             runs.extend([(*t, "krb5,sign"), (*t, "krb5,seal"), (*t, "spnego,seal")]);
         }
     }
-    let hosts = kdc.map(|k| k.hosts_file_for(HOSTS[0]));
+    let node1 = cl.nodes[0].host.as_str();
+    let hosts = kdc.map(|k| k.hosts_file_for(node1));
     for (test, protection) in runs {
         let krb = protection.contains("krb5") || protection.contains("spnego");
-        let host = if krb { "fs.rs.test" } else { HOSTS[0] };
+        let host = if krb { "fs.rs.test" } else { node1 };
         let binding = format!(
             "ncacn_ip_tcp:{host}[{},{protection}]",
             cl.witness_ports[0].0
@@ -237,6 +242,8 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     }
     let hosts = HOSTS.iter().map(|h| h.to_string()).collect();
     let mut cl = Cluster::start_on(name, &global, Some(hosts), None);
+    // Where each node listens (HOSTS, or the namespaces' addresses on CephFS).
+    let [a1, a2, a3] = [0, 1, 2].map(|i| cl.nodes[i].host.clone());
     // A share of a node that serves Witness says SCALEOUT and CLUSTER.
     assert_eq!(share_caps(&mut cl.client(1)), 0x20 | 0x40);
     // Witness wants packet integrity: an anonymous client and a wrong password are refused.
@@ -244,7 +251,7 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     let t = Instant::now();
     let bad = format!("{}%not-the-password", USER_A.0);
     for user in [None, Some(bad.as_str())] {
-        let refused = Client::start(HOSTS[0], epm, user, &[]);
+        let refused = Client::start(&a1, epm, user, &[]);
         let (_, why) = refused.expect("REFUSED ", Duration::from_secs(10), &mut Vec::new());
         eprintln!("[{name}] {user:?}: {why}");
         // nca_s_fault_access_denied: impacket names it, the hand-built client gives the number.
@@ -255,7 +262,7 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     }
     eprintln!("[{name}] both refusals took {:?}", t.elapsed());
     let user = format!("{}%{}", USER_A.0, USER_A.1);
-    let client = Client::start(HOSTS[0], epm, Some(&user), &[HOSTS[2], HOSTS[1]]);
+    let client = Client::start(&a1, epm, Some(&user), &[&a3, &a2]);
     let mut seen = Vec::new();
     let (_, port) = client.expect("PORT ", Duration::from_secs(10), &mut seen);
     assert_eq!(
@@ -272,43 +279,46 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         })
         .collect();
     registered.sort();
-    assert_eq!(registered, ["REGISTERED 127.0.0.3", "REGISTERED 127.0.0.4"]);
+    let mut want = [format!("REGISTERED {a2}"), format!("REGISTERED {a3}")];
+    want.sort();
+    assert_eq!(registered, want);
     // Every node's address, available; node 1's own not offered as a witness (flags: IPv4
     // valid 1, witness interface 4).
     let mut list: Vec<&String> = seen.iter().filter(|l| l.starts_with("LIST ")).collect();
     list.sort();
-    assert_eq!(
-        list,
-        [
-            "LIST 127.0.0.2 1 1",
-            "LIST 127.0.0.3 1 5",
-            "LIST 127.0.0.4 1 5"
-        ],
-        "{seen:?}"
-    );
+    let mut want = [
+        format!("LIST {a1} 1 1"),
+        format!("LIST {a2} 1 5"),
+        format!("LIST {a3} 1 5"),
+    ];
+    want.sort();
+    assert_eq!(list, want.iter().collect::<Vec<_>>(), "{seen:?}");
 
     // A client that binds with Kerberos (impacket: in SPNEGO, DCE style, sealed) registers too.
     let krb_client = kdc.as_ref().map(|kdc| {
         kdc.run("kvno", &["host/fs.rs.test"]);
-        let c = Client::kerberos(kdc, HOSTS[0], epm, &[HOSTS[2]]);
+        let c = Client::kerberos(kdc, &a1, epm, &[&a3]);
         let (_, reg) = c.expect("REGISTERED ", Duration::from_secs(10), &mut Vec::new());
-        assert_eq!(reg, "REGISTERED 127.0.0.4");
+        assert_eq!(reg, format!("REGISTERED {a3}"));
         c
     });
 
     smbtorture_witness(&cl, kdc.as_ref());
 
     let lapsed = lapse_watch(&cl, 3);
+    let takeovers = cl.takeovers_for(3);
     let killed = Instant::now();
     cl.nodes[2]
         .signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
         .expect("node 3 died");
-    let (t_down, down) = client.expect("EVENT 127.0.0.4", Duration::from_secs(20), &mut seen);
-    assert_eq!(down, "EVENT 127.0.0.4 RESOURCE_CHANGE 255 127.0.0.4");
+    let ev3 = format!("EVENT {a3}");
+    let (t_down, down) = client.expect(&ev3, Duration::from_secs(20), &mut seen);
+    assert_eq!(down, format!("EVENT {a3} RESOURCE_CHANGE 255 {a3}"));
     if let Some(c) = &krb_client {
-        let (_, down) = c.expect("EVENT 127.0.0.4", Duration::from_secs(5), &mut Vec::new());
+        let (_, down) = c.expect(&ev3, Duration::from_secs(5), &mut Vec::new());
         assert_eq!(
-            down, "EVENT 127.0.0.4 RESOURCE_CHANGE 255 127.0.0.4",
+            down,
+            format!("EVENT {a3} RESOURCE_CHANGE 255 {a3}"),
             "over Kerberos"
         );
     }
@@ -317,10 +327,9 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         .expect("node 3's record lapsed");
     let after_lapse = t_down.saturating_duration_since(lapse);
 
-    let restarted = Instant::now();
-    cl.nodes[2].spawn();
-    let (t_up, up) = client.expect("EVENT 127.0.0.4", Duration::from_secs(20), &mut seen);
-    assert_eq!(up, "EVENT 127.0.0.4 RESOURCE_CHANGE 1 127.0.0.4");
+    let restarted = cl.start_again_after_death(3, takeovers);
+    let (t_up, up) = client.expect(&ev3, Duration::from_secs(20), &mut seen);
+    assert_eq!(up, format!("EVENT {a3} RESOURCE_CHANGE 1 {a3}"));
     eprintln!(
         "[{name}] RESOURCE_CHANGE UNAVAILABLE {:?} after node 3's kill -9, {after_lapse:?} after \
          its etcd record lapsed (lease TTL 6 s); AVAILABLE {:?} after its restart",
@@ -335,8 +344,8 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
     // Drained: its registered client is told to go to node 1; undrained, nothing more.
     let mut kept = cl.client(2);
     let drained = drain(&cl, "drain");
-    let (t_move, mv) = client.expect("EVENT 127.0.0.3", Duration::from_secs(10), &mut seen);
-    assert_eq!(mv, "EVENT 127.0.0.3 CLIENT_MOVE 127.0.0.2");
+    let (t_move, mv) = client.expect(&format!("EVENT {a2}"), Duration::from_secs(10), &mut seen);
+    assert_eq!(mv, format!("EVENT {a2} CLIENT_MOVE {a1}"));
     let after_drain = t_move.saturating_duration_since(drained);
     drain(&cl, "undrain");
     eprintln!("[{name}] CLIENT_MOVE {after_drain:?} after `ringshare cluster drain 2` returned");
@@ -358,7 +367,7 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         kdc.admin("cpw -randkey host/fs.rs.test");
         kdc.kinit();
         kdc.run("kvno", &["host/fs.rs.test"]);
-        let refused = Client::kerberos(kdc, HOSTS[0], epm, &[]);
+        let refused = Client::kerberos(kdc, &a1, epm, &[]);
         let (_, why) = refused.expect("REFUSED ", Duration::from_secs(10), &mut Vec::new());
         eprintln!("[{name}] a ticket of a key the keytab lacks: {why}");
         let log = cl.nodes[0].log();
