@@ -63,6 +63,8 @@ struct Cluster {
     /// Each node's Witness port and endpoint mapper port.
     witness_ports: Vec<(u16, u16)>,
     _tmp: TempDir,
+    /// Its turn beside the other tests' clusters (`cluster_stall::Turn`), let go last.
+    _turn: cluster_stall::Turn,
 }
 
 impl Cluster {
@@ -84,6 +86,7 @@ impl Cluster {
         hosts: Option<Vec<String>>,
         old: Option<&std::path::Path>,
     ) -> Cluster {
+        let turn = cluster_stall::Turn::take();
         // The server acts as the user: the user needs a Unix account.
         common::ensure_unix_account(USER_A.0);
         let etcd = EtcdCluster::start(name);
@@ -193,6 +196,7 @@ impl Cluster {
             netns,
             witness_ports,
             _tmp: tmp,
+            _turn: turn,
         };
         let t = Instant::now();
         let mut e = c.etcd.client();
