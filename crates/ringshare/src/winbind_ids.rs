@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ringshare_core::sidcache::{IdSource, Xid};
+use ringshare_core::sidcache::{IdSource, SidName, Xid};
 use ringshare_wire::security::Sid;
 
 /// Where winbindd listens unless `winbindd socket directory` says otherwise (Debian's build).
@@ -44,6 +44,8 @@ const BATCH: usize = 256;
 
 /// `enum winbindd_cmd` values of interface version 33.
 const CMD_INTERFACE_VERSION: u32 = 0;
+const CMD_LOOKUPNAME: u32 = 22;
+const CMD_LOOKUPSIDS: u32 = 24;
 const CMD_SIDS_TO_XIDS: u32 = 25;
 const CMD_XIDS_TO_SIDS: u32 = 26;
 /// `enum winbindd_result`.
@@ -58,8 +60,15 @@ const WBFLAG_RECURSE: u32 = 0x0800;
 const OFF_CLIENT_NAME: usize = 280;
 const CLIENT_NAME_LEN: usize = 32;
 const OFF_EXTRA_LEN: usize = 2128;
+/// Offset of `data` in the request record (after `traceid`).
+const OFF_REQUEST_DATA: usize = 320;
+/// An fstring's size.
+const FSTRING_LEN: usize = 256;
 /// Offset of `data` in the response record (after length and result).
 const OFF_RESPONSE_DATA: usize = 8;
+
+/// An answer's fixed record and its extra data.
+type Answer = (Vec<u8>, Vec<u8>);
 
 /// winbindd asked over its socket.
 pub struct WinbindIds {
@@ -87,11 +96,27 @@ impl WinbindIds {
 
     /// One request and its answer's extra data, on a connection of its own.
     fn exchange(&self, cmd: u32, extra: &[u8]) -> Result<Vec<u8>, String> {
+        match self.call(cmd, &[], extra)? {
+            Some((_, extra)) => Ok(extra),
+            None => Err("winbindd refused the request".into()),
+        }
+    }
+
+    /// One request with `data` in its record and `extra` after it: the answer's record and
+    /// extra data, or None when winbindd answered that it could not (an unknown name, no SID
+    /// of a list mapped).
+    fn call(&self, cmd: u32, data: &[u8], extra: &[u8]) -> Result<Option<Answer>, String> {
         let deadline = Instant::now() + self.timeout;
+        let mut s = self.connect(deadline)?;
+        call_on(&mut s, (cmd, data), extra, deadline)
+    }
+
+    /// A connection to winbindd, its interface version checked once.
+    fn connect(&self, deadline: Instant) -> Result<UnixStream, String> {
         let mut s = UnixStream::connect(&self.socket)
             .map_err(|e| format!("cannot reach winbindd at {}: {e}", self.socket.display()))?;
         if !self.checked.load(Ordering::Relaxed) {
-            let (fixed, _) = round_trip(&mut s, CMD_INTERFACE_VERSION, &[], deadline)
+            let (fixed, _) = round_trip(&mut s, (CMD_INTERFACE_VERSION, &[]), &[], deadline)
                 .map_err(|e| format!("winbindd interface version: {e}"))?;
             let v = interface_version(&fixed)?;
             if v != INTERFACE_VERSION {
@@ -102,14 +127,22 @@ impl WinbindIds {
             }
             self.checked.store(true, Ordering::Relaxed);
         }
-        let (fixed, extra) =
-            round_trip(&mut s, cmd, extra, deadline).map_err(|e| format!("winbindd: {e}"))?;
-        let result = u32::from_le_bytes(fixed[4..8].try_into().expect("4 bytes"));
-        if result != RESULT_OK {
-            return Err(format!("winbindd refused the request (result {result})"));
-        }
-        Ok(extra)
+        Ok(s)
     }
+}
+
+/// One request on connection `s`: the answer's record and extra data, or None when winbindd
+/// answered that it could not.
+fn call_on(
+    s: &mut UnixStream,
+    (cmd, data): (u32, &[u8]),
+    extra: &[u8],
+    deadline: Instant,
+) -> Result<Option<Answer>, String> {
+    let (fixed, extra) =
+        round_trip(s, (cmd, data), extra, deadline).map_err(|e| format!("winbindd: {e}"))?;
+    let result = u32::from_le_bytes(fixed[4..8].try_into().expect("4 bytes"));
+    Ok((result == RESULT_OK).then_some((fixed, extra)))
 }
 
 /// The member's id source: winbindd, when `idmap config` (or `id source = winbind`) says
@@ -153,10 +186,154 @@ impl IdSource for WinbindIds {
         }
         Ok(out)
     }
+
+    /// WINBINDD_LOOKUPSIDS: what Samba's smbd asks for LookupSids on a member.
+    fn names_of(&self, sids: &[Sid]) -> Option<Result<Vec<Option<SidName>>, String>> {
+        let mut out = Vec::with_capacity(sids.len());
+        for chunk in sids.chunks(BATCH) {
+            match self.call(CMD_LOOKUPSIDS, &[], &sid_list(chunk)) {
+                // None of them mapped.
+                Ok(None) => out.extend(std::iter::repeat_n(None, chunk.len())),
+                Ok(Some((_, answer))) => match parse_names(&answer, chunk.len()) {
+                    Ok(names) => out.extend(names),
+                    Err(e) => return Some(Err(e)),
+                },
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(out))
+    }
+
+    /// WINBINDD_LOOKUPNAME of each name (what Samba's smbd asks for LookupNames on a member),
+    /// then LOOKUPSIDS of the SIDs found for their domains' names and the names as the domain
+    /// spells them.
+    fn sids_of_names(
+        &self,
+        names: &[String],
+    ) -> Option<Result<Vec<Option<ringshare_core::sidcache::NamedSid>>, String>> {
+        let mut found = Vec::with_capacity(names.len());
+        // One connection for them all, each exchange with its own deadline.
+        let mut conn = None;
+        for n in names {
+            match self.lookup_name(&mut conn, n) {
+                Ok(s) => found.push(s),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let sids: Vec<Sid> = found.iter().flatten().cloned().collect();
+        let mut named = match self.names_of(&sids)? {
+            Ok(v) => v.into_iter(),
+            Err(e) => return Some(Err(e)),
+        };
+        let out = found
+            .into_iter()
+            .map(|s| {
+                let s = s?;
+                let n = named.next().flatten()?;
+                Some((s, n))
+            })
+            .collect();
+        Some(Ok(out))
+    }
+}
+
+impl WinbindIds {
+    /// WINBINDD_LOOKUPNAME: the SID of `name` (`DOMAIN\user`, `user@realm` or bare, as
+    /// winbind takes them), None when the domain knows no such name.
+    fn lookup_name(
+        &self,
+        conn: &mut Option<UnixStream>,
+        name: &str,
+    ) -> Result<Option<Sid>, String> {
+        if name.len() >= FSTRING_LEN || name.contains('\0') {
+            return Ok(None);
+        }
+        // data.name: dom_name (empty: winbind splits the name itself), then name.
+        let mut data = vec![0u8; 2 * FSTRING_LEN];
+        data[FSTRING_LEN..FSTRING_LEN + name.len()].copy_from_slice(name.as_bytes());
+        let deadline = Instant::now() + self.timeout;
+        let s = match conn {
+            Some(s) => s,
+            None => conn.insert(self.connect(deadline)?),
+        };
+        let Some((fixed, _)) = call_on(s, (CMD_LOOKUPNAME, &data), &[], deadline)? else {
+            return Ok(None);
+        };
+        // data.sid: the SID as text, then its type.
+        let text = fixed
+            .get(OFF_RESPONSE_DATA..OFF_RESPONSE_DATA + FSTRING_LEN)
+            .ok_or("short answer")?;
+        let text = text.split(|&b| b == 0).next().unwrap_or_default();
+        let text = std::str::from_utf8(text).map_err(|_| "a SID that is not text".to_string())?;
+        Ok(text.parse::<Sid>().ok())
+    }
+}
+
+/// LOOKUPSIDS's answer: the count of domains, a `SID name` line each, the count of names and
+/// a `domain-index type name` line each (names may hold spaces). A name of type unknown (8) or
+/// of no listed domain is None.
+pub fn parse_names(extra: &[u8], asked: usize) -> Result<Vec<Option<SidName>>, String> {
+    let text = extra.split(|&b| b == 0).next().unwrap_or_default();
+    let text = std::str::from_utf8(text).map_err(|_| "an answer that is not text".to_string())?;
+    let mut lines = text.split_terminator('\n');
+    let bad = |l: &str| format!("LOOKUPSIDS answer line {l:?}");
+    let count = |lines: &mut std::str::SplitTerminator<'_, char>| -> Result<usize, String> {
+        let l = lines.next().unwrap_or_default();
+        l.parse::<usize>().map_err(|_| bad(l))
+    };
+    let domains = count(&mut lines)?;
+    if domains > asked {
+        return Err(format!("{domains} domains for {asked} SIDs"));
+    }
+    let mut names_of_domains = Vec::with_capacity(domains);
+    for _ in 0..domains {
+        let l = lines.next().unwrap_or_default();
+        let (_, name) = l.split_once(' ').ok_or_else(|| bad(l))?;
+        names_of_domains.push(name.to_string());
+    }
+    if count(&mut lines)? != asked {
+        return Err(format!(
+            "LOOKUPSIDS named other than the {asked} SIDs asked"
+        ));
+    }
+    let mut out = Vec::with_capacity(asked);
+    for _ in 0..asked {
+        let l = lines.next().unwrap_or_default();
+        let mut f = l.splitn(3, ' ');
+        let (Some(i), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+            return Err(bad(l));
+        };
+        // An unknown SID's domain index is -1.
+        let i: i64 = i.parse().map_err(|_| bad(l))?;
+        let kind: u16 = kind.parse().map_err(|_| bad(l))?;
+        let domain = usize::try_from(i)
+            .ok()
+            .and_then(|i| names_of_domains.get(i));
+        out.push(match (domain, kind) {
+            (None, _) | (_, 8) => None,
+            (Some(d), _) => Some(SidName {
+                domain: d.clone(),
+                // A domain has no name of its own (LookupSids answers it with a NULL one).
+                name: if kind == 3 {
+                    String::new()
+                } else {
+                    name.to_string()
+                },
+                kind,
+            }),
+        });
+    }
+    Ok(out)
 }
 
 /// The request record for `cmd` with `extra_len` bytes of extra data after it.
 pub fn request(cmd: u32, extra_len: usize) -> Vec<u8> {
+    request_with(cmd, &[], extra_len)
+}
+
+/// The request record for `cmd` holding `data` (its `data` union) with `extra_len` bytes of
+/// extra data after it.
+fn request_with(cmd: u32, data: &[u8], extra_len: usize) -> Vec<u8> {
     let mut r = vec![0u8; REQUEST_LEN];
     r[0..4].copy_from_slice(&(REQUEST_LEN as u32).to_le_bytes());
     r[OFF_CMD..OFF_CMD + 4].copy_from_slice(&cmd.to_le_bytes());
@@ -168,6 +345,8 @@ pub fn request(cmd: u32, extra_len: usize) -> Vec<u8> {
     r[OFF_CLIENT_NAME..OFF_CLIENT_NAME + name.len()].copy_from_slice(name);
     debug_assert!(name.len() < CLIENT_NAME_LEN);
     r[OFF_EXTRA_LEN..OFF_EXTRA_LEN + 4].copy_from_slice(&(extra_len as u32).to_le_bytes());
+    let data = &data[..data.len().min(OFF_EXTRA_LEN - OFF_REQUEST_DATA)];
+    r[OFF_REQUEST_DATA..OFF_REQUEST_DATA + data.len()].copy_from_slice(data);
     r
 }
 
@@ -254,14 +433,14 @@ fn interface_version(fixed: &[u8]) -> Result<u32, String> {
 /// Write the request, read the fixed answer and its extra data, before `deadline`.
 fn round_trip(
     s: &mut UnixStream,
-    cmd: u32,
+    (cmd, data): (u32, &[u8]),
     extra: &[u8],
     deadline: Instant,
 ) -> io::Result<(Vec<u8>, Vec<u8>)> {
     if extra.len() > EXTRA_MAX {
         return Err(io::Error::other("request too long"));
     }
-    let mut msg = request(cmd, extra.len());
+    let mut msg = request_with(cmd, data, extra.len());
     msg.extend_from_slice(extra);
     timed(s, deadline)?;
     s.write_all(&msg)?;
@@ -499,5 +678,36 @@ mod tests {
         let nowhere = WinbindIds::new(&base.join("none")).ids_of(&sids);
         assert!(nowhere.unwrap_err().contains("cannot reach winbindd"));
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn lookupsids_answers_are_read_with_their_domains_and_unknowns() {
+        // As winbindd_lookupsids_recv writes it: domains, then `index type name` per SID (an
+        // unknown one in domain -1; names may hold spaces).
+        let answer = b"2\nS-1-5-21-1-2-3 RSAD\nS-1-5-21-1-2-3 RSAD\n4\n0 1 rsalice\n\
+                       0 2 Domain Users\n-1 8 S-1-5-21-1-2-3-9999\n0 3 \n\0";
+        let got = parse_names(answer, 4).unwrap();
+        let named = |name: &str, kind| {
+            Some(SidName {
+                domain: "RSAD".into(),
+                name: name.into(),
+                kind,
+            })
+        };
+        assert_eq!(
+            got,
+            [
+                named("rsalice", 1),
+                named("Domain Users", 2),
+                None,
+                named("", 3)
+            ]
+        );
+        assert!(
+            parse_names(answer, 3).is_err(),
+            "a count that is not the question's"
+        );
+        assert!(parse_names(b"1\nS-1-5-21-1-2-3 RSAD\n1\nx 1 a\n\0", 1).is_err());
+        assert!(parse_names(b"", 1).is_err());
     }
 }

@@ -258,6 +258,7 @@ fn serve(ctx: &Ctx, service: Service, mut s: TcpStream) -> Result<(), String> {
         shares: Vec::new(),
         users: Vec::new(),
         guest_account: String::new(),
+        member: None,
     };
     let mut salt = [0u8; 12];
     let _ = getrandom::fill(&mut salt);

@@ -29,6 +29,9 @@
 //!   `smbcacls --numeric` shows the SIDs back; Samba's smbd on the same kind of member (its
 //!   winbindd with `idmap config * : backend = sss`, sssd's idmap module) writes the same
 //!   group entries and shows the same descriptor.
+//! - on both members, ACL editors get the domain's names from lsarpc as from Samba's smbd:
+//!   `rpcclient lookupsids` / `lookupnames` and `smbcacls` without `--numeric` answer alike
+//!   (`RSAD\rsproj (2)`, an unknown RID unmapped).
 //!
 //! Needs root, samba-ad-dc, winbind, libnss-winbind, smbclient, krb5-user, sssd-common,
 //! sssd-ldap, adcli and libnss-sss; skipped with a message otherwise. About 45 s, most of it
@@ -288,6 +291,7 @@ fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
     let rig = Rig::up();
     a_domain_users_ticket_writes_a_file_owned_by_their_mapped_uid(&rig);
     an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(&rig);
+    acl_editors_get_the_domains_names_as_from_samba(&rig, &SERVERS, "secret.txt");
     a_domain_user_over_ntlm_is_checked_by_the_domain_and_acts_as_the_same_account(&rig);
     a_local_smbpasswd_user_logs_on_beside_domain_users(&rig);
     a_stopped_winbindd_delays_only_the_logons_that_need_it(&rig);
@@ -296,6 +300,7 @@ fn a_domain_member_answers_domain_users_as_samba_joined_the_same_way_does() {
     with_autorid_an_ace_for_a_domain_group_is_the_same_posix_acl_on_both_servers(&rig);
     rig.sssd();
     an_sssd_member_gives_domain_sids_in_acls_the_ids_sssd_gives(&rig);
+    acl_editors_get_the_domains_names_as_from_samba(&rig, &SSSD_SERVERS, "sssd.txt");
     let log = std::fs::read_to_string(rig.path("ringshare.log")).unwrap_or_default();
     assert!(
         log.contains("domain_user=\"RSAD\\\\rsalice\""),
@@ -360,6 +365,48 @@ fn an_ace_for_a_domain_group_grants_a_member_and_denies_a_non_member(rig: &Rig) 
     }
     assert!(shown[1].contains(&proj), "the ACE reads back: {}", shown[1]);
     assert_eq!(shown[0], shown[1], "both servers show the descriptor alike");
+}
+
+/// What an ACL editor asks a member's lsarpc pipe, asked of Samba's smbd and ringshare on
+/// the same member (`servers`): `rpcclient lookupsids` of a domain user, a domain group and a
+/// RID the domain does not have, `lookupnames` of the user and the group (qualified, bare and
+/// as a UPN), and `smbcacls` without `--numeric` on `file` (whose ACL holds an ACE for the
+/// domain group). The answers are the same, and name the accounts (`RSAD\rsproj (2)`).
+fn acl_editors_get_the_domains_names_as_from_samba(
+    rig: &Rig,
+    servers: &[(&str, &str, &str)],
+    file: &str,
+) {
+    let dom = rig.domain_sid();
+    let (alice, proj) = (rig.sid_of("RSAD\\rsalice"), rig.sid_of("RSAD\\rsproj"));
+    let mut answers = Vec::new();
+    for (server, host, _) in servers {
+        let script = format!(
+            "rpcclient {host} --use-kerberos=required -c 'lookupsids {alice} {proj} {dom}-9999 \
+             {dom}; lookupnames RSAD\\\\rsalice RSAD\\\\rsproj rsalice rsalice@AD.RS.TEST \
+             RSAD\\\\nosuch' 2>&1; smbcacls //{host}/share {file} --use-kerberos=required 2>&1"
+        );
+        let out = text(&rig.member(Some("rsalice"), &script));
+        for named in [
+            format!("{alice} RSAD\\rsalice (1)"),
+            format!("{proj} RSAD\\rsproj (2)"),
+            format!("{dom}-9999 *unknown*\\*unknown* (8)"),
+            format!("{dom} RSAD (3)"),
+            format!("RSAD\\rsproj {proj} (Domain Group: 2)"),
+            format!("rsalice {alice} (User: 1)"),
+            format!("rsalice@AD.RS.TEST {alice} (User: 1)"),
+            "RSAD\\nosuch S-0-0 (UNKNOWN: 8)".to_string(),
+            "OWNER:RSAD\\rsalice".to_string(),
+            "ACL:RSAD\\rsproj:ALLOWED/0x0/READ".to_string(),
+        ] {
+            assert!(out.contains(&named), "{server}: {named:?} in\n{out}");
+        }
+        answers.push(out);
+    }
+    assert_eq!(
+        answers[0], answers[1],
+        "both servers name the domain's SIDs alike"
+    );
 }
 
 /// The two servers by address: a client reaching them so gets no Kerberos ticket.

@@ -218,6 +218,16 @@ impl SidMap {
         }
     }
 
+    /// The domains logons stated (NetBIOS name, SID), in no order.
+    pub fn domains(&self) -> Vec<(String, Sid)> {
+        self.domains
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(n, s)| (n.clone(), s.clone()))
+            .collect()
+    }
+
     /// Whether the id source answered anything still kept.
     fn has_answers(&self) -> bool {
         !self

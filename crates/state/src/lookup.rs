@@ -21,7 +21,7 @@ use ringshare_auth::{DomainNtlm, DomainNtlmRequest, UserLookup};
 use crate::domain::DomainLogons;
 use crate::identity::{Account, AccountError, Accounts};
 
-use crate::sidcache::{IdAnswers, IdSource, Xid};
+use crate::sidcache::{IdAnswers, IdSource, SidName, Xid};
 
 /// The answer to what a request asked, kept for the member that asked until it runs again: the
 /// domain's to an NTLM response ([`WithDomain`] gives it to the exchange), a KDC's to an IAKerb
@@ -123,6 +123,9 @@ pub enum Lookup {
     /// [`Accounts::group_name`], [`Accounts::unix_user`], [`Accounts::group`]).
     Names {
         accounts: Arc<dyn Accounts>,
+        /// A domain member's id source, for the domain questions ([`NameQuery::DomainSid`],
+        /// [`NameQuery::DomainName`]).
+        ids: Option<Arc<dyn IdSource>>,
         queries: Vec<NameQuery>,
     },
     /// The Unix ids of domain SIDs and the SIDs of Unix ids ([`IdSource`]; either list may be
@@ -158,8 +161,9 @@ pub enum LookupDone {
     Kdc(Result<Vec<u8>, String>),
     /// The id source's answers, or why it gave none.
     Ids(Result<IdAnswers, String>),
-    /// What NSS answered about the ids and names asked.
-    Names(NameAnswers),
+    /// What NSS answered about the ids and names asked (boxed: its maps are the largest
+    /// answer).
+    Names(Box<NameAnswers>),
     /// What the quota source answered.
     Quota(crate::quota::QuotaDone),
     /// Whether the cluster's store did what it was asked.
@@ -207,7 +211,7 @@ pub struct HomeAsk {
 }
 
 /// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NameQuery {
     /// The user name of a uid.
     Uid(u32),
@@ -220,6 +224,32 @@ pub enum NameQuery {
     /// The name NSS gives a user name and its GECOS field (samr's full name of the
     /// account).
     Passwd(String),
+    /// A domain account's SID: its Unix id from the id source, then that id's name from NSS
+    /// (a domain member's LookupSids).
+    DomainSid(ringshare_wire::security::Sid),
+    /// A domain account's name as NSS spells it: its Unix id from NSS, then that id's SID from
+    /// the id source (a domain member's LookupNames).
+    DomainName(String),
+}
+
+/// A domain account as the id source or NSS names it: its domain when the source named it
+/// (else `name` is as NSS gives its id, `DOMAIN\user` as winbind spells it), and its
+/// SID_NAME_USE (from NSS: a user or a domain group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainAccount {
+    pub domain: Option<String>,
+    pub name: String,
+    pub kind: u16,
+}
+
+impl From<SidName> for DomainAccount {
+    fn from(n: SidName) -> DomainAccount {
+        DomainAccount {
+            domain: Some(n.domain),
+            name: n.name,
+            kind: n.kind,
+        }
+    }
 }
 
 /// NSS's answers ([`NameQuery`]): None where it knows no such id or name.
@@ -230,14 +260,27 @@ pub struct NameAnswers {
     pub user_ids: std::collections::HashMap<String, Option<u32>>,
     pub group_ids: std::collections::HashMap<String, Option<u32>>,
     pub passwd: std::collections::HashMap<String, Option<(String, String)>>,
+    /// [`NameQuery::DomainSid`]: the account of a domain SID.
+    pub domain_sids:
+        std::collections::HashMap<ringshare_wire::security::Sid, Option<DomainAccount>>,
+    /// [`NameQuery::DomainName`]: the SID of a domain account's name, and its account.
+    pub domain_names:
+        std::collections::HashMap<String, Option<(ringshare_wire::security::Sid, DomainAccount)>>,
 }
 
 impl NameAnswers {
-    /// Ask `accounts` every question of `queries`.
-    pub fn ask(accounts: &dyn Accounts, queries: &[NameQuery]) -> NameAnswers {
+    /// Ask `accounts` every question of `queries`, and `ids` (the member's id source) the
+    /// domain questions among them (none without one).
+    pub fn ask(
+        accounts: &dyn Accounts,
+        ids: Option<&dyn IdSource>,
+        queries: &[NameQuery],
+    ) -> NameAnswers {
         let mut a = NameAnswers::default();
+        domain_answers(&mut a, accounts, ids, queries);
         for q in queries {
             match q {
+                NameQuery::DomainSid(_) | NameQuery::DomainName(_) => {}
                 NameQuery::Uid(u) => {
                     a.users.insert(*u, accounts.user_name(*u));
                 }
@@ -256,6 +299,134 @@ impl NameAnswers {
             }
         }
         a
+    }
+}
+
+/// The name NSS gives uid `u`, or gid `g` (a [`Xid::Both`] is a user when NSS knows such a
+/// user: winbind answers a group SID's id as no user).
+fn account_of(accounts: &dyn Accounts, x: Xid) -> Option<DomainAccount> {
+    let user = x
+        .uid()
+        .and_then(|u| accounts.user_name(u))
+        .map(|name| DomainAccount {
+            domain: None,
+            name,
+            kind: 1,
+        });
+    user.or_else(|| {
+        let name = accounts.group_name(x.gid()?)?;
+        Some(DomainAccount {
+            domain: None,
+            name,
+            kind: 2,
+        })
+    })
+}
+
+/// The domain questions of `queries` ([`NameQuery::DomainSid`], [`NameQuery::DomainName`]):
+/// the id source is asked once for all the SIDs and once for all the ids NSS gave the names.
+/// A source that cannot answer leaves them all unknown (logged).
+fn domain_answers(
+    a: &mut NameAnswers,
+    accounts: &dyn Accounts,
+    ids: Option<&dyn IdSource>,
+    queries: &[NameQuery],
+) {
+    let mut sids = Vec::new();
+    let mut names = Vec::new();
+    for q in queries {
+        match q {
+            NameQuery::DomainSid(s) => {
+                a.domain_sids.insert(s.clone(), None);
+                sids.push(s.clone());
+            }
+            NameQuery::DomainName(n) => {
+                a.domain_names.insert(n.clone(), None);
+                names.push(n.clone());
+            }
+            _ => {}
+        }
+    }
+    let Some(source) = ids else {
+        return;
+    };
+    if !sids.is_empty() {
+        if let Some(named) = source.names_of(&sids) {
+            match named {
+                Ok(got) if got.len() == sids.len() => {
+                    for (s, n) in sids.iter().zip(got) {
+                        a.domain_sids.insert(s.clone(), n.map(DomainAccount::from));
+                    }
+                }
+                Ok(got) => {
+                    tracing::warn!("the id source named {} of {} SIDs", got.len(), sids.len())
+                }
+                Err(why) => tracing::warn!("the id source named no SIDs for lsarpc: {why}"),
+            }
+            sids.clear();
+        }
+    }
+    if !names.is_empty() {
+        if let Some(found) = source.sids_of_names(&names) {
+            match found {
+                Ok(got) if got.len() == names.len() => {
+                    for (n, f) in names.iter().zip(got) {
+                        let f = f.map(|(s, n)| (s, DomainAccount::from(n)));
+                        a.domain_names.insert(n.clone(), f);
+                    }
+                }
+                Ok(got) => {
+                    tracing::warn!("the id source found {} of {} names", got.len(), names.len())
+                }
+                Err(why) => tracing::warn!("the id source found no names for lsarpc: {why}"),
+            }
+            names.clear();
+        }
+    }
+    if !sids.is_empty() {
+        match source.ids_of(&sids) {
+            Ok(got) if got.len() == sids.len() => {
+                for (s, x) in sids.into_iter().zip(got) {
+                    let account = x.and_then(|x| account_of(accounts, x));
+                    a.domain_sids.insert(s, account);
+                }
+            }
+            Ok(got) => tracing::warn!(
+                "the id source gave {} ids for {} SIDs",
+                got.len(),
+                sids.len()
+            ),
+            Err(why) => tracing::warn!("the id source gave no ids for lsarpc's SIDs: {why}"),
+        }
+    }
+    // Each name's Unix id as NSS gives it: a user's, else a group's.
+    let found: Vec<(String, Xid)> = names
+        .into_iter()
+        .filter_map(|n| {
+            let x = match accounts.unix_user(&n) {
+                Some(u) => Xid::Uid(u),
+                None => Xid::Gid(accounts.group(&n)?),
+            };
+            Some((n, x))
+        })
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    let xids: Vec<Xid> = found.iter().map(|(_, x)| *x).collect();
+    match source.sids_of(&xids) {
+        Ok(got) if got.len() == xids.len() => {
+            for ((n, x), s) in found.into_iter().zip(got) {
+                let answer = s.and_then(|s| Some((s, account_of(accounts, x)?)));
+                a.domain_names.insert(n, answer);
+            }
+        }
+        Ok(got) => tracing::warn!(
+            "the id source gave {} SIDs for {} ids",
+            got.len(),
+            xids.len()
+        ),
+        Err(why) => tracing::warn!("the id source gave no SIDs for lsarpc's names: {why}"),
     }
 }
 
@@ -290,9 +461,15 @@ impl LookupRequest {
             Lookup::Ids { source, sids, ids } => {
                 LookupDone::Ids(ask_ids(source.as_ref(), sids, ids))
             }
-            Lookup::Names { accounts, queries } => {
-                LookupDone::Names(NameAnswers::ask(accounts.as_ref(), queries))
-            }
+            Lookup::Names {
+                accounts,
+                ids,
+                queries,
+            } => LookupDone::Names(Box::new(NameAnswers::ask(
+                accounts.as_ref(),
+                ids.as_deref(),
+                queries,
+            ))),
             Lookup::Quota { source, ask } => LookupDone::Quota(ask.run(source)),
             Lookup::Cluster(ask) => LookupDone::Cluster((ask.run)()),
             Lookup::Home(ask) => LookupDone::Home((ask.run)()),

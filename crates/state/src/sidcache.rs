@@ -51,6 +51,31 @@ pub trait IdSource: Send + Sync {
     fn ids_of(&self, sids: &[Sid]) -> Result<Vec<Option<Xid>>, String>;
     /// The SIDs of `ids` (each a [`Xid::Uid`] or [`Xid::Gid`]), one answer each in order.
     fn sids_of(&self, ids: &[Xid]) -> Result<Vec<Option<Sid>>, String>;
+    /// The names of domain SIDs as the source's own lookups give them (winbind asks the
+    /// domain, as Samba's smbd does through it), one answer each in order; None when the source
+    /// names no SIDs (then the names are asked of NSS by the SIDs' ids).
+    fn names_of(&self, sids: &[Sid]) -> Option<Result<Vec<Option<SidName>>, String>> {
+        let _ = sids;
+        None
+    }
+    /// The SIDs of account names (`DOMAIN\\user`, `user@realm`), one answer each in order;
+    /// None when the source looks up no names (then NSS gives their ids).
+    fn sids_of_names(&self, names: &[String]) -> Option<Result<Vec<Option<NamedSid>>, String>> {
+        let _ = names;
+        None
+    }
+}
+
+/// A name's SID and the account it is ([`IdSource::sids_of_names`]).
+pub type NamedSid = (Sid, SidName);
+
+/// A domain account as the domain names it: its domain's NetBIOS name, its own name (empty
+/// for a domain itself) and its SID_NAME_USE ([MS-LSAT] 2.2.13).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidName {
+    pub domain: String,
+    pub name: String,
+    pub kind: u16,
 }
 
 /// What the id source answered for one lookup.

@@ -258,7 +258,7 @@ pub(crate) fn answer_of(
             DomainAnswer::Ids(Err(why))
         }
         (Asked::Ids, _) => DomainAnswer::Ids(Err("no answer".into())),
-        (Asked::Names, LookupDone::Names(a)) => DomainAnswer::Names(a),
+        (Asked::Names, LookupDone::Names(a)) => DomainAnswer::Names(*a),
         (Asked::Names, _) => DomainAnswer::Names(Default::default()),
         (Asked::Quota, LookupDone::Quota(a)) => DomainAnswer::Quota(Ok(a)),
         (Asked::Quota, _) => DomainAnswer::Quota(Err("no answer".into())),

@@ -54,7 +54,18 @@ fn facts(core: &ConnCore) -> ServerFacts {
             .map(|(name, disabled)| UserEntry { name, disabled })
             .collect(),
         guest_account: c.guest_account.clone(),
+        member: member(core),
     }
+}
+
+/// On a domain member with an id source, how lsarpc names the domain's accounts.
+fn member(core: &ConnCore) -> Option<crate::ipc::MemberFacts> {
+    let logons = &core.server.logons;
+    logons.id_source()?;
+    Some(crate::ipc::MemberFacts {
+        naming: logons.domain()?.as_ref().clone(),
+        domains: logons.sid_map.domains(),
+    })
 }
 
 /// Does this request on IPC$ concern a pipe (rather than, say, a
@@ -131,6 +142,7 @@ fn feed(
         Progress::Needs(queries) => Ok(Err(Handled::lookup(
             Lookup::Names {
                 accounts: core.server.logons.accounts.clone(),
+                ids: core.server.logons.id_source(),
                 queries,
             },
             LookupCont::Again(Asked::Names),

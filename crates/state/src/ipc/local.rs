@@ -3,7 +3,9 @@
 
 use super::ServerFacts;
 use crate::localsam;
-use crate::lookup::{NameAnswers, NameQuery};
+use ringshare_wire::security::Sid;
+
+use crate::lookup::{DomainAccount, NameAnswers, NameQuery};
 
 /// Why a call could not finish yet: NSS must be asked these first.
 pub struct Needs(pub Vec<NameQuery>);
@@ -13,6 +15,8 @@ pub(crate) struct Resolver<'a> {
     answers: &'a NameAnswers,
     last: bool,
     missing: Vec<NameQuery>,
+    /// What `missing` holds, to find it at once (a call may ask 20,480 questions).
+    asked: std::collections::HashSet<NameQuery>,
 }
 
 impl<'a> Resolver<'a> {
@@ -23,6 +27,7 @@ impl<'a> Resolver<'a> {
             answers,
             last,
             missing: Vec::new(),
+            asked: std::collections::HashSet::new(),
         }
     }
 
@@ -44,7 +49,7 @@ impl<'a> Resolver<'a> {
         match found {
             Some(v) => v.clone(),
             None => {
-                if !self.last && !self.missing.contains(&q) {
+                if !self.last && self.asked.insert(q.clone()) {
                     self.missing.push(q);
                 }
                 None
@@ -68,6 +73,19 @@ impl<'a> Resolver<'a> {
     pub(crate) fn group(&mut self, name: &str) -> Option<u32> {
         let q = NameQuery::Group(name.to_string());
         self.ask(self.answers.group_ids.get(name), q)
+    }
+
+    /// The account of domain SID `s` (its id from the member's id source, that id's name from
+    /// NSS).
+    pub(crate) fn domain_account(&mut self, s: &Sid) -> Option<DomainAccount> {
+        let q = NameQuery::DomainSid(s.clone());
+        self.ask(self.answers.domain_sids.get(s), q)
+    }
+
+    /// The SID and account of the domain account NSS knows as `name`.
+    pub(crate) fn domain_sid(&mut self, name: &str) -> Option<(Sid, DomainAccount)> {
+        let q = NameQuery::DomainName(name.to_string());
+        self.ask(self.answers.domain_names.get(name), q)
     }
 
     /// The name NSS gives Unix user `name`, and its full name ([`full_name`] of its GECOS

@@ -7,7 +7,8 @@
 //! Names come from the same places the ACL mapping takes its SIDs from ([`crate::ntsd`]):
 //! S-1-22-1-uid is `Unix User\name` and S-1-22-2-gid `Unix Group\name` (NSS), and the
 //! well-known SIDs (Everyone, CREATOR OWNER, NT AUTHORITY\..., BUILTIN\...) by Samba's
-//! names. NSS is never asked here: a call that needs it says which ids and names
+//! names; on an AD member, the domain's SIDs and names ([`member`]). NSS and the id source
+//! are never asked here: a call that needs it says which ids and names
 //! ([`NameQuery`]); the request parks while the driver's lookup threads ask
 //! ([`crate::lookup::Lookup::Names`]), and the call runs again with the answers.
 
@@ -269,7 +270,7 @@ fn name_of(s: &Sid, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<Nam
             name: facts.netbios_name.clone(),
             kind: USE_DOMAIN,
         }),
-        _ => None,
+        _ => member::name_of(s, facts.member.as_ref()?, names),
     }
 }
 
@@ -341,6 +342,18 @@ fn sid_of(full: &str, facts: &ServerFacts, names: &mut Resolver<'_>) -> Option<(
     let own_name = domain.is_none_or(|d| d.eq_ignore_ascii_case(&facts.netbios_name));
     if own_name {
         if let Some(found) = local_sid(name, facts, names) {
+            return Some(found);
+        }
+    }
+    // On a domain member, the domain's accounts come before Unix accounts of the same name
+    // (Samba 4.22: a bare `rsalice` is RSAD\rsalice), not under this server's name.
+    let special = [UNIX_USERS, UNIX_GROUPS, "BUILTIN", "NT Authority"];
+    let domain_may_know = domain.is_none_or(|d| {
+        !d.eq_ignore_ascii_case(&facts.netbios_name)
+            && !special.iter().any(|x| x.eq_ignore_ascii_case(d))
+    });
+    if let (Some(m), true) = (&facts.member, domain_may_know) {
+        if let Some(found) = member::sid_of(domain, name, m, names) {
             return Some(found);
         }
     }
@@ -692,16 +705,30 @@ fn lookup_sids(
         |s| name_of(s, facts, names).map(|n| (n.name.clone(), n)),
         Sid::to_string,
     );
+    // A domain of the member's forest has no name of its own (a NULL string, as Samba
+    // answers its SID).
+    let nameless = |kind: u16, name: &str| kind == USE_DOMAIN && name.is_empty();
     t.encode(
         |w, (kind, name, i)| {
             w.u16(*kind);
-            unicode_head(w, name);
+            if nameless(*kind, name) {
+                w.align4();
+                w.u16(0);
+                w.u16(0);
+                w.opt_ptr(false);
+            } else {
+                unicode_head(w, name);
+            }
             w.u32(*i as u32);
             if opnum != 15 {
                 w.u32(0); // Flags
             }
         },
-        |w, (_, name, _)| w.counted_chars(name, 0),
+        |w, (kind, name, _)| {
+            if !nameless(*kind, name) {
+                w.counted_chars(name, 0)
+            }
+        },
     )
 }
 
@@ -789,5 +816,6 @@ fn lookup_names(
     )
 }
 
+mod member;
 #[cfg(test)]
 mod tests;

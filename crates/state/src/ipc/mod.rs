@@ -50,6 +50,18 @@ pub struct ServerFacts {
     /// `guest account` (Samba's default `nobody`): the account samr and lsarpc answer for
     /// RID 501 of the account domain when NSS knows it, as Samba's passdb does.
     pub guest_account: String,
+    /// On a domain member with an id source: how it names the domain's accounts, for the
+    /// domain SIDs and names lsarpc is asked about.
+    pub member: Option<MemberFacts>,
+}
+
+/// What lsarpc knows of the domain a member server belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberFacts {
+    /// `workgroup`, `winbind separator`, `winbind use default domain`.
+    pub naming: crate::domain::DomainMember,
+    /// The domains whose SIDs logons stated (NetBIOS name, SID).
+    pub domains: Vec<(String, ringshare_wire::security::Sid)>,
 }
 
 /// An account of the user database.

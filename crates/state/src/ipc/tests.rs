@@ -20,6 +20,7 @@ fn facts() -> ServerFacts {
         ],
         users: Vec::new(),
         guest_account: "nobody".into(),
+        member: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn facts() -> ServerFacts {
         shares: Vec::new(),
         users: Vec::new(),
         guest_account: "nobody".into(),
+        member: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn facts() -> ServerFacts {
             user("ghost", false),
         ],
         guest_account: "nobody".into(),
+        member: None,
     }
 }
 
