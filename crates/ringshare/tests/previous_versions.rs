@@ -92,6 +92,15 @@ fn set_up(tag: &str) -> (std::sync::MutexGuard<'static, ()>, TempDir, Accounts) 
     (one, tmp, accounts)
 }
 
+/// Samba's smbd (`kind` "samba") or ringshare with the share `section`, state in `base`.
+fn start(kind: &str, base: &Path, section: &str) -> Running {
+    if kind == "samba" {
+        twin::start_samba(base, Net::Loopback, "", section, &[USER])
+    } else {
+        twin::start_ringshare(base, Net::Loopback, "", section, &[USER])
+    }
+}
+
 fn smbclient(srv: &Running, conf: &Path, cmds: &str) -> String {
     let out = srv
         .command("smbclient")
@@ -311,11 +320,7 @@ fn both(
     let mut writes = Vec::new();
     for kind in ["samba", "ringshare"] {
         let base = tmp.join(format!("{kind}-state"));
-        let srv = if kind == "samba" {
-            twin::start_samba(&base, Net::Loopback, "", &section, &[USER])
-        } else {
-            twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
-        };
+        let srv = start(kind, &base, &section);
         seen.push(ask(&srv, &conf, tmp));
         // The restore changed the share's file; the next server and smb2.twrp see it as laid
         // out.
@@ -545,11 +550,7 @@ fn previous_versions_of_a_nested_btrfs_subvolume_answer_as_samba_with_snapdirsev
     let mut answers = Vec::new();
     for kind in ["samba", "ringshare"] {
         let base = tmp.path().join(format!("{kind}-state"));
-        let srv = if kind == "samba" {
-            twin::start_samba(&base, Net::Loopback, "", &section, &[USER])
-        } else {
-            twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
-        };
+        let srv = start(kind, &base, &section);
         let snapshots = |name: &str| -> Vec<String> {
             smbclient(&srv, &conf, &format!("allinfo \"{name}\""))
                 .lines()
@@ -642,11 +643,7 @@ fn with_snapdirseverywhere_snapshots_above_the_share_are_found_up_to_the_mount_p
     let conf = twin::client_conf(&tmp.path().join("client"));
     for kind in ["samba", "ringshare"] {
         let base = tmp.path().join(format!("{kind}-state-none"));
-        let srv = if kind == "samba" {
-            twin::start_samba(&base, Net::Loopback, "", &section, &[USER])
-        } else {
-            twin::start_ringshare(&base, Net::Loopback, "", &section, &[USER])
-        };
+        let srv = start(kind, &base, &section);
         let out = smbclient(
             &srv,
             &conf,

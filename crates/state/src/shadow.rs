@@ -12,7 +12,7 @@ use ringshare_wire::snapshot::GmtToken;
 mod bre;
 mod nearest;
 
-pub use nearest::NearestSnapshot;
+pub use nearest::{list_dir, NearestSnapshot};
 
 /// The order snapshots are listed in (`shadow:sort`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

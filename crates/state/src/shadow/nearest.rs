@@ -73,14 +73,7 @@ impl NearestSnapshot {
         let Some(dir) = self.shadow.outer.get(k).and_then(|b| b.opened.clone()) else {
             return Ok(None);
         };
-        let names = || {
-            let opts = OpenOptions {
-                directory: true,
-                ..OpenOptions::read_existing()
-            };
-            let d = dir.open(&self.who, &RelPath::root(), &opts).ok()?;
-            d.node.list_names().ok()
-        };
+        let names = || list_dir(&*dir, &self.who, &RelPath::root()).ok();
         let view = match self.shadow.name_of(self.token, names) {
             None => None,
             Some(name) => {
@@ -104,14 +97,7 @@ impl NearestSnapshot {
             return Ok(v.clone());
         }
         let snapdir = join_all(dir, &self.shadow.snapdir)?;
-        let names = || {
-            let opts = OpenOptions {
-                directory: true,
-                ..OpenOptions::read_existing()
-            };
-            let d = self.live.open(&self.who, &snapdir, &opts).ok()?;
-            d.node.list_names().ok()
-        };
+        let names = || list_dir(&*self.live, &self.who, &snapdir).ok();
         let view = match self.shadow.name_of(self.token, names) {
             None => None,
             Some(name) => match self.live.read_only_view(&self.who, &snapdir.join(&name)?) {
@@ -158,6 +144,16 @@ impl NearestSnapshot {
 enum Place {
     Inner(usize),
     Outer(usize),
+}
+
+/// The names in directory `dir` of `share`, as `who` lists them (a snapshot directory's
+/// entries).
+pub fn list_dir(share: &dyn Share, who: &Who, dir: &RelPath) -> FsResult<Vec<String>> {
+    let opts = OpenOptions {
+        directory: true,
+        ..OpenOptions::read_existing()
+    };
+    share.open(who, dir, &opts)?.node.list_names()
 }
 
 /// The first `n` components of `path`.

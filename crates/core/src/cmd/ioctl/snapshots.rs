@@ -6,7 +6,7 @@
 //! `shadow_copy2` answers INVALID_DEVICE_REQUEST, as Samba without it does
 //! (smbclient 4.22's `allinfo` asks for every file).
 
-use ringshare_vfs::{FsError, OpenOptions, RelPath, Who};
+use ringshare_vfs::{FsError, RelPath, Who};
 use ringshare_wire::ioctl::IoctlRequest;
 use ringshare_wire::snapshot::{encode_snapshot_array, GmtToken};
 use ringshare_wire::NtStatus;
@@ -15,7 +15,7 @@ use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fsmap::status_of;
 use crate::server::{lock, ShareDef};
-use crate::shadow::ShadowCopy;
+use crate::shadow::{list_dir, ShadowCopy};
 use crate::state::TreeKind;
 
 pub(super) fn enumerate(
@@ -64,23 +64,17 @@ pub(crate) fn names(
     who: &Who,
     shadow: &ShadowCopy,
 ) -> Result<Vec<String>, NtStatus> {
-    let opts = OpenOptions {
-        directory: true,
-        ..OpenOptions::read_existing()
-    };
-    let opened = match &shadow.base {
+    let listed = match &shadow.base {
         Some(base) => match &base.opened {
-            Some(dir) => dir.open(who, &RelPath::root(), &opts),
+            Some(dir) => list_dir(&**dir, who, &RelPath::root()),
             None => return Ok(Vec::new()),
         },
-        None => share.backend.open(who, &shadow.snapdir, &opts),
+        None => list_dir(&*share.backend, who, &shadow.snapdir),
     };
-    let dir = match opened {
-        Ok(o) => o.node,
-        Err(FsError::NotFound | FsError::PathNotFound) => return Ok(Vec::new()),
-        Err(e) => return Err(status_of(e)),
-    };
-    dir.list_names().map_err(status_of)
+    match listed {
+        Err(FsError::NotFound | FsError::PathNotFound) => Ok(Vec::new()),
+        r => r.map_err(status_of),
+    }
 }
 
 /// `shadow:snapdirseverywhere`: the entries of the snapshot directory nearest to `path`, from
@@ -94,25 +88,17 @@ fn nearest_names(
     shadow: &ShadowCopy,
     path: &RelPath,
 ) -> Result<Vec<String>, NtStatus> {
-    let opts = OpenOptions {
-        directory: true,
-        ..OpenOptions::read_existing()
-    };
     let comps = path.components();
     for i in (0..=comps.len()).rev() {
         let dir = RelPath::from_components(comps[..i].iter().chain(shadow.snapdir.components()))
             .map_err(status_of)?;
-        match share.backend.open(who, &dir, &opts) {
-            Ok(o) => return o.node.list_names().map_err(status_of),
+        match list_dir(&*share.backend, who, &dir) {
             Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
-            Err(e) => return Err(status_of(e)),
+            r => return r.map_err(status_of),
         }
     }
     match shadow.outer.iter().find_map(|b| b.opened.as_deref()) {
-        Some(dir) => match dir.open(who, &RelPath::root(), &opts) {
-            Ok(o) => o.node.list_names().map_err(status_of),
-            Err(e) => Err(status_of(e)),
-        },
+        Some(dir) => list_dir(dir, who, &RelPath::root()).map_err(status_of),
         None => Err(NtStatus::INVALID_PARAMETER),
     }
 }
