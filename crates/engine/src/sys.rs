@@ -134,6 +134,88 @@ pub fn clone_range(
     Ok(())
 }
 
+/// `quotactl_fd(2)`'s number (Linux 5.14): new system calls share one number
+/// on every architecture.
+const SYS_QUOTACTL_FD: libc::c_long = 443;
+/// `Q_GETQUOTA` and `Q_SETQUOTA` of the generic (VFS) quota interface.
+const Q_GETQUOTA: u32 = 0x80_0007;
+const Q_SETQUOTA: u32 = 0x80_0008;
+/// `dqb_valid` bits: the block and inode limits are set.
+const QIF_LIMITS: u32 = 1 | 4;
+
+/// Whose quota: a user's or a group's (`USRQUOTA`, `GRPQUOTA`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaOf {
+    User = 0,
+    Group = 1,
+}
+
+/// One quota as the kernel keeps it (`struct if_dqblk`): limits in
+/// 1024-byte blocks and in inodes, the space used in bytes; 0 is no limit.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dqblk {
+    pub bhardlimit: u64,
+    pub bsoftlimit: u64,
+    pub curspace: u64,
+    pub ihardlimit: u64,
+    pub isoftlimit: u64,
+    pub curinodes: u64,
+    pub btime: u64,
+    pub itime: u64,
+    pub valid: u32,
+}
+
+/// `quotactl_fd(fd, QCMD(cmd, of), id, d)`.
+fn quotactl_fd(
+    fd: BorrowedFd<'_>,
+    cmd: u32,
+    of: QuotaOf,
+    id: u32,
+    d: &mut Dqblk,
+) -> io::Result<()> {
+    let qcmd = (cmd << 8) | of as u32;
+    // SAFETY: the fd is borrowed, hence open for the call; `d` is an
+    // exclusively borrowed `struct if_dqblk` (same layout, `repr(C)`), which
+    // the kernel reads (Q_SETQUOTA) or fills (Q_GETQUOTA) and nothing more.
+    let r = unsafe { libc::syscall(SYS_QUOTACTL_FD, fd.as_raw_fd(), qcmd, id, d as *mut Dqblk) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The quota of user or group `id` on the file system of `fd` (any file
+/// there, `O_PATH` included), as the calling thread's effective ids may see
+/// it: their own, or anyone's with CAP_SYS_ADMIN. Errors are the kernel's:
+/// `ESRCH` when that kind of quota is off on the file system (or it keeps
+/// none), `EPERM` for another's, `ENOSYS` before Linux 5.14.
+pub fn quota_get(fd: BorrowedFd<'_>, of: QuotaOf, id: u32) -> io::Result<Dqblk> {
+    let mut d = Dqblk::default();
+    quotactl_fd(fd, Q_GETQUOTA, of, id, &mut d)?;
+    Ok(d)
+}
+
+/// Sets the block and inode limits of `limits` (the rest is not read) for
+/// user or group `id` on the file system of `fd`; needs CAP_SYS_ADMIN and a
+/// writable mount. Errors as [`quota_get`]'s.
+pub fn quota_set_limits(
+    fd: BorrowedFd<'_>,
+    of: QuotaOf,
+    id: u32,
+    limits: &Dqblk,
+) -> io::Result<()> {
+    let mut d = Dqblk {
+        bhardlimit: limits.bhardlimit,
+        bsoftlimit: limits.bsoftlimit,
+        ihardlimit: limits.ihardlimit,
+        isoftlimit: limits.isoftlimit,
+        valid: QIF_LIMITS,
+        ..Dqblk::default()
+    };
+    quotactl_fd(fd, Q_SETQUOTA, of, id, &mut d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +258,19 @@ mod tests {
         let d2 = std::fs::File::open(std::env::temp_dir()).unwrap();
         let missing = getxattrat(d2.as_fd(), c"", c"user.ringshare-none", &mut buf);
         assert_eq!(missing.unwrap_err().raw_os_error(), Some(libc::ENODATA));
+    }
+
+    #[test]
+    fn quotactl_fd_reaches_the_kernel_which_says_quotas_are_off_here() {
+        // No file system on this machine keeps quotas (docs/limits.md): the
+        // kernel answers ESRCH ("quota not on") for a user's and a group's.
+        let d = std::fs::File::open(std::env::temp_dir()).unwrap();
+        for of in [QuotaOf::User, QuotaOf::Group] {
+            match quota_get(d.as_fd(), of, 0) {
+                Ok(q) => eprintln!("quotas are on here: {q:?}"),
+                Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{e}"),
+            }
+        }
+        assert_eq!(std::mem::size_of::<Dqblk>(), 72, "struct if_dqblk");
     }
 }

@@ -3,8 +3,9 @@
 //! FileFsFullSizeInformation) honours their quota as Samba computes it, the scripts are asked
 //! the same questions (arguments, and as whom) by both servers, `smbcquotas -u/-L/-F/-S`
 //! shows and sets the same, and smbtorture's smb2.create.quota-fake-file and
-//! smb2.getinfo.fsinfo pass for an administrator on both. The kernel here has no quota format on ext4 or xfs (docs/limits.md),
-//! so the quotas come from the script. Real Unix accounts (useradd). Needs root, Samba's smbd,
+//! smb2.getinfo.fsinfo pass for an administrator on both. The kernel here has no quota format
+//! on ext4 or xfs (docs/limits.md), so the quotas come from the script; without one both
+//! servers ask the kernel, which says quotas are off, and show the same. Real Unix accounts (useradd). Needs root, Samba's smbd,
 //! smbclient and smbpasswd.
 
 mod common;
@@ -189,7 +190,6 @@ fn smbcquotas(srv: &Running, conf: &Path, user: &str, args: &[&str]) -> Vec<Stri
 fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
     let log = dir.join("calls.log");
     fs::write(&log, "").unwrap();
-    let mut seen = Vec::new();
     let asks: [(&str, &[&str]); 8] = [
         (WITHIN, &["-u", WITHIN]),
         (ADMIN, &["-u", WITHIN]),
@@ -200,10 +200,7 @@ fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
         (ADMIN, &["-S", "FSQLIM:300/400"]),
         (ADMIN, &["-S", "FSQFLAGS:QUOTA_ENABLED/DENY_DISK"]),
     ];
-    for (user, args) in asks {
-        let shown = smbcquotas(srv, conf, user, args);
-        seen.push(format!("{user} {args:?}: {shown:?}"));
-    }
+    let mut seen = shown(srv, conf, &asks);
     let mut sets: Vec<String> = fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -212,8 +209,19 @@ fn quota_answers(srv: &Running, conf: &Path, dir: &Path) -> Vec<String> {
         .collect();
     sets.sort();
     seen.extend(sets);
-    // smb2.getinfo.fsinfo asks every file system class of the share's root, the quota one
-    // (FileFsControlInformation, an administrator's) and FileFsObjectIdInformation among them.
+    seen
+}
+
+/// What `smbcquotas ARGS` showed each (user, ARGS), then the outcomes of smbtorture's
+/// smb2.create.quota-fake-file and smb2.getinfo.fsinfo as the administrator (the latter asks
+/// every file system class of the share's root, the quota one, FileFsControlInformation, and
+/// FileFsObjectIdInformation among them).
+fn shown(srv: &Running, conf: &Path, asks: &[(&str, &[&str])]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for (user, args) in asks {
+        let shown = smbcquotas(srv, conf, user, args);
+        seen.push(format!("{user} {args:?}: {shown:?}"));
+    }
     for test in ["smb2.create.quota-fake-file", "smb2.getinfo.fsinfo"] {
         seen.push(torture_as_admin(srv, conf, test));
     }
@@ -301,4 +309,58 @@ fn smbcquotas_lists_shows_and_sets_quotas_as_on_samba() {
         );
     }
     assert_eq!(ours, samba);
+}
+
+/// Without a `get quota command` both servers ask the kernel (quotactl), and the file system of
+/// /tmp here keeps no quotas: a user may not open the quota file, an administrator sees no
+/// user's quota, an empty list, quotas off with no default limits, and may not set a limit;
+/// smb2.create.quota-fake-file and smb2.getinfo.fsinfo pass on both.
+#[test]
+fn without_a_quota_command_on_a_file_system_without_quotas_clients_see_what_samba_shows() {
+    if !twin::root_and_tools_or_skip(
+        "quotas off against Samba",
+        &[
+            "smbd",
+            "smbcquotas",
+            "smbclient",
+            "smbpasswd",
+            "unshare",
+            "nsenter",
+        ],
+    ) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = TempDir::new("noquotas");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = Accounts::create(&[], &[(WITHIN, &[]), (ADMIN, &[])], None);
+    let share = tmp.path().join("share");
+    fs::create_dir_all(share.join("sub")).unwrap();
+    fs::set_permissions(&share, fs::Permissions::from_mode(0o777)).unwrap();
+    let section = format!(
+        "[share]\n\tpath = {}\n\tread only = no\n\tadmin users = {ADMIN}\n",
+        share.display()
+    );
+    let conf = twin::client_conf(&tmp.path().join("client"));
+    let mut seen = Vec::new();
+    for kind in ["samba", "ringshare"] {
+        let base = tmp.path().join(format!("{kind}-state"));
+        let users = [WITHIN, ADMIN];
+        let srv = if kind == "samba" {
+            twin::start_samba(&base, Net::Own, "", &section, &users)
+        } else {
+            twin::start_ringshare(&base, Net::Own, "", &section, &users)
+        };
+        let asks: [(&str, &[&str]); 5] = [
+            (WITHIN, &["-u", WITHIN]),
+            (ADMIN, &["-u", WITHIN]),
+            (ADMIN, &["-L"]),
+            (ADMIN, &["-F"]),
+            (ADMIN, &["-S", &format!("UQLIM:{WITHIN}:1000/2000")]),
+        ];
+        let shown = shown(&srv, &conf, &asks);
+        seen.push(shown);
+    }
+    eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
+    assert_eq!(seen[1], seen[0]);
 }

@@ -15,6 +15,10 @@
 //! as root for an administrator. They run on the driver's lookup threads
 //! ([`ringshare_core::lookup`]), never on an I/O thread, and are given [`COMMAND_TIMEOUT`]:
 //! then killed, logged, and taken as no answer.
+//!
+//! Without a `get quota command` a share's quotas come from the kernel ([`kernel`]), as on Samba.
+
+pub mod kernel;
 
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -46,11 +50,21 @@ pub struct CommandQuotas {
     timeout: Duration,
 }
 
-/// The quota source of share `s` (None without a `get quota command`, and for shares made per
-/// user: their directory is known only at a tree connect).
+/// The quota source of share `s`: its `get quota command`, else the kernel's quotas of its file
+/// system (None for shares made per user, whose directory is known only at a tree connect, and
+/// when the share's directory cannot be opened: logged).
 pub fn source(g: &Global, s: &ShareConfig) -> Option<Arc<dyn QuotaSource>> {
-    if g.get_quota_command.is_none() || s.templated {
+    if s.templated {
         return None;
+    }
+    if g.get_quota_command.is_none() {
+        return match kernel::KernelQuotas::open(&s.path) {
+            Ok(k) => Some(Arc::new(k)),
+            Err(e) => {
+                tracing::warn!(share = %s.name, "no quotas: cannot open {}: {e}", s.path.display());
+                None
+            }
+        };
     }
     Some(Arc::new(CommandQuotas {
         get: g.get_quota_command.clone(),
@@ -58,6 +72,22 @@ pub fn source(g: &Global, s: &ShareConfig) -> Option<Arc<dyn QuotaSource>> {
         root: s.path.clone(),
         timeout: COMMAND_TIMEOUT,
     }))
+}
+
+/// The uids of /etc/passwd, each once (Samba walks NSS's password database; accounts NSS
+/// has only from a directory are not listed here, but are found by name).
+pub fn passwd_uids() -> Vec<u32> {
+    let text = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let mut uids: Vec<u32> = Vec::new();
+    for uid in text
+        .lines()
+        .filter_map(|l| l.split(':').nth(2)?.parse().ok())
+    {
+        if !uids.contains(&uid) {
+            uids.push(uid);
+        }
+    }
+    uids
 }
 
 impl CommandQuotas {
@@ -160,20 +190,8 @@ impl QuotaSource for CommandQuotas {
         Ok(())
     }
 
-    /// The uids of /etc/passwd, each once (Samba walks NSS's password database; accounts NSS
-    /// has only from a directory are not listed here, but are found by name).
     fn users(&self) -> Vec<u32> {
-        let text = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-        let mut uids: Vec<u32> = Vec::new();
-        for uid in text
-            .lines()
-            .filter_map(|l| l.split(':').nth(2)?.parse().ok())
-        {
-            if !uids.contains(&uid) {
-                uids.push(uid);
-            }
-        }
-        uids
+        passwd_uids()
     }
 }
 
