@@ -266,31 +266,15 @@ fn smbcquotas_lists_shows_and_sets_quotas_as_on_samba() {
     let tmp = TempDir::new("smbcquotas");
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let _accounts = Accounts::create(&[], &[(WITHIN, &[]), (OVER, &[]), (ADMIN, &[])], None);
-    let share = tmp.path().join("share");
-    fs::create_dir_all(&share).unwrap();
-    fs::set_permissions(&share, fs::Permissions::from_mode(0o777)).unwrap();
     let script = get_script(tmp.path());
     let set = tmp.path().join("setquota.sh");
     let global = format!(
         "\tget quota command = {script}\n\tset quota command = {}\n",
         set.display()
     );
-    let section = format!(
-        "[share]\n\tpath = {}\n\tread only = no\n\tadmin users = {ADMIN}\n",
-        share.display()
-    );
-    let conf = twin::client_conf(&tmp.path().join("client"));
-    let mut seen = Vec::new();
-    for kind in ["samba", "ringshare"] {
-        let base = tmp.path().join(format!("{kind}-state"));
-        let users = [WITHIN, OVER, ADMIN];
-        let srv = if kind == "samba" {
-            twin::start_samba(&base, Net::Own, &global, &section, &users)
-        } else {
-            twin::start_ringshare(&base, Net::Own, &global, &section, &users)
-        };
-        seen.push(quota_answers(&srv, &conf, tmp.path()));
-    }
+    let seen = on_both(tmp.path(), &global, &[WITHIN, OVER, ADMIN], |srv, conf| {
+        quota_answers(srv, conf, tmp.path())
+    });
     eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
     let (samba, ours) = (&seen[0], &seen[1]);
     // What Samba 4.22.6 shows (measured by hand the same way): a user may not open the quota
@@ -334,33 +318,45 @@ fn without_a_quota_command_on_a_file_system_without_quotas_clients_see_what_samb
     let tmp = TempDir::new("noquotas");
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let _accounts = Accounts::create(&[], &[(WITHIN, &[]), (ADMIN, &[])], None);
-    let share = tmp.path().join("share");
-    fs::create_dir_all(share.join("sub")).unwrap();
+    let asks: [(&str, &[&str]); 5] = [
+        (WITHIN, &["-u", WITHIN]),
+        (ADMIN, &["-u", WITHIN]),
+        (ADMIN, &["-L"]),
+        (ADMIN, &["-F"]),
+        (ADMIN, &["-S", &format!("UQLIM:{WITHIN}:1000/2000")]),
+    ];
+    let seen = on_both(tmp.path(), "", &[WITHIN, ADMIN], |srv, conf| {
+        shown(srv, conf, &asks)
+    });
+    eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
+    assert_eq!(seen[1], seen[0]);
+}
+
+/// Samba's smbd, then ringshare, each on its own network with `global` and a writable share
+/// in `tmp` whose `admin users` is [`ADMIN`], serving `users`: what `f` saw on each.
+fn on_both<T>(
+    tmp: &Path,
+    global: &str,
+    users: &[&str],
+    mut f: impl FnMut(&Running, &Path) -> T,
+) -> Vec<T> {
+    let share = tmp.join("share");
+    fs::create_dir_all(&share).unwrap();
     fs::set_permissions(&share, fs::Permissions::from_mode(0o777)).unwrap();
     let section = format!(
         "[share]\n\tpath = {}\n\tread only = no\n\tadmin users = {ADMIN}\n",
         share.display()
     );
-    let conf = twin::client_conf(&tmp.path().join("client"));
+    let conf = twin::client_conf(&tmp.join("client"));
     let mut seen = Vec::new();
     for kind in ["samba", "ringshare"] {
-        let base = tmp.path().join(format!("{kind}-state"));
-        let users = [WITHIN, ADMIN];
+        let base = tmp.join(format!("{kind}-state"));
         let srv = if kind == "samba" {
-            twin::start_samba(&base, Net::Own, "", &section, &users)
+            twin::start_samba(&base, Net::Own, global, &section, users)
         } else {
-            twin::start_ringshare(&base, Net::Own, "", &section, &users)
+            twin::start_ringshare(&base, Net::Own, global, &section, users)
         };
-        let asks: [(&str, &[&str]); 5] = [
-            (WITHIN, &["-u", WITHIN]),
-            (ADMIN, &["-u", WITHIN]),
-            (ADMIN, &["-L"]),
-            (ADMIN, &["-F"]),
-            (ADMIN, &["-S", &format!("UQLIM:{WITHIN}:1000/2000")]),
-        ];
-        let shown = shown(&srv, &conf, &asks);
-        seen.push(shown);
+        seen.push(f(&srv, &conf));
     }
-    eprintln!("samba: {:#?}\nringshare: {:#?}", seen[0], seen[1]);
-    assert_eq!(seen[1], seen[0]);
+    seen
 }
