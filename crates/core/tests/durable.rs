@@ -643,6 +643,64 @@ fn an_open_that_would_break_a_disconnected_batch_oplock_closes_it_instead() {
     assert_eq!(r.status(), NtStatus::OBJECT_NAME_NOT_FOUND);
 }
 
+/// A disconnected durable open whose RH lease another open's WRITE (R) or rename (H) breaks
+/// cannot hear the break: it is closed, and its reconnect finds nothing (Windows'
+/// behaviour, smbtorture's durable-v2-open.purge-disconnected-rh-with-write/-rename).
+#[test]
+fn a_disconnected_open_whose_lease_a_write_or_rename_breaks_is_closed() {
+    for rename in [false, true] {
+        let (s, m) = server_and_mem();
+        let name = if rename { "mv.txt" } else { "wr.txt" };
+        let mut a = client(&s, &m, 1);
+        let mine = opened(&create(
+            &mut a,
+            name,
+            LEASE,
+            7,
+            vec![rqls(&lease_v2(1, R | H))],
+        ));
+        let mut b = client(&s, &m, 2);
+        let theirs = lease_v2(2, R | H);
+        let o = opened(&create(
+            &mut b,
+            name,
+            LEASE,
+            7,
+            vec![rqls(&theirs), dh2q(0, 0, 5)],
+        ));
+        assert_eq!(o.durable, Some(60_000));
+        drop_connection(&mut b);
+        assert_eq!(s.parked_durables(), 1);
+        let status = if rename {
+            // It waits (interim response) for the disconnected lease's H until the open is
+            // closed, which ends the wait at once.
+            let m = a.set_info_msg(mine.file_id, 1, 10, &rename_info("moved.txt", false));
+            let mut rs = a.send_frame(m);
+            rs.extend(a.pump());
+            rs.retain(|r| r.status() != NtStatus::PENDING);
+            assert_eq!(rs.len(), 1, "one final answer: {rs:?}");
+            rs[0].status()
+        } else {
+            a.write(mine.file_id, 0, b"data").status()
+        };
+        assert_eq!(status, NtStatus::SUCCESS, "rename {rename}");
+        assert_eq!(s.parked_durables(), 0, "rename {rename}: purged");
+        let mut b2 = client(&s, &m, 2);
+        let r = create(
+            &mut b2,
+            name,
+            LEASE,
+            7,
+            vec![rqls(&theirs), dh2c(o.file_id, 5)],
+        );
+        assert_eq!(
+            r.status(),
+            NtStatus::OBJECT_NAME_NOT_FOUND,
+            "rename {rename}"
+        );
+    }
+}
+
 #[test]
 fn a_delete_on_close_open_is_not_kept_and_its_file_goes() {
     let (s, m) = server_and_mem();

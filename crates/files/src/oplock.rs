@@ -276,6 +276,44 @@ pub fn parked_in_the_way(e: &FileEntry, wish: &Wish) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The parked (disconnected) durable opens that a break in `breaks` goes to: their client
+/// cannot hear or acknowledge it, so they are closed instead, as Windows does
+/// (smbtorture's durable-v2-open.purge-disconnected-rh-with-write and -with-rename: a WRITE
+/// that breaks a disconnected open's R lease, or a rename that breaks its H, purges it), as a
+/// new open that would break them does ([`parked_in_the_way`]). Their FileIds.
+pub fn parked_broken(e: &FileEntry, breaks: &Breaks) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for (route, b) in breaks {
+        if *route != DISCONNECTED {
+            continue;
+        }
+        match b {
+            Break::Lease { notification, .. } => {
+                let ids = e
+                    .leases
+                    .iter()
+                    .filter(|l| l.route == DISCONNECTED && l.id.key == notification.lease_key)
+                    .map(|l| l.id);
+                for id in ids {
+                    out.extend(
+                        e.opens
+                            .iter()
+                            .filter(|o| {
+                                o.caching.route == DISCONNECTED && o.caching.lease == Some(id)
+                            })
+                            .map(|o| o.caching.file_id),
+                    );
+                }
+            }
+            Break::Oplock { file_id, .. } => out.push((file_id.persistent, file_id.volatile)),
+            _ => {}
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// After a WRITE, byte-range LOCK or size change through open `owner`:
 /// LEVEL_II oplocks (the writer's own too) and the R leases of other keys
 /// break to nothing, without waiting for anyone.

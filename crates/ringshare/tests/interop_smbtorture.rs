@@ -120,6 +120,21 @@ fn smbtorture_persistent_handles_and_their_replay_pass_on_a_continuously_availab
     }
 }
 
+/// A disconnected durable open whose lease a WRITE (R) or a rename (H) of another open breaks
+/// is closed, so that its reconnect finds nothing (as on Windows; Samba 4.22 fails both: it
+/// does not break the other lease on the write, and keeps the open on the rename).
+#[test]
+fn smbtorture_a_disconnected_open_whose_lease_a_write_or_rename_breaks_is_purged() {
+    if smbtorture_or_skip(
+        "smbtorture_a_disconnected_open_whose_lease_a_write_or_rename_breaks_is_purged",
+    ) {
+        run_all(&[
+            "smb2.durable-v2-open.purge-disconnected-rh-with-write",
+            "smb2.durable-v2-open.purge-disconnected-rh-with-rename",
+        ]);
+    }
+}
+
 // The suites Samba 4.22's smbtorture brought (issue 31), test by test as both servers answer
 // them: `scripts/conformance.sh smb2.dirlease smb2.openattr smb2.name-mangling
 // smb2.durable-v2-regressions` (docs/conformance.md). Left out:

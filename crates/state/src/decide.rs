@@ -242,13 +242,11 @@ pub fn lock_decided(
     max: usize,
     now_ms: u64,
 ) -> Locked {
-    let mut e = lock(entry);
-    if e.locks.count_owned_by(owner) + asks.len() > max {
+    if lock(entry).locks.count_owned_by(owner) + asks.len() > max {
         return Locked::Refused(NtStatus::INSUFFICIENT_RESOURCES);
     }
-    let mut breaks = Vec::new();
-    oplock::on_change(&mut e, owner, now_ms, &mut breaks);
-    server.send_breaks(breaks);
+    changed_here(server, entry, owner, now_ms);
+    let mut e = lock(entry);
     let mut taken: Vec<ByteRangeLock> = Vec::new();
     for a in asks {
         let failure = match a.lock {
@@ -320,7 +318,7 @@ pub fn io_check_here(
         }
         e.opens.iter().any(|o| access::can_write(o.access))
     };
-    server.send_breaks(breaks);
+    send_or_purge(server, entry, breaks);
     Ok(writers)
 }
 
@@ -328,7 +326,19 @@ pub fn io_check_here(
 pub fn changed_here(server: &ServerState, entry: &Mutex<FileEntry>, owner: u64, now_ms: u64) {
     let mut breaks = Vec::new();
     oplock::on_change(&mut lock(entry), owner, now_ms, &mut breaks);
+    send_or_purge(server, entry, breaks);
+}
+
+/// Send `breaks` (made on `entry`), and close the parked durable opens among those they go
+/// to: nobody would hear them ([`oplock::parked_broken`]).
+fn send_or_purge(server: &ServerState, entry: &Mutex<FileEntry>, breaks: oplock::Breaks) {
+    if !breaks.iter().any(|(r, _)| *r == oplock::DISCONNECTED) {
+        server.send_breaks(breaks);
+        return;
+    }
+    let gone = oplock::parked_broken(&lock(entry), &breaks);
     server.send_breaks(breaks);
+    crate::durable::purge(server, &gone, "whose oplock or lease a change breaks");
 }
 
 /// Whether the file's delete is pending; with `set`, make it so (or not)
@@ -374,7 +384,8 @@ pub fn rename_waits_here(
         }
         wait
     };
-    server.send_breaks(breaks);
+    // A parked open whose handle caching the rename breaks is closed: the wait ends with it.
+    send_or_purge(server, entry, breaks);
     wait
 }
 

@@ -307,6 +307,22 @@ pub fn take_matching(
     Ok(t.take(file_id.persistent).expect("looked up above"))
 }
 
+/// Close the parked opens `ids` (by FileId) that this node keeps, `why` (logged): a break
+/// they would have to hear goes to no client ([`crate::files::oplock::parked_in_the_way`],
+/// [`crate::files::oplock::parked_broken`]). Call it without a file entry's lock held (the
+/// close takes it). A persistent open's record goes after, away from this thread (posted).
+pub fn purge(server: &ServerState, ids: &[(u64, u64)], why: &str) {
+    if ids.is_empty() {
+        return;
+    }
+    for p in take_parked(&server.files, ids) {
+        tracing::debug!(id = p.open.id, "closing a disconnected durable open {why}");
+        if let Some(forget) = crate::opens::close_record_posted(server, p.open) {
+            server.node.post(forget);
+        }
+    }
+}
+
 /// Take these parked opens (by FileId) out of the table.
 pub fn take_parked(files: &FileTable, ids: &[(u64, u64)]) -> Vec<Parked> {
     let mut t = lock(&files.durables);

@@ -516,18 +516,9 @@ fn purge_for_open(server: &ServerState, ids: Vec<(u64, u64)>) {
         .into_iter()
         .partition(|(_, v)| super::handover::holder(&server.node, *v).is_none());
     super::handover::close_parked_elsewhere(&server.node, &elsewhere);
-    let gone = crate::durable::take_parked(&server.files, &here);
-    for p in gone {
-        tracing::debug!(
-            id = p.open.id,
-            "closing a disconnected durable open another open would have to break"
-        );
-        // A persistent open's record goes after, away from this thread (the I/O thread of the
-        // CREATE, or the home-call thread that decides it for a client of this node: the
-        // connection posts it; the peer connection's thread that answers another node's CREATE:
-        // `admit` asks it in place).
-        if let Some(forget) = crate::opens::close_record_posted(server, p.open) {
-            server.node.post(forget);
-        }
-    }
+    // A persistent open's record goes after, away from this thread (the I/O thread of the
+    // CREATE, or the home-call thread that decides it for a client of this node: the
+    // connection posts it; the peer connection's thread that answers another node's CREATE:
+    // `admit` asks it in place).
+    crate::durable::purge(server, &here, "another open would have to break");
 }
