@@ -855,6 +855,20 @@ mod tests {
     }
 
     #[test]
+    fn vfs_modules_whose_work_ringshare_always_does_are_taken_without_a_warning() {
+        let path = Path::new("test.conf");
+        let c = parse_str("[s]\npath = /tmp\nvfs objects = btrfs io_uring\n", path).unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let c = parse_str("[s]\npath = /tmp\nvfs objects = btrfs recycle\n", path).unwrap();
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].message.contains("'recycle'"),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
     fn use_sendfile_defaults_to_yes_and_pin_cpus_and_multishot_receive_to_no_and_all_can_be_set() {
         let path = Path::new("test.conf");
         let d = parse_str("[s]\npath = /tmp\n", path).unwrap();

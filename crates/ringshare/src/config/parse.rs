@@ -939,6 +939,10 @@ impl<'a> Parser<'a> {
                              (names with characters Windows forbids are not mapped)",
                         ),
                         "posixacl" | "dirsort" => {}
+                        // What vfs_btrfs gives (server-side clones, FSCTL_SET_COMPRESSION,
+                        // the compressed attribute) ringshare does on every btrfs share, and
+                        // its whole data path is io_uring: nothing to turn on.
+                        "btrfs" | "io_uring" => {}
                         other => self.warn(
                             line,
                             format!("vfs module '{other}' is not supported by ringshare; ignored"),
