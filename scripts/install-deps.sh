@@ -30,7 +30,10 @@
 #                                    wsdd (its discovery mode is the independent WS-Discovery
 #                                    client of tests/wsd.rs; its own service is disabled) and
 #                                    python3-impacket (the sealed DCE/RPC client of the Witness
-#                                    test, tests/py/witness_client.py)
+#                                    test, tests/py/witness_client.py) and qemu-system-x86,
+#                                    busybox-static and quota (scripts/quota-vm.sh boots Debian's
+#                                    own kernel, whose ext4 keeps quotas, for the kernel quota test;
+#                                    it downloads linux-image-amd64 once)
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -39,7 +42,8 @@ SUDO=""
 pkgs=(ca-certificates curl gcc pkg-config)
 [ "$want_test" -eq 1 ] && pkgs+=(python3 python3-venv acl attr
     prometheus dpkg-dev systemd iproute2 util-linux fail2ban etcd-server
-    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs xfsprogs wsdd python3-impacket)
+    krb5-kdc krb5-admin-server krb5-user python3-gssapi faketime libkrb5-dev python3-dev btrfs-progs xfsprogs wsdd python3-impacket
+    qemu-system-x86 busybox-static quota)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
