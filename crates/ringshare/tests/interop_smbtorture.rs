@@ -354,7 +354,7 @@ fn smbtorture_overwrite_keeps_hidden_files_and_short_names_open_delete_and_make_
 }
 
 /// smb2.kernel-oplocks as far as Samba 4.22 (without `kernel oplocks`) passes it: 1, 2 and 4
-/// (an SMB client's oplock and a local program's open of the file), and 8: a local program
+/// (oplocks between SMB opens of a file and its stream), and 8: a local program
 /// holds a kernel write lease (F_SETLEASE) on the file and an SMB CREATE of it waits until the
 /// program gives the lease up (the kernel's break), answered then, not SHARING_VIOLATION at
 /// once (docs/conformance.md has 3, 5, 6 and 7).
