@@ -375,6 +375,9 @@ run_suite() {
         opts=(--option=torture:localdir="$SHM/$server-fruit_tm")
         ;;
     vfs.fruit_file_id) share=fruit_zero ;;
+    # These reach the share's files as a local program would (a kernel lease, a POSIX lock):
+    # smbtorture needs the share's directory on this machine, and skips them without it.
+    smb2.kernel-oplocks | smb2.samba3misc) opts=(--option=torture:localdir="$SHM/$server") ;;
     smb2.twrp)
         share=$TWRP_SHARE
         opts=(--option=torture:twrp_file=file.txt --option=torture:twrp_snapshot="$TWRP_SNAPSHOT"

@@ -196,6 +196,7 @@ impl Connection {
                 home_kept: None,
                 cluster_posts: Vec::new(),
                 create_waits: None,
+                lease_waits: Vec::new(),
                 quota_handles: Default::default(),
             },
             credits: CreditWindow::new(),

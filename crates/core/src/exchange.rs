@@ -109,6 +109,9 @@ pub(crate) struct ConnCore {
     /// The CREATE (its MessageId) parked on its file's home that was told to wait for breaks:
     /// run again, it goes async at once ([`crate::cmd::create::handle`]).
     pub create_waits: Option<u64>,
+    /// CREATEs (MessageId, when they first met it) waiting for a local program to give up its
+    /// kernel lease on their file ([`crate::cmd::create`]'s `lease_wait`).
+    pub lease_waits: Vec<(u64, u64)>,
     /// This connection's quota handles (crate::cmd::quota).
     pub quota_handles: crate::quota::QuotaHandles,
 }

@@ -250,3 +250,74 @@ fn a_flush_whose_sync_fails_is_io_device_error_not_success() {
     assert_eq!(c.flush(f).status(), NtStatus::IO_DEVICE_ERROR);
     assert_eq!(c.flush(f).status(), NtStatus::SUCCESS);
 }
+
+/// A CREATE sent alone: its interim response, if any, and the final one once it came.
+fn create_waiting(c: &mut Client, name: &str) -> Vec<Resp> {
+    let tree = c.tree_id;
+    let mut m = c.create_msg(
+        tree,
+        name,
+        GENERIC_READ | GENERIC_WRITE,
+        SHARE_ALL,
+        D::OPEN_IF,
+        0,
+    );
+    c.sign(&mut m);
+    c.send_frame(m)
+}
+
+#[test]
+fn a_create_that_meets_a_local_kernel_lease_waits_until_the_holder_gives_it_up() {
+    let mut c = Client::new();
+    c.put_file("leased.txt", b"x");
+    // The local holder gives its lease up after the open's third try.
+    c.mem
+        .inject_fault(FaultOp::Open, path("leased.txt"), FsError::LeaseHeld, 3);
+    let first = create_waiting(&mut c, "leased.txt");
+    assert!(
+        first.iter().all(|r| r.status() == NtStatus::PENDING),
+        "no answer yet but an interim one: {:?}",
+        first.iter().map(|r| r.status()).collect::<Vec<_>>()
+    );
+    // Meanwhile other requests are served.
+    assert!(c
+        .create("other.txt", GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+        .is_ok());
+    // Tried again every second: the second and third tries meet the lease, the fourth goes
+    // through.
+    assert!(
+        c.tick(1_000).is_empty(),
+        "the second try meets the lease too"
+    );
+    assert!(
+        c.tick(1_000).is_empty(),
+        "the third try meets the lease too"
+    );
+    let done = c.tick(1_000);
+    assert_eq!(
+        done.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        vec![NtStatus::SUCCESS],
+        "the fourth try's open goes through"
+    );
+}
+
+#[test]
+fn a_create_that_meets_a_local_kernel_lease_for_seventy_seconds_is_a_sharing_violation() {
+    let mut c = Client::new();
+    c.put_file("leased.txt", b"x");
+    c.mem
+        .inject_fault(FaultOp::Open, path("leased.txt"), FsError::LeaseHeld, 1_000);
+    create_waiting(&mut c, "leased.txt");
+    for _ in 0..69 {
+        assert!(c.tick(1_000).is_empty(), "still waiting");
+    }
+    let done = c.tick(1_000);
+    assert_eq!(
+        done.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        vec![NtStatus::SHARING_VIOLATION]
+    );
+    c.mem.clear_faults();
+    assert!(c
+        .create("leased.txt", GENERIC_READ | GENERIC_WRITE, D::OPEN_IF, 0)
+        .is_ok());
+}

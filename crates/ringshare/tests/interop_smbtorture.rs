@@ -172,8 +172,16 @@ impl Torture {
     }
 }
 
-/// `smbtorture //127.0.0.1/share TESTS…` as `user` against `srv`, bounded by `timeout`.
-fn torture(srv: &Running, conf: &Path, user: &str, tests: &[&str]) -> Torture {
+/// `smbtorture //127.0.0.1/share TESTS…` as `user` against `srv`, bounded by `timeout`;
+/// `localdir`: the share's directory, for the tests that reach its files as a local program
+/// (`torture:localdir`; they skip without it).
+fn torture(
+    srv: &Running,
+    conf: &Path,
+    user: &str,
+    tests: &[&str],
+    localdir: Option<&Path>,
+) -> Torture {
     let start = Instant::now();
     let out = srv
         .command("timeout")
@@ -182,6 +190,7 @@ fn torture(srv: &Running, conf: &Path, user: &str, tests: &[&str]) -> Torture {
         .args(["//127.0.0.1/share", "-p", &srv.port.to_string(), "-U"])
         .arg(format!("{user}%{}", twin::PASS))
         .args(["--fullname", "--target=samba3"])
+        .args(localdir.map(|d| format!("--option=torture:localdir={}", d.display())))
         .args(tests)
         .stdin(Stdio::null())
         .output()
@@ -198,6 +207,12 @@ fn torture(srv: &Running, conf: &Path, user: &str, tests: &[&str]) -> Torture {
 /// scripts/conformance.sh sets them up) to the Unix account `user`, made for the test:
 /// [Samba's run, ringshare's].
 fn on_both(user: &str, tests: &[&str]) -> [Torture; 2] {
+    on_both_at(user, tests, false)
+}
+
+/// [`on_both`]; `localdir`: smbtorture is given each server's share directory
+/// (`torture:localdir`).
+fn on_both_at(user: &str, tests: &[&str], localdir: bool) -> [Torture; 2] {
     let tmp = TempDir::new(user);
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let _accounts = Accounts::create(&[], &[(user, &[])], None);
@@ -216,7 +231,13 @@ fn on_both(user: &str, tests: &[&str]) -> [Torture; 2] {
         } else {
             twin::start_ringshare(&base, Net::Loopback, "", &section, &[user])
         };
-        let t = torture(&srv, &conf, user, tests);
+        let t = torture(
+            &srv,
+            &conf,
+            user,
+            tests,
+            localdir.then_some(share.as_path()),
+        );
         eprintln!("{kind}: {} s for {tests:?}", t.secs);
         (t, fs::read_to_string(&srv.log).unwrap_or_default())
     };
@@ -238,7 +259,13 @@ fn on_both(user: &str, tests: &[&str]) -> [Torture; 2] {
 /// Every test of `tests` passes on Samba 4.22 (so it is still one Samba passes) and on
 /// ringshare.
 fn pass_on_both(user: &str, tests: &[&str]) {
-    let [samba, ours] = on_both(user, tests);
+    pass_on_both_at(user, tests, false);
+}
+
+/// [`pass_on_both`], with each server's share directory as `torture:localdir` when
+/// `localdir`.
+fn pass_on_both_at(user: &str, tests: &[&str], localdir: bool) {
+    let [samba, ours] = on_both_at(user, tests, localdir);
     for test in tests {
         assert_eq!(samba.result(test), "success", "{test} on Samba 4.22");
         assert_eq!(ours.result(test), "success", "{test} on ringshare");
@@ -324,4 +351,26 @@ fn smbtorture_overwrite_keeps_hidden_files_and_short_names_open_delete_and_make_
         total.ends_with(&format!("({long_name_deletes} failures)")),
         "{total}"
     );
+}
+
+/// smb2.kernel-oplocks as far as Samba 4.22 (without `kernel oplocks`) passes it: 1, 2 and 4
+/// (oplocks between SMB opens of a file and its stream), and 8: a local program
+/// holds a kernel write lease (F_SETLEASE) on the file and an SMB CREATE of it waits until the
+/// program gives the lease up (the kernel's break), answered then, not SHARING_VIOLATION at
+/// once (docs/conformance.md has 3, 5, 6 and 7).
+#[test]
+fn smbtorture_a_create_waits_for_a_local_programs_kernel_lease_as_on_samba_4_22() {
+    let test = "smbtorture_a_create_waits_for_a_local_programs_kernel_lease_as_on_samba_4_22";
+    if samba_and_smbtorture_or_skip(test) {
+        pass_on_both_at(
+            "rskoplock",
+            &[
+                "smb2.kernel-oplocks.kernel_oplocks1",
+                "smb2.kernel-oplocks.kernel_oplocks2",
+                "smb2.kernel-oplocks.kernel_oplocks4",
+                "smb2.kernel-oplocks.kernel_oplocks8",
+            ],
+            true,
+        );
+    }
 }

@@ -24,6 +24,8 @@ pub fn status_of(e: FsError) -> NtStatus {
         FsError::NameTooLong => NtStatus::OBJECT_NAME_INVALID,
         FsError::InvalidName => NtStatus::OBJECT_NAME_INVALID,
         FsError::Busy => NtStatus::SHARING_VIOLATION,
+        // (a CREATE waits for it first: crates/core/src/cmd/create.rs, `lease_wait`)
+        FsError::LeaseHeld => NtStatus::SHARING_VIOLATION,
         FsError::CrossDevice => NtStatus::NOT_SAME_DEVICE,
         FsError::TooManyLinks => NtStatus::FILE_SYSTEM_LIMITATION,
         FsError::TooBig => NtStatus::FILE_SYSTEM_LIMITATION,

@@ -62,6 +62,10 @@ pub enum FsError {
     NameTooLong,
     InvalidName,
     Busy,
+    /// A local program holds a kernel lease on the file (`F_SETLEASE`) that this open breaks:
+    /// the non-blocking open fails with `EWOULDBLOCK` and the kernel tells the holder, who has
+    /// `/proc/sys/fs/lease-break-time` to give it up. Opened again later, it goes through.
+    LeaseHeld,
     CrossDevice,
     TooManyLinks,
     /// Past a size the storage can hold (a stream over [`STREAM_SIZE_MAX`],
@@ -80,6 +84,7 @@ impl FsError {
         const EACCES: i32 = 13;
         const EPERM: i32 = 1;
         const E2BIG: i32 = 7;
+        const EAGAIN: i32 = 11;
         const EBUSY: i32 = 16;
         const EEXIST: i32 = 17;
         const EXDEV: i32 = 18;
@@ -100,6 +105,7 @@ impl FsError {
             E2BIG => FsError::TooBig,
             EACCES | EPERM => FsError::AccessDenied,
             EBUSY => FsError::Busy,
+            EAGAIN => FsError::LeaseHeld,
             EEXIST => FsError::Exists,
             EXDEV_RESOLVE => FsError::Escapes,
             ENOTDIR => FsError::NotADirectory,

@@ -65,7 +65,8 @@ const EA_XATTR_VALUE_SIZE_MAX: usize = crate::EA_VALUE_LEN_MAX + 1;
 const CREATE_RACE_RETRIES_MAX: usize = 4;
 
 /// How many times a lookup is retried when `openat2` reports `EAGAIN` (a concurrent
-/// rename) or `EINTR`, before giving up with `Busy`.
+/// rename) or `EINTR`, before giving up (`EAGAIN` then: a local kernel lease,
+/// [`FsError::LeaseHeld`]).
 const OPENAT2_RETRIES_MAX: usize = 16;
 
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
@@ -565,11 +566,9 @@ impl PosixShare {
                     r => return r,
                 }
             }
-            Err(if last == Errno::AGAIN {
-                Errno::BUSY
-            } else {
-                last
-            })
+            // Still EAGAIN: a local program's kernel lease on the file (a non-blocking open
+            // that breaks one fails so: `FsError::LeaseHeld`, opened again later).
+            Err(last)
         })
     }
 

@@ -69,7 +69,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
 /// persistent open's record stored, away from the I/O thread ([`Handled::Lookup`]).
 fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Handled, NtStatus> {
     let mut parked = None;
-    Ok(match create(core, req, retry, &mut parked) {
+    let r = create(core, req, retry, &mut parked);
+    if !core.lease_waits.is_empty() && !matches!(r, Ok(None)) {
+        let id = req.hdr.message_id;
+        core.lease_waits.retain(|(m, _)| *m != id);
+    }
+    Ok(match r {
         Ok(Some(reply)) => Handled::Reply(reply),
         Ok(None) => Handled::WaitForBreaks,
         Err(PARKED) => return parked_on(parked),
@@ -81,6 +86,48 @@ fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Han
 /// file's home's admission, or its persistent open's record) ([`Parked`]; [`super::handle`]
 /// parks it).
 pub(crate) const PARKED: NtStatus = NtStatus(0xE1D5_0002);
+
+/// Never on the wire: the backend's open met a local program's kernel lease on the file
+/// ([`ringshare_vfs::FsError::LeaseHeld`]); the CREATE waits for it ([`lease_wait`]).
+pub(crate) const LEASE_HELD: NtStatus = NtStatus(0xE1D5_0003);
+
+/// How long a CREATE waits for a local program to give up its kernel lease before it is
+/// answered SHARING_VIOLATION: Samba 4.22's bound (twice its 35 s oplock break timeout, from
+/// the request's arrival). The kernel itself takes the lease away after
+/// `/proc/sys/fs/lease-break-time` (45 s by default), so the wait normally ends before.
+pub(crate) const LEASE_WAIT_MS: u64 = 70_000;
+
+/// CREATEs of one connection that wait for local leases at once, at most; past it a CREATE
+/// that meets one is answered SHARING_VIOLATION at once.
+const LEASE_WAITS_MAX: usize = 64;
+
+/// The open met a local program's kernel lease (the non-blocking open failed with
+/// EWOULDBLOCK and the kernel told the holder to give it up): as Samba does, the CREATE waits
+/// and is run again every second ([`oplock::BREAK_RETRY_MS`], as one waiting for breaks: the
+/// open is never made blocking on the I/O thread), other requests served meanwhile, until the
+/// open goes through or [`LEASE_WAIT_MS`] has passed since it first met the lease
+/// (SHARING_VIOLATION then).
+fn lease_wait(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtStatus> {
+    let (now, id) = (core.now.mono_ms, req.hdr.message_id);
+    let since = match core.lease_waits.iter().find(|(m, _)| *m == id) {
+        Some(&(_, since)) => since,
+        None => {
+            // (entries of requests that went without an answer here, e.g. cancelled)
+            core.lease_waits
+                .retain(|(_, since)| now.saturating_sub(*since) < LEASE_WAIT_MS);
+            if core.lease_waits.len() >= LEASE_WAITS_MAX {
+                return Err(NtStatus::SHARING_VIOLATION);
+            }
+            core.lease_waits.push((id, now));
+            now
+        }
+    };
+    if now.saturating_sub(since) >= LEASE_WAIT_MS {
+        core.lease_waits.retain(|(m, _)| *m != id);
+        return Err(NtStatus::SHARING_VIOLATION);
+    }
+    Ok(None)
+}
 
 /// The question a CREATE waits for and how it goes on with the answer.
 pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
@@ -495,7 +542,10 @@ fn create_or_wait(
         tree: &tree,
         path: &target.path,
     };
-    let opened = open::open(&at, &asked, &target)?;
+    let opened = match open::open(&at, &asked, &target) {
+        Err(LEASE_HELD) => return lease_wait(core, req),
+        r => r?,
+    };
     let rights = rights::check(&at, core.now, &asked, &opened, target.granted)?;
     open::refuse_nonempty_dir(&asked, &opened)?;
     let aapl_on = core.aapl.negotiated;

@@ -297,6 +297,9 @@ pub(super) fn classify(key: &str) -> Option<Opt> {
         "server services" => Opt::Ignored("ringshare runs only its SMB file service"),
         "socket options" => Opt::Ignored("ringshare sets its own socket options"),
         "kernel oplocks" => Opt::Ignored("ringshare takes no kernel oplocks (file leases)"),
+        "posix locking" => Opt::Ignored(
+            "ringshare does not yet mirror SMB byte-range locks as POSIX locks (docs/limits.md)",
+        ),
         "smb ports" => Opt::Ignored("ringshare listens where `listen` says (default 0.0.0.0:445)"),
         "unix extensions" => Opt::Ignored("an SMB1 feature; ringshare speaks SMB 2 and 3 only"),
         "smb2 leases" => {

@@ -57,6 +57,7 @@ pub(super) fn open(at: &At<'_>, asked: &Asked, target: &Target) -> Result<Opened
     let opts = options(asked, target, create_mode);
     let opened = backend.open(who, path, &opts).map_err(|e| match e {
         FsError::NotFound if target.create => NtStatus::OBJECT_PATH_NOT_FOUND,
+        FsError::LeaseHeld => super::LEASE_HELD,
         e => status_of(e),
     })?;
     let created = opened.created;
