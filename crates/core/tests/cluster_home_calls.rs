@@ -264,3 +264,37 @@ fn a_create_at_the_home_blocked_by_an_open_parked_on_another_node_waits_away_fro
     assert_eq!(cl.nodes[0].parked_durables(), 0, "node 1 closed it");
     assert_eq!(h.close(fh).status(), NtStatus::SUCCESS);
 }
+
+/// A CREATE at the file's home (node 3) that takes back the I/O grants of two nodes (1 and 2,
+/// each reading the file), each slow to answer (400 ms, as a stopped peer's 2 s bound): the
+/// home asks both at once and waits for both, so the decision waits one node's time, not the
+/// sum (before: 800 ms and more, one call after the other).
+#[test]
+fn a_home_takes_grants_back_from_several_nodes_at_once() {
+    let cl = Cluster::new(3, 3);
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let (mut h, _) = home_client(&cl);
+    let fh = open(&mut h, "both.txt", ALL, 7).expect("h");
+    assert_eq!(h.write(fh, 0, b"data").status(), NtStatus::SUCCESS);
+    assert_eq!(h.close(fh).status(), NtStatus::SUCCESS);
+    let fa = open(&mut a, "both.txt", READ, 7).expect("a reads");
+    let fb = open(&mut b, "both.txt", READ, 7).expect("b reads");
+    let (to_1, to_2) = (cl.calls_to(1), cl.calls_to(2));
+    cl.bus.slow.lock().unwrap().extend([(1, 400), (2, 400)]);
+    let t = std::time::Instant::now();
+    let fh = open(&mut h, "both.txt", ALL, 7).expect("the home's writer");
+    let took = t.elapsed();
+    cl.bus.slow.lock().unwrap().clear();
+    assert_eq!(
+        (cl.calls_to(1) - to_1, cl.calls_to(2) - to_2),
+        (1, 1),
+        "one revocation each"
+    );
+    assert!(
+        took < std::time::Duration::from_millis(700),
+        "the two revocations took {took:?}: one after the other"
+    );
+    for (c, f) in [(&mut a, fa), (&mut b, fb), (&mut h, fh)] {
+        assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    }
+}

@@ -322,3 +322,50 @@ fn a_reconnect_on_the_opens_own_node_tells_its_files_home_away_from_the_io_threa
         assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
     }
 }
+
+/// Give-ups at node `node` are answered too late while `on`.
+fn give_ups_late(cl: &Cluster, node: u16, on: bool) {
+    let mut m = cl.bus.give_ups_late.lock().unwrap();
+    if on {
+        m.insert(node);
+    } else {
+        m.remove(&node);
+    }
+}
+
+/// Issue 33 (docs/cluster.md, Limits, before): alice's persistent open is parked on node 1;
+/// her reconnect through node 2 asks node 1 to give it up, and node 1 carries the give-up out
+/// but answers only after node 2 stopped waiting (a keeper overloaded past the call's 2 s).
+/// The reconnect is told to try again (FILE_NOT_AVAILABLE), and the next one, through node 2
+/// again or through node 3, gets the open back with its data: node 1, asked the same again while
+/// the open's record still names it, answers the same again. Before, node 1 had let the open go
+/// and every later reconnect heard FILE_NOT_AVAILABLE (its record naming node 1, which no longer
+/// had it).
+#[test]
+fn a_give_up_answered_too_late_leaves_the_open_for_the_next_reconnect() {
+    for next in [2, 3] {
+        let name = format!("late{next}.txt");
+        let cl = ca_cluster(3);
+        let (f, l) = left_on(&cl, 1, &name, PERSISTENT);
+        give_ups_late(&cl, 1, true);
+        let mut b = alice(&cl, 2, 1);
+        let m = create_msg(&mut b, &name, vec![rqls(&l), dh2c_flags(f, 7, PERSISTENT)]);
+        let first = answer_all_of(&mut b, m);
+        assert_eq!(
+            first,
+            vec![NtStatus::FILE_NOT_AVAILABLE],
+            "{name}: the give-up's answer came too late: try again"
+        );
+        assert_eq!(cl.nodes[0].parked_durables(), 0, "{name}: node 1 let it go");
+        give_ups_late(&cl, 1, false);
+        back_whole(&cl, next, &name, f, &l, PERSISTENT);
+        closed_cleanly(&cl, &name);
+    }
+}
+
+/// Send `m` on `c` and carry what it asks: the statuses it is answered.
+fn answer_all_of(c: &mut Client, m: Vec<u8>) -> Vec<NtStatus> {
+    let mut out = c.send_frame(m);
+    out.extend(answer_all(c));
+    out.iter().map(Resp::status).collect()
+}

@@ -19,6 +19,18 @@ pub struct UnsentClose {
     pub who: ringshare_vfs::Who,
 }
 
+/// A disconnected persistent open given up to another node's reconnect ([`GiveUp`], its answer
+/// perhaps lost: the asker's 2 s went first): the ask and the answer as they went (encoded, the
+/// cluster layer's messages), and until when the same ask is answered the same again.
+///
+/// [`GiveUp`]: crate::server::NodeState::given_up
+#[derive(Debug, Clone)]
+pub struct GivenUp {
+    pub ask: Vec<u8>,
+    pub answer: Vec<u8>,
+    pub until: std::time::Instant,
+}
+
 /// Where a partition's home is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Home {

@@ -70,8 +70,9 @@ pub(crate) fn in_place<T>(
 }
 
 /// Take back from every node the parts `take(node)` names (bits of
-/// [`IoGrant`]) and wait for each to confirm. No grant is given meanwhile;
-/// call [`done`] after the decision.
+/// [`IoGrant`]) and wait for each to confirm: asked of all at once ([`super::ask_all`]), so a
+/// node that does not answer costs one call's bound, not one per node. No grant is given
+/// meanwhile; call [`done`] after the decision.
 fn revoke(
     here: &NodeState,
     key: FileKey,
@@ -80,20 +81,29 @@ fn revoke(
 ) -> Result<(), NtStatus> {
     let targets = grant::start_revoking(&mut lock(entry), take);
     let me = here.link().map(|l| l.node());
-    for (node, clear) in targets {
-        if Some(node) == me {
-            // (Never given: `super::home`'s grant_for. A node does not call itself.)
-            grant::given_back(&mut lock(entry), node, clear);
-            continue;
-        }
-        match super::ask(here, node, Call::Revoke { key, clear }) {
+    let (mine, others): (Vec<_>, Vec<_>) =
+        targets.into_iter().partition(|(node, _)| Some(*node) == me);
+    for (node, clear) in mine {
+        // (Never given: `super::home`'s grant_for. A node does not call itself.)
+        grant::given_back(&mut lock(entry), node, clear);
+    }
+    let calls = others
+        .iter()
+        .map(|&(node, clear)| (node, Call::Revoke { key, clear }))
+        .collect();
+    let mut given_back = true;
+    for ((node, clear), answer) in others.into_iter().zip(super::ask_all(here, calls)) {
+        match answer {
             Ok(Answer::Done) => grant::given_back(&mut lock(entry), node, clear),
             other => {
                 tracing::warn!(node, ?other, ?key, "a node did not give back its I/O grant");
-                done(entry);
-                return Err(NtStatus::FILE_NOT_AVAILABLE);
+                given_back = false;
             }
         }
+    }
+    if !given_back {
+        done(entry);
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
     Ok(())
 }

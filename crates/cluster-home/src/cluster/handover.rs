@@ -30,7 +30,7 @@ use ringshare_vfs::Who;
 use ringshare_wire::{FileId, NtStatus};
 
 pub use super::msg::Moved;
-use super::msg::{Answer, Call, GiveUpAsk, HandOver, Transferred};
+use super::msg::{Answer, Call, GiveUpAsk, HandOver, Message, Transferred};
 use super::reopen::{durability_of, open_from, reopen, state_of, Place};
 use super::{node_of, Home};
 use crate::durable::{self, Owner, Reconnect};
@@ -68,6 +68,9 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     let parked = match durable::take_matching(&server.files, ask.file_id, &wanted) {
         Ok(p) => p,
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
+            if let Some(h) = given_before(&server.node, ask) {
+                return Ok(h);
+            }
             // A persistent open this node (its file's home) is still to take over from a
             // dead node: the reconnect is to be tried again, not told it is gone.
             super::ca::keeper(server, ask.file_id)?;
@@ -93,7 +96,72 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     let key = open.key;
     drop(open);
     server.files.drop_if_unused(key);
+    remember_given(&server.node, ask, &h);
     Ok(h)
+}
+
+/// The same ask the same again (issue 33): a give-up of a persistent open this node read in
+/// time but answered after its asker's 2 s went (this node overloaded) reaches nobody, and the
+/// open, let go here and never moved at its file's home, would be lost (its record naming this
+/// node, every reconnect FILE_NOT_AVAILABLE). The client's next reconnect asks again (through
+/// any node, by the same FileId) and is answered as the first one would have been: the open's
+/// file's home still holds it under the id its record names, so the move the asker then makes
+/// is the one the first asker would have made. Kept for the open's durable timeout. (A keeper
+/// stopped meanwhile does not carry the give-up out at all: crates/ringshare's peer layer
+/// drops a call whose caller went.) Not for a durable open without a record: nothing tells
+/// whether the first answer reached a node that keeps the open now (after a failed move).
+fn remember_given(here: &NodeState, ask: &GiveUpAsk, h: &HandOver) {
+    if here.link().is_none() || !h.persistent {
+        return;
+    }
+    let now = std::time::Instant::now();
+    let until = now + std::time::Duration::from_millis(h.timeout_ms.max(1));
+    let given = crate::link::GivenUp {
+        ask: ask_bytes(ask),
+        answer: Message::Answer(Answer::GivenUp(Box::new(h.clone()))).encode(),
+        until,
+    };
+    let mut g = lock(&here.given_up);
+    g.retain(|_, v| v.until > now);
+    g.insert((ask.file_id.persistent, ask.file_id.volatile), given);
+}
+
+/// What this node answered an ask the same as `ask` (the same FileId, CreateGuid, lease key,
+/// client, name, share and user) when it gave the open up ([`remember_given`]), while the
+/// open's record still names this node its keeper: no node has stored it as its own since (the
+/// first asker, once it had the answer, moved the open or kept it, and its record says so).
+fn given_before(here: &NodeState, ask: &GiveUpAsk) -> Option<HandOver> {
+    let now = std::time::Instant::now();
+    let answer = {
+        let mut g = lock(&here.given_up);
+        g.retain(|_, v| v.until > now);
+        let given = g.get(&(ask.file_id.persistent, ask.file_id.volatile))?;
+        if given.ask != ask_bytes(ask) {
+            return None;
+        }
+        given.answer.clone()
+    };
+    let Ok(Message::Answer(Answer::GivenUp(h))) = Message::decode(&answer) else {
+        return None;
+    };
+    let me = here.link()?.node();
+    let rec = super::ca::record(here, ask.file_id.persistent)?;
+    if rec.keeper != me {
+        return None;
+    }
+    tracing::info!(
+        persistent = ask.file_id.persistent,
+        "a persistent open given up before handed over again: the first answer reached nobody"
+    );
+    Some(*h)
+}
+
+/// `ask` as compared with a later one: encoded, without what says only how the asker reads
+/// the answer (`posix`, which the answer is lowered by).
+fn ask_bytes(ask: &GiveUpAsk) -> Vec<u8> {
+    let mut a = ask.clone();
+    a.posix = false;
+    Message::Call(Call::GiveUp(Box::new(a))).encode()
 }
 
 /// At the file's home: open `from` becomes open `to` (of node
@@ -692,18 +760,25 @@ pub(crate) fn tell_homes_of_parked(server: &ServerState) {
 }
 
 /// At a file's home: the disconnected opens `ids` (FileIds) kept by other
-/// nodes are in a new open's way; their nodes close them.
+/// nodes are in a new open's way; their nodes close them (asked of all at once,
+/// [`super::ask_all`]).
 pub(crate) fn close_parked_elsewhere(here: &NodeState, ids: &[(u64, u64)]) {
     let mut nodes: Vec<u16> = ids.iter().map(|(_, v)| node_of(*v)).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    for node in nodes {
-        let mine: Vec<(u64, u64)> = ids
-            .iter()
-            .copied()
-            .filter(|(_, v)| node_of(*v) == node)
-            .collect();
-        if let Err(s) = super::ask(here, node, Call::CloseParked(mine)) {
+    let calls: Vec<(u16, Call)> = nodes
+        .iter()
+        .map(|&node| {
+            let mine: Vec<(u64, u64)> = ids
+                .iter()
+                .copied()
+                .filter(|(_, v)| node_of(*v) == node)
+                .collect();
+            (node, Call::CloseParked(mine))
+        })
+        .collect();
+    for (node, answer) in nodes.into_iter().zip(super::ask_all(here, calls)) {
+        if let Err(s) = answer {
             tracing::warn!(
                 node,
                 ?s,

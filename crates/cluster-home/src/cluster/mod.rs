@@ -208,6 +208,28 @@ pub fn ask(here: &NodeState, node: u16, call: msg::Call) -> Result<msg::Answer, 
     answer_of(link.call(node, call_bytes(&**link, node, call)))
 }
 
+/// [`ask`] of several nodes at once (issue 33): every call sent, then every answer (or why
+/// none came) waited for, in the order asked, so that a node that does not answer holds the
+/// asker for one call's bound (2 s), not one per node asked.
+pub fn ask_all(
+    here: &NodeState,
+    calls: Vec<(u16, msg::Call)>,
+) -> Vec<Result<msg::Answer, NtStatus>> {
+    if calls.len() <= 1 {
+        return calls.into_iter().map(|(n, c)| ask(here, n, c)).collect();
+    }
+    std::thread::scope(|s| {
+        let asked: Vec<_> = calls
+            .into_iter()
+            .map(|(n, c)| s.spawn(move || ask(here, n, c)))
+            .collect();
+        asked
+            .into_iter()
+            .map(|t| t.join().unwrap_or(Err(NtStatus::INTERNAL_ERROR)))
+            .collect()
+    })
+}
+
 /// `call` encoded as `node`'s protocol level reads it ([`msg::Message::lowered`]).
 pub fn call_bytes(link: &dyn ClusterLink, node: u16, call: msg::Call) -> Vec<u8> {
     msg::Message::Call(call)

@@ -53,6 +53,12 @@ pub struct Bus {
     /// Nodes whose moves of opens (`Transfer` calls) fail as a call that timed out: a home
     /// between partitions' moves, stopping, or cut off.
     pub moves_fail: Mutex<HashSet<u16>>,
+    /// Nodes whose give-ups (`GiveUp` calls) are carried out but answered too late: the asker
+    /// hears what a call that timed out says (FILE_NOT_AVAILABLE, the peer connection's), as
+    /// from a keeper stopped (SIGSTOP) past the asker's 2 s and let go on.
+    pub give_ups_late: Mutex<HashSet<u16>>,
+    /// Nodes that take this long (ms, wall clock) to answer each call, as a stopped or slow peer.
+    pub slow: Mutex<HashMap<u16, u64>>,
 }
 
 pub struct Link {
@@ -141,8 +147,18 @@ impl ClusterLink for Link {
             return Err(NtStatus::IO_TIMEOUT);
         }
         *self.bus.calls.lock().unwrap().entry(node).or_default() += 1;
+        let slow = self.bus.slow.lock().unwrap().get(&node).copied();
+        if let Some(ms) = slow {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let now = self.bus.now_ms.load(Ordering::Relaxed);
+        let late = self.bus.give_ups_late.lock().unwrap().contains(&node)
+            && matches!(
+                msg::Message::decode(&message),
+                Ok(msg::Message::Call(msg::Call::GiveUp(..)))
+            );
         match server.cluster_receive(&message, now) {
+            Ok(Some(_)) if late => Err(NtStatus::FILE_NOT_AVAILABLE),
             Ok(Some(answer)) => Ok(answer),
             other => panic!("a call got {other:?}"),
         }
@@ -217,6 +233,8 @@ impl Cluster {
             levels: Mutex::new(HashMap::new()),
             kinds: Mutex::new(HashMap::new()),
             moves_fail: Mutex::new(HashSet::new()),
+            give_ups_late: Mutex::new(HashSet::new()),
+            slow: Mutex::new(HashMap::new()),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)

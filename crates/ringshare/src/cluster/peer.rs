@@ -349,6 +349,17 @@ pub fn serve(
 fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::io::Result<()> {
     loop {
         let (kind, msg) = c.recv()?;
+        if kind == CALL && caller_went(&c.stream) {
+            // The caller stopped waiting (its 2 s went while this node was stopped or slow),
+            // told its client FILE_NOT_AVAILABLE (try again) and closed the connection: what
+            // it asked is not carried out now, as if it never came (issue 33: a LOCK granted,
+            // or a durable open given up, after the caller went was nobody's).
+            tracing::info!(
+                node,
+                "cluster: a call whose caller stopped waiting is not carried out"
+            );
+            return Ok(());
+        }
         stats.served.fetch_add(1, Ordering::Relaxed);
         let answer = handler(&msg).map_err(|e| bad(format!("node {node} sent {e}")))?;
         match (kind, answer) {
@@ -357,6 +368,17 @@ fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::
             (POST, _) => {}
             (k, _) => return Err(bad(format!("node {node} sent a frame of kind {k}"))),
         }
+    }
+}
+
+/// Whether the other end of `stream` has closed it with nothing more to read (looked at
+/// without waiting): a caller whose call timed out ([`Peers::call`] drops the connection).
+fn caller_went(stream: &TcpStream) -> bool {
+    use rustix::net::RecvFlags;
+    let mut b = [0u8; 1];
+    match rustix::net::recv(stream, &mut b[..], RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Ok((_, n)) => n == 0,
+        Err(e) => e != rustix::io::Errno::AGAIN && e != rustix::io::Errno::INTR,
     }
 }
 

@@ -75,3 +75,22 @@ fn a_level_one_hello_gets_the_proofs_the_builds_before_levels_compute() {
     let want = hmac_sha256(secret, &[b"accept", &ni, &na, &one, &two]);
     assert_eq!(&back[24..], &want[..]);
 }
+
+/// A call read after its caller closed the connection (its 2 s went while this node was
+/// stopped: the call's bytes and the close wait in the socket together) is seen as such; one
+/// whose caller still waits is not.
+#[test]
+fn a_call_whose_caller_went_is_seen_before_it_is_carried_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut caller = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let (mut callee, _) = listener.accept().expect("accept");
+    caller.write_all(b"call").expect("send");
+    let mut got = [0u8; 4];
+    callee.read_exact(&mut got).expect("read");
+    assert!(!caller_went(&callee), "the caller waits");
+    caller.write_all(b"late").expect("send");
+    drop(caller);
+    std::thread::sleep(Duration::from_millis(50));
+    callee.read_exact(&mut got).expect("read the call");
+    assert!(caller_went(&callee), "the caller went");
+}

@@ -36,6 +36,12 @@ pub struct NodeState {
     /// keeper gave them up (persistent id, the id the file's home holds them by): a reconnect
     /// through this node moves them first (`crate::cluster::handover` (crates/cluster-home)).
     pub unmoved: Mutex<std::collections::HashSet<(u64, u64)>>,
+    /// Disconnected persistent opens this node gave up to another node's reconnect, by the
+    /// FileId asked for: asked the same again (the asker stopped waiting before the answer
+    /// came) while the open's record still names this node, this node answers the same again,
+    /// until the open's durable timeout (`crate::cluster::handover::give_up`
+    /// (crates/cluster-home)).
+    pub given_up: Mutex<std::collections::HashMap<(u64, u64), crate::link::GivenUp>>,
     /// What closes made while deciding another request (a parked open a new open would have
     /// to break, closed at its file's home: crate::cluster::home's `purge_for_open`) ask of the
     /// cluster, nobody waiting: the removal of a persistent open's record. An I/O thread
