@@ -290,6 +290,8 @@ struct Shared {
     tx: SyncSender<Event>,
     dropped: AtomicU64,
     max_renew_gap_ms: AtomicU64,
+    /// Why this node fenced itself (set once, by the first fence).
+    fence_reason: Mutex<Option<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -313,14 +315,23 @@ impl Shared {
         if self.fenced.load(Ordering::SeqCst) {
             return true;
         }
-        if Instant::now() >= *lock(&self.fence_at) {
-            self.fence();
+        let fence_at = *lock(&self.fence_at);
+        let now = Instant::now();
+        if now >= fence_at {
+            self.fence(|| {
+                format!(
+                    "no keepalive succeeded in time: the fence deadline passed {:?} ago",
+                    now - fence_at
+                )
+            });
             return true;
         }
         false
     }
-    fn fence(&self) {
+    /// Fences this node; `why` is kept for [`Coordinator::fence_reason`] if it is the first.
+    fn fence(&self, why: impl FnOnce() -> String) {
         if !self.fenced.swap(true, Ordering::SeqCst) {
+            *lock(&self.fence_reason) = Some(why());
             lock(&self.owned).clear();
             self.emit(Event::Fenced);
         }
@@ -399,6 +410,7 @@ impl Coordinator {
             tx,
             dropped: AtomicU64::new(0),
             max_renew_gap_ms: AtomicU64::new(0),
+            fence_reason: Mutex::new(None),
         });
         let ka = {
             let sh = sh.clone();
@@ -502,6 +514,11 @@ impl Coordinator {
     /// Events that did not fit in the channel (the user must resync from [`Coordinator::owned`]).
     pub fn dropped_events(&self) -> u64 {
         self.sh.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Why this node fenced itself, once it did.
+    pub fn fence_reason(&self) -> Option<String> {
+        lock(&self.sh.fence_reason).clone()
     }
 
     /// The longest time between two successful lease renewals so far.
@@ -630,7 +647,10 @@ fn keepalive_loop(sh: &Shared, etcd: &mut Etcd, mut last_ok: Instant) {
             }
             Ok(_) => {
                 // etcd no longer has the lease: our keys are gone.
-                sh.fence();
+                let since = sent.saturating_duration_since(last_ok);
+                sh.fence(|| {
+                    format!("etcd said the lease is gone (the last keepalive before was {since:?} earlier)")
+                });
                 return;
             }
             Err(_) => next = Instant::now() + Duration::from_millis(200),
@@ -744,7 +764,14 @@ fn reconcile(
     let view = read_view(&sh.prefix, sh.cfg.partitions, kvs);
     let me = sh.cfg.node_id.as_str();
     if view.members.get(me).map(|m| m.incarnation) != Some(sh.inc) {
-        sh.fence(); // our key is gone (lease expired) or belongs to another incarnation
+        // Our key is gone (lease expired) or belongs to another incarnation.
+        let seen = view.members.get(me).map(|m| m.incarnation);
+        sh.fence(|| {
+            format!(
+                "etcd's view has this node's record as {seen:?}, not incarnation {}",
+                sh.inc
+            )
+        });
         return;
     }
     let now = Instant::now();

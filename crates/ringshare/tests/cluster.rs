@@ -291,7 +291,8 @@ fn lease(key: u8, state: u32) -> Lease {
 
 impl Drop for Cluster {
     /// Keeps the nodes' logs in `RINGSHARE_CLUSTER_LOGS` when set
-    /// (scripts/cluster-ceph.sh with KEEP=1), as `<test>-node<N>.log`.
+    /// (scripts/cluster-ceph.sh with KEEP=1), as `<test>-node<N>.log`, and the etcd members'
+    /// as `<test>-etcd<I>.log`.
     fn drop(&mut self) {
         let Some(dir) = std::env::var_os("RINGSHARE_CLUSTER_LOGS") else {
             return;
@@ -301,6 +302,10 @@ impl Drop for Cluster {
         for (i, node) in self.nodes.iter().enumerate() {
             let to = dir.join(format!("{}-node{}.log", self.name, i + 1));
             let _ = std::fs::copy(node.log_path(), to);
+        }
+        for i in 0..self.etcd.urls.len() {
+            let to = dir.join(format!("{}-etcd{i}.log", self.name));
+            let _ = std::fs::copy(self.etcd.log_path(i), to);
         }
     }
 }

@@ -51,6 +51,11 @@ pub struct EtcdCluster {
 }
 
 impl EtcdCluster {
+    /// Member `i`'s log (its stdout and stderr), while the cluster runs.
+    pub fn log_path(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("n{i}.log"))
+    }
+
     /// Start three members; again on other ports when one of them could
     /// not start (a port taken meanwhile by another test), at most 3 times.
     pub fn start(name: &str) -> EtcdCluster {

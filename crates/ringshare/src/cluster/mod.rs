@@ -764,9 +764,23 @@ fn watch(
     // Seconds the file system has not answered since the fence (logged at
     // the first and every minute).
     let mut fs_down = 0u32;
+    // The longest gap between two lease renewals said so far (a WARN each time it grows past
+    // a renewal missed: how close the node came to fencing itself).
+    let mut gap_said = cfg.ttl / 3 + Duration::from_millis(500);
     loop {
         if server.strong_count() == 0 || link.leaving.load(Ordering::Acquire) {
             return;
+        }
+        let gap = lock(&link.coordinator)
+            .as_ref()
+            .map_or(Duration::ZERO, Coordinator::max_renew_gap);
+        if gap > gap_said {
+            gap_said = gap;
+            tracing::warn!(
+                "cluster: the etcd lease was renewed {gap:?} after the renewal before it (this \
+                 node fences itself {:?} after a renewal)",
+                cfg.ttl.saturating_sub(cfg.margin)
+            );
         }
         let fenced = match &events {
             Some(rx) => match rx.recv_timeout(REFRESH) {
@@ -788,9 +802,16 @@ fn watch(
             return;
         }
         if !link.fenced.swap(true, Ordering::AcqRel) {
+            let why = lock(&link.coordinator).as_ref().map(|c| {
+                let reason = c.fence_reason();
+                let gap = c.max_renew_gap();
+                (reason.unwrap_or_else(|| "not said".into()), gap)
+            });
+            let (why, gap) = why.unwrap_or_else(|| ("no coordinator".into(), Duration::ZERO));
             tracing::error!(
-                "cluster: this node is fenced (its etcd lease lapsed): dropping every client \
-                 and deciding nothing until it has joined again"
+                "cluster: this node is fenced (its etcd lease lapsed: {why}; the longest gap \
+                 between two renewals was {gap:?}): dropping every client and deciding nothing \
+                 until it has joined again"
             );
             if let Some(s) = server.upgrade() {
                 s.drop_all_connections();

@@ -429,6 +429,22 @@ fn p99(samples: &Samples, from: Instant, to: Instant) -> (Duration, Duration, us
     (d[at], d[d.len() - 1], d.len())
 }
 
+/// Says on stderr when (UTC, as the nodes' logs have it) this test did `what`: the nodes' logs
+/// (`RINGSHARE_CLUSTER_LOGS`) are read against it.
+fn said(what: &str) {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let s = t.as_secs() % 86_400;
+    eprintln!(
+        "[stall] {what} at {:02}:{:02}:{:02}.{:03} UTC",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        t.subsec_millis()
+    );
+}
+
 fn signal(pid: u32, s: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(pid as i32).expect("a pid");
     rustix::process::kill_process(pid, s).unwrap();
@@ -458,6 +474,9 @@ fn stop_the_etcd_leader(
         if let Some(node) = with {
             signal(node, rustix::process::Signal::STOP);
         }
+        said(&format!(
+            "etcd member {leader} stopped (and node pid {with:?})"
+        ));
         stopped_flag.store(true, Ordering::Relaxed);
         // The first write the others take after the stop.
         let stall = loop {
@@ -475,6 +494,9 @@ fn stop_the_etcd_leader(
         if let Some(node) = with {
             signal(node, rustix::process::Signal::CONT);
         }
+        said(&format!(
+            "etcd member {leader} went on after {stall:?} without a write"
+        ));
         thread::sleep(Duration::from_millis(1_000));
         if stall >= Duration::from_millis(500) {
             return (leader, stopped, resumed, stall);
@@ -695,6 +717,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     let (parted, parting) = parts_once_etcd_stops(&cl, etcd_stop.clone());
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
+    said("every client works");
     thread::sleep(Duration::from_millis(2_000));
 
     // The etcd leader stops: persistent opens wait for a new leader.
@@ -703,10 +726,12 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     // Node 2 stops (for less than its lease: it is not taken over).
     let peer_stopped = Instant::now();
     signal(cl.nodes[1].pid(), rustix::process::Signal::STOP);
+    said("node 2 stopped");
     peer_stop.store(true, Ordering::Relaxed);
     thread::sleep(Duration::from_millis(2_000));
     let peer_resumed = Instant::now();
     signal(cl.nodes[1].pid(), rustix::process::Signal::CONT);
+    said("node 2 went on");
     thread::sleep(Duration::from_millis(1_000));
 
     // Both at once (issue 33: "one etcd member and one peer node"): the etcd leader and node 2
