@@ -414,7 +414,12 @@ impl Coordinator {
         });
         let ka = {
             let sh = sh.clone();
-            let etcd = Etcd::new(&sh.cfg.endpoints, Duration::from_secs(1))?;
+            // A keepalive has 1 s: a third of it per member, so that a member that takes the
+            // connection but does not answer (SIGSTOPped, hung) leaves time to renew through
+            // the others within the same call (with a whole second per member, a retry that
+            // fell on the stopped etcd leader after the election used the last second before
+            // the fence: renewals 4.0-4.4 s apart were seen in the stall test, fencing at 5 s).
+            let etcd = Etcd::new(&sh.cfg.endpoints, KEEPALIVE_ATTEMPT)?;
             std::thread::Builder::new()
                 .name("cluster-keepalive".into())
                 .spawn(move || keepalive_thread(&sh, etcd, sent))
@@ -611,6 +616,9 @@ fn sleep_until(stop: &AtomicBool, until: Instant) -> bool {
         std::thread::sleep((until - now).min(Duration::from_millis(50)));
     }
 }
+
+/// How long a keepalive waits for one etcd member before it asks the next (its call has 1 s).
+const KEEPALIVE_ATTEMPT: Duration = Duration::from_millis(300);
 
 fn keepalive_thread(sh: &Shared, mut etcd: Etcd, sent: Instant) {
     keepalive_loop(sh, &mut etcd, sent);
