@@ -39,8 +39,9 @@
 //! And one more client of node 1 reconnects (DH2C) a durable
 //! open another client of node 1 left of a file homed on node 2, once node 2 stops: node 1
 //! tells the home the open's new connection before it answers (up to 2 s).
-//! Last, the etcd leader and node 2 stop together for 3 s (issue 33: "one etcd member and one
-//! peer node") while every client above keeps working: the same bounds hold, and no request of
+//! Last, the etcd leader and node 2 stop together (issue 33: "one etcd member and one peer
+//! node"; node 2 goes on after 2 s, the leader after 3 s) while every client above keeps
+//! working: the same bounds hold, and no request of
 //! a file node 1 or node 3 decides takes as long as a wait for a stopped party would.
 
 use std::cell::Cell;
@@ -454,7 +455,8 @@ fn signal(pid: u32, s: rustix::process::Signal) {
 /// went on, and how long etcd took no write meanwhile (the other members' election). A busy
 /// machine may have moved the leadership between the question and the stop (no write waited
 /// then): the next leader is stopped instead, up to three times. `stopped` is set at the first
-/// stop. Process `with` (a node), if any, is stopped and let go on with the leader.
+/// stop. Process `with` (a node), if any, is stopped with the leader and let go on 2 s later
+/// (before the leader: less than its lease's margin, as when it is stopped alone).
 fn stop_the_etcd_leader(
     cl: &Cluster,
     stopped_flag: &AtomicBool,
@@ -478,6 +480,15 @@ fn stop_the_etcd_leader(
             "etcd member {leader} stopped (and node pid {with:?})"
         ));
         stopped_flag.store(true, Ordering::Relaxed);
+        // The node goes on after 2 s, as when it is stopped alone: a node fences itself 5 s
+        // after its last renewal, which may have been 2 s before the stop (renewals 4.0 s
+        // apart were seen with 3 s stops), and its fence is not what this test is about.
+        let node_goes_on = with.map(|node| {
+            thread::spawn(move || {
+                thread::sleep(Duration::from_secs(2).saturating_sub(stopped.elapsed()));
+                signal(node, rustix::process::Signal::CONT);
+            })
+        });
         // The first write the others take after the stop.
         let stall = loop {
             let at = Instant::now() + Duration::from_secs(3);
@@ -491,8 +502,8 @@ fn stop_the_etcd_leader(
         thread::sleep(Duration::from_secs(3).saturating_sub(stopped.elapsed()));
         let resumed = Instant::now();
         signal(pid, rustix::process::Signal::CONT);
-        if let Some(node) = with {
-            signal(node, rustix::process::Signal::CONT);
+        if let Some(t) = node_goes_on {
+            t.join().expect("the stopped node went on");
         }
         said(&format!(
             "etcd member {leader} went on after {stall:?} without a write"
@@ -735,7 +746,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     thread::sleep(Duration::from_millis(1_000));
 
     // Both at once (issue 33: "one etcd member and one peer node"): the etcd leader and node 2
-    // stop together for 3 s while every client above keeps working.
+    // stop together (node 2 for 2 s, the leader 3 s) while every client above keeps working.
     let (joint_leader, joint_stopped, joint_resumed, joint_stall) =
         stop_the_etcd_leader(&cl, &AtomicBool::new(false), Some(cl.nodes[1].pid()));
 
