@@ -505,7 +505,7 @@ pub fn io_check_or_ask(
     io: IoAsk,
 ) -> Decision<Result<bool, NtStatus>, ()> {
     let node = match home(&server.node, key) {
-        Ok(None) => return Decision::Made(decide::io_check_here(server, entry, io)),
+        Ok(None) => return Decision::Made(crate::changes::io_check_here(server, entry, io)),
         Ok(Some(node)) => node,
         Err(s) => return Decision::Made(Err(s)),
     };
@@ -548,7 +548,7 @@ pub fn changed_posted(
 ) -> Option<HomeAsk> {
     match home(&server.node, key) {
         Ok(None) => {
-            decide::changed_here(server, entry, owner, now_ms);
+            crate::changes::changed_here(server, entry, owner, now_ms);
             None
         }
         Ok(Some(node)) => {
@@ -579,7 +579,7 @@ pub fn rename_waits_or_ask(
 ) -> Decision<Result<bool, NtStatus>, ()> {
     let node = match home(&server.node, key) {
         Ok(None) => {
-            let waits = decide::rename_waits_here(server, entry, owner, conn_id, now_ms);
+            let waits = crate::changes::rename_waits_here(server, entry, owner, conn_id, now_ms);
             return Decision::Made(Ok(waits));
         }
         Ok(Some(node)) => node,

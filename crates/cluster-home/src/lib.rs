@@ -18,5 +18,6 @@ pub mod cluster;
 /// The per-file state (crates/files), as the modules here name it.
 use ringshare_files as files;
 use ringshare_state::{
-    decide, dirlease, durable, fsmap, link, lookup, notify, opens, path, server, state, watch,
+    changes, decide, dirlease, durable, fsmap, link, lookup, notify, opens, path, server, state,
+    watch,
 };

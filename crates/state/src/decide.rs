@@ -234,6 +234,7 @@ pub enum Locked {
 
 /// `crate::arbiter::lock_ranges` (crates/core) decided on the file's entry here (after every node gave
 /// back the "no byte-range locks" part of its I/O grant: `crate::cluster::home` (crates/core)).
+/// The parked opens its breaks go to are added to `parked` (for [`crate::changes`] to close).
 pub fn lock_decided(
     server: &ServerState,
     entry: &Mutex<FileEntry>,
@@ -241,11 +242,12 @@ pub fn lock_decided(
     asks: &[LockAsk],
     max: usize,
     now_ms: u64,
+    parked: &mut Vec<(u64, u64)>,
 ) -> Locked {
     if lock(entry).locks.count_owned_by(owner) + asks.len() > max {
         return Locked::Refused(NtStatus::INSUFFICIENT_RESOURCES);
     }
-    changed_here(server, entry, owner, now_ms);
+    changed_here(server, entry, owner, now_ms, parked);
     let mut e = lock(entry);
     let mut taken: Vec<ByteRangeLock> = Vec::new();
     for a in asks {
@@ -301,6 +303,7 @@ pub fn io_check_here(
     server: &ServerState,
     entry: &Mutex<FileEntry>,
     io: IoAsk,
+    parked: &mut Vec<(u64, u64)>,
 ) -> Result<bool, NtStatus> {
     let mut breaks = Vec::new();
     let writers = {
@@ -318,27 +321,35 @@ pub fn io_check_here(
         }
         e.opens.iter().any(|o| access::can_write(o.access))
     };
-    send_or_purge(server, entry, breaks);
+    send_noting_parked(server, entry, breaks, parked);
     Ok(writers)
 }
 
 /// `crate::arbiter::changed` (crates/core) on the file's entry here.
-pub fn changed_here(server: &ServerState, entry: &Mutex<FileEntry>, owner: u64, now_ms: u64) {
+pub fn changed_here(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    owner: u64,
+    now_ms: u64,
+    parked: &mut Vec<(u64, u64)>,
+) {
     let mut breaks = Vec::new();
     oplock::on_change(&mut lock(entry), owner, now_ms, &mut breaks);
-    send_or_purge(server, entry, breaks);
+    send_noting_parked(server, entry, breaks, parked);
 }
 
-/// Send `breaks` (made on `entry`), and close the parked durable opens among those they go
-/// to: nobody would hear them ([`oplock::parked_broken`]).
-fn send_or_purge(server: &ServerState, entry: &Mutex<FileEntry>, breaks: oplock::Breaks) {
-    if !breaks.iter().any(|(r, _)| *r == oplock::DISCONNECTED) {
-        server.send_breaks(breaks);
-        return;
+/// Send `breaks` (made on `entry`), and add to `parked` the parked durable opens among those
+/// they go to: nobody would hear them ([`oplock::parked_broken`]); [`crate::changes`] closes them.
+fn send_noting_parked(
+    server: &ServerState,
+    entry: &Mutex<FileEntry>,
+    breaks: oplock::Breaks,
+    parked: &mut Vec<(u64, u64)>,
+) {
+    if breaks.iter().any(|(r, _)| *r == oplock::DISCONNECTED) {
+        parked.extend(oplock::parked_broken(&lock(entry), &breaks));
     }
-    let gone = oplock::parked_broken(&lock(entry), &breaks);
     server.send_breaks(breaks);
-    crate::durable::purge(server, &gone, "whose oplock or lease a change breaks");
 }
 
 /// Whether the file's delete is pending; with `set`, make it so (or not)
@@ -374,6 +385,7 @@ pub fn rename_waits_here(
     owner: u64,
     conn_id: u64,
     now_ms: u64,
+    parked: &mut Vec<(u64, u64)>,
 ) -> bool {
     let mut breaks = Vec::new();
     let wait = {
@@ -385,7 +397,7 @@ pub fn rename_waits_here(
         wait
     };
     // A parked open whose handle caching the rename breaks is closed: the wait ends with it.
-    send_or_purge(server, entry, breaks);
+    send_noting_parked(server, entry, breaks, parked);
     wait
 }
 

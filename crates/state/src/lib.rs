@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backoff;
+pub mod changes;
 pub mod config;
 pub mod decide;
 pub mod deliver;

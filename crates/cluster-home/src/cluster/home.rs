@@ -86,7 +86,7 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
         }
         Call::Changed { key, owner, .. } => {
             if let Some(entry) = server.files.existing(key) {
-                decide::changed_here(server, &entry, owner, now_ms);
+                crate::changes::changed_here(server, &entry, owner, now_ms);
             }
             Answer::Done
         }
@@ -104,7 +104,7 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
             conn_id,
             ..
         } => match server.files.existing(key) {
-            Some(entry) => Answer::Flag(decide::rename_waits_here(
+            Some(entry) => Answer::Flag(crate::changes::rename_waits_here(
                 server, &entry, owner, conn_id, now_ms,
             )),
             None => Answer::Refused(NtStatus::FILE_CLOSED),
@@ -265,7 +265,7 @@ fn io_check(server: &ServerState, key: FileKey, io: IoAsk) -> Answer {
         return Answer::Refused(NtStatus::FILE_CLOSED);
     };
     let owner = io.owner;
-    let r = decide::io_check_here(server, &entry, io);
+    let r = crate::changes::io_check_here(server, &entry, io);
     let grant = grant_for(&server.node, &entry, owner).0;
     match r {
         Ok(writers) => Answer::Io {
@@ -420,7 +420,7 @@ pub(crate) fn lock_ranges_here(
 ) -> Locked {
     let take = |_| IoGrant::NO_LOCKS;
     grant::after_revoking(&server.node, key, entry, take, || {
-        decide::lock_decided(server, entry, owner, asks, max, now_ms)
+        crate::changes::lock_decided(server, entry, owner, asks, max, now_ms)
     })
     .unwrap_or_else(Locked::Refused)
 }
@@ -441,7 +441,7 @@ pub fn lock_ranges_in_place(
         entry,
         |_| IoGrant::NO_LOCKS,
         || {
-            Some(decide::lock_decided(
+            Some(crate::changes::lock_decided(
                 server, entry, owner, asks, max, now_ms,
             ))
         },
