@@ -309,9 +309,15 @@ fn both(
     old_dir: &Path,
     shadow_lines: &str,
 ) -> ([Seen; 2], [Vec<String>; 2]) {
+    // `.snapshots` unless the lines name another snapshot directory.
+    let snapdir = if shadow_lines.contains("shadow:snapdir =") {
+        ""
+    } else {
+        "\tshadow:snapdir = .snapshots\n"
+    };
     let section = format!(
         "[share]\n\tpath = {}\n\tread only = no\n\tvfs objects = shadow_copy2 streams_xattr\n\
-         \tshadow:snapdir = .snapshots\n{shadow_lines}",
+         {snapdir}{shadow_lines}",
         share.display()
     );
     let conf = twin::client_conf(&tmp.join("client"));
@@ -348,10 +354,11 @@ fn both(
 }
 
 /// The answers both give alike, and ringshare's own: the old contents, the refused writes and
-/// the refused escape.
-fn assert_alike(samba: &Seen, ours: &Seen) {
+/// the refused escape; allinfo lists the snapshot `first` first (NEWER in `shadow:sort`'s
+/// default order).
+fn assert_alike(samba: &Seen, ours: &Seen, first: &str) {
     assert_eq!(samba.snapshots.len(), 2, "{samba:?}");
-    assert!(samba.snapshots[0].starts_with(NEWER), "{samba:?}");
+    assert!(samba.snapshots[0].starts_with(first), "{samba:?}");
     assert_eq!(ours.snapshots, samba.snapshots, "allinfo's snapshots");
     assert_eq!(ours.old, "old content\n");
     assert_eq!(ours.newer, "newer content\n");
@@ -411,7 +418,7 @@ fn previous_versions_on_btrfs_snapshots_answer_as_samba_with_shadow_copy2() {
     // The share is a subvolume: Samba finds the snapdir at its root, as ringshare does.
     let ([samba, ours], torture) =
         both(tmp.path(), &share, &share.join(".snapshots").join(OLD), "");
-    assert_alike(&samba, &ours);
+    assert_alike(&samba, &ours, NEWER);
     // Samba passes all four here (write: the open of the snapshot's file is granted for
     // writing, its WRITE and SET_INFOs refused), so does ringshare.
     assert_twrp_alike(&torture, 4);
@@ -434,7 +441,7 @@ fn previous_versions_on_plain_directories_answer_as_samba_with_shadow_copy2() {
         &share.join(".snapshots").join(OLD),
         "\tshadow:snapdirseverywhere = yes\n",
     );
-    assert_alike(&samba, &ours);
+    assert_alike(&samba, &ours, NEWER);
     assert!(!share.join(".snapshots").join(OLD).join("new.txt").exists());
     assert_eq!(
         fs::read_to_string(share.join(".snapshots").join(OLD).join("file.txt")).unwrap(),
@@ -477,7 +484,7 @@ fn previous_versions_below_a_mount_point_with_zfs_auto_snapshot_names_answer_as_
         fsys.display()
     );
     let ([samba, ours], torture) = both(tmp.path(), &share, &image_of(OLD), &lines);
-    assert_alike(&samba, &ours);
+    assert_alike(&samba, &ours, NEWER);
     assert_twrp_alike(&torture, 4);
 }
 
@@ -630,7 +637,7 @@ fn with_snapdirseverywhere_snapshots_above_the_share_are_found_up_to_the_mount_p
     for (mount, cross) in [(fsys.clone(), "no"), (fsys.join("data"), "yes")] {
         let lines = at(&mount, cross);
         let ([samba, ours], torture) = both(tmp.path(), &share, &image_of(OLD), &lines);
-        assert_alike(&samba, &ours);
+        assert_alike(&samba, &ours, NEWER);
         assert_twrp_alike(&torture, 4);
     }
     // Below `fs` without crossing: neither server finds a snapshot.
@@ -668,4 +675,47 @@ fn with_snapdirseverywhere_snapshots_above_the_share_are_found_up_to_the_mount_p
             "{kind}: {out}"
         );
     }
+}
+
+/// LVM's layout (Samba's wiki, "Shadow Copies with LVM"): each snapshot of the logical volume
+/// mounted in a directory of its own outside the share (an absolute `shadow:snapdir`), named in
+/// the server's local time in a format of the admin's (`shadow:format`, `shadow:localtime`),
+/// holding an image of `shadow:basedir` (the volume's `data` directory, between its mount point
+/// and the share); listed oldest first (`shadow:sort = asc`), with a `lost+found` that is no
+/// snapshot. Both servers run with TZ=Europe/Berlin (UTC+1 in November): a snapshot named
+/// 11.00 is the client's @GMT-….10.00.00.
+#[test]
+fn previous_versions_of_lvm_snapshots_mounted_outside_the_share_answer_as_samba() {
+    if !tools_or_skip("previous versions of LVM snapshots", &[]) {
+        return;
+    }
+    let (_one, tmp, _accounts) = set_up("twrp-lvm");
+    let fsys = tmp.path().join("fs");
+    let share = fsys.join("data").join("share");
+    fs::create_dir_all(&share).unwrap();
+    let snaps = tmp.path().join("lvm-snapshots");
+    // The token's time in Berlin: one hour later than UTC in November.
+    let berlin = |token: &str| {
+        let utc = token.trim_start_matches("@GMT-");
+        let (date, time) = utc.split_once('-').unwrap();
+        let hour: u32 = time[..2].parse().unwrap();
+        format!("lv_data-{date}_{:02}{}", hour + 1, &time[2..])
+    };
+    let image_of = |token: &str| snaps.join(berlin(token)).join("share");
+    lay_out(&share, |token| copy_into(&share, &image_of(token)));
+    fs::remove_dir(share.join(".snapshots")).unwrap();
+    fs::create_dir_all(snaps.join("lost+found")).unwrap();
+    let lines = format!(
+        "\tshadow:snapdir = {}\n\tshadow:mountpoint = {}\n\tshadow:basedir = {}\n\
+         \tshadow:format = lv_data-%Y.%m.%d_%H.%M.%S\n\tshadow:localtime = yes\n\
+         \tshadow:sort = asc\n",
+        snaps.display(),
+        fsys.display(),
+        fsys.join("data").display()
+    );
+    let ([samba, ours], torture) = twin::with_server_env(&[("TZ", "Europe/Berlin")], || {
+        both(tmp.path(), &share, &image_of(OLD), &lines)
+    });
+    assert_alike(&samba, &ours, OLD);
+    assert_twrp_alike(&torture, 4);
 }

@@ -319,6 +319,22 @@ pub fn status_of(out: &Output) -> String {
     }
 }
 
+thread_local! {
+    /// Environment variables the servers this thread starts get ([`with_server_env`]).
+    static SERVER_ENV: std::cell::RefCell<Vec<(String, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `env` set for every server it starts (e.g. `TZ`, which both servers read
+/// for `shadow:localtime`), without changing the test process's own environment.
+pub fn with_server_env<T>(env: &[(&str, &str)], f: impl FnOnce() -> T) -> T {
+    let set = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    SERVER_ENV.with(|e| *e.borrow_mut() = set.collect());
+    let out = f();
+    SERVER_ENV.with(|e| e.borrow_mut().clear());
+    out
+}
+
 fn spawn(net: Net, program: &str, args: &[&str], log: &Path) -> Child {
     let out = fs::File::create(log).unwrap();
     let mut c = match net {
@@ -340,6 +356,7 @@ fn spawn(net: Net, program: &str, args: &[&str], log: &Path) -> Child {
             c
         }
     };
+    SERVER_ENV.with(|e| c.envs(e.borrow().iter().map(|(k, v)| (k, v))));
     c.stdin(Stdio::null())
         .stdout(out.try_clone().unwrap())
         .stderr(out)
