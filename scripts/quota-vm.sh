@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs a command as root in a QEMU guest booted with Debian 12's own kernel (linux-image-amd64,
-# 6.1), whose ext4 keeps quotas (CONFIG_QFMT_V2), for the quota tests this machine's kernel cannot
+# 6.1), whose ext4 keeps quotas (CONFIG_QFMT_V2) and which has xfs, for the quota tests this machine's kernel cannot
 # run (docs/limits.md, "Quotas"). The guest's root is this machine's root file system, read-only
 # over 9p under a tmpfs overlay (what the guest writes is gone when it stops), so the command sees
 # the same binaries, test programs and Samba; /vmout in the guest is OUT here (writable).
@@ -43,7 +43,7 @@ add() { # module name: its dependencies first, each once
     path=${dep%%:*}
     case " $order " in *" $path "*) ;; *) order="$order $path"; cp "$MODS/$path" "$I/mods/" ;; esac
 }
-for m in virtio_pci 9pnet_virtio 9p overlay loop crc32c_generic ext4 quota_v2; do add "$m"; done
+for m in virtio_pci 9pnet_virtio 9p overlay loop crc32c_generic ext4 quota_v2 xfs; do add "$m"; done
 for p in $order; do echo "$(basename "$p")"; done > "$I/mods/order"
 cat > "$I/init" <<'INIT'
 #!/bin/busybox sh
