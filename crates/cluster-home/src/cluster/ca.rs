@@ -211,6 +211,12 @@ pub fn still_kept(here: &NodeState, file_id: FileId, wanted: &Reconnect<'_>) -> 
     let Some(rec) = readable(&rec) else {
         return false;
     };
+    lets_have(&rec, file_id, wanted)
+}
+
+/// Whether record `rec` is of persistent open `file_id` and would let reconnect `wanted` have
+/// it: its CreateGuid, share, user, and lease key and ClientGuid when it has a lease.
+pub(super) fn lets_have(rec: &CaRecord, file_id: FileId, wanted: &Reconnect<'_>) -> bool {
     let lease_matches = match (&rec.lease, wanted.lease_key) {
         (None, None) => true,
         (Some(l), Some(key)) => l.id.key == key && l.id.client_guid == wanted.client_guid,
@@ -430,7 +436,12 @@ pub(super) fn caching_of(
 
 /// Put persistent open `rec` into file entry `e` as open `id` with its byte-range locks, its
 /// breaks going to `route`.
-fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oplock::Route) {
+pub(super) fn enter(
+    e: &mut crate::server::FileEntry,
+    rec: &CaRecord,
+    id: u64,
+    route: oplock::Route,
+) {
     let h = &rec.state;
     e.name_if_unused(&rec.share, &h.path, h.is_dir);
     let lease = rec.lease.as_ref().map(|l| l.id);
@@ -452,7 +463,7 @@ fn enter(e: &mut crate::server::FileEntry, rec: &CaRecord, id: u64, route: oploc
 
 /// The lease of persistent open `rec`, if it has one, into file entry `e` in state `state`, its
 /// breaks going to `route`.
-fn lease_back(
+pub(super) fn lease_back(
     files: &crate::server::FileTable,
     e: &mut crate::server::FileEntry,
     rec: &CaRecord,
@@ -541,6 +552,66 @@ pub(crate) trait CaHere {
     fn persistent_of(&self, node: u16) -> Vec<u64>;
 }
 
+/// Persistent open `rec` as open `id` of this node, disconnected, on file `node` opened again
+/// as `who`.
+pub(super) fn open_of(
+    server: &ServerState,
+    rec: &CaRecord,
+    id: u64,
+    node: Arc<dyn ringshare_vfs::Node>,
+    share: Arc<crate::server::ShareDef>,
+    who: ringshare_vfs::Who,
+) -> Result<Open, NtStatus> {
+    let h = &rec.state;
+    let owner = Owner {
+        uid: rec.uid,
+        user: rec.user.clone(),
+    };
+    // A record is of a persistent open, whatever its state says.
+    let durability = Durability {
+        persistent: true,
+        ..super::reopen::durability_of(h, &owner)?
+    };
+    let place = super::reopen::Place {
+        id,
+        persistent_id: rec.file_id.persistent,
+        tree_id: 0,
+        channel_sequence: 0,
+        replay_eligible: false,
+    };
+    let entry = server.files.entry(h.key);
+    Ok(super::reopen::open_from(
+        h.clone(),
+        place,
+        who,
+        node,
+        entry,
+        share,
+        durability,
+    ))
+}
+
+/// Disconnected persistent open `open` parked on this node until its client reconnects or its
+/// timeout (from `now_ms`).
+pub(super) fn park(server: &ServerState, open: Open, now_ms: u64) {
+    let Some(durability) = lock(&open.state).durable.clone() else {
+        return;
+    };
+    let open = Arc::new(open);
+    let evicted = lock(&server.files.durables).park(Parked {
+        expires_ms: now_ms.saturating_add(durability.timeout_ms),
+        persistent_id: open.persistent_id,
+        open_id: open.id,
+        share: open.share.name.clone(),
+        durability,
+        open,
+    });
+    server.mail.wake_drivers();
+    if let Some(old) = evicted {
+        crate::opens::close_open(server, old.open, false);
+    }
+}
+
 impl CaHere for ServerState {
     fn reinstate(&self, rec: &CaRecord, now_ms: u64) -> Result<(), NtStatus> {
         let h = &rec.state;
@@ -586,33 +657,7 @@ impl CaHere for ServerState {
                 return Err(s);
             }
         };
-        let owner = Owner {
-            uid: rec.uid,
-            user: rec.user.clone(),
-        };
-        // A record is of a persistent open, whatever its state says.
-        let durability = Durability {
-            persistent: true,
-            ..super::reopen::durability_of(h, &owner)?
-        };
-        let place = super::reopen::Place {
-            id,
-            persistent_id: rec.file_id.persistent,
-            tree_id: 0,
-            channel_sequence: 0,
-            replay_eligible: false,
-        };
-        let open = super::reopen::open_from(
-            h.clone(),
-            place,
-            who,
-            node,
-            entry,
-            share,
-            durability.clone(),
-        );
-        let share_name = open.share.name.clone();
-        let open = Arc::new(open);
+        let open = open_of(self, rec, id, node, share, who)?;
         // This node keeps it now.
         let _ = store(&self.node, &open);
         tracing::info!(
@@ -621,18 +666,7 @@ impl CaHere for ServerState {
             from = rec.keeper,
             "a dead node's persistent open is kept here until its client reconnects"
         );
-        let evicted = lock(&self.files.durables).park(Parked {
-            expires_ms: now_ms.saturating_add(durability.timeout_ms),
-            persistent_id: open.persistent_id,
-            open_id: open.id,
-            durability,
-            open,
-            share: share_name,
-        });
-        self.mail.wake_drivers();
-        if let Some(old) = evicted {
-            crate::opens::close_open(self, old.open, false);
-        }
+        park(self, open, now_ms);
         Ok(())
     }
     fn persistent_of(&self, node: u16) -> Vec<u64> {

@@ -51,8 +51,14 @@ pub fn homed_elsewhere(here: &NodeState, key: FileKey) -> bool {
     here.link().is_some() && here.home_of(key) != Home::Here
 }
 
-/// At the node keeping the open: give it up if the reconnect may have it.
-pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver, NtStatus> {
+/// At the node keeping the open: give it up if the reconnect may have it. A persistent open
+/// whose record names this node while no node holds it is taken back first
+/// ([`super::takeback`]). `now_ms`: this node's clock.
+pub(crate) fn give_up(
+    server: &ServerState,
+    ask: &GiveUpAsk,
+    now_ms: u64,
+) -> Result<HandOver, NtStatus> {
     let owner = Owner {
         uid: ask.uid,
         user: ask.user.clone(),
@@ -65,7 +71,13 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
         share: &ask.share,
         owner: &owner,
     };
-    let parked = match durable::take_matching(&server.files, ask.file_id, &wanted) {
+    let mut parked = durable::take_matching(&server.files, ask.file_id, &wanted);
+    if matches!(parked, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
+        && super::takeback::take_back(server, ask.file_id, &wanted, now_ms)
+    {
+        parked = durable::take_matching(&server.files, ask.file_id, &wanted);
+    }
+    let parked = match parked {
         Ok(p) => p,
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
             if let Some(h) = given_before(&server.node, ask) {
@@ -80,6 +92,9 @@ pub(crate) fn give_up(server: &ServerState, ask: &GiveUpAsk) -> Result<HandOver,
     };
     let open = parked.open;
     lock(&server.node.unmoved).remove(&(parked.persistent_id, open.id));
+    if parked.durability.persistent {
+        super::takeback::given_up(server, parked.persistent_id, now_ms);
+    }
     let h = state_of(&open, &lock(&open.state), &parked.durability);
     if homed_elsewhere(&server.node, open.key) {
         // This node's record of the open goes; the home keeps it for the
@@ -568,7 +583,10 @@ fn keep(
         return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     let rec = rec.ok().flatten();
-    if let Some(r) = rec.as_ref().filter(|r| !still_its(&server.node, r, from)) {
+    if let Some(r) = rec
+        .as_ref()
+        .filter(|r| !still_its(&server.node, r, from, was))
+    {
         // Another node has taken it over meanwhile (the file's home, seeing the node that gave it
         // up gone): this copy goes, and the client finds that node by the record.
         tracing::info!(
@@ -638,13 +656,17 @@ fn keep(
     Err(NtStatus::FILE_NOT_AVAILABLE)
 }
 
-/// Whether persistent open record `r` still describes the open node `from` gave up (it names
-/// as keeper `from`, this node, or a node gone): not one another node has taken over since.
-fn still_its(here: &NodeState, r: &super::msg::CaRecord, from: u16) -> bool {
+/// Whether persistent open record `r` still describes the open node `from` gave up under id
+/// `was` (it names as keeper this node, a node gone, or `from` with that id): not one another
+/// node has taken over since, nor one `from` took back under a new id
+/// ([`super::takeback`]).
+fn still_its(here: &NodeState, r: &super::msg::CaRecord, from: u16, was: u64) -> bool {
     let Some(link) = here.link() else {
         return true;
     };
-    r.keeper == from || r.keeper == link.node() || !link.members().contains(&r.keeper)
+    (r.keeper == from && r.file_id.volatile == was)
+        || r.keeper == link.node()
+        || !link.members().contains(&r.keeper)
 }
 
 /// A durable open without a record (not persistent) as open `id` of entry `e`, routed

@@ -23,7 +23,7 @@ use crate::server::{lock, FileEntry, FileKey, NodeState, ServerState};
 
 /// Decide `call` here, where the file is homed; `now_ms` is this node's clock.
 pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
-    if let Some(answer) = serve_anywhere(server, &call) {
+    if let Some(answer) = serve_anywhere(server, &call, now_ms) {
         return answer;
     }
     let Some(key) = key_of(&call) else {
@@ -140,6 +140,7 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
+        Call::Adopt(rec) => Answer::Flag(super::takeback::adopt_here(server, &rec)),
         Call::Reclaim { .. }
         | Call::Revoke { .. }
         | Call::GiveUp(_)
@@ -158,7 +159,7 @@ fn asked_at(posix: bool) -> u16 {
 }
 
 /// The calls asked of any node, not of a file's home; `None` for the others.
-fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
+fn serve_anywhere(server: &ServerState, call: &Call, now_ms: u64) -> Option<Answer> {
     Some(match call {
         Call::Reclaim {
             parts,
@@ -181,7 +182,7 @@ fn serve_anywhere(server: &ServerState, call: &Call) -> Option<Answer> {
             super::notify::interest(server, *from, true);
             Answer::Done
         }
-        Call::GiveUp(ask) => match super::handover::give_up(server, ask) {
+        Call::GiveUp(ask) => match super::handover::give_up(server, ask, now_ms) {
             Ok(h) => Answer::GivenUp(Box::new(h)).lowered(asked_at(ask.posix)),
             Err(s) => Answer::Refused(s),
         },
@@ -298,6 +299,7 @@ pub(crate) fn key_of(call: &Call) -> Option<FileKey> {
         | Call::AckOplock { key, .. }
         | Call::AckLease { key, .. }
         | Call::Transfer(key, _) => *key,
+        Call::Adopt(rec) => rec.state.key,
         Call::Reclaim { .. }
         | Call::Revoke { .. }
         | Call::GiveUp(_)

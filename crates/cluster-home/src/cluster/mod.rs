@@ -27,6 +27,7 @@ pub mod notify;
 mod reclaim;
 mod reopen;
 pub mod shadow;
+pub mod takeback;
 pub mod takeover;
 
 pub use ca::{record_keeper, PersistentOpens};

@@ -29,8 +29,10 @@ pub const MESSAGE_MAX: usize = 64 * 1024;
 /// home ([`Ask::posix`], sent as its own call kind); level 4 (no new message) lets a node
 /// that takes a dead node's persistent open over give it an id of its own
 /// (`crate::cluster::ca`): every node then finds a persistent open by its FileId's
-/// persistent part, and moves it from the id its record names.
-pub const LEVEL: u16 = 4;
+/// persistent part, and moves it from the id its record names; level 5 adds [`Call::Adopt`]
+/// (a keeper named by a persistent open's record that no node holds any more has the file's
+/// home enter it again, `crate::cluster::takeback`).
+pub const LEVEL: u16 = 5;
 /// The level of a node that advertises none.
 pub const BASE_LEVEL: u16 = 1;
 
@@ -200,6 +202,12 @@ pub enum Call {
     Interest {
         from: u16,
     },
+    /// At the file's home (level 5): persistent open `record` (its key in its state, the id it
+    /// is to go by in its FileId, its locks owned by that id) enters the file's entry, routed
+    /// nowhere, unless the entry holds an open of its persistent id already. Answered
+    /// `Flag(true)` when it entered, `Flag(false)` when an open of that persistent id is there
+    /// (a node holds it: `crate::cluster::takeback`).
+    Adopt(Box<CaRecord>),
 }
 
 /// A home's answer.
@@ -315,6 +323,7 @@ impl Message {
             Message::Call(Call::Reclaim { posix: true, .. }) => 3,
             Message::Answer(Answer::GivenUp(h)) if h.posix => 3,
             Message::Answer(Answer::Records { records, .. }) if any_posix(records) => 3,
+            Message::Call(Call::Adopt(_)) => 5,
             _ => BASE_LEVEL,
         }
     }

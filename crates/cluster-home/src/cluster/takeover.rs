@@ -99,6 +99,15 @@ pub fn take_over(server: &Arc<ServerState>, r: &Reconnecting) -> Result<TakenOve
         };
     }
     if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
+        && super::takeback::take_back(server, file_id, &wanted, r.now_ms)
+    {
+        // Its record names this node, and no node held it: kept here again, and moved now.
+        taken = match crate::durable::take_matching(&server.files, file_id, &wanted) {
+            Ok(p) => move_kept(server, &landing, p, &wanted),
+            Err(s) => Err(s),
+        };
+    }
+    if matches!(taken, Err(NtStatus::OBJECT_NAME_NOT_FOUND))
         && super::ca::still_kept(&server.node, file_id, &wanted)
     {
         // Between nodes, not gone (issue 33): the client tries again.

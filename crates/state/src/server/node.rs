@@ -42,6 +42,11 @@ pub struct NodeState {
     /// until the open's durable timeout (`crate::cluster::handover::give_up`
     /// (crates/cluster-home)).
     pub given_up: Mutex<std::collections::HashMap<(u64, u64), crate::link::GivenUp>>,
+    /// When (this node's clock, ms) this node last gave up each persistent open (by persistent
+    /// id) to a reconnect through another node: a keeper named by a record of an open it no
+    /// longer holds takes it back only once the asker's move is over
+    /// (`crate::cluster::takeback` (crates/cluster-home)).
+    pub given_up_at: Mutex<std::collections::HashMap<u64, u64>>,
     /// What closes made while deciding another request (a parked open a new open would have
     /// to break, closed at its file's home: crate::cluster::home's `purge_for_open`) ask of the
     /// cluster, nobody waiting: the removal of a persistent open's record. An I/O thread

@@ -386,6 +386,8 @@ mod tag {
     pub(crate) const GIVE_UP_POSIX: u8 = 20;
     /// [`super::Call::Reclaim`] by a node that reads the opens' POSIX flags (level 3).
     pub(crate) const RECLAIM_POSIX: u8 = 21;
+    /// [`super::Call::Adopt`] (level 5): a persistent open's record, as etcd holds one.
+    pub(crate) const ADOPT: u8 = 22;
 }
 
 fn put_call(o: &mut Vec<u8>, c: &Call) {
@@ -573,6 +575,10 @@ fn put_call(o: &mut Vec<u8>, c: &Call) {
             put_route(o, m.route);
             put_who(o, m.who.as_ref());
         }
+        Call::Adopt(rec) => {
+            o.put_u8(tag::ADOPT);
+            put_ca(o, rec);
+        }
         Call::CloseParked(ids) => {
             o.put_u8(tag::CLOSE_PARKED);
             o.put_u16(ids.len().min(u16::MAX as usize) as u16);
@@ -711,6 +717,7 @@ fn get_call(r: &mut Reader<'_>) -> Result<Call, WireError> {
             }
             Call::CloseParked(ids)
         }
+        tag::ADOPT => Call::Adopt(Box::new(get_ca(r)?)),
         _ => return Err(UNKNOWN_KIND),
     })
 }
@@ -1131,6 +1138,12 @@ fn get_handover(r: &mut Reader<'_>, posix: bool) -> Result<HandOver, WireError> 
 /// A persistent open's record in etcd ([`super::ca`]).
 pub fn encode_ca(rec: &CaRecord) -> Vec<u8> {
     let mut o = Vec::with_capacity(256);
+    put_ca(&mut o, rec);
+    o
+}
+
+/// [`encode_ca`] into `o` (also the body of a [`Call::Adopt`]).
+fn put_ca(o: &mut Vec<u8>, rec: &CaRecord) {
     o.put_u8(if rec.state.posix {
         CA_RECORD_VERSION_POSIX
     } else {
@@ -1139,17 +1152,16 @@ pub fn encode_ca(rec: &CaRecord) -> Vec<u8> {
     o.put_u16(rec.keeper);
     o.put_u64(rec.file_id.persistent);
     o.put_u64(rec.file_id.volatile);
-    put_str(&mut o, &rec.share);
+    put_str(o, &rec.share);
     o.put_u32(rec.uid);
-    put_str(&mut o, &rec.user);
-    put_who(&mut o, rec.who.as_ref());
-    put_handover(&mut o, &rec.state);
-    put_opt(&mut o, rec.lease.as_ref(), put_lease);
+    put_str(o, &rec.user);
+    put_who(o, rec.who.as_ref());
+    put_handover(o, &rec.state);
+    put_opt(o, rec.lease.as_ref(), put_lease);
     o.put_u16(rec.locks.len().min(u16::MAX as usize) as u16);
     for l in rec.locks.iter().take(u16::MAX as usize) {
-        put_lock(&mut o, *l);
+        put_lock(o, *l);
     }
-    o
 }
 
 /// [`encode_ca`]'s inverse; anything else (another version, a cut) is refused.
@@ -1158,6 +1170,15 @@ pub fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
         return Err(WireError::Invalid("CA record too long"));
     }
     let mut r = Reader::new(b);
+    let rec = get_ca(&mut r)?;
+    if r.remaining() != 0 {
+        return Err(WireError::Invalid("bytes after a CA record"));
+    }
+    Ok(rec)
+}
+
+/// A record [`put_ca`] wrote, read from `r`.
+fn get_ca(r: &mut Reader<'_>) -> Result<CaRecord, WireError> {
     let posix = match r.u8()? {
         CA_RECORD_VERSION => false,
         CA_RECORD_VERSION_POSIX => true,
@@ -1168,19 +1189,16 @@ pub fn decode_ca(b: &[u8]) -> Result<CaRecord, WireError> {
         persistent: r.u64()?,
         volatile: r.u64()?,
     };
-    let share = get_str(&mut r)?;
+    let share = get_str(r)?;
     let uid = r.u32()?;
-    let user = get_str(&mut r)?;
-    let who = get_who(&mut r)?;
-    let state = get_handover(&mut r, posix)?;
-    let lease = get_opt(&mut r, get_lease)?;
-    let n = get_count(&mut r, 25)?;
+    let user = get_str(r)?;
+    let who = get_who(r)?;
+    let state = get_handover(r, posix)?;
+    let lease = get_opt(r, get_lease)?;
+    let n = get_count(r, 25)?;
     let mut locks = Vec::with_capacity(n);
     for _ in 0..n {
-        locks.push(get_lock(&mut r)?);
-    }
-    if r.remaining() != 0 {
-        return Err(WireError::Invalid("bytes after a CA record"));
+        locks.push(get_lock(r)?);
     }
     Ok(CaRecord {
         keeper,
