@@ -111,6 +111,13 @@ pub fn to_store(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
 pub fn take_forget(here: &NodeState, open: &Open) -> Option<ClusterAsk> {
     let ask = to_forget(here, open)?;
     lock(&open.state).durable = None;
+    {
+        let mut closed = lock(&here.closed_persistent);
+        if closed.len() >= 100_000 {
+            closed.clear();
+        }
+        closed.insert(open.persistent_id);
+    }
     Some(ask)
 }
 
@@ -555,7 +562,7 @@ pub(crate) trait CaHere {
 /// Persistent open `rec` as open `id` of this node, disconnected, on file `node` opened again
 /// as `who`.
 pub(super) fn open_of(
-    server: &ServerState,
+    files: &crate::server::FileTable,
     rec: &CaRecord,
     id: u64,
     node: Arc<dyn ringshare_vfs::Node>,
@@ -579,7 +586,7 @@ pub(super) fn open_of(
         channel_sequence: 0,
         replay_eligible: false,
     };
-    let entry = server.files.entry(h.key);
+    let entry = files.entry(h.key);
     Ok(super::reopen::open_from(
         h.clone(),
         place,
@@ -657,7 +664,7 @@ impl CaHere for ServerState {
                 return Err(s);
             }
         };
-        let open = open_of(self, rec, id, node, share, who)?;
+        let open = open_of(&self.files, rec, id, node, share, who)?;
         // This node keeps it now.
         let _ = store(&self.node, &open);
         tracing::info!(

@@ -93,7 +93,7 @@ pub(crate) fn give_up(
     let open = parked.open;
     lock(&server.node.unmoved).remove(&(parked.persistent_id, open.id));
     if parked.durability.persistent {
-        super::takeback::given_up(server, parked.persistent_id, now_ms);
+        super::takeback::given_up(&server.node, parked.persistent_id, now_ms);
     }
     let h = state_of(&open, &lock(&open.state), &parked.durability);
     if homed_elsewhere(&server.node, open.key) {

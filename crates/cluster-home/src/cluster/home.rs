@@ -140,7 +140,7 @@ pub fn serve(server: &ServerState, call: Call, now_ms: u64) -> Answer {
                 Err(s) => Answer::Refused(s),
             }
         }
-        Call::Adopt(rec) => Answer::Flag(super::takeback::adopt_here(server, &rec)),
+        Call::Adopt(rec) => Answer::Flag(super::takeback::adopt_here(&server.files, &rec)),
         Call::Reclaim { .. }
         | Call::Revoke { .. }
         | Call::GiveUp(_)

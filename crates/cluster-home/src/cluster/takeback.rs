@@ -14,7 +14,8 @@
 //! [`take_back`] is tried when such a node is asked for the open (a reconnect through it, or a
 //! peer's give-up ask) and does not hold it. It takes the open back only when no other node can
 //! hold it:
-//! - the record names this node, and would let the asking reconnect have the open;
+//! - the record names this node, and would let the asking reconnect have the open, and this
+//!   node did not close the open (its record's removal may be on its way);
 //! - this node has not given the open up within [`GIVEN_UP_GRACE_MS`] (or never, in this life):
 //!   the asker's move at the home, and the close an older asker sends when that move fails, are
 //!   each a call of at most 2 s;
@@ -55,8 +56,8 @@ const BEFORE_ADOPT: u16 = 4;
 
 /// This node gave persistent open `persistent_id` up at `now_ms` (its clock): it leaves the
 /// open to the asker for [`GIVEN_UP_GRACE_MS`]. (Entries older than a minute go.)
-pub(crate) fn given_up(server: &ServerState, persistent_id: u64, now_ms: u64) {
-    let mut g = lock(&server.node.given_up_at);
+pub(crate) fn given_up(here: &crate::server::NodeState, persistent_id: u64, now_ms: u64) {
+    let mut g = lock(&here.given_up_at);
     g.retain(|_, t| now_ms.saturating_sub(*t) < 60_000);
     g.insert(persistent_id, now_ms);
 }
@@ -66,15 +67,15 @@ pub(crate) fn given_up(server: &ServerState, persistent_id: u64, now_ms: u64) {
 /// nowhere, with its byte-range locks and its lease (without caching), unless the entry holds
 /// an open of its persistent id already (under any id: a node may hold it, or an older asker's
 /// close of it may be on its way). Whether it entered.
-pub(crate) fn adopt_here(server: &ServerState, rec: &CaRecord) -> bool {
+pub(crate) fn adopt_here(files: &crate::server::FileTable, rec: &CaRecord) -> bool {
     let (persistent, id) = (rec.file_id.persistent, rec.file_id.volatile);
-    let entry = server.files.entry(rec.state.key);
+    let entry = files.entry(rec.state.key);
     let mut e = lock(&entry);
     if e.opens.iter().any(|o| o.caching.file_id.0 == persistent) {
         return false;
     }
     super::ca::enter(&mut e, rec, id, DISCONNECTED);
-    super::ca::lease_back(&server.files, &mut e, rec, DISCONNECTED, 0);
+    super::ca::lease_back(files, &mut e, rec, DISCONNECTED, 0);
     true
 }
 
@@ -85,7 +86,7 @@ fn adopted_at_home(server: &ServerState, rec: &CaRecord) -> bool {
         return false;
     };
     match server.node.home_of(rec.state.key) {
-        Home::Here => adopt_here(server, rec),
+        Home::Here => adopt_here(&server.files, rec),
         Home::Node(n) if link.level_of(n) > BEFORE_ADOPT => {
             match super::ask(&server.node, n, Call::Adopt(Box::new(rec.clone()))) {
                 Ok(Answer::Flag(yes)) => yes,
@@ -160,6 +161,7 @@ pub fn take_back(
         || !server.persistent_handles()
         || !super::ca::lets_have(&rec, file_id, wanted)
         || lock(&server.files.durables).get(persistent).is_some()
+        || lock(&server.node.closed_persistent).contains(&persistent)
     {
         return false;
     }
@@ -229,7 +231,7 @@ fn taken_back(server: &ServerState, rec: &CaRecord, now_ms: u64) -> Result<u64, 
         }
         return Err(NtStatus::FILE_NOT_AVAILABLE);
     }
-    let open = super::ca::open_of(server, &back, id, node, share, who)?;
+    let open = super::ca::open_of(&server.files, &back, id, node, share, who)?;
     // This node's entry of the file holds it too (for a file homed elsewhere, the shadow a new
     // home's reclaim reads).
     super::ca::enter_kept(&server.files, &mut lock(&open.entry), &back, id);

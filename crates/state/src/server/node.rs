@@ -47,6 +47,10 @@ pub struct NodeState {
     /// longer holds takes it back only once the asker's move is over
     /// (`crate::cluster::takeback` (crates/cluster-home)).
     pub given_up_at: Mutex<std::collections::HashMap<u64, u64>>,
+    /// The persistent opens (persistent ids) this node closed: their records, whose removal
+    /// may still be on its way, are never taken back (`crate::cluster::takeback`
+    /// (crates/cluster-home)). Cleared past 100,000.
+    pub closed_persistent: Mutex<std::collections::HashSet<u64>>,
     /// What closes made while deciding another request (a parked open a new open would have
     /// to break, closed at its file's home: crate::cluster::home's `purge_for_open`) ask of the
     /// cluster, nobody waiting: the removal of a persistent open's record. An I/O thread
