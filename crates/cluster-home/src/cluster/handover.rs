@@ -80,7 +80,7 @@ pub(crate) fn give_up(
     let parked = match parked {
         Ok(p) => p,
         Err(NtStatus::OBJECT_NAME_NOT_FOUND) => {
-            if let Some(h) = given_before(&server.node, ask) {
+            if let Some(h) = given_before(server, ask) {
                 return Ok(h);
             }
             // A persistent open this node (its file's home) is still to take over from a
@@ -145,7 +145,11 @@ fn remember_given(here: &NodeState, ask: &GiveUpAsk, h: &HandOver) {
 /// client, name, share and user) when it gave the open up ([`remember_given`]), while the
 /// open's record still names this node its keeper: no node has stored it as its own since (the
 /// first asker, once it had the answer, moved the open or kept it, and its record says so).
-fn given_before(here: &NodeState, ask: &GiveUpAsk) -> Option<HandOver> {
+/// The file's home is to hold it under the record's id, as the first give-up left it: a home of
+/// level 5 enters it again if it holds no open of it (the first asker, of the build before
+/// levels, closed it when its move failed: [`super::takeback::restore_given`]).
+fn given_before(server: &ServerState, ask: &GiveUpAsk) -> Option<HandOver> {
+    let here = &server.node;
     let now = std::time::Instant::now();
     let answer = {
         let mut g = lock(&here.given_up);
@@ -164,6 +168,7 @@ fn given_before(here: &NodeState, ask: &GiveUpAsk) -> Option<HandOver> {
     if rec.keeper != me {
         return None;
     }
+    super::takeback::restore_given(server, &rec);
     tracing::info!(
         persistent = ask.file_id.persistent,
         "a persistent open given up before handed over again: the first answer reached nobody"

@@ -141,6 +141,27 @@ fn undo_adopt(server: &ServerState, rec: &CaRecord) {
     }
 }
 
+/// A persistent open this node gave up and is asked for again the same
+/// (`super::handover`'s `given_before`: the first answer may have reached nobody), whose
+/// record `rec` still names this node: its file's home holds it again under the record's id,
+/// routed nowhere, as the first give-up left it ([`adopted_at_home`], the home entering it only
+/// when it holds no open of its persistent id). The home no longer holds it when the first
+/// asker was of the build before levels (e9524d6), whose move failed and which closed it: the
+/// move the next asker makes from the record's id then finds it, where before it failed and
+/// that asker kept an open no home held, every later reconnect FILE_NOT_AVAILABLE until the
+/// open's timeout. Whether the home entered it (not: it holds an open of it, or was not asked).
+pub(crate) fn restore_given(server: &ServerState, rec: &CaRecord) -> bool {
+    let entered = adopted_at_home(server, rec);
+    if entered {
+        tracing::info!(
+            persistent = rec.file_id.persistent,
+            id = rec.file_id.volatile,
+            "a persistent open given up again is held by its file's home once more"
+        );
+    }
+    entered
+}
+
 /// Persistent open `file_id`, which reconnect `wanted` asks for, whose record names this node as
 /// its keeper, and which this node does not hold: taken back from its record and parked here
 /// (the module notes say when). Whether it is parked here now.
