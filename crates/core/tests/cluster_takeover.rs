@@ -503,3 +503,48 @@ fn a_give_up_asked_again_after_an_older_node_closed_the_open_has_the_home_hold_i
         assert_eq!(n.parked_durables(), 0, "nothing kept");
     }
 }
+
+/// As in scripts/cluster-upgrade.sh: node 2 made the open and died; node 1, its file's home
+/// then, kept it under node 2's id (node 3 is of an older level: taken over opens keep their
+/// ids), and gave it up to node 3, whose move failed and which closed it. Node 2 started again
+/// and took its partitions back: from the record, which names live node 1 and an id under node
+/// 2's number, it entered the open into its table for node 1 to serve (as it does for an
+/// older node that keeps such an open). Node 1 serves no client of it: once the grace is
+/// over, a reconnect through node 1 takes it back, the home replacing that entry.
+#[test]
+fn a_restarted_home_that_entered_the_open_for_its_recorded_keeper_lets_that_keeper_take_it_back() {
+    let mut cl = ca_cluster(2);
+    cl.bus.levels.lock().unwrap().insert(3, 3);
+    let (f, l) = left_on(&cl, 2, "vm.vhdx", PERSISTENT);
+    let (_, parts) = cl.die(2, 1);
+    cl.take_over(2, 1, &parts);
+    let rec = given_to_an_older_node(&cl, (1, 1), f, &l, true);
+    assert_eq!(rec.file_id.volatile, f.volatile, "kept under node 2's id");
+    cl.restart(2, &parts);
+    let mut c = alice(&cl, 1, 1);
+    cl.tick(5_000, &mut [&mut c]);
+    let r = reconnect(&mut c, f, &l);
+    back_with_its_lock(&cl, &mut c, &r, f, 1);
+}
+
+/// [`given_to_an_older_node`], the home closing it, and then an open that shares nothing let
+/// in through node 2 (nothing was in its way): node 1 does not take the persistent open back
+/// over it (the home refuses what would break that open's share modes), and the reconnect stays
+/// "try again" until the open's timeout; the new open keeps the file.
+#[test]
+fn a_persistent_open_is_not_taken_back_over_an_open_let_in_since_it_went() {
+    let cl = ca_cluster(2);
+    let (f, l) = left_on(&cl, 1, "vm.vhdx", PERSISTENT);
+    given_to_an_older_node(&cl, (1, 2), f, &l, true);
+    let mut d = alice(&cl, 2, 9);
+    let g = open(&mut d, "vm.vhdx", ALL, 0).expect("nothing in its way");
+    let mut c = alice(&cl, 1, 1);
+    cl.tick(5_000, &mut [&mut c, &mut d]);
+    assert_eq!(
+        reconnect(&mut c, f, &l).status(),
+        NtStatus::FILE_NOT_AVAILABLE,
+        "not taken back"
+    );
+    assert_eq!(cl.nodes[0].parked_durables(), 0, "nothing parked");
+    assert_eq!(d.write(g, 0, b"after").status(), NtStatus::SUCCESS);
+}

@@ -529,10 +529,7 @@ pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) ->
         if e.opens.iter().any(|o| o.owner == id) {
             continue;
         }
-        let route = oplock::Route {
-            conn_id: u64::from(rec.keeper) << crate::files::NODE_SHIFT,
-            session_id: 0,
-        };
+        let route = unserved(rec.keeper);
         enter(&mut e, &rec, id, route);
         lease_back(
             &server.files,
@@ -549,6 +546,17 @@ pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) ->
         taken += 1;
     }
     taken
+}
+
+/// The route [`adopt_kept_under_my_number`] gives an open node `keeper` keeps: that node, no
+/// connection of it (no connection id is a bare node number). No other open is routed so: a
+/// move routes an open to the connection its client reconnected on, a parked one goes
+/// nowhere ([`DISCONNECTED`]).
+pub(crate) fn unserved(keeper: u16) -> oplock::Route {
+    oplock::Route {
+        conn_id: u64::from(keeper) << crate::files::NODE_SHIFT,
+        session_id: 0,
+    }
 }
 
 pub(crate) trait CaHere {

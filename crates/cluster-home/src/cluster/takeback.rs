@@ -19,11 +19,17 @@
 //! - this node has not given the open up within [`GIVEN_UP_GRACE_MS`] (or never, in this life):
 //!   the asker's move at the home, and the close an older asker sends when that move fails, are
 //!   each a call of at most 2 s;
+//! - this node's own entry of the file holds no open of its persistent id (one it serves);
 //! - the file's home holds no open of its persistent id, and enters this one in the same step
 //!   under the home's lock ([`super::msg::Call::Adopt`], level 5, or this node's own entry when
 //!   it is the home): a node that holds the open (moved there, or kept by a node of this build
 //!   after its move failed and the home's table was rebuilt with it) is in that table under
-//!   that persistent id, so the home refuses and nothing is taken;
+//!   that persistent id, so the home refuses and nothing is taken. The one entry of that id
+//!   the home replaces is one it made itself from the same stale record for this node, routed
+//!   to no connection of it (a restarted home, `super::ca::adopt_kept_under_my_number`, in
+//!   scripts/cluster-upgrade.sh): this node, asking, serves none, and a node that moved the
+//!   open would have routed the entry to its client's connection. Nor does the home enter it
+//!   when its share modes or locks conflict with another open's (one let in since it went);
 //! - the record, read again after the home said yes, still names this node with the id it had:
 //!   a node of this build whose move failed keeps the open and names itself in the record
 //!   within its own calls' bounds, and then this node lets it be.
@@ -64,15 +70,59 @@ pub(crate) fn given_up(here: &crate::server::NodeState, persistent_id: u64, now_
 
 /// At the file's home ([`Call::Adopt`], or this node's own table when it is the home):
 /// persistent open `rec` enters its file's entry as open `rec.file_id.volatile`, routed
-/// nowhere, with its byte-range locks and its lease (without caching), unless the entry holds
+/// nowhere, with its byte-range locks and its lease (without caching). Not when the entry holds
 /// an open of its persistent id already (under any id: a node may hold it, or an older asker's
-/// close of it may be on its way). Whether it entered.
+/// close of it may be on its way), but for one this home entered from the same record for
+/// its keeper, `rec.keeper`, which asks now ([`super::ca::unserved`]: routed to that node and
+/// no connection of it, `super::ca::adopt_kept_under_my_number`): that one is replaced, as no
+/// node serves it (its keeper, of this build since it asks, holds none; a node that moved it
+/// would have routed it to its client's connection). Nor when the open's share modes or locks
+/// would conflict with another open's: one let in since it went (its record's removal may be on
+/// its way). Whether it entered.
 pub(crate) fn adopt_here(files: &crate::server::FileTable, rec: &CaRecord) -> bool {
     let (persistent, id) = (rec.file_id.persistent, rec.file_id.volatile);
     let entry = files.entry(rec.state.key);
     let mut e = lock(&entry);
-    if e.opens.iter().any(|o| o.caching.file_id.0 == persistent) {
+    let held: Vec<_> = e
+        .opens
+        .iter()
+        .filter(|o| o.caching.file_id.0 == persistent)
+        .map(|o| (o.owner, o.caching.route))
+        .collect();
+    let replaced = match held.as_slice() {
+        [] => None,
+        [(owner, route)] if *route == super::ca::unserved(rec.keeper) => Some(*owner),
+        _ => return false,
+    };
+    let others: Vec<_> = e
+        .opens
+        .iter()
+        .filter(|o| Some(o.owner) != replaced)
+        .cloned()
+        .collect();
+    let mut locks = e.locks.clone();
+    if let Some(owner) = replaced {
+        locks.release_owner(owner);
+    }
+    let locks_free = rec.locks.iter().all(|l| {
+        let intent = crate::files::locks::Intent::Lock {
+            exclusive: l.exclusive,
+        };
+        !locks.conflicts(l.offset, l.length, intent, id)
+    });
+    let (access, share_access) = (rec.state.access, rec.state.share_access);
+    if !locks_free || crate::files::access::check_sharing(&others, access, share_access).is_err() {
         return false;
+    }
+    if let Some(owner) = replaced {
+        crate::decide::remove_open(&mut e, owner);
+        tracing::info!(
+            persistent,
+            owner,
+            keeper = rec.keeper,
+            "a persistent open entered from its record for its keeper, which holds none, is \
+             replaced by the one it takes back"
+        );
     }
     super::ca::enter(&mut e, rec, id, DISCONNECTED);
     super::ca::lease_back(files, &mut e, rec, DISCONNECTED, 0);
@@ -141,6 +191,19 @@ fn undo_adopt(server: &ServerState, rec: &CaRecord) {
     }
 }
 
+/// Whether this node's entry of `rec`'s file holds an open of its persistent id: one this
+/// node serves (its own opens of a file homed elsewhere are in its entry, the shadow a new
+/// home's reclaim reads), or, at the file's home, one whose keeper the home knows.
+fn holds(server: &ServerState, rec: &CaRecord) -> bool {
+    let persistent = rec.file_id.persistent;
+    server.files.existing(rec.state.key).is_some_and(|e| {
+        lock(&e)
+            .opens
+            .iter()
+            .any(|o| o.caching.file_id.0 == persistent)
+    })
+}
+
 /// A persistent open this node gave up and is asked for again the same
 /// (`super::handover`'s `given_before`: the first answer may have reached nobody), whose
 /// record `rec` still names this node: its file's home holds it again under the record's id,
@@ -183,6 +246,7 @@ pub fn take_back(
         || !super::ca::lets_have(&rec, file_id, wanted)
         || lock(&server.files.durables).get(persistent).is_some()
         || lock(&server.node.closed_persistent).contains(&persistent)
+        || holds(server, &rec)
     {
         return false;
     }
