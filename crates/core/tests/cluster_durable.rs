@@ -637,6 +637,45 @@ fn a_persistent_open_kept_under_a_restarted_nodes_number_joins_its_files_entry_a
     assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
 }
 
+#[test]
+fn a_persistent_open_kept_under_a_dead_nodes_number_joins_its_files_entry_at_the_node_taking_the_file(
+) {
+    // scripts/cluster-upgrade.sh step 2 (session 40): node 3 keeps alice's persistent open under
+    // node 1's id (node 1 died; etcd refused the takeover's record, as an older build keeps
+    // ids), reconnected there, its record naming node 3. Node 2 starts again and takes the
+    // file's partitions. Node 3 leaves the open out of what it hands back (the id is not
+    // node 3's, and it is not parked), node 1 is gone, and node 2 takes it from its record:
+    // her writes go on (they were FILE_CLOSED), her lock holds.
+    let mut cl = ca_cluster(1);
+    let mut a = client_as(&cl, 1, 1, "alice", "secret");
+    let (l, f) = locked_persistent_open(&mut a);
+    let refused = |on| {
+        cl.bus
+            .ca_refused
+            .store(on, std::sync::atomic::Ordering::Relaxed)
+    };
+    refused(true);
+    let (_, parts) = cl.die(1, 3);
+    cl.take_over(1, 3, &parts);
+    refused(false);
+    let mut b = client_as(&cl, 3, 1, "alice", "secret");
+    let r = create(
+        &mut b,
+        "vm.vhdx",
+        vec![rqls(&l), dh2c_flags(f, 8, PERSISTENT)],
+    );
+    let (back, ..) = opened(&r);
+    assert_eq!(node_of(back.volatile), 1, "node 1's id, kept");
+    let more = b.lock(back, &[(20, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert_eq!(more.status(), NtStatus::SUCCESS, "its record names node 3");
+    cl.restart(2, &parts);
+    let (mut carol, fc) = written_and_still_locked(&cl, &mut b, back);
+    assert_eq!(read_data(&b.read(back, 0, 64)), b"afterwledged");
+    assert_eq!(b.close(back).status(), NtStatus::SUCCESS);
+    assert_eq!(lock_status(&mut carol, fc), NtStatus::SUCCESS, "closed");
+    assert!(cl.bus.ca.lock().unwrap().is_empty(), "record gone");
+}
+
 /// Issue 33, item 2: a persistent open's record is asked of the cluster's store as a lookup,
 /// away from the I/O thread. The CREATE that makes the open, a LOCK that changes it and the
 /// CLOSE that removes it each wait for it (the record is there before the CREATE is answered

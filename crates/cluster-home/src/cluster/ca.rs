@@ -491,15 +491,20 @@ pub(super) fn lease_back(
     }
 }
 
-/// At a node that started again and rebuilt partitions `parts` (mixed builds while a cluster is
-/// upgraded, docs/cluster.md): the persistent opens a live node of an older build keeps under
-/// this node's number join their files' entries here from their records. That build took them
-/// over from this node's last life keeping their ids (before [`renamed`]) and, once their
-/// clients reconnected there, leaves them out of the opens it hands back, as this node's own:
-/// without them their writes got FILE_CLOSED and their locks were gone. Their breaks go to
-/// their keeper (which drops those for no connection of its: a conflicting open then waits for
-/// the break's timeout), their lease as last recorded. Returns how many.
-pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) -> usize {
+/// At a node that rebuilt partitions `parts` (it started again, or took a dead node's; mixed
+/// builds while a cluster is upgraded, docs/cluster.md): the persistent opens a live node keeps
+/// under an id it did not make join their files' entries here from their records. A node took
+/// them over from a dead one keeping their ids (an older build, or this one below level 4 or
+/// when etcd refused the takeover's record: before [`renamed`]) and, once their clients
+/// reconnected there, leaves them out of the opens it hands back (`super::reclaim::records`
+/// hands over the opens under its own number and those it keeps parked): without them their
+/// writes got FILE_CLOSED and their locks were gone. Ids under this node's number (its last
+/// life's) and under a third node's (scripts/cluster-upgrade.sh, session 40: node 1's open kept
+/// by old node 3, the file's partition taken back by the new node 2) alike. Not when the entry
+/// holds an open of that persistent id (its keeper handed it back). Their breaks go to their
+/// keeper (which drops those for no connection of its: a conflicting open then waits for the
+/// break's timeout), their lease as last recorded. Returns how many.
+pub(crate) fn adopt_kept_by_others(server: &ServerState, parts: &[u32]) -> usize {
     let Some(link) = server.node.link() else {
         return 0;
     };
@@ -516,17 +521,20 @@ pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) ->
     };
     let mut taken = 0;
     for rec in all.iter().filter_map(|b| readable(b)) {
-        let id = rec.file_id.volatile;
+        let (id, persistent) = (rec.file_id.volatile, rec.file_id.persistent);
         let kept_elsewhere = rec.keeper != me && members.contains(&rec.keeper);
         if !kept_elsewhere
-            || super::node_of(id) != me
+            || super::node_of(id) == rec.keeper
             || !parts.contains(&partition_of(rec.state.key, n))
         {
             continue;
         }
         let entry = server.files.entry(rec.state.key);
         let mut e = lock(&entry);
-        if e.opens.iter().any(|o| o.owner == id) {
+        if e.opens
+            .iter()
+            .any(|o| o.owner == id || o.caching.file_id.0 == persistent)
+        {
             continue;
         }
         let route = unserved(rec.keeper);
@@ -541,14 +549,14 @@ pub(crate) fn adopt_kept_under_my_number(server: &ServerState, parts: &[u32]) ->
         tracing::info!(
             id,
             keeper = rec.keeper,
-            "a persistent open an older node keeps under this node's number joins its file's entry"
+            "a persistent open another node keeps under an id it did not make joins its file's entry"
         );
         taken += 1;
     }
     taken
 }
 
-/// The route [`adopt_kept_under_my_number`] gives an open node `keeper` keeps: that node, no
+/// The route [`adopt_kept_by_others`] gives an open node `keeper` keeps: that node, no
 /// connection of it (no connection id is a bare node number). No other open is routed so: a
 /// move routes an open to the connection its client reconnected on, a parked one goes
 /// nowhere ([`DISCONNECTED`]).

@@ -194,13 +194,25 @@ fn serve_anywhere(server: &ServerState, call: &Call, now_ms: u64) -> Option<Answ
 /// for an open under this node's own number (issue 33): a node of an older build keeps it, made
 /// by this node's last life (docs/cluster.md "Upgrading a cluster"); recorded as this node's,
 /// the grant was one no revocation could take back (this node does not call itself), and every
-/// later move or lock of the file failed (FILE_NOT_AVAILABLE) for good.
+/// later move or lock of the file failed (FILE_NOT_AVAILABLE) for good. None either for an
+/// open another node serves under that id (routed to a connection of another node: a node kept
+/// a dead node's open under its id, and a new home entered it from its record,
+/// `super::ca::adopt_kept_by_others`): the grant would be recorded for the node the id names,
+/// which has no such open (or is gone: every later open of the file waited for its revocation
+/// and was FILE_NOT_AVAILABLE), while the node serving the open went on with it.
 fn grant_for(here: &NodeState, entry: &Mutex<FileEntry>, owner: u64) -> IoGrant {
     let node = node_of(owner);
     if here.link().is_some_and(|l| l.node() == node) {
         return IoGrant::default();
     }
-    grant::give(&mut lock(entry), node)
+    let mut e = lock(entry);
+    let served_elsewhere = e.opens.iter().any(|o| {
+        o.owner == owner && o.caching.route.conn_id != 0 && node_of(o.caching.route.conn_id) != node
+    });
+    if served_elsewhere {
+        return IoGrant::default();
+    }
+    grant::give(&mut e, node)
 }
 
 /// An open asked of the file's home: admitted (with the node's I/O grant), to wait, or refused.

@@ -160,7 +160,7 @@ impl Reclaim for ServerState {
                 }
             }
         }
-        taken += super::ca::adopt_kept_under_my_number(self, parts);
+        taken += super::ca::adopt_kept_by_others(self, parts);
         self.list_leased_dirs(parts);
         Ok(taken)
     }

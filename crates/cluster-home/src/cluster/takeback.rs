@@ -26,7 +26,7 @@
 //!   after its move failed and the home's table was rebuilt with it) is in that table under
 //!   that persistent id, so the home refuses and nothing is taken. The one entry of that id
 //!   the home replaces is one it made itself from the same stale record for this node, routed
-//!   to no connection of it (a restarted home, `super::ca::adopt_kept_under_my_number`, in
+//!   to no connection of it (a restarted home, `super::ca::adopt_kept_by_others`, in
 //!   scripts/cluster-upgrade.sh): this node, asking, serves none, and a node that moved the
 //!   open would have routed the entry to its client's connection. Nor does the home enter it
 //!   when its share modes or locks conflict with another open's (one let in since it went);
@@ -74,7 +74,7 @@ pub(crate) fn given_up(here: &crate::server::NodeState, persistent_id: u64, now_
 /// an open of its persistent id already (under any id: a node may hold it, or an older asker's
 /// close of it may be on its way), but for one this home entered from the same record for
 /// its keeper, `rec.keeper`, which asks now ([`super::ca::unserved`]: routed to that node and
-/// no connection of it, `super::ca::adopt_kept_under_my_number`): that one is replaced, as no
+/// no connection of it, `super::ca::adopt_kept_by_others`): that one is replaced, as no
 /// node serves it (its keeper, of this build since it asks, holds none; a node that moved it
 /// would have routed it to its client's connection). Nor when the open's share modes or locks
 /// would conflict with another open's: one let in since it went (its record's removal may be on
