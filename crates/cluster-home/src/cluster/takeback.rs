@@ -194,9 +194,9 @@ fn undo_adopt(server: &ServerState, rec: &CaRecord) {
 /// Whether this node's entry of `rec`'s file holds an open of its persistent id: one this
 /// node serves (its own opens of a file homed elsewhere are in its entry, the shadow a new
 /// home's reclaim reads), or, at the file's home, one whose keeper the home knows.
-fn holds(server: &ServerState, rec: &CaRecord) -> bool {
+fn holds(files: &crate::server::FileTable, rec: &CaRecord) -> bool {
     let persistent = rec.file_id.persistent;
-    server.files.existing(rec.state.key).is_some_and(|e| {
+    files.existing(rec.state.key).is_some_and(|e| {
         lock(&e)
             .opens
             .iter()
@@ -246,7 +246,7 @@ pub fn take_back(
         || !super::ca::lets_have(&rec, file_id, wanted)
         || lock(&server.files.durables).get(persistent).is_some()
         || lock(&server.node.closed_persistent).contains(&persistent)
-        || holds(server, &rec)
+        || holds(&server.files, &rec)
     {
         return false;
     }
