@@ -89,6 +89,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             change_notify: true,
             smb3_unix_extensions: true,
             compress_data: false,
+            posix_locking: true,
             streams: true,
             fruit: None,
             shadow: None,

@@ -274,3 +274,69 @@ mod tests {
         assert_eq!(std::mem::size_of::<Dqblk>(), 72, "struct if_dqblk");
     }
 }
+
+/// The kind of an open-file-description lock ([`ofd_setlk`], [`ofd_getlk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfdLock {
+    /// `F_RDLCK`: others may read-lock the range too.
+    Read,
+    /// `F_WRLCK`: nobody else may lock the range.
+    Write,
+    /// `F_UNLCK`: the range is released.
+    Unlock,
+}
+
+fn flock_of(kind: OfdLock, start: i64, len: i64) -> libc::flock {
+    // SAFETY: `flock` is a plain C struct of integers; all zeros is a valid value.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = match kind {
+        OfdLock::Read => libc::F_RDLCK,
+        OfdLock::Write => libc::F_WRLCK,
+        OfdLock::Unlock => libc::F_UNLCK,
+    } as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = start;
+    fl.l_len = len;
+    // (l_pid must be 0 for the OFD commands)
+    fl
+}
+
+/// Takes, changes or releases the open-file-description lock of `fd` on
+/// `start .. start + len` (`len` > 0): `fcntl(F_OFD_SETLK)`, which never waits.
+/// `Ok(false)` when another open file description (a local program's, or
+/// another open's) holds a conflicting lock (`EAGAIN`/`EACCES`). The locks of one
+/// open file description merge and split by range as POSIX locks do, and go when
+/// its last fd is closed.
+pub fn ofd_setlk(fd: BorrowedFd<'_>, kind: OfdLock, start: i64, len: i64) -> io::Result<bool> {
+    let fl = flock_of(kind, start, len);
+    // SAFETY: `fl` is a valid `struct flock` on this stack frame, outliving the call; the
+    // kernel reads it only (F_OFD_SETLK). The fd is borrowed, hence open.
+    let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_SETLK, &fl as *const libc::flock) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
+        _ => Err(e),
+    }
+}
+
+/// Whether another open file description than `fd`'s holds a lock on `start ..
+/// start + len` that conflicts with `kind` (`Read` or `Write`): `fcntl(F_OFD_GETLK)`.
+pub fn ofd_getlk(fd: BorrowedFd<'_>, kind: OfdLock, start: i64, len: i64) -> io::Result<bool> {
+    let mut fl = flock_of(kind, start, len);
+    // SAFETY: `fl` is a valid `struct flock` exclusively borrowed for the call; the kernel
+    // writes the conflicting lock (or F_UNLCK) into it. The fd is borrowed, hence open.
+    let r = unsafe {
+        libc::fcntl(
+            fd.as_raw_fd(),
+            libc::F_OFD_GETLK,
+            &mut fl as *mut libc::flock,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+}

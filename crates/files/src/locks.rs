@@ -12,6 +12,8 @@
 //!   writes (even the owner's own);
 //! - the range {offset 0, length 0} overlaps nothing.
 
+use ringshare_vfs::OfdLock;
+
 /// Identifies an open across the whole server.
 pub type OwnerId = u64;
 
@@ -172,9 +174,96 @@ impl LockList {
     }
 }
 
+/// An SMB range as a POSIX one (`start`, `len`, both > 0 as `off_t`), as Samba's posix.c
+/// maps them (`posix_lock_in_range`): a zero length (a Windows point probe; to POSIX, "to
+/// the end of the file") is not mirrored, nor a range starting past `off_t`'s largest
+/// value; a range reaching past it is cut to end there.
+pub fn posix_range(offset: u64, length: u64) -> Option<(i64, i64)> {
+    const MAX: u64 = i64::MAX as u64;
+    if length == 0 || offset > MAX {
+        return None;
+    }
+    let count = length.min(MAX).min(MAX - offset);
+    (count > 0).then_some((offset as i64, count as i64))
+}
+
+/// The POSIX locks one open's descriptor must hold on the parts of `within` (a POSIX
+/// range, [`posix_range`]) for `locks`, that open's SMB locks: `Write` where an exclusive
+/// one covers a byte, else `Read` where a shared one does, else `Unlock`; in order, each
+/// part `(start, len, kind)`. The locks of one open file description merge and split by
+/// range, so setting every part of a changed range from the whole list keeps one open's
+/// overlapping or stacked locks from releasing each other's ranges (Samba counts
+/// references per range to the same end).
+pub fn posix_plan(locks: &[ByteRangeLock], within: (i64, i64)) -> Vec<(i64, i64, OfdLock)> {
+    let (lo, hi) = (within.0, within.0 + within.1);
+    let ranges: Vec<(i64, i64, bool)> = locks
+        .iter()
+        .filter_map(|l| posix_range(l.offset, l.length).map(|(s, n)| (s, s + n, l.exclusive)))
+        .filter(|&(s, e, _)| s < hi && e > lo)
+        .collect();
+    let mut cuts = vec![lo, hi];
+    for &(s, e, _) in &ranges {
+        cuts.extend([s.max(lo), e.min(hi)]);
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut plan: Vec<(i64, i64, OfdLock)> = Vec::new();
+    for w in cuts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let covering = ranges.iter().filter(|&&(s, e, _)| s <= a && e >= b);
+        let kind = covering.fold(OfdLock::Unlock, |k, &(_, _, x)| match (k, x) {
+            (_, true) | (OfdLock::Write, _) => OfdLock::Write,
+            _ => OfdLock::Read,
+        });
+        match plan.last_mut() {
+            Some(last) if last.2 == kind && last.0 + last.1 == a => last.1 += b - a,
+            _ => plan.push((a, b - a, kind)),
+        }
+    }
+    plan
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn posix_ranges_are_mapped_as_samba_maps_them() {
+        assert_eq!(posix_range(0, 1), Some((0, 1)));
+        assert_eq!(posix_range(5, 0), None, "a zero length is not mirrored");
+        assert_eq!(posix_range(1 << 63, 1), None, "past off_t's largest value");
+        assert_eq!(posix_range(u64::MAX, 1), None);
+        assert_eq!(
+            posix_range(10, u64::MAX - 10),
+            Some((10, i64::MAX - 10)),
+            "cut to end at off_t's largest value"
+        );
+        assert_eq!(
+            posix_range(i64::MAX as u64, 1),
+            None,
+            "nothing left once cut"
+        );
+    }
+
+    #[test]
+    fn an_unlock_of_one_of_two_overlapping_locks_keeps_the_others_range() {
+        // One open: exclusive 0..10 and shared 5..20; the exclusive one is unlocked.
+        let left = [lk(5, 15, false, 1)];
+        assert_eq!(
+            posix_plan(&left, (0, 10)),
+            vec![(0, 5, OfdLock::Unlock), (5, 5, OfdLock::Read)]
+        );
+        // Both held: the exclusive range is written, the rest of the shared one read.
+        let both = [lk(0, 10, true, 1), lk(5, 15, false, 1)];
+        assert_eq!(
+            posix_plan(&both, (0, 20)),
+            vec![(0, 10, OfdLock::Write), (10, 10, OfdLock::Read)]
+        );
+        // Two stacked shared locks on one range: unlocking one keeps it read-locked.
+        let stacked = [lk(0, 4, false, 1)];
+        assert_eq!(posix_plan(&stacked, (0, 4)), vec![(0, 4, OfdLock::Read)]);
+        assert_eq!(posix_plan(&[], (0, 4)), vec![(0, 4, OfdLock::Unlock)]);
+    }
 
     fn lk(offset: u64, length: u64, exclusive: bool, owner: OwnerId) -> ByteRangeLock {
         ByteRangeLock {

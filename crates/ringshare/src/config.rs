@@ -507,6 +507,10 @@ pub struct ShareConfig {
     /// `change notify` (Samba's option): CHANGE_NOTIFY works on the share;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does. Default yes.
     pub change_notify: bool,
+    /// `posix locking` (Samba's option): each SMB byte-range lock is also taken as a POSIX
+    /// (open file description) lock on the open's file, so local programs' fcntl locks and
+    /// SMB locks see each other. Default yes, as in Samba.
+    pub posix_locking: bool,
     /// `smb3 unix extensions` (Samba's option): a CREATE carrying the POSIX
     /// context makes a POSIX open (mode given, POSIX information answered,
     /// case-sensitive names). Default no, as in Samba 4.22.
@@ -647,6 +651,7 @@ impl Config {
                 durable_handles: true,
                 continuous_availability: false,
                 change_notify: true,
+                posix_locking: true,
                 smb3_unix_extensions: false,
                 compress_data: false,
                 streams: true,
@@ -936,6 +941,22 @@ mod tests {
         assert!(c.shares[0].change_notify);
         let c = parse_str("[s]\npath = /tmp\nchange notify = no\n", path).unwrap();
         assert!(!c.shares[0].change_notify);
+    }
+
+    #[test]
+    fn posix_locking_is_on_by_default_and_set_per_share_or_in_global() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert!(d.shares[0].posix_locking);
+        assert!(d.ignored.is_empty(), "{:?}", d.ignored);
+        let c = parse_str(
+            "[global]\nposix locking = no\n[s]\npath = /tmp\n[t]\npath = /tmp\nposix locking = yes\n",
+            path,
+        )
+        .unwrap();
+        assert!(!c.shares[0].posix_locking);
+        assert!(c.shares[1].posix_locking);
+        assert!(c.ignored.is_empty(), "{:?}", c.ignored);
     }
 
     #[test]

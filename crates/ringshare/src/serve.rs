@@ -90,6 +90,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         continuous_availability: s.continuous_availability,
         root_key: Default::default(),
         change_notify: s.change_notify,
+        posix_locking: s.posix_locking,
         smb3_unix_extensions: s.smb3_unix_extensions,
         compress_data: s.compress_data,
         streams: s.streams,

@@ -468,6 +468,7 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
         yes_no(share.continuous_availability),
     );
     opt(s, "change notify", yes_no(share.change_notify));
+    opt(s, "posix locking", yes_no(share.posix_locking));
     opt(
         s,
         "smb3 unix extensions",

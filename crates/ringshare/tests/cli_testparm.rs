@@ -257,6 +257,7 @@ fn testparm_output_loads_back_to_the_same_settings() {
          inherit owner = unix only\n\
          smb encrypt = required\n\
          durable handles = no\n\
+         posix locking = no\n\
          [mac]\n\
          path = mac\n\
          vfs objects = catia fruit streams_xattr\n\
@@ -277,7 +278,7 @@ fn testparm_output_loads_back_to_the_same_settings() {
     // catia is the one thing ringshare does not act on here.
     assert!(
         run.stderr.contains(&format!(
-            "{}:32: vfs module 'catia' ignored",
+            "{}:33: vfs module 'catia' ignored",
             conf.display()
         )),
         "{}",
@@ -295,6 +296,11 @@ fn testparm_output_loads_back_to_the_same_settings() {
     assert!(
         run.stdout
             .contains("\tvalid users = alice \"Domain Users\" @staff\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("\tposix locking = no\n"),
         "{}",
         run.stdout
     );

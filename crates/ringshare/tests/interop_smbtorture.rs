@@ -374,3 +374,15 @@ fn smbtorture_a_create_waits_for_a_local_programs_kernel_lease_as_on_samba_4_22(
         );
     }
 }
+
+/// smb2.samba3misc.localposixlock1: a local program holds an fcntl write lock on byte 0 of a
+/// file in the share; an SMB LOCK of that byte with FAIL_IMMEDIATELY is LOCK_NOT_GRANTED, a
+/// blocking one goes async (STATUS_PENDING) and is granted once the program closes its
+/// descriptor, within the test's 5 s, as on Samba 4.22 with its default `posix locking = yes`.
+#[test]
+fn smbtorture_an_smb_lock_waits_for_a_local_programs_posix_lock_as_on_samba_4_22() {
+    let test = "smbtorture_an_smb_lock_waits_for_a_local_programs_posix_lock_as_on_samba_4_22";
+    if samba_and_smbtorture_or_skip(test) {
+        pass_on_both_at("rsposixlk", &["smb2.samba3misc.localposixlock1"], true);
+    }
+}

@@ -91,6 +91,10 @@ pub struct ShareDef {
     /// `change notify` (Samba's option, default yes): CHANGE_NOTIFY works;
     /// with `no` it is answered NOT_IMPLEMENTED, as Samba does.
     pub change_notify: bool,
+    /// `posix locking` (Samba's option, default yes): each SMB byte-range lock is also taken
+    /// as an open-file-description lock on the open's file (`Node::posix_lock`), so a local
+    /// program's fcntl lock stops an SMB LOCK and an SMB lock stops a local program's.
+    pub posix_locking: bool,
     /// Files have named data streams (`vfs objects` lists `streams_xattr`,
     /// or names no modules): used when the backend supports them too
     /// ([`ShareDef::has_streams`]); without, a `:` in a name is
@@ -137,6 +141,7 @@ impl ShareDef {
             durable_handles: self.durable_handles,
             continuous_availability: self.continuous_availability,
             change_notify: self.change_notify,
+            posix_locking: self.posix_locking,
             streams: self.streams,
             smb3_unix_extensions: self.smb3_unix_extensions,
             compress_data: self.compress_data,

@@ -255,6 +255,10 @@ pub struct OpenState {
     /// LockSequenceNumber of each of the 64 buckets, [`NO_LOCK_SEQUENCE`]
     /// when not valid; made at the first LOCK that uses one.
     pub lock_sequences: Option<Box<[u8; 64]>>,
+    /// The byte-range locks this open holds that are mirrored as POSIX locks on its
+    /// descriptor (`posix locking`, crates/core/src/cmd/lock/posix.rs): what the
+    /// descriptor's POSIX locks are set from after each LOCK and UNLOCK.
+    pub posix_locks: Vec<crate::files::locks::ByteRangeLock>,
     /// The directory's change-notify watch, made by its first CHANGE_NOTIFY.
     pub watch: Option<Arc<crate::watch::Watcher>>,
     /// CompletionFilter bits of the MODIFIED its close reports (it was

@@ -29,6 +29,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 pub use ringshare_engine::creds::{self, Creds};
+pub use ringshare_engine::sys::OfdLock;
 
 /// The credentials an operation runs as (shared: sessions of one user hold
 /// one `Arc`, see [`ringshare_engine::creds::intern`]).
@@ -644,6 +645,22 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// no fd usable for I/O (in-memory backend, stat-only opens).
     fn shared_fd(&self) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
         None
+    }
+    /// Sets this open's POSIX (open-file-description) lock on `start .. start + len` of
+    /// the file to `kind`, without waiting: `Ok(false)` when another open file
+    /// description (a local program's fcntl lock, or another open's) holds a conflicting
+    /// one. A `Write` lock on a node opened without write access is taken as `Read`, as
+    /// Samba does. The default, and backends without descriptors (in-memory, named
+    /// streams): nothing is locked and every call succeeds.
+    fn posix_lock(&self, kind: OfdLock, start: i64, len: i64) -> FsResult<bool> {
+        let _ = (kind, start, len);
+        Ok(true)
+    }
+    /// True when another open file description holds a POSIX lock on `start .. start +
+    /// len` that conflicts with a `kind` (`Read` or `Write`) lock there. The default: never.
+    fn posix_locked(&self, kind: OfdLock, start: i64, len: i64) -> FsResult<bool> {
+        let _ = (kind, start, len);
+        Ok(false)
     }
     /// True when the file's file system keeps it in memory (tmpfs, ramfs):
     /// reading or writing it never waits for a device, so small I/O may be

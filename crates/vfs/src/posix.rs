@@ -34,7 +34,8 @@ use ringshare_engine::creds;
 
 use crate::{
     check_ea, ea_name_is_reserved, ea_name_is_valid, FileAttr, FileKind, FsError, FsResult, FsStat,
-    Node, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, Special, UnixNanos, Who,
+    Node, OfdLock, OpenMode, OpenOptions, Opened, RelPath, SetTimes, Share, Special, UnixNanos,
+    Who,
 };
 
 /// Name of the xattr holding DOS attributes.

@@ -93,6 +93,7 @@ pub fn server_config(
             change_notify: true,
             smb3_unix_extensions: false,
             compress_data: false,
+            posix_locking: true,
             streams: true,
             fruit: None,
             shadow: None,

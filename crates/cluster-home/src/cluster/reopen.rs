@@ -116,6 +116,8 @@ pub(crate) fn open_from(
             create_action: h.create_action,
             replay_eligible: place.replay_eligible,
             lock_sequences: h.lock_sequences.map(Box::new),
+            // (a descriptor opened here holds no POSIX locks: docs/cluster.md)
+            posix_locks: Vec::new(),
             watch: None,
             notify_on_close: h.notify_on_close,
             kernel_marked_ms: 0,

@@ -11,6 +11,10 @@
 //!   LOCK_NOT_GRANTED, or, for a single blocking element, waits: it goes async
 //!   and is retried every [`limits::BLOCKING_LOCK_RETRY_MS`] until granted,
 //!   cancelled, or its open is closed (then RANGE_NOT_LOCKED).
+//! - With `posix locking` (the share's, default yes) each lock is also taken as a POSIX
+//!   lock on the open's descriptor, before the table is asked ([`posix`]): a local
+//!   program's lock in the way makes it LOCK_NOT_GRANTED, or a blocking one wait, tried
+//!   again every [`posix::poll_ms`].
 //! - Lock sequences (3.3.5.14): on a durable open, or on a 3.x connection
 //!   that can be one of several channels, a request naming a bucket (1-64)
 //!   whose last successful number it repeats is a replay: it succeeds
@@ -33,6 +37,8 @@ use crate::limits;
 use crate::server::lock;
 use crate::state::Open;
 
+mod posix;
+
 const SHARED: u32 = LockFlags::SHARED_LOCK.bits();
 const EXCLUSIVE: u32 = LockFlags::EXCLUSIVE_LOCK.bits();
 const UNLOCK: u32 = LockFlags::UNLOCK.bits();
@@ -53,6 +59,8 @@ pub(crate) struct PendingLock {
     /// A CANCEL came while its home was asked: it ends with the answer (cancelled unless
     /// the home granted it meanwhile).
     cancelled: bool,
+    /// Tries in a row a local program's POSIX lock was in the way of ([`posix`]).
+    posix_tries: u32,
 }
 
 impl PendingLock {
@@ -152,10 +160,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
                 Err(NtStatus::INVALID_PARAMETER)
             }
         });
-        let ranges = ranges.collect();
+        let ranges: arbiter::Ranges = ranges.collect();
         let node = &core.server.node;
+        let asked = ranges.clone();
         return match arbiter::unlock_or_ask(node, open.key, &open.entry, owner, ranges) {
-            Decision::Made(done) => done.map(|()| granted(core, &open, sequence)),
+            Decision::Made(done) => {
+                unlocked(&open, &asked, &done);
+                done.map(|()| granted(core, &open, sequence))
+            }
             Decision::Ask(ask, ranges) => Ok(at_home(ask, open, sequence, Asked::Unlock(ranges))),
         };
     }
@@ -184,11 +196,19 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             fail_immediately: el.flags.bits() & FAIL_IMMEDIATELY != 0,
         })
         .collect();
+    let new = new_locks(&asks);
+    if new.len() == asks.len() && !posix::take(&open, &new) {
+        // A local program's POSIX lock is in the way.
+        if many || first.flags.bits() & FAIL_IMMEDIATELY != 0 {
+            return Err(NtStatus::LOCK_NOT_GRANTED);
+        }
+        return Ok(waiting(core, &open, sequence, new[0], 1));
+    }
     let max = limits::LOCKS_PER_OPEN_MAX;
     let now = core.now.mono_ms;
     let (key, entry) = (open.key, &open.entry);
     match arbiter::lock_or_ask(&core.server, key, entry, owner, &asks, max, now) {
-        Decision::Made(locked) => decided(core, &open, sequence, locked),
+        Decision::Made(locked) => decided(core, &open, sequence, &new, locked),
         Decision::Ask(ask, here) => Ok(at_home(ask, open, sequence, Asked::Lock(asks, here))),
     }
 }
@@ -233,12 +253,14 @@ pub(crate) fn answered(
     let (open, answer) = (&fin.open, done.home());
     match &fin.asked {
         Asked::Unlock(ranges) => {
-            arbiter::unlock_answered(&open.entry, open.id, ranges, answer)?;
+            let done = arbiter::unlock_answered(&open.entry, open.id, ranges, answer);
+            unlocked(open, ranges, &done);
+            done?;
             Ok(granted(core, open, fin.sequence))
         }
         Asked::Lock(asks, here) => {
             let locked = arbiter::lock_answered(&open.entry, (open.id, *here), asks, answer);
-            decided(core, open, fin.sequence, locked)
+            decided(core, open, fin.sequence, &new_locks(asks), locked)
         }
     }
 }
@@ -249,21 +271,60 @@ fn decided(
     core: &ConnCore,
     open: &Open,
     sequence: Option<(usize, u8)>,
+    new: &[ByteRangeLock],
     locked: arbiter::Locked,
 ) -> Result<Handled, NtStatus> {
+    if matches!(locked, arbiter::Locked::Granted) {
+        posix::keep(open, new);
+    } else {
+        posix::give_back(open, new);
+    }
     match locked {
         arbiter::Locked::Granted => Ok(granted(core, open, sequence)),
-        arbiter::Locked::Wait(l) => Ok(Handled::Async(Box::new(AsyncWork::Lock(PendingLock {
-            retry_at_ms: core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS,
-            open_id: open.id,
-            lock: l,
-            sequence,
-            asking: None,
-            granted: false,
-            cancelled: false,
-        })))),
+        arbiter::Locked::Wait(l) => Ok(waiting(core, open, sequence, l, 0)),
         arbiter::Locked::Refused(status) => Err(status),
     }
+}
+
+/// A blocking lock goes async, tried again after [`limits::BLOCKING_LOCK_RETRY_MS`] when
+/// another open's lock is in the way, after [`posix::poll_ms`] when a local program's is
+/// (`posix_tries` > 0).
+fn waiting(
+    core: &ConnCore,
+    open: &Open,
+    sequence: Option<(usize, u8)>,
+    lock: ByteRangeLock,
+    posix_tries: u32,
+) -> Handled {
+    Handled::Async(Box::new(AsyncWork::Lock(PendingLock {
+        retry_at_ms: core.now.mono_ms + retry_ms(posix_tries),
+        open_id: open.id,
+        lock,
+        sequence,
+        asking: None,
+        granted: false,
+        cancelled: false,
+        posix_tries,
+    })))
+}
+
+fn retry_ms(posix_tries: u32) -> u64 {
+    if posix_tries == 0 {
+        limits::BLOCKING_LOCK_RETRY_MS
+    } else {
+        posix::poll_ms(posix_tries)
+    }
+}
+
+/// The locks a LOCK asks for, those with a valid range.
+fn new_locks(asks: &[arbiter::LockAsk]) -> Vec<ByteRangeLock> {
+    asks.iter().filter_map(|a| a.lock.ok()).collect()
+}
+
+/// An UNLOCK was decided: the ranges it released are released on the descriptor too.
+fn unlocked(open: &Open, ranges: &arbiter::Ranges, done: &Result<(), NtStatus>) {
+    let ranges: Vec<(u64, u64)> = ranges.iter().map_while(|r| r.ok()).collect();
+    posix::release(open, open.id, &ranges, done.is_ok());
 }
 
 /// Try a waiting lock again: at once when its file is homed here, else by asking the home
@@ -275,9 +336,19 @@ pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) ->
     let Some(open) = handles::by_id(core, session_id, p.open_id) else {
         return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
     };
+    if !posix::take(&open, &[p.lock]) {
+        p.posix_tries += 1;
+        p.retry_at_ms = core.now.mono_ms + retry_ms(p.posix_tries);
+        return Polled::Wait;
+    }
+    p.posix_tries = 0;
     match arbiter::retry_lock_or_ask(&core.server.node, open.key, &open.entry, p.lock) {
-        Decision::Made(true) => held(core, &open, p),
+        Decision::Made(true) => {
+            posix::keep(&open, &[p.lock]);
+            held(core, &open, p)
+        }
         Decision::Made(false) => {
+            posix::give_back(&open, &[p.lock]);
             p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
             Polled::Wait
         }
@@ -303,8 +374,11 @@ pub(crate) fn retried(
         return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if arbiter::retry_answered(&open.entry, p.lock, done.home()) {
-        held(core, &open, p)
-    } else if p.cancelled {
+        posix::keep(&open, &[p.lock]);
+        return held(core, &open, p);
+    }
+    posix::give_back(&open, &[p.lock]);
+    if p.cancelled {
         Polled::Done(Err(NtStatus::CANCELLED))
     } else {
         p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;

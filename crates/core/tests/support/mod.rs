@@ -245,6 +245,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             change_notify: true,
             smb3_unix_extensions: true,
             compress_data: false,
+            posix_locking: true,
             streams: true,
             fruit: None,
             shadow: None,

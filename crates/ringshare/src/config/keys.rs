@@ -106,6 +106,8 @@ pub(super) enum Opt {
     /// `continuous availability` (per share).
     ContinuousAvailability,
     ChangeNotify,
+    /// `posix locking` (per share).
+    PosixLocking,
     /// `smb3 unix extensions` (per share; the `[global]` value also rules NEGOTIATE).
     Smb3UnixExtensions,
     /// `compress data` (per share).
@@ -137,6 +139,7 @@ impl Opt {
                 | Opt::DurableHandles
                 | Opt::ContinuousAvailability
                 | Opt::ChangeNotify
+                | Opt::PosixLocking
                 | Opt::Smb3UnixExtensions
                 | Opt::CompressData
                 | Opt::Fruit
@@ -297,9 +300,7 @@ pub(super) fn classify(key: &str) -> Option<Opt> {
         "server services" => Opt::Ignored("ringshare runs only its SMB file service"),
         "socket options" => Opt::Ignored("ringshare sets its own socket options"),
         "kernel oplocks" => Opt::Ignored("ringshare takes no kernel oplocks (file leases)"),
-        "posix locking" => Opt::Ignored(
-            "ringshare does not yet mirror SMB byte-range locks as POSIX locks (docs/limits.md)",
-        ),
+        "posix locking" => Opt::PosixLocking,
         "smb ports" => Opt::Ignored("ringshare listens where `listen` says (default 0.0.0.0:445)"),
         "unix extensions" => Opt::Ignored("an SMB1 feature; ringshare speaks SMB 2 and 3 only"),
         "smb2 leases" => {

@@ -173,6 +173,7 @@ struct ShareDraft {
     durable_handles: Option<bool>,
     continuous_availability: Option<bool>,
     change_notify: Option<bool>,
+    posix_locking: Option<bool>,
     smb3_unix_extensions: Option<bool>,
     compress_data: Option<bool>,
 }
@@ -894,6 +895,9 @@ impl<'a> Parser<'a> {
             Opt::ChangeNotify => {
                 draft.change_notify = Some(self.bool_value(line, key, value)?);
             }
+            Opt::PosixLocking => {
+                draft.posix_locking = Some(self.bool_value(line, key, value)?);
+            }
             Opt::Smb3UnixExtensions => {
                 draft.smb3_unix_extensions = Some(self.bool_value(line, key, value)?);
             }
@@ -1130,6 +1134,7 @@ impl<'a> Parser<'a> {
                 .or(defaults.continuous_availability)
                 .unwrap_or(false),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
+            posix_locking: d.posix_locking.or(defaults.posix_locking).unwrap_or(true),
             smb3_unix_extensions: d
                 .smb3_unix_extensions
                 .or(defaults.smb3_unix_extensions)

@@ -332,6 +332,27 @@ impl Node for PosixNode {
         self.in_memory
     }
 
+    fn posix_lock(&self, kind: OfdLock, start: i64, len: i64) -> FsResult<bool> {
+        if self.path_only || self.kind != FileKind::File {
+            // (an O_PATH descriptor takes no locks; Samba mirrors none for such opens)
+            return Ok(true);
+        }
+        let kind = match kind {
+            OfdLock::Write if !self.writable => OfdLock::Read,
+            k => k,
+        };
+        ringshare_engine::sys::ofd_setlk(self.fd.as_fd(), kind, start, len)
+            .map_err(|e| FsError::from_errno(e.raw_os_error().unwrap_or(5)))
+    }
+
+    fn posix_locked(&self, kind: OfdLock, start: i64, len: i64) -> FsResult<bool> {
+        if self.path_only || self.kind != FileKind::File {
+            return Ok(false);
+        }
+        ringshare_engine::sys::ofd_getlk(self.fd.as_fd(), kind, start, len)
+            .map_err(|e| FsError::from_errno(e.raw_os_error().unwrap_or(5)))
+    }
+
     fn reads_within_size(&self) -> bool {
         self.fuse
     }

@@ -238,6 +238,7 @@ pub(super) fn new_open(
         create_action: settled.action.0,
         replay_eligible: matches!(ask, durable::Ask::V2 { .. }),
         lock_sequences: None,
+        posix_locks: Vec::new(),
         watch: None,
         notify_on_close: 0,
         kernel_marked_ms: 0,

@@ -518,6 +518,8 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
             create_action: s.create_action,
             replay_eligible: s.create_guid.is_some(),
             lock_sequences: s.lock_sequences.clone(),
+            // (the same descriptor: its POSIX locks stay)
+            posix_locks: s.posix_locks.clone(),
             watch: None,
             notify_on_close: s.notify_on_close,
             kernel_marked_ms: 0,

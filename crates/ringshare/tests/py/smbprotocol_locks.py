@@ -1,0 +1,92 @@
+"""Take and release byte-range locks with python's smbprotocol, one command a line.
+
+Run by crates/ringshare/tests/posix_locking.rs. Opens NAME (read and write, sharing all),
+prints `OPEN`, then for each line of standard input:
+
+    lock OFFSET LENGTH x|s     an exclusive or shared lock, FAIL_IMMEDIATELY
+    unlock OFFSET LENGTH       an unlock
+    close                      closes the file
+
+answers `OK` or `ERR <NTSTATUS in hex>`, and exits when standard input closes.
+"""
+
+import argparse
+import sys
+import uuid
+
+from smbprotocol import Dialects
+from smbprotocol.connection import Connection
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    FilePipePrinterAccessMask,
+    ImpersonationLevel,
+    LockFlags,
+    Open,
+    ShareAccess,
+)
+from smbprotocol.open import SMB2LockElement as LockElement
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+
+def element(offset, length, flags):
+    e = LockElement()
+    e["offset"] = offset
+    e["length"] = length
+    e["flags"] = flags
+    return e
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--user", required=True)
+    p.add_argument("--password", required=True)
+    p.add_argument("--share", required=True)
+    p.add_argument("--name", required=True)
+    args = p.parse_args()
+
+    conn = Connection(uuid.uuid4(), "127.0.0.1", args.port, require_signing=True)
+    conn.connect(dialect=Dialects.SMB_3_1_1, timeout=10)
+    session = Session(conn, args.user, args.password, require_encryption=False)
+    session.connect()
+    tree = TreeConnect(session, rf"\\127.0.0.1\{args.share}")
+    tree.connect()
+    f = Open(tree, args.name)
+    f.create(
+        ImpersonationLevel.Impersonation,
+        FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+        0,
+        ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE,
+        CreateDisposition.FILE_OPEN_IF,
+        CreateOptions.FILE_NON_DIRECTORY_FILE,
+    )
+    print("OPEN", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        try:
+            if words[0] == "lock":
+                kind = (
+                    LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK
+                    if words[3] == "x"
+                    else LockFlags.SMB2_LOCKFLAG_SHARED_LOCK
+                )
+                flags = kind | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
+                f.lock([element(int(words[1]), int(words[2]), flags)])
+            elif words[0] == "unlock":
+                f.lock([element(int(words[1]), int(words[2]), LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+            elif words[0] == "close":
+                f.close()
+            print("OK", flush=True)
+        except SMBResponseException as e:
+            print(f"ERR {e.status:#010x}", flush=True)
+    session.disconnect()
+    conn.disconnect()
+
+
+if __name__ == "__main__":
+    main()
