@@ -638,6 +638,23 @@ pub fn after_close(e: &mut FileEntry, lease: Option<LeaseId>) -> Option<LeaseId>
     Some(id)
 }
 
+/// Whether open `owner` caches the file for reads (`write` false) or writes (`write` true):
+/// its lease has READ_CACHING or WRITE_CACHING, or its oplock is level II (reads) or
+/// exclusive or batch (both), as Samba's `fsp_lease_type` counts oplocks. Samba's `strict
+/// locking = Auto` skips the lock check of such an open's READ or WRITE.
+pub fn caches(e: &FileEntry, owner: u64, write: bool) -> bool {
+    let Some(o) = e.opens.iter().find(|o| o.owner == owner) else {
+        return false;
+    };
+    let state = match (o.caching.level, o.caching.lease) {
+        (LEVEL_LEASE, Some(id)) => e.leases.iter().find(|l| l.id == id).map_or(0, |l| l.state),
+        (LEVEL_II, _) => R,
+        (LEVEL_EXCLUSIVE | LEVEL_BATCH, _) => R | W | H,
+        _ => 0,
+    };
+    state & if write { W } else { R } != 0
+}
+
 /// The lease open `owner` holds, if any.
 fn lease_of(e: &FileEntry, owner: u64) -> Option<LeaseId> {
     e.opens

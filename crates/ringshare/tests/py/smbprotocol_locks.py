@@ -5,6 +5,12 @@ prints `OPEN`, then for each line of standard input:
 
     lock OFFSET LENGTH x|s     an exclusive or shared lock, FAIL_IMMEDIATELY
     unlock OFFSET LENGTH       an unlock
+    wait OFFSET LENGTH x|s     a blocking lock, sent: answers `SENT <status>` with the
+                               status of the first response (0x00000103: STATUS_PENDING)
+    result                     waits for the blocking lock's final answer
+    cancel                     sends a CANCEL for the blocking lock
+    read OFFSET LENGTH         a READ
+    write OFFSET LENGTH        a WRITE of that many bytes
     close                      closes the file
 
 answers `OK` or `ERR <NTSTATUS in hex>`, and exits when standard input closes.
@@ -64,12 +70,32 @@ def main():
         CreateOptions.FILE_NON_DIRECTORY_FILE,
     )
     print("OPEN", flush=True)
+    pending = None
     for line in sys.stdin:
         words = line.split()
         if not words:
             continue
         try:
-            if words[0] == "lock":
+            if words[0] == "wait":
+                kind = (
+                    LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK
+                    if words[3] == "x"
+                    else LockFlags.SMB2_LOCKFLAG_SHARED_LOCK
+                )
+                req, receive = f.lock([element(int(words[1]), int(words[2]), kind)], send=False)
+                sent = conn.send(req, session.session_id, tree.tree_connect_id)
+                pending = (sent, receive)
+                # The interim response (STATUS_PENDING), or the final one if none.
+                sent.response_event.wait(timeout=10)
+                status = sent.response["status"].get_value() if sent.response else 0
+                print(f"SENT {status:#010x}", flush=True)
+                continue
+            elif words[0] == "result":
+                sent, receive = pending
+                receive(sent, wait=True)
+            elif words[0] == "cancel":
+                pending[0].cancel()
+            elif words[0] == "lock":
                 kind = (
                     LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK
                     if words[3] == "x"
@@ -79,6 +105,10 @@ def main():
                 f.lock([element(int(words[1]), int(words[2]), flags)])
             elif words[0] == "unlock":
                 f.lock([element(int(words[1]), int(words[2]), LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+            elif words[0] == "read":
+                f.read(int(words[1]), int(words[2]))
+            elif words[0] == "write":
+                f.write(b"w" * int(words[2]), int(words[1]))
             elif words[0] == "close":
                 f.close()
             print("OK", flush=True)
