@@ -650,7 +650,7 @@ pub trait Node: Send + Sync + fmt::Debug {
     /// the file to `kind`, without waiting: `Ok(false)` when another open file
     /// description (a local program's fcntl lock, or another open's) holds a conflicting
     /// one. A `Write` lock on a node opened without write access is taken as `Read`, as
-    /// Samba does. The default, and backends without descriptors (in-memory, named
+    /// Samba does, and a `Read` lock on one without read access is not taken. The default, and backends without descriptors (in-memory, named
     /// streams): nothing is locked and every call succeeds.
     fn posix_lock(&self, kind: OfdLock, start: i64, len: i64) -> FsResult<bool> {
         let _ = (kind, start, len);

@@ -341,6 +341,13 @@ impl Node for PosixNode {
             OfdLock::Write if !self.writable => OfdLock::Read,
             k => k,
         };
+        // (F_RDLCK needs read access: a descriptor opened for writing only cannot hold a
+        // shared lock, and one for neither none; its range is left unlocked instead of made
+        // exclusive, which would refuse other opens' shared locks the lock table allows)
+        let kind = match kind {
+            OfdLock::Read if !self.readable => OfdLock::Unlock,
+            k => k,
+        };
         ringshare_engine::sys::ofd_setlk(self.fd.as_fd(), kind, start, len)
             .map_err(|e| FsError::from_errno(e.raw_os_error().unwrap_or(5)))
     }

@@ -692,3 +692,61 @@ fn a_name_matches_its_lowercase_form_whatever_its_case_and_script() {
         assert_eq!(lowercases_to(name, other), name.to_lowercase() == other);
     }
 }
+
+/// What a local program sees of a node's POSIX locks: whether a `kind` lock on the range
+/// would conflict, asked through a descriptor of its own.
+fn locked_for_others(dir: &Path, kind: OfdLock, start: i64, len: i64) -> bool {
+    let other = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("f"))
+        .unwrap();
+    ringshare_engine::sys::ofd_getlk(other.as_fd(), kind, start, len).unwrap()
+}
+
+#[test]
+fn a_write_lock_on_a_read_only_node_is_a_read_lock_and_a_read_lock_on_a_write_only_node_none() {
+    let Some((dir, _guard, share)) = shm_share_with_f("posixlock") else {
+        return;
+    };
+    let path = RelPath::from_components(["f"]).unwrap();
+    let who = crate::server_who();
+    let reader = share
+        .open(&who, &path, &OpenOptions::read_existing())
+        .unwrap();
+    assert!(reader.node.posix_lock(OfdLock::Write, 0, 10).unwrap());
+    assert!(
+        !locked_for_others(&dir, OfdLock::Read, 0, 10),
+        "readers pass"
+    );
+    assert!(
+        locked_for_others(&dir, OfdLock::Write, 0, 10),
+        "writers do not"
+    );
+    assert!(reader.node.posix_lock(OfdLock::Unlock, 0, 10).unwrap());
+    assert!(!locked_for_others(&dir, OfdLock::Write, 0, 10));
+
+    let write_only = OpenOptions {
+        read: false,
+        write: true,
+        ..OpenOptions::read_existing()
+    };
+    let writer = share.open(&who, &path, &write_only).unwrap();
+    assert!(writer.node.posix_lock(OfdLock::Write, 20, 10).unwrap());
+    assert!(locked_for_others(&dir, OfdLock::Read, 20, 10));
+    assert!(
+        writer.node.posix_lock(OfdLock::Read, 40, 10).unwrap(),
+        "not an error"
+    );
+    assert!(
+        !locked_for_others(&dir, OfdLock::Write, 40, 10),
+        "nothing is locked: F_RDLCK needs read access"
+    );
+    // Another node's lock is in the way of a conflicting one.
+    assert!(!reader.node.posix_lock(OfdLock::Read, 25, 1).unwrap());
+    assert!(reader.node.posix_locked(OfdLock::Read, 20, 1).unwrap());
+    assert!(
+        !writer.node.posix_locked(OfdLock::Write, 20, 1).unwrap(),
+        "its own"
+    );
+}

@@ -39,8 +39,9 @@ fn mirrored(open: &Open) -> bool {
 }
 
 /// Sets the descriptor's locks on the ranges of `within` from `held`; `false` at the first
-/// part another descriptor's lock is in the way of (the parts before it are set). A
-/// descriptor that cannot lock (a file system without POSIX locks) mirrors nothing.
+/// part another descriptor's lock is in the way of (the parts before it are set). A part the
+/// descriptor cannot lock (a file system without POSIX locks: an error other than a
+/// conflict) is left as it is and the others are set.
 fn set(open: &Open, held: &[ByteRangeLock], within: &[ByteRangeLock]) -> bool {
     for l in within {
         let Some(range) = locks::posix_range(l.offset, l.length) else {
@@ -50,7 +51,7 @@ fn set(open: &Open, held: &[ByteRangeLock], within: &[ByteRangeLock]) -> bool {
             match open.node.posix_lock(kind, start, len) {
                 Ok(true) => {}
                 Ok(false) => return false,
-                Err(_) => return true,
+                Err(_) => {}
             }
         }
     }
