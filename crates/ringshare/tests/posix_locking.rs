@@ -32,10 +32,16 @@ struct Target {
 impl Target {
     /// A file of 4 KiB in the share that the account may write, opened by smbprotocol.
     fn open(&self, name: &str) -> (SmbLocker, PathBuf) {
+        let path = self.file(name);
+        (SmbLocker::open(self, name), path)
+    }
+
+    /// The file of 4 KiB alone.
+    fn file(&self, name: &str) -> PathBuf {
         let path = self.dir.join(name);
         std::fs::write(&path, vec![b'x'; 4096]).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        (SmbLocker::open(self, name), path)
+        path
     }
 }
 
@@ -83,8 +89,28 @@ struct SmbLocker {
 
 impl SmbLocker {
     fn open(t: &Target, name: &str) -> SmbLocker {
+        let (locker, first) = SmbLocker::start(t, name, false);
+        assert_eq!(
+            first, "OPEN",
+            "smbprotocol did not open {name} on {}",
+            t.name
+        );
+        locker
+    }
+
+    /// [`SmbLocker::open`] asking an RWH lease; the lease state granted.
+    fn open_leased(t: &Target, name: &str) -> (SmbLocker, String) {
+        let (locker, first) = SmbLocker::start(t, name, true);
+        let state = first
+            .strip_prefix("OPEN ")
+            .unwrap_or_else(|| panic!("smbprotocol did not open {name} on {}: {first:?}", t.name));
+        (locker, state.to_string())
+    }
+
+    fn start(t: &Target, name: &str, lease: bool) -> (SmbLocker, String) {
         let mut child = Command::new(python())
             .arg(script("smbprotocol_locks.py"))
+            .args(lease.then_some("--lease"))
             .args(["--port", &t.port.to_string()])
             .args(["--user", &t.user, "--password", &t.password])
             .args(["--share", &t.share, "--name", name])
@@ -95,12 +121,7 @@ impl SmbLocker {
             .expect("start python");
         let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = out.next().and_then(Result::ok).unwrap_or_default();
-        assert_eq!(
-            first, "OPEN",
-            "smbprotocol did not open {name} on {}",
-            t.name
-        );
-        SmbLocker { child, out }
+        (SmbLocker { child, out }, first)
     }
 
     /// Sends one command; its answer (`OK` or `ERR 0x…`).
@@ -333,6 +354,20 @@ fn a_read_or_write_of_a_range_a_local_program_locked_is_a_lock_conflict() {
             answers(t, &mut smb, "write 100 1", LOCK_CONFLICT);
         }
         answers(t, &mut smb, "write 100 10", "OK");
+    });
+}
+
+/// As Samba's `strict locking = Auto`: an open whose lease caches reads and writes is not
+/// checked against local locks on READ or WRITE (no system call per I/O for such clients).
+#[test]
+fn an_open_holding_a_read_write_lease_reads_and_writes_past_a_local_lock() {
+    on_both("a leased open is not checked", "rsplk6", |t| {
+        let path = t.file("leased.txt");
+        let (mut smb, state) = SmbLocker::open_leased(t, "leased.txt");
+        assert_eq!(state, "7", "an RWH lease on {}", t.name);
+        let _writer = LocalHolder::hold(&path, 100, 10, true);
+        answers(t, &mut smb, "read 105 10", "OK");
+        answers(t, &mut smb, "write 105 10", "OK");
     });
 }
 

@@ -1,7 +1,7 @@
 """Take and release byte-range locks with python's smbprotocol, one command a line.
 
-Run by crates/ringshare/tests/posix_locking.rs. Opens NAME (read and write, sharing all),
-prints `OPEN`, then for each line of standard input:
+Run by crates/ringshare/tests/posix_locking.rs. Opens NAME (read and write, sharing all;
+with --lease asking an RWH lease), prints `OPEN` (`OPEN <lease state>` with --lease), then for each line of standard input:
 
     lock OFFSET LENGTH x|s     an exclusive or shared lock, FAIL_IMMEDIATELY
     unlock OFFSET LENGTH       an unlock
@@ -20,8 +20,10 @@ import argparse
 import sys
 import uuid
 
+from create_ctx import lease_ctx
 from smbprotocol import Dialects
 from smbprotocol.connection import Connection
+from smbprotocol.create_contexts import SMB2CreateResponseLeaseV2
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (
     CreateDisposition,
@@ -30,6 +32,7 @@ from smbprotocol.open import (
     ImpersonationLevel,
     LockFlags,
     Open,
+    RequestedOplockLevel,
     ShareAccess,
 )
 from smbprotocol.open import SMB2LockElement as LockElement
@@ -52,6 +55,7 @@ def main():
     p.add_argument("--password", required=True)
     p.add_argument("--share", required=True)
     p.add_argument("--name", required=True)
+    p.add_argument("--lease", action="store_true", help="ask an RWH lease")
     args = p.parse_args()
 
     conn = Connection(uuid.uuid4(), "127.0.0.1", args.port, require_signing=True)
@@ -61,15 +65,27 @@ def main():
     tree = TreeConnect(session, rf"\\127.0.0.1\{args.share}")
     tree.connect()
     f = Open(tree, args.name)
-    f.create(
+    lease = dict(
+        create_contexts=[lease_ctx(uuid.uuid4().bytes, 7)],
+        oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE,
+    )
+    response = f.create(
         ImpersonationLevel.Impersonation,
         FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
         0,
         ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE,
         CreateDisposition.FILE_OPEN_IF,
         CreateOptions.FILE_NON_DIRECTORY_FILE,
+        **(lease if args.lease else {}),
     )
-    print("OPEN", flush=True)
+    if args.lease:
+        state = next(
+            (c["lease_state"].get_value() for c in response or [] if isinstance(c, SMB2CreateResponseLeaseV2)),
+            0,
+        )
+        print(f"OPEN {int(state)}", flush=True)
+    else:
+        print("OPEN", flush=True)
     pending = None
     for line in sys.stdin:
         words = line.split()
