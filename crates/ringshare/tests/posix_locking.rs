@@ -167,6 +167,7 @@ const NOT_GRANTED: &str = "ERR 0xc0000055";
 const LOCK_CONFLICT: &str = "ERR 0xc0000054";
 const CANCELLED: &str = "ERR 0xc0000120";
 const PENDING: &str = "SENT 0x00000103";
+const RANGE_NOT_LOCKED: &str = "ERR 0xc000007e";
 
 /// A local program holding a classic fcntl lock (F_SETLK, python's `fcntl.lockf`) on a range
 /// of a file until dropped.
@@ -332,6 +333,22 @@ fn a_blocking_smb_lock_waits_for_a_local_programs_lock_and_a_cancel_ends_the_wai
             "the granted shared lock holds against writers on {}",
             t.name
         );
+    });
+}
+
+/// A blocking LOCK waiting for a local program's lock ends when its open is closed
+/// (RANGE_NOT_LOCKED on both), with nothing left locked.
+#[test]
+fn a_blocking_smb_lock_waiting_for_a_local_lock_ends_when_its_open_is_closed() {
+    on_both("a waiting lock ends with its open", "rsplk7", |t| {
+        let (mut smb, path) = t.open("closing.txt");
+        let holder = LocalHolder::hold(&path, 0, 10, true);
+        answers(t, &mut smb, "wait 0 10 x", PENDING);
+        std::thread::sleep(Duration::from_millis(300));
+        answers(t, &mut smb, "close", "OK");
+        answers(t, &mut smb, "result", RANGE_NOT_LOCKED);
+        drop(holder);
+        assert!(local_lock(&path, 0, 10, true), "nothing left on {}", t.name);
     });
 }
 
