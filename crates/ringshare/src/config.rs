@@ -511,6 +511,10 @@ pub struct ShareConfig {
     /// (open file description) lock on the open's file, so local programs' fcntl locks and
     /// SMB locks see each other. Default yes, as in Samba.
     pub posix_locking: bool,
+    /// `strict locking` (Samba's option): auto (`None`, the default, as in Samba), yes or
+    /// no: whether a READ or WRITE is checked against local programs' POSIX locks (with
+    /// `posix locking`): when the open's lease or oplock does not cache it, always, never.
+    pub strict_locking: Option<bool>,
     /// `smb3 unix extensions` (Samba's option): a CREATE carrying the POSIX
     /// context makes a POSIX open (mode given, POSIX information answered,
     /// case-sensitive names). Default no, as in Samba 4.22.
@@ -652,6 +656,7 @@ impl Config {
                 continuous_availability: false,
                 change_notify: true,
                 posix_locking: true,
+                strict_locking: None,
                 smb3_unix_extensions: false,
                 compress_data: false,
                 streams: true,
@@ -941,6 +946,24 @@ mod tests {
         assert!(c.shares[0].change_notify);
         let c = parse_str("[s]\npath = /tmp\nchange notify = no\n", path).unwrap();
         assert!(!c.shares[0].change_notify);
+    }
+
+    #[test]
+    fn strict_locking_is_auto_by_default_and_set_to_yes_or_no_per_share_or_in_global() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert_eq!(d.shares[0].strict_locking, None);
+        let c = parse_str(
+            "[global]\nstrict locking = no\n[s]\npath = /tmp\n[t]\npath = /tmp\n\
+             strict locking = yes\n[u]\npath = /tmp\nstrict locking = Auto\n",
+            path,
+        )
+        .unwrap();
+        assert_eq!(c.shares[0].strict_locking, Some(false));
+        assert_eq!(c.shares[1].strict_locking, Some(true));
+        assert_eq!(c.shares[2].strict_locking, None);
+        assert!(c.ignored.is_empty(), "{:?}", c.ignored);
+        assert!(parse_str("[s]\npath = /tmp\nstrict locking = sometimes\n", path).is_err());
     }
 
     #[test]

@@ -91,6 +91,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         root_key: Default::default(),
         change_notify: s.change_notify,
         posix_locking: s.posix_locking,
+        strict_locking: s.strict_locking,
         smb3_unix_extensions: s.smb3_unix_extensions,
         compress_data: s.compress_data,
         streams: s.streams,

@@ -469,6 +469,10 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
     );
     opt(s, "change notify", yes_no(share.change_notify));
     opt(s, "posix locking", yes_no(share.posix_locking));
+    let strict = share
+        .strict_locking
+        .map_or("Auto", |b| if b { "yes" } else { "no" });
+    opt(s, "strict locking", strict);
     opt(
         s,
         "smb3 unix extensions",

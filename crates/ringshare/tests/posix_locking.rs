@@ -48,6 +48,11 @@ impl Target {
 /// Runs `scenario` against ringshare and against Samba 4.22's smbd (default `posix locking`
 /// and `strict locking`), each with a share of its own.
 fn on_both(test: &str, user: &str, scenario: fn(&Target)) {
+    on_both_with(test, user, "", scenario);
+}
+
+/// [`on_both`] with more `lines` in the share's section on both servers.
+fn on_both_with(test: &str, user: &str, lines: &str, scenario: fn(&Target)) {
     if skipped(test) || !twin::root_and_tools_or_skip(test, &["smbd", "smbpasswd", "useradd"]) {
         return;
     }
@@ -58,7 +63,10 @@ fn on_both(test: &str, user: &str, scenario: fn(&Target)) {
         let dir = twin::server_root(tmp.path(), kind).join("share");
         std::fs::create_dir(&dir).unwrap();
         twin::must("chown", &[user, dir.to_str().unwrap()]);
-        let section = format!("[share]\n\tpath = {}\n\tread only = no\n", dir.display());
+        let section = format!(
+            "[share]\n\tpath = {}\n\tread only = no\n{lines}",
+            dir.display()
+        );
         let base = tmp.path().join(format!("{kind}-state"));
         let srv = if kind == "samba" {
             twin::start_samba(&base, Net::Loopback, "", &section, &[user])
@@ -386,6 +394,46 @@ fn an_open_holding_a_read_write_lease_reads_and_writes_past_a_local_lock() {
         answers(t, &mut smb, "read 105 10", "OK");
         answers(t, &mut smb, "write 105 10", "OK");
     });
+}
+
+/// `strict locking = no`: neither server checks a READ or WRITE against local programs' locks
+/// (Samba checks no lock at all then; ringshare still checks SMB clients' own locks,
+/// docs/limits.md), so a client that asks for no lease pays no system call per I/O.
+#[test]
+fn with_strict_locking_off_a_read_or_write_is_not_checked_against_local_locks() {
+    on_both_with(
+        "strict locking = no",
+        "rsplk7",
+        "\tstrict locking = no\n",
+        |t| {
+            let (mut smb, path) = t.open("unchecked.txt");
+            let _writer = LocalHolder::hold(&path, 100, 10, true);
+            answers(t, &mut smb, "read 105 10", "OK");
+            answers(t, &mut smb, "write 95 10", "OK");
+            // SMB LOCKs still meet the local lock (`posix locking` is on).
+            answers(t, &mut smb, "lock 100 1 x", NOT_GRANTED);
+        },
+    );
+}
+
+/// `strict locking = yes`: both check every READ and WRITE, even of an open whose lease
+/// caches them.
+#[test]
+fn with_strict_locking_on_even_a_leased_open_is_checked_against_local_locks() {
+    on_both_with(
+        "strict locking = yes",
+        "rsplk8",
+        "\tstrict locking = yes\n",
+        |t| {
+            let path = t.file("strict.txt");
+            let (mut smb, state) = SmbLocker::open_leased(t, "strict.txt");
+            assert_eq!(state, "7", "an RWH lease on {}", t.name);
+            let _writer = LocalHolder::hold(&path, 100, 10, true);
+            answers(t, &mut smb, "read 105 10", LOCK_CONFLICT);
+            answers(t, &mut smb, "write 105 10", LOCK_CONFLICT);
+            answers(t, &mut smb, "read 0 100", "OK");
+        },
+    );
 }
 
 #[test]

@@ -95,6 +95,11 @@ pub struct ShareDef {
     /// as an open-file-description lock on the open's file (`Node::posix_lock`), so a local
     /// program's fcntl lock stops an SMB LOCK and an SMB lock stops a local program's.
     pub posix_locking: bool,
+    /// `strict locking` (Samba's option): with `posix locking`, whether a READ or WRITE the
+    /// lock table allows is also checked against local programs' POSIX locks: `None` (auto,
+    /// the default) unless the open's lease or oplock caches it, `Some(true)` always,
+    /// `Some(false)` never. The lock table (SMB clients' own locks) is always checked.
+    pub strict_locking: Option<bool>,
     /// Files have named data streams (`vfs objects` lists `streams_xattr`,
     /// or names no modules): used when the backend supports them too
     /// ([`ShareDef::has_streams`]); without, a `:` in a name is
@@ -142,6 +147,7 @@ impl ShareDef {
             continuous_availability: self.continuous_availability,
             change_notify: self.change_notify,
             posix_locking: self.posix_locking,
+            strict_locking: self.strict_locking,
             streams: self.streams,
             smb3_unix_extensions: self.smb3_unix_extensions,
             compress_data: self.compress_data,

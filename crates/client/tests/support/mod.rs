@@ -94,6 +94,7 @@ pub fn server_config(
             smb3_unix_extensions: false,
             compress_data: false,
             posix_locking: true,
+            strict_locking: None,
             streams: true,
             fruit: None,
             shadow: None,

@@ -40,15 +40,17 @@ pub(crate) fn io_check(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bo
 /// FILE_LOCK_CONFLICT when a local lock is in the way. As there, an open whose lease or
 /// oplock caches reads (for a READ) or writes (for a WRITE) is not checked: the common case
 /// of Windows and macOS clients costs no system call; others' cost one per READ or WRITE
-/// (about 0.4 us here, docs/limits.md).
+/// (about 0.4 us here, docs/limits.md). `strict locking = yes` checks cached ones too, `no`
+/// none (the lock table is checked whatever it says).
 fn local_check(open: &Open, io: &IoAsk) -> Result<(), NtStatus> {
-    if !open.share.posix_locking || open.is_dir {
+    let strict = open.share.strict_locking;
+    if !open.share.posix_locking || open.is_dir || strict == Some(false) {
         return Ok(());
     }
     let Some((start, len)) = locks::posix_range(io.offset, io.length) else {
         return Ok(());
     };
-    if oplock::caches(&lock(&open.entry), open.id, io.write) {
+    if strict.is_none() && oplock::caches(&lock(&open.entry), open.id, io.write) {
         return Ok(());
     }
     let kind = if io.write {

@@ -246,6 +246,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             smb3_unix_extensions: true,
             compress_data: false,
             posix_locking: true,
+            strict_locking: None,
             streams: true,
             fruit: None,
             shadow: None,

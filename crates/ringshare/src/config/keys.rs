@@ -108,6 +108,8 @@ pub(super) enum Opt {
     ChangeNotify,
     /// `posix locking` (per share).
     PosixLocking,
+    /// `strict locking` (per share: auto, yes or no).
+    StrictLocking,
     /// `smb3 unix extensions` (per share; the `[global]` value also rules NEGOTIATE).
     Smb3UnixExtensions,
     /// `compress data` (per share).
@@ -140,6 +142,7 @@ impl Opt {
                 | Opt::ContinuousAvailability
                 | Opt::ChangeNotify
                 | Opt::PosixLocking
+                | Opt::StrictLocking
                 | Opt::Smb3UnixExtensions
                 | Opt::CompressData
                 | Opt::Fruit
@@ -301,6 +304,7 @@ pub(super) fn classify(key: &str) -> Option<Opt> {
         "socket options" => Opt::Ignored("ringshare sets its own socket options"),
         "kernel oplocks" => Opt::Ignored("ringshare takes no kernel oplocks (file leases)"),
         "posix locking" => Opt::PosixLocking,
+        "strict locking" => Opt::StrictLocking,
         "smb ports" => Opt::Ignored("ringshare listens where `listen` says (default 0.0.0.0:445)"),
         "unix extensions" => Opt::Ignored("an SMB1 feature; ringshare speaks SMB 2 and 3 only"),
         "smb2 leases" => {

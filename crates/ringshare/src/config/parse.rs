@@ -174,6 +174,8 @@ struct ShareDraft {
     continuous_availability: Option<bool>,
     change_notify: Option<bool>,
     posix_locking: Option<bool>,
+    /// `strict locking`: unset, or auto (`Some(None)`) / yes / no.
+    strict_locking: Option<Option<bool>>,
     smb3_unix_extensions: Option<bool>,
     compress_data: Option<bool>,
 }
@@ -898,6 +900,9 @@ impl<'a> Parser<'a> {
             Opt::PosixLocking => {
                 draft.posix_locking = Some(self.bool_value(line, key, value)?);
             }
+            Opt::StrictLocking => {
+                draft.strict_locking = Some(self.auto_or_bool_value(line, key, value)?);
+            }
             Opt::Smb3UnixExtensions => {
                 draft.smb3_unix_extensions = Some(self.bool_value(line, key, value)?);
             }
@@ -1135,6 +1140,7 @@ impl<'a> Parser<'a> {
                 .unwrap_or(false),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
             posix_locking: d.posix_locking.or(defaults.posix_locking).unwrap_or(true),
+            strict_locking: d.strict_locking.or(defaults.strict_locking).unwrap_or(None),
             smb3_unix_extensions: d
                 .smb3_unix_extensions
                 .or(defaults.smb3_unix_extensions)
