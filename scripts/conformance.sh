@@ -66,8 +66,8 @@ DEFAULT_SUITES=(smb2.connect smb2.read smb2.rw smb2.dir smb2.getinfo smb2.setinf
     smb2.replay smb2.notify smb2.notify-inotify smb2.streams smb2.create_no_streams
     smb2.ioctl-on-stream smb2.fileid smb2.timestamps
     smb2.dirlease smb2.durable-v2-regressions smb2.name-mangling smb2.stream-inherit-perms
-    smb2.winattr2 smb2.openattr smb2.winattr smb2.twrp rpc.lsa.lookupsids rpc.lsa.lookupnames
-    rpc.samr.handletype)
+    smb2.winattr2 smb2.openattr smb2.winattr smb2.twrp smb2.kernel-oplocks smb2.samba3misc
+    rpc.lsa.lookupsids rpc.lsa.lookupnames rpc.samr.handletype)
 # DCE/RPC over the IPC$ named pipes: `--rpc` (the target is ncacn_np:HOST, not a share).
 RPC_SUITES=(rpc.lsa.lookupsids rpc.lsa.lookupnames rpc.samr.handletype)
 # Change notification: `--notify`.
