@@ -22,6 +22,7 @@ pub mod grant;
 pub mod handover;
 pub mod home;
 mod hooks;
+pub mod late;
 pub mod msg;
 pub mod notify;
 mod reclaim;
@@ -84,6 +85,11 @@ pub trait ClusterNode {
     /// `now_ms` is this node's monotonic clock: a home decides break
     /// deadlines by its own clock, never by the caller's.
     fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError>;
+    /// Node `node` answered `answer` to `call` (both as they travelled) after this node
+    /// stopped waiting for it and told its client FILE_NOT_AVAILABLE: what the answer says was
+    /// done there that the client does not know of is undone there ([`late`]). Call it away
+    /// from a client's I/O thread: it calls `node`.
+    fn cluster_answered_late(&self, node: u16, call: &[u8], answer: &[u8]);
 }
 
 impl ClusterNode for ServerState {
@@ -142,6 +148,9 @@ impl ClusterNode for ServerState {
         let mut unsent = crate::server::lock(&self.node.unsent_closes);
         unsent.extend(left);
         unsent.len()
+    }
+    fn cluster_answered_late(&self, node: u16, call: &[u8], answer: &[u8]) {
+        late::answered(self, node, call, answer);
     }
     fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError> {
         let m = match msg::Message::decode(message) {

@@ -59,6 +59,12 @@ pub struct Bus {
     pub give_ups_late: Mutex<HashSet<u16>>,
     /// Nodes that take this long (ms, wall clock) to answer each call, as a stopped or slow peer.
     pub slow: Mutex<HashMap<u16, u64>>,
+    /// Nodes that carry out every call (but a give-up) and answer it too late: the caller hears
+    /// FILE_NOT_AVAILABLE, and the answer waits in [`Bus::late_answers`] until the test hands
+    /// it to the caller ([`Cluster::deliver_late`]), as the peer connection does once it comes.
+    pub answers_late: Mutex<HashSet<u16>>,
+    /// (caller, callee, call, answer) of the calls answered too late, not yet handed over.
+    pub late_answers: Mutex<Vec<(u16, u16, Vec<u8>, Vec<u8>)>>,
 }
 
 pub struct Link {
@@ -152,13 +158,19 @@ impl ClusterLink for Link {
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
         let now = self.bus.now_ms.load(Ordering::Relaxed);
-        let late = self.bus.give_ups_late.lock().unwrap().contains(&node)
-            && matches!(
-                msg::Message::decode(&message),
-                Ok(msg::Message::Call(msg::Call::GiveUp(..)))
-            );
+        let give_up = matches!(
+            msg::Message::decode(&message),
+            Ok(msg::Message::Call(msg::Call::GiveUp(..)))
+        );
+        let late = self.bus.give_ups_late.lock().unwrap().contains(&node) && give_up;
+        let all_late = self.bus.answers_late.lock().unwrap().contains(&node) && !give_up;
         match server.cluster_receive(&message, now) {
             Ok(Some(_)) if late => Err(NtStatus::FILE_NOT_AVAILABLE),
+            Ok(Some(answer)) if all_late => {
+                let late = (self.node, node, message, answer);
+                self.bus.late_answers.lock().unwrap().push(late);
+                Err(NtStatus::FILE_NOT_AVAILABLE)
+            }
             Ok(Some(answer)) => Ok(answer),
             other => panic!("a call got {other:?}"),
         }
@@ -235,6 +247,8 @@ impl Cluster {
             moves_fail: Mutex::new(HashSet::new()),
             give_ups_late: Mutex::new(HashSet::new()),
             slow: Mutex::new(HashMap::new()),
+            answers_late: Mutex::new(HashSet::new()),
+            late_answers: Mutex::new(Vec::new()),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)
@@ -328,6 +342,29 @@ impl Cluster {
                 s.take_over_persistent(&[dead], gained, now)
                     .expect("the in-memory records are read");
             }
+        }
+    }
+
+    /// The calls node `node` answered too late ([`Bus::answers_late`]) reach their callers now
+    /// (each caller's `cluster_answered_late`, on this thread, as on the peer connection's):
+    /// how many.
+    pub fn deliver_late(&self) -> usize {
+        let late = std::mem::take(&mut *self.bus.late_answers.lock().unwrap());
+        for (caller, node, call, answer) in &late {
+            if let Some(s) = self.bus.server(*caller) {
+                s.cluster_answered_late(*node, call, answer);
+            }
+        }
+        late.len()
+    }
+
+    /// Node `node` answers every call too late while `on` ([`Bus::answers_late`]).
+    pub fn answer_late(&self, node: u16, on: bool) {
+        let mut m = self.bus.answers_late.lock().unwrap();
+        if on {
+            m.insert(node);
+        } else {
+            m.remove(&node);
         }
     }
 

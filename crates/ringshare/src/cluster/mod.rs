@@ -520,6 +520,12 @@ pub fn start(
         }),
         stats.clone(),
     );
+    let late_server = Arc::downgrade(server);
+    peers.on_late(Arc::new(move |node, call: &[u8], answer: &[u8]| {
+        if let Some(s) = late_server.upgrade() {
+            s.cluster_answered_late(node, call, answer);
+        }
+    }));
     let _ = link.peers.set(peers);
     server
         .join_cluster(link.clone())

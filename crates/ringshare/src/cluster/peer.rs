@@ -50,6 +50,10 @@ const ANSWER: u8 = 3;
 /// How long a call waits for its answer; a connection attempt, a handshake.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long after it was sent a call's late answer is still read ([`Peers::watch_late`]), and
+/// how many calls are watched so at most.
+const LATE_LIMIT: Duration = Duration::from_secs(30);
+const LATE_MAX: usize = 256;
 /// Idle connections kept per peer.
 const IDLE_MAX: usize = 8;
 /// Posts queued per peer before new ones are dropped (each dropped post is
@@ -351,7 +355,7 @@ fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::
         let (kind, msg) = c.recv()?;
         if kind == CALL && caller_went(&c.stream) {
             // The caller stopped waiting (its 2 s went while this node was stopped or slow),
-            // told its client FILE_NOT_AVAILABLE (try again) and closed the connection: what
+            // told its client FILE_NOT_AVAILABLE (try again) and shut its side: what
             // it asked is not carried out now, as if it never came (issue 33: a LOCK granted,
             // or a durable open given up, after the caller went was nobody's).
             tracing::info!(
@@ -372,7 +376,8 @@ fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::
 }
 
 /// Whether the other end of `stream` has closed it with nothing more to read (looked at
-/// without waiting): a caller whose call timed out ([`Peers::call`] drops the connection).
+/// without waiting): a caller whose call timed out ([`Peers::call`] shuts its side of the
+/// connection, and reads on for a late answer: [`Peers::watch_late`]).
 fn caller_went(stream: &TcpStream) -> bool {
     use rustix::net::RecvFlags;
     let mut b = [0u8; 1];
@@ -380,6 +385,18 @@ fn caller_went(stream: &TcpStream) -> bool {
         Ok((_, n)) => n == 0,
         Err(e) => e != rustix::io::Errno::AGAIN && e != rustix::io::Errno::INTR,
     }
+}
+
+/// What the node does with an answer that came after its call's [`CALL_TIMEOUT`]: node, the
+/// call's bytes, the answer's.
+pub type Late = dyn Fn(u16, &[u8], &[u8]) + Send + Sync;
+
+/// Whether a read failed for its timeout.
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// Calls and posts to other nodes.
@@ -390,6 +407,10 @@ pub struct Peers {
     idle: Mutex<HashMap<u16, Vec<Conn>>>,
     posts: Mutex<HashMap<u16, SyncSender<Vec<u8>>>>,
     pub stats: Arc<Stats>,
+    /// What to do with a late answer ([`Peers::on_late`]).
+    late: std::sync::OnceLock<Arc<Late>>,
+    /// Calls whose late answer is being awaited ([`Peers::watch_late`]).
+    watching: Arc<AtomicUsize>,
 }
 
 impl Peers {
@@ -404,6 +425,8 @@ impl Peers {
             idle: Mutex::new(HashMap::new()),
             posts: Mutex::new(HashMap::new()),
             stats,
+            late: std::sync::OnceLock::new(),
+            watching: Arc::default(),
         })
     }
 
@@ -418,16 +441,22 @@ impl Peers {
 
     /// Ask `node`; its answer, or FILE_NOT_AVAILABLE when it does not
     /// answer within [`CALL_TIMEOUT`] (the call is not repeated: it may
-    /// have been decided).
+    /// have been decided). A call sent and not answered in time is watched for its late
+    /// answer ([`Peers::watch_late`]).
     pub fn call(&self, node: u16, msg: &[u8]) -> Result<Vec<u8>, NtStatus> {
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
         let r = self.conn(node).and_then(|mut c| {
             c.send(CALL, msg)?;
-            match c.recv()? {
-                (ANSWER, a) => Ok((c, a)),
-                (k, _) => Err(bad(format!(
+            match c.recv() {
+                Ok((ANSWER, a)) => Ok((c, a)),
+                Ok((k, _)) => Err(bad(format!(
                     "node {node} answered with a frame of kind {k}"
                 ))),
+                Err(e) if timed_out(&e) => {
+                    self.watch_late(node, c, msg);
+                    Err(e)
+                }
+                Err(e) => Err(e),
             }
         });
         match r {
@@ -443,6 +472,56 @@ impl Peers {
                 tracing::warn!("cluster: a call to node {node} failed: {e}");
                 Err(NtStatus::FILE_NOT_AVAILABLE)
             }
+        }
+    }
+
+    /// What to do with an answer that comes after its call's [`CALL_TIMEOUT`]: the node's
+    /// `ClusterNode::cluster_answered_late` (issue 33). Set once, after the node joined.
+    pub fn on_late(&self, late: Arc<Late>) {
+        let _ = self.late.set(late);
+    }
+
+    /// Call `msg` on `c` was not answered within [`CALL_TIMEOUT`] (its caller tells its client
+    /// "try again"): this node stops sending on `c` (a callee that has not read the call yet
+    /// sees the caller went, `caller_went`, and does not carry it out) but a thread of its own
+    /// reads `c` until [`LATE_LIMIT`] for the answer of a callee that read the call in time and
+    /// was slow to answer it, and hands it to [`Peers::on_late`]'s handler, which undoes what
+    /// the answer says was done. At most [`LATE_MAX`] calls are watched at once; past that (or
+    /// without a handler) `c` is closed as before.
+    fn watch_late(&self, node: u16, c: Conn, msg: &[u8]) {
+        let Some(late) = self.late.get().cloned() else {
+            return;
+        };
+        if self.watching.fetch_add(1, Ordering::AcqRel) >= LATE_MAX {
+            self.watching.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!("cluster: a call to node {node} timed out; its answer is not awaited");
+            return;
+        }
+        let _ = c.stream.shutdown(std::net::Shutdown::Write);
+        let (watching, msg) = (Arc::clone(&self.watching), msg.to_vec());
+        let spawned = std::thread::Builder::new()
+            .name(format!("cluster-late-{node}"))
+            .spawn(move || {
+                let mut c = c;
+                let wait = LATE_LIMIT.saturating_sub(CALL_TIMEOUT);
+                if c.stream.set_read_timeout(Some(wait)).is_ok() {
+                    match c.recv() {
+                        Ok((ANSWER, answer)) => late(node, &msg, &answer),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                            // The callee did not carry the call out (it saw this node went).
+                        }
+                        Err(e) => {
+                            tracing::warn!("cluster: no late answer from node {node}: {e}")
+                        }
+                    }
+                }
+                drop(c);
+                watching.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            self.watching.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!("cluster: no thread to await a late answer of node {node}");
         }
     }
 

@@ -94,3 +94,89 @@ fn a_call_whose_caller_went_is_seen_before_it_is_carried_out() {
     callee.read_exact(&mut got).expect("read the call");
     assert!(caller_went(&callee), "the caller went");
 }
+
+/// A caller whose call timed out shuts only its sending side (issue 33): the callee that had not
+/// read the call yet sees the caller went, as when the caller closed; one that had read it and
+/// answers late still reaches the caller, who reads the answer.
+#[test]
+fn a_caller_that_stopped_waiting_is_seen_gone_and_still_reads_a_late_answer() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut caller = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let (mut callee, _) = listener.accept().expect("accept");
+    caller.write_all(b"call").expect("send");
+    caller
+        .shutdown(std::net::Shutdown::Write)
+        .expect("shut the sending side");
+    std::thread::sleep(Duration::from_millis(50));
+    let mut got = [0u8; 4];
+    callee.read_exact(&mut got).expect("read the call");
+    assert!(caller_went(&callee), "the caller went");
+    callee.write_all(b"late").expect("answer");
+    caller.read_exact(&mut got).expect("the late answer");
+    assert_eq!(&got, b"late");
+}
+
+/// Node 2 answers the call `slow` only after 2.5 s (overloaded past the caller's 2 s, not
+/// stopped: it read the call in time), every other call at once; what it was asked, in order.
+fn slow_acceptor() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let me = Identity {
+        node: 2,
+        secret: Arc::from(&b"the cluster secret"[..]),
+        level: 4,
+    };
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let handler: Arc<Handler> = Arc::new(move |m: &[u8]| {
+        lock(&seen).push(m.to_vec());
+        if m == b"slow" {
+            std::thread::sleep(Duration::from_millis(2500));
+        }
+        Ok(Some([b"did ", m].concat()))
+    });
+    let stats = Arc::new(Stats::default());
+    serve(
+        listener,
+        me,
+        Arc::new(|n| n == 1),
+        handler,
+        stats,
+        Arc::new(|_| false),
+    )
+    .expect("serve");
+    (addr, asked)
+}
+
+/// Issue 33: a call answered after the caller's 2 s is FILE_NOT_AVAILABLE to the caller, whose
+/// late-answer handler gets the answer when it comes (on a thread of its own) and sends node 2
+/// the call that undoes it; the call after it, answered in time, is handed to nobody.
+#[test]
+fn a_call_answered_after_the_timeout_is_handed_to_the_late_handler_which_undoes_it() {
+    let (addr, asked) = slow_acceptor();
+    let peers = initiator(4, addr, 4);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let weak = Arc::downgrade(&peers);
+    peers.on_late(Arc::new(move |node, call: &[u8], answer: &[u8]| {
+        let undone = weak.upgrade().map(|p| p.call(node, b"undo"));
+        let _ = tx.send((node, call.to_vec(), answer.to_vec(), undone));
+    }));
+    let t = std::time::Instant::now();
+    assert_eq!(peers.call(2, b"slow"), Err(NtStatus::FILE_NOT_AVAILABLE));
+    assert!(
+        t.elapsed() < Duration::from_millis(2400),
+        "the caller waited 2 s"
+    );
+    let (node, call, answer, undone) = rx.recv_timeout(Duration::from_secs(5)).expect("late");
+    assert_eq!(
+        (node, &call[..], &answer[..]),
+        (2, &b"slow"[..], &b"did slow"[..])
+    );
+    assert_eq!(undone, Some(Ok(b"did undo".to_vec())));
+    assert_eq!(*lock(&asked), [b"slow".to_vec(), b"undo".to_vec()]);
+    assert_eq!(peers.call(2, b"fast"), Ok(b"did fast".to_vec()));
+    assert!(
+        rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "in time: not late"
+    );
+}

@@ -1,0 +1,197 @@
+//! A call answered after its caller stopped waiting (issue 33; docs/cluster.md, "A call
+//! answered too late"): the caller told its client FILE_NOT_AVAILABLE ("try again") at the
+//! call's 2 s, but the home, slow rather than stopped, carried the call out all the same. The
+//! caller's transport keeps reading the connection for a while and hands the late answer here;
+//! what the answer says was done that the client does not know of is undone at the same node
+//! by calls of the kinds every node reads (no new message kind, no protocol level), so the
+//! home holds nothing for that client's sake that the client cannot release:
+//! - a LOCK granted ([`Call::Lock`] answered `Done`) or a waiting lock's retry granted
+//!   ([`Call::RetryLock`] answered `Flag(true)`): each range is unlocked, one call per range
+//!   (an UNLOCK stops at the first range not held);
+//! - an open admitted ([`Call::Admit`] answered `Admitted`): it is closed there (its lease
+//!   leaves the file with it when no other open holds it);
+//! - a delete-pending set or cleared ([`Call::DeletePending`] whose answer says it changed):
+//!   it is set back, unless an answer in time since told this node the same change.
+//!
+//! Every other call leaves nothing its client would have to release ([`undo_of`] says why,
+//! kind by kind). A call answered in time is never undone: its client learnt the answer.
+
+use super::ask;
+use super::msg::{self, Answer, Call};
+use crate::server::ServerState;
+
+/// The calls that undo at the home what `call`, answered `answer` after its caller stopped
+/// waiting, did there; empty when it did nothing its client would have to release:
+/// - CLOSE: the close was sent again (`HomeClose::withdraw`); a resend that finds no such
+///   open is done. UNLOCK: a range freed blocks nobody. IO, CHANGED, RENAME: breaks sent and a
+///   check made, nothing held (the I/O grant the home noted for the caller's node is one the
+///   node did not store: it asks again, and gives back nothing when revoked). MOVED: the
+///   rename happened; the home follows it. ACK_OPLOCK, ACK_LEASE: the client lowered its
+///   caching itself. REVOKE, CLOSE_PARKED: what the home asked for was done. RECLAIM: read
+///   only. INTEREST: changes sent to a node that asked for them. GIVE_UP: kept for the next
+///   reconnect (`NodeState::given_up`). TRANSFER: the reconnect is tried again by its client.
+/// - A LOCK that was told to wait, or refused, holds nothing.
+pub fn undo_of(call: &Call, answer: &Answer) -> Vec<Call> {
+    match (call, answer) {
+        (
+            Call::Lock {
+                key, owner, asks, ..
+            },
+            Answer::Done,
+        ) => asks
+            .iter()
+            .filter_map(|(l, _)| l.ok())
+            .map(|l| Call::Unlock {
+                key: *key,
+                owner: *owner,
+                ranges: vec![Ok((l.offset, l.length))],
+            })
+            .collect(),
+        (Call::RetryLock(key, l), Answer::Flag(true)) => vec![Call::Unlock {
+            key: *key,
+            owner: l.owner,
+            ranges: vec![Ok((l.offset, l.length))],
+        }],
+        (Call::Admit(key, ask), Answer::Admitted(..)) => vec![Call::Close {
+            key: *key,
+            owner: ask.owner,
+            delete_on_close: false,
+        }],
+        (Call::DeletePending(key, Some(_)), Answer::Pending { was, now }) if was != now => {
+            vec![Call::DeletePending(*key, Some(*was))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Node `node` answered `answer` (bytes as they came) to `call` (bytes as sent) after this
+/// node stopped waiting: undo what [`undo_of`] names, at that node. Runs on the transport's
+/// thread that read the late answer (never a client's I/O thread): the undo calls wait for
+/// their answers; one answered late again undoes nothing more (an UNLOCK, a CLOSE or a
+/// DELETE_PENDING that sets back is never undone).
+pub fn answered(server: &ServerState, node: u16, call: &[u8], answer: &[u8]) {
+    let (Ok(msg::Message::Call(call)), Ok(msg::Message::Answer(answer))) =
+        (msg::Message::decode(call), msg::Message::decode(answer))
+    else {
+        return;
+    };
+    for undo in undo_of(&call, &answer) {
+        if let (Call::DeletePending(key, Some(was)), false) = (&undo, unlearnt(server, &undo)) {
+            tracing::info!(
+                node,
+                ?key,
+                was,
+                "cluster: a late delete-pending kept (a later answer told this node so)"
+            );
+            continue;
+        }
+        let what = format!("{undo:?}");
+        match ask(&server.node, node, undo) {
+            Ok(Answer::Closed(_, Some(lease))) => {
+                if let Some(key) = super::home::key_of(&call) {
+                    server.lease_left(lease, key);
+                }
+                tracing::info!(node, "cluster: a late answer undone: {what}");
+            }
+            Ok(a) => tracing::info!(node, ?a, "cluster: a late answer undone: {what}"),
+            Err(s) => tracing::warn!(node, ?s, "cluster: a late answer not undone: {what}"),
+        }
+    }
+}
+
+/// Whether the delete-pending `undo` sets back is still what this node last heard from the
+/// file's home (its shadow entry): a later call's answer in time (its client's retry of the
+/// SET_INFO) told a client the change, which then stays. (A retry still on its way when the
+/// late answer is read is not seen here: docs/cluster.md says so.) Other undos: always.
+fn unlearnt(server: &ServerState, undo: &Call) -> bool {
+    match undo {
+        Call::DeletePending(key, Some(was)) => server
+            .files
+            .existing(*key)
+            .is_none_or(|e| crate::server::lock(&e).delete_pending == *was),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::locks::ByteRangeLock;
+    use crate::server::FileKey;
+    use ringshare_wire::NtStatus;
+
+    const KEY: FileKey = FileKey {
+        dev: 1,
+        ino: 2,
+        stream: 0,
+    };
+
+    fn range(offset: u64, length: u64) -> ByteRangeLock {
+        ByteRangeLock {
+            offset,
+            length,
+            exclusive: true,
+            owner: 9,
+        }
+    }
+
+    #[test]
+    fn a_lock_granted_late_is_unlocked_range_by_range_and_one_refused_or_waiting_is_not() {
+        let call = Call::Lock {
+            key: KEY,
+            owner: 9,
+            asks: vec![(Ok(range(0, 10)), true), (Ok(range(20, 5)), true)],
+            max: 10,
+            now_ms: 0,
+        };
+        let unlock = |o, l| Call::Unlock {
+            key: KEY,
+            owner: 9,
+            ranges: vec![Ok((o, l))],
+        };
+        assert_eq!(
+            undo_of(&call, &Answer::Done),
+            [unlock(0, 10), unlock(20, 5)]
+        );
+        assert!(undo_of(&call, &Answer::Wait).is_empty());
+        let refused = Answer::Refused(NtStatus::LOCK_NOT_GRANTED);
+        assert!(undo_of(&call, &refused).is_empty());
+        let retry = Call::RetryLock(KEY, range(3, 4));
+        assert_eq!(undo_of(&retry, &Answer::Flag(true)), [unlock(3, 4)]);
+        assert!(undo_of(&retry, &Answer::Flag(false)).is_empty());
+    }
+
+    #[test]
+    fn a_delete_pending_changed_late_is_set_back_and_one_unchanged_is_left() {
+        let set = Call::DeletePending(KEY, Some(true));
+        let changed = Answer::Pending {
+            was: false,
+            now: true,
+        };
+        let back = Call::DeletePending(KEY, Some(false));
+        assert_eq!(undo_of(&set, &changed), [back]);
+        let same = Answer::Pending {
+            was: true,
+            now: true,
+        };
+        assert!(undo_of(&set, &same).is_empty());
+        assert!(undo_of(&Call::DeletePending(KEY, None), &changed).is_empty());
+    }
+
+    #[test]
+    fn the_undo_of_an_undo_is_nothing() {
+        let unlock = Call::Unlock {
+            key: KEY,
+            owner: 9,
+            ranges: vec![Ok((0, 1))],
+        };
+        assert!(undo_of(&unlock, &Answer::Done).is_empty());
+        let close = Call::Close {
+            key: KEY,
+            owner: 9,
+            delete_on_close: false,
+        };
+        let closed = Answer::Refused(NtStatus::FILE_CLOSED);
+        assert!(undo_of(&close, &closed).is_empty());
+    }
+}
