@@ -14,6 +14,7 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
+use ringshare_core::cluster::ClusterNode;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::NtStatus;
 use support::*;
@@ -144,4 +145,22 @@ fn a_delete_pending_set_after_its_caller_stopped_waiting_is_cleared_again() {
         assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
         assert!(cl.exists("f.txt"), "nobody deleted it");
     }
+}
+
+/// Alice's CLOSE through node 1 of a file she set delete-pending is carried out at node 3 after
+/// node 1 stopped waiting: she was told the close succeeded (a close always is), and the file
+/// stayed, the close's resend finding no such open (FILE_CLOSED) and doing nothing more. Once
+/// the late answer reaches node 1, the close is finished there as in time: the file goes.
+#[test]
+fn a_close_answered_after_its_caller_stopped_waiting_removes_a_delete_pending_file() {
+    let cl = Cluster::new(3, 3);
+    let mut a = cl.client(1);
+    let fa = open(&mut a, "f.txt", ALL, 7).expect("a");
+    assert_eq!(a.set_info(fa, 1, 13, &[1]).status(), NtStatus::SUCCESS);
+    cl.answer_late(3, true);
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    cl.answer_late(3, false);
+    assert_eq!(cl.deliver_late(), 1);
+    assert_eq!(cl.nodes[0].resend_closes(), 0, "nothing left to send");
+    assert!(!cl.exists("f.txt"), "the last close removed it");
 }

@@ -548,3 +548,34 @@ fn a_persistent_open_is_not_taken_back_over_an_open_let_in_since_it_went() {
     assert_eq!(cl.nodes[0].parked_durables(), 0, "nothing parked");
     assert_eq!(d.write(g, 0, b"after").status(), NtStatus::SUCCESS);
 }
+
+/// Issue 33 (docs/cluster.md, "A call answered too late"): alice's reconnect through node 2 of
+/// the durable (or persistent) open node 1 kept is given it up, and node 3, the file's home,
+/// moves it to node 2's new id but answers after node 2 stopped waiting: the reconnect is told
+/// to try again, and node 2 keeps the open parked under its old id. Once the late answer
+/// reaches node 2, the home moves it back, and the next reconnect gets it whole. Before, the
+/// home held it under an id nobody had, and the next reconnect was told OBJECT_NAME_NOT_FOUND.
+#[test]
+fn a_move_answered_too_late_is_moved_back_for_the_next_reconnect() {
+    for flags in [0, PERSISTENT] {
+        let name = format!("moved{flags}.txt");
+        let cl = if flags == PERSISTENT {
+            ca_cluster(3)
+        } else {
+            Cluster::new(3, 3)
+        };
+        let (f, l) = left_on(&cl, 1, &name, flags);
+        cl.answer_late_if(3, Some(|c| matches!(c, msg::Call::Transfer(..))));
+        let mut b = alice(&cl, 2, 1);
+        let m = create_msg(&mut b, &name, vec![rqls(&l), dh2c_flags(f, 7, flags)]);
+        assert_eq!(
+            answer_all_of(&mut b, m),
+            vec![NtStatus::FILE_NOT_AVAILABLE],
+            "{name}: the move's answer came too late: try again"
+        );
+        cl.answer_late_if(3, None);
+        assert_eq!(cl.deliver_late(), 1, "{name}: the move's answer");
+        back_whole(&cl, 2, &name, f, &l, flags);
+        closed_cleanly(&cl, &name);
+    }
+}

@@ -11,25 +11,32 @@
 //! - an open admitted ([`Call::Admit`] answered `Admitted`): it is closed there (its lease
 //!   leaves the file with it when no other open holds it);
 //! - a delete-pending set or cleared ([`Call::DeletePending`] whose answer says it changed):
-//!   it is set back, unless an answer in time since told this node the same change.
+//!   it is set back, unless an answer in time since told this node the same change;
+//! - a reconnect's open moved to a new id ([`Call::Transfer`] answered `Transferred`): it
+//!   moves back to the id this node keeps it parked by for the next reconnect.
+//!
+//! A CLOSE answered late is finished here as its answer in time would have been
+//! ([`finish_close`]).
 //!
 //! Every other call leaves nothing its client would have to release ([`undo_of`] says why,
 //! kind by kind). A call answered in time is never undone: its client learnt the answer.
 
 use super::ask;
-use super::msg::{self, Answer, Call};
-use crate::server::ServerState;
+use super::msg::{self, Answer, Call, Moved};
+use crate::files::oplock::DISCONNECTED as PARKED;
+use crate::server::{lock, ServerState};
 
 /// The calls that undo at the home what `call`, answered `answer` after its caller stopped
 /// waiting, did there; empty when it did nothing its client would have to release:
-/// - CLOSE: the close was sent again (`HomeClose::withdraw`); a resend that finds no such
-///   open is done. UNLOCK: a range freed blocks nobody. IO, CHANGED, RENAME: breaks sent and a
+/// - CLOSE: nothing to undo (its client was told the close succeeded; the close waits to be
+///   sent again, `HomeClose::withdraw`): [`answered`] finishes it as the answer in time would
+///   have ([`finish_close`]). UNLOCK: a range freed blocks nobody. IO, CHANGED, RENAME: breaks sent and a
 ///   check made, nothing held (the I/O grant the home noted for the caller's node is one the
 ///   node did not store: it asks again, and gives back nothing when revoked). MOVED: the
 ///   rename happened; the home follows it. ACK_OPLOCK, ACK_LEASE: the client lowered its
 ///   caching itself. REVOKE, CLOSE_PARKED: what the home asked for was done. RECLAIM: read
 ///   only. INTEREST: changes sent to a node that asked for them. GIVE_UP: kept for the next
-///   reconnect (`NodeState::given_up`). TRANSFER: the reconnect is tried again by its client.
+///   reconnect (`NodeState::given_up`).
 /// - A LOCK that was told to wait, or refused, holds nothing.
 pub fn undo_of(call: &Call, answer: &Answer) -> Vec<Call> {
     match (call, answer) {
@@ -60,6 +67,20 @@ pub fn undo_of(call: &Call, answer: &Answer) -> Vec<Call> {
         (Call::DeletePending(key, Some(_)), Answer::Pending { was, now }) if was != now => {
             vec![Call::DeletePending(*key, Some(*was))]
         }
+        // A reconnect's move to a new id: the reconnect failed (FILE_NOT_AVAILABLE), and this
+        // node keeps the open parked under its old id for the next one (handover::keep), whose
+        // move would find no such open at the home: it goes back to that id, disconnected.
+        // (A move back, or a move to the same id, is never undone: the latter's reconnect
+        // succeeded.)
+        (Call::Transfer(key, m), Answer::Transferred(_)) if m.from != m.to && m.route != PARKED => {
+            let back = Moved {
+                from: m.to,
+                to: m.from,
+                route: PARKED,
+                who: m.who.clone(),
+            };
+            vec![Call::Transfer(*key, Box::new(back))]
+        }
         _ => Vec::new(),
     }
 }
@@ -75,6 +96,10 @@ pub fn answered(server: &ServerState, node: u16, call: &[u8], answer: &[u8]) {
     else {
         return;
     };
+    if let (Call::Close { key, owner, .. }, Answer::Closed(closed, lease)) = (&call, &answer) {
+        finish_close(server, *key, *owner, closed, *lease);
+        return;
+    }
     for undo in undo_of(&call, &answer) {
         if let (Call::DeletePending(key, Some(was)), false) = (&undo, unlearnt(server, &undo)) {
             tracing::info!(
@@ -99,6 +124,38 @@ pub fn answered(server: &ServerState, node: u16, call: &[u8], answer: &[u8]) {
     }
 }
 
+/// A CLOSE of open `owner` of `key` answered late: its client was told the close succeeded
+/// and the close waits to be sent again (`HomeClose::withdraw`), where a home that finds no
+/// such open says FILE_CLOSED and nothing more. It is done now, as the answer in time would
+/// have done it: the lease that left the file with it leaves here, and the file goes when the
+/// close was its last with the delete pending (a resend would have left it there).
+fn finish_close(
+    server: &ServerState,
+    key: crate::server::FileKey,
+    owner: u64,
+    closed: &crate::link::Closed,
+    lease: Option<crate::files::oplock::LeaseId>,
+) {
+    let unsent = {
+        let mut unsent = lock(&server.node.unsent_closes);
+        let at = unsent.iter().position(|u| u.key == key && u.owner == owner);
+        at.map(|i| unsent.remove(i))
+    };
+    let Some(u) = unsent else {
+        // Sent again and taken already: that answer did the rest.
+        return;
+    };
+    if let Some(id) = lease {
+        server.lease_left(id, key);
+    }
+    server.files.drop_if_unused(key);
+    let share = server.shares().share(&u.share).cloned();
+    if let (true, Some(s)) = (closed.remove, share) {
+        crate::opens::remove_file(server, &s, &u.who, &closed.path, closed.is_dir, None);
+    }
+    tracing::info!(?key, owner, "cluster: a close answered late is done");
+}
+
 /// Whether the delete-pending `undo` sets back is still what this node last heard from the
 /// file's home (its shadow entry): a later call's answer in time (its client's retry of the
 /// SET_INFO) told a client the change, which then stays. (A retry still on its way when the
@@ -108,7 +165,7 @@ fn unlearnt(server: &ServerState, undo: &Call) -> bool {
         Call::DeletePending(key, Some(was)) => server
             .files
             .existing(*key)
-            .is_none_or(|e| crate::server::lock(&e).delete_pending == *was),
+            .is_none_or(|e| lock(&e).delete_pending == *was),
         _ => true,
     }
 }
@@ -176,6 +233,54 @@ mod tests {
         };
         assert!(undo_of(&set, &same).is_empty());
         assert!(undo_of(&Call::DeletePending(KEY, None), &changed).is_empty());
+    }
+
+    #[test]
+    fn a_reconnects_move_answered_late_moves_back_parked_and_a_move_back_or_rejoin_does_not() {
+        let conn = crate::files::oplock::Route {
+            conn_id: 5,
+            session_id: 6,
+        };
+        let moved = |from, to, route| {
+            let m = Moved {
+                from,
+                to,
+                route,
+                who: None,
+            };
+            Call::Transfer(KEY, Box::new(m))
+        };
+        let open = crate::files::ShareEntry {
+            owner: 2,
+            access: 3,
+            share_access: 7,
+            caching: crate::files::oplock::Caching {
+                level: 0,
+                breaking_to: None,
+                break_deadline_ms: 0,
+                lease: None,
+                route: conn,
+                file_id: (1, 2),
+            },
+            who: None,
+            posix: false,
+        };
+        let t = crate::cluster::msg::Transferred {
+            open,
+            lease: None,
+            locks: Vec::new(),
+            delete_pending: false,
+            grant: 0,
+        };
+        let done = Answer::Transferred(Box::new(t));
+        assert_eq!(undo_of(&moved(1, 2, conn), &done), [moved(2, 1, PARKED)]);
+        assert!(
+            undo_of(&moved(2, 1, PARKED), &done).is_empty(),
+            "a move back"
+        );
+        assert!(undo_of(&moved(1, 1, conn), &done).is_empty(), "a rejoin");
+        let refused = Answer::Refused(NtStatus::OBJECT_NAME_NOT_FOUND);
+        assert!(undo_of(&moved(1, 2, conn), &refused).is_empty());
     }
 
     #[test]

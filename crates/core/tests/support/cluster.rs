@@ -62,7 +62,8 @@ pub struct Bus {
     /// Nodes that carry out every call (but a give-up) and answer it too late: the caller hears
     /// FILE_NOT_AVAILABLE, and the answer waits in [`Bus::late_answers`] until the test hands
     /// it to the caller ([`Cluster::deliver_late`]), as the peer connection does once it comes.
-    pub answers_late: Mutex<HashSet<u16>>,
+    /// (Only the calls its predicate picks.)
+    pub answers_late: Mutex<HashMap<u16, fn(&msg::Call) -> bool>>,
     /// (caller, callee, call, answer) of the calls answered too late, not yet handed over.
     pub late_answers: Mutex<Vec<(u16, u16, Vec<u8>, Vec<u8>)>>,
 }
@@ -163,7 +164,11 @@ impl ClusterLink for Link {
             Ok(msg::Message::Call(msg::Call::GiveUp(..)))
         );
         let late = self.bus.give_ups_late.lock().unwrap().contains(&node) && give_up;
-        let all_late = self.bus.answers_late.lock().unwrap().contains(&node) && !give_up;
+        let picked = self.bus.answers_late.lock().unwrap().get(&node).copied();
+        let all_late = !give_up
+            && picked.is_some_and(
+                |p| matches!(msg::Message::decode(&message), Ok(msg::Message::Call(c)) if p(&c)),
+            );
         match server.cluster_receive(&message, now) {
             Ok(Some(_)) if late => Err(NtStatus::FILE_NOT_AVAILABLE),
             Ok(Some(answer)) if all_late => {
@@ -247,7 +252,7 @@ impl Cluster {
             moves_fail: Mutex::new(HashSet::new()),
             give_ups_late: Mutex::new(HashSet::new()),
             slow: Mutex::new(HashMap::new()),
-            answers_late: Mutex::new(HashSet::new()),
+            answers_late: Mutex::new(HashMap::new()),
             late_answers: Mutex::new(Vec::new()),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
@@ -360,12 +365,16 @@ impl Cluster {
 
     /// Node `node` answers every call too late while `on` ([`Bus::answers_late`]).
     pub fn answer_late(&self, node: u16, on: bool) {
+        self.answer_late_if(node, on.then_some(|_| true));
+    }
+
+    /// Node `node` answers the calls `which` picks too late (none: answers every call in time).
+    pub fn answer_late_if(&self, node: u16, which: Option<fn(&msg::Call) -> bool>) {
         let mut m = self.bus.answers_late.lock().unwrap();
-        if on {
-            m.insert(node);
-        } else {
-            m.remove(&node);
-        }
+        match which {
+            Some(p) => m.insert(node, p),
+            None => m.remove(&node),
+        };
     }
 
     pub fn posts_to(&self, node: u16) -> u64 {
