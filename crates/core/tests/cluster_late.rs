@@ -17,6 +17,7 @@ use cluster_support::*;
 use ringshare_core::cluster::ClusterNode;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::NtStatus;
+use std::sync::atomic::Ordering;
 use support::*;
 
 const ALL: u32 = 0x001F_01FF;
@@ -28,65 +29,76 @@ const UNLOCK: u32 = 4;
 /// Alice's LOCK through node 1 of a file homed on node 3 is granted there after node 1 stopped
 /// waiting: she hears FILE_NOT_AVAILABLE, and the range is held for nobody (bob's LOCK of it
 /// through node 2 is refused) until the late answer reaches node 1, which unlocks it. Then
-/// alice's retry of the LOCK is granted, and once she unlocks, bob's is too.
+/// alice's retry of the LOCK is granted, and once she unlocks, bob's is too. The same when node
+/// 3 sees, once it decided, that node 1 went, and unlocks it itself (no answer reaches node 1).
 #[test]
 fn a_lock_granted_after_its_caller_stopped_waiting_is_unlocked_again() {
-    let cl = Cluster::new(3, 3);
-    let (mut a, mut b) = (cl.client(1), cl.client(2));
-    let fa = open(&mut a, "f.txt", ALL, 7).expect("a");
-    let fb = open(&mut b, "f.txt", ALL, 7).expect("b");
-    let range = [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)];
-    cl.answer_late(3, true);
-    assert_eq!(
-        a.lock(fa, &range).status(),
-        NtStatus::FILE_NOT_AVAILABLE,
-        "the home's answer came too late: try again"
-    );
-    cl.answer_late(3, false);
-    assert_eq!(
-        b.lock(fb, &range).status(),
-        NtStatus::LOCK_NOT_GRANTED,
-        "the home granted alice's lock all the same"
-    );
-    assert_eq!(cl.deliver_late(), 1);
-    assert_eq!(a.lock(fa, &range).status(), NtStatus::SUCCESS, "retried");
-    assert_eq!(
-        b.lock(fb, &range).status(),
-        NtStatus::LOCK_NOT_GRANTED,
-        "alice holds it now, once"
-    );
-    assert_eq!(a.lock(fa, &[(0, 100, UNLOCK)]).status(), NtStatus::SUCCESS);
-    assert_eq!(b.lock(fb, &range).status(), NtStatus::SUCCESS, "free again");
+    for at_home in [false, true] {
+        let cl = Cluster::new(3, 3);
+        cl.bus.undo_at_home.store(at_home, Ordering::Relaxed);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        let fa = open(&mut a, "f.txt", ALL, 7).expect("a");
+        let fb = open(&mut b, "f.txt", ALL, 7).expect("b");
+        let range = [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)];
+        cl.answer_late(3, true);
+        assert_eq!(
+            a.lock(fa, &range).status(),
+            NtStatus::FILE_NOT_AVAILABLE,
+            "the home's answer came too late: try again"
+        );
+        cl.answer_late(3, false);
+        if !at_home {
+            assert_eq!(
+                b.lock(fb, &range).status(),
+                NtStatus::LOCK_NOT_GRANTED,
+                "the home granted alice's lock all the same"
+            );
+        }
+        assert_eq!(cl.deliver_late(), usize::from(!at_home));
+        assert_eq!(a.lock(fa, &range).status(), NtStatus::SUCCESS, "retried");
+        assert_eq!(
+            b.lock(fb, &range).status(),
+            NtStatus::LOCK_NOT_GRANTED,
+            "alice holds it now, once"
+        );
+        assert_eq!(a.lock(fa, &[(0, 100, UNLOCK)]).status(), NtStatus::SUCCESS);
+        assert_eq!(b.lock(fb, &range).status(), NtStatus::SUCCESS, "free again");
+    }
 }
 
 /// Alice's CREATE through node 1 sharing nothing is admitted at node 3 after node 1 stopped
 /// waiting: she hears FILE_NOT_AVAILABLE, and bob's CREATE sharing nothing is refused
 /// (SHARING_VIOLATION) until the late answer reaches node 1, which closes the admission. Then
-/// bob's is admitted.
+/// bob's is admitted. The same when node 3 closes it itself, seeing node 1 went.
 #[test]
 fn an_open_admitted_after_its_caller_stopped_waiting_is_closed_again() {
-    let cl = Cluster::new(3, 3);
-    let (mut a, mut b) = (cl.client(1), cl.client(2));
-    cl.answer_late(3, true);
-    assert_eq!(
-        open(&mut a, "f.txt", ALL, 0),
-        Err(NtStatus::FILE_NOT_AVAILABLE),
-        "the home's answer came too late: try again"
-    );
-    cl.answer_late(3, false);
-    assert_eq!(
-        open(&mut b, "f.txt", ALL, 0),
-        Err(NtStatus::SHARING_VIOLATION),
-        "the home admitted alice's open all the same"
-    );
-    assert_eq!(cl.deliver_late(), 1);
-    let fb = open(&mut b, "f.txt", ALL, 0).expect("admitted now");
-    assert_eq!(
-        open(&mut a, "f.txt", ALL, 0),
-        Err(NtStatus::SHARING_VIOLATION),
-        "bob's open is the one there"
-    );
-    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    for at_home in [false, true] {
+        let cl = Cluster::new(3, 3);
+        cl.bus.undo_at_home.store(at_home, Ordering::Relaxed);
+        let (mut a, mut b) = (cl.client(1), cl.client(2));
+        cl.answer_late(3, true);
+        assert_eq!(
+            open(&mut a, "f.txt", ALL, 0),
+            Err(NtStatus::FILE_NOT_AVAILABLE),
+            "the home's answer came too late: try again"
+        );
+        cl.answer_late(3, false);
+        if !at_home {
+            assert_eq!(
+                open(&mut b, "f.txt", ALL, 0),
+                Err(NtStatus::SHARING_VIOLATION),
+                "the home admitted alice's open all the same"
+            );
+        }
+        assert_eq!(cl.deliver_late(), usize::from(!at_home));
+        let fb = open(&mut b, "f.txt", ALL, 0).expect("admitted now");
+        assert_eq!(
+            open(&mut a, "f.txt", ALL, 0),
+            Err(NtStatus::SHARING_VIOLATION),
+            "bob's open is the one there"
+        );
+        assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    }
 }
 
 /// The same with a lease: alice's open admitted too late held an RWH lease at the home; once

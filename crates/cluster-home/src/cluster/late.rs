@@ -20,6 +20,11 @@
 //!
 //! Every other call leaves nothing its client would have to release ([`undo_of`] says why,
 //! kind by kind). A call answered in time is never undone: its client learnt the answer.
+//!
+//! The home itself undoes the same when it sees, once it decided, that the caller stopped
+//! waiting already ([`undone_here`]: its answer is then not sent): as soon as it can, and for
+//! callers of older builds too. One side only undoes a call: the home looks once, before it
+//! would send the answer, and the caller undoes only an answer it reads.
 
 use super::ask;
 use super::msg::{self, Answer, Call, Moved};
@@ -122,6 +127,32 @@ pub fn answered(server: &ServerState, node: u16, call: &[u8], answer: &[u8]) {
             Err(s) => tracing::warn!(node, ?s, "cluster: a late answer not undone: {what}"),
         }
     }
+}
+
+/// This node, `call`'s home, answered `answer` (bytes as they would travel) and its caller has
+/// stopped waiting meanwhile (its side of the connection is shut): what [`undo_of`] names is
+/// undone here, as its caller's calls would undo it, and true (the answer is not sent: the
+/// caller, reading no answer, undoes nothing). False, and nothing done, when there is nothing
+/// to undo: the answer is sent, and a late CLOSE is finished by its caller ([`answered`]).
+pub fn undone_here(server: &ServerState, call: &[u8], answer: &[u8], now_ms: u64) -> bool {
+    let (Ok(msg::Message::Call(call)), Ok(msg::Message::Answer(answer))) =
+        (msg::Message::decode(call), msg::Message::decode(answer))
+    else {
+        return false;
+    };
+    let undo = undo_of(&call, &answer);
+    if undo.is_empty() {
+        return false;
+    }
+    for u in undo {
+        let what = format!("{u:?}");
+        let a = super::home::serve(server, u, now_ms);
+        tracing::info!(
+            ?a,
+            "cluster: a call its caller stopped waiting for undone here: {what}"
+        );
+    }
+    true
 }
 
 /// A CLOSE of open `owner` of `key` answered late: its client was told the close succeeded

@@ -90,6 +90,12 @@ pub trait ClusterNode {
     /// done there that the client does not know of is undone there ([`late`]). Call it away
     /// from a client's I/O thread: it calls `node`.
     fn cluster_answered_late(&self, node: u16, call: &[u8], answer: &[u8]);
+    /// This node answered `answer` to `call` (both as they travel) and its caller has stopped
+    /// waiting meanwhile: true when what the answer says was done is undone here at once (the
+    /// answer is then not sent); false when there is nothing to undo here (the answer is sent,
+    /// and its caller reads it late: [`ClusterNode::cluster_answered_late`]). `now_ms`: as
+    /// [`ClusterNode::cluster_receive`]'s.
+    fn cluster_undo_here(&self, call: &[u8], answer: &[u8], now_ms: u64) -> bool;
 }
 
 impl ClusterNode for ServerState {
@@ -151,6 +157,9 @@ impl ClusterNode for ServerState {
     }
     fn cluster_answered_late(&self, node: u16, call: &[u8], answer: &[u8]) {
         late::answered(self, node, call, answer);
+    }
+    fn cluster_undo_here(&self, call: &[u8], answer: &[u8], now_ms: u64) -> bool {
+        late::undone_here(self, call, answer, now_ms)
     }
     fn cluster_receive(&self, message: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, WireError> {
         let m = match msg::Message::decode(message) {

@@ -64,6 +64,9 @@ pub struct Bus {
     /// it to the caller ([`Cluster::deliver_late`]), as the peer connection does once it comes.
     /// (Only the calls its predicate picks.)
     pub answers_late: Mutex<HashMap<u16, fn(&msg::Call) -> bool>>,
+    /// The node that answers too late sees, once it decided, that its caller went, and undoes
+    /// the call itself (`cluster_undo_here`) when it can: then no answer is handed over.
+    pub undo_at_home: std::sync::atomic::AtomicBool,
     /// (caller, callee, call, answer) of the calls answered too late, not yet handed over.
     pub late_answers: Mutex<Vec<(u16, u16, Vec<u8>, Vec<u8>)>>,
 }
@@ -172,8 +175,11 @@ impl ClusterLink for Link {
         match server.cluster_receive(&message, now) {
             Ok(Some(_)) if late => Err(NtStatus::FILE_NOT_AVAILABLE),
             Ok(Some(answer)) if all_late => {
-                let late = (self.node, node, message, answer);
-                self.bus.late_answers.lock().unwrap().push(late);
+                let at_home = self.bus.undo_at_home.load(Ordering::Relaxed);
+                if !(at_home && server.cluster_undo_here(&message, &answer, now)) {
+                    let late = (self.node, node, message, answer);
+                    self.bus.late_answers.lock().unwrap().push(late);
+                }
                 Err(NtStatus::FILE_NOT_AVAILABLE)
             }
             Ok(Some(answer)) => Ok(answer),
@@ -254,6 +260,7 @@ impl Cluster {
             slow: Mutex::new(HashMap::new()),
             answers_late: Mutex::new(HashMap::new()),
             late_answers: Mutex::new(Vec::new()),
+            undo_at_home: std::sync::atomic::AtomicBool::new(false),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)

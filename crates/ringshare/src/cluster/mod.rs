@@ -539,6 +539,13 @@ pub fn start(
         let now_ms = started.elapsed().as_millis() as u64;
         s.cluster_receive(msg, now_ms).map_err(|w| format!("{w:?}"))
     });
+    let undo_server = Arc::downgrade(server);
+    let undo: Arc<peer::UndoHere> = Arc::new(move |call: &[u8], answer: &[u8]| {
+        let now_ms = started.elapsed().as_millis() as u64;
+        undo_server
+            .upgrade()
+            .is_some_and(|s| s.cluster_undo_here(call, answer, now_ms))
+    });
     let log_server = Arc::downgrade(server);
     let log_admit: Arc<peer::LogAdmit> = Arc::new(move |ip| {
         let now_ms = started.elapsed().as_millis() as u64;
@@ -550,7 +557,7 @@ pub fn start(
         listener,
         me,
         Arc::new(move |n| read(&members.addrs).contains_key(&n)),
-        handler,
+        (handler, undo),
         stats.clone(),
         log_admit,
     )

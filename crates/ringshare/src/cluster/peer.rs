@@ -286,6 +286,11 @@ fn accept(
 /// What the node does with a message from another: the answer for a call.
 pub type Handler = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>, String> + Send + Sync;
 
+/// A call (its bytes) was answered (these bytes) here after its caller stopped waiting: true
+/// when the node undid here what the answer says was done (the answer is then not sent);
+/// false when there was nothing to undo here (the answer is sent: its caller reads it late).
+pub type UndoHere = dyn Fn(&[u8], &[u8]) -> bool + Send + Sync;
+
 /// Whether a line about the peer at this address may be logged now (the
 /// server's per-address log limit: a host that keeps connecting cannot
 /// flood the log).
@@ -296,7 +301,7 @@ pub fn serve(
     listener: TcpListener,
     me: Identity,
     is_member: Arc<dyn Fn(u16) -> bool + Send + Sync>,
-    handler: Arc<Handler>,
+    (handler, undo): (Arc<Handler>, Arc<UndoHere>),
     stats: Arc<Stats>,
     log_admit: Arc<LogAdmit>,
 ) -> std::io::Result<()> {
@@ -316,10 +321,11 @@ pub fn serve(
                     }
                     continue;
                 }
-                let (me, is_member, handler, stats, live, log_admit) = (
+                let (me, is_member, handler, undo, stats, live, log_admit) = (
                     me.clone(),
                     is_member.clone(),
                     handler.clone(),
+                    undo.clone(),
                     stats.clone(),
                     live.clone(),
                     log_admit.clone(),
@@ -329,7 +335,7 @@ pub fn serve(
                     .name("cluster-peer".into())
                     .spawn(move || {
                         let r = accept(&me, s, &*is_member)
-                            .and_then(|(node, c)| serve_conn(c, node, &*handler, &stats));
+                            .and_then(|(node, c)| serve_conn(c, node, (&*handler, &*undo), &stats));
                         if let Err(e) = r {
                             if e.kind() != std::io::ErrorKind::UnexpectedEof {
                                 stats.refused_connections.fetch_add(1, Ordering::Relaxed);
@@ -350,7 +356,12 @@ pub fn serve(
     Ok(())
 }
 
-fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::io::Result<()> {
+fn serve_conn(
+    mut c: Conn,
+    node: u16,
+    (handler, undo): (&Handler, &UndoHere),
+    stats: &Stats,
+) -> std::io::Result<()> {
     loop {
         let (kind, msg) = c.recv()?;
         if kind == CALL && caller_went(&c.stream) {
@@ -367,7 +378,22 @@ fn serve_conn(mut c: Conn, node: u16, handler: &Handler, stats: &Stats) -> std::
         stats.served.fetch_add(1, Ordering::Relaxed);
         let answer = handler(&msg).map_err(|e| bad(format!("node {node} sent {e}")))?;
         match (kind, answer) {
-            (CALL, Some(a)) => c.send(ANSWER, &a)?,
+            (CALL, Some(a)) => {
+                // The caller stopped waiting while the call was decided (this node was slow,
+                // or stopped after it read the call): what the answer says was done is undone
+                // here at once and the answer goes nowhere; what has nothing to undo here is
+                // answered, and its caller reads it late ([`Peers::watch_late`]). A caller
+                // that stops waiting after this look reads the answer late and undoes it
+                // itself: one side only undoes a call.
+                if caller_went(&c.stream) && undo(&msg, &a) {
+                    tracing::info!(
+                        node,
+                        "cluster: a call whose caller stopped waiting while it was decided is undone"
+                    );
+                    return Ok(());
+                }
+                c.send(ANSWER, &a)?
+            }
             // (The answer to a notice of a kind this node does not know is dropped.)
             (POST, _) => {}
             (k, _) => return Err(bad(format!("node {node} sent a frame of kind {k}"))),

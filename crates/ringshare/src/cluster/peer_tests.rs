@@ -15,7 +15,7 @@ fn acceptor(level: u16) -> SocketAddr {
         listener,
         me,
         Arc::new(|n| n == 1),
-        handler,
+        (handler, Arc::new(|_: &[u8], _: &[u8]| false)),
         Arc::new(Stats::default()),
         Arc::new(|_| false),
     )
@@ -116,9 +116,14 @@ fn a_caller_that_stopped_waiting_is_seen_gone_and_still_reads_a_late_answer() {
     assert_eq!(&got, b"late");
 }
 
+/// What node 2 undid itself: (call, answer).
+type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
+
 /// Node 2 answers the call `slow` only after 2.5 s (overloaded past the caller's 2 s, not
 /// stopped: it read the call in time), every other call at once; what it was asked, in order.
-fn slow_acceptor() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
+/// `undoes`: it undoes itself what it answered after its caller went (else it answers, and
+/// has nothing to undo).
+fn slow_acceptor(undoes: bool) -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>, Undone) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     let me = Identity {
@@ -135,17 +140,24 @@ fn slow_acceptor() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
         }
         Ok(Some([b"did ", m].concat()))
     });
+    let undone: Undone = Arc::default();
+    let noted = Arc::clone(&undone);
+    let undo: Arc<UndoHere> = Arc::new(move |call: &[u8], answer: &[u8]| {
+        lock(&noted).push((call.to_vec(), answer.to_vec()));
+        undoes
+    });
     let stats = Arc::new(Stats::default());
+    let member = Arc::new(|n| n == 1);
     serve(
         listener,
         me,
-        Arc::new(|n| n == 1),
-        handler,
+        member,
+        (handler, undo),
         stats,
         Arc::new(|_| false),
     )
     .expect("serve");
-    (addr, asked)
+    (addr, asked, undone)
 }
 
 /// Issue 33: a call answered after the caller's 2 s is FILE_NOT_AVAILABLE to the caller, whose
@@ -153,7 +165,7 @@ fn slow_acceptor() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
 /// the call that undoes it; the call after it, answered in time, is handed to nobody.
 #[test]
 fn a_call_answered_after_the_timeout_is_handed_to_the_late_handler_which_undoes_it() {
-    let (addr, asked) = slow_acceptor();
+    let (addr, asked, looked_at) = slow_acceptor(false);
     let peers = initiator(4, addr, 4);
     let (tx, rx) = std::sync::mpsc::channel();
     let weak = Arc::downgrade(&peers);
@@ -179,4 +191,33 @@ fn a_call_answered_after_the_timeout_is_handed_to_the_late_handler_which_undoes_
         rx.recv_timeout(Duration::from_millis(200)).is_err(),
         "in time: not late"
     );
+    let looked: Vec<Vec<u8>> = lock(&looked_at).iter().map(|(c, _)| c.clone()).collect();
+    assert_eq!(
+        looked,
+        [b"slow".to_vec()],
+        "node 2 saw the caller went, once"
+    );
+}
+
+/// The same call, where node 2 has something to undo itself: it sees, once decided, that the
+/// caller went, undoes it and sends no answer; the caller's late handler gets nothing (one side
+/// only undoes a call).
+#[test]
+fn a_callee_that_sees_its_caller_went_undoes_the_call_itself_and_the_caller_does_not() {
+    let (addr, asked, undone) = slow_acceptor(true);
+    let peers = initiator(4, addr, 4);
+    let (tx, rx) = std::sync::mpsc::channel();
+    peers.on_late(Arc::new(move |_, call: &[u8], _: &[u8]| {
+        let _ = tx.send(call.to_vec());
+    }));
+    assert_eq!(peers.call(2, b"slow"), Err(NtStatus::FILE_NOT_AVAILABLE));
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(
+        *lock(&undone),
+        [(b"slow".to_vec(), b"did slow".to_vec())],
+        "undone at node 2"
+    );
+    assert!(rx.try_recv().is_err(), "no answer reached the caller");
+    assert_eq!(peers.call(2, b"fast"), Ok(b"did fast".to_vec()));
+    assert_eq!(*lock(&asked), [b"slow".to_vec(), b"fast".to_vec()]);
 }
