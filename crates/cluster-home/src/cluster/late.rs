@@ -29,15 +29,16 @@
 use super::ask;
 use super::msg::{self, Answer, Call, Moved};
 use crate::files::oplock::DISCONNECTED as PARKED;
-use crate::server::{lock, ServerState};
+use crate::server::{lock, FileTable, ServerState};
 
 /// The calls that undo at the home what `call`, answered `answer` after its caller stopped
 /// waiting, did there; empty when it did nothing its client would have to release:
 /// - CLOSE: nothing to undo (its client was told the close succeeded; the close waits to be
-///   sent again, `HomeClose::withdraw`): [`answered`] finishes it as the answer in time would
-///   have ([`finish_close`]). UNLOCK: a range freed blocks nobody. IO, CHANGED, RENAME: breaks sent and a
-///   check made, nothing held (the I/O grant the home noted for the caller's node is one the
-///   node did not store: it asks again, and gives back nothing when revoked). MOVED: the
+///   sent again, `HomeClose::withdraw`): [`answered`] finishes it as the answer in time
+///   would have ([`finish_close`]). UNLOCK: a range freed blocks nobody. IO, CHANGED,
+///   RENAME: breaks sent and a check made, nothing held (the I/O grant the home noted for the
+///   caller's node is one the node did not store: it asks again, and gives back nothing when
+///   revoked). MOVED: the
 ///   rename happened; the home follows it. ACK_OPLOCK, ACK_LEASE: the client lowered its
 ///   caching itself. REVOKE, CLOSE_PARKED: what the home asked for was done. RECLAIM: read
 ///   only. INTEREST: changes sent to a node that asked for them. GIVE_UP: kept for the next
@@ -106,7 +107,9 @@ pub fn answered(server: &ServerState, node: u16, call: &[u8], answer: &[u8]) {
         return;
     }
     for undo in undo_of(&call, &answer) {
-        if let (Call::DeletePending(key, Some(was)), false) = (&undo, unlearnt(server, &undo)) {
+        if let (Call::DeletePending(key, Some(was)), false) =
+            (&undo, unlearnt(&server.files, &undo))
+        {
             tracing::info!(
                 node,
                 ?key,
@@ -173,7 +176,8 @@ fn finish_close(
         at.map(|i| unsent.remove(i))
     };
     let Some(u) = unsent else {
-        // Sent again and taken already: that answer did the rest.
+        // Not waiting to be sent again: sent already (a resend that found no open did nothing
+        // more: docs/cluster.md, "Limits").
         return;
     };
     if let Some(id) = lease {
@@ -191,10 +195,9 @@ fn finish_close(
 /// file's home (its shadow entry): a later call's answer in time (its client's retry of the
 /// SET_INFO) told a client the change, which then stays. (A retry still on its way when the
 /// late answer is read is not seen here: docs/cluster.md says so.) Other undos: always.
-fn unlearnt(server: &ServerState, undo: &Call) -> bool {
+fn unlearnt(files: &FileTable, undo: &Call) -> bool {
     match undo {
-        Call::DeletePending(key, Some(was)) => server
-            .files
+        Call::DeletePending(key, Some(was)) => files
             .existing(*key)
             .is_none_or(|e| lock(&e).delete_pending == *was),
         _ => true,
