@@ -63,13 +63,19 @@ pub struct Bus {
     /// FILE_NOT_AVAILABLE, and the answer waits in [`Bus::late_answers`] until the test hands
     /// it to the caller ([`Cluster::deliver_late`]), as the peer connection does once it comes.
     /// (Only the calls its predicate picks.)
-    pub answers_late: Mutex<HashMap<u16, fn(&msg::Call) -> bool>>,
+    pub answers_late: Mutex<HashMap<u16, PickCall>>,
     /// The node that answers too late sees, once it decided, that its caller went, and undoes
     /// the call itself (`cluster_undo_here`) when it can: then no answer is handed over.
     pub undo_at_home: std::sync::atomic::AtomicBool,
     /// (caller, callee, call, answer) of the calls answered too late, not yet handed over.
-    pub late_answers: Mutex<Vec<(u16, u16, Vec<u8>, Vec<u8>)>>,
+    pub late_answers: Mutex<Vec<LateAnswer>>,
 }
+
+/// Which calls a node answers too late ([`Bus::answers_late`]).
+pub type PickCall = fn(&msg::Call) -> bool;
+
+/// A call answered too late: (caller, callee, call, answer).
+pub type LateAnswer = (u16, u16, Vec<u8>, Vec<u8>);
 
 pub struct Link {
     node: u16,
@@ -376,7 +382,7 @@ impl Cluster {
     }
 
     /// Node `node` answers the calls `which` picks too late (none: answers every call in time).
-    pub fn answer_late_if(&self, node: u16, which: Option<fn(&msg::Call) -> bool>) {
+    pub fn answer_late_if(&self, node: u16, which: Option<PickCall>) {
         let mut m = self.bus.answers_late.lock().unwrap();
         match which {
             Some(p) => m.insert(node, p),
