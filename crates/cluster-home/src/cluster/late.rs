@@ -13,7 +13,9 @@
 //! - a delete-pending set or cleared ([`Call::DeletePending`] whose answer says it changed):
 //!   it is set back, unless an answer in time since told this node the same change;
 //! - a reconnect's open moved to a new id ([`Call::Transfer`] answered `Transferred`): it
-//!   moves back to the id this node keeps it parked by for the next reconnect.
+//!   moves back to the id this node keeps it parked by for the next reconnect;
+//! - a persistent open entered again for its keeper ([`Call::Adopt`] answered `Flag(true)`):
+//!   it is closed there, as the keeper closes an adoption it does not keep.
 //!
 //! A CLOSE answered late is finished here as its answer in time would have been
 //! ([`finish_close`]).
@@ -68,6 +70,15 @@ pub fn undo_of(call: &Call, answer: &Answer) -> Vec<Call> {
         (Call::Admit(key, ask), Answer::Admitted(..)) => vec![Call::Close {
             key: *key,
             owner: ask.owner,
+            delete_on_close: false,
+        }],
+        // A persistent open entered again for its keeper (level 5's take-back): the keeper,
+        // told nothing, does not keep it; its entry goes, as the keeper's own undo of an
+        // adoption it does not keep closes it (takeback::undo_adopt). Left, it would refuse
+        // every later ADOPT of the open (an open of its persistent id is there, routed nowhere).
+        (Call::Adopt(rec), Answer::Flag(true)) => vec![Call::Close {
+            key: rec.state.key,
+            owner: rec.file_id.volatile,
             delete_on_close: false,
         }],
         (Call::DeletePending(key, Some(_)), Answer::Pending { was, now }) if was != now => {
@@ -315,6 +326,56 @@ mod tests {
         assert!(undo_of(&moved(1, 1, conn), &done).is_empty(), "a rejoin");
         let refused = Answer::Refused(NtStatus::OBJECT_NAME_NOT_FOUND);
         assert!(undo_of(&moved(1, 2, conn), &refused).is_empty());
+    }
+
+    #[test]
+    fn a_persistent_open_adopted_late_is_closed_under_the_id_it_was_entered_by() {
+        let state = msg::HandOver {
+            key: KEY,
+            path: ringshare_vfs::RelPath::from_components(["f.txt"]).unwrap(),
+            is_dir: false,
+            access: 3,
+            share_access: 7,
+            create_options: 0,
+            position: 0,
+            mode: 0,
+            kind: 2,
+            timeout_ms: 60_000,
+            durable_create_guid: [8; 16],
+            durable_client_guid: [3; 16],
+            persistent: true,
+            create_guid: None,
+            create_action: 1,
+            lock_sequences: None,
+            notify_on_close: 0,
+            posix_rename: false,
+            posix: false,
+        };
+        let rec = msg::CaRecord {
+            keeper: 1,
+            file_id: ringshare_wire::FileId {
+                persistent: 12,
+                volatile: 20,
+            },
+            share: "share".into(),
+            uid: 1001,
+            user: "alice".into(),
+            who: None,
+            state,
+            lease: None,
+            locks: Vec::new(),
+        };
+        let adopt = Call::Adopt(Box::new(rec));
+        let close = Call::Close {
+            key: KEY,
+            owner: 20,
+            delete_on_close: false,
+        };
+        assert_eq!(undo_of(&adopt, &Answer::Flag(true)), [close]);
+        assert!(
+            undo_of(&adopt, &Answer::Flag(false)).is_empty(),
+            "not entered"
+        );
     }
 
     #[test]
