@@ -59,6 +59,14 @@ mount -t proc proc /new/proc; mount -t sysfs sys /new/sys; mount -t devtmpfs dev
 mkdir -p /new/dev/pts /new/dev/shm; mount -t devpts devpts /new/dev/pts; mount -t tmpfs tmpfs /new/dev/shm
 mount -t tmpfs -o size=1g tmpfs /new/tmp; mount -t tmpfs tmpfs /new/run
 mkdir -p /new/vmout; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout /new/vmout
+# The guest's /tmp is its own: the host's directories the command lives in under /tmp (a CI clone
+# in /tmp, its test binaries) are laid over it as the root is (the host's files read-only, what
+# the guest writes there, e.g. smbtorture's output directory in the working directory, in tmpfs).
+i=0
+for p in $(cat /new/vmout/binds 2>/dev/null); do
+    i=$((i+1)); mkdir -p "/new$p" "/rw/b$i/up" "/rw/b$i/work"
+    mount -t overlay overlay -o "lowerdir=/host$p,upperdir=/rw/b$i/up,workdir=/rw/b$i/work" "/new$p"
+done
 chroot /new /bin/sh -c 'ip link set lo up; cd /vmout; exec sh /vmout/cmd' > /new/vmout/log 2>&1
 echo $? > /new/vmout/rc
 sync
@@ -74,6 +82,11 @@ mkdir -p "$OUT"
     for a in "$@"; do printf "'%s' " "$(printf '%s' "$a" | sed "s/'/'\\\\''/g")"; done
     echo
 } > "$OUT/cmd"
+# What of the command's directory and arguments lies under /tmp, which the guest mounts afresh:
+# each such top directory (/tmp/X) is bound into the guest from the host.
+for a in "$(pwd)" "$@"; do
+    case "$a" in /tmp/?*) r=${a#/tmp/}; echo "/tmp/${r%%/*}" ;; esac
+done | sort -u > "$OUT/binds"
 rm -f "$OUT/rc" "$OUT/log"
 timeout "${QVM_TIMEOUT:-900}" qemu-system-x86_64 ${QVM_ACCEL--accel tcg} ${QVM_CPU_MODEL--cpu max} -m "${QVM_MEM:-3G}" -smp "${QVM_CPUS:-2}" \
     -kernel "$ROOT/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
