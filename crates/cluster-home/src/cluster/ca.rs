@@ -614,13 +614,12 @@ pub(super) fn open_of(
     ))
 }
 
-/// Disconnected persistent open `open` parked on this node until its client reconnects or its
-/// timeout (from `now_ms`).
-pub(super) fn park(server: &ServerState, open: Open, now_ms: u64) {
+/// Disconnected durable open `open` parked on this node until its client reconnects or its
+/// timeout (from `now_ms`); one this parking evicts (the most kept) is closed.
+pub(super) fn park(server: &ServerState, open: Arc<Open>, now_ms: u64) {
     let Some(durability) = lock(&open.state).durable.clone() else {
         return;
     };
-    let open = Arc::new(open);
     let evicted = lock(&server.files.durables).park(Parked {
         expires_ms: now_ms.saturating_add(durability.timeout_ms),
         persistent_id: open.persistent_id,
@@ -689,7 +688,7 @@ impl CaHere for ServerState {
             from = rec.keeper,
             "a dead node's persistent open is kept here until its client reconnects"
         );
-        park(self, open, now_ms);
+        park(self, Arc::new(open), now_ms);
         Ok(())
     }
     fn persistent_of(&self, node: u16) -> Vec<u64> {

@@ -627,15 +627,7 @@ fn keep(
         channel_sequence: 0,
         replay_eligible: false,
     };
-    let open = Arc::new(open_from(
-        h,
-        place,
-        who,
-        node,
-        entry,
-        share,
-        durability.clone(),
-    ));
+    let open = Arc::new(open_from(h, place, who, node, entry, share, durability));
     // Its record names this node now (if etcd does not take it, it still names the node that
     // gave the open up, and only a reconnect through this node finds it).
     if store {
@@ -646,18 +638,8 @@ fn keep(
         id = was,
         "a handed-over durable open whose move failed is kept here until its client reconnects"
     );
-    let evicted = lock(&server.files.durables).park(durable::Parked {
-        expires_ms: now_ms.saturating_add(durability.timeout_ms),
-        persistent_id: open.persistent_id,
-        open_id: was,
-        share: open.share.name.clone(),
-        durability,
-        open,
-    });
-    server.mail.wake_drivers();
-    if let Some(old) = evicted {
-        crate::opens::close_open(server, old.open, false);
-    }
+    // (Its id is `was`: the open is parked under the id its client knows.)
+    super::ca::park(server, open, now_ms);
     Err(NtStatus::FILE_NOT_AVAILABLE)
 }
 

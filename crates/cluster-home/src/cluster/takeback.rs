@@ -320,6 +320,6 @@ fn taken_back(server: &ServerState, rec: &CaRecord, now_ms: u64) -> Result<u64, 
     // This node's entry of the file holds it too (for a file homed elsewhere, the shadow a new
     // home's reclaim reads).
     super::ca::enter_kept(&server.files, &mut lock(&open.entry), &back, id);
-    super::ca::park(server, open, now_ms);
+    super::ca::park(server, std::sync::Arc::new(open), now_ms);
     Ok(id)
 }
