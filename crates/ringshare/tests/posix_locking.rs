@@ -403,7 +403,7 @@ fn an_open_holding_a_read_write_lease_reads_and_writes_past_a_local_lock() {
 fn with_strict_locking_off_a_read_or_write_is_not_checked_against_local_locks() {
     on_both_with(
         "strict locking = no",
-        "rsplk7",
+        "rsplk9",
         "\tstrict locking = no\n",
         |t| {
             let (mut smb, path) = t.open("unchecked.txt");
