@@ -162,10 +162,13 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         });
         let ranges: arbiter::Ranges = ranges.collect();
         let node = &core.server.node;
-        let asked = ranges.clone();
+        // Kept for the descriptor's locks only when the share mirrors them.
+        let asked = posix::mirrored(&open).then(|| ranges.clone());
         return match arbiter::unlock_or_ask(node, open.key, &open.entry, owner, ranges) {
             Decision::Made(done) => {
-                unlocked(&open, &asked, &done);
+                if let Some(asked) = &asked {
+                    unlocked(&open, asked, &done);
+                }
                 done.map(|()| granted(core, &open, sequence))
             }
             Decision::Ask(ask, ranges) => Ok(at_home(ask, open, sequence, Asked::Unlock(ranges))),
@@ -323,6 +326,9 @@ fn new_locks(asks: &[arbiter::LockAsk]) -> Vec<ByteRangeLock> {
 
 /// An UNLOCK was decided: the ranges it released are released on the descriptor too.
 fn unlocked(open: &Open, ranges: &arbiter::Ranges, done: &Result<(), NtStatus>) {
+    if !posix::mirrored(open) {
+        return;
+    }
     let ranges: Vec<(u64, u64)> = ranges.iter().map_while(|r| r.ok()).collect();
     posix::release(open, open.id, &ranges, done.is_ok());
 }

@@ -34,7 +34,8 @@ pub(super) fn poll_ms(tries: u32) -> u64 {
     POLL_STEP_MS * u64::from(tries.clamp(1, 10))
 }
 
-fn mirrored(open: &Open) -> bool {
+/// Whether the open's SMB locks are also its descriptor's POSIX locks.
+pub(super) fn mirrored(open: &Open) -> bool {
     open.share.posix_locking && !open.is_dir
 }
 
