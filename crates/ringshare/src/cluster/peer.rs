@@ -41,14 +41,14 @@ const MAGIC: &[u8; 4] = b"RSCL";
 const HELLO_LEN: usize = 4 + 2 + 2 + 16;
 const MAC_LEN: usize = 32;
 /// The longest frame body accepted: a message and its framing.
-const FRAME_MAX: usize = MESSAGE_MAX + 8 + 1 + MAC_LEN;
+pub const FRAME_MAX: usize = MESSAGE_MAX + 8 + 1 + MAC_LEN;
 /// Frame kinds.
-const CALL: u8 = 1;
+pub const CALL: u8 = 1;
 const POST: u8 = 2;
-const ANSWER: u8 = 3;
+pub const ANSWER: u8 = 3;
 
 /// How long a call waits for its answer; a connection attempt, a handshake.
-const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long after it was sent a call's late answer is still read ([`Peers::watch_late`]), and
 /// how many calls are watched so at most.
@@ -80,9 +80,10 @@ pub struct Stats {
     pub refused_connections: AtomicU64,
 }
 
-/// One authenticated connection.
-struct Conn {
-    stream: TcpStream,
+/// The frame keys and counters of one authenticated connection, without its socket: frames
+/// are sealed and opened here, read and written by whoever carries the connection (a thread
+/// blocking on it, [`Conn`], or an I/O thread's ring, crates/ringshare's driver).
+pub struct Session {
     key: [u8; 32],
     /// 0 for the initiator's frames, 1 for the acceptor's.
     send_dir: u8,
@@ -90,8 +91,9 @@ struct Conn {
     recv_seq: u64,
 }
 
-impl Conn {
-    fn send(&mut self, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+impl Session {
+    /// The next frame this side sends: `len | seq | kind | payload | MAC`.
+    pub fn seal(&mut self, kind: u8, payload: &[u8]) -> Vec<u8> {
         let seq = self.send_seq;
         self.send_seq += 1;
         let mac = hmac_sha256(
@@ -105,18 +107,25 @@ impl Conn {
         frame.push(kind);
         frame.extend_from_slice(payload);
         frame.extend_from_slice(&mac);
-        self.stream.write_all(&frame)
+        frame
     }
 
-    fn recv(&mut self) -> std::io::Result<(u8, Vec<u8>)> {
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len)?;
-        let len = u32::from_le_bytes(len) as usize;
+    /// The body length a frame's 4-byte head announces, or why it is refused.
+    pub fn body_len(head: [u8; 4]) -> std::io::Result<usize> {
+        let len = u32::from_le_bytes(head) as usize;
         if !(8 + 1 + MAC_LEN..=FRAME_MAX).contains(&len) {
             return Err(bad(format!("a frame of {len} bytes")));
         }
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body)?;
+        Ok(len)
+    }
+
+    /// The kind and payload of the next frame the other side sent (`body`: the frame after
+    /// its length), or why it is refused (a bad MAC, a frame replayed, reordered or cut).
+    pub fn open(&mut self, body: &[u8]) -> std::io::Result<(u8, Vec<u8>)> {
+        let len = body.len();
+        if len < 8 + 1 + MAC_LEN {
+            return Err(bad(format!("a frame of {len} bytes")));
+        }
         let (head, mac) = body.split_at(len - MAC_LEN);
         let seq = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
         let kind = head[8];
@@ -137,6 +146,52 @@ impl Conn {
         }
         self.recv_seq += 1;
         Ok((kind, head[9..].to_vec()))
+    }
+
+    /// A whole frame at the start of `buf`: its kind and payload and the bytes it took, or
+    /// `None` while part of it is still to come.
+    #[allow(dead_code)] // The driver's ring calls use it (the next commits).
+    pub fn open_from(&mut self, buf: &[u8]) -> std::io::Result<Option<(u8, Vec<u8>, usize)>> {
+        let Some(head) = buf.get(..4) else {
+            return Ok(None);
+        };
+        let len = Session::body_len(head.try_into().unwrap_or_default())?;
+        let Some(body) = buf.get(4..4 + len) else {
+            return Ok(None);
+        };
+        let (kind, payload) = self.open(body)?;
+        Ok(Some((kind, payload, 4 + len)))
+    }
+
+    fn new(key: [u8; 32], send_dir: u8) -> Session {
+        Session {
+            key,
+            send_dir,
+            send_seq: 0,
+            recv_seq: 0,
+        }
+    }
+}
+
+/// One authenticated connection, read and written by a thread that blocks on it.
+pub struct Conn {
+    pub stream: TcpStream,
+    pub session: Session,
+}
+
+impl Conn {
+    fn send(&mut self, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+        let frame = self.session.seal(kind, payload);
+        self.stream.write_all(&frame)
+    }
+
+    fn recv(&mut self) -> std::io::Result<(u8, Vec<u8>)> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len)?;
+        let len = Session::body_len(len)?;
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body)?;
+        self.session.open(&body)
     }
 }
 
@@ -236,10 +291,7 @@ fn connect(me: &Identity, node: u16, (addr, level): (SocketAddr, u16)) -> std::i
     ))?;
     Ok(Conn {
         stream: s,
-        key: hmac_sha256(&me.secret, &[b"session", &ni, &na]),
-        send_dir: 0,
-        send_seq: 0,
-        recv_seq: 0,
+        session: Session::new(hmac_sha256(&me.secret, &[b"session", &ni, &na]), 0),
     })
 }
 
@@ -275,10 +327,7 @@ fn accept(
         peer,
         Conn {
             stream: s,
-            key: hmac_sha256(&me.secret, &[b"session", &ni, &na]),
-            send_dir: 1,
-            send_seq: 0,
-            recv_seq: 0,
+            session: Session::new(hmac_sha256(&me.secret, &[b"session", &ni, &na]), 1),
         },
     ))
 }
@@ -465,6 +514,34 @@ impl Peers {
         connect(&self.me, node, addr)
     }
 
+    /// A new authenticated connection to `node`, not from the idle pool and without the
+    /// pool's read and write timeouts: its socket and its frame keys, for a caller that reads
+    /// and writes it itself (an I/O thread's ring, which bounds its own reads).
+    #[allow(dead_code)] // The driver's ring calls use it (the next commits).
+    pub fn dial(&self, node: u16) -> std::io::Result<(TcpStream, Session)> {
+        let addr =
+            (self.resolve)(node).ok_or_else(|| bad(format!("node {node} is not a member")))?;
+        let c = connect(&self.me, node, addr)?;
+        c.stream.set_read_timeout(None)?;
+        c.stream.set_write_timeout(None)?;
+        Ok((c.stream, c.session))
+    }
+
+    /// Count one more call whose late answer is awaited: false (nothing counted) when
+    /// [`LATE_MAX`] are already, node-wide (the ring's and the threads' together).
+    pub fn try_watch(&self) -> bool {
+        if self.watching.fetch_add(1, Ordering::AcqRel) >= LATE_MAX {
+            self.watching.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    /// A call counted by [`Peers::try_watch`] is no longer watched.
+    pub fn unwatch(&self) {
+        self.watching.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// Ask `node`; its answer, or FILE_NOT_AVAILABLE when it does not
     /// answer within [`CALL_TIMEOUT`] (the call is not repeated: it may
     /// have been decided). A call sent and not answered in time is watched for its late
@@ -515,22 +592,38 @@ impl Peers {
     /// the answer says was done. At most [`LATE_MAX`] calls are watched at once; past that (or
     /// without a handler) `c` is closed as before.
     fn watch_late(&self, node: u16, c: Conn, msg: &[u8]) {
-        let Some(late) = self.late.get().cloned() else {
+        if self.late.get().is_none() {
             return;
-        };
-        if self.watching.fetch_add(1, Ordering::AcqRel) >= LATE_MAX {
-            self.watching.fetch_sub(1, Ordering::AcqRel);
+        }
+        if !self.try_watch() {
             tracing::warn!("cluster: a call to node {node} timed out; its answer is not awaited");
             return;
         }
+        self.watch_counted(
+            node,
+            c,
+            msg.to_vec(),
+            LATE_LIMIT.saturating_sub(CALL_TIMEOUT),
+        );
+    }
+
+    /// [`Peers::watch_late`] of a call already counted by [`Peers::try_watch`] (uncounted
+    /// here when it ends), whose answer is awaited for `wait` more.
+    pub fn watch_counted(&self, node: u16, c: Conn, msg: Vec<u8>, wait: Duration) {
+        let Some(late) = self.late.get().cloned() else {
+            self.unwatch();
+            return;
+        };
         let _ = c.stream.shutdown(std::net::Shutdown::Write);
-        let (watching, msg) = (Arc::clone(&self.watching), msg.to_vec());
+        let watching = Arc::clone(&self.watching);
         let spawned = std::thread::Builder::new()
             .name(format!("cluster-late-{node}"))
             .spawn(move || {
                 let mut c = c;
-                let wait = LATE_LIMIT.saturating_sub(CALL_TIMEOUT);
-                if c.stream.set_read_timeout(Some(wait)).is_ok() {
+                if c.stream
+                    .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+                    .is_ok()
+                {
                     match c.recv() {
                         Ok((ANSWER, answer)) => late(node, &msg, &answer),
                         Ok(_) => {}
@@ -546,7 +639,7 @@ impl Peers {
                 watching.fetch_sub(1, Ordering::AcqRel);
             });
         if spawned.is_err() {
-            self.watching.fetch_sub(1, Ordering::AcqRel);
+            self.unwatch();
             tracing::warn!("cluster: no thread to await a late answer of node {node}");
         }
     }

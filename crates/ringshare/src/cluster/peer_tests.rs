@@ -221,3 +221,64 @@ fn a_callee_that_sees_its_caller_went_undoes_the_call_itself_and_the_caller_does
     assert_eq!(peers.call(2, b"fast"), Ok(b"did fast".to_vec()));
     assert_eq!(*lock(&asked), [b"slow".to_vec(), b"fast".to_vec()]);
 }
+
+/// The two ends of one session: the initiator's and the acceptor's.
+fn session_pair() -> (Session, Session) {
+    let key = [9u8; 32];
+    (Session::new(key, 0), Session::new(key, 1))
+}
+
+/// A frame sealed by one side opens in its peer's session, in order, and one sealed with
+/// another key, replayed or reordered does not (the ring reads frames through these, not
+/// through [`Conn::recv`]).
+#[test]
+fn a_sealed_frame_opens_in_its_peer_session_and_a_replayed_or_reordered_one_is_refused() {
+    let (mut i, mut a) = session_pair();
+    let first = i.seal(CALL, b"one");
+    let second = i.seal(CALL, b"two");
+    assert_eq!(a.open(&first[4..]).expect("first"), (CALL, b"one".to_vec()));
+    assert!(a.open(&first[4..]).is_err(), "replayed");
+    let (mut i2, mut a2) = session_pair();
+    let one = i2.seal(CALL, b"one");
+    let two = i2.seal(CALL, b"two");
+    assert!(a2.open(&two[4..]).is_err(), "reordered");
+    drop(one);
+    assert_eq!(
+        a.open(&second[4..]).expect("second"),
+        (CALL, b"two".to_vec())
+    );
+    let answer = a.seal(ANSWER, b"back");
+    assert!(a.open(&answer[4..]).is_err(), "its own frame");
+    // A frame read in parts: nothing until all of it came.
+    assert!(i.open_from(&answer[..10]).expect("part").is_none());
+    let mut two_frames = answer.clone();
+    two_frames.extend_from_slice(&a.seal(ANSWER, b"more"));
+    let (kind, payload, used) = i.open_from(&two_frames).expect("whole").expect("a frame");
+    assert_eq!(
+        (kind, &payload[..], used),
+        (ANSWER, &b"back"[..], answer.len())
+    );
+}
+
+/// [`Peers::dial`]: a connection whose frames the caller writes and reads itself; node 2
+/// answers a call sealed in its session.
+#[test]
+fn a_dialed_connection_carries_a_call_sealed_by_its_caller() {
+    let addr = acceptor(4);
+    let peers = initiator(4, addr, 4);
+    let (mut s, mut session) = peers.dial(2).expect("dial");
+    assert_eq!(
+        s.read_timeout().expect("timeout"),
+        None,
+        "the caller bounds its reads"
+    );
+    s.write_all(&session.seal(CALL, b"abc")).expect("send");
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).expect("head");
+    let mut body = vec![0u8; Session::body_len(head).expect("len")];
+    s.read_exact(&mut body).expect("body");
+    assert_eq!(
+        session.open(&body).expect("open"),
+        (ANSWER, b"cba".to_vec())
+    );
+}
