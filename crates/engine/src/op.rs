@@ -68,6 +68,20 @@ pub(crate) enum OpKind {
         buf: Vec<u8>,
         max: usize,
     },
+    /// Receive into `buf`'s spare capacity, at most `max` bytes, within `ts`: a RECV linked
+    /// to an `IORING_OP_LINK_TIMEOUT` (two SQEs, steps 1 and 2 of the op's `user_data`). The
+    /// op finishes only once both have posted their CQE (`left` counts those still to come;
+    /// `recv`, `timer`: their results), so the buffer and the timespec stay owned until the
+    /// kernel is done with both.
+    RecvWithin {
+        fd: Arc<OwnedFd>,
+        buf: Vec<u8>,
+        max: usize,
+        ts: Box<types::Timespec>,
+        left: u8,
+        recv: Option<i32>,
+        timer: Option<i32>,
+    },
     /// Multishot receive into buffers the kernel picks from the ring's
     /// provided-buffer group; stays in the slab while armed.
     RecvMulti {
@@ -395,6 +409,16 @@ impl OpKind {
                 )
                 .build())
             }
+            OpKind::RecvWithin { fd, buf, max, .. } => {
+                let spare = buf.spare_capacity_mut();
+                let len = spare.len().min(*max).min(SQE_LEN_MAX) as u32;
+                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::Recv::new(
+                    t,
+                    spare.as_mut_ptr().cast(),
+                    len
+                )
+                .build())
+            }
             OpKind::RecvMulti { fd } => {
                 with_fd!(fd.as_raw_fd(), fixed, |t| opcode::RecvMulti::new(
                     t,
@@ -526,9 +550,25 @@ impl OpKind {
     /// Gives the buffers back, dropping the fd clones.
     /// The fds this op's SQEs name that may be registered (sockets and pipes),
     /// so that `Ring` can use a registered slot for one of them.
+    /// The two SQEs of a [`OpKind::RecvWithin`]: its RECV (to be linked) and the
+    /// LINK_TIMEOUT that bounds it, pointing at the op's boxed timespec. `None` for another op.
+    pub(crate) fn recv_within_chain(&mut self, fixed: Fixed) -> Option<[squeue::Entry; 2]> {
+        if !matches!(self, OpKind::RecvWithin { .. }) {
+            return None;
+        }
+        let recv = self.sqe(fixed);
+        let OpKind::RecvWithin { ts, left, .. } = self else {
+            return None;
+        };
+        *left = 2;
+        let timer = opcode::LinkTimeout::new(&**ts as *const types::Timespec).build();
+        Some([recv, timer])
+    }
+
     pub(crate) fn fds(&self) -> [Option<RawFd>; 2] {
         match self {
             OpKind::Recv { fd, .. }
+            | OpKind::RecvWithin { fd, .. }
             | OpKind::RecvMulti { fd }
             | OpKind::Send { fd, .. }
             | OpKind::SendZc { fd, .. }
@@ -545,6 +585,7 @@ impl OpKind {
     pub(crate) fn into_buffers(self) -> (Option<Vec<u8>>, Option<Vec<Vec<u8>>>) {
         match self {
             OpKind::Recv { buf, .. }
+            | OpKind::RecvWithin { buf, .. }
             | OpKind::Send { buf, .. }
             | OpKind::SendZc { buf, .. }
             | OpKind::Read { buf, .. }

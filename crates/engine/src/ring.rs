@@ -309,6 +309,35 @@ impl Ring {
         );
     }
 
+    /// Like [`Ring::recv_up_to`], bounded by the kernel: when nothing came `within` (the
+    /// RECV's linked `IORING_OP_LINK_TIMEOUT` fired), it ends with `ErrorKind::TimedOut` and
+    /// gives its buffer back as it was. [`Ring::cancel`] of `token` ends it with `ECANCELED`.
+    /// Its one completion comes once the kernel is done with both of its SQEs.
+    pub fn recv_within(
+        &mut self,
+        fd: &SharedFd,
+        buf: Vec<u8>,
+        max: usize,
+        within: Duration,
+        token: u64,
+    ) {
+        if buf.capacity() == buf.len() || max == 0 {
+            return self.reject(token, buf, "recv buffer has no spare capacity");
+        }
+        self.start(
+            token,
+            OpKind::RecvWithin {
+                fd: Arc::clone(fd),
+                buf,
+                max,
+                ts: Box::new(types::Timespec::from(within)),
+                left: 0,
+                recv: None,
+                timer: None,
+            },
+        );
+    }
+
     /// Registers `fd` in the ring's file table: operations on it then name
     /// its slot instead of the fd, so the kernel takes no file reference per
     /// SQE. False when there is no table or no free slot (operations then use
@@ -762,6 +791,8 @@ impl Ring {
                             }
                             Some(sf.plan.len())
                         }
+                        // Cancelling the RECV ends its linked timeout too.
+                        Some(OpKind::RecvWithin { .. }) => Some(1),
                         _ => None,
                     };
                     if let Some(steps) = chained {
@@ -966,6 +997,18 @@ impl Ring {
                 }
                 return self.push_chain(chain.iter().take(n));
             }
+            if let Some(op) = self.ops.get_mut(key) {
+                if let Some([recv, timer]) = op.kind.recv_within_chain(op.fixed) {
+                    let p = op.personality;
+                    let chain = [
+                        recv.user_data(key | (1 << STEP_SHIFT))
+                            .personality(p)
+                            .flags(squeue::Flags::IO_LINK),
+                        timer.user_data(key | (2 << STEP_SHIFT)).personality(p),
+                    ];
+                    return self.push_chain(chain.iter());
+                }
+            }
         }
         let sqe = match *pending {
             Pending::Op(key) => match self.ops.get_mut(key) {
@@ -1033,7 +1076,9 @@ impl Ring {
         // after the operation's final CQE (`finish`), and `Drop` leaks entries
         // whose final CQE never arrived. A send-file entry also owns its pipe's
         // two fds and is removed only after every SQE of its current round has
-        // posted its one CQE (`SendFile::plan` empty again). So the memory and fds stay valid
+        // posted its one CQE (`SendFile::plan` empty again); a recv-within entry (a RECV
+        // and the LINK_TIMEOUT pointing at its boxed timespec) only after both posted theirs
+        // (`left` 0). So the memory and fds stay valid
         // for as long as the kernel may use them.
         let pushed = unsafe { self.uring.submission().push(sqe) };
         if pushed.is_ok() {
@@ -1138,6 +1183,44 @@ impl Ring {
                     self.ready
                         .push_back(Completion::new(Ring::WAKE_TOKEN, cqe_result(res)));
                 }
+            }
+            OpKind::RecvWithin {
+                buf,
+                left,
+                recv,
+                timer,
+                ..
+            } => {
+                match step {
+                    1 => *recv = Some(res),
+                    2 => *timer = Some(res),
+                    _ => return, // not one of its two SQEs
+                }
+                *left = left.saturating_sub(1);
+                if *left > 0 {
+                    return;
+                }
+                let (r, t) = (recv.unwrap_or(-libc::ECANCELED), timer.unwrap_or(0));
+                if r > 0 {
+                    let n = (r as usize).min(buf.capacity() - buf.len());
+                    // SAFETY: the kernel wrote `r` bytes into the spare capacity
+                    // the RECV was given (at most that long), so the first `n`
+                    // bytes after `len` are initialised.
+                    unsafe { buf.set_len(buf.len() + n) };
+                }
+                let result = if r >= 0 {
+                    Ok(r as usize)
+                } else if t == -libc::ETIME {
+                    // The timeout fired and cancelled the RECV (ECANCELED, or EINTR
+                    // on kernels that report an interrupted wait).
+                    Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "nothing received in time",
+                    ))
+                } else {
+                    Err(io::Error::from_raw_os_error(-r))
+                };
+                self.finish(key, result);
             }
             OpKind::Recv { buf, .. } | OpKind::Read { buf, .. } => {
                 if res > 0 {

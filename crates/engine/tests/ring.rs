@@ -979,3 +979,69 @@ fn a_slot_is_not_given_to_another_fd_while_an_op_still_names_it() {
     // Free again once the receive has ended.
     assert!(ring.register_fd(&b));
 }
+
+/// `Ring::recv_within`: nothing comes in time, so the kernel's linked timeout ends the RECV:
+/// TimedOut, the buffer back as it was, nothing left in flight (both SQEs done).
+#[test]
+fn a_receive_whose_time_passes_ends_timed_out_and_gives_its_buffer_back() {
+    let (fd, _peer) = tcp_pair();
+    let mut ring = ring();
+    let mut buf = Vec::with_capacity(4096);
+    buf.extend_from_slice(b"part");
+    let start = Instant::now();
+    ring.recv_within(&fd, buf, 4096, Duration::from_millis(100), 31);
+    let c = wait_for(&mut ring, 31);
+    assert!(
+        start.elapsed() >= Duration::from_millis(100),
+        "not before its time"
+    );
+    assert_eq!(c.result.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(c.buf.unwrap(), b"part");
+    assert_eq!(ring.in_flight(), 0);
+}
+
+/// Data that comes in time ends the receive with it, and its timeout goes with it: no
+/// completion at the timeout's time.
+#[test]
+fn a_receive_within_its_time_ends_with_the_data_and_its_timeout_goes() {
+    let (fd, mut peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv_within(
+        &fd,
+        Vec::with_capacity(64),
+        64,
+        Duration::from_millis(300),
+        32,
+    );
+    ring.submit().unwrap();
+    peer.write_all(b"answer").unwrap();
+    let c = wait_for(&mut ring, 32);
+    assert_eq!(c.result.unwrap(), 6);
+    assert_eq!(c.buf.unwrap(), b"answer");
+    assert_eq!(ring.in_flight(), 0, "the timeout went with it");
+    ring.submit_and_wait(1, Some(Duration::from_millis(500)))
+        .unwrap();
+    assert!(
+        ring.next_completion().is_none(),
+        "nothing at the timeout's time"
+    );
+}
+
+/// `Ring::cancel` ends both steps: one completion, ECANCELED, the buffer back.
+#[test]
+fn cancelling_a_receive_within_ends_both_of_its_steps() {
+    let (fd, _peer) = tcp_pair();
+    let mut ring = ring();
+    ring.recv_within(&fd, Vec::with_capacity(64), 64, Duration::from_secs(5), 33);
+    ring.submit().unwrap();
+    let start = Instant::now();
+    assert_eq!(ring.cancel(33), 1);
+    let c = wait_for(&mut ring, 33);
+    assert_eq!(c.result.unwrap_err().raw_os_error(), Some(libc::ECANCELED));
+    assert!(c.buf.unwrap().is_empty());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "not at its timeout"
+    );
+    assert_eq!(ring.in_flight(), 0);
+}
