@@ -116,38 +116,35 @@ pub fn admit_or_ask(
     let (withdrawn, owner) = (Arc::clone(&asking.withdrawn), ask.owner);
     let message = cluster::call_bytes(&*link, node, Call::Admit(key, Box::new(msg::Ask::of(ask))));
     let entry = Arc::clone(entry);
-    let run = move || {
-        let answer = link.call(node, message.clone());
+    let order = cluster::order_of(key);
+    let mut ask = HomeAsk::wire(Arc::clone(&link), node, order, message);
+    let answered = move |answer: &crate::lookup::HomeResult| {
         let admitted = match cluster::answer_of(answer.clone()) {
             Ok(Answer::Admitted(_, io)) => {
-                // Kept as the answer comes in, on the thread that carried the call (as the
-                // I/O thread did when it carried it): a revocation the home sends after it
-                // answered, before the CREATE runs again, finds the grant here and takes it
-                // back, and the CREATE does not store it again.
+                // Kept as the answer comes in, where the call is carried (as the I/O thread
+                // did when it carried it): a revocation the home sends after it answered,
+                // before the CREATE runs again, finds the grant here and takes it back, and
+                // the CREATE does not store it again.
                 lock(&entry).grants.held = IoGrant(io);
                 true
             }
             _ => false,
         };
-        if admitted && withdrawn.load(Ordering::SeqCst) {
+        // Withdrawn while it was asked: the open the home admitted is closed there, a call
+        // that follows this one (before the next about the file).
+        (admitted && withdrawn.load(Ordering::SeqCst)).then(|| {
             let close = Call::Close {
                 key,
                 owner,
                 delete_on_close: false,
             };
-            let _ = link.call(node, msg::Message::Call(close).encode());
-        }
-        answer
+            HomeAsk::wire(link, node, order, msg::Message::Call(close).encode())
+        })
     };
-    let run = Box::new(run);
-    Decision::Ask(
-        HomeAsk {
-            node,
-            order: cluster::order_of(key),
-            run,
-        },
-        asking,
-    )
+    if let crate::lookup::Carry::Wire(w) = &mut ask.carry {
+        w.then(Box::new(answered));
+    }
+    Decision::Ask(ask, asking)
 }
 
 /// [`admit_or_ask`] of a file homed here: decided on this (the I/O) thread unless deciding
@@ -513,15 +510,13 @@ pub fn io_check_or_ask(
         return Decision::Made(Ok(writers));
     }
     match cluster::to_ask(&server.node, node, io_call(key, io)) {
-        Ok(mut ask) => {
-            let (run, entry) = (ask.run, Arc::clone(entry));
-            ask.run = Box::new(move || {
-                let answer = run();
+        Ok(ask) => {
+            let entry = Arc::clone(entry);
+            let ask = ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
                 if let Ok(Answer::Io { grant, .. }) = cluster::answer_of(answer.clone()) {
                     lock(&entry).grants.held = IoGrant(grant);
                 }
-                answer
-            });
+            }));
             Decision::Ask(ask, ())
         }
         Err(s) => Decision::Made(Err(s)),

@@ -13,7 +13,8 @@ mod cluster_support;
 mod support;
 
 use cluster_support::*;
-use ringshare_core::cluster::ClusterNode;
+use ringshare_core::cluster::{msg, ClusterNode};
+use ringshare_core::lookup::Carry;
 use ringshare_core::Lookup;
 use ringshare_wire::consts::{CreateDisposition as D, Dialect};
 use ringshare_wire::create::{tag, CreateContext, CreateResponse, DurableHandleRequestV2};
@@ -297,4 +298,68 @@ fn a_home_takes_grants_back_from_several_nodes_at_once() {
     for (c, f) in [(&mut a, fa), (&mut b, fb), (&mut h, fh)] {
         assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
     }
+}
+
+/// The call a held lookup carries, when it is one call (the driver may send it on its ring):
+/// its node and decoded message; `None` for a job (for a thread).
+fn wire_of(c: &Client, i: usize) -> Option<(u16, msg::Call)> {
+    let Lookup::Home(h) = &c.held_lookups[i].ask else {
+        panic!("not a call to a file's home");
+    };
+    match &h.carry {
+        Carry::Wire(w) => match msg::Message::decode(&w.message) {
+            Ok(msg::Message::Call(call)) => Some((h.node, call)),
+            _ => panic!("a call's bytes that decode to no call"),
+        },
+        Carry::Job(_) => None,
+    }
+}
+
+/// Issue 33 item 2: the CREATE, LOCK and CLOSE of a file homed on another node each ask one
+/// call, as bytes to that node (an I/O thread may send them on its ring), which decode to the
+/// call the request makes; what runs on the answer (the CREATE's grant kept) runs where it is
+/// carried, before the request runs again. A decision at this node's home that must call
+/// others first stays a job for a thread.
+#[test]
+fn a_call_to_a_file_homed_elsewhere_is_one_call_of_its_bytes_and_a_decision_here_a_job() {
+    let cl = Cluster::new(3, 3);
+    let mut a = cl.client(1);
+    a.hold_lookups = true;
+    let m = a.create_msg_caching("wire.txt", ALL, 7, D::OPEN_IF, 0, None);
+    assert!(a.send_frame(m).is_empty(), "the CREATE waits for its home");
+    let Some((3, msg::Call::Admit(key, _))) = wire_of(&a, 0) else {
+        panic!("the CREATE's call is an Admit to node 3");
+    };
+    let f = file_id(&answer_held(&mut a).remove(0));
+    let m = a.lock_msg(f, &[(0, 4, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert!(a.send_frame(m).is_empty(), "the LOCK waits for its home");
+    assert!(
+        matches!(wire_of(&a, 0), Some((3, msg::Call::Lock { key: k, .. })) if k == key),
+        "the LOCK's call is a Lock of the file to node 3"
+    );
+    assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+    let m = a.close_msg(f, 0);
+    assert!(a.send_frame(m).is_empty(), "the CLOSE waits for its home");
+    assert!(
+        matches!(wire_of(&a, 0), Some((3, msg::Call::Close { key: k, .. })) if k == key),
+        "the CLOSE's call is a Close of the file to node 3"
+    );
+    assert_eq!(statuses(&answer_held(&mut a)), [NtStatus::SUCCESS]);
+
+    // Node 3 is the home: a LOCK there while node 1 holds an I/O grant of the file (no
+    // byte-range locks) must first call node 1 to take it back: a job.
+    let (mut h, _) = home_client(&cl);
+    let fh = open(&mut h, "job.txt", ALL, 7).expect("h");
+    assert_eq!(h.write(fh, 0, b"data").status(), NtStatus::SUCCESS);
+    a.hold_lookups = false;
+    let fa = open(&mut a, "job.txt", ALL, 7).expect("a");
+    assert_eq!(a.read(fa, 0, 4).status(), NtStatus::SUCCESS);
+    h.hold_lookups = true;
+    let m = h.lock_msg(fh, &[(0, 4, EXCLUSIVE | FAIL_IMMEDIATELY)]);
+    assert!(
+        h.send_frame(m).is_empty(),
+        "the LOCK waits for its decision"
+    );
+    assert_eq!(wire_of(&h, 0), None, "decided at the home by a job");
+    assert_eq!(statuses(&answer_held(&mut h)), [NtStatus::SUCCESS]);
 }

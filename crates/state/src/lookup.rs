@@ -198,16 +198,154 @@ pub struct ClusterAsk {
     pub run: Box<dyn Fn() -> Result<(), ringshare_wire::NtStatus> + Send + Sync>,
 }
 
-/// A call to a file's home ([`Lookup::Home`]): the node asked, and the call that asks it and
-/// waits for its answer within its own bound (crates/cluster-home makes it; the driver's
-/// `ClusterLink` carries it).
+/// A call to a file's home ([`Lookup::Home`]): the node asked, and how the call is carried
+/// ([`Carry`]): bytes the driver sends that node itself (on its ring), or a job a thread of
+/// its lookup pool runs.
 pub struct HomeAsk {
     pub node: u16,
     /// Calls with the same order (of the file they are about; 0: none) are carried one after
     /// another, in the order they were asked: a LOCK, the UNLOCK after it and a CLOSE of the
     /// file reach its home in the order they were sent.
     pub order: u64,
-    pub run: Box<dyn Fn() -> Result<Vec<u8>, ringshare_wire::NtStatus> + Send + Sync>,
+    pub carry: Carry,
+}
+
+/// The answer of a call to a file's home, or why none came.
+pub type HomeResult = Result<Vec<u8>, ringshare_wire::NtStatus>;
+
+/// What runs as a [`HomeWire`]'s answer comes in (or why none came): it may return a call that
+/// must follow (a post, asked before the next call about the file).
+pub type Answered = Box<dyn FnOnce(&HomeResult) -> Option<HomeAsk> + Send>;
+
+/// How a [`HomeAsk`] is carried.
+pub enum Carry {
+    /// One call: these bytes to the node, then its answer ([`HomeWire`]). The driver may
+    /// send it on its ring ([`LookupRequest::run`] carries it on a thread).
+    Wire(HomeWire),
+    /// A job that may call several nodes or decide here (a takeover, a decision at this
+    /// node's home that must call others first): always run on a thread.
+    Job(Box<dyn Fn() -> HomeResult + Send + Sync>),
+}
+
+/// One call to a file's home: the link that carries it on a thread, the message, and what
+/// runs once as its answer comes in, before the request that asked runs again, even if that
+/// request's connection went (it belongs to the call).
+pub struct HomeWire {
+    pub link: Arc<dyn crate::link::ClusterLink>,
+    pub message: Vec<u8>,
+    pub answered: std::sync::Mutex<Option<Answered>>,
+}
+
+impl HomeWire {
+    /// `message` to be sent on `link`, nothing run on its answer.
+    pub fn new(link: Arc<dyn crate::link::ClusterLink>, message: Vec<u8>) -> HomeWire {
+        HomeWire {
+            link,
+            message,
+            answered: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Runs what is to run on `answer` (once: later calls do nothing) and gives the call
+    /// that must follow, if any.
+    pub fn answered(&self, answer: &HomeResult) -> Option<HomeAsk> {
+        let hook = self
+            .answered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()?;
+        hook(answer)
+    }
+
+    /// `then` runs on the answer after what already runs on it; the call that must follow
+    /// is the first's, else `then`'s.
+    pub fn then(&mut self, then: Answered) {
+        let slot = self
+            .answered
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let first = slot.take();
+        *slot = Some(Box::new(move |a: &HomeResult| {
+            let follow = first.and_then(|f| f(a));
+            let next = then(a);
+            follow.or(next)
+        }));
+    }
+}
+
+impl HomeAsk {
+    /// The call of `message` to `node`, of order `order`, carried as one call.
+    pub fn wire(
+        link: Arc<dyn crate::link::ClusterLink>,
+        node: u16,
+        order: u64,
+        message: Vec<u8>,
+    ) -> HomeAsk {
+        HomeAsk {
+            node,
+            order,
+            carry: Carry::Wire(HomeWire::new(link, message)),
+        }
+    }
+
+    /// A job for a thread.
+    pub fn job(node: u16, order: u64, job: Box<dyn Fn() -> HomeResult + Send + Sync>) -> HomeAsk {
+        HomeAsk {
+            node,
+            order,
+            carry: Carry::Job(job),
+        }
+    }
+
+    /// Carry it on this thread, waiting: a call sent on its link, then what runs on its answer
+    /// and the call that must follow (carried the same way); or the job.
+    pub fn run(&self) -> HomeResult {
+        match &self.carry {
+            Carry::Job(job) => job(),
+            Carry::Wire(w) => {
+                let answer = w.link.call(self.node, w.message.clone());
+                if let Some(follow) = w.answered(&answer) {
+                    let _ = follow.run();
+                }
+                answer
+            }
+        }
+    }
+
+    /// `then` runs on the answer (a [`Carry::Wire`]'s, before the request runs again; a job's
+    /// after it ran, on its thread).
+    pub fn then(self, then: Box<dyn FnOnce(&HomeResult) + Send>) -> HomeAsk {
+        match self.carry {
+            Carry::Wire(mut w) => {
+                w.then(Box::new(move |a: &HomeResult| {
+                    then(a);
+                    None
+                }));
+                HomeAsk {
+                    carry: Carry::Wire(w),
+                    ..self
+                }
+            }
+            Carry::Job(job) => {
+                let then = std::sync::Mutex::new(Some(then));
+                let run = move || {
+                    let answer = job();
+                    let t = then
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .take();
+                    if let Some(t) = t {
+                        t(&answer);
+                    }
+                    answer
+                };
+                HomeAsk {
+                    carry: Carry::Job(Box::new(run)),
+                    ..self
+                }
+            }
+        }
+    }
 }
 
 /// A question to NSS an lsarpc call asks ([`Lookup::Names`]).
@@ -472,7 +610,7 @@ impl LookupRequest {
             ))),
             Lookup::Quota { source, ask } => LookupDone::Quota(ask.run(source)),
             Lookup::Cluster(ask) => LookupDone::Cluster((ask.run)()),
-            Lookup::Home(ask) => LookupDone::Home((ask.run)()),
+            Lookup::Home(ask) => LookupDone::Home(ask.run()),
         }
     }
 }

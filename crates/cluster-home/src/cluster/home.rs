@@ -408,11 +408,7 @@ pub fn admit_away(
         };
         Ok(answer_bytes(answer))
     };
-    Ok(HomeAsk {
-        node: me,
-        order: super::order_of(key),
-        run: Box::new(run),
-    })
+    Ok(HomeAsk::job(me, super::order_of(key), Box::new(run)))
 }
 
 /// `answer` as a peer's answer comes back ([`super::answer_of`] reads it).
@@ -512,11 +508,7 @@ pub fn lock_away(
         };
         Ok(answer_bytes(answer))
     };
-    Ok(HomeAsk {
-        node: me,
-        order: super::order_of(key),
-        run: Box::new(run),
-    })
+    Ok(HomeAsk::job(me, super::order_of(key), Box::new(run)))
 }
 
 /// Before a new open joins its file: close the parked opens `ids` whose oplock or lease it

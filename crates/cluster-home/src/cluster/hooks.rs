@@ -56,21 +56,14 @@ impl ClusterHooks for Hooks {
                 return None;
             }
         };
-        // Run once, by the thread that carries the call: the close finishes there, and its
-        // answer is only logged (HomeClose::answered).
-        let rest = Mutex::new(Some((c, then)));
-        let (server, call) = (Arc::clone(server), ask.run);
-        let run = move || {
-            let answer = call();
-            if let Some((c, then)) = lock(&rest).take() {
+        // Run once, where the call is carried, as its answer comes in: the close finishes
+        // there, and its answer is only logged (HomeClose::answered).
+        let server = Arc::clone(server);
+        Some(
+            ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
                 then(c.answered(&server, super::answer_of(answer.clone())));
-            }
-            answer
-        };
-        Some(HomeAsk {
-            run: Box::new(run),
-            ..ask
-        })
+            })),
+        )
     }
 
     fn delete_pending_at(
@@ -99,21 +92,13 @@ impl ClusterHooks for Hooks {
                 return None;
             }
         };
-        // Run once, by the thread that carries the call.
-        let rest = Mutex::new(Some(then));
-        let call = ask.run;
-        let run = move || {
-            let answer = call();
-            if let Some(then) = lock(&rest).take() {
+        // Run once, where the call is carried, as its answer comes in.
+        Some(
+            ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
                 let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
                 then(pending.map(|(p, _)| p));
-            }
-            answer
-        };
-        Some(HomeAsk {
-            run: Box::new(run),
-            ..ask
-        })
+            })),
+        )
     }
 
     fn open_closed(&self, here: &NodeState, open: &Open) -> Option<crate::lookup::ClusterAsk> {

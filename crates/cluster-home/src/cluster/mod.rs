@@ -264,11 +264,7 @@ pub fn to_ask(here: &NodeState, node: u16, call: msg::Call) -> Result<HomeAsk, N
     let link = Arc::clone(here.link().ok_or(NtStatus::INTERNAL_ERROR)?);
     let order = home::key_of(&call).map_or(0, order_of);
     let message = call_bytes(&*link, node, call);
-    Ok(HomeAsk {
-        node,
-        order,
-        run: Box::new(move || link.call(node, message.clone())),
-    })
+    Ok(HomeAsk::wire(link, node, order, message))
 }
 
 /// The order of this node's calls about file `key` ([`HomeAsk::order`]: carried one after

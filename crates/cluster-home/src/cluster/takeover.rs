@@ -207,7 +207,7 @@ fn job_ask(
             Ok(Vec::new())
         })
     };
-    let ask = HomeAsk { node, order, run };
+    let ask = HomeAsk::job(node, order, run);
     let takeover = Takeover {
         state,
         server: Arc::clone(server),
