@@ -38,6 +38,7 @@ use peer::{is_local, peer_name};
 mod clock;
 use clock::now;
 pub use clock::OsEntropy;
+mod home_calls;
 mod inline_io;
 mod lookups;
 pub use lookups::LookupPool;
@@ -298,6 +299,9 @@ struct Worker {
     flush_due: Vec<u32>,
     /// With `server smb transports` naming quic: SMB over QUIC.
     quic: Option<quic::QuicSide>,
+    /// On a cluster node (unless `cluster ring calls = no`): calls to files' homes on other
+    /// nodes carried on this ring.
+    home: Option<home_calls::HomeCalls>,
 }
 
 /// Run one worker until the server stops.
@@ -330,6 +334,11 @@ pub fn run_worker(
     }
     crate::lock(&shared.wakers).push(ring.waker());
     let inbox = lookups::inbox(ring.waker());
+    let home = shared.peers.as_ref().map(|p| {
+        let dialed = Arc::new(mailbox::Mailbox::new(usize::MAX));
+        dialed.set_waker(ring.waker());
+        home_calls::HomeCalls::new(p.clone(), p.node(), shared.home_calls_per_peer, dialed)
+    });
     let listeners = match first_listeners {
         Some(l) => l,
         None => shared
@@ -365,6 +374,7 @@ pub fn run_worker(
         inbox,
         flush_due: Vec::new(),
         quic: None,
+        home,
     };
     if let Some(all) = &w.shared.ring_metrics {
         let m = Arc::new(Metrics::new(clock::mono_us));
@@ -413,6 +423,7 @@ impl Worker {
             }
             self.clock = now(self.shared.started);
             self.answer_lookups();
+            self.home_dialed();
             self.fire_timers();
             self.deliver_mail();
             self.quic_mail();
@@ -482,12 +493,14 @@ impl Worker {
             .flatten()
             .chain(scavenge)
             .chain(self.quic.as_ref().and_then(|q| q.deadline_ms(now_ms)))
+            .chain(self.home.as_ref().and_then(|h| h.deadline()))
             .min()?;
         Some(Duration::from_millis(next.saturating_sub(now_ms).max(1)))
     }
 
     fn fire_timers(&mut self) {
         self.quic_timers();
+        self.home_timers();
         let t = self.clock;
         if self.index == 0 {
             // Closes nothing (one look at the table) when none is due. What the closes ask of
@@ -496,7 +509,7 @@ impl Worker {
             // connection at slot u32::MAX and is dropped.
             for ask in self.shared.server.expire_durables(t.mono_ms) {
                 let req = ringshare_core::LookupRequest { id: 0, ask };
-                self.shared.lookups.ask(req, u32::MAX, 0, &self.inbox);
+                self.ask_lookup(req, u32::MAX, 0);
             }
             self.shared.server.kernel_tick(t.mono_ms);
             self.shared.server.log_limit_tick(t.mono_ms);
@@ -567,6 +580,7 @@ impl Worker {
             KIND_IO => self.on_io(c),
             KIND_NOTIFY => self.read_disk_changes(),
             quic::KIND_QUIC_UDP..=quic::KIND_QUIC_SEND => self.on_quic(kind, slot, c),
+            home_calls::KIND_HOME_SEND | home_calls::KIND_HOME_RECV => self.on_home(kind, slot, c),
             KIND_TIMER if !self.shared.stopping.load(Ordering::SeqCst) => {
                 self.rearm_accept(slot);
             }
@@ -711,7 +725,10 @@ impl Worker {
                     c.reads_waiting.push_back(req);
                 }
                 Output::Io(req) => self.start_io(slot, req),
-                Output::Lookup(req) => self.shared.lookups.ask(req, slot, c.gen, &self.inbox),
+                Output::Lookup(req) => {
+                    let gen = c.gen;
+                    self.ask_lookup(req, slot, gen);
+                }
                 Output::Close => {
                     c.closing = true;
                     end_multishot(&mut self.ring, c, slot);
@@ -771,7 +788,7 @@ impl Worker {
         // all the same: its answer finds no connection and is dropped.
         while let Some(out) = c.conn.poll_output() {
             if let Output::Lookup(req) = out {
-                self.shared.lookups.ask(req, slot, c.gen, &self.inbox);
+                self.ask_lookup(req, slot, c.gen);
             }
         }
         // Ops still in the ring hold their own fd clones; their completions
@@ -788,6 +805,7 @@ impl Worker {
         for slot in 0..self.conns.len() as u32 {
             self.close(slot);
         }
+        self.home_shutdown();
         if self.zc_sends[0] > 0 {
             tracing::debug!(
                 worker = self.index,

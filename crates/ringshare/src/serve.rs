@@ -595,6 +595,11 @@ pub fn serve(
         inotify,
         lookups: driver::LookupPool::start(),
         quic,
+        peers: cluster_node
+            .as_ref()
+            .filter(|_| !cfg.global.cluster.ring_calls_off)
+            .and_then(|n| n.peers()),
+        home_calls_per_peer: (8 / threads).max(2),
     });
     shared.wake_on_mail();
     install_signal_handler(shared.clone(), reloader)

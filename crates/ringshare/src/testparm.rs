@@ -614,6 +614,7 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         witness_anonymous,
         witness_port,
         endpoint_mapper_port,
+        ring_calls_off,
     } = c;
     let Some(name) = name else {
         s.push_str("\t# cluster name = (none: a single server)\n");
@@ -646,6 +647,10 @@ fn render_cluster(s: &mut String, c: &crate::config::ClusterOptions) {
         "cluster endpoint mapper port",
         endpoint_mapper_port.unwrap_or(135),
     );
+    // Hidden (for measuring): shown only when set away from its default.
+    if *ring_calls_off {
+        opt(s, "cluster ring calls", "no");
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! files homed here and gives the core a [`ClusterLink`] to ask theirs.
 
 mod ca;
-mod peer;
+pub(crate) mod peer;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
@@ -438,6 +438,11 @@ pub struct Node {
 pub type Membership = (Vec<(u16, Vec<std::net::IpAddr>)>, Vec<u16>);
 
 impl Node {
+    /// This node's connections to the others (calls carried on the rings use them).
+    pub fn peers(&self) -> Option<Arc<peer::Peers>> {
+        self.link.peers.get().cloned()
+    }
+
     /// What the Witness service reads the membership through.
     pub fn membership(&self) -> impl Fn() -> Option<Membership> + Send + 'static {
         let link = self.link.clone();

@@ -52,7 +52,7 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long after it was sent a call's late answer is still read ([`Peers::watch_late`]), and
 /// how many calls are watched so at most.
-const LATE_LIMIT: Duration = Duration::from_secs(30);
+pub const LATE_LIMIT: Duration = Duration::from_secs(30);
 const LATE_MAX: usize = 256;
 /// Idle connections kept per peer.
 const IDLE_MAX: usize = 8;
@@ -60,7 +60,10 @@ const IDLE_MAX: usize = 8;
 /// a break or wake-up whose waiter then waits for its own timer).
 const POST_QUEUE: usize = 4096;
 /// Connections from other nodes served at once.
-const INBOUND_MAX: usize = 256;
+/// (1,024: each other node's I/O threads keep up to K connections to this one each, between
+/// them 8 or more (crates/ringshare's driver, home_calls.rs), besides its pool's idle ones and
+/// its post connection.)
+const INBOUND_MAX: usize = 1024;
 
 /// This node's secret, number and protocol level.
 #[derive(Clone)]
@@ -150,7 +153,6 @@ impl Session {
 
     /// A whole frame at the start of `buf`: its kind and payload and the bytes it took, or
     /// `None` while part of it is still to come.
-    #[allow(dead_code)] // The driver's ring calls use it (the next commits).
     pub fn open_from(&mut self, buf: &[u8]) -> std::io::Result<Option<(u8, Vec<u8>, usize)>> {
         let Some(head) = buf.get(..4) else {
             return Ok(None);
@@ -517,7 +519,6 @@ impl Peers {
     /// A new authenticated connection to `node`, not from the idle pool and without the
     /// pool's read and write timeouts: its socket and its frame keys, for a caller that reads
     /// and writes it itself (an I/O thread's ring, which bounds its own reads).
-    #[allow(dead_code)] // The driver's ring calls use it (the next commits).
     pub fn dial(&self, node: u16) -> std::io::Result<(TcpStream, Session)> {
         let addr =
             (self.resolve)(node).ok_or_else(|| bad(format!("node {node} is not a member")))?;
@@ -525,6 +526,11 @@ impl Peers {
         c.stream.set_read_timeout(None)?;
         c.stream.set_write_timeout(None)?;
         Ok((c.stream, c.session))
+    }
+
+    /// This node's number.
+    pub fn node(&self) -> u16 {
+        self.me.node
     }
 
     /// Count one more call whose late answer is awaited: false (nothing counted) when

@@ -39,6 +39,9 @@ pub struct ClusterOptions {
     /// `cluster endpoint mapper port`: where the endpoint mapper answers
     /// which port Witness is on (default 135; 0: none).
     pub endpoint_mapper_port: Option<u16>,
+    /// `cluster ring calls = no` (hidden, for measuring): calls to files' homes on other
+    /// nodes are carried by the lookup pool's threads, not on the I/O threads' rings.
+    pub ring_calls_off: bool,
 }
 
 /// The Witness service's TCP port unless `cluster witness port` says another.
@@ -112,6 +115,13 @@ pub(super) fn apply(
         "secret file" => c.secret_file = Some(base.join(value)),
         "filesystem" => c.filesystem = Some(base.join(value)),
         "takeover command" => c.takeover_command = Some(base.join(value)),
+        "ring calls" => {
+            c.ring_calls_off = match value.to_ascii_lowercase().as_str() {
+                "yes" | "true" | "1" => false,
+                "no" | "false" | "0" => true,
+                _ => return Err(format!("'{key}' expects yes or no, got '{value}'")),
+            };
+        }
         "witness" | "witness anonymous" => {
             let yes = match value.to_ascii_lowercase().as_str() {
                 "yes" | "true" | "1" => true,

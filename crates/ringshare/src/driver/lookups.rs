@@ -252,15 +252,22 @@ impl Worker {
         if !self.inbox.take_into(&mut answers) {
             return;
         }
-        let t = self.clock;
         for (slot, gen, id, done) in answers {
+            self.lookup_answered(slot, gen, id, done);
+            // A call about a file carried by a thread: the next about it may go.
+            self.thread_answered(slot, gen, id);
+        }
+    }
+
+    /// Hand `done` to the request `id` of connection `slot`/`gen`, if it is still there.
+    pub(super) fn lookup_answered(&mut self, slot: u32, gen: u32, id: u64, done: LookupDone) {
+        let t = self.clock;
+        if let Some(c) = self.conn_mut(slot, gen) {
+            c.conn.complete_lookup(t, id, done);
+            self.drain(slot);
+            // A WRITE received apart that waited for its home and failed: its payload goes.
             if let Some(c) = self.conn_mut(slot, gen) {
-                c.conn.complete_lookup(t, id, done);
-                self.drain(slot);
-                // A WRITE received apart that waited for its home and failed: its payload goes.
-                if let Some(c) = self.conn_mut(slot, gen) {
-                    drop_unheld_payload(c);
-                }
+                drop_unheld_payload(c);
             }
         }
     }

@@ -44,6 +44,11 @@ pub struct Shared {
     pub lookups: Arc<LookupPool>,
     /// SMB over QUIC (`server smb transports`): a socket and endpoint per worker.
     pub quic: Option<super::QuicShared>,
+    /// A cluster node's connections to the others, when calls to files' homes go on the
+    /// rings (`cluster ring calls`, yes by default); `None`: the lookup pool carries them.
+    pub peers: Option<Arc<crate::cluster::peer::Peers>>,
+    /// Connections each ring keeps to each other node at most (K = max(2, 8 / workers)).
+    pub home_calls_per_peer: usize,
 }
 
 impl Shared {

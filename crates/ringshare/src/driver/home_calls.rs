@@ -1,0 +1,645 @@
+//! Calls to files' homes on other nodes, carried on the worker's own ring (issue 33 item 2;
+//! docs/cluster.md, "No I/O thread waits on the network").
+//!
+//! A call that is one call ([`Carry::Wire`]: a CREATE's Admit, a CLOSE, a LOCK, a READ's
+//! check...) is sealed in the session of one of the worker's connections to its node and sent
+//! with a SEND; its answer comes back through a RECV bounded by the kernel
+//! ([`Ring::recv_within`], the peer protocol's 2 s). Both go in the loop's own
+//! `io_uring_enter`: no thread hand-off, no wake-up. Each connection carries one call at a time
+//! (the callee answers its connection's calls in turn); a worker keeps up to K connections per
+//! node (`Shared::home_calls_per_peer`). Opening one (connect and handshake) is a job for a
+//! lookup thread ([`Peers::dial`]), which leaves the connection in this worker's `dialed` box.
+//!
+//! What is not one call (a decision at this node's home that calls others, a takeover) is a
+//! job ([`Carry::Job`]) for the lookup pool's home-call threads, as are calls when the hidden
+//! switch `cluster ring calls = no` is set (all of them then go the threads' way).
+//!
+//! Calls about one file (`HomeAsk::order`) are carried one after another, in the order this
+//! worker asked them, ring and threads together: a connection lives on one ring, so its LOCK,
+//! UNLOCK and CLOSE reach the home in order (calls from two rings about one file are not
+//! ordered with each other: docs/limits.md).
+//!
+//! A call not sent within 2 s of being asked (its node stopped or unreachable) fails "try
+//! again" (FILE_NOT_AVAILABLE), never sent. A call sent and not answered within 2 s fails the
+//! same way, and its connection goes to a thread that awaits a late answer
+//! ([`Peers::watch_counted`]: it half-closes, so a callee that has not read the call yet does
+//! not carry it out).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::TcpStream;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringshare_core::lookup::{Carry, HomeAsk, HomeResult};
+use ringshare_core::{Lookup, LookupDone, LookupRequest};
+use ringshare_engine::{Completion, SharedFd};
+use ringshare_wire::NtStatus;
+
+use super::mailbox::Mailbox;
+use super::{token, Worker};
+use crate::cluster::peer::{self, Peers, Session};
+
+/// A completion of a call's SEND, or its RECV (slot: the connection's id).
+pub(super) const KIND_HOME_SEND: u64 = 10;
+pub(super) const KIND_HOME_RECV: u64 = 11;
+
+/// How long a call waits to be sent, and for its answer once sent (the peer protocol's).
+const CALL_MS: u64 = peer::CALL_TIMEOUT.as_millis() as u64;
+/// Calls queued per node per worker at most; more fail at once.
+const QUEUED_MAX: usize = 4096;
+/// A connection's receive buffer to start with.
+const RX_START: usize = 4096;
+
+/// Connections a dial made, for the worker that asked: (node, the socket and its session).
+pub(super) type Dialed = Mailbox<(u16, std::io::Result<(TcpStream, Session)>)>;
+
+/// A call asked and not answered yet.
+pub(super) struct Waiting {
+    pub slot: u32,
+    pub gen: u32,
+    pub req: LookupRequest,
+    pub asked_ms: u64,
+}
+
+impl Waiting {
+    fn home(&self) -> Option<&HomeAsk> {
+        match &self.req.ask {
+            Lookup::Home(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    fn order(&self) -> u64 {
+        self.home().map_or(0, |h| h.order)
+    }
+
+    fn node(&self) -> u16 {
+        self.home().map_or(0, |h| h.node)
+    }
+
+    /// Whether it is one call this worker may send on its ring.
+    fn on_ring(&self, me: u16) -> bool {
+        self.home()
+            .is_some_and(|h| h.node != me && matches!(h.carry, Carry::Wire(_)))
+    }
+}
+
+/// What the worker is to do ([`Calls`] decides; the worker's glue does it).
+pub(super) enum Act {
+    /// Send the call on connection `conn`.
+    Send(u32, Waiting),
+    /// Open a new connection to the node.
+    Dial(u16),
+    /// Hand it to the lookup pool's threads.
+    Thread(Waiting),
+    /// Answer it at once with FILE_NOT_AVAILABLE: never sent.
+    Fail(Waiting),
+}
+
+/// A node's connections (ids) and the calls waiting for one.
+#[derive(Default)]
+struct PeerLinks {
+    idle: Vec<u32>,
+    busy: usize,
+    dialing: bool,
+    queue: VecDeque<Waiting>,
+}
+
+/// The worker's calls, without I/O: which goes when, on which connection.
+pub(super) struct Calls {
+    me: u16,
+    /// Connections per node at most.
+    k: usize,
+    peers: HashMap<u16, PeerLinks>,
+    /// The orders with a call under way, and the calls of each waiting behind it.
+    busy: HashMap<u64, VecDeque<Waiting>>,
+}
+
+impl Calls {
+    pub(super) fn new(me: u16, k: usize) -> Calls {
+        Calls {
+            me,
+            k: k.max(1),
+            peers: HashMap::new(),
+            busy: HashMap::new(),
+        }
+    }
+
+    /// `w` was asked: it goes now, or after the call of its order under way.
+    pub(super) fn ask(&mut self, w: Waiting, out: &mut Vec<Act>) {
+        let o = w.order();
+        if o != 0 {
+            if let Some(behind) = self.busy.get_mut(&o) {
+                behind.push_back(w);
+                return;
+            }
+            self.busy.insert(o, VecDeque::new());
+        }
+        self.dispatch(w, out);
+    }
+
+    /// `w`, its order taken, goes to its node's queue (or the threads).
+    fn dispatch(&mut self, w: Waiting, out: &mut Vec<Act>) {
+        if !w.on_ring(self.me) {
+            out.push(Act::Thread(w));
+            return;
+        }
+        let node = w.node();
+        let p = self.peers.entry(node).or_default();
+        if p.queue.len() >= QUEUED_MAX {
+            out.push(Act::Fail(w));
+            return;
+        }
+        p.queue.push_back(w);
+        self.pump(node, out);
+    }
+
+    /// Start what `node`'s connections can take now, or a dial for more.
+    fn pump(&mut self, node: u16, out: &mut Vec<Act>) {
+        let k = self.k;
+        let Some(p) = self.peers.get_mut(&node) else {
+            return;
+        };
+        while !p.queue.is_empty() {
+            if let Some(c) = p.idle.pop() {
+                if let Some(w) = p.queue.pop_front() {
+                    p.busy += 1;
+                    out.push(Act::Send(c, w));
+                }
+            } else {
+                if !p.dialing && p.busy < k {
+                    p.dialing = true;
+                    out.push(Act::Dial(node));
+                }
+                break;
+            }
+        }
+    }
+
+    /// A dial to `node` ended: its new connection, or none. With none and no connection to
+    /// the node, the calls waiting for one fail at once (never sent), as a call on a thread
+    /// fails when it cannot connect.
+    pub(super) fn dialed(&mut self, node: u16, conn: Option<u32>, out: &mut Vec<Act>) {
+        let p = self.peers.entry(node).or_default();
+        p.dialing = false;
+        match conn {
+            Some(c) => p.idle.push(c),
+            None if p.busy == 0 && p.idle.is_empty() => {
+                let failed: Vec<Waiting> = p.queue.drain(..).collect();
+                for w in failed {
+                    self.fail(w, out);
+                }
+                return;
+            }
+            None => {}
+        }
+        self.pump(node, out);
+    }
+
+    fn fail(&mut self, w: Waiting, out: &mut Vec<Act>) {
+        let o = w.order();
+        out.push(Act::Fail(w));
+        self.release(o, None, out);
+    }
+
+    /// A call of order `o` ended (answered, or why not); `follow`: a call that must go before
+    /// the next of its order. The next of the order goes.
+    pub(super) fn release(&mut self, o: u64, follow: Option<Waiting>, out: &mut Vec<Act>) {
+        if o == 0 {
+            if let Some(f) = follow {
+                self.ask(f, out);
+            }
+            return;
+        }
+        let next = match self.busy.get_mut(&o) {
+            Some(behind) => {
+                if let Some(f) = follow {
+                    behind.push_front(f);
+                }
+                behind.pop_front()
+            }
+            None => follow,
+        };
+        match next {
+            Some(w) => {
+                self.busy.entry(o).or_default();
+                self.dispatch(w, out);
+            }
+            None => {
+                self.busy.remove(&o);
+            }
+        }
+    }
+
+    /// The call on connection `conn` to `node` ended: the connection is idle again (`keep`)
+    /// or gone.
+    pub(super) fn conn_done(&mut self, node: u16, conn: u32, keep: bool, out: &mut Vec<Act>) {
+        if let Some(p) = self.peers.get_mut(&node) {
+            p.busy = p.busy.saturating_sub(1);
+            if keep {
+                p.idle.push(conn);
+            }
+        }
+        self.pump(node, out);
+    }
+
+    /// Calls queued 2 s after they were asked fail, never sent.
+    pub(super) fn expire(&mut self, now_ms: u64, out: &mut Vec<Act>) {
+        let mut late = Vec::new();
+        for p in self.peers.values_mut() {
+            while p
+                .queue
+                .front()
+                .is_some_and(|w| w.asked_ms + CALL_MS <= now_ms)
+            {
+                late.extend(p.queue.pop_front());
+            }
+        }
+        for w in late {
+            self.fail(w, out);
+        }
+    }
+
+    /// When the oldest queued call is due to fail.
+    pub(super) fn deadline(&self) -> Option<u64> {
+        self.peers
+            .values()
+            .filter_map(|p| p.queue.front().map(|w| w.asked_ms + CALL_MS))
+            .min()
+    }
+}
+
+/// A connection of the worker to another node.
+struct Link {
+    node: u16,
+    fd: SharedFd,
+    session: Session,
+    /// What came of the answer so far.
+    rx: Vec<u8>,
+    /// The call under way, and when its answer is due.
+    call: Option<(Waiting, u64)>,
+    /// Its SEND failed: the RECV's end fails the call.
+    broken: bool,
+}
+
+/// A worker's side of calls on its ring.
+pub(super) struct HomeCalls {
+    peers: Arc<Peers>,
+    calls: Calls,
+    links: HashMap<u32, Link>,
+    next_link: u32,
+    pub(super) dialed: Arc<Dialed>,
+    /// Calls carried by the threads whose order waits for their answer: (slot, gen, id).
+    thread_orders: HashMap<(u32, u32, u64), u64>,
+    /// Ids for the requests nobody waits for (slot u32::MAX), so each is known apart.
+    next_id: u64,
+}
+
+impl HomeCalls {
+    pub(super) fn new(peers: Arc<Peers>, me: u16, k: usize, dialed: Arc<Dialed>) -> HomeCalls {
+        HomeCalls {
+            peers,
+            calls: Calls::new(me, k),
+            links: HashMap::new(),
+            next_link: 0,
+            dialed,
+            thread_orders: HashMap::new(),
+            next_id: 1 << 62,
+        }
+    }
+
+    pub(super) fn deadline(&self) -> Option<u64> {
+        self.calls.deadline()
+    }
+}
+
+impl Worker {
+    /// Ask `req` for connection `slot`/`gen`: on the ring when it is one call to another node,
+    /// else (or with `cluster ring calls = no`) by the lookup pool.
+    pub(super) fn ask_lookup(&mut self, mut req: LookupRequest, slot: u32, gen: u32) {
+        let Some(h) = self.home.as_mut() else {
+            return self.shared.lookups.ask(req, slot, gen, &self.inbox);
+        };
+        if !matches!(req.ask, Lookup::Home(_)) {
+            return self.shared.lookups.ask(req, slot, gen, &self.inbox);
+        }
+        if slot == u32::MAX {
+            h.next_id += 1;
+            req.id = h.next_id;
+        }
+        let w = Waiting {
+            slot,
+            gen,
+            req,
+            asked_ms: self.clock.mono_ms,
+        };
+        let mut out = Vec::new();
+        h.calls.ask(w, &mut out);
+        self.home_act(out);
+    }
+
+    fn home_act(&mut self, out: Vec<Act>) {
+        let mut more = Vec::new();
+        for a in out {
+            match a {
+                Act::Send(c, w) => self.home_send(c, w, &mut more),
+                Act::Dial(node) => self.home_dial(node),
+                Act::Thread(w) => {
+                    let (o, key) = (w.order(), (w.slot, w.gen, w.req.id));
+                    if let (Some(h), true) = (self.home.as_mut(), o != 0) {
+                        h.thread_orders.insert(key, o);
+                    }
+                    self.shared.lookups.ask(w.req, w.slot, w.gen, &self.inbox);
+                }
+                Act::Fail(w) => {
+                    let r: HomeResult = Err(NtStatus::FILE_NOT_AVAILABLE);
+                    tracing::warn!(
+                        "cluster: a call to node {} was not sent within 2 s",
+                        w.node()
+                    );
+                    // What runs on its answer runs (a close finishes); nothing follows a
+                    // call that was never sent.
+                    if let Some(Lookup::Home(HomeAsk {
+                        carry: Carry::Wire(wire),
+                        ..
+                    })) = Some(&w.req.ask)
+                    {
+                        let _ = wire.answered(&r);
+                    }
+                    self.lookup_answered(w.slot, w.gen, w.req.id, LookupDone::Home(r));
+                }
+            }
+        }
+        if !more.is_empty() {
+            self.home_act(more);
+        }
+    }
+
+    /// Seal the call in `c`'s session and send it; its answer's RECV, bounded at 2 s, goes
+    /// in the same submission.
+    fn home_send(&mut self, c: u32, w: Waiting, more: &mut Vec<Act>) {
+        let now = self.clock.mono_ms;
+        let Some(h) = self.home.as_mut() else { return };
+        let Some(link) = h.links.get_mut(&c) else {
+            // Cannot happen: an idle id names a link. Fail it rather than lose it.
+            h.calls.fail(w, more);
+            return;
+        };
+        let Some(Lookup::Home(HomeAsk {
+            carry: Carry::Wire(wire),
+            ..
+        })) = Some(&w.req.ask)
+        else {
+            h.calls.fail(w, more);
+            return;
+        };
+        h.peers.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let frame = link.session.seal(peer::CALL, &wire.message);
+        let rx = std::mem::take(&mut link.rx);
+        let rx = if rx.capacity() > 0 {
+            rx
+        } else {
+            Vec::with_capacity(RX_START)
+        };
+        link.call = Some((w, now + CALL_MS));
+        let fd = Arc::clone(&link.fd);
+        self.ring.send(&fd, frame, 0, token(KIND_HOME_SEND, 0, c));
+        self.ring.recv_within(
+            &fd,
+            rx,
+            peer::FRAME_MAX + 4,
+            Duration::from_millis(CALL_MS),
+            token(KIND_HOME_RECV, 0, c),
+        );
+    }
+
+    /// A lookup thread opens a connection to `node` and leaves it in this worker's box.
+    fn home_dial(&mut self, node: u16) {
+        let Some(h) = self.home.as_ref() else { return };
+        let (peers, dialed) = (Arc::clone(&h.peers), Arc::clone(&h.dialed));
+        let job = move || {
+            let r = peers.dial(node);
+            if !dialed.post((node, r)) {
+                tracing::warn!("cluster: a connection to node {node} was opened for nothing");
+            }
+            Ok(Vec::new())
+        };
+        let req = LookupRequest {
+            id: 0,
+            ask: Lookup::Home(HomeAsk::job(node, 0, Box::new(job))),
+        };
+        self.shared.lookups.ask(req, u32::MAX, 0, &self.inbox);
+    }
+
+    /// Take the connections dials made.
+    pub(super) fn home_dialed(&mut self) {
+        let Some(h) = self.home.as_mut() else { return };
+        let mut got = Vec::new();
+        if !h.dialed.take_into(&mut got) {
+            return;
+        }
+        let mut out = Vec::new();
+        for (node, r) in got {
+            let conn = match r {
+                Ok((stream, session)) => {
+                    h.next_link = h.next_link.wrapping_add(1);
+                    let id = h.next_link;
+                    let link = Link {
+                        node,
+                        fd: Arc::new(OwnedFd::from(stream)),
+                        session,
+                        rx: Vec::new(),
+                        call: None,
+                        broken: false,
+                    };
+                    h.links.insert(id, link);
+                    Some(id)
+                }
+                Err(e) => {
+                    tracing::warn!("cluster: no connection to node {node}: {e}");
+                    None
+                }
+            };
+            h.calls.dialed(node, conn, &mut out);
+        }
+        self.home_act(out);
+    }
+
+    /// A SEND or RECV of connection `c` completed.
+    pub(super) fn on_home(&mut self, kind: u64, c: u32, comp: Completion) {
+        let Some(h) = self.home.as_mut() else { return };
+        let Some(link) = h.links.get_mut(&c) else {
+            return;
+        };
+        if kind == KIND_HOME_SEND {
+            if comp.result.is_err() {
+                // The RECV's end fails the call.
+                link.broken = true;
+                self.ring.cancel(token(KIND_HOME_RECV, 0, c));
+            }
+            return;
+        }
+        if let Some(buf) = comp.buf {
+            link.rx = buf;
+        }
+        let now = self.clock.mono_ms;
+        let end = match comp.result {
+            Ok(0) => End::Failed("the node closed the connection".into()),
+            Ok(_) if link.broken => End::Failed("the call could not be sent".into()),
+            Ok(_) => match link.session.open_from(&link.rx) {
+                Ok(Some((peer::ANSWER, payload, used))) if used == link.rx.len() => {
+                    link.rx.clear();
+                    End::Answer(payload)
+                }
+                Ok(Some((k, _, _))) => End::Failed(format!("a frame of kind {k}")),
+                Ok(None) => {
+                    let due = link.call.as_ref().map_or(now, |(_, d)| *d);
+                    if due <= now {
+                        End::TimedOut
+                    } else {
+                        // Part of the answer: the rest within the time left.
+                        let want = link
+                            .rx
+                            .get(..4)
+                            .and_then(|b| Session::body_len(b.try_into().ok()?).ok())
+                            .map_or(RX_START, |n| n + 4);
+                        let rx = &mut link.rx;
+                        rx.reserve(want.saturating_sub(rx.len()).max(RX_START / 4));
+                        let (fd, rx) = (Arc::clone(&link.fd), std::mem::take(rx));
+                        self.ring.recv_within(
+                            &fd,
+                            rx,
+                            peer::FRAME_MAX + 4,
+                            Duration::from_millis(due - now),
+                            token(KIND_HOME_RECV, 0, c),
+                        );
+                        return;
+                    }
+                }
+                Err(e) => End::Failed(e.to_string()),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && !link.broken => End::TimedOut,
+            Err(e) => End::Failed(e.to_string()),
+        };
+        self.home_end(c, end);
+    }
+
+    /// The call on connection `c` ended: what runs on its answer runs, the request gets it,
+    /// the next call of its order and of the node go.
+    fn home_end(&mut self, c: u32, end: End) {
+        let Some(h) = self.home.as_mut() else { return };
+        let Some(mut link) = h.links.remove(&c) else {
+            return;
+        };
+        let node = link.node;
+        let Some((w, _)) = link.call.take() else {
+            return;
+        };
+        let (result, keep): (HomeResult, bool) = match &end {
+            End::Answer(a) => (Ok(a.clone()), true),
+            End::TimedOut => (Err(NtStatus::FILE_NOT_AVAILABLE), false),
+            End::Failed(why) => {
+                tracing::warn!("cluster: a call to node {node} failed: {why}");
+                (Err(NtStatus::FILE_NOT_AVAILABLE), false)
+            }
+        };
+        let message = match &w.req.ask {
+            Lookup::Home(HomeAsk {
+                carry: Carry::Wire(wire),
+                ..
+            }) => Some(wire),
+            _ => None,
+        };
+        let follow = message.and_then(|wire| wire.answered(&result));
+        let late_msg = matches!(end, End::TimedOut)
+            .then(|| message.map(|wire| wire.message.clone()))
+            .flatten();
+        if keep {
+            h.links.insert(c, link);
+        } else if let Some(msg) = late_msg {
+            // Not answered in 2 s: a thread awaits the late answer (at most LATE_MAX node-wide),
+            // the connection half-closed so a callee that has not read the call does not carry
+            // it out. Part of an answer already read: the connection is closed instead.
+            if link.rx.is_empty() && h.peers.try_watch() {
+                match Arc::try_unwrap(link.fd) {
+                    Ok(fd) => {
+                        let conn = peer::Conn {
+                            stream: TcpStream::from(fd),
+                            session: link.session,
+                        };
+                        let wait = peer::LATE_LIMIT.saturating_sub(peer::CALL_TIMEOUT);
+                        h.peers.watch_counted(node, conn, msg, wait);
+                    }
+                    Err(_) => h.peers.unwatch(),
+                }
+            } else {
+                tracing::warn!(
+                    "cluster: a call to node {node} timed out; its answer is not awaited"
+                );
+            }
+        }
+        let (slot, gen, id, o) = (w.slot, w.gen, w.req.id, w.order());
+        let follow = follow.map(|ask| {
+            h.next_id += 1;
+            Waiting {
+                slot: u32::MAX,
+                gen: 0,
+                req: LookupRequest {
+                    id: h.next_id,
+                    ask: Lookup::Home(ask),
+                },
+                asked_ms: self.clock.mono_ms,
+            }
+        });
+        let mut out = Vec::new();
+        h.calls.conn_done(node, c, keep, &mut out);
+        h.calls.release(o, follow, &mut out);
+        self.lookup_answered(slot, gen, id, LookupDone::Home(result));
+        self.home_act(out);
+    }
+
+    /// An answer of the lookup pool came for (slot, gen, id): the order it held goes on.
+    pub(super) fn thread_answered(&mut self, slot: u32, gen: u32, id: u64) {
+        let Some(h) = self.home.as_mut() else { return };
+        let Some(o) = h.thread_orders.remove(&(slot, gen, id)) else {
+            return;
+        };
+        let mut out = Vec::new();
+        h.calls.release(o, None, &mut out);
+        self.home_act(out);
+    }
+
+    /// Calls not sent within 2 s fail.
+    pub(super) fn home_timers(&mut self) {
+        let now = self.clock.mono_ms;
+        let Some(h) = self.home.as_mut() else { return };
+        if h.calls.deadline().is_none_or(|d| d > now) {
+            return;
+        }
+        let mut out = Vec::new();
+        h.calls.expire(now, &mut out);
+        self.home_act(out);
+    }
+
+    /// The worker stops: its calls' receives end.
+    pub(super) fn home_shutdown(&mut self) {
+        let Some(h) = self.home.as_ref() else { return };
+        let ids: Vec<u32> = h.links.keys().copied().collect();
+        for c in ids {
+            self.ring.cancel(token(KIND_HOME_RECV, 0, c));
+        }
+    }
+}
+
+/// How a call on the ring ended.
+enum End {
+    Answer(Vec<u8>),
+    TimedOut,
+    Failed(String),
+}
+
+#[cfg(test)]
+#[path = "home_calls_tests.rs"]
+mod tests;
