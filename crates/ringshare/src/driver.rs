@@ -310,6 +310,15 @@ pub fn run_worker(
     shared: Arc<Shared>,
     first_listeners: Option<Vec<OwnedFd>>,
 ) -> io::Result<()> {
+    new_worker(index, shared, first_listeners)?.run()
+}
+
+/// A worker with its ring, its listeners armed.
+fn new_worker(
+    index: usize,
+    shared: Arc<Shared>,
+    first_listeners: Option<Vec<OwnedFd>>,
+) -> io::Result<Worker> {
     // Counted only in test binaries that install the counting allocator.
     ringshare_engine::alloc_count::enroll_thread();
     let defaults = RingConfig::default();
@@ -398,7 +407,7 @@ pub fn run_worker(
         q.arm(&mut w.ring);
         w.quic = Some(q);
     }
-    w.run()
+    Ok(w)
 }
 
 impl Worker {
@@ -408,27 +417,33 @@ impl Worker {
                 self.shutdown();
                 return Ok(());
             }
-            let timeout = self.next_timeout();
-            self.ring.submit_and_wait(1, timeout)?;
-            self.clock = now(self.shared.started);
-            if let Some(m) = &self.metrics {
-                let s = self.ring.stats();
-                m.publish_ring(s.submits, s.sqes, s.cqes);
-            }
-            while let Some(c) = self.ring.next_completion() {
-                if c.is_wake() {
-                    continue;
-                }
-                self.on_completion(c);
-            }
-            self.clock = now(self.shared.started);
-            self.answer_lookups();
-            self.home_dialed();
-            self.fire_timers();
-            self.deliver_mail();
-            self.quic_mail();
-            self.flush_due();
+            self.turn()?;
         }
+    }
+
+    /// One iteration of the loop: wait for completions (or the next timer) and handle them.
+    fn turn(&mut self) -> io::Result<()> {
+        let timeout = self.next_timeout();
+        self.ring.submit_and_wait(1, timeout)?;
+        self.clock = now(self.shared.started);
+        if let Some(m) = &self.metrics {
+            let s = self.ring.stats();
+            m.publish_ring(s.submits, s.sqes, s.cqes);
+        }
+        while let Some(c) = self.ring.next_completion() {
+            if c.is_wake() {
+                continue;
+            }
+            self.on_completion(c);
+        }
+        self.clock = now(self.shared.started);
+        self.answer_lookups();
+        self.home_dialed();
+        self.fire_timers();
+        self.deliver_mail();
+        self.quic_mail();
+        self.flush_due();
+        Ok(())
     }
 
     /// Sends what the connections queued during this iteration: every

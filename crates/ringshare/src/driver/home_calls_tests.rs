@@ -184,3 +184,207 @@ fn a_job_goes_to_the_threads_in_its_files_order() {
     c.release(7, None, &mut out);
     assert_eq!(seen(&mut out), [("dial", 2, 0)]);
 }
+
+// ---- on a real ring, to real nodes on the loopback ----
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::cluster::peer::{Handler, Identity, Stats, UndoHere};
+
+const SECRET: &[u8] = b"the cluster secret";
+
+/// What node 2 was asked, and what it looked at undoing itself: (call, answer).
+type Seen = Arc<Mutex<Vec<Vec<u8>>>>;
+type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
+
+/// Node 2 speaking `level`: it answers "did " and the call, after 2.5 s for the call `slow`
+/// (it read it in time, and is slow), at once for any other; `undoes`: it undoes itself what
+/// it answered after its caller went (else it answers, for the caller to read late).
+fn node2(level: u16, undoes: bool) -> (SocketAddr, Seen, Undone) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let me = Identity {
+        node: 2,
+        secret: Arc::from(SECRET),
+        level,
+    };
+    let asked: Seen = Arc::default();
+    let seen = Arc::clone(&asked);
+    let handler: Arc<Handler> = Arc::new(move |m: &[u8]| {
+        crate::lock(&seen).push(m.to_vec());
+        if m == b"slow" {
+            std::thread::sleep(Duration::from_millis(2500));
+        }
+        Ok(Some([b"did ", m].concat()))
+    });
+    let undone: Undone = Arc::default();
+    let noted = Arc::clone(&undone);
+    let undo: Arc<UndoHere> = Arc::new(move |call: &[u8], answer: &[u8]| {
+        crate::lock(&noted).push((call.to_vec(), answer.to_vec()));
+        undoes
+    });
+    peer::serve(
+        listener,
+        me,
+        Arc::new(|n| n == 1),
+        (handler, undo),
+        Arc::new(Stats::default()),
+        Arc::new(|_| false),
+    )
+    .expect("serve");
+    (addr, asked, undone)
+}
+
+/// A worker of node 1 (speaking `level`) whose calls to node 2 at `to` go on its ring.
+fn worker(level: u16, to: SocketAddr, advertised: u16) -> (Worker, Arc<Peers>) {
+    let me = Identity {
+        node: 1,
+        secret: Arc::from(SECRET),
+        level,
+    };
+    let peers = Peers::new(
+        me,
+        Box::new(move |n| (n == 2).then_some((to, advertised))),
+        Arc::new(Stats::default()),
+    );
+    let cfg = crate::config::parse_str("[global]\n", std::path::Path::new("/nonexistent"))
+        .expect("config");
+    let sc = crate::serve::server_config(&cfg, [0; 16], 0).expect("server config");
+    let server = ringshare_core::ServerState::with_accounts(
+        sc,
+        Arc::new(ringshare_auth::smbpasswd::SmbPasswd::parse("").expect("users")),
+        Arc::new(ringshare_core::ProcessAccounts),
+    );
+    let shared = Arc::new(super::super::Shared {
+        server,
+        listen: Vec::new(),
+        max_connections: 0,
+        connections: AtomicUsize::new(0),
+        stopping: AtomicBool::new(false),
+        wakers: Mutex::new(Vec::new()),
+        started: Instant::now(),
+        send_file: false,
+        multishot_receive: false,
+        zerocopy_send: crate::config::ZerocopySend::No,
+        splice_chunk: 1 << 20,
+        ring_metrics: None,
+        send_stall_ms: 60_000,
+        inotify: None,
+        lookups: super::super::LookupPool::start(),
+        quic: None,
+        peers: Some(Arc::clone(&peers)),
+        home_calls_per_peer: 2,
+    });
+    let w = super::super::new_worker(0, shared, Some(Vec::new())).expect("worker");
+    (w, peers)
+}
+
+/// Ask `message` of node 2 on `w`'s ring (nobody's request: its answer is what runs on it)
+/// and turn the loop until it is in; the answer and how long it took.
+fn ring_call(w: &mut Worker, message: &[u8]) -> (HomeResult, Duration) {
+    let got: Arc<Mutex<Option<HomeResult>>> = Arc::default();
+    let into = Arc::clone(&got);
+    // NoLink: a call carried by a thread instead would be INTERNAL_ERROR.
+    let ask = HomeAsk::wire(Arc::new(NoLink), 2, 7, message.to_vec()).then(Box::new(
+        move |a: &HomeResult| {
+            *crate::lock(&into) = Some(a.clone());
+        },
+    ));
+    let t = Instant::now();
+    w.ask_lookup(
+        LookupRequest {
+            id: 1,
+            ask: Lookup::Home(ask),
+        },
+        u32::MAX,
+        0,
+    );
+    while t.elapsed() < Duration::from_secs(10) {
+        if let Some(a) = crate::lock(&got).take() {
+            return (a, t.elapsed());
+        }
+        w.turn().expect("turn");
+    }
+    panic!("no answer in 10 s");
+}
+
+/// Issue 33 item 2: a call made on the ring is sealed, sent and answered in the session of a
+/// connection the ring dialed, to a node of either level; the next call reuses it.
+#[test]
+fn a_call_made_on_the_ring_gets_the_answer_of_a_node_of_either_level() {
+    for (i, a) in [(4, 4), (4, 1), (1, 4)] {
+        let (addr, asked, _) = node2(a, false);
+        let (mut w, _peers) = worker(i, addr, a);
+        let (r, _) = ring_call(&mut w, b"one");
+        assert_eq!(r, Ok(b"did one".to_vec()), "{i} to {a}");
+        let (r, _) = ring_call(&mut w, b"two");
+        assert_eq!(r, Ok(b"did two".to_vec()), "{i} to {a}");
+        assert_eq!(*crate::lock(&asked), [b"one".to_vec(), b"two".to_vec()]);
+        let h = w.home.as_ref().expect("ring calls");
+        assert_eq!(h.links.len(), 1, "one connection, kept");
+    }
+}
+
+/// Issue 33: a ring call whose 2 s went (the kernel's timeout) is FILE_NOT_AVAILABLE; its
+/// connection is half-closed (node 2, once it decided, sees the caller went) and read on for
+/// the late answer, which reaches the late handler once; the next call goes on a new
+/// connection, answered in time, and reaches nobody's late handler.
+#[test]
+fn a_ring_call_answered_late_is_handed_to_the_late_handler_once() {
+    let (addr, asked, looked_at) = node2(4, false);
+    let (mut w, peers) = worker(4, addr, 4);
+    let (tx, rx) = std::sync::mpsc::channel();
+    peers.on_late(Arc::new(move |node, call: &[u8], answer: &[u8]| {
+        let _ = tx.send((node, call.to_vec(), answer.to_vec()));
+    }));
+    let (r, took) = ring_call(&mut w, b"slow");
+    assert_eq!(r, Err(NtStatus::FILE_NOT_AVAILABLE));
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_millis(2400),
+        "the call's 2 s: {took:?}"
+    );
+    let (node, call, answer) = rx.recv_timeout(Duration::from_secs(5)).expect("late");
+    assert_eq!(
+        (node, &call[..], &answer[..]),
+        (2, &b"slow"[..], &b"did slow"[..])
+    );
+    assert_eq!(
+        crate::lock(&looked_at)
+            .iter()
+            .map(|(c, _)| c.clone())
+            .collect::<Vec<_>>(),
+        [b"slow".to_vec()],
+        "node 2 saw the caller went (the half-close)"
+    );
+    let (r, _) = ring_call(&mut w, b"fast");
+    assert_eq!(r, Ok(b"did fast".to_vec()));
+    assert!(
+        rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "in time: not late"
+    );
+    assert_eq!(*crate::lock(&asked), [b"slow".to_vec(), b"fast".to_vec()]);
+}
+
+/// The same, where node 2 has something to undo itself: it undoes it and sends no answer; the
+/// caller's late handler gets nothing (one side only undoes a call).
+#[test]
+fn a_ring_call_whose_callee_undoes_it_reaches_no_late_handler() {
+    let (addr, _, undone) = node2(4, true);
+    let (mut w, peers) = worker(4, addr, 4);
+    let (tx, rx) = std::sync::mpsc::channel();
+    peers.on_late(Arc::new(move |_, call: &[u8], _: &[u8]| {
+        let _ = tx.send(call.to_vec());
+    }));
+    let (r, _) = ring_call(&mut w, b"slow");
+    assert_eq!(r, Err(NtStatus::FILE_NOT_AVAILABLE));
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(
+        *crate::lock(&undone),
+        [(b"slow".to_vec(), b"did slow".to_vec())],
+        "undone at node 2"
+    );
+    assert!(rx.try_recv().is_err(), "no answer reached the caller");
+}

@@ -7,9 +7,11 @@
 //! the answers to their connections on its next loop iteration. A slow or stopped winbindd
 //! delays only the logons that need it; every other request on every ring goes on. A cluster
 //! node's questions to etcd (persistent opens' records) have a thread of their own, which asks
-//! them in order. Calls to files' homes on other nodes have threads of their own too; those
-//! about one file are asked one after another, in the order the rings asked them
-//! (`HomeAsk::order`).
+//! them in order. Calls to files' homes on other nodes that are one call each go on the rings
+//! themselves (`home_calls.rs`); the rest (a takeover, a decision at this node's home that calls
+//! others, the opening of a ring's connection to a node) and, with `cluster ring calls = no`,
+//! every call have threads of their own; those about one file are asked one after another, in
+//! the order the rings asked them (`HomeAsk::order`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
@@ -25,8 +27,9 @@ use super::Worker;
 /// Threads asking at once: NSS and winbind calls of several logons overlap (winbind's own
 /// `ntlm_auth` pool holds up to 8 helpers).
 const LOOKUP_THREADS: usize = 4;
-/// Threads carrying calls to files' homes on other nodes (the CREATEs, CLOSEs, LOCKs and
-/// UNLOCKs of files homed elsewhere): each waits for its peer's answer, at most the peer
+/// Threads carrying the calls to files' homes that are not made on the rings (`home_calls.rs`:
+/// jobs of several calls, dials; all of them with `cluster ring calls = no`, the CREATEs,
+/// CLOSEs, LOCKs and UNLOCKs of files homed elsewhere): each waits for its peer's answer, at most the peer
 /// connection's 2 s, so a stopped peer holds a thread per call to it for that long; the calls
 /// of a node's clients overlap, those about one file go one after another.
 const HOME_CALL_THREADS: usize = 16;
