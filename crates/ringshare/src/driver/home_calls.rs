@@ -384,6 +384,7 @@ impl Worker {
         let Some(h) = self.home.as_mut() else { return };
         let Some(link) = h.links.get_mut(&c) else {
             // Cannot happen: an idle id names a link. Fail it rather than lose it.
+            h.calls.conn_done(w.node(), c, false, more);
             h.calls.fail(w, more);
             return;
         };
@@ -392,6 +393,8 @@ impl Worker {
             ..
         })) = Some(&w.req.ask)
         else {
+            // Cannot happen either: only one call is queued for a connection.
+            h.calls.conn_done(w.node(), c, true, more);
             h.calls.fail(w, more);
             return;
         };

@@ -89,7 +89,7 @@ fn calls_about_one_file_from_one_ring_go_one_at_a_time_in_the_order_asked() {
     c.conn_done(2, 100, true, &mut out);
     c.release(7, None, &mut out);
     assert_eq!(seen(&mut out), []);
-    assert!(c.busy.get(&7).is_none(), "file 7 has nothing under way");
+    assert!(!c.busy.contains_key(&7), "file 7 has nothing under way");
 }
 
 /// Issue 33: a stopped node holds only its own K connections; calls to it wait for them, and
