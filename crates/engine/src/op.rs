@@ -547,9 +547,6 @@ impl OpKind {
         }
     }
 
-    /// Gives the buffers back, dropping the fd clones.
-    /// The fds this op's SQEs name that may be registered (sockets and pipes),
-    /// so that `Ring` can use a registered slot for one of them.
     /// The two SQEs of a [`OpKind::RecvWithin`]: its RECV (to be linked) and the
     /// LINK_TIMEOUT that bounds it, pointing at the op's boxed timespec. `None` for another op.
     pub(crate) fn recv_within_chain(&mut self, fixed: Fixed) -> Option<[squeue::Entry; 2]> {
@@ -565,6 +562,8 @@ impl OpKind {
         Some([recv, timer])
     }
 
+    /// The fds this op's SQEs name that may be registered (sockets and pipes),
+    /// so that `Ring` can use a registered slot for one of them.
     pub(crate) fn fds(&self) -> [Option<RawFd>; 2] {
         match self {
             OpKind::Recv { fd, .. }
@@ -582,6 +581,7 @@ impl OpKind {
         }
     }
 
+    /// Gives the buffers back, dropping the fd clones.
     pub(crate) fn into_buffers(self) -> (Option<Vec<u8>>, Option<Vec<Vec<u8>>>) {
         match self {
             OpKind::Recv { buf, .. }
