@@ -501,6 +501,26 @@ fn a_log_written_to_a_file_has_no_colour_codes() {
 }
 
 #[test]
+fn on_a_cluster_node_posix_locking_is_off_unless_a_share_or_global_asks_for_it() {
+    let dir = TempDir::new();
+    let share = dir.mkdir("share");
+    let conf = |more: &str| {
+        format!(
+            "[global]\ncluster name = lab\ncluster node = 2\ncluster address = 10.0.0.2:4460\n\
+             cluster etcd = http://10.0.0.1:2379\ncluster secret file = secret\n\
+             cluster filesystem = {share}\n{more}[s]\npath = {share}\n\
+             [t]\npath = {share}\nposix locking = yes\n",
+            share = share.display()
+        )
+    };
+    let c = parse(&dir, &conf("")).expect("a cluster node");
+    assert!(!c.shares[0].posix_locking, "off by default on a cluster node");
+    assert!(c.shares[1].posix_locking, "a share asks for it");
+    let c = parse(&dir, &conf("posix locking = yes\n")).expect("a cluster node");
+    assert!(c.shares[0].posix_locking, "[global] asks for it");
+}
+
+#[test]
 fn a_cluster_section_is_read_with_its_defaults_and_a_partial_one_names_what_it_lacks() {
     let dir = TempDir::new();
     let share = dir.mkdir("share");

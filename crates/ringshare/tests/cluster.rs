@@ -177,6 +177,12 @@ impl Cluster {
                 fs = mount.display(),
                 takeover = takeover.display(),
             );
+            // RINGSHARE_CLUSTER_EXTRA: more `[global]` lines for this build's nodes (an A/B
+            // of a setting, e.g. `cluster ring calls = no`), "\n" between lines.
+            let extra = match (std::env::var("RINGSHARE_CLUSTER_EXTRA"), old) {
+                (Ok(more), None) => format!("{extra}\n\t{}\n", more.replace("\\n", "\n\t")),
+                _ => extra,
+            };
             let dir = TempDir::new(&format!("cluster-{name}-n{n}"));
             nodes.push(Rig::start_at(
                 dir,

@@ -1139,7 +1139,12 @@ impl<'a> Parser<'a> {
                 .or(defaults.continuous_availability)
                 .unwrap_or(false),
             change_notify: d.change_notify.or(defaults.change_notify).unwrap_or(true),
-            posix_locking: d.posix_locking.or(defaults.posix_locking).unwrap_or(true),
+            // On a cluster node its fcntl calls, made on the I/O thread, are round trips to
+            // the cluster file system's metadata server (docs/cluster.md): off unless asked.
+            posix_locking: d
+                .posix_locking
+                .or(defaults.posix_locking)
+                .unwrap_or(!self.global.cluster.enabled()),
             strict_locking: d.strict_locking.or(defaults.strict_locking).unwrap_or(None),
             smb3_unix_extensions: d
                 .smb3_unix_extensions
