@@ -514,7 +514,10 @@ fn on_a_cluster_node_posix_locking_is_off_unless_a_share_or_global_asks_for_it()
         )
     };
     let c = parse(&dir, &conf("")).expect("a cluster node");
-    assert!(!c.shares[0].posix_locking, "off by default on a cluster node");
+    assert!(
+        !c.shares[0].posix_locking,
+        "off by default on a cluster node"
+    );
     assert!(c.shares[1].posix_locking, "a share asks for it");
     let c = parse(&dir, &conf("posix locking = yes\n")).expect("a cluster node");
     assert!(c.shares[0].posix_locking, "[global] asks for it");
