@@ -399,17 +399,7 @@ impl OpKind {
             OpKind::Accept { fd } => opcode::AcceptMulti::new(types::Fd(fd.as_raw_fd()))
                 .flags(libc::SOCK_CLOEXEC)
                 .build(),
-            OpKind::Recv { fd, buf, max } => {
-                let spare = buf.spare_capacity_mut();
-                let len = spare.len().min(*max).min(SQE_LEN_MAX) as u32;
-                with_fd!(fd.as_raw_fd(), fixed, |t| opcode::Recv::new(
-                    t,
-                    spare.as_mut_ptr().cast(),
-                    len
-                )
-                .build())
-            }
-            OpKind::RecvWithin { fd, buf, max, .. } => {
+            OpKind::Recv { fd, buf, max } | OpKind::RecvWithin { fd, buf, max, .. } => {
                 let spare = buf.spare_capacity_mut();
                 let len = spare.len().min(*max).min(SQE_LEN_MAX) as u32;
                 with_fd!(fd.as_raw_fd(), fixed, |t| opcode::Recv::new(

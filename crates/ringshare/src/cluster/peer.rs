@@ -715,4 +715,4 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 #[path = "peer_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -116,22 +116,23 @@ fn a_caller_that_stopped_waiting_is_seen_gone_and_still_reads_a_late_answer() {
     assert_eq!(&got, b"late");
 }
 
-/// What node 2 undid itself: (call, answer).
-type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
+/// What node 2 was asked, and what it looked at undoing itself: (call, answer).
+pub(crate) type Seen = Arc<Mutex<Vec<Vec<u8>>>>;
+pub(crate) type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
 
-/// Node 2 answers the call `slow` only after 2.5 s (overloaded past the caller's 2 s, not
-/// stopped: it read the call in time), every other call at once; what it was asked, in order.
-/// `undoes`: it undoes itself what it answered after its caller went (else it answers, and
-/// has nothing to undo).
-fn slow_acceptor(undoes: bool) -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>, Undone) {
+/// Node 2 speaking `level` answers the call `slow` only after 2.5 s (overloaded past the
+/// caller's 2 s, not stopped: it read the call in time), every other call at once ("did " and
+/// the call); what it was asked, in order. `undoes`: it undoes itself what it answered after
+/// its caller went (else it answers, for the caller to read late).
+pub(crate) fn node2(level: u16, undoes: bool) -> (SocketAddr, Seen, Undone) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     let me = Identity {
         node: 2,
         secret: Arc::from(&b"the cluster secret"[..]),
-        level: 4,
+        level,
     };
-    let asked = Arc::new(Mutex::new(Vec::new()));
+    let asked: Seen = Arc::default();
     let seen = Arc::clone(&asked);
     let handler: Arc<Handler> = Arc::new(move |m: &[u8]| {
         lock(&seen).push(m.to_vec());
@@ -165,7 +166,7 @@ fn slow_acceptor(undoes: bool) -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>, Undone)
 /// the call that undoes it; the call after it, answered in time, is handed to nobody.
 #[test]
 fn a_call_answered_after_the_timeout_is_handed_to_the_late_handler_which_undoes_it() {
-    let (addr, asked, looked_at) = slow_acceptor(false);
+    let (addr, asked, looked_at) = node2(4, false);
     let peers = initiator(4, addr, 4);
     let (tx, rx) = std::sync::mpsc::channel();
     let weak = Arc::downgrade(&peers);
@@ -204,7 +205,7 @@ fn a_call_answered_after_the_timeout_is_handed_to_the_late_handler_which_undoes_
 /// only undoes a call).
 #[test]
 fn a_callee_that_sees_its_caller_went_undoes_the_call_itself_and_the_caller_does_not() {
-    let (addr, asked, undone) = slow_acceptor(true);
+    let (addr, asked, undone) = node2(4, true);
     let peers = initiator(4, addr, 4);
     let (tx, rx) = std::sync::mpsc::channel();
     peers.on_late(Arc::new(move |_, call: &[u8], _: &[u8]| {

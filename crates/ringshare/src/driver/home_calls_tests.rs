@@ -187,56 +187,15 @@ fn a_job_goes_to_the_threads_in_its_files_order() {
 
 // ---- on a real ring, to real nodes on the loopback ----
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::cluster::peer::{Handler, Identity, Stats, UndoHere};
+use crate::cluster::peer::tests::node2;
+use crate::cluster::peer::{Identity, Stats};
 
 const SECRET: &[u8] = b"the cluster secret";
-
-/// What node 2 was asked, and what it looked at undoing itself: (call, answer).
-type Seen = Arc<Mutex<Vec<Vec<u8>>>>;
-type Undone = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
-
-/// Node 2 speaking `level`: it answers "did " and the call, after 2.5 s for the call `slow`
-/// (it read it in time, and is slow), at once for any other; `undoes`: it undoes itself what
-/// it answered after its caller went (else it answers, for the caller to read late).
-fn node2(level: u16, undoes: bool) -> (SocketAddr, Seen, Undone) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let me = Identity {
-        node: 2,
-        secret: Arc::from(SECRET),
-        level,
-    };
-    let asked: Seen = Arc::default();
-    let seen = Arc::clone(&asked);
-    let handler: Arc<Handler> = Arc::new(move |m: &[u8]| {
-        crate::lock(&seen).push(m.to_vec());
-        if m == b"slow" {
-            std::thread::sleep(Duration::from_millis(2500));
-        }
-        Ok(Some([b"did ", m].concat()))
-    });
-    let undone: Undone = Arc::default();
-    let noted = Arc::clone(&undone);
-    let undo: Arc<UndoHere> = Arc::new(move |call: &[u8], answer: &[u8]| {
-        crate::lock(&noted).push((call.to_vec(), answer.to_vec()));
-        undoes
-    });
-    peer::serve(
-        listener,
-        me,
-        Arc::new(|n| n == 1),
-        (handler, undo),
-        Arc::new(Stats::default()),
-        Arc::new(|_| false),
-    )
-    .expect("serve");
-    (addr, asked, undone)
-}
 
 /// A worker of node 1 (speaking `level`) whose calls to node 2 at `to` go on its ring.
 fn worker(level: u16, to: SocketAddr, advertised: u16) -> (Worker, Arc<Peers>) {
