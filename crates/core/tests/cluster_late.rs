@@ -1,5 +1,6 @@
-//! Issue 33 (docs/cluster.md, "A call answered too late"): a file's home that reads a call in
-//! time but answers after its caller's 2 s (overloaded, not stopped) has carried it out, while
+//! Issue 33 (docs/cluster-internals.md, "A call answered too late"): a file's home that reads
+//! a call in time but answers after its caller's 2 s (overloaded, not stopped) has carried it
+//! out, while
 //! the caller told its client FILE_NOT_AVAILABLE ("try again"). The caller reads the late
 //! answer all the same and undoes at the home what it says was done: a LOCK granted is
 //! unlocked, an open admitted is closed (its lease with it), a delete-pending set is cleared.

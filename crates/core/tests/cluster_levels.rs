@@ -1,5 +1,6 @@
 //! Nodes of different builds in one cluster (issue 33, rolling upgrades; docs/cluster.md,
-//! "Upgrading a cluster"): the in-memory cluster of cluster_sim.rs with some nodes said to
+//! "Upgrading a cluster"; docs/cluster-internals.md, "Protocol levels"): the in-memory
+//! cluster of cluster_sim.rs with some nodes said to
 //! speak an older protocol level. The bus fails a test when a node is sent a message above
 //! its level; these tests show what a mixed cluster does instead, and what it loses (a
 //! directory lease's break below level 2, a POSIX open's flag at a home below level 3).

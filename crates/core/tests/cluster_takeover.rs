@@ -549,7 +549,8 @@ fn a_persistent_open_is_not_taken_back_over_an_open_let_in_since_it_went() {
     assert_eq!(d.write(g, 0, b"after").status(), NtStatus::SUCCESS);
 }
 
-/// Issue 33 (docs/cluster.md, "A call answered too late"): alice's reconnect through node 2 of
+/// Issue 33 (docs/cluster-internals.md, "A call answered too late"): alice's reconnect through
+/// node 2 of
 /// the durable (or persistent) open node 1 kept is given it up, and node 3, the file's home,
 /// moves it to node 2's new id but answers after node 2 stopped waiting: the reconnect is told
 /// to try again, and node 2 keeps the open parked under its old id. Once the late answer

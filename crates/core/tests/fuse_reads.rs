@@ -1,7 +1,8 @@
 //! READs of files on FUSE file systems ask for no more than the file holds
 //! ([`ringshare_vfs::Node::reads_within_size`]): there an io_uring READ that
 //! comes up short is continued from the wrong offset and returns the data
-//! repeated (ceph-fuse with direct I/O, kernel 6.18: docs/cluster.md). The
+//! repeated (ceph-fuse with direct I/O, kernel 6.18: docs/cluster-internals.md,
+//! "On CephFS: the runs"). The
 //! backend here is the in-memory share with that flaw put back in.
 
 mod support;

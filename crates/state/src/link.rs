@@ -66,8 +66,8 @@ pub trait ClusterLink: Send + Sync {
     }
     /// The protocol level `node` speaks, as it advertised it (etcd's membership record; 1
     /// for a node that advertises none, the builds before levels): messages above it are not
-    /// sent to it (crates/cluster-home's `msg::Message::level`; docs/cluster.md, "Upgrading a
-    /// cluster").
+    /// sent to it (crates/cluster-home's `msg::Message::level`; docs/cluster-internals.md,
+    /// "Protocol levels").
     fn level_of(&self, _node: u16) -> u16 {
         1
     }

@@ -39,8 +39,8 @@ fn persistent(here: &NodeState, open: &Open) -> Option<Durability> {
 fn record_of(here: &NodeState, open: &Open, d: &Durability) -> Option<CaRecord> {
     let link = here.link()?;
     let mut state = super::reopen::state_of(open, &lock(&open.state), d);
-    // Stored as a POSIX open's record only when every node reads it (docs/cluster.md,
-    // "Upgrading a cluster").
+    // Stored as a POSIX open's record only when every node reads it
+    // (docs/cluster-internals.md, "Protocol levels").
     state.posix &= super::cluster_level(&**link) >= 3;
     let (lease, locks) = {
         let e = lock(&open.entry);
@@ -492,7 +492,8 @@ pub(super) fn lease_back(
 }
 
 /// At a node that rebuilt partitions `parts` (it started again, or took a dead node's; mixed
-/// builds while a cluster is upgraded, docs/cluster.md): the persistent opens a live node keeps
+/// builds while a cluster is upgraded, docs/cluster-internals.md, "Protocol levels"): the
+/// persistent opens a live node keeps
 /// under an id it did not make join their files' entries here from their records. A node took
 /// them over from a dead one keeping their ids (an older build, or this one below level 4 or
 /// when etcd refused the takeover's record: before [`renamed`]) and, once their clients

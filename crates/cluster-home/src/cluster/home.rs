@@ -192,7 +192,8 @@ fn serve_anywhere(server: &ServerState, call: &Call, now_ms: u64) -> Option<Answ
 
 /// The I/O grant for the node that made open `owner`, which asked (given and recorded). None
 /// for an open under this node's own number (issue 33): a node of an older build keeps it, made
-/// by this node's last life (docs/cluster.md "Upgrading a cluster"); recorded as this node's,
+/// by this node's last life (docs/cluster-internals.md "Upgrading: the history"); recorded as
+/// this node's,
 /// the grant was one no revocation could take back (this node does not call itself), and every
 /// later move or lock of the file failed (FILE_NOT_AVAILABLE) for good. None either for an
 /// open another node serves under that id (routed to a connection of another node: a node kept

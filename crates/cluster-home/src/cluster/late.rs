@@ -1,5 +1,5 @@
-//! A call answered after its caller stopped waiting (issue 33; docs/cluster.md, "A call
-//! answered too late"): the caller told its client FILE_NOT_AVAILABLE ("try again") at the
+//! A call answered after its caller stopped waiting (issue 33; docs/cluster-internals.md,
+//! "A call answered too late"): the caller told its client FILE_NOT_AVAILABLE ("try again") at the
 //! call's 2 s, but the home, slow rather than stopped, carried the call out all the same. The
 //! caller's transport keeps reading the connection for a while and hands the late answer here;
 //! what the answer says was done that the client does not know of is undone at the same node

@@ -8,7 +8,8 @@
 //! (e9524d6) closes it and leaves the record, which still names this node. The record says the
 //! open is not gone, so every reconnect is told to try again (`super::ca::still_kept`), and no
 //! node takes it over: its keeper is alive. In scripts/cluster-upgrade.sh a handle was not back
-//! within 20 s (docs/cluster.md, "The ~11 s of step 3, traced"). The same holds for a node that
+//! within 20 s (docs/cluster-internals.md, "The ~11 s of step 3, traced"). The same holds for
+//! a node that
 //! started again under the number a record still names.
 //!
 //! [`take_back`] is tried when such a node is asked for the open (a reconnect through it, or a

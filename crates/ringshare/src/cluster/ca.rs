@@ -1,6 +1,7 @@
 //! The records of persistent opens (continuously available shares) in
 //! etcd, under `/ringshare/<cluster>/ca/<persistent id in hex>`
-//! (docs/cluster.md, "Continuously available shares"). Each call makes its
+//! (docs/cluster-internals.md, "Persistent opens: the record and the
+//! takeover"). Each call makes its
 //! own short-lived etcd client (as every thread of the coordinator does),
 //! bounded to [`DEADLINE`]; etcd acknowledges a put once a majority of
 //! members has it on disk.

@@ -8,8 +8,8 @@
 //! Both MACs cover both nonces and both node numbers, so each side proves
 //! it holds the secret, on this connection only. The level (the field was
 //! a version, 1, in the builds before levels, which refuse any other) is
-//! the protocol level the connection speaks (docs/cluster.md, "Upgrading a
-//! cluster"): I proposes the lower of its own and the one A advertises in
+//! the protocol level the connection speaks (docs/cluster-internals.md,
+//! "Protocol levels"): I proposes the lower of its own and the one A advertises in
 //! etcd; A agrees to the lower of that and its own; I refuses an agreement
 //! below its proposal (A is not what etcd says). From level 2 on both MACs
 //! cover the two levels too. The session key is

@@ -1,5 +1,5 @@
 //! Calls to files' homes on other nodes, carried on the worker's own ring (issue 33 item 2;
-//! docs/cluster.md, "No I/O thread waits on the network").
+//! docs/cluster-internals.md, "No I/O thread waits on the network").
 //!
 //! A call that is one call ([`Carry::Wire`]: a CREATE's Admit, a CLOSE, a LOCK, a READ's
 //! check...) is sealed in the session of one of the worker's connections to its node and sent

@@ -5,7 +5,8 @@
 //! persistent opens meanwhile: each needs its record in etcd before its CREATE is answered,
 //! so theirs wait for etcd's election (printed, not bounded), and on the old code the I/O
 //! thread waited with them, stalling everyone (measured on main before the change: the
-//! figures in docs/cluster.md, "No I/O thread waits on the network"). Four more clients of
+//! figures in docs/cluster-internals.md, "No I/O thread waits on the network"). Four more
+//! clients of
 //! node 1 work on a file homed on node 2 while node 2 is stopped: one closes the open of it
 //! that it held, one opens it again and again, one locks and unlocks bytes of its open of it
 //! again and again, one writes and reads other bytes of its open of it again and again (a lock
