@@ -32,7 +32,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ringshare_core::lookup::{Carry, HomeAsk, HomeResult};
+use ringshare_core::lookup::{Carry, HomeAsk, HomeResult, HomeWire};
 use ringshare_core::{Lookup, LookupDone, LookupRequest};
 use ringshare_engine::{Completion, SharedFd};
 use ringshare_wire::NtStatus;
@@ -67,6 +67,14 @@ impl Waiting {
     fn home(&self) -> Option<&HomeAsk> {
         match &self.req.ask {
             Lookup::Home(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The call's bytes and what runs on its answer, when it is one call.
+    fn wire(&self) -> Option<&HomeWire> {
+        match self.home().map(|h| &h.carry) {
+            Some(Carry::Wire(w)) => Some(w),
             _ => None,
         }
     }
@@ -361,11 +369,7 @@ impl Worker {
                     );
                     // What runs on its answer runs (a close finishes); nothing follows a
                     // call that was never sent.
-                    if let Some(Lookup::Home(HomeAsk {
-                        carry: Carry::Wire(wire),
-                        ..
-                    })) = Some(&w.req.ask)
-                    {
+                    if let Some(wire) = w.wire() {
                         let _ = wire.answered(&r);
                     }
                     self.lookup_answered(w.slot, w.gen, w.req.id, LookupDone::Home(r));
@@ -388,11 +392,7 @@ impl Worker {
             h.calls.fail(w, more);
             return;
         };
-        let Some(Lookup::Home(HomeAsk {
-            carry: Carry::Wire(wire),
-            ..
-        })) = Some(&w.req.ask)
-        else {
+        let Some(wire) = w.wire() else {
             // Cannot happen either: only one call is queued for a connection.
             h.calls.conn_done(w.node(), c, true, more);
             h.calls.fail(w, more);
@@ -540,23 +540,18 @@ impl Worker {
         let Some((w, _)) = link.call.take() else {
             return;
         };
-        let (result, keep): (HomeResult, bool) = match &end {
-            End::Answer(a) => (Ok(a.clone()), true),
+        let timed_out = matches!(end, End::TimedOut);
+        let (result, keep): (HomeResult, bool) = match end {
+            End::Answer(a) => (Ok(a), true),
             End::TimedOut => (Err(NtStatus::FILE_NOT_AVAILABLE), false),
             End::Failed(why) => {
                 tracing::warn!("cluster: a call to node {node} failed: {why}");
                 (Err(NtStatus::FILE_NOT_AVAILABLE), false)
             }
         };
-        let message = match &w.req.ask {
-            Lookup::Home(HomeAsk {
-                carry: Carry::Wire(wire),
-                ..
-            }) => Some(wire),
-            _ => None,
-        };
+        let message = w.wire();
         let follow = message.and_then(|wire| wire.answered(&result));
-        let late_msg = matches!(end, End::TimedOut)
+        let late_msg = timed_out
             .then(|| message.map(|wire| wire.message.clone()))
             .flatten();
         if keep {
