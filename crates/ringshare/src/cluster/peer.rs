@@ -511,6 +511,11 @@ impl Peers {
         if let Some(c) = lock(&self.idle).get_mut(&node).and_then(Vec::pop) {
             return Ok(c);
         }
+        self.connect_to(node)
+    }
+
+    /// A new authenticated connection to member `node`.
+    fn connect_to(&self, node: u16) -> std::io::Result<Conn> {
         let addr =
             (self.resolve)(node).ok_or_else(|| bad(format!("node {node} is not a member")))?;
         connect(&self.me, node, addr)
@@ -520,9 +525,7 @@ impl Peers {
     /// pool's read and write timeouts: its socket and its frame keys, for a caller that reads
     /// and writes it itself (an I/O thread's ring, which bounds its own reads).
     pub fn dial(&self, node: u16) -> std::io::Result<(TcpStream, Session)> {
-        let addr =
-            (self.resolve)(node).ok_or_else(|| bad(format!("node {node} is not a member")))?;
-        let c = connect(&self.me, node, addr)?;
+        let c = self.connect_to(node)?;
         c.stream.set_read_timeout(None)?;
         c.stream.set_write_timeout(None)?;
         Ok((c.stream, c.session))
