@@ -115,19 +115,9 @@ pub(super) fn apply(
         "secret file" => c.secret_file = Some(base.join(value)),
         "filesystem" => c.filesystem = Some(base.join(value)),
         "takeover command" => c.takeover_command = Some(base.join(value)),
-        "ring calls" => {
-            c.ring_calls_off = match value.to_ascii_lowercase().as_str() {
-                "yes" | "true" | "1" => false,
-                "no" | "false" | "0" => true,
-                _ => return Err(format!("'{key}' expects yes or no, got '{value}'")),
-            };
-        }
+        "ring calls" => c.ring_calls_off = !yes_no(key, value)?,
         "witness" | "witness anonymous" => {
-            let yes = match value.to_ascii_lowercase().as_str() {
-                "yes" | "true" | "1" => true,
-                "no" | "false" | "0" => false,
-                _ => return Err(format!("'{key}' expects yes or no, got '{value}'")),
-            };
+            let yes = yes_no(key, value)?;
             if name == "witness" {
                 c.witness_off = !yes;
             } else {
@@ -184,4 +174,13 @@ pub(super) fn missing(c: &ClusterOptions) -> Option<String> {
         lacks.push("cluster filesystem");
     }
     (!lacks.is_empty()).then(|| format!("a cluster node needs {} too", lacks.join(", ")))
+}
+
+/// A cluster option's yes or no (also true/false, 1/0), or why not.
+fn yes_no(key: &str, value: &str) -> Result<bool, String> {
+    match value.to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" => Ok(true),
+        "no" | "false" | "0" => Ok(false),
+        _ => Err(format!("'{key}' expects yes or no, got '{value}'")),
+    }
 }
