@@ -48,6 +48,9 @@ const WRITE: u32 = 0x0012_0116;
 /// Read, write and delete (not WRITE_DAC or WRITE_OWNER, which a user who is not root lacks).
 const ALL: u32 = 0x0013_019F;
 
+/// Each partition's owner (its node's number) and its lease, as etcd has them.
+type Owners = std::collections::BTreeMap<u32, (String, i64)>;
+
 /// etcd, three nodes over one share directory, and which node is the home
 /// of a file.
 struct Cluster {
@@ -75,17 +78,18 @@ impl Cluster {
 
     /// [`Cluster::start`] with more `[global]` lines (share defaults too).
     fn start_with(name: &str, more: &str) -> Cluster {
-        Cluster::start_on(name, more, None, None)
+        Cluster::start_on(name, more, None, None, 1)
     }
 
     /// [`Cluster::start_with`] with node n on `hosts[n - 1]` (all on 127.0.0.1 when `None`),
     /// every node running the binary `old` (another release's, which knows no Witness options)
-    /// when given.
+    /// when given, each node with `threads` I/O threads.
     fn start_on(
         name: &str,
         more: &str,
         hosts: Option<Vec<String>>,
         old: Option<&std::path::Path>,
+        threads: u32,
     ) -> Cluster {
         let turn = cluster_stall::Turn::take();
         // The server acts as the user: the user needs a Unix account.
@@ -188,7 +192,7 @@ impl Cluster {
                 dir,
                 mount.join(&sub),
                 &extra,
-                &["--threads", "1"],
+                &["--threads", &threads.to_string()],
                 (host, netns.as_ref().map(|ns: &Vec<String>| ns[i].as_str())),
                 old,
             ));
@@ -224,15 +228,23 @@ impl Cluster {
 
     /// The node that is the home of `name` now.
     fn home_of(&self, name: &str) -> u16 {
+        self.home_by(&self.owners(), name)
+    }
+
+    /// Each partition's owner now (one read of etcd).
+    fn owners(&self) -> Owners {
+        owners(&mut self.etcd.client(), &self.name)
+    }
+
+    /// The node that is the home of `name` by the partitions' `owners`.
+    fn home_by(&self, owners: &Owners, name: &str) -> u16 {
         let ino = std::fs::metadata(self.share.join(name)).unwrap().ino();
         let key = FileKey {
             dev: CLUSTER_DEV,
             ino,
             stream: 0,
         };
-        let p = partition_of(key, 256);
-        let mut e = self.etcd.client();
-        owners(&mut e, &self.name)[&p].0.parse().unwrap()
+        owners[&partition_of(key, 256)].0.parse().unwrap()
     }
 
     /// A file (made now) in a directory of user B's that others may not

@@ -49,7 +49,7 @@ pub const ANSWER: u8 = 3;
 
 /// How long a call waits for its answer; a connection attempt, a handshake.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long after it was sent a call's late answer is still read ([`Peers::watch_late`]), and
 /// how many calls are watched so at most.
 pub const LATE_LIMIT: Duration = Duration::from_secs(30);

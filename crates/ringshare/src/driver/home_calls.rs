@@ -20,8 +20,10 @@
 //! ordered with each other: docs/limits.md).
 //!
 //! A call not sent within 2 s of being asked (its node stopped or unreachable) fails "try
-//! again" (FILE_NOT_AVAILABLE), never sent. A call sent and not answered within 2 s fails the
-//! same way, and its connection goes to a thread that awaits a late answer
+//! again" (FILE_NOT_AVAILABLE), never sent; so does one that finds [`QUEUED_MAX`] calls waiting
+//! for its node, or no connection to it to be had ([`Unsent`] says which, in the log: at most one
+//! line per node and reason a second, [`FailLog`]). A call sent and not answered within 2 s
+//! fails the same way, and its connection goes to a thread that awaits a late answer
 //! ([`Peers::watch_counted`]: it half-closes, so a callee that has not read the call yet does
 //! not carry it out).
 
@@ -51,6 +53,8 @@ const CALL_MS: u64 = peer::CALL_TIMEOUT.as_millis() as u64;
 const QUEUED_MAX: usize = 4096;
 /// A connection's receive buffer to start with.
 const RX_START: usize = 4096;
+/// Lines about calls that failed unsent: one per node and reason at most this often.
+const LOG_EVERY_MS: u64 = 1000;
 
 /// Connections a dial made, for the worker that asked: (node, the socket and its session).
 pub(super) type Dialed = Mailbox<(u16, std::io::Result<(TcpStream, Session)>)>;
@@ -102,8 +106,116 @@ pub(super) enum Act {
     Dial(u16),
     /// Hand it to the lookup pool's threads.
     Thread(Waiting),
-    /// Answer it at once with FILE_NOT_AVAILABLE: never sent.
-    Fail(Waiting),
+    /// Answer it at once with FILE_NOT_AVAILABLE: never sent, for this reason.
+    Fail(Waiting, Unsent),
+}
+
+/// Why a call failed without being sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Unsent {
+    /// No connection to its node could be opened (the dial's error), and none was open.
+    NoConnection(String),
+    /// [`QUEUED_MAX`] calls already waited for its node.
+    Crowded,
+    /// Not sent within 2 s of being asked.
+    Late,
+    /// What cannot happen happened (a fault of this node, said rather than the call lost).
+    Fault(&'static str),
+}
+
+impl Unsent {
+    /// Failures of one kind are counted together in the log.
+    fn kind(&self) -> u8 {
+        match self {
+            Unsent::NoConnection(_) => 0,
+            Unsent::Crowded => 1,
+            Unsent::Late => 2,
+            Unsent::Fault(_) => 3,
+        }
+    }
+
+    /// Why, in words, for a call to `node`.
+    fn reason(&self, node: u16) -> String {
+        match self {
+            Unsent::NoConnection(e) => format!("could not connect to node {node}: {e}"),
+            Unsent::Crowded => format!("{QUEUED_MAX} calls already wait for node {node}"),
+            Unsent::Late => format!("not sent within {} s", CALL_MS / 1000),
+            Unsent::Fault(what) => format!("{what} (a fault of this node)"),
+        }
+    }
+}
+
+/// A burst of failures of one node and reason: when its first was logged, how many came
+/// after it, and the last one's reason.
+struct Burst {
+    since_ms: u64,
+    more: u64,
+    why: Unsent,
+}
+
+/// The log lines of calls that failed unsent, at most one per node and reason a second: a
+/// failure with none of its node and reason in the last second is said at once; those in the
+/// second after it are counted, and one line says how many when that second ends.
+#[derive(Default)]
+pub(super) struct FailLog {
+    bursts: HashMap<(u16, u8), Burst>,
+}
+
+impl FailLog {
+    /// A call to `node` failed unsent at `now_ms`, for `why`: the lines to log now.
+    pub(super) fn failed(&mut self, node: u16, why: Unsent, now_ms: u64, lines: &mut Vec<String>) {
+        let key = (node, why.kind());
+        if let Some(b) = self.bursts.get_mut(&key) {
+            if now_ms < b.since_ms + LOG_EVERY_MS {
+                b.more += 1;
+                b.why = why;
+                return;
+            }
+            lines.extend(Self::summary(node, b, now_ms));
+        }
+        lines.push(format!(
+            "cluster: a call to node {node} failed unsent: {}",
+            why.reason(node)
+        ));
+        let b = Burst {
+            since_ms: now_ms,
+            more: 0,
+            why,
+        };
+        self.bursts.insert(key, b);
+    }
+
+    /// The counts of the bursts whose second ended by `now_ms`, as lines.
+    pub(super) fn due(&mut self, now_ms: u64, lines: &mut Vec<String>) {
+        self.bursts.retain(|&(node, _), b| {
+            if now_ms < b.since_ms + LOG_EVERY_MS {
+                return true;
+            }
+            lines.extend(Self::summary(node, b, now_ms));
+            false
+        });
+    }
+
+    /// When a count is due to be said.
+    pub(super) fn deadline(&self) -> Option<u64> {
+        self.bursts
+            .values()
+            .filter(|b| b.more > 0)
+            .map(|b| b.since_ms + LOG_EVERY_MS)
+            .min()
+    }
+
+    fn summary(node: u16, b: &Burst, now_ms: u64) -> Option<String> {
+        (b.more > 0).then(|| {
+            let secs = now_ms.saturating_sub(b.since_ms) as f64 / 1000.0;
+            format!(
+                "cluster: {} more call{} to node {node} failed unsent in {secs:.1} s: {}",
+                b.more,
+                if b.more == 1 { "" } else { "s" },
+                b.why.reason(node)
+            )
+        })
+    }
 }
 
 /// A node's connections (ids) and the calls waiting for one.
@@ -148,20 +260,37 @@ impl Calls {
         self.dispatch(w, out);
     }
 
-    /// `w`, its order taken, goes to its node's queue (or the threads).
+    /// `w`, its order taken, goes to its node's queue (or the threads). One that finds its
+    /// node's queue full fails, and the next of its order goes in its stead (in a loop, not
+    /// by recursion: thousands may wait behind one order).
     fn dispatch(&mut self, w: Waiting, out: &mut Vec<Act>) {
-        if !w.on_ring(self.me) {
-            out.push(Act::Thread(w));
-            return;
+        let mut next = Some(w);
+        while let Some(w) = next.take() {
+            if !w.on_ring(self.me) {
+                out.push(Act::Thread(w));
+                return;
+            }
+            let node = w.node();
+            let p = self.peers.entry(node).or_default();
+            if p.queue.len() >= QUEUED_MAX {
+                let o = w.order();
+                out.push(Act::Fail(w, Unsent::Crowded));
+                next = self.next_of(o);
+                continue;
+            }
+            p.queue.push_back(w);
+            self.pump(node, out);
         }
-        let node = w.node();
-        let p = self.peers.entry(node).or_default();
-        if p.queue.len() >= QUEUED_MAX {
-            out.push(Act::Fail(w));
-            return;
+    }
+
+    /// The next call of order `o`, which holds the order now; none: the order is free.
+    fn next_of(&mut self, o: u64) -> Option<Waiting> {
+        let behind = self.busy.get_mut(&o)?;
+        let next = behind.pop_front();
+        if next.is_none() {
+            self.busy.remove(&o);
         }
-        p.queue.push_back(w);
-        self.pump(node, out);
+        next
     }
 
     /// Start what `node`'s connections can take now, or a dial for more.
@@ -186,29 +315,29 @@ impl Calls {
         }
     }
 
-    /// A dial to `node` ended: its new connection, or none. With none and no connection to
-    /// the node, the calls waiting for one fail at once (never sent), as a call on a thread
+    /// A dial to `node` ended: its new connection, or why none. With none and no connection
+    /// to the node, the calls waiting for one fail at once (never sent), as a call on a thread
     /// fails when it cannot connect.
-    pub(super) fn dialed(&mut self, node: u16, conn: Option<u32>, out: &mut Vec<Act>) {
+    pub(super) fn dialed(&mut self, node: u16, conn: Result<u32, String>, out: &mut Vec<Act>) {
         let p = self.peers.entry(node).or_default();
         p.dialing = false;
         match conn {
-            Some(c) => p.idle.push(c),
-            None if p.busy == 0 && p.idle.is_empty() => {
+            Ok(c) => p.idle.push(c),
+            Err(e) if p.busy == 0 && p.idle.is_empty() => {
                 let failed: Vec<Waiting> = p.queue.drain(..).collect();
                 for w in failed {
-                    self.fail(w, out);
+                    self.fail(w, Unsent::NoConnection(e.clone()), out);
                 }
                 return;
             }
-            None => {}
+            Err(e) => tracing::debug!("cluster: no new connection to node {node}: {e}"),
         }
         self.pump(node, out);
     }
 
-    fn fail(&mut self, w: Waiting, out: &mut Vec<Act>) {
+    fn fail(&mut self, w: Waiting, why: Unsent, out: &mut Vec<Act>) {
         let o = w.order();
-        out.push(Act::Fail(w));
+        out.push(Act::Fail(w, why));
         self.release(o, None, out);
     }
 
@@ -221,23 +350,11 @@ impl Calls {
             }
             return;
         }
-        let next = match self.busy.get_mut(&o) {
-            Some(behind) => {
-                if let Some(f) = follow {
-                    behind.push_front(f);
-                }
-                behind.pop_front()
-            }
-            None => follow,
-        };
-        match next {
-            Some(w) => {
-                self.busy.entry(o).or_default();
-                self.dispatch(w, out);
-            }
-            None => {
-                self.busy.remove(&o);
-            }
+        if let Some(f) = follow {
+            self.busy.entry(o).or_default().push_front(f);
+        }
+        if let Some(w) = self.next_of(o) {
+            self.dispatch(w, out);
         }
     }
 
@@ -253,20 +370,27 @@ impl Calls {
         self.pump(node, out);
     }
 
-    /// Calls queued 2 s after they were asked fail, never sent.
+    /// Calls queued 2 s after they were asked fail, never sent; so do those that waited
+    /// behind them for their file's order as long (each goes to its node's queue as the one
+    /// before it fails: the loop takes them in the same turn, not one a turn).
     pub(super) fn expire(&mut self, now_ms: u64, out: &mut Vec<Act>) {
-        let mut late = Vec::new();
-        for p in self.peers.values_mut() {
-            while p
-                .queue
-                .front()
-                .is_some_and(|w| w.asked_ms + CALL_MS <= now_ms)
-            {
-                late.extend(p.queue.pop_front());
+        loop {
+            let mut late = Vec::new();
+            for p in self.peers.values_mut() {
+                while p
+                    .queue
+                    .front()
+                    .is_some_and(|w| w.asked_ms + CALL_MS <= now_ms)
+                {
+                    late.extend(p.queue.pop_front());
+                }
             }
-        }
-        for w in late {
-            self.fail(w, out);
+            if late.is_empty() {
+                return;
+            }
+            for w in late {
+                self.fail(w, Unsent::Late, out);
+            }
         }
     }
 
@@ -303,6 +427,8 @@ pub(super) struct HomeCalls {
     thread_orders: HashMap<(u32, u32, u64), u64>,
     /// Ids for the requests nobody waits for (slot u32::MAX), so each is known apart.
     next_id: u64,
+    /// The log lines of calls that failed unsent.
+    log: FailLog,
 }
 
 impl HomeCalls {
@@ -315,11 +441,15 @@ impl HomeCalls {
             dialed,
             thread_orders: HashMap::new(),
             next_id: 1 << 62,
+            log: FailLog::default(),
         }
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        self.calls.deadline()
+        [self.calls.deadline(), self.log.deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -361,12 +491,13 @@ impl Worker {
                     }
                     self.shared.lookups.ask(w.req, w.slot, w.gen, &self.inbox);
                 }
-                Act::Fail(w) => {
+                Act::Fail(w, why) => {
                     let r: HomeResult = Err(NtStatus::FILE_NOT_AVAILABLE);
-                    tracing::warn!(
-                        "cluster: a call to node {} was not sent within 2 s",
-                        w.node()
-                    );
+                    if let Some(h) = self.home.as_mut() {
+                        let mut lines = Vec::new();
+                        h.log.failed(w.node(), why, self.clock.mono_ms, &mut lines);
+                        warn_all(&lines);
+                    }
                     // What runs on its answer runs (a close finishes); nothing follows a
                     // call that was never sent.
                     if let Some(wire) = w.wire() {
@@ -389,13 +520,14 @@ impl Worker {
         let Some(link) = h.links.get_mut(&c) else {
             // Cannot happen: an idle id names a link. Fail it rather than lose it.
             h.calls.conn_done(w.node(), c, false, more);
-            h.calls.fail(w, more);
+            h.calls
+                .fail(w, Unsent::Fault("its connection was not found"), more);
             return;
         };
         let Some(wire) = w.wire() else {
             // Cannot happen either: only one call is queued for a connection.
             h.calls.conn_done(w.node(), c, true, more);
-            h.calls.fail(w, more);
+            h.calls.fail(w, Unsent::Fault("it was not one call"), more);
             return;
         };
         h.peers.stats.calls.fetch_add(1, Ordering::Relaxed);
@@ -458,12 +590,10 @@ impl Worker {
                         broken: false,
                     };
                     h.links.insert(id, link);
-                    Some(id)
+                    Ok(id)
                 }
-                Err(e) => {
-                    tracing::warn!("cluster: no connection to node {node}: {e}");
-                    None
-                }
+                // Said with the calls it fails ([`FailLog`]), if any.
+                Err(e) => Err(dial_error(&e)),
             };
             h.calls.dialed(node, conn, &mut out);
         }
@@ -609,10 +739,15 @@ impl Worker {
         self.home_act(out);
     }
 
-    /// Calls not sent within 2 s fail.
+    /// Calls not sent within 2 s fail; the counts of failures due are logged.
     pub(super) fn home_timers(&mut self) {
         let now = self.clock.mono_ms;
         let Some(h) = self.home.as_mut() else { return };
+        if h.log.deadline().is_some_and(|d| d <= now) {
+            let mut lines = Vec::new();
+            h.log.due(now, &mut lines);
+            warn_all(&lines);
+        }
         if h.calls.deadline().is_none_or(|d| d > now) {
             return;
         }
@@ -628,6 +763,28 @@ impl Worker {
         for c in ids {
             self.ring.cancel(token(KIND_HOME_RECV, 0, c));
         }
+    }
+}
+
+/// Why a dial failed, in words: a timeout says which step's (the kernel says "Resource
+/// temporarily unavailable" of a read's).
+fn dial_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => format!(
+            "no answer to the handshake within {} s",
+            peer::CALL_TIMEOUT.as_secs()
+        ),
+        std::io::ErrorKind::TimedOut => format!(
+            "no answer to the connect within {} s",
+            peer::CONNECT_TIMEOUT.as_secs()
+        ),
+        _ => e.to_string(),
+    }
+}
+
+fn warn_all(lines: &[String]) {
+    for l in lines {
+        tracing::warn!("{l}");
     }
 }
 

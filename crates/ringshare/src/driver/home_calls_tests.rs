@@ -50,7 +50,7 @@ fn seen(out: &mut Vec<Act>) -> Vec<(&'static str, u64, u32)> {
             Act::Send(c, w) => ("send", w.req.id, c),
             Act::Dial(n) => ("dial", u64::from(n), 0),
             Act::Thread(w) => ("thread", w.req.id, 0),
-            Act::Fail(w) => ("fail", w.req.id, 0),
+            Act::Fail(w, _) => ("fail", w.req.id, 0),
         })
         .collect()
 }
@@ -63,7 +63,7 @@ fn calls_about_one_file_from_one_ring_go_one_at_a_time_in_the_order_asked() {
     let mut out = Vec::new();
     c.ask(call(1, 2, 7, 0), &mut out);
     assert_eq!(seen(&mut out), [("dial", 2, 0)]);
-    c.dialed(2, Some(100), &mut out);
+    c.dialed(2, Ok(100), &mut out);
     assert_eq!(seen(&mut out), [("send", 1, 100)]);
     c.ask(call(2, 2, 7, 0), &mut out);
     c.ask(call(3, 2, 7, 0), &mut out);
@@ -74,7 +74,7 @@ fn calls_about_one_file_from_one_ring_go_one_at_a_time_in_the_order_asked() {
         [("dial", 2, 0)],
         "file 8's call wants a connection"
     );
-    c.dialed(2, Some(101), &mut out);
+    c.dialed(2, Ok(101), &mut out);
     assert_eq!(seen(&mut out), [("send", 4, 101)]);
     c.conn_done(2, 100, true, &mut out);
     c.release(7, None, &mut out);
@@ -102,9 +102,9 @@ fn a_stopped_node_holds_only_its_connections_and_a_call_to_another_node_goes_at_
         c.ask(call(id, 3, 100 + id, 0), &mut out);
     }
     assert_eq!(seen(&mut out), [("dial", 3, 0)], "one dial at a time");
-    c.dialed(3, Some(1), &mut out);
+    c.dialed(3, Ok(1), &mut out);
     assert_eq!(seen(&mut out), [("send", 1, 1), ("dial", 3, 0)]);
-    c.dialed(3, Some(2), &mut out);
+    c.dialed(3, Ok(2), &mut out);
     assert_eq!(
         seen(&mut out),
         [("send", 2, 2)],
@@ -112,7 +112,7 @@ fn a_stopped_node_holds_only_its_connections_and_a_call_to_another_node_goes_at_
     );
     c.ask(call(11, 2, 500, 0), &mut out);
     assert_eq!(seen(&mut out), [("dial", 2, 0)]);
-    c.dialed(2, Some(3), &mut out);
+    c.dialed(2, Ok(3), &mut out);
     assert_eq!(
         seen(&mut out),
         [("send", 11, 3)],
@@ -131,7 +131,7 @@ fn a_call_not_sent_within_two_seconds_fails_and_is_never_sent() {
     let mut c = Calls::new(1, 1);
     let mut out = Vec::new();
     c.ask(call(1, 3, 5, 1000), &mut out);
-    c.dialed(3, Some(1), &mut out);
+    c.dialed(3, Ok(1), &mut out);
     c.ask(call(2, 3, 6, 1500), &mut out);
     c.ask(call(3, 3, 5, 1600), &mut out);
     assert_eq!(seen(&mut out), [("dial", 3, 0), ("send", 1, 1)]);
@@ -148,7 +148,7 @@ fn a_call_not_sent_within_two_seconds_fails_and_is_never_sent() {
     // No connection can be had at all: the calls waiting for one fail at once.
     let mut d = Calls::new(1, 2);
     d.ask(call(9, 4, 9, 0), &mut out);
-    d.dialed(4, None, &mut out);
+    d.dialed(4, Err("refused".into()), &mut out);
     assert_eq!(seen(&mut out), [("dial", 4, 0), ("fail", 9, 0)]);
 }
 
@@ -159,7 +159,7 @@ fn a_follow_up_post_goes_before_the_next_call_about_its_file() {
     let mut c = Calls::new(1, 2);
     let mut out = Vec::new();
     c.ask(call(1, 2, 7, 0), &mut out);
-    c.dialed(2, Some(1), &mut out);
+    c.dialed(2, Ok(1), &mut out);
     c.ask(call(2, 2, 7, 0), &mut out);
     assert_eq!(seen(&mut out), [("dial", 2, 0), ("send", 1, 1)]);
     c.conn_done(2, 1, true, &mut out);
@@ -183,6 +183,163 @@ fn a_job_goes_to_the_threads_in_its_files_order() {
     assert_eq!(seen(&mut out), [("thread", 1, 0)]);
     c.release(7, None, &mut out);
     assert_eq!(seen(&mut out), [("dial", 2, 0)]);
+}
+
+/// The reasons of the calls that failed unsent, as (request id, reason).
+fn failed(out: &mut Vec<Act>) -> Vec<(u64, Unsent)> {
+    out.drain(..)
+        .filter_map(|a| match a {
+            Act::Fail(w, why) => Some((w.req.id, why)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A call that fails unsent says why: no connection to its node could be opened (with the
+/// dial's error), its node's queue was full, or it was not sent within 2 s.
+#[test]
+fn a_call_that_fails_unsent_says_why() {
+    let mut out = Vec::new();
+    let mut c = Calls::new(1, 2);
+    c.ask(call(1, 3, 5, 0), &mut out);
+    c.dialed(3, Err("Connection refused (os error 111)".into()), &mut out);
+    assert_eq!(
+        failed(&mut out),
+        [(
+            1,
+            Unsent::NoConnection("Connection refused (os error 111)".into())
+        )]
+    );
+    let mut c = Calls::new(1, 2);
+    for id in 1..=QUEUED_MAX as u64 + 1 {
+        c.ask(call(id, 3, id, 0), &mut out);
+    }
+    assert_eq!(
+        failed(&mut out),
+        [(QUEUED_MAX as u64 + 1, Unsent::Crowded)],
+        "the one past the queue's bound, at once"
+    );
+    c.expire(2000, &mut out);
+    let late = failed(&mut out);
+    assert_eq!(late.len(), QUEUED_MAX, "the queued ones, at their 2 s");
+    assert!(late.iter().all(|(_, why)| *why == Unsent::Late), "{late:?}");
+    // A dial's timeouts say which step's (not the kernel's "Resource temporarily unavailable").
+    let timed_out = |k: std::io::ErrorKind| dial_error(&std::io::Error::from(k));
+    assert_eq!(
+        timed_out(std::io::ErrorKind::WouldBlock),
+        "no answer to the handshake within 2 s"
+    );
+    assert_eq!(
+        timed_out(std::io::ErrorKind::TimedOut),
+        "no answer to the connect within 1 s"
+    );
+    let lines: Vec<String> = [
+        Unsent::NoConnection("Connection refused (os error 111)".into()),
+        Unsent::Crowded,
+        Unsent::Late,
+    ]
+    .iter()
+    .map(|why| why.reason(3))
+    .collect();
+    assert_eq!(
+        lines,
+        [
+            "could not connect to node 3: Connection refused (os error 111)",
+            "4096 calls already wait for node 3",
+            "not sent within 2 s"
+        ]
+    );
+}
+
+/// A call that finds its node's queue full fails at once, and the calls about its file asked
+/// after it are not held behind it: they go (or fail) in turn.
+#[test]
+fn a_call_refused_by_a_full_queue_does_not_hold_its_files_order() {
+    let mut c = Calls::new(1, 1);
+    let mut out = Vec::new();
+    for id in 1..=QUEUED_MAX as u64 {
+        c.ask(call(id, 3, id, 0), &mut out);
+    }
+    out.clear();
+    let file = 1 << 40;
+    c.ask(call(10_001, 3, file, 0), &mut out);
+    assert_eq!(failed(&mut out), [(10_001, Unsent::Crowded)]);
+    c.ask(call(10_002, 3, file, 0), &mut out);
+    assert_eq!(
+        failed(&mut out),
+        [(10_002, Unsent::Crowded)],
+        "asked again, it is decided at once, not held behind the first"
+    );
+    assert!(
+        !c.busy.contains_key(&file),
+        "nothing about the file is under way"
+    );
+}
+
+/// Calls that waited behind their file's order for 2 s fail in the turn the one before them
+/// does, not one a turn.
+#[test]
+fn calls_behind_their_files_order_for_two_seconds_fail_in_one_turn() {
+    let mut c = Calls::new(1, 1);
+    let mut out = Vec::new();
+    for id in 1..=100 {
+        c.ask(call(id, 3, 7, id), &mut out);
+    }
+    assert_eq!(seen(&mut out), [("dial", 3, 0)], "one at a time: the first");
+    c.expire(2100, &mut out);
+    let late = failed(&mut out);
+    assert_eq!(late.len(), 100, "all of them in one turn: {late:?}");
+    assert_eq!(c.deadline(), None);
+    assert!(!c.busy.contains_key(&7));
+}
+
+/// Issue 33: thousands of calls failing for one node and reason make one log line at once and
+/// one with their count when its second ends; another node or reason has lines of its own.
+#[test]
+fn failures_in_a_burst_are_one_line_per_node_and_reason_a_second_with_their_count() {
+    let mut log = FailLog::default();
+    let mut lines = Vec::new();
+    for i in 0..5000 {
+        log.failed(2, Unsent::Late, 1000 + i / 10, &mut lines);
+    }
+    log.failed(2, Unsent::Crowded, 1200, &mut lines);
+    log.failed(3, Unsent::Late, 1300, &mut lines);
+    assert_eq!(
+        lines,
+        [
+            "cluster: a call to node 2 failed unsent: not sent within 2 s",
+            "cluster: a call to node 2 failed unsent: 4096 calls already wait for node 2",
+            "cluster: a call to node 3 failed unsent: not sent within 2 s",
+        ]
+    );
+    lines.clear();
+    assert_eq!(
+        log.deadline(),
+        Some(2000),
+        "node 2's count, at the second's end"
+    );
+    log.due(1999, &mut lines);
+    assert_eq!(lines, Vec::<String>::new());
+    log.due(2000, &mut lines);
+    assert_eq!(
+        lines,
+        ["cluster: 4999 more calls to node 2 failed unsent in 1.0 s: not sent within 2 s"]
+    );
+    lines.clear();
+    assert_eq!(log.deadline(), None, "nothing else was counted");
+    // A failure in a second that saw none is said at once again; one after its second ended,
+    // with the count of that second first.
+    log.failed(2, Unsent::Late, 2500, &mut lines);
+    log.failed(2, Unsent::Late, 2600, &mut lines);
+    log.failed(2, Unsent::Late, 3600, &mut lines);
+    assert_eq!(
+        lines,
+        [
+            "cluster: a call to node 2 failed unsent: not sent within 2 s",
+            "cluster: 1 more call to node 2 failed unsent in 1.1 s: not sent within 2 s",
+            "cluster: a call to node 2 failed unsent: not sent within 2 s",
+        ]
+    );
 }
 
 // ---- on a real ring, to real nodes on the loopback ----

@@ -52,6 +52,8 @@ use std::thread;
 
 use super::*;
 
+mod flood;
+
 /// Clients whose latency is measured.
 const CLIENTS: usize = 8;
 /// Clients making persistent opens (their CREATEs wait for etcd).
@@ -62,13 +64,15 @@ const CROWD: usize = 10;
 /// When each CREATE+WRITE+READ+CLOSE of the measured clients started and how long it took.
 type Samples = Arc<Mutex<Vec<(Instant, Duration)>>>;
 
-/// `count` files (made now) homed on node `n`.
+/// `count` files (made now) homed on node `n` (by one read of the partitions' owners: the
+/// flood test wants thousands).
 fn files_homed_on(cl: &Cluster, n: u16, tag: &str, count: usize) -> Vec<String> {
     let mut found = Vec::new();
-    for i in 0..4000 {
+    let owners = cl.owners();
+    for i in 0..(count * 10).max(4000) {
         let name = format!("{tag}-{i}.txt");
         std::fs::write(cl.share.join(&name), b"").unwrap();
-        if cl.home_of(&name) == n {
+        if cl.home_by(&owners, &name) == n {
             found.push(name);
             if found.len() == count {
                 break;

@@ -397,7 +397,7 @@ pub fn run(name: &str, old: Option<&Path>, steps: u16, between: Duration) {
     if !etcd_available(name) {
         return;
     }
-    let mut cl = Cluster::start_on(name, "\tcontinuous availability = yes\n", None, old);
+    let mut cl = Cluster::start_on(name, "\tcontinuous availability = yes\n", None, old, 1);
     let conf = cl.nodes[0].conf().to_path_buf();
     // The old build's level: 1 (every build before levels); this build's in a control run.
     let new_level = ringshare_core::cluster::msg::LEVEL;

@@ -241,7 +241,7 @@ fn a_witness_client_hears_that_a_killed_node_went_and_came_back_and_a_drained_on
         );
     }
     let hosts = HOSTS.iter().map(|h| h.to_string()).collect();
-    let mut cl = Cluster::start_on(name, &global, Some(hosts), None);
+    let mut cl = Cluster::start_on(name, &global, Some(hosts), None, 1);
     // Where each node listens (HOSTS, or the namespaces' addresses on CephFS).
     let [a1, a2, a3] = [0, 1, 2].map(|i| cl.nodes[i].host.clone());
     // A share of a node that serves Witness says SCALEOUT and CLUSTER.
