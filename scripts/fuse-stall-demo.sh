@@ -20,11 +20,12 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 ACTION=create
 OPS=()
+LABEL=""
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/ringshare
 while [ $# -gt 0 ]; do
     case "$1" in
     --action) ACTION=$2; shift ;;
-    --stall-ops) OPS=(--ops "$2"); shift ;;
+    --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
     --bin) BIN=$2; shift ;;
     -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -85,7 +86,7 @@ for _ in $(seq 1 100); do
     kill -0 "$SERVER" || { cat "$W/log" >&2; exit 1; }
     sleep 0.1
 done
-echo "# scripts/fuse-stall-demo.sh --action $ACTION ${OPS[*]} ($(date -u +%FT%TZ), $(uname -r), $(git rev-parse --short HEAD)): one I/O thread"
+echo "# scripts/fuse-stall-demo.sh --action $ACTION$LABEL ($(date -u +%FT%TZ), $(uname -r), $(git rev-parse --short HEAD)): one I/O thread"
 "$PY" scripts/lib/fuse-stall-clients.py --port "$PORT" --user "$USER_NAME" --password "$PASS" --share share \
     --flag "$W/flag" --action "$ACTION"
 # Which threads asked the file system about stall/, in order, by name (`ringshare-ring-N`: the
