@@ -10,9 +10,11 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read] [--stall-ops OP,...] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close] [--stall-ops OP,...] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
+#     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
+#     close:  CLOSE of that file (its descriptor's close sends FUSE_FLUSH)
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
 set -euo pipefail

@@ -8,7 +8,11 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close [--clients 4] [--warm 2] [--hold 3]
+
+ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
+(QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
+close (CLOSE of stall/cold).
 """
 
 import argparse
@@ -19,7 +23,15 @@ import uuid
 
 from smbprotocol import Dialects
 from smbprotocol.connection import Connection
-from smbprotocol.open import CreateDisposition, CreateOptions, ImpersonationLevel, Open, ShareAccess
+from smbprotocol.file_info import FileInformationClass
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    ImpersonationLevel,
+    Open,
+    ShareAccess,
+    SMB2QueryInfoRequest,
+)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
@@ -36,11 +48,21 @@ def connect(a):
     return c, t
 
 
-def open_(tree, name, disp=CreateDisposition.FILE_OVERWRITE_IF, access=0x10000000):
+def open_(tree, name, disp=CreateDisposition.FILE_OVERWRITE_IF, access=0x10000000, directory=False):
     o = Open(tree, name)
-    o.create(ImpersonationLevel.Impersonation, access, 0x80, SHARE_ALL, disp,
-             CreateOptions.FILE_NON_DIRECTORY_FILE)
+    opts = CreateOptions.FILE_DIRECTORY_FILE if directory else CreateOptions.FILE_NON_DIRECTORY_FILE
+    o.create(ImpersonationLevel.Impersonation, access, 0x80, SHARE_ALL, disp, opts)
     return o
+
+
+def query_all(conn, tree, o):
+    q = SMB2QueryInfoRequest()
+    q["info_type"] = 1
+    q["file_info_class"] = FileInformationClass.FILE_ALL_INFORMATION
+    q["file_id"] = o.file_id
+    q["output_buffer_length"] = 65536
+    r = conn.send(q, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
 
 
 def busy(a, i, stop, out):
@@ -64,14 +86,18 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
     a = p.parse_args()
 
-    _, tree = connect(a)
-    stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089) if a.action == "read" else None
+    conn, tree = connect(a)
+    stalled = None
+    if a.action in ("read", "query", "close"):
+        stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
+    elif a.action == "list":
+        stalled = open_(tree, "stall", CreateDisposition.FILE_OPEN, 0x00120089, directory=True)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
     threads = [threading.Thread(target=busy, args=(a, i, stop, results[i]), daemon=True) for i in range(a.clients)]
     for t in threads:
@@ -84,8 +110,14 @@ def main():
     threading.Timer(a.hold, lambda: os.unlink(a.flag)).start()
     if a.action == "create":
         open_(tree, "stall\\new").close()
-    else:
+    elif a.action == "read":
         stalled.read(0, 4096)
+    elif a.action == "query":
+        query_all(conn, tree, stalled)
+    elif a.action == "list":
+        stalled.query_directory("*", FileInformationClass.FILE_ID_BOTH_DIRECTORY_INFORMATION)
+    else:
+        stalled.close()
     s1 = time.time()
     time.sleep(a.warm)
     stop.set()
