@@ -14,7 +14,12 @@
 #            made each FUSE request, summarised per step as well; needs mfusepy in PY)
 #   --reps   requests per step (default 4)
 #   --bin    the ringshare binary (default target/release/ringshare; build it with --release:
-#            the stacks need its symbols, which the release profile keeps, debug = 1)
+#            the stacks need its symbols, which the release profile keeps, debug = 1). strace
+#            unwinds a plain release build only a frame or two; for whole stacks (and the core
+#            function that asked) build one with frame pointers apart:
+#              CARGO_TARGET_DIR=target-fp RUSTFLAGS="-C force-frame-pointers=yes" \
+#                cargo build --release -p ringshare
+#            and pass --bin target-fp/release/ringshare
 #   --out    where the summary goes (default: stdout); the strace log (the calls within the
 #            steps' marks) and the steps are kept beside it (FILE.strace, FILE.steps; with
 #            --fs fuse also the file system's log of requests, FILE.fuse)
