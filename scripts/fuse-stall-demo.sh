@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# A KNOWN LIMIT, shown (issue 33; docs/cluster-internals.md, "File system calls off the I/O
+# thread (plan)"): on a FUSE or network file system, one client touching a file the file system
+# is slow to answer for stalls every other client of the same I/O thread. Not a CI test: it is
+# the failing test the plan's steps are judged by (it passes when "during the stall" stays near
+# "before").
+#
+# Serves scripts/stall-fuse.py (a passthrough FUSE mount of an ext4 loop device) with ONE I/O
+# thread; 4 clients loop CREATE+WRITE+READ+CLOSE of their own files while a fifth does ACTION on
+# a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
+# Needs root, python with smbprotocol and mfusepy (PY=...).
+#
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close] [--stall-ops OP,...] [--bin PATH]
+#     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
+#     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
+#     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
+#     close:  CLOSE of that file (its descriptor's close sends FUSE_FLUSH)
+#     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
+#     read alone, not the getattr before it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+ACTION=create
+OPS=()
+LABEL=""
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/ringshare
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --action) ACTION=$2; shift ;;
+    --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
+    --bin) BIN=$2; shift ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+PY=${PY:-python3}
+"$PY" -c 'import smbprotocol, mfusepy' 2>/dev/null || {
+    echo "needs python smbprotocol and mfusepy (PY=/path/to/venv/bin/python)" >&2
+    exit 2
+}
+W=$(mktemp -d /tmp/fusestall.XXXXXX)
+PORT=${PORT:-4473}
+USER_NAME=rsfsinv
+PASS=inventory
+PIDS=()
+LOOP=""
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -f "$W/flag"
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    done
+    mountpoint -q "$W/share" && umount "$W/share"
+    mountpoint -q "$W/under" && umount "$W/under"
+    [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+
+mkdir -p "$W/under" "$W/share"
+truncate -s 512M "$W/img"
+mkfs.ext4 -q -F "$W/img"
+LOOP=$(losetup -f --show "$W/img")
+mount "$LOOP" "$W/under"
+getent passwd "$USER_NAME" >/dev/null || useradd -M -s /usr/sbin/nologin "$USER_NAME"
+mkdir "$W/under/stall"
+head -c 1M /dev/urandom >"$W/under/stall/cold"
+chown -R "$USER_NAME" "$W/under"
+setsid "$PY" scripts/stall-fuse.py "$W/under" "$W/share" --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}" >"$W/fuse.out" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 50); do mountpoint -q "$W/share" && break; sleep 0.1; done
+
+cat >"$W/rs.conf" <<EOF
+[global]
+smb passwd file = $W/smbpasswd
+listen = 127.0.0.1:$PORT
+[share]
+path = $W/share
+read only = no
+EOF
+printf '%s\n%s\n' "$PASS" "$PASS" | "$BIN" user add --config "$W/rs.conf" --password-stdin "$USER_NAME" >/dev/null
+setsid "$BIN" serve --config "$W/rs.conf" --threads 1 </dev/null >"$W/log" 2>&1 &
+SERVER=$!
+PIDS=("$SERVER" "${PIDS[@]}")
+for _ in $(seq 1 100); do
+    ss -Htln "sport = :$PORT" | grep -q . && break
+    kill -0 "$SERVER" || { cat "$W/log" >&2; exit 1; }
+    sleep 0.1
+done
+echo "# scripts/fuse-stall-demo.sh --action $ACTION$LABEL ($(date -u +%FT%TZ), $(uname -r), $(git rev-parse --short HEAD)): one I/O thread"
+"$PY" scripts/lib/fuse-stall-clients.py --port "$PORT" --user "$USER_NAME" --password "$PASS" --share share \
+    --flag "$W/flag" --action "$ACTION"
+# Which threads asked the file system about stall/, in order, by name (`ringshare-ring-N`: the
+# I/O thread, which waits for the answer of a synchronous request; `iou-wrk-N`: an io_uring
+# worker of its ring, which does not hold it), with the time the file system took to answer
+# (the held one takes the stall's 3 s; the fuse log has when each request came, FLAG_ON when the
+# stall began).
+echo "FUSE requests about stall/ (seconds after the stall began: op path thread):"
+on=$(cat "$W/flag_on")
+grep -E ' /stall(/|$)' "$W/fuse.log" | while read -r t tid op path; do
+    name=$(cat /proc/"$SERVER"/task/"$tid"/comm 2>/dev/null || echo "tid $tid (not a live thread of the server)")
+    printf '  %+8.3f  %-9s %-12s %s\n' "$(echo "$t - $on" | bc)" "$op" "$path" "$name"
+done

@@ -1,0 +1,140 @@
+"""Clients of scripts/fuse-stall-demo.sh: N busy clients, one that touches a stalled file.
+
+Each busy client (its own connection) loops CREATE+WRITE 4 KiB+READ 4 KiB+CLOSE of its own file
+and records each loop's latency. After WARM seconds the stalling client, on a connection of its
+own, does ACTION on a file under `stall/` while FLAG exists (the file system then holds every
+request about it until FLAG is removed, HOLD seconds later), then the busy clients go on for
+WARM more seconds. Prints, per phase (ended before the stall began / ended during it or
+started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
+
+  python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
+      --action create|read|query|list|close [--clients 4] [--warm 2] [--hold 3]
+
+ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
+(QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
+close (CLOSE of stall/cold).
+"""
+
+import argparse
+import os
+import threading
+import time
+import uuid
+
+from smbprotocol import Dialects
+from smbprotocol.connection import Connection
+from smbprotocol.file_info import FileInformationClass
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    ImpersonationLevel,
+    Open,
+    ShareAccess,
+    SMB2QueryInfoRequest,
+)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+SHARE_ALL = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
+
+
+def connect(a):
+    c = Connection(uuid.uuid4(), "127.0.0.1", a.port)
+    c.connect(Dialects.SMB_3_1_1)
+    s = Session(c, a.user, a.password, require_encryption=False)
+    s.connect()
+    t = TreeConnect(s, rf"\\127.0.0.1\{a.share}")
+    t.connect()
+    return c, t
+
+
+def open_(tree, name, disp=CreateDisposition.FILE_OVERWRITE_IF, access=0x10000000, directory=False):
+    o = Open(tree, name)
+    opts = CreateOptions.FILE_DIRECTORY_FILE if directory else CreateOptions.FILE_NON_DIRECTORY_FILE
+    o.create(ImpersonationLevel.Impersonation, access, 0x80, SHARE_ALL, disp, opts)
+    return o
+
+
+def query_all(conn, tree, o):
+    q = SMB2QueryInfoRequest()
+    q["info_type"] = 1
+    q["file_info_class"] = FileInformationClass.FILE_ALL_INFORMATION
+    q["file_id"] = o.file_id
+    q["output_buffer_length"] = 65536
+    r = conn.send(q, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
+
+
+def busy(a, i, stop, out):
+    _, tree = connect(a)
+    while not stop.is_set():
+        t0 = time.time()
+        o = open_(tree, f"busy-{i}")
+        o.write(b"b" * 4096, 0)
+        o.read(0, 4096)
+        o.close()
+        out.append((t0, time.time() - t0))
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for k in ("--user", "--password", "--share", "--flag"):
+        p.add_argument(k, required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close"), required=True)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--warm", type=float, default=2.0)
+    p.add_argument("--hold", type=float, default=3.0)
+    a = p.parse_args()
+
+    conn, tree = connect(a)
+    stalled = None
+    if a.action in ("read", "query", "close"):
+        stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
+    elif a.action == "list":
+        stalled = open_(tree, "stall", CreateDisposition.FILE_OPEN, 0x00120089, directory=True)
+    stop, results = threading.Event(), [[] for _ in range(a.clients)]
+    threads = [threading.Thread(target=busy, args=(a, i, stop, results[i]), daemon=True) for i in range(a.clients)]
+    for t in threads:
+        t.start()
+    time.sleep(a.warm)
+    open(a.flag, "w").close()
+    s0 = time.time()
+    with open(a.flag + "_on", "w") as f:
+        f.write(f"{s0:.6f}")
+    threading.Timer(a.hold, lambda: os.unlink(a.flag)).start()
+    if a.action == "create":
+        open_(tree, "stall\\new").close()
+    elif a.action == "read":
+        stalled.read(0, 4096)
+    elif a.action == "query":
+        query_all(conn, tree, stalled)
+    elif a.action == "list":
+        stalled.query_directory("*", FileInformationClass.FILE_ID_BOTH_DIRECTORY_INFORMATION)
+    else:
+        stalled.close()
+    s1 = time.time()
+    time.sleep(a.warm)
+    stop.set()
+    for t in threads:
+        t.join(timeout=10)
+    loops = [x for r in results for x in r]
+    print(f"stalling client: {a.action} of a file under stall/ took {s1 - s0:.3f} s (the file system held it {a.hold} s)")
+    print(f"{a.clients} other clients, one connection each, CREATE+WRITE 4 KiB+READ 4 KiB+CLOSE of their own files:")
+    for label, keep in (
+        ("before the stall", lambda t, d: t + d < s0),
+        ("during the stall", lambda t, d: t + d >= s0 and t < s1),
+        ("after the stall", lambda t, d: t >= s1),
+    ):
+        xs = [d for t, d in loops if keep(t, d)]
+        print(f"  {label:<17} loops {len(xs):4d}  p50 {pct(xs, 50) * 1000:8.1f} ms  p99 {pct(xs, 99) * 1000:8.1f} ms"
+              f"  max {max(xs, default=float('nan')) * 1000:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
