@@ -31,7 +31,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ringshare_core::cluster::MESSAGE_MAX;
 use ringshare_crypto::{ct_eq, hmac_sha256};
@@ -385,8 +385,10 @@ pub fn serve(
                 let spawned = std::thread::Builder::new()
                     .name("cluster-peer".into())
                     .spawn(move || {
-                        let r = accept(&me, s, &*is_member)
-                            .and_then(|(node, c)| serve_conn(c, node, (&*handler, &*undo), &stats));
+                        let opened = Instant::now();
+                        let r = accept(&me, s, &*is_member).and_then(|(node, c)| {
+                            serve_conn(c, node, opened, (&*handler, &*undo), &stats)
+                        });
                         if let Err(e) = r {
                             if e.kind() != std::io::ErrorKind::UnexpectedEof {
                                 stats.refused_connections.fetch_add(1, Ordering::Relaxed);
@@ -407,15 +409,27 @@ pub fn serve(
     Ok(())
 }
 
+/// How long after a connection's start, or this node's last answer on it, a call read from it
+/// is surely still awaited: a caller has one call at a time on a connection, sent after the
+/// answer before it (or once the connection was made), and waits [`CALL_TIMEOUT`] from that
+/// send. Until then [`caller_went`] need not look (two system calls per call saved); a quarter
+/// of a second is left for the clocks of two machines.
+const SURELY_AWAITED: Duration = CALL_TIMEOUT.saturating_sub(Duration::from_millis(250));
+
+/// Serves calls and posts of `node` on `c`, made at `opened` (before its handshake).
 fn serve_conn(
     mut c: Conn,
     node: u16,
+    opened: Instant,
     (handler, undo): (&Handler, &UndoHere),
     stats: &Stats,
 ) -> std::io::Result<()> {
+    // No call on `c` was sent before this: the caller's 2 s of the next call start after it.
+    let mut quiet_since = opened;
+    let may_have_gone = |since: Instant| since.elapsed() >= SURELY_AWAITED;
     loop {
         let (kind, msg) = c.recv()?;
-        if kind == CALL && caller_went(&c.stream) {
+        if kind == CALL && may_have_gone(quiet_since) && caller_went(&c.stream) {
             // The caller stopped waiting (its 2 s went while this node was stopped or slow),
             // told its client FILE_NOT_AVAILABLE (try again) and shut its side: what
             // it asked is not carried out now, as if it never came (issue 33: a LOCK granted,
@@ -436,13 +450,14 @@ fn serve_conn(
                 // answered, and its caller reads it late ([`Peers::watch_late`]). A caller
                 // that stops waiting after this look reads the answer late and undoes it
                 // itself: one side only undoes a call.
-                if caller_went(&c.stream) && undo(&msg, &a) {
+                if may_have_gone(quiet_since) && caller_went(&c.stream) && undo(&msg, &a) {
                     tracing::info!(
                         node,
                         "cluster: a call whose caller stopped waiting while it was decided is undone"
                     );
                     return Ok(());
                 }
+                quiet_since = Instant::now();
                 c.send(ANSWER, &a)?
             }
             // (The answer to a notice of a kind this node does not know is dropped.)
