@@ -110,6 +110,21 @@ const ZC_SEND_MIN: usize = 64 * 1024;
 const WRITE_HEAD_LEN: usize = 4 + WRITE_REQUEST_DATA_OFFSET;
 /// The largest WRITE payload spliced (in pipes of `PIPE_STEP` each).
 const WRITE_SPLICE_LEN_MAX: usize = 8 * 1024 * 1024;
+/// Small frames one connection may feed to the core per loop turn while others feed theirs
+/// too (the turn before fed frames of more than one connection); the rest wait in its receive
+/// buffer for the next turn, with no receive armed meanwhile (TCP holds the peer back). A
+/// connection with a thousand requests in flight (a flood of requests refused at once and
+/// asked again at once) fed all that had come in one turn, and a client with one request in
+/// flight on the same I/O thread got one answer per such turn (issue 33). Measured (the flood
+/// test's local clients on a crowded thread, their rate against theirs before the flood): no
+/// bound 0.003-0.026, 64 0.02-0.04, 8 0.04-0.11, 2 0.078-0.2 (docs/cluster-internals.md,
+/// "Step 6").
+const FRAMES_PER_TURN_SHARED: u32 = 2;
+/// The same with no other connection feeding frames: above the usual queue depths (32), so
+/// that one client's burst is fed in one turn. (With 8 for every connection, a single
+/// connection's echo QD32 cost 16% more server CPU a request: its burst took 4 turns and 4
+/// sends.)
+const FRAMES_PER_TURN_ALONE: u32 = 64;
 /// Empty WRITE-payload pipes a worker keeps for reuse.
 const PIPES_KEPT_MAX: usize = 32;
 /// Emptied pipe lists of spliced WRITEs kept per I/O thread for reuse.
@@ -202,6 +217,12 @@ struct Conn {
     /// (a multishot receive goes on filling them, up to a whole payload,
     /// until its cancellation reaches the kernel).
     last_frame_large: bool,
+    /// Small frames fed to the core in loop turn `fed_turn` ([`FRAMES_PER_TURN_SHARED`]).
+    fed: u32,
+    fed_turn: u64,
+    /// Frames wait in `buf` for the next turn (listed in the worker's `held`); no receive is
+    /// armed until they are fed.
+    held: bool,
     /// Whether large replies go out with `SEND_ZC`.
     zc: Zc,
     send_queue: VecDeque<SendItem>,
@@ -297,6 +318,15 @@ struct Worker {
     /// Connections with replies to send once this loop iteration has handled
     /// every completion that came (see [`Worker::flush_due`]).
     flush_due: Vec<u32>,
+    /// Loop turns so far, and the connections whose frames wait for the next one
+    /// ([`FRAMES_PER_TURN_SHARED`]).
+    turns: u64,
+    /// Connections that fed frames to the core in this turn, and in the turn before.
+    feeders: u32,
+    feeders_before: u32,
+    held: Vec<u32>,
+    /// Turns in which a connection had frames held back (logged at exit).
+    held_turns: u64,
     /// With `server smb transports` naming quic: SMB over QUIC.
     quic: Option<quic::QuicSide>,
     /// On a cluster node (unless `cluster ring calls = no`): calls to files' homes on other
@@ -382,6 +412,11 @@ fn new_worker(
         metrics: None,
         inbox,
         flush_due: Vec::new(),
+        turns: 0,
+        feeders: 0,
+        feeders_before: 0,
+        held: Vec::new(),
+        held_turns: 0,
         quic: None,
         home,
     };
@@ -424,8 +459,13 @@ impl Worker {
     /// One iteration of the loop: wait for completions (or the next timer) and handle them.
     fn turn(&mut self) -> io::Result<()> {
         let timeout = self.next_timeout();
-        self.ring.submit_and_wait(1, timeout)?;
+        // Frames held back from the last turn are fed now: no waiting for more.
+        let wait = usize::from(self.held.is_empty());
+        self.ring.submit_and_wait(wait, timeout)?;
         self.clock = now(self.shared.started);
+        self.turns += 1;
+        self.feeders_before = std::mem::take(&mut self.feeders);
+        self.feed_held();
         if let Some(m) = &self.metrics {
             let s = self.ring.stats();
             m.publish_ring(s.submits, s.sqes, s.cqes);
@@ -444,6 +484,27 @@ impl Worker {
         self.quic_mail();
         self.flush_due();
         Ok(())
+    }
+
+    /// Feeds the frames held back in the last turn, up to each connection's budget for this
+    /// one, and receives on where they are all fed.
+    fn feed_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        self.held_turns += 1;
+        let held = std::mem::take(&mut self.held);
+        for &slot in &held {
+            let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+                continue;
+            };
+            if !c.held {
+                continue;
+            }
+            c.held = false;
+            let gen = c.gen;
+            self.cut_frames(slot, gen, self.clock);
+        }
     }
 
     /// Sends what the connections queued during this iteration: every
@@ -686,6 +747,9 @@ impl Worker {
             multishot: false,
             multishot_ending: false,
             last_frame_large: false,
+            fed: 0,
+            fed_turn: 0,
+            held: false,
             zc,
             send_queue: VecDeque::new(),
             sending: false,
@@ -827,6 +891,14 @@ impl Worker {
                 "zero-copy sends: {}, copied by the kernel: {}",
                 self.zc_sends[0],
                 self.zc_sends[1]
+            );
+        }
+        if self.held_turns > 0 {
+            tracing::debug!(
+                worker = self.index,
+                "loop turns that fed frames held back from the turn before: {} of {}",
+                self.held_turns,
+                self.turns
             );
         }
         if self.multishot_arrivals > 0 {

@@ -2,6 +2,7 @@
 //! set by [`ServerState::join_cluster`], so that crate::decide, crate::opens, crate::durable,
 //! crate::notify and crate::deliver never name the cluster.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ringshare_wire::NtStatus;
@@ -183,11 +184,15 @@ impl HomeClose {
                 closed
             }
             other => {
-                tracing::warn!(
-                    ?other,
-                    key = ?self.key,
-                    "a file's home did not take a close; sent again later"
-                );
+                // The first since the count was last said (`NodeState::closes_not_taken`).
+                let before = server.node.closes_not_taken.fetch_add(1, Ordering::Relaxed);
+                if before == 0 {
+                    tracing::warn!(
+                        ?other,
+                        key = ?self.key,
+                        "a file's home did not take a close; sent again later (more are counted)"
+                    );
+                }
                 let (path, is_dir) = (self.path.clone(), self.is_dir);
                 self.withdraw(&server.node);
                 Closed {

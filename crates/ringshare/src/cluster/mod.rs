@@ -26,6 +26,9 @@ pub use peer::Stats;
 const PARTITIONS: u32 = 256;
 /// How often the partition table is read again from the coordinator.
 const REFRESH: Duration = Duration::from_millis(100);
+/// How often the count of closes the files' homes did not take is said (its first is logged
+/// at once: `NodeState::closes_not_taken`).
+const CLOSES_SAID_EVERY: Duration = Duration::from_secs(1);
 /// The longest a stop spends handing this node's partitions and persistent opens over
 /// ([`Node::leave`]) before the process exits anyway.
 const STOP_LIMIT: Duration = Duration::from_secs(10);
@@ -785,9 +788,16 @@ fn watch(
     // The longest gap between two lease renewals said so far (a WARN each time it grows past
     // a renewal missed: how close the node came to fencing itself).
     let mut gap_said = cfg.ttl / 3 + Duration::from_millis(500);
+    let mut closes_said = Instant::now();
     loop {
         if server.strong_count() == 0 || link.leaving.load(Ordering::Acquire) {
             return;
+        }
+        if closes_said.elapsed() >= CLOSES_SAID_EVERY {
+            closes_said = Instant::now();
+            if let Some(s) = server.upgrade() {
+                say_closes_not_taken(&s);
+            }
         }
         let gap = lock(&link.coordinator)
             .as_ref()
@@ -952,4 +962,18 @@ pub fn print_nodes(config: &std::path::Path, out: &mut dyn std::io::Write) -> Re
         );
     }
     Ok(())
+}
+
+/// Logs how many closes the files' homes did not take since the last such line, beyond the
+/// first (logged when it came), and starts counting again.
+fn say_closes_not_taken(s: &ServerState) {
+    let n = s.node.closes_not_taken.swap(0, Ordering::Relaxed);
+    if n > 1 {
+        tracing::warn!(
+            "cluster: {} more closes their files' homes did not take in the last {} s; sent \
+             again later",
+            n - 1,
+            CLOSES_SAID_EVERY.as_secs()
+        );
+    }
 }

@@ -9,7 +9,7 @@ impl Worker {
         let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
-        if c.recv_armed || c.closing {
+        if c.recv_armed || c.closing || c.held {
             return;
         }
         let tok = token(KIND_RECV, c.gen, slot);
@@ -222,6 +222,19 @@ impl Worker {
                             return;
                         }
                     };
+                    if c.buf.len() >= cut + 4 + len
+                        && !fed_one(c, self.turns, &mut self.feeders, self.feeders_before)
+                    {
+                        // This connection's frames for this turn are fed: the rest wait
+                        // for the next, the multishot receive (if any) ended meanwhile.
+                        c.buf.drain(..cut);
+                        if !c.held {
+                            c.held = true;
+                            self.held.push(slot);
+                        }
+                        end_multishot(&mut self.ring, c, slot);
+                        break;
+                    }
                     if let Some(body) = c.buf.get(cut + 4..cut + 4 + len) {
                         c.last_frame_large = len > DIRECT_FRAME_MIN;
                         // Cut into a buffer the connection had spare (its
@@ -358,4 +371,26 @@ impl Worker {
         };
         self.arm_recv(slot);
     }
+}
+
+/// Counts a small frame `c` feeds in loop turn `turn` (and `c` in `feeders`, the connections
+/// that fed frames this turn, at its first); false when it has fed its share this turn already
+/// ([`FRAMES_PER_TURN_SHARED`], or [`FRAMES_PER_TURN_ALONE`] when the turn before fed one
+/// connection's frames at most: `feeders_before`).
+fn fed_one(c: &mut Conn, turn: u64, feeders: &mut u32, feeders_before: u32) -> bool {
+    if c.fed_turn != turn {
+        c.fed_turn = turn;
+        c.fed = 0;
+        *feeders += 1;
+    }
+    let max = if feeders_before > 1 {
+        FRAMES_PER_TURN_SHARED
+    } else {
+        FRAMES_PER_TURN_ALONE
+    };
+    if c.fed >= max {
+        return false;
+    }
+    c.fed += 1;
+    true
 }

@@ -29,6 +29,11 @@ pub struct NodeState {
     pub told_wants: Mutex<bool>,
     /// Closes no home took yet: sent again by [`ServerState::resend_closes`].
     pub unsent_closes: Mutex<Vec<crate::link::UnsentClose>>,
+    /// Closes a home did not take since the count was last said (the first of them is logged
+    /// at once, the rest counted; the cluster's thread says and clears the count once a
+    /// second): a flood of CLOSEs of a stopped node's files logs a line or two a second, not
+    /// one per CLOSE.
+    pub closes_not_taken: std::sync::atomic::AtomicU64,
     /// Durable opens of files homed elsewhere parked since the homes were
     /// last told (key, persistent id, open id): [`ServerState::resend_closes`].
     pub unsent_parks: Mutex<Vec<(FileKey, u64, u64)>>,
