@@ -194,6 +194,7 @@ impl Connection {
                 domain_answer: None,
                 ids_wanted: None,
                 home_kept: None,
+                fs_kept: None,
                 cluster_posts: Vec::new(),
                 create_waits: None,
                 lease_waits: Vec::new(),

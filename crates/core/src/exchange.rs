@@ -101,6 +101,9 @@ pub(crate) struct ConnCore {
     /// answers the request was given before, kept for it when it runs again
     /// ([`crate::cmd::Asked::Homes`]).
     pub home_kept: Option<(u64, crate::lookup::HomeAnswers)>,
+    /// With a [`crate::lookup::Lookup::Fs`] in `ids_wanted`: the answer the request took in
+    /// this run (a file's home's), kept for it when it runs again ([`crate::cmd::Asked::Fs`]).
+    pub fs_kept: Option<DomainAnswer>,
     /// Questions to the cluster whose answer nobody waits for (the record of an open that
     /// closed before it was answered goes from the cluster's store; the closes of a logoff, a
     /// tree disconnect or a connection's end reach the homes of files homed elsewhere and

@@ -41,8 +41,8 @@ pub use ringshare_files as files;
 /// The server's tables and per-file operations (crates/state), under the names the modules
 /// here have always used (`crate::server`, `crate::durable`, …).
 pub use ringshare_state::{
-    backoff, domain, fruit, identity, idmap, limits, loglimit, lookup, path, peers, quota, server,
-    shadow, sidcache, status,
+    backoff, domain, fruit, fsjob, identity, idmap, limits, loglimit, lookup, path, peers, quota,
+    server, shadow, sidcache, status,
 };
 use ringshare_state::{
     config, dirlease, durable, fileinfo, fsmap, ipc, notify, ntsd, opens, state,

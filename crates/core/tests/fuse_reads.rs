@@ -4,28 +4,50 @@
 //! repeated (ceph-fuse with direct I/O, kernel 6.18: docs/cluster-internals.md,
 //! "On CephFS: the runs"). The
 //! backend here is the in-memory share with that flaw put back in.
+//!
+//! On a share whose calls may wait on a network (FUSE, CephFS: `fs calls off io thread = auto`),
+//! that size and the check against local POSIX locks are asked as a file system job, away from
+//! the I/O thread ([`ringshare_core::fsjob`]): the READ parks meanwhile (issue 33).
 
 mod support;
 
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{
-    FileAttr, FsResult, FsStat, Node, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
+    FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
 };
 use ringshare_wire::consts::CreateDisposition as D;
-use ringshare_wire::NtStatus;
+use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
 /// A file of a FUSE-like file system: a read that asks past the end gets
 /// the file's bytes repeated to fill it, as io_uring on ceph-fuse does.
 #[derive(Debug)]
-struct FuseNode(std::sync::Arc<dyn Node>);
+struct FuseNode(std::sync::Arc<dyn Node>, Arc<Calls>);
+
+/// What the share's nodes were asked, and whether a local program holds a POSIX lock on its
+/// files.
+#[derive(Debug, Default)]
+struct Calls {
+    sizes: AtomicUsize,
+    lock_probes: AtomicUsize,
+    locked: AtomicBool,
+}
 
 impl Node for FuseNode {
     fn reads_within_size(&self) -> bool {
         true
+    }
+    fn size(&self) -> FsResult<u64> {
+        self.1.sizes.fetch_add(1, Ordering::SeqCst);
+        self.0.size()
+    }
+    fn posix_locked(&self, _: OfdLock, _: i64, _: i64) -> FsResult<bool> {
+        self.1.lock_probes.fetch_add(1, Ordering::SeqCst);
+        Ok(self.1.locked.load(Ordering::SeqCst))
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
         let n = self.0.read_at(buf, offset)?;
@@ -79,13 +101,23 @@ impl Node for FuseNode {
 }
 
 #[derive(Debug)]
-struct FuseShare(MemShare);
+struct FuseShare(MemShare, Arc<Calls>, bool);
+
+impl FuseShare {
+    /// A FUSE-like share; `remote`: its calls may wait on a network.
+    fn new(mem: MemShare, remote: bool) -> FuseShare {
+        FuseShare(mem, Arc::default(), remote)
+    }
+}
 
 impl Share for FuseShare {
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
         let mut o = self.0.open(who, path, opts)?;
-        o.node = std::sync::Arc::new(FuseNode(o.node));
+        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1)));
         Ok(o)
+    }
+    fn may_wait_on_network(&self) -> bool {
+        self.2
     }
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
         self.0.stat(who, path)
@@ -111,7 +143,7 @@ impl Share for FuseShare {
 fn a_read_past_the_end_of_a_file_on_fuse_returns_only_what_the_file_holds() {
     let mem = MemShare::new();
     let server = server_on(
-        Arc::new(FuseShare(mem.clone())),
+        Arc::new(FuseShare::new(mem.clone(), false)),
         ringshare_core::SigningPolicy::IfRequired,
     );
     let mut c = Client::on(server, mem, Options::default());
@@ -121,7 +153,7 @@ fn a_read_past_the_end_of_a_file_on_fuse_returns_only_what_the_file_holds() {
     let data = b"acknowledged before node 3 died: kca-0.txt";
     assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
     // The flaw is there: asked for 128 bytes, the node gives 128.
-    let opened = FuseShare(MemShare::new());
+    let opened = FuseShare::new(MemShare::new(), false);
     let who = ringshare_vfs::server_who();
     let path = RelPath::from_components(["x"]).unwrap();
     let mut opts = OpenOptions::read_existing();
@@ -134,4 +166,103 @@ fn a_read_past_the_end_of_a_file_on_fuse_returns_only_what_the_file_holds() {
     assert_eq!(read_data(&c.read(f, 0, 128)), data);
     assert_eq!(read_data(&c.read(f, 30, 128)), &data[30..]);
     assert_eq!(c.read(f, 42, 10).status(), NtStatus::END_OF_FILE);
+}
+
+/// A READ on a share whose calls may wait on a network, with the file system jobs it asks
+/// held: its answer, how many jobs it asked, and the size and lock calls made before they ran.
+fn read_with_jobs_held(
+    c: &mut Client,
+    calls: &Calls,
+    f: FileId,
+    len: u32,
+) -> (Vec<Resp>, usize, (usize, usize)) {
+    let before = || {
+        (
+            calls.sizes.load(Ordering::SeqCst),
+            calls.lock_probes.load(Ordering::SeqCst),
+        )
+    };
+    let was = before();
+    c.hold_lookups = true;
+    let mut m = c.read_msg(f, 0, len);
+    c.sign(&mut m);
+    assert!(c.send_frame(m).is_empty(), "the READ waits for its job");
+    let (a, b) = before();
+    let held: Vec<_> = std::mem::take(&mut c.held_lookups);
+    assert!(held
+        .iter()
+        .all(|r| matches!(r.ask, ringshare_core::Lookup::Fs(_))));
+    let jobs = held.len();
+    for req in held {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    c.hold_lookups = false;
+    (c.pump(), jobs, (a - was.0, b - was.1))
+}
+
+/// Issue 33: on FUSE, a READ's size check and its check against local POSIX locks wait on the
+/// file system; on a share whose calls may wait on a network they are one job, made away from
+/// the I/O thread, the READ parked meanwhile, and answered as before once it is done.
+#[test]
+fn a_reads_checks_on_a_share_that_may_wait_on_a_network_are_asked_as_one_job() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("cold", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    let data = b"held by the file system for 3 s";
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let (answer, jobs, made_inline) = read_with_jobs_held(&mut c, &calls, f, 128);
+    assert_eq!(jobs, 1, "one job for both checks");
+    assert_eq!(
+        made_inline,
+        (0, 0),
+        "no size or lock call before the job ran"
+    );
+    assert_eq!(
+        read_data(&answer[0]),
+        data,
+        "read within the size the job found"
+    );
+    assert_eq!(
+        (
+            calls.sizes.load(Ordering::SeqCst) > 0,
+            calls.lock_probes.load(Ordering::SeqCst) > 0
+        ),
+        (true, true),
+        "the job asked both"
+    );
+    // A local program's lock, found by the job, refuses the READ as it did inline.
+    calls.locked.store(true, Ordering::SeqCst);
+    let (answer, jobs, _) = read_with_jobs_held(&mut c, &calls, f, 128);
+    assert_eq!(
+        (jobs, answer[0].status()),
+        (1, NtStatus::FILE_LOCK_CONFLICT)
+    );
+}
+
+/// On a share whose file system only this kernel changes nothing is asked away: the READ's
+/// checks are made as before, with no job.
+#[test]
+fn a_reads_checks_on_a_local_share_are_made_at_once() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), false));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("warm", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, b"here").status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    assert_eq!(read_data(&c.read(f, 0, 128)), b"here");
+    assert!(c.held_lookups.is_empty(), "no job");
+    assert!(
+        calls.sizes.load(Ordering::SeqCst) > 0,
+        "the size asked inline"
+    );
 }

@@ -515,6 +515,11 @@ pub struct ShareConfig {
     /// no: whether a READ or WRITE is checked against local programs' POSIX locks (with
     /// `posix locking`): when the open's lease or oplock does not cache it, always, never.
     pub strict_locking: Option<bool>,
+    /// `fs calls off io thread` (ringshare's own option): auto (`None`, the default: where
+    /// the share's file system is not one whose files only this kernel changes, as FUSE,
+    /// NFS or CephFS), yes or no: whether the share's file system calls are made away from
+    /// the I/O threads (docs/cluster-internals.md, "File system calls off the I/O thread").
+    pub fs_offload: Option<bool>,
     /// `smb3 unix extensions` (Samba's option): a CREATE carrying the POSIX
     /// context makes a POSIX open (mode given, POSIX information answered,
     /// case-sensitive names). Default no, as in Samba 4.22.
@@ -657,6 +662,7 @@ impl Config {
                 change_notify: true,
                 posix_locking: true,
                 strict_locking: None,
+                fs_offload: None,
                 smb3_unix_extensions: false,
                 compress_data: false,
                 streams: true,
@@ -946,6 +952,23 @@ mod tests {
         assert!(c.shares[0].change_notify);
         let c = parse_str("[s]\npath = /tmp\nchange notify = no\n", path).unwrap();
         assert!(!c.shares[0].change_notify);
+    }
+
+    #[test]
+    fn fs_calls_off_io_thread_is_auto_by_default_and_set_to_yes_or_no_per_share_or_in_global() {
+        let path = Path::new("test.conf");
+        let d = parse_str("[s]\npath = /tmp\n", path).unwrap();
+        assert_eq!(d.shares[0].fs_offload, None);
+        let c = parse_str(
+            "[global]\nfs calls off io thread = yes\n[s]\npath = /tmp\n[t]\npath = /tmp\n\
+             fs calls off io thread = no\n[u]\npath = /tmp\nfs calls off io thread = auto\n",
+            path,
+        )
+        .unwrap();
+        assert_eq!(c.shares[0].fs_offload, Some(true));
+        assert_eq!(c.shares[1].fs_offload, Some(false));
+        assert_eq!(c.shares[2].fs_offload, None);
+        assert!(parse_str("[s]\npath = /tmp\nfs calls off io thread = maybe\n", path).is_err());
     }
 
     #[test]

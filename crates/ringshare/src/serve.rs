@@ -92,6 +92,7 @@ pub(crate) fn share_def(cfg: &Config, s: &ShareConfig) -> Result<ShareDef, Serve
         change_notify: s.change_notify,
         posix_locking: s.posix_locking,
         strict_locking: s.strict_locking,
+        fs_offload: s.fs_offload,
         smb3_unix_extensions: s.smb3_unix_extensions,
         compress_data: s.compress_data,
         streams: s.streams,

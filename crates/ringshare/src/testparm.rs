@@ -473,6 +473,10 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
         .strict_locking
         .map_or("Auto", |b| if b { "yes" } else { "no" });
     opt(s, "strict locking", strict);
+    let offload = share
+        .fs_offload
+        .map_or("Auto", |b| if b { "yes" } else { "no" });
+    opt(s, "fs calls off io thread", offload);
     opt(
         s,
         "smb3 unix extensions",

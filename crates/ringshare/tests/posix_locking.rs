@@ -382,6 +382,47 @@ fn a_read_or_write_of_a_range_a_local_program_locked_is_a_lock_conflict() {
     });
 }
 
+/// Issue 33: on a share whose file system calls are made away from the I/O thread (`fs calls
+/// off io thread = yes`, ringshare's own option: forced here on a local file system), the check
+/// against local programs' locks is a file system job, and finds them as the inline one does.
+#[test]
+fn a_read_or_write_on_an_offloaded_share_meets_a_local_programs_lock_as_before() {
+    let test = "read and write against a local lock, offloaded";
+    let user = "rsplk10";
+    if skipped(test) || !twin::root_and_tools_or_skip(test, &["useradd"]) {
+        return;
+    }
+    let tmp = TempDir::new(user);
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _accounts = Accounts::create(&[], &[(user, &[])], None);
+    let dir = twin::server_root(tmp.path(), "ringshare").join("share");
+    std::fs::create_dir(&dir).unwrap();
+    twin::must("chown", &[user, dir.to_str().unwrap()]);
+    let section = format!(
+        "[share]\n\tpath = {}\n\tread only = no\n\tfs calls off io thread = yes\n",
+        dir.display()
+    );
+    let base = tmp.path().join("ringshare-state");
+    let srv = twin::start_ringshare(&base, Net::Loopback, "", &section, &[user]);
+    let t = Target {
+        name: "ringshare",
+        port: srv.port,
+        user: user.to_string(),
+        password: twin::PASS.to_string(),
+        share: "share".to_string(),
+        dir,
+    };
+    let (mut smb, path) = t.open("busy.txt");
+    {
+        let _writer = LocalHolder::hold(&path, 100, 10, true);
+        answers(&t, &mut smb, "read 105 10", LOCK_CONFLICT);
+        answers(&t, &mut smb, "write 95 10", LOCK_CONFLICT);
+        answers(&t, &mut smb, "read 0 100", "OK");
+        answers(&t, &mut smb, "write 110 10", "OK");
+    }
+    answers(&t, &mut smb, "write 100 10", "OK");
+}
+
 /// As Samba's `strict locking = Auto`: an open whose lease caches reads and writes is not
 /// checked against local locks on READ or WRITE (no system call per I/O for such clients).
 #[test]

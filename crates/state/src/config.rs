@@ -100,6 +100,11 @@ pub struct ShareDef {
     /// the default) unless the open's lease or oplock caches it, `Some(true)` always,
     /// `Some(false)` never. The lock table (SMB clients' own locks) is always checked.
     pub strict_locking: Option<bool>,
+    /// `fs calls off io thread` (ringshare's own option): whether the share's file system
+    /// calls are made away from the I/O threads ([`crate::fsjob`]): `None` (auto, the
+    /// default) where the backend says they may wait on a network
+    /// ([`Share::may_wait_on_network`]), `Some(true)` always, `Some(false)` never.
+    pub fs_offload: Option<bool>,
     /// Files have named data streams (`vfs objects` lists `streams_xattr`,
     /// or names no modules): used when the backend supports them too
     /// ([`ShareDef::has_streams`]); without, a `:` in a name is
@@ -129,6 +134,13 @@ pub struct ShareDef {
 }
 
 impl ShareDef {
+    /// Whether the share's file system calls are made away from the I/O threads
+    /// ([`ShareDef::fs_offload`]; auto asks the backend, which decided when it was set up).
+    pub fn offloaded(&self) -> bool {
+        self.fs_offload
+            .unwrap_or_else(|| self.backend.may_wait_on_network())
+    }
+
     /// This share under another name and on another backend (a `[homes]`
     /// or `%U` share made for a user, a snapshot of the share), with its
     /// other settings.
@@ -148,6 +160,7 @@ impl ShareDef {
             change_notify: self.change_notify,
             posix_locking: self.posix_locking,
             strict_locking: self.strict_locking,
+            fs_offload: self.fs_offload,
             streams: self.streams,
             smb3_unix_extensions: self.smb3_unix_extensions,
             compress_data: self.compress_data,

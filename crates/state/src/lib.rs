@@ -30,6 +30,7 @@ pub mod domain;
 pub mod durable;
 pub mod fileinfo;
 pub mod fruit;
+pub mod fsjob;
 pub mod fsmap;
 pub mod identity;
 pub mod idmap;

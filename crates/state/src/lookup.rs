@@ -47,6 +47,9 @@ pub enum DomainAnswer {
     /// before it changed anything (each a [`Lookup::Home`], the request parked and ran again
     /// for each), by the tag the request gave each question.
     Homes(HomeAnswers),
+    /// What a file system job found ([`Lookup::Fs`]), and the answer the request had been
+    /// given before it asked (a file's home's, taken in the same run), kept for it.
+    Fs(crate::fsjob::FsDone, Option<Box<DomainAnswer>>),
 }
 
 /// A file's home's answers to a request's questions, each by the tag the request gave it
@@ -148,6 +151,9 @@ pub enum Lookup {
     /// A call to the home of a file homed on another node (its share modes, leases, locks
     /// decided there), bounded where it is carried (the peer connection's 2 s) ([`HomeAsk`]).
     Home(HomeAsk),
+    /// A file system job of a share whose calls may wait on a network, run by the driver's
+    /// file system pool as the request's user ([`crate::fsjob`]).
+    Fs(crate::fsjob::FsJob),
 }
 
 /// The answer to a [`LookupRequest`].
@@ -170,6 +176,8 @@ pub enum LookupDone {
     Cluster(Result<(), ringshare_wire::NtStatus>),
     /// What a file's home answered (the encoded message), or why it did not.
     Home(Result<Vec<u8>, ringshare_wire::NtStatus>),
+    /// What a file system job found ([`Lookup::Fs`]).
+    Fs(crate::fsjob::FsDone),
 }
 
 impl LookupDone {
@@ -611,6 +619,7 @@ impl LookupRequest {
             Lookup::Quota { source, ask } => LookupDone::Quota(ask.run(source)),
             Lookup::Cluster(ask) => LookupDone::Cluster((ask.run)()),
             Lookup::Home(ask) => LookupDone::Home(ask.run()),
+            Lookup::Fs(job) => LookupDone::Fs(job.run()),
         }
     }
 }
@@ -705,6 +714,7 @@ impl fmt::Debug for LookupRequest {
                 "Lookup {{ id: {}, a call to node {} }}",
                 self.id, ask.node
             ),
+            Lookup::Fs(job) => write!(f, "Lookup {{ id: {}, {job:?} }}", self.id),
             Lookup::Kdc { request, .. } => write!(
                 f,
                 "Lookup {{ id: {}, KDC of realm {} ({} bytes) }}",

@@ -526,6 +526,14 @@ pub trait Share: Send + Sync + fmt::Debug {
     fn is_snapshot(&self) -> bool {
         false
     }
+
+    /// Whether calls to the share's file system may wait on a network or another process
+    /// (FUSE, NFS, CephFS, SMB: any file system not one whose files only this kernel changes),
+    /// decided once when the share is set up: the server then makes them away from its I/O
+    /// threads (`fs calls off io thread = auto`, docs/cluster-internals.md). The default: no.
+    fn may_wait_on_network(&self) -> bool {
+        false
+    }
 }
 
 /// Most data bytes one named stream holds: the xattr that stores it takes

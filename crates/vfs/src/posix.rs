@@ -210,6 +210,10 @@ struct FsKind {
     dos_kept: Option<u64>,
     /// It is btrfs, which compresses a file whose `FS_COMPR_FL` is set ([`Share::compresses`]).
     btrfs: bool,
+    /// Its calls may wait on a network or another process ([`Share::may_wait_on_network`]):
+    /// its type is not one whose files only this kernel changes ([`doscache::keeps_ctime`]),
+    /// or `fstatfs` failed.
+    remote: bool,
 }
 
 const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -226,6 +230,7 @@ fn fs_kind(fd: BorrowedFd<'_>, st: &Statx) -> FsKind {
             .filter(|&t| doscache::keeps_ctime(t))
             .map(|_| dev_of(st.stx_dev_major, st.stx_dev_minor)),
         btrfs: t == Some(BTRFS_SUPER_MAGIC),
+        remote: !t.is_some_and(doscache::keeps_ctime),
     }
 }
 
@@ -1092,6 +1097,11 @@ impl Share for PosixShare {
 
     fn is_snapshot(&self) -> bool {
         self.snapshot
+    }
+
+    /// From the root's `fstatfs`, taken once when the share was opened.
+    fn may_wait_on_network(&self) -> bool {
+        self.root_fs.remote
     }
 
     /// btrfs (probed once at set-up); a read-only share changes nothing.

@@ -95,6 +95,7 @@ pub fn server_config(
             compress_data: false,
             posix_locking: true,
             strict_locking: None,
+            fs_offload: None,
             streams: true,
             fruit: None,
             shadow: None,

@@ -42,9 +42,13 @@ pub(crate) fn parked(
                         Some((tag, kept)) => Asked::Homes(tag, kept),
                         None => Asked::Home,
                     },
+                    // A READ's or WRITE's checks on a share whose calls may wait on a network
+                    // (cmd/io_check.rs).
+                    Lookup::Fs(_) => Asked::Fs(core.fs_kept.take().map(Box::new)),
                     _ => Asked::Ids,
                 };
                 core.home_kept = None;
+                core.fs_kept = None;
                 Ok(Handled::lookup(ask, LookupCont::Again(asked)))
             }
             None => Err(NtStatus::INTERNAL_ERROR),
@@ -52,8 +56,9 @@ pub(crate) fn parked(
         r => {
             core.ids_wanted = None;
             core.home_kept = None;
+            core.fs_kept = None;
             // The answers kept for this request are not another's.
-            if let Some(DomainAnswer::Homes(_)) = core.domain_answer {
+            if let Some(DomainAnswer::Homes(_) | DomainAnswer::Fs(..)) = core.domain_answer {
                 core.domain_answer = None;
             }
             r

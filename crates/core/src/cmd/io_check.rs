@@ -12,6 +12,13 @@
 //! connection goes. The driver is told to receive a WRITE whole when the check would need the
 //! home ([`crate::Connection::detachable_write`]), so only one whose grant was taken back while
 //! its payload came in waits so, and a connection holds one such payload at a time.
+//!
+//! On a share whose file system calls may wait on a network ([`crate::config::ShareDef::offloaded`]: FUSE,
+//! CephFS), the check against local POSIX locks and the size a READ on FUSE asks before its
+//! read are one file system job ([`crate::fsjob`]), made away from the I/O thread: the request
+//! parks and runs again with its answer, as for the home's. A home's answer taken in the run
+//! that asks the job is kept for the run after it ([`ConnCore::fs_kept`]), so each is asked
+//! once.
 
 use ringshare_wire::NtStatus;
 
@@ -19,6 +26,8 @@ use crate::arbiter::{self, Decision, IoAsk};
 use crate::cmd::ids::ASK_IDS;
 use crate::exchange::ConnCore;
 use crate::files::{locks, oplock};
+use crate::fsjob::{FsDone, FsJob, IoFacts, LockProbe};
+use crate::fsmap::status_of;
 use crate::lookup::{DomainAnswer, Lookup};
 use crate::server::lock;
 use crate::state::Open;
@@ -28,9 +37,73 @@ use crate::state::Open;
 /// again; else Err([`ASK_IDS`]) with the question to the home in [`ConnCore::ids_wanted`]
 /// (the request parks and runs again when it is answered).
 pub(crate) fn io_check(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bool, NtStatus> {
-    let writers = table_check(core, open, io)?;
-    local_check(open, &io)?;
-    Ok(writers)
+    io_check_sized(core, open, io, false).map(|c| c.writers)
+}
+
+/// What [`io_check_sized`] found.
+pub(crate) struct Checked {
+    /// Whether an open of the file may write it.
+    pub writers: bool,
+    /// The file's size, asked with the checks on a share whose calls are made away from the
+    /// I/O thread; `None` elsewhere (the caller asks the node itself).
+    pub size: Option<ringshare_vfs::FsResult<u64>>,
+}
+
+/// [`io_check`], and on a share whose calls are made away from the I/O thread, when
+/// `want_size`, the file's size asked in the same job.
+pub(crate) fn io_check_sized(
+    core: &mut ConnCore,
+    open: &Open,
+    io: IoAsk,
+    want_size: bool,
+) -> Result<Checked, NtStatus> {
+    let offloaded = open.share.offloaded();
+    let writers = table_check(core, open, io, offloaded)?;
+    if !offloaded {
+        local_check(open, &io)?;
+        return Ok(Checked {
+            writers,
+            size: None,
+        });
+    }
+    let facts = fs_facts(core, open, &io, want_size)?;
+    if let Some(Ok(true)) = facts.locked {
+        return Err(NtStatus::FILE_LOCK_CONFLICT);
+    }
+    Ok(Checked {
+        writers,
+        size: facts.size,
+    })
+}
+
+/// The file system job's answer for this request when it asked and runs again; else
+/// Err([`ASK_IDS`]) with the job in [`ConnCore::ids_wanted`] (none when nothing is to be
+/// asked: no lock probe and no size).
+fn fs_facts(
+    core: &mut ConnCore,
+    open: &Open,
+    io: &IoAsk,
+    want_size: bool,
+) -> Result<IoFacts, NtStatus> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Fs(FsDone::Io(facts), _)) => return Ok(facts),
+        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {
+            return Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of))
+        }
+        other => core.domain_answer = other,
+    }
+    let probe = local_probe(open, io);
+    if probe.is_none() && !want_size {
+        return Ok(IoFacts::default());
+    }
+    core.ids_wanted = Some(Lookup::Fs(FsJob::io_facts(
+        open.node.clone(),
+        crate::fsjob::order_of(open.id),
+        crate::fsjob::share_key(&open.share.name),
+        probe,
+        want_size,
+    )));
+    Err(ASK_IDS)
 }
 
 /// With `posix locking` (crates/core/src/cmd/lock/posix.rs), a READ or WRITE the lock table
@@ -43,20 +116,8 @@ pub(crate) fn io_check(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bo
 /// (about 0.4 us here, docs/limits.md). `strict locking = yes` checks cached ones too, `no`
 /// none (the lock table is checked whatever it says).
 fn local_check(open: &Open, io: &IoAsk) -> Result<(), NtStatus> {
-    let strict = open.share.strict_locking;
-    if !open.share.posix_locking || open.is_dir || strict == Some(false) {
+    let Some((kind, start, len)) = local_probe(open, io) else {
         return Ok(());
-    }
-    let Some((start, len)) = locks::posix_range(io.offset, io.length) else {
-        return Ok(());
-    };
-    if strict.is_none() && oplock::caches(&lock(&open.entry), open.id, io.write) {
-        return Ok(());
-    }
-    let kind = if io.write {
-        ringshare_vfs::OfdLock::Write
-    } else {
-        ringshare_vfs::OfdLock::Read
     };
     match open.node.posix_locked(kind, start, len) {
         Ok(true) => Err(NtStatus::FILE_LOCK_CONFLICT),
@@ -64,10 +125,46 @@ fn local_check(open: &Open, io: &IoAsk) -> Result<(), NtStatus> {
     }
 }
 
-/// The lock table's part of [`io_check`].
-fn table_check(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bool, NtStatus> {
+/// The lock probe [`local_check`] makes, or `None` when it makes none.
+fn local_probe(open: &Open, io: &IoAsk) -> Option<LockProbe> {
+    let strict = open.share.strict_locking;
+    if !open.share.posix_locking || open.is_dir || strict == Some(false) {
+        return None;
+    }
+    let (start, len) = locks::posix_range(io.offset, io.length)?;
+    if strict.is_none() && oplock::caches(&lock(&open.entry), open.id, io.write) {
+        return None;
+    }
+    let kind = if io.write {
+        ringshare_vfs::OfdLock::Write
+    } else {
+        ringshare_vfs::OfdLock::Read
+    };
+    Some((kind, start, len))
+}
+
+/// The lock table's part of [`io_check`]. On a share whose calls are made away from the I/O
+/// thread (`offloaded`), a home's answer taken here is kept for the run after a file system
+/// job ([`ConnCore::fs_kept`]), and one kept so is taken.
+fn table_check(
+    core: &mut ConnCore,
+    open: &Open,
+    io: IoAsk,
+    offloaded: bool,
+) -> Result<bool, NtStatus> {
     match core.domain_answer.take() {
-        Some(DomainAnswer::Home(answer)) => return arbiter::io_check_answered(answer),
+        Some(DomainAnswer::Home(answer)) => {
+            if offloaded {
+                core.fs_kept = Some(DomainAnswer::Home(answer.clone()));
+            }
+            return arbiter::io_check_answered(answer);
+        }
+        Some(DomainAnswer::Fs(done, Some(kept))) => {
+            core.domain_answer = Some(DomainAnswer::Fs(done, None));
+            if let DomainAnswer::Home(answer) = *kept {
+                return arbiter::io_check_answered(answer);
+            }
+        }
         other => core.domain_answer = other,
     }
     match arbiter::io_check_or_ask(&core.server, open.key, &open.entry, io) {

@@ -136,6 +136,10 @@ pub(crate) enum Asked {
     /// one (the tag of this one, and the answers kept from the earlier ones:
     /// [`crate::cmd::io_check::io_check_kept`]).
     Homes(u64, crate::lookup::HomeAnswers),
+    /// A file system job's answer ([`crate::fsjob`]: a READ's or WRITE's checks on a share
+    /// whose calls may wait on a network), and the answer the request was given before it
+    /// asked, kept for it ([`crate::cmd::io_check`]).
+    Fs(Option<Box<crate::lookup::DomainAnswer>>),
 }
 
 /// Work of a request that went async.
@@ -267,6 +271,11 @@ pub(crate) fn answer_of(
             kept.push((tag, done.home()));
             DomainAnswer::Homes(kept)
         }
+        (Asked::Fs(kept), LookupDone::Fs(done)) => DomainAnswer::Fs(done, kept),
+        (Asked::Fs(kept), _) => DomainAnswer::Fs(
+            crate::fsjob::FsDone::Done(Err(ringshare_vfs::FsError::Io)),
+            kept,
+        ),
     }
 }
 

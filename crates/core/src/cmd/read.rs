@@ -104,18 +104,27 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         now_ms: core.now.mono_ms,
     };
     // Asked of the file's home away from the I/O thread when no grant decides it (the READ
-    // parks and runs again: cmd/io_check.rs).
-    let writers = crate::cmd::io_check::io_check(core, &open, io)?;
+    // parks and runs again: cmd/io_check.rs); on a share whose calls may wait on a network,
+    // the check against local POSIX locks and the size read below are asked away from it too.
+    let want_size = open.node.reads_within_size() || rr.length as usize > SPLICE_ONLY_ABOVE;
+    let checked = crate::cmd::io_check::io_check_sized(core, &open, io, want_size)?;
+    let (writers, mut known_size) = (checked.writers, checked.size);
     let compress = crate::exchange::compress::read_asks(core, rr.flags, open.share.compress_data)
         && !crate::exchange::compress::skips(&open);
     let (node, open_id) = (open.node.clone(), open.id);
+    let mut size_of = |node: &Arc<dyn ringshare_vfs::Node>| {
+        known_size
+            .take()
+            .unwrap_or_else(|| node.size())
+            .map_err(status_of)
+    };
     if rr.length as usize > SPLICE_ONLY_ABOVE
         && splice_allowed(core, req, writers)
         && !compress
         && node.shared_fd().is_some()
     {
         // The reply header carries the length, so it must be known now.
-        let size = node.size().map_err(status_of)?;
+        let size = size_of(&node)?;
         let n = size.saturating_sub(rr.offset).min(u64::from(rr.length)) as usize;
         if n == 0 || n < rr.minimum_count as usize {
             return Err(NtStatus::END_OF_FILE);
@@ -155,7 +164,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     // [`ringshare_vfs::Node::reads_within_size`]), ask for no more than the
     // file holds now.
     let len = if node.reads_within_size() {
-        let size = node.size().map_err(status_of)?;
+        let size = size_of(&node)?;
         let n = size.saturating_sub(rr.offset).min(u64::from(rr.length)) as u32;
         if n == 0 || n < rr.minimum_count {
             return Err(NtStatus::END_OF_FILE);

@@ -444,7 +444,8 @@ pub(crate) fn resume(
         | LookupDone::Names(_)
         | LookupDone::Quota(_)
         | LookupDone::Cluster(_)
-        | LookupDone::Home(_) => Err(AccountError::Lookup("not an account's answer".into())),
+        | LookupDone::Home(_)
+        | LookupDone::Fs(_) => Err(AccountError::Lookup("not an account's answer".into())),
     };
     let account = account_from(core, &fin, found);
     let (session_id, expires, previous) = (fin.session_id, fin.expires, fin.previous_session_id);

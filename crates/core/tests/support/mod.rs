@@ -247,6 +247,7 @@ pub fn config_on(backend: Arc<dyn Share>, signing: SigningPolicy) -> ServerConfi
             compress_data: false,
             posix_locking: true,
             strict_locking: None,
+            fs_offload: None,
             streams: true,
             fruit: None,
             shadow: None,

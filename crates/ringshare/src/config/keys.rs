@@ -110,6 +110,8 @@ pub(super) enum Opt {
     PosixLocking,
     /// `strict locking` (per share: auto, yes or no).
     StrictLocking,
+    /// `fs calls off io thread` (per share: auto, yes or no).
+    FsOffload,
     /// `smb3 unix extensions` (per share; the `[global]` value also rules NEGOTIATE).
     Smb3UnixExtensions,
     /// `compress data` (per share).
@@ -143,6 +145,7 @@ impl Opt {
                 | Opt::ChangeNotify
                 | Opt::PosixLocking
                 | Opt::StrictLocking
+                | Opt::FsOffload
                 | Opt::Smb3UnixExtensions
                 | Opt::CompressData
                 | Opt::Fruit
@@ -305,6 +308,7 @@ pub(super) fn classify(key: &str) -> Option<Opt> {
         "kernel oplocks" => Opt::Ignored("ringshare takes no kernel oplocks (file leases)"),
         "posix locking" => Opt::PosixLocking,
         "strict locking" => Opt::StrictLocking,
+        "fs calls off io thread" => Opt::FsOffload,
         "smb ports" => Opt::Ignored("ringshare listens where `listen` says (default 0.0.0.0:445)"),
         "unix extensions" => Opt::Ignored("an SMB1 feature; ringshare speaks SMB 2 and 3 only"),
         "smb2 leases" => {

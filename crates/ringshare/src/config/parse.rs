@@ -176,6 +176,8 @@ struct ShareDraft {
     posix_locking: Option<bool>,
     /// `strict locking`: unset, or auto (`Some(None)`) / yes / no.
     strict_locking: Option<Option<bool>>,
+    /// `fs calls off io thread`: unset, or auto (`Some(None)`) / yes / no.
+    fs_offload: Option<Option<bool>>,
     smb3_unix_extensions: Option<bool>,
     compress_data: Option<bool>,
 }
@@ -903,6 +905,9 @@ impl<'a> Parser<'a> {
             Opt::StrictLocking => {
                 draft.strict_locking = Some(self.auto_or_bool_value(line, key, value)?);
             }
+            Opt::FsOffload => {
+                draft.fs_offload = Some(self.auto_or_bool_value(line, key, value)?);
+            }
             Opt::Smb3UnixExtensions => {
                 draft.smb3_unix_extensions = Some(self.bool_value(line, key, value)?);
             }
@@ -1146,6 +1151,7 @@ impl<'a> Parser<'a> {
                 .or(defaults.posix_locking)
                 .unwrap_or(!self.global.cluster.enabled()),
             strict_locking: d.strict_locking.or(defaults.strict_locking).unwrap_or(None),
+            fs_offload: d.fs_offload.or(defaults.fs_offload).unwrap_or(None),
             smb3_unix_extensions: d
                 .smb3_unix_extensions
                 .or(defaults.smb3_unix_extensions)

@@ -12,6 +12,12 @@
 //! others, the opening of a ring's connection to a node) and, with `cluster ring calls = no`,
 //! every call have threads of their own; those about one file are asked one after another, in
 //! the order the rings asked them (`HomeAsk::order`).
+//!
+//! File system jobs of shares whose calls may wait on a network ([`Lookup::Fs`],
+//! `ringshare_core::fsjob`) have threads of their own too: each acts as the job's user before it
+//! runs it (`creds::act_as`, per thread); jobs about one open run one after another in the
+//! order asked, and a connection has at most [`FS_JOBS_PER_SHARE_AND_CONNECTION`] of one share
+//! running at once, so a stuck file or share holds only that many threads.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
@@ -37,6 +43,13 @@ const HOME_CALL_THREADS: usize = 16;
 /// 2 s each); calls to the other nodes have the rest, and those to it wait their turn.
 const HOME_CALLS_PER_PEER: usize = 8;
 const _: () = assert!(HOME_CALLS_PER_PEER < HOME_CALL_THREADS);
+/// Threads running file system jobs ([`Lookup::Fs`]): a stuck file holds one per request
+/// about it, up to the bound below per share and connection.
+const FS_THREADS: usize = 16;
+/// File system jobs of one share and one connection running at once; the rest wait their turn
+/// (unbounded in number: what a request should get when very many wait is not decided).
+const FS_JOBS_PER_SHARE_AND_CONNECTION: usize = 4;
+const _: () = assert!(FS_JOBS_PER_SHARE_AND_CONNECTION < FS_THREADS);
 /// A lookup slower than this is logged (winbindd or the directory behind NSS is struggling).
 const LOOKUP_SLOW: Duration = Duration::from_secs(2);
 
@@ -62,21 +75,30 @@ trait Turn {
     /// Its order ([`ringshare_core::lookup::HomeAsk::order`]): questions of one order are
     /// asked one after another, in the order they came.
     fn order(&self) -> Option<u64>;
-    /// The node a call to a file's home goes to: at most [`HOME_CALLS_PER_PEER`] at once.
-    fn peer(&self) -> Option<u16>;
+    /// What bounds how many of its kind are asked at once, and that bound: the node a call to
+    /// a file's home goes to ([`HOME_CALLS_PER_PEER`]), a file system job's share and
+    /// connection ([`FS_JOBS_PER_SHARE_AND_CONNECTION`]).
+    fn peer(&self) -> Option<(u64, usize)>;
 }
 
 impl Turn for Question {
     fn order(&self) -> Option<u64> {
         match &self.req.ask {
             Lookup::Home(h) if h.order != 0 => Some(h.order),
+            // An open's jobs: its order is the connection's own (open ids of two
+            // connections may be alike).
+            Lookup::Fs(j) if j.order != 0 => Some(j.order ^ (u64::from(self.slot) << 40)),
             _ => None,
         }
     }
 
-    fn peer(&self) -> Option<u16> {
+    fn peer(&self) -> Option<(u64, usize)> {
         match &self.req.ask {
-            Lookup::Home(h) => Some(h.node),
+            Lookup::Home(h) => Some((u64::from(h.node), HOME_CALLS_PER_PEER)),
+            Lookup::Fs(j) => Some((
+                j.share ^ (u64::from(self.slot) << 32),
+                FS_JOBS_PER_SHARE_AND_CONNECTION,
+            )),
             _ => None,
         }
     }
@@ -90,11 +112,11 @@ struct Queue {
 }
 
 /// The questions not yet taken, the orders of those being asked and how many calls each peer
-/// is being asked.
+/// (or share and connection) is being asked.
 struct Waiting<Q> {
     questions: VecDeque<Q>,
     asking: HashSet<u64>,
-    peers: HashMap<u16, usize>,
+    peers: HashMap<u64, usize>,
 }
 
 impl<Q> Default for Waiting<Q> {
@@ -116,18 +138,18 @@ impl<Q: Turn> Waiting<Q> {
         if let Some(o) = q.order() {
             self.asking.insert(o);
         }
-        if let Some(n) = q.peer() {
+        if let Some((n, _)) = q.peer() {
             *self.peers.entry(n).or_default() += 1;
         }
         Some(q)
     }
 
     /// Whether `q` may be taken now: no question of its order is being asked, and its peer is
-    /// asked fewer than [`HOME_CALLS_PER_PEER`] calls.
+    /// asked fewer than its bound.
     fn takeable(&self, q: &Q) -> bool {
         q.order().is_none_or(|o| !self.asking.contains(&o))
             && q.peer()
-                .is_none_or(|n| self.peers.get(&n).copied().unwrap_or(0) < HOME_CALLS_PER_PEER)
+                .is_none_or(|(n, most)| self.peers.get(&n).copied().unwrap_or(0) < most)
     }
 
     /// `q`, taken, was asked: the questions it held back may be taken. True when one of them
@@ -136,7 +158,7 @@ impl<Q: Turn> Waiting<Q> {
         if let Some(o) = q.order() {
             self.asking.remove(&o);
         }
-        if let Some(n) = q.peer() {
+        if let Some((n, _)) = q.peer() {
             if let Some(c) = self.peers.get_mut(&n) {
                 *c -= 1;
                 if *c == 0 {
@@ -144,9 +166,10 @@ impl<Q: Turn> Waiting<Q> {
                 }
             }
         }
-        let (order, peer) = (q.order(), q.peer());
+        let (order, peer) = (q.order(), q.peer().map(|p| p.0));
         self.questions.iter().any(|w| {
-            (order.is_some() && w.order() == order) || (peer.is_some() && w.peer() == peer)
+            (order.is_some() && w.order() == order)
+                || (peer.is_some() && w.peer().map(|p| p.0) == peer)
         })
     }
 }
@@ -162,6 +185,8 @@ pub struct LookupPool {
     /// Calls to files' homes on other nodes ([`Lookup::Home`]): threads of their own, so that
     /// a stopped peer holds up neither logons nor the cluster's store.
     home: Queue,
+    /// File system jobs ([`Lookup::Fs`]): threads of their own, each acting as the job's user.
+    fs: Queue,
 }
 
 impl LookupPool {
@@ -169,15 +194,17 @@ impl LookupPool {
     /// threads take its credentials: the server's own, never a user's).
     pub fn start() -> Arc<LookupPool> {
         let pool = Arc::new(LookupPool::default());
-        for i in 0..=LOOKUP_THREADS + HOME_CALL_THREADS {
+        let fs_from = LOOKUP_THREADS + HOME_CALL_THREADS + 1;
+        for i in 0..fs_from + FS_THREADS {
             let p = Arc::clone(&pool);
             let (name, queue): (String, fn(&LookupPool) -> &Queue) = match i {
                 i if i < LOOKUP_THREADS => (format!("ringshare-lookup-{i}"), |p| &p.queue),
                 LOOKUP_THREADS => ("ringshare-cluster-store".to_string(), |p| &p.cluster),
-                i => (
+                i if i < fs_from => (
                     format!("ringshare-home-call-{}", i - LOOKUP_THREADS - 1),
                     |p| &p.home,
                 ),
+                i => (format!("ringshare-fs-{}", i - fs_from), |p| &p.fs),
             };
             let spawned = std::thread::Builder::new()
                 .name(name)
@@ -194,6 +221,7 @@ impl LookupPool {
         let queue = match req.ask {
             Lookup::Cluster(_) => &self.cluster,
             Lookup::Home(_) => &self.home,
+            Lookup::Fs(_) => &self.fs,
             _ => &self.queue,
         };
         let q = Question {
@@ -231,7 +259,7 @@ impl LookupPool {
                 }
             };
             let started = Instant::now();
-            let done = q.req.run();
+            let done = run_as_asked(&q.req);
             let took = started.elapsed();
             if took > LOOKUP_SLOW {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
@@ -245,6 +273,26 @@ impl LookupPool {
             q.inbox.post((q.slot, q.gen, q.req.id, done));
         }
     }
+}
+
+/// Run `req` on this thread, waiting; a file system job as its user (the thread's credentials
+/// then stay its: the next job switches only when its user differs, as an I/O thread does).
+/// A job whose user this thread cannot act as is not run: it is refused.
+fn run_as_asked(req: &LookupRequest) -> LookupDone {
+    let Lookup::Fs(job) = &req.ask else {
+        return req.run();
+    };
+    let acted = match &job.who {
+        Some(who) => ringshare_engine::creds::act_as(who),
+        None => ringshare_engine::creds::act_as_server(),
+    };
+    if let Err(e) = acted {
+        tracing::warn!("{req:?}: cannot act as its user: {e}");
+        return LookupDone::Fs(ringshare_core::fsjob::FsDone::Done(Err(
+            ringshare_vfs::FsError::AccessDenied,
+        )));
+    }
+    req.run()
 }
 
 impl Worker {
@@ -277,6 +325,10 @@ impl Worker {
 }
 
 #[cfg(test)]
+#[path = "lookups_tests.rs"]
+mod fs_pool_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -288,8 +340,8 @@ mod tests {
         fn order(&self) -> Option<u64> {
             Some(self.1)
         }
-        fn peer(&self) -> Option<u16> {
-            Some(self.0)
+        fn peer(&self) -> Option<(u64, usize)> {
+            Some((u64::from(self.0), HOME_CALLS_PER_PEER))
         }
     }
 

@@ -64,7 +64,8 @@ const FILES_MAX: usize = 1 << 16;
 /// Whether the file system of type `f_type` (`statfs`) sets a file's change
 /// time on every xattr change made through the kernel: those whose files only
 /// this kernel changes. Network and FUSE file systems are left out (another
-/// machine may change a file without this kernel knowing when).
+/// machine may change a file without this kernel knowing when). The same test
+/// tells the shares whose calls may wait on a network ([`crate::Share::may_wait_on_network`]).
 pub(super) fn keeps_ctime(f_type: u64) -> bool {
     use super::TMPFS_MAGIC;
     const EXT4_SUPER_MAGIC: u64 = 0xEF53;

@@ -1,0 +1,200 @@
+//! The file system pool ([`Lookup::Fs`]): its jobs run as their user, those about one open in
+//! the order asked, and a connection's jobs of one share are bounded.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ringshare_core::fsjob::{FsDone, FsJob};
+use ringshare_core::{Lookup, LookupDone, LookupRequest};
+use ringshare_engine::{Ring, RingConfig};
+
+use super::*;
+
+/// A worker's inbox with a ring to wake (kept with it).
+fn inbox_of_a_ring() -> (Ring, Arc<Inbox>) {
+    let ring = Ring::new(RingConfig {
+        entries: 8,
+        recv_bufs: 0,
+        fixed_files: 0,
+        ..RingConfig::default()
+    })
+    .expect("a ring");
+    let inbox = inbox(ring.waker());
+    (ring, inbox)
+}
+
+/// The answers in `inbox` once `n` came (or 10 s passed), by request id.
+fn answers(inbox: &Inbox, n: usize) -> Vec<(u64, LookupDone)> {
+    let mut got = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    while got.len() < n && Instant::now() < until {
+        let mut batch = Vec::new();
+        if inbox.take_into(&mut batch) {
+            got.extend(batch.into_iter().map(|(_, _, id, done)| (id, done)));
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    got
+}
+
+fn job(
+    order: u64,
+    who: Option<ringshare_vfs::Who>,
+    run: impl Fn() + Send + Sync + 'static,
+) -> Lookup {
+    Lookup::Fs(FsJob {
+        who,
+        order,
+        share: 7,
+        what: "a test job",
+        run: Box::new(move || {
+            run();
+            FsDone::Done(Ok(()))
+        }),
+    })
+}
+
+/// A job acts as the user it was asked for: the file it makes is theirs (root only: the pool's
+/// thread switches its credentials, as the server's do).
+#[test]
+fn a_file_system_job_runs_as_its_user_and_the_file_it_makes_is_theirs() {
+    if !rustix::process::geteuid().is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "needs root (CI runs as root)"
+        );
+        eprintln!("\n!!!!!!!! SKIPPED: needs root !!!!!!!!\n");
+        return;
+    }
+    ringshare_engine::creds::enable().expect("root can switch credentials");
+    let dir = std::env::temp_dir().join(format!("ringshare-fs-pool-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let pool = LookupPool::start();
+    let (_ring, inbox) = inbox_of_a_ring();
+    let user = ringshare_engine::creds::intern(ringshare_engine::creds::Creds::new(
+        59311,
+        59312,
+        vec![59312],
+    ));
+    let (theirs, servers) = (dir.join("theirs"), dir.join("servers"));
+    let t = theirs.clone();
+    let ask = job(1, Some(user), move || {
+        std::fs::write(&t, b"x").unwrap();
+    });
+    pool.ask(LookupRequest { id: 1, ask }, 0, 0, &inbox);
+    let s = servers.clone();
+    let ask = job(2, None, move || {
+        std::fs::write(&s, b"x").unwrap();
+    });
+    pool.ask(LookupRequest { id: 2, ask }, 0, 0, &inbox);
+    let got = answers(&inbox, 2);
+    assert_eq!(got.len(), 2, "both answered");
+    let m = std::fs::metadata(&theirs).expect("the user's job made its file");
+    assert_eq!((m.uid(), m.gid()), (59311, 59312), "made as the user");
+    let m = std::fs::metadata(&servers).expect("the server's job made its file");
+    assert_eq!((m.uid(), m.gid()), (0, 0), "made as the server");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two jobs about one open run one after another in the order asked, though the first is slow
+/// and threads are free; a job about another open is not held up by them.
+#[test]
+fn two_file_system_jobs_about_one_open_run_in_the_order_asked() {
+    let pool = LookupPool::start();
+    let (_ring, inbox) = inbox_of_a_ring();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mark = |n: u32, pause: u64| {
+        let seen = Arc::clone(&seen);
+        move || {
+            crate::lock(&seen).push((n, "start"));
+            std::thread::sleep(Duration::from_millis(pause));
+            crate::lock(&seen).push((n, "end"));
+        }
+    };
+    pool.ask(
+        LookupRequest {
+            id: 1,
+            ask: job(5, None, mark(1, 300)),
+        },
+        3,
+        0,
+        &inbox,
+    );
+    pool.ask(
+        LookupRequest {
+            id: 2,
+            ask: job(5, None, mark(2, 0)),
+        },
+        3,
+        0,
+        &inbox,
+    );
+    pool.ask(
+        LookupRequest {
+            id: 3,
+            ask: job(6, None, mark(3, 0)),
+        },
+        3,
+        0,
+        &inbox,
+    );
+    assert_eq!(answers(&inbox, 3).len(), 3);
+    let seen = crate::lock(&seen).clone();
+    let at = |e: (u32, &str)| seen.iter().position(|s| *s == e).unwrap();
+    assert!(
+        at((1, "end")) < at((2, "start")),
+        "the second waited: {seen:?}"
+    );
+    assert!(
+        at((3, "end")) < at((1, "end")),
+        "another open's went on: {seen:?}"
+    );
+}
+
+/// At most [`FS_JOBS_PER_SHARE_AND_CONNECTION`] jobs of one share and connection run at once
+/// (a stuck file holds only those threads); another connection's jobs of that share, and the
+/// connection's jobs of another share, are taken meanwhile.
+#[test]
+fn a_connections_file_system_jobs_of_one_share_are_bounded() {
+    let (_ring, inbox) = inbox_of_a_ring();
+    let q = |slot: u32, share: u64, order: u64| Question {
+        req: LookupRequest {
+            id: 0,
+            ask: Lookup::Fs(FsJob {
+                who: None,
+                order,
+                share,
+                what: "a test job",
+                run: Box::new(|| FsDone::Done(Ok(()))),
+            }),
+        },
+        slot,
+        gen: 0,
+        inbox: Arc::clone(&inbox),
+    };
+    let mut w = Waiting::default();
+    for i in 0..10 {
+        w.questions.push_back(q(1, 7, 100 + i));
+    }
+    w.questions.push_back(q(2, 7, 1));
+    w.questions.push_back(q(1, 8, 2));
+    let mut taken = Vec::new();
+    while let Some(t) = w.take() {
+        taken.push(t);
+    }
+    let of = |slot, share| {
+        taken
+            .iter()
+            .filter(|t| t.slot == slot && matches!(&t.req.ask, Lookup::Fs(j) if j.share == share))
+            .count()
+    };
+    assert_eq!(of(1, 7), FS_JOBS_PER_SHARE_AND_CONNECTION);
+    assert_eq!((of(2, 7), of(1, 8)), (1, 1));
+    assert!(w.done(&taken.remove(0)), "one ends: the next may go");
+    assert!(w.take().is_some());
+    assert!(w.take().is_none());
+}

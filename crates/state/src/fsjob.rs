@@ -1,0 +1,101 @@
+//! File system jobs (issue 33; docs/cluster-internals.md, "File system calls off the I/O
+//! thread"): a share whose file system may wait on a network or another process
+//! ([`crate::config::ShareDef::offloaded`]: FUSE, NFS, CephFS) has the calls a request makes
+//! to it asked as a [`crate::lookup::Lookup::Fs`] instead of made on the I/O thread. The
+//! request parks while a thread of the driver's file system pool runs the job, as the
+//! request's user, and runs again with the answer ([`FsDone`]) at hand, as a request that
+//! asks the id source does.
+//!
+//! The pool runs jobs of one order (an open's) one after another in the order they were
+//! asked, and at most a few of one share and one connection at once, so that one stuck file
+//! or share holds only its share of the pool's threads.
+
+use std::sync::Arc;
+
+use ringshare_vfs::{FsResult, Node, OfdLock, Who};
+
+/// A job for the file system pool.
+pub struct FsJob {
+    /// Whom it acts as (the request's user: the credentials its node was opened with);
+    /// `None`: the server.
+    pub who: Option<Who>,
+    /// Jobs of one order (an open's: [`order_of`]) run one after another, in the order they
+    /// were asked; 0: none.
+    pub order: u64,
+    /// The share it is about ([`share_key`]): a connection's jobs about one share are bounded.
+    pub share: u64,
+    /// What it does, for the log.
+    pub what: &'static str,
+    /// The calls, made on a pool thread acting as `who`.
+    pub run: Box<dyn Fn() -> FsDone + Send + Sync>,
+}
+
+/// What a [`FsJob`] found.
+#[derive(Debug, Clone)]
+pub enum FsDone {
+    /// A READ's or WRITE's checks ([`IoFacts`]).
+    Io(IoFacts),
+    /// A job that answers only whether it worked.
+    Done(FsResult<()>),
+}
+
+/// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
+/// another open file description is in the way ([`Node::posix_locked`]), and the file's size
+/// ([`Node::size`]); `None` where it was not asked.
+#[derive(Debug, Clone, Default)]
+pub struct IoFacts {
+    pub locked: Option<FsResult<bool>>,
+    pub size: Option<FsResult<u64>>,
+}
+
+/// A lock probe: its kind and range ([`Node::posix_locked`]).
+pub type LockProbe = (OfdLock, i64, i64);
+
+impl FsJob {
+    /// The checks of a READ or WRITE of `node`: the lock probe `lock` and, when `size`, the
+    /// file's size.
+    pub fn io_facts(
+        node: Arc<dyn Node>,
+        order: u64,
+        share: u64,
+        lock: Option<LockProbe>,
+        size: bool,
+    ) -> FsJob {
+        FsJob {
+            who: node.who().cloned(),
+            order,
+            share,
+            what: "the checks of a READ or WRITE",
+            run: Box::new(move || {
+                FsDone::Io(IoFacts {
+                    locked: lock.map(|(k, s, l)| node.posix_locked(k, s, l)),
+                    size: size.then(|| node.size()),
+                })
+            }),
+        }
+    }
+
+    /// Run it here, waiting (the pool's threads, which act as [`FsJob::who`] first; tests).
+    pub fn run(&self) -> FsDone {
+        (self.run)()
+    }
+}
+
+/// The key of share `name` ([`FsJob::share`]).
+pub fn share_key(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.to_ascii_lowercase().hash(&mut h);
+    h.finish()
+}
+
+/// The order of an open's jobs ([`FsJob::order`]): its volatile id, never 0.
+pub fn order_of(open_id: u64) -> u64 {
+    open_id.max(1)
+}
+
+impl std::fmt::Debug for FsJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (order {})", self.what, self.order)
+    }
+}
