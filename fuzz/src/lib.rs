@@ -90,6 +90,7 @@ pub fn guest_server(mem: &MemShare) -> Arc<ServerState> {
             smb3_unix_extensions: true,
             compress_data: false,
             posix_locking: true,
+            fs_offload: None,
             strict_locking: None,
             streams: true,
             fruit: None,
