@@ -81,13 +81,32 @@ trait Turn {
     fn peer(&self) -> Option<(u64, usize)>;
 }
 
+impl Question {
+    /// `what` (an open's order or a share's key) of this question's connection: a slot is
+    /// one I/O thread's (its inbox) and is used again by later connections (its generation),
+    /// so all three name the connection. (Two keys alike by chance would only take turns.)
+    fn of_connection(&self, kind: u8, what: u64) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            kind,
+            Arc::as_ptr(&self.inbox) as usize,
+            self.slot,
+            self.gen,
+            what,
+        )
+            .hash(&mut h);
+        h.finish()
+    }
+}
+
 impl Turn for Question {
     fn order(&self) -> Option<u64> {
         match &self.req.ask {
             Lookup::Home(h) if h.order != 0 => Some(h.order),
             // An open's jobs: its order is the connection's own (open ids of two
             // connections may be alike).
-            Lookup::Fs(j) if j.order != 0 => Some(j.order ^ (u64::from(self.slot) << 40)),
+            Lookup::Fs(j) if j.order != 0 => Some(self.of_connection(0, j.order)),
             _ => None,
         }
     }
@@ -96,7 +115,7 @@ impl Turn for Question {
         match &self.req.ask {
             Lookup::Home(h) => Some((u64::from(h.node), HOME_CALLS_PER_PEER)),
             Lookup::Fs(j) => Some((
-                j.share ^ (u64::from(self.slot) << 32),
+                self.of_connection(1, j.share),
                 FS_JOBS_PER_SHARE_AND_CONNECTION,
             )),
             _ => None,
@@ -264,13 +283,15 @@ impl LookupPool {
             if took > LOOKUP_SLOW {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
             }
+            // The answer goes before its order is let go: the next question of the order, asked
+            // by another thread, then answers after it (an inbox is first in, first out).
+            q.inbox.post((q.slot, q.gen, q.req.id, done));
             if crate::lock(&queue.waiting).done(&q) {
                 // A question it held back may be asked now. This thread takes a question when it
                 // loops; one more thread is woken (not all of them: on a stream of calls about
                 // one file, every answer woke every home-call thread).
                 queue.ready.notify_one();
             }
-            q.inbox.post((q.slot, q.gen, q.req.id, done));
         }
     }
 }

@@ -198,3 +198,40 @@ fn a_connections_file_system_jobs_of_one_share_are_bounded() {
     assert!(w.take().is_some());
     assert!(w.take().is_none());
 }
+
+/// Slot numbers are each I/O thread's own and are used again by later connections: a
+/// connection in slot 1 of another thread, or a later one in slot 1 of the same thread (while
+/// the first one's jobs still run, on a file system that does not answer), is not held by the
+/// first one's bound, nor by its open's order.
+#[test]
+fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_its_own() {
+    let ((_r1, one), (_r2, two)) = (inbox_of_a_ring(), inbox_of_a_ring());
+    let q = |inbox: &Arc<Inbox>, gen: u32, order: u64| Question {
+        req: LookupRequest {
+            id: 0,
+            ask: Lookup::Fs(FsJob {
+                who: None,
+                order,
+                share: 7,
+                what: "a test job",
+                run: Box::new(|| FsDone::Done(Ok(()))),
+            }),
+        },
+        slot: 1,
+        gen,
+        inbox: Arc::clone(inbox),
+    };
+    let mut w = Waiting::default();
+    for i in 0..FS_JOBS_PER_SHARE_AND_CONNECTION as u64 {
+        w.questions.push_back(q(&one, 0, 100 + i));
+    }
+    // Held by nothing of the first connection's: another thread's slot 1 (same open id as
+    // one of the first's), and the first thread's slot 1 used again.
+    w.questions.push_back(q(&two, 0, 100));
+    w.questions.push_back(q(&one, 1, 100));
+    let mut taken = 0;
+    while w.take().is_some() {
+        taken += 1;
+    }
+    assert_eq!(taken, FS_JOBS_PER_SHARE_AND_CONNECTION + 2);
+}
