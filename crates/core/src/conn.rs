@@ -292,6 +292,12 @@ impl Connection {
             change: true,
             now_ms: self.core.now.mono_ms,
         };
+        // On a share whose checks are a file system job, one that asks a job is received whole
+        // too: it would hold its pipes for as long as the job takes (a file system that does
+        // not answer holds them for good).
+        if cmd::io_check::asks_fs_job(&open, &io) {
+            return None;
+        }
         crate::arbiter::io_decided_here(&self.core.server.node, open.key, &open.entry, io)
             .then_some(n)
     }

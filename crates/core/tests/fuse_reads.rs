@@ -266,3 +266,34 @@ fn a_reads_checks_on_a_local_share_are_made_at_once() {
         "the size asked inline"
     );
 }
+
+/// A WRITE large enough to be spliced whose lock check is a file system job (a share whose
+/// calls may wait on a network, no lease that caches writes) is received whole: spliced, its
+/// pipes would be held for as long as the job takes. On a local share the same WRITE is
+/// spliced.
+#[test]
+fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
+    let detachable = |remote: bool| {
+        let mem = MemShare::new();
+        let share = Arc::new(FuseShare::new(mem.clone(), remote));
+        let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+        let mut c = Client::on(server, mem, Options::default());
+        c.conn.set_send_file(true);
+        let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
+        let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
+        let tree = c.tree_id;
+        let mut msg = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+            write_body(o, f, 0, &data)
+        });
+        let charge = data.len().div_ceil(65536) as u16;
+        msg[6..8].copy_from_slice(&charge.to_le_bytes());
+        let head = &msg[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
+        c.conn.detachable_write(head, msg.len())
+    };
+    assert_eq!(detachable(true), None, "received whole");
+    assert_eq!(
+        detachable(false),
+        Some(ringshare_core::WRITE_SPLICE_LEN_MIN),
+        "spliced on a local share"
+    );
+}

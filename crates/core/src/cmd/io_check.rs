@@ -125,6 +125,13 @@ fn local_check(open: &Open, io: &IoAsk) -> Result<(), NtStatus> {
     }
 }
 
+/// Whether `io` of `open` asks a file system job for its lock check (its share's calls are
+/// made away from the I/O thread and a probe is made): the driver then receives such a WRITE
+/// whole ([`crate::Connection::detachable_write`]).
+pub(crate) fn asks_fs_job(open: &Open, io: &IoAsk) -> bool {
+    open.share.offloaded() && local_probe(open, io).is_some()
+}
+
 /// The lock probe [`local_check`] makes, or `None` when it makes none.
 fn local_probe(open: &Open, io: &IoAsk) -> Option<LockProbe> {
     let strict = open.share.strict_locking;
