@@ -21,8 +21,8 @@
 //!
 //! A call not sent within 2 s of being asked (its node stopped or unreachable) fails "try
 //! again" (FILE_NOT_AVAILABLE), never sent; so does one that finds [`QUEUED_MAX`] calls waiting
-//! for its node, or no connection to it to be had ([`Unsent`] says which, in the log: at most one
-//! line per node and reason a second, [`FailLog`]). A call sent and not answered within 2 s
+//! for its node, or no connection to it to be had ([`Unsent`] says which, in the log: the first
+//! line of a node and reason, then at most one count a second, on each I/O thread: [`FailLog`]). A call sent and not answered within 2 s
 //! fails the same way, and its connection goes to a thread that awaits a late answer
 //! ([`Peers::watch_counted`]: it half-closes, so a callee that has not read the call yet does
 //! not carry it out).
