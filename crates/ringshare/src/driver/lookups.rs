@@ -68,6 +68,10 @@ struct Question {
     slot: u32,
     gen: u32,
     inbox: Arc<Inbox>,
+    /// Its [`Turn`], worked out once when it was asked ([`Question::new`]): a waiting question
+    /// is looked at on every take, under the queue's lock.
+    order: Option<u64>,
+    peer: Option<(u64, usize)>,
 }
 
 /// What decides when a waiting question may be taken ([`Waiting::take`]).
@@ -82,44 +86,49 @@ trait Turn {
 }
 
 impl Question {
-    /// `what` (an open's order or a share's key) of this question's connection: a slot is
-    /// one I/O thread's (its inbox) and is used again by later connections (its generation),
-    /// so all three name the connection. (Two keys alike by chance would only take turns.)
-    fn of_connection(&self, kind: u8, what: u64) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (
-            kind,
-            Arc::as_ptr(&self.inbox) as usize,
-            self.slot,
-            self.gen,
-            what,
-        )
-            .hash(&mut h);
-        h.finish()
+    /// `req`, asked for connection `slot`/`gen`, its answer going to `inbox`.
+    fn new(req: LookupRequest, slot: u32, gen: u32, inbox: Arc<Inbox>) -> Question {
+        // `what` (an open's order or a share's key) of this question's connection: a slot is
+        // one I/O thread's (its inbox) and is used again by later connections (its
+        // generation), so all three name the connection. (Two keys alike by chance would only
+        // take turns.)
+        let of_connection = |kind: u8, what: u64| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (kind, Arc::as_ptr(&inbox) as usize, slot, gen, what).hash(&mut h);
+            h.finish()
+        };
+        let (order, peer) = match &req.ask {
+            Lookup::Home(h) => (
+                (h.order != 0).then_some(h.order),
+                Some((u64::from(h.node), HOME_CALLS_PER_PEER)),
+            ),
+            // An open's jobs: its order is the connection's own (open ids of two connections
+            // may be alike).
+            Lookup::Fs(j) => (
+                (j.order != 0).then(|| of_connection(0, j.order)),
+                Some((of_connection(1, j.share), FS_JOBS_PER_SHARE_AND_CONNECTION)),
+            ),
+            _ => (None, None),
+        };
+        Question {
+            req,
+            slot,
+            gen,
+            inbox,
+            order,
+            peer,
+        }
     }
 }
 
 impl Turn for Question {
     fn order(&self) -> Option<u64> {
-        match &self.req.ask {
-            Lookup::Home(h) if h.order != 0 => Some(h.order),
-            // An open's jobs: its order is the connection's own (open ids of two
-            // connections may be alike).
-            Lookup::Fs(j) if j.order != 0 => Some(self.of_connection(0, j.order)),
-            _ => None,
-        }
+        self.order
     }
 
     fn peer(&self) -> Option<(u64, usize)> {
-        match &self.req.ask {
-            Lookup::Home(h) => Some((u64::from(h.node), HOME_CALLS_PER_PEER)),
-            Lookup::Fs(j) => Some((
-                self.of_connection(1, j.share),
-                FS_JOBS_PER_SHARE_AND_CONNECTION,
-            )),
-            _ => None,
-        }
+        self.peer
     }
 }
 
@@ -243,12 +252,7 @@ impl LookupPool {
             Lookup::Fs(_) => &self.fs,
             _ => &self.queue,
         };
-        let q = Question {
-            req,
-            slot,
-            gen,
-            inbox: Arc::clone(inbox),
-        };
+        let q = Question::new(req, slot, gen, Arc::clone(inbox));
         // A question that cannot be taken now (an earlier one of its order is being asked, or
         // its peer has its share of calls under way) wakes nobody: the thread that asks what
         // holds it back wakes one when it is done.

@@ -161,8 +161,8 @@ fn two_file_system_jobs_about_one_open_run_in_the_order_asked() {
 #[test]
 fn a_connections_file_system_jobs_of_one_share_are_bounded() {
     let (_ring, inbox) = inbox_of_a_ring();
-    let q = |slot: u32, share: u64, order: u64| Question {
-        req: LookupRequest {
+    let q = |slot: u32, share: u64, order: u64| {
+        let req = LookupRequest {
             id: 0,
             ask: Lookup::Fs(FsJob {
                 who: None,
@@ -171,10 +171,8 @@ fn a_connections_file_system_jobs_of_one_share_are_bounded() {
                 what: "a test job",
                 run: Box::new(|| FsDone::Done(Ok(()))),
             }),
-        },
-        slot,
-        gen: 0,
-        inbox: Arc::clone(&inbox),
+        };
+        Question::new(req, slot, 0, Arc::clone(&inbox))
     };
     let mut w = Waiting::default();
     for i in 0..10 {
@@ -206,8 +204,8 @@ fn a_connections_file_system_jobs_of_one_share_are_bounded() {
 #[test]
 fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_its_own() {
     let ((_r1, one), (_r2, two)) = (inbox_of_a_ring(), inbox_of_a_ring());
-    let q = |inbox: &Arc<Inbox>, gen: u32, order: u64| Question {
-        req: LookupRequest {
+    let q = |inbox: &Arc<Inbox>, gen: u32, order: u64| {
+        let req = LookupRequest {
             id: 0,
             ask: Lookup::Fs(FsJob {
                 who: None,
@@ -216,10 +214,8 @@ fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_i
                 what: "a test job",
                 run: Box::new(|| FsDone::Done(Ok(()))),
             }),
-        },
-        slot: 1,
-        gen,
-        inbox: Arc::clone(inbox),
+        };
+        Question::new(req, 1, gen, Arc::clone(inbox))
     };
     let mut w = Waiting::default();
     for i in 0..FS_JOBS_PER_SHARE_AND_CONNECTION as u64 {
