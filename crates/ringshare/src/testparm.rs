@@ -469,13 +469,9 @@ fn render_share(s: &mut String, share: &ShareConfig, global_encrypt: EncryptPoli
     );
     opt(s, "change notify", yes_no(share.change_notify));
     opt(s, "posix locking", yes_no(share.posix_locking));
-    let strict = share
-        .strict_locking
-        .map_or("Auto", |b| if b { "yes" } else { "no" });
+    let strict = share.strict_locking.map_or("Auto", yes_no);
     opt(s, "strict locking", strict);
-    let offload = share
-        .fs_offload
-        .map_or("Auto", |b| if b { "yes" } else { "no" });
+    let offload = share.fs_offload.map_or("Auto", yes_no);
     opt(s, "fs calls off io thread", offload);
     opt(
         s,
