@@ -223,14 +223,15 @@ const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
 /// The file system of `fd`, which `st` describes.
 fn fs_kind(fd: BorrowedFd<'_>, st: &Statx) -> FsKind {
     let t = rustix::fs::fstatfs(fd).ok().map(|s| s.f_type as u64);
+    // Only this kernel changes its files: DOS attributes may be kept, and its calls wait on
+    // no network.
+    let local = t.is_some_and(doscache::keeps_ctime);
     FsKind {
         in_memory: t.is_some_and(|t| t == TMPFS_MAGIC || t == RAMFS_MAGIC),
         fuse: t == Some(FUSE_SUPER_MAGIC),
-        dos_kept: t
-            .filter(|&t| doscache::keeps_ctime(t))
-            .map(|_| dev_of(st.stx_dev_major, st.stx_dev_minor)),
+        dos_kept: local.then(|| dev_of(st.stx_dev_major, st.stx_dev_minor)),
         btrfs: t == Some(BTRFS_SUPER_MAGIC),
-        remote: !t.is_some_and(doscache::keeps_ctime),
+        remote: !local,
     }
 }
 
