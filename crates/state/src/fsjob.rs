@@ -83,9 +83,13 @@ impl FsJob {
 
 /// The key of share `name` ([`FsJob::share`]).
 pub fn share_key(name: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+    use std::hash::Hasher;
+    // Asked on every READ and WRITE of an offloaded share: the name's letters are lowered as
+    // they are hashed, not copied first.
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    name.to_ascii_lowercase().hash(&mut h);
+    for b in name.bytes() {
+        h.write_u8(b.to_ascii_lowercase());
+    }
     h.finish()
 }
 
