@@ -1,7 +1,8 @@
 //! A local program's kernel lease (F_SETLEASE) on a file: the POSIX backend's open never
 //! waits for it (the open is non-blocking); it fails with `FsError::LeaseHeld`, which the
 //! CREATE turns into a wait (crates/core/src/cmd/create.rs), and goes through once the
-//! program gave the lease up.
+//! program gave the lease up. (A holder that gives the lease up at once may let the open's
+//! own retry go through; the holder here waits for the test, so the test cannot race it.)
 
 mod common;
 
@@ -17,13 +18,17 @@ use ringshare_vfs::{FsError, OpenOptions};
 /// Debian's python, whose `fcntl` module takes F_SETLEASE.
 const PYTHON: &str = "/usr/bin/python3";
 
-/// A program holding a write lease on `file` until the kernel tells it to give the lease up
-/// (SIGIO, whose default action ends it).
-const HOLDER: &str = "import fcntl, os, sys, time
+/// A program holding a write lease on `file`. It says `broken` when the kernel asks it to give
+/// the lease up (SIGIO), and gives it up only when its stdin closes: the test decides when,
+/// so a retried open cannot slip in after a holder that ended by itself.
+const HOLDER: &str = "import fcntl, os, signal, sys
+signal.signal(signal.SIGIO, lambda *_: print('broken', flush=True))
 fd = os.open(sys.argv[1], os.O_RDWR)
 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
 print('ready', flush=True)
-time.sleep(30)";
+sys.stdin.read()
+fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+os.close(fd)";
 
 #[test]
 fn an_open_of_a_file_a_local_program_holds_a_lease_on_is_lease_held_at_once_then_goes_through() {
@@ -38,13 +43,13 @@ fn an_open_of_a_file_a_local_program_holds_a_lease_on_is_lease_held_at_once_then
     let mut holder = Command::new(PYTHON)
         .args(["-c", HOLDER])
         .arg(&file)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the lease holder");
+    let mut said = BufReader::new(holder.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    said.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready", "the holder took its lease");
     let start = Instant::now();
     assert_eq!(
@@ -55,12 +60,17 @@ fn an_open_of_a_file_a_local_program_holds_a_lease_on_is_lease_held_at_once_then
         start.elapsed() < Duration::from_secs(1),
         "the open did not wait for the lease"
     );
-    // The kernel told the holder (SIGIO ends it): the lease is gone and the open goes through.
-    let status = holder.wait().unwrap();
-    assert!(
-        !status.success(),
-        "the holder was ended by the break: {status}"
+    line.clear();
+    said.read_line(&mut line).unwrap();
+    assert_eq!(
+        line.trim(),
+        "broken",
+        "the kernel asked the holder to give the lease up"
     );
+    // The holder gives the lease up; the open then goes through.
+    drop(holder.stdin.take());
+    let status = holder.wait().unwrap();
+    assert!(status.success(), "the holder gave its lease up: {status}");
     open(&share, "leased.txt", OpenOptions::read_existing())
         .expect("the open goes through once the lease is given up");
 }
