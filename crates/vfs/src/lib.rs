@@ -48,6 +48,8 @@ pub mod posix;
 /// Errors a backend reports. The core maps each to one NTSTATUS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsError {
+    /// The last component is missing; every directory before it is there as named (the
+    /// core relies on this: a CREATE then looks for the name in its directory alone).
     NotFound,
     /// A component before the last one is missing or not a directory.
     PathNotFound,

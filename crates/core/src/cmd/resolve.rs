@@ -18,7 +18,7 @@ pub(crate) fn resolve_path(
     exact: bool,
 ) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
     match backend.stat(who, path) {
-        Ok(a) => return Ok((path.clone(), Some(a))),
+        Ok(a) => Ok((path.clone(), Some(a))),
         Err(FsError::NotFound) if exact => {
             // Missing: the name, or a directory on its way.
             let parent_is_dir = match path.parent() {
@@ -28,16 +28,36 @@ pub(crate) fn resolve_path(
             if !parent_is_dir {
                 return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
             }
-            return Ok((path.clone(), None));
+            Ok((path.clone(), None))
         }
         Err(FsError::PathNotFound | FsError::NotADirectory) if exact => {
-            return Err(NtStatus::OBJECT_PATH_NOT_FOUND)
+            Err(NtStatus::OBJECT_PATH_NOT_FOUND)
         }
-        Err(FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory) => {}
-        Err(e) => return Err(status_of(e)),
+        Err(e @ (FsError::NotFound | FsError::PathNotFound | FsError::NotADirectory)) => {
+            resolve_folded(backend, who, path, e == FsError::NotFound)
+        }
+        Err(e) => Err(status_of(e)),
     }
-    let comps = path.components();
-    let mut cur = RelPath::root();
+}
+
+/// The walk of a name the exact lookup missed. When only its last component was missing
+/// (`parent_exists`: a backend says `NotFound` only when every directory on the way is there
+/// as named), the directories on the way are taken as they are and only the last component
+/// is looked for in its directory; else every component is, from the share's root. The
+/// answer is the same either way (a name that exists as given is the one a case-insensitive
+/// look takes), but each component looked for reads its directory: a new file's CREATE in
+/// `a/b/c` would read the root, `a` and `a/b` whole, not `a/b` alone.
+fn resolve_folded(
+    backend: &dyn Share,
+    who: &ringshare_vfs::Who,
+    path: &RelPath,
+    parent_exists: bool,
+) -> Result<(RelPath, Option<FileAttr>), NtStatus> {
+    let all = path.components();
+    let (mut cur, comps) = match path.parent() {
+        Some(parent) if parent_exists => (parent, &all[all.len() - 1..]),
+        _ => (RelPath::root(), all),
+    };
     for (i, comp) in comps.iter().enumerate() {
         let last = i + 1 == comps.len();
         match find_stored_name(backend, who, &cur, comp) {
