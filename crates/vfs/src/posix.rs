@@ -1116,18 +1116,44 @@ impl Share for PosixShare {
     }
 
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
+        act(who)?;
+        let fd = self.open_dir_to_read(dir)?;
+        // A large directory's names are kept (posix/names.rs) on a local, live file system.
+        let watch = if self.root_fs.remote || self.snapshot {
+            None
+        } else {
+            match names::look(who, fd.as_fd(), name, self.root_dev) {
+                names::Look::Answer(found) => return found.ok_or(FsError::NotFound),
+                names::Look::ReadAndIndex(watch) => Some(watch),
+                names::Look::Read => None,
+            }
+        };
         let wanted = name.to_lowercase();
         let mut best: Option<String> = None;
-        let exact = self.scan_dir(who, dir, |n| {
+        let mut exact = false;
+        let mut all = watch.as_ref().map(|_| Vec::new());
+        let read = scan_fd(fd, |n| {
+            if let Some(all) = all.as_mut() {
+                all.push(n.to_string());
+            }
             if n == name {
-                return true;
+                exact = true;
+                // Read on to the end when every name is wanted for the index.
+                return all.is_none();
             }
             if lowercases_to(n, &wanted) && best.as_deref().is_none_or(|b| n < b) {
                 best = Some(n.to_string());
             }
             false
-        })?;
-        exact.or(best).ok_or(FsError::NotFound)
+        });
+        if let Some(watch) = watch {
+            names::indexed(who, watch, all.filter(|_| read.is_ok()));
+        }
+        read?;
+        match exact {
+            true => Ok(name.to_string()),
+            false => best.ok_or(FsError::NotFound),
+        }
     }
 
     fn find_name_matching(
@@ -1160,34 +1186,45 @@ impl PosixShare {
         &self,
         who: &Who,
         dir: &RelPath,
-        mut stop: impl FnMut(&str) -> bool,
+        stop: impl FnMut(&str) -> bool,
     ) -> FsResult<Option<String>> {
         act(who)?;
-        let fd = self
-            .openat2(dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)
+        scan_fd(self.open_dir_to_read(dir)?, stop)
+    }
+
+    /// Open directory `dir` to read its names (as the user acted as).
+    fn open_dir_to_read(&self, dir: &RelPath) -> FsResult<OwnedFd> {
+        self.openat2(dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)
             .map_err(|e| match e {
                 Errno::NOENT | Errno::NOTDIR => FsError::PathNotFound,
                 e => errno_to_fs(e),
-            })?;
-        for entry in Dir::new(fd).map_err(errno_to_fs)? {
-            let entry = entry.map_err(errno_to_fs)?;
-            let Ok(n) = entry.file_name().to_str() else {
-                continue;
-            };
-            if n != "." && n != ".." && stop(n) {
-                return Ok(Some(n.to_string()));
-            }
-        }
-        Ok(None)
+            })
     }
+}
+
+/// Read the directory open as `fd` until `stop` accepts a name (returned); `.`, `..` and names
+/// that are not UTF-8 are skipped.
+fn scan_fd(fd: OwnedFd, mut stop: impl FnMut(&str) -> bool) -> FsResult<Option<String>> {
+    for entry in Dir::new(fd).map_err(errno_to_fs)? {
+        let entry = entry.map_err(errno_to_fs)?;
+        let Ok(n) = entry.file_name().to_str() else {
+            continue;
+        };
+        if n != "." && n != ".." && stop(n) {
+            return Ok(Some(n.to_string()));
+        }
+    }
+    Ok(None)
 }
 
 mod doscache;
 mod link;
+mod names;
 mod node;
 mod stream;
 #[cfg(test)]
 mod tests;
 
+pub use names::{read_inotify, InotifyEvent};
 pub use node::PosixNode;
 pub use stream::PosixStreamNode;

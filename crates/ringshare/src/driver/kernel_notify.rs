@@ -6,8 +6,7 @@
 //! mean. `kernel change notify = no` (Samba's option) leaves it out.
 
 use std::io;
-use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -43,34 +42,20 @@ impl Inotify {
     /// Read what is queued (up to [`READ_PER_WAKE_MAX`]).
     pub fn read_events(&self) -> Vec<KernelEvent> {
         let mut out = Vec::new();
-        let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
         let mut got = 0usize;
-        let mut reader = inotify::Reader::new(&*self.fd, &mut buf);
-        loop {
-            match reader.next() {
-                Ok(e) => {
-                    let name = e
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .filter(|n| !n.is_empty());
-                    got += 16 + name.as_ref().map_or(0, |n| n.len());
-                    out.push(KernelEvent {
-                        wd: e.wd(),
-                        mask: e.events().bits(),
-                        cookie: e.cookie(),
-                        name,
-                    });
-                    if got >= READ_PER_WAKE_MAX && reader.is_buffer_empty() {
-                        break;
-                    }
-                }
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(rustix::io::Errno::AGAIN) => break,
-                Err(e) => {
-                    tracing::warn!("reading disk change events: {e}");
-                    break;
-                }
-            }
+        let read = ringshare_vfs::posix::read_inotify(self.fd.as_fd(), |e| {
+            let name = e.name.map(|n| n.to_string_lossy().into_owned());
+            got += 16 + name.as_ref().map_or(0, |n| n.len());
+            out.push(KernelEvent {
+                wd: e.wd,
+                mask: e.mask,
+                cookie: e.cookie,
+                name,
+            });
+            got < READ_PER_WAKE_MAX
+        });
+        if let Err(e) = read {
+            tracing::warn!("reading disk change events: {e}");
         }
         out
     }
