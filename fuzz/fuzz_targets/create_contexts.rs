@@ -59,12 +59,18 @@ fuzz_target!(|data: &[u8]| {
                 if let Ok(cc) = ringshare_wire::posix::PosixCc::decode(d) {
                     let mut out = Vec::new();
                     cc.encode(&mut out);
-                    assert_eq!(ringshare_wire::posix::PosixCc::decode(&out).as_ref(), Ok(&cc));
+                    assert_eq!(
+                        ringshare_wire::posix::PosixCc::decode(&out).as_ref(),
+                        Ok(&cc)
+                    );
                 }
                 if let Ok(i) = ringshare_wire::posix::FilePosixInfo::decode(d) {
                     let mut out = Vec::new();
                     i.encode(&mut out);
-                    assert_eq!(ringshare_wire::posix::FilePosixInfo::decode(&out).as_ref(), Ok(&i));
+                    assert_eq!(
+                        ringshare_wire::posix::FilePosixInfo::decode(&out).as_ref(),
+                        Ok(&i)
+                    );
                 }
                 let _ = ringshare_wire::posix::decode_dir_entry(d);
             }

@@ -72,13 +72,29 @@ fuzz_target!(|data: &[u8]| {
     assert!(matches!(reply.first(), Some(0x6b | 0x6d | 0x7e)));
     if reply[0] != 0x7e {
         let rep: picky_krb::messages::KdcRep = match reply[0] {
-            0x6b => picky_asn1_der::from_bytes::<picky_krb::messages::AsRep>(&reply).unwrap().0,
-            _ => picky_asn1_der::from_bytes::<picky_krb::messages::TgsRep>(&reply).unwrap().0,
+            0x6b => {
+                picky_asn1_der::from_bytes::<picky_krb::messages::AsRep>(&reply)
+                    .unwrap()
+                    .0
+            }
+            _ => {
+                picky_asn1_der::from_bytes::<picky_krb::messages::TgsRep>(&reply)
+                    .unwrap()
+                    .0
+            }
         };
         let t = &rep.ticket.0 .0;
         // Realms are compared as the IAKerb layer compares them: without case.
         assert!(t.realm.0 .0.as_bytes().eq_ignore_ascii_case(b"FS"));
-        let sname: Vec<&[u8]> = t.sname.0.name_string.0 .0.iter().map(|s| s.0.as_bytes()).collect();
+        let sname: Vec<&[u8]> = t
+            .sname
+            .0
+            .name_string
+            .0
+             .0
+            .iter()
+            .map(|s| s.0.as_bytes())
+            .collect();
         assert!(
             matches!(sname.as_slice(), [k, r] if *k == b"krbtgt" && r.eq_ignore_ascii_case(b"FS"))
                 || matches!(sname.first(), Some(s) if s.eq_ignore_ascii_case(b"cifs") || s.eq_ignore_ascii_case(b"host")),

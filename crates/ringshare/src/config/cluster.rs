@@ -176,11 +176,9 @@ pub(super) fn missing(c: &ClusterOptions) -> Option<String> {
     (!lacks.is_empty()).then(|| format!("a cluster node needs {} too", lacks.join(", ")))
 }
 
-/// A cluster option's yes or no (also true/false, 1/0), or why not.
+/// A cluster option's yes or no, read as every other boolean of the file is (yes, true, 1, on /
+/// no, false, 0, off, as Samba's), or why not.
 fn yes_no(key: &str, value: &str) -> Result<bool, String> {
-    match value.to_ascii_lowercase().as_str() {
-        "yes" | "true" | "1" => Ok(true),
-        "no" | "false" | "0" => Ok(false),
-        _ => Err(format!("'{key}' expects yes or no, got '{value}'")),
-    }
+    super::parse::parse_bool(value)
+        .ok_or_else(|| format!("'{key}' expects yes or no, got '{value}'"))
 }
