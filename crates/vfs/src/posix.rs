@@ -1122,7 +1122,7 @@ impl Share for PosixShare {
         let watch = if self.root_fs.remote || self.snapshot {
             None
         } else {
-            match names::look(who, fd.as_fd(), name, self.root_dev) {
+            match names::global().look(who, fd.as_fd(), name, self.root_dev) {
                 names::Look::Answer(found) => return found.ok_or(FsError::NotFound),
                 names::Look::ReadAndIndex(watch) => Some(watch),
                 names::Look::Read => None,
@@ -1147,7 +1147,7 @@ impl Share for PosixShare {
             false
         });
         if let Some(watch) = watch {
-            names::indexed(who, watch, all.filter(|_| read.is_ok()));
+            names::global().indexed(watch, all.filter(|_| read.is_ok()));
         }
         read?;
         match exact {

@@ -112,8 +112,8 @@ impl NearestSnapshot {
 
     /// Where `path` is: the view of the nearest directory whose snapshot has it, and the
     /// path below that directory. When none has it, the outermost view there is (whose
-    /// answer then says what is missing); `NotFound` when no directory has the snapshot
-    /// (Samba: ENOENT).
+    /// answer then says what is missing); when no directory has the snapshot (Samba: ENOENT),
+    /// `NotFound` for a name in the root, `PathNotFound` for one below it.
     fn find(&self, path: &RelPath) -> FsResult<(Arc<dyn Share>, RelPath)> {
         let inner = (0..=path.components().len()).rev().map(Place::Inner);
         let outer = (0..self.shadow.outer.len()).map(Place::Outer);
@@ -135,7 +135,12 @@ impl NearestSnapshot {
                 Err(e) => return Err(e),
             }
         }
-        outermost.ok_or(FsError::NotFound)
+        // No directory has the snapshot: only a name in the share's root is "not there"
+        // (`FsError::NotFound` says the directories on the way are).
+        outermost.ok_or(match path.components().len() {
+            0 | 1 => FsError::NotFound,
+            _ => FsError::PathNotFound,
+        })
     }
 }
 

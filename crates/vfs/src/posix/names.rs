@@ -11,17 +11,20 @@
 //! read, so every change made while it is read, and after, is an event; the events are read
 //! (non-blocking, all of them) before every answer, and each applied in order to the names
 //! read: a name created or moved in is there, one deleted is not. A name moved out is asked of
-//! the kernel (`fstatat`), since a `RENAME_EXCHANGE` reports both names as moved out and in.
-//! The answer is then what reading the directory now would give. An overflowing event queue
-//! drops every index (each is read again when next needed), as does any event this code does
-//! not understand for its directory.
+//! the kernel (`fstatat` through the asker's descriptor, as the server) at the directory's next
+//! look, since a `RENAME_EXCHANGE` reports both names as moved out and in. The answer is then
+//! what reading the directory now would give. An overflowing event queue drops every index
+//! (each is read again when next needed), as does any event this code does not understand for
+//! its directory. No descriptor of an indexed directory is held, so its removal ends its watch
+//! (IN_DELETE_SELF) and nothing keeps its file system busy.
 //!
 //! Who may ask: the caller has opened the directory for reading as the asking user, so the
-//! kernel has said this user may list it, exactly as before.
+//! kernel has said this user may list it, exactly as before. The inotify instance is made as
+//! the server, so its watches are charged to the server, not to whoever asked first.
 //!
 //! Bounds: at most [`DIRS_MAX`] directories and [`NAMES_MAX`] names in all (about 100 bytes a
 //! name), least recently asked dropped first; a directory of more than half of that is not
-//! indexed (read as before). docs/limits.md.
+//! indexed (read as before), nor kept once it grows past it. docs/limits.md.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -161,54 +164,71 @@ impl Names {
 enum Change {
     In(Box<str>),
     Gone(Box<str>),
-    /// Moved out: there or not is asked of the kernel when it is applied.
+    /// Moved out: whether it is still there is asked of the kernel at the next look.
     MovedOut(Box<str>),
 }
 
 struct Dir {
     key: (u64, u64),
-    /// The directory, to ask the kernel whether a name moved out is still there.
-    fd: OwnedFd,
     names: Names,
+    /// Names moved out of the directory, to be asked of the kernel at its next look (with the
+    /// asker's descriptor: none is kept, so a removed directory's watch ends as it should).
+    moved: Vec<Box<str>>,
     /// Being read: the changes seen meanwhile, in order.
     reading: Option<Vec<Change>>,
     used: u64,
 }
 
 impl Dir {
-    /// Apply one change; false when it could not be told (the index must go).
-    #[must_use]
-    fn apply(&mut self, who: &Who, change: Change) -> bool {
+    fn apply(&mut self, change: Change) {
         match change {
             Change::In(n) => self.names.add(&n),
             Change::Gone(n) => self.names.remove(&n),
-            Change::MovedOut(n) => {
-                // As the server: the asking user may not be allowed to look.
-                let here = super::as_server(who, || {
-                    Ok(rustix::fs::statat(&self.fd, &*n, AtFlags::SYMLINK_NOFOLLOW).is_ok())
-                });
-                match here {
-                    Ok(true) => self.names.add(&n),
-                    Ok(false) => self.names.remove(&n),
-                    Err(_) => return false,
+            Change::MovedOut(n) => self.moved.push(n),
+        }
+    }
+
+    /// Ask the kernel, through `dir` (this directory) and as the server (the asking user may
+    /// not be allowed to look), whether each name moved out is there now: a
+    /// `RENAME_EXCHANGE` reports both of its names moved out and in, and a name a rename
+    /// left a whiteout in is there with no event. False when the kernel could not say (the
+    /// index must go).
+    fn settle_moved(&mut self, who: &Who, dir: BorrowedFd<'_>) -> bool {
+        if self.moved.is_empty() {
+            return true;
+        }
+        let moved = std::mem::take(&mut self.moved);
+        let names = &mut self.names;
+        super::as_server(who, || {
+            for n in &moved {
+                match rustix::fs::statat(dir, &**n, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(_) => names.add(n),
+                    Err(Errno::NOENT) => names.remove(n),
+                    Err(_) => return Ok(false),
                 }
             }
-        }
-        true
+            Ok(true)
+        })
+        .unwrap_or(false)
     }
 }
 
-#[derive(Default)]
 struct Inner {
     /// The inotify descriptor; `None` until first needed.
     fd: Option<OwnedFd>,
-    /// It could not be made: nothing is indexed.
-    off: bool,
+    /// It could not be made: not tried again before this look (`clock`).
+    retry_at: u64,
     dirs: HashMap<i32, Dir>,
     by_key: HashMap<(u64, u64), i32>,
     names: usize,
     clock: u64,
+    /// Directories kept at most, names in all at most (a directory of more than half is not).
+    dirs_max: usize,
+    names_max: usize,
 }
+
+/// Looks to wait before trying again to make the inotify descriptor after it could not be.
+const RETRY_AFTER_LOOKS: u64 = 256;
 
 /// What [`look`] says to do.
 pub(super) enum Look {
@@ -220,133 +240,164 @@ pub(super) enum Look {
     ReadAndIndex(Watch),
 }
 
-/// A directory being indexed by the caller; dropped without [`indexed`], it is forgotten.
-pub(super) struct Watch(Option<i32>);
+/// A directory being indexed by the caller; dropped without [`Index::indexed`], it is
+/// forgotten.
+pub(super) struct Watch(Option<i32>, &'static Index);
 
 impl Drop for Watch {
     fn drop(&mut self) {
         if let Some(wd) = self.0.take() {
-            lock().forget(wd);
+            self.1.lock().forget(wd);
         }
     }
 }
 
-fn index() -> &'static Mutex<Inner> {
-    static INDEX: OnceLock<Mutex<Inner>> = OnceLock::new();
-    INDEX.get_or_init(Mutex::default)
+/// The index: one for the process ([`global`]), keyed by device and inode.
+pub(super) struct Index(Mutex<Inner>);
+
+/// The process's index, with the bounds [`DIRS_MAX`] and [`NAMES_MAX`].
+pub(super) fn global() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| Index::with_bounds(DIRS_MAX, NAMES_MAX))
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Inner> {
-    index().lock().unwrap_or_else(|p| p.into_inner())
-}
+impl Index {
+    fn with_bounds(dirs_max: usize, names_max: usize) -> Index {
+        Index(Mutex::new(Inner {
+            fd: None,
+            retry_at: 0,
+            dirs: HashMap::new(),
+            by_key: HashMap::new(),
+            names: 0,
+            clock: 0,
+            dirs_max,
+            names_max,
+        }))
+    }
 
-/// Look for `name` in the directory open as `dir` (opened for reading by the asking user):
-/// from the index when the directory is indexed, else what to do. Only a directory on the
-/// device `local` (the share root's, a local file system) is indexed: a network file system
-/// mounted below the share is changed by other machines unseen.
-pub(super) fn look(who: &Who, dir: BorrowedFd<'_>, name: &str, local: (u32, u32)) -> Look {
-    let Ok(st) = super::statx_fd(dir) else {
-        return Look::Read;
-    };
-    if (st.stx_dev_major, st.stx_dev_minor) != local {
-        return Look::Read;
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
-    let key = (
-        u64::from(st.stx_dev_major) << 32 | u64::from(st.stx_dev_minor),
-        st.stx_ino,
-    );
-    let mut inner = lock();
-    if inner.off {
-        return Look::Read;
-    }
-    let big = st.stx_size >= BIG_DIR_BYTES;
-    if !big && inner.by_key.is_empty() {
-        return Look::Read;
-    }
-    inner.drain(who);
-    inner.clock += 1;
-    let now = inner.clock;
-    if let Some(wd) = inner.by_key.get(&key).copied() {
-        if let Some(d) = inner.dirs.get_mut(&wd) {
-            if d.reading.is_none() {
-                d.used = now;
-                return Look::Answer(d.names.find(name));
-            }
+
+    /// Look for `name` in the directory open as `dir` (opened for reading by the asking user):
+    /// from the index when the directory is indexed, else what to do. Only a directory on the
+    /// device `local` (the share root's, a local file system) is indexed: a network file system
+    /// mounted below the share is changed by other machines unseen.
+    pub(super) fn look(
+        &'static self,
+        who: &Who,
+        dir: BorrowedFd<'_>,
+        name: &str,
+        local: (u32, u32),
+    ) -> Look {
+        let Ok(st) = super::statx_fd(dir) else {
+            return Look::Read;
+        };
+        if (st.stx_dev_major, st.stx_dev_minor) != local {
             return Look::Read;
         }
+        let key = (
+            u64::from(st.stx_dev_major) << 32 | u64::from(st.stx_dev_minor),
+            st.stx_ino,
+        );
+        let big = st.stx_size >= BIG_DIR_BYTES;
+        let mut inner = self.lock();
+        if !big && inner.by_key.is_empty() {
+            return Look::Read;
+        }
+        inner.drain();
+        inner.clock += 1;
+        let now = inner.clock;
+        if let Some(wd) = inner.by_key.get(&key).copied() {
+            let Some(d) = inner.dirs.get_mut(&wd) else {
+                return Look::Read;
+            };
+            if d.reading.is_some() {
+                return Look::Read; // Another thread is reading it: read it too.
+            }
+            let before = d.names.count;
+            let settled = d.settle_moved(who, dir);
+            let (after, found) = (d.names.count, d.names.find(name));
+            d.used = now;
+            inner.names = inner.names + after - before;
+            if !settled {
+                inner.forget(wd);
+                return Look::Read;
+            }
+            return Look::Answer(found);
+        }
+        if !big || now < inner.retry_at {
+            return Look::Read;
+        }
+        match inner.watch(who, dir, key, now) {
+            Some(wd) => Look::ReadAndIndex(Watch(Some(wd), self)),
+            None => Look::Read,
+        }
     }
-    if !big {
-        return Look::Read;
-    }
-    match inner.watch(dir, key, now) {
-        Some(wd) => Look::ReadAndIndex(Watch(Some(wd))),
-        None => Look::Read,
-    }
-}
 
-/// The directory `watch` was read whole: `names`, every name it held (as the scan skips them:
-/// not `.`, `..` or a name that is not UTF-8). `None`: it could not be read; forget it.
-pub(super) fn indexed(who: &Who, mut watch: Watch, names: Option<Vec<String>>) {
-    let Some(wd) = watch.0.take() else {
-        return;
-    };
-    let mut inner = lock();
-    inner.drain(who);
-    let Some(names) = names.filter(|n| n.len() <= NAMES_MAX / 2) else {
-        inner.forget(wd);
-        return;
-    };
-    let Some(d) = inner.dirs.get_mut(&wd) else {
-        return; // Dropped meanwhile (an overflow, the directory removed).
-    };
-    for n in &names {
-        d.names.add(n);
+    /// The directory `watch` was read whole: `names`, every name it held (as the scan skips them:
+    /// not `.`, `..` or a name that is not UTF-8). `None`: it could not be read; forget it.
+    pub(super) fn indexed(&self, mut watch: Watch, names: Option<Vec<String>>) {
+        let Some(wd) = watch.0.take() else {
+            return;
+        };
+        let mut inner = self.lock();
+        inner.drain();
+        let Some(names) = names.filter(|n| n.len() <= inner.names_max / 2) else {
+            inner.forget(wd);
+            return;
+        };
+        let Some(d) = inner.dirs.get_mut(&wd) else {
+            return; // Dropped meanwhile (an overflow, the directory removed).
+        };
+        for n in &names {
+            d.names.add(n);
+        }
+        for change in d.reading.take().unwrap_or_default() {
+            d.apply(change);
+        }
+        inner.names += d.names.count;
+        inner.keep_within_bounds(wd);
     }
-    let mut told = true;
-    for change in d.reading.take().unwrap_or_default() {
-        told &= d.apply(who, change);
-    }
-    inner.names += inner.dirs.get(&wd).map_or(0, |d| d.names.count);
-    if !told {
-        inner.forget(wd);
-        return;
-    }
-    inner.keep_within_bounds(wd);
 }
 
 impl Inner {
     /// Add a watch on `dir` (before it is read) and its entry, being read.
-    fn watch(&mut self, dir: BorrowedFd<'_>, key: (u64, u64), now: u64) -> Option<i32> {
+    fn watch(&mut self, who: &Who, dir: BorrowedFd<'_>, key: (u64, u64), now: u64) -> Option<i32> {
         if self.fd.is_none() {
-            match inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK) {
-                Ok(fd) => self.fd = Some(fd),
-                Err(_) => {
-                    self.off = true;
+            // Made as the server: the kernel charges an instance and its watches to whoever
+            // made it (fs.inotify.max_user_instances, max_user_watches), not to the user who
+            // happened to ask first.
+            let made = super::as_server(who, || {
+                let flags = inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK;
+                Ok(inotify::init(flags).ok())
+            });
+            match made {
+                Ok(Some(fd)) => self.fd = Some(fd),
+                _ => {
+                    self.retry_at = now + RETRY_AFTER_LOOKS;
                     return None;
                 }
             }
         }
         let ino = self.fd.as_ref()?;
+        // As the asking user, who has just opened the directory to read it (add_watch asks
+        // for read access).
         let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
         let wd =
             inotify::add_watch(ino, path, inotify::WatchFlags::from_bits_retain(WATCHED)).ok()?;
-        let fd = rustix::io::fcntl_dupfd_cloexec(dir, 0).ok()?;
-        if let Some(old) = self.dirs.remove(&wd) {
-            // The same directory under another key (cannot be), or one whose entry was left.
-            self.by_key.remove(&old.key);
-            self.names -= if old.reading.is_none() {
-                old.names.count
-            } else {
-                0
-            };
+        if self.dirs.contains_key(&wd) {
+            // Its entry was left (cannot be: one inode, one key): start again.
+            self.forget(wd);
+            return None;
         }
         self.by_key.insert(key, wd);
         self.dirs.insert(
             wd,
             Dir {
                 key,
-                fd,
                 names: Names::default(),
+                moved: Vec::new(),
                 reading: Some(Vec::new()),
                 used: now,
             },
@@ -354,8 +405,8 @@ impl Inner {
         Some(wd)
     }
 
-    /// Read every queued event and apply it.
-    fn drain(&mut self, who: &Who) {
+    /// Read every queued event and apply it; then keep within the bounds.
+    fn drain(&mut self) {
         let Some(fd) = self.fd.take() else {
             return;
         };
@@ -396,22 +447,22 @@ impl Inner {
             return;
         }
         for (wd, change) in changes {
-            if let Some(d) = self.dirs.get_mut(&wd) {
-                match &mut d.reading {
-                    Some(seen) => seen.push(change),
-                    None => {
-                        let before = d.names.count;
-                        if !d.apply(who, change) {
-                            gone.push(wd);
-                        }
-                        self.names = self.names + d.names.count - before;
-                    }
+            let Some(d) = self.dirs.get_mut(&wd) else {
+                continue;
+            };
+            match &mut d.reading {
+                Some(seen) => seen.push(change),
+                None => {
+                    let before = d.names.count;
+                    d.apply(change);
+                    self.names = self.names + d.names.count - before;
                 }
             }
         }
         for wd in gone {
             self.forget(wd);
         }
+        self.keep_within_bounds(-1);
     }
 
     /// Drop a directory's index and its watch.
@@ -427,9 +478,17 @@ impl Inner {
         }
     }
 
-    /// Drop the least recently asked directories (never `keep`) until within the bounds.
+    /// Drop the least recently asked directories (never `keep`) until within the bounds, and
+    /// any directory past what one may keep.
     fn keep_within_bounds(&mut self, keep: i32) {
-        while self.dirs.len() > DIRS_MAX || self.names > NAMES_MAX {
+        let too_big: Vec<i32> = (self.dirs.iter())
+            .filter(|(_, d)| d.names.count > self.names_max / 2)
+            .map(|(wd, _)| *wd)
+            .collect();
+        for wd in too_big {
+            self.forget(wd);
+        }
+        while self.dirs.len() > self.dirs_max || self.names > self.names_max {
             let oldest = self
                 .dirs
                 .iter()
@@ -474,7 +533,7 @@ mod on_disk {
     use std::os::fd::AsFd;
     use std::path::{Path, PathBuf};
 
-    use super::{look, Look};
+    use super::{global, Index, Look};
     use crate::posix::PosixShare;
     use crate::{FsError, RelPath, Share};
 
@@ -510,7 +569,7 @@ mod on_disk {
         let dir = std::fs::File::open(root.join("big")).unwrap();
         let st = crate::posix::statx_fd(dir.as_fd()).unwrap();
         let dev = (st.stx_dev_major, st.stx_dev_minor);
-        match look(&crate::server_who(), dir.as_fd(), name, dev) {
+        match global().look(&crate::server_who(), dir.as_fd(), name, dev) {
             Look::Answer(a) => Some(a),
             _ => None,
         }
@@ -598,9 +657,97 @@ mod on_disk {
         let st = crate::posix::statx_fd(dir.as_fd()).unwrap();
         let other = (st.stx_dev_major, st.stx_dev_minor + 1);
         assert!(matches!(
-            look(&crate::server_who(), dir.as_fd(), "FILE-00001.DAT", other),
+            global().look(&crate::server_who(), dir.as_fd(), "FILE-00001.DAT", other),
             Look::Read
         ));
+    }
+
+    /// Where the process's descriptors point (`/proc/self/fd`).
+    fn fd_targets() -> Vec<PathBuf> {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_removed_directory_is_forgotten_and_its_descriptor_closed() {
+        let (tmp, share) = share_with_big_dir("removed", 2000);
+        assert_eq!(find(&share, "nothing-yet"), Err(FsError::NotFound));
+        assert!(from_index(&tmp.0, "x").is_some(), "indexed");
+        std::fs::remove_dir_all(tmp.0.join("big")).unwrap();
+        // Any later look reads the queued events (here one in the share's root, not indexed).
+        std::fs::create_dir(tmp.0.join("big")).unwrap();
+        let _ = from_index(&tmp.0, "x");
+        let deleted = PathBuf::from(format!("{} (deleted)", tmp.0.join("big").display()));
+        assert!(
+            !fd_targets().contains(&deleted),
+            "a descriptor of the removed directory is still held"
+        );
+    }
+
+    /// What `idx` says of `name` in `dir` now; a directory not indexed yet is read and
+    /// indexed (as the share does).
+    fn look_in(idx: &'static Index, dir: &Path, name: &str) -> Option<Option<String>> {
+        let f = std::fs::File::open(dir).unwrap();
+        let st = crate::posix::statx_fd(f.as_fd()).unwrap();
+        let dev = (st.stx_dev_major, st.stx_dev_minor);
+        match idx.look(&crate::server_who(), f.as_fd(), name, dev) {
+            Look::Answer(a) => Some(a),
+            Look::ReadAndIndex(watch) => {
+                let names = std::fs::read_dir(dir)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect();
+                idx.indexed(watch, Some(names));
+                None
+            }
+            Look::Read => None,
+        }
+    }
+
+    #[test]
+    fn a_directory_grown_past_the_bound_after_it_was_indexed_is_no_longer_kept() {
+        // An index of its own, keeping directories of at most 3,000 names.
+        let idx: &'static Index = Box::leak(Box::new(Index::with_bounds(8, 6000)));
+        let (tmp, _share) = share_with_big_dir("grown", 2000);
+        let big = tmp.0.join("big");
+        assert_eq!(look_in(idx, &big, "x"), None, "read and indexed");
+        assert_eq!(look_in(idx, &big, "x"), Some(None), "indexed");
+        for i in 0..900 {
+            std::fs::write(big.join(format!("more-{i:05}.dat")), b"").unwrap();
+        }
+        assert_eq!(
+            look_in(idx, &big, "MORE-00007.DAT"),
+            Some(Some("more-00007.dat".to_string())),
+            "2,900 names are kept"
+        );
+        for i in 900..1100 {
+            std::fs::write(big.join(format!("more-{i:05}.dat")), b"").unwrap();
+        }
+        assert_eq!(
+            look_in(idx, &big, "MORE-00007.DAT"),
+            None,
+            "a directory of 3,100 names (more than the bound) is still kept"
+        );
+    }
+
+    #[test]
+    fn the_least_recently_asked_directory_goes_when_too_many_are_kept() {
+        let idx: &'static Index = Box::leak(Box::new(Index::with_bounds(2, 400_000)));
+        let dirs: Vec<_> = (0..3)
+            .map(|i| share_with_big_dir(&format!("lru{i}"), 1000).0)
+            .collect();
+        for d in &dirs {
+            assert_eq!(
+                look_in(idx, &d.0.join("big"), "x"),
+                None,
+                "read and indexed"
+            );
+        }
+        // The first was asked least recently when the third came: it went.
+        assert_eq!(look_in(idx, &dirs[0].0.join("big"), "x"), None);
+        assert_eq!(look_in(idx, &dirs[2].0.join("big"), "x"), Some(None));
     }
 
     #[test]
