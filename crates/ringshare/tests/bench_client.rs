@@ -336,6 +336,92 @@ fn small_reads_and_writes_on_tmpfs_are_done_in_place_and_verified() {
 }
 
 #[test]
+fn large_writes_from_memory_on_tmpfs_are_done_in_place_within_the_file_and_by_a_worker_past_it() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("SKIPPED: no /dev/shm");
+        return;
+    }
+    // `use sendfile = no`: WRITE payloads are received into pooled buffers
+    // (not spliced), and written from there.
+    let server = Server::start(
+        &ServerConfig {
+            base_dir: Some("/dev/shm"),
+            extra_global: "\tuse sendfile = no\n",
+            ..ServerConfig::default()
+        },
+        |_| {},
+    );
+    let pid = server.pid().expect("server pid");
+    // A 16 MiB file made with 128 KiB WRITEs (small: in place), then written
+    // over with 1 MiB and 4 MiB WRITEs, all within its size.
+    for (io_size, depth, bytes) in [
+        ("128k", "16", "16m"),
+        ("1m", "16", "32m"),
+        ("4m", "4", "32m"),
+    ] {
+        let args = [
+            "seq-write",
+            "--file",
+            "over.bin",
+            "--file-size",
+            "16m",
+            "--io-size",
+            io_size,
+            "--queue-depth",
+            depth,
+            "--bytes",
+            bytes,
+            "--json",
+        ];
+        let (ok, out) = bench(&server, &args);
+        assert!(ok, "{io_size}: {out}");
+        assert_eq!(errors_field(&out), Some(0), "{io_size}: {out}");
+    }
+    // No io_uring worker was needed (one would have copied every WRITE).
+    assert_eq!(io_uring_workers(pid), 0, "{}", server.log());
+    // 1 MiB WRITEs that extend a new file go to a worker.
+    let (ok, out) = bench(
+        &server,
+        &[
+            "seq-write",
+            "--file",
+            "new.bin",
+            "--io-size",
+            "1m",
+            "--file-size",
+            "8m",
+            "--bytes",
+            "8m",
+            "--json",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(errors_field(&out), Some(0), "{out}");
+    assert!(io_uring_workers(pid) > 0, "{}", server.log());
+    // What 1 MiB WRITEs within the file wrote reads back as written
+    // (`--verify` fills the file first).
+    let (ok, out) = bench(
+        &server,
+        &[
+            "seq-read",
+            "--file",
+            "new.bin",
+            "--io-size",
+            "1m",
+            "--file-size",
+            "8m",
+            "--bytes",
+            "16m",
+            "--verify",
+            "--json",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(errors_field(&out), Some(0), "{out}");
+}
+
+#[test]
 fn multishot_receive_moves_verified_data_in_small_and_large_frames() {
     let mut server = Server::start(
         &ServerConfig {

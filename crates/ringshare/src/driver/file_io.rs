@@ -11,7 +11,7 @@ impl Worker {
         let gen = c.gen;
         let fd = match req.node.shared_fd() {
             // No descriptor (in-memory backend), or small I/O on tmpfs: here and now.
-            Some(fd) if !in_place(&req) => fd,
+            Some(fd) if !in_place(&req, &fd) => fd,
             _ => {
                 let id = req.id;
                 let done = run_here(&mut self.pool, &mut c.conn, req);

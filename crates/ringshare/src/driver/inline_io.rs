@@ -1,20 +1,34 @@
-//! Small READs and WRITEs (and fsyncs) on files kept in memory, and I/O on nodes without
-//! a descriptor (named streams, resource forks, the in-memory backend):
+//! Small READs, WRITEs from memory and fsyncs on files kept in memory, and I/O on nodes
+//! without a descriptor (named streams, resource forks, the in-memory backend):
 //! done in the ring's own thread instead of through io_uring.
 
 use super::*;
 
-/// Whether `req` is done in the ring's thread: a READ or WRITE of at most
-/// [`INLINE_IO_LEN_MAX`] bytes, or an fsync, on a file kept in memory.
-pub(super) fn in_place(req: &IoRequest) -> bool {
-    let len = match &req.op {
-        IoOp::Read { len, .. } => *len,
-        IoOp::Write { start, end, .. } => end - start,
+/// Whether `req` is done in the ring's thread: on a file kept in memory
+/// (`fd` is its descriptor), a READ or WRITE of at most
+/// [`INLINE_READ_LEN_MAX`] bytes, a larger WRITE from memory that lands
+/// within the file as it is (pages already there: a plain copy from the
+/// buffer just filled here), or an fsync. A larger WRITE that extends the
+/// file allocates its pages: an io_uring worker does it on the other core
+/// while this thread receives the next one (done here, the new-file row lost
+/// a fifth of its speed for no CPU saved: docs/benchmarks.md, session 43).
+pub(super) fn in_place(req: &IoRequest, fd: &OwnedFd) -> bool {
+    if !req.node.in_memory() {
+        return false;
+    }
+    match &req.op {
+        IoOp::Read { len, .. } => *len <= INLINE_READ_LEN_MAX,
+        IoOp::Write { start, end, .. } if end - start <= INLINE_READ_LEN_MAX => true,
+        IoOp::Write {
+            offset, start, end, ..
+        } => rustix::fs::fstat(fd).is_ok_and(|st| {
+            u64::try_from(st.st_size)
+                .is_ok_and(|size| offset.saturating_add((end - start) as u64) <= size)
+        }),
         // tmpfs has nothing to sync: a write that goes through is answered at once.
-        IoOp::Sync => 0,
-        _ => return false,
-    };
-    len <= INLINE_IO_LEN_MAX && req.node.in_memory()
+        IoOp::Sync => true,
+        _ => false,
+    }
 }
 
 /// Does `req` in this thread: READs into a pooled buffer, WRITE buffers back
