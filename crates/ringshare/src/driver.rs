@@ -95,18 +95,17 @@ const PIPE_STEP: usize = 1024 * 1024;
 /// READs and WRITEs of at most this many bytes on a file kept in memory
 /// (tmpfs: `Node::in_memory`) are done in the ring's thread, and so are
 /// larger WRITEs from memory within the file's size (`inline_io::in_place`).
-/// io_uring cannot read
-/// or write tmpfs without blocking, so it hands every such request to a
-/// kernel worker thread, a thread hop each. Measured (`ringshare
-/// bench`, server CPU s/GiB, hop vs in place, two runs each): 4 KiB random
-/// qd32 1.54-1.62 vs 1.25-1.27; 16 KiB 0.85 vs 0.65; signed 64 KiB 0.69-0.70
-/// vs 0.60-0.61; signed 128 KiB 0.63 vs 0.58-0.62; signed 256 KiB 0.61-0.63
-/// vs 0.62-0.65; signed 1 MiB 0.56-0.59 vs 0.68-0.71 (the worker copies on
-/// the other core while this one hashes the previous READ). A large WRITE
-/// over pages the file has is a plain copy from a frame just received into
-/// a pooled buffer still in this core's cache, which the worker missed, at
-/// a wake-up and a switch per WRITE (1 MiB overwrites in copy mode: 0.21 ->
-/// 0.16 s/GiB, docs/benchmarks.md, session 43).
+/// io_uring cannot read or write tmpfs without blocking, so it hands every
+/// such request to a kernel worker thread, a thread hop each. Measured
+/// (`ringshare bench`, server CPU s/GiB, hop vs in place, two runs each): 4
+/// KiB random qd32 1.54-1.62 vs 1.25-1.27; 16 KiB 0.85 vs 0.65; signed 64 KiB
+/// 0.69-0.70 vs 0.60-0.61; signed 128 KiB 0.63 vs 0.58-0.62; signed 256 KiB
+/// 0.61-0.63 vs 0.62-0.65; signed 1 MiB 0.56-0.59 vs 0.68-0.71 (the worker
+/// copies on the other core while this one hashes the previous READ). A
+/// large WRITE over pages the file has is a plain copy from a frame just
+/// received into a pooled buffer still in this core's cache, which the
+/// worker missed, at a wake-up and a switch per WRITE (1 MiB overwrites in
+/// copy mode: 0.22 -> 0.15-0.18 s/GiB, docs/benchmarks.md, session 43).
 const INLINE_READ_LEN_MAX: usize = 128 * 1024;
 /// In-memory replies of at least this many bytes (signed or encrypted READ
 /// data) may go out with `SEND_ZC` (`zerocopy send`); smaller ones cost more

@@ -11,7 +11,8 @@ use super::*;
 /// buffer just filled here), or an fsync. A larger WRITE that extends the
 /// file allocates its pages: an io_uring worker does it on the other core
 /// while this thread receives the next one (done here, the new-file row lost
-/// a fifth of its speed for no CPU saved: docs/benchmarks.md, session 43).
+/// about a quarter of its speed (median 2.63 -> 1.95 GB/s) for no CPU saved:
+/// docs/benchmarks.md, session 43).
 pub(super) fn in_place(req: &IoRequest, fd: &OwnedFd) -> bool {
     if !req.node.in_memory() {
         return false;
