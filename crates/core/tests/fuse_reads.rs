@@ -20,7 +20,6 @@ use ringshare_vfs::{
     FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
 };
 use ringshare_wire::consts::CreateDisposition as D;
-use ringshare_wire::header::Header;
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -36,17 +35,6 @@ struct Calls {
     sizes: AtomicUsize,
     lock_probes: AtomicUsize,
     locked: AtomicBool,
-    /// Nodes let go (a file's descriptor closed).
-    dropped: AtomicUsize,
-    /// Files' attributes and the file system's sizes asked.
-    stats: AtomicUsize,
-    statfs: AtomicUsize,
-}
-
-impl Drop for FuseNode {
-    fn drop(&mut self) {
-        self.1.dropped.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 impl Node for FuseNode {
@@ -72,11 +60,9 @@ impl Node for FuseNode {
         Ok(buf.len())
     }
     fn stat(&self) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat()
     }
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat_without_dos()
     }
     fn who(&self) -> Option<&Who> {
@@ -110,7 +96,6 @@ impl Node for FuseNode {
         self.0.list_names()
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat_entry(name)
     }
 }
@@ -147,7 +132,6 @@ impl Share for FuseShare {
         self.0.rename(who, from, to, replace)
     }
     fn statfs(&self) -> FsResult<FsStat> {
-        self.1.statfs.fetch_add(1, Ordering::SeqCst);
         self.0.statfs()
     }
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
@@ -312,332 +296,4 @@ fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
         Some(ringshare_core::WRITE_SPLICE_LEN_MIN),
         "spliced on a local share"
     );
-}
-
-/// The order rule (issue 33, docs/cluster-internals.md, "Ordering"): a WRITE parked on its file
-/// system job, then a CLOSE of the same open sent before its answer. The CLOSE waits behind the
-/// WRITE's job and runs after it: the WRITE is done and answered first, then the CLOSE. (Run
-/// at once, the CLOSE closed the open under the parked WRITE, which then got FILE_CLOSED.)
-#[test]
-fn a_close_sent_after_a_write_waiting_for_its_file_system_job_runs_after_it() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem.clone(), Options::default());
-    let f = c
-        .create("order", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    c.hold_lookups = true;
-    let tree = c.tree_id;
-    let data = b"written before the close";
-    let mut w = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
-        write_body(o, f, 0, data)
-    });
-    c.sign(&mut w);
-    let write_mid = Header::decode(&w).expect("header").message_id;
-    assert!(c.send_frame(w).is_empty(), "the WRITE waits for its job");
-    let mut close = c.close_msg(f, 0);
-    c.sign(&mut close);
-    let close_mid = Header::decode(&close).expect("header").message_id;
-    let early = c.send_frame(close);
-    assert!(
-        early.is_empty(),
-        "the CLOSE waits behind the WRITE's job, not answered at once: {:?}",
-        early.iter().map(|r| r.status()).collect::<Vec<_>>()
-    );
-    let held = std::mem::take(&mut c.held_lookups);
-    assert_eq!(held.len(), 1, "only the WRITE's job is out");
-    c.hold_lookups = false;
-    for req in held {
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
-    let answers: Vec<_> = c
-        .pump()
-        .iter()
-        .map(|r| (r.hdr.message_id, r.status()))
-        .collect();
-    assert_eq!(
-        answers,
-        vec![
-            (write_mid, NtStatus::SUCCESS),
-            (close_mid, NtStatus::SUCCESS)
-        ],
-        "the WRITE, then the CLOSE"
-    );
-    let f = c
-        .create("order", 0x0012_019f, D::OPEN, 0)
-        .expect("open again");
-    assert_eq!(
-        read_data(&c.read(f, 0, 64)),
-        data,
-        "the WRITE's bytes are there"
-    );
-}
-
-/// On a share whose calls are made on the I/O thread no job is asked, so nothing waits: a
-/// WRITE and the CLOSE after it are answered as they come.
-#[test]
-fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), false));
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
-    let f = c
-        .create("here", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    c.hold_lookups = true;
-    assert_eq!(c.write(f, 0, b"x").status(), NtStatus::SUCCESS);
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
-    assert!(c.held_lookups.is_empty(), "no job");
-}
-
-/// What a CLOSE with POSTQUERY_ATTRIB of a file `data` was written to came to on a share whose
-/// calls may wait on a network (`remote`) or not: the jobs it asked, the nodes let go before
-/// they ran and after, its answer's status, and the file's size it reported.
-fn close_with_jobs_held(remote: bool, data: &[u8]) -> (usize, usize, usize, NtStatus, u64) {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), remote));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
-    let f = c
-        .create("closing", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
-    let before = calls.dropped.load(Ordering::SeqCst);
-    c.hold_lookups = true;
-    let mut close = c.close_msg(f, 1);
-    c.sign(&mut close);
-    let mut answers = c.send_frame(close);
-    let held = std::mem::take(&mut c.held_lookups);
-    let jobs = held.len();
-    let dropped_first = calls.dropped.load(Ordering::SeqCst) - before;
-    c.hold_lookups = false;
-    for req in held {
-        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
-    answers.extend(c.pump());
-    assert_eq!(answers.len(), 1, "one answer");
-    let resp = ringshare_wire::create::CloseResponse::decode(&answers[0].msg).expect("close");
-    let dropped = calls.dropped.load(Ordering::SeqCst) - before;
-    (
-        jobs,
-        dropped_first,
-        dropped,
-        answers[0].status(),
-        resp.end_of_file,
-    )
-}
-
-/// Step 3 of issue 33: on a share whose calls may wait on a network, a CLOSE hands its open's
-/// node to a file system job, so that the descriptor's last close (on FUSE a FLUSH request the
-/// closing thread waits for) is made on the pool, not the I/O thread; the CLOSE is answered
-/// once it is done, with the attributes the job read before it (POSTQUERY_ATTRIB).
-#[test]
-fn a_close_on_a_share_that_may_wait_on_a_network_lets_its_file_go_in_a_job() {
-    let data = b"its size is in the CLOSE's answer";
-    let (jobs, dropped_first, dropped, status, eof) = close_with_jobs_held(true, data);
-    assert_eq!(jobs, 1, "one job");
-    assert_eq!(
-        dropped_first, 0,
-        "the node is not let go before the job ran"
-    );
-    assert_eq!(dropped, 1, "the job let it go");
-    assert_eq!(status, NtStatus::SUCCESS);
-    assert_eq!(eof, data.len() as u64, "the attributes the job read");
-}
-
-/// On a share whose calls are made on the I/O thread a CLOSE asks no job: the node goes at
-/// once and the attributes are read there, as before.
-#[test]
-fn a_close_on_a_local_share_lets_its_file_go_at_once() {
-    let data = b"local";
-    let (jobs, dropped_first, _, status, eof) = close_with_jobs_held(false, data);
-    assert_eq!((jobs, dropped_first), (0, 1), "no job, let go at once");
-    assert_eq!((status, eof), (NtStatus::SUCCESS, data.len() as u64));
-}
-
-/// A QUERY_INFO of `info_type`/`class` of a file `data` was written to, on a share whose calls
-/// may wait on a network (`remote`) or not, with the jobs it asks held: the jobs, the stat and
-/// statfs calls made before they ran, and the answer.
-fn query_with_jobs_held(
-    remote: bool,
-    data: &[u8],
-    info_type: u8,
-    class: u8,
-) -> (usize, (usize, usize), Resp) {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), remote));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
-    let f = c
-        .create("queried", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
-    let count = || {
-        (
-            calls.stats.load(Ordering::SeqCst),
-            calls.statfs.load(Ordering::SeqCst),
-        )
-    };
-    let was = count();
-    c.hold_lookups = true;
-    let mut m = c.query_info_msg(f, info_type, class, 4096);
-    c.sign(&mut m);
-    let mut answers = c.send_frame(m);
-    let (a, b) = count();
-    let held = std::mem::take(&mut c.held_lookups);
-    let jobs = held.len();
-    c.hold_lookups = false;
-    for req in held {
-        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
-    answers.extend(c.pump());
-    assert_eq!(answers.len(), 1, "one answer");
-    (jobs, (a - was.0, b - was.1), answers.remove(0))
-}
-
-/// The FileStandardInformation's EndOfFile in a QUERY_INFO's answer.
-fn end_of_file(r: &Resp) -> u64 {
-    let b = &r.body()[8..];
-    u64::from_le_bytes(b[8..16].try_into().unwrap())
-}
-
-/// Step 4 of issue 33: on a share whose calls may wait on a network, a QUERY_INFO of a class
-/// the backend answers with a file system call (the file's attributes; the file system's size,
-/// a statfs) is answered in one file system job, away from the I/O thread: no stat or statfs
-/// is made before it ran, and the answer is the one made there.
-#[test]
-fn a_query_info_on_a_share_that_may_wait_on_a_network_is_answered_in_a_job() {
-    let data = b"seen by the job";
-    let (jobs, inline, r) = query_with_jobs_held(true, data, 1, 5);
-    assert_eq!(
-        (jobs, inline),
-        (1, (0, 0)),
-        "FileStandardInformation: one job"
-    );
-    assert_eq!(r.status(), NtStatus::SUCCESS);
-    assert_eq!(end_of_file(&r), data.len() as u64, "the size the job read");
-    let (jobs, inline, r) = query_with_jobs_held(true, data, 1, 18);
-    assert_eq!(
-        (jobs, inline, r.status()),
-        (1, (0, 0), NtStatus::SUCCESS),
-        "FileAllInformation"
-    );
-    let (jobs, inline, r) = query_with_jobs_held(true, data, 2, 3);
-    assert_eq!(
-        (jobs, inline, r.status()),
-        (1, (0, 0), NtStatus::SUCCESS),
-        "FileFsSizeInformation"
-    );
-    // Every file class reads the file's attributes first, FileAccessInformation too.
-    let (jobs, _, r) = query_with_jobs_held(true, data, 1, 8);
-    assert_eq!(
-        (jobs, r.status()),
-        (1, NtStatus::SUCCESS),
-        "FileAccessInformation"
-    );
-}
-
-/// On a share whose calls are made on the I/O thread a QUERY_INFO asks no job.
-#[test]
-fn a_query_info_on_a_local_share_is_answered_at_once() {
-    let data = b"local";
-    let (jobs, inline, r) = query_with_jobs_held(false, data, 1, 5);
-    assert_eq!(jobs, 0, "no job");
-    assert!(inline.0 > 0, "the stat made at once");
-    assert_eq!(end_of_file(&r), data.len() as u64);
-}
-
-/// A QUERY_DIRECTORY (FileIdBothDirectoryInformation, `*`) of a directory holding `a.txt`, on a
-/// share whose calls may wait on a network (`remote`) or not, sent twice with the jobs held:
-/// for each, the jobs it asked, the stat calls made before they ran, and the answer.
-fn list_with_jobs_held(remote: bool) -> Vec<(usize, usize, Resp)> {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), remote));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
-    let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
-    let f = c
-        .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
-        .expect("create");
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
-    let mut out = Vec::new();
-    for _ in 0..2 {
-        let was = calls.stats.load(Ordering::SeqCst);
-        c.hold_lookups = true;
-        let tree = c.tree_id;
-        let mut m = c.message(
-            ringshare_wire::consts::Command::QUERY_DIRECTORY,
-            tree,
-            |o| {
-                use ringshare_wire::WriteExt;
-                let mut name = Vec::new();
-                ringshare_wire::utf16::encode_utf16le("*", &mut name);
-                o.put_u16(33);
-                o.put_u8(37); // FileIdBothDirectoryInformation
-                o.put_u8(0);
-                o.put_u32(0);
-                d.write(o);
-                o.put_u16(96);
-                o.put_u16(name.len() as u16);
-                o.put_u32(65536);
-                o.put_bytes(&name);
-            },
-        );
-        c.sign(&mut m);
-        let mut answers = c.send_frame(m);
-        let inline = calls.stats.load(Ordering::SeqCst) - was;
-        let held = std::mem::take(&mut c.held_lookups);
-        let jobs = held.len();
-        c.hold_lookups = false;
-        for req in held {
-            let done = req.run();
-            c.conn.complete_lookup(c.now, req.id, done);
-        }
-        answers.extend(c.pump());
-        assert_eq!(answers.len(), 1, "one answer");
-        out.push((jobs, inline, answers.remove(0)));
-    }
-    out
-}
-
-/// Whether `r`'s entries name `name`.
-fn lists(r: &Resp, name: &str) -> bool {
-    let mut n = Vec::new();
-    ringshare_wire::utf16::encode_utf16le(name, &mut n);
-    r.body().windows(n.len()).any(|w| w == n)
-}
-
-/// Step 4 of issue 33: on a share whose calls may wait on a network, a QUERY_DIRECTORY's
-/// listing and its entries' stat and DOS attribute reads are one file system job: no stat
-/// before it ran, the entries it found in the answer, and the next query (NO_MORE_FILES) is a
-/// job too.
-#[test]
-fn a_query_directory_on_a_share_that_may_wait_on_a_network_is_one_job() {
-    let got = list_with_jobs_held(true);
-    let (jobs, inline, r) = &got[0];
-    assert_eq!((*jobs, *inline), (1, 0), "one job, no stat before it");
-    assert_eq!(r.status(), NtStatus::SUCCESS);
-    assert!(lists(r, "a.txt"), "the entry the job found");
-    let (jobs, _, r) = &got[1];
-    assert_eq!((*jobs, r.status()), (1, NtStatus::NO_MORE_FILES));
-}
-
-/// On a share whose calls are made on the I/O thread a QUERY_DIRECTORY asks no job.
-#[test]
-fn a_query_directory_on_a_local_share_is_answered_at_once() {
-    let got = list_with_jobs_held(false);
-    let (jobs, inline, r) = &got[0];
-    assert_eq!(*jobs, 0, "no job");
-    assert!(*inline > 0, "the entries stat'ed at once");
-    assert!(lists(r, "a.txt"));
-    assert_eq!(got[1].2.status(), NtStatus::NO_MORE_FILES);
 }

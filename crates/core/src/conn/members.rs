@@ -90,7 +90,7 @@ impl Connection {
         &mut self,
         mut job: Box<Job>,
         hdr: Header,
-        r0: Req0,
+        session_id: u64,
         node: Arc<dyn Node>,
         mut op: IoOp,
         cont: Cont,
@@ -114,9 +114,7 @@ impl Connection {
                 }
             }
         }
-        if r0.fs_order.is_some() {
-            self.ordered_io += 1;
-        }
+        let r0 = Req0 { session_id };
         self.outputs
             .push_back(Output::Io(IoRequest { id, node, op }));
         self.parked.insert(id, (job, hdr, cont, r0));
