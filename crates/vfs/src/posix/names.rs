@@ -46,25 +46,13 @@ pub(super) const DIRS_MAX: usize = 256;
 /// Names indexed in all, at most.
 pub(super) const NAMES_MAX: usize = 400_000;
 
-const WATCHED: u32 = libc_masks::CREATE
-    | libc_masks::DELETE
-    | libc_masks::MOVED_FROM
-    | libc_masks::MOVED_TO
-    | libc_masks::DELETE_SELF
-    | libc_masks::ONLYDIR;
-
-/// inotify's mask bits (the kernel's ABI, linux/inotify.h).
-mod libc_masks {
-    pub const MOVED_FROM: u32 = 0x0000_0040;
-    pub const MOVED_TO: u32 = 0x0000_0080;
-    pub const CREATE: u32 = 0x0000_0100;
-    pub const DELETE: u32 = 0x0000_0200;
-    pub const DELETE_SELF: u32 = 0x0000_0400;
-    pub const UNMOUNT: u32 = 0x0000_2000;
-    pub const Q_OVERFLOW: u32 = 0x0000_4000;
-    pub const IGNORED: u32 = 0x0000_8000;
-    pub const ONLYDIR: u32 = 0x0100_0000;
-}
+/// What a directory's watch asks for: its entries made, removed and moved, and its own end.
+const WATCHED: inotify::WatchFlags = inotify::WatchFlags::CREATE
+    .union(inotify::WatchFlags::DELETE)
+    .union(inotify::WatchFlags::MOVED_FROM)
+    .union(inotify::WatchFlags::MOVED_TO)
+    .union(inotify::WatchFlags::DELETE_SELF)
+    .union(inotify::WatchFlags::ONLYDIR);
 
 /// One inotify event as read: its watch, mask, cookie and name (none for events about the
 /// watched directory itself).
@@ -77,14 +65,13 @@ pub struct InotifyEvent<'a> {
 
 /// Read the events queued on a non-blocking inotify descriptor, handing each to `each`, until
 /// the queue is empty, or `each` said stop (false) and the events of that read are all handed
-/// over. Returns the bytes of events read, or the error that ended the reading (not EAGAIN).
+/// over. Fails with the error that ended the reading (not EAGAIN).
 pub fn read_inotify(
     fd: BorrowedFd<'_>,
     mut each: impl FnMut(InotifyEvent<'_>) -> bool,
-) -> Result<usize, Errno> {
+) -> Result<(), Errno> {
     let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
     let mut reader = inotify::Reader::new(fd, &mut buf);
-    let mut got = 0usize;
     let mut stop = false;
     loop {
         match reader.next() {
@@ -93,20 +80,18 @@ pub fn read_inotify(
                     .file_name()
                     .map(|n| OsStr::from_bytes(n.to_bytes()))
                     .filter(|n| !n.is_empty());
-                got += 16 + name.map_or(0, |n| n.len());
-                let go_on = each(InotifyEvent {
+                stop |= !each(InotifyEvent {
                     wd: e.wd(),
                     mask: e.events().bits(),
                     cookie: e.cookie(),
                     name,
                 });
-                stop |= !go_on;
                 if stop && reader.is_buffer_empty() {
-                    return Ok(got);
+                    return Ok(());
                 }
             }
             Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => return Ok(got),
+            Err(Errno::AGAIN) => return Ok(()),
             Err(e) => return Err(e),
         }
     }
@@ -384,8 +369,7 @@ impl Inner {
         // As the asking user, who has just opened the directory to read it (add_watch asks
         // for read access).
         let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
-        let wd =
-            inotify::add_watch(ino, path, inotify::WatchFlags::from_bits_retain(WATCHED)).ok()?;
+        let wd = inotify::add_watch(ino, path, WATCHED).ok()?;
         if self.dirs.contains_key(&wd) {
             // Its entry was left (cannot be: one inode, one key): start again.
             self.forget(wd);
@@ -415,22 +399,24 @@ impl Inner {
         let mut changes = Vec::new();
         // An error other than EAGAIN: what was read is used, the rest read next time.
         let _ = read_inotify(fd.as_fd(), |e| {
-            if e.mask & libc_masks::Q_OVERFLOW != 0 {
+            use inotify::ReadFlags as F;
+            let mask = F::from_bits_retain(e.mask);
+            if mask.contains(F::QUEUE_OVERFLOW) {
                 overflow = true;
                 return true;
             }
-            if e.mask & (libc_masks::IGNORED | libc_masks::DELETE_SELF | libc_masks::UNMOUNT) != 0 {
+            if mask.intersects(F::IGNORED | F::DELETE_SELF | F::UNMOUNT) {
                 gone.push(e.wd);
                 return true;
             }
             let Some(name) = e.name.and_then(|n| n.to_str()) else {
                 return true; // Not UTF-8: the scan skips it too.
             };
-            let change = if e.mask & (libc_masks::CREATE | libc_masks::MOVED_TO) != 0 {
+            let change = if mask.intersects(F::CREATE | F::MOVED_TO) {
                 Change::In(name.into())
-            } else if e.mask & libc_masks::DELETE != 0 {
+            } else if mask.contains(F::DELETE) {
                 Change::Gone(name.into())
-            } else if e.mask & libc_masks::MOVED_FROM != 0 {
+            } else if mask.contains(F::MOVED_FROM) {
                 Change::MovedOut(name.into())
             } else {
                 gone.push(e.wd); // Not understood: read the directory again when needed.
