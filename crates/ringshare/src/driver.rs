@@ -106,7 +106,7 @@ const PIPE_STEP: usize = 1024 * 1024;
 /// received into a pooled buffer still in this core's cache, which the
 /// worker missed, at a wake-up and a switch per WRITE (1 MiB overwrites in
 /// copy mode: 0.22 -> 0.15-0.18 s/GiB, docs/benchmarks.md, session 43).
-const INLINE_READ_LEN_MAX: usize = 128 * 1024;
+const INLINE_IO_LEN_MAX: usize = 128 * 1024;
 /// In-memory replies of at least this many bytes (signed or encrypted READ
 /// data) may go out with `SEND_ZC` (`zerocopy send`); smaller ones cost more
 /// in page pinning and notifications than the copy they save.

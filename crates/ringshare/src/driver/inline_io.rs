@@ -6,7 +6,7 @@ use super::*;
 
 /// Whether `req` is done in the ring's thread: on a file kept in memory
 /// (`fd` is its descriptor), a READ or WRITE of at most
-/// [`INLINE_READ_LEN_MAX`] bytes, a larger WRITE from memory that lands
+/// [`INLINE_IO_LEN_MAX`] bytes, a larger WRITE from memory that lands
 /// within the file as it is (pages already there: a plain copy from the
 /// buffer just filled here), or an fsync. A larger WRITE that extends the
 /// file allocates its pages: an io_uring worker does it on the other core
@@ -18,14 +18,16 @@ pub(super) fn in_place(req: &IoRequest, fd: &OwnedFd) -> bool {
         return false;
     }
     match &req.op {
-        IoOp::Read { len, .. } => *len <= INLINE_READ_LEN_MAX,
-        IoOp::Write { start, end, .. } if end - start <= INLINE_READ_LEN_MAX => true,
+        IoOp::Read { len, .. } => *len <= INLINE_IO_LEN_MAX,
         IoOp::Write {
             offset, start, end, ..
-        } => rustix::fs::fstat(fd).is_ok_and(|st| {
-            u64::try_from(st.st_size)
-                .is_ok_and(|size| offset.saturating_add((end - start) as u64) <= size)
-        }),
+        } => {
+            end - start <= INLINE_IO_LEN_MAX
+                || rustix::fs::fstat(fd).is_ok_and(|st| {
+                    u64::try_from(st.st_size)
+                        .is_ok_and(|size| offset.saturating_add((end - start) as u64) <= size)
+                })
+        }
         // tmpfs has nothing to sync: a write that goes through is answered at once.
         IoOp::Sync => true,
         _ => false,
