@@ -1133,3 +1133,50 @@ fn a_rename_run_again_after_breaks_asks_its_home_away_from_the_io_thread() {
         assert_eq!(c.close(h).status(), NtStatus::SUCCESS);
     }
 }
+
+/// While this node's calls to a file's home fail at once (as many wait for it as may: a flood of
+/// opens of a stopped node's files), a new open of an existing file homed there is told "try
+/// again" before the file is opened: no call is asked, and the file system is not touched (an
+/// open fault set on the file is still there afterwards). A new file (its home unknown until it
+/// is made) is made and its home asked as before; once the calls go again, so does the open.
+#[test]
+fn an_open_of_a_file_whose_home_this_node_cannot_call_now_is_refused_before_it_is_opened() {
+    let cl = Cluster::new(3, 3);
+    let mut a = cl.client(1);
+    let fa = open(&mut a, "far.txt", ALL, 7).expect("made");
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    let path = ringshare_vfs::RelPath::from_components(["far.txt"]).expect("path");
+    let (op, err) = (
+        ringshare_vfs::memory::FaultOp::Open,
+        ringshare_vfs::FsError::Io,
+    );
+    cl.mem.inject_fault(op, Some(path), err, 1);
+    cl.bus.refusing.lock().unwrap().insert(3);
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    assert_eq!(
+        open(&mut a, "far.txt", ALL, 7),
+        Err(NtStatus::FILE_NOT_AVAILABLE),
+        "try again"
+    );
+    assert_eq!(
+        (
+            a.held_lookups.len(),
+            cl.calls_to(3),
+            cl.bus.refused.load(std::sync::atomic::Ordering::Relaxed)
+        ),
+        (0, calls, 1),
+        "nothing asked of the home; one refusal counted"
+    );
+    a.hold_lookups = false;
+    let made = open(&mut a, "new.txt", ALL, 7).expect("a new file is made and its home asked");
+    assert_eq!(a.close(made).status(), NtStatus::SUCCESS);
+    cl.bus.refusing.lock().unwrap().clear();
+    assert_ne!(
+        open(&mut a, "far.txt", ALL, 7).map(|_| ()),
+        Ok(()),
+        "the open fault was not used by the refused open: the next open meets it"
+    );
+    let f = open(&mut a, "far.txt", ALL, 7).expect("the calls go again");
+    assert_eq!(a.close(f).status(), NtStatus::SUCCESS);
+}

@@ -71,6 +71,14 @@ pub trait ClusterLink: Send + Sync {
     fn level_of(&self, _node: u16) -> u16 {
         1
     }
+    /// A call to `node` asked now, from this thread, would fail at once, unsent (the calls
+    /// already waiting for it are as many as may wait): a new open of a file homed there is
+    /// answered "try again" (FILE_NOT_AVAILABLE) before the file is opened, the answer the
+    /// call would get, without the open's file system calls (docs/cluster-internals.md, "Step
+    /// 6"). The implementation counts such refusals for its log.
+    fn refuses_now(&self, _node: u16) -> bool {
+        false
+    }
     /// Send `message` to `node` and wait for its answer (a bounded wait:
     /// an error status when the node does not answer).
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;

@@ -533,6 +533,9 @@ fn create_or_wait(
         crate::cmd::ids::before_set(core, sd, &creator)?;
     }
     let target = target::resolve(&server, &tree, &asked)?;
+    if !retry {
+        admission::refused_before_open(&server, target.existing.as_ref())?;
+    }
     if !retry && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
         // The domain SIDs the new file inherits are placed before it is made.
         crate::cmd::ids::before_inherit(core, &tree.share, &tree.who, &target.path)?;

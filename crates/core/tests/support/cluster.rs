@@ -69,6 +69,10 @@ pub struct Bus {
     pub undo_at_home: std::sync::atomic::AtomicBool,
     /// (caller, callee, call, answer) of the calls answered too late, not yet handed over.
     pub late_answers: Mutex<Vec<LateAnswer>>,
+    /// Nodes every caller's calls fail at once for (`ClusterLink::refuses_now`: as many calls
+    /// wait for them as may), and the opens refused so.
+    pub refusing: Mutex<HashSet<u16>>,
+    pub refused: AtomicU64,
 }
 
 /// Which calls a node answers too late ([`Bus::answers_late`]).
@@ -144,6 +148,14 @@ impl ClusterLink for Link {
 
     fn level_of(&self, node: u16) -> u16 {
         self.bus.level(node)
+    }
+
+    fn refuses_now(&self, node: u16) -> bool {
+        let refused = self.bus.refusing.lock().unwrap().contains(&node);
+        if refused {
+            self.bus.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        refused
     }
 
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
@@ -267,6 +279,8 @@ impl Cluster {
             answers_late: Mutex::new(HashMap::new()),
             late_answers: Mutex::new(Vec::new()),
             undo_at_home: std::sync::atomic::AtomicBool::new(false),
+            refusing: Mutex::new(HashSet::new()),
+            refused: AtomicU64::new(0),
         });
         let change: Arc<dyn Fn(&mut ServerConfig) + Send + Sync> = Arc::new(change);
         let nodes = (1..=n)

@@ -5,6 +5,7 @@
 
 mod ca;
 pub(crate) mod peer;
+pub(crate) mod refusing;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
@@ -101,6 +102,10 @@ impl ClusterLink for Link {
             Some(0) | None => Home::Unavailable,
             Some(n) => Home::Node(n as u16),
         }
+    }
+
+    fn refuses_now(&self, node: u16) -> bool {
+        refusing::refuses(node)
     }
 
     fn id_start(&self) -> u64 {

@@ -185,6 +185,25 @@ impl FailLog {
         self.bursts.insert(key, b);
     }
 
+    /// `n` calls to `node` failed unsent for `why` (opens refused before they asked:
+    /// [`crate::cluster::refusing`]): logged as `n` failures of [`FailLog::failed`].
+    pub(super) fn failed_many(
+        &mut self,
+        node: u16,
+        why: Unsent,
+        n: u64,
+        now_ms: u64,
+        lines: &mut Vec<String>,
+    ) {
+        if n == 0 {
+            return;
+        }
+        self.failed(node, why.clone(), now_ms, lines);
+        if let Some(b) = self.bursts.get_mut(&(node, why.kind())) {
+            b.more += n - 1;
+        }
+    }
+
     /// The counts of the bursts whose second ended by `now_ms`, as lines.
     pub(super) fn due(&mut self, now_ms: u64, lines: &mut Vec<String>) {
         self.bursts.retain(|&(node, _), b| {
@@ -394,6 +413,14 @@ impl Calls {
         }
     }
 
+    /// The nodes whose queue is full now, and those whose is not: a call to the first fails
+    /// at once ([`Unsent::Crowded`]).
+    pub(super) fn crowding(&self) -> impl Iterator<Item = (u16, bool)> + '_ {
+        self.peers
+            .iter()
+            .map(|(&node, p)| (node, p.queue.len() >= QUEUED_MAX))
+    }
+
     /// When the oldest queued call is due to fail.
     pub(super) fn deadline(&self) -> Option<u64> {
         self.peers
@@ -510,6 +537,21 @@ impl Worker {
         if !more.is_empty() {
             self.home_act(more);
         }
+        self.home_mark_crowded();
+    }
+
+    /// Tell this thread's opens which nodes its calls fail at once for now
+    /// ([`crate::cluster::refusing`]): they refuse a file homed there before opening it. The
+    /// refusals a node's unmarking gives back are logged as its calls' failures are.
+    fn home_mark_crowded(&mut self) {
+        let now = self.clock.mono_ms;
+        let Some(h) = self.home.as_mut() else { return };
+        let mut lines = Vec::new();
+        for (node, crowded) in h.calls.crowding() {
+            let n = crate::cluster::refusing::mark(node, crowded);
+            h.log.failed_many(node, Unsent::Crowded, n, now, &mut lines);
+        }
+        warn_all(&lines);
     }
 
     /// Seal the call in `c`'s session and send it; its answer's RECV, bounded at 2 s, goes
@@ -743,6 +785,15 @@ impl Worker {
     pub(super) fn home_timers(&mut self) {
         let now = self.clock.mono_ms;
         let Some(h) = self.home.as_mut() else { return };
+        let mut refused = Vec::new();
+        crate::cluster::refusing::take_counts(&mut refused);
+        if !refused.is_empty() {
+            let mut lines = Vec::new();
+            for (node, n) in refused {
+                h.log.failed_many(node, Unsent::Crowded, n, now, &mut lines);
+            }
+            warn_all(&lines);
+        }
         if h.log.deadline().is_some_and(|d| d <= now) {
             let mut lines = Vec::new();
             h.log.due(now, &mut lines);

@@ -211,7 +211,17 @@ fn a_call_that_fails_unsent_says_why() {
         )]
     );
     let mut c = Calls::new(1, 2);
-    for id in 1..=QUEUED_MAX as u64 + 1 {
+    let crowded = |c: &Calls| {
+        c.crowding()
+            .filter(|&(_, full)| full)
+            .map(|(n, _)| n)
+            .collect::<Vec<u16>>()
+    };
+    for id in 1..=QUEUED_MAX as u64 - 1 {
+        c.ask(call(id, 3, id, 0), &mut out);
+    }
+    assert!(crowded(&c).is_empty(), "room for one more");
+    for id in QUEUED_MAX as u64..=QUEUED_MAX as u64 + 1 {
         c.ask(call(id, 3, id, 0), &mut out);
     }
     assert_eq!(
@@ -219,10 +229,16 @@ fn a_call_that_fails_unsent_says_why() {
         [(QUEUED_MAX as u64 + 1, Unsent::Crowded)],
         "the one past the queue's bound, at once"
     );
+    assert_eq!(
+        crowded(&c),
+        [3],
+        "opens of node 3's files are refused before they ask"
+    );
     c.expire(2000, &mut out);
     let late = failed(&mut out);
     assert_eq!(late.len(), QUEUED_MAX, "the queued ones, at their 2 s");
     assert!(late.iter().all(|(_, why)| *why == Unsent::Late), "{late:?}");
+    assert!(crowded(&c).is_empty(), "room again once they failed");
     // A dial's timeouts say which step's (not the kernel's "Resource temporarily unavailable").
     let timed_out = |k: std::io::ErrorKind| dial_error(&std::io::Error::from(k));
     assert_eq!(
@@ -503,4 +519,35 @@ fn a_ring_call_whose_callee_undoes_it_reaches_no_late_handler() {
         "undone at node 2"
     );
     assert!(rx.try_recv().is_err(), "no answer reached the caller");
+}
+
+/// Opens refused before they asked, because their node's queue was full, are counted in the
+/// log as the calls that found it full are: the first said at once, the rest in the count.
+#[test]
+fn opens_refused_before_they_asked_are_counted_with_the_calls_that_found_the_queue_full() {
+    let mut log = FailLog::default();
+    let mut lines = Vec::new();
+    log.failed(2, Unsent::Crowded, 1000, &mut lines);
+    log.failed_many(2, Unsent::Crowded, 0, 1100, &mut lines);
+    log.failed_many(2, Unsent::Crowded, 300, 1200, &mut lines);
+    assert_eq!(
+        lines,
+        ["cluster: a call to node 2 failed unsent: 4096 calls already wait for node 2"]
+    );
+    lines.clear();
+    log.due(2000, &mut lines);
+    assert_eq!(
+        lines,
+        ["cluster: 300 more calls to node 2 failed unsent in 1.0 s: 4096 calls already wait for node 2"]
+    );
+    lines.clear();
+    log.failed_many(3, Unsent::Crowded, 5, 2100, &mut lines);
+    log.due(3100, &mut lines);
+    assert_eq!(
+        lines,
+        [
+            "cluster: a call to node 3 failed unsent: 4096 calls already wait for node 3",
+            "cluster: 4 more calls to node 3 failed unsent in 1.0 s: 4096 calls already wait for node 3",
+        ]
+    );
 }

@@ -57,6 +57,25 @@ pub(crate) struct Joining {
 /// The question a CREATE waits for (its file's home's admission) and the open on its way in.
 pub(super) type AskingHome = (crate::lookup::Lookup, Joining);
 
+/// An existing file whose home is another node that this thread's calls are refused for now
+/// (as many calls wait for it as may: `ClusterLink::refuses_now`) is not opened: "try again"
+/// (FILE_NOT_AVAILABLE), the answer the call to its home would get, without the open, its
+/// reads and its close. Under a flood of opens of a stopped node's files those made most of
+/// each refusal's cost and slowed the I/O thread's other clients (docs/cluster-internals.md,
+/// "Step 6").
+pub(super) fn refused_before_open(
+    server: &crate::server::ServerState,
+    existing: Option<&ringshare_vfs::FileAttr>,
+) -> Result<(), NtStatus> {
+    let (Some(link), Some(attr)) = (server.node.link(), existing) else {
+        return Ok(());
+    };
+    match server.node.home_of(server.node.file_key(attr)) {
+        crate::cluster::Home::Node(n) if link.refuses_now(n) => Err(NtStatus::FILE_NOT_AVAILABLE),
+        _ => Ok(()),
+    }
+}
+
 /// Join the file's entry: `None` while other clients have yet to
 /// acknowledge the breaks this open caused (it waits, and leaves the entry
 /// as it found it); an error when it may not open the file now. A stream
