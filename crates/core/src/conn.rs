@@ -637,11 +637,18 @@ impl Connection {
     }
 
     fn run_job(&mut self, mut job: Box<Job>) {
+        let first = job.next;
         while job.next < job.members.len() {
             if self.closing {
                 return;
             }
             let idx = job.next;
+            if idx != first {
+                // An answer left for the member that runs again ([`LookupCont::Again`]) is
+                // its own: one it did not take (it failed before it asked again: its session
+                // or tree went meanwhile) is not the next member's.
+                self.core.domain_answer = None;
+            }
             job.next += 1;
             let (start, end) = job.members[idx];
             let sole = job.members.len() == 1;

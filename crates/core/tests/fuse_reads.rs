@@ -19,7 +19,7 @@ use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{
     FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
 };
-use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -296,4 +296,56 @@ fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
         Some(ringshare_core::WRITE_SPLICE_LEN_MIN),
         "spliced on a local share"
     );
+}
+
+/// The answer of a READ's file system job belongs to that READ: in a compound [READ of a file on
+/// one tree, READ of another file on another tree], a READ whose tree was disconnected while its
+/// job ran fails when it runs again, and the next READ asks its own job rather than take the
+/// leftover answer (the first file's size: it would be told END_OF_FILE for bytes its own file
+/// holds).
+#[test]
+fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of_its_compound() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let (t1, t2) = (c.tree_id, c.tree_connect("share"));
+    let short = c
+        .create("short", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("short");
+    assert_eq!(c.write(short, 0, b"four").status(), NtStatus::SUCCESS);
+    c.tree_id = t2;
+    let long = c.create("long", 0x0012_019f, D::OPEN_IF, 0).expect("long");
+    let data: Vec<u8> = (0..100u8).collect();
+    assert_eq!(c.write(long, 0, &data).status(), NtStatus::SUCCESS);
+    let second = c.read_msg(long, 50, 10);
+    c.tree_id = t1;
+    let first = c.read_msg(short, 0, 4);
+    c.hold_lookups = true;
+    assert!(
+        c.compound(vec![first, second], false).is_empty(),
+        "the first READ waits for its job"
+    );
+    let held: Vec<_> = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the first READ's job");
+    let gone = c.call(Command::TREE_DISCONNECT, t1, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0])
+    });
+    assert_eq!(gone.status(), NtStatus::SUCCESS);
+    let mut answers = Vec::new();
+    let mut jobs = held;
+    while !jobs.is_empty() {
+        for req in jobs {
+            let done = req.run();
+            c.conn.complete_lookup(c.now, req.id, done);
+        }
+        answers.extend(c.pump());
+        jobs = std::mem::take(&mut c.held_lookups);
+    }
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::NETWORK_NAME_DELETED, NtStatus::SUCCESS],
+        "the first READ's tree is gone; the second reads its own file"
+    );
+    assert_eq!(read_data(&answers[1]), &data[50..60]);
 }
