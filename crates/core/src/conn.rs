@@ -33,6 +33,7 @@ use crate::state::TreeKind;
 use crate::transform;
 
 mod asyncs;
+mod behind;
 mod checks;
 mod compress;
 mod frame;
@@ -72,6 +73,12 @@ struct Job {
     detached: Option<usize>,
     /// When it arrived, on the metrics' clock (0 without metrics).
     arrived_us: u64,
+    /// The member that runs again after its file system job, or is let go from behind
+    /// another's ([`behind`]): it is not held behind one again.
+    resumes: Option<usize>,
+    /// The order of the open whose file system job that member waited for: its file I/O, if
+    /// it parks on some, holds the requests behind it too ([`behind`]).
+    fs_order: Option<u64>,
 }
 
 impl Job {
@@ -152,6 +159,10 @@ pub struct Connection {
     spare_jobs: Vec<Box<Job>>,
     /// A job whose answer waits, and the frames behind it.
     held: held::Held,
+    /// Jobs waiting behind an open's file system job ([`behind`]).
+    behind: behind::Behind,
+    /// Jobs parked on file I/O after their file system job ([`Req0::fs_order`]).
+    ordered_io: usize,
 }
 
 /// Emptied jobs a connection keeps for its next frames.
@@ -164,6 +175,9 @@ const SPARE_JOB_VEC_CAPACITY_MAX: usize = 8;
 #[derive(Clone)]
 pub(crate) struct Req0 {
     pub session_id: u64,
+    /// The order of the open whose file system job the request waited for before its I/O
+    /// ([`behind`]).
+    pub fs_order: Option<u64>,
 }
 
 impl Connection {
@@ -214,6 +228,8 @@ impl Connection {
             last_request_ms: 0,
             spare_jobs: Vec::new(),
             held: Default::default(),
+            behind: Default::default(),
+            ordered_io: 0,
         }
     }
 
@@ -428,6 +444,7 @@ impl Connection {
         let busy = !self.async_ops.is_empty()
             || !self.parked.is_empty()
             || self.looking_up()
+            || self.behind_waits()
             || self.core.sessions.values().any(|c| {
                 let s = lock(&c.session);
                 !s.closed && (!s.opens.is_empty() || !s.pipes.is_empty())
@@ -588,9 +605,21 @@ impl Connection {
     /// File I/O finished.
     pub fn complete_io(&mut self, now: Now, id: u64, done: IoDone) {
         self.core.now = now;
-        let Some((mut job, hdr, cont, r0)) = self.parked.remove(&id) else {
+        let Some((job, hdr, cont, r0)) = self.parked.remove(&id) else {
             return;
         };
+        if let Some(order) = r0.fs_order {
+            self.ordered_io -= 1;
+            self.io_done(job, hdr, cont, r0, done);
+            // The requests that waited behind the open's job and this I/O go on.
+            self.run_behind(order);
+            return;
+        }
+        self.io_done(job, hdr, cont, r0, done);
+    }
+
+    /// [`Connection::complete_io`] of a job taken from `parked`.
+    fn io_done(&mut self, mut job: Box<Job>, hdr: Header, cont: Cont, r0: Req0, done: IoDone) {
         let handled = match cont {
             Cont::Read(c) => cmd::read::finish(&mut self.core, c, done),
             Cont::Write(c) => cmd::write::finish(&mut self.core, c, done),
@@ -600,7 +629,7 @@ impl Connection {
             // A sparse READ reads its data ranges one after another; a WRITE that goes
             // through is synced after it is written.
             Ok(Handled::Io { node, op, cont }) => {
-                self.park_on_io(job, hdr, r0.session_id, node, op, cont);
+                self.park_on_io(job, hdr, r0, node, op, cont);
                 return;
             }
             Ok(Handled::Reply(r)) => Ok(r),
@@ -650,6 +679,7 @@ impl Connection {
                 self.core.domain_answer = None;
             }
             job.next += 1;
+            let fs_order = job.fs_order.take().filter(|_| job.resumes == Some(idx));
             let (start, end) = job.members[idx];
             let sole = job.members.len() == 1;
             let Some(hdr) = self.member_header(&mut job, idx) else {
@@ -664,6 +694,10 @@ impl Connection {
             else {
                 continue;
             };
+            if let Some(order) = self.behind_order(&mut job, idx, hdr.command, related_file_id) {
+                self.park_behind(order, job, idx);
+                return;
+            }
             let req = Req {
                 hdr: hdr.clone(),
                 msg: &job.frame[start..end],
@@ -694,7 +728,11 @@ impl Connection {
                     }
                 }
                 Ok(Handled::Io { node, op, cont }) => {
-                    self.park_on_io(job, hdr, session_id, node, op, cont);
+                    let r0 = Req0 {
+                        session_id,
+                        fs_order,
+                    };
+                    self.park_on_io(job, hdr, r0, node, op, cont);
                     return;
                 }
                 Ok(Handled::Async(work)) => {

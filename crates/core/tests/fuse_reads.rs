@@ -20,6 +20,7 @@ use ringshare_vfs::{
     FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
 };
 use ringshare_wire::consts::{Command, CreateDisposition as D};
+use ringshare_wire::header::Header;
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -348,4 +349,82 @@ fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of
         "the first READ's tree is gone; the second reads its own file"
     );
     assert_eq!(read_data(&answers[1]), &data[50..60]);
+}
+
+/// The order rule (issue 33, docs/cluster-internals.md, "Ordering"): a WRITE parked on its file
+/// system job, then a CLOSE of the same open sent before its answer. The CLOSE waits behind the
+/// WRITE's job and runs after it: the WRITE is done and answered first, then the CLOSE. (Run
+/// at once, the CLOSE closed the open under the parked WRITE, which then got FILE_CLOSED.)
+#[test]
+fn a_close_sent_after_a_write_waiting_for_its_file_system_job_runs_after_it() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem.clone(), Options::default());
+    let f = c
+        .create("order", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let data = b"written before the close";
+    let mut w = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, data)
+    });
+    c.sign(&mut w);
+    let write_mid = Header::decode(&w).expect("header").message_id;
+    assert!(c.send_frame(w).is_empty(), "the WRITE waits for its job");
+    let mut close = c.close_msg(f, 0);
+    c.sign(&mut close);
+    let close_mid = Header::decode(&close).expect("header").message_id;
+    let early = c.send_frame(close);
+    assert!(
+        early.is_empty(),
+        "the CLOSE waits behind the WRITE's job, not answered at once: {:?}",
+        early.iter().map(|r| r.status()).collect::<Vec<_>>()
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "only the WRITE's job is out");
+    c.hold_lookups = false;
+    for req in held {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    let answers: Vec<_> = c
+        .pump()
+        .iter()
+        .map(|r| (r.hdr.message_id, r.status()))
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (write_mid, NtStatus::SUCCESS),
+            (close_mid, NtStatus::SUCCESS)
+        ],
+        "the WRITE, then the CLOSE"
+    );
+    let f = c
+        .create("order", 0x0012_019f, D::OPEN, 0)
+        .expect("open again");
+    assert_eq!(
+        read_data(&c.read(f, 0, 64)),
+        data,
+        "the WRITE's bytes are there"
+    );
+}
+
+/// On a share whose calls are made on the I/O thread no job is asked, so nothing waits: a
+/// WRITE and the CLOSE after it are answered as they come.
+#[test]
+fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), false));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("here", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    c.hold_lookups = true;
+    assert_eq!(c.write(f, 0, b"x").status(), NtStatus::SUCCESS);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    assert!(c.held_lookups.is_empty(), "no job");
 }

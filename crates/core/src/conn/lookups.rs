@@ -19,6 +19,8 @@ pub(super) struct Parked {
     session_id: u64,
     related: bool,
     cont: LookupCont,
+    /// The order of the open whose file system job this is ([`crate::fsjob::FsJob::order`]).
+    fs_order: Option<u64>,
 }
 
 impl Connection {
@@ -36,6 +38,10 @@ impl Connection {
     ) {
         let id = self.next_io_id;
         self.next_io_id += 1;
+        let fs_order = match &ask {
+            Lookup::Fs(j) if j.order != 0 => Some(j.order),
+            _ => None,
+        };
         self.outputs
             .push_back(Output::Lookup(LookupRequest { id, ask }));
         let parked = Parked {
@@ -45,6 +51,7 @@ impl Connection {
             session_id,
             related,
             cont,
+            fs_order,
         };
         self.lookups.insert(id, parked);
     }
@@ -52,6 +59,16 @@ impl Connection {
     /// The answer to lookup `id` ([`Output::Lookup`]) is in: its request goes on, then the
     /// rest of its job.
     pub fn complete_lookup(&mut self, now: Now, id: u64, done: LookupDone) {
+        let order = self.lookups.get(&id).and_then(|p| p.fs_order);
+        self.lookup_answered(now, id, done);
+        // The requests that waited behind an open's file system job go on after it.
+        if let Some(order) = order {
+            self.run_behind(order);
+        }
+    }
+
+    /// [`Connection::complete_lookup`] but for the requests behind it.
+    fn lookup_answered(&mut self, now: Now, id: u64, done: LookupDone) {
         self.core.now = now;
         let Some(p) = self.lookups.remove(&id) else {
             self.async_answered(id, done);
@@ -81,6 +98,8 @@ impl Connection {
                 self.core.domain_answer = Some(answer);
                 let mut job = job;
                 job.next = p.member;
+                job.resumes = Some(p.member);
+                job.fs_order = p.fs_order;
                 self.run(job);
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
@@ -182,6 +201,7 @@ impl Connection {
         for (_, p) in std::mem::take(&mut self.lookups) {
             p.abandon(&mut self.core);
         }
+        self.abandon_behind();
         self.post_to_cluster();
     }
 
@@ -204,7 +224,7 @@ impl Connection {
     /// ([`Connection::abandon_lookups`]). A CANCEL does not end the wait (the WRITE is not
     /// async); the call's own bound (2 s) does.
     pub fn holds_payload(&self) -> bool {
-        self.lookups.values().any(|p| p.job.detached.is_some())
+        self.lookups.values().any(|p| p.job.detached.is_some()) || self.behind_holds_payload()
     }
 
     /// Lookups this connection waits for.
@@ -219,6 +239,11 @@ impl Connection {
 }
 
 impl Parked {
+    /// The order of the open whose file system job this is.
+    pub(super) fn fs_order(&self) -> Option<u64> {
+        self.fs_order
+    }
+
     /// The session whose SESSION_SETUP waits (0: a request of the cluster's store, which
     /// holds no logon up).
     fn session(&self) -> u64 {
