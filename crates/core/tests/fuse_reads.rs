@@ -36,6 +36,14 @@ struct Calls {
     sizes: AtomicUsize,
     lock_probes: AtomicUsize,
     locked: AtomicBool,
+    /// Nodes let go (a file's descriptor closed).
+    dropped: AtomicUsize,
+}
+
+impl Drop for FuseNode {
+    fn drop(&mut self) {
+        self.1.dropped.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl Node for FuseNode {
@@ -427,4 +435,72 @@ fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
     assert_eq!(c.write(f, 0, b"x").status(), NtStatus::SUCCESS);
     assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
     assert!(c.held_lookups.is_empty(), "no job");
+}
+
+/// What a CLOSE with POSTQUERY_ATTRIB of a file `data` was written to came to on a share whose
+/// calls may wait on a network (`remote`) or not: the jobs it asked, the nodes let go before
+/// they ran and after, its answer's status, and the file's size it reported.
+fn close_with_jobs_held(remote: bool, data: &[u8]) -> (usize, usize, usize, NtStatus, u64) {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("closing", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let before = calls.dropped.load(Ordering::SeqCst);
+    c.hold_lookups = true;
+    let mut close = c.close_msg(f, 1);
+    c.sign(&mut close);
+    let mut answers = c.send_frame(close);
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held.len();
+    let dropped_first = calls.dropped.load(Ordering::SeqCst) - before;
+    c.hold_lookups = false;
+    for req in held {
+        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    answers.extend(c.pump());
+    assert_eq!(answers.len(), 1, "one answer");
+    let resp = ringshare_wire::create::CloseResponse::decode(&answers[0].msg).expect("close");
+    let dropped = calls.dropped.load(Ordering::SeqCst) - before;
+    (
+        jobs,
+        dropped_first,
+        dropped,
+        answers[0].status(),
+        resp.end_of_file,
+    )
+}
+
+/// Step 3 of issue 33: on a share whose calls may wait on a network, a CLOSE hands its open's
+/// node to a file system job, so that the descriptor's last close (on FUSE a FLUSH request the
+/// closing thread waits for) is made on the pool, not the I/O thread; the CLOSE is answered
+/// once it is done, with the attributes the job read before it (POSTQUERY_ATTRIB).
+#[test]
+fn a_close_on_a_share_that_may_wait_on_a_network_lets_its_file_go_in_a_job() {
+    let data = b"its size is in the CLOSE's answer";
+    let (jobs, dropped_first, dropped, status, eof) = close_with_jobs_held(true, data);
+    assert_eq!(jobs, 1, "one job");
+    assert_eq!(
+        dropped_first, 0,
+        "the node is not let go before the job ran"
+    );
+    assert_eq!(dropped, 1, "the job let it go");
+    assert_eq!(status, NtStatus::SUCCESS);
+    assert_eq!(eof, data.len() as u64, "the attributes the job read");
+}
+
+/// On a share whose calls are made on the I/O thread a CLOSE asks no job: the node goes at
+/// once and the attributes are read there, as before.
+#[test]
+fn a_close_on_a_local_share_lets_its_file_go_at_once() {
+    let data = b"local";
+    let (jobs, dropped_first, _, status, eof) = close_with_jobs_held(false, data);
+    assert_eq!((jobs, dropped_first), (0, 1), "no job, let go at once");
+    assert_eq!((status, eof), (NtStatus::SUCCESS, data.len() as u64));
 }

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{FsResult, Node, OfdLock, Who};
+use ringshare_vfs::{FileAttr, FsResult, Node, OfdLock, Who};
 
 /// A job for the file system pool.
 pub struct FsJob {
@@ -37,6 +37,9 @@ pub enum FsDone {
     Io(IoFacts),
     /// A job that answers only whether it worked.
     Done(FsResult<()>),
+    /// A CLOSE's last close ([`FsJob::last_close`]): the file's attributes from before it, when
+    /// asked.
+    Closed(Option<FsResult<FileAttr>>),
 }
 
 /// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
@@ -71,6 +74,31 @@ impl FsJob {
                     locked: lock.map(|(k, s, l)| node.posix_locked(k, s, l)),
                     size: size.then(|| node.size()),
                 })
+            }),
+        }
+    }
+
+    /// A CLOSE's end of `node`: its attributes when `stat` (a CLOSE that asked for them), then
+    /// the node let go here, so that the descriptor's last close (on FUSE a FLUSH request the
+    /// closing thread waits for) is made on the pool, not on the I/O thread. The descriptor
+    /// closes here only when nothing else holds the node then (an I/O of another channel
+    /// still under way closes it where that ends, as before).
+    pub fn last_close(node: Arc<dyn Node>, order: u64, share: u64, stat: bool) -> FsJob {
+        let who = node.who().cloned();
+        let node = std::sync::Mutex::new(Some(node));
+        FsJob {
+            who,
+            order,
+            share,
+            what: "the last close of a CLOSE",
+            run: Box::new(move || {
+                let node = node
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                let attr = node.as_ref().filter(|_| stat).map(|n| n.stat());
+                drop(node);
+                FsDone::Closed(attr)
             }),
         }
     }
