@@ -38,6 +38,9 @@ struct Calls {
     locked: AtomicBool,
     /// Nodes let go (a file's descriptor closed).
     dropped: AtomicUsize,
+    /// Files' attributes and the file system's sizes asked.
+    stats: AtomicUsize,
+    statfs: AtomicUsize,
 }
 
 impl Drop for FuseNode {
@@ -69,9 +72,11 @@ impl Node for FuseNode {
         Ok(buf.len())
     }
     fn stat(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat()
     }
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat_without_dos()
     }
     fn who(&self) -> Option<&Who> {
@@ -141,6 +146,7 @@ impl Share for FuseShare {
         self.0.rename(who, from, to, replace)
     }
     fn statfs(&self) -> FsResult<FsStat> {
+        self.1.statfs.fetch_add(1, Ordering::SeqCst);
         self.0.statfs()
     }
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
@@ -503,4 +509,99 @@ fn a_close_on_a_local_share_lets_its_file_go_at_once() {
     let (jobs, dropped_first, _, status, eof) = close_with_jobs_held(false, data);
     assert_eq!((jobs, dropped_first), (0, 1), "no job, let go at once");
     assert_eq!((status, eof), (NtStatus::SUCCESS, data.len() as u64));
+}
+
+/// A QUERY_INFO of `info_type`/`class` of a file `data` was written to, on a share whose calls
+/// may wait on a network (`remote`) or not, with the jobs it asks held: the jobs, the stat and
+/// statfs calls made before they ran, and the answer.
+fn query_with_jobs_held(
+    remote: bool,
+    data: &[u8],
+    info_type: u8,
+    class: u8,
+) -> (usize, (usize, usize), Resp) {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("queried", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let count = || {
+        (
+            calls.stats.load(Ordering::SeqCst),
+            calls.statfs.load(Ordering::SeqCst),
+        )
+    };
+    let was = count();
+    c.hold_lookups = true;
+    let mut m = c.query_info_msg(f, info_type, class, 4096);
+    c.sign(&mut m);
+    let mut answers = c.send_frame(m);
+    let (a, b) = count();
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held.len();
+    c.hold_lookups = false;
+    for req in held {
+        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    answers.extend(c.pump());
+    assert_eq!(answers.len(), 1, "one answer");
+    (jobs, (a - was.0, b - was.1), answers.remove(0))
+}
+
+/// The FileStandardInformation's EndOfFile in a QUERY_INFO's answer.
+fn end_of_file(r: &Resp) -> u64 {
+    let b = &r.body()[8..];
+    u64::from_le_bytes(b[8..16].try_into().unwrap())
+}
+
+/// Step 4 of issue 33: on a share whose calls may wait on a network, a QUERY_INFO of a class
+/// the backend answers with a file system call (the file's attributes; the file system's size,
+/// a statfs) is answered in one file system job, away from the I/O thread: no stat or statfs
+/// is made before it ran, and the answer is the one made there.
+#[test]
+fn a_query_info_on_a_share_that_may_wait_on_a_network_is_answered_in_a_job() {
+    let data = b"seen by the job";
+    let (jobs, inline, r) = query_with_jobs_held(true, data, 1, 5);
+    assert_eq!(
+        (jobs, inline),
+        (1, (0, 0)),
+        "FileStandardInformation: one job"
+    );
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(end_of_file(&r), data.len() as u64, "the size the job read");
+    let (jobs, inline, r) = query_with_jobs_held(true, data, 1, 18);
+    assert_eq!(
+        (jobs, inline, r.status()),
+        (1, (0, 0), NtStatus::SUCCESS),
+        "FileAllInformation"
+    );
+    let (jobs, inline, r) = query_with_jobs_held(true, data, 2, 3);
+    assert_eq!(
+        (jobs, inline, r.status()),
+        (1, (0, 0), NtStatus::SUCCESS),
+        "FileFsSizeInformation"
+    );
+    // Every file class reads the file's attributes first, FileAccessInformation too.
+    let (jobs, _, r) = query_with_jobs_held(true, data, 1, 8);
+    assert_eq!(
+        (jobs, r.status()),
+        (1, NtStatus::SUCCESS),
+        "FileAccessInformation"
+    );
+}
+
+/// On a share whose calls are made on the I/O thread a QUERY_INFO asks no job.
+#[test]
+fn a_query_info_on_a_local_share_is_answered_at_once() {
+    let data = b"local";
+    let (jobs, inline, r) = query_with_jobs_held(false, data, 1, 5);
+    assert_eq!(jobs, 0, "no job");
+    assert!(inline.0 > 0, "the stat made at once");
+    assert_eq!(end_of_file(&r), data.len() as u64);
 }

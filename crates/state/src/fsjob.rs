@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use ringshare_vfs::{FileAttr, FsResult, Node, OfdLock, Who};
+use ringshare_wire::NtStatus;
 
 /// A job for the file system pool.
 pub struct FsJob {
@@ -40,6 +41,9 @@ pub enum FsDone {
     /// A CLOSE's last close ([`FsJob::last_close`]): the file's attributes from before it, when
     /// asked.
     Closed(Option<FsResult<FileAttr>>),
+    /// A request's answer made in the job (a QUERY_INFO's: [`FsJob::answer`]): its status and
+    /// body, or the status it failed with.
+    Reply(Result<(NtStatus, Vec<u8>), NtStatus>),
 }
 
 /// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
@@ -100,6 +104,26 @@ impl FsJob {
                 drop(node);
                 FsDone::Closed(attr)
             }),
+        }
+    }
+
+    /// A request answered in the job: `answer` reads what it needs of the file system (a
+    /// QUERY_INFO's stat, extended attributes or statfs) and makes the answer; the request
+    /// runs again and sends it. `answer` must read only what a request may read from any
+    /// thread (the server's shared tables, under their locks).
+    pub fn answer(
+        who: Option<Who>,
+        order: u64,
+        share: u64,
+        what: &'static str,
+        answer: impl Fn() -> Result<(NtStatus, Vec<u8>), NtStatus> + Send + Sync + 'static,
+    ) -> FsJob {
+        FsJob {
+            who,
+            order,
+            share,
+            what,
+            run: Box::new(move || FsDone::Reply(answer())),
         }
     }
 
