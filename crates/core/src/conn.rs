@@ -1017,7 +1017,10 @@ impl Connection {
                 cmd::ids::parked(&mut self.core, r)
             }
             Command::QUERY_DIRECTORY => {
-                cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply)
+                // On an offloaded share the listing is a file system job (the request parks
+                // and runs again).
+                let r = cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply);
+                cmd::ids::parked(&mut self.core, r)
             }
             Command::CHANGE_NOTIFY => {
                 let r = cmd::notify::handle(&mut self.core, req);

@@ -110,6 +110,7 @@ impl Node for FuseNode {
         self.0.list_names()
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat_entry(name)
     }
 }
@@ -604,4 +605,91 @@ fn a_query_info_on_a_local_share_is_answered_at_once() {
     assert_eq!(jobs, 0, "no job");
     assert!(inline.0 > 0, "the stat made at once");
     assert_eq!(end_of_file(&r), data.len() as u64);
+}
+
+/// A QUERY_DIRECTORY (FileIdBothDirectoryInformation, `*`) of a directory holding `a.txt`, on a
+/// share whose calls may wait on a network (`remote`) or not, sent twice with the jobs held:
+/// for each, the jobs it asked, the stat calls made before they ran, and the answer.
+fn list_with_jobs_held(remote: bool) -> Vec<(usize, usize, Resp)> {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
+    let f = c
+        .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
+        .expect("create");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let was = calls.stats.load(Ordering::SeqCst);
+        c.hold_lookups = true;
+        let tree = c.tree_id;
+        let mut m = c.message(
+            ringshare_wire::consts::Command::QUERY_DIRECTORY,
+            tree,
+            |o| {
+                use ringshare_wire::WriteExt;
+                let mut name = Vec::new();
+                ringshare_wire::utf16::encode_utf16le("*", &mut name);
+                o.put_u16(33);
+                o.put_u8(37); // FileIdBothDirectoryInformation
+                o.put_u8(0);
+                o.put_u32(0);
+                d.write(o);
+                o.put_u16(96);
+                o.put_u16(name.len() as u16);
+                o.put_u32(65536);
+                o.put_bytes(&name);
+            },
+        );
+        c.sign(&mut m);
+        let mut answers = c.send_frame(m);
+        let inline = calls.stats.load(Ordering::SeqCst) - was;
+        let held = std::mem::take(&mut c.held_lookups);
+        let jobs = held.len();
+        c.hold_lookups = false;
+        for req in held {
+            let done = req.run();
+            c.conn.complete_lookup(c.now, req.id, done);
+        }
+        answers.extend(c.pump());
+        assert_eq!(answers.len(), 1, "one answer");
+        out.push((jobs, inline, answers.remove(0)));
+    }
+    out
+}
+
+/// Whether `r`'s entries name `name`.
+fn lists(r: &Resp, name: &str) -> bool {
+    let mut n = Vec::new();
+    ringshare_wire::utf16::encode_utf16le(name, &mut n);
+    r.body().windows(n.len()).any(|w| w == n)
+}
+
+/// Step 4 of issue 33: on a share whose calls may wait on a network, a QUERY_DIRECTORY's
+/// listing and its entries' stat and DOS attribute reads are one file system job: no stat
+/// before it ran, the entries it found in the answer, and the next query (NO_MORE_FILES) is a
+/// job too.
+#[test]
+fn a_query_directory_on_a_share_that_may_wait_on_a_network_is_one_job() {
+    let got = list_with_jobs_held(true);
+    let (jobs, inline, r) = &got[0];
+    assert_eq!((*jobs, *inline), (1, 0), "one job, no stat before it");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert!(lists(r, "a.txt"), "the entry the job found");
+    let (jobs, _, r) = &got[1];
+    assert_eq!((*jobs, r.status()), (1, NtStatus::NO_MORE_FILES));
+}
+
+/// On a share whose calls are made on the I/O thread a QUERY_DIRECTORY asks no job.
+#[test]
+fn a_query_directory_on_a_local_share_is_answered_at_once() {
+    let got = list_with_jobs_held(false);
+    let (jobs, inline, r) = &got[0];
+    assert_eq!(*jobs, 0, "no job");
+    assert!(*inline > 0, "the entries stat'ed at once");
+    assert!(lists(r, "a.txt"));
+    assert_eq!(got[1].2.status(), NtStatus::NO_MORE_FILES);
 }

@@ -177,7 +177,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
 /// [`ConnCore::ids_wanted`]); it runs again and sends what the job made ([`job_answer`]). The
 /// job is of the open's order, so the open's requests after it wait for it
 /// (crates/core/src/conn/behind.rs).
-fn in_job(
+pub(crate) fn in_job(
     core: &mut ConnCore,
     open: &Open,
     what: &'static str,
@@ -195,7 +195,7 @@ fn in_job(
 
 /// The answer a file system job made for this request, when it asked one and runs again
 /// ([`in_job`]); a job that could not run (its user could not be acted as) fails it.
-fn job_answer(core: &mut ConnCore) -> Option<Result<Reply, NtStatus>> {
+pub(crate) fn job_answer(core: &mut ConnCore) -> Option<Result<Reply, NtStatus>> {
     match core.domain_answer.take() {
         Some(DomainAnswer::Fs(FsDone::Reply(r), _)) => {
             Some(r.map(|(status, body)| Reply::with_status(status, body)))
