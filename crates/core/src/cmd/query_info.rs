@@ -181,7 +181,7 @@ pub(crate) fn in_job(
     core: &mut ConnCore,
     open: &Open,
     what: &'static str,
-    answer: impl Fn() -> Result<Reply, NtStatus> + Send + Sync + 'static,
+    answer: impl FnOnce() -> Result<Reply, NtStatus> + Send + 'static,
 ) -> Result<Reply, NtStatus> {
     core.ids_wanted = Some(Lookup::Fs(FsJob::answer(
         open.node.who().cloned(),
