@@ -159,10 +159,8 @@ pub struct Connection {
     spare_jobs: Vec<Box<Job>>,
     /// A job whose answer waits, and the frames behind it.
     held: held::Held,
-    /// Jobs waiting behind an open's file system job ([`behind`]).
+    /// Jobs waiting behind an open's file system job, and what they wait for ([`behind`]).
     behind: behind::Behind,
-    /// Jobs parked on file I/O after their file system job ([`Req0::fs_order`]).
-    ordered_io: usize,
 }
 
 /// Emptied jobs a connection keeps for its next frames.
@@ -229,7 +227,6 @@ impl Connection {
             spare_jobs: Vec::new(),
             held: Default::default(),
             behind: Default::default(),
-            ordered_io: 0,
         }
     }
 
@@ -311,7 +308,9 @@ impl Connection {
         // On a share whose checks are a file system job, one that asks a job is received whole
         // too: it would hold its pipes for as long as the job takes (a file system that does
         // not answer holds them for good).
-        if cmd::io_check::asks_fs_job(&open, &io) {
+        if cmd::io_check::asks_fs_job(&open, &io)
+            || self.open_is_ordered(crate::fsjob::order_of(open.id))
+        {
             return None;
         }
         crate::arbiter::io_decided_here(&self.core.server.node, open.key, &open.entry, io)
@@ -609,7 +608,7 @@ impl Connection {
             return;
         };
         if let Some(order) = r0.fs_order {
-            self.ordered_io -= 1;
+            self.ordered_ended(order, hdr.command == Command::READ);
             self.io_done(job, hdr, cont, r0, done);
             // The requests that waited behind the open's job and this I/O go on.
             self.run_behind(order);
@@ -695,7 +694,7 @@ impl Connection {
                 continue;
             };
             if let Some(order) = self.behind_order(&mut job, idx, hdr.command, related_file_id) {
-                self.park_behind(order, job, idx);
+                self.park_behind(order, job, idx, hdr.command);
                 return;
             }
             let req = Req {
@@ -740,7 +739,8 @@ impl Connection {
                 }
                 Ok(Handled::Lookup(parked)) => {
                     let cmd::Parked { ask, cont } = *parked;
-                    self.park_on_lookup(job, hdr, idx, session_id, related, ask, cont);
+                    let ids = (session_id, related);
+                    self.park_on_lookup(job, hdr, idx, ids, ask, cont, fs_order);
                     return;
                 }
                 Ok(Handled::WaitForBreaks) if job.next == job.members.len() => {

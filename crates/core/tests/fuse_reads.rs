@@ -41,6 +41,10 @@ struct Calls {
     /// Files' attributes and the file system's sizes asked.
     stats: AtomicUsize,
     statfs: AtomicUsize,
+    /// A directory entry's stat waits this long (a FUSE file system slow to answer), saying
+    /// so in `stalled` while it does.
+    stall_entry_ms: std::sync::atomic::AtomicU64,
+    stalled: AtomicBool,
 }
 
 impl Drop for FuseNode {
@@ -111,6 +115,12 @@ impl Node for FuseNode {
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
         self.1.stats.fetch_add(1, Ordering::SeqCst);
+        let stall = self.1.stall_entry_ms.load(Ordering::SeqCst);
+        if stall > 0 {
+            self.1.stalled.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(stall));
+            self.1.stalled.store(false, Ordering::SeqCst);
+        }
         self.0.stat_entry(name)
     }
 }
@@ -692,4 +702,296 @@ fn a_query_directory_on_a_local_share_is_answered_at_once() {
     assert!(*inline > 0, "the entries stat'ed at once");
     assert!(lists(r, "a.txt"));
     assert_eq!(got[1].2.status(), NtStatus::NO_MORE_FILES);
+}
+
+/// A server on `share` with `posix locking = no`: a WRITE there asks no file system job (no
+/// local lock to look for), a READ on FUSE still asks one (the file's size).
+fn server_without_posix_locking(share: Arc<FuseShare>) -> Arc<ringshare_core::ServerState> {
+    let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
+    for s in &mut config.shares {
+        Arc::get_mut(s).expect("one owner").posix_locking = false;
+    }
+    server_from(config)
+}
+
+/// `msg` signed and sent; its MessageId, and what was answered at once.
+fn send_signed(c: &mut Client, mut msg: Vec<u8>) -> (u64, Vec<Resp>) {
+    c.sign(&mut msg);
+    let mid = Header::decode(&msg).expect("header").message_id;
+    (mid, c.send_frame(msg))
+}
+
+/// The review of the order rule, finding 1: a request let go from behind an open's file system
+/// job is ordered itself. A READ parked on its job (the size on FUSE), then a WRITE that asks
+/// no job (`posix locking = no`) and a CLOSE of the same open, sent before the READ's answer:
+/// the WRITE waits behind the READ, and once let go, its I/O holds the CLOSE in turn. The
+/// CLOSE runs only once the WRITE's I/O is done, so it is answered after it (with the size the
+/// WRITE made) and its last close is made in its job, not where the WRITE's I/O let the node go.
+/// (Without the fix the CLOSE ran as soon as the WRITE was let go: its job was asked while the
+/// WRITE's I/O was still out.)
+#[test]
+fn a_close_behind_a_write_let_go_from_behind_a_reads_job_waits_for_the_writes_io() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
+    let server = server_without_posix_locking(share);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("ordered", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, b"before").status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    c.hold_io = true;
+    let m = c.read_msg(f, 0, 64);
+    let (read_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the READ waits for its job");
+    assert_eq!(c.held_lookups.len(), 1, "the READ's job");
+    let tree = c.tree_id;
+    let data = b"written by the WRITE let go from behind the READ";
+    let m = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, data)
+    });
+    let (write_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the WRITE waits behind the READ's job");
+    let m = c.close_msg(f, 1);
+    let (close_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the CLOSE waits too");
+    assert_eq!(c.held_lookups.len(), 1, "only the READ's job is out");
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    // The READ's job, then its I/O: the READ is answered, the WRITE let go parks on its I/O.
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    let mut answers = c.pump();
+    assert!(answers.is_empty(), "the READ's I/O is out");
+    answers.extend(c.run_held_io());
+    assert_eq!(c.held_io.len(), 1, "the WRITE's I/O is out");
+    assert!(
+        c.held_lookups.is_empty(),
+        "the CLOSE did not run while the WRITE's I/O is out (no last-close job asked)"
+    );
+    // The WRITE's I/O is done: the WRITE is answered, then the CLOSE asks its job.
+    answers.extend(c.run_held_io());
+    assert_eq!(c.held_lookups.len(), 1, "the CLOSE's job");
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped,
+        "the node is not let go before the CLOSE's job ran"
+    );
+    c.hold_lookups = false;
+    c.hold_io = false;
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped + 1,
+        "the CLOSE's job let it go"
+    );
+    answers.extend(c.pump());
+    let order: Vec<_> = answers
+        .iter()
+        .map(|r| (r.hdr.message_id, r.status()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (read_mid, NtStatus::SUCCESS),
+            (write_mid, NtStatus::SUCCESS),
+            (close_mid, NtStatus::SUCCESS)
+        ],
+        "the READ, the WRITE, then the CLOSE"
+    );
+    let resp = ringshare_wire::create::CloseResponse::decode(&answers[2].msg).expect("close");
+    assert_eq!(
+        resp.end_of_file,
+        data.len() as u64,
+        "the size the WRITE made"
+    );
+}
+
+/// A QUERY_DIRECTORY (FileIdBothDirectoryInformation, `*`) of directory `d`.
+fn query_directory_msg(c: &mut Client, d: FileId) -> Vec<u8> {
+    let tree = c.tree_id;
+    c.message(
+        ringshare_wire::consts::Command::QUERY_DIRECTORY,
+        tree,
+        |o| {
+            use ringshare_wire::WriteExt;
+            let mut name = Vec::new();
+            ringshare_wire::utf16::encode_utf16le("*", &mut name);
+            o.put_u16(33);
+            o.put_u8(37);
+            o.put_u8(0);
+            o.put_u32(0);
+            d.write(o);
+            o.put_u16(96);
+            o.put_u16(name.len() as u16);
+            o.put_u32(65536);
+            o.put_bytes(&name);
+        },
+    )
+}
+
+/// The review of step 4, finding 3: a QUERY_DIRECTORY's job on a share whose calls may wait on
+/// a network does not hold the open's state lock across its entries' file system calls. While
+/// the job waits in an entry's stat (a stalled FUSE file system, 1.5 s here), a
+/// TREE_DISCONNECT of the same tree (which closes the directory's open, under that lock, on
+/// the I/O thread) is answered at once, not after the stall. (Without the fix it waited the
+/// stall out.)
+#[test]
+fn a_tree_disconnect_while_a_listing_job_stalls_on_an_entry_does_not_wait_for_it() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
+    let f = c
+        .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
+        .expect("create");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    let m = query_directory_msg(&mut c, d);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the QUERY_DIRECTORY waits for its job");
+    let mut held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "its job");
+    let job = held.remove(0);
+    calls.stall_entry_ms.store(1500, Ordering::SeqCst);
+    let pool = std::thread::spawn(move || {
+        let done = job.run();
+        (job.id, done)
+    });
+    let t0 = std::time::Instant::now();
+    while !calls.stalled.load(Ordering::SeqCst) {
+        assert!(
+            t0.elapsed().as_secs() < 5,
+            "the job reached an entry's stat"
+        );
+        std::thread::yield_now();
+    }
+    let tree = c.tree_id;
+    let started = std::time::Instant::now();
+    let r = c.call(
+        ringshare_wire::consts::Command::TREE_DISCONNECT,
+        tree,
+        |o| o.extend_from_slice(&[4, 0, 0, 0]),
+    );
+    let took = started.elapsed();
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert!(
+        calls.stalled.load(Ordering::SeqCst),
+        "answered while the job still waits on the file system"
+    );
+    assert!(
+        took < std::time::Duration::from_millis(750),
+        "the TREE_DISCONNECT did not wait the stall out: {took:?}"
+    );
+    let (id, done) = pool.join().expect("the job");
+    c.conn.complete_lookup(c.now, id, done);
+    c.pump();
+}
+
+/// Run the held lookups (file system jobs) and what follows; the responses sent.
+fn run_held_jobs(c: &mut Client) -> Vec<Resp> {
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    c.pump()
+}
+
+/// The review of the order rule, finding 2: READs of one open need no order among themselves.
+/// On a share whose calls may wait on a network two READs of one open sent back to back each
+/// ask their job at once and have their I/O out together (as before the rule), where the
+/// second used to wait for the first's job and I/O. A WRITE sent while they are out waits for
+/// both, and a READ sent after the WRITE waits for it: the answers come READ, READ, WRITE,
+/// READ, the last READ seeing the WRITE's bytes.
+#[test]
+fn two_reads_of_one_open_do_not_wait_for_each_other_but_a_write_waits_for_both() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("shared", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, b"old!").status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    c.hold_io = true;
+    let m = c.read_msg(f, 0, 4);
+    let (r1, _) = send_signed(&mut c, m);
+    let m = c.read_msg(f, 0, 4);
+    let (r2, _) = send_signed(&mut c, m);
+    assert_eq!(c.held_lookups.len(), 2, "each READ asked its job at once");
+    let mut answers = run_held_jobs(&mut c);
+    assert_eq!(c.held_io.len(), 2, "both READs' I/O out together");
+    let tree = c.tree_id;
+    let m = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, b"new!")
+    });
+    let (w, _) = send_signed(&mut c, m);
+    let m = c.read_msg(f, 0, 4);
+    let (r3, _) = send_signed(&mut c, m);
+    assert!(
+        c.held_lookups.is_empty(),
+        "the WRITE waits for the READs, the READ after it for the WRITE"
+    );
+    // The READs' I/O: both answered, then the WRITE asks its job (the READ still waits).
+    answers.extend(c.run_held_io());
+    assert_eq!(c.held_lookups.len(), 1, "the WRITE's job alone");
+    answers.extend(run_held_jobs(&mut c));
+    answers.extend(c.run_held_io());
+    c.hold_lookups = false;
+    c.hold_io = false;
+    answers.extend(run_held_jobs(&mut c));
+    answers.extend(c.pump());
+    let order: Vec<_> = answers.iter().map(|r| r.hdr.message_id).collect();
+    assert_eq!(order, [r1, r2, w, r3]);
+    assert_eq!(read_data(&answers[0]), b"old!");
+    assert_eq!(
+        read_data(&answers[3]),
+        b"new!",
+        "the last READ after the WRITE"
+    );
+}
+
+/// The review of the order rule, finding 5: a WRITE large enough to be spliced that asks no
+/// file system job itself (`posix locking = no`) but would wait behind another request's job
+/// about its open is received whole: spliced and parked behind, it would hold its pipes as
+/// long as that job (a stalled file system: for good). Nothing out about the open, it is
+/// spliced.
+#[test]
+fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_without_posix_locking(share);
+    let mut c = Client::on(server, mem, Options::default());
+    c.conn.set_send_file(true);
+    let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
+    let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
+    let detachable = |c: &mut Client| {
+        let tree = c.tree_id;
+        let mut msg = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+            write_body(o, f, 0, &data)
+        });
+        let charge = data.len().div_ceil(65536) as u16;
+        msg[6..8].copy_from_slice(&charge.to_le_bytes());
+        let head = &msg[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
+        c.conn.detachable_write(head, msg.len())
+    };
+    assert_eq!(detachable(&mut c), Some(data.len()), "nothing out: spliced");
+    c.hold_lookups = true;
+    let m = c.read_msg(f, 0, 4);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(
+        early.is_empty() && c.held_lookups.len() == 1,
+        "a READ's job out"
+    );
+    assert_eq!(detachable(&mut c), None, "received whole");
+    run_held_jobs(&mut c);
+    assert_eq!(detachable(&mut c), Some(data.len()), "spliced again");
 }

@@ -78,7 +78,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         class,
         limit,
         flags: q.flags,
-        pattern: q.pattern.clone(),
+        pattern: q.pattern,
         posix,
         zero_ids,
         apple: apple.is_some(),
@@ -116,20 +116,24 @@ struct Asked {
 fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Result<Reply, NtStatus> {
     let (class, limit, posix, zero_ids) = (q.class, q.limit, q.posix, q.zero_ids);
     let apple = open.share.fruit.as_ref().filter(|_| q.apple);
-    let fresh = lock(&open.state).dir_cursor.is_none()
+    // The cursor's own lock, held across the entries' file system calls (in a job on an
+    // offloaded share): not the open's state lock, which a LOGOFF, a TREE_DISCONNECT or the
+    // connection's end takes on the I/O thread meanwhile.
+    let dir = std::sync::Arc::clone(&lock(&open.state).dir_cursor);
+    let mut kept = lock(&dir);
+    let fresh = kept.is_none()
         || q.flags
             .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);
     if fresh {
         let pattern = if q.pattern.is_empty() {
-            "*".to_string()
+            "*"
         } else {
-            q.pattern.clone()
+            &q.pattern
         };
-        let entries = list(open, &pattern)?;
-        lock(&open.state).dir_cursor = Some(DirCursor { entries, next: 0 });
+        let entries = list(open, pattern)?;
+        *kept = Some(DirCursor { entries, next: 0 });
     }
-    let mut state = lock(&open.state);
-    let Some(cursor) = state.dir_cursor.as_mut() else {
+    let Some(cursor) = kept.as_mut() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
     if cursor.next >= cursor.entries.len() {

@@ -8,16 +8,38 @@
 //! job is ever asked, and the check is one test of an empty map. Across connections nothing is
 //! ordered, as before.
 
+use std::collections::{HashMap, VecDeque};
+
 use ringshare_wire::codec::HEADER_LEN as HEADER_SIZE;
 use ringshare_wire::consts::Command;
 
 use super::{Connection, Job};
 use crate::fsjob::order_of;
 
-/// Jobs waiting behind an open's file system job: the open's order ([`order_of`]) and the
-/// job, whose next member is the one about it.
+/// Requests held behind opens' file system jobs, and what they wait for, by the open's order
+/// ([`order_of`]). Each count and queue is kept as it changes, so a check is a hash lookup, not
+/// a scan of the lookups, the I/O out or the queue (a deep pipeline of one open's requests
+/// looks at each once).
 #[derive(Default)]
-pub(super) struct Behind(Vec<(u64, Box<Job>)>);
+pub(super) struct Behind {
+    /// The jobs waiting, in the order they came, each with whether the member to run first
+    /// is a READ; the job's next member is the one about the open.
+    waiting: HashMap<u64, VecDeque<(bool, Box<Job>)>>,
+    /// The open's file system jobs asked and not answered, and the lookups and file I/O of
+    /// requests that waited for one or were let go from behind one: (READs', others').
+    out: HashMap<u64, (usize, usize)>,
+}
+
+impl Behind {
+    /// A READ, or another request, of the open of order `order` must wait: READs need no order
+    /// among themselves (their I/Os overlap, as before the rule), so only what is not a READ
+    /// holds a READ.
+    fn holds(&self, order: u64, read: bool) -> bool {
+        self.out
+            .get(&order)
+            .is_some_and(|&(reads, others)| others > 0 || (!read && reads > 0))
+    }
+}
 
 /// Where a request's FileId is in its body, for the commands that name one.
 fn file_id_offset(command: Command) -> Option<usize> {
@@ -48,21 +70,31 @@ fn named_open(command: Command, msg: &[u8], related: Option<(u64, u64)>) -> Opti
 }
 
 impl Connection {
-    /// Whether a file system job about the open of order `order` is asked and not answered,
-    /// or the file I/O of a request that waited for one is not done.
-    fn fs_job_out(&self, order: u64) -> bool {
-        self.lookups.values().any(|p| p.fs_order() == Some(order))
-            || (self.ordered_io > 0
-                && self
-                    .parked
-                    .values()
-                    .any(|(_, _, _, r0)| r0.fs_order == Some(order)))
+    /// A lookup or file I/O of a request ordered behind the open of order `order` went out
+    /// (`read`: the request is a READ) ([`Connection::ordered_ended`] when it is answered).
+    pub(super) fn ordered_began(&mut self, order: u64, read: bool) {
+        let (reads, others) = self.behind.out.entry(order).or_default();
+        *if read { reads } else { others } += 1;
+    }
+
+    /// [`Connection::ordered_began`]'s lookup or I/O is answered.
+    pub(super) fn ordered_ended(&mut self, order: u64, read: bool) {
+        let Some(counts) = self.behind.out.get_mut(&order) else {
+            return;
+        };
+        let n = if read { &mut counts.0 } else { &mut counts.1 };
+        *n = n.saturating_sub(1);
+        if *counts == (0, 0) {
+            self.behind.out.remove(&order);
+        }
     }
 
     /// Member `idx` of `job` (a `command`, inheriting the open `related`) is about an open
-    /// whose file system job is out, or behind which others wait: its order, and the job is to
-    /// wait behind them ([`Connection::park_behind`]). One that runs again after its own job,
-    /// or let go from behind, is not held again.
+    /// whose file system job is out (or the I/O of a request ordered after one), or behind
+    /// which others wait: its order, and the job is to wait behind them
+    /// ([`Connection::park_behind`]). A READ waits only for what is not a READ, and for those
+    /// already waiting. One that runs again after its own job, or let go from behind, is not
+    /// held again.
     pub(super) fn behind_order(
         &self,
         job: &mut Job,
@@ -70,47 +102,91 @@ impl Connection {
         command: Command,
         related: Option<(u64, u64)>,
     ) -> Option<u64> {
-        if job.resumes.take() == Some(idx) || (self.lookups.is_empty() && self.ordered_io == 0) {
+        if job.resumes.take() == Some(idx)
+            || (self.behind.out.is_empty() && self.behind.waiting.is_empty())
+        {
             return None;
         }
         let (start, end) = job.members[idx];
         let order = order_of(named_open(command, &job.frame[start..end], related)?);
-        (self.fs_job_out(order) || self.behind.0.iter().any(|(o, _)| *o == order)).then_some(order)
+        let read = command == Command::READ;
+        (self.behind.holds(order, read) || self.behind.waiting.contains_key(&order))
+            .then_some(order)
+    }
+
+    /// Whether anything of the open of order `order` is out or waits behind it: a WRITE about
+    /// it is received whole, not spliced (parked behind, it would hold its pipes as long).
+    pub(super) fn open_is_ordered(&self, order: u64) -> bool {
+        self.behind.out.contains_key(&order) || self.behind.waiting.contains_key(&order)
     }
 
     /// `job` waits behind the file system job of the open of order `order`, its member `idx`
-    /// to run first when it goes on.
-    pub(super) fn park_behind(&mut self, order: u64, mut job: Box<Job>, idx: usize) {
+    /// (a `command`) to run first when it goes on.
+    pub(super) fn park_behind(
+        &mut self,
+        order: u64,
+        mut job: Box<Job>,
+        idx: usize,
+        command: Command,
+    ) {
         job.next = idx;
-        self.behind.0.push((order, job));
+        let read = command == Command::READ;
+        self.behind
+            .waiting
+            .entry(order)
+            .or_default()
+            .push_back((read, job));
     }
 
-    /// A file system job of the open of order `order` was answered: the jobs behind it run, in
-    /// the order they came, until one asks a job about it again (those after it wait for that).
+    /// A file system job of the open of order `order` was answered, or an ordered I/O done:
+    /// the jobs behind it run, in the order they came, until one is held again (one that asks
+    /// a job about the open, or parks on I/O or a lookup: those after it wait for that; a READ
+    /// goes on while only READs are out).
     pub(super) fn run_behind(&mut self, order: u64) {
-        while !self.closing && !self.fs_job_out(order) {
-            let Some(at) = self.behind.0.iter().position(|(o, _)| *o == order) else {
+        while !self.closing {
+            let first = self.behind.waiting.get(&order).and_then(VecDeque::front);
+            let Some(&(read, _)) = first else {
+                self.behind.waiting.remove(&order);
                 return;
             };
-            let (_, mut job) = self.behind.0.remove(at);
+            if self.behind.holds(order, read) {
+                return;
+            }
+            let Some(queue) = self.behind.waiting.get_mut(&order) else {
+                return;
+            };
+            let Some((_, mut job)) = queue.pop_front() else {
+                return;
+            };
+            if queue.is_empty() {
+                self.behind.waiting.remove(&order);
+            }
+            // Let go, it is ordered as one that waited for the open's job: the I/O or lookup it
+            // parks on holds the requests still behind (a CLOSE behind a WRITE let go here
+            // waits for the WRITE's I/O, not only for the job the WRITE waited behind).
             job.resumes = Some(job.next);
+            job.fs_order = Some(order);
             self.run(job);
         }
     }
 
     /// Whether a job waiting behind another holds a WRITE's payload received apart.
     pub(super) fn behind_holds_payload(&self) -> bool {
-        self.behind.0.iter().any(|(_, j)| j.detached.is_some())
+        self.behind
+            .waiting
+            .values()
+            .flatten()
+            .any(|(_, j)| j.detached.is_some())
     }
 
     /// Whether jobs wait behind others.
     pub(super) fn behind_waits(&self) -> bool {
-        !self.behind.0.is_empty()
+        !self.behind.waiting.is_empty()
     }
 
     /// The connection went: the jobs behind others are dropped, unanswered.
     pub(super) fn abandon_behind(&mut self) {
-        self.behind.0.clear();
+        self.behind = Behind::default();
     }
 }
 

@@ -3,6 +3,7 @@
 //! descriptor's domain SIDs (or the SIDs of a file's ids). The request's job waits here while the driver asks, away from the I/O thread;
 //! the connection's other jobs go on meanwhile.
 
+use ringshare_wire::consts::Command;
 use ringshare_wire::header::Header;
 
 use super::{Connection, Job};
@@ -24,24 +25,30 @@ pub(super) struct Parked {
 }
 
 impl Connection {
-    /// Member `member` of `job` asked `ask`: the job parks until the answer is in.
+    /// Member `member` of `job` asked `ask`: the job parks until the answer is in. `ordered`:
+    /// the order of the open whose file system job the member waited for, or behind which it
+    /// was let go ([`super::behind`]): what it parks on now holds the requests behind it too,
+    /// as a file system job of the open does.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn park_on_lookup(
         &mut self,
         job: Box<Job>,
         hdr: Header,
         member: usize,
-        session_id: u64,
-        related: bool,
+        (session_id, related): (u64, bool),
         ask: Lookup,
         cont: LookupCont,
+        ordered: Option<u64>,
     ) {
         let id = self.next_io_id;
         self.next_io_id += 1;
         let fs_order = match &ask {
             Lookup::Fs(j) if j.order != 0 => Some(j.order),
-            _ => None,
+            _ => ordered,
         };
+        if let Some(order) = fs_order {
+            self.ordered_began(order, hdr.command == Command::READ);
+        }
         self.outputs
             .push_back(Output::Lookup(LookupRequest { id, ask }));
         let parked = Parked {
@@ -74,16 +81,24 @@ impl Connection {
             self.async_answered(id, done);
             return;
         };
+        if let Some(order) = p.fs_order {
+            self.ordered_ended(order, p.hdr.command == Command::READ);
+        }
         if self.closing {
             match p.cont {
                 // The home took the close: it finishes (a pending delete happens), unanswered.
+                // What it asks next is asked all the same, nobody waiting: the persistent
+                // open's record's removal, or on an offloaded share the last-close job (the
+                // descriptor let go on the pool) and, through its abandon, that removal.
                 LookupCont::Close(fin) => {
                     if let Ok(cmd::Handled::Lookup(parked)) =
                         cmd::close::answered(&self.core, *fin, done)
                     {
-                        if let Lookup::Cluster(_) = parked.ask {
-                            self.core.cluster_posts.push(parked.ask);
+                        let cmd::Parked { ask, cont } = *parked;
+                        if matches!(ask, Lookup::Cluster(_) | Lookup::Fs(_)) {
+                            self.core.cluster_posts.push(ask);
                         }
+                        cmd::abandon(&mut self.core, cont);
                     }
                 }
                 _ => p.abandon(&mut self.core),
@@ -131,7 +146,8 @@ impl Connection {
                     Ok(cmd::Handled::Lookup(parked)) => {
                         let cmd::Parked { ask, cont } = *parked;
                         let (member, session_id, related) = (p.member, p.session_id, p.related);
-                        self.park_on_lookup(job, p.hdr, member, session_id, related, ask, cont);
+                        let ids = (session_id, related);
+                        self.park_on_lookup(job, p.hdr, member, ids, ask, cont, p.fs_order);
                     }
                     Ok(cmd::Handled::Async(work)) => {
                         // A blocking lock that must wait: STATUS_PENDING, as one told so at once.
@@ -239,11 +255,6 @@ impl Connection {
 }
 
 impl Parked {
-    /// The order of the open whose file system job this is.
-    pub(super) fn fs_order(&self) -> Option<u64> {
-        self.fs_order
-    }
-
     /// The session whose SESSION_SETUP waits (0: a request of the cluster's store, which
     /// holds no logon up).
     fn session(&self) -> u64 {

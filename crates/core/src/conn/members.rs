@@ -114,8 +114,8 @@ impl Connection {
                 }
             }
         }
-        if r0.fs_order.is_some() {
-            self.ordered_io += 1;
+        if let Some(order) = r0.fs_order {
+            self.ordered_began(order, hdr.command == Command::READ);
         }
         self.outputs
             .push_back(Output::Io(IoRequest { id, node, op }));
