@@ -999,7 +999,12 @@ impl Connection {
                 let r = cmd::create::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)
             }
-            Command::CLOSE => cmd::close::handle(&mut self.core, req),
+            Command::CLOSE => {
+                // On an offloaded share the attributes a CLOSE asks for are read in a file
+                // system job first (the request parks and runs again).
+                let r = cmd::close::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::FLUSH => cmd::flush::handle(&mut self.core, req),
             Command::READ => {
                 let r = cmd::read::handle(&mut self.core, req);

@@ -785,12 +785,14 @@ fn a_close_behind_a_write_let_go_from_behind_a_reads_job_waits_for_the_writes_io
         let done = req.run();
         c.conn.complete_lookup(c.now, req.id, done);
     }
+    // (With POSTQUERY_ATTRIB the CLOSE's first job reads the attributes; the one that lets
+    // the node go runs with the pump.)
+    answers.extend(c.pump());
     assert_eq!(
         calls.dropped.load(Ordering::SeqCst),
         dropped + 1,
         "the CLOSE's job let it go"
     );
-    answers.extend(c.pump());
     let order: Vec<_> = answers
         .iter()
         .map(|r| (r.hdr.message_id, r.status()))
@@ -994,4 +996,47 @@ fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
     assert_eq!(detachable(&mut c), None, "received whole");
     run_held_jobs(&mut c);
     assert_eq!(detachable(&mut c), Some(data.len()), "spliced again");
+}
+
+/// The review of step 3, a smaller finding: on a share whose calls may wait on a network, a
+/// CLOSE with POSTQUERY_ATTRIB reads the file's attributes in a job before its open lets the
+/// file go, as the I/O thread reads them elsewhere (not after, when another open may already
+/// have changed the file). While that job is out the open still holds the file: a CREATE
+/// that shares nothing is refused; once the CLOSE is answered, with the attributes, it goes
+/// through. (Without the fix the close was made before the attributes were read: the CREATE
+/// went through while the CLOSE waited.)
+#[test]
+fn a_close_reads_the_attributes_it_was_asked_for_before_its_open_lets_the_file_go() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("postquery", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    let data = b"its size, read before the close";
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    let m = c.close_msg(f, 1);
+    let (close_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the CLOSE waits for its job");
+    assert_eq!(c.held_lookups.len(), 1, "the attributes' job");
+    c.hold_lookups = false;
+    let tree = c.tree_id;
+    let other = c.create_on(tree, "postquery", 0x0012_019f, 0, D::OPEN, 0);
+    assert_eq!(
+        other.err(),
+        Some(NtStatus::SHARING_VIOLATION),
+        "the file is still held by the closing open"
+    );
+    let answers = run_held_jobs(&mut c);
+    assert_eq!(answers.len(), 1);
+    assert_eq!(
+        (answers[0].hdr.message_id, answers[0].status()),
+        (close_mid, NtStatus::SUCCESS)
+    );
+    let resp = ringshare_wire::create::CloseResponse::decode(&answers[0].msg).expect("close");
+    assert_eq!(resp.end_of_file, data.len() as u64, "the attributes read");
+    let after = c.create_on(tree, "postquery", 0x0012_019f, 0, D::OPEN, 0);
+    assert!(after.is_ok(), "then it goes through");
 }

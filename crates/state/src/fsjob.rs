@@ -38,8 +38,8 @@ pub enum FsDone {
     Io(IoFacts),
     /// A job that answers only whether it worked.
     Done(FsResult<()>),
-    /// A CLOSE's last close ([`FsJob::last_close`]): the file's attributes from before it, when
-    /// asked.
+    /// A CLOSE's attributes read before its close ([`FsJob::close_attributes`]), or its last
+    /// close made ([`FsJob::last_close`]: the attributes from before it, when asked).
     Closed(Option<FsResult<FileAttr>>),
     /// A request's answer made in the job (a QUERY_INFO's: [`FsJob::answer`]): its status and
     /// body, or the status it failed with.
@@ -98,6 +98,19 @@ impl FsJob {
                 drop(node);
                 FsDone::Closed(attr)
             }),
+        }
+    }
+
+    /// A CLOSE's attributes (POSTQUERY_ATTRIB), read before the close is decided, as on the
+    /// I/O thread elsewhere: the CLOSE runs again with them and then lets the node go in
+    /// [`FsJob::last_close`].
+    pub fn close_attributes(node: Arc<dyn Node>, order: u64, share: u64) -> FsJob {
+        FsJob {
+            who: node.who().cloned(),
+            order,
+            share,
+            what: "the attributes of a CLOSE",
+            run: once(move || FsDone::Closed(Some(node.stat()))),
         }
     }
 

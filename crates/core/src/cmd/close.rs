@@ -26,23 +26,49 @@ use crate::server::lock;
 /// [`crate::cluster::ca::take_forget`]).
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
-    let volatile = handles::find(core, req, cr.file_id)?.id;
+    let found = handles::find(core, req, cr.file_id)?;
+    let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
+    // On a share whose calls are made away from the I/O thread the attributes asked for are
+    // read in a file system job before the close is decided (as [`opens::closing`] reads them
+    // elsewhere: from the file as its open leaves it), the CLOSE parked meanwhile and run
+    // again with them; the descriptor is let go in another job once the close is made
+    // ([`finish`]).
+    let offloaded = found.share.offloaded();
+    let read_before = if offloaded && want {
+        let Some(attr) = read_attributes(core) else {
+            // A written handle's write time is settled (and written to the disk) before the
+            // attributes are read, once.
+            crate::writetime::closing(&found, core.now);
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::close_attributes(
+                std::sync::Arc::clone(&found.node),
+                crate::fsjob::order_of(found.id),
+                crate::fsjob::share_key(&found.share.name),
+            )));
+            return Err(crate::cmd::ids::ASK_IDS);
+        };
+        Some(attr)
+    } else {
+        None
+    };
+    let volatile = found.id;
+    drop(found);
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
     let open = lock(&sref)
         .opens
         .remove(&volatile)
         .ok_or(NtStatus::FILE_CLOSED)?;
-    let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
     let forget = crate::cluster::ca::take_forget(&server.node, &open);
     let ids = (open.persistent_id, open.id);
     // A written handle's write time is settled (and written to the disk)
-    // before the attributes are read for the reply.
-    crate::writetime::closing(&open, core.now);
-    // On a share whose calls are made away from the I/O thread the attributes are read where
-    // the descriptor is let go ([`finish`]).
-    let offloaded = open.share.offloaded();
-    let closing = opens::closing(&server, open, want && !offloaded);
+    // before the attributes are read for the reply (above when they were read in a job).
+    if read_before.is_none() {
+        crate::writetime::closing(&open, core.now);
+    }
+    let mut closing = opens::closing(&server, open, want && !offloaded);
+    if let Some(attr) = read_before {
+        closing.read_before(attr);
+    }
     let o = &closing.open;
     let (key, entry, owner, who) = (o.key, &o.entry, o.id, &o.who);
     match crate::arbiter::close_or_ask(&server, key, entry, owner, closing.delete_on_close, who) {
@@ -59,12 +85,28 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     }
 }
 
+/// The attributes a CLOSE's file system job read ([`FsJob::close_attributes`]), when it asked
+/// one and runs again: `Some(None)` when they could not be read (answered without them, as a
+/// failed stat elsewhere).
+fn read_attributes(core: &mut ConnCore) -> Option<Option<FileAttr>> {
+    match core.domain_answer.take() {
+        Some(crate::lookup::DomainAnswer::Fs(FsDone::Closed(attr), _)) => {
+            Some(attr.and_then(Result::ok))
+        }
+        Some(crate::lookup::DomainAnswer::Fs(..)) => Some(None),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
+}
+
 /// The close is taken (`closed`): it finishes ([`opens::closed_open`]) and the CLOSE is
 /// answered. On a share whose calls are made away from the I/O thread
 /// ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS), the open's node is handed to a file
-/// system job that reads its attributes (when asked) and lets it go, so that the descriptor's
-/// last close (a FLUSH request on FUSE, which the closing thread waits for) is made on the
-/// pool; the CLOSE parks until it is done and is answered with what it read. Not for a file
+/// system job that lets it go, so that the descriptor's last close (a FLUSH request on FUSE,
+/// which the closing thread waits for) is made on the pool; the CLOSE parks until it is done
+/// and is answered with the attributes read before the close ([`handle`]). Not for a file
 /// whose delete happens now or a stream (their removal is made after the descriptor closes,
 /// on the I/O thread as before: the changes' step) nor elsewhere.
 fn finish(
@@ -81,21 +123,20 @@ fn finish(
         return answer(attr, want, forget, ids);
     }
     if closed.remove || o.stream.is_some() {
-        let attr = want.then(|| o.node.stat().ok()).flatten();
-        opens::closed_open(server, closing, closed);
+        let attr = opens::closed_open(server, closing, closed);
         return answer(attr, want, forget, ids);
     }
     let job = FsJob::last_close(
         std::sync::Arc::clone(&o.node),
         crate::fsjob::order_of(o.id),
         crate::fsjob::share_key(&o.share.name),
-        want,
+        false,
     );
-    opens::closed_open(server, closing, closed);
+    let attr = opens::closed_open(server, closing, closed);
     Handled::lookup(
         crate::lookup::Lookup::Fs(job),
         LookupCont::Close(Box::new(AtHome {
-            waits: Waits::LastClose,
+            waits: Waits::LastClose(attr),
             want,
             forget,
             ids,
@@ -122,8 +163,9 @@ enum Waits {
         closing: opens::Closing,
         home: HomeClose,
     },
-    /// The file system job that lets the node go ([`finish`]).
-    LastClose,
+    /// The file system job that lets the node go ([`finish`]), with the attributes read before
+    /// the close.
+    LastClose(Option<FileAttr>),
 }
 
 /// A parked CLOSE's answer is in (`done`): the file's home took the close (one that did not
@@ -143,13 +185,7 @@ pub(crate) fn answered(
                 server, closing, closed, fin.want, fin.forget, fin.ids,
             ))
         }
-        Waits::LastClose => {
-            let attr = match done {
-                crate::lookup::LookupDone::Fs(FsDone::Closed(Some(Ok(a)))) => Some(a),
-                _ => None,
-            };
-            Ok(answer(attr, fin.want, fin.forget, fin.ids))
-        }
+        Waits::LastClose(attr) => Ok(answer(attr, fin.want, fin.forget, fin.ids)),
     }
 }
 
