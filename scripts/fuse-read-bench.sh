@@ -90,8 +90,8 @@ for r in $(seq 1 "$RUNS"); do
             kill -0 "$SERVER" || { cat "$W/log" >&2; exit 1; }
             sleep 0.1
         done
-        for row in "rand-read 4k qd32|rand-read --file big --io-size 4k --queue-depth 32" \
-            "seq-read 1m qd16|seq-read --file big --io-size 1m --queue-depth 16"; do
+        for row in "rand-read 4k qd32|rand-read --file big --file-size 256m --io-size 4k --queue-depth 32" \
+            "seq-read 1m qd16|seq-read --file big --file-size 256m --io-size 1m --queue-depth 16"; do
             name=${row%%|*} args=${row#*|}
             # shellcheck disable=SC2086
             line=$("$CLIENT" bench "//127.0.0.1:$PORT/share" -U "$USER_NAME%$PASS" $args \
