@@ -33,6 +33,7 @@ use crate::state::TreeKind;
 use crate::transform;
 
 mod asyncs;
+mod behind;
 mod checks;
 mod compress;
 mod frame;
@@ -72,6 +73,12 @@ struct Job {
     detached: Option<usize>,
     /// When it arrived, on the metrics' clock (0 without metrics).
     arrived_us: u64,
+    /// The member that runs again after its file system job, or is let go from behind
+    /// another's ([`behind`]): it is not held behind one again.
+    resumes: Option<usize>,
+    /// The order of the open whose file system job that member waited for: its file I/O, if
+    /// it parks on some, holds the requests behind it too ([`behind`]).
+    fs_order: Option<u64>,
 }
 
 impl Job {
@@ -152,6 +159,8 @@ pub struct Connection {
     spare_jobs: Vec<Box<Job>>,
     /// A job whose answer waits, and the frames behind it.
     held: held::Held,
+    /// Jobs waiting behind an open's file system job, and what they wait for ([`behind`]).
+    behind: behind::Behind,
 }
 
 /// Emptied jobs a connection keeps for its next frames.
@@ -164,6 +173,9 @@ const SPARE_JOB_VEC_CAPACITY_MAX: usize = 8;
 #[derive(Clone)]
 pub(crate) struct Req0 {
     pub session_id: u64,
+    /// The order of the open whose file system job the request waited for before its I/O
+    /// ([`behind`]).
+    pub fs_order: Option<u64>,
 }
 
 impl Connection {
@@ -214,6 +226,7 @@ impl Connection {
             last_request_ms: 0,
             spare_jobs: Vec::new(),
             held: Default::default(),
+            behind: Default::default(),
         }
     }
 
@@ -295,7 +308,9 @@ impl Connection {
         // On a share whose checks are a file system job, one that asks a job is received whole
         // too: it would hold its pipes for as long as the job takes (a file system that does
         // not answer holds them for good).
-        if cmd::io_check::asks_fs_job(&open, &io) {
+        if cmd::io_check::asks_fs_job(&open, &io)
+            || self.open_is_ordered(crate::fsjob::order_of(open.id))
+        {
             return None;
         }
         crate::arbiter::io_decided_here(&self.core.server.node, open.key, &open.entry, io)
@@ -428,6 +443,7 @@ impl Connection {
         let busy = !self.async_ops.is_empty()
             || !self.parked.is_empty()
             || self.looking_up()
+            || self.behind_waits()
             || self.core.sessions.values().any(|c| {
                 let s = lock(&c.session);
                 !s.closed && (!s.opens.is_empty() || !s.pipes.is_empty())
@@ -588,9 +604,21 @@ impl Connection {
     /// File I/O finished.
     pub fn complete_io(&mut self, now: Now, id: u64, done: IoDone) {
         self.core.now = now;
-        let Some((mut job, hdr, cont, r0)) = self.parked.remove(&id) else {
+        let Some((job, hdr, cont, r0)) = self.parked.remove(&id) else {
             return;
         };
+        if let Some(order) = r0.fs_order {
+            self.ordered_ended(order, hdr.command == Command::READ);
+            self.io_done(job, hdr, cont, r0, done);
+            // The requests that waited behind the open's job and this I/O go on.
+            self.run_behind(order);
+            return;
+        }
+        self.io_done(job, hdr, cont, r0, done);
+    }
+
+    /// [`Connection::complete_io`] of a job taken from `parked`.
+    fn io_done(&mut self, mut job: Box<Job>, hdr: Header, cont: Cont, r0: Req0, done: IoDone) {
         let handled = match cont {
             Cont::Read(c) => cmd::read::finish(&mut self.core, c, done),
             Cont::Write(c) => cmd::write::finish(&mut self.core, c, done),
@@ -600,7 +628,7 @@ impl Connection {
             // A sparse READ reads its data ranges one after another; a WRITE that goes
             // through is synced after it is written.
             Ok(Handled::Io { node, op, cont }) => {
-                self.park_on_io(job, hdr, r0.session_id, node, op, cont);
+                self.park_on_io(job, hdr, r0, node, op, cont);
                 return;
             }
             Ok(Handled::Reply(r)) => Ok(r),
@@ -650,6 +678,7 @@ impl Connection {
                 self.core.domain_answer = None;
             }
             job.next += 1;
+            let fs_order = job.fs_order.take().filter(|_| job.resumes == Some(idx));
             let (start, end) = job.members[idx];
             let sole = job.members.len() == 1;
             let Some(hdr) = self.member_header(&mut job, idx) else {
@@ -664,6 +693,10 @@ impl Connection {
             else {
                 continue;
             };
+            if let Some(order) = self.behind_order(&mut job, idx, hdr.command, related_file_id) {
+                self.park_behind(order, job, idx, hdr.command);
+                return;
+            }
             let req = Req {
                 hdr: hdr.clone(),
                 msg: &job.frame[start..end],
@@ -694,7 +727,11 @@ impl Connection {
                     }
                 }
                 Ok(Handled::Io { node, op, cont }) => {
-                    self.park_on_io(job, hdr, session_id, node, op, cont);
+                    let r0 = Req0 {
+                        session_id,
+                        fs_order,
+                    };
+                    self.park_on_io(job, hdr, r0, node, op, cont);
                     return;
                 }
                 Ok(Handled::Async(work)) => {
@@ -702,7 +739,8 @@ impl Connection {
                 }
                 Ok(Handled::Lookup(parked)) => {
                     let cmd::Parked { ask, cont } = *parked;
-                    self.park_on_lookup(job, hdr, idx, session_id, related, ask, cont);
+                    let ids = (session_id, related);
+                    self.park_on_lookup(job, hdr, idx, ids, ask, cont, fs_order);
                     return;
                 }
                 Ok(Handled::WaitForBreaks) if job.next == job.members.len() => {
@@ -961,7 +999,12 @@ impl Connection {
                 let r = cmd::create::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)
             }
-            Command::CLOSE => cmd::close::handle(&mut self.core, req),
+            Command::CLOSE => {
+                // On an offloaded share the attributes a CLOSE asks for are read in a file
+                // system job first (the request parks and runs again).
+                let r = cmd::close::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::FLUSH => cmd::flush::handle(&mut self.core, req),
             Command::READ => {
                 let r = cmd::read::handle(&mut self.core, req);
@@ -979,7 +1022,10 @@ impl Connection {
                 cmd::ids::parked(&mut self.core, r)
             }
             Command::QUERY_DIRECTORY => {
-                cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply)
+                // On an offloaded share the listing is a file system job (the request parks
+                // and runs again).
+                let r = cmd::query_directory::handle(&mut self.core, req).map(Handled::Reply);
+                cmd::ids::parked(&mut self.core, r)
             }
             Command::CHANGE_NOTIFY => {
                 let r = cmd::notify::handle(&mut self.core, req);

@@ -96,3 +96,81 @@ fn a_read_and_a_write_on_an_offloaded_share_ask_their_home_and_their_job_once_ea
     a.hold_lookups = false;
     assert_eq!(read_data(&a.read(fa, 0, 10)), b"0123EF6789");
 }
+
+/// SMB2_DHANDLE_FLAG_PERSISTENT.
+const PERSISTENT: u32 = 2;
+
+/// The review of steps 3-4, finding 4: on an offloaded, continuously available share, a CLOSE of
+/// a persistent open whose file is homed on another node parks for the home; its connection
+/// ends (a frame that is not SMB) before the home's answer comes. The close then finishes
+/// unanswered, and what it asks next is still asked, nobody waiting: its last-close job (the
+/// descriptor let go on the pool, not dropped with the answer on the I/O thread) and the
+/// removal of the open's record. (Without the fix both were dropped: the record stayed.)
+#[test]
+fn a_close_whose_connection_ends_while_it_waits_for_the_home_still_removes_the_record() {
+    let cl = Cluster::with(3, 3, |c| {
+        c.shares = c
+            .shares
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut d = s.with_backend(&s.name, s.backend.clone());
+                d.fs_offload = Some(true);
+                d.continuous_availability = i == 0;
+                Arc::new(d)
+            })
+            .collect();
+    });
+    let records = || cl.bus.ca.lock().unwrap().len();
+    let mut a = cl.client(1);
+    let m = lease_create_msg(&mut a, "kept.txt", 7, vec![dh2q_flags(5, PERSISTENT)]);
+    let r = a.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    let f = ringshare_wire::create::CreateResponse::decode(&r.msg)
+        .expect("create response")
+        .file_id;
+    assert_eq!(durable_flags(&r), Some(PERSISTENT));
+    assert_eq!(records(), 1, "its record");
+
+    a.hold_lookups = true;
+    let m = a.close_msg(f, 0);
+    assert!(a.send_frame(m).is_empty(), "the CLOSE waits");
+    let held = std::mem::take(&mut a.held_lookups);
+    assert!(
+        matches!(
+            held[..],
+            [ringshare_core::LookupRequest {
+                ask: Lookup::Home(_),
+                ..
+            }]
+        ),
+        "for the file's home"
+    );
+    // Not SMB: the connection ends (it closes once what it sent is out).
+    let mut bad = vec![0xfe, b'X', b'Y', b'Z'];
+    bad.resize(64, 0);
+    assert!(a.send_frame(bad).is_empty());
+    assert!(a.closed, "closing");
+    for req in held {
+        let done = req.run();
+        a.conn.complete_lookup(a.now, req.id, done);
+    }
+    assert!(a.pump().is_empty(), "unanswered");
+    let kinds: Vec<_> = a
+        .held_lookups
+        .iter()
+        .map(|r| match r.ask {
+            Lookup::Fs(_) => "fs",
+            Lookup::Cluster(_) => "record",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["fs", "record"],
+        "the last close and the record's removal, asked"
+    );
+    assert_eq!(records(), 1, "not removed on the I/O thread");
+    answer_held(&mut a);
+    assert_eq!(records(), 0, "the record is gone with the open");
+}

@@ -20,6 +20,7 @@ use ringshare_vfs::{
     FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
 };
 use ringshare_wire::consts::{Command, CreateDisposition as D};
+use ringshare_wire::header::Header;
 use ringshare_wire::{FileId, NtStatus};
 use support::*;
 
@@ -35,6 +36,21 @@ struct Calls {
     sizes: AtomicUsize,
     lock_probes: AtomicUsize,
     locked: AtomicBool,
+    /// Nodes let go (a file's descriptor closed).
+    dropped: AtomicUsize,
+    /// Files' attributes and the file system's sizes asked.
+    stats: AtomicUsize,
+    statfs: AtomicUsize,
+    /// A directory entry's stat waits this long (a FUSE file system slow to answer), saying
+    /// so in `stalled` while it does.
+    stall_entry_ms: std::sync::atomic::AtomicU64,
+    stalled: AtomicBool,
+}
+
+impl Drop for FuseNode {
+    fn drop(&mut self) {
+        self.1.dropped.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl Node for FuseNode {
@@ -60,9 +76,11 @@ impl Node for FuseNode {
         Ok(buf.len())
     }
     fn stat(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat()
     }
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
         self.0.stat_without_dos()
     }
     fn who(&self) -> Option<&Who> {
@@ -96,6 +114,13 @@ impl Node for FuseNode {
         self.0.list_names()
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        let stall = self.1.stall_entry_ms.load(Ordering::SeqCst);
+        if stall > 0 {
+            self.1.stalled.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(stall));
+            self.1.stalled.store(false, Ordering::SeqCst);
+        }
         self.0.stat_entry(name)
     }
 }
@@ -132,6 +157,7 @@ impl Share for FuseShare {
         self.0.rename(who, from, to, replace)
     }
     fn statfs(&self) -> FsResult<FsStat> {
+        self.1.statfs.fetch_add(1, Ordering::SeqCst);
         self.0.statfs()
     }
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
@@ -348,4 +374,669 @@ fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of
         "the first READ's tree is gone; the second reads its own file"
     );
     assert_eq!(read_data(&answers[1]), &data[50..60]);
+}
+
+/// The order rule (issue 33, docs/cluster-internals.md, "Ordering"): a WRITE parked on its file
+/// system job, then a CLOSE of the same open sent before its answer. The CLOSE waits behind the
+/// WRITE's job and runs after it: the WRITE is done and answered first, then the CLOSE. (Run
+/// at once, the CLOSE closed the open under the parked WRITE, which then got FILE_CLOSED.)
+#[test]
+fn a_close_sent_after_a_write_waiting_for_its_file_system_job_runs_after_it() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem.clone(), Options::default());
+    let f = c
+        .create("order", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let data = b"written before the close";
+    let mut w = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, data)
+    });
+    c.sign(&mut w);
+    let write_mid = Header::decode(&w).expect("header").message_id;
+    assert!(c.send_frame(w).is_empty(), "the WRITE waits for its job");
+    let mut close = c.close_msg(f, 0);
+    c.sign(&mut close);
+    let close_mid = Header::decode(&close).expect("header").message_id;
+    let early = c.send_frame(close);
+    assert!(
+        early.is_empty(),
+        "the CLOSE waits behind the WRITE's job, not answered at once: {:?}",
+        early.iter().map(|r| r.status()).collect::<Vec<_>>()
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "only the WRITE's job is out");
+    c.hold_lookups = false;
+    for req in held {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    let answers: Vec<_> = c
+        .pump()
+        .iter()
+        .map(|r| (r.hdr.message_id, r.status()))
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (write_mid, NtStatus::SUCCESS),
+            (close_mid, NtStatus::SUCCESS)
+        ],
+        "the WRITE, then the CLOSE"
+    );
+    let f = c
+        .create("order", 0x0012_019f, D::OPEN, 0)
+        .expect("open again");
+    assert_eq!(
+        read_data(&c.read(f, 0, 64)),
+        data,
+        "the WRITE's bytes are there"
+    );
+}
+
+/// On a share whose calls are made on the I/O thread no job is asked, so nothing waits: a
+/// WRITE and the CLOSE after it are answered as they come.
+#[test]
+fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), false));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("here", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    c.hold_lookups = true;
+    assert_eq!(c.write(f, 0, b"x").status(), NtStatus::SUCCESS);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    assert!(c.held_lookups.is_empty(), "no job");
+}
+
+/// What a CLOSE with POSTQUERY_ATTRIB of a file `data` was written to came to on a share whose
+/// calls may wait on a network (`remote`) or not: the jobs it asked, the nodes let go before
+/// they ran and after, its answer's status, and the file's size it reported.
+fn close_with_jobs_held(remote: bool, data: &[u8]) -> (usize, usize, usize, NtStatus, u64) {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("closing", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let before = calls.dropped.load(Ordering::SeqCst);
+    c.hold_lookups = true;
+    let mut close = c.close_msg(f, 1);
+    c.sign(&mut close);
+    let mut answers = c.send_frame(close);
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held.len();
+    let dropped_first = calls.dropped.load(Ordering::SeqCst) - before;
+    c.hold_lookups = false;
+    for req in held {
+        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    answers.extend(c.pump());
+    assert_eq!(answers.len(), 1, "one answer");
+    let resp = ringshare_wire::create::CloseResponse::decode(&answers[0].msg).expect("close");
+    let dropped = calls.dropped.load(Ordering::SeqCst) - before;
+    (
+        jobs,
+        dropped_first,
+        dropped,
+        answers[0].status(),
+        resp.end_of_file,
+    )
+}
+
+/// Step 3 of issue 33: on a share whose calls may wait on a network, a CLOSE hands its open's
+/// node to a file system job, so that the descriptor's last close (on FUSE a FLUSH request the
+/// closing thread waits for) is made on the pool, not the I/O thread; the CLOSE is answered
+/// once it is done, with the attributes the job read before it (POSTQUERY_ATTRIB).
+#[test]
+fn a_close_on_a_share_that_may_wait_on_a_network_lets_its_file_go_in_a_job() {
+    let data = b"its size is in the CLOSE's answer";
+    let (jobs, dropped_first, dropped, status, eof) = close_with_jobs_held(true, data);
+    assert_eq!(jobs, 1, "one job");
+    assert_eq!(
+        dropped_first, 0,
+        "the node is not let go before the job ran"
+    );
+    assert_eq!(dropped, 1, "the job let it go");
+    assert_eq!(status, NtStatus::SUCCESS);
+    assert_eq!(eof, data.len() as u64, "the attributes the job read");
+}
+
+/// On a share whose calls are made on the I/O thread a CLOSE asks no job: the node goes at
+/// once and the attributes are read there, as before.
+#[test]
+fn a_close_on_a_local_share_lets_its_file_go_at_once() {
+    let data = b"local";
+    let (jobs, dropped_first, _, status, eof) = close_with_jobs_held(false, data);
+    assert_eq!((jobs, dropped_first), (0, 1), "no job, let go at once");
+    assert_eq!((status, eof), (NtStatus::SUCCESS, data.len() as u64));
+}
+
+/// A QUERY_INFO of `info_type`/`class` of a file `data` was written to, on a share whose calls
+/// may wait on a network (`remote`) or not, with the jobs it asks held: the jobs, the stat and
+/// statfs calls made before they ran, and the answer.
+fn query_with_jobs_held(
+    remote: bool,
+    data: &[u8],
+    info_type: u8,
+    class: u8,
+) -> (usize, (usize, usize), Resp) {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("queried", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let count = || {
+        (
+            calls.stats.load(Ordering::SeqCst),
+            calls.statfs.load(Ordering::SeqCst),
+        )
+    };
+    let was = count();
+    c.hold_lookups = true;
+    let mut m = c.query_info_msg(f, info_type, class, 4096);
+    c.sign(&mut m);
+    let mut answers = c.send_frame(m);
+    let (a, b) = count();
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held.len();
+    c.hold_lookups = false;
+    for req in held {
+        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    answers.extend(c.pump());
+    assert_eq!(answers.len(), 1, "one answer");
+    (jobs, (a - was.0, b - was.1), answers.remove(0))
+}
+
+/// The FileStandardInformation's EndOfFile in a QUERY_INFO's answer.
+fn end_of_file(r: &Resp) -> u64 {
+    let b = &r.body()[8..];
+    u64::from_le_bytes(b[8..16].try_into().unwrap())
+}
+
+/// Step 4 of issue 33: on a share whose calls may wait on a network, a QUERY_INFO of a class
+/// the backend answers with a file system call (the file's attributes; the file system's size,
+/// a statfs) is answered in one file system job, away from the I/O thread: no stat or statfs
+/// is made before it ran, and the answer is the one made there.
+#[test]
+fn a_query_info_on_a_share_that_may_wait_on_a_network_is_answered_in_a_job() {
+    let data = b"seen by the job";
+    let (jobs, inline, r) = query_with_jobs_held(true, data, 1, 5);
+    assert_eq!(
+        (jobs, inline),
+        (1, (0, 0)),
+        "FileStandardInformation: one job"
+    );
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(end_of_file(&r), data.len() as u64, "the size the job read");
+    let (jobs, inline, r) = query_with_jobs_held(true, data, 1, 18);
+    assert_eq!(
+        (jobs, inline, r.status()),
+        (1, (0, 0), NtStatus::SUCCESS),
+        "FileAllInformation"
+    );
+    let (jobs, inline, r) = query_with_jobs_held(true, data, 2, 3);
+    assert_eq!(
+        (jobs, inline, r.status()),
+        (1, (0, 0), NtStatus::SUCCESS),
+        "FileFsSizeInformation"
+    );
+    // Every file class reads the file's attributes first, FileAccessInformation too.
+    let (jobs, _, r) = query_with_jobs_held(true, data, 1, 8);
+    assert_eq!(
+        (jobs, r.status()),
+        (1, NtStatus::SUCCESS),
+        "FileAccessInformation"
+    );
+}
+
+/// On a share whose calls are made on the I/O thread a QUERY_INFO asks no job.
+#[test]
+fn a_query_info_on_a_local_share_is_answered_at_once() {
+    let data = b"local";
+    let (jobs, inline, r) = query_with_jobs_held(false, data, 1, 5);
+    assert_eq!(jobs, 0, "no job");
+    assert!(inline.0 > 0, "the stat made at once");
+    assert_eq!(end_of_file(&r), data.len() as u64);
+}
+
+/// A QUERY_DIRECTORY (FileIdBothDirectoryInformation, `*`) of a directory holding `a.txt`, on a
+/// share whose calls may wait on a network (`remote`) or not, sent twice with the jobs held:
+/// for each, the jobs it asked, the stat calls made before they ran, and the answer.
+fn list_with_jobs_held(remote: bool) -> Vec<(usize, usize, Resp)> {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
+    let f = c
+        .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
+        .expect("create");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let was = calls.stats.load(Ordering::SeqCst);
+        c.hold_lookups = true;
+        let tree = c.tree_id;
+        let mut m = c.message(
+            ringshare_wire::consts::Command::QUERY_DIRECTORY,
+            tree,
+            |o| {
+                use ringshare_wire::WriteExt;
+                let mut name = Vec::new();
+                ringshare_wire::utf16::encode_utf16le("*", &mut name);
+                o.put_u16(33);
+                o.put_u8(37); // FileIdBothDirectoryInformation
+                o.put_u8(0);
+                o.put_u32(0);
+                d.write(o);
+                o.put_u16(96);
+                o.put_u16(name.len() as u16);
+                o.put_u32(65536);
+                o.put_bytes(&name);
+            },
+        );
+        c.sign(&mut m);
+        let mut answers = c.send_frame(m);
+        let inline = calls.stats.load(Ordering::SeqCst) - was;
+        let held = std::mem::take(&mut c.held_lookups);
+        let jobs = held.len();
+        c.hold_lookups = false;
+        for req in held {
+            let done = req.run();
+            c.conn.complete_lookup(c.now, req.id, done);
+        }
+        answers.extend(c.pump());
+        assert_eq!(answers.len(), 1, "one answer");
+        out.push((jobs, inline, answers.remove(0)));
+    }
+    out
+}
+
+/// Whether `r`'s entries name `name`.
+fn lists(r: &Resp, name: &str) -> bool {
+    let mut n = Vec::new();
+    ringshare_wire::utf16::encode_utf16le(name, &mut n);
+    r.body().windows(n.len()).any(|w| w == n)
+}
+
+/// Step 4 of issue 33: on a share whose calls may wait on a network, a QUERY_DIRECTORY's
+/// listing and its entries' stat and DOS attribute reads are one file system job: no stat
+/// before it ran, the entries it found in the answer, and the next query (NO_MORE_FILES) is a
+/// job too.
+#[test]
+fn a_query_directory_on_a_share_that_may_wait_on_a_network_is_one_job() {
+    let got = list_with_jobs_held(true);
+    let (jobs, inline, r) = &got[0];
+    assert_eq!((*jobs, *inline), (1, 0), "one job, no stat before it");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert!(lists(r, "a.txt"), "the entry the job found");
+    let (jobs, _, r) = &got[1];
+    assert_eq!((*jobs, r.status()), (1, NtStatus::NO_MORE_FILES));
+}
+
+/// On a share whose calls are made on the I/O thread a QUERY_DIRECTORY asks no job.
+#[test]
+fn a_query_directory_on_a_local_share_is_answered_at_once() {
+    let got = list_with_jobs_held(false);
+    let (jobs, inline, r) = &got[0];
+    assert_eq!(*jobs, 0, "no job");
+    assert!(*inline > 0, "the entries stat'ed at once");
+    assert!(lists(r, "a.txt"));
+    assert_eq!(got[1].2.status(), NtStatus::NO_MORE_FILES);
+}
+
+/// A server on `share` with `posix locking = no`: a WRITE there asks no file system job (no
+/// local lock to look for), a READ on FUSE still asks one (the file's size).
+fn server_without_posix_locking(share: Arc<FuseShare>) -> Arc<ringshare_core::ServerState> {
+    let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
+    for s in &mut config.shares {
+        Arc::get_mut(s).expect("one owner").posix_locking = false;
+    }
+    server_from(config)
+}
+
+/// `msg` signed and sent; its MessageId, and what was answered at once.
+fn send_signed(c: &mut Client, mut msg: Vec<u8>) -> (u64, Vec<Resp>) {
+    c.sign(&mut msg);
+    let mid = Header::decode(&msg).expect("header").message_id;
+    (mid, c.send_frame(msg))
+}
+
+/// The review of the order rule, finding 1: a request let go from behind an open's file system
+/// job is ordered itself. A READ parked on its job (the size on FUSE), then a WRITE that asks
+/// no job (`posix locking = no`) and a CLOSE of the same open, sent before the READ's answer:
+/// the WRITE waits behind the READ, and once let go, its I/O holds the CLOSE in turn. The
+/// CLOSE runs only once the WRITE's I/O is done, so it is answered after it (with the size the
+/// WRITE made) and its last close is made in its job, not where the WRITE's I/O let the node go.
+/// (Without the fix the CLOSE ran as soon as the WRITE was let go: its job was asked while the
+/// WRITE's I/O was still out.)
+#[test]
+fn a_close_behind_a_write_let_go_from_behind_a_reads_job_waits_for_the_writes_io() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
+    let server = server_without_posix_locking(share);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("ordered", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, b"before").status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    c.hold_io = true;
+    let m = c.read_msg(f, 0, 64);
+    let (read_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the READ waits for its job");
+    assert_eq!(c.held_lookups.len(), 1, "the READ's job");
+    let tree = c.tree_id;
+    let data = b"written by the WRITE let go from behind the READ";
+    let m = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, data)
+    });
+    let (write_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the WRITE waits behind the READ's job");
+    let m = c.close_msg(f, 1);
+    let (close_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the CLOSE waits too");
+    assert_eq!(c.held_lookups.len(), 1, "only the READ's job is out");
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    // The READ's job, then its I/O: the READ is answered, the WRITE let go parks on its I/O.
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    let mut answers = c.pump();
+    assert!(answers.is_empty(), "the READ's I/O is out");
+    answers.extend(c.run_held_io());
+    assert_eq!(c.held_io.len(), 1, "the WRITE's I/O is out");
+    assert!(
+        c.held_lookups.is_empty(),
+        "the CLOSE did not run while the WRITE's I/O is out (no last-close job asked)"
+    );
+    // The WRITE's I/O is done: the WRITE is answered, then the CLOSE asks its job.
+    answers.extend(c.run_held_io());
+    assert_eq!(c.held_lookups.len(), 1, "the CLOSE's job");
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped,
+        "the node is not let go before the CLOSE's job ran"
+    );
+    c.hold_lookups = false;
+    c.hold_io = false;
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    // (With POSTQUERY_ATTRIB the CLOSE's first job reads the attributes; the one that lets
+    // the node go runs with the pump.)
+    answers.extend(c.pump());
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped + 1,
+        "the CLOSE's job let it go"
+    );
+    let order: Vec<_> = answers
+        .iter()
+        .map(|r| (r.hdr.message_id, r.status()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (read_mid, NtStatus::SUCCESS),
+            (write_mid, NtStatus::SUCCESS),
+            (close_mid, NtStatus::SUCCESS)
+        ],
+        "the READ, the WRITE, then the CLOSE"
+    );
+    let resp = ringshare_wire::create::CloseResponse::decode(&answers[2].msg).expect("close");
+    assert_eq!(
+        resp.end_of_file,
+        data.len() as u64,
+        "the size the WRITE made"
+    );
+}
+
+/// A QUERY_DIRECTORY (FileIdBothDirectoryInformation, `*`) of directory `d`.
+fn query_directory_msg(c: &mut Client, d: FileId) -> Vec<u8> {
+    let tree = c.tree_id;
+    c.message(
+        ringshare_wire::consts::Command::QUERY_DIRECTORY,
+        tree,
+        |o| {
+            use ringshare_wire::WriteExt;
+            let mut name = Vec::new();
+            ringshare_wire::utf16::encode_utf16le("*", &mut name);
+            o.put_u16(33);
+            o.put_u8(37);
+            o.put_u8(0);
+            o.put_u32(0);
+            d.write(o);
+            o.put_u16(96);
+            o.put_u16(name.len() as u16);
+            o.put_u32(65536);
+            o.put_bytes(&name);
+        },
+    )
+}
+
+/// The review of step 4, finding 3: a QUERY_DIRECTORY's job on a share whose calls may wait on
+/// a network does not hold the open's state lock across its entries' file system calls. While
+/// the job waits in an entry's stat (a stalled FUSE file system, 1.5 s here), a
+/// TREE_DISCONNECT of the same tree (which closes the directory's open, under that lock, on
+/// the I/O thread) is answered at once, not after the stall. (Without the fix it waited the
+/// stall out.)
+#[test]
+fn a_tree_disconnect_while_a_listing_job_stalls_on_an_entry_does_not_wait_for_it() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
+    let f = c
+        .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
+        .expect("create");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    let m = query_directory_msg(&mut c, d);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the QUERY_DIRECTORY waits for its job");
+    let mut held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "its job");
+    let job = held.remove(0);
+    calls.stall_entry_ms.store(1500, Ordering::SeqCst);
+    let pool = std::thread::spawn(move || {
+        let done = job.run();
+        (job.id, done)
+    });
+    let t0 = std::time::Instant::now();
+    while !calls.stalled.load(Ordering::SeqCst) {
+        assert!(
+            t0.elapsed().as_secs() < 5,
+            "the job reached an entry's stat"
+        );
+        std::thread::yield_now();
+    }
+    let tree = c.tree_id;
+    let started = std::time::Instant::now();
+    let r = c.call(
+        ringshare_wire::consts::Command::TREE_DISCONNECT,
+        tree,
+        |o| o.extend_from_slice(&[4, 0, 0, 0]),
+    );
+    let took = started.elapsed();
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert!(
+        calls.stalled.load(Ordering::SeqCst),
+        "answered while the job still waits on the file system"
+    );
+    assert!(
+        took < std::time::Duration::from_millis(750),
+        "the TREE_DISCONNECT did not wait the stall out: {took:?}"
+    );
+    let (id, done) = pool.join().expect("the job");
+    c.conn.complete_lookup(c.now, id, done);
+    c.pump();
+}
+
+/// Run the held lookups (file system jobs) and what follows; the responses sent.
+fn run_held_jobs(c: &mut Client) -> Vec<Resp> {
+    for req in std::mem::take(&mut c.held_lookups) {
+        let done = req.run();
+        c.conn.complete_lookup(c.now, req.id, done);
+    }
+    c.pump()
+}
+
+/// The review of the order rule, finding 2: READs of one open need no order among themselves.
+/// On a share whose calls may wait on a network two READs of one open sent back to back each
+/// ask their job at once and have their I/O out together (as before the rule), where the
+/// second used to wait for the first's job and I/O. A WRITE sent while they are out waits for
+/// both, and a READ sent after the WRITE waits for it: the answers come READ, READ, WRITE,
+/// READ, the last READ seeing the WRITE's bytes.
+#[test]
+fn two_reads_of_one_open_do_not_wait_for_each_other_but_a_write_waits_for_both() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("shared", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, b"old!").status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    c.hold_io = true;
+    let m = c.read_msg(f, 0, 4);
+    let (r1, _) = send_signed(&mut c, m);
+    let m = c.read_msg(f, 0, 4);
+    let (r2, _) = send_signed(&mut c, m);
+    assert_eq!(c.held_lookups.len(), 2, "each READ asked its job at once");
+    let mut answers = run_held_jobs(&mut c);
+    assert_eq!(c.held_io.len(), 2, "both READs' I/O out together");
+    let tree = c.tree_id;
+    let m = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, b"new!")
+    });
+    let (w, _) = send_signed(&mut c, m);
+    let m = c.read_msg(f, 0, 4);
+    let (r3, _) = send_signed(&mut c, m);
+    assert!(
+        c.held_lookups.is_empty(),
+        "the WRITE waits for the READs, the READ after it for the WRITE"
+    );
+    // The READs' I/O: both answered, then the WRITE asks its job (the READ still waits).
+    answers.extend(c.run_held_io());
+    assert_eq!(c.held_lookups.len(), 1, "the WRITE's job alone");
+    answers.extend(run_held_jobs(&mut c));
+    answers.extend(c.run_held_io());
+    c.hold_lookups = false;
+    c.hold_io = false;
+    answers.extend(run_held_jobs(&mut c));
+    answers.extend(c.pump());
+    let order: Vec<_> = answers.iter().map(|r| r.hdr.message_id).collect();
+    assert_eq!(order, [r1, r2, w, r3]);
+    assert_eq!(read_data(&answers[0]), b"old!");
+    assert_eq!(
+        read_data(&answers[3]),
+        b"new!",
+        "the last READ after the WRITE"
+    );
+}
+
+/// The review of the order rule, finding 5: a WRITE large enough to be spliced that asks no
+/// file system job itself (`posix locking = no`) but would wait behind another request's job
+/// about its open is received whole: spliced and parked behind, it would hold its pipes as
+/// long as that job (a stalled file system: for good). Nothing out about the open, it is
+/// spliced.
+#[test]
+fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_without_posix_locking(share);
+    let mut c = Client::on(server, mem, Options::default());
+    c.conn.set_send_file(true);
+    let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
+    let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
+    let detachable = |c: &mut Client| {
+        let tree = c.tree_id;
+        let mut msg = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+            write_body(o, f, 0, &data)
+        });
+        let charge = data.len().div_ceil(65536) as u16;
+        msg[6..8].copy_from_slice(&charge.to_le_bytes());
+        let head = &msg[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
+        c.conn.detachable_write(head, msg.len())
+    };
+    assert_eq!(detachable(&mut c), Some(data.len()), "nothing out: spliced");
+    c.hold_lookups = true;
+    let m = c.read_msg(f, 0, 4);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(
+        early.is_empty() && c.held_lookups.len() == 1,
+        "a READ's job out"
+    );
+    assert_eq!(detachable(&mut c), None, "received whole");
+    run_held_jobs(&mut c);
+    assert_eq!(detachable(&mut c), Some(data.len()), "spliced again");
+}
+
+/// The review of step 3, a smaller finding: on a share whose calls may wait on a network, a
+/// CLOSE with POSTQUERY_ATTRIB reads the file's attributes in a job before its open lets the
+/// file go, as the I/O thread reads them elsewhere (not after, when another open may already
+/// have changed the file). While that job is out the open still holds the file: a CREATE
+/// that shares nothing is refused; once the CLOSE is answered, with the attributes, it goes
+/// through. (Without the fix the close was made before the attributes were read: the CREATE
+/// went through while the CLOSE waited.)
+#[test]
+fn a_close_reads_the_attributes_it_was_asked_for_before_its_open_lets_the_file_go() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("postquery", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    let data = b"its size, read before the close";
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    let m = c.close_msg(f, 1);
+    let (close_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the CLOSE waits for its job");
+    assert_eq!(c.held_lookups.len(), 1, "the attributes' job");
+    c.hold_lookups = false;
+    let tree = c.tree_id;
+    let other = c.create_on(tree, "postquery", 0x0012_019f, 0, D::OPEN, 0);
+    assert_eq!(
+        other.err(),
+        Some(NtStatus::SHARING_VIOLATION),
+        "the file is still held by the closing open"
+    );
+    let answers = run_held_jobs(&mut c);
+    assert_eq!(answers.len(), 1);
+    assert_eq!(
+        (answers[0].hdr.message_id, answers[0].status()),
+        (close_mid, NtStatus::SUCCESS)
+    );
+    let resp = ringshare_wire::create::CloseResponse::decode(&answers[0].msg).expect("close");
+    assert_eq!(resp.end_of_file, data.len() as u64, "the attributes read");
+    let after = c.create_on(tree, "postquery", 0x0012_019f, 0, D::OPEN, 0);
+    assert!(after.is_ok(), "then it goes through");
 }

@@ -12,7 +12,8 @@
 
 use std::sync::Arc;
 
-use ringshare_vfs::{FsResult, Node, OfdLock, Who};
+use ringshare_vfs::{FileAttr, FsResult, Node, OfdLock, Who};
+use ringshare_wire::NtStatus;
 
 /// A job for the file system pool.
 pub struct FsJob {
@@ -37,6 +38,12 @@ pub enum FsDone {
     Io(IoFacts),
     /// A job that answers only whether it worked.
     Done(FsResult<()>),
+    /// A CLOSE's attributes read before its close ([`FsJob::close_attributes`]), or its last
+    /// close made ([`FsJob::last_close`]: the attributes from before it, when asked).
+    Closed(Option<FsResult<FileAttr>>),
+    /// A request's answer made in the job (a QUERY_INFO's: [`FsJob::answer`]): its status and
+    /// body, or the status it failed with.
+    Reply(Result<(NtStatus, Vec<u8>), NtStatus>),
 }
 
 /// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
@@ -66,7 +73,7 @@ impl FsJob {
             order,
             share,
             what: "the checks of a READ or WRITE",
-            run: Box::new(move || {
+            run: once(move || {
                 FsDone::Io(IoFacts {
                     locked: lock.map(|(k, s, l)| node.posix_locked(k, s, l)),
                     size: size.then(|| node.size()),
@@ -75,10 +82,78 @@ impl FsJob {
         }
     }
 
+    /// A CLOSE's end of `node`: its attributes when `stat` (a CLOSE that asked for them), then
+    /// the node let go here, so that the descriptor's last close (on FUSE a FLUSH request the
+    /// closing thread waits for) is made on the pool, not on the I/O thread. The descriptor
+    /// closes here only when nothing else holds the node then (an I/O of another channel
+    /// still under way closes it where that ends, as before).
+    pub fn last_close(node: Arc<dyn Node>, order: u64, share: u64, stat: bool) -> FsJob {
+        FsJob {
+            who: node.who().cloned(),
+            order,
+            share,
+            what: "the last close of a CLOSE",
+            run: once(move || {
+                let attr = stat.then(|| node.stat());
+                drop(node);
+                FsDone::Closed(attr)
+            }),
+        }
+    }
+
+    /// A CLOSE's attributes (POSTQUERY_ATTRIB), read before the close is decided, as on the
+    /// I/O thread elsewhere: the CLOSE runs again with them and then lets the node go in
+    /// [`FsJob::last_close`].
+    pub fn close_attributes(node: Arc<dyn Node>, order: u64, share: u64) -> FsJob {
+        FsJob {
+            who: node.who().cloned(),
+            order,
+            share,
+            what: "the attributes of a CLOSE",
+            run: once(move || FsDone::Closed(Some(node.stat()))),
+        }
+    }
+
+    /// A request answered in the job: `answer` reads what it needs of the file system (a
+    /// QUERY_INFO's stat, extended attributes or statfs) and makes the answer; the request
+    /// runs again and sends it. `answer` must read only what a request may read from any
+    /// thread (the server's shared tables, under their locks).
+    pub fn answer(
+        who: Option<Who>,
+        order: u64,
+        share: u64,
+        what: &'static str,
+        answer: impl FnOnce() -> Result<(NtStatus, Vec<u8>), NtStatus> + Send + 'static,
+    ) -> FsJob {
+        FsJob {
+            who,
+            order,
+            share,
+            what,
+            run: once(move || FsDone::Reply(answer())),
+        }
+    }
+
     /// Run it here, waiting (the pool's threads, which act as [`FsJob::who`] first; tests).
     pub fn run(&self) -> FsDone {
         (self.run)()
     }
+}
+
+/// `calls` as a job's [`FsJob::run`], run once: what they hold (an open, its node) goes when
+/// they end, on the pool thread and before the answer is posted, not when the job is dropped
+/// after it (the descriptor's last close is then made before the request runs again, and
+/// never by the I/O thread because a job still held the node). Run again (nothing does), it
+/// answers that it could not.
+fn once(calls: impl FnOnce() -> FsDone + Send + 'static) -> Box<dyn Fn() -> FsDone + Send + Sync> {
+    let calls = std::sync::Mutex::new(Some(calls));
+    Box::new(move || {
+        let calls = calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        calls.map_or(FsDone::Done(Err(ringshare_vfs::FsError::Busy)), |f| f())
+    })
 }
 
 /// The key of share `name` ([`FsJob::share`]).
@@ -101,5 +176,35 @@ pub fn order_of(open_id: u64) -> u64 {
 impl std::fmt::Debug for FsJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} (order {})", self.what, self.order)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The review of steps 3-4, a smaller finding: what a job's calls hold (a QUERY_INFO's
+    /// open, and through it the node) goes when they end, on the pool thread and before the
+    /// answer is posted, not when the job itself is dropped after it (then a CLOSE run in
+    /// between did not hold the last reference, and the descriptor's last close came later,
+    /// wherever the job was dropped).
+    #[test]
+    fn what_a_jobs_calls_hold_goes_when_they_end_not_with_the_job() {
+        let open = Arc::new("an open");
+        let held = Arc::clone(&open);
+        let job = FsJob::answer(None, 1, 0, "a QUERY_INFO", move || {
+            Ok((NtStatus::SUCCESS, held.as_bytes().to_vec()))
+        });
+        assert_eq!(Arc::strong_count(&open), 2, "held by the job's calls");
+        let FsDone::Reply(Ok((_, body))) = job.run() else {
+            panic!("an answer");
+        };
+        assert_eq!(body, b"an open");
+        assert_eq!(Arc::strong_count(&open), 1, "let go when they ended");
+        assert!(
+            matches!(job.run(), FsDone::Done(Err(_))),
+            "run again, it says it could not"
+        );
+        drop(job);
     }
 }

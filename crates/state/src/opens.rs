@@ -61,6 +61,14 @@ pub struct Closing {
     pub forget: Option<crate::lookup::ClusterAsk>,
 }
 
+impl Closing {
+    /// The file's attributes from before the close, read elsewhere (a file system job on an
+    /// offloaded share), given back with the answer ([`closed_open`]).
+    pub fn read_before(&mut self, attr: Option<FileAttr>) {
+        self.attr = attr;
+    }
+}
+
 /// [`close_open`]'s steps before the file's entry is told: its watch, its replay record,
 /// its persistent record (the cluster's hook) go.
 pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closing {

@@ -233,7 +233,11 @@ pub struct OpenState {
     pub path: RelPath,
     /// FILE_DELETE_ON_CLOSE was asked at create.
     pub delete_on_close: bool,
-    pub dir_cursor: Option<DirCursor>,
+    /// A QUERY_DIRECTORY's place, under its own lock: a listing holds that across the
+    /// entries' file system calls (in a file system job on an offloaded share), never this
+    /// state's lock, which a LOGOFF, a TREE_DISCONNECT or a connection's end takes on the I/O
+    /// thread.
+    pub dir_cursor: Arc<Mutex<Option<DirCursor>>>,
     /// FilePositionInformation (kept for clients that set and read it).
     pub position: u64,
     pub mode: u32,

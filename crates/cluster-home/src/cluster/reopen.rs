@@ -107,7 +107,7 @@ pub(crate) fn open_from(
         state: Mutex::new(OpenState {
             path: h.path,
             delete_on_close: false,
-            dir_cursor: None,
+            dir_cursor: Default::default(),
             position: h.position,
             mode: h.mode,
             channel_sequence: place.channel_sequence,

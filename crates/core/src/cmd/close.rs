@@ -16,6 +16,7 @@ use crate::cmd::{Handled, LookupCont};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
+use crate::fsjob::{FsDone, FsJob};
 use crate::opens;
 use crate::server::lock;
 
@@ -25,32 +26,57 @@ use crate::server::lock;
 /// [`crate::cluster::ca::take_forget`]).
 pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
     let cr = CloseRequest::decode(req.msg).map_err(|e| e.status())?;
-    let volatile = handles::find(core, req, cr.file_id)?.id;
+    let found = handles::find(core, req, cr.file_id)?;
+    let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
+    // On a share whose calls are made away from the I/O thread the attributes asked for are
+    // read in a file system job before the close is decided (as [`opens::closing`] reads them
+    // elsewhere: from the file as its open leaves it), the CLOSE parked meanwhile and run
+    // again with them; the descriptor is let go in another job once the close is made
+    // ([`finish`]).
+    let offloaded = found.share.offloaded();
+    let read_before = if offloaded && want {
+        let Some(attr) = read_attributes(core) else {
+            // A written handle's write time is settled (and written to the disk) before the
+            // attributes are read, once.
+            crate::writetime::closing(&found, core.now);
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::close_attributes(
+                std::sync::Arc::clone(&found.node),
+                crate::fsjob::order_of(found.id),
+                crate::fsjob::share_key(&found.share.name),
+            )));
+            return Err(crate::cmd::ids::ASK_IDS);
+        };
+        Some(attr)
+    } else {
+        None
+    };
+    let volatile = found.id;
+    drop(found);
     let server = core.server.clone();
     let sref = core.session_or_deleted(req.session_id)?;
     let open = lock(&sref)
         .opens
         .remove(&volatile)
         .ok_or(NtStatus::FILE_CLOSED)?;
-    let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
     let forget = crate::cluster::ca::take_forget(&server.node, &open);
     let ids = (open.persistent_id, open.id);
     // A written handle's write time is settled (and written to the disk)
-    // before the attributes are read for the reply.
-    crate::writetime::closing(&open, core.now);
-    let closing = opens::closing(&server, open, want);
+    // before the attributes are read for the reply (above when they were read in a job).
+    if read_before.is_none() {
+        crate::writetime::closing(&open, core.now);
+    }
+    let mut closing = opens::closing(&server, open, want && !offloaded);
+    if let Some(attr) = read_before {
+        closing.read_before(attr);
+    }
     let o = &closing.open;
     let (key, entry, owner, who) = (o.key, &o.entry, o.id, &o.who);
     match crate::arbiter::close_or_ask(&server, key, entry, owner, closing.delete_on_close, who) {
-        Decision::Made(closed) => {
-            let attr = opens::closed_open(&server, closing, closed);
-            Ok(answer(attr, want, forget, ids))
-        }
+        Decision::Made(closed) => Ok(finish(&server, closing, closed, want, forget, ids)),
         Decision::Ask(ask, home) => Ok(Handled::lookup(
             crate::lookup::Lookup::Home(ask),
             LookupCont::Close(Box::new(AtHome {
-                closing,
-                home,
+                waits: Waits::Home { closing, home },
                 want,
                 forget,
                 ids,
@@ -59,10 +85,68 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     }
 }
 
-/// A CLOSE parked while the file's home takes the close ([`answered`]).
-pub(crate) struct AtHome {
+/// The attributes a CLOSE's file system job read ([`FsJob::close_attributes`]), when it asked
+/// one and runs again: `Some(None)` when they could not be read (answered without them, as a
+/// failed stat elsewhere).
+fn read_attributes(core: &mut ConnCore) -> Option<Option<FileAttr>> {
+    match core.domain_answer.take() {
+        Some(crate::lookup::DomainAnswer::Fs(FsDone::Closed(attr), _)) => {
+            Some(attr.and_then(Result::ok))
+        }
+        Some(crate::lookup::DomainAnswer::Fs(..)) => Some(None),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
+}
+
+/// The close is taken (`closed`): it finishes ([`opens::closed_open`]) and the CLOSE is
+/// answered. On a share whose calls are made away from the I/O thread
+/// ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS), the open's node is handed to a file
+/// system job that lets it go, so that the descriptor's last close (a FLUSH request on FUSE,
+/// which the closing thread waits for) is made on the pool; the CLOSE parks until it is done
+/// and is answered with the attributes read before the close ([`handle`]). Not for a file
+/// whose delete happens now or a stream (their removal is made after the descriptor closes,
+/// on the I/O thread as before: the changes' step) nor elsewhere.
+fn finish(
+    server: &std::sync::Arc<crate::server::ServerState>,
     closing: opens::Closing,
-    home: HomeClose,
+    closed: crate::arbiter::Closed,
+    want: bool,
+    forget: Option<crate::lookup::ClusterAsk>,
+    ids: (u64, u64),
+) -> Handled {
+    let o = &closing.open;
+    if !o.share.offloaded() {
+        let attr = opens::closed_open(server, closing, closed);
+        return answer(attr, want, forget, ids);
+    }
+    if closed.remove || o.stream.is_some() {
+        let attr = opens::closed_open(server, closing, closed);
+        return answer(attr, want, forget, ids);
+    }
+    let job = FsJob::last_close(
+        std::sync::Arc::clone(&o.node),
+        crate::fsjob::order_of(o.id),
+        crate::fsjob::share_key(&o.share.name),
+        false,
+    );
+    let attr = opens::closed_open(server, closing, closed);
+    Handled::lookup(
+        crate::lookup::Lookup::Fs(job),
+        LookupCont::Close(Box::new(AtHome {
+            waits: Waits::LastClose(attr),
+            want,
+            forget,
+            ids,
+        })),
+    )
+}
+
+/// A parked CLOSE ([`answered`]).
+pub(crate) struct AtHome {
+    waits: Waits,
     /// POSTQUERY_ATTRIB.
     want: bool,
     /// The persistent open's record, removed after.
@@ -71,25 +155,48 @@ pub(crate) struct AtHome {
     pub ids: (u64, u64),
 }
 
-/// The file's home answered a parked CLOSE (`done`; one that did not answer has the close
-/// sent again until a home takes it, as before): the close finishes and the CLOSE is
-/// answered, or parks again for its persistent open's record.
+/// What a parked CLOSE waits for.
+#[allow(clippy::large_enum_variant)] // in a boxed [`AtHome`]; moved once
+enum Waits {
+    /// The file's home to take the close.
+    Home {
+        closing: opens::Closing,
+        home: HomeClose,
+    },
+    /// The file system job that lets the node go ([`finish`]), with the attributes read before
+    /// the close.
+    LastClose(Option<FileAttr>),
+}
+
+/// A parked CLOSE's answer is in (`done`): the file's home took the close (one that did not
+/// answer has the close sent again until a home takes it, as before), and the close finishes;
+/// or its last close was made. The CLOSE is answered, or parks again (for its last close, or
+/// its persistent open's record).
 pub(crate) fn answered(
     core: &ConnCore,
     fin: AtHome,
     done: crate::lookup::LookupDone,
 ) -> Result<Handled, NtStatus> {
     let server = &core.server;
-    let closed = crate::arbiter::close_answered(server, fin.home, done.home());
-    let attr = opens::closed_open(server, fin.closing, closed);
-    Ok(answer(attr, fin.want, fin.forget, fin.ids))
+    match fin.waits {
+        Waits::Home { closing, home } => {
+            let closed = crate::arbiter::close_answered(server, home, done.home());
+            Ok(finish(
+                server, closing, closed, fin.want, fin.forget, fin.ids,
+            ))
+        }
+        Waits::LastClose(attr) => Ok(answer(attr, fin.want, fin.forget, fin.ids)),
+    }
 }
 
-/// A parked CLOSE whose connection went before the home's answer came: the close is sent
-/// again until a home takes it, and the persistent open's record goes all the same (asked
-/// after the request, [`ConnCore::cluster_posts`]).
+/// A parked CLOSE whose connection went before its answer came: a close the home has not
+/// taken is sent again until a home takes it (a last close under way ends on the pool), and
+/// the persistent open's record goes all the same (asked after the request,
+/// [`ConnCore::cluster_posts`]).
 pub(crate) fn abandon(core: &mut ConnCore, fin: AtHome) {
-    fin.home.withdraw(&core.server.node);
+    if let Waits::Home { home, .. } = fin.waits {
+        home.withdraw(&core.server.node);
+    }
     core.cluster_posts
         .extend(fin.forget.map(crate::lookup::Lookup::Cluster));
 }

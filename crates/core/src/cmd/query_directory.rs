@@ -48,6 +48,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let open = handles::find(core, req, q.file_id)?;
+    if open.share.offloaded() {
+        if let Some(answered) = crate::cmd::query_info::job_answer(core) {
+            return answered;
+        }
+    }
     // The POSIX class: on a POSIX open only (Samba's INVALID_LEVEL otherwise).
     let posix = class == FileInfoClass::POSIX;
     if posix && !open.posix {
@@ -69,20 +74,66 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     if limit < fixed {
         return Err(NtStatus::INFO_LENGTH_MISMATCH);
     }
-    let fresh = lock(&open.state).dir_cursor.is_none()
+    let asked = Asked {
+        class,
+        limit,
+        flags: q.flags,
+        pattern: q.pattern,
+        posix,
+        zero_ids,
+        apple: apple.is_some(),
+        now_ms: core.now.mono_ms,
+    };
+    // On a share whose calls are made away from the I/O thread, the listing and the entries'
+    // stat and DOS attribute reads are one file system job (crate::cmd::query_info::in_job).
+    if open.share.offloaded() {
+        let (server, o) = (core.server.clone(), std::sync::Arc::clone(&open));
+        let what = "a QUERY_DIRECTORY";
+        return crate::cmd::query_info::in_job(core, &open, what, move || {
+            listing(&server, &o, &asked)
+        });
+    }
+    listing(&core.server, &open, &asked)
+}
+
+/// What a QUERY_DIRECTORY asks, checked ([`listing`]).
+struct Asked {
+    class: FileInfoClass,
+    limit: usize,
+    flags: QueryDirectoryFlags,
+    pattern: String,
+    /// The POSIX class.
+    posix: bool,
+    /// File ids shown as 0 (`fruit:zero_file_id` after AAPL).
+    zero_ids: bool,
+    /// Apple's attributes in FileIdBothDirectoryInformation after AAPL.
+    apple: bool,
+    now_ms: u64,
+}
+
+/// The entries a checked QUERY_DIRECTORY gets: the directory listed when the scan is fresh,
+/// and the entries after the open's cursor described.
+fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Result<Reply, NtStatus> {
+    let (class, limit, posix, zero_ids) = (q.class, q.limit, q.posix, q.zero_ids);
+    let apple = open.share.fruit.as_ref().filter(|_| q.apple);
+    // The cursor's own lock, held across the entries' file system calls (in a job on an
+    // offloaded share): not the open's state lock, which a LOGOFF, a TREE_DISCONNECT or the
+    // connection's end takes on the I/O thread meanwhile.
+    let dir = std::sync::Arc::clone(&lock(&open.state).dir_cursor);
+    let mut kept = lock(&dir);
+    let fresh = kept.is_none()
         || q.flags
             .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);
     if fresh {
         let pattern = if q.pattern.is_empty() {
-            "*".to_string()
+            "*"
         } else {
-            q.pattern.clone()
+            &q.pattern
         };
-        let entries = list(&open, &pattern)?;
-        lock(&open.state).dir_cursor = Some(DirCursor { entries, next: 0 });
+        let entries = list(open, pattern)?;
+        *kept = Some(DirCursor { entries, next: 0 });
     }
-    let mut state = lock(&open.state);
-    let Some(cursor) = state.dir_cursor.as_mut() else {
+    let Some(cursor) = kept.as_mut() else {
         return Err(NtStatus::INTERNAL_ERROR);
     };
     if cursor.next >= cursor.entries.len() {
@@ -128,7 +179,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         }
         let mut attr = attr;
         if known.is_none() {
-            crate::writetime::listed(&core.server, &mut attr, core.now.mono_ms);
+            crate::writetime::listed(server, &mut attr, q.now_ms);
         }
         let mut info = fileinfo::dir_entry_info(name, &attr);
         if zero_ids {
@@ -149,7 +200,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             (info.ea_size, info.reparse_tag) = (tag, tag);
         }
         if posix {
-            let mut p = crate::cmd::posix::entry(&core.server, &attr, stored.as_deref());
+            let mut p = crate::cmd::posix::entry(server, &attr, stored.as_deref());
             // The share root's `..` (the root again) has no owner to show: Samba sends
             // NULL SIDs for it.
             // (nor inode and device: 0, as Samba's smb3unix.py test_share_root_null_sids_fid).

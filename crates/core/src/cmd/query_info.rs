@@ -40,11 +40,16 @@ use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::posix::FsPosixInfo;
 use ringshare_wire::{NtStatus, WriteExt};
 
+use std::sync::Arc;
+
+use crate::cmd::ids::ASK_IDS;
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::fileinfo;
 use crate::files::access::{FILE_READ_ATTRIBUTES, FILE_READ_EA, READ_CONTROL};
+use crate::fsjob::{FsDone, FsJob};
 use crate::fsmap::status_of;
+use crate::lookup::{DomainAnswer, Lookup};
 use crate::server::lock;
 use crate::state::Open;
 
@@ -91,7 +96,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     let read_only = handles::tree_read_only(core, req);
     let open = handles::find(core, req, q.file_id)?;
     let limit = q.output_buffer_length as usize;
+    // On a share whose calls are made away from the I/O thread, the classes the backend
+    // answers with a file system call are answered in a job ([`in_job`]).
+    let offloaded = open.share.offloaded();
+    if offloaded {
+        if let Some(answered) = job_answer(core) {
+            return answered;
+        }
+    }
     if q.info_type == InfoType::FILE && FileInfoClass(q.info_class) == FileInfoClass::FULL_EA {
+        if offloaded {
+            let (o, msg) = (Arc::clone(&open), req.msg.to_vec());
+            return in_job(core, &open, "a QUERY_INFO's EAs", move || {
+                let q = QueryInfoRequest::decode(&msg).map_err(|e| e.status())?;
+                full_ea(&o, &q, limit)
+            });
+        }
         return full_ea(&open, &q, limit);
     }
     let a = match q.info_type {
@@ -102,8 +122,22 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
                 crate::fruit::zero_ids(&core.aapl, &open.share),
                 core.aapl.negotiated && open.share.fruit.is_some(),
             );
-            let pending = || crate::cmd::pending::delete_pending(core, &open);
             let class = FileInfoClass(q.info_class);
+            if offloaded {
+                // The delete pending (which may ask the file's home) first, here.
+                let pending = match class {
+                    FileInfoClass::STANDARD | FileInfoClass::ALL => {
+                        crate::cmd::pending::delete_pending(core, &open)?
+                    }
+                    _ => false,
+                };
+                let o = Arc::clone(&open);
+                return in_job(core, &open, "a QUERY_INFO", move || {
+                    let a = file_info(&server, &o, class, dialect, how, || Ok(pending))?;
+                    finish(a, limit)
+                });
+            }
+            let pending = || crate::cmd::pending::delete_pending(core, &open);
             file_info(&server, &open, class, dialect, how, pending)?
         }
         InfoType::FILESYSTEM => {
@@ -120,6 +154,12 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
             } else {
                 None
             };
+            if offloaded {
+                let o = Arc::clone(&open);
+                return in_job(core, &open, "a QUERY_INFO of the file system", move || {
+                    finish(fs_info(&o, class, read_only, limited)?, limit)
+                });
+            }
             fs_info(&open, class, read_only, limited)?
         }
         InfoType::SECURITY => {
@@ -130,6 +170,44 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
     finish(a, limit)
+}
+
+/// Answer in a file system job ([`crate::fsjob::FsJob::answer`]): `answer` runs on the pool,
+/// acting as the open's user, the request parked meanwhile (Err([`ASK_IDS`]) with the job in
+/// [`ConnCore::ids_wanted`]); it runs again and sends what the job made ([`job_answer`]). The
+/// job is of the open's order, so the open's requests after it wait for it
+/// (crates/core/src/conn/behind.rs).
+pub(crate) fn in_job(
+    core: &mut ConnCore,
+    open: &Open,
+    what: &'static str,
+    answer: impl FnOnce() -> Result<Reply, NtStatus> + Send + 'static,
+) -> Result<Reply, NtStatus> {
+    core.ids_wanted = Some(Lookup::Fs(FsJob::answer(
+        open.node.who().cloned(),
+        crate::fsjob::order_of(open.id),
+        crate::fsjob::share_key(&open.share.name),
+        what,
+        move || answer().map(|r| (r.status, r.body)),
+    )));
+    Err(ASK_IDS)
+}
+
+/// The answer a file system job made for this request, when it asked one and runs again
+/// ([`in_job`]); a job that could not run (its user could not be acted as) fails it.
+pub(crate) fn job_answer(core: &mut ConnCore) -> Option<Result<Reply, NtStatus>> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Fs(FsDone::Reply(r), _)) => {
+            Some(r.map(|(status, body)| Reply::with_status(status, body)))
+        }
+        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {
+            Some(Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of)))
+        }
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
 }
 
 /// The reply carrying answer `a` in at most `limit` bytes: INFO_LENGTH_MISMATCH below the

@@ -3,6 +3,7 @@
 //! descriptor's domain SIDs (or the SIDs of a file's ids). The request's job waits here while the driver asks, away from the I/O thread;
 //! the connection's other jobs go on meanwhile.
 
+use ringshare_wire::consts::Command;
 use ringshare_wire::header::Header;
 
 use super::{Connection, Job};
@@ -19,23 +20,35 @@ pub(super) struct Parked {
     session_id: u64,
     related: bool,
     cont: LookupCont,
+    /// The order of the open whose file system job this is ([`crate::fsjob::FsJob::order`]).
+    fs_order: Option<u64>,
 }
 
 impl Connection {
-    /// Member `member` of `job` asked `ask`: the job parks until the answer is in.
+    /// Member `member` of `job` asked `ask`: the job parks until the answer is in. `ordered`:
+    /// the order of the open whose file system job the member waited for, or behind which it
+    /// was let go ([`super::behind`]): what it parks on now holds the requests behind it too,
+    /// as a file system job of the open does.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn park_on_lookup(
         &mut self,
         job: Box<Job>,
         hdr: Header,
         member: usize,
-        session_id: u64,
-        related: bool,
+        (session_id, related): (u64, bool),
         ask: Lookup,
         cont: LookupCont,
+        ordered: Option<u64>,
     ) {
         let id = self.next_io_id;
         self.next_io_id += 1;
+        let fs_order = match &ask {
+            Lookup::Fs(j) if j.order != 0 => Some(j.order),
+            _ => ordered,
+        };
+        if let Some(order) = fs_order {
+            self.ordered_began(order, hdr.command == Command::READ);
+        }
         self.outputs
             .push_back(Output::Lookup(LookupRequest { id, ask }));
         let parked = Parked {
@@ -45,6 +58,7 @@ impl Connection {
             session_id,
             related,
             cont,
+            fs_order,
         };
         self.lookups.insert(id, parked);
     }
@@ -52,21 +66,39 @@ impl Connection {
     /// The answer to lookup `id` ([`Output::Lookup`]) is in: its request goes on, then the
     /// rest of its job.
     pub fn complete_lookup(&mut self, now: Now, id: u64, done: LookupDone) {
+        let order = self.lookups.get(&id).and_then(|p| p.fs_order);
+        self.lookup_answered(now, id, done);
+        // The requests that waited behind an open's file system job go on after it.
+        if let Some(order) = order {
+            self.run_behind(order);
+        }
+    }
+
+    /// [`Connection::complete_lookup`] but for the requests behind it.
+    fn lookup_answered(&mut self, now: Now, id: u64, done: LookupDone) {
         self.core.now = now;
         let Some(p) = self.lookups.remove(&id) else {
             self.async_answered(id, done);
             return;
         };
+        if let Some(order) = p.fs_order {
+            self.ordered_ended(order, p.hdr.command == Command::READ);
+        }
         if self.closing {
             match p.cont {
                 // The home took the close: it finishes (a pending delete happens), unanswered.
+                // What it asks next is asked all the same, nobody waiting: the persistent
+                // open's record's removal, or on an offloaded share the last-close job (the
+                // descriptor let go on the pool) and, through its abandon, that removal.
                 LookupCont::Close(fin) => {
                     if let Ok(cmd::Handled::Lookup(parked)) =
                         cmd::close::answered(&self.core, *fin, done)
                     {
-                        if let Lookup::Cluster(_) = parked.ask {
-                            self.core.cluster_posts.push(parked.ask);
+                        let cmd::Parked { ask, cont } = *parked;
+                        if matches!(ask, Lookup::Cluster(_) | Lookup::Fs(_)) {
+                            self.core.cluster_posts.push(ask);
                         }
+                        cmd::abandon(&mut self.core, cont);
                     }
                 }
                 _ => p.abandon(&mut self.core),
@@ -81,6 +113,8 @@ impl Connection {
                 self.core.domain_answer = Some(answer);
                 let mut job = job;
                 job.next = p.member;
+                job.resumes = Some(p.member);
+                job.fs_order = p.fs_order;
                 self.run(job);
                 // Taken by the member when it ran again; not kept for another.
                 self.core.domain_answer = None;
@@ -112,7 +146,8 @@ impl Connection {
                     Ok(cmd::Handled::Lookup(parked)) => {
                         let cmd::Parked { ask, cont } = *parked;
                         let (member, session_id, related) = (p.member, p.session_id, p.related);
-                        self.park_on_lookup(job, p.hdr, member, session_id, related, ask, cont);
+                        let ids = (session_id, related);
+                        self.park_on_lookup(job, p.hdr, member, ids, ask, cont, p.fs_order);
                     }
                     Ok(cmd::Handled::Async(work)) => {
                         // A blocking lock that must wait: STATUS_PENDING, as one told so at once.
@@ -182,6 +217,7 @@ impl Connection {
         for (_, p) in std::mem::take(&mut self.lookups) {
             p.abandon(&mut self.core);
         }
+        self.abandon_behind();
         self.post_to_cluster();
     }
 
@@ -204,7 +240,7 @@ impl Connection {
     /// ([`Connection::abandon_lookups`]). A CANCEL does not end the wait (the WRITE is not
     /// async); the call's own bound (2 s) does.
     pub fn holds_payload(&self) -> bool {
-        self.lookups.values().any(|p| p.job.detached.is_some())
+        self.lookups.values().any(|p| p.job.detached.is_some()) || self.behind_holds_payload()
     }
 
     /// Lookups this connection waits for.

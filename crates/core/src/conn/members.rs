@@ -90,7 +90,7 @@ impl Connection {
         &mut self,
         mut job: Box<Job>,
         hdr: Header,
-        session_id: u64,
+        r0: Req0,
         node: Arc<dyn Node>,
         mut op: IoOp,
         cont: Cont,
@@ -114,7 +114,9 @@ impl Connection {
                 }
             }
         }
-        let r0 = Req0 { session_id };
+        if let Some(order) = r0.fs_order {
+            self.ordered_began(order, hdr.command == Command::READ);
+        }
         self.outputs
             .push_back(Output::Io(IoRequest { id, node, op }));
         self.parked.insert(id, (job, hdr, cont, r0));

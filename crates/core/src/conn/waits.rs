@@ -119,7 +119,15 @@ impl Connection {
                 Ok(cmd::Handled::Lookup(parked)) => {
                     let cmd::Parked { ask, cont } = *parked;
                     let (index, session_id, related) = (w.index, w.session_id, w.related);
-                    self.park_on_lookup(w.job, w.hdr, index, session_id, related, ask, cont);
+                    self.park_on_lookup(
+                        w.job,
+                        w.hdr,
+                        index,
+                        (session_id, related),
+                        ask,
+                        cont,
+                        None,
+                    );
                     continue;
                 }
                 Ok(cmd::Handled::Reply(reply)) => Ok(reply),

@@ -183,6 +183,10 @@ pub struct Client {
     /// (the driver answers them later, from another thread).
     pub hold_lookups: bool,
     pub held_lookups: Vec<ringshare_core::LookupRequest>,
+    /// File I/O ([`Output::Io`]) is kept here instead of run at once while set (the ring
+    /// completes it later).
+    pub hold_io: bool,
+    pub held_io: Vec<IoRequest>,
     /// The payload of a WRITE received apart ([`Connection::receive_detached`]) that the
     /// driver holds: an [`IoOp::WriteReceived`] writes it (once), as the driver splices it.
     pub received_apart: Option<Vec<u8>>,
@@ -364,6 +368,8 @@ impl Client {
             closed: false,
             hold_lookups: false,
             held_lookups: Vec::new(),
+            hold_io: false,
+            held_io: Vec::new(),
             received_apart: None,
             dialect,
             client_guid,
@@ -660,6 +666,7 @@ impl Client {
                         }
                     }
                 }
+                Output::Io(req) if self.hold_io => self.held_io.push(req),
                 Output::Io(req) => self.run_io(req),
                 Output::Lookup(req) if self.hold_lookups => self.held_lookups.push(req),
                 Output::Lookup(req) => {
@@ -670,6 +677,14 @@ impl Client {
             }
         }
         out
+    }
+
+    /// Run the I/O held ([`Client::hold_io`]) and what follows from it; the responses sent.
+    pub fn run_held_io(&mut self) -> Vec<Resp> {
+        for req in std::mem::take(&mut self.held_io) {
+            self.run_io(req);
+        }
+        self.pump()
     }
 
     fn run_io(&mut self, req: IoRequest) {

@@ -226,7 +226,7 @@ pub(super) fn new_open(
     let state = OpenState {
         path,
         delete_on_close: asked.delete_on_close,
-        dir_cursor: None,
+        dir_cursor: Default::default(),
         position: 0,
         mode: asked.options & MODE_FROM_OPTIONS,
         channel_sequence: req.hdr.channel_sequence(),

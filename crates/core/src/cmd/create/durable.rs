@@ -509,7 +509,7 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
         crate::state::OpenState {
             path: s.path.clone(),
             delete_on_close: s.delete_on_close,
-            dir_cursor: None,
+            dir_cursor: Default::default(),
             position: s.position,
             mode: s.mode,
             channel_sequence: req.hdr.channel_sequence(),
