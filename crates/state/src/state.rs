@@ -200,6 +200,11 @@ pub struct Open {
     pub share: Arc<ShareDef>,
     /// What requests on the open change (any channel may carry them).
     pub state: Mutex<OpenState>,
+    /// A QUERY_DIRECTORY's place, under its own lock: a listing holds that across the
+    /// entries' file system calls (in a file system job on an offloaded share), never the
+    /// state's lock, which a LOGOFF, a TREE_DISCONNECT or a connection's end takes on the I/O
+    /// thread. (A field of the open, not an `Arc` in its state: no allocation per CREATE.)
+    pub dir_cursor: Mutex<Option<DirCursor>>,
     /// Set for an open of a named stream: `node`, `key` and `entry` are the
     /// stream's.
     pub stream: Option<Box<StreamOf>>,
@@ -233,11 +238,6 @@ pub struct OpenState {
     pub path: RelPath,
     /// FILE_DELETE_ON_CLOSE was asked at create.
     pub delete_on_close: bool,
-    /// A QUERY_DIRECTORY's place, under its own lock: a listing holds that across the
-    /// entries' file system calls (in a file system job on an offloaded share), never this
-    /// state's lock, which a LOGOFF, a TREE_DISCONNECT or a connection's end takes on the I/O
-    /// thread.
-    pub dir_cursor: Arc<Mutex<Option<DirCursor>>>,
     /// FilePositionInformation (kept for clients that set and read it).
     pub position: u64,
     pub mode: u32,

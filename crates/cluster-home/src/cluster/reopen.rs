@@ -107,7 +107,6 @@ pub(crate) fn open_from(
         state: Mutex::new(OpenState {
             path: h.path,
             delete_on_close: false,
-            dir_cursor: Default::default(),
             position: h.position,
             mode: h.mode,
             channel_sequence: place.channel_sequence,
@@ -125,6 +124,7 @@ pub(crate) fn open_from(
             compress_misses: 0,
             posix_rename: h.posix_rename,
         }),
+        dir_cursor: Mutex::new(None),
         stream: None,
         posix: h.posix,
     }

@@ -119,8 +119,7 @@ fn listing(server: &crate::server::ServerState, open: &Open, q: &Asked) -> Resul
     // The cursor's own lock, held across the entries' file system calls (in a job on an
     // offloaded share): not the open's state lock, which a LOGOFF, a TREE_DISCONNECT or the
     // connection's end takes on the I/O thread meanwhile.
-    let dir = std::sync::Arc::clone(&lock(&open.state).dir_cursor);
-    let mut kept = lock(&dir);
+    let mut kept = lock(&open.dir_cursor);
     let fresh = kept.is_none()
         || q.flags
             .intersects(QueryDirectoryFlags::RESTART_SCANS | QueryDirectoryFlags::REOPEN);

@@ -226,7 +226,6 @@ pub(super) fn new_open(
     let state = OpenState {
         path,
         delete_on_close: asked.delete_on_close,
-        dir_cursor: Default::default(),
         position: 0,
         mode: asked.options & MODE_FROM_OPTIONS,
         channel_sequence: req.hdr.channel_sequence(),
@@ -260,6 +259,7 @@ pub(super) fn new_open(
         create_options: asked.options,
         share,
         state: Mutex::new(state),
+        dir_cursor: Mutex::new(None),
         stream,
         posix: asked.posix.is_some(),
     }

@@ -509,7 +509,6 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
         crate::state::OpenState {
             path: s.path.clone(),
             delete_on_close: s.delete_on_close,
-            dir_cursor: Default::default(),
             position: s.position,
             mode: s.mode,
             channel_sequence: req.hdr.channel_sequence(),
@@ -542,6 +541,7 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
         create_options: old.create_options,
         share: Arc::clone(&old.share),
         state: std::sync::Mutex::new(state),
+        dir_cursor: std::sync::Mutex::new(None),
         // Streams are never made durable.
         stream: None,
         posix: old.posix,
