@@ -165,6 +165,50 @@ impl Share for FuseShare {
     }
 }
 
+/// Running the file system jobs a client's connection asked (held by the test), as the
+/// driver's pool does, and handing their answers back.
+trait RunJobs {
+    /// Each of `held` (every one a file system job) run and answered.
+    fn run_jobs(&mut self, held: Vec<ringshare_core::LookupRequest>);
+    /// Each of `held` (of any kind) run and answered.
+    fn run_any(&mut self, held: Vec<ringshare_core::LookupRequest>);
+}
+
+impl RunJobs for Client {
+    fn run_jobs(&mut self, held: Vec<ringshare_core::LookupRequest>) {
+        for req in &held {
+            assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
+        }
+        self.run_any(held);
+    }
+
+    fn run_any(&mut self, held: Vec<ringshare_core::LookupRequest>) {
+        for req in held {
+            let done = req.run();
+            self.conn.complete_lookup(self.now, req.id, done);
+        }
+    }
+}
+
+/// A client of a server whose every share is a [`FuseShare`] (`remote`: its calls may wait on a
+/// network), and what the share's nodes are asked.
+fn fuse_client(remote: bool) -> (Client, Arc<Calls>) {
+    fuse_client_with(remote, |share| {
+        server_on(share, ringshare_core::SigningPolicy::IfRequired)
+    })
+}
+
+/// [`fuse_client`] with the server `server` makes of the share.
+fn fuse_client_with(
+    remote: bool,
+    server: impl FnOnce(Arc<FuseShare>) -> Arc<ringshare_core::ServerState>,
+) -> (Client, Arc<Calls>) {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    (Client::on(server(share), mem, Options::default()), calls)
+}
+
 #[test]
 fn a_read_past_the_end_of_a_file_on_fuse_returns_only_what_the_file_holds() {
     let mem = MemShare::new();
@@ -219,10 +263,7 @@ fn read_with_jobs_held(
         .iter()
         .all(|r| matches!(r.ask, ringshare_core::Lookup::Fs(_))));
     let jobs = held.len();
-    for req in held {
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
+    c.run_any(held);
     c.hold_lookups = false;
     (c.pump(), jobs, (a - was.0, b - was.1))
 }
@@ -232,11 +273,7 @@ fn read_with_jobs_held(
 /// the I/O thread, the READ parked meanwhile, and answered as before once it is done.
 #[test]
 fn a_reads_checks_on_a_share_that_may_wait_on_a_network_are_asked_as_one_job() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client(true);
     let f = c
         .create("cold", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -275,11 +312,7 @@ fn a_reads_checks_on_a_share_that_may_wait_on_a_network_are_asked_as_one_job() {
 /// checks are made as before, with no job.
 #[test]
 fn a_reads_checks_on_a_local_share_are_made_at_once() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), false));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client(false);
     let f = c
         .create("warm", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -300,10 +333,7 @@ fn a_reads_checks_on_a_local_share_are_made_at_once() {
 #[test]
 fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
     let detachable = |remote: bool| {
-        let mem = MemShare::new();
-        let share = Arc::new(FuseShare::new(mem.clone(), remote));
-        let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-        let mut c = Client::on(server, mem, Options::default());
+        let (mut c, _) = fuse_client(remote);
         c.conn.set_send_file(true);
         let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
         let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
@@ -331,10 +361,7 @@ fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
 /// holds).
 #[test]
 fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of_its_compound() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, _) = fuse_client(true);
     let (t1, t2) = (c.tree_id, c.tree_connect("share"));
     let short = c
         .create("short", 0x0012_019f, D::OPEN_IF, 0)
@@ -361,10 +388,7 @@ fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of
     let mut answers = Vec::new();
     let mut jobs = held;
     while !jobs.is_empty() {
-        for req in jobs {
-            let done = req.run();
-            c.conn.complete_lookup(c.now, req.id, done);
-        }
+        c.run_any(jobs);
         answers.extend(c.pump());
         jobs = std::mem::take(&mut c.held_lookups);
     }
@@ -410,10 +434,7 @@ fn a_close_sent_after_a_write_waiting_for_its_file_system_job_runs_after_it() {
     let held = std::mem::take(&mut c.held_lookups);
     assert_eq!(held.len(), 1, "only the WRITE's job is out");
     c.hold_lookups = false;
-    for req in held {
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
+    c.run_any(held);
     let answers: Vec<_> = c
         .pump()
         .iter()
@@ -441,10 +462,7 @@ fn a_close_sent_after_a_write_waiting_for_its_file_system_job_runs_after_it() {
 /// WRITE and the CLOSE after it are answered as they come.
 #[test]
 fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), false));
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, _) = fuse_client(false);
     let f = c
         .create("here", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -458,11 +476,7 @@ fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
 /// calls may wait on a network (`remote`) or not: the jobs it asked, the nodes let go before
 /// they ran and after, its answer's status, and the file's size it reported.
 fn close_with_jobs_held(remote: bool, data: &[u8]) -> (usize, usize, usize, NtStatus, u64) {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), remote));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client(remote);
     let f = c
         .create("closing", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -476,11 +490,7 @@ fn close_with_jobs_held(remote: bool, data: &[u8]) -> (usize, usize, usize, NtSt
     let jobs = held.len();
     let dropped_first = calls.dropped.load(Ordering::SeqCst) - before;
     c.hold_lookups = false;
-    for req in held {
-        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
+    c.run_jobs(held);
     answers.extend(c.pump());
     assert_eq!(answers.len(), 1, "one answer");
     let resp = ringshare_wire::create::CloseResponse::decode(&answers[0].msg).expect("close");
@@ -531,11 +541,7 @@ fn query_with_jobs_held(
     info_type: u8,
     class: u8,
 ) -> (usize, (usize, usize), Resp) {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), remote));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client(remote);
     let f = c
         .create("queried", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -555,11 +561,7 @@ fn query_with_jobs_held(
     let held = std::mem::take(&mut c.held_lookups);
     let jobs = held.len();
     c.hold_lookups = false;
-    for req in held {
-        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
-        let done = req.run();
-        c.conn.complete_lookup(c.now, req.id, done);
-    }
+    c.run_jobs(held);
     answers.extend(c.pump());
     assert_eq!(answers.len(), 1, "one answer");
     (jobs, (a - was.0, b - was.1), answers.remove(0))
@@ -621,11 +623,7 @@ fn a_query_info_on_a_local_share_is_answered_at_once() {
 /// share whose calls may wait on a network (`remote`) or not, sent twice with the jobs held:
 /// for each, the jobs it asked, the stat calls made before they ran, and the answer.
 fn list_with_jobs_held(remote: bool) -> Vec<(usize, usize, Resp)> {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), remote));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client(remote);
     let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
     let f = c
         .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
@@ -660,10 +658,7 @@ fn list_with_jobs_held(remote: bool) -> Vec<(usize, usize, Resp)> {
         let held = std::mem::take(&mut c.held_lookups);
         let jobs = held.len();
         c.hold_lookups = false;
-        for req in held {
-            let done = req.run();
-            c.conn.complete_lookup(c.now, req.id, done);
-        }
+        c.run_any(held);
         answers.extend(c.pump());
         assert_eq!(answers.len(), 1, "one answer");
         out.push((jobs, inline, answers.remove(0)));
@@ -731,11 +726,7 @@ fn send_signed(c: &mut Client, mut msg: Vec<u8>) -> (u64, Vec<Resp>) {
 /// WRITE's I/O was still out.)
 #[test]
 fn a_close_behind_a_write_let_go_from_behind_a_reads_job_waits_for_the_writes_io() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let calls = Arc::clone(&share.1);
-    let server = server_without_posix_locking(share);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client_with(true, server_without_posix_locking);
     let f = c
         .create("ordered", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -845,11 +836,7 @@ fn query_directory_msg(c: &mut Client, d: FileId) -> Vec<u8> {
 /// stall out.)
 #[test]
 fn a_tree_disconnect_while_a_listing_job_stalls_on_an_entry_does_not_wait_for_it() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let calls = Arc::clone(&share.1);
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, calls) = fuse_client(true);
     let d = c.create("d", 0x001f_01ff, D::CREATE, 1).expect("mkdir");
     let f = c
         .create("d\\a.txt", 0x0012_019f, D::CREATE, 0)
@@ -914,10 +901,7 @@ fn run_held_jobs(c: &mut Client) -> Vec<Resp> {
 /// READ, the last READ seeing the WRITE's bytes.
 #[test]
 fn two_reads_of_one_open_do_not_wait_for_each_other_but_a_write_waits_for_both() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, _) = fuse_client(true);
     let f = c
         .create("shared", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
@@ -968,10 +952,7 @@ fn two_reads_of_one_open_do_not_wait_for_each_other_but_a_write_waits_for_both()
 /// spliced.
 #[test]
 fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let server = server_without_posix_locking(share);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, _) = fuse_client_with(true, server_without_posix_locking);
     c.conn.set_send_file(true);
     let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
     let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
@@ -1007,10 +988,7 @@ fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
 /// went through while the CLOSE waited.)
 #[test]
 fn a_close_reads_the_attributes_it_was_asked_for_before_its_open_lets_the_file_go() {
-    let mem = MemShare::new();
-    let share = Arc::new(FuseShare::new(mem.clone(), true));
-    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
-    let mut c = Client::on(server, mem, Options::default());
+    let (mut c, _) = fuse_client(true);
     let f = c
         .create("postquery", 0x0012_019f, D::OPEN_IF, 0)
         .expect("create");
