@@ -108,28 +108,10 @@ const PERSISTENT: u32 = 2;
 /// removal of the open's record. (Without the fix both were dropped: the record stayed.)
 #[test]
 fn a_close_whose_connection_ends_while_it_waits_for_the_home_still_removes_the_record() {
-    let cl = Cluster::with(3, 3, |c| {
-        c.shares = c
-            .shares
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let mut d = s.with_backend(&s.name, s.backend.clone());
-                d.fs_offload = Some(true);
-                d.continuous_availability = i == 0;
-                Arc::new(d)
-            })
-            .collect();
-    });
+    let cl = offloaded_ca_cluster();
     let records = || cl.bus.ca.lock().unwrap().len();
     let mut a = cl.client(1);
-    let m = lease_create_msg(&mut a, "kept.txt", 7, vec![dh2q_flags(5, PERSISTENT)]);
-    let r = a.send_frame(m).remove(0);
-    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
-    let f = ringshare_wire::create::CreateResponse::decode(&r.msg)
-        .expect("create response")
-        .file_id;
-    assert_eq!(durable_flags(&r), Some(PERSISTENT));
+    let f = persistent_open(&mut a, "kept.txt");
     assert_eq!(records(), 1, "its record");
 
     a.hold_lookups = true;
@@ -173,4 +155,73 @@ fn a_close_whose_connection_ends_while_it_waits_for_the_home_still_removes_the_r
     assert_eq!(records(), 1, "not removed on the I/O thread");
     answer_held(&mut a);
     assert_eq!(records(), 0, "the record is gone with the open");
+}
+
+/// Three nodes, every file homed on node 3, each share offloaded and the first continuously
+/// available.
+fn offloaded_ca_cluster() -> Cluster {
+    Cluster::with(3, 3, |c| {
+        c.shares = c
+            .shares
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut d = s.with_backend(&s.name, s.backend.clone());
+                d.fs_offload = Some(true);
+                d.continuous_availability = i == 0;
+                Arc::new(d)
+            })
+            .collect();
+    })
+}
+
+/// A persistent open of `name` by `a`.
+fn persistent_open(a: &mut Client, name: &str) -> ringshare_wire::FileId {
+    let m = lease_create_msg(a, name, 7, vec![dh2q_flags(5, PERSISTENT)]);
+    let r = a.send_frame(m).remove(0);
+    assert_eq!(r.status(), NtStatus::SUCCESS, "create");
+    assert_eq!(durable_flags(&r), Some(PERSISTENT));
+    ringshare_wire::create::CreateResponse::decode(&r.msg)
+        .expect("create response")
+        .file_id
+}
+
+/// The review of fsjobs2, finding C: the same CLOSE, its connection shut down (as the driver
+/// does once a closing connection's sends are out) before the home answers. The close is
+/// abandoned: sent to the home again until one takes it, the record's removal asked, and the
+/// descriptor's last close made in a file system job, nobody waiting, not where the abandoned
+/// close is dropped on the I/O thread. (Without it only the record's removal was asked.)
+#[test]
+fn a_close_whose_connection_is_shut_down_while_it_waits_for_the_home_lets_its_file_go_on_the_pool()
+{
+    let cl = offloaded_ca_cluster();
+    let mut a = cl.client(1);
+    let f = persistent_open(&mut a, "dropped.txt");
+    a.hold_lookups = true;
+    let m = a.close_msg(f, 0);
+    assert!(a.send_frame(m).is_empty(), "the CLOSE waits for the home");
+    let held = std::mem::take(&mut a.held_lookups);
+    assert!(matches!(
+        held[..],
+        [ringshare_core::LookupRequest {
+            ask: Lookup::Home(_),
+            ..
+        }]
+    ));
+    a.conn.shutdown(a.now);
+    assert!(a.pump().is_empty(), "unanswered");
+    let kinds: Vec<_> = a
+        .held_lookups
+        .iter()
+        .map(|r| match r.ask {
+            Lookup::Fs(_) => "fs",
+            Lookup::Cluster(_) => "record",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["fs", "record"],
+        "the last close in a job and the record's removal, asked"
+    );
 }

@@ -194,8 +194,21 @@ pub(crate) fn answered(
 /// the persistent open's record goes all the same (asked after the request,
 /// [`ConnCore::cluster_posts`]).
 pub(crate) fn abandon(core: &mut ConnCore, fin: AtHome) {
-    if let Waits::Home { home, .. } = fin.waits {
+    if let Waits::Home { home, closing } = fin.waits {
         home.withdraw(&core.server.node);
+        // On an offloaded share the descriptor's last close (a FUSE flush) is made on the
+        // pool, nobody waiting, not where `closing` is dropped (here, on the I/O thread): the
+        // job holds the node once `closing` lets it go, and runs after, asked with the posts.
+        let o = &closing.open;
+        if o.share.offloaded() && o.stream.is_none() {
+            let job = FsJob::last_close(
+                std::sync::Arc::clone(&o.node),
+                crate::fsjob::order_of(o.id),
+                crate::fsjob::share_key(&o.share.name),
+                false,
+            );
+            core.cluster_posts.push(crate::lookup::Lookup::Fs(job));
+        }
     }
     core.cluster_posts
         .extend(fin.forget.map(crate::lookup::Lookup::Cluster));
