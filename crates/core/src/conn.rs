@@ -79,6 +79,10 @@ struct Job {
     /// The order of the open whose file system job that member waited for: its file I/O, if
     /// it parks on some, holds the requests behind it too ([`behind`]).
     fs_order: Option<u64>,
+    /// The order of an open one of its members held (a job or an ordered I/O of it out): every
+    /// request waiting behind that open came after this job, so a later member about it goes
+    /// before them, not behind ([`behind`]).
+    came_first: Option<u64>,
 }
 
 impl Job {

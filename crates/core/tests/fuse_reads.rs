@@ -1018,3 +1018,50 @@ fn a_close_reads_the_attributes_it_was_asked_for_before_its_open_lets_the_file_g
     let after = c.create_on(tree, "postquery", 0x0012_019f, 0, D::OPEN, 0);
     assert!(after.is_ok(), "then it goes through");
 }
+
+/// A compound's later member about the open its first member held goes before the requests
+/// that came after the compound: [READ, SET_INFO of the same open], then a CLOSE of it, the
+/// READ's job and I/O held. The CLOSE waits behind the READ; once the READ's I/O is done the
+/// SET_INFO runs, then the CLOSE, and both succeed. (Without it the SET_INFO was queued behind
+/// the CLOSE and told FILE_CLOSED.)
+#[test]
+fn a_compounds_later_member_about_its_open_goes_before_a_close_that_came_after_it() {
+    let (mut c, _) = fuse_client(true);
+    let f = c
+        .create("compound", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    assert_eq!(c.write(f, 0, b"0123456789").status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    c.hold_io = true;
+    let read = c.read_msg(f, 0, 10);
+    // FileEndOfFileInformation (20): 4 bytes.
+    let size = c.set_info_msg(f, 1, 20, &4u64.to_le_bytes());
+    let mids = [&read, &size].map(|m| Header::decode(m).expect("header").message_id);
+    assert!(
+        c.compound(vec![read, size], false).is_empty(),
+        "the READ waits for its job"
+    );
+    let m = c.close_msg(f, 0);
+    let (close_mid, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "the CLOSE waits behind the READ's job");
+    let mut answers = Vec::new();
+    while !(c.held_lookups.is_empty() && c.held_io.is_empty()) {
+        let held = std::mem::take(&mut c.held_lookups);
+        c.run_any(held);
+        answers.extend(c.pump());
+        answers.extend(c.run_held_io());
+    }
+    let order: Vec<_> = answers
+        .iter()
+        .map(|r| (r.hdr.message_id, r.status()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (mids[0], NtStatus::SUCCESS),
+            (mids[1], NtStatus::SUCCESS),
+            (close_mid, NtStatus::SUCCESS)
+        ],
+        "the READ, the SET_INFO, then the CLOSE"
+    );
+}

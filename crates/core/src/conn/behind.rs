@@ -110,7 +110,11 @@ impl Connection {
         let (start, end) = job.members[idx];
         let order = order_of(named_open(command, &job.frame[start..end], related)?);
         let read = command == Command::READ;
-        (self.behind.holds(order, read) || self.behind.waiting.contains_key(&order))
+        // A compound's later member about an open an earlier member held came before those
+        // waiting behind it: held only by what is out ([`Connection::park_behind`] puts it
+        // first).
+        let first = job.came_first == Some(order);
+        (self.behind.holds(order, read) || (!first && self.behind.waiting.contains_key(&order)))
             .then_some(order)
     }
 
@@ -121,7 +125,8 @@ impl Connection {
     }
 
     /// `job` waits behind the file system job of the open of order `order`, its member `idx`
-    /// (a `command`) to run first when it goes on.
+    /// (a `command`) to run first when it goes on: at the back of those waiting, or at the
+    /// front when an earlier member of it held that open (they all came after it).
     pub(super) fn park_behind(
         &mut self,
         order: u64,
@@ -131,11 +136,13 @@ impl Connection {
     ) {
         job.next = idx;
         let read = command == Command::READ;
-        self.behind
-            .waiting
-            .entry(order)
-            .or_default()
-            .push_back((read, job));
+        let first = job.came_first == Some(order);
+        let queue = self.behind.waiting.entry(order).or_default();
+        if first {
+            queue.push_front((read, job));
+        } else {
+            queue.push_back((read, job));
+        }
     }
 
     /// A file system job of the open of order `order` was answered, or an ordered I/O done:

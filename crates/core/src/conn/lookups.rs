@@ -32,7 +32,7 @@ impl Connection {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn park_on_lookup(
         &mut self,
-        job: Box<Job>,
+        mut job: Box<Job>,
         hdr: Header,
         member: usize,
         (session_id, related): (u64, bool),
@@ -48,6 +48,7 @@ impl Connection {
         };
         if let Some(order) = fs_order {
             self.ordered_began(order, hdr.command == Command::READ);
+            job.came_first = Some(order);
         }
         self.outputs
             .push_back(Output::Lookup(LookupRequest { id, ask }));

@@ -116,6 +116,7 @@ impl Connection {
         }
         if let Some(order) = r0.fs_order {
             self.ordered_began(order, hdr.command == Command::READ);
+            job.came_first = Some(order);
         }
         self.outputs
             .push_back(Output::Io(IoRequest { id, node, op }));
