@@ -19,6 +19,17 @@ const ALL: u32 = 0x001F_01FF;
 const EXCLUSIVE: u32 = 2;
 const FAIL_IMMEDIATELY: u32 = 0x10;
 
+/// What a held lookup asks, in a word: its file's home, a file system job, the cluster's record
+/// store, or something else.
+fn kind(r: &ringshare_core::LookupRequest) -> &'static str {
+    match r.ask {
+        Lookup::Home(_) => "home",
+        Lookup::Fs(_) => "fs",
+        Lookup::Cluster(_) => "record",
+        _ => "other",
+    }
+}
+
 /// Each held lookup carried in turn until the request is answered: the kinds asked, in order,
 /// and the answers.
 fn carry_until_answered(c: &mut Client) -> (Vec<&'static str>, Vec<Resp>) {
@@ -26,11 +37,7 @@ fn carry_until_answered(c: &mut Client) -> (Vec<&'static str>, Vec<Resp>) {
     loop {
         let held = std::mem::take(&mut c.held_lookups);
         assert!(!held.is_empty(), "nothing held and no answer");
-        kinds.extend(held.iter().map(|r| match r.ask {
-            Lookup::Home(_) => "home",
-            Lookup::Fs(_) => "fs",
-            _ => "other",
-        }));
+        kinds.extend(held.iter().map(kind));
         for req in held {
             let done = req.run();
             c.conn.complete_lookup(c.now, req.id, done);
@@ -138,15 +145,7 @@ fn a_close_whose_connection_ends_while_it_waits_for_the_home_still_removes_the_r
         a.conn.complete_lookup(a.now, req.id, done);
     }
     assert!(a.pump().is_empty(), "unanswered");
-    let kinds: Vec<_> = a
-        .held_lookups
-        .iter()
-        .map(|r| match r.ask {
-            Lookup::Fs(_) => "fs",
-            Lookup::Cluster(_) => "record",
-            _ => "other",
-        })
-        .collect();
+    let kinds: Vec<_> = a.held_lookups.iter().map(kind).collect();
     assert_eq!(
         kinds,
         ["fs", "record"],
@@ -210,15 +209,7 @@ fn a_close_whose_connection_is_shut_down_while_it_waits_for_the_home_lets_its_fi
     ));
     a.conn.shutdown(a.now);
     assert!(a.pump().is_empty(), "unanswered");
-    let kinds: Vec<_> = a
-        .held_lookups
-        .iter()
-        .map(|r| match r.ask {
-            Lookup::Fs(_) => "fs",
-            Lookup::Cluster(_) => "record",
-            _ => "other",
-        })
-        .collect();
+    let kinds: Vec<_> = a.held_lookups.iter().map(kind).collect();
     assert_eq!(
         kinds,
         ["fs", "record"],

@@ -126,12 +126,7 @@ fn finish(
         let attr = opens::closed_open(server, closing, closed);
         return answer(attr, want, forget, ids);
     }
-    let job = FsJob::last_close(
-        std::sync::Arc::clone(&o.node),
-        crate::fsjob::order_of(o.id),
-        crate::fsjob::share_key(&o.share.name),
-        false,
-    );
+    let job = last_close(o);
     let attr = opens::closed_open(server, closing, closed);
     Handled::lookup(
         crate::lookup::Lookup::Fs(job),
@@ -141,6 +136,17 @@ fn finish(
             forget,
             ids,
         })),
+    )
+}
+
+/// The file system job that lets `o`'s node go, so that the descriptor's last close is made
+/// on the pool ([`finish`], [`abandon`]).
+fn last_close(o: &crate::state::Open) -> FsJob {
+    FsJob::last_close(
+        std::sync::Arc::clone(&o.node),
+        crate::fsjob::order_of(o.id),
+        crate::fsjob::share_key(&o.share.name),
+        false,
     )
 }
 
@@ -201,13 +207,8 @@ pub(crate) fn abandon(core: &mut ConnCore, fin: AtHome) {
         // job holds the node once `closing` lets it go, and runs after, asked with the posts.
         let o = &closing.open;
         if o.share.offloaded() && o.stream.is_none() {
-            let job = FsJob::last_close(
-                std::sync::Arc::clone(&o.node),
-                crate::fsjob::order_of(o.id),
-                crate::fsjob::share_key(&o.share.name),
-                false,
-            );
-            core.cluster_posts.push(crate::lookup::Lookup::Fs(job));
+            core.cluster_posts
+                .push(crate::lookup::Lookup::Fs(last_close(o)));
         }
     }
     core.cluster_posts
