@@ -190,6 +190,13 @@ impl RunJobs for Client {
     }
 }
 
+/// A file `name` made (or opened) by `c` on its tree, holding `data` from its start.
+fn file_holding(c: &mut Client, name: &str, data: &[u8]) -> FileId {
+    let f = c.create(name, 0x0012_019f, D::OPEN_IF, 0).expect("create");
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    f
+}
+
 /// A client of a server whose every share is a [`FuseShare`] (`remote`: its calls may wait on a
 /// network), and what the share's nodes are asked.
 fn fuse_client(remote: bool) -> (Client, Arc<Calls>) {
@@ -313,10 +320,7 @@ fn a_reads_checks_on_a_share_that_may_wait_on_a_network_are_asked_as_one_job() {
 #[test]
 fn a_reads_checks_on_a_local_share_are_made_at_once() {
     let (mut c, calls) = fuse_client(false);
-    let f = c
-        .create("warm", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, b"here").status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "warm", b"here");
     c.hold_lookups = true;
     assert_eq!(read_data(&c.read(f, 0, 128)), b"here");
     assert!(c.held_lookups.is_empty(), "no job");
@@ -363,10 +367,7 @@ fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
 fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of_its_compound() {
     let (mut c, _) = fuse_client(true);
     let (t1, t2) = (c.tree_id, c.tree_connect("share"));
-    let short = c
-        .create("short", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("short");
-    assert_eq!(c.write(short, 0, b"four").status(), NtStatus::SUCCESS);
+    let short = file_holding(&mut c, "short", b"four");
     c.tree_id = t2;
     let long = c.create("long", 0x0012_019f, D::OPEN_IF, 0).expect("long");
     let data: Vec<u8> = (0..100u8).collect();
@@ -477,10 +478,7 @@ fn a_close_after_a_write_on_a_local_share_waits_for_nothing() {
 /// they ran and after, its answer's status, and the file's size it reported.
 fn close_with_jobs_held(remote: bool, data: &[u8]) -> (usize, usize, usize, NtStatus, u64) {
     let (mut c, calls) = fuse_client(remote);
-    let f = c
-        .create("closing", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "closing", data);
     let before = calls.dropped.load(Ordering::SeqCst);
     c.hold_lookups = true;
     let mut close = c.close_msg(f, 1);
@@ -542,10 +540,7 @@ fn query_with_jobs_held(
     class: u8,
 ) -> (usize, (usize, usize), Resp) {
     let (mut c, calls) = fuse_client(remote);
-    let f = c
-        .create("queried", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "queried", data);
     let count = || {
         (
             calls.stats.load(Ordering::SeqCst),
@@ -727,10 +722,7 @@ fn send_signed(c: &mut Client, mut msg: Vec<u8>) -> (u64, Vec<Resp>) {
 #[test]
 fn a_close_behind_a_write_let_go_from_behind_a_reads_job_waits_for_the_writes_io() {
     let (mut c, calls) = fuse_client_with(true, server_without_posix_locking);
-    let f = c
-        .create("ordered", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, b"before").status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "ordered", b"before");
     c.hold_lookups = true;
     c.hold_io = true;
     let m = c.read_msg(f, 0, 64);
@@ -902,10 +894,7 @@ fn run_held_jobs(c: &mut Client) -> Vec<Resp> {
 #[test]
 fn two_reads_of_one_open_do_not_wait_for_each_other_but_a_write_waits_for_both() {
     let (mut c, _) = fuse_client(true);
-    let f = c
-        .create("shared", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, b"old!").status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "shared", b"old!");
     c.hold_lookups = true;
     c.hold_io = true;
     let m = c.read_msg(f, 0, 4);
@@ -1027,10 +1016,7 @@ fn a_close_reads_the_attributes_it_was_asked_for_before_its_open_lets_the_file_g
 #[test]
 fn a_compounds_later_member_about_its_open_goes_before_a_close_that_came_after_it() {
     let (mut c, _) = fuse_client(true);
-    let f = c
-        .create("compound", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
-    assert_eq!(c.write(f, 0, b"0123456789").status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "compound", b"0123456789");
     c.hold_lookups = true;
     c.hold_io = true;
     let read = c.read_msg(f, 0, 10);
