@@ -10,6 +10,15 @@ fn errors_field(json: &str) -> Option<u64> {
     json_u64(json, "errors")
 }
 
+/// `bench` with `args` on `server`, which must succeed with no request in error: its JSON
+/// (`what` says which run, in a failure's message).
+fn bench_clean(server: &Server, args: &[&str], what: &str) -> String {
+    let (ok, out) = bench(server, args);
+    assert!(ok, "{what}: {out}");
+    assert_eq!(errors_field(&out), Some(0), "{what}: {out}");
+    out
+}
+
 /// The number of field `name` in the JSON `json`.
 fn json_u64(json: &str, name: &str) -> Option<u64> {
     let i = json.find(&format!("\"{name}\""))?;
@@ -19,7 +28,7 @@ fn json_u64(json: &str, name: &str) -> Option<u64> {
 #[test]
 fn written_data_reads_back_identical_with_deep_pipelining() {
     let server = Server::start(&ServerConfig::default(), |_| {});
-    let (ok, out) = bench(
+    bench_clean(
         &server,
         &[
             "seq-write",
@@ -34,10 +43,9 @@ fn written_data_reads_back_identical_with_deep_pipelining() {
             "--verify",
             "--json",
         ],
+        "",
     );
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
-    let (ok, out) = bench(
+    bench_clean(
         &server,
         &[
             "seq-read",
@@ -50,9 +58,8 @@ fn written_data_reads_back_identical_with_deep_pipelining() {
             "--verify",
             "--json",
         ],
+        "",
     );
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
 }
 
 #[test]
@@ -70,9 +77,7 @@ fn an_io_size_above_the_servers_maximum_is_cut_to_it_and_reported_as_used() {
         "--bytes",
         "4m",
     ];
-    let (ok, out) = bench(&server, &[&args[..], &["--verify", "--json"]].concat());
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
+    let out = bench_clean(&server, &[&args[..], &["--verify", "--json"]].concat(), "");
     assert!(out.contains("\"io_size\":65536,"), "{out}");
     let (ok, out) = bench(&server, &args);
     assert!(ok, "{out}");
@@ -102,9 +107,11 @@ fn smb2_max_read_and_write_from_the_configuration_are_advertised() {
         "--verify",
     ];
     for workload in ["seq-write", "seq-read"] {
-        let (ok, out) = bench(&server, &[&[workload][..], &args, &["--json"]].concat());
-        assert!(ok, "{workload}: {out}");
-        assert_eq!(errors_field(&out), Some(0), "{workload}: {out}");
+        let out = bench_clean(
+            &server,
+            &[&[workload][..], &args, &["--json"]].concat(),
+            workload,
+        );
         assert!(out.contains("\"io_size\":131072,"), "{workload}: {out}");
     }
 }
@@ -114,7 +121,7 @@ fn signed_and_encrypted_sessions_move_verified_data_in_every_smb3_dialect() {
     let server = Server::start(&ServerConfig::default(), |_| {});
     for dialect in ["3.0", "3.0.2", "3.1.1"] {
         for protection in ["--sign", "--encrypt"] {
-            let (ok, out) = bench(
+            bench_clean(
                 &server,
                 &[
                     "rand-write",
@@ -130,9 +137,8 @@ fn signed_and_encrypted_sessions_move_verified_data_in_every_smb3_dialect() {
                     "--verify",
                     "--json",
                 ],
+                &format!("{dialect} {protection}"),
             );
-            assert!(ok, "{dialect} {protection}: {out}");
-            assert_eq!(errors_field(&out), Some(0), "{dialect} {protection}: {out}");
         }
     }
 }
@@ -140,7 +146,7 @@ fn signed_and_encrypted_sessions_move_verified_data_in_every_smb3_dialect() {
 #[test]
 fn many_connections_and_metadata_storms_see_no_errors() {
     let server = Server::start(&ServerConfig::default(), |_| {});
-    let (ok, out) = bench(
+    bench_clean(
         &server,
         &[
             "metadata",
@@ -152,9 +158,8 @@ fn many_connections_and_metadata_storms_see_no_errors() {
             "1s",
             "--json",
         ],
+        "",
     );
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
     let (ok, out) = bench(
         &server,
         &["echo", "--queue-depth", "64", "--duration", "1s", "--json"],
@@ -165,7 +170,7 @@ fn many_connections_and_metadata_storms_see_no_errors() {
 #[test]
 fn a_list_of_files_gives_each_metadata_connection_its_own() {
     let server = Server::start(&ServerConfig::default(), |_| {});
-    let (ok, out) = bench(
+    bench_clean(
         &server,
         &[
             "metadata",
@@ -177,9 +182,8 @@ fn a_list_of_files_gives_each_metadata_connection_its_own() {
             "300ms",
             "--json",
         ],
+        "",
     );
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
     let mut names: Vec<String> = std::fs::read_dir(&server.share_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -326,9 +330,7 @@ fn small_reads_and_writes_on_tmpfs_are_done_in_place_and_verified() {
             "--verify",
             "--json",
         ]);
-        let (ok, out) = bench(&server, &args);
-        assert!(ok, "{run:?}: {out}");
-        assert_eq!(errors_field(&out), Some(0), "{run:?}: {out}");
+        bench_clean(&server, &args, &format!("{run:?}"));
     }
     // Done in the ring's own thread: io_uring never needed a worker (it
     // would have for every READ and WRITE of a tmpfs file).
@@ -374,14 +376,12 @@ fn large_writes_from_memory_on_tmpfs_are_done_in_place_within_the_file_and_by_a_
             bytes,
             "--json",
         ];
-        let (ok, out) = bench(&server, &args);
-        assert!(ok, "{io_size}: {out}");
-        assert_eq!(errors_field(&out), Some(0), "{io_size}: {out}");
+        bench_clean(&server, &args, io_size);
     }
     // No io_uring worker was needed (one would have copied every WRITE).
     assert_eq!(io_uring_workers(pid), 0, "{}", server.log());
     // 1 MiB WRITEs that extend a new file go to a worker.
-    let (ok, out) = bench(
+    bench_clean(
         &server,
         &[
             "seq-write",
@@ -395,13 +395,12 @@ fn large_writes_from_memory_on_tmpfs_are_done_in_place_within_the_file_and_by_a_
             "8m",
             "--json",
         ],
+        "",
     );
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
     assert!(io_uring_workers(pid) > 0, "{}", server.log());
     // What 1 MiB WRITEs within the file wrote reads back as written
     // (`--verify` fills the file first).
-    let (ok, out) = bench(
+    bench_clean(
         &server,
         &[
             "seq-read",
@@ -416,9 +415,8 @@ fn large_writes_from_memory_on_tmpfs_are_done_in_place_within_the_file_and_by_a_
             "--verify",
             "--json",
         ],
+        "",
     );
-    assert!(ok, "{out}");
-    assert_eq!(errors_field(&out), Some(0), "{out}");
 }
 
 #[test]
@@ -443,9 +441,7 @@ fn multishot_receive_moves_verified_data_in_small_and_large_frames() {
     for run in runs {
         let mut args = run.to_vec();
         args.extend(["--file-size", "8m", "--bytes", "24m", "--verify", "--json"]);
-        let (ok, out) = bench(&server, &args);
-        assert!(ok, "{run:?}: {out}");
-        assert_eq!(errors_field(&out), Some(0), "{run:?}: {out}");
+        bench_clean(&server, &args, &format!("{run:?}"));
     }
     server.stop();
     let log = server.log();
@@ -467,9 +463,7 @@ fn signed_and_encrypted_reads(server: &Server) {
             "--verify",
             "--json",
         ];
-        let (ok, out) = bench(server, &args);
-        assert!(ok, "{protection}: {out}");
-        assert_eq!(errors_field(&out), Some(0), "{protection}: {out}");
+        bench_clean(server, &args, protection);
     }
 }
 
