@@ -34,31 +34,17 @@ PASS=inventory
 PIDS=()
 LOOP=""
 SERVER=""
+. scripts/lib/fuse-share.sh
 cleanup() {
     [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    done
-    mountpoint -q "$W/share" && umount "$W/share"
-    mountpoint -q "$W/under" && umount "$W/under"
-    [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
-    rm -rf "$W"
+    fuse_share_cleanup
 }
 trap cleanup EXIT INT TERM
 
-mkdir -p "$W/under" "$W/share"
-truncate -s 512M "$W/img"
-mkfs.ext4 -q -F "$W/img"
-LOOP=$(losetup -f --show "$W/img")
-mount "$LOOP" "$W/under"
-getent passwd "$USER_NAME" >/dev/null || useradd -M -s /usr/sbin/nologin "$USER_NAME"
+fuse_share_under
 head -c 256M /dev/urandom >"$W/under/big"
 chown -R "$USER_NAME" "$W/under"
-setsid "$PY" scripts/stall-fuse.py "$W/under" "$W/share" --log /dev/null --flag "$W/never" >"$W/fuse.out" 2>&1 &
-PIDS+=("$!")
-for _ in $(seq 1 50); do mountpoint -q "$W/share" && break; sleep 0.1; done
-mountpoint -q "$W/share" || { cat "$W/fuse.out" >&2; exit 1; }
+fuse_share_mount --log /dev/null --flag "$W/never"
 cat "$W/share/big" >/dev/null
 
 cat >"$W/rs.conf" <<EOF2

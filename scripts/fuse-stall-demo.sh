@@ -45,31 +45,19 @@ USER_NAME=rsfsinv
 PASS=inventory
 PIDS=()
 LOOP=""
+. scripts/lib/fuse-share.sh
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    # The flag gone first: a held FUSE request is let go.
     rm -f "$W/flag"
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    done
-    mountpoint -q "$W/share" && umount "$W/share"
-    mountpoint -q "$W/under" && umount "$W/under"
-    [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
-    rm -rf "$W"
+    fuse_share_cleanup
 }
 trap cleanup EXIT INT TERM
 
-mkdir -p "$W/under" "$W/share"
-truncate -s 512M "$W/img"
-mkfs.ext4 -q -F "$W/img"
-LOOP=$(losetup -f --show "$W/img")
-mount "$LOOP" "$W/under"
-getent passwd "$USER_NAME" >/dev/null || useradd -M -s /usr/sbin/nologin "$USER_NAME"
+fuse_share_under
 mkdir "$W/under/stall"
 head -c 1M /dev/urandom >"$W/under/stall/cold"
 chown -R "$USER_NAME" "$W/under"
-setsid "$PY" scripts/stall-fuse.py "$W/under" "$W/share" --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}" >"$W/fuse.out" 2>&1 &
-PIDS+=("$!")
-for _ in $(seq 1 50); do mountpoint -q "$W/share" && break; sleep 0.1; done
+fuse_share_mount --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}"
 
 cat >"$W/rs.conf" <<EOF
 [global]
