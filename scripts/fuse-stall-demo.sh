@@ -10,11 +10,15 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close] [--stall-ops OP,...] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close] [--stall-ops OP,...] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
 #     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
 #     close:  CLOSE of that file (its descriptor's close sends FUSE_FLUSH)
+#     write-close: a WRITE of that file and its CLOSE sent right behind it, on a share with
+#             `posix locking = no` (the WRITE asks no file system job); the FUSE write and then
+#             the flush are held 1.5 s each (the review of steps 3-4, finding B: the WRITE's
+#             I/O held the descriptor, and the flush was made where it ended, on the I/O thread)
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
 set -euo pipefail
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
     --action) ACTION=$2; shift ;;
     --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
     --bin) BIN=$2; shift ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -57,6 +61,12 @@ fuse_share_under
 mkdir "$W/under/stall"
 head -c 1M /dev/urandom >"$W/under/stall/cold"
 chown -R "$USER_NAME" "$W/under"
+SHARE_EXTRA=""
+if [ "$ACTION" = write-close ]; then
+    [ ${#OPS[@]} -eq 0 ] && OPS=(--ops write,flush) && LABEL=" (write and flush held)"
+    OPS+=(--hold-each 1.5)
+    SHARE_EXTRA="posix locking = no"
+fi
 fuse_share_mount --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}"
 
 cat >"$W/rs.conf" <<EOF
@@ -66,6 +76,7 @@ listen = 127.0.0.1:$PORT
 [share]
 path = $W/share
 read only = no
+$SHARE_EXTRA
 EOF
 printf '%s\n%s\n' "$PASS" "$PASS" | "$BIN" user add --config "$W/rs.conf" --password-stdin "$USER_NAME" >/dev/null
 setsid "$BIN" serve --config "$W/rs.conf" --threads 1 </dev/null >"$W/log" 2>&1 &

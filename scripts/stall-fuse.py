@@ -13,14 +13,16 @@ and
   io_uring workers and the other threads;
 - stalls on demand: while the file FLAG exists, every request about a path with a component
   that starts with `stall` waits (checked every 10 ms) until FLAG is removed (`--ops read,...`:
-  only those requests): one client's file stalls, the rest of the file system answers at once. `--delay-ms N` adds N ms to every
-  request besides (a network file system's round trip).
+  only those requests): one client's file stalls, the rest of the file system answers at once.
+  `--hold-each S`: a request that finds FLAG is held S seconds instead, however long FLAG stays
+  (two requests one after the other each take S while FLAG lasts). `--delay-ms N` adds N ms to
+  every request besides (a network file system's round trip).
 
 Needs `mfusepy` (PyPI, ctypes bindings for libfuse 3: Debian's libfuse3-3) and root (mounting
 without fusermount3). Runs in the foreground, multithreaded (a stalled request holds one
 libfuse thread, not the file system); unmount with `umount MOUNT` or by stopping it.
 
-  stall-fuse.py SOURCE MOUNT --log LOG [--flag FLAG] [--ops OP,...] [--delay-ms N]
+  stall-fuse.py SOURCE MOUNT --log LOG [--flag FLAG] [--ops OP,...] [--hold-each S] [--delay-ms N]
 
 Not a CI test: scripts/fuse-stall-demo.sh uses it to show a known limit (one stalled file stalls
 every client of the I/O thread that touched it).
@@ -38,7 +40,8 @@ import mfusepy as fuse
 class Stall(fuse.Operations):
     use_ns = True
 
-    def __init__(self, source, log, flag, delay_ms, ops=None):
+    def __init__(self, source, log, flag, delay_ms, ops=None, hold_each=None):
+        self.hold_each = hold_each
         self.source = source
         self.log = open(log, "a", buffering=1)
         self.mu = threading.Lock()
@@ -57,6 +60,10 @@ class Stall(fuse.Operations):
             time.sleep(self.delay)
         held = self.ops is None or op in self.ops
         if held and self.flag and any(p.startswith("stall") for p in path.split("/")):
+            if self.hold_each is not None:
+                if os.path.exists(self.flag):
+                    time.sleep(self.hold_each)
+                return
             while os.path.exists(self.flag):
                 time.sleep(0.01)
 
@@ -234,9 +241,10 @@ def main():
     p.add_argument("--flag", help="while this file exists, requests about stall* paths wait")
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--ops", help="hold only these requests (comma-separated: read,getattr,...)")
+    p.add_argument("--hold-each", type=float, help="hold each request that finds FLAG this many seconds")
     a = p.parse_args()
     fuse.FUSE(
-        Stall(os.path.abspath(a.source), a.log, a.flag, a.delay_ms, a.ops),
+        Stall(os.path.abspath(a.source), a.log, a.flag, a.delay_ms, a.ops, a.hold_each),
         a.mount,
         foreground=True,
         allow_other=True,

@@ -8,11 +8,12 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close|write-close [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
 (QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
-close (CLOSE of stall/cold).
+close (CLOSE of stall/cold), write-close (a WRITE of 4 KiB to stall/cold, opened before, and its
+CLOSE sent right behind it, before the WRITE's answer; both answers are then read).
 """
 
 import argparse
@@ -30,7 +31,9 @@ from smbprotocol.open import (
     ImpersonationLevel,
     Open,
     ShareAccess,
+    SMB2CloseRequest,
     SMB2QueryInfoRequest,
+    SMB2WriteRequest,
 )
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
@@ -65,6 +68,23 @@ def query_all(conn, tree, o):
     return conn.receive(r)
 
 
+def write_then_close(conn, tree, o):
+    """A WRITE and a CLOSE of `o` sent one after the other, before either is answered."""
+    data = b"w" * 4096
+    w = SMB2WriteRequest()
+    w["length"] = len(data)
+    w["offset"] = 0
+    w["file_id"] = o.file_id
+    w["buffer"] = data
+    c = SMB2CloseRequest()
+    c["file_id"] = o.file_id
+    sid, tid = tree.session.session_id, tree.tree_connect_id
+    rw = conn.send(w, sid=sid, tid=tid)
+    rc = conn.send(c, sid=sid, tid=tid)
+    conn.receive(rw)
+    conn.receive(rc)
+
+
 def busy(a, i, stop, out):
     _, tree = connect(a)
     while not stop.is_set():
@@ -86,7 +106,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -96,6 +116,8 @@ def main():
     stalled = None
     if a.action in ("read", "query", "close"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
+    elif a.action == "write-close":
+        stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x0012019F)
     elif a.action == "list":
         stalled = open_(tree, "stall", CreateDisposition.FILE_OPEN, 0x00120089, directory=True)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
@@ -116,6 +138,8 @@ def main():
         query_all(conn, tree, stalled)
     elif a.action == "list":
         stalled.query_directory("*", FileInformationClass.FILE_ID_BOTH_DIRECTORY_INFORMATION)
+    elif a.action == "write-close":
+        write_then_close(conn, tree, stalled)
     else:
         stalled.close()
     s1 = time.time()

@@ -15,7 +15,7 @@
 //! closed. Without a write through ringshare nothing here is set and the
 //! disk mtime is reported as it is.
 
-use ringshare_vfs::{FileAttr, Node, SetTimes, UnixNanos};
+use ringshare_vfs::{FileAttr, Node, UnixNanos};
 
 use std::sync::atomic::Ordering;
 
@@ -28,17 +28,8 @@ pub(crate) fn nanos(now: Now) -> UnixNanos {
 }
 
 /// Write a time the clients were shown to the disk.
-fn persist(node: &dyn Node, t: Option<UnixNanos>) {
-    if let Some(t) = t {
-        let times = SetTimes {
-            atime: None,
-            mtime: Some(t),
-            btime: None,
-        };
-        if let Err(e) = node.set_times(&times) {
-            tracing::debug!("keeping the write time: {e}");
-        }
-    }
+pub(crate) fn persist(node: &dyn Node, t: Option<UnixNanos>) {
+    crate::fsjob::keep_write_time(node, t);
 }
 
 /// `attr` (just read from the disk) with the write time clients should
@@ -97,8 +88,13 @@ pub(crate) fn listed(server: &ServerState, attr: &mut FileAttr, now_ms: u64) {
 
 /// `open` closes (before its attributes are read for the reply).
 pub(crate) fn closing(open: &Open, now: Now) {
-    let t = lock(&open.entry)
+    persist(open.node.as_ref(), closing_time(open, now));
+}
+
+/// [`closing`] without the write to the disk: the time to write, if any (a CLOSE on a share
+/// whose calls are made away from the I/O thread writes it in its file system job).
+pub(crate) fn closing_time(open: &Open, now: Now) -> Option<UnixNanos> {
+    lock(&open.entry)
         .write_time
-        .closing(open.id, now.mono_ms, nanos(now));
-    persist(open.node.as_ref(), t);
+        .closing(open.id, now.mono_ms, nanos(now))
 }

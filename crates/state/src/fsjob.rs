@@ -10,9 +10,10 @@
 //! asked, and at most a few of one share and one connection at once, so that one stuck file
 //! or share holds only its share of the pool's threads.
 
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use ringshare_vfs::{FileAttr, FsResult, Node, OfdLock, Who};
+use ringshare_vfs::{FileAttr, FsResult, Node, OfdLock, SetTimes, UnixNanos, Who};
 use ringshare_wire::NtStatus;
 
 /// A job for the file system pool.
@@ -29,6 +30,15 @@ pub struct FsJob {
     pub what: &'static str,
     /// The calls, made on a pool thread acting as `who`.
     pub run: Box<dyn Fn() -> FsDone + Send + Sync>,
+    /// The descriptor whose last close the job makes ([`FsJob::last_close`]): after the calls
+    /// the pool waits until nothing else holds it (an I/O or a READ's reply on its way out,
+    /// which would otherwise close it where they end, on the I/O thread), a bounded time, and
+    /// lets it go there, before the answer is posted.
+    pub closes: Option<Arc<OwnedFd>>,
+    /// A READ's job: the connection holds what is not a READ behind it and it behind what is
+    /// not a READ ([`FsJob::order`]'s requests), so the pool need not order it after the open's
+    /// other READs' jobs (they run side by side, as the READs' I/O does).
+    pub among_reads: bool,
 }
 
 /// What a [`FsJob`] found.
@@ -59,6 +69,25 @@ pub struct IoFacts {
 pub type LockProbe = (OfdLock, i64, i64);
 
 impl FsJob {
+    /// A job of `order` about `share`, acting as `who`, that makes `run`'s calls.
+    pub fn new(
+        who: Option<Who>,
+        order: u64,
+        share: u64,
+        what: &'static str,
+        run: Box<dyn Fn() -> FsDone + Send + Sync>,
+    ) -> FsJob {
+        FsJob {
+            who,
+            order,
+            share,
+            what,
+            run,
+            closes: None,
+            among_reads: false,
+        }
+    }
+
     /// The checks of a READ or WRITE of `node`: the lock probe `lock` and, when `size`, the
     /// file's size.
     pub fn io_facts(
@@ -68,50 +97,72 @@ impl FsJob {
         lock: Option<LockProbe>,
         size: bool,
     ) -> FsJob {
-        FsJob {
-            who: node.who().cloned(),
+        FsJob::new(
+            node.who().cloned(),
             order,
             share,
-            what: "the checks of a READ or WRITE",
-            run: once(move || {
+            "the checks of a READ or WRITE",
+            once(move || {
                 FsDone::Io(IoFacts {
                     locked: lock.map(|(k, s, l)| node.posix_locked(k, s, l)),
                     size: size.then(|| node.size()),
                 })
             }),
-        }
+        )
     }
 
     /// A CLOSE's end of `node`: its attributes when `stat` (a CLOSE that asked for them), then
     /// the node let go here, so that the descriptor's last close (on FUSE a FLUSH request the
-    /// closing thread waits for) is made on the pool, not on the I/O thread. The descriptor
-    /// closes here only when nothing else holds the node then (an I/O of another channel
-    /// still under way closes it where that ends, as before).
-    pub fn last_close(node: Arc<dyn Node>, order: u64, share: u64, stat: bool) -> FsJob {
-        FsJob {
-            who: node.who().cloned(),
+    /// closing thread waits for) is made on the pool, not on the I/O thread. What else holds
+    /// the descriptor then (a WRITE that asked no job still on the ring, a READ's reply being
+    /// sent from the file, an I/O of another channel) is waited for first ([`FsJob::closes`];
+    /// the review of steps 3-4, finding B).
+    /// A written handle's write time settled by the CLOSE (`write_time`) is written to the file
+    /// first (on FUSE a SETATTR, which waits for a WRITE under way on the file: step 6).
+    pub fn last_close(
+        node: Arc<dyn Node>,
+        order: u64,
+        share: u64,
+        stat: bool,
+        write_time: Option<UnixNanos>,
+    ) -> FsJob {
+        let closes = node.shared_fd();
+        let mut job = FsJob::new(
+            node.who().cloned(),
             order,
             share,
-            what: "the last close of a CLOSE",
-            run: once(move || {
+            "the last close of a CLOSE",
+            once(move || {
+                keep_write_time(node.as_ref(), write_time);
                 let attr = stat.then(|| node.stat());
                 drop(node);
                 FsDone::Closed(attr)
             }),
-        }
+        );
+        job.closes = closes;
+        job
     }
 
     /// A CLOSE's attributes (POSTQUERY_ATTRIB), read before the close is decided, as on the
     /// I/O thread elsewhere: the CLOSE runs again with them and then lets the node go in
-    /// [`FsJob::last_close`].
-    pub fn close_attributes(node: Arc<dyn Node>, order: u64, share: u64) -> FsJob {
-        FsJob {
-            who: node.who().cloned(),
+    /// [`FsJob::last_close`]. The write time the CLOSE settled (`write_time`) is written to the
+    /// file before they are read.
+    pub fn close_attributes(
+        node: Arc<dyn Node>,
+        order: u64,
+        share: u64,
+        write_time: Option<UnixNanos>,
+    ) -> FsJob {
+        FsJob::new(
+            node.who().cloned(),
             order,
             share,
-            what: "the attributes of a CLOSE",
-            run: once(move || FsDone::Closed(Some(node.stat()))),
-        }
+            "the attributes of a CLOSE",
+            once(move || {
+                keep_write_time(node.as_ref(), write_time);
+                FsDone::Closed(Some(node.stat()))
+            }),
+        )
     }
 
     /// A request answered in the job: `answer` reads what it needs of the file system (a
@@ -125,13 +176,13 @@ impl FsJob {
         what: &'static str,
         answer: impl FnOnce() -> Result<(NtStatus, Vec<u8>), NtStatus> + Send + 'static,
     ) -> FsJob {
-        FsJob {
+        FsJob::new(
             who,
             order,
             share,
             what,
-            run: once(move || FsDone::Reply(answer())),
-        }
+            once(move || FsDone::Reply(answer())),
+        )
     }
 
     /// Run it here, waiting (the pool's threads, which act as [`FsJob::who`] first; tests).
@@ -154,6 +205,21 @@ fn once(calls: impl FnOnce() -> FsDone + Send + 'static) -> Box<dyn Fn() -> FsDo
             .take();
         calls.map_or(FsDone::Done(Err(ringshare_vfs::FsError::Busy)), |f| f())
     })
+}
+
+/// Write a write time clients were shown (`t`, when there is one) to the file: the disk agrees
+/// once the file is closed (crates/core's writetime). A failure is logged, not answered.
+pub fn keep_write_time(node: &dyn Node, t: Option<UnixNanos>) {
+    if let Some(t) = t {
+        let times = SetTimes {
+            atime: None,
+            mtime: Some(t),
+            btime: None,
+        };
+        if let Err(e) = node.set_times(&times) {
+            tracing::debug!("keeping the write time: {e}");
+        }
+    }
 }
 
 /// The key of share `name` ([`FsJob::share`]).

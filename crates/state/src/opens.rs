@@ -59,6 +59,9 @@ pub struct Closing {
     /// A persistent open's record, removed after (`ClusterHooks::open_closed`): asked by the
     /// caller, away from the I/O thread.
     pub forget: Option<crate::lookup::ClusterAsk>,
+    /// The write time the CLOSE settled, not yet written to the file: written with the last
+    /// close on a share whose calls are made away from the I/O thread (crates/core's close).
+    pub write_time: Option<ringshare_vfs::UnixNanos>,
 }
 
 impl Closing {
@@ -106,6 +109,7 @@ pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closin
         except,
         on_close,
         forget,
+        write_time: None,
     }
 }
 

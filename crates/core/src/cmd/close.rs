@@ -36,13 +36,14 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let offloaded = found.share.offloaded();
     let read_before = if offloaded && want {
         let Some(attr) = read_attributes(core) else {
-            // A written handle's write time is settled (and written to the disk) before the
-            // attributes are read, once.
-            crate::writetime::closing(&found, core.now);
+            // A written handle's write time is settled (and written to the disk, in the job)
+            // before the attributes are read, once.
+            let write_time = crate::writetime::closing_time(&found, core.now);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::close_attributes(
                 std::sync::Arc::clone(&found.node),
                 crate::fsjob::order_of(found.id),
                 crate::fsjob::share_key(&found.share.name),
+                write_time,
             )));
             return Err(crate::cmd::ids::ASK_IDS);
         };
@@ -60,12 +61,19 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         .ok_or(NtStatus::FILE_CLOSED)?;
     let forget = crate::cluster::ca::take_forget(&server.node, &open);
     let ids = (open.persistent_id, open.id);
-    // A written handle's write time is settled (and written to the disk)
-    // before the attributes are read for the reply (above when they were read in a job).
-    if read_before.is_none() {
-        crate::writetime::closing(&open, core.now);
-    }
+    // A written handle's write time is settled (and written to the disk) before the
+    // attributes are read for the reply (above when they were read in a job). On an offloaded
+    // share the write to the disk is made in the last close's job ([`finish`]).
+    let write_time = match read_before {
+        None if offloaded => crate::writetime::closing_time(&open, core.now),
+        None => {
+            crate::writetime::closing(&open, core.now);
+            None
+        }
+        Some(_) => None,
+    };
     let mut closing = opens::closing(&server, open, want && !offloaded);
+    closing.write_time = write_time;
     if let Some(attr) = read_before {
         closing.read_before(attr);
     }
@@ -118,15 +126,12 @@ fn finish(
     ids: (u64, u64),
 ) -> Handled {
     let o = &closing.open;
-    if !o.share.offloaded() {
+    if !o.share.offloaded() || closed.remove || o.stream.is_some() {
+        crate::writetime::persist(o.node.as_ref(), closing.write_time);
         let attr = opens::closed_open(server, closing, closed);
         return answer(attr, want, forget, ids);
     }
-    if closed.remove || o.stream.is_some() {
-        let attr = opens::closed_open(server, closing, closed);
-        return answer(attr, want, forget, ids);
-    }
-    let job = last_close(o);
+    let job = last_close(&closing);
     let attr = opens::closed_open(server, closing, closed);
     Handled::lookup(
         crate::lookup::Lookup::Fs(job),
@@ -139,14 +144,16 @@ fn finish(
     )
 }
 
-/// The file system job that lets `o`'s node go, so that the descriptor's last close is made
-/// on the pool ([`finish`], [`abandon`]).
-fn last_close(o: &crate::state::Open) -> FsJob {
+/// The file system job that writes the write time `c` settled and lets its open's node go, so
+/// that the descriptor's last close is made on the pool ([`finish`], [`abandon`]).
+fn last_close(c: &opens::Closing) -> FsJob {
+    let o = &c.open;
     FsJob::last_close(
         std::sync::Arc::clone(&o.node),
         crate::fsjob::order_of(o.id),
         crate::fsjob::share_key(&o.share.name),
         false,
+        c.write_time,
     )
 }
 
@@ -205,10 +212,9 @@ pub(crate) fn abandon(core: &mut ConnCore, fin: AtHome) {
         // On an offloaded share the descriptor's last close (a FUSE flush) is made on the
         // pool, nobody waiting, not where `closing` is dropped (here, on the I/O thread): the
         // job holds the node once `closing` lets it go, and runs after, asked with the posts.
-        let o = &closing.open;
-        if o.share.offloaded() && o.stream.is_none() {
+        if closing.open.share.offloaded() && closing.open.stream.is_none() {
             core.cluster_posts
-                .push(crate::lookup::Lookup::Fs(last_close(o)));
+                .push(crate::lookup::Lookup::Fs(last_close(&closing)));
         }
     }
     core.cluster_posts

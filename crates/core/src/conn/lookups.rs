@@ -36,18 +36,24 @@ impl Connection {
         hdr: Header,
         member: usize,
         (session_id, related): (u64, bool),
-        ask: Lookup,
+        mut ask: Lookup,
         cont: LookupCont,
         ordered: Option<u64>,
     ) {
         let id = self.next_io_id;
         self.next_io_id += 1;
-        let fs_order = match &ask {
-            Lookup::Fs(j) if j.order != 0 => Some(j.order),
+        let read = hdr.command == Command::READ;
+        let fs_order = match &mut ask {
+            Lookup::Fs(j) if j.order != 0 => {
+                // Held behind what is not a READ here, and that behind it: the pool need
+                // not order it after the open's other READs' jobs.
+                j.among_reads = read;
+                Some(j.order)
+            }
             _ => ordered,
         };
         if let Some(order) = fs_order {
-            self.ordered_began(order, hdr.command == Command::READ);
+            self.ordered_began(order, read);
             job.came_first = Some(order);
         }
         self.outputs

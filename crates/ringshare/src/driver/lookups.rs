@@ -104,9 +104,10 @@ impl Question {
                 Some((u64::from(h.node), HOME_CALLS_PER_PEER)),
             ),
             // An open's jobs: its order is the connection's own (open ids of two connections
-            // may be alike).
+            // may be alike). READs' jobs are not ordered among themselves: the connection
+            // asks them only while nothing but READs is out for the open (finding G).
             Lookup::Fs(j) => (
-                (j.order != 0).then(|| of_connection(0, j.order)),
+                (j.order != 0 && !j.among_reads).then(|| of_connection(0, j.order)),
                 Some((of_connection(1, j.share), FS_JOBS_PER_SHARE_AND_CONNECTION)),
             ),
             _ => (None, None),
@@ -269,7 +270,7 @@ impl LookupPool {
 
     fn serve(&self, queue: &Queue) {
         loop {
-            let q = {
+            let mut q = {
                 let mut waiting = crate::lock(&queue.waiting);
                 loop {
                     if let Some(q) = waiting.take() {
@@ -283,6 +284,13 @@ impl LookupPool {
             };
             let started = Instant::now();
             let done = run_as_asked(&q.req);
+            // A CLOSE's last close: made here once nothing else holds the descriptor, before
+            // the CLOSE is answered.
+            if let Lookup::Fs(job) = &mut q.req.ask {
+                if let Some(fd) = job.closes.take() {
+                    close_when_last(fd, &q.req);
+                }
+            }
             let took = started.elapsed();
             if took > LOOKUP_SLOW {
                 tracing::warn!("{:?} took {:.1} s", q.req, took.as_secs_f64());
@@ -298,6 +306,34 @@ impl LookupPool {
             }
         }
     }
+}
+
+/// How long a CLOSE's last close waits for what else holds its descriptor ([`close_when_last`]).
+const LAST_CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+/// Close `fd` here, on a file system thread, once this is its last holder: a WRITE that asked no
+/// job may still be on the ring with it, a READ's reply still being sent from it (issue 33, the
+/// review of steps 3-4, finding B). They end on the I/O thread, which would then make the last
+/// close (on FUSE a FLUSH the closing thread waits for); so this thread waits, looking again
+/// with growing pauses (20 us up to 5 ms: they are I/Os under way, most done within
+/// microseconds), at most [`LAST_CLOSE_WAIT`]. Past it the descriptor is let go all the same
+/// (closed wherever its last holder ends, as before) and that is logged.
+fn close_when_last(fd: Arc<std::os::fd::OwnedFd>, req: &LookupRequest) {
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(20);
+    while Arc::strong_count(&fd) > 1 {
+        if started.elapsed() >= LAST_CLOSE_WAIT {
+            tracing::warn!(
+                "{req:?}: the descriptor is still held elsewhere after {} s; its last close is \
+                 made where that ends",
+                LAST_CLOSE_WAIT.as_secs()
+            );
+            break;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+    drop(fd);
 }
 
 /// Run `req` on this thread, waiting; a file system job as its user (the thread's credentials

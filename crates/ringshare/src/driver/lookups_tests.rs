@@ -44,16 +44,16 @@ fn job(
     who: Option<ringshare_vfs::Who>,
     run: impl Fn() + Send + Sync + 'static,
 ) -> Lookup {
-    Lookup::Fs(FsJob {
+    Lookup::Fs(FsJob::new(
         who,
         order,
-        share: 7,
-        what: "a test job",
-        run: Box::new(move || {
+        7,
+        "a test job",
+        Box::new(move || {
             run();
             FsDone::Done(Ok(()))
         }),
-    })
+    ))
 }
 
 /// A job acts as the user it was asked for: the file it makes is theirs (root only: the pool's
@@ -164,13 +164,13 @@ fn a_connections_file_system_jobs_of_one_share_are_bounded() {
     let q = |slot: u32, share: u64, order: u64| {
         let req = LookupRequest {
             id: 0,
-            ask: Lookup::Fs(FsJob {
-                who: None,
+            ask: Lookup::Fs(FsJob::new(
+                None,
                 order,
                 share,
-                what: "a test job",
-                run: Box::new(|| FsDone::Done(Ok(()))),
-            }),
+                "a test job",
+                Box::new(|| FsDone::Done(Ok(()))),
+            )),
         };
         Question::new(req, slot, 0, Arc::clone(&inbox))
     };
@@ -207,13 +207,13 @@ fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_i
     let q = |inbox: &Arc<Inbox>, gen: u32, order: u64| {
         let req = LookupRequest {
             id: 0,
-            ask: Lookup::Fs(FsJob {
-                who: None,
+            ask: Lookup::Fs(FsJob::new(
+                None,
                 order,
-                share: 7,
-                what: "a test job",
-                run: Box::new(|| FsDone::Done(Ok(()))),
-            }),
+                7,
+                "a test job",
+                Box::new(|| FsDone::Done(Ok(()))),
+            )),
         };
         Question::new(req, 1, gen, Arc::clone(inbox))
     };
@@ -230,4 +230,87 @@ fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_i
         taken += 1;
     }
     assert_eq!(taken, FS_JOBS_PER_SHARE_AND_CONNECTION + 2);
+}
+
+/// The review of steps 3-4, finding B: a CLOSE's last close is made on the pool even when
+/// something else still holds the descriptor when its job runs (a WRITE that asked no job on
+/// the ring, a READ's reply being sent): the pool waits until it is the last holder, closes it
+/// there, and only then answers. Shown with a pipe's write end as the descriptor: its reader
+/// sees the end of the stream once it is closed.
+#[test]
+fn a_last_close_waits_for_the_descriptors_other_holder_and_closes_it_on_the_pool() {
+    use std::io::Read;
+    let pool = LookupPool::start();
+    let (_ring, inbox) = inbox_of_a_ring();
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let fd = Arc::new(std::os::fd::OwnedFd::from(writer));
+    let io_on_the_ring = Arc::clone(&fd);
+    let mut job = FsJob::new(
+        None,
+        9,
+        7,
+        "a test last close",
+        Box::new(|| FsDone::Closed(None)),
+    );
+    job.closes = Some(fd);
+    pool.ask(
+        LookupRequest {
+            id: 1,
+            ask: Lookup::Fs(job),
+        },
+        3,
+        0,
+        &inbox,
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let mut early = Vec::new();
+    assert!(
+        !inbox.take_into(&mut early),
+        "not answered while another holds the descriptor"
+    );
+    drop(io_on_the_ring);
+    assert_eq!(answers(&inbox, 1).len(), 1, "answered once it is let go");
+    let mut rest = Vec::new();
+    let n = reader.read_to_end(&mut rest).unwrap();
+    assert_eq!(
+        n, 0,
+        "closed before the answer: the reader sees the end at once"
+    );
+}
+
+/// The review of steps 3-4, finding G: READs' jobs of one open (their size checks on FUSE) are
+/// not ordered in the pool: a slow one does not hold the next, as their I/O does not. The
+/// connection still holds what is not a READ behind them.
+#[test]
+fn two_reads_jobs_about_one_open_run_side_by_side() {
+    let pool = LookupPool::start();
+    let (_ring, inbox) = inbox_of_a_ring();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for (id, pause) in [(1u32, 300u64), (2, 0)] {
+        let seen = Arc::clone(&seen);
+        let Lookup::Fs(mut j) = job(5, None, move || {
+            crate::lock(&seen).push((id, "start"));
+            std::thread::sleep(Duration::from_millis(pause));
+            crate::lock(&seen).push((id, "end"));
+        }) else {
+            unreachable!()
+        };
+        j.among_reads = true;
+        pool.ask(
+            LookupRequest {
+                id: u64::from(id),
+                ask: Lookup::Fs(j),
+            },
+            3,
+            0,
+            &inbox,
+        );
+    }
+    assert_eq!(answers(&inbox, 2).len(), 2);
+    let seen = crate::lock(&seen).clone();
+    let at = |e: (u32, &str)| seen.iter().position(|s| *s == e).unwrap();
+    assert!(
+        at((2, "end")) < at((1, "end")),
+        "the second did not wait for the first: {seen:?}"
+    );
 }
