@@ -8,12 +8,13 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close|write-close|disconnect [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
 (QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
 close (CLOSE of stall/cold), write-close (a WRITE of 4 KiB to stall/cold, opened before, and its
-CLOSE sent right behind it, before the WRITE's answer; both answers are then read).
+CLOSE sent right behind it, before the WRITE's answer; both answers are then read), disconnect
+(a TREE_DISCONNECT of the tree with stall/cold open: the server closes it).
 """
 
 import argparse
@@ -106,7 +107,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -114,7 +115,7 @@ def main():
 
     conn, tree = connect(a)
     stalled = None
-    if a.action in ("read", "query", "close"):
+    if a.action in ("read", "query", "close", "disconnect"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
     elif a.action == "write-close":
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x0012019F)
@@ -140,6 +141,8 @@ def main():
         stalled.query_directory("*", FileInformationClass.FILE_ID_BOTH_DIRECTORY_INFORMATION)
     elif a.action == "write-close":
         write_then_close(conn, tree, stalled)
+    elif a.action == "disconnect":
+        tree.disconnect()
     else:
         stalled.close()
     s1 = time.time()

@@ -28,7 +28,7 @@ pub(crate) fn nanos(now: Now) -> UnixNanos {
 }
 
 /// Write a time the clients were shown to the disk.
-pub(crate) fn persist(node: &dyn Node, t: Option<UnixNanos>) {
+fn persist(node: &dyn Node, t: Option<UnixNanos>) {
     crate::fsjob::keep_write_time(node, t);
 }
 
@@ -92,7 +92,7 @@ pub(crate) fn closing(open: &Open, now: Now) {
 }
 
 /// [`closing`] without the write to the disk: the time to write, if any (a CLOSE on a share
-/// whose calls are made away from the I/O thread writes it in its file system job).
+/// whose calls are made away from the I/O thread writes it in a file system job).
 pub(crate) fn closing_time(open: &Open, now: Now) -> Option<UnixNanos> {
     lock(&open.entry)
         .write_time

@@ -564,22 +564,38 @@ fn a_close_on_a_share_that_may_wait_on_a_network_lets_its_file_go_in_a_job() {
 
 /// Step 6 of issue 33: the write time a CLOSE of a written handle settles is written to the file
 /// (on FUSE a SETATTR, which waits for a WRITE under way on the file, as the demo's
-/// `--action write-close` showed) in the CLOSE's file system job, not on the I/O thread; with
-/// POSTQUERY_ATTRIB and without. The disk then has the time the CLOSE answered.
+/// `--action write-close` showed) in a file system job, not on the I/O thread, and before the
+/// close is made (the file's entry, which shows the time to others, goes with the close, and
+/// watchers are told then); with POSTQUERY_ATTRIB and without.
 #[test]
 fn a_written_files_close_on_a_share_that_may_wait_on_a_network_keeps_its_write_time_in_a_job() {
     for postquery in [0u16, 1] {
         let (mut c, calls) = fuse_client(true);
         let f = file_holding(&mut c, "written", b"some bytes");
-        let before = calls.times_set.load(Ordering::SeqCst);
+        let (times, dropped) = (
+            calls.times_set.load(Ordering::SeqCst),
+            calls.dropped.load(Ordering::SeqCst),
+        );
         c.hold_lookups = true;
         let mut close = c.close_msg(f, postquery);
         c.sign(&mut close);
         let mut answers = c.send_frame(close);
         assert_eq!(
             calls.times_set.load(Ordering::SeqCst),
-            before,
+            times,
             "no time set on the I/O thread (POSTQUERY_ATTRIB {postquery})"
+        );
+        let first = std::mem::take(&mut c.held_lookups);
+        assert_eq!(first.len(), 1, "the write time's job");
+        c.run_jobs(first);
+        answers.extend(c.pump());
+        assert_eq!(
+            (
+                calls.times_set.load(Ordering::SeqCst) - times,
+                calls.dropped.load(Ordering::SeqCst) - dropped
+            ),
+            (1, 0),
+            "the time written by the first job, before the close let the file go"
         );
         while !c.held_lookups.is_empty() {
             let held = std::mem::take(&mut c.held_lookups);
@@ -590,11 +606,81 @@ fn a_written_files_close_on_a_share_that_may_wait_on_a_network_keeps_its_write_t
         assert_eq!(answers.len(), 1, "answered");
         assert_eq!(answers[0].status(), NtStatus::SUCCESS);
         assert_eq!(
-            calls.times_set.load(Ordering::SeqCst),
-            before + 1,
-            "the write time was kept in the job (POSTQUERY_ATTRIB {postquery})"
+            calls.times_set.load(Ordering::SeqCst) - times,
+            1,
+            "written once"
         );
     }
+}
+
+/// Step 6 of issue 33: the closes nobody waits for (a TREE_DISCONNECT's, a LOGOFF's, a
+/// connection's end) let their files go in file system jobs on a share whose calls may wait on
+/// a network, as a CLOSE does: the node is not let go on the I/O thread (its last close on FUSE
+/// is a FLUSH the closing thread waits for), but by the job. On a local share at once.
+#[test]
+fn a_tree_disconnects_closes_let_their_files_go_in_jobs_on_a_share_that_may_wait_on_a_network() {
+    for remote in [true, false] {
+        let (mut c, calls) = fuse_client(remote);
+        let tree = c.tree_id;
+        file_holding(&mut c, "left-open", b"still open at the disconnect");
+        let before = calls.dropped.load(Ordering::SeqCst);
+        c.hold_lookups = true;
+        let r = c.call(Command::TREE_DISCONNECT, tree, |o| {
+            o.extend_from_slice(&[4, 0, 0, 0])
+        });
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+        let held = std::mem::take(&mut c.held_lookups);
+        let jobs = held
+            .iter()
+            .filter(|r| matches!(r.ask, ringshare_core::Lookup::Fs(_)))
+            .count();
+        let dropped_first = calls.dropped.load(Ordering::SeqCst) - before;
+        c.hold_lookups = false;
+        c.run_any(held);
+        c.pump();
+        let dropped = calls.dropped.load(Ordering::SeqCst) - before;
+        if remote {
+            assert_eq!(
+                (jobs, dropped_first, dropped),
+                (1, 0, 1),
+                "one job, which let the file go"
+            );
+        } else {
+            assert_eq!((jobs, dropped_first), (0, 1), "no job, let go at once");
+        }
+    }
+}
+
+/// Step 6 of issue 33: a connection's end closes its files as a TREE_DISCONNECT does: on a
+/// share whose calls may wait on a network each last close is a file system job.
+#[test]
+fn a_connections_end_lets_its_files_go_in_jobs_on_a_share_that_may_wait_on_a_network() {
+    let (mut c, calls) = fuse_client(true);
+    file_holding(&mut c, "one", b"open at the end");
+    file_holding(&mut c, "two", b"open at the end too");
+    let before = calls.dropped.load(Ordering::SeqCst);
+    c.hold_lookups = true;
+    c.conn.shutdown(c.now);
+    assert!(c.pump().is_empty(), "nothing answered");
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held
+        .iter()
+        .filter(|r| matches!(r.ask, ringshare_core::Lookup::Fs(_)))
+        .count();
+    assert_eq!(
+        (jobs, calls.dropped.load(Ordering::SeqCst) - before),
+        (2, 0),
+        "a job per file, none let go on the I/O thread"
+    );
+    c.hold_lookups = false;
+    for req in held {
+        req.run();
+    }
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst) - before,
+        2,
+        "the jobs let them go"
+    );
 }
 
 /// On a share whose calls are made on the I/O thread a CLOSE asks no job: the node goes at

@@ -117,23 +117,14 @@ impl FsJob {
     /// the descriptor then (a WRITE that asked no job still on the ring, a READ's reply being
     /// sent from the file, an I/O of another channel) is waited for first ([`FsJob::closes`];
     /// the review of steps 3-4, finding B).
-    /// A written handle's write time settled by the CLOSE (`write_time`) is written to the file
-    /// first (on FUSE a SETATTR, which waits for a WRITE under way on the file: step 6).
-    pub fn last_close(
-        node: Arc<dyn Node>,
-        order: u64,
-        share: u64,
-        stat: bool,
-        write_time: Option<UnixNanos>,
-    ) -> FsJob {
-        let closes = node.shared_fd();
+    pub fn last_close(node: Arc<dyn Node>, order: u64, share: u64, stat: bool) -> FsJob {
+        let closes = node.fd_to_hold();
         let mut job = FsJob::new(
             node.who().cloned(),
             order,
             share,
             "the last close of a CLOSE",
             once(move || {
-                keep_write_time(node.as_ref(), write_time);
                 let attr = stat.then(|| node.stat());
                 drop(node);
                 FsDone::Closed(attr)
@@ -145,22 +136,25 @@ impl FsJob {
 
     /// A CLOSE's attributes (POSTQUERY_ATTRIB), read before the close is decided, as on the
     /// I/O thread elsewhere: the CLOSE runs again with them and then lets the node go in
-    /// [`FsJob::last_close`]. The write time the CLOSE settled (`write_time`) is written to the
-    /// file before they are read.
+    /// [`FsJob::last_close`]. A written handle's write time the CLOSE settled (`write_time`) is
+    /// written to the file first (on FUSE a SETATTR, which waits for a WRITE under way on the
+    /// file: step 6), so that the disk has it before the close is decided and told to watchers;
+    /// the attributes are read only when `stat` (the job may be asked for the time alone).
     pub fn close_attributes(
         node: Arc<dyn Node>,
         order: u64,
         share: u64,
+        stat: bool,
         write_time: Option<UnixNanos>,
     ) -> FsJob {
         FsJob::new(
             node.who().cloned(),
             order,
             share,
-            "the attributes of a CLOSE",
+            "the write time and attributes of a CLOSE",
             once(move || {
                 keep_write_time(node.as_ref(), write_time);
-                FsDone::Closed(Some(node.stat()))
+                FsDone::Closed(stat.then(|| node.stat()))
             }),
         )
     }
@@ -248,6 +242,33 @@ impl std::fmt::Debug for FsJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Finding B's fix: a CLOSE's last-close job holds the descriptor of the node it lets go (the
+    /// pool closes it once it is the last holder), taken without making it ready for I/O; a
+    /// stat-only open holds none. A real file: the in-memory backend has no descriptor.
+    #[test]
+    fn a_last_close_job_holds_its_nodes_descriptor() {
+        use ringshare_vfs::{OpenOptions, RelPath, Share};
+        let dir = std::env::temp_dir().join(format!("ringshare-fsjob-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f"), b"abc").unwrap();
+        let share = ringshare_vfs::posix::PosixShare::new(&dir).unwrap();
+        let path = RelPath::from_components(["f"]).unwrap();
+        let who = ringshare_vfs::server_who();
+        let node = share
+            .open(&who, &path, &OpenOptions::read_existing())
+            .unwrap()
+            .node;
+        let fd = node.fd_to_hold().expect("a descriptor");
+        let job = FsJob::last_close(Arc::clone(&node), 1, 0, false);
+        assert!(
+            job.closes.as_ref().is_some_and(|c| Arc::ptr_eq(c, &fd)),
+            "the job holds the node's descriptor"
+        );
+        drop((job, node));
+        assert_eq!(Arc::strong_count(&fd), 1, "nothing else holds it");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// The review of steps 3-4, a smaller finding: what a job's calls hold (a QUERY_INFO's
     /// open, and through it the node) goes when they end, on the pool thread and before the

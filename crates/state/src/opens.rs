@@ -59,9 +59,6 @@ pub struct Closing {
     /// A persistent open's record, removed after (`ClusterHooks::open_closed`): asked by the
     /// caller, away from the I/O thread.
     pub forget: Option<crate::lookup::ClusterAsk>,
-    /// The write time the CLOSE settled, not yet written to the file: written with the last
-    /// close on a share whose calls are made away from the I/O thread (crates/core's close).
-    pub write_time: Option<ringshare_vfs::UnixNanos>,
 }
 
 impl Closing {
@@ -109,7 +106,6 @@ pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closin
         except,
         on_close,
         forget,
-        write_time: None,
     }
 }
 
@@ -339,6 +335,29 @@ pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Vec<Lookup> {
         return asks;
     }
     drop(o);
-    close_here(server, c);
+    asks.extend(close_here_posted(server, c));
     asks
+}
+
+/// [`close_here`] for a close nobody waits for ([`close_posted`]: a logoff, a tree disconnect, a
+/// connection's end, an expired durable open). On a share whose calls are made away from the
+/// I/O thread ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS) the descriptor's last
+/// close (on FUSE a FLUSH the closing thread waits for) is returned as a file system job, made on
+/// the pool: the job holds the node while the close is made here (issue 33, step 6). Not for a
+/// close that removes the file or a stream's (their removal is made after the descriptor
+/// closes, here, as for a CLOSE) nor, for now, for a file homed on another node (its close
+/// finishes when the home answers).
+fn close_here_posted(server: &ServerState, c: Closing) -> Option<Lookup> {
+    let o = &c.open;
+    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
+    let job = (o.share.offloaded() && !closed.remove && o.stream.is_none()).then(|| {
+        Lookup::Fs(crate::fsjob::FsJob::last_close(
+            Arc::clone(&o.node),
+            crate::fsjob::order_of(o.id),
+            crate::fsjob::share_key(&o.share.name),
+            false,
+        ))
+    });
+    closed_open(server, c, closed);
+    job
 }

@@ -656,6 +656,14 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn shared_fd(&self) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
         None
     }
+    /// The descriptor whose last close ends this node's open file, shared to be held (not for
+    /// I/O: its status flags are left as they are, so a node that did no I/O pays no fcntl):
+    /// a CLOSE's file system job holds it so that the close is made where it lets it go
+    /// (crates/state's fsjob). `None` where closing is nothing to wait for (in-memory
+    /// backend, stat-only opens, named streams).
+    fn fd_to_hold(&self) -> Option<std::sync::Arc<std::os::fd::OwnedFd>> {
+        None
+    }
     /// Sets this open's POSIX (open-file-description) lock on `start .. start + len` of
     /// the file to `kind`, without waiting: `Ok(false)` when another open file
     /// description (a local program's fcntl lock, or another open's) holds a conflicting

@@ -30,24 +30,31 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let want = cr.flags.contains(CloseFlags::POSTQUERY_ATTRIB);
     // On a share whose calls are made away from the I/O thread the attributes asked for are
     // read in a file system job before the close is decided (as [`opens::closing`] reads them
-    // elsewhere: from the file as its open leaves it), the CLOSE parked meanwhile and run
-    // again with them; the descriptor is let go in another job once the close is made
-    // ([`finish`]).
+    // elsewhere: from the file as its open leaves it), and a written handle's write time is
+    // settled and written to the file in it (on FUSE a SETATTR, which waits for a WRITE under
+    // way), so that the disk has it before the close is told to watchers and the file's entry
+    // goes; the CLOSE parks meanwhile and runs again with them. The descriptor is let go in
+    // another job once the close is made ([`finish`]).
     let offloaded = found.share.offloaded();
-    let read_before = if offloaded && want {
-        let Some(attr) = read_attributes(core) else {
-            // A written handle's write time is settled (and written to the disk, in the job)
-            // before the attributes are read, once.
-            let write_time = crate::writetime::closing_time(&found, core.now);
-            core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::close_attributes(
-                std::sync::Arc::clone(&found.node),
-                crate::fsjob::order_of(found.id),
-                crate::fsjob::share_key(&found.share.name),
-                write_time,
-            )));
-            return Err(crate::cmd::ids::ASK_IDS);
-        };
-        Some(attr)
+    let read_before = if offloaded {
+        match read_attributes(core) {
+            Some(attr) => Some(attr),
+            None => {
+                // Settled once, here, on the first run.
+                let write_time = crate::writetime::closing_time(&found, core.now);
+                if want || write_time.is_some() {
+                    core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::close_attributes(
+                        std::sync::Arc::clone(&found.node),
+                        crate::fsjob::order_of(found.id),
+                        crate::fsjob::share_key(&found.share.name),
+                        want,
+                        write_time,
+                    )));
+                    return Err(crate::cmd::ids::ASK_IDS);
+                }
+                None
+            }
+        }
     } else {
         None
     };
@@ -62,18 +69,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     let forget = crate::cluster::ca::take_forget(&server.node, &open);
     let ids = (open.persistent_id, open.id);
     // A written handle's write time is settled (and written to the disk) before the
-    // attributes are read for the reply (above when they were read in a job). On an offloaded
-    // share the write to the disk is made in the last close's job ([`finish`]).
-    let write_time = match read_before {
-        None if offloaded => crate::writetime::closing_time(&open, core.now),
-        None => {
-            crate::writetime::closing(&open, core.now);
-            None
-        }
-        Some(_) => None,
-    };
+    // attributes are read for the reply (above, in a job, on an offloaded share).
+    if !offloaded {
+        crate::writetime::closing(&open, core.now);
+    }
     let mut closing = opens::closing(&server, open, want && !offloaded);
-    closing.write_time = write_time;
     if let Some(attr) = read_before {
         closing.read_before(attr);
     }
@@ -127,7 +127,6 @@ fn finish(
 ) -> Handled {
     let o = &closing.open;
     if !o.share.offloaded() || closed.remove || o.stream.is_some() {
-        crate::writetime::persist(o.node.as_ref(), closing.write_time);
         let attr = opens::closed_open(server, closing, closed);
         return answer(attr, want, forget, ids);
     }
@@ -144,8 +143,8 @@ fn finish(
     )
 }
 
-/// The file system job that writes the write time `c` settled and lets its open's node go, so
-/// that the descriptor's last close is made on the pool ([`finish`], [`abandon`]).
+/// The file system job that lets `c`'s open's node go, so that the descriptor's last close is
+/// made on the pool ([`finish`], [`abandon`]).
 fn last_close(c: &opens::Closing) -> FsJob {
     let o = &c.open;
     FsJob::last_close(
@@ -153,7 +152,6 @@ fn last_close(c: &opens::Closing) -> FsJob {
         crate::fsjob::order_of(o.id),
         crate::fsjob::share_key(&o.share.name),
         false,
-        c.write_time,
     )
 }
 

@@ -216,6 +216,8 @@ pub struct LookupPool {
     home: Queue,
     /// File system jobs ([`Lookup::Fs`]): threads of their own, each acting as the job's user.
     fs: Queue,
+    /// Last closes that wait for another holder of the descriptor: a thread of its own.
+    closer: Closer,
 }
 
 impl LookupPool {
@@ -241,6 +243,13 @@ impl LookupPool {
             if let Err(e) = spawned {
                 tracing::error!("cannot start a lookup thread: {e}");
             }
+        }
+        let p = Arc::clone(&pool);
+        let spawned = std::thread::Builder::new()
+            .name("ringshare-fs-closer".to_string())
+            .spawn(move || p.closer.serve());
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the file system closer thread: {e}");
         }
         pool
     }
@@ -288,7 +297,7 @@ impl LookupPool {
             // the CLOSE is answered.
             if let Lookup::Fs(job) = &mut q.req.ask {
                 if let Some(fd) = job.closes.take() {
-                    close_when_last(fd, &q.req);
+                    self.close_when_last(fd);
                 }
             }
             let took = started.elapsed();
@@ -308,32 +317,72 @@ impl LookupPool {
     }
 }
 
-/// How long a CLOSE's last close waits for what else holds its descriptor ([`close_when_last`]).
-const LAST_CLOSE_WAIT: Duration = Duration::from_secs(10);
+/// How long a CLOSE's job waits for what else holds its descriptor before it hands it to the
+/// closer ([`LookupPool::close_when_last`]): an I/O under way ends within it.
+const LAST_CLOSE_WAIT: Duration = Duration::from_millis(20);
+/// How often the closer looks at the descriptors it holds ([`Closer`]).
+const CLOSER_LOOKS_EVERY: Duration = Duration::from_millis(2);
 
-/// Close `fd` here, on a file system thread, once this is its last holder: a WRITE that asked no
-/// job may still be on the ring with it, a READ's reply still being sent from it (issue 33, the
-/// review of steps 3-4, finding B). They end on the I/O thread, which would then make the last
-/// close (on FUSE a FLUSH the closing thread waits for); so this thread waits, looking again
-/// with growing pauses (20 us up to 5 ms: they are I/Os under way, most done within
-/// microseconds), at most [`LAST_CLOSE_WAIT`]. Past it the descriptor is let go all the same
-/// (closed wherever its last holder ends, as before) and that is logged.
-fn close_when_last(fd: Arc<std::os::fd::OwnedFd>, req: &LookupRequest) {
-    let started = Instant::now();
-    let mut pause = Duration::from_micros(20);
-    while Arc::strong_count(&fd) > 1 {
-        if started.elapsed() >= LAST_CLOSE_WAIT {
-            tracing::warn!(
-                "{req:?}: the descriptor is still held elsewhere after {} s; its last close is \
-                 made where that ends",
-                LAST_CLOSE_WAIT.as_secs()
-            );
-            break;
+/// Descriptors whose last close waits for another holder (a READ's reply a client is slow to
+/// take, an I/O of another channel), and the thread that makes them once it is the last
+/// ([`LookupPool::close_when_last`]): no pool thread sleeps for them.
+#[derive(Default)]
+struct Closer {
+    held: Mutex<Vec<Arc<std::os::fd::OwnedFd>>>,
+    ready: Condvar,
+}
+
+impl Closer {
+    /// The closer's thread: each descriptor is closed here once nothing else holds it (it acts
+    /// as the server; on FUSE the FLUSH of a slow file holds only this thread).
+    fn serve(&self) {
+        loop {
+            let mut last = Vec::new();
+            {
+                let mut held = crate::lock(&self.held);
+                while held.is_empty() {
+                    held = self
+                        .ready
+                        .wait(held)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+                let mut i = 0;
+                while i < held.len() {
+                    if Arc::strong_count(&held[i]) == 1 {
+                        last.push(held.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            // Closed here, outside the lock.
+            drop(last);
+            std::thread::sleep(CLOSER_LOOKS_EVERY);
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(5));
     }
-    drop(fd);
+}
+
+impl LookupPool {
+    /// Close `fd` on this file system thread once it is its last holder: a WRITE that asked no
+    /// job may still be on the ring with it, a READ's reply still being sent from it (issue 33,
+    /// the review of steps 3-4, finding B). They end on the I/O thread, which would then make
+    /// the last close (on FUSE a FLUSH the closing thread waits for); so this thread looks
+    /// again, with pauses growing from 20 us, for [`LAST_CLOSE_WAIT`]; still held then (a
+    /// client slow to take a READ's reply), the descriptor goes to the closer's thread, which
+    /// closes it when the other holder lets it go, and the job is answered.
+    fn close_when_last(&self, fd: Arc<std::os::fd::OwnedFd>) {
+        let started = Instant::now();
+        let mut pause = Duration::from_micros(20);
+        while Arc::strong_count(&fd) > 1 {
+            if started.elapsed() >= LAST_CLOSE_WAIT {
+                crate::lock(&self.closer.held).push(fd);
+                self.closer.ready.notify_one();
+                return;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
 }
 
 /// Run `req` on this thread, waiting; a file system job as its user (the thread's credentials

@@ -328,6 +328,10 @@ impl Node for PosixNode {
         }
     }
 
+    fn fd_to_hold(&self) -> Option<Arc<OwnedFd>> {
+        (!self.path_only).then(|| Arc::clone(&self.fd))
+    }
+
     fn in_memory(&self) -> bool {
         self.in_memory
     }
