@@ -141,9 +141,14 @@ struct Queue {
 }
 
 /// The questions not yet taken, the orders of those being asked and how many calls each peer
-/// (or share and connection) is being asked.
+/// (or share and connection) is being asked. The questions wait by peer, each peer's in the
+/// order they came, and the peers take turns: a peer that asks a great many (a connection
+/// flooding a share with jobs, a stopped node's calls) holds no other's questions behind its
+/// own, and a take looks at each peer once, not at every question waiting.
 struct Waiting<Q> {
-    questions: VecDeque<Q>,
+    by_peer: HashMap<Option<u64>, VecDeque<Q>>,
+    /// The peers with questions waiting, in turn (`None`: the questions of no peer, one queue).
+    turns: VecDeque<Option<u64>>,
     asking: HashSet<u64>,
     peers: HashMap<u64, usize>,
 }
@@ -151,24 +156,66 @@ struct Waiting<Q> {
 impl<Q> Default for Waiting<Q> {
     fn default() -> Self {
         Waiting {
-            questions: VecDeque::new(),
+            by_peer: HashMap::new(),
+            turns: VecDeque::new(),
             asking: HashSet::new(),
             peers: HashMap::new(),
         }
     }
 }
 
+/// Whether `q`'s order has none being asked.
+fn order_free<Q: Turn>(asking: &HashSet<u64>, q: &Q) -> bool {
+    q.order().is_none_or(|o| !asking.contains(&o))
+}
+
+/// Whether `q`'s peer is asked fewer than its bound.
+fn peer_free<Q: Turn>(peers: &HashMap<u64, usize>, q: &Q) -> bool {
+    q.peer()
+        .is_none_or(|(n, most)| peers.get(&n).copied().unwrap_or(0) < most)
+}
+
 impl<Q: Turn> Waiting<Q> {
-    /// The first question whose order has none being asked and whose peer is asked fewer than
-    /// [`HOME_CALLS_PER_PEER`] calls (it is then being asked, until [`Waiting::done`]).
+    /// `q` waits, behind the questions of its peer that came before it.
+    fn push(&mut self, q: Q) {
+        let peer = q.peer().map(|p| p.0);
+        let queue = self.by_peer.entry(peer).or_default();
+        if queue.is_empty() {
+            self.turns.push_back(peer);
+        }
+        queue.push_back(q);
+    }
+
+    /// The next question that may be taken: of the peers in turn, the first asked fewer than
+    /// its bound ([`HOME_CALLS_PER_PEER`], [`FS_JOBS_PER_SHARE_AND_CONNECTION`]) that has a
+    /// question whose order has none being asked (its first such); that peer goes to the back
+    /// of the turns. It is then being asked, until [`Waiting::done`].
     fn take(&mut self) -> Option<Q> {
-        let at = self.questions.iter().position(|q| self.takeable(q))?;
-        let q = self.questions.remove(at)?;
+        let Waiting {
+            by_peer,
+            turns,
+            asking,
+            peers,
+        } = self;
+        let (turn, q) = turns.iter().enumerate().find_map(|(turn, peer)| {
+            let queue = by_peer.get_mut(peer)?;
+            if !queue.front().is_some_and(|q| peer_free(peers, q)) {
+                return None;
+            }
+            let at = queue.iter().position(|q| order_free(asking, q))?;
+            Some((turn, queue.remove(at)?))
+        })?;
+        let peer = turns.remove(turn).flatten();
+        if by_peer.get(&peer).is_some_and(|queue| !queue.is_empty()) {
+            turns.push_back(peer);
+        } else {
+            by_peer.remove(&peer);
+        }
         if let Some(o) = q.order() {
-            self.asking.insert(o);
+            asking.insert(o);
         }
         if let Some((n, _)) = q.peer() {
-            *self.peers.entry(n).or_default() += 1;
+            *peers.entry(n).or_default() += 1;
         }
         Some(q)
     }
@@ -176,13 +223,11 @@ impl<Q: Turn> Waiting<Q> {
     /// Whether `q` may be taken now: no question of its order is being asked, and its peer is
     /// asked fewer than its bound.
     fn takeable(&self, q: &Q) -> bool {
-        q.order().is_none_or(|o| !self.asking.contains(&o))
-            && q.peer()
-                .is_none_or(|(n, most)| self.peers.get(&n).copied().unwrap_or(0) < most)
+        order_free(&self.asking, q) && peer_free(&self.peers, q)
     }
 
     /// `q`, taken, was asked: the questions it held back may be taken. True when one of them
-    /// waits (of its order or its peer).
+    /// waits (of its peer, or of its order).
     fn done(&mut self, q: &Q) -> bool {
         if let Some(o) = q.order() {
             self.asking.remove(&o);
@@ -195,11 +240,13 @@ impl<Q: Turn> Waiting<Q> {
                 }
             }
         }
-        let (order, peer) = (q.order(), q.peer().map(|p| p.0));
-        self.questions.iter().any(|w| {
-            (order.is_some() && w.order() == order)
-                || (peer.is_some() && w.peer().map(|p| p.0) == peer)
-        })
+        let peer = q.peer().map(|p| p.0);
+        if self.by_peer.contains_key(&peer) {
+            return true;
+        }
+        // Of its order under another peer (a file whose home moved between two calls).
+        let order = q.order();
+        order.is_some() && self.by_peer.values().flatten().any(|w| w.order() == order)
     }
 }
 
@@ -269,7 +316,7 @@ impl LookupPool {
         let takeable = {
             let mut waiting = crate::lock(&queue.waiting);
             let takeable = waiting.takeable(&q);
-            waiting.questions.push_back(q);
+            waiting.push(q);
             takeable
         };
         if takeable {
@@ -462,11 +509,11 @@ mod tests {
     fn calls_to_a_live_node_are_taken_while_a_stopped_node_holds_its_share_of_the_threads() {
         let mut w = Waiting::default();
         for i in 0..HOME_CALL_THREADS as u64 * 2 {
-            w.questions.push_back(Call(3, 100 + i));
+            w.push(Call(3, 100 + i));
         }
-        w.questions.push_back(Call(2, 1));
-        w.questions.push_back(Call(2, 1));
-        w.questions.push_back(Call(2, 2));
+        w.push(Call(2, 1));
+        w.push(Call(2, 1));
+        w.push(Call(2, 2));
         let mut taken = Vec::new();
         while let Some(q) = w.take() {
             taken.push(q);

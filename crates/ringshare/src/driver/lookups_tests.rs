@@ -176,10 +176,10 @@ fn a_connections_file_system_jobs_of_one_share_are_bounded() {
     };
     let mut w = Waiting::default();
     for i in 0..10 {
-        w.questions.push_back(q(1, 7, 100 + i));
+        w.push(q(1, 7, 100 + i));
     }
-    w.questions.push_back(q(2, 7, 1));
-    w.questions.push_back(q(1, 8, 2));
+    w.push(q(2, 7, 1));
+    w.push(q(1, 8, 2));
     let mut taken = Vec::new();
     while let Some(t) = w.take() {
         taken.push(t);
@@ -219,12 +219,12 @@ fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_i
     };
     let mut w = Waiting::default();
     for i in 0..FS_JOBS_PER_SHARE_AND_CONNECTION as u64 {
-        w.questions.push_back(q(&one, 0, 100 + i));
+        w.push(q(&one, 0, 100 + i));
     }
     // Held by nothing of the first connection's: another thread's slot 1 (same open id as
     // one of the first's), and the first thread's slot 1 used again.
-    w.questions.push_back(q(&two, 0, 100));
-    w.questions.push_back(q(&one, 1, 100));
+    w.push(q(&two, 0, 100));
+    w.push(q(&one, 1, 100));
     let mut taken = 0;
     while w.take().is_some() {
         taken += 1;
@@ -340,4 +340,33 @@ fn two_reads_jobs_about_one_open_run_side_by_side() {
         at((2, "end")) < at((1, "end")),
         "the second did not wait for the first: {seen:?}"
     );
+}
+
+/// A connection that floods a share with jobs does not hold another connection's behind its
+/// own: the connections take turns (issue 33: on CephFS the flood test's CREATEs would each be
+/// a job; the local clients' jobs must still be taken at once). The same for calls to a
+/// stopped node's files and to a live node's.
+#[test]
+fn a_connection_flooding_the_pool_takes_turns_with_another() {
+    let (_ring, inbox) = inbox_of_a_ring();
+    let q = |slot: u32, order: u64| {
+        let req = LookupRequest {
+            id: u64::from(slot) << 32 | order,
+            ask: Lookup::Fs(FsJob::new(
+                None,
+                order,
+                7,
+                "a test job",
+                Box::new(|| FsDone::Done(Ok(()))),
+            )),
+        };
+        Question::new(req, slot, 0, Arc::clone(&inbox))
+    };
+    let mut w = Waiting::default();
+    for i in 0..1000 {
+        w.push(q(1, 100 + i));
+    }
+    w.push(q(2, 1));
+    let first: Vec<u32> = (0..2).map(|_| w.take().expect("a job").slot).collect();
+    assert_eq!(first, [1, 2], "the second connection's job is taken second");
 }
