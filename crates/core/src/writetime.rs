@@ -46,13 +46,20 @@ pub(crate) fn apply(files: &FileTable, open: &Open, attr: &mut FileAttr, now_ms:
     }
 }
 
-/// A WRITE (or a server-side copy or zeroing into the file) on `open`.
-pub(crate) fn wrote(files: &FileTable, open: &Open, now: Now) {
+/// A WRITE (or a server-side copy or zeroing into the file) on `open`; `asked`: the file's
+/// modification time before it, when a file system job read it (an offloaded share's first
+/// WRITE), else it is read here when the file has no base yet.
+pub(crate) fn wrote(
+    files: &FileTable,
+    open: &Open,
+    now: Now,
+    asked: Option<ringshare_vfs::FsResult<UnixNanos>>,
+) {
     let needs = lock(&open.entry).write_time.needs_base();
-    let disk = if needs {
-        open.node.stat_without_dos().ok().map(|a| a.mtime)
-    } else {
-        None
+    let disk = match asked {
+        Some(mtime) => mtime.ok(),
+        None if needs => open.node.stat_without_dos().ok().map(|a| a.mtime),
+        None => None,
     };
     let mut e = lock(&open.entry);
     e.write_time.wrote(open.id, now.mono_ms, nanos(now), disk);

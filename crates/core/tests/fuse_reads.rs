@@ -858,13 +858,52 @@ fn a_query_directory_on_a_local_share_is_answered_at_once() {
 }
 
 /// A server on `share` with `posix locking = no`: a WRITE there asks no file system job (no
-/// local lock to look for), a READ on FUSE still asks one (the file's size).
+/// local lock to look for) but a file's first (its time before it), a READ on FUSE still asks
+/// one (the file's size).
 fn server_without_posix_locking(share: Arc<FuseShare>) -> Arc<ringshare_core::ServerState> {
     let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
     for s in &mut config.shares {
         Arc::get_mut(s).expect("one owner").posix_locking = false;
     }
     server_from(config)
+}
+
+/// Step 6 of issue 33: a file's first WRITE reads the file's modification time before it (the
+/// write time clients see until the update shows); on a share whose calls may wait on a
+/// network that stat (a FUSE GETATTR) is made in a file system job, not on the I/O thread, even
+/// where the WRITE would ask none (`posix locking = no`); the next WRITE asks nothing.
+#[test]
+fn a_files_first_write_reads_its_time_in_a_job_on_a_share_that_may_wait_on_a_network() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
+    let server = server_without_posix_locking(share);
+    let mut c = Client::on(server, mem, Options::default());
+    let f = c
+        .create("fresh", 0x0012_019f, D::OPEN_IF, 0)
+        .expect("create");
+    let tree = c.tree_id;
+    let mut jobs = Vec::new();
+    for round in 0..2 {
+        let stats = calls.stats.load(Ordering::SeqCst);
+        c.hold_lookups = true;
+        let mut w = c.message(Command::WRITE, tree, |o| write_body(o, f, 0, b"data"));
+        c.sign(&mut w);
+        let mut answers = c.send_frame(w);
+        let held = std::mem::take(&mut c.held_lookups);
+        let inline = calls.stats.load(Ordering::SeqCst) - stats;
+        jobs.push((round, held.len(), inline));
+        c.hold_lookups = false;
+        c.run_jobs(held);
+        answers.extend(c.pump());
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    }
+    assert_eq!(
+        jobs,
+        [(0, 1, 0), (1, 0, 0)],
+        "(WRITE, jobs asked, stats on the I/O thread): the first asks one, the second none"
+    );
 }
 
 /// `msg` signed and sent; its MessageId, and what was answered at once.

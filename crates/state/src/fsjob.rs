@@ -57,12 +57,14 @@ pub enum FsDone {
 }
 
 /// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
-/// another open file description is in the way ([`Node::posix_locked`]), and the file's size
-/// ([`Node::size`]); `None` where it was not asked.
+/// another open file description is in the way ([`Node::posix_locked`]), the file's size
+/// ([`Node::size`]), and for a file's first WRITE its modification time before it (the write
+/// time shown until the update: crates/core's writetime); `None` where it was not asked.
 #[derive(Debug, Clone, Default)]
 pub struct IoFacts {
     pub locked: Option<FsResult<bool>>,
     pub size: Option<FsResult<u64>>,
+    pub mtime: Option<FsResult<UnixNanos>>,
 }
 
 /// A lock probe: its kind and range ([`Node::posix_locked`]).
@@ -89,13 +91,13 @@ impl FsJob {
     }
 
     /// The checks of a READ or WRITE of `node`: the lock probe `lock` and, when `size`, the
-    /// file's size.
+    /// file's size, when `mtime` its modification time.
     pub fn io_facts(
         node: Arc<dyn Node>,
         order: u64,
         share: u64,
         lock: Option<LockProbe>,
-        size: bool,
+        (size, mtime): (bool, bool),
     ) -> FsJob {
         FsJob::new(
             node.who().cloned(),
@@ -106,6 +108,7 @@ impl FsJob {
                 FsDone::Io(IoFacts {
                     locked: lock.map(|(k, s, l)| node.posix_locked(k, s, l)),
                     size: size.then(|| node.size()),
+                    mtime: mtime.then(|| node.stat_without_dos().map(|a| a.mtime)),
                 })
             }),
         )

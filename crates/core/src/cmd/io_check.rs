@@ -37,7 +37,7 @@ use crate::state::Open;
 /// again; else Err([`ASK_IDS`]) with the question to the home in [`ConnCore::ids_wanted`]
 /// (the request parks and runs again when it is answered).
 pub(crate) fn io_check(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bool, NtStatus> {
-    io_check_sized(core, open, io, false).map(|c| c.writers)
+    io_check_sized(core, open, io, (false, false)).map(|c| c.writers)
 }
 
 /// What [`io_check_sized`] found.
@@ -47,15 +47,18 @@ pub(crate) struct Checked {
     /// The file's size, asked with the checks on a share whose calls are made away from the
     /// I/O thread; `None` elsewhere (the caller asks the node itself).
     pub size: Option<ringshare_vfs::FsResult<u64>>,
+    /// The file's modification time, asked with them there when `want_mtime` (a file's first
+    /// WRITE: the write time shown until the update); `None` elsewhere.
+    pub mtime: Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>>,
 }
 
 /// [`io_check`], and on a share whose calls are made away from the I/O thread, when
-/// `want_size`, the file's size asked in the same job.
+/// `want_size`, the file's size asked in the same job, when `want_mtime` its modification time.
 pub(crate) fn io_check_sized(
     core: &mut ConnCore,
     open: &Open,
     io: IoAsk,
-    want_size: bool,
+    (want_size, want_mtime): (bool, bool),
 ) -> Result<Checked, NtStatus> {
     let offloaded = open.share.offloaded();
     let writers = table_check(core, open, io, offloaded)?;
@@ -64,15 +67,17 @@ pub(crate) fn io_check_sized(
         return Ok(Checked {
             writers,
             size: None,
+            mtime: None,
         });
     }
-    let facts = fs_facts(core, open, &io, want_size)?;
+    let facts = fs_facts(core, open, &io, (want_size, want_mtime))?;
     if let Some(Ok(true)) = facts.locked {
         return Err(NtStatus::FILE_LOCK_CONFLICT);
     }
     Ok(Checked {
         writers,
         size: facts.size,
+        mtime: facts.mtime,
     })
 }
 
@@ -83,7 +88,7 @@ fn fs_facts(
     core: &mut ConnCore,
     open: &Open,
     io: &IoAsk,
-    want_size: bool,
+    (want_size, want_mtime): (bool, bool),
 ) -> Result<IoFacts, NtStatus> {
     match core.domain_answer.take() {
         Some(DomainAnswer::Fs(FsDone::Io(facts), _)) => return Ok(facts),
@@ -93,7 +98,7 @@ fn fs_facts(
         other => core.domain_answer = other,
     }
     let probe = local_probe(open, io);
-    if probe.is_none() && !want_size {
+    if probe.is_none() && !want_size && !want_mtime {
         return Ok(IoFacts::default());
     }
     core.ids_wanted = Some(Lookup::Fs(FsJob::io_facts(
@@ -101,7 +106,7 @@ fn fs_facts(
         crate::fsjob::order_of(open.id),
         crate::fsjob::share_key(&open.share.name),
         probe,
-        want_size,
+        (want_size, want_mtime),
     )));
     Err(ASK_IDS)
 }

@@ -300,7 +300,7 @@ fn note_written(server: &crate::server::ServerState, open: &OpenRef, now: crate:
         st.notify_on_close |= crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
         crate::notify::wrote(&server.notify, &open.open, &mut st, now.mono_ms);
     }
-    crate::writetime::wrote(&server.files, &open.open, now);
+    crate::writetime::wrote(&server.files, &open.open, now, None);
 }
 
 fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, NtStatus> {

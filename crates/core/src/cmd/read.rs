@@ -107,7 +107,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     // parks and runs again: cmd/io_check.rs); on a share whose calls may wait on a network,
     // the check against local POSIX locks and the size read below are asked away from it too.
     let want_size = open.node.reads_within_size() || rr.length as usize > SPLICE_ONLY_ABOVE;
-    let checked = crate::cmd::io_check::io_check_sized(core, &open, io, want_size)?;
+    let checked = crate::cmd::io_check::io_check_sized(core, &open, io, (want_size, false))?;
     let (writers, mut known_size) = (checked.writers, checked.size);
     let compress = crate::exchange::compress::read_asks(core, rr.flags, open.share.compress_data)
         && !crate::exchange::compress::skips(&open);

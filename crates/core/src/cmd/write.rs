@@ -166,8 +166,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     };
     // Asked of the file's home away from the I/O thread when no grant decides it (the WRITE
     // parks and runs again with its frame, or with its head while the driver keeps a payload
-    // received apart: cmd/io_check.rs).
-    crate::cmd::io_check::io_check(core, &open, io)?;
+    // received apart: cmd/io_check.rs). On a share whose calls may wait on a network the
+    // file's modification time before its first WRITE is asked in the checks' job too.
+    let want_mtime = open.share.offloaded() && lock(&open.entry).write_time.needs_base();
+    let checked = crate::cmd::io_check::io_check_sized(core, &open, io, (false, want_mtime))?;
     {
         let mut e = lock(&open.entry);
         if !e.write_time.needs_base() {
@@ -181,7 +183,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         }
     }
     if first_write {
-        crate::writetime::wrote(&core.server.files, &open, core.now);
+        crate::writetime::wrote(&core.server.files, &open, core.now, checked.mtime);
     }
     let through = goes_through(core, &open, wr.flags).then(|| open.node.clone());
     if req.detached.is_some() {
