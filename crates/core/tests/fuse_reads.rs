@@ -47,6 +47,20 @@ struct Calls {
     stalled: AtomicBool,
     /// Files' times set (a written handle's write time kept at its close).
     times_set: AtomicUsize,
+    /// The share's own calls (opens, stats and searches of names, removals).
+    share_calls: AtomicUsize,
+}
+
+impl Calls {
+    /// The file system calls made so far that this test counts: the share's and its files'
+    /// stats.
+    fn made(&self) -> usize {
+        self.share_calls.load(Ordering::SeqCst) + self.stats.load(Ordering::SeqCst)
+    }
+
+    fn share_call(&self) {
+        self.share_calls.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl Drop for FuseNode {
@@ -140,6 +154,7 @@ impl FuseShare {
 
 impl Share for FuseShare {
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        self.1.share_call();
         let mut o = self.0.open(who, path, opts)?;
         o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1)));
         Ok(o)
@@ -148,12 +163,15 @@ impl Share for FuseShare {
         self.2
     }
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
+        self.1.share_call();
         self.0.stat(who, path)
     }
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {
+        self.1.share_call();
         self.0.unlink(who, path)
     }
     fn rmdir(&self, who: &Who, path: &RelPath) -> FsResult<()> {
+        self.1.share_call();
         self.0.rmdir(who, path)
     }
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
@@ -164,6 +182,7 @@ impl Share for FuseShare {
         self.0.statfs()
     }
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
+        self.1.share_call();
         self.0.find_name_case_insensitive(who, dir, name)
     }
 }
@@ -1252,4 +1271,178 @@ fn a_compounds_later_member_about_its_open_goes_before_a_close_that_came_after_i
         ],
         "the READ, the SET_INFO, then the CLOSE"
     );
+}
+
+/// What a CREATE sent with the jobs it asks held came to ([`create_with_jobs_held`]).
+struct HeldCreate {
+    /// The jobs it asked first, and the file system calls made before they ran.
+    jobs: usize,
+    calls_before: usize,
+    /// Its answer, once they ran.
+    answer: Resp,
+    /// The jobs asked after (an open not kept, let go on the pool), still held.
+    later: Vec<ringshare_core::LookupRequest>,
+}
+
+/// A CREATE of `name` (`disposition`, ShareAccess `share`, CreateOptions `options`, for read
+/// and write) on `c`'s tree, with the file system jobs it asks held: see [`HeldCreate`].
+fn create_with_jobs_held(
+    c: &mut Client,
+    calls: &Calls,
+    name: &str,
+    (disposition, share, options): (D, u32, u32),
+) -> HeldCreate {
+    let was = calls.made();
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, name, 0x0012_019f, share, disposition, options);
+    let (_, early) = send_signed(c, m);
+    assert!(early.is_empty(), "nothing answered before its job ran");
+    let calls_before = calls.made() - was;
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held.len();
+    c.run_jobs(held);
+    let mut answers = c.pump();
+    assert_eq!(answers.len(), 1, "one answer");
+    let later = std::mem::take(&mut c.held_lookups);
+    c.hold_lookups = false;
+    HeldCreate {
+        jobs,
+        calls_before,
+        answer: answers.remove(0),
+        later,
+    }
+}
+
+/// The CreateAction, EndOfFile and FileAttributes of a CREATE's answer.
+fn created(r: &Resp) -> (u32, u64, u32) {
+    let cr = ringshare_wire::create::CreateResponse::decode(&r.msg).expect("create response");
+    (cr.create_action.0, cr.end_of_file, cr.file_attributes.0)
+}
+
+/// Step 5 of issue 33: on a share whose calls may wait on a network, a CREATE of an existing
+/// file makes its file system calls (the name's lookup, the open, the stat, the access check)
+/// in one file system job: none is made before it ran, and the answer comes after it, with
+/// what the job found (FILE_OPENED and the file's size).
+#[test]
+fn a_create_of_an_existing_file_on_a_share_that_may_wait_on_a_network_opens_it_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let data = b"opened in a job";
+    let f = file_holding(&mut c, "existing", data);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let h = create_with_jobs_held(&mut c, &calls, "EXISTING", (D::OPEN, SHARE_ALL, 0));
+    assert_eq!(
+        (h.jobs, h.calls_before),
+        (1, 0),
+        "one job, no call before it"
+    );
+    assert_eq!(h.answer.status(), NtStatus::SUCCESS);
+    let (action, eof, _) = created(&h.answer);
+    assert_eq!(
+        (action, eof),
+        (1, data.len() as u64),
+        "FILE_OPENED, its size"
+    );
+    assert!(h.later.is_empty(), "no other job");
+}
+
+/// Step 5: a CREATE that makes a new file makes it in its job, with what a new file is given
+/// (its attributes here); FILE_CREATED is answered after it, and the file is there.
+#[test]
+fn a_create_of_a_new_file_on_a_share_that_may_wait_on_a_network_makes_it_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let tree = c.tree_id;
+    let was = calls.made();
+    c.hold_lookups = true;
+    // FILE_ATTRIBUTE_HIDDEN (2) asked for the new file.
+    let m = c.create_msg_ctx(tree, "new", 0x0012_019f, SHARE_ALL, D::CREATE, 0, 2, vec![]);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "nothing answered before its job ran");
+    assert_eq!(calls.made(), was, "no file system call before the job ran");
+    assert!(
+        c.mem
+            .stat(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components(["new"]).unwrap()
+            )
+            .is_err(),
+        "not made before the job ran"
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "one job");
+    c.run_jobs(held);
+    let answers = c.pump();
+    c.hold_lookups = false;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    let (action, eof, attrs) = created(&answers[0]);
+    assert_eq!((action, eof), (2, 0), "FILE_CREATED, empty");
+    assert_ne!(attrs & 2, 0, "HIDDEN, given in the job");
+    assert!(c
+        .mem
+        .stat(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(["new"]).unwrap()
+        )
+        .is_ok());
+}
+
+/// Step 5: a CREATE refused by the share modes after its job (another open shares nothing) is
+/// answered SHARING_VIOLATION, and the file the job opened is let go in a job of its own, not
+/// on the I/O thread (on FUSE its last close is a FLUSH the closing thread waits for).
+#[test]
+fn a_create_refused_by_share_modes_after_its_job_lets_its_file_go_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let tree = c.tree_id;
+    c.create_on(tree, "held", 0x0012_019f, 0, D::CREATE, 0)
+        .expect("an open that shares nothing");
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    let h = create_with_jobs_held(&mut c, &calls, "held", (D::OPEN, SHARE_ALL, 0));
+    assert_eq!(
+        (h.jobs, h.calls_before),
+        (1, 0),
+        "one job, no call before it"
+    );
+    assert_eq!(h.answer.status(), NtStatus::SHARING_VIOLATION);
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped,
+        "the file the job opened is not let go on the I/O thread"
+    );
+    assert_eq!(h.later.len(), 1, "a job lets it go");
+    c.run_jobs(h.later);
+    assert_eq!(calls.dropped.load(Ordering::SeqCst), dropped + 1, "let go");
+}
+
+/// Step 5: a directory's CREATE (FILE_DIRECTORY_FILE) is made in its job too, and answered
+/// after it as a directory.
+#[test]
+fn a_directorys_create_on_a_share_that_may_wait_on_a_network_is_made_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let h = create_with_jobs_held(&mut c, &calls, "dir", (D::CREATE, SHARE_ALL, 1));
+    assert_eq!(
+        (h.jobs, h.calls_before),
+        (1, 0),
+        "one job, no call before it"
+    );
+    assert_eq!(h.answer.status(), NtStatus::SUCCESS);
+    let (action, _, attrs) = created(&h.answer);
+    assert_eq!(action, 2, "FILE_CREATED");
+    assert_ne!(attrs & 0x10, 0, "a directory");
+    let h = create_with_jobs_held(&mut c, &calls, "dir", (D::OPEN, SHARE_ALL, 1));
+    assert_eq!((h.jobs, h.calls_before), (1, 0), "opened again: one job");
+    assert_eq!(created(&h.answer).0, 1, "FILE_OPENED");
+}
+
+/// On a share whose calls are made on the I/O thread a CREATE asks no job: the file is opened
+/// and answered at once, as before step 5.
+#[test]
+fn a_create_on_a_local_share_asks_no_job() {
+    let (mut c, calls) = fuse_client(false);
+    let was = calls.made();
+    c.hold_lookups = true;
+    let f = c.create("local", 0x0012_019f, D::CREATE, 0);
+    assert!(f.is_ok(), "answered at once");
+    assert!(c.held_lookups.is_empty(), "no job");
+    assert!(calls.made() > was, "its calls made at once");
 }

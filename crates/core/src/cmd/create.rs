@@ -47,6 +47,8 @@ mod answer;
 pub(crate) use answer::{abandon, resume, Installing};
 mod change;
 pub(crate) mod durable;
+mod offload;
+pub(crate) use offload::let_go_unused;
 mod open;
 mod request;
 mod rights;
@@ -159,6 +161,8 @@ struct Opening {
     asked: request::Asked,
     /// The path as stored.
     path: RelPath,
+    /// A new file's changes, made in its file system job ([`offload`]).
+    changed: Option<change::Changed>,
 }
 
 /// The file's home answered a parked CREATE (`done`): it goes on as it would have with the
@@ -182,7 +186,12 @@ pub(crate) fn admitted(
         tree: &opening.tree,
         path: &opening.path,
     };
+    // Opened in a file system job: not let go on the I/O thread when it is refused.
+    let keep = opening.tree.share.offloaded().then(|| joining.node());
     let adm = joining.answered(&at, &opening.asked, done.home());
+    if let (Some(node), false) = (keep, matches!(adm, Ok(Some(_)))) {
+        offload::let_go(core, &opening.tree, node);
+    }
     let dh2q = match opening.asked.durable {
         durable::Ask::V2 { create_guid, .. } => Some(create_guid),
         _ => None,
@@ -209,11 +218,21 @@ pub(crate) fn admitted(
 
 /// A parked CREATE whose connection went (or that was cancelled or logged off): the open on
 /// its way in leaves, and a DH2Q replay is no longer told that it is pending.
-pub(crate) fn abandon_admission(core: &ConnCore, fin: AtHome) {
+pub(crate) fn abandon_admission(core: &mut ConnCore, fin: AtHome) {
     if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
         pending(core, create_guid, false);
     }
+    // Opened in a file system job: let go on the pool, not here.
+    let keep = fin
+        .opening
+        .tree
+        .share
+        .offloaded()
+        .then(|| fin.joining.node());
     fin.joining.abandon(&core.server);
+    if let Some(node) = keep {
+        offload::let_go(core, &fin.opening.tree, node);
+    }
 }
 
 /// Whether a replay of DH2Q CREATE `create_guid` is told that it is pending
@@ -325,7 +344,7 @@ pub(crate) fn answered(
                 retry(core, &req)
             };
             // Taken by the request when it ran again; not kept for another.
-            core.domain_answer = None;
+            crate::cmd::drop_answer(core);
             r
         }
         Some(other) => {
@@ -374,7 +393,9 @@ pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSta
         let r = crate::cmd::set_info::handle(core, req);
         return crate::cmd::ids::parked(core, r);
     }
-    create_parking(core, req, true)
+    // A CREATE run again asks its file system job as a fresh one does ([`offload`]).
+    let r = create_parking(core, req, true);
+    crate::cmd::ids::parked(core, r)
 }
 
 /// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again). The file's
@@ -428,6 +449,7 @@ fn reconnect_or_replay(
 
 /// What a CREATE takes from its session and tree, read under the session's
 /// lock and released at once.
+#[derive(Clone)]
 struct TreeView {
     share: Arc<ShareDef>,
     read_only: bool,
@@ -523,7 +545,11 @@ fn create_or_wait(
         // Nothing in a snapshot is deleted; Samba 4.22 refuses such an open so.
         return Err(NtStatus::MEDIA_WRITE_PROTECTED);
     }
-    if let (false, Some(sd)) = (retry, &asked.sd_given) {
+    // On a share whose calls may wait on a network its file system part is made in a job,
+    // the CREATE parked meanwhile; it runs again with what the job opened ([`offload`]).
+    let offloaded = offload::applies(core, &tree, &asked);
+    let job_ran = offloaded && offload::answered(core);
+    if let (false, false, Some(sd)) = (retry, job_ran, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.
         let creator = [
@@ -532,36 +558,54 @@ fn create_or_wait(
         ];
         crate::cmd::ids::before_set(core, sd, &creator)?;
     }
-    let target = target::resolve(&server, &tree, &asked)?;
-    if !retry {
-        admission::refused_before_open(&server, target.existing.as_ref())?;
-    }
-    if !retry && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
-        // The domain SIDs the new file inherits are placed before it is made.
-        crate::cmd::ids::before_inherit(core, &tree.share, &tree.who, &target.path)?;
-    }
+    let (path, node, made, changed) = if offloaded {
+        let Some(outcome) = offload::answer(core) else {
+            let job = offload::job(server.clone(), tree.clone(), asked, core.now);
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
+            return Err(crate::cmd::ids::ASK_IDS);
+        };
+        let p = match outcome {
+            Err(LEASE_HELD) => return lease_wait(core, req),
+            r => r?,
+        };
+        if !retry {
+            if let Err(s) = admission::refused_before_open(&server, p.existing.as_ref()) {
+                let offload::Prepared { node, made, .. } = p;
+                drop(made);
+                offload::let_go(core, &tree, node);
+                return Err(s);
+            }
+        }
+        (p.path, p.node, p.made, p.changed)
+    } else {
+        let (path, node, made) = match open_here(core, retry, &server, &tree, &asked) {
+            Err(LEASE_HELD) => return lease_wait(core, req),
+            r => r?,
+        };
+        (path, node, made, None)
+    };
     let at = At {
         server: &server,
         tree: &tree,
-        path: &target.path,
+        path: &path,
     };
-    let opened = match open::open(&at, &asked, &target) {
-        Err(LEASE_HELD) => return lease_wait(core, req),
-        r => r?,
-    };
-    let rights = rights::check(&at, core.now, &asked, &opened, target.granted)?;
-    open::refuse_nonempty_dir(&asked, &opened)?;
-    let aapl_on = core.aapl.negotiated;
-    let (node, made) = stream::open_named(&at, aapl_on, &asked, opened, rights)?;
+    // A node the job opened is let go in a job too when the open is not kept.
+    let keep = offloaded.then(|| Arc::clone(&node));
     let mut home = None;
     let admitted = admission::admit(core, req, retry, &at, &asked, node, made, &mut home);
+    if let (Some(node), Ok(None) | Err(_)) = (keep, &admitted) {
+        if !matches!(admitted, Err(PARKED)) {
+            offload::let_go(core, &tree, node);
+        }
+    }
     let opening = Opening {
         sref,
         tree,
         owner,
         quota_file,
         asked,
-        path: target.path,
+        path,
+        changed,
     };
     let adm = match admitted {
         Ok(Some(adm)) => adm,
@@ -584,6 +628,38 @@ fn create_or_wait(
     go_on(core, req, &cr, opening, adm, parked)
 }
 
+/// Steps 3 and 4 on the I/O thread (a share whose calls are made here, or a CREATE
+/// [`offload`] leaves here): the name resolved, the file opened or made, the access checked,
+/// a named stream opened. Returns the path as stored, the open's node and what it made.
+fn open_here(
+    core: &mut ConnCore,
+    retry: bool,
+    server: &ServerState,
+    tree: &TreeView,
+    asked: &request::Asked,
+) -> Result<(RelPath, Arc<dyn ringshare_vfs::Node>, stream::Made), NtStatus> {
+    let target = target::resolve(server, tree, asked)?;
+    if !retry {
+        admission::refused_before_open(server, target.existing.as_ref())?;
+    }
+    if !retry && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
+        // The domain SIDs the new file inherits are placed before it is made.
+        crate::cmd::ids::before_inherit(core, &tree.share, &tree.who, &target.path)?;
+    }
+    let at = At {
+        server,
+        tree,
+        path: &target.path,
+    };
+    // A local program's kernel lease: Err(LEASE_HELD), the CREATE waits ([`lease_wait`]).
+    let opened = open::open(&at, asked, &target)?;
+    let rights = rights::check(&at, core.now, asked, &opened, target.granted)?;
+    open::refuse_nonempty_dir(asked, &opened)?;
+    let aapl_on = core.aapl.negotiated;
+    let (node, made) = stream::open_named(&at, aapl_on, asked, opened, rights)?;
+    Ok((target.path, node, made))
+}
+
 /// Steps 6 and 7 of an open that holds its place in its file's entry: the file changed as
 /// asked ([`change`]), the answer, and the open put in its session ([`answer`]).
 fn go_on(
@@ -601,7 +677,10 @@ fn go_on(
         tree: &o.tree,
         path: &o.path,
     };
-    let changed = change::apply(&at, core.now, &asked, &adm)?;
+    let changed = match o.changed {
+        Some(changed) => changed,
+        None => change::apply(&at, core.now, &asked, &adm)?,
+    };
     let (body, settled) = answer::response(core, cr, &at, &mut asked, &adm, changed, o.owner);
     let report = answer::report(&at, &adm, asked.truncate, core.now.mono_ms);
     let open = answer::new_open(core, req, o.tree, &asked, o.path, adm, settled);

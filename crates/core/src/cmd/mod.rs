@@ -279,6 +279,14 @@ pub(crate) fn answer_of(
     }
 }
 
+/// The answer left for a request that ran again and did not take it goes; a CREATE's file
+/// system job's open in it is let go on the pool, not here ([`create::let_go_unused`]).
+pub(crate) fn drop_answer(core: &mut ConnCore) {
+    if let Some(crate::lookup::DomainAnswer::Fs(done, _)) = core.domain_answer.take() {
+        create::let_go_unused(core, done);
+    }
+}
+
 /// A parked request will not go on (its connection or session went, or it was cancelled):
 /// what it made goes ([`create::abandon`], [`create::abandon_admission`], [`close::abandon`],
 /// [`create::durable::abandon_takeover`]).

@@ -108,7 +108,13 @@ impl Connection {
                         cmd::abandon(&mut self.core, cont);
                     }
                 }
-                _ => p.abandon(&mut self.core),
+                _ => {
+                    // A CREATE's file system job's open nobody takes now goes on the pool.
+                    if let LookupDone::Fs(done) = done {
+                        cmd::create::let_go_unused(&mut self.core, done);
+                    }
+                    p.abandon(&mut self.core)
+                }
             }
             self.post_to_cluster();
             return;
@@ -124,7 +130,7 @@ impl Connection {
                 job.fs_order = p.fs_order;
                 self.run(job);
                 // Taken by the member when it ran again; not kept for another.
-                self.core.domain_answer = None;
+                cmd::drop_answer(&mut self.core);
             }
             cont @ (LookupCont::Admit(_)
             | LookupCont::Close(_)
