@@ -1446,3 +1446,71 @@ fn a_create_on_a_local_share_asks_no_job() {
     assert!(c.held_lookups.is_empty(), "no job");
     assert!(calls.made() > was, "its calls made at once");
 }
+
+/// Step 5 and the order rule: a related compound [CREATE, READ, CLOSE] on a share whose calls
+/// may wait on a network runs its later members after the CREATE's job, on the open it made:
+/// nothing is answered and no file system call made before the job ran; then the READ reads
+/// the file and the CLOSE closes it.
+#[test]
+fn a_related_compound_after_a_create_whose_job_is_out_runs_on_the_open_it_made() {
+    let (mut c, calls) = fuse_client(true);
+    let data = b"read in the compound";
+    let f = file_holding(&mut c, "compounded", data);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let related = FileId {
+        persistent: u64::MAX,
+        volatile: u64::MAX,
+    };
+    let tree = c.tree_id;
+    let create = c.create_msg(tree, "compounded", 0x0012_019f, SHARE_ALL, D::OPEN, 0);
+    let read = c.read_msg(related, 0, 64);
+    let close = c.close_msg(related, 0);
+    let was = calls.made();
+    c.hold_lookups = true;
+    let mut answers = c.compound(vec![create, read, close], true);
+    assert!(
+        answers.is_empty(),
+        "nothing answered before the CREATE's job ran"
+    );
+    assert_eq!(calls.made(), was, "no file system call before it ran");
+    while !c.held_lookups.is_empty() {
+        let held = std::mem::take(&mut c.held_lookups);
+        c.run_jobs(held);
+        answers.extend(c.pump());
+    }
+    c.hold_lookups = false;
+    let statuses: Vec<_> = answers.iter().map(|r| r.status()).collect();
+    assert_eq!(statuses, [NtStatus::SUCCESS; 3], "CREATE, READ, CLOSE");
+    let body = answers[1].body();
+    let (off, len) = (body[2] as usize - 64, body[4] as usize);
+    assert_eq!(&body[off..off + len], data, "the READ read the file");
+}
+
+/// Step 5: a CREATE whose connection ends while its job is out does not let the file the job
+/// opened go on the I/O thread when the job's answer comes: a job of its own lets it go.
+#[test]
+fn a_create_whose_connection_ends_while_its_job_is_out_lets_its_file_go_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "abandoned", b"x");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, "abandoned", 0x0012_019f, SHARE_ALL, D::OPEN, 0);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty());
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the CREATE's job");
+    c.conn.shutdown(c.now);
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    c.run_jobs(held);
+    c.pump();
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped,
+        "not let go where the answer came"
+    );
+    let later = std::mem::take(&mut c.held_lookups);
+    assert_eq!(later.len(), 1, "a job lets it go");
+    c.run_jobs(later);
+    assert_eq!(calls.dropped.load(Ordering::SeqCst), dropped + 1, "let go");
+}
