@@ -49,6 +49,8 @@ struct Calls {
     times_set: AtomicUsize,
     /// The share's own calls (opens, stats and searches of names, removals).
     share_calls: AtomicUsize,
+    /// Files' sizes set (an overwrite's truncation).
+    sizes_set: AtomicUsize,
 }
 
 impl Calls {
@@ -112,6 +114,7 @@ impl Node for FuseNode {
         self.0.sync()
     }
     fn set_len(&self, len: u64) -> FsResult<()> {
+        self.1.sizes_set.fetch_add(1, Ordering::SeqCst);
         self.0.set_len(len)
     }
     fn set_allocation(&self, size: u64) -> FsResult<()> {
@@ -1513,4 +1516,52 @@ fn a_create_whose_connection_ends_while_its_job_is_out_lets_its_file_go_in_a_job
     assert_eq!(later.len(), 1, "a job lets it go");
     c.run_jobs(later);
     assert_eq!(calls.dropped.load(Ordering::SeqCst), dropped + 1, "let go");
+}
+
+/// Step 5: a CREATE that overwrites an existing file (OVERWRITE) on a share whose calls may wait
+/// on a network opens it in a job and, once its open holds its place in the file's entry (a
+/// refused open never changes the file), truncates it in a second job: nothing is truncated
+/// before that job ran, and FILE_OVERWRITTEN with an empty file is answered after it.
+#[test]
+fn an_overwrite_on_a_share_that_may_wait_on_a_network_truncates_the_file_in_a_second_job() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "overwritten", b"to be overwritten");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let was = calls.made();
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, "overwritten", 0x0012_019f, SHARE_ALL, D::OVERWRITE, 0);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty());
+    assert_eq!(
+        calls.made(),
+        was,
+        "no file system call before the first job ran"
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the open's job");
+    c.run_jobs(held);
+    assert!(
+        c.pump().is_empty(),
+        "not answered before the overwrite's job ran"
+    );
+    assert_eq!(
+        calls.sizes_set.load(Ordering::SeqCst),
+        0,
+        "not truncated yet"
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the overwrite's job");
+    c.run_jobs(held);
+    let answers = c.pump();
+    c.hold_lookups = false;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    let (action, eof, _) = created(&answers[0]);
+    assert_eq!((action, eof), (3, 0), "FILE_OVERWRITTEN, empty");
+    assert_eq!(
+        calls.sizes_set.load(Ordering::SeqCst),
+        1,
+        "truncated by the job"
+    );
 }

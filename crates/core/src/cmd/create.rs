@@ -163,6 +163,8 @@ struct Opening {
     path: RelPath,
     /// A new file's changes, made in its file system job ([`offload`]).
     changed: Option<change::Changed>,
+    /// Its file system calls are made in jobs ([`offload`]): an overwrite is one too.
+    in_job: bool,
 }
 
 /// The file's home answered a parked CREATE (`done`): it goes on as it would have with the
@@ -336,6 +338,7 @@ pub(crate) fn answered(
     p.asked = None;
     let r = match p.asking.take().map(|b| *b) {
         Some(LookupCont::Admit(fin)) => admitted(core, *fin, done),
+        Some(LookupCont::Changed(fin)) => changed(core, *fin, done),
         Some(LookupCont::Create(fin)) => answer::resume(core, *fin, done).map(Handled::Reply),
         Some(LookupCont::Again(asked)) => {
             core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
@@ -606,6 +609,7 @@ fn create_or_wait(
         asked,
         path,
         changed,
+        in_job: offloaded,
     };
     let adm = match admitted {
         Ok(Some(adm)) => adm,
@@ -661,13 +665,55 @@ fn open_here(
 }
 
 /// Steps 6 and 7 of an open that holds its place in its file's entry: the file changed as
-/// asked ([`change`]), the answer, and the open put in its session ([`answer`]).
+/// asked ([`change`]; an overwrite on a share whose calls may wait on a network in a file
+/// system job, the CREATE parked meanwhile: [`changed`]), the answer, and the open put in its
+/// session ([`answer`]).
 fn go_on(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    cr: &CreateRequest<'_>,
+    mut o: Opening,
+    adm: admission::Admitted,
+    parked: &mut Option<Parked>,
+) -> Result<Option<Reply>, NtStatus> {
+    let server = core.server.clone();
+    let changed = match o.changed.take() {
+        Some(changed) => changed,
+        None if o.in_job && o.asked.truncate => {
+            let opened = (Arc::clone(&adm.node), adm.made.clone());
+            let (tree, path) = (o.tree.clone(), o.path.clone());
+            let job =
+                offload::overwrite_job(server, (tree, path), o.asked.clone(), opened, core.now);
+            let fin = Changing {
+                request: PendingCreate::new(req, 0),
+                session_id: req.session_id,
+                opening: o,
+                adm,
+            };
+            let cont = LookupCont::Changed(Box::new(fin));
+            *parked = Some((crate::lookup::Lookup::Fs(job), cont));
+            return Err(PARKED);
+        }
+        None => {
+            let at = At {
+                server: &server,
+                tree: &o.tree,
+                path: &o.path,
+            };
+            change::apply(&at, core.now, &o.asked, &adm)?
+        }
+    };
+    answer_open(core, req, cr, o, adm, changed, parked)
+}
+
+/// Step 7 once the file is changed (`changed`): the answer, and the open put in its session.
+fn answer_open(
     core: &mut ConnCore,
     req: &Req<'_>,
     cr: &CreateRequest<'_>,
     o: Opening,
     adm: admission::Admitted,
+    changed: change::Changed,
     parked: &mut Option<Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let server = core.server.clone();
@@ -676,10 +722,6 @@ fn go_on(
         server: &server,
         tree: &o.tree,
         path: &o.path,
-    };
-    let changed = match o.changed {
-        Some(changed) => changed,
-        None => change::apply(&at, core.now, &asked, &adm)?,
     };
     let (body, settled) = answer::response(core, cr, &at, &mut asked, &adm, changed, o.owner);
     let report = answer::report(&at, &adm, asked.truncate, core.now.mono_ms);
@@ -694,6 +736,84 @@ fn go_on(
         quota_file: o.quota_file,
     };
     answer::install(core, fin, parked)
+}
+
+/// A CREATE parked while its existing file is overwritten in a file system job ([`go_on`]):
+/// the request as it came, what it opened and asked, and the open that holds its place in the
+/// file's entry. It goes on in [`changed`].
+pub(crate) struct Changing {
+    request: PendingCreate,
+    session_id: u64,
+    opening: Opening,
+    adm: admission::Admitted,
+}
+
+/// The overwrite's job answered (`done`): the CREATE is answered (or parks again, for its
+/// persistent open's record); an overwrite that failed leaves the file's entry (here) and its
+/// node is let go on the pool, the CREATE answered with the failure.
+pub(crate) fn changed(
+    core: &mut ConnCore,
+    fin: Changing,
+    done: crate::lookup::LookupDone,
+) -> Result<Handled, NtStatus> {
+    let Changing {
+        request,
+        session_id,
+        opening,
+        adm,
+    } = fin;
+    let req = request.req(session_id);
+    let dh2q = match opening.asked.durable {
+        durable::Ask::V2 { create_guid, .. } => Some(create_guid),
+        _ => None,
+    };
+    let mut parked = None;
+    let r = match offload::overwritten(done) {
+        Ok(changed) => match CreateRequest::decode(req.msg) {
+            Ok(cr) => answer_open(core, &req, &cr, opening, adm, changed, &mut parked),
+            Err(e) => Err(leave_after_change(core, &opening, adm, e.status())),
+        },
+        Err(s) => Err(leave_after_change(core, &opening, adm, s)),
+    };
+    if let Some(create_guid) = dh2q {
+        pending(core, create_guid, matches!(r, Err(PARKED)));
+    }
+    match r {
+        Ok(Some(reply)) => Ok(Handled::Reply(reply)),
+        Ok(None) => Ok(Handled::WaitForBreaks),
+        Err(PARKED) => parked_on(parked),
+        Err(s) => Err(s),
+    }
+}
+
+/// A CREATE parked on its overwrite's job will not go on (its connection went, it was
+/// cancelled): the open leaves the file's entry, its node let go on the pool.
+pub(crate) fn abandon_change(core: &mut ConnCore, fin: Changing) {
+    if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
+        pending(core, create_guid, false);
+    }
+    leave_after_change(core, &fin.opening, fin.adm, NtStatus::CANCELLED);
+}
+
+/// The open `adm` leaves its file's entry after its overwrite failed (`s`, returned) or will
+/// not be answered; its node goes on the pool ([`offload::let_go`]).
+fn leave_after_change(
+    core: &mut ConnCore,
+    o: &Opening,
+    adm: admission::Admitted,
+    s: NtStatus,
+) -> NtStatus {
+    let server = core.server.clone();
+    let at = At {
+        server: &server,
+        tree: &o.tree,
+        path: &o.path,
+    };
+    let s = adm.leave(&at, s);
+    let node = Arc::clone(&adm.node);
+    drop(adm);
+    offload::let_go(core, &o.tree, node);
+    s
 }
 
 /// The ClientGuid the connection negotiated (zeros before NEGOTIATE).

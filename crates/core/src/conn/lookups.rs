@@ -133,6 +133,7 @@ impl Connection {
                 cmd::drop_answer(&mut self.core);
             }
             cont @ (LookupCont::Admit(_)
+            | LookupCont::Changed(_)
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)
@@ -144,6 +145,9 @@ impl Connection {
                     }
                     LookupCont::Admit(fin) => {
                         (cmd::create::admitted(&mut self.core, *fin, done), None)
+                    }
+                    LookupCont::Changed(fin) => {
+                        (cmd::create::changed(&mut self.core, *fin, done), None)
                     }
                     LookupCont::Close(fin) => {
                         let ids = fin.ids;
@@ -195,6 +199,7 @@ impl Connection {
                     LookupCont::Answer { reply, closed } => (Ok(reply), closed),
                     LookupCont::Again(_)
                     | LookupCont::Admit(_)
+                    | LookupCont::Changed(_)
                     | LookupCont::Close(_)
                     | LookupCont::Lock(_)
                     | LookupCont::Disposition(_)
@@ -276,6 +281,7 @@ impl Parked {
             LookupCont::Again(_) => self.session_id,
             LookupCont::Create(_)
             | LookupCont::Admit(_)
+            | LookupCont::Changed(_)
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)

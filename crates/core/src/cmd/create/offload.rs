@@ -12,8 +12,8 @@
 //! Left on the I/O thread (the old path, [`applies`]): named streams, `fruit` shares (AFP),
 //! POSIX opens (symlinks and special files, their reparse data), a new file that inherits its
 //! parent's NT ACL on a server with an id source (its domain SIDs are asked about before the
-//! file is made), and an existing file's overwrite or supersede (its truncation waits for
-//! admission, after the job: [`super::change`] on the I/O thread).
+//! file is made). An existing file's overwrite or supersede is a second job, after admission
+//! ([`overwrite_job`]: a refused open never changes the file).
 
 use std::sync::Arc;
 
@@ -131,6 +131,42 @@ fn prepare(server: &ServerState, tree: &TreeView, asked: &Asked, now: Now) -> Ou
         made,
         changed,
     })
+}
+
+/// An existing file's overwrite or supersede (its truncation, its named streams removed, the
+/// attributes, allocation and EAs it is given, the stat the answer shows: [`change::apply_to`])
+/// as a second job, once its open holds its place in the file's entry (a refused open never
+/// changes the file). It answers the change or the status it failed with; the open leaves the
+/// entry on the I/O thread then ([`super::changed`]).
+pub(super) fn overwrite_job(
+    server: Arc<ServerState>,
+    (tree, path): (TreeView, RelPath),
+    asked: Asked,
+    (node, made): (Arc<dyn Node>, Made),
+    now: Now,
+) -> FsJob {
+    let share_key = crate::fsjob::share_key(&tree.share.name);
+    let who = Some(tree.who.clone());
+    FsJob::answer_made(who, 0, share_key, "the overwrite of a CREATE", move || {
+        let at = At {
+            server: &server,
+            tree: &tree,
+            path: &path,
+        };
+        let r = change::apply_to(&at, now, &asked, (&node, &made), &|s| s);
+        Carried::new(r, false)
+    })
+}
+
+/// What [`overwrite_job`] answered.
+pub(super) fn overwritten(done: crate::lookup::LookupDone) -> Result<Changed, NtStatus> {
+    match done {
+        crate::lookup::LookupDone::Fs(FsDone::Made(m)) => m
+            .take::<Result<Changed, NtStatus>>()
+            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
+        crate::lookup::LookupDone::Fs(FsDone::Done(Err(e))) => Err(crate::fsmap::status_of(e)),
+        _ => Err(NtStatus::INTERNAL_ERROR),
+    }
 }
 
 /// `node`, opened by the job and not kept (a share-mode conflict, a lease break to wait for,
