@@ -1565,3 +1565,37 @@ fn an_overwrite_on_a_share_that_may_wait_on_a_network_truncates_the_file_in_a_se
         "truncated by the job"
     );
 }
+
+/// Step 5 and a local program's kernel lease: a CREATE whose job's open meets the lease waits,
+/// tried again every second (each try a job), and is refused SHARING_VIOLATION once it has
+/// waited 70 s since it first met it, as on a local share. (Without the wait's start kept while
+/// each try's job was out, the wait began again at every try and never ended.)
+#[test]
+fn a_create_whose_job_meets_a_local_kernel_lease_for_seventy_seconds_is_a_sharing_violation() {
+    let (mut c, _) = fuse_client(true);
+    let f = file_holding(&mut c, "leased", b"x");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let leased = RelPath::from_components(["leased"]).ok();
+    c.mem.inject_fault(
+        ringshare_vfs::memory::FaultOp::Open,
+        leased,
+        ringshare_vfs::FsError::LeaseHeld,
+        1_000,
+    );
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, "leased", 0x0012_019f, SHARE_ALL, D::OPEN_IF, 0);
+    let (_, first) = send_signed(&mut c, m);
+    assert_eq!(
+        first.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::PENDING],
+        "it waits"
+    );
+    for _ in 0..69 {
+        assert!(c.tick(1_000).is_empty(), "still waiting");
+    }
+    let done = c.tick(1_000);
+    assert_eq!(
+        done.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SHARING_VIOLATION]
+    );
+}

@@ -72,7 +72,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
 fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Handled, NtStatus> {
     let mut parked = None;
     let r = create(core, req, retry, &mut parked);
-    if !core.lease_waits.is_empty() && !matches!(r, Ok(None)) {
+    // A CREATE that waits for a local lease keeps its wait's start while it waits, and while
+    // a try asks its file system job ([`offload`]: the try's outcome comes when it runs again).
+    let waits = matches!(r, Ok(None) | Err(crate::cmd::ids::ASK_IDS));
+    if !core.lease_waits.is_empty() && !waits {
         let id = req.hdr.message_id;
         core.lease_waits.retain(|(m, _)| *m != id);
     }
