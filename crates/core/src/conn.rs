@@ -679,7 +679,7 @@ impl Connection {
                 // An answer left for the member that runs again ([`LookupCont::Again`]) is
                 // its own: one it did not take (it failed before it asked again: its session
                 // or tree went meanwhile) is not the next member's.
-                self.core.domain_answer = None;
+                cmd::drop_answer(&mut self.core);
             }
             job.next += 1;
             let fs_order = job.fs_order.take().filter(|_| job.resumes == Some(idx));

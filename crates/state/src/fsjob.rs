@@ -54,6 +54,50 @@ pub enum FsDone {
     /// A request's answer made in the job (a QUERY_INFO's: [`FsJob::answer`]): its status and
     /// body, or the status it failed with.
     Reply(Result<(NtStatus, Vec<u8>), NtStatus>),
+    /// What the job made for the request to go on with (a CREATE's open: crates/core's
+    /// cmd/create/offload.rs), taken once when it runs again ([`Carried::take`]).
+    Made(Carried),
+}
+
+/// A job's own result for its request ([`FsDone::Made`]), of a type only the request knows:
+/// taken once. What it holds may hold a file open: one nobody took is let go on the pool
+/// ([`FsJob::let_go`]), not where the answer is dropped.
+#[derive(Clone)]
+pub struct Carried {
+    value: Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>,
+    /// It holds an open file (a node), whose last close must not be made on the I/O thread.
+    pub holds_files: bool,
+}
+
+impl Carried {
+    /// `value`, which holds an open file when `holds_files`.
+    pub fn new<T: Send + 'static>(value: T, holds_files: bool) -> Carried {
+        Carried {
+            value: Arc::new(std::sync::Mutex::new(Some(Box::new(value)))),
+            holds_files,
+        }
+    }
+
+    /// The value, when it is a `T` and nobody took it yet.
+    pub fn take<T: 'static>(&self) -> Option<T> {
+        let mut v = self
+            .value
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match v.take()?.downcast::<T>() {
+            Ok(t) => Some(*t),
+            Err(other) => {
+                *v = Some(other);
+                None
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Carried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Carried(holds files: {})", self.holds_files)
+    }
 }
 
 /// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
@@ -179,6 +223,39 @@ impl FsJob {
             share,
             what,
             once(move || FsDone::Reply(answer())),
+        )
+    }
+
+    /// A job whose calls make what the request goes on with (`calls`: a CREATE's open, taken
+    /// when it runs again: [`FsDone::Made`]).
+    pub fn answer_made(
+        who: Option<Who>,
+        order: u64,
+        share: u64,
+        what: &'static str,
+        calls: impl FnOnce() -> Carried + Send + 'static,
+    ) -> FsJob {
+        FsJob::new(who, order, share, what, once(move || FsDone::Made(calls())))
+    }
+
+    /// What `made` holds (a CREATE's open that was not kept: a share-mode conflict, a lease
+    /// break to wait for, its connection gone) let go on the pool, so that the descriptor's
+    /// last close (a FLUSH on FUSE) is not made on the I/O thread; nobody waits for it.
+    pub fn let_go(made: Carried, share: u64) -> FsJob {
+        FsJob::new(
+            None,
+            0,
+            share,
+            "letting go of a CREATE's open",
+            once(move || {
+                let v = made
+                    .value
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                drop(v);
+                FsDone::Done(Ok(()))
+            }),
         )
     }
 

@@ -47,6 +47,8 @@ mod answer;
 pub(crate) use answer::{abandon, resume, Installing};
 mod change;
 pub(crate) mod durable;
+mod offload;
+pub(crate) use offload::let_go_unused;
 mod open;
 mod request;
 mod rights;
@@ -70,7 +72,10 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
 fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Handled, NtStatus> {
     let mut parked = None;
     let r = create(core, req, retry, &mut parked);
-    if !core.lease_waits.is_empty() && !matches!(r, Ok(None)) {
+    // A CREATE that waits for a local lease keeps its wait's start while it waits, and while
+    // a try asks its file system job ([`offload`]: the try's outcome comes when it runs again).
+    let waits = matches!(r, Ok(None) | Err(crate::cmd::ids::ASK_IDS));
+    if !core.lease_waits.is_empty() && !waits {
         let id = req.hdr.message_id;
         core.lease_waits.retain(|(m, _)| *m != id);
     }
@@ -159,6 +164,10 @@ struct Opening {
     asked: request::Asked,
     /// The path as stored.
     path: RelPath,
+    /// A new file's changes, made in its file system job ([`offload`]).
+    changed: Option<change::Changed>,
+    /// Its file system calls are made in jobs ([`offload`]): an overwrite is one too.
+    in_job: bool,
 }
 
 /// The file's home answered a parked CREATE (`done`): it goes on as it would have with the
@@ -182,7 +191,12 @@ pub(crate) fn admitted(
         tree: &opening.tree,
         path: &opening.path,
     };
+    // Opened in a file system job: not let go on the I/O thread when it is refused.
+    let keep = opening.tree.share.offloaded().then(|| joining.node());
     let adm = joining.answered(&at, &opening.asked, done.home());
+    if let (Some(node), false) = (keep, matches!(adm, Ok(Some(_)))) {
+        offload::let_go(core, &opening.tree, node);
+    }
     let dh2q = match opening.asked.durable {
         durable::Ask::V2 { create_guid, .. } => Some(create_guid),
         _ => None,
@@ -209,11 +223,21 @@ pub(crate) fn admitted(
 
 /// A parked CREATE whose connection went (or that was cancelled or logged off): the open on
 /// its way in leaves, and a DH2Q replay is no longer told that it is pending.
-pub(crate) fn abandon_admission(core: &ConnCore, fin: AtHome) {
+pub(crate) fn abandon_admission(core: &mut ConnCore, fin: AtHome) {
     if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
         pending(core, create_guid, false);
     }
+    // Opened in a file system job: let go on the pool, not here.
+    let keep = fin
+        .opening
+        .tree
+        .share
+        .offloaded()
+        .then(|| fin.joining.node());
     fin.joining.abandon(&core.server);
+    if let Some(node) = keep {
+        offload::let_go(core, &fin.opening.tree, node);
+    }
 }
 
 /// Whether a replay of DH2Q CREATE `create_guid` is told that it is pending
@@ -317,6 +341,7 @@ pub(crate) fn answered(
     p.asked = None;
     let r = match p.asking.take().map(|b| *b) {
         Some(LookupCont::Admit(fin)) => admitted(core, *fin, done),
+        Some(LookupCont::Changed(fin)) => changed(core, *fin, done),
         Some(LookupCont::Create(fin)) => answer::resume(core, *fin, done).map(Handled::Reply),
         Some(LookupCont::Again(asked)) => {
             core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
@@ -325,7 +350,7 @@ pub(crate) fn answered(
                 retry(core, &req)
             };
             // Taken by the request when it ran again; not kept for another.
-            core.domain_answer = None;
+            crate::cmd::drop_answer(core);
             r
         }
         Some(other) => {
@@ -374,7 +399,9 @@ pub(crate) fn retry(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSta
         let r = crate::cmd::set_info::handle(core, req);
         return crate::cmd::ids::parked(core, r);
     }
-    create_parking(core, req, true)
+    // A CREATE run again asks its file system job as a fresh one does ([`offload`]).
+    let r = create_parking(core, req, true);
+    crate::cmd::ids::parked(core, r)
 }
 
 /// CREATE; `retry`: it waited for breaks before. `None`: it must wait (again). The file's
@@ -428,6 +455,7 @@ fn reconnect_or_replay(
 
 /// What a CREATE takes from its session and tree, read under the session's
 /// lock and released at once.
+#[derive(Clone)]
 struct TreeView {
     share: Arc<ShareDef>,
     read_only: bool,
@@ -523,7 +551,11 @@ fn create_or_wait(
         // Nothing in a snapshot is deleted; Samba 4.22 refuses such an open so.
         return Err(NtStatus::MEDIA_WRITE_PROTECTED);
     }
-    if let (false, Some(sd)) = (retry, &asked.sd_given) {
+    // On a share whose calls may wait on a network its file system part is made in a job,
+    // the CREATE parked meanwhile; it runs again with what the job opened ([`offload`]).
+    let offloaded = offload::applies(core, &tree, &asked);
+    let job_ran = offloaded && offload::answered(core);
+    if let (false, false, Some(sd)) = (retry, job_ran, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.
         let creator = [
@@ -532,36 +564,55 @@ fn create_or_wait(
         ];
         crate::cmd::ids::before_set(core, sd, &creator)?;
     }
-    let target = target::resolve(&server, &tree, &asked)?;
-    if !retry {
-        admission::refused_before_open(&server, target.existing.as_ref())?;
-    }
-    if !retry && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
-        // The domain SIDs the new file inherits are placed before it is made.
-        crate::cmd::ids::before_inherit(core, &tree.share, &tree.who, &target.path)?;
-    }
+    let (path, node, made, changed) = if offloaded {
+        let Some(outcome) = offload::answer(core) else {
+            let job = offload::job(server.clone(), tree.clone(), asked, core.now);
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
+            return Err(crate::cmd::ids::ASK_IDS);
+        };
+        let p = match outcome {
+            Err(LEASE_HELD) => return lease_wait(core, req),
+            r => r?,
+        };
+        if !retry {
+            if let Err(s) = admission::refused_before_open(&server, p.existing.as_ref()) {
+                let offload::Prepared { node, made, .. } = p;
+                drop(made);
+                offload::let_go(core, &tree, node);
+                return Err(s);
+            }
+        }
+        (p.path, p.node, p.made, p.changed)
+    } else {
+        let (path, node, made) = match open_here(core, retry, &server, &tree, &asked) {
+            Err(LEASE_HELD) => return lease_wait(core, req),
+            r => r?,
+        };
+        (path, node, made, None)
+    };
     let at = At {
         server: &server,
         tree: &tree,
-        path: &target.path,
+        path: &path,
     };
-    let opened = match open::open(&at, &asked, &target) {
-        Err(LEASE_HELD) => return lease_wait(core, req),
-        r => r?,
-    };
-    let rights = rights::check(&at, core.now, &asked, &opened, target.granted)?;
-    open::refuse_nonempty_dir(&asked, &opened)?;
-    let aapl_on = core.aapl.negotiated;
-    let (node, made) = stream::open_named(&at, aapl_on, &asked, opened, rights)?;
+    // A node the job opened is let go in a job too when the open is not kept.
+    let keep = offloaded.then(|| Arc::clone(&node));
     let mut home = None;
     let admitted = admission::admit(core, req, retry, &at, &asked, node, made, &mut home);
+    if let (Some(node), Ok(None) | Err(_)) = (keep, &admitted) {
+        if !matches!(admitted, Err(PARKED)) {
+            offload::let_go(core, &tree, node);
+        }
+    }
     let opening = Opening {
         sref,
         tree,
         owner,
         quota_file,
         asked,
-        path: target.path,
+        path,
+        changed,
+        in_job: offloaded,
     };
     let adm = match admitted {
         Ok(Some(adm)) => adm,
@@ -584,14 +635,88 @@ fn create_or_wait(
     go_on(core, req, &cr, opening, adm, parked)
 }
 
+/// Steps 3 and 4 on the I/O thread (a share whose calls are made here, or a CREATE
+/// [`offload`] leaves here): the name resolved, the file opened or made, the access checked,
+/// a named stream opened. Returns the path as stored, the open's node and what it made.
+fn open_here(
+    core: &mut ConnCore,
+    retry: bool,
+    server: &ServerState,
+    tree: &TreeView,
+    asked: &request::Asked,
+) -> Result<(RelPath, Arc<dyn ringshare_vfs::Node>, stream::Made), NtStatus> {
+    let target = target::resolve(server, tree, asked)?;
+    if !retry {
+        admission::refused_before_open(server, target.existing.as_ref())?;
+    }
+    if !retry && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
+        // The domain SIDs the new file inherits are placed before it is made.
+        crate::cmd::ids::before_inherit(core, &tree.share, &tree.who, &target.path)?;
+    }
+    let at = At {
+        server,
+        tree,
+        path: &target.path,
+    };
+    // A local program's kernel lease: Err(LEASE_HELD), the CREATE waits ([`lease_wait`]).
+    let opened = open::open(&at, asked, &target)?;
+    let rights = rights::check(&at, core.now, asked, &opened, target.granted)?;
+    open::refuse_nonempty_dir(asked, &opened)?;
+    let aapl_on = core.aapl.negotiated;
+    let (node, made) = stream::open_named(&at, aapl_on, asked, opened, rights)?;
+    Ok((target.path, node, made))
+}
+
 /// Steps 6 and 7 of an open that holds its place in its file's entry: the file changed as
-/// asked ([`change`]), the answer, and the open put in its session ([`answer`]).
+/// asked ([`change`]; an overwrite on a share whose calls may wait on a network in a file
+/// system job, the CREATE parked meanwhile: [`changed`]), the answer, and the open put in its
+/// session ([`answer`]).
 fn go_on(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    cr: &CreateRequest<'_>,
+    mut o: Opening,
+    adm: admission::Admitted,
+    parked: &mut Option<Parked>,
+) -> Result<Option<Reply>, NtStatus> {
+    let server = core.server.clone();
+    let changed = match o.changed.take() {
+        Some(changed) => changed,
+        None if o.in_job && o.asked.truncate => {
+            let opened = (Arc::clone(&adm.node), adm.made.clone());
+            let (tree, path) = (o.tree.clone(), o.path.clone());
+            let job =
+                offload::overwrite_job(server, (tree, path), o.asked.clone(), opened, core.now);
+            let fin = Changing {
+                request: PendingCreate::new(req, 0),
+                session_id: req.session_id,
+                opening: o,
+                adm,
+            };
+            let cont = LookupCont::Changed(Box::new(fin));
+            *parked = Some((crate::lookup::Lookup::Fs(job), cont));
+            return Err(PARKED);
+        }
+        None => {
+            let at = At {
+                server: &server,
+                tree: &o.tree,
+                path: &o.path,
+            };
+            change::apply(&at, core.now, &o.asked, &adm)?
+        }
+    };
+    answer_open(core, req, cr, o, adm, changed, parked)
+}
+
+/// Step 7 once the file is changed (`changed`): the answer, and the open put in its session.
+fn answer_open(
     core: &mut ConnCore,
     req: &Req<'_>,
     cr: &CreateRequest<'_>,
     o: Opening,
     adm: admission::Admitted,
+    changed: change::Changed,
     parked: &mut Option<Parked>,
 ) -> Result<Option<Reply>, NtStatus> {
     let server = core.server.clone();
@@ -601,7 +726,6 @@ fn go_on(
         tree: &o.tree,
         path: &o.path,
     };
-    let changed = change::apply(&at, core.now, &asked, &adm)?;
     let (body, settled) = answer::response(core, cr, &at, &mut asked, &adm, changed, o.owner);
     let report = answer::report(&at, &adm, asked.truncate, core.now.mono_ms);
     let open = answer::new_open(core, req, o.tree, &asked, o.path, adm, settled);
@@ -615,6 +739,84 @@ fn go_on(
         quota_file: o.quota_file,
     };
     answer::install(core, fin, parked)
+}
+
+/// A CREATE parked while its existing file is overwritten in a file system job ([`go_on`]):
+/// the request as it came, what it opened and asked, and the open that holds its place in the
+/// file's entry. It goes on in [`changed`].
+pub(crate) struct Changing {
+    request: PendingCreate,
+    session_id: u64,
+    opening: Opening,
+    adm: admission::Admitted,
+}
+
+/// The overwrite's job answered (`done`): the CREATE is answered (or parks again, for its
+/// persistent open's record); an overwrite that failed leaves the file's entry (here) and its
+/// node is let go on the pool, the CREATE answered with the failure.
+pub(crate) fn changed(
+    core: &mut ConnCore,
+    fin: Changing,
+    done: crate::lookup::LookupDone,
+) -> Result<Handled, NtStatus> {
+    let Changing {
+        request,
+        session_id,
+        opening,
+        adm,
+    } = fin;
+    let req = request.req(session_id);
+    let dh2q = match opening.asked.durable {
+        durable::Ask::V2 { create_guid, .. } => Some(create_guid),
+        _ => None,
+    };
+    let mut parked = None;
+    let r = match offload::overwritten(done) {
+        Ok(changed) => match CreateRequest::decode(req.msg) {
+            Ok(cr) => answer_open(core, &req, &cr, opening, adm, changed, &mut parked),
+            Err(e) => Err(leave_after_change(core, &opening, adm, e.status())),
+        },
+        Err(s) => Err(leave_after_change(core, &opening, adm, s)),
+    };
+    if let Some(create_guid) = dh2q {
+        pending(core, create_guid, matches!(r, Err(PARKED)));
+    }
+    match r {
+        Ok(Some(reply)) => Ok(Handled::Reply(reply)),
+        Ok(None) => Ok(Handled::WaitForBreaks),
+        Err(PARKED) => parked_on(parked),
+        Err(s) => Err(s),
+    }
+}
+
+/// A CREATE parked on its overwrite's job will not go on (its connection went, it was
+/// cancelled): the open leaves the file's entry, its node let go on the pool.
+pub(crate) fn abandon_change(core: &mut ConnCore, fin: Changing) {
+    if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
+        pending(core, create_guid, false);
+    }
+    leave_after_change(core, &fin.opening, fin.adm, NtStatus::CANCELLED);
+}
+
+/// The open `adm` leaves its file's entry after its overwrite failed (`s`, returned) or will
+/// not be answered; its node goes on the pool ([`offload::let_go`]).
+fn leave_after_change(
+    core: &mut ConnCore,
+    o: &Opening,
+    adm: admission::Admitted,
+    s: NtStatus,
+) -> NtStatus {
+    let server = core.server.clone();
+    let at = At {
+        server: &server,
+        tree: &o.tree,
+        path: &o.path,
+    };
+    let s = adm.leave(&at, s);
+    let node = Arc::clone(&adm.node);
+    drop(adm);
+    offload::let_go(core, &o.tree, node);
+    s
 }
 
 /// The ClientGuid the connection negotiated (zeros before NEGOTIATE).

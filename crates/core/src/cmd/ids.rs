@@ -59,7 +59,7 @@ pub(crate) fn parked(
             core.fs_kept = None;
             // The answers kept for this request are not another's.
             if let Some(DomainAnswer::Homes(_) | DomainAnswer::Fs(..)) = core.domain_answer {
-                core.domain_answer = None;
+                crate::cmd::drop_answer(core);
             }
             r
         }

@@ -95,6 +95,9 @@ pub(crate) enum LookupCont {
     /// A CREATE of a file homed on another node goes on once the home answered whether the
     /// open may join the file's entry.
     Admit(Box<create::AtHome>),
+    /// A CREATE that overwrites an existing file on a share whose calls may wait on a network
+    /// goes on once its file system job truncated it ([`create::changed`]).
+    Changed(Box<create::Changing>),
     /// A CLOSE of an open of a file homed on another node is answered once the home took it.
     Close(Box<close::AtHome>),
     /// A LOCK or UNLOCK of a file homed on another node goes on once the home decided it.
@@ -279,6 +282,14 @@ pub(crate) fn answer_of(
     }
 }
 
+/// The answer left for a request that ran again and did not take it goes; a CREATE's file
+/// system job's open in it is let go on the pool, not here ([`create::let_go_unused`]).
+pub(crate) fn drop_answer(core: &mut ConnCore) {
+    if let Some(crate::lookup::DomainAnswer::Fs(done, _)) = core.domain_answer.take() {
+        create::let_go_unused(core, done);
+    }
+}
+
 /// A parked request will not go on (its connection or session went, or it was cancelled):
 /// what it made goes ([`create::abandon`], [`create::abandon_admission`], [`close::abandon`],
 /// [`create::durable::abandon_takeover`]).
@@ -286,6 +297,7 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
     match cont {
         LookupCont::Create(fin) => create::abandon(core, *fin),
         LookupCont::Admit(fin) => create::abandon_admission(core, *fin),
+        LookupCont::Changed(fin) => create::abandon_change(core, *fin),
         LookupCont::Close(fin) => close::abandon(core, *fin),
         LookupCont::Takeover(fin) => create::durable::abandon_takeover(core, *fin),
         _ => {}

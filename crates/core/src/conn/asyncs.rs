@@ -85,15 +85,21 @@ impl Connection {
     /// The answer to lookup `id` is in, and no parked request waits for it: an async
     /// operation that asked it ([`cmd::Polled::Ask`]) goes on, if one did.
     pub(super) fn async_answered(&mut self, id: u64, done: crate::lookup::LookupDone) {
-        if self.closing {
-            return;
-        }
-        let Some(async_id) = self
-            .async_ops
-            .iter()
-            .find(|(_, op)| op.work.asks(id))
-            .map(|(aid, _)| *aid)
-        else {
+        let asked_by = match self.closing {
+            true => None,
+            false => self
+                .async_ops
+                .iter()
+                .find(|(_, op)| op.work.asks(id))
+                .map(|(aid, _)| *aid),
+        };
+        let Some(async_id) = asked_by else {
+            // A CREATE's file system job's open nobody takes now (its connection closing, the
+            // CREATE cancelled) goes on the pool.
+            if let crate::lookup::LookupDone::Fs(done) = done {
+                cmd::create::let_go_unused(&mut self.core, done);
+                self.post_to_cluster();
+            }
             return;
         };
         let Some(mut op) = self.async_ops.remove(&async_id) else {

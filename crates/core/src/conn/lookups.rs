@@ -108,7 +108,13 @@ impl Connection {
                         cmd::abandon(&mut self.core, cont);
                     }
                 }
-                _ => p.abandon(&mut self.core),
+                _ => {
+                    // A CREATE's file system job's open nobody takes now goes on the pool.
+                    if let LookupDone::Fs(done) = done {
+                        cmd::create::let_go_unused(&mut self.core, done);
+                    }
+                    p.abandon(&mut self.core)
+                }
             }
             self.post_to_cluster();
             return;
@@ -124,9 +130,10 @@ impl Connection {
                 job.fs_order = p.fs_order;
                 self.run(job);
                 // Taken by the member when it ran again; not kept for another.
-                self.core.domain_answer = None;
+                cmd::drop_answer(&mut self.core);
             }
             cont @ (LookupCont::Admit(_)
+            | LookupCont::Changed(_)
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)
@@ -138,6 +145,9 @@ impl Connection {
                     }
                     LookupCont::Admit(fin) => {
                         (cmd::create::admitted(&mut self.core, *fin, done), None)
+                    }
+                    LookupCont::Changed(fin) => {
+                        (cmd::create::changed(&mut self.core, *fin, done), None)
                     }
                     LookupCont::Close(fin) => {
                         let ids = fin.ids;
@@ -189,6 +199,7 @@ impl Connection {
                     LookupCont::Answer { reply, closed } => (Ok(reply), closed),
                     LookupCont::Again(_)
                     | LookupCont::Admit(_)
+                    | LookupCont::Changed(_)
                     | LookupCont::Close(_)
                     | LookupCont::Lock(_)
                     | LookupCont::Disposition(_)
@@ -270,6 +281,7 @@ impl Parked {
             LookupCont::Again(_) => self.session_id,
             LookupCont::Create(_)
             | LookupCont::Admit(_)
+            | LookupCont::Changed(_)
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)

@@ -1081,6 +1081,7 @@ pub fn output_buffer(r: &Resp) -> Vec<u8> {
     r.msg[off..off + len].to_vec()
 }
 
+pub mod fuse;
 pub mod posix;
 
 // ---- leases, breaks, renames: shared by the oplock, cluster and durable tests ----

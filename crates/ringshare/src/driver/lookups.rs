@@ -477,6 +477,17 @@ impl Worker {
             if let Some(c) = self.conn_mut(slot, gen) {
                 drop_unheld_payload(c);
             }
+        } else if let LookupDone::Fs(ringshare_core::fsjob::FsDone::Made(m)) = done {
+            // A CREATE's file system job's open whose connection went: let go on the pool (its
+            // last close, a FLUSH on FUSE, not made on this thread), nobody waiting.
+            if m.holds_files {
+                let job = ringshare_core::fsjob::FsJob::let_go(m, 0);
+                let req = LookupRequest {
+                    id: 0,
+                    ask: Lookup::Fs(job),
+                };
+                self.shared.lookups.ask(req, u32::MAX, 0, &self.inbox);
+            }
         }
     }
 }

@@ -197,6 +197,11 @@ fn leave_entries(server: &crate::ServerState, node: Arc<dyn Node>, key: FileKey,
 }
 
 impl Joining {
+    /// The open's node (another holder of it: [`super::offload::let_go`]).
+    pub(super) fn node(&self) -> Arc<dyn Node> {
+        Arc::clone(&self.node)
+    }
+
     /// What the file's entry is asked.
     fn open_ask<'a>(&'a self, at: &'a At<'_>, asked: &'a Asked) -> arbiter::OpenAsk<'a> {
         arbiter::OpenAsk {

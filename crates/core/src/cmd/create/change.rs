@@ -3,6 +3,8 @@
 //! allocation, owner, security and EAs ([MS-SMB2] 3.3.5.9 "Open Execution",
 //! 3.3.5.9.1, 3.3.5.9.2, 3.3.5.9.3; [MS-FSA] 2.1.5.1.2.1).
 
+use std::sync::Arc;
+
 use ringshare_vfs::{FileAttr, FsError, Node, EOPNOTSUPP};
 use ringshare_wire::consts::{CreateAction, CreateDisposition, SecurityInformation};
 use ringshare_wire::security::{SecurityDescriptor, SE_DACL_PRESENT};
@@ -10,6 +12,7 @@ use ringshare_wire::NtStatus;
 
 use super::admission::Admitted;
 use super::request::Asked;
+use super::stream::Made;
 use super::At;
 use crate::fileinfo::{self, ATTR_ARCHIVE};
 use crate::fsmap::status_of;
@@ -34,8 +37,23 @@ pub(super) fn apply(
     asked: &Asked,
     adm: &Admitted,
 ) -> Result<Changed, NtStatus> {
-    let action = overwrite(at, asked, adm)?;
-    let attr = set_up(at, now, asked, adm)?;
+    apply_to(at, now, asked, (&adm.node, &adm.made), &|s| {
+        adm.leave(at, s)
+    })
+}
+
+/// [`apply`] to the open's `node` and what the CREATE `made`, before it holds its place in its
+/// file's entry too (a new file's changes in a file system job: [`super::offload`]); `leave`
+/// undoes the open's place, if it has one, and returns the status it is given.
+pub(super) fn apply_to(
+    at: &At<'_>,
+    now: Now,
+    asked: &Asked,
+    opened: (&Arc<dyn Node>, &Made),
+    leave: &dyn Fn(NtStatus) -> NtStatus,
+) -> Result<Changed, NtStatus> {
+    let action = overwrite(at, asked, opened, leave)?;
+    let attr = set_up(at, now, asked, opened, leave)?;
     Ok(Changed { action, attr })
 }
 
@@ -43,10 +61,13 @@ pub(super) fn apply(
 /// streams), give a new or overwritten file the attributes (a stream open
 /// gives them only when it made the file) and the allocation (AlSi,
 /// 3.3.5.9.3) asked for. Returns the CreateAction.
-fn overwrite(at: &At<'_>, asked: &Asked, adm: &Admitted) -> Result<CreateAction, NtStatus> {
-    let (node, made) = (&adm.node, &adm.made);
+fn overwrite(
+    at: &At<'_>,
+    asked: &Asked,
+    (node, made): (&Arc<dyn Node>, &Made),
+    leave: &dyn Fn(NtStatus) -> NtStatus,
+) -> Result<CreateAction, NtStatus> {
     let (created, is_dir, truncate) = (made.created, made.is_dir, asked.truncate);
-    let leave = |s: NtStatus| adm.leave(at, s);
     let attrs_asked = if made.stream_name.is_some() && !made.file_created {
         0
     } else {
@@ -105,12 +126,16 @@ fn overwrite(at: &At<'_>, asked: &Asked, adm: &Admitted) -> Result<CreateAction,
 /// file its EAs (ExtA, 3.3.5.9.1). Returns the attributes the answer shows:
 /// an open of a file another handle is writing shows that file's write time
 /// as the other handles see it ([`crate::writetime`]).
-fn set_up(at: &At<'_>, now: Now, asked: &Asked, adm: &Admitted) -> Result<FileAttr, NtStatus> {
+fn set_up(
+    at: &At<'_>,
+    now: Now,
+    asked: &Asked,
+    (node, made): (&Arc<dyn Node>, &Made),
+    leave: &dyn Fn(NtStatus) -> NtStatus,
+) -> Result<FileAttr, NtStatus> {
     let (server, share, who, path) = (at.server, &at.tree.share, &at.tree.who, at.path);
-    let (node, made) = (&adm.node, &adm.made);
     let (created, truncate) = (made.created, asked.truncate);
     let (file_node, file_created) = (&made.file_node, made.file_created);
-    let leave = |s: NtStatus| adm.leave(at, s);
     // The creator owns what it creates (the kernel made it theirs, with the
     // group a setgid directory gives); `inherit owner` gives it to the
     // parent directory's owner instead.

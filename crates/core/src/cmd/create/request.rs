@@ -28,6 +28,7 @@ const OPT_INVALID: u32 = 0xFF00_0000;
 
 /// What a CREATE asks for, checked: everything later steps take from the
 /// request.
+#[derive(Clone)]
 pub(super) struct Asked {
     pub disposition: CreateDisposition,
     /// CreateOptions.

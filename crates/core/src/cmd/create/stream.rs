@@ -16,6 +16,7 @@ use crate::files::access;
 use crate::fsmap::status_of;
 
 /// What a CREATE opened (the file, or its named stream) and what it made.
+#[derive(Clone)]
 pub(super) struct Made {
     /// The open's attributes (a stream's: its file's metadata, its size).
     pub attr: FileAttr,

@@ -1,0 +1,194 @@
+//! CREATE on a share whose calls may wait on a network (issue 33, step 5: FUSE, CephFS, NFS;
+//! [`crate::config::ShareDef::offloaded`]). What CREATE asks of the file system (the name's
+//! walk and case-insensitive search, the open or creation, the stat, the DOS attributes, the
+//! access check against a descriptor kept with the file, and for a new file what it is given
+//! at its creation: attributes, allocation, owner, inherited or given NT ACL, EAs) is made in
+//! one file system job ([`job`]), the CREATE parked meanwhile; it runs again with what the job
+//! opened ([`answer`]) and decides on the I/O thread, as before, what uses the server's shared
+//! state: the cluster's refusal of a stopped home's file, admission (share modes, leases and
+//! oplocks, at the file's home when it is another node's), durable handles, the answer and the
+//! open put in its session.
+//!
+//! Left on the I/O thread (the old path, [`applies`]): named streams, `fruit` shares (AFP),
+//! POSIX opens (symlinks and special files, their reparse data), a new file that inherits its
+//! parent's NT ACL on a server with an id source (its domain SIDs are asked about before the
+//! file is made). An existing file's overwrite or supersede is a second job, after admission
+//! ([`overwrite_job`]: a refused open never changes the file).
+
+use std::sync::Arc;
+
+use ringshare_vfs::{FileAttr, Node, RelPath};
+use ringshare_wire::NtStatus;
+
+use super::change::Changed;
+use super::request::Asked;
+use super::stream::Made;
+use super::{change, open, rights, stream, target, At, TreeView};
+use crate::exchange::ConnCore;
+use crate::fsjob::{Carried, FsDone, FsJob};
+use crate::io::Now;
+use crate::lookup::DomainAnswer;
+use crate::server::ServerState;
+
+/// What the job opened, for the CREATE to go on with on the I/O thread.
+pub(super) struct Prepared {
+    /// The path as stored.
+    pub path: RelPath,
+    /// The file's attributes when it existed before.
+    pub existing: Option<FileAttr>,
+    pub node: Arc<dyn Node>,
+    pub made: Made,
+    /// A new file's changes, made in the job ([`change::apply_to`]); `None` for a file that
+    /// existed (its changes wait for admission).
+    pub changed: Option<Changed>,
+}
+
+/// What the job answers: the open, or the status the CREATE fails with.
+type Outcome = Result<Prepared, NtStatus>;
+
+/// Whether this CREATE's file system calls are made in a job ([`job`]).
+pub(super) fn applies(core: &ConnCore, tree: &TreeView, asked: &Asked) -> bool {
+    let share = &tree.share;
+    if !share.offloaded() || asked.named.is_some() || share.fruit.is_some() {
+        return false;
+    }
+    if asked.posix.is_some() {
+        return false;
+    }
+    // The domain SIDs a new file inherits are placed before it is made
+    // ([`crate::cmd::ids::before_inherit`], on the I/O thread): that CREATE stays there.
+    let logons = &core.server.logons;
+    let inherits_domain_sids = share.nt_acl_xattr
+        && !asked.dacl_given()
+        && logons.id_source().is_some()
+        && logons.domain().is_some();
+    !inherits_domain_sids
+}
+
+/// Whether this run of the CREATE carries its job's answer (it runs again after the job).
+pub(super) fn answered(core: &ConnCore) -> bool {
+    matches!(core.domain_answer, Some(DomainAnswer::Fs(..)))
+}
+
+/// The job's answer, taken, when the CREATE runs again after it: what it opened, or the status
+/// it failed with (a job that could not run: its file system error).
+pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => {
+            Some(m.take::<Outcome>().unwrap_or(Err(NtStatus::INTERNAL_ERROR)))
+        }
+        Some(DomainAnswer::Fs(FsDone::Done(Err(e)), _)) => Some(Err(crate::fsmap::status_of(e))),
+        Some(DomainAnswer::Fs(..)) => Some(Err(NtStatus::INTERNAL_ERROR)),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
+}
+
+/// The CREATE's file system part as a job, acting as the tree's user: the name resolved and
+/// the disposition's checks ([`target::resolve`]; the delete-pending a file's entry shows is
+/// read there, under its lock), the open or creation ([`open::open`]), the access check
+/// ([`rights::check`]), a non-empty directory's delete-on-close refused, and for a new file
+/// its changes ([`change::apply_to`]). It answers [`Prepared`] ([`FsDone::Made`]).
+pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, now: Now) -> FsJob {
+    let share_key = crate::fsjob::share_key(&tree.share.name);
+    let who = Some(tree.who.clone());
+    FsJob::answer_made(
+        who,
+        0,
+        share_key,
+        "the file system part of a CREATE",
+        move || {
+            let outcome = prepare(&server, &tree, &asked, now);
+            let holds = outcome.is_ok();
+            Carried::new(outcome, holds)
+        },
+    )
+}
+
+/// [`job`]'s calls, in the order the I/O thread makes them elsewhere.
+fn prepare(server: &ServerState, tree: &TreeView, asked: &Asked, now: Now) -> Outcome {
+    let target = target::resolve(server, tree, asked)?;
+    let at = At {
+        server,
+        tree,
+        path: &target.path,
+    };
+    let opened = open::open(&at, asked, &target)?;
+    let rights = rights::check(&at, now, asked, &opened, target.granted)?;
+    open::refuse_nonempty_dir(asked, &opened)?;
+    // No named stream here ([`applies`]): the file's own open.
+    let (node, made) = stream::open_named(&at, false, asked, opened, rights)?;
+    let changed = match made.created {
+        true => Some(change::apply_to(&at, now, asked, (&node, &made), &|s| s)?),
+        false => None,
+    };
+    Ok(Prepared {
+        path: target.path,
+        existing: target.existing,
+        node,
+        made,
+        changed,
+    })
+}
+
+/// An existing file's overwrite or supersede (its truncation, its named streams removed, the
+/// attributes, allocation and EAs it is given, the stat the answer shows: [`change::apply_to`])
+/// as a second job, once its open holds its place in the file's entry (a refused open never
+/// changes the file). It answers the change or the status it failed with; the open leaves the
+/// entry on the I/O thread then ([`super::changed`]).
+pub(super) fn overwrite_job(
+    server: Arc<ServerState>,
+    (tree, path): (TreeView, RelPath),
+    asked: Asked,
+    (node, made): (Arc<dyn Node>, Made),
+    now: Now,
+) -> FsJob {
+    let share_key = crate::fsjob::share_key(&tree.share.name);
+    let who = Some(tree.who.clone());
+    FsJob::answer_made(who, 0, share_key, "the overwrite of a CREATE", move || {
+        let at = At {
+            server: &server,
+            tree: &tree,
+            path: &path,
+        };
+        let r = change::apply_to(&at, now, &asked, (&node, &made), &|s| s);
+        Carried::new(r, false)
+    })
+}
+
+/// What [`overwrite_job`] answered.
+pub(super) fn overwritten(done: crate::lookup::LookupDone) -> Result<Changed, NtStatus> {
+    match done {
+        crate::lookup::LookupDone::Fs(FsDone::Made(m)) => m
+            .take::<Result<Changed, NtStatus>>()
+            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
+        crate::lookup::LookupDone::Fs(FsDone::Done(Err(e))) => Err(crate::fsmap::status_of(e)),
+        _ => Err(NtStatus::INTERNAL_ERROR),
+    }
+}
+
+/// `node`, opened by the job and not kept (a share-mode conflict, a lease break to wait for,
+/// a refusal after the job), let go in a job of its own when nothing else holds it: its last
+/// close (a FLUSH on FUSE) is not made on the I/O thread. Nobody waits for it.
+pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, node: Arc<dyn Node>) {
+    if Arc::strong_count(&node) > 1 {
+        // Another holder (the file's entry, a watch) lets it go where it ends.
+        return;
+    }
+    let share = crate::fsjob::share_key(&tree.share.name);
+    let job = FsJob::let_go(Carried::new(node, true), share);
+    core.cluster_posts.push(crate::lookup::Lookup::Fs(job));
+}
+
+/// A CREATE job's answer that no request took (its connection went, or it failed before it
+/// took it): what it holds is let go on the pool ([`FsJob::let_go`]), not where it is dropped.
+pub(crate) fn let_go_unused(core: &mut ConnCore, done: FsDone) {
+    if let FsDone::Made(m) = done {
+        if m.holds_files {
+            core.cluster_posts
+                .push(crate::lookup::Lookup::Fs(FsJob::let_go(m, 0)));
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! CREATE on a share whose calls may wait on a network (issue 33, step 5; FUSE, CephFS: `fs
+//! calls off io thread = auto`): its file system part (the name's lookup, the open or creation,
+//! the stat, the access check, a new file's set-up; an overwrite's truncation after admission)
+//! is made in file system jobs ([`ringshare_core::fsjob`]), the CREATE parked meanwhile, and
+//! what the server's shared state decides stays on the I/O thread (docs/cluster-internals.md,
+//! "Built so far"). The share is the FUSE-like in-memory share of support/fuse.rs.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+
+use ringshare_vfs::{RelPath, Share};
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::{FileId, NtStatus};
+use support::fuse::*;
+use support::*;
+
+/// What a CREATE sent with the jobs it asks held came to ([`create_with_jobs_held`]).
+struct HeldCreate {
+    /// The jobs it asked first, and the file system calls made before they ran.
+    jobs: usize,
+    calls_before: usize,
+    /// Its answer, once they ran.
+    answer: Resp,
+    /// The jobs asked after (an open not kept, let go on the pool), still held.
+    later: Vec<ringshare_core::LookupRequest>,
+}
+
+/// A CREATE of `name` (`disposition`, ShareAccess `share`, CreateOptions `options`, for read
+/// and write) on `c`'s tree, with the file system jobs it asks held: see [`HeldCreate`].
+fn create_with_jobs_held(
+    c: &mut Client,
+    calls: &Calls,
+    name: &str,
+    (disposition, share, options): (D, u32, u32),
+) -> HeldCreate {
+    let was = calls.made();
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, name, 0x0012_019f, share, disposition, options);
+    let (_, early) = send_signed(c, m);
+    assert!(early.is_empty(), "nothing answered before its job ran");
+    let calls_before = calls.made() - was;
+    let held = std::mem::take(&mut c.held_lookups);
+    let jobs = held.len();
+    c.run_jobs(held);
+    let mut answers = c.pump();
+    assert_eq!(answers.len(), 1, "one answer");
+    let later = std::mem::take(&mut c.held_lookups);
+    c.hold_lookups = false;
+    HeldCreate {
+        jobs,
+        calls_before,
+        answer: answers.remove(0),
+        later,
+    }
+}
+
+/// The CreateAction, EndOfFile and FileAttributes of a CREATE's answer.
+fn created(r: &Resp) -> (u32, u64, u32) {
+    let cr = ringshare_wire::create::CreateResponse::decode(&r.msg).expect("create response");
+    (cr.create_action.0, cr.end_of_file, cr.file_attributes.0)
+}
+
+/// Step 5 of issue 33: on a share whose calls may wait on a network, a CREATE of an existing
+/// file makes its file system calls (the name's lookup, the open, the stat, the access check)
+/// in one file system job: none is made before it ran, and the answer comes after it, with
+/// what the job found (FILE_OPENED and the file's size).
+#[test]
+fn a_create_of_an_existing_file_on_a_share_that_may_wait_on_a_network_opens_it_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let data = b"opened in a job";
+    let f = file_holding(&mut c, "existing", data);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let h = create_with_jobs_held(&mut c, &calls, "EXISTING", (D::OPEN, SHARE_ALL, 0));
+    assert_eq!(
+        (h.jobs, h.calls_before),
+        (1, 0),
+        "one job, no call before it"
+    );
+    assert_eq!(h.answer.status(), NtStatus::SUCCESS);
+    let (action, eof, _) = created(&h.answer);
+    assert_eq!(
+        (action, eof),
+        (1, data.len() as u64),
+        "FILE_OPENED, its size"
+    );
+    assert!(h.later.is_empty(), "no other job");
+}
+
+/// Step 5: a CREATE that makes a new file makes it in its job, with what a new file is given
+/// (its attributes here); FILE_CREATED is answered after it, and the file is there.
+#[test]
+fn a_create_of_a_new_file_on_a_share_that_may_wait_on_a_network_makes_it_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let tree = c.tree_id;
+    let was = calls.made();
+    c.hold_lookups = true;
+    // FILE_ATTRIBUTE_HIDDEN (2) asked for the new file.
+    let m = c.create_msg_ctx(tree, "new", 0x0012_019f, SHARE_ALL, D::CREATE, 0, 2, vec![]);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty(), "nothing answered before its job ran");
+    assert_eq!(calls.made(), was, "no file system call before the job ran");
+    assert!(
+        c.mem
+            .stat(
+                &ringshare_vfs::server_who(),
+                &RelPath::from_components(["new"]).unwrap()
+            )
+            .is_err(),
+        "not made before the job ran"
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "one job");
+    c.run_jobs(held);
+    let answers = c.pump();
+    c.hold_lookups = false;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    let (action, eof, attrs) = created(&answers[0]);
+    assert_eq!((action, eof), (2, 0), "FILE_CREATED, empty");
+    assert_ne!(attrs & 2, 0, "HIDDEN, given in the job");
+    assert!(c
+        .mem
+        .stat(
+            &ringshare_vfs::server_who(),
+            &RelPath::from_components(["new"]).unwrap()
+        )
+        .is_ok());
+}
+
+/// Step 5: a CREATE refused by the share modes after its job (another open shares nothing) is
+/// answered SHARING_VIOLATION, and the file the job opened is let go in a job of its own, not
+/// on the I/O thread (on FUSE its last close is a FLUSH the closing thread waits for).
+#[test]
+fn a_create_refused_by_share_modes_after_its_job_lets_its_file_go_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let tree = c.tree_id;
+    c.create_on(tree, "held", 0x0012_019f, 0, D::CREATE, 0)
+        .expect("an open that shares nothing");
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    let h = create_with_jobs_held(&mut c, &calls, "held", (D::OPEN, SHARE_ALL, 0));
+    assert_eq!(
+        (h.jobs, h.calls_before),
+        (1, 0),
+        "one job, no call before it"
+    );
+    assert_eq!(h.answer.status(), NtStatus::SHARING_VIOLATION);
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped,
+        "the file the job opened is not let go on the I/O thread"
+    );
+    assert_eq!(h.later.len(), 1, "a job lets it go");
+    c.run_jobs(h.later);
+    assert_eq!(calls.dropped.load(Ordering::SeqCst), dropped + 1, "let go");
+}
+
+/// Step 5: a directory's CREATE (FILE_DIRECTORY_FILE) is made in its job too, and answered
+/// after it as a directory.
+#[test]
+fn a_directorys_create_on_a_share_that_may_wait_on_a_network_is_made_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let h = create_with_jobs_held(&mut c, &calls, "dir", (D::CREATE, SHARE_ALL, 1));
+    assert_eq!(
+        (h.jobs, h.calls_before),
+        (1, 0),
+        "one job, no call before it"
+    );
+    assert_eq!(h.answer.status(), NtStatus::SUCCESS);
+    let (action, _, attrs) = created(&h.answer);
+    assert_eq!(action, 2, "FILE_CREATED");
+    assert_ne!(attrs & 0x10, 0, "a directory");
+    let h = create_with_jobs_held(&mut c, &calls, "dir", (D::OPEN, SHARE_ALL, 1));
+    assert_eq!((h.jobs, h.calls_before), (1, 0), "opened again: one job");
+    assert_eq!(created(&h.answer).0, 1, "FILE_OPENED");
+}
+
+/// On a share whose calls are made on the I/O thread a CREATE asks no job: the file is opened
+/// and answered at once, as before step 5.
+#[test]
+fn a_create_on_a_local_share_asks_no_job() {
+    let (mut c, calls) = fuse_client(false);
+    let was = calls.made();
+    c.hold_lookups = true;
+    let f = c.create("local", 0x0012_019f, D::CREATE, 0);
+    assert!(f.is_ok(), "answered at once");
+    assert!(c.held_lookups.is_empty(), "no job");
+    assert!(calls.made() > was, "its calls made at once");
+}
+
+/// Step 5 and the order rule: a related compound [CREATE, READ, CLOSE] on a share whose calls
+/// may wait on a network runs its later members after the CREATE's job, on the open it made:
+/// nothing is answered and no file system call made before the job ran; then the READ reads
+/// the file and the CLOSE closes it.
+#[test]
+fn a_related_compound_after_a_create_whose_job_is_out_runs_on_the_open_it_made() {
+    let (mut c, calls) = fuse_client(true);
+    let data = b"read in the compound";
+    let f = file_holding(&mut c, "compounded", data);
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let related = FileId {
+        persistent: u64::MAX,
+        volatile: u64::MAX,
+    };
+    let tree = c.tree_id;
+    let create = c.create_msg(tree, "compounded", 0x0012_019f, SHARE_ALL, D::OPEN, 0);
+    let read = c.read_msg(related, 0, 64);
+    let close = c.close_msg(related, 0);
+    let was = calls.made();
+    c.hold_lookups = true;
+    let mut answers = c.compound(vec![create, read, close], true);
+    assert!(
+        answers.is_empty(),
+        "nothing answered before the CREATE's job ran"
+    );
+    assert_eq!(calls.made(), was, "no file system call before it ran");
+    while !c.held_lookups.is_empty() {
+        let held = std::mem::take(&mut c.held_lookups);
+        c.run_jobs(held);
+        answers.extend(c.pump());
+    }
+    c.hold_lookups = false;
+    let statuses: Vec<_> = answers.iter().map(|r| r.status()).collect();
+    assert_eq!(statuses, [NtStatus::SUCCESS; 3], "CREATE, READ, CLOSE");
+    let body = answers[1].body();
+    let (off, len) = (body[2] as usize - 64, body[4] as usize);
+    assert_eq!(&body[off..off + len], data, "the READ read the file");
+}
+
+/// Step 5: a CREATE whose connection ends while its job is out does not let the file the job
+/// opened go on the I/O thread when the job's answer comes: a job of its own lets it go.
+#[test]
+fn a_create_whose_connection_ends_while_its_job_is_out_lets_its_file_go_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "abandoned", b"x");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, "abandoned", 0x0012_019f, SHARE_ALL, D::OPEN, 0);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty());
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the CREATE's job");
+    c.conn.shutdown(c.now);
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    c.run_jobs(held);
+    c.pump();
+    assert_eq!(
+        calls.dropped.load(Ordering::SeqCst),
+        dropped,
+        "not let go where the answer came"
+    );
+    let later = std::mem::take(&mut c.held_lookups);
+    assert_eq!(later.len(), 1, "a job lets it go");
+    c.run_jobs(later);
+    assert_eq!(calls.dropped.load(Ordering::SeqCst), dropped + 1, "let go");
+}
+
+/// Step 5: a CREATE that overwrites an existing file (OVERWRITE) on a share whose calls may wait
+/// on a network opens it in a job and, once its open holds its place in the file's entry (a
+/// refused open never changes the file), truncates it in a second job: nothing is truncated
+/// before that job ran, and FILE_OVERWRITTEN with an empty file is answered after it.
+#[test]
+fn an_overwrite_on_a_share_that_may_wait_on_a_network_truncates_the_file_in_a_second_job() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "overwritten", b"to be overwritten");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let was = calls.made();
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, "overwritten", 0x0012_019f, SHARE_ALL, D::OVERWRITE, 0);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty());
+    assert_eq!(
+        calls.made(),
+        was,
+        "no file system call before the first job ran"
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the open's job");
+    c.run_jobs(held);
+    assert!(
+        c.pump().is_empty(),
+        "not answered before the overwrite's job ran"
+    );
+    assert_eq!(
+        calls.sizes_set.load(Ordering::SeqCst),
+        0,
+        "not truncated yet"
+    );
+    let held = std::mem::take(&mut c.held_lookups);
+    assert_eq!(held.len(), 1, "the overwrite's job");
+    c.run_jobs(held);
+    let answers = c.pump();
+    c.hold_lookups = false;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    let (action, eof, _) = created(&answers[0]);
+    assert_eq!((action, eof), (3, 0), "FILE_OVERWRITTEN, empty");
+    assert_eq!(
+        calls.sizes_set.load(Ordering::SeqCst),
+        1,
+        "truncated by the job"
+    );
+}
+
+/// Step 5 and a local program's kernel lease: a CREATE whose job's open meets the lease waits,
+/// tried again every second (each try a job), and is refused SHARING_VIOLATION once it has
+/// waited 70 s since it first met it, as on a local share. (Without the wait's start kept while
+/// each try's job was out, the wait began again at every try and never ended.)
+#[test]
+fn a_create_whose_job_meets_a_local_kernel_lease_for_seventy_seconds_is_a_sharing_violation() {
+    let (mut c, _) = fuse_client(true);
+    let f = file_holding(&mut c, "leased", b"x");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let leased = RelPath::from_components(["leased"]).ok();
+    c.mem.inject_fault(
+        ringshare_vfs::memory::FaultOp::Open,
+        leased,
+        ringshare_vfs::FsError::LeaseHeld,
+        1_000,
+    );
+    let tree = c.tree_id;
+    let m = c.create_msg(tree, "leased", 0x0012_019f, SHARE_ALL, D::OPEN_IF, 0);
+    let (_, first) = send_signed(&mut c, m);
+    assert_eq!(
+        first.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::PENDING],
+        "it waits"
+    );
+    for _ in 0..69 {
+        assert!(c.tick(1_000).is_empty(), "still waiting");
+    }
+    let done = c.tick(1_000);
+    assert_eq!(
+        done.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SHARING_VIOLATION]
+    );
+}

@@ -1,0 +1,242 @@
+//! A FUSE-like share for the core's tests of file system jobs (issue 33; crates/core/tests/
+//! fuse_reads.rs, fuse_creates.rs): the in-memory share whose calls may wait on a network (or
+//! not), its nodes counting what they are asked, and READs past the end getting the file's
+//! bytes repeated, as io_uring on ceph-fuse does.
+
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ringshare_vfs::memory::MemShare;
+use ringshare_vfs::{
+    FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
+};
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::header::Header;
+use ringshare_wire::{FileId, NtStatus};
+
+use super::*;
+
+/// A file of a FUSE-like file system: a read that asks past the end gets
+/// the file's bytes repeated to fill it, as io_uring on ceph-fuse does.
+#[derive(Debug)]
+pub struct FuseNode(pub std::sync::Arc<dyn Node>, pub Arc<Calls>);
+
+/// What the share's nodes were asked, and whether a local program holds a POSIX lock on its
+/// files.
+#[derive(Debug, Default)]
+pub struct Calls {
+    pub sizes: AtomicUsize,
+    pub lock_probes: AtomicUsize,
+    pub locked: AtomicBool,
+    /// Nodes let go (a file's descriptor closed).
+    pub dropped: AtomicUsize,
+    /// Files' attributes and the file system's sizes asked.
+    pub stats: AtomicUsize,
+    pub statfs: AtomicUsize,
+    /// A directory entry's stat waits this long (a FUSE file system slow to answer), saying
+    /// so in `stalled` while it does.
+    pub stall_entry_ms: std::sync::atomic::AtomicU64,
+    pub stalled: AtomicBool,
+    /// Files' times set (a written handle's write time kept at its close).
+    pub times_set: AtomicUsize,
+    /// The share's own calls (opens, stats and searches of names, removals).
+    pub share_calls: AtomicUsize,
+    /// Files' sizes set (an overwrite's truncation).
+    pub sizes_set: AtomicUsize,
+}
+
+impl Calls {
+    /// The file system calls made so far that this test counts: the share's and its files'
+    /// stats.
+    pub fn made(&self) -> usize {
+        self.share_calls.load(Ordering::SeqCst) + self.stats.load(Ordering::SeqCst)
+    }
+
+    pub fn share_call(&self) {
+        self.share_calls.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for FuseNode {
+    fn drop(&mut self) {
+        self.1.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Node for FuseNode {
+    fn reads_within_size(&self) -> bool {
+        true
+    }
+    fn size(&self) -> FsResult<u64> {
+        self.1.sizes.fetch_add(1, Ordering::SeqCst);
+        self.0.size()
+    }
+    fn posix_locked(&self, _: OfdLock, _: i64, _: i64) -> FsResult<bool> {
+        self.1.lock_probes.fetch_add(1, Ordering::SeqCst);
+        Ok(self.1.locked.load(Ordering::SeqCst))
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+        let n = self.0.read_at(buf, offset)?;
+        if n == 0 || n == buf.len() {
+            return Ok(n);
+        }
+        for i in n..buf.len() {
+            buf[i] = buf[i % n];
+        }
+        Ok(buf.len())
+    }
+    fn stat(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.0.stat()
+    }
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.0.stat_without_dos()
+    }
+    fn who(&self) -> Option<&Who> {
+        self.0.who()
+    }
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.0.fd()
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
+        self.0.write_at(data, offset)
+    }
+    fn sync(&self) -> FsResult<()> {
+        self.0.sync()
+    }
+    fn set_len(&self, len: u64) -> FsResult<()> {
+        self.1.sizes_set.fetch_add(1, Ordering::SeqCst);
+        self.0.set_len(len)
+    }
+    fn set_allocation(&self, size: u64) -> FsResult<()> {
+        self.0.set_allocation(size)
+    }
+    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
+        self.1.times_set.fetch_add(1, Ordering::SeqCst);
+        self.0.set_times(times)
+    }
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.0.set_dos_attributes(attrs)
+    }
+    fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.0.set_mode(mode)
+    }
+    fn list_names(&self) -> FsResult<Vec<String>> {
+        self.0.list_names()
+    }
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        let stall = self.1.stall_entry_ms.load(Ordering::SeqCst);
+        if stall > 0 {
+            self.1.stalled.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(stall));
+            self.1.stalled.store(false, Ordering::SeqCst);
+        }
+        self.0.stat_entry(name)
+    }
+}
+
+#[derive(Debug)]
+pub struct FuseShare(pub MemShare, pub Arc<Calls>, pub bool);
+
+impl FuseShare {
+    /// A FUSE-like share; `remote`: its calls may wait on a network.
+    pub fn new(mem: MemShare, remote: bool) -> FuseShare {
+        FuseShare(mem, Arc::default(), remote)
+    }
+}
+
+impl Share for FuseShare {
+    fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        self.1.share_call();
+        let mut o = self.0.open(who, path, opts)?;
+        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1)));
+        Ok(o)
+    }
+    fn may_wait_on_network(&self) -> bool {
+        self.2
+    }
+    fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
+        self.1.share_call();
+        self.0.stat(who, path)
+    }
+    fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {
+        self.1.share_call();
+        self.0.unlink(who, path)
+    }
+    fn rmdir(&self, who: &Who, path: &RelPath) -> FsResult<()> {
+        self.1.share_call();
+        self.0.rmdir(who, path)
+    }
+    fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
+        self.0.rename(who, from, to, replace)
+    }
+    fn statfs(&self) -> FsResult<FsStat> {
+        self.1.statfs.fetch_add(1, Ordering::SeqCst);
+        self.0.statfs()
+    }
+    fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
+        self.1.share_call();
+        self.0.find_name_case_insensitive(who, dir, name)
+    }
+}
+
+/// Running the file system jobs a client's connection asked (held by the test), as the
+/// driver's pool does, and handing their answers back.
+pub trait RunJobs {
+    /// Each of `held` (every one a file system job) run and answered.
+    fn run_jobs(&mut self, held: Vec<ringshare_core::LookupRequest>);
+    /// Each of `held` (of any kind) run and answered.
+    fn run_any(&mut self, held: Vec<ringshare_core::LookupRequest>);
+}
+
+impl RunJobs for Client {
+    fn run_jobs(&mut self, held: Vec<ringshare_core::LookupRequest>) {
+        for req in &held {
+            assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)));
+        }
+        self.run_any(held);
+    }
+
+    fn run_any(&mut self, held: Vec<ringshare_core::LookupRequest>) {
+        for req in held {
+            let done = req.run();
+            self.conn.complete_lookup(self.now, req.id, done);
+        }
+    }
+}
+
+/// A file `name` made (or opened) by `c` on its tree, holding `data` from its start.
+pub fn file_holding(c: &mut Client, name: &str, data: &[u8]) -> FileId {
+    let f = c.create(name, 0x0012_019f, D::OPEN_IF, 0).expect("create");
+    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    f
+}
+
+/// A client of a server whose every share is a [`FuseShare`] (`remote`: its calls may wait on a
+/// network), and what the share's nodes are asked.
+pub fn fuse_client(remote: bool) -> (Client, Arc<Calls>) {
+    fuse_client_with(remote, |share| {
+        server_on(share, ringshare_core::SigningPolicy::IfRequired)
+    })
+}
+
+/// [`fuse_client`] with the server `server` makes of the share.
+pub fn fuse_client_with(
+    remote: bool,
+    server: impl FnOnce(Arc<FuseShare>) -> Arc<ringshare_core::ServerState>,
+) -> (Client, Arc<Calls>) {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), remote));
+    let calls = Arc::clone(&share.1);
+    (Client::on(server(share), mem, Options::default()), calls)
+}
+
+/// `msg` signed and sent; its MessageId, and what was answered at once.
+pub fn send_signed(c: &mut Client, mut msg: Vec<u8>) -> (u64, Vec<Resp>) {
+    c.sign(&mut msg);
+    let mid = Header::decode(&msg).expect("header").message_id;
+    (mid, c.send_frame(msg))
+}
