@@ -8,9 +8,12 @@
 mod support;
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{RelPath, Share};
-use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::consts::{Command, CreateDisposition as D};
+use ringshare_wire::header::Header;
 use ringshare_wire::{FileId, NtStatus};
 use support::fuse::*;
 use support::*;
@@ -302,6 +305,119 @@ fn an_overwrite_on_a_share_that_may_wait_on_a_network_truncates_the_file_in_a_se
         calls.sizes_set.load(Ordering::SeqCst),
         1,
         "truncated by the job"
+    );
+}
+
+/// The review of step 5, finding 1b: a CREATE whose tree is disconnected while its overwrite's
+/// job is out is not installed under the gone tree (out of every request's reach, holding its
+/// share modes until the session ends): it fails NETWORK_NAME_DELETED and its file is let go
+/// in a job; the file can be opened sharing nothing afterwards.
+#[test]
+fn a_create_whose_tree_is_disconnected_while_its_job_is_out_holds_nothing_after() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "orphan", b"to be overwritten");
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    let (old_tree, new_tree) = (c.tree_id, c.tree_connect("share"));
+    c.tree_id = old_tree;
+    c.hold_lookups = true;
+    let m = c.create_msg(old_tree, "orphan", 0x0012_019f, 0, D::OVERWRITE, 0);
+    let (_, early) = send_signed(&mut c, m);
+    assert!(early.is_empty());
+    let held = std::mem::take(&mut c.held_lookups);
+    c.run_jobs(held);
+    assert!(c.pump().is_empty(), "waits for the overwrite's job");
+    let overwrite = std::mem::take(&mut c.held_lookups);
+    assert_eq!(overwrite.len(), 1, "the overwrite's job");
+    let gone = c.call(Command::TREE_DISCONNECT, old_tree, |o| {
+        o.extend_from_slice(&[4, 0, 0, 0])
+    });
+    assert_eq!(gone.status(), NtStatus::SUCCESS);
+    c.run_jobs(overwrite);
+    let answers = c.pump();
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::NETWORK_NAME_DELETED]
+    );
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    let later = std::mem::take(&mut c.held_lookups);
+    c.hold_lookups = false;
+    c.run_any(later);
+    c.pump();
+    assert!(
+        calls.dropped.load(Ordering::SeqCst) > dropped,
+        "its file let go by a job"
+    );
+    c.tree_id = new_tree;
+    let again = c.create("orphan", 0x0012_019f, D::OPEN, 0);
+    assert!(again.is_ok(), "no open left holding the file: {again:?}");
+}
+
+/// The review of step 5, finding 1a: a CREATE that waited for a break and runs again is past
+/// cancelling once its existing file's overwrite is under way in a file system job: a CANCEL
+/// then gets no CANCELLED (which would say the file was left alone while the job truncates it,
+/// the open out of the file's entry meanwhile); the CREATE is answered with the job's outcome.
+#[test]
+fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut a = Client::on(Arc::clone(&server), mem.clone(), Options::default());
+    let mut b = Client::on(server, mem, Options::default());
+    let f = file_holding(&mut a, "held", b"held under a batch oplock");
+    assert_eq!(a.close(f).status(), NtStatus::SUCCESS);
+    let m = a.create_msg_caching("held", 0x0012_019f, SHARE_ALL, D::OPEN, 9, None);
+    let (_, r) = send_signed(&mut a, m);
+    let r = if r.is_empty() { a.pump() } else { r };
+    let fa = ringshare_wire::create::CreateResponse::decode(&r[0].msg)
+        .expect("A's create")
+        .file_id;
+    let m = b.create_msg_caching("held", 0x0012_019f, SHARE_ALL, D::OVERWRITE_IF, 0, None);
+    let (mid, mut interim) = send_signed(&mut b, m);
+    if interim.is_empty() {
+        interim = b.pump();
+    }
+    assert_eq!(
+        interim[0].status(),
+        NtStatus::PENDING,
+        "B waits for A's break"
+    );
+    let async_id = interim[0].hdr.async_id().expect("async id");
+    assert!(!a.breaks().is_empty(), "A is told to break");
+    b.hold_lookups = true;
+    let ack = ringshare_wire::misc::OplockBreak::Oplock {
+        oplock_level: ringshare_wire::consts::OplockLevel(0),
+        file_id: fa,
+    };
+    let tree = a.tree_id;
+    a.call(Command::OPLOCK_BREAK, tree, |o| ack.encode(o));
+    assert!(b.tick(0).is_empty(), "B runs again and asks its job");
+    let held = std::mem::take(&mut b.held_lookups);
+    assert_eq!(held.len(), 1, "the open's job");
+    b.run_jobs(held);
+    assert!(b.pump().is_empty(), "waits for the overwrite's job");
+    let overwrite = std::mem::take(&mut b.held_lookups);
+    assert_eq!(overwrite.len(), 1, "the overwrite's job");
+    let mut h = Header::request(Command::CANCEL, mid);
+    h.session_id = b.session_id;
+    h.flags
+        .insert(ringshare_wire::consts::HeaderFlags::ASYNC_COMMAND);
+    h.id = ringshare_wire::header::HeaderId::Async { async_id };
+    let mut cancel = Vec::new();
+    h.encode(&mut cancel);
+    cancel.extend_from_slice(&[4, 0, 0, 0]);
+    let early = b.send_frame(cancel);
+    assert!(
+        early.is_empty(),
+        "no CANCELLED while the overwrite is under way: {:?}",
+        early.iter().map(|r| r.status()).collect::<Vec<_>>()
+    );
+    b.run_jobs(overwrite);
+    let answers = b.pump();
+    b.hold_lookups = false;
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SUCCESS],
+        "answered with the overwrite's outcome"
     );
 }
 

@@ -295,9 +295,14 @@ impl PendingCreate {
     }
 
     /// A CANCEL came: true when the CREATE ends with its answer instead (its open is made and
-    /// its record being stored: it is past cancelling, as a completed request is).
+    /// its record being stored, or its existing file's overwrite is under way in a file system
+    /// job: it is past cancelling, as a completed request is; cancelled, the file was changed
+    /// all the same and the open left the file's entry while the job ran).
     pub fn cancel_when_answered(&self) -> bool {
-        matches!(self.asking.as_deref(), Some(LookupCont::Create(_)))
+        matches!(
+            self.asking.as_deref(),
+            Some(LookupCont::Create(_) | LookupCont::Changed(_))
+        )
     }
 
     /// The request again, on session `session_id`.
@@ -418,8 +423,11 @@ fn create(
     let r = create_or_wait(core, req, retry, &mut dh2q, parked);
     if let Some(create_guid) = dh2q {
         // A replay of a DH2Q CREATE that waits for breaks is told so
-        // ([`durable::replay`]) until this one is answered.
-        pending(core, create_guid, matches!(r, Ok(None) | Err(PARKED)));
+        // ([`durable::replay`]) until this one is answered; a CREATE that asks a file system
+        // job meanwhile (run again after the breaks) leaves it as it was.
+        if !matches!(r, Err(e) if e == crate::cmd::ids::ASK_IDS) {
+            pending(core, create_guid, matches!(r, Ok(None) | Err(PARKED)));
+        }
     }
     r
 }

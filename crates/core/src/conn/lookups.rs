@@ -129,8 +129,11 @@ impl Connection {
                 job.resumes = Some(p.member);
                 job.fs_order = p.fs_order;
                 self.run(job);
-                // Taken by the member when it ran again; not kept for another.
+                // Taken by the member when it ran again; not kept for another. One nobody took
+                // (the member failed before it: its session or tree went) lets what it made go
+                // now, not with this connection's next request.
                 cmd::drop_answer(&mut self.core);
+                self.post_to_cluster();
             }
             cont @ (LookupCont::Admit(_)
             | LookupCont::Changed(_)

@@ -351,6 +351,15 @@ fn finish(core: &mut ConnCore, fin: Installing) -> Result<Reply, NtStatus> {
         core.post_closes(asks);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
+    if !session.trees.contains_key(&fin.open.tree_id) {
+        // Its tree was disconnected while the CREATE waited (for its file system job, its
+        // file's home, its record): the open would be out of every request's reach and hold
+        // its share modes and lease until the session ends.
+        drop(session);
+        let asks = opens::close_posted(&core.server, Arc::new(fin.open));
+        core.post_closes(asks);
+        return Err(NtStatus::NETWORK_NAME_DELETED);
+    }
     let server = &core.server;
     if let durable::Ask::V2 { create_guid, .. } = fin.ask {
         let client_guid = client_guid(core);

@@ -109,13 +109,31 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, now: N
 
 /// [`job`]'s calls, in the order the I/O thread makes them elsewhere.
 fn prepare(server: &ServerState, tree: &TreeView, asked: &Asked, now: Now) -> Outcome {
-    let target = target::resolve(server, tree, asked)?;
+    let mut tries = 0;
+    let (target, opened) = loop {
+        let target = target::resolve(server, tree, asked)?;
+        let at = At {
+            server,
+            tree,
+            path: &target.path,
+        };
+        match open::open(&at, asked, &target) {
+            // Made by another CREATE since the name was looked up (jobs of several connections
+            // run at once): a disposition that opens an existing file opens it instead of
+            // saying OBJECT_NAME_COLLISION (the review of step 5, 1c).
+            Err(NtStatus::OBJECT_NAME_COLLISION)
+                if target.existing.is_none() && opens_existing(asked) && tries < 2 =>
+            {
+                tries += 1;
+            }
+            r => break (target, r?),
+        }
+    };
     let at = At {
         server,
         tree,
         path: &target.path,
     };
-    let opened = open::open(&at, asked, &target)?;
     let rights = rights::check(&at, now, asked, &opened, target.granted)?;
     open::refuse_nonempty_dir(asked, &opened)?;
     // No named stream here ([`applies`]): the file's own open.
@@ -131,6 +149,16 @@ fn prepare(server: &ServerState, tree: &TreeView, asked: &Asked, now: Now) -> Ou
         made,
         changed,
     })
+}
+
+/// Whether `asked`'s disposition opens a file that exists (OPEN_IF, OVERWRITE_IF, SUPERSEDE)
+/// rather than failing on it (CREATE).
+fn opens_existing(asked: &Asked) -> bool {
+    use ringshare_wire::consts::CreateDisposition as D;
+    matches!(
+        asked.disposition,
+        D::OPEN_IF | D::OVERWRITE_IF | D::SUPERSEDE
+    )
 }
 
 /// An existing file's overwrite or supersede (its truncation, its named streams removed, the
