@@ -13,7 +13,6 @@ use std::sync::Arc;
 use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{RelPath, Share};
 use ringshare_wire::consts::{Command, CreateDisposition as D};
-use ringshare_wire::header::Header;
 use ringshare_wire::{FileId, NtStatus};
 use support::fuse::*;
 use support::*;
@@ -372,7 +371,7 @@ fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
         .expect("A's create")
         .file_id;
     let m = b.create_msg_caching("held", 0x0012_019f, SHARE_ALL, D::OVERWRITE_IF, 0, None);
-    let (mid, mut interim) = send_signed(&mut b, m);
+    let (_, mut interim) = send_signed(&mut b, m);
     if interim.is_empty() {
         interim = b.pump();
     }
@@ -381,7 +380,6 @@ fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
         NtStatus::PENDING,
         "B waits for A's break"
     );
-    let async_id = interim[0].hdr.async_id().expect("async id");
     assert!(!a.breaks().is_empty(), "A is told to break");
     b.hold_lookups = true;
     let ack = ringshare_wire::misc::OplockBreak::Oplock {
@@ -397,15 +395,7 @@ fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
     assert!(b.pump().is_empty(), "waits for the overwrite's job");
     let overwrite = std::mem::take(&mut b.held_lookups);
     assert_eq!(overwrite.len(), 1, "the overwrite's job");
-    let mut h = Header::request(Command::CANCEL, mid);
-    h.session_id = b.session_id;
-    h.flags
-        .insert(ringshare_wire::consts::HeaderFlags::ASYNC_COMMAND);
-    h.id = ringshare_wire::header::HeaderId::Async { async_id };
-    let mut cancel = Vec::new();
-    h.encode(&mut cancel);
-    cancel.extend_from_slice(&[4, 0, 0, 0]);
-    let early = b.send_frame(cancel);
+    let early = b.cancel_async(&interim[0]);
     assert!(
         early.is_empty(),
         "no CANCELLED while the overwrite is under way: {:?}",
