@@ -47,16 +47,8 @@ chown -R "$USER_NAME" "$W/under"
 fuse_share_mount --log /dev/null --flag "$W/never"
 cat "$W/share/big" >/dev/null
 
-cat >"$W/rs.conf" <<EOF2
-[global]
-smb passwd file = $W/smbpasswd
-listen = 127.0.0.1:$PORT
-[share]
-path = $W/share
-read only = no
-EOF2
 CLIENT=${BINS[0]#*=}
-printf '%s\n%s\n' "$PASS" "$PASS" | "$CLIENT" user add --config "$W/rs.conf" --password-stdin "$USER_NAME" >/dev/null
+fuse_share_config "$CLIENT"
 
 echo "# scripts/fuse-read-bench.sh --runs $RUNS --duration $DUR ($(date -u +%FT%TZ), $(uname -r), $(git rev-parse --short HEAD)): one I/O thread, stall-fuse.py passthrough, 256 MiB file"
 RES="$W/results"

@@ -70,16 +70,7 @@ if [ "$ACTION" = write-close ]; then
 fi
 fuse_share_mount --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}"
 
-cat >"$W/rs.conf" <<EOF
-[global]
-smb passwd file = $W/smbpasswd
-listen = 127.0.0.1:$PORT
-[share]
-path = $W/share
-read only = no
-$SHARE_EXTRA
-EOF
-printf '%s\n%s\n' "$PASS" "$PASS" | "$BIN" user add --config "$W/rs.conf" --password-stdin "$USER_NAME" >/dev/null
+fuse_share_config "$BIN" "$SHARE_EXTRA"
 setsid "$BIN" serve --config "$W/rs.conf" --threads 1 </dev/null >"$W/log" 2>&1 &
 SERVER=$!
 PIDS=("$SERVER" "${PIDS[@]}")

@@ -15,21 +15,17 @@
 //! closed. Without a write through ringshare nothing here is set and the
 //! disk mtime is reported as it is.
 
-use ringshare_vfs::{FileAttr, Node, UnixNanos};
+use ringshare_vfs::{FileAttr, UnixNanos};
 
 use std::sync::atomic::Ordering;
 
+use crate::fsjob::keep_write_time;
 use crate::io::Now;
 use crate::server::{lock, FileTable, ServerState};
 use crate::state::Open;
 
 pub(crate) fn nanos(now: Now) -> UnixNanos {
     ringshare_wire::fscc::FileTime(now.filetime).to_unix_nanos()
-}
-
-/// Write a time the clients were shown to the disk.
-fn persist(node: &dyn Node, t: Option<UnixNanos>) {
-    crate::fsjob::keep_write_time(node, t);
 }
 
 /// `attr` (just read from the disk) with the write time clients should
@@ -40,7 +36,7 @@ pub(crate) fn apply(files: &FileTable, open: &Open, attr: &mut FileAttr, now_ms:
         return;
     }
     let (shown, fired) = lock(&open.entry).write_time.reported(now_ms);
-    persist(open.node.as_ref(), fired);
+    keep_write_time(open.node.as_ref(), fired);
     if let Some(t) = shown {
         attr.mtime = t;
     }
@@ -69,7 +65,7 @@ pub(crate) fn wrote(
 /// FLUSH or a SET_INFO that shows a written handle's update at once.
 pub(crate) fn immediate(open: &Open, now: Now) {
     let t = lock(&open.entry).write_time.immediate(open.id, nanos(now));
-    persist(open.node.as_ref(), t);
+    keep_write_time(open.node.as_ref(), t);
 }
 
 /// SET_INFO FileBasicInformation set the write time.
@@ -95,7 +91,7 @@ pub(crate) fn listed(server: &ServerState, attr: &mut FileAttr, now_ms: u64) {
 
 /// `open` closes (before its attributes are read for the reply).
 pub(crate) fn closing(open: &Open, now: Now) {
-    persist(open.node.as_ref(), closing_time(open, now));
+    keep_write_time(open.node.as_ref(), closing_time(open, now));
 }
 
 /// [`closing`] without the write to the disk: the time to write, if any (a CLOSE on a share

@@ -72,8 +72,7 @@ fn created(r: &Resp) -> (u32, u64, u32) {
 fn a_create_of_an_existing_file_on_a_share_that_may_wait_on_a_network_opens_it_in_a_job() {
     let (mut c, calls) = fuse_client(true);
     let data = b"opened in a job";
-    let f = file_holding(&mut c, "existing", data);
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("existing", data);
     let h = create_with_jobs_held(&mut c, &calls, "EXISTING", (D::OPEN, SHARE_ALL, 0));
     assert_eq!(
         (h.jobs, h.calls_before),
@@ -199,8 +198,7 @@ fn a_create_on_a_local_share_asks_no_job() {
 fn a_related_compound_after_a_create_whose_job_is_out_runs_on_the_open_it_made() {
     let (mut c, calls) = fuse_client(true);
     let data = b"read in the compound";
-    let f = file_holding(&mut c, "compounded", data);
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("compounded", data);
     let related = FileId {
         persistent: u64::MAX,
         volatile: u64::MAX,
@@ -235,8 +233,7 @@ fn a_related_compound_after_a_create_whose_job_is_out_runs_on_the_open_it_made()
 #[test]
 fn a_create_whose_connection_ends_while_its_job_is_out_lets_its_file_go_in_a_job() {
     let (mut c, calls) = fuse_client(true);
-    let f = file_holding(&mut c, "abandoned", b"x");
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("abandoned", b"x");
     c.hold_lookups = true;
     let tree = c.tree_id;
     let m = c.create_msg(tree, "abandoned", 0x0012_019f, SHARE_ALL, D::OPEN, 0);
@@ -266,8 +263,7 @@ fn a_create_whose_connection_ends_while_its_job_is_out_lets_its_file_go_in_a_job
 #[test]
 fn an_overwrite_on_a_share_that_may_wait_on_a_network_truncates_the_file_in_a_second_job() {
     let (mut c, calls) = fuse_client(true);
-    let f = file_holding(&mut c, "overwritten", b"to be overwritten");
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("overwritten", b"to be overwritten");
     let was = calls.made();
     c.hold_lookups = true;
     let tree = c.tree_id;
@@ -314,8 +310,7 @@ fn an_overwrite_on_a_share_that_may_wait_on_a_network_truncates_the_file_in_a_se
 #[test]
 fn a_create_whose_tree_is_disconnected_while_its_job_is_out_holds_nothing_after() {
     let (mut c, calls) = fuse_client(true);
-    let f = file_holding(&mut c, "orphan", b"to be overwritten");
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("orphan", b"to be overwritten");
     let (old_tree, new_tree) = (c.tree_id, c.tree_connect("share"));
     c.tree_id = old_tree;
     c.hold_lookups = true;
@@ -362,8 +357,7 @@ fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
     let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
     let mut a = Client::on(Arc::clone(&server), mem.clone(), Options::default());
     let mut b = Client::on(server, mem, Options::default());
-    let f = file_holding(&mut a, "held", b"held under a batch oplock");
-    assert_eq!(a.close(f).status(), NtStatus::SUCCESS);
+    a.put_file("held", b"held under a batch oplock");
     let m = a.create_msg_caching("held", 0x0012_019f, SHARE_ALL, D::OPEN, 9, None);
     let (_, r) = send_signed(&mut a, m);
     let r = if r.is_empty() { a.pump() } else { r };
@@ -418,8 +412,7 @@ fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
 #[test]
 fn a_create_whose_job_meets_a_local_kernel_lease_for_seventy_seconds_is_a_sharing_violation() {
     let (mut c, _) = fuse_client(true);
-    let f = file_holding(&mut c, "leased", b"x");
-    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("leased", b"x");
     let leased = RelPath::from_components(["leased"]).ok();
     c.mem.inject_fault(
         ringshare_vfs::memory::FaultOp::Open,

@@ -175,6 +175,20 @@ fn a_reads_checks_on_a_local_share_are_made_at_once() {
     );
 }
 
+/// What the connection tells the driver of a WRITE of `data` to `f` (credits charged for its
+/// size) once the WRITE's head came in: `Some(len)` to splice its payload, `None` to receive it
+/// whole.
+fn large_write_detachable(c: &mut Client, f: FileId, data: &[u8]) -> Option<usize> {
+    let tree = c.tree_id;
+    let mut msg = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
+        write_body(o, f, 0, data)
+    });
+    let charge = data.len().div_ceil(65536) as u16;
+    msg[6..8].copy_from_slice(&charge.to_le_bytes());
+    let head = &msg[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
+    c.conn.detachable_write(head, msg.len())
+}
+
 /// A WRITE large enough to be spliced whose lock check is a file system job (a share whose
 /// calls may wait on a network, no lease that caches writes) is received whole: spliced, its
 /// pipes would be held for as long as the job takes. On a local share the same WRITE is
@@ -186,14 +200,7 @@ fn a_large_write_whose_lock_check_is_a_file_system_job_is_received_whole() {
         c.conn.set_send_file(true);
         let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
         let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
-        let tree = c.tree_id;
-        let mut msg = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
-            write_body(o, f, 0, &data)
-        });
-        let charge = data.len().div_ceil(65536) as u16;
-        msg[6..8].copy_from_slice(&charge.to_le_bytes());
-        let head = &msg[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
-        c.conn.detachable_write(head, msg.len())
+        large_write_detachable(&mut c, f, &data)
     };
     assert_eq!(detachable(true), None, "received whole");
     assert_eq!(
@@ -943,16 +950,7 @@ fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
     c.conn.set_send_file(true);
     let f = c.create("big", 0x0012_019f, D::OPEN_IF, 0).expect("create");
     let data = vec![7u8; ringshare_core::WRITE_SPLICE_LEN_MIN];
-    let detachable = |c: &mut Client| {
-        let tree = c.tree_id;
-        let mut msg = c.message(ringshare_wire::consts::Command::WRITE, tree, |o| {
-            write_body(o, f, 0, &data)
-        });
-        let charge = data.len().div_ceil(65536) as u16;
-        msg[6..8].copy_from_slice(&charge.to_le_bytes());
-        let head = &msg[..ringshare_wire::file::WRITE_REQUEST_DATA_OFFSET];
-        c.conn.detachable_write(head, msg.len())
-    };
+    let detachable = |c: &mut Client| large_write_detachable(c, f, &data);
     assert_eq!(detachable(&mut c), Some(data.len()), "nothing out: spliced");
     c.hold_lookups = true;
     let m = c.read_msg(f, 0, 4);

@@ -79,12 +79,7 @@ fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Han
         let id = req.hdr.message_id;
         core.lease_waits.retain(|(m, _)| *m != id);
     }
-    Ok(match r {
-        Ok(Some(reply)) => Handled::Reply(reply),
-        Ok(None) => Handled::WaitForBreaks,
-        Err(PARKED) => return parked_on(parked),
-        Err(s) => return Err(s),
-    })
+    handled(r, parked)
 }
 
 /// Never on the wire: the CREATE waits for a question asked away from the I/O thread (its
@@ -137,11 +132,20 @@ fn lease_wait(core: &mut ConnCore, req: &Req<'_>) -> Result<Option<Reply>, NtSta
 /// The question a CREATE waits for and how it goes on with the answer.
 pub(crate) type Parked = (crate::lookup::Lookup, crate::cmd::LookupCont);
 
-/// The question a CREATE parked on ([`PARKED`]), as the connection parks it.
-fn parked_on(parked: Option<Parked>) -> Result<Handled, NtStatus> {
-    match parked {
-        Some((ask, cont)) => Ok(Handled::lookup(ask, cont)),
-        None => Err(NtStatus::INTERNAL_ERROR),
+/// A CREATE's outcome as the connection takes it: answered, waiting for breaks, or parked on
+/// the question in `parked` ([`PARKED`]).
+fn handled(
+    r: Result<Option<Reply>, NtStatus>,
+    parked: Option<Parked>,
+) -> Result<Handled, NtStatus> {
+    match r {
+        Ok(Some(reply)) => Ok(Handled::Reply(reply)),
+        Ok(None) => Ok(Handled::WaitForBreaks),
+        Err(PARKED) => match parked {
+            Some((ask, cont)) => Ok(Handled::lookup(ask, cont)),
+            None => Err(NtStatus::INTERNAL_ERROR),
+        },
+        Err(s) => Err(s),
     }
 }
 
@@ -213,12 +217,7 @@ pub(crate) fn admitted(
     if let Some(create_guid) = dh2q {
         pending(core, create_guid, matches!(r, Ok(None) | Err(PARKED)));
     }
-    match r {
-        Ok(Some(reply)) => Ok(Handled::Reply(reply)),
-        Ok(None) => Ok(Handled::WaitForBreaks),
-        Err(PARKED) => parked_on(parked),
-        Err(s) => Err(s),
-    }
+    handled(r, parked)
 }
 
 /// A parked CREATE whose connection went (or that was cancelled or logged off): the open on
@@ -789,12 +788,7 @@ pub(crate) fn changed(
     if let Some(create_guid) = dh2q {
         pending(core, create_guid, matches!(r, Err(PARKED)));
     }
-    match r {
-        Ok(Some(reply)) => Ok(Handled::Reply(reply)),
-        Ok(None) => Ok(Handled::WaitForBreaks),
-        Err(PARKED) => parked_on(parked),
-        Err(s) => Err(s),
-    }
+    handled(r, parked)
 }
 
 /// A CREATE parked on its overwrite's job will not go on (its connection went, it was

@@ -56,6 +56,22 @@ fn job(
     ))
 }
 
+/// A question of connection `slot`/`gen` of the I/O thread whose inbox is `inbox`: a job of
+/// share `share` about the open of order `order` that does nothing.
+fn question(inbox: &Arc<Inbox>, (slot, gen): (u32, u32), share: u64, order: u64) -> Question {
+    let req = LookupRequest {
+        id: 0,
+        ask: Lookup::Fs(FsJob::new(
+            None,
+            order,
+            share,
+            "a test job",
+            Box::new(|| FsDone::Done(Ok(()))),
+        )),
+    };
+    Question::new(req, slot, gen, Arc::clone(inbox))
+}
+
 /// A job acts as the user it was asked for: the file it makes is theirs (root only: the pool's
 /// thread switches its credentials, as the server's do).
 #[test]
@@ -161,19 +177,7 @@ fn two_file_system_jobs_about_one_open_run_in_the_order_asked() {
 #[test]
 fn a_connections_file_system_jobs_of_one_share_are_bounded() {
     let (_ring, inbox) = inbox_of_a_ring();
-    let q = |slot: u32, share: u64, order: u64| {
-        let req = LookupRequest {
-            id: 0,
-            ask: Lookup::Fs(FsJob::new(
-                None,
-                order,
-                share,
-                "a test job",
-                Box::new(|| FsDone::Done(Ok(()))),
-            )),
-        };
-        Question::new(req, slot, 0, Arc::clone(&inbox))
-    };
+    let q = |slot: u32, share: u64, order: u64| question(&inbox, (slot, 0), share, order);
     let mut w = Waiting::default();
     for i in 0..10 {
         w.push(q(1, 7, 100 + i));
@@ -204,19 +208,7 @@ fn a_connections_file_system_jobs_of_one_share_are_bounded() {
 #[test]
 fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_its_own() {
     let ((_r1, one), (_r2, two)) = (inbox_of_a_ring(), inbox_of_a_ring());
-    let q = |inbox: &Arc<Inbox>, gen: u32, order: u64| {
-        let req = LookupRequest {
-            id: 0,
-            ask: Lookup::Fs(FsJob::new(
-                None,
-                order,
-                7,
-                "a test job",
-                Box::new(|| FsDone::Done(Ok(()))),
-            )),
-        };
-        Question::new(req, 1, gen, Arc::clone(inbox))
-    };
+    let q = |inbox: &Arc<Inbox>, gen: u32, order: u64| question(inbox, (1, gen), 7, order);
     let mut w = Waiting::default();
     for i in 0..FS_JOBS_PER_SHARE_AND_CONNECTION as u64 {
         w.push(q(&one, 0, 100 + i));
@@ -349,19 +341,7 @@ fn two_reads_jobs_about_one_open_run_side_by_side() {
 #[test]
 fn a_connection_flooding_the_pool_takes_turns_with_another() {
     let (_ring, inbox) = inbox_of_a_ring();
-    let q = |slot: u32, order: u64| {
-        let req = LookupRequest {
-            id: u64::from(slot) << 32 | order,
-            ask: Lookup::Fs(FsJob::new(
-                None,
-                order,
-                7,
-                "a test job",
-                Box::new(|| FsDone::Done(Ok(()))),
-            )),
-        };
-        Question::new(req, slot, 0, Arc::clone(&inbox))
-    };
+    let q = |slot: u32, order: u64| question(&inbox, (slot, 0), 7, order);
     let mut w = Waiting::default();
     for i in 0..1000 {
         w.push(q(1, 100 + i));
