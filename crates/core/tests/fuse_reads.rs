@@ -30,11 +30,8 @@ fn a_read_past_the_end_of_a_file_on_fuse_returns_only_what_the_file_holds() {
         ringshare_core::SigningPolicy::IfRequired,
     );
     let mut c = Client::on(server, mem, Options::default());
-    let f = c
-        .create("short.txt", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
     let data = b"acknowledged before node 3 died: kca-0.txt";
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "short.txt", data);
     // The flaw is there: asked for 128 bytes, the node gives 128.
     let opened = FuseShare::new(MemShare::new(), false);
     let who = ringshare_vfs::server_who();
@@ -87,11 +84,8 @@ fn read_with_jobs_held(
 #[test]
 fn a_reads_checks_on_a_share_that_may_wait_on_a_network_are_asked_as_one_job() {
     let (mut c, calls) = fuse_client(true);
-    let f = c
-        .create("cold", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
     let data = b"held by the file system for 3 s";
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "cold", data);
     let (answer, jobs, made_inline) = read_with_jobs_held(&mut c, &calls, f, 128);
     assert_eq!(jobs, 1, "one job for both checks");
     assert_eq!(
@@ -974,11 +968,8 @@ fn a_large_write_that_would_wait_behind_its_opens_job_is_received_whole() {
 #[test]
 fn a_close_reads_the_attributes_it_was_asked_for_before_its_open_lets_the_file_go() {
     let (mut c, _) = fuse_client(true);
-    let f = c
-        .create("postquery", 0x0012_019f, D::OPEN_IF, 0)
-        .expect("create");
     let data = b"its size, read before the close";
-    assert_eq!(c.write(f, 0, data).status(), NtStatus::SUCCESS);
+    let f = file_holding(&mut c, "postquery", data);
     c.hold_lookups = true;
     let m = c.close_msg(f, 1);
     let (close_mid, early) = send_signed(&mut c, m);
