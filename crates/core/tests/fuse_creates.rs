@@ -405,6 +405,65 @@ fn a_cancel_while_a_creates_overwrite_job_is_out_does_not_say_cancelled() {
     );
 }
 
+/// The review of step 5, finding 1a's rest: a CREATE abandoned (a LOGOFF, its connection's
+/// end) while its existing file's overwrite job is out keeps its place in the file's entry
+/// until the job ended, so no other client is let in to a file the job still truncates; once
+/// the job ended the file is free again.
+#[test]
+fn an_open_abandoned_while_its_overwrite_job_is_out_holds_the_file_until_the_job_ended() {
+    for how in ["LOGOFF", "the connection's end"] {
+        let mem = MemShare::new();
+        let share = Arc::new(FuseShare::new(mem.clone(), true));
+        let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+        let mut b = Client::on(Arc::clone(&server), mem.clone(), Options::default());
+        let mut c = Client::on(server, mem, Options::default());
+        b.put_file("kept", b"to be overwritten");
+        b.hold_lookups = true;
+        let tree = b.tree_id;
+        let m = b.create_msg(tree, "kept", 0x0012_019f, 0, D::OVERWRITE_IF, 0);
+        let (_, early) = send_signed(&mut b, m);
+        assert!(early.is_empty(), "{how}: waits for its job");
+        let held = std::mem::take(&mut b.held_lookups);
+        b.run_jobs(held);
+        assert!(b.pump().is_empty(), "{how}: waits for the overwrite's job");
+        let overwrite = std::mem::take(&mut b.held_lookups);
+        assert_eq!(overwrite.len(), 1, "{how}: the overwrite's job");
+        match how {
+            "LOGOFF" => {
+                let empty = |o: &mut Vec<u8>| {
+                    use ringshare_wire::WriteExt;
+                    o.put_u16(4);
+                    o.put_u16(0);
+                };
+                assert_eq!(
+                    b.call(Command::LOGOFF, 0, empty).status(),
+                    NtStatus::SUCCESS
+                );
+            }
+            _ => b.conn.shutdown(b.now),
+        }
+        let tree = c.tree_id;
+        let m = c.create_msg(tree, "kept", 0x0012_019f, 0, D::OPEN, 0);
+        let (_, r) = send_signed(&mut c, m);
+        let r = if r.is_empty() { c.pump() } else { r };
+        assert_eq!(
+            r.iter().map(|r| r.status()).collect::<Vec<_>>(),
+            [NtStatus::SHARING_VIOLATION],
+            "{how}: the file is still held while its overwrite is under way"
+        );
+        b.run_jobs(overwrite);
+        b.pump();
+        let m = c.create_msg(tree, "kept", 0x0012_019f, 0, D::OPEN, 0);
+        let (_, r) = send_signed(&mut c, m);
+        let r = if r.is_empty() { c.pump() } else { r };
+        assert_eq!(
+            r.iter().map(|r| r.status()).collect::<Vec<_>>(),
+            [NtStatus::SUCCESS],
+            "{how}: free once the job ended"
+        );
+    }
+}
+
 /// Step 5 and a local program's kernel lease: a CREATE whose job's open meets the lease waits,
 /// tried again every second (each try a job), and is refused SHARING_VIOLATION once it has
 /// waited 70 s since it first met it, as on a local share. (Without the wait's start kept while

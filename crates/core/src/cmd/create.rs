@@ -692,13 +692,15 @@ fn go_on(
         None if o.in_job && o.asked.truncate => {
             let opened = (Arc::clone(&adm.node), adm.made.clone());
             let (tree, path) = (o.tree.clone(), o.path.clone());
-            let job =
-                offload::overwrite_job(server, (tree, path), o.asked.clone(), opened, core.now);
+            let stage = Arc::new(offload::Overwriting::default());
+            let when = (core.now, Arc::clone(&stage));
+            let job = offload::overwrite_job(server, (tree, path), o.asked.clone(), opened, when);
             let fin = Changing {
                 request: PendingCreate::new(req, 0),
                 session_id: req.session_id,
                 opening: o,
                 adm,
+                stage,
             };
             let cont = LookupCont::Changed(Box::new(fin));
             *parked = Some((crate::lookup::Lookup::Fs(job), cont));
@@ -756,6 +758,8 @@ pub(crate) struct Changing {
     session_id: u64,
     opening: Opening,
     adm: admission::Admitted,
+    /// Where the job stands: an open abandoned while it is out leaves when it ends.
+    stage: Arc<offload::Overwriting>,
 }
 
 /// The overwrite's job answered (`done`): the CREATE is answered (or parks again, for its
@@ -771,6 +775,7 @@ pub(crate) fn changed(
         session_id,
         opening,
         adm,
+        ..
     } = fin;
     let req = request.req(session_id);
     let dh2q = match opening.asked.durable {
@@ -791,13 +796,28 @@ pub(crate) fn changed(
     handled(r, parked)
 }
 
-/// A CREATE parked on its overwrite's job will not go on (its connection went, it was
-/// cancelled): the open leaves the file's entry, its node let go on the pool.
+/// A CREATE parked on its overwrite's job will not go on (a LOGOFF, its connection's end):
+/// the open leaves the file's entry once the job ended (the job does it when it is still out:
+/// [`offload::Overwriting`]), its node let go on the pool.
 pub(crate) fn abandon_change(core: &mut ConnCore, fin: Changing) {
-    if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
+    let Changing {
+        opening,
+        adm,
+        stage,
+        ..
+    } = fin;
+    if let durable::Ask::V2 { create_guid, .. } = opening.asked.durable {
         pending(core, create_guid, false);
     }
-    leave_after_change(core, &fin.opening, fin.adm, NtStatus::CANCELLED);
+    let leaving = offload::Leaving {
+        server: core.server.clone(),
+        tree: opening.tree.clone(),
+        path: opening.path.clone(),
+        adm,
+    };
+    if let Some(l) = stage.abandoned(leaving) {
+        leave_after_change(core, &opening, l.adm, NtStatus::CANCELLED);
+    }
 }
 
 /// The open `adm` leaves its file's entry after its overwrite failed (`s`, returned) or will

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use ringshare_vfs::{FileAttr, Node, RelPath};
 use ringshare_wire::NtStatus;
 
+use super::admission::Admitted;
 use super::change::Changed;
 use super::request::Asked;
 use super::stream::Made;
@@ -28,7 +29,7 @@ use crate::exchange::ConnCore;
 use crate::fsjob::{Carried, FsDone, FsJob};
 use crate::io::Now;
 use crate::lookup::DomainAnswer;
-use crate::server::ServerState;
+use crate::server::{lock, ServerState};
 
 /// What the job opened, for the CREATE to go on with on the I/O thread.
 pub(super) struct Prepared {
@@ -171,7 +172,7 @@ pub(super) fn overwrite_job(
     (tree, path): (TreeView, RelPath),
     asked: Asked,
     (node, made): (Arc<dyn Node>, Made),
-    now: Now,
+    (now, stage): (Now, Arc<Overwriting>),
 ) -> FsJob {
     let share_key = crate::fsjob::share_key(&tree.share.name);
     let who = Some(tree.who.clone());
@@ -182,8 +183,64 @@ pub(super) fn overwrite_job(
             path: &path,
         };
         let r = change::apply_to(&at, now, &asked, (&node, &made), &|s| s);
+        drop(node);
+        stage.ended();
         Carried::new(r, false)
     })
+}
+
+/// Where a CREATE's overwrite job stands, shared by the job and the parked CREATE, so that an
+/// open abandoned while the job is out (a LOGOFF, the connection's end) holds its place in
+/// its file's entry until the job ended: no other client is admitted to the file while the
+/// job still truncates it (the review of step 5, 1a). Whichever side comes second takes the
+/// open out of the entry.
+#[derive(Default)]
+pub(super) struct Overwriting(std::sync::Mutex<Stage>);
+
+#[derive(Default)]
+enum Stage {
+    #[default]
+    Running,
+    Ended,
+    /// The CREATE was abandoned first: the open, for the job to take out of its entry.
+    Abandoned(Box<Leaving>),
+}
+
+/// An abandoned open and where it is, for [`Overwriting::ended`] to take out of its entry.
+pub(super) struct Leaving {
+    pub server: Arc<ServerState>,
+    pub tree: TreeView,
+    pub path: RelPath,
+    pub adm: Admitted,
+}
+
+impl Overwriting {
+    /// The job ended (on the pool): an open abandoned meanwhile leaves its file's entry now,
+    /// and its node is let go here.
+    fn ended(&self) {
+        let was = std::mem::replace(&mut *lock(&self.0), Stage::Ended);
+        if let Stage::Abandoned(l) = was {
+            let at = At {
+                server: &l.server,
+                tree: &l.tree,
+                path: &l.path,
+            };
+            l.adm.leave(&at, NtStatus::CANCELLED);
+        }
+    }
+
+    /// The CREATE is abandoned: while the job is out its open is kept for the job to take out
+    /// of the entry when it ends (None); once it ended, it is given back to leave now.
+    pub(super) fn abandoned(&self, l: Leaving) -> Option<Leaving> {
+        let mut s = lock(&self.0);
+        match *s {
+            Stage::Running => {
+                *s = Stage::Abandoned(Box::new(l));
+                None
+            }
+            _ => Some(l),
+        }
+    }
 }
 
 /// What [`overwrite_job`] answered.
