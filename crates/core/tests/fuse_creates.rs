@@ -464,6 +464,65 @@ fn an_open_abandoned_while_its_overwrite_job_is_out_holds_the_file_until_the_job
     }
 }
 
+/// The review of step 5, finding 1d: a CREATE whose job opened a file by a name that another
+/// client then renamed away (the rename's open closed, and a new file made at the name) before
+/// the CREATE joined the file's entry looks the name up again: its open is of the file now at
+/// the name, so its delete on close removes that file, not another one under a name its own
+/// file left.
+#[test]
+fn a_create_whose_name_was_renamed_away_while_its_job_was_out_opens_what_is_at_the_name() {
+    let (mut b, _) = fuse_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    b.put_file("a", b"first");
+    b.hold_lookups = true;
+    let tree = b.tree_id;
+    let delete_on_close = 0x1000;
+    let m = b.create_msg(tree, "a", 0x0013_019f, SHARE_ALL, D::OPEN, delete_on_close);
+    let (_, early) = send_signed(&mut b, m);
+    assert!(early.is_empty(), "waits for its job");
+    let held = std::mem::take(&mut b.held_lookups);
+    assert_eq!(held.len(), 1, "its job");
+    let done: Vec<_> = held.into_iter().map(|r| (r.id, r.run())).collect();
+    // Meanwhile another client renames the file away and makes a new one at its name.
+    let f = c.create("a", 0x0013_019f, D::OPEN, 0).expect("c opens a");
+    assert_eq!(
+        support::posix::rename(&mut c, f, "b", false),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.put_file("a", b"second");
+    for (id, d) in done {
+        b.conn.complete_lookup(b.now, id, d);
+    }
+    let mut answers = b.pump();
+    if answers.is_empty() {
+        let again = std::mem::take(&mut b.held_lookups);
+        // The name looked up again, and the file it found first let go.
+        assert_eq!(again.len(), 2, "the job again and a let-go");
+        b.run_jobs(again);
+        answers = b.pump();
+    }
+    b.hold_lookups = false;
+    assert_eq!(answers.len(), 1);
+    let fb = ringshare_wire::create::CreateResponse::decode(&answers[0].msg)
+        .expect("b's create")
+        .file_id;
+    assert_eq!(
+        read_data(&b.read(fb, 0, 64)),
+        b"second",
+        "b's open is of the file now at the name"
+    );
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    let moved = c
+        .create("b", 0x0012_019f, D::OPEN, 0)
+        .expect("the renamed file is left alone");
+    assert_eq!(read_data(&c.read(moved, 0, 64)), b"first");
+    assert!(
+        c.create("a", 0x0012_019f, D::OPEN, 0).is_err(),
+        "a was deleted on close"
+    );
+}
+
 /// Step 5 and a local program's kernel lease: a CREATE whose job's open meets the lease waits,
 /// tried again every second (each try a job), and is refused SHARING_VIOLATION once it has
 /// waited 70 s since it first met it, as on a local share. (Without the wait's start kept while

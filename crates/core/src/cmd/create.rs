@@ -573,7 +573,7 @@ fn create_or_wait(
     }
     let (path, node, made, changed) = if offloaded {
         let Some(outcome) = offload::answer(core) else {
-            let job = offload::job(server.clone(), tree.clone(), asked, core.now);
+            let job = offload::job(server.clone(), tree.clone(), asked, (core.now, 0));
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);
         };
@@ -581,6 +581,16 @@ fn create_or_wait(
             Err(LEASE_HELD) => return lease_wait(core, req),
             r => r?,
         };
+        if offload::stale(&server, &p) {
+            // A name moved while the job was out: it looks the name up again.
+            let tries = p.tries + 1;
+            let offload::Prepared { node, made, .. } = p;
+            drop(made);
+            offload::let_go(core, &tree, node);
+            let job = offload::job(server.clone(), tree.clone(), asked, (core.now, tries));
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
+            return Err(crate::cmd::ids::ASK_IDS);
+        }
         if !retry {
             if let Err(s) = admission::refused_before_open(&server, p.existing.as_ref()) {
                 let offload::Prepared { node, made, .. } = p;

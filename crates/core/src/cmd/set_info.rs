@@ -10,6 +10,7 @@
 //! checks. Quotas and FileFsControlInformation on a quota handle (cmd/quota.rs); other file
 //! system settings: NOT_SUPPORTED.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ringshare_vfs::{FsError, RelPath, SetTimes};
@@ -603,6 +604,7 @@ fn rename(
     backend
         .rename(who, &source, &target, r.replace_if_exists)
         .map_err(status_of)?;
+    server.files.renames.fetch_add(1, Ordering::AcqRel);
     // The POSIX opens of the file replaced keep it without a name.
     if let Some(e) = replaced.and_then(|k| server.files.existing(k)) {
         lock(&e).unlinked = true;

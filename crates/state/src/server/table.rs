@@ -35,6 +35,10 @@ pub struct FileTable {
     /// Open files whose write time is not the disk's now
     /// (`crate::writetime` (crates/core)); 0 lets listings skip looking.
     pub write_times_shown: AtomicUsize,
+    /// Renames made through this node, counted: a CREATE whose name was looked up in a file
+    /// system job and that sees the count moved before it joins its file's entry looks it up
+    /// again (`create::offload` (crates/core)), so no open keeps a name its file left.
+    pub renames: AtomicU64,
 }
 
 /// The map of open files, and emptied entries kept to serve the next files
@@ -61,6 +65,7 @@ impl Default for FileTable {
             next_owner: AtomicU64::new(1),
             durables: Mutex::new(Default::default()),
             write_times_shown: AtomicUsize::new(0),
+            renames: AtomicU64::new(0),
         }
     }
 }

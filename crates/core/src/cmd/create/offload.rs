@@ -42,6 +42,32 @@ pub(super) struct Prepared {
     /// A new file's changes, made in the job ([`change::apply_to`]); `None` for a file that
     /// existed (its changes wait for admission).
     pub changed: Option<Changed>,
+    /// The node's count of renames when the job began ([`stale`]), and how many times the
+    /// CREATE's job ran before this one for that reason.
+    pub renames: u64,
+    pub tries: u8,
+}
+
+/// How many times a CREATE's job runs again because names moved while it was out ([`stale`]):
+/// under a storm of renames it goes on with the name it found after that (as on the I/O
+/// thread, where the window is a few microseconds and other threads' renames can still fall
+/// into it).
+const STALE_TRIES: u8 = 2;
+
+/// Whether what job answer `p` found for an existing file may be found under a name it left: a
+/// rename was made through this node since the job began (of the file, or of a directory
+/// above it), and it has not run again too often. Its open would join a new entry under the
+/// old name, and a delete on close of it would remove what is now at that name (the review
+/// of step 5, 1d). A file the job made is nobody else's yet.
+pub(super) fn stale(server: &ServerState, p: &Prepared) -> bool {
+    p.existing.is_some()
+        && !p.made.created
+        && p.tries < STALE_TRIES
+        && server
+            .files
+            .renames
+            .load(std::sync::atomic::Ordering::Acquire)
+            != p.renames
 }
 
 /// What the job answers: the open, or the status the CREATE fails with.
@@ -92,7 +118,12 @@ pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
 /// read there, under its lock), the open or creation ([`open::open`]), the access check
 /// ([`rights::check`]), a non-empty directory's delete-on-close refused, and for a new file
 /// its changes ([`change::apply_to`]). It answers [`Prepared`] ([`FsDone::Made`]).
-pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, now: Now) -> FsJob {
+pub(super) fn job(
+    server: Arc<ServerState>,
+    tree: TreeView,
+    asked: Asked,
+    (now, tries): (Now, u8),
+) -> FsJob {
     let share_key = crate::fsjob::share_key(&tree.share.name);
     let who = Some(tree.who.clone());
     FsJob::answer_made(
@@ -101,7 +132,15 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, now: N
         share_key,
         "the file system part of a CREATE",
         move || {
-            let outcome = prepare(&server, &tree, &asked, now);
+            let renames = server
+                .files
+                .renames
+                .load(std::sync::atomic::Ordering::Acquire);
+            let outcome = prepare(&server, &tree, &asked, now).map(|p| Prepared {
+                renames,
+                tries,
+                ..p
+            });
             let holds = outcome.is_ok();
             Carried::new(outcome, holds)
         },
@@ -149,6 +188,8 @@ fn prepare(server: &ServerState, tree: &TreeView, asked: &Asked, now: Now) -> Ou
         node,
         made,
         changed,
+        renames: 0,
+        tries: 0,
     })
 }
 
