@@ -29,9 +29,14 @@ pub fn close_open(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Opt
 
 /// The close decided on this node (the file's entry told, then what follows the close).
 fn close_here(server: &ServerState, c: Closing) -> Option<FileAttr> {
-    let o = &c.open;
-    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
+    let closed = decided(server, &c);
     closed_open(server, c, closed)
+}
+
+/// The file's entry told that `c`'s open closes (its delete-on-close too).
+fn decided(server: &ServerState, c: &Closing) -> crate::decide::Closed {
+    let o = &c.open;
+    crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who)
 }
 
 /// [`close_open`] on a thread that may not wait for etcd (one deciding another request at the
@@ -348,8 +353,8 @@ pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Vec<Lookup> {
 /// closes, here, as for a CLOSE) nor, for now, for a file homed on another node (its close
 /// finishes when the home answers).
 fn close_here_posted(server: &ServerState, c: Closing) -> Option<Lookup> {
+    let closed = decided(server, &c);
     let o = &c.open;
-    let closed = crate::decide::close(server, o.key, &o.entry, o.id, c.delete_on_close, &o.who);
     let job = (o.share.offloaded() && !closed.remove && o.stream.is_none()).then(|| {
         Lookup::Fs(crate::fsjob::FsJob::last_close(
             Arc::clone(&o.node),

@@ -201,10 +201,7 @@ pub(crate) fn admitted(
     if let (Some(node), false) = (keep, matches!(adm, Ok(Some(_)))) {
         offload::let_go(core, &opening.tree, node);
     }
-    let dh2q = match opening.asked.durable {
-        durable::Ask::V2 { create_guid, .. } => Some(create_guid),
-        _ => None,
-    };
+    let dh2q = opening.asked.durable.create_guid();
     let mut parked = None;
     let r = match adm {
         Ok(Some(adm)) => match CreateRequest::decode(req.msg) {
@@ -223,7 +220,7 @@ pub(crate) fn admitted(
 /// A parked CREATE whose connection went (or that was cancelled or logged off): the open on
 /// its way in leaves, and a DH2Q replay is no longer told that it is pending.
 pub(crate) fn abandon_admission(core: &mut ConnCore, fin: AtHome) {
-    if let durable::Ask::V2 { create_guid, .. } = fin.opening.asked.durable {
+    if let Some(create_guid) = fin.opening.asked.durable.create_guid() {
         pending(core, create_guid, false);
     }
     // Opened in a file system job: let go on the pool, not here.
@@ -451,7 +448,7 @@ fn reconnect_or_replay(
     ) {
         return durable::reconnect(core, req, cr, ask, Some(parked)).map(Some);
     }
-    if let durable::Ask::V2 { create_guid, .. } = ask {
+    if let Some(create_guid) = ask.create_guid() {
         if let Some(r) = durable::replay(core, req, cr, create_guid, retry)? {
             return Ok(Some(r));
         }
@@ -788,10 +785,7 @@ pub(crate) fn changed(
         ..
     } = fin;
     let req = request.req(session_id);
-    let dh2q = match opening.asked.durable {
-        durable::Ask::V2 { create_guid, .. } => Some(create_guid),
-        _ => None,
-    };
+    let dh2q = opening.asked.durable.create_guid();
     let mut parked = None;
     let r = match offload::overwritten(done) {
         Ok(changed) => match CreateRequest::decode(req.msg) {
@@ -816,7 +810,7 @@ pub(crate) fn abandon_change(core: &mut ConnCore, fin: Changing) {
         stage,
         ..
     } = fin;
-    if let durable::Ask::V2 { create_guid, .. } = opening.asked.durable {
+    if let Some(create_guid) = opening.asked.durable.create_guid() {
         pending(core, create_guid, false);
     }
     let leaving = offload::Leaving {

@@ -230,10 +230,7 @@ pub(super) fn new_open(
         mode: asked.options & MODE_FROM_OPTIONS,
         channel_sequence: req.hdr.channel_sequence(),
         durable: settled.durability,
-        create_guid: match ask {
-            durable::Ask::V2 { create_guid, .. } => Some((client_guid(core), create_guid)),
-            _ => None,
-        },
+        create_guid: ask.create_guid().map(|g| (client_guid(core), g)),
         create_action: settled.action.0,
         replay_eligible: matches!(ask, durable::Ask::V2 { .. }),
         lock_sequences: None,
@@ -306,7 +303,7 @@ pub(crate) fn resume(
     fin: Installing,
     done: crate::lookup::LookupDone,
 ) -> Result<Reply, NtStatus> {
-    if let durable::Ask::V2 { create_guid, .. } = fin.ask {
+    if let Some(create_guid) = fin.ask.create_guid() {
         super::pending(core, create_guid, false);
     }
     let fin = stored_or_closed(core, fin, done.cluster())?;
@@ -318,7 +315,7 @@ pub(crate) fn resume(
 /// posted, so the cluster's store thread asks it after the store the CREATE waited for: a
 /// record stored after the close is removed all the same.
 pub(crate) fn abandon(core: &mut ConnCore, fin: Installing) {
-    if let durable::Ask::V2 { create_guid, .. } = fin.ask {
+    if let Some(create_guid) = fin.ask.create_guid() {
         super::pending(core, create_guid, false);
     }
     let asks = opens::close_posted(&core.server, Arc::new(fin.open));
@@ -361,7 +358,7 @@ fn finish(core: &mut ConnCore, fin: Installing) -> Result<Reply, NtStatus> {
         return Err(NtStatus::NETWORK_NAME_DELETED);
     }
     let server = &core.server;
-    if let durable::Ask::V2 { create_guid, .. } = fin.ask {
+    if let Some(create_guid) = fin.ask.create_guid() {
         let client_guid = client_guid(core);
         lock(&server.files.durables).remember((client_guid, create_guid), fin.session_id, id);
     }

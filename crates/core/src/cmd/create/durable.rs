@@ -34,6 +34,16 @@ pub(crate) enum Ask {
     },
 }
 
+impl Ask {
+    /// A DH2Q's CreateGuid (the key of its replay's pending state).
+    pub(crate) fn create_guid(&self) -> Option<[u8; 16]> {
+        match self {
+            Ask::V2 { create_guid, .. } => Some(*create_guid),
+            _ => None,
+        }
+    }
+}
+
 /// DH2Q's persistent flag ([MS-SMB2] 2.2.13.2.11).
 const DHANDLE_FLAG_PERSISTENT: u32 = 0x2;
 
