@@ -1014,13 +1014,8 @@ fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from
     let m = persistent_create_msg(&mut c, "again.txt", 4, false);
     let (_, fb) =
         runs_again_after_a_break(&cl, (&mut c, &mut b), "again.txt", 8, |c| c.send_frame(m));
-    let empty = |o: &mut Vec<u8>| {
-        use ringshare_wire::WriteExt;
-        o.put_u16(4);
-        o.put_u16(0);
-    };
     assert_eq!(
-        c.call(Command::LOGOFF, 0, empty).status(),
+        c.call(Command::LOGOFF, 0, empty_body).status(),
         NtStatus::SUCCESS
     );
     assert!(answer_held(&mut c).is_empty() && c.held_lookups.is_empty());
@@ -1038,7 +1033,7 @@ fn a_create_run_again_after_breaks_asks_its_home_and_stores_its_record_away_from
         runs_again_after_a_break(&cl, (&mut c, &mut b), "again.txt", 9, |c| c.send_frame(m));
     assert!(answer_held(&mut c).is_empty() && c.held_lookups.len() == 1);
     assert_eq!(
-        c.call(Command::LOGOFF, 0, empty).status(),
+        c.call(Command::LOGOFF, 0, empty_body).status(),
         NtStatus::SUCCESS
     );
     assert_eq!(

@@ -790,16 +790,15 @@ fn a_persistent_open_closed_without_its_close_has_its_record_removed_away_from_t
             assert_eq!(a.set_info(f, 1, 13, &[1]).status(), NtStatus::SUCCESS);
         }
         let other_tree = a.tree_connect("share");
-        let empty = |o: &mut Vec<u8>| o.extend_from_slice(&[4, 0, 0, 0]);
         a.hold_lookups = true;
         match how {
             "TREE_DISCONNECT" => {
                 let tree = a.tree_id;
-                let r = a.call(Command::TREE_DISCONNECT, tree, empty);
+                let r = a.call(Command::TREE_DISCONNECT, tree, empty_body);
                 assert_eq!(r.status(), NtStatus::SUCCESS, "{how}: answered at once");
             }
             "LOGOFF" => {
-                let r = a.call(Command::LOGOFF, 0, empty);
+                let r = a.call(Command::LOGOFF, 0, empty_body);
                 assert_eq!(r.status(), NtStatus::SUCCESS, "{how}: answered at once");
             }
             "the connection's end" => {
@@ -835,7 +834,7 @@ fn a_persistent_open_closed_without_its_close_has_its_record_removed_away_from_t
             assert!(g.is_ok(), "{how}: answered meanwhile");
         } else if how == "LOGOFF" {
             (a.session_id, a.signing) = (0, None);
-            let r = a.call(Command::ECHO, 0, empty);
+            let r = a.call(Command::ECHO, 0, empty_body);
             assert_eq!(r.status(), NtStatus::SUCCESS, "{how}: answered meanwhile");
         }
         if how == "its timeout" {

@@ -615,16 +615,11 @@ fn a_logoff_tree_disconnect_or_connection_end_closes_at_the_home_without_waiting
         assert_eq!(set_delete(&mut a, fa), NtStatus::SUCCESS);
         a.hold_lookups = true;
         let calls = cl.calls_to(3);
-        let empty = |o: &mut Vec<u8>| {
-            use ringshare_wire::WriteExt;
-            o.put_u16(4);
-            o.put_u16(0);
-        };
         let answered = match how {
-            "LOGOFF" => a.call(Command::LOGOFF, 0, empty).status(),
+            "LOGOFF" => a.call(Command::LOGOFF, 0, empty_body).status(),
             "TREE_DISCONNECT" => {
                 let tree = a.tree_id;
-                a.call(Command::TREE_DISCONNECT, tree, empty).status()
+                a.call(Command::TREE_DISCONNECT, tree, empty_body).status()
             }
             _ => {
                 a.conn.shutdown(a.now);

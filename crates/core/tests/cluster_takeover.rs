@@ -53,8 +53,7 @@ fn file_id(r: &Resp) -> FileId {
 }
 
 fn echo(c: &mut Client) -> NtStatus {
-    let body = |o: &mut Vec<u8>| o.extend_from_slice(&[4, 0, 0, 0]);
-    c.call(Command::ECHO, 0, body).status()
+    c.call(Command::ECHO, 0, empty_body).status()
 }
 
 /// Alice's durable open of `name` with data and a lock, left on node `node` when her
@@ -239,8 +238,10 @@ fn a_reconnect_parked_across_a_logoff_leaves_the_open_for_the_next() {
     let (f, l) = left_on(&cl, 1, "doc.txt", PERSISTENT);
     let mut b = alice(&cl, 2, 1);
     parked_reconnect(&mut b, "doc.txt", f, &l, PERSISTENT);
-    let body = |o: &mut Vec<u8>| o.extend_from_slice(&[4, 0, 0, 0]);
-    assert_eq!(b.call(Command::LOGOFF, 0, body).status(), NtStatus::SUCCESS);
+    assert_eq!(
+        b.call(Command::LOGOFF, 0, empty_body).status(),
+        NtStatus::SUCCESS
+    );
     let answered = answer_all(&mut b);
     assert!(
         answered.iter().all(|r| r.status() != NtStatus::SUCCESS),

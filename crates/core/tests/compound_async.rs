@@ -82,7 +82,7 @@ fn an_unknown_command_after_a_failed_read_in_a_chain_is_invalid_parameter() {
     let f = c.create("empty", GENERIC_READ, D::OPEN, 0).unwrap();
     let m1 = c.read_msg(f, 0, 1);
     let tree = c.tree_id;
-    let mut m2 = c.message(Command::ECHO, tree, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let mut m2 = c.message(Command::ECHO, tree, empty_body);
     m2[12..14].copy_from_slice(&0xFFu16.to_le_bytes());
     let rs = c.compound(vec![m1, m2], true);
     assert_eq!(rs[0].status(), NtStatus::END_OF_FILE);
@@ -157,7 +157,7 @@ fn an_async_request_in_the_middle_of_a_compound_fails_with_internal_error() {
 fn a_client_asking_for_many_credits_may_hold_up_to_8192() {
     let mut c = Client::new();
     let tree = c.tree_id;
-    let mut m = c.message(Command::ECHO, tree, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let mut m = c.message(Command::ECHO, tree, empty_body);
     m[14..16].copy_from_slice(&8192u16.to_le_bytes());
     let r = c.send_frame(m).remove(0);
     assert!(r.hdr.credits > 512, "granted {}", r.hdr.credits);
@@ -233,9 +233,7 @@ fn logoff_grants_a_lock_waiting_on_a_handle_of_the_same_session_before_closing_i
     let interim = c.lock(h2, &[(100, 10, EXCLUSIVE)]);
     assert_eq!(interim.status(), NtStatus::PENDING);
     let tree = c.tree_id;
-    let m = c.message(Command::LOGOFF, tree, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0])
-    });
+    let m = c.message(Command::LOGOFF, tree, empty_body);
     let rs = c.send_frame(m);
     let waiting = rs
         .iter()
@@ -253,9 +251,7 @@ fn a_tree_disconnect_completes_the_trees_change_notify_with_notify_cleanup_first
     let mut c = Client::new();
     let (_, interim) = watching(&mut c, "watched-tdis");
     let tree = c.tree_id;
-    let rs = c.call_all(Command::TREE_DISCONNECT, tree, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0]);
-    });
+    let rs = c.call_all(Command::TREE_DISCONNECT, tree, empty_body);
     let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
     assert_eq!(
         got,
@@ -280,9 +276,7 @@ fn a_logoff_completes_the_sessions_change_notifies_with_notify_cleanup_first() {
         .unwrap();
     let m = notify_msg(&mut c, d);
     assert_eq!(c.send_frame(m).remove(0).status(), NtStatus::PENDING);
-    let rs = c.call_all(Command::LOGOFF, 0, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0]);
-    });
+    let rs = c.call_all(Command::LOGOFF, 0, empty_body);
     let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
     assert_eq!(
         got,
@@ -307,9 +301,7 @@ fn a_tree_disconnect_leaves_another_trees_change_notify_waiting() {
     let m = notify_msg(&mut c, d);
     assert_eq!(c.send_frame(m).remove(0).status(), NtStatus::PENDING);
     let ro = c.ro_tree_id;
-    let rs = c.call_all(Command::TREE_DISCONNECT, ro, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0]);
-    });
+    let rs = c.call_all(Command::TREE_DISCONNECT, ro, empty_body);
     let got: Vec<(Command, NtStatus)> = rs.iter().map(|r| (r.hdr.command, r.status())).collect();
     assert_eq!(got, vec![(Command::TREE_DISCONNECT, NtStatus::SUCCESS)]);
 }

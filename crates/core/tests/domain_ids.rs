@@ -199,7 +199,7 @@ fn a_domain_group_ace_becomes_a_posix_acl_entry_after_asking_the_id_source() {
     assert!(ids.asked().is_empty(), "not asked on the I/O thread");
     // The connection goes on meanwhile.
     let tree = c.tree_id;
-    let echo = c.call_all(Command::ECHO, tree, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let echo = c.call_all(Command::ECHO, tree, empty_body);
     assert_eq!(echo[0].status(), NtStatus::SUCCESS);
     let (asked, rs) = answer(&mut c);
     let [Lookup::Ids {

@@ -322,9 +322,7 @@ fn a_create_whose_tree_is_disconnected_while_its_job_is_out_holds_nothing_after(
     assert!(c.pump().is_empty(), "waits for the overwrite's job");
     let overwrite = std::mem::take(&mut c.held_lookups);
     assert_eq!(overwrite.len(), 1, "the overwrite's job");
-    let gone = c.call(Command::TREE_DISCONNECT, old_tree, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0])
-    });
+    let gone = c.call(Command::TREE_DISCONNECT, old_tree, empty_body);
     assert_eq!(gone.status(), NtStatus::SUCCESS);
     c.run_jobs(overwrite);
     let answers = c.pump();
@@ -430,13 +428,8 @@ fn an_open_abandoned_while_its_overwrite_job_is_out_holds_the_file_until_the_job
         assert_eq!(overwrite.len(), 1, "{how}: the overwrite's job");
         match how {
             "LOGOFF" => {
-                let empty = |o: &mut Vec<u8>| {
-                    use ringshare_wire::WriteExt;
-                    o.put_u16(4);
-                    o.put_u16(0);
-                };
                 assert_eq!(
-                    b.call(Command::LOGOFF, 0, empty).status(),
+                    b.call(Command::LOGOFF, 0, empty_body).status(),
                     NtStatus::SUCCESS
                 );
             }

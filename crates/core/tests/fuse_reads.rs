@@ -228,9 +228,7 @@ fn a_jobs_answer_left_by_a_member_that_failed_is_not_taken_by_the_next_member_of
     );
     let held: Vec<_> = std::mem::take(&mut c.held_lookups);
     assert_eq!(held.len(), 1, "the first READ's job");
-    let gone = c.call(Command::TREE_DISCONNECT, t1, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0])
-    });
+    let gone = c.call(Command::TREE_DISCONNECT, t1, empty_body);
     assert_eq!(gone.status(), NtStatus::SUCCESS);
     let mut answers = Vec::new();
     let mut jobs = held;
@@ -429,9 +427,7 @@ fn a_tree_disconnects_closes_let_their_files_go_in_jobs_on_a_share_that_may_wait
         file_holding(&mut c, "left-open", b"still open at the disconnect");
         let before = calls.dropped.load(Ordering::SeqCst);
         c.hold_lookups = true;
-        let r = c.call(Command::TREE_DISCONNECT, tree, |o| {
-            o.extend_from_slice(&[4, 0, 0, 0])
-        });
+        let r = c.call(Command::TREE_DISCONNECT, tree, empty_body);
         assert_eq!(r.status(), NtStatus::SUCCESS);
         let held = std::mem::take(&mut c.held_lookups);
         let jobs = held
@@ -858,7 +854,7 @@ fn a_tree_disconnect_while_a_listing_job_stalls_on_an_entry_does_not_wait_for_it
     let r = c.call(
         ringshare_wire::consts::Command::TREE_DISCONNECT,
         tree,
-        |o| o.extend_from_slice(&[4, 0, 0, 0]),
+        empty_body,
     );
     let took = started.elapsed();
     assert_eq!(r.status(), NtStatus::SUCCESS);

@@ -88,7 +88,7 @@ fn answer(c: &mut Client) -> Vec<Resp> {
 
 fn echo(c: &mut Client) -> NtStatus {
     let session = std::mem::take(&mut c.session_id);
-    let r = c.call(Command::ECHO, 0, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let r = c.call(Command::ECHO, 0, empty_body);
     c.session_id = session;
     r.status()
 }

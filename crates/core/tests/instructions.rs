@@ -56,9 +56,7 @@ fn metadata_cycles_for_callgrind() {
 fn echo_for_callgrind() {
     let mut c = Client::with(Options::default());
     for _ in 0..cycles() * 3 {
-        let r = c.call(ringshare_wire::consts::Command::ECHO, 0, |o| {
-            o.extend_from_slice(&[4, 0, 0, 0])
-        });
+        let r = c.call(ringshare_wire::consts::Command::ECHO, 0, empty_body);
         assert_eq!(r.status(), NtStatus::SUCCESS);
     }
 }

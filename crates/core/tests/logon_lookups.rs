@@ -62,7 +62,7 @@ fn send_leg(c: &mut Client, token: &[u8]) -> Vec<Resp> {
 /// An ECHO outside any session.
 fn echo(c: &mut Client) -> Resp {
     let session = std::mem::take(&mut c.session_id);
-    let r = c.call(Command::ECHO, 0, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let r = c.call(Command::ECHO, 0, empty_body);
     c.session_id = session;
     r
 }

@@ -224,7 +224,7 @@ fn a_request_on_a_bound_channel_signed_with_the_session_key_is_refused() {
     let mut b = second(&a, Dialect::SMB3_1_1, GUID);
     bind(&a, &mut b, &skey).expect("binding succeeds");
     b.signing = Some(skey);
-    let r = b.call(Command::ECHO, 0, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let r = b.call(Command::ECHO, 0, empty_body);
     assert_eq!(r.status(), NtStatus::ACCESS_DENIED);
 }
 
@@ -373,7 +373,7 @@ fn logoff_on_one_channel_ends_the_session_on_the_other() {
     let mut b = second(&a, Dialect::SMB3_1_1, GUID);
     bind(&a, &mut b, &skey).unwrap();
     let f = a.create("gone", GENERIC_WRITE, D::CREATE, 0).unwrap();
-    let r = b.call(Command::LOGOFF, 0, |o| o.extend_from_slice(&[4, 0, 0, 0]));
+    let r = b.call(Command::LOGOFF, 0, empty_body);
     assert_eq!(r.status(), NtStatus::SUCCESS);
     let w = a.write(f, 0, b"late");
     assert_eq!(w.status(), NtStatus::USER_SESSION_DELETED);

@@ -414,9 +414,7 @@ fn tree_disconnect_logoff_and_a_dropped_connection_leave_no_watch_behind() {
     pending(&mut b, e, NAME, false, 4096);
     assert_eq!(server.notify_watchers(), 2);
     let tree = a.tree_id;
-    let rs = a.call_all(Command::TREE_DISCONNECT, tree, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0])
-    });
+    let rs = a.call_all(Command::TREE_DISCONNECT, tree, empty_body);
     assert!(rs.iter().any(|r| r.status() == NtStatus::NOTIFY_CLEANUP));
     assert_eq!(server.notify_watchers(), 1);
     let now = b.now;

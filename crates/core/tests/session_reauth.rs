@@ -190,9 +190,11 @@ fn a_tree_whose_share_does_not_admit_the_re_authenticated_user_refuses_its_reque
     assert_eq!(read_data(&c.read(f, 0, 1)), b"x");
     let ro = c.ro_tree_id;
     assert_eq!(c.log_on("bob", "anything", 0), NtStatus::SUCCESS);
-    let r = c.call(ringshare_wire::consts::Command::TREE_DISCONNECT, ro, |o| {
-        o.extend_from_slice(&[4, 0, 0, 0])
-    });
+    let r = c.call(
+        ringshare_wire::consts::Command::TREE_DISCONNECT,
+        ro,
+        empty_body,
+    );
     assert_eq!(
         r.status(),
         NtStatus::SUCCESS,

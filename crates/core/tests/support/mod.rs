@@ -1126,6 +1126,11 @@ pub fn granted_lease(r: &Resp) -> ringshare_wire::create::Lease {
     ringshare_wire::create::Lease::decode(&c.data).expect("lease context")
 }
 
+/// The body of an ECHO, LOGOFF or TREE_DISCONNECT request (StructureSize 4, Reserved).
+pub fn empty_body(o: &mut Vec<u8>) {
+    o.extend_from_slice(&[4, 0, 0, 0]);
+}
+
 /// FileRenameInformation ([MS-FSCC] 2.4.42, SMB2 form) to `to`, root 0.
 pub fn rename_info(to: &str, replace: bool) -> Vec<u8> {
     let name: Vec<u8> = to.encode_utf16().flat_map(u16::to_le_bytes).collect();
