@@ -18,6 +18,8 @@ use support::*;
 const ALL: u32 = 0x001F_01FF;
 const EXCLUSIVE: u32 = 2;
 const FAIL_IMMEDIATELY: u32 = 0x10;
+const OPEN_IF: ringshare_wire::consts::CreateDisposition =
+    ringshare_wire::consts::CreateDisposition::OPEN_IF;
 
 /// What a held lookup asks, in a word: its file's home, a file system job, the cluster's record
 /// store, or something else.
@@ -50,9 +52,9 @@ fn carry_until_answered(c: &mut Client) -> (Vec<&'static str>, Vec<Resp>) {
     }
 }
 
-#[test]
-fn a_read_and_a_write_on_an_offloaded_share_ask_their_home_and_their_job_once_each() {
-    let cl = Cluster::with(3, 3, |c| {
+/// Three nodes, every file homed on node 3, each share offloaded.
+fn offloaded_cluster() -> Cluster {
+    Cluster::with(3, 3, |c| {
         c.shares = c
             .shares
             .iter()
@@ -62,7 +64,12 @@ fn a_read_and_a_write_on_an_offloaded_share_ask_their_home_and_their_job_once_ea
                 Arc::new(d)
             })
             .collect();
-    });
+    })
+}
+
+#[test]
+fn a_read_and_a_write_on_an_offloaded_share_ask_their_home_and_their_job_once_each() {
+    let cl = offloaded_cluster();
     let (mut a, mut b) = (cl.client(1), cl.client(2));
     let fa = open(&mut a, "rw.txt", ALL, 7).expect("a");
     assert_eq!(a.write(fa, 0, b"0123456789").status(), NtStatus::SUCCESS);
@@ -102,6 +109,52 @@ fn a_read_and_a_write_on_an_offloaded_share_ask_their_home_and_their_job_once_ea
     assert_eq!(cl.calls_to(3), calls + 1, "one call to the home");
     a.hold_lookups = false;
     assert_eq!(read_data(&a.read(fa, 0, 10)), b"0123EF6789");
+}
+
+/// The review of step 5, 1h: on an offloaded share, a CREATE of an existing file homed on a node
+/// whose calls this I/O thread fails at once now (a flood of opens of a stopped node's files) is
+/// told "try again" by its file system job before the file is opened: an open fault set on the
+/// file is still there afterwards, nothing is asked of the home, the refusal is counted once.
+/// (Before, the job opened the file and the I/O thread refused it after.)
+#[test]
+fn an_offloaded_open_of_a_file_whose_home_cannot_be_called_now_is_refused_before_its_job_opens_it()
+{
+    let cl = offloaded_cluster();
+    let mut a = cl.client(1);
+    let fa = open(&mut a, "far.txt", ALL, 7).expect("made");
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    let path = ringshare_vfs::RelPath::from_components(["far.txt"]).expect("path");
+    let fault = (
+        ringshare_vfs::memory::FaultOp::Open,
+        ringshare_vfs::FsError::Io,
+    );
+    cl.mem.inject_fault(fault.0, Some(path), fault.1, 1);
+    cl.bus.refusing.lock().unwrap().insert(3);
+    let refused = || cl.bus.refused.load(std::sync::atomic::Ordering::Relaxed);
+    let (calls, before) = (cl.calls_to(3), refused());
+    a.hold_lookups = true;
+    let m = a.create_msg_caching("far.txt", ALL, 7, OPEN_IF, 0, None);
+    assert!(a.send_frame(m).is_empty(), "the CREATE waits for its job");
+    let (kinds, r) = carry_until_answered(&mut a);
+    assert_eq!(
+        (kinds, r[0].status()),
+        (vec!["fs"], NtStatus::FILE_NOT_AVAILABLE),
+        "try again, from the job"
+    );
+    assert_eq!(
+        (cl.calls_to(3), refused() - before),
+        (calls, 1),
+        "nothing asked of the home; one refusal counted"
+    );
+    a.hold_lookups = false;
+    cl.bus.refusing.lock().unwrap().clear();
+    assert_ne!(
+        open(&mut a, "far.txt", ALL, 7).map(|_| ()),
+        Ok(()),
+        "the open fault was not used by the refused open: the next open meets it"
+    );
+    let f = open(&mut a, "far.txt", ALL, 7).expect("the calls go again");
+    assert_eq!(a.close(f).status(), NtStatus::SUCCESS);
 }
 
 /// SMB2_DHANDLE_FLAG_PERSISTENT.

@@ -79,6 +79,13 @@ pub trait ClusterLink: Send + Sync {
     fn refuses_now(&self, _node: u16) -> bool {
         false
     }
+    /// The nodes [`Self::refuses_now`] would refuse from this thread now, not counted: a file
+    /// system job asked from this thread refuses an open of an existing file homed on one of
+    /// them before it opens the file (`create::offload` (crates/core)); the I/O thread counts
+    /// the refusal with [`Self::refuses_now`] when the job's answer comes back.
+    fn refusing(&self) -> Vec<u16> {
+        Vec::new()
+    }
     /// Send `message` to `node` and wait for its answer (a bounded wait:
     /// an error status when the node does not answer).
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus>;

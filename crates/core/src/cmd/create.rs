@@ -570,7 +570,8 @@ fn create_or_wait(
     }
     let (path, node, made, changed) = if offloaded {
         let Some(outcome) = offload::answer(core) else {
-            let job = offload::job(server.clone(), tree.clone(), asked, (core.now, 0));
+            let posted = offload::Posted::by(core, retry, 0);
+            let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);
         };
@@ -584,7 +585,8 @@ fn create_or_wait(
             let offload::Prepared { node, made, .. } = p;
             drop(made);
             offload::let_go(core, &tree, node);
-            let job = offload::job(server.clone(), tree.clone(), asked, (core.now, tries));
+            let posted = offload::Posted::by(core, retry, tries);
+            let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);
         }

@@ -158,6 +158,10 @@ impl ClusterLink for Link {
         refused
     }
 
+    fn refusing(&self) -> Vec<u16> {
+        self.bus.refusing.lock().unwrap().iter().copied().collect()
+    }
+
     fn call(&self, node: u16, message: Vec<u8>) -> Result<Vec<u8>, NtStatus> {
         // A node's peer layer does not connect to itself (its acceptor refuses the node as
         // not another member): nothing may ask itself.

@@ -108,6 +108,10 @@ impl ClusterLink for Link {
         refusing::refuses(node)
     }
 
+    fn refusing(&self) -> Vec<u16> {
+        refusing::nodes()
+    }
+
     fn id_start(&self) -> u64 {
         let mut b = [0u8; 8];
         let _ = getrandom::fill(&mut b);

@@ -28,6 +28,11 @@ pub(crate) fn refuses(node: u16) -> bool {
     })
 }
 
+/// The nodes whose calls from this thread fail at once now (no refusal counted).
+pub(crate) fn nodes() -> Vec<u16> {
+    REFUSING.with(|r| r.borrow().iter().map(|(n, _)| *n).collect())
+}
+
 /// Calls to `node` from this thread fail at once (`crowded`) or not, from now on. Unmarking
 /// gives back the refusals not yet taken.
 pub(crate) fn mark(node: u16, crowded: bool) -> u64 {

@@ -102,7 +102,14 @@ pub(super) fn answered(core: &ConnCore) -> bool {
 pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
     match core.domain_answer.take() {
         Some(DomainAnswer::Fs(FsDone::Made(m), _)) => {
-            Some(m.take::<Outcome>().unwrap_or(Err(NtStatus::INTERNAL_ERROR)))
+            let (outcome, refused) = m
+                .take::<Answered>()
+                .unwrap_or((Err(NtStatus::INTERNAL_ERROR), None));
+            if let (Some(n), Some(link)) = (refused, core.server.node.link()) {
+                // Counted for the log, if this thread still refuses the node's calls.
+                link.refuses_now(n);
+            }
+            Some(outcome)
         }
         Some(DomainAnswer::Fs(FsDone::Done(Err(e)), _)) => Some(Err(crate::fsmap::status_of(e))),
         Some(DomainAnswer::Fs(..)) => Some(Err(NtStatus::INTERNAL_ERROR)),
@@ -113,17 +120,43 @@ pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
     }
 }
 
+/// What the job carries back: its outcome, and the node whose file it refused to open
+/// ([`refused_home`]).
+type Answered = (Outcome, Option<u16>);
+
+/// What the I/O thread gives a CREATE's job besides the request: the time, how many times the
+/// job ran before because names moved ([`stale`]), and the nodes whose calls the thread fails at
+/// once now (`ClusterLink::refusing`).
+pub(super) struct Posted {
+    pub now: Now,
+    pub tries: u8,
+    pub refusing: Vec<u16>,
+}
+
+impl Posted {
+    /// For a CREATE of `core`'s (`retry`: run again after it waited for breaks, when nothing is
+    /// refused before the open, as on the I/O thread: [`super::admission::refused_before_open`]).
+    pub(super) fn by(core: &ConnCore, retry: bool, tries: u8) -> Posted {
+        let refusing = match (retry, core.server.node.link()) {
+            (false, Some(link)) => link.refusing(),
+            _ => Vec::new(),
+        };
+        Posted {
+            now: core.now,
+            tries,
+            refusing,
+        }
+    }
+}
+
 /// The CREATE's file system part as a job, acting as the tree's user: the name resolved and
 /// the disposition's checks ([`target::resolve`]; the delete-pending a file's entry shows is
-/// read there, under its lock), the open or creation ([`open::open`]), the access check
-/// ([`rights::check`]), a non-empty directory's delete-on-close refused, and for a new file
-/// its changes ([`change::apply_to`]). It answers [`Prepared`] ([`FsDone::Made`]).
-pub(super) fn job(
-    server: Arc<ServerState>,
-    tree: TreeView,
-    asked: Asked,
-    (now, tries): (Now, u8),
-) -> FsJob {
+/// read there, under its lock), an existing file homed on a node the I/O thread cannot call
+/// now refused before it is opened ([`refused_home`]), the open or creation ([`open::open`]),
+/// the access check ([`rights::check`]), a non-empty directory's delete-on-close refused, and
+/// for a new file its changes ([`change::apply_to`]). It answers [`Prepared`]
+/// ([`FsDone::Made`]).
+pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, p: Posted) -> FsJob {
     let share_key = crate::fsjob::share_key(&tree.share.name);
     let who = Some(tree.who.clone());
     FsJob::answer_made(
@@ -136,22 +169,51 @@ pub(super) fn job(
                 .files
                 .renames
                 .load(std::sync::atomic::Ordering::Acquire);
-            let outcome = prepare(&server, &tree, &asked, now).map(|p| Prepared {
+            let mut refused = None;
+            let outcome = prepare(&server, &tree, &asked, (&p, &mut refused)).map(|o| Prepared {
                 renames,
-                tries,
-                ..p
+                tries: p.tries,
+                ..o
             });
             let holds = outcome.is_ok();
-            Carried::new(outcome, holds)
+            Carried::new::<Answered>((outcome, refused), holds)
         },
     )
 }
 
+/// The node an existing file (`existing`) is homed on, when it is one whose calls the I/O
+/// thread that asked the job fails at once now (`refusing`): its open is told "try again"
+/// (FILE_NOT_AVAILABLE) before the file is opened, as on the I/O thread
+/// ([`super::admission::refused_before_open`]), so a flood of opens of a stopped node's files
+/// does not open each on the file system (the review of step 5, 1h).
+fn refused_home(
+    server: &ServerState,
+    existing: Option<&FileAttr>,
+    refusing: &[u16],
+) -> Option<u16> {
+    let attr = existing.filter(|_| !refusing.is_empty())?;
+    match server.node.home_of(server.node.file_key(attr)) {
+        crate::cluster::Home::Node(n) if refusing.contains(&n) => Some(n),
+        _ => None,
+    }
+}
+
 /// [`job`]'s calls, in the order the I/O thread makes them elsewhere.
-fn prepare(server: &ServerState, tree: &TreeView, asked: &Asked, now: Now) -> Outcome {
+/// `refused`: the node whose file it did not open ([`refused_home`]).
+fn prepare(
+    server: &ServerState,
+    tree: &TreeView,
+    asked: &Asked,
+    (posted, refused): (&Posted, &mut Option<u16>),
+) -> Outcome {
+    let now = posted.now;
     let mut tries = 0;
     let (target, opened) = loop {
         let target = target::resolve(server, tree, asked)?;
+        *refused = refused_home(server, target.existing.as_ref(), &posted.refusing);
+        if refused.is_some() {
+            return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
         let at = At {
             server,
             tree,
