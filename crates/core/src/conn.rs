@@ -1018,7 +1018,10 @@ impl Connection {
                 let r = cmd::write::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)
             }
-            Command::LOCK => cmd::lock::handle(&mut self.core, req),
+            Command::LOCK => {
+                let r = cmd::lock::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::IOCTL => {
                 // A copychunk's or a set-zero-data's lock check may ask the file's home (the
                 // request parks and runs again: cmd/io_check.rs).

@@ -28,6 +28,7 @@ use ringshare_wire::NtStatus;
 use std::sync::Arc;
 
 use crate::arbiter::{self, Decision};
+use crate::cmd::ids::ASK_IDS;
 use crate::cmd::AsyncWork;
 use crate::cmd::{Handled, LookupCont, Polled};
 use crate::exchange::handles;
@@ -61,6 +62,8 @@ pub(crate) struct PendingLock {
     cancelled: bool,
     /// Tries in a row a local program's POSIX lock was in the way of ([`posix`]).
     posix_tries: u32,
+    /// The lookup under way is the job that takes its POSIX lock ([`posix::take_job`]).
+    taking: bool,
 }
 
 impl PendingLock {
@@ -167,7 +170,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         return match arbiter::unlock_or_ask(node, open.key, &open.entry, owner, ranges) {
             Decision::Made(done) => {
                 if let Some(asked) = &asked {
-                    unlocked(&open, asked, &done);
+                    unlocked(core, &open, asked, &done);
                 }
                 done.map(|()| granted(core, &open, sequence))
             }
@@ -200,7 +203,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         })
         .collect();
     let new = new_locks(&asks);
-    if new.len() == asks.len() && !posix::take(&open, &new) {
+    if new.len() == asks.len() && !taken(core, &open, &new)? {
         // A local program's POSIX lock is in the way.
         if many || first.flags.bits() & FAIL_IMMEDIATELY != 0 {
             return Err(NtStatus::LOCK_NOT_GRANTED);
@@ -213,6 +216,25 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     match arbiter::lock_or_ask(&core.server, key, entry, owner, &asks, max, now) {
         Decision::Made(locked) => decided(core, &open, sequence, &new, locked),
         Decision::Ask(ask, here) => Ok(at_home(ask, open, sequence, Asked::Lock(asks, here))),
+    }
+}
+
+/// Whether `new` was taken on the open's descriptor ([`posix::take`]). On a share whose calls
+/// may wait on a network in a file system job ([`posix::take_job`]), the LOCK parked meanwhile
+/// (Err([`ASK_IDS`]), [`crate::cmd::ids::parked`]): it runs again with the job's answer, having
+/// changed nothing before it asked.
+fn taken(core: &mut ConnCore, open: &Arc<Open>, new: &[ByteRangeLock]) -> Result<bool, NtStatus> {
+    if !posix::in_jobs(open) {
+        return Ok(posix::take(open, new));
+    }
+    match core.domain_answer.take() {
+        Some(crate::lookup::DomainAnswer::Fs(done, _)) => Ok(posix::taken(&done)),
+        other => {
+            core.domain_answer = other;
+            let job = posix::take_job(open, new.to_vec());
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
+            Err(ASK_IDS)
+        }
     }
 }
 
@@ -249,7 +271,7 @@ fn at_home(
 /// The file's home answered a parked LOCK or UNLOCK: it is answered as one decided at once
 /// would be (a lock that must wait goes async; a persistent open's record is stored first).
 pub(crate) fn answered(
-    core: &ConnCore,
+    core: &mut ConnCore,
     fin: AtHome,
     done: crate::lookup::LookupDone,
 ) -> Result<Handled, NtStatus> {
@@ -257,7 +279,7 @@ pub(crate) fn answered(
     match &fin.asked {
         Asked::Unlock(ranges) => {
             let done = arbiter::unlock_answered(&open.entry, open.id, ranges, answer);
-            unlocked(open, ranges, &done);
+            unlocked(core, open, ranges, &done);
             done?;
             Ok(granted(core, open, fin.sequence))
         }
@@ -271,8 +293,8 @@ pub(crate) fn answered(
 /// The LOCK's answer once its locks are decided: granted, waiting (async, retried every
 /// [`limits::BLOCKING_LOCK_RETRY_MS`]) or refused.
 fn decided(
-    core: &ConnCore,
-    open: &Open,
+    core: &mut ConnCore,
+    open: &Arc<Open>,
     sequence: Option<(usize, u8)>,
     new: &[ByteRangeLock],
     locked: arbiter::Locked,
@@ -280,7 +302,7 @@ fn decided(
     if matches!(locked, arbiter::Locked::Granted) {
         posix::keep(open, new);
     } else {
-        posix::give_back(open, new);
+        give_back(core, open, new);
     }
     match locked {
         arbiter::Locked::Granted => Ok(granted(core, open, sequence)),
@@ -308,6 +330,7 @@ fn waiting(
         granted: false,
         cancelled: false,
         posix_tries,
+        taking: false,
     })))
 }
 
@@ -325,12 +348,26 @@ fn new_locks(asks: &[arbiter::LockAsk]) -> Vec<ByteRangeLock> {
 }
 
 /// An UNLOCK was decided: the ranges it released are released on the descriptor too.
-fn unlocked(open: &Open, ranges: &arbiter::Ranges, done: &Result<(), NtStatus>) {
+fn unlocked(
+    core: &mut ConnCore,
+    open: &Arc<Open>,
+    ranges: &arbiter::Ranges,
+    done: &Result<(), NtStatus>,
+) {
     if !posix::mirrored(open) {
         return;
     }
     let ranges: Vec<(u64, u64)> = ranges.iter().map_while(|r| r.ok()).collect();
-    posix::release(open, open.id, &ranges, done.is_ok());
+    if let Some(s) = posix::release(open, open.id, &ranges, done.is_ok()) {
+        s.apply(open, &mut core.cluster_posts);
+    }
+}
+
+/// The table did not grant `new`, taken on the descriptor: given back ([`posix::give_back`]).
+fn give_back(core: &mut ConnCore, open: &Arc<Open>, new: &[ByteRangeLock]) {
+    if let Some(s) = posix::give_back(open, new) {
+        s.apply(open, &mut core.cluster_posts);
+    }
 }
 
 /// Try a waiting lock again: at once when its file is homed here, else by asking the home
@@ -342,7 +379,23 @@ pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) ->
     let Some(open) = handles::by_id(core, session_id, p.open_id) else {
         return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
     };
-    if !posix::take(&open, &[p.lock]) {
+    if posix::in_jobs(&open) {
+        // Its POSIX lock taken in a job first ([`retried`] goes on with the answer).
+        p.taking = true;
+        return Polled::Ask(crate::lookup::Lookup::Fs(posix::take_job(
+            &open,
+            vec![p.lock],
+        )));
+    }
+    let took = posix::take(&open, &[p.lock]);
+    after_take(core, &open, p, took)
+}
+
+/// A waiting lock's try once its POSIX lock was taken (`took`) or a local program's was in the
+/// way (tried again after [`posix::poll_ms`]): the table asked again, at once when its file is
+/// homed here, else by asking the home ([`retried`] takes the answer).
+fn after_take(core: &mut ConnCore, open: &Arc<Open>, p: &mut PendingLock, took: bool) -> Polled {
+    if !took {
         p.posix_tries += 1;
         p.retry_at_ms = core.now.mono_ms + retry_ms(p.posix_tries);
         return Polled::Wait;
@@ -350,11 +403,11 @@ pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) ->
     p.posix_tries = 0;
     match arbiter::retry_lock_or_ask(&core.server.node, open.key, &open.entry, p.lock) {
         Decision::Made(true) => {
-            posix::keep(&open, &[p.lock]);
-            held(core, &open, p)
+            posix::keep(open, &[p.lock]);
+            held(core, open, p)
         }
         Decision::Made(false) => {
-            posix::give_back(&open, &[p.lock]);
+            give_back(core, open, &[p.lock]);
             p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
             Polled::Wait
         }
@@ -379,11 +432,22 @@ pub(crate) fn retried(
     let Some(open) = handles::by_id(core, session_id, p.open_id) else {
         return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
     };
+    if std::mem::take(&mut p.taking) {
+        // Its POSIX lock's job answered ([`poll`]).
+        let took = matches!(&done, crate::lookup::LookupDone::Fs(d) if posix::taken(d));
+        if p.cancelled {
+            if took {
+                give_back(core, &open, &[p.lock]);
+            }
+            return Polled::Done(Err(NtStatus::CANCELLED));
+        }
+        return after_take(core, &open, p, took);
+    }
     if arbiter::retry_answered(&open.entry, p.lock, done.home()) {
         posix::keep(&open, &[p.lock]);
         return held(core, &open, p);
     }
-    posix::give_back(&open, &[p.lock]);
+    give_back(core, &open, &[p.lock]);
     if p.cancelled {
         Polled::Done(Err(NtStatus::CANCELLED))
     } else {

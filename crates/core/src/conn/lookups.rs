@@ -142,7 +142,9 @@ impl Connection {
             | LookupCont::Disposition(_)
             | LookupCont::Takeover(_)) => {
                 let (handled, closed) = match cont {
-                    LookupCont::Lock(fin) => (cmd::lock::answered(&self.core, *fin, done), None),
+                    LookupCont::Lock(fin) => {
+                        (cmd::lock::answered(&mut self.core, *fin, done), None)
+                    }
                     LookupCont::Disposition(fin) => {
                         (cmd::set_info::disposed(&self.core, *fin, done), None)
                     }

@@ -44,6 +44,9 @@ pub struct Calls {
     pub share_calls: AtomicUsize,
     /// Files' sizes set (an overwrite's truncation).
     pub sizes_set: AtomicUsize,
+    /// POSIX locks set on files' descriptors (a LOCK's mirror): refused while `locked` (a
+    /// local program's lock in the way).
+    pub lock_sets: AtomicUsize,
 }
 
 impl Calls {
@@ -75,6 +78,11 @@ impl Node for FuseNode {
     fn posix_locked(&self, _: OfdLock, _: i64, _: i64) -> FsResult<bool> {
         self.1.lock_probes.fetch_add(1, Ordering::SeqCst);
         Ok(self.1.locked.load(Ordering::SeqCst))
+    }
+    fn posix_lock(&self, kind: OfdLock, _: i64, _: i64) -> FsResult<bool> {
+        self.1.lock_sets.fetch_add(1, Ordering::SeqCst);
+        // An unlock is never in anyone's way.
+        Ok(kind == OfdLock::Unlock || !self.1.locked.load(Ordering::SeqCst))
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
         let n = self.0.read_at(buf, offset)?;

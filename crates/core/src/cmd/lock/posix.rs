@@ -18,8 +18,16 @@
 //!   open's request waits on the table or an UNLOCK's ranges are being set: a blocking
 //!   lock is tried again then, as for a local program.
 //! - A backend without descriptors (the in-memory one, named streams) mirrors nothing.
+//! - On a share whose calls may wait on a network ([`in_jobs`]: FUSE, CephFS, whose locks
+//!   ceph-fuse asks the MDS for) the descriptor's locks are set in file system jobs of the
+//!   open's order (issue 33, step 6), never on the I/O thread: a LOCK's take is a job the
+//!   LOCK waits for ([`take_job`]); what is given back or released after the table decided
+//!   is a job nobody waits for ([`Setting`]), run before the open's next job.
+
+use std::sync::Arc;
 
 use crate::files::locks::{self, ByteRangeLock};
+use crate::fsjob::{Carried, FsDone, FsJob};
 use crate::server::lock;
 use crate::state::Open;
 
@@ -84,19 +92,24 @@ pub(super) fn keep(open: &Open, new: &[ByteRangeLock]) {
 
 /// The table did not grant `new`, taken by [`take`]: their ranges are set back from the
 /// open's list (only ever weaker: nothing can be in the way).
-pub(super) fn give_back(open: &Open, new: &[ByteRangeLock]) {
-    if mirrored(open) {
-        let held = lock(&open.state).posix_locks.clone();
-        set(open, &held, new);
-    }
+pub(super) fn give_back(open: &Open, new: &[ByteRangeLock]) -> Option<Setting> {
+    mirrored(open).then(|| Setting {
+        held: lock(&open.state).posix_locks.clone(),
+        within: new.to_vec(),
+    })
 }
 
 /// An UNLOCK of `ranges` went through in the table (`all`: every one; else up to the first
 /// the open does not hold, as the table stops there): each leaves the open's list (its
 /// exclusive lock first, as the table prefers) and its range is set from what is left.
-pub(super) fn release(open: &Open, owner: u64, ranges: &[(u64, u64)], all: bool) {
+pub(super) fn release(
+    open: &Open,
+    owner: u64,
+    ranges: &[(u64, u64)],
+    all: bool,
+) -> Option<Setting> {
     if !mirrored(open) {
-        return;
+        return None;
     }
     let mut within = Vec::with_capacity(ranges.len());
     let held = {
@@ -124,5 +137,69 @@ pub(super) fn release(open: &Open, owner: u64, ranges: &[(u64, u64)], all: bool)
         }
         st.posix_locks.clone()
     };
-    set(open, &held, &within);
+    Some(Setting { held, within })
+}
+
+/// Ranges of the descriptor to set again from the open's list, once the table decided
+/// ([`give_back`], [`release`]): `within`'s parts as `held` has them. Only ever weaker than
+/// what the descriptor holds, so nothing can be in the way.
+pub(super) struct Setting {
+    held: Vec<ByteRangeLock>,
+    within: Vec<ByteRangeLock>,
+}
+
+impl Setting {
+    /// Set here, or, on a share whose calls may wait on a network, in a job of the open's
+    /// order nobody waits for (`posts`: the connection's posted lookups).
+    pub(super) fn apply(self, open: &Arc<Open>, posts: &mut Vec<crate::lookup::Lookup>) {
+        if !in_jobs(open) {
+            set(open, &self.held, &self.within);
+            return;
+        }
+        let o = Arc::clone(open);
+        let job = job_of(open, "setting a LOCK's POSIX locks back", move || {
+            set(&o, &self.held, &self.within);
+            Carried::new((), false)
+        });
+        posts.push(crate::lookup::Lookup::Fs(job));
+    }
+}
+
+/// Whether the descriptor's locks are set in file system jobs: the open's share mirrors them
+/// and its calls may wait on a network ([`crate::config::ShareDef::offloaded`]).
+pub(super) fn in_jobs(open: &Open) -> bool {
+    mirrored(open) && open.share.offloaded()
+}
+
+/// [`take`] of `new` as a file system job of the open's order; it answers whether it took them
+/// ([`taken`]).
+pub(super) fn take_job(open: &Arc<Open>, new: Vec<ByteRangeLock>) -> FsJob {
+    let o = Arc::clone(open);
+    job_of(open, "a LOCK's POSIX locks", move || {
+        Carried::new(take(&o, &new), false)
+    })
+}
+
+/// What a [`take_job`] answered: whether it took the locks (a job that could not run, or an
+/// answer of another kind, took nothing).
+pub(super) fn taken(done: &FsDone) -> bool {
+    match done {
+        FsDone::Made(m) => m.take::<bool>().unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// A job of `open`'s order, acting as its user, on its share.
+fn job_of(
+    open: &Open,
+    what: &'static str,
+    calls: impl FnOnce() -> Carried + Send + 'static,
+) -> FsJob {
+    FsJob::answer_made(
+        open.node.who().cloned(),
+        crate::fsjob::order_of(open.id),
+        crate::fsjob::share_key(&open.share.name),
+        what,
+        calls,
+    )
 }

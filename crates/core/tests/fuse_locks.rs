@@ -1,0 +1,176 @@
+//! LOCK on a share whose calls may wait on a network (issue 33, step 6; FUSE, CephFS, where
+//! ceph-fuse asks the MDS for every POSIX lock): with `posix locking` the POSIX lock that
+//! mirrors each SMB lock on the open's descriptor is set in a file system job of the open's
+//! order, never on the I/O thread. A LOCK waits for its take's job, then the lock table
+//! decides on the I/O thread; what is given back or released after is a job nobody waits for.
+//! The share is the FUSE-like in-memory share of support/fuse.rs, whose descriptors count the
+//! locks set on them (`Calls::lock_sets`) and refuse them while a "local program" holds one
+//! (`Calls::locked`).
+
+mod support;
+
+use std::sync::atomic::Ordering;
+
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::NtStatus;
+use support::fuse::*;
+use support::*;
+
+const EXCLUSIVE: u32 = 2;
+const UNLOCK: u32 = 4;
+const FAIL_IMMEDIATELY: u32 = 0x10;
+
+/// A LOCK of `c`'s with its jobs held: what was answered before they ran, the locks set on the
+/// I/O thread meanwhile, and the jobs.
+fn lock_with_jobs_held(
+    c: &mut Client,
+    calls: &Calls,
+    f: ringshare_wire::FileId,
+    elements: &[(u64, u64, u32)],
+) -> (Vec<Resp>, usize, Vec<ringshare_core::LookupRequest>) {
+    let sets = calls.lock_sets.load(Ordering::SeqCst);
+    c.hold_lookups = true;
+    let m = c.lock_msg(f, elements);
+    let (_, early) = send_signed(c, m);
+    let set_meanwhile = calls.lock_sets.load(Ordering::SeqCst) - sets;
+    (early, set_meanwhile, std::mem::take(&mut c.held_lookups))
+}
+
+#[test]
+fn a_lock_on_a_share_that_may_wait_on_a_network_takes_its_posix_lock_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "locked", b"0123456789");
+    let (early, set, held) = lock_with_jobs_held(&mut c, &calls, f, &[(0, 4, EXCLUSIVE)]);
+    assert!(early.is_empty(), "the LOCK waits for its job");
+    assert_eq!(set, 0, "no POSIX lock set on the I/O thread");
+    assert_eq!(held.len(), 1, "one job");
+    c.run_jobs(held);
+    assert_eq!(calls.lock_sets.load(Ordering::SeqCst), 1, "set in the job");
+    let answers = c.pump();
+    c.hold_lookups = false;
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SUCCESS]
+    );
+    // The lock is in the table: another open's LOCK of the range is refused there.
+    let g = c
+        .create("locked", 0x0012_019f, D::OPEN, 0)
+        .expect("second open");
+    assert_eq!(
+        c.lock(g, &[(0, 4, EXCLUSIVE | FAIL_IMMEDIATELY)]).status(),
+        NtStatus::LOCK_NOT_GRANTED
+    );
+}
+
+#[test]
+fn a_local_programs_lock_the_job_meets_refuses_a_lock_that_may_not_wait() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "theirs", b"0123456789");
+    calls.locked.store(true, Ordering::SeqCst);
+    let elements = [(0, 4, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    let (early, set, held) = lock_with_jobs_held(&mut c, &calls, f, &elements);
+    assert!(early.is_empty() && set == 0);
+    c.run_jobs(held);
+    let answers = c.pump();
+    c.hold_lookups = false;
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::LOCK_NOT_GRANTED]
+    );
+    calls.locked.store(false, Ordering::SeqCst);
+    assert_eq!(
+        c.lock(f, &elements).status(),
+        NtStatus::SUCCESS,
+        "nothing of the refused LOCK is left in the table"
+    );
+}
+
+/// A blocking LOCK a local program's lock is in the way of goes async (STATUS_PENDING) and is
+/// tried again later, each try's POSIX lock in a job; granted once the program let go.
+#[test]
+fn a_blocking_lock_waiting_for_a_local_programs_lock_is_tried_again_in_jobs() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "waits", b"0123456789");
+    calls.locked.store(true, Ordering::SeqCst);
+    let (early, _, held) = lock_with_jobs_held(&mut c, &calls, f, &[(0, 4, EXCLUSIVE)]);
+    assert!(early.is_empty());
+    c.run_jobs(held);
+    let interim = c.pump();
+    assert_eq!(
+        interim.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::PENDING],
+        "it waits"
+    );
+    let sets = calls.lock_sets.load(Ordering::SeqCst);
+    assert!(c.tick(5_000).is_empty(), "tried again: asks its job");
+    assert_eq!(calls.lock_sets.load(Ordering::SeqCst), sets, "not here");
+    let again = std::mem::take(&mut c.held_lookups);
+    assert_eq!(again.len(), 1, "the try's job");
+    calls.locked.store(false, Ordering::SeqCst);
+    c.run_jobs(again);
+    let mut answers = c.pump();
+    answers.extend(c.tick(0));
+    c.hold_lookups = false;
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SUCCESS],
+        "granted"
+    );
+}
+
+/// An UNLOCK is decided and answered on the I/O thread; its range's POSIX lock is released in a
+/// job nobody waits for, run before the open's next job. So is a lock the table refused after
+/// the job took it on the descriptor (given back).
+#[test]
+fn an_unlock_and_a_refused_lock_set_their_posix_locks_back_in_jobs_nobody_waits_for() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "back", b"0123456789");
+    assert_eq!(c.lock(f, &[(0, 4, EXCLUSIVE)]).status(), NtStatus::SUCCESS);
+    let (early, set, held) = lock_with_jobs_held(&mut c, &calls, f, &[(0, 4, UNLOCK)]);
+    assert_eq!(
+        early.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SUCCESS],
+        "answered at once"
+    );
+    assert_eq!((set, held.len()), (0, 1), "released in a job");
+    c.run_jobs(held);
+    assert_eq!(calls.lock_sets.load(Ordering::SeqCst), 2, "the release");
+    c.hold_lookups = false;
+
+    // Another open holds the range in the table: this LOCK's job takes it on its descriptor,
+    // the table refuses it, and it is given back in a job.
+    let g = c
+        .create("back", 0x0012_019f, D::OPEN, 0)
+        .expect("second open");
+    assert_eq!(c.lock(g, &[(0, 4, EXCLUSIVE)]).status(), NtStatus::SUCCESS);
+    let sets = calls.lock_sets.load(Ordering::SeqCst);
+    let elements = [(0, 4, EXCLUSIVE | FAIL_IMMEDIATELY)];
+    let (early, _, held) = lock_with_jobs_held(&mut c, &calls, f, &elements);
+    assert!(early.is_empty());
+    c.run_jobs(held);
+    assert_eq!(calls.lock_sets.load(Ordering::SeqCst), sets + 1, "taken");
+    let answers = c.pump();
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::LOCK_NOT_GRANTED]
+    );
+    let back = std::mem::take(&mut c.held_lookups);
+    assert_eq!(back.len(), 1, "given back in a job");
+    assert_eq!(calls.lock_sets.load(Ordering::SeqCst), sets + 1, "not here");
+    c.run_jobs(back);
+    c.hold_lookups = false;
+    assert_eq!(calls.lock_sets.load(Ordering::SeqCst), sets + 2);
+}
+
+#[test]
+fn a_lock_on_a_local_share_sets_its_posix_lock_at_once_without_a_job() {
+    let (mut c, calls) = fuse_client(false);
+    let f = file_holding(&mut c, "local", b"0123456789");
+    let (early, set, held) = lock_with_jobs_held(&mut c, &calls, f, &[(0, 4, EXCLUSIVE)]);
+    c.hold_lookups = false;
+    assert_eq!(
+        early.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SUCCESS]
+    );
+    assert_eq!((set, held.len()), (1, 0));
+}
