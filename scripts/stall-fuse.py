@@ -17,12 +17,18 @@ and
   `--hold-each S`: a request that finds FLAG is held S seconds instead, however long FLAG stays
   (two requests one after the other each take S while FLAG lasts). `--delay-ms N` adds N ms to
   every request besides (a network file system's round trip).
+- `--posix-locks`: POSIX locks are asked of the file system (FUSE's GETLK/SETLK, as ceph-fuse
+  asks its MDS) and can be held like any request (op `lock`); each is taken as an
+  open-file-description lock on the source file's descriptor of that FUSE open, so two opens'
+  open-file-description locks (ringshare's) conflict as on a local disk. Without it the kernel
+  answers them itself.
 
 Needs `mfusepy` (PyPI, ctypes bindings for libfuse 3: Debian's libfuse3-3) and root (mounting
 without fusermount3). Runs in the foreground, multithreaded (a stalled request holds one
 libfuse thread, not the file system); unmount with `umount MOUNT` or by stopping it.
 
   stall-fuse.py SOURCE MOUNT --log LOG [--flag FLAG] [--ops OP,...] [--hold-each S] [--delay-ms N]
+                [--posix-locks]
 
 Not a CI test: scripts/fuse-stall-demo.sh uses it to show a known limit (one stalled file stalls
 every client of the I/O thread that touched it).
@@ -30,7 +36,9 @@ every client of the I/O thread that touched it).
 
 import argparse
 import errno
+import fcntl
 import os
+import struct
 import threading
 import time
 
@@ -233,6 +241,32 @@ class Stall(fuse.Operations):
         return 0
 
 
+class StallLocks(Stall):
+    """Stall with POSIX locks asked of it (`--posix-locks`): each taken as an OFD lock on the
+    FUSE open's own descriptor of the source file."""
+
+    # F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW (linux/fcntl.h), by the command the kernel sent.
+    OFD = {fcntl.F_GETLK: 36, fcntl.F_SETLK: 37, fcntl.F_SETLKW: 38}
+    FLOCK = "hhqqi"
+
+    def init_with_config(self, conn, config):
+        # FUSE_CAP_POSIX_LOCKS (libfuse 3's fuse_common.h): the kernel asks us for locks.
+        if conn is not None and conn.capable & 2:
+            conn.want |= 2
+
+    def lock(self, path, fh, cmd, lock):
+        self._enter("lock", path)
+        l = lock.contents
+        arg = struct.pack(self.FLOCK, l.l_type, l.l_whence, l.l_start, l.l_len, 0)
+        try:
+            got = fcntl.fcntl(fh, self.OFD[cmd], arg)
+        except OSError as e:
+            raise fuse.FuseOSError(e.errno)
+        if cmd == fcntl.F_GETLK:
+            l.l_type, l.l_whence, l.l_start, l.l_len, _ = struct.unpack(self.FLOCK, got[:struct.calcsize(self.FLOCK)])
+        return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("source")
@@ -242,9 +276,11 @@ def main():
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--ops", help="hold only these requests (comma-separated: read,getattr,...)")
     p.add_argument("--hold-each", type=float, help="hold each request that finds FLAG this many seconds")
+    p.add_argument("--posix-locks", action="store_true", help="POSIX locks are asked of this file system")
     a = p.parse_args()
+    kind = StallLocks if a.posix_locks else Stall
     fuse.FUSE(
-        Stall(os.path.abspath(a.source), a.log, a.flag, a.delay_ms, a.ops, a.hold_each),
+        kind(os.path.abspath(a.source), a.log, a.flag, a.delay_ms, a.ops, a.hold_each),
         a.mount,
         foreground=True,
         allow_other=True,
