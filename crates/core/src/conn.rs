@@ -1009,7 +1009,12 @@ impl Connection {
                 let r = cmd::close::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)
             }
-            Command::FLUSH => cmd::flush::handle(&mut self.core, req),
+            Command::FLUSH => {
+                // On an offloaded share a written handle's write time is written in a file
+                // system job first (the request parks and runs again).
+                let r = cmd::flush::handle(&mut self.core, req);
+                cmd::ids::parked(&mut self.core, r)
+            }
             Command::READ => {
                 let r = cmd::read::handle(&mut self.core, req);
                 cmd::ids::parked(&mut self.core, r)

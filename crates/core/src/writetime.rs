@@ -64,8 +64,21 @@ pub(crate) fn wrote(
 
 /// FLUSH or a SET_INFO that shows a written handle's update at once.
 pub(crate) fn immediate(open: &Open, now: Now) {
-    let t = lock(&open.entry).write_time.immediate(open.id, nanos(now));
-    keep_write_time(open.node.as_ref(), t);
+    keep_write_time(open.node.as_ref(), immediate_booked(open, now));
+}
+
+/// The time [`immediate`] would show and write now, changing nothing: a file system job
+/// writes it (a SET_INFO on a share whose calls may wait on a network), and
+/// [`immediate_booked`] books it once the job's change is made.
+pub(crate) fn immediate_time(open: &Open, now: Now) -> Option<UnixNanos> {
+    let shows = lock(&open.entry).write_time.shows_now(open.id);
+    shows.then(|| nanos(now))
+}
+
+/// [`immediate`] without the write to the disk: the time to write, if any (a file system job
+/// writes it on a share whose calls may wait on a network).
+pub(crate) fn immediate_booked(open: &Open, now: Now) -> Option<UnixNanos> {
+    lock(&open.entry).write_time.immediate(open.id, nanos(now))
 }
 
 /// SET_INFO FileBasicInformation set the write time.

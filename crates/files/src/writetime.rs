@@ -141,6 +141,17 @@ impl WriteTime {
         Some(now)
     }
 
+    /// Whether [`WriteTime::immediate`] would show handle `owner`'s update now (a written
+    /// handle whose time no client set), changing nothing: a file system job writes that time
+    /// before the change is booked (crates/core's SET_INFO on a share whose calls may wait on
+    /// a network).
+    pub fn shows_now(&self, owner: u64) -> bool {
+        self.opens
+            .iter()
+            .find(|(o, _)| *o == owner)
+            .is_some_and(|(_, f)| f & FORCED == 0 && f & MODIFIED != 0)
+    }
+
     /// A client set the write time to `t` on handle `owner`: it sticks,
     /// and that handle's writes no longer move it.
     pub fn set_sticky(&mut self, owner: u64, t: UnixNanos) {

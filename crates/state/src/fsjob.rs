@@ -57,6 +57,10 @@ pub enum FsDone {
     /// What the job made for the request to go on with (a CREATE's open: crates/core's
     /// cmd/create/offload.rs), taken once when it runs again ([`Carried::take`]).
     Made(Carried),
+    /// A change the request decided and the job made ([`FsJob::change`]: a SET_INFO's): the
+    /// CompletionFilter bits of what it changed (watchers hear of these only), and how it
+    /// ended.
+    Changed(u32, Result<(), NtStatus>),
 }
 
 /// A job's own result for its request ([`FsDone::Made`]), of a type only the request knows:
@@ -223,6 +227,45 @@ impl FsJob {
             share,
             what,
             once(move || FsDone::Reply(answer())),
+        )
+    }
+
+    /// A change decided on the I/O thread (a SET_INFO's times, size, allocation, attributes,
+    /// EAs or descriptor), made by `calls` on the pool: they answer the CompletionFilter bits
+    /// of what they changed and how they ended ([`FsDone::Changed`]); the request goes on with
+    /// that on the I/O thread (tells watchers, answers).
+    pub fn change(
+        who: Option<Who>,
+        order: u64,
+        share: u64,
+        what: &'static str,
+        calls: impl FnOnce() -> (u32, Result<(), NtStatus>) + Send + 'static,
+    ) -> FsJob {
+        FsJob::new(
+            who,
+            order,
+            share,
+            what,
+            once(move || {
+                let (made, r) = calls();
+                FsDone::Changed(made, r)
+            }),
+        )
+    }
+
+    /// A FLUSH's write time (`t`, the update a written handle shows now) written to `node`'s
+    /// file (on FUSE a SETATTR, which waits for a WRITE under way on the file); the FLUSH's
+    /// fsync follows on the ring. A failure is logged, not answered, as on the I/O thread.
+    pub fn write_time(node: Arc<dyn Node>, order: u64, share: u64, t: UnixNanos) -> FsJob {
+        FsJob::new(
+            node.who().cloned(),
+            order,
+            share,
+            "the write time of a FLUSH",
+            once(move || {
+                keep_write_time(node.as_ref(), Some(t));
+                FsDone::Done(Ok(()))
+            }),
         )
     }
 

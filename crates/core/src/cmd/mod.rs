@@ -105,6 +105,9 @@ pub(crate) enum LookupCont {
     /// A SET_INFO of a delete pending of a file homed on another node is answered once the
     /// home set it.
     Disposition(Box<set_info::AtHome>),
+    /// A SET_INFO whose change a file system job makes (a share whose calls may wait on a
+    /// network) goes on once it is made ([`set_info::changed`]).
+    SetInfo(Box<set_info::Changing>),
     /// A CREATE whose persistent open's record is being stored is answered once it is.
     Create(Box<create::Installing>),
     /// A durable reconnect of an open kept by another node (or a persistent open taken over
@@ -299,6 +302,8 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
         LookupCont::Admit(fin) => create::abandon_admission(core, *fin),
         LookupCont::Changed(fin) => create::abandon_change(core, *fin),
         LookupCont::Close(fin) => close::abandon(core, *fin),
+        // The job makes its change all the same; nobody hears of it.
+        LookupCont::SetInfo(_) => {}
         LookupCont::Takeover(fin) => create::durable::abandon_takeover(core, *fin),
         _ => {}
     }

@@ -13,6 +13,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+mod job;
+pub(crate) use job::{changed, Changing};
+
 use ringshare_vfs::{FsError, RelPath, SetTimes};
 use ringshare_wire::consts::{InfoType, SecurityInformation};
 use ringshare_wire::fscc::{
@@ -105,20 +108,27 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
                 &mut asks,
             );
             asks.done(core);
-            r?
+            // On a share whose calls may wait on a network the change is a file system job
+            // ([`job`]): the request parks.
+            if let Some(parked) = r? {
+                return Ok(parked);
+            }
         }
         InfoType::SECURITY => {
             if read_only {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             let nfs = core.aapl.negotiated && open.share.fruit.as_ref().is_some_and(|f| f.nfs_aces);
-            set_security(
+            let parked = set_security(
                 core,
                 &open,
                 SecurityInformation(s.additional_information),
                 s.buffer,
                 nfs,
             )?;
+            if let Some(parked) = parked {
+                return Ok(parked);
+            }
             notify::modified(&server, &open, notify::filter::SECURITY);
         }
         InfoType::FILESYSTEM if FsInfoClass(s.info_class) == FsInfoClass::CONTROL => {
@@ -152,23 +162,30 @@ fn snapshot_refusal(info_type: InfoType, class: FileInfoClass) -> Result<(), NtS
     }
 }
 
-/// `when`: now and this connection's id (a rename may wait).
+/// `when`: now and this connection's id (a rename may wait). On a share whose calls may wait
+/// on a network, the times, attributes, end of file, allocation and EAs are set in a file
+/// system job once decided here ([`job`]): the request parks (`Some`).
 fn set_file(
     server: &ServerState,
     when: (Now, u64),
-    open: &Open,
+    open: &Arc<Open>,
     (class, buf): (FileInfoClass, &[u8]),
     read_only: bool,
     asks: &mut HomeAsks,
-) -> Result<(), NtStatus> {
+) -> Result<Option<Handled>, NtStatus> {
     let handle_local = matches!(class, FileInfoClass::POSITION | FileInfoClass::MODE);
     if read_only && !handle_local {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    let offloaded = open.share.offloaded();
     match class {
         FileInfoClass::BASIC => {
             let b = FileBasicInformation::decode(buf).map_err(bad)?;
-            let changed = set_basic(server, open, &b)?;
+            let plan = basic_plan(open, &b)?;
+            if offloaded {
+                return Ok(Some(job::basic(open, when.0, plan)));
+            }
+            let changed = set_basic(server, open, &plan)?;
             // A written handle's update shows now (Windows; smbtorture
             // smb2.timestamps.delayed-write-vs-setbasic), unless the write
             // time itself was set.
@@ -177,11 +194,11 @@ fn set_file(
             if changed != 0 {
                 entry_changed(server, open, when.0.mono_ms);
             }
-            Ok(())
+            Ok(None)
         }
         FileInfoClass::RENAME => {
             let r = name_info(buf)?;
-            rename(server, (when.0.mono_ms, when.1), open, &r, asks)
+            rename(server, (when.0.mono_ms, when.1), open, &r, asks).map(|()| None)
         }
         FileInfoClass::END_OF_FILE => {
             let v = FileEndOfFileInformation::decode(buf).map_err(bad)?;
@@ -199,11 +216,14 @@ fn set_file(
                 return Err(NtStatus::ALLOTTED_SPACE_EXCEEDED);
             }
             break_caches(server, open, when.0.mono_ms, asks);
+            if offloaded {
+                return Ok(Some(job::end_of_file(open, when.0, v.end_of_file)));
+            }
             open.node.set_len(v.end_of_file).map_err(status_of)?;
             writetime::immediate(open, when.0);
             notify::modified(server, open, notify::filter::SIZE);
             entry_changed(server, open, when.0.mono_ms);
-            Ok(())
+            Ok(None)
         }
         FileInfoClass::ALLOCATION => {
             let v = FileAllocationInformation::decode(buf).map_err(bad)?;
@@ -214,6 +234,9 @@ fn set_file(
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             break_caches(server, open, when.0.mono_ms, asks);
+            if offloaded {
+                return Ok(Some(job::allocation(open, when.0, v.allocation_size)));
+            }
             writetime::immediate(open, when.0);
             // A smaller allocation cuts the file ([MS-FSA] 2.1.5.14.1).
             let size = open.node.stat().map_err(status_of)?.size;
@@ -224,7 +247,8 @@ fn set_file(
             }
             open.node
                 .set_allocation(v.allocation_size)
-                .map_err(status_of)
+                .map_err(status_of)?;
+            Ok(None)
         }
         FileInfoClass::POSITION => {
             let v = FilePositionInformation::decode(buf).map_err(bad)?;
@@ -232,7 +256,7 @@ fn set_file(
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             lock(&open.state).position = v.current_byte_offset;
-            Ok(())
+            Ok(None)
         }
         FileInfoClass::MODE => {
             let v = FileModeInformation::decode(buf).map_err(bad)?;
@@ -240,20 +264,24 @@ fn set_file(
                 return Err(NtStatus::INVALID_PARAMETER);
             }
             lock(&open.state).mode = v.mode;
-            Ok(())
+            Ok(None)
         }
         FileInfoClass::FULL_EA => {
             // [MS-FSA] 2.1.5.14.2 FileFullEaInformation.
             if open.access & FILE_WRITE_EA == 0 {
                 return Err(NtStatus::ACCESS_DENIED);
             }
+            if offloaded {
+                let eas = crate::cmd::query_info::parse_eas(buf)?;
+                return Ok(Some(job::eas(open, when.0, eas)));
+            }
             crate::cmd::query_info::store_eas(open.node.as_ref(), buf)?;
             notify::modified(server, open, notify::filter::EA);
-            Ok(())
+            Ok(None)
         }
         FileInfoClass::LINK => {
             let r = name_info(buf)?;
-            link(server, (when.0.mono_ms, when.1), open, &r, asks)
+            link(server, (when.0.mono_ms, when.1), open, &r, asks).map(|()| None)
         }
         FileInfoClass::VALID_DATA_LENGTH | FileInfoClass::SHORT_NAME | FileInfoClass::RENAME_EX => {
             Err(NtStatus::NOT_SUPPORTED)
@@ -265,14 +293,17 @@ fn set_file(
 /// [MS-SMB2] 3.3.5.21.3: set the parts `info` selects. Owner and group need
 /// WRITE_OWNER, the DACL WRITE_DAC; a SACL needs ACCESS_SYSTEM_SECURITY, which
 /// no open holds. The descriptor becomes the file's POSIX owner, group and
-/// ACL ([`crate::ntsd::set`]), so the kernel enforces it.
+/// ACL ([`crate::ntsd::set`]), so the kernel enforces it. On a share whose calls may wait on a
+/// network the descriptor is stored and the mode set in a file system job ([`job::security`]):
+/// the request parks (`Some`). With an id source, the file's descriptor read before (its ids
+/// asked about) is still made here.
 fn set_security(
     core: &mut ConnCore,
-    open: &Open,
+    open: &Arc<Open>,
     mut info: SecurityInformation,
     buf: &[u8],
     nfs: bool,
-) -> Result<(), NtStatus> {
+) -> Result<Option<Handled>, NtStatus> {
     if info.intersects(SecurityInformation::SACL) {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
@@ -288,7 +319,16 @@ fn set_security(
     // 4.22); the kernel decides whether the user may.
     if open.posix && info.contains(SecurityInformation::DACL) {
         if let Some(mode) = crate::fruit::nfs::posix_chmod(&given) {
-            return open.node.set_mode(mode).map_err(status_of);
+            if open.share.offloaded() {
+                let nothing = SecurityInformation(0);
+                return Ok(Some(job::security(
+                    core,
+                    open,
+                    (given, nothing),
+                    Some(mode),
+                )));
+            }
+            return open.node.set_mode(mode).map_err(status_of).map(|()| None);
         }
     }
     // macOS sets a file's mode through an NFS ACE ([`crate::fruit::nfs`]).
@@ -314,6 +354,9 @@ fn set_security(
             None => Vec::new(),
         };
         crate::cmd::ids::before_set(core, &given, &current)?;
+        if open.share.offloaded() {
+            return Ok(Some(job::security(core, open, (given, info), mode)));
+        }
         let server = &core.server;
         let ids = server.logons.ids(core.now.mono_ms);
         crate::ntsd::set(
@@ -327,9 +370,13 @@ fn set_security(
         )?;
     }
     if let Some(m) = mode {
+        if open.share.offloaded() {
+            let nothing = SecurityInformation(0);
+            return Ok(Some(job::security(core, open, (given, nothing), Some(m))));
+        }
         open.node.set_mode(m).map_err(status_of)?;
     }
-    Ok(())
+    Ok(None)
 }
 
 fn time_of(t: TimeChange) -> Option<i128> {
@@ -339,8 +386,16 @@ fn time_of(t: TimeChange) -> Option<i128> {
     }
 }
 
-/// Returns the CompletionFilter bits of what it changed.
-fn set_basic(server: &ServerState, open: &Open, b: &FileBasicInformation) -> Result<u32, NtStatus> {
+/// A FileBasicInformation decided: the times to set (`changed`: their CompletionFilter bits)
+/// and the DOS attributes to store, if any.
+struct Basic {
+    times: SetTimes,
+    changed: u32,
+    attrs: Option<u32>,
+}
+
+/// FileBasicInformation's checks, and what it sets.
+fn basic_plan(open: &Open, b: &FileBasicInformation) -> Result<Basic, NtStatus> {
     if open.access & FILE_WRITE_ATTRIBUTES == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -358,31 +413,29 @@ fn set_basic(server: &ServerState, open: &Open, b: &FileBasicInformation) -> Res
         mtime: time_of(b.last_write_time.set_info_action()),
         btime: time_of(b.creation_time.set_info_action()),
     };
-    let mut changed = 0;
-    for (t, bit) in [
-        (times.atime, notify::filter::LAST_ACCESS),
-        (times.mtime, notify::filter::LAST_WRITE),
-        (times.btime, notify::filter::CREATION),
-    ] {
-        if t.is_some() {
-            changed |= bit;
-        }
-    }
+    let stored = attrs & SETTABLE_ATTRIBUTES;
+    Ok(Basic {
+        changed: job::times_bits(&times),
+        times,
+        attrs: (attrs != 0).then_some(if open.is_dir {
+            stored | ATTR_DIRECTORY
+        } else {
+            stored
+        }),
+    })
+}
+
+/// Returns the CompletionFilter bits of what it changed.
+fn set_basic(server: &ServerState, open: &Open, b: &Basic) -> Result<u32, NtStatus> {
+    let mut changed = b.changed;
     if changed != 0 {
-        open.node.set_times(&times).map_err(status_of)?;
-        if let Some(t) = times.mtime {
+        open.node.set_times(&b.times).map_err(status_of)?;
+        if let Some(t) = b.times.mtime {
             writetime::set_sticky(&server.files, open, t);
         }
     }
-    if attrs != 0 {
-        let stored = attrs & SETTABLE_ATTRIBUTES;
-        open.node
-            .set_dos_attributes(if open.is_dir {
-                stored | ATTR_DIRECTORY
-            } else {
-                stored
-            })
-            .map_err(status_of)?;
+    if let Some(a) = b.attrs {
+        open.node.set_dos_attributes(a).map_err(status_of)?;
         changed |= notify::filter::ATTRIBUTES;
     }
     Ok(changed)

@@ -140,6 +140,7 @@ impl Connection {
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)
+            | LookupCont::SetInfo(_)
             | LookupCont::Takeover(_)) => {
                 let (handled, closed) = match cont {
                     LookupCont::Lock(fin) => {
@@ -147,6 +148,9 @@ impl Connection {
                     }
                     LookupCont::Disposition(fin) => {
                         (cmd::set_info::disposed(&self.core, *fin, done), None)
+                    }
+                    LookupCont::SetInfo(fin) => {
+                        (cmd::set_info::changed(&self.core, *fin, done), None)
                     }
                     LookupCont::Admit(fin) => {
                         (cmd::create::admitted(&mut self.core, *fin, done), None)
@@ -208,6 +212,7 @@ impl Connection {
                     | LookupCont::Close(_)
                     | LookupCont::Lock(_)
                     | LookupCont::Disposition(_)
+                    | LookupCont::SetInfo(_)
                     | LookupCont::Takeover(_) => return,
                 };
                 self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
@@ -290,6 +295,7 @@ impl Parked {
             | LookupCont::Close(_)
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)
+            | LookupCont::SetInfo(_)
             | LookupCont::Takeover(_)
             | LookupCont::Answer { .. } => 0,
         }

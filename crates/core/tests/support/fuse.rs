@@ -47,6 +47,12 @@ pub struct Calls {
     /// POSIX locks set on files' descriptors (a LOCK's mirror): refused while `locked` (a
     /// local program's lock in the way).
     pub lock_sets: AtomicUsize,
+    /// Files changed: sizes, allocations, times, attributes, modes, owners, ACLs, EAs.
+    pub changes: AtomicUsize,
+    /// Files' ACLs, stored descriptors and EAs read.
+    pub reads: AtomicUsize,
+    /// Every change of a file is refused (a back end that says no: EACCES).
+    pub refuse: AtomicBool,
 }
 
 impl Calls {
@@ -58,6 +64,31 @@ impl Calls {
 
     pub fn share_call(&self) {
         self.share_calls.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Every file system call counted: the share's, its files' stats, sizes, lock probes and
+    /// sets, reads of ACLs and EAs, and changes.
+    pub fn all(&self) -> usize {
+        self.made()
+            + self.sizes.load(Ordering::SeqCst)
+            + self.lock_probes.load(Ordering::SeqCst)
+            + self.lock_sets.load(Ordering::SeqCst)
+            + self.statfs.load(Ordering::SeqCst)
+            + self.reads.load(Ordering::SeqCst)
+            + self.changes.load(Ordering::SeqCst)
+    }
+
+    /// A change of a file asked: counted, and refused when the back end says no.
+    fn change(&self) -> FsResult<()> {
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::AccessDenied);
+        }
+        Ok(())
+    }
+
+    fn read(&self) {
+        self.reads.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -116,20 +147,58 @@ impl Node for FuseNode {
     }
     fn set_len(&self, len: u64) -> FsResult<()> {
         self.1.sizes_set.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
         self.0.set_len(len)
     }
     fn set_allocation(&self, size: u64) -> FsResult<()> {
+        self.1.change()?;
         self.0.set_allocation(size)
     }
     fn set_times(&self, times: &SetTimes) -> FsResult<()> {
         self.1.times_set.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
         self.0.set_times(times)
     }
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.1.change()?;
         self.0.set_dos_attributes(attrs)
     }
     fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.1.change()?;
         self.0.set_mode(mode)
+    }
+    fn posix_acls(&self) -> FsResult<ringshare_vfs::PosixAcls> {
+        self.1.read();
+        self.0.posix_acls()
+    }
+    fn set_posix_acls(
+        &self,
+        access: &ringshare_vfs::PosixAcl,
+        default: ringshare_vfs::DefaultAcl<'_>,
+        server_may: bool,
+    ) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_posix_acls(access, default, server_may)
+    }
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
+        self.1.change()?;
+        self.0.chown(uid, gid, server_may)
+    }
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
+        self.1.read();
+        self.0.nt_acl_blob()
+    }
+    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_nt_acl_blob(blob)
+    }
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        self.1.read();
+        self.0.list_eas()
+    }
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_ea(name, value)
     }
     fn list_names(&self) -> FsResult<Vec<String>> {
         self.0.list_names()

@@ -1,0 +1,251 @@
+//! SET_INFO's file system part as a file system job (issue 33, step 6; docs/cluster-internals.md,
+//! "File system calls off the I/O thread"): on a share whose calls may wait on a network
+//! ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS, NFS) the change is decided on the I/O
+//! thread (access, the request's checks, the breaks of other clients' caching), its calls
+//! (times, DOS attributes, size, allocation, EAs, the security descriptor, and the write time
+//! a written handle shows now) are made by one [`FsJob::change`] on the pool, acting as the
+//! open's user, and the request parks meanwhile ([`LookupCont::SetInfo`]). The job is of the
+//! open's order, so the open's later requests wait for it (crates/core/src/conn/behind.rs).
+//! Once it answers, the I/O thread books the write time and tells watchers and directory
+//! leases ([`changed`]) of what the job changed only: a job that failed tells nothing.
+
+use std::sync::Arc;
+
+use ringshare_vfs::{Node, SetTimes, UnixNanos};
+use ringshare_wire::consts::SecurityInformation;
+use ringshare_wire::security::SecurityDescriptor;
+use ringshare_wire::NtStatus;
+
+use crate::cmd::{Handled, LookupCont};
+use crate::exchange::{ConnCore, Reply};
+use crate::fsjob::{keep_write_time, FsDone, FsJob};
+use crate::fsmap::status_of;
+use crate::io::Now;
+use crate::notify;
+use crate::server::ServerState;
+use crate::state::Open;
+use crate::writetime;
+
+/// A SET_INFO parked while its file system job makes the change ([`changed`] goes on).
+pub(crate) struct Changing {
+    open: Arc<Open>,
+    now: Now,
+    after: After,
+}
+
+/// What the I/O thread does once the job answered, by class.
+enum After {
+    /// FileBasicInformation: the write time a client set (it sticks), if any.
+    Basic { mtime: Option<UnixNanos> },
+    /// FileEndOfFileInformation.
+    Size,
+    /// FileAllocationInformation (the write time is booked whether or not the rest worked, as
+    /// on the I/O thread, where it is written first).
+    Allocation,
+    /// FileFullEaInformation or a security descriptor: watchers hear of what changed.
+    Told,
+}
+
+/// The job and how the request goes on after it.
+fn asked(open: &Arc<Open>, now: Now, after: After, job: FsJob) -> Handled {
+    Handled::lookup(
+        crate::lookup::Lookup::Fs(job),
+        LookupCont::SetInfo(Box::new(Changing {
+            open: Arc::clone(open),
+            now,
+            after,
+        })),
+    )
+}
+
+/// A job of `open`'s order about its share, acting as its user.
+fn job_of(
+    open: &Open,
+    what: &'static str,
+    calls: impl FnOnce() -> (u32, Result<(), NtStatus>) + Send + 'static,
+) -> FsJob {
+    FsJob::change(
+        open.node.who().cloned(),
+        crate::fsjob::order_of(open.id),
+        crate::fsjob::share_key(&open.share.name),
+        what,
+        calls,
+    )
+}
+
+/// What changed (`made`) when the calls worked; nothing when they failed.
+fn all_or_nothing(r: Result<u32, NtStatus>) -> (u32, Result<(), NtStatus>) {
+    match r {
+        Ok(made) => (made, Ok(())),
+        Err(s) => (0, Err(s)),
+    }
+}
+
+/// FileBasicInformation's `plan` ([`super::Basic`]), decided: the times and attributes set,
+/// then the write time a written handle shows now (when the client did not set it).
+pub(super) fn basic(open: &Arc<Open>, now: Now, plan: super::Basic) -> Handled {
+    let mtime = plan.times.mtime;
+    let t = match mtime {
+        None => writetime::immediate_time(open, now),
+        Some(_) => None,
+    };
+    let node = Arc::clone(&open.node);
+    let job = job_of(open, "a SET_INFO's times and attributes", move || {
+        all_or_nothing(basic_calls(node.as_ref(), &plan, t))
+    });
+    asked(open, now, After::Basic { mtime }, job)
+}
+
+fn basic_calls(
+    node: &dyn Node,
+    plan: &super::Basic,
+    t: Option<UnixNanos>,
+) -> Result<u32, NtStatus> {
+    let mut made = plan.changed;
+    if made != 0 {
+        node.set_times(&plan.times).map_err(status_of)?;
+    }
+    if let Some(a) = plan.attrs {
+        node.set_dos_attributes(a).map_err(status_of)?;
+        made |= notify::filter::ATTRIBUTES;
+    }
+    keep_write_time(node, t);
+    Ok(made)
+}
+
+/// FileEndOfFileInformation: the file's size set, then the write time a written handle shows
+/// now.
+pub(super) fn end_of_file(open: &Arc<Open>, now: Now, len: u64) -> Handled {
+    let t = writetime::immediate_time(open, now);
+    let node = Arc::clone(&open.node);
+    let job = job_of(open, "a SET_INFO's end of file", move || {
+        all_or_nothing(node.set_len(len).map_err(status_of).map(|()| {
+            keep_write_time(node.as_ref(), t);
+            notify::filter::SIZE
+        }))
+    });
+    asked(open, now, After::Size, job)
+}
+
+/// FileAllocationInformation: the write time a written handle shows now, the file's size read,
+/// the file cut when the allocation is smaller ([MS-FSA] 2.1.5.14.1), the allocation set.
+pub(super) fn allocation(open: &Arc<Open>, now: Now, size: u64) -> Handled {
+    let t = writetime::immediate_time(open, now);
+    let node = Arc::clone(&open.node);
+    let job = job_of(open, "a SET_INFO's allocation", move || {
+        keep_write_time(node.as_ref(), t);
+        let old = match node.stat() {
+            Ok(a) => a.size,
+            Err(e) => return (0, Err(status_of(e))),
+        };
+        let mut made = 0;
+        if size < old {
+            if let Err(e) = node.set_len(size) {
+                return (0, Err(status_of(e)));
+            }
+            made = notify::filter::SIZE;
+        }
+        (made, node.set_allocation(size).map_err(status_of))
+    });
+    asked(open, now, After::Allocation, job)
+}
+
+/// FileFullEaInformation: the EAs parsed on the I/O thread (`eas`), stored.
+pub(super) fn eas(open: &Arc<Open>, now: Now, eas: Vec<(String, Vec<u8>)>) -> Handled {
+    let node = Arc::clone(&open.node);
+    let job = job_of(open, "a SET_INFO's EAs", move || {
+        let r = crate::cmd::query_info::apply_eas(node.as_ref(), &eas);
+        all_or_nothing(r.map(|()| notify::filter::EA))
+    });
+    asked(open, now, After::Told, job)
+}
+
+/// A security descriptor's parts decided on the I/O thread: `given`'s parts `info` merged into
+/// the file's descriptor and stored ([`crate::ntsd::set`], when `info` is not empty), then the
+/// mode set (`mode`: a POSIX open's chmod, or macOS's NFS ACE).
+pub(super) fn security(
+    core: &ConnCore,
+    open: &Arc<Open>,
+    (given, info): (SecurityDescriptor, SecurityInformation),
+    mode: Option<u32>,
+) -> Handled {
+    let server = Arc::clone(&core.server);
+    let (o, now) = (Arc::clone(open), core.now);
+    let job = job_of(open, "a SET_INFO's security descriptor", move || {
+        let set = || -> Result<u32, NtStatus> {
+            if !info.is_empty() {
+                let ids = server.logons.ids(now.mono_ms);
+                let from = crate::ntsd::From::Client;
+                let node = o.node.as_ref();
+                crate::ntsd::set(node, &o.share, &given, info, from, &ids, now.filetime)?;
+            }
+            if let Some(m) = mode {
+                o.node.set_mode(m).map_err(status_of)?;
+            }
+            Ok(notify::filter::SECURITY)
+        };
+        all_or_nothing(set())
+    });
+    asked(open, core.now, After::Told, job)
+}
+
+/// A SET_INFO's job answered (`done`): the write time it wrote is booked, watchers and the
+/// leases on the file's directory hear of what it changed, and the SET_INFO is answered with
+/// how it ended (the status of the call that failed, as on the I/O thread).
+pub(crate) fn changed(
+    core: &ConnCore,
+    fin: Changing,
+    done: crate::lookup::LookupDone,
+) -> Result<Handled, NtStatus> {
+    let (made, r) = match done {
+        crate::lookup::LookupDone::Fs(FsDone::Changed(made, r)) => (made, r),
+        // The job did not run (its user could not be acted as).
+        crate::lookup::LookupDone::Fs(FsDone::Done(Err(e))) => return Err(status_of(e)),
+        _ => return Err(NtStatus::INTERNAL_ERROR),
+    };
+    let (server, open, now) = (&core.server, &fin.open, fin.now);
+    match fin.after {
+        After::Basic { mtime } if r.is_ok() => {
+            if let Some(t) = mtime {
+                writetime::set_sticky(&server.files, open, t);
+            }
+            // The time the job wrote (the same `now`), or none once the client set it.
+            let _ = writetime::immediate_booked(open, now);
+        }
+        After::Size if r.is_ok() => {
+            let _ = writetime::immediate_booked(open, now);
+        }
+        After::Allocation => {
+            let _ = writetime::immediate_booked(open, now);
+        }
+        _ => {}
+    }
+    tell(server, open, &fin.after, made, now.mono_ms);
+    r?;
+    Ok(Handled::Reply(Reply::ok(super::ok_body())))
+}
+
+/// Watchers hear of `made`; a change of the file's times, attributes or size breaks the
+/// leases on its directory ([`super::entry_changed`]).
+fn tell(server: &ServerState, open: &Open, after: &After, made: u32, now_ms: u64) {
+    notify::modified(server, open, made);
+    let entry = matches!(after, After::Basic { .. } | After::Size | After::Allocation);
+    if entry && made != 0 {
+        super::entry_changed(server, open, now_ms);
+    }
+}
+
+/// The times of a FileBasicInformation, for [`super::Basic`].
+pub(super) fn times_bits(times: &SetTimes) -> u32 {
+    let mut changed = 0;
+    for (t, bit) in [
+        (times.atime, notify::filter::LAST_ACCESS),
+        (times.mtime, notify::filter::LAST_WRITE),
+        (times.btime, notify::filter::CREATION),
+    ] {
+        if t.is_some() {
+            changed |= bit;
+        }
+    }
+    changed
+}
