@@ -192,3 +192,25 @@ impl WriteTime {
         persist
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `shows_now` says what `immediate` would do and changes nothing: a handle that wrote shows
+    /// its update now; one that did not, or whose time a client set, does not.
+    #[test]
+    fn shows_now_says_what_immediate_would_and_changes_nothing() {
+        let mut w = WriteTime::default();
+        assert!(!w.shows_now(1), "a handle that never wrote");
+        w.wrote(1, 0, 10, Some(5));
+        assert!(w.shows_now(1), "a written handle");
+        assert!(w.shows_now(1), "asking again changed nothing");
+        assert_eq!(w.peek(0), Some(5), "the base still shown");
+        assert_eq!(w.immediate(1, 20), Some(20));
+        w.set_sticky(1, 30);
+        assert!(!w.shows_now(1), "its time set by a client");
+        assert_eq!(w.immediate(1, 40), None);
+        assert!(!w.shows_now(2), "another handle");
+    }
+}
