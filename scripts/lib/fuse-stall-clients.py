@@ -8,13 +8,16 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
 (QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
 close (CLOSE of stall/cold), write-close (a WRITE of 4 KiB to stall/cold, opened before, and its
 CLOSE sent right behind it, before the WRITE's answer; both answers are then read), disconnect
-(a TREE_DISCONNECT of the tree with stall/cold open: the server closes it).
+(a TREE_DISCONNECT of the tree with stall/cold open: the server closes it), setinfo (SET_INFO
+FileEndOfFileInformation of stall/cold, opened before: a FUSE setattr of its size), flush (FLUSH
+of stall/cold, opened and written before: the write time it shows now, a FUSE setattr of its
+times, then the fsync).
 """
 
 import argparse
@@ -25,7 +28,7 @@ import uuid
 
 from smbprotocol import Dialects
 from smbprotocol.connection import Connection
-from smbprotocol.file_info import FileInformationClass
+from smbprotocol.file_info import FileEndOfFileInformation, FileInformationClass
 from smbprotocol.open import (
     CreateDisposition,
     CreateOptions,
@@ -33,7 +36,9 @@ from smbprotocol.open import (
     Open,
     ShareAccess,
     SMB2CloseRequest,
+    SMB2FlushRequest,
     SMB2QueryInfoRequest,
+    SMB2SetInfoRequest,
     SMB2WriteRequest,
 )
 from smbprotocol.session import Session
@@ -66,6 +71,26 @@ def query_all(conn, tree, o):
     q["file_id"] = o.file_id
     q["output_buffer_length"] = 65536
     r = conn.send(q, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
+
+
+def set_end_of_file(conn, tree, o, size):
+    """SET_INFO FileEndOfFileInformation of `o`: its size becomes `size`."""
+    eof = FileEndOfFileInformation()
+    eof["end_of_file"] = size
+    s = SMB2SetInfoRequest()
+    s["info_type"] = 1
+    s["file_info_class"] = FileInformationClass.FILE_END_OF_FILE_INFORMATION
+    s["file_id"] = o.file_id
+    s["buffer"] = eof
+    r = conn.send(s, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
+
+
+def flush(conn, tree, o):
+    f = SMB2FlushRequest()
+    f["file_id"] = o.file_id
+    r = conn.send(f, sid=tree.session.session_id, tid=tree.tree_connect_id)
     return conn.receive(r)
 
 
@@ -107,7 +132,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -117,8 +142,11 @@ def main():
     stalled = None
     if a.action in ("read", "query", "close", "disconnect"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
-    elif a.action == "write-close":
+    elif a.action in ("write-close", "setinfo", "flush"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x0012019F)
+        if a.action == "flush":
+            # A written handle: its FLUSH shows (and writes) its write time now.
+            stalled.write(b"f" * 4096, 0)
     elif a.action == "list":
         stalled = open_(tree, "stall", CreateDisposition.FILE_OPEN, 0x00120089, directory=True)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
@@ -143,6 +171,10 @@ def main():
         write_then_close(conn, tree, stalled)
     elif a.action == "disconnect":
         tree.disconnect()
+    elif a.action == "setinfo":
+        set_end_of_file(conn, tree, stalled, 4096)
+    elif a.action == "flush":
+        flush(conn, tree, stalled)
     else:
         stalled.close()
     s1 = time.time()
