@@ -10,9 +10,11 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use ringshare_core::sidcache::Xid;
+use ringshare_wire::consts::AccessMask;
 use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::fscc::FileTime;
-use ringshare_wire::security::{Acl, SecurityDescriptor, SE_DACL_PRESENT};
+use ringshare_wire::security::{Ace, Acl, SecurityDescriptor, Sid, SE_DACL_PRESENT};
 use ringshare_wire::{FileId, NtStatus, WriteExt};
 use support::fuse::*;
 use support::*;
@@ -366,4 +368,129 @@ fn a_set_info_on_a_local_share_asks_no_job() {
     let h = with_jobs_held(&mut c, &calls, m);
     assert_eq!((h.jobs, h.answers[0].status()), (0, NtStatus::SUCCESS));
     assert!(h.before_jobs > 0, "the FLUSH's write time set at once");
+}
+
+/// An id source as winbind answers (idmap `autorid` for Sales, `ad` for the Engineers' group);
+/// it counts what it is asked.
+#[derive(Default)]
+struct TestIds {
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+const SALES: &str = "S-1-5-21-1-2-3-1105";
+const ENGINEERS: &str = "S-1-5-21-1-2-3-1106";
+const SALES_GID: u32 = 200_105;
+const ENGINEERS_GID: u32 = 200_106;
+
+impl ringshare_core::sidcache::IdSource for TestIds {
+    fn ids_of(&self, sids: &[Sid]) -> Result<Vec<Option<Xid>>, String> {
+        let mut asked = self.asked.lock().unwrap();
+        asked.extend(sids.iter().map(|s| s.to_string()));
+        Ok(sids
+            .iter()
+            .map(|s| (s.to_string() == SALES).then_some(Xid::Both(SALES_GID)))
+            .collect())
+    }
+
+    fn sids_of(&self, ids: &[Xid]) -> Result<Vec<Option<Sid>>, String> {
+        let mut asked = self.asked.lock().unwrap();
+        asked.extend(ids.iter().map(|x| format!("{x:?}")));
+        Ok(ids
+            .iter()
+            .map(|x| (*x == Xid::Gid(ENGINEERS_GID)).then(|| ENGINEERS.parse().unwrap()))
+            .collect())
+    }
+}
+
+/// A security change on a server with an id source, on a share that may wait on a network:
+/// the file's descriptor (whose ids the source is asked about) is read in a job first, then the
+/// id source is asked, then the change is made in a second job; no file system call is made
+/// on the I/O thread between them, and the DACL's domain group becomes the POSIX ACL's entry.
+#[test]
+fn a_security_change_with_an_id_source_reads_the_descriptor_in_a_job_first() {
+    let ids = Arc::new(TestIds::default());
+    let source = Arc::clone(&ids);
+    let (mut c, calls) = fuse_client_with(true, move |share| {
+        let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+        server
+            .logons
+            .set_domain(Some(ringshare_core::domain::DomainMember {
+                workgroup: "RSAD".into(),
+                separator: '\\',
+                default_domain: false,
+                rid_ranges: Vec::new(),
+                id_ranges: vec![(200_000, 2_999_999)],
+            }));
+        server.logons.set_id_source(Some(source));
+        server
+    });
+    c.put_file("team.txt", b"x");
+    // The file's group is the Engineers' gid, as winbind gave it: its SID is asked about.
+    c.server_node(&["team.txt"])
+        .chown(None, Some(ENGINEERS_GID), true)
+        .unwrap();
+    let f = c
+        .create("team.txt", READ_CONTROL | WRITE_DAC, D::OPEN, 0)
+        .unwrap();
+    let sd = SecurityDescriptor {
+        control: SE_DACL_PRESENT,
+        rm_control: 0,
+        owner: None,
+        group: None,
+        sacl: None,
+        dacl: Some(Acl {
+            revision: 2,
+            aces: vec![Ace::allow(
+                SALES.parse().unwrap(),
+                AccessMask(0x0012_0089),
+                0,
+            )],
+        }),
+    }
+    .to_bytes(ringshare_wire::consts::SecurityInformation::DACL)
+    .unwrap();
+    c.hold_lookups = true;
+    let mut m = set_dacl_msg(&mut c, f, &sd);
+    c.sign(&mut m);
+    let mut answers = c.send_frame(m);
+    let mut kinds = Vec::new();
+    let mut on_io_thread = 0;
+    let mut was = calls.all();
+    while !c.held_lookups.is_empty() {
+        on_io_thread += calls.all() - was;
+        let held = std::mem::take(&mut c.held_lookups);
+        for r in &held {
+            kinds.push(match &r.ask {
+                ringshare_core::Lookup::Fs(_) => "job",
+                ringshare_core::Lookup::Ids { .. } => "ids",
+                _ => "other",
+            });
+        }
+        c.run_any(held);
+        was = calls.all();
+        answers.extend(c.pump());
+    }
+    on_io_thread += calls.all() - was;
+    c.hold_lookups = false;
+    assert_eq!(kinds, ["job", "ids", "job"], "read, ask, change");
+    assert_eq!(on_io_thread, 0, "no file system call on the I/O thread");
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    let asked = std::mem::take(&mut *ids.asked.lock().unwrap());
+    assert_eq!(
+        asked,
+        [SALES.to_string(), format!("{:?}", Xid::Gid(ENGINEERS_GID))],
+        "the DACL's SID and the file's group, as on the I/O thread"
+    );
+    let acl = c.server_node(&["team.txt"]).posix_acls().unwrap().access;
+    let named: Vec<_> = acl
+        .unwrap_or_default()
+        .entries
+        .iter()
+        .map(|e| e.tag)
+        .collect();
+    assert!(
+        named.contains(&ringshare_acl::posix::AclTag::Group(SALES_GID)),
+        "the change the job made: {named:?}"
+    );
 }

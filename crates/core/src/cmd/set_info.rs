@@ -295,8 +295,8 @@ fn set_file(
 /// no open holds. The descriptor becomes the file's POSIX owner, group and
 /// ACL ([`crate::ntsd::set`]), so the kernel enforces it. On a share whose calls may wait on a
 /// network the descriptor is stored and the mode set in a file system job ([`job::security`]):
-/// the request parks (`Some`). With an id source, the file's descriptor read before (its ids
-/// asked about) is still made here.
+/// the request parks (`Some`). With an id source, the file's descriptor is read first (its ids
+/// asked about), in a job of its own there ([`job::current_ids`]).
 fn set_security(
     core: &mut ConnCore,
     open: &Arc<Open>,
@@ -345,6 +345,8 @@ fn set_security(
         // Domain SIDs the id source must place first, and the SIDs of the file's ids the
         // stored descriptor will show ([`crate::cmd::ids`]).
         let current = match core.server.logons.id_source() {
+            // Read in a job of its own first (the request parks and runs again).
+            Some(_) if open.share.offloaded() => job::current_ids(core, open)?,
             Some(_) => {
                 let attr = open.node.stat_without_dos().map_err(status_of)?;
                 let sids = (&core.server.logons.sid_map, core.now.mono_ms);

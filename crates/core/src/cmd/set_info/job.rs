@@ -18,11 +18,13 @@ use ringshare_wire::NtStatus;
 
 use crate::cmd::{Handled, LookupCont};
 use crate::exchange::{ConnCore, Reply};
-use crate::fsjob::{keep_write_time, FsDone, FsJob};
+use crate::fsjob::{keep_write_time, Carried, FsDone, FsJob};
 use crate::fsmap::status_of;
 use crate::io::Now;
+use crate::lookup::DomainAnswer;
 use crate::notify;
 use crate::server::ServerState;
+use crate::sidcache::Xid;
 use crate::state::Open;
 use crate::writetime;
 
@@ -187,6 +189,48 @@ pub(super) fn security(
         all_or_nothing(set())
     });
     asked(open, core.now, After::Told, job)
+}
+
+/// The Unix ids of the file's descriptor (as it is stored, or made from its POSIX ACL), which
+/// a security change on a server with an id source asks about before it is made
+/// ([`crate::cmd::ids::before_set`]): read in a job of the open's order (the request parks and
+/// runs again with them: Err([`crate::cmd::ids::ASK_IDS`])). Run again with the id source's
+/// answer instead (it asked after this job), none are needed: `before_set` takes that answer.
+pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<Xid>, NtStatus> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => m
+            .take::<Result<Vec<Xid>, NtStatus>>()
+            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
+        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {
+            Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of))
+        }
+        Some(DomainAnswer::Fs(..)) => Err(NtStatus::INTERNAL_ERROR),
+        Some(answered @ DomainAnswer::Ids(_)) => {
+            core.domain_answer = Some(answered);
+            Ok(Vec::new())
+        }
+        other => {
+            core.domain_answer = other;
+            let (server, o) = (Arc::clone(&core.server), Arc::clone(open));
+            let now_ms = core.now.mono_ms;
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::answer_made(
+                open.node.who().cloned(),
+                crate::fsjob::order_of(open.id),
+                crate::fsjob::share_key(&open.share.name),
+                "a SET_INFO's read of the descriptor",
+                move || {
+                    let read = || -> Result<Vec<Xid>, NtStatus> {
+                        let attr = o.node.stat_without_dos().map_err(status_of)?;
+                        let sids = (&server.logons.sid_map, now_ms);
+                        let sd = crate::ntsd::descriptor(o.node.as_ref(), &attr, &o.share, sids)?;
+                        Ok(crate::cmd::ids::unix_ids(&sd))
+                    };
+                    Carried::new(read(), false)
+                },
+            )));
+            Err(crate::cmd::ids::ASK_IDS)
+        }
+    }
 }
 
 /// A SET_INFO's job answered (`done`): the write time it wrote is booked, watchers and the
