@@ -53,6 +53,8 @@ pub struct Calls {
     pub reads: AtomicUsize,
     /// Every change of a file is refused (a back end that says no: EACCES).
     pub refuse: AtomicBool,
+    /// Setting files' DOS attributes alone is refused (EACCES).
+    pub refuse_attributes: AtomicBool,
 }
 
 impl Calls {
@@ -173,6 +175,9 @@ impl Node for FuseNode {
     }
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.1.change()?;
+        if self.1.refuse_attributes.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::AccessDenied);
+        }
         self.0.set_dos_attributes(attrs)
     }
     fn set_mode(&self, mode: u32) -> FsResult<()> {

@@ -93,19 +93,29 @@ pub(super) fn basic(open: &Arc<Open>, now: Now, plan: super::Basic) -> Handled {
     };
     let node = Arc::clone(&open.node);
     let job = job_of(open, "a SET_INFO's times and attributes", move || {
-        all_or_nothing(basic_calls(node.as_ref(), &plan, t))
+        let mut times_set = false;
+        let (made, r) = all_or_nothing(basic_calls(node.as_ref(), &plan, t, &mut times_set));
+        (made | if times_set { TIMES_SET } else { 0 }, r)
     });
     asked(open, now, After::Basic { mtime }, job)
 }
 
+/// Beside the notify bits a FileBasicInformation's job answers: its times were set, so a write
+/// time the client set is kept fixed even when its attributes were then refused (as on the
+/// I/O thread: the review of session 46, finding 8). Not a completion filter bit.
+const TIMES_SET: u32 = 1 << 31;
+
+/// `times_set`: the times were set (before the attributes, which may fail).
 fn basic_calls(
     node: &dyn Node,
     plan: &super::Basic,
     t: Option<UnixNanos>,
+    times_set: &mut bool,
 ) -> Result<u32, NtStatus> {
     let mut made = plan.changed;
     if made != 0 {
         node.set_times(&plan.times).map_err(status_of)?;
+        *times_set = true;
     }
     if let Some(a) = plan.attrs {
         node.set_dos_attributes(a).map_err(status_of)?;
@@ -248,13 +258,16 @@ pub(crate) fn changed(
         _ => return Err(NtStatus::INTERNAL_ERROR),
     };
     let (server, open, now) = (&core.server, &fin.open, fin.now);
+    let (times_set, made) = (made & TIMES_SET != 0, made & !TIMES_SET);
     match fin.after {
-        After::Basic { mtime } if r.is_ok() => {
-            if let Some(t) = mtime {
+        After::Basic { mtime } => {
+            if let (Some(t), true) = (mtime, times_set) {
                 writetime::set_sticky(&server.files, open, t);
             }
-            // The time the job wrote (the same `now`), or none once the client set it.
-            let _ = writetime::immediate_booked(open, now);
+            if r.is_ok() {
+                // The time the job wrote (the same `now`), or none once the client set it.
+                let _ = writetime::immediate_booked(open, now);
+            }
         }
         After::Size if r.is_ok() => {
             let _ = writetime::immediate_booked(open, now);
