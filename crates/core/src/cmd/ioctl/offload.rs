@@ -55,11 +55,11 @@ pub(super) fn ask(
     what: &'static str,
     calls: impl FnOnce() -> Made + Send + 'static,
 ) -> Result<Reply, NtStatus> {
-    let o = &open.open;
+    let (who, order, share) = crate::fsjob::of_open(&open.open);
     core.ids_wanted = Some(Lookup::Fs(FsJob::answer_made(
-        o.node.who().cloned(),
-        crate::fsjob::order_of(o.id),
-        crate::fsjob::share_key(&o.share.name),
+        who,
+        order,
+        share,
         what,
         move || Carried::new(calls(), false),
     )));

@@ -222,11 +222,6 @@ fn job_of(
     what: &'static str,
     calls: impl FnOnce() -> Carried + Send + 'static,
 ) -> FsJob {
-    FsJob::answer_made(
-        open.node.who().cloned(),
-        crate::fsjob::order_of(open.id),
-        crate::fsjob::share_key(&open.share.name),
-        what,
-        calls,
-    )
+    let (who, order, share) = crate::fsjob::of_open(open);
+    FsJob::answer_made(who, order, share, what, calls)
 }

@@ -66,13 +66,8 @@ fn job_of(
     what: &'static str,
     calls: impl FnOnce() -> (u32, Result<(), NtStatus>) + Send + 'static,
 ) -> FsJob {
-    FsJob::change(
-        open.node.who().cloned(),
-        crate::fsjob::order_of(open.id),
-        crate::fsjob::share_key(&open.share.name),
-        what,
-        calls,
-    )
+    let (who, order, share) = crate::fsjob::of_open(open);
+    FsJob::change(who, order, share, what, calls)
 }
 
 /// What changed (`made`) when the calls worked; nothing when they failed.
@@ -223,10 +218,11 @@ pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<X
             core.domain_answer = other;
             let (server, o) = (Arc::clone(&core.server), Arc::clone(open));
             let now_ms = core.now.mono_ms;
+            let (who, order, share) = crate::fsjob::of_open(open);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::answer_made(
-                open.node.who().cloned(),
-                crate::fsjob::order_of(open.id),
-                crate::fsjob::share_key(&open.share.name),
+                who,
+                order,
+                share,
                 "a SET_INFO's read of the descriptor",
                 move || {
                     let read = || -> Result<Vec<Xid>, NtStatus> {
