@@ -357,16 +357,6 @@ pub fn order_of(open_id: u64) -> u64 {
     open_id.max(1)
 }
 
-/// Whom a job about open `open` acts as (the credentials its node was opened with), its order
-/// (the open's: [`order_of`]) and its share ([`share_key`]): [`FsJob`]'s first three fields.
-pub fn of_open(open: &crate::state::Open) -> (Option<Who>, u64, u64) {
-    (
-        open.node.who().cloned(),
-        order_of(open.id),
-        share_key(&open.share.name),
-    )
-}
-
 impl std::fmt::Debug for FsJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} (order {})", self.what, self.order)

@@ -309,6 +309,17 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
     }
 }
 
+/// Whom a file system job about open `open` acts as (the credentials its node was opened
+/// with), its order (the open's: [`crate::fsjob::order_of`]) and its share
+/// ([`crate::fsjob::share_key`]): [`crate::fsjob::FsJob`]'s first three fields.
+pub(crate) fn job_of_open(open: &crate::state::Open) -> (Option<ringshare_vfs::Who>, u64, u64) {
+    (
+        open.node.who().cloned(),
+        crate::fsjob::order_of(open.id),
+        crate::fsjob::share_key(&open.share.name),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::Handled;

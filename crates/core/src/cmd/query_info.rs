@@ -183,7 +183,7 @@ pub(crate) fn in_job(
     what: &'static str,
     answer: impl FnOnce() -> Result<Reply, NtStatus> + Send + 'static,
 ) -> Result<Reply, NtStatus> {
-    let (who, order, share) = crate::fsjob::of_open(open);
+    let (who, order, share) = crate::cmd::job_of_open(open);
     core.ids_wanted = Some(Lookup::Fs(FsJob::answer(
         who,
         order,

@@ -55,7 +55,7 @@ pub(super) fn ask(
     what: &'static str,
     calls: impl FnOnce() -> Made + Send + 'static,
 ) -> Result<Reply, NtStatus> {
-    let (who, order, share) = crate::fsjob::of_open(&open.open);
+    let (who, order, share) = crate::cmd::job_of_open(&open.open);
     core.ids_wanted = Some(Lookup::Fs(FsJob::answer_made(
         who,
         order,

@@ -222,6 +222,6 @@ fn job_of(
     what: &'static str,
     calls: impl FnOnce() -> Carried + Send + 'static,
 ) -> FsJob {
-    let (who, order, share) = crate::fsjob::of_open(open);
+    let (who, order, share) = crate::cmd::job_of_open(open);
     FsJob::answer_made(who, order, share, what, calls)
 }

@@ -66,7 +66,7 @@ fn job_of(
     what: &'static str,
     calls: impl FnOnce() -> (u32, Result<(), NtStatus>) + Send + 'static,
 ) -> FsJob {
-    let (who, order, share) = crate::fsjob::of_open(open);
+    let (who, order, share) = crate::cmd::job_of_open(open);
     FsJob::change(who, order, share, what, calls)
 }
 
@@ -218,7 +218,7 @@ pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<X
             core.domain_answer = other;
             let (server, o) = (Arc::clone(&core.server), Arc::clone(open));
             let now_ms = core.now.mono_ms;
-            let (who, order, share) = crate::fsjob::of_open(open);
+            let (who, order, share) = crate::cmd::job_of_open(open);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::answer_made(
                 who,
                 order,
