@@ -516,3 +516,18 @@ fn a_write_time_set_before_refused_attributes_stays_fixed_after_a_write() {
         );
     }
 }
+
+/// The review of session 46, finding 8's rest: a FileBasicInformation that changes nothing (no
+/// time, no attributes) on a handle that wrote nothing asks no job and is answered at once.
+#[test]
+fn a_set_info_of_times_that_changes_nothing_asks_no_job() {
+    let (mut c, _) = fuse_client(true);
+    let f = c
+        .create("still", GENERIC_ALL, D::OVERWRITE_IF, 0)
+        .expect("create");
+    c.hold_lookups = true;
+    let r = c.set_info(f, INFO_FILE, BASIC, &basic(0, 0));
+    c.hold_lookups = false;
+    assert_eq!(r.status(), NtStatus::SUCCESS, "answered at once");
+    assert!(c.held_lookups.is_empty(), "no job");
+}

@@ -86,6 +86,12 @@ pub(super) fn basic(open: &Arc<Open>, now: Now, plan: super::Basic) -> Handled {
         None => writetime::immediate_time(open, now),
         Some(_) => None,
     };
+    if plan.changed == 0 && plan.attrs.is_none() && t.is_none() {
+        // Nothing to set and no write time to show: answered here, as the job's answer would
+        // be (the review of session 46, finding 8's rest).
+        let _ = writetime::immediate_booked(open, now);
+        return Handled::Reply(Reply::ok(super::ok_body()));
+    }
     let node = Arc::clone(&open.node);
     let job = job_of(open, "a SET_INFO's times and attributes", move || {
         let mut times_set = false;
