@@ -101,24 +101,15 @@ pub(super) fn answered(core: &ConnCore) -> bool {
 /// The job's answer, taken, when the CREATE runs again after it: what it opened, or the status
 /// it failed with (a job that could not run: its file system error).
 pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
-    match core.domain_answer.take() {
-        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => {
-            let (outcome, refused) = m
-                .take::<Answered>()
-                .unwrap_or((Err(NtStatus::INTERNAL_ERROR), None));
-            if let (Some(n), Some(link)) = (refused, core.server.node.link()) {
-                // Counted for the log, if this thread still refuses the node's calls.
-                link.refuses_now(n);
-            }
-            Some(outcome)
-        }
-        Some(DomainAnswer::Fs(FsDone::Done(Err(e)), _)) => Some(Err(crate::fsmap::status_of(e))),
-        Some(DomainAnswer::Fs(..)) => Some(Err(NtStatus::INTERNAL_ERROR)),
-        other => {
-            core.domain_answer = other;
-            None
-        }
+    let (outcome, refused) = match crate::cmd::job_made::<Answered>(core)? {
+        Ok(answered) => answered,
+        Err(s) => (Err(s), None),
+    };
+    if let (Some(n), Some(link)) = (refused, core.server.node.link()) {
+        // Counted for the log, if this thread still refuses the node's calls.
+        link.refuses_now(n);
     }
+    Some(outcome)
 }
 
 /// What the job carries back: its outcome, and the node whose file it refused to open

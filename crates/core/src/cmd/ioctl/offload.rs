@@ -12,8 +12,8 @@ use ringshare_wire::NtStatus;
 use super::OpenRef;
 use crate::cmd::ids::ASK_IDS;
 use crate::exchange::{ConnCore, Reply};
-use crate::fsjob::{Carried, FsDone, FsJob};
-use crate::lookup::{DomainAnswer, Lookup};
+use crate::fsjob::{Carried, FsJob};
+use crate::lookup::Lookup;
 
 /// What a job changed, for the I/O thread to tell after it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -69,17 +69,9 @@ pub(super) fn ask(
 /// What the job this request asked made, when it runs again with it; its changes told here
 /// (`open`'s) when it succeeded. `None`: no job was asked yet.
 pub(super) fn answered(core: &mut ConnCore, open: &OpenRef) -> Option<Result<Reply, NtStatus>> {
-    let made = match core.domain_answer.take() {
-        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => m
-            .take::<Made>()
-            .unwrap_or_else(|| Made::answer(Err(NtStatus::INTERNAL_ERROR))),
-        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => Made::answer(Err(r
-            .err()
-            .map_or(NtStatus::INTERNAL_ERROR, crate::fsmap::status_of))),
-        other => {
-            core.domain_answer = other;
-            return None;
-        }
+    let made = match crate::cmd::job_made::<Made>(core)? {
+        Ok(made) => made,
+        Err(s) => Made::answer(Err(s)),
     };
     match made.after {
         After::Nothing => {}

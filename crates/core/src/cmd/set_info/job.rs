@@ -208,14 +208,10 @@ pub(super) fn security(
 /// runs again with them: Err([`crate::cmd::ids::ASK_IDS`])). Run again with the id source's
 /// answer instead (it asked after this job), none are needed: `before_set` takes that answer.
 pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<Xid>, NtStatus> {
+    if let Some(read) = crate::cmd::job_made::<Result<Vec<Xid>, NtStatus>>(core) {
+        return read.and_then(|ids| ids);
+    }
     match core.domain_answer.take() {
-        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => m
-            .take::<Result<Vec<Xid>, NtStatus>>()
-            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
-        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {
-            Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of))
-        }
-        Some(DomainAnswer::Fs(..)) => Err(NtStatus::INTERNAL_ERROR),
         Some(answered @ DomainAnswer::Ids(_)) => {
             core.domain_answer = Some(answered);
             Ok(Vec::new())
