@@ -653,11 +653,17 @@ fn a_rename_of_another_file_does_not_make_a_create_look_its_name_up_again() {
 }
 
 /// Two clients of one FUSE-like share holding "leased"; `b`'s OVERWRITE_IF of it with lease
-/// key 1 (RWH) admitted, its overwrite's job out (returned, not run).
-fn leased_overwrite_out() -> (Client, Client, Vec<ringshare_core::LookupRequest>) {
+/// key 1 (RWH) admitted, its overwrite's job out (returned, not run); what the share was asked.
+fn leased_overwrite_out() -> (
+    Client,
+    Client,
+    Vec<ringshare_core::LookupRequest>,
+    Arc<Calls>,
+) {
     use support::caching::{H, LEASE, R, W};
     let mem = MemShare::new();
     let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let calls = Arc::clone(&share.1);
     let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
     let mut b = Client::on(Arc::clone(&server), mem.clone(), Options::default());
     let c = Client::on(server, mem, Options::default());
@@ -679,7 +685,7 @@ fn leased_overwrite_out() -> (Client, Client, Vec<ringshare_core::LookupRequest>
     assert!(b.pump().is_empty(), "waits for the overwrite's job");
     let overwrite = std::mem::take(&mut b.held_lookups);
     assert_eq!(overwrite.len(), 1, "the overwrite's job");
-    (b, c, overwrite)
+    (b, c, overwrite, calls)
 }
 
 /// Issue 33, 1g: a lease granted at admission to a CREATE whose overwrite's job is still out is
@@ -690,7 +696,7 @@ fn leased_overwrite_out() -> (Client, Client, Vec<ringshare_core::LookupRequest>
 #[test]
 fn a_break_of_a_lease_whose_create_is_not_answered_yet_goes_out_after_the_answer() {
     use support::caching::{H, LEASE, R, READ, W};
-    let (mut b, mut c, overwrite) = leased_overwrite_out();
+    let (mut b, mut c, overwrite, _) = leased_overwrite_out();
     let m = c.create_msg_caching(
         "leased",
         READ,
@@ -731,7 +737,7 @@ fn a_break_of_a_lease_whose_create_is_not_answered_yet_goes_out_after_the_answer
 #[test]
 fn a_break_of_another_lease_goes_out_while_a_create_is_not_answered_yet() {
     use support::caching::{H, LEASE, R, READ, W};
-    let (mut b, mut c, overwrite) = leased_overwrite_out();
+    let (mut b, mut c, overwrite, _) = leased_overwrite_out();
     b.hold_lookups = false;
     b.put_file("other", b"other");
     let m = b.create_msg_caching(
@@ -777,4 +783,56 @@ fn a_break_of_another_lease_goes_out_while_a_create_is_not_answered_yet() {
         [Command::CREATE],
         "leased's answer, no other break"
     );
+}
+
+/// An overwrite whose job fails (the back end refuses the truncation) answers the CREATE with
+/// the failure, before anything else, and takes its open out of the file's entry: an open that
+/// waited for the break of the lease it was granted at admission goes on with no
+/// acknowledgment, the file keeps its bytes, and its node is let go in a job.
+#[test]
+fn an_overwrite_whose_job_fails_answers_the_failure_and_lets_the_file_go() {
+    use support::caching::{LEASE, R, READ};
+    let (mut b, mut c, overwrite, calls) = leased_overwrite_out();
+    let m = c.create_msg_caching(
+        "leased",
+        READ,
+        SHARE_ALL,
+        D::OPEN,
+        LEASE,
+        Some(lease_v2(2, R)),
+    );
+    let (_, first) = send_signed(&mut c, m);
+    assert_eq!(
+        first[0].status(),
+        NtStatus::PENDING,
+        "c waits for b's break"
+    );
+    calls.refuse.store(true, Ordering::SeqCst);
+    b.run_jobs(overwrite);
+    let sent = b.pump();
+    calls.refuse.store(false, Ordering::SeqCst);
+    assert_eq!(sent[0].hdr.command, Command::CREATE, "answered first");
+    assert_eq!(
+        sent[0].status(),
+        NtStatus::ACCESS_DENIED,
+        "the truncation's failure"
+    );
+    let let_go = std::mem::take(&mut b.held_lookups);
+    assert_eq!(let_go.len(), 1, "its node let go in a job");
+    let dropped = calls.dropped.load(Ordering::SeqCst);
+    b.run_jobs(let_go);
+    assert!(
+        calls.dropped.load(Ordering::SeqCst) > dropped,
+        "let go by the job"
+    );
+    b.hold_lookups = false;
+    let opened = c.pump();
+    let statuses: Vec<NtStatus> = opened.iter().map(|r| r.status()).collect();
+    assert_eq!(
+        statuses,
+        [NtStatus::SUCCESS],
+        "c's open, with no acknowledgment"
+    );
+    let (_, eof, _) = created(&opened[0]);
+    assert_eq!(eof, 17, "not truncated");
 }
