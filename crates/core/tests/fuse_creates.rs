@@ -228,6 +228,51 @@ fn a_related_compound_after_a_create_whose_job_is_out_runs_on_the_open_it_made()
     assert_eq!(&body[off..off + len], data, "the READ read the file");
 }
 
+/// A related compound whose CREATE overwrites an existing file (two jobs: the open, then the
+/// truncation) writes and reads on the open it made once both ran, in order: the WRITE after the
+/// truncation, the READ after the WRITE.
+#[test]
+fn a_related_compound_after_a_create_that_overwrites_writes_after_the_truncation() {
+    let (mut c, calls) = fuse_client(true);
+    c.put_file("overwritten", b"the old bytes, longer than the new");
+    let related = FileId {
+        persistent: u64::MAX,
+        volatile: u64::MAX,
+    };
+    let tree = c.tree_id;
+    let create = c.create_msg(tree, "overwritten", 0x0012_019f, SHARE_ALL, D::OVERWRITE, 0);
+    let write = c.message(Command::WRITE, tree, |o| write_body(o, related, 0, b"new"));
+    let read = c.read_msg(related, 0, 64);
+    let close = c.close_msg(related, 0);
+    c.hold_lookups = true;
+    let mut answers = c.compound(vec![create, write, read, close], true);
+    assert!(answers.is_empty(), "nothing answered before the jobs ran");
+    let mut jobs = 0;
+    while !c.held_lookups.is_empty() {
+        let held = std::mem::take(&mut c.held_lookups);
+        jobs += held.len();
+        c.run_jobs(held);
+        answers.extend(c.pump());
+    }
+    c.hold_lookups = false;
+    assert!(
+        jobs >= 2,
+        "the open's and the truncation's jobs, at least: {jobs}"
+    );
+    assert_eq!(calls.sizes_set.load(Ordering::SeqCst), 1, "truncated once");
+    let statuses: Vec<_> = answers.iter().map(|r| r.status()).collect();
+    assert_eq!(
+        statuses,
+        [NtStatus::SUCCESS; 4],
+        "CREATE, WRITE, READ, CLOSE"
+    );
+    let (action, _, _) = created(&answers[0]);
+    assert_eq!(action, 3, "FILE_OVERWRITTEN");
+    let body = answers[2].body();
+    let (off, len) = (body[2] as usize - 64, body[4] as usize);
+    assert_eq!(&body[off..off + len], b"new", "only what the WRITE wrote");
+}
+
 /// Step 5: a CREATE whose connection ends while its job is out does not let the file the job
 /// opened go on the I/O thread when the job's answer comes: a job of its own lets it go.
 #[test]
