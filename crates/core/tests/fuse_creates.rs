@@ -215,12 +215,7 @@ fn a_related_compound_after_a_create_whose_job_is_out_runs_on_the_open_it_made()
         "nothing answered before the CREATE's job ran"
     );
     assert_eq!(calls.made(), was, "no file system call before it ran");
-    while !c.held_lookups.is_empty() {
-        let held = std::mem::take(&mut c.held_lookups);
-        c.run_jobs(held);
-        answers.extend(c.pump());
-    }
-    c.hold_lookups = false;
+    answers.extend(c.run_held_jobs_to_the_end().0);
     let statuses: Vec<_> = answers.iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [NtStatus::SUCCESS; 3], "CREATE, READ, CLOSE");
     let body = answers[1].body();
@@ -245,16 +240,9 @@ fn a_related_compound_after_a_create_that_overwrites_writes_after_the_truncation
     let read = c.read_msg(related, 0, 64);
     let close = c.close_msg(related, 0);
     c.hold_lookups = true;
-    let mut answers = c.compound(vec![create, write, read, close], true);
-    assert!(answers.is_empty(), "nothing answered before the jobs ran");
-    let mut jobs = 0;
-    while !c.held_lookups.is_empty() {
-        let held = std::mem::take(&mut c.held_lookups);
-        jobs += held.len();
-        c.run_jobs(held);
-        answers.extend(c.pump());
-    }
-    c.hold_lookups = false;
+    let early = c.compound(vec![create, write, read, close], true);
+    assert!(early.is_empty(), "nothing answered before the jobs ran");
+    let (answers, jobs) = c.run_held_jobs_to_the_end();
     assert!(
         jobs >= 2,
         "the open's and the truncation's jobs, at least: {jobs}"
@@ -733,6 +721,21 @@ fn leased_overwrite_out() -> (
     (b, c, overwrite, calls)
 }
 
+/// `c`'s open of `name` for reading with an R lease of key `key`, which waits (PENDING) for a
+/// break of another client's lease.
+fn open_waiting_for_a_break(c: &mut Client, name: &str, key: u8) {
+    use support::caching::{LEASE, R, READ};
+    let lease = Some(lease_v2(key, R));
+    let m = c.create_msg_caching(name, READ, SHARE_ALL, D::OPEN, LEASE, lease);
+    let (_, first) = send_signed(c, m);
+    let waits: Vec<NtStatus> = first.iter().map(|r| r.status()).collect();
+    assert_eq!(
+        waits,
+        [NtStatus::PENDING],
+        "waits for the other client's break"
+    );
+}
+
 /// Issue 33, 1g: a lease granted at admission to a CREATE whose overwrite's job is still out is
 /// not broken in a notification before the CREATE's own answer: its client does not know the
 /// lease yet and ignores a break for an unknown lease key ([MS-SMB2] 3.2.5.19.2), so it would
@@ -740,19 +743,9 @@ fn leased_overwrite_out() -> (
 /// break goes out after the answer, and acknowledged it lets the other open in.
 #[test]
 fn a_break_of_a_lease_whose_create_is_not_answered_yet_goes_out_after_the_answer() {
-    use support::caching::{H, LEASE, R, READ, W};
+    use support::caching::{H, R, W};
     let (mut b, mut c, overwrite, _) = leased_overwrite_out();
-    let m = c.create_msg_caching(
-        "leased",
-        READ,
-        SHARE_ALL,
-        D::OPEN,
-        LEASE,
-        Some(lease_v2(2, R)),
-    );
-    let (_, first) = send_signed(&mut c, m);
-    let waits: Vec<NtStatus> = first.iter().map(|r| r.status()).collect();
-    assert_eq!(waits, [NtStatus::PENDING], "c waits for b's lease to break");
+    open_waiting_for_a_break(&mut c, "leased", 2);
     assert!(
         b.pump().is_empty(),
         "no break for a lease whose CREATE is not answered yet"
@@ -800,20 +793,7 @@ fn a_break_of_another_lease_goes_out_while_a_create_is_not_answered_yet() {
         R | W | H,
         "b holds a lease of other"
     );
-    let m = c.create_msg_caching(
-        "other",
-        READ,
-        SHARE_ALL,
-        D::OPEN,
-        LEASE,
-        Some(lease_v2(4, R)),
-    );
-    let (_, first) = send_signed(&mut c, m);
-    assert_eq!(
-        first[0].status(),
-        NtStatus::PENDING,
-        "c waits for b's break"
-    );
+    open_waiting_for_a_break(&mut c, "other", 4);
     let breaks = b.breaks();
     assert_eq!(breaks.len(), 1, "the break of other's lease, at once");
     let ringshare_wire::misc::OplockBreak::LeaseBreakNotification(n) = &breaks[0] else {
@@ -836,22 +816,8 @@ fn a_break_of_another_lease_goes_out_while_a_create_is_not_answered_yet() {
 /// acknowledgment, the file keeps its bytes, and its node is let go in a job.
 #[test]
 fn an_overwrite_whose_job_fails_answers_the_failure_and_lets_the_file_go() {
-    use support::caching::{LEASE, R, READ};
     let (mut b, mut c, overwrite, calls) = leased_overwrite_out();
-    let m = c.create_msg_caching(
-        "leased",
-        READ,
-        SHARE_ALL,
-        D::OPEN,
-        LEASE,
-        Some(lease_v2(2, R)),
-    );
-    let (_, first) = send_signed(&mut c, m);
-    assert_eq!(
-        first[0].status(),
-        NtStatus::PENDING,
-        "c waits for b's break"
-    );
+    open_waiting_for_a_break(&mut c, "leased", 2);
     calls.refuse.store(true, Ordering::SeqCst);
     b.run_jobs(overwrite);
     let sent = b.pump();
