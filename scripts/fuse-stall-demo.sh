@@ -10,7 +10,7 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|lock] [--stall-ops OP,...] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|lock] [--stall-ops OP,...] [--direct-io] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
 #     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
@@ -28,17 +28,21 @@
 #             ceph-fuse asks its MDS), only its `lock` requests held
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
+#     --direct-io: the mount opens every file in direct I/O mode (stall-fuse.py --direct-io; as
+#     ceph-fuse can): a READ's FUSE read is made by whichever thread reads, past the page cache
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 ACTION=create
 OPS=()
+DIRECT=()
 LABEL=""
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/ringshare
 while [ $# -gt 0 ]; do
     case "$1" in
     --action) ACTION=$2; shift ;;
     --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
+    --direct-io) DIRECT=(--direct-io); LABEL="$LABEL --direct-io" ;;
     --bin) BIN=$2; shift ;;
     -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -78,7 +82,7 @@ if [ "$ACTION" = lock ]; then
     [ ${#OPS[@]} -eq 0 ] && OPS=(--ops lock) && LABEL=" (lock requests held)"
     OPS+=(--posix-locks)
 fi
-fuse_share_mount --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}"
+fuse_share_mount --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}" "${DIRECT[@]}"
 
 fuse_share_config "$BIN" "$SHARE_EXTRA"
 setsid "$BIN" serve --config "$W/rs.conf" --threads 1 </dev/null >"$W/log" 2>&1 &

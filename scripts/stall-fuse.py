@@ -22,13 +22,16 @@ and
   open-file-description lock on the source file's descriptor of that FUSE open, so two opens'
   open-file-description locks (ringshare's) conflict as on a local disk. Without it the kernel
   answers them itself.
+- `--direct-io`: every open is in direct I/O mode (libfuse's `direct_io`: reads and writes go
+  to the file system, past the page cache, as ceph-fuse's can), so a READ waits for the file
+  system's answer in whichever thread made it.
 
 Needs `mfusepy` (PyPI, ctypes bindings for libfuse 3: Debian's libfuse3-3) and root (mounting
 without fusermount3). Runs in the foreground, multithreaded (a stalled request holds one
 libfuse thread, not the file system); unmount with `umount MOUNT` or by stopping it.
 
   stall-fuse.py SOURCE MOUNT --log LOG [--flag FLAG] [--ops OP,...] [--hold-each S] [--delay-ms N]
-                [--posix-locks]
+                [--posix-locks] [--direct-io]
 
 Not a CI test: scripts/fuse-stall-demo.sh uses it to show a known limit (one stalled file stalls
 every client of the I/O thread that touched it).
@@ -277,7 +280,9 @@ def main():
     p.add_argument("--ops", help="hold only these requests (comma-separated: read,getattr,...)")
     p.add_argument("--hold-each", type=float, help="hold each request that finds FLAG this many seconds")
     p.add_argument("--posix-locks", action="store_true", help="POSIX locks are asked of this file system")
+    p.add_argument("--direct-io", action="store_true", help="every open in direct I/O mode")
     a = p.parse_args()
+    extra = {"direct_io": True} if a.direct_io else {}
     kind = StallLocks if a.posix_locks else Stall
     fuse.FUSE(
         kind(os.path.abspath(a.source), a.log, a.flag, a.delay_ms, a.ops, a.hold_each),
@@ -287,6 +292,7 @@ def main():
         default_permissions=True,
         use_ino=True,
         fsname="stallfuse",
+        **extra,
     )
 
 

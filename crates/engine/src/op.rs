@@ -34,6 +34,8 @@ pub(crate) struct Op {
     /// The io_uring personality every SQE of the op carries (see
     /// `crate::personality`); 0: none.
     pub(crate) personality: u16,
+    /// Its SQEs carry IOSQE_ASYNC ([`crate::Ring::punted`]).
+    pub(crate) punt: bool,
 }
 
 /// A registered fd and its slot in the ring's file table, if the op has one.

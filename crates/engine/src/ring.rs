@@ -160,6 +160,8 @@ pub struct Ring {
     files: Option<FileTable>,
     /// Registered credentials SQEs run as.
     personalities: Personalities,
+    /// File reads and writes started now go to an io_uring worker at once ([`Ring::punted`]).
+    punt: bool,
 }
 
 impl Ring {
@@ -212,6 +214,7 @@ impl Ring {
             lendings: 0,
             files: None,
             personalities,
+            punt: false,
         };
         if config.fixed_files > 0 {
             ring.files = FileTable::new(&ring.uring.submitter(), config.fixed_files);
@@ -913,6 +916,18 @@ impl Ring {
         }
     }
 
+    /// Runs `f` with the file reads and writes it starts marked IOSQE_ASYNC when `on`: the
+    /// kernel hands them to an io_uring worker at once instead of trying them in the submitting
+    /// thread first, where on some file systems (FUSE in direct I/O mode) the try waits for the
+    /// file system's answer (docs/cluster-internals.md, "Which io_uring operations run where").
+    /// A continued short write keeps the mark.
+    pub fn punted<R>(&mut self, on: bool, f: impl FnOnce(&mut Ring) -> R) -> R {
+        let was = std::mem::replace(&mut self.punt, on);
+        let r = f(self);
+        self.punt = was;
+        r
+    }
+
     fn start_with(&mut self, token: u64, kind: OpKind, personality: u16) -> u64 {
         debug_assert!(
             token != Ring::WAKE_TOKEN || matches!(kind, OpKind::WakerRead { .. }),
@@ -920,12 +935,14 @@ impl Ring {
         );
         let fixed = self.files.as_mut().and_then(|t| t.use_for(kind.fds()));
         self.personalities.hold(personality);
+        let punt = self.punt && matches!(kind, OpKind::Read { .. } | OpKind::Write { .. });
         let key = self.ops.insert(Op {
             token,
             cancelled: false,
             kind,
             fixed,
             personality,
+            punt,
         });
         self.enqueue(Pending::Op(key));
         key
@@ -1012,6 +1029,12 @@ impl Ring {
         }
         let sqe = match *pending {
             Pending::Op(key) => match self.ops.get_mut(key) {
+                Some(op) if op.punt => op
+                    .kind
+                    .sqe(op.fixed)
+                    .user_data(key)
+                    .personality(op.personality)
+                    .flags(squeue::Flags::ASYNC),
                 Some(op) => op
                     .kind
                     .sqe(op.fixed)

@@ -220,6 +220,45 @@ fn reads_writes_and_fsyncs_a_temp_file() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// Whether an io_uring worker of this thread's rings runs now (`iou-wrk-TID`: workers are
+/// named after the task whose ring made them, so other tests' rings do not count).
+fn has_own_io_worker() -> bool {
+    let me = std::fs::read_link("/proc/thread-self").unwrap();
+    let tid = me.file_name().unwrap().to_string_lossy().into_owned();
+    let want = format!("iou-wrk-{tid}");
+    std::fs::read_dir("/proc/self/task").unwrap().any(|t| {
+        let comm = std::fs::read_to_string(t.unwrap().path().join("comm")).unwrap_or_default();
+        comm.trim_end() == want
+    })
+}
+
+/// A read started in `Ring::punted(true, ..)` goes to an io_uring worker at once (IOSQE_ASYNC)
+/// instead of being tried in the submitting thread: on an empty pipe a worker waits in its
+/// blocking read, where an unpunted read arms a poll and no worker is made. Both then complete
+/// with what is written. (Issue 33, step 7: a FUSE file in direct I/O mode waits for the file
+/// system in the thread that tries it.)
+#[test]
+fn a_punted_read_goes_to_an_io_worker_at_once() {
+    for punt in [false, true] {
+        let (r, mut w) = std::io::pipe().unwrap();
+        let fd: SharedFd = Arc::new(OwnedFd::from(r));
+        let mut ring = ring();
+        ring.punted(punt, |ring| ring.read_at(&fd, Vec::new(), 16, 0, None, 1));
+        ring.submit().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut worker = has_own_io_worker();
+        while punt && !worker && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+            worker = has_own_io_worker();
+        }
+        assert_eq!(worker, punt, "a worker runs the read: {punt}");
+        w.write_all(b"through").unwrap();
+        let c = wait_for(&mut ring, 1);
+        assert_eq!(c.result.unwrap(), 7);
+        assert_eq!(c.buf.unwrap(), b"through");
+    }
+}
+
 #[test]
 fn write_at_rejects_a_range_outside_the_buffer_and_returns_it() {
     let path = temp_path("badrange");

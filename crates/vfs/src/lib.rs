@@ -695,6 +695,14 @@ pub trait Node: Send + Sync + fmt::Debug {
     fn reads_within_size(&self) -> bool {
         false
     }
+    /// An io_uring READ or WRITE of this file may wait in the thread that submits it: on a
+    /// FUSE file system in direct I/O mode the kernel makes the FUSE request there and waits
+    /// for its answer (measured: `scripts/fuse-stall-demo.sh --action read --stall-ops read
+    /// --direct-io`, session 47), and a network file system's may too. The engine then hands it
+    /// to an io_uring worker at once (IOSQE_ASYNC), so the I/O thread does not wait.
+    fn ring_io_may_block(&self) -> bool {
+        false
+    }
     /// Read up to `buf.len()` bytes at `offset`; returns bytes read (0 at end of file).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize>;
     /// Write all of `data` at `offset`; returns bytes written.

@@ -640,6 +640,7 @@ impl PosixShare {
             in_memory,
             fuse,
             dos_kept,
+            remote,
             ..
         } = if (st.stx_dev_major, st.stx_dev_minor) == self.root_dev {
             self.root_fs
@@ -658,6 +659,7 @@ impl PosixShare {
                 snapshot: self.snapshot,
                 in_memory,
                 fuse,
+                remote,
                 dos_kept,
                 nonblocking: AtomicBool::new(nonblocking),
             },

@@ -43,6 +43,9 @@ impl Worker {
         // Every file operation runs as the open's user (its io_uring
         // personality), inline or in an io_uring worker.
         let who = req.node.who().cloned();
+        // Where an inline try of a READ or WRITE would wait for the file system in this thread
+        // (FUSE in direct I/O mode), it goes to an io_uring worker at once.
+        let punt = req.node.ring_io_may_block();
         let kind = match req.op {
             IoOp::Read {
                 offset,
@@ -51,7 +54,9 @@ impl Worker {
             } => {
                 let mut buf = read_buf(&mut self.pool, &mut c.conn, headroom + len);
                 buf.resize(headroom, 0);
-                self.ring.read_at(&fd, buf, len, offset, who.as_ref(), tok);
+                self.ring.punted(punt, |ring| {
+                    ring.read_at(&fd, buf, len, offset, who.as_ref(), tok)
+                });
                 if len >= POOL_BUF_MIN {
                     c.reads_in_flight += 1;
                     c.read_bytes_in_flight += len;
@@ -65,8 +70,9 @@ impl Worker {
                 start,
                 end,
             } => {
-                self.ring
-                    .write_at(&fd, buf, start..end, offset, who.as_ref(), tok);
+                self.ring.punted(punt, |ring| {
+                    ring.write_at(&fd, buf, start..end, offset, who.as_ref(), tok)
+                });
                 IoKind::Write
             }
             IoOp::WriteReceived { offset, len } => {

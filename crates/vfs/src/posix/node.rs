@@ -21,6 +21,9 @@ pub struct PosixNode {
     pub(super) in_memory: bool,
     /// On a FUSE file system ([`Node::reads_within_size`]).
     pub(super) fuse: bool,
+    /// On a file system whose calls may wait on a network or another process
+    /// ([`Node::ring_io_may_block`]; `FsKind::remote`).
+    pub(super) remote: bool,
     /// The device whose entries' DOS attributes may be kept
     /// ([`super::doscache`]), when the node's file system allows it.
     pub(super) dos_kept: Option<u64>,
@@ -366,6 +369,10 @@ impl Node for PosixNode {
 
     fn reads_within_size(&self) -> bool {
         self.fuse
+    }
+
+    fn ring_io_may_block(&self) -> bool {
+        self.remote
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {

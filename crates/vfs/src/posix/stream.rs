@@ -264,6 +264,7 @@ pub(super) fn open(base: &PosixNode, name: &str, mode: OpenMode, write: bool) ->
             snapshot: base.snapshot,
             in_memory: base.in_memory,
             fuse: base.fuse,
+            remote: base.remote,
             dos_kept: base.dos_kept,
             nonblocking: AtomicBool::new(base.nonblocking.load(Ordering::Relaxed)),
         },

@@ -753,12 +753,23 @@ fn a_write_lock_on_a_read_only_node_is_a_read_lock_and_a_read_lock_on_a_write_on
 
 /// A share knows when it is set up whether its calls may wait on a network: not on file
 /// systems whose files only this kernel changes (tmpfs here), yes on any other (procfs stands
-/// in for FUSE or NFS: its type is none of those).
+/// in for FUSE or NFS: its type is none of those); its files' io_uring READs and WRITEs are
+/// then handed to a worker at once ([`Node::ring_io_may_block`]).
 #[test]
 fn a_share_on_a_file_system_only_this_kernel_changes_does_not_wait_on_a_network() {
     if let Some((_, _tmp, share)) = shm_share_with_f("network") {
         assert!(!share.may_wait_on_network(), "tmpfs");
+        let node = stat_only_node(&share, "f");
+        assert!(
+            !node.ring_io_may_block(),
+            "its files' ring I/O is tried inline"
+        );
     }
     let other = PosixShare::new(std::path::Path::new("/proc/self")).unwrap();
     assert!(other.may_wait_on_network());
+    let node = stat_only_node(&other, "status");
+    assert!(
+        node.ring_io_may_block(),
+        "its files' ring I/O goes to a worker at once"
+    );
 }
