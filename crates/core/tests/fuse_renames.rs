@@ -1,0 +1,341 @@
+//! Issue 33, step 6, second part (docs/cluster-internals.md, "File system calls off the I/O
+//! thread"): on a share whose calls may wait on a network, a SET_INFO rename, hard link and
+//! delete disposition make no file system call on the I/O thread: a rename's or link's look at
+//! its target is one job, the decision on the server's state is made on the I/O thread, the
+//! rename or link a second job; a delete disposition's stat and a directory's listing are one
+//! job. The answers and what watchers hear are those of a local share. On a local share
+//! nothing changes: no job, the calls made at once.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ringshare_vfs::{RelPath, Share};
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::fscc::FileAllInformation;
+use ringshare_wire::NtStatus;
+use support::fuse::*;
+use support::*;
+
+const INFO_FILE: u8 = 1;
+const RENAME: u8 = 10;
+const LINK: u8 = 11;
+const DISPOSITION: u8 = 13;
+const ALL_INFO: u8 = 18;
+const DIRECTORY: u32 = 0x1;
+/// FILE_NOTIFY_CHANGE_FILE_NAME | DIR_NAME.
+const NAMES: u32 = 0x1 | 0x2;
+/// Read, write and DELETE.
+const WITH_DELETE: u32 = 0x0013_019f;
+
+/// What a request sent with the file system jobs held came to.
+struct Held {
+    /// The jobs it asked.
+    jobs: usize,
+    /// The file system calls made before the first ran (on the I/O thread).
+    before_jobs: usize,
+    /// The answers, once the jobs (and any they led to) ran.
+    answers: Vec<Resp>,
+}
+
+/// `msg` signed and sent with the file system jobs held ([`Held`]).
+fn with_jobs_held(c: &mut Client, calls: &Calls, msg: Vec<u8>) -> Held {
+    let was = calls.all();
+    c.hold_lookups = true;
+    let (_, mut answers) = send_signed(c, msg);
+    let before_jobs = calls.all() - was;
+    let mut jobs = 0;
+    while !c.held_lookups.is_empty() {
+        let held = std::mem::take(&mut c.held_lookups);
+        jobs += held.len();
+        c.run_jobs(held);
+        answers.extend(c.pump());
+    }
+    c.hold_lookups = false;
+    Held {
+        jobs,
+        before_jobs,
+        answers,
+    }
+}
+
+fn exists(c: &Client, path: &str) -> bool {
+    let p = RelPath::from_components(path.split('/')).unwrap();
+    c.mem.stat(&ringshare_vfs::server_who(), &p).is_ok()
+}
+
+/// The name the open `f` shows (FileAllInformation).
+fn name_of(c: &mut Client, f: ringshare_wire::FileId) -> String {
+    let r = c.query_info(f, INFO_FILE, ALL_INFO, 0, 1024);
+    let all = FileAllInformation::decode(&output_buffer(&r)).unwrap();
+    all.name.file_name
+}
+
+/// A client on a share whose calls may wait on a network (`remote`) or not: directory `d`
+/// holding `d\f` (opened with DELETE: the open returned) and `d\taken`, and a watch of `d`'s
+/// names, pending (its MessageId).
+fn renaming_client(remote: bool) -> (Client, Arc<Calls>, ringshare_wire::FileId, u64) {
+    let (mut c, calls) = fuse_client(remote);
+    let d = c.create("d", 0x0012_0089, D::CREATE, DIRECTORY).unwrap();
+    let f = c.create("d\\f", WITH_DELETE, D::CREATE, 0).unwrap();
+    let t = c.create("d\\taken", WITH_DELETE, D::CREATE, 0).unwrap();
+    assert_eq!(c.close(t).status(), NtStatus::SUCCESS);
+    let watch = c.change_notify_msg(d, NAMES, false, 4096);
+    let (watch_id, interim) = send_signed(&mut c, watch);
+    assert_eq!(interim.len(), 1);
+    assert_eq!(interim[0].status(), NtStatus::PENDING, "the watch waits");
+    (c, calls, f, watch_id)
+}
+
+/// The SET_INFO rename of `d\f` to `to` on both kinds of share: what the offloaded one's jobs
+/// came to, and the status the local share answered.
+fn rename_both(to: &str, replace: bool) -> (Client, Held, NtStatus, u64) {
+    let buf = rename_info(to, replace);
+    let (mut c, calls, f, watch_id) = renaming_client(true);
+    let m = c.set_info_msg(f, INFO_FILE, RENAME, &buf);
+    let h = with_jobs_held(&mut c, &calls, m);
+    let (mut local, _, lf, _) = renaming_client(false);
+    let status = local.set_info(lf, INFO_FILE, RENAME, &buf).status();
+    (c, h, status, watch_id)
+}
+
+#[test]
+fn a_rename_on_a_share_that_may_wait_on_a_network_is_made_in_jobs() {
+    let renames_before = {
+        let (c, _, _, _) = renaming_client(true);
+        c.server.files.renames.load(Ordering::SeqCst)
+    };
+    let (mut c, h, local, watch_id) = rename_both("d\\g", false);
+    assert_eq!(
+        (h.jobs, h.before_jobs),
+        (2, 0),
+        "two jobs (the look, the rename), no file system call before they ran"
+    );
+    let set = h
+        .answers
+        .iter()
+        .find(|r| r.hdr.message_id != watch_id)
+        .expect("the SET_INFO's answer");
+    assert_eq!(set.status(), NtStatus::SUCCESS);
+    assert_eq!(local, NtStatus::SUCCESS, "as on a local share");
+    assert!(
+        h.answers
+            .iter()
+            .any(|r| r.hdr.message_id == watch_id && r.status() == NtStatus::SUCCESS),
+        "the watcher told of the rename: {:?}",
+        h.answers
+    );
+    assert!(
+        exists(&c, "d/g") && !exists(&c, "d/f"),
+        "the file at its new name"
+    );
+    assert_eq!(
+        c.server.files.renames.load(Ordering::SeqCst),
+        renames_before + 1,
+        "the rename counted (a CREATE that looked the old name up looks again)"
+    );
+    let f = c.create("d\\g", 0x0012_0089, D::OPEN, 0).unwrap();
+    assert_eq!(
+        name_of(&mut c, f),
+        "\\d\\g",
+        "an open of it shows its new name"
+    );
+}
+
+#[test]
+fn the_renamed_opens_path_follows_its_rename_made_in_a_job() {
+    let (mut c, calls, f, _) = renaming_client(true);
+    let m = c.set_info_msg(f, INFO_FILE, RENAME, &rename_info("d\\g", false));
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!(h.jobs, 2);
+    assert_eq!(name_of(&mut c, f), "\\d\\g", "the open's own path");
+}
+
+#[test]
+fn a_rename_onto_a_taken_name_is_refused_after_its_look_and_changes_nothing() {
+    let (c, h, local, watch_id) = rename_both("d\\TAKEN", false);
+    assert_eq!(
+        (h.jobs, h.before_jobs),
+        (1, 0),
+        "the look alone, no file system call on the I/O thread"
+    );
+    assert_eq!(h.answers.len(), 1, "no watcher told: {:?}", h.answers);
+    assert_ne!(h.answers[0].hdr.message_id, watch_id);
+    assert_eq!(h.answers[0].status(), NtStatus::OBJECT_NAME_COLLISION);
+    assert_eq!(
+        local,
+        NtStatus::OBJECT_NAME_COLLISION,
+        "as on a local share"
+    );
+    assert!(
+        exists(&c, "d/f") && exists(&c, "d/taken"),
+        "nothing changed"
+    );
+}
+
+#[test]
+fn a_rename_the_back_end_refuses_answers_its_status_and_tells_no_watcher() {
+    let (mut c, calls, f, watch_id) = renaming_client(true);
+    calls.refuse.store(true, Ordering::SeqCst);
+    let m = c.set_info_msg(f, INFO_FILE, RENAME, &rename_info("d\\g", false));
+    let h = with_jobs_held(&mut c, &calls, m);
+    calls.refuse.store(false, Ordering::SeqCst);
+    assert_eq!((h.jobs, h.before_jobs), (2, 0));
+    assert_eq!(h.answers.len(), 1, "no watcher told: {:?}", h.answers);
+    assert_eq!(h.answers[0].status(), NtStatus::ACCESS_DENIED);
+    assert!(exists(&c, "d/f") && !exists(&c, "d/g"));
+    assert_eq!(name_of(&mut c, f), "\\d\\f", "the open keeps its name");
+    // The file is not left marked as being renamed: the same rename, allowed, is made.
+    let m = c.set_info_msg(f, INFO_FILE, RENAME, &rename_info("d\\g", false));
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!(h.jobs, 2);
+    assert!(
+        h.answers
+            .iter()
+            .any(|r| r.hdr.message_id == watch_id && r.status() == NtStatus::SUCCESS),
+        "made, the rename tells the watcher: {:?}",
+        h.answers
+    );
+    assert!(exists(&c, "d/g") && !exists(&c, "d/f"));
+}
+
+/// Two opens (of two clients) rename one file at once: the second waits while the first's
+/// rename job is out, then renames the file from the name the first gave it.
+#[test]
+fn a_second_rename_of_a_file_waits_for_the_first_renames_job() {
+    let (mut b, calls) = fuse_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    b.put_file("f", b"data");
+    let fb = b.create("f", WITH_DELETE, D::OPEN, 0).expect("b opens f");
+    let fc = c.create("f", WITH_DELETE, D::OPEN, 0).expect("c opens f");
+    // b's rename: its look runs, its rename job is held.
+    b.hold_lookups = true;
+    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info("g", false));
+    let (b_id, early) = send_signed(&mut b, m);
+    assert!(early.is_empty());
+    let look = std::mem::take(&mut b.held_lookups);
+    b.run_jobs(look);
+    assert!(b.pump().is_empty(), "b waits for its rename's job");
+    let rename_job = std::mem::take(&mut b.held_lookups);
+    assert_eq!(rename_job.len(), 1, "b's rename job");
+    // c's rename meanwhile: it waits.
+    let m = c.set_info_msg(fc, INFO_FILE, RENAME, &rename_info("h", false));
+    let (c_id, mut c_answers) = send_signed(&mut c, m);
+    c_answers.extend(c.pump());
+    assert!(
+        c_answers
+            .iter()
+            .all(|r| r.hdr.message_id == c_id && r.status() == NtStatus::PENDING),
+        "c's rename waits: {c_answers:?}"
+    );
+    let made_before = calls.all();
+    b.run_jobs(rename_job);
+    let b_answers = b.pump();
+    b.hold_lookups = false;
+    assert_eq!(b_answers.len(), 1);
+    assert_eq!(
+        (b_answers[0].hdr.message_id, b_answers[0].status()),
+        (b_id, NtStatus::SUCCESS)
+    );
+    assert!(calls.all() > made_before, "b's rename made");
+    assert!(exists(&b, "g") && !exists(&b, "f"));
+    // c's rename, tried again, renames the file from g.
+    let fin = c.tick(1_100);
+    assert_eq!(fin.len(), 1, "c's rename answered: {fin:?}");
+    assert_eq!(
+        (fin[0].hdr.message_id, fin[0].status()),
+        (c_id, NtStatus::SUCCESS)
+    );
+    assert!(exists(&c, "h") && !exists(&c, "g") && !exists(&c, "f"));
+    assert_eq!(name_of(&mut b, fb), "\\h", "b's open follows both");
+}
+
+fn disposition_of(c: &mut Client, calls: &Calls, path: &str, dir: bool) -> Held {
+    let kind = if dir { DIRECTORY } else { 0 };
+    let f = c.create(path, WITH_DELETE, D::OPEN_IF, kind).unwrap();
+    let m = c.set_info_msg(f, INFO_FILE, DISPOSITION, &[1]);
+    with_jobs_held(c, calls, m)
+}
+
+#[test]
+fn a_delete_disposition_of_a_non_empty_directory_is_refused_by_its_job() {
+    let (mut c, calls) = fuse_client(true);
+    c.create("d", WITH_DELETE, D::CREATE, DIRECTORY).unwrap();
+    c.put_file("d\\inside", b"x");
+    let h = disposition_of(&mut c, &calls, "d", true);
+    assert_eq!(
+        (h.jobs, h.before_jobs),
+        (1, 0),
+        "one job (its stat and listing), no file system call on the I/O thread"
+    );
+    assert_eq!(h.answers.len(), 1);
+    assert_eq!(h.answers[0].status(), NtStatus::DIRECTORY_NOT_EMPTY);
+    let (mut local, lcalls) = fuse_client(false);
+    local
+        .create("d", WITH_DELETE, D::CREATE, DIRECTORY)
+        .unwrap();
+    local.put_file("d\\inside", b"x");
+    let l = disposition_of(&mut local, &lcalls, "d", true);
+    assert_eq!(l.jobs, 0, "a local share asks no job");
+    assert_eq!(l.answers[0].status(), NtStatus::DIRECTORY_NOT_EMPTY);
+    // An empty one's delete becomes pending.
+    let h = disposition_of(&mut c, &calls, "e", true);
+    assert_eq!((h.jobs, h.before_jobs), (1, 0));
+    assert_eq!(h.answers[0].status(), NtStatus::SUCCESS);
+}
+
+#[test]
+fn a_files_delete_disposition_on_a_share_that_may_wait_on_a_network_is_decided_after_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    c.put_file("f", b"x");
+    let h = disposition_of(&mut c, &calls, "f", false);
+    assert_eq!((h.jobs, h.before_jobs), (1, 0));
+    assert_eq!(h.answers[0].status(), NtStatus::SUCCESS);
+    let f = c.create("f", 0x0012_0089, D::OPEN, 0);
+    assert_eq!(
+        f.err(),
+        Some(NtStatus::DELETE_PENDING),
+        "its delete is pending"
+    );
+}
+
+/// The in-memory share makes no hard links (ACCESS_DENIED, as a back end that offers none):
+/// the link's look and link are jobs all the same, and it is answered as on a local share.
+#[test]
+fn a_link_on_a_share_that_may_wait_on_a_network_is_made_in_jobs() {
+    let buf = rename_info("d\\l", false);
+    let (mut c, calls, f, watch_id) = renaming_client(true);
+    let m = c.set_info_msg(f, INFO_FILE, LINK, &buf);
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!((h.jobs, h.before_jobs), (2, 0), "the look and the link");
+    assert_eq!(h.answers.len(), 1, "no watcher told: {:?}", h.answers);
+    assert_ne!(h.answers[0].hdr.message_id, watch_id);
+    let (mut local, _, lf, _) = renaming_client(false);
+    let status = local.set_info(lf, INFO_FILE, LINK, &buf).status();
+    assert_eq!(h.answers[0].status(), status, "as on a local share");
+    // Onto a taken name without replace: refused after the look alone.
+    let m = c.set_info_msg(f, INFO_FILE, LINK, &rename_info("d\\taken", false));
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!((h.jobs, h.before_jobs), (1, 0));
+    assert_eq!(h.answers[0].status(), NtStatus::OBJECT_NAME_COLLISION);
+}
+
+#[test]
+fn a_rename_link_and_delete_disposition_on_a_local_share_ask_no_job() {
+    let (mut c, calls, f, watch_id) = renaming_client(false);
+    let m = c.set_info_msg(f, INFO_FILE, LINK, &rename_info("d\\l", false));
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!(h.jobs, 0, "the link: no job");
+    assert!(h.before_jobs > 0, "its calls made at once");
+    let m = c.set_info_msg(f, INFO_FILE, RENAME, &rename_info("d\\g", false));
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!(h.jobs, 0, "the rename: no job");
+    assert!(h.before_jobs > 0, "its calls made at once");
+    assert!(h.answers.iter().any(|r| r.hdr.message_id == watch_id));
+    assert!(exists(&c, "d/g"));
+    let h = disposition_of(&mut c, &calls, "d", true);
+    assert_eq!(h.jobs, 0, "the disposition: no job");
+    assert!(h.before_jobs > 0);
+    assert_eq!(h.answers[0].status(), NtStatus::DIRECTORY_NOT_EMPTY);
+}
