@@ -377,3 +377,56 @@ fn a_rename_whose_connection_ends_while_its_job_is_out_leaves_the_table_followin
     );
     assert!(exists(&c, "h") && !exists(&c, "g"));
 }
+
+/// Two renames of one file whose looks are both out at once: the one decided first marks the
+/// file; the other, run again with its look after that, waits, then renames from the first's
+/// new name. (The mark's test-and-set at the decision's end guards two I/O threads deciding at
+/// the same moment, which this one-thread test cannot show: it passes without it.)
+#[test]
+fn of_two_renames_looking_at_once_the_second_decided_waits_for_the_first() {
+    let (mut b, _) = fuse_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    b.put_file("f", b"data");
+    let fb = b.create("f", WITH_DELETE, D::OPEN, 0).expect("b opens f");
+    let fc = c.create("f", WITH_DELETE, D::OPEN, 0).expect("c opens f");
+    b.hold_lookups = true;
+    c.hold_lookups = true;
+    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info("g", false));
+    let (b_id, _) = send_signed(&mut b, m);
+    let m = c.set_info_msg(fc, INFO_FILE, RENAME, &rename_info("h", false));
+    let (c_id, _) = send_signed(&mut c, m);
+    let (b_look, c_look) = (
+        std::mem::take(&mut b.held_lookups),
+        std::mem::take(&mut c.held_lookups),
+    );
+    assert_eq!((b_look.len(), c_look.len()), (1, 1), "both looks out");
+    b.run_jobs(b_look);
+    assert!(b.pump().is_empty());
+    let b_rename = std::mem::take(&mut b.held_lookups);
+    assert_eq!(b_rename.len(), 1, "b decided: its rename job");
+    c.run_jobs(c_look);
+    let waiting = c.pump();
+    assert!(
+        c.held_lookups.is_empty(),
+        "c asks no rename job while b's is out"
+    );
+    assert!(
+        waiting.iter().all(|r| r.status() == NtStatus::PENDING),
+        "c's rename waits: {waiting:?}"
+    );
+    b.run_jobs(b_rename);
+    let done = b.pump();
+    assert_eq!(
+        (done[0].hdr.message_id, done[0].status()),
+        (b_id, NtStatus::SUCCESS)
+    );
+    b.hold_lookups = false;
+    c.hold_lookups = false;
+    let fin = c.tick(1_100);
+    assert_eq!(fin.len(), 1, "c's rename answered: {fin:?}");
+    assert_eq!(
+        (fin[0].hdr.message_id, fin[0].status()),
+        (c_id, NtStatus::SUCCESS)
+    );
+    assert!(exists(&c, "h") && !exists(&c, "g") && !exists(&c, "f"));
+}

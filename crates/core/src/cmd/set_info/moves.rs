@@ -226,6 +226,16 @@ pub(super) fn rename(
             unlink = (existing != target).then_some(existing);
         }
     }
+    // Marked in one step with the test (another I/O thread's rename of the file may have
+    // decided meanwhile, or made its rename: then this one waits and looks again). The mark
+    // is let go only by the [`Marked`] made after it.
+    {
+        let mut e = lock(&open.entry);
+        if e.renaming || e.path != source {
+            return Err(WAIT);
+        }
+        e.renaming = true;
+    }
     let m = Moving {
         source,
         target,
@@ -235,7 +245,6 @@ pub(super) fn rename(
         link: false,
         marked: Some(Arc::new(Marked(Arc::clone(open), Arc::clone(server)))),
     };
-    lock(&open.entry).renaming = true;
     let job = moving_job(server, open, &m);
     let then: super::job::Then = Box::new(move |core, open, now, r| moved(core, open, m, r, now));
     Ok(Some(super::job::moved(open, now, then, job)))
