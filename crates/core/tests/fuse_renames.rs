@@ -430,3 +430,56 @@ fn of_two_renames_looking_at_once_the_second_decided_waits_for_the_first() {
     );
     assert!(exists(&c, "h") && !exists(&c, "g") && !exists(&c, "f"));
 }
+
+/// The rename of a file whose other holder caches its handle (an RH lease), on a share that
+/// may wait on a network: it waits for the break's acknowledgment, then is made (as on a local
+/// share: oplocks.rs `rename_waits_until_other_clients_give_up_handle_caching`).
+#[test]
+fn an_offloaded_rename_waits_for_a_handle_caching_break_then_is_made() {
+    let (mut a, _) = fuse_client(true);
+    let mut b = Client::on(Arc::clone(&a.server), a.mem.clone(), Options::default());
+    a.put_file("src.txt", b"moving");
+    let (r, h) = (1, 2);
+    let lease = 0xFF;
+    let m = a.create_msg_caching(
+        "src.txt",
+        0x0012_0089,
+        7,
+        D::OPEN_IF,
+        lease,
+        Some(lease_v2(1, r | h)),
+    );
+    let ra = a.send_frame(m).remove(0);
+    assert_eq!(ra.status(), NtStatus::SUCCESS);
+    let m = b.create_msg_caching(
+        "src.txt",
+        0x001F_01FF,
+        7,
+        D::OPEN_IF,
+        lease,
+        Some(lease_v2(2, r | h)),
+    );
+    let rb = b.send_frame(m).remove(0);
+    let fb = ringshare_wire::create::CreateResponse::decode(&rb.msg)
+        .unwrap()
+        .file_id;
+    a.breaks();
+    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info("dst.txt", true));
+    let rs = b.send_frame(m);
+    assert_eq!(
+        rs[0].status(),
+        NtStatus::PENDING,
+        "the rename waits: {rs:?}"
+    );
+    let got = a.breaks();
+    assert_eq!(got.len(), 1, "one lease break: {got:?}");
+    assert!(
+        b.tick(10).is_empty(),
+        "still waiting for the acknowledgment"
+    );
+    assert_eq!(a.ack_lease(1, r).status(), NtStatus::SUCCESS);
+    let fin = b.tick(10);
+    assert_eq!(fin.len(), 1, "{fin:?}");
+    assert_eq!(fin[0].status(), NtStatus::SUCCESS);
+    assert!(exists(&a, "dst.txt") && !exists(&a, "src.txt"));
+}
