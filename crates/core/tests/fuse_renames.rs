@@ -483,3 +483,65 @@ fn an_offloaded_rename_waits_for_a_handle_caching_break_then_is_made() {
     assert_eq!(fin[0].status(), NtStatus::SUCCESS);
     assert!(exists(&a, "dst.txt") && !exists(&a, "src.txt"));
 }
+
+/// smbtorture smb2.lease.rename_wait on one connection, on a share that may wait on a network:
+/// the rename by one open waits for the break of the other open's RH lease, is made once it
+/// is acknowledged, and the target is then found.
+#[test]
+fn an_offloaded_rename_that_waited_for_its_own_connections_break_leaves_the_target_found() {
+    let (mut a, _) = fuse_client(true);
+    let (r, h) = (1, 2);
+    let lease = 0xFF;
+    let m = a.create_msg_caching(
+        "src.dat",
+        0x001F_01FF,
+        7,
+        D::OPEN_IF,
+        lease,
+        Some(lease_v2(1, r | h)),
+    );
+    let r1 = a.send_frame(m).remove(0);
+    let f1 = ringshare_wire::create::CreateResponse::decode(&r1.msg)
+        .unwrap()
+        .file_id;
+    let m = a.create_msg_caching(
+        "src.dat",
+        0x0012_0089,
+        7,
+        D::OPEN,
+        lease,
+        Some(lease_v2(2, r | h)),
+    );
+    assert_eq!(a.send_frame(m).remove(0).status(), NtStatus::SUCCESS);
+    let m = a.set_info_msg(f1, INFO_FILE, RENAME, &rename_info("dst.dat", true));
+    let rs = a.send_frame(m);
+    assert!(
+        rs.iter().any(|x| x.status() == NtStatus::PENDING),
+        "the rename waits: {rs:?}"
+    );
+    assert_eq!(
+        a.create("dst.dat", 0x0012_0089, D::OPEN, 0).err(),
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+    let m = a.ack_lease_msg(2, r);
+    let (_, mut fin) = send_signed(&mut a, m);
+    fin.extend(a.pump());
+    if !fin
+        .iter()
+        .any(|x| x.hdr.command == ringshare_wire::consts::Command::SET_INFO)
+    {
+        fin.extend(a.tick(1_100));
+    }
+    assert!(
+        fin.iter().any(
+            |x| x.hdr.command == ringshare_wire::consts::Command::SET_INFO
+                && x.status() == NtStatus::SUCCESS
+        ),
+        "the rename answered: {fin:?}"
+    );
+    assert!(exists(&a, "dst.dat"), "on the share");
+    assert!(
+        a.create("dst.dat", 0x0012_0089, D::OPEN, 0).is_ok(),
+        "the target is found"
+    );
+}
