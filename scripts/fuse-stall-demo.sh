@@ -10,7 +10,7 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename] [--stall-ops OP,...] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock] [--stall-ops OP,...] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
 #     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
@@ -25,6 +25,9 @@
 #             `utimens`, then its fsync)
 #     rename: SET_INFO FileRenameInformation of that file (opened with DELETE) to stall/renamed
 #             (the target's case-insensitive search: FUSE opendir and readdir; then `rename`)
+#     lock:   LOCK of 4 KiB of that file (its POSIX lock under `posix locking`, default yes),
+#             on a mount that takes POSIX locks itself (stall-fuse.py --posix-locks, as
+#             ceph-fuse asks its MDS), only its `lock` requests held
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
 set -euo pipefail
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
     --action) ACTION=$2; shift ;;
     --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
     --bin) BIN=$2; shift ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -72,6 +75,10 @@ if [ "$ACTION" = write-close ]; then
     [ ${#OPS[@]} -eq 0 ] && OPS=(--ops write,flush) && LABEL=" (write and flush held)"
     OPS+=(--hold-each 1.5)
     SHARE_EXTRA="posix locking = no"
+fi
+if [ "$ACTION" = lock ]; then
+    [ ${#OPS[@]} -eq 0 ] && OPS=(--ops lock) && LABEL=" (lock requests held)"
+    OPS+=(--posix-locks)
 fi
 fuse_share_mount --log "$W/fuse.log" --flag "$W/flag" "${OPS[@]}"
 

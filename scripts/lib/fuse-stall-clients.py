@@ -8,7 +8,7 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
 (QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
@@ -19,7 +19,9 @@ FileEndOfFileInformation of stall/cold, opened before: a FUSE setattr of its siz
 of stall/cold, opened and written before: the write time it shows now, a FUSE setattr of its
 times, then the fsync), rename (SET_INFO FileRenameInformation of stall/cold, opened before
 with DELETE, to stall/renamed: the target's case-insensitive search, a FUSE opendir and readdir
-of stall/, then the FUSE rename).
+of stall/, then the FUSE rename), lock (LOCK of 4 KiB of stall/cold, exclusive, fail-immediately,
+opened before: with `posix locking` its POSIX lock, a FUSE setlk on a mount that takes them, as
+ceph-fuse's).
 """
 
 import argparse
@@ -39,6 +41,8 @@ from smbprotocol.open import (
     ShareAccess,
     SMB2CloseRequest,
     SMB2FlushRequest,
+    SMB2LockElement,
+    SMB2LockRequest,
     SMB2QueryInfoRequest,
     SMB2SetInfoRequest,
     SMB2WriteRequest,
@@ -109,6 +113,20 @@ def flush(conn, tree, o):
     return conn.receive(r)
 
 
+def lock_range(conn, tree, o):
+    """LOCK of `o`'s first 4 KiB, exclusive, fail-immediately."""
+    e = SMB2LockElement()
+    e["offset"] = 0
+    e["length"] = 4096
+    e["flags"] = 0x02 | 0x10
+    lr = SMB2LockRequest()
+    lr["lock_count"] = 1
+    lr["file_id"] = o.file_id
+    lr["locks"] = [e]
+    r = conn.send(lr, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
+
+
 def write_then_close(conn, tree, o):
     """A WRITE and a CLOSE of `o` sent one after the other, before either is answered."""
     data = b"w" * 4096
@@ -147,7 +165,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -157,7 +175,7 @@ def main():
     stalled = None
     if a.action in ("read", "query", "close", "disconnect"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
-    elif a.action in ("write-close", "setinfo", "flush"):
+    elif a.action in ("write-close", "setinfo", "flush", "lock"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x0012019F)
         if a.action == "flush":
             # A written handle: its FLUSH shows (and writes) its write time now.
@@ -196,6 +214,8 @@ def main():
     elif a.action == "rename":
         r = rename(conn, tree, stalled, "stall\\renamed")
         print(f"stalling client: rename answered {r['status'].get_value():#010x}")
+    elif a.action == "lock":
+        lock_range(conn, tree, stalled)
     else:
         stalled.close()
     s1 = time.time()

@@ -208,7 +208,11 @@ fn admitted(
 }
 
 /// An admitted open leaves before it was ever used (its CREATE failed
-/// after [`admit_or_ask`]): a close that asked for nothing (it holds no locks).
+/// after [`admit_or_ask`]): a close that asked for nothing (it holds no locks). A file homed
+/// on another node lets it go from its shadow entry at once, and its home hears of it by a
+/// close sent until a home takes it ([`crate::cluster::ClusterNode::resend_closes`]), not by a
+/// call the calling thread waits for (an I/O thread, on a CREATE's failure paths: the review
+/// of session 46, finding 9).
 pub fn withdraw(
     server: &ServerState,
     key: FileKey,
@@ -216,7 +220,12 @@ pub fn withdraw(
     owner: u64,
     who: &ringshare_vfs::Who,
 ) {
-    decide::close(server, key, entry, owner, false, who);
+    match home(&server.node, key) {
+        Ok(Some(_)) => HomeClose::new(key, entry, owner, false, who).withdraw(&server.node),
+        _ => {
+            decide::close(server, key, entry, owner, false, who);
+        }
+    }
 }
 
 /// Open `owner` of `key` closes (crate::decide::close), its call to the file's home (when the

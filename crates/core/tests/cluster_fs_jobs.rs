@@ -20,6 +20,8 @@ const EXCLUSIVE: u32 = 2;
 const FAIL_IMMEDIATELY: u32 = 0x10;
 const OPEN_IF: ringshare_wire::consts::CreateDisposition =
     ringshare_wire::consts::CreateDisposition::OPEN_IF;
+const OVERWRITE_IF: ringshare_wire::consts::CreateDisposition =
+    ringshare_wire::consts::CreateDisposition::OVERWRITE_IF;
 
 /// What a held lookup asks, in a word: its file's home, a file system job, the cluster's record
 /// store, or something else.
@@ -155,6 +157,61 @@ fn an_offloaded_open_of_a_file_whose_home_cannot_be_called_now_is_refused_before
     );
     let f = open(&mut a, "far.txt", ALL, 7).expect("the calls go again");
     assert_eq!(a.close(f).status(), NtStatus::SUCCESS);
+}
+
+/// The review of session 46, finding 9: a CREATE whose open was admitted at its file's home
+/// (another node) and whose overwrite then fails takes the open out there by a close sent later
+/// (`resend_closes`), not by a call its I/O thread waits for; once it is sent, another client
+/// opens the file without sharing. (Before, the I/O thread called the home and waited.)
+#[test]
+fn an_open_whose_overwrite_fails_leaves_its_home_by_a_close_the_io_thread_does_not_wait_for() {
+    use ringshare_core::cluster::ClusterNode;
+    let cl = offloaded_cluster();
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "cut.txt", ALL, 7).expect("made");
+    assert_eq!(a.write(fa, 0, b"0123456789").status(), NtStatus::SUCCESS);
+    assert_eq!(a.close(fa).status(), NtStatus::SUCCESS);
+    let path = ringshare_vfs::RelPath::from_components(["cut.txt"]).expect("path");
+    let fault = (
+        ringshare_vfs::memory::FaultOp::SetLen,
+        ringshare_vfs::FsError::Io,
+    );
+    cl.mem.inject_fault(fault.0, Some(path), fault.1, 1);
+    a.hold_lookups = true;
+    let m = a.create_msg_caching("cut.txt", ALL, 0, OVERWRITE_IF, 0, None);
+    assert!(a.send_frame(m).is_empty(), "the CREATE waits");
+    let mut answers = Vec::new();
+    let mut waited_on_io_thread = 0;
+    for _ in 0..8 {
+        let held = std::mem::take(&mut a.held_lookups);
+        if held.is_empty() {
+            break;
+        }
+        for req in held {
+            let done = req.run();
+            let calls = cl.calls_to(3);
+            a.conn.complete_lookup(a.now, req.id, done);
+            answers.extend(a.pump());
+            waited_on_io_thread += cl.calls_to(3) - calls;
+        }
+    }
+    a.hold_lookups = false;
+    assert_eq!(
+        answers.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::IO_DEVICE_ERROR],
+        "the overwrite's failure answered"
+    );
+    assert_eq!(
+        waited_on_io_thread, 0,
+        "no call to the home from the I/O thread"
+    );
+    assert_eq!(
+        cl.nodes[0].resend_closes(),
+        0,
+        "the home took the close sent after"
+    );
+    let fb = open(&mut b, "cut.txt", ALL, 0).expect("nothing of a's open is left");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
 }
 
 /// SMB2_DHANDLE_FLAG_PERSISTENT.

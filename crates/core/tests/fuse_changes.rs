@@ -494,3 +494,40 @@ fn a_security_change_with_an_id_source_reads_the_descriptor_in_a_job_first() {
         "the change the job made: {named:?}"
     );
 }
+
+/// The review of session 46, finding 8: a FileBasicInformation whose times were set and whose
+/// DOS attributes the back end then refused keeps the write time the client set fixed (a later
+/// WRITE and the CLOSE do not move it), on a share that may wait on a network as on a local one.
+#[test]
+fn a_write_time_set_before_refused_attributes_stays_fixed_after_a_write() {
+    for remote in [false, true] {
+        let (mut c, calls) = fuse_client(remote);
+        let f = file_holding(&mut c, "t", DATA);
+        calls.refuse_attributes.store(true, Ordering::SeqCst);
+        let r = c.set_info(f, INFO_FILE, BASIC, &basic(SET_TIME, HIDDEN));
+        calls.refuse_attributes.store(false, Ordering::SeqCst);
+        assert_eq!(r.status(), NtStatus::ACCESS_DENIED, "remote {remote}");
+        assert_eq!(c.write(f, 0, b"more").status(), NtStatus::SUCCESS);
+        assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+        assert_eq!(
+            c.server_node(&["t"]).stat().unwrap().mtime,
+            FileTime(SET_TIME).to_unix_nanos(),
+            "remote {remote}: the write time the client set"
+        );
+    }
+}
+
+/// The review of session 46, finding 8's rest: a FileBasicInformation that changes nothing (no
+/// time, no attributes) on a handle that wrote nothing asks no job and is answered at once.
+#[test]
+fn a_set_info_of_times_that_changes_nothing_asks_no_job() {
+    let (mut c, _) = fuse_client(true);
+    let f = c
+        .create("still", GENERIC_ALL, D::OVERWRITE_IF, 0)
+        .expect("create");
+    c.hold_lookups = true;
+    let r = c.set_info(f, INFO_FILE, BASIC, &basic(0, 0));
+    c.hold_lookups = false;
+    assert_eq!(r.status(), NtStatus::SUCCESS, "answered at once");
+    assert!(c.held_lookups.is_empty(), "no job");
+}

@@ -282,14 +282,15 @@ impl FsJob {
     }
 
     /// What `made` holds (a CREATE's open that was not kept: a share-mode conflict, a lease
-    /// break to wait for, its connection gone) let go on the pool, so that the descriptor's
-    /// last close (a FLUSH on FUSE) is not made on the I/O thread; nobody waits for it.
+    /// break to wait for, its connection gone; a LOCK's POSIX locks taken and not used, given
+    /// back where they are dropped) let go on the pool, so that the descriptor's last close (a
+    /// FLUSH on FUSE) or the give-back is not made on the I/O thread; nobody waits for it.
     pub fn let_go(made: Carried, share: u64) -> FsJob {
         FsJob::new(
             None,
             0,
             share,
-            "letting go of a CREATE's open",
+            "letting go of what a job made",
             once(move || {
                 let v = made
                     .value

@@ -242,6 +242,7 @@ pub fn remove_file(
     }
     match r {
         Ok(()) => {
+            server.files.name_changed(&share.name, path);
             notify::report(
                 server,
                 share,

@@ -581,7 +581,7 @@ fn create_or_wait(
             Err(LEASE_HELD) => return lease_wait(core, req),
             r => r?,
         };
-        if offload::stale(&server, &p) {
+        if offload::stale(&server, (&tree, &asked), &p) {
             // A name moved while the job was out: it looks the name up again.
             let tries = p.tries + 1;
             let offload::Prepared { node, made, .. } = p;

@@ -37,6 +37,7 @@
 //! copychunk limits (16 MiB per request).
 
 mod dup_extents;
+mod offload;
 mod reparse;
 pub(crate) mod snapshots;
 
@@ -227,10 +228,15 @@ fn object_id(core: &mut ConnCore, req: &Req<'_>, ir: &IoctlRequest<'_>) -> Resul
 
 /// An IOCTL response body carrying `output`.
 fn response(ir: &IoctlRequest<'_>, output: &[u8]) -> Vec<u8> {
+    response_to((ir.ctl_code, ir.file_id), output)
+}
+
+/// [`response`] to the FSCTL `code` on `file_id` (made in a file system job: [`offload`]).
+fn response_to((ctl_code, file_id): (Fsctl, FileId), output: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(48 + output.len());
     IoctlResponse {
-        ctl_code: ir.ctl_code,
-        file_id: ir.file_id,
+        ctl_code,
+        file_id,
         input: &[],
         output,
         flags: 0,
@@ -533,17 +539,46 @@ fn set_sparse(
         return Err(NtStatus::MEDIA_WRITE_PROTECTED);
     }
     let set = ir.input.first().is_none_or(|b| *b != 0);
-    let old = stored_attributes(open.node.as_ref())?;
+    if offload::applies(&open) {
+        if let Some(r) = offload::answered(core, &open) {
+            return r;
+        }
+        let (node, to) = (Arc::clone(&open.node), (ir.ctl_code, ir.file_id));
+        return offload::ask(
+            core,
+            &open,
+            "an FSCTL_SET_SPARSE",
+            move || match sparse_set(node.as_ref(), set) {
+                Ok(changed) => offload::Made {
+                    answer: Ok((NtStatus::SUCCESS, response_to(to, &[]))),
+                    after: match changed {
+                        true => offload::After::Attributes,
+                        false => offload::After::Nothing,
+                    },
+                },
+                Err(s) => offload::Made::answer(Err(s)),
+            },
+        );
+    }
+    if sparse_set(open.node.as_ref(), set)? {
+        crate::notify::modified(&core.server, &open.open, crate::notify::filter::ATTRIBUTES);
+    }
+    Ok(Reply::ok(response(ir, &[])))
+}
+
+/// The file's sparse flag set (`set`) or cleared in its stored attributes: whether they
+/// changed.
+fn sparse_set(node: &dyn Node, set: bool) -> Result<bool, NtStatus> {
+    let old = stored_attributes(node)?;
     let new = if set {
         old | ATTR_SPARSE_FILE
     } else {
         old & !ATTR_SPARSE_FILE
     };
     if new != old {
-        open.node.set_dos_attributes(new).map_err(status_of)?;
-        crate::notify::modified(&core.server, &open.open, crate::notify::filter::ATTRIBUTES);
+        node.set_dos_attributes(new).map_err(status_of)?;
     }
-    Ok(Reply::ok(response(ir, &[])))
+    Ok(new != old)
 }
 
 /// [MS-FSA] 2.1.5.10.37 FSCTL_SET_ZERO_DATA: zero `FileOffset ..
@@ -568,22 +603,52 @@ fn set_zero_data(
         return Err(NtStatus::MEDIA_WRITE_PROTECTED);
     }
     let (offset, end) = (z.file_offset as u64, z.beyond_final_zero as u64);
-    let size = open.node.stat().map_err(status_of)?.size;
-    let end = end.min(size);
     if end <= offset {
         return Ok(Reply::ok(response(ir, &[])));
     }
+    let in_job = offload::applies(&open);
+    if in_job {
+        if let Some(r) = offload::answered(core, &open) {
+            return r;
+        }
+    }
+    // The range asked is checked against byte-range locks as Samba 4.22 checks it, before it
+    // is cut to the file's size. Asked of the file's home away from the I/O thread when no
+    // grant decides it (the request changed nothing yet: it parks and runs again,
+    // cmd/io_check.rs).
     let io = open.io(offset, end - offset, true, core.now.mono_ms);
-    // Asked of the file's home away from the I/O thread when no grant decides it (the request
-    // changed nothing yet: it parks and runs again, cmd/io_check.rs).
     crate::cmd::io_check::io_check(core, &open.open, io)?;
-    // A non-sparse file keeps reporting the range as allocated (see
-    // `query_allocated_ranges`), whatever the backend did with the storage.
-    open.node
-        .punch_hole(offset, end - offset)
-        .map_err(status_of)?;
-    note_written(&core.server, &open, core.now);
+    if in_job {
+        let (node, to) = (Arc::clone(&open.node), (ir.ctl_code, ir.file_id));
+        return offload::ask(core, &open, "an FSCTL_SET_ZERO_DATA", move || {
+            match zero(node.as_ref(), offset, end) {
+                Ok(punched) => offload::Made {
+                    answer: Ok((NtStatus::SUCCESS, response_to(to, &[]))),
+                    after: match punched {
+                        true => offload::After::Written,
+                        false => offload::After::Nothing,
+                    },
+                },
+                Err(s) => offload::Made::answer(Err(s)),
+            }
+        });
+    }
+    if zero(open.node.as_ref(), offset, end)? {
+        note_written(&core.server, &open, core.now);
+    }
     Ok(Reply::ok(response(ir, &[])))
+}
+
+/// `offset .. end` of the file, cut at its end, zeroed: whether anything was. A non-sparse
+/// file keeps reporting the range as allocated (see `query_allocated_ranges`), whatever the
+/// backend did with the storage.
+fn zero(node: &dyn Node, offset: u64, end: u64) -> Result<bool, NtStatus> {
+    let end = end.min(node.stat().map_err(status_of)?.size);
+    if end <= offset {
+        return Ok(false);
+    }
+    node.punch_hole(offset, end - offset).map_err(status_of)?;
+    Ok(true)
 }
 
 /// [MS-FSA] 2.1.5.10.22 FSCTL_QUERY_ALLOCATED_RANGES.
@@ -604,18 +669,44 @@ fn query_allocated_ranges(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let (offset, len) = (q.file_offset as u64, q.length as u64);
-    let ranges = if is_sparse(open.node.as_ref())? {
-        open.node.allocated_ranges(offset, len).map_err(status_of)?
-    } else {
-        let size = open.node.stat().map_err(status_of)?.size;
-        let end = (offset + len).min(size);
-        if end > offset {
-            vec![(offset, end - offset)]
-        } else {
-            Vec::new()
-        }
-    };
     let room = ir.max_output_response as usize / FileAllocatedRangeBuffer::LEN;
+    if offload::applies(&open) {
+        if let Some(r) = offload::answered(core, &open) {
+            return r;
+        }
+        let (node, to) = (Arc::clone(&open.node), (ir.ctl_code, ir.file_id));
+        return offload::ask(core, &open, "an FSCTL_QUERY_ALLOCATED_RANGES", move || {
+            let r = allocated_ranges(node.as_ref(), offset, len)
+                .and_then(|ranges| ranges_answer(to, &ranges, room));
+            offload::Made::answer(r)
+        });
+    }
+    let ranges = allocated_ranges(open.node.as_ref(), offset, len)?;
+    ranges_answer((ir.ctl_code, ir.file_id), &ranges, room)
+        .map(|(status, body)| Reply::with_status(status, body))
+}
+
+/// The allocated ranges of `offset .. offset + len` of the file: its backend's for a sparse
+/// file, else the whole range up to its end.
+fn allocated_ranges(node: &dyn Node, offset: u64, len: u64) -> Result<Vec<(u64, u64)>, NtStatus> {
+    if is_sparse(node)? {
+        return node.allocated_ranges(offset, len).map_err(status_of);
+    }
+    let size = node.stat().map_err(status_of)?.size;
+    let end = (offset + len).min(size);
+    Ok(if end > offset {
+        vec![(offset, end - offset)]
+    } else {
+        Vec::new()
+    })
+}
+
+/// The answer listing `ranges` in at most `room` entries (BUFFER_OVERFLOW past it).
+fn ranges_answer(
+    to: (Fsctl, FileId),
+    ranges: &[(u64, u64)],
+    room: usize,
+) -> Result<(NtStatus, Vec<u8>), NtStatus> {
     if !ranges.is_empty() && room == 0 {
         return Err(NtStatus::BUFFER_TOO_SMALL);
     }
@@ -632,7 +723,7 @@ fn query_allocated_ranges(
     } else {
         NtStatus::SUCCESS
     };
-    Ok(Reply::with_status(status, response(ir, &out)))
+    Ok((status, response_to(to, &out)))
 }
 
 /// [MS-FSA] 2.1.5.10.7: LZNT1 for a file the file system compresses (btrfs's flag, as
@@ -646,14 +737,33 @@ fn get_compression(
     if ir.max_output_response < 2 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let compressed =
-        open.open.share.backend.compresses() && open.node.compressed().map_err(status_of)?;
-    let format = if compressed {
-        COMPRESSION_FORMAT_LZNT1
-    } else {
-        COMPRESSION_FORMAT_NONE
-    };
+    if !open.open.share.backend.compresses() {
+        return Ok(Reply::ok(response(
+            ir,
+            &COMPRESSION_FORMAT_NONE.to_le_bytes(),
+        )));
+    }
+    if offload::applies(&open) {
+        if let Some(r) = offload::answered(core, &open) {
+            return r;
+        }
+        let (node, to) = (Arc::clone(&open.node), (ir.ctl_code, ir.file_id));
+        return offload::ask(core, &open, "an FSCTL_GET_COMPRESSION", move || {
+            let r = compression_format(node.as_ref())
+                .map(|f| (NtStatus::SUCCESS, response_to(to, &f.to_le_bytes())));
+            offload::Made::answer(r)
+        });
+    }
+    let format = compression_format(open.node.as_ref())?;
     Ok(Reply::ok(response(ir, &format.to_le_bytes())))
+}
+
+/// LZNT1 for a file its file system compresses, else none.
+fn compression_format(node: &dyn Node) -> Result<u16, NtStatus> {
+    Ok(match node.compressed().map_err(status_of)? {
+        true => COMPRESSION_FORMAT_LZNT1,
+        false => COMPRESSION_FORMAT_NONE,
+    })
 }
 
 /// [MS-FSA] 2.1.5.10.32: compressed (DEFAULT or LZNT1) where the file system compresses
@@ -683,6 +793,16 @@ fn set_compression(
             false => Ok(Reply::ok(response(ir, &[]))),
             true => Err(NtStatus::NOT_SUPPORTED),
         };
+    }
+    if offload::applies(&open) {
+        if let Some(r) = offload::answered(core, &open) {
+            return r;
+        }
+        let (node, to) = (Arc::clone(&open.node), (ir.ctl_code, ir.file_id));
+        return offload::ask(core, &open, "an FSCTL_SET_COMPRESSION", move || {
+            let r = node.set_compressed(on).map_err(status_of);
+            offload::Made::answer(r.map(|()| (NtStatus::SUCCESS, response_to(to, &[]))))
+        });
     }
     open.node.set_compressed(on).map_err(status_of)?;
     Ok(Reply::ok(response(ir, &[])))

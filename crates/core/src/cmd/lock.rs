@@ -380,6 +380,12 @@ pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) ->
         return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
     };
     if posix::in_jobs(&open) {
+        if still_held_here(core, &open, p.lock) {
+            // Another open's lock is in the way in the table, here: no job, no POSIX lock
+            // taken and given back at every try (the review of session 46, finding 6).
+            p.retry_at_ms = core.now.mono_ms + limits::BLOCKING_LOCK_RETRY_MS;
+            return Polled::Wait;
+        }
         // Its POSIX lock taken in a job first ([`retried`] goes on with the answer).
         p.taking = true;
         return Polled::Ask(crate::lookup::Lookup::Fs(posix::take_job(
@@ -389,6 +395,21 @@ pub(crate) fn poll(core: &mut ConnCore, session_id: u64, p: &mut PendingLock) ->
     }
     let took = posix::take(&open, &[p.lock]);
     after_take(core, &open, p, took)
+}
+
+/// Whether the table of a file homed on this node still has a lock in the way of `l` (a look
+/// only: the try itself takes it, [`after_take`]). A file homed elsewhere is asked at each try.
+fn still_held_here(core: &ConnCore, open: &Open, l: ByteRangeLock) -> bool {
+    let here = matches!(
+        core.server.node.home_of(open.key),
+        crate::cluster::Home::Here
+    );
+    let intent = locks::Intent::Lock {
+        exclusive: l.exclusive,
+    };
+    here && lock(&open.entry)
+        .locks
+        .conflicts(l.offset, l.length, intent, l.owner)
 }
 
 /// A waiting lock's try once its POSIX lock was taken (`took`) or a local program's was in the
@@ -427,12 +448,17 @@ pub(crate) fn retried(
     if p.granted {
         return Polled::Done(Ok(Reply::ok(ok_body())));
     }
+    let taking = std::mem::take(&mut p.taking);
     // Its open closed meanwhile: the close reaches the home after the retry, and frees the
-    // lock there if it was granted.
+    // lock there if it was granted. A take's answer is let go on the pool (what it holds is
+    // given back there: [`posix::taken`]).
     let Some(open) = handles::by_id(core, session_id, p.open_id) else {
+        if let crate::lookup::LookupDone::Fs(done) = done {
+            crate::cmd::create::let_go_unused(core, done);
+        }
         return Polled::Done(Err(NtStatus::RANGE_NOT_LOCKED));
     };
-    if std::mem::take(&mut p.taking) {
+    if taking {
         // Its POSIX lock's job answered ([`poll`]).
         let took = matches!(&done, crate::lookup::LookupDone::Fs(d) if posix::taken(d));
         if p.cancelled {

@@ -309,6 +309,39 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
     }
 }
 
+/// What the file system job this request asked made ([`crate::fsjob::FsJob::answer_made`]),
+/// taken when the request runs again with its answer: the value, or the status the job failed
+/// with (a job that could not run: its file system error; a value of another type:
+/// INTERNAL_ERROR). `None` when no such answer is here; another answer is left in place for
+/// whoever asked it (a READ or WRITE check's, cmd/io_check.rs).
+pub(crate) fn job_made<T: 'static>(core: &mut ConnCore) -> Option<Result<T, NtStatus>> {
+    use crate::fsjob::FsDone;
+    use crate::lookup::DomainAnswer;
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => {
+            Some(m.take::<T>().ok_or(NtStatus::INTERNAL_ERROR))
+        }
+        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => Some(Err(r
+            .err()
+            .map_or(NtStatus::INTERNAL_ERROR, crate::fsmap::status_of))),
+        other => {
+            core.domain_answer = other;
+            None
+        }
+    }
+}
+
+/// Whom a file system job about open `open` acts as (the credentials its node was opened
+/// with), its order (the open's: [`crate::fsjob::order_of`]) and its share
+/// ([`crate::fsjob::share_key`]): [`crate::fsjob::FsJob`]'s first three fields.
+pub(crate) fn job_of_open(open: &crate::state::Open) -> (Option<ringshare_vfs::Who>, u64, u64) {
+    (
+        open.node.who().cloned(),
+        crate::fsjob::order_of(open.id),
+        crate::fsjob::share_key(&open.share.name),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::Handled;

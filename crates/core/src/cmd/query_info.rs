@@ -183,10 +183,11 @@ pub(crate) fn in_job(
     what: &'static str,
     answer: impl FnOnce() -> Result<Reply, NtStatus> + Send + 'static,
 ) -> Result<Reply, NtStatus> {
+    let (who, order, share) = crate::cmd::job_of_open(open);
     core.ids_wanted = Some(Lookup::Fs(FsJob::answer(
-        open.node.who().cloned(),
-        crate::fsjob::order_of(open.id),
-        crate::fsjob::share_key(&open.share.name),
+        who,
+        order,
+        share,
         what,
         move || answer().map(|r| (r.status, r.body)),
     )));

@@ -10,7 +10,6 @@
 //! checks. Quotas and FileFsControlInformation on a quota handle (cmd/quota.rs); other file
 //! system settings: NOT_SUPPORTED.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 mod job;
@@ -671,7 +670,8 @@ fn rename(
     backend
         .rename(who, &source, &target, r.replace_if_exists)
         .map_err(status_of)?;
-    server.files.renames.fetch_add(1, Ordering::AcqRel);
+    server.files.name_changed(&open.share.name, &source);
+    server.files.name_changed(&open.share.name, &target);
     // The POSIX opens of the file replaced keep it without a name.
     if let Some(e) = replaced.and_then(|k| server.files.existing(k)) {
         lock(&e).unlinked = true;

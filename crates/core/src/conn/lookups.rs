@@ -40,6 +40,10 @@ impl Connection {
         cont: LookupCont,
         ordered: Option<u64>,
     ) {
+        // What earlier members posted (a LOCK's POSIX locks set back, a let-go) reaches the
+        // pool before this: it runs one open's jobs in the order asked (the review of session
+        // 46, finding 2: an UNLOCK's release behind the next member's take undid it).
+        self.post_to_cluster();
         let id = self.next_io_id;
         self.next_io_id += 1;
         let read = hdr.command == Command::READ;

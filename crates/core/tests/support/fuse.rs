@@ -54,6 +54,8 @@ pub struct Calls {
     /// Every change of a file, and every rename or link, is refused (a back end that says no:
     /// EACCES).
     pub refuse: AtomicBool,
+    /// Setting files' DOS attributes alone is refused (EACCES).
+    pub refuse_attributes: AtomicBool,
 }
 
 impl Calls {
@@ -168,8 +170,23 @@ impl Node for FuseNode {
         self.1.change()?;
         self.0.set_times(times)
     }
+    fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
+        self.0.punch_hole(offset, len)
+    }
+    fn allocated_ranges(&self, offset: u64, len: u64) -> FsResult<Vec<(u64, u64)>> {
+        self.0.allocated_ranges(offset, len)
+    }
+    fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
+        self.0.reparse_point()
+    }
+    fn set_reparse_point(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.0.set_reparse_point(value)
+    }
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.1.change()?;
+        if self.1.refuse_attributes.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::AccessDenied);
+        }
         self.0.set_dos_attributes(attrs)
     }
     fn set_mode(&self, mode: u32) -> FsResult<()> {

@@ -1013,21 +1013,41 @@ impl Client {
     pub fn ioctl(&mut self, f: FileId, ctl: u32, input: &[u8], max_out: u32, flags: u32) -> Resp {
         let tree = self.tree_id;
         self.call(Command::IOCTL, tree, |o| {
-            o.put_u16(57);
-            o.put_u16(0);
-            o.put_u32(ctl);
-            f.write(o);
-            o.put_u32(if input.is_empty() { 0 } else { 120 });
-            o.put_u32(input.len() as u32);
-            o.put_u32(0);
-            o.put_u32(0);
-            o.put_u32(0);
-            o.put_u32(max_out);
-            o.put_u32(flags);
-            o.put_u32(0);
-            o.put_bytes(input);
+            ioctl_body(o, f, (ctl, flags), input, max_out)
         })
     }
+
+    /// An IOCTL of `ctl` on `f` (flags `flags`), not sent.
+    pub fn ioctl_msg(
+        &mut self,
+        f: FileId,
+        ctl: u32,
+        input: &[u8],
+        max_out: u32,
+        flags: u32,
+    ) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::IOCTL, tree, |o| {
+            ioctl_body(o, f, (ctl, flags), input, max_out)
+        })
+    }
+}
+
+/// An IOCTL request body: `ctl` with `flags` on `f`, `input` after the header.
+fn ioctl_body(o: &mut Vec<u8>, f: FileId, (ctl, flags): (u32, u32), input: &[u8], max_out: u32) {
+    o.put_u16(57);
+    o.put_u16(0);
+    o.put_u32(ctl);
+    f.write(o);
+    o.put_u32(if input.is_empty() { 0 } else { 120 });
+    o.put_u32(input.len() as u32);
+    o.put_u32(0);
+    o.put_u32(0);
+    o.put_u32(0);
+    o.put_u32(max_out);
+    o.put_u32(flags);
+    o.put_u32(0);
+    o.put_bytes(input);
 }
 
 pub fn read_body(o: &mut Vec<u8>, f: FileId, offset: u64, len: u32, min: u32) {

@@ -35,10 +35,28 @@ pub struct FileTable {
     /// Open files whose write time is not the disk's now
     /// (`crate::writetime` (crates/core)); 0 lets listings skip looking.
     pub write_times_shown: AtomicUsize,
-    /// Renames made through this node, counted: a CREATE whose name was looked up in a file
-    /// system job and that sees the count moved before it joins its file's entry looks it up
-    /// again (`create::offload` (crates/core)), so no open keeps a name its file left.
-    pub renames: AtomicU64,
+    /// Name changes made through this node (renames, removals), counted in buckets by a hash
+    /// of the path that changed: a CREATE whose name was looked up in a file system job and
+    /// that finds the count of its path and the directories above it moved before it joins its
+    /// file's entry looks the name up again (`create::offload` (crates/core)), so no open keeps
+    /// a name its file left ([`FileTable::name_changed`], [`FileTable::names_seen`]).
+    names: [AtomicU64; NAME_BUCKETS],
+}
+
+/// How many buckets [`FileTable`] counts name changes in (a change elsewhere shares one with a
+/// path in 1 of this many cases, and only costs that path's CREATE one more lookup).
+const NAME_BUCKETS: usize = 256;
+
+/// The bucket of `path` under share `share`, by its components without case (a CREATE's name
+/// may differ in case from the name as stored).
+fn name_bucket(share: &str, path: &[String]) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    share.hash(&mut h);
+    for c in path {
+        c.to_lowercase().hash(&mut h);
+    }
+    (h.finish() as usize) % NAME_BUCKETS
 }
 
 /// The map of open files, and emptied entries kept to serve the next files
@@ -65,12 +83,28 @@ impl Default for FileTable {
             next_owner: AtomicU64::new(1),
             durables: Mutex::new(Default::default()),
             write_times_shown: AtomicUsize::new(0),
-            renames: AtomicU64::new(0),
+            names: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
 
 impl FileTable {
+    /// `path` of share `share` changed: renamed (its old and its new name each), or removed.
+    pub fn name_changed(&self, share: &str, path: &ringshare_vfs::RelPath) {
+        let b = name_bucket(share, path.components());
+        self.names[b].fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The count of the changes to `path` and to each directory above it (it only grows): read
+    /// before a lookup of `path` and again after, it moved if one of them changed meanwhile
+    /// (or, seldom, a path that shares a bucket with one).
+    pub fn names_seen(&self, share: &str, path: &ringshare_vfs::RelPath) -> u64 {
+        let c = path.components();
+        (1..=c.len())
+            .map(|n| self.names[name_bucket(share, &c[..n])].load(Ordering::Acquire))
+            .fold(0u64, u64::wrapping_add)
+    }
+
     /// A server-wide unique id for an open (lock and share-mode owner).
     pub fn new_owner_id(&self) -> u64 {
         self.next_owner.fetch_add(1, Ordering::Relaxed)

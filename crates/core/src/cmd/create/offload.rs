@@ -42,9 +42,10 @@ pub(super) struct Prepared {
     /// A new file's changes, made in the job ([`change::apply_to`]); `None` for a file that
     /// existed (its changes wait for admission).
     pub changed: Option<Changed>,
-    /// The node's count of renames when the job began ([`stale`]), and how many times the
-    /// CREATE's job ran before this one for that reason.
-    pub renames: u64,
+    /// The count of name changes made through this node to the CREATE's path and the
+    /// directories above it when the job began ([`stale`]), and how many times the CREATE's
+    /// job ran before this one for that reason.
+    pub names_seen: u64,
     pub tries: u8,
 }
 
@@ -55,19 +56,19 @@ pub(super) struct Prepared {
 const STALE_TRIES: u8 = 2;
 
 /// Whether what job answer `p` found for an existing file may be found under a name it left: a
-/// rename was made through this node since the job began (of the file, or of a directory
-/// above it), and it has not run again too often. Its open would join a new entry under the
-/// old name, and a delete on close of it would remove what is now at that name (the review
-/// of step 5, 1d). A file the job made is nobody else's yet.
-pub(super) fn stale(server: &ServerState, p: &Prepared) -> bool {
+/// rename or removal of its path or a directory above it was made through this node since the
+/// job began, and it has not run again too often. Its open would join a new entry under the
+/// old name, and a delete on close of it would remove what is now at that name (the review of
+/// step 5, 1d; the review of session 46, finding 3). A file the job made is nobody else's yet.
+pub(super) fn stale(
+    server: &ServerState,
+    (tree, asked): (&TreeView, &Asked),
+    p: &Prepared,
+) -> bool {
     p.existing.is_some()
         && !p.made.created
         && p.tries < STALE_TRIES
-        && server
-            .files
-            .renames
-            .load(std::sync::atomic::Ordering::Acquire)
-            != p.renames
+        && server.files.names_seen(&tree.share.name, &asked.path) != p.names_seen
 }
 
 /// What the job answers: the open, or the status the CREATE fails with.
@@ -100,24 +101,15 @@ pub(super) fn answered(core: &ConnCore) -> bool {
 /// The job's answer, taken, when the CREATE runs again after it: what it opened, or the status
 /// it failed with (a job that could not run: its file system error).
 pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
-    match core.domain_answer.take() {
-        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => {
-            let (outcome, refused) = m
-                .take::<Answered>()
-                .unwrap_or((Err(NtStatus::INTERNAL_ERROR), None));
-            if let (Some(n), Some(link)) = (refused, core.server.node.link()) {
-                // Counted for the log, if this thread still refuses the node's calls.
-                link.refuses_now(n);
-            }
-            Some(outcome)
-        }
-        Some(DomainAnswer::Fs(FsDone::Done(Err(e)), _)) => Some(Err(crate::fsmap::status_of(e))),
-        Some(DomainAnswer::Fs(..)) => Some(Err(NtStatus::INTERNAL_ERROR)),
-        other => {
-            core.domain_answer = other;
-            None
-        }
+    let (outcome, refused) = match crate::cmd::job_made::<Answered>(core)? {
+        Ok(answered) => answered,
+        Err(s) => (Err(s), None),
+    };
+    if let (Some(n), Some(link)) = (refused, core.server.node.link()) {
+        // Counted for the log, if this thread still refuses the node's calls.
+        link.refuses_now(n);
     }
+    Some(outcome)
 }
 
 /// What the job carries back: its outcome, and the node whose file it refused to open
@@ -165,13 +157,10 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, p: Pos
         share_key,
         "the file system part of a CREATE",
         move || {
-            let renames = server
-                .files
-                .renames
-                .load(std::sync::atomic::Ordering::Acquire);
+            let names_seen = server.files.names_seen(&tree.share.name, &asked.path);
             let mut refused = None;
             let outcome = prepare(&server, &tree, &asked, (&p, &mut refused)).map(|o| Prepared {
-                renames,
+                names_seen,
                 tries: p.tries,
                 ..o
             });
@@ -250,7 +239,7 @@ fn prepare(
         node,
         made,
         changed,
-        renames: 0,
+        names_seen: 0,
         tries: 0,
     })
 }
@@ -317,18 +306,36 @@ pub(super) struct Leaving {
     pub adm: Admitted,
 }
 
+impl Leaving {
+    fn leave(self) {
+        let at = At {
+            server: &self.server,
+            tree: &self.tree,
+            path: &self.path,
+        };
+        self.adm.leave(&at, NtStatus::CANCELLED);
+    }
+}
+
+impl Drop for Overwriting {
+    /// A job dropped without running (the pool could not act as its user) still lets an open
+    /// abandoned meanwhile leave its file's entry, where the last holder lets it go (the review
+    /// of session 46, finding 4).
+    fn drop(&mut self) {
+        let was = std::mem::take(&mut *lock(&self.0));
+        if let Stage::Abandoned(l) = was {
+            l.leave();
+        }
+    }
+}
+
 impl Overwriting {
     /// The job ended (on the pool): an open abandoned meanwhile leaves its file's entry now,
     /// and its node is let go here.
     fn ended(&self) {
         let was = std::mem::replace(&mut *lock(&self.0), Stage::Ended);
         if let Stage::Abandoned(l) = was {
-            let at = At {
-                server: &l.server,
-                tree: &l.tree,
-                path: &l.path,
-            };
-            l.adm.leave(&at, NtStatus::CANCELLED);
+            l.leave();
         }
     }
 

@@ -176,15 +176,42 @@ pub(super) fn in_jobs(open: &Open) -> bool {
 pub(super) fn take_job(open: &Arc<Open>, new: Vec<ByteRangeLock>) -> FsJob {
     let o = Arc::clone(open);
     job_of(open, "a LOCK's POSIX locks", move || {
-        Carried::new(take(&o, &new), false)
+        let took = take(&o, &new);
+        // Holding a lock to give back, it is let go on the pool when nobody takes it.
+        Carried::new(Taken { open: o, new, took }, took)
     })
 }
 
+/// What a [`take_job`] carries back: the locks it took on the open's descriptor, given back
+/// where it is dropped unless the LOCK went on with them ([`taken`]): a LOCK whose connection
+/// went, or that stopped before it took the answer, leaves no POSIX lock the table does not
+/// have (on a durable open the descriptor stays open for the reconnect; the review of session
+/// 46, finding 1).
+struct Taken {
+    open: Arc<Open>,
+    new: Vec<ByteRangeLock>,
+    took: bool,
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if self.took {
+            if let Some(s) = give_back(&self.open, &self.new) {
+                set(&self.open, &s.held, &s.within);
+            }
+        }
+    }
+}
+
 /// What a [`take_job`] answered: whether it took the locks (a job that could not run, or an
-/// answer of another kind, took nothing).
+/// answer of another kind, took nothing). The LOCK goes on with them: they are its now.
 pub(super) fn taken(done: &FsDone) -> bool {
     match done {
-        FsDone::Made(m) => m.take::<bool>().unwrap_or(false),
+        FsDone::Made(m) => m.take::<Taken>().is_some_and(|mut t| {
+            let took = t.took;
+            t.took = false;
+            took
+        }),
         _ => false,
     }
 }
@@ -195,11 +222,6 @@ fn job_of(
     what: &'static str,
     calls: impl FnOnce() -> Carried + Send + 'static,
 ) -> FsJob {
-    FsJob::answer_made(
-        open.node.who().cloned(),
-        crate::fsjob::order_of(open.id),
-        crate::fsjob::share_key(&open.share.name),
-        what,
-        calls,
-    )
+    let (who, order, share) = crate::cmd::job_of_open(open);
+    FsJob::answer_made(who, order, share, what, calls)
 }

@@ -80,13 +80,8 @@ fn job_of(
     what: &'static str,
     calls: impl FnOnce() -> (u32, Result<(), NtStatus>) + Send + 'static,
 ) -> FsJob {
-    FsJob::change(
-        open.node.who().cloned(),
-        crate::fsjob::order_of(open.id),
-        crate::fsjob::share_key(&open.share.name),
-        what,
-        calls,
-    )
+    let (who, order, share) = crate::cmd::job_of_open(open);
+    FsJob::change(who, order, share, what, calls)
 }
 
 /// What changed (`made`) when the calls worked; nothing when they failed.
@@ -105,21 +100,37 @@ pub(super) fn basic(open: &Arc<Open>, now: Now, plan: super::Basic) -> Handled {
         None => writetime::immediate_time(open, now),
         Some(_) => None,
     };
+    if plan.changed == 0 && plan.attrs.is_none() && t.is_none() {
+        // Nothing to set and no write time to show: answered here, as the job's answer would
+        // be (the review of session 46, finding 8's rest).
+        let _ = writetime::immediate_booked(open, now);
+        return Handled::Reply(Reply::ok(super::ok_body()));
+    }
     let node = Arc::clone(&open.node);
     let job = job_of(open, "a SET_INFO's times and attributes", move || {
-        all_or_nothing(basic_calls(node.as_ref(), &plan, t))
+        let mut times_set = false;
+        let (made, r) = all_or_nothing(basic_calls(node.as_ref(), &plan, t, &mut times_set));
+        (made | if times_set { TIMES_SET } else { 0 }, r)
     });
     asked(open, now, After::Basic { mtime }, job)
 }
 
+/// Beside the notify bits a FileBasicInformation's job answers: its times were set, so a write
+/// time the client set is kept fixed even when its attributes were then refused (as on the
+/// I/O thread: the review of session 46, finding 8). Not a completion filter bit.
+const TIMES_SET: u32 = 1 << 31;
+
+/// `times_set`: the times were set (before the attributes, which may fail).
 fn basic_calls(
     node: &dyn Node,
     plan: &super::Basic,
     t: Option<UnixNanos>,
+    times_set: &mut bool,
 ) -> Result<u32, NtStatus> {
     let mut made = plan.changed;
     if made != 0 {
         node.set_times(&plan.times).map_err(status_of)?;
+        *times_set = true;
     }
     if let Some(a) = plan.attrs {
         node.set_dos_attributes(a).map_err(status_of)?;
@@ -211,14 +222,10 @@ pub(super) fn security(
 /// runs again with them: Err([`crate::cmd::ids::ASK_IDS`])). Run again with the id source's
 /// answer instead (it asked after this job), none are needed: `before_set` takes that answer.
 pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<Xid>, NtStatus> {
+    if let Some(read) = crate::cmd::job_made::<Result<Vec<Xid>, NtStatus>>(core) {
+        return read.and_then(|ids| ids);
+    }
     match core.domain_answer.take() {
-        Some(DomainAnswer::Fs(FsDone::Made(m), _)) => m
-            .take::<Result<Vec<Xid>, NtStatus>>()
-            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
-        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {
-            Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of))
-        }
-        Some(DomainAnswer::Fs(..)) => Err(NtStatus::INTERNAL_ERROR),
         Some(answered @ DomainAnswer::Ids(_)) => {
             core.domain_answer = Some(answered);
             Ok(Vec::new())
@@ -227,10 +234,11 @@ pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<X
             core.domain_answer = other;
             let (server, o) = (Arc::clone(&core.server), Arc::clone(open));
             let now_ms = core.now.mono_ms;
+            let (who, order, share) = crate::cmd::job_of_open(open);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::answer_made(
-                open.node.who().cloned(),
-                crate::fsjob::order_of(open.id),
-                crate::fsjob::share_key(&open.share.name),
+                who,
+                order,
+                share,
                 "a SET_INFO's read of the descriptor",
                 move || {
                     let read = || -> Result<Vec<Xid>, NtStatus> {
@@ -277,13 +285,16 @@ pub(crate) fn changed(
         _ => return Err(NtStatus::INTERNAL_ERROR),
     };
     let (server, open, now) = (&core.server, &fin.open, fin.now);
+    let (times_set, made) = (made & TIMES_SET != 0, made & !TIMES_SET);
     match fin.after {
-        After::Basic { mtime } if r.is_ok() => {
-            if let Some(t) = mtime {
+        After::Basic { mtime } => {
+            if let (Some(t), true) = (mtime, times_set) {
                 writetime::set_sticky(&server.files, open, t);
             }
-            // The time the job wrote (the same `now`), or none once the client set it.
-            let _ = writetime::immediate_booked(open, now);
+            if r.is_ok() {
+                // The time the job wrote (the same `now`), or none once the client set it.
+                let _ = writetime::immediate_booked(open, now);
+            }
         }
         After::Size if r.is_ok() => {
             let _ = writetime::immediate_booked(open, now);

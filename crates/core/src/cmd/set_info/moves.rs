@@ -15,8 +15,9 @@
 //! While a rename's job is out the file's entry says so ([`crate::server::FileEntry::renaming`]):
 //! another rename of the file (another open's) waits, retried as one that waits for breaks,
 //! so two renames of one file are made one after the other, each from the name the other left.
-//! The job itself makes the server's table follow the disk once its rename worked: the count of
-//! renames (a CREATE that looked the old name up looks again: cmd/create/offload.rs), the
+//! The job itself makes the server's table follow the disk once its rename worked: the counts of
+//! name changes of the source and the target ([`crate::server::FileTable::name_changed`]: a
+//! CREATE that looked either name up looks again, cmd/create/offload.rs `stale`), the
 //! entry's path, the paths below a renamed directory, the open's own path, the replaced file's
 //! entry marked unlinked; then the entry's mark goes, also when the job failed or never ran.
 //! So the table is right even when the SET_INFO's connection went while the job was out (then
@@ -26,7 +27,6 @@
 //! empty?) are one job ([`delete_facts`]); the request runs again with them and decides as
 //! before.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ringshare_vfs::{FileAttr, FsError, RelPath};
@@ -323,6 +323,7 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
         let calls = || -> Result<(), NtStatus> {
             if let Some(x) = &unlink {
                 backend.unlink(who, x).map_err(status_of)?;
+                server.files.name_changed(&o.share.name, x);
             }
             match link {
                 true => backend.link(who, &source, &target).map_err(status_of),
@@ -332,8 +333,16 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
             }
         };
         let r = calls();
+        // The names changed, counted before anything else is told (a CREATE that looked one
+        // up in its job meanwhile looks again: cmd/create/offload.rs `stale`): a link's or
+        // rename's target, a rename's source (the holder's other spelling when it was removed).
+        if r.is_ok() {
+            server.files.name_changed(&o.share.name, &target);
+            if !link {
+                server.files.name_changed(&o.share.name, &source);
+            }
+        }
         if r.is_ok() && !link {
-            server.files.renames.fetch_add(1, Ordering::AcqRel);
             // The POSIX opens of the file replaced keep it without a name.
             if let Some(e) = replaced.and_then(|k| server.files.existing(k)) {
                 lock(&e).unlinked = true;

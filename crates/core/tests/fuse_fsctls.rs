@@ -1,0 +1,246 @@
+//! FSCTLs on a share whose calls may wait on a network (issue 33, plan steps 4 and 6; FUSE,
+//! CephFS): SET_SPARSE, SET_ZERO_DATA, QUERY_ALLOCATED_RANGES, GET/SET_COMPRESSION and the
+//! reparse point FSCTLs make their file system calls in a file system job of the open's order,
+//! never on the I/O thread, and answer as on a local share after it. The share is the
+//! FUSE-like in-memory share of support/fuse.rs.
+
+mod support;
+
+use ringshare_wire::NtStatus;
+use support::fuse::*;
+use support::*;
+
+const IS_FSCTL: u32 = 1;
+const FSCTL_SET_SPARSE: u32 = 0x0009_00C4;
+const FSCTL_SET_ZERO_DATA: u32 = 0x0009_80C8;
+const FSCTL_QUERY_ALLOCATED_RANGES: u32 = 0x0009_40CF;
+const FSCTL_SET_REPARSE_POINT: u32 = 0x0009_00A4;
+const FSCTL_GET_REPARSE_POINT: u32 = 0x0009_00A8;
+const FSCTL_DELETE_REPARSE_POINT: u32 = 0x0009_00AC;
+
+/// A 16-byte range (FILE_ZERO_DATA_INFORMATION and FILE_ALLOCATED_RANGE_BUFFER alike).
+fn range(a: i64, b: i64) -> Vec<u8> {
+    let mut v = a.to_le_bytes().to_vec();
+    v.extend_from_slice(&b.to_le_bytes());
+    v
+}
+
+/// A reparse data buffer of tag `tag` carrying `data`.
+fn reparse_buffer(tag: u32, data: &[u8]) -> Vec<u8> {
+    let mut v = tag.to_le_bytes().to_vec();
+    v.extend_from_slice(&(data.len() as u16).to_le_bytes());
+    v.extend_from_slice(&[0, 0]);
+    v.extend_from_slice(data);
+    v
+}
+
+/// An IOCTL of `c`'s with its jobs held (no file system call on the I/O thread, asserted),
+/// then its answer once they ran.
+fn fsctl_in_a_job(
+    c: &mut Client,
+    calls: &Calls,
+    f: ringshare_wire::FileId,
+    (ctl, input): (u32, &[u8]),
+) -> Resp {
+    let (mut answers, others) = fsctl_and_others(c, calls, f, (ctl, input));
+    assert!(others.is_empty(), "{ctl:#x}: nothing else answered");
+    answers.remove(0)
+}
+
+/// [`fsctl_in_a_job`]'s IOCTL answer, and the other answers that came with it (a watcher's).
+/// Its jobs (a range's lock check is one of its own, cmd/io_check.rs) are run one round at a
+/// time; every file system call is made in one.
+fn fsctl_and_others(
+    c: &mut Client,
+    calls: &Calls,
+    f: ringshare_wire::FileId,
+    (ctl, input): (u32, &[u8]),
+) -> (Vec<Resp>, Vec<Resp>) {
+    c.hold_lookups = true;
+    let m = c.ioctl_msg(f, ctl, input, 4096, IS_FSCTL);
+    let before = calls.made();
+    let (_, mut out) = send_signed(c, m);
+    let (mut on_io_thread, mut in_jobs, mut rounds) = (calls.made() - before, 0, 0);
+    while out.is_empty() {
+        let held = std::mem::take(&mut c.held_lookups);
+        assert!(
+            !held.is_empty() && rounds < 3,
+            "{ctl:#x}: answered after its jobs"
+        );
+        rounds += 1;
+        let before = calls.made();
+        c.run_jobs(held);
+        in_jobs += calls.made() - before;
+        let before = calls.made();
+        out = c.pump();
+        on_io_thread += calls.made() - before;
+    }
+    c.hold_lookups = false;
+    assert_eq!(
+        on_io_thread, 0,
+        "{ctl:#x}: no file system call on the I/O thread"
+    );
+    assert!(in_jobs > 0, "{ctl:#x}: the file system asked in its jobs");
+    let (answers, others): (Vec<Resp>, Vec<Resp>) = out
+        .into_iter()
+        .partition(|r| r.hdr.command == ringshare_wire::consts::Command::IOCTL);
+    assert_eq!(answers.len(), 1, "{ctl:#x}: answered once");
+    (answers, others)
+}
+
+#[test]
+fn fsctls_on_a_share_that_may_wait_on_a_network_make_their_calls_in_a_job() {
+    let (mut c, calls) = fuse_client(true);
+    let f = file_holding(&mut c, "sparse", &[7u8; 8192]);
+    let r = fsctl_in_a_job(&mut c, &calls, f, (FSCTL_SET_SPARSE, &[]));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "set sparse");
+    let r = fsctl_in_a_job(&mut c, &calls, f, (FSCTL_SET_ZERO_DATA, &range(0, 4096)));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "zero data");
+    assert_eq!(read_data(&c.read(f, 0, 4)), [0, 0, 0, 0], "zeroed");
+    assert_eq!(
+        read_data(&c.read(f, 4096, 4)),
+        [7, 7, 7, 7],
+        "the rest kept"
+    );
+    let r = fsctl_in_a_job(
+        &mut c,
+        &calls,
+        f,
+        (FSCTL_QUERY_ALLOCATED_RANGES, &range(0, 8192)),
+    );
+    assert_eq!(r.status(), NtStatus::SUCCESS, "allocated ranges");
+    let local = {
+        let (mut l, _) = fuse_client(false);
+        let g = file_holding(&mut l, "sparse", &[7u8; 8192]);
+        assert_eq!(
+            l.ioctl(g, FSCTL_SET_SPARSE, &[], 0, IS_FSCTL).status(),
+            NtStatus::SUCCESS
+        );
+        let z = l.ioctl(g, FSCTL_SET_ZERO_DATA, &range(0, 4096), 0, IS_FSCTL);
+        assert_eq!(z.status(), NtStatus::SUCCESS);
+        l.ioctl(
+            g,
+            FSCTL_QUERY_ALLOCATED_RANGES,
+            &range(0, 8192),
+            4096,
+            IS_FSCTL,
+        )
+    };
+    let output = |r: &Resp| {
+        ringshare_wire::ioctl::IoctlResponse::decode(&r.msg)
+            .expect("response")
+            .output
+            .to_vec()
+    };
+    assert_eq!(
+        output(&r),
+        output(&local),
+        "the same ranges as a local share's"
+    );
+    assert_eq!(output(&r).len(), 16, "one range: the data left");
+
+    let buffer = reparse_buffer(0x8000_0023, b"stored");
+    let r = fsctl_in_a_job(&mut c, &calls, f, (FSCTL_SET_REPARSE_POINT, &buffer));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "set reparse point");
+    let r = fsctl_in_a_job(&mut c, &calls, f, (FSCTL_GET_REPARSE_POINT, &[]));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "get reparse point");
+    let got = ringshare_wire::ioctl::IoctlResponse::decode(&r.msg).expect("response");
+    assert_eq!(got.output, &buffer[..], "read back");
+    let r = fsctl_in_a_job(
+        &mut c,
+        &calls,
+        f,
+        (
+            FSCTL_DELETE_REPARSE_POINT,
+            &reparse_buffer(0x8000_0023, b""),
+        ),
+    );
+    assert_eq!(r.status(), NtStatus::SUCCESS, "delete reparse point");
+    let r = fsctl_in_a_job(&mut c, &calls, f, (FSCTL_GET_REPARSE_POINT, &[]));
+    assert_eq!(
+        r.status(),
+        NtStatus::NOT_A_REPARSE_POINT,
+        "what the job found is answered"
+    );
+}
+
+/// A directory watcher hears of the attributes a SET_SPARSE's job changed, once it changed
+/// them, and of nothing when the file was sparse already.
+#[test]
+fn a_set_sparse_made_in_a_job_is_told_to_watchers_only_when_it_changed_the_file() {
+    let (mut c, calls) = fuse_client(true);
+    let directory = 0x0000_0001;
+    let d = c
+        .create(
+            "d",
+            0x1000_0000,
+            ringshare_wire::consts::CreateDisposition::CREATE,
+            directory,
+        )
+        .expect("directory");
+    let f = file_holding(&mut c, "d\\f", b"x");
+    let attributes = 0x04;
+    let mut watch = c.change_notify_msg(d, attributes, false, 4096);
+    c.sign(&mut watch);
+    let interim = c.send_frame(watch);
+    assert_eq!(interim[0].status(), NtStatus::PENDING, "the watch waits");
+    let (r, told) = fsctl_and_others(&mut c, &calls, f, (FSCTL_SET_SPARSE, &[]));
+    assert_eq!(r[0].status(), NtStatus::SUCCESS);
+    assert_eq!(
+        told.iter().map(|r| r.status()).collect::<Vec<_>>(),
+        [NtStatus::SUCCESS],
+        "the watcher is told once the job changed the file"
+    );
+    let mut watch = c.change_notify_msg(d, attributes, false, 4096);
+    c.sign(&mut watch);
+    let interim = c.send_frame(watch);
+    assert_eq!(interim[0].status(), NtStatus::PENDING);
+    let r = fsctl_in_a_job(&mut c, &calls, f, (FSCTL_SET_SPARSE, &[]));
+    assert_eq!(
+        r.status(),
+        NtStatus::SUCCESS,
+        "sparse already: nothing changed, no watcher told"
+    );
+}
+
+/// FSCTL_SET_ZERO_DATA checks the range asked against byte-range locks before it is cut to
+/// the file's size, as Samba 4.22 does (a lock past the end is in the way), on any share.
+#[test]
+fn a_zero_data_past_the_end_of_file_meets_a_lock_there_as_on_samba() {
+    for remote in [false, true] {
+        let (mut c, _) = fuse_client(remote);
+        let f = file_holding(&mut c, "short", b"0123456789");
+        let g = c
+            .create(
+                "short",
+                0x0012_019f,
+                ringshare_wire::consts::CreateDisposition::OPEN,
+                0,
+            )
+            .expect("second open");
+        let exclusive_now = 0x02 | 0x10;
+        assert_eq!(
+            c.lock(g, &[(100, 10, exclusive_now)]).status(),
+            NtStatus::SUCCESS
+        );
+        let r = c.ioctl(f, FSCTL_SET_ZERO_DATA, &range(0, 200), 0, IS_FSCTL);
+        assert_eq!(r.status(), NtStatus::FILE_LOCK_CONFLICT, "remote {remote}");
+        let r = c.ioctl(f, FSCTL_SET_ZERO_DATA, &range(0, 50), 0, IS_FSCTL);
+        assert_eq!(
+            r.status(),
+            NtStatus::SUCCESS,
+            "remote {remote}: clear of the lock"
+        );
+        assert_eq!(read_data(&c.read(f, 0, 10)), [0u8; 10], "remote {remote}");
+    }
+}
+
+#[test]
+fn an_fsctl_on_a_local_share_asks_no_job() {
+    let (mut c, _) = fuse_client(false);
+    let f = file_holding(&mut c, "local", b"x");
+    c.hold_lookups = true;
+    let r = c.ioctl(f, FSCTL_SET_SPARSE, &[], 0, IS_FSCTL);
+    assert_eq!(r.status(), NtStatus::SUCCESS, "answered at once");
+    assert!(c.held_lookups.is_empty());
+}
