@@ -551,3 +551,85 @@ fn an_offloaded_rename_that_waited_for_its_own_connections_break_leaves_the_targ
         "the target is found"
     );
 }
+
+/// smbtorture smb2.lease.rename_wait's order on a share that may wait on a network: the break
+/// of the other open's RH lease that an offloaded rename waits for is sent while the SET_INFO
+/// is handled, before the answer to a CREATE sent after it on the same connection, even when
+/// that CREATE's job is done first (smbtorture copies the break to acknowledge it right after
+/// that CREATE's answer; without the break the acknowledgment names no lease and fails with
+/// OBJECT_NAME_NOT_FOUND).
+#[test]
+fn an_offloaded_renames_break_is_sent_before_a_later_creates_answer() {
+    let (mut a, _) = fuse_client(true);
+    let (r, h) = (1, 2);
+    let lease = 0xFF;
+    let m = a.create_msg_caching(
+        "src.dat",
+        0x001F_01FF,
+        7,
+        D::OPEN_IF,
+        lease,
+        Some(lease_v2(1, r | h)),
+    );
+    let r1 = a.send_frame(m).remove(0);
+    let f1 = ringshare_wire::create::CreateResponse::decode(&r1.msg)
+        .unwrap()
+        .file_id;
+    let m = a.create_msg_caching(
+        "src.dat",
+        0x0012_0089,
+        7,
+        D::OPEN,
+        lease,
+        Some(lease_v2(2, r | h)),
+    );
+    assert_eq!(a.send_frame(m).remove(0).status(), NtStatus::SUCCESS);
+    a.hold_lookups = true;
+    let m = a.set_info_msg(f1, INFO_FILE, RENAME, &rename_info("dst.dat", true));
+    let (set_id, mut seen) = send_signed(&mut a, m);
+    let m = a.create_msg_caching(
+        "dst.dat",
+        0x0012_0089,
+        7,
+        D::OPEN,
+        lease,
+        Some(lease_v2(3, r | h)),
+    );
+    let (create_id, more) = send_signed(&mut a, m);
+    seen.extend(more);
+    // The CREATE's job (asked last) done before anything the rename asked.
+    let create_job = a.held_lookups.pop().expect("the CREATE's job");
+    a.run_jobs(vec![create_job]);
+    seen.extend(a.pump());
+    let create_at = seen
+        .iter()
+        .position(|x| x.hdr.message_id == create_id)
+        .expect("the CREATE answered");
+    assert_eq!(seen[create_at].status(), NtStatus::OBJECT_NAME_NOT_FOUND);
+    let break_at = seen
+        .iter()
+        .position(|x| x.hdr.command == ringshare_wire::consts::Command::OPLOCK_BREAK);
+    assert!(
+        break_at.is_some_and(|b| b < create_at),
+        "the lease break sent before the CREATE's answer: {seen:?}"
+    );
+    // The rest as smbtorture goes on: the break acknowledged, the rename made, the target found.
+    a.hold_lookups = false;
+    let held = std::mem::take(&mut a.held_lookups);
+    a.run_jobs(held);
+    let mut fin = a.pump();
+    let m = a.ack_lease_msg(2, r);
+    let (_, ack) = send_signed(&mut a, m);
+    assert_eq!(ack[0].status(), NtStatus::SUCCESS, "the ack names a lease");
+    fin.extend(ack);
+    fin.extend(a.pump());
+    if !fin.iter().any(|x| x.hdr.message_id == set_id) {
+        fin.extend(a.tick(1_100));
+    }
+    assert!(
+        fin.iter()
+            .any(|x| x.hdr.message_id == set_id && x.status() == NtStatus::SUCCESS),
+        "the rename answered: {fin:?}"
+    );
+    assert!(a.create("dst.dat", 0x0012_0089, D::OPEN, 0).is_ok());
+}

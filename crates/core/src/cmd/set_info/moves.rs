@@ -192,6 +192,17 @@ pub(super) fn rename(
     if renaming {
         return Err(WAIT);
     }
+    // Other clients give up caching handles of the file first, before the look is asked: the
+    // breaks are sent while this request is handled, before the answer to any later request
+    // of the connection, as on the I/O thread (a later CREATE's job may be done before the
+    // look; smbtorture smb2.lease.rename_wait acknowledges the break it saw by then). Samba
+    // too breaks them whatever the target turns out to be. Asked again below with the look.
+    let now_ms = now.mono_ms;
+    if !source.is_root()
+        && asks.rename_waits(server, open.key, &open.entry, open.id, (conn_id, now_ms))?
+    {
+        return Err(WAIT);
+    }
     let l = look_or_ask(open, r, (&source, false), looked, asks)?;
     let Target {
         parent_attr: pattr,
@@ -204,7 +215,6 @@ pub(super) fn rename(
     if target == source {
         return Ok(None);
     }
-    let now_ms = now.mono_ms;
     super::parent_refuses(server, (pattr, open), (now_ms, conn_id), asks)?;
     if asks.rename_waits(server, open.key, &open.entry, open.id, (conn_id, now_ms))? {
         return Err(WAIT);
