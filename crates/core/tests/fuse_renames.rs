@@ -633,3 +633,82 @@ fn an_offloaded_renames_break_is_sent_before_a_later_creates_answer() {
     );
     assert!(a.create("dst.dat", 0x0012_0089, D::OPEN, 0).is_ok());
 }
+
+/// The rename of `d\f` to `to` with replace on a share that may wait on a network, its look
+/// run and its rename job held (asked, not run); a second client of the same server; the
+/// SET_INFO's MessageId.
+fn rename_decided(to: &str) -> (Client, Client, u64) {
+    let (mut a, _, f, _) = renaming_client(true);
+    let b = Client::on(Arc::clone(&a.server), a.mem.clone(), Options::default());
+    a.hold_lookups = true;
+    let m = a.set_info_msg(f, INFO_FILE, RENAME, &rename_info(to, true));
+    let (set_id, _) = send_signed(&mut a, m);
+    let look = std::mem::take(&mut a.held_lookups);
+    assert_eq!(look.len(), 1, "the look asked");
+    a.run_jobs(look);
+    a.pump();
+    assert_eq!(a.held_lookups.len(), 1, "the rename job asked, held");
+    (a, b, set_id)
+}
+
+/// The held rename job of [`rename_decided`] run: the SET_INFO's status.
+fn rename_job_run(a: &mut Client, set_id: u64) -> NtStatus {
+    a.hold_lookups = false;
+    let held = std::mem::take(&mut a.held_lookups);
+    a.run_jobs(held);
+    let answers = a.pump();
+    answers
+        .iter()
+        .find(|r| r.hdr.message_id == set_id)
+        .expect("the SET_INFO's answer")
+        .status()
+}
+
+/// With replace, a file made and opened at the free target name after the rename's look (and
+/// before its job) is not replaced under its open: ACCESS_DENIED, as Samba 4.22 answers a
+/// rename onto an open file; the renamed file keeps its name.
+#[test]
+fn an_offloaded_rename_does_not_replace_a_file_made_and_opened_at_its_target_after_its_look() {
+    let (mut a, mut b, set_id) = rename_decided("d\\new");
+    let fb = b
+        .create("d\\new", WITH_DELETE, D::CREATE, 0)
+        .expect("b makes it");
+    assert_eq!(rename_job_run(&mut a, set_id), NtStatus::ACCESS_DENIED);
+    assert!(exists(&a, "d/f"), "the file keeps its name");
+    assert_eq!(
+        name_of(&mut b, fb),
+        "\\d\\new",
+        "b's file still at its name"
+    );
+    let again = b.create("d\\new", 0x0012_0089, D::OPEN, 0).expect("found");
+    assert!(b.close(again).status() == NtStatus::SUCCESS);
+}
+
+/// With replace, a file made at the free target name after the rename's look and closed again
+/// before its job is replaced, as a look made then would have decided.
+#[test]
+fn an_offloaded_rename_replaces_a_file_made_and_closed_at_its_target_after_its_look() {
+    let (mut a, mut b, set_id) = rename_decided("d\\new");
+    let fb = b
+        .create("d\\new", WITH_DELETE, D::CREATE, 0)
+        .expect("b makes it");
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+    assert_eq!(rename_job_run(&mut a, set_id), NtStatus::SUCCESS);
+    assert!(exists(&a, "d/new") && !exists(&a, "d/f"), "renamed over it");
+}
+
+/// With replace, a file at the target name that nobody had open when the rename was decided,
+/// opened before the rename's job: not replaced under its open (ACCESS_DENIED).
+#[test]
+fn an_offloaded_rename_does_not_replace_a_target_opened_after_it_was_decided() {
+    let (mut a, mut b, set_id) = rename_decided("d\\taken");
+    let fb = b
+        .create("d\\taken", 0x0012_0089, D::OPEN, 0)
+        .expect("b opens it");
+    assert_eq!(rename_job_run(&mut a, set_id), NtStatus::ACCESS_DENIED);
+    assert!(
+        exists(&a, "d/f") && exists(&a, "d/taken"),
+        "nothing renamed"
+    );
+    assert_eq!(name_of(&mut b, fb), "\\d\\taken");
+}

@@ -335,12 +335,27 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
                 backend.unlink(who, x).map_err(status_of)?;
                 server.files.name_changed(&o.share.name, x);
             }
-            match link {
-                true => backend.link(who, &source, &target).map_err(status_of),
-                false => backend
-                    .rename(who, &source, &target, replace)
-                    .map_err(status_of),
+            if link {
+                return backend.link(who, &source, &target).map_err(status_of);
             }
+            if replaced.is_some_and(|k| opened_since(&server, k)) {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            // The look found the name free: a file made there since (a CREATE meanwhile) is
+            // not replaced unseen. Open: refused as Samba refuses a rename onto an open file;
+            // closed again: replaced, as a look now would decide.
+            let free = replace && replaced.is_none();
+            match backend.rename(who, &source, &target, replace && !free) {
+                Err(FsError::Exists) if free => {
+                    let a = backend.stat(who, &target).map_err(status_of)?;
+                    if opened_since(&server, server.node.file_key(&a)) {
+                        return Err(NtStatus::ACCESS_DENIED);
+                    }
+                    backend.rename(who, &source, &target, true)
+                }
+                r => r,
+            }
+            .map_err(status_of)
         };
         let r = calls();
         // The names changed, counted before anything else is told (a CREATE that looked one
@@ -371,6 +386,16 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
         drop(marked);
         Carried::new(r, false)
     })
+}
+
+/// Whether the file a rename's job would replace, `key`, has a Windows open (through this
+/// node) now: one opened after the rename was decided (the decision refused one open then,
+/// [`super::target_is_open`]; POSIX opens keep a replaced file without a name).
+fn opened_since(server: &ServerState, key: FileKey) -> bool {
+    server
+        .files
+        .existing(key)
+        .is_some_and(|e| lock(&e).opens.iter().any(|o| !o.posix))
 }
 
 /// fruit: the file's AppleDouble `._` file (its resource fork) follows it.
