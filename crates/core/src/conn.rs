@@ -34,6 +34,7 @@ use crate::transform;
 
 mod asyncs;
 mod behind;
+mod break_order;
 mod checks;
 mod compress;
 mod frame;
@@ -165,6 +166,9 @@ pub struct Connection {
     held: held::Held,
     /// Jobs waiting behind an open's file system job, and what they wait for ([`behind`]).
     behind: behind::Behind,
+    /// Break notifications waiting for the CREATE answers that tell their clients of what they
+    /// break, with when each came ([`break_order`]).
+    held_breaks: Vec<(u64, crate::server::Notice)>,
 }
 
 /// Emptied jobs a connection keeps for its next frames.
@@ -231,6 +235,7 @@ impl Connection {
             spare_jobs: Vec::new(),
             held: Default::default(),
             behind: Default::default(),
+            held_breaks: Vec::new(),
         }
     }
 
@@ -372,6 +377,8 @@ impl Connection {
                 self.core.cluster_posts.extend(asks);
                 self.post_to_cluster();
             }
+            // Breaks held for answers now sent go after them.
+            self.release_breaks();
         }
         self.outputs.pop_front()
     }
@@ -387,6 +394,7 @@ impl Connection {
             .chain(self.handshake_deadline())
             .chain(self.idle_deadline())
             .chain(self.held.deadline())
+            .chain(self.held_breaks_deadline())
             .min()
     }
 
@@ -419,6 +427,7 @@ impl Connection {
         }
         self.retry_creates(false);
         self.release_held();
+        self.release_breaks();
     }
 
     /// The connection was accepted now: the handshake clock starts.

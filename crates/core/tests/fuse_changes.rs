@@ -114,14 +114,8 @@ fn with_jobs_held(c: &mut Client, calls: &Calls, mut msg: Vec<u8>) -> Held {
     c.sign(&mut msg);
     let mut answers = c.send_frame(msg);
     let before_jobs = calls.all() - was;
-    let mut jobs = 0;
-    while !c.held_lookups.is_empty() {
-        let held = std::mem::take(&mut c.held_lookups);
-        jobs += held.len();
-        c.run_jobs(held);
-        answers.extend(c.pump());
-    }
-    c.hold_lookups = false;
+    let (later, jobs) = c.run_held_jobs_to_the_end();
+    answers.extend(later);
     Held {
         jobs,
         before_jobs,
@@ -326,12 +320,7 @@ fn an_opens_requests_after_a_set_info_wait_for_its_job() {
         0,
         "the file not cut yet"
     );
-    while !c.held_lookups.is_empty() {
-        let held = std::mem::take(&mut c.held_lookups);
-        c.run_jobs(held);
-        answers.extend(c.pump());
-    }
-    c.hold_lookups = false;
+    answers.extend(c.run_held_jobs_to_the_end().0);
     assert_eq!(answers.len(), 3, "all three answered: {answers:?}");
     assert_eq!(answers[0].hdr.message_id, set_id, "the SET_INFO first");
     assert_eq!(answers[0].status(), NtStatus::SUCCESS);

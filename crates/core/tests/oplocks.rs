@@ -633,3 +633,52 @@ fn a_directory_opened_with_a_lease_key_another_file_holds_is_invalid_parameter()
         "not left made"
     );
 }
+
+/// Issue 33, 1g: a lease granted to the CREATE of a compound whose answer waits for a later
+/// member's I/O is broken in a notification after the compound's answer, not before it (the
+/// client ignores a break for a lease key it has not heard of yet, [MS-SMB2] 3.2.5.19.2).
+#[test]
+fn a_break_of_a_lease_granted_in_a_compound_waiting_for_its_read_goes_out_after_its_answer() {
+    let (mut a, mut b) = pair();
+    a.put_file("compound", b"some bytes");
+    a.hold_io = true;
+    let m1 = a.create_msg_caching(
+        "compound",
+        READ,
+        SHARE_ALL,
+        D::OPEN,
+        LEASE,
+        Some(lease_v2(1, R | W | H)),
+    );
+    let m2 = a.read_msg(FileId::ANY, 0, 4);
+    assert!(
+        a.compound(vec![m1, m2], true).is_empty(),
+        "the READ's I/O is held"
+    );
+    let m = b.create_msg_caching(
+        "compound",
+        READ,
+        SHARE_ALL,
+        D::OPEN,
+        LEASE,
+        Some(lease_v2(2, R)),
+    );
+    let first = b.send_frame(m);
+    assert_eq!(
+        first[0].status(),
+        NtStatus::PENDING,
+        "b waits for a's break"
+    );
+    assert!(a.pump().is_empty(), "no break before the compound's answer");
+    let sent = a.run_held_io();
+    a.hold_io = false;
+    let commands: Vec<Command> = sent.iter().map(|r| r.hdr.command).collect();
+    assert_eq!(
+        commands,
+        [Command::CREATE, Command::READ, Command::OPLOCK_BREAK],
+        "the compound's answer, then the break"
+    );
+    assert_eq!(a.ack_lease(1, R | H).status(), NtStatus::SUCCESS);
+    let opened: Vec<NtStatus> = b.pump().iter().map(|r| r.status()).collect();
+    assert_eq!(opened, [NtStatus::SUCCESS]);
+}

@@ -31,6 +31,11 @@ pub(super) struct Behind {
 }
 
 impl Behind {
+    /// Every job waiting behind an open's file system job.
+    pub(super) fn jobs(&self) -> impl Iterator<Item = &Job> {
+        self.waiting.values().flatten().map(|(_, job)| &**job)
+    }
+
     /// A READ, or another request, of the open of order `order` must wait: READs need no order
     /// among themselves (their I/Os overlap, as before the rule), so only what is not a READ
     /// holds a READ.

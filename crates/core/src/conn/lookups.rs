@@ -287,6 +287,11 @@ impl Connection {
 }
 
 impl Parked {
+    /// The job parked.
+    pub(super) fn job(&self) -> &Job {
+        &self.job
+    }
+
     /// The session whose SESSION_SETUP waits (0: a request of the cluster's store, which
     /// holds no logon up).
     fn session(&self) -> u64 {

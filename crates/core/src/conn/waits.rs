@@ -56,7 +56,7 @@ impl Connection {
                     self.disconnect("this cluster node is fenced");
                     return;
                 }
-                n => self.send_notice(n),
+                n => self.send_or_hold(n),
             }
         }
         if retry {
@@ -166,7 +166,7 @@ impl Connection {
     /// 3.3.4.6, 3.3.4.7): MessageId all ones, SessionId 0, not signed;
     /// encrypted with the session's key when its client encrypts. Dropped
     /// when the session is no longer on this connection.
-    fn send_notice(&mut self, notice: crate::server::Notice) {
+    pub(super) fn send_notice(&mut self, notice: crate::server::Notice) {
         use crate::server::Notice;
         use ringshare_wire::misc::OplockBreak;
         let (session_id, body) = match notice {

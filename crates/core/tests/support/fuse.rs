@@ -301,6 +301,9 @@ pub trait RunJobs {
     fn run_jobs(&mut self, held: Vec<ringshare_core::LookupRequest>);
     /// Each of `held` (of any kind) run and answered.
     fn run_any(&mut self, held: Vec<ringshare_core::LookupRequest>);
+    /// The held jobs run, then those they asked, until none is held; holding stops. The
+    /// answers sent meanwhile, and how many jobs ran.
+    fn run_held_jobs_to_the_end(&mut self) -> (Vec<Resp>, usize);
 }
 
 impl RunJobs for Client {
@@ -316,6 +319,18 @@ impl RunJobs for Client {
             let done = req.run();
             self.conn.complete_lookup(self.now, req.id, done);
         }
+    }
+
+    fn run_held_jobs_to_the_end(&mut self) -> (Vec<Resp>, usize) {
+        let (mut answers, mut jobs) = (Vec::new(), 0);
+        while !self.held_lookups.is_empty() {
+            let held = std::mem::take(&mut self.held_lookups);
+            jobs += held.len();
+            self.run_jobs(held);
+            answers.extend(self.pump());
+        }
+        self.hold_lookups = false;
+        (answers, jobs)
     }
 }
 
