@@ -38,6 +38,8 @@
 #   TORTURE_TARGET  smbtorture --target for both servers (default samba3: the tests then expect
 #                   Samba's documented behaviour where it differs from Windows)
 #   TORTURE_EXTRA   extra smbtorture arguments for both servers, split on spaces
+#   RINGSHARE_GLOBAL_EXTRA  lines added to ringshare's [global] (e.g. `fs calls off io thread =
+#                   yes`: every share's file system calls made in jobs, as on FUSE or CephFS)
 #   KEEP_SHARES=1   leave the share directories in /dev/shm for inspection
 #   SHARE_ROOT      where the share directories go instead of /dev/shm (a mounted btrfs image for
 #                   the block-cloning tests: scripts/clone-conformance.sh)

@@ -8,7 +8,7 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|lock [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
 (QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
@@ -17,8 +17,10 @@ CLOSE sent right behind it, before the WRITE's answer; both answers are then rea
 (a TREE_DISCONNECT of the tree with stall/cold open: the server closes it), setinfo (SET_INFO
 FileEndOfFileInformation of stall/cold, opened before: a FUSE setattr of its size), flush (FLUSH
 of stall/cold, opened and written before: the write time it shows now, a FUSE setattr of its
-times, then the fsync), lock (LOCK of 4 KiB of stall/cold, exclusive, fail-immediately, opened
-before: with `posix locking` its POSIX lock, a FUSE setlk on a mount that takes them, as
+times, then the fsync), rename (SET_INFO FileRenameInformation of stall/cold, opened before
+with DELETE, to stall/renamed: the target's case-insensitive search, a FUSE opendir and readdir
+of stall/, then the FUSE rename), lock (LOCK of 4 KiB of stall/cold, exclusive, fail-immediately,
+opened before: with `posix locking` its POSIX lock, a FUSE setlk on a mount that takes them, as
 ceph-fuse's).
 """
 
@@ -91,6 +93,19 @@ def set_end_of_file(conn, tree, o, size):
     return conn.receive(r)
 
 
+def rename(conn, tree, o, to):
+    """SET_INFO FileRenameInformation of `o` to share path `to`, not replacing."""
+    name = to.encode("utf-16-le")
+    buf = bytes(1) + bytes(7) + bytes(8) + len(name).to_bytes(4, "little") + name
+    s = SMB2SetInfoRequest()
+    s["info_type"] = 1
+    s["file_info_class"] = FileInformationClass.FILE_RENAME_INFORMATION
+    s["file_id"] = o.file_id
+    s["buffer"] = buf
+    r = conn.send(s, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
+
+
 def flush(conn, tree, o):
     f = SMB2FlushRequest()
     f["file_id"] = o.file_id
@@ -150,7 +165,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "lock"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -167,6 +182,9 @@ def main():
             stalled.write(b"f" * 4096, 0)
     elif a.action == "list":
         stalled = open_(tree, "stall", CreateDisposition.FILE_OPEN, 0x00120089, directory=True)
+    elif a.action == "rename":
+        # DELETE, FILE_READ_ATTRIBUTES, SYNCHRONIZE.
+        stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00110080)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
     threads = [threading.Thread(target=busy, args=(a, i, stop, results[i]), daemon=True) for i in range(a.clients)]
     for t in threads:
@@ -193,6 +211,9 @@ def main():
         set_end_of_file(conn, tree, stalled, 4096)
     elif a.action == "flush":
         flush(conn, tree, stalled)
+    elif a.action == "rename":
+        r = rename(conn, tree, stalled, "stall\\renamed")
+        print(f"stalling client: rename answered {r['status'].get_value():#010x}")
     elif a.action == "lock":
         lock_range(conn, tree, stalled)
     else:

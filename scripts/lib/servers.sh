@@ -176,7 +176,8 @@ EOF
 }
 
 # lib_ringshare_start BIN BASE PORT SHARE_NAME SHARE_DIR USER PASS [EXTRA_SHARE_LINES]
-# Writes BASE/ringshare.conf, adds USER with PASS through `ringshare user add --password-stdin`,
+# Writes BASE/ringshare.conf (with the lines of RINGSHARE_GLOBAL_EXTRA, if set, in [global]),
+# adds USER with PASS through `ringshare user add --password-stdin`,
 # and starts `ringshare serve --config`. Sets LIB_RINGSHARE_PID. Output is in BASE/serve.log.
 lib_ringshare_start() {
     local bin=$1 base=$2 port=$3 share=$4 dir=$5 user=$6 pass=$7 extra=${8:-}
@@ -193,6 +194,7 @@ lib_ringshare_start() {
     server max protocol = SMB3_11
     map to guest = never
     log level = 1
+${RINGSHARE_GLOBAL_EXTRA:-}
     # a global option of vfs_fruit (shares with fruit only), as Samba's selftest sets it
     fruit:copyfile = yes
 

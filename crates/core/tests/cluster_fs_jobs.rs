@@ -326,3 +326,41 @@ fn a_close_whose_connection_is_shut_down_while_it_waits_for_the_home_lets_its_fi
         "the last close in a job and the record's removal, asked"
     );
 }
+
+/// Step 6, second part: on an offloaded share a rename of a file homed on another node asks the
+/// home whether it waits for breaks (before anything else, so the breaks go out while the
+/// SET_INFO is handled), looks at its target in a job with that answer kept (the home is asked
+/// once), and renames in a second job; the file is then found at its new name from another
+/// node.
+#[test]
+fn a_rename_on_an_offloaded_share_of_a_file_homed_elsewhere_asks_its_home_once_between_jobs() {
+    let cl = offloaded_cluster();
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let fa = open(&mut a, "from.txt", ALL, 7).expect("a");
+    a.hold_lookups = true;
+    let calls = cl.calls_to(3);
+    let m = a.set_info_msg(fa, 1, 10, &rename_info("to.txt", false));
+    assert!(a.send_frame(m).is_empty(), "the rename waits");
+    let (kinds, r) = carry_until_answered(&mut a);
+    a.hold_lookups = false;
+    assert_eq!(r[0].status(), NtStatus::SUCCESS);
+    assert_eq!(
+        kinds,
+        ["home", "fs", "fs"],
+        "the home, the look with its answer kept, the rename"
+    );
+    assert_eq!(
+        cl.calls_to(3),
+        calls + 1,
+        "one call to the home before the answer"
+    );
+    let only_open = ringshare_wire::consts::CreateDisposition::OPEN;
+    assert!(
+        b.create("to.txt", ALL, only_open, 0).is_ok(),
+        "at its new name"
+    );
+    assert_eq!(
+        b.create("from.txt", ALL, only_open, 0).err(),
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND)
+    );
+}

@@ -117,6 +117,10 @@ pub struct FileEntry {
     pub is_dir: bool,
     /// Leases held on the file, one per (ClientGuid, LeaseKey).
     pub leases: Vec<oplock::Lease>,
+    /// A rename of the file is being made by a file system job (a share whose calls may wait on
+    /// a network: crates/core's cmd/set_info/moves.rs): another rename of it waits until the
+    /// job made it and the entry's path follows.
+    pub renaming: bool,
     /// Connections with a request waiting for a break on this file to end:
     /// told to try again when a holder acknowledges or closes.
     pub waiters: Vec<u64>,

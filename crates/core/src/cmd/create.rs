@@ -344,6 +344,8 @@ pub(crate) fn answered(
         Some(LookupCont::Admit(fin)) => admitted(core, *fin, done),
         Some(LookupCont::Changed(fin)) => changed(core, *fin, done),
         Some(LookupCont::Create(fin)) => answer::resume(core, *fin, done).map(Handled::Reply),
+        // A rename's job on a share whose calls may wait on a network (cmd/set_info/moves.rs).
+        Some(LookupCont::SetInfo(fin)) => crate::cmd::set_info::changed(core, *fin, done),
         Some(LookupCont::Again(asked)) => {
             core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
             let r = {

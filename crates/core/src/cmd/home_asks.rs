@@ -20,6 +20,10 @@ pub(crate) struct HomeAsks {
     kept: HomeAnswers,
     wanted: Option<(u64, HomeAsk)>,
     posts: Vec<Lookup>,
+    /// A file system job the request asks before it decides (a rename's look at its target on
+    /// a share whose calls may wait on a network: cmd/set_info/moves.rs); the answers kept
+    /// ride with it ([`ConnCore::fs_kept`]).
+    fs_wanted: Option<Lookup>,
 }
 
 impl HomeAsks {
@@ -27,6 +31,15 @@ impl HomeAsks {
     pub(crate) fn of(core: &mut ConnCore) -> HomeAsks {
         let kept = match core.domain_answer.take() {
             Some(DomainAnswer::Homes(kept)) => kept,
+            // Run again after a file system job asked with answers kept: the job's answer
+            // stays for the request to take.
+            Some(DomainAnswer::Fs(done, Some(kept))) if matches!(*kept, DomainAnswer::Homes(_)) => {
+                core.domain_answer = Some(DomainAnswer::Fs(done, None));
+                match *kept {
+                    DomainAnswer::Homes(kept) => kept,
+                    _ => Vec::new(),
+                }
+            }
             other => {
                 core.domain_answer = other;
                 Vec::new()
@@ -36,6 +49,7 @@ impl HomeAsks {
             kept,
             wanted: None,
             posts: Vec::new(),
+            fs_wanted: None,
         }
     }
 
@@ -65,6 +79,12 @@ impl HomeAsks {
                 Err(ASK_IDS)
             }
         }
+    }
+
+    /// The request asks file system job `job` first (Err([`ASK_IDS`]) follows): it runs again
+    /// with its answer and the home's answers kept so far.
+    pub(crate) fn want_fs(&mut self, job: crate::fsjob::FsJob) {
+        self.fs_wanted = Some(Lookup::Fs(job));
     }
 
     /// The file of `key` now lives at `to` ([`arbiter::moved_posted`]): the home is told by a call
@@ -102,6 +122,11 @@ impl HomeAsks {
         if let Some((tag, ask)) = self.wanted {
             core.ids_wanted = Some(Lookup::Home(ask));
             core.home_kept = Some((tag, self.kept));
+        } else if let Some(job) = self.fs_wanted {
+            core.ids_wanted = Some(job);
+            if !self.kept.is_empty() {
+                core.fs_kept = Some(DomainAnswer::Homes(self.kept));
+            }
         }
         core.cluster_posts.extend(self.posts);
     }

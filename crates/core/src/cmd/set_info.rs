@@ -13,6 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 mod job;
+mod moves;
 pub(crate) use job::{changed, Changing};
 
 use ringshare_vfs::{FsError, RelPath, SetTimes};
@@ -94,17 +95,35 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
             if read_only {
                 return Err(NtStatus::ACCESS_DENIED);
             }
-            return disposition(&server, &open, FileInfoClass(s.info_class), s.buffer);
+            let (delete, on_close, ignore_readonly) =
+                disposition(FileInfoClass(s.info_class), s.buffer)?;
+            // On a share whose calls may wait on a network the file's attributes and a
+            // directory's names are read in a job first ([`moves::delete_facts`]).
+            let facts = match delete && open.share.offloaded() {
+                true if open.access & DELETE == 0 => return Err(NtStatus::ACCESS_DENIED),
+                true => Some(moves::delete_facts(core, &open)?),
+                false => None,
+            };
+            let flags = (delete, on_close, ignore_readonly);
+            return set_disposition(&server, &open, flags, facts);
         }
         InfoType::FILE => {
             let mut asks = HomeAsks::of(core);
+            let class = FileInfoClass(s.info_class);
+            // A rename's or link's look at its target, made in a job ([`moves`]).
+            let looked = match class {
+                FileInfoClass::RENAME | FileInfoClass::LINK if open.share.offloaded() => {
+                    moves::looked(core)
+                }
+                _ => None,
+            };
             let r = set_file(
                 &server,
                 (core.now, core.conn_id),
                 &open,
-                (FileInfoClass(s.info_class), s.buffer),
+                (class, s.buffer),
                 read_only,
-                &mut asks,
+                (&mut asks, looked),
             );
             asks.done(core);
             // On a share whose calls may wait on a network the change is a file system job
@@ -165,12 +184,12 @@ fn snapshot_refusal(info_type: InfoType, class: FileInfoClass) -> Result<(), NtS
 /// on a network, the times, attributes, end of file, allocation and EAs are set in a file
 /// system job once decided here ([`job`]): the request parks (`Some`).
 fn set_file(
-    server: &ServerState,
+    server: &Arc<ServerState>,
     when: (Now, u64),
     open: &Arc<Open>,
     (class, buf): (FileInfoClass, &[u8]),
     read_only: bool,
-    asks: &mut HomeAsks,
+    (asks, looked): (&mut HomeAsks, Option<Result<moves::Looked, NtStatus>>),
 ) -> Result<Option<Handled>, NtStatus> {
     let handle_local = matches!(class, FileInfoClass::POSITION | FileInfoClass::MODE);
     if read_only && !handle_local {
@@ -197,7 +216,7 @@ fn set_file(
         }
         FileInfoClass::RENAME => {
             let r = name_info(buf)?;
-            rename(server, (when.0.mono_ms, when.1), open, &r, asks).map(|()| None)
+            rename(server, when, open, &r, (asks, looked))
         }
         FileInfoClass::END_OF_FILE => {
             let v = FileEndOfFileInformation::decode(buf).map_err(bad)?;
@@ -280,7 +299,7 @@ fn set_file(
         }
         FileInfoClass::LINK => {
             let r = name_info(buf)?;
-            link(server, (when.0.mono_ms, when.1), open, &r, asks).map(|()| None)
+            link(server, when, open, &r, (asks, looked))
         }
         FileInfoClass::VALID_DATA_LENGTH | FileInfoClass::SHORT_NAME | FileInfoClass::RENAME_EX => {
             Err(NtStatus::NOT_SUPPORTED)
@@ -446,46 +465,47 @@ fn is_disposition(class: FileInfoClass) -> bool {
     class == FileInfoClass::DISPOSITION || class == FileInfoClass::DISPOSITION_EX
 }
 
-/// FileDispositionInformation or FileDispositionInformationEx ([`set_disposition`]).
-fn disposition(
-    server: &ServerState,
-    open: &Arc<Open>,
-    class: FileInfoClass,
-    buf: &[u8],
-) -> Result<Handled, NtStatus> {
+/// FileDispositionInformation or FileDispositionInformationEx ([`set_disposition`]): delete,
+/// on close, ignore the read-only attribute.
+fn disposition(class: FileInfoClass, buf: &[u8]) -> Result<(bool, bool, bool), NtStatus> {
     if class == FileInfoClass::DISPOSITION {
         let d = FileDispositionInformation::decode(buf).map_err(bad)?;
-        return set_disposition(server, open, d.delete_pending, false, false);
+        return Ok((d.delete_pending, false, false));
     }
     let d = FileDispositionInformationEx::decode(buf).map_err(bad)?;
-    set_disposition(
-        server,
-        open,
+    Ok((
         d.flags & FILE_DISPOSITION_DELETE != 0,
         d.flags & FILE_DISPOSITION_ON_CLOSE != 0,
         d.flags & FILE_DISPOSITION_IGNORE_READONLY_ATTRIBUTE != 0,
-    )
+    ))
 }
 
 /// [MS-FSA] 2.1.5.14.3 FileDispositionInformation (and the Ex form). The delete pending is
 /// the file's home's: when that is another node, the request parks while it is asked away
-/// from the I/O thread ([`disposed`]).
+/// from the I/O thread ([`disposed`]). `facts`: what a job read of the file system for it
+/// (a share whose calls may wait on a network: [`moves::delete_facts`]), else read here.
 fn set_disposition(
     server: &ServerState,
     open: &Arc<Open>,
-    delete: bool,
-    on_close: bool,
-    ignore_readonly: bool,
+    (delete, on_close, ignore_readonly): (bool, bool, bool),
+    facts: Option<moves::DeleteFacts>,
 ) -> Result<Handled, NtStatus> {
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
     if delete {
-        let attr = open.node.stat().map_err(status_of)?;
+        let (attr, empty) = match facts {
+            Some(f) => (f.attr?, f.empty),
+            None => (open.node.stat().map_err(status_of)?, None),
+        };
         if !ignore_readonly && !open.is_dir && fileinfo::attributes(&attr) & ATTR_READONLY != 0 {
             return Err(NtStatus::CANNOT_DELETE);
         }
-        if open.is_dir && !open.node.list_names().map_err(status_of)?.is_empty() {
+        let empty = match empty {
+            Some(e) => e?,
+            None => !open.is_dir || open.node.list_names().map_err(status_of)?.is_empty(),
+        };
+        if open.is_dir && !empty {
             return Err(NtStatus::DIRECTORY_NOT_EMPTY);
         }
         if lock(&open.entry).path.is_root() {
@@ -545,13 +565,16 @@ fn pending_set(
 
 /// [MS-FSA] 2.1.5.14.11 FileRenameInformation. The target is a share-relative
 /// name parsed like a CREATE name; its directory is found case-insensitively.
+/// On a share whose calls may wait on a network, what follows the checks of the server's state
+/// is [`moves::rename`]'s (jobs; the request parks: `Some`).
 fn rename(
-    server: &ServerState,
-    (now_ms, conn_id): (u64, u64),
-    open: &Open,
+    server: &Arc<ServerState>,
+    (now, conn_id): (Now, u64),
+    open: &Arc<Open>,
     r: &FileRenameInformation,
-    asks: &mut HomeAsks,
-) -> Result<(), NtStatus> {
+    (asks, looked): (&mut HomeAsks, Option<Result<moves::Looked, NtStatus>>),
+) -> Result<Option<Handled>, NtStatus> {
+    let now_ms = now.mono_ms;
     if open.access & DELETE == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -559,7 +582,7 @@ fn rename(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if let Some(s) = &open.stream {
-        return crate::cmd::stream::rename(server, open, s, r);
+        return crate::cmd::stream::rename(server, open, s, r).map(|()| None);
     }
     // A file whose streams are open keeps its name (their opens hold it,
     // smbtorture smb2.streams.basefile-rename-with-open-stream); so does a
@@ -581,6 +604,9 @@ fn rename(
     {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    if open.share.offloaded() {
+        return moves::rename(server, (now, conn_id), open, r, asks, looked);
+    }
     let backend = open.share.backend.clone();
     let who = &open.who;
     let Target {
@@ -588,14 +614,14 @@ fn rename(
         name: tname,
         path: target,
         parent_attr: pattr,
-    } = target_of(open, r)?;
+    } = target_of(open, &r.file_name)?;
     let tname = tname.as_str();
     let source = lock(&open.entry).path.clone();
     if source.is_root() {
         return Err(NtStatus::ACCESS_DENIED);
     }
     if target == source {
-        return Ok(());
+        return Ok(None);
     }
     // A file takes no entry by rename in a directory someone holds open
     // with DELETE access (smbtorture smb2.oplock.exclusive6 and batch20, as
@@ -606,21 +632,7 @@ fn rename(
     // the rename waits for that: a client that closes the handle it only
     // kept cached lets the rename through (smbtorture 4.22
     // smb2.dirlease.rename_dst_parent, as Samba).
-    if let (Some(pa), false) = (pattr, open.is_dir) {
-        let pkey = server.node.file_key(&pa);
-        let deleting = |e: &Arc<Mutex<FileEntry>>| {
-            let e = lock(e);
-            e.opens.iter().any(|o| o.access & DELETE != 0)
-        };
-        if let Some(pe) = server.files.existing(pkey).filter(deleting) {
-            if asks.rename_waits(server, pkey, &pe, open.id, (conn_id, now_ms))? {
-                return Err(WAIT);
-            }
-            if deleting(&pe) {
-                return Err(NtStatus::SHARING_VIOLATION);
-            }
-        }
-    }
+    parent_refuses(server, (pattr, open), (now_ms, conn_id), asks)?;
     // Other clients give up caching handles of the file first.
     if asks.rename_waits(server, open.key, &open.entry, open.id, (conn_id, now_ms))? {
         return Err(WAIT);
@@ -696,6 +708,33 @@ fn rename(
     if source.parent() != target.parent() {
         dirlease::entry_changed(server, share, &target, except, Some(now_ms));
     }
+    Ok(None)
+}
+
+/// A file (not a directory) renamed into directory `pattr`, which someone holds open with
+/// DELETE access: the handle caching of its leases is broken first and the rename waits
+/// ([`WAIT`]); held still, SHARING_VIOLATION ([`rename`]).
+fn parent_refuses(
+    server: &ServerState,
+    (pattr, open): (Option<ringshare_vfs::FileAttr>, &Open),
+    (now_ms, conn_id): (u64, u64),
+    asks: &mut HomeAsks,
+) -> Result<(), NtStatus> {
+    if let (Some(pa), false) = (pattr, open.is_dir) {
+        let pkey = server.node.file_key(&pa);
+        let deleting = |e: &Arc<Mutex<FileEntry>>| {
+            let e = lock(e);
+            e.opens.iter().any(|o| o.access & DELETE != 0)
+        };
+        if let Some(pe) = server.files.existing(pkey).filter(deleting) {
+            if asks.rename_waits(server, pkey, &pe, open.id, (conn_id, now_ms))? {
+                return Err(WAIT);
+            }
+            if deleting(&pe) {
+                return Err(NtStatus::SHARING_VIOLATION);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -716,8 +755,8 @@ struct Target {
     parent_attr: Option<ringshare_vfs::FileAttr>,
 }
 
-fn target_of(open: &Open, r: &FileRenameInformation) -> Result<Target, NtStatus> {
-    let name = r.file_name.strip_prefix('\\').unwrap_or(&r.file_name);
+fn target_of(open: &Open, file_name: &str) -> Result<Target, NtStatus> {
+    let name = file_name.strip_prefix('\\').unwrap_or(file_name);
     let target = parse_smb_path(name)?;
     let (Some(tparent), Some(tname)) = (target.parent(), target.file_name()) else {
         return Err(NtStatus::OBJECT_NAME_INVALID);
@@ -744,25 +783,29 @@ fn target_of(open: &Open, r: &FileRenameInformation) -> Result<Target, NtStatus>
 /// break but the one the open's lease names as its parent's (Samba 4.22,
 /// smbtorture smb2.dirlease.hardlink).
 fn link(
-    server: &ServerState,
-    (now_ms, conn_id): (u64, u64),
-    open: &Open,
+    server: &Arc<ServerState>,
+    (now, conn_id): (Now, u64),
+    open: &Arc<Open>,
     r: &FileRenameInformation,
-    asks: &mut HomeAsks,
-) -> Result<(), NtStatus> {
+    (asks, looked): (&mut HomeAsks, Option<Result<moves::Looked, NtStatus>>),
+) -> Result<Option<Handled>, NtStatus> {
     if r.root_directory != 0 || open.stream.is_some() {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if open.is_dir {
         return Err(NtStatus::FILE_IS_A_DIRECTORY);
     }
+    if open.share.offloaded() {
+        return moves::link(server, (now, conn_id), open, r, asks, looked);
+    }
+    let now_ms = now.mono_ms;
     let (backend, who) = (open.share.backend.clone(), &open.who);
     let Target {
         parent: tparent,
         name: tname,
         path: target,
         ..
-    } = target_of(open, r)?;
+    } = target_of(open, &r.file_name)?;
     let tname = tname.as_str();
     let source = lock(&open.entry).path.clone();
     match backend.find_name_case_insensitive(who, &tparent, tname) {
@@ -793,7 +836,7 @@ fn link(
     notify::report(server, &open.share, &[change]);
     let except = dirlease::parent_key(open);
     dirlease::entry_changed(server, &open.share.name, &target, except, Some(now_ms));
-    Ok(())
+    Ok(None)
 }
 
 /// Is the file a rename would replace open? Its holders first give up caching

@@ -154,7 +154,7 @@ impl Connection {
                         (cmd::set_info::disposed(&self.core, *fin, done), None)
                     }
                     LookupCont::SetInfo(fin) => {
-                        (cmd::set_info::changed(&self.core, *fin, done), None)
+                        (cmd::set_info::changed(&mut self.core, *fin, done), None)
                     }
                     LookupCont::Admit(fin) => {
                         (cmd::create::admitted(&mut self.core, *fin, done), None)

@@ -49,9 +49,10 @@ pub struct Calls {
     pub lock_sets: AtomicUsize,
     /// Files changed: sizes, allocations, times, attributes, modes, owners, ACLs, EAs.
     pub changes: AtomicUsize,
-    /// Files' ACLs, stored descriptors and EAs read.
+    /// Files' ACLs, stored descriptors and EAs read, and directories' names listed.
     pub reads: AtomicUsize,
-    /// Every change of a file is refused (a back end that says no: EACCES).
+    /// Every change of a file, and every rename or link, is refused (a back end that says no:
+    /// EACCES).
     pub refuse: AtomicBool,
     /// Setting files' DOS attributes alone is refused (EACCES).
     pub refuse_attributes: AtomicBool,
@@ -83,6 +84,14 @@ impl Calls {
     /// A change of a file asked: counted, and refused when the back end says no.
     fn change(&self) -> FsResult<()> {
         self.changes.fetch_add(1, Ordering::SeqCst);
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::AccessDenied);
+        }
+        Ok(())
+    }
+
+    /// A change of the share's names (a rename, a link), refused when the back end says no.
+    fn refused(&self) -> FsResult<()> {
         if self.refuse.load(Ordering::SeqCst) {
             return Err(ringshare_vfs::FsError::AccessDenied);
         }
@@ -218,6 +227,7 @@ impl Node for FuseNode {
         self.0.set_ea(name, value)
     }
     fn list_names(&self) -> FsResult<Vec<String>> {
+        self.1.read();
         self.0.list_names()
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
@@ -265,7 +275,14 @@ impl Share for FuseShare {
         self.0.rmdir(who, path)
     }
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
+        self.1.share_call();
+        self.1.refused()?;
         self.0.rename(who, from, to, replace)
+    }
+    fn link(&self, who: &Who, from: &RelPath, to: &RelPath) -> FsResult<()> {
+        self.1.share_call();
+        self.1.refused()?;
+        self.0.link(who, from, to)
     }
     fn statfs(&self) -> FsResult<FsStat> {
         self.1.statfs.fetch_add(1, Ordering::SeqCst);

@@ -46,7 +46,16 @@ enum After {
     Allocation,
     /// FileFullEaInformation or a security descriptor: watchers hear of what changed.
     Told,
+    /// A rename or hard link (cmd/set_info/moves.rs): what the I/O thread does with how its
+    /// job ended.
+    Then(Then),
 }
+
+/// What the I/O thread does once a rename's or link's job answered, with how it ended.
+pub(super) type Then = Box<
+    dyn FnOnce(&mut ConnCore, &Arc<Open>, Now, Result<(), NtStatus>) -> Result<Handled, NtStatus>
+        + Send,
+>;
 
 /// The job and how the request goes on after it.
 fn asked(open: &Arc<Open>, now: Now, after: After, job: FsJob) -> Handled {
@@ -58,6 +67,11 @@ fn asked(open: &Arc<Open>, now: Now, after: After, job: FsJob) -> Handled {
             after,
         })),
     )
+}
+
+/// A rename's or link's job: the request parks until it answers, then `then` goes on.
+pub(super) fn moved(open: &Arc<Open>, now: Now, then: Then, job: FsJob) -> Handled {
+    asked(open, now, After::Then(then), job)
 }
 
 /// A job of `open`'s order about its share, acting as its user.
@@ -245,10 +259,25 @@ pub(super) fn current_ids(core: &mut ConnCore, open: &Arc<Open>) -> Result<Vec<X
 /// leases on the file's directory hear of what it changed, and the SET_INFO is answered with
 /// how it ended (the status of the call that failed, as on the I/O thread).
 pub(crate) fn changed(
-    core: &ConnCore,
+    core: &mut ConnCore,
     fin: Changing,
     done: crate::lookup::LookupDone,
 ) -> Result<Handled, NtStatus> {
+    let Changing { open, now, after } = fin;
+    let after = match after {
+        After::Then(then) => {
+            let r = match done {
+                crate::lookup::LookupDone::Fs(FsDone::Made(made)) => made
+                    .take::<Result<(), NtStatus>>()
+                    .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
+                crate::lookup::LookupDone::Fs(FsDone::Done(Err(e))) => Err(status_of(e)),
+                _ => Err(NtStatus::INTERNAL_ERROR),
+            };
+            return then(core, &open, now, r);
+        }
+        after => after,
+    };
+    let fin = Changing { open, now, after };
     let (made, r) = match done {
         crate::lookup::LookupDone::Fs(FsDone::Changed(made, r)) => (made, r),
         // The job did not run (its user could not be acted as).
