@@ -55,6 +55,10 @@ pub struct Calls {
     pub refuse: AtomicBool,
     /// Setting files' DOS attributes alone is refused (EACCES).
     pub refuse_attributes: AtomicBool,
+    /// Every read of files' ACLs, stored descriptors and EAs fails (EIO).
+    pub fail_reads: AtomicBool,
+    /// Ranges copied between files (a server-side copy's chunks), counted with the changes.
+    pub copies: AtomicUsize,
 }
 
 impl Calls {
@@ -89,8 +93,14 @@ impl Calls {
         Ok(())
     }
 
-    fn read(&self) {
+    /// A read of a file's ACLs, stored descriptor or EAs asked: counted, and failed when the
+    /// back end fails them.
+    fn read(&self) -> FsResult<()> {
         self.reads.fetch_add(1, Ordering::SeqCst);
+        if self.fail_reads.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::Io);
+        }
+        Ok(())
     }
 }
 
@@ -161,6 +171,17 @@ impl Node for FuseNode {
         self.1.change()?;
         self.0.set_times(times)
     }
+    fn copy_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<u64> {
+        self.1.copies.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
+        self.0.copy_range(src, src_offset, dst_offset, len)
+    }
     fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
         self.0.punch_hole(offset, len)
     }
@@ -185,7 +206,7 @@ impl Node for FuseNode {
         self.0.set_mode(mode)
     }
     fn posix_acls(&self) -> FsResult<ringshare_vfs::PosixAcls> {
-        self.1.read();
+        self.1.read()?;
         self.0.posix_acls()
     }
     fn set_posix_acls(
@@ -202,7 +223,7 @@ impl Node for FuseNode {
         self.0.chown(uid, gid, server_may)
     }
     fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
-        self.1.read();
+        self.1.read()?;
         self.0.nt_acl_blob()
     }
     fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
@@ -210,7 +231,7 @@ impl Node for FuseNode {
         self.0.set_nt_acl_blob(blob)
     }
     fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
-        self.1.read();
+        self.1.read()?;
         self.0.list_eas()
     }
     fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
