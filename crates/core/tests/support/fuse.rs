@@ -57,7 +57,8 @@ pub struct Calls {
     pub refuse_attributes: AtomicBool,
     /// Every read of files' ACLs, stored descriptors and EAs fails (EIO).
     pub fail_reads: AtomicBool,
-    /// Ranges copied between files (a server-side copy's chunks), counted with the changes.
+    /// Ranges copied or cloned between files (a server-side copy's chunks, a block clone),
+    /// counted with the changes.
     pub copies: AtomicUsize,
 }
 
@@ -182,6 +183,17 @@ impl Node for FuseNode {
         self.1.change()?;
         self.0.copy_range(src, src_offset, dst_offset, len)
     }
+    fn clone_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<()> {
+        self.1.copies.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
+        self.0.clone_range(src, src_offset, dst_offset, len)
+    }
     fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
         self.0.punch_hole(offset, len)
     }
@@ -288,6 +300,9 @@ impl Share for FuseShare {
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
         self.0.rename(who, from, to, replace)
     }
+    fn clone_block_size(&self) -> Option<u64> {
+        self.0.clone_block_size()
+    }
     fn statfs(&self) -> FsResult<FsStat> {
         self.1.statfs.fetch_add(1, Ordering::SeqCst);
         self.0.statfs()
@@ -343,7 +358,15 @@ pub fn fuse_client_with(
     remote: bool,
     server: impl FnOnce(Arc<FuseShare>) -> Arc<ringshare_core::ServerState>,
 ) -> (Client, Arc<Calls>) {
-    let mem = MemShare::new();
+    fuse_client_on(MemShare::new(), remote, server)
+}
+
+/// [`fuse_client_with`] over the in-memory share `mem` (one made to clone blocks, say).
+pub fn fuse_client_on(
+    mem: MemShare,
+    remote: bool,
+    server: impl FnOnce(Arc<FuseShare>) -> Arc<ringshare_core::ServerState>,
+) -> (Client, Arc<Calls>) {
     let share = Arc::new(FuseShare::new(mem.clone(), remote));
     let calls = Arc::clone(&share.1);
     (Client::on(server(share), mem, Options::default()), calls)
