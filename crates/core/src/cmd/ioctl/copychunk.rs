@@ -8,7 +8,7 @@
 //! size is read, the copy stopping at the first chunk refused or failed, with the counts so far
 //! in the answer.
 //!
-//! On a share whose calls may wait on a network (issue 33; [`offload::applies`]) the file system
+//! When either end's share may wait on a network (issue 33; [`offload::applies`]) the file system
 //! calls (the checks against local programs' POSIX locks, the source's stat before each chunk,
 //! the copies, macOS's copyfile) are one file system job of the target open's order; the
 //! request parks meanwhile and is answered with what the job made, the target's watchers and
@@ -76,12 +76,10 @@ pub(super) fn copychunk(
     dest_needs_read: bool,
 ) -> Result<Reply, NtStatus> {
     let dst = open_ref(core, req, ir.file_id)?;
-    // Run again with what its job made: answered, whatever became of the source since.
-    let in_job = offload::applies(&dst);
-    if in_job {
-        if let Some(r) = offload::answered(core, &dst) {
-            return r;
-        }
+    // Run again with what its job made: answered, whatever became of the source since (a
+    // request that asked no job finds no such answer).
+    if let Some(r) = offload::answered(core, &dst) {
+        return r;
     }
     if (ir.max_output_response as usize) < SrvCopychunkResponse::LEN {
         return Err(NtStatus::INVALID_PARAMETER);
@@ -119,6 +117,9 @@ pub(super) fn copychunk(
     if src.is_dir || dst.is_dir {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    // The source may be on another share (any open of the user's on this connection): the copy
+    // is a job when either end's calls may wait on a network.
+    let in_job = offload::applies(&dst) || offload::applies(&src);
     // The source may be opened for execute only (Windows and Samba allow it).
     if src.access & (FILE_READ_DATA | FILE_EXECUTE) == 0
         || dst.access & FILE_WRITE_DATA == 0
