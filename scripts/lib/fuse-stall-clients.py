@@ -39,6 +39,7 @@ from smbprotocol.ioctl import (
     CtlCode,
     IOCTLFlags,
     SMB2IOCTLRequest,
+    SMB2IOCTLResponse,
     SMB2SrvCopyChunk,
     SMB2SrvCopyChunkCopy,
     SMB2SrvCopyChunkResponse,
@@ -126,7 +127,7 @@ def lock_range(conn, tree, o):
 
 
 def fsctl(conn, tree, o, code, data=b"", out=4096):
-    """An FSCTL on `o`: its answer."""
+    """An FSCTL on `o`: its answer's output buffer."""
     i = SMB2IOCTLRequest()
     i["ctl_code"] = code
     i["file_id"] = o.file_id
@@ -134,13 +135,15 @@ def fsctl(conn, tree, o, code, data=b"", out=4096):
     i["flags"] = IOCTLFlags.SMB2_0_IOCTL_IS_FSCTL
     i["buffer"] = data
     r = conn.send(i, sid=tree.session.session_id, tid=tree.tree_connect_id)
-    return conn.receive(r)
+    resp = SMB2IOCTLResponse()
+    resp.unpack(conn.receive(r)["data"].get_value())
+    return resp["buffer"].get_value()
 
 
 def resume_key(conn, tree, o):
     r = fsctl(conn, tree, o, CtlCode.FSCTL_SRV_REQUEST_RESUME_KEY, out=32)
     key = SMB2SrvRequestResumeKey()
-    key.unpack(r["data"]["buffer"].get_value())
+    key.unpack(r)
     return key["resume_key"].get_value()
 
 
@@ -156,7 +159,7 @@ def copychunk(conn, tree, key, dst, length):
     copy["chunks"] = [chunk]
     r = fsctl(conn, tree, dst, CtlCode.FSCTL_SRV_COPYCHUNK_WRITE, copy.pack(), out=12)
     done = SMB2SrvCopyChunkResponse()
-    done.unpack(r["data"]["buffer"].get_value())
+    done.unpack(r)
     return done["chunks_written"].get_value()
 
 
