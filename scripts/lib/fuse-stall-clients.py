@@ -8,7 +8,8 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock [--clients 4] [--warm 2] [--hold 3]
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security
+      [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
 (QUERY_INFO FileAllInformation of stall/cold), list (QUERY_DIRECTORY of stall/, opened before),
@@ -21,7 +22,10 @@ times, then the fsync), rename (SET_INFO FileRenameInformation of stall/cold, op
 with DELETE, to stall/renamed: the target's case-insensitive search, a FUSE opendir and readdir
 of stall/, then the FUSE rename), lock (LOCK of 4 KiB of stall/cold, exclusive, fail-immediately,
 opened before: with `posix locking` its POSIX lock, a FUSE setlk on a mount that takes them, as
-ceph-fuse's).
+ceph-fuse's), copychunk (FSCTL_SRV_COPYCHUNK_WRITE of 1 MiB, one chunk, from stall/cold, opened
+and its resume key asked before, into stall/copy, opened before: the kernel's copy_file_range,
+FUSE reads and writes), security (QUERY_INFO of stall/cold's security descriptor, owner, group
+and DACL, opened before: a FUSE getattr and getxattr).
 """
 
 import argparse
@@ -33,6 +37,16 @@ import uuid
 from smbprotocol import Dialects
 from smbprotocol.connection import Connection
 from smbprotocol.file_info import FileEndOfFileInformation, FileInformationClass
+from smbprotocol.ioctl import (
+    CtlCode,
+    IOCTLFlags,
+    SMB2IOCTLRequest,
+    SMB2IOCTLResponse,
+    SMB2SrvCopyChunk,
+    SMB2SrvCopyChunkCopy,
+    SMB2SrvCopyChunkResponse,
+    SMB2SrvRequestResumeKey,
+)
 from smbprotocol.open import (
     CreateDisposition,
     CreateOptions,
@@ -127,6 +141,54 @@ def lock_range(conn, tree, o):
     return conn.receive(r)
 
 
+def fsctl(conn, tree, o, code, data=b"", out=4096):
+    """An FSCTL on `o`: its answer's output buffer."""
+    i = SMB2IOCTLRequest()
+    i["ctl_code"] = code
+    i["file_id"] = o.file_id
+    i["max_output_response"] = out
+    i["flags"] = IOCTLFlags.SMB2_0_IOCTL_IS_FSCTL
+    i["buffer"] = data
+    r = conn.send(i, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    resp = SMB2IOCTLResponse()
+    resp.unpack(conn.receive(r)["data"].get_value())
+    return resp["buffer"].get_value()
+
+
+def resume_key(conn, tree, o):
+    r = fsctl(conn, tree, o, CtlCode.FSCTL_SRV_REQUEST_RESUME_KEY, out=32)
+    key = SMB2SrvRequestResumeKey()
+    key.unpack(r)
+    return key["resume_key"].get_value()
+
+
+def copychunk(conn, tree, key, dst, length):
+    """FSCTL_SRV_COPYCHUNK_WRITE of `length` bytes (one chunk) from the source whose resume key is
+    `key` into `dst`, both at offset 0: the chunks written."""
+    chunk = SMB2SrvCopyChunk()
+    chunk["source_offset"] = 0
+    chunk["target_offset"] = 0
+    chunk["length"] = length
+    copy = SMB2SrvCopyChunkCopy()
+    copy["source_key"] = key
+    copy["chunks"] = [chunk]
+    r = fsctl(conn, tree, dst, CtlCode.FSCTL_SRV_COPYCHUNK_WRITE, copy.pack(), out=12)
+    done = SMB2SrvCopyChunkResponse()
+    done.unpack(r)
+    return done["chunks_written"].get_value()
+
+
+def query_security(conn, tree, o):
+    q = SMB2QueryInfoRequest()
+    q["info_type"] = 3
+    q["file_info_class"] = 0
+    q["additional_information"] = 0x1 | 0x2 | 0x4
+    q["file_id"] = o.file_id
+    q["output_buffer_length"] = 65536
+    r = conn.send(q, sid=tree.session.session_id, tid=tree.tree_connect_id)
+    return conn.receive(r)
+
+
 def write_then_close(conn, tree, o):
     """A WRITE and a CLOSE of `o` sent one after the other, before either is answered."""
     data = b"w" * 4096
@@ -165,7 +227,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -173,8 +235,11 @@ def main():
 
     conn, tree = connect(a)
     stalled = None
-    if a.action in ("read", "query", "close", "disconnect"):
+    if a.action in ("read", "query", "close", "disconnect", "security"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089)
+    elif a.action == "copychunk":
+        key = resume_key(conn, tree, open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00120089))
+        stalled = open_(tree, "stall\\copy", CreateDisposition.FILE_OVERWRITE_IF, 0x0012019F)
     elif a.action in ("write-close", "setinfo", "flush", "lock"):
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x0012019F)
         if a.action == "flush":
@@ -216,6 +281,10 @@ def main():
         print(f"stalling client: rename answered {r['status'].get_value():#010x}")
     elif a.action == "lock":
         lock_range(conn, tree, stalled)
+    elif a.action == "copychunk":
+        assert copychunk(conn, tree, key, stalled, 1 << 20) == 1, "one chunk copied"
+    elif a.action == "security":
+        query_security(conn, tree, stalled)
     else:
         stalled.close()
     s1 = time.time()

@@ -79,6 +79,13 @@ fn answered(core: &mut ConnCore) -> Option<Result<(), String>> {
     }
 }
 
+/// Whether the id source's answer for this request is here (it asked and runs again), taken:
+/// a request that reads a file's descriptor again in a file system job before it answers
+/// (a QUERY_INFO security on a share whose calls may wait on a network) asks nothing more.
+pub(crate) fn took_answer(core: &mut ConnCore) -> bool {
+    answered(core).is_some()
+}
+
 /// Before a CREATE makes a file at `path` whose NT ACL its parent's inheritable ACEs give
 /// ([`crate::ntsd::inherit`]): Err([`ASK_IDS`]) when those ACEs name domain SIDs to ask about
 /// first (after a restart or once the kept answers expired, a Windows admin's ACE for

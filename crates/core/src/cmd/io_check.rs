@@ -138,7 +138,7 @@ pub(crate) fn asks_fs_job(open: &Open, io: &IoAsk) -> bool {
 }
 
 /// The lock probe [`local_check`] makes, or `None` when it makes none.
-fn local_probe(open: &Open, io: &IoAsk) -> Option<LockProbe> {
+pub(crate) fn local_probe(open: &Open, io: &IoAsk) -> Option<LockProbe> {
     let strict = open.share.strict_locking;
     if !open.share.posix_locking || open.is_dir || strict == Some(false) {
         return None;
@@ -201,7 +201,11 @@ pub(crate) fn io_check_kept(core: &mut ConnCore, open: &Open, io: IoAsk) -> Resu
 }
 
 /// The lock table's part of [`io_check_kept`].
-fn table_check_kept(core: &mut ConnCore, open: &Open, io: IoAsk) -> Result<bool, NtStatus> {
+pub(crate) fn table_check_kept(
+    core: &mut ConnCore,
+    open: &Open,
+    io: IoAsk,
+) -> Result<bool, NtStatus> {
     let tag = tag_of(open, &io);
     let kept = match core.domain_answer.take() {
         Some(DomainAnswer::Homes(kept)) => kept,

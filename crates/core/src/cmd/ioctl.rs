@@ -5,7 +5,8 @@
 //! - FSCTL_SRV_REQUEST_RESUME_KEY (3.3.5.15.5) and FSCTL_SRV_COPYCHUNK /
 //!   FSCTL_SRV_COPYCHUNK_WRITE (3.3.5.15.6): server-side copy, the source
 //!   found by its resume key among the opens of the same user on this
-//!   connection, the data moved by the backend ([`Node::copy_range`]);
+//!   connection, the data moved by the backend ([`Node::copy_range`]); on a share whose
+//!   calls may wait on a network, in a file system job ([`copychunk`]);
 //! - FSCTL_DUPLICATE_EXTENTS_TO_FILE(_EX) ([MS-FSA] 2.1.5.10.4/5): block
 //!   cloning where the share's file system shares extents ([`dup_extents`]);
 //! - FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA, FSCTL_QUERY_ALLOCATED_RANGES
@@ -34,8 +35,10 @@
 //! STATUS_INVALID_DEVICE_REQUEST.
 //!
 //! The copy and hole calls are synchronous backend calls bounded by the
-//! copychunk limits (16 MiB per request).
+//! copychunk limits (16 MiB per request); on a share whose calls may wait on a network they
+//! are made in file system jobs instead ([`offload`]).
 
+mod copychunk;
 mod dup_extents;
 mod offload;
 mod reparse;
@@ -47,18 +50,17 @@ use ringshare_vfs::Node;
 use ringshare_wire::consts::{Dialect, Fsctl, IoctlFlags};
 use ringshare_wire::ioctl::{
     FileAllocatedRangeBuffer, FileZeroDataInformation, IoctlRequest, IoctlResponse,
-    NetworkInterfaceInfo, SrvCopychunkCopy, SrvCopychunkResponse, SrvRequestResumeKeyResponse,
-    ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse, COMPRESSION_FORMAT_DEFAULT,
-    COMPRESSION_FORMAT_LZNT1, COMPRESSION_FORMAT_NONE,
+    NetworkInterfaceInfo, SrvRequestResumeKeyResponse, ValidateNegotiateInfoRequest,
+    ValidateNegotiateInfoResponse, COMPRESSION_FORMAT_DEFAULT, COMPRESSION_FORMAT_LZNT1,
+    COMPRESSION_FORMAT_NONE,
 };
 use ringshare_wire::{FileId, NtStatus};
 
 use crate::arbiter;
-use crate::cmd::io_check::io_check_kept;
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access::{
-    FILE_APPEND_DATA, FILE_EXECUTE, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
+    FILE_APPEND_DATA, FILE_READ_DATA, FILE_WRITE_ATTRIBUTES, FILE_WRITE_DATA,
 };
 use crate::fsmap::status_of;
 use crate::server::lock;
@@ -99,8 +101,8 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Reply, NtStat
     match ir.ctl_code {
         Fsctl::VALIDATE_NEGOTIATE_INFO => validate_negotiate(core, &ir),
         Fsctl::SRV_REQUEST_RESUME_KEY => request_resume_key(core, req, &ir),
-        Fsctl::SRV_COPYCHUNK => copychunk(core, req, &ir, true),
-        Fsctl::SRV_COPYCHUNK_WRITE => copychunk(core, req, &ir, false),
+        Fsctl::SRV_COPYCHUNK => copychunk::copychunk(core, req, &ir, true),
+        Fsctl::SRV_COPYCHUNK_WRITE => copychunk::copychunk(core, req, &ir, false),
         Fsctl::DUPLICATE_EXTENTS_TO_FILE | Fsctl::DUPLICATE_EXTENTS_TO_FILE_EX => {
             dup_extents::duplicate_extents(core, req, &ir)
         }
@@ -354,161 +356,6 @@ fn request_resume_key(
     }
     .encode(&mut out);
     Ok(Reply::ok(response(ir, &out)))
-}
-
-/// The open a resume key names: any open of this connection whose session
-/// belongs to the same user as the requesting one.
-fn find_by_resume_key(core: &ConnCore, req: &Req<'_>, key: &[u8; 24]) -> Option<OpenRef> {
-    let me = core.session(req.session_id)?;
-    let (user, anonymous) = {
-        let s = lock(&me);
-        (s.user.clone(), s.is_anonymous)
-    };
-    // One session's lock at a time.
-    core.sessions
-        .values()
-        .find_map(|c| {
-            let s = lock(&c.session);
-            if s.user != user || s.is_anonymous != anonymous {
-                return None;
-            }
-            s.opens.values().find(|o| &o.resume_key() == key).cloned()
-        })
-        .map(OpenRef::of)
-}
-
-/// [MS-SMB2] 3.3.5.15.6. Errors found once chunks are being copied carry a
-/// SRV_COPYCHUNK_RESPONSE with the progress so far; a request over the
-/// limits gets STATUS_INVALID_PARAMETER with the limits in it.
-fn copychunk(
-    core: &mut ConnCore,
-    req: &Req<'_>,
-    ir: &IoctlRequest<'_>,
-    dest_needs_read: bool,
-) -> Result<Reply, NtStatus> {
-    let dst = open_ref(core, req, ir.file_id)?;
-    if (ir.max_output_response as usize) < SrvCopychunkResponse::LEN {
-        return Err(NtStatus::INVALID_PARAMETER);
-    }
-    let with_body = |status: NtStatus, r: SrvCopychunkResponse| {
-        let mut out = Vec::with_capacity(SrvCopychunkResponse::LEN);
-        r.encode(&mut out);
-        Ok(Reply::with_status(status, response(ir, &out)))
-    };
-    let limits = SrvCopychunkResponse {
-        chunks_written: COPYCHUNK_CHUNK_COUNT_MAX,
-        chunk_bytes_written: COPYCHUNK_CHUNK_SIZE_MAX,
-        total_bytes_written: COPYCHUNK_TOTAL_SIZE_MAX,
-    };
-    let cc = match SrvCopychunkCopy::decode(ir.input, COPYCHUNK_CHUNK_COUNT_MAX as usize) {
-        Ok(cc) => cc,
-        Err(_)
-            if SrvCopychunkCopy::chunk_count(ir.input)
-                .is_ok_and(|n| n > COPYCHUNK_CHUNK_COUNT_MAX) =>
-        {
-            return with_body(NtStatus::INVALID_PARAMETER, limits);
-        }
-        Err(_) => return Err(NtStatus::INVALID_PARAMETER),
-    };
-    let total: u64 = cc.chunks.iter().map(|c| u64::from(c.length)).sum();
-    if cc
-        .chunks
-        .iter()
-        .any(|c| c.length == 0 || c.length > COPYCHUNK_CHUNK_SIZE_MAX)
-        || total > u64::from(COPYCHUNK_TOTAL_SIZE_MAX)
-    {
-        return with_body(NtStatus::INVALID_PARAMETER, limits);
-    }
-    let src =
-        find_by_resume_key(core, req, &cc.source_key).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
-    if src.is_dir || dst.is_dir {
-        return Err(NtStatus::INVALID_PARAMETER);
-    }
-    // The source may be opened for execute only (Windows and Samba allow it).
-    if src.access & (FILE_READ_DATA | FILE_EXECUTE) == 0
-        || dst.access & FILE_WRITE_DATA == 0
-        || (dest_needs_read && dst.access & FILE_READ_DATA == 0)
-    {
-        return Err(NtStatus::ACCESS_DENIED);
-    }
-    if cc.chunks.is_empty() && core.aapl.copyfile {
-        return match crate::fruit::copyfile(copy_end(&src.open), copy_end(&dst.open)) {
-            Ok(total) => {
-                note_written(&core.server, &dst, core.now);
-                let done = SrvCopychunkResponse {
-                    total_bytes_written: u32::try_from(total).unwrap_or(u32::MAX),
-                    ..Default::default()
-                };
-                with_body(NtStatus::SUCCESS, done)
-            }
-            Err(s) => with_body(s, SrvCopychunkResponse::default()),
-        };
-    }
-    let refused = lock_checks(core, &src, &dst, &cc.chunks)?;
-    let mut done = SrvCopychunkResponse::default();
-    for (i, c) in cc.chunks.iter().enumerate() {
-        let len = u64::from(c.length);
-        if c.source_offset.checked_add(len).is_none() || c.target_offset.checked_add(len).is_none()
-        {
-            return with_body(NtStatus::INVALID_PARAMETER, done);
-        }
-        let src_size = src.node.stat().map_err(status_of)?.size;
-        if c.source_offset + len > src_size {
-            return with_body(NtStatus::INVALID_VIEW_SIZE, done);
-        }
-        match refused {
-            Some((at, NtStatus::FILE_LOCK_CONFLICT)) if at == i => {
-                return with_body(NtStatus::FILE_LOCK_CONFLICT, done)
-            }
-            Some((at, s)) if at == i => return Err(s),
-            _ => {}
-        }
-        match dst
-            .node
-            .copy_range(src.node.as_ref(), c.source_offset, c.target_offset, len)
-        {
-            Ok(n) if n == len => {}
-            Ok(_) => return with_body(NtStatus::INVALID_VIEW_SIZE, done),
-            Err(e) => return with_body(status_of(e), done),
-        }
-        done.chunks_written += 1;
-        done.total_bytes_written += c.length;
-        note_written(&core.server, &dst, core.now);
-    }
-    with_body(NtStatus::SUCCESS, done)
-}
-
-/// The byte-range lock checks of a copychunk's chunks, source then destination, all before
-/// anything is copied: a check may ask the file's home, the request parking for the answer and
-/// running again (Err([`crate::cmd::ids::ASK_IDS`]), cmd/io_check.rs), which must then find
-/// nothing copied yet. The first chunk refused, and why (the copy stops there, as when each
-/// chunk was checked just before it was copied).
-fn lock_checks(
-    core: &mut ConnCore,
-    src: &OpenRef,
-    dst: &OpenRef,
-    chunks: &[ringshare_wire::ioctl::SrvCopychunk],
-) -> Result<Option<(usize, NtStatus)>, NtStatus> {
-    for (i, c) in chunks.iter().enumerate() {
-        let len = u64::from(c.length);
-        if c.source_offset.checked_add(len).is_none() || c.target_offset.checked_add(len).is_none()
-        {
-            break;
-        }
-        let now = core.now.mono_ms;
-        let (src_io, dst_io) = (
-            src.io(c.source_offset, len, false, now),
-            dst.io(c.target_offset, len, true, now),
-        );
-        let checked = io_check_kept(core, &src.open, src_io)
-            .and_then(|_| io_check_kept(core, &dst.open, dst_io));
-        match checked {
-            Ok(_) => {}
-            Err(crate::cmd::ids::ASK_IDS) => return Err(crate::cmd::ids::ASK_IDS),
-            Err(s) => return Ok(Some((i, s))),
-        }
-    }
-    Ok(None)
 }
 
 /// The DOS attributes as stored, without the bits the server computes.
@@ -806,14 +653,4 @@ fn set_compression(
     }
     open.node.set_compressed(on).map_err(status_of)?;
     Ok(Reply::ok(response(ir, &[])))
-}
-
-/// An open as one end of macOS's copyfile.
-fn copy_end(o: &crate::state::Open) -> crate::fruit::CopyEnd<'_> {
-    crate::fruit::CopyEnd {
-        node: &o.node,
-        share: &o.share,
-        who: &o.who,
-        path: crate::server::lock(&o.entry).path.clone(),
-    }
 }

@@ -38,6 +38,7 @@ use ringshare_wire::consts::{Dialect, InfoType, QueryInfoFlags, SecurityInformat
 use ringshare_wire::fscc::*;
 use ringshare_wire::info::{QueryInfoRequest, QueryInfoResponse};
 use ringshare_wire::posix::FsPosixInfo;
+use ringshare_wire::security::SecurityDescriptor;
 use ringshare_wire::{NtStatus, WriteExt};
 
 use std::sync::Arc;
@@ -784,7 +785,7 @@ fn sizes(
 /// `nfs`: Apple's NFS ACEs are shown ([`crate::fruit::nfs`]).
 fn security(
     core: &mut ConnCore,
-    open: &Open,
+    open: &Arc<Open>,
     additional: u32,
     limit: usize,
     nfs: bool,
@@ -799,11 +800,24 @@ fn security(
     if info.intersects(parts) && open.access & READ_CONTROL == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let attr = open.node.stat_without_dos().map_err(status_of)?;
-    let sids = (&core.server.logons.sid_map, core.now.mono_ms);
-    let mut sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
-    // Ids of the other idmap backends' ranges the id source must name first.
-    crate::cmd::ids::before_read(core, &sd)?;
+    let (attr, mut sd) = if open.share.offloaded() {
+        let Some(read) = crate::cmd::job_made::<DescriptorRead>(core) else {
+            return read_descriptor_in_job(core, open);
+        };
+        let (read, ids_answered) = read?;
+        let (attr, sd) = read?;
+        if !ids_answered {
+            crate::cmd::ids::before_read(core, &sd)?;
+        }
+        (attr, sd)
+    } else {
+        let attr = open.node.stat_without_dos().map_err(status_of)?;
+        let sids = (&core.server.logons.sid_map, core.now.mono_ms);
+        let sd = crate::ntsd::descriptor(open.node.as_ref(), &attr, &open.share, sids)?;
+        // Ids of the other idmap backends' ranges the id source must name first.
+        crate::cmd::ids::before_read(core, &sd)?;
+        (attr, sd)
+    };
     if nfs {
         crate::fruit::nfs::add(&mut sd, &attr);
     }
@@ -819,4 +833,39 @@ fn security(
         return Ok(Reply::with_status(NtStatus::BUFFER_TOO_SMALL, body));
     }
     Ok(Reply::ok(output_buffer_body(&bytes)))
+}
+
+/// What a QUERY_INFO security's job read ([`read_descriptor_in_job`]): the file's attributes and
+/// descriptor, or the status the read failed with; and whether the id source had answered this
+/// request before the job was asked (its ids are not asked about again).
+type DescriptorRead = (Result<(FileAttr, SecurityDescriptor), NtStatus>, bool);
+
+/// On a share whose calls may wait on a network (issue 33, plan step 4): the file's attributes
+/// and its descriptor (the stored one, or one made from its POSIX ACL) read in a file system
+/// job of the open's order, the request parked (Err([`ASK_IDS`])); it runs again with them. The
+/// id source is asked after, on the I/O thread, when the descriptor names ids of the other
+/// idmap backends' ranges ([`crate::cmd::ids::before_read`]); run again with its answer, the
+/// descriptor is read again in a second job (its SIDs are mapped with what the source named),
+/// and the source is not asked again.
+fn read_descriptor_in_job(core: &mut ConnCore, open: &Arc<Open>) -> Result<Reply, NtStatus> {
+    let ids_answered = crate::cmd::ids::took_answer(core);
+    let (server, o, now_ms) = (Arc::clone(&core.server), Arc::clone(open), core.now.mono_ms);
+    let (who, order, share) = crate::cmd::job_of_open(open);
+    core.ids_wanted = Some(Lookup::Fs(FsJob::answer_made(
+        who,
+        order,
+        share,
+        "a QUERY_INFO's security descriptor",
+        move || {
+            let read = || {
+                let attr = o.node.stat_without_dos().map_err(status_of)?;
+                let sids = (&server.logons.sid_map, now_ms);
+                let sd = crate::ntsd::descriptor(o.node.as_ref(), &attr, &o.share, sids)?;
+                Ok((attr, sd))
+            };
+            let read: DescriptorRead = (read(), ids_answered);
+            crate::fsjob::Carried::new(read, false)
+        },
+    )));
+    Err(ASK_IDS)
 }

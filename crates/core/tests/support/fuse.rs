@@ -56,6 +56,11 @@ pub struct Calls {
     pub refuse: AtomicBool,
     /// Setting files' DOS attributes alone is refused (EACCES).
     pub refuse_attributes: AtomicBool,
+    /// Every read of files' ACLs, stored descriptors and EAs fails (EIO).
+    pub fail_reads: AtomicBool,
+    /// Ranges copied or cloned between files (a server-side copy's chunks, a block clone),
+    /// counted with the changes.
+    pub copies: AtomicUsize,
 }
 
 impl Calls {
@@ -98,8 +103,14 @@ impl Calls {
         Ok(())
     }
 
-    fn read(&self) {
+    /// A read of a file's ACLs, stored descriptor or EAs asked: counted, and failed when the
+    /// back end fails them.
+    fn read(&self) -> FsResult<()> {
         self.reads.fetch_add(1, Ordering::SeqCst);
+        if self.fail_reads.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::Io);
+        }
+        Ok(())
     }
 }
 
@@ -170,6 +181,28 @@ impl Node for FuseNode {
         self.1.change()?;
         self.0.set_times(times)
     }
+    fn copy_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<u64> {
+        self.1.copies.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
+        self.0.copy_range(src, src_offset, dst_offset, len)
+    }
+    fn clone_range(
+        &self,
+        src: &dyn Node,
+        src_offset: u64,
+        dst_offset: u64,
+        len: u64,
+    ) -> FsResult<()> {
+        self.1.copies.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
+        self.0.clone_range(src, src_offset, dst_offset, len)
+    }
     fn punch_hole(&self, offset: u64, len: u64) -> FsResult<()> {
         self.0.punch_hole(offset, len)
     }
@@ -194,7 +227,7 @@ impl Node for FuseNode {
         self.0.set_mode(mode)
     }
     fn posix_acls(&self) -> FsResult<ringshare_vfs::PosixAcls> {
-        self.1.read();
+        self.1.read()?;
         self.0.posix_acls()
     }
     fn set_posix_acls(
@@ -211,7 +244,7 @@ impl Node for FuseNode {
         self.0.chown(uid, gid, server_may)
     }
     fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
-        self.1.read();
+        self.1.read()?;
         self.0.nt_acl_blob()
     }
     fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
@@ -219,7 +252,7 @@ impl Node for FuseNode {
         self.0.set_nt_acl_blob(blob)
     }
     fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
-        self.1.read();
+        self.1.read()?;
         self.0.list_eas()
     }
     fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
@@ -283,6 +316,9 @@ impl Share for FuseShare {
         self.1.share_call();
         self.1.refused()?;
         self.0.link(who, from, to)
+    }
+    fn clone_block_size(&self) -> Option<u64> {
+        self.0.clone_block_size()
     }
     fn statfs(&self) -> FsResult<FsStat> {
         self.1.statfs.fetch_add(1, Ordering::SeqCst);
@@ -354,7 +390,15 @@ pub fn fuse_client_with(
     remote: bool,
     server: impl FnOnce(Arc<FuseShare>) -> Arc<ringshare_core::ServerState>,
 ) -> (Client, Arc<Calls>) {
-    let mem = MemShare::new();
+    fuse_client_on(MemShare::new(), remote, server)
+}
+
+/// [`fuse_client_with`] over the in-memory share `mem` (one made to clone blocks, say).
+pub fn fuse_client_on(
+    mem: MemShare,
+    remote: bool,
+    server: impl FnOnce(Arc<FuseShare>) -> Arc<ringshare_core::ServerState>,
+) -> (Client, Arc<Calls>) {
     let share = Arc::new(FuseShare::new(mem.clone(), remote));
     let calls = Arc::clone(&share.1);
     (Client::on(server(share), mem, Options::default()), calls)

@@ -973,6 +973,19 @@ impl Client {
         })
     }
 
+    /// A QUERY_INFO request with an AdditionalInformation (security parts), not sent.
+    pub fn query_info_additional_msg(
+        &mut self,
+        f: FileId,
+        (info_type, class, additional): (u8, u8, u32),
+        out_len: u32,
+    ) -> Vec<u8> {
+        let tree = self.tree_id;
+        self.message(Command::QUERY_INFO, tree, |o| {
+            query_info_body(o, f, info_type, class, additional, out_len)
+        })
+    }
+
     pub fn set_info(&mut self, f: FileId, info_type: u8, class: u8, buf: &[u8]) -> Resp {
         let tree = self.tree_id;
         self.call(Command::SET_INFO, tree, |o| {

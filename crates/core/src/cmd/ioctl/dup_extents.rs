@@ -33,15 +33,21 @@
 //! is granted by the one `FICLONERANGE` call, which the kernel does under
 //! the locks of both inodes. The call runs on the connection's thread like
 //! copychunk's `copy_file_range`: it changes extent maps only, a 1 GiB clone
-//! takes milliseconds (docs/benchmarks.md).
+//! takes milliseconds (docs/benchmarks.md). On a share whose calls may wait on a
+//! network (issue 33) the checks that read the files (sizes, sparse flags) and the clone are
+//! one file system job of the target open's order ([`clone_checked`], the same code), the
+//! checks that read nothing decided before it on the I/O thread and answered in their place
+//! among the job's; the target's watchers and write time told after it when it cloned.
 
-use ringshare_vfs::FsError;
+use std::sync::Arc;
+
+use ringshare_vfs::{FsError, Node};
 use ringshare_wire::consts::Fsctl;
 use ringshare_wire::dup_extents::{DuplicateExtents, DUPLICATE_EXTENTS_DATA_EX_SOURCE_ATOMIC};
 use ringshare_wire::ioctl::IoctlRequest;
 use ringshare_wire::{FileId, NtStatus};
 
-use super::{is_sparse, note_written, open_ref, response, OpenRef};
+use super::{is_sparse, note_written, offload, open_ref, response, response_to, OpenRef};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access::{FILE_APPEND_DATA, FILE_READ_DATA, FILE_WRITE_DATA};
@@ -54,6 +60,13 @@ pub(super) fn duplicate_extents(
     ir: &IoctlRequest<'_>,
 ) -> Result<Reply, NtStatus> {
     let dst = open_ref(core, req, ir.file_id)?;
+    // Run again with what its job made (the target's order keeps its other requests behind).
+    let in_job = offload::applies(&dst);
+    if in_job {
+        if let Some(r) = offload::answered(core, &dst) {
+            return r;
+        }
+    }
     if dst.open.share.backend.clone_block_size().is_none() {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
@@ -79,45 +92,86 @@ pub(super) fn duplicate_extents(
     if i64::try_from(src_end).is_err() || i64::try_from(d.target_offset + d.byte_count).is_err() {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    if src.node.stat().map_err(status_of)?.size < src_end {
-        return Err(NtStatus::NOT_SUPPORTED);
-    }
-    let dst_size = dst.node.stat().map_err(status_of)?.size;
-    if d.target_offset > dst_size {
-        return Err(NtStatus::INVALID_PARAMETER);
-    }
-    let len = d.byte_count.min(dst_size - d.target_offset);
-    if len == 0 {
-        return Ok(Reply::ok(response(ir, &[])));
-    }
     let same_file = src.open.key == dst.open.key;
-    if same_file
-        && d.source_offset < d.target_offset + len
-        && d.target_offset < d.source_offset + len
-    {
-        return Err(NtStatus::NOT_SUPPORTED);
-    }
-    if is_sparse(src.node.as_ref())? && !is_sparse(dst.node.as_ref())? {
-        return Err(NtStatus::NOT_SUPPORTED);
-    }
-    if src.open.stream.is_some() || dst.open.stream.is_some() {
-        return Err(NtStatus::NOT_SUPPORTED);
-    }
-    if src.is_dir
+    // The checks that ask nothing of the file system, answered in their place among those that
+    // do ([`clone_checked`]).
+    let late = if src.open.stream.is_some() || dst.open.stream.is_some() {
+        Some(NtStatus::NOT_SUPPORTED)
+    } else if src.is_dir
         || dst.is_dir
         || dst.access & (FILE_WRITE_DATA | FILE_APPEND_DATA) == 0
         || src.access & FILE_READ_DATA == 0
     {
-        return Err(NtStatus::ACCESS_DENIED);
+        Some(NtStatus::ACCESS_DENIED)
+    } else if handles::tree_read_only(core, req) {
+        Some(NtStatus::MEDIA_WRITE_PROTECTED)
+    } else {
+        None
+    };
+    let range = (d.source_offset, d.target_offset, d.byte_count);
+    if in_job {
+        let (s, t, to) = (
+            Arc::clone(&src.node),
+            Arc::clone(&dst.node),
+            (ir.ctl_code, ir.file_id),
+        );
+        return offload::ask(
+            core,
+            &dst,
+            "an FSCTL_DUPLICATE_EXTENTS_TO_FILE",
+            move || match clone_checked((s.as_ref(), t.as_ref()), range, same_file, late) {
+                Ok(cloned) => offload::Made {
+                    answer: Ok((NtStatus::SUCCESS, response_to(to, &[]))),
+                    after: match cloned {
+                        true => offload::After::Written,
+                        false => offload::After::Nothing,
+                    },
+                },
+                Err(st) => offload::Made::answer(Err(st)),
+            },
+        );
     }
-    if handles::tree_read_only(core, req) {
-        return Err(NtStatus::MEDIA_WRITE_PROTECTED);
+    let (s, t) = (src.node.as_ref(), dst.node.as_ref());
+    if clone_checked((s, t), range, same_file, late)? {
+        note_written(&core.server, &dst, core.now);
     }
-    dst.node
-        .clone_range(src.node.as_ref(), d.source_offset, d.target_offset, len)
-        .map_err(clone_status)?;
-    note_written(&core.server, &dst, core.now);
     Ok(Reply::ok(response(ir, &[])))
+}
+
+/// The checks that read the two files (their sizes, their sparse flags), with `late` (a
+/// refusal decided without the file system: a stream, access, a read-only share) answered in
+/// its place among them, then `len` bytes (`byte_count` cut at the target's end) of `src` at
+/// `source_offset` cloned into `dst` at `target_offset`: whether anything was.
+fn clone_checked(
+    (src, dst): (&dyn Node, &dyn Node),
+    (source_offset, target_offset, byte_count): (u64, u64, u64),
+    same_file: bool,
+    late: Option<NtStatus>,
+) -> Result<bool, NtStatus> {
+    // Checked by the caller: neither end wraps.
+    if src.stat().map_err(status_of)?.size < source_offset + byte_count {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    let dst_size = dst.stat().map_err(status_of)?.size;
+    if target_offset > dst_size {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let len = byte_count.min(dst_size - target_offset);
+    if len == 0 {
+        return Ok(false);
+    }
+    if same_file && source_offset < target_offset + len && target_offset < source_offset + len {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if is_sparse(src)? && !is_sparse(dst)? {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if let Some(refused) = late {
+        return Err(refused);
+    }
+    dst.clone_range(src, source_offset, target_offset, len)
+        .map_err(clone_status)?;
+    Ok(true)
 }
 
 /// The source open: FileId as given (no "related" meaning), an open of
