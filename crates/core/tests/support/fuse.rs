@@ -260,7 +260,7 @@ impl Node for FuseNode {
         self.0.set_ea(name, value)
     }
     fn list_names(&self) -> FsResult<Vec<String>> {
-        self.1.read();
+        self.1.read()?;
         self.0.list_names()
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
