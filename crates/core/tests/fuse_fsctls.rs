@@ -622,3 +622,60 @@ fn the_object_id_fsctls_ask_the_file_system_nothing_on_any_share() {
         assert_eq!(ids[0], ids[1], "remote {remote}: one object id");
     }
 }
+
+/// A server-side copy between a share whose calls may wait on a network and one whose calls
+/// do not, either way round, makes every file system call in its job: the job is asked when
+/// either end's share is offloaded (a source on FUSE read on the I/O thread would hold it as
+/// long as a target there), and the bytes arrive.
+#[test]
+fn a_server_side_copy_between_a_local_and_an_offloaded_share_copies_in_one_job_either_way() {
+    use ringshare_wire::consts::CreateDisposition as D;
+    let (mut c, calls) = fuse_client_with(true, |share| {
+        let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
+        let mut local = config.shares[0].with_backend("local", config.shares[0].backend.clone());
+        local.fs_offload = Some(false);
+        config.shares.push(Arc::new(local));
+        server_from(config)
+    });
+    let offloaded = c.tree_id;
+    let local = c.tree_connect("local");
+    for (from, to, name) in [(local, offloaded, "up"), (offloaded, local, "down")] {
+        let src = c
+            .create_on(
+                from,
+                &format!("{name}-src"),
+                0x0012_019f,
+                SHARE_ALL,
+                D::CREATE,
+                0,
+            )
+            .expect("source");
+        c.tree_id = from;
+        assert_eq!(c.write(src, 0, &[7u8; 4096]).status(), NtStatus::SUCCESS);
+        let key = resume_key(&mut c, src);
+        let dst = c
+            .create_on(
+                to,
+                &format!("{name}-dst"),
+                0x0012_019f,
+                SHARE_ALL,
+                D::CREATE,
+                0,
+            )
+            .expect("target");
+        c.tree_id = to;
+        let input = copychunk_input(key, &[(0, 0, 4096)]);
+        let r = fsctl_in_a_job(&mut c, &calls, dst, (FSCTL_SRV_COPYCHUNK_WRITE, &input));
+        assert_eq!(
+            (r.status(), copied(&r)),
+            (NtStatus::SUCCESS, (1, 4096)),
+            "{name}"
+        );
+        assert_eq!(
+            read_data(&c.read(dst, 0, 2)),
+            [7, 7],
+            "{name}: the bytes copied"
+        );
+        c.tree_id = offloaded;
+    }
+}
