@@ -712,3 +712,21 @@ fn an_offloaded_rename_does_not_replace_a_target_opened_after_it_was_decided() {
     );
     assert_eq!(name_of(&mut b, fb), "\\d\\taken");
 }
+
+/// The review of session 47, finding 1: a rename onto another spelling of a file (`d\TAKEN`
+/// for `d/taken`) that another client opened after the decision is refused (ACCESS_DENIED)
+/// before anything is removed: the file b has open keeps its name, the source its own.
+#[test]
+fn a_refused_rename_onto_another_spelling_of_a_target_opened_since_removes_nothing() {
+    let (mut a, mut b, set_id) = rename_decided("d\\TAKEN");
+    let fb = b
+        .create("d\\taken", 0x0012_0089, D::OPEN, 0)
+        .expect("b opens it");
+    assert_eq!(rename_job_run(&mut a, set_id), NtStatus::ACCESS_DENIED);
+    assert!(exists(&a, "d/f"), "the source keeps its name");
+    assert!(
+        exists(&a, "d/taken"),
+        "the target b has open is still there"
+    );
+    assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+}

@@ -273,7 +273,7 @@ pub(super) fn link(
     let source = lock(&open.entry).path.clone();
     let l = look_or_ask(open, r, (&source, true), looked, asks)?;
     let target = l.target?.path;
-    let mut unlink = None;
+    let (mut unlink, mut replaced) = (None, None);
     if let Some((existing, attr)) = l.holder? {
         if !r.replace_if_exists {
             return Err(NtStatus::OBJECT_NAME_COLLISION);
@@ -286,13 +286,14 @@ pub(super) fn link(
             return Err(NtStatus::ACCESS_DENIED);
         }
         unlink = Some(existing);
+        replaced = Some(server.node.file_key(&a));
     }
     let m = Moving {
         source,
         target,
         unlink,
         replace: r.replace_if_exists,
-        replaced: None,
+        replaced,
         link: true,
         marked: None,
     };
@@ -331,15 +332,18 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
     job_of(open, what, move || {
         let (backend, who) = (&o.share.backend, &o.who);
         let calls = || -> Result<(), NtStatus> {
+            // A file to replace that was opened since the decision is refused before anything
+            // is removed (the review of session 47, finding 1: its other spelling was removed
+            // first, under the new open).
+            if replaced.is_some_and(|k| opened_since(&server, k)) {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
             if let Some(x) = &unlink {
                 backend.unlink(who, x).map_err(status_of)?;
                 server.files.name_changed(&o.share.name, x);
             }
             if link {
                 return backend.link(who, &source, &target).map_err(status_of);
-            }
-            if replaced.is_some_and(|k| opened_since(&server, k)) {
-                return Err(NtStatus::ACCESS_DENIED);
             }
             // The look found the name free: a file made there since (a CREATE meanwhile) is
             // not replaced unseen. Open: refused as Samba refuses a rename onto an open file;
@@ -367,11 +371,13 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
                 server.files.name_changed(&o.share.name, &source);
             }
         }
-        if r.is_ok() && !link {
+        if r.is_ok() {
             // The POSIX opens of the file replaced keep it without a name.
             if let Some(e) = replaced.and_then(|k| server.files.existing(k)) {
                 lock(&e).unlinked = true;
             }
+        }
+        if r.is_ok() && !link {
             appledouble_follows(&o, &source, &target);
             if let Some(e) = server.files.existing(o.key) {
                 if Arc::ptr_eq(&e, &o.entry) {
