@@ -818,10 +818,19 @@ fn a_break_of_another_lease_goes_out_while_a_create_is_not_answered_yet() {
 fn an_overwrite_whose_job_fails_answers_the_failure_and_lets_the_file_go() {
     let (mut b, mut c, overwrite, calls) = leased_overwrite_out();
     open_waiting_for_a_break(&mut c, "leased", 2);
+    assert!(
+        b.pump().is_empty(),
+        "the break held for the CREATE's answer"
+    );
     calls.refuse.store(true, Ordering::SeqCst);
     b.run_jobs(overwrite);
     let sent = b.pump();
     calls.refuse.store(false, Ordering::SeqCst);
+    assert_eq!(
+        sent.len(),
+        1,
+        "no break of a lease b never got (review of session 47, 5)"
+    );
     assert_eq!(sent[0].hdr.command, Command::CREATE, "answered first");
     assert_eq!(
         sent[0].status(),
@@ -846,4 +855,64 @@ fn an_overwrite_whose_job_fails_answers_the_failure_and_lets_the_file_go() {
     );
     let (_, eof, _) = created(&opened[0]);
     assert_eq!(eof, 17, "not truncated");
+}
+
+/// Clients `b` and `c` of one FUSE-like share; `b` holds an answered open of "x" (oplock
+/// `level`, or lease key 1 RWH for a lease) and has a second CREATE out (of `second`, asking
+/// oplock `second_level`, or lease `second_key`), its first job held (not run).
+fn answered_then_second_out(
+    level: u8,
+    (second, second_level, second_key): (&str, u8, Option<u8>),
+) -> (Client, Client, Vec<ringshare_core::LookupRequest>) {
+    use support::caching::{H, LEASE, R, READ, W};
+    let mem = MemShare::new();
+    let share = Arc::new(FuseShare::new(mem.clone(), true));
+    let server = server_on(share, ringshare_core::SigningPolicy::IfRequired);
+    let mut b = Client::on(Arc::clone(&server), mem.clone(), Options::default());
+    let c = Client::on(server, mem, Options::default());
+    b.put_file("x", b"x bytes");
+    b.put_file("y", b"y bytes");
+    let lease = (level == LEASE).then(|| lease_v2(1, R | W | H));
+    let m = b.create_msg_caching("x", READ, SHARE_ALL, D::OPEN, level, lease);
+    let (_, r) = send_signed(&mut b, m);
+    let r = if r.is_empty() { b.pump() } else { r };
+    assert_eq!(r[0].status(), NtStatus::SUCCESS, "b's open of x");
+    b.hold_lookups = true;
+    let lease = second_key.map(|k| lease_v2(k, R | W | H));
+    let m = b.create_msg_caching(second, READ, SHARE_ALL, D::OPEN, second_level, lease);
+    let (_, early) = send_signed(&mut b, m);
+    assert!(early.is_empty(), "b's second CREATE waits for its job");
+    let held = std::mem::take(&mut b.held_lookups);
+    assert!(!held.is_empty(), "its job out");
+    (b, c, held)
+}
+
+/// The review of session 47, finding 2: a CREATE not yet admitted holds no break. An oplock
+/// break of an open answered before goes out at once while another file's CREATE asking an
+/// oplock waits for its job (before, every oplock break of the session was held behind it, up
+/// to the break's timeout on a stalled file system).
+#[test]
+fn an_oplock_break_of_an_answered_open_is_not_held_by_another_files_create() {
+    const BATCH: u8 = 9;
+    let (mut b, mut c, held) = answered_then_second_out(BATCH, ("y", BATCH, None));
+    let m = c.create_msg_caching("x", support::caching::READ, SHARE_ALL, D::OPEN, 0, None);
+    let (_, first) = send_signed(&mut c, m);
+    assert_eq!(
+        first[0].status(),
+        NtStatus::PENDING,
+        "c waits for b's break"
+    );
+    assert_eq!(b.breaks().len(), 1, "x's break at once: b knows its FileId");
+    b.run_jobs(held);
+}
+
+/// Finding 2 for leases: a second open of "x" with the lease key b already holds, waiting for
+/// its job before admission, does not hold the break of that lease.
+#[test]
+fn a_lease_break_of_a_known_lease_is_not_held_by_a_second_open_with_its_key() {
+    use support::caching::LEASE;
+    let (mut b, mut c, held) = answered_then_second_out(LEASE, ("x", LEASE, Some(1)));
+    open_waiting_for_a_break(&mut c, "x", 2);
+    assert_eq!(b.breaks().len(), 1, "lease 1's break at once: b knows it");
+    b.run_jobs(held);
 }

@@ -46,6 +46,8 @@ mod admission;
 mod answer;
 pub(crate) use answer::{abandon, resume, Installing};
 mod change;
+mod granted;
+pub(crate) use granted::{in_response as granted_in_response, Granted};
 pub(crate) mod durable;
 mod offload;
 pub(crate) use offload::let_go_unused;

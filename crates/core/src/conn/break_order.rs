@@ -6,71 +6,45 @@
 //! leaves a window in which another client's open breaks what it was granted. A client ignores
 //! a lease break for a lease key it has no file for ([MS-SMB2] 3.2.5.19.2), an oplock break for
 //! a FileId it does not know: it would never acknowledge it, and the open that caused it would
-//! wait for the break's timeout. So a break for a lease key (an oplock, in a session) that a
-//! CREATE of an unfinished job of this connection asks for is held until no such job is left,
-//! then sent, after the answer. What such a job waits for (a lookup, a file system job, file
-//! I/O, a job of the same open before it) never waits for a break, so nothing waits on
-//! itself; a CREATE waiting for breaks (async) holds nothing.
-
-use ringshare_wire::consts::{Command, OplockLevel};
-use ringshare_wire::create::{ContextTag, CreateRequest, Lease};
-use ringshare_wire::header::Header;
+//! wait for the break's timeout. So a break of what such a CREATE was granted (its lease key, or
+//! its FileId) is held until its answer is sent, then goes out. Only a CREATE admitted and not
+//! yet answered holds one (the review of session 47, finding 2: a CREATE that only asked for a
+//! lease or oplock held every break of the key or session, for as long as its job took). What
+//! such a CREATE waits for (its overwrite's job, its record's store, a later member's lookup,
+//! I/O or place behind an open's job) never waits for a break, so nothing waits on itself.
 
 use super::{Connection, Job};
-use crate::server::Notice;
+use crate::cmd::create::{granted_in_response, Granted};
+use crate::cmd::LookupCont;
+use crate::files::oplock::LeaseId;
+use crate::server::{lock, Notice};
 
-/// Breaks held this long at most (ms): past it they go out whatever waits (a bound, not a
-/// case: what holds them ends on its own).
-const HOLD_MS_MAX: u64 = 35_000;
+/// Breaks held this long at most (ms): past it they go out whatever waits, leaving their
+/// holder 5 s of the 35 s break timeout (crates/files/src/oplock.rs) to acknowledge.
+const HOLD_MS_MAX: u64 = 30_000;
 
-/// What a CREATE member asks to be granted: its lease key, or an oplock.
-#[derive(PartialEq)]
-enum Asks {
-    Lease([u8; 16]),
-    Oplock,
-}
-
-/// What CREATE member `msg` of a job asks to be granted, if anything.
-fn asks_of(msg: &[u8]) -> Option<(u64, Asks)> {
-    let hdr = Header::decode(msg).ok()?;
-    if hdr.command != Command::CREATE {
-        return None;
-    }
-    let cr = CreateRequest::decode(msg).ok()?;
-    let level = cr.requested_oplock_level;
-    if level == OplockLevel::LEASE {
-        let ctx = cr
-            .contexts
-            .iter()
-            .find(|c| c.tag() == ContextTag::RequestLease)?;
-        let lease = Lease::decode(&ctx.data).ok()?;
-        return Some((hdr.session_id, Asks::Lease(lease.key)));
-    }
-    (level != OplockLevel::NONE).then_some((hdr.session_id, Asks::Oplock))
-}
-
-/// Whether a CREATE member of `job` asks for what `notice` breaks.
-fn job_asks(job: &Job, notice: &Notice) -> bool {
-    job.members.iter().any(|&(start, end)| {
-        let Some(msg) = job.frame.get(start..end) else {
-            return false;
-        };
-        match (asks_of(msg), notice) {
-            (Some((_, Asks::Lease(k))), Notice::LeaseBreak { notification, .. }) => {
-                k == notification.lease_key
-            }
-            (Some((s, Asks::Oplock)), Notice::OplockBreak { session_id, .. }) => {
-                // A related member's SessionId may be all ones: it is the chain's.
-                s == *session_id || s == u64::MAX
-            }
-            _ => false,
-        }
+/// Whether an answered CREATE member of `job`, its reply not sent yet, granted what `notice`
+/// breaks.
+fn replies_grant(job: &Job, notice: &Notice) -> bool {
+    job.replies.iter().any(|r| {
+        granted_in_response(r.hdr.command, r.hdr.status, &r.body)
+            .is_some_and(|g| g.broken_by(notice))
     })
 }
 
+/// What the CREATE parked as `cont` was granted at admission, when it waits after it.
+fn cont_grant(cont: &LookupCont) -> Option<Granted> {
+    match cont {
+        LookupCont::Changed(fin) => fin.granted(),
+        LookupCont::Create(fin) => fin.granted(),
+        _ => None,
+    }
+}
+
 impl Connection {
-    /// Whether an unfinished job of this connection has a CREATE asking for what `notice`
-    /// breaks: parked on a lookup, on file I/O, or behind an open's file system job.
+    /// Whether an unfinished job of this connection holds a CREATE admitted and not answered
+    /// that was granted what `notice` breaks: parked on a lookup, on file I/O, or behind an
+    /// open's file system job.
     fn break_must_wait(&self, notice: &Notice) -> bool {
         if !matches!(
             notice,
@@ -78,9 +52,14 @@ impl Connection {
         ) {
             return false;
         }
-        self.lookups.values().any(|p| job_asks(p.job(), notice))
-            || self.parked.values().any(|(job, ..)| job_asks(job, notice))
-            || self.behind.jobs().any(|job| job_asks(job, notice))
+        self.lookups.values().any(|p| {
+            replies_grant(p.job(), notice)
+                || cont_grant(p.cont()).is_some_and(|g| g.broken_by(notice))
+        }) || self
+            .parked
+            .values()
+            .any(|(job, ..)| replies_grant(job, notice))
+            || self.behind.jobs().any(|job| replies_grant(job, notice))
     }
 
     /// Send `notice`, or hold it while the answer its client must hear first is not sent.
@@ -111,9 +90,37 @@ impl Connection {
         for (since, notice) in held {
             if now.saturating_sub(since) < HOLD_MS_MAX && self.break_must_wait(&notice) {
                 self.held_breaks.push((since, notice));
-            } else {
+            } else if self.breaks_something_held(&notice) {
                 self.send_notice(notice);
             }
+        }
+    }
+
+    /// Whether what a held `notice` breaks is still there now that its CREATE was answered:
+    /// one that failed (its overwrite refused) holds no lease or open, and its client, never
+    /// told of it, is not sent a break of it (the review of session 47, finding 5).
+    fn breaks_something_held(&self, notice: &Notice) -> bool {
+        match notice {
+            Notice::LeaseBreak { notification, .. } => {
+                let client_guid = self.core.negotiated.as_ref().map(|n| n.client_guid);
+                client_guid.is_some_and(|client_guid| {
+                    let id = LeaseId {
+                        client_guid,
+                        key: notification.lease_key,
+                    };
+                    self.core.server.files.lease_file(id).is_some()
+                })
+            }
+            Notice::OplockBreak {
+                session_id,
+                file_id,
+                ..
+            } => self
+                .core
+                .sessions
+                .get(session_id)
+                .is_some_and(|ch| lock(&ch.session).opens.contains_key(&file_id.volatile)),
+            _ => true,
         }
     }
 }

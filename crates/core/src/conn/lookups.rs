@@ -292,6 +292,11 @@ impl Parked {
         &self.job
     }
 
+    /// What its member goes on with.
+    pub(super) fn cont(&self) -> &LookupCont {
+        &self.cont
+    }
+
     /// The session whose SESSION_SETUP waits (0: a request of the cluster's store, which
     /// holds no logon up).
     fn session(&self) -> u64 {
