@@ -665,6 +665,28 @@ fn a_server_side_copy_between_a_local_and_an_offloaded_share_copies_in_one_job_e
             .expect("target");
         c.tree_id = to;
         let input = copychunk_input(key, &[(0, 0, 4096)]);
+        // Its job is counted against the offloaded end's share in the pool's bound (the review
+        // of session 47, finding 7).
+        c.hold_lookups = true;
+        let m = c.ioctl_msg(dst, FSCTL_SRV_COPYCHUNK_WRITE, &input, 4096, IS_FSCTL);
+        let (_, early) = send_signed(&mut c, m);
+        assert!(early.is_empty(), "{name}: waits for its job");
+        let held = std::mem::take(&mut c.held_lookups);
+        let shares: Vec<u64> = held
+            .iter()
+            .filter_map(|r| match &r.ask {
+                ringshare_core::Lookup::Fs(j) => Some(j.share),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            shares,
+            [ringshare_core::fsjob::share_key("share")],
+            "{name}"
+        );
+        c.run_jobs(held);
+        c.pump();
+        c.hold_lookups = false;
         let r = fsctl_in_a_job(&mut c, &calls, dst, (FSCTL_SRV_COPYCHUNK_WRITE, &input));
         assert_eq!(
             (r.status(), copied(&r)),

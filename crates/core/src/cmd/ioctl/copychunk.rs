@@ -143,7 +143,8 @@ pub(super) fn copychunk(
     if in_job {
         let (s, d) = (Arc::clone(&src.node), Arc::clone(&dst.node));
         let chunks = cc.chunks;
-        return offload::ask(core, &dst, "an FSCTL_SRV_COPYCHUNK", move || {
+        let counted = if offload::applies(&dst) { &dst } else { &src };
+        return offload::ask_counted(core, (&dst, counted), "an FSCTL_SRV_COPYCHUNK", move || {
             let (s, d) = (s.as_ref(), d.as_ref());
             let refused = checks.with_probes_made(s, d);
             let mut written = false;

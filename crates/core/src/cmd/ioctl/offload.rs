@@ -55,7 +55,20 @@ pub(super) fn ask(
     what: &'static str,
     calls: impl FnOnce() -> Made + Send + 'static,
 ) -> Result<Reply, NtStatus> {
-    let (who, order, share) = crate::cmd::job_of_open(&open.open);
+    ask_counted(core, (open, open), what, calls)
+}
+
+/// [`ask`], the job counted against `counted`'s share in the pool's bound per share and
+/// connection (a copy from an offloaded source into a local target waits on the source's: the
+/// review of session 47, finding 7).
+pub(super) fn ask_counted(
+    core: &mut ConnCore,
+    (open, counted): (&OpenRef, &OpenRef),
+    what: &'static str,
+    calls: impl FnOnce() -> Made + Send + 'static,
+) -> Result<Reply, NtStatus> {
+    let (who, order, _) = crate::cmd::job_of_open(&open.open);
+    let share = crate::fsjob::share_key(&counted.open.share.name);
     core.ids_wanted = Some(Lookup::Fs(FsJob::answer_made(
         who,
         order,
