@@ -38,6 +38,7 @@ mod break_order;
 mod checks;
 mod compress;
 mod frame;
+mod interim;
 use frame::{build_frame, frame_bytes, seal_room};
 mod held;
 mod lookups;
@@ -84,6 +85,10 @@ struct Job {
     /// request waiting behind that open came after this job, so a later member about it goes
     /// before them, not behind ([`behind`]).
     came_first: Option<u64>,
+    /// When it last parked on a lookup or file I/O (monotonic ms), and the MessageId and
+    /// AsyncId of its member that got an interim response meanwhile ([`interim`]).
+    parked_ms: u64,
+    went_async: Option<(u64, u64)>,
 }
 
 impl Job {
@@ -169,6 +174,9 @@ pub struct Connection {
     /// Break notifications waiting for the CREATE answers that tell their clients of what they
     /// break, with when each came ([`break_order`]).
     held_breaks: Vec<(u64, crate::server::Notice)>,
+    /// When to look for parked requests due an interim response ([`interim`]); none while
+    /// nothing is parked.
+    interim_check_ms: Option<u64>,
 }
 
 /// Emptied jobs a connection keeps for its next frames.
@@ -236,6 +244,7 @@ impl Connection {
             held: Default::default(),
             behind: Default::default(),
             held_breaks: Vec::new(),
+            interim_check_ms: None,
         }
     }
 
@@ -395,6 +404,7 @@ impl Connection {
             .chain(self.idle_deadline())
             .chain(self.held.deadline())
             .chain(self.held_breaks_deadline())
+            .chain(self.interim_deadline())
             .min()
     }
 
@@ -428,6 +438,7 @@ impl Connection {
         self.retry_creates(false);
         self.release_held();
         self.release_breaks();
+        self.send_interims();
     }
 
     /// The connection was accepted now: the handshake clock starts.
@@ -1082,7 +1093,9 @@ impl Connection {
         }
         let mut rare = reply.rare.map(|b| *b);
         let mut hdr = Header::response_to(req_hdr, reply.status);
-        hdr.credits = self.grant(req_hdr);
+        if !interim::answers_async(job, req_hdr.message_id, &mut hdr) {
+            hdr.credits = self.grant(req_hdr);
+        }
         let body = if reply.body.is_empty() {
             error_body()
         } else {

@@ -34,27 +34,39 @@ impl Connection {
             self.push_reply(job, &hdr, session_id, reply);
             return;
         }
-        let async_id = self.next_async_id;
-        self.next_async_id += 1;
-        // Interim response: ASYNC flag, the async id, STATUS_PENDING, credits.
+        // A request that got its interim response while it waited ([`super::interim`]) keeps
+        // its AsyncId and gets no second one.
+        let told = job
+            .went_async
+            .filter(|(message_id, _)| *message_id == hdr.message_id);
+        let async_id = match told {
+            Some((_, async_id)) => async_id,
+            None => {
+                self.next_async_id += 1;
+                self.next_async_id - 1
+            }
+        };
         let mut ahdr = hdr.clone();
         ahdr.id = HeaderId::Async { async_id };
-        let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
-        interim.credits = self.grant(&hdr);
-        let sign_key = if job.encrypted.is_some() {
-            None
-        } else {
-            self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING)
-        };
-        job.replies.push(BuiltReply {
-            hdr: interim,
-            body: error_body(),
-            data: None,
-            data_headroom: 0,
-            file: None,
-            sign_key,
-            compress: None,
-        });
+        if told.is_none() {
+            // Interim response: ASYNC flag, the async id, STATUS_PENDING, credits.
+            let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
+            interim.credits = self.grant(&hdr);
+            let sign_key = if job.encrypted.is_some() {
+                None
+            } else {
+                self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING)
+            };
+            job.replies.push(BuiltReply {
+                hdr: interim,
+                body: error_body(),
+                data: None,
+                data_headroom: 0,
+                file: None,
+                sign_key,
+                compress: None,
+            });
+        }
         if let cmd::AsyncWork::Notify(n) = &mut work {
             // Queued on its watcher; if changes are there already, its answer
             // comes through the mailbox, after the interim.

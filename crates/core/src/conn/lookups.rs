@@ -60,6 +60,7 @@ impl Connection {
             self.ordered_began(order, read);
             job.came_first = Some(order);
         }
+        self.parks(&mut job);
         self.outputs
             .push_back(Output::Lookup(LookupRequest { id, ask }));
         let parked = Parked {
@@ -295,6 +296,16 @@ impl Parked {
     /// What its member goes on with.
     pub(super) fn cont(&self) -> &LookupCont {
         &self.cont
+    }
+
+    /// The member's request header.
+    pub(super) fn hdr(&self) -> &Header {
+        &self.hdr
+    }
+
+    /// What an interim response for it needs: the job, the member's header, its session.
+    pub(super) fn interim_parts(&mut self) -> (&mut Job, Header, u64) {
+        (&mut self.job, self.hdr.clone(), self.session_id)
     }
 
     /// The session whose SESSION_SETUP waits (0: a request of the cluster's store, which

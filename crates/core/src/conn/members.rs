@@ -118,6 +118,7 @@ impl Connection {
             self.ordered_began(order, hdr.command == Command::READ);
             job.came_first = Some(order);
         }
+        self.parks(&mut job);
         self.outputs
             .push_back(Output::Io(IoRequest { id, node, op }));
         self.parked.insert(id, (job, hdr, cont, r0));
