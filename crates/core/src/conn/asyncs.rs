@@ -49,23 +49,8 @@ impl Connection {
         let mut ahdr = hdr.clone();
         ahdr.id = HeaderId::Async { async_id };
         if told.is_none() {
-            // Interim response: ASYNC flag, the async id, STATUS_PENDING, credits.
-            let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
-            interim.credits = self.grant(&hdr);
-            let sign_key = if job.encrypted.is_some() {
-                None
-            } else {
-                self.response_signing_key(&hdr, session_id, None, NtStatus::PENDING)
-            };
-            job.replies.push(BuiltReply {
-                hdr: interim,
-                body: error_body(),
-                data: None,
-                data_headroom: 0,
-                file: None,
-                sign_key,
-                compress: None,
-            });
+            let interim = self.interim_reply(job, &hdr, session_id, async_id);
+            job.replies.push(interim);
         }
         if let cmd::AsyncWork::Notify(n) = &mut work {
             // Queued on its watcher; if changes are there already, its answer

@@ -109,6 +109,30 @@ impl Connection {
     fn interim(&mut self, job: &mut Job, hdr: &Header, session_id: u64) {
         let async_id = self.next_async_id;
         self.next_async_id += 1;
+        let reply = self.interim_reply(job, hdr, session_id, async_id);
+        let (frame, _) = build_frame(
+            &mut vec![reply],
+            seal_room(job.encrypted),
+            &mut self.core.spare,
+        );
+        tracing::debug!(peer = %self.core.peer, command = ?hdr.command, "an interim response for a request that waits");
+        self.send_frame(frame, job.encrypted, None);
+        job.went_async = Some((hdr.message_id, async_id));
+    }
+}
+
+impl Connection {
+    /// The interim response to `job`'s member `hdr` going async as `async_id`: ASYNC flag, the
+    /// AsyncId, STATUS_PENDING, the credits its request is granted, signed unless its frame is
+    /// sealed (as its final answer will be). Sent at once ([`Connection::send_interims`]) or
+    /// with its job's frame (`go_async`).
+    pub(super) fn interim_reply(
+        &mut self,
+        job: &Job,
+        hdr: &Header,
+        session_id: u64,
+        async_id: u64,
+    ) -> BuiltReply {
         let mut ahdr = hdr.clone();
         ahdr.id = HeaderId::Async { async_id };
         let mut interim = Header::response_to(&ahdr, NtStatus::PENDING);
@@ -117,22 +141,15 @@ impl Connection {
             Some(_) => None,
             None => self.response_signing_key(hdr, session_id, None, NtStatus::PENDING),
         };
-        let (frame, _) = build_frame(
-            &mut vec![BuiltReply {
-                hdr: interim,
-                body: error_body(),
-                data: None,
-                data_headroom: 0,
-                file: None,
-                sign_key,
-                compress: None,
-            }],
-            seal_room(job.encrypted),
-            &mut self.core.spare,
-        );
-        tracing::debug!(peer = %self.core.peer, command = ?hdr.command, "an interim response for a request that waits");
-        self.send_frame(frame, job.encrypted, None);
-        job.went_async = Some((hdr.message_id, async_id));
+        BuiltReply {
+            hdr: interim,
+            body: error_body(),
+            data: None,
+            data_headroom: 0,
+            file: None,
+            sign_key,
+            compress: None,
+        }
     }
 }
 
