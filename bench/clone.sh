@@ -31,6 +31,15 @@ cleanup() {
 trap cleanup EXIT
 getent passwd "$USER_NAME" >/dev/null ||
     { useradd --no-create-home --no-user-group --shell /usr/sbin/nologin "$USER_NAME" && CREATED=1; }
+# The image is sparse: what it takes on the host is what the copies write (about SIZE * 4 MiB
+# with the file system's own). A host short of it makes the loop device's writes fail with
+# ENOSPC, which reaches the client as DISK_FULL from the clone: say so before starting instead.
+NEED=$((SIZE * 4 + 512))
+FREE=$(df --output=avail -BM "$WORK" | tail -1 | tr -dc 0-9)
+if [ "${FREE:-0}" -lt "$NEED" ]; then
+    echo "clone.sh: only ${FREE} MiB free on the host under $WORK; the image needs about $NEED MiB" >&2
+    exit 1
+fi
 truncate -s $((SIZE * 5 + 1024))M "$WORK/img"
 case "${CLONE_FS:-btrfs}" in
 btrfs) mkfs.btrfs -q "$WORK/img" >/dev/null || exit 1 ;;
