@@ -384,6 +384,52 @@ fn a_rename_whose_connection_ends_while_its_job_is_out_leaves_the_table_followin
     assert!(exists(&c, "h") && !exists(&c, "g"));
 }
 
+/// A rename whose connection ends while its rename job is out is told all the same: another
+/// client's CHANGE_NOTIFY of its directory hears of it (its job tells watchers as its calls
+/// succeed, as a local share's rename is told as it is made; the review of session 47,
+/// finding 3).
+#[test]
+fn a_rename_made_after_its_connection_ended_is_told_to_watchers_of_its_directory() {
+    let (mut b, _) = fuse_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    let d = c.create("d", 0x0012_0089, D::CREATE, DIRECTORY).unwrap();
+    let fb = b
+        .create("d\\f", WITH_DELETE, D::CREATE, 0)
+        .expect("b makes d\\f");
+    let watch = c.change_notify_msg(d, NAMES, false, 4096);
+    let (watch_id, interim) = send_signed(&mut c, watch);
+    assert_eq!(interim.len(), 1);
+    assert_eq!(interim[0].status(), NtStatus::PENDING, "c's watch waits");
+    b.hold_lookups = true;
+    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info("d\\g", false));
+    let (_, early) = send_signed(&mut b, m);
+    assert!(early.is_empty());
+    let look = std::mem::take(&mut b.held_lookups);
+    b.run_jobs(look);
+    assert!(b.pump().is_empty());
+    let rename_job = std::mem::take(&mut b.held_lookups);
+    assert_eq!(rename_job.len(), 1, "b's rename job");
+    b.conn.shutdown(b.now);
+    b.run_any(rename_job);
+    b.pump();
+    while !b.held_lookups.is_empty() {
+        let held = std::mem::take(&mut b.held_lookups);
+        b.run_any(held);
+        b.pump();
+    }
+    assert!(
+        exists(&c, "d/g") && !exists(&c, "d/f"),
+        "the job renamed it"
+    );
+    let told = c.pump();
+    let answer = told.iter().find(|r| r.hdr.message_id == watch_id);
+    assert_eq!(
+        answer.map(|r| r.status()),
+        Some(NtStatus::SUCCESS),
+        "c's watch of d hears of the rename: {told:?}"
+    );
+}
+
 /// Two renames of one file whose looks are both out at once: the one decided first marks the
 /// file; the other, run again with its look after that, waits, then renames from the first's
 /// new name. (The mark's test-and-set at the decision's end guards two I/O threads deciding at
@@ -729,4 +775,62 @@ fn a_refused_rename_onto_another_spelling_of_a_target_opened_since_removes_nothi
         "the target b has open is still there"
     );
     assert_eq!(b.close(fb).status(), NtStatus::SUCCESS);
+}
+
+/// The review of session 47, finding 6: with replace, a file made at the free target name after
+/// the rename's look and held by a POSIX open only is replaced, and marked unlinked as a
+/// replaced file is: its POSIX open's delete-on-close then removes nothing by the name it had
+/// (before, it removed the renamed file, now at that name).
+#[test]
+fn a_file_made_at_a_renames_target_after_its_look_and_replaced_keeps_its_posix_open_from_the_name()
+{
+    let (mut a, _) = fuse_client_with(true, |share| {
+        let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
+        config.posix_extensions = true;
+        server_for(config)
+    });
+    a.create("d", 0x0012_0089, D::CREATE, DIRECTORY).unwrap();
+    let f = a.create("d\\f", WITH_DELETE, D::CREATE, 0).unwrap();
+    assert_eq!(a.write(f, 0, b"renamed").status(), NtStatus::SUCCESS);
+    a.hold_lookups = true;
+    let m = a.set_info_msg(f, INFO_FILE, RENAME, &rename_info("d\\new", true));
+    let (set_id, _) = send_signed(&mut a, m);
+    let look = std::mem::take(&mut a.held_lookups);
+    assert_eq!(look.len(), 1, "the look asked");
+    a.run_jobs(look);
+    a.pump();
+    assert_eq!(a.held_lookups.len(), 1, "the rename job asked, held");
+    let (mut p, posix) = support::posix::offering(Arc::clone(&a.server), a.mem.clone(), 9);
+    assert!(posix, "POSIX extensions negotiated");
+    let pf = support::posix::posix_open(&mut p, "d/new", D::CREATE);
+    assert_eq!(rename_job_run(&mut a, set_id), NtStatus::SUCCESS);
+    assert!(exists(&a, "d/new") && !exists(&a, "d/f"), "renamed over it");
+    support::posix::set_delete_on_close(&mut p, pf);
+    assert_eq!(p.close(pf).status(), NtStatus::SUCCESS);
+    assert!(exists(&a, "d/new"), "the renamed file keeps its new name");
+    let g = a.create("d\\new", 0x0012_0089, D::OPEN, 0).expect("found");
+    assert_eq!(read_data(&a.read(g, 0, 7)), b"renamed");
+}
+
+/// The review of session 47, finding 6: a case-only rename with replace on a back end that
+/// matches names without case (its rename refuses the file's own other spelling as taken) is
+/// made, not refused ACCESS_DENIED for the renaming open.
+#[test]
+fn a_case_only_rename_with_replace_on_a_case_blind_back_end_is_made() {
+    let (mut c, calls, f, _) = renaming_client(true);
+    calls.case_blind.store(true, Ordering::SeqCst);
+    let m = c.set_info_msg(f, INFO_FILE, RENAME, &rename_info("d\\F", true));
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!(h.jobs, 2);
+    let set = h
+        .answers
+        .iter()
+        .find(|r| r.hdr.command == ringshare_wire::consts::Command::SET_INFO);
+    assert_eq!(
+        set.map(|r| r.status()),
+        Some(NtStatus::SUCCESS),
+        "{:?}",
+        h.answers
+    );
+    assert_eq!(name_of(&mut c, f), "\\d\\F");
 }

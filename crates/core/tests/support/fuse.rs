@@ -54,6 +54,10 @@ pub struct Calls {
     /// Every change of a file, and every rename or link, is refused (a back end that says no:
     /// EACCES).
     pub refuse: AtomicBool,
+    /// The share's stats and renames match a path's last name without case, as a back end on a
+    /// case-insensitive file system does (ext4's casefold directories): a rename that must not
+    /// replace is refused EEXIST by any spelling of a taken name, the file itself included.
+    pub case_blind: AtomicBool,
     /// Setting files' DOS attributes alone is refused (EACCES).
     pub refuse_attributes: AtomicBool,
     /// Every read of files' ACLs, stored descriptors and EAs fails (EIO).
@@ -283,6 +287,21 @@ impl FuseShare {
     pub fn new(mem: MemShare, remote: bool) -> FuseShare {
         FuseShare(mem, Arc::default(), remote)
     }
+
+    /// `path` as stored: with [`Calls::case_blind`], its last name replaced by the name in its
+    /// directory that equals it but for case, when there is one.
+    fn stored(&self, who: &Who, path: &RelPath) -> RelPath {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return path.clone();
+        };
+        if !self.1.case_blind.load(Ordering::SeqCst) {
+            return path.clone();
+        }
+        self.0
+            .find_name_case_insensitive(who, &dir, name)
+            .and_then(|n| dir.join(&n))
+            .unwrap_or_else(|_| path.clone())
+    }
 }
 
 impl Share for FuseShare {
@@ -297,7 +316,7 @@ impl Share for FuseShare {
     }
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
         self.1.share_call();
-        self.0.stat(who, path)
+        self.0.stat(who, &self.stored(who, path))
     }
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {
         self.1.share_call();
@@ -310,6 +329,15 @@ impl Share for FuseShare {
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
         self.1.share_call();
         self.1.refused()?;
+        let stored = self.stored(who, to);
+        if stored != *to && self.0.stat(who, &stored).is_ok() {
+            if !replace {
+                return Err(ringshare_vfs::FsError::Exists);
+            }
+            if stored != *from {
+                self.0.unlink(who, &stored)?;
+            }
+        }
         self.0.rename(who, from, to, replace)
     }
     fn link(&self, who: &Who, from: &RelPath, to: &RelPath) -> FsResult<()> {

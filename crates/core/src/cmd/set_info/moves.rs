@@ -9,8 +9,10 @@
 //! breaks of the file's and the replaced file's handle caching (and the wait for them), whether
 //! the replaced file is open, the questions to the files' homes. The second job makes the calls
 //! decided ([`Moving`]): the replaced name's removal, the rename or link, an AppleDouble file's
-//! rename. The I/O thread then tells watchers, directory leases and the file's home
-//! ([`renamed`], [`linked`]) only when it worked.
+//! rename. When they worked the job itself tells watchers and the directories' leases
+//! ([`told`]), as a local share's rename tells them as it is made, so they hear of it also when
+//! the SET_INFO's connection went while the job was out (the review of session 47, finding 3);
+//! the I/O thread then tells the file's home ([`moved`]).
 //!
 //! While a rename's job is out the file's entry says so ([`crate::server::FileEntry::renaming`]):
 //! another rename of the file (another open's) waits, retried as one that waits for breaks,
@@ -21,7 +23,8 @@
 //! entry's path, the paths below a renamed directory, the open's own path, the replaced file's
 //! entry marked unlinked; then the entry's mark goes, also when the job failed or never ran.
 //! So the table is right even when the SET_INFO's connection went while the job was out (then
-//! nobody is told).
+//! the file's home alone is not told: its path for the open is the old one until the open
+//! closes).
 //!
 //! A delete disposition's questions (the file's attributes: read-only?; a directory's names:
 //! empty?) are one job ([`delete_facts`]); the request runs again with them and decides as
@@ -255,8 +258,8 @@ pub(super) fn rename(
         link: false,
         marked: Some(Arc::new(Marked(Arc::clone(open), Arc::clone(server)))),
     };
-    let job = moving_job(server, open, &m);
-    let then: super::job::Then = Box::new(move |core, open, now, r| moved(core, open, m, r, now));
+    let job = moving_job(server, open, &m, now.mono_ms);
+    let then: super::job::Then = Box::new(move |core, open, _, r| moved(core, open, m, r));
     Ok(Some(super::job::moved(open, now, then, job)))
 }
 
@@ -297,8 +300,8 @@ pub(super) fn link(
         link: true,
         marked: None,
     };
-    let job = moving_job(server, open, &m);
-    let then: super::job::Then = Box::new(move |core, open, now, r| moved(core, open, m, r, now));
+    let job = moving_job(server, open, &m, now.mono_ms);
+    let then: super::job::Then = Box::new(move |core, open, _, r| moved(core, open, m, r));
     Ok(Some(super::job::moved(open, now, then, job)))
 }
 
@@ -320,7 +323,7 @@ impl Drop for Marked {
 
 /// The second job: `m`'s calls, and for a rename that worked the table made to follow the disk
 /// (see the module's notes).
-fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob {
+fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving, now_ms: u64) -> FsJob {
     let (o, server) = (Arc::clone(open), Arc::clone(server));
     let (source, target, unlink) = (m.source.clone(), m.target.clone(), m.unlink.clone());
     let (replace, replaced, link) = (m.replace, m.replaced, m.link);
@@ -331,7 +334,8 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
     let marked = m.marked.clone();
     job_of(open, what, move || {
         let (backend, who) = (&o.share.backend, &o.who);
-        let calls = || -> Result<(), NtStatus> {
+        // The calls; Ok with the file replaced (its key), if one was.
+        let calls = || -> Result<Option<FileKey>, NtStatus> {
             // A file to replace that was opened since the decision is refused before anything
             // is removed (the review of session 47, finding 1: its other spelling was removed
             // first, under the new open).
@@ -343,25 +347,41 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
                 server.files.name_changed(&o.share.name, x);
             }
             if link {
-                return backend.link(who, &source, &target).map_err(status_of);
+                backend.link(who, &source, &target).map_err(status_of)?;
+                return Ok(replaced);
             }
             // The look found the name free: a file made there since (a CREATE meanwhile) is
             // not replaced unseen. Open: refused as Samba refuses a rename onto an open file;
-            // closed again: replaced, as a look now would decide.
+            // closed again: replaced, as a look now would decide (and its entry, kept by POSIX
+            // opens, marked unlinked as a replaced file's is). The file itself at the target (a
+            // case-only rename on a back end that ignores case) is renamed, not refused for the
+            // renaming open (the review of session 47, finding 6).
             let free = replace && replaced.is_none();
             match backend.rename(who, &source, &target, replace && !free) {
                 Err(FsError::Exists) if free => {
                     let a = backend.stat(who, &target).map_err(status_of)?;
-                    if opened_since(&server, server.node.file_key(&a)) {
+                    let k = server.node.file_key(&a);
+                    if k == o.key {
+                        backend
+                            .rename(who, &source, &target, true)
+                            .map_err(status_of)?;
+                        return Ok(None);
+                    }
+                    if opened_since(&server, k) {
                         return Err(NtStatus::ACCESS_DENIED);
                     }
-                    backend.rename(who, &source, &target, true)
+                    backend
+                        .rename(who, &source, &target, true)
+                        .map_err(status_of)?;
+                    Ok(Some(k))
                 }
-                r => r,
+                r => r.map(|()| replaced).map_err(status_of),
             }
-            .map_err(status_of)
         };
-        let r = calls();
+        let (r, replaced) = match calls() {
+            Ok(k) => (Ok(()), k),
+            Err(e) => (Err(e), None),
+        };
         // The names changed, counted before anything else is told (a CREATE that looked one
         // up in its job meanwhile looks again: cmd/create/offload.rs `stale`): a link's or
         // rename's target, a rename's source (the holder's other spelling when it was removed).
@@ -388,6 +408,9 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving) -> FsJob 
                 server.files.moved_below(&o.share.name, &source, &target);
             }
             lock(&o.state).path = target.clone();
+        }
+        if r.is_ok() {
+            told(&server, &o, (&source, &target), link, now_ms);
         }
         drop(marked);
         Carried::new(r, false)
@@ -418,44 +441,56 @@ fn appledouble_follows(o: &Open, source: &RelPath, target: &RelPath) {
     }
 }
 
-/// A rename's or link's job answered: when it worked, the file's home hears of the new path
-/// (by a call nobody waits for), watchers of the rename (or of the link's new name), and the
-/// leases of the directories break, as on the I/O thread ([`super::rename`], [`super::link`]);
-/// when it failed, nothing is told and its status answered.
+/// A rename's or link's calls worked (in its job): watchers of the rename (or of the link's new
+/// name) hear of it, and the leases of the directories break but the open's own parent lease,
+/// as on the I/O thread ([`super::rename`], [`super::link`]).
+fn told(
+    server: &ServerState,
+    open: &Open,
+    (source, target): (&RelPath, &RelPath),
+    link: bool,
+    now_ms: u64,
+) {
+    let except = crate::dirlease::parent_key(open);
+    let share = &open.share.name;
+    if link {
+        let change = notify::Change {
+            action: notify::ADDED,
+            filter: notify::filter::FILE_NAME,
+            path: target,
+            stream: None,
+        };
+        notify::report(server, &open.share, &[change]);
+        crate::dirlease::entry_changed(server, share, target, except, Some(now_ms));
+        return;
+    }
+    notify::renamed(server, &open.share, source, target, open.is_dir);
+    crate::dirlease::entry_changed(server, share, source, except, Some(now_ms));
+    if source.parent() != target.parent() {
+        crate::dirlease::entry_changed(server, share, target, except, Some(now_ms));
+    }
+}
+
+/// A rename's or link's job answered: when a rename worked, the file's home hears of the new
+/// path (by a call nobody waits for) and the open reports the file modified at its close (its
+/// job told watchers and directory leases: [`told`]); when it failed, its status is answered.
 fn moved(
     core: &mut ConnCore,
     open: &Open,
     m: Moving,
     r: Result<(), NtStatus>,
-    now: Now,
 ) -> Result<Handled, NtStatus> {
     r?;
-    let now_ms = now.mono_ms;
-    let server = Arc::clone(&core.server);
-    let except = crate::dirlease::parent_key(open);
-    let share = &open.share.name;
     if m.link {
-        let change = notify::Change {
-            action: notify::ADDED,
-            filter: notify::filter::FILE_NAME,
-            path: &m.target,
-            stream: None,
-        };
-        notify::report(&server, &open.share, &[change]);
-        crate::dirlease::entry_changed(&server, share, &m.target, except, Some(now_ms));
         return Ok(Handled::Reply(Reply::ok(super::ok_body())));
     }
+    let server = Arc::clone(&core.server);
     let mut asks = HomeAsks::of(core);
     asks.moved(&server, open.key, &open.entry, &m.target);
     asks.done(core);
     if !open.is_dir {
         // Windows reports a renamed file MODIFIED too, when it is closed.
         lock(&open.state).notify_on_close |= notify::filter::ATTRIBUTES | notify::filter::CREATION;
-    }
-    notify::renamed(&server, &open.share, &m.source, &m.target, open.is_dir);
-    crate::dirlease::entry_changed(&server, share, &m.source, except, Some(now_ms));
-    if m.source.parent() != m.target.parent() {
-        crate::dirlease::entry_changed(&server, share, &m.target, except, Some(now_ms));
     }
     Ok(Handled::Reply(Reply::ok(super::ok_body())))
 }
