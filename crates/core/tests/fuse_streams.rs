@@ -346,3 +346,24 @@ fn a_named_streams_rename_the_back_end_refuses_is_answered_with_its_status_and_t
     let h = with_jobs_held(&mut c, &calls, m);
     assert_eq!(h.answer().status(), NtStatus::SUCCESS, "then renamed");
 }
+
+#[test]
+fn a_named_streams_flush_on_a_share_that_may_wait_on_a_network_is_one_job() {
+    let (mut c, calls, s) = stream_client(true);
+    let (mut local, _, ls) = stream_client(false);
+    let m = c.flush_msg(s);
+    let h = with_jobs_held(&mut c, &calls, m);
+    assert_eq!(
+        (h.jobs, h.on_io_thread),
+        (1, 0),
+        "one job (the write time and the fsync), no file system call on the I/O thread"
+    );
+    let m = local.flush_msg(ls);
+    let (_, answers) = send_signed(&mut local, m);
+    assert_eq!(answers[0].status(), NtStatus::SUCCESS);
+    assert_eq!(
+        h.answer().status(),
+        answers[0].status(),
+        "as on a local share"
+    );
+}
