@@ -31,7 +31,7 @@
 #     copychunk: FSCTL_SRV_COPYCHUNK_WRITE of 1 MiB from that file into stall/copy (both opened
 #             before; the copy's reads and writes, copy_file_range through FUSE)
 #     security: QUERY_INFO of that file's security descriptor (its stat and ACL xattrs)
-#     stream: READ of 4 KiB of that file's named stream `cold:s`, opened and written before (the
+#     stream: READ of 1 KiB of that file's named stream `cold:s`, opened and written before (the
 #             POSIX backend keeps a stream in an xattr: its read is a FUSE getxattr)
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)

@@ -25,7 +25,7 @@ opened before: with `posix locking` its POSIX lock, a FUSE setlk on a mount that
 ceph-fuse's), copychunk (FSCTL_SRV_COPYCHUNK_WRITE of 1 MiB, one chunk, from stall/cold, opened
 and its resume key asked before, into stall/copy, opened before: the kernel's copy_file_range,
 FUSE reads and writes), security (QUERY_INFO of stall/cold's security descriptor, owner, group
-and DACL, opened before: a FUSE getattr and getxattr), stream (READ of 4 KiB of stall/cold's
+and DACL, opened before: a FUSE getattr and getxattr), stream (READ of 1 KiB of stall/cold's
 named stream `s`, opened and written before: a FUSE getxattr, the stream's data being an xattr).
 """
 
@@ -252,9 +252,10 @@ def main():
         # DELETE, FILE_READ_ATTRIBUTES, SYNCHRONIZE.
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00110080)
     elif a.action == "stream":
-        # A named stream of the file, written before the stall (its data in an xattr).
+        # A named stream of the file, written before the stall (its data in an xattr: 1 KiB, as
+        # ext4 keeps an xattr's value within one block).
         stalled = open_(tree, "stall\\cold:s", CreateDisposition.FILE_OVERWRITE_IF, 0x0012019F)
-        stalled.write(b"s" * 4096, 0)
+        stalled.write(b"s" * 1024, 0)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
     threads = [threading.Thread(target=busy, args=(a, i, stop, results[i]), daemon=True) for i in range(a.clients)]
     for t in threads:
@@ -291,7 +292,7 @@ def main():
     elif a.action == "security":
         query_security(conn, tree, stalled)
     elif a.action == "stream":
-        assert len(stalled.read(0, 4096)) == 4096, "the stream's 4 KiB"
+        assert len(stalled.read(0, 1024)) == 1024, "the stream's 1 KiB"
     else:
         stalled.close()
     s1 = time.time()
