@@ -160,6 +160,33 @@ fn floods(
     heard
 }
 
+/// [`FLOODERS`] clients of node 1 flooding `remote`'s files ([`floods`], [`WINDOW`] files each)
+/// once `times` says node 2 stopped; the flag that ends their flood, and the count of them back.
+#[allow(clippy::type_complexity)]
+fn flooders(
+    cl: &Cluster,
+    remote: &[String],
+    times: Arc<Mutex<Times>>,
+) -> (
+    Vec<thread::JoinHandle<Heard>>,
+    Arc<AtomicBool>,
+    Arc<AtomicUsize>,
+) {
+    let (stop, back) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let flooding = remote
+        .chunks(WINDOW)
+        .map(|files| {
+            let (c, files) = (cl.client(1), files.to_vec());
+            let (times, stop, back) = (times.clone(), stop.clone(), back.clone());
+            thread::spawn(move || floods(c, files, times, stop, back))
+        })
+        .collect();
+    (flooding, stop, back)
+}
+
 /// The longest request of the same flood (new clients, the same files) for [`STOPPED`] with node
 /// 2 running: what the file system's own queue costs a request about node 2's files. A few
 /// milliseconds on tmpfs; on CephFS (scripts/cluster-ceph.sh), whose CREATEs are file system jobs
@@ -171,18 +198,7 @@ fn flood_unstopped(cl: &Cluster, remote: &[String]) -> Duration {
         stopped: Some(now),
         resumed: Some(now),
     }));
-    let (stop, back) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let flooding: Vec<_> = remote
-        .chunks(WINDOW)
-        .map(|files| {
-            let (c, files) = (cl.client(1), files.to_vec());
-            let (times, stop, back) = (times.clone(), stop.clone(), back.clone());
-            thread::spawn(move || floods(c, files, times, stop, back))
-        })
-        .collect();
+    let (flooding, stop, _) = flooders(cl, remote, times);
     thread::sleep(STOPPED);
     stop.store(true, Ordering::Relaxed);
     let heard: Vec<Heard> = flooding
@@ -217,18 +233,7 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     }
     // The flooding clients log on now and wait for node 2's stop.
     let times: Arc<Mutex<Times>> = Arc::default();
-    let (flood_stop, back) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let flooding: Vec<_> = remote
-        .chunks(WINDOW)
-        .map(|files| {
-            let (c, files) = (cl.client(1), files.to_vec());
-            let (times, stop, back) = (times.clone(), flood_stop.clone(), back.clone());
-            thread::spawn(move || floods(c, files, times, stop, back))
-        })
-        .collect();
+    let (flooding, flood_stop, back) = flooders(&cl, &remote, times.clone());
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
     said("the local clients work");
