@@ -346,19 +346,12 @@ fn a_rename_link_and_delete_disposition_on_a_local_share_ask_no_job() {
     assert_eq!(h.answers[0].status(), NtStatus::DIRECTORY_NOT_EMPTY);
 }
 
-/// A rename whose connection ends while its rename job is out: the job renames the file and
-/// the server's table follows (another client's open of it shows the new name), and the file
-/// is not left marked as being renamed (that client's own rename of it is made).
-#[test]
-fn a_rename_whose_connection_ends_while_its_job_is_out_leaves_the_table_following_the_disk() {
-    let (mut b, _) = fuse_client(true);
-    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
-    b.put_file("f", b"data");
-    let fb = b.create("f", WITH_DELETE, D::OPEN, 0).expect("b opens f");
-    let fc = c.create("f", WITH_DELETE, D::OPEN, 0).expect("c opens f");
+/// `b` renames its open `fb` to `to` on a share whose calls may wait on a network: its look
+/// runs, then its connection ends while its rename job is out, then the job runs.
+fn rename_after_its_connection_ends(b: &mut Client, fb: ringshare_wire::FileId, to: &str) {
     b.hold_lookups = true;
-    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info("g", false));
-    let (_, early) = send_signed(&mut b, m);
+    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info(to, false));
+    let (_, early) = send_signed(b, m);
     assert!(early.is_empty());
     let look = std::mem::take(&mut b.held_lookups);
     b.run_jobs(look);
@@ -373,6 +366,19 @@ fn a_rename_whose_connection_ends_while_its_job_is_out_leaves_the_table_followin
         b.run_any(held);
         b.pump();
     }
+}
+
+/// A rename whose connection ends while its rename job is out: the job renames the file and
+/// the server's table follows (another client's open of it shows the new name), and the file
+/// is not left marked as being renamed (that client's own rename of it is made).
+#[test]
+fn a_rename_whose_connection_ends_while_its_job_is_out_leaves_the_table_following_the_disk() {
+    let (mut b, _) = fuse_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    b.put_file("f", b"data");
+    let fb = b.create("f", WITH_DELETE, D::OPEN, 0).expect("b opens f");
+    let fc = c.create("f", WITH_DELETE, D::OPEN, 0).expect("c opens f");
+    rename_after_its_connection_ends(&mut b, fb, "g");
     assert!(exists(&c, "g") && !exists(&c, "f"), "the job renamed it");
     assert_eq!(name_of(&mut c, fc), "\\g", "c's open shows the new name");
     let r = c.set_info(fc, INFO_FILE, RENAME, &rename_info("h", false));
@@ -400,23 +406,7 @@ fn a_rename_made_after_its_connection_ended_is_told_to_watchers_of_its_directory
     let (watch_id, interim) = send_signed(&mut c, watch);
     assert_eq!(interim.len(), 1);
     assert_eq!(interim[0].status(), NtStatus::PENDING, "c's watch waits");
-    b.hold_lookups = true;
-    let m = b.set_info_msg(fb, INFO_FILE, RENAME, &rename_info("d\\g", false));
-    let (_, early) = send_signed(&mut b, m);
-    assert!(early.is_empty());
-    let look = std::mem::take(&mut b.held_lookups);
-    b.run_jobs(look);
-    assert!(b.pump().is_empty());
-    let rename_job = std::mem::take(&mut b.held_lookups);
-    assert_eq!(rename_job.len(), 1, "b's rename job");
-    b.conn.shutdown(b.now);
-    b.run_any(rename_job);
-    b.pump();
-    while !b.held_lookups.is_empty() {
-        let held = std::mem::take(&mut b.held_lookups);
-        b.run_any(held);
-        b.pump();
-    }
+    rename_after_its_connection_ends(&mut b, fb, "d\\g");
     assert!(
         exists(&c, "d/g") && !exists(&c, "d/f"),
         "the job renamed it"

@@ -142,3 +142,79 @@ fn a_lock_that_waits_after_its_interim_response_keeps_its_async_id() {
         (mid, Some(async_id))
     );
 }
+
+/// A request waiting behind another request's file system job about the same open (it runs
+/// after it, in order) waits on the same stalled mount: after half a second it gets its own
+/// interim response too, and its answer carries that AsyncId.
+#[test]
+fn a_request_waiting_behind_another_requests_job_gets_its_own_interim_response() {
+    let (mut c, _) = fuse_client(true);
+    let f = file_holding(&mut c, "ordered", b"bytes");
+    c.hold_lookups = true;
+    let first = standard_info(&mut c, f);
+    let (first_id, early) = send_signed(&mut c, first);
+    assert!(early.is_empty(), "waits for its job");
+    let second = standard_info(&mut c, f);
+    let (second_id, early) = send_signed(&mut c, second);
+    assert!(early.is_empty(), "waits behind the first's job");
+    assert_eq!(c.held_lookups.len(), 1, "only the first asked a job");
+    let interims = c.tick(500);
+    let mut pending: Vec<(u64, u64)> = interims
+        .iter()
+        .map(|r| {
+            assert_eq!(r.status(), NtStatus::PENDING);
+            (r.hdr.message_id, r.hdr.async_id().expect("an AsyncId"))
+        })
+        .collect();
+    pending.sort();
+    assert_eq!(
+        pending.iter().map(|p| p.0).collect::<Vec<_>>(),
+        [first_id, second_id],
+        "each its interim response"
+    );
+    assert!(c.tick(2_000).is_empty(), "one interim response each");
+    let (answers, _) = c.run_held_jobs_to_the_end();
+    let mut done: Vec<(u64, Option<u64>, NtStatus)> = answers
+        .iter()
+        .map(|r| (r.hdr.message_id, r.hdr.async_id(), r.status()))
+        .collect();
+    done.sort_by_key(|d| d.0);
+    assert_eq!(
+        done,
+        [
+            (first_id, Some(pending[0].1), NtStatus::SUCCESS),
+            (second_id, Some(pending[1].1), NtStatus::SUCCESS)
+        ]
+    );
+}
+
+/// A CANCEL of a request that had its interim response and still waits behind another
+/// request's job about its open ends it unrun: STATUS_CANCELLED under its AsyncId; the request
+/// whose job was out is answered as before.
+#[test]
+fn a_cancel_of_a_request_waiting_behind_another_requests_job_answers_it_cancelled() {
+    let (mut c, _) = fuse_client(true);
+    let f = file_holding(&mut c, "ordered", b"bytes");
+    c.hold_lookups = true;
+    let first = standard_info(&mut c, f);
+    let (first_id, _) = send_signed(&mut c, first);
+    let second = standard_info(&mut c, f);
+    let (second_id, _) = send_signed(&mut c, second);
+    let interims = c.tick(500);
+    let second_interim = interims
+        .iter()
+        .find(|r| r.hdr.message_id == second_id)
+        .expect("the second's interim response");
+    let cancelled = c.cancel_async(second_interim);
+    assert_eq!(cancelled.len(), 1, "answered at once: {cancelled:?}");
+    assert_eq!(cancelled[0].status(), NtStatus::CANCELLED);
+    assert_eq!(cancelled[0].hdr.message_id, second_id);
+    assert_eq!(cancelled[0].hdr.async_id(), second_interim.hdr.async_id());
+    let (answers, jobs) = c.run_held_jobs_to_the_end();
+    assert_eq!(jobs, 1, "the cancelled request asked no job");
+    let statuses: Vec<_> = answers
+        .iter()
+        .map(|r| (r.hdr.message_id, r.status()))
+        .collect();
+    assert_eq!(statuses, [(first_id, NtStatus::SUCCESS)]);
+}

@@ -186,6 +186,8 @@ impl Connection {
                 self.send_async_final(op, Reply::with_status(NtStatus::CANCELLED, Vec::new()));
                 self.post_to_cluster();
             }
+        } else {
+            self.cancel_behind(hdr);
         }
     }
 

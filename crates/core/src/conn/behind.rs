@@ -12,6 +12,8 @@ use std::collections::{HashMap, VecDeque};
 
 use ringshare_wire::codec::HEADER_LEN as HEADER_SIZE;
 use ringshare_wire::consts::Command;
+use ringshare_wire::header::Header;
+use ringshare_wire::NtStatus;
 
 use super::{Connection, Job};
 use crate::fsjob::order_of;
@@ -34,6 +36,14 @@ impl Behind {
     /// Every job waiting behind an open's file system job.
     pub(super) fn jobs(&self) -> impl Iterator<Item = &Job> {
         self.waiting.values().flatten().map(|(_, job)| &**job)
+    }
+
+    /// [`Behind::jobs`], to change (an interim response sent: [`super::interim`]).
+    pub(super) fn jobs_mut(&mut self) -> impl Iterator<Item = &mut Job> {
+        self.waiting
+            .values_mut()
+            .flatten()
+            .map(|(_, job)| &mut **job)
     }
 
     /// A READ, or another request, of the open of order `order` must wait: READs need no order
@@ -140,6 +150,8 @@ impl Connection {
         command: Command,
     ) {
         job.next = idx;
+        // Waiting here long, it gets an interim response as one parked on its own job does.
+        self.parks(&mut job);
         let read = command == Command::READ;
         let first = job.came_first == Some(order);
         let queue = self.behind.waiting.entry(order).or_default();
@@ -189,6 +201,51 @@ impl Connection {
             .values()
             .flatten()
             .any(|(_, j)| j.detached.is_some())
+    }
+
+    /// A CANCEL ([MS-SMB2] 3.3.5.16) of a request alone in its frame that waits behind another
+    /// request's job (`hdr`: by its AsyncId once it had its interim response, else by its
+    /// MessageId; of the same session): it leaves the queue unrun, answered STATUS_CANCELLED,
+    /// the rest behind the open keeping their order. False when no such request waits here.
+    pub(super) fn cancel_behind(&mut self, hdr: &Header) -> bool {
+        let asked = |job: &Job| -> Option<Header> {
+            let &(start, end) = job
+                .members
+                .get(job.next)
+                .filter(|_| job.members.len() == 1)?;
+            let m = Header::decode(&job.frame[start..end]).ok()?;
+            let named = match (hdr.async_id(), job.went_async) {
+                (Some(aid), Some((_, went))) => aid == went,
+                (Some(_), None) => false,
+                (None, _) => m.message_id == hdr.message_id,
+            };
+            (named && m.session_id == hdr.session_id).then_some(m)
+        };
+        let mut found = None;
+        for (&order, queue) in &mut self.behind.waiting {
+            if let Some(at) = queue.iter().position(|(_, job)| asked(job).is_some()) {
+                found = queue.remove(at).map(|(_, job)| (order, job));
+                break;
+            }
+        }
+        let Some((order, mut job)) = found else {
+            return false;
+        };
+        if self
+            .behind
+            .waiting
+            .get(&order)
+            .is_some_and(VecDeque::is_empty)
+        {
+            self.behind.waiting.remove(&order);
+        }
+        let Some(m) = asked(&job) else {
+            return false;
+        };
+        job.next += 1;
+        self.member_failed(&mut job, &m, m.session_id, false, NtStatus::CANCELLED);
+        self.run(job);
+        true
     }
 
     /// Whether jobs wait behind others.

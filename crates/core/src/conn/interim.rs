@@ -4,11 +4,13 @@
 //! Samba 4.22 sends one after 500 ms for a request that went async: its client then waits for
 //! the final answer without its request timer (Windows drops a connection whose request goes
 //! unanswered for its session timeout, 60 s by default), however long a stalled FUSE or CephFS
-//! mount holds the request. The final answer carries the AsyncId and grants no credits (the
+//! mount holds the request. A request waiting behind another request's job about the same open
+//! ([`super::behind`]) gets one alike: it waits on the same stalled mount. The final answer carries the AsyncId and grants no credits (the
 //! interim granted them). Only a request alone in its frame goes async so (one in a compound
 //! waits as before: Windows lets only a compound's last member go async); a CANCEL of it is not
-//! acted on (the request ends when its lookup or I/O does, [MS-SMB2] 3.3.5.16 lets a server go
-//! on).
+//! acted on while its own lookup or I/O is out (the request ends when that does, [MS-SMB2]
+//! 3.3.5.16 lets a server go on), but one still waiting behind another's job leaves the queue
+//! answered STATUS_CANCELLED ([`Connection::cancel_behind`]).
 
 use ringshare_wire::consts::{Command, HeaderFlags};
 use ringshare_wire::header::{Header, HeaderId};
@@ -61,8 +63,12 @@ impl Connection {
     /// When [`Connection::send_interims`] should look at the parked requests next (none while
     /// nothing is parked).
     pub(super) fn interim_deadline(&self) -> Option<u64> {
-        let parked = !(self.lookups.is_empty() && self.parked.is_empty());
-        self.interim_check_ms.filter(|_| parked)
+        self.interim_check_ms.filter(|_| self.any_parked())
+    }
+
+    /// Whether a request is parked: on a lookup, on file I/O, or behind another's job.
+    fn any_parked(&self) -> bool {
+        !(self.lookups.is_empty() && self.parked.is_empty()) || self.behind_waits()
     }
 
     /// The parked requests due an interim response get it; the next look is set while any
@@ -70,7 +76,7 @@ impl Connection {
     pub(super) fn send_interims(&mut self) {
         let now = self.core.now.mono_ms;
         if self.interim_deadline().is_none_or(|at| at > now) || self.closing {
-            if self.lookups.is_empty() && self.parked.is_empty() {
+            if !self.any_parked() {
                 self.interim_check_ms = None;
             }
             return;
@@ -100,8 +106,22 @@ impl Connection {
                 self.parked.insert(id, (job, hdr, cont, r0));
             }
         }
-        let waiting = !(self.lookups.is_empty() && self.parked.is_empty());
-        self.interim_check_ms = waiting.then_some(now + INTERIM_MS / 2);
+        let mut behind = std::mem::take(&mut self.behind);
+        for job in behind.jobs_mut() {
+            let Some(&(start, end)) = job.members.get(job.next) else {
+                continue;
+            };
+            // Decoded when the request first ran (a header that did not decode ended the
+            // connection then).
+            let Ok(hdr) = Header::decode(&job.frame[start..end]) else {
+                continue;
+            };
+            if due(job, &hdr, now) {
+                self.interim(job, &hdr, hdr.session_id);
+            }
+        }
+        self.behind = behind;
+        self.interim_check_ms = self.any_parked().then_some(now + INTERIM_MS / 2);
     }
 
     /// Send `job`'s member `hdr` its interim response now: STATUS_PENDING, a new AsyncId, the

@@ -12,10 +12,12 @@
 //! whose refusals come at once, is not starved: the driver's `FRAMES_PER_TURN_SHARED`; the
 //! measured figures are in docs/cluster-internals.md, "Design notes kept from the plan"); every
 //! request about node 2's files answered FILE_NOT_AVAILABLE (or
-//! SUCCESS once node 2 goes on), none much past the calls' 2 s; node 1's memory bounded (VmRSS
+//! SUCCESS once node 2 goes on), none much past the calls' 2 s more than the longest of the same
+//! flood with node 2 running took (the file system's own queue: [`flood_unstopped`]); node 1's
+//! memory bounded (VmRSS
 //! before and at the end of the flood); node 1's log lines about the failures a few per second,
 //! not one per failure; and after node 2 goes on, its files' CREATEs succeed again within a few
-//! seconds while the flood goes on (the first of any flooding client's; each client's first is
+//! seconds (past the file system's queue) while the flood goes on (the first of any flooding client's; each client's first is
 //! printed: one whose I/O thread's queue stays full may wait longer), and a new client's at once
 //! when the flood is over.
 
@@ -158,6 +160,56 @@ fn floods(
     heard
 }
 
+/// [`FLOODERS`] clients of node 1 flooding `remote`'s files ([`floods`], [`WINDOW`] files each)
+/// once `times` says node 2 stopped; the flag that ends their flood, and the count of them back.
+#[allow(clippy::type_complexity)]
+fn flooders(
+    cl: &Cluster,
+    remote: &[String],
+    times: Arc<Mutex<Times>>,
+) -> (
+    Vec<thread::JoinHandle<Heard>>,
+    Arc<AtomicBool>,
+    Arc<AtomicUsize>,
+) {
+    let (stop, back) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let flooding = remote
+        .chunks(WINDOW)
+        .map(|files| {
+            let (c, files) = (cl.client(1), files.to_vec());
+            let (times, stop, back) = (times.clone(), stop.clone(), back.clone());
+            thread::spawn(move || floods(c, files, times, stop, back))
+        })
+        .collect();
+    (flooding, stop, back)
+}
+
+/// The longest request of the same flood (new clients, the same files) for [`STOPPED`] with node
+/// 2 running: what the file system's own queue costs a request about node 2's files. A few
+/// milliseconds on tmpfs; on CephFS (scripts/cluster-ceph.sh), whose CREATEs are file system jobs
+/// of milliseconds each, a few at a time on the pool, seconds: there the flood waits on the file
+/// system, stopped node or not. The stop may add the calls' bound to it, no more.
+fn flood_unstopped(cl: &Cluster, remote: &[String]) -> Duration {
+    let now = Instant::now();
+    let times = Arc::new(Mutex::new(Times {
+        stopped: Some(now),
+        resumed: Some(now),
+    }));
+    let (flooding, stop, _) = flooders(cl, remote, times);
+    thread::sleep(STOPPED);
+    stop.store(true, Ordering::Relaxed);
+    let heard: Vec<Heard> = flooding
+        .into_iter()
+        .map(|t| t.join().expect("a flooding client failed (node 2 running)"))
+        .collect();
+    let other: Vec<(Command, NtStatus)> = heard.iter().flat_map(|h| h.other.clone()).collect();
+    assert!(other.is_empty(), "node 2 running: {other:?}");
+    heard.iter().map(|h| h.longest).max().unwrap_or_default()
+}
+
 #[test]
 fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory() {
     let _alone = Turn::alone();
@@ -168,6 +220,8 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     let cl = Cluster::start_on(name, "", None, None, 2);
     let local = files_homed_on(&cl, 1, "flocal", CLIENTS);
     let remote = files_homed_on(&cl, 2, "fremote", FLOODERS * WINDOW);
+    let unstopped = flood_unstopped(&cl, &remote);
+    said("the same flood with node 2 running is over");
     let stop = Arc::new(AtomicBool::new(false));
     // Each client's samples apart too: a client starved by the flood adds few samples to the
     // p99 of all (its requests per client are printed).
@@ -179,18 +233,7 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     }
     // The flooding clients log on now and wait for node 2's stop.
     let times: Arc<Mutex<Times>> = Arc::default();
-    let (flood_stop, back) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let flooding: Vec<_> = remote
-        .chunks(WINDOW)
-        .map(|files| {
-            let (c, files) = (cl.client(1), files.to_vec());
-            let (times, stop, back) = (times.clone(), flood_stop.clone(), back.clone());
-            thread::spawn(move || floods(c, files, times, stop, back))
-        })
-        .collect();
+    let (flooding, flood_stop, back) = flooders(&cl, &remote, times.clone());
     thread::sleep(Duration::from_millis(500));
     let before = Instant::now();
     said("the local clients work");
@@ -264,7 +307,8 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
          {p_before:?} (max {max_before:?}, {n_before} requests in {:?}) before; {p_flood:?} (max \
          {max_flood:?}, {n_flood}; by client {each_flood:?}, before {each_before:?}) with node 2 \
          stopped for {STOPPED:?} and {FLOODERS} clients each keeping {WINDOW} CREATE+CLOSEs of \
-         files homed on node 2 in flight; their requests: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, others {other:?}, the longest \
+         files homed on node 2 in flight (with node 2 running, the longest took \
+         {unstopped:?}); their requests: {ok} SUCCESS, {refused} FILE_NOT_AVAILABLE, others {other:?}, the longest \
          {longest:?} (FILE_NOT_AVAILABLE: {longest_refused:?}); a CREATE asked after node 2 went \
          on succeeded after {back_in:?} (each flooding client's first); after the flood a \
          new client's CREATE+CLOSE of one: {after:?} in {after_in:?}; node 1's VmRSS \
@@ -300,8 +344,8 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     );
     assert!(refused > 0, "the stopped node's files were refused");
     assert!(
-        longest <= CALL + SLACK,
-        "a request about node 2's files took {longest:?}"
+        longest <= unstopped + CALL + SLACK,
+        "a request about node 2's files took {longest:?}, {unstopped:?} with node 2 running"
     );
     for rss in [rss_flood, rss_end] {
         assert!(
@@ -312,9 +356,11 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     // Calls to node 2 succeed again within a few seconds of its going on, while the flood
     // goes on (a client whose I/O thread's queue stays full may wait longer: printed), and at
     // once when it is over.
+    // Behind the file system's own queue, as any CREATE of the flood (`unstopped`).
     assert!(
-        first_back.is_some_and(|b| b < Duration::from_secs(5)),
-        "a CREATE of a file homed on node 2 succeeds within 5 s of its going on: {back_in:?}"
+        first_back.is_some_and(|b| b < unstopped + Duration::from_secs(5)),
+        "a CREATE of a file homed on node 2 succeeds within 5 s of its going on (past the \
+         {unstopped:?} the flood's requests take with node 2 running): {back_in:?}"
     );
     assert_eq!(
         after,
@@ -327,8 +373,13 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
         "{} lines of failed calls in {secs} s",
         lines.len()
     );
-    assert!(
-        said_of("calls already wait for node 2") > 0 && counted > 0,
-        "the queues' bound was reached and the failures counted: {reasons:?}"
-    );
+    // Where the file system is the flood's bottleneck (its queue longer than a call's bound),
+    // the calls to node 2 come as slowly as its jobs end and never fill their queues: nothing
+    // to refuse.
+    if unstopped < CALL {
+        assert!(
+            said_of("calls already wait for node 2") > 0 && counted > 0,
+            "the queues' bound was reached and the failures counted: {reasons:?}"
+        );
+    }
 }
