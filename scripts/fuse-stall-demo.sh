@@ -10,7 +10,7 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security] [--stall-ops OP,...] [--direct-io] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream] [--stall-ops OP,...] [--direct-io] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
 #     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
@@ -31,6 +31,8 @@
 #     copychunk: FSCTL_SRV_COPYCHUNK_WRITE of 1 MiB from that file into stall/copy (both opened
 #             before; the copy's reads and writes, copy_file_range through FUSE)
 #     security: QUERY_INFO of that file's security descriptor (its stat and ACL xattrs)
+#     stream: READ of 1 KiB of that file's named stream `cold:s`, opened and written before (the
+#             POSIX backend keeps a stream in an xattr: its read is a FUSE getxattr)
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
 #     --direct-io: the mount opens every file in direct I/O mode (stall-fuse.py --direct-io; as
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
     --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
     --direct-io) DIRECT=(--direct-io); LABEL="$LABEL --direct-io" ;;
     --bin) BIN=$2; shift ;;
-    -h | --help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
     shift

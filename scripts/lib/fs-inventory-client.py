@@ -350,6 +350,34 @@ def steps(c, reps):
         w.wait()
 
     add("CHANGE_NOTIFY armed, then fired by a CREATE+CLOSE in the directory", 3, notify, prepare=prep_notify)
+
+    # A named stream's WRITE, READ and rename (the POSIX backend keeps a stream's data in an
+    # extended attribute: its I/O is xattr calls, not the ring's).
+    add(
+        "WRITE 4 KiB of a named stream",
+        1,
+        lambda i: state["f"].write(b"s" * 4096, 4096 * i),
+        prepare=prep_file("inv-file:s"),
+        cleanup=close_f,
+    )
+    add(
+        "READ 4 KiB of a named stream",
+        1,
+        lambda i: state["f"].read(4096 * i, 4096),
+        prepare=prep_file("inv-file:s", size=16384),
+        cleanup=close_f,
+    )
+
+    def prep_stream_rename():
+        state["f"] = c.open("inv-file:r0", CreateDisposition.FILE_OVERWRITE_IF, access=GENERIC_ALL)
+
+    add(
+        "SET_INFO FileRenameInformation of a named stream",
+        1,
+        lambda i: c.set(state["f"], FileInformationClass.FILE_RENAME_INFORMATION, rename_buf(f":r{i + 1}")),
+        prepare=prep_stream_rename,
+        cleanup=close_f,
+    )
     return out
 
 

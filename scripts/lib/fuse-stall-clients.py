@@ -8,7 +8,7 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream
       [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
@@ -25,7 +25,8 @@ opened before: with `posix locking` its POSIX lock, a FUSE setlk on a mount that
 ceph-fuse's), copychunk (FSCTL_SRV_COPYCHUNK_WRITE of 1 MiB, one chunk, from stall/cold, opened
 and its resume key asked before, into stall/copy, opened before: the kernel's copy_file_range,
 FUSE reads and writes), security (QUERY_INFO of stall/cold's security descriptor, owner, group
-and DACL, opened before: a FUSE getattr and getxattr).
+and DACL, opened before: a FUSE getattr and getxattr), stream (READ of 1 KiB of stall/cold's
+named stream `s`, opened and written before: a FUSE getxattr, the stream's data being an xattr).
 """
 
 import argparse
@@ -227,7 +228,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -250,6 +251,11 @@ def main():
     elif a.action == "rename":
         # DELETE, FILE_READ_ATTRIBUTES, SYNCHRONIZE.
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00110080)
+    elif a.action == "stream":
+        # A named stream of the file, written before the stall (its data in an xattr: 1 KiB, as
+        # ext4 keeps an xattr's value within one block).
+        stalled = open_(tree, "stall\\cold:s", CreateDisposition.FILE_OVERWRITE_IF, 0x0012019F)
+        stalled.write(b"s" * 1024, 0)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
     threads = [threading.Thread(target=busy, args=(a, i, stop, results[i]), daemon=True) for i in range(a.clients)]
     for t in threads:
@@ -285,6 +291,8 @@ def main():
         assert copychunk(conn, tree, key, stalled, 1 << 20) == 1, "one chunk copied"
     elif a.action == "security":
         query_security(conn, tree, stalled)
+    elif a.action == "stream":
+        assert len(stalled.read(0, 1024)) == 1024, "the stream's 1 KiB"
     else:
         stalled.close()
     s1 = time.time()

@@ -107,12 +107,15 @@ impl std::fmt::Debug for Carried {
 /// What a READ or WRITE asks its file's file system before its I/O: whether a POSIX lock of
 /// another open file description is in the way ([`Node::posix_locked`]), the file's size
 /// ([`Node::size`]), and for a file's first WRITE its modification time before it (the write
-/// time shown until the update: crates/core's writetime); `None` where it was not asked.
+/// time shown until the update: crates/core's writetime); `None` where it was not asked. A
+/// named stream's READ or WRITE has its I/O made in the same job once the lock probe found
+/// nothing in the way (`io`: [`FsJob::io_facts_then`]).
 #[derive(Debug, Clone, Default)]
 pub struct IoFacts {
     pub locked: Option<FsResult<bool>>,
     pub size: Option<FsResult<u64>>,
     pub mtime: Option<FsResult<UnixNanos>>,
+    pub io: Option<Carried>,
 }
 
 /// A lock probe: its kind and range ([`Node::posix_locked`]).
@@ -157,6 +160,37 @@ impl FsJob {
                     locked: lock.map(|(k, s, l)| node.posix_locked(k, s, l)),
                     size: size.then(|| node.size()),
                     mtime: mtime.then(|| node.stat_without_dos().map(|a| a.mtime)),
+                    io: None,
+                })
+            }),
+        )
+    }
+
+    /// [`FsJob::io_facts`] without the size, then the I/O itself (`io`) unless the lock probe
+    /// found a lock in the way: a named stream's READ or WRITE, whose data no ring operation
+    /// reads or writes (the POSIX backend keeps it in an extended attribute), so that neither
+    /// the checks' calls nor the I/O's are made on the I/O thread.
+    pub fn io_facts_then(
+        node: Arc<dyn Node>,
+        (order, share): (u64, u64),
+        lock: Option<LockProbe>,
+        mtime: bool,
+        io: impl FnOnce() -> Carried + Send + 'static,
+    ) -> FsJob {
+        FsJob::new(
+            node.who().cloned(),
+            order,
+            share,
+            "a named stream's READ or WRITE",
+            once(move || {
+                let locked = lock.map(|(k, s, l)| node.posix_locked(k, s, l));
+                let mtime = mtime.then(|| node.stat_without_dos().map(|a| a.mtime));
+                let io = (!matches!(locked, Some(Ok(true)))).then(io);
+                FsDone::Io(IoFacts {
+                    locked,
+                    size: None,
+                    mtime,
+                    io,
                 })
             }),
         )

@@ -10,7 +10,7 @@ use crate::cmd::{Cont, Handled};
 use crate::exchange::handles;
 use crate::exchange::{ConnCore, Reply, Req};
 use crate::files::access;
-use crate::fsjob::FsJob;
+use crate::fsjob::{FsDone, FsJob};
 use crate::fsmap::status_of;
 use crate::io::{IoDone, IoOp};
 
@@ -37,7 +37,11 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     // fsync goes on the ring as elsewhere (held behind it, the open's later requests wait for
     // both). The time is booked here, on the first run.
     if open.share.offloaded() {
-        if !job_ran(core) {
+        let ran = job_answer(core);
+        if crate::cmd::io_check::stream_io_applies(&open) {
+            return stream_flush(core, &open, ran);
+        }
+        if ran.is_none() {
             if let Some(t) = crate::writetime::immediate_booked(&open, core.now) {
                 core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::write_time(
                     std::sync::Arc::clone(&open.node),
@@ -58,14 +62,48 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     })
 }
 
-/// Whether this FLUSH runs again after its write time's job ([`FsJob::write_time`]; a failure
-/// there was logged: the fsync goes on).
-fn job_ran(core: &mut ConnCore) -> bool {
+/// The answer of this FLUSH's job, when it runs again after it ([`FsJob::write_time`]: a
+/// failure there was logged, the fsync goes on).
+fn job_answer(core: &mut ConnCore) -> Option<FsDone> {
     match core.domain_answer.take() {
-        Some(crate::lookup::DomainAnswer::Fs(..)) => true,
+        Some(crate::lookup::DomainAnswer::Fs(done, _)) => Some(done),
         other => {
             core.domain_answer = other;
-            false
+            None
+        }
+    }
+}
+
+/// A named stream's FLUSH on a share whose calls may wait on a network
+/// ([`crate::cmd::io_check::stream_io_applies`]): a stream has no descriptor for the ring, so
+/// its fsync (of the file that holds it) was made on the I/O thread by the driver; here the
+/// write time a written handle shows now (booked on the first run, as for a file) and the
+/// fsync are one job of the open's order, and the FLUSH is answered with how the fsync ended.
+fn stream_flush(
+    core: &mut ConnCore,
+    open: &std::sync::Arc<crate::state::Open>,
+    ran: Option<FsDone>,
+) -> Result<Handled, NtStatus> {
+    match ran {
+        Some(FsDone::Changed(_, r)) => r.map(|()| Handled::Reply(Reply::ok(body()))),
+        Some(FsDone::Done(r)) => Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of)),
+        Some(_) => Err(NtStatus::INTERNAL_ERROR),
+        None => {
+            let t = crate::writetime::immediate_booked(open, core.now);
+            let node = std::sync::Arc::clone(&open.node);
+            let (who, order, share) = crate::cmd::job_of_open(open);
+            let what = "the write time and fsync of a named stream's FLUSH";
+            core.ids_wanted = Some(crate::lookup::Lookup::Fs(FsJob::change(
+                who,
+                order,
+                share,
+                what,
+                move || {
+                    crate::fsjob::keep_write_time(node.as_ref(), t);
+                    (0, node.sync().map_err(status_of))
+                },
+            )));
+            Err(crate::cmd::ids::ASK_IDS)
         }
     }
 }

@@ -81,6 +81,76 @@ pub(crate) fn io_check_sized(
     })
 }
 
+/// What a named stream's READ or WRITE job made ([`stream_io`]): the modification time asked
+/// before a first WRITE (`None` when not asked), and the I/O's result.
+pub(crate) struct StreamIo {
+    pub mtime: Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>>,
+    pub done: crate::io::IoDone,
+}
+
+/// Whether `open`'s READs and WRITEs are made in a file system job with their checks
+/// ([`stream_io`]): a named stream whose data has no descriptor for the ring (the POSIX
+/// backend keeps it in an extended attribute, read and written with xattr calls) on a share
+/// whose calls may wait on a network (the review of session 47, finding 4).
+pub(crate) fn stream_io_applies(open: &Open) -> bool {
+    open.stream.is_some() && open.share.offloaded() && open.node.shared_fd().is_none()
+}
+
+/// [`io_check_sized`] and the I/O of a named stream ([`stream_io_applies`]) in one job: the
+/// lock table decided here, as for any READ or WRITE, then the job (acting as the open's
+/// user) probes local POSIX locks, reads the modification time when `want_mtime`, and, no
+/// lock in the way, makes the I/O (`io`, which answers a [`crate::io::IoDone`]). The request
+/// parks (Err([`ASK_IDS`])) and runs again with what the job made: the lock table is not
+/// asked again then (the I/O is made; on a local share a lock granted between the check and
+/// the ring's I/O does not stop it either). A lock found: FILE_LOCK_CONFLICT, nothing read or
+/// written.
+pub(crate) fn stream_io(
+    core: &mut ConnCore,
+    open: &Open,
+    io: IoAsk,
+    want_mtime: bool,
+    make: impl FnOnce() -> crate::io::IoDone + Send + 'static,
+) -> Result<StreamIo, NtStatus> {
+    match core.domain_answer.take() {
+        Some(DomainAnswer::Fs(FsDone::Io(facts), _)) if facts.io.is_some() => {
+            if let Some(Ok(true)) = facts.locked {
+                return Err(NtStatus::FILE_LOCK_CONFLICT);
+            }
+            let done = facts
+                .io
+                .and_then(|c| c.take::<crate::io::IoDone>())
+                .ok_or(NtStatus::INTERNAL_ERROR)?;
+            return Ok(StreamIo {
+                mtime: facts.mtime,
+                done,
+            });
+        }
+        Some(DomainAnswer::Fs(FsDone::Io(facts), _)) => {
+            // The job found a lock in the way and made no I/O.
+            return Err(match facts.locked {
+                Some(Ok(true)) => NtStatus::FILE_LOCK_CONFLICT,
+                _ => NtStatus::INTERNAL_ERROR,
+            });
+        }
+        Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {
+            return Err(r.err().map_or(NtStatus::INTERNAL_ERROR, status_of))
+        }
+        other => core.domain_answer = other,
+    }
+    table_check(core, open, io, true)?;
+    core.ids_wanted = Some(Lookup::Fs(FsJob::io_facts_then(
+        open.node.clone(),
+        (
+            crate::fsjob::order_of(open.id),
+            crate::fsjob::share_key(&open.share.name),
+        ),
+        local_probe(open, &io),
+        want_mtime,
+        move || crate::fsjob::Carried::new(make(), false),
+    )));
+    Err(ASK_IDS)
+}
+
 /// The file system job's answer for this request when it asked and runs again; else
 /// Err([`ASK_IDS`]) with the job in [`ConnCore::ids_wanted`] (none when nothing is to be
 /// asked: no lock probe and no size).

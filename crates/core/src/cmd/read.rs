@@ -103,6 +103,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         change: false,
         now_ms: core.now.mono_ms,
     };
+    if crate::cmd::io_check::stream_io_applies(&open) {
+        return stream_read(core, req, &open, &rr, io);
+    }
     // Asked of the file's home away from the I/O thread when no grant decides it (the READ
     // parks and runs again: cmd/io_check.rs); on a share whose calls may wait on a network,
     // the check against local POSIX locks and the size read below are asked away from it too.
@@ -134,13 +137,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         r.file = Some((node, rr.offset, n));
         return Ok(Handled::Reply(r));
     }
-    // Alone in its frame, the reply can be laid out around the data in place.
-    let headroom = match (req.sole, req.encrypted) {
-        (false, _) => 0,
-        (true, false) => READ_HEADROOM,
-        // Also the transform header: the reply is sealed where it lies.
-        (true, true) => READ_HEADROOM + TRANSFORM_HEADER_LEN,
-    };
+    let headroom = headroom_of(req);
     let base = ReadCont {
         len: rr.length,
         headroom,
@@ -182,6 +179,54 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         },
         cont: Cont::Read(ReadCont { len, ..base }),
     })
+}
+
+/// Alone in its frame, the reply can be laid out around the data in place: the room left
+/// before it.
+fn headroom_of(req: &Req<'_>) -> usize {
+    match (req.sole, req.encrypted) {
+        (false, _) => 0,
+        (true, false) => READ_HEADROOM,
+        // Also the transform header: the reply is sealed where it lies.
+        (true, true) => READ_HEADROOM + TRANSFORM_HEADER_LEN,
+    }
+}
+
+/// A named stream's READ on a share whose calls may wait on a network
+/// ([`crate::cmd::io_check::stream_io_applies`]): its checks and its read (an xattr call of the
+/// POSIX backend, made on the I/O thread elsewhere: the driver's `run_here`) are one file system
+/// job; the READ parks and runs again with the data, answered as [`finish`] answers a read's
+/// data. No size is asked first (the stream's read comes up short at its end by itself), and
+/// no splice or hole search: the data is in memory.
+fn stream_read(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    open: &Arc<Open>,
+    rr: &ReadRequest,
+    io: arbiter::IoAsk,
+) -> Result<Handled, NtStatus> {
+    let (node, headroom) = (open.node.clone(), headroom_of(req));
+    let (offset, len) = (rr.offset, rr.length as usize);
+    let made = crate::cmd::io_check::stream_io(core, open, io, false, move || {
+        let mut buf = vec![0u8; headroom + len];
+        IoDone::Read(node.read_at(&mut buf[headroom..], offset).map(|n| {
+            buf.truncate(headroom + n);
+            buf
+        }))
+    })?;
+    let compress = crate::exchange::compress::read_asks(core, rr.flags, open.share.compress_data)
+        && !crate::exchange::compress::skips(open);
+    let cont = ReadCont {
+        len: rr.length,
+        headroom,
+        min_count: rr.minimum_count,
+        offset: rr.offset,
+        session_id: req.session_id,
+        open_id: open.id,
+        compress: compress.then(|| Arc::clone(open)),
+        sparse: None,
+    };
+    finish(core, cont, made.done)
 }
 
 /// May this READ's data go from the page cache to the socket by splice?

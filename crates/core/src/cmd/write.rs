@@ -155,7 +155,6 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if len == 0 {
         return Ok(Handled::Reply(Reply::ok(response(core, 0))));
     }
-    let mut first_write = true;
     let io = arbiter::IoAsk {
         owner: open.id,
         offset,
@@ -164,27 +163,16 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         change: true,
         now_ms: core.now.mono_ms,
     };
+    if crate::cmd::io_check::stream_io_applies(&open) && req.detached.is_none() {
+        return stream_write(core, req, &open, &wr, io);
+    }
     // Asked of the file's home away from the I/O thread when no grant decides it (the WRITE
     // parks and runs again with its frame, or with its head while the driver keeps a payload
     // received apart: cmd/io_check.rs). On a share whose calls may wait on a network the
     // file's modification time before its first WRITE is asked in the checks' job too.
     let want_mtime = open.share.offloaded() && lock(&open.entry).write_time.needs_base();
     let checked = crate::cmd::io_check::io_check_sized(core, &open, io, (false, want_mtime))?;
-    {
-        let mut e = lock(&open.entry);
-        if !e.write_time.needs_base() {
-            e.write_time.wrote(
-                open.id,
-                core.now.mono_ms,
-                crate::writetime::nanos(core.now),
-                None,
-            );
-            first_write = false;
-        }
-    }
-    if first_write {
-        crate::writetime::wrote(&core.server.files, &open, core.now, checked.mtime);
-    }
+    book_write_time(core, &open, checked.mtime);
     let through = goes_through(core, &open, wr.flags).then(|| open.node.clone());
     if req.detached.is_some() {
         return Ok(Handled::Io {
@@ -221,6 +209,64 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             written: None,
         }),
     })
+}
+
+/// The write time of a WRITE of `open`: its first WRITE's from the modification time before it
+/// (`mtime`, when the checks asked it: crates/core's writetime), a later one's noted.
+fn book_write_time(
+    core: &ConnCore,
+    open: &crate::state::Open,
+    mtime: Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>>,
+) {
+    {
+        let mut e = lock(&open.entry);
+        if !e.write_time.needs_base() {
+            e.write_time.wrote(
+                open.id,
+                core.now.mono_ms,
+                crate::writetime::nanos(core.now),
+                None,
+            );
+            return;
+        }
+    }
+    crate::writetime::wrote(&core.server.files, open, core.now, mtime);
+}
+
+/// A named stream's WRITE on a share whose calls may wait on a network
+/// ([`crate::cmd::io_check::stream_io_applies`]): its checks, its write (the POSIX backend's
+/// xattr read and write, made on the I/O thread elsewhere: the driver's `run_here`) and, for a
+/// write that goes through, its sync are one file system job; the WRITE parks and runs again
+/// with how it went. The write time is booked then (on the I/O thread, as elsewhere, whatever
+/// the write came to) and the answer made as [`finish`] makes it.
+fn stream_write(
+    core: &mut ConnCore,
+    req: &Req<'_>,
+    open: &Arc<crate::state::Open>,
+    wr: &WriteRequest<'_>,
+    io: arbiter::IoAsk,
+) -> Result<Handled, NtStatus> {
+    let want_mtime = lock(&open.entry).write_time.needs_base();
+    let through = goes_through(core, open, wr.flags);
+    let (node, data, offset) = (open.node.clone(), wr.data.to_vec(), wr.offset);
+    let made = crate::cmd::io_check::stream_io(core, open, io, want_mtime, move || {
+        match node.write_at(&data, offset) {
+            Ok(n) if through => match node.sync() {
+                Ok(()) => IoDone::Write(Ok(n)),
+                Err(e) => IoDone::Sync(Err(e)),
+            },
+            r => IoDone::Write(r),
+        }
+    })?;
+    book_write_time(core, open, made.mtime);
+    let cont = WriteCont {
+        offset,
+        session_id: req.session_id,
+        open_id: open.id,
+        through: None,
+        written: None,
+    };
+    finish(core, cont, made.done)
 }
 
 /// The write (or, after it, its sync) completed: answer, or ask for the sync first.

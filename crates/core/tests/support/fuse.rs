@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::{
-    FileAttr, FsResult, FsStat, Node, OfdLock, OpenOptions, Opened, RelPath, SetTimes, Share, Who,
+    FileAttr, FsResult, FsStat, Node, OfdLock, OpenMode, OpenOptions, Opened, RelPath, SetTimes,
+    Share, Who,
 };
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::header::Header;
@@ -65,6 +66,9 @@ pub struct Calls {
     /// Ranges copied or cloned between files (a server-side copy's chunks, a block clone),
     /// counted with the changes.
     pub copies: AtomicUsize,
+    /// Named streams' calls: their reads, writes, syncs and sizes, the look for a stream by
+    /// name and a stream's rename (the POSIX backend's xattr calls).
+    pub streams: AtomicUsize,
 }
 
 impl Calls {
@@ -88,6 +92,12 @@ impl Calls {
             + self.statfs.load(Ordering::SeqCst)
             + self.reads.load(Ordering::SeqCst)
             + self.changes.load(Ordering::SeqCst)
+            + self.streams.load(Ordering::SeqCst)
+    }
+
+    /// A named stream's call asked: counted.
+    fn stream(&self) {
+        self.streams.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A change of a file asked: counted, and refused when the back end says no.
@@ -267,6 +277,20 @@ impl Node for FuseNode {
         self.1.read()?;
         self.0.list_names()
     }
+    fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        let mut o = self.0.open_stream(name, mode, write)?;
+        o.node = Arc::new(FuseStream(o.node, Arc::clone(&self.1)));
+        Ok(o)
+    }
+    fn list_streams(&self) -> FsResult<Vec<ringshare_vfs::StreamInfo>> {
+        self.0.list_streams()
+    }
+    fn remove_stream(&self, name: &str) -> FsResult<()> {
+        self.0.remove_stream(name)
+    }
+    fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        self.0.rename_stream(from, to, replace)
+    }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
         self.1.stats.fetch_add(1, Ordering::SeqCst);
         let stall = self.1.stall_entry_ms.load(Ordering::SeqCst);
@@ -276,6 +300,140 @@ impl Node for FuseNode {
             self.1.stalled.store(false, Ordering::SeqCst);
         }
         self.0.stat_entry(name)
+    }
+}
+
+/// A named stream of a [`FuseNode`]'s file: its calls counted ([`Calls::streams`]), its writes
+/// and renames refused with [`Calls::refuse`], its reads failed with [`Calls::fail_reads`].
+/// No descriptor: its data is read and written through the node, as the POSIX backend's
+/// (kept in an extended attribute).
+#[derive(Debug)]
+pub struct FuseStream(pub Arc<dyn Node>, pub Arc<Calls>);
+
+impl Node for FuseStream {
+    fn stat(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.0.stat()
+    }
+    fn stat_without_dos(&self) -> FsResult<FileAttr> {
+        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.0.stat_without_dos()
+    }
+    fn size(&self) -> FsResult<u64> {
+        self.1.stream();
+        self.0.size()
+    }
+    fn who(&self) -> Option<&Who> {
+        self.0.who()
+    }
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+    fn posix_locked(&self, _: OfdLock, _: i64, _: i64) -> FsResult<bool> {
+        self.1.lock_probes.fetch_add(1, Ordering::SeqCst);
+        Ok(self.1.locked.load(Ordering::SeqCst))
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+        self.1.stream();
+        if self.1.fail_reads.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::Io);
+        }
+        self.0.read_at(buf, offset)
+    }
+    fn write_at(&self, data: &[u8], offset: u64) -> FsResult<usize> {
+        self.1.stream();
+        self.1.refused()?;
+        self.0.write_at(data, offset)
+    }
+    fn sync(&self) -> FsResult<()> {
+        self.1.stream();
+        self.0.sync()
+    }
+    fn set_len(&self, len: u64) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_len(len)
+    }
+    fn set_allocation(&self, size: u64) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_allocation(size)
+    }
+    fn set_times(&self, times: &SetTimes) -> FsResult<()> {
+        self.1.times_set.fetch_add(1, Ordering::SeqCst);
+        self.1.change()?;
+        self.0.set_times(times)
+    }
+    fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_dos_attributes(attrs)
+    }
+    fn set_mode(&self, mode: u32) -> FsResult<()> {
+        self.1.change()?;
+        self.0.set_mode(mode)
+    }
+    fn list_names(&self) -> FsResult<Vec<String>> {
+        self.0.list_names()
+    }
+    fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
+        self.0.stat_entry(name)
+    }
+    fn list_streams(&self) -> FsResult<Vec<ringshare_vfs::StreamInfo>> {
+        self.0.list_streams()
+    }
+    fn find_stream(&self, name: &str) -> FsResult<Option<ringshare_vfs::StreamInfo>> {
+        self.1.stream();
+        self.0.find_stream(name)
+    }
+    fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        self.0.open_stream(name, mode, write)
+    }
+    fn stream_name(&self) -> Option<String> {
+        self.0.stream_name()
+    }
+    fn remove_stream(&self, name: &str) -> FsResult<()> {
+        self.0.remove_stream(name)
+    }
+    fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        self.1.stream();
+        self.1.refused()?;
+        self.0.rename_stream(from, to, replace)
+    }
+    fn remove_all_streams(&self) -> FsResult<()> {
+        self.0.remove_all_streams()
+    }
+    fn posix_acls(&self) -> FsResult<ringshare_vfs::PosixAcls> {
+        self.0.posix_acls()
+    }
+    fn set_posix_acls(
+        &self,
+        access: &ringshare_vfs::PosixAcl,
+        default: ringshare_vfs::DefaultAcl<'_>,
+        server_may: bool,
+    ) -> FsResult<()> {
+        self.0.set_posix_acls(access, default, server_may)
+    }
+    fn chown(&self, uid: Option<u32>, gid: Option<u32>, server_may: bool) -> FsResult<()> {
+        self.0.chown(uid, gid, server_may)
+    }
+    fn nt_acl_blob(&self) -> FsResult<Option<Vec<u8>>> {
+        self.0.nt_acl_blob()
+    }
+    fn set_nt_acl_blob(&self, blob: Option<&[u8]>) -> FsResult<()> {
+        self.0.set_nt_acl_blob(blob)
+    }
+    fn list_eas(&self) -> FsResult<Vec<(String, Vec<u8>)>> {
+        self.0.list_eas()
+    }
+    fn set_ea(&self, name: &str, value: Option<&[u8]>) -> FsResult<()> {
+        self.0.set_ea(name, value)
+    }
+    fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
+        self.0.reparse_point()
+    }
+    fn in_memory(&self) -> bool {
+        self.0.in_memory()
+    }
+    fn access(&self) -> FsResult<ringshare_vfs::Access> {
+        self.0.access()
     }
 }
 
@@ -313,6 +471,9 @@ impl Share for FuseShare {
     }
     fn may_wait_on_network(&self) -> bool {
         self.2
+    }
+    fn streams_supported(&self) -> bool {
+        self.0.streams_supported()
     }
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
         self.1.share_call();
