@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 
 mod job;
 mod moves;
-mod streams;
 pub(crate) use job::{changed, Changing};
 
 use ringshare_vfs::{FsError, RelPath, SetTimes};
@@ -107,13 +106,6 @@ fn set_info(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtStatus> {
             };
             let flags = (delete, on_close, ignore_readonly);
             return set_disposition(&server, &open, flags, facts);
-        }
-        // A stream's rename on a share whose calls may wait on a network: jobs ([`streams`]).
-        InfoType::FILE
-            if matches!(FileInfoClass(s.info_class), FileInfoClass::RENAME)
-                && streams::applies(&open) =>
-        {
-            return streams::rename(core, &open, s.buffer, read_only);
         }
         InfoType::FILE => {
             let mut asks = HomeAsks::of(core);

@@ -155,7 +155,7 @@ pub(crate) fn rename(
 }
 
 /// The stream a rename's target names (`:name` or `:name:$DATA`), or why it is refused.
-pub(crate) fn rename_target(r: &FileRenameInformation) -> Result<String, NtStatus> {
+fn rename_target(r: &FileRenameInformation) -> Result<String, NtStatus> {
     let target = r.file_name.as_str();
     let (file_part, part) = parse_create_name(target, true)?;
     match part {
@@ -170,7 +170,7 @@ pub(crate) fn rename_target(r: &FileRenameInformation) -> Result<String, NtStatu
 /// the back end found it; looked up only when `to` is not `from` spelled otherwise): refused,
 /// or the open's share-mode entry moved to the new name's key (returned; the caller renames
 /// the stream, then calls [`renamed`]).
-pub(crate) fn decide(
+fn decide(
     server: &ServerState,
     open: &Open,
     (from, key): (&str, FileKey),
@@ -202,9 +202,8 @@ pub(crate) fn decide(
 
 /// After a stream rename [`decide`]d (`done`: how the back end's rename ended): refused, the
 /// open's entry goes back to its old key; made, the open follows its stream's new name and
-/// watchers hear of it. Touches only the server's shared state, under its locks (a file system
-/// job's thread calls it too).
-pub(crate) fn renamed(
+/// watchers hear of it.
+fn renamed(
     server: &ServerState,
     open: &Open,
     s: &StreamOf,
