@@ -41,7 +41,7 @@
 //! open another client of node 1 left of a file homed on node 2, once node 2 stops: node 1
 //! tells the home the open's new connection before it answers (up to 2 s).
 //! Last, the etcd leader and node 2 stop together (issue 33: "one etcd member and one peer
-//! node"; node 2 goes on after 2 s, the leader after 3 s) while every client above keeps
+//! node"; both go on after 2 s) while every client above keeps
 //! working: the same bounds hold, and no request of
 //! a file node 1 or node 3 decides takes as long as a wait for a stopped party would.
 
@@ -461,12 +461,12 @@ fn signal(pid: u32, s: rustix::process::Signal) {
     rustix::process::kill_process(pid, s).unwrap();
 }
 
-/// Stop the etcd leader (SIGSTOP) for 3 s, then let it go on: the member, when it stopped and
+/// Stop the etcd leader (SIGSTOP) for [`ETCD_STOP`], then let it go on: the member, when it stopped and
 /// went on, and how long etcd took no write meanwhile (the other members' election). A busy
 /// machine may have moved the leadership between the question and the stop (no write waited
 /// then): the next leader is stopped instead, up to three times. `stopped` is set at the first
 /// stop. Process `with` (a node), if any, is stopped with the leader and let go on 2 s later
-/// (before the leader: less than its lease's margin, as when it is stopped alone).
+/// (less than its lease's margin, as when it is stopped alone).
 fn stop_the_etcd_leader(
     cl: &Cluster,
     stopped_flag: &AtomicBool,
@@ -501,15 +501,13 @@ fn stop_the_etcd_leader(
         });
         // The first write the others take after the stop.
         let stall = loop {
-            let at = Instant::now() + Duration::from_secs(3);
-            if probe.put(b"/probe", b"stopped", at).is_ok()
-                || stopped.elapsed() > Duration::from_secs(3)
-            {
+            let at = Instant::now() + ETCD_STOP;
+            if probe.put(b"/probe", b"stopped", at).is_ok() || stopped.elapsed() > ETCD_STOP {
                 break stopped.elapsed();
             }
             thread::sleep(Duration::from_millis(20));
         };
-        thread::sleep(Duration::from_secs(3).saturating_sub(stopped.elapsed()));
+        thread::sleep(ETCD_STOP.saturating_sub(stopped.elapsed()));
         let resumed = Instant::now();
         signal(pid, rustix::process::Signal::CONT);
         if let Some(t) = node_goes_on {
@@ -526,6 +524,13 @@ fn stop_the_etcd_leader(
     }
     panic!("etcd's leader could not be stopped");
 }
+
+/// How long the etcd leader is stopped. Not longer: when the others elect no leader meanwhile
+/// (seen once in CI, session 48: no write for the whole 3 s stop then used), etcd takes no write
+/// for the whole stop, and a node whose last renewal came up to 2 s before it reaches its fence
+/// deadline (last renewal + 5 s) after a stop of 3 s, refusing even its own files'
+/// requests (FILE_NOT_AVAILABLE), as it must: that is the fence's test, not this one's.
+const ETCD_STOP: Duration = Duration::from_secs(2);
 
 /// How much slower p99 may be during a stall: twice, plus room for a shared, noisy machine
 /// (the old code took a whole etcd election, over a second, with the thread blocked).
@@ -756,7 +761,7 @@ fn a_stopped_etcd_member_or_peer_does_not_slow_requests_on_local_files() {
     thread::sleep(Duration::from_millis(1_000));
 
     // Both at once (issue 33: "one etcd member and one peer node"): the etcd leader and node 2
-    // stop together (node 2 for 2 s, the leader 3 s) while every client above keeps working.
+    // stop together (both for 2 s) while every client above keeps working.
     let (joint_leader, joint_stopped, joint_resumed, joint_stall) =
         stop_the_etcd_leader(&cl, &AtomicBool::new(false), Some(cl.nodes[1].pid()));
 
