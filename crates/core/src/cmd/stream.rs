@@ -15,7 +15,7 @@ use crate::fileinfo;
 use crate::fruit::afp::{self, Afp};
 use crate::fsmap::status_of;
 use crate::path::{parse_create_name, StreamPart};
-use crate::server::{lock, FileKey, ServerState};
+use crate::server::{lock, ServerState};
 use crate::state::{Open, StreamOf};
 
 /// FileStreamInformation ([MS-FSCC] 2.4.43) of the file `open` is on (a
@@ -127,68 +127,40 @@ fn finder_info_cleared(open: &Open, name: &str) -> bool {
 /// default stream (NOT_SUPPORTED: its data would have to move into the
 /// file), an existing target without ReplaceIfExists (COLLISION), one open
 /// or holding data (SHARING_VIOLATION, INVALID_PARAMETER), and a stream
-/// others have open too (SHARING_VIOLATION). On a share whose calls may wait
-/// on a network the look and the rename are file system jobs
-/// (cmd/set_info/streams.rs), the decisions made here ([`decide`], [`renamed`]).
+/// others have open too (SHARING_VIOLATION).
 pub(crate) fn rename(
     server: &ServerState,
     open: &Open,
     s: &StreamOf,
     r: &FileRenameInformation,
 ) -> Result<(), NtStatus> {
-    let to = rename_target(r)?;
+    let target = r.file_name.as_str();
+    let (file_part, part) = parse_create_name(target, true)?;
+    let to = match part {
+        StreamPart::Named(n) if target.starts_with(':') && file_part.is_root() => n,
+        StreamPart::Named(_) => return Err(NtStatus::SHARING_VIOLATION),
+        StreamPart::Default => return Err(NtStatus::NOT_SUPPORTED),
+        StreamPart::None => return Err(NtStatus::INVALID_PARAMETER),
+    };
     let (from, key) = lock(&s.now).clone();
     if to == from {
         return Ok(());
     }
     // The stream's node renames its stream and follows it.
     let file = open.node.as_ref();
-    let found = match ringshare_vfs::stream_names_match(&to, &from) {
-        true => None,
-        false => file.find_stream(&to).map_err(status_of)?,
-    };
-    let new_key = decide(server, open, (&from, key), &to, found, r.replace_if_exists)?;
-    let done = file
-        .rename_stream(&from, &to, r.replace_if_exists)
-        .map_err(status_of);
-    renamed(server, open, s, ((&from, key), (&to, new_key)), done)
-}
-
-/// The stream a rename's target names (`:name` or `:name:$DATA`), or why it is refused.
-fn rename_target(r: &FileRenameInformation) -> Result<String, NtStatus> {
-    let target = r.file_name.as_str();
-    let (file_part, part) = parse_create_name(target, true)?;
-    match part {
-        StreamPart::Named(n) if target.starts_with(':') && file_part.is_root() => Ok(n),
-        StreamPart::Named(_) => Err(NtStatus::SHARING_VIOLATION),
-        StreamPart::Default => Err(NtStatus::NOT_SUPPORTED),
-        StreamPart::None => Err(NtStatus::INVALID_PARAMETER),
-    }
-}
-
-/// A stream rename's decision on the server's state, from `found` (the stream `to` names, as
-/// the back end found it; looked up only when `to` is not `from` spelled otherwise): refused,
-/// or the open's share-mode entry moved to the new name's key (returned; the caller renames
-/// the stream, then calls [`renamed`]).
-fn decide(
-    server: &ServerState,
-    open: &Open,
-    (from, key): (&str, FileKey),
-    to: &str,
-    found: Option<ringshare_vfs::StreamInfo>,
-    replace: bool,
-) -> Result<FileKey, NtStatus> {
-    let same = ringshare_vfs::stream_names_match(to, from);
-    let new_key = key.base().stream(to);
-    if let (false, Some(t)) = (same, found) {
-        if !replace {
-            return Err(NtStatus::OBJECT_NAME_COLLISION);
-        }
-        if server.files.existing(new_key).is_some() {
-            return Err(NtStatus::SHARING_VIOLATION);
-        }
-        if t.size > 0 {
-            return Err(NtStatus::INVALID_PARAMETER);
+    let same = ringshare_vfs::stream_names_match(&to, &from);
+    let new_key = key.base().stream(&to);
+    if !same {
+        if let Some(t) = file.find_stream(&to).map_err(status_of)? {
+            if !r.replace_if_exists {
+                return Err(NtStatus::OBJECT_NAME_COLLISION);
+            }
+            if server.files.existing(new_key).is_some() {
+                return Err(NtStatus::SHARING_VIOLATION);
+            }
+            if t.size > 0 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
         }
     }
     if lock(&open.entry).opens.len() > 1 {
@@ -197,27 +169,13 @@ fn decide(
     if !same && !server.files.rekey(key, new_key) {
         return Err(NtStatus::SHARING_VIOLATION);
     }
-    Ok(new_key)
-}
-
-/// After a stream rename [`decide`]d (`done`: how the back end's rename ended): refused, the
-/// open's entry goes back to its old key; made, the open follows its stream's new name and
-/// watchers hear of it.
-fn renamed(
-    server: &ServerState,
-    open: &Open,
-    s: &StreamOf,
-    ((from, key), (to, new_key)): ((&str, FileKey), (&str, FileKey)),
-    done: Result<(), NtStatus>,
-) -> Result<(), NtStatus> {
-    let same = ringshare_vfs::stream_names_match(to, from);
-    if let Err(e) = done {
+    if let Err(e) = file.rename_stream(&from, &to, r.replace_if_exists) {
         if !same {
             server.files.rekey(new_key, key);
         }
-        return Err(e);
+        return Err(status_of(e));
     }
-    *lock(&s.now) = (to.to_string(), new_key);
+    *lock(&s.now) = (to.clone(), new_key);
     let path = {
         let mut e = lock(&s.file_entry);
         for (o, k) in e.streams.iter_mut() {
@@ -233,11 +191,11 @@ fn renamed(
             server,
             &open.share,
             &path,
-            from,
+            &from,
             REMOVED_STREAM,
             STREAM_NAME,
         );
-        stream_changed(server, &open.share, &path, to, ADDED_STREAM, STREAM_NAME);
+        stream_changed(server, &open.share, &path, &to, ADDED_STREAM, STREAM_NAME);
     }
     Ok(())
 }
