@@ -112,24 +112,20 @@ pub(crate) fn stream_io(
     make: impl FnOnce() -> crate::io::IoDone + Send + 'static,
 ) -> Result<StreamIo, NtStatus> {
     match core.domain_answer.take() {
-        Some(DomainAnswer::Fs(FsDone::Io(facts), _)) if facts.io.is_some() => {
-            if let Some(Ok(true)) = facts.locked {
-                return Err(NtStatus::FILE_LOCK_CONFLICT);
-            }
-            let done = facts
-                .io
-                .and_then(|c| c.take::<crate::io::IoDone>())
+        Some(DomainAnswer::Fs(FsDone::Io(facts), _)) => {
+            // No I/O made: the job's probe found a lock in the way.
+            let Some(io) = facts.io else {
+                return Err(match facts.locked {
+                    Some(Ok(true)) => NtStatus::FILE_LOCK_CONFLICT,
+                    _ => NtStatus::INTERNAL_ERROR,
+                });
+            };
+            let done = io
+                .take::<crate::io::IoDone>()
                 .ok_or(NtStatus::INTERNAL_ERROR)?;
             return Ok(StreamIo {
                 mtime: facts.mtime,
                 done,
-            });
-        }
-        Some(DomainAnswer::Fs(FsDone::Io(facts), _)) => {
-            // The job found a lock in the way and made no I/O.
-            return Err(match facts.locked {
-                Some(Ok(true)) => NtStatus::FILE_LOCK_CONFLICT,
-                _ => NtStatus::INTERNAL_ERROR,
             });
         }
         Some(DomainAnswer::Fs(FsDone::Done(r), _)) => {

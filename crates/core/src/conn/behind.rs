@@ -56,6 +56,15 @@ impl Behind {
     }
 }
 
+impl Job {
+    /// The header of the member a job waiting here runs first when it goes on (decoded when
+    /// the request first ran: one that did not decode ended the connection then).
+    pub(super) fn waiting_header(&self) -> Option<Header> {
+        let &(start, end) = self.members.get(self.next)?;
+        Header::decode(&self.frame[start..end]).ok()
+    }
+}
+
 /// Where a request's FileId is in its body, for the commands that name one.
 fn file_id_offset(command: Command) -> Option<usize> {
     Some(match command {
@@ -209,11 +218,7 @@ impl Connection {
     /// the rest behind the open keeping their order. False when no such request waits here.
     pub(super) fn cancel_behind(&mut self, hdr: &Header) -> bool {
         let asked = |job: &Job| -> Option<Header> {
-            let &(start, end) = job
-                .members
-                .get(job.next)
-                .filter(|_| job.members.len() == 1)?;
-            let m = Header::decode(&job.frame[start..end]).ok()?;
+            let m = job.waiting_header().filter(|_| job.members.len() == 1)?;
             let named = match (hdr.async_id(), job.went_async) {
                 (Some(aid), Some((_, went))) => aid == went,
                 (Some(_), None) => false,
@@ -221,14 +226,14 @@ impl Connection {
             };
             (named && m.session_id == hdr.session_id).then_some(m)
         };
-        let mut found = None;
-        for (&order, queue) in &mut self.behind.waiting {
-            if let Some(at) = queue.iter().position(|(_, job)| asked(job).is_some()) {
-                found = queue.remove(at).map(|(_, job)| (order, job));
-                break;
-            }
-        }
-        let Some((order, mut job)) = found else {
+        let found = self.behind.waiting.iter_mut().find_map(|(&order, queue)| {
+            let (at, m) = queue
+                .iter()
+                .enumerate()
+                .find_map(|(at, (_, job))| asked(job).map(|m| (at, m)))?;
+            Some((order, queue.remove(at)?.1, m))
+        });
+        let Some((order, mut job, m)) = found else {
             return false;
         };
         if self
@@ -239,9 +244,6 @@ impl Connection {
         {
             self.behind.waiting.remove(&order);
         }
-        let Some(m) = asked(&job) else {
-            return false;
-        };
         job.next += 1;
         self.member_failed(&mut job, &m, m.session_id, false, NtStatus::CANCELLED);
         self.run(job);

@@ -108,12 +108,7 @@ impl Connection {
         }
         let mut behind = std::mem::take(&mut self.behind);
         for job in behind.jobs_mut() {
-            let Some(&(start, end)) = job.members.get(job.next) else {
-                continue;
-            };
-            // Decoded when the request first ran (a header that did not decode ended the
-            // connection then).
-            let Ok(hdr) = Header::decode(&job.frame[start..end]) else {
+            let Some(hdr) = job.waiting_header() else {
                 continue;
             };
             if due(job, &hdr, now) {
