@@ -362,3 +362,58 @@ fn an_administrator_sets_quotas_in_samba_blocks_on_the_quota_handle() {
         NtStatus::INVALID_HANDLE
     );
 }
+
+/// Issue 33: on a share whose calls may wait on a network (FUSE, CephFS) the quota source is
+/// asked on a lookup thread as anywhere, and the file system's sizes the quota's space is
+/// shown within are read in the QUERY_INFO's file system job: no statfs on the I/O thread.
+/// The answer is a local share's.
+#[test]
+fn on_a_share_that_may_wait_on_a_network_the_space_a_quota_leaves_is_read_in_a_job() {
+    use support::fuse::*;
+    let quotas = Arc::new(Quotas {
+        used: 10,
+        ..Default::default()
+    });
+    let source = quotas.clone() as Arc<dyn QuotaSource>;
+    let (mut c, calls) = fuse_client_on(MemShare::new(), true, move |share| {
+        let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
+        let old = &config.shares[0];
+        let mut s = old.with_backend(&old.name, old.backend.clone());
+        s.quota = Some(source);
+        config.shares[0] = Arc::new(s);
+        server_from(config)
+    });
+    let d = c.create("", LIST, D::OPEN, DIR).unwrap();
+    c.hold_lookups = true;
+    let m = c.query_info_msg(d, INFO_FS, FS_FULL_SIZE, 64);
+    let statfs = || calls.statfs.load(std::sync::atomic::Ordering::SeqCst);
+    let before = statfs();
+    let (_, mut out) = send_signed(&mut c, m);
+    let (mut on_io_thread, mut in_jobs, mut rounds) = (statfs() - before, 0, 0);
+    while out.is_empty() {
+        let held = std::mem::take(&mut c.held_lookups);
+        assert!(!held.is_empty() && rounds < 4, "answered after its lookups");
+        rounds += 1;
+        let (jobs, io_thread) = run_counting(&mut c, held, &statfs);
+        in_jobs += jobs;
+        on_io_thread += io_thread;
+        let before = statfs();
+        out = c.pump();
+        on_io_thread += statfs() - before;
+    }
+    c.hold_lookups = false;
+    assert_eq!(on_io_thread, 0, "no statfs on the I/O thread");
+    assert_eq!(in_jobs, 1, "the file system's sizes read in the job");
+    assert_eq!(rounds, 2, "the quota's lookup, then the job");
+    assert_eq!(out[0].status(), NtStatus::SUCCESS);
+    let f = FileFsFullSizeInformation::decode(&output_buffer(&out[0])).unwrap();
+    // As on a local share (above): the quota's 100 blocks, 90 of them free.
+    assert_eq!(
+        (
+            f.total_allocation_units,
+            f.caller_available_allocation_units,
+            f.actual_available_allocation_units
+        ),
+        (100, 90, 90)
+    );
+}

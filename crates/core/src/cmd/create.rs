@@ -520,6 +520,15 @@ fn tree_of(
     Ok((sref, view, owner))
 }
 
+/// `tree` on the view of its share's snapshot `token` ([`snapshot::view`]).
+fn on_view(
+    tree: TreeView,
+    token: ringshare_wire::snapshot::GmtToken,
+) -> Result<TreeView, NtStatus> {
+    let share = snapshot::view(&tree, token)?;
+    Ok(TreeView { share, ..tree })
+}
+
 /// Where a CREATE works once its name is resolved: the server, the tree and
 /// the path as stored.
 struct At<'a> {
@@ -546,9 +555,14 @@ fn create_or_wait(
     let server = core.server.clone();
     let (sref, tree, owner) = tree_of(core, req, ask)?;
     let quota_file = crate::cmd::quota::fake_file(&mut cr, tree.who.uid())?;
-    let (tree, in_snapshot) = match snapshot::view_of(&mut cr, &tree)? {
-        Some(share) => (TreeView { share, ..tree }, true),
-        None => (tree, false),
+    let token = snapshot::token_of(&mut cr, &tree)?;
+    let in_snapshot = token.is_some();
+    // The snapshot's view is made here, or on a share whose calls may wait on a network in the
+    // CREATE's job (below: `token` kept for it). The view has the share's settings and file
+    // system, so the request is checked alike against either.
+    let (tree, token) = match token {
+        Some(t) if !tree.share.offloaded() => (on_view(tree, t)?, None),
+        t => (tree, t),
     };
     let asked = request::check(core, &cr, &tree, ask).map_err(|e| match e {
         // `@GMT-…\..\..`: above the snapshot's root, as Samba answers.
@@ -563,6 +577,11 @@ fn create_or_wait(
     // the CREATE parked meanwhile; it runs again with what the job opened ([`offload`]).
     let offloaded = offload::applies(core, &tree, &asked);
     let job_ran = offloaded && offload::answered(core);
+    // A CREATE left on the I/O thread makes its snapshot's view there.
+    let (mut tree, token) = match token {
+        Some(t) if !offloaded => (on_view(tree, t)?, None),
+        t => (tree, t),
+    };
     if let (false, false, Some(sd)) = (retry, job_ran, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.
@@ -574,7 +593,7 @@ fn create_or_wait(
     }
     let (path, node, made, changed) = if offloaded {
         let Some(outcome) = offload::answer(core) else {
-            let posted = offload::Posted::by(core, retry, 0);
+            let posted = offload::Posted::by(core, retry, 0, token);
             let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);
@@ -589,7 +608,7 @@ fn create_or_wait(
             let offload::Prepared { node, made, .. } = p;
             drop(made);
             offload::let_go(core, &tree, node);
-            let posted = offload::Posted::by(core, retry, tries);
+            let posted = offload::Posted::by(core, retry, tries, token);
             let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);
@@ -601,6 +620,10 @@ fn create_or_wait(
                 offload::let_go(core, &tree, node);
                 return Err(s);
             }
+        }
+        // The open is the snapshot's view's, made in the job.
+        if let Some(share) = p.view {
+            tree = TreeView { share, ..tree };
         }
         (p.path, p.node, p.made, p.changed)
     } else {

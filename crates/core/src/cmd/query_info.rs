@@ -620,18 +620,20 @@ pub(crate) fn apply_eas(node: &dyn Node, eas: &[(String, Vec<u8>)]) -> Result<()
 /// errno E2BIG: a value larger than the filesystem holds in an xattr.
 const E2BIG: i32 = 7;
 
-/// `limited`: what a quota leaves the user (FileFsSizeInformation and
-/// FileFsFullSizeInformation show it, as Samba does, caller and actual alike).
+/// `limited`: what a quota leaves the user ([`crate::cmd::quota::limited_space`]):
+/// FileFsSizeInformation and FileFsFullSizeInformation show it within the file system's
+/// sizes, as Samba does, caller and actual alike.
 fn fs_info(
     open: &Open,
     class: FsInfoClass,
     read_only: bool,
-    limited: Option<crate::quota::Shown>,
+    limited: Option<(u64, u64, u64)>,
 ) -> Result<Answer, NtStatus> {
     let backend = &open.share.backend;
     let sector: u32 = 512;
     let stat = || backend.statfs().map_err(status_of);
-    if let Some(s) = limited {
+    if let Some(space) = limited {
+        let s = crate::quota::shown(&stat()?, space);
         // What a quota leaves: caller and actual alike, as Samba shows them.
         let units = (s.total, s.available, s.available);
         return sizes(class, units, s.sectors_per_unit, s.bytes_per_sector);

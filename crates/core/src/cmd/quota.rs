@@ -19,18 +19,21 @@ use ringshare_wire::NtStatus;
 
 use crate::cmd::ids::ASK_IDS;
 use crate::exchange::{ConnCore, Reply};
-use crate::fsmap::status_of;
 use crate::lookup::{DomainAnswer, Lookup};
 use crate::quota::{
-    entry_of, limit_in_blocks, DiskQuota, QuotaAsk, QuotaDone, QuotaSource, QuotaType, Shown,
+    entry_of, limit_in_blocks, DiskQuota, QuotaAsk, QuotaDone, QuotaSource, QuotaType,
 };
 use crate::server::lock;
 use crate::state::Open;
 
-/// The space shown to the user of `open` when a quota limits it (Samba's units), None when no
-/// quota does (or the share has no quota source, or it gave no answer: logged).
-/// Err([`ASK_IDS`]) when the source must be asked first.
-pub(crate) fn limited_space(core: &mut ConnCore, open: &Open) -> Result<Option<Shown>, NtStatus> {
+/// The space the quota of the user of `open` leaves them (block size, free and total blocks:
+/// [`crate::quota::shown`] makes what is shown of it with the file system's sizes, where they
+/// are read), None when no quota limits it (or the share has no quota source, or it gave no
+/// answer: logged). Err([`ASK_IDS`]) when the source must be asked first.
+pub(crate) fn limited_space(
+    core: &mut ConnCore,
+    open: &Open,
+) -> Result<Option<(u64, u64, u64)>, NtStatus> {
     let Some(source) = open.share.quota.clone() else {
         return Ok(None);
     };
@@ -49,11 +52,7 @@ pub(crate) fn limited_space(core: &mut ConnCore, open: &Open) -> Result<Option<S
             None
         }
     };
-    let Some(space) = space else {
-        return Ok(None);
-    };
-    let st = open.share.backend.statfs().map_err(status_of)?;
-    Ok(Some(crate::quota::shown(&st, space)))
+    Ok(space)
 }
 
 /// FileFsControlInformation ([MS-FSCC] 2.5.2) of a share with a quota source, as Samba 4.22

@@ -517,6 +517,59 @@ impl Share for FuseShare {
         self.1.share_call();
         self.0.find_name_case_insensitive(who, dir, name)
     }
+    fn read_only_view(&self, who: &Who, dir: &RelPath) -> FsResult<Arc<dyn Share>> {
+        self.1.share_call();
+        let view = self.0.read_only_view(who, dir)?;
+        Ok(Arc::new(FuseView(view, Arc::clone(&self.1), self.2)))
+    }
+}
+
+/// A snapshot's view of a [`FuseShare`] (Previous Versions: its `read_only_view`): the
+/// in-memory share's view, its calls counted in the share's [`Calls`], its files
+/// [`FuseNode`]s, waiting on a network when the share does.
+#[derive(Debug)]
+pub struct FuseView(pub Arc<dyn Share>, pub Arc<Calls>, pub bool);
+
+impl Share for FuseView {
+    fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
+        self.1.share_call();
+        let mut o = self.0.open(who, path, opts)?;
+        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1)));
+        Ok(o)
+    }
+    fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
+        self.1.share_call();
+        self.0.stat(who, path)
+    }
+    fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {
+        self.1.share_call();
+        self.0.unlink(who, path)
+    }
+    fn rmdir(&self, who: &Who, path: &RelPath) -> FsResult<()> {
+        self.1.share_call();
+        self.0.rmdir(who, path)
+    }
+    fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {
+        self.1.share_call();
+        self.0.rename(who, from, to, replace)
+    }
+    fn statfs(&self) -> FsResult<FsStat> {
+        self.1.statfs.fetch_add(1, Ordering::SeqCst);
+        self.0.statfs()
+    }
+    fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
+        self.1.share_call();
+        self.0.find_name_case_insensitive(who, dir, name)
+    }
+    fn may_wait_on_network(&self) -> bool {
+        self.2
+    }
+    fn streams_supported(&self) -> bool {
+        self.0.streams_supported()
+    }
+    fn is_snapshot(&self) -> bool {
+        self.0.is_snapshot()
+    }
 }
 
 /// Running the file system jobs a client's connection asked (held by the test), as the
@@ -598,4 +651,24 @@ pub fn send_signed(c: &mut Client, mut msg: Vec<u8>) -> (u64, Vec<Resp>) {
     c.sign(&mut msg);
     let mid = Header::decode(&msg).expect("header").message_id;
     (mid, c.send_frame(msg))
+}
+
+/// Each of `held` (of any kind) run and answered, as [`RunJobs::run_any`] does, with the file
+/// system calls `count` counts read around each step: those the runs made (the pool's) and
+/// those the answers made (the I/O thread's: the request runs again in `complete_lookup`).
+pub fn run_counting(
+    c: &mut Client,
+    held: Vec<ringshare_core::LookupRequest>,
+    count: &dyn Fn() -> usize,
+) -> (usize, usize) {
+    let (mut in_jobs, mut on_io_thread) = (0, 0);
+    for req in held {
+        let before = count();
+        let done = req.run();
+        in_jobs += count() - before;
+        let before = count();
+        c.conn.complete_lookup(c.now, req.id, done);
+        on_io_thread += count() - before;
+    }
+    (in_jobs, on_io_thread)
 }

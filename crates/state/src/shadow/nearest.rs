@@ -227,6 +227,12 @@ impl Share for NearestSnapshot {
         self.live.streams_supported()
     }
 
+    /// As the live share's: a snapshot's files are on its file system, and their calls are
+    /// made away from the I/O thread when its are (`fs calls off io thread`).
+    fn may_wait_on_network(&self) -> bool {
+        self.live.may_wait_on_network()
+    }
+
     fn is_snapshot(&self) -> bool {
         true
     }

@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use ringshare_vfs::{FileAttr, Node, RelPath};
+use ringshare_wire::snapshot::GmtToken;
 use ringshare_wire::NtStatus;
 
 use super::admission::Admitted;
@@ -29,7 +30,7 @@ use crate::exchange::ConnCore;
 use crate::fsjob::{Carried, FsDone, FsJob};
 use crate::io::Now;
 use crate::lookup::DomainAnswer;
-use crate::server::{lock, ServerState};
+use crate::server::{lock, ServerState, ShareDef};
 
 /// What the job opened, for the CREATE to go on with on the I/O thread.
 pub(super) struct Prepared {
@@ -47,6 +48,9 @@ pub(super) struct Prepared {
     /// job ran before this one for that reason.
     pub names_seen: u64,
     pub tries: u8,
+    /// The view of the snapshot the CREATE names ([`Posted::snapshot`]), made in the job: the
+    /// share the open is on.
+    pub view: Option<Arc<ShareDef>>,
 }
 
 /// How many times a CREATE's job runs again because names moved while it was out ([`stale`]):
@@ -123,12 +127,20 @@ pub(super) struct Posted {
     pub now: Now,
     pub tries: u8,
     pub refusing: Vec<u16>,
+    /// The snapshot the CREATE names (Previous Versions): the job makes its view first
+    /// ([`super::snapshot::view`]: its directory listed, its root opened) and works on it.
+    pub snapshot: Option<GmtToken>,
 }
 
 impl Posted {
     /// For a CREATE of `core`'s (`retry`: run again after it waited for breaks, when nothing is
     /// refused before the open, as on the I/O thread: [`super::admission::refused_before_open`]).
-    pub(super) fn by(core: &ConnCore, retry: bool, tries: u8) -> Posted {
+    pub(super) fn by(
+        core: &ConnCore,
+        retry: bool,
+        tries: u8,
+        snapshot: Option<GmtToken>,
+    ) -> Posted {
         let refusing = match (retry, core.server.node.link()) {
             (false, Some(link)) => link.refusing(),
             _ => Vec::new(),
@@ -137,6 +149,7 @@ impl Posted {
             now: core.now,
             tries,
             refusing,
+            snapshot,
         }
     }
 }
@@ -159,15 +172,30 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, p: Pos
         move || {
             let names_seen = server.files.names_seen(&tree.share.name, &asked.path);
             let mut refused = None;
-            let outcome = prepare(&server, &tree, &asked, (&p, &mut refused)).map(|o| Prepared {
-                names_seen,
-                tries: p.tries,
-                ..o
+            let outcome = on_view(&tree, p.snapshot).and_then(|view| {
+                let on = match &view {
+                    Some(share) => &TreeView {
+                        share: Arc::clone(share),
+                        ..tree.clone()
+                    },
+                    None => &tree,
+                };
+                prepare(&server, on, &asked, (&p, &mut refused)).map(|o| Prepared {
+                    names_seen,
+                    tries: p.tries,
+                    view,
+                    ..o
+                })
             });
             let holds = outcome.is_ok();
             Carried::new::<Answered>((outcome, refused), holds)
         },
     )
+}
+
+/// The view of `snapshot` when the CREATE names one ([`Posted::snapshot`]).
+fn on_view(tree: &TreeView, snapshot: Option<GmtToken>) -> Result<Option<Arc<ShareDef>>, NtStatus> {
+    snapshot.map(|t| super::snapshot::view(tree, t)).transpose()
 }
 
 /// The node an existing file (`existing`) is homed on, when it is one whose calls the I/O
@@ -241,6 +269,7 @@ fn prepare(
         changed,
         names_seen: 0,
         tries: 0,
+        view: None,
     })
 }
 

@@ -10,7 +10,9 @@
 //! resolved beneath that root by the backend (openat2 RESOLVE_BENEATH on
 //! POSIX), so neither a crafted token nor `..` reaches anything outside
 //! that one snapshot. The view is read-only: whatever would change a file
-//! fails with MEDIA_WRITE_PROTECTED, as on Samba.
+//! fails with MEDIA_WRITE_PROTECTED, as on Samba. On a share whose calls may wait on a
+//! network the view is made in the CREATE's file system job ([`super::offload`]): the token is
+//! taken out on the I/O thread ([`token_of`]), the view's calls ([`view`]) in the job.
 
 use std::sync::Arc;
 
@@ -24,17 +26,17 @@ use crate::fsmap::status_of;
 use crate::server::ShareDef;
 use crate::shadow::{split_token, NearestSnapshot};
 
-/// The snapshot a CREATE names, if its share has snapshots: the share the
-/// CREATE then works on is the snapshot's view, and `cr`'s name loses its
-/// token. `Ok(None)`: no snapshot is named (or the share has none), `tree`'s
-/// share as is.
-pub(super) fn view_of(
+/// The snapshot a CREATE names, if its share has snapshots: `cr`'s name loses its token.
+/// `Ok(None)`: no snapshot is named (or the share has none). No file system call: the view
+/// of the snapshot is made by [`view`] (on an offloaded share in the CREATE's job,
+/// [`super::offload`]).
+pub(super) fn token_of(
     cr: &mut CreateRequest<'_>,
     tree: &TreeView,
-) -> Result<Option<Arc<ShareDef>>, NtStatus> {
-    let Some(shadow) = tree.share.shadow.as_deref() else {
+) -> Result<Option<GmtToken>, NtStatus> {
+    if tree.share.shadow.is_none() {
         return Ok(None);
-    };
+    }
     let twrp = match cr.context(ContextTag::TimewarpToken) {
         Some(c) => {
             let ft = decode_u64_context(&c.data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
@@ -46,11 +48,18 @@ pub(super) fn view_of(
         cr.name = rest;
         t
     });
-    let Some(token) = twrp.or(named) else {
-        return Ok(None);
+    Ok(twrp.or(named))
+}
+
+/// The share a CREATE naming snapshot `token` ([`token_of`]) works on: the snapshot's view
+/// of `tree`'s share. Its calls (the snapshot directory listed when the token's name must
+/// be found among its entries, the view's root opened) are made where this runs.
+pub(super) fn view(tree: &TreeView, token: GmtToken) -> Result<Arc<ShareDef>, NtStatus> {
+    let Some(shadow) = tree.share.shadow.as_deref() else {
+        return Err(NtStatus::OBJECT_PATH_NOT_FOUND);
     };
     if shadow.everywhere && shadow.base.is_none() {
-        return Ok(Some(nearest(tree, shadow, token)));
+        return Ok(nearest(tree, shadow, token));
     }
     // Made from the token, or found among the snapshot directory's entries (a prefix, a
     // local time: shadow:snapprefix, shadow:localtime).
@@ -78,7 +87,7 @@ pub(super) fn view_of(
     let mut share = tree.share.with_backend(&tree.share.name, backend);
     // Within a snapshot, names are not looked up in snapshots again.
     share.shadow = None;
-    Ok(Some(Arc::new(share)))
+    Ok(Arc::new(share))
 }
 
 /// `shadow:snapdirseverywhere`: the snapshot as each directory of the share may hold it

@@ -34,16 +34,37 @@ pub(super) fn enumerate(
             _ => return Err(NtStatus::INVALID_DEVICE_REQUEST),
         }
     };
-    let Some(shadow) = share.shadow.as_deref() else {
+    if share.shadow.is_none() {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
+    }
+    let path = lock(&open.entry).path.clone();
+    let (max_out, who) = (ir.max_output_response, open.who.clone());
+    let answer = move || -> Result<Vec<u8>, NtStatus> {
+        let shadow = share
+            .shadow
+            .as_deref()
+            .ok_or(NtStatus::INVALID_DEVICE_REQUEST)?;
+        let snapshots = if shadow.everywhere && shadow.base.is_none() {
+            shadow.snapshots(nearest_names(&share, &who, shadow, &path)?)
+        } else {
+            list(&share, &who, shadow)?
+        };
+        encode_snapshot_array(&snapshots, max_out)
     };
-    let snapshots = if shadow.everywhere && shadow.base.is_none() {
-        let path = lock(&open.entry).path.clone();
-        shadow.snapshots(nearest_names(&share, &open.who, shadow, &path)?)
-    } else {
-        list(&share, &open.who, shadow)?
+    // On a share whose calls may wait on a network the snapshot directories are listed in a
+    // file system job of the open's order, the request parked meanwhile; it runs again and
+    // sends what the job made.
+    if !open.share.offloaded() {
+        return Ok(Reply::ok(super::response(ir, &answer()?)));
+    }
+    let out = match crate::cmd::query_info::job_answer(core) {
+        Some(r) => r?.body,
+        None => {
+            return crate::cmd::query_info::in_job(core, &open, "a snapshots' listing", move || {
+                answer().map(Reply::ok)
+            })
+        }
     };
-    let out = encode_snapshot_array(&snapshots, ir.max_output_response)?;
     Ok(Reply::ok(super::response(ir, &out)))
 }
 
