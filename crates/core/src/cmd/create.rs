@@ -172,6 +172,8 @@ struct Opening {
     path: RelPath,
     /// A new file's changes, made in its file system job ([`offload`]).
     changed: Option<change::Changed>,
+    /// A POSIX open's reparse buffer of a file that existed, read in its job ([`offload`]).
+    reparse: Option<Option<Vec<u8>>>,
     /// Its file system calls are made in jobs ([`offload`]): an overwrite is one too.
     in_job: bool,
 }
@@ -198,7 +200,7 @@ pub(crate) fn admitted(
         path: &opening.path,
     };
     // Opened in a file system job: not let go on the I/O thread when it is refused.
-    let keep = opening.tree.share.offloaded().then(|| joining.node());
+    let keep = opening.tree.share.offloaded().then(|| joining.nodes());
     let adm = joining.answered(&at, &opening.asked, done.home());
     if let (Some(node), false) = (keep, matches!(adm, Ok(Some(_)))) {
         offload::let_go(core, &opening.tree, node);
@@ -231,7 +233,7 @@ pub(crate) fn abandon_admission(core: &mut ConnCore, fin: AtHome) {
         .tree
         .share
         .offloaded()
-        .then(|| fin.joining.node());
+        .then(|| fin.joining.nodes());
     fin.joining.abandon(&core.server);
     if let Some(node) = keep {
         offload::let_go(core, &fin.opening.tree, node);
@@ -605,9 +607,9 @@ fn create_or_wait(
         if offload::stale(&server, (&tree, &asked), &p) {
             // A name moved while the job was out: it looks the name up again.
             let tries = p.tries + 1;
-            let offload::Prepared { node, made, .. } = p;
-            drop(made);
-            offload::let_go(core, &tree, node);
+            let nodes = offload::nodes_of(&p.node, &p.made);
+            drop(p);
+            offload::let_go(core, &tree, nodes);
             let posted = offload::Posted::by(core, retry, tries, token);
             let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
@@ -615,9 +617,9 @@ fn create_or_wait(
         }
         if !retry {
             if let Err(s) = admission::refused_before_open(&server, p.existing.as_ref()) {
-                let offload::Prepared { node, made, .. } = p;
-                drop(made);
-                offload::let_go(core, &tree, node);
+                let nodes = offload::nodes_of(&p.node, &p.made);
+                drop(p);
+                offload::let_go(core, &tree, nodes);
                 return Err(s);
             }
         }
@@ -625,21 +627,22 @@ fn create_or_wait(
         if let Some(share) = p.view {
             tree = TreeView { share, ..tree };
         }
-        (p.path, p.node, p.made, p.changed)
+        (p.path, p.node, p.made, (p.changed, p.reparse))
     } else {
         let (path, node, made) = match open_here(core, retry, &server, &tree, &asked) {
             Err(LEASE_HELD) => return lease_wait(core, req),
             r => r?,
         };
-        (path, node, made, None)
+        (path, node, made, (None, None))
     };
+    let (changed, reparse) = changed;
     let at = At {
         server: &server,
         tree: &tree,
         path: &path,
     };
     // A node the job opened is let go in a job too when the open is not kept.
-    let keep = offloaded.then(|| Arc::clone(&node));
+    let keep = offloaded.then(|| offload::nodes_of(&node, &made));
     let mut home = None;
     let admitted = admission::admit(core, req, retry, &at, &asked, node, made, &mut home);
     if let (Some(node), Ok(None) | Err(_)) = (keep, &admitted) {
@@ -655,6 +658,7 @@ fn create_or_wait(
         asked,
         path,
         changed,
+        reparse,
         in_job: offloaded,
     };
     let adm = match admitted {
@@ -748,7 +752,10 @@ fn go_on(
                 tree: &o.tree,
                 path: &o.path,
             };
-            change::apply(&at, core.now, &o.asked, &adm)?
+            let mut changed = change::apply(&at, core.now, &o.asked, &adm)?;
+            // An existing file's, opened without change, read in its job.
+            changed.reparse = o.reparse.take();
+            changed
         }
     };
     answer_open(core, req, cr, o, adm, changed, parked)
@@ -868,9 +875,9 @@ fn leave_after_change(
         path: &o.path,
     };
     let s = adm.leave(&at, s);
-    let node = Arc::clone(&adm.node);
+    let nodes = offload::nodes_of(&adm.node, &adm.made);
     drop(adm);
-    offload::let_go(core, &o.tree, node);
+    offload::let_go(core, &o.tree, nodes);
     s
 }
 

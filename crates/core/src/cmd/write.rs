@@ -139,7 +139,7 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         if req.detached.is_some() {
             return Err(NtStatus::INVALID_PARAMETER);
         }
-        let (n, delete) = crate::fruit::afp::write(open.node.as_ref(), wr.offset, wr.data)?;
+        let (n, delete) = afp_write(core, &open, wr.offset, wr.data)?;
         if delete {
             lock(&open.state).delete_on_close = true;
         }
@@ -209,6 +209,32 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
             written: None,
         }),
     })
+}
+
+/// An AfpInfo stream's WRITE ([`crate::fruit::afp::write`]: the payload checked, the 60-byte
+/// blob stored): on a share whose calls may wait on a network in a file system job of the
+/// open's order (the WRITE parks and runs again with what it came to: the count, and whether
+/// an empty FinderInfo deletes the stream at its close), else here.
+fn afp_write(
+    core: &mut ConnCore,
+    open: &crate::state::Open,
+    offset: u64,
+    data: &[u8],
+) -> Result<(usize, bool), NtStatus> {
+    if !open.share.offloaded() {
+        return crate::fruit::afp::write(open.node.as_ref(), offset, data);
+    }
+    if let Some(r) = crate::cmd::job_made::<Result<(usize, bool), NtStatus>>(core) {
+        return r.and_then(|written| written);
+    }
+    let (who, order, share) = crate::cmd::job_of_open(open);
+    let (node, data) = (open.node.clone(), data.to_vec());
+    let job = crate::fsjob::FsJob::answer_made(who, order, share, "an AfpInfo WRITE", move || {
+        let r = crate::fruit::afp::write(node.as_ref(), offset, &data);
+        crate::fsjob::Carried::new(r, false)
+    });
+    core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
+    Err(crate::cmd::ids::ASK_IDS)
 }
 
 /// The write time of a WRITE of `open`: its first WRITE's from the modification time before it

@@ -50,7 +50,8 @@ pub struct Calls {
     pub lock_sets: AtomicUsize,
     /// Files changed: sizes, allocations, times, attributes, modes, owners, ACLs, EAs.
     pub changes: AtomicUsize,
-    /// Files' ACLs, stored descriptors and EAs read, and directories' names listed.
+    /// Files' ACLs, stored descriptors, EAs and reparse buffers read, and directories' names
+    /// listed.
     pub reads: AtomicUsize,
     /// Every change of a file, and every rename or link, is refused (a back end that says no:
     /// EACCES).
@@ -67,7 +68,9 @@ pub struct Calls {
     /// counted with the changes.
     pub copies: AtomicUsize,
     /// Named streams' calls: their reads, writes, syncs and sizes, the look for a stream by
-    /// name and a stream's rename (the POSIX backend's xattr calls).
+    /// name, a stream's opening, creation (refused with `refuse`), removal and rename, a file's
+    /// streams listed, and its Netatalk metadata read or written (the POSIX backend's xattr
+    /// calls).
     pub streams: AtomicUsize,
 }
 
@@ -224,10 +227,21 @@ impl Node for FuseNode {
         self.0.allocated_ranges(offset, len)
     }
     fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
+        // Counted, never failed (FSCTL_GET_REPARSE_POINT's tests fail other reads).
+        self.1.reads.fetch_add(1, Ordering::SeqCst);
         self.0.reparse_point()
     }
     fn set_reparse_point(&self, value: Option<&[u8]>) -> FsResult<()> {
         self.0.set_reparse_point(value)
+    }
+    fn netatalk_metadata(&self) -> FsResult<Option<Vec<u8>>> {
+        self.1.stream();
+        self.0.netatalk_metadata()
+    }
+    fn set_netatalk_metadata(&self, value: Option<&[u8]>) -> FsResult<()> {
+        self.1.stream();
+        self.1.refused()?;
+        self.0.set_netatalk_metadata(value)
     }
     fn set_dos_attributes(&self, attrs: u32) -> FsResult<()> {
         self.1.change()?;
@@ -278,14 +292,21 @@ impl Node for FuseNode {
         self.0.list_names()
     }
     fn open_stream(&self, name: &str, mode: OpenMode, write: bool) -> FsResult<Opened> {
+        self.1.stream();
+        if mode == OpenMode::CreateNew {
+            // Making a stream is a change of the file.
+            self.1.refused()?;
+        }
         let mut o = self.0.open_stream(name, mode, write)?;
         o.node = Arc::new(FuseStream(o.node, Arc::clone(&self.1)));
         Ok(o)
     }
     fn list_streams(&self) -> FsResult<Vec<ringshare_vfs::StreamInfo>> {
+        self.1.stream();
         self.0.list_streams()
     }
     fn remove_stream(&self, name: &str) -> FsResult<()> {
+        self.1.stream();
         self.0.remove_stream(name)
     }
     fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {

@@ -197,9 +197,10 @@ fn leave_entries(server: &crate::ServerState, node: Arc<dyn Node>, key: FileKey,
 }
 
 impl Joining {
-    /// The open's node (another holder of it: [`super::offload::let_go`]).
-    pub(super) fn node(&self) -> Arc<dyn Node> {
-        Arc::clone(&self.node)
+    /// The nodes it holds (other holders of them: [`super::offload::let_go`]): its own, and
+    /// for a named stream its file's ([`Made::nodes`]).
+    pub(super) fn nodes(&self) -> Vec<Arc<dyn Node>> {
+        self.made.nodes(&self.node)
     }
 
     /// What the file's entry is asked.

@@ -47,9 +47,11 @@ pub(super) fn response(
     at: &At<'_>,
     asked: &mut Asked,
     adm: &Admitted,
-    changed: Changed,
+    mut changed: Changed,
     owner: durable::Owner,
 ) -> (Vec<u8>, Settled) {
+    // Read in the CREATE's job on a share whose calls may wait on a network.
+    let reparse = changed.reparse.take();
     let (share, made, grant) = (&at.tree.share, &adm.made, &adm.grant);
     let attr = &changed.attr;
     let mut contexts = response_contexts(cr, attr, made.maximal, file_id_shown(core, share, attr));
@@ -65,7 +67,8 @@ pub(super) fn response(
     }
     if asked.posix.is_some() {
         let mut data = Vec::new();
-        let stored = crate::cmd::reparse::stored(adm.node.as_ref(), attr);
+        let stored =
+            reparse.unwrap_or_else(|| crate::cmd::reparse::stored(adm.node.as_ref(), attr));
         crate::cmd::posix::cc(at.server, attr, stored.as_deref()).encode(&mut data);
         contexts.push(CreateContext::new(ringshare_wire::create::tag::POSIX, data));
     }

@@ -24,6 +24,9 @@ use crate::server::{ServerState, ShareDef};
 pub(super) struct Changed {
     pub action: CreateAction,
     pub attr: FileAttr,
+    /// A POSIX open's stored reparse buffer ([`crate::cmd::reparse::stored`]) when it was read
+    /// in a file system job ([`super::offload`]); `None`: read when the answer is made.
+    pub reparse: Option<Option<Vec<u8>>>,
 }
 
 /// CreateOptions FILE_NO_COMPRESSION ([MS-SMB2] 2.2.13).
@@ -54,7 +57,11 @@ pub(super) fn apply_to(
 ) -> Result<Changed, NtStatus> {
     let action = overwrite(at, asked, opened, leave)?;
     let attr = set_up(at, now, asked, opened, leave)?;
-    Ok(Changed { action, attr })
+    Ok(Changed {
+        action,
+        attr,
+        reparse: None,
+    })
 }
 
 /// Truncate an overwritten or superseded file (which keeps no named

@@ -9,11 +9,16 @@
 //! oplocks, at the file's home when it is another node's), durable handles, the answer and the
 //! open put in its session.
 //!
-//! Left on the I/O thread (the old path, [`applies`]): named streams, `fruit` shares (AFP),
-//! POSIX opens (symlinks and special files, their reparse data), a new file that inherits its
-//! parent's NT ACL on a server with an id source (its domain SIDs are asked about before the
-//! file is made). An existing file's overwrite or supersede is a second job, after admission
-//! ([`overwrite_job`]: a refused open never changes the file).
+//! A named stream's CREATE (session 49) is made so too: the file's walk and open (or creation)
+//! and the stream's open or creation in it, on a `fruit` share its AFP streams (a `._` file
+//! taken in, the resource fork in its AppleDouble file, an AfpInfo kept in Netatalk metadata);
+//! and a POSIX open's (its exact name, its mode, a symlink or special file opened itself), the
+//! reparse buffer its answer shows read in the job ([`super::change::Changed::reparse`]).
+//!
+//! Left on the I/O thread (the old path, [`applies`]): a new file that inherits its parent's
+//! NT ACL on a server with an id source (its domain SIDs are asked about before the file is
+//! made). An existing file's (or stream's) overwrite or supersede is a second job, after
+//! admission ([`overwrite_job`]: a refused open never changes the file).
 
 use std::sync::Arc;
 
@@ -51,6 +56,9 @@ pub(super) struct Prepared {
     /// The view of the snapshot the CREATE names ([`Posted::snapshot`]), made in the job: the
     /// share the open is on.
     pub view: Option<Arc<ShareDef>>,
+    /// A POSIX open's stored reparse buffer for a file that existed ([`reparse_of`]), read in
+    /// the job; a new file's is in `changed`.
+    pub reparse: Option<Option<Vec<u8>>>,
 }
 
 /// How many times a CREATE's job runs again because names moved while it was out ([`stale`]):
@@ -81,10 +89,7 @@ type Outcome = Result<Prepared, NtStatus>;
 /// Whether this CREATE's file system calls are made in a job ([`job`]).
 pub(super) fn applies(core: &ConnCore, tree: &TreeView, asked: &Asked) -> bool {
     let share = &tree.share;
-    if !share.offloaded() || asked.named.is_some() || share.fruit.is_some() {
-        return false;
-    }
-    if asked.posix.is_some() {
+    if !share.offloaded() {
         return false;
     }
     // The domain SIDs a new file inherits are placed before it is made
@@ -121,8 +126,9 @@ pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
 type Answered = (Outcome, Option<u16>);
 
 /// What the I/O thread gives a CREATE's job besides the request: the time, how many times the
-/// job ran before because names moved ([`stale`]), and the nodes whose calls the thread fails at
-/// once now (`ClusterLink::refusing`).
+/// job ran before because names moved ([`stale`]), the nodes whose calls the thread fails at
+/// once now (`ClusterLink::refusing`), and whether the connection negotiated AAPL (macOS
+/// takes an empty stream for a missing one on a `fruit` share: [`stream::open_named`]).
 pub(super) struct Posted {
     pub now: Now,
     pub tries: u8,
@@ -130,6 +136,7 @@ pub(super) struct Posted {
     /// The snapshot the CREATE names (Previous Versions): the job makes its view first
     /// ([`super::snapshot::view`]: its directory listed, its root opened) and works on it.
     pub snapshot: Option<GmtToken>,
+    pub aapl: bool,
 }
 
 impl Posted {
@@ -150,6 +157,7 @@ impl Posted {
             tries,
             refusing,
             snapshot,
+            aapl: core.aapl.negotiated,
         }
     }
 }
@@ -255,12 +263,17 @@ fn prepare(
     };
     let rights = rights::check(&at, now, asked, &opened, target.granted)?;
     open::refuse_nonempty_dir(asked, &opened)?;
-    // No named stream here ([`applies`]): the file's own open.
-    let (node, made) = stream::open_named(&at, false, asked, opened, rights)?;
-    let changed = match made.created {
+    // The file's own open, or its named stream's (opened or made now).
+    let (node, made) = stream::open_named(&at, posted.aapl, asked, opened, rights)?;
+    let mut changed = match made.created {
         true => Some(change::apply_to(&at, now, asked, (&node, &made), &|s| s)?),
         false => None,
     };
+    let mut reparse = None;
+    match &mut changed {
+        Some(c) => c.reparse = reparse_of(asked, &node, &c.attr),
+        None => reparse = reparse_of(asked, &node, &made.attr),
+    }
     Ok(Prepared {
         path: target.path,
         existing: target.existing,
@@ -270,7 +283,18 @@ fn prepare(
         names_seen: 0,
         tries: 0,
         view: None,
+        reparse,
     })
+}
+
+/// For a POSIX open, the reparse buffer a client stored with the file (metadata `attr`) that
+/// its answer shows ([`crate::cmd::reparse::stored`]: an xattr read for a regular file marked
+/// REPARSE_POINT), read in the job; `None` for another open (nothing to read).
+fn reparse_of(asked: &Asked, node: &Arc<dyn Node>, attr: &FileAttr) -> Option<Option<Vec<u8>>> {
+    asked
+        .posix
+        .is_some()
+        .then(|| crate::cmd::reparse::stored(node.as_ref(), attr))
 }
 
 /// Whether `asked`'s disposition opens a file that exists (OPEN_IF, OVERWRITE_IF, SUPERSEDE)
@@ -303,8 +327,11 @@ pub(super) fn overwrite_job(
             tree: &tree,
             path: &path,
         };
-        let r = change::apply_to(&at, now, &asked, (&node, &made), &|s| s);
-        drop(node);
+        let r = change::apply_to(&at, now, &asked, (&node, &made), &|s| s).map(|mut c| {
+            c.reparse = reparse_of(&asked, &node, &c.attr);
+            c
+        });
+        drop((node, made));
         stage.ended();
         Carried::new(r, false)
     })
@@ -393,16 +420,21 @@ pub(super) fn overwritten(done: crate::lookup::LookupDone) -> Result<Changed, Nt
     }
 }
 
-/// `node`, opened by the job and not kept (a share-mode conflict, a lease break to wait for,
-/// a refusal after the job), let go in a job of its own when nothing else holds it: its last
-/// close (a FLUSH on FUSE) is not made on the I/O thread. Nobody waits for it.
-pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, node: Arc<dyn Node>) {
-    if Arc::strong_count(&node) > 1 {
-        // Another holder (the file's entry, a watch) lets it go where it ends.
+/// The nodes an open the job made holds ([`Made::nodes`]).
+pub(super) fn nodes_of(node: &Arc<dyn Node>, made: &Made) -> Vec<Arc<dyn Node>> {
+    made.nodes(node)
+}
+
+/// `nodes`, opened by the job and not kept (a share-mode conflict, a lease break to wait for,
+/// a refusal after the job), let go in a job of its own when nothing else holds one of them:
+/// their last close (a FLUSH on FUSE) is not made on the I/O thread. Nobody waits for it.
+pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, nodes: Vec<Arc<dyn Node>>) {
+    if nodes.iter().all(|n| Arc::strong_count(n) > 1) {
+        // Another holder (the file's entry, a watch) lets them go where it ends.
         return;
     }
     let share = crate::fsjob::share_key(&tree.share.name);
-    let job = FsJob::let_go(Carried::new(node, true), share);
+    let job = FsJob::let_go(Carried::new(nodes, true), share);
     core.cluster_posts.push(crate::lookup::Lookup::Fs(job));
 }
 

@@ -35,6 +35,16 @@ pub(super) struct Made {
 }
 
 impl Made {
+    /// The nodes an open of `node` (what this CREATE opened) holds: its own, and for a named
+    /// stream its file's too ([`Made::file_node`], opened to reach the stream).
+    pub(super) fn nodes(&self, node: &Arc<dyn Node>) -> Vec<Arc<dyn Node>> {
+        let mut nodes = vec![Arc::clone(node)];
+        if self.stream_name.is_some() {
+            nodes.push(Arc::clone(&self.file_node));
+        }
+        nodes
+    }
+
     /// Undo what this CREATE made (the stream, then the file), when it
     /// fails after making them.
     pub(super) fn undo(&self, at: &At<'_>) {
