@@ -577,13 +577,15 @@ fn create_or_wait(
     }
     // On a share whose calls may wait on a network its file system part is made in a job,
     // the CREATE parked meanwhile; it runs again with what the job opened ([`offload`]).
-    let offloaded = offload::applies(core, &tree, &asked);
+    let offloaded = offload::applies(&tree);
     let job_ran = offloaded && offload::answered(core);
     // A CREATE left on the I/O thread makes its snapshot's view there.
     let (mut tree, token) = match token {
         Some(t) if !offloaded => (on_view(tree, t)?, None),
         t => (tree, t),
     };
+    // The id source answered the question a job asked (a new file's inherited domain SIDs).
+    let ids_came = offloaded && crate::cmd::ids::answer_here(core);
     if let (false, false, Some(sd)) = (retry, job_ran, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.
@@ -594,8 +596,12 @@ fn create_or_wait(
         crate::cmd::ids::before_set(core, sd, &creator)?;
     }
     let (path, node, made, changed) = if offloaded {
+        if ids_came && crate::cmd::ids::took_failed_answer(core) {
+            // As `ids::before_inherit` fails on the I/O thread.
+            return Err(crate::cmd::ids::NO_ANSWER);
+        }
         let Some(outcome) = offload::answer(core) else {
-            let posted = offload::Posted::by(core, retry, 0, token);
+            let posted = offload::Posted::by(core, retry, 0, token, ids_came);
             let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);
@@ -610,7 +616,7 @@ fn create_or_wait(
             let nodes = offload::nodes_of(&p.node, &p.made);
             drop(p);
             offload::let_go(core, &tree, nodes);
-            let posted = offload::Posted::by(core, retry, tries, token);
+            let posted = offload::Posted::by(core, retry, tries, token, false);
             let job = offload::job(server.clone(), tree.clone(), asked, posted);
             core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
             return Err(crate::cmd::ids::ASK_IDS);

@@ -79,6 +79,19 @@ fn answered(core: &mut ConnCore) -> Option<Result<(), String>> {
     }
 }
 
+/// Whether the id source's answer for this request is here (it asked and runs again), not
+/// taken.
+pub(crate) fn answer_here(core: &ConnCore) -> bool {
+    matches!(core.domain_answer, Some(DomainAnswer::Ids(_)))
+}
+
+/// The id source's answer for this request taken, if it is here: whether the source failed
+/// (a CREATE whose job asked a new file's inherited SIDs then fails [`NO_ANSWER`], as
+/// [`before_inherit`] makes it on the I/O thread).
+pub(crate) fn took_failed_answer(core: &mut ConnCore) -> bool {
+    matches!(answered(core), Some(Err(_)))
+}
+
 /// Whether the id source's answer for this request is here (it asked and runs again), taken:
 /// a request that reads a file's descriptor again in a file system job before it answers
 /// (a QUERY_INFO security on a share whose calls may wait on a network) asks nothing more.

@@ -15,14 +15,18 @@
 //! and a POSIX open's (its exact name, its mode, a symlink or special file opened itself), the
 //! reparse buffer its answer shows read in the job ([`super::change::Changed::reparse`]).
 //!
-//! Left on the I/O thread (the old path, [`applies`]): a new file that inherits its parent's
-//! NT ACL on a server with an id source (its domain SIDs are asked about before the file is
-//! made). An existing file's (or stream's) overwrite or supersede is a second job, after
-//! admission ([`overwrite_job`]: a refused open never changes the file).
+//! A new file that inherits its parent's NT ACL on an `acl_xattr` share of a server with an id
+//! source and a domain: the job reads the parent's descriptor and, when its inheritable ACEs
+//! name domain SIDs the id source was not asked about, answers those ([`Answered`]) without
+//! making the file; the CREATE asks the id source (on the I/O thread's side, as it did before
+//! the file was made there: `ids::before_inherit`) and runs again, its second job making the
+//! file without asking. An existing file's (or stream's) overwrite or supersede is a second
+//! job, after admission ([`overwrite_job`]: a refused open never changes the file).
 
 use std::sync::Arc;
 
 use ringshare_vfs::{FileAttr, Node, RelPath};
+use ringshare_wire::security::Sid;
 use ringshare_wire::snapshot::GmtToken;
 use ringshare_wire::NtStatus;
 
@@ -86,20 +90,10 @@ pub(super) fn stale(
 /// What the job answers: the open, or the status the CREATE fails with.
 type Outcome = Result<Prepared, NtStatus>;
 
-/// Whether this CREATE's file system calls are made in a job ([`job`]).
-pub(super) fn applies(core: &ConnCore, tree: &TreeView, asked: &Asked) -> bool {
-    let share = &tree.share;
-    if !share.offloaded() {
-        return false;
-    }
-    // The domain SIDs a new file inherits are placed before it is made
-    // ([`crate::cmd::ids::before_inherit`], on the I/O thread): that CREATE stays there.
-    let logons = &core.server.logons;
-    let inherits_domain_sids = share.nt_acl_xattr
-        && !asked.dacl_given()
-        && logons.id_source().is_some()
-        && logons.domain().is_some();
-    !inherits_domain_sids
+/// Whether this CREATE's file system calls are made in a job ([`job`]): on a share whose calls
+/// may wait on a network.
+pub(super) fn applies(tree: &TreeView) -> bool {
+    tree.share.offloaded()
 }
 
 /// Whether this run of the CREATE carries its job's answer (it runs again after the job).
@@ -110,25 +104,37 @@ pub(super) fn answered(core: &ConnCore) -> bool {
 /// The job's answer, taken, when the CREATE runs again after it: what it opened, or the status
 /// it failed with (a job that could not run: its file system error).
 pub(super) fn answer(core: &mut ConnCore) -> Option<Outcome> {
-    let (outcome, refused) = match crate::cmd::job_made::<Answered>(core)? {
+    let (outcome, refused, sids) = match crate::cmd::job_made::<Answered>(core)? {
         Ok(answered) => answered,
-        Err(s) => (Err(s), None),
+        Err(s) => (Err(s), None, Vec::new()),
     };
     if let (Some(n), Some(link)) = (refused, core.server.node.link()) {
         // Counted for the log, if this thread still refuses the node's calls.
         link.refuses_now(n);
     }
+    if !sids.is_empty() {
+        // The new file's inherited domain SIDs, asked before it is made; the CREATE runs again.
+        let source = core.server.logons.id_source()?;
+        let ids = Vec::new();
+        core.ids_wanted = Some(crate::lookup::Lookup::Ids { source, sids, ids });
+        return Some(Err(crate::cmd::ids::ASK_IDS));
+    }
     Some(outcome)
 }
 
-/// What the job carries back: its outcome, and the node whose file it refused to open
-/// ([`refused_home`]).
-type Answered = (Outcome, Option<u16>);
+/// What the job carries back: its outcome, the node whose file it refused to open
+/// ([`refused_home`]), and the domain SIDs a new file would inherit that the id source must
+/// be asked about first ([`inherited_unknown`]; the outcome is then Err(`ASK_IDS`), nothing
+/// made).
+type Answered = (Outcome, Option<u16>, Vec<Sid>);
 
 /// What the I/O thread gives a CREATE's job besides the request: the time, how many times the
 /// job ran before because names moved ([`stale`]), the nodes whose calls the thread fails at
-/// once now (`ClusterLink::refusing`), and whether the connection negotiated AAPL (macOS
-/// takes an empty stream for a missing one on a `fruit` share: [`stream::open_named`]).
+/// once now (`ClusterLink::refusing`), whether the connection negotiated AAPL (macOS takes an
+/// empty stream for a missing one on a `fruit` share: [`stream::open_named`]), and whether a
+/// new file's inherited domain SIDs the id source was not asked about are answered rather than
+/// the file made ([`inherited_unknown`]: not once it was asked for this CREATE, nor on a server
+/// without an id source and a domain, nor run again after breaks, as on the I/O thread).
 pub(super) struct Posted {
     pub now: Now,
     pub tries: u8,
@@ -137,27 +143,34 @@ pub(super) struct Posted {
     /// ([`super::snapshot::view`]: its directory listed, its root opened) and works on it.
     pub snapshot: Option<GmtToken>,
     pub aapl: bool,
+    pub ask_inherited: bool,
 }
 
 impl Posted {
     /// For a CREATE of `core`'s (`retry`: run again after it waited for breaks, when nothing is
     /// refused before the open, as on the I/O thread: [`super::admission::refused_before_open`]).
+    /// `ids_came`: the id source answered this CREATE's question already.
     pub(super) fn by(
         core: &ConnCore,
         retry: bool,
         tries: u8,
         snapshot: Option<GmtToken>,
+        ids_came: bool,
     ) -> Posted {
         let refusing = match (retry, core.server.node.link()) {
             (false, Some(link)) => link.refusing(),
             _ => Vec::new(),
         };
+        let logons = &core.server.logons;
+        let ask_inherited =
+            !retry && !ids_came && logons.id_source().is_some() && logons.domain().is_some();
         Posted {
             now: core.now,
             tries,
             refusing,
             snapshot,
             aapl: core.aapl.negotiated,
+            ask_inherited,
         }
     }
 }
@@ -179,7 +192,7 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, p: Pos
         "the file system part of a CREATE",
         move || {
             let names_seen = server.files.names_seen(&tree.share.name, &asked.path);
-            let mut refused = None;
+            let (mut refused, mut sids) = (None, Vec::new());
             let outcome = on_view(&tree, p.snapshot).and_then(|view| {
                 let on = match &view {
                     Some(share) => &TreeView {
@@ -188,7 +201,8 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, p: Pos
                     },
                     None => &tree,
                 };
-                prepare(&server, on, &asked, (&p, &mut refused)).map(|o| Prepared {
+                let r = prepare(&server, on, &asked, (&p, &mut refused, &mut sids));
+                r.map(|o| Prepared {
                     names_seen,
                     tries: p.tries,
                     view,
@@ -196,7 +210,7 @@ pub(super) fn job(server: Arc<ServerState>, tree: TreeView, asked: Asked, p: Pos
                 })
             });
             let holds = outcome.is_ok();
-            Carried::new::<Answered>((outcome, refused), holds)
+            Carried::new::<Answered>((outcome, refused, sids), holds)
         },
     )
 }
@@ -224,12 +238,13 @@ fn refused_home(
 }
 
 /// [`job`]'s calls, in the order the I/O thread makes them elsewhere.
-/// `refused`: the node whose file it did not open ([`refused_home`]).
+/// `refused`: the node whose file it did not open ([`refused_home`]); `sids`: the domain SIDs
+/// to ask about before a new file is made ([`inherited_unknown`]).
 fn prepare(
     server: &ServerState,
     tree: &TreeView,
     asked: &Asked,
-    (posted, refused): (&Posted, &mut Option<u16>),
+    (posted, refused, sids): (&Posted, &mut Option<u16>, &mut Vec<Sid>),
 ) -> Outcome {
     let now = posted.now;
     let mut tries = 0;
@@ -238,6 +253,12 @@ fn prepare(
         *refused = refused_home(server, target.existing.as_ref(), &posted.refusing);
         if refused.is_some() {
             return Err(NtStatus::FILE_NOT_AVAILABLE);
+        }
+        if posted.ask_inherited && target.create && !asked.dacl_given() && tree.share.nt_acl_xattr {
+            *sids = inherited_unknown(server, tree, &target.path, now);
+            if !sids.is_empty() {
+                return Err(crate::cmd::ids::ASK_IDS);
+            }
         }
         let at = At {
             server,
@@ -295,6 +316,18 @@ fn reparse_of(asked: &Asked, node: &Arc<dyn Node>, attr: &FileAttr) -> Option<Op
         .posix
         .is_some()
         .then(|| crate::cmd::reparse::stored(node.as_ref(), attr))
+}
+
+/// The domain SIDs the inheritable ACEs of the descriptor of `path`'s parent name that the id
+/// source was not asked about (or whose answers expired): a new file at `path` would get no
+/// POSIX entry for them ([`crate::cmd::ids::before_inherit`], which the I/O thread makes
+/// elsewhere). A parent that cannot be read asks nothing (the inheritance reports it).
+fn inherited_unknown(server: &ServerState, tree: &TreeView, path: &RelPath, now: Now) -> Vec<Sid> {
+    let ids = server.logons.ids(now.mono_ms);
+    match crate::ntsd::parent_descriptor(&tree.share, &tree.who, path, &ids) {
+        Ok(Some(parent)) => server.logons.sid_map.unknown_sids(&parent, now.mono_ms),
+        _ => Vec::new(),
+    }
 }
 
 /// Whether `asked`'s disposition opens a file that exists (OPEN_IF, OVERWRITE_IF, SUPERSEDE)
