@@ -10,7 +10,7 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream] [--stall-ops OP,...] [--direct-io] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create] [--stall-ops OP,...] [--direct-io] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
 #     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
@@ -33,6 +33,8 @@
 #     security: QUERY_INFO of that file's security descriptor (its stat and ACL xattrs)
 #     stream: READ of 1 KiB of that file's named stream `cold:s`, opened and written before (the
 #             POSIX backend keeps a stream in an xattr: its read is a FUSE getxattr)
+#     stream-create: a CREATE of a new named stream `cold:new` of that file (its lookup and
+#             open, its xattrs listed, the empty stream's setxattr)
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
 #     --direct-io: the mount opens every file in direct I/O mode (stall-fuse.py --direct-io; as

@@ -8,7 +8,7 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create
       [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
@@ -26,7 +26,9 @@ ceph-fuse's), copychunk (FSCTL_SRV_COPYCHUNK_WRITE of 1 MiB, one chunk, from sta
 and its resume key asked before, into stall/copy, opened before: the kernel's copy_file_range,
 FUSE reads and writes), security (QUERY_INFO of stall/cold's security descriptor, owner, group
 and DACL, opened before: a FUSE getattr and getxattr), stream (READ of 1 KiB of stall/cold's
-named stream `s`, opened and written before: a FUSE getxattr, the stream's data being an xattr).
+named stream `s`, opened and written before: a FUSE getxattr, the stream's data being an xattr),
+stream-create (a CREATE of a new named stream `stall/cold:new`: the file's lookup and open, its
+xattrs listed, the empty stream's setxattr).
 """
 
 import argparse
@@ -228,7 +230,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream", "stream-create"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -268,6 +270,8 @@ def main():
     threading.Timer(a.hold, lambda: os.unlink(a.flag)).start()
     if a.action == "create":
         open_(tree, "stall\\new").close()
+    elif a.action == "stream-create":
+        open_(tree, "stall\\cold:new", CreateDisposition.FILE_CREATE, 0x0012019F).close()
     elif a.action == "read":
         stalled.read(0, 4096)
     elif a.action == "query":
