@@ -45,7 +45,11 @@ impl IdSource for TestIds {
         }
         Ok(sids
             .iter()
-            .map(|s| (s.to_string() == SALES).then_some(Xid::Both(SALES_GID)))
+            .map(|s| match s.to_string().as_str() {
+                SALES => Some(Xid::Both(SALES_GID)),
+                ENGINEERS => Some(Xid::Gid(200_106)),
+                _ => None,
+            })
             .collect())
     }
 
@@ -252,4 +256,81 @@ fn a_new_file_whose_id_source_fails_is_refused_as_locally() {
     }
     assert_eq!(seen[0], seen[1], "as on a local share");
     assert_eq!(seen[0], (NtStatus::NONE_MAPPED, false));
+}
+
+const ENGINEERS: &str = "S-1-5-21-1-2-3-1106";
+
+/// A CREATE of `sales\given.txt` with a SecD context giving it the Engineers' group and no
+/// DACL (so it inherits the folder's), its lookups held as [`create_held`] holds them.
+fn create_with_group_held(c: &mut Client, calls: &Calls) -> (Vec<&'static str>, usize, NtStatus) {
+    let sd = SecurityDescriptor {
+        control: 0,
+        rm_control: 0,
+        owner: None,
+        group: Some(ENGINEERS.parse().unwrap()),
+        sacl: None,
+        dacl: None,
+    };
+    let sd = sd.to_bytes(SecurityInformation::GROUP).unwrap();
+    let ctx = vec![ringshare_wire::create::CreateContext::new(b"SecD", sd)];
+    c.hold_lookups = true;
+    let tree = c.tree_id;
+    let access = GENERIC_READ | GENERIC_WRITE;
+    let mut m = c.create_msg_ctx(
+        tree,
+        "sales\\given.txt",
+        access,
+        SHARE_ALL,
+        D::CREATE,
+        0,
+        0,
+        ctx,
+    );
+    c.sign(&mut m);
+    let mut was = calls.all();
+    let mut answers = c.send_frame(m);
+    let (mut kinds, mut on_io_thread) = (Vec::new(), 0);
+    while !c.held_lookups.is_empty() {
+        assert!(kinds.len() < 8, "asked without end: {kinds:?}");
+        on_io_thread += calls.all() - was;
+        let held = std::mem::take(&mut c.held_lookups);
+        for r in &held {
+            kinds.push(match &r.ask {
+                ringshare_core::Lookup::Fs(_) => "job",
+                ringshare_core::Lookup::Ids { .. } => "ids",
+                _ => "other",
+            });
+        }
+        c.run_any(held);
+        was = calls.all();
+        answers.extend(c.pump());
+    }
+    on_io_thread += calls.all() - was;
+    c.hold_lookups = false;
+    assert_eq!(answers.len(), 1, "one answer");
+    (kinds, on_io_thread, answers[0].status())
+}
+
+/// A SecD context naming a domain group the id source was not asked about, without a DACL:
+/// the context's group is asked about first (before the job, as on a local share), then the
+/// job asks about the inherited Sales, then a job makes the file: both questions asked, in the
+/// local share's order, and no file system call on the I/O thread.
+#[test]
+fn a_create_with_a_secd_group_that_inherits_asks_both_questions_in_the_local_order() {
+    let mut seen = Vec::new();
+    for remote in [true, false] {
+        let ids = Arc::new(TestIds::default());
+        let (mut c, calls) = member_with_sales_folder(remote, &ids);
+        let (kinds, on_io_thread, status) = create_with_group_held(&mut c, &calls);
+        if remote {
+            assert_eq!(kinds, ["ids", "job", "ids", "job"]);
+            assert_eq!(on_io_thread, 0, "no file system call on the I/O thread");
+        } else {
+            assert_eq!(kinds, ["ids", "ids"]);
+        }
+        let asked = std::mem::take(&mut *ids.asked.lock().unwrap());
+        seen.push((status, asked));
+    }
+    assert_eq!(seen[0], seen[1], "as on a local share");
+    assert_eq!(seen[0].0, NtStatus::SUCCESS);
 }

@@ -584,8 +584,11 @@ fn create_or_wait(
         Some(t) if !offloaded => (on_view(tree, t)?, None),
         t => (tree, t),
     };
-    // The id source answered the question a job asked (a new file's inherited domain SIDs).
-    let ids_came = offloaded && crate::cmd::ids::answer_here(core);
+    // The id source answered the question a job asked (a new file's inherited domain SIDs),
+    // unless a SecD context's check takes the answer as its own below (it asks first, as on
+    // the I/O thread; what it asked is kept, so the job then asks only what is still unknown).
+    let sd_checked = !retry && !job_ran && asked.sd_given.is_some();
+    let ids_came = offloaded && !sd_checked && crate::cmd::ids::answer_here(core);
     if let (false, false, Some(sd)) = (retry, job_ran, &asked.sd_given) {
         // A SecD context's domain SIDs are placed before anything changes ([`crate::cmd::ids`]).
         // Also the SIDs of the creator's ids, the new file's owner and group.
