@@ -121,6 +121,12 @@ pub struct FileEntry {
     /// a network: crates/core's cmd/set_info/moves.rs): another rename of it waits until the
     /// job made it and the entry's path follows.
     pub renaming: bool,
+    /// The file (or stream) is being removed by a file system job (its delete was due at the
+    /// close of its last open, on a share whose calls may wait on a network: crates/state's
+    /// opens/removal.rs): the entry, delete-pending, stays in the file table until the job
+    /// made the removal, so that an open of the name meanwhile finds the delete pending, not a
+    /// new entry of a file about to vanish.
+    pub removing: bool,
     /// Connections with a request waiting for a break on this file to end:
     /// told to try again when a holder acknowledges or closes.
     pub waiters: Vec<u64>,

@@ -303,6 +303,28 @@ impl FsJob {
         )
     }
 
+    /// A job whose calls tell themselves what they changed (a close's removal of its file or
+    /// stream: crates/state's opens/removal.rs), so that it is told also when nobody waits for
+    /// the job; it answers only that it ran ([`FsDone::Done`]).
+    pub fn telling(
+        who: Option<Who>,
+        order: u64,
+        share: u64,
+        what: &'static str,
+        calls: impl FnOnce() + Send + 'static,
+    ) -> FsJob {
+        FsJob::new(
+            who,
+            order,
+            share,
+            what,
+            once(move || {
+                calls();
+                FsDone::Done(Ok(()))
+            }),
+        )
+    }
+
     /// A job whose calls make what the request goes on with (`calls`: a CREATE's open, taken
     /// when it runs again: [`FsDone::Made`]).
     pub fn answer_made(

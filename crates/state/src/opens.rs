@@ -5,9 +5,13 @@
 //! [`FileEntry`]; when the last open of a file whose delete is pending goes,
 //! the file is removed at the path the entry holds now (renames keep it current).
 
+mod removal;
+
 use std::sync::Arc;
 
 use ringshare_vfs::FileAttr;
+
+pub use removal::closed_open_in_job;
 
 use crate::lookup::Lookup;
 use crate::notify;
@@ -116,7 +120,9 @@ pub fn closing(server: &ServerState, open: Arc<Open>, want_attr: bool) -> Closin
 
 /// [`close_open`]'s steps after the file's entry (here or at its home) took the close
 /// (`closed`): a delete pending on the file's last open happens, a stream's file lets it go,
-/// watchers hear of what changed. The file's attributes from before, when asked.
+/// watchers hear of what changed. The file's attributes from before, when asked. On a share
+/// whose calls are made away from the I/O thread the calls of a close that removes its file
+/// or is a stream's are a job instead ([`closed_open_in_job`]).
 pub fn closed_open(
     server: &ServerState,
     c: Closing,
@@ -160,28 +166,10 @@ pub fn closed_open(
     drop(open);
     if let Some((name, file_entry, _)) = stream {
         let path = lock(&file_entry).path.clone();
-        let change = if let Some(how) = removal {
-            remove_stream(&share, &who, &path, &name, how)
-                .then_some((notify::REMOVED_STREAM, notify::filter::STREAM_NAME))
-        } else {
-            // Written: one MODIFIED_STREAM at the close, as files.
-            let f = notify::filter::STREAM_SIZE | notify::filter::STREAM_WRITE;
-            (on_close != 0).then_some((notify::MODIFIED_STREAM, f))
-        };
-        if let Some((action, filter)) = change {
-            notify::stream_changed(server, &share, &path, &name, action, filter);
-        }
+        stream_closed(server, (&share, &who), (&path, &name), removal, on_close);
         // The stream's invisible open of its file goes with it; the file
         // goes too when its delete was pending on this alone.
-        let mut wakes = Vec::new();
-        let (remove, path, is_dir) = {
-            let mut e = lock(&file_entry);
-            e.opens.retain(|s| s.owner != id);
-            e.streams.retain(|(o, _)| *o != id);
-            crate::files::oplock::wake_waiters(&mut e, &mut wakes);
-            (e.removable(), e.path.clone(), e.is_dir)
-        };
-        server.send_breaks(wakes);
+        let (remove, path, is_dir) = left_the_file(server, &file_entry, id, false);
         if remove {
             remove_file(server, &share, &who, &path, is_dir, None);
         }
@@ -189,22 +177,88 @@ pub fn closed_open(
         server.files.drop_if_unused(key.base());
         return attr;
     }
+    file_closed(
+        server,
+        (&share, &who),
+        (&path, is_dir),
+        (remove, except),
+        on_close,
+    );
+    server.files.drop_if_unused(key);
+    attr
+}
+
+/// A stream's close after its node was let go: stream `name` of the file at `path` removed
+/// (`removal`: [`crate::fruit::afp::at_close`]'s answer) or, written, reported modified;
+/// watchers told.
+fn stream_closed(
+    server: &ServerState,
+    (share, who): (&Arc<crate::server::ShareDef>, &ringshare_vfs::Who),
+    (path, name): (&ringshare_vfs::RelPath, &str),
+    removal: Option<crate::fruit::afp::Removal>,
+    on_close: u32,
+) {
+    let change = if let Some(how) = removal {
+        remove_stream(share, who, path, name, how)
+            .then_some((notify::REMOVED_STREAM, notify::filter::STREAM_NAME))
+    } else {
+        // Written: one MODIFIED_STREAM at the close, as files.
+        let f = notify::filter::STREAM_SIZE | notify::filter::STREAM_WRITE;
+        (on_close != 0).then_some((notify::MODIFIED_STREAM, f))
+    };
+    if let Some((action, filter)) = change {
+        notify::stream_changed(server, share, path, name, action, filter);
+    }
+}
+
+/// The invisible open of its file that stream open `id` held leaves the file's entry (the
+/// waiters for it woken): whether the file goes now (its delete was pending on this alone),
+/// its path and kind. With `mark`, a file that goes is marked as being removed by a job
+/// ([`crate::server::FileEntry::removing`]), in the same step.
+fn left_the_file(
+    server: &ServerState,
+    file_entry: &std::sync::Mutex<crate::server::FileEntry>,
+    id: u64,
+    mark: bool,
+) -> (bool, ringshare_vfs::RelPath, bool) {
+    let mut wakes = Vec::new();
+    let left = {
+        let mut e = lock(file_entry);
+        e.opens.retain(|s| s.owner != id);
+        e.streams.retain(|(o, _)| *o != id);
+        crate::files::oplock::wake_waiters(&mut e, &mut wakes);
+        let remove = e.removable();
+        e.removing |= remove && mark;
+        (remove, e.path.clone(), e.is_dir)
+    };
+    server.send_breaks(wakes);
+    left
+}
+
+/// A file's (not a stream's) close after its node was let go: the file at `path` removed when
+/// `remove` (watchers told, the leases of its directory broken but `except`'s), or reported
+/// modified when the open changed it (`on_close`).
+fn file_closed(
+    server: &ServerState,
+    (share, who): (&Arc<crate::server::ShareDef>, &ringshare_vfs::Who),
+    (path, is_dir): (&ringshare_vfs::RelPath, bool),
+    (remove, except): (bool, Option<[u8; 16]>),
+    on_close: u32,
+) {
     if remove {
-        remove_file(server, &share, &who, &path, is_dir, except);
+        remove_file(server, share, who, path, is_dir, except);
     } else if on_close != 0 {
         notify::report(
             server,
-            &share,
+            share,
             &[notify::Change {
                 action: notify::MODIFIED,
                 filter: on_close,
-                path: &path,
+                path,
                 stream: None,
             }],
         );
     }
-    server.files.drop_if_unused(key);
-    attr
 }
 
 /// The directory lease a removal by this close would leave alone: the
@@ -347,23 +401,28 @@ pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Vec<Lookup> {
 
 /// [`close_here`] for a close nobody waits for ([`close_posted`]: a logoff, a tree disconnect, a
 /// connection's end, an expired durable open). On a share whose calls are made away from the
-/// I/O thread ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS) the descriptor's last
+/// I/O thread ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS, NFS) the descriptor's last
 /// close (on FUSE a FLUSH the closing thread waits for) is returned as a file system job, made on
-/// the pool: the job holds the node while the close is made here (issue 33, step 6). Not for a
-/// close that removes the file or a stream's (their removal is made after the descriptor
-/// closes, here, as for a CLOSE) nor, for now, for a file homed on another node (its close
-/// finishes when the home answers).
-fn close_here_posted(server: &ServerState, c: Closing) -> Option<Lookup> {
+/// the pool: the job holds the node while the close is made here (issue 33, step 6); a close
+/// that removes its file, or a stream's, has all its calls in the job, which tells watchers and
+/// directory leases itself ([`closed_open_in_job`]). Not, for now, for a file homed on another
+/// node (its close finishes when the home answers).
+fn close_here_posted(server: &Arc<ServerState>, c: Closing) -> Option<Lookup> {
     let closed = decided(server, &c);
     let o = &c.open;
-    let job = (o.share.offloaded() && !closed.remove && o.stream.is_none()).then(|| {
-        Lookup::Fs(crate::fsjob::FsJob::last_close(
-            Arc::clone(&o.node),
-            crate::fsjob::order_of(o.id),
-            crate::fsjob::share_key(&o.share.name),
-            false,
-        ))
-    });
+    if !o.share.offloaded() {
+        closed_open(server, c, closed);
+        return None;
+    }
+    if closed.remove || o.stream.is_some() {
+        return Some(Lookup::Fs(closed_open_in_job(server, c, closed).1));
+    }
+    let job = Lookup::Fs(crate::fsjob::FsJob::last_close(
+        Arc::clone(&o.node),
+        crate::fsjob::order_of(o.id),
+        crate::fsjob::share_key(&o.share.name),
+        false,
+    ));
     closed_open(server, c, closed);
-    job
+    Some(job)
 }

@@ -114,9 +114,11 @@ fn read_attributes(core: &mut ConnCore) -> Option<Option<FileAttr>> {
 /// ([`crate::config::ShareDef::offloaded`]: FUSE, CephFS), the open's node is handed to a file
 /// system job that lets it go, so that the descriptor's last close (a FLUSH request on FUSE,
 /// which the closing thread waits for) is made on the pool; the CLOSE parks until it is done
-/// and is answered with the attributes read before the close ([`handle`]). Not for a file
-/// whose delete happens now or a stream (their removal is made after the descriptor closes,
-/// on the I/O thread as before: the changes' step) nor elsewhere.
+/// and is answered with the attributes read before the close ([`handle`]). A close that
+/// removes its file, or a stream's, has all its calls (the last close, `fruit`'s look at the
+/// stream, the removal) made in one job, which tells watchers and directory leases itself
+/// ([`opens::closed_open_in_job`]); the CLOSE is answered after it, as a local share answers
+/// once the removal is made. Elsewhere nothing changes: the calls made here.
 fn finish(
     server: &std::sync::Arc<crate::server::ServerState>,
     closing: opens::Closing,
@@ -126,12 +128,16 @@ fn finish(
     ids: (u64, u64),
 ) -> Handled {
     let o = &closing.open;
-    if !o.share.offloaded() || closed.remove || o.stream.is_some() {
+    if !o.share.offloaded() {
         let attr = opens::closed_open(server, closing, closed);
         return answer(attr, want, forget, ids);
     }
-    let job = last_close(&closing);
-    let attr = opens::closed_open(server, closing, closed);
+    let (attr, job) = if closed.remove || o.stream.is_some() {
+        opens::closed_open_in_job(server, closing, closed)
+    } else {
+        let job = last_close(&closing);
+        (opens::closed_open(server, closing, closed), job)
+    };
     Handled::lookup(
         crate::lookup::Lookup::Fs(job),
         LookupCont::Close(Box::new(AtHome {
@@ -174,8 +180,8 @@ enum Waits {
         closing: opens::Closing,
         home: HomeClose,
     },
-    /// The file system job that lets the node go ([`finish`]), with the attributes read before
-    /// the close.
+    /// The file system job that lets the node go, or that makes a removal's or a stream's close
+    /// ([`finish`]), with the attributes read before the close.
     LastClose(Option<FileAttr>),
 }
 
@@ -210,7 +216,8 @@ pub(crate) fn abandon(core: &mut ConnCore, fin: AtHome) {
         // On an offloaded share the descriptor's last close (a FUSE flush) is made on the
         // pool, nobody waiting, not where `closing` is dropped (here, on the I/O thread): the
         // job holds the node once `closing` lets it go, and runs after, asked with the posts.
-        if closing.open.share.offloaded() && closing.open.stream.is_none() {
+        // A stream's node too.
+        if closing.open.share.offloaded() {
             core.cluster_posts
                 .push(crate::lookup::Lookup::Fs(last_close(&closing)));
         }

@@ -72,6 +72,10 @@ pub struct Calls {
     /// streams listed, and its Netatalk metadata read or written (the POSIX backend's xattr
     /// calls).
     pub streams: AtomicUsize,
+    /// Named streams' nodes let go (a stream open's last close).
+    pub streams_dropped: AtomicUsize,
+    /// Every unlink and rmdir is refused (EACCES), after it is counted.
+    pub refuse_removals: AtomicBool,
 }
 
 impl Calls {
@@ -115,6 +119,14 @@ impl Calls {
     /// A change of the share's names (a rename, a link), refused when the back end says no.
     fn refused(&self) -> FsResult<()> {
         if self.refuse.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::AccessDenied);
+        }
+        Ok(())
+    }
+
+    /// An unlink or rmdir, refused when the back end refuses removals.
+    fn removal(&self) -> FsResult<()> {
+        if self.refuse_removals.load(Ordering::SeqCst) {
             return Err(ringshare_vfs::FsError::AccessDenied);
         }
         Ok(())
@@ -331,6 +343,12 @@ impl Node for FuseNode {
 #[derive(Debug)]
 pub struct FuseStream(pub Arc<dyn Node>, pub Arc<Calls>);
 
+impl Drop for FuseStream {
+    fn drop(&mut self) {
+        self.1.streams_dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 impl Node for FuseStream {
     fn stat(&self) -> FsResult<FileAttr> {
         self.1.stats.fetch_add(1, Ordering::SeqCst);
@@ -502,10 +520,12 @@ impl Share for FuseShare {
     }
     fn unlink(&self, who: &Who, path: &RelPath) -> FsResult<()> {
         self.1.share_call();
+        self.1.removal()?;
         self.0.unlink(who, path)
     }
     fn rmdir(&self, who: &Who, path: &RelPath) -> FsResult<()> {
         self.1.share_call();
+        self.1.removal()?;
         self.0.rmdir(who, path)
     }
     fn rename(&self, who: &Who, from: &RelPath, to: &RelPath, replace: bool) -> FsResult<()> {

@@ -196,12 +196,13 @@ impl FileTable {
         true
     }
 
-    /// Forget a file's entry when no open is left on it.
+    /// Forget a file's entry when no open is left on it (and no file system job is removing
+    /// the file: [`crate::server::FileEntry::removing`]).
     pub fn drop_if_unused(&self, key: FileKey) {
         let mut files = lock(&self.entries);
         if let Some(e) = files.map.get(&key) {
             let e = lock(e);
-            if e.opens.is_empty() {
+            if e.opens.is_empty() && !e.removing {
                 e.write_time.forget(&self.write_times_shown);
                 drop(e);
                 let Entries { map, spare } = &mut *files;
