@@ -387,6 +387,32 @@ fn a_connection_ending_with_delete_on_close_opens_removes_their_files_in_jobs() 
     );
 }
 
+/// A CLOSE whose connection ends while its removal's job is out: the job removes the file and
+/// tells another client's watch all the same (it tells watchers itself, as a rename's job).
+#[test]
+fn a_close_whose_connection_ends_while_its_removal_job_is_out_is_made_and_told() {
+    let (mut b, calls, f, _) = deleting_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    let d = c.create("d", 0x0012_0089, D::OPEN, DIRECTORY).unwrap();
+    let watch = c.change_notify_msg(d, NAMES, false, 4096);
+    let (watch_id, interim) = send_signed(&mut c, watch);
+    assert_eq!(interim[0].status(), NtStatus::PENDING);
+    let m = b.close_msg(f, 0);
+    let sent = send_held(&mut b, &calls, m);
+    assert_eq!((sent.jobs, sent.before_jobs), (1, 0));
+    b.conn.shutdown(b.now);
+    b.pump();
+    assert!(exists(&b, "d/f"), "not removed before the job ran");
+    run_held(&mut b);
+    assert!(!exists(&b, "d/f"), "the job removed it");
+    let told = c.pump();
+    assert_eq!(
+        answer_to(&told, watch_id).map(changes),
+        Some(vec![(REMOVED, "f".to_string())]),
+        "c's watch hears of it"
+    );
+}
+
 /// On a share whose calls are made on the I/O thread nothing changes: a delete-on-close CLOSE,
 /// a stream's and a connection's end ask no job, and the removals are made at once.
 #[test]
