@@ -8,7 +8,7 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create|delete
       [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
@@ -28,7 +28,9 @@ FUSE reads and writes), security (QUERY_INFO of stall/cold's security descriptor
 and DACL, opened before: a FUSE getattr and getxattr), stream (READ of 1 KiB of stall/cold's
 named stream `s`, opened and written before: a FUSE getxattr, the stream's data being an xattr),
 stream-create (a CREATE of a new named stream `stall/cold:new`: the file's lookup and open, its
-xattrs listed, the empty stream's setxattr).
+xattrs listed, the empty stream's setxattr),
+delete (CLOSE of stall/cold, opened before with DELETE and delete on close: the descriptor's
+flush, then the FUSE unlink).
 """
 
 import argparse
@@ -80,9 +82,10 @@ def connect(a):
     return c, t
 
 
-def open_(tree, name, disp=CreateDisposition.FILE_OVERWRITE_IF, access=0x10000000, directory=False):
+def open_(tree, name, disp=CreateDisposition.FILE_OVERWRITE_IF, access=0x10000000, directory=False, options=0):
     o = Open(tree, name)
     opts = CreateOptions.FILE_DIRECTORY_FILE if directory else CreateOptions.FILE_NON_DIRECTORY_FILE
+    opts |= options
     o.create(ImpersonationLevel.Impersonation, access, 0x80, SHARE_ALL, disp, opts)
     return o
 
@@ -230,7 +233,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream", "stream-create"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream", "stream-create", "delete"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -253,6 +256,10 @@ def main():
     elif a.action == "rename":
         # DELETE, FILE_READ_ATTRIBUTES, SYNCHRONIZE.
         stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00110080)
+    elif a.action == "delete":
+        # DELETE, FILE_READ_ATTRIBUTES, SYNCHRONIZE; deleted at its close.
+        stalled = open_(tree, "stall\\cold", CreateDisposition.FILE_OPEN, 0x00110080,
+                        options=CreateOptions.FILE_DELETE_ON_CLOSE)
     elif a.action == "stream":
         # A named stream of the file, written before the stall (its data in an xattr: 1 KiB, as
         # ext4 keeps an xattr's value within one block).
