@@ -345,6 +345,28 @@ fn a_create_of_a_name_whose_removal_job_is_held_finds_its_delete_pending_then_th
     assert!(exists(&c, "d/f"), "the new file is not removed");
 }
 
+/// A rename onto the name while the removal's job is out (another client's, replacing it: no
+/// open of the file is left): the rename is made, and the job, finding another file at the name,
+/// leaves it; the renamed file is not lost. On a local share the removal was made before.
+#[test]
+fn a_file_renamed_onto_a_name_whose_removal_job_is_held_is_not_removed_by_the_job() {
+    let (mut b, calls, f, _) = deleting_client(true);
+    let mut c = Client::on(Arc::clone(&b.server), b.mem.clone(), Options::default());
+    let g = c.create("d\\g", WITH_DELETE, D::CREATE, 0).unwrap();
+    let m = b.close_msg(f, 0);
+    let sent = send_held(&mut b, &calls, m);
+    assert_eq!((sent.jobs, sent.before_jobs), (1, 0));
+    let r = c.set_info(g, 1, 10, &rename_info("d\\f", true));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "c's rename replaces d\\f");
+    run_held(&mut b);
+    assert!(
+        exists(&b, "d/f") && !exists(&b, "d/g"),
+        "the renamed file stays at d\\f"
+    );
+    assert_eq!(c.close(g).status(), NtStatus::SUCCESS);
+    assert!(exists(&b, "d/f"), "and stays after c's close");
+}
+
 /// A connection that ends with a delete-on-close open (and a stream's open deleted at its
 /// close): nobody waits, the removals are jobs, and another client's watch hears of them once
 /// they ran.

@@ -105,8 +105,10 @@ pub fn closed_open_in_job(
                 }
             }
             None => {
+                let file = open.key;
                 // The backend closes the file before it is removed.
                 drop(open);
+                let remove = remove && still_named(&server, (&share, &who), &path, file);
                 let at = (&path, is_dir);
                 file_closed(&server, (&share, &who), at, (remove, except), on_close);
             }
@@ -114,6 +116,25 @@ pub fn closed_open_in_job(
         drop(marks);
     });
     (attr, job)
+}
+
+/// Whether `path` still names the file `key` a close's job is to remove: a rename's job may have
+/// replaced it meanwhile (its decision saw no open of the file; on a local share the removal is
+/// made before any later request runs). Another file there is left, and no removal told. A
+/// name the stat cannot read is left to the removal, which says why it failed.
+fn still_named(
+    server: &ServerState,
+    (share, who): (&crate::server::ShareDef, &ringshare_vfs::Who),
+    path: &ringshare_vfs::RelPath,
+    key: FileKey,
+) -> bool {
+    match share.backend.stat(who, path) {
+        Ok(a) if server.node.file_key(&a) != key => {
+            tracing::debug!(path = %path.to_slash_path(), "not removed at its close: another file holds the name now");
+            false
+        }
+        _ => true,
+    }
 }
 
 /// The entries a close's job is about: each marked as being removed while the job is out (the
