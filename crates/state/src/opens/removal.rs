@@ -108,7 +108,7 @@ pub fn closed_open_in_job(
                 let file = open.key;
                 // The backend closes the file before it is removed.
                 drop(open);
-                let remove = remove && still_named(&server, (&share, &who), &path, file);
+                let remove = remove && still_named(&server.node, (&share, &who), &path, file);
                 let at = (&path, is_dir);
                 file_closed(&server, (&share, &who), at, (remove, except), on_close);
             }
@@ -123,13 +123,13 @@ pub fn closed_open_in_job(
 /// made before any later request runs). Another file there is left, and no removal told. A
 /// name the stat cannot read is left to the removal, which says why it failed.
 fn still_named(
-    server: &ServerState,
+    node: &crate::server::NodeState,
     (share, who): (&crate::server::ShareDef, &ringshare_vfs::Who),
     path: &ringshare_vfs::RelPath,
     key: FileKey,
 ) -> bool {
     match share.backend.stat(who, path) {
-        Ok(a) if server.node.file_key(&a) != key => {
+        Ok(a) if node.file_key(&a) != key => {
             tracing::debug!(path = %path.to_slash_path(), "not removed at its close: another file holds the name now");
             false
         }
