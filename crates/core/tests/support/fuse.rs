@@ -76,9 +76,35 @@ pub struct Calls {
     pub streams_dropped: AtomicUsize,
     /// Every unlink and rmdir is refused (EACCES), after it is counted.
     pub refuse_removals: AtomicBool,
+    /// The kinds of the calls above made on the I/O thread ([`Calls::on_io_thread`]).
+    pub io_thread: std::sync::Mutex<Vec<&'static str>>,
 }
 
 impl Calls {
+    /// Counter `counter` of calls of kind `what` counted: also among the I/O thread's calls
+    /// ([`Calls::on_io_thread`]) when made there.
+    fn bump(&self, counter: &AtomicUsize, what: &'static str) {
+        counter.fetch_add(1, Ordering::SeqCst);
+        if on_the_io_thread() {
+            self.io_thread
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(what);
+        }
+    }
+
+    /// The kinds of the counted calls made on the I/O thread so far, in order (every call but
+    /// those of lookups, file system jobs and the ring's I/O run by the test's client:
+    /// [`off_io_thread`]); emptied.
+    pub fn on_io_thread(&self) -> Vec<&'static str> {
+        std::mem::take(
+            &mut *self
+                .io_thread
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     /// The file system calls made so far that this test counts: the share's and its files'
     /// stats.
     pub fn made(&self) -> usize {
@@ -86,7 +112,7 @@ impl Calls {
     }
 
     pub fn share_call(&self) {
-        self.share_calls.fetch_add(1, Ordering::SeqCst);
+        self.bump(&self.share_calls, "share_calls");
     }
 
     /// Every file system call counted: the share's, its files' stats, sizes, lock probes and
@@ -104,12 +130,12 @@ impl Calls {
 
     /// A named stream's call asked: counted.
     fn stream(&self) {
-        self.streams.fetch_add(1, Ordering::SeqCst);
+        self.bump(&self.streams, "streams");
     }
 
     /// A change of a file asked: counted, and refused when the back end says no.
     fn change(&self) -> FsResult<()> {
-        self.changes.fetch_add(1, Ordering::SeqCst);
+        self.bump(&self.changes, "changes");
         if self.refuse.load(Ordering::SeqCst) {
             return Err(ringshare_vfs::FsError::AccessDenied);
         }
@@ -135,7 +161,7 @@ impl Calls {
     /// A read of a file's ACLs, stored descriptor or EAs asked: counted, and failed when the
     /// back end fails them.
     fn read(&self) -> FsResult<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.bump(&self.reads, "reads");
         if self.fail_reads.load(Ordering::SeqCst) {
             return Err(ringshare_vfs::FsError::Io);
         }
@@ -145,7 +171,7 @@ impl Calls {
 
 impl Drop for FuseNode {
     fn drop(&mut self) {
-        self.1.dropped.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.dropped, "dropped");
     }
 }
 
@@ -154,15 +180,15 @@ impl Node for FuseNode {
         true
     }
     fn size(&self) -> FsResult<u64> {
-        self.1.sizes.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.sizes, "sizes");
         self.0.size()
     }
     fn posix_locked(&self, _: OfdLock, _: i64, _: i64) -> FsResult<bool> {
-        self.1.lock_probes.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.lock_probes, "lock_probes");
         Ok(self.1.locked.load(Ordering::SeqCst))
     }
     fn posix_lock(&self, kind: OfdLock, _: i64, _: i64) -> FsResult<bool> {
-        self.1.lock_sets.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.lock_sets, "lock_sets");
         // An unlock is never in anyone's way.
         Ok(kind == OfdLock::Unlock || !self.1.locked.load(Ordering::SeqCst))
     }
@@ -177,11 +203,11 @@ impl Node for FuseNode {
         Ok(buf.len())
     }
     fn stat(&self) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.stats, "stats");
         self.0.stat()
     }
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.stats, "stats");
         self.0.stat_without_dos()
     }
     fn who(&self) -> Option<&Who> {
@@ -197,7 +223,7 @@ impl Node for FuseNode {
         self.0.sync()
     }
     fn set_len(&self, len: u64) -> FsResult<()> {
-        self.1.sizes_set.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.sizes_set, "sizes_set");
         self.1.change()?;
         self.0.set_len(len)
     }
@@ -206,7 +232,7 @@ impl Node for FuseNode {
         self.0.set_allocation(size)
     }
     fn set_times(&self, times: &SetTimes) -> FsResult<()> {
-        self.1.times_set.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.times_set, "times_set");
         self.1.change()?;
         self.0.set_times(times)
     }
@@ -217,7 +243,7 @@ impl Node for FuseNode {
         dst_offset: u64,
         len: u64,
     ) -> FsResult<u64> {
-        self.1.copies.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.copies, "copies");
         self.1.change()?;
         self.0.copy_range(src, src_offset, dst_offset, len)
     }
@@ -228,7 +254,7 @@ impl Node for FuseNode {
         dst_offset: u64,
         len: u64,
     ) -> FsResult<()> {
-        self.1.copies.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.copies, "copies");
         self.1.change()?;
         self.0.clone_range(src, src_offset, dst_offset, len)
     }
@@ -240,7 +266,7 @@ impl Node for FuseNode {
     }
     fn reparse_point(&self) -> FsResult<Option<Vec<u8>>> {
         // Counted, never failed (FSCTL_GET_REPARSE_POINT's tests fail other reads).
-        self.1.reads.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.reads, "reads");
         self.0.reparse_point()
     }
     fn set_reparse_point(&self, value: Option<&[u8]>) -> FsResult<()> {
@@ -325,7 +351,7 @@ impl Node for FuseNode {
         self.0.rename_stream(from, to, replace)
     }
     fn stat_entry(&self, name: &str) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.stats, "stats");
         let stall = self.1.stall_entry_ms.load(Ordering::SeqCst);
         if stall > 0 {
             self.1.stalled.store(true, Ordering::SeqCst);
@@ -345,17 +371,17 @@ pub struct FuseStream(pub Arc<dyn Node>, pub Arc<Calls>);
 
 impl Drop for FuseStream {
     fn drop(&mut self) {
-        self.1.streams_dropped.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.streams_dropped, "streams_dropped");
     }
 }
 
 impl Node for FuseStream {
     fn stat(&self) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.stats, "stats");
         self.0.stat()
     }
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
-        self.1.stats.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.stats, "stats");
         self.0.stat_without_dos()
     }
     fn size(&self) -> FsResult<u64> {
@@ -369,7 +395,7 @@ impl Node for FuseStream {
         None
     }
     fn posix_locked(&self, _: OfdLock, _: i64, _: i64) -> FsResult<bool> {
-        self.1.lock_probes.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.lock_probes, "lock_probes");
         Ok(self.1.locked.load(Ordering::SeqCst))
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> FsResult<usize> {
@@ -397,7 +423,7 @@ impl Node for FuseStream {
         self.0.set_allocation(size)
     }
     fn set_times(&self, times: &SetTimes) -> FsResult<()> {
-        self.1.times_set.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.times_set, "times_set");
         self.1.change()?;
         self.0.set_times(times)
     }
@@ -551,7 +577,7 @@ impl Share for FuseShare {
         self.0.clone_block_size()
     }
     fn statfs(&self) -> FsResult<FsStat> {
-        self.1.statfs.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.statfs, "statfs");
         self.0.statfs()
     }
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
@@ -595,7 +621,7 @@ impl Share for FuseView {
         self.0.rename(who, from, to, replace)
     }
     fn statfs(&self) -> FsResult<FsStat> {
-        self.1.statfs.fetch_add(1, Ordering::SeqCst);
+        self.1.bump(&self.1.statfs, "statfs");
         self.0.statfs()
     }
     fn find_name_case_insensitive(&self, who: &Who, dir: &RelPath, name: &str) -> FsResult<String> {
@@ -635,7 +661,7 @@ impl RunJobs for Client {
 
     fn run_any(&mut self, held: Vec<ringshare_core::LookupRequest>) {
         for req in held {
-            let done = req.run();
+            let done = off_io_thread(|| req.run());
             self.conn.complete_lookup(self.now, req.id, done);
         }
     }
@@ -705,7 +731,7 @@ pub fn run_counting(
     let (mut in_jobs, mut on_io_thread) = (0, 0);
     for req in held {
         let before = count();
-        let done = req.run();
+        let done = off_io_thread(|| req.run());
         in_jobs += count() - before;
         let before = count();
         c.conn.complete_lookup(c.now, req.id, done);

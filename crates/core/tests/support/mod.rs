@@ -670,7 +670,7 @@ impl Client {
                 Output::Io(req) => self.run_io(req),
                 Output::Lookup(req) if self.hold_lookups => self.held_lookups.push(req),
                 Output::Lookup(req) => {
-                    let done = req.run();
+                    let done = off_io_thread(|| req.run());
                     self.conn.complete_lookup(self.now, req.id, done);
                 }
                 Output::Close => self.closed = true,
@@ -691,11 +691,12 @@ impl Client {
         if let IoOp::WriteReceived { offset, len } = req.op {
             let data = self.received_apart.take().expect("a payload held");
             assert_eq!(data.len(), len, "the payload received apart");
-            let done = IoDone::Write(req.node.write_at(&data, offset));
+            let done = IoDone::Write(off_io_thread(|| req.node.write_at(&data, offset)));
             self.conn.complete_io(self.now, req.id, done);
             return;
         }
-        let done = req.run_blocking();
+        // The ring's I/O: on a share that may wait on a network an io_uring worker's.
+        let done = off_io_thread(|| req.run_blocking());
         self.conn.complete_io(self.now, req.id, done);
     }
 
@@ -1115,6 +1116,27 @@ pub fn output_buffer(r: &Resp) -> Vec<u8> {
 }
 
 pub mod fuse;
+
+thread_local! {
+    /// Whether what runs now on this thread runs as the driver's file system pool or an io_uring
+    /// worker would run it, not on the I/O thread ([`off_io_thread`]).
+    static OFF_IO_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `f` run as the driver's file system pool (a lookup's or a file system job's run) or an
+/// io_uring worker (the ring's I/O) runs it: the calls a FUSE-like share counts meanwhile are
+/// not the I/O thread's ([`fuse::Calls::on_io_thread`]).
+pub fn off_io_thread<T>(f: impl FnOnce() -> T) -> T {
+    let was = OFF_IO_THREAD.with(|c| c.replace(true));
+    let r = f();
+    OFF_IO_THREAD.with(|c| c.set(was));
+    r
+}
+
+/// Whether a call made now is the I/O thread's ([`off_io_thread`]).
+pub fn on_the_io_thread() -> bool {
+    !OFF_IO_THREAD.with(std::cell::Cell::get)
+}
 pub mod posix;
 
 // ---- leases, breaks, renames: shared by the oplock, cluster and durable tests ----

@@ -1,0 +1,254 @@
+//! Issue 33's rule for file systems on a network, over a client's whole day: on a share whose
+//! calls may wait on a network (FUSE, CephFS: `fs calls off io thread = auto`) no request makes
+//! a file system call on the I/O thread. Every call the FUSE-like share of support/fuse.rs
+//! counts is checked against where it was made: in a lookup's or file system job's run or the
+//! ring's I/O (what the driver's pool and io_uring's workers run), or elsewhere, the I/O
+//! thread ([`Calls::on_io_thread`]). Each step names what it does; the test lists every step
+//! that made a call on the I/O thread and the kinds of the calls.
+
+mod support;
+
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::NtStatus;
+use support::fuse::*;
+use support::*;
+
+const DIRECTORY_FILE: u32 = 0x1;
+const DELETE_ON_CLOSE: u32 = 0x1000;
+const READ_WRITE_DELETE: u32 = 0x0012_019f | 0x0001_0000;
+const INFO_FILE: u8 = 1;
+const INFO_FS: u8 = 2;
+const INFO_SECURITY: u8 = 3;
+const FILE_BASIC: u8 = 4;
+const FILE_STANDARD: u8 = 5;
+const FILE_ALL: u8 = 18;
+const FILE_STREAM: u8 = 22;
+const FILE_END_OF_FILE: u8 = 20;
+const FILE_DISPOSITION: u8 = 13;
+const FILE_RENAME: u8 = 10;
+const FILE_LINK: u8 = 11;
+const FS_VOLUME: u8 = 1;
+const FS_SIZE: u8 = 3;
+const FS_ATTRIBUTE: u8 = 5;
+const FS_FULL_SIZE: u8 = 7;
+const FILE_ID_BOTH_DIRECTORY: u8 = 37;
+const OWNER_GROUP_DACL: u32 = 7;
+const IS_FSCTL: u32 = 1;
+const FSCTL_SET_SPARSE: u32 = 0x0009_00C4;
+const FSCTL_QUERY_ALLOCATED_RANGES: u32 = 0x0009_40CF;
+const LOCK_EXCLUSIVE_NOW: u32 = 0x2 | 0x10;
+const UNLOCK: u32 = 0x4;
+/// FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, SYNCHRONIZE, READ_CONTROL.
+const LIST: u32 = 0x0012_0089;
+
+/// The steps that made calls on the I/O thread, with the kinds of the calls.
+#[derive(Default)]
+struct Audit {
+    found: Vec<String>,
+}
+
+impl Audit {
+    /// `step` ran: the calls it made on the I/O thread, if any, are noted.
+    fn after(&mut self, calls: &Calls, step: &str) {
+        let made = calls.on_io_thread();
+        if !made.is_empty() {
+            self.found.push(format!("{step}: {made:?}"));
+        }
+    }
+}
+
+/// `r`'s status, which must be `want`.
+fn expect(r: &Resp, want: NtStatus, step: &str) {
+    assert_eq!(r.status(), want, "{step}");
+}
+
+/// The FileBasicInformation that sets the last write time only.
+fn write_time_only() -> Vec<u8> {
+    let mut b = vec![0u8; 40];
+    b[16..24].copy_from_slice(&0x01DC_0000_0000_0000u64.to_le_bytes());
+    b
+}
+
+/// A range of 16 bytes (FILE_ALLOCATED_RANGE_BUFFER).
+fn range(a: i64, b: i64) -> Vec<u8> {
+    let mut v = a.to_le_bytes().to_vec();
+    v.extend_from_slice(&b.to_le_bytes());
+    v
+}
+
+/// A client's day on a FUSE-like share (`remote`: its calls may wait on a network): the steps
+/// that made calls on the I/O thread, with their kinds.
+fn day(remote: bool) -> Vec<String> {
+    let (mut c, calls) = fuse_client(remote);
+    let mut a = Audit::default();
+    // Setting up (tree connect) is not a request about files.
+    calls.on_io_thread();
+
+    let d = c.create("d", READ_WRITE_DELETE, D::CREATE, DIRECTORY_FILE);
+    let d = d.expect("mkdir");
+    a.after(&calls, "CREATE of a new directory");
+    expect(&c.close(d), NtStatus::SUCCESS, "close d");
+    a.after(&calls, "CLOSE of a new directory");
+    let f = c
+        .create("d\\f", READ_WRITE_DELETE, D::CREATE, 0)
+        .expect("f");
+    a.after(&calls, "CREATE of a new file");
+    expect(&c.write(f, 0, &[7u8; 8192]), NtStatus::SUCCESS, "write");
+    a.after(&calls, "WRITE");
+    expect(&c.read(f, 0, 4096), NtStatus::SUCCESS, "read");
+    a.after(&calls, "READ");
+    expect(&c.flush(f), NtStatus::SUCCESS, "flush");
+    a.after(&calls, "FLUSH");
+    for (class, name) in [
+        (FILE_BASIC, "QUERY_INFO FileBasicInformation"),
+        (FILE_STANDARD, "QUERY_INFO FileStandardInformation"),
+        (FILE_ALL, "QUERY_INFO FileAllInformation"),
+        (FILE_STREAM, "QUERY_INFO FileStreamInformation"),
+    ] {
+        expect(
+            &c.query_info(f, INFO_FILE, class, 0, 4096),
+            NtStatus::SUCCESS,
+            name,
+        );
+        a.after(&calls, name);
+    }
+    for (class, name) in [
+        (FS_VOLUME, "QUERY_INFO FileFsVolumeInformation"),
+        (FS_SIZE, "QUERY_INFO FileFsSizeInformation"),
+        (FS_ATTRIBUTE, "QUERY_INFO FileFsAttributeInformation"),
+        (FS_FULL_SIZE, "QUERY_INFO FileFsFullSizeInformation"),
+    ] {
+        expect(
+            &c.query_info(f, INFO_FS, class, 0, 4096),
+            NtStatus::SUCCESS,
+            name,
+        );
+        a.after(&calls, name);
+    }
+    let r = c.query_info(f, INFO_SECURITY, 0, OWNER_GROUP_DACL, 4096);
+    expect(&r, NtStatus::SUCCESS, "security");
+    a.after(&calls, "QUERY_INFO security");
+    let r = c.set_info(f, INFO_FILE, FILE_BASIC, &write_time_only());
+    expect(&r, NtStatus::SUCCESS, "times");
+    a.after(&calls, "SET_INFO FileBasicInformation");
+    let r = c.set_info(f, INFO_FILE, FILE_END_OF_FILE, &16384u64.to_le_bytes());
+    expect(&r, NtStatus::SUCCESS, "end of file");
+    a.after(&calls, "SET_INFO FileEndOfFileInformation");
+    expect(
+        &c.lock(f, &[(0, 10, LOCK_EXCLUSIVE_NOW)]),
+        NtStatus::SUCCESS,
+        "lock",
+    );
+    a.after(&calls, "LOCK");
+    expect(&c.lock(f, &[(0, 10, UNLOCK)]), NtStatus::SUCCESS, "unlock");
+    a.after(&calls, "LOCK (unlock)");
+    let r = c.ioctl(f, FSCTL_SET_SPARSE, &[], 0, IS_FSCTL);
+    expect(&r, NtStatus::SUCCESS, "sparse");
+    a.after(&calls, "FSCTL_SET_SPARSE");
+    let r = c.ioctl(
+        f,
+        FSCTL_QUERY_ALLOCATED_RANGES,
+        &range(0, 16384),
+        4096,
+        IS_FSCTL,
+    );
+    expect(&r, NtStatus::SUCCESS, "ranges");
+    a.after(&calls, "FSCTL_QUERY_ALLOCATED_RANGES");
+    let d = c.create("d", LIST, D::OPEN, DIRECTORY_FILE).expect("d");
+    a.after(&calls, "CREATE of an existing directory");
+    let r = c.query_directory(d, FILE_ID_BOTH_DIRECTORY, 0, "*", 65536);
+    expect(&r, NtStatus::SUCCESS, "listing");
+    a.after(&calls, "QUERY_DIRECTORY");
+    expect(&c.close(d), NtStatus::SUCCESS, "close d");
+    a.after(&calls, "CLOSE of a directory");
+    let r = c.set_info(f, INFO_FILE, FILE_RENAME, &rename_info("d\\g", false));
+    expect(&r, NtStatus::SUCCESS, "rename");
+    a.after(&calls, "SET_INFO FileRenameInformation");
+    // The in-memory share makes no hard links (ACCESS_DENIED): the request's calls are made
+    // all the same.
+    c.set_info(f, INFO_FILE, FILE_LINK, &rename_info("d\\h", false));
+    a.after(&calls, "SET_INFO FileLinkInformation");
+    expect(&c.close(f), NtStatus::SUCCESS, "close");
+    a.after(&calls, "CLOSE");
+
+    let s = c.create("d\\g:s", READ_WRITE_DELETE, D::CREATE, 0);
+    let s = s.expect("a named stream");
+    a.after(&calls, "CREATE of a named stream");
+    expect(
+        &c.write(s, 0, b"stream data"),
+        NtStatus::SUCCESS,
+        "stream write",
+    );
+    a.after(&calls, "WRITE of a named stream");
+    expect(&c.read(s, 0, 64), NtStatus::SUCCESS, "stream read");
+    a.after(&calls, "READ of a named stream");
+    expect(&c.close(s), NtStatus::SUCCESS, "stream close");
+    a.after(&calls, "CLOSE of a named stream");
+    let s = c.create("d\\g:s", READ_WRITE_DELETE, D::OPEN, DELETE_ON_CLOSE);
+    let s = s.expect("the stream, to delete");
+    a.after(&calls, "CREATE of a named stream, delete on close");
+    expect(&c.close(s), NtStatus::SUCCESS, "stream removed");
+    a.after(&calls, "CLOSE that removes a named stream");
+
+    let g = c.create("d\\g", READ_WRITE_DELETE, D::OPEN, DELETE_ON_CLOSE);
+    let g = g.expect("g, to delete");
+    a.after(&calls, "CREATE of an existing file, delete on close");
+    expect(&c.close(g), NtStatus::SUCCESS, "g removed");
+    a.after(&calls, "CLOSE that removes a file");
+    let e = c
+        .create("d\\e", READ_WRITE_DELETE, D::CREATE, 0)
+        .expect("e");
+    let r = c.set_info(e, INFO_FILE, FILE_DISPOSITION, &[1]);
+    expect(&r, NtStatus::SUCCESS, "disposition");
+    a.after(&calls, "SET_INFO FileDispositionInformation");
+    expect(&c.close(e), NtStatus::SUCCESS, "e removed");
+    a.after(&calls, "CLOSE after a delete disposition");
+    let d = c.create("d", LIST, D::OPEN, DIRECTORY_FILE).expect("d");
+    let r = c.query_directory(d, FILE_ID_BOTH_DIRECTORY, 0x1, "*", 65536);
+    expect(&r, NtStatus::SUCCESS, "listing again");
+    a.after(&calls, "QUERY_DIRECTORY (restart)");
+    expect(&c.close(d), NtStatus::SUCCESS, "close d");
+    a.after(&calls, "CLOSE of a directory");
+
+    // The connection ends with files open: one written, one to delete.
+    let w = c
+        .create("kept", READ_WRITE_DELETE, D::CREATE, 0)
+        .expect("kept");
+    expect(&c.write(w, 0, b"written"), NtStatus::SUCCESS, "write kept");
+    let x = c.create("gone", READ_WRITE_DELETE, D::CREATE, DELETE_ON_CLOSE);
+    x.expect("gone");
+    a.after(&calls, "CREATEs before the end");
+    c.conn.shutdown(c.now);
+    c.pump();
+    a.after(&calls, "the connection's end with files open");
+
+    a.found
+}
+
+#[test]
+fn a_clients_day_on_a_share_that_may_wait_on_a_network_makes_no_call_on_the_io_thread() {
+    let found = day(true);
+    assert!(
+        found.is_empty(),
+        "steps that made calls on the I/O thread:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The audit sees the I/O thread's calls: on a local share every step makes its calls there.
+#[test]
+fn on_a_local_share_the_same_day_makes_its_calls_on_the_io_thread() {
+    let found = day(false);
+    for step in [
+        "CREATE of a new file",
+        "QUERY_INFO FileAllInformation",
+        "SET_INFO FileRenameInformation",
+        "CLOSE that removes a file",
+        "the connection's end with files open",
+    ] {
+        assert!(
+            found.iter().any(|f| f.starts_with(&format!("{step}:"))),
+            "{step} on the I/O thread: {found:#?}"
+        );
+    }
+}
