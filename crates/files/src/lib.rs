@@ -127,6 +127,11 @@ pub struct FileEntry {
     /// made the removal, so that an open of the name meanwhile finds the delete pending, not a
     /// new entry of a file about to vanish.
     pub removing: bool,
+    /// A rename of one of the file's named streams is being made by a file system job (a share
+    /// whose calls may wait on a network: crates/core's cmd/set_info/stream_move.rs): the
+    /// stream's key and its new one. A CREATE of either stream waits until the job ended, and
+    /// so does another rename of a stream of the file.
+    pub stream_moving: Option<(FileKey, FileKey)>,
     /// Connections with a request waiting for a break on this file to end:
     /// told to try again when a holder acknowledges or closes.
     pub waiters: Vec<u64>,

@@ -90,7 +90,8 @@ fn create_parking(core: &mut ConnCore, req: &Req<'_>, retry: bool) -> Result<Han
 pub(crate) const PARKED: NtStatus = NtStatus(0xE1D5_0002);
 
 /// Never on the wire: the backend's open met a local program's kernel lease on the file
-/// ([`ringshare_vfs::FsError::LeaseHeld`]); the CREATE waits for it ([`lease_wait`]).
+/// ([`ringshare_vfs::FsError::LeaseHeld`]), or admission a rename of the named stream being
+/// made by a job (cmd/set_info/stream_move.rs); the CREATE waits for it ([`lease_wait`]).
 pub(crate) const LEASE_HELD: NtStatus = NtStatus(0xE1D5_0003);
 
 /// How long a CREATE waits for a local program to give up its kernel lease before it is
@@ -673,6 +674,8 @@ fn create_or_wait(
     let adm = match admitted {
         Ok(Some(adm)) => adm,
         Ok(None) => return Ok(None),
+        // A stream of the file being renamed by a job: waits (bounded) as for a kernel lease.
+        Err(LEASE_HELD) => return lease_wait(core, req),
         Err(PARKED) => {
             let Some((ask, joining)) = home else {
                 return Err(NtStatus::INTERNAL_ERROR);

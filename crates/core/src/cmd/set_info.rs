@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 mod job;
 mod moves;
+mod stream_move;
 pub(crate) use job::{changed, Changing};
 
 use ringshare_vfs::{FsError, RelPath, SetTimes};
@@ -582,6 +583,9 @@ fn rename(
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if let Some(s) = &open.stream {
+        if open.share.offloaded() {
+            return stream_move::rename(server, now, open, r);
+        }
         return crate::cmd::stream::rename(server, open, s, r).map(|()| None);
     }
     // A file whose streams are open keeps its name (their opens hold it,

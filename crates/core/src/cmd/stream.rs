@@ -127,21 +127,16 @@ fn finder_info_cleared(open: &Open, name: &str) -> bool {
 /// default stream (NOT_SUPPORTED: its data would have to move into the
 /// file), an existing target without ReplaceIfExists (COLLISION), one open
 /// or holding data (SHARING_VIOLATION, INVALID_PARAMETER), and a stream
-/// others have open too (SHARING_VIOLATION).
+/// others have open too (SHARING_VIOLATION). On a share whose calls may wait on a network
+/// the calls are made in a job (crates/core's cmd/set_info/stream_move.rs), with the same
+/// steps ([`target_of`], [`Renamed::told`]).
 pub(crate) fn rename(
     server: &ServerState,
     open: &Open,
     s: &StreamOf,
     r: &FileRenameInformation,
 ) -> Result<(), NtStatus> {
-    let target = r.file_name.as_str();
-    let (file_part, part) = parse_create_name(target, true)?;
-    let to = match part {
-        StreamPart::Named(n) if target.starts_with(':') && file_part.is_root() => n,
-        StreamPart::Named(_) => return Err(NtStatus::SHARING_VIOLATION),
-        StreamPart::Default => return Err(NtStatus::NOT_SUPPORTED),
-        StreamPart::None => return Err(NtStatus::INVALID_PARAMETER),
-    };
+    let to = target_of(r)?;
     let (from, key) = lock(&s.now).clone();
     if to == from {
         return Ok(());
@@ -151,17 +146,9 @@ pub(crate) fn rename(
     let same = ringshare_vfs::stream_names_match(&to, &from);
     let new_key = key.base().stream(&to);
     if !same {
-        if let Some(t) = file.find_stream(&to).map_err(status_of)? {
-            if !r.replace_if_exists {
-                return Err(NtStatus::OBJECT_NAME_COLLISION);
-            }
-            if server.files.existing(new_key).is_some() {
-                return Err(NtStatus::SHARING_VIOLATION);
-            }
-            if t.size > 0 {
-                return Err(NtStatus::INVALID_PARAMETER);
-            }
-        }
+        let found = file.find_stream(&to).map_err(status_of)?;
+        let open_now = server.files.existing(new_key).is_some();
+        target_free(found, open_now, r.replace_if_exists)?;
     }
     if lock(&open.entry).opens.len() > 1 {
         return Err(NtStatus::SHARING_VIOLATION);
@@ -175,27 +162,76 @@ pub(crate) fn rename(
         }
         return Err(status_of(e));
     }
-    *lock(&s.now) = (to.clone(), new_key);
-    let path = {
-        let mut e = lock(&s.file_entry);
-        for (o, k) in e.streams.iter_mut() {
-            if *o == open.id {
-                *k = new_key;
-            }
-        }
-        e.path.clone()
-    };
-    if !same {
-        use crate::notify::{filter::STREAM_NAME, stream_changed, ADDED_STREAM, REMOVED_STREAM};
-        stream_changed(
-            server,
-            &open.share,
-            &path,
-            &from,
-            REMOVED_STREAM,
-            STREAM_NAME,
-        );
-        stream_changed(server, &open.share, &path, &to, ADDED_STREAM, STREAM_NAME);
-    }
+    Renamed { from, to, new_key }.told(server, open, s);
     Ok(())
+}
+
+/// The stream a stream's rename names ([`rename`]): `:name` or `:name:$DATA`, or the status
+/// the rename is refused with.
+pub(crate) fn target_of(r: &FileRenameInformation) -> Result<String, NtStatus> {
+    let target = r.file_name.as_str();
+    let (file_part, part) = parse_create_name(target, true)?;
+    match part {
+        StreamPart::Named(n) if target.starts_with(':') && file_part.is_root() => Ok(n),
+        StreamPart::Named(_) => Err(NtStatus::SHARING_VIOLATION),
+        StreamPart::Default => Err(NtStatus::NOT_SUPPORTED),
+        StreamPart::None => Err(NtStatus::INVALID_PARAMETER),
+    }
+}
+
+/// Whether a stream's rename may replace what the file holds as its target (`found`, looked up
+/// by name; `open`: someone has it open): OBJECT_NAME_COLLISION without ReplaceIfExists, an open
+/// target SHARING_VIOLATION, one holding data INVALID_PARAMETER; no target is fine.
+pub(crate) fn target_free(
+    found: Option<ringshare_vfs::StreamInfo>,
+    open: bool,
+    replace: bool,
+) -> Result<(), NtStatus> {
+    match found {
+        None => Ok(()),
+        Some(_) if !replace => Err(NtStatus::OBJECT_NAME_COLLISION),
+        Some(_) if open => Err(NtStatus::SHARING_VIOLATION),
+        Some(t) if t.size > 0 => Err(NtStatus::INVALID_PARAMETER),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A stream's rename made on disk ([`rename`]): the stream's old and new names and key.
+pub(crate) struct Renamed {
+    pub from: String,
+    pub to: String,
+    pub new_key: crate::server::FileKey,
+}
+
+impl Renamed {
+    /// The open follows its stream (its name and key, and the file's entry's note of it), and
+    /// watchers of the file's directory hear of the stream's new name.
+    pub(crate) fn told(self, server: &ServerState, open: &Open, s: &StreamOf) {
+        let Renamed { from, to, new_key } = self;
+        let same = ringshare_vfs::stream_names_match(&to, &from);
+        *lock(&s.now) = (to.clone(), new_key);
+        let path = {
+            let mut e = lock(&s.file_entry);
+            for (o, k) in e.streams.iter_mut() {
+                if *o == open.id {
+                    *k = new_key;
+                }
+            }
+            e.path.clone()
+        };
+        if !same {
+            use crate::notify::{
+                filter::STREAM_NAME, stream_changed, ADDED_STREAM, REMOVED_STREAM,
+            };
+            stream_changed(
+                server,
+                &open.share,
+                &path,
+                &from,
+                REMOVED_STREAM,
+                STREAM_NAME,
+            );
+            stream_changed(server, &open.share, &path, &to, ADDED_STREAM, STREAM_NAME);
+        }
+    }
 }

@@ -197,12 +197,14 @@ impl FileTable {
     }
 
     /// Forget a file's entry when no open is left on it (and no file system job is removing
-    /// the file: [`crate::server::FileEntry::removing`]).
+    /// the file, [`crate::server::FileEntry::removing`], nor renaming one of its streams: the
+    /// rename's mark, [`crate::server::FileEntry::stream_moving`], holds CREATEs of the
+    /// stream's names).
     pub fn drop_if_unused(&self, key: FileKey) {
         let mut files = lock(&self.entries);
         if let Some(e) = files.map.get(&key) {
             let e = lock(e);
-            if e.opens.is_empty() && !e.removing {
+            if e.opens.is_empty() && !e.removing && e.stream_moving.is_none() {
                 e.write_time.forget(&self.write_times_shown);
                 drop(e);
                 let Entries { map, spare } = &mut *files;

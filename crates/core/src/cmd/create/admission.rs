@@ -149,11 +149,21 @@ fn joining(
         .as_ref()
         .map(|_| server.files.entry(key.base()));
     if let Some(fe) = &file_entry {
-        if lock(fe).delete_pending {
+        let (pending, moving) = {
+            let e = lock(fe);
+            let moving = matches!(e.stream_moving, Some((a, b)) if a == key || b == key);
+            (e.delete_pending, moving)
+        };
+        if pending || moving {
             drop(node);
             made.undo(at);
             server.files.drop_if_unused(key.base());
-            return Err(NtStatus::DELETE_PENDING);
+            // A stream being renamed from or to this name by a job (cmd/set_info/
+            // stream_move.rs): the CREATE waits until the job ended, then opens what is there.
+            return Err(match pending {
+                true => NtStatus::DELETE_PENDING,
+                false => super::LEASE_HELD,
+            });
         }
     }
     let entry = server.files.entry(key);
