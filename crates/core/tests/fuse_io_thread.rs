@@ -182,6 +182,11 @@ fn day(remote: bool) -> Vec<String> {
     a.after(&calls, "WRITE of a named stream");
     expect(&c.read(s, 0, 64), NtStatus::SUCCESS, "stream read");
     a.after(&calls, "READ of a named stream");
+    let r = c.set_info(s, INFO_FILE, FILE_RENAME, &rename_info(":s2", false));
+    expect(&r, NtStatus::SUCCESS, "stream rename");
+    a.after(&calls, "SET_INFO FileRenameInformation of a named stream");
+    let r = c.set_info(s, INFO_FILE, FILE_RENAME, &rename_info(":s", false));
+    expect(&r, NtStatus::SUCCESS, "stream renamed back");
     expect(&c.close(s), NtStatus::SUCCESS, "stream close");
     a.after(&calls, "CLOSE of a named stream");
     let s = c.create("d\\g:s", READ_WRITE_DELETE, D::OPEN, DELETE_ON_CLOSE);
