@@ -226,6 +226,14 @@ fn day(remote: bool) -> Vec<String> {
     c.conn.shutdown(c.now);
     c.pump();
     a.after(&calls, "the connection's end with files open");
+    let who = ringshare_vfs::server_who();
+    let at = |n: &str| ringshare_vfs::RelPath::from_components([n]).unwrap();
+    use ringshare_vfs::Share;
+    assert!(c.mem.stat(&who, &at("kept")).is_ok(), "kept is kept");
+    assert!(
+        c.mem.stat(&who, &at("gone")).is_err(),
+        "the delete-on-close file went at the connection's end"
+    );
 
     a.found
 }
