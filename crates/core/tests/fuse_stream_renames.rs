@@ -146,12 +146,13 @@ fn a_stream_rename_the_back_end_refuses_while_an_open_of_its_target_waits_leaves
     let s = b
         .create("f:s", WITH_DELETE, D::OPEN_IF, 0)
         .expect("b makes f:s");
-    calls
-        .refuse
-        .store(true, std::sync::atomic::Ordering::SeqCst);
     let job = rename_held(&mut b, s, ":t", false);
     let early = send_create(&mut c, "f:t", WITH_DELETE, D::OPEN_IF);
     assert_eq!(final_status(&early), None, "c's open of f:t waits");
+    // The back end refuses changes from now on (the stream c's CREATE would make too).
+    calls
+        .refuse
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let answers = run_all(&mut b, job);
     assert_eq!(answers[0].status(), NtStatus::ACCESS_DENIED, "refused");
     calls

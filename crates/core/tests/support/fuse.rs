@@ -21,7 +21,20 @@ use super::*;
 /// A file of a FUSE-like file system: a read that asks past the end gets
 /// the file's bytes repeated to fill it, as io_uring on ceph-fuse does.
 #[derive(Debug)]
-pub struct FuseNode(pub std::sync::Arc<dyn Node>, pub Arc<Calls>);
+pub struct FuseNode(pub std::sync::Arc<dyn Node>, pub Arc<Calls>, pub Descriptor);
+
+/// A file's descriptor, as the POSIX backend shares it between the file's node and the nodes of
+/// the named streams opened through it (a stream's node keeps its file's descriptor): the last
+/// node holding it closes it (on FUSE a FLUSH, which the closing thread waits for).
+#[derive(Debug, Default, Clone)]
+pub struct Descriptor(Arc<()>);
+
+impl Descriptor {
+    /// Whether the node dropping this holds the descriptor's last share.
+    fn last(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+}
 
 /// What the share's nodes were asked, and whether a local program holds a POSIX lock on its
 /// files.
@@ -170,8 +183,20 @@ impl Calls {
 }
 
 impl Drop for FuseNode {
+    /// The descriptor's last close, when no stream opened through the node keeps it.
     fn drop(&mut self) {
-        self.1.bump(&self.1.dropped, "dropped");
+        if self.2.last() {
+            self.1.bump(&self.1.dropped, "dropped");
+        }
+    }
+}
+
+impl Drop for FuseStream {
+    /// The file's descriptor's last close, when the file's node went before the stream's.
+    fn drop(&mut self) {
+        if self.2.last() {
+            self.1.bump(&self.1.dropped, "dropped");
+        }
     }
 }
 
@@ -336,7 +361,7 @@ impl Node for FuseNode {
             self.1.refused()?;
         }
         let mut o = self.0.open_stream(name, mode, write)?;
-        o.node = Arc::new(FuseStream(o.node, Arc::clone(&self.1)));
+        o.node = Arc::new(FuseStream(o.node, Arc::clone(&self.1), self.2.clone()));
         Ok(o)
     }
     fn list_streams(&self) -> FsResult<Vec<ringshare_vfs::StreamInfo>> {
@@ -367,7 +392,7 @@ impl Node for FuseNode {
 /// No descriptor: its data is read and written through the node, as the POSIX backend's
 /// (kept in an extended attribute).
 #[derive(Debug)]
-pub struct FuseStream(pub Arc<dyn Node>, pub Arc<Calls>);
+pub struct FuseStream(pub Arc<dyn Node>, pub Arc<Calls>, pub Descriptor);
 
 impl Drop for FuseStream {
     fn drop(&mut self) {
@@ -531,7 +556,7 @@ impl Share for FuseShare {
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
         self.1.share_call();
         let mut o = self.0.open(who, path, opts)?;
-        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1)));
+        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1), Descriptor::default()));
         Ok(o)
     }
     fn may_wait_on_network(&self) -> bool {
@@ -601,7 +626,7 @@ impl Share for FuseView {
     fn open(&self, who: &Who, path: &RelPath, opts: &OpenOptions) -> FsResult<Opened> {
         self.1.share_call();
         let mut o = self.0.open(who, path, opts)?;
-        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1)));
+        o.node = std::sync::Arc::new(FuseNode(o.node, Arc::clone(&self.1), Descriptor::default()));
         Ok(o)
     }
     fn stat(&self, who: &Who, path: &RelPath) -> FsResult<FileAttr> {
