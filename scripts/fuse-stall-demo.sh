@@ -10,7 +10,7 @@
 # a file under stall/ that the file system holds for 3 s (scripts/lib/fuse-stall-clients.py).
 # Needs root, python with smbprotocol and mfusepy (PY=...).
 #
-#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create|delete] [--stall-ops OP,...] [--direct-io] [--bin PATH]
+#   scripts/fuse-stall-demo.sh [--action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create|delete|stream-rename] [--stall-ops OP,...] [--direct-io] [--bin PATH]
 #     create: a CREATE of a new file under stall/ (the backend's path lookups, on the I/O thread)
 #     read:   a READ of a file under stall/ opened before (the file's data not yet cached)
 #     query:  QUERY_INFO FileAllInformation of that file; list: QUERY_DIRECTORY of stall/;
@@ -37,6 +37,8 @@
 #             open, its xattrs listed, the empty stream's setxattr)
 #     delete: CLOSE of that file, opened before with DELETE and delete on close (its flush,
 #             then the FUSE unlink)
+#     stream-rename: SET_INFO FileRenameInformation of `cold:s` (opened with DELETE and written
+#             before) to `:renamed` (the target's listxattr, the xattr's get, set and remove)
 #     --stall-ops: hold only these FUSE requests (stall-fuse.py --ops; e.g. `read`: the data
 #     read alone, not the getattr before it)
 #     --direct-io: the mount opens every file in direct I/O mode (stall-fuse.py --direct-io; as
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
     --stall-ops) OPS=(--ops "$2"); LABEL=" --stall-ops $2"; shift ;;
     --direct-io) DIRECT=(--direct-io); LABEL="$LABEL --direct-io" ;;
     --bin) BIN=$2; shift ;;
-    -h | --help) sed -n '2,43p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
     shift

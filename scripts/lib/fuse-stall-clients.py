@@ -8,7 +8,7 @@ WARM more seconds. Prints, per phase (ended before the stall began / ended durin
 started before it ended / started after it), the busy clients' loop latencies (p50, p99, max, count) and how long the stalling client's request took.
 
   python fuse-stall-clients.py --port P --user U --password W --share S --flag FLAG
-      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create|delete
+      --action create|read|query|list|close|write-close|disconnect|setinfo|flush|rename|lock|copychunk|security|stream|stream-create|delete|stream-rename
       [--clients 4] [--warm 2] [--hold 3]
 
 ACTION: create (a new file under stall/), read (4 KiB of stall/cold, opened before), query
@@ -30,7 +30,9 @@ named stream `s`, opened and written before: a FUSE getxattr, the stream's data 
 stream-create (a CREATE of a new named stream `stall/cold:new`: the file's lookup and open, its
 xattrs listed, the empty stream's setxattr),
 delete (CLOSE of stall/cold, opened before with DELETE and delete on close: the descriptor's
-flush, then the FUSE unlink).
+flush, then the FUSE unlink), stream-rename (SET_INFO FileRenameInformation of
+that stream, opened with DELETE and written before, to `:renamed`: the target's look-up, a FUSE
+listxattr, and the rename, a getxattr, setxattr and removexattr).
 """
 
 import argparse
@@ -233,7 +235,7 @@ def main():
     for k in ("--user", "--password", "--share", "--flag"):
         p.add_argument(k, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream", "stream-create", "delete"), required=True)
+    p.add_argument("--action", choices=("create", "read", "query", "list", "close", "write-close", "disconnect", "setinfo", "flush", "rename", "lock", "copychunk", "security", "stream", "stream-create", "delete", "stream-rename"), required=True)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--warm", type=float, default=2.0)
     p.add_argument("--hold", type=float, default=3.0)
@@ -264,6 +266,10 @@ def main():
         # A named stream of the file, written before the stall (its data in an xattr: 1 KiB, as
         # ext4 keeps an xattr's value within one block).
         stalled = open_(tree, "stall\\cold:s", CreateDisposition.FILE_OVERWRITE_IF, 0x0012019F)
+        stalled.write(b"s" * 1024, 0)
+    elif a.action == "stream-rename":
+        # Read, write and DELETE: the stream is renamed during the stall.
+        stalled = open_(tree, "stall\\cold:s", CreateDisposition.FILE_OVERWRITE_IF, 0x0013019F)
         stalled.write(b"s" * 1024, 0)
     stop, results = threading.Event(), [[] for _ in range(a.clients)]
     threads = [threading.Thread(target=busy, args=(a, i, stop, results[i]), daemon=True) for i in range(a.clients)]
@@ -304,6 +310,9 @@ def main():
         query_security(conn, tree, stalled)
     elif a.action == "stream":
         assert len(stalled.read(0, 1024)) == 1024, "the stream's 1 KiB"
+    elif a.action == "stream-rename":
+        r = rename(conn, tree, stalled, ":renamed")
+        print(f"stalling client: the stream's rename answered {r['status'].get_value():#010x}")
     else:
         stalled.close()
     s1 = time.time()
