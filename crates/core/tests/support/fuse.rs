@@ -191,15 +191,6 @@ impl Drop for FuseNode {
     }
 }
 
-impl Drop for FuseStream {
-    /// The file's descriptor's last close, when the file's node went before the stream's.
-    fn drop(&mut self) {
-        if self.2.last() {
-            self.1.bump(&self.1.dropped, "dropped");
-        }
-    }
-}
-
 impl Node for FuseNode {
     fn reads_within_size(&self) -> bool {
         true
@@ -395,8 +386,13 @@ impl Node for FuseNode {
 pub struct FuseStream(pub Arc<dyn Node>, pub Arc<Calls>, pub Descriptor);
 
 impl Drop for FuseStream {
+    /// A stream open's node let go (`streams_dropped`); the file's descriptor's last close
+    /// (`dropped`, a call where it is made) when the file's node went before the stream's.
     fn drop(&mut self) {
-        self.1.bump(&self.1.streams_dropped, "streams_dropped");
+        self.1.streams_dropped.fetch_add(1, Ordering::SeqCst);
+        if self.2.last() {
+            self.1.bump(&self.1.dropped, "dropped");
+        }
     }
 }
 
