@@ -91,6 +91,15 @@ pub struct Calls {
     pub refuse_removals: AtomicBool,
     /// The kinds of the calls above made on the I/O thread ([`Calls::on_io_thread`]).
     pub io_thread: std::sync::Mutex<Vec<&'static str>>,
+    /// (review of session 49) A stream's next rename, once made, says so on the first and
+    /// waits for the second before it returns (a rename's job caught between its calls).
+    #[allow(clippy::type_complexity)]
+    pub stream_rename_gate: std::sync::Mutex<
+        Option<(
+            std::sync::mpsc::SyncSender<()>,
+            std::sync::mpsc::Receiver<()>,
+        )>,
+    >,
 }
 
 impl Calls {
@@ -481,7 +490,13 @@ impl Node for FuseStream {
     fn rename_stream(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
         self.1.stream();
         self.1.refused()?;
-        self.0.rename_stream(from, to, replace)
+        let r = self.0.rename_stream(from, to, replace);
+        let gate = self.1.stream_rename_gate.lock().unwrap().take();
+        if let Some((renamed, go)) = gate {
+            let _ = renamed.send(());
+            let _ = go.recv();
+        }
+        r
     }
     fn remove_all_streams(&self) -> FsResult<()> {
         self.0.remove_all_streams()

@@ -156,7 +156,12 @@ fn joining(
         };
         if pending || moving {
             drop(node);
-            made.undo(at);
+            // A stream made at one of a rename's names is the rename's now (it may replace it
+            // with the renamed stream's data): not undone, opened as it is when the CREATE is
+            // tried again (the review of session 49, findings 1 and 4).
+            if !moving {
+                made.undo(at);
+            }
             server.files.drop_if_unused(key.base());
             // A stream being renamed from or to this name by a job (cmd/set_info/
             // stream_move.rs): the CREATE waits until the job ended, then opens what is there.

@@ -105,6 +105,17 @@ fn renamed(
     if shared {
         return Err(NtStatus::SHARING_VIOLATION);
     }
+    // A stream whose delete on close was decided meanwhile (its connection ended) is removed
+    // under its old name by the close's job, which runs after this one: not renamed first, so
+    // that it is removed, as on a local share it is removed under its new name (the review of
+    // session 49, finding 3).
+    if server
+        .files
+        .existing(key)
+        .is_some_and(|e| lock(&e).removing)
+    {
+        return Err(NtStatus::DELETE_PENDING);
+    }
     // The entry is gone when the open was closed meanwhile (its connection ended): the rename
     // is made all the same, as the request asked, with no entry to move.
     let moved = !same && server.files.rekey(key, new_key);
@@ -117,6 +128,11 @@ fn renamed(
         }
         return Err(status_of(e));
     }
+    // A CREATE of either name whose job looked before the rename and is answered after the
+    // mark went is looked up again (`create::offload::stale`; the review of session 49,
+    // finding 2).
+    let path = lock(&s.file_entry).path.clone();
+    server.files.name_changed(&open.share.name, &path);
     Renamed { from, to, new_key }.told(server, open, s);
     Ok(())
 }
