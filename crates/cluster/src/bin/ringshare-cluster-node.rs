@@ -64,17 +64,7 @@ fn main() {
         let _ = cmd_tx.send("leave".into());
     });
     loop {
-        while let Ok(e) = events.try_recv() {
-            match e {
-                Event::PartitionGained { p, token } => say(&format!("gained {p} {token}")),
-                Event::PartitionLost { p } => say(&format!("lost {p}")),
-                Event::Fenced => {
-                    // What the API believes it owns once fenced (must be nothing).
-                    say(&format!("fenced owned={}", c.owned().len()));
-                    std::process::exit(3);
-                }
-            }
-        }
+        report(Some(&c), &events);
         match cmd_rx.recv_timeout(Duration::from_millis(20)) {
             Ok(cmd) if cmd.trim() == "stats" => say(&format!(
                 "stats fenced={} owned={} max_renew_gap_ms={}",
@@ -84,13 +74,33 @@ fn main() {
             )),
             Ok(cmd) if cmd.trim() == "leave" => {
                 let r = c.leave(true);
-                while let Ok(Event::PartitionLost { p }) = events.try_recv() {
-                    say(&format!("lost {p}"));
-                }
+                // Every event in order, those queued before the leave too (a partition gained
+                // just before it was said only after it: the loss lines after it were dropped,
+                // and the test saw the node still believing it owned that partition).
+                report(None, &events);
                 say(&format!("left {r:?}"));
                 return;
             }
             _ => {}
+        }
+    }
+}
+
+/// Says each event waiting in `events`, in order; exits on a fence (what `c`, before it left,
+/// believes it owns then: must be nothing).
+fn report(c: Option<&Coordinator>, events: &mpsc::Receiver<Event>) {
+    while let Ok(e) = events.try_recv() {
+        match e {
+            Event::PartitionGained { p, token } => say(&format!("gained {p} {token}")),
+            Event::PartitionLost { p } => say(&format!("lost {p}")),
+            Event::Fenced => {
+                // What the API believes it owns once fenced (must be nothing).
+                say(&format!(
+                    "fenced owned={}",
+                    c.map_or(0, |c| c.owned().len())
+                ));
+                std::process::exit(3);
+            }
         }
     }
 }
