@@ -560,10 +560,11 @@ fn create_or_wait(
     let quota_file = crate::cmd::quota::fake_file(&mut cr, tree.who.uid())?;
     let token = snapshot::token_of(&mut cr, &tree)?;
     let in_snapshot = token.is_some();
-    // The snapshot's view is made here, or on a share whose calls may wait on a network in the
-    // CREATE's job (below: `token` kept for it). The view has the share's settings and file
-    // system, so the request is checked alike against either.
-    let (tree, token) = match token {
+    // The snapshot's view is made here, or on a share whose calls may wait on a network (every
+    // CREATE of which is a job: [`offload::applies`]) in the CREATE's job (below: `token` kept
+    // for it). The view has the share's settings and file system, so the request is checked
+    // alike against either.
+    let (mut tree, token) = match token {
         Some(t) if !tree.share.offloaded() => (on_view(tree, t)?, None),
         t => (tree, t),
     };
@@ -580,11 +581,6 @@ fn create_or_wait(
     // the CREATE parked meanwhile; it runs again with what the job opened ([`offload`]).
     let offloaded = offload::applies(&tree);
     let job_ran = offloaded && offload::answered(core);
-    // A CREATE left on the I/O thread makes its snapshot's view there.
-    let (mut tree, token) = match token {
-        Some(t) if !offloaded => (on_view(tree, t)?, None),
-        t => (tree, t),
-    };
     // The id source answered the question a job asked (a new file's inherited domain SIDs),
     // unless a SecD context's check takes the answer as its own below (it asks first, as on
     // the I/O thread; what it asked is kept, so the job then asks only what is still unknown).
@@ -617,7 +613,7 @@ fn create_or_wait(
         if offload::stale(&server, (&tree, &asked), &p) {
             // A name moved while the job was out: it looks the name up again.
             let tries = p.tries + 1;
-            let nodes = offload::nodes_of(&p.node, &p.made);
+            let nodes = p.made.nodes(&p.node);
             drop(p);
             offload::let_go(core, &tree, nodes);
             let posted = offload::Posted::by(core, retry, tries, token, false);
@@ -627,7 +623,7 @@ fn create_or_wait(
         }
         if !retry {
             if let Err(s) = admission::refused_before_open(&server, p.existing.as_ref()) {
-                let nodes = offload::nodes_of(&p.node, &p.made);
+                let nodes = p.made.nodes(&p.node);
                 drop(p);
                 offload::let_go(core, &tree, nodes);
                 return Err(s);
@@ -652,7 +648,7 @@ fn create_or_wait(
         path: &path,
     };
     // A node the job opened is let go in a job too when the open is not kept.
-    let keep = offloaded.then(|| offload::nodes_of(&node, &made));
+    let keep = offloaded.then(|| made.nodes(&node));
     let mut home = None;
     let admitted = admission::admit(core, req, retry, &at, &asked, node, made, &mut home);
     if let (Some(node), Ok(None) | Err(_)) = (keep, &admitted) {
@@ -887,7 +883,7 @@ fn leave_after_change(
         path: &o.path,
     };
     let s = adm.leave(&at, s);
-    let nodes = offload::nodes_of(&adm.node, &adm.made);
+    let nodes = adm.made.nodes(&adm.node);
     drop(adm);
     offload::let_go(core, &o.tree, nodes);
     s

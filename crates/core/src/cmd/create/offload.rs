@@ -453,12 +453,7 @@ pub(super) fn overwritten(done: crate::lookup::LookupDone) -> Result<Changed, Nt
     }
 }
 
-/// The nodes an open the job made holds ([`Made::nodes`]).
-pub(super) fn nodes_of(node: &Arc<dyn Node>, made: &Made) -> Vec<Arc<dyn Node>> {
-    made.nodes(node)
-}
-
-/// `nodes`, opened by the job and not kept (a share-mode conflict, a lease break to wait for,
+/// `nodes` ([`Made::nodes`]), opened by the job and not kept (a share-mode conflict, a lease break to wait for,
 /// a refusal after the job), let go in a job of its own when nothing else holds one of them:
 /// their last close (a FLUSH on FUSE) is not made on the I/O thread. Nobody waits for it.
 pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, nodes: Vec<Arc<dyn Node>>) {
