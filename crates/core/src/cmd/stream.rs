@@ -128,8 +128,7 @@ fn finder_info_cleared(open: &Open, name: &str) -> bool {
 /// file), an existing target without ReplaceIfExists (COLLISION), one open
 /// or holding data (SHARING_VIOLATION, INVALID_PARAMETER), and a stream
 /// others have open too (SHARING_VIOLATION). On a share whose calls may wait on a network
-/// the calls are made in a job (crates/core's cmd/set_info/stream_move.rs), with the same
-/// steps ([`target_of`], [`Renamed::told`]).
+/// [`rename_made`] runs in a job (crates/core's cmd/set_info/stream_move.rs).
 pub(crate) fn rename(
     server: &ServerState,
     open: &Open,
@@ -141,27 +140,80 @@ pub(crate) fn rename(
     if to == from {
         return Ok(());
     }
-    // The stream's node renames its stream and follows it.
+    let new_key = key.base().stream(&to);
+    let (open_now, shared) = table_facts(server, open, (&from, &to), new_key);
+    let replace = r.replace_if_exists;
+    rename_made(
+        server,
+        (open, s),
+        (from, to),
+        (key, new_key),
+        (open_now, shared, replace),
+    )
+}
+
+/// What a stream's rename from `from` to `to` (key `new_key`) reads of the server's table:
+/// whether someone has the target open, and whether others have this stream open.
+pub(crate) fn table_facts(
+    server: &ServerState,
+    open: &Open,
+    (from, to): (&str, &str),
+    new_key: crate::server::FileKey,
+) -> (bool, bool) {
+    let same = ringshare_vfs::stream_names_match(to, from);
+    let open_now = !same && server.files.existing(new_key).is_some();
+    (open_now, lock(&open.entry).opens.len() > 1)
+}
+
+/// A stream's rename from `from` (key `key`) to `to` (`new_key`), the table's facts read
+/// ([`table_facts`]: here, or on the I/O thread before a job): the target's checks, the shared
+/// stream refused, then (unless the rename only changes the name's case) the entry moved to the
+/// new key, the rename, and the entry moved back when it failed; once made, the open follows
+/// its stream and watchers hear of it. The stream's node renames its stream and follows it.
+pub(crate) fn rename_made(
+    server: &ServerState,
+    (open, s): (&Open, &StreamOf),
+    (from, to): (String, String),
+    (key, new_key): (crate::server::FileKey, crate::server::FileKey),
+    (open_now, shared, replace): (bool, bool, bool),
+) -> Result<(), NtStatus> {
     let file = open.node.as_ref();
     let same = ringshare_vfs::stream_names_match(&to, &from);
-    let new_key = key.base().stream(&to);
     if !same {
         let found = file.find_stream(&to).map_err(status_of)?;
-        let open_now = server.files.existing(new_key).is_some();
-        target_free(found, open_now, r.replace_if_exists)?;
+        target_free(found, open_now, replace)?;
     }
-    if lock(&open.entry).opens.len() > 1 {
+    if shared {
         return Err(NtStatus::SHARING_VIOLATION);
     }
-    if !same && !server.files.rekey(key, new_key) {
+    // A stream whose delete on close was decided meanwhile (its connection ended while this
+    // ran in a job) is removed under its old name by the close's job, which runs after this
+    // one: not renamed first, so that it is removed, as on a local share it is removed under
+    // its new name (the review of session 49, finding 3). On the I/O thread it cannot be.
+    if server
+        .files
+        .existing(key)
+        .is_some_and(|e| lock(&e).removing)
+    {
+        return Err(NtStatus::DELETE_PENDING);
+    }
+    // The entry is gone when the open was closed meanwhile (its connection ended while this ran
+    // in a job): the rename is made all the same, as the request asked, with no entry to move.
+    let moved = !same && server.files.rekey(key, new_key);
+    if !same && !moved && server.files.existing(key).is_some() {
         return Err(NtStatus::SHARING_VIOLATION);
     }
-    if let Err(e) = file.rename_stream(&from, &to, r.replace_if_exists) {
-        if !same {
+    if let Err(e) = file.rename_stream(&from, &to, replace) {
+        if moved {
             server.files.rekey(new_key, key);
         }
         return Err(status_of(e));
     }
+    // A CREATE of either name whose job looked before a job's rename and is answered after its
+    // mark went is looked up again (`create::offload::stale`; the review of session 49,
+    // finding 2). (A count of name changes: nothing else reads it on a local share.)
+    let path = lock(&s.file_entry).path.clone();
+    server.files.name_changed(&open.share.name, &path);
     Renamed { from, to, new_key }.told(server, open, s);
     Ok(())
 }
@@ -182,7 +234,7 @@ pub(crate) fn target_of(r: &FileRenameInformation) -> Result<String, NtStatus> {
 /// Whether a stream's rename may replace what the file holds as its target (`found`, looked up
 /// by name; `open`: someone has it open): OBJECT_NAME_COLLISION without ReplaceIfExists, an open
 /// target SHARING_VIOLATION, one holding data INVALID_PARAMETER; no target is fine.
-pub(crate) fn target_free(
+fn target_free(
     found: Option<ringshare_vfs::StreamInfo>,
     open: bool,
     replace: bool,
@@ -196,8 +248,8 @@ pub(crate) fn target_free(
     }
 }
 
-/// A stream's rename made on disk ([`rename`]): the stream's old and new names and key.
-pub(crate) struct Renamed {
+/// A stream's rename made on disk ([`rename_made`]): the stream's old and new names and key.
+struct Renamed {
     pub from: String,
     pub to: String,
     pub new_key: crate::server::FileKey,
@@ -206,7 +258,7 @@ pub(crate) struct Renamed {
 impl Renamed {
     /// The open follows its stream (its name and key, and the file's entry's note of it), and
     /// watchers of the file's directory hear of the stream's new name.
-    pub(crate) fn told(self, server: &ServerState, open: &Open, s: &StreamOf) {
+    fn told(self, server: &ServerState, open: &Open, s: &StreamOf) {
         let Renamed { from, to, new_key } = self;
         let same = ringshare_vfs::stream_names_match(&to, &from);
         *lock(&s.now) = (to.clone(), new_key);

@@ -2,7 +2,7 @@
 //! share whose calls may wait on a network (issue 33; FUSE, CephFS): its calls (the target's
 //! look-up, the rename of the stream's extended attribute) are made in one file system job of
 //! the open's order, the request parked meanwhile, with the steps and answers of the I/O
-//! thread's rename ([`crate::cmd::stream::rename`]).
+//! thread's rename ([`crate::cmd::stream::rename_made`], which both run).
 //!
 //! What the review of session 48 found in the first such jobs: with the open's share-mode entry
 //! moved to the new name's key while the job was out, another client's open of the old name
@@ -22,11 +22,10 @@ use ringshare_wire::fscc::FileRenameInformation;
 use ringshare_wire::NtStatus;
 
 use super::WAIT;
-use crate::cmd::stream::{target_free, target_of, Renamed};
+use crate::cmd::stream::{rename_made, table_facts, target_of};
 use crate::cmd::Handled;
 use crate::exchange::Reply;
 use crate::fsjob::{Carried, FsJob};
-use crate::fsmap::status_of;
 use crate::io::Now;
 use crate::server::{lock, FileKey, ServerState};
 use crate::state::Open;
@@ -47,13 +46,11 @@ pub(super) fn rename(
     if to == from {
         return Ok(None);
     }
-    let same = ringshare_vfs::stream_names_match(&to, &from);
     let new_key = key.base().stream(&to);
     // Read here, under the mark below unchanged until the job ends: whether someone has the
     // target open, whether others have this stream open (answered after the target's checks,
     // in the job, as on the I/O thread).
-    let open_now = !same && server.files.existing(new_key).is_some();
-    let shared = lock(&open.entry).opens.len() > 1;
+    let (open_now, shared) = table_facts(server, open, (&from, &to), new_key);
     {
         let mut e = lock(&s.file_entry);
         if e.stream_moving.is_some() {
@@ -67,74 +64,22 @@ pub(super) fn rename(
     let (o, srv) = (Arc::clone(open), Arc::clone(server));
     let (who, order, share) = crate::cmd::job_of_open(open);
     let job = FsJob::answer_made(who, order, share, "a named stream's rename", move || {
-        let r = renamed(
-            &srv,
-            &o,
-            (from, to),
-            (key, new_key),
-            (open_now, shared, replace),
-        );
+        let r = match &o.stream {
+            Some(s) => rename_made(
+                &srv,
+                (&o, s),
+                (from, to),
+                (key, new_key),
+                (open_now, shared, replace),
+            ),
+            None => Err(NtStatus::INTERNAL_ERROR),
+        };
         drop(marked);
         Carried::new::<Result<(), NtStatus>>(r, false)
     });
     let then: super::job::Then =
         Box::new(move |_, _, _, r| r.map(|()| Handled::Reply(Reply::ok(super::ok_body()))));
     Ok(Some(super::job::moved(open, now, then, job)))
-}
-
-/// The job's calls and the table's steps, in the I/O thread's order
-/// ([`crate::cmd::stream::rename`]): the target's checks, then (unless the rename only changes
-/// the name's case) the entry moved to the new key, the rename, and the entry moved back when it
-/// failed; once made, the open follows its stream and watchers hear of it.
-fn renamed(
-    server: &ServerState,
-    open: &Open,
-    (from, to): (String, String),
-    (key, new_key): (FileKey, FileKey),
-    (open_now, shared, replace): (bool, bool, bool),
-) -> Result<(), NtStatus> {
-    let Some(s) = &open.stream else {
-        return Err(NtStatus::INTERNAL_ERROR);
-    };
-    let file = open.node.as_ref();
-    let same = ringshare_vfs::stream_names_match(&to, &from);
-    if !same {
-        let found = file.find_stream(&to).map_err(status_of)?;
-        target_free(found, open_now, replace)?;
-    }
-    if shared {
-        return Err(NtStatus::SHARING_VIOLATION);
-    }
-    // A stream whose delete on close was decided meanwhile (its connection ended) is removed
-    // under its old name by the close's job, which runs after this one: not renamed first, so
-    // that it is removed, as on a local share it is removed under its new name (the review of
-    // session 49, finding 3).
-    if server
-        .files
-        .existing(key)
-        .is_some_and(|e| lock(&e).removing)
-    {
-        return Err(NtStatus::DELETE_PENDING);
-    }
-    // The entry is gone when the open was closed meanwhile (its connection ended): the rename
-    // is made all the same, as the request asked, with no entry to move.
-    let moved = !same && server.files.rekey(key, new_key);
-    if !same && !moved && server.files.existing(key).is_some() {
-        return Err(NtStatus::SHARING_VIOLATION);
-    }
-    if let Err(e) = file.rename_stream(&from, &to, replace) {
-        if moved {
-            server.files.rekey(new_key, key);
-        }
-        return Err(status_of(e));
-    }
-    // A CREATE of either name whose job looked before the rename and is answered after the
-    // mark went is looked up again (`create::offload::stale`; the review of session 49,
-    // finding 2).
-    let path = lock(&s.file_entry).path.clone();
-    server.files.name_changed(&open.share.name, &path);
-    Renamed { from, to, new_key }.told(server, open, s);
-    Ok(())
 }
 
 /// The file's entry's mark of a stream's rename out ([`rename`]), let go when the job's calls
