@@ -114,20 +114,6 @@ fn set_dacl(c: &mut Client, f: FileId, sd: &[u8]) -> Resp {
     })
 }
 
-/// Each of `held` (jobs and questions to the id source) run, its answer handed to the
-/// connection, which runs the request again at once: the file system calls made then, on the
-/// I/O thread (not the job's own).
-fn run_counting(c: &mut Client, calls: &Calls, held: Vec<ringshare_core::LookupRequest>) -> usize {
-    let mut on_io_thread = 0;
-    for req in held {
-        let done = req.run();
-        let before = calls.all();
-        c.conn.complete_lookup(c.now, req.id, done);
-        on_io_thread += calls.all() - before;
-    }
-    on_io_thread
-}
-
 /// What a CREATE of `sales\new.txt` held on its lookups came to: what it asked in turn ("job",
 /// "ids"), the file system calls made on the I/O thread (before, between and after them), its
 /// answer's status, and the named entries of the new file's POSIX ACL.
@@ -158,7 +144,7 @@ fn create_held(c: &mut Client, calls: &Calls) -> Held {
                 _ => "other",
             });
         }
-        on_io_thread += run_counting(c, calls, held);
+        on_io_thread += run_counting(c, held, &|| calls.all()).1;
         was = calls.all();
         answers.extend(c.pump());
     }
@@ -315,7 +301,7 @@ fn create_with_group_held(c: &mut Client, calls: &Calls) -> (Vec<&'static str>, 
                 _ => "other",
             });
         }
-        on_io_thread += run_counting(c, calls, held);
+        on_io_thread += run_counting(c, held, &|| calls.all()).1;
         was = calls.all();
         answers.extend(c.pump());
     }

@@ -49,13 +49,8 @@ fn query_security_held(c: &mut Client, calls: &Calls, f: FileId) -> Held {
                 _ => "other",
             });
         }
-        for req in held {
-            let done = req.run();
-            // Handed back, the answer runs the request again at once, on the I/O thread.
-            let before = calls.all();
-            c.conn.complete_lookup(c.now, req.id, done);
-            on_io_thread += calls.all() - before;
-        }
+        // Handed back, each answer runs the request again at once, on the I/O thread.
+        on_io_thread += run_counting(c, held, &|| calls.all()).1;
         was = calls.all();
         answers.extend(c.pump());
     }

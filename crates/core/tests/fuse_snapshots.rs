@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use ringshare_core::shadow::ShadowCopy;
 use ringshare_vfs::memory::MemShare;
-use ringshare_vfs::{server_who, OpenMode, OpenOptions, RelPath, Share};
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::ioctl::IoctlResponse;
 use ringshare_wire::NtStatus;
@@ -28,36 +27,13 @@ const NEWER: &str = "@GMT-2026.11.02-10.00.00";
 /// FileBasicInformation, of QUERY_INFO's SMB2_0_INFO_FILE.
 const FILE_BASIC_INFORMATION: u8 = 4;
 
-/// Makes `path` (slash-separated) on `mem` with `data`, its directories too.
-fn make(mem: &MemShare, path: &str, data: &[u8]) {
-    let parts: Vec<&str> = path.split('/').collect();
-    let who = server_who();
-    for i in 1..parts.len() {
-        let dir = RelPath::from_components(parts[..i].iter().copied()).unwrap();
-        let opts = OpenOptions {
-            mode: OpenMode::OpenOrCreate,
-            directory: true,
-            ..OpenOptions::read_existing()
-        };
-        mem.open(&who, &dir, &opts).unwrap();
-    }
-    let opts = OpenOptions {
-        mode: OpenMode::TruncateOrCreate,
-        write: true,
-        ..OpenOptions::read_existing()
-    };
-    let file = RelPath::from_components(parts.iter().copied()).unwrap();
-    let node = mem.open(&who, &file, &opts).unwrap().node;
-    node.write_at(data, 0).unwrap();
-}
-
 /// A client of a FUSE-like share (`remote`: its calls may wait on a network) with
 /// `shadow_copy2` settings `shadow`, whose `.snapshots` holds two snapshots of `f.txt`.
 fn client_with(remote: bool, shadow: ShadowCopy) -> (Client, Arc<Calls>) {
     let mem = MemShare::new();
-    make(&mem, "f.txt", b"now");
-    make(&mem, &format!(".snapshots/{OLD}/f.txt"), b"old one");
-    make(&mem, &format!(".snapshots/{NEWER}/f.txt"), b"newer one");
+    make_file(&mem, "f.txt", b"now");
+    make_file(&mem, &format!(".snapshots/{OLD}/f.txt"), b"old one");
+    make_file(&mem, &format!(".snapshots/{NEWER}/f.txt"), b"newer one");
     fuse_client_on(mem, remote, |share| {
         let mut config = config_on(share, ringshare_core::SigningPolicy::IfRequired);
         for s in &mut config.shares {

@@ -50,7 +50,11 @@ fn with_jobs_held(c: &mut Client, calls: &Calls, msg: Vec<u8>) -> Held {
     while !c.held_lookups.is_empty() {
         let held = std::mem::take(&mut c.held_lookups);
         jobs += held.len();
-        on_io_thread += run_counting(c, calls, held);
+        let jobs_only = held
+            .iter()
+            .all(|r| matches!(r.ask, ringshare_core::Lookup::Fs(_)));
+        assert!(jobs_only, "jobs");
+        on_io_thread += run_counting(c, held, &|| calls.all()).1;
         let ran = calls.all();
         answers.extend(c.pump());
         on_io_thread += calls.all() - ran;
@@ -61,21 +65,6 @@ fn with_jobs_held(c: &mut Client, calls: &Calls, msg: Vec<u8>) -> Held {
         on_io_thread,
         answers,
     }
-}
-
-/// The file system jobs `held` run as the pool runs them, each answer handed to the connection,
-/// which runs the request again at once: the file system calls made then, on the I/O thread
-/// (not the job's own).
-fn run_counting(c: &mut Client, calls: &Calls, held: Vec<ringshare_core::LookupRequest>) -> usize {
-    let mut on_io_thread = 0;
-    for req in held {
-        assert!(matches!(req.ask, ringshare_core::Lookup::Fs(_)), "a job");
-        let done = req.run();
-        let before = calls.all();
-        c.conn.complete_lookup(c.now, req.id, done);
-        on_io_thread += calls.all() - before;
-    }
-    on_io_thread
 }
 
 /// What a CREATE's answer shows: its status, and when it succeeded its CreateAction,

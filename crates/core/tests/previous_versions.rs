@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ringshare_core::shadow::{ShadowCopy, SnapSort};
 use ringshare_vfs::memory::MemShare;
-use ringshare_vfs::{server_who, OpenMode, OpenOptions, RelPath, Share};
+use ringshare_vfs::RelPath;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::{tag, CreateContext, CreateResponse};
 use ringshare_wire::fscc::{decode_dir_entries, FileInfoClass};
@@ -26,40 +26,17 @@ const FILE_READ_DATA: u32 = 0x1;
 const OLD: &str = "@GMT-2026.11.01-10.00.00";
 const NEWER: &str = "@GMT-2026.11.02-10.00.00";
 
-/// Makes `path` (slash-separated) on the share with `data`, its directories too.
-fn make(mem: &MemShare, path: &str, data: &[u8]) {
-    let parts: Vec<&str> = path.split('/').collect();
-    let who = server_who();
-    for i in 1..parts.len() {
-        let dir = RelPath::from_components(parts[..i].iter().copied()).unwrap();
-        let opts = OpenOptions {
-            mode: OpenMode::OpenOrCreate,
-            directory: true,
-            ..OpenOptions::read_existing()
-        };
-        mem.open(&who, &dir, &opts).unwrap();
-    }
-    let opts = OpenOptions {
-        mode: OpenMode::TruncateOrCreate,
-        write: true,
-        ..OpenOptions::read_existing()
-    };
-    let file = RelPath::from_components(parts.iter().copied()).unwrap();
-    let node = mem.open(&who, &file, &opts).unwrap().node;
-    node.write_at(data, 0).unwrap();
-}
-
 /// A client of a share whose `.snapshots` holds two snapshots of `f.txt`
 /// (and a directory that is no snapshot), with `shadow` as its settings
 /// (none: the share has no `shadow_copy2`).
 fn client_with(shadow: Option<ShadowCopy>) -> Client {
     let mem = MemShare::new();
-    make(&mem, "f.txt", b"now");
-    make(&mem, "only-now.txt", b"new");
-    make(&mem, &format!(".snapshots/{OLD}/f.txt"), b"old one");
-    make(&mem, &format!(".snapshots/{OLD}/sub/g.txt"), b"gee");
-    make(&mem, &format!(".snapshots/{NEWER}/f.txt"), b"newer one");
-    make(&mem, ".snapshots/not-a-snapshot/f.txt", b"x");
+    make_file(&mem, "f.txt", b"now");
+    make_file(&mem, "only-now.txt", b"new");
+    make_file(&mem, &format!(".snapshots/{OLD}/f.txt"), b"old one");
+    make_file(&mem, &format!(".snapshots/{OLD}/sub/g.txt"), b"gee");
+    make_file(&mem, &format!(".snapshots/{NEWER}/f.txt"), b"newer one");
+    make_file(&mem, ".snapshots/not-a-snapshot/f.txt", b"x");
     let server = server_with(&mem, |cfg| {
         for s in &mut cfg.shares {
             Arc::get_mut(s).unwrap().shadow = shadow.clone().map(Arc::new);
@@ -375,27 +352,27 @@ fn without_shadow_copy2_a_gmt_name_is_an_ordinary_name() {
 /// OLD of itself in `vol/.snapshots`.
 fn nested_client() -> Client {
     let mem = MemShare::new();
-    make(&mem, "f.txt", b"now");
-    make(&mem, "vol/v.txt", b"vol now");
-    make(&mem, "vol/deep/d.txt", b"deep now");
-    make(&mem, &format!(".snapshots/{OLD}/f.txt"), b"root old");
-    make(
+    make_file(&mem, "f.txt", b"now");
+    make_file(&mem, "vol/v.txt", b"vol now");
+    make_file(&mem, "vol/deep/d.txt", b"deep now");
+    make_file(&mem, &format!(".snapshots/{OLD}/f.txt"), b"root old");
+    make_file(
         &mem,
         &format!(".snapshots/{OLD}/vol/v.txt"),
         b"root's copy of vol",
     );
-    make(
+    make_file(
         &mem,
         &format!(".snapshots/{OLD}/vol/only-in-root.txt"),
         b"root only",
     );
-    make(
+    make_file(
         &mem,
         &format!(".snapshots/{NEWER}/vol/v.txt"),
         b"root newer",
     );
-    make(&mem, &format!("vol/.snapshots/{OLD}/v.txt"), b"vol old");
-    make(
+    make_file(&mem, &format!("vol/.snapshots/{OLD}/v.txt"), b"vol old");
+    make_file(
         &mem,
         &format!("vol/.snapshots/{OLD}/deep/d.txt"),
         b"deep old",

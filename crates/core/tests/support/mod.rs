@@ -1117,6 +1117,30 @@ pub fn output_buffer(r: &Resp) -> Vec<u8> {
 
 pub mod fuse;
 
+/// Makes `path` (slash-separated) on `mem` with `data`, its directories too, as the server.
+pub fn make_file(mem: &MemShare, path: &str, data: &[u8]) {
+    use ringshare_vfs::{OpenMode, OpenOptions, RelPath};
+    let parts: Vec<&str> = path.split('/').collect();
+    let who = ringshare_vfs::server_who();
+    for i in 1..parts.len() {
+        let dir = RelPath::from_components(parts[..i].iter().copied()).unwrap();
+        let opts = OpenOptions {
+            mode: OpenMode::OpenOrCreate,
+            directory: true,
+            ..OpenOptions::read_existing()
+        };
+        mem.open(&who, &dir, &opts).unwrap();
+    }
+    let opts = OpenOptions {
+        mode: OpenMode::TruncateOrCreate,
+        write: true,
+        ..OpenOptions::read_existing()
+    };
+    let file = RelPath::from_components(parts.iter().copied()).unwrap();
+    let node = mem.open(&who, &file, &opts).unwrap().node;
+    node.write_at(data, 0).unwrap();
+}
+
 thread_local! {
     /// Whether what runs now on this thread runs as the driver's file system pool or an io_uring
     /// worker would run it, not on the I/O thread ([`off_io_thread`]).
