@@ -41,6 +41,10 @@ const UNLOCK: u32 = 0x4;
 /// FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, SYNCHRONIZE, READ_CONTROL.
 const LIST: u32 = 0x0012_0089;
 
+const BATCH: u8 = 9;
+const REPLAY_OPERATION: u32 = 0x2000_0000;
+const DURABLE_CREATE_GUID: [u8; 16] = [0x5a; 16];
+
 /// The steps that made calls on the I/O thread, with the kinds of the calls.
 #[derive(Default)]
 struct Audit {
@@ -215,6 +219,24 @@ fn day(remote: bool) -> Vec<String> {
     expect(&c.close(d), NtStatus::SUCCESS, "close d");
     a.after(&calls, "CLOSE of a directory");
 
+    // A durable open, kept when its connection goes: taken back by another connection (a
+    // DH2C reconnect), whose replay of the open's CREATE is answered from it.
+    let dur = c.create_msg_caching_ctx(
+        "dur",
+        READ_WRITE_DELETE,
+        7,
+        D::OPEN_IF,
+        BATCH,
+        dh2q_with(DURABLE_CREATE_GUID, 0),
+    );
+    let (_, r) = send_signed(&mut c, dur);
+    let r = if r.is_empty() { c.pump() } else { r };
+    expect(&r[0], NtStatus::SUCCESS, "durable open");
+    let dur = ringshare_wire::create::CreateResponse::decode(&r[0].msg)
+        .unwrap()
+        .file_id;
+    a.after(&calls, "CREATE of a durable open");
+
     // The connection ends with files open: one written, one to delete.
     let w = c
         .create("kept", READ_WRITE_DELETE, D::CREATE, 0)
@@ -233,6 +255,44 @@ fn day(remote: bool) -> Vec<String> {
     assert!(
         c.mem.stat(&who, &at("gone")).is_err(),
         "the delete-on-close file went at the connection's end"
+    );
+
+    let mut b = Client::on(
+        std::sync::Arc::clone(&c.server),
+        c.mem.clone(),
+        Options::default(),
+    );
+    calls.on_io_thread();
+    let m = b.create_msg_caching_ctx(
+        "dur",
+        READ_WRITE_DELETE,
+        7,
+        D::OPEN,
+        BATCH,
+        dh2c_with(dur, DURABLE_CREATE_GUID),
+    );
+    let (_, r) = send_signed(&mut b, m);
+    let r = if r.is_empty() { b.pump() } else { r };
+    expect(&r[0], NtStatus::SUCCESS, "durable reconnect");
+    a.after(&calls, "CREATE reconnecting a durable open");
+    let mut m = b.create_msg_caching_ctx(
+        "dur",
+        READ_WRITE_DELETE,
+        7,
+        D::OPEN_IF,
+        BATCH,
+        dh2q_with(DURABLE_CREATE_GUID, 0),
+    );
+    let flags = u32::from_le_bytes(m[16..20].try_into().unwrap()) | REPLAY_OPERATION;
+    m[16..20].copy_from_slice(&flags.to_le_bytes());
+    let (_, r) = send_signed(&mut b, m);
+    let r = if r.is_empty() { b.pump() } else { r };
+    expect(&r[0], NtStatus::SUCCESS, "replay");
+    a.after(&calls, "CREATE replaying a durable open's CREATE");
+    expect(
+        &b.close(dur),
+        NtStatus::SUCCESS,
+        "close the reconnected open",
     );
 
     a.found
@@ -254,6 +314,8 @@ fn on_a_local_share_the_same_day_makes_its_calls_on_the_io_thread() {
     let found = day(false);
     for step in [
         "CREATE of a new file",
+        "CREATE reconnecting a durable open",
+        "CREATE replaying a durable open's CREATE",
         "QUERY_INFO FileAllInformation",
         "SET_INFO FileRenameInformation",
         "CLOSE that removes a file",

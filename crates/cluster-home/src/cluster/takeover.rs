@@ -322,7 +322,7 @@ fn let_go(server: &Arc<ServerState>, state: State, now_ms: u64, same_id: bool) -
 /// persistent part. Any other durable open is closed (at its file's home too: what that asks is
 /// returned): its client knows it by the FileId the keeper gave it, which no node answers to
 /// any more (the open has this node's id now), so parked it would only wait for its timeout.
-fn keep_for_later(
+pub fn keep_for_later(
     server: &Arc<ServerState>,
     t: TakenOver,
     now_ms: u64,

@@ -351,6 +351,8 @@ pub(crate) fn answered(
         Some(LookupCont::Create(fin)) => answer::resume(core, *fin, done).map(Handled::Reply),
         // A rename's job on a share whose calls may wait on a network (cmd/set_info/moves.rs).
         Some(LookupCont::SetInfo(fin)) => crate::cmd::set_info::changed(core, *fin, done),
+        // A replay's (or reconnect's) open's attributes, read in a job.
+        Some(LookupCont::Stat(fin)) => durable::statted(core, *fin, done),
         Some(LookupCont::Again(asked)) => {
             core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
             let r = {
@@ -453,10 +455,11 @@ fn reconnect_or_replay(
         ask,
         durable::Ask::ReconnectV1 { .. } | durable::Ask::ReconnectV2 { .. }
     ) {
-        return durable::reconnect(core, req, cr, ask, Some(parked)).map(Some);
+        let parking = durable::Parking::Fresh(parked);
+        return durable::reconnect(core, req, cr, ask, parking).map(Some);
     }
     if let Some(create_guid) = ask.create_guid() {
-        if let Some(r) = durable::replay(core, req, cr, create_guid, retry)? {
+        if let Some(r) = durable::replay(core, req, cr, create_guid, retry, parked)? {
             return Ok(Some(r));
         }
         *dh2q = Some(create_guid);

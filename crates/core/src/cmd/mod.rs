@@ -114,6 +114,9 @@ pub(crate) enum LookupCont {
     /// from a dead one) is answered once the takeover, carried away from the I/O thread, is
     /// done.
     Takeover(Box<create::durable::TakingOver>),
+    /// A durable reconnect (or a replayed CREATE) on a share whose calls may wait on a
+    /// network is answered once its open's attributes are read in a file system job.
+    Stat(Box<create::durable::Statting>),
     /// A request that waits for the cluster's store (a persistent open's record removed at its
     /// CLOSE, `closed`; stored again at a LOCK) is answered `reply` once it did (an error
     /// there is logged where it is asked).
@@ -305,6 +308,7 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
         // The job makes its change all the same; nobody hears of it.
         LookupCont::SetInfo(_) => {}
         LookupCont::Takeover(fin) => create::durable::abandon_takeover(core, *fin),
+        LookupCont::Stat(fin) => fin.abandon(core),
         _ => {}
     }
 }

@@ -146,7 +146,8 @@ impl Connection {
             | LookupCont::Lock(_)
             | LookupCont::Disposition(_)
             | LookupCont::SetInfo(_)
-            | LookupCont::Takeover(_)) => {
+            | LookupCont::Takeover(_)
+            | LookupCont::Stat(_)) => {
                 let (handled, closed) = match cont {
                     LookupCont::Lock(fin) => {
                         (cmd::lock::answered(&mut self.core, *fin, done), None)
@@ -170,6 +171,10 @@ impl Connection {
                     LookupCont::Takeover(fin) => {
                         (cmd::create::durable::taken_over(&mut self.core, *fin), None)
                     }
+                    LookupCont::Stat(fin) => (
+                        cmd::create::durable::statted(&mut self.core, *fin, done),
+                        None,
+                    ),
                     _ => return,
                 };
                 let mut job = job;
@@ -218,7 +223,8 @@ impl Connection {
                     | LookupCont::Lock(_)
                     | LookupCont::Disposition(_)
                     | LookupCont::SetInfo(_)
-                    | LookupCont::Takeover(_) => return,
+                    | LookupCont::Takeover(_)
+                    | LookupCont::Stat(_) => return,
                 };
                 self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
             }
@@ -322,6 +328,7 @@ impl Parked {
             | LookupCont::Disposition(_)
             | LookupCont::SetInfo(_)
             | LookupCont::Takeover(_)
+            | LookupCont::Stat(_)
             | LookupCont::Answer { .. } => 0,
         }
     }

@@ -89,6 +89,8 @@ pub struct Calls {
     pub streams_dropped: AtomicUsize,
     /// Every unlink and rmdir is refused (EACCES), after it is counted.
     pub refuse_removals: AtomicBool,
+    /// Every stat of an open file fails (EIO), after it is counted.
+    pub fail_stats: AtomicBool,
     /// The kinds of the calls above made on the I/O thread ([`Calls::on_io_thread`]).
     pub io_thread: std::sync::Mutex<Vec<&'static str>>,
     /// (review of session 49) A stream's next rename, once made, says so on the first and
@@ -229,6 +231,9 @@ impl Node for FuseNode {
     }
     fn stat(&self) -> FsResult<FileAttr> {
         self.1.bump(&self.1.stats, "stats");
+        if self.1.fail_stats.load(Ordering::SeqCst) {
+            return Err(ringshare_vfs::FsError::Io);
+        }
         self.0.stat()
     }
     fn stat_without_dos(&self) -> FsResult<FileAttr> {
@@ -774,4 +779,35 @@ pub fn run_counting(
         on_io_thread += count() - before;
     }
     (in_jobs, on_io_thread)
+}
+
+/// A DH2Q with CreateGuid `guid` and `flags` (PERSISTENT is 2), no timeout asked.
+pub fn dh2q_with(
+    guid: [u8; 16],
+    flags: u32,
+) -> Vec<ringshare_wire::create::CreateContext<'static>> {
+    use ringshare_wire::create::{tag, CreateContext, DurableHandleRequestV2};
+    let d = DurableHandleRequestV2 {
+        timeout: 0,
+        flags,
+        create_guid: guid,
+    };
+    vec![CreateContext::new(
+        tag::DURABLE_HANDLE_REQUEST_V2,
+        d.encode(),
+    )]
+}
+
+/// A DH2C of open `f` made with CreateGuid `guid`.
+pub fn dh2c_with(f: FileId, guid: [u8; 16]) -> Vec<ringshare_wire::create::CreateContext<'static>> {
+    use ringshare_wire::create::{tag, CreateContext, DurableHandleReconnectV2};
+    let d = DurableHandleReconnectV2 {
+        file_id: f,
+        create_guid: guid,
+        flags: 0,
+    };
+    vec![CreateContext::new(
+        tag::DURABLE_HANDLE_RECONNECT_V2,
+        d.encode(),
+    )]
 }

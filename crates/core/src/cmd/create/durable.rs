@@ -211,9 +211,16 @@ pub(crate) fn reconnect(
     req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     ask: Ask,
-    parked: Option<&mut Option<super::Parked>>,
+    parking: Parking<'_>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::NtStatus;
+    let (slot, replaying) = match parking {
+        Parking::Fresh(slot) => (slot, None),
+        Parking::Replay(slot, create_guid) => {
+            (slot, Some((super::PendingCreate::new(req, 0), create_guid)))
+        }
+    };
+    let fresh = replaying.is_none();
 
     let (file_id, create_guid) = match ask {
         Ask::ReconnectV1 { file_id } => (file_id, None),
@@ -238,24 +245,24 @@ pub(crate) fn reconnect(
         share: &share_name,
         owner: &owner,
     };
-    let found = match (take_matching(&server.files, file_id, &wanted), parked) {
-        (Ok(p), parked) => (p, parked),
-        (Err(NtStatus::OBJECT_NAME_NOT_FOUND), Some(parked)) => {
-            return reconnect_elsewhere(core, req, &sref, (file_id, &wanted, None), parked)
+    let parked = match take_matching(&server.files, file_id, &wanted) {
+        Ok(p) => p,
+        Err(NtStatus::OBJECT_NAME_NOT_FOUND) if fresh => {
+            return reconnect_elsewhere(core, req, &sref, (file_id, &wanted, None), slot)
         }
-        (Err(s), _) => return Err(s),
+        Err(s) => return Err(s),
     };
-    let (parked, asking) = found;
     if crate::cluster::handover::unmoved(&server.node, &parked) {
         // Kept here after its move to this node failed: moved now (or kept again), away from
         // the I/O thread when the request can park.
-        if let Some(asking) = asking {
+        if fresh {
             let kept = (file_id, &wanted, Some(parked));
-            return reconnect_elsewhere(core, req, &sref, kept, asking);
+            return reconnect_elsewhere(core, req, &sref, kept, slot);
         }
         let landing = landing_of(core, req, &sref);
         let t = crate::cluster::handover::move_kept(&server, &landing, parked, &wanted)?;
-        return finish(core, req.session_id, &sref, t);
+        let keeping = Keeping::Here { same_id: false };
+        return finish(core, (req.session_id, &sref), t, keeping, (slot, replaying));
     }
     let old = parked.open;
     let route = Route {
@@ -268,6 +275,7 @@ pub(crate) fn reconnect(
     drop(old);
     let lease_key = lease_key.and(caching.lease.map(|l| l.key));
     // (A persistent open taken over from a dead node has a new volatile id.)
+    let file_id_asked = file_id;
     let file_id = ringshare_wire::FileId {
         persistent: file_id.persistent,
         volatile: open.id,
@@ -282,7 +290,7 @@ pub(crate) fn reconnect(
     if let Some((node, key, entry, moved)) = home {
         // The file's home learns the new connection before the CREATE is answered: away from
         // the I/O thread when the request can park.
-        if let (Some(asking), true) = (asking, node != 0) {
+        if fresh && node != 0 {
             let r = crate::cluster::takeover::Rejoining {
                 open: t,
                 key,
@@ -290,7 +298,7 @@ pub(crate) fn reconnect(
                 moved,
             };
             let job = crate::cluster::takeover::rejoin_ask(&server, r, node, core.now.mono_ms);
-            return park_takeover(req, &sref, job, asking);
+            return park_takeover(req, &sref, job, slot);
         }
         if let Err(s) = crate::cluster::handover::transfer(&server, key, &entry, moved) {
             tracing::warn!(
@@ -299,7 +307,21 @@ pub(crate) fn reconnect(
             );
         }
     }
-    finish(core, req.session_id, &sref, t)
+    let keeping = Keeping::Here {
+        same_id: t.file_id.volatile == file_id_asked.volatile,
+    };
+    finish(core, (req.session_id, &sref), t, keeping, (slot, replaying))
+}
+
+/// Where a reconnect ([`reconnect`]) may park, and why it runs.
+pub(crate) enum Parking<'p> {
+    /// A CREATE with a DHnC or DH2C: its open may be taken over from another node away from
+    /// the I/O thread, and its file's attributes read in a job ([`finish`]).
+    Fresh(&'p mut Option<super::Parked>),
+    /// The replay of the CREATE (CreateGuid) of a persistent open parked here
+    /// ([`replay_parked`]): only an open parked here, in place; the replay is answered once
+    /// it joined the session.
+    Replay(&'p mut Option<super::Parked>, [u8; 16]),
 }
 
 /// The reconnect's tree: a disk share's name and the session's owner, when the session has
@@ -447,7 +469,11 @@ pub(crate) fn taken_over(
         core.post_closes(asks);
         return Err(ringshare_wire::NtStatus::USER_SESSION_DELETED);
     }
-    finish(core, fin.session_id, &fin.sref, t).map(crate::cmd::Handled::Reply)
+    let mut parked = None;
+    let keeping = Keeping::Takeover(fin.takeover);
+    let ids = (fin.session_id, &fin.sref);
+    let r = finish(core, ids, t, keeping, (&mut parked, None)).map(Some);
+    super::handled(r, parked)
 }
 
 /// A parked reconnect will not go on (its connection went): the persistent open its takeover
@@ -558,16 +584,185 @@ fn rejoined(old: &Open, req: &crate::exchange::Req<'_>, durability: Durability) 
     }
 }
 
-/// A reconnected open (here or handed over from another node) joins the
-/// session: the CREATE answer, with the lease when the reconnect named
-/// one (`lease` and `lease_key`). An open that cannot join (its file cannot be read back, or
-/// its session ended meanwhile) is closed; what that close asks of the cluster (a persistent
-/// open's record removed, the close at a file's home) is posted, away from the I/O thread.
+/// A reconnected open (here or handed over from another node) joins the session once its
+/// file's attributes are read ([`join`]): on a share whose calls may wait on a network in a
+/// file system job, the CREATE parked meanwhile (Err([`super::PARKED`]), the job in `slot`;
+/// it goes on in [`statted`]; issue 33: on CephFS a dead node's capabilities can hold the
+/// getattr until its eviction); elsewhere at once. `keeping`: how the open is kept if the
+/// CREATE does not go on while the job is out ([`Statting::abandon`]); `replaying`: the
+/// replay of a parked open's CREATE (its request, and the CreateGuid) answered once it joined.
 pub(crate) fn finish(
     core: &mut crate::exchange::ConnCore,
-    session_id: u64,
-    sref: &crate::state::SessionRef,
+    (session_id, sref): (u64, &crate::state::SessionRef),
     taken: crate::cluster::handover::TakenOver,
+    keeping: Keeping,
+    (slot, replaying): (&mut Option<super::Parked>, Option<Replayed>),
+) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
+    if taken.open.share.offloaded() {
+        let job = stat_job(&taken.open);
+        let fin = Joining {
+            session_id,
+            sref: Arc::clone(sref),
+            taken,
+            keeping,
+            replaying,
+        };
+        let cont = Statting::Join(Box::new(fin));
+        *slot = Some((
+            crate::lookup::Lookup::Fs(job),
+            crate::cmd::LookupCont::Stat(Box::new(cont)),
+        ));
+        return Err(super::PARKED);
+    }
+    let attr = taken.open.node.stat().map_err(crate::fsmap::status_of);
+    join(core, (session_id, sref), taken, attr)
+}
+
+/// The request and CreateGuid of a replayed CREATE whose parked open is reconnected first
+/// ([`Parking::Replay`]).
+pub(crate) type Replayed = (super::PendingCreate, [u8; 16]);
+
+/// How an open reconnected for a CREATE that will not go on is kept (its connection went while
+/// its attributes were read).
+pub(crate) enum Keeping {
+    /// As the takeover that brought it from another node keeps it.
+    Takeover(crate::cluster::takeover::Takeover),
+    /// One parked here (`same_id`: under the id its client knows): parked again, or closed,
+    /// as a takeover's would be.
+    Here { same_id: bool },
+}
+
+/// A durable reconnect or a replayed CREATE parked while its open's attributes are read in a
+/// file system job ([`stat_job`]); it goes on in [`statted`].
+pub(crate) enum Statting {
+    /// A reconnected open, which joins its session ([`join`]).
+    Join(Box<Joining>),
+    /// A replayed CREATE answered from its open ([`replay`]).
+    Replay(Box<Replaying>),
+}
+
+/// A reconnected open waiting for its attributes ([`finish`]).
+pub(crate) struct Joining {
+    session_id: u64,
+    sref: crate::state::SessionRef,
+    taken: crate::cluster::handover::TakenOver,
+    keeping: Keeping,
+    replaying: Option<Replayed>,
+}
+
+/// A replayed CREATE's answer ([`replay`]), but for the open's attributes.
+pub(crate) struct Replaying {
+    level: u8,
+    action: u32,
+    file_id: ringshare_wire::FileId,
+    contexts: Vec<ringshare_wire::create::CreateContext<'static>>,
+}
+
+impl Replaying {
+    /// The answer, with the open's attributes `attr`.
+    fn reply(self, attr: &ringshare_vfs::FileAttr) -> crate::exchange::Reply {
+        use ringshare_wire::consts::CreateAction;
+        let f = self.file_id;
+        let body = crate::cmd::create::response_body(
+            attr,
+            self.level,
+            CreateAction(self.action),
+            f,
+            self.contexts,
+        );
+        let mut r = crate::exchange::Reply::ok(body);
+        r.file_id = Some((f.persistent, f.volatile));
+        r
+    }
+}
+
+impl Statting {
+    /// Its CREATE will not go on (its connection went): a reconnected open is kept as
+    /// [`Keeping`] says (what that asks of the cluster is posted).
+    pub(crate) fn abandon(self, core: &mut crate::exchange::ConnCore) {
+        let Statting::Join(j) = self else {
+            return;
+        };
+        let Joining { taken, keeping, .. } = *j;
+        let asks = match keeping {
+            Keeping::Takeover(takeover) => takeover.keep(taken),
+            Keeping::Here { same_id } => {
+                let now_ms = core.now.mono_ms;
+                crate::cluster::takeover::keep_for_later(&core.server, taken, now_ms, same_id)
+            }
+        };
+        core.post_closes(asks);
+    }
+}
+
+/// The job that reads `open`'s file's attributes, as its user, in its order.
+fn stat_job(open: &Open) -> crate::fsjob::FsJob {
+    let (who, order, share) = crate::cmd::job_of_open(open);
+    let node = Arc::clone(&open.node);
+    let what = "the attributes of a reconnected or replayed open";
+    crate::fsjob::FsJob::answer_made(who, order, share, what, move || {
+        crate::fsjob::Carried::new(node.stat(), false)
+    })
+}
+
+/// What [`stat_job`] read.
+fn stat_of(
+    done: crate::lookup::LookupDone,
+) -> Result<ringshare_vfs::FileAttr, ringshare_wire::NtStatus> {
+    use crate::fsjob::FsDone;
+    use crate::lookup::LookupDone;
+    match done {
+        LookupDone::Fs(FsDone::Made(m)) => m
+            .take::<ringshare_vfs::FsResult<ringshare_vfs::FileAttr>>()
+            .unwrap_or(Err(ringshare_vfs::FsError::Busy))
+            .map_err(crate::fsmap::status_of),
+        LookupDone::Fs(FsDone::Done(Err(e))) => Err(crate::fsmap::status_of(e)),
+        _ => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
+    }
+}
+
+/// The attributes [`stat_job`] read are in: the reconnected open joins its session (and a
+/// replay of a parked open's CREATE is answered, [`replay`], which may park again for its
+/// own), or a replayed CREATE is answered.
+pub(crate) fn statted(
+    core: &mut crate::exchange::ConnCore,
+    fin: Statting,
+    done: crate::lookup::LookupDone,
+) -> Result<crate::cmd::Handled, ringshare_wire::NtStatus> {
+    use crate::cmd::Handled;
+    let attr = stat_of(done);
+    let j = match fin {
+        Statting::Replay(r) => return attr.map(|a| Handled::Reply(r.reply(&a))),
+        Statting::Join(j) => *j,
+    };
+    let Joining {
+        session_id,
+        sref,
+        taken,
+        replaying,
+        ..
+    } = j;
+    let joined = join(core, (session_id, &sref), taken, attr)?;
+    let Some((request, create_guid)) = replaying else {
+        return Ok(Handled::Reply(joined));
+    };
+    let req = request.req(session_id);
+    let cr = ringshare_wire::create::CreateRequest::decode(req.msg).map_err(|e| e.status())?;
+    let mut parked = None;
+    let r = replay(core, &req, &cr, create_guid, true, &mut parked);
+    super::handled(r, parked)
+}
+
+/// A reconnected open joins the session, its file's attributes `attr` read: the CREATE
+/// answer, with the lease when the reconnect named one. An open that cannot join (its file
+/// cannot be read back, or its session ended meanwhile) is closed; what that close asks of the
+/// cluster (a persistent open's record removed, the close at a file's home) is posted, away
+/// from the I/O thread.
+fn join(
+    core: &mut crate::exchange::ConnCore,
+    (session_id, sref): (u64, &crate::state::SessionRef),
+    taken: crate::cluster::handover::TakenOver,
+    attr: Result<ringshare_vfs::FileAttr, ringshare_wire::NtStatus>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::NtStatus;
@@ -579,7 +774,7 @@ pub(crate) fn finish(
         file_id,
     } = taken;
     let lease = lease.as_ref();
-    let attr = match open.node.stat().map_err(crate::fsmap::status_of) {
+    let attr = match attr {
         Ok(a) => a,
         Err(s) => {
             let asks = crate::opens::close_posted(&core.server, Arc::new(open));
@@ -617,15 +812,17 @@ pub(crate) fn finish(
 /// original CREATE got, from the open as it is (the oplock level the replay
 /// asks for, as Windows and Samba answer; the DH2Q response when the open
 /// is durable and that level could have made it so); without the flag,
-/// DUPLICATE_OBJECTID. `None`: no such open, an ordinary CREATE follows.
+/// DUPLICATE_OBJECTID. `None`: no such open, an ordinary CREATE follows. On a share whose
+/// calls may wait on a network the open's attributes are read in a file system job, the
+/// CREATE parked meanwhile (Err([`super::PARKED`]), the job in `parked`; [`statted`]).
 pub(crate) fn replay(
     core: &mut crate::exchange::ConnCore,
     req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     create_guid: [u8; 16],
     retry: bool,
+    parked: &mut Option<super::Parked>,
 ) -> Result<Option<crate::exchange::Reply>, ringshare_wire::NtStatus> {
-    use ringshare_wire::consts::CreateAction;
     use ringshare_wire::create::{tag, ContextTag, CreateContext, DurableHandleRequestV2};
     use ringshare_wire::NtStatus;
 
@@ -647,7 +844,7 @@ pub(crate) fn replay(
             .and_then(|s| lock(&s).opens.get(&open_id).cloned())
             .map(|o| (session_id, o))
     }) else {
-        return replay_parked(core, req, cr, (client_guid, create_guid));
+        return replay_parked(core, req, cr, (client_guid, create_guid), parked);
     };
     if !req.hdr.is_replay() || session_id != req.session_id {
         return Err(NtStatus::DUPLICATE_OBJECTID);
@@ -686,7 +883,6 @@ pub(crate) fn replay(
         let st = lock(&open.state);
         (st.durable.clone(), st.create_action)
     };
-    let attr = open.node.stat().map_err(crate::fsmap::status_of)?;
     let mut contexts = Vec::new();
     if let (crate::files::oplock::LEVEL_LEASE, Some(g), Some(key)) = (requested, &lease, lease_key)
     {
@@ -706,21 +902,27 @@ pub(crate) fn replay(
             DurableHandleRequestV2::response(d.timeout_ms as u32, flags),
         ));
     }
-    let file_id = ringshare_wire::FileId {
-        persistent: open.persistent_id,
-        volatile: open.id,
-    };
-    let body = crate::cmd::create::response_body(
-        &attr,
-        requested,
-        CreateAction(action),
-        file_id,
+    let answer = Replaying {
+        level: requested,
+        action,
+        file_id: ringshare_wire::FileId {
+            persistent: open.persistent_id,
+            volatile: open.id,
+        },
         contexts,
-    );
+    };
     tracing::debug!(id = open.id, "replayed CREATE answered from its open");
-    let mut r = crate::exchange::Reply::ok(body);
-    r.file_id = Some((open.persistent_id, open.id));
-    Ok(Some(r))
+    if open.share.offloaded() {
+        let job = stat_job(&open);
+        let cont = Statting::Replay(Box::new(answer));
+        *parked = Some((
+            crate::lookup::Lookup::Fs(job),
+            crate::cmd::LookupCont::Stat(Box::new(cont)),
+        ));
+        return Err(super::PARKED);
+    }
+    let attr = open.node.stat().map_err(crate::fsmap::status_of)?;
+    Ok(Some(answer.reply(&attr)))
 }
 
 /// A persistent open parked since its client's connection went stays
@@ -735,6 +937,7 @@ fn replay_parked(
     req: &crate::exchange::Req<'_>,
     cr: &ringshare_wire::create::CreateRequest<'_>,
     (client_guid, create_guid): ([u8; 16], [u8; 16]),
+    parked: &mut Option<super::Parked>,
 ) -> Result<Option<crate::exchange::Reply>, ringshare_wire::NtStatus> {
     let file_id = lock(&core.server.files.durables)
         .replayable(&(client_guid, create_guid))
@@ -752,7 +955,8 @@ fn replay_parked(
         file_id,
         create_guid,
     };
-    reconnect(core, req, cr, ask, None)?;
+    // Parked while its attributes are read: answered as a replay once it joined ([`statted`]).
+    reconnect(core, req, cr, ask, Parking::Replay(parked, create_guid))?;
     // Now an open of this session: answered as a replay of its CREATE.
-    replay(core, req, cr, create_guid, true)
+    replay(core, req, cr, create_guid, true, parked)
 }
