@@ -364,3 +364,52 @@ fn a_rename_on_an_offloaded_share_of_a_file_homed_elsewhere_asks_its_home_once_b
         Some(NtStatus::OBJECT_NAME_NOT_FOUND)
     );
 }
+
+/// Issue 33 (docs/cluster.md, "Still on the I/O thread" until session 50): on an offloaded
+/// share, a close nobody waits for (a connection's end) of a file homed on another node is one
+/// job of a home-call thread: the call to the home and what the close leaves here after its
+/// answer (the descriptor's last close, the removal the home decided for a delete-on-close
+/// file). As one wire call its answer ran those where the ring carries it: the I/O thread.
+/// The file is removed once the job ran, and not before.
+#[test]
+fn a_connections_end_on_an_offloaded_share_closes_a_file_homed_elsewhere_in_a_home_call_job() {
+    use ringshare_state::lookup::Carry;
+    const DELETE_ON_CLOSE: u32 = 0x1000;
+    let cl = offloaded_cluster();
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let f = a
+        .create("doomed.txt", ALL, OPEN_IF, DELETE_ON_CLOSE)
+        .expect("made");
+    assert_eq!(a.write(f, 0, b"bye").status(), NtStatus::SUCCESS);
+    a.hold_lookups = true;
+    a.conn.shutdown(a.now);
+    a.pump();
+    let held = std::mem::take(&mut a.held_lookups);
+    let carried: Vec<&str> = held
+        .iter()
+        .map(|r| match &r.ask {
+            Lookup::Home(h) if matches!(h.carry, Carry::Job(_)) => "home job",
+            Lookup::Home(_) => "home wire call",
+            _ => kind(r),
+        })
+        .collect();
+    assert_eq!(carried, ["home job"], "the close and its end, on a thread");
+    let path = ringshare_vfs::RelPath::from_components(["doomed.txt"]).expect("path");
+    let exists = || {
+        use ringshare_vfs::Share;
+        cl.mem.stat(&ringshare_vfs::server_who(), &path).is_ok()
+    };
+    assert!(exists(), "not removed before the job ran");
+    for req in held {
+        let done = req.run();
+        a.conn.complete_lookup(a.now, req.id, done);
+    }
+    a.pump();
+    assert!(!exists(), "removed by the job");
+    let open_existing = ringshare_wire::consts::CreateDisposition::OPEN;
+    assert_eq!(
+        b.create("doomed.txt", ALL, open_existing, 0).err(),
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND),
+        "gone for another node's client too"
+    );
+}
