@@ -128,13 +128,15 @@ impl ClusterHooks for Hooks {
                 return None;
             }
         };
-        // Run once, where the call is carried, as its answer comes in.
-        Some(
-            ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
-                let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
-                then(pending.map(|(p, _)| p));
-            })),
-        )
+        // Run once, as its answer comes in, where the call is carried: a home-call thread, not
+        // the I/O thread's ring, since `then` may close the open (at its home: a call of its
+        // own, waited for; and the file system's calls).
+        let ask = ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
+            let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
+            then(pending.map(|(p, _)| p));
+        }));
+        let (node, order) = (ask.node, ask.order);
+        Some(HomeAsk::job(node, order, Box::new(move || ask.run())))
     }
 
     fn open_closed(&self, here: &NodeState, open: &Open) -> Option<crate::lookup::ClusterAsk> {
