@@ -225,7 +225,7 @@ struct Watches {
 }
 
 impl KernelWatch for Watches {
-    fn add(&self, _dir: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
+    fn add(&self, _dir: &dyn ringshare_vfs::Node) -> Option<i32> {
         let wd = 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.live.lock().unwrap().push(wd);
         Some(wd)
