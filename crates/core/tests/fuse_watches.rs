@@ -7,7 +7,7 @@
 
 mod support;
 
-use ringshare_core::notify_kernel::{mask, KernelEvent, HOLD_MS};
+use ringshare_core::notify_kernel::mask;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::CreateResponse;
 use ringshare_wire::{FileId, NtStatus};
@@ -38,32 +38,10 @@ fn notify(c: &mut Client, d: FileId, tree: bool) -> Vec<Resp> {
     c.send_frame(m)
 }
 
-/// The kernel reports `mask` for `name` in the directory watched as `wd`; the core takes it
-/// once it was held [`HOLD_MS`]. What the client was answered.
-fn kernel_reports(c: &mut Client, wd: i32, mask: u32, name: &str) -> Vec<Resp> {
-    let event = KernelEvent {
-        wd,
-        mask,
-        cookie: 0,
-        name: Some(name.into()),
-    };
-    c.server.kernel_events(c.now.mono_ms, vec![event]);
-    c.now.mono_ms += HOLD_MS;
-    c.server.kernel_tick(c.now.mono_ms);
+/// [`kernel_reports`], then what the client was answered.
+fn kernel_reports_answered(c: &mut Client, wd: i32, mask: u32, name: &str) -> Vec<Resp> {
+    kernel_reports(c, wd, mask, name);
     c.pump()
-}
-
-/// [`kernel_reports`] with the client left unpumped (a lease break stays for `breaks`).
-fn kernel_reports_only(c: &mut Client, wd: i32, mask: u32, name: &str) {
-    let event = KernelEvent {
-        wd,
-        mask,
-        cookie: 0,
-        name: Some(name.into()),
-    };
-    c.server.kernel_events(c.now.mono_ms, vec![event]);
-    c.now.mono_ms += HOLD_MS;
-    c.server.kernel_tick(c.now.mono_ms);
 }
 
 fn utf16(s: &str) -> Vec<u8> {
@@ -104,7 +82,7 @@ fn a_change_notify_on_an_offloaded_share_adds_its_kernel_watch_in_a_job_and_hear
     let [wd] = watches.live()[..] else {
         panic!("one kernel watch: {:?}", watches.live());
     };
-    let rs = kernel_reports(&mut c, wd, mask::CREATE, "theirs.txt");
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
     assert!(names(&rs, "theirs.txt"), "reported: {rs:?}");
 
     // The local twin adds it on the I/O thread, at once, and hears the same.
@@ -116,7 +94,7 @@ fn a_change_notify_on_an_offloaded_share_adds_its_kernel_watch_in_a_job_and_hear
     let [wd] = watches.live()[..] else {
         panic!("one kernel watch: {:?}", watches.live());
     };
-    let rs = kernel_reports(&mut c, wd, mask::CREATE, "theirs.txt");
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
     assert!(names(&rs, "theirs.txt"), "reported: {rs:?}");
 }
 
@@ -131,7 +109,7 @@ fn a_watch_tree_on_an_offloaded_share_walks_and_watches_below_in_a_job() {
     let [top, sub] = watches.live()[..] else {
         panic!("d's and d\\sub's kernel watches: {:?}", watches.live());
     };
-    let rs = kernel_reports(&mut c, sub, mask::CREATE, "deep.txt");
+    let rs = kernel_reports_answered(&mut c, sub, mask::CREATE, "deep.txt");
     assert!(names(&rs, "sub\\deep.txt"), "reported: {rs:?}");
 
     // A directory another program makes below: watched in a job too, posted by the connection
@@ -147,7 +125,7 @@ fn a_watch_tree_on_an_offloaded_share_walks_and_watches_below_in_a_job() {
     let new = ringshare_vfs::RelPath::from_components(["d", "new"]).unwrap();
     let who = ringshare_vfs::server_who();
     ringshare_vfs::Share::open(&c.mem, &who, &new, &opts).expect("another program's mkdir");
-    let rs = kernel_reports(&mut c, top, mask::CREATE | mask::ISDIR, "new");
+    let rs = kernel_reports_answered(&mut c, top, mask::CREATE | mask::ISDIR, "new");
     assert!(names(&rs, "new"), "reported: {rs:?}");
     assert_eq!(
         calls.on_io_thread(),
@@ -180,7 +158,7 @@ fn a_directory_leases_grant_on_an_offloaded_share_adds_its_kernel_watch_in_a_job
     let [wd] = watches.live()[..] else {
         panic!("one kernel watch: {:?}", watches.live());
     };
-    kernel_reports_only(&mut c, wd, mask::CREATE, "theirs.txt");
+    kernel_reports(&mut c, wd, mask::CREATE, "theirs.txt");
     let got = c.breaks();
     assert_eq!(got.len(), 1, "the lease breaks: {got:?}");
 

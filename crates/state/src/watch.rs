@@ -114,6 +114,10 @@ pub struct KDir {
     pub echo: HashMap<String, Option<u64>>,
 }
 
+/// A watched share root: its share, how many watchers use it, its key for
+/// file system jobs when it is offloaded ([`Kernel::roots`]).
+pub type WatchedRoot = (Arc<dyn ringshare_vfs::Share>, usize, Option<u64>);
+
 #[derive(Default)]
 pub struct Kernel {
     pub watch: Option<Arc<dyn KernelWatch>>,
@@ -127,7 +131,7 @@ pub struct Kernel {
     /// through it to watch them), how many watchers use it, and, for an
     /// offloaded share (its watches are added in file system jobs), its key
     /// for those jobs (`crate::fsjob::share_key`).
-    pub roots: HashMap<FileKey, (Arc<dyn ringshare_vfs::Share>, usize, Option<u64>)>,
+    pub roots: HashMap<FileKey, WatchedRoot>,
     /// The root each live watcher uses (counted once in `roots`): a watcher
     /// not here has ended, and a watch added for it in a job is not kept.
     pub root_of: HashMap<u64, FileKey>,

@@ -713,6 +713,20 @@ impl Watches {
     }
 }
 
+/// The kernel reports `mask` for `name` in the directory watched as `wd`; the core takes it
+/// once it was held `HOLD_MS`.
+pub fn kernel_reports(c: &mut Client, wd: i32, mask: u32, name: &str) {
+    let event = ringshare_core::notify_kernel::KernelEvent {
+        wd,
+        mask,
+        cookie: 0,
+        name: Some(name.into()),
+    };
+    c.server.kernel_events(c.now.mono_ms, vec![event]);
+    c.now.mono_ms += ringshare_core::notify_kernel::HOLD_MS;
+    c.server.kernel_tick(c.now.mono_ms);
+}
+
 /// [`fuse_client`] whose server watches directories through the kernel ([`Watches`]); the
 /// client offers directory leasing.
 pub fn fuse_client_watching(remote: bool) -> (Client, Arc<Calls>, Arc<Watches>) {

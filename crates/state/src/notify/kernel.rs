@@ -528,7 +528,7 @@ pub(crate) fn lease_id(hub: &Registry) -> Option<u64> {
 /// share root's identity is read in the job too, when not known yet.
 pub(crate) fn lease_in_job(
     hub: &Registry,
-    leases: &Arc<Mutex<Vec<(FileKey, Option<u64>)>>>,
+    leases: &crate::server::table::LeasedDirs,
     (share, path): (&Arc<crate::server::ShareDef>, &ringshare_vfs::RelPath),
     (key, id): (FileKey, u64),
     dir: &Arc<dyn ringshare_vfs::Node>,

@@ -19,6 +19,10 @@ use crate::files::{FileEntry, FileKey};
 use crate::idmap::IdMap;
 use crate::sync::lock;
 
+/// The leased directories, each with the id its kernel watch is held by
+/// ([`FileTable`]'s `dir_leases`).
+pub(crate) type LeasedDirs = Arc<Mutex<Vec<(FileKey, Option<u64>)>>>;
+
 /// The open files of the server ([`crate::server::ServerState::files`]).
 pub struct FileTable {
     entries: Mutex<Entries>,
@@ -27,7 +31,7 @@ pub struct FileTable {
     /// Directories some lease was granted on (`crate::dirlease`), each
     /// with the id its kernel watch is held by (if it has one), and how
     /// many: 0 lets a change skip looking.
-    dir_leases: Arc<Mutex<Vec<(FileKey, Option<u64>)>>>,
+    dir_leases: LeasedDirs,
     dir_leased: AtomicUsize,
     next_owner: AtomicU64,
     /// Durable opens whose connection went ([`crate::durable`]).
@@ -300,7 +304,7 @@ impl FileTable {
 
     /// The list of leased directories and the ids their kernel watches are
     /// held by, for a file system job that adds one ([`crate::dirlease::watch`]).
-    pub(crate) fn dir_lease_list(&self) -> Arc<Mutex<Vec<(FileKey, Option<u64>)>>> {
+    pub(crate) fn dir_lease_list(&self) -> LeasedDirs {
         Arc::clone(&self.dir_leases)
     }
 
