@@ -17,10 +17,30 @@ const SEEN_WITHIN: Duration = Duration::from_secs(10);
 fn smbclient_notify_sees_files_another_client_and_local_programs_make_in_the_tree() {
     let test =
         "smbclient_notify_sees_a_file_another_client_creates_and_one_a_local_program_creates";
-    if !smbclient_or_skip(test) {
-        return;
+    if smbclient_or_skip(test) {
+        notify_sees_the_tree(&ServerConfig::default());
     }
-    let server = Server::start(&ServerConfig::default(), |dir| {
+}
+
+/// The same on a share whose file system calls are made off the I/O thread (FUSE, CephFS: issue
+/// 33): the watches, the tree's walk and a new directory's watch are added in file system jobs
+/// (docs/cluster-internals.md, "Kernel watches in jobs").
+#[test]
+fn smbclient_notify_sees_the_tree_on_a_share_whose_calls_are_made_off_the_io_thread() {
+    let test = "smbclient_notify_sees_the_tree_on_a_share_whose_calls_are_made_off_the_io_thread";
+    if smbclient_or_skip(test) {
+        notify_sees_the_tree(&ServerConfig {
+            extra_global: "    fs calls off io thread = yes\n",
+            ..ServerConfig::default()
+        });
+    }
+}
+
+/// smbclient's `notify` of a tree sees a client's file, local programs' files (written and
+/// removed), a file two levels down, a new directory and a file in it; ringshare's own create
+/// once.
+fn notify_sees_the_tree(config: &ServerConfig) {
+    let server = Server::start(config, |dir| {
         std::fs::create_dir_all(dir.join("watched/sub/deeper")).unwrap();
     });
     let watcher = server
