@@ -205,3 +205,52 @@ fn a_replay_of_a_parked_persistent_opens_create_brings_it_back_once_its_attribut
     let r = b.read(f, 0, 7);
     assert_eq!(read_data(&r), b"persist");
 }
+
+/// Review of session 50: a LOGOFF while a reconnect's job reads its open's attributes. On a
+/// local share the reconnect is answered first and the LOGOFF then parks the open again
+/// (durable opens outlive a LOGOFF, as on Samba: smbtorture smb2.durable-open.reopen4); a
+/// reconnect parked on its takeover keeps it so too (cluster_takeover
+/// a_reconnect_parked_across_a_logoff_leaves_the_open_for_the_next). Here the open must not be
+/// closed either: its client reconnects it on its next session.
+#[test]
+fn a_logoff_while_a_reconnects_attributes_are_read_leaves_the_open_for_the_next() {
+    let (mut a, calls) = fuse_client(true);
+    let f = parked_open(&mut a, b"kept data", false);
+    let mut b = another(&a);
+    let m = create_msg(&mut b, "f", dh2c(f), false);
+    assert_eq!(sent_held(&mut b, &calls, m), [STAT_JOB]);
+    let logoff = b.call(ringshare_wire::consts::Command::LOGOFF, 0, empty_body);
+    assert_eq!(logoff.status(), NtStatus::SUCCESS);
+    let (answers, _) = b.run_held_jobs_to_the_end();
+    assert!(
+        answers.iter().all(|r| r.status() != NtStatus::SUCCESS),
+        "no open for an ended session"
+    );
+    assert_eq!(a.server.parked_durables(), 1, "parked again, not closed");
+    let mut c = Client::on(Arc::clone(&a.server), a.mem.clone(), Options::default());
+    let r = create(&mut c, "f", dh2c(f), false);
+    assert_eq!(r.status(), NtStatus::SUCCESS, "taken back by the next");
+    assert_eq!(read_data(&c.read(f, 0, 9)), b"kept data");
+}
+
+/// [`a_logoff_while_a_reconnects_attributes_are_read_leaves_the_open_for_the_next`]'s
+/// local twin: reconnected at once, then the LOGOFF parks it again.
+#[test]
+fn on_a_local_share_a_logoff_after_a_reconnect_leaves_the_open_for_the_next() {
+    let (mut a, _) = fuse_client(false);
+    let f = parked_open(&mut a, b"kept data", false);
+    let mut b = Client::on(Arc::clone(&a.server), a.mem.clone(), Options::default());
+    assert_eq!(
+        create(&mut b, "f", dh2c(f), false).status(),
+        NtStatus::SUCCESS
+    );
+    let logoff = b.call(ringshare_wire::consts::Command::LOGOFF, 0, empty_body);
+    assert_eq!(logoff.status(), NtStatus::SUCCESS);
+    assert_eq!(a.server.parked_durables(), 1, "parked again, not closed");
+    let mut c = Client::on(Arc::clone(&a.server), a.mem.clone(), Options::default());
+    assert_eq!(
+        create(&mut c, "f", dh2c(f), false).status(),
+        NtStatus::SUCCESS
+    );
+    assert_eq!(read_data(&c.read(f, 0, 9)), b"kept data");
+}

@@ -615,7 +615,7 @@ pub(crate) fn finish(
         return Err(super::PARKED);
     }
     let attr = taken.open.node.stat().map_err(crate::fsmap::status_of);
-    join(core, (session_id, sref), taken, attr)
+    join(core, (session_id, sref), (taken, keeping), attr)
 }
 
 /// The request and CreateGuid of a replayed CREATE whose parked open is reconnected first
@@ -684,15 +684,25 @@ impl Statting {
             return;
         };
         let Joining { taken, keeping, .. } = *j;
-        let asks = match keeping {
-            Keeping::Takeover(takeover) => takeover.keep(taken),
-            Keeping::Here { same_id } => {
-                let now_ms = core.now.mono_ms;
-                crate::cluster::takeover::keep_for_later(&core.server, taken, now_ms, same_id)
-            }
-        };
-        core.post_closes(asks);
+        keep(core, taken, keeping);
     }
+}
+
+/// A reconnected open that will not join its session is kept as `keeping` says (parked again,
+/// or closed: what that asks of the cluster is posted).
+fn keep(
+    core: &mut crate::exchange::ConnCore,
+    taken: crate::cluster::handover::TakenOver,
+    keeping: Keeping,
+) {
+    let asks = match keeping {
+        Keeping::Takeover(takeover) => takeover.keep(taken),
+        Keeping::Here { same_id } => {
+            let now_ms = core.now.mono_ms;
+            crate::cluster::takeover::keep_for_later(&core.server, taken, now_ms, same_id)
+        }
+    };
+    core.post_closes(asks);
 }
 
 /// The job that reads `open`'s file's attributes, as its user, in its order.
@@ -739,10 +749,10 @@ pub(crate) fn statted(
         session_id,
         sref,
         taken,
+        keeping,
         replaying,
-        ..
     } = j;
-    let joined = join(core, (session_id, &sref), taken, attr)?;
+    let joined = join(core, (session_id, &sref), (taken, keeping), attr)?;
     let Some((request, create_guid)) = replaying else {
         return Ok(Handled::Reply(joined));
     };
@@ -761,7 +771,7 @@ pub(crate) fn statted(
 fn join(
     core: &mut crate::exchange::ConnCore,
     (session_id, sref): (u64, &crate::state::SessionRef),
-    taken: crate::cluster::handover::TakenOver,
+    (taken, keeping): (crate::cluster::handover::TakenOver, Keeping),
     attr: Result<ringshare_vfs::FileAttr, ringshare_wire::NtStatus>,
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
@@ -769,11 +779,11 @@ fn join(
     let crate::cluster::handover::TakenOver {
         open,
         level,
-        lease,
+        lease: granted,
         lease_key,
         file_id,
     } = taken;
-    let lease = lease.as_ref();
+    let lease = granted.as_ref();
     let attr = match attr {
         Ok(a) => a,
         Err(s) => {
@@ -790,9 +800,18 @@ fn join(
         crate::cmd::create::response_body(&attr, level, CreateAction::OPENED, file_id, contexts);
     let mut session = lock(sref);
     if session.closed {
+        // Its session ended meanwhile (a LOGOFF while the attributes were read): the open is
+        // kept for the next reconnect as the session's end would have kept it (the review of
+        // session 50).
         drop(session);
-        let asks = crate::opens::close_posted(&core.server, Arc::new(open));
-        core.post_closes(asks);
+        let taken = crate::cluster::handover::TakenOver {
+            open,
+            level,
+            lease: granted,
+            lease_key,
+            file_id,
+        };
+        keep(core, taken, keeping);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
     let server = &core.server;
