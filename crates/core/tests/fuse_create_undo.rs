@@ -11,6 +11,8 @@ mod support;
 
 use std::sync::Arc;
 
+use ringshare_vfs::memory::FaultOp;
+use ringshare_vfs::RelPath;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::{FileId, NtStatus};
 use support::fuse::*;
@@ -266,4 +268,46 @@ fn a_new_file_renamed_away_before_the_refusal_leaves_the_file_now_at_its_name() 
         exists(&c, "b2"),
         "what c's CREATE made, under a name it never asked, is left"
     );
+}
+
+/// A CREATE run again after a wait (here a local program's kernel lease met at its first try)
+/// and refused so on that try is answered after the undo's job too, and a CANCEL while that
+/// job is out does not answer it before: its refusal comes once b is gone.
+#[test]
+fn a_create_refused_when_run_again_after_a_wait_is_answered_after_its_undo_even_when_cancelled() {
+    let mut seen = Vec::new();
+    for remote in [false, true] {
+        let (mut c, calls) = fuse_client(remote);
+        let b = RelPath::from_components(["b"]).ok();
+        let lease_held = ringshare_vfs::FsError::LeaseHeld;
+        c.mem.inject_fault(FaultOp::Open, b, lease_held, 1);
+        let m = leased(&mut c, "b", D::CREATE, 7);
+        let first = send_signed(&mut c, m).1;
+        let statuses: Vec<NtStatus> = first.iter().map(Resp::status).collect();
+        assert_eq!(statuses, [NtStatus::PENDING], "it waits");
+        let status = if remote {
+            // Its second try's job makes b; a binds lease key 7 before its admission.
+            c.hold_lookups = true;
+            assert!(c.tick(1_000).is_empty());
+            let job = std::mem::take(&mut c.held_lookups);
+            assert_eq!(job.len(), 1, "the second try's job");
+            let done = off_io_thread(|| job[0].run());
+            c.hold_lookups = false;
+            let m = leased(&mut c, "a", D::OPEN_IF, 7);
+            assert_eq!(final_status(&send_signed(&mut c, m).1), Some(SUCCESS));
+            let _ = calls.on_io_thread();
+            c.hold_lookups = true;
+            c.conn.complete_lookup(c.now, job[0].id, done);
+            let mut early = c.pump();
+            early.extend(c.cancel_async(&first[0]));
+            answered_after_undo(&mut c, &calls, early, |c| exists(c, "b"))
+        } else {
+            let m = leased(&mut c, "a", D::OPEN_IF, 7);
+            assert_eq!(final_status(&send_signed(&mut c, m).1), Some(SUCCESS));
+            final_status(&c.tick(1_000))
+        };
+        seen.push((status, exists(&c, "b")));
+    }
+    assert_eq!(seen[0], (Some(NtStatus::INVALID_PARAMETER), false));
+    assert_eq!(seen[0], seen[1], "as on a local share");
 }
