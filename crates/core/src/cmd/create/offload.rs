@@ -290,9 +290,10 @@ fn prepare(
         && admission::lease_names_another(server, asked, admission::key_of(server, &made))
     {
         // Refused at admission (its first check) all the same: what this job made goes here,
-        // not on the I/O thread. A lease bound meanwhile is found there ([`undo_job`]).
+        // not on the I/O thread (unless another client's job opened it meanwhile). A lease
+        // bound after this check is found there ([`undo_job`]).
         drop(node);
-        made.undo(&at);
+        made.undo_unshared(&at);
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let mut changed = match made.created {
