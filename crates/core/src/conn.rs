@@ -683,7 +683,8 @@ impl Connection {
         if self.mailbox.has_mail() {
             self.send_mail();
         }
-        if !self.core.cluster_posts.is_empty() {
+        // Kernel watches a request's report asked for on an offloaded share go to the pool too.
+        if !self.core.cluster_posts.is_empty() || self.core.server.kernel_jobs_waiting() {
             self.post_to_cluster();
         }
     }

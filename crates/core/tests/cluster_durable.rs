@@ -753,6 +753,12 @@ fn a_connection_ends_look_at_a_durable_opens_delete_pending_does_not_hold_the_io
         assert_eq!(cl.calls_to(3), calls, "no call made on the I/O thread");
         assert_eq!(cl.nodes[0].parked_durables(), 1, "parked meanwhile");
         assert!(!a.held_lookups.is_empty(), "the look is a lookup");
+        // Carried with what follows its answer (the open's close: a call to the home of its
+        // own, and the file system's calls) by a home-call thread, not on the I/O thread's
+        // ring (session 50).
+        let looks = a.held_lookups.iter().filter(|r| matches!(&r.ask,
+            ringshare_core::Lookup::Home(h) if matches!(h.carry, ringshare_state::lookup::Carry::Job(_))));
+        assert_eq!(looks.count(), 1, "the look, as a home-call job");
         answer_held(&mut a);
         assert!(cl.calls_to(3) > calls, "the look reached the home");
         let kept = usize::from(!pending);

@@ -364,3 +364,133 @@ fn a_rename_on_an_offloaded_share_of_a_file_homed_elsewhere_asks_its_home_once_b
         Some(NtStatus::OBJECT_NAME_NOT_FOUND)
     );
 }
+
+/// Issue 33 (docs/cluster.md, "Still on the I/O thread" until session 50): on an offloaded
+/// share, a close nobody waits for (a connection's end) of a file homed on another node is one
+/// job of a home-call thread: the call to the home and what the close leaves here after its
+/// answer (the descriptor's last close, the removal the home decided for a delete-on-close
+/// file). As one wire call its answer ran those where the ring carries it: the I/O thread.
+/// The file is removed once the job ran, and not before.
+#[test]
+fn a_connections_end_on_an_offloaded_share_closes_a_file_homed_elsewhere_in_a_home_call_job() {
+    use ringshare_state::lookup::Carry;
+    const DELETE_ON_CLOSE: u32 = 0x1000;
+    let cl = offloaded_cluster();
+    let (mut a, mut b) = (cl.client(1), cl.client(2));
+    let f = a
+        .create("doomed.txt", ALL, OPEN_IF, DELETE_ON_CLOSE)
+        .expect("made");
+    assert_eq!(a.write(f, 0, b"bye").status(), NtStatus::SUCCESS);
+    a.hold_lookups = true;
+    a.conn.shutdown(a.now);
+    a.pump();
+    let held = std::mem::take(&mut a.held_lookups);
+    let carried: Vec<&str> = held
+        .iter()
+        .map(|r| match &r.ask {
+            Lookup::Home(h) if matches!(h.carry, Carry::Job(_)) => "home job",
+            Lookup::Home(_) => "home wire call",
+            _ => kind(r),
+        })
+        .collect();
+    assert_eq!(carried, ["home job"], "the close and its end, on a thread");
+    let path = ringshare_vfs::RelPath::from_components(["doomed.txt"]).expect("path");
+    let exists = || {
+        use ringshare_vfs::Share;
+        cl.mem.stat(&ringshare_vfs::server_who(), &path).is_ok()
+    };
+    assert!(exists(), "not removed before the job ran");
+    for req in held {
+        let done = req.run();
+        a.conn.complete_lookup(a.now, req.id, done);
+    }
+    a.pump();
+    assert!(!exists(), "removed by the job");
+    let open_existing = ringshare_wire::consts::CreateDisposition::OPEN;
+    assert_eq!(
+        b.create("doomed.txt", ALL, open_existing, 0).err(),
+        Some(NtStatus::OBJECT_NAME_NOT_FOUND),
+        "gone for another node's client too"
+    );
+}
+
+/// A rename of `name` to `to` by `a` (jobs held) carried until its rename job is the one held:
+/// that job, not run.
+fn rename_job_held(a: &mut Client, name: &str, to: &str) -> ringshare_core::LookupRequest {
+    let f = open(a, name, ALL, 7).expect("opened");
+    a.hold_lookups = true;
+    let m = a.set_info_msg(f, 1, 10, &rename_info(to, false));
+    assert!(a.send_frame(m).is_empty(), "the rename waits");
+    for _ in 0..8 {
+        for req in std::mem::take(&mut a.held_lookups) {
+            if matches!(&req.ask, Lookup::Fs(j) if j.what == "the rename of a SET_INFO") {
+                return req;
+            }
+            let done = req.run();
+            a.conn.complete_lookup(a.now, req.id, done);
+            assert!(a.pump().is_empty(), "not answered before its rename");
+        }
+    }
+    panic!("no rename job");
+}
+
+/// Whether `req` tells a file's home of a rename (a wire call `Moved`).
+fn tells_a_rename(req: &ringshare_core::LookupRequest) -> bool {
+    use ringshare_core::cluster::msg::{Call, Message};
+    use ringshare_state::lookup::Carry;
+    match &req.ask {
+        Lookup::Home(h) => match &h.carry {
+            Carry::Wire(w) => matches!(
+                Message::decode(&w.message),
+                Ok(Message::Call(Call::Moved(..)))
+            ),
+            Carry::Job(_) => false,
+        },
+        _ => false,
+    }
+}
+
+/// Issue 33 (session 49's "left": a rename finished after its connection ended was not told
+/// to the file's home): on an offloaded share, a rename whose connection ends (a frame that is
+/// not SMB) after its job was asked and before its answer is taken still tells the file's
+/// home the new path, by a call nobody waits for; before, only this node's table followed.
+#[test]
+fn a_rename_whose_connection_ends_before_its_jobs_answer_is_taken_still_tells_the_home() {
+    let cl = offloaded_cluster();
+    let mut a = cl.client(1);
+    let job = rename_job_held(&mut a, "r1.txt", "r1-new.txt");
+    let done = job.run();
+    let mut bad = vec![0xfe, b'X', b'Y', b'Z'];
+    bad.resize(64, 0);
+    assert!(a.send_frame(bad).is_empty());
+    assert!(a.closed, "closing");
+    a.conn.complete_lookup(a.now, job.id, done);
+    assert!(a.pump().is_empty(), "unanswered");
+    let told = a.held_lookups.iter().filter(|r| tells_a_rename(r)).count();
+    assert_eq!(told, 1, "the home is told the new path, nobody waiting");
+}
+
+/// The same when the connection is gone at once (`shutdown`: its parked requests let go before
+/// the job ran): the job tells the home itself, on its thread, as it ends.
+#[test]
+fn a_rename_whose_connection_goes_while_its_job_is_out_is_told_to_the_home_by_the_job() {
+    let cl = offloaded_cluster();
+    let mut a = cl.client(1);
+    let job = rename_job_held(&mut a, "r2.txt", "r2-new.txt");
+    a.conn.shutdown(a.now);
+    a.pump();
+    assert!(
+        !a.held_lookups.iter().any(tells_a_rename),
+        "nothing to tell before the rename is made"
+    );
+    let calls = cl.calls_to(3);
+    let done = job.run();
+    assert!(
+        matches!(&done, ringshare_core::LookupDone::Fs(_)),
+        "the job ran"
+    );
+    assert_eq!(cl.calls_to(3), calls + 1, "the job told the home");
+    let b = &mut cl.client(2);
+    let only_open = ringshare_wire::consts::CreateDisposition::OPEN;
+    assert!(b.create("r2-new.txt", ALL, only_open, 0).is_ok());
+}

@@ -8,7 +8,7 @@ mod support;
 
 use std::sync::Arc;
 
-use ringshare_core::notify_kernel::{mask, KernelEvent, KernelWatch, HOLD_MS};
+use ringshare_core::notify_kernel::{mask, KernelWatch};
 use ringshare_core::SigningPolicy;
 use ringshare_vfs::memory::MemShare;
 use ringshare_vfs::posix::PosixShare;
@@ -20,6 +20,7 @@ use ringshare_wire::misc::OplockBreak;
 use ringshare_wire::negotiate::NegotiateResponse;
 use ringshare_wire::{FileId, NtStatus};
 use support::caching::*;
+use support::fuse::kernel_reports;
 use support::*;
 
 /// FILE_DIRECTORY_FILE.
@@ -225,7 +226,7 @@ struct Watches {
 }
 
 impl KernelWatch for Watches {
-    fn add(&self, _dir: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
+    fn add(&self, _dir: &dyn ringshare_vfs::Node) -> Option<i32> {
         let wd = 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.live.lock().unwrap().push(wd);
         Some(wd)
@@ -263,20 +264,6 @@ fn pair_on_disk(name: &str) -> (Client, Client, Arc<Watches>, Disk) {
     let a = Client::leasing_dirs(server.clone(), MemShare::new(), [1; 16]);
     let b = Client::leasing_dirs(server, MemShare::new(), [2; 16]);
     (a, b, watches, disk)
-}
-
-/// The kernel reports `mask` for `name` in the directory watched as `wd`;
-/// the core takes it once it was held [`HOLD_MS`].
-fn kernel_reports(c: &mut Client, wd: i32, mask: u32, name: &str) {
-    let event = KernelEvent {
-        wd,
-        mask,
-        cookie: 0,
-        name: Some(name.into()),
-    };
-    c.server.kernel_events(c.now.mono_ms, vec![event]);
-    c.now.mono_ms += HOLD_MS;
-    c.server.kernel_tick(c.now.mono_ms);
 }
 
 #[test]

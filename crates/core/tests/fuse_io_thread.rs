@@ -298,9 +298,8 @@ fn day(remote: bool) -> Vec<String> {
     a.found
 }
 
-#[test]
-fn a_clients_day_on_a_share_that_may_wait_on_a_network_makes_no_call_on_the_io_thread() {
-    let found = day(true);
+/// No step made a call on the I/O thread.
+fn none_found(found: &[String]) {
     assert!(
         found.is_empty(),
         "steps that made calls on the I/O thread:\n{}",
@@ -308,11 +307,25 @@ fn a_clients_day_on_a_share_that_may_wait_on_a_network_makes_no_call_on_the_io_t
     );
 }
 
+/// Each of `steps` made calls on the I/O thread.
+fn each_found(found: &[String], steps: &[&str]) {
+    for step in steps {
+        assert!(
+            found.iter().any(|f| f.starts_with(&format!("{step}:"))),
+            "{step} on the I/O thread: {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_clients_day_on_a_share_that_may_wait_on_a_network_makes_no_call_on_the_io_thread() {
+    none_found(&day(true));
+}
+
 /// The audit sees the I/O thread's calls: on a local share every step makes its calls there.
 #[test]
 fn on_a_local_share_the_same_day_makes_its_calls_on_the_io_thread() {
-    let found = day(false);
-    for step in [
+    let steps = [
         "CREATE of a new file",
         "CREATE reconnecting a durable open",
         "CREATE replaying a durable open's CREATE",
@@ -320,10 +333,103 @@ fn on_a_local_share_the_same_day_makes_its_calls_on_the_io_thread() {
         "SET_INFO FileRenameInformation",
         "CLOSE that removes a file",
         "the connection's end with files open",
-    ] {
-        assert!(
-            found.iter().any(|f| f.starts_with(&format!("{step}:"))),
-            "{step} on the I/O thread: {found:#?}"
-        );
+    ];
+    each_found(&day(false), &steps);
+}
+
+/// A second, rarer day (session 50): the information classes, FSCTLs and listings a client
+/// asks less often. Each step's calls on the I/O thread, whatever it answers. It found one: a
+/// server-side copy into a file not yet written through its open read the file's modification
+/// time (the write time's base) on the I/O thread after the copy's job.
+fn rarer_day(remote: bool) -> Vec<String> {
+    let (mut c, calls) = fuse_client(remote);
+    let mut a = Audit::default();
+    let d = c.create("d", READ_WRITE_DELETE, D::CREATE, DIRECTORY_FILE);
+    let d = d.expect("mkdir");
+    expect(&c.close(d), NtStatus::SUCCESS, "close d");
+    let f = c
+        .create("d\\f", READ_WRITE_DELETE, D::CREATE, 0)
+        .expect("f");
+    let g = c
+        .create("d\\g", READ_WRITE_DELETE, D::CREATE, 0)
+        .expect("g");
+    expect(&c.write(f, 0, &[7u8; 8192]), NtStatus::SUCCESS, "write");
+    calls.on_io_thread();
+    for class in [6u8, 7, 8, 14, 16, 17, 21, 28, 34, 35, 48, 59] {
+        c.query_info(f, INFO_FILE, class, 0, 4096);
+        a.after(&calls, &format!("QUERY_INFO file class {class}"));
     }
+    for class in [4u8, 6, 8, 11] {
+        c.query_info(f, INFO_FS, class, 0, 4096);
+        a.after(&calls, &format!("QUERY_INFO fs class {class}"));
+    }
+    // FILE_FULL_EA_INFORMATION: "X" = "1".
+    let ea = [0u8, 0, 0, 0, 0, 1, 1, 0, b'X', 0, b'1'];
+    c.set_info(f, INFO_FILE, 15, &ea);
+    a.after(&calls, "SET_INFO FileFullEaInformation");
+    c.query_info(f, INFO_FILE, 15, 0, 4096);
+    a.after(&calls, "QUERY_INFO FileFullEaInformation");
+    for (class, body) in [
+        (14u8, 0u64.to_le_bytes().to_vec()),
+        (16, 0u32.to_le_bytes().to_vec()),
+        (19, 16384u64.to_le_bytes().to_vec()),
+        (39, 8192u64.to_le_bytes().to_vec()),
+    ] {
+        c.set_info(f, INFO_FILE, class, &body);
+        a.after(&calls, &format!("SET_INFO file class {class}"));
+    }
+    for (ctl, input, name) in [
+        (0x0009_80C8u32, range(0, 4096), "FSCTL_SET_ZERO_DATA"),
+        (0x0009_00A8, Vec::new(), "FSCTL_GET_REPARSE_POINT"),
+        (0x0009_00C0, Vec::new(), "FSCTL_CREATE_OR_GET_OBJECT_ID"),
+        (0x0009_027C, Vec::new(), "FSCTL_GET_INTEGRITY_INFORMATION"),
+        (0x0009_003C, Vec::new(), "FSCTL_GET_COMPRESSION"),
+        (0x0014_0078, Vec::new(), "FSCTL_SRV_REQUEST_RESUME_KEY"),
+    ] {
+        c.ioctl(f, ctl, &input, 4096, IS_FSCTL);
+        a.after(&calls, name);
+    }
+    let r = c.ioctl(f, 0x0014_0078, &[], 32, IS_FSCTL);
+    if r.status() == NtStatus::SUCCESS {
+        let out = ringshare_wire::ioctl::IoctlResponse::decode(&r.msg).unwrap();
+        let key: [u8; 24] = out.output[..24].try_into().unwrap();
+        calls.on_io_thread();
+        c.ioctl(
+            g,
+            0x0014_40F2,
+            &copychunk_input(key, &[(0, 0, 4096)]),
+            4096,
+            IS_FSCTL,
+        );
+        a.after(&calls, "FSCTL_SRV_COPYCHUNK");
+    }
+    let d = c.create("d", LIST, D::OPEN, DIRECTORY_FILE).expect("d");
+    calls.on_io_thread();
+    for class in [1u8, 2, 3, 12, 38, 60] {
+        c.query_directory(d, class, 0x1, "*", 65536);
+        a.after(&calls, &format!("QUERY_DIRECTORY class {class}"));
+    }
+    expect(&c.close(d), NtStatus::SUCCESS, "close d");
+    a.after(&calls, "CLOSE of a directory");
+    let lock_shared = 0x1 | 0x10;
+    c.lock(f, &[(0, 10, lock_shared)]);
+    a.after(&calls, "LOCK shared");
+    a.found
+}
+
+#[test]
+fn a_rarer_day_on_a_share_that_may_wait_on_a_network_makes_no_call_on_the_io_thread() {
+    none_found(&rarer_day(true));
+}
+
+/// The audit sees the rarer day's calls on a local share.
+#[test]
+fn on_a_local_share_the_rarer_day_makes_its_calls_on_the_io_thread() {
+    let steps = [
+        "QUERY_INFO file class 34",
+        "SET_INFO FileFullEaInformation",
+        "FSCTL_SRV_COPYCHUNK",
+        "QUERY_DIRECTORY class 60",
+    ];
+    each_found(&rarer_day(false), &steps);
 }

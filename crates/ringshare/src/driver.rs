@@ -597,6 +597,7 @@ impl Worker {
             if self.inotify_read_at.is_some_and(|at| at <= t.mono_ms) {
                 self.read_disk_changes();
             }
+            self.post_kernel_jobs();
         }
         for slot in 0..self.conns.len() {
             let stalled = self.conns[slot].as_ref().is_some_and(|c| {
@@ -631,6 +632,17 @@ impl Worker {
             let poll = token(KIND_NOTIFY, 0, 0);
             let now = self.clock.mono_ms;
             self.inotify_read_at = ino.read_into(&mut self.ring, &self.shared.server, now, poll);
+            self.post_kernel_jobs();
+        }
+    }
+
+    /// Worker 0: kernel watches of new directories on offloaded shares, found in the events
+    /// reported, are added in file system jobs, nobody waiting (an answer finds no connection
+    /// at slot u32::MAX and is dropped).
+    fn post_kernel_jobs(&mut self) {
+        for job in self.shared.server.take_kernel_jobs() {
+            let ask = ringshare_core::Lookup::Fs(job);
+            self.ask_lookup(ringshare_core::LookupRequest { id: 0, ask }, u32::MAX, 0);
         }
     }
 

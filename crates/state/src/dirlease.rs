@@ -21,7 +21,7 @@
 //! nothing: the lease a change through SMB spared (its ParentLeaseKey's)
 //! stays; the others were broken already.
 
-use std::os::fd::BorrowedFd;
+use std::sync::Arc;
 
 use ringshare_vfs::RelPath;
 
@@ -98,21 +98,36 @@ pub fn parent_key(open: &Open) -> Option<[u8; 16]> {
 
 /// A lease was granted on directory `key` of `share` at `path`, open as
 /// `dir`: the directory gets its kernel watch (with its first lease; none
-/// when the driver watches nothing: `kernel change notify = no`).
+/// when the driver watches nothing: `kernel change notify = no`). On an
+/// offloaded share the watch is added in a file system job, not here under
+/// the lease list's lock: the list holds the watch's id at once, and the
+/// job keeps the watch only while it still does.
 pub fn watch(
     server: &ServerState,
-    share: &ShareDef,
+    share: &Arc<ShareDef>,
     path: &RelPath,
     key: FileKey,
-    dir: Option<BorrowedFd<'_>>,
+    dir: &Arc<dyn ringshare_vfs::Node>,
 ) {
+    if share.offloaded() {
+        let mut id = None;
+        server.files.watch_dir_lease(key, || {
+            id = kernel::lease_id(&server.notify);
+            id
+        });
+        if let Some(id) = id {
+            let leases = server.files.dir_lease_list();
+            kernel::lease_in_job(&server.notify, &leases, (share, path), (key, id), dir);
+        }
+        return;
+    }
     let Some(root) = crate::notify::root_key(share) else {
         return;
     };
     let at = (root, path.components().to_vec());
-    server
-        .files
-        .watch_dir_lease(key, || kernel::add_lease_ref(&server.notify, &at, dir));
+    server.files.watch_dir_lease(key, || {
+        kernel::add_lease_ref(&server.notify, &at, Some(dir.as_ref()))
+    });
 }
 
 impl ServerState {

@@ -203,15 +203,21 @@ pub fn arm(
         tell_wants(server);
     }
     // Changes other programs make there (and below it, for WATCH_TREE),
-    // through the kernel.
-    kernel::use_root(&server.notify, root, &open.share.backend);
-    kernel::add_ref(&server.notify, &(root, path.clone()), open.node.fd(), w.id);
-    if tree {
-        kernel::watch_tree(&server.notify, root, &path, w.id, &open.who);
+    // through the kernel; on an offloaded share the watches are added in a
+    // file system job (the request does not wait for it).
+    kernel::use_root(&server.notify, root, &open.share, w.id);
+    if open.share.offloaded() {
+        kernel::watch_in_job(&server.notify, root, (&path, tree), w.id, open);
+    } else {
+        let dir = Some(open.node.as_ref());
+        kernel::add_ref(&server.notify, &(root, path.clone()), dir, w.id);
+        if tree {
+            kernel::watch_tree(&server.notify, root, &path, w.id, &open.who);
+        }
     }
     if lock(&w.state).end.is_some() {
         // Ended meanwhile (closed on another channel): let go again.
-        kernel::drop_refs(&server.notify, w.id, root);
+        kernel::drop_refs(&server.notify, w.id);
     }
     Ok(w)
 }
@@ -276,7 +282,7 @@ pub fn end(server: &ServerState, w: &Arc<Watcher>, status: NtStatus) {
             st.told = tell.is_some();
         }
     }
-    kernel::drop_refs(&server.notify, w.id, w.root);
+    kernel::drop_refs(&server.notify, w.id);
     if last {
         tell_wants(server);
     }

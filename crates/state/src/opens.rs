@@ -386,10 +386,11 @@ pub fn close_posted(server: &Arc<ServerState>, open: Arc<Open>) -> Vec<Lookup> {
         server.node.hooks(),
     ) {
         let (s, delete_on_close) = (Arc::clone(server), c.delete_on_close);
-        let then = Box::new(move |closed| {
+        let then: Box<dyn FnOnce(crate::link::Closed) + Send> = Box::new(move |closed| {
             closed_open(&s, c, closed);
         });
         let (key, entry, who) = (o.key, &o.entry, &o.who);
+        let then = (o.share.offloaded(), then);
         let home = h.close_posted(server, node, key, entry, o.id, delete_on_close, who, then);
         asks.extend(home.map(Lookup::Home));
         return asks;

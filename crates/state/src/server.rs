@@ -27,7 +27,7 @@ mod logons;
 mod mail;
 mod node;
 mod sessions;
-mod table;
+pub(crate) mod table;
 
 pub use logons::Logons;
 pub use mail::{ConnStatus, Transport};

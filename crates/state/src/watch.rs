@@ -4,7 +4,6 @@
 //! events into changes is [`crate::notify::kernel`].
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::BorrowedFd;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -15,8 +14,10 @@ use crate::files::FileKey;
 
 /// The driver's side: watch a directory's entries.
 pub trait KernelWatch: Send + Sync {
-    /// Start watching the directory open as `dir`; its watch descriptor.
-    fn add(&self, dir: BorrowedFd<'_>) -> Option<i32>;
+    /// Start watching the directory open as `dir` (through its descriptor: none, no watch);
+    /// its watch descriptor. A file system call: on a network file system the kernel's
+    /// permission check may ask the server.
+    fn add(&self, dir: &dyn ringshare_vfs::Node) -> Option<i32>;
     /// Stop the watch.
     fn remove(&self, wd: i32);
 }
@@ -47,10 +48,13 @@ pub struct Registry {
     pub dirs: RwLock<Dirs>,
     /// Bytes held in every watcher's buffer.
     pub buffered: AtomicUsize,
-    /// Kernel watches of watched directories ([`crate::notify::kernel`]).
-    pub kernel: Mutex<Kernel>,
+    /// Kernel watches of watched directories ([`crate::notify::kernel`]); shared with the
+    /// file system jobs that add them on an offloaded share.
+    pub kernel: Arc<Mutex<Kernel>>,
     /// How many directories have one (0: own changes mark nothing).
-    pub kernel_dirs: AtomicUsize,
+    pub kernel_dirs: Arc<AtomicUsize>,
+    /// Jobs waiting in [`Kernel::jobs`] (a quick look).
+    pub kernel_jobs: AtomicUsize,
     pub next_id: std::sync::atomic::AtomicU64,
 }
 
@@ -110,6 +114,10 @@ pub struct KDir {
     pub echo: HashMap<String, Option<u64>>,
 }
 
+/// A watched share root: its share, how many watchers use it, its key for
+/// file system jobs when it is offloaded ([`Kernel::roots`]).
+pub type WatchedRoot = (Arc<dyn ringshare_vfs::Share>, usize, Option<u64>);
+
 #[derive(Default)]
 pub struct Kernel {
     pub watch: Option<Arc<dyn KernelWatch>>,
@@ -120,8 +128,22 @@ pub struct Kernel {
     pub marks: usize,
     pub next_sweep_ms: u64,
     /// The share of each root a watcher watches (subdirectories are opened
-    /// through it to watch them).
-    pub roots: HashMap<FileKey, (Arc<dyn ringshare_vfs::Share>, usize)>,
+    /// through it to watch them), how many watchers use it, and, for an
+    /// offloaded share (its watches are added in file system jobs), its key
+    /// for those jobs (`crate::fsjob::share_key`).
+    pub roots: HashMap<FileKey, WatchedRoot>,
+    /// The root each live watcher uses (counted once in `roots`): a watcher
+    /// not here has ended, and a watch added for it in a job is not kept.
+    pub root_of: HashMap<u64, FileKey>,
+    /// Watches being added off the lock (in file system jobs) now.
+    pub adding: usize,
+    /// Watch descriptors no directory uses, removed once no add is under
+    /// way: an add of the same directory returns the same descriptor, which
+    /// a removal meanwhile would take from under it.
+    pub unwatch_later: Vec<i32>,
+    /// File system jobs that add watches, waiting to be posted to the pool
+    /// (`ServerState::take_kernel_jobs`).
+    pub jobs: Vec<crate::fsjob::FsJob>,
     /// Directories below its own each WATCH_TREE watcher has kernel-watched.
     pub tree_counts: HashMap<u64, usize>,
     /// The WATCH_TREE bound was logged.

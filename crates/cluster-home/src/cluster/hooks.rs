@@ -19,6 +19,38 @@ use crate::watch::Change;
 /// The cluster layer's [`ClusterHooks`].
 pub struct Hooks;
 
+/// A posted close of a file homed on node `node` whose share's calls may wait on a network
+/// (FUSE, CephFS: issue 33): the call, and `then` (the close's end here: the descriptor's last
+/// close, a removal the home decided), carried together as one job of a home-call thread, in
+/// the file's order. As one wire call its answer would run `then` where the ring carries it,
+/// on the I/O thread (and at once there when the call cannot be made).
+fn closed_on_a_thread(
+    server: &Arc<ServerState>,
+    node: u16,
+    c: HomeClose,
+    then: Box<dyn FnOnce(Closed) + Send>,
+) -> HomeAsk {
+    let order = super::order_of(c.key);
+    let ask = super::to_ask(&server.node, node, c.call());
+    let server = Arc::clone(server);
+    let once = Mutex::new(Some((c, then, ask)));
+    HomeAsk::job(
+        node,
+        order,
+        Box::new(move || {
+            let Some((c, then, ask)) = lock(&once).take() else {
+                return Err(NtStatus::FILE_NOT_AVAILABLE);
+            };
+            let answer = match &ask {
+                Ok(a) => a.run(),
+                Err(s) => Err(*s),
+            };
+            then(c.answered(&server, super::answer_of(answer.clone())));
+            answer
+        }),
+    )
+}
+
 impl ClusterHooks for Hooks {
     fn close_elsewhere(
         &self,
@@ -47,9 +79,12 @@ impl ClusterHooks for Hooks {
         owner: u64,
         delete_on_close: bool,
         who: &ringshare_vfs::Who,
-        then: Box<dyn FnOnce(Closed) + Send>,
+        (offloaded, then): (bool, Box<dyn FnOnce(Closed) + Send>),
     ) -> Option<HomeAsk> {
         let c = HomeClose::new(key, entry, owner, delete_on_close, who);
+        if offloaded {
+            return Some(closed_on_a_thread(server, node, c, then));
+        }
         let ask = match super::to_ask(&server.node, node, c.call()) {
             Ok(ask) => ask,
             Err(s) => {
@@ -93,13 +128,15 @@ impl ClusterHooks for Hooks {
                 return None;
             }
         };
-        // Run once, where the call is carried, as its answer comes in.
-        Some(
-            ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
-                let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
-                then(pending.map(|(p, _)| p));
-            })),
-        )
+        // Run once, as its answer comes in, where the call is carried: a home-call thread, not
+        // the I/O thread's ring, since `then` may close the open (at its home: a call of its
+        // own, waited for; and the file system's calls).
+        let ask = ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
+            let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
+            then(pending.map(|(p, _)| p));
+        }));
+        let (node, order) = (ask.node, ask.order);
+        Some(HomeAsk::job(node, order, Box::new(move || ask.run())))
     }
 
     fn open_closed(&self, here: &NodeState, open: &Open) -> Option<crate::lookup::ClusterAsk> {

@@ -302,13 +302,21 @@ struct OpenRef {
 }
 
 /// Data of the open's file changed: its close reports it MODIFIED.
-fn note_written(server: &crate::server::ServerState, open: &OpenRef, now: crate::io::Now) {
+/// `open`'s file was written (a copy, a zeroing, a clone into it); `before`: its modification
+/// time before, when a file system job read it ([`offload::Base`]), else it is read here when
+/// the write time needs it.
+fn note_written(
+    server: &crate::server::ServerState,
+    open: &OpenRef,
+    now: crate::io::Now,
+    before: Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>>,
+) {
     {
         let mut st = lock(&open.open.state);
         st.notify_on_close |= crate::notify::filter::LAST_WRITE | crate::notify::filter::SIZE;
         crate::notify::wrote(&server.notify, &open.open, &mut st, now.mono_ms);
     }
-    crate::writetime::wrote(&server.files, &open.open, now, None);
+    crate::writetime::wrote(&server.files, &open.open, now, before);
 }
 
 fn open_ref(core: &mut ConnCore, req: &Req<'_>, fid: FileId) -> Result<OpenRef, NtStatus> {
@@ -467,21 +475,20 @@ fn set_zero_data(
     crate::cmd::io_check::io_check(core, &open.open, io)?;
     if in_job {
         let (node, to) = (Arc::clone(&open.node), (ir.ctl_code, ir.file_id));
+        let base = offload::Base::of(&open);
         return offload::ask(core, &open, "an FSCTL_SET_ZERO_DATA", move || {
+            let before = base.read(node.as_ref());
             match zero(node.as_ref(), offset, end) {
                 Ok(punched) => offload::Made {
                     answer: Ok((NtStatus::SUCCESS, response_to(to, &[]))),
-                    after: match punched {
-                        true => offload::After::Written,
-                        false => offload::After::Nothing,
-                    },
+                    after: offload::Base::after(punched, before),
                 },
                 Err(s) => offload::Made::answer(Err(s)),
             }
         });
     }
     if zero(open.node.as_ref(), offset, end)? {
-        note_written(&core.server, &open, core.now);
+        note_written(&core.server, &open, core.now, None);
     }
     Ok(Reply::ok(response(ir, &[])))
 }

@@ -308,8 +308,8 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
         LookupCont::Admit(fin) => create::abandon_admission(core, *fin),
         LookupCont::Changed(fin) => create::abandon_change(core, *fin),
         LookupCont::Close(fin) => close::abandon(core, *fin),
-        // The job makes its change all the same; nobody hears of it.
-        LookupCont::SetInfo(_) => {}
+        // The job makes its change all the same; a rename's home is told (set_info::abandon).
+        LookupCont::SetInfo(fin) => set_info::abandon(core, *fin),
         LookupCont::Takeover(fin) => create::durable::abandon_takeover(core, *fin),
         LookupCont::Stat(fin) => fin.abandon(core),
         LookupCont::Undo(fin) => create::abandon_undo(core, &fin),

@@ -52,6 +52,9 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
     if crate::cmd::pending::delete_pending(core, &open)? {
         return Err(NtStatus::DELETE_PENDING);
     }
+    if root_unknown(core, &open) {
+        return Err(crate::cmd::ids::ASK_IDS);
+    }
     let watcher = notify::arm(
         &core.server,
         &open,
@@ -68,6 +71,28 @@ pub(crate) fn handle(core: &mut ConnCore, req: &Req<'_>) -> Result<Handled, NtSt
         max_len: n.output_buffer_length,
         async_id: 0,
     }))))
+}
+
+/// On an offloaded share, the first watcher of a share asks the identity of its root (a stat,
+/// kept for the share: [`notify::root_key`]) in a file system job: true when it asked (the
+/// request parks and runs again, the identity known: [`crate::cmd::ids::parked`]).
+fn root_unknown(core: &mut ConnCore, open: &Arc<crate::state::Open>) -> bool {
+    if !open.share.offloaded() || open.share.root_key.get().is_some() {
+        return false;
+    }
+    if let Some(crate::lookup::DomainAnswer::Fs(..)) = core.domain_answer {
+        // Asked, and the job ran: what it read (or could not) is kept in the share.
+        return false;
+    }
+    let (who, order, share_key) = crate::cmd::job_of_open(open);
+    let share = Arc::clone(&open.share);
+    let job = crate::fsjob::FsJob::telling(who, order, share_key, "a share root's identity", {
+        move || {
+            notify::root_key(&share);
+        }
+    });
+    core.ids_wanted = Some(crate::lookup::Lookup::Fs(job));
+    true
 }
 
 /// The request went async as `async_id`: it joins its watcher's queue.

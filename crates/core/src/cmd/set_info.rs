@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 mod job;
 mod moves;
 mod stream_move;
-pub(crate) use job::{changed, Changing};
+pub(crate) use job::{abandon, changed, Changing};
 
 use ringshare_vfs::{FsError, RelPath, SetTimes};
 use ringshare_wire::consts::{InfoType, SecurityInformation};

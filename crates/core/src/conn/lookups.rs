@@ -266,6 +266,12 @@ impl Connection {
     /// Ask the cluster what nobody waits for ([`crate::exchange::ConnCore::cluster_posts`]):
     /// lookups no request is parked on (their answers find nothing to go on with).
     pub(super) fn post_to_cluster(&mut self) {
+        // And the file system jobs that add kernel watches (crate::notify::kernel), asked by
+        // this connection's requests or by another's, or by the kernel's events.
+        let watches = self.core.server.take_kernel_jobs();
+        self.core
+            .cluster_posts
+            .extend(watches.into_iter().map(Lookup::Fs));
         for ask in std::mem::take(&mut self.core.cluster_posts) {
             let id = self.next_io_id;
             self.next_io_id += 1;

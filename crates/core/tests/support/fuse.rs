@@ -91,6 +91,9 @@ pub struct Calls {
     pub refuse_removals: AtomicBool,
     /// Every stat of an open file fails (EIO), after it is counted.
     pub fail_stats: AtomicBool,
+    /// Kernel watches added ([`Watches`]: on a network file system the kernel's permission
+    /// check may ask the server).
+    pub watch_adds: AtomicUsize,
     /// The kinds of the calls above made on the I/O thread ([`Calls::on_io_thread`]).
     pub io_thread: std::sync::Mutex<Vec<&'static str>>,
     /// (review of session 49) A stream's next rename, once made, says so on the first and
@@ -150,6 +153,7 @@ impl Calls {
             + self.reads.load(Ordering::SeqCst)
             + self.changes.load(Ordering::SeqCst)
             + self.streams.load(Ordering::SeqCst)
+            + self.watch_adds.load(Ordering::SeqCst)
     }
 
     /// A named stream's call asked: counted.
@@ -678,6 +682,64 @@ impl Share for FuseView {
     fn is_snapshot(&self) -> bool {
         self.0.is_snapshot()
     }
+}
+
+/// The driver's kernel watch for the FUSE-like share's directories: each add counted in the
+/// share's [`Calls`] (`watch_adds`, among the I/O thread's calls when made there), the watch
+/// descriptors handed out and not removed kept (`live`).
+#[derive(Debug, Default)]
+pub struct Watches {
+    pub calls: Arc<Calls>,
+    pub live: std::sync::Mutex<Vec<i32>>,
+    next: std::sync::atomic::AtomicI32,
+}
+
+impl ringshare_core::notify_kernel::KernelWatch for Watches {
+    fn add(&self, _dir: &dyn Node) -> Option<i32> {
+        self.calls.bump(&self.calls.watch_adds, "watch_adds");
+        let wd = 1 + self.next.fetch_add(1, Ordering::SeqCst);
+        self.live.lock().unwrap().push(wd);
+        Some(wd)
+    }
+    fn remove(&self, wd: i32) {
+        self.live.lock().unwrap().retain(|w| *w != wd);
+    }
+}
+
+impl Watches {
+    /// The watch descriptors live now.
+    pub fn live(&self) -> Vec<i32> {
+        self.live.lock().unwrap().clone()
+    }
+}
+
+/// The kernel reports `mask` for `name` in the directory watched as `wd`; the core takes it
+/// once it was held `HOLD_MS`.
+pub fn kernel_reports(c: &mut Client, wd: i32, mask: u32, name: &str) {
+    let event = ringshare_core::notify_kernel::KernelEvent {
+        wd,
+        mask,
+        cookie: 0,
+        name: Some(name.into()),
+    };
+    c.server.kernel_events(c.now.mono_ms, vec![event]);
+    c.now.mono_ms += ringshare_core::notify_kernel::HOLD_MS;
+    c.server.kernel_tick(c.now.mono_ms);
+}
+
+/// [`fuse_client`] whose server watches directories through the kernel ([`Watches`]); the
+/// client offers directory leasing.
+pub fn fuse_client_watching(remote: bool) -> (Client, Arc<Calls>, Arc<Watches>) {
+    let share = Arc::new(FuseShare::new(MemShare::new(), remote));
+    let calls = Arc::clone(&share.1);
+    let watches = Arc::new(Watches {
+        calls: Arc::clone(&calls),
+        ..Watches::default()
+    });
+    let server = server_on(share.clone(), ringshare_core::SigningPolicy::IfRequired);
+    server.set_kernel_watch(watches.clone());
+    let c = Client::leasing_dirs(server, share.0.clone(), [1; 16]);
+    (c, calls, watches)
 }
 
 /// Running the file system jobs a client's connection asked (held by the test), as the

@@ -6,7 +6,7 @@
 //! mean. `kernel change notify = no` (Samba's option) leaves it out.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -85,7 +85,8 @@ impl Inotify {
 }
 
 impl KernelWatch for Inotify {
-    fn add(&self, dir: BorrowedFd<'_>) -> Option<i32> {
+    fn add(&self, dir: &dyn ringshare_vfs::Node) -> Option<i32> {
+        let dir = dir.fd()?;
         let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
         let flags =
             inotify::WatchFlags::from_bits_retain(mask::WATCHED) | inotify::WatchFlags::ONLYDIR;

@@ -17,9 +17,8 @@
 //! made and as new ones are reported.
 
 use std::collections::HashMap;
-use std::os::fd::BorrowedFd;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::notify::{self, filter, Change};
 use crate::server::{lock, FileKey, ServerState};
@@ -338,8 +337,14 @@ fn map_events(k: &mut Kernel, due: Vec<KernelEvent>, now_ms: u64) -> Mapped {
 
 /// A watcher of the directory at `at` wants the kernel watch (made with the
 /// first). False when there is none (no kernel watching, a backend without
-/// descriptors, or the kernel refused).
-pub(crate) fn add_ref(hub: &Registry, at: &DirAt, dir: Option<BorrowedFd<'_>>, wid: u64) -> bool {
+/// descriptors, or the kernel refused). The system call is made under the
+/// lock: for a local share only (an offloaded one's: [`add_off_lock`]).
+pub(crate) fn add_ref(
+    hub: &Registry,
+    at: &DirAt,
+    dir: Option<&dyn ringshare_vfs::Node>,
+    wid: u64,
+) -> bool {
     let mut k = lock(&hub.kernel);
     let Some(watch) = k.watch.clone() else {
         return false;
@@ -350,34 +355,147 @@ pub(crate) fn add_ref(hub: &Registry, at: &DirAt, dir: Option<BorrowedFd<'_>>, w
         }
         return true;
     }
-    let Some(fd) = dir else {
+    let Some(dir) = dir else {
         return false;
     };
-    let Some(wd) = watch.add(fd) else {
+    let Some(wd) = watch.add(dir) else {
         return false;
     };
+    insert_dir(&hub.kernel_dirs, &mut k, at, wd, wid);
+    true
+}
+
+/// Keep the directory at `at`, watched as `wd`, for `id`.
+fn insert_dir(count: &AtomicUsize, k: &mut Kernel, at: &DirAt, wd: i32, id: u64) {
     k.dirs.insert(
         at.clone(),
         KDir {
             wd: Some(wd),
-            refs: vec![wid],
+            refs: vec![id],
             echo: HashMap::new(),
         },
     );
     k.by_wd.entry(wd).or_default().push(at.clone());
-    hub.kernel_dirs.fetch_add(1, Ordering::AcqRel);
-    true
+    k.unwatch_later.retain(|w| *w != wd);
+    count.fetch_add(1, Ordering::AcqRel);
+}
+
+/// What a file system job adding kernel watches holds of the registry.
+#[derive(Clone)]
+struct Hub {
+    kernel: Arc<Mutex<Kernel>>,
+    dirs: Arc<AtomicUsize>,
+}
+
+impl Hub {
+    fn of(hub: &Registry) -> Hub {
+        Hub {
+            kernel: Arc::clone(&hub.kernel),
+            dirs: Arc::clone(&hub.kernel_dirs),
+        }
+    }
+}
+
+/// Who a watch added off the lock is kept for ([`add_off_lock`]).
+enum Keep<'a> {
+    /// A watcher (its id): while it is live (`Kernel::root_of`).
+    Watcher,
+    /// A leased directory (its key) whose watch the id holds in the file
+    /// table's list: while the list still says so.
+    Lease(&'a Mutex<Vec<(FileKey, Option<u64>)>>, FileKey),
+}
+
+/// The kernel watch of the directory at `at`, open as `dir`, for `id`, on an
+/// offloaded share (in a file system job): the system call (on a network file
+/// system a permission check that may ask the server) is made with no lock
+/// held, then what it returned is kept if `keep`'s owner still wants it. Two
+/// adds of one directory get the same watch descriptor: one that finds the
+/// directory kept meanwhile only adds its id; a descriptor no directory uses
+/// goes once no add is under way ([`unwatch_unused`]). True when kept.
+fn add_off_lock(
+    hub: &Hub,
+    at: &DirAt,
+    dir: &dyn ringshare_vfs::Node,
+    id: u64,
+    keep: Keep<'_>,
+) -> bool {
+    let watch = {
+        let mut k = lock(&hub.kernel);
+        let Some(watch) = k.watch.clone() else {
+            return false;
+        };
+        if k.dirs.contains_key(at) {
+            None
+        } else {
+            k.adding += 1;
+            Some(watch)
+        }
+    };
+    let got = watch.map(|w| w.add(dir));
+    // The lease list's lock comes before the kernel table's (as in `watch_dir_lease`).
+    let leases = match &keep {
+        Keep::Lease(list, key) => Some((lock(list), *key)),
+        Keep::Watcher => None,
+    };
+    let mut k = lock(&hub.kernel);
+    if got.is_some() {
+        k.adding -= 1;
+    }
+    let wanted = match &leases {
+        Some((list, key)) => list.iter().any(|(k, w)| k == key && *w == Some(id)),
+        None => k.root_of.contains_key(&id),
+    };
+    let wd = got.flatten();
+    let kept = wanted
+        && match k.dirs.get_mut(at) {
+            Some(d) => {
+                if !d.refs.contains(&id) {
+                    d.refs.push(id);
+                }
+                true
+            }
+            None => wd.is_some_and(|wd| {
+                insert_dir(&hub.dirs, &mut k, at, wd, id);
+                true
+            }),
+        };
+    unwatch_unused(&mut k, wd);
+    kept
+}
+
+/// `wd` (an add's answer, when there is one) goes when no directory uses
+/// it; it and the descriptors left for later go once no add is under way
+/// (one under way may have been handed the same descriptor).
+fn unwatch_unused(k: &mut Kernel, wd: Option<i32>) {
+    if let Some(wd) = wd {
+        if !k.by_wd.contains_key(&wd) && !k.unwatch_later.contains(&wd) {
+            k.unwatch_later.push(wd);
+        }
+    }
+    if k.adding > 0 || k.unwatch_later.is_empty() {
+        return;
+    }
+    for wd in std::mem::take(&mut k.unwatch_later) {
+        if !k.by_wd.contains_key(&wd) {
+            if let Some(w) = &k.watch {
+                w.remove(wd);
+            }
+        }
+    }
 }
 
 /// Watcher `wid` ends: it lets go of every kernel watch it asked for.
-pub(crate) fn drop_refs(hub: &Registry, wid: u64, root: FileKey) {
+pub(crate) fn drop_refs(hub: &Registry, wid: u64) {
     let mut k = lock(&hub.kernel);
     k.tree_counts.remove(&wid);
     k.tree_whos.remove(&wid);
-    if let Some(r) = k.roots.get_mut(&root) {
-        r.1 -= 1;
-        if r.1 == 0 {
-            k.roots.remove(&root);
+    // Once per watcher, however often it is let go.
+    if let Some(root) = k.root_of.remove(&wid) {
+        if let Some(r) = k.roots.get_mut(&root) {
+            r.1 -= 1;
+            if r.1 == 0 {
+                k.roots.remove(&root);
+            }
         }
     }
     let_go(hub, &mut k, wid);
@@ -386,13 +504,78 @@ pub(crate) fn drop_refs(hub: &Registry, wid: u64, root: FileKey) {
 /// A leased directory's kernel watch, for the lease holders of the
 /// directory at `at` open as `dir` ([`crate::dirlease`]): the id it is held
 /// by, or none (no kernel watching, no descriptor, or the kernel refused).
+/// Local shares only (an offloaded one's: [`lease_in_job`]).
 pub(crate) fn add_lease_ref(
     hub: &Registry,
     at: &DirAt,
-    dir: Option<BorrowedFd<'_>>,
+    dir: Option<&dyn ringshare_vfs::Node>,
 ) -> Option<u64> {
     let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
     add_ref(hub, at, dir, id).then_some(id)
+}
+
+/// An id for a leased directory's watch to be added in a job
+/// ([`lease_in_job`]), when the driver watches directories at all.
+pub(crate) fn lease_id(hub: &Registry) -> Option<u64> {
+    lock(&hub.kernel).watch.as_ref()?;
+    Some(hub.next_id.fetch_add(1, Ordering::Relaxed))
+}
+
+/// On an offloaded share, the kernel watch of leased directory `key`, open as
+/// `dir` in share `share` at `path`, added in a file system job for `id`
+/// (which the file table's list `leases` holds for it: [`lease_id`]); kept
+/// only while the list still does (its last lease may go meanwhile). The
+/// share root's identity is read in the job too, when not known yet.
+pub(crate) fn lease_in_job(
+    hub: &Registry,
+    leases: &crate::server::table::LeasedDirs,
+    (share, path): (&Arc<crate::server::ShareDef>, &ringshare_vfs::RelPath),
+    (key, id): (FileKey, u64),
+    dir: &Arc<dyn ringshare_vfs::Node>,
+) {
+    let (h, leases) = (Hub::of(hub), Arc::clone(leases));
+    let (share, dir) = (Arc::clone(share), Arc::clone(dir));
+    let path = path.components().to_vec();
+    let job = crate::fsjob::FsJob::telling(
+        dir.who().cloned(),
+        0,
+        crate::fsjob::share_key(&share.name),
+        "a leased directory's kernel watch",
+        move || {
+            if let Some(root) = crate::notify::root_key(&share) {
+                let keep = Keep::Lease(&leases, key);
+                add_off_lock(&h, &(root, path), dir.as_ref(), id, keep);
+            }
+        },
+    );
+    post(hub, job);
+}
+
+/// A file system job for the pool, posted by the next request of any
+/// connection or by the driver's worker 0 ([`ServerState::take_kernel_jobs`]).
+fn post(hub: &Registry, job: crate::fsjob::FsJob) {
+    let mut k = lock(&hub.kernel);
+    k.jobs.push(job);
+    hub.kernel_jobs.store(k.jobs.len(), Ordering::Release);
+}
+
+impl ServerState {
+    /// The file system jobs that add kernel watches on offloaded shares, to
+    /// be handed to the pool, nobody waiting for them (a connection after a
+    /// request, the driver's worker 0 after the kernel's events).
+    pub fn take_kernel_jobs(&self) -> Vec<crate::fsjob::FsJob> {
+        if !self.kernel_jobs_waiting() {
+            return Vec::new();
+        }
+        let mut k = lock(&self.notify.kernel);
+        self.notify.kernel_jobs.store(0, Ordering::Release);
+        std::mem::take(&mut k.jobs)
+    }
+
+    /// Whether [`ServerState::take_kernel_jobs`] has any (a quick look).
+    pub fn kernel_jobs_waiting(&self) -> bool {
+        self.notify.kernel_jobs.load(Ordering::Acquire) != 0
+    }
 }
 
 /// The kernel watch a leased directory held by `id` goes (its last lease went).
@@ -415,12 +598,18 @@ fn let_go(hub: &Registry, k: &mut Kernel, id: u64) {
     }
 }
 
-/// Remember the share of `root` while watcher(s) use it.
-pub(crate) fn use_root(hub: &Registry, root: FileKey, share: &Arc<dyn ringshare_vfs::Share>) {
+/// Remember the share of `root` while watcher `wid` uses it.
+pub(crate) fn use_root(hub: &Registry, root: FileKey, share: &crate::server::ShareDef, wid: u64) {
     let mut k = lock(&hub.kernel);
+    if k.root_of.insert(wid, root).is_some() {
+        return;
+    }
+    let offloaded = share
+        .offloaded()
+        .then(|| crate::fsjob::share_key(&share.name));
     k.roots
         .entry(root)
-        .or_insert_with(|| (Arc::clone(share), 0))
+        .or_insert_with(|| (Arc::clone(&share.backend), 0, offloaded))
         .1 += 1;
 }
 
@@ -436,9 +625,22 @@ pub fn watch_tree(
     who: &ringshare_vfs::Who,
 ) {
     lock(&hub.kernel).tree_whos.insert(wid, Arc::clone(who));
-    let Some(share) = kernel_share(hub, root) else {
+    let Some(share) = kernel_share(&hub.kernel, root) else {
         return;
     };
+    walk(share.as_ref(), top, who, |dir, opened| {
+        watch_subdir(hub, root, dir, opened, wid)
+    });
+}
+
+/// The directories below `top`, breadth first, each opened as `who` and
+/// handed to `watch` (which answers false to end the walk).
+fn walk(
+    share: &dyn ringshare_vfs::Share,
+    top: &[String],
+    who: &ringshare_vfs::Who,
+    mut watch: impl FnMut(&[String], &ringshare_vfs::Opened) -> bool,
+) {
     let mut queue = std::collections::VecDeque::from([top.to_vec()]);
     let mut first = true;
     while let Some(dir) = queue.pop_front() {
@@ -449,7 +651,7 @@ pub fn watch_tree(
             continue;
         };
         // The top directory is watched through the watcher's own open.
-        if !std::mem::take(&mut first) && !watch_subdir(hub, root, &dir, &opened, wid) {
+        if !std::mem::take(&mut first) && !watch(&dir, &opened) {
             return;
         }
         let Ok(entries) = opened.node.read_dir() else {
@@ -463,6 +665,49 @@ pub fn watch_tree(
     }
 }
 
+/// On an offloaded share, watcher `open`'s kernel watch of its directory at
+/// `top` (and, for WATCH_TREE, the walk below it: [`watch_tree`]) added in
+/// a file system job acting as the watcher's user, kept only while the
+/// watcher lives. The CHANGE_NOTIFY does not wait for it: changes other
+/// programs make before the job ran are not reported (docs/limits.md).
+pub(crate) fn watch_in_job(
+    hub: &Registry,
+    root: FileKey,
+    (top, tree): (&[String], bool),
+    wid: u64,
+    open: &crate::state::Open,
+) {
+    let share = {
+        let mut k = lock(&hub.kernel);
+        if tree {
+            k.tree_whos.insert(wid, Arc::clone(&open.who));
+        }
+        match (&k.watch, k.roots.get(&root)) {
+            (Some(_), Some((share, _, _))) => Arc::clone(share),
+            _ => return,
+        }
+    };
+    let (h, dir, who) = (Hub::of(hub), Arc::clone(&open.node), Arc::clone(&open.who));
+    let top = top.to_vec();
+    let job = crate::fsjob::FsJob::telling(
+        Some(Arc::clone(&who)),
+        0,
+        crate::fsjob::share_key(&open.share.name),
+        "a CHANGE_NOTIFY's kernel watches",
+        move || {
+            let kept = add_off_lock(&h, &(root, top.clone()), dir.as_ref(), wid, Keep::Watcher);
+            // The directory's node goes here, on the pool, when it is the last holder.
+            drop(dir);
+            if kept && tree {
+                walk(share.as_ref(), &top, &who, |path, opened| {
+                    subdir_in_job(&h, root, path, opened, wid)
+                });
+            }
+        },
+    );
+    post(hub, job);
+}
+
 fn open_dir() -> ringshare_vfs::OpenOptions {
     ringshare_vfs::OpenOptions {
         directory: true,
@@ -470,17 +715,31 @@ fn open_dir() -> ringshare_vfs::OpenOptions {
     }
 }
 
-fn kernel_share(hub: &Registry, root: FileKey) -> Option<Arc<dyn ringshare_vfs::Share>> {
-    let k = lock(&hub.kernel);
+/// The share of `root` when the driver watches directories and a watcher
+/// watches there.
+fn kernel_share(kernel: &Mutex<Kernel>, root: FileKey) -> Option<Arc<dyn ringshare_vfs::Share>> {
+    root_share(kernel, root).map(|(s, _)| s)
+}
+
+/// [`kernel_share`], with the share's key for file system jobs when it is
+/// offloaded.
+#[allow(clippy::type_complexity)]
+fn root_share(
+    kernel: &Mutex<Kernel>,
+    root: FileKey,
+) -> Option<(Arc<dyn ringshare_vfs::Share>, Option<u64>)> {
+    let k = lock(kernel);
     k.watch.as_ref()?;
-    k.roots.get(&root).map(|(s, _)| Arc::clone(s))
+    k.roots.get(&root).map(|(s, _, off)| (Arc::clone(s), *off))
 }
 
 /// A directory appeared at `path` below WATCH_TREE watchers `wids`: it is
 /// kernel-watched for them (each up to [`TREE_DIRS_MAX`] directories),
-/// opened as each watcher's user.
+/// opened as each watcher's user; on an offloaded share in a file system
+/// job per watcher (this may run on the I/O thread: a request's report, the
+/// kernel's events read on worker 0).
 pub(crate) fn dir_appeared(hub: &Registry, root: FileKey, path: &[String], wids: &[u64]) {
-    let Some(share) = kernel_share(hub, root) else {
+    let Some((share, offloaded)) = root_share(&hub.kernel, root) else {
         return;
     };
     let Ok(rel) = ringshare_vfs::RelPath::from_components(path.to_vec()) else {
@@ -490,10 +749,44 @@ pub(crate) fn dir_appeared(hub: &Registry, root: FileKey, path: &[String], wids:
         let Some(who) = lock(&hub.kernel).tree_whos.get(&wid).cloned() else {
             continue;
         };
-        if let Ok(opened) = share.open(&who, &rel, &open_dir()) {
-            watch_subdir(hub, root, path, &opened, wid);
-        }
+        let Some(share_key) = offloaded else {
+            if let Ok(opened) = share.open(&who, &rel, &open_dir()) {
+                watch_subdir(hub, root, path, &opened, wid);
+            }
+            continue;
+        };
+        let (h, share, rel) = (Hub::of(hub), Arc::clone(&share), rel.clone());
+        let job = crate::fsjob::FsJob::telling(
+            Some(Arc::clone(&who)),
+            0,
+            share_key,
+            "a new directory's kernel watch",
+            move || {
+                if let Ok(opened) = share.open(&who, &rel, &open_dir()) {
+                    subdir_in_job(&h, root, rel.components(), &opened, wid);
+                }
+            },
+        );
+        post(hub, job);
     }
+}
+
+/// Count one more directory below WATCH_TREE watcher `wid`'s own; false
+/// once it has [`TREE_DIRS_MAX`] of them.
+fn count_subdir(k: &mut Kernel, wid: u64) -> bool {
+    let n = k.tree_counts.entry(wid).or_default();
+    if *n >= TREE_DIRS_MAX {
+        if !k.tree_warned {
+            k.tree_warned = true;
+            tracing::warn!(
+                "a WATCH_TREE change notification covers more than {TREE_DIRS_MAX} directories; \
+                 changes other programs make in the rest are not reported"
+            );
+        }
+        return false;
+    }
+    *n += 1;
+    true
 }
 
 /// Kernel-watch the directory open as `opened` at `path` for WATCH_TREE
@@ -505,22 +798,30 @@ fn watch_subdir(
     opened: &ringshare_vfs::Opened,
     wid: u64,
 ) -> bool {
+    if !count_subdir(&mut lock(&hub.kernel), wid) {
+        return false;
+    }
+    add_ref(hub, &(root, path.to_vec()), Some(opened.node.as_ref()), wid);
+    true
+}
+
+/// [`watch_subdir`] in a file system job (the add off the lock); false also
+/// once the watcher ended (the walk stops).
+fn subdir_in_job(
+    hub: &Hub,
+    root: FileKey,
+    path: &[String],
+    opened: &ringshare_vfs::Opened,
+    wid: u64,
+) -> bool {
     {
         let mut k = lock(&hub.kernel);
-        let n = k.tree_counts.entry(wid).or_default();
-        if *n >= TREE_DIRS_MAX {
-            if !k.tree_warned {
-                k.tree_warned = true;
-                tracing::warn!(
-                    "a WATCH_TREE change notification covers more than {TREE_DIRS_MAX} directories; \
-                     changes other programs make in the rest are not reported"
-                );
-            }
+        if !k.root_of.contains_key(&wid) || !count_subdir(&mut k, wid) {
             return false;
         }
-        *n += 1;
     }
-    add_ref(hub, &(root, path.to_vec()), opened.node.fd(), wid);
+    let at = (root, path.to_vec());
+    add_off_lock(hub, &at, opened.node.as_ref(), wid, Keep::Watcher);
     true
 }
 
@@ -550,7 +851,10 @@ fn forget_dir(hub: &Registry, k: &mut Kernel, at: &DirAt) {
         });
         if last {
             k.by_wd.remove(&wd);
-            if let Some(w) = k.watch.clone() {
+            // An add under way in a job may have been handed this descriptor.
+            if k.adding > 0 {
+                k.unwatch_later.push(wd);
+            } else if let Some(w) = k.watch.clone() {
                 w.remove(wd);
             }
         }

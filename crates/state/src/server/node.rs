@@ -152,7 +152,9 @@ pub trait ClusterHooks: Send + Sync {
     /// `owner` of file `key`, homed on node `node`: the call that closes it there, to be
     /// carried away from the I/O thread ([`crate::lookup::Lookup::Home`]), which runs `then`
     /// with what the close leaves where it runs, once the home answered. `None` when the call
-    /// cannot be made: `then` ran (the close is sent again later).
+    /// cannot be made: `then` ran (the close is sent again later). With `offloaded_then.0`
+    /// (the share's calls may wait on a network) the call and `then` are one job of a
+    /// home-call thread, so that `then`'s file system calls are never made on the I/O thread.
     #[allow(clippy::too_many_arguments)]
     fn close_posted(
         &self,
@@ -163,7 +165,7 @@ pub trait ClusterHooks: Send + Sync {
         owner: u64,
         delete_on_close: bool,
         who: &ringshare_vfs::Who,
-        then: Box<dyn FnOnce(crate::link::Closed) + Send>,
+        offloaded_then: (bool, Box<dyn FnOnce(crate::link::Closed) + Send>),
     ) -> Option<crate::lookup::HomeAsk>;
     /// Whether the delete of file `key` is pending at its home, node `node` (with `set`, made
     /// so or not first): (pending, newly pending).

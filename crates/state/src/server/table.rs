@@ -19,6 +19,10 @@ use crate::files::{FileEntry, FileKey};
 use crate::idmap::IdMap;
 use crate::sync::lock;
 
+/// The leased directories, each with the id its kernel watch is held by
+/// ([`FileTable`]'s `dir_leases`).
+pub(crate) type LeasedDirs = Arc<Mutex<Vec<(FileKey, Option<u64>)>>>;
+
 /// The open files of the server ([`crate::server::ServerState::files`]).
 pub struct FileTable {
     entries: Mutex<Entries>,
@@ -27,7 +31,7 @@ pub struct FileTable {
     /// Directories some lease was granted on (`crate::dirlease`), each
     /// with the id its kernel watch is held by (if it has one), and how
     /// many: 0 lets a change skip looking.
-    dir_leases: Mutex<Vec<(FileKey, Option<u64>)>>,
+    dir_leases: LeasedDirs,
     dir_leased: AtomicUsize,
     next_owner: AtomicU64,
     /// Durable opens whose connection went ([`crate::durable`]).
@@ -78,7 +82,7 @@ impl Default for FileTable {
         FileTable {
             entries: Mutex::new(Entries::default()),
             leases: Mutex::new(HashMap::new()),
-            dir_leases: Mutex::new(Vec::new()),
+            dir_leases: Arc::default(),
             dir_leased: AtomicUsize::new(0),
             next_owner: AtomicU64::new(1),
             durables: Mutex::new(Default::default()),
@@ -296,6 +300,12 @@ impl FileTable {
         if let Some((_, w @ None)) = dirs.iter_mut().find(|(k, _)| *k == key) {
             *w = watch();
         }
+    }
+
+    /// The list of leased directories and the ids their kernel watches are
+    /// held by, for a file system job that adds one ([`crate::dirlease::watch`]).
+    pub(crate) fn dir_lease_list(&self) -> LeasedDirs {
+        Arc::clone(&self.dir_leases)
     }
 
     /// Whether some directory may hold a lease (a quick look).

@@ -133,7 +133,7 @@ pub(super) fn copychunk(
         }
         return match crate::fruit::copyfile(copy_end(&src.open), copy_end(&dst.open)) {
             Ok(total) => {
-                note_written(&core.server, &dst, core.now);
+                note_written(&core.server, &dst, core.now, None);
                 with_body(NtStatus::SUCCESS, copied(total))
             }
             Err(s) => with_body(s, SrvCopychunkResponse::default()),
@@ -144,23 +144,22 @@ pub(super) fn copychunk(
         let (s, d) = (Arc::clone(&src.node), Arc::clone(&dst.node));
         let chunks = cc.chunks;
         let counted = if offload::applies(&dst) { &dst } else { &src };
+        let base = offload::Base::of(&dst);
         return offload::ask_counted(core, (&dst, counted), "an FSCTL_SRV_COPYCHUNK", move || {
             let (s, d) = (s.as_ref(), d.as_ref());
             let refused = checks.with_probes_made(s, d);
+            let before = base.read(d);
             let mut written = false;
             let r = copy_chunks((s, d), &chunks, refused, || written = true);
             offload::Made {
                 answer: r.map(|(status, done)| (status, copy_body(to, done))),
-                after: match written {
-                    true => offload::After::Written,
-                    false => offload::After::Nothing,
-                },
+                after: offload::Base::after(written, before),
             }
         });
     }
     let (s, d) = (src.node.as_ref(), dst.node.as_ref());
     let (status, done) = copy_chunks((s, d), &cc.chunks, checks.refused, || {
-        note_written(&core.server, &dst, core.now)
+        note_written(&core.server, &dst, core.now, None)
     })?;
     with_body(status, done)
 }
@@ -309,20 +308,19 @@ fn copyfile_in_job(
 ) -> Result<Reply, NtStatus> {
     let (s, d) = (Arc::clone(&src.open), Arc::clone(&dst.open));
     let paths = (lock(&s.entry).path.clone(), lock(&d.entry).path.clone());
-    offload::ask(
-        core,
-        dst,
-        "macOS's copyfile",
-        move || match crate::fruit::copyfile(copy_end_at(&s, paths.0), copy_end_at(&d, paths.1)) {
+    let base = offload::Base::of(dst);
+    offload::ask(core, dst, "macOS's copyfile", move || {
+        let before = base.read(d.node.as_ref());
+        match crate::fruit::copyfile(copy_end_at(&s, paths.0), copy_end_at(&d, paths.1)) {
             Ok(total) => offload::Made {
                 answer: Ok((NtStatus::SUCCESS, copy_body(to, copied(total)))),
-                after: offload::After::Written,
+                after: offload::Base::after(true, before),
             },
             Err(st) => {
                 offload::Made::answer(Ok((st, copy_body(to, SrvCopychunkResponse::default()))))
             }
-        },
-    )
+        }
+    })
 }
 
 /// An open as one end of macOS's copyfile.

@@ -115,25 +115,26 @@ pub(super) fn duplicate_extents(
             Arc::clone(&dst.node),
             (ir.ctl_code, ir.file_id),
         );
+        let base = offload::Base::of(&dst);
         return offload::ask(
             core,
             &dst,
             "an FSCTL_DUPLICATE_EXTENTS_TO_FILE",
-            move || match clone_checked((s.as_ref(), t.as_ref()), range, same_file, late) {
-                Ok(cloned) => offload::Made {
-                    answer: Ok((NtStatus::SUCCESS, response_to(to, &[]))),
-                    after: match cloned {
-                        true => offload::After::Written,
-                        false => offload::After::Nothing,
+            move || {
+                let before = base.read(t.as_ref());
+                match clone_checked((s.as_ref(), t.as_ref()), range, same_file, late) {
+                    Ok(cloned) => offload::Made {
+                        answer: Ok((NtStatus::SUCCESS, response_to(to, &[]))),
+                        after: offload::Base::after(cloned, before),
                     },
-                },
-                Err(st) => offload::Made::answer(Err(st)),
+                    Err(st) => offload::Made::answer(Err(st)),
+                }
             },
         );
     }
     let (s, t) = (src.node.as_ref(), dst.node.as_ref());
     if clone_checked((s, t), range, same_file, late)? {
-        note_written(&core.server, &dst, core.now);
+        note_written(&core.server, &dst, core.now, None);
     }
     Ok(Reply::ok(response(ir, &[])))
 }

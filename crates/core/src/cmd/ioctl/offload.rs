@@ -14,15 +14,48 @@ use crate::cmd::ids::ASK_IDS;
 use crate::exchange::{ConnCore, Reply};
 use crate::fsjob::{Carried, FsJob};
 use crate::lookup::Lookup;
+use crate::server::lock;
 
 /// What a job changed, for the I/O thread to tell after it.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Debug)]
 pub(super) enum After {
     Nothing,
     /// The file's attributes (watchers of ATTRIBUTES).
     Attributes,
-    /// The file's data (its close reports it MODIFIED; its write time).
-    Written,
+    /// The file's data (its close reports it MODIFIED; its write time), and its modification
+    /// time before the job wrote it when the job read it ([`Base`]).
+    Written(Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>>),
+}
+
+/// Whether a job that writes an open's file reads its modification time first, for the write
+/// time the open shows ([`crate::writetime::wrote`]: the file's first write through it): asked
+/// on the I/O thread, read in the job, so that the I/O thread need not stat the file after.
+#[derive(Clone, Copy)]
+pub(super) struct Base(bool);
+
+impl Base {
+    pub(super) fn of(open: &OpenRef) -> Base {
+        Base(lock(&open.open.entry).write_time.needs_base())
+    }
+
+    /// The file's modification time now (before the job writes), when it is wanted.
+    pub(super) fn read(
+        self,
+        node: &dyn ringshare_vfs::Node,
+    ) -> Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>> {
+        self.0.then(|| node.stat_without_dos().map(|a| a.mtime))
+    }
+
+    /// What a job that wrote (`written`) tells after it, the time `before` read first.
+    pub(super) fn after(
+        written: bool,
+        before: Option<ringshare_vfs::FsResult<ringshare_vfs::UnixNanos>>,
+    ) -> After {
+        match written {
+            true => After::Written(before),
+            false => After::Nothing,
+        }
+    }
 }
 
 /// What an FSCTL's job made: its answer's status and IOCTL response body, or the status it
@@ -91,7 +124,7 @@ pub(super) fn answered(core: &mut ConnCore, open: &OpenRef) -> Option<Result<Rep
         After::Attributes => {
             crate::notify::modified(&core.server, &open.open, crate::notify::filter::ATTRIBUTES)
         }
-        After::Written => super::note_written(&core.server, open, core.now),
+        After::Written(before) => super::note_written(&core.server, open, core.now, before),
     }
     Some(
         made.answer

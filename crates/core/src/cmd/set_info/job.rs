@@ -33,6 +33,20 @@ pub(crate) struct Changing {
     open: Arc<Open>,
     now: Now,
     after: After,
+    /// What runs when the request is let go before it went on with the job's answer (its
+    /// connection went): a rename's word to the file's home ([`super::moves`]).
+    abandoned: Option<Abandoned>,
+}
+
+/// What runs when a SET_INFO parked on its job is let go ([`Changing::abandoned`]).
+pub(super) type Abandoned = Box<dyn FnOnce(&mut ConnCore, &Arc<Open>) + Send>;
+
+/// A SET_INFO parked on its job will not go on (its connection went): the job makes its change
+/// all the same, and what the request was to do after it that must be done anyway is done.
+pub(crate) fn abandon(core: &mut ConnCore, fin: Changing) {
+    if let Some(a) = fin.abandoned {
+        a(core, &fin.open);
+    }
 }
 
 /// What the I/O thread does once the job answered, by class.
@@ -59,19 +73,36 @@ pub(super) type Then = Box<
 
 /// The job and how the request goes on after it.
 fn asked(open: &Arc<Open>, now: Now, after: After, job: FsJob) -> Handled {
+    asked_or_abandoned(open, now, (after, None), job)
+}
+
+/// [`asked`], with what runs if the request is let go first.
+fn asked_or_abandoned(
+    open: &Arc<Open>,
+    now: Now,
+    (after, abandoned): (After, Option<Abandoned>),
+    job: FsJob,
+) -> Handled {
     Handled::lookup(
         crate::lookup::Lookup::Fs(job),
         LookupCont::SetInfo(Box::new(Changing {
             open: Arc::clone(open),
             now,
             after,
+            abandoned,
         })),
     )
 }
 
-/// A rename's or link's job: the request parks until it answers, then `then` goes on.
-pub(super) fn moved(open: &Arc<Open>, now: Now, then: Then, job: FsJob) -> Handled {
-    asked(open, now, After::Then(then), job)
+/// A rename's or link's job: the request parks until it answers, then `then` goes on; if it is
+/// let go first, `abandoned` runs.
+pub(super) fn moved(
+    open: &Arc<Open>,
+    now: Now,
+    (then, abandoned): (Then, Option<Abandoned>),
+    job: FsJob,
+) -> Handled {
+    asked_or_abandoned(open, now, (After::Then(then), abandoned), job)
 }
 
 /// A job of `open`'s order about its share, acting as its user.
@@ -263,7 +294,9 @@ pub(crate) fn changed(
     fin: Changing,
     done: crate::lookup::LookupDone,
 ) -> Result<Handled, NtStatus> {
-    let Changing { open, now, after } = fin;
+    let Changing {
+        open, now, after, ..
+    } = fin;
     let after = match after {
         After::Then(then) => {
             let r = match done {
@@ -277,7 +310,12 @@ pub(crate) fn changed(
         }
         after => after,
     };
-    let fin = Changing { open, now, after };
+    let fin = Changing {
+        open,
+        now,
+        after,
+        abandoned: None,
+    };
     let (made, r) = match done {
         crate::lookup::LookupDone::Fs(FsDone::Changed(made, r)) => (made, r),
         // The job did not run (its user could not be acted as).

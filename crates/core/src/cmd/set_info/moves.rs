@@ -22,9 +22,9 @@
 //! CREATE that looked either name up looks again, cmd/create/offload.rs `stale`), the
 //! entry's path, the paths below a renamed directory, the open's own path, the replaced file's
 //! entry marked unlinked; then the entry's mark goes, also when the job failed or never ran.
-//! So the table is right even when the SET_INFO's connection went while the job was out (then
-//! the file's home alone is not told: its path for the open is the old one until the open
-//! closes).
+//! So the table is right even when the SET_INFO's connection went while the job was out; the
+//! file's home is told then too ([`Telling`]: by the request's letting go when the job had
+//! ended, else by the job as it ends).
 //!
 //! A delete disposition's questions (the file's attributes: read-only?; a directory's names:
 //! empty?) are one job ([`delete_facts`]); the request runs again with them and decides as
@@ -37,6 +37,7 @@ use ringshare_wire::fscc::FileRenameInformation;
 use ringshare_wire::NtStatus;
 
 use super::{target_of, Target, WAIT};
+use crate::arbiter;
 use crate::cmd::home_asks::HomeAsks;
 use crate::cmd::ids::ASK_IDS;
 use crate::cmd::Handled;
@@ -175,6 +176,69 @@ struct Moving {
     /// A rename's mark on the file's entry, held by the job and by the request until each is
     /// done with it ([`Marked`]).
     marked: Option<Arc<Marked>>,
+    /// Who tells the file's home of a rename that worked ([`Telling`]).
+    telling: Option<Arc<Telling>>,
+}
+
+/// Who tells the file's home (a file homed on another node) of a rename that worked: the
+/// request as it goes on with the job's answer ([`moved`]); when its connection went while the
+/// job was out, the request's letting go if the job had ended, else the job itself, on its
+/// thread, as it ends. Untold, the home would keep the old path for the open until it closes
+/// (a durable open kept for its client's reconnect: its reclaim elsewhere would look for the
+/// file there).
+#[derive(Default)]
+struct Telling(std::sync::Mutex<Tell>);
+
+#[derive(Default)]
+enum Tell {
+    /// The job is out.
+    #[default]
+    Out,
+    /// The job renamed the file to this path; nobody told the home yet.
+    Renamed(RelPath),
+    /// The home is told (or is the request's to tell: it went on).
+    Heard,
+    /// The request was let go while the job was out: the job tells.
+    Abandoned,
+}
+
+impl Telling {
+    /// The job renamed `o`'s file to `target`: told here if the request was let go.
+    fn renamed(&self, server: &ServerState, o: &Open, target: &RelPath) {
+        let mut t = lock(&self.0);
+        if matches!(*t, Tell::Abandoned) {
+            *t = Tell::Heard;
+            drop(t);
+            // A call waited for on the file system pool's thread: nobody else is left to make
+            // it (rare: a rename whose connection went while its job was out).
+            if let Some(ask) = arbiter::moved_posted(&server.node, o.key, &o.entry, target) {
+                let _ = ask.run();
+            }
+            return;
+        }
+        *t = Tell::Renamed(target.clone());
+    }
+
+    /// The request goes on with the job's answer: it tells the home itself.
+    fn heard(&self) {
+        *lock(&self.0) = Tell::Heard;
+    }
+
+    /// The request is let go: a rename the job made is told now (posted), else by the job.
+    fn abandoned(&self, core: &mut ConnCore, open: &Open) {
+        let mut t = lock(&self.0);
+        match std::mem::replace(&mut *t, Tell::Heard) {
+            Tell::Renamed(target) => {
+                drop(t);
+                let server = Arc::clone(&core.server);
+                let ask = arbiter::moved_posted(&server.node, open.key, &open.entry, &target);
+                core.cluster_posts
+                    .extend(ask.map(crate::lookup::Lookup::Home));
+            }
+            Tell::Out => *t = Tell::Abandoned,
+            Tell::Heard | Tell::Abandoned => {}
+        }
+    }
 }
 
 /// [`super::rename`]'s part after the checks on the server's state alone (made on the I/O
@@ -257,10 +321,22 @@ pub(super) fn rename(
         replaced,
         link: false,
         marked: Some(Arc::new(Marked(Arc::clone(open), Arc::clone(server)))),
+        telling: Some(Arc::new(Telling::default())),
     };
     let job = moving_job(server, open, &m, now.mono_ms);
+    let telling = m.telling.clone();
     let then: super::job::Then = Box::new(move |core, open, _, r| moved(core, open, m, r));
-    Ok(Some(super::job::moved(open, now, then, job)))
+    let abandoned: super::job::Abandoned = Box::new(move |core, open| {
+        if let Some(t) = telling {
+            t.abandoned(core, open);
+        }
+    });
+    Ok(Some(super::job::moved(
+        open,
+        now,
+        (then, Some(abandoned)),
+        job,
+    )))
 }
 
 /// [`super::link`]'s part after its checks of the request: the look asked, or with it the
@@ -299,10 +375,11 @@ pub(super) fn link(
         replaced,
         link: true,
         marked: None,
+        telling: None,
     };
     let job = moving_job(server, open, &m, now.mono_ms);
     let then: super::job::Then = Box::new(move |core, open, _, r| moved(core, open, m, r));
-    Ok(Some(super::job::moved(open, now, then, job)))
+    Ok(Some(super::job::moved(open, now, (then, None), job)))
 }
 
 /// Lets the entry's rename mark go once both the job's calls ended (or the job was dropped
@@ -331,7 +408,7 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving, now_ms: u
         true => "the link of a SET_INFO",
         false => "the rename of a SET_INFO",
     };
-    let marked = m.marked.clone();
+    let (marked, telling) = (m.marked.clone(), m.telling.clone());
     job_of(open, what, move || {
         let (backend, who) = (&o.share.backend, &o.who);
         // The calls; Ok with the file replaced (its key), if one was.
@@ -412,6 +489,9 @@ fn moving_job(server: &Arc<ServerState>, open: &Arc<Open>, m: &Moving, now_ms: u
         if r.is_ok() {
             told(&server, &o, (&source, &target), link, now_ms);
         }
+        if let (Ok(()), Some(t)) = (&r, &telling) {
+            t.renamed(&server, &o, &target);
+        }
         drop(marked);
         Carried::new(r, false)
     })
@@ -480,6 +560,9 @@ fn moved(
     m: Moving,
     r: Result<(), NtStatus>,
 ) -> Result<Handled, NtStatus> {
+    if let Some(t) = &m.telling {
+        t.heard();
+    }
     r?;
     if m.link {
         return Ok(Handled::Reply(Reply::ok(super::ok_body())));

@@ -79,7 +79,7 @@ pub(super) fn rename(
     });
     let then: super::job::Then =
         Box::new(move |_, _, _, r| r.map(|()| Handled::Reply(Reply::ok(super::ok_body()))));
-    Ok(Some(super::job::moved(open, now, then, job)))
+    Ok(Some(super::job::moved(open, now, (then, None), job)))
 }
 
 /// The file's entry's mark of a stream's rename out ([`rename`]), let go when the job's calls

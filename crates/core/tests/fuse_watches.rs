@@ -1,0 +1,215 @@
+//! Issue 33 (docs/cluster-internals.md, "File system calls off the I/O thread"): on a share
+//! whose calls may wait on a network, the kernel watches that let CHANGE_NOTIFY and directory
+//! leases see other programs' changes are added in file system jobs: `inotify_add_watch` on
+//! CephFS or FUSE checks permission, which may ask the server, and a WATCH_TREE watcher's walk
+//! opens and lists every directory below. Nothing waits for them; the answers are those of a
+//! local share, where the watches are added at once.
+
+mod support;
+
+use ringshare_core::notify_kernel::mask;
+use ringshare_wire::consts::CreateDisposition as D;
+use ringshare_wire::create::CreateResponse;
+use ringshare_wire::{FileId, NtStatus};
+use support::caching::*;
+use support::fuse::*;
+use support::*;
+
+/// FILE_DIRECTORY_FILE.
+const DIRECTORY: u32 = 0x1;
+/// FILE_NOTIFY_CHANGE_FILE_NAME | DIR_NAME.
+const NAMES: u32 = 0x3;
+
+/// Directory `name` made by `c` (closed again).
+fn mkdir(c: &mut Client, name: &str) {
+    let d = c.create(name, READ, D::CREATE, DIRECTORY).expect("mkdir");
+    assert_eq!(c.close(d).status(), NtStatus::SUCCESS);
+}
+
+/// Directory `name` opened by `c`.
+fn open_dir(c: &mut Client, name: &str) -> FileId {
+    c.create(name, READ, D::OPEN, DIRECTORY).expect("open dir")
+}
+
+/// A CHANGE_NOTIFY for names on `d` (WATCH_TREE with `tree`): what came back at once.
+fn notify(c: &mut Client, d: FileId, tree: bool) -> Vec<Resp> {
+    let mut m = c.change_notify_msg(d, NAMES, tree, 4096);
+    c.sign(&mut m);
+    c.send_frame(m)
+}
+
+/// [`kernel_reports`], then what the client was answered.
+fn kernel_reports_answered(c: &mut Client, wd: i32, mask: u32, name: &str) -> Vec<Resp> {
+    kernel_reports(c, wd, mask, name);
+    c.pump()
+}
+
+fn utf16(s: &str) -> Vec<u8> {
+    s.encode_utf16().flat_map(u16::to_le_bytes).collect()
+}
+
+/// Whether `rs` holds a CHANGE_NOTIFY's SUCCESS naming `name`.
+fn names(rs: &[Resp], name: &str) -> bool {
+    let n = utf16(name);
+    rs.iter().any(|r| {
+        r.status() == NtStatus::SUCCESS && r.msg.windows(n.len()).any(|w| w == n.as_slice())
+    })
+}
+
+/// The CHANGE_NOTIFY's jobs held and run to the end: the file system calls made on the I/O
+/// thread meanwhile, and the answers.
+fn armed(c: &mut Client, calls: &Calls, d: FileId, tree: bool) -> (Vec<&'static str>, Vec<Resp>) {
+    calls.on_io_thread();
+    c.hold_lookups = true;
+    let mut rs = notify(c, d, tree);
+    let (more, _) = c.run_held_jobs_to_the_end();
+    rs.extend(more);
+    (calls.on_io_thread(), rs)
+}
+
+#[test]
+fn a_change_notify_on_an_offloaded_share_adds_its_kernel_watch_in_a_job_and_hears_another_program()
+{
+    let (mut c, calls, watches) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    let d = open_dir(&mut c, "d");
+    let (io, rs) = armed(&mut c, &calls, d, false);
+    assert_eq!(io, Vec::<&str>::new(), "no call on the I/O thread");
+    assert!(
+        rs.iter().all(|r| r.status() == NtStatus::PENDING),
+        "the request waits for changes: {rs:?}"
+    );
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch: {:?}", watches.live());
+    };
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
+    assert!(names(&rs, "theirs.txt"), "reported: {rs:?}");
+
+    // The local twin adds it on the I/O thread, at once, and hears the same.
+    let (mut c, calls, watches) = fuse_client_watching(false);
+    mkdir(&mut c, "d");
+    let d = open_dir(&mut c, "d");
+    let (io, _) = armed(&mut c, &calls, d, false);
+    assert!(io.contains(&"watch_adds"), "on the I/O thread: {io:?}");
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch: {:?}", watches.live());
+    };
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
+    assert!(names(&rs, "theirs.txt"), "reported: {rs:?}");
+}
+
+#[test]
+fn a_watch_tree_on_an_offloaded_share_walks_and_watches_below_in_a_job() {
+    let (mut c, calls, watches) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    mkdir(&mut c, "d\\sub");
+    let d = open_dir(&mut c, "d");
+    let (io, _) = armed(&mut c, &calls, d, true);
+    assert_eq!(io, Vec::<&str>::new(), "no call on the I/O thread");
+    let [top, sub] = watches.live()[..] else {
+        panic!("d's and d\\sub's kernel watches: {:?}", watches.live());
+    };
+    let rs = kernel_reports_answered(&mut c, sub, mask::CREATE, "deep.txt");
+    assert!(names(&rs, "sub\\deep.txt"), "reported: {rs:?}");
+
+    // A directory another program makes below: watched in a job too, posted by the connection
+    // that next acts (here the one the report answers; the driver's worker 0 after the
+    // kernel's events otherwise).
+    armed(&mut c, &calls, d, true);
+    let opts = ringshare_vfs::OpenOptions {
+        mode: ringshare_vfs::OpenMode::CreateNew,
+        directory: true,
+        create_mode: 0o755,
+        ..ringshare_vfs::OpenOptions::read_existing()
+    };
+    let new = ringshare_vfs::RelPath::from_components(["d", "new"]).unwrap();
+    let who = ringshare_vfs::server_who();
+    ringshare_vfs::Share::open(&c.mem, &who, &new, &opts).expect("another program's mkdir");
+    let rs = kernel_reports_answered(&mut c, top, mask::CREATE | mask::ISDIR, "new");
+    assert!(names(&rs, "new"), "reported: {rs:?}");
+    assert_eq!(
+        calls.on_io_thread(),
+        Vec::<&str>::new(),
+        "no call on the I/O thread"
+    );
+    assert_eq!(watches.live().len(), 3, "d\\new watched too");
+}
+
+/// `c` asks an RH lease of key `key` on directory `d`: the CREATE's answer.
+fn lease_dir(c: &mut Client, key: u8) -> Resp {
+    let m = c.create_msg_caching("d", READ, 7, D::OPEN, LEASE, Some(lease_v2(key, R | H)));
+    let mut rs = c.send_frame(m);
+    assert_eq!(rs.len(), 1, "one response: {rs:?}");
+    rs.remove(0)
+}
+
+#[test]
+fn a_directory_leases_grant_on_an_offloaded_share_adds_its_kernel_watch_in_a_job() {
+    let (mut c, calls, watches) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    calls.on_io_thread();
+    let r = lease_dir(&mut c, 1);
+    assert_eq!(granted_lease(&r).state.0, R | H);
+    assert_eq!(
+        calls.on_io_thread(),
+        Vec::<&str>::new(),
+        "no call on the I/O thread"
+    );
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch: {:?}", watches.live());
+    };
+    kernel_reports(&mut c, wd, mask::CREATE, "theirs.txt");
+    let got = c.breaks();
+    assert_eq!(got.len(), 1, "the lease breaks: {got:?}");
+
+    // The local twin: on the I/O thread.
+    let (mut c, calls, watches) = fuse_client_watching(false);
+    mkdir(&mut c, "d");
+    calls.on_io_thread();
+    lease_dir(&mut c, 1);
+    assert!(calls.on_io_thread().contains(&"watch_adds"));
+    assert_eq!(watches.live().len(), 1);
+}
+
+#[test]
+fn a_watcher_or_lease_that_ends_while_its_job_is_out_leaves_no_kernel_watch() {
+    let (mut c, calls, watches) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    mkdir(&mut c, "d\\sub");
+    let d = open_dir(&mut c, "d");
+    calls.on_io_thread();
+    c.hold_lookups = true;
+    notify(&mut c, d, true);
+    // The share root's identity, then the watches' job, held.
+    let held = std::mem::take(&mut c.held_lookups);
+    c.run_jobs(held);
+    c.pump();
+    assert!(!c.held_lookups.is_empty(), "the watches' job is out");
+    // The handle closes meanwhile (NOTIFY_CLEANUP), then the job runs.
+    let m = c.close_msg(d, 0);
+    c.send_frame(m);
+    c.run_held_jobs_to_the_end();
+    assert_eq!(watches.live(), Vec::<i32>::new(), "no watch left");
+    assert_eq!(calls.on_io_thread(), Vec::<&str>::new());
+
+    // A directory lease whose handle closes while its watch's job is out: the CREATE's own
+    // jobs run until it is answered; its watch's job is then held.
+    c.hold_lookups = true;
+    let m = c.create_msg_caching("d", READ, 7, D::OPEN, LEASE, Some(lease_v2(2, R | H)));
+    let mut rs = c.send_frame(m);
+    while !rs.iter().any(|r| r.status() != NtStatus::PENDING) {
+        assert!(!c.held_lookups.is_empty(), "the CREATE waits for a job");
+        let held = std::mem::take(&mut c.held_lookups);
+        c.run_jobs(held);
+        rs.extend(c.pump());
+    }
+    let r = rs.iter().find(|r| r.status() != NtStatus::PENDING).unwrap();
+    assert_eq!(granted_lease(r).state.0, R | H);
+    let f = CreateResponse::decode(&r.msg).expect("create").file_id;
+    assert!(!c.held_lookups.is_empty(), "the watch's job is out");
+    let m = c.close_msg(f, 0);
+    c.send_frame(m);
+    c.run_held_jobs_to_the_end();
+    assert_eq!(watches.live(), Vec::<i32>::new(), "no watch left");
+    assert_eq!(calls.on_io_thread(), Vec::<&str>::new());
+}
