@@ -11,7 +11,6 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ringshare_vfs::{OpenOptions, RelPath, Share};
 use ringshare_wire::consts::{Command, CreateDisposition as D};
 use ringshare_wire::fscc::decode_notify_chain;
 use ringshare_wire::{FileId, NtStatus};
@@ -34,19 +33,6 @@ fn work(calls: &Calls) -> usize {
     calls.all()
         + calls.dropped.load(Ordering::SeqCst)
         + calls.streams_dropped.load(Ordering::SeqCst)
-}
-
-fn exists(c: &Client, path: &str) -> bool {
-    let p = RelPath::from_components(path.split('/')).unwrap();
-    c.mem.stat(&ringshare_vfs::server_who(), &p).is_ok()
-}
-
-/// Whether file `path` of the share has stream `name`.
-fn has_stream(c: &Client, path: &str, name: &str) -> bool {
-    let p = RelPath::from_components(path.split('/')).unwrap();
-    let who = ringshare_vfs::server_who();
-    let f = c.mem.open(&who, &p, &OpenOptions::read_existing()).unwrap();
-    f.node.find_stream(name).unwrap().is_some()
 }
 
 /// What a request sent with the file system jobs held came to before they ran.

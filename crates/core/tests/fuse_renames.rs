@@ -11,7 +11,7 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ringshare_vfs::{RelPath, Share};
+use ringshare_vfs::RelPath;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::fscc::FileAllInformation;
 use ringshare_wire::NtStatus;
@@ -58,11 +58,6 @@ fn with_jobs_held(c: &mut Client, calls: &Calls, msg: Vec<u8>) -> Held {
         before_jobs,
         answers,
     }
-}
-
-fn exists(c: &Client, path: &str) -> bool {
-    let p = RelPath::from_components(path.split('/')).unwrap();
-    c.mem.stat(&ringshare_vfs::server_who(), &p).is_ok()
 }
 
 /// The count of name changes the server saw at `path` of the share and above it

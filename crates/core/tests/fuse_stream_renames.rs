@@ -429,7 +429,6 @@ fn review49_a_create_that_meets_a_renames_mark_never_removes_the_renamed_streams
 }
 
 #[test]
-#[ignore = "left (before session 49): a new file refused at admission is unlinked again on the I/O thread (docs/cluster-internals.md, the review of session 49, finding 5)"]
 fn review49_a_new_file_refused_for_its_lease_key_is_removed_off_the_io_thread() {
     let (mut c, calls) = fuse_client(true);
     let m = c.create_msg_caching(

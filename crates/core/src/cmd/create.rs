@@ -298,11 +298,12 @@ impl PendingCreate {
     /// A CANCEL came: true when the CREATE ends with its answer instead (its open is made and
     /// its record being stored, or its existing file's overwrite is under way in a file system
     /// job: it is past cancelling, as a completed request is; cancelled, the file was changed
-    /// all the same and the open left the file's entry while the job ran).
+    /// all the same and the open left the file's entry while the job ran; or it was refused
+    /// and what it made is being removed: answered once it is gone).
     pub fn cancel_when_answered(&self) -> bool {
         matches!(
             self.asking.as_deref(),
-            Some(LookupCont::Create(_) | LookupCont::Changed(_))
+            Some(LookupCont::Create(_) | LookupCont::Changed(_) | LookupCont::Undo(_))
         )
     }
 
@@ -353,6 +354,8 @@ pub(crate) fn answered(
         Some(LookupCont::SetInfo(fin)) => crate::cmd::set_info::changed(core, *fin, done),
         // A replay's (or reconnect's) open's attributes, read in a job.
         Some(LookupCont::Stat(fin)) => durable::statted(core, *fin, done),
+        // Refused at admission, what it made removed in a job.
+        Some(LookupCont::Undo(fin)) => undone(core, fin),
         Some(LookupCont::Again(asked)) => {
             core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
             let r = {
@@ -652,12 +655,23 @@ fn create_or_wait(
     };
     // A node the job opened is let go in a job too when the open is not kept.
     let keep = offloaded.then(|| made.nodes(&node));
-    let mut home = None;
-    let admitted = admission::admit(core, req, retry, &at, &asked, node, made, &mut home);
+    let (mut home, mut undo) = (None, None);
+    let opened = (node, made);
+    let admitted = admission::admit(core, req, retry, &at, &asked, opened, &mut home, &mut undo);
     if let (Some(node), Ok(None) | Err(_)) = (keep, &admitted) {
         if !matches!(admitted, Err(PARKED)) {
             offload::let_go(core, &tree, node);
         }
+    }
+    if let (Some(made), Err(status)) = (undo, &admitted) {
+        // What it made goes in a job, before the refusal is heard.
+        let job = offload::undo_job(server.clone(), (tree, path), made);
+        let fin = Undoing {
+            status: *status,
+            dh2q: asked.durable.create_guid(),
+        };
+        *parked = Some((crate::lookup::Lookup::Fs(job), LookupCont::Undo(fin)));
+        return Err(PARKED);
     }
     let opening = Opening {
         sref,
@@ -691,6 +705,29 @@ fn create_or_wait(
         Err(s) => return Err(s),
     };
     go_on(core, req, &cr, opening, adm, parked)
+}
+
+/// A CREATE refused at admission on a share whose calls may wait on a network, parked while a
+/// file system job removes the file or stream it made ([`offload::undo_job`]): answered its
+/// refusal once the job ran ([`undone`]), so a retry never finds the half-made file.
+pub(crate) struct Undoing {
+    status: NtStatus,
+    /// A DH2Q context's CreateGuid: a replay is told the CREATE is pending until then.
+    dh2q: Option<[u8; 16]>,
+}
+
+/// The undo's job ran ([`Undoing`]): the CREATE is answered its refusal.
+pub(crate) fn undone(core: &ConnCore, fin: Undoing) -> Result<Handled, NtStatus> {
+    abandon_undo(core, &fin);
+    Err(fin.status)
+}
+
+/// A CREATE parked on its undo's job will not be answered (its connection went): a replay is
+/// no longer told it is pending; the job removes what it made all the same.
+pub(crate) fn abandon_undo(core: &ConnCore, fin: &Undoing) {
+    if let Some(create_guid) = fin.dh2q {
+        pending(core, create_guid, false);
+    }
 }
 
 /// Steps 3 and 4 on the I/O thread (a share whose calls are made here, or a CREATE

@@ -117,6 +117,9 @@ pub(crate) enum LookupCont {
     /// A durable reconnect (or a replayed CREATE) on a share whose calls may wait on a
     /// network is answered once its open's attributes are read in a file system job.
     Stat(Box<create::durable::Statting>),
+    /// A CREATE refused at admission on a share whose calls may wait on a network is answered
+    /// its refusal once a file system job removed the file or stream it made.
+    Undo(create::Undoing),
     /// A request that waits for the cluster's store (a persistent open's record removed at its
     /// CLOSE, `closed`; stored again at a LOCK) is answered `reply` once it did (an error
     /// there is logged where it is asked).
@@ -309,6 +312,7 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
         LookupCont::SetInfo(fin) => set_info::abandon(core, *fin),
         LookupCont::Takeover(fin) => create::durable::abandon_takeover(core, *fin),
         LookupCont::Stat(fin) => fin.abandon(core),
+        LookupCont::Undo(fin) => create::abandon_undo(core, &fin),
         _ => {}
     }
 }

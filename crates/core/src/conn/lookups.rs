@@ -147,7 +147,8 @@ impl Connection {
             | LookupCont::Disposition(_)
             | LookupCont::SetInfo(_)
             | LookupCont::Takeover(_)
-            | LookupCont::Stat(_)) => {
+            | LookupCont::Stat(_)
+            | LookupCont::Undo(_)) => {
                 let (handled, closed) = match cont {
                     LookupCont::Lock(fin) => {
                         (cmd::lock::answered(&mut self.core, *fin, done), None)
@@ -175,6 +176,7 @@ impl Connection {
                         cmd::create::durable::statted(&mut self.core, *fin, done),
                         None,
                     ),
+                    LookupCont::Undo(fin) => (cmd::create::undone(&self.core, fin), None),
                     _ => return,
                 };
                 let mut job = job;
@@ -224,7 +226,8 @@ impl Connection {
                     | LookupCont::Disposition(_)
                     | LookupCont::SetInfo(_)
                     | LookupCont::Takeover(_)
-                    | LookupCont::Stat(_) => return,
+                    | LookupCont::Stat(_)
+                    | LookupCont::Undo(_) => return,
                 };
                 self.answered_after_lookup(job, &p.hdr, p.session_id, p.related, closed, answered);
             }
@@ -335,6 +338,7 @@ impl Parked {
             | LookupCont::SetInfo(_)
             | LookupCont::Takeover(_)
             | LookupCont::Stat(_)
+            | LookupCont::Undo(_)
             | LookupCont::Answer { .. } => 0,
         }
     }

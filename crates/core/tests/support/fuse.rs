@@ -782,6 +782,22 @@ impl RunJobs for Client {
     }
 }
 
+/// Whether `path` is on `c`'s share (asked of the share itself: no call counted).
+pub fn exists(c: &Client, path: &str) -> bool {
+    let p = RelPath::from_components(path.split('/')).unwrap();
+    c.mem.stat(&ringshare_vfs::server_who(), &p).is_ok()
+}
+
+/// Whether file `path` of `c`'s share is there and has stream `name` (no call counted).
+pub fn has_stream(c: &Client, path: &str, name: &str) -> bool {
+    let p = RelPath::from_components(path.split('/')).unwrap();
+    let who = ringshare_vfs::server_who();
+    match c.mem.open(&who, &p, &OpenOptions::read_existing()) {
+        Ok(f) => f.node.find_stream(name).unwrap().is_some(),
+        Err(_) => false,
+    }
+}
+
 /// A file `name` made (or opened) by `c` on its tree, holding `data` from its start.
 pub fn file_holding(c: &mut Client, name: &str, data: &[u8]) -> FileId {
     let f = c.create(name, 0x0012_019f, D::OPEN_IF, 0).expect("create");

@@ -82,7 +82,8 @@ pub(super) fn refused_before_open(
 /// open also keeps its file open (an invisible open that conflicts with
 /// nothing): the file is not removed or renamed under it. A file homed on another node is
 /// asked away from the I/O thread: Err([`super::PARKED`]), `parked` holding the question and
-/// the open, which goes on in [`Joining::answered`].
+/// the open, which goes on in [`Joining::answered`]. A refusal that undoes what the CREATE
+/// made leaves that in `undo` on a share whose calls may wait on a network ([`refused_made`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn admit(
     core: &ConnCore,
@@ -90,11 +91,11 @@ pub(super) fn admit(
     retry: bool,
     at: &At<'_>,
     asked: &Asked,
-    node: Arc<dyn Node>,
-    made: Made,
+    opened: (Arc<dyn Node>, Made),
     parked: &mut Option<AskingHome>,
+    undo: &mut Option<Made>,
 ) -> Result<Option<Admitted>, NtStatus> {
-    let mut j = joining(core, req, retry, at, asked, node, made)?;
+    let mut j = joining(core, req, retry, at, asked, opened, undo)?;
     let r = match arbiter::admit_or_ask(&core.server, j.key, &j.entry, &j.open_ask(at, asked)) {
         arbiter::Decision::Made(r) => r,
         arbiter::Decision::Ask(ask, asking) => {
@@ -114,23 +115,17 @@ fn joining(
     retry: bool,
     at: &At<'_>,
     asked: &Asked,
-    node: Arc<dyn Node>,
-    made: Made,
+    (node, made): (Arc<dyn Node>, Made),
+    undo: &mut Option<Made>,
 ) -> Result<Joining, NtStatus> {
     let server = at.server;
     let id = server.files.new_owner_id();
     let persistent_id = server.files.new_owner_id();
-    let key = match &made.stream_name {
-        Some(n) => server.node.file_key(&made.attr).stream(n),
-        None => server.node.file_key(&made.attr),
-    };
-    if let Some(lid) = asked.lease_id {
-        // A lease key names one file ([MS-SMB2] 3.3.5.9.8).
-        if server.files.lease_file(lid).is_some_and(|k| k != key) {
-            drop(node);
-            made.undo(at);
-            return Err(NtStatus::INVALID_PARAMETER);
-        }
+    let key = key_of(server, &made);
+    if lease_names_another(server, asked, key) {
+        drop(node);
+        refused_made(at, made, undo);
+        return Err(NtStatus::INVALID_PARAMETER);
     }
     // A directory gets no oplock, and a lease only through a version 2
     // lease context on a connection that negotiated directory leasing
@@ -160,7 +155,7 @@ fn joining(
             // with the renamed stream's data): not undone, opened as it is when the CREATE is
             // tried again (the review of session 49, findings 1 and 4).
             if !moving {
-                made.undo(at);
+                refused_made(at, made, undo);
             }
             server.files.drop_if_unused(key.base());
             // A stream being renamed from or to this name by a job (cmd/set_info/
@@ -199,6 +194,37 @@ fn joining(
         now_ms: core.now.mono_ms,
         asking: None,
     })
+}
+
+/// The key of the file's entry an open of what `made` describes joins (a stream's own).
+pub(super) fn key_of(server: &crate::ServerState, made: &Made) -> FileKey {
+    match &made.stream_name {
+        Some(n) => server.node.file_key(&made.attr).stream(n),
+        None => server.node.file_key(&made.attr),
+    }
+}
+
+/// Whether the lease key `asked` names is another file's than `key`'s: a lease key names one
+/// file ([MS-SMB2] 3.3.5.9.8), the open is refused (INVALID_PARAMETER).
+pub(super) fn lease_names_another(
+    server: &crate::ServerState,
+    asked: &Asked,
+    key: FileKey,
+) -> bool {
+    asked
+        .lease_id
+        .is_some_and(|lid| server.files.lease_file(lid).is_some_and(|k| k != key))
+}
+
+/// What a CREATE refused here made goes again before it is answered: at once on a local share;
+/// on one whose calls may wait on a network it is left in `undo`, for a file system job the
+/// CREATE is answered after ([`super::offload::undo_job`]; issue 33).
+fn refused_made(at: &At<'_>, made: Made, undo: &mut Option<Made>) {
+    match at.tree.share.offloaded() {
+        false => made.undo(at),
+        true if made.created || made.file_created => *undo = Some(made),
+        true => {}
+    }
 }
 
 /// An open that does not join its file's entry lets go of the file (`node`) and of the

@@ -30,7 +30,7 @@ use ringshare_wire::security::Sid;
 use ringshare_wire::snapshot::GmtToken;
 use ringshare_wire::NtStatus;
 
-use super::admission::Admitted;
+use super::admission::{self, Admitted};
 use super::change::Changed;
 use super::request::Asked;
 use super::stream::Made;
@@ -286,6 +286,16 @@ fn prepare(
     open::refuse_nonempty_dir(asked, &opened)?;
     // The file's own open, or its named stream's (opened or made now).
     let (node, made) = stream::open_named(&at, posted.aapl, asked, opened, rights)?;
+    if (made.created || made.file_created)
+        && admission::lease_names_another(server, asked, admission::key_of(server, &made))
+    {
+        // Refused at admission (its first check) all the same: what this job made goes here,
+        // not on the I/O thread (unless another client's job opened it meanwhile). A lease
+        // bound after this check is found there ([`undo_job`]).
+        drop(node);
+        made.undo_unshared(&at);
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
     let mut changed = match made.created {
         true => Some(change::apply_to(&at, now, asked, (&node, &made), &|s| s)?),
         false => None,
@@ -464,6 +474,29 @@ pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, nodes: Vec<Arc<dyn No
     let share = crate::fsjob::share_key(&tree.share.name);
     let job = FsJob::let_go(Carried::new(nodes, true), share);
     core.cluster_posts.push(crate::lookup::Lookup::Fs(job));
+}
+
+/// What a CREATE refused at admission made (`made`, at `path`: a new file or stream; a lease
+/// key that names another file, a new stream of a file found delete-pending) removed in a file
+/// system job, the CREATE answered its refusal after it, so that the client never finds the
+/// half-made file ([`super::Undoing`]). It removes only what nobody else holds now
+/// ([`Made::undo_unshared`]); the nodes it holds are let go on the pool.
+pub(super) fn undo_job(
+    server: Arc<ServerState>,
+    (tree, path): (TreeView, RelPath),
+    made: Made,
+) -> FsJob {
+    let share_key = crate::fsjob::share_key(&tree.share.name);
+    let who = Some(tree.who.clone());
+    let what = "the undo of a refused CREATE";
+    FsJob::telling(who, 0, share_key, what, move || {
+        let at = At {
+            server: &server,
+            tree: &tree,
+            path: &path,
+        };
+        made.undo_unshared(&at);
+    })
 }
 
 /// A CREATE job's answer that no request took (its connection went, or it failed before it

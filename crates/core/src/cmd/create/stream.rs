@@ -14,6 +14,7 @@ use super::request::Asked;
 use super::At;
 use crate::files::access;
 use crate::fsmap::status_of;
+use crate::server::lock;
 
 /// What a CREATE opened (the file, or its named stream) and what it made.
 #[derive(Clone)]
@@ -53,6 +54,37 @@ impl Made {
         }
         if self.file_created {
             let (backend, who) = (&at.tree.share.backend, &at.tree.who);
+            let _ = if self.file_is_dir {
+                backend.rmdir(who, at.path)
+            } else {
+                backend.unlink(who, at.path)
+            };
+        }
+    }
+
+    /// [`Made::undo`] in a file system job, the CREATE refused on the I/O thread after its
+    /// first job (issue 33: [`super::offload::undo_job`]). Other clients may have reached what
+    /// it made meanwhile: what another open holds now (its entry has opens) is left to it,
+    /// and the file is removed only while its name still names the file this CREATE made.
+    pub(super) fn undo_unshared(&self, at: &At<'_>) {
+        let files = &at.server.files;
+        let file = at.server.node.file_key(&self.attr);
+        let held = |k| {
+            files
+                .existing(k)
+                .is_some_and(|e| !lock(&e).opens.is_empty())
+        };
+        if let (Some(n), true) = (&self.stream_name, self.created) {
+            if !held(file.stream(n)) {
+                let _ = self.file_node.remove_stream(n);
+            }
+        }
+        if !self.file_created || held(file) {
+            return;
+        }
+        let (backend, who) = (&at.tree.share.backend, &at.tree.who);
+        let same = |a: FileAttr| (a.dev, a.ino) == (self.attr.dev, self.attr.ino);
+        if backend.stat(who, at.path).is_ok_and(same) {
             let _ = if self.file_is_dir {
                 backend.rmdir(who, at.path)
             } else {
