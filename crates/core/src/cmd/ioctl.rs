@@ -303,8 +303,8 @@ struct OpenRef {
 
 /// Data of the open's file changed: its close reports it MODIFIED.
 /// `open`'s file was written (a copy, a zeroing, a clone into it); `before`: its modification
-/// time before, when a file system job read it ([`offload::Base`]), else it is read here when
-/// the write time needs it.
+/// time before, read first when the write time needs it ([`offload::Base`]: in the job on a
+/// share whose calls may wait on a network, here before the write elsewhere).
 fn note_written(
     server: &crate::server::ServerState,
     open: &OpenRef,
@@ -487,8 +487,10 @@ fn set_zero_data(
             }
         });
     }
+    // The write time's base, read before the file changes (as a WRITE's and the job's).
+    let before = offload::Base::of(&open).read(open.node.as_ref());
     if zero(open.node.as_ref(), offset, end)? {
-        note_written(&core.server, &open, core.now, None);
+        note_written(&core.server, &open, core.now, before);
     }
     Ok(Reply::ok(response(ir, &[])))
 }

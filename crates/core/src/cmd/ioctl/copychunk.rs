@@ -131,9 +131,10 @@ pub(super) fn copychunk(
         if in_job {
             return copyfile_in_job(core, to, &src, &dst);
         }
+        let before = offload::Base::of(&dst).read(dst.node.as_ref());
         return match crate::fruit::copyfile(copy_end(&src.open), copy_end(&dst.open)) {
             Ok(total) => {
-                note_written(&core.server, &dst, core.now, None);
+                note_written(&core.server, &dst, core.now, before);
                 with_body(NtStatus::SUCCESS, copied(total))
             }
             Err(s) => with_body(s, SrvCopychunkResponse::default()),
@@ -158,8 +159,9 @@ pub(super) fn copychunk(
         });
     }
     let (s, d) = (src.node.as_ref(), dst.node.as_ref());
+    let mut before = offload::Base::of(&dst).read(d);
     let (status, done) = copy_chunks((s, d), &cc.chunks, checks.refused, || {
-        note_written(&core.server, &dst, core.now, None)
+        note_written(&core.server, &dst, core.now, before.take())
     })?;
     with_body(status, done)
 }

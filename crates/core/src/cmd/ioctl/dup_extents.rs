@@ -133,8 +133,9 @@ pub(super) fn duplicate_extents(
         );
     }
     let (s, t) = (src.node.as_ref(), dst.node.as_ref());
+    let before = offload::Base::of(&dst).read(t);
     if clone_checked((s, t), range, same_file, late)? {
-        note_written(&core.server, &dst, core.now, None);
+        note_written(&core.server, &dst, core.now, before);
     }
     Ok(Reply::ok(response(ir, &[])))
 }
