@@ -213,3 +213,38 @@ fn a_watcher_or_lease_that_ends_while_its_job_is_out_leaves_no_kernel_watch() {
     assert_eq!(watches.live(), Vec::<i32>::new(), "no watch left");
     assert_eq!(calls.on_io_thread(), Vec::<&str>::new());
 }
+
+/// (Session 50, left by the kernel watches' branch.) A change through a share nobody watches,
+/// while a watcher of another share of the server is armed, looked up that share's root's
+/// identity on the I/O thread (a stat, once per share) to match it against watchers. On a
+/// share whose calls may wait on a network only a root already known is used: a share nobody
+/// watched has no watcher to tell, and the change is still reported to the watched share's.
+#[test]
+fn a_change_through_an_unwatched_offloaded_share_reads_nothing_on_the_io_thread() {
+    let (mut c, calls, _) = fuse_client_watching_with(true, |cfg| {
+        let ro = cfg.shares.iter_mut().find(|s| s.name == "ro").unwrap();
+        std::sync::Arc::get_mut(ro).unwrap().read_only = false;
+    });
+    mkdir(&mut c, "d");
+    let d = open_dir(&mut c, "d");
+    let (io, _) = armed(&mut c, &calls, d, false);
+    assert_eq!(io, Vec::<&str>::new(), "armed without calls here");
+    let watched = c.tree_id;
+    c.tree_id = c.ro_tree_id;
+    calls.on_io_thread();
+    let f = c.create("elsewhere.txt", READ, D::CREATE, 0).expect("made");
+    assert_eq!(
+        calls.on_io_thread(),
+        Vec::<&str>::new(),
+        "no call on the I/O thread for the unwatched share's change"
+    );
+    assert_eq!(c.close(f).status(), NtStatus::SUCCESS);
+    c.tree_id = watched;
+    let m = c.create_msg_caching("d\\here.txt", READ, 7, D::CREATE, 0, None);
+    let mut rs = c.send_frame(m);
+    rs.extend(c.pump());
+    assert!(
+        names(&rs, "here.txt"),
+        "the watched share's change is told: {rs:?}"
+    );
+}

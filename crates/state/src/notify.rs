@@ -150,6 +150,17 @@ pub fn root_key(share: &ShareDef) -> Option<FileKey> {
         .copied()
 }
 
+/// [`root_key`] where a change is reported, marked or moved (on any thread): on a share whose
+/// calls may wait on a network, only when it is known already, never read here (issue 33: a
+/// watcher's or a leased directory's job reads it first, so a share nobody watched has nothing
+/// to report, mark or move); elsewhere read at once, as before.
+pub fn root_key_known(share: &ShareDef) -> Option<FileKey> {
+    if share.offloaded() {
+        return share.root_key.get().copied().flatten();
+    }
+    root_key(share)
+}
+
 /// Make the watcher of a directory open at its first CHANGE_NOTIFY.
 /// INSUFFICIENT_RESOURCES past [`limits::NOTIFY_WATCHERS_MAX`].
 pub fn arm(
@@ -307,7 +318,7 @@ pub fn dir_delete_pending(server: &ServerState, share: &ShareDef, path: &RelPath
     if !server.notify.local() {
         return;
     }
-    let Some(root) = root_key(share) else {
+    let Some(root) = root_key_known(share) else {
         return;
     };
     for w in watchers_at(&server.notify, &root, path.components()) {
@@ -467,7 +478,7 @@ pub fn report(server: &ServerState, share: &ShareDef, changes: &[Change<'_>]) {
     if !reg.local() && reg.kernel_dirs.load(Ordering::Acquire) == 0 {
         return;
     }
-    if let Some(root) = root_key(share) {
+    if let Some(root) = root_key_known(share) {
         report_at(server, root, changes, true);
     }
 }
@@ -578,7 +589,7 @@ pub fn wrote(
         return;
     }
     st.kernel_marked_ms = now_ms.max(1);
-    if let Some(root) = root_key(&open.share) {
+    if let Some(root) = root_key_known(&open.share) {
         mark(reg, root, &st.path);
     }
 }
@@ -653,7 +664,7 @@ pub(crate) fn dir_renamed(
     if !reg.active() {
         return;
     }
-    let Some(root) = root_key(share) else {
+    let Some(root) = root_key_known(share) else {
         return;
     };
     if reg.kernel_dirs.load(Ordering::Acquire) != 0 {

@@ -126,7 +126,7 @@ pub fn received(server: &ServerState, share: &str, changes: &[Change]) {
     let Some(share) = server.shares().share(share).cloned() else {
         return;
     };
-    let Some(root) = notify::root_key(&share) else {
+    let Some(root) = notify::root_key_known(&share) else {
         return;
     };
     let changes: Vec<notify::Change<'_>> = changes

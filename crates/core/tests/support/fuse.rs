@@ -730,13 +730,23 @@ pub fn kernel_reports(c: &mut Client, wd: i32, mask: u32, name: &str) {
 /// [`fuse_client`] whose server watches directories through the kernel ([`Watches`]); the
 /// client offers directory leasing.
 pub fn fuse_client_watching(remote: bool) -> (Client, Arc<Calls>, Arc<Watches>) {
+    fuse_client_watching_with(remote, |_| {})
+}
+
+/// [`fuse_client_watching`] with the server's configuration changed by `config` first.
+pub fn fuse_client_watching_with(
+    remote: bool,
+    config: impl FnOnce(&mut ringshare_core::ServerConfig),
+) -> (Client, Arc<Calls>, Arc<Watches>) {
     let share = Arc::new(FuseShare::new(MemShare::new(), remote));
     let calls = Arc::clone(&share.1);
     let watches = Arc::new(Watches {
         calls: Arc::clone(&calls),
         ..Watches::default()
     });
-    let server = server_on(share.clone(), ringshare_core::SigningPolicy::IfRequired);
+    let mut cfg = config_on(share.clone(), ringshare_core::SigningPolicy::IfRequired);
+    config(&mut cfg);
+    let server = server_from(cfg);
     server.set_kernel_watch(watches.clone());
     let c = Client::leasing_dirs(server, share.0.clone(), [1; 16]);
     (c, calls, watches)
