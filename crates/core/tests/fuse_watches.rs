@@ -248,3 +248,27 @@ fn a_change_through_an_unwatched_offloaded_share_reads_nothing_on_the_io_thread(
         "the watched share's change is told: {rs:?}"
     );
 }
+
+/// The review of session 50, K1: a kernel watch's job queued where no request or event of the
+/// I/O thread follows (a peer's forwarded change, a job's report on an idle server) waited until
+/// some connection's next request or worker 0's next timer. Queuing one now wakes the driver
+/// (the waker it sets), whose worker 0 posts it on that turn.
+#[test]
+fn a_new_directorys_watch_queued_wakes_the_driver_to_post_it() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (mut c, calls, _) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    let d = open_dir(&mut c, "d");
+    let (io, _) = armed(&mut c, &calls, d, true);
+    assert_eq!(io, Vec::<&str>::new());
+    let woken = std::sync::Arc::new(AtomicUsize::new(0));
+    let w = std::sync::Arc::clone(&woken);
+    c.server.set_kernel_jobs_waker(std::sync::Arc::new(move || {
+        w.fetch_add(1, Ordering::SeqCst);
+    }));
+    mkdir(&mut c, "d\\new");
+    assert!(
+        woken.load(Ordering::SeqCst) >= 1,
+        "the new directory's watch queued, and the driver woken"
+    );
+}

@@ -55,6 +55,10 @@ pub struct Registry {
     pub kernel_dirs: Arc<AtomicUsize>,
     /// Jobs waiting in [`Kernel::jobs`] (a quick look).
     pub kernel_jobs: AtomicUsize,
+    /// Wakes the driver's workers when a job is queued off their threads (a peer's forwarded
+    /// change, a job's report), so that worker 0 posts it on its next turn
+    /// (`ServerState::set_kernel_jobs_waker`).
+    pub kernel_waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     pub next_id: std::sync::atomic::AtomicU64,
 }
 

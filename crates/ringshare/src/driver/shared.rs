@@ -57,13 +57,16 @@ impl Shared {
     /// connections' mail.
     pub fn wake_on_mail(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
-        self.server.mail.set_waker(Arc::new(move || {
+        let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
             if let Some(s) = weak.upgrade() {
                 for w in crate::lock(&s.wakers).iter() {
                     let _ = w.wake();
                 }
             }
-        }));
+        });
+        self.server.mail.set_waker(Arc::clone(&wake));
+        // A kernel watch's job queued off the workers' threads: worker 0 posts it when woken.
+        self.server.set_kernel_jobs_waker(wake);
     }
 
     pub fn stop(&self) {

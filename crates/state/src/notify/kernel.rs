@@ -552,14 +552,29 @@ pub(crate) fn lease_in_job(
 }
 
 /// A file system job for the pool, posted by the next request of any
-/// connection or by the driver's worker 0 ([`ServerState::take_kernel_jobs`]).
+/// connection or by the driver's worker 0 ([`ServerState::take_kernel_jobs`]), which the
+/// waker wakes: a job queued where no request or event follows (a peer's forwarded change, a
+/// job's report of a new directory on an idle server) is not left waiting (the review of
+/// session 50, K1).
 fn post(hub: &Registry, job: crate::fsjob::FsJob) {
-    let mut k = lock(&hub.kernel);
-    k.jobs.push(job);
-    hub.kernel_jobs.store(k.jobs.len(), Ordering::Release);
+    {
+        let mut k = lock(&hub.kernel);
+        k.jobs.push(job);
+        hub.kernel_jobs.store(k.jobs.len(), Ordering::Release);
+    }
+    let wake = lock(&hub.kernel_waker).clone();
+    if let Some(wake) = wake {
+        wake();
+    }
 }
 
 impl ServerState {
+    /// What wakes the driver's workers when a kernel watch's job is queued
+    /// ([`ServerState::take_kernel_jobs`]); the driver sets it once, at start.
+    pub fn set_kernel_jobs_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+        *lock(&self.notify.kernel_waker) = Some(wake);
+    }
+
     /// The file system jobs that add kernel watches on offloaded shares, to
     /// be handed to the pool, nobody waiting for them (a connection after a
     /// request, the driver's worker 0 after the kernel's events).
