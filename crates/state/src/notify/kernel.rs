@@ -419,10 +419,30 @@ fn add_off_lock(
     id: u64,
     keep: Keep<'_>,
 ) -> bool {
+    // The directory's watch found at the first look may go before the second (its last other
+    // holder let go): the owner, still wanting one, looks and adds again (the review of
+    // session 50, K2), a few times at most.
+    for _ in 0..4 {
+        if let Some(kept) = add_once(hub, at, dir, id, &keep) {
+            return kept;
+        }
+    }
+    false
+}
+
+/// One look, add and install of [`add_off_lock`]: whether kept, or `None` when the owner still
+/// wants a watch that went between the looks (nothing added: look again).
+fn add_once(
+    hub: &Hub,
+    at: &DirAt,
+    dir: &dyn ringshare_vfs::Node,
+    id: u64,
+    keep: &Keep<'_>,
+) -> Option<bool> {
     let watch = {
         let mut k = lock(&hub.kernel);
         let Some(watch) = k.watch.clone() else {
-            return false;
+            return Some(false);
         };
         if k.dirs.contains_key(at) {
             None
@@ -433,7 +453,7 @@ fn add_off_lock(
     };
     let got = watch.map(|w| w.add(dir));
     // The lease list's lock comes before the kernel table's (as in `watch_dir_lease`).
-    let leases = match &keep {
+    let leases = match keep {
         Keep::Lease(list, key) => Some((lock(list), *key)),
         Keep::Watcher => None,
     };
@@ -445,6 +465,9 @@ fn add_off_lock(
         Some((list, key)) => list.iter().any(|(k, w)| k == key && *w == Some(id)),
         None => k.root_of.contains_key(&id),
     };
+    if wanted && got.is_none() && !k.dirs.contains_key(at) {
+        return None;
+    }
     let wd = got.flatten();
     let kept = wanted
         && match k.dirs.get_mut(at) {
@@ -460,7 +483,7 @@ fn add_off_lock(
             }),
         };
     unwatch_unused(&mut k, wd);
-    kept
+    Some(kept)
 }
 
 /// `wd` (an add's answer, when there is one) goes when no directory uses
@@ -1102,5 +1125,75 @@ mod tests {
         assert_eq!(seen(&mut k, 10_000), 0);
         assert_eq!(seen(&mut k, 10_000 + ECHO_MS), 0);
         assert_eq!(seen(&mut k, 10_001 + ECHO_MS), 1);
+    }
+
+    /// A kernel watch that, as inotify does for one inode, hands out one descriptor.
+    #[derive(Default)]
+    struct OneWd(Mutex<Vec<i32>>);
+
+    impl KernelWatch for OneWd {
+        fn add(&self, _dir: &dyn ringshare_vfs::Node) -> Option<i32> {
+            Some(5)
+        }
+        fn remove(&self, wd: i32) {
+            self.0.lock().unwrap().push(wd);
+        }
+    }
+
+    #[test]
+    fn a_lease_watch_added_while_the_directorys_last_watcher_lets_go_is_kept() {
+        use ringshare_vfs::Share;
+        let hub = Registry::default();
+        let w = Arc::new(OneWd::default());
+        lock(&hub.kernel).watch = Some(w.clone());
+        let root = FileKey {
+            dev: 1,
+            ino: 1,
+            stream: 0,
+        };
+        let at: DirAt = (root, vec!["d".to_string()]);
+        // Watcher 1 holds the directory's kernel watch (wd 5).
+        lock(&hub.kernel).root_of.insert(1, root);
+        insert_dir(&hub.kernel_dirs, &mut lock(&hub.kernel), &at, 5, 1);
+        // Lease watch id 2 is listed for the leased directory `key` (as dirlease::watch does).
+        let key = FileKey {
+            dev: 1,
+            ino: 2,
+            stream: 0,
+        };
+        let list: Arc<Mutex<Vec<(FileKey, Option<u64>)>>> =
+            Arc::new(Mutex::new(vec![(key, Some(2))]));
+        let share = ringshare_vfs::memory::MemShare::new();
+        let dir = share
+            .open(
+                &ringshare_vfs::server_who(),
+                &ringshare_vfs::RelPath::root(),
+                &open_dir(),
+            )
+            .unwrap()
+            .node;
+        // The job's second look waits for the list's lock, which the test holds.
+        let held = list.lock().unwrap();
+        let job = {
+            let (h, at, list, dir) = (
+                Hub::of(&hub),
+                at.clone(),
+                Arc::clone(&list),
+                Arc::clone(&dir),
+            );
+            std::thread::spawn(move || {
+                add_off_lock(&h, &at, dir.as_ref(), 2, Keep::Lease(&list, key))
+            })
+        };
+        // Let the job make its first look (the directory is watched: no add).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // Watcher 1 ends: the directory's watch goes (wd 5 removed: no add is under way).
+        drop_refs(&hub, 1);
+        drop(held);
+        let kept = job.join().unwrap();
+        let k = lock(&hub.kernel);
+        assert!(kept, "the lease still wants its watch");
+        assert_eq!(k.dirs.get(&at).map(|d| d.refs.clone()), Some(vec![2]));
+        assert!(k.by_wd.contains_key(&5));
     }
 }
