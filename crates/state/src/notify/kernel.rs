@@ -1161,8 +1161,7 @@ mod tests {
             ino: 2,
             stream: 0,
         };
-        let list: Arc<Mutex<Vec<(FileKey, Option<u64>)>>> =
-            Arc::new(Mutex::new(vec![(key, Some(2))]));
+        let list: crate::server::table::LeasedDirs = Arc::new(Mutex::new(vec![(key, Some(2))]));
         let share = ringshare_vfs::memory::MemShare::new();
         let dir = share
             .open(
