@@ -311,3 +311,54 @@ fn a_create_refused_when_run_again_after_a_wait_is_answered_after_its_undo_even_
     assert_eq!(seen[0], (Some(NtStatus::INVALID_PARAMETER), false));
     assert_eq!(seen[0], seen[1], "as on a local share");
 }
+
+/// The review of session 50, U1: a DH2Q CREATE parked on its undo's job whose connection goes
+/// had its replay's "pending" mark cleared at once, before the job ran: the client's replay on
+/// its new connection then ran as a fresh CREATE and met the half-made file
+/// (OBJECT_NAME_COLLISION for a file it never made). The replay is told to try again until the
+/// job ran (FILE_NOT_AVAILABLE, as a replay of a CREATE that still waits is), and then makes
+/// the file afresh.
+#[test]
+fn a_replay_after_its_creates_connection_went_waits_for_the_undo_and_finds_no_half_made_file() {
+    use ringshare_wire::create::{tag, CreateContext};
+    const GUID: [u8; 16] = [0x44; 16];
+    const REPLAY_OPERATION: u32 = 0x2000_0000;
+    let contexts = || {
+        let lease = lease_v2(7, caching::R).encode();
+        let mut c = vec![CreateContext::new(tag::REQUEST_LEASE, lease)];
+        c.extend(dh2q_with(GUID, 0));
+        c
+    };
+    let (mut c, calls) = fuse_client(true);
+    let all = caching::ALL;
+    let m = c.create_msg_caching_ctx("b", all, SHARE_ALL, D::CREATE, caching::LEASE, contexts());
+    let early = job_then(&mut c, m, |c| {
+        let m = leased(c, "a", D::OPEN_IF, 7);
+        assert_eq!(final_status(&send_signed(c, m).1), Some(SUCCESS));
+        let _ = calls.on_io_thread();
+    });
+    assert_eq!(final_status(&early), None, "waits for its undo");
+    assert!(undo_held(&c.held_lookups));
+    let undo = std::mem::take(&mut c.held_lookups);
+    c.conn.shutdown(c.now);
+    c.pump();
+    // The client's new connection (the same ClientGuid) replays the CREATE.
+    let mut d = other(&c);
+    let replay = |d: &mut Client| {
+        let mut r =
+            d.create_msg_caching_ctx("b", all, SHARE_ALL, D::CREATE, caching::LEASE, contexts());
+        let flags = u32::from_le_bytes(r[16..20].try_into().unwrap()) | REPLAY_OPERATION;
+        r[16..20].copy_from_slice(&flags.to_le_bytes());
+        final_status(&send_signed(d, r).1)
+    };
+    assert_eq!(
+        replay(&mut d),
+        Some(NtStatus::FILE_NOT_AVAILABLE),
+        "told to try again while the half-made b is there"
+    );
+    for req in undo {
+        let _ = off_io_thread(|| req.run());
+    }
+    assert!(!exists(&d, "b"), "removed by the undo");
+    assert_eq!(replay(&mut d), Some(SUCCESS), "then made afresh");
+}

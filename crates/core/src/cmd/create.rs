@@ -665,11 +665,10 @@ fn create_or_wait(
     }
     if let (Some(made), Err(status)) = (undo, &admitted) {
         // What it made goes in a job, before the refusal is heard.
-        let job = offload::undo_job(server.clone(), (tree, path), made);
-        let fin = Undoing {
-            status: *status,
-            dh2q: asked.durable.create_guid(),
-        };
+        let dh2q = asked.durable.create_guid();
+        let pending_until = dh2q.map(|g| (client_guid(core), g));
+        let job = offload::undo_job(server.clone(), (tree, path), (made, pending_until));
+        let fin = Undoing { status: *status };
         *parked = Some((crate::lookup::Lookup::Fs(job), LookupCont::Undo(fin)));
         return Err(PARKED);
     }
@@ -710,24 +709,15 @@ fn create_or_wait(
 /// A CREATE refused at admission on a share whose calls may wait on a network, parked while a
 /// file system job removes the file or stream it made ([`offload::undo_job`]): answered its
 /// refusal once the job ran ([`undone`]), so a retry never finds the half-made file.
+/// A replay of its DH2Q CREATE is told the CREATE is pending until the job ran, which then
+/// lets it go on ([`offload::undo_job`]).
 pub(crate) struct Undoing {
     status: NtStatus,
-    /// A DH2Q context's CreateGuid: a replay is told the CREATE is pending until then.
-    dh2q: Option<[u8; 16]>,
 }
 
 /// The undo's job ran ([`Undoing`]): the CREATE is answered its refusal.
-pub(crate) fn undone(core: &ConnCore, fin: Undoing) -> Result<Handled, NtStatus> {
-    abandon_undo(core, &fin);
+pub(crate) fn undone(_core: &ConnCore, fin: Undoing) -> Result<Handled, NtStatus> {
     Err(fin.status)
-}
-
-/// A CREATE parked on its undo's job will not be answered (its connection went): a replay is
-/// no longer told it is pending; the job removes what it made all the same.
-pub(crate) fn abandon_undo(core: &ConnCore, fin: &Undoing) {
-    if let Some(create_guid) = fin.dh2q {
-        pending(core, create_guid, false);
-    }
 }
 
 /// Steps 3 and 4 on the I/O thread (a share whose calls are made here, or a CREATE

@@ -476,6 +476,9 @@ pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, nodes: Vec<Arc<dyn No
     core.cluster_posts.push(crate::lookup::Lookup::Fs(job));
 }
 
+/// A DH2Q CREATE's (ClientGuid, CreateGuid): the key of its replay's pending mark.
+pub(super) type Guids = ([u8; 16], [u8; 16]);
+
 /// What a CREATE refused at admission made (`made`, at `path`: a new file or stream; a lease
 /// key that names another file, a new stream of a file found delete-pending) removed in a file
 /// system job, the CREATE answered its refusal after it, so that the client never finds the
@@ -484,7 +487,7 @@ pub(super) fn let_go(core: &mut ConnCore, tree: &TreeView, nodes: Vec<Arc<dyn No
 pub(super) fn undo_job(
     server: Arc<ServerState>,
     (tree, path): (TreeView, RelPath),
-    made: Made,
+    (made, pending): (Made, Option<Guids>),
 ) -> FsJob {
     let share_key = crate::fsjob::share_key(&tree.share.name);
     let who = Some(tree.who.clone());
@@ -496,6 +499,11 @@ pub(super) fn undo_job(
             path: &path,
         };
         made.undo_unshared(&at);
+        // A replay of its DH2Q CREATE (`pending`: ClientGuid, CreateGuid) was told it is
+        // pending while the undo was out; it goes on as a fresh CREATE now.
+        if let Some(guids) = pending {
+            lock(&server.files.durables).set_pending(guids, false, 0);
+        }
     })
 }
 
