@@ -272,3 +272,53 @@ fn a_new_directorys_watch_queued_wakes_the_driver_to_post_it() {
         "the new directory's watch queued, and the driver woken"
     );
 }
+
+/// The review of session 50, K3: a watched directory renamed while its watch's job waited was
+/// watched under its old path (the job's path was the one it was asked with), so another
+/// program's changes in it matched no watcher. The job takes the watcher's path when it runs.
+#[test]
+fn a_directory_renamed_while_its_watchs_job_waits_is_watched_where_it_is() {
+    let (mut c, calls, watches) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    let d = open_dir(&mut c, "d");
+    c.hold_lookups = true;
+    let early = notify(&mut c, d, false);
+    assert!(early.iter().all(|r| r.status() == NtStatus::PENDING));
+    let watch_job = |r: &ringshare_core::LookupRequest| matches!(&r.ask, ringshare_core::Lookup::Fs(j) if j.what == "a CHANGE_NOTIFY's kernel watches");
+    // Jobs before it (the share root's identity) run; the watch's waits.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let (wait, run): (Vec<_>, Vec<_>) = std::mem::take(&mut c.held_lookups)
+            .into_iter()
+            .partition(watch_job);
+        held.extend(wait);
+        if run.is_empty() {
+            break;
+        }
+        c.run_any(run);
+        c.pump();
+    }
+    assert_eq!(held.len(), 1, "the watch's job, held");
+    c.hold_lookups = false;
+    let mut b = Client::on(
+        std::sync::Arc::clone(&c.server),
+        c.mem.clone(),
+        Options::default(),
+    );
+    let moved = b
+        .create("d", 0x0011_0080 | 0x0001_0000, D::OPEN, DIRECTORY)
+        .expect("d, to rename");
+    let r = b.set_info(moved, 1, 10, &rename_info("e", false));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "renamed while the job waits");
+    c.run_any(held);
+    c.pump();
+    let _ = calls.on_io_thread();
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch: {:?}", watches.live());
+    };
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
+    assert!(
+        names(&rs, "theirs.txt"),
+        "reported at its new place: {rs:?}"
+    );
+}

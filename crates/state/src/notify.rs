@@ -218,7 +218,7 @@ pub fn arm(
     // file system job (the request does not wait for it).
     kernel::use_root(&server.notify, root, &open.share, w.id);
     if open.share.offloaded() {
-        kernel::watch_in_job(&server.notify, root, (&path, tree), w.id, open);
+        kernel::watch_in_job(&server.notify, root, tree, &w, open);
     } else {
         let dir = Some(open.node.as_ref());
         kernel::add_ref(&server.notify, &(root, path.clone()), dir, w.id);

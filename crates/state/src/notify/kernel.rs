@@ -711,10 +711,11 @@ fn walk(
 pub(crate) fn watch_in_job(
     hub: &Registry,
     root: FileKey,
-    (top, tree): (&[String], bool),
-    wid: u64,
+    tree: bool,
+    w: &Arc<crate::watch::Watcher>,
     open: &crate::state::Open,
 ) {
+    let wid = w.id;
     let share = {
         let mut k = lock(&hub.kernel);
         if tree {
@@ -726,13 +727,16 @@ pub(crate) fn watch_in_job(
         }
     };
     let (h, dir, who) = (Hub::of(hub), Arc::clone(&open.node), Arc::clone(&open.who));
-    let top = top.to_vec();
+    let w = Arc::clone(w);
     let job = crate::fsjob::FsJob::telling(
         Some(Arc::clone(&who)),
         0,
         crate::fsjob::share_key(&open.share.name),
         "a CHANGE_NOTIFY's kernel watches",
         move || {
+            // Where the directory is when the job runs: a rename while the job waited moved
+            // the watcher, not a watch not yet made (the review of session 50, K3).
+            let top = lock(&w.state).path.clone();
             let kept = add_off_lock(&h, &(root, top.clone()), dir.as_ref(), wid, Keep::Watcher);
             // The directory's node goes here, on the pool, when it is the last holder.
             drop(dir);
