@@ -861,7 +861,7 @@ pub(crate) fn changed(
     let req = request.req(session_id);
     let dh2q = opening.asked.durable.create_guid();
     let mut parked = None;
-    let r = match offload::overwritten(done) {
+    let r = match crate::cmd::job_result::<change::Changed>(done) {
         Ok(changed) => match CreateRequest::decode(req.msg) {
             Ok(cr) => answer_open(core, &req, &cr, opening, adm, changed, &mut parked),
             Err(e) => Err(leave_after_change(core, &opening, adm, e.status())),

@@ -320,6 +320,21 @@ pub(crate) fn abandon(core: &mut ConnCore, cont: LookupCont) {
     }
 }
 
+/// What a file system job whose request goes on in a continuation made: the `Result<T,
+/// NtStatus>` its calls answered ([`crate::fsjob::FsJob::answer_made`]), or the status it failed
+/// with (a job that could not run: its file system error; anything else: INTERNAL_ERROR).
+pub(crate) fn job_result<T: 'static>(done: crate::lookup::LookupDone) -> Result<T, NtStatus> {
+    use crate::fsjob::FsDone;
+    use crate::lookup::LookupDone;
+    match done {
+        LookupDone::Fs(FsDone::Made(m)) => m
+            .take::<Result<T, NtStatus>>()
+            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
+        LookupDone::Fs(FsDone::Done(Err(e))) => Err(crate::fsmap::status_of(e)),
+        _ => Err(NtStatus::INTERNAL_ERROR),
+    }
+}
+
 /// What the file system job this request asked made ([`crate::fsjob::FsJob::answer_made`]),
 /// taken when the request runs again with its answer: the value, or the status the job failed
 /// with (a job that could not run: its file system error; a value of another type:

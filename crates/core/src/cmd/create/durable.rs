@@ -711,24 +711,9 @@ fn stat_job(open: &Open) -> crate::fsjob::FsJob {
     let node = Arc::clone(&open.node);
     let what = "the attributes of a reconnected or replayed open";
     crate::fsjob::FsJob::answer_made(who, order, share, what, move || {
-        crate::fsjob::Carried::new(node.stat(), false)
+        let attr = node.stat().map_err(crate::fsmap::status_of);
+        crate::fsjob::Carried::new(attr, false)
     })
-}
-
-/// What [`stat_job`] read.
-fn stat_of(
-    done: crate::lookup::LookupDone,
-) -> Result<ringshare_vfs::FileAttr, ringshare_wire::NtStatus> {
-    use crate::fsjob::FsDone;
-    use crate::lookup::LookupDone;
-    match done {
-        LookupDone::Fs(FsDone::Made(m)) => m
-            .take::<ringshare_vfs::FsResult<ringshare_vfs::FileAttr>>()
-            .unwrap_or(Err(ringshare_vfs::FsError::Busy))
-            .map_err(crate::fsmap::status_of),
-        LookupDone::Fs(FsDone::Done(Err(e))) => Err(crate::fsmap::status_of(e)),
-        _ => Err(ringshare_wire::NtStatus::INTERNAL_ERROR),
-    }
 }
 
 /// The attributes [`stat_job`] read are in: the reconnected open joins its session (and a
@@ -740,7 +725,7 @@ pub(crate) fn statted(
     done: crate::lookup::LookupDone,
 ) -> Result<crate::cmd::Handled, ringshare_wire::NtStatus> {
     use crate::cmd::Handled;
-    let attr = stat_of(done);
+    let attr = crate::cmd::job_result::<ringshare_vfs::FileAttr>(done);
     let j = match fin {
         Statting::Replay(r) => return attr.map(|a| Handled::Reply(r.reply(&a))),
         Statting::Join(j) => *j,

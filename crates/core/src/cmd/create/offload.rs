@@ -452,17 +452,6 @@ impl Overwriting {
     }
 }
 
-/// What [`overwrite_job`] answered.
-pub(super) fn overwritten(done: crate::lookup::LookupDone) -> Result<Changed, NtStatus> {
-    match done {
-        crate::lookup::LookupDone::Fs(FsDone::Made(m)) => m
-            .take::<Result<Changed, NtStatus>>()
-            .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
-        crate::lookup::LookupDone::Fs(FsDone::Done(Err(e))) => Err(crate::fsmap::status_of(e)),
-        _ => Err(NtStatus::INTERNAL_ERROR),
-    }
-}
-
 /// `nodes` ([`Made::nodes`]), opened by the job and not kept (a share-mode conflict, a lease break to wait for,
 /// a refusal after the job), let go in a job of its own when nothing else holds one of them:
 /// their last close (a FLUSH on FUSE) is not made on the I/O thread. Nobody waits for it.

@@ -299,13 +299,7 @@ pub(crate) fn changed(
     } = fin;
     let after = match after {
         After::Then(then) => {
-            let r = match done {
-                crate::lookup::LookupDone::Fs(FsDone::Made(made)) => made
-                    .take::<Result<(), NtStatus>>()
-                    .unwrap_or(Err(NtStatus::INTERNAL_ERROR)),
-                crate::lookup::LookupDone::Fs(FsDone::Done(Err(e))) => Err(status_of(e)),
-                _ => Err(NtStatus::INTERNAL_ERROR),
-            };
+            let r = crate::cmd::job_result::<()>(done);
             return then(core, &open, now, r);
         }
         after => after,
