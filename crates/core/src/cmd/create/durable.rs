@@ -749,10 +749,11 @@ pub(crate) fn statted(
 }
 
 /// A reconnected open joins the session, its file's attributes `attr` read: the CREATE
-/// answer, with the lease when the reconnect named one. An open that cannot join (its file
-/// cannot be read back, or its session ended meanwhile) is closed; what that close asks of the
-/// cluster (a persistent open's record removed, the close at a file's home) is posted, away
-/// from the I/O thread.
+/// answer, with the lease when the reconnect named one. An open whose file cannot be read back
+/// is closed (what that close asks of the cluster, a persistent open's record removed or the
+/// close at a file's home, is posted, away from the I/O thread); one whose session ended
+/// meanwhile (a LOGOFF while the attributes were read) is kept as `keeping` says, as the
+/// session's end would have kept it (the review of session 50).
 fn join(
     core: &mut crate::exchange::ConnCore,
     (session_id, sref): (u64, &crate::state::SessionRef),
@@ -761,44 +762,28 @@ fn join(
 ) -> Result<crate::exchange::Reply, ringshare_wire::NtStatus> {
     use ringshare_wire::consts::CreateAction;
     use ringshare_wire::NtStatus;
-    let crate::cluster::handover::TakenOver {
-        open,
-        level,
-        lease: granted,
-        lease_key,
-        file_id,
-    } = taken;
-    let lease = granted.as_ref();
     let attr = match attr {
         Ok(a) => a,
         Err(s) => {
-            let asks = crate::opens::close_posted(&core.server, Arc::new(open));
+            let asks = crate::opens::close_posted(&core.server, Arc::new(taken.open));
             core.post_closes(asks);
             return Err(s);
         }
     };
     let mut contexts = Vec::new();
-    if let (Some(g), Some(key)) = (lease, lease_key) {
+    if let (Some(g), Some(key)) = (&taken.lease, taken.lease_key) {
         contexts.push(crate::cmd::create::lease_context(key, g));
     }
+    let (level, file_id) = (taken.level, taken.file_id);
     let body =
         crate::cmd::create::response_body(&attr, level, CreateAction::OPENED, file_id, contexts);
     let mut session = lock(sref);
     if session.closed {
-        // Its session ended meanwhile (a LOGOFF while the attributes were read): the open is
-        // kept for the next reconnect as the session's end would have kept it (the review of
-        // session 50).
         drop(session);
-        let taken = crate::cluster::handover::TakenOver {
-            open,
-            level,
-            lease: granted,
-            lease_key,
-            file_id,
-        };
         keep(core, taken, keeping);
         return Err(NtStatus::USER_SESSION_DELETED);
     }
+    let open = taken.open;
     let server = &core.server;
     tracing::debug!(id = open.id, "durable open reconnected");
     let create_guid = lock(&open.state).create_guid;
