@@ -19,36 +19,13 @@ use crate::watch::Change;
 /// The cluster layer's [`ClusterHooks`].
 pub struct Hooks;
 
-/// A posted close of a file homed on node `node` whose share's calls may wait on a network
-/// (FUSE, CephFS: issue 33): the call, and `then` (the close's end here: the descriptor's last
-/// close, a removal the home decided), carried together as one job of a home-call thread, in
-/// the file's order. As one wire call its answer would run `then` where the ring carries it,
-/// on the I/O thread (and at once there when the call cannot be made).
-fn closed_on_a_thread(
-    server: &Arc<ServerState>,
-    node: u16,
-    c: HomeClose,
-    then: Box<dyn FnOnce(Closed) + Send>,
-) -> HomeAsk {
-    let order = super::order_of(c.key);
-    let ask = super::to_ask(&server.node, node, c.call());
-    let server = Arc::clone(server);
-    let once = Mutex::new(Some((c, then, ask)));
-    HomeAsk::job(
-        node,
-        order,
-        Box::new(move || {
-            let Some((c, then, ask)) = lock(&once).take() else {
-                return Err(NtStatus::FILE_NOT_AVAILABLE);
-            };
-            let answer = match &ask {
-                Ok(a) => a.run(),
-                Err(s) => Err(*s),
-            };
-            then(c.answered(&server, super::answer_of(answer.clone())));
-            answer
-        }),
-    )
+/// Wire call `ask` and what runs on its answer, carried together as one job of a home-call
+/// thread in its order (`HomeAsk::run` there): for an answer whose follow-up makes calls that
+/// may wait (file system calls on a share whose calls may wait on a network, a call to another
+/// node), which on the I/O thread's ring would run where the answer comes in (issue 33).
+fn on_a_thread(ask: HomeAsk) -> HomeAsk {
+    let (node, order) = (ask.node, ask.order);
+    HomeAsk::job(node, order, Box::new(move || ask.run()))
 }
 
 impl ClusterHooks for Hooks {
@@ -82,9 +59,6 @@ impl ClusterHooks for Hooks {
         (offloaded, then): (bool, Box<dyn FnOnce(Closed) + Send>),
     ) -> Option<HomeAsk> {
         let c = HomeClose::new(key, entry, owner, delete_on_close, who);
-        if offloaded {
-            return Some(closed_on_a_thread(server, node, c, then));
-        }
         let ask = match super::to_ask(&server.node, node, c.call()) {
             Ok(ask) => ask,
             Err(s) => {
@@ -93,13 +67,14 @@ impl ClusterHooks for Hooks {
             }
         };
         // Run once, where the call is carried, as its answer comes in: the close finishes
-        // there, and its answer is only logged (HomeClose::answered).
+        // there, and its answer is only logged (HomeClose::answered). On a share whose calls
+        // may wait on a network that is a home-call thread: the close's end (the last close, a
+        // removal the home decided) makes file system calls.
         let server = Arc::clone(server);
-        Some(
-            ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
-                then(c.answered(&server, super::answer_of(answer.clone())));
-            })),
-        )
+        let ask = ask.then(Box::new(move |answer: &crate::lookup::HomeResult| {
+            then(c.answered(&server, super::answer_of(answer.clone())));
+        }));
+        Some(if offloaded { on_a_thread(ask) } else { ask })
     }
 
     fn delete_pending_at(
@@ -135,8 +110,7 @@ impl ClusterHooks for Hooks {
             let pending = shadow::delete_pending(&entry, super::answer_of(answer.clone()));
             then(pending.map(|(p, _)| p));
         }));
-        let (node, order) = (ask.node, ask.order);
-        Some(HomeAsk::job(node, order, Box::new(move || ask.run())))
+        Some(on_a_thread(ask))
     }
 
     fn open_closed(&self, here: &NodeState, open: &Open) -> Option<crate::lookup::ClusterAsk> {
