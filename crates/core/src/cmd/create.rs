@@ -355,7 +355,7 @@ pub(crate) fn answered(
         // A replay's (or reconnect's) open's attributes, read in a job.
         Some(LookupCont::Stat(fin)) => durable::statted(core, *fin, done),
         // Refused at admission, what it made removed in a job.
-        Some(LookupCont::Undo(fin)) => undone(core, fin),
+        Some(LookupCont::Undo(fin)) => undone(fin),
         Some(LookupCont::Again(asked)) => {
             core.domain_answer = Some(crate::cmd::answer_of(core, asked, done));
             let r = {
@@ -716,7 +716,7 @@ pub(crate) struct Undoing {
 }
 
 /// The undo's job ran ([`Undoing`]): the CREATE is answered its refusal.
-pub(crate) fn undone(_core: &ConnCore, fin: Undoing) -> Result<Handled, NtStatus> {
+pub(crate) fn undone(fin: Undoing) -> Result<Handled, NtStatus> {
     Err(fin.status)
 }
 

@@ -176,7 +176,7 @@ impl Connection {
                         cmd::create::durable::statted(&mut self.core, *fin, done),
                         None,
                     ),
-                    LookupCont::Undo(fin) => (cmd::create::undone(&self.core, fin), None),
+                    LookupCont::Undo(fin) => (cmd::create::undone(fin), None),
                     _ => return,
                 };
                 let mut job = job;

@@ -53,13 +53,18 @@ impl Made {
             let _ = self.file_node.remove_stream(n);
         }
         if self.file_created {
-            let (backend, who) = (&at.tree.share.backend, &at.tree.who);
-            let _ = if self.file_is_dir {
-                backend.rmdir(who, at.path)
-            } else {
-                backend.unlink(who, at.path)
-            };
+            self.remove_file(at);
         }
+    }
+
+    /// The file this CREATE made removed from its path (a directory with rmdir).
+    fn remove_file(&self, at: &At<'_>) {
+        let (backend, who) = (&at.tree.share.backend, &at.tree.who);
+        let _ = if self.file_is_dir {
+            backend.rmdir(who, at.path)
+        } else {
+            backend.unlink(who, at.path)
+        };
     }
 
     /// [`Made::undo`] in a file system job, the CREATE refused on the I/O thread after its
@@ -85,11 +90,7 @@ impl Made {
         let (backend, who) = (&at.tree.share.backend, &at.tree.who);
         let same = |a: FileAttr| (a.dev, a.ino) == (self.attr.dev, self.attr.ino);
         if backend.stat(who, at.path).is_ok_and(same) {
-            let _ = if self.file_is_dir {
-                backend.rmdir(who, at.path)
-            } else {
-                backend.unlink(who, at.path)
-            };
+            self.remove_file(at);
         }
     }
 }
