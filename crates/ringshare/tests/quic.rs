@@ -41,13 +41,36 @@ fn harness_or_skip() -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target/interop-smb-rs"));
     let started = Instant::now();
-    let built = Command::new("cargo")
+    let mut cargo = Command::new("cargo");
+    cargo
         .args(["build", "--release", "--quiet"])
         .current_dir(root.join("interop/smb-rs"))
         .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTFLAGS")
-        .status()
-        .is_ok_and(|s| s.success());
+        .env_remove("RUSTFLAGS");
+    // What `cargo test` sets for this test (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...) is not the
+    // harness's: ring's build script reruns when CARGO_MANIFEST_DIR changes, so with them the
+    // harness install-deps.sh built would be rebuilt here (about a minute) on every run.
+    // (Only those: a registry or proxy set in CARGO_* variables stays.)
+    const PER_PACKAGE: [&str; 7] = [
+        "CARGO_MANIFEST_",
+        "CARGO_PKG_",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if PER_PACKAGE.iter().any(|p| key.starts_with(p)) {
+            cargo.env_remove(key.as_ref());
+        }
+    }
+    let built = cargo
+        .spawn()
+        .ok()
+        .and_then(|mut child| wait_within(&mut child, HARNESS_BUILD_LIMIT))
+        .is_some_and(|s| s.success());
     let bin = target.join("release/ringshare-interop-smb-rs");
     if !built || !bin.exists() {
         eprintln!(
@@ -67,21 +90,38 @@ fn harness_or_skip() -> Option<PathBuf> {
 /// `der`), putting and getting `mib` MiB; its output. Fails the test, with
 /// the server's log, unless it succeeded.
 fn harness_run(harness: &Path, der: &Path, srv: &Server, mib: &str) -> String {
-    let out = Command::new(harness)
+    let out_path = srv.scratch.join(format!("harness-{mib}.out"));
+    let out = std::fs::File::create(&out_path).expect("the harness's output file");
+    let mut child = Command::new(harness)
         .arg("--quic")
         .arg(der)
         .arg(format!("127.0.0.1:{}", srv.port))
         .args([SHARE, USER, PASSWORD, mib])
-        .output()
+        .stderr(out.try_clone().expect("one file for stdout and stderr"))
+        .stdout(out)
+        .spawn()
         .expect("run the harness");
-    let text = output_text(&out);
-    assert!(
-        out.status.success(),
-        "harness failed:\n{text}\n--- server log\n{}",
-        srv.log()
-    );
-    text
+    let status = wait_within(&mut child, HARNESS_RUN_LIMIT);
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    match status {
+        Some(s) if s.success() => text,
+        Some(s) => panic!(
+            "harness failed ({s}):\n{text}\n--- server log\n{}",
+            srv.log()
+        ),
+        None => panic!(
+            "the harness ran longer than {HARNESS_RUN_LIMIT:?} and was killed:\n{text}\n\
+             --- server log\n{}",
+            srv.log()
+        ),
+    }
 }
+
+/// Building the harness from nothing takes about 2.5 minutes on 2 cores.
+const HARNESS_BUILD_LIMIT: Duration = Duration::from_secs(900);
+/// A run moves at most 16 MiB each way: under a second here, and each of its
+/// requests has its own 10-second limit inside the client.
+const HARNESS_RUN_LIMIT: Duration = Duration::from_secs(120);
 
 /// Datagrams no QUIC server should act on: empty, short, random, long
 /// headers with nonsense, and a version nobody speaks.
