@@ -3,7 +3,17 @@
 # tests start the real server and drive it with Debian's smbclient).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# How long each phase took, printed as it ends and once more at the very end (also when a phase
+# fails), so that the tail of a CI log says where its time went.
+started=$SECONDS last=$SECONDS phases=""
+phase() {
+    phases="$phases $1 $((SECONDS - last)) s;"
+    echo "== test-all: $1 took $((SECONDS - last)) s ($((SECONDS - started)) s so far)"
+    last=$SECONDS
+}
+trap 'echo "== test-all phases:${phases:- none;} then $((SECONDS - last)) s until the end ($((SECONDS - started)) s in all)"' EXIT
 scripts/install-deps.sh --test
+phase install-deps
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 if [ "${CI:-}" = "true" ]; then
     # A clean CI build spends much of its time compiling and linking some 70 test binaries with
@@ -21,8 +31,16 @@ scripts/core-cycles.sh --acyclic crates/state/src
 scripts/core-cycles.sh --acyclic crates/cluster-home/src
 scripts/core-cycles.sh --acyclic crates/core/src
 scripts/server-parts.py --check
+phase checks
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+phase clippy
+# Each test binary runs under a time limit (scripts/test-time-limit.sh): a hang fails with the
+# binary's name and what it waited on, well inside CI's own limit.
+host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
+cargo test --workspace --no-run
+phase test-build
+env "CARGO_TARGET_${host}_RUNNER=$PWD/scripts/test-time-limit.sh" cargo test --workspace
+phase tests
 # Kernel quotas (issue 31): this machine's kernel keeps none on ext4 and has no xfs, so the tests
 # that read and set real limits through quotactl (on ext4 and on xfs) run in a guest of Debian's
 # own kernel (about 1.5 minutes).
@@ -33,4 +51,6 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="quotas":
         print(m["executable"])' | tail -1)
 scripts/quota-vm.sh "$quota_test" --ignored real_kernel_quotas_on_ --nocapture
+phase quota-vm
 scripts/fuzz.sh
+phase fuzz
