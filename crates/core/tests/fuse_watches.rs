@@ -172,6 +172,39 @@ fn a_directory_leases_grant_on_an_offloaded_share_adds_its_kernel_watch_in_a_job
 }
 
 #[test]
+fn a_leased_directory_whose_watch_the_kernel_refused_gets_one_at_its_next_grant() {
+    for offloaded in [true, false] {
+        let (mut c, _calls, watches) = fuse_client_watching(offloaded);
+        mkdir(&mut c, "d");
+        // Past inotify's limit: the lease is granted all the same, without a watch.
+        watches
+            .refuse
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let r = lease_dir(&mut c, 1);
+        assert_eq!(granted_lease(&r).state.0, R | H);
+        assert_eq!(watches.live(), Vec::<i32>::new(), "offloaded {offloaded}");
+        // Room again: the directory's next lease (the first still held) adds the watch.
+        watches
+            .refuse
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let r = lease_dir(&mut c, 2);
+        assert_eq!(granted_lease(&r).state.0, R | H);
+        let [wd] = watches.live()[..] else {
+            panic!(
+                "one kernel watch (offloaded {offloaded}): {:?}",
+                watches.live()
+            );
+        };
+        kernel_reports(&mut c, wd, mask::CREATE, "theirs.txt");
+        let got = c.breaks();
+        assert!(
+            !got.is_empty(),
+            "another program's change breaks the leases"
+        );
+    }
+}
+
+#[test]
 fn a_watcher_or_lease_that_ends_while_its_job_is_out_leaves_no_kernel_watch() {
     let (mut c, calls, watches) = fuse_client_watching(true);
     mkdir(&mut c, "d");

@@ -692,11 +692,16 @@ pub struct Watches {
     pub calls: Arc<Calls>,
     pub live: std::sync::Mutex<Vec<i32>>,
     next: std::sync::atomic::AtomicI32,
+    /// While set, every add is refused, as inotify does past its limit of watches.
+    pub refuse: std::sync::atomic::AtomicBool,
 }
 
 impl ringshare_core::notify_kernel::KernelWatch for Watches {
     fn add(&self, _dir: &dyn Node) -> Option<i32> {
         self.calls.bump(&self.calls.watch_adds, "watch_adds");
+        if self.refuse.load(Ordering::SeqCst) {
+            return None;
+        }
         let wd = 1 + self.next.fetch_add(1, Ordering::SeqCst);
         self.live.lock().unwrap().push(wd);
         Some(wd)

@@ -548,7 +548,8 @@ pub(crate) fn lease_id(hub: &Registry) -> Option<u64> {
 /// `dir` in share `share` at `path`, added in a file system job for `id`
 /// (which the file table's list `leases` holds for it: [`lease_id`]); kept
 /// only while the list still does (its last lease may go meanwhile). The
-/// share root's identity is read in the job too, when not known yet.
+/// share root's identity is read in the job too, when not known yet. A watch
+/// not added leaves the list's entry without one, for the next grant.
 pub(crate) fn lease_in_job(
     hub: &Registry,
     leases: &crate::server::table::LeasedDirs,
@@ -565,9 +566,18 @@ pub(crate) fn lease_in_job(
         crate::fsjob::share_key(&share.name),
         "a leased directory's kernel watch",
         move || {
-            if let Some(root) = crate::notify::root_key(&share) {
+            let kept = crate::notify::root_key(&share).is_some_and(|root| {
                 let keep = Keep::Lease(&leases, key);
-                add_off_lock(&h, &(root, path), dir.as_ref(), id, keep);
+                add_off_lock(&h, &(root, path), dir.as_ref(), id, keep)
+            });
+            if !kept {
+                // The kernel refused (inotify's limit) or the root could not be read: the
+                // directory, still leased, is listed without a watch again, so that its next
+                // grant tries once more, as on a local share.
+                let mut list = lock(&leases);
+                if let Some((_, w)) = list.iter_mut().find(|(k, w)| *k == key && *w == Some(id)) {
+                    *w = None;
+                }
             }
         },
     );
