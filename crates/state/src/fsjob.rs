@@ -39,6 +39,11 @@ pub struct FsJob {
     /// not a READ ([`FsJob::order`]'s requests), so the pool need not order it after the open's
     /// other READs' jobs (they run side by side, as the READs' I/O does).
     pub among_reads: bool,
+    /// Nobody's: a kernel watch's job (crate::notify::kernel), queued by one connection's
+    /// request or the kernel's events and posted by whichever connection or worker comes next.
+    /// The pool bounds such jobs per share for the whole node, not with the jobs of the
+    /// connection that happened to post them.
+    pub nobodys: bool,
 }
 
 /// What a [`FsJob`] found.
@@ -138,6 +143,7 @@ impl FsJob {
             run,
             closes: None,
             among_reads: false,
+            nobodys: false,
         }
     }
 

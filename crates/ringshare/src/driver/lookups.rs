@@ -106,6 +106,12 @@ impl Question {
             // An open's jobs: its order is the connection's own (open ids of two connections
             // may be alike). READs' jobs are not ordered among themselves: the connection
             // asks them only while nothing but READs is out for the open (finding G).
+            // A kernel watch's job is nobody's: whichever connection posted it, it shares the
+            // bound of the node's other such jobs of its share, not the poster's own.
+            Lookup::Fs(j) if j.nobodys => (
+                None,
+                Some((nobodys(j.share), FS_JOBS_PER_SHARE_AND_CONNECTION)),
+            ),
             Lookup::Fs(j) => (
                 (j.order != 0 && !j.among_reads).then(|| of_connection(0, j.order)),
                 Some((of_connection(1, j.share), FS_JOBS_PER_SHARE_AND_CONNECTION)),
@@ -121,6 +127,15 @@ impl Question {
             peer,
         }
     }
+}
+
+/// The key of the bound that nobody's file system jobs of `share` share
+/// ([`ringshare_core::fsjob::FsJob::nobodys`]).
+fn nobodys(share: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (2u8, share).hash(&mut h);
+    h.finish()
 }
 
 impl Turn for Question {

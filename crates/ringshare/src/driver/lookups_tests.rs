@@ -224,6 +224,46 @@ fn a_connection_of_another_io_thread_or_a_later_one_in_its_slot_has_a_bound_of_i
     assert_eq!(taken, FS_JOBS_PER_SHARE_AND_CONNECTION + 2);
 }
 
+/// Issue 33's review (session 50): kernel watches' jobs (nobody's: queued by any request or
+/// the kernel's events) are posted by whichever connection comes next. They do not count
+/// against that connection's bound of jobs of their share: its own job of the share is taken
+/// beside them. Nobody's jobs of a share have one bound for the node, whoever posted them.
+#[test]
+fn kernel_watch_jobs_a_connection_posts_do_not_hold_back_its_own_jobs_of_that_share() {
+    let (_ring, inbox) = inbox_of_a_ring();
+    let nobodys = |slot: u32, order: u64| {
+        let mut q = question(&inbox, (slot, 0), 7, order);
+        if let Lookup::Fs(j) = &mut q.req.ask {
+            j.nobodys = true;
+        }
+        Question::new(q.req, slot, 0, Arc::clone(&inbox))
+    };
+    let mut w = Waiting::default();
+    for i in 0..10 {
+        w.push(nobodys(1 + (i % 2) as u32, 0));
+    }
+    w.push(question(&inbox, (1, 0), 7, 5));
+    let mut taken = Vec::new();
+    while let Some(t) = w.take() {
+        taken.push(t);
+    }
+    let theirs = |t: &Question| matches!(&t.req.ask, Lookup::Fs(j) if j.nobodys);
+    assert_eq!(
+        taken.iter().filter(|t| theirs(t)).count(),
+        FS_JOBS_PER_SHARE_AND_CONNECTION,
+        "nobody's jobs of share 7, posted by two connections, share one bound"
+    );
+    assert_eq!(
+        taken.iter().filter(|t| !theirs(t)).count(),
+        1,
+        "connection 1's own job of share 7 is taken beside them"
+    );
+    // One of nobody's ends: the next of them may go.
+    let first = taken.iter().position(theirs).unwrap();
+    assert!(w.done(&taken.remove(first)));
+    assert!(w.take().is_some_and(|t| theirs(&t)));
+}
+
 /// Whether the write end of the pipe `reader` reads from is closed (the reader sees its end).
 fn writer_closed(reader: &std::io::PipeReader) -> bool {
     let mut fds = [rustix::event::PollFd::new(

@@ -589,7 +589,8 @@ pub(crate) fn lease_in_job(
 /// waker wakes: a job queued where no request or event follows (a peer's forwarded change, a
 /// job's report of a new directory on an idle server) is not left waiting (the review of
 /// session 50, K1).
-fn post(hub: &Registry, job: crate::fsjob::FsJob) {
+fn post(hub: &Registry, mut job: crate::fsjob::FsJob) {
+    job.nobodys = true;
     {
         let mut k = lock(&hub.kernel);
         k.jobs.push(job);
