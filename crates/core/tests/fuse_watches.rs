@@ -355,3 +355,66 @@ fn a_directory_renamed_while_its_watchs_job_waits_is_watched_where_it_is() {
         "reported at its new place: {rs:?}"
     );
 }
+
+/// K3 for a directory lease: the lease's watch job waits while its holder renames the
+/// directory; the job lists the watch at the directory's new name, where a CHANGE_NOTIFY on it
+/// then finds and shares it, and another program's change there is reported and breaks the
+/// lease.
+#[test]
+fn a_leased_directory_renamed_while_its_watchs_job_waits_is_watched_where_it_is() {
+    let (mut c, _calls, watches) = fuse_client_watching(true);
+    mkdir(&mut c, "d");
+    c.hold_lookups = true;
+    let m = c.create_msg_caching(
+        "d",
+        READ | DELETE,
+        7,
+        D::OPEN,
+        LEASE,
+        Some(lease_v2(1, R | H)),
+    );
+    let watch_job = |r: &ringshare_core::LookupRequest| matches!(&r.ask, ringshare_core::Lookup::Fs(j) if j.what == "a leased directory's kernel watch");
+    // The CREATE's own jobs run until it is answered; the watch's job waits.
+    let mut rs = c.send_frame(m);
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let (wait, run): (Vec<_>, Vec<_>) = std::mem::take(&mut c.held_lookups)
+            .into_iter()
+            .partition(watch_job);
+        held.extend(wait);
+        if run.is_empty() {
+            break;
+        }
+        c.run_any(run);
+        rs.extend(c.pump());
+    }
+    let r = rs
+        .iter()
+        .find(|r| r.status() != NtStatus::PENDING)
+        .expect("the CREATE is answered");
+    assert_eq!(granted_lease(r).state.0, R | H);
+    let f = CreateResponse::decode(&r.msg).expect("create").file_id;
+    assert_eq!(held.len(), 1, "the watch's job, held");
+    c.hold_lookups = false;
+    let r = c.set_info(f, 1, 10, &rename_info("e", false));
+    assert_eq!(r.status(), NtStatus::SUCCESS, "renamed while the job waits");
+    c.run_any(held);
+    c.pump();
+    let _ = c.breaks();
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch: {:?}", watches.live());
+    };
+    // A CHANGE_NOTIFY on the directory at its new name finds the lease's watch there and
+    // shares it (before, the watch was listed at the old name and a second one was added).
+    let e = open_dir(&mut c, "e");
+    let early = notify(&mut c, e, false);
+    assert!(early.iter().all(|r| r.status() == NtStatus::PENDING));
+    assert_eq!(watches.live(), vec![wd], "one watch for the directory");
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
+    assert!(names(&rs, "theirs.txt"), "reported at its new name: {rs:?}");
+    let breaks = rs
+        .iter()
+        .filter(|r| r.hdr.command == ringshare_wire::consts::Command::OPLOCK_BREAK)
+        .count();
+    assert_eq!(breaks, 1, "and the lease breaks: {rs:?}");
+}

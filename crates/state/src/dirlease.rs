@@ -96,16 +96,16 @@ pub fn parent_key(open: &Open) -> Option<[u8; 16]> {
     oplock::parent_key_of(&e, open.id)
 }
 
-/// A lease was granted on directory `key` of `share` at `path`, open as
-/// `dir`: the directory gets its kernel watch (with its first lease; none
-/// when the driver watches nothing: `kernel change notify = no`). On an
-/// offloaded share the watch is added in a file system job, not here under
-/// the lease list's lock: the list holds the watch's id at once, and the
-/// job keeps the watch only while it still does.
+/// A lease was granted on directory `key` (its table entry `entry`) of `share` at `path`, open
+/// as `dir`: the directory gets its kernel watch (with its first lease; none when the driver
+/// watches nothing: `kernel change notify = no`). On an offloaded share the watch is added in a
+/// file system job, not here under the lease list's lock: the list holds the watch's id at
+/// once, and the job keeps the watch only while it still does; the job watches the directory
+/// where the entry says it is when the job runs (a rename meanwhile moved it).
 pub fn watch(
     server: &ServerState,
     share: &Arc<ShareDef>,
-    path: &RelPath,
+    (path, entry): (&RelPath, &Arc<std::sync::Mutex<crate::files::FileEntry>>),
     key: FileKey,
     dir: &Arc<dyn ringshare_vfs::Node>,
 ) {
@@ -117,7 +117,7 @@ pub fn watch(
         });
         if let Some(id) = id {
             let leases = server.files.dir_lease_list();
-            kernel::lease_in_job(&server.notify, &leases, (share, path), (key, id), dir);
+            kernel::lease_in_job(&server.notify, &leases, (share, entry), (key, id), dir);
         }
         return;
     }

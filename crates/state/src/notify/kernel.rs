@@ -545,7 +545,8 @@ pub(crate) fn lease_id(hub: &Registry) -> Option<u64> {
 }
 
 /// On an offloaded share, the kernel watch of leased directory `key`, open as
-/// `dir` in share `share` at `path`, added in a file system job for `id`
+/// `dir` in share `share` at the path its table entry `entry` has when the job
+/// runs, added in a file system job for `id`
 /// (which the file table's list `leases` holds for it: [`lease_id`]); kept
 /// only while the list still does (its last lease may go meanwhile). The
 /// share root's identity is read in the job too, when not known yet. A watch
@@ -553,19 +554,24 @@ pub(crate) fn lease_id(hub: &Registry) -> Option<u64> {
 pub(crate) fn lease_in_job(
     hub: &Registry,
     leases: &crate::server::table::LeasedDirs,
-    (share, path): (&Arc<crate::server::ShareDef>, &ringshare_vfs::RelPath),
+    (share, entry): (
+        &Arc<crate::server::ShareDef>,
+        &Arc<Mutex<crate::files::FileEntry>>,
+    ),
     (key, id): (FileKey, u64),
     dir: &Arc<dyn ringshare_vfs::Node>,
 ) {
     let (h, leases) = (Hub::of(hub), Arc::clone(leases));
-    let (share, dir) = (Arc::clone(share), Arc::clone(dir));
-    let path = path.components().to_vec();
+    let (share, dir, entry) = (Arc::clone(share), Arc::clone(dir), Arc::clone(entry));
     let job = crate::fsjob::FsJob::telling(
         dir.who().cloned(),
         0,
         crate::fsjob::share_key(&share.name),
         "a leased directory's kernel watch",
         move || {
+            // Where the directory is when the job runs: a rename while the job waited moved
+            // the entry (the review of session 50, K3, as a CHANGE_NOTIFY's job does).
+            let path = lock(&entry).path.components().to_vec();
             let kept = crate::notify::root_key(&share).is_some_and(|root| {
                 let keep = Keep::Lease(&leases, key);
                 add_off_lock(&h, &(root, path), dir.as_ref(), id, keep)

@@ -319,7 +319,7 @@ impl Joining {
         if made.is_dir && grant.level == oplock::LEVEL_LEASE {
             // Changes other programs make in it break its leases too.
             let share = &at.tree.share;
-            crate::dirlease::watch(server, share, at.path, key, &node);
+            crate::dirlease::watch(server, share, (at.path, &entry), key, &node);
         }
         if let Some(fe) = &file_entry {
             let mut b = lock(fe);
