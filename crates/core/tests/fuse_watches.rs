@@ -135,6 +135,25 @@ fn a_watch_tree_on_an_offloaded_share_walks_and_watches_below_in_a_job() {
     assert_eq!(watches.live().len(), 3, "d\\new watched too");
 }
 
+/// With `c` holding its lookups: every held job runs, and those they lead to, except the jobs
+/// whose `what` is `what`, which are held and returned, with what `c` was answered meanwhile.
+fn hold_only(c: &mut Client, what: &str) -> (Vec<ringshare_core::LookupRequest>, Vec<Resp>) {
+    let of_what = |r: &ringshare_core::LookupRequest| matches!(&r.ask, ringshare_core::Lookup::Fs(j) if j.what == what);
+    let (mut held, mut answered) = (Vec::new(), Vec::new());
+    for _ in 0..8 {
+        let (wait, run): (Vec<_>, Vec<_>) = std::mem::take(&mut c.held_lookups)
+            .into_iter()
+            .partition(of_what);
+        held.extend(wait);
+        if run.is_empty() {
+            break;
+        }
+        c.run_any(run);
+        answered.extend(c.pump());
+    }
+    (held, answered)
+}
+
 /// `c` asks an RH lease of key `key` on directory `d`: the CREATE's answer.
 fn lease_dir(c: &mut Client, key: u8) -> Resp {
     let m = c.create_msg_caching("d", READ, 7, D::OPEN, LEASE, Some(lease_v2(key, R | H)));
@@ -317,20 +336,8 @@ fn a_directory_renamed_while_its_watchs_job_waits_is_watched_where_it_is() {
     c.hold_lookups = true;
     let early = notify(&mut c, d, false);
     assert!(early.iter().all(|r| r.status() == NtStatus::PENDING));
-    let watch_job = |r: &ringshare_core::LookupRequest| matches!(&r.ask, ringshare_core::Lookup::Fs(j) if j.what == "a CHANGE_NOTIFY's kernel watches");
     // Jobs before it (the share root's identity) run; the watch's waits.
-    let mut held = Vec::new();
-    for _ in 0..4 {
-        let (wait, run): (Vec<_>, Vec<_>) = std::mem::take(&mut c.held_lookups)
-            .into_iter()
-            .partition(watch_job);
-        held.extend(wait);
-        if run.is_empty() {
-            break;
-        }
-        c.run_any(run);
-        c.pump();
-    }
+    let (held, _) = hold_only(&mut c, "a CHANGE_NOTIFY's kernel watches");
     assert_eq!(held.len(), 1, "the watch's job, held");
     c.hold_lookups = false;
     let mut b = Client::on(
@@ -373,21 +380,10 @@ fn a_leased_directory_renamed_while_its_watchs_job_waits_is_watched_where_it_is(
         LEASE,
         Some(lease_v2(1, R | H)),
     );
-    let watch_job = |r: &ringshare_core::LookupRequest| matches!(&r.ask, ringshare_core::Lookup::Fs(j) if j.what == "a leased directory's kernel watch");
     // The CREATE's own jobs run until it is answered; the watch's job waits.
     let mut rs = c.send_frame(m);
-    let mut held = Vec::new();
-    for _ in 0..8 {
-        let (wait, run): (Vec<_>, Vec<_>) = std::mem::take(&mut c.held_lookups)
-            .into_iter()
-            .partition(watch_job);
-        held.extend(wait);
-        if run.is_empty() {
-            break;
-        }
-        c.run_any(run);
-        rs.extend(c.pump());
-    }
+    let (held, answered) = hold_only(&mut c, "a leased directory's kernel watch");
+    rs.extend(answered);
     let r = rs
         .iter()
         .find(|r| r.status() != NtStatus::PENDING)
