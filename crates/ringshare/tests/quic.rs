@@ -79,15 +79,11 @@ fn harness_or_skip() -> Option<PathBuf> {
             cargo.env_remove(key.as_ref());
         }
     }
-    let built = cargo
-        .spawn()
-        .ok()
-        .and_then(|mut child| wait_within(&mut child, HARNESS_BUILD_LIMIT))
-        .is_some_and(|s| s.success());
+    let (built, out) = common::py::run_bounded(&mut cargo, HARNESS_BUILD_LIMIT);
     if !built || !bin.exists() {
         eprintln!(
             "SKIPPED: SMB over QUIC interop: the smb-rs harness (interop/smb-rs) did not build \
-             (no registry access?); run scripts/install-deps.sh --test"
+             (no registry access?); run scripts/install-deps.sh --test\n{out}"
         );
         return None;
     }
@@ -102,31 +98,15 @@ fn harness_or_skip() -> Option<PathBuf> {
 /// `der`), putting and getting `mib` MiB; its output. Fails the test, with
 /// the server's log, unless it succeeded.
 fn harness_run(harness: &Path, der: &Path, srv: &Server, mib: &str) -> String {
-    let out_path = srv.scratch.join(format!("harness-{mib}.out"));
-    let out = std::fs::File::create(&out_path).expect("the harness's output file");
-    let mut child = Command::new(harness)
-        .arg("--quic")
+    let mut cmd = Command::new(harness);
+    cmd.arg("--quic")
         .arg(der)
         .arg(format!("127.0.0.1:{}", srv.port))
-        .args([SHARE, USER, PASSWORD, mib])
-        .stderr(out.try_clone().expect("one file for stdout and stderr"))
-        .stdout(out)
-        .spawn()
-        .expect("run the harness");
-    let status = wait_within(&mut child, HARNESS_RUN_LIMIT);
-    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-    match status {
-        Some(s) if s.success() => text,
-        Some(s) => panic!(
-            "harness failed ({s}):\n{text}\n--- server log\n{}",
-            srv.log()
-        ),
-        None => panic!(
-            "the harness ran longer than {HARNESS_RUN_LIMIT:?} and was killed:\n{text}\n\
-             --- server log\n{}",
-            srv.log()
-        ),
-    }
+        .args([SHARE, USER, PASSWORD, mib]);
+    // A run that passes the limit is killed and says so in `text`.
+    let (ok, text) = common::py::run_bounded(&mut cmd, HARNESS_RUN_LIMIT);
+    assert!(ok, "harness failed:\n{text}\n--- server log\n{}", srv.log());
+    text
 }
 
 /// Building the harness from nothing takes about 2.5 minutes on 2 cores.
