@@ -92,26 +92,23 @@ impl Question {
         // one I/O thread's (its inbox) and is used again by later connections (its
         // generation), so all three name the connection. (Two keys alike by chance would only
         // take turns.)
-        let of_connection = |kind: u8, what: u64| {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            (kind, Arc::as_ptr(&inbox) as usize, slot, gen, what).hash(&mut h);
-            h.finish()
-        };
+        let of_connection =
+            |kind: u8, what: u64| key_of((kind, Arc::as_ptr(&inbox) as usize, slot, gen, what));
         let (order, peer) = match &req.ask {
             Lookup::Home(h) => (
                 (h.order != 0).then_some(h.order),
                 Some((u64::from(h.node), HOME_CALLS_PER_PEER)),
             ),
+            // A kernel watch's job is nobody's ([`ringshare_core::fsjob::FsJob::nobodys`]):
+            // whichever connection posted it, it shares the bound of the node's other such jobs
+            // of its share, not the poster's own.
+            Lookup::Fs(j) if j.nobodys => (
+                None,
+                Some((key_of((2u8, j.share)), FS_JOBS_PER_SHARE_AND_CONNECTION)),
+            ),
             // An open's jobs: its order is the connection's own (open ids of two connections
             // may be alike). READs' jobs are not ordered among themselves: the connection
             // asks them only while nothing but READs is out for the open (finding G).
-            // A kernel watch's job is nobody's: whichever connection posted it, it shares the
-            // bound of the node's other such jobs of its share, not the poster's own.
-            Lookup::Fs(j) if j.nobodys => (
-                None,
-                Some((nobodys(j.share), FS_JOBS_PER_SHARE_AND_CONNECTION)),
-            ),
             Lookup::Fs(j) => (
                 (j.order != 0 && !j.among_reads).then(|| of_connection(0, j.order)),
                 Some((of_connection(1, j.share), FS_JOBS_PER_SHARE_AND_CONNECTION)),
@@ -129,12 +126,11 @@ impl Question {
     }
 }
 
-/// The key of the bound that nobody's file system jobs of `share` share
-/// ([`ringshare_core::fsjob::FsJob::nobodys`]).
-fn nobodys(share: u64) -> u64 {
-    use std::hash::{Hash, Hasher};
+/// A question's order or bound named by `parts` (its kind first), as one number.
+fn key_of(parts: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (2u8, share).hash(&mut h);
+    parts.hash(&mut h);
     h.finish()
 }
 
