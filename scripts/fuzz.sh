@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 rss_mb="${FUZZ_RSS_MB:-1024}"
 # CI budget on 2 cores: about 3 min to build the fuzz crate from scratch (aws-lc's C code
-# included), then 21 targets x 7 s, two at a time (docs/fuzzing.md has the CI's phases).
+# included), then 21 targets x 7 s, one per CPU at a time (docs/testing.md has the CI's phases).
 if [ "${CI:-}" = "true" ]; then
     seconds="${FUZZ_SECONDS:-7}"
     sanitizer="${FUZZ_SANITIZER:-none}"
