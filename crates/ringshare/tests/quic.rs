@@ -11,6 +11,10 @@
 //! $INTEROP_TARGET); without it (no registry access) the test prints
 //! SKIPPED.
 //!
+//! A second, independent client (tests/py/aioquic_smb.py): python's aioquic carries one
+//! stream and smbprotocol speaks SMB over it; it presents client certificates a CA made with
+//! python's `cryptography` issued, one admitted and one on the server's deny list.
+//!
 //! At the socket, a QUIC client of our own (quinn-proto driven by hand on a
 //! UDP socket, [`Probe`]) asks for another ALPN, presents client
 //! certificates the server admits or refuses, and floods the server with
@@ -533,6 +537,63 @@ fn with_client_certificates_required_the_server_admits_and_refuses_them_at_the_h
     probe
         .handshake(client_config(&root, b"smb", None))
         .expect_err("no certificate, no connection");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_independent_quic_client_logs_on_and_copies_with_an_admitted_certificate_and_is_refused_with_a_denied_one(
+) {
+    let test = "an_independent_quic_client_logs_on_and_copies_with_an_admitted_certificate";
+    if common::py::skipped(test) {
+        return;
+    }
+    let py = common::py::python_with_aioquic();
+    let script = common::py::script("aioquic_smb.py");
+    let limit = Duration::from_secs(120);
+    let dir = std::env::temp_dir().join(format!("rs-aioquic-{}", std::process::id()));
+    let (ok, out) =
+        common::py::run_bounded(Command::new(py).arg(&script).arg("certs").arg(&dir), limit);
+    assert!(ok, "the client's CA and certificates:\n{out}");
+    let denied = out
+        .lines()
+        .find_map(|l| l.strip_prefix("mallory "))
+        .expect("the denied certificate's sha256")
+        .trim()
+        .to_string();
+    let extra: &'static str = Box::leak(
+        format!(
+            "\tquic client certificate = required\n\ttls cafile = {}\n\tquic client certificate deny = {denied}\n",
+            dir.join("ca.pem").display()
+        )
+        .into_boxed_str(),
+    );
+    let srv = quic_server(extra);
+    let cert_pem = srv.passwd_file().parent().unwrap().join("tls/cert.pem");
+    let client = |who: &str, expect: &str| {
+        let (ok, out) = common::py::run_bounded(
+            Command::new(py)
+                .arg(&script)
+                .arg("run")
+                .args(["127.0.0.1", &srv.port.to_string()])
+                .arg(&cert_pem)
+                .args([USER, PASSWORD, &srv.share])
+                .arg(dir.join(who))
+                .arg(expect),
+            limit,
+        );
+        assert!(ok, "{who}, expecting {expect}:\n{out}\n{}", srv.log());
+        eprintln!("{who}: {}", out.trim());
+    };
+    client("alice", "ok");
+    client("mallory", "refused");
+    wait_for(
+        || {
+            srv.log()
+                .contains("is denied by 'quic client certificate deny'")
+        },
+        &srv,
+        "the denied certificate",
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

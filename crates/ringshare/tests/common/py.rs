@@ -158,6 +158,27 @@ pub fn python() -> &'static Path {
     }))
 }
 
+/// The aioquic release the SMB-over-QUIC test with an independent client is written against
+/// (tests/quic.rs; wheels on PyPI, with `cryptography` for its TLS).
+pub const AIOQUIC: &str = "aioquic==1.7.2";
+
+/// A python with smbprotocol and aioquic importable (`target/pyenv-quic`), installed on first
+/// use. Panics with the reason when it cannot be had.
+pub fn python_with_aioquic() -> &'static Path {
+    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    got_or_panic(PY.get_or_init(|| {
+        make_venv(&Venv {
+            dir: "pyenv-quic",
+            base: "python3",
+            venv_args: &[],
+            packages: &[SMBPROTOCOL, AIOQUIC],
+            imports: "smbprotocol, smbclient, aioquic, cryptography",
+            install_timeout: INSTALL_TIMEOUT,
+            hint: "no network?",
+        })
+    }))
+}
+
 /// The `krb5` (pykrb5) release pyspnego's Kerberos needs beside gssapi; PyPI has no wheel of it
 /// for Linux, so pip builds it (about 2 minutes; needs libkrb5-dev and python3-dev).
 pub const PYKRB5: &str = "krb5==0.10.0";
