@@ -497,6 +497,31 @@ fn wait_for(cond: impl Fn() -> bool, srv: &Server, what: &str) {
     }
 }
 
+/// A server that requires client certificates the CA of `ca_pem` issued and denies the one
+/// `denied` names (`sha256:HEX`).
+fn server_requiring_certificates(ca_pem: &Path, denied: &str) -> Server {
+    let extra: &'static str = Box::leak(
+        format!(
+            "\tquic client certificate = required\n\ttls cafile = {}\n\tquic client certificate deny = {denied}\n",
+            ca_pem.display()
+        )
+        .into_boxed_str(),
+    );
+    quic_server(extra)
+}
+
+/// Waits (5 s at most) for the server's log line of a certificate its deny list refused.
+fn wait_for_denial(srv: &Server) {
+    wait_for(
+        || {
+            srv.log()
+                .contains("is denied by 'quic client certificate deny'")
+        },
+        srv,
+        "the denied certificate",
+    );
+}
+
 #[test]
 fn with_client_certificates_required_the_server_admits_and_refuses_them_at_the_handshake() {
     let ca = Ca::new("Interop Client CA");
@@ -506,14 +531,7 @@ fn with_client_certificates_required_the_server_admits_and_refuses_them_at_the_h
     let ca_pem = dir.join("client-ca.pem");
     std::fs::write(&ca_pem, ca.cert.pem()).unwrap();
     let mallory_fp = ringshare_quic::cert::fingerprint(&mallory.chain[0]);
-    let extra: &'static str = Box::leak(
-        format!(
-            "\tquic client certificate = required\n\ttls cafile = {}\n\tquic client certificate deny = sha256:{mallory_fp}\n",
-            ca_pem.display()
-        )
-        .into_boxed_str(),
-    );
-    let srv = quic_server(extra);
+    let srv = server_requiring_certificates(&ca_pem, &format!("sha256:{mallory_fp}"));
     let root = server_certificate(&srv);
     let mut probe = Probe::new(srv.port);
     probe
@@ -522,14 +540,7 @@ fn with_client_certificates_required_the_server_admits_and_refuses_them_at_the_h
     probe
         .handshake(client_config(&root, b"smb", Some(&mallory)))
         .expect_err("a denied certificate does not");
-    wait_for(
-        || {
-            srv.log()
-                .contains("is denied by 'quic client certificate deny'")
-        },
-        &srv,
-        "the denied certificate",
-    );
+    wait_for_denial(&srv);
     assert!(
         srv.log().contains(&mallory_fp),
         "the line names the certificate"
@@ -560,14 +571,7 @@ fn an_independent_quic_client_logs_on_and_copies_with_an_admitted_certificate_an
         .expect("the denied certificate's sha256")
         .trim()
         .to_string();
-    let extra: &'static str = Box::leak(
-        format!(
-            "\tquic client certificate = required\n\ttls cafile = {}\n\tquic client certificate deny = {denied}\n",
-            dir.join("ca.pem").display()
-        )
-        .into_boxed_str(),
-    );
-    let srv = quic_server(extra);
+    let srv = server_requiring_certificates(&dir.join("ca.pem"), &denied);
     let cert_pem = srv.passwd_file().parent().unwrap().join("tls/cert.pem");
     let client = |who: &str, expect: &str| {
         let (ok, out) = common::py::run_bounded(
@@ -586,14 +590,7 @@ fn an_independent_quic_client_logs_on_and_copies_with_an_admitted_certificate_an
     };
     client("alice", "ok");
     client("mallory", "refused");
-    wait_for(
-        || {
-            srv.log()
-                .contains("is denied by 'quic client certificate deny'")
-        },
-        &srv,
-        "the denied certificate",
-    );
+    wait_for_denial(&srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -28,44 +28,38 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def make_certs(d):
-    os.makedirs(d, exist_ok=True)
+def issue(subject, issuer, key, signer, ca):
+    """A certificate for `key` named `subject`, issued by `issuer` (signed with `signer`)."""
     now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "aioquic test CA")])
-    ca = (
+    b = (
         x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
+    if ca:
+        usage = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
+        b = b.add_extension(usage, critical=True)
+    else:
+        usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
+        b = b.add_extension(usage, critical=False)
+    return b.sign(signer, hashes.SHA256())
+
+
+def make_certs(d):
+    os.makedirs(d, exist_ok=True)
+    ca_name = "aioquic test CA"
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = issue(ca_name, ca_name, ca_key, ca_key, True)
     with open(os.path.join(d, "ca.pem"), "wb") as f:
         f.write(ca.public_bytes(serialization.Encoding.PEM))
     for who in ("alice", "mallory"):
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, who)]))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
+        cert = issue(who, ca_name, key, ca_key, False)
         with open(os.path.join(d, who + ".pem"), "wb") as f:
             f.write(cert.public_bytes(serialization.Encoding.PEM))
         with open(os.path.join(d, who + ".key"), "wb") as f:
