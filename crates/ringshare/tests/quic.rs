@@ -99,14 +99,16 @@ fn harness_or_skip() -> Option<PathBuf> {
 }
 
 /// The harness over QUIC against `srv` (trusting the DER certificate
-/// `der`), putting and getting `mib` MiB; its output. Fails the test, with
-/// the server's log, unless it succeeded.
-fn harness_run(harness: &Path, der: &Path, srv: &Server, mib: &str) -> String {
+/// `der`), putting and getting as `run` says (MiB, then `compress` for a
+/// text-like file with compression offered); its output. Fails the test,
+/// with the server's log, unless it succeeded.
+fn harness_run(harness: &Path, der: &Path, srv: &Server, run: &[&str]) -> String {
     let mut cmd = Command::new(harness);
     cmd.arg("--quic")
         .arg(der)
         .arg(format!("127.0.0.1:{}", srv.port))
-        .args([SHARE, USER, PASSWORD, mib]);
+        .args([SHARE, USER, PASSWORD])
+        .args(run);
     // A run that passes the limit is killed and says so in `text`.
     let (ok, text) = common::py::run_bounded(&mut cmd, HARNESS_RUN_LIMIT);
     assert!(ok, "harness failed:\n{text}\n--- server log\n{}", srv.log());
@@ -148,8 +150,10 @@ fn send_garbage(port: u16) {
 }
 
 #[test]
-fn a_client_over_quic_puts_lists_and_gets_a_file_byte_identical() {
-    if !smbclient_or_skip("a_client_over_quic_puts_lists_and_gets_a_file_byte_identical") {
+fn a_client_over_quic_puts_lists_and_gets_a_file_byte_identical_with_and_without_compression() {
+    if !smbclient_or_skip(
+        "a_client_over_quic_puts_lists_and_gets_a_file_byte_identical_with_and_without_compression",
+    ) {
         return;
     }
     let Some(harness) = harness_or_skip() else {
@@ -167,14 +171,16 @@ fn a_client_over_quic_puts_lists_and_gets_a_file_byte_identical() {
         srv.log()
     );
     send_garbage(srv.port);
-    let run = |mib: &str| {
+    let run = |run: &[&str]| {
         let started = Instant::now();
-        let text = harness_run(&harness, &der, &srv, mib);
+        let text = harness_run(&harness, &der, &srv, run);
         eprintln!("{} ({:.1} s)", text.trim(), started.elapsed().as_secs_f64());
     };
-    run("16");
+    run(&["16"]);
     send_garbage(srv.port);
-    run("1");
+    run(&["1"]);
+    // Compression over QUIC: the client's LZ4 WRITEs, the server's compressed READs.
+    run(&["4", "compress"]);
     // TCP serves on beside it.
     srv.client()
         .run("ls")

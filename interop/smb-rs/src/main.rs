@@ -12,7 +12,9 @@
 //! bytes are encrypted): the server's certificate (DER) is the client's only
 //! trust root; it logs on with NTLM, puts a file of `MIB` MiB (default 8) of
 //! pseudo-random bytes, lists the share and finds it there with its size,
-//! gets it back and checks every byte.
+//! gets it back and checks every byte. With `compress` after `MIB`, the
+//! client offers compression (its LZ4 and Pattern_V1) and the file is
+//! text-like, as in the TCP run; `-` for CERT.der runs the same over TCP.
 //! (crates/ringshare/tests/quic.rs starts a server and runs it.)
 
 use std::str::FromStr;
@@ -161,10 +163,11 @@ async fn list(client: &Client, unc: &UncPath, name: &str) -> Result<Option<u64>,
 
 /// The `--quic` run (see the top of this file).
 async fn over_quic(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let (cert, server, share, user, password, mib) = match args {
-        [c, s, sh, u, p] => (c, s, sh, u, p, 8),
-        [c, s, sh, u, p, m] => (c, s, sh, u, p, m.parse()?),
-        _ => return Err("usage: ringshare-interop-smb-rs --quic CERT.der HOST:PORT SHARE USER PASSWORD [MIB]".into()),
+    let (cert, server, share, user, password, mib, compress) = match args {
+        [c, s, sh, u, p] => (c, s, sh, u, p, 8, false),
+        [c, s, sh, u, p, m] => (c, s, sh, u, p, m.parse()?, false),
+        [c, s, sh, u, p, m, z] if z == "compress" => (c, s, sh, u, p, m.parse()?, true),
+        _ => return Err("usage: ringshare-interop-smb-rs --quic CERT.der HOST:PORT SHARE USER PASSWORD [MIB [compress]]".into()),
     };
     let addr: std::net::SocketAddr = server.parse()?;
     let client = Client::new(ClientConfig {
@@ -180,6 +183,7 @@ async fn over_quic(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
                 })
             },
             smb2_only_negotiate: true,
+            compression_enabled: compress,
             ..Default::default()
         },
         ..Default::default()
@@ -188,14 +192,18 @@ async fn over_quic(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let unc = UncPath::from_str(&format!(r"\\{}\{share}", addr.ip()))?;
     client.share_connect(&unc, user, password.to_string()).await?;
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let data: Vec<u8> = (0..mib * MIB)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data: Vec<u8> = if compress {
+        text(mib * MIB)
+    } else {
+        (0..mib * MIB)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
     let name = "over-quic.bin";
     let path = unc.clone().with_path(name);
     put(&client, &path, &data).await?;
@@ -206,9 +214,11 @@ async fn over_quic(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let back = get(&client, &path, data.len()).await?;
     same(&back, &data)?;
     println!(
-        "smb-rs 0.12.1 over QUIC -> ringshare: NTLM logon, put {} bytes, listed with its size, \
+        "smb-rs 0.12.1 over {} -> ringshare: NTLM logon, put {} bytes{}, listed with its size, \
          got them back identical ({:.2} s in all)",
+        if cert == "-" { "TCP" } else { "QUIC" },
         data.len(),
+        if compress { " of text, compression offered" } else { "" },
         started.elapsed().as_secs_f64()
     );
     Ok(())
