@@ -12,8 +12,9 @@
 //! SKIPPED.
 //!
 //! A second, independent client (tests/py/aioquic_smb.py): python's aioquic carries one
-//! stream and smbprotocol speaks SMB over it; it presents client certificates a CA made with
-//! python's `cryptography` issued, one admitted and one on the server's deny list.
+//! stream and smbprotocol speaks SMB over it. A private CA made with python's `cryptography`
+//! issued the server's certificate (`tls certfile`), which the client checks against that CA
+//! alone, and two client certificates, one admitted and one on the server's deny list.
 //!
 //! At the socket, a QUIC client of our own (quinn-proto driven by hand on a
 //! UDP socket, [`Probe`]) asks for another ALPN, presents client
@@ -504,11 +505,11 @@ fn wait_for(cond: impl Fn() -> bool, srv: &Server, what: &str) {
 }
 
 /// A server that requires client certificates the CA of `ca_pem` issued and denies the one
-/// `denied` names (`sha256:HEX`).
-fn server_requiring_certificates(ca_pem: &Path, denied: &str) -> Server {
+/// `denied` names (`sha256:HEX`); with `own`, the `[global]` lines of its own certificate.
+fn server_requiring_certificates(ca_pem: &Path, denied: &str, own: &str) -> Server {
     let extra: &'static str = Box::leak(
         format!(
-            "\tquic client certificate = required\n\ttls cafile = {}\n\tquic client certificate deny = {denied}\n",
+            "\tquic client certificate = required\n\ttls cafile = {}\n\tquic client certificate deny = {denied}\n{own}",
             ca_pem.display()
         )
         .into_boxed_str(),
@@ -537,7 +538,7 @@ fn with_client_certificates_required_the_server_admits_and_refuses_them_at_the_h
     let ca_pem = dir.join("client-ca.pem");
     std::fs::write(&ca_pem, ca.cert.pem()).unwrap();
     let mallory_fp = ringshare_quic::cert::fingerprint(&mallory.chain[0]);
-    let srv = server_requiring_certificates(&ca_pem, &format!("sha256:{mallory_fp}"));
+    let srv = server_requiring_certificates(&ca_pem, &format!("sha256:{mallory_fp}"), "");
     let root = server_certificate(&srv);
     let mut probe = Probe::new(srv.port);
     probe
@@ -577,15 +578,22 @@ fn an_independent_quic_client_logs_on_and_copies_with_an_admitted_certificate_an
         .expect("the denied certificate's sha256")
         .trim()
         .to_string();
-    let srv = server_requiring_certificates(&dir.join("ca.pem"), &denied);
-    let cert_pem = srv.passwd_file().parent().unwrap().join("tls/cert.pem");
+    // The server's certificate is the private CA's too (`tls certfile`, `tls keyfile`), and the
+    // client trusts that CA alone.
+    let own = format!(
+        "\ttls certfile = {}\n\ttls keyfile = {}\n",
+        dir.join("server.pem").display(),
+        dir.join("server.key").display()
+    );
+    let srv = server_requiring_certificates(&dir.join("ca.pem"), &denied, &own);
+    let ca_pem = dir.join("ca.pem");
     let client = |who: &str, expect: &str| {
         let (ok, out) = common::py::run_bounded(
             Command::new(py)
                 .arg(&script)
                 .arg("run")
                 .args(["127.0.0.1", &srv.port.to_string()])
-                .arg(&cert_pem)
+                .arg(&ca_pem)
                 .args([USER, PASSWORD, &srv.share])
                 .arg(dir.join(who))
                 .arg(expect),

@@ -5,10 +5,12 @@ client certificates are made here too, with `cryptography`, so nothing on the cl
 comes from ringshare's own QUIC or TLS code.
 
   aioquic_smb.py certs DIR
-      makes a client CA (DIR/ca.pem) and two client certificates it issued (DIR/alice.pem and
-      .key, DIR/mallory.pem and .key); prints "mallory sha256:HEX" for the server's deny list
-  aioquic_smb.py run HOST PORT SERVER_CERT USER PASSWORD SHARE NAME EXPECT
-      connects to HOST:PORT over QUIC (ALPN smb), trusting SERVER_CERT (PEM) alone and
+      makes a private CA (DIR/ca.pem), two client certificates it issued (DIR/alice.pem and
+      .key, DIR/mallory.pem and .key) and a server certificate for localhost and 127.0.0.1
+      (DIR/server.pem and .key); prints "mallory sha256:HEX" for the server's deny list
+  aioquic_smb.py run HOST PORT TRUST USER PASSWORD SHARE NAME EXPECT
+      connects to HOST:PORT over QUIC (ALPN smb, name localhost), trusting TRUST (PEM: the
+      CA, or the server's own self-signed certificate) alone and
       presenting NAME.pem with its key NAME.key (NAME: a path without the suffix); EXPECT is
         ok       log on with NTLM, write 4 MiB, list, read them back byte-identical
         refused  the server ends the connection at the handshake: no SMB answer comes
@@ -16,6 +18,7 @@ comes from ringshare's own QUIC or TLS code.
 import asyncio
 import datetime
 import hashlib
+import ipaddress
 import os
 import sys
 import threading
@@ -28,8 +31,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def issue(subject, issuer, key, signer, ca):
-    """A certificate for `key` named `subject`, issued by `issuer` (signed with `signer`)."""
+def issue(subject, issuer, key, signer, kind):
+    """A certificate for `key` named `subject`, issued by `issuer` (signed with `signer`):
+    `kind` "ca", "client", or "server" (for localhost and 127.0.0.1)."""
+    ca = kind == "ca"
     now = datetime.datetime.now(datetime.timezone.utc)
     b = (
         x509.CertificateBuilder()
@@ -44,9 +49,14 @@ def issue(subject, issuer, key, signer, ca):
     if ca:
         usage = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
         b = b.add_extension(usage, critical=True)
-    else:
+    elif kind == "client":
         usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
         b = b.add_extension(usage, critical=False)
+    else:
+        usage = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH])
+        names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        b = b.add_extension(usage, critical=False)
+        b = b.add_extension(x509.SubjectAlternativeName(names), critical=False)
     return b.sign(signer, hashes.SHA256())
 
 
@@ -54,12 +64,12 @@ def make_certs(d):
     os.makedirs(d, exist_ok=True)
     ca_name = "aioquic test CA"
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = issue(ca_name, ca_name, ca_key, ca_key, True)
+    ca = issue(ca_name, ca_name, ca_key, ca_key, "ca")
     with open(os.path.join(d, "ca.pem"), "wb") as f:
         f.write(ca.public_bytes(serialization.Encoding.PEM))
-    for who in ("alice", "mallory"):
+    for who in ("alice", "mallory", "server"):
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = issue(who, ca_name, key, ca_key, False)
+        cert = issue(who, ca_name, key, ca_key, "server" if who == "server" else "client")
         with open(os.path.join(d, who + ".pem"), "wb") as f:
             f.write(cert.public_bytes(serialization.Encoding.PEM))
         with open(os.path.join(d, who + ".key"), "wb") as f:
