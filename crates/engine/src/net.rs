@@ -27,6 +27,46 @@ pub fn listen_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Whether a socket is already bound to `addr` (TCP): a bind without `SO_REUSEPORT` fails
+/// with `EADDRINUSE` then. [`listen_reuseport`] alone would not tell: a listener of another
+/// server of the same user with `SO_REUSEPORT` (another ringshare) lets it join its group, and
+/// the kernel then spreads the clients over both servers. `SO_REUSEADDR` is set, so that
+/// connections of an earlier server still in TIME_WAIT do not count. Port 0 is never taken;
+/// another failure (no permission for the port) is returned for the caller to report.
+pub fn tcp_port_taken(addr: SocketAddr) -> io::Result<bool> {
+    if addr.port() == 0 {
+        return Ok(false);
+    }
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let fd = rnet::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    in_use(rnet::bind(&fd, &addr).map_err(io::Error::from))
+}
+
+/// [`tcp_port_taken`] for UDP (SMB over QUIC): a socket bound to `addr` without
+/// `SO_REUSEPORT` tells whether another is there already.
+pub fn udp_port_taken(addr: SocketAddr) -> io::Result<bool> {
+    if addr.port() == 0 {
+        return Ok(false);
+    }
+    in_use(udp_socket(addr, false).map(drop))
+}
+
+/// A probe's bind: Ok(true) when the address was in use, Ok(false) when it was free.
+fn in_use(bound: io::Result<()>) -> io::Result<bool> {
+    match bound {
+        Ok(()) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// The address a socket is bound to (e.g. to learn the port after binding port 0).
 pub fn local_addr(fd: impl AsFd) -> io::Result<SocketAddr> {
     let any = rnet::getsockname(fd)?;

@@ -288,3 +288,58 @@ fn log_level_0_logs_only_errors_and_warnings_as_in_samba_and_1_adds_notable_even
         "debug lines at log level 1: {day_to_day:?}"
     );
 }
+
+/// `serve` on 127.0.0.1:`port` (its files in `dir`, `extra` added to `[global]`) until it exits
+/// (20 s at most): its exit status and what it printed.
+fn serve_until_exit(
+    dir: &Path,
+    port: u16,
+    extra: &str,
+) -> (Option<std::process::ExitStatus>, String) {
+    std::fs::create_dir_all(dir).unwrap();
+    let conf = write_config(dir, port);
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        text.replacen("[global]\n", &format!("[global]\n{extra}"), 1),
+    )
+    .unwrap();
+    let notify = NotifySocket::bind(dir);
+    let log = dir.join("serve.log");
+    let mut child = serve_notifying(&conf, &notify, &log);
+    let status = wait_within(&mut child, Duration::from_secs(20));
+    if status.is_none() {
+        stop(&mut child);
+    }
+    (status, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+#[test]
+fn a_server_does_not_start_on_a_port_another_server_listens_on_and_says_so() {
+    use ringshare_engine::net;
+    let tmp = TempDir::new("port-taken");
+    // Another server's listener, as a ringshare's is (SO_REUSEPORT, this user): a second
+    // listener with SO_REUSEPORT would join it and share its clients.
+    let other = net::listen_reuseport(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), 16).unwrap();
+    let port = net::local_addr(&other).unwrap().port();
+    let (status, output) = serve_until_exit(&tmp.path().join("tcp"), port, "");
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}\n{output}");
+    assert!(
+        output.contains(&format!("cannot listen on 127.0.0.1:{port}"))
+            && output.contains("listens there already"),
+        "{output}"
+    );
+    drop(other);
+
+    // The same for SMB over QUIC's UDP port.
+    let port = free_port();
+    let udp = net::udp_bind_reuseport(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).unwrap();
+    let quic = format!("server smb transports = tcp, quic:{port}\n");
+    let (status, output) = serve_until_exit(&tmp.path().join("udp"), port, &quic);
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}\n{output}");
+    assert!(
+        output.contains("cannot listen for QUIC") && output.contains("listens there already"),
+        "{output}"
+    );
+    drop(udp);
+}
