@@ -945,6 +945,12 @@ fn a_keeper_stopped_while_asked_to_give_an_open_up_keeps_it_for_the_next_reconne
     signal(keeper, rustix::process::Signal::STOP);
     let first = opened(c.call(Command::CREATE, &durable_create(&file, 253, Some(left))));
     let first_in = stopped.elapsed();
+    // Said before anything is asserted: a failure shows how long the first answer took (one
+    // run in CI had SUCCESS here, session 54; its time was not known).
+    eprintln!(
+        "[{name}] the reconnect with the keeper stopped: {:?} in {first_in:?}",
+        first.as_ref().map(|_| ())
+    );
     thread::sleep(Duration::from_millis(3_000).saturating_sub(stopped.elapsed()));
     signal(keeper, rustix::process::Signal::CONT);
     let resumed = Instant::now();
