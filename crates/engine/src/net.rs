@@ -27,43 +27,49 @@ pub fn listen_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// Whether a socket is already bound to `addr` (TCP): a bind without `SO_REUSEPORT` fails
-/// with `EADDRINUSE` then. [`listen_reuseport`] alone would not tell: a listener of another
-/// server of the same user with `SO_REUSEPORT` (another ringshare) lets it join its group, and
-/// the kernel then spreads the clients over both servers. `SO_REUSEADDR` is set, so that
-/// connections of an earlier server still in TIME_WAIT do not count. Port 0 is never taken;
-/// another failure (no permission for the port) is returned for the caller to report.
-pub fn tcp_port_taken(addr: SocketAddr) -> io::Result<bool> {
+/// Ok when no socket is bound to `addr` (TCP) yet; else an `AddrInUse` error that says
+/// another server listens there. A bind without `SO_REUSEPORT` tells: [`listen_reuseport`]
+/// alone would not, since a listener of another server of the same user with `SO_REUSEPORT`
+/// (another ringshare) lets it join its group, and the kernel then spreads the clients over
+/// both servers. `SO_REUSEADDR` is set, so that connections of an earlier server still in
+/// TIME_WAIT do not count. Port 0 is always free; when the probe itself fails otherwise (no
+/// permission for the port) Ok is returned too, and the real bind reports it.
+pub fn tcp_port_free(addr: SocketAddr) -> io::Result<()> {
     if addr.port() == 0 {
-        return Ok(false);
+        return Ok(());
     }
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::INET,
         SocketAddr::V6(_) => AddressFamily::INET6,
     };
-    let fd = rnet::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
-    sockopt::set_socket_reuseaddr(&fd, true)?;
-    if addr.is_ipv6() {
-        sockopt::set_ipv6_v6only(&fd, true)?;
-    }
-    in_use(rnet::bind(&fd, &addr).map_err(io::Error::from))
+    let probe = || -> io::Result<()> {
+        let fd = rnet::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+        sockopt::set_socket_reuseaddr(&fd, true)?;
+        if addr.is_ipv6() {
+            sockopt::set_ipv6_v6only(&fd, true)?;
+        }
+        Ok(rnet::bind(&fd, &addr)?)
+    };
+    free_unless_in_use(probe())
 }
 
-/// [`tcp_port_taken`] for UDP (SMB over QUIC): a socket bound to `addr` without
+/// [`tcp_port_free`] for UDP (SMB over QUIC): a socket bound to `addr` without
 /// `SO_REUSEPORT` tells whether another is there already.
-pub fn udp_port_taken(addr: SocketAddr) -> io::Result<bool> {
+pub fn udp_port_free(addr: SocketAddr) -> io::Result<()> {
     if addr.port() == 0 {
-        return Ok(false);
+        return Ok(());
     }
-    in_use(udp_socket(addr, false).map(drop))
+    free_unless_in_use(udp_socket(addr, false).map(drop))
 }
 
-/// A probe's bind: Ok(true) when the address was in use, Ok(false) when it was free.
-fn in_use(bound: io::Result<()>) -> io::Result<bool> {
+/// A probe's bind: the error of a port another server holds, else Ok.
+fn free_unless_in_use(bound: io::Result<()>) -> io::Result<()> {
     match bound {
-        Ok(()) => Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Ok(true),
-        Err(e) => Err(e),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            "another server (perhaps another ringshare) listens there already",
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -228,13 +228,8 @@ fn bind(addr: SocketAddr, threads: usize) -> Result<(SocketAddr, Vec<OwnedFd>), 
             "cannot listen for QUIC on udp {addr}: {e} (port 443 needs root or CAP_NET_BIND_SERVICE; choose another with `server smb transports = tcp, quic:PORT`)"
         ))
     };
-    // A port another server's sockets hold is refused, not shared (`net::udp_port_taken`).
-    if net::udp_port_taken(addr).unwrap_or(false) {
-        return Err(refused(std::io::Error::new(
-            std::io::ErrorKind::AddrInUse,
-            "another server (perhaps another ringshare) listens there already",
-        )));
-    }
+    // A port another server's sockets hold is refused, not shared.
+    net::udp_port_free(addr).map_err(refused)?;
     let first = net::udp_bind_reuseport(addr).map_err(refused)?;
     let bound = match rustix::net::getsockname(&first).map(SocketAddr::try_from) {
         Ok(Ok(a)) => a,

@@ -320,26 +320,15 @@ fn public_ips(listen: &[SocketAddr]) -> Vec<std::net::IpAddr> {
 }
 
 /// Bind every listen address once, to report a clear error before threads start. An address
-/// another server listens on already is refused, not shared ([`net::tcp_port_taken`]).
+/// another server listens on already is refused, not shared ([`net::tcp_port_free`]).
 fn bind_all(addrs: &[SocketAddr]) -> Result<Vec<OwnedFd>, ServeError> {
     // All are looked at before any is bound: one of ours must not count as another's.
-    let taken: Vec<bool> = addrs
-        .iter()
-        .map(|a| net::tcp_port_taken(*a).unwrap_or(false))
-        .collect();
+    let free: Vec<_> = addrs.iter().map(|a| net::tcp_port_free(*a)).collect();
     addrs
         .iter()
-        .zip(taken)
-        .map(|(a, taken)| {
-            let bound = if taken {
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::AddrInUse,
-                    "another server (perhaps another ringshare) listens there already",
-                ))
-            } else {
-                net::listen_reuseport(*a, 1024)
-            };
-            bound.map_err(|e| {
+        .zip(free)
+        .map(|(a, free)| {
+            free.and_then(|()| net::listen_reuseport(*a, 1024)).map_err(|e| {
                 let hint = if a.port() == 445 {
                     " (port 445 needs root or CAP_NET_BIND_SERVICE, and must be free; choose another with --listen 127.0.0.1:4450 or `listen =` in the configuration)"
                 } else {
