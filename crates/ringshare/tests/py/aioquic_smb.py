@@ -134,10 +134,10 @@ def smb_work(port, user, password, share, outcome):
             pass
 
 
-async def run(host, port, server_cert, user, password, share, name, expect):
+async def run(host, port, trust, user, password, share, name, expect):
     cfg = QuicConfiguration(is_client=True, alpn_protocols=["smb"], server_name="localhost")
     cfg.idle_timeout = 20.0
-    cfg.load_verify_locations(cafile=server_cert)
+    cfg.load_verify_locations(cafile=trust)
     cfg.load_cert_chain(name + ".pem", name + ".key")
     outcome = {}
     try:
@@ -178,8 +178,8 @@ def main():
     if sys.argv[1] == "certs":
         make_certs(sys.argv[2])
         return 0
-    host, port, server_cert, user, password, share, name, expect = sys.argv[2:10]
-    return asyncio.run(run(host, int(port), server_cert, user, password, share, name, expect))
+    host, port, trust, user, password, share, name, expect = sys.argv[2:10]
+    return asyncio.run(run(host, int(port), trust, user, password, share, name, expect))
 
 
 if __name__ == "__main__":
