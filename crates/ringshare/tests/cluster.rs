@@ -1164,32 +1164,13 @@ fn a_hung_node_is_fenced_and_none_of_its_writes_land_after_the_takeover() {
     let cl = Cluster::start(name);
     // Node 3's client writes two files, one homed on node 1, one on node 3.
     let (mut c, files) = node3_writes_two_files(&cl, "s");
-    let pid = rustix::process::Pid::from_raw(cl.nodes[2].pid() as i32).expect("a pid");
-    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
-    // A stop takes effect when each thread next runs: on a busy machine the
-    // I/O thread could still take a request sent now. Wait until every
-    // thread of the node is stopped.
-    let stopped = within(Duration::from_secs(10), || {
-        let tasks = std::fs::read_dir(format!("/proc/{}/task", cl.nodes[2].pid())).ok()?;
-        tasks
-            .flatten()
-            .all(|t| {
-                std::fs::read_to_string(t.path().join("stat"))
-                    .ok()
-                    .and_then(|s| {
-                        s.rsplit(')')
-                            .next()
-                            .map(|r| r.trim_start().starts_with('T'))
-                    })
-                    .unwrap_or(false)
-            })
-            .then_some(())
-    });
-    assert!(stopped.is_some(), "node 3 did not stop");
+    // Every thread stopped before the writes go out (a busy machine's I/O thread could
+    // still take a request sent just after the signal).
+    stop_process(cl.nodes[2].pid());
     // Writes sent to the stopped node wait in its socket.
     send_late_writes(&mut c, &files);
     survivors_take_over(&cl, &files, Instant::now(), "SIGSTOP");
-    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    continue_process(cl.nodes[2].pid());
     std::thread::sleep(Duration::from_secs(2));
     no_late_write_landed(&cl, &files, "the stopped node");
 }

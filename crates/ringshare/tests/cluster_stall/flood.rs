@@ -242,14 +242,14 @@ fn a_flood_of_calls_to_a_stopped_node_fails_within_two_seconds_in_bounded_memory
     let rss_before = node1.rss_kib();
 
     let stopped = Instant::now();
-    signal(cl.nodes[1].pid(), rustix::process::Signal::STOP);
+    stop_process(cl.nodes[1].pid());
     lock(&times).stopped = Some(stopped);
     said("node 2 stopped; the flood starts");
     thread::sleep(STOPPED.saturating_sub(stopped.elapsed()));
     let rss_flood = node1.rss_kib();
     let resumed = Instant::now();
     lock(&times).resumed = Some(resumed);
-    signal(cl.nodes[1].pid(), rustix::process::Signal::CONT);
+    continue_process(cl.nodes[1].pid());
     said("node 2 went on");
     let _ = within(Duration::from_secs(10), || {
         (back.load(Ordering::Relaxed) == FLOODERS).then_some(())
