@@ -38,9 +38,13 @@ use rustix::io::Errno;
 
 use crate::Who;
 
-/// A directory at least this large (its `st_size`) is indexed: about 800 entries on tmpfs
-/// (20 bytes each), 400-600 on ext4, XFS or Btrfs with names of about 16 bytes.
-pub(super) const BIG_DIR_BYTES: u64 = 16 * 1024;
+/// A directory at least this large (its `st_size`) is indexed: about 400 entries on tmpfs
+/// (20 bytes each), 200-300 on ext4, XFS or Btrfs with names of about 16 bytes. (Not 4 KiB: an
+/// ext4 directory is never smaller, so every one would be.) At 16 KiB (sessions 42-54) a
+/// 300 ms run that makes 1,000 files in a new directory and opens them again cost 1.5x the
+/// server CPU a request (session 55, `DUR=300ms bench/newnames --connections 1`: 14.9 against
+/// 9.9 µs).
+pub(super) const BIG_DIR_BYTES: u64 = 8 * 1024;
 /// Directories indexed at once, at most.
 pub(super) const DIRS_MAX: usize = 256;
 /// Names indexed in all, at most.
