@@ -212,7 +212,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME")]
     pub file: Option<String>,
 
-    /// The directory the `list` workload lists.
+    /// The directory the `list` workload lists, and the one `metadata` opens (and first
+    /// makes) its files in (default: the share's root).
     #[arg(long, value_name = "NAME", default_value = "")]
     pub dir: String,
 

@@ -470,7 +470,12 @@ impl Conn {
                     // cost of a file homed on a chosen node).
                     let name = match self.given_file(sh) {
                         Some(f) => f.to_string(),
-                        None => format!("rsmeta-{}-{k}", self.idx),
+                        None if sh.args.dir.is_empty() => format!("rsmeta-{}-{k}", self.idx),
+                        None => format!(
+                            "{}\\rsmeta-{}-{k}",
+                            sh.args.dir.trim_end_matches(['\\', '/']),
+                            self.idx
+                        ),
                     };
                     // DELETE and FILE_DELETE_ON_CLOSE.
                     let (access, options) = if sh.args.delete_on_close {
