@@ -7,7 +7,8 @@
 # the clients got other than SUCCESS and the longest a client waited; fails on any answer but
 # SUCCESS or FILE_NOT_AVAILABLE, a connection dropped by a node that was not stopping, a byte
 # acknowledged and not in its file at the end, or a level other than 1 while an old node serves
-# and 2 once all are new. The test: crates/ringshare/tests/cluster_upgrade/mod.rs.
+# and this build's (`msg::LEVEL`, 5 now) once all are new.
+# The test: crates/ringshare/tests/cluster_upgrade/mod.rs.
 #   scripts/cluster-upgrade.sh                      builds OLD_REV (default e9524d6, the last
 #                                                   build before levels) in its own clone
 #   OLD_BIN=/path/to/old/ringshare scripts/cluster-upgrade.sh

@@ -8,7 +8,8 @@
 //! SUCCESS, and the longest a client waited for a write. It fails when a client got any answer
 //! but SUCCESS or FILE_NOT_AVAILABLE (try again), or lost its connection to a node that was not
 //! the one stopping, or an open did not come back, or any acknowledged byte is not in its file
-//! at the end, or the level is not 1 while an old node serves and 2 once all are new.
+//! at the end, or the level is not 1 while an old node serves and this build's (`msg::LEVEL`) once
+//! all are new.
 //! scripts/cluster-upgrade.sh builds or takes the old binary and runs it.
 
 use std::collections::BTreeMap;
