@@ -8,6 +8,7 @@
 mod support;
 
 use ringshare_core::notify_kernel::mask;
+use ringshare_vfs::Share;
 use ringshare_wire::consts::CreateDisposition as D;
 use ringshare_wire::create::CreateResponse;
 use ringshare_wire::{FileId, NtStatus};
@@ -413,4 +414,52 @@ fn a_leased_directory_renamed_while_its_watchs_job_waits_is_watched_where_it_is(
         .filter(|r| r.hdr.command == ringshare_wire::consts::Command::OPLOCK_BREAK)
         .count();
     assert_eq!(breaks, 1, "and the lease breaks: {rs:?}");
+}
+
+/// The kernel hands out one watch descriptor per directory, whatever the path it was asked
+/// by (inotify_add_watch on an inode already watched answers with its descriptor). A directory
+/// another program moved is still listed at its old path (nothing told the server), and a
+/// CHANGE_NOTIFY at its new name is handed the same descriptor: two places share it. The
+/// watcher at the old path ending leaves the descriptor to the other (whose changes are still
+/// reported); the last one ending removes it. (docs/cluster-internals.md, "Kernel watches in
+/// jobs": before, the tests' watches gave a new descriptor per add, so this sharing was shown
+/// only by `notify::kernel`'s unit test.)
+#[test]
+fn a_kernel_watch_two_paths_share_stays_until_the_last_watcher_of_either_goes() {
+    let (mut c, calls, watches) = fuse_client_watching(true);
+    watches
+        .per_inode
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    mkdir(&mut c, "d");
+    let d = open_dir(&mut c, "d");
+    let (_, early) = armed(&mut c, &calls, d, false);
+    assert!(early.iter().all(|r| r.status() == NtStatus::PENDING));
+    let [wd] = watches.live()[..] else {
+        panic!("one kernel watch: {:?}", watches.live());
+    };
+    // Another program moves the directory (the share's file system, not through the server).
+    let path = |n: &str| ringshare_vfs::RelPath::from_components([n]).expect("path");
+    c.mem
+        .rename(&ringshare_vfs::server_who(), &path("d"), &path("e"), false)
+        .expect("moved by another program");
+    let e = open_dir(&mut c, "e");
+    let (_, early) = armed(&mut c, &calls, e, false);
+    assert!(early.iter().all(|r| r.status() == NtStatus::PENDING));
+    assert_eq!(watches.live(), vec![wd], "the kernel's one descriptor");
+    // The watcher at the old path goes: the descriptor stays for the one at the new name.
+    let m = c.close_msg(d, 0);
+    c.send_frame(m);
+    c.run_held_jobs_to_the_end();
+    assert_eq!(
+        watches.live(),
+        vec![wd],
+        "still watched for the other watcher"
+    );
+    let rs = kernel_reports_answered(&mut c, wd, mask::CREATE, "theirs.txt");
+    assert!(names(&rs, "theirs.txt"), "still reported: {rs:?}");
+    // The last watcher goes: so does the descriptor.
+    let m = c.close_msg(e, 0);
+    c.send_frame(m);
+    c.run_held_jobs_to_the_end();
+    assert_eq!(watches.live(), Vec::<i32>::new(), "no watch left");
 }

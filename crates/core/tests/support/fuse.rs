@@ -694,20 +694,36 @@ pub struct Watches {
     next: std::sync::atomic::AtomicI32,
     /// While set, every add is refused, as inotify does past its limit of watches.
     pub refuse: std::sync::atomic::AtomicBool,
+    /// While set, a directory already watched gets its descriptor again, as inotify does (one
+    /// descriptor per inode, whatever the path): unset, each add gets a new one.
+    pub per_inode: std::sync::atomic::AtomicBool,
+    /// The inode each live descriptor watches.
+    inodes: std::sync::Mutex<Vec<(u64, i32)>>,
 }
 
 impl ringshare_core::notify_kernel::KernelWatch for Watches {
-    fn add(&self, _dir: &dyn Node) -> Option<i32> {
+    fn add(&self, dir: &dyn Node) -> Option<i32> {
         self.calls.bump(&self.calls.watch_adds, "watch_adds");
         if self.refuse.load(Ordering::SeqCst) {
             return None;
         }
+        // (Asked only in this mode: the stat is a call of the share, counted like any other.)
+        let per_inode = self.per_inode.load(Ordering::SeqCst);
+        let ino = per_inode.then(|| dir.stat().map(|a| a.ino).ok()).flatten();
+        let mut inodes = self.inodes.lock().unwrap();
+        if let Some(&(_, wd)) = inodes.iter().find(|(i, _)| Some(*i) == ino) {
+            return Some(wd);
+        }
         let wd = 1 + self.next.fetch_add(1, Ordering::SeqCst);
         self.live.lock().unwrap().push(wd);
+        if let Some(ino) = ino {
+            inodes.push((ino, wd));
+        }
         Some(wd)
     }
     fn remove(&self, wd: i32) {
         self.live.lock().unwrap().retain(|w| *w != wd);
+        self.inodes.lock().unwrap().retain(|(_, w)| *w != wd);
     }
 }
 
