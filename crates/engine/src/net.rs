@@ -12,18 +12,27 @@ use rustix::net::{self as rnet, sockopt, AddressFamily, SocketFlags, SocketType}
 /// that every ring can own a listener on the same port and the kernel spreads
 /// incoming connections across them. IPv6 listeners are v6-only.
 pub fn listen_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<OwnedFd> {
+    let fd = tcp_socket(addr, true)?;
+    rnet::listen(&fd, backlog)?;
+    Ok(fd)
+}
+
+/// A TCP socket bound to `addr` with `SO_REUSEADDR` (and `SO_REUSEPORT` with `reuseport`);
+/// IPv6 ones v6-only.
+fn tcp_socket(addr: SocketAddr, reuseport: bool) -> io::Result<OwnedFd> {
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::INET,
         SocketAddr::V6(_) => AddressFamily::INET6,
     };
     let fd = rnet::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     sockopt::set_socket_reuseaddr(&fd, true)?;
-    sockopt::set_socket_reuseport(&fd, true)?;
+    if reuseport {
+        sockopt::set_socket_reuseport(&fd, true)?;
+    }
     if addr.is_ipv6() {
         sockopt::set_ipv6_v6only(&fd, true)?;
     }
     rnet::bind(&fd, &addr)?;
-    rnet::listen(&fd, backlog)?;
     Ok(fd)
 }
 
@@ -38,19 +47,7 @@ pub fn tcp_port_free(addr: SocketAddr) -> io::Result<()> {
     if addr.port() == 0 {
         return Ok(());
     }
-    let family = match addr {
-        SocketAddr::V4(_) => AddressFamily::INET,
-        SocketAddr::V6(_) => AddressFamily::INET6,
-    };
-    let probe = || -> io::Result<()> {
-        let fd = rnet::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
-        sockopt::set_socket_reuseaddr(&fd, true)?;
-        if addr.is_ipv6() {
-            sockopt::set_ipv6_v6only(&fd, true)?;
-        }
-        Ok(rnet::bind(&fd, &addr)?)
-    };
-    free_unless_in_use(probe())
+    free_unless_in_use(tcp_socket(addr, false).map(drop))
 }
 
 /// [`tcp_port_free`] for UDP (SMB over QUIC): a socket bound to `addr` without
