@@ -84,6 +84,19 @@ fn text(len: usize) -> Vec<u8> {
     out
 }
 
+/// `len` pseudo-random bytes (xorshift), the same on every run.
+fn pseudo_random(len: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// Writes `data` to a new (or emptied) file at `path`, 1 MiB per WRITE.
 async fn put(client: &Client, path: &UncPath, data: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
     let file = client
@@ -191,18 +204,10 @@ async fn over_quic(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let started = std::time::Instant::now();
     let unc = UncPath::from_str(&format!(r"\\{}\{share}", addr.ip()))?;
     client.share_connect(&unc, user, password.to_string()).await?;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let data: Vec<u8> = if compress {
+    let data = if compress {
         text(mib * MIB)
     } else {
-        (0..mib * MIB)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        pseudo_random(mib * MIB)
     };
     let name = "over-quic.bin";
     let path = unc.clone().with_path(name);
