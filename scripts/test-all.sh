@@ -11,7 +11,11 @@ phase() {
     echo "== test-all: $1 took $((SECONDS - last)) s ($((SECONDS - started)) s so far)"
     last=$SECONDS
 }
-trap 'echo "== test-all phases:${phases:- none;} then $((SECONDS - last)) s until the end ($((SECONDS - started)) s in all)"' EXIT
+# The build needs several GiB; say how much room there was and is, so that a full disk is
+# named as such at the end of the log.
+disk() { df -h --output=avail,target . 2>/dev/null | tail -1 | awk '{print $1 " free on " $2}'; }
+echo "== test-all: disk at start: $(disk)"
+trap 'echo "== test-all: disk at end: $(disk)"; echo "== test-all phases:${phases:- none;} then $((SECONDS - last)) s until the end ($((SECONDS - started)) s in all)"' EXIT
 scripts/install-deps.sh --test
 phase install-deps
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
@@ -20,6 +24,9 @@ if [ "${CI:-}" = "true" ]; then
     # full debug information; line tables keep file:line in every backtrace at less cost.
     # (Local builds keep the dev profile as it is.)
     export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_PROFILE_TEST_DEBUG=line-tables-only
+    # A clean clone builds everything once: incremental caches would only be written, never
+    # read, and they took about a third of the target directory (one CI run died of a full disk).
+    export CARGO_INCREMENTAL=0
 fi
 cargo fmt --all -- --check
 # Issue 30: neither the per-file state (crates/files), the server's tables and per-file
